@@ -1,0 +1,108 @@
+// Package api implements gen.StrictServerInterface: each handler converts the generated request
+// into a service call and the result back into a generated response. Rules live in the services
+// (account, store …); errors are returned as categorised errors and rendered by the server.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Deps are the services the handlers call.
+type Deps struct {
+	Config   *config.Loader
+	Store    *store.Store
+	Accounts *account.Service
+	Logger   *slog.Logger
+}
+
+// API implements every operation of the contract; operations not built yet live in
+// unimplemented.gen.go (written by internal/stubgen) and answer 501.
+type API struct {
+	cfg      *config.Loader
+	store    *store.Store
+	accounts *account.Service
+	log      *slog.Logger
+}
+
+var _ gen.StrictServerInterface = (*API)(nil)
+
+// New returns the handlers.
+func New(d Deps) *API {
+	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, log: d.Logger}
+}
+
+// UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.
+func UnimplementedOperations() []string { return append([]string(nil), unimplementedOps...) }
+
+func notImplemented(op string) error {
+	return svcerr.New(svcerr.ErrNotImplemented, "%s is not implemented yet", op)
+}
+
+// caller returns the authenticated identity the gate put on ctx.
+func caller(ctx context.Context) (*account.Identity, error) {
+	id := account.IdentityFrom(ctx)
+	if id == nil {
+		return nil, svcerr.New(svcerr.ErrUnauthenticated, "authentication required")
+	}
+	return id, nil
+}
+
+// admin returns the caller when it is an administrator, ErrForbidden otherwise.
+func admin(ctx context.Context) (*account.Identity, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !id.User.IsAdmin() {
+		return nil, svcerr.New(svcerr.ErrForbidden, "administrator rights required")
+	}
+	return id, nil
+}
+
+// request returns the HTTP request behind a strict handler's context.
+func request(ctx context.Context) *http.Request {
+	if c, ok := ctx.(*gin.Context); ok {
+		return c.Request
+	}
+	if r, ok := ctx.Value(gin.ContextRequestKey).(*http.Request); ok {
+		return r
+	}
+	return nil
+}
+
+// publicBase is the public origin with the mount prefix: app_url when configured, otherwise
+// derived from the request (scheme from TLS or X-Forwarded-Proto, host from the Host header).
+func (a *API) publicBase(ctx context.Context) string {
+	cfg := a.cfg.Current()
+	if cfg.AppURL != "" {
+		return cfg.AppURL
+	}
+	r := request(ctx)
+	if r == nil {
+		return "http://localhost" + cfg.AppPrefix
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + cfg.AppPrefix
+}
+
+func ginContext(ctx context.Context) *gin.Context {
+	if c, ok := ctx.(*gin.Context); ok {
+		return c
+	}
+	c, _ := ctx.Value(gin.ContextKey).(*gin.Context)
+	return c
+}

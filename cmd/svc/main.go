@@ -1,0 +1,157 @@
+// Command svc is the agent orchestration service: `svc serve` runs the HTTP API (and, once the
+// agent loop lands, the worker daemon); `svc migrate` applies database migrations; `svc user
+// create` adds an account from the command line.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/server"
+)
+
+const usage = `usage: svc <command> [flags]
+
+commands:
+  serve                 run the HTTP API (default)
+  worker                run the worker daemon alone (not built yet: arrives with the agent loop)
+  migrate               apply database migrations and print their state
+  user create           create an account: --email ADDR [--name NAME] [--admin] [--verified];
+                        the password is read from SVC_USER_PASSWORD or the first line of stdin
+  template validate F   validate an agent template file (not built yet: arrives with agent templates)
+
+configuration: config.yaml (or SVC_CONFIG_FILE) and SVC_* environment variables; see README.md.
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Environ(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "svc:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	loader := config.NewLoader(environ)
+	switch cmd {
+	case "serve":
+		return serve(loader)
+	case "migrate":
+		return migrate(loader, stdout)
+	case "user":
+		if len(args) == 0 || args[0] != "create" {
+			return errors.New("usage: svc user create --email ADDR [--name NAME] [--admin] [--verified]")
+		}
+		return createUser(loader, args[1:], environ, stdin, stdout)
+	case "worker":
+		return errors.New("svc worker is not built yet: the worker daemon arrives with the agent loop")
+	case "template":
+		return errors.New("svc template validate is not built yet: it arrives with agent templates")
+	case "help", "-h", "--help":
+		_, err := io.WriteString(stdout, usage)
+		return err
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+func serve(loader *config.Loader) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	app, err := server.Open(ctx, loader, server.Options{})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	cfg := loader.Current()
+	fmt.Fprintf(os.Stderr, "svc: serving on %s%s (database %s)\n", displayAddr(cfg.Listen), cfg.AppPrefix, cfg.DBDriver)
+	return app.HTTP.Run(ctx, cfg.Listen, 30*time.Second)
+}
+
+func displayAddr(listen string) string {
+	if strings.HasPrefix(listen, ":") {
+		return "http://localhost" + listen
+	}
+	return "http://" + listen
+}
+
+func migrate(loader *config.Loader, stdout io.Writer) error {
+	ctx := context.Background()
+	cfg, err := loader.Load()
+	if err != nil {
+		return err
+	}
+	log, closer, err := config.NewLogger(cfg)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	st, err := server.OpenStore(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	states, err := st.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		fmt.Fprintf(stdout, "%04d %-30s applied=%v\n", s.Version, s.Name, s.Applied)
+	}
+	return nil
+}
+
+func createUser(loader *config.Loader, args, environ []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
+	email := fs.String("email", "", "login address (required)")
+	name := fs.String("name", "", "display name")
+	admin := fs.Bool("admin", false, "make the user an administrator")
+	verified := fs.Bool("verified", false, "mark the address as verified")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *email == "" {
+		return errors.New("--email is required")
+	}
+	password := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "SVC_USER_PASSWORD="); ok {
+			password = v
+		}
+	}
+	if password == "" {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read password: %w", err)
+		}
+		password = strings.TrimRight(line, "\r\n")
+	}
+	ctx := context.Background()
+	app, err := server.Open(ctx, loader, server.Options{})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	u, err := app.Accounts.CreateUser(ctx, *email, password, *name, *admin, *verified)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created user %d <%s> admin=%v\n", u.ID, u.Email, u.IsAdmin())
+	return nil
+}

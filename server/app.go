@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/mail"
+	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/store"
+)
+
+// Options override parts of the assembly, for tests and tools.
+type Options struct {
+	Store  *store.Store      // nil: open the configured database and migrate it
+	Mail   mail.Sender       // nil: SMTP when mail_driver is smtp, else the log
+	Clock  func() time.Time  // nil: time.Now
+	Logger *slog.Logger      // nil: from log_level and log_path
+	Hash   account.HashParams // zero: account.DefaultHashParams
+}
+
+// App is the assembled service: configuration, store, services and HTTP server.
+type App struct {
+	Config    *config.Loader
+	Store     *store.Store
+	Accounts  *account.Service
+	HTTP      *Server
+	Log       *slog.Logger
+	MasterKey []byte
+	closers   []io.Closer
+}
+
+// Open assembles the service from its configuration: logger, master key, database (migrated),
+// stored settings, mail and the HTTP server.
+func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
+	cfg, err := loader.Load()
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: loader, Log: o.Logger}
+	if a.Log == nil {
+		l, c, err := config.NewLogger(cfg)
+		if err != nil {
+			return nil, err
+		}
+		a.Log, a.closers = l, append(a.closers, c)
+	}
+	loader.WithLogger(a.Log)
+	if a.MasterKey, err = secret.LoadOrCreateKey(cfg); err != nil {
+		return nil, a.fail(err)
+	}
+	a.Store = o.Store
+	if a.Store == nil {
+		if a.Store, err = OpenStore(ctx, cfg, a.Log, o.Clock); err != nil {
+			return nil, a.fail(err)
+		}
+		a.closers = append(a.closers, a.Store)
+		if err := a.Store.Migrate(ctx); err != nil {
+			return nil, a.fail(fmt.Errorf("migrate: %w", err))
+		}
+	}
+	stored, err := a.Store.Settings(ctx)
+	if err != nil {
+		return nil, a.fail(fmt.Errorf("read stored settings: %w", err))
+	}
+	if err := loader.SetStored(stored); err != nil {
+		return nil, a.fail(fmt.Errorf("stored settings: %w", err))
+	}
+	sender := o.Mail
+	if sender == nil {
+		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Log)}
+	}
+	if a.Accounts, err = account.New(account.Options{Store: a.Store, Mail: sender, Config: loader.Current,
+		Clock: o.Clock, Logger: a.Log, Hash: o.Hash}); err != nil {
+		return nil, a.fail(err)
+	}
+	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Logger: a.Log, Clock: o.Clock}); err != nil {
+		return nil, a.fail(err)
+	}
+	return a, nil
+}
+
+// OpenStore opens the configured database without migrating it.
+func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, clock func() time.Time) (*store.Store, error) {
+	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock}
+	if cfg.DBDriver == "sqlite" {
+		opts.SQLitePath, opts.SQLiteBusyTimeout = cfg.SQLitePath(), cfg.SQLiteBusyTimeout
+	} else {
+		opts.MySQLDSN = cfg.MySQLDSN()
+	}
+	return store.Open(ctx, opts)
+}
+
+func (a *App) fail(err error) error {
+	_ = a.Close()
+	return err
+}
+
+// Close releases the database and the log file.
+func (a *App) Close() error {
+	var first error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	a.closers = nil
+	return first
+}
+
+// configuredMailer sends through SMTP when mail_driver is smtp (read at each message, so an
+// administrator's change applies at once) and logs the message otherwise.
+type configuredMailer struct {
+	cfg func() *config.Config
+	log *mail.LogSender
+}
+
+func (m *configuredMailer) Send(ctx context.Context, msg mail.Message) error {
+	c := m.cfg()
+	if !c.MailConfigured() {
+		return m.log.Send(ctx, msg)
+	}
+	s, err := mail.NewSMTP(mail.SMTPConfig{Host: c.MailHost, Port: c.MailPort, Username: c.MailUsername,
+		Password: c.MailPassword, Encryption: c.MailEncryption, From: c.MailFrom, FromName: c.MailFromName})
+	if err != nil {
+		return err
+	}
+	return s.Send(ctx, msg)
+}

@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Body limits. An operation may raise its own with the extension `x-max-body-bytes`.
+const (
+	defaultBodyLimit   = 1 << 20  // JSON bodies
+	multipartBodyLimit = 32 << 20 // uploads without a limit of their own
+	sessionCookieName  = "svc_session"
+	csrfHeader         = "X-CSRF-Token"
+)
+
+// contract is the OpenAPI document the gate checks requests against.
+type contract struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func newContract(doc *openapi3.T) (*contract, error) {
+	doc.Servers = nil // paths are matched relative to the API base
+	r, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build contract router: %w", err)
+	}
+	return &contract{doc: doc, router: r}, nil
+}
+
+// route finds the operation of r, with base trimmed from its path.
+func (k *contract) route(r *http.Request, base string) (*routers.Route, map[string]string, error) {
+	rel := *r
+	u := *r.URL
+	u.Path = strings.TrimPrefix(u.Path, base)
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimPrefix(u.RawPath, base)
+	}
+	rel.URL = &u
+	return k.router.FindRoute(&rel)
+}
+
+type routeKey struct{}
+
+// gate is the middleware in front of every API operation: it finds the operation in the
+// contract, caps the body, authenticates by the operation's security requirements, applies the
+// operation's rate limit and validates the request. Anything that fails leaves as the envelope.
+func (s *Server) gate(c *gin.Context) {
+	route, params, err := s.contract.route(c.Request, s.apiBase)
+	if err != nil {
+		if errors.Is(err, routers.ErrMethodNotAllowed) {
+			s.fail(c, svcerr.New(svcerr.ErrMethodNotAllowed, "method %s is not allowed here", c.Request.Method))
+			return
+		}
+		// Not an operation of the contract: gin serves it (the contract document itself) or
+		// answers its NoRoute envelope.
+		c.Next()
+		return
+	}
+	op := route.Operation
+	if c.Request.Body != nil && c.Request.Body != http.NoBody {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))
+	}
+	ctx, err := s.authenticate(c, op)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.rateLimit(c, op); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Request = c.Request.WithContext(context.WithValue(ctx, routeKey{}, route))
+	in := &openapi3filter.RequestValidationInput{
+		Request:    c.Request,
+		PathParams: params,
+		Route:      route,
+		Options: &openapi3filter.Options{
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			KeepValidatedValue: true,
+		},
+	}
+	if err := openapi3filter.ValidateRequest(c.Request.Context(), in); err != nil {
+		s.fail(c, requestError(err))
+		return
+	}
+	c.Next()
+}
+
+func bodyLimit(op *openapi3.Operation) int64 {
+	if v, ok := op.Extensions["x-max-body-bytes"]; ok {
+		if f, ok := v.(float64); ok && f > 0 {
+			return int64(f)
+		}
+	}
+	if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
+		return multipartBodyLimit
+	}
+	return defaultBodyLimit
+}
+
+// authenticate enforces the operation's security requirements: a session (401), and on
+// mutating session-API operations the CSRF token (403). Per-agent key requirements are met by
+// the per-agent API itself.
+func (s *Server) authenticate(c *gin.Context, op *openapi3.Operation) (context.Context, error) {
+	ctx := c.Request.Context()
+	reqs := s.contract.doc.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	needSession, needCSRF := false, false
+	for _, req := range reqs {
+		if _, ok := req["sessionCookie"]; ok {
+			needSession = true
+		}
+		if _, ok := req["csrfToken"]; ok {
+			needCSRF = true
+		}
+	}
+	cookie, _ := c.Cookie(sessionCookieName)
+	if !needSession {
+		// Public operations still see who is calling when a valid session is present.
+		if cookie != "" {
+			if id, err := s.accounts.Authenticate(ctx, cookie); err == nil {
+				ctx = account.WithIdentity(ctx, id)
+			}
+		}
+		return ctx, nil
+	}
+	id, err := s.accounts.Authenticate(ctx, cookie)
+	if err != nil {
+		if errors.Is(err, svcerr.ErrUnauthenticated) {
+			return nil, svcerr.New(svcerr.ErrUnauthenticated, "authentication required")
+		}
+		return nil, err
+	}
+	if needCSRF && !constantTimeEqual(c.GetHeader(csrfHeader), id.Session.CSRFToken) {
+		return nil, svcerr.New(svcerr.ErrCSRF, "missing or invalid CSRF token")
+	}
+	return account.WithIdentity(ctx, id), nil
+}
+
+// rateLimit applies the limiter named by the operation's `x-rate-limit` extension, keyed by
+// client address.
+func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
+	name, _ := op.Extensions["x-rate-limit"].(string)
+	if name == "" {
+		return nil
+	}
+	lim, ok := s.limiters[name]
+	if !ok {
+		return fmt.Errorf("operation %s names unknown rate limit %q", op.OperationID, name)
+	}
+	if ok, wait := lim.Allow(op.OperationID + "|" + c.ClientIP()); !ok {
+		return svcerr.RateLimited(wait, "too many requests; retry later")
+	}
+	return nil
+}
+
+// requestError turns a kin-openapi validation failure into a categorised error with a message
+// a person can act on.
+func requestError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	var re *openapi3filter.RequestError
+	if errors.As(err, &re) {
+		var pe *openapi3filter.ParseError
+		if errors.As(re.Err, &pe) && re.RequestBody != nil {
+			return svcerr.New(svcerr.ErrBadRequest, "request body is not valid JSON: %s", parseReason(pe))
+		}
+		if re.RequestBody != nil && re.Err != nil && strings.Contains(re.Err.Error(), "unsupported content type") {
+			return svcerr.New(svcerr.ErrBadRequest, "request body has an unsupported content type")
+		}
+		where := "request body"
+		if re.Parameter != nil {
+			where = fmt.Sprintf("%s parameter %q", re.Parameter.In, re.Parameter.Name)
+		}
+		var se *openapi3.SchemaError
+		if errors.As(re.Err, &se) {
+			ptr := strings.Join(se.JSONPointer(), "/")
+			if ptr != "" {
+				return svcerr.New(svcerr.ErrInvalid, "%s: /%s: %s", where, ptr, se.Reason)
+			}
+			return svcerr.New(svcerr.ErrInvalid, "%s: %s", where, se.Reason)
+		}
+		reason := re.Reason
+		if reason == "" && re.Err != nil {
+			reason = re.Err.Error()
+		}
+		return svcerr.New(svcerr.ErrInvalid, "%s: %s", where, reason)
+	}
+	return svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err)
+}
+
+func parseReason(pe *openapi3filter.ParseError) string {
+	if pe.Cause != nil {
+		return pe.Cause.Error()
+	}
+	return pe.Reason
+}

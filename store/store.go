@@ -1,0 +1,313 @@
+// Package store keeps the service's state in SQLite (the default) or MySQL/MariaDB through GORM.
+//
+// The schema comes from versioned SQL migrations embedded per dialect (never AutoMigrate). GORM
+// models stay inside this package; callers see plain structs (User, Session, Token …). Every
+// method takes a context; exported methods own their transaction and unexported helpers take the
+// transaction they run in. Failures carry a svcerr category (ErrNotFound, ErrConflict,
+// ErrInvalid, ErrInvalidState); driver errors are translated once, by TranslateError, from
+// GORM's typed errors and never by matching message text.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	gormlogger "gorm.io/gorm/logger"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Dialect names returned by Store.Dialect.
+const (
+	DialectSQLite = "sqlite"
+	DialectMySQL  = "mysql"
+)
+
+// DefaultSQLiteBusyTimeout is used when Options.SQLiteBusyTimeout is zero.
+const DefaultSQLiteBusyTimeout = 5000
+
+// Options selects and configures the database.
+type Options struct {
+	// Driver is "sqlite" (default when empty), "mysql" or "mariadb".
+	Driver string
+	// SQLitePath is the database file; its parent directory is created when missing.
+	SQLitePath string
+	// SQLiteBusyTimeout is how long (milliseconds) a connection waits for a lock held by
+	// another writer before failing; zero means DefaultSQLiteBusyTimeout.
+	SQLiteBusyTimeout int
+	// MySQLDSN is a go-sql-driver DSN ("user:pass@tcp(host:3306)/db"). The store forces
+	// parseTime=true, loc=UTC, a utf8mb4 connection and clientFoundRows=true (so "rows
+	// affected" counts matched rows on both dialects).
+	MySQLDSN string
+	// Logger receives slow-query and unexpected-error reports (never SQL parameters).
+	// Nil discards them.
+	Logger *slog.Logger
+	// Clock is the source of every timestamp the store writes or compares against; nil
+	// means time.Now. Its values are used in UTC, truncated to microseconds.
+	Clock func() time.Time
+}
+
+// Store is the database handle. It is safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+	clock   func() time.Time
+	log     *slog.Logger
+}
+
+// Open connects to the database described by opts and checks that it answers. It does not
+// migrate; call Migrate. Errors: ErrInvalid for unusable options; connection failures are
+// returned uncategorised.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	s := &Store{clock: opts.Clock, log: opts.Logger}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+
+	var dialector gorm.Dialector
+	switch strings.ToLower(opts.Driver) {
+	case "", "sqlite", "sqlite3":
+		s.dialect = DialectSQLite
+		dsn, err := sqliteDSN(opts.SQLitePath, opts.SQLiteBusyTimeout)
+		if err != nil {
+			return nil, err
+		}
+		dialector = sqlite.Open(dsn)
+	case "mysql", "mariadb":
+		s.dialect = DialectMySQL
+		dsn, err := mysqlDSN(opts.MySQLDSN)
+		if err != nil {
+			return nil, err
+		}
+		dialector = mysql.New(mysql.Config{DSN: dsn})
+	default:
+		return nil, fmt.Errorf("store: driver %q (want sqlite, mysql or mariadb): %w", opts.Driver, svcerr.ErrInvalid)
+	}
+
+	db, err := gorm.Open(dialector, &gorm.Config{
+		TranslateError:         true,
+		SkipDefaultTransaction: true, // exported methods open their own transactions
+		NowFunc:                s.now,
+		Logger:                 newGormLogger(s.log),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
+	}
+	s.db = db
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
+	}
+	if s.dialect == DialectMySQL {
+		sqlDB.SetConnMaxLifetime(5 * time.Minute)
+		sqlDB.SetConnMaxIdleTime(time.Minute)
+		sqlDB.SetMaxIdleConns(10)
+	}
+	if err := s.Ping(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func sqliteDSN(path string, busyTimeout int) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("store: sqlite path is empty: %w", svcerr.ErrInvalid)
+	}
+	if strings.ContainsAny(path, "?#") {
+		return "", fmt.Errorf("store: sqlite path %q must not contain '?' or '#': %w", path, svcerr.ErrInvalid)
+	}
+	if busyTimeout < 0 {
+		return "", fmt.Errorf("store: sqlite busy timeout %d: %w", busyTimeout, svcerr.ErrInvalid)
+	}
+	if busyTimeout == 0 {
+		busyTimeout = DefaultSQLiteBusyTimeout
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return "", fmt.Errorf("store: create directory for %s: %w", path, err)
+		}
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", strconv.Itoa(busyTimeout))
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode(), nil
+}
+
+func mysqlDSN(dsn string) (string, error) {
+	if dsn == "" {
+		return "", fmt.Errorf("store: mysql DSN is empty: %w", svcerr.ErrInvalid)
+	}
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("store: mysql DSN: %v: %w", err, svcerr.ErrInvalid)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.ClientFoundRows = true
+	if cfg.Collation == "" || !strings.HasPrefix(cfg.Collation, "utf8mb4") {
+		cfg.Collation = "utf8mb4_unicode_ci"
+	}
+	return cfg.FormatDSN(), nil
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Dialect reports "sqlite" or "mysql" (MariaDB reports "mysql").
+func (s *Store) Dialect() string { return s.dialect }
+
+// Ping checks that the database answers. Errors are uncategorised (ErrUnavailable is the
+// caller's choice).
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: ping %s: %w", s.dialect, err)
+	}
+	return nil
+}
+
+// now is the store clock in UTC at the precision both dialects keep (microseconds).
+func (s *Store) now() time.Time { return normTime(s.clock()) }
+
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// tx runs fn in a transaction bound to ctx and translates its error. On SQLite the transaction
+// starts with BEGIN IMMEDIATE (the DSN's _txlock), so write transactions never deadlock and are
+// serialised by the busy timeout.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return TranslateError(s.db.WithContext(ctx).Transaction(fn))
+}
+
+// conn returns the handle for single-statement work bound to ctx.
+func (s *Store) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// lockAccounts serialises transactions that must see a stable set of users and administrators.
+// MySQL/MariaDB: a row lock on account_lock held to the end of tx; it must be the transaction's
+// first statement so that its consistent snapshot starts after the lock is granted. SQLite: the
+// immediate transaction already holds the database write lock (the sqlite dialector drops the
+// FOR UPDATE clause).
+func lockAccounts(tx *gorm.DB) error {
+	var id int64
+	err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+		Table("account_lock").Select("id").Where("id = ?", 1).Scan(&id).Error
+	if err != nil {
+		return fmt.Errorf("lock accounts: %w", err)
+	}
+	return nil
+}
+
+// TranslateError maps GORM's typed errors onto svcerr categories: gorm.ErrRecordNotFound →
+// ErrNotFound, gorm.ErrDuplicatedKey → ErrConflict, gorm.ErrForeignKeyViolated → ErrInvalid.
+// Errors that already carry a category, context errors and anything else are returned as they
+// are. It never inspects message text; it relies on gorm.Config.TranslateError.
+func TranslateError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, _, ok := svcerr.Public(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return fmt.Errorf("%w: %w", svcerr.ErrNotFound, err)
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return fmt.Errorf("%w: %w", svcerr.ErrConflict, err)
+	case errors.Is(err, gorm.ErrForeignKeyViolated):
+		return fmt.Errorf("%w: %w", svcerr.ErrInvalid, err)
+	}
+	return err
+}
+
+// gormLogger reports slow queries and unexpected errors to slog at warn level. It never sees
+// SQL parameters (ParamsFilter drops them before GORM renders the statement).
+type gormLogger struct {
+	log   *slog.Logger
+	level gormlogger.LogLevel
+	slow  time.Duration
+}
+
+func newGormLogger(l *slog.Logger) *gormLogger {
+	return &gormLogger{log: l.With("component", "store"), level: gormlogger.Warn, slow: 200 * time.Millisecond}
+}
+
+var _ gormlogger.Interface = (*gormLogger)(nil)
+var _ gorm.ParamsFilter = (*gormLogger)(nil)
+
+func (l *gormLogger) LogMode(level gormlogger.LogLevel) gormlogger.Interface {
+	c := *l
+	c.level = level
+	return &c
+}
+
+func (l *gormLogger) Info(ctx context.Context, msg string, args ...any) {
+	if l.level >= gormlogger.Info {
+		l.log.InfoContext(ctx, fmt.Sprintf(msg, args...))
+	}
+}
+
+func (l *gormLogger) Warn(ctx context.Context, msg string, args ...any) {
+	if l.level >= gormlogger.Warn {
+		l.log.WarnContext(ctx, fmt.Sprintf(msg, args...))
+	}
+}
+
+func (l *gormLogger) Error(ctx context.Context, msg string, args ...any) {
+	if l.level >= gormlogger.Error {
+		l.log.ErrorContext(ctx, fmt.Sprintf(msg, args...))
+	}
+}
+
+// ParamsFilter keeps parameters (passwords hashes, tokens, emails) out of every log line.
+func (l *gormLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
+
+func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if l.level < gormlogger.Warn {
+		return
+	}
+	elapsed := time.Since(begin)
+	switch {
+	case err != nil && !expectedError(err):
+		sql, _ := fc()
+		l.log.WarnContext(ctx, "sql error", "sql", sql, "error", err.Error(), "duration", elapsed)
+	case elapsed > l.slow:
+		sql, rows := fc()
+		l.log.WarnContext(ctx, "slow sql", "sql", sql, "rows", rows, "duration", elapsed)
+	}
+}
+
+// expectedError reports errors that are answers rather than failures; callers handle them.
+func expectedError(err error) bool {
+	return errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, gorm.ErrDuplicatedKey) ||
+		errors.Is(err, gorm.ErrForeignKeyViolated) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,246 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// t0 is where fake clocks start: far enough in the future that the real clock never passes it.
+var t0 = time.Date(2031, 3, 4, 5, 6, 7, 123456789, time.UTC)
+
+func TestMain(m *testing.M) {
+	fmt.Fprintf(os.Stderr, "store tests on %s\n", storetest.Dialect())
+	os.Exit(m.Run())
+}
+
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func mustUser(t *testing.T, s *store.Store, email string) *store.User {
+	t.Helper()
+	u, err := s.CreateUser(context.Background(), store.NewUser{Email: email, PasswordHash: "$argon2id$x", DisplayName: email})
+	if err != nil {
+		t.Fatalf("CreateUser(%s): %v", email, err)
+	}
+	return u
+}
+
+func mustAdmin(t *testing.T, s *store.Store, email string) *store.User {
+	t.Helper()
+	u, err := s.CreateUser(context.Background(), store.NewUser{Email: email, Admin: true})
+	if err != nil {
+		t.Fatalf("CreateUser(%s, admin): %v", email, err)
+	}
+	return u
+}
+
+// wantErr checks that err belongs to category want (nil: no error).
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("error = %v, want category %v", err, want)
+	}
+}
+
+// wantPublic checks the caller-facing message of a categorised error.
+func wantPublic(t *testing.T, err, kind error, msg string) {
+	t.Helper()
+	got, gotKind, ok := svcerr.Public(err)
+	if !ok || gotKind != kind || got != msg {
+		t.Fatalf("error = %v (public %q, %v, %v), want %v %q", err, got, gotKind, ok, kind, msg)
+	}
+}
+
+func TestOpenOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		opts store.Options
+		want error
+	}{
+		{"unknown driver", store.Options{Driver: "postgres"}, svcerr.ErrInvalid},
+		{"sqlite without path", store.Options{Driver: "sqlite"}, svcerr.ErrInvalid},
+		{"sqlite path with query", store.Options{Driver: "sqlite", SQLitePath: "a?b"}, svcerr.ErrInvalid},
+		{"sqlite negative busy timeout", store.Options{Driver: "sqlite", SQLitePath: filepath.Join(t.TempDir(), "x.db"), SQLiteBusyTimeout: -1}, svcerr.ErrInvalid},
+		{"mysql without DSN", store.Options{Driver: "mysql"}, svcerr.ErrInvalid},
+		{"mariadb bad DSN", store.Options{Driver: "mariadb", MySQLDSN: "not a dsn"}, svcerr.ErrInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := store.Open(ctx, tc.opts)
+			if err == nil {
+				s.Close()
+			}
+			wantErr(t, err, tc.want)
+		})
+	}
+
+	t.Run("sqlite creates parent directory", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "nested", "dir", "svc.sqlite")
+		s, err := store.Open(ctx, store.Options{Driver: "sqlite", SQLitePath: path, SQLiteBusyTimeout: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.Dialect() != store.DialectSQLite {
+			t.Errorf("Dialect() = %q", s.Dialect())
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := s.GormDBForTest().Raw("PRAGMA journal_mode").Scan(&mode).Error; err != nil || mode != "wal" {
+			t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+		}
+	})
+}
+
+func TestDialectAndPing(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	if s.Dialect() != storetest.Dialect() {
+		t.Errorf("Dialect() = %q, storetest says %q", s.Dialect(), storetest.Dialect())
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTranslateError(t *testing.T) {
+	t.Parallel()
+	categorised := svcerr.New(svcerr.ErrConflict, "taken")
+	other := errors.New("disk on fire")
+	tests := []struct {
+		name string
+		in   error
+		want error // category; nil means the error must come back unchanged
+	}{
+		{"nil", nil, nil},
+		{"record not found", fmt.Errorf("load: %w", gorm.ErrRecordNotFound), svcerr.ErrNotFound},
+		{"duplicated key", gorm.ErrDuplicatedKey, svcerr.ErrConflict},
+		{"foreign key", gorm.ErrForeignKeyViolated, svcerr.ErrInvalid},
+		{"already categorised", categorised, nil},
+		{"context", context.Canceled, nil},
+		{"other", other, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := store.TranslateError(tc.in)
+			if tc.want == nil {
+				if got != tc.in {
+					t.Fatalf("TranslateError(%v) = %v, want it unchanged", tc.in, got)
+				}
+				return
+			}
+			if !errors.Is(got, tc.want) || !errors.Is(got, tc.in) {
+				t.Fatalf("TranslateError(%v) = %v, want %v wrapping the original", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(t0)
+	s := storetest.NewUnmigrated(t, clock.Now)
+
+	st, err := s.MigrationStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) == 0 || st[0].Version != 1 || st[0].Name != "accounts" || st[0].Applied || st[0].AppliedAt != nil {
+		t.Fatalf("status before Migrate = %+v", st)
+	}
+
+	// Concurrent runs (two processes starting together) apply each migration once.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+
+	clock.Advance(time.Hour)
+	if err := s.Migrate(ctx); err != nil { // idempotent
+		t.Fatalf("second Migrate: %v", err)
+	}
+	st, err = s.MigrationStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st {
+		if !m.Applied || m.AppliedAt == nil || m.Unknown {
+			t.Errorf("migration %04d_%s not applied: %+v", m.Version, m.Name, m)
+			continue
+		}
+		if want := t0.Truncate(time.Microsecond); !m.AppliedAt.Equal(want) {
+			t.Errorf("migration %d applied at %v, want %v (not re-applied)", m.Version, m.AppliedAt, want)
+		}
+	}
+	var n int64
+	if err := s.GormDBForTest().Table("schema_migrations").Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if int(n) != len(st) {
+		t.Fatalf("schema_migrations has %d rows, want %d", n, len(st))
+	}
+
+	// A version recorded by a newer release shows up as unknown.
+	if err := s.GormDBForTest().Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", 9999, "future", t0).Error; err != nil {
+		t.Fatal(err)
+	}
+	st, err = s.MigrationStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := st[len(st)-1]; last.Version != 9999 || !last.Unknown || !last.Applied {
+		t.Fatalf("last status = %+v, want unknown 9999", last)
+	}
+}
+
+func TestForeignKeysEnforced(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	db := s.GormDBForTest()
+	err := db.Exec(`INSERT INTO sessions (user_id, token_digest, csrf_token, ip, user_agent, created_at, last_seen_at, expires_at)
+		VALUES (?, ?, 'c', '', '', ?, ?, ?)`, 424242, digest("fk"), t0, t0, t0).Error
+	if err == nil {
+		t.Fatal("insert with a dangling user_id succeeded: foreign keys are off")
+	}
+	wantErr(t, store.TranslateError(err), svcerr.ErrInvalid)
+}

@@ -1,0 +1,176 @@
+// Package storetest gives tests a fresh, migrated store: a SQLite file in t.TempDir() by
+// default, or, when SVC_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/test"), a
+// throwaway database svc_t_<random> on that MySQL/MariaDB server, dropped when the test ends.
+// The same suites therefore run on both dialects.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/agentsvc/svc/store"
+)
+
+// EnvMySQLDSN names the environment variable that switches the suites to MySQL/MariaDB.
+const EnvMySQLDSN = "SVC_TEST_MYSQL_DSN"
+
+// Dialect reports which dialect New uses in this process ("sqlite" or "mysql"), for logs and
+// for the rare test that must know.
+func Dialect() string {
+	if os.Getenv(EnvMySQLDSN) != "" {
+		return store.DialectMySQL
+	}
+	return store.DialectSQLite
+}
+
+// New returns a migrated store on a fresh database, closed (and dropped on MySQL) in
+// t.Cleanup. It uses the real clock.
+func New(t testing.TB) *store.Store {
+	t.Helper()
+	return NewWithClock(t, nil)
+}
+
+// NewWithClock is New with the store's clock replaced (pass (*Clock).Now).
+func NewWithClock(t testing.TB, clock func() time.Time) *store.Store {
+	t.Helper()
+	s := NewUnmigrated(t, clock)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
+	}
+	return s
+}
+
+// NewUnmigrated returns a store on a fresh, empty database (for migration tests); clock may be
+// nil.
+func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	opts := store.Options{Clock: clock, Logger: testLogger(t)}
+	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
+		opts.Driver = "mysql"
+		opts.MySQLDSN = createMySQLDatabase(t, dsn)
+	} else {
+		opts.Driver = "sqlite"
+		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
+	}
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatalf("storetest: open %s store: %v", opts.Driver, err)
+	}
+	// Registered after the database drop, so it runs before it (cleanups run last-in first-out).
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("storetest: close store: %v", err)
+		}
+	})
+	return s
+}
+
+// createMySQLDatabase creates svc_t_<random> on the server of dsn, schedules its removal and
+// returns a DSN for it.
+func createMySQLDatabase(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("storetest: %s: %v", EnvMySQLDSN, err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("storetest: connect to MySQL: %v", err)
+	}
+	defer admin.Close()
+
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "svc_t_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatalf("storetest: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Errorf("storetest: connect to drop %s: %v", name, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(context.Background(), "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("storetest: drop database %s: %v", name, err)
+		}
+	})
+
+	cfg.DBName = name
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.MultiStatements = true
+	cfg.Collation = "utf8mb4_unicode_ci"
+	// The driver keeps its charset list unexported; add the parameter to the formatted DSN.
+	out := cfg.FormatDSN()
+	if strings.Contains(out, "?") {
+		return out + "&charset=utf8mb4"
+	}
+	return out + "?charset=utf8mb4"
+}
+
+// testLogger sends the store's warnings to the test log until the test's cleanups are done
+// (a straggling goroutine must not log into a finished test, which panics).
+func testLogger(t testing.TB) *slog.Logger {
+	w := &tWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) }) // registered first, runs last
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// Clock is a fake clock for tests: it stands still until moved.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at start (UTC).
+func NewClock(start time.Time) *Clock { return &Clock{now: start.UTC()} }
+
+// Now returns the clock's time; pass the method value to store options.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d and returns the new time.
+func (c *Clock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t.UTC()
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Column limits. The store checks them itself so that SQLite (which stores anything) and
+// MySQL/MariaDB (which reject oversize values in strict mode) behave the same.
+const (
+	MaxEmailLen        = 254
+	MaxDisplayNameLen  = 100
+	MaxPasswordHashLen = 255
+	MaxRoleLen         = 64
+	MaxCSRFTokenLen    = 128
+	MaxIPLen           = 64
+	MaxUserAgentLen    = 512
+	MaxSelectorLen     = 64
+	MaxTokenPayloadLen = 4096 // bytes
+	MaxNameLen         = 100  // profile first/last name, location name
+	MaxLocaleLen       = 35
+	MaxTimezoneLen     = 64
+	MaxBioLen          = 10000
+	MaxAddressLen      = 500
+	MaxSettingKeyLen   = 191
+	MaxSettingValueLen = 65535 // bytes of JSON
+)
+
+func invalidf(format string, args ...any) error {
+	return svcerr.New(svcerr.ErrInvalid, format, args...)
+}
+
+// checkText rejects invalid UTF-8, NUL bytes and values longer than max characters.
+func checkText(field, v string, max int) error {
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return invalidf("%s must be valid UTF-8 text", field)
+	}
+	if utf8.RuneCountInString(v) > max {
+		return invalidf("%s must be at most %d characters", field, max)
+	}
+	return nil
+}
+
+// normEmail trims and lowercases an address and checks its basic shape (the API validates the
+// format in full).
+func normEmail(field, email string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(email))
+	if e == "" {
+		return "", invalidf("%s is required", field)
+	}
+	if err := checkText(field, e, MaxEmailLen); err != nil {
+		return "", err
+	}
+	at := strings.LastIndexByte(e, '@')
+	if at <= 0 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
+		return "", invalidf("%s is not a valid email address", field)
+	}
+	return e, nil
+}
+
+// checkASCII accepts printable ASCII (no spaces) of at most max bytes; min bounds the length
+// from below.
+func checkASCII(field, v string, min, max int) error {
+	if len(v) < min || len(v) > max {
+		if min == max {
+			return invalidf("%s must be %d characters", field, min)
+		}
+		return invalidf("%s must be %d to %d characters", field, min, max)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] > '~' {
+			return invalidf("%s must be printable ASCII", field)
+		}
+	}
+	return nil
+}
+
+// checkDigest accepts a hex-encoded SHA-256 digest (64 lowercase hex characters).
+func checkDigest(field, v string) error {
+	if len(v) != 64 {
+		return invalidf("%s must be a hex SHA-256 digest", field)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return invalidf("%s must be a hex SHA-256 digest", field)
+		}
+	}
+	return nil
+}
+
+// checkSelector accepts URL-safe token selectors (base64url or hex alphabet).
+func checkSelector(v string) error {
+	if v == "" || len(v) > MaxSelectorLen {
+		return invalidf("selector must be 1 to %d characters", MaxSelectorLen)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return invalidf("selector must use only letters, digits, '-' and '_'")
+		}
+	}
+	return nil
+}
+
+// checkRole accepts lowercase role names: a letter, then letters, digits, '_', '-' or '.'.
+func checkRole(role string) error {
+	if role == "" || len(role) > MaxRoleLen {
+		return invalidf("role must be 1 to %d characters", MaxRoleLen)
+	}
+	for i := 0; i < len(role); i++ {
+		c := role[i]
+		ok := c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.')
+		if !ok {
+			return invalidf("role %q: use lowercase letters, digits, '_', '-' and '.', starting with a letter", role)
+		}
+	}
+	return nil
+}
+
+// truncateRunes shortens s to at most max characters, dropping invalid UTF-8 first; used for
+// informational fields (IP, user agent) that must never make a login fail.
+func truncateRunes(s string, max int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "")
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max])
+}
+
+func userNotFound(id int64) error {
+	return fmt.Errorf("user %d: %w", id, svcerr.ErrNotFound)
+}
