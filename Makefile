@@ -33,7 +33,7 @@ test:
 lint: node_modules/.bin/redocly
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck $$($(GO) list ./... | grep -v /gen$$)
 	npx --no-install redocly lint openapi.yaml
 
 node_modules/.bin/redocly: package.json package-lock.json

@@ -70,15 +70,38 @@ func admin(ctx context.Context) (*account.Identity, error) {
 	return id, nil
 }
 
-// request returns the HTTP request behind a strict handler's context.
-func request(ctx context.Context) *http.Request {
-	if c, ok := ctx.(*gin.Context); ok {
-		return c.Request
+// Strict returns the handlers as the generated strict-server interface. Each handler receives
+// the request's own context, never the pooled *gin.Context.
+func (a *API) Strict() gen.StrictServerInterface { return strictAdapter{a} }
+
+// RequestInfo is what handlers may read of the HTTP request; the server's gate stores it in the
+// request context.
+type RequestInfo struct {
+	Request  *http.Request
+	ClientIP string
+}
+
+type requestInfoKey struct{}
+
+// WithRequestInfo returns ctx carrying ri.
+func WithRequestInfo(ctx context.Context, ri RequestInfo) context.Context {
+	return context.WithValue(ctx, requestInfoKey{}, ri)
+}
+
+func requestInfo(ctx context.Context) RequestInfo {
+	ri, _ := ctx.Value(requestInfoKey{}).(RequestInfo)
+	return ri
+}
+
+// request returns the HTTP request the gate recorded, or nil outside a request.
+func request(ctx context.Context) *http.Request { return requestInfo(ctx).Request }
+
+// requestContext turns the generated handler's *gin.Context into the request's own context.
+func requestContext(ctx context.Context) context.Context {
+	if c, ok := ctx.(*gin.Context); ok && c.Request != nil {
+		return c.Request.Context()
 	}
-	if r, ok := ctx.Value(gin.ContextRequestKey).(*http.Request); ok {
-		return r
-	}
-	return nil
+	return ctx
 }
 
 // publicBase is the public origin with the mount prefix: app_url when configured, otherwise
@@ -97,12 +120,4 @@ func (a *API) publicBase(ctx context.Context) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + cfg.AppPrefix
-}
-
-func ginContext(ctx context.Context) *gin.Context {
-	if c, ok := ctx.(*gin.Context); ok {
-		return c
-	}
-	c, _ := ctx.Value(gin.ContextKey).(*gin.Context)
-	return c
 }

@@ -26,13 +26,11 @@ func (a *API) Register(ctx context.Context, req gen.RegisterRequestObject) (gen.
 
 // Login opens a session and sets its cookie.
 func (a *API) Login(ctx context.Context, req gen.LoginRequestObject) (gen.LoginResponseObject, error) {
-	ip, ua := "", ""
-	if r := request(ctx); r != nil {
-		ua = r.UserAgent()
-		if c := ginContext(ctx); c != nil {
-			ip = c.ClientIP()
-		}
+	ri, ua := requestInfo(ctx), ""
+	if ri.Request != nil {
+		ua = ri.Request.UserAgent()
 	}
+	ip := ri.ClientIP
 	res, err := a.accounts.Login(ctx, req.Body.Email, req.Body.Password, ip, ua)
 	if err != nil {
 		return nil, err

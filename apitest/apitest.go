@@ -92,7 +92,7 @@ func New(t testing.TB, env ...string) *Env {
 		t.Fatalf("open app: %v", err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
-	doc, err := gen.GetSwagger()
+	doc, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

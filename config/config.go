@@ -8,6 +8,23 @@
 //
 // A Loader caches the result and re-reads the file when it changes (see Loader.Current), so a
 // long-running server picks up edits without a restart.
+//
+// Rules worth knowing:
+//   - File keys are the lower-case names of the table (db_driver), except SVC_AGENT_API and
+//     SVC_AGENT_API_RATE_LIMIT_MAX, which are spelled that way and only at the top level.
+//     Nested mappings flatten by joining with "_" (db: {driver: mysql} is db_driver); the
+//     flatter spelling wins, two spellings at the same depth are an error. Unknown keys are an
+//     error (with a "did you mean"); a null value leaves the key at the lower layer's value.
+//   - Types are strict in the file and the stored settings: a string key needs a string (an
+//     unquoted 0123 is an error, not the octal number 83), an integer key a whole number, a
+//     boolean key true or false.
+//   - In the environment an empty variable sets a string key to "" (SVC_APP_PREFIX= serves at
+//     the root) and leaves an integer or boolean key alone. SERVER_NAME, when non-empty,
+//     overrides listen.
+//   - Stored settings cannot set the keys needed before the database is open or the master key
+//     (see Storable).
+//   - Enumerations are trimmed and lower-cased before validation; app_prefix and app_url are
+//     normalised (see NormalisePrefix).
 package config
 
 import (

@@ -6,7 +6,8 @@ import (
 )
 
 // LogSender is the development fallback used when no mail driver is configured: instead of
-// delivering a message it logs it at info level.
+// delivering a message it logs it at warning level (the default
+// log level), so the message is visible without changing log_level.
 //
 // The logged record contains the recipient, the subject and the full plain-text body. The
 // body carries one-time links (email verification, password reset, email change), so anyone
@@ -30,7 +31,7 @@ func NewLog(logger *slog.Logger) *LogSender {
 // Send logs m and always returns nil: a missing mail configuration must not make account
 // operations fail.
 func (s *LogSender) Send(ctx context.Context, m Message) error {
-	s.logger.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "mail not sent: no mail driver configured, logging it instead",
+	s.logger.LogAttrs(context.WithoutCancel(ctx), slog.LevelWarn, "mail not sent: no mail driver configured, logging it instead",
 		slog.String("to", m.To),
 		slog.String("subject", m.Subject),
 		slog.String("text", m.Text),

@@ -281,7 +281,7 @@ func TestSMTPSendSubjectCannotInjectHeaders(t *testing.T) {
 	if got.HTMLBody != "" {
 		t.Errorf("HTML part present for a text-only message")
 	}
-	if got.TextBody != "body" {
+	if got.TextBody != "body\n" {
 		t.Errorf("text body = %q", got.TextBody)
 	}
 }

@@ -16,10 +16,10 @@ import (
 
 // Options override parts of the assembly, for tests and tools.
 type Options struct {
-	Store  *store.Store      // nil: open the configured database and migrate it
-	Mail   mail.Sender       // nil: SMTP when mail_driver is smtp, else the log
-	Clock  func() time.Time  // nil: time.Now
-	Logger *slog.Logger      // nil: from log_level and log_path
+	Store  *store.Store       // nil: open the configured database and migrate it
+	Mail   mail.Sender        // nil: SMTP when mail_driver is smtp, else the log
+	Clock  func() time.Time   // nil: time.Now
+	Logger *slog.Logger       // nil: from log_level and log_path
 	Hash   account.HashParams // zero: account.DefaultHashParams
 }
 

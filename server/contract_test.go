@@ -22,7 +22,7 @@ type operation struct {
 }
 
 func operations(t *testing.T) []operation {
-	doc, err := gen.GetSwagger()
+	doc, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestUnimplementedOperations(t *testing.T) {
 	pending := api.UnimplementedOperations()
 	ops := operations(t)
 	t.Logf("%d of %d operations are not implemented yet", len(pending), len(ops))
-	doc, _ := gen.GetSwagger()
+	doc, _ := gen.GetSpec()
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			has501 := op.Responses.Status(501) != nil
@@ -104,11 +104,11 @@ func TestServiceEndpoints(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t)
 	c := env.Client()
-	res := c.Get(apitest.Prefix + "/healthz").Expect(t, 200)
+	res := c.Get(apitest.Prefix+"/healthz").Expect(t, 200)
 	if !strings.Contains(string(res.Body), `"ok"`) {
 		t.Fatalf("healthz = %s", res.Body)
 	}
-	res = c.Get(apitest.API + "/openapi.yaml").Expect(t, 200)
+	res = c.Get(apitest.API+"/openapi.yaml").Expect(t, 200)
 	if !strings.HasPrefix(string(res.Body), "openapi: 3.0.3") {
 		t.Fatalf("openapi.yaml served as %.40q", res.Body)
 	}

@@ -61,7 +61,7 @@ type Server struct {
 
 // New builds the engine. The mount prefix is read once: changing app_prefix needs a restart.
 func New(d Deps) (*Server, error) {
-	doc, err := gen.GetSwagger()
+	doc, err := gen.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded contract: %w", err)
 	}
@@ -90,7 +90,6 @@ func (s *Server) Handler() http.Handler { return s.engine }
 
 func (s *Server) routes() *gin.Engine {
 	e := gin.New()
-	e.ContextWithFallback = true
 	e.HandleMethodNotAllowed = true
 	e.UseRawPath = true
 	e.UnescapePathValues = true
@@ -110,7 +109,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Logger: s.log})
-	strict := gen.NewStrictHandlerWithOptions(handlers, nil, gen.StrictGinServerOptions{
+	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))
 		},

@@ -59,15 +59,15 @@ func TestUserAdministration(t *testing.T) {
 		t.Fatalf("roles = %v", roles.Data.Roles)
 	}
 	adm.Post(gp+"/roles", map[string]any{"role": "Bad Role"}).Expect(t, 422, "VALIDATION_ERROR")
-	adm.Delete(gp + "/roles/auditor").Expect(t, 200).Decode(t, &roles)
+	adm.Delete(gp+"/roles/auditor").Expect(t, 200).Decode(t, &roles)
 	if len(roles.Data.Roles) != 0 {
 		t.Fatalf("roles after revoke = %v", roles.Data.Roles)
 	}
-	adm.Delete(gp + "/roles/auditor").Expect(t, 404, "NOT_FOUND")
+	adm.Delete(gp+"/roles/auditor").Expect(t, 404, "NOT_FOUND")
 
 	// The last administrator can neither lose the role nor be deleted.
 	ap := fmt.Sprintf("/users/%d", admUser.Id)
-	adm.Delete(ap + "/roles/admin").Expect(t, 409, "CONFLICT")
+	adm.Delete(ap+"/roles/admin").Expect(t, 409, "CONFLICT")
 	adm.Patch(ap, map[string]any{"is_admin": false, "display_name": "changed"}).Expect(t, 409, "CONFLICT")
 	adm.Delete(ap).Expect(t, 409, "CONFLICT")
 	var me gen.SessionResponse

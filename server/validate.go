@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/svcerr"
 )
 
@@ -52,8 +53,6 @@ func (k *contract) route(r *http.Request, base string) (*routers.Route, map[stri
 	return k.router.FindRoute(&rel)
 }
 
-type routeKey struct{}
-
 // gate is the middleware in front of every API operation: it finds the operation in the
 // contract, caps the body, authenticates by the operation's security requirements, applies the
 // operation's rate limit and validates the request. Anything that fails leaves as the envelope.
@@ -82,7 +81,8 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.Request = c.Request.WithContext(context.WithValue(ctx, routeKey{}, route))
+	ctx = api.WithRequestInfo(ctx, api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()})
+	c.Request = c.Request.WithContext(ctx)
 	in := &openapi3filter.RequestValidationInput{
 		Request:    c.Request,
 		PathParams: params,

@@ -59,8 +59,8 @@ type Received struct {
 	Data     []byte   // the message exactly as transmitted after DATA
 	Header   mail.Header
 	Subject  string // decoded (RFC 2047)
-	TextBody string // decoded text/plain part
-	HTMLBody string // decoded text/html part, empty if none
+	TextBody string // decoded text/plain part, line endings normalised to "\n"
+	HTMLBody string // decoded text/html part, line endings normalised to "\n"; empty if none
 	TLS      bool   // the session was encrypted (STARTTLS or implicit TLS)
 	AuthUser string // the authenticated user, empty without AUTH
 	ParseErr error  // set when Data is not a parseable MIME message; Data is still kept
@@ -134,6 +134,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 
 func (s *Server) close() {
 	_ = s.srv.Close()
+	// Serve may not have registered the listener yet when a test ends quickly; closing it
+	// here as well guarantees the accept loop ends.
+	_ = s.ln.Close()
 	<-s.served
 }
 
@@ -352,15 +355,16 @@ func walk(r *Received, contentType, encoding string, body io.Reader) error {
 	default:
 		dec = body
 	}
-	content, err := io.ReadAll(dec)
+	raw, err := io.ReadAll(dec)
 	if err != nil {
 		return fmt.Errorf("decode %s part: %w", mediaType, err)
 	}
+	content := strings.ReplaceAll(string(raw), "\r\n", "\n")
 	switch {
 	case mediaType == "text/plain" && r.TextBody == "":
-		r.TextBody = string(content)
+		r.TextBody = content
 	case mediaType == "text/html" && r.HTMLBody == "":
-		r.HTMLBody = string(content)
+		r.HTMLBody = content
 	}
 	return nil
 }
