@@ -14,6 +14,7 @@ import (
 	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
 )
@@ -23,6 +24,7 @@ type Deps struct {
 	Config   *config.Loader
 	Store    *store.Store
 	Accounts *account.Service
+	Secrets  *secret.Box // seals secrets at rest (model API keys, password-typed settings)
 	Logger   *slog.Logger
 }
 
@@ -32,14 +34,18 @@ type API struct {
 	cfg      *config.Loader
 	store    *store.Store
 	accounts *account.Service
+	secrets  *secret.Box
 	log      *slog.Logger
+	// Services of later areas are added below, one line each, constructed in New.
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
 
 // New returns the handlers.
 func New(d Deps) *API {
-	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, log: d.Logger}
+	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, log: d.Logger}
+	// Services of later areas are constructed here, one statement each.
+	return a
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

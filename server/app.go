@@ -78,7 +78,11 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		Clock: o.Clock, Logger: a.Log, Hash: o.Hash}); err != nil {
 		return nil, a.fail(err)
 	}
-	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Logger: a.Log, Clock: o.Clock}); err != nil {
+	box, err := secret.NewBox(a.MasterKey)
+	if err != nil {
+		return nil, a.fail(err)
+	}
+	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box, Logger: a.Log, Clock: o.Clock}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/ratelimit"
+	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
 )
@@ -42,6 +43,7 @@ type Deps struct {
 	Config   *config.Loader
 	Store    *store.Store
 	Accounts *account.Service
+	Secrets  *secret.Box
 	Logger   *slog.Logger
 	Clock    func() time.Time
 }
@@ -51,6 +53,7 @@ type Server struct {
 	cfg      *config.Loader
 	store    *store.Store
 	accounts *account.Service
+	secrets  *secret.Box
 	log      *slog.Logger
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
@@ -75,7 +78,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, log: d.Logger, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, log: d.Logger, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -108,7 +111,7 @@ func (s *Server) routes() *gin.Engine {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
 	})
 
-	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Logger: s.log})
+	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Logger: s.log})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))
