@@ -12,11 +12,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/agent"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/group"
 	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/toolconfig"
+	"github.com/agentsvc/svc/tools"
 )
 
 // Deps are the services the handlers call.
@@ -25,6 +30,8 @@ type Deps struct {
 	Store    *store.Store
 	Accounts *account.Service
 	Secrets  *secret.Box // seals secrets at rest (model API keys, password-typed settings)
+	Tools    *tools.Registry
+	Skills   *skill.Index
 	Logger   *slog.Logger
 }
 
@@ -35,16 +42,24 @@ type API struct {
 	store    *store.Store
 	accounts *account.Service
 	secrets  *secret.Box
+	tools    *tools.Registry
+	skills   *skill.Index
 	log      *slog.Logger
 	// Services of later areas are added below, one line each, constructed in New.
+	groups *group.Service
+	agents *agent.Service
+	tcfg   *toolconfig.Service // tool configuration: settings layers, agent and group tools
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
 
 // New returns the handlers.
 func New(d Deps) *API {
-	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, log: d.Logger}
+	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger}
 	// Services of later areas are constructed here, one statement each.
+	a.groups = group.New(d.Store, d.Secrets)
+	a.agents = agent.New(d.Store)
+	a.tcfg = toolconfig.New(d.Store, d.Tools, d.Skills, d.Secrets)
 	return a
 }
 

@@ -12,7 +12,6 @@ import (
 var unimplementedOps = []string{
 	"abortSubAgentTask",
 	"abortTask",
-	"addGroupMember",
 	"answerAgentChat",
 	"answerTask",
 	"approveAgentChat",
@@ -20,42 +19,24 @@ var unimplementedOps = []string{
 	"authorizeSse",
 	"cancelTaskRetryChain",
 	"continueTask",
-	"createAgent",
 	"createAgentApiKey",
-	"createGroup",
-	"createGroupLlmConfig",
 	"createMediaDerivative",
 	"createPromptTemplate",
 	"createScheduledRun",
 	"createTask",
-	"deleteAgent",
 	"deleteAgentPicture",
-	"deleteAgentToolOverride",
 	"deleteAllNotifications",
-	"deleteGroup",
-	"deleteGroupLlmConfig",
 	"deleteGroupPicture",
 	"deleteMyPicture",
 	"deleteNotification",
 	"deletePromptTemplate",
 	"deleteScheduledRun",
 	"deleteTask",
-	"deleteToolSettings",
-	"deleteToolUserSettings",
-	"disableAgentTool",
-	"enableAgentTool",
 	"exportAgent",
-	"favoriteAgent",
-	"getAgent",
 	"getAgentChatStatus",
 	"getAgentChatTranscript",
 	"getAgentMedia",
 	"getAgentTemplate",
-	"getAgentToolOperation",
-	"getAgentToolOverride",
-	"getAgentToolStatus",
-	"getGroup",
-	"getGroupPreferences",
 	"getMailConfig",
 	"getMediaDerivativeOptions",
 	"getMyPicture",
@@ -64,8 +45,6 @@ var unimplementedOps = []string{
 	"getSseAuth",
 	"getSseStatus",
 	"getTask",
-	"getToolSettings",
-	"getToolUserSettings",
 	"getUserPicture",
 	"importAgentTemplate",
 	"installPlugin",
@@ -73,15 +52,7 @@ var unimplementedOps = []string{
 	"listAgentChatMessages",
 	"listAgentChats",
 	"listAgentTemplates",
-	"listAgentToolOperations",
-	"listAgentToolStatuses",
-	"listAgents",
 	"listAllowedMediaTypes",
-	"listGroupAgents",
-	"listGroupLlmConfigs",
-	"listGroupMembers",
-	"listGroupTools",
-	"listGroups",
 	"listMediaAssets",
 	"listNotificationSubscriptions",
 	"listNotifications",
@@ -90,17 +61,10 @@ var unimplementedOps = []string{
 	"listPromptTemplates",
 	"listScheduledRuns",
 	"listTasks",
-	"listTools",
 	"markAllNotificationsRead",
 	"markNotificationRead",
-	"putToolSettings",
-	"putToolUserSettings",
 	"rejectAgentChat",
 	"rejectTask",
-	"removeGroupMember",
-	"removeGroupTool",
-	"replaceAgentToolOverride",
-	"replaceGroupPreferences",
 	"resolveMediaAssets",
 	"retryTask",
 	"revokeAgentApiKey",
@@ -108,21 +72,13 @@ var unimplementedOps = []string{
 	"searchPalette",
 	"sendAgentChatMessage",
 	"sendTestMail",
-	"setDefaultGroupLlmConfig",
 	"setMediaAssetKeep",
 	"startAgentChat",
 	"subscribeNotifications",
 	"tickTask",
-	"transferAgent",
 	"triggerScheduledRun",
-	"unfavoriteAgent",
 	"uninstallPlugin",
 	"unsubscribeNotifications",
-	"updateAgent",
-	"updateAgentToolOperation",
-	"updateGroup",
-	"updateGroupLlmConfig",
-	"updateGroupMember",
 	"updateMailConfig",
 	"updatePlugin",
 	"updatePromptTemplate",
@@ -132,7 +88,6 @@ var unimplementedOps = []string{
 	"uploadGroupPicture",
 	"uploadMediaAsset",
 	"uploadMyPicture",
-	"upsertGroupTool",
 	"validateAgentTemplate",
 }
 
@@ -144,11 +99,6 @@ func (a *API) AbortSubAgentTask(ctx context.Context, request gen.AbortSubAgentTa
 // AbortTask answers 501 until the operation is built.
 func (a *API) AbortTask(ctx context.Context, request gen.AbortTaskRequestObject) (gen.AbortTaskResponseObject, error) {
 	return nil, notImplemented("abortTask")
-}
-
-// AddGroupMember answers 501 until the operation is built.
-func (a *API) AddGroupMember(ctx context.Context, request gen.AddGroupMemberRequestObject) (gen.AddGroupMemberResponseObject, error) {
-	return nil, notImplemented("addGroupMember")
 }
 
 // AnswerAgentChat answers 501 until the operation is built.
@@ -186,24 +136,9 @@ func (a *API) ContinueTask(ctx context.Context, request gen.ContinueTaskRequestO
 	return nil, notImplemented("continueTask")
 }
 
-// CreateAgent answers 501 until the operation is built.
-func (a *API) CreateAgent(ctx context.Context, request gen.CreateAgentRequestObject) (gen.CreateAgentResponseObject, error) {
-	return nil, notImplemented("createAgent")
-}
-
 // CreateAgentApiKey answers 501 until the operation is built.
 func (a *API) CreateAgentApiKey(ctx context.Context, request gen.CreateAgentApiKeyRequestObject) (gen.CreateAgentApiKeyResponseObject, error) {
 	return nil, notImplemented("createAgentApiKey")
-}
-
-// CreateGroup answers 501 until the operation is built.
-func (a *API) CreateGroup(ctx context.Context, request gen.CreateGroupRequestObject) (gen.CreateGroupResponseObject, error) {
-	return nil, notImplemented("createGroup")
-}
-
-// CreateGroupLlmConfig answers 501 until the operation is built.
-func (a *API) CreateGroupLlmConfig(ctx context.Context, request gen.CreateGroupLlmConfigRequestObject) (gen.CreateGroupLlmConfigResponseObject, error) {
-	return nil, notImplemented("createGroupLlmConfig")
 }
 
 // CreateMediaDerivative answers 501 until the operation is built.
@@ -226,34 +161,14 @@ func (a *API) CreateTask(ctx context.Context, request gen.CreateTaskRequestObjec
 	return nil, notImplemented("createTask")
 }
 
-// DeleteAgent answers 501 until the operation is built.
-func (a *API) DeleteAgent(ctx context.Context, request gen.DeleteAgentRequestObject) (gen.DeleteAgentResponseObject, error) {
-	return nil, notImplemented("deleteAgent")
-}
-
 // DeleteAgentPicture answers 501 until the operation is built.
 func (a *API) DeleteAgentPicture(ctx context.Context, request gen.DeleteAgentPictureRequestObject) (gen.DeleteAgentPictureResponseObject, error) {
 	return nil, notImplemented("deleteAgentPicture")
 }
 
-// DeleteAgentToolOverride answers 501 until the operation is built.
-func (a *API) DeleteAgentToolOverride(ctx context.Context, request gen.DeleteAgentToolOverrideRequestObject) (gen.DeleteAgentToolOverrideResponseObject, error) {
-	return nil, notImplemented("deleteAgentToolOverride")
-}
-
 // DeleteAllNotifications answers 501 until the operation is built.
 func (a *API) DeleteAllNotifications(ctx context.Context, request gen.DeleteAllNotificationsRequestObject) (gen.DeleteAllNotificationsResponseObject, error) {
 	return nil, notImplemented("deleteAllNotifications")
-}
-
-// DeleteGroup answers 501 until the operation is built.
-func (a *API) DeleteGroup(ctx context.Context, request gen.DeleteGroupRequestObject) (gen.DeleteGroupResponseObject, error) {
-	return nil, notImplemented("deleteGroup")
-}
-
-// DeleteGroupLlmConfig answers 501 until the operation is built.
-func (a *API) DeleteGroupLlmConfig(ctx context.Context, request gen.DeleteGroupLlmConfigRequestObject) (gen.DeleteGroupLlmConfigResponseObject, error) {
-	return nil, notImplemented("deleteGroupLlmConfig")
 }
 
 // DeleteGroupPicture answers 501 until the operation is built.
@@ -286,39 +201,9 @@ func (a *API) DeleteTask(ctx context.Context, request gen.DeleteTaskRequestObjec
 	return nil, notImplemented("deleteTask")
 }
 
-// DeleteToolSettings answers 501 until the operation is built.
-func (a *API) DeleteToolSettings(ctx context.Context, request gen.DeleteToolSettingsRequestObject) (gen.DeleteToolSettingsResponseObject, error) {
-	return nil, notImplemented("deleteToolSettings")
-}
-
-// DeleteToolUserSettings answers 501 until the operation is built.
-func (a *API) DeleteToolUserSettings(ctx context.Context, request gen.DeleteToolUserSettingsRequestObject) (gen.DeleteToolUserSettingsResponseObject, error) {
-	return nil, notImplemented("deleteToolUserSettings")
-}
-
-// DisableAgentTool answers 501 until the operation is built.
-func (a *API) DisableAgentTool(ctx context.Context, request gen.DisableAgentToolRequestObject) (gen.DisableAgentToolResponseObject, error) {
-	return nil, notImplemented("disableAgentTool")
-}
-
-// EnableAgentTool answers 501 until the operation is built.
-func (a *API) EnableAgentTool(ctx context.Context, request gen.EnableAgentToolRequestObject) (gen.EnableAgentToolResponseObject, error) {
-	return nil, notImplemented("enableAgentTool")
-}
-
 // ExportAgent answers 501 until the operation is built.
 func (a *API) ExportAgent(ctx context.Context, request gen.ExportAgentRequestObject) (gen.ExportAgentResponseObject, error) {
 	return nil, notImplemented("exportAgent")
-}
-
-// FavoriteAgent answers 501 until the operation is built.
-func (a *API) FavoriteAgent(ctx context.Context, request gen.FavoriteAgentRequestObject) (gen.FavoriteAgentResponseObject, error) {
-	return nil, notImplemented("favoriteAgent")
-}
-
-// GetAgent answers 501 until the operation is built.
-func (a *API) GetAgent(ctx context.Context, request gen.GetAgentRequestObject) (gen.GetAgentResponseObject, error) {
-	return nil, notImplemented("getAgent")
 }
 
 // GetAgentChatStatus answers 501 until the operation is built.
@@ -339,31 +224,6 @@ func (a *API) GetAgentMedia(ctx context.Context, request gen.GetAgentMediaReques
 // GetAgentTemplate answers 501 until the operation is built.
 func (a *API) GetAgentTemplate(ctx context.Context, request gen.GetAgentTemplateRequestObject) (gen.GetAgentTemplateResponseObject, error) {
 	return nil, notImplemented("getAgentTemplate")
-}
-
-// GetAgentToolOperation answers 501 until the operation is built.
-func (a *API) GetAgentToolOperation(ctx context.Context, request gen.GetAgentToolOperationRequestObject) (gen.GetAgentToolOperationResponseObject, error) {
-	return nil, notImplemented("getAgentToolOperation")
-}
-
-// GetAgentToolOverride answers 501 until the operation is built.
-func (a *API) GetAgentToolOverride(ctx context.Context, request gen.GetAgentToolOverrideRequestObject) (gen.GetAgentToolOverrideResponseObject, error) {
-	return nil, notImplemented("getAgentToolOverride")
-}
-
-// GetAgentToolStatus answers 501 until the operation is built.
-func (a *API) GetAgentToolStatus(ctx context.Context, request gen.GetAgentToolStatusRequestObject) (gen.GetAgentToolStatusResponseObject, error) {
-	return nil, notImplemented("getAgentToolStatus")
-}
-
-// GetGroup answers 501 until the operation is built.
-func (a *API) GetGroup(ctx context.Context, request gen.GetGroupRequestObject) (gen.GetGroupResponseObject, error) {
-	return nil, notImplemented("getGroup")
-}
-
-// GetGroupPreferences answers 501 until the operation is built.
-func (a *API) GetGroupPreferences(ctx context.Context, request gen.GetGroupPreferencesRequestObject) (gen.GetGroupPreferencesResponseObject, error) {
-	return nil, notImplemented("getGroupPreferences")
 }
 
 // GetMailConfig answers 501 until the operation is built.
@@ -406,16 +266,6 @@ func (a *API) GetTask(ctx context.Context, request gen.GetTaskRequestObject) (ge
 	return nil, notImplemented("getTask")
 }
 
-// GetToolSettings answers 501 until the operation is built.
-func (a *API) GetToolSettings(ctx context.Context, request gen.GetToolSettingsRequestObject) (gen.GetToolSettingsResponseObject, error) {
-	return nil, notImplemented("getToolSettings")
-}
-
-// GetToolUserSettings answers 501 until the operation is built.
-func (a *API) GetToolUserSettings(ctx context.Context, request gen.GetToolUserSettingsRequestObject) (gen.GetToolUserSettingsResponseObject, error) {
-	return nil, notImplemented("getToolUserSettings")
-}
-
 // GetUserPicture answers 501 until the operation is built.
 func (a *API) GetUserPicture(ctx context.Context, request gen.GetUserPictureRequestObject) (gen.GetUserPictureResponseObject, error) {
 	return nil, notImplemented("getUserPicture")
@@ -451,49 +301,9 @@ func (a *API) ListAgentTemplates(ctx context.Context, request gen.ListAgentTempl
 	return nil, notImplemented("listAgentTemplates")
 }
 
-// ListAgentToolOperations answers 501 until the operation is built.
-func (a *API) ListAgentToolOperations(ctx context.Context, request gen.ListAgentToolOperationsRequestObject) (gen.ListAgentToolOperationsResponseObject, error) {
-	return nil, notImplemented("listAgentToolOperations")
-}
-
-// ListAgentToolStatuses answers 501 until the operation is built.
-func (a *API) ListAgentToolStatuses(ctx context.Context, request gen.ListAgentToolStatusesRequestObject) (gen.ListAgentToolStatusesResponseObject, error) {
-	return nil, notImplemented("listAgentToolStatuses")
-}
-
-// ListAgents answers 501 until the operation is built.
-func (a *API) ListAgents(ctx context.Context, request gen.ListAgentsRequestObject) (gen.ListAgentsResponseObject, error) {
-	return nil, notImplemented("listAgents")
-}
-
 // ListAllowedMediaTypes answers 501 until the operation is built.
 func (a *API) ListAllowedMediaTypes(ctx context.Context, request gen.ListAllowedMediaTypesRequestObject) (gen.ListAllowedMediaTypesResponseObject, error) {
 	return nil, notImplemented("listAllowedMediaTypes")
-}
-
-// ListGroupAgents answers 501 until the operation is built.
-func (a *API) ListGroupAgents(ctx context.Context, request gen.ListGroupAgentsRequestObject) (gen.ListGroupAgentsResponseObject, error) {
-	return nil, notImplemented("listGroupAgents")
-}
-
-// ListGroupLlmConfigs answers 501 until the operation is built.
-func (a *API) ListGroupLlmConfigs(ctx context.Context, request gen.ListGroupLlmConfigsRequestObject) (gen.ListGroupLlmConfigsResponseObject, error) {
-	return nil, notImplemented("listGroupLlmConfigs")
-}
-
-// ListGroupMembers answers 501 until the operation is built.
-func (a *API) ListGroupMembers(ctx context.Context, request gen.ListGroupMembersRequestObject) (gen.ListGroupMembersResponseObject, error) {
-	return nil, notImplemented("listGroupMembers")
-}
-
-// ListGroupTools answers 501 until the operation is built.
-func (a *API) ListGroupTools(ctx context.Context, request gen.ListGroupToolsRequestObject) (gen.ListGroupToolsResponseObject, error) {
-	return nil, notImplemented("listGroupTools")
-}
-
-// ListGroups answers 501 until the operation is built.
-func (a *API) ListGroups(ctx context.Context, request gen.ListGroupsRequestObject) (gen.ListGroupsResponseObject, error) {
-	return nil, notImplemented("listGroups")
 }
 
 // ListMediaAssets answers 501 until the operation is built.
@@ -536,11 +346,6 @@ func (a *API) ListTasks(ctx context.Context, request gen.ListTasksRequestObject)
 	return nil, notImplemented("listTasks")
 }
 
-// ListTools answers 501 until the operation is built.
-func (a *API) ListTools(ctx context.Context, request gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
-	return nil, notImplemented("listTools")
-}
-
 // MarkAllNotificationsRead answers 501 until the operation is built.
 func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllNotificationsReadRequestObject) (gen.MarkAllNotificationsReadResponseObject, error) {
 	return nil, notImplemented("markAllNotificationsRead")
@@ -551,16 +356,6 @@ func (a *API) MarkNotificationRead(ctx context.Context, request gen.MarkNotifica
 	return nil, notImplemented("markNotificationRead")
 }
 
-// PutToolSettings answers 501 until the operation is built.
-func (a *API) PutToolSettings(ctx context.Context, request gen.PutToolSettingsRequestObject) (gen.PutToolSettingsResponseObject, error) {
-	return nil, notImplemented("putToolSettings")
-}
-
-// PutToolUserSettings answers 501 until the operation is built.
-func (a *API) PutToolUserSettings(ctx context.Context, request gen.PutToolUserSettingsRequestObject) (gen.PutToolUserSettingsResponseObject, error) {
-	return nil, notImplemented("putToolUserSettings")
-}
-
 // RejectAgentChat answers 501 until the operation is built.
 func (a *API) RejectAgentChat(ctx context.Context, request gen.RejectAgentChatRequestObject) (gen.RejectAgentChatResponseObject, error) {
 	return nil, notImplemented("rejectAgentChat")
@@ -569,26 +364,6 @@ func (a *API) RejectAgentChat(ctx context.Context, request gen.RejectAgentChatRe
 // RejectTask answers 501 until the operation is built.
 func (a *API) RejectTask(ctx context.Context, request gen.RejectTaskRequestObject) (gen.RejectTaskResponseObject, error) {
 	return nil, notImplemented("rejectTask")
-}
-
-// RemoveGroupMember answers 501 until the operation is built.
-func (a *API) RemoveGroupMember(ctx context.Context, request gen.RemoveGroupMemberRequestObject) (gen.RemoveGroupMemberResponseObject, error) {
-	return nil, notImplemented("removeGroupMember")
-}
-
-// RemoveGroupTool answers 501 until the operation is built.
-func (a *API) RemoveGroupTool(ctx context.Context, request gen.RemoveGroupToolRequestObject) (gen.RemoveGroupToolResponseObject, error) {
-	return nil, notImplemented("removeGroupTool")
-}
-
-// ReplaceAgentToolOverride answers 501 until the operation is built.
-func (a *API) ReplaceAgentToolOverride(ctx context.Context, request gen.ReplaceAgentToolOverrideRequestObject) (gen.ReplaceAgentToolOverrideResponseObject, error) {
-	return nil, notImplemented("replaceAgentToolOverride")
-}
-
-// ReplaceGroupPreferences answers 501 until the operation is built.
-func (a *API) ReplaceGroupPreferences(ctx context.Context, request gen.ReplaceGroupPreferencesRequestObject) (gen.ReplaceGroupPreferencesResponseObject, error) {
-	return nil, notImplemented("replaceGroupPreferences")
 }
 
 // ResolveMediaAssets answers 501 until the operation is built.
@@ -626,11 +401,6 @@ func (a *API) SendTestMail(ctx context.Context, request gen.SendTestMailRequestO
 	return nil, notImplemented("sendTestMail")
 }
 
-// SetDefaultGroupLlmConfig answers 501 until the operation is built.
-func (a *API) SetDefaultGroupLlmConfig(ctx context.Context, request gen.SetDefaultGroupLlmConfigRequestObject) (gen.SetDefaultGroupLlmConfigResponseObject, error) {
-	return nil, notImplemented("setDefaultGroupLlmConfig")
-}
-
 // SetMediaAssetKeep answers 501 until the operation is built.
 func (a *API) SetMediaAssetKeep(ctx context.Context, request gen.SetMediaAssetKeepRequestObject) (gen.SetMediaAssetKeepResponseObject, error) {
 	return nil, notImplemented("setMediaAssetKeep")
@@ -651,19 +421,9 @@ func (a *API) TickTask(ctx context.Context, request gen.TickTaskRequestObject) (
 	return nil, notImplemented("tickTask")
 }
 
-// TransferAgent answers 501 until the operation is built.
-func (a *API) TransferAgent(ctx context.Context, request gen.TransferAgentRequestObject) (gen.TransferAgentResponseObject, error) {
-	return nil, notImplemented("transferAgent")
-}
-
 // TriggerScheduledRun answers 501 until the operation is built.
 func (a *API) TriggerScheduledRun(ctx context.Context, request gen.TriggerScheduledRunRequestObject) (gen.TriggerScheduledRunResponseObject, error) {
 	return nil, notImplemented("triggerScheduledRun")
-}
-
-// UnfavoriteAgent answers 501 until the operation is built.
-func (a *API) UnfavoriteAgent(ctx context.Context, request gen.UnfavoriteAgentRequestObject) (gen.UnfavoriteAgentResponseObject, error) {
-	return nil, notImplemented("unfavoriteAgent")
 }
 
 // UninstallPlugin answers 501 until the operation is built.
@@ -674,31 +434,6 @@ func (a *API) UninstallPlugin(ctx context.Context, request gen.UninstallPluginRe
 // UnsubscribeNotifications answers 501 until the operation is built.
 func (a *API) UnsubscribeNotifications(ctx context.Context, request gen.UnsubscribeNotificationsRequestObject) (gen.UnsubscribeNotificationsResponseObject, error) {
 	return nil, notImplemented("unsubscribeNotifications")
-}
-
-// UpdateAgent answers 501 until the operation is built.
-func (a *API) UpdateAgent(ctx context.Context, request gen.UpdateAgentRequestObject) (gen.UpdateAgentResponseObject, error) {
-	return nil, notImplemented("updateAgent")
-}
-
-// UpdateAgentToolOperation answers 501 until the operation is built.
-func (a *API) UpdateAgentToolOperation(ctx context.Context, request gen.UpdateAgentToolOperationRequestObject) (gen.UpdateAgentToolOperationResponseObject, error) {
-	return nil, notImplemented("updateAgentToolOperation")
-}
-
-// UpdateGroup answers 501 until the operation is built.
-func (a *API) UpdateGroup(ctx context.Context, request gen.UpdateGroupRequestObject) (gen.UpdateGroupResponseObject, error) {
-	return nil, notImplemented("updateGroup")
-}
-
-// UpdateGroupLlmConfig answers 501 until the operation is built.
-func (a *API) UpdateGroupLlmConfig(ctx context.Context, request gen.UpdateGroupLlmConfigRequestObject) (gen.UpdateGroupLlmConfigResponseObject, error) {
-	return nil, notImplemented("updateGroupLlmConfig")
-}
-
-// UpdateGroupMember answers 501 until the operation is built.
-func (a *API) UpdateGroupMember(ctx context.Context, request gen.UpdateGroupMemberRequestObject) (gen.UpdateGroupMemberResponseObject, error) {
-	return nil, notImplemented("updateGroupMember")
 }
 
 // UpdateMailConfig answers 501 until the operation is built.
@@ -744,11 +479,6 @@ func (a *API) UploadMediaAsset(ctx context.Context, request gen.UploadMediaAsset
 // UploadMyPicture answers 501 until the operation is built.
 func (a *API) UploadMyPicture(ctx context.Context, request gen.UploadMyPictureRequestObject) (gen.UploadMyPictureResponseObject, error) {
 	return nil, notImplemented("uploadMyPicture")
-}
-
-// UpsertGroupTool answers 501 until the operation is built.
-func (a *API) UpsertGroupTool(ctx context.Context, request gen.UpsertGroupToolRequestObject) (gen.UpsertGroupToolResponseObject, error) {
-	return nil, notImplemented("upsertGroupTool")
 }
 
 // ValidateAgentTemplate answers 501 until the operation is built.

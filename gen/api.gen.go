@@ -11340,20 +11340,6 @@ func (response ListAgents500JSONResponse) VisitListAgentsResponse(w http.Respons
 	return err
 }
 
-type ListAgents501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgents501JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateAgentRequestObject struct {
 	Body *CreateAgentJSONRequestBody
 }
@@ -11456,20 +11442,6 @@ func (response CreateAgent500JSONResponse) VisitCreateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateAgent501JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11580,20 +11552,6 @@ func (response DeleteAgent500JSONResponse) VisitDeleteAgentResponse(w http.Respo
 	return err
 }
 
-type DeleteAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteAgent501JSONResponse) VisitDeleteAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -11668,20 +11626,6 @@ func (response GetAgent500JSONResponse) VisitGetAgentResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgent501JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11803,20 +11747,6 @@ func (response UpdateAgent500JSONResponse) VisitUpdateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateAgent501JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12368,20 +12298,6 @@ func (response UnfavoriteAgent500JSONResponse) VisitUnfavoriteAgentResponse(w ht
 	return err
 }
 
-type UnfavoriteAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UnfavoriteAgent501JSONResponse) VisitUnfavoriteAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type FavoriteAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -12470,20 +12386,6 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type FavoriteAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response FavoriteAgent501JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14098,20 +14000,6 @@ func (response ListAgentToolOperations500JSONResponse) VisitListAgentToolOperati
 	return err
 }
 
-type ListAgentToolOperations501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgentToolOperations501JSONResponse) VisitListAgentToolOperationsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListAgentToolStatusesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -14186,20 +14074,6 @@ func (response ListAgentToolStatuses500JSONResponse) VisitListAgentToolStatusesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAgentToolStatuses501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgentToolStatuses501JSONResponse) VisitListAgentToolStatusesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14297,20 +14171,6 @@ func (response DisableAgentTool500JSONResponse) VisitDisableAgentToolResponse(w 
 	return err
 }
 
-type DisableAgentTool501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DisableAgentTool501JSONResponse) VisitDisableAgentToolResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type EnableAgentToolRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -14404,20 +14264,6 @@ func (response EnableAgentTool500JSONResponse) VisitEnableAgentToolResponse(w ht
 	return err
 }
 
-type EnableAgentTool501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response EnableAgentTool501JSONResponse) VisitEnableAgentToolResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetAgentToolOperationRequestObject struct {
 	Id        string `json:"id"`
 	ToolId    string `json:"toolId"`
@@ -14494,20 +14340,6 @@ func (response GetAgentToolOperation500JSONResponse) VisitGetAgentToolOperationR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgentToolOperation501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentToolOperation501JSONResponse) VisitGetAgentToolOperationResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14635,20 +14467,6 @@ func (response UpdateAgentToolOperation500JSONResponse) VisitUpdateAgentToolOper
 	return err
 }
 
-type UpdateAgentToolOperation501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateAgentToolOperation501JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteAgentToolOverrideRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -14742,20 +14560,6 @@ func (response DeleteAgentToolOverride500JSONResponse) VisitDeleteAgentToolOverr
 	return err
 }
 
-type DeleteAgentToolOverride501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteAgentToolOverride501JSONResponse) VisitDeleteAgentToolOverrideResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetAgentToolOverrideRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -14845,20 +14649,6 @@ func (response GetAgentToolOverride500JSONResponse) VisitGetAgentToolOverrideRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgentToolOverride501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentToolOverride501JSONResponse) VisitGetAgentToolOverrideResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14985,20 +14775,6 @@ func (response ReplaceAgentToolOverride500JSONResponse) VisitReplaceAgentToolOve
 	return err
 }
 
-type ReplaceAgentToolOverride501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ReplaceAgentToolOverride501JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetAgentToolStatusRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -15074,20 +14850,6 @@ func (response GetAgentToolStatus500JSONResponse) VisitGetAgentToolStatusRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgentToolStatus501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentToolStatus501JSONResponse) VisitGetAgentToolStatusResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15209,20 +14971,6 @@ func (response TransferAgent500JSONResponse) VisitTransferAgentResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type TransferAgent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response TransferAgent501JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16463,20 +16211,6 @@ func (response ListGroups500JSONResponse) VisitListGroupsResponse(w http.Respons
 	return err
 }
 
-type ListGroups501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListGroups501JSONResponse) VisitListGroupsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateGroupRequestObject struct {
 	Body *CreateGroupJSONRequestBody
 }
@@ -16579,20 +16313,6 @@ func (response CreateGroup500JSONResponse) VisitCreateGroupResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateGroup501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateGroup501JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16703,20 +16423,6 @@ func (response DeleteGroup500JSONResponse) VisitDeleteGroupResponse(w http.Respo
 	return err
 }
 
-type DeleteGroup501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteGroup501JSONResponse) VisitDeleteGroupResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetGroupRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -16791,20 +16497,6 @@ func (response GetGroup500JSONResponse) VisitGetGroupResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetGroup501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetGroup501JSONResponse) VisitGetGroupResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16930,20 +16622,6 @@ func (response UpdateGroup500JSONResponse) VisitUpdateGroupResponse(w http.Respo
 	return err
 }
 
-type UpdateGroup501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateGroup501JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListGroupAgentsRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupAgentsParams
@@ -17023,20 +16701,6 @@ func (response ListGroupAgents500JSONResponse) VisitListGroupAgentsResponse(w ht
 	return err
 }
 
-type ListGroupAgents501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListGroupAgents501JSONResponse) VisitListGroupAgentsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListGroupLlmConfigsRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupLlmConfigsParams
@@ -17112,20 +16776,6 @@ func (response ListGroupLlmConfigs500JSONResponse) VisitListGroupLlmConfigsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListGroupLlmConfigs501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListGroupLlmConfigs501JSONResponse) VisitListGroupLlmConfigsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17265,20 +16915,6 @@ func (response CreateGroupLlmConfig500JSONResponse) VisitCreateGroupLlmConfigRes
 	return err
 }
 
-type CreateGroupLlmConfig501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateGroupLlmConfig501JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteGroupLlmConfigRequestObject struct {
 	Id  GroupsIdPath  `json:"id"`
 	Cid GroupsCidPath `json:"cid"`
@@ -17368,20 +17004,6 @@ func (response DeleteGroupLlmConfig500JSONResponse) VisitDeleteGroupLlmConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type DeleteGroupLlmConfig501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteGroupLlmConfig501JSONResponse) VisitDeleteGroupLlmConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17522,20 +17144,6 @@ func (response UpdateGroupLlmConfig500JSONResponse) VisitUpdateGroupLlmConfigRes
 	return err
 }
 
-type UpdateGroupLlmConfig501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateGroupLlmConfig501JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type SetDefaultGroupLlmConfigRequestObject struct {
 	Id  GroupsIdPath  `json:"id"`
 	Cid GroupsCidPath `json:"cid"`
@@ -17629,20 +17237,6 @@ func (response SetDefaultGroupLlmConfig500JSONResponse) VisitSetDefaultGroupLlmC
 	return err
 }
 
-type SetDefaultGroupLlmConfig501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SetDefaultGroupLlmConfig501JSONResponse) VisitSetDefaultGroupLlmConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListGroupMembersRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupMembersParams
@@ -17718,20 +17312,6 @@ func (response ListGroupMembers500JSONResponse) VisitListGroupMembersResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListGroupMembers501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListGroupMembers501JSONResponse) VisitListGroupMembersResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17871,20 +17451,6 @@ func (response AddGroupMember500JSONResponse) VisitAddGroupMemberResponse(w http
 	return err
 }
 
-type AddGroupMember501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AddGroupMember501JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RemoveGroupMemberRequestObject struct {
 	Id  GroupsIdPath  `json:"id"`
 	Uid GroupsUidPath `json:"uid"`
@@ -17988,20 +17554,6 @@ func (response RemoveGroupMember500JSONResponse) VisitRemoveGroupMemberResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RemoveGroupMember501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RemoveGroupMember501JSONResponse) VisitRemoveGroupMemberResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18138,20 +17690,6 @@ func (response UpdateGroupMember500JSONResponse) VisitUpdateGroupMemberResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateGroupMember501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateGroupMember501JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18491,20 +18029,6 @@ func (response GetGroupPreferences500JSONResponse) VisitGetGroupPreferencesRespo
 	return err
 }
 
-type GetGroupPreferences501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetGroupPreferences501JSONResponse) VisitGetGroupPreferencesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ReplaceGroupPreferencesRequestObject struct {
 	Id   GroupsIdPath `json:"id"`
 	Body *ReplaceGroupPreferencesJSONRequestBody
@@ -18626,20 +18150,6 @@ func (response ReplaceGroupPreferences500JSONResponse) VisitReplaceGroupPreferen
 	return err
 }
 
-type ReplaceGroupPreferences501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ReplaceGroupPreferences501JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListGroupToolsRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -18714,20 +18224,6 @@ func (response ListGroupTools500JSONResponse) VisitListGroupToolsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListGroupTools501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListGroupTools501JSONResponse) VisitListGroupToolsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18821,20 +18317,6 @@ func (response RemoveGroupTool500JSONResponse) VisitRemoveGroupToolResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RemoveGroupTool501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RemoveGroupTool501JSONResponse) VisitRemoveGroupToolResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18957,20 +18439,6 @@ func (response UpsertGroupTool500JSONResponse) VisitUpsertGroupToolResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpsertGroupTool501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpsertGroupTool501JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24157,20 +23625,6 @@ func (response ListTools500JSONResponse) VisitListToolsResponse(w http.ResponseW
 	return err
 }
 
-type ListTools501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListTools501JSONResponse) VisitListToolsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteToolSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -24263,20 +23717,6 @@ func (response DeleteToolSettings500JSONResponse) VisitDeleteToolSettingsRespons
 	return err
 }
 
-type DeleteToolSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteToolSettings501JSONResponse) VisitDeleteToolSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetToolSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -24365,20 +23805,6 @@ func (response GetToolSettings500JSONResponse) VisitGetToolSettingsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetToolSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetToolSettings501JSONResponse) VisitGetToolSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24504,20 +23930,6 @@ func (response PutToolSettings500JSONResponse) VisitPutToolSettingsResponse(w ht
 	return err
 }
 
-type PutToolSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response PutToolSettings501JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteToolUserSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -24610,20 +24022,6 @@ func (response DeleteToolUserSettings500JSONResponse) VisitDeleteToolUserSetting
 	return err
 }
 
-type DeleteToolUserSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteToolUserSettings501JSONResponse) VisitDeleteToolUserSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetToolUserSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -24698,20 +24096,6 @@ func (response GetToolUserSettings500JSONResponse) VisitGetToolUserSettingsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetToolUserSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetToolUserSettings501JSONResponse) VisitGetToolUserSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24833,20 +24217,6 @@ func (response PutToolUserSettings500JSONResponse) VisitPutToolUserSettingsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type PutToolUserSettings501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response PutToolUserSettings501JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31938,502 +31308,501 @@ var swaggerSpec = []string{
 	"5SQo4xlO1KQl7ddSsARZbAxlrywrJzw0ZQnBz0hUm06q/IgW7oJKCkV9wh8MR4AsAvUpXT1X7hJ2sH+w",
 	"QaDH3WB1JV5MkD/BmOd09vrNw2vDKF61/ff/yY25/WdZjNQ+xwufrSTVPBh4hLYmCR9hmL+RubUXEJHU",
 	"M5Es8b8RdnpH9UgjPjeDQ2Fyq3/Sthnc4czY1gO/KsMXA91DYvej7i6hhyP6O88e9Pe/O+q8O9o/+JcH",
-	"PdTS/j/2/nWpjWTbF8VfJYP/3mGp/4W42O4Lihnr0DZ2s6YNbIO794pZvalElaCclDLVlSWwlsNfzwOc",
-	"RzxPciLHGJmVVaqSBAYDbq0Pa7ZRXbLyMu7j92smo8dJQA6eCv28/xDoIPuz0Wv8CgZwIvaocJUTNE2P",
-	"HVXpTIgzCkoqsOYZampSxk3IhdJnE2V/8rg1VNjbRHkyn+nypDHC2LIiNwctRJp2UH/u06vFKliyJd0s",
-	"3bZcZR5zJm6KYBEXQvbNnKoFoD2O5cbT0H8dak+w2eb6WjNn/wb0Nks7XzlXOOpdqHMfNfYY7xKaPvYi",
-	"+or4Qlth4p8QdhnXGh2lSpcpscaeTHtxUM/c1JBfDkamizFF/JMiHMn8iXjfltMHh3qS+8g9BBWH0u7s",
-	"aYOJPgdd9pobODoFNoMtFzzhfoGaOgzcmsC3go1tj9TysZOmfbAES99ic/wNmMPA2ZrA9EVlCuJ6qI1w",
-	"+EeygNpoKcytuuPrIzGtvOVZZhy3QdBkyY2RpuDW27ZrTAnFagXJ8uFo9BcaM8o+R/MMWAnxMpdidrhx",
-	"OFH/1hKYA6vlf8tB/uqmTECwDIYq0QNfAAZk1yLUntR27adnDRVOix79ayLUoKlPSxvQqg6gbzDkxTPj",
-	"Tg/rSDWwcyHVxbIZvMVYHZGzhOADaZdx43sGFtln9C00l54dsVzapk3XmAiDWF54fudLoOVSwySFoGEB",
-	"fHhKtWIsAQJliJTRIJvQ005PvzqO4J7EsJBZDCZFiUQ/UYXM/CXzoKrLWfhW2eylYt34nFJW1AHF5haI",
-	"Qz46PV2kB+i62xfyuhc18RckfFLohHXGuVj36xAx6EwhIn6ZEpu5PS3JpZjS3y/FlPnfKoXcExWMeeHw",
-	"KMw0fyJyru62MHy/GuK556qAOykAuPN0P64SKbx2zLe20BaSfNqB4hXLqR2Qso0MRlb6WiEBoDiQWIR8",
-	"2gyV5xI4OG1a5ph+KXM3FZ1OuEYtp7l9WyxfW12LwC1bKBHomoaaCV/BW8rGqEmEV0RBRQD5RfYLVMsz",
-	"hYe0VTedixwahb8OlTvsOTQbn2X6ZaOgpyczZJhhNf8vDQSX86r9HSWnrlX9L0TjXRCQq7y1abI+gve5",
-	"O4Ay6dtN1uG1YhwfgDSWZj575W7K2buG1uRvwDpZ9zTDN86ZnbvYSAA3FO6kpM/K72eZOC8YkBbkVmlh",
-	"80Gd6DDoCXq+Ga0pXdgX0yjTAFnnPWG1Xklx3dQEnmX6+hS7uSfjdpgux6PruFSo6MC1HLXU4cytvcNi",
-	"ouBvznkh8t1BJnhuVVV3mTwEtgNQbXaDBVop/PYl3xSb98do8yv6r3y6dz4qelMHdMG/pi/P3b88c+/M",
-	"7r4xEPv2LYDYaZO2Mf+vnyPTwYgKqRhc37D2javfUK/f4GbhD45in6t639rizWCmphCj07Z2qmP4ub2T",
-	"6st80QJc3U6Hfp2coSib/ciyuNVB/ZNh7PitwcJwv9UhTCeFPnU5TuqXFspaOmkLPlj1jpmT6ErN3ft2",
-	"GECHBba+iQgvjCQ0QQlY3Se1inDsUg1FTji4LbZXIIn8iOvD2YMfRoBRSQMiN9C9oPTFCeSgu8wr6wS7",
-	"9P6oOjvtmgb4vd+L0dltqaXByIb7nxkwKHI9Q9uN0RbC5pulsm+MxRzQo5zuBWzmMPICXWL2Q4k5GAfR",
-	"EHhpYIJcNCG3m4o3YIpguadVpmWdABopCIKHUAZI0l6zWmpI2PmlKCJQiaKQhUZm4nEuB8gZjyDNSBuq",
-	"wsFtzdg58/SjFfDgcPRZs15sqFZskrp3wLGxtBB7l40ghXvxMAsFUwOhc/6Jcs2nmHm2GwtctbWdtYtx",
-	"sf6it0VkNFY0ThCVfmuJJfOZxEZ+ble4sXu0zy7FtEUjK9Fjf+SyEOtaZdOIOTAVRDqpLceLzV9+nL8e",
-	"0Rrksw5VNvUS+Ywb0QyZY8cpVDrWUhXMXgaoZx2dM0qHADL6uc5Zgn+AMqsmTJwFSWpajOYSbJ65JUWm",
-	"ZVHssITmNgn0kp+0SzGNWOI+K6HZsrfHyl6W5hK4FlFEY7AeouAOQoYcdumvMT22S2T7AOZkrA6ALicY",
-	"uUjB0TfsxfY2ZjB9GL2s/MG9EEx3dU9FDRsxWrNGs/hUnF5Llepr4gbTk+bCobIw98dauB4S2H9NBP1M",
-	"C197eEPNB/zO8HcQ4jC8utFaEuDMsVxx0psq91ORuSXplPuIKSFSwged4cjvVpTIWCguoeu3GObA/RSt",
-	"uec0TpQ0p55hphGbdMQvCRQBitcQr0ifQ/wZkrF9b3WUu88hozbS/1OGvoF+Fbpnz6ZUFBR07lc+27iy",
-	"NZB2kHEunHhPyu9J2gmcqlurCXN6PKE6IoDgsk5PWaLUtOYLnRUUos0rDtFGOEcUHQtZQeZ7D0vqLev7",
-	"1zk5KlbIjRRZTQPMGPNWsUBJY3lVZc62G72FkqDDHeyW6YKQJ11jTyLB4lVe8fzHRWvSro3fc5l9jTr2",
-	"LSgA0O3gvAh2RqNkrptKJBHWzKgYw3ke5FN/DKHV8DzXo1NCZLMXXg1qONRwgYsQQSHxscivJMQZh9p+",
-	"BTy9V71rTCUr9tfng1wUgDqYF2s7L3/+CYto6JnmatAQcmoRZYl9VWI3NQiuXE8uhgFwJTsTmb7usyTT",
-	"Fwm1mlhlbFxVgXFHIdMXoYCj+cn0RaM0C+dtJkKYc2Xsp9kNM8llMe2zxJgM0K3h7y9//gkhCwGeLXyt",
-	"QgpKXAljmvOh1RVqQtYWucPUuw2sfmWJWx6fBgaqM4CtpQ0VRWCeuJxy/cTPtuto0+Spvz85YvYnEFqw",
-	"ch2lgepqBEicOcT9rTXU7Zfoj0qrdRwNmkh2d9Sl28vnVTay/xPHZmPn//qzmfOv3LiNQ3Q/R7ixwGTs",
-	"u3ko8bZL2zJa1l3YfrGMJYlnqHlodo46drMRi1lmkoi9+PEl/dvuySqT8o8vXz5/uUjFlEe18a1QF3ij",
-	"bbH98uXC+C8ef9os9NWVY1g7Fu2O6lE2uZC3DN6cII4ltorAcxgWhfVZ8vlLQv/wMmXAC57pi2eGZRwo",
-	"JQBGstYq+HmN/rq2s7bVe95rqF/1F9Qn/Hf8ASBh4dWs0FWwx/oQblrM2q69Pprbhj7a3UitoPKRT+fn",
-	"Jd7mfCDYb3o89uBJ3zY74WkaZsoXtd0TXyV76zQP85g56EUMUjqGccPcfa1GMZFEzJK01O19hLFK4PoE",
-	"QkotFPftAhJ8bvp15sxXveafl9x5mebINAXVerfbf++hh5bnBSGS9hEP/FxmImHw9wqeMOANWwE2EL5T",
-	"78XmZsQGQzG4dLVegg25SjOR1/GF7WPXdtaw/OFMKp5PsfxhdufipY2dxjITzww7mxYAk1Mga//Wj+y9",
-	"/LUPULQsFQW2hkCzNHQR2qurhU/4/rUbTPadzDPkQUBqYsUnznvzRHVwjJC7Imoiwkgep+fdtWge9cX8",
-	"Cex7ekCg452ZL/dGmLelpi0KyDbIt22ciX9SXKxOu+HrAEvWDcO2XwDRsaEsYTlXC2LY8PHNes+IvIAA",
-	"7YnWt+SKegWi2mB1LhL+QdBdqCKfkvrD5L9hXDEKqOPPHqu8pTegkq9o6wwwl+tUYL6+tf28oT9gZjcs",
-	"SCpYwySVGAvwOQRHrYFf2HGKqTTkIK7Zx5wI9mQpiNgV+bRFPt6uDQCWiwAPqb7/bOqzRhC8FHwwBPJG",
-	"H8W0+xsujliiJhmSJSbxWryWxCoVmSjgooiVTQH0adxZqAaaVCJsElC6oLhbJdfd1DDQKEFMk8u2iyYi",
-	"FSIs6hdfsiyupvPLpgSoYdBXwk7Q2jxFXt4yS720iKaqSWs3aN+08p6tpaqEbqKyaVs6KnmP8grzja3H",
-	"wOajM6/YW1R6lTyqjdHNwwiF+T8SW1YGYFwCNo0rkGq0iZaowl5UkmM/8RlUDRiIXvs7+ggaZxDrErSP",
-	"LJi+VtgCU5T36mu1ZOUWsWbNVKPZeUUu7CGErafl7NeIVGHuq8Xf4f4bhfS57eXg1UaaZU5KU+WYW4XK",
-	"GQo23szmdhMwAw/ZBsj4Z4tsqIPBLYMnYGdzeaQ3pPxaAJmBj7x9twt6Qjf/jNvzld1+rH8ADsFvemKE",
-	"FfxSXbR3KbnqSmu3DYM7wKZfFv9B5+MhVwAJMG7SxdSB7+uWcmtRE+YmhCkcEmELQG1IMW5O7R4GcLmG",
-	"N72e1JjSTRWEuKwOWlCqV/ukeYO47UKB2YDBw2OIeJUQ6v/E7OaZ4LnI37gzb64uT6uV1/RP1OfkcdSN",
-	"jKMK3AW0Fr6Xxkh1EbERz6xEEWnkCO8jlosrbdfHytLrXKMhYhhAyhFMEGFkxOrF5laPEckiG2h9KYku",
-	"A9OpHvVKK5YEXBE/JGheYKAP2Mnth5arMiyKMeQvTX5+0txo+8H5boW+QGfZsz6ZyoCW4hukst9YuXt3",
-	"j/Z77MQzPskqC4arRJ0Uw41MX1jn2T4rebvn/joSSY/tshHONNN5rHAy8Xmlj/kcxz3QqWDJq+MPb05P",
-	"Dv+5d3C6f/D77rv91zRT1jYoYX8oRBLSKpZzx8fSbh/YXfAtr2AamqK8lWmyTkvzp3V+K4rxIaTJj/lI",
-	"HMtC/OMd/4SqzT4Jn1AOzFwNTunls+Oy+16qc900oOx8faihwhp3rM4HQwHWjx2owRREj51ca7tAhpkh",
-	"6nfr6ukBFDPvxCpWP8A++OGHYDV/+IF16EuTYHwJwIlgcKBKU4mz3bR7YsVmNlA3QjhBsgeCHKO8EkA2",
-	"ATi3yEvXL0dYAaP54QfokMhrh4V18HyAH5AsJQWSYDw4xcaOGlp7EPYT59L02D6EQkbWToeTCkalJH/J",
-	"+SLJ8e+vEA3ldPdoHyCtqFPIXoXAN/YF+URZowQSnPaiBFM0SegG43TWPhEqHspT8aJnl3EPrjSTwQAs",
-	"Ufo1+RyDSI3Xdhh++RgbZvHTvyR9eoWDeKYbY2XvhCYCe+vnGACPy6d4XGN8TsRiB4VcXoM2Fr3oC556",
-	"16osMiN6sfK1g65Zm+UiE9wIQDuz3tbZRGYFmwoPEPhycyuUAgeHJ6f774/e7b3fOzjZAxEQq9+FSsG8",
-	"LIQyiHQVVBWaHZZ8Ws+tUQg8PwnZqMgPkK8j/f66iyXCNWDAx6qsTJSGmQmWqhaadRIrA5IdtrXJeFGI",
-	"0bjAil0s7YT/9Pd2+/b9I/5p/Uyn03WIriREgoDFIeQbMPs75ME7LoS9xd7LX8HP/s/jw4OIPd/2fxjV",
-	"onim22cZzy9Ebp8DygZmMFYvtp6zo93/ene4+/r05PDw9N3uh7d7KDszORBk+5B8QpzlKneMHguFnDpA",
-	"v0I3mQ17LaSRi6xMhh5W5BKlRu0JXosqkf5NjPRDJcVYru2sPe9t9p5DprQYgroPTsFgyLF37UI0ZHt+",
-	"LUWAa1FBgiFrYBvfz2cCvoUyUVqFvIKtxhXgDMTK9Y3i7x0MB4BsXLcXg80WYZSgiirVjZgS13ZNz2Vu",
-	"iojx7JpPDYA7p71YHWgEZ6FDwpT4VAAYxg7iP1OPHzNQhI5cPHkur6xQSoxUA+ECF/hh0PIbq6R0OhKE",
-	"B8gluMKu4J4XQN/HHeqB36T76drOmp0uT1pnEKmej0QBHse/mo318pKNI2QLWHydyP2ltf6y40P284+b",
-	"W26QNbexiYop6RKEIk7EpNJhADQAu4pN1JjnRkCoC+mFvTjd3mZgTACAN8J/B2bFXxMBcU+nvCW2E6GH",
-	"UvVaW3iiasmmuj/6J/QOgQMC+3t7cxNh8yEUS12lTjdu/Jtaysr3L+r9r7iYYF+0I47DDEITxovNrbaH",
-	"+9FufFRWCApV2NEJABd4sb29+L7feSZT+B5PmPNi+5fF951o/Z6rqYfs/xKtvcTZmn+fa1rEG5b4sANd",
-	"7NtFtSaT/a7AGUGWLe+G/OtPu4AGyKqmdIACifGMjqc19PgFUCTuOkmzBgRYlPp3LIIY/xvy4hi4/sCJ",
-	"+/w/XOjIqof/30bIOPgF/M3m+gH7niqBIKLSGeD3R9g5RDiPkORQW9EYEeKdthoSuueBqMCa/6CdpAmf",
-	"N9B5ipw1Z9bYtDrKNXR0lGZCXYlMj0W3x47lhRLpDlmOsUr+9/rx1WDd/hnqlhL35Exfi3wAJoH4xH57",
-	"v/tq/fi33e2XPyKMVYK2hjWkTMFHYzQ3evjXnF+DDiU7L4rVpZiWhmf10ce/7a7bx6bywsppzzc+pRBw",
-	"n9EYT9y7klhJwz4q+cmVQrEOApK5CPXIQwI/39xkBlMrUz3J2cBOZdc/859iur6f4gPptc+Mo4OUaY/t",
-	"qinb/vQJ7Q6w8fpWLZXWFOs8tz+rQTZJRdqFJYwVmXURtRGl7Nya2DBbrPN8k5mIbUVsO2IvIvYzWSum",
-	"22O7BbN2WMG0Gogdlop0glJHxEor1sG25YgYZrsoIWvaoZ4JbltH49a81+68VfbGWhgyoBSJF4AzAb5Z",
-	"AH75CWYgKGFzq52KTII5TEbcghH5nfB1IzpyyxxuuhofFB6xBePBXXSjwfyJFwtT/KrT6Z2qGlQv1aF8",
-	"aVZv9XAForqxDqddX+bzafN3eyiGvaR9VTKipqzjZGJZeJJlIu/aEc1ovFZj8ZXL3qF0c0wRCFQJBBPe",
-	"atje3GYcD0vfg5vGyjH3ObrdTiNbbzdMr/fqZLMzZKaxuh2bKSNWV8jrmwSZWnnB2ccP7+wBiFU1jY7p",
-	"NPhK+vvP4MfQdokYYm25bLHMMU+8Ax1cjh/WviuKlV1H+5+NXLJAZjYdC8+7H34GhsVYZhWpNI5aNlaO",
-	"W9b71bBGYOJKBCGf4GQ6utaEjSamcAADRoAfIA2s+4BD930aq07per/Y3u72WBKq1ySoUkTPwJqLHbLZ",
-	"3Qgo6t91NBmyALHOFavS/Tr6dje925svfrYPyfnAylCC7RlqIAQ0OrsiPmC7FVAzxKpkCgZnZJzLK1Dg",
-	"mdZjO+oInIj1TA8QsQ6hf/L1i5yngh3snnQxchd6nLGibllIabOtX9DH7Fi3Edev2+QsVCmu1+5HrjTz",
-	"aC8laLbvVLjNs6FPaDs69UgigyzpJSzUX3nqP+0rjO+t54vvI/y0E63f8RzJ3f7uRnvIs95sqUdr9fjN",
-	"2s725tbz7R9f/rJt31SPVCAAQ0nN2myit2oi4ksG+g0MSWJoIYwBst3M2rNpEJAkgRQrsttRZCFGRQ07",
-	"moWCb/MXRhH10+OT3ZM9KwZD+HRnm8cKcNmfmfrPoBMS5y14bO6EdShzsgPStc8SOo/wxHPXQBirCmQJ",
-	"fSv14Xj2BYxbhvwLYDIhmD0DyBtqZ8HkPY0WDGPHwBQqDlQZjF9wqViHtHw/VPFNUg9pJEKxd7MYCdy5",
-	"O5ZAfZ6u3Zc9VhvmoxecOP3orwKLjuPv8iFq65qC34MK3222by1jN18sJYre6ImiG5YQkq+0Os8kJqhX",
-	"Uvx2Uhx3POOlhAhlySXkqZuCMO3Su0QIeATiuw4dvkiAH6oAAX9snROHf49o8dYu9oGREmz0GbopFSSl",
-	"hEDeY+VFfMnN9q8/ezJNQG66NDlY+Jm1r6cOho3JFFQAGp8eWwlq62Ll6pCg+t1XIhJ4kiEkfapE3JlF",
-	"ze82SX/4TLDD3RDuQPbjjnj8wr82zicn/Yn9MRdu8VaifyX620X/a0TkC/neAxJRKN9qt+3bFYDrkLx5",
-	"2nEpBfDeNWBKxRIHVZfESuepyPv4BYghYA8CiT+X/Tv1N1Aa0LdzYhShfCBolAsIUeQYmpZ2hB41FcNB",
-	"hIYO0YqIkvBo1fPxGEIhC/OF7nu+WipGS99xbKfCoROu3Xsujb5wUUoNkW1wMnrfVuL8zQXBR6irV2mA",
-	"UOnPxSIxEN2zlRcm4uyRJJ0HTWY0SACmNo4Ozhoo9vx3o5JDinX8g+hl9vkmVoiQtz4Zm67jmbJmGFEz",
-	"hRVGM8ZiDwrXWD7JhMFc3sCnIpAxC6PZGy5+HTFZjSx3KErLfJAWRumCwtFsFBhq/mBFXHS1mI4FxtiD",
-	"EG6PJWXDyLwYubdQbxojPylBs2uRX5B+0tWMxMoUfAqy+lznUGe3yJwMEgbIY6HVgGihWuzLY6HSujh9",
-	"rDZm01hX4dmV/fgU1cYrQgl1og9rwJiXqU4+32lwmMjYnmZ0AUGsUVUBcmcZXoDIHXYU08OloX7zML7b",
-	"LkAXuuH48kfvhdeGuRKOK+H4FIUjbuM7d65L8Pd7cK0PNIPCTVaeetYRn4qcxwqCjNbdlRdK52AqBnkm",
-	"osphSjtuJsz1B59MxqyLhTY6xm9FefCPHc78HUipe3RulxESVPG3cmq/cXraymW7Ec+hZpO26q2PXhnt",
-	"v6fjV9sukaf1ipVnJpoYkUeBnw5lPT7kFYXWiVQX3Yii+yVPj+PmidVswiKiTjLiP3UlQwU3l9bRS3nB",
-	"E6pTbQuoxWpeRI3VAmpROf5GIiwozvcxoSD65uiivNNLzXKXUqWI17ZIvJT8Rt9v4K38xkVSqtzbKyH1",
-	"LYXUm0mWhZyFNxNOsPlv4QrVgYxQKADZt/0j5jgJ16jjMFhkscNebG7G6tfd16cf9v7Xx73jE6yADosh",
-	"K9Vv2Oy6HG5OP1ZLljd6mbn1EqF+wVPjBRtwBa1wAklMobDVvixWqTSX/r6Xm5ts/+Bk78PB7jtKrAK6",
-	"zpnItLowFXcLWLsJqwDK/e0LLsUYyOutwNtBcNkkCpF4qKCR3GIiqATKC5BSsjBAAY7s9zLFylZ7lGI1",
-	"tmOB3oCwJBPAc8rwItN56WU3Cbo63tXcKkPfELdxrvPRumvHX07MtCFrLeWubd1d6jYYwHxJp8Q1rnff",
-	"rYMk1WZX4snUHm69XOZ9ZjIeQ3sKTM3JdLxyzfzpYBxFx7nOAeMwn9dz1BSs2vrp5+2XP83EquDYbnyG",
-	"/9lPv9zcVvwgeAodd7WcxTjX6WRAFRmwhSO8RIayy4pRDA+pihgrciFYh5cNl88MQ3xpLNbmgyEhWmGL",
-	"pz0cY54LVXQjhBqA3IQSldG6Tq2ShVcWrlUa7VyZhkZu5EGGMnkpGI+VRzNQlBxArDpT5IKPPP4CwLuT",
-	"/kheocRYt/s5QWh3/7fX0oyJ3HOH8i1zPU0nHuf25Mwy/EJzyZgXw7K1hBZ8bldJ2fU4Eunp5tbw08vR",
-	"9uXP6U9//XK9dpsmxx82fqgKycWIfY1SEb7NAQXaD8TGGXhrw9Q24CnjXPfhTNkZ+UdM0IXuD9hcFq8B",
-	"dFR7o82Xlfn5LX1kOGVcuc0Ni7jQ9izEaAywsK3CbVdNWWV5AM2KXFyElrVyBAom1qVinWSgc7HR6/US",
-	"tJEQJXfdbvVcnk0KkcbKv9YKpBTSg2dTlsg06YNdhk3ibI8PhoQfaPjU+qESqNII2wWfDLGsUvp05Mgq",
-	"SsLqv9aTDMSsYtc8Vyw5evfx7f7B6fv94+P9g7dJd25Rx4mfnXt07ypveoUzutDJo8vdCnyVq/fttnK1",
-	"S5hfcQmgb6QVi2C2q7u2/KVx727gkre7T817GMOeYEXCWwKvIQlhzZISjKLsrHtmYjULNdeNaI+WF2IT",
-	"1plgqJM1G3HFLwTrvNh8HrKAY4exX1hpCHbRQAFSZW8lWDPhMG2sghfZeReqTg3L+TW1Iefsv3bfv6MG",
-	"A6mqD5ryEYFD2t83xhmXKiE/LxjEFYpMkXp1z61uiVXifqns32SnxI8ALJV1Y00IWUzZuaTY+VAwXLCm",
-	"3rJYJXUwgqRaIpKViBY6FaZbQVmRJf89O/QJPOjccGE69NqIunug8xSD4dTDZo0taxqBJ8+RptYD2fBc",
-	"SbtD7PUO8GknVhOViwtpCmywgBBYxqFFzV5oLiWUhnSSk8PDd6d1ARSVRcMlNAzdY13Tw6O9DzgZHw/+",
-	"eXD4x4G9xWGr2pcZlvHBJRJbkWB0eKNULnohEGfGfqx9JIzjYG/v9fHpq8ODN/tvP+Ib7JOdGG0SsoTC",
-	"C99S/4xYwTJAmyZAV2QZ4oaVp9xc2sGYbEIz6GpmOsnxP/ffvQtkMjue5FfyClpY/LdgSz6eVUJFhbl2",
-	"pHCmx4BZz/d0svfy1ybxvg+br7JtF5mNhzWqV2c5l8KjUUQ0gFGWsFg1YI0akGKDHbgUpex9FVSHs0Ve",
-	"LMj0uki55SNPxCdCkPXC6Oue9O1jFm4AuL2WCl54iRTIRCdkvn3+eYn4xRudn8k0Feoh8skPY3IHIIP/",
-	"+nMGNa9uhuPiA74I6VCoJ/SrfWPTxmnZmxs3xHJDmnFWsy8wL2JVsy/6XlEh4mOoD7hx6p3AoFwV4qxN",
-	"EitvlLAlbZJdRI4qi2I2SzRH91qKanBEEAPxrA2GrI0DjtqBccCbIcqcapwfBtBIRCaXHO1+ON4jywMa",
-	"+YnEBB5M1+y9Pzr5r1NCFEt6rNMwiQVV9tgXwLcH1o41oELYM1plTTCVLzY3WRIE55M+0BtZh8YuWDA5",
-	"1qC8EEWsKsPudRmaZ9i3OoMInYBphpWk8HHLqs7fm2y+tZXKQZXz5Vt5iaVwXKRmrvyV/qSsFMtTVCzu",
-	"5IWqhYAtb6xTPss5wey2eM8HR+fpKOf8MJye6LETr15SKDUvuLQi2WTcDK3jAZEhR78r8iRyYFYUI7K+",
-	"AQYXN/DvZbQx6e4whKkEFJF1oQANEyUi5juBIfTCjiSKVTLz1fbl/3P7TeX1zvYiqrgR9VxT66zVFvax",
-	"86LO7R7EMoUEPsC0nx7xYni/dQSVNx4P9fXSUSa/wk+iouAB4ll2NmEXViNZy53M+bFXA7Bx61LROSwB",
-	"PYnVQJ/PkJgG0acBV8wIgRxGzh2NVXmtOwJAdwLsq9IAS8/oDEqsuhE751cajUlye+nZBOwJ0dWzKQEN",
-	"qTRWAN8WwH2yTjIW+an978S3pWy/jEqDY3Oz28cqw4JnIZ52VEEDjVUjHGg1Wqd4nutrwtIDOEKNEiIg",
-	"hKhOVqzK2UKEU2cNeuvPPmhurPghwEIPVTb12+BauVorGZQ6fItww33Kq5ugd+JMPAh854PF0N3Wq8gZ",
-	"M6ebr0mmnPjMtAw2UksQfKc5xBXIFCoonh//Bvco4F2WuIcJHQ3Jl66HIhcOTcyOK4df0xH0SFSJmrma",
-	"dnfqB5vNnusA9jYCsWAfb4Qw7GziC49ojAEO/wxK3Rb03m1uBkjVm1QnVcZ2htzEioqnjYvaNokRRN7b",
-	"pRDBveATlm94yMqepeNiKzflKbopuMsgDd0U7qraPd4RQV6yBhJuPIbAVlWyMdYTZ6+J1aysr6mSfoB1",
-	"hOkhK3RiFST6ZLGD6SDEMa+Sw0QM+31ZkK6u5o1UWqYfolh5QyliYzkokF0gdcwqhnUwOWgKPQbETDsk",
-	"aouFlrIwFbb5S6wqTWfUyUZ1O37QVhY5Bp0OQBhbGw5Ms8bkNs6WkzRzsx5os7aWychlK2RebK99W9hv",
-	"/MZ0nqyhS3rfWGTcf5PXdyxccM3mCpeo3ZECErbrofYuUSkvOlJdSSN9KYKLNbMXmy8gYdfs+3+352cp",
-	"TR1q6VVEoDEiMH+nAkPYbZVeSR7KMnFeMD2pUXT2WTISBYdOH6wutWauKqKSK9T3LvtOILuuaGeXFfj0",
-	"PAa2eGcCJBvEAlVqcWypOhd50m21lJvL21P+aLTR3RvdwefdyOj+xkfZU4Y8EcP7xnJjZak3lM6nN7TU",
-	"N/hYrls7tjVe2SS6rE8+R/W6niTyuHN5MSwMuxAFed3vSYYRE1HYRwTcaXY8VaahPrFXhFSDLpo4N4K3",
-	"CxR0Zlk5hFVpZiwGzwxLYFj7adJ9msoev31RsO2fYsqcUnn0lvMTi+SFe9s5jOGhdH9qj+wtZzgkdkMm",
-	"IQFDVMayAiz+DhRjlnf2meIjV795KUpCLcEgHFyyxFFD4JVdca0ouoj2dGd7c6vrIAawBAJyiTegLoSi",
-	"kUsxBRAuDHa7aYZu4R1kDOCz7Db4PnwY8iZo+HqjGWeZNoVjRvCthwPr3BPZqQtjkvW0KIqHB+rRypJ7",
-	"jS/itz9klBFHgENKlwk52pV3/fQMakGgTIg2SwfRezBOszKP/g7m0XsJpZlOFDdL4jYDaePzpZju30Vs",
-	"cz8Vo7G2p2LHZyMcwTJWpF0PMdSpc6g0g2ym3c3ikzTAZgYgfIOCmFQ0le+F1pRrMIRaB/Ym1yOgecbj",
-	"xzSwPmPnU6x84R2oABcl2WpGqbrSl49dGrZRUyHdF44kqWqlxE7eskS7LYOG/bHkuC9/On/+1y+ftkcv",
-	"xj/P0imOpHL/3HowwxGXeq6kpUuAEQqNctqh3ZUl+XBiDlflxoJOfHINV7cIt/ZZQqR9p6654x929ydM",
-	"CZGifBsF0tEKxdAS7bFdz/VsPZEd9tklaL58SShpnLg/JYyYqCoFOL6kKVYdX+e8zbD4oYvJ6TDKNdNs",
-	"lhCQBQDGSrMDzYtYOgNEkFDKplKRA62bB8pwFr4VAxFLiA0YbkyAEDiJWPI/8IR5Qkj8JyPmqyhWZWTP",
-	"w3VhNfFAXyhpRDor45+ZSjwQIHYgK52UDVWxqvYVBS3bJQ100G7zh/29bS2BSw1pDFSRT2PFM6P9cBN3",
-	"dYLlBEqrdTK2iEiyQjz8DNL/1X4fBkU+VqnFqjPmxlzrPF1HijasUFcpk2ooclmIlF1k+oxnEe5LnVOF",
-	"Ab2sjBTgzhbNhF97n3zn0INGK2eU1m6a1qfR900tN5FtdUL11a3UClHlw9oOIKf4cZ5pnQmuvoX6wRVZ",
-	"KlVx5+WMK8VT6hFch1LO8gaZu0yI0WXQ51nO87VLj30QI31FItGXKbkHsxHPL0XeZ9Jb1qxDlnWsEnxn",
-	"usNQiIHMqoF3XBNPP/fPbJQVH301wN8+126PYG3+AUFOK7E6gg9p+9lzUp5Tb6T4Mpab1hXOO5WwCTIO",
-	"LdpjkVOTWngK7c6AiphyswAcckwpTd/LFliA1UQCS6Q5dTfTGW46m2/+Fidz+Sx+xJS+Due9Uue9OqMP",
-	"GIbi+WVVq/pFWkadUhXahhzxC/H10ahQs7oCt05C/4WkEY44X02yrNuPVYOaZXO1bC5IwyqxqH7tCF/8",
-	"d1etbiVWKvWxVKhVQCf9Jl1alS53GBdAfzrQTwfoYf+4E6sXm5s3Q/PcYUcHbyP2n0d7byP2dv8NuNV/",
-	"iLMjZMyCIIhIkfEci2yBqK5z/PtbRs5j2q0hfVLXz8sGnNEPrjgJEGR4nklgbsRJ7Fdi4IHel4WBNE5F",
-	"Fi2A03w00uNe0DzDT8SPfswFSA1LSSu5Src9LFLo0yhlAvm3pNSt20i+5n89nyhzy5g28M1A00A1s9bx",
-	"aHbdKtSdEp+K03yiTnmRxKoDd7paKCvDM26KLvVWyta6pWM39g926N+rHRR+5TLUg9UujlWJ8rJlR9V5",
-	"C87OcfWHr7Vc9giLhFpZfKoG2wx5veuGSndcCJs48jwVn/2XqD1xkGt1Kj6NcxQcCeu8ZOdSZKmJmLji",
-	"2YSg3mKVFHIk/lsrQWiVCZ1J1tFKrJuhLvpY+pNJ4fLk5xOwt7EfJ5HmFGsRk26FZXB7uwcoebnkZ0AS",
-	"aD/AkVJBsKLy3VplU/oY5HlwX++e4MUDj5VrOYSRIbwbZDKgaquOKuiaIJ1rlhDU3enZNNlhfFLoES/k",
-	"ALDVx4SAgJdQh1HQWswLRrwVQO3HxIjLzKMJacXsNswEZIqw5jxRupDndPDNKdxwSnkmmBOt2kupwpP/",
-	"PdaHh9/3QPVS1SEsrpSqCImVdfa36uqsLv48BTHfyNr4nE/UndRHnWALZOHp9oFVQaTgnF6KcdFrCSA9",
-	"Gskyk8utzGX7W2EGl3zxT6v+y1WwqrWdcvlTHd3SNYKdPJcxq6nHcnVEv5FPdSN/auVOze34vMlhGk+K",
-	"22diKEyKzsJ1LgvwEcDJYZ1MnBfrEEoYI3V4rND9YQW/FJ6GA5wIQ3AtpsKBbk150vrjcTbtVSMWQKOb",
-	"W39iPCmg1zTjxv8a0T+t91ASugVeR6mdW1tCV4f/kXkcDyN6XGfqyuv4+3kdJOPu3u3YKHJ5cSHy+ZjK",
-	"8/AiSnkpL4aQlwe/A6tXrNjr9tix/QsV5k6Uw3mJAKg47NggxD0IIbm4igM63iqBjq3vbZ/MOhWa6m4U",
-	"hmc8kl2PHYvCVMUyiuGKZO77+mI7S6xTEfLAZefxBHqxAlugEGN2NkkvsIeubPU/deWkSYQZwCJAkHwW",
-	"XhleQKHHJj1wgou0UgTfKPhD870QFNTuQedl46a7A7Nw5ch9jaCcqLqQZEpf30RQLscDtSj/5Z+yXBLM",
-	"HpBeY17rCIL7If3S95nZqn7nMrmtOiLZyh1bNrtVn7ngeBzVf7q7JvuJkn9NMHcT0jjaW35hrw4P3rzb",
-	"f3XS7cVqDxy55PPnSzH98iVhYPsMdZYCoU7Yz+Q60VMxyHiOlEVBngltCJ81uhRTEyuEBoKh1FNErcmX",
-	"6ub8HtMv1S98oARMfRCLUzC1nfw9ukM3hr1b+U/tWZvafpkv+Fotgw3fZXknmZs62iVrArusWTWxmhgq",
-	"P/bp8Q4Ow3pT6Kl4j2sRBuYjkm+zXei1EojW95ZrsuT7n69yQSsszjtMHt1IuNw6gRTUAt0wi7Q65d/e",
-	"kbmhE7PyYeanlG54xL5hWomK6mLVnlaiLBIllsbjbFr1fZhWjLN0gjtPQFCga4+81+a8iFUmONBx1KIc",
-	"rrfdnyBfI0f1cOfAJuCdIceUyj0LCSayqhy07VmplTB5vB7ZQwkzl6JaeWUrr+xGWa2vc8u0zsxGSRl9",
-	"67jtoRJEsT8WFZwXRytV47YOI7ixKtmusVUBY1L0BHtdVGawPACJQ5Dx3FPi/FwgnCviscwn5dc6Oyy/",
-	"+7vu3q5860IqpJI/PETu8Xg9Kyur2coK5s1vetjX1njwG3eWy82ewNaTiUnaOzqVdXr5jsNpwhRyt+1M",
-	"BoevPGJ2ZJ5CJOCcL/FcZw7qwvN4DF8r/ganEb90YabGLoGhSVkdvDb3BgsZ7u7Qfbb/s59+2cDzcZfw",
-	"m9QzrXX2zDShoSHxIWLFZeJKZCUAlyt2A6RhGJl1QWSB6CYsFwBEDAp01BitlMZ+jd+Cj8vtOAmkjV07",
-	"up8B2Wvvg+Dpxw/v7EVJmzsCa7bkmOoPreJhbm9uPiQg5pJ4DbDNpWEpruuqBv4hw5i4BozfRPh8XW44",
-	"lCm7ik1UXbujOR3GNWO1iz9dA6m9f3ZFxDigB0A2l1nm6AYxDENQvWZIzKgj7H6km07dIxPWSaCR5rTQ",
-	"1KW3wwDdj/ojC7eBTcGnhk3UBCcQCVqLoZjCYIwoerHaQ/yGNnlZwyikB8+rDd5TK0n4FCRhzVxaRiI+",
-	"M2QwkSHqFOVKOj6cdMTjdjPhuMAyKx2Ojc/+v7/cvuqsXYDqnHEViB4vYFKNUHKxogqamqxt53oPvfGV",
-	"7PkK2TPLZO2XCVjEfWkTFZja0bUMXAcLsszYz0UxGFYHvPVIhKWfhEXystzUHjLHKdaVs9nibNrtWhUI",
-	"bsrm2XlfQ9H3qy6GhESdB9cBxAMfDK31YyprtxOrBBHxdM4StLoCi6koNSVlryKWqEmWJSwPgPk8rLPR",
-	"8G+6NlawQ63lBW5nx5p5mKGb5Ln9bMLChrIZVmiXgCPaiBaU25LgbiUd/97S8V7ZE2vi8eGQzL5WTitx",
-	"XZfVqz6279uKPhbFDRXPIhva3X9ngK4Yf22IXlY8c6MZzzKgFzKOWQG1SZ+CDSOsyEqbPf6QnrYSB5kP",
-	"8wpHrpyylV55orHPFeTHo8Onracq9Dk5+3Ns4qWZX2fFTYja7t+JNIyMB906DIfVgYbWjJti/VoqwzI+",
-	"FXmJTW4GPHUuPVVzIQMXcb24f0H8wP0CrC/0D4ST6wdkNFAOJkbjYlpnfSjFGIHQ99hRlXMmoJIZcXNp",
-	"P8mw5Af6v6QXq6WjvfMjECtR+ESCn26llkK/rR3FlZS8W8//q0TeV1TUBrKlwrsfjqXKeIUFHDsYOXDc",
-	"/hHTOWIscsTWp/Amyirc1hHFGaxJl4bsV1wN7N/NZASlHA4SEjmAsfQVmAWuh0i3tr0dOSkHJcCFUF2q",
-	"pL0U09lAqnNII8ZjhXW3JKSvc60uAGk8sqNNCP/y1FzKLDMJurN6UhiZVlHTr6SRZ5lgeGGEXxsr/4DC",
-	"Og7FKRrJCZMpYlNKouZxhAk0DIBqGOdSDeSYZy2SG5skhRrk03GBCikXSCeuUkd8bCV7INTZGR9csksh",
-	"xqTUUJfBA5spMWELrGT5ncvyu48+tK3Vg0cfltQqzq5qEnodtFBWZMZ/r5rjr1CCC0ISX1nuuKRlPNcu",
-	"xlTzSpJ+hyUBq6TWwgpKrcRXZelzrsz5PEis0NzVoWfcZvtGvl6I8McdbgXUFBTacfyCk4/2XGmjsQ4k",
-	"xq4VG4vcQKuZ/y1inPx4pPpFAC19rRBTi6cjqfqxgv+Vpsh5oXPgk+nuADoXvCkY14ArazRakeSFjTWB",
-	"7ZRK+LthZ5OCrosVjbsUTM+xOBSnA41BO3qZRjjfURk9iGog+xF1gcSqxM6x0+a4l/uljC6pbD1Rj85S",
-	"/O5nhmZEaZZpdSFygm2M1QmtbA4mrK5k/HDOaux6zVhc+JBHQph398Ze5QMfP1PORAEsjMsn2WVcmXJ/",
-	"C1PObdRAABfat8R7GdlKfDMphht8MNAT3K0tBQ6vSCSATysvlEjXpQIL7hnULY8zTvBdbA8YIJwMubAC",
-	"JteTiyFL8GVA+LCBv6/T0U16bYUENLJ7zSfjOx7okH80iyH2XEcprdMTONmP+6B+LbtUCg1T18otSHi4",
-	"JsUwPFpNu73dpvqA285UlLKjsmcdjJ79v//3/2PtkW6PvecyM4yzgVbnMh9hfjWT6tLpdasMeJrmwph+",
-	"rEBC4IgDq8TaDHQN65ih/SypWDLGIBfysyRsJLgCCJ5uWdmNr5ImVjQAkYLn5p7mKBhQUgT20S/NoTCY",
-	"HBAfKG7u6dQHb3ikZ/5VuJ52tD5J+qi1+ffVDP61ERZYgpISaeC29AJJgUvfLiJO+KXTwyITgwIC4Skr",
-	"7MhceBu3DB7PjtKMxsqUEKlIiQQKfr3W+aUBHGLrINmTf2UnLmKQBIAAxRh8Obg68IbwGYF8YSBXACr+",
-	"SuTyXIpGkjra2vd/ymGp6G2PWLU7eVypB6Mpvf2Z/55PYhXSDhf4BsfsXOcXulh3SnVefAOVq5HqIhPr",
-	"E+izMqKgYwXnBEICQz3Ju0F5AJ2HM2Edb4PWuDfdMNtGzVfSlNmoWRDwVEN4QLt7jQtMnAlrcg/0lcjh",
-	"kH2w5kgmRxALGFsHPpOQGaRt1ER4D7Pg0l73dASrL3koJ5oIiecdRHfNrQ/cNz4/L7aXOOAnWr/nakrD",
-	"NHd77gDLnvHSNoWjMXPsorVP6zkvxDrszrWdNXsE18rDmOkLqdqP4KuhGFwahxqVWgOFQ/RsLJQ9mikv",
-	"+Bk3Yv2MDy6h/RH1HLUS4p2JuRqcGsf7OAB9HavOb0UxPgSKxWM+EseyEP94xz9F7Nh+MTA7jnOdTgZ2",
-	"KKQx6dQOeJ5L0sGvjj+8Id1baEgMx4oblvzvdfvLOiihhGlFBZUZL0TOjg6PTyJ29NH+v92TV7/BeF/v",
-	"vds72euxP8DGDz7XvfbF5tbtzvo7mOT7OeLw7IeiDcE1nXew3+mLC8BD7q1Fa0PBUwhQfl47FsW6s9w+",
-	"N6VKaSPhbqluIfuocoD1cOSXb2ym/+0kzzt9waS6jaTRkzme955Kq153KEsGmeBUpYg7otd0yOzzH1iR",
-	"0X7Xk+IGG34PTHznU4Qbf5mt/q3cy2/qvdlNhsvZZkaORGtu+2QmRuoTX/TaZyZQHI1J7Pdi7WEl58ns",
-	"UfiqpOstlq808mkcfirLyZuzQhULvzmqfcNwGyLyY2DdHRTyuGFo0jChUpFSqM0n1ZRAcIRGfxj8lXs2",
-	"xKsveaTesBsecw0hqyj3QwawcM/40zDnoLkynXblejgWCttGEcU9KPenEtBTfAgeDODJsNuRdQL69M3n",
-	"7M3hh1/3X7/eOyCDHDpTY+ViKNbGDqHRHL+5db/D3H+PfQjeVlatZmBa9KFoFUJYA4rACmP4hbCjosga",
-	"hded0c1uYZV/cLN2X8WK+PgH4rBYJvQFka6vzWh9d1Hqh7ew3dYJwlY3NrchHLBEkO2m0WxnSAHrCT39",
-	"bsLZqNznqfXbed8f7Ezcs36vvOMRx9mOymgR1J+uAm43CHSPxo5g4etibqFqg3OqlgiC2/NW0Ylhlrnm",
-	"7HQEoXzZa6CdbwwHU6qLbg+YXSBW7rLDPlvUeHRU+nvw2of2r9+HudjHm1h9iN168wSpXVzYP03G1hx7",
-	"Ey6fbnx2GuPLXE+cyjurumRmKzfrENagQmLVrkMO6qnWJoUA+3kKCdBFhZNHk7NMDtiQZ+fuA+xLnxlS",
-	"kGMu85aiSjc5c0srg2LwH1/cGITkWAxyUSw5ur8mIp+GZezovC81tq3tnx+yUH0ZW9YJsZpB+zgLzeeo",
-	"GdycgeXHzqYs2EsNZxIqFi5az+AbwYtJLth5xi/Q0rsWZyxYDTgqhp2Jcw3Ia1OIl8gLZZhUPXYAXp1d",
-	"SC6VYQY2nWkMmr3CkdwnEQQcSHzPoi0BH9y72+UhgZBPVCFH9IpgVWgCcF2g/nt+B05FOYHy7rF30lDi",
-	"DB8QFsZLawqMxOgMuu5nqFtna+yNEJT5wmr0TjLVk/w01xmSYWLjqgpeNWWpZpjkzqBVVHd7sTriF46O",
-	"JRnzC0HU1WORn+I/O67hf/tlxHjBRtoUbGtzs9tnSrNCF5y6W4tJrkQaAftsrLCUjTMz1Dky0jKe5/Kq",
-	"HeH8Lc7qjOBuWtzykg37AWtWhC66TuR46X0KNPiGZbhlXdMtLs/XmT1PjCj2wq2zO1u08O1gv20HClkX",
-	"je9R6XDi7KTKbITRHXlH2J21wsQqgUr+pMfeYjMHHwkD8pKOCFG4tlO2wn33FVUu3/BAUSZ69+IwE8z8",
-	"KqD8pElLL2grzxzIUtlB69o8ECw8RnCosK2qqq8aSEiTCgtpEgSw8TQDsnas9LUy2H1hWMf1zjGds9QD",
-	"7Iwc/yh7DxrURGykU5Fh9fbFhFBwI3pwoXUW26nNpYCuMHEucqEG9h/29WM5ALsKhIdIJYfP8hCA+JAQ",
-	"/4EqDNuxtZysuJlmw2XYT4+s+/EY0PSpE5AbmvsVjeiTpBFtPe5tgFN4qJwn6nStmkKHarfhtPedsyEy",
-	"I9iFKNp7yh/70VhKEYZKcNU53UKtOWfbtRQRNOsUEzXsONYZZ1wqcqGM3XPsxebzbo8dqgzltuPPBGgf",
-	"zIS3w+ze2ba8r9a6mxuH3/hMuM66p2Igrjpmv17FUP/e8hYlASO0hlJurnrCMAtZjcjkoq+VVBexKnEP",
-	"oEdAUjv/TMilx24UGolVc2xkbrSD+oW/TsxETzBEAh++TJwE1uaZcwBWKnZeYKWYma9lTmCWjdbRT7qv",
-	"Y1j1wrwzhaV8zYevT8dOqkE2ScUpooz+AxH74TaEHW16dKzOXCkhBT/PdZbpa9Yh/qSzKUZOtRIRGQLu",
-	"7zWjQqts2u15hBCErVNUDOXinVB9lfCxPL0U01MjimTumX+XjV7RdH/1ua+FyTKjWeZ3QvsMsdoEtaWS",
-	"qrNfqVgmybe2A9QJPmt0pnUmuLrntJGfwmUkSHUCVhJkWQnSFEEJ5Mn7pp/bQ7g3MOV77NgVMEpDey8B",
-	"WMqJIWzIWCX4cJEmLM2lPZAdWbBc8NQwzs5l5nExjcivRN6NKBmGxYXB+yDVA4BKsQrRRA8gIoxA6vKv",
-	"CfLdSxUKQIhiOXL9pNtjf6DQMqd0PBIcrBLX1Zny9ZMBaYijiTUDPRa+GmuciyupJ56GhGXa4H2xsgPv",
-	"ecmTYDVVDVKTdXb3jte3X/64/vbV+5KidsShDO1STFF4V2XagqC3P36P0z/CkfpBPlAAPXj/4iB6ZXOs",
-	"2OxXztXccH2DZF4smOeYfRufB7cK7jdK7z7Ghq2g5o02SCmHazlthvLstbs9lI2Z4FfCBPLRSjI9KRj3",
-	"l3QKbrCjVcXqnGcZAgZTIR2NxJM52ddxmZGZeXB4+u7d+1Mryvfffvywe7J/eJB0F8Tz70oMRkte/0o+",
-	"nkxAdUWfUkbg7xDgv5WAuIsobL/tzHcAUh2suljVzTpsJa/Zc93F9loI/h6rw5EsALERwryAwmRvljlC",
-	"hPdZAr2mCdb24oOtn5MyDV/KM3drh+N/sTNdDCle7HtVRYq1Oti3tgvquzTBKrjzhAqtlegx6Pmp2bSx",
-	"ou7XisXYCeUefKskoZdGUPWTeMHTC+7DwfCRlapU/gvp1orFeiGtFK2arQti4A8r5e4ren4763Dz21uH",
-	"Loq+shBXFuLy4ff7sRA3jCjWfeDn89d7+v1bmYjg6YcOtFSm4FkGt65fy7Ru7XWhfJyECTvT6dQxc1Re",
-	"CmnqQBTvMAw3Aolo0J9cvSukvQApHatOGEZRWq03huKQaCPLmgN13dLRh4+OgEMekKdzrgwH8JRFxG7H",
-	"oniN3/L9GqxLS9LK/EZM6evQw1jZrQ8ntt7zyxahFa7QzQUY1QLcaVbjsMxTADx7BwRdhNdFscJ3dqGQ",
-	"TNXge7+i1DpWS+UT6Yv+hglF/PJl8gG0K1aJgHmJgJHfSEsXad8own8SdACjE3Y2ZeITHxRIgM30eawS",
-	"e8WpTJGjm9ByO0pIq4Yj8M4iBPVjZjIYwgN3rGPGEigshTDO6d6HD4cfwD2C8bARn1qrIvWlQuVY+0TA",
-	"3VbEau9l9laumK8f3y3ZVqQpnS/fzbGsz7WbpsFOfpyh9eoYH7I03Y1gcWydlnkoxyu3aeU2Ndkfu/ZE",
-	"0z5ZpmKCdtTG58ldhs3RxSChAYImM5pKzKHI3YjsPFYdCIWXBotjloaAuyKakTJ0RmKKuGTylnBaL1b+",
-	"IdBsyo1jLAnEV7VevxmRwY727sTYsp7Gx0cUGi/lDcTFqUdgVSn/pDjc4NDNkwl3ES0PTRJmrmUxGJZm",
-	"w5koroVQLMF/J7ECZwGekPTZRc4V1kjgAQdDaOCCzE4QPDNw8KP5AqE5yFJnV30tRrr4WgERBJYfUEDc",
-	"a032LWyjzYewjVxkeWUfreyjpfDqnGgiobKMpUSddBtyxC/EHVlKZO9QbNT16nUS+q/TSZ4lLjwcKzXJ",
-	"sm4YJ90pGe18CUHZ8Bdw5vORWFAAcIS3Pf2+Pvf9T8le+f7z+GVMcuw32v1EY95PskKOeV6wydgKNoxR",
-	"aiVYci4zkTD4rfNiczNWya+7r08/7P2vj3vHJ4k/Q7Ig3MhiOgY0x1QUYlAhUDybFsLssKODtxH7z6O9",
-	"txF7u/8GhvOHODvC0mpOQFF2mFMkRYcOws7x728ZVSOnXWdybL1kyceD449HR4cfTvZen77fe72/e3ry",
-	"X0d7Sd+FT2P1kr2Xv7LOi63nNEQQRpBUJ9ZmA2Tr44Kafbkxomhs+VUeXs1g8bqvzqQVajZ57JTetcBo",
-	"M2FGbik3znU+Wk95wW9oPdAgcdiPsrOsFN+e1qUi/VfNZqVZsvVymU8yk/FY54VI39sTcDId/w1S5SDo",
-	"lpKxM1ZNCRhwp7mlXXaeC7FuDy7TZ/8WgwLF0rl2aJiGkstG5FdyIEp8XWlnc5wLkMR9lnz+khCZHCAj",
-	"sOtcFoVQTfLJ9WAfBV/1yNuxg6EuNG3KS1cZn5aMzwdRPQmVjdBkcUyKr7bggzK56yGEInDDd5RmI5Ff",
-	"CFTWsTIilzyTgBCIl4z4FKitKT/648uXz39E64J12pI/jbFKGMN97P37gKFtHOxDRhlucAjJ0Jo9iysV",
-	"/b0HUmHbLi9c6qoWOfTvtIBDCSZUkU8BZBpo/AcZNwEuX6yG3PjqEpHueAI5ewncAZ1W/Cyz/g0lVaqN",
-	"t75/C8eU8Sng+sUKOhgczXzH4Q2vW7cpxUJlw0bcXAKXZFBsktj3nsJIkz6o/DG/aO7U8tUgJzB5j1yX",
-	"20HepBEc5p+wm1YafdlmznDWlj53G5/t/7yye+7LvQTv3OjwPNqrAZoP/ryeiSuRBWfFH75znmWm0twz",
-	"MSKPXB2lfYxvG7LnzgA09otYeR5JPJT2lCtNL3fHGE7YgtSm3bLfKG9x4hbg0cQKcbpWkcLHlagsge1w",
-	"ge4tVOggNwu/FezJ4SE3DMLroVLtvNh8UfK34t8kuqzlHV3o7YZ0lGGy6Ps4/PbmJsNqL3bNp71YJaR1",
-	"E6ap2wfJ1kNOKFCirAMkNzg2Ja5xrF3fWm52mOCDIbsUU2aEKmJV6dwJJRA+D5wUwzPRZ4maZBnUpAE1",
-	"7riYMgTLph44+w2x6kg1FLksuBoAu+1kJEy3DzAS8PnYVQTd5cTK1AeSS5dhtUYAS36g/0vwU2JVsxjs",
-	"+MspIDsbgZx7bBd+9nLTBwtSMch4LrAAHb8vVmRDITGXfXjkwqzb29girjEgK828aMLHsRF58RjE5H0k",
-	"eSvf9pDOF75/Ka8Ldv7K3/o7tYh7cbqkZrDW34jLbH0B4PzuLDoO8Yh5wL0ZIjFxfi4GhbyqNWDseMsu",
-	"VoZfoZNTZxOLMPszgyGE+B5QD3P8+6vT97v7705/SJhQVzLXagTy/Irn0uoKKjb2zC5W+1TALvoscT8C",
-	"eA8zfGpKznAFqaLSG2wJob7nMrt/kPzyLQur0ICxvaFp8JGSit5pHFNPigttddXsLIRdJFxm7fHMhr3e",
-	"Y8dWpDaAWrGOV73krugrkecybdi8sfK7F40ov2m7s1vValqxDgcN2tDq8C47YAjFym/hxPpErvc55MmM",
-	"wLqYMVkKjW3NTBYEX0NwOokZFeMkVhw62PCeZKhNkSDaP6o71rF/UnwkYIYiqMW3mxWE0FjnRbfvRm3n",
-	"KTHGmk4qVvY39vLnn/BpITT09jarR3BZx1455jI31D9TZCaJ2IsfX9K/7XO7vVgdlFaKtbD61jdkydHh",
-	"8QkLRdxGIeyXWP8xn7ZAN2NNV+1g31fpWHiyH8SsWF600FZ/ah3JK3Nhbnj2RjKzZjDAaWrvCG4WpUIB",
-	"VFcueOZpQAvNkkInJU5Vi/Xg+nd5llWcRa+1c3J0MglV9RQngk9DPDBmJoMBEEntsMRKCtT7sboeysEQ",
-	"fV9raHCZTXLBEmHXNWEDnueSNEDwtGcGym+1UgIac58ZBjewQnyyviBaHCW/XLe5W1elJ8KAKXFPsiZ8",
-	"xQPJmeoQ5ksaPSkGeuSR3HhRWD20kjVPUdYcg/XBrKRoIKIL5YrYyPSAmnrbPJF37grff18hSoxKABWZ",
-	"m4K6cc+mTDZwIb6TpvDPu0/r3b1kmXSHn4IHo4aHHIK+VuVQQjqsgDd+HnFPCjLePaFfw0bMJ4IRBI7D",
-	"OWDU9I1eZa8FhtDN5D2JSff4fWVdg28NHEgvX6a30U3sSiQ+KKE7NhBm5aZsOSZ18baQVGcXEUnh/mfG",
-	"v6Gkxmwi1cBETnBEbhaB9Zs/ffB80+sVptyd7VEPDrd4m7ZFRG6zGQlu684246MQ9pvfXNi7Zq0nJPC/",
-	"s3j+3XjaN9ASriB5HgNz1ep95vsQImaKXACuhlSZVKLPfCJWUUjbiKKRkOn9tGxTWLDvoZNi44fqdj/X",
-	"+YgXaztrZ1JxzDfUGIUbdzg869sW9DxAiPrwWjVUms/dAIub5xr64fouvmGWWHRUDTdY9+9Q6T+hvjC9",
-	"zB5q88iaW71g59g/Yr9XH4sG5rdyIT3ixABZKlfuADe3P1U31700Lz1o3xK9fNlCaNdvauA8fre+26r5",
-	"aG7zkb6JMsi1PZqt1sAR/u4gjBujYqwTpv6cZoDQtBFFt9EaoOfeK/M7vmJxJw9c9mDxMMguw5L5KbmZ",
-	"/+SbXhDpZxyuWN8XtNECYgM75mp7bb0r4eLcvWNET38Qv2jJPeEbS8KtsYqCPayPs9QZQbGWSt5ebKSm",
-	"NfkVcopNlPg0hgqEoGnbVLu2PdNfhf19wFWsjBBQUS5zNha5AfT3khiwRPyl6qmhmEKtpkfn0edAKHQt",
-	"jE8xQD9GrAJ4z40S2rPkA8R6B8cdZn+kRk3OzFDn2NfBeJ7LK2F6scJMp4eoz8VY8ALoyoCsiyV+2Kcy",
-	"/defCesk/1H90z+ex5PNze0fa3/9KenGSvE819c4P5k0BZWEFMCYWM5fj+0XduDQZmrQGvSGI87rM8Ou",
-	"pJFnmQgoFs0Ok1YbTQqnkfzFRHOUC5bmejwWKTMyE6rIpsynSwGCKLeuaxcyslTC7ypR6ZHAeJaLEZeK",
-	"6AIgIAUw/a7axV6D1TV+JpNLqdKE0QzEqtBQ7IXd//a3tt4aMFN2Yb/dOJ51Y+DUGZK3AxgvZbQ9rWW4",
-	"1zu4R5xRj4+E+mFj55UDHkptIRHOoL6SwVP7dhHX9fk6rptd1aa1wzkTn7g1ltZ2/vU8+ulP++9xplOB",
-	"aqOZaq66OStUc7IQI1OJLEhV/PhiLVobSSVHk9HazpYPMtgdeiFA+I34p328dWtz01/A85xP7c+mmNoh",
-	"wlMb5hlog51UOUeiUNgVLVx59rfKsIWyI/sXBknWojU+SaVei9auZCrs/6Z6MLHmpN1jxdAKxdlIyX3G",
-	"32EbL0pFHiqBAkmf02RUxd7XeelPDhQ30DQdng+G8kp0wyw2KLQ56dAGlZY0OL1BAQyYiMThEXjo2Juh",
-	"vDSLVXIpxDhB8xElHUoyWVOK/ozP6j0r5c2M2x8r7/fTvnPN1iim/a8wVCwFzP14nxn2Cu9at55dN4wa",
-	"IJ49SXH7WgNymhoe3+6dMDQRNniW6WuBPQ8mYR2oCn6x9bLbR0Yo+d8Cn6l0wcSngbCjxhKdT1ZAOGo9",
-	"e0ahqwHmMxf+Sc+BPWUkDRAMhqA3ZXJjE5TxHwR4Q9Pd0TkVINp//wPIMJMuaiE3/YUYjXXO8+kOS9Bo",
-	"MaccyyjtFSjJY0XxmEKOBBtnE2fmXIpxsY7PyoWdRyg33X7BhnqSm66vI/Wvo7Ysxs8LaFnlRawmKhPG",
-	"MAkXAKYEDprqImGSoe8PvsrxGMInIQeCLMhRpA+gAqxS0yaf7cbdYZ/hYV++BFtYiWscHa5WIlP49ush",
-	"L4hRwetYwwp+KWLFDUvgQacyNUk7qk6pim8TVxJqoFMraK1uIeea7jpBQfzDxg8oCJas5PRjeiBoZHr3",
-	"fKcJd8o1dwBIqwDU3zUAxUOV1qDHvJNWlcA3ctnsjnu//36PBHwochLC+zIR+lnUBOIN8MjLkFg5SQ6y",
-	"XipSQfqc2visYcbwq9AwHQzF4NJKwQvrFhRov4GngHpQ5rHygW2n1+wQ26z+XZwBv0XutVIM5Rq+EV42",
-	"70zvEmgazfBY5GSofrtA2V2YWP4znCKkSW7flLkwOrsScwqPm0IIWl8aBi1RbGtzk04A+DMF02ogeqR6",
-	"EjbUmSOgM54yDu2nWA24YkaIyBlnQGDujBkEXdID7L8YOCNH5kx6RjbHR9RJJ7hNkG04VqhUgThuILp9",
-	"lpBdksD+JcojGBgvWKrJ6JGmiNiQXwnmAiM6h5Ngf/aeORVCUyikgy7kgBtiOpYqxSDARJohP8uEtYuc",
-	"D51YXYxnyANlXmv8MVYwtubGeVilqtd8Pxg55YseqLi5OoT5aph2b+o2lzPk/NIO9CSDtlt2Vl69inE+",
-	"zUYLWD0SNo0QOLPiDQzyVOTyihfyCjfrsnIO6EhIRGEmSE/ygbP9Oh7XG2JrPXaU63QysEKgtNbBsbPS",
-	"CDO7OyzJhdW+CTMDnkGXu5Wh59apUEamgiXXMi2GCfvEkqGQF8MigU4019HOzVgMCgaiIVYdDqy+pmCh",
-	"E3itw+6yPjkdkzG98kxMNR0T/KBu5F3gbBqrXKw7ox56STBilPRZMtDqSuRFwtwl/gPcRazjXtu1qsA5",
-	"lr1YJX9NeCaLacI6W73e1uZml4GIEMbe/++xuIDDey3OxkxPivGkoB4XKOSWI1nQibZ3Tb3Dh7NsxS66",
-	"pDWnt778G/ihJulD1wwqDz0pDHUZjqCfXytYMnw2vJSsW8A68ZKZdaxccWsL0VXycxu673wUuhzNTFgB",
-	"l+OZKaMJEQCsJGOeC1UAi0/p7brtKNMIce0JLMFUn+ViGoBHD+2+of8MsWB0kLvtjPVwrl77gc9GbOuQ",
-	"UiUELDYL+GDm2kikp5tbw08vR9uXP6c//fXLtYsFjnkxLEOBMl2rK53QhRzxT++EuiiGazs/voAgpvvn",
-	"VksE8L448mtz85id1mDrWc91AONPV2WQfy/m+2AX6PMbuK9tsvQGnuyMRm1RpWWKMhysD3BFsSIVgWoH",
-	"7T5SEvyKywxyewhHJQ2VCFkjPBDpA67ILAQyUPskkVqV6kCzz4gZf6BTeBxK+WqrpHWtybAvh0eUhDS2",
-	"pA3soCo3DseuPejpidb7dOBnZmhhv+P461u+vmdYu9fhifLtfzcUA9amaDelX4FnbPxpH3EFjcnuwD8z",
-	"MxnXHYqrt5UTIM4SwdpZqyUXZUWBo+PRueP2cZT4VHFQg0QBUSCVS9DCmFzIAFowrHXofgW64ErlgxUb",
-	"9EnlPQFoS48SSY772BHUh3ZXp5R+lZxAt8/oXkyDWHvPxKpyb6GBeHf5/IZH7ILLEYsrtJ6JbdGamlZa",
-	"uhgS0PUDrJZx5QItBMllXOKfdmOszENs0sZ5sVPyUHgUy1iFri3mqRTSrozBu2gkx9IWALnBluHldIDS",
-	"hTyXQWd5e9dl3fjre2g/LAsLH1WtbGIdK5BA/kyU/U/rmh5PzvzzjQ/KFnoyGIrUSnSUxAm+JPXE85nR",
-	"HjyR6Hlc7VOhY4WXt5MU7WbZQeWbHx49tLIG7Np+Vbrq91jQspllM9Vzqraubr9X1/vPL9Gy7g1RH6MN",
-	"o69V9Q09djBb60iFYzO1joDhD7WO/UX1jd0eS/CYUJ0BZjjsUGKFP1gjxkT+MjItYLD+5z7jZ4Cnibef",
-	"6WLYlsarH4hvXb7nYUnp66oHAjG04BvhIv+FGFBsKT3DR1WKz8hOONM6E1zds7MTzulNCsqqW+zvVEl2",
-	"q7M8o8M27LKv8yy7WQb0WBSGJfZeMMm1IqXWsCNrug2LzkBZxWqor60rMUUpThi2PXagfXD6TKfTpnP4",
-	"nueXdd30AXfwPcKbNb9zocKaUL137aSOeH4pUjigK801o7nsbC/WW4zE1vIb3oSG1M1MuCryfFmGHjzR",
-	"JScKa0YXUMro8xsgcmNVyniW4GWnVtRS2Iz+ItOEdbA6P7j+TAz4xAg8M0TnRC55rBCbkb3ee7d3sgcH",
-	"p0Za6WxDKJ0DJQKGIa9+QADLTmokQL2nQzyEM65cjJEX9L326IaL41zrXAyEhDx1LqB2sLEcT9E4zsQC",
-	"DVtdp39KlfpmNfeE1I2oRd8FEz/Xk3YV2EDJYUfiIjJNpdYzmnrfDwzuBzxLXyk7f2QLPPwb1bE/Bsz/",
-	"yh6Thl1oJb41KMv3XI1XHh6spr5/674iSCOms9Rb95gaBgu/21toQ1dc27VvZGSGL10GTK3ytU+tLm6+",
-	"wVj9trl7ZXkL8XBcKXZjUhWaSbXOx+OaBne0KeIK1Jkr4+DmEhlSp7DbrqGdDMXoiBeDIWlhFJc7LIGf",
-	"kuA3XuDlUdDflqCdGiuSx2X5AS/CJgZo7DK+swtr0MMpg99Zh3xGnWMabCdWaAfbnx2bLVoCDuXAxdUr",
-	"VXQ7EKOHIcEH+8JAImzwXYU+pk+FeUEzYZ9V0ojs4PDk9M3hx4PXUHqxW6pu42nvrAavyGWgs6IJdfJE",
-	"qgusgPV1F3wkYtWp2C5RaLh0PcMtFuvTXAaWP9ve3OxToVA4gDILsb251Rhsb7MQ7q/AoU1oPFBMu304",
-	"c6p7FRZ32qWcY6xay4+i4SDg7rJA4zbDnjEbVlUbf7tAvTdqIOt32yDHYozE6Qz6K4KINkQy+8x6X9h1",
-	"JNNlcBTDAS7yZsJrZ9KDqjiH9OBP/JfB87PtyxfiaZc43CLiD0IgXYE6PhYgKVVdnhsfSwhA3iT4eLuT",
-	"WQmE8FhVtlQZpuCODcwaLujK+Cjn0nHJ8MMpJrk68k2GwE3OfQRFHw8QK12d+npQtn7ml4nBjrPJhZxX",
-	"LHkLWih8JpPKOo46n+6ws4lKM5HSLyZWHTsnMgMMS+xzlsoU1hOinFhnosYcuvyka2yim1kqczGwz+1G",
-	"zEBvp/UUTTa56Fl/it6OfumIK3lu5UKC9LqzBIXYsiUNQ0hLhm2GVsykvOCxsocrl2eTMokHwzVD637i",
-	"U0/Lp7n6KOtE0UDAhT3n8LGFhufj3SXloa+qcn1CueDGyhzlyCkggMsuuGugx2ef0qSdOurEtszoEa3y",
-	"faI6wSuWidj4ffH9s1ZBfKfc2WO/DO5IuoWZB7PfQLDy1m0E2CwTBcACxE/VujlYxxMn2N3W3QFClExQ",
-	"iaM+JySUsHgQKokHOhXlIWcd7GRB0paEFSLLjE96EEtLrOihqttjb0QZFrKHGosEAGGjRJgY8IJn+oJ1",
-	"kiuRW1GXlEQPgATEC2GKbhSrK5HLc0lBjOPfdte3X/4YMZQXiIPQKjEYL/RIDnhGp9gd9j4DrOtprBwp",
-	"TPPt0rBMnBeMw3uuuekxWsHKx5G6p3IgcQXzEci30kzqsV1/FwgKWSZnyjs6OncitBsszy+xenV48Obd",
-	"/qsTkDf0HJ0zmsLKxHqK0EqXZ1NPUN8aYl5ywrDOcsEvgdJnkonKzYqPXAUnCTwvxCZZYwHTPn4XTtw9",
-	"hYgq73ig3hf38gXQh6Su7JbyC+725tOIp/yy+I5XWp1nclCs4inN9hvt19JqqMvFRp0RGHAb7rq7MuTm",
-	"qZhYOR1Db23QMfZ0dXfY8homVmWletBpQ1LNVGSZPj8XuQnNPyf8rNcVYkuUZ8rJRF+k7++RwdFDC9a9",
-	"Rxo24IMhCu1Umkt2rvPZry+KLGFGDDTkHtwMPP9xc7PbZ8k5qD8syHH8oySa9XiKLGOpFQCxokt7bP+8",
-	"8r1lUxBdQazNbnTwIAgll7kdsDkNFfK93Nxk+wcnex8Odt/12K+5vgY0JK8TlBDpLa3KV36D3rNtSS9a",
-	"JFBpzr5/4xJWMbRUlpYVn2nnz4+9zjU82/bK4hNPMJpVo9KxoxZI2y6r9hQAj8Fd0LmdcTNkY5EPhCqo",
-	"4TuNVSehChv/mXwwEv9z+8214FbMJd1qmZB7uJe0DdaiSrFUFd07tDgrDmHfZQe1zlguBjpHgGZod9Y6",
-	"M76yBlprpuD5MXvUHSAZFtAGi4gAoqbbZBraoxpaCZXOILIQY4UPopZxupkTwUvdGSGqe/oKMRpbO5uZ",
-	"QmaZN2Pt3DqzierXw67yzV/Y/gHYkKfHJ7sne801RLJm9c2NvB2FC59cCZXqfMP+I1mwDVgnqa96HxVB",
-	"rieFyH0amozjnF/Druux1wIeENmdSxfFKvk//+Lr/725/sufnf/Yof/sna7/+YP7c/c/NhZe8T+SGnLm",
-	"WnWIzXFDWvplg4fbW9Xo4fNHmTAIjN1JqZoffeDwxhbud13QJGu2als4wx6ix69WKtKlH0gWD2Q5K2KO",
-	"dk9e/TZfz1CdBYD+lCKXXkzNFS7QERjNpf3yzLiQB6E9Qthj6gFXMH7yzEdAkNfDXPNxrOzMQKADazs8",
-	"020muNd+ubiSemK8WSwVgzH3GNB6ebDoYPwQejFUJzi3HfNGqitWvBYgZtXwcGn9+p5AlbbrH+iSxYE6",
-	"6OObRkDaKcNX+uth9dd9cbTfIlK0+TCRIof96k7D91hxswop3QUOaArAKmrG5m/1D42wauVGEKC75tI1",
-	"zgY5NXwQG+f6SqYEUD+0Qg8kEyQp/krQvXJiGLoWMl6wxF6I3YIROxOmYGagc+HaE12NZAK4KgkT1hsT",
-	"BtUfZiEQcdTECl5prQqohaTQjn2WGcoxgGa5EUbMaPqMoSzYQI+EQc/QR+TKS2Hc7p+O8QEjagB8HFTX",
-	"jviUGSF68L3Q3SFHI1JgRT5RcKqsot3e3IzVYMhzPiggtIXwC7k4nxiRwgTaj8lAPPZL8oOO9d+g2LVL",
-	"c4rTWWFHQNtIT+yHKTPJQLtzNQ2/yaB6LLcLVfXQjf5zm6EW7HIf8UwUxUIULrwY2PP7c+eDldNRLb2o",
-	"6Z1an8ZfTc2S7a0g7wl8tmwGg13jTbLtzXLPvdzstnWHwG6svJkesLazvQl8BdgF8nLzAVtCcOoX6Rn7",
-	"/X+Xjk3asySwAsGIU+XkohEb9ivnSsbKNDjpSKcRY86wyXWzjHD1lDvwy3By9szEQevIxw/vfF7N9wro",
-	"a8UKPZYDwzqJfeHGZ/v/99MvG1Cln0Sxqv29UudlPZX9gg14biUosthcCtWHfADIYysAE//5Opf/Lawx",
-	"+MdQKDaemKEVaRPloa0ilvj/BnGH3c7QPzecnJ1O8gwrMCZZ1gI/dWzE7gTsyPs7BfiKecfguNIUpbCp",
-	"q6TmfTL9JW3f4Xs7cC+FBsHE1Hc9LPuNt/4HDGM6aID1DPoM/Y7Oca+xDlfst+Ptlz+y//zjBIt2YpWM",
-	"RD6Y5KLnL0/YIONyRCAA4hMfFNjzxC5yrlBn2IPQLb8MyhMm1hp5j0+L1XByxjpowRBJAr3o9N/Xxeml",
-	"mCZdpvOy8WV0JlLrlA0nZz12SF1WTedv5pzh+cOdP+8EQkfJmf+KHWutOM1zpothP1YJvKLa8gKXR5gE",
-	"wvx7WWAJl7cgQKEFBEYS9qVSrw4sBbn7dpK4YckuLT2MdIf9KnguchZPNjefD+AG+E+RMJ1HZCopluxd",
-	"CVUcA8inFT8cX5Dw8GEJqzXQ4pfYKYO5x/4TK4DOxLk110KYqTnih3WMECSvTMGLiUm6OzM9NzNSx32o",
-	"ODYLjZcTFLeFxiVwfEwk/P4D5v4fHDm58B9n1oMHIHvXaRRg4oZbCW2chWRK8NRmDqXSQoItt4W7cJak",
-	"OaRP2l5EnvTn/UtimPy5fTIzcmNVa3pnOmLfmIkom81L0VzVERV5164w8NzdWFscY15cDoYgfyAnbvCM",
-	"dxInhwkW2AttMiegaJwZUUT+p6TsucPqUipL81LDy4weO2oQJFLFCsXk+rXOL62RplNkFWRnkHbNrZHk",
-	"6T61KdYLObiE7kgUhrKgCbN/tlNoKjx33Gkl+F5pQn3lfK4Z7dT3ZXYFiECdZbHCajw46huf7f/sp1+o",
-	"nZIl9pJTYPa74tkplSgk7bbXMS7f/Z55fMnCcJddl8GQKyWyZ4bhxnpqBthR8BH0Cc1nB0X1TY/NOw+p",
-	"hH25oVuhr5XzC06Jlqn8tRuBd7FOeV+4V6pBNoEQcsgCxzoJtfZBAYsdl1CpVBcRbkKgfCr/2u3Faje7",
-	"tscZ2sybyTF3liDHTEiFU+OHGyMBnxe8EH2WGKkGonoJFn4nlCrwbFxFLq3NGKuSOwsjHaoIzSJ33lNp",
-	"BpoOd5aBlAkO2n/g2P7xvz7ufdx7jeoehvIPso/kSJiCj8bORsLj+NIVCbVV1JyQwp5rgxyWy+1q12E6",
-	"2kITftstd0DtGEgMfGmhTsSXu2SMm1ofmXb1VNY++vDmFXv+/PkvrYETmLa1RggN+/h1O5VrjZAed43n",
-	"dZ+Wjp3Um8BnwQz/fWGzvOFKghLPxXygg1n5OAvrDdKuY1Vz2bovzayVE4L6BiL1TGRaXVjzv19F7jXw",
-	"Cjzk8BKPMWAu63QKscKnRcHjytGFLAvYF+NbqxlKmz7jjIRUPlGGycIKyxH/dGoKMcYWly3HgNQpSSR4",
-	"wXKuLsQOe7G93e0TxhDiJISvLw2RWEFU0xFiADwxwjmAQplFH/bQCCHDH0Top3V+JWzC4Wl04zwsdv/b",
-	"HXGv8AL2BQ9UOI6vXtCCJ65hd0VkVdDmWFEIPclu+gLoSFFcdLg1GAuMZLnSvAZZ6K1Gb/XPq+Z00ggF",
-	"nDUPoQCcq6lWgonMiB0iOQhrJGFAvmJhJIzhF8JEWO4ITk0UqzFafta4y6k5rmpZ9qvsuhKySelkALYD",
-	"n1Jl5LnOMn1dtsbEyAI/hSFhFgxGMlPvQaVBRSBvP3w8ONg/eMs6/MxalpJs2W47ni7Jk5tBhsJSnMDk",
-	"rz2G8jr3+Q+B4bUqqrsDNGBYwUa7p9EtXPJQl+HPCK8zQzkuO2GvBM8EoiJZy93ECsCpoUpMZ5k92uc8",
-	"y8744JIRRz865xS5COKv/ExPirqz020JNzzuI7eMErZzvyL0aMs9DTUG8Vv29Kz+2gBp3Y45cePt3u0x",
-	"Ilpt0BFoMEWxcspC52z3j939k/2Dt6fHH3893X27d3By3C9vOhNYF7L76+GHk73XPbZrLXAgDIEon9KF",
-	"pKLPWKHmIbI5JT4VzJrn7MyuJCc9eZ3LoqyaJP9ZFj12qKwsEPlIKp6xzqvD90fv9k5gtG9299/tvY7Y",
-	"q92DV3vv3u29hpSV6xkdc1CUHRpixI72Dl7bD9o9Ovpw+Pvuu6j8xv2Do48nXfi0nVjNlvEDMdEZdljB",
-	"91OuKhdmMvIZNHvYpJqIxqDirr39+zjn3tB2q7/Sr09Hv+7iYbypKFr3huzdCqUE3+JjsqW93BkMZZZ2",
-	"YwWqxUsvohU2fCQw1mcYN3g4WYcEmTN6oyYp1t2h0IN9fF2QYfrVaKwAoyiGGghTQHGZvoK6e1fI3fD0",
-	"KFYuUDLkUvXYiRNdM6JphzUKGqIchifYEcLntwmU48nZrp2tpy9Yqo7SSsR8ByKmuqTYHcHNgKeCTcbX",
-	"PE+XlD9wJL6RLRSrqlFQZT6sHVeQX1pnp9b/h0Cg4iOBBbwuFHDGi8GQ6fNYJfSnHoSaiOMWyiHwC+lm",
-	"ztzvWBrBC3rG2ZQlQ8FTkWM1zVgOLk2skCKOYToA8iCJEZkYUFVNJ0RSnahMGOOQ3o0Duk5Gk6yQ40wk",
-	"3X6skvNciNNCfMJ0ke9uoape1zLuHwD8t9xO6JtciBN7HxhME3WpIHhRnaOI4UdYgegHGjHOXBsozUah",
-	"Z6ZC4Ew4zNkRz5ATEqDOdprDpgxKZCg5XVkT3zQlUr8DYuUUgoswl8svIdc2NTWzsVE2w3PvSCjffVi3",
-	"HN4DdXksb2niMlCEPstw6QhOxq1eBIecOnVri7PqCFmFmZtUFMoY7kWCFzSwwZZUTONxrq/EN9NMdQd2",
-	"kW46VIKlYiCNw812H2tFceSJP2IFENiuraFUZh1svMDGR1wulutrJtMutF2QgA8tW/s6gCCYfZwj/ETT",
-	"XaasuJYD0Sa1rcON05sihEc+UYYaW7GMMr+Y2L1gEgZ5uw6ICKCYD4U2NnjqsTZA7UH3dJFc/t9iUNDz",
-	"oVM0F2Py8THmN9KpyMqgf4JYdEmjToFBSuNm4GYapb6yjToFp+PxKpVyfE9Oq0D+BnQKLV9Fpcyszkqp",
-	"rJRKY+rC7h0vEcrM4HLqxIUP70ufENKSC/r6SGqsoLiiMFQUAqa8oSTk+mRsWAfN+1P802ScdCPmgq86",
-	"dz56ld3hl1jVQxvjsS+zH+d6NLZC28pWrqaYFu1CKAcLVijDGnluZrT2EhwtYYFGWHtuf01TaWeJZ672",
-	"YwTdjfa/WccVgfQrOIpU5gHApq7gFMo8+iwsInHyO4F/n0JU+f/PZl6I1bV/TcTExb0xh42yBjFsaGfw",
-	"SaFHvJADShRbtZHr8VikjVUetC8ereQPB/joRf9TqxFZSfIHkORuR7tCFBRTpUgk+bWcXEc789F6CR9g",
-	"eC7YDWYsmj0krQh0A21hI6gcxtnCjNqacmGsWIUwjTZY32aCyr+qEdwk5nAcj1bIlcNbibiViHv6Ig73",
-	"MxpjtzRYwXj5VjUKaG/GaoE0O3EBBncfGGQp0YM5Y6z06YfSFDqfxupSjK3dh3YllBpbu9N6ggl85+lA",
-	"T1SRsAvoPD2bQjwdwZemcwy7WBHRGNU8AxC4WIqn44N9xHdWMVCRSats3tMQFFDL6nkb7LlS+voGImId",
-	"UuF3UJJbFRWVsyaFCcpmiTzxmXGHF+qJTkdSTQrhmtGti0e3JtjhmXNlADUHpAAA6BnW+bB7snf6bv/9",
-	"/kkUq+O9D7/vfTg9/H3vw7vD3dfWA6Y/QeAyYm93T/b+2P0v9893796fnuy/3zv8eBKxww9Hv+0eQO3S",
-	"H4cf/rn34fT1/vGrw4ODvVcne68hKIlijqxOLgGe5pzQSyHRpsSn4pQ+qkiYEQVVK2IUc8DVQGTELVkp",
-	"R96Zrd7yhVOs4yqs0IutvSVWAFOBYU+lS6+VXrCzHPLpKxgbyowin76CXfH9yDY/myvx9pRcPdiUFTuo",
-	"psWXk3SFHFy220KvZjuorYjrM6mww5v+WIPyDOEaWF1Ixqq1cQHxsHNDWYmChdXI2x6ffSxylubySiis",
-	"MmIfIMniMEWAe7UQ4ypBeKb1mHXsb+gSAuKXiyCWJmSXTVQKKbZMcCOwAsJO0in82zdgU+8sD+qesFrE",
-	"Y/vZm2YbH2rhxdn4ZhEUXv01kdCWW8wrB62XfjRXjyFKNOKLOL5anVFYEz6tx45Evg5BzJwXwrWOeRit",
-	"re1N+Cacf9RJ3T47E1MNs8hebP9CFaUgJ9d37VQsx+12IgeX34fJWN8AK5mKMvXF9hIvOtH6PVdTcufN",
-	"kzE1JwqEDolJqCTX574bbBaGohvI5j/gz044/3/sXW1z27aT/yoYv/nLHUp20/Rmzn7lSdOcr3bssZPr",
-	"3Qw7IixCEsYUwANIu7pMvvvNPgAkJcqRGqdxGvdNakkkQWAffrvA/tbaYncOgder5I1ozgbIk4gnrpD+",
-	"cD8R1uX4/c0ynm7CnmpJE1hGvfR0pJQ7UuVqUkj+4ljEFvQj8WtsUSF+PjxMTfbu4uLsenz1+tXF+fnr",
-	"t79cj69/Oz07ux6fn15fn759wwwgsuHbXyxwe0UKf6uLghBg5PnFjhgba+1xtr6g0l/FKYVHbdMZbWUR",
-	"HoXt4hOvEjmDPuwh/qdLcgUjengt9pI93q5CViJbCOZlHP1qnZpImuH2ItESpYG/cXjjtJpqM0v3EuZ+",
-	"6a4cadZWc82WYn1aXwHA2FqsVrVgg4Slxlj+0yPVVaDH9EQRw/PCZxuJYcsWkcAPr9w/Jq7yLLRlyVJD",
-	"FZ+ByKs26s+SDmswgTeI8uNV3K9KWxvy4d8tq3LwAf4ByMc67XduHRLqSgmPzQp7IwtxJ4s6smHBI46F",
-	"jg1hN7VthtFdh2Hs7PPhdd7hy1zKav4k6jZ5MsLUinvlwBjAfD13Vf36ZZlVzxKRh7a26NGaZIcOXC8P",
-	"fxJZJOhr81Y1FIqt5xdySSS1QV+QJjQMagCmE5kLp1M1qfSdCmfP949FKb2/ty4fVstS5aR5nDKRDlt7",
-	"UZ9lyRv5C4Af2Q/8X5aIGh4kbtWSD6IidcSm2s5vRkXbIz2D2d1VWXFJnrX00epGr0AId1e5st62eepr",
-	"OaF2IHiE0rVbdXS80v3cFsrLQh2LzNRFkVEUnBoi1qbaA255T01EUTeICMWQVtWGWmPkYiCFryyRo0+c",
-	"4pZr3NfCIyEnbtfsH8NfeejzsaKFzI+5osvwMkyBBfCi/RhsiQzfRxQSMRah8sDY0vHE987C85elSvB0",
-	"KbGzUM85qlXVPjX3TleVMiNx2Wta4P2VmbgltQmBqe5H45f1l7AXj78bvjLOr7Ul/igGq5VpwCrkf+KO",
-	"+fMG+Bqi+R3Wemfr2hMG1F654VaxwEZ+6HY40LY+RP9CByJRVreNCd575f5RcUHkJHuODJ5uZLC+SH8l",
-	"NujVkiRw8K6pBEcPD+D91OwG+MVn4/1vR/12dqHra/wYqP87wPC7Kkc/it9ROUbiWi6o/zzyJGRlF7hl",
-	"R1iBnJr+IAAVJelgfrEB8ifrkD81EfMnvQiegPpKNJDgxiHi8ZzuaV0LhXtE4al5+eLFAwD6CyjgM4h+",
-	"2AI8w+jvHEbvZuAASIOd8ru06R+Ji7jzJnQ+6t3Neo933VXpnxRHMrzCp3bJTiJDMk7j3w2B/x6RXt+q",
-	"qXl1gzzRaj/Ah9wnRS8P/705MCLz3Cnv8cyIxIYa/Ty78KQvyrMLD/hKPLv06E/z7GLA+g0Y9n9WgcBn",
-	"nnBD4eK6yh7NiZb44IN+mDm3V5cw/gs52kL6qssH3m5OvCljwZq1m8F+j12kvnpygn/yfD7pa4h2JIvd",
-	"INrbbz+O+kL5JyuX25jrlqn+3vNi62SsD0jMLs36Lxa6wkMpWhW5725zcV43dqnvGMVpIWdhh2lXm0nd",
-	"jD9fNr9U//CdYczfrBfcq+VbgTLfeXHk43T+fkDdt98sx+0ZVHWh/pyoshJZSCxn1NKJ5Lyr+an5y6rf",
-	"WxSI6bmnqP2toT2r/7P6PwX1Z5HcNvY5KPWkqt3mDr/YjI9+I/SC0y+Sc/C+cgop1bQptFHHWL8TswyY",
-	"k59LLwzW/56YpaD2u0PNCfuFXNIulK42otFLHuCXA6X4Wgc/dJUu9iG70UZSRdRKE7JeXcN7Pe8MbdgZ",
-	"OsFl/5cPEvVp8XS2ULvlSzcmSK/wVk8xtoGRbVUhAG/wHOBsSJPKIFyOF/qz8qWnzaETEeZeZAhcMrGQ",
-	"t7xdiGZMmi6i6bFlTpoohE8NxeDgYGBfCcNsK/7t5W1tvSEf2vPW27cFU1DmhMTF3NILHHyAf3bP1q5j",
-	"kngIdm4LOqkAdz4WTt3ZW4hhgp5jL+e/krC4gjupz1b4tQascDcsLIoNVUtZzZt+qjydXd1tl1Et5J9n",
-	"ysyq+d7RTy+SvYU24c8f1xHOH09X6WGp6LnPaeivE2aAgD+swFS1ejC3tVe3SpUgVI9AFxCLZXOpFtaQ",
-	"NjOLAGmzMnlpNR6q7+cV6D9TdBy6u/eTCPzMhet+lJorJUsvrCvn0ngxCE2k2j2oiQMAuxiqnIigZSUW",
-	"MlfYQs3ZGW7BTq1LTUZvNPaVLFTkbEEauiVTlwSaFCyXxdrBSK0ivF2jYVrIZWpAO5dEb5JrXzKPPL1N",
-	"XisBupjXhcqFq40YYGMG+D+kgpJ6gQf37ULDbCzxMdW9Re7QSe2cMhWzCBNpdngE1jPDbZDten+FG0Cs",
-	"UAO8oHuk5vGZAa5qQxXS/9GWwC9o09af9pB1+x3kAeW2lN6LXH8DZ3r/wYX4Spas0Ez55DuKs64wfvvy",
-	"/NWh9Y8FrVxfz3dkeFPuTk9UIha2NmixkGtEV+2ezaJ0aqr/BHBQu2LvaO+DLMsxffjxQJb64O7HvWTv",
-	"Tjotbziwbn5BRhnVcu9o78DfTfZ6D8M1j8uaizMx6ByTRMQVxirpoPLc+ko4a6v9ESjEH3Gq1mAOFieT",
-	"KieisDNtEsGT5hPx6vrqV1HB0iaxGAoXSy2kLsS0sPd+1ICik7qa92Cp9xi6NZhOWyMGch1BJiH1zUkL",
-	"v9+6N/m79ZvjknWSXdjb2051oeCNJi2iBL5v666v2LxiCm/95pf1TQGWvjaVXigxVRLTc9NCztrv/QoX",
-	"qud67J/lj7i1eMKtuClNnPAB10RM5Z3Fk25w3ySMEmajxGZHPvYnFpValAXuOpg8NU2XUaQXmypHzQ3w",
-	"p+1+6LLV7XwQw/dSOW+NLFpfYo0aNmTfx5I2ZqGJ1Kx4azx8xx0Kmv7u9ESHrW/EQi1uqIJ2oM2d9vqm",
-	"iBcTVEjNy8OX+8d8dtfIGUf+g/4e7T3t45PWaFu9g0L3cx353lj4YpMIfint1/IJ++2tFjz4zMy1uO2K",
-	"ZcSpiWXE7Spi9IpBDfA9+8RJudC0CrmMWL9RQo+EMmAqwMgG2q8ElmgYfa2wd8o54j+gH+dJCv7JDrmf",
-	"xX5EZviYYaHuVLv4iK/H9QMMAsMYCTw2ScUHdFwtNtHXLjU01AI85yBL68PDnybExoD/r0b00btlqd7K",
-	"BX+Y0alxZr0Q2cQ6NbpSMn9/dQZPy3omjNkRekIx8AB22iiBryR20kDBDp5CDH4e0v7ZxFkDuuPIjOGy",
-	"W6OGfm6xU2jmajOWVbYvABEupKkBdYlq7mw9m4uscno2Q+jzS63I/8DcbAZqDJP74FlqIj7rvPF1x7/1",
-	"vbSqPTb7JTbo7gQQTPvwIbiXjx8zgZsREGYr5xNR8xqu+FHshjpXJjU4h7iLCA64M7ZL4s8PpqZvdL/h",
-	"0fkpM5sFoT65PBWDzN/djkkmdE7SwH/SEXwWkP2ROAet543MBdbp+jVrYE2LchHzg76JOjz1NQ++734u",
-	"q9hUJnDiZNf/9YrotcYnl6dZ1I8WkkhSA7ge0Livucx3AnNd3Mulp1asEIPlXZm9PMUKgp7ZeQMWiYQm",
-	"GjCm3yG76MWAwuwMLVSWhDxIIjL6RYac/mTa7L3h9gk+SQ33eDc5U6R1jIhPuO5h6pQaTq1bIFBRTpmJ",
-	"ouWXjX+hpnkO+S1lauhpDfUB6H3DeUBFzRxL0IKG4kb+CyOP8A3ei/8g6QjGhxwL/ji6lRnNGEdhBdZj",
-	"2GOxghG8UoHWBH4/EqfRtdANQhgKUeix6H7XtvwLucSsFJv1eNFPnRWmZexZ3zNpZrWcqWHfCrSdLg/z",
-	"F6cBbx6JzJbKSJ0hr564KJU5OR0C5JYVjDQ12cFkLitE4YXiJntB2o/4gkRcFIVcyETcnZ2dJ+LsXFxX",
-	"da5tgj+4snWlXCLeOPu/iTj5v9qp/SQ1mTRg4Eo9ycTgnIhzPGgsk3LS+6k8E4OJNPAGTpUFMp86uxBS",
-	"/Of1xduD/zk5PxP0U64LgsiD2mbkamE9ii0yatWe19beY+tmnIt/+ShCnVljor5WwSz/LKF7N7zM04bK",
-	"Knt7MT47Ox+/unj76+mb91fY4ymjTQTWTnDnWDAyBHx5JGJMI/zc3sOslHp8q5ZjryqyDU1bqlu17IjD",
-	"ec9iP2S4SepzNdVGk2QMaKtTaCNyO8FuUeJFgjMrrjGyFbmT00q8OHxxOPzxBaVjwOOkJusEGCEOJi8f",
-	"LPWIPh5BLJ1RK1pxU+uiAmTccIwNIQR3+qauVJ6aiaxkYWeJuIuJLtp4LinhTfSLC0Si5IMIj1g39DUE",
-	"8BDERVQK2M+oe3r5Ph//gFNpqLncMhggv8aQ1h49c21zcVovKVpq2qxoSVvEBivQb7XkyORrkLNd/Zaa",
-	"FT6G4HIe4mVoyZhD2pkVr/JuAwZCCkUxAOtAnrwFB2DkqDyEX8j7IfQBNWiCj0L7KoQgOR9uhSiCyCxw",
-	"+SYsqNjyOAld0hJuZ5awpUxEaCeUUBKM/yEuZkE0wevxA3qfCUAZQyx294bDf8o/NpRc3NK1L6PYmSxk",
-	"TF2frNcRH2AmsFAVRLYzihBj5hHJSVe5R2H4a6mG1AxC3pAjwTF8fMQ/BVXDBvwdSkFyr+2UrBhQ1gOW",
-	"AP4G3BHg2RBgYgCO++DZts7FwudBWL1KTYOOGme4YQI5b9JnxGQxxJCXbDkGrB4ihVJPSLQzUIWDDzVu",
-	"oHwkxtpMDHJZyRYbtFPM3IYbCqkh9w0zxX6nexdjKz3llKDPRuJ3Xc1tXQEqcpPaqXHtiowlHGcHwFLu",
-	"QZwwGhbz+kb4UsnbcDT2nC4Uvr6BF7xBQF3ZiS2OA59i0r5hCRG/n8PkWiahC7eY1zfg3eJ5muaW1NKP",
-	"C2QrmiPaEgsvUNZ+nrC8eFHaokhN9ub1O7FC9ZutJMKZybaLz2s/32A+u1gcHDT9IphEzGz5ZCUlj1jl",
-	"RkmnHHi91GyJ4Um9HESSiom2gl6HAB4MFlldzRzorfEglB2l5pwBPDcB1hAxrsB2bG2wCt5DWgZVRHuR",
-	"0RpmrWZhQeIydpWy1Ac/ZKKU1bxtYEbiKmbMVY7cuYAeYu783w5DDhyzJqmh/HmyMs5xQ+c+Pj/572yb",
-	"/Pq6jzy5PO1LopXgjRX549LZvJ7g4XAIIwYcFHivKr9/JKSbzMG4gcUHQyNqvBjMvtN3stJ3il0hmKbU",
-	"UN4pNmOmUmh4zk1dkA4XNe4A8jlVfNCmBNOxkG2zT/6FhhZDxiYqQsgP9sQ6ykA0qaM2vufrG4vWhWbw",
-	"+n35FkQMQps7ZSoLfkpD4FsUTQ6uNvwRR0MIhthJjETfNndqTrs3wStb93FKzIJe4Q4qi2kMSQnIjPmC",
-	"MadystREeZvKwitOjsUxLeOV/FG8shHUytUrySiagz43eVFXMwsDwlxuB9hypAjoPrBs9k9Gaw2kLjZY",
-	"pYigtBnKshQdKy8GDS4RC4mJFMYn2pomocXWtqSLyDLbEsA0Wd/FSLxV9yv3RokqvEX7ixaGCbpKPfmE",
-	"72nP4dv2V31yJgtVVbDCoHliSmvPeDWiZP42NK9tJ5Cv8au9j398/P8AAAD//w==",
+	"PdTS/j/2/nW7bRzbF8VfBcP/vUek+tPyJUl1lTV6rONKnLRXx5dtO1V7jWZtERZhC20KUBGUHa2MfD0P",
+	"cB7xPMkZmHMCBCnqYseO7UTrw+qKxQuIy7zP36+ZjB4nATl4KvTz/kOgg+zPRq/xKxjAidijwlVO0DQd",
+	"dlylMyHOKCipwJpnqKlJGTchF0qXjZX9yePWUGFvE+XJfKbLs8YI44wVuT1oIdK0g/pzn14tVsGSLelm",
+	"6a7lKvOYM3FTBIu4ELJv6lQtAO1xLDeehv7rUHuCzTbX15o6+7egt1na+cq5wlHvQp37sLHHeJfQ9LEX",
+	"0VfEF9oKE/+EsMu41ugoVbpMiTX2ZNqLg3rmpob8cjAyXYwp4p8U4UjmT8TBrJw+ONTj3EfuIag4kHZn",
+	"TxpM9DnosjfcwNEpsBlsueAJ9wvU1GHg1gS+FWxse6SWj5007YMlWPoWm+PvwBwGztYEpi8qUxA3A22E",
+	"wz+SBdRGS2Hu1B1fH4mZyVueZcZxGwRNltwYaQpuvW27xpRQrFaQLB+ORn+hMaPsczQvgJUQL3MpZocb",
+	"hxP1by2BObBa/rcc5K9uygQEy2CoEj3wBWBAdi1C7Ult13561lDhzNCjf42F6jf1aWkDWtUB9PUHvHhh",
+	"3OlhLan6di6kulw2g7cYqyNylhB8IO0ybnzPwCL7jL6F5tKzI5ZL27TpGhNhEMsLz+98CbRcapikEDQs",
+	"gA9PqVaMJUCgDJEyGmQTetpp76vjCO5JDAuZRX9clEj0Y1XIzF8yD6q6nIVvlc1eKtaNzyllRR1QbG6B",
+	"OOSj094iPUDX3b2Q172oib8g4eNCJ6w1ysW6X4eIQWcKEfHLlNjM7WlJrsSE/n4lJsz/VinkHqtgzAuH",
+	"R2Gm+RORc3W/heH71RDPA1cF3EsBwL2n+3GVSOHNxnybFdpCkk87ULxiObUDUraRwchKXyskABQHEouQ",
+	"T5ui8lwCB2eWljmlX8rcTUWnE67RjNM8e1ssX1tdi8AtWygR6JqGmglfwVvKxqhJhFdEQUUA+UX2C1TL",
+	"M4WHdKZuuhA5NAp/HSp32HNoNj7L9MtGQU9Ppsgww2r+XxsILudV+ztKTl2r+l+IxrsgIFd5a9NkfQTv",
+	"c7cPZdJ3m6yjG8U4PgBpLM189srdlLMPDa3J34B1su5phm+cMzv3sZEAbijcSUmXld/PMnFRMCAtyK3S",
+	"wuaDOtFh0BP0cjNaU7qwL6ZRpgGyzgFhtV5LcdPUBJ5l+qaH3dzj0WyYLsej67hUqOjAtRzNqMOZW3uH",
+	"xUTB35zzQuS7/Uzw3Kqq9jJ5CGwHoNrsBgu0UvjtS74pNu+P0eZX9F/5dO98VPSmDuiCf01fnrt/eebe",
+	"qd19ayD27TsAsdMmncX8v36BTAdDKqRicH3D2jeufkO9foObhT84in2u6n1rizeDmZhCDHuz2qlO4efZ",
+	"nVRf5osW4Op2OvTr5AxF2exHlsWtDuqfDGPHbw0WhvutDmE6LnTP5TipX1ooa+mkM/DBqndMnURXau7e",
+	"t8MAOiyw9U1EeGEkoQlKwOo+qVWEY5dqIHLCwZ1hewWSyI+4Ppw9+GEIGJU0IHID3QtKX5xADtrLvLJO",
+	"sEvvj6qzM1vTAL/3gRie35VaGoxsuP+FAYMi11O03RhtIWy+aSr7xljMIT3K6V7AZg4jL9AlZj+UmINx",
+	"EA2BlwYmyEUTcrepeAemCJZ7WmVa1gmgkYIgeAhlgCTtNaulhoSdX4kiApUoClloZCYe5bKPnPEI0oy0",
+	"oSoc3NaUnTNPP1oBDw5HlzXrxYZqxSapew8cG0sLsQ/ZEFK4l4+zUDA1EDrnnyjX3MPMs91Y4Kqt7axd",
+	"jor1V50tIqOxonGMqPRbSyyZzyQ28nO7wo3d4312JSYzNLISHfZHLguxrlU2iZgDU0Gkk9pyvNr89ef5",
+	"6xGtQT7rSGUTL5HPuRHNkDl2nEKlIy1VwexlgHrW0jmjdAggo1/onCX4ByizasLEWZCkpsVoLsHmmVtS",
+	"ZFoWxQ5LaG6TQC/5SbsSk4gl7rMSmi17e6zsZWkugWsRRTQG6yEK7iBkyGGX/hrTYbtEtg9gTsbqAOhy",
+	"gpGLFBx9w15tb2MG04fRy8of3AvBdFf3VNSwEaM1azSLT0XvRqpU3xA3mB43Fw6Vhbk/18L1kMD+ayzo",
+	"Z1r42sMbaj7gd4a/gxCH4dWN1pIAZ47lipPeVLmfiswtSavcR0wJkRI+6BRHfruiREZCcQldv8UgB+6n",
+	"aM09p3GipOl5hplGbNIhvyJQBCheQ7wifQHxZ0jGdr3VUe4+h4zaSP9PGfoG+lXonj2fUFFQ0Llf+Wzj",
+	"ytZA2kHGuXDiPSm/J5lN4FTdWk2Y06Mx1REBBJd1esoSpaY1X+isoBBtXnGINsI5ouhYyAoy33tYUm9Z",
+	"37/OyVGxQm6lyGoaYMqYt4oFShrLqypztt3oLZQEHe5gz5guCHnSNfYkEixe5RUvf160JrO18QGX2deo",
+	"Y9+CAgDdDs6LYGc0Sua6qUQSYc0MixGc534+8ccQWg0vcj3sESKbvfC6X8OhhgtchAgKiU9Ffi0hzjjQ",
+	"9ivg6Z3qXSMqWbG/vuznogDUwbxY23n9y9+wiIaeaa77DSGnGaIssa9K7KYGwZXr8eUgAK5k5yLTN12W",
+	"ZPoyoVYTq4yNqyow7ihk+jIUcDQ/mb5slGbhvE1FCHOujP00u2HGuSwmXZYYkwG6Nfz99S9/Q8hCgGcL",
+	"X6uQghJXwpjmfGh1hZqQtUXuMPXuAqtfWeIZj08DA9UZwNbShooiME9cTrl+4qfbdbRp8tQPzo6Z/QmE",
+	"FqxcS2mguhoCEmcOcX9rDbW7Jfqj0modR4Mmkt0dden2+mWVjez/xLHZ2Pm//mzm/Cs3buMQ3c8Rbiww",
+	"GbtuHkq87dK2jJZ1F7ZfLWNJ4hlqHpqdo5bdbMRilpkkYq9+fk3/tnuyyqT88+vXL18vUjHlUW18K9QF",
+	"3mpbbL9+vTD+i8efNgt9deUY1o7FbEf1OBtfyjsGb84QxxJbReA5DIvCuiz5/CWhf3iZ0ucFz/TlC8My",
+	"DpQSACNZaxX8vEZ/XdtZ2+q87DTUr/oL6hP+O/4AkLDwalboKthjfQi3LWadrb0+mruGPma7kVpB5SOf",
+	"zM9LvM95X7B/6NHIgyd92+yEp2mYKl/Udk98leyt0zzMY+agFzFI6RjGDXP3zTSKiSRimqSlbu8jjFUC",
+	"1ycQUppBcT9bQILPTb9Onfmq1/zLkjsv0xyZpqBa72777wB6aHleECJpF/HAL2QmEgZ/r+AJA96wFWB9",
+	"4Tv1Xm1uRqw/EP0rV+sl2ICrNBN5HV/YPnZtZw3LH86l4vkEyx+mdy5e2thpLDPxwrDzSQEwOQWy9m/9",
+	"zA7kb12AomWpKLA1BJqloYvQXl0tfML3r91isu9lniEPAlITKz5x3psnqoVjhNwVURMRRvIovWivRfOo",
+	"L+ZPYNfTAwId79R8uTfCvC01bVFAtkG+beNM/JPiYnXaDV8HWLJuGLb9CoiODWUJy7laEMOGj2/We0bk",
+	"BQRoz7S+I1fUGxDVBqtzkfAPgu5CFfmE1B8m/w3jilFAHX/2WOUzegMq+YpZnQHmap0KzNe3tl829AdM",
+	"7YYFSQVrmKQSYwE+h+CoNfALW04xlYYcxDW7mBPBniwFEbsin8yQj3drA4DlIsBDqu8/n/isEQQvBe8P",
+	"gLzRRzHt/oaLI5aocYZkiUm8Fq8lsUpFJgq4KGJlUwB9GncWqoEmlQibBJQuKO5WyXU3NQw0ShDT5LLt",
+	"oolIhQiL+sWXLIur6fyyKQFqGPS1sBO0Nk+Rl7dMUy8toqlq0toN2jetvGdrqSqh26hs2paOSt6jvMJ8",
+	"Y+sxsPnozCv2GSq9Sh41i9HNwwiF+T8SW1YGYFwCNo0rkGq0iZaowl5UkmM/8QVUDRiIXvs7uggaZxDr",
+	"ErSPLJi+UdgCU5T36hu1ZOUWsWZNVaPZeUUu7AGErSfl7NeIVGHuq8Xf4f4bhvS5s8vBq400y5yUpsox",
+	"twqVMxRsvKnN7SZgCh5yFiDjnzNkQx0Mbhk8ATubyyO9IeXXAsgMfOTdu13QE7r9Z9ydr+zuY/0DcAj+",
+	"ocdGWMEv1eXsLiVXXWnttkFwB9j0y+I/6Hw04AogAUZNupg68H3dUm4tasLchDCFQyKcAVAbUoybnt3D",
+	"AC7X8Ka34xpTuqmCEJfVQQtK9WqfNG8Qd10oMBsweHgKEa8SQv2fmN08FzwX+Tt35s31Va9aeU3/RH1O",
+	"HkfdyDiuwF1Aa+GBNEaqy4gNeWYlikgjR3gfsVxca7s+Vpbe5BoNEcMAUo5ggggjI1avNrc6jEgWWV/r",
+	"K0l0GZhO9ahXWrEk4Ir4KUHzAgN9wE5uP7RclUFRjCB/afKLs+ZG2xPnuxX6Ep1lz/pkKgNaim+Qyn5j",
+	"5e7dPd7vsDPP+CSrLBiuEnVcDDYyfWmdZ/us5P2e++tQJB22y4Y400znscLJxOeVPuZLHHdfp4Ilb05P",
+	"3vXOjv65d9jbP/x998P+W5opaxuUsD8UIglpFcu54yNptw/sLviWNzANTVHeyjRZp6X501r/KIrREaTJ",
+	"T/lQnMpC/P0D/4SqzT4Jn1AOzFz3e/Ty6XHZfS/VhW4aUHaxPtBQYY07Vuf9gQDrxw7UYAqiw85utF0g",
+	"w8wA9bt19XQfipl3YhWrn2Af/PRTsJo//cRa9KVJML4E4EQwOFClqcTZbto9sWJTG6gdIZwg2QNBjlFe",
+	"CyCbAJxb5KXrliOsgNH89BN0SOS1w8JaeD7AD0iWkgJJMB6cYmNHDa09CPuJc2k6bB9CIUNrp8NJBaNS",
+	"kr/kfJHk9Pc3iIbS2z3eB0gr6hSyVyHwjX1BPlbWKIEEp70owRRNErrBOJ21T4SKh/JUvOrYZdyDK824",
+	"3wdLlH5NPscgUuO1HYZfPsKGWfz0L0mXXuEgnunGWNk7oYnA3vo5BsDj8ike1xifE7HYQSGX16CNRS/6",
+	"gqfetSqLzIhOrHztoGvWZrnIBDcC0M6st3U+llnBJsIDBL7e3AqlwOHRWW//4PjD3sHe4dkeiIBY/S5U",
+	"CuZlIZRBpKugqtDssOTTem6NQuD5SchGRX6AfB3p99ddLBGuAQM+VmVlojTMjLFUtdCslVgZkOywrU3G",
+	"i0IMRwVW7GJpJ/ynv7fdte8f8k/r5zqdrEN0JSESBCwOId+A2d8hD95yIewtdiB/Az/7P0+PDiP2ctv/",
+	"YViL4pl2l2U8vxS5fQ4oG5jBWL3aesmOd//rw9Hu297Z0VHvw+7J+z2UnZnsC7J9SD4hznKVO0aPhEJO",
+	"HaBfoZvMhr0W0shFViZDjypyiVKj9gSvRZVI/yZG+qGSYiTXdtZedjY7LyFTWgxA3QenoD/g2Lt2KRqy",
+	"Pb+VIsC1qCDBkDWwje/nMwHfQpkorUJewVbjCnAGYuX6RvH3FoYDQDau24vBZoswSlBFlWpHTIkbu6YX",
+	"MjdFxHh2wycGwJ3TTqwONYKz0CFhSnwqAAxjB/GfqcePGShCRy6ePJfXViglRqq+cIEL/DBo+Y1VUjod",
+	"CcID5BJcYVdwzwug7+MO9cBv0v10bWfNTpcnrTOIVM+HogCP41/Nxnp5ycYxsgUsvk7k/tJaf9npEfvl",
+	"580tN8ia29hExZS0CUIRJ2Jc6TAAGoBdxcZqxHMjINSF9MJenG5vMzAmAMAb4b8Ds+KvsYC4p1PeEtuJ",
+	"0EOpeq0zeKJqyaa6P/on9A6BAwL7e3tzE2HzIRRLXaVON278m1rKyvcv6v2vuJhgX8xGHIcZhCaMV5tb",
+	"sx7uR7vxUVkhKFRhRycAXODV9vbi+37nmUzhezxhzqvtXxffd6b1AVcTD9n/JVp7jbM1/z7XtIg3LPFh",
+	"h7rYt4tqTSb7XYEzgixb3g351592AQ2QVU3oAAUS4wUdT2vo8UugSNx1kmYNCLAo9e9YBDH+N+DFKXD9",
+	"gRP3+X+40JFVD/+/jZBx8Av4m831A/Y9VQJBRKUzwO+PsHOIcB4hyaG2ojEixDttNSR0zwNRgTX/QTtJ",
+	"Ez6vr/MUOWvOrbFpdZRr6GgpzYS6FpkeiXaHncpLJdIdshxjlfzv9dPr/rr9M9QtJe7Jmb4ReR9MAvGJ",
+	"/eNg98366T92t1//jDBWCdoa1pAyBR+O0Nzo4F9zfgM6lOy8KFZXYlIantVHn/5jd90+NpWXVk57vvEJ",
+	"hYC7jMZ45t6VxEoa9lHJT64UirUQkMxFqIceEvjl5iYzmFqZ6HHO+nYq2/6Z/xST9f0UH0ivfWEcHaRM",
+	"O2xXTdj2p09od4CN17VqqbSmWOul/Vn1s3Eq0jYsYazIrIuojShlF9bEhtlirZebzERsK2LbEXsVsV/I",
+	"WjHtDtstmLXDCqZVX+ywVKRjlDoiVlqxFrYtR8Qw20YJWdMO9UzwrHU0bs07s523yt5YC0MGlCLxAnAq",
+	"wDcNwC8/wQwEJWxutVORSTCHyYhbMCK/E75uRMdumcNNV+ODwiO2YDy4i241mD/xYmGK33Q6uVdVg+ql",
+	"OpQvzeqtHq5AVDfW4rTry3w+bf52B8Wwl7RvSkbUlLWcTCwLT7JM5G07oimNN9NYfOOydyjdHFMEAlUC",
+	"wYS3GrY3txnHw9L14Kaxcsx9jm631cjW2w7T65062ewUmWms7sZmyojVFfL6JkGmVl5w9vHkgz0Asaqm",
+	"0TGdBl9Jf/8F/BjaLhFDrC2XLZY55ol3oIPL8cPad0Wxsuto/7ORSxbIzCYj4Xn3w8/AsBjLrCKVxlHL",
+	"xspxy3q/GtYITFyJIORjnExH15qw4dgUDmDACPADpIF173Povk9j1Spd71fb2+0OS0L1mgRViugZWHOx",
+	"RTa7GwFF/duOJkMWINa5YlW6X0ff7qZ3e/PVL/YhOe9bGUqwPQMNhIBGZ9fEB2y3AmqGWJVMweCMjHJ5",
+	"DQo803pkRx2BE7Ge6T4i1iH0T75+mfNUsMPdszZG7kKPM1bULQspbbb1K/qYLes24vq1m5yFKsX12sPI",
+	"lWYe7aUEzfa9Crd5NvQZbUenHklkkCW9hIX6G0/9p32F8b31cvF9hJ92pvUHniO5249utIc8682WerRW",
+	"j9+s7Wxvbr3c/vn1r9v2TfVIBQIwlNSszSb6TE1EfMlAv4EhSQwthDFAtptZezYNApIkkGJFdjuKLMSo",
+	"qGFHs1Dwbf7KKKLeOz3bPduzYjCET3e2eawAl/2Fqf8MOiFx3oLH5k5YizInOyBduyyh8whPvHANhLGq",
+	"QJbQt1IfjmdfwLhlyL8AJhOC2TOAvKF2Fkze02jBMHYMTKHiQJXB+CWXirVIy3dDFd8k9ZBGIhR7t4uR",
+	"wJ27IwnU5+naQ9ljtWE+ecGJ04/+KrDoOP4uH6K2rin4Pajw3Wb71jJ289VSouidHiu6YQkh+Uari0xi",
+	"gnolxe8mxXHHM15KiFCWXEGeuikIM1t6lwgBT0B816HDFwnwIxUg4I+sc+Lw7xEt3trFPjBSgo2+QDel",
+	"gqSUEMh7rLyIL7nZ/vVnR6YJyE2XJgcLP7P29cTBsDGZggpA49NjK0FtXaxcHRJUv/tKRAJPMoSkT5WI",
+	"O9Oo+e0m6Q+fCXa4G8I9yH7cEU9f+NfG+eykP7E/5sIt3kr0r0T/bNH/FhH5Qr73gEQUyrdm2/azFYDr",
+	"kLx92nEpBXDgGjClYomDqktipfNU5F38AsQQsAeBxJ/L/vX8DZQG9O2cGEUoHwga5RJCFDmGpqUdoUdN",
+	"xXAQoaFDtCKiJDxa9Xw0glDIwnyh+56vlorR0nec2qlw6IRrD55Loy9clFJDZBucjM63lTg/uCD4CHX1",
+	"Kg0QKv25WCQGoge28sJEnD2SpPOgyYwGCcDUxtHBWQPFnv92VHJIsZZ/EL3MPt/EChHy1scj03Y8U9YM",
+	"I2qmsMJoyljsQOEay8eZMJjL6/tUBDJmYTR7w8WvIyarkeUWRWmZD9LCKF1QOJqOAkPNH6yIi64Wk5HA",
+	"GHsQwu2wpGwYmRcj9xbqbWPkZyVodi3yC9JPupqRWJmCT0BWX+gc6uwWmZNBwgB5LLTqEy3UDPvyVKi0",
+	"Lk6fqo3ZNNZVeHZlPz5HtfGGUEKd6MMaMOZlqpPP9xocJjK25xldQBBrVFWA3FmGFyByhx3F9HBpqN88",
+	"jO/OFqAL3XB8+ZP3wmvDXAnHlXB8jsIRt/G9O9cl+PsDuNaHmkHhJitPPWuJT0XOYwVBRuvuykulczAV",
+	"gzwTUeUwpR03E+b6g08mY9bFQhsd4/eiPPinDmf+HqTUAzq3ywgJqvhbObXfOD1t5bLdiBdQs0lb9c5H",
+	"r4z2P9Dxq22XyNN6xcozE42NyKPAT4eyHh/yikLrRKrLdkTR/ZKnx3HzxGo6YRFRJxnxn7qSoYKbK+vo",
+	"pbzgCdWpzgqoxWpeRI3VAmpROf5GIiwozvcxoSD65uiivNNLzXJXUqWI17ZIvJT8Rt9v4K38xkVSqtzb",
+	"KyH1LYXUu3GWhZyFtxNOsPnv4ArVgYxQKADZt/0j5jgJ16jlMFhkscNebW7G6rfdt72Tvf/1ce/0DCug",
+	"w2LISvUbNrsuh5vTjdWS5Y1eZm69Rqhf8NR4wfpcQSucQBJTKGy1L4tVKs2Vv+/15ibbPzzbOznc/UCJ",
+	"VUDXOReZVpem4m4BazdhFUC5v33BlRgBeb0VeDsILptEIRIPFTSSW0wElUB5AVJKFgYowJH9XqZY2WqP",
+	"UqxGdizQGxCWZAJ4ThleZDovvewmQVfHu5pbZegb4jYudD5cd+34y4mZWchaS7lrW/eXug0GMF/SKXGD",
+	"69116yBJtdmVeDa1h1uvl3mfGY9G0J4CU3M2Ga1cM386GEfRcaFzwDjM5/UcNQWrtv72y/brv03FquDY",
+	"bnyG/9lPv9zeVjwRPIWOu1rOYpTrdNynigzYwhFeIkPZZcUohodURYwVuRCsxcuGyxeGIb40Fmvz/oAQ",
+	"rbDF0x6OEc+FKtoRQg1AbkKJymhdp1bJwisL1yqNdq5MQyM38iBDmbwSjMfKoxkoSg4gVp0pcsGHHn8B",
+	"4N1JfyRvUGKs2/2cILS7/9tbaUZE7rlD+Za5nqYTj3N7cqYZfqG5ZMSLQdlaQgs+t6uk7HocirS3uTX4",
+	"9Hq4ffVL+re/fr1Zu0uT408bP1WF5GLEvkapCN/mgALtB2LjDLy1YWob8JRxrrtwpuyM/D0m6EL3B2wu",
+	"i9cAOmp2o82Xlfn5LX1kOGVcuc0Ni7jQ9izEcASwsDOF266asMryAJoVubgILWvlCBRMrEvFWklf52Kj",
+	"0+kkaCMhSu663eq5PB8XIo2Vf60VSCmkB88nLJFp0gW7DJvE2R7vDwg/0PCJ9UMlUKURtgs+GWJZpfRp",
+	"yaFVlITVf6PHGYhZxW54rlhy/OHj+/3D3sH+6en+4fukPbeo48zPzgO6d5U3vcEZXejk0eVuBb7K1ft2",
+	"W7naJcyvuQTQN9KKRTDb1V1b/tK4dzdwyWe7T817GMOeYEXCWwKvIQlhzZISjKLsrHthYjUNNdeOaI+W",
+	"F2IT1rlgqJM1G3LFLwVrvdp8GbKAY4exX1hpCHbRQAFSZW8lWDPhMG2sghfZRRuqTg3L+Q21Iefsv3YP",
+	"PlCDgVTVB034kMAh7e8bo4xLlZCfFwziGkWmSL2651a3xCpxv1T2b7JT4kcAlsq6sSaELCbsQlLsfCAY",
+	"LlhTb1mskjoYQVItEclKRAudCtOuoKzIkv+eHfkEHnRuuDAdem1E3d3XeYrBcOphs8aWNY3Ak+dIU+uB",
+	"bHiupN0h9noH+LQTq7HKxaU0BTZYQAgs49CiZi80VxJKQ1rJ2dHRh15dAEVl0XAJDUP3WNf06HjvBCfj",
+	"4+E/D4/+OLS3OGxV+zLDMt6/QmIrEowOb5TKRS8F4szYj7WPhHEc7u29Pe29OTp8t//+I77BPtmJ0SYh",
+	"Syi88C31z4gVLAO0aQJ0RZYhblh5ys2VHYzJxjSDrmamlZz+c//Dh0Ams9Nxfi2voYXFfwu25ONZJVRU",
+	"mGtHCmc6DJj1fE8nO5C/NYn3fdh8lW27yGw8qlG9Osu5FB6NIqIBjLKExaoBa9SAFBvswKUoZR+qoDqc",
+	"LfJiQabXRcodH3kmPhGCrBdGX/ekbx+zcAPA7bVU8MJLpEAmOiHz7fPPS8Qv3un8XKapUI+RT34ckzsA",
+	"GfzXn1OoeXUzHBcf8EVIh0I9oV/tW5s2Tsve3rghlhvSjNOafYF5EauafdH1igoRH0N9wI1T7wQG5aoQ",
+	"p22SWHmjhC1pk+wiclRZFLNZojm611JUgyOCGIhnbTBkbRxw1A6MA94MUeZU4/wwgEYiMrnkePfkdI8s",
+	"D2jkJxITeDBds3dwfPZfPUIUSzqs1TCJBVX22BfAtwfWjjWgQtgzWmVNMJWvNjdZEgTnky7QG1mHxi5Y",
+	"MDnWoLwURawqw+60GZpn2Lc6hQidgGmGlaTwccuqzt+bbL61lcpBlfPlW3mJpXBcpGau/ZX+pKwUy3NU",
+	"LO7khaqFgC1vrVM+yznB7FnxnhNH5+ko5/wwnJ7osDOvXlIoNS+4tCLZZNwMrOMBkSFHvyvyJHJgVhQj",
+	"sr4BBhc38O9ltDFp7zCEqQQUkXWhAA0TJSLmO4Eh9NKOJIpVMvXV9uX/c/td5fXO9iKquCH1XFPrrNUW",
+	"9rHzos6zPYhlCgl8gGk/PebF4GHrCCpvPB3om6WjTH6Fn0VFwSPEs+xswi6sRrKWO5nzY68GYOPWpaJz",
+	"WAJ6EquBvpgiMQ2iT32umBECOYycOxqr8lp3BIDuBNhXpQGWnuE5lFi1I3bBrzUak+T20rMJ2BOiq+cT",
+	"AhpSaawAvi2A+2StZCTynv3vxLelbL+OSoNjc7PdxSrDgmchnnZUQQONVSMcaDVap3ie6xvC0gM4Qo0S",
+	"IiCEqE5WrMrZQoRTZw16688+aG6s+DHAQo9UNvHb4Ea5WisZlDp8i3DDQ8qr26B34kw8CnznLWVOQzDc",
+	"7aGKwDBz2vKahMOZTzHLYEfMiGbvNMeqAuFAlcHzA9ng5wQEyhI3I8GcIYvSzUDkwsGC2XHl8Gs6hGaH",
+	"KuMyV5P2Tv2EsukDGuDXRnC+7eONEIadj30FEY0xANSfgpvbgia6zc0AcnqTCp7KIM2Am1hRFbRx4dcm",
+	"eYAQervk6z8I0GD5hscs0Vk6wLXyN+5BWNzdccDtAonhpgBU1RLxrgEyhTXQYuN5Av6okh+xnsp6Szxj",
+	"ZcVLlYYD7BVM2FjpEasg9SaLHUzQILJ4la4lYtiBy4IEcjWTo9IyIRDFypsuERvJfoF4/6njOjGshek6",
+	"U+gRYFjaIVGjKjR5hcmpzV9jVWkDo94yqqTxg7ZCxXHatABU2FpVYCw1pptxtpzImJuHQCtyZuGKXLZm",
+	"5dX22rcF4sZvTOcJDbqk843P/sO3XT0HKYGTP1dKRLN9FOA3uxlo722UB78l1bU00mf5XRiXvdp8Bbmw",
+	"Zrf6uz0IS+nOUG9+X872tNc8f8sBi9Zd1VBJsMkycVEwPa7RWHZZMhQFh24YrMC0FqQqopJP0/f3+m4Z",
+	"u0BowpZV6vQ8BmZuawxEFMSUVOpVbDu6EHnSnmmENpeAp/zJ6If7t2eDz7uVPfuNz6Sn1XgmNu2tBcD3",
+	"bATjHruNEbzBR3Ldmogzg3NNMsj6rXOUoWvAIa80l5eDwrBLUZBnekDCiGh3wqYZIAqz46nS6nSJqiHk",
+	"1XOhs7nhql3gWzPLChQswTIj0X9hWALD2k+T9vNUv/jtiyJL/xQT5rTDkzdKn0+onAhiyr3tfLHwULo/",
+	"zY5+LWcBJHZDJiHbQFTGewLg+RZUHpZ3dpniQ1eseCVK9ijBIPZZUqJR99u1XXGtKAKHFm5re3Or7frp",
+	"Md8PibNb8PRBhcSVmADiFEZ23TRDa+wOwuPzaSoXfB8+DEkCNHy90YyzTJvC0QD4Pru+9ZuJ2dOF+sgM",
+	"WhTpwgP1ZGXJg8bg8NsfMxKHI8AhpcuE5ezKu+ZxBoUPUBNDm6WFUDUYAlnZOT9CccGBhDpEJ4qbJfEs",
+	"A2nj85WY7N9H2HA/FcORtqdix0fsHZswll/dDDCKqHMoq4LUnd3N4pM0QN0FiHP9gmhDNNWqhdaU66aD",
+	"xD57l+shcBrj8WMaKI6xzSdWvsoMVICLW2w1QzJd66unLg1n8TAhtxWOJKlqpcRO3rKssjMGDftjyXFf",
+	"/e3i5V+/ftoevhr9Ms0dOJTK/XPr0QxHXOq5kpYuAfojNMpph7ZXluTjiTlclVsLOvHJdRfdIQDaZQkx",
+	"1PVcJ8Pf7e5PmBIiRfk2DKSjFYqhJdphu57Y2HoiO+yzy318+ZJQYjVxf0oY0S5Vqk18/U6sWr6od5th",
+	"pr+NCdwwXDXVWZUQagOgo0qzA516WCcCrIdQt6VSkQOHmUeFcBa+FQMRS4j6Fm5MgP02iVjyP/CEefZD",
+	"/CcjmqcoVmWIzmNTYelsX18qaUQ6LeNfmEpgD/BkIHOblN1Dsao20QT9ySXncdBb8of9fdZaAnEYYvar",
+	"Ip/EimdG++Em7uoEU+5Kq3Uytog1scKy+wJS5NXmFgYVLVapxao14sbc6DxdRz4yLMdWKZNqIHJZiJRd",
+	"ZvqcZxHuS51TFp5eVkYKcGeLZnarvU++TeZRw45TSms3TevT6JuElpvIWUUx9dWtFMZQdcDaDsCE+HGe",
+	"a50Jrr6F+sEVWSp5cO+1eyvFU+oRXIdSzvIGmbtMiNElp+dZzvO1S4ediKG+JpHoS3ncg9mQ51ci7zLp",
+	"LWvWKvnu8Z3pDkMhBjKrhlRxQ6T03D+zUVZ89In2Hz6NbY9gbf4BLk0rsTqC9xDKxw1fHjhvbfhSj9sW",
+	"0c07XrCaGYfG4pHIqbUqPE52iaFqpFx1APGNKcnoO7ACU66aEWCJND13Mx3GpkP27oc4YssnyCOm9E04",
+	"75Xq5NVhu4fDdsDzq6qe87O9jIKjkqsNOeSX4uvjQ6Guc9VcrYT+CzkLHG+7GmdZuxurBsXH5uq9XJDO",
+	"U2JRsdYxvvhHV3ZuJVZK7tEDHFTFVcE89Jt0aZ243GFcgDzpMCcdnoT9406sXm1u3g5McocdH76P2H8e",
+	"772P2Pv9d+Do/iHOj5GwCcISIkXCbawoBZ601unv7xm5c2m7BjRJTSevG2AuT1zdDwCY8DyTQByIk9it",
+	"RKUDBS4LA4mViixagOb4ZKTHg4BJhp+IH/2Ua3salpJWcpUAe1ygyucgdQmEckmpW7eRfIH7ej5W5o5R",
+	"ZqA7gQr5aq6r5cHU2lWkNSU+Fb18rHq8SGLVgjtddZKV4Rk3RZta++TMSqJTN/YTO/Tv1Q4Kv3IZ5rtq",
+	"y8KqZ3bZQqDqvAVn57T6w9daLnsEhUF9Gz55gs1xvN5iQsU0LqhMFG2eCc7+S9Se2M+16olPoxwFR8Ja",
+	"r9mFFFlqIiaueTYmpLFYJYUciv/WShBYYkJnkrW0EutmoIsuFuNkUrjM9cUY7G1sPkmk6WF1YNKukNxt",
+	"b3cApC2X/Bw46uwHOE4kiDpUvlurbEIfgzQD7uvdE7x44LFyjXIwMkQXg9wC1FHVQe1c655zzRJCWuud",
+	"T5IdxseFHvJC9gHae0QN+HgJtdMEna28YESbAMxyTAy5zDyYjVbMbsNMQO4Gy7kTpQt5QQff9OCGHmV+",
+	"YE60ml3cFJ7877H0Ovy+R6pgqg5hce1SRUisrLMfojzJtTBWF3+egphvZG18zsfqXiqWzrDfr/Bs7wDq",
+	"L1JwTq/EqOjMCCA9GckylV2tzOXst8IMLvniv62aDVfBqpkth8uf6uiOrhHs5LmETU19iKsj+o18qlv5",
+	"Uyt3ah4E0a0O02hc3D0TQ2FSdBZuclmAjwBODmtl4qJYh1DCCJmrY4XuDyv4lfAsEOBEGAIZMRUKbmvK",
+	"k9YfjbJJpxqxABbX3PoTo3EBbZwZN/7XiP5pvYeSTyzwOkrtPLPbcnX4n5jH8TiixzV9rryOH8/rIBl3",
+	"/27HRpHLy0uRz4f0nYepUMpLeTmAvDz4HViGYsVeu8NO7V+oVHasHKhJBDi5YQ8FAb5BCCkKGPsN297c",
+	"KnF2re9tn8xaFZbkdhSGZzyQWoedisJUxTKK4Ypk7vqKXztLrFUR8kCl5lv1O7ECW6AQI3Y+Ti+xq63s",
+	"ou+5As8kwgxgEQAYvgivDC+g0GOTHjjDRVopgm8U/KH5XohJafeg87Jx092DWbhy5L5GUI5VXUgypW9u",
+	"IyiXoyFalP/yT1kuCWYPSKcxr3UMwf2Q/ef7zGxVv3OZ3FYdfmvlji2b3arPXHA8jus/3V/b+1jJv8aY",
+	"uwlZBO0tv7I3R4fvPuy/OWt3YrUHjlzy+fOVmHz5kjCwfQY6S4HPJewwcr3hqehnPEfGnCDPhDaEzxpd",
+	"iYmJFaLuwFDqKaKZyZfq5vwe0y/VL3ykBEx9EItTMLWd/D26Q7fGeFv5T7OzNrX9Ml/wzbQMNnzf471k",
+	"burQjqwJ2bFm1cRqbKj82KfHWzgM602hp+I9rkWAj09Ivk33hddKIGa+t1yTJd//cpUL+s6AJx83eXQr",
+	"4XLnBFJQC3TLLNLqlH97R+aWTszKh5mfUrrlEfuGaSUqqovV7LQSZZEosTQaZZOq78O0YpylY9x5AoIC",
+	"bXvkvTbnRawywYENohblcN3m/gT5Gjmqh7sADHzvDDmiTu5JMDCRVaVAnZ2VWgmTp+uRPZYwcymqlVe2",
+	"8spuldX6OrdM68xslIzFd47bHilBDO8jUUFecaxGNWrlMIIbq5JsGVsVMCZFT7DXRWUGy0OCOEwXT30k",
+	"Li4EAqwiQsp8Tnits6Pyu7/rNuzKty5k4inpq0MsHY+g893DmQcT4HcvbFBrBfgdOM0JZo/SzCOG2dZ7",
+	"Ol51mvKWg0DCXHB71uEKTlF5VuzIPPFFwF1eQqVOnbiFB+sUvlb8AMcKv3RhysUugaFJ+QEIAbC04P5O",
+	"z2f7P/vplw3c6PcJUUldzFpnL0wTYhgy4YVs9R6kypWfARovjMw6BbJA4BCWCwDrBZU2bIwfSmO/xu+l",
+	"p+UInAViw64d3c+A/bNzInj68eSDvSiZ5SDAmi05pvpDq5iR25ubjwkauSSCAmxzaViK67qqSr8XRhuc",
+	"TMZvI0W+Lu0aCoddxcaqrm/RUg1DhrHaxZ9ugK7cP7siKxyGAsB4yyxz/HMY4SBcWjMgzsshNhbSTT33",
+	"yIS1EuhR6RWaGuB2GEDZUeth4XaiKfjEsLEa4wQi9WYxEBMYjBFFJ1Z7CI0wS/DVAPnowfPKbvfUSqQ9",
+	"B5FWM2CWEW0vDJkwZBo6jbcSc/cg5vDc3E7KLbCVSlt+47P/7y93r8yaLQl1zrgKZIiXFKlG3LRYUZVJ",
+	"TWjOpuMOPdaVEPkKITJNNuyXCYieffkPFWHa0c0YuA4WZJmxX4iiP6gOeOuJSD0/CYsEX7mpPayM05Df",
+	"vx9n9131ZLtvn2d5fQ3V22+6GBAQch5cB3gGvD+w9oipLMJOrBKEf9M5S9AOCmyYotRdlKqJWKLGWZaw",
+	"PECh86jCRsO/6dpYwVazthB4dC1reGE6apzn9rMJihlqRFihXbaJWAtmgKyWRGkrMfdji7kHZeGrybnH",
+	"g+36WoGrxE1d6K6atp6JXXsqiltqkEVWrbv/3mBIMUbZEOGrOL1GM55lQFNjHEI/qoUu+fFDrCNKm53p",
+	"kK+0EmKYD04KZ6ecspWCeKbxwRVQxb2TXHvftB6X1xfkR8+xUpemAp2WGyH6t38n8vIxHjSLMBxWC/op",
+	"M26K9RupDMv4ROQlxrXp89R5y1RMhJRMRP7h/gWuufsFaEDoH4hm1g3YSaAaSQxHxaROA1DKIwIz77Dj",
+	"KglJwC0y5ObKfpJhyU/0f0knVktHROc79yuZ9kwChG6llgJfrR3Flbib4VR/lez6isrMQEhUqNHDsVS5",
+	"jLB+YAedcke/Hllv2xCWvHWnKQSIQgf3Z0QuvDWy0pDXiKu+/bsZD6GSwEELIrsrllACQj3StbdebW9H",
+	"TlxBKWkhVJsqMq/EZDrY6Hy9iPFYYf0mSdubXKtLQKyO7GgTwlHsmSuZZSZBT1GPCyPTKvr2tTTyPBMM",
+	"L4zwa2PlH1BYm7zoodmaMJkixqEk0hUHvE/DgJb/US5VX454NkMEY7OdUP18MipQs+QCiaJV6ihtrYgO",
+	"pDM75/0rdiXEiLQTKiV4YDPZIWyBlVC+d6F8/479rLV6dMd+SfXgDKQmoddCU2NFU/vMnHtXhPoV2myB",
+	"t/+VZXNL2qpzLVVMkK5E4neYyP6RKvG0El+VW865MhfzwI5CA1SHTucsazTy5SqELO0QCSATXmjHpwr+",
+	"M1pYpdXEWpAFulFsJHIDTUT+t4hxcpGRVhWhkfSNQrQkng6l6sYK/leaIueFzoEppL0DuEvwpmBcxK5v",
+	"ZYuXGtYotVMq4e+GnY8Lui5WNO5SwrzEIkOcDjTP7OhlGuF8R6VjHtXg0yOq749ViYpip83x3HZLYVvS",
+	"hnoKFp2l+N0vDM2I0izT6lLkBMgXqzNa2RyMSl1Jb+Gc1QjQmlGW8CFPhNPs/s2vygc+fQ6UsQLAD5c8",
+	"scu4Mq6el3HldlwgSQvtu5a9sJvJTTIuBhu839dj3HYz0vJv6GyDuygvlUjXpQKb6gUUso4yTghLbA9A",
+	"+p0wuLSSItfjywFL8GWAyb+Bv6/TGUw6s9LfNLIHzYLiOx7ptH40i1HQXNMfrdMzOKLf84nDXQNGBffb",
+	"0x+ucTEIj1bTbp9tHJ3gtjMV7er4v1kLA1P/7//9/1jDot1hB1xmhnHW1+pC5kNMJmZSXTkFbaU6Uat3",
+	"YwUSAkccmBdW+dM1rGUG9rOkYskI40dIoZGwoeAKUFLaZYUwvkqaWNEARAq+lHuaQ8lHSREYOr82R5lg",
+	"ckB8oLh5oFMfvOGJnvk34Xra0fqM4JNWy99Xv+7XxjxgCUrWmr7b0gskBS79bBFxxq+cHhaZ6BcQY05Z",
+	"YUfmIse4ZfB4tpRmNFamhEhFSjw98OuNzq8MQMVaT8ee/Gs7cRGD+DqEDEbglMHVgVuDzwjkCwO5Amje",
+	"1yKXF1I08ojR1n74Uw5LRW97wqrdyeNKFRNN6d3P/Pd8EquoY7jAtzhmFzq/1MW6U6rzAhWoXI1Ul5lY",
+	"H0O/jhEFHSs4J+DbD/Q4bwcpdDoP58J60AatcW+6YSKLmnikKRM90zjNqQY/X7t7jYswnAtrcvf1tcjh",
+	"kJ1YcySTQ3DqR9YTzyQk3WgbNZGLwyy4jNIDHcHqSx7LGybO2HkH0V1z5wP3jc/Pq+0lDviZ1gdcTWiY",
+	"5n7PHcCNM17apnA0po5dtPZpPeeFWIfdubazZo/gWnkYM30p1ewj+GYg+lfGAfuk1kDhEAYbCWWPZsoL",
+	"fs6NWD/n/Stoo0M9Ry1peGdirvs946j5+qCvY9X6R1GMjoAF75QPxaksxN8/8E8RO7VfDOR7o1yn474d",
+	"CmlMOrV9nueSdPCb05N3pHsLDTnXWHHDkv+9bn9ZByWUMK2oejDjhcjZ8dHpWcSOP9r/t3v25h8w3rd7",
+	"H/bO9jrsD7Dxg891r321uXW3s/4BJvlhjjg8+7GYHXBN5x3sD/ryEiBrO2vR2kDwFCKNn9dORbHuLLfP",
+	"TVlI2ki4W6pbyD6qHGA9rvjlG5vpP5zk+aAvmVR3kTR6PMfz3lNp1esOZUk/E5wq+XBHdJoOmX3+Iysy",
+	"2u96XNxiw++Bie98inDjL7PVv5V7+U29N7vJcDlnmZFDMTPbfDYVI/UZLHrtCxMojsa08oFYe1zJeTZ9",
+	"FL4qDfo12ck3NA4/leXkzVmhioXfHNW+ZbgNQdMxsO4OCnncMDRpmFCpSCnU5rNjSmCTfaM/DP7KAxvi",
+	"1Zc8UW/YDY+57odVlPsxA1i4Z/xpmHPQXOHMbOV6NBIKmx0RaDsoiafqyh4+BA8GUBnY7chaAcP15kv2",
+	"7ujkt/23b/cOySCHfspYuRiKtbFD0CtHQW3d7zCJ32EnwdvKgtAMTIsu1INCCKtPEVhhDL8UdlQUWaPw",
+	"ujO62R2s8hM3aw9VB4iPfySagWVCXxDp+tqM1ncXpX58C9ttnSBsdWtzG8IBSwTZbhvNdoYUEFPQ0+8n",
+	"nI3KfZ5av5v3fWJn4oH1e+UdTzjOdlxGi6AidBVwu0WgezhyGPhfF3MLVRucU7VEENyet4pODLPMNWen",
+	"JQgtyl4DLW8jOJhSXbY7QL4BsXKXHfbZosajo9Lfg9c+tn99EOZin25i9TF26+0TpHZxYf80GVtz7E24",
+	"fLLx2WmML3M9carTrOqSqa3crENYgwqJ1WwdclhPtTYpBNjPE0iALqqAPB6fZ7LPBjy7cB9gX/rCkIIc",
+	"cZnPqI50kzO3RjIoz/751a2hM05FPxfFkqP7ayzySVhYjs77UmPb2v7lMUvHl7FlnRCrGbTPoa26cipx",
+	"cwaWHzufsGAvNZxJqFi4nHkG3wlejHPBLjJ+iZbejThnwWrAUTHsXFxoAP6aQLxEXirDpOqwQ/Dq7EJy",
+	"qQwzsOlMY9DsDY7kIbH64UDiexZtCfjgzv0uDwmEfKwKOaRXBKtCE4DrAoXc83tiKsoJlHeHfZCGEmf4",
+	"gLDCXVpTYCiG59CZPsWuOV0sb4SgzBeWlbeSiR7nvVxnyFeIPaEqeNWEpZphkjuDLkzd7sTqmF86xoxk",
+	"xC8FsQuPRN7Df7ZcU/z264jxgg21KdjW5ma7y5RmhS44NY4W41yJNAKC0FhhKRtnZqBzJA1lPM/l9Wzs",
+	"6vc4q1OCu2lxy0s27AesWRG66DqR46UPKdDgG5ah/3T9rLg8X2f2PEJXC5ByXroFc4eEVnA2+uusk4EM",
+	"d8Z3jbQ48SNSiTXiqg69R+sOTWFilUBtfdJh77G9gg+FAcFHe53oMmfTY8J9DxUeLt/wSOEievfieBHM",
+	"/Coy/LiRYcf0eEl7cupkleoHusLmYTDheYDTgR1LVQ3SwNyYVKgbkyCkjMcSMJNjpW+UwX4Iw1quLY3p",
+	"nKUeFmboSBvZAeg0E7GhTkWG9dSXY4JFjejBhdZZbCc1lwIarsSFyIXq23/Y149kHywdkAIilbzClU8P",
+	"CcEOqOZvNrSTO/S30zW4DPvpsXUIngLgOTXZcUNzv+JefEw8pDnndhbeEZ4O5+Q57acm0MXZbji2XWfH",
+	"i8wIdimK2Q3UT32PL6WaQrX0PbcJI0PgnP0zI9HeLOVN1LB1WGuUcanIzTB287BXmy/bHXakMpSkjgYQ",
+	"kGUwWzwbQPXe9tdDtZ/d3u76xpvbdZ89F9tr1R463ay2vLFG7fwz4wa3VwZhTIEMMqS/0DdKqstYld36",
+	"UBAvqQl9Kr7QYbeKA8SqORAw17Wn5tivkxfRM4wHwIcvExSAtXnhbOvvX+lBFKGY+vBljlKWDdfRl3io",
+	"81T1VLzDgQVozaeoS+dHqn42TkUP8SP/jujocBsCSjY9OlbnrgCOQnYXOsv0DWsRe8z5BON9WomIVLP7",
+	"e03Na5VN2h0PUIE4ZopKeFyUDmqGEj6SvSsx6RlRJHMP74ds+Iam+6sPcC0mlBnNMr8TZs8Qq03QrARI",
+	"dfYrdbYkwtZ2AKbe5zrOtc4EVw+c7PBTuIwoqE7ADygKmsIFgWA4aPp5duDxFlZyh526+jlpaBMlADg4",
+	"NoT6F6sEHy7ShKW5tCerJQuWC54axtmFzDzioRH5tcjbEeVisLYteB9kGgCYJ1YhTuQhxDERtFr+NUZG",
+	"bKlCSQYhG0e/nbQ77A+UPqZH+zzBwSpxU50pX74XMC04/knT1yPhi4FGubiWeuy5G1imDd4XKzvwjhch",
+	"CRbz1MASWWt373R9+/XP6+/fHJTcl0MOVVBXYoJSuCqcFoRq/Tl6mq4HjtQP8pHCvsH7F4d+K5tjxXf9",
+	"owSZG0TsYgk7xxDb+Ny/U0i6UQx3MaKJJP9NVkEpUGu5UYaC6a27PRRymeDXwgSCzookPS4Y95e0Cm6w",
+	"M1LF6oJnGWK6UkEWjcRT2djXcZmR4Xd41Pvw4aBnZfL++48nu2f7R4dJe0EU+r7kWbTk9W/k04lfV1f0",
+	"OcWxn1VY+k4n/T5Cjt1Zh7cF8NVgZ8Wqbmhhb3HNwmovtqBCoO1YHQ1lAVh8ENMEWB6iUgc45i5LoPkw",
+	"wWJPfLB1IVKm4Ut55m5tcfwvdq6LAQVHffOiSLF4AxuZdkGhlkZRBeObEHi1Eh0GTSA1KzNW1A5ZseFa",
+	"oQCDb5UkvdIIykASL0E6wX04GD604pHqQSHbV7EhL6UVh1VDckHA93HF1UOFiu9mr21+e3vNhYxXNtuP",
+	"ZLP5WPPD2GwbRhTrPjjy+eud6O6djDZwokPfVCpT8CyDW9dvZFq3v9pQGExSgZ3rdOLoDCovhSxpIFN3",
+	"GIbkgNQw6Dyt3hVyBYC4jVUrjFAordYbw1XITpBlzcGsdulDw0dHwDIN4MA5V4YDLMYifqpTUbzFb/l+",
+	"TcilRWJlfiOm9E1o868syXuQPwf8aob0Caf69pKIUtH3GsI/KoPyAIXdAokV4XVRrPCdbagsUjWE1a+o",
+	"ho3VUlkw+qIfMA2GX75M8Jt2xQ8S9R76HbF0He2twtlnQbcl+jfnEyY+8X6BFLlMX8QqsVf0ZIosvoRM",
+	"2lJCWsUYgeMTIYAaM+P+AB64Y30elkDJIIQ6ensnJ0cn4HnAeNiQT6yeT33JSTnWLlH0zipPtPcyeytX",
+	"zJf47pZcE9KUfo2vnF/WndlN02BLPs04cnWMj1k97EawOJBMyzyQo5VH8p17JLv2aNKCL5Owp62x8Xl8",
+	"nzFitN7p9IPEyIymKmCoQzYiu4hVC+K+pQnhuGchuqyIZKEML5G8ISaNfEbIqRMr/xDo0OPG8TUEcqha",
+	"Ut3cxm5He3/yaFkj/uMTigOXggOCwFTGvSpmfhx8ZTg98w73fYSGQyOBmRtZ9AelIj8XxY0QiiX47yRW",
+	"YIfDE5Iuu8y5whQ9nlQwTfououpO9AsDJziaf7KbAxF12sa3YqiLrz3pQRT1EU/6g1bb3sFa2XwMa8WF",
+	"UVcWy4+T90bYLSdjSDosY7tQ+9GGHFpP+X5sl5L9PmxwaiX0X71xniUuFhorNc6ydhgU3CkZtnwGu+yS",
+	"Cuix+VAsyD8f423PvxnKff9zsiC+zcGxN2wtNbL94SgTQ6FgCu6NJB536shvtIcJdByMs0KOeF6w8chK",
+	"KIzjaSVYciEzkTD4rfVqczNWyW+7b3sne//r497pWeLPkCwI/q6YjACULhWF6FcI3c4nhTA77PjwfcT+",
+	"83jvfcTe77+D4fwhzo+x1pYT3o0d5gRpk6Fbq3X6+3tG5alp29kOW69Z8vHw9OPx8dHJ2d7b3sHe2/3d",
+	"3tl/He8lXRdijNVrdiB/Y61XWy9piCCMIBVMvK4G6JhHBXVIcmNE0dgnqTxKlMFqZl/lRyvUbLvYKb1v",
+	"gTHLFhm6pdy40PlwPeUFv6UZQIPEYT/J5p9SfHt2ior0X/UDlfbF1utlPsmMRyOdFyI9sCfgbDIS37uM",
+	"xe29nIydsmrKLut7zb/ssotciHV7cJk+/7foFyiWLrQD9TOUSTUiv5Z9UcKESjubo1yAJO6y5POXhDix",
+	"oJ3ckc83ySfX73ocfNUTb30NhrrQtCkv/f6zIieiuqUrK9pkOoyLrzbFgyqtmwEEB3DntpRmQ5FfCtS6",
+	"sTIilzyTgFiGlwz5BDhzKRn48+vXL39GM4G1ZiVIGsOAMIaH2MQPxoU/vY0fz++/xWkii2n6UK107TPk",
+	"vV9KStSVH7Js32vZgRJMqCKfAHptwHPvnxCrATe+JkKkO56ZqiBedOyh4eeZ9Tgo8VDtjfSdOTimjE8A",
+	"MCxWUNLuiKhbDsh03ToyKRa8Gjbk5gpI6oISicS+twcjTbqghEf8srkHx9cwnMHkPXHtagd5m6ZbmH+C",
+	"oPkB++3Cz1/6AG18tv/zxm6eLw8SF3Ojw4NlrwbML/jzeiauRRZsen+KLniWmUrbxtiIPHL1ePYxviHE",
+	"HiAD4LmvYuWZ5vB02eOqNL3cnUc4KgvyeHbvfaPY/plbgCcThsPpWgXhHigrVyJm4Uw/WDjNgfIVfk3t",
+	"EeAhDQTidqGaa73afFVSNeLfJLp15R1t6KOF3Ithsuj6WPX25ibDYiN2wyedWCWkBxOmqY8DeZVD+hdQ",
+	"a6wFfBY4NiVucKxt38Zrdpjg/QG7EhNmhCpiVenJCEUJPg/sf8Mz0WWJGmcZlEQBC+aomDDExaU2JfsN",
+	"sWpJNRC5LLjqA5HleChMuwu99/D52C8CnbxEwNIFPjuXTrRqmSU/0f8l+CmxqulwO/5yCsiERcxW63Pb",
+	"n70A9A51KvoZzwVWJOP3xYqsGuTgsQ+PXChyexvbcTUGLaWZ53F/HBmRF09B3j1ERrPybY/p1+D7l3Jo",
+	"YOevXJln2Y7r5eKSIt7aY0Mus/UFING709ggxP3jAcCmyH/ExYXoF/K6Vlq/422tWBl+jf5DnQEowlTH",
+	"FIIKgiJAFcfp7296B7v7H3o/JUyoa5lrNQTBfM1zaYU+Fa16NgarRioIAV2WuB8BuoQZPjElz6+CvEjp",
+	"aM2IFx5wmT08sHX5loVFUMCy3NDX9USJAL8i4j0d69Pj4lJbpTM9C2FbAZfZ7Jhfw17vsFMrGxsgfVjL",
+	"61ByIPS1yHOZNmzeWPndi9aQ37Tt6a1qVaZYh4MGDUZ1TIwdsGhi5bdwYr0U154acttFYCZM2R6Fxs5T",
+	"JgvC/CAMksQMi1ESKw69SXhPMtCmSBChG/UWa9k/KT4UMEMR1HTbzQpCaKTzot11o7bzlBhjbSAVK/sb",
+	"e/3L3/BpIXjs9jarRzlZy1454jI31FBRZCaJ2KufX9O/7XPbnVgdluaGNZW61ltjyfHR6RkLRdxGIeyX",
+	"WI8un8wAd8VKpNrBfqiCp/BkP4p9sLxooa3+3JpGn7bef5SMXxj5vJXMrBkMcJpm93o2i1KhAN8oFzzz",
+	"1H2FZkmhkxLcZ4b14DozeZZVvD6vtXPyWDIJRd0UuYFPQxAlZsb9PpC/7LDESgrU+7G6Gcj+AJ1Ya2hw",
+	"mY1zwRJh1zWpkIoHT3thoGhUKyWg5fKFYXADK8Qn69ShxVFyQrWb+zBVeiYMmBIPJGvCVzwaHXg4hPmS",
+	"Ro+Lvh56+CteFFYPrWTNc5Q1p2B9MCspGsijQrkiNjLdpy7PWZ7IB3eF76yukJtFJcaFzE1B7ZnnEyYb",
+	"+Ms+SFP45z2k9e5eskwmwU/Bo9E5Q1Rf36hyKCGFTcD1PI+jIwUZ757QrQHK5WMRkrZDtTx1AaNX2ZmB",
+	"3eZm8oHEpHv8vrKuwbdGW6OXL9Mj5yZ2JRKfQP9aVm7KGcekLt4W0m7sIowj3P/C+DeUdHZNaP2YWgmO",
+	"yO1CqX7zp4+eAXq7wu+6f/yuxdt0VkTkLpuREJHubTM+CWG/+c2FvWsxekYCfxWYb/C0b6ElXPXtPNbU",
+	"qtX7whfdR8wUuQB8BqkyqUSX+YyqopC2EUUj08vBpKzJX7DvoW1g46fqdr/Q+ZAXaztr51JxzDfUWEAb",
+	"dzg869vWyjxCiProRjWUVc/dAIs7xRqav7ouvmGWWHRUDbdY9+9Q6T+jJii9zB6a5ZE19zXBzrF/xOam",
+	"Lmb/5/ctIYHa2AAvIlfuADf3+lQ314N06jxqkw69fNliYddcaeA8fre+26rTZm6njb6NMsi1PZozrYFj",
+	"/N2hzDZGxVgrTP05zQChaSOKdqM1QM99ULZmfMXithW47NHiYZBdhiXzU3I7/8k3hiDQzChcsa6vTKMF",
+	"xG5tzNV2ZvV3hItz/44RPf1R/KIl94Rvvgi3xioK9rg+zlJnBMVaKvlc5vOq/AoZlcZKfBpBBULQoWyq",
+	"LcqesKxC9NznKlZGCKjxljkbidwAQHfJb1ZiuVL11EBMoOgyoFUHFpYbYXyKAVodYhXgPW6UWI/z+M3Z",
+	"XHpzzHR6FPFcjAQvgKwJqIpY4ofdk+m//kxYK/mP6p/+/jIeb25u/1z769+SdqwUz3N9g/OTSVNQSUgB",
+	"xG/l/HXYfmEHDj2VBq1BbzjivL4wjoc8YIozO0xabTQunEbyFxM3TC5YmuvRSKTMyEyoIpswny4F4Jzc",
+	"uq5tyMhSUb0rKaVHAt9TLoZcKkJ0h4AUIKm7ahd7DVbX+JlMrqRKE0YzEKtCQ7EXtrrb32a1rYCZsgv7",
+	"7eEJ5qcorg5hvJTR9ux84V5v4R5xRj0+EgqBjZ1XDuAftYXE3v36SgZP7dpFXNcX67hudlWb1g7nTHzi",
+	"1lha2/nXy+hvf9p/jzKdClQbzURb1c1ZIdqShRiaSmRBquLnV2vR2lAqORwP13a2fJDB7tBLAcJvyD/t",
+	"461bm5v+Ap7nfGJ/NsXEDhGe2jDPQGPqpMoF8h3CrpjBFGZ/qwxbKDuyf2GQZC1a4+NU6rVo7Vqmwv5v",
+	"qvtja07aPVYMrFCcjpQ8ZPwdtvGiVOSREiiQ9AVNRlXsfZ2X/uRN/Dq4aqBpWjzvD+S1aIdZbFBoc9Kh",
+	"DSotaXB6gwIYMBGJZiHw0LHJQnlpFqvkSohRguYjSjqUZLKmFP0Zn9Z7VsqbKbc/Vt7vp33nGpJRTPtf",
+	"YahYCpj78b4w7A3etW49u3YYNUCkcpLi9rUG5DT1Er7fO2NoImzwLNM3ApsXTMJaUBX8aut1u4vsO/K/",
+	"BT5T6YKJT31hR40lOp+sgHB8ZPaMQnsCzGcu/JNeAsHFUBpgZQsRXsrkxiYo4z8I3YWmu6VzKkC0//47",
+	"UAEmbdRCbvoLMRzpnOeTHZag0WJ6HMso7RUoyWNF8ZhCDgUbZWNn5lyJUbGOz8qFnUcoN91+xQZ6nJu2",
+	"ryP1r3O09fyigG5QXsRqrDJhDJNwAQAo4KCpLhImGTrx4Ksc+Rt8EqLby4IcRfoAKsAqNW3y2W7cHfYZ",
+	"HvblS7CFlbjB0eFqJTKFb78Z8IKw8r2ONazgVyJW3LAEHtSTqUlmQ8iUqvgucSWh+jq1gtbqFnKu6a4z",
+	"FMQ/bfyEgmDJSk4/pkeC2KV3z3eacKfccIf2swpA/agBKB6qtAY95p20qgS+lctmd9zB/sEeCfhQ5CQE",
+	"bmUi9LOoCcQb4JGXIbFykhxkvVSkgvQF9eNZw4zhV6Fh2h+I/pWVgpfWLSjQfgNPAfWgzGPlA9tOr9kh",
+	"zrL6d3EG/BZ50EoxlGv4RnjZvDO9SwhhNMMjkZOh+u0CZfdhYvnPcIqQJnn2psyF0dm1mFN43BRC0PrK",
+	"MGiJYlubm3QCwJ8pmFZ90SHVk7CBzhxHmPGsXmg/xarPFTNCRM44A/pmZ8wgwpDuY/9F3xk5MmfSk2Y5",
+	"pplWOsZtghStsUKlCtxefdHusoTskgT2L5HZwMB4wVJNRo80RcQG/FowFxjROZwE+7P3zKkQmkIhLXQh",
+	"+9wQPaxUKQYBxtIM+HkmrF3kfOjE6mI8Qx4V8kbjj7GCsTW3ssMqVb3mh8GRKV/0SMXN1SHMV8O0e1O3",
+	"uZwh55e2r8cZ9M+y8/LqVYzzeTZawOqRsGlEl5kWb2CQpyKX17yQ17hZl5VzQGtBIgozQXqc953t1/Jo",
+	"1BBb67DjXKfjvhUCpbUOjp2VRpjZ3WFJLqz2TZjp8wza1a0MvbBOhTIyFSy5kWkxSNgnlgyEvBwUCXSi",
+	"udZ0bkaiXzAQDbFqcWBQNQULncAbHXaXdcnpGI/oledioumY4Ae1I+8CZ5NY5WLdGfXQS4IRo6TLkr5W",
+	"1yIvEuYu8R/gLmIt99q2VQXOsezEKvlrzDNZTBLW2up0tjY32wxEhDD2/n+PxCUc3htxPmJ6XIzGBfW4",
+	"QCG3HMqCTrS9a+IdPpxlK3bRJa05vfXl38APNUkXumZQeehxYajLcAiN+VrBkuGz4aVk3QL6iJfMrGXl",
+	"iltbiK6Sn9vQfeej0OVopsIKuBwvTBlNiADyJBnxXKgC2GBKb9dtR5lGiMZOqAem+iwX0wAUdWj3Df1n",
+	"iAWjg9yeTfMN5+qtH/h0xLaO1lTinWKzgA9mrg1F2tvcGnx6Pdy++iX921+/3rhY4IgXgzIUKNO1utIJ",
+	"Xcgh//RBqMtisLbz8ysIYrp/bs2IAD4UsXhtbp6y0xpsPeu59mH86aoM8odQn55lPNgF+uIW7ussWXoL",
+	"T3ZKo85QpWWKMhysD3BFsSIVgWoH7T5SEvyaywxyewgQJQ2VCFkjPBDpfa7ILASaR/skkVqV6hCiz4mF",
+	"vK9TeBxK+WqrpHWtybAvh0ccdTS2ZBbYQVVuHI1ce9DzE60P6cBPzdDCfsfR17d8fYew8UEBZHCifPvf",
+	"LcWAtSlmm9JvwDM2/rQPuYLGZHfgX5ipjOsOxdVnlRMgYBIBzVmrJRdlRYEjkdG5Y6RxrOVUcVCDRAFR",
+	"IJVL0MKYXMgAWjCsdeh+BSLYSuWDFRv0SeU9AWhLhxJJjtXWcYiHdlerlH6VnEC7y+heTINYe8/EqnJv",
+	"oYFSdfn8hofegssRVCu0nom1z5qaVlq6GBIwqgM+lnHlAjOob8u4xD/txliZh9ikjfNip+Sx8CiWsQpd",
+	"W8xzKaRdGYP30UiOpS0AcoMtw8vpAKULeSGDzvLZXZd146/rMfqwLCx8VLWyibWsQAL5M1b2P61rejo+",
+	"9883Pihb6HF/IFIr0VESJ/iS1FOKZ0Z7FETionG1T4WOFV4+m5FnN8sOK9/8+HielTVgN/ar0lW/x4KW",
+	"zSybqp5TtXV1+7263n9+iZZ1b4hCF20YfaOqb+iww+laRyocm6p1BJx7qHXsLqpvbHdYgseE6gwww2GH",
+	"Eiv8wRoxJvKXkWkBg/U/dxk/B2BMvP1cF4NZabz6gfjW5XseX5S+rnogEEMLvhEu8l+IAcUZpWf4qErx",
+	"GdkJ51pngqsHdnbCOb1NQVl1i/1IlWR3OstTOmzDLvs6z7LbZUBPRWFYYu8Fk1wrUmoNO7Km27DoDJRV",
+	"rAb6xroSE5TiBEbbYYfaB6fPdTppOocHPL+q66YT3MEPCG/W/M6FCmtM9d61kzrk+ZVI4YCuNNeU5rKz",
+	"vVhvMRJby294ExpStzPhqljwZRl68ESXnCisGV2U/Pb2byByY1XKeJbgZT0railsRn+RacJaWJ0fXH8u",
+	"+nxsBJ4Z4i4ilzxWiM3I3u592Dvbg4NTY2h0tiGUzoESAcOQVz8gAEonNRLg0NMhHsAZVy7GyAv6Xnt0",
+	"w8VxrnUu+kJCnjoXUDvYWI6naBznYoGGra7TP6VKfbOae0LqRjRD3wUTP9eTdhXYwHZhR+IiMk2l1lOa",
+	"et8PDO4HPEtfKTt/ZAs8/FvVsT8FFP7KHpOGXWolvjUoy/dcjVceHqymfnjrviJII6az1Fv3mBoGC7/d",
+	"WWhDV1zbtW9kZIYvXQZMrfK1z60ubr7BWP22uXtleQvxaFQpdmNSFZpJtc5Ho5oGd0Qm4hrUmSvj4OYK",
+	"6UAnsNtuoJ0MxeiQF/0BaWEUlzssgZ+S4Dde4OVR0N+WoJ0aK5LHZfkBL8ImBmjsMr6zC2vQwymD31mL",
+	"fEadYxpsJ1ZoB9ufHXUrWgIO5cDF1StVdDsQo4chwQf7wkBiXvBdhT6mT4V5QTNhl1XSiOzw6Kz37ujj",
+	"4VsovdgtVbfx1HBWg1fkMjBF0YQ6eQIM9pdcetPG8KGIVatiu0Sh4dL2dK5YrE9zGVj+bHtzs0uFQuEA",
+	"yizE9uZWY7B9loXwcAUOs4TGI8W0Zw9nTnWvwuJOu5RzjFVr+VE0HATcfRZo3GXYU2bDqmrjhwvUe6MG",
+	"sn53DXIsxkicTKG/IohoQySzy6z3hV1HMl0GRzEc4CJvJrx2Kj2oigtID/6N/9p/eb599Uo87xKHO0T8",
+	"QQikK1DHpwIkparLc+tjCQHI2wQf73YyK4EQHqvKlirDFNzRelnDBV0ZH+VcOi4ZfjjFJFdHvskQuM25",
+	"j6Do4xFipatTXw/K1s/8MjHYUTa+lPOKJe9AC4XPZFJZx1Hnkx12PlZpJlL6xcSqZedEZoBhiX3OUpnC",
+	"ekKUE2uN1YhDl590jU10M0tlLvr2ue2IGejttJ6iycaXHetP0dvRLx1yJS+sXEiQuXaaaRBbtqRhCGnJ",
+	"sM3QipmUFzxW9nDl8nxcJvFguGZg3U98aq98mquPsk4UDQRc2AsOH1toeD7eXXIX+qoq1yeUC26szFGO",
+	"nAICuOySuwZ6fHaPJq3nOBBnZUaPaZUfEtUJXrFMxMbvi++ftQriO+XOHvllcEfSLcw8mP0GgpX3biPA",
+	"ZhkrABYgfqqZm4O1PHGC3W3tHSBEyQSVOOoLQkIJiwehkrivU1EectbCThYkbUlYIbLM+KQHsbTEih6q",
+	"2h32TpRhIXuosUgAEDZKhIk+L3imL1kruRa5FXVJSfQASEC8EKZoR7G6Frm8kBTEOP3H7vr2658jhvIC",
+	"cRBmSgzGCz2UfZ7RKXaHvcsA63oSK0cK03y7NCwTFwXj8J4bbjqMVrDycaTuqRxIXMN8BPKtNJM6bNff",
+	"BYJClsmZ8o6Wzp0IbQfL82us3hwdvvuw/+YM5A09R+eMprAysZ7rs9Ll2dQT1LWGmJecMKzzXPAroPQZ",
+	"Z6Jys+JDV8FJAs8LsXHWWMC0j9+FE/dAIaLKOx6p98W9fAH0Iakru6X8gru9+TziKb8uvuONVheZ7Ber",
+	"eEqz/Ub7tbQa6nKxUWcEBtyGu+6+DLl5KiZWTsfQWxt0jD1d7R22vIaJVVmpHnTakFQzFVmmLy5EbkLz",
+	"zwk/63WF2BLlmXIy0Rfp+3tkcPTQgnXvkYb1eX+AQjuV5opd6Hz664siS5gRfQ25BzcDL3/e3Gx3WXIB",
+	"6g8Lchz/KIlmPZogy1hqBUCs6NIO27+ofG/ZFERXEP2yGx08CELJZW4HbE5DhXyvNzfZ/uHZ3snh7ocO",
+	"+y3XN4CG5HWCEiK9o1X5xm/QB7Yt6UWLBCrN2fdvXMIqhpbK0rLiM+38+bHXuYbnrL2y+MQTjGbVqHTs",
+	"qAXyr8uqPQXAY3AXdG5n3AzYSOR9oQpq+E5j1UqowsZ/Ju8Pxf/cfncjuBVzSbtaJuQe7iVtg7WoUixV",
+	"RfcOLc6KQ9h12UGtM5aLvs4RoBnanbXOjK+sgdaaCXh+zB51B0iGBbTBIiKAqGk3mYb2qIZWQqUziCzE",
+	"WOGDqGWcbuZE8FJ3Roiznr5CDEfWzmamkFnmzVg7t85sovr1sKt881e2fwg2ZO/0bPdsr7mGSNasvrmR",
+	"t+Nw4ZNroVKdb9h/JAu2AWsl9VXvoiLI9bgQuU9Dk3Gc8xvYdR32VsADIrtz6aJYJf/nX3z9vzfXf/2z",
+	"9R879J+d3vqfP7k/t/9jY+EV/yOpIWeuVYfYHDekpV82eLi9VY0evnySCYPA2B2XqvnJBw5vbeF+1wVN",
+	"smarzgpn2EP09NVKRbp0A8nigSynRczx7tmbf8zXM1RnAaA/pcilF1NzhQt0BEZzab+8MC7kQWiPEPaY",
+	"eMAVjJ+88BEQ5PUwN3wUKzszEOjA2g7PdJsJ7rVfLq6lHhtvFkvFYMwdBrReHiw6GD+EXgzVCc5tx7yV",
+	"6ooVrwWIWTU8XFq/vidQpbP1D3TJ4kAd9PFtIyCzKcNX+utx9ddDcbTfIVK0+TiRIof96k7D91hxswop",
+	"3QcOaArAKmrK5p/pHxph1cqtIEB3zZVrnA1yavggNsr1tUwJoH5ghR5IJkhS/JWge+XEMHQtZLxgib0Q",
+	"uwUjdi5MwUxf58K1J7oayQRwVRImrDcmDKo/zEIg4qiJFbzSWhVQC0mhHfssM5AjAM1yI4yY0fQZA1mw",
+	"vh4Kg56hj8iVl8K43T8d4wNG1AD4OKiuHfIJM0J04Huhu0MOh6TAinys4FRZRbu9uRmr/oDnvF9AaAvh",
+	"F3JxMTYihQm0H5OBeOyW5Act679BsWub5hSns8KOgLaRHtsPU2acgXbnahJ+k0H1WG4XquqhG/3nNkMt",
+	"2OU+5pkoioUoXHgxsOd3584HK6ejWnpR0zu1Po2/mpolZ7eCHBD4bNkMBrvGm2Tbm+Wee73ZntUdArux",
+	"8mZ6wNrO9ibwFWAXyOvNR2wJwalfpGfs9/8oHZu0Z0lgBYIRp8rJRSM27FfOlYyVaXDSkU4jxpxhk+tm",
+	"GeHqKXfgl8H4/IWJg9aRjycffF7N9wroG8UKPZJ9w1qJfeHGZ/v/99MvG1Cln0Sxqv29UudlPZX9gvV5",
+	"biUosthcCdWFfADIYysAE//5Opf/Lawx+MdAKDYam4EVaWPloa0ilvj/BnGH3c7QPzcYn/fGeYYVGOMs",
+	"mwE/dWrE7hjsyIc7BfiKecfgtNIUpbCpq6TmfTb9JbO+w/d24F4KDYKxqe96WPZbb/0TDGM6aID1DPoM",
+	"/Y7Oca+xFlfsH6fbr39m//nHGRbtxCoZirw/zkXHX56wfsblkEAAxCfeL7DniV3mXKHOsAehXX4ZlCeM",
+	"rTVygE+L1WB8zlpowRBJAr2o9++bonclJkmb6bxsfBmei9Q6ZYPxeYcdUZdV0/mbOmd4/nDnzzuB0FFy",
+	"7r9ix1orTvOc62LQjVUCr6i2vMDlESaBMP9eFljC5TMQoNACAiMJ+1KpVweWgtx9O0ncsGSXlh5GusN+",
+	"EzwXOYvHm5sv+3AD/KdImM4jMpUUS/auhSpOAeTTih+OL0h4+LCE1Rpo8UvslMHcY/+JFUDn4sKaayHM",
+	"1Bzxw1pGCJJXpuDF2CTtnamemymp4z5UnJqFxssZittC4xI4PiYSfv8Bc/93jpxc+I9z68EDkL3rNAow",
+	"ccOthDbOQjIleGozh1JpIcGW28JdOE3SHNInbS8iT/rz4SUxTP7cPpkpubGqNb03HbFvzFiUzealaK7q",
+	"iIq8m60w8NzdWlucYl5c9gcgfyAnbvCMtxInhwkW2AttMiegaJwZUUT+p6TsucPqUipL81LDy4wOO24Q",
+	"JFLFCsXk+o3Or6yRplNkFWTnkHbNrZHk6T61KdYL2b+C7kgUhrKgCbN/tlNoKjx33Gkl+F5pQn3lfK4p",
+	"7dT1ZXYFiECdZbHCajw46huf7f/sp1+onZIl9pIeMPtd86xHJQrJbNvrFJfvYc88vmRhuMuuS3/AlRLZ",
+	"C8NwYz03A+w4+Aj6hOazg6L6tsfmg4dUwr7c0K3QN8r5BT2iZSp/bUfgXaxT3hfulaqfjSGEHLLAsVZC",
+	"rX1QwGLHJVQq1WWEmxAon8q/tjux2s1u7HGGNvNmcsydJcgxE1Lh1PjhxkjA5wUvRJclRqq+qF6Chd8J",
+	"pQo8G1eRS2szxqrkzsJIhypCs8id91SavqbDnWUgZYKD9h84tr//r497H/feorqHofyd7CM5FKbgw5Gz",
+	"kfA4vnZFQrMqas5IYc+1QY7K5Xa16zAds0ITftstd0DtGEgMfJlBnYgvd8kYN7U+Mu3qqax9dPLuDXv5",
+	"8uWvMwMnMG1rjRAa9vHrdirXGiE97hvP6yEtHTupt4HPghn+cWGzvOFKghLPxXygg2n5OA3rDdKuZVVz",
+	"2bovzbSVE4L6BiL1XGRaXVrzv1tF7jXwCjzk8BKPMWCu6nQKscKnRcHjytGFLAvYF+NbqxlKmy7jjIRU",
+	"PlaGycIKyyH/1DOFGGGLy5ZjQGqVJBK8YDlXl2KHvdrebncJYwhxEsLXl4ZIrCCq6QgxAJ4Y4RxAoUyj",
+	"D3tohJDhDyL0kzq/Ejbh8DS6dR4Wu//tjnhQeAH7gkcqHMdXL2jBEzewuyKyKmhzrCiEnmU3fQF0pCgu",
+	"WtwajAVGslxpXoMs9Fajt/rnVXM6aYQCzpqHUADO1UQrwURmxA6RHIQ1kjAgX7EwFMbwS2EiLHcEpyaK",
+	"1QgtP2vc5dQcV7Usu1V2XQnZpHTcB9uBT6gy8kJnmb4pW2NiZIGfwJAwCwYjmar3oNKgIpC3Jx8PD/cP",
+	"37MWP7eWpSRbtj0bT5fkye0gQ2EpzmDy155CeZ37/MfA8FoV1d0DGjCsYKPd0+gWLnmoy/BnhNeZgRyV",
+	"nbDXgmcCUZGs5W5iBeDUUCWms8we7QueZee8f8WIox+dc4pcBPFXfq7HRd3Zac8INzztI7eMErZzvyL0",
+	"mJV7GmgM4s/Y09P6awOk9WzMiVtv93aHEdFqg45AgymKlVMWOme7f+zun+0fvu+dfvytt/t+7/DstFve",
+	"dC6wLmT3t6OTs723HbZrLXAgDIEon9KFpKLPWKHmIbI5JT4VzJrn7NyuJCc9eZPLoqyaJP9ZFh12pKws",
+	"EPlQKp6x1pujg+MPe2cw2ne7+x/23kbsze7hm70PH/beQsrK9YyOOCjKFg0xYsd7h2/tB+0eH58c/b77",
+	"ISq/cf/w+ONZGz5tJ1bTZfxATHSOHVbw/ZSryoUZD30GzR42qcaiMai4a2//Ps65N7Td6q/06/PRr7t4",
+	"GG8rita9IXu/QinBt/iYbGkvt/oDmaXtWIFq8dKLaIUNHwqM9RnGDR5O1iJB5ozeqEmKtXco9GAfXxdk",
+	"mH41GivAKIqh+sIUUFymr6Hu3hVyNzw9ipULlAy4VB125kTXlGjaYY2ChiiH4Ql2hPD5swTK6fh8187W",
+	"8xcsVUdpJWK+AxFTXVLsjuCmz1PBxqMbnqdLyh84Et/IFopV1SioMh/WjivIL62znvX/IRCo+FBgAa8L",
+	"BZzzoj9g+iJWCf2pA6Em4riFcgj8QrqZM/c7lkbwgp5xPmHJQPBU5FhNM5L9KxMrpIhjmA6APEhiRCb6",
+	"VFXTCpFUxyoTxjikd+OArpPhOCvkKBNJuxur5CIXoleIT5gu8t0tVNXrWsb9A4D/ltsJfZcLcWbvA4Np",
+	"rK4UBC+qcxQx/AgrEP1AI8aZawOl2Sj01FQInAmHOTvkGXJCAtTZTnPYlEGJDCWnK2vim6ZE6ndArJxC",
+	"cBHmcvkl5NompmY2NspmeO49CeX7D+uWw3ukLo/lLU1cBorQZxkuHcHJuNWL4JBTp25tcVYdIaswc5OK",
+	"QhnDvUjwggY22JKKaTTK9bX4Zpqp7sAu0k1HSrBU9KVxuNnuY60ojjzxR6wAAtu1NZTKrIWNF9j4iMvF",
+	"cn3DZNqGtgsS8KFla18HEATTj3OEn2i6y5QVN7IvZklt63Dj9KYI4ZGPlaHGViyjzC/Hdi+YhEHergUi",
+	"AijmQ6GNDZ56pA1Qe9A9bSSX/7foF/R86BTNxYh8fIz5DXUqsjLonyAWXdKoU2CQ0rgZuJ1Gqa9so07B",
+	"6Xi6SqUc37PTKpC/AZ1Cy1dRKVOrs1IqK6XSmLqwe8dLhDIzuJw6ceHDh9InhLTkgr4+khorKK4oDBWF",
+	"gClvKAm5Ph4Z1kLzvod/Go+SdsRc8FXnzkevsjv8Gqt6aGM08mX2o1wPR1ZoW9nK1QTTom0I5WDBCmVY",
+	"I8/NjNZegqMlLNAIa8/tr2kq7SzxzNV+DKG70f43a7kikG4FR5HKPADY1BWcQplHl4VFJE5+J/DvHkSV",
+	"//9s6oVYXfvXWIxd3Btz2ChrEMOGdgYfF3rIC9mnRLFVG7kejUTaWOVB++LJSv5wgE9e9D+3GpGVJH8E",
+	"Se52tCtEQTFVikSSX8vJdbQzn6yXcALDc8FuMGPR7CFpRaAbaAsbQeUwzhZm1NaUC2PFKoRptMH6NhNU",
+	"/lWN4CYxh+N4skKuHN5KxK1E3PMXcbif0Ri7o8EKxsu3qlFAezNWC6TZmQswuPvAIEuJHswZY6VPP5Cm",
+	"0PkkVldiZO0+tCuh1NjandYTTOA7e309VkXCLqHz9HwC8XQEX5rMMexiRURjVPMMQOBiKZ6OE/uI76xi",
+	"oCKTVtm85yEooJbV8zbYc6X0zS1ExDqkwu+hJLcqKipnTQoTlM0SeeIL4w4v1BP1hlKNC+Ga0a2LR7cm",
+	"2OGZc2UANQekAADoGdY62T3b633YP9g/i2J1unfy+95J7+j3vZMPR7tvrQdMf4LAZcTe757t/bH7X+6f",
+	"Hz4c9M72D/aOPp5F7Ojk+B+7h1C79MfRyT/3Tnpv90/fHB0e7r0523sLQUkUc2R1cgnwNBeEXgqJNiU+",
+	"FT36qCJhRhRUrYhRzD5XfZERt2SlHHlnunrLF06xlquwQi+29pZYAUwFhj2VLr1WesHOcsinb2BsKDOK",
+	"fPIGdsX3I9v8bK7E23Ny9WBTVuygmhZfTtIVsn812xZ6M91BbUVcl0mFHd70xxqUZwjXwOpCMlYzGxcQ",
+	"Dzs3lJUoWFiNvO3x2UciZ2kur4XCKiN2AkkWhykC3KuFGFUJwjOtR6xlf0OXEBC/XASxNCHbbKxSSLFl",
+	"ghuBFRB2knrwb9+ATb2zPKh7wmoRj+1nb5pufKiFF6fjm0VQePXXWEJbbjGvHLRe+tFcPYYo0Ygv4vhq",
+	"dUZhTfi0DjsW+ToEMXNeCNc65mG0trY34Ztw/lEntbvsXEw0zCJ7tf0rVZSCnFzftVOxHLfbmexffR8m",
+	"Y30DrGQqytRX20u86EzrA64m5M6bZ2NqjhUIHRKTUEmuL3w32DQMRTuQzX/An51w1jq7PYbAXh28EcRZ",
+	"C3ASoeIK4A/bEdN5Cr+fT3x1E3CqRaVj6c+lwZJSYqRKRT/j9EOXeQr6DnvnKSrY683NWCVnR0cfTnsn",
+	"e2+ODg72Dt+e/n/sXW1v27iW/itEvlxnIDuZtHeBTT4FvTPd7E2aIGl3dgENLMaibSISqSUlp96g/31x",
+	"XqgXW07tNp2mvZkvHTuWRJHn5TmHPM8Z3/zz7Pz8ZnxxdnNz9u4tM4DIhm8/z3F7RQp/p7OMEGDN84sd",
+	"MTbW2uNsfUOlv66nFB61TWe0lUV4EraLz7xKzRn0sIf4ny5JFYzo8bXYi/Z4uwpZiWwmmJdx9Lt1aiJp",
+	"htuLREsUB/7G4a3TaqrNLN6LmPulu3KkWVvNNVuK9Wl9AwBja7Fa1YINEhYbY/mjR6qrQI/piSKG54XP",
+	"NhLDls1qAj+8cv+EuMqT0JYliQ1VfAYir8qojwUd1mACbxDlntL5VbFpYzf83DIPBw/wD2A3Vk6/cw+Q",
+	"UCBKwGqW2VuZiYXMqprWCh5xInTd2XVT/2UY3U0Yxs7OG17nPb7MlSznz6IAkycjTK24Vw60GubrpT0q",
+	"+dgnKZQse+aafKa1WY/4Rzv0xHp9+EokNWVem0mqITVsPT+TS6KNDYKPxJ1hUAMwZsglOJ2qSakXKpwG",
+	"3z8RhfT+3rp0WC4LlZIKcRJDOmy2RZ2PJW+t5wAIkl/4vyQSFTxI3KklHw1FModN1ZY/jK61R3oOs7ur",
+	"1uGSvKhbrW6trKZMv0B3imrbvqS/yQl12sDTia7dBaPjJ+7nNlNeZupEJKbKsoQCzNgQZzUd6+du8tSf",
+	"E4WcOEYMqUdlqOtEKgZS+NIS7/jEKe5mxi0jPHJd4k7I/gl8SkMLjRV1YurJFaWEl2F2KfDc7cdgt2H4",
+	"e+3ga/hCgDeQoXR8472z8PxloSI8uEnEJ9TOjcpAtY/NvdNlqcxIXPXaCHh/ZSZuSR04YKr7ge5V9S0U",
+	"/+k3mlfG+b12m5/E8rSCeCzw/Rk3o5/33vLXYYw/YNF2NpM9CBvi6+FWMHsjh3IbabfNCFGk0KFBFLpt",
+	"4fYHr9xPBblr3q4X0P0XgO712f4S2N0r7lEgnF2TbQbmj0Dp2OyGpcVXQ+kfR492dmrra/wUgPpHgse7",
+	"Snk/QN5RykfiRubUNR2r+5Oii4mSY6ybjU0/vkaJjzpwWmxA09E6mo5NDaejXnBMGHgFaEe43YVQN6V7",
+	"WtcCuB4BbmxeHx09gk2/gSa94NPHVfkFof4sCHU3SwUYFQyO36VL/Ehc1hs/Qqej3s2UD3jXXbX3WVH0",
+	"wit8bpPmtCboxWn8q9Hld/CJuMFQ8eoGeaLVfoSOt0+KXh/+e3NeQaapU97jkQWJ/Rz6aV7hSd+U5hUe",
+	"8J1oXunRn6d5xVjwB7DQP9f59K88YIXCxWV9PZpTW+KDB53u3oYfI7KQx8ykL7t01O3euJuSAaxZuxns",
+	"D9jE6LvH/fyTl+Mx3zEbsFG0t99rG/UF189WLrcx1y1T/ZJyWuUCfURidukVf5nrEs9EaJWlvrsVxCnT",
+	"ukl6xyhOMzkLuzC72kxqpvv1svmt2lfvDGP+Yr3gViE/CpT5F6/Ne5rG04+o+/Ybyrjzgaou1MeJKkqR",
+	"hFRvQh2FSM67mh+bL1b93po0zLM9R+1vDe1F/V/U/zmoP4vktrHPQaEnZeU2N5jFXnD0G6FzTr9ITqb7",
+	"0ilk9NIm00adYPlInWXA5PpcemGw/HS9fz32XsZ9IV1uRKNXPMBvB0rxtQ5+6Spd3QbrVhtJBTkrPbB6",
+	"dQ3v9UJKv4GU/hSX/W8+SNTnxdPZTO2WL92YIL3GWz3H2AZGttUBdXiDlwBnQ5pUBuFyvNBflS89a85z",
+	"iDD3IkHgkohc3vG+H5oxabqIpseWOWlqIXxuKAYHBwP7ThhmW/FvL29rDw3puF720H4smIIyJyQu5pZe",
+	"4OAB/tk9W7uOSeqDonOb0ZEDuPOJcGph7yCGCXqOrYS/JGFxDXdSX63wa/0/4W5Y11L38yxkOW/aefJ0",
+	"dnW3XcWTy4/nyszK+d7xq6NoL9cmfPx1HeH8+XyVHpaKnvuShv4+YQYI+OMKTEWTB3NbeXWnVAFC9QTV",
+	"6nWtZipVbg1pMxexkzYrkxZW48Hz/rL2/sNBJ6G5eH8N+9+5btqPYnOtZOGFdcVcGi8GoYdRuwUylaBj",
+	"Ez2VEg+xLEUuU4UdvJyd4Rbs1LrYJPRGY1/KTNWUIciCtmTmjMDSgdWaWLpWM3sIb9dYgHK5jA1o55LY",
+	"NVLtC6Yxp7dJKyVAF9MqU6lwlRED7AsA/4dMRFLneLjd5hpmY4mPKe8tUldOKueUKZnEljibwyOwnBZu",
+	"g2TL+yul6WKlMv2I7hGbpy9Mv64MFej+R1sCv6FNW3/aY9btD5AHlNtCei9S/QMcl/2J68CVLFihmXHI",
+	"dxRnXWH89tXhq0PrHwtaub6W40gwptxCT1QkclsZtFhIdaHLdstgUTg11R8BHFQu2zvee5BFMaYvPx3I",
+	"Qh8sft2L9hbSaXnLgXXzCzLKqJZ7x3sHfjHZ6z3V1jwuaS5OxKBz3hERVxirpKPDc+tL4awt90egEH/W",
+	"U7UGc7CkllQ5EpmdaRMJnjQfiTc317+LEpY2qguGcLFULnUmppm996MGFJ1W5bwHS33A0K3BdNoaMZDr",
+	"CDIKqW9OWvj91r3J363fHJesk+zC1tJ2qjMFbzRp1enzfVt3fcPmFVN46ze/qm4zsPSVKXWuxFRJTM9N",
+	"Mzlrv/cbXKie67F9kz/mztYRd4KmNHHEJ1UjMZULiyfd4L5RGCXMRoG9dnzdHleUKi8y3HUwaWyaJpfI",
+	"bjVVjrj18aftdtyy1Wx7UIfvhXLeGpm1/oh1XNgPfB/LvpgEpWYGxVvj4TsmyG/ai9MTHXZeEbnKb6lc",
+	"dKDNQnt9m9UXE1SIzevD1/snfAjXyBlH/oP+FuE93cuj1mhbrWtC821d042x8NU9CviltF/LJ+y3t1rw",
+	"BDMTp+K2K9bMxqaumW2XzKJXDGqA79knTsqFnklIpcP6jRJ6LJQBUwFGNrBORbBEw9rXCrtQzlH5Pf04",
+	"jWLwT3bI7RT2a2SGjxlmaqHadT18Pa4fYBAYxkjgsUkqB6DjanUPd+1iQ0PNwHMOkrg6PHw1ITIA/H81",
+	"oq/eLwv1Tub8ZULHv5l0QSQT69ToWsn0w/U5PC3pmTCu6e8JxcAD2GmjBL6U2MgBBTt4CjH4+5D2zybO",
+	"GtAdR2YMl90aNfRzi40qE1eZsSyTfQGIMJemAtQlyrmz1WwuktLp2Qyhzz8qRf4H5mYzUGOY3AfPYlPj",
+	"s84b33T8W99Lq8pjr1kiI+5OAMG0h4fgXj59SgRuRkCYrZyPRMVruOJHsRnnXJnY4BziLiI44M7Yroi+",
+	"PZiavtH9E8/AT5lYKwj16dWZGCR+cTcmmdApSQN/pLP0LCD7I3EBWs8bmTnWsvo1a2BNi/EP84O+iTo8",
+	"tdUOvu9+Lsu6p0mgZElu/usNsTuNT6/Oklo/Wkgiig3gekDjvuJS2AnMdXYvl546gUIMlnZl9uoMSwF6",
+	"ZuctWCQSmtqAMfsL2UUvBhRmJ2ihkijkQSKR0C8SpJQn02bvDbP3+yg23GLcpMzQ1TEiPuIChqlTaji1",
+	"LkegopwyE0XLLxv/Qj3bHNIrytjQ05o6f9D7psCfCn85lqAFDXWD/Akjj/AXvBd/IOkIxoccC/64disz",
+	"mjGOwjIsrLAnYgUjeKUCGQf8fiTOatdCNwhhKEShJ6L7t7blz+USs1Js1uuLXnVWmJaxZ33PpZlVcqaG",
+	"fSvQdro8zH84DXjzWCS2UEbqBGndxGWhzOnZECC3LGGksUkOJnNZIgrPFPd4C9J+zBdE4jLLZC4jsTg/",
+	"v4jE+YW4KatU2wh/cG2rUrlIvHX2fyNx+n+VU/tRbBJpwMAVepKIwQU3uAeNZU5Iej+VJmIwkQbewKki",
+	"Q+JNZ3MhxX/eXL47+J/Ti3NBP+UCH4g8qGtDqnLrUWyR0KnyvLb2HjsH41z8zdci1Jk15olr1aLyzyK6",
+	"d0MLPG2YlJJ3l+Pz84vxm8t3v5+9/XCNLYYS2kRg7QR3jpUfQ8CXx6KOaYSf23uYlUKP79Ry7FVJtqHp",
+	"inSnlh1xuOhZ7McMN0l9qqbaaJKMAW11Cm1EaifYrEgcRTiz4gYjW5E6OS3F0eHR4fDXI0rHgMeJTdIJ",
+	"MEIcTF4+WOoRfT2CWDqhTqjittJZCci4obgaQgju9G1VqjQ2E1nKzM4isagTXbTxXFDCm9j/ckSi5IMI",
+	"j1g39BUE8BDE1agUsJ9R9/TyfT7+EafSMEO5ZTBAfo2gqz16pnrmKrNeTq7YtEm5oraIDVag32rtkEnX",
+	"IGe7jC02K5wFweU8xl3QkjGHHCsrXuX9BgyEDH5iANaBPHkLDsDIUXkIv5D3Q+gDatAEH5n2ZQhBUj7c",
+	"ClEEET7g8k1YULHjbhSadEXcTStiSxmJ0M0moiQY/0NUwIJYatfjB/Q+E4AyhkjU7g2H/5R/bBihuKNo",
+	"X0axM1lI2Lk+Wb/V+AAzgZkqIbKdUYRYZx6RG3OV+hKGv5ZqiM0g5A05EhzD18f8U1A17P/eYbQj99pO",
+	"yYoBZT1gCeAz4I4Az4YAEwNw3AfPtnUuFr4PwupVbBp01DjDDRPIeZM+IyazIYa8ZMsxYPUQKRR6QqKd",
+	"gCocPFS4gfKJCFMTMUhlKVtkxE4xcRhuKMSG3DfMFPud7l2MLfWUU4I+GYk/dDm3VQmoyE0qp8aVyxKW",
+	"cJwdAEupB3HCaFjMq1vhCyXvwtHYC7pQ+OoWXvAWAXVpJzY7CXR+UfuGBUT8fg6Ta5kDLdxiXt2Cd6vP",
+	"0zS3pI5yXOla0hzRllh4gaLy84jlxYvCZllskre/vRcrTLPJSiKciVS7+Lzy8w3ms4vFwUHTL4JJxMyW",
+	"j1ZS8ohVbpV0yoHXi82WGJ7Uy0EkqZhVKuh1CODBYJHV1UzB3RoPQtlRbC4YwHMPWg0R4wpsR2b9VfAe",
+	"0jKoItqLhNYwafWqChKXsKuUhT74JRGFLOdtAzMS13XGXKVI3Qrooc6d/9thyIFj1iQ2lD+PVsY5btjE",
+	"xxen/51sk19f95GnV2d9SbQCvLEif1w4m1YTPBwOYcSAgwLvVen3j4V0kzkYN7D4YGhEhReD2Xd6IUu9",
+	"UOwKwTTFhvJOdS9gqmmG59xWGelwVuEOIJ9TxQdtSjCdCNk2++RfaGh1yNhERQj5wZ5YRxmIJnXUxvd8",
+	"fWPRutAMXr8v34KIQWizUKa04Kc0BL5Z1uTgKsNfcTSEYIidxEj0bXPH5qx7E7yydR+nxCzoFe6gspjW",
+	"ISkBmTFfMOZUThKbWt6mMvOKk2P1mJb1lfxVfWUjqKWrVpJRNAd9bvKyKmcWBoS53A6w5UgR0H0geeyf",
+	"jNYaSJ1tsEo1gtJmKItCdKy8GDS4ROQSEymMT7Q1TUKLrW1BF5FltgWAabK++Ui8U/cr90aJyrxF+4sW",
+	"hkmsCj35jO9pz+G79p/65ExmqixhhUHzxJTWnvFqjZL5r6F3ajuBfIN/2vv056f/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -11,7 +11,11 @@ import (
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/mail"
 	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/skills"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/core"
 )
 
 // Options override parts of the assembly, for tests and tools.
@@ -29,6 +33,8 @@ type App struct {
 	Store     *store.Store
 	Accounts  *account.Service
 	HTTP      *Server
+	Tools     *tools.Registry // registered tools (core, then plugins)
+	Skills    *skill.Index    // shipped skills, then plugins' skill folders
 	Log       *slog.Logger
 	MasterKey []byte
 	closers   []io.Closer
@@ -82,7 +88,17 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, a.fail(err)
 	}
-	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box, Logger: a.Log, Clock: o.Clock}); err != nil {
+	a.Tools = tools.NewRegistry()
+	if err := core.Register(a.Tools); err != nil {
+		return nil, a.fail(fmt.Errorf("register core tools: %w", err))
+	}
+	var problems []skill.Problem
+	a.Skills, problems = skill.NewIndex(skills.Provider())
+	for _, p := range problems {
+		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
+	}
+	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
+		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

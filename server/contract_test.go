@@ -114,5 +114,5 @@ func TestServiceEndpoints(t *testing.T) {
 	}
 	// A not-yet-built operation answers an honest 501 in the envelope.
 	adm, _ := env.UserClient("root@example.com")
-	adm.Get("/agents").Expect(t, 501, "NOT_IMPLEMENTED")
+	adm.Get("/mail-config").Expect(t, 501, "NOT_IMPLEMENTED")
 }

@@ -23,8 +23,10 @@ import (
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/ratelimit"
 	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/tools"
 )
 
 func init() {
@@ -44,6 +46,8 @@ type Deps struct {
 	Store    *store.Store
 	Accounts *account.Service
 	Secrets  *secret.Box
+	Tools    *tools.Registry
+	Skills   *skill.Index
 	Logger   *slog.Logger
 	Clock    func() time.Time
 }
@@ -54,6 +58,8 @@ type Server struct {
 	store    *store.Store
 	accounts *account.Service
 	secrets  *secret.Box
+	tools    *tools.Registry
+	skills   *skill.Index
 	log      *slog.Logger
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
@@ -78,7 +84,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, log: d.Logger, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -111,7 +117,7 @@ func (s *Server) routes() *gin.Engine {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
 	})
 
-	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Logger: s.log})
+	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))

@@ -370,8 +370,9 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 	return out, nil
 }
 
-// DeleteUser removes a user, its personal principal and (by cascade) its roles, sessions,
-// tokens, profile and locations. Errors: ErrNotFound, ErrConflict "cannot remove the last
+// DeleteUser removes a user, its personal principal, the agents that principal owns (with
+// everything belonging to them) and (by cascade) its roles, sessions, tokens, profile,
+// locations, group memberships and favorite markers, in one transaction. Errors: ErrNotFound, ErrConflict "cannot remove the last
 // administrator".
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
@@ -390,6 +391,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		}
 		if err := tx.Delete(&userRow{}, id).Error; err != nil {
 			return fmt.Errorf("delete user %d: %w", id, err)
+		}
+		if err := deleteAgentsOf(tx, row.PrincipalID); err != nil {
+			return err
 		}
 		if err := tx.Delete(&principalRow{}, row.PrincipalID).Error; err != nil {
 			return fmt.Errorf("delete principal %d of user %d: %w", row.PrincipalID, id, err)

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"context"
+
+	"github.com/agentsvc/svc/agent"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/store"
+)
+
+func toAgent(a *store.Agent) gen.Agent {
+	md := a.Metadata
+	if md == nil {
+		md = map[string]any{}
+	}
+	return gen.Agent{
+		Id: a.ID, PrincipalId: a.PrincipalID, Name: a.Name, Description: a.Description,
+		SystemPrompt: a.SystemPrompt, Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
+		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: md,
+		IsFavorite: a.IsFavorite, PictureUrl: nil, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+	}
+}
+
+func toAgents(as []store.Agent) []gen.Agent {
+	out := make([]gen.Agent, 0, len(as))
+	for i := range as {
+		out = append(out, toAgent(&as[i]))
+	}
+	return out
+}
+
+func agentResponse(a *store.Agent) gen.AgentResponse {
+	var r gen.AgentResponse
+	r.Data.Agent = toAgent(a)
+	return r
+}
+
+// ListAgents pages through the agents the caller can see, favorites first.
+func (a *API) ListAgents(ctx context.Context, req gen.ListAgentsRequestObject) (gen.ListAgentsResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, per := pageArgs(req.Params.Page, req.Params.PerPage)
+	list, err := a.agents.List(ctx, id.User, agent.ListOptions{PrincipalID: req.Params.PrincipalId, Page: page, PerPage: per})
+	if err != nil {
+		return nil, err
+	}
+	var r gen.ListAgents200JSONResponse
+	r.Data.Agents = toAgents(list)
+	return r, nil
+}
+
+// CreateAgent creates an agent owned by the caller or a principal it manages.
+func (a *API) CreateAgent(ctx context.Context, req gen.CreateAgentRequestObject) (gen.CreateAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	ag, err := a.agents.Create(ctx, id.User, b.PrincipalId, store.AgentFields{
+		Name: &b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
+		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
+		MaxRetries: b.MaxRetries, Metadata: b.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateAgent201JSONResponse(agentResponse(ag)), nil
+}
+
+// GetAgent shows an agent the caller can see.
+func (a *API) GetAgent(ctx context.Context, req gen.GetAgentRequestObject) (gen.GetAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := a.agents.Get(ctx, id.User, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetAgent200JSONResponse(agentResponse(ag)), nil
+}
+
+// UpdateAgent changes the fields sent (manage rights).
+func (a *API) UpdateAgent(ctx context.Context, req gen.UpdateAgentRequestObject) (gen.UpdateAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	ag, err := a.agents.Update(ctx, id.User, req.Id, store.AgentFields{
+		Name: b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
+		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
+		MaxRetries: b.MaxRetries, Metadata: b.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateAgent200JSONResponse(agentResponse(ag)), nil
+}
+
+// DeleteAgent removes an agent and everything belonging to it (manage rights).
+func (a *API) DeleteAgent(ctx context.Context, req gen.DeleteAgentRequestObject) (gen.DeleteAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.agents.Delete(ctx, id.User, req.Id); err != nil {
+		return nil, err
+	}
+	return gen.DeleteAgent200JSONResponse(deleted()), nil
+}
+
+// FavoriteAgent marks an agent as one of the caller's favorites (idempotent).
+func (a *API) FavoriteAgent(ctx context.Context, req gen.FavoriteAgentRequestObject) (gen.FavoriteAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := a.agents.SetFavorite(ctx, id.User, req.Id, true)
+	if err != nil {
+		return nil, err
+	}
+	return gen.FavoriteAgent200JSONResponse(agentResponse(ag)), nil
+}
+
+// UnfavoriteAgent removes the caller's favorite marker (idempotent).
+func (a *API) UnfavoriteAgent(ctx context.Context, req gen.UnfavoriteAgentRequestObject) (gen.UnfavoriteAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.agents.SetFavorite(ctx, id.User, req.Id, false); err != nil {
+		return nil, err
+	}
+	return gen.UnfavoriteAgent200JSONResponse(deleted()), nil
+}
+
+// TransferAgent gives an agent to another principal (manage rights on both).
+func (a *API) TransferAgent(ctx context.Context, req gen.TransferAgentRequestObject) (gen.TransferAgentResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := a.agents.Transfer(ctx, id.User, req.Id, req.Body.PrincipalId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.TransferAgent200JSONResponse(agentResponse(ag)), nil
+}
+
+// ListGroupAgents pages through a group's agents (members and administrators).
+func (a *API) ListGroupAgents(ctx context.Context, req gen.ListGroupAgentsRequestObject) (gen.ListGroupAgentsResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, per := pageArgs(req.Params.Page, req.Params.PerPage)
+	list, err := a.agents.ListGroup(ctx, id.User, req.Id, page, per)
+	if err != nil {
+		return nil, err
+	}
+	var r gen.ListGroupAgents200JSONResponse
+	r.Data.Agents = toAgents(list)
+	return r, nil
+}

@@ -1,0 +1,516 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Agent limits and defaults (document 1: max_steps 1 to 100, default 10). The text limits are
+// the contract's; system_prompt has none there, so the store bounds it by what a MEDIUMTEXT
+// column holds in the worst case (4 bytes a character).
+const (
+	MaxAgentNameLen          = 200
+	MaxAgentDescriptionLen   = 2000
+	MaxAgentSystemPromptLen  = 1 << 20
+	MaxAgentNotesLen         = 200000
+	MaxAgentMetadataLen      = 65535 // bytes of JSON
+	MinAgentMaxSteps         = 1
+	MaxAgentMaxSteps         = 100
+	DefaultAgentMaxSteps     = 10
+	MaxAgentRetryAfterMinute = math.MaxInt32 // the INT column's range
+	MaxAgentRetries          = math.MaxInt32
+)
+
+// Agent is a configurable AI agent owned by a principal. IsFavorite is relative to the user
+// the agent was read for (the viewer argument of the reading method).
+type Agent struct {
+	ID                int64
+	PrincipalID       int64
+	Name              string
+	Description       string
+	SystemPrompt      string
+	Notes             string
+	MaxSteps          int
+	AllowFollowup     bool
+	RetryAfterMinutes int
+	MaxRetries        int
+	Metadata          map[string]any // never nil
+	IsFavorite        bool
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// AgentFields are the settable properties of an agent. For UpdateAgent nil means unchanged;
+// for CreateAgent nil means the default (Name is required; MaxSteps DefaultAgentMaxSteps,
+// AllowFollowup true, everything else empty or zero). Metadata, when set, replaces the whole
+// object.
+type AgentFields struct {
+	Name              *string
+	Description       *string
+	SystemPrompt      *string
+	Notes             *string
+	MaxSteps          *int
+	AllowFollowup     *bool
+	RetryAfterMinutes *int
+	MaxRetries        *int
+	Metadata          *map[string]any
+}
+
+func (f AgentFields) empty() bool {
+	return f.Name == nil && f.Description == nil && f.SystemPrompt == nil && f.Notes == nil &&
+		f.MaxSteps == nil && f.AllowFollowup == nil && f.RetryAfterMinutes == nil &&
+		f.MaxRetries == nil && f.Metadata == nil
+}
+
+// AgentCheck decides, inside the transaction that changes an agent and after its row is
+// locked, whether the change may go ahead; it sees the agent as stored. A non-nil error aborts
+// the change and is returned as it is (the permission rules live in package agent).
+type AgentCheck func(a *Agent) error
+
+// AgentQuery selects a page of agents for ListAgents.
+type AgentQuery struct {
+	// Viewer is the user whose favorite markers fill IsFavorite.
+	Viewer int64
+	// All lists every agent (administrators); otherwise only those of Principals.
+	All        bool
+	Principals []int64
+	// FavoritesFirst orders the viewer's favorites before the others; then name, then id.
+	FavoritesFirst bool
+	// Page starts at 1 (lower values mean 1); PerPage is at most 100, and below 1 means 25.
+	Page, PerPage int
+}
+
+type agentRow struct {
+	ID                int64
+	PrincipalID       int64
+	Name              string
+	Description       string
+	SystemPrompt      string
+	Notes             string
+	MaxSteps          int
+	AllowFollowup     bool
+	RetryAfterMinutes int
+	MaxRetries        int
+	Metadata          string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+func (agentRow) TableName() string { return "agents" }
+
+// agentView is an agent row read with the viewer's favorite marker.
+type agentView struct {
+	Row        agentRow `gorm:"embedded"`
+	IsFavorite bool
+}
+
+type agentFavoriteRow struct {
+	UserID    int64 `gorm:"primaryKey;autoIncrement:false"`
+	AgentID   int64 `gorm:"primaryKey;autoIncrement:false"`
+	CreatedAt time.Time
+}
+
+func (agentFavoriteRow) TableName() string { return "agent_favorites" }
+
+func (r *agentRow) toAgent(favorite bool) (*Agent, error) {
+	md, err := decodeMetadata(r.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("agent %d: metadata: %w", r.ID, err)
+	}
+	return &Agent{
+		ID: r.ID, PrincipalID: r.PrincipalID, Name: r.Name, Description: r.Description,
+		SystemPrompt: r.SystemPrompt, Notes: r.Notes, MaxSteps: r.MaxSteps, AllowFollowup: r.AllowFollowup,
+		RetryAfterMinutes: r.RetryAfterMinutes, MaxRetries: r.MaxRetries, Metadata: md, IsFavorite: favorite,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}, nil
+}
+
+// decodeMetadata reads the stored JSON object; numbers keep their exact text (json.Number).
+func decodeMetadata(s string) (map[string]any, error) {
+	out := map[string]any{}
+	if s == "" {
+		return out, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	if out == nil { // the JSON text "null"
+		out = map[string]any{}
+	}
+	return out, nil
+}
+
+func encodeMetadata(md map[string]any) (string, error) {
+	if md == nil {
+		return "{}", nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(md); err != nil {
+		return "", invalidf("metadata must be a JSON object")
+	}
+	s := strings.TrimSuffix(buf.String(), "\n")
+	if len(s) > MaxAgentMetadataLen {
+		return "", invalidf("metadata must be at most %d bytes of JSON", MaxAgentMetadataLen)
+	}
+	if err := checkText("metadata", s, MaxAgentMetadataLen); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func errAgentNotFound() error { return svcerr.New(svcerr.ErrNotFound, "agent not found") }
+
+// agentChanges validates f and returns the column values it sets.
+func agentChanges(f AgentFields) (map[string]any, error) {
+	ch := map[string]any{}
+	if f.Name != nil {
+		if strings.TrimSpace(*f.Name) == "" {
+			return nil, invalidf("name is required")
+		}
+		if err := checkText("name", *f.Name, MaxAgentNameLen); err != nil {
+			return nil, err
+		}
+		ch["name"] = *f.Name
+	}
+	for _, t := range []struct {
+		col string
+		v   *string
+		max int
+	}{
+		{"description", f.Description, MaxAgentDescriptionLen},
+		{"system_prompt", f.SystemPrompt, MaxAgentSystemPromptLen},
+		{"notes", f.Notes, MaxAgentNotesLen},
+	} {
+		if t.v == nil {
+			continue
+		}
+		if err := checkText(t.col, *t.v, t.max); err != nil {
+			return nil, err
+		}
+		ch[t.col] = *t.v
+	}
+	if f.MaxSteps != nil {
+		if *f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps {
+			return nil, invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+		}
+		ch["max_steps"] = *f.MaxSteps
+	}
+	if f.AllowFollowup != nil {
+		ch["allow_followup"] = *f.AllowFollowup
+	}
+	if f.RetryAfterMinutes != nil {
+		if *f.RetryAfterMinutes < 0 || *f.RetryAfterMinutes > MaxAgentRetryAfterMinute {
+			return nil, invalidf("retry_after_minutes must be between 0 and %d", MaxAgentRetryAfterMinute)
+		}
+		ch["retry_after_minutes"] = *f.RetryAfterMinutes
+	}
+	if f.MaxRetries != nil {
+		if *f.MaxRetries < 0 || *f.MaxRetries > MaxAgentRetries {
+			return nil, invalidf("max_retries must be between 0 and %d", MaxAgentRetries)
+		}
+		ch["max_retries"] = *f.MaxRetries
+	}
+	if f.Metadata != nil {
+		md, err := encodeMetadata(*f.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		ch["metadata"] = md
+	}
+	return ch, nil
+}
+
+// principalExists returns ErrInvalid unless the principal exists (a reference in a request
+// body, hence 422 rather than 404).
+func principalExists(tx *gorm.DB, id int64) error {
+	var n int64
+	if err := tx.Model(&principalRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+		return fmt.Errorf("check principal %d: %w", id, err)
+	}
+	if n == 0 {
+		return invalidf("principal_id: no such principal")
+	}
+	return nil
+}
+
+// CreateAgent stores a new agent owned by principalID and returns it (not a favorite of
+// anyone). The caller decides whether the principal may be used. Errors: ErrInvalid (missing
+// or blank name, oversize or non-UTF-8 text, max_steps outside 1..100, negative or oversize
+// retry settings, metadata over MaxAgentMetadataLen bytes, unknown principal).
+func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentFields) (*Agent, error) {
+	if f.Name == nil {
+		return nil, invalidf("name is required")
+	}
+	ch, err := agentChanges(f)
+	if err != nil {
+		return nil, err
+	}
+	row := agentRow{PrincipalID: principalID, MaxSteps: DefaultAgentMaxSteps, AllowFollowup: true, Metadata: "{}"}
+	row.Name = ch["name"].(string)
+	setStr := func(dst *string, col string) {
+		if v, ok := ch[col]; ok {
+			*dst = v.(string)
+		}
+	}
+	setInt := func(dst *int, col string) {
+		if v, ok := ch[col]; ok {
+			*dst = v.(int)
+		}
+	}
+	setStr(&row.Description, "description")
+	setStr(&row.SystemPrompt, "system_prompt")
+	setStr(&row.Notes, "notes")
+	setStr(&row.Metadata, "metadata")
+	setInt(&row.MaxSteps, "max_steps")
+	setInt(&row.RetryAfterMinutes, "retry_after_minutes")
+	setInt(&row.MaxRetries, "max_retries")
+	if f.AllowFollowup != nil {
+		row.AllowFollowup = *f.AllowFollowup
+	}
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		if err := principalExists(tx, principalID); err != nil {
+			return err
+		}
+		now := s.now()
+		row.CreatedAt, row.UpdatedAt = now, now
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("create agent: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return row.toAgent(false)
+}
+
+// agentQuery selects agents with the viewer's favorite marker as is_favorite.
+func agentQuery(db *gorm.DB, viewer int64) *gorm.DB {
+	return db.Table("agents").
+		Select("agents.*, agent_favorites.agent_id IS NOT NULL AS is_favorite").
+		Joins("LEFT JOIN agent_favorites ON agent_favorites.agent_id = agents.id AND agent_favorites.user_id = ?", viewer)
+}
+
+// loadAgent reads one agent for viewer; lock takes a row lock (MySQL/MariaDB; SQLite's
+// immediate transaction already holds the write lock). ErrNotFound when missing.
+func loadAgent(db *gorm.DB, id, viewer int64, lock bool) (*Agent, error) {
+	if lock {
+		var row agentRow
+		err := db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&row, id).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, errAgentNotFound()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock agent %d: %w", id, err)
+		}
+	}
+	var views []agentView
+	if err := agentQuery(db, viewer).Where("agents.id = ?", id).Limit(1).Scan(&views).Error; err != nil {
+		return nil, fmt.Errorf("load agent %d: %w", id, err)
+	}
+	if len(views) == 0 {
+		return nil, errAgentNotFound()
+	}
+	return views[0].Row.toAgent(views[0].IsFavorite)
+}
+
+// Agent returns one agent with viewer's favorite marker. Errors: ErrNotFound "agent not found".
+func (s *Store) Agent(ctx context.Context, id, viewer int64) (*Agent, error) {
+	a, err := loadAgent(s.conn(ctx), id, viewer, false)
+	return a, TranslateError(err)
+}
+
+// ListAgents returns one page of the agents q selects, each with the viewer's favorite marker:
+// the viewer's favorites first when q.FavoritesFirst, then by name (byte order on both
+// dialects) and id. An empty Principals list without All selects nothing. Errors: none beyond
+// the database's own.
+func (s *Store) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
+	page, per := max(q.Page, 1), min(q.PerPage, 100)
+	if per < 1 {
+		per = 25
+	}
+	out := []Agent{}
+	if !q.All && len(q.Principals) == 0 {
+		return out, nil
+	}
+	if page-1 > math.MaxInt32/per { // beyond any table this service will hold
+		return out, nil
+	}
+	db := agentQuery(s.conn(ctx), q.Viewer)
+	if !q.All {
+		db = db.Where("agents.principal_id IN ?", q.Principals)
+	}
+	if q.FavoritesFirst {
+		db = db.Order("is_favorite DESC")
+	}
+	var views []agentView
+	err := db.Order("agents.name").Order("agents.id").Limit(per).Offset((page - 1) * per).Scan(&views).Error
+	if err != nil {
+		return nil, TranslateError(fmt.Errorf("list agents: %w", err))
+	}
+	for i := range views {
+		a, err := views[i].Row.toAgent(views[i].IsFavorite)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// withAgent runs fn in a transaction on the locked agent id after check allowed it.
+func (s *Store) withAgent(ctx context.Context, id, viewer int64, check AgentCheck, fn func(tx *gorm.DB, a *Agent) error) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		a, err := loadAgent(tx, id, viewer, true)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(a); err != nil {
+				return err
+			}
+		}
+		return fn(tx, a)
+	})
+}
+
+// UpdateAgent changes the fields set in f (after check allowed it) and returns the agent as
+// viewer sees it. Sending no field changes nothing, not even updated_at. Errors: ErrNotFound
+// "agent not found", ErrInvalid (as CreateAgent), and whatever check returns.
+func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields, check AgentCheck) (*Agent, error) {
+	ch, err := agentChanges(f)
+	if err != nil {
+		return nil, err
+	}
+	var out *Agent
+	err = s.withAgent(ctx, id, viewer, check, func(tx *gorm.DB, a *Agent) error {
+		if f.empty() {
+			out = a
+			return nil
+		}
+		ch["updated_at"] = s.now()
+		if err := tx.Model(&agentRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
+			return fmt.Errorf("update agent %d: %w", id, err)
+		}
+		out, err = loadAgent(tx, id, viewer, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteAgent removes an agent (after check allowed it) with everything that references it
+// (favorite markers now; the tables of later areas cascade the same way). Errors: ErrNotFound
+// "agent not found", and whatever check returns.
+func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) error {
+	return s.withAgent(ctx, id, 0, check, func(tx *gorm.DB, _ *Agent) error {
+		// Future check (tasks area): refuse with ErrInvalidState "agent has a running task"
+		// while a task of this agent is RUNNING; the tasks table does not exist yet.
+		if err := tx.Delete(&agentRow{}, id).Error; err != nil {
+			return fmt.Errorf("delete agent %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// deleteAgentsOf removes every agent owned by principal (and by cascade what belongs to them);
+// DeleteUser calls it for the personal principal in its own transaction.
+func deleteAgentsOf(tx *gorm.DB, principal int64) error {
+	// Future check (tasks area): the user deletion must refuse, or abort first, agents whose
+	// tasks are RUNNING, as DeleteAgent does.
+	if err := tx.Where("principal_id = ?", principal).Delete(&agentRow{}).Error; err != nil {
+		return fmt.Errorf("delete agents of principal %d: %w", principal, err)
+	}
+	return nil
+}
+
+// SetAgentFavorite marks (favorite true) or unmarks the agent as a favorite of userID, after
+// check allowed it, and returns the agent as userID sees it. Both directions are idempotent.
+// Errors: ErrNotFound "agent not found" (also for an unknown user), and whatever check returns.
+func (s *Store) SetAgentFavorite(ctx context.Context, id, userID int64, favorite bool, check AgentCheck) (*Agent, error) {
+	var out *Agent
+	err := s.withAgent(ctx, id, userID, check, func(tx *gorm.DB, a *Agent) error {
+		if a.IsFavorite == favorite {
+			out = a
+			return nil
+		}
+		if favorite {
+			if err := userExists(tx, userID); err != nil {
+				return err
+			}
+			row := agentFavoriteRow{UserID: userID, AgentID: id, CreatedAt: s.now()}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+				return fmt.Errorf("favorite agent %d for user %d: %w", id, userID, err)
+			}
+		} else if err := tx.Where("user_id = ? AND agent_id = ?", userID, id).Delete(&agentFavoriteRow{}).Error; err != nil {
+			return fmt.Errorf("unfavorite agent %d for user %d: %w", id, userID, err)
+		}
+		out = a
+		out.IsFavorite = favorite
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TransferAgent gives the agent to principalID (after check allowed it) and returns it as
+// viewer sees it; the id and everything belonging to the agent stay. Transferring to the
+// current owner changes nothing. Errors: ErrNotFound "agent not found", ErrInvalid (unknown
+// principal), and whatever check returns.
+func (s *Store) TransferAgent(ctx context.Context, id, viewer, principalID int64, check AgentCheck) (*Agent, error) {
+	var out *Agent
+	err := s.withAgent(ctx, id, viewer, check, func(tx *gorm.DB, a *Agent) error {
+		if a.PrincipalID == principalID {
+			out = a
+			return nil
+		}
+		if err := principalExists(tx, principalID); err != nil {
+			return err
+		}
+		now := s.now()
+		err := tx.Model(&agentRow{}).Where("id = ?", id).
+			Updates(map[string]any{"principal_id": principalID, "updated_at": now}).Error
+		if err != nil {
+			return fmt.Errorf("transfer agent %d to principal %d: %w", id, principalID, err)
+		}
+		out = a
+		out.PrincipalID, out.UpdatedAt = principalID, now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PrincipalOfGroup returns the principal of group groupID (principal_groups.id).
+// Errors: ErrNotFound "group not found".
+func (s *Store) PrincipalOfGroup(ctx context.Context, groupID int64) (int64, error) {
+	var ids []int64
+	if err := s.conn(ctx).Table("principal_groups").Where("id = ?", groupID).Pluck("principal_id", &ids).Error; err != nil {
+		return 0, TranslateError(fmt.Errorf("principal of group %d: %w", groupID, err))
+	}
+	if len(ids) == 0 {
+		return 0, svcerr.New(svcerr.ErrNotFound, "group not found")
+	}
+	return ids[0], nil
+}

@@ -1,0 +1,458 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// mustGroup inserts a group principal with its members (user id → role) by raw SQL, so the
+// agent tests need not wait for the groups area; it returns the group id and its principal.
+func mustGroup(t *testing.T, s *store.Store, name string, members map[int64]string) (groupID, principalID int64) {
+	t.Helper()
+	db := s.GormDBForTest()
+	if err := db.Exec("INSERT INTO principals (kind, name, created_at) VALUES ('group', ?, ?)", name, t0).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Raw("SELECT id FROM principals WHERE kind = 'group' AND name = ?", name).Scan(&principalID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("INSERT INTO principal_groups (principal_id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", principalID, name, t0, t0).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Raw("SELECT id FROM principal_groups WHERE principal_id = ?", principalID).Scan(&groupID).Error; err != nil {
+		t.Fatal(err)
+	}
+	for uid, role := range members {
+		if err := db.Exec("INSERT INTO group_members (group_id, user_id, role, created_at) VALUES (?, ?, ?, ?)", groupID, uid, role, t0).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return groupID, principalID
+}
+
+func mustAgent(t *testing.T, s *store.Store, principal int64, name string) *store.Agent {
+	t.Helper()
+	a, err := s.CreateAgent(context.Background(), principal, store.AgentFields{Name: &name})
+	if err != nil {
+		t.Fatalf("CreateAgent(%s): %v", name, err)
+	}
+	return a
+}
+
+func countRows(t *testing.T, s *store.Store, table, where string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := s.GormDBForTest().Table(table).Where(where, args...).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCreateAgent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(t0)
+	s := storetest.NewWithClock(t, clock.Now)
+	u := mustUser(t, s, "owner@example.com")
+	now := t0.Truncate(time.Microsecond)
+
+	md := map[string]any{"category": "research", "n": json.Number("12345678901234567890"), "nested": map[string]any{"x": []any{true}}}
+	tests := []struct {
+		name      string
+		principal int64
+		in        store.AgentFields
+		want      error
+		check     func(t *testing.T, a *store.Agent)
+	}{
+		{name: "defaults", in: store.AgentFields{Name: ptr("Plain")}, check: func(t *testing.T, a *store.Agent) {
+			if a.MaxSteps != 10 || !a.AllowFollowup || a.RetryAfterMinutes != 0 || a.MaxRetries != 0 ||
+				a.Description != "" || a.SystemPrompt != "" || a.Notes != "" || len(a.Metadata) != 0 || a.Metadata == nil || a.IsFavorite {
+				t.Errorf("defaults = %+v", a)
+			}
+		}},
+		{name: "every field", in: store.AgentFields{
+			Name: ptr("Full"), Description: ptr("d"), SystemPrompt: ptr("sp"), Notes: ptr("# notes"),
+			MaxSteps: ptr(100), AllowFollowup: ptr(false), RetryAfterMinutes: ptr(5), MaxRetries: ptr(2), Metadata: &md,
+		}, check: func(t *testing.T, a *store.Agent) {
+			if a.Description != "d" || a.SystemPrompt != "sp" || a.Notes != "# notes" || a.MaxSteps != 100 || a.AllowFollowup ||
+				a.RetryAfterMinutes != 5 || a.MaxRetries != 2 {
+				t.Errorf("stored = %+v", a)
+			}
+			b, _ := json.Marshal(a.Metadata)
+			if string(b) != `{"category":"research","n":12345678901234567890,"nested":{"x":[true]}}` {
+				t.Errorf("metadata = %s", b)
+			}
+		}},
+		{name: "max_steps 1", in: store.AgentFields{Name: ptr("One"), MaxSteps: ptr(1)}},
+		{name: "longest texts, multibyte", in: store.AgentFields{
+			Name: ptr(strings.Repeat("é", store.MaxAgentNameLen)), Description: ptr(strings.Repeat("é", store.MaxAgentDescriptionLen)),
+			Notes: ptr(strings.Repeat("€", store.MaxAgentNotesLen)), SystemPrompt: ptr(strings.Repeat("€", 100000)),
+		}, check: func(t *testing.T, a *store.Agent) {
+			if len([]rune(a.Notes)) != store.MaxAgentNotesLen || len([]rune(a.SystemPrompt)) != 100000 {
+				t.Errorf("long texts were cut: notes %d, prompt %d", len([]rune(a.Notes)), len([]rune(a.SystemPrompt)))
+			}
+		}},
+		{name: "missing name", in: store.AgentFields{}, want: svcerr.ErrInvalid},
+		{name: "blank name", in: store.AgentFields{Name: ptr(" \t")}, want: svcerr.ErrInvalid},
+		{name: "name too long", in: store.AgentFields{Name: ptr(strings.Repeat("x", store.MaxAgentNameLen+1))}, want: svcerr.ErrInvalid},
+		{name: "name with NUL", in: store.AgentFields{Name: ptr("a\x00b")}, want: svcerr.ErrInvalid},
+		{name: "description too long", in: store.AgentFields{Name: ptr("x"), Description: ptr(strings.Repeat("x", store.MaxAgentDescriptionLen+1))}, want: svcerr.ErrInvalid},
+		{name: "notes too long", in: store.AgentFields{Name: ptr("x"), Notes: ptr(strings.Repeat("x", store.MaxAgentNotesLen+1))}, want: svcerr.ErrInvalid},
+		{name: "max_steps 0", in: store.AgentFields{Name: ptr("x"), MaxSteps: ptr(0)}, want: svcerr.ErrInvalid},
+		{name: "max_steps 101", in: store.AgentFields{Name: ptr("x"), MaxSteps: ptr(101)}, want: svcerr.ErrInvalid},
+		{name: "negative retries", in: store.AgentFields{Name: ptr("x"), MaxRetries: ptr(-1)}, want: svcerr.ErrInvalid},
+		{name: "retry minutes beyond INT", in: store.AgentFields{Name: ptr("x"), RetryAfterMinutes: ptr(1 << 40)}, want: svcerr.ErrInvalid},
+		{name: "metadata too large", in: store.AgentFields{Name: ptr("x"), Metadata: &map[string]any{"k": strings.Repeat("x", store.MaxAgentMetadataLen)}}, want: svcerr.ErrInvalid},
+		{name: "unknown principal", principal: 999999, in: store.AgentFields{Name: ptr("x")}, want: svcerr.ErrInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := tc.principal
+			if p == 0 {
+				p = u.PrincipalID
+			}
+			a, err := s.CreateAgent(ctx, p, tc.in)
+			wantErr(t, err, tc.want)
+			if tc.want != nil {
+				if tc.in.Name != nil && countRows(t, s, "agents", "name = ?", *tc.in.Name) != 0 {
+					t.Error("a refused create wrote a row")
+				}
+				return
+			}
+			if a.ID == 0 || a.PrincipalID != p || !a.CreatedAt.Equal(now) || !a.UpdatedAt.Equal(now) {
+				t.Fatalf("agent id %d principal %d created %v updated %v", a.ID, a.PrincipalID, a.CreatedAt, a.UpdatedAt)
+			}
+			if tc.check != nil {
+				tc.check(t, a)
+			}
+			got, err := s.Agent(ctx, a.ID, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ga, _ := json.Marshal(got)
+			ca, _ := json.Marshal(a)
+			if string(ga) != string(ca) {
+				t.Errorf("Agent differs from CreateAgent:\n got %.300s\nwant %.300s", ga, ca)
+			}
+		})
+	}
+}
+
+func TestListAgents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	u := mustUser(t, s, "u@example.com")
+	v := mustUser(t, s, "v@example.com")
+	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleMember})
+
+	// Byte order: upper case before lower case, ties broken by id.
+	zeta := mustAgent(t, s, u.PrincipalID, "zeta")
+	alpha := mustAgent(t, s, u.PrincipalID, "alpha")
+	beta1 := mustAgent(t, s, gp, "Beta")
+	beta2 := mustAgent(t, s, gp, "Beta")
+	other := mustAgent(t, s, v.PrincipalID, "other")
+	for _, id := range []int64{zeta.ID, beta2.ID} {
+		if _, err := s.SetAgentFavorite(ctx, id, u.ID, true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SetAgentFavorite(ctx, alpha.ID, v.ID, true, nil); err != nil { // v's favorite, not u's
+		t.Fatal(err)
+	}
+
+	ids := func(as []store.Agent) []int64 {
+		out := []int64{}
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	mine := []int64{u.PrincipalID, gp}
+	tests := []struct {
+		name string
+		q    store.AgentQuery
+		want []int64
+		favs []int64
+	}{
+		{name: "favorites first", q: store.AgentQuery{Viewer: u.ID, Principals: mine, FavoritesFirst: true},
+			want: []int64{beta2.ID, zeta.ID, beta1.ID, alpha.ID}, favs: []int64{beta2.ID, zeta.ID}},
+		{name: "by name", q: store.AgentQuery{Viewer: u.ID, Principals: mine},
+			want: []int64{beta1.ID, beta2.ID, alpha.ID, zeta.ID}, favs: []int64{beta2.ID, zeta.ID}},
+		{name: "page 2 of 3", q: store.AgentQuery{Viewer: u.ID, Principals: mine, FavoritesFirst: true, Page: 2, PerPage: 3},
+			want: []int64{alpha.ID}},
+		{name: "past the end", q: store.AgentQuery{Viewer: u.ID, Principals: mine, Page: 3, PerPage: 3}, want: []int64{}},
+		{name: "huge page", q: store.AgentQuery{Viewer: u.ID, Principals: mine, Page: 1 << 62, PerPage: 100}, want: []int64{}},
+		{name: "no principals", q: store.AgentQuery{Viewer: u.ID}, want: []int64{}},
+		{name: "all, other viewer", q: store.AgentQuery{Viewer: v.ID, All: true, FavoritesFirst: true},
+			want: []int64{alpha.ID, beta1.ID, beta2.ID, other.ID, zeta.ID}, favs: []int64{alpha.ID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := s.ListAgents(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := ids(got); !equalIDs(g, tc.want) {
+				t.Fatalf("ids = %v, want %v", g, tc.want)
+			}
+			var favs []int64
+			for _, a := range got {
+				if a.IsFavorite {
+					favs = append(favs, a.ID)
+				}
+			}
+			if tc.favs != nil && !equalIDs(favs, tc.favs) {
+				t.Errorf("favorites = %v, want %v", favs, tc.favs)
+			}
+		})
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestUpdateAgent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(t0)
+	s := storetest.NewWithClock(t, clock.Now)
+	u := mustUser(t, s, "u@example.com")
+	md := map[string]any{"a": "1", "b": "2"}
+	a, err := s.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: ptr("Agent"), Description: ptr("keep"), Metadata: &md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := clock.Advance(time.Minute).Truncate(time.Microsecond)
+
+	// Nothing sent: nothing changes, not even updated_at.
+	got, err := s.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{}, nil)
+	if err != nil || !got.UpdatedAt.Equal(a.UpdatedAt) {
+		t.Fatalf("empty update = %+v, %v", got, err)
+	}
+
+	md2 := map[string]any{"c": "3"}
+	got, err = s.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{Name: ptr("Renamed"), MaxSteps: ptr(42), Metadata: &md2, AllowFollowup: ptr(false)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "Renamed" || got.MaxSteps != 42 || got.Description != "keep" || got.AllowFollowup ||
+		len(got.Metadata) != 1 || got.Metadata["c"] != "3" || !got.UpdatedAt.Equal(later) || !got.CreatedAt.Equal(a.CreatedAt) {
+		t.Fatalf("updated = %+v", got)
+	}
+
+	refused := errors.New("refused")
+	for name, tc := range map[string]struct {
+		id    int64
+		f     store.AgentFields
+		check store.AgentCheck
+		want  error
+	}{
+		"check refuses": {id: a.ID, f: store.AgentFields{Name: ptr("Nope")}, check: func(*store.Agent) error { return refused }, want: refused},
+		"max_steps 101": {id: a.ID, f: store.AgentFields{MaxSteps: ptr(101)}, want: svcerr.ErrInvalid},
+		"blank name":    {id: a.ID, f: store.AgentFields{Name: ptr("  ")}, want: svcerr.ErrInvalid},
+		"unknown agent": {id: 999999, f: store.AgentFields{Name: ptr("Nope")}, want: svcerr.ErrNotFound},
+	} {
+		_, err := s.UpdateAgent(ctx, tc.id, u.ID, tc.f, tc.check)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: error %v, want %v", name, err, tc.want)
+		}
+	}
+	after, err := s.Agent(ctx, a.ID, u.ID)
+	if err != nil || after.Name != "Renamed" || after.MaxSteps != 42 {
+		t.Fatalf("a refused update wrote: %+v, %v", after, err)
+	}
+	// The check sees the stored agent.
+	var seen *store.Agent
+	if _, err := s.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{Notes: ptr("n")}, func(x *store.Agent) error { seen = x; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.ID != a.ID || seen.PrincipalID != u.PrincipalID {
+		t.Fatalf("check saw %+v", seen)
+	}
+}
+
+func TestAgentFavoritesAndDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	u := mustUser(t, s, "u@example.com")
+	v := mustUser(t, s, "v@example.com")
+	a := mustAgent(t, s, u.PrincipalID, "A")
+	b := mustAgent(t, s, u.PrincipalID, "B")
+
+	for range 2 { // idempotent
+		got, err := s.SetAgentFavorite(ctx, a.ID, u.ID, true, nil)
+		if err != nil || !got.IsFavorite {
+			t.Fatalf("favorite = %+v, %v", got, err)
+		}
+	}
+	if _, err := s.SetAgentFavorite(ctx, b.ID, v.ID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Agent(ctx, a.ID, v.ID); got.IsFavorite {
+		t.Error("u's favorite shows for v")
+	}
+	if n := countRows(t, s, "agent_favorites", "agent_id = ?", a.ID); n != 1 {
+		t.Fatalf("%d favorite rows of a, want 1", n)
+	}
+	if _, err := s.SetAgentFavorite(ctx, 999999, u.ID, true, nil); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("favorite of unknown agent: %v", err)
+	}
+	refused := errors.New("refused")
+	if _, err := s.SetAgentFavorite(ctx, b.ID, u.ID, true, func(*store.Agent) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("refused favorite: %v", err)
+	}
+	if got, _ := s.Agent(ctx, b.ID, u.ID); got.IsFavorite {
+		t.Fatal("a refused favorite wrote")
+	}
+	for range 2 {
+		got, err := s.SetAgentFavorite(ctx, a.ID, u.ID, false, nil)
+		if err != nil || got.IsFavorite {
+			t.Fatalf("unfavorite = %+v, %v", got, err)
+		}
+	}
+
+	// Delete: refused by the check writes nothing; otherwise favorites go with the agent.
+	if err := s.DeleteAgent(ctx, b.ID, func(*store.Agent) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("refused delete: %v", err)
+	}
+	if _, err := s.Agent(ctx, b.ID, u.ID); err != nil {
+		t.Fatalf("refused delete removed the agent: %v", err)
+	}
+	if err := s.DeleteAgent(ctx, b.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Agent(ctx, b.ID, u.ID); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("Agent after delete: %v", err)
+	}
+	if n := countRows(t, s, "agent_favorites", "agent_id = ?", b.ID); n != 0 {
+		t.Fatalf("%d favorite rows survive the agent", n)
+	}
+	if err := s.DeleteAgent(ctx, b.ID, nil); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestTransferAgent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(t0)
+	s := storetest.NewWithClock(t, clock.Now)
+	u := mustUser(t, s, "u@example.com")
+	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner})
+	a := mustAgent(t, s, u.PrincipalID, "A")
+	if _, err := s.SetAgentFavorite(ctx, a.ID, u.ID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	later := clock.Advance(time.Hour).Truncate(time.Microsecond)
+
+	same, err := s.TransferAgent(ctx, a.ID, u.ID, u.PrincipalID, nil)
+	if err != nil || !same.UpdatedAt.Equal(a.UpdatedAt) || same.PrincipalID != u.PrincipalID {
+		t.Fatalf("transfer to the owner = %+v, %v", same, err)
+	}
+	if _, err := s.TransferAgent(ctx, a.ID, u.ID, 999999, nil); !errors.Is(err, svcerr.ErrInvalid) {
+		t.Fatalf("transfer to an unknown principal: %v", err)
+	}
+	refused := errors.New("refused")
+	if _, err := s.TransferAgent(ctx, a.ID, u.ID, gp, func(*store.Agent) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("refused transfer: %v", err)
+	}
+	if got, _ := s.Agent(ctx, a.ID, u.ID); got.PrincipalID != u.PrincipalID {
+		t.Fatal("a refused transfer wrote")
+	}
+	got, err := s.TransferAgent(ctx, a.ID, u.ID, gp, nil)
+	if err != nil || got.PrincipalID != gp || got.ID != a.ID || !got.UpdatedAt.Equal(later) || !got.IsFavorite {
+		t.Fatalf("transferred = %+v, %v", got, err)
+	}
+	if _, err := s.TransferAgent(ctx, 999999, u.ID, gp, nil); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("transfer of an unknown agent: %v", err)
+	}
+}
+
+func TestPrincipalOfGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	g, gp := mustGroup(t, s, "team", nil)
+	if got, err := s.PrincipalOfGroup(ctx, g); err != nil || got != gp {
+		t.Fatalf("PrincipalOfGroup = %d, %v; want %d", got, err, gp)
+	}
+	if _, err := s.PrincipalOfGroup(ctx, g+1000); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("unknown group: %v", err)
+	}
+}
+
+// A deleted user's personal agents go with its principal, in the same transaction; group
+// agents and other users' agents stay.
+func TestDeleteUserRemovesPersonalAgents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	mustAdmin(t, s, "admin@example.com")
+	u := mustUser(t, s, "gone@example.com")
+	v := mustUser(t, s, "keep@example.com")
+	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner, v.ID: store.GroupRoleMember})
+	mine := mustAgent(t, s, u.PrincipalID, "mine")
+	team := mustAgent(t, s, gp, "team")
+	theirs := mustAgent(t, s, v.PrincipalID, "theirs")
+	for _, fav := range []struct{ agent, user int64 }{{mine.ID, v.ID}, {team.ID, u.ID}, {theirs.ID, u.ID}, {team.ID, v.ID}} {
+		if _, err := s.SetAgentFavorite(ctx, fav.agent, fav.user, true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Agent(ctx, mine.ID, v.ID); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("personal agent after DeleteUser: %v", err)
+	}
+	for _, id := range []int64{team.ID, theirs.ID} {
+		if _, err := s.Agent(ctx, id, v.ID); err != nil {
+			t.Fatalf("agent %d after DeleteUser: %v", id, err)
+		}
+	}
+	if n := countRows(t, s, "agent_favorites", "user_id = ? OR agent_id = ?", u.ID, mine.ID); n != 0 {
+		t.Errorf("%d favorite rows of the deleted user or its agents remain", n)
+	}
+	if n := countRows(t, s, "agent_favorites", "user_id = ? AND agent_id = ?", v.ID, team.ID); n != 1 {
+		t.Errorf("the other user's favorite is gone")
+	}
+	if n := countRows(t, s, "principals", "id = ?", u.PrincipalID); n != 0 {
+		t.Errorf("the deleted user's principal remains")
+	}
+}
+
+// The owning principal cannot disappear under an agent (a group that owns agents must not be
+// deleted; the database refuses it too).
+func TestAgentPrincipalRestricted(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	g, gp := mustGroup(t, s, "team", nil)
+	mustAgent(t, s, gp, "A")
+	db := s.GormDBForTest()
+	if err := db.Exec("DELETE FROM principal_groups WHERE id = ?", g).Error; err != nil {
+		t.Fatal(err)
+	}
+	err := db.Exec("DELETE FROM principals WHERE id = ?", gp).Error
+	wantErr(t, store.TranslateError(err), svcerr.ErrInvalid)
+}
