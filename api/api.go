@@ -7,7 +7,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -125,20 +124,7 @@ func requestContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// publicBase is the public origin with the mount prefix: app_url when configured, otherwise
-// derived from the request (scheme from TLS or X-Forwarded-Proto, host from the Host header).
+// publicBase is the public origin with the mount prefix (see config.Config.PublicBase).
 func (a *API) publicBase(ctx context.Context) string {
-	cfg := a.cfg.Current()
-	if cfg.AppURL != "" {
-		return cfg.AppURL
-	}
-	r := request(ctx)
-	if r == nil {
-		return "http://localhost" + cfg.AppPrefix
-	}
-	scheme := "http"
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + cfg.AppPrefix
+	return a.cfg.Current().PublicBase(request(ctx))
 }

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -298,3 +299,19 @@ var (
 	_ slog.LogValuer = Config{}
 	_ json.Marshaler = Config{}
 )
+
+// PublicBase is the public origin with the mount prefix: app_url when configured, otherwise
+// derived from the request (scheme from TLS or X-Forwarded-Proto, host from the Host header).
+func (c *Config) PublicBase(r *http.Request) string {
+	if c.AppURL != "" {
+		return c.AppURL
+	}
+	if r == nil {
+		return "http://localhost" + c.AppPrefix
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + c.AppPrefix
+}

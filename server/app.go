@@ -88,12 +88,10 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, a.fail(err)
 	}
-	a.Tools = tools.NewRegistry()
-	if err := core.Register(a.Tools); err != nil {
-		return nil, a.fail(fmt.Errorf("register core tools: %w", err))
-	}
 	var problems []skill.Problem
-	a.Skills, problems = skill.NewIndex(skills.Provider())
+	if a.Tools, a.Skills, problems, err = Toolbox(); err != nil {
+		return nil, a.fail(err)
+	}
 	for _, p := range problems {
 		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
@@ -102,6 +100,17 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	return a, nil
+}
+
+// Toolbox builds the tool registry (core tools) and the skill index (shipped skills first).
+// Plugins will add theirs here.
+func Toolbox() (*tools.Registry, *skill.Index, []skill.Problem, error) {
+	reg := tools.NewRegistry()
+	if err := core.Register(reg); err != nil {
+		return nil, nil, nil, fmt.Errorf("register core tools: %w", err)
+	}
+	idx, problems := skill.NewIndex(skills.Provider())
+	return reg, idx, problems, nil
 }
 
 // OpenStore opens the configured database without migrating it.

@@ -112,6 +112,12 @@ func TestServiceEndpoints(t *testing.T) {
 	if !strings.HasPrefix(string(res.Body), "openapi: 3.0.3") {
 		t.Fatalf("openapi.yaml served as %.40q", res.Body)
 	}
+	res = c.Get(apitest.Prefix + "/schemas/agent-template.schema.json").Expect(t, 200)
+	var schema map[string]any
+	res.Decode(t, &schema)
+	if schema["$id"] != "http://example.com"+apitest.Prefix+"/schemas/agent-template.schema.json" || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Fatalf("template schema $id = %v, $schema = %v", schema["$id"], schema["$schema"])
+	}
 	// A not-yet-built operation answers an honest 501 in the envelope.
 	adm, _ := env.UserClient("root@example.com")
 	adm.Get("/mail-config").Expect(t, 501, "NOT_IMPLEMENTED")

@@ -18,6 +18,7 @@ import (
 
 	svc "github.com/agentsvc/svc"
 	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/agenttemplate"
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
@@ -116,6 +117,9 @@ func (s *Server) routes() *gin.Engine {
 	root.GET("/api/v1/openapi.yaml", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
 	})
+	root.GET("/schemas/agent-template.schema.json", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.schemaURL(c)))
+	})
 
 	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
@@ -132,6 +136,11 @@ func (s *Server) routes() *gin.Engine {
 		},
 	})
 	return e
+}
+
+// schemaURL is {schema_url}: the template schema's public address.
+func (s *Server) schemaURL(c *gin.Context) string {
+	return s.cfg.Current().PublicBase(c.Request) + "/schemas/agent-template.schema.json"
 }
 
 // fail sends err as the envelope.

@@ -135,3 +135,28 @@ func TestProfileAndLocations(t *testing.T) {
 	c.Delete(hp).Expect(t, 200)
 	c.Delete(hp).Expect(t, 404)
 }
+
+// TestDeleteLastGroupOwner: an account that is the only owner of a group cannot be deleted
+// until someone else owns it.
+func TestDeleteLastGroupOwner(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	adm, _ := env.UserClient("root@example.com")
+	owner, ownerUser := env.UserClient("owner@example.com")
+	_, memberUser := env.UserClient("member@example.com")
+	var g struct {
+		Data struct {
+			Group struct {
+				Id int64 `json:"id"`
+			} `json:"group"`
+		} `json:"data"`
+	}
+	owner.Post("/groups", map[string]any{"name": "Team"}).Expect(t, 201).Decode(t, &g)
+	gp := fmt.Sprintf("/groups/%d", g.Data.Group.Id)
+	owner.Post(gp+"/members", map[string]any{"user_id": memberUser.Id, "role": "member"}).Expect(t, 201)
+	up := fmt.Sprintf("/users/%d", ownerUser.Id)
+	adm.Delete(up).Expect(t, 409, "CONFLICT")
+	owner.Get(gp).Expect(t, 200) // nothing was deleted
+	owner.Patch(fmt.Sprintf("%s/members/%d", gp, memberUser.Id), map[string]any{"role": "owner"}).Expect(t, 200)
+	adm.Delete(up).Expect(t, 200)
+}

@@ -411,7 +411,7 @@ func TestDeleteUserRemovesPersonalAgents(t *testing.T) {
 	mustAdmin(t, s, "admin@example.com")
 	u := mustUser(t, s, "gone@example.com")
 	v := mustUser(t, s, "keep@example.com")
-	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner, v.ID: store.GroupRoleMember})
+	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner, v.ID: store.GroupRoleOwner}) // v stays owner
 	mine := mustAgent(t, s, u.PrincipalID, "mine")
 	team := mustAgent(t, s, gp, "team")
 	theirs := mustAgent(t, s, v.PrincipalID, "theirs")

@@ -370,10 +370,30 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 	return out, nil
 }
 
+// guardLastGroupOwner refuses to delete a user who is the only owner of a group: the group
+// would be left without anyone who may manage or delete it.
+func guardLastGroupOwner(tx *gorm.DB, userID int64) error {
+	var names []string
+	err := tx.Table("group_members AS m").
+		Select("g.name").
+		Joins("JOIN principal_groups AS g ON g.id = m.group_id").
+		Where("m.user_id = ? AND m.role = ?", userID, GroupRoleOwner).
+		Where("NOT EXISTS (SELECT 1 FROM group_members AS o WHERE o.group_id = m.group_id AND o.role = ? AND o.user_id <> ?)", GroupRoleOwner, userID).
+		Order("g.name").
+		Pluck("g.name", &names).Error
+	if err != nil {
+		return fmt.Errorf("owned groups of user %d: %w", userID, TranslateError(err))
+	}
+	if len(names) > 0 {
+		return svcerr.New(svcerr.ErrConflict, "the user is the last owner of group %q: make someone else owner or delete the group first", names[0])
+	}
+	return nil
+}
+
 // DeleteUser removes a user, its personal principal, the agents that principal owns (with
 // everything belonging to them) and (by cascade) its roles, sessions, tokens, profile,
 // locations, group memberships and favorite markers, in one transaction. Errors: ErrNotFound, ErrConflict "cannot remove the last
-// administrator".
+// administrator", ErrConflict when the user is the last owner of a group.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := lockAccounts(tx); err != nil {
@@ -387,6 +407,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 			return fmt.Errorf("load user %d: %w", id, err)
 		}
 		if err := guardLastAdmin(tx, id); err != nil {
+			return err
+		}
+		if err := guardLastGroupOwner(tx, id); err != nil {
 			return err
 		}
 		if err := tx.Delete(&userRow{}, id).Error; err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsvc/svc/agenttemplate"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/server"
 )
@@ -28,7 +29,7 @@ commands:
   migrate               apply database migrations and print their state
   user create           create an account: --email ADDR [--name NAME] [--admin] [--verified];
                         the password is read from SVC_USER_PASSWORD or the first line of stdin
-  template validate F   validate an agent template file (not built yet: arrives with agent templates)
+  template validate F   validate an agent template file (JSON or YAML); exit status 1 on errors
 
 configuration: config.yaml (or SVC_CONFIG_FILE) and SVC_* environment variables; see README.md.
 `
@@ -59,7 +60,10 @@ func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
 	case "worker":
 		return errors.New("svc worker is not built yet: the worker daemon arrives with the agent loop")
 	case "template":
-		return errors.New("svc template validate is not built yet: it arrives with agent templates")
+		if len(args) != 2 || args[0] != "validate" {
+			return errors.New("usage: svc template validate FILE")
+		}
+		return validateTemplate(args[1], stdout)
 	case "help", "-h", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err
@@ -154,4 +158,38 @@ func createUser(loader *config.Loader, args, environ []string, stdin io.Reader, 
 	}
 	fmt.Fprintf(stdout, "created user %d <%s> admin=%v\n", u.ID, u.Email, u.IsAdmin())
 	return nil
+}
+
+// errTemplateInvalid makes the command exit non-zero after the findings are printed.
+var errTemplateInvalid = errors.New("template has errors")
+
+func validateTemplate(path string, stdout io.Writer) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	reg, idx, _, err := server.Toolbox()
+	if err != nil {
+		return err
+	}
+	cat := agenttemplate.ToolCatalog{Registry: reg, Skill: idx.Exists}
+	rep := agenttemplate.Validate(agenttemplate.Input{Raw: raw, Source: agenttemplate.SourceUploaded}, cat)
+	for _, f := range rep.Errors {
+		fmt.Fprintf(stdout, "error   %-32s %-24s %s\n", f.Code, pointer(f.Path), f.Message)
+	}
+	for _, f := range rep.Warnings {
+		fmt.Fprintf(stdout, "warning %-32s %-24s %s\n", f.Code, pointer(f.Path), f.Message)
+	}
+	fmt.Fprintf(stdout, "%s: %d errors, %d warnings\n", path, len(rep.Errors), len(rep.Warnings))
+	if !rep.Valid {
+		return errTemplateInvalid
+	}
+	return nil
+}
+
+func pointer(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }
