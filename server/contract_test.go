@@ -112,7 +112,7 @@ func TestServiceEndpoints(t *testing.T) {
 	if !strings.HasPrefix(string(res.Body), "openapi: 3.0.3") {
 		t.Fatalf("openapi.yaml served as %.40q", res.Body)
 	}
-	res = c.Get(apitest.Prefix + "/schemas/agent-template.schema.json").Expect(t, 200)
+	res = c.Get(apitest.Prefix+"/schemas/agent-template.schema.json").Expect(t, 200)
 	var schema map[string]any
 	res.Decode(t, &schema)
 	if schema["$id"] != "http://example.com"+apitest.Prefix+"/schemas/agent-template.schema.json" || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
