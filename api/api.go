@@ -19,6 +19,7 @@ import (
 	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/templateimport"
 	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
 )
@@ -45,9 +46,10 @@ type API struct {
 	skills   *skill.Index
 	log      *slog.Logger
 	// Services of later areas are added below, one line each, constructed in New.
-	groups *group.Service
-	agents *agent.Service
-	tcfg   *toolconfig.Service // tool configuration: settings layers, agent and group tools
+	groups    *group.Service
+	agents    *agent.Service
+	tcfg      *toolconfig.Service     // tool configuration: settings layers, agent and group tools
+	templates *templateimport.Service // agent templates: catalog, validate, import, export
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -59,6 +61,7 @@ func New(d Deps) *API {
 	a.groups = group.New(d.Store, d.Secrets)
 	a.agents = agent.New(d.Store)
 	a.tcfg = toolconfig.New(d.Store, d.Tools, d.Skills, d.Secrets)
+	a.templates = templateimport.New(d.Store, d.Tools, d.Skills)
 	return a
 }
 
@@ -99,6 +102,10 @@ func (a *API) Strict() gen.StrictServerInterface { return strictAdapter{a} }
 type RequestInfo struct {
 	Request  *http.Request
 	ClientIP string
+	// RawBody is the body exactly as sent (empty, never nil, when there was none), captured by
+	// the gate only for operations whose body may be raw text (application/yaml or text/plain:
+	// the agent template uploads); nil for every other operation.
+	RawBody []byte
 }
 
 type requestInfoKey struct{}

@@ -32,11 +32,9 @@ var unimplementedOps = []string{
 	"deletePromptTemplate",
 	"deleteScheduledRun",
 	"deleteTask",
-	"exportAgent",
 	"getAgentChatStatus",
 	"getAgentChatTranscript",
 	"getAgentMedia",
-	"getAgentTemplate",
 	"getMailConfig",
 	"getMediaDerivativeOptions",
 	"getMyPicture",
@@ -46,12 +44,10 @@ var unimplementedOps = []string{
 	"getSseStatus",
 	"getTask",
 	"getUserPicture",
-	"importAgentTemplate",
 	"installPlugin",
 	"listAgentApiKeys",
 	"listAgentChatMessages",
 	"listAgentChats",
-	"listAgentTemplates",
 	"listAllowedMediaTypes",
 	"listMediaAssets",
 	"listNotificationSubscriptions",
@@ -88,7 +84,6 @@ var unimplementedOps = []string{
 	"uploadGroupPicture",
 	"uploadMediaAsset",
 	"uploadMyPicture",
-	"validateAgentTemplate",
 }
 
 // AbortSubAgentTask answers 501 until the operation is built.
@@ -201,11 +196,6 @@ func (a *API) DeleteTask(ctx context.Context, request gen.DeleteTaskRequestObjec
 	return nil, notImplemented("deleteTask")
 }
 
-// ExportAgent answers 501 until the operation is built.
-func (a *API) ExportAgent(ctx context.Context, request gen.ExportAgentRequestObject) (gen.ExportAgentResponseObject, error) {
-	return nil, notImplemented("exportAgent")
-}
-
 // GetAgentChatStatus answers 501 until the operation is built.
 func (a *API) GetAgentChatStatus(ctx context.Context, request gen.GetAgentChatStatusRequestObject) (gen.GetAgentChatStatusResponseObject, error) {
 	return nil, notImplemented("getAgentChatStatus")
@@ -219,11 +209,6 @@ func (a *API) GetAgentChatTranscript(ctx context.Context, request gen.GetAgentCh
 // GetAgentMedia answers 501 until the operation is built.
 func (a *API) GetAgentMedia(ctx context.Context, request gen.GetAgentMediaRequestObject) (gen.GetAgentMediaResponseObject, error) {
 	return nil, notImplemented("getAgentMedia")
-}
-
-// GetAgentTemplate answers 501 until the operation is built.
-func (a *API) GetAgentTemplate(ctx context.Context, request gen.GetAgentTemplateRequestObject) (gen.GetAgentTemplateResponseObject, error) {
-	return nil, notImplemented("getAgentTemplate")
 }
 
 // GetMailConfig answers 501 until the operation is built.
@@ -271,11 +256,6 @@ func (a *API) GetUserPicture(ctx context.Context, request gen.GetUserPictureRequ
 	return nil, notImplemented("getUserPicture")
 }
 
-// ImportAgentTemplate answers 501 until the operation is built.
-func (a *API) ImportAgentTemplate(ctx context.Context, request gen.ImportAgentTemplateRequestObject) (gen.ImportAgentTemplateResponseObject, error) {
-	return nil, notImplemented("importAgentTemplate")
-}
-
 // InstallPlugin answers 501 until the operation is built.
 func (a *API) InstallPlugin(ctx context.Context, request gen.InstallPluginRequestObject) (gen.InstallPluginResponseObject, error) {
 	return nil, notImplemented("installPlugin")
@@ -294,11 +274,6 @@ func (a *API) ListAgentChatMessages(ctx context.Context, request gen.ListAgentCh
 // ListAgentChats answers 501 until the operation is built.
 func (a *API) ListAgentChats(ctx context.Context, request gen.ListAgentChatsRequestObject) (gen.ListAgentChatsResponseObject, error) {
 	return nil, notImplemented("listAgentChats")
-}
-
-// ListAgentTemplates answers 501 until the operation is built.
-func (a *API) ListAgentTemplates(ctx context.Context, request gen.ListAgentTemplatesRequestObject) (gen.ListAgentTemplatesResponseObject, error) {
-	return nil, notImplemented("listAgentTemplates")
 }
 
 // ListAllowedMediaTypes answers 501 until the operation is built.
@@ -479,9 +454,4 @@ func (a *API) UploadMediaAsset(ctx context.Context, request gen.UploadMediaAsset
 // UploadMyPicture answers 501 until the operation is built.
 func (a *API) UploadMyPicture(ctx context.Context, request gen.UploadMyPictureRequestObject) (gen.UploadMyPictureResponseObject, error) {
 	return nil, notImplemented("uploadMyPicture")
-}
-
-// ValidateAgentTemplate answers 501 until the operation is built.
-func (a *API) ValidateAgentTemplate(ctx context.Context, request gen.ValidateAgentTemplateRequestObject) (gen.ValidateAgentTemplateResponseObject, error) {
-	return nil, notImplemented("validateAgentTemplate")
 }

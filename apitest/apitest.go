@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -198,10 +199,16 @@ func (e *Env) validate(t testing.TB, req *http.Request, reqBody []byte, res *Res
 		return // outside the contract's operations (health, the contract document itself)
 	}
 	rel := req.Clone(context.Background())
-	rel.URL.Path = strings.TrimPrefix(req.URL.Path, API)
+	// Match the raw path, as the server does: an encoded slash stays inside its segment.
+	rel.URL.Path = strings.TrimPrefix(req.URL.EscapedPath(), API)
 	rel.URL.RawPath = ""
 	rel.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := e.router.FindRoute(rel)
+	for name, v := range params {
+		if s, uerr := url.PathUnescape(v); uerr == nil {
+			params[name] = s
+		}
+	}
 	if err != nil {
 		if res.Status < 400 {
 			t.Errorf("%s %s answered %d but is no operation of the contract", req.Method, req.URL.Path, res.Status)

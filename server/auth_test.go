@@ -39,6 +39,8 @@ func TestNewUserWalkthrough(t *testing.T) {
 	patch(apitest.Request{Body: map[string]any{"display_name": "Ada", "nmae": 1}}).Expect(t, 422, "VALIDATION_ERROR")
 	patch(apitest.Request{Body: map[string]any{"display_name": 42}}).Expect(t, 422, "VALIDATION_ERROR")
 	patch(apitest.Request{Body: map[string]any{"display_name": "   "}}).Expect(t, 422, "VALIDATION_ERROR")
+	patch(apitest.Request{Body: `<display_name>Ada</display_name>`, ContentType: "application/xml"}).Expect(t, 400, "BAD_REQUEST")
+	patch(apitest.Request{Body: `{"display_name": "Ada"}`, ContentType: "text/plain"}).Expect(t, 400, "BAD_REQUEST")
 	var upd gen.UserResponse
 	patch(apitest.Request{Body: map[string]any{"display_name": "Ada L."}}).Expect(t, 200).Decode(t, &upd)
 	if upd.Data.User.DisplayName != "Ada L." {

@@ -211,7 +211,7 @@ func TestGlobalToolSettings(t *testing.T) {
 		}
 		root.Do(apitest.Request{Method: m, Path: "/tools/core.NoSuchTool/settings", Body: body}).Expect(t, 404, "NOT_FOUND")
 	}
-	root.Get("/tools/" + strings.Repeat("x", 256) + "/settings").Expect(t, 422, "VALIDATION_ERROR")
+	root.Get("/tools/"+strings.Repeat("x", 256)+"/settings").Expect(t, 422, "VALIDATION_ERROR")
 
 	// Delete: idempotent; the layer is empty afterwards.
 	root.Delete(path).Expect(t, 200)
@@ -390,7 +390,7 @@ func TestGroupTools(t *testing.T) {
 	// Removal drops the entry and its settings; a second removal is 404.
 	gadmin.Delete(wpath).Expect(t, 200)
 	gadmin.Delete(wpath).Expect(t, 404, "NOT_FOUND")
-	owner.Delete(base + "/core.NoSuchTool").Expect(t, 404, "NOT_FOUND")
+	owner.Delete(base+"/core.NoSuchTool").Expect(t, 404, "NOT_FOUND")
 	if s := storedLayer(t, env, store.GroupToolScope(g.Id), weatherClass); s != "{}" {
 		t.Fatalf("settings left after removal: %s", s)
 	}
@@ -402,5 +402,29 @@ func TestGroupTools(t *testing.T) {
 	owner.Post(wpath, map[string]any{}).Expect(t, 200).Decode(t, &r)
 	if !r.Data.Tool.Enabled || len(r.Data.Tool.Settings) != 0 {
 		t.Fatalf("recreated entry = %+v", r.Data.Tool)
+	}
+}
+
+// briefingTool recommends a skill no source provides.
+type briefingTool struct{}
+
+func (briefingTool) Spec() tools.Spec {
+	return tools.Spec{
+		Class: "weather.BriefingTool", Name: "briefing", PluginSlug: "weather", RecommendsSkills: []string{"weather-briefing"},
+		Operations: []tools.Operation{{Name: "brief", EnabledByDefault: true}},
+	}
+}
+
+func TestListToolsMissingRecommendedSkill(t *testing.T) {
+	t.Parallel()
+	env := toolsEnv(t)
+	c, _ := env.UserClient("user@example.com")
+	c.Get("/tools").Expect(t, 200)
+	if err := env.App.Tools.Register(briefingTool{}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Get("/tools").Expect(t, 500, "TOOLS_RECOMMENDS_SKILLS_MISSING")
+	if !bytes.Contains(r.Body, []byte("weather.BriefingTool")) || !bytes.Contains(r.Body, []byte("weather-briefing")) {
+		t.Fatalf("message does not name the tool and the skill: %s", r.Body)
 	}
 }

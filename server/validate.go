@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -41,16 +44,22 @@ func newContract(doc *openapi3.T) (*contract, error) {
 	return &contract{doc: doc, router: r}, nil
 }
 
-// route finds the operation of r, with base trimmed from its path.
+// route finds the operation of r, with base trimmed from its path. It matches the raw (escaped)
+// path, as gin does (UseRawPath), so that an encoded slash stays inside one segment
+// (/agent-templates/core%2Fresearcher), and returns the path parameters unescaped.
 func (k *contract) route(r *http.Request, base string) (*routers.Route, map[string]string, error) {
 	rel := *r
 	u := *r.URL
-	u.Path = strings.TrimPrefix(u.Path, base)
-	if u.RawPath != "" {
-		u.RawPath = strings.TrimPrefix(u.RawPath, base)
-	}
+	u.Path = strings.TrimPrefix(r.URL.EscapedPath(), base)
+	u.RawPath = ""
 	rel.URL = &u
-	return k.router.FindRoute(&rel)
+	route, params, err := k.router.FindRoute(&rel)
+	for name, v := range params {
+		if s, uerr := url.PathUnescape(v); uerr == nil {
+			params[name] = s
+		}
+	}
+	return route, params, err
 }
 
 // gate is the middleware in front of every API operation: it finds the operation in the
@@ -81,7 +90,14 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ctx = api.WithRequestInfo(ctx, api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()})
+	ri := api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()}
+	if keepsRawBody(op) {
+		if ri.RawBody, err = readRawBody(c.Request); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	ctx = api.WithRequestInfo(ctx, ri)
 	c.Request = c.Request.WithContext(ctx)
 	in := &openapi3filter.RequestValidationInput{
 		Request:    c.Request,
@@ -97,6 +113,37 @@ func (s *Server) gate(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// keepsRawBody reports whether the handler of op needs the body exactly as sent: operations
+// that take raw text (application/yaml or text/plain, the agent template uploads) and, with it,
+// the same document as application/json, which must not be re-encoded before it is checked.
+func keepsRawBody(op *openapi3.Operation) bool {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return false
+	}
+	content := op.RequestBody.Value.Content
+	return content["application/yaml"] != nil || content["text/plain"] != nil
+}
+
+// readRawBody reads the (already capped) body and puts the same bytes back for the validator
+// and the handler. An absent body reads as empty, never nil.
+func readRawBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	raw, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, svcerr.New(svcerr.ErrBadRequest, "request body could not be read")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
+	return raw, nil
 }
 
 func bodyLimit(op *openapi3.Operation) int64 {
@@ -182,7 +229,7 @@ func requestError(err error) error {
 		if errors.As(re.Err, &pe) && re.RequestBody != nil {
 			return svcerr.New(svcerr.ErrBadRequest, "request body is not valid JSON: %s", parseReason(pe))
 		}
-		if re.RequestBody != nil && re.Err != nil && strings.Contains(re.Err.Error(), "unsupported content type") {
+		if re.RequestBody != nil && contentTypeRefused(re) {
 			return svcerr.New(svcerr.ErrBadRequest, "request body has an unsupported content type")
 		}
 		where := "request body"
@@ -204,6 +251,16 @@ func requestError(err error) error {
 		return svcerr.New(svcerr.ErrInvalid, "%s: %s", where, reason)
 	}
 	return svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err)
+}
+
+// contentTypeRefused reports a body whose Content-Type the operation does not take.
+func contentTypeRefused(re *openapi3filter.RequestError) bool {
+	text := re.Reason
+	if re.Err != nil {
+		text += " " + re.Err.Error()
+	}
+	return strings.Contains(text, "header Content-Type has unexpected value") ||
+		strings.Contains(text, "unsupported content type")
 }
 
 func parseReason(pe *openapi3filter.ParseError) string {

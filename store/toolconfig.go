@@ -609,7 +609,8 @@ func agentToolConfig(db *gorm.DB, agentID int64) (*AgentToolConfig, error) {
 	return c, nil
 }
 
-// AgentsOfPrincipal returns those of ids that are agents owned by principalID, ascending.
+// AgentsOfPrincipal returns those of ids that are agents owned by principalID, ascending (the
+// same-owner rule of allowed_target_agents). Errors: none beyond the database's own.
 func (s *Store) AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error) {
 	out := []int64{}
 	if len(ids) == 0 {
@@ -635,7 +636,8 @@ func (r *groupToolRow) toGroupTool(settings map[string]any) *GroupTool {
 }
 
 // GroupTools returns the group's tool entries ordered by class, each with its group layer. It
-// does not check that the group exists.
+// does not check that the group exists (an unknown group has no entries). Errors: none beyond
+// the database's own.
 func (s *Store) GroupTools(ctx context.Context, groupID int64) ([]GroupTool, error) {
 	db := s.conn(ctx)
 	var rows []groupToolRow
