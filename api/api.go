@@ -15,10 +15,12 @@ import (
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/group"
+	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/task"
 	"github.com/agentsvc/svc/templateimport"
 	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
@@ -33,6 +35,7 @@ type Deps struct {
 	Tools    *tools.Registry
 	Skills   *skill.Index
 	Logger   *slog.Logger
+	Push     *push.Hub // the embedded push hub; nil: none (embedded push unavailable)
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -50,6 +53,8 @@ type API struct {
 	agents    *agent.Service
 	tcfg      *toolconfig.Service     // tool configuration: settings layers, agent and group tools
 	templates *templateimport.Service // agent templates: catalog, validate, import, export
+	tasks     *task.Service           // tasks: state machine, approvals, questions, retries
+	push      *push.Service           // push: /sse status, subscription info, subscriber tokens
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -62,6 +67,8 @@ func New(d Deps) *API {
 	a.agents = agent.New(d.Store)
 	a.tcfg = toolconfig.New(d.Store, d.Tools, d.Skills, d.Secrets)
 	a.templates = templateimport.New(d.Store, d.Tools, d.Skills)
+	a.tasks = task.New(d.Store, d.Tools)
+	a.push = push.NewService(d.Config.Current, d.Push)
 	return a
 }
 

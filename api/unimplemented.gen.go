@@ -10,20 +10,12 @@ import (
 
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
 var unimplementedOps = []string{
-	"abortSubAgentTask",
-	"abortTask",
 	"answerAgentChat",
-	"answerTask",
 	"approveAgentChat",
-	"approveTask",
-	"authorizeSse",
-	"cancelTaskRetryChain",
-	"continueTask",
 	"createAgentApiKey",
 	"createMediaDerivative",
 	"createPromptTemplate",
 	"createScheduledRun",
-	"createTask",
 	"deleteAgentPicture",
 	"deleteAllNotifications",
 	"deleteGroupPicture",
@@ -31,7 +23,6 @@ var unimplementedOps = []string{
 	"deleteNotification",
 	"deletePromptTemplate",
 	"deleteScheduledRun",
-	"deleteTask",
 	"getAgentChatStatus",
 	"getAgentChatTranscript",
 	"getAgentMedia",
@@ -40,9 +31,6 @@ var unimplementedOps = []string{
 	"getMyPicture",
 	"getPromptTemplate",
 	"getScheduledRun",
-	"getSseAuth",
-	"getSseStatus",
-	"getTask",
 	"getUserPicture",
 	"installPlugin",
 	"listAgentApiKeys",
@@ -56,13 +44,10 @@ var unimplementedOps = []string{
 	"listPlugins",
 	"listPromptTemplates",
 	"listScheduledRuns",
-	"listTasks",
 	"markAllNotificationsRead",
 	"markNotificationRead",
 	"rejectAgentChat",
-	"rejectTask",
 	"resolveMediaAssets",
-	"retryTask",
 	"revokeAgentApiKey",
 	"runWorkerHousekeeping",
 	"searchPalette",
@@ -86,49 +71,14 @@ var unimplementedOps = []string{
 	"uploadMyPicture",
 }
 
-// AbortSubAgentTask answers 501 until the operation is built.
-func (a *API) AbortSubAgentTask(ctx context.Context, request gen.AbortSubAgentTaskRequestObject) (gen.AbortSubAgentTaskResponseObject, error) {
-	return nil, notImplemented("abortSubAgentTask")
-}
-
-// AbortTask answers 501 until the operation is built.
-func (a *API) AbortTask(ctx context.Context, request gen.AbortTaskRequestObject) (gen.AbortTaskResponseObject, error) {
-	return nil, notImplemented("abortTask")
-}
-
 // AnswerAgentChat answers 501 until the operation is built.
 func (a *API) AnswerAgentChat(ctx context.Context, request gen.AnswerAgentChatRequestObject) (gen.AnswerAgentChatResponseObject, error) {
 	return nil, notImplemented("answerAgentChat")
 }
 
-// AnswerTask answers 501 until the operation is built.
-func (a *API) AnswerTask(ctx context.Context, request gen.AnswerTaskRequestObject) (gen.AnswerTaskResponseObject, error) {
-	return nil, notImplemented("answerTask")
-}
-
 // ApproveAgentChat answers 501 until the operation is built.
 func (a *API) ApproveAgentChat(ctx context.Context, request gen.ApproveAgentChatRequestObject) (gen.ApproveAgentChatResponseObject, error) {
 	return nil, notImplemented("approveAgentChat")
-}
-
-// ApproveTask answers 501 until the operation is built.
-func (a *API) ApproveTask(ctx context.Context, request gen.ApproveTaskRequestObject) (gen.ApproveTaskResponseObject, error) {
-	return nil, notImplemented("approveTask")
-}
-
-// AuthorizeSse answers 501 until the operation is built.
-func (a *API) AuthorizeSse(ctx context.Context, request gen.AuthorizeSseRequestObject) (gen.AuthorizeSseResponseObject, error) {
-	return nil, notImplemented("authorizeSse")
-}
-
-// CancelTaskRetryChain answers 501 until the operation is built.
-func (a *API) CancelTaskRetryChain(ctx context.Context, request gen.CancelTaskRetryChainRequestObject) (gen.CancelTaskRetryChainResponseObject, error) {
-	return nil, notImplemented("cancelTaskRetryChain")
-}
-
-// ContinueTask answers 501 until the operation is built.
-func (a *API) ContinueTask(ctx context.Context, request gen.ContinueTaskRequestObject) (gen.ContinueTaskResponseObject, error) {
-	return nil, notImplemented("continueTask")
 }
 
 // CreateAgentApiKey answers 501 until the operation is built.
@@ -149,11 +99,6 @@ func (a *API) CreatePromptTemplate(ctx context.Context, request gen.CreatePrompt
 // CreateScheduledRun answers 501 until the operation is built.
 func (a *API) CreateScheduledRun(ctx context.Context, request gen.CreateScheduledRunRequestObject) (gen.CreateScheduledRunResponseObject, error) {
 	return nil, notImplemented("createScheduledRun")
-}
-
-// CreateTask answers 501 until the operation is built.
-func (a *API) CreateTask(ctx context.Context, request gen.CreateTaskRequestObject) (gen.CreateTaskResponseObject, error) {
-	return nil, notImplemented("createTask")
 }
 
 // DeleteAgentPicture answers 501 until the operation is built.
@@ -189,11 +134,6 @@ func (a *API) DeletePromptTemplate(ctx context.Context, request gen.DeletePrompt
 // DeleteScheduledRun answers 501 until the operation is built.
 func (a *API) DeleteScheduledRun(ctx context.Context, request gen.DeleteScheduledRunRequestObject) (gen.DeleteScheduledRunResponseObject, error) {
 	return nil, notImplemented("deleteScheduledRun")
-}
-
-// DeleteTask answers 501 until the operation is built.
-func (a *API) DeleteTask(ctx context.Context, request gen.DeleteTaskRequestObject) (gen.DeleteTaskResponseObject, error) {
-	return nil, notImplemented("deleteTask")
 }
 
 // GetAgentChatStatus answers 501 until the operation is built.
@@ -234,21 +174,6 @@ func (a *API) GetPromptTemplate(ctx context.Context, request gen.GetPromptTempla
 // GetScheduledRun answers 501 until the operation is built.
 func (a *API) GetScheduledRun(ctx context.Context, request gen.GetScheduledRunRequestObject) (gen.GetScheduledRunResponseObject, error) {
 	return nil, notImplemented("getScheduledRun")
-}
-
-// GetSseAuth answers 501 until the operation is built.
-func (a *API) GetSseAuth(ctx context.Context, request gen.GetSseAuthRequestObject) (gen.GetSseAuthResponseObject, error) {
-	return nil, notImplemented("getSseAuth")
-}
-
-// GetSseStatus answers 501 until the operation is built.
-func (a *API) GetSseStatus(ctx context.Context, request gen.GetSseStatusRequestObject) (gen.GetSseStatusResponseObject, error) {
-	return nil, notImplemented("getSseStatus")
-}
-
-// GetTask answers 501 until the operation is built.
-func (a *API) GetTask(ctx context.Context, request gen.GetTaskRequestObject) (gen.GetTaskResponseObject, error) {
-	return nil, notImplemented("getTask")
 }
 
 // GetUserPicture answers 501 until the operation is built.
@@ -316,11 +241,6 @@ func (a *API) ListScheduledRuns(ctx context.Context, request gen.ListScheduledRu
 	return nil, notImplemented("listScheduledRuns")
 }
 
-// ListTasks answers 501 until the operation is built.
-func (a *API) ListTasks(ctx context.Context, request gen.ListTasksRequestObject) (gen.ListTasksResponseObject, error) {
-	return nil, notImplemented("listTasks")
-}
-
 // MarkAllNotificationsRead answers 501 until the operation is built.
 func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllNotificationsReadRequestObject) (gen.MarkAllNotificationsReadResponseObject, error) {
 	return nil, notImplemented("markAllNotificationsRead")
@@ -336,19 +256,9 @@ func (a *API) RejectAgentChat(ctx context.Context, request gen.RejectAgentChatRe
 	return nil, notImplemented("rejectAgentChat")
 }
 
-// RejectTask answers 501 until the operation is built.
-func (a *API) RejectTask(ctx context.Context, request gen.RejectTaskRequestObject) (gen.RejectTaskResponseObject, error) {
-	return nil, notImplemented("rejectTask")
-}
-
 // ResolveMediaAssets answers 501 until the operation is built.
 func (a *API) ResolveMediaAssets(ctx context.Context, request gen.ResolveMediaAssetsRequestObject) (gen.ResolveMediaAssetsResponseObject, error) {
 	return nil, notImplemented("resolveMediaAssets")
-}
-
-// RetryTask answers 501 until the operation is built.
-func (a *API) RetryTask(ctx context.Context, request gen.RetryTaskRequestObject) (gen.RetryTaskResponseObject, error) {
-	return nil, notImplemented("retryTask")
 }
 
 // RevokeAgentApiKey answers 501 until the operation is built.

@@ -21700,20 +21700,6 @@ func (response GetSseAuth500JSONResponse) VisitGetSseAuthResponse(w http.Respons
 	return err
 }
 
-type GetSseAuth501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetSseAuth501JSONResponse) VisitGetSseAuthResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type AuthorizeSseRequestObject struct {
 	Params AuthorizeSseParams
 }
@@ -21806,20 +21792,6 @@ func (response AuthorizeSse500JSONResponse) VisitAuthorizeSseResponse(w http.Res
 	return err
 }
 
-type AuthorizeSse501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AuthorizeSse501JSONResponse) VisitAuthorizeSseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetSseStatusRequestObject struct {
 }
 
@@ -21865,20 +21837,6 @@ func (response GetSseStatus500JSONResponse) VisitGetSseStatusResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetSseStatus501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetSseStatus501JSONResponse) VisitGetSseStatusResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21943,20 +21901,6 @@ func (response ListTasks500JSONResponse) VisitListTasksResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListTasks501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListTasks501JSONResponse) VisitListTasksResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22067,20 +22011,6 @@ func (response CreateTask500JSONResponse) VisitCreateTaskResponse(w http.Respons
 	return err
 }
 
-type CreateTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateTask501JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -22187,20 +22117,6 @@ func (response DeleteTask500JSONResponse) VisitDeleteTaskResponse(w http.Respons
 	return err
 }
 
-type DeleteTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteTask501JSONResponse) VisitDeleteTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -22275,20 +22191,6 @@ func (response GetTask500JSONResponse) VisitGetTaskResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetTask501JSONResponse) VisitGetTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22399,20 +22301,6 @@ func (response AbortTask500JSONResponse) VisitAbortTaskResponse(w http.ResponseW
 	return err
 }
 
-type AbortTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AbortTask501JSONResponse) VisitAbortTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type AbortSubAgentTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -22515,20 +22403,6 @@ func (response AbortSubAgentTask500JSONResponse) VisitAbortSubAgentTaskResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type AbortSubAgentTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AbortSubAgentTask501JSONResponse) VisitAbortSubAgentTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22668,20 +22542,6 @@ func (response AnswerTask500JSONResponse) VisitAnswerTaskResponse(w http.Respons
 	return err
 }
 
-type AnswerTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AnswerTask501JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ApproveTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 	Body   *ApproveTaskJSONRequestBody
@@ -22813,20 +22673,6 @@ func (response ApproveTask500JSONResponse) VisitApproveTaskResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApproveTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ApproveTask501JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22966,20 +22812,6 @@ func (response ContinueTask500JSONResponse) VisitContinueTaskResponse(w http.Res
 	return err
 }
 
-type ContinueTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ContinueTask501JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RejectTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 	Body   *RejectTaskJSONRequestBody
@@ -23115,20 +22947,6 @@ func (response RejectTask500JSONResponse) VisitRejectTaskResponse(w http.Respons
 	return err
 }
 
-type RejectTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RejectTask501JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RetryTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -23235,20 +23053,6 @@ func (response RetryTask500JSONResponse) VisitRetryTaskResponse(w http.ResponseW
 	return err
 }
 
-type RetryTask501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RetryTask501JSONResponse) VisitRetryTaskResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CancelTaskRetryChainRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -23351,20 +23155,6 @@ func (response CancelTaskRetryChain500JSONResponse) VisitCancelTaskRetryChainRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CancelTaskRetryChain501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CancelTaskRetryChain501JSONResponse) VisitCancelTaskRetryChainResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31238,501 +31028,501 @@ var swaggerSpec = []string{
 	"5SQo4xlO1KQl7ddSsARZbAxlrywrJzw0ZQnBz0hUm06q/IgW7oJKCkV9wh8MR4AsAvUpXT1X7hJ2sH+w",
 	"QaDH3WB1JV5MkD/BmOd09vrNw2vDKF61/ff/yY25/WdZjNQ+xwufrSTVPBh4hLYmCR9hmL+RubUXEJHU",
 	"M5Es8b8RdnpH9UgjPjeDQ2Fyq3/Sthnc4czY1gO/KsMXA91DYvej7i6hhyP6O88e9Pe/O+q8O9o/+JcH",
-	"PdTS/j/2/nW7bRzbF8VfBcP/vUek+tPyJUl1lTV6rONKnLRXx5dtO1V7jWZtERZhC20KUBGUHa2MfD0P",
-	"cB7xPMkZmHMCBCnqYseO7UTrw+qKxQuIy7zP36+ZjB4nATl4KvTz/kOgg+zPRq/xKxjAidijwlVO0DQd",
-	"dlylMyHOKCipwJpnqKlJGTchF0qXjZX9yePWUGFvE+XJfKbLs8YI44wVuT1oIdK0g/pzn14tVsGSLelm",
-	"6a7lKvOYM3FTBIu4ELJv6lQtAO1xLDeehv7rUHuCzTbX15o6+7egt1na+cq5wlHvQp37sLHHeJfQ9LEX",
-	"0VfEF9oKE/+EsMu41ugoVbpMiTX2ZNqLg3rmpob8cjAyXYwp4p8U4UjmT8TBrJw+ONTj3EfuIag4kHZn",
-	"TxpM9DnosjfcwNEpsBlsueAJ9wvU1GHg1gS+FWxse6SWj5007YMlWPoWm+PvwBwGztYEpi8qUxA3A22E",
-	"wz+SBdRGS2Hu1B1fH4mZyVueZcZxGwRNltwYaQpuvW27xpRQrFaQLB+ORn+hMaPsczQvgJUQL3MpZocb",
-	"hxP1by2BObBa/rcc5K9uygQEy2CoEj3wBWBAdi1C7Ult13561lDhzNCjf42F6jf1aWkDWtUB9PUHvHhh",
-	"3OlhLan6di6kulw2g7cYqyNylhB8IO0ybnzPwCL7jL6F5tKzI5ZL27TpGhNhEMsLz+98CbRcapikEDQs",
-	"gA9PqVaMJUCgDJEyGmQTetpp76vjCO5JDAuZRX9clEj0Y1XIzF8yD6q6nIVvlc1eKtaNzyllRR1QbG6B",
-	"OOSj094iPUDX3b2Q172oib8g4eNCJ6w1ysW6X4eIQWcKEfHLlNjM7WlJrsSE/n4lJsz/VinkHqtgzAuH",
-	"R2Gm+RORc3W/heH71RDPA1cF3EsBwL2n+3GVSOHNxnybFdpCkk87ULxiObUDUraRwchKXyskABQHEouQ",
-	"T5ui8lwCB2eWljmlX8rcTUWnE67RjNM8e1ssX1tdi8AtWygR6JqGmglfwVvKxqhJhFdEQUUA+UX2C1TL",
-	"M4WHdKZuuhA5NAp/HSp32HNoNj7L9MtGQU9Ppsgww2r+XxsILudV+ztKTl2r+l+IxrsgIFd5a9NkfQTv",
-	"c7cPZdJ3m6yjG8U4PgBpLM189srdlLMPDa3J34B1su5phm+cMzv3sZEAbijcSUmXld/PMnFRMCAtyK3S",
-	"wuaDOtFh0BP0cjNaU7qwL6ZRpgGyzgFhtV5LcdPUBJ5l+qaH3dzj0WyYLsej67hUqOjAtRzNqMOZW3uH",
-	"xUTB35zzQuS7/Uzw3Kqq9jJ5CGwHoNrsBgu0UvjtS74pNu+P0eZX9F/5dO98VPSmDuiCf01fnrt/eebe",
-	"qd19ayD27TsAsdMmncX8v36BTAdDKqRicH3D2jeufkO9foObhT84in2u6n1rizeDmZhCDHuz2qlO4efZ",
-	"nVRf5osW4Op2OvTr5AxF2exHlsWtDuqfDGPHbw0WhvutDmE6LnTP5TipX1ooa+mkM/DBqndMnURXau7e",
-	"t8MAOiyw9U1EeGEkoQlKwOo+qVWEY5dqIHLCwZ1hewWSyI+4Ppw9+GEIGJU0IHID3QtKX5xADtrLvLJO",
-	"sEvvj6qzM1vTAL/3gRie35VaGoxsuP+FAYMi11O03RhtIWy+aSr7xljMIT3K6V7AZg4jL9AlZj+UmINx",
-	"EA2BlwYmyEUTcrepeAemCJZ7WmVa1gmgkYIgeAhlgCTtNaulhoSdX4kiApUoClloZCYe5bKPnPEI0oy0",
-	"oSoc3NaUnTNPP1oBDw5HlzXrxYZqxSapew8cG0sLsQ/ZEFK4l4+zUDA1EDrnnyjX3MPMs91Y4Kqt7axd",
-	"jor1V50tIqOxonGMqPRbSyyZzyQ28nO7wo3d4312JSYzNLISHfZHLguxrlU2iZgDU0Gkk9pyvNr89ef5",
-	"6xGtQT7rSGUTL5HPuRHNkDl2nEKlIy1VwexlgHrW0jmjdAggo1/onCX4ByizasLEWZCkpsVoLsHmmVtS",
-	"ZFoWxQ5LaG6TQC/5SbsSk4gl7rMSmi17e6zsZWkugWsRRTQG6yEK7iBkyGGX/hrTYbtEtg9gTsbqAOhy",
-	"gpGLFBx9w15tb2MG04fRy8of3AvBdFf3VNSwEaM1azSLT0XvRqpU3xA3mB43Fw6Vhbk/18L1kMD+ayzo",
-	"Z1r42sMbaj7gd4a/gxCH4dWN1pIAZ47lipPeVLmfiswtSavcR0wJkRI+6BRHfruiREZCcQldv8UgB+6n",
-	"aM09p3GipOl5hplGbNIhvyJQBCheQ7wifQHxZ0jGdr3VUe4+h4zaSP9PGfoG+lXonj2fUFFQ0Llf+Wzj",
-	"ytZA2kHGuXDiPSm/J5lN4FTdWk2Y06Mx1REBBJd1esoSpaY1X+isoBBtXnGINsI5ouhYyAoy33tYUm9Z",
-	"37/OyVGxQm6lyGoaYMqYt4oFShrLqypztt3oLZQEHe5gz5guCHnSNfYkEixe5RUvf160JrO18QGX2deo",
-	"Y9+CAgDdDs6LYGc0Sua6qUQSYc0MixGc534+8ccQWg0vcj3sESKbvfC6X8OhhgtchAgKiU9Ffi0hzjjQ",
-	"9ivg6Z3qXSMqWbG/vuznogDUwbxY23n9y9+wiIaeaa77DSGnGaIssa9K7KYGwZXr8eUgAK5k5yLTN12W",
-	"ZPoyoVYTq4yNqyow7ihk+jIUcDQ/mb5slGbhvE1FCHOujP00u2HGuSwmXZYYkwG6Nfz99S9/Q8hCgGcL",
-	"X6uQghJXwpjmfGh1hZqQtUXuMPXuAqtfWeIZj08DA9UZwNbShooiME9cTrl+4qfbdbRp8tQPzo6Z/QmE",
-	"FqxcS2mguhoCEmcOcX9rDbW7Jfqj0modR4Mmkt0dden2+mWVjez/xLHZ2Pm//mzm/Cs3buMQ3c8Rbiww",
-	"GbtuHkq87dK2jJZ1F7ZfLWNJ4hlqHpqdo5bdbMRilpkkYq9+fk3/tnuyyqT88+vXL18vUjHlUW18K9QF",
-	"3mpbbL9+vTD+i8efNgt9deUY1o7FbEf1OBtfyjsGb84QxxJbReA5DIvCuiz5/CWhf3iZ0ucFz/TlC8My",
-	"DpQSACNZaxX8vEZ/XdtZ2+q87DTUr/oL6hP+O/4AkLDwalboKthjfQi3LWadrb0+mruGPma7kVpB5SOf",
-	"zM9LvM95X7B/6NHIgyd92+yEp2mYKl/Udk98leyt0zzMY+agFzFI6RjGDXP3zTSKiSRimqSlbu8jjFUC",
-	"1ycQUppBcT9bQILPTb9Onfmq1/zLkjsv0xyZpqBa72777wB6aHleECJpF/HAL2QmEgZ/r+AJA96wFWB9",
-	"4Tv1Xm1uRqw/EP0rV+sl2ICrNBN5HV/YPnZtZw3LH86l4vkEyx+mdy5e2thpLDPxwrDzSQEwOQWy9m/9",
-	"zA7kb12AomWpKLA1BJqloYvQXl0tfML3r91isu9lniEPAlITKz5x3psnqoVjhNwVURMRRvIovWivRfOo",
-	"L+ZPYNfTAwId79R8uTfCvC01bVFAtkG+beNM/JPiYnXaDV8HWLJuGLb9CoiODWUJy7laEMOGj2/We0bk",
-	"BQRoz7S+I1fUGxDVBqtzkfAPgu5CFfmE1B8m/w3jilFAHX/2WOUzegMq+YpZnQHmap0KzNe3tl829AdM",
-	"7YYFSQVrmKQSYwE+h+CoNfALW04xlYYcxDW7mBPBniwFEbsin8yQj3drA4DlIsBDqu8/n/isEQQvBe8P",
-	"gLzRRzHt/oaLI5aocYZkiUm8Fq8lsUpFJgq4KGJlUwB9GncWqoEmlQibBJQuKO5WyXU3NQw0ShDT5LLt",
-	"oolIhQiL+sWXLIur6fyyKQFqGPS1sBO0Nk+Rl7dMUy8toqlq0toN2jetvGdrqSqh26hs2paOSt6jvMJ8",
-	"Y+sxsPnozCv2GSq9Sh41i9HNwwiF+T8SW1YGYFwCNo0rkGq0iZaowl5UkmM/8QVUDRiIXvs7uggaZxDr",
-	"ErSPLJi+UdgCU5T36hu1ZOUWsWZNVaPZeUUu7AGErSfl7NeIVGHuq8Xf4f4bhvS5s8vBq400y5yUpsox",
-	"twqVMxRsvKnN7SZgCh5yFiDjnzNkQx0Mbhk8ATubyyO9IeXXAsgMfOTdu13QE7r9Z9ydr+zuY/0DcAj+",
-	"ocdGWMEv1eXsLiVXXWnttkFwB9j0y+I/6Hw04AogAUZNupg68H3dUm4tasLchDCFQyKcAVAbUoybnt3D",
-	"AC7X8Ka34xpTuqmCEJfVQQtK9WqfNG8Qd10oMBsweHgKEa8SQv2fmN08FzwX+Tt35s31Va9aeU3/RH1O",
-	"HkfdyDiuwF1Aa+GBNEaqy4gNeWYlikgjR3gfsVxca7s+Vpbe5BoNEcMAUo5ggggjI1avNrc6jEgWWV/r",
-	"K0l0GZhO9ahXWrEk4Ir4KUHzAgN9wE5uP7RclUFRjCB/afKLs+ZG2xPnuxX6Ep1lz/pkKgNaim+Qyn5j",
-	"5e7dPd7vsDPP+CSrLBiuEnVcDDYyfWmdZ/us5P2e++tQJB22y4Y400znscLJxOeVPuZLHHdfp4Ilb05P",
-	"3vXOjv65d9jbP/x998P+W5opaxuUsD8UIglpFcu54yNptw/sLviWNzANTVHeyjRZp6X501r/KIrREaTJ",
-	"T/lQnMpC/P0D/4SqzT4Jn1AOzFz3e/Ty6XHZfS/VhW4aUHaxPtBQYY07Vuf9gQDrxw7UYAqiw85utF0g",
-	"w8wA9bt19XQfipl3YhWrn2Af/PRTsJo//cRa9KVJML4E4EQwOFClqcTZbto9sWJTG6gdIZwg2QNBjlFe",
-	"CyCbAJxb5KXrliOsgNH89BN0SOS1w8JaeD7AD0iWkgJJMB6cYmNHDa09CPuJc2k6bB9CIUNrp8NJBaNS",
-	"kr/kfJHk9Pc3iIbS2z3eB0gr6hSyVyHwjX1BPlbWKIEEp70owRRNErrBOJ21T4SKh/JUvOrYZdyDK824",
-	"3wdLlH5NPscgUuO1HYZfPsKGWfz0L0mXXuEgnunGWNk7oYnA3vo5BsDj8ike1xifE7HYQSGX16CNRS/6",
-	"gqfetSqLzIhOrHztoGvWZrnIBDcC0M6st3U+llnBJsIDBL7e3AqlwOHRWW//4PjD3sHe4dkeiIBY/S5U",
-	"CuZlIZRBpKugqtDssOTTem6NQuD5SchGRX6AfB3p99ddLBGuAQM+VmVlojTMjLFUtdCslVgZkOywrU3G",
-	"i0IMRwVW7GJpJ/ynv7fdte8f8k/r5zqdrEN0JSESBCwOId+A2d8hD95yIewtdiB/Az/7P0+PDiP2ctv/",
-	"YViL4pl2l2U8vxS5fQ4oG5jBWL3aesmOd//rw9Hu297Z0VHvw+7J+z2UnZnsC7J9SD4hznKVO0aPhEJO",
-	"HaBfoZvMhr0W0shFViZDjypyiVKj9gSvRZVI/yZG+qGSYiTXdtZedjY7LyFTWgxA3QenoD/g2Lt2KRqy",
-	"Pb+VIsC1qCDBkDWwje/nMwHfQpkorUJewVbjCnAGYuX6RvH3FoYDQDau24vBZoswSlBFlWpHTIkbu6YX",
-	"MjdFxHh2wycGwJ3TTqwONYKz0CFhSnwqAAxjB/GfqcePGShCRy6ePJfXViglRqq+cIEL/DBo+Y1VUjod",
-	"CcID5BJcYVdwzwug7+MO9cBv0v10bWfNTpcnrTOIVM+HogCP41/Nxnp5ycYxsgUsvk7k/tJaf9npEfvl",
-	"580tN8ia29hExZS0CUIRJ2Jc6TAAGoBdxcZqxHMjINSF9MJenG5vMzAmAMAb4b8Ds+KvsYC4p1PeEtuJ",
-	"0EOpeq0zeKJqyaa6P/on9A6BAwL7e3tzE2HzIRRLXaVON278m1rKyvcv6v2vuJhgX8xGHIcZhCaMV5tb",
-	"sx7uR7vxUVkhKFRhRycAXODV9vbi+37nmUzhezxhzqvtXxffd6b1AVcTD9n/JVp7jbM1/z7XtIg3LPFh",
-	"h7rYt4tqTSb7XYEzgixb3g351592AQ2QVU3oAAUS4wUdT2vo8UugSNx1kmYNCLAo9e9YBDH+N+DFKXD9",
-	"gRP3+X+40JFVD/+/jZBx8Av4m831A/Y9VQJBRKUzwO+PsHOIcB4hyaG2ojEixDttNSR0zwNRgTX/QTtJ",
-	"Ez6vr/MUOWvOrbFpdZRr6GgpzYS6FpkeiXaHncpLJdIdshxjlfzv9dPr/rr9M9QtJe7Jmb4ReR9MAvGJ",
-	"/eNg98366T92t1//jDBWCdoa1pAyBR+O0Nzo4F9zfgM6lOy8KFZXYlIantVHn/5jd90+NpWXVk57vvEJ",
-	"hYC7jMZ45t6VxEoa9lHJT64UirUQkMxFqIceEvjl5iYzmFqZ6HHO+nYq2/6Z/xST9f0UH0ivfWEcHaRM",
-	"O2xXTdj2p09od4CN17VqqbSmWOul/Vn1s3Eq0jYsYazIrIuojShlF9bEhtlirZebzERsK2LbEXsVsV/I",
-	"WjHtDtstmLXDCqZVX+ywVKRjlDoiVlqxFrYtR8Qw20YJWdMO9UzwrHU0bs07s523yt5YC0MGlCLxAnAq",
-	"wDcNwC8/wQwEJWxutVORSTCHyYhbMCK/E75uRMdumcNNV+ODwiO2YDy4i241mD/xYmGK33Q6uVdVg+ql",
-	"OpQvzeqtHq5AVDfW4rTry3w+bf52B8Wwl7RvSkbUlLWcTCwLT7JM5G07oimNN9NYfOOydyjdHFMEAlUC",
-	"wYS3GrY3txnHw9L14Kaxcsx9jm631cjW2w7T65062ewUmWms7sZmyojVFfL6JkGmVl5w9vHkgz0Asaqm",
-	"0TGdBl9Jf/8F/BjaLhFDrC2XLZY55ol3oIPL8cPad0Wxsuto/7ORSxbIzCYj4Xn3w8/AsBjLrCKVxlHL",
-	"xspxy3q/GtYITFyJIORjnExH15qw4dgUDmDACPADpIF173Povk9j1Spd71fb2+0OS0L1mgRViugZWHOx",
-	"RTa7GwFF/duOJkMWINa5YlW6X0ff7qZ3e/PVL/YhOe9bGUqwPQMNhIBGZ9fEB2y3AmqGWJVMweCMjHJ5",
-	"DQo803pkRx2BE7Ge6T4i1iH0T75+mfNUsMPdszZG7kKPM1bULQspbbb1K/qYLes24vq1m5yFKsX12sPI",
-	"lWYe7aUEzfa9Crd5NvQZbUenHklkkCW9hIX6G0/9p32F8b31cvF9hJ92pvUHniO5249utIc8682WerRW",
-	"j9+s7Wxvbr3c/vn1r9v2TfVIBQIwlNSszSb6TE1EfMlAv4EhSQwthDFAtptZezYNApIkkGJFdjuKLMSo",
-	"qGFHs1Dwbf7KKKLeOz3bPduzYjCET3e2eawAl/2Fqf8MOiFx3oLH5k5YizInOyBduyyh8whPvHANhLGq",
-	"QJbQt1IfjmdfwLhlyL8AJhOC2TOAvKF2Fkze02jBMHYMTKHiQJXB+CWXirVIy3dDFd8k9ZBGIhR7t4uR",
-	"wJ27IwnU5+naQ9ljtWE+ecGJ04/+KrDoOP4uH6K2rin4Pajw3Wb71jJ289VSouidHiu6YQkh+Uari0xi",
-	"gnolxe8mxXHHM15KiFCWXEGeuikIM1t6lwgBT0B816HDFwnwIxUg4I+sc+Lw7xEt3trFPjBSgo2+QDel",
-	"gqSUEMh7rLyIL7nZ/vVnR6YJyE2XJgcLP7P29cTBsDGZggpA49NjK0FtXaxcHRJUv/tKRAJPMoSkT5WI",
-	"O9Oo+e0m6Q+fCXa4G8I9yH7cEU9f+NfG+eykP7E/5sIt3kr0r0T/bNH/FhH5Qr73gEQUyrdm2/azFYDr",
-	"kLx92nEpBXDgGjClYomDqktipfNU5F38AsQQsAeBxJ/L/vX8DZQG9O2cGEUoHwga5RJCFDmGpqUdoUdN",
-	"xXAQoaFDtCKiJDxa9Xw0glDIwnyh+56vlorR0nec2qlw6IRrD55Loy9clFJDZBucjM63lTg/uCD4CHX1",
-	"Kg0QKv25WCQGoge28sJEnD2SpPOgyYwGCcDUxtHBWQPFnv92VHJIsZZ/EL3MPt/EChHy1scj03Y8U9YM",
-	"I2qmsMJoyljsQOEay8eZMJjL6/tUBDJmYTR7w8WvIyarkeUWRWmZD9LCKF1QOJqOAkPNH6yIi64Wk5HA",
-	"GHsQwu2wpGwYmRcj9xbqbWPkZyVodi3yC9JPupqRWJmCT0BWX+gc6uwWmZNBwgB5LLTqEy3UDPvyVKi0",
-	"Lk6fqo3ZNNZVeHZlPz5HtfGGUEKd6MMaMOZlqpPP9xocJjK25xldQBBrVFWA3FmGFyByhx3F9HBpqN88",
-	"jO/OFqAL3XB8+ZP3wmvDXAnHlXB8jsIRt/G9O9cl+PsDuNaHmkHhJitPPWuJT0XOYwVBRuvuykulczAV",
-	"gzwTUeUwpR03E+b6g08mY9bFQhsd4/eiPPinDmf+HqTUAzq3ywgJqvhbObXfOD1t5bLdiBdQs0lb9c5H",
-	"r4z2P9Dxq22XyNN6xcozE42NyKPAT4eyHh/yikLrRKrLdkTR/ZKnx3HzxGo6YRFRJxnxn7qSoYKbK+vo",
-	"pbzgCdWpzgqoxWpeRI3VAmpROf5GIiwozvcxoSD65uiivNNLzXJXUqWI17ZIvJT8Rt9v4K38xkVSqtzb",
-	"KyH1LYXUu3GWhZyFtxNOsPnv4ArVgYxQKADZt/0j5jgJ16jlMFhkscNebW7G6rfdt72Tvf/1ce/0DCug",
-	"w2LISvUbNrsuh5vTjdWS5Y1eZm69Rqhf8NR4wfpcQSucQBJTKGy1L4tVKs2Vv+/15ibbPzzbOznc/UCJ",
-	"VUDXOReZVpem4m4BazdhFUC5v33BlRgBeb0VeDsILptEIRIPFTSSW0wElUB5AVJKFgYowJH9XqZY2WqP",
-	"UqxGdizQGxCWZAJ4ThleZDovvewmQVfHu5pbZegb4jYudD5cd+34y4mZWchaS7lrW/eXug0GMF/SKXGD",
-	"69116yBJtdmVeDa1h1uvl3mfGY9G0J4CU3M2Ga1cM386GEfRcaFzwDjM5/UcNQWrtv72y/brv03FquDY",
-	"bnyG/9lPv9zeVjwRPIWOu1rOYpTrdNynigzYwhFeIkPZZcUohodURYwVuRCsxcuGyxeGIb40Fmvz/oAQ",
-	"rbDF0x6OEc+FKtoRQg1AbkKJymhdp1bJwisL1yqNdq5MQyM38iBDmbwSjMfKoxkoSg4gVp0pcsGHHn8B",
-	"4N1JfyRvUGKs2/2cILS7/9tbaUZE7rlD+Za5nqYTj3N7cqYZfqG5ZMSLQdlaQgs+t6uk7HocirS3uTX4",
-	"9Hq4ffVL+re/fr1Zu0uT408bP1WF5GLEvkapCN/mgALtB2LjDLy1YWob8JRxrrtwpuyM/D0m6EL3B2wu",
-	"i9cAOmp2o82Xlfn5LX1kOGVcuc0Ni7jQ9izEcASwsDOF266asMryAJoVubgILWvlCBRMrEvFWklf52Kj",
-	"0+kkaCMhSu663eq5PB8XIo2Vf60VSCmkB88nLJFp0gW7DJvE2R7vDwg/0PCJ9UMlUKURtgs+GWJZpfRp",
-	"yaFVlITVf6PHGYhZxW54rlhy/OHj+/3D3sH+6en+4fukPbeo48zPzgO6d5U3vcEZXejk0eVuBb7K1bvl",
-	"Vv4y1e7Lr7kE9DZSb0UwbdXtV/7SuAk3cO1m+0HNmxHjl2AOwlsC8z8J8cmSElWibJF7YWI1jRnXjmiz",
-	"lRdiN9W5YKhcNRtyxS8Fa73afBnSeWOrsF8haQg/0UAlUWWTJFj84MBprKYW2UUbykcNy/kN9RPn7L92",
-	"Dz5Qp4BU1QdN+JBQHu3vG6OMS5WQwxYM4hpln0i93uZWScQqcb9UNmKyUwJBACjKurG2gCwm7EJSEHwg",
-	"GC5YU5NYrJI6qkBSrfXISmgKnQrTrsClyJLInh35TBy0YLh4G7pfxMHd13mKUW1qRrNWk7VxwCXnyDfr",
-	"EWl4rqTdIfZ6h9y0E6uxysWlNAV2SkAsK+PQa2YvNFcSajxaydnR0YdeXZJEZfVvifFC91gf8+h47wQn",
-	"4+PhPw+P/ji0tziQVPsywzLev0KGKpJwDjiU6j4vBQLG2I+1j4RxHO7tvT3tvTk6fLf//iO+wT7ZycMm",
-	"aUlwuvAt9c+IFSwD9FsCBkWWIQBYecrNlR2MycY0g674pZWc/nP/w4dAuLLTcX4tr6EXxX8L9tbjWSV4",
-	"U5hrx+5mOgwo8nxzJjuQvzXJ6X3YfJVtu8j+O6pxtjoTuBQejSKiAVWyxLeqIWTUEBEbDLqluGEfqjI6",
-	"nC1yR0Gm10XKHR95Jj4RFKwXRl/3pG8ffHADwO21VBTCS6RAJjoh8+0TyUsEIt7p/FymqVCPkRi+g8ER",
-	"GsEB7N+//pzCsasbxriKgPhByhAq/Pyy3dpGcery9lYK8c6QiptW0QvshFjVDIWu1ziIwRgKdm6cniZ4",
-	"JlcXOG1cxMpbF2xJ42IXsZzKMpXNEl/RvZbiDBwxvUDOaoNBZOOgnHZgHPBmiPumGueHAVgR0bslx7sn",
-	"p3tkQkBrPdGKwIPpmr2D47P/6hHGV9JhrYZJLKjWxr4Avj0wW6wlFAKR0SprAo58tbnJkiBcnnSBcMi6",
-	"GHbBgsmxluGlKGJVGXanzdDOwk7SKYzmBGwsrO2Ej1tWB/7eZLytrXQH6o4v38pvK6XcIn1x7a/0J2Wl",
-	"IR5VQ7gjFOoIwoy8tXL4LOfEiWeFUk4cU6Zjc/PDcAK/w868nkihirvg0spWk3EzsK4ABF0cs63Ik8jh",
-	"RFH4xVrrGLfbwL+XgbykvcMQARIAOtaFAqBJFG2YSgTyzUs7kihWydRX25f/z+13ldc7a4hY2IbUzkxd",
-	"qVbs28fOC+jOtumXydH72M1+esyLwcOm6CtvPB3om6UDOH6Fn0Wy/mtCRXZaYDtVg0TLHbH58UkD0Grr",
-	"UtGBKkEvCflfX0wRfQaBnT5XzAiBPD/O04tVea3by0AJAgyl0gCTzfAcypDaEbvg1xrNO/Io6dkEfgkR",
-	"yPMJgfGoNFYAcRZAYrJWMhJ5z/534ls3tl9HpQmwudnuYiVewbMQczqqIGbGqhEysxoIUzzP9Q3hzQFk",
-	"n8ajHpAmVCcrVuVsIQqos8+8PWYfNDee+hiAmkcqm/htcKNcPZIMygG+hSf/kILnNgiXOBOPAnH59XFm",
-	"t4cqAsPMaV1rEg5nPg0rgx0xI1C80xwGCoQDVc/OjxGD5xGQDEvcjAQFhkxDNwORCwedBRT98Gs6hIaA",
-	"KisxV5P2Tv2EsukDGmC8RnC+7eONEIadj32VDY0xAJ2fgmTbgkazzc0AlnmTioLK+MeAm1hRpbBxkc0m",
-	"eYAwc7vkfT8IGF/5hscsY1k6drTyAB7VA8DtAsnTppBQ1RLxNj6yaTVQR+N5Ao6lkkOwniV6S1xcZVVI",
-	"laoC7BXMhVjpEasgqyWLHcx9IPp2ldIkYtilyoIkazVJotIy1h7FypsuERvJfoGY+KnjAzGshZkwU+gR",
-	"4DzaIVEzJzRChXmfzV9jVWmVov4rqjbxg7ZCxfG+tAB411pVYCw1pmRxtpzImBviRytyZnGHXLau49X2",
-	"2rcFq8ZvTOcJDbqk843P/sO3Jj0HKYGTP1dKRLN9FOAAuxlo722UB78l1bU00ifQXWCVvdp8BWmmZv/4",
-	"uz0IS+nOUG9+717z/C0HTFN3VUMlCSXLxEXB9LhG9dhlyVAUHDpGsErRWpCqiErOSd8D6ztK7AKhCVtW",
-	"ctPzGJi5rTGQNRCbUKlXsTXnQuRJe6YR2lwmnfInox/u354NPu9W9uw3PpOeeuKZ2LS3FgDfsxGMe+w2",
-	"RvAGH8l1ayLODM41ySDrt85Rhq5JhbzSXF4OCsMuRUGe6QEJI6KmCRtLgEzLjqdKPdMlOoOQe86FzuaG",
-	"q3aBk8wsK1CwusmMRP+FYQkMaz9N2s9T/eK3L4os/VNMmNMOT94o/TaH8CsqfeskKuXedr5YeCjdn2ZH",
-	"v5azABK7IZMQkT8q4z0BOHsLivrKO7tM8aGrA7wSJcOSYBD7LGnDqEPs2q64VhSBQwu3tb251XY955iB",
-	"hwzYLbjsoGbhSkwAlQkju26aoX10ByHk+TTdCb4PH4ZA+hq+3mjGWaZN4aDyfS9a3/rNxH7pQn1kBi2K",
-	"dOGBerKy5EFjcPjtjxmJwxHgkNJlwnJ25V2DNYNSBKhSoc3SQjgXDIGs7JxvbOfcUzPF7cyjAwklfk4U",
-	"N0viWQbSxucrMdm/j7DhfiqGI21PxY6P2DvGXSyIuhlgFFHnUOgEqTu7m8UnaYDeClDZ+gVRa2iqHgut",
-	"KddxBhl69i7XQ+D9xePHNNAAYytMrHzdF6gAF7fYaoYtutZXT10azuIqQv4nHElS1UqJnbxlmVdnDBr2",
-	"x5Ljvvrbxcu/fv20PXw1+mWaX28olfvn1qMZjrjUcyUtXQIUQWiU0w5tryzJxxNzuCq3FnTik2vcuUMA",
-	"tMsSYnHruSaBv9vdnzAlRIrybRhIRysUQ0u0w3Y9+a/1RHbYZ5f7+PIlocRq4v6UMKImqlSb+EKcWLV8",
-	"me02w0x/GxO4YbhqqmkpIWQDQBCVZge62bBOBJgBoQBLpSIHni+PnOAsfCsGIpYQPSzcmABDbBKx5H/g",
-	"CfMMgfhPRlRIUazKEJ3Hb8Ji1r6+VNKIdFrGvzCVwB5grkDmNikbc2JV7U8JenhLXuCgbeMP+/ustQRy",
-	"LcS1V0U+iRXPjPbDTdzVCabclVbrZGwRs2CFifYFpMirfSMMKlqsUotVa8SNudF5uo6cXVggrVIm1UDk",
-	"shApu8z0Oc8i3Jc6pyw8vayMFODOFs0MUHuffAfKo4Ydp5TWbprWp9H33yw3kbOKYuqrWymMoeqAtR2A",
-	"0vDjPNc6E1x9C/WDK7JU8uDei/C+F8VTiUXghJYCkzcIz2VihS7LPM8Enq8mOuxEDPU1yTZfk+MezIY8",
-	"vxJ5l0lvIrNWSe6O70x3GEojED41WIYbYmDn/pmNh/6jz5j/8Ploe5Zq8w/YYFqJ1Vm6h5g8bvjywHmz",
-	"wdds3LYabt7xgtXMODTfjkROXUvhcbJLDOUf5aoDYm1M2ULf3BTYZNXQPkuk6bmb6TA2HbJ3P8QRWz7T",
-	"HTGlb8J5r5QZrw7bPRy2A55fVfWcn+1lFBzVTm3IIb8UXx/oCXWdK8tqJfRfCNDvSMrVOMva3Vg1KD42",
-	"V+/lgnSeEouqro7xxT+6snMrsVJyjx6poHKsCsCf36RL68TlDuMCmEUHsOgwF+wfd2L1anPzdsiJO+z4",
-	"8H3E/vN4733E3u+/A4/1D3F+jOxEEF8QKbJLhzz4p7+/D3jwq6iK1D3yugHT8cQV8ADIB88zCSx5OInd",
-	"Sng5UOCyMJAhqciiBdCFT0Z6PAhyYviJ+NFPuUinYSlpJVeZrMdFZXwOUpcQF5eUunUbyVeqr+djZe4Y",
-	"LgZuDyh1ryatWh45rF2FFVPiU9HLx6rHiyRWLbjTlRlZGZ5xU7SpR0/OLAk6dWM/sUP/Xu2g8CuXoXmr",
-	"9h58l/W4D1LRU5234OycVn/4Wstlj1AmqAHDZ0Gwy43Xe0WoKsZFh4mPzNOe2X+J2hP7uVY98WmUo+BI",
-	"WOs1u5AiS03ExDXPxoTGFaukkEPx31oJQgZM6EyyllZi3Qx00cWqmkwKl4K+GIO9jV0kiTQ9LPNL2hVG",
-	"t+3tDgCZ5ZKfAyGb/QBHAARRh8p3a5VN6GMQU999vXuCFw88Vq7jDUaGCFyQJICCqDrwm+vBc65ZQmhk",
-	"vfNJssP4uNBDXsg+4FiPqCUeL6G+mKBFlReMOAKARo2JIZeZx4nRitltmAlIwmBddqJ0IS/o4Jse3NCj",
-	"FA7MiVazq5TCk/891lCH3/dIpUjVISwuQqoIiZV19kPUGblexOriz1MQ842sjc/5WN1L6dEZNu4Vntoc",
-	"EOxFCs7plRgVnRkBpCcjWabSpJW5nP1WmMElX/y3VdfgKlg1s3dw+VMd3dE1gp08l52oqaFwdUS/kU91",
-	"K39q5U7NcKewK/I2h2k0Lu6eiaEwKToLN7kswEcAJ4e1MnFRrEMoYYQ0zbFC94cV/Ep4ygNwIgyhhZgK",
-	"37Q15Unrj0bZpFONWABlaW79idG4gH7MjBv/a0T/tN5DSZ4VeB2ldp7ZNrk6/E/M43gc0eO6N1dex4/n",
-	"dZCMu3+3Y6PI5eWlyOej5c4DRyjlpbwcQF4e/A4sQ7Fir91hp/YvVPM6Vg6dJAII2rAZgpDbIIQUBfT0",
-	"hm1vbpUQttb3tk9mrQolcDsKwzMeEa3DTkVhqmIZxXBFMnd96a6dJdaqCHngDfM9951YgS1QiBE7H6eX",
-	"2J5WtsP3XKVmEmEGsAggBV+EV4YXUOixSQ+c4SKtFME3Cv7QfC9EibR70HnZuOnuwSxcOXJfIyjHqi4k",
-	"mdI3txGUy3HuLMp/+acslwSzB6TTmNc6huB+SHXzfWa2qt+5TG6rjqO1cseWzW7VZy44Hsf1n+6vf32s",
-	"5F9jzN2ElHn2ll/Zm6PDdx/235y1O7HaA0cu+fz5Sky+fEkY2D4DnaXAeRK2Crkm71T0M54jq0yQZ0Ib",
-	"wmeNrsTExArhc2Ao9RTRzORLdXN+j+mX6hc+UgKmPojFKZjaTv4e3aFbg7Wt/KfZWZvafpkv+GZaBhu+",
-	"gfFeMjd1jEbWBNFYs2piNTZUfuzT4y0chvWm0FPxHtci5MYnJN+mG7xrJRAz31uuyZLvf7nKBX1nCJKP",
-	"mzy6lXC5cwIpqAW6ZRZpdcq/vSNzSydm5cPMTynd8oh9w7QSFdXFanZaibJIlFgajbJJ1fdhWjHO0jHu",
-	"PAFBgbY98l6b8yJWmeBA61CLcri2cX+CfI0c1cNdAJi9d4YcmSX3bBaYyKrShM7OSq2EydP1yB5LmLkU",
-	"1corW3llt8pqfZ1bpnVmNkpW3zvHbY+UIDrzkahAqDh6ohr9cBjBjVVJSIytChiToifY66Iyg+WxPRw4",
-	"i+cwEhcXApFSEepkPgG61tlR+d3fdRt25VsXUuqUFM8hKI6HwvnuccmDCfC7FzaotQL8Dpwm97JHaeYR",
-	"w2zrPR2vOpV3y2EZYS64PetwBaeoPCt2ZJ7BIuD3LjFPp07cwoN1Cl8rfoBjhV+6MOVil8DQpPwAyP5Y",
-	"WnB/p+ez/Z/99MsGbvT7xJqkLmatsxemCfoLKe1CRnePNuXKzwBWF0YG9P4FAoewXADqLqi0YWP8UBr7",
-	"NX4vPS1H4CwQG3bt6H4GfJydE8HTjycf7EXJLAcB1mzJMdUfWgV/3N7cfEz0xyURFGCbS8NSXNdVVfq9",
-	"UNPgZDJ+GynydWnXUDjsKjZWdX2LlmoYMozVLv50A0zg/tkVWeEwFACPW2aZI5LDCAcBzJoBkVcOsbGQ",
-	"buq5RyaslUCPSq/Q1AC3wwCTjloPC7cTTcEnho3VGCcQOTSLgZjAYIwoOrHaQ2iEWYKvhqxHD55Xdrun",
-	"ViLtOYi0mgGzjGh7YciEIdPQabyVmLsHMYfn5nZSboGtVNryG5/9f3+5e2XWbEmoc8ZVIEO8pEg14qbF",
-	"iqpMakJzNkF26LGuhMhXCJFp1mC/TMDY7Mt/qAjTjm7GwHWwIMuM/UIU/UF1wFtPROr5SVgk+MpN7WFl",
-	"nIb8/v04u++qJ9t9+zzL62s4237TxYAQjfPgOsAz4P2BtUdMZRF2YpUg/JvOWYJ2UGDDFKXuolRNxBI1",
-	"zrKE5QEKnYcHNhr+TdfGCraatYXAo2tZwwvTUeM8t59NmMpQI8IK7bJNRD8wA2S1ZDxbibkfW8w9KJ1e",
-	"Tc49HmzX1wpcJW7qQnfVtPVM7NpTUdxSgyyyat399wZDijHKhghfxek1mvEsA74Z46D2US10yY8fYh1R",
-	"2uxMh8SjlRDDfHBSODvllK0UxDOND66AKu6drdr7pvW4vL4gP3qOlbo0p+e03AjRv/07kWCP8aBZhOGw",
-	"WtBPmXFTrN9IZVjGJyIvMa5Nn6fOW6ZiIuRWIhYP9y9wzd0vwOdB/0A0s25AMwLVSGI4KiZ1GoBSHhGY",
-	"eYcdV9lEApKQITdX9pMMS36i/0s6sVo6IjrfuV/JtGcSIHQrtRT4au0orsTdDKf6q2TXV1RmBkKiwnEe",
-	"jqVKSoT1AzvolDse9ch624aw5K07TSFAFDq4PyNy4a2RlYYERVz17d/NeAiVBA5aEGlasYQSEOqRd731",
-	"ans7cuIKSkkLodpUkXklJtPBRufrRYzHCus3Sdre5FpdAmJ1ZEebEI5iz1zJLDMJeop6XBiZVtG3r6WR",
-	"55lgeGGEXxsr/4DC2uRFD83WhMkUMQ4lka444H0aBrT8j3Kp+nLEsxkiGJvthOrnk1GBmiUXyPisUsdN",
-	"a0V0IJ3ZOe9fsSshRqSdUCnBA5tZC2ELrITyvQvl+3fsZ63Vozv2S6oHZyA1Cb0Wmhorvtln5ty7ItSv",
-	"0GYLvP2vLJtb0lada6lignQlEr/DRPaPVImnlfiq3HLOlbmYB3YUGqA6dDpnWaORL1chZGmHSACZ8EI7",
-	"YlTwn9HCKq0m1oIs0I1iI5EbaCLyv0WMk4uM/KgIjaRvFKIl8XQoVTdW8L/SFDkvdA5MIe0dwF2CNwXj",
-	"Ipp8K1u81LBGqZ1SCX837Hxc0HWxonGXEuYlFhnidKB5Zkcv0wjnOyod86gGnx5RfX+sSlQUO22OsLZb",
-	"CtuS/9NTsOgsxe9+YWhGlGaZVpciJ0C+WJ3RyuZgVOpKegvnrEaA1oyyhA95Ipxm929+VT7w6XOgjBUA",
-	"frjkiV3GlXH1vIwrt+MCSVpo37Xshd1MbpJxMdjg/b4e47abkZZ/Q2cb3EV5qUS6LhXYVC+gkHWUcUJY",
-	"YnsA0u+EwaWVFLkeXw5Ygi8DTP4N/H2dzmDSmZX+ppE9aBYU3/FIp/WjWYyC5pr+aJ2ewRH9nk8c7how",
-	"Krjfnv5wjYtBeLSadvts4+gEt52paFdH5M1aGJj6f//v/8caFu0OO+AyM4yzvlYXMh9iMjGT6sopaCvV",
-	"iSO9GyuQEDjiwLywyp+uYS0zsJ8lFUtGGD9CCo2EDQVXgJLSLiuE8VXSxIoGIFLwpdzTHEo+SorA0Pm1",
-	"OcoEkwPiA8XNA5364A1P9My/CdfTjtZnBJ+0Wv6++nW/NuYBS1Cy1vTdll4gKXDpZ4uIM37l9LDIRL+A",
-	"GHPKCjsyFznGLYPHs6U0o7EyJUQqUuLpgV9vdH5lACrWejr25F/biYsYxNchZDACpwyuDtwafEYgXxjI",
-	"FUDzvha5vJCikUeMtvbDn3JYKnrbE1btTh5XqphoSu9+5r/nk1hFHcMFvsUxu9D5pS7WnVKdF6hA5Wqk",
-	"uszE+hj6dYwo6FjBOQHffqDHeTtIodN5OBfWgzZojXvTDRNZ1MQjTZnomcZpTjX4+drda1yE4VxYk7uv",
-	"r0UOh+zEmiOZHIJTP7KeeCYh6UbbqIlcHGbBZZQe6AhWX/JY3jBxxs47iO6aOx+4b3x+Xm0vccDPtD7g",
-	"akLDNPd77gBunPHSNoWjMXXsorVP6zkvxDrszrWdNXsE18rDmOlLqWYfwTcD0b8yDtgntQYKhzDYSCh7",
-	"NFNe8HNuxPo5719BGx3qOWpJwzsTc93vGUfN1wd9HavWP4pidAQseKd8KE5lIf7+gX+K2Kn9YiDfG+U6",
-	"HfftUEhj0qnt8zyXpIPfnJ68I91baMi5xooblvzvdfvLOiihhGlF1YMZL0TOjo9OzyJ2/NH+v92zN/+A",
-	"8b7d+7B3ttdhf4CNH3yue+2rza27nfUPMMkPc8Th2Y/F7IBrOu9gf9CXlwBZ21mL1gaCpxBp/Lx2Kop1",
-	"Z7l9bspC0kbC3VLdQvZR5QDrccUv39hM/+Ekzwd9yaS6i6TR4zme955Kq153KEv6meBUyYc7otN0yOzz",
-	"H1mR0X7X4+IWG34PTHznU4Qbf5mt/q3cy2/qvdlNhss5y4wcipnZ5rOpGKnPYNFrX5hAcTSmlQ/E2uNK",
-	"zrPpo/BVadCvyU6+oXH4qSwnb84KVSz85qj2LcNtCJqOgXV3UMjjhqFJw4RKRUqhNp8dUwKb7Bv9YfBX",
-	"HtgQr77kiXrDbnjMdT+sotyPGcDCPeNPw5yD5gpnZivXo5FQ2OyIQNtBSTxVV/bwIXgwgMrAbkfWChiu",
-	"N1+yd0cnv+2/fbt3SAY59FPGysVQrI0dgl45CmrrfodJ/A47Cd5WFoRmYFp0oR4UQlh9isAKY/ilsKOi",
-	"yBqF153Rze5glZ+4WXuoOkB8/CPRDCwT+oJI19dmtL67KPXjW9hu6wRhq1ub2xAOWCLIdttotjOkgJiC",
-	"nn4/4WxU7vPU+t287xM7Ew+s3yvveMJxtuMyWgQVoauA2y0C3cORw8D/uphbqNrgnKolguD2vFV0Yphl",
-	"rjk7LUFoUfYaaHkbwcGU6rLdAfINiJW77LDPFjUeHZX+Hrz2sf3rgzAX+3QTq4+xW2+fILWLC/unydia",
-	"Y2/C5ZONz05jfJnriVOdZlWXTG3lZh3CGlRIrGbrkMN6qrVJIcB+nkACdFEF5PH4PJN9NuDZhfsA+9IX",
-	"hhTkiMt8RnWkm5y5NZJBefbPr24NnXEq+rkolhzdX2ORT8LCcnTelxrb1vYvj1k6vowt64RYzaB9Dm3V",
-	"lVOJmzOw/Nj5hAV7qeFMQsXC5cwz+E7wYpwLdpHxS7T0bsQ5C1YDjoph5+JCA/DXBOIl8lIZJlWHHYJX",
-	"ZxeSS2WYgU1nGoNmb3AkD4nVDwcS37NoS8AHd+53eUgg5GNVyCG9IlgVmgBcFyjknt8TU1FOoLw77IM0",
-	"lDjDB4QV7tKaAkMxPIfO9Cl2zelieSMEZb6wrLyVTPQ47+U6Q75C7AlVwasmLNUMk9wZdGHqdidWx/zS",
-	"MWYkI34piF14JPIe/rPlmuK3X0eMF2yoTcG2NjfbXaY0K3TBqXG0GOdKpBEQhMYKS9k4MwOdI2ko43ku",
-	"r2djV7/HWZ0S3E2LW16yYT9gzYrQRdeJHC99SIEG37AM/afrZ8Xl+Tqz5xG6WoCU89ItmDsktIKz0V9n",
-	"nQxkuDO+a6TFiR+RSqwRV3XoPVp3aAoTqwRq65MOe4/tFXwoDAg+2utElzmbHhPue6jwcPmGRwoX0bsX",
-	"x4tg5leR4ceNDDumx0vak1Mnq1Q/0BU2D4MJzwOcDuxYqmqQBubGpELdmAQhZTyWgJkcK32jDPZDGNZy",
-	"bWlM5yz1sDBDR9rIDkCnmYgNdSoyrKe+HBMsakQPLrTOYjupuRTQcCUuRC5U3/7Dvn4k+2DpgBQQqeQV",
-	"rnx6SAh2QDV/s6Gd3KG/na7BZdhPj61D8BQAz6nJjhua+xX34mPiIc05t7PwjvB0OCfPaT81gS7OdsOx",
-	"7To7XmRGsEtRzG6gfup7fCnVFKql77lNGBkC5+yfGYn2Zilvooatw1qjjEtFboaxm4e92nzZ7rAjlaEk",
-	"dTSAgCyD2eLZAKr3tr8eqv3s9nbXN97crvvsudheq/bQ6Wa15Y01auefGTe4vTIIYwpkkCH9hb5RUl3G",
-	"quzWh4J4SU3oU/GFDrtVHCBWzYGAua49Ncd+nbyInmE8AD58maAArM0LZ1t//0oPogjF1Icvc5SybLiO",
-	"vsRDnaeqp+IdDixAaz5FXTo/UvWzcSp6iB/5d0RHh9sQULLp0bE6dwVwFLK70Fmmb1iL2GPOJxjv00pE",
-	"pJrd32tqXqts0u54gArEMVNUwuOidFAzlPCR7F2JSc+IIpl7eD9kwzc03V99gGsxocxolvmdMHuGWG2C",
-	"ZiVAqrNfqbMlEba2AzD1PtdxrnUmuHrgZIefwmVEQXUCfkBR0BQuCATDQdPPswOPt7CSO+zU1c9JQ5so",
-	"AcDBsSHUv1gl+HCRJizNpT1ZLVmwXPDUMM4uZOYRD43Ir0XejigXg7Vtwfsg0wDAPLEKcSIPIY6JoNXy",
-	"rzEyYksVSjII2Tj67aTdYX+g9DE92ucJDlaJm+pM+fK9gGnB8U+avh4JXww0ysW11GPP3cAybfC+WNmB",
-	"d7wISbCYpwaWyFq7e6fr269/Xn//5qDkvhxyqIK6EhOUwlXhtCBU68/R03Q9cKR+kI8U9g3evzj0W9kc",
-	"K77rHyXI3CBiF0vYOYbYxuf+nULSjWK4ixFNJPlvsgpKgVrLjTIUTG/d7aGQywS/FiYQdFYk6XHBuL+k",
-	"VXCDnZEqVhc8yxDTlQqyaCSeysa+jsuMDL/Do96HDwc9K5P333882T3bPzpM2gui0Pclz6Ilr38jn078",
-	"urqizymO/azC0nc66fcRcuzOOrwtgK8GOytWdUMLe4trFlZ7sQUVAm3H6mgoC8Dig5gmwPIQlTrAMXdZ",
-	"As2HCRZ74oOtC5EyDV/KM3dri+N/sXNdDCg46psXRYrFG9jItAsKtTSKKhjfhMCrlegwaAKpWZmxonbI",
-	"ig3XCgUYfKsk6ZVGUAaSeAnSCe7DwfChFY9UDwrZvooNeSmtOKwakgsCvo8rrh4qVHw3e23z29trLmS8",
-	"stl+JJvNx5ofxmbbMKJY98GRz1/vRHfvZLSBEx36plKZgmcZ3Lp+I9O6/dWGwmCSCuxcpxNHZ1B5KWRJ",
-	"A5m6wzAkB6SGQedp9a6QKwDEbaxaYYRCabXeGK5CdoIsaw5mtUsfGj46ApZpAAfOuTIcYDEW8VOdiuIt",
-	"fsv3a0IuLRIr8xsxpW9Cm39lSd6D/DngVzOkTzjVt5dElIq+1xD+URmUByjsFkisCK+LYoXvbENlkaoh",
-	"rH5FNWyslsqC0Rf9gGkw/PJlgt+0K36QqPfQ74il62hvFc4+C7ot0b85nzDxifcLpMhl+iJWib2iJ1Nk",
-	"8SVk0pYS0irGCByfCAHUmBn3B/DAHevzsARKBiHU0ds7OTk6Ac8DxsOGfGL1fOpLTsqxdomid1Z5or2X",
-	"2Vu5Yr7Ed7fkmpCm9Gt85fyy7sxumgZb8mnGkatjfMzqYTeCxYFkWuaBHK08ku/cI9m1R5MWfJmEPW2N",
-	"jc/j+4wRo/VOpx8kRmY0VQFDHbIR2UWsWhD3LU0Ixz0L0WVFJAtleInkDTFp5DNCTp1Y+YdAhx43jq8h",
-	"kEPVkurmNnY72vuTR8sa8R+fUBy4FBwQBKYy7lUx8+PgK8PpmXe47yM0HBoJzNzIoj8oFfm5KG6EUCzB",
-	"fyexAjscnpB02WXOFabo8aSCadJ3EVV3ol8YOMHR/JPdHIio0za+FUNdfO1JD6Koj3jSH7Ta9g7WyuZj",
-	"WCsujLqyWH6cvDfCbjkZQ9JhGduF2o825NB6yvdju5Ts92GDUyuh/+qN8yxxsdBYqXGWtcOg4E7JsOUz",
-	"2GWXVECPzYdiQf75GG97/s1Q7vufkwXxbQ6OvWFrqZHtD0eZGAoFU3BvJPG4U0d+oz1MoONgnBVyxPOC",
-	"jUdWQmEcTyvBkguZiYTBb61Xm5uxSn7bfds72ftfH/dOzxJ/hmRB8HfFZASgdKkoRL9C6HY+KYTZYceH",
-	"7yP2n8d77yP2fv8dDOcPcX6Mtbac8G7sMCdImwzdWq3T398zKk9N28522HrNko+Hpx+Pj49Ozvbe9g72",
-	"3u7v9s7+63gv6boQY6xeswP5G2u92npJQwRhBKlg4nU1QMc8KqhDkhsjisY+SeVRogxWM/sqP1qhZtvF",
-	"Tul9C4xZtsjQLeXGhc6H6ykv+C3NABokDvtJNv+U4tuzU1Sk/6ofqLQvtl4v80lmPBrpvBDpgT0BZ5OR",
-	"+N5lLG7v5WTslFVTdlnfa/5ll13kQqzbg8v0+b9Fv0CxdKEdqJ+hTKoR+bXsixImVNrZHOUCJHGXJZ+/",
-	"JMSJBe3kjny+ST65ftfj4KueeOtrMNSFpk156fefFTkR1S1dWdEm02FcfLUpHlRp3QwgOIA7t6U0G4r8",
-	"UqDWjZURueSZBMQyvGTIJ8CZS8nAn1+/fvkzmgmsNStB0hgGhDE8xCZ+MC786W38eH7/LU4TWUzTh2ql",
-	"a58h7/1SUqKu/JBl+17LDpRgQhX5BNBrA557/4RYDbjxNREi3fHMVAXxomMPDT/PrMdBiYdqb6TvzMEx",
-	"ZXwCgGGxgpJ2R0TdckCm69aRSbHg1bAhN1dAUheUSCT2vT0YadIFJTzil809OL6G4Qwm74lrVzvI2zTd",
-	"wvwTBM0P2G8Xfv7SB2jjs/2fN3bzfHmQuJgbHR4sezVgfsGf1zNxLbJg0/tTdMGzzFTaNsZG5JGrx7OP",
-	"8Q0h9gAZAM99FSvPNIenyx5Xpenl7jzCUVmQx7N77xvF9s/cAjyZMBxO1yoI90BZuRIxC2f6wcJpDpSv",
-	"8GtqjwAPaSAQtwvVXOvV5quSqhH/JtGtK+9oQx8t5F4Mk0XXx6q3NzcZFhuxGz7pxCohPZgwTX0cyKsc",
-	"0r+AWmMt4LPAsSlxg2Nt+zZes8ME7w/YlZgwI1QRq0pPRihK8Hlg/xueiS5L1DjLoCQKWDBHxYQhLi61",
-	"KdlviFVLqoHIZcFVH4gsx0Nh2l3ovYfPx34R6OQlApYu8Nm5dKJVyyz5if4vwU+JVU2H2/GXU0AmLGK2",
-	"Wp/b/uwFoHeoU9HPeC6wIhm/L1Zk1SAHj3145EKR29vYjqsxaCnNPI/748iIvHgK8u4hMpqVb3tMvwbf",
-	"v5RDAzt/5co8y3ZcLxeXFPHWHhtyma0vAInencYGIe4fDwA2Rf4jLi5Ev5DXtdL6HW9rxcrwa/Qf6gxA",
-	"EaY6phBUEBQBqjhOf3/TO9jd/9D7KWFCXctcqyEI5mueSyv0qWjVszFYNVJBCOiyxP0I0CXM8IkpeX4V",
-	"5EVKR2tGvPCAy+zhga3LtywsggKW5Ya+ridKBPgVEe/pWJ8eF5faKp3pWQjbCrjMZsf8GvZ6h51a2dgA",
-	"6cNaXoeSA6GvRZ7LtGHzxsrvXrSG/KZtT29VqzLFOhw0aDCqY2LsgEUTK7+FE+uluPbUkNsuAjNhyvYo",
-	"NHaeMlkQ5gdhkCRmWIySWHHoTcJ7koE2RYII3ai3WMv+SfGhgBmKoKbbblYQQiOdF+2uG7Wdp8QYawOp",
-	"WNnf2Otf/oZPC8Fjt7dZPcrJWvbKEZe5oYaKIjNJxF79/Jr+bZ/b7sTqsDQ3rKnUtd4aS46PTs9YKOI2",
-	"CmG/xHp0+WQGuCtWItUO9kMVPIUn+1Hsg+VFC23159Y0+rT1/qNk/MLI561kZs1ggNM0u9ezWZQKBfhG",
-	"ueCZp+4rNEsKnZTgPjOsB9eZybOs4vXV2PlTkUko6qbIDXwagigxM+73gfxlhyVWUqDej9XNQPYH6MRa",
-	"Q4PLbJwLlgi7rkmFVDx42gsDRaNaKQEtly8MgxtYIT5Zpw4tjpITqt3ch6nSM2HAlHggWRO+4tHowMMh",
-	"zJc0elz09dDDX/GisHpoJWueo6w5BeuDWUnRQB4VyhWxkek+dXnO8kQ+uCt8Z3WF3CwqMS5kbgpqzzyf",
-	"MNnAX/ZBmsI/7yGtd/eSZTIJfgoejc4Zovr6RpVDCSlsAq7neRwdKch494RuDVAuH4uQtB2q5akLGL3K",
-	"zgzsNjeTDyQm3eP3lXUNvjXaGr18mR45N7ErkfgE+teyclPOOCZ18baQdmMXYRzh/hfGv6Gks2tC68fU",
-	"SnBEbhdK9Zs/ffQM0NsVftf943ct3qazIiJ32YyEiHRvm/FJCPvNby7sXYvRMxL4q8B8g6d9Cy3hqm/n",
-	"saZWrd4Xvug+YqbIBeAzSJVJJbrMZ1QVhbSNKBqZXg4mZU3+gn0PbQMbP1W3+4XOh7xY21k7l4pjvqHG",
-	"Atq4w+FZ37ZW5hFC1Ec3qqGseu4GWNwp1tD81XXxDbPEoqNquMW6f4dK/xk1Qell9tAsj6y5rwl2jv0j",
-	"Njd1Mfs/v28JCdTGBngRuXIHuLnXp7q5HqRT51GbdOjlyxYLu+ZKA+fxu/XdVp02cztt9G2UQa7t0Zxp",
-	"DRzj7w5ltjEqxlph6s9pBghNG1G0G60Beu6DsjXjKxa3rcBljxYPg+wyLJmfktv5T74xBIFmRuGKdX1l",
-	"Gi0gdmtjrrYzq78jXJz7d4zo6Y/iFy25J3zzRbg1VlGwx/VxljojKNZSyecyn1flV8ioNFbi0wgqEIIO",
-	"ZVNtUfaEZRWi5z5XsTJCQI23zNlI5AYAukt+sxLLlaqnBmICRZcBrTqwsNwI41MM0OoQqwDvcaPEepzH",
-	"b87m0ptjptOjiOdiJHgBZE1AVcQSP+yeTP/1Z8JayX9U//T3l/F4c3P759pf/5a0Y6V4nusbnJ9MmoJK",
-	"Qgogfivnr8P2Cztw6Kk0aA16wxHn9YVxPOQBU5zZYdJqo3HhNJK/mLhhcsHSXI9GImVGZkIV2YT5dCkA",
-	"5+TWdW1DRpaK6l1JKT0S+J5yMeRSEaI7BKQASd1Vu9hrsLrGz2RyJVWaMJqBWBUair2w1d3+NqttBcyU",
-	"XdhvD08wP0VxdQjjpYy2Z+cL93oL94gz6vGRUAhs7LxyAP+oLST27tdXMnhq1y7iur5Yx3Wzq9q0djhn",
-	"4hO3xtLazr9eRn/70/57lOlUoNpoJtqqbs4K0ZYsxNBUIgtSFT+/WovWhlLJ4Xi4trPlgwx2h14KEH5D",
-	"/mkfb93a3PQX8DznE/uzKSZ2iPDUhnkGGlMnVS6Q7xB2xQymMPtbZdhC2ZH9C4Mka9EaH6dSr0Vr1zIV",
-	"9n9T3R9bc9LusWJgheJ0pOQh4++wjRelIo+UQIGkL2gyqmLv67z0J2/i18FVA03T4nl/IK9FO8xig0Kb",
-	"kw5tUGlJg9MbFMCAiUg0C4GHjk0WykuzWCVXQowSNB9R0qEkkzWl6M/4tN6zUt5Muf2x8n4/7TvXkIxi",
-	"2v8KQ8VSwNyP94Vhb/CudevZtcOoASKVkxS3rzUgp6mX8P3eGUMTYYNnmb4R2LxgEtaCquBXW6/bXWTf",
-	"kf8t8JlKF0x86gs7aizR+WQFhOMjs2cU2hNgPnPhn/QSCC6G0gArW4jwUiY3NkEZ/0HoLjTdLZ1TAaL9",
-	"99+BCjBpoxZy01+I4UjnPJ/ssASNFtPjWEZpr0BJHiuKxxRyKNgoGzsz50qMinV8Vi7sPEK56fYrNtDj",
-	"3LR9Hal/naOt5xcFdIPyIlZjlQljmIQLAEABB011kTDJ0IkHX+XI3+CTEN1eFuQo0gdQAVapaZPPduPu",
-	"sM/wsC9fgi2sxA2ODlcrkSl8+82AF4SV73WsYQW/ErHihiXwoJ5MTTIbQqZUxXeJKwnV16kVtFa3kHNN",
-	"d52hIP5p4ycUBEtWcvoxPRLELr17vtOEO+WGO7SfVQDqRw1A8VClNegx76RVJfCtXDa74w72D/ZIwIci",
-	"JyFwKxOhn0VNIN4Aj7wMiZWT5CDrpSIVpC+oH88aZgy/Cg3T/kD0r6wUvLRuQYH2G3gKqAdlHisf2HZ6",
-	"zQ5xltW/izPgt8iDVoqhXMM3wsvmneldQgijGR6JnAzVbxcouw8Ty3+GU4Q0ybM3ZS6Mzq7FnMLjphCC",
-	"1leGQUsU29rcpBMA/kzBtOqLDqmehA105jjCjGf1QvspVn2umBEicsYZ0Dc7YwYRhnQf+y/6zsiROZOe",
-	"NMsxzbTSMW4TpGiNFSpV4Pbqi3aXJWSXJLB/icwGBsYLlmoyeqQpIjbg14K5wIjO4STYn71nToXQFApp",
-	"oQvZ54boYaVKMQgwlmbAzzNh7SLnQydWF+MZ8qiQNxp/jBWMrbmVHVap6jU/DI5M+aJHKm6uDmG+Gqbd",
-	"m7rN5Qw5v7R9Pc6gf5adl1evYpzPs9ECVo+ETSO6zLR4A4M8Fbm85oW8xs26rJwDWgsSUZgJ0uO872y/",
-	"lkejhthahx3nOh33rRAorXVw7Kw0wszuDktyYbVvwkyfZ9CubmXohXUqlJGpYMmNTItBwj6xZCDk5aBI",
-	"oBPNtaZzMxL9goFoiFWLA4OqKVjoBN7osLusS07HeESvPBcTTccEP6gdeRc4m8QqF+vOqIdeEowYJV2W",
-	"9LW6FnmRMHeJ/wB3EWu517atKnCOZSdWyV9jnslikrDWVqeztbnZZiAihLH3/3skLuHw3ojzEdPjYjQu",
-	"qMcFCrnlUBZ0ou1dE+/w4SxbsYsuac3prS//Bn6oSbrQNYPKQ48LQ12GQ2jM1wqWDJ8NLyXrFtBHvGRm",
-	"LStX3NpCdJX83IbuOx+FLkczFVbA5XhhymhCBJAnyYjnQhXABlN6u247yjRCNHZCPTDVZ7mYBqCoQ7tv",
-	"6D9DLBgd5PZsmm84V2/9wKcjtnW0phLvFJsFfDBzbSjS3ubW4NPr4fbVL+nf/vr1xsUCR7wYlKFAma7V",
-	"lU7oQg75pw9CXRaDtZ2fX0EQ0/1za0YE8KGIxWtz85Sd1mDrWc+1D+NPV2WQP4T69CzjwS7QF7dwX2fJ",
-	"0lt4slMadYYqLVOU4WB9gCuKFakIVDto95GS4NdcZpDbQ4AoaahEyBrhgUjvc0VmIdA82ieJ1KpUhxB9",
-	"TizkfZ3C41DKV1slrWtNhn05POKoo7Els8AOqnLjaOTag56faH1IB35qhhb2O46+vuXrO4SNDwoggxPl",
-	"2/9uKQasTTHblH4DnrHxp33IFTQmuwP/wkxlXHcorj6rnAABkwhozlotuSgrChyJjM4dI41jLaeKgxok",
-	"CogCqVyCFsbkQgbQgmGtQ/crEMFWKh+s2KBPKu8JQFs6lEhyrLaOQzy0u1ql9KvkBNpdRvdiGsTaeyZW",
-	"lXsLDZSqy+c3PPQWXI6gWqH1TKx91tS00tLFkIBRHfCxjCsXmEF9W8Yl/mk3xso8xCZtnBc7JY+FR7GM",
-	"VejaYp5LIe3KGLyPRnIsbQGQG2wZXk4HKF3ICxl0ls/uuqwbf12P0YdlYeGjqpVNrGUFEsifsbL/aV3T",
-	"0/G5f77xQdlCj/sDkVqJjpI4wZeknlI8M9qjIBIXjat9KnSs8PLZjDy7WXZY+ebHx/OsrAG7sV+Vrvo9",
-	"FrRsZtlU9Zyqravb79X1/vNLtKx7QxS6aMPoG1V9Q4cdTtc6UuHYVK0j4NxDrWN3UX1ju8MSPCZUZ4AZ",
-	"DjuUWOEP1ogxkb+MTAsYrP+5y/g5AGPi7ee6GMxK49UPxLcu3/P4ovR11QOBGFrwjXCR/0IMKM4oPcNH",
-	"VYrPyE441zoTXD2wsxPO6W0Kyqpb7EeqJLvTWZ7SYRt22dd5lt0uA3oqCsMSey+Y5FqRUmvYkTXdhkVn",
-	"oKxiNdA31pWYoBQnMNoOO9Q+OH2u00nTOTzg+VVdN53gDn5AeLPmdy5UWGOq966d1CHPr0QKB3SluaY0",
-	"l53txXqLkdhafsOb0JC6nQlXxYIvy9CDJ7rkRGHN6KLkt7d/A5Ebq1LGswQv61lRS2Ez+otME9bC6vzg",
-	"+nPR52Mj8MwQdxG55LFCbEb2du/D3tkeHJwaQ6OzDaF0DpQIGIa8+gEBUDqpkQCHng7xAM64cjFGXtD3",
-	"2qMbLo5zrXPRFxLy1LmA2sHGcjxF4zgXCzRsdZ3+KVXqm9XcE1I3ohn6Lpj4uZ60q8AGtgs7EheRaSq1",
-	"ntLU+35gcD/gWfpK2fkjW+Dh36qO/Smg8Ff2mDTsUivxrUFZvudqvPLwYDX1w1v3FUEaMZ2l3rrH1DBY",
-	"+O3OQhu64tqufSMjM3zpMmBqla99bnVx8w3G6rfN3SvLW4hHo0qxG5Oq0EyqdT4a1TS4IzIR16DOXBkH",
-	"N1dIBzqB3XYD7WQoRoe86A9IC6O43GEJ/JQEv/ECL4+C/rYE7dRYkTwuyw94ETYxQGOX8Z1dWIMeThn8",
-	"zlrkM+oc02A7sUI72P7sqFvREnAoBy6uXqmi24EYPQwJPtgXBhLzgu8q9DF9KswLmgm7rJJGZIdHZ713",
-	"Rx8P30LpxW6puo2nhrMavCKXgSmKJtTJE2Cwv+TSmzaGD0WsWhXbJQoNl7anc8VifZrLwPJn25ubXSoU",
-	"CgdQZiG2N7cag+2zLISHK3CYJTQeKaY9ezhzqnsVFnfapZxjrFrLj6LhIODus0DjLsOeMhtWVRs/XKDe",
-	"GzWQ9btrkGMxRuJkCv0VQUQbIpldZr0v7DqS6TI4iuEAF3kz4bVT6UFVXEB68G/81/7L8+2rV+J5lzjc",
-	"IeIPQiBdgTo+FSApVV2eWx9LCEDeJvh4t5NZCYTwWFW2VBmm4I7Wyxou6Mr4KOfSccnwwykmuTryTYbA",
-	"bc59BEUfjxArXZ36elC2fuaXicGOsvGlnFcseQdaKHwmk8o6jjqf7LDzsUozkdIvJlYtOycyAwxL7HOW",
-	"yhTWE6KcWGusRhy6/KRrbKKbWSpz0bfPbUfMQG+n9RRNNr7sWH+K3o5+6ZAreWHlQoLMtdNMg9iyJQ1D",
-	"SEuGbYZWzKS84LGyhyuX5+MyiQfDNQPrfuJTe+XTXH2UdaJoIODCXnD42ELD8/HukrvQV1W5PqFccGNl",
-	"jnLkFBDAZZfcNdDjs3s0aT3HgTgrM3pMq/yQqE7wimUiNn5ffP+sVRDfKXf2yC+DO5JuYebB7DcQrLx3",
-	"GwE2y1gBsADxU83cHKzliRPsbmvvACFKJqjEUV8QEkpYPAiVxH2divKQsxZ2siBpS8IKkWXGJz2IpSVW",
-	"9FDV7rB3ogwL2UONRQKAsFEiTPR5wTN9yVrJtcitqEtKogdAAuKFMEU7itW1yOWFpCDG6T9217df/xwx",
-	"lBeIgzBTYjBe6KHs84xOsTvsXQZY15NYOVKY5tulYZm4KBiH99xw02G0gpWPI3VP5UDiGuYjkG+lmdRh",
-	"u/4uEBSyTM6Ud7R07kRoO1ieX2P15ujw3Yf9N2cgb+g5Omc0hZWJ9VyflS7Ppp6grjXEvOSEYZ3ngl8B",
-	"pc84E5WbFR+6Ck4SeF6IjbPGAqZ9/C6cuAcKEVXe8Ui9L+7lC6APSV3ZLeUX3O3N5xFP+XXxHW+0ushk",
-	"v1jFU5rtN9qvpdVQl4uNOiMw4DbcdfdlyM1TMbFyOobe2qBj7Olq77DlNUysykr1oNOGpJqpyDJ9cSFy",
-	"E5p/TvhZryvElijPlJOJvkjf3yODo4cWrHuPNKzP+wMU2qk0V+xC59NfXxRZwozoa8g9uBl4+fPmZrvL",
-	"kgtQf1iQ4/hHSTTr0QRZxlIrAGJFl3bY/kXle8umILqC6Jfd6OBBEEoucztgcxoq5Hu9ucn2D8/2Tg53",
-	"P3TYb7m+ATQkrxOUEOkdrco3foM+sG1JL1okUGnOvn/jElYxtFSWlhWfaefPj73ONTxn7ZXFJ55gNKtG",
-	"pWNHLZB/XVbtKQAeg7ugczvjZsBGIu8LVVDDdxqrVkIVNv4zeX8o/uf2uxvBrZhL2tUyIfdwL2kbrEWV",
+	"PdTS/j/2/nW7bRzbF8VfBcP/vUek+tPyJUl1lTV6rONKnLRX+7Ztp2qv0awtwiJsoU0BKoKyo5WRr+cB",
+	"ziOeJzkDc06AIEVd7Nixk2h9WF2xeAFxmff5+zWT0eMkIAdPhX7efwh0kP3Z6DV+AQM4EXtUuMoJmqbD",
+	"Tqp0JsQZBSUVWPMMNTUp4ybkQumysbI/edwaKuxtojyZz3R53hhhnLEidwctRJp2UH/u06vFKliyJd0s",
+	"3bdcZR5zJm6KYBEXQvZNnaoFoD2O5cbT0H8Zak+w2eb6WlNn/w70Nks7XzlXOOpdqHMfNvYY7xKaPvYi",
+	"+or4Qlth4p8QdhnXGh2lSpcpscaeTHtxUM/c1JBfDkamizFF/JMiHMn8iTicldMHh3qc+8g9BBUH0u7s",
+	"SYOJPgdd9pYbODoFNoMtFzzhfoGaOgzcmsC3go1tj9TysZOmfbAES99ic/wdmMPA2ZrA9EVlCuJ2oI1w",
+	"+EeygNpoKcy9uuPrIzEzecuzzDhug6DJkhsjTcGtt23XmBKK1QqS5cPR6C80ZpR9juYFsBLiZS7F7HDj",
+	"cKL+rSUwB1bL/5aD/NVNmYBgGQxVoge+AAzIrkWoPant2k/PGiqcGXr0r7FQ/aY+LW1AqzqAvv6AFy+M",
+	"Oz2sJVXfzoVUV8tm8BZjdUTOEoIPpF3Gje8ZWGSf0bfQXHp2xHJpmzZdYyIMYnnh+Z0vgZZLDZMUgoYF",
+	"8OEp1YqxBAiUIVJGg2xCTzvtfXEcwT2JYSGz6I+LEol+rAqZ+UvmQVWXs/C1stlLxbrxOaWsqAOKzS0Q",
+	"h3x02lukB+i6+xfyuhc18RckfFzohLVGuVj36xAx6EwhIn6ZEpu5PS3JtZjQ36/FhPnfKoXcYxWMeeHw",
+	"KMw0fyJyrh62MHy/GuJ55KqABykAePB0P64SKbzZmG+zQltI8mkHilcsp3ZAyjYyGFnpa4UEgOJAYhHy",
+	"aVNUnkvg4MzSMmf0S5m7qeh0wjWacZpnb4vla6trEbhlCyUCXdNQM+EreEvZGDWJ8IooqAggv8h+gWp5",
+	"pvCQztRNlyKHRuEvQ+UOew7NxieZft4o6OnJFBlmWM3/awPB5bxqf0fJqWtV/wvReBcE5CpvbZqsD+B9",
+	"7vahTPp+k3V8qxjHByCNpZnPXrmbcnbQ0Jr8FVgn655m+MY5s/MQGwnghsKdlHRZ+f0sE5cFA9KC3Cot",
+	"bD6oEx0GPUEvN6M1pQv7YhplGiDrHBJW640Ut01N4Fmmb3vYzT0ezYbpcjy6jkuFig5cy9GMOpy5tXdY",
+	"TBT8zTkvRL7bzwTPrapqL5OHwHYAqs1usEArhd++5Jti8/4YbX5B/5VP985HRW/qgC74l/TlufuXZ+6d",
+	"2t13BmLfvgcQO23SWcz/65fIdDCkQioG1zesfePqN9TrN7hZ+IOj2Oeq3re2eDOYiSnEsDerneoMfp7d",
+	"SfV5vmgBrm6nQ79MzlCUzX5kWdzqoP7JMHb81mBhuN/qEKbjQvdcjpP6pYWylk46Ax+sesfUSXSl5u59",
+	"OwygwwJb30SEF0YSmqAErO6TWkU4dqkGIicc3Bm2VyCJ/Ijrw9mDH4aAUUkDIjfQvaD0xQnkoL3MK+sE",
+	"u/T+qDo7szUN8HsfiuHFfamlwciG+18YMChyPUXbjdEWwuabprJvjMUc0aOc7gVs5jDyAl1i9kOJORgH",
+	"0RB4aWCCXDQh95uKd2CKYLmnVaZlnQAaKQiCh1AGSNJes1pqSNj5tSgiUImikIVGZuJRLvvIGY8gzUgb",
+	"qsLBbU3ZOfP0oxXw4HB0WbNebKhWbJK6D8CxsbQQO8iGkMK9epqFgqmB0Dn/SLnmHmae7cYCV21tZ+1q",
+	"VKy/6mwRGY0VjWNEpd9aYsl8JrGRn9sVbuye7LNrMZmhkZXosD9yWYh1rbJJxByYCiKd1Jbj1eavP89f",
+	"j2gN8lnHKpt4iXzBjWiGzLHjFCodaakKZi8D1LOWzhmlQwAZ/VLnLME/QJlVEybOgiQ1LUZzCTbP3JIi",
+	"07IodlhCc5sEeslP2rWYRCxxn5XQbNnbY2UvS3MJXIsoojFYD1FwByFDDrv015gO2yWyfQBzMlYHQJcT",
+	"jFyk4Ogb9mp7GzOYPoxeVv7gXgimu7qnooaNGK1Zo1l8LHq3UqX6lrjB9Li5cKgszP25Fq6HBPZfY0E/",
+	"08LXHt5Q8wG/M/wdhDgMr260lgQ4cyxXnPSmyv1UZG5JWuU+YkqIlPBBpzjy2xUlMhKKS+j6LQY5cD9F",
+	"a+45jRMlTc8zzDRikw75NYEiQPEa4hXpS4g/QzK2662Ocvc5ZNRG+n/K0DfQr0L37MWEioKCzv3KZxtX",
+	"tgbSDjLOhRPvSfk9yWwCp+rWasKcHo2pjggguKzTU5YoNa35QmcFhWjzikO0Ec4RRcdCVpD53sOSesv6",
+	"/nVOjooVcidFVtMAU8a8VSxQ0lheVZmz7UZvoSTocAd7xnRByJOusSeRYPEqr3j586I1ma2ND7nMvkQd",
+	"+xYUAOh2cF4EO6NRMtdNJZIIa2ZYjOA89/OJP4bQaniZ62GPENnshTf9Gg41XOAiRFBIfCbyGwlxxoG2",
+	"XwFP71TvGlHJiv31ZT8XBaAO5sXazutf/oZFNPRMc9NvCDnNEGWJfVViNzUIrlyPrwYBcCW7EJm+7bIk",
+	"01cJtZpYZWxcVYFxRyHTV6GAo/nJ9FWjNAvnbSpCmHNl7KfZDTPOZTHpssSYDNCt4e+vf/kbQhYCPFv4",
+	"WoUUlLgSxjTnQ6sr1ISsLXKHqXcfWP3KEs94fBoYqM4AtpY2VBSBeeJyyvUTP92uo02Tp354fsLsTyC0",
+	"YOVaSgPV1RCQOHOI+1trqN0t0R+VVus4GjSR7O6oS7fXL6tsZP8njs3Gzv/1ZzPnX7lxG4fofo5wY4HJ",
+	"2HXzUOJtl7ZltKy7sP1qGUsSz1Dz0OwctexmIxazzCQRe/Xza/q33ZNVJuWfX79++XqRiimPauNboS7w",
+	"Ttti+/XrhfFfPP60WeirK8ewdixmO6on2fhK3jN4c444ltgqAs9hWBTWZcmnzwn9w8uUPi94pq9eGJZx",
+	"oJQAGMlaq+CnNfrr2s7aVudlp6F+1V9Qn/Df8QeAhIVXs0JXwR7rQ7hrMets7fXB3Df0MduN1AoqH/lk",
+	"fl7ifc77gv1Dj0YePOnrZic8TcNU+aK2e+KLZG+d5mEeMwe9iEFKxzBumLtvplFMJBHTJC11ex9hrBK4",
+	"PoGQ0gyK+9kCEnxu+nXqzFe95l+W3HmZ5sg0BdV699t/h9BDy/OCEEm7iAd+KTORMPh7BU8Y8IatAOsL",
+	"36n3anMzYv2B6F+7Wi/BBlylmcjr+ML2sWs7a1j+cCEVzydY/jC9c/HSxk5jmYkXhl1MCoDJKZC1f+tn",
+	"dih/6wIULUtFga0h0CwNXYT26mrhE75/7Q6T/SDzDHkQkJpY8Ynz3jxRLRwj5K6ImogwkkfpZXstmkd9",
+	"MX8Cu54eEOh4p+bLvRHmbalpiwKyDfJtG2finxQXq9Nu+DrAknXDsO1XQHRsKEtYztWCGDZ8fLPeMyIv",
+	"IEB7rvU9uaLegKg2WJ2LhH8QdBeqyCek/jD5bxhXjALq+LPHKp/RG1DJV8zqDDDX61Rgvr61/bKhP2Bq",
+	"NyxIKljDJJUYC/A5BEetgV/YcoqpNOQgrtnFnAj2ZCmI2BX5ZIZ8vF8bACwXAR5Sff/FxGeNIHgpeH8A",
+	"5I0+imn3N1wcsUSNMyRLTOK1eC2JVSoyUcBFESubAujTuLNQDTSpRNgkoHRBcbdKrrupYaBRgpgml20X",
+	"TUQqRFjUL75kWVxN55dNCVDDoG+EnaC1eYq8vGWaemkRTVWT1m7QvmnlPVtLVQndRWXTtnRU8h7lFeYb",
+	"W4+BzUdnXrHPUOlV8qhZjG4eRijM/5HYsjIA4xKwaVyBVKNNtEQV9qKSHPuJL6BqwED02t/RRdA4g1iX",
+	"oH1kwfStwhaYorxX36olK7eINWuqGs3OK3JhDyBsPSlnv0akCnNfLf4O998wpM+dXQ5ebaRZ5qQ0VY65",
+	"VaicoWDjTW1uNwFT8JCzABn/nCEb6mBwy+AJ2NlcHukNKb8WQGbgI+/f7YKe0N0/4/58Zfcf6x+AQ/AP",
+	"PTbCCn6prmZ3KbnqSmu3DYI7wKZfFv9B56MBVwAJMGrSxdSB7+uWcmtRE+YmhCkcEuEMgNqQYtz07B4G",
+	"cLmGN70d15jSTRWEuKwOWlCqV/ukeYO470KB2YDBwzOIeJUQ6v/E7OaF4LnI37kzb26ue9XKa/on6nPy",
+	"OOpGxkkF7gJaCw+lMVJdRWzIMytRRBo5wvuI5eJG2/WxsvQ212iIGAaQcgQTRBgZsXq1udVhRLLI+lpf",
+	"S6LLwHSqR73SiiUBV8RPCZoXGOgDdnL7oeWqDIpiBPlLk1+eNzfanjrfrdBX6Cx71idTGdBSfINU9hsr",
+	"d+/uyX6HnXvGJ1llwXCVqONisJHpK+s822cl7/fcX4ci6bBdNsSZZjqPFU4mPq/0MV/iuPs6FSx5c3b6",
+	"rnd+/M+9o97+0e+7B/tvaaasbVDC/lCIJKRVLOeOj6TdPrC74FvewDQ0RXkr02SdluZPa/2jKEbHkCY/",
+	"40NxJgvx9wP+EVWbfRI+oRyYuen36OXT47L7XqpL3TSg7HJ9oKHCGneszvsDAdaPHajBFESHnd9qu0CG",
+	"mQHqd+vq6T4UM+/EKlY/wT746adgNX/6ibXoS5NgfAnAiWBwoEpTibPdtHtixaY2UDtCOEGyB4Ico7wR",
+	"QDYBOLfIS9ctR1gBo/npJ+iQyGuHhbXwfIAfkCwlBZJgPDjFxo4aWnsQ9hPn0nTYPoRChtZOh5MKRqUk",
+	"f8n5IsnZ728QDaW3e7IPkFbUKWSvQuAb+4J8rKxRAglOe1GCKZokdINxOmufCBUP5al41bHLuAdXmnG/",
+	"D5Yo/Zp8ikGkxms7DL98hA2z+Omfky69wkE8042xsndCE4G99VMMgMflUzyuMT4nYrGDQi6vQRuLXvQZ",
+	"T71rVRaZEZ1Y+dpB16zNcpEJbgSgnVlv62Iss4JNhAcIfL25FUqBo+Pz3v7hycHe4d7R+R6IgFj9LlQK",
+	"5mUhlEGkq6Cq0Oyw5ON6bo1C4PlJyEZFfoB8Hen3110sEa4BAz5WZWWiNMyMsVS10KyVWBmQ7LCtTcaL",
+	"QgxHBVbsYmkn/Ke/t9217x/yj+sXOp2sQ3QlIRIELA4h34DZ3yEP3nIh7C12KH8DP/s/z46PIvZy2/9h",
+	"WIvimXaXZTy/Erl9DigbmMFYvdp6yU52/+vgePdt7/z4uHewe/p+D2VnJvuCbB+ST4izXOWO0SOhkFMH",
+	"6FfoJrNhr4U0cpGVydDjilyi1Kg9wWtRJdK/iZF+qKQYybWdtZedzc5LyJQWA1D3wSnoDzj2rl2JhmzP",
+	"b6UIcC0qSDBkDWzj+/lMwLdQJkqrkFew1bgCnIFYub5R/L2F4QCQjev2YrDZIowSVFGl2hFT4tau6aXM",
+	"TRExnt3yiQFw57QTqyON4Cx0SJgSHwsAw9hB/Gfq8WMGitCRiyfP5Y0VSomRqi9c4AI/DFp+Y5WUTkeC",
+	"8AC5BFfYFdzzAuj7uEM98Jt0P13bWbPT5UnrDCLV86EowOP4V7OxXl6ycYJsAYuvE7m/tNZfdnbMfvl5",
+	"c8sNsuY2NlExJW2CUMSJGFc6DIAGYFexsRrx3AgIdSG9sBen29sMjAkA8Eb478Cs+GssIO7plLfEdiL0",
+	"UKpe6wyeqFqyqe6P/gm9Q+CAwP7e3txE2HwIxVJXqdONG/+mlrLy/Yt6/ysuJtgXsxHHYQahCePV5tas",
+	"h/vRbnxQVggKVdjRCQAXeLW9vfi+33kmU/geT5jzavvXxfeda33I1cRD9n+O1l7jbM2/zzUt4g1LfNiR",
+	"LvbtolqTyX5X4Iwgy5Z3Q/71p11AA2RVEzpAgcR4QcfTGnr8CigSd52kWQMCLEr9OxZBjP8NeHEGXH/g",
+	"xH36Hy50ZNXD/28jZBz8DP5mc/2AfU+VQBBR6Qzw+yPsHCKcR0hyqK1ojAjxTlsNCd3zQFRgzX/QTtKE",
+	"z+vrPEXOmgtrbFod5Ro6WkozoW5Epkei3WFn8kqJdIcsx1gl/3v97Ka/bv8MdUuJe3Kmb0XeB5NAfGT/",
+	"ONx9s372j93t1z8jjFWCtoY1pEzBhyM0Nzr415zfgg4lOy+K1bWYlIZn9dFn/9hdt49N5ZWV055vfEIh",
+	"4C6jMZ67dyWxkoZ9UPKjK4ViLQQkcxHqoYcEfrm5yQymViZ6nLO+ncq2f+Y/xWR9P8UH0mtfGEcHKdMO",
+	"21UTtv3xI9odYON1rVoqrSnWeml/Vv1snIq0DUsYKzLrImojStmlNbFhtljr5SYzEduK2HbEXkXsF7JW",
+	"TLvDdgtm7bCCadUXOywV6RiljoiVVqyFbcsRMcy2UULWtEM9EzxrHY1b885s562yN9bCkAGlSLwAnArw",
+	"TQPwy48wA0EJm1vtVGQSzGEy4haMyO+ELxvRiVvmcNPV+KDwiC0YD+6iOw3mT7xYmOI3nU4eVNWgeqkO",
+	"5XOzequHKxDVjbU47foyn0+bv91BMewl7ZuSETVlLScTy8KTLBN5245oSuPNNBbfuOwdSjfHFIFAlUAw",
+	"4a2G7c1txvGwdD24aawcc5+j2201svW2w/R6p042O0VmGqv7sZkyYnWFvL5JkKmVF5x9OD2wByBW1TQ6",
+	"ptPgK+nvv4AfQ9slYoi15bLFMsc88Q50cDl+WPuuKFZ2He1/NnLJApnZZCQ87374GRgWY5lVpNI4atlY",
+	"OW5Z71fDGoGJKxGEfIyT6ehaEzYcm8IBDBgBfoA0sO59Dt33aaxapev9anu73WFJqF6ToEoRPQNrLrbI",
+	"ZncjoKh/29FkyALEOlesSvfr6Nvd9G5vvvrFPiTnfStDCbZnoIEQ0OjshviA7VZAzRCrkikYnJFRLm9A",
+	"gWdaj+yoI3Ai1jPdR8Q6hP7J169yngp2tHvexshd6HHGirplIaXNtn5FH7Nl3UZcv3aTs1CluF57HLnS",
+	"zKO9lKDZflDhNs+GPqft6NQjiQyypJewUH/jqf+0LzC+t14uvo/w0861PuA5krv96EZ7yLPebKlHa/X4",
+	"zdrO9ubWy+2fX/+6bd9Uj1QgAENJzdpsos/URMSXDPQbGJLE0EIYA2S7mbVn0yAgSQIpVmS3o8hCjIoa",
+	"djQLBd/mr4wi6r2z893zPSsGQ/h0Z5vHCnDZX5j6z6ATEucteGzuhLUoc7ID0rXLEjqP8MRL10AYqwpk",
+	"CX0r9eF49gWMW4b8C2AyIZg9A8gbamfB5D2NFgxjx8AUKg5UGYxfcalYi7R8N1TxTVIPaSRCsXe3GAnc",
+	"uTuSQH2erj2WPVYb5rMXnDj96K8Ci47j7/Ihauuagt+DCt9ttq8tYzdfLSWK3umxohuWEJJvtLrMJCao",
+	"V1L8flIcdzzjpYQIZck15KmbgjCzpXeJEPAMxHcdOnyRAD9WAQL+yDonDv8e0eKtXewDIyXY6At0UypI",
+	"SgmBvMfKi/iSm+1ff3ZkmoDcdGlysPAza19PHAwbkymoADQ+PbYS1NbFytUhQfW7r0Qk8CRDSPpUibgz",
+	"jZrfbpL+8Jlgh7shPIDsxx3x/IV/bZzfnPQn9sdcuMVbif6V6J8t+t8iIl/I9x6QiEL51mzbfrYCcB2S",
+	"d087LqUADl0DplQscVB1Sax0noq8i1+AGAL2IJD4c9m/nr+B0oC+nROjCOUDQaNcQYgix9C0tCP0qKkY",
+	"DiI0dIhWRJSER6uej0YQClmYL3Tf88VSMVr6jjM7FQ6dcO3Rc2n0hYtSaohsg5PR+boS5wcXBB+grl6l",
+	"AUKlPxeLxED0yFZemIizR5J0HjSZ0SABmNo4OjhroNjz345KDinW8g+il9nnm1ghQt76eGTajmfKmmFE",
+	"zRRWGE0Zix0oXGP5OBMGc3l9n4pAxiyMZm+4+HXEZDWy3KIoLfNBWhilCwpH01FgqPmDFXHR1WIyEhhj",
+	"D0K4HZaUDSPzYuTeQr1rjPy8BM2uRX5B+klXMxIrU/AJyOpLnUOd3SJzMkgYII+FVn2ihZphX54JldbF",
+	"6XO1MZvGugrPruzHb1FtvCGUUCf6sAaMeZnq5PODBoeJjO3bjC4giDWqKkDuLMMLELnDjmJ6uDTUbx7G",
+	"d2cL0IVuOL782XvhtWGuhONKOH6LwhG38YM71yX4+yO41keaQeEmK089a4mPRc5jBUFG6+7KK6VzMBWD",
+	"PBNR5TClHTcT5vqDTyZj1sVCGx3j96I8+GcOZ/4BpNQjOrfLCAmq+Fs5tV85PW3lst2Il1CzSVv13kev",
+	"jPY/0vGrbZfI03rFyjMTjY3Io8BPh7IeH/KKQutEqqt2RNH9kqfHcfPEajphEVEnGfGfupKhgptr6+il",
+	"vOAJ1anOCqjFal5EjdUCalE5/kYiLCjO9zGhIPrm6KK800vNctdSpYjXtki8lPxG32/grfzGRVKq3Nsr",
+	"IfU1hdS7cZaFnIV3E06w+e/hCtWBjFAoANm3/SPmOAnXqOUwWGSxw15tbsbqt923vdO9//Vh7+wcK6DD",
+	"YshK9Rs2uy6Hm9ON1ZLljV5mbr1GqF/w1HjB+lxBK5xAElMobLUvi1UqzbW/7/XmJts/Ot87Pdo9oMQq",
+	"oOtciEyrK1Nxt4C1m7AKoNzfvuBajIC83gq8HQSXTaIQiYcKGsktJoJKoLwAKSULAxTgyH4vU6xstUcp",
+	"ViM7FugNCEsyATynDC8ynZdedpOgq+Ndza0y9A1xG5c6H667dvzlxMwsZK2l3LWth0vdBgOYL+mUuMX1",
+	"7rp1kKTa7Ep8M7WHW6+XeZ8Zj0bQngJTcz4ZrVwzfzoYR9FxqXPAOMzn9Rw1Bau2/vbL9uu/TcWq4Nhu",
+	"fIL/2U8/391WPBU8hY67Ws5ilOt03KeKDNjCEV4iQ9llxSiGh1RFjBW5EKzFy4bLF4YhvjQWa/P+gBCt",
+	"sMXTHo4Rz4Uq2hFCDUBuQonKaF2nVsnCKwvXKo12rkxDIzfyIEOZvBaMx8qjGShKDiBWnSlywYcefwHg",
+	"3Ul/JG9QYqzb/ZwgtLv/21tpRkTuuUP5lrmephOPc3typhl+oblkxItB2VpCCz63q6TsehyKtLe5Nfj4",
+	"erh9/Uv6t79+vV27T5PjTxs/VYXkYsS+RqkI3+aAAu0HYuMMvLVhahvwlHGuu3Cm7Iz8PSboQvcHbC6L",
+	"1wA6anajzeeV+fk1fWQ4ZVy5zQ2LuND2LMRwBLCwM4XbrpqwyvIAmhW5uAgta+UIFEysS8VaSV/nYqPT",
+	"6SRoIyFK7rrd6rm8GBcijZV/rRVIKaQHLyYskWnSBbsMm8TZHu8PCD/Q8In1QyVQpRG2Cz4ZYlml9GnJ",
+	"oVWUhNV/q8cZiFnFbnmuWHJy8OH9/lHvcP/sbP/ofdKeW9Rx7mfnEd27ypve4IwudPLocrcCX+Tq3XEr",
+	"f55q9+U3XAJ6G6m3Ipi26vYrf2nchBu4drP9oObNiPFLMAfhLYH5n4T4ZEmJKlG2yL0wsZrGjGtHtNnK",
+	"C7Gb6kIwVK6aDbniV4K1Xm2+DOm8sVXYr5A0hJ9ooJKoskkSLH5w4DRWU4vssg3lo4bl/Jb6iXP2X7uH",
+	"B9QpIFX1QRM+JJRH+/vGKONSJeSwBYO4QdknUq+3uVUSsUrcL5WNmOyUQBAAirJurC0giwm7lBQEHwiG",
+	"C9bUJBarpI4qkFRrPbISmkKnwrQrcCmyJLJnxz4TBy0YLt6G7hdxcPd1nmJUm5rRrNVkbRxwyTnyzXpE",
+	"Gp4raXeIvd4hN+3EaqxycSVNgZ0SEMvKOPSa2QvNtYQaj1Zyfnx80KtLkqis/i0xXuge62Men+yd4mR8",
+	"OPrn0fEfR/YWB5JqX2ZYxvvXyFBFEs4Bh1Ld55VAwBj7sfaRMI6jvb23Z703x0fv9t9/wDfYJzt52CQt",
+	"CU4XvqX+GbGCZYB+S8CgyDIEACtPubm2gzHZmGbQFb+0krN/7h8cBMKVnY3zG3kDvSj+W7C3Hs8qwZvC",
+	"XDt2N9NhQJHnmzPZofytSU7vw+arbNtF9t9xjbPVmcCl8GgUEQ2okiW+VQ0ho4aI2GDQLcUN+1iV0eFs",
+	"kTsKMr0uUu75yHPxkaBgvTD6sid9/eCDGwBur6WiEF4iBTLRCZmvn0heIhDxTucXMk2FeorE8D0MjtAI",
+	"DmD//vXnFI5d3TDGVQTED1KGUOHnl+3ONopTl3e3Uoh3hlTctIpeYCfEqmYodL3GQQzGULBz4/Q0wTO5",
+	"usBp4yJW3rpgSxoXu4jlVJapbJb4iu61FGfgiOkFclYbDCIbB+W0A+OAN0PcN9U4PwzAiojeLTnZPT3b",
+	"IxMCWuuJVgQeTNfsHZ6c/1ePML6SDms1TGJBtTb2BfDtgdliLaEQiIxWWRNw5KvNTZYE4fKkC4RD1sWw",
+	"CxZMjrUMr0QRq8qwO22GdhZ2kk5hNCdgY2FtJ3zcsjrw9ybjbW2lO1B3fP5aflsp5Rbpixt/pT8pKw3x",
+	"pBrCHaFQRxBm5J2Vwyc5J048K5Ry6pgyHZubH4YT+B127vVEClXcBZdWtpqMm4F1BSDo4phtRZ5EDieK",
+	"wi/WWse43Qb+vQzkJe0dhgiQANCxLhQATaJow1QikG9e2ZFEsUqmvtq+/H9uv6u83llDxMI2pHZm6kq1",
+	"Yt8+dl5Ad7ZNv0yO3sdu9tMTXgweN0VfeePZQN8uHcDxK/xNJOu/JFRkpwW2UzVItNwRmx+fNACtti4V",
+	"HagS9JKQ//XlFNFnENjpc8WMEMjz4zy9WJXXur0MlCDAUCoNMNkML6AMqR2xS36j0bwjj5KeTeCXEIG8",
+	"mBAYj0pjBRBnASQmayUjkffsfye+dWP7dVSaAJub7S5W4hU8CzGnowpiZqwaITOrgTDF81zfEt4cQPZp",
+	"POoBaUJ1smJVzhaigDr7zNtj9kFz46lPAah5rLKJ3wa3ytUjyaAc4Gt48o8peO6CcIkz8SQQl18eZ3Z7",
+	"qCIwzJzWtSbhcO7TsDLYETMCxTvNYaBAOFD17PwYMXgeAcmwxM1IUGDINHQ7ELlw0FlA0Q+/pkNoCKiy",
+	"EnM1ae/UTyibPqABxmsE59s+3ghh2MXYV9nQGAPQ+SlIti1oNNvcDGCZN6koqIx/DLiJFVUKGxfZbJIH",
+	"CDO3S973o4DxlW94yjKWpWNHKw/gST0A3C6QPG0KCVUtEW/jI5tWA3U0nifgWCo5BOtZorfExVVWhVSp",
+	"KsBewVyIlR6xCrJastjB3Aeib1cpTSKGXaosSLJWkyQqLWPtUay86RKxkewXiImfOj4Qw1qYCTOFHgHO",
+	"ox0SNXNCI1SY99n8NVaVVinqv6JqEz9oK1Qc70sLgHetVQXGUmNKFmfLiYy5IX60ImcWd8hl6zpeba99",
+	"XbBq/MZ0ntCgSzpf+ew/fmvStyAlcPLnSoloto8CHGC3A+29jfLgt6S6kUb6BLoLrLJXm68gzdTsH3+3",
+	"B2Ep3Rnqze/da56/5YBp6r5qqCShZJm4LJge16geuywZioJDxwhWKVoLUhVRyTnpe2B9R4ldIDRhy0pu",
+	"eh4DM7c1BrIGYhMq9Sq25lyKPGnPNEKby6RT/mz0w8Pbs8Hn3cme/cpn0lNPfCM27Z0FwPdsBOMeu4sR",
+	"vMFHct2aiDODc00yyPqtc5Sha1IhrzSXV4PCsCtRkGd6SMKIqGnCxhIg07LjqVLPdInOIOSec6GzueGq",
+	"XeAkM8sKFKxuMiPRf2FYAsPaT5P2t6l+8dsXRZb+KSbMaYdnb5R+nUP4BZW+dRKVcm87Xyw8lO5Ps6Nf",
+	"y1kAid2QSYjIH5XxngCcvQVFfeWdXab40NUBXouSYUkwiH2WtGHUIXZjV1wrisChhdva3txqu55zzMBD",
+	"BuwOXHZQs3AtJoDKhJFdN83QPrqDEPJ8mu4E34cPQyB9DV9vNOMs06ZwUPm+F61v/WZiv3ShPjKDFkW6",
+	"8EA9W1nyqDE4/PanjMThCHBI6TJhObvyrsGaQSkCVKnQZmkhnAuGQFZ2zle2cx6omeJu5tGhhBI/J4qb",
+	"JfEsA2nj07WY7D9E2HA/FcORtqdix0fsHeMuFkTdDjCKqHModILUnd3N4qM0QG8FqGz9gqg1NFWPhdaU",
+	"6ziDDD17l+sh8P7i8WMaaICxFSZWvu4LVICLW2w1wxbd6OvnLg1ncRUh/xOOJKlqpcRO3rLMqzMGDftj",
+	"yXFf/+3y5V+/ftwevhr9Ms2vN5TK/XPryQxHXOq5kpYuAYogNMpph7ZXluTTiTlclTsLOvHRNe7cIwDa",
+	"ZQmxuPVck8Df7e5PmBIiRfk2DKSjFYqhJdphu57813oiO+yTy318/pxQYjVxf0oYURNVqk18IU6sWr7M",
+	"dpthpr+NCdwwXDXVtJQQsgEgiEqzA91sWCcCzIBQgKVSkQPPl0dOcBa+FQMRS4geFm5MgCE2iVjyP/CE",
+	"eYZA/CcjKqQoVmWIzuM3YTFrX18paUQ6LeNfmEpgDzBXIHOblI05sar2pwQ9vCUvcNC28Yf9fdZaArkW",
+	"4tqrIp/EimdG++Em7uoEU+5Kq3UytohZsMJE+wJS5NW+EQYVLVapxao14sbc6jxdR84uLJBWKZNqIHJZ",
+	"iJRdZfqCZxHuS51TFp5eVkYKcGeLZgaovY++A+VJw45TSms3TevT6PtvlpvIWUUx9dWtFMZQdcDaDkBp",
+	"+HFeaJ0Jrr6G+sEVWSp58OBFeN+L4qnEInBCS4HJG4TnMrFCl2WeZwLPVxMddiqG+oZkm6/JcQ9mQ55f",
+	"i7zLpDeRWaskd8d3pjsMpREInxoswy0xsHP/zMZD/8FnzH/4fLQ9S7X5B2wwrcTqLD1ATB43fHngvNng",
+	"azbuWg0373jBamYcmm9HIqeupfA42SWG8o9y1QGxNqZsoW9uCmyyamifJdL03M10GJsO2bsf4ogtn+mO",
+	"mNK34bxXyoxXh+0BDtshz6+res7P9jIKjmqnNuSQX4kvD/SEus6VZbUS+i8E6Hck5WqcZe1urBoUH5ur",
+	"93JBOk+JRVVXJ/jiH13ZuZVYKbknj1RQOVYF4M9v0qV14nKHcQHMogNYdJgL9o87sXq1uXk35MQddnL0",
+	"PmL/ebL3PmLv99+Bx/qHuDhBdiKIL4gU2aVDHvyz398HPPhVVEXqHnndgOl46gp4AOSD55kEljycxG4l",
+	"vBwocFkYyJBUZNEC6MJnIz0eBTkx/ET86OdcpNOwlLSSq0zW06IyfgtSlxAXl5S6dRvJV6qv52Nl7hku",
+	"Bm4PKHWvJq1aHjmsXYUVU+Jj0cvHqseLJFYtuNOVGVkZnnFTtKlHT84sCTpzYz+1Q/9e7aDwK5eheav2",
+	"HnyX9biPUtFTnbfg7JxVf/hSy2WPUCaoAcNnQbDLjdd7RagqxkWHiY/M057Zf4naE/u5Vj3xcZSj4EhY",
+	"6zW7lCJLTcTEDc/GhMYVq6SQQ/HfWglCBkzoTLKWVmLdDHTRxaqaTAqXgr4cg72NXSSJND0s80vaFUa3",
+	"7e0OAJnlkl8AIZv9AEcABFGHyndrlU3oYxBT3329e4IXDzxWruMNRoYIXJAkgIKoOvCb68FzrllCaGS9",
+	"i0myw/i40ENeyD7gWI+oJR4vob6YoEWVF4w4AoBGjYkhl5nHidGK2W2YCUjCYF12onQhL+ngmx7c0KMU",
+	"DsyJVrOrlMKT/z3WUIff90SlSNUhLC5CqgiJlXX2Q9QZuV7E6uLPUxDzjayNT/lYPUjp0Tk27hWe2hwQ",
+	"7EUKzum1GBWdGQGkZyNZptKklbmc/VaYwSVf/LdV1+AqWDWzd3D5Ux3d0zWCnTyXnaipoXB1RL+ST3Un",
+	"f2rlTs1wp7Ar8i6HaTQu7p+JoTApOgu3uSzARwAnh7UycVmsQyhhhDTNsUL3hxX8WnjKA3AiDKGFmArf",
+	"tDXlSeuPRtmkU41YAGVpbv2J0biAfsyMG/9rRP+03kNJnhV4HaV2ntk2uTr8z8zjeBrR47o3V17Hj+d1",
+	"kIx7eLdjo8jl1ZXI56PlzgNHKOWlvBpAXh78DixDsWKv3WFn9i9U8zpWDp0kAgjasBmCkNsghBQF9PSG",
+	"bW9ulRC21ve2T2atCiVwOwrDMx4RrcPORGGqYhnFcEUyd33prp0l1qoIeeAN8z33nViBLVCIEbsYp1fY",
+	"nla2w/dcpWYSYQawCCAFX4RXhhdQ6LFJD5zjIq0UwVcK/tB8L0SJtHvQedm46R7ALFw5cl8iKMeqLiSZ",
+	"0rd3EZTLce4syn/5pyyXBLMHpNOY1zqB4H5IdfN9Zraq37lMbquOo7Vyx5bNbtVnLjgeJ/WfHq5/fazk",
+	"X2PM3YSUefaWX9mb46N3B/tvztudWO2BI5d8+nQtJp8/Jwxsn4HOUuA8CVuFXJN3KvoZz5FVJsgzoQ3h",
+	"s0bXYmJihfA5MJR6imhm8qW6Ob/H9Ev1C58oAVMfxOIUTG0nf4/u0J3B2lb+0+ysTW2/zBd8My2DDd/A",
+	"+CCZmzpGI2uCaKxZNbEaGyo/9unxFg7DelPoqXiPaxFy4zOSb9MN3rUSiJnvLddkyfe/XOWCvjMEyadN",
+	"Ht1JuNw7gRTUAt0xi7Q65V/fkbmjE7PyYeanlO54xL5iWomK6mI1O61EWSRKLI1G2aTq+zCtGGfpGHee",
+	"gKBA2x55r815EatMcKB1qEU5XNu4P0G+Ro7q4S4BzN47Q47Mkns2C0xkVWlCZ2elVsLk+XpkTyXMXIpq",
+	"5ZWtvLI7ZbW+zC3TOjMbJavvveO2x0oQnflIVCBUHD1RjX44jODGqiQkxlYFjEnRE+x1UZnB8tgeDpzF",
+	"cxiJy0uBSKkIdTKfAF3r7Lj87u+6DbvyrQspdUqK5xAUx0PhfPe45MEE+N0LG9RaAX4HTpN72aM084hh",
+	"tvWBjledyrvlsIwwF9yedbiCU1SeFTsyz2AR8HuXmKdTJ27hwTqDrxU/wLHCL12YcrFLYGhSfgBkfywt",
+	"eLjT88n+z376eQM3+kNiTVIXs9bZC9ME/YWUdiGju0ebcuVnAKsLIwN6/wKBQ1guAHUXVNqwMX4ojf0a",
+	"v5eelyNwHogNu3Z0PwM+zs6p4OmH0wN7UTLLQYA1W3JM9YdWwR+3NzefEv1xSQQF2ObSsBTXdVWV/iDU",
+	"NDiZjN9FinxZ2jUUDruKjVVd36KlGoYMY7WLP90CE7h/dkVWOAwFwOOWWeaI5DDCQQCzZkDklUNsLKSb",
+	"eu6RCWsl0KPSKzQ1wO0wwKSj1sPC7URT8IlhYzXGCUQOzWIgJjAYI4pOrPYQGmGW4Ksh69GD55Xd7qmV",
+	"SPsWRFrNgFlGtL0wZMKQaeg03krMPYCYw3NzNym3wFYqbfmNT/6/P9+/Mmu2JNQ54yqQIV5SpBpx02JF",
+	"VSY1oTmbIDv0WFdC5AuEyDRrsF8mYGz25T9UhGlHN2PgOliQZcZ+KYr+oDrgrWci9fwkLBJ85ab2sDJO",
+	"Q37/fpzdd9WT7b59nuX1JZxtv+liQIjGeXAd4Bnw/sDaI6ayCDuxShD+TecsQTsosGGKUndRqiZiiRpn",
+	"WcLyAIXOwwMbDf+ma2MFW83aQuDRtazhhemocZ7bzyZMZagRYYV22SaiH5gBsloynq3E3I8t5h6VTq8m",
+	"554OtutLBa4St3Whu2ra+kbs2jNR3FGDLLJq3f0PBkOKMcqGCF/F6TWa8SwDvhnjoPZRLXTJjx9iHVHa",
+	"7EyHxKOVEMN8cFI4O+WUrRTENxofXAFVPDhbtfdN63F5fUl+9BwrdWlOz2m5EaJ/+3ciwR7jQbMIw2G1",
+	"oJ8y46ZYv5XKsIxPRF5iXJs+T523TMVEyK1ELB7uX+Cau1+Az4P+gWhm3YBmBKqRxHBUTOo0AKU8IjDz",
+	"DjupsokEJCFDbq7tJxmW/ET/l3RitXREdL5zv5Jp30iA0K3UUuCrtaO4EncznOovkl1fUJkZCIkKx3k4",
+	"liopEdYP7KBT7njUI+ttG8KSt+40hQBR6OD+jMiFt0ZWGhIUcdW3fzfjIVQSOGhBpGnFEkpAqEfe9dar",
+	"7e3IiSsoJS2EalNF5rWYTAcbna8XMR4rrN8kaXuba3UFiNWRHW1COIo9cy2zzCToKepxYWRaRd++kUZe",
+	"ZILhhRF+baz8Awprkxc9NFsTJlPEOJREuuKA92kY0PI/yqXqyxHPZohgbLYTqp9PRgVqllwg47NKHTet",
+	"FdGBdGYXvH/NroUYkXZCpQQPbGYthC2wEsoPLpQf3rGftVZP7tgvqR6cgdQk9Fpoaqz4Zr8x594VoX6B",
+	"Nlvg7X9h2dyStupcSxUTpCuR+B0msn+kSjytxBfllnOuzOU8sKPQANWh0znLGo18uQohSztEAsiEF9oR",
+	"o4L/jBZWaTWxFmSBbhUbidxAE5H/LWKcXGTkR0VoJH2rEC2Jp0OpurGC/5WmyHmhc2AKae8A7hK8KRgX",
+	"0eRb2eKlhjVK7ZRK+LthF+OCrosVjbuUMC+xyBCnA80zO3qZRjjfUemYRzX49Ijq+2NVoqLYaXOEtd1S",
+	"2Jb8n56CRWcpfvcLQzOiNMu0uhI5AfLF6pxWNgejUlfSWzhnNQK0ZpQlfMgz4TR7ePOr8oHPnwNlrADw",
+	"wyVP7DKujKtvy7hyOy6QpIX2Xcte2M3kJhkXgw3e7+sxbrsZafk3dLbBXZRXSqTrUoFN9QIKWUcZJ4Ql",
+	"tgcg/U4YXFlJkevx1YAl+DLA5N/A39fpDCadWelvGtmjZkHxHU90Wj+YxShorumP1ukbOKLf84nDXQNG",
+	"Bffb0x+ucTEIj1bTbp9tHJ3itjMV7eqIvFkLA1P/7//9/1jDot1hh1xmhnHW1+pS5kNMJmZSXTsFbaU6",
+	"caR3YwUSAkccmBdW+dM1rGUG9rOkYskI40dIoZGwoeAKUFLaZYUwvkqaWNEARAq+lHuaQ8lHSREYOr82",
+	"R5lgckB8oLh5pFMfvOGZnvk34Xra0fqM4LNWy99Xv+6XxjxgCUrWmr7b0gskBS79bBFxzq+dHhaZ6BcQ",
+	"Y05ZYUfmIse4ZfB4tpRmNFamhEhFSjw98Outzq8NQMVaT8ee/Bs7cRGD+DqEDEbglMHVgVuDzwjkCwO5",
+	"AmjeNyKXl1I08ojR1n78Uw5LRW97xqrdyeNKFRNN6f3P/Pd8EquoY7jAdzhmlzq/0sW6U6rzAhWoXI1U",
+	"V5lYH0O/jhEFHSs4J+DbD/Q4bwcpdDoPF8J60AatcW+6YSKLmnikKRM90zjNqQY/X7t7jYswXAhrcvf1",
+	"jcjhkJ1acySTQ3DqR9YTzyQk3WgbNZGLwyy4jNIjHcHqS57KGybO2HkH0V1z7wP3lc/Pq+0lDvi51odc",
+	"TWiY5mHPHcCNM17apnA0po5dtPZxPeeFWIfdubazZo/gWnkYM30l1ewj+GYg+tfGAfuk1kDhEAYbCWWP",
+	"ZsoLfsGNWL/g/Wtoo0M9Ry1peGdibvo946j5+qCvY9X6R1GMjoEF74wPxZksxN8P+MeIndkvBvK9Ua7T",
+	"cd8OhTQmndo+z3NJOvjN2ek70r2FhpxrrLhhyf9et7+sgxJKmFZUPZjxQuTs5PjsPGInH+z/2z1/8w8Y",
+	"79u9g73zvQ77A2z84HPda19tbt3vrB/AJD/OEYdnPxWzA67pvIN9oK+uALK2sxatDQRPIdL4ae1MFOvO",
+	"cvvUlIWkjYS7pbqF7KPKAdbjip+/spn+w0meA33FpLqPpNHjOZ73nkqrXncoS/qZ4FTJhzui03TI7POf",
+	"WJHRftfj4g4bfg9MfOdThBt/ma3+tdzLr+q92U2GyznLjByKmdnm86kYqc9g0WtfmEBxNKaVD8Xa00rO",
+	"8+mj8EVp0C/JTr6hcfipLCdvzgpVLPzmqPYdw20Imo6BdXdQyOOGoUnDhEpFSqE2nx1TApvsG/1h8Fce",
+	"2RCvvuSZesNueMx1P6yi3E8ZwMI940/DnIPmCmdmK9fjkVDY7IhA20FJPFVX9vAheDCAysBuR9YKGK43",
+	"X7J3x6e/7b99u3dEBjn0U8bKxVCsjR2CXjkKaut+h0n8DjsN3lYWhGZgWnShHhRCWH2KwApj+JWwo6LI",
+	"GoXXndHN7mGVn7pZe6w6QHz8E9EMLBP6gkjXl2a0vrso9dNb2G7rBGGrO5vbEA5YIsh212i2M6SAmIKe",
+	"/jDhbFTu89T6/bzvUzsTj6zfK+94xnG2kzJaBBWhq4DbHQLdw5HDwP+ymFuo2uCcqiWC4Pa8VXRimGWu",
+	"OTstQWhR9hpoeRvBwZTqqt0B8g2IlbvssM8WNR4dlf4evPap/evDMBf7fBOrT7Fb754gtYsL+6fJ2Jpj",
+	"b8Llk41PTmN8nuuJU51mVZdMbeVmHcIaVEisZuuQo3qqtUkhwH6eQAJ0UQXkyfgik3024Nml+wD70heG",
+	"FOSIy3xGdaSbnLk1kkF59s+v7gydcSb6uSiWHN1fY5FPwsJydN6XGtvW9i9PWTq+jC3rhFjNoP0W2qor",
+	"pxI3Z2D5sYsJC/ZSw5mEioWrmWfwneDFOBfsMuNXaOndigsWrAYcFcMuxKUG4K8JxEvklTJMqg47Aq/O",
+	"LiSXyjADm840Bs3e4EgeE6sfDiS+Z9GWgA/uPOzykEDIx6qQQ3pFsCo0AbguUMg9vyemopxAeXfYgTSU",
+	"OMMHhBXu0poCQzG8gM70KXbN6WJ5IwRlvrCsvJVM9Djv5TpDvkLsCVXBqyYs1QyT3Bl0Yep2J1Yn/Mox",
+	"ZiQjfiWIXXgk8h7+s+Wa4rdfR4wXbKhNwbY2N9tdpjQrdMGpcbQY50qkERCExgpL2TgzA50jaSjjeS5v",
+	"ZmNXv8dZnRLcTYtbXrJhP2DNitBF14kcL31MgQbfsAz9p+tnxeX5MrPnCbpagJTzyi2YOyS0grPRX2ed",
+	"DGS4M75rpMWJH5FKrBFXdeg9WndoChOrBGrrkw57j+0VfCgMCD7a60SXOZseE+57rPBw+YYnChfRuxfH",
+	"i2DmV5Hhp40MO6bHK9qTUyerVD/QFTYPgwnPA5wO7FiqapAG5sakQt2YBCFlPJaAmRwrfasM9kMY1nJt",
+	"aUznLPWwMENH2sgOQaeZiA11KjKsp74aEyxqRA8utM5iO6m5FNBwJS5FLlTf/sO+fiT7YOmAFBCp5BWu",
+	"fHpICHZANX+zoZ3cob+brsFl2E9PrEPwHADPqcmOG5r7FffiU+IhzTm3s/CO8HQ4J89pPzWBLs52w7Ht",
+	"OjteZEawK1HMbqB+7nt8KdUUqqXvuU0YGQLn7J8ZifZmKW+ihq3DWqOMS0VuhrGbh73afNnusGOVoSR1",
+	"NICALIPZ4tkAqg+2vx6r/ezudtdX3tyu++xbsb1W7aHTzWrLG2vUzj8zbnB3ZRDGFMggQ/oLfaukuopV",
+	"2a0PBfGSmtCn4gsddqc4QKyaAwFzXXtqjv0yeRF9g/EA+PBlggKwNi+cbf39Kz2IIhRTH77MUcqy4Tr6",
+	"Eo91nqqeinc4sACt+RR16fxI1c/GqeghfuTfER0dbkNAyaZHx+rCFcBRyO5SZ5m+ZS1ij7mYYLxPKxGR",
+	"anZ/r6l5rbJJu+MBKhDHTFEJj4vSQc1Qwkeydy0mPSOKZO7hPciGb2i6v/gA12JCmdEs8zth9gyx2gTN",
+	"SoBUZ79SZ0sibG0HYOp9ruNC60xw9cjJDj+Fy4iC6gT8gKKgKVwQCIbDpp9nBx7vYCV32Jmrn5OGNlEC",
+	"gINjQ6h/sUrw4SJNWJpLe7JasmC54KlhnF3KzCMeGpHfiLwdUS4Ga9uC90GmAYB5YhXiRB5BHBNBq+Vf",
+	"Y2TEliqUZBCycfTbSbvD/kDpY3q0zxMcrBK31Zny5XsB04LjnzR9PRK+GGiUixupx567gWXa4H2xsgPv",
+	"eBGSYDFPDSyRtXb3zta3X/+8/v7NYcl9OeRQBXUtJiiFq8JpQajWn6Pn6XrgSP0gnyjsG7x/cei3sjlW",
+	"fNc/SpC5QcQulrBzDLGNT/17haQbxXAXI5pI8t9kFZQCtZYbZSiY3rrbQyGXCX4jTCDorEjS44Jxf0mr",
+	"4AY7I1WsLnmWIaYrFWTRSDyVjX0dlxkZfkfHvYODw56VyfvvP5zunu8fHyXtBVHoh5Jn0ZLXv5HPJ35d",
+	"XdFvKY79TYWl73XSHyLk2J11eFsAXw12Vqzqhhb2FtcsrPZiCyoE2o7V8VAWgMUHMU2A5SEqdYBj7rIE",
+	"mg8TLPbEB1sXImUavpRn7tYWx/9iF7oYUHDUNy+KFIs3sJFpFxRqaRRVML4JgVcr0WHQBFKzMmNF7ZAV",
+	"G64VCjD4VknSK42gDCTxEqQT3IeD4UMrHqkeFLJ9FRvySlpxWDUkFwR8n1ZcPVao+H722ubXt9dcyHhl",
+	"s/1INpuPNT+OzbZhRLHugyOfvtyJ7t7LaAMnOvRNpTIFzzK4df1WpnX7qw2FwSQV2IVOJ47OoPJSyJIG",
+	"MnWHYUgOSA2DztPqXSFXAIjbWLXCCIXSar0xXIXsBFnWHMxqlz40fHQELNMADpxzZTjAYizipzoTxVv8",
+	"lu/XhFxaJFbmN2JK34Y2/8qSfAD5c8ivZ0ifcKrvLokoFf2gIfzjMigPUNgtkFgRXhfFCt/ZhsoiVUNY",
+	"/YJq2FgtlQWjL/oB02D45csEv2lX/CBR76HfEUvX0d4pnH0edFuif3MxYeIj7xdIkcv0ZawSe0VPpsji",
+	"S8ikLSWkVYwROD4RAqgxM+4P4IE71udhCZQMQqijt3d6enwKngeMhw35xOr51JeclGPtEkXvrPJEey+z",
+	"t3LFfInvbsk1IU3p1/jK+WXdmd00Dbbk84wjV8f4lNXDbgSLA8m0zAM5Wnkk37lHsmuPJi34Mgl72hob",
+	"n8YPGSNG651OP0iMzGiqAoY6ZCOyy1i1IO5bmhCOexaiy4pIFsrwEskbYtLIZ4ScOrHyD4EOPW4cX0Mg",
+	"h6ol1c1t7Ha0DyePljXiPzyjOHApOCAITGXcq2Lmp8FXhtMz73A/RGg4NBKYuZVFf1Aq8gtR3AqhWIL/",
+	"TmIFdjg8Iemyq5wrTNHjSQXTpO8iqu5EvzBwgqP5J7s5EFGnbXwrhrr40pMeRFGf8KQ/arXtPayVzaew",
+	"VlwYdWWx/Dh5b4TdcjKGpMMytgu1H23IofWUH8Z2KdnvwwanVkL/1RvnWeJiobFS4yxrh0HBnZJhy2ew",
+	"yy6pgB6bD8WC/PMJ3vbtN0O57/+WLIivc3DsDVtLjWx/OMrEUCiYggcjicedOvIb7XECHYfjrJAjnhds",
+	"PLISCuN4WgmWXMpMJAx+a73a3IxV8tvu297p3v/6sHd2nvgzJAuCvysmIwClS0Uh+hVCt4tJIcwOOzl6",
+	"H7H/PNl7H7H3++9gOH+IixOsteWEd2OHOUHaZOjWap39/p5ReWradrbD1muWfDg6+3Bycnx6vve2d7j3",
+	"dn+3d/5fJ3tJ14UYY/WaHcrfWOvV1ksaIggjSAUTr6sBOuZRQR2S3BhRNPZJKo8SZbCa2Vf50Qo12y52",
+	"Sh9aYMyyRYZuKTcudT5cT3nB72gG0CBx2M+y+acU356doiL9V/1ApX2x9XqZTzLj0UjnhUgP7Qk4n4zE",
+	"9y5jcXsvJ2OnrJqyy/pB8y+77DIXYt0eXKYv/i36BYqlS+1A/QxlUo3Ib2RflDCh0s7mKBcgibss+fQ5",
+	"IU4saCd35PNN8sn1u54EX/XMW1+DoS40bcpLv/+syKmobunKijaZDuPii03xoErrdgDBAdy5LaXZUORX",
+	"ArVurIzIJc8kIJbhJUM+Ac5cSgb+/Pr1y5/RTGCtWQmSxjAgjOExNvGjceFPb+On8/vvcJrIYpo+VCtd",
+	"+w3y3i8lJerKD1m2H7TsQAkmVJFPAL024Ln3T4jVgBtfEyHSHc9MVRAvOvbQ8IvMehyUeKj2RvrOHBxT",
+	"xicAGBYrKGl3RNQtB2S6bh2ZFAteDRtycw0kdUGJRGLf24ORJl1QwiN+1dyD42sYzmHynrl2tYO8S9Mt",
+	"zD9B0PyA/Xbh5y99gDY+2f95YzfP50eJi7nR4cGyVwPmF/x5PRM3Igs2vT9FlzzLTKVtY2xEHrl6PPsY",
+	"3xBiD5AB8NxXsfJMc3i67HFVml7uziMclQV5PLv3vlJs/9wtwLMJw+F0rYJwj5SVKxGzcKYfLZzmQPkK",
+	"v6b2CPCQBgJxu1DNtV5tviqpGvFvEt268o429NFC7sUwWXR9rHp7c5NhsRG75ZNOrBLSgwnT1MeBvMoh",
+	"/QuoNdYCPgscmxK3ONa2b+M1O0zw/oBdiwkzQhWxqvRkhKIEnwf2v+GZ6LJEjbMMSqKABXNUTBji4lKb",
+	"kv2GWLWkGohcFlz1gchyPBSm3YXee/h87BeBTl4iYOkCn51LJ1q1zJKf6P8S/JRY1XS4HX85BWTCImar",
+	"9bntz14Aeoc6Ff2M5wIrkvH7YkVWDXLw2IdHLhS5vY3tuBqDltLM87g/jIzIi+cg7x4jo1n5tqf0a/D9",
+	"Szk0sPNXrsw32Y7r5eKSIt7aY0Mus/UFING709ggxP3jAcCmyH/E5aXoF/KmVlq/422tWBl+g/5DnQEo",
+	"wlTHFIIKgiJAFcfZ7296h7v7B72fEibUjcy1GoJgvuG5tEKfilY9G4NVIxWEgC5L3I8AXcIMn5iS51dB",
+	"XqR0tGbECw+5zB4f2Lp8y8IiKGBZbujreqZEgF8Q8Z6O9elxcaWt0pmehbCtgMtsdsyvYa932JmVjQ2Q",
+	"PqzldSg5EPpG5LlMGzZvrPzuRWvIb9r29Fa1KlOsw0GDBqM6JsYOWDSx8ls4sV6Ka08Nue0iMBOmbI9C",
+	"Y+cpkwVhfhAGSWKGxSiJFYfeJLwnGWhTJIjQjXqLteyfFB8KmKEIarrtZgUhNNJ50e66Udt5SoyxNpCK",
+	"lf2Nvf7lb/i0EDx2e5vVo5ysZa8ccZkbaqgoMpNE7NXPr+nf9rntTqyOSnPDmkpd662x5OT47JyFIm6j",
+	"EPZLrEeXT2aAu2IlUu1gP1bBU3iyn8Q+WF600Fb/1ppGn7fef5KMXxj5vJPMrBkMcJpm93o2i1KhAN8o",
+	"Fzzz1H2FZkmhkxLcZ4b14DozeZZVvL4aO38qMglF3RS5gU9DECVmxv0+kL/ssMRKCtT7sbodyP4AnVhr",
+	"aHCZjXPBEmHXNamQigdPe2GgaFQrJaDl8oVhcAMrxEfr1KHFUXJCtZv7MFV6LgyYEo8ka8JXPBkdeDiE",
+	"+ZJGj4u+Hnr4K14UVg+tZM23KGvOwPpgVlI0kEeFckVsZLpPXZ6zPJEDd4XvrK6Qm0UlxoXMTUHtmRcT",
+	"Jhv4yw6kKfzzHtN6dy9ZJpPgp+DJ6Jwhqq9vVTmUkMIm4Hqex9GRgox3T+jWAOXysQhJ26FanrqA0avs",
+	"zMBuczP5SGLSPX5fWdfga6Ot0cuX6ZFzE7sSic+gfy0rN+WMY1IXbwtpN3YRxhHuf2H8G0o6uya0fkyt",
+	"BEfkbqFUv/nTJ88AvV3hdz08ftfibTorInKfzUiISA+2GZ+FsN/86sLetRh9QwJ/FZhv8LTvoCVc9e08",
+	"1tSq1fvCF91HzBS5AHwGqTKpRJf5jKqikLYRRSPTy+GkrMlfsO+hbWDjp+p2v9T5kBdrO2sXUnHMN9RY",
+	"QBt3ODzr69bKPEGI+vhWNZRVz90AizvFGpq/ui6+YZZYdFQNd1j371Dpf0NNUHqZPTTLI2vua4KdY/+I",
+	"zU1dzP7P71tCArWxAV5ErtwBbu71qW6uR+nUedImHXr5ssXCrrnSwHn8bn23VafN3E4bfRdlkGt7NGda",
+	"Ayf4u0OZbYyKsVaY+nOaAULTRhTtRmuAnvuobM34isVtK3DZk8XDILsMS+an5G7+k28MQaCZUbhiXV+Z",
+	"RguI3dqYq+3M6u8IF+fhHSN6+pP4RUvuCd98EW6NVRTsaX2cpc4IirVU8rnM51X5FTIqjZX4OIIKhKBD",
+	"2VRblD1hWYXouc9VrIwQUOMtczYSuQGA7pLfrMRypeqpgZhA0WVAqw4sLLfC+BQDtDrEKsB73CixHufx",
+	"m7O59OaY6fQo4rkYCV4AWRNQFbHED7sn03/9mbBW8h/VP/39ZTze3Nz+ufbXvyXtWCme5/oW5yeTpqCS",
+	"kAKI38r567D9wg4ceioNWoPecMR5fWEcD3nAFGd2mLTaaFw4jeQvJm6YXLA016ORSJmRmVBFNmE+XQrA",
+	"Obl1XduQkaWieldSSo8EvqdcDLlUhOgOASlAUnfVLvYarK7xM5lcS5UmjGYgVoWGYi9sdbe/zWpbATNl",
+	"F/bb4xPMT1FcHcF4KaPt2fnCvd7CPeKMenwkFAIbO68cwD9qC4m9+/WVDJ7atYu4ri/Xcd3sqjatHc6Z",
+	"+MitsbS286+X0d/+tP8eZToVqDaaibaqm7NCtCULMTSVyIJUxc+v1qK1oVRyOB6u7Wz5IIPdoVcChN+Q",
+	"f9zHW7c2N/0FPM/5xP5siokdIjy1YZ6BxtRJlUvkO4RdMYMpzP5WGbZQdmT/wiDJWrTGx6nUa9HajUyF",
+	"/d9U98fWnLR7rBhYoTgdKXnM+Dts40WpyGMlUCDpS5qMqtj7Mi/92Zv4dXDVQNO0eN4fyBvRDrPYoNDm",
+	"pEMbVFrS4PQGBTBgIhLNQuChY5OF8tIsVsm1EKMEzUeUdCjJZE0p+jM+rfeslDdTbn+svN9P+841JKOY",
+	"9r/CULEUMPfjfWHYG7xr3Xp27TBqgEjlJMXtaw3IaeolfL93ztBE2OBZpm8FNi+YhLWgKvjV1ut2F9l3",
+	"5H8LfKbSBRMf+8KOGkt0PloB4fjI7BmF9gSYz1z4J70EgouhNMDKFiK8lMmNTVDGfxC6C013S+dUgGj/",
+	"/XegAkzaqIXc9BdiONI5zyc7LEGjxfQ4llHaK1CSx4riMYUcCjbKxs7MuRajYh2flQs7j1Buuv2KDfQ4",
+	"N21fR+pf52jr+WUB3aC8iNVYZcIYJuECAFDAQVNdJEwydOLBVznyN/gkRLeXBTmK9AFUgFVq2uST3bg7",
+	"7BM87PPnYAsrcYujw9VKZArffjvgBWHlex1rWMGvRay4YQk8qCdTk8yGkClV8X3iSkL1dWoFrdUt5FzT",
+	"XecoiH/a+AkFwZKVnH5MTwSxS++e7zThTrnlDu1nFYD6UQNQPFRpDXrMO2lVCXwnl83uuMP9wz0S8KHI",
+	"SQjcykToZ1ETiDfAIy9DYuUkOch6qUgF6Uvqx7OGGcOvQsO0PxD9aysFr6xbUKD9Bp4C6kGZx8oHtp1e",
+	"s0OcZfXv4gz4LfKolWIo1/CN8LJ5Z3qXEMJohkciJ0P16wXKHsLE8p/hFCFN8uxNmQujsxsxp/C4KYSg",
+	"9bVh0BLFtjY36QSAP1MwrfqiQ6onYQOdOY4w41m90H6KVZ8rZoSInHEG9M3OmEGEId3H/ou+M3JkzqQn",
+	"zXJMM610jNsEKVpjhUoVuL36ot1lCdklCexfIrOBgfGCpZqMHmmKiA34jWAuMKJzOAn2Z++ZUyE0hUJa",
+	"6EL2uSF6WKlSDAKMpRnwi0xYu8j50InVxXiGPCrkrcYfYwVja25lh1Wqes2PgyNTvuiJipurQ5ivhmn3",
+	"pm5zOUPOL21fjzPon2UX5dWrGOe32WgBq0fCphFdZlq8gUGeilze8ELe4GZdVs4BrQWJKMwE6XHed7Zf",
+	"y6NRQ2ytw05ynY77VgiU1jo4dlYaYWZ3hyW5sNo3YabPM2hXtzL00joVyshUsORWpsUgYR9ZMhDyalAk",
+	"0InmWtO5GYl+wUA0xKrFgUHVFCx0Am912F3WJadjPKJXXoiJpmOCH9SOvAucTWKVi3Vn1EMvCUaMki5L",
+	"+lrdiLxImLvEf4C7iLXca9tWFTjHshOr5K8xz2QxSVhrq9PZ2txsMxARwtj7/z0SV3B4b8XFiOlxMRoX",
+	"1OMChdxyKAs60fauiXf4cJat2EWXtOb01pd/Az/UJF3omkHloceFoS7DITTmawVLhs+Gl5J1C+gjXjKz",
+	"lpUrbm0hukp+bkP3nY9Cl6OZCivgcrwwZTQhAsiTZMRzoQpggym9XbcdZRohGjuhHpjqs1xMA1DUod03",
+	"9J8hFowOcns2zTecq7d+4NMR2zpaU4l3is0CPpi5NhRpb3Nr8PH1cPv6l/Rvf/1662KBI14MylCgTNfq",
+	"Sid0IYf844FQV8VgbefnVxDEdP/cmhEBfCxi8drcPGenNdh61nPtw/jTVRnkD6E+Pct4sAv05R3c11my",
+	"9A6e7JRGnaFKyxRlOFgf4IpiRSoC1Q7afaQk+A2XGeT2ECBKGioRskZ4INL7XJFZCDSP9kkitSrVIURf",
+	"EAt5X6fwOJTy1VZJ61qTYV8OjzjqaGzJLLCDqtw4Hrn2oG9PtD6mAz81Qwv7HUdf3vL1HcLGBwWQwYny",
+	"7X93FAPWpphtSr8Bz9j40z7kChqT3YF/YaYyrjsUV59VToCASQQ0Z62WXJQVBY5ERueOkcaxllPFQQ0S",
+	"BUSBVC5BC2NyIQNowbDWofsViGArlQ9WbNAnlfcEoC0dSiQ5VlvHIR7aXa1S+lVyAu0uo3sxDWLtPROr",
+	"yr2FBkrV5fMbHnoLLkdQrdB6JtY+a2paaeliSMCoDvhYxpULzKC+LeMS/7QbY2UeYpM2zoudkqfCo1jG",
+	"KnRtMd9KIe3KGHyIRnIsbQGQG2wZXk4HKF3ISxl0ls/uuqwbf12P0YdlYeGjqpVNrGUFEsifsbL/aV3T",
+	"s/GFf77xQdlCj/sDkVqJjpI4wZeknlI8M9qjIBIXjat9KnSs8PLZjDy7WXZU+eanx/OsrAG7tV+Vrvo9",
+	"FrRsZtlU9Zyqravb79X1/vNztKx7QxS6aMPoW1V9Q4cdTdc6UuHYVK0j4NxDrWN3UX1ju8MSPCZUZ4AZ",
+	"DjuUWOEP1ogxkb+MTAsYrP+5y/gFAGPi7Re6GMxK49UPxNcu3/P4ovR11QOBGFrwjXCR/0IMKM4oPcNH",
+	"VYrPyE640DoTXD2ysxPO6V0Kyqpb7EeqJLvXWZ7SYRt22dd5lt0tA3omCsMSey+Y5FqRUmvYkTXdhkVn",
+	"oKxiNdC31pWYoBQnMNoOO9I+OH2h00nTOTzk+XVdN53iDn5EeLPmdy5UWGOq966d1CHPr0UKB3SluaY0",
+	"l53txXqLkdhafsOb0JC6mwlXxYIvy9CDJ7rkRGHN6KLkt7d/A5Ebq1LGswQv61lRS2Ez+otME9bC6vzg",
+	"+gvR52Mj8MwQdxG55LFCbEb2du9g73wPDk6NodHZhlA6B0oEDENe/YAAKJ3USIBDT4d4AGdcuRgjL+h7",
+	"7dENF8e51rnoCwl56lxA7WBjOZ6icVyIBRq2uk7/lCr1zWruCakb0Qx9F0z8XE/aVWAD24UdiYvINJVa",
+	"T2nqfT8wuB/wLH2l7PyRLfDw71TH/hxQ+Ct7TBp2pZX42qAs33M1Xnl4sJr68a37iiCNmM5Sb91jahgs",
+	"/HZnoQ1dcW3XvpKRGb50GTC1ytd+a3Vx8w3G6rfN3SvLW4jHo0qxG5Oq0EyqdT4a1TS4IzIRN6DOXBkH",
+	"N9dIBzqB3XYL7WQoRoe86A9IC6O43GEJ/JQEv/ECL4+C/rYE7dRYkTwuyw94ETYxQGOX8Z1dWIMeThn8",
+	"zlrkM+oc02A7sUI72P7sqFvREnAoBy6uXqmi24EYPQwJPtgXBhLzgu8q9DF9KswLmgm7rJJGZEfH5713",
+	"xx+O3kLpxW6puo2nhrMavCKXgSmKJtTJE2Cwv+LSmzaGD0WsWhXbJQoNl7anc8VifZrLwPJn25ubXSoU",
+	"CgdQZiG2N7cag+2zLITHK3CYJTSeKKY9ezhzqnsVFnfapZxjrFrLj6LhIOAeskDjPsOeMhtWVRs/XKDe",
+	"GzWQ9btvkGMxRuJkCv0VQUQbIpldZr0v7DqS6TI4iuEAF3kz4bVT6UFVXEJ68G/81/7Li+3rV+LbLnG4",
+	"R8QfhEC6AnV8LkBSqro8dz6WEIC8S/DxfiezEgjhsapsqTJMwR2tlzVc0JXxUc6l45Lhh1NMcnXkmwyB",
+	"u5z7CIo+niBWujr19aBs/cwvE4MdZeMrOa9Y8h60UPhMJpV1HHU+2WEXY5VmIqVfTKxadk5kBhiW2Ocs",
+	"lSmsJ0Q5sdZYjTh0+UnX2EQ3s1Tmom+f246Ygd5O6ymabHzVsf4UvR390iFX8tLKhQSZa6eZBrFlSxqG",
+	"kJYM2wytmEl5wWNlD1cuL8ZlEg+GawbW/cSn9sqnufoo60TRQMCFveTwsYWG5+PdJXehr6pyfUK54MbK",
+	"HOXIKSCAy664a6DHZ/do0nqOA3FWZvSEVvkxUZ3gFctEbPy++P5ZqyC+U+7skV8GdyTdwsyD2W8gWHnv",
+	"NgJslrECYAHip5q5OVjLEyfY3dbeAUKUTFCJo74kJJSweBAqifs6FeUhZy3sZEHSloQVIsuMT3oQS0us",
+	"6KGq3WHvRBkWsocaiwQAYaNEmOjzgmf6irWSG5FbUZeURA+ABMQLYYp2FKsbkctLSUGMs3/srm+//jli",
+	"KC8QB2GmxGC80EPZ5xmdYnfYuwywriexcqQwzbdLwzJxWTAO77nlpsNoBSsfR+qeyoHEDcxHIN9KM6nD",
+	"dv1dIChkmZwp72jp3InQdrA8v8bqzfHRu4P9N+cgb+g5Omc0hZWJ9VyflS7Ppp6grjXEvOSEYV3kgl8D",
+	"pc84E5WbFR+6Ck4SeF6IjbPGAqZ9/C6cuEcKEVXe8US9L+7lC6APSV3ZLeUX3O3NbyOe8uviO95odZnJ",
+	"frGKpzTbb7RfS6uhLhcbdUZgwG246x7KkJunYmLldAy9tUHH2NPV3mHLa5hYlZXqQacNSTVTkWX68lLk",
+	"JjT/nPCzXleILVGeKScTfZG+v0cGRw8tWPceaVif9wcotFNprtmlzqe/viiyhBnR15B7cDPw8ufNzXaX",
+	"JZeg/rAgx/GPkmjWowmyjKVWAMSKLu2w/cvK95ZNQXQF0S+70cGDIJRc5nbA5jRUyPd6c5PtH53vnR7t",
+	"HnTYb7m+BTQkrxOUEOk9rco3foM+sm1JL1okUGnOvn/jElYxtFSWlhWfaOfPj73ONTxn7ZXFJ55gNKtG",
+	"pWNHLZB/XVbtKQAeg7ugczvjZsBGIu8LVVDDdxqrVkIVNv4zeX8o/uf2u1vBrZhL2tUyIfdwL2kbrEWV",
 	"YqkqundocVYcwq7LDmqdsVz0dY4AzdDurHVmfGUNtNZMwPNj9qg7QDIsoA0WEQFETbvJNLRHNbQSKp1B",
-	"ZCHGCh9ELeN0MyeCl7ozQpz19BViOLJ2NjOFzDJvxtq5dWYT1a+HXeWbv7L9Q7Ahe6dnu2d7zTVEsmb1",
-	"zY28HYcLn1wLlep8w/4jWbANWCupr3oXFUGux4XIfRqajOOc38Cu67C3Ah4Q2Z1LF8Uq+T//4uv/vbn+",
-	"65+t/9ih/+z01v/8yf25/R8bC6/4H0kNOXOtOsTmuCEt/bLBw+2tavTw5ZNMGATG7rhUzU8+cHhrC/e7",
-	"LmiSNVt1VjjDHqKnr1Yq0qUbSBYPZDktYo53z978Y76eoToLAP0pRS69mJorXKAjMJpL++WFcSEPQnuE",
-	"sMfEA65g/OSFj4Agr4e54aNY2ZmBQAfWdnim20xwr/1ycS312HizWCoGY+4woPXyYNHB+CH0YqhOcG47",
-	"5q1UV6x4LUDMquHh0vr1PYEqna1/oEsWB+qgj28bAZlNGb7SX4+rvx6Ko/0OkaLNx4kUOexXdxq+x4qb",
-	"VUjpPnBAUwBWUVM2/0z/0AirVm4FAbprrlzjbJBTwwexUa6vZUoA9QMr9EAyQZLirwTdKyeGoWsh4wVL",
-	"7IXYLRixc2EKZvo6F6490dVIJoCrkjBhvTFhUP1hFgIRR02s4JXWqoBaSArt2GeZgRwBaJYbYcSMps8Y",
+	"ZCHGCh9ELeN0MyeCl7ozQpz19BViOLJ2NjOFzDJvxtq5dWYT1a+HXeWbv7L9I7Ahe2fnu+d7zTVEsmb1",
+	"zY28nYQLn9wIlep8w/4jWbANWCupr3oXFUGux4XIfRqajOOc38Ku67C3Ah4Q2Z1LF8Uq+T//4uv/vbn+",
+	"65+t/9ih/+z01v/8yf25/R8bC6/4H0kNOXOtOsTmuCEt/bLBw+2tavTw5bNMGATG7rhUzc8+cHhnC/e7",
+	"LmiSNVt1VjjDHqLnr1Yq0qUbSBYPZDktYk52z9/8Y76eoToLAP0pRS69mJorXKAjMJpL++WFcSEPQnuE",
+	"sMfEA65g/OSFj4Agr4e55aNY2ZmBQAfWdnim20xwr/1ycSP12HizWCoGY+4woPXyYNHB+CH0YqhOcG47",
+	"5p1UV6x4LUDMquHh0vr1PYEqna1/oEsWB+qgj+8aAZlNGb7SX0+rvx6Lo/0ekaLNp4kUOexXdxq+x4qb",
+	"VUjpIXBAUwBWUVM2/0z/0AirVu4EAbprrl3jbJBTwwexUa5vZEoA9QMr9EAyQZLirwTdKyeGoWsh4wVL",
+	"7IXYLRixC2EKZvo6F6490dVIJoCrkjBhvTFhUP1hFgIRR02s4JXWqoBaSArt2GeZgRwBaJYbYcSMps8Y",
 	"yIL19VAY9Ax9RK68FMbt/ukYHzCiBsDHQXXtkE+YEaID3wvdHXI4JAVW5GMFp8oq2u3NzVj1Bzzn/QJC",
-	"Wwi/kIuLsREpTKD9mAzEY7ckP2hZ/w2KXds0pzidFXYEtI302H6YMuMMtDtXk/CbDKrHcrtQVQ/d6D+3",
-	"GWrBLvcxz0RRLEThwouBPb87dz5YOR3V0oua3qn1afzV1Cw5uxXkgMBny2Yw2DXeJNveLPfc6832rO4Q",
-	"2I2VN9MD1na2N4GvALtAXm8+YksITv0iPWO//0fp2KQ9SwIrEIw4VU4uGrFhv3KuZKxMg5OOdBox5gyb",
-	"XDfLCFdPuQO/DMbnL0wctI58PPng82q+V0DfKFbokewb1krsCzc+2/+/n37ZgCr9JIpV7e+VOi/rqewX",
-	"rM9zK0GRxeZKqC7kA0AeWwGY+M/XufxvYY3BPwZCsdHYDKxIGysPbRWxxP83iDvsdob+ucH4vDfOM6zA",
-	"GGfZDPipUyN2x2BHPtwpwFfMOwanlaYohU1dJTXvs+kvmfUdvrcD91JoEIxNfdfDst96659gGNNBA6xn",
-	"0Gfod3SOe421uGL/ON1+/TP7zz/OsGgnVslQ5P1xLjr+8oT1My6HBAIgPvF+gT1P7DLnCnWGPQjt8sug",
-	"PGFsrZEDfFqsBuNz1kILhkgS6EW9f98UvSsxSdpM52Xjy/BcpNYpG4zPO+yIuqyazt/UOcPzhzt/3gmE",
-	"jpJz/xU71lpxmudcF4NurBJ4RbXlBS6PMAmE+feywBIun4EAhRYQGEnYl0q9OrAU5O7bSeKGJbu09DDS",
-	"Hfab4LnIWTze3HzZhxvgP0XCdB6RqaRYsnctVHEKIJ9W/HB8QcLDhyWs1kCLX2KnDOYe+0+sADoXF9Zc",
-	"C2Gm5ogf1jJCkLwyBS/GJmnvTPXcTEkd96Hi1Cw0Xs5Q3BYal8DxMZHw+w+Y+79z5OTCf5xbDx6A7F2n",
-	"UYCJG24ltHEWkinBU5s5lEoLCbbcFu7CaZLmkD5pexF50p8PL4lh8uf2yUzJjVWt6b3piH1jxqJsNi9F",
-	"c1VHVOTdbIWB5+7W2uIU8+KyPwD5Azlxg2e8lTg5TLDAXmiTOQFF48yIIvI/JWXPHVaXUlmalxpeZnTY",
-	"cYMgkSpWKCbXb3R+ZY00nSKrIDuHtGtujSRP96lNsV7I/hV0R6IwlAVNmP2znUJT4bnjTivB90oT6ivn",
-	"c01pp64vsytABOosixVW48FR3/hs/2c//ULtlCyxl/SA2e+aZz0qUUhm216nuHwPe+bxJQvDXXZd+gOu",
-	"lMheGIYb67kZYMfBR9AnNJ8dFNW3PTYfPKQS9uWGboW+Uc4v6BEtU/lrOwLvYp3yvnCvVP1sDCHkkAWO",
-	"tRJq7YMCFjsuoVKpLiPchED5VP613YnVbnZjjzO0mTeTY+4sQY6ZkAqnxg83RgI+L3ghuiwxUvVF9RIs",
-	"/E4oVeDZuIpcWpsxViV3FkY6VBGaRe68p9L0NR3uLAMpExy0/8Cx/f1/fdz7uPcW1T0M5e9kH8mhMAUf",
-	"jpyNhMfxtSsSmlVRc0YKe64NclQut6tdh+mYFZrw2265A2rHQGLgywzqRHy5S8a4qfWRaVdPZe2jk3dv",
-	"2MuXL3+dGTiBaVtrhNCwj1+3U7nWCOlx33heD2np2Em9DXwWzPCPC5vlDVcSlHgu5gMdTMvHaVhvkHYt",
-	"q5rL1n1ppq2cENQ3EKnnItPq0pr/3Spyr4FX4CGHl3iMAXNVp1OIFT4tCh5Xji5kWcC+GN9azVDadBln",
-	"JKTysTJMFlZYDvmnninECFtcthwDUqskkeAFy7m6FDvs1fZ2u0sYQ4iTEL6+NERiBVFNR4gB8MQI5wAK",
-	"ZRp92EMjhAx/EKGf1PmVsAmHp9Gt87DY/W93xIPCC9gXPFLhOL56QQueuIHdFZFVQZtjRSH0LLvpC6Aj",
-	"RXHR4tZgLDCS5UrzGmShtxq91T+vmtNJIxRw1jyEAnCuJloJJjIjdojkIKyRhAH5ioWhMIZfChNhuSM4",
-	"NVGsRmj5WeMup+a4qmXZrbLrSsgmpeM+2A58QpWRFzrL9E3ZGhMjC/wEhoRZMBjJVL0HlQYVgbw9+Xh4",
-	"uH/4nrX4ubUsJdmy7dl4uiRPbgcZCktxBpO/9hTK69znPwaG16qo7h7QgGEFG+2eRrdwyUNdhj8jvM4M",
-	"5KjshL0WPBOIimQtdxMrAKeGKjGdZfZoX/AsO+f9K0Yc/eicU+QiiL/ycz0u6s5Oe0a44WkfuWWUsJ37",
-	"FaHHrNzTQGMQf8aentZfGyCtZ2NO3Hq7tzuMiFYbdAQaTFGsnLLQOdv9Y3f/bP/wfe/042+93fd7h2en",
-	"3fKmc4F1Ibu/HZ2c7b3tsF1rgQNhCET5lC4kFX3GCjUPkc0p8alg1jxn53YlOenJm1wWZdUk+c+y6LAj",
-	"ZWWByIdS8Yy13hwdHH/YO4PRvtvd/7D3NmJvdg/f7H34sPcWUlauZ3TEQVG2aIgRO947fGs/aPf4+OTo",
-	"990PUfmN+4fHH8/a8Gk7sZou4wdionPssILvp1xVLsx46DNo9rBJNRaNQcVde/v3cc69oe1Wf6Vfn49+",
-	"3cXDeFtRtO4N2fsVSgm+xcdkS3u51R/ILG3HClSLl15EK2z4UGCszzBu8HCyFgkyZ/RGTVKsvUOhB/v4",
-	"uiDD9KvRWAFGUQzVF6aA4jJ9DXX3rpC74elRrFygZMCl6rAzJ7qmRNMOaxQ0RDkMT7AjhM+fJVBOx+e7",
-	"draev2CpOkorEfMdiJjqkmJ3BDd9ngo2Ht3wPF1S/sCR+Ea2UKyqRkGV+bB2XEF+aZ31rP8PgUDFhwIL",
-	"eF0o4JwX/QHTF7FK6E8dCDURxy2UQ+AX0s2cud+xNIIX9IzzCUsGgqcix2qakexfmVghRRzDdADkQRIj",
-	"MtGnqppWiKQ6VpkwxiG9Gwd0nQzHWSFHmUja3VglF7kQvUJ8wnSR726hql7XMu4fAPy33E7ou1yIM3sf",
-	"GExjdaUgeFGdo4jhR1iB6AcaMc5cGyjNRqGnpkLgTDjM2SHPkBMSoM52msOmDEpkKDldWRPfNCVSvwNi",
-	"5RSCizCXyy8h1zYxNbOxUTbDc+9JKN9/WLcc3iN1eSxvaeIyUIQ+y3DpCE7GrV4Eh5w6dWuLs+oIWYWZ",
-	"m1QUyhjuRYIXNLDBllRMo1Gur8U300x1B3aRbjpSgqWiL43DzXYfa0Vx5Ik/YgUQ2K6toVRmLWy8wMZH",
-	"XC6W6xsm0za0XZCADy1b+zqAIJh+nCP8RNNdpqy4kX0xS2pbhxunN0UIj3ysDDW2Yhllfjm2e8EkDPJ2",
-	"LRARQDEfCm1s8NQjbYDag+5pI7n8v0W/oOdDp2guRuTjY8xvqFORlUH/BLHokkadAoOUxs3A7TRKfWUb",
-	"dQpOx9NVKuX4np1WgfwN6BRavopKmVqdlVJZKZXG1IXdO14ilJnB5dSJCx8+lD4hpCUX9PWR1FhBcUVh",
-	"qCgETHlDScj18ciwFpr3PfzTeJS0I+aCrzp3PnqV3eHXWNVDG6ORL7Mf5Xo4skLbylauJpgWbUMoBwtW",
-	"KMMaeW5mtPYSHC1hgUZYe25/TVNpZ4lnrvZjCN2N9r9ZyxWBdCs4ilTmAcCmruAUyjy6LCwicfI7gX/3",
-	"IKr8/2dTL8Tq2r/GYuzi3pjDRlmDGDa0M/i40ENeyD4liq3ayPVoJNLGKg/aF09W8ocDfPKi/7nViKwk",
-	"+SNIcrejXSEKiqlSJJL8Wk6uo535ZL2EExieC3aDGYtmD0krAt1AW9gIKodxtjCjtqZcGCtWIUyjDda3",
-	"maDyr2oEN4k5HMeTFXLl8FYibiXinr+Iw/2MxtgdDVYwXr5VjQLam7FaIM3OXIDB3QcGWUr0YM4YK336",
-	"gTSFziexuhIja/ehXQmlxtbutJ5gAt/Z6+uxKhJ2CZ2n5xOIpyP40mSOYRcrIhqjmmcAAhdL8XSc2Ed8",
-	"ZxUDFZm0yuY9D0EBtayet8GeK6VvbiEi1iEVfg8luVVRUTlrUpigbJbIE18Yd3ihnqg3lGpcCNeMbl08",
-	"ujXBDs+cKwOoOSAFAEDPsNbJ7tle78P+wf5ZFKvTvZPf9056R7/vnXw42n1rPWD6EwQuI/Z+92zvj93/",
-	"cv/88OGgd7Z/sHf08SxiRyfH/9g9hNqlP45O/rl30nu7f/rm6PBw783Z3lsISqKYI6uTS4CnuSD0Uki0",
-	"KfGp6NFHFQkzoqBqRYxi9rnqi4y4JSvlyDvT1Vu+cIq1XIUVerG1t8QKYCow7Kl06bXSC3aWQz59A2ND",
-	"mVHkkzewK74f2eZncyXenpOrB5uyYgfVtPhykq6Q/avZttCb6Q5qK+K6TCrs8KY/1qA8Q7gGVheSsZrZ",
-	"uIB42LmhrETBwmrkbY/PPhI5S3N5LRRWGbETSLI4TBHgXi3EqEoQnmk9Yi37G7qEgPjlIoilCdlmY5VC",
-	"ii0T3AisgLCT1IN/+wZs6p3lQd0TVot4bD9703TjQy28OB3fLILCq7/GEtpyi3nloPXSj+bqMUSJRnwR",
-	"x1erMwprwqd12LHI1yGImfNCuNYxD6O1tb0J34Tzjzqp3WXnYqJhFtmr7V+pohTk5PqunYrluN3OZP/q",
-	"+zAZ6xtgJVNRpr7aXuJFZ1ofcDUhd948G1NzrEDokJiESnJ94bvBpmEo2oFs/gP+7ISz1tntMQT26uCN",
-	"IM5agJMIFVcAf9iOmM5T+P184qubgFMtKh1Lfy4NlpQSI1Uq+hmnH7rMU9B32DtPUcFeb27GKjk7Ovpw",
-	"2jvZe3N0cLB3+Pa0d/rP/f+Pvatrbhvnzn8F45tX3qFkr5O3M7WvPNnd1K0de+yk285wR4RFSMKYBFiA",
-	"lKN68t875wP8kChHSpyNk3pvspJFEgTOx3MOcJ5zfn4zvji7uTl795YZQGTDt5/nuL0ihb/TWUYIsOb5",
-	"xY4YG2vtcba+odJf11MKj9qmM9rKIjwJ28VnXqXmDHrYQ/xPl6QKRvT4WuxFe7xdhaxENhPMyzj6wzo1",
-	"kTTD7UWiJYoDf+Pw1mk11WYW70XM/dJdOdKsreaaLcX6tL4BgLG1WK1qwQYJi42x/NEj1VWgx/REEcPz",
-	"wmcbiWHLZjWBH165f0Jc5Uloy5LEhio+A5FXZdTHgg5rMIE3iHJP6fyq2LSxG35umYeDB/gHsBsrp9+5",
-	"B0goECVgNcvsrczEQmZVTWsFjzgRuu7suqn/MozuJgxjZ+cNr/MeX+ZKlvNnUYDJkxGmVtwrB1oN8/XS",
-	"HpV87JMUSpY9c00+09qsR/yjHXpivT58JZKaMq/NJNWQGraen8kl0cYGwUfizjCoARgz5BKcTtWk1AsV",
-	"ToPvn4hCen9vXTosl4VKSYU4iSEdNtuizseSt9ZzAATJL/xfEokKHiTu1JKPhiKZw6Zqyx9G19ojPYfZ",
-	"3VXrcEle1K1Wt1ZWU6ZfoDtFtW1f0t/lhDpt4OlE1+6C0fET93ObKS8zdSISU2VZQgFmbIizmo71czd5",
-	"6s+JQk4cI4bUozLUdSIVAyl8aYl3fOIUdzPjlhEeuS5xJ2T/BD6loYXGijox9eSKUsLLMLsUeO72Y7Db",
-	"MPy9dvA1fCHAG8hQOr7x3ll4/rJQER7cJOITaudGZaDax+be6bJUZiSuem0EvL8yE7ekDhww1f1A96r6",
-	"For/9BvNK+P8XrvNT2J5WkE8Fvj+jJvRz3tv+eswxp+waDubyR6EDfH1cCuYvZFDuY2022aEKFLo0CAK",
-	"3bZw+4NX7qeC3DVv1wvo/htA9/psfwns7hX3KBDOrsk2A/NHoHRsdsPS4quh9I+jRzs7tfU1fgpA/SPB",
-	"412lvB8g7yjlI3Ejc+qajtX9SdHFRMkx1s3Gph9fo8RHHTgtNqDpaB1Nx6aG01EvOCYMvAK0I9zuQqib",
-	"0j2tawFcjwA3Nq+Pjh7Bpt9Ak17w6eOq/IJQfxaEupulAowKBsfv0iV+JC7rjR+h01HvZsoHvOuu2vus",
-	"KHrhFT63SXNaE/TiNP7d6PI7+ETcYKh4dYM80Wo/QsfbJ0WvD/+1Oa8g09Qp7/HIgsR+Dv00r/Ckb0rz",
-	"Cg/4TjSv9OjP07xiLPgDWOif63z6Vx6wQuHisr4ezakt8cGDTndvw48RWchjZtKXXTrqdm/cTckA1qzd",
-	"DPYHbGL03eN+/snL8ZjvmA3YKNrb77WN+oLrZyuX25jrlql+STmtcoE+IjG79Iq/zHWJZyK0ylLf3Qri",
-	"lGndJL1jFKeZnIVdmF1tJjXT/XrZ/Fbtq3eGMX+zXnCrkB8Fyvw/r817msbTj6j79hvKuPOBqi7Ux4kq",
-	"SpGEVG9CHYVIzruaH5svVv3emjTMsz1H7W8N7UX9X9T/Oag/i+S2sc9BoSdl5TY3mMVecPQboXNOv0hO",
-	"pvvSKWT00ibTRp1g+UidZcDk+lx6YbD8dL1/PfZexn0hXW5Eo1c8wG8HSvG1Dn7pKl3dButWG0kFOSs9",
-	"sHp1De/1Qkq/gZT+FJf9Hz5I1OfF09lM7ZYv3ZggvcZbPcfYBka21QF1eIOXAGdDmlQG4XK80F+VLz1r",
-	"znOIMPciQeCSiFze8b4fmjFpuoimx5Y5aWohfG4oBgcHA/tOGGZb8W8vb2sPDem4XvbQfiyYgjInJC7m",
-	"ll7g4AH+2T1bu45J6oOic5vRkQO484lwamHvIIYJeo6thL8kYXENd1JfrfBr/T/hbljXUvfzLGQ5b9p5",
-	"8nR2dbddxZPLj+fKzMr53vGro2gv1yZ8/HUd4fz1fJUeloqe+5KG/j5hBgj44wpMRZMHc1t5dadUAUL1",
-	"BNXqda1mKlVuDWkzF7GTNiuTFlbjwfP+svb+w0Enobl4fw37P7lu2o9ic61k4YV1xVwaLwahh1G7BTKV",
-	"oGMTPZUSD7EsRS5ThR28nJ3hFuzUutgk9EZjX8pM1ZQhyIK2ZOaMwNKB1ZpYulYzewhv11iAcrmMDWjn",
-	"ktg1Uu0LpjGnt0krJUAX0ypTqXCVEQPsCwD/h0xEUud4uN3mGmZjiY8p7y1SV04q55QpmcSWOJvDI7Cc",
-	"Fm6DZMv7K6XpYqUy/YjuEZunL0y/rgwV6P5bWwK/oU1bf9pj1u1PkAeU20J6L1L9AxyX/YnrwJUsWKGZ",
-	"cch3FGddYfz21eGrQ+sfC1q5vpbjSDCm3EJPVCRyWxm0WEh1oct2y2BRODXVHwEcVC7bO957kEUxpi8/",
-	"HchCHyx+3Yv2FtJpecuBdfMLMsqolnvHewd+MdnrPdXWPC5pLk7EoHPeERFXGKuko8Nz60vhrC33R6AQ",
-	"f9VTtQZzsKSWVDkSmZ1pEwmeNB+JNzfXf4gSljaqC4ZwsVQudSammb33owYUnVblvAdLfcDQrcF02hox",
-	"kOsIMgqpb05a+P3Wvcnfrd8cl6yT7MLW0naqMwVvNGnV6fN9W3d9w+YVU3jrN7+qbjOw9JUpda7EVElM",
-	"z00zOWu/9xtcqJ7rsX2TP+bO1hF3gqY0ccQnVSMxlQuLJ93gvlEYJcxGgb12fN0eV5QqLzLcdTBpbJom",
-	"l8huNVWOuPXxp+123LLVbHtQh++Fct4ambX+iHVc2A98H8u+mASlZgbFW+PhOybIb9qL0xMddl4Rucpv",
-	"qVx0oM1Ce32b1RcTVIjN68PX+yd8CNfIGUf+g/4W4T3dy6PWaFuta0LzbV3TjbHw1T0K+KW0X8sn7Le3",
-	"WvAEMxOn4rYr1szGpq6ZbZfMolcMaoDv2SdOyoWeSUilw/qNEnoslAFTAUY2sE5FsETD2tcKu1DOUfk9",
-	"/TiNYvBPdsjtFPZrZIaPGWZqodp1PXw9rh9gEBjGSOCxSSoHoONqdQ937WJDQ83Acw6SuDo8fDUhMgD8",
-	"fzWir94vC/VO5vxlQse/mXRBJBPr1OhayfTD9Tk8LemZMK7p7wnFwAPYaaMEvpTYyAEFO3gKMfjnkPbP",
-	"Js4a0B1HZgyX3Ro19HOLjSoTV5mxLJN9AYgwl6YC1CXKubPVbC6S0unZDKHPb5Ui/wNzsxmoMUzug2ex",
-	"qfFZ541vOv6t76VV5bHXLJERdyeAYNrDQ3Avnz4lAjcjIMxWzkei4jVc8aPYjHOuTGxwDnEXERxwZ2xX",
-	"RN8eTE3f6P4Dz8BPmVgrCPXp1ZkYJH5xNyaZ0ClJA3+ks/QsIPsjcQFazxuZOday+jVrYE2L8Q/zg76J",
-	"Ojy11Q6+734uy7qnSaBkSW7+8w2xO41Pr86SWj9aSCKKDeB6QOO+4lLYCcx1di+XnjqBQgyWdmX26gxL",
-	"AXpm5y1YJBKa2oAx+wvZRS8GFGYnaKGSKORBIpHQLxKklCfTZu8Ns/f7KDbcYtykzNDVMSI+4gKGqVNq",
-	"OLUuR6CinDITRcsvG/9CPdsc0ivK2NDTmjp/0PumwJ8KfzmWoAUNdYP8CSOP8Be8F38g6QjGhxwL/rh2",
-	"KzOaMY7CMiyssCdiBSN4pQIZB/x+JM5q10I3CGEoRKEnovu3tuXP5RKzUmzW64tedVaYlrFnfc+lmVVy",
-	"poZ9K9B2ujzM35wGvHksElsoI3WCtG7islDm9GwIkFuWMNLYJAeTuSwRhWeKe7wFaT/mCyJxmWUyl5FY",
-	"nJ9fROL8QtyUVapthD+4tlWpXCTeOvs/kTj938qp/Sg2iTRg4Ao9ScTgghvcg8YyJyS9n0oTMZhIA2/g",
-	"VJEh8aazuZDi328u3x389+nFuaCfcoEPRB7UtSFVufUotkjoVHleW3uPnYNxLv7haxHqzBrzxLVqUfln",
-	"Ed27oQWeNkxKybvL8fn5xfjN5bs/zt5+uMYWQwltIrB2gjvHyo8h4MtjUcc0ws/tPcxKocd3ajn2qiTb",
-	"0HRFulPLjjhc9Cz2Y4abpD5VU200ScaAtjqFNiK1E2xWJI4inFlxg5GtSJ2cluLo8Ohw+OsRpWPA48Qm",
-	"6QQYIQ4mLx8s9Yi+HkEsnVAnVHFb6awEZNxQXA0hBHf6tipVGpuJLGVmZ5FY1Iku2nguKOFN7H85IlHy",
-	"QYRHrBv6CgJ4COJqVArYz6h7evk+H/+IU2mYodwyGCC/RtDVHj1TPXOVWS8nV2zapFxRW8QGK9BvtXbI",
-	"pGuQs13GFpsVzoLgch7jLmjJmEOOlRWv8n4DBkIGPzEA60CevAUHYOSoPIRfyPsh9AE1aIKPTPsyhCAp",
-	"H26FKIIIH3D5Jiyo2HE3Ck26Iu6mFbGljEToZhNREoz/ISpgQSy16/EDep8JQBlDJGr3hsN/yj82jFDc",
-	"UbQvo9iZLCTsXJ+s32t8gJnATJUQ2c4oQqwzj8iNuUp9CcNfSzXEZhDyhhwJjuHrY/4pqBr2f+8w2pF7",
-	"badkxYCyHrAE8BlwR4BnQ4CJATjug2fbOhcL3wdh9So2DTpqnOGGCeS8SZ8Rk9kQQ16y5RiweogUCj0h",
-	"0U5AFQ4eKtxA+USEqYkYpLKULTJip5g4DDcUYkPuG2aK/U73LsaWesopQZ+MxJ+6nNuqBFTkJpVT48pl",
-	"CUs4zg6ApdSDOGE0LObVrfCFknfhaOwFXSh8dQsveIuAurQTm50EOr+ofcMCIn4/h8m1zIEWbjGvbsG7",
-	"1edpmltSRzmudC1pjmhLLLxAUfl5xPLiRWGzLDbJ29/fixWm2WQlEc5Eql18Xvn5BvPZxeLgoOkXwSRi",
-	"ZstHKyl5xCq3SjrlwOvFZksMT+rlIJJUzCoV9DoE8GCwyOpqpuBujQeh7Cg2FwzguQethohxBbYjs/4q",
-	"eA9pGVQR7UVCa5i0elUFiUvYVcpCH/ySiEKW87aBGYnrOmOuUqRuBfRQ587/5TDkwDFrEhvKn0cr4xw3",
-	"bOLji9P/SrbJr6/7yNOrs74kWgHeWJE/LpxNqwkeDocwYsBBgfeq9PvHQrrJHIwbWHwwNKLCi8HsO72Q",
-	"pV4odoVgmmJDeae6FzDVNMNzbquMdDircAeQz6nigzYlmE6EbJt98i80tDpkbKIihPxgT6yjDESTOmrj",
-	"e76+sWhdaAav35dvQcQgtFkoU1rwUxoC3yxrcnCV4a84GkIwxE5iJPq2uWNz1r0JXtm6j1NiFvQKd1BZ",
-	"TOuQlIDMmC8YcyoniU0tb1OZecXJsXpMy/pK/qq+shHU0lUrySiagz43eVmVMwsDwlxuB9hypAjoPpA8",
-	"9k9Gaw2kzjZYpRpBaTOURSE6Vl4MGlwicomJFMYn2pomocXWtqCLyDLbAsA0Wd98JN6p+5V7o0Rl3qL9",
-	"RQvDJFaFnnzG97Tn8F37T31yJjNVlrDCoHliSmvPeLVGyfzX0Du1nUC+wT/tffrr0/8FAAD//w==",
+	"Wwi/kIvLsREpTKD9mAzEY7ckP2hZ/w2KXds0pzidFXYEtI302H6YMuMMtDtXk/CbDKrHcrtQVQ/d6D+3",
+	"GWrBLvcJz0RRLEThwouBPb87dz5YOR3V0oua3qn1afzV1Cw5uxXkkMBny2Yw2DXeJNveLPfc6832rO4Q",
+	"2I2VN9MD1na2N4GvALtAXm8+YUsITv0iPWO//0fp2KQ9SwIrEIw4VU4uGrFhv3KuZKxMg5OOdBox5gyb",
+	"XDfLCFdPuQO/DMYXL0wctI58OD3weTXfK6BvFSv0SPYNayX2hRuf7P/fTz9vQJV+EsWq9vdKnZf1VPYL",
+	"1ue5laDIYnMtVBfyASCPrQBM/OfrXP63sMbgHwOh2GhsBlakjZWHtopY4v8bxB12O0P/3GB80RvnGVZg",
+	"jLNsBvzUmRG7Y7AjH+8U4CvmHYOzSlOUwqaukpr36xOUzRqQb9LATRFq9rGpb19Yvzvv4VOMR7oe//UM",
+	"Ggb91sxx07AWV+wfZ9uvf2b/+cc5Vt/EKhmKvD/ORcdfnrB+xuWQuvnFR94vsHmJXeVcofC3O7pdfhnU",
+	"GYytWXGIT4vVYHzBWmiKENsBvaj379uidy0mSZvpvOxgGV6I1HpXg/FFhx1Tu1TTQZo6MHiQcAvPO0rQ",
+	"GnLhv2LHmh1OhVzoYtCNVQKvqPauwOURZnMwkV5WSsLlM6Cc0JQBawcbTKnpBpaC/HY7SdywZJeWHka6",
+	"w34TPBc5i8ebmy/7cAP8p0iYziOyeRRL9m6EKs4ArdPKEY4vSHj4sITVOmHxS+yUwdxjI4mVJBfi0tpd",
+	"IV7UHDnCWkYIEjym4MXYJO2dqeaZKfHhPlScmYVWyDnKzULjEjhiJZJi/wFz/3eO5Fr4jwvrigMivWsZ",
+	"CsBtw62ExspCViR4ajMZUmnqwJbbwl04zbYc8iBtL2JB+vPxRSpM/tyGlym5sSoanRb2+8aMRdn+XcrY",
+	"qrCvCK7Zkh8P0J3F/hlmqmV/AIIEstQGD2srcQKVgHq99CUFD2XczIgi8j8lZRcc1ntSoZg//v7wd9hJ",
+	"g0SQKlYo79ZvdX5tzSadIs8fu4BEaG7NFk/AqU2xXsj+NfQrolSTBU2Y/bOdQlNhnuNOvcD3ShMqHucF",
+	"TamZri98K0CW6SyLFdbHwZnd+GT/Zz/9TA2OLLGX9IBr74ZnPSoaSGZbQ2e4fI97ePElCwNQdl36A66U",
+	"yF4YhhvryUyik2A0NJbmQ4DC8677/8CjFWHLa2ix61vlTO4eMR6Vv7YjMNzXKaUK90rVz8YQnQ0J1lgr",
+	"oa45qA2x4xIqleoqwt0EbErlX9udWO1mt/ZcQgd3M+/kzhK8kwkpVeqpcGMkTPGCF6LLEiNVX1QvwZrq",
+	"hKLwnuiqyKW14mJV0lJhEEEVoaHiDm4qTV/TKc0yEBfBifkPHNvf/9eHvQ97b1EBw1D+ThaLHApT8OHI",
+	"WS14rl67+ptZxSrnpELnWgXH5XK7snCYjllev992y500OwY6z59nsBLiy12ew02tD/q6UiVrsZy+e8Ne",
+	"vnz568yYBEzbWiM6hX38up3KtUa0jIeGynpM28NO6l2QqWCGv4X4xgKkAG8TksTDDT4fDGBa0E1DX4PY",
+	"alllWba3SzNtd4TAt4FsvBCZVlfWsu5W0W0NvAJPK7zE9+Gb6zrlQKzwaVHwuHJ0IRMB9o749mOGYqPL",
+	"OCNpk4+VYbKwUm/IP/ZMIUbYBrLlWIJaJdECL1jO1ZXYYa+2t9tdwuFBLIHw9aVpECuI/DnSCIDwRcgD",
+	"0AzTCL0ePiBkwYMo9qTOQYSNKjyN7pyrxA55uyMetQXfvuCJiqvx1Qva1MQt7K6IzAPaHCuanSelEj8r",
+	"gHsTz32LWxOuwGiPq0NrEGrejvMG9bzSRSdWUFJZgw2qnbmaWJddZEbsEKJ/WBAIA/Lp+aEwhl8JE2Ft",
+	"H/gLUaxGaItZcyunTrCqrdetUslKSJ2k4z5ocz6hMsBLnWX6tuwDiZHyfAJDwpQPjGSquIHqYIpAcJ5+",
+	"ODraP3rPWvzC2nqSrMv2bPBYEgx3w8eEpTiHyV97DrVk7vOfArDqe6kgexgMW1iKRkuk0eNa8nSWsb4I",
+	"rzMDOSr7N28EzwRi+Vij2MQKIJWhtklnmT2jlzzLLnj/mhGzPDqw5N0HwUZ+YX37mh/RnuGSP++zs4xa",
+	"tHP/XdJQVDMmA42h5xmbc1qjbID8nA15cOd92+4w4vlskNpoi0SxcuJb52z3j9398/2j972zD7/1dt/v",
+	"HZ2fdcubLgSWJez+dnx6vve2w3atcQt8FRDSUrqQVHMYK9QFxHWmxEfr14sRu7BLwklz3eayKIv2yMeU",
+	"RYcdK3uoRT6Uimes9eb48ORg7xxG+253/2DvbcTe7B692Ts42HsLiRbXsjjioLpaNMSInewdvbUftHty",
+	"cnr8++5BVH7j/tHJh/M2fNpOrKaryIEX5wIbfOD7KcOSCzMe+ryPPTVSjUVjBG3X3v59HFhvw7rVX2m8",
+	"J9B4u3iq7ipT1r2N+LDSJcG3+ABkaYq2+gOZpe1YgbD3YojoaQ0fCgxsGcYNnjLWIonk7MmoSRy1d8g9",
+	"t4+vSyTM/hmNlUTk6au+MAUUKekbqN92BcENT49i5YIJAy5Vh507GTQlY3ZYo8Qg6lp4gh0hfP4syXA2",
+	"vti1s/XtS4iqD7KSFc9JVlTXBsvluenzVLDx6Jbn6ZKCBPb2V7JOYlVV01UqvNq5A0GkddazPjJEvRQf",
+	"CqzodO7yBS/6A6YvY5XQnzoQVyHSU0ir4xfSzZy53zHFzgt6xsWEJQPBU5FjVcZI9q9NrJAzjGEQG6L3",
+	"iRGZ6FN1RiuE1hyrTBjjoL+NQz5OhuOskKNMJO1urJLLXIheIT5iksO3O1CZp+sh9g8AQlSg0n+XC3Fu",
+	"7wMTZqyuFTj41TmKGH6ElWx+oBHjzPUF0mwUemoqBM6EAyEd8gxJAgH7aqc5Rsig1IJyo5U18V00IvU7",
+	"IFZOsrtwarn8EjJEE1Mz5BqFLDz3gaTrw8cwy+E9Udn/8rYfLgOFo7MMl47wRdzqRXDIqXWztjirFoHv",
+	"O6aKW5lxf7a9xICdsqSGGY1yfSO+moqp+4aLlMyxEiwVfWkcIrL7WCtTI0/pECsAN3YF66VWamFJPba0",
+	"4byzXN8ymbahoJ4kdWhr2tdBc/n04xyVIxrTMmXFreyLWeLX+rI4vSmCM+RjZahlEevq8qvx0O6OhEG2",
+	"qQVnHcjDQ+mLrXt6pA2QNtA9baQN/7foF/R86AHMxYjcZ4yLDXUqsjLCnSDKWNKoHGCQ0rgZuJtqqK9s",
+	"o3LA6Xi+2qEc3zenHiBZAcqBlq+iG6ZWZ6Udvm/t8BY2gT/aZT5rOb3gQmyPpRgIDMcFRn20MVaQ2y8M",
+	"1SSAcW0odbY+HhnWQoO7h38aj5J2xFyAUufO/a0C8P8aq3rUYDTyBdSjXA9HVvpaIcnVBJN5bYiSYL0E",
+	"5QUjT5+L9leCoyW4xgiriu2vaSrtLPHMlR4MoQHN/jdruRqEbgXqjqoMAHvSVSBClUGXhTUMThAn8O8e",
+	"RF7//2zqhVhu+ddYjF1sGDOvKDQQZoR2Bh8XesgL2af0ppX/uR6NRNpYZED74tmK8HCAz16Gf2slCiuR",
+	"/CUi2W1NVweB8qaUbSSIlhPQaPk9W7v9FIbnAsJgWKIhQmKHAA7QOjWCqjGcdcqo8yQXxspHiIBog3VS",
+	"Jqggq5qlTfIKx/FspVU5vJWsWsmqZySrcGOieXRPExLMia+VWUcLMFYLxNK5893dfWAipcSp5Myj0l0e",
+	"SFPofBKrazGylhhaelB7ai1B62Ql8J29vh6rImFX0OV3MYGYMyLWTOaYWrEidiYqggX0ZLEUucGpfcR3",
+	"lueuCJdV6uorn3gobvSo9faAKH17h7O+DgncB6jRrJ75yqGRwgR1lEQd98K4UwjlLL2hVONCuA5e6z3R",
+	"rQl20+VcGcAMgeMM8GGGtU53z/d6B/uH++dRrM72Tn/fO+0d/753enC8+9Y6l/QnCO5F7P3u+d4fu//l",
+	"/nlwcNg73z/cO/5wHrHj05N/7B5B6cwfx6f/3Dvtvd0/e3N8dLT35nzvLQTuUF6RHcglgHNcEnYjZJWU",
+	"+Fj06KOKhBlRUNUbRvr6XPVFRsx6lfrUneniIV+3w1quwAcdxNpbYgVN+hgaVLp0COkFO8vhPr6BseHh",
+	"L/LJG9gV34+Q8rO5klNP4kXB7qpYJjW9upzIKmT/erZ18ma67dTKqi6TCtti6Y81RMKwWZ3VpV2sZpak",
+	"I6xvbigEX7CwPHXbw0yPRM7SXN4IhUUu7BQyCg5RASgkCzGq8hxnWo9Yy/6G3hYAF7koW2nUtdlYpZBP",
+	"ygQ3AvP2dpJ68G/ftUp9ijwou8EaBw9RZm+aLmmvheCmY4BFUPfz11hCC2Qxr6ywXrDQXLyEYLeIruBo",
+	"N3VGoT/4tA47Efk6BPpyXgjX3ePRgLa2N+GbcP5RubS77EJMNMwie7X9K1UmgsBb37VTsRxF1bnsX38f",
+	"Rlx9A6yEIwrHV9tLvOhc60OuJuQpm28Fbu50rEDokJiEimR96ft8pnv324Fs/gP+7ISz1tnd+7X36hh0",
+	"IM5aAPcGdUKA4taOmM5T+P1i4mtygBoqKl09fy4NVjQSsU4q+hmnH7rMM2l32DuPtM9eb27GKjk/Pj44",
+	"653uvTk+PNw7envWO/vn/sHB2f/H3tU1t21j7b+C8U3lDiWnbvrOvPaVJ22z3rVjj51sd2fYEWERkjAm",
+	"AS5AytF68t93zgf4IVGOlDiNk3FvUskiCQLn4zkHOM8Zn59eX5++eZ2EBv81bXie4xaEFP5WZxlBuZqu",
+	"FIn9N9Y142x9QaW/qqcUHrVNg6eVRXgUioCPvErNmHK/h0CeLkkVjOjhtdiL9nhLBzlZbCaYXm70u3Vq",
+	"ImmG24tESxQHGrrhjdNqqs0s3ouYMKO7cqRZW801W4r1aX0FAGNrsVrVgg0SFhtj+aNHop/A8ueJV4Pn",
+	"hU/kEb+QzWoeMrxy/5gol5PQXSKJDdXyBRqjyqj3BZ1MYB5iEOWe6uZVsWljN/zcMg8H9/APYDdWTr9z",
+	"K4NQ+kfAapbZG5mJhcyqmtQHHnEsdN2gclMbWRjddRjGzs4bXuctvsylLOdPorSOJyNMrbhTDrQa5uu5",
+	"y+MjVs6VPXNNPtParEf8ox1a+7x88bNIasKwNv1OQ+nWen4ml8R+GQQf+QfDoAZgzJBJbTpVk1IvVDjD",
+	"vH8sCun9nXXpsFwWKiUVCn3+HfYMogaukrefcwAEyY/8XxKJCh4kbtWSDzRivf2m8rtvRtfaIz2D2d1V",
+	"63BJntVtvbTvCqRpd90pqm3bK/4mJ9QwAI/iuTaZf8dP3M1tprzM1LFITJVlCQWYsSHqXTqMzk2xqc0g",
+	"CjnRQBhSj8oQeX4qBlL40hJ98sQpbsrEzPcemf5wb2L/GD6loRPAijox8d6KUsLLMJMPeO72Y7BpKvy9",
+	"dvA1fCHAG/gqOr7xzll4/rJQEZ5SJG4K6kpF5YTax+bO6bJUZiQue20EvL8yE7ekRgIw1f1A97L6Eor/",
+	"+Hu4K+P8Whu5j2J5WkE8Fop+j/u83/O27R+waDubyR6EDfH1cCuYvZFBto2022aEe8Vjvg2Fblu4/c4r",
+	"911B7ppa6Rl0/wWge322PwV294p7FFg612SbgfkDUDo2u2Fp8dlQ+tvRo52d2voaPwag/pbg8a5S3g+Q",
+	"d5TykbiWOTV/xuLypOhiouQIqz1j04+vUeKjDpwWG9B0tI6mY1PD6agXHBMGXgHaEW53IdRN6Z7WtQCu",
+	"R4Abm5eHhw9g0y+gSc/49GFVfkao3wtC3c1SAUYFg+N3aXY9Ehf1xo/Q6ah3M+Ud3nVX7X1SdKjwCh/b",
+	"pDmpyVBxGv9qdPm16FMrXt0gT7TaDzCm9knRyxf/35xXkGnqlPd4ZEEim30/Eyc86YsyccIDvhITJz36",
+	"40ycGAt+Axb6+eh364AVCheXvvVoTm2JD+51uns3cYzIQh4zk77sMga3W3xuSgawZu1msN9hC5evHvfz",
+	"T56Px3xV8soNor39XtuoL7h+snK5jblumernlNMqp+QDErNLy+uLXJd4JkKrLPXdrSBOmda9njtGcZrJ",
+	"WdiF2dVmUk/Qz5fNL9WFd2cY8xfrBbdl+FagzHPZ2yP0z31A3bffUMadD1R1od5PVFGKJKR6E+reQnLe",
+	"1fzYfLLq91aJYZ7tKWp/a2jP6v+s/k+jBg5FctvY56DQk7Jym9trYgMt+o3QOadfJCfTfekU0ldpk2mj",
+	"jrF8pM4yYHJ9Lr0wWBC63oYbW8jivpAuN6LRSx7glwOl+FoHP3aVrm45dKONpIKclX5DvbqG9/ou92oe",
+	"o23xCS77Dz5I1MfF09lM7ZYv3ZggvcJbPcXYBka21QF1eIPnAGdDmlQG4XK80J+VLz1tznOIMPciQeCS",
+	"iFze8r4fmjFpuoimx5Y5aWohfGooBgcHA/tKGGZb8W8vb2sPDSmrnvfQvi2YgjInJC7mll7g4B7+2T1b",
+	"u45J6oOic5vRkQO487FwamFvIYYJeo79Vz8lYXEFd1KfrfBrvRbhbljXUvdOLCR2nefWiTydXd1tV/Hk",
+	"8v2ZMrNyvnf082G0l2sTPv60jnD+fLpKD0s1+fze9s9p6E8OM0DAH1ZgKpo8mNvKq1ulChCqR6hWr2s1",
+	"U6lya0ibuYidtFmZtLAaD573l7X3Hw46Dh2Z+2vYf+G6aT+KzZWShRfWFXNpvBiEXjjtdrNUgk6N41Mi",
+	"3ZWlyGWqsKWTszPcgp1aF5uE3mjsS5mpmvsDCcaWTIER6DawWhNL12qKDuHtGi9PLpexAe1cEk1Gqn3B",
+	"5Nv0NmmlBOhiWmUqFa4yYoBs9vB/yA0kdY6H222uYTaW+JjyziK946RyTpmSGVuJoDg8Astp4TbILLy/",
+	"UpouVirTD+kesXn8wvSrylCB7t/aEvgFbdr60x6ybn+APKDcFtJ7kepv4Ljsd1wHrmTBCs3UQb6jOOsK",
+	"47evDl8dWv9Y0Mr1tXdGyi/lFnqiIpHbyqDFQqoLXXYavhdOTfV7AAeVy/aO9u5lUYzpyw8HstAHi5/2",
+	"or2FdFrecGDd/IKMMqrl3tHegV9M9npPtTWPS5qLEzHonHdExBXGKuno8Nz6Ujhry/0RKMSf9VStwRws",
+	"qSVVjkRmZ9pEgifNR+LV9dXvooSljeqCIVwslUudiWlm7/yoAUUnVTnvwVLvMHRrMJ22RgzkOoKMQuqb",
+	"kxZ+v3Vv8nfrN8cl6yS7sPuvnepMwRtNWnX6fN/WXV+xecUU3vrNL6ubDCx9ZUqdKzFVEtNz00zO2u/9",
+	"Cheq53rsHuSPuPlwxM16KU0c8UnVSEzlwuJJN7hvFEYJs1FghxhfNz4VpcqLDHcdTBqbpush0lRNlSMi",
+	"efxpu2OybPVDHtThe6Gct0ZmrT9iHRe2bMZm8oEEpSbdxFvj4Ttmg286QNMTHfYLEbnKb6hcdKDNQnt9",
+	"k9UXE1SIzcsXL/eP+RCukTOO/Af9XZx7GkxHrdG2Gq6E/si65g1j4asJ+fmltF/LJ+y3t1rwBDNzkuK2",
+	"K9bMxqaumW2XzKJXDGqA79knTsqFTj9IpcP6jRJ6JJQBUwFGNtBHRbBEw9rXCrtQzlH5Pf04jWLwT3bI",
+	"vQP2a2SGjxlmaqHadT18Pa4fYBAYxkjgsUkqB6DjanWbbe1iQ0PNwHMOEmqxT2QA1F9/RF+9XRbqjcz5",
+	"y4SOfzPpgkgm1qnRlZLpu6szeFrSM2Fc098TioEHsNNGCXwpsWsBCnbwFGLwy5D2zybOGtAdR2YMl90a",
+	"NfRziw0PE1eZsSyTfQGIMJemAtQlyrmz1WwuktLp2Qyhz6+VIv8Dc7MZqDFM7oNnsanxWeeNrzv+re+l",
+	"VeWx+Sjx/HYngGDa/X1wLx8+JAI3IyDMVs5HouI1XPGj2NRxrkxscA5xFxG73bfHdkkU58HU9I3uH3gG",
+	"fsrEWkGoTy5PxSDxi9sxyYROSRr4I52lZwHZH4lz0HreyMyxltWvWQNrWtR9mB/0TdThqWFy8H13c1nW",
+	"DTwCJUty/c9XxO40Prk8TWr9aCGJKDaA6wGN+4pLYScw19mdXHrqKAkxWNqV2ctTLAXomZ3XYJFIaGoD",
+	"xuwvZBe9GFCYnaCFSqKQB4lEQr9IkHadTJu9M8xw76PYcPNokzJDV8eI+IgLGKZOqeHUuhyBinLKTBQt",
+	"v2z8C3Uac8iTWHfqb+r8Qe+bAn8q/OVYghY01A3yJ4w8wl/wXvyBpCMYH3Is+OParcxoxjgKy7Cwwh6L",
+	"FYzglQpkHPD7kTitXQvdIIShEIUei+7f2pY/l0vMSrFZry/6ubPCtIw963smzaySMzXsW4G20+Vh/uo0",
+	"4M0jkdhCGakTpHUTF4UyJ6dDgNyyhJHGJjmYzGWJKDxT3JksSPsRXxCJiyyTuYzE4uzsPBJn5+K6rFJt",
+	"I/zBla1K5SLx2tn/ROLkv5VT+1FsEmnAwBV6kojBObcuB41lckd6P5UmYjCRBt7AqSJDBk1ncyHF368v",
+	"3hz8++T8TNBPucAHIg/qbJCq3HoUWyR0qjyvrb3DDrQ4Fz/4WoQ6s8Y8ca1aVP5ZRPduiHqnDZNS8uZi",
+	"fHZ2Pn518eb309fvrrCfTkKbCKyd4M6x8mMI+PJI1DGN8HN7B7NS6PGtWo69Ksk2NC2AbtWyIw7nPYv9",
+	"kOEmqU/VVBtNkjGgrU6hjUjtBDvziMMIZ1ZcY2QrUienpTh8cfhi+NMhpWPA48Qm6QQYIQ4mLx8s9Yi+",
+	"HkEsnVAjTnFT6awEZNxQXA0hBHf6pipVGpuJLGVmZ5FY1Iku2nguKOFN7H85IlHyQYRHrBv6CgJ4COJq",
+	"VArYz6g7evk+H/+AU2mYodwyGCC/RtDVHj2TL3OVWS8nV2zapFxRW8QGK9BvtXbIpGuQs13GFpsVzoLg",
+	"ch7iLmjJmEOOlRWv8nYDBkIGPzEA60CevAUHYOSoPIRfyPsh9AE1aIKPTPsyhCApH26FKIIIH3D5Jiyo",
+	"2PA1Ch2pIm4dFbGljETo+BJREoz/IU5fQXSz6/EDep8JQBlDJGp3hsN/yj82jFDcB7Mvo9iZLCTsXJ+s",
+	"32p8gJnATJUQ2c4oQqwzj8iNuUp9CcNfSzXEZhDyhhwJjuHrI/4pqBr2Ee8w2pF7badkxYCyHrAE8Blw",
+	"R4BnQ4CJATjug2fbOhcL3wdh9So2DTpqnOGGCeS8SZ8Rk9kQQ16y5RiweogUCj0h0U5AFQ7uK9xA+UCE",
+	"qYkYpLKULVZhp5g4DDcUYkPuG2aK/U73LsaWesopQZ+MxB+6nNuqBFTkJpVT48plCUs4zg6ApdSDOGE0",
+	"jL37faHkbTgae04XCl/dwAveIKAu7cRmx4HOL2rfsICI389hci1zoIVbzKsb8G71eZrmltQ+jStdS5oj",
+	"2hILL1BUfh6xvHhR2CyLTfL6t7dihWk2WUmEM5FqF59Xfr7BfHaxODho+kUwiZjZ8tFKSh6xyo2STjnw",
+	"erHZEsOTejmIJBWzSgW9DgE8GCyyupq5tFvjQSg7is05A3junKohYlyB7ch1vwreQ1oGVUR7kdAaJq1+",
+	"TkHiEnaVstAHPyaikOW8bWBG4qrOmKsUqVsBPdS58/97EXLgmDWJDeXPo5Vxjhta8PH5yb+SbfLr6z7y",
+	"5PK0L4lWgDdW5I8LZ9NqgofDIYwYcFDgvSr9/pGQbjIH4wYWHwyNqPBiMPtOL2SpF4pdIZim2FDeqe5g",
+	"SzXN8JybKiMdzircAeRzqvigTQmmYyHbZp/8Cw2tDhmbqAghP9gT6ygD0aSO2vier28sWheawev35VsQ",
+	"MQhtFsqUFvyUhsA3y5ocXGX4K46GEAyxkxiJvm3u2Jx2b4JXtu7jlJgFvcIdVBbTOiQlIDPmC8acykli",
+	"U8vbVGZecXKsHtOyvpK/qq9sBLV01Uoyiuagz01eVOXMwoAwl9sBthwpAroPJI/9k9FaA6mzDVapRlDa",
+	"DGVRiI6VF4MGl4hcYiKF8Ym2pklosbUt6CKyzLYAME3WNx+JN+pu5d4oUZm3aH/RwjCJVaEnH/E97Tl8",
+	"0/5Tn5zJTJUlrDBonpjS2jNerVEy/zU0Cm0nkK/xT3sf/vzwvwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

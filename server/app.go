@@ -10,6 +10,7 @@ import (
 	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/mail"
+	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/skills"
@@ -37,6 +38,7 @@ type App struct {
 	Skills    *skill.Index    // shipped skills, then plugins' skill folders
 	Log       *slog.Logger
 	MasterKey []byte
+	Push      *push.Hub // the embedded push hub; stopped by Close
 	closers   []io.Closer
 }
 
@@ -84,6 +86,11 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		Clock: o.Clock, Logger: a.Log, Hash: o.Hash}); err != nil {
 		return nil, a.fail(err)
 	}
+	if a.Push, err = push.NewHub(push.HubOptions{MasterKey: a.MasterKey, Session: sessionUser(a.Accounts),
+		Clock: o.Clock, Logger: a.Log}); err != nil {
+		return nil, a.fail(err)
+	}
+	a.closers = append(a.closers, a.Push)
 	box, err := secret.NewBox(a.MasterKey)
 	if err != nil {
 		return nil, a.fail(err)
@@ -96,7 +103,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
 	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
-		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock}); err != nil {
+		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

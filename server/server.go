@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/ratelimit"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/skill"
@@ -51,6 +52,7 @@ type Deps struct {
 	Skills   *skill.Index
 	Logger   *slog.Logger
 	Clock    func() time.Time
+	Push     *push.Hub // the embedded push hub; nil: none
 }
 
 // Server is the HTTP side of the service.
@@ -62,6 +64,7 @@ type Server struct {
 	tools    *tools.Registry
 	skills   *skill.Index
 	log      *slog.Logger
+	push     *push.Hub
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
 	prefix   string
@@ -85,7 +88,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -114,6 +117,7 @@ func (s *Server) routes() *gin.Engine {
 
 	root := e.Group(s.prefix)
 	root.GET("/healthz", s.healthz)
+	root.GET("/.well-known/mercure", s.subscribe)
 	root.GET("/api/v1/openapi.yaml", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
 	})
@@ -121,7 +125,7 @@ func (s *Server) routes() *gin.Engine {
 		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.schemaURL(c)))
 	})
 
-	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log})
+	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))
@@ -185,6 +189,9 @@ func (s *Server) healthz(c *gin.Context) {
 // up to grace).
 func (s *Server) Run(ctx context.Context, addr string, grace time.Duration) error {
 	hs := &http.Server{Addr: addr, Handler: s.engine, ReadHeaderTimeout: 10 * time.Second}
+	if s.push != nil {
+		hs.RegisterOnShutdown(func() { _ = s.push.Close() }) // end open subscriptions so Shutdown can finish
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	s.log.Info("listening", "addr", addr, "prefix", s.prefix)

@@ -25,7 +25,7 @@ const usage = `usage: svc <command> [flags]
 
 commands:
   serve                 run the HTTP API (default)
-  worker                run the worker daemon alone (not built yet: arrives with the agent loop)
+  worker                run the worker daemon alone (server worker mode)
   migrate               apply database migrations and print their state
   user create           create an account: --email ADDR [--name NAME] [--admin] [--verified];
                         the password is read from SVC_USER_PASSWORD or the first line of stdin
@@ -58,7 +58,7 @@ func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		return createUser(loader, args[1:], environ, stdin, stdout)
 	case "worker":
-		return errors.New("svc worker is not built yet: the worker daemon arrives with the agent loop")
+		return work(loader)
 	case "template":
 		if len(args) != 2 || args[0] != "validate" {
 			return errors.New("usage: svc template validate FILE")
@@ -81,8 +81,56 @@ func serve(loader *config.Loader) error {
 	}
 	defer app.Close()
 	cfg := loader.Current()
-	fmt.Fprintf(os.Stderr, "svc: serving on %s%s (database %s)\n", displayAddr(cfg.Listen), cfg.AppPrefix, cfg.DBDriver)
+	if cfg.WorkerRuntimeMode == "server" {
+		stopWorker, err := startWorker(ctx, app)
+		if err != nil {
+			return err
+		}
+		defer stopWorker()
+	}
+	fmt.Fprintf(os.Stderr, "svc: serving on %s%s (database %s, worker mode %s)\n", displayAddr(cfg.Listen), cfg.AppPrefix, cfg.DBDriver, cfg.WorkerRuntimeMode)
 	return app.HTTP.Run(ctx, cfg.Listen, 30*time.Second)
+}
+
+// startWorker starts the daemon draining the task queue; the returned function stops it,
+// letting in-flight steps finish.
+func startWorker(ctx context.Context, app *server.App) (func(), error) {
+	loop, err := app.Loop()
+	if err != nil {
+		return nil, err
+	}
+	d := app.Worker(loop)
+	d.Start(context.WithoutCancel(ctx))
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := d.Stop(sctx); err != nil {
+			fmt.Fprintln(os.Stderr, "svc:", err)
+		}
+	}, nil
+}
+
+// work runs the worker daemon alone (scaling out: several `svc worker` processes may share one
+// database) until SIGINT or SIGTERM.
+func work(loader *config.Loader) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	app, err := server.Open(ctx, loader, server.Options{})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	if mode := loader.Current().WorkerRuntimeMode; mode != "server" {
+		return fmt.Errorf("svc worker needs worker_runtime_mode=server (it is %q: browsers tick tasks)", mode)
+	}
+	stopWorker, err := startWorker(ctx, app)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "svc: worker running")
+	<-ctx.Done()
+	stopWorker()
+	return nil
 }
 
 func displayAddr(listen string) string {

@@ -1,0 +1,240 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/core"
+)
+
+// unknownTool is the class recorded for a call naming no registered tool; it fails when run.
+const unknownTool = "unknown.UnknownTool"
+
+// execution is one step's view of a task while its calls are planned and run.
+type execution struct {
+	loop   *Loop
+	task   *store.Task
+	agent  *store.Agent
+	worker string
+	states map[string]tools.ToolState
+	todos  *taskTodos
+}
+
+// plan turns the model's calls into rows: each resolved to its tool and operation, and marked
+// PENDING_APPROVAL when its operation requires approval (declared default, agent override,
+// auto_approve), PENDING otherwise.
+func (e *execution) plan(seq int, calls []llm.ToolCall) []store.NewToolCall {
+	out := make([]store.NewToolCall, 0, len(calls))
+	for _, c := range calls {
+		args := map[string]any{}
+		_ = json.Unmarshal(c.Arguments, &args)
+		nc := store.NewToolCall{MessageSequence: seq, ProviderCallID: c.ID, ToolClass: unknownTool, Name: c.Name,
+			Status: store.ToolCallPending, Arguments: args}
+		if t, ok := e.loop.Registry.LookupModelName(c.Name); ok {
+			spec := t.Spec()
+			nc.ToolClass = spec.Class
+			if op, err := tools.OperationFor(spec, args); err == nil {
+				nc.Operation = op
+				if o, ok := spec.Operation(op); ok {
+					_, approval := e.states[spec.Class].Overrides[op].Effective(o)
+					if approval {
+						nc.Status = store.ToolCallPendingApproval
+					}
+				}
+			}
+		}
+		out = append(out, nc)
+	}
+	return out
+}
+
+// execute runs calls in order and returns the state the task must enter because of them
+// (AWAITING_INPUT after a question), or "" when the loop may go on. Each call is started with
+// a compare-and-swap (at most once, even across crashes) and its outcome recorded at once.
+func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string, error) {
+	l, outcome := e.loop, ""
+	for _, c := range calls {
+		if err := l.Store.BeginToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
+			if !errors.Is(err, svcerr.ErrInvalidState) {
+				return "", err
+			}
+			// Started before a crash and never finished: it may have had effects, so it is not
+			// run again; the model is told.
+			if err := e.record(ctx, c, store.ToolCallFailed, resultRecord{Error: "the call was interrupted by a worker restart and was not repeated"}); err != nil {
+				return "", err
+			}
+			continue
+		}
+		res, status, err := e.run(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		if res.Pause != nil && res.Pause.Kind == tools.PauseQuestion {
+			var qs []store.Question
+			if err := json.Unmarshal(res.Pause.Questions, &qs); err != nil {
+				status, res = store.ToolCallFailed, tools.Result{}
+				if err := e.record(ctx, c, status, resultRecord{Error: "malformed question batch"}); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if _, err := l.Store.RecordQuestions(ctx, e.task.ID, e.worker, c.ProviderCallID, qs); err != nil {
+				return "", err
+			}
+			outcome = store.TaskAwaitingInput
+		}
+		rec := resultRecord{Content: res.Content, Data: res.Data}
+		if status == store.ToolCallFailed {
+			rec = resultRecord{Error: res.Content}
+		}
+		if err := e.record(ctx, c, status, rec); err != nil {
+			return "", err
+		}
+	}
+	return outcome, nil
+}
+
+// run executes one started call. A tool's own failure (ToolError) is a FAILED call the model
+// sees; only infrastructure failures are returned as errors.
+func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, string, error) {
+	failed := func(msg string) (tools.Result, string, error) {
+		return tools.Result{Content: msg}, store.ToolCallFailed, nil
+	}
+	spec, ok := e.loop.Registry.Spec(c.ToolClass)
+	if !ok {
+		return failed(fmt.Sprintf("there is no tool named %q", c.Name))
+	}
+	st := e.states[spec.Class]
+	if !st.Enabled {
+		return failed(fmt.Sprintf("the tool %s is not enabled for this agent", c.Name))
+	}
+	o, ok := spec.Operation(c.Operation)
+	if !ok {
+		return failed(fmt.Sprintf("the tool %s has no operation %q", c.Name, c.Operation))
+	}
+	if enabled, _ := st.Overrides[o.Name].Effective(o); !enabled {
+		return failed(fmt.Sprintf("the operation %s of %s is disabled for this agent", o.Name, c.Name))
+	}
+	exec, ok := e.loop.Executors[spec.Class]
+	if !ok {
+		return failed(fmt.Sprintf("the tool %s cannot run in this release", c.Name))
+	}
+	args := c.ProposedArguments
+	if c.ApprovedArguments != nil {
+		args = c.ApprovedArguments // what was approved is what runs
+	}
+	if d, ok := tools.Discriminator(spec); ok {
+		args = withoutKey(args, d)
+	}
+	settings, _ := tools.Cascade(spec, st.Layers...)
+	owner, err := e.loop.ownerUser(ctx, e.agent)
+	if err != nil {
+		return tools.Result{}, "", err
+	}
+	res, err := exec.Execute(ctx, tools.Call{Operation: o.Name, Args: args, Settings: settings, TaskID: e.task.ID,
+		AgentID: e.agent.ID, OwnerUserID: owner, ProviderCallID: c.ProviderCallID})
+	var te *tools.ToolError
+	switch {
+	case errors.As(err, &te):
+		return failed(te.Msg)
+	case err != nil:
+		e.loop.log().Error("tool failed", "task_id", e.task.ID, "tool", spec.Class, "err", err)
+		return failed("the tool failed unexpectedly")
+	}
+	return res, store.ToolCallExecuted, nil
+}
+
+func (e *execution) record(ctx context.Context, c store.ToolCall, status string, r resultRecord) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return e.loop.Store.UpdateToolCall(ctx, e.task.ID, e.worker, c.ID, store.ToolCallUpdate{Status: status, Result: raw})
+}
+
+// ownerUser is the user who owns the agent (document 2, schema rule 4): the user of a personal
+// principal, or 0 for a group-owned agent.
+func (l *Loop) ownerUser(ctx context.Context, a *store.Agent) (int64, error) {
+	id, err := l.Store.UserOfPrincipal(ctx, a.PrincipalID)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return 0, nil
+	}
+	return id, err
+}
+
+func withoutKey(m map[string]any, key string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// taskTodos keeps the todo tool's checklist in the task's data; changes are written with the
+// step's outcome (under the lease).
+type taskTodos struct {
+	data    map[string]any
+	changed []core.Todo
+	dirty   bool
+}
+
+// TodoBoard is the core.TodoStore the todo executor is built with: it finds the checklist of
+// the task being ticked (each tick registers its task's list for the duration of the step).
+type TodoBoard struct{ m sync.Map }
+
+var _ core.TodoStore = (*TodoBoard)(nil)
+
+func (b *TodoBoard) list(taskID int64) (*taskTodos, error) {
+	v, ok := b.m.Load(taskID)
+	if !ok {
+		return nil, fmt.Errorf("task %d is not being ticked", taskID)
+	}
+	return v.(*taskTodos), nil
+}
+
+// Todos returns the checklist of a task being ticked.
+func (b *TodoBoard) Todos(ctx context.Context, taskID int64) ([]core.Todo, error) {
+	t, err := b.list(taskID)
+	if err != nil {
+		return nil, err
+	}
+	return t.get(), nil
+}
+
+// SaveTodos replaces the checklist; it is written with the step's outcome.
+func (b *TodoBoard) SaveTodos(ctx context.Context, taskID int64, todos []core.Todo) error {
+	t, err := b.list(taskID)
+	if err != nil {
+		return err
+	}
+	t.changed, t.dirty = append([]core.Todo(nil), todos...), true
+	return nil
+}
+
+func (t *taskTodos) get() []core.Todo {
+	if t.dirty {
+		return append([]core.Todo(nil), t.changed...)
+	}
+	var out []core.Todo
+	if raw, ok := t.data["todos"]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &out)
+	}
+	return out
+}
+
+func (t *taskTodos) flush() map[string]any {
+	if !t.dirty {
+		return nil
+	}
+	return map[string]any{"todos": t.changed}
+}

@@ -1,0 +1,339 @@
+// Package agentloop runs agents: one Tick is one model turn plus the execution of the tool
+// calls it produced that need no approval, persisted step by step under the task's lease so a
+// crash between steps loses nothing and never executes a tool call twice. The server's worker
+// daemon (Run) and the client-mode tick endpoint both call Tick.
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/tools"
+)
+
+// Loop holds what a tick needs. Every field except Publish and Log is required.
+type Loop struct {
+	Store    *store.Store
+	Registry *tools.Registry
+	// ToolStates gives each registered tool's state for an agent (toolconfig.AgentToolStates).
+	ToolStates func(ctx context.Context, agentID int64) (map[string]tools.ToolState, error)
+	// Executors run tool calls, keyed by tool class.
+	Executors map[string]tools.Executor
+	// Driver builds the model driver of a stored configuration (it opens the sealed key).
+	Driver func(cfg *store.LLMConfig) (llm.Driver, error)
+	// Publish is told the task after every tick (push channel); nil publishes nothing.
+	Publish func(ctx context.Context, t *store.Task)
+	Lease   time.Duration // lease extension at each step boundary
+	Log     *slog.Logger
+	// Todos must be the TodoBoard the todo executor was built with (core.Deps.Todos).
+	Todos *TodoBoard
+	// Retry schedules the agent's automatic retry of a FAILED task when its error code is
+	// transient (task.Service.ScheduleRetry); nil schedules none.
+	Retry func(ctx context.Context, taskID int64) (bool, error)
+}
+
+// Tick performs one step of task id, whose lease workerID holds. It returns the task as the
+// step left it. Errors: ErrInvalidState when the task is not RUNNING under workerID's lease
+// (aborted, reaped or claimed by someone else: nothing is written); other errors are
+// infrastructure failures (the task keeps its state and the reaper or a retry recovers it).
+func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task, error) {
+	t, err := l.Store.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != store.TaskRunning || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
+		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", id, t.Status, workerID)
+	}
+	out, err := l.step(ctx, t, workerID)
+	if err != nil {
+		return nil, err
+	}
+	if l.Publish != nil {
+		l.Publish(ctx, out)
+	}
+	return out, nil
+}
+
+// Run ticks task id until it leaves RUNNING, its lease is lost, or stop ends (checked at each
+// step boundary: an in-flight step always finishes).
+func (l *Loop) Run(stop context.Context, id int64, workerID string) {
+	ctx := context.WithoutCancel(stop)
+	for stop.Err() == nil {
+		t, err := l.Tick(ctx, id, workerID)
+		if err != nil {
+			if !errors.Is(err, svcerr.ErrInvalidState) {
+				l.log().Error("tick", "task_id", id, "err", err)
+			}
+			return
+		}
+		if t.Status != store.TaskRunning {
+			return
+		}
+		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
+			return // aborted or reaped meanwhile: nothing more to do
+		}
+	}
+}
+
+func (l *Loop) log() *slog.Logger {
+	if l.Log != nil {
+		return l.Log
+	}
+	return slog.Default()
+}
+
+// step is the body of Tick.
+func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.Task, error) {
+	agent, err := l.Store.Agent(ctx, t.AgentID, t.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("agent of task %d: %w", t.ID, err)
+	}
+	states, err := l.ToolStates(ctx, agent.ID)
+	if err != nil {
+		return nil, fmt.Errorf("tool states of agent %d: %w", agent.ID, err)
+	}
+	calls, err := l.Store.ToolCalls(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	todos := &taskTodos{data: t.Data}
+	if l.Todos != nil {
+		l.Todos.m.Store(t.ID, todos)
+		defer l.Todos.m.Delete(t.ID)
+	}
+	run := &execution{loop: l, task: t, agent: agent, worker: worker, states: states, todos: todos}
+
+	// Calls approved since the last step (or interrupted by a crash) are settled first, without
+	// a model turn.
+	if pending := runnable(calls); len(pending) > 0 {
+		outcome, err := run.execute(ctx, pending)
+		if err != nil {
+			return nil, err
+		}
+		if outcome != "" {
+			return l.finish(ctx, t, worker, store.StepOutcome{Status: outcome, Data: todos.flush()})
+		}
+	}
+	if t.StepsUsed >= t.MaxSteps {
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskAborted,
+			Data: mergeData(todos.flush(), map[string]any{"max_steps_reached": true})})
+	}
+
+	cfg, err := l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return l.fail(ctx, t, worker, store.TaskErrNoLLMConfiguration,
+			"no model configuration: add a default one to the agent's group or a global default", nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	driver, err := l.Driver(cfg)
+	if err != nil {
+		return l.fail(ctx, t, worker, store.TaskErrBadRequest, "model configuration unusable: "+err.Error(), nil)
+	}
+	req, err := l.request(ctx, t, agent, states)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := driver.Complete(ctx, req)
+	if err != nil {
+		var le *llm.Error
+		if errors.As(err, &le) {
+			return l.fail(ctx, t, worker, le.Code, le.Message, nil)
+		}
+		return l.fail(ctx, t, worker, store.TaskErrUnknown, "model call failed", err)
+	}
+
+	// Persist the assistant turn and its calls before running any of them.
+	reasoning, _ := json.Marshal(resp.Reasoning)
+	if len(resp.Reasoning) == 0 {
+		reasoning = nil
+	}
+	msg := store.NewTaskMessage{Role: store.RoleAssistant, Text: resp.Text, Reasoning: reasoning,
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+	for _, c := range resp.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	stored, err := l.Store.AppendMessages(ctx, t.ID, worker, []store.NewTaskMessage{msg})
+	if err != nil {
+		return nil, err
+	}
+	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1}
+	if len(resp.ToolCalls) == 0 {
+		answer := resp.Text
+		usage.Status, usage.Answer, usage.Data = store.TaskCompleted, &answer, todos.flush()
+		return l.finish(ctx, t, worker, usage)
+	}
+	recorded, err := l.Store.RecordToolCalls(ctx, t.ID, worker, run.plan(stored[0].Sequence, resp.ToolCalls))
+	if err != nil {
+		return nil, err
+	}
+	outcome, err := run.execute(ctx, runnable(recorded))
+	if err != nil {
+		return nil, err
+	}
+	usage.Status = outcome
+	if outcome == "" {
+		usage.Status = store.TaskRunning
+	}
+	for _, c := range recorded {
+		if c.Status == store.ToolCallPendingApproval {
+			usage.Status = store.TaskPendingApproval
+		}
+	}
+	if usage.Status == store.TaskRunning && t.StepsUsed+1 >= t.MaxSteps {
+		usage.Status, usage.Data = store.TaskAborted, map[string]any{"max_steps_reached": true}
+	}
+	usage.Data = mergeData(usage.Data, todos.flush())
+	return l.finish(ctx, t, worker, usage)
+}
+
+func (l *Loop) finish(ctx context.Context, t *store.Task, worker string, o store.StepOutcome) (*store.Task, error) {
+	return l.Store.FinishStep(ctx, t.ID, worker, o)
+}
+
+// fail ends the task FAILED with code, and schedules the agent's automatic retry for
+// transient codes.
+func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string, cause error) (*store.Task, error) {
+	if cause != nil {
+		l.log().Error("task failed", "task_id", t.ID, "code", code, "err", cause)
+	}
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	out, err := l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskFailed, Error: &store.TaskError{Code: code, Message: msg}})
+	if err != nil {
+		return nil, err
+	}
+	if l.Retry != nil {
+		scheduled, err := l.Retry(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if scheduled {
+			if out, err = l.Store.Task(ctx, t.ID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// request builds the model request from the stored conversation: user and assistant turns in
+// order, and after each assistant turn one tool result per call, derived from the call's row
+// (executed result, failure, rejection with its reason, or the user's answers).
+func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState) (llm.Request, error) {
+	msgs, err := l.Store.Messages(ctx, t.ID, 0)
+	if err != nil {
+		return llm.Request{}, err
+	}
+	calls, err := l.Store.ToolCalls(ctx, t.ID)
+	if err != nil {
+		return llm.Request{}, err
+	}
+	batches, err := l.Store.QuestionBatches(ctx, t.ID)
+	if err != nil {
+		return llm.Request{}, err
+	}
+	byCall := map[string]store.ToolCall{}
+	for _, c := range calls {
+		byCall[c.ProviderCallID] = c
+	}
+	answers := map[string]store.QuestionBatch{}
+	for _, b := range batches {
+		answers[b.ToolCallID] = b
+	}
+	req := llm.Request{System: a.SystemPrompt}
+	for _, m := range msgs {
+		switch m.Role {
+		case store.RoleUser:
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Text: m.Text})
+		case store.RoleAssistant:
+			am := llm.Message{Role: llm.RoleAssistant, Text: m.Text}
+			if len(m.Reasoning) > 0 {
+				_ = json.Unmarshal(m.Reasoning, &am.Reasoning)
+			}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ProviderCallID, Name: c.Name, Arguments: c.Arguments})
+			}
+			req.Messages = append(req.Messages, am)
+			for _, c := range m.ToolCalls {
+				text, isErr := toolResult(byCall[c.ProviderCallID], answers)
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ProviderCallID, Text: text, IsError: isErr})
+			}
+		}
+	}
+	for _, spec := range l.Registry.Specs() {
+		st, ok := states[spec.Class]
+		if !ok || !st.Enabled {
+			continue
+		}
+		req.Tools = append(req.Tools, llm.ToolDef{Name: tools.ModelName(spec), Description: spec.Description, Parameters: tools.Schema(spec)})
+	}
+	return req, nil
+}
+
+// toolResult is what the model is told about a call.
+func toolResult(c store.ToolCall, answers map[string]store.QuestionBatch) (string, bool) {
+	if b, ok := answers[c.ProviderCallID]; ok && b.Answers != nil {
+		out, _ := json.Marshal(map[string]any{"answers": b.Answers})
+		return string(out), false
+	}
+	switch c.Status {
+	case store.ToolCallExecuted:
+		var r resultRecord
+		if json.Unmarshal(c.Result, &r) == nil && r.Content != "" {
+			return r.Content, false
+		}
+		return string(c.Result), false
+	case store.ToolCallFailed:
+		var r resultRecord
+		if json.Unmarshal(c.Result, &r) == nil && r.Error != "" {
+			return "Error: " + r.Error, true
+		}
+		return "Error: the tool call failed", true
+	case store.ToolCallRejected:
+		reason := "no reason given"
+		if c.Reason != nil && strings.TrimSpace(*c.Reason) != "" {
+			reason = *c.Reason
+		}
+		return "The user rejected this tool call. Reason: " + reason, true
+	}
+	return "The tool call has no result.", true
+}
+
+// resultRecord is how a call's outcome is stored in the transcript.
+type resultRecord struct {
+	Content string          `json:"content,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// runnable returns the calls that may run now: pending or approved, and never started.
+func runnable(calls []store.ToolCall) []store.ToolCall {
+	var out []store.ToolCall
+	for _, c := range calls {
+		if c.Status == store.ToolCallPending || c.Status == store.ToolCallApproved {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func mergeData(a, b map[string]any) map[string]any {
+	if len(a) == 0 {
+		return b
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}

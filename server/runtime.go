@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentsvc/svc/agentloop"
+	"github.com/agentsvc/svc/api"
+	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/push"
+	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/task"
+	"github.com/agentsvc/svc/toolconfig"
+	"github.com/agentsvc/svc/tools/core"
+	"github.com/agentsvc/svc/worker"
+)
+
+// Loop builds the agent loop over the app's store, tools and configuration; after every tick
+// it publishes the task to its owner's topic on the push channel.
+func (a *App) Loop() (*agentloop.Loop, error) {
+	box, err := secret.NewBox(a.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	cfg := a.Config.Current()
+	board := &agentloop.TodoBoard{}
+	tc := toolconfig.New(a.Store, a.Tools, a.Skills, box)
+	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board,
+		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
+	tasks := task.New(a.Store, a.Tools)
+	pub := push.NewService(a.Config.Current, a.Push)
+	publish := func(ctx context.Context, t *store.Task) {
+		v, err := tasks.ViewOf(ctx, t)
+		if err == nil {
+			var data []byte
+			if data, err = api.TaskEvent(v); err == nil {
+				err = pub.Publish(ctx, push.TaskTopic(t.UserID), data)
+			}
+		}
+		if err != nil {
+			a.Log.Warn("publish task", "task_id", t.ID, "err", err)
+		}
+	}
+	return &agentloop.Loop{
+		Store: a.Store, Registry: a.Tools, ToolStates: tc.AgentToolStates, Executors: execs,
+		Todos: board, Publish: publish, Retry: tasks.ScheduleRetry, Log: a.Log, Lease: leaseFor(cfg.WorkerStaleMinutes),
+		Driver: func(c *store.LLMConfig) (llm.Driver, error) { return a.driver(box, c) },
+	}, nil
+}
+
+// driver builds the model driver of a stored configuration, opening its sealed key.
+func (a *App) driver(box *secret.Box, c *store.LLMConfig) (llm.Driver, error) {
+	lc := llm.Config{Driver: c.Driver, Model: c.Model, Temperature: c.Temperature,
+		Timeout: time.Duration(a.Config.Current().LLMTimeout) * time.Second}
+	if c.BaseURL != nil {
+		lc.BaseURL = *c.BaseURL
+	}
+	if c.APIKeySealed != "" {
+		key, err := box.Open(c.APIKeySealed)
+		if err != nil {
+			return nil, fmt.Errorf("model configuration %d: the API key cannot be opened (was the master key changed?)", c.ID)
+		}
+		lc.APIKey = string(key)
+	}
+	if c.MaxTokensOutput != nil {
+		lc.MaxTokensOutput = *c.MaxTokensOutput
+	}
+	if c.Timeout != nil {
+		lc.Timeout = time.Duration(*c.Timeout) * time.Second
+	}
+	return llm.New(lc)
+}
+
+// leaseFor is the worker lease: the reaper treats a RUNNING task as orphaned once its lease
+// expired, so the lease is the stale period (worker_stale_minutes; 0 disables the reaper and
+// leaves a long lease).
+func leaseFor(staleMinutes int) time.Duration {
+	if staleMinutes <= 0 {
+		return 24 * time.Hour
+	}
+	return time.Duration(staleMinutes) * time.Minute
+}
+
+// Worker returns the server-mode daemon draining the queue with loop. Each process gets its
+// own worker id, so two processes on one database never run the same task at once (claims
+// are atomic in the store).
+func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
+	cfg := a.Config.Current()
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
+	d := &worker.Daemon{
+		MaxWorkers: cfg.MaxWorkers,
+		Log:        a.Log,
+		Claim: func(ctx context.Context, n int) ([]int64, error) {
+			ts, err := a.Store.ClaimQueued(ctx, id, loop.Lease, n)
+			ids := make([]int64, len(ts))
+			for i, t := range ts {
+				ids[i] = t.ID
+			}
+			return ids, err
+		},
+		Run: func(stop context.Context, taskID int64) { loop.Run(stop, taskID, id) },
+	}
+	if cfg.WorkerStaleMinutes > 0 {
+		d.Reap = func(ctx context.Context) error {
+			ids, err := a.Store.ReapStale(ctx, time.Now())
+			for _, id := range ids { // ORPHANED is transient: the agent's retry chain applies
+				if _, rerr := loop.Retry(ctx, id); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			return err
+		}
+	}
+	return d
+}

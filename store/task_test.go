@@ -1,0 +1,526 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+type taskFixture struct {
+	s     *store.Store
+	clock *storetest.Clock
+	user  *store.User
+	other *store.User
+	agent *store.Agent
+}
+
+func newTaskFixture(t *testing.T) *taskFixture {
+	t.Helper()
+	clock := storetest.NewClock(t0)
+	s := storetest.NewWithClock(t, clock.Now)
+	f := &taskFixture{s: s, clock: clock, user: mustUser(t, s, "owner@example.com"), other: mustUser(t, s, "other@example.com")}
+	f.agent = mustAgent(t, s, f.user.PrincipalID, "Helper")
+	return f
+}
+
+func (f *taskFixture) create(t *testing.T, prompt string) *store.Task {
+	t.Helper()
+	tk, err := f.s.CreateTask(context.Background(), store.NewTask{
+		AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: prompt, MaxSteps: 5,
+	})
+	if err != nil {
+		t.Fatalf("CreateTask: %v", err)
+	}
+	return tk
+}
+
+// claimOne creates a task and claims it for worker w.
+func (f *taskFixture) claimOne(t *testing.T, w string) *store.Task {
+	t.Helper()
+	tk := f.create(t, "do it")
+	got, err := f.s.ClaimQueued(context.Background(), w, time.Minute, 1)
+	if err != nil || len(got) != 1 || got[0].ID != tk.ID {
+		t.Fatalf("ClaimQueued = %v, %v; want task %d", got, err, tk.ID)
+	}
+	return &got[0]
+}
+
+func TestCreateTaskAndRead(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.create(t, "Summarise <this> & that")
+	if tk.Status != store.TaskQueued || tk.MaxSteps != 5 || tk.Source != store.TaskSourceSession || tk.UserID != f.user.ID ||
+		tk.Data == nil || tk.FinishedAt != nil || !tk.CreatedAt.Equal(t0.Truncate(time.Microsecond)) {
+		t.Fatalf("created task = %+v", tk)
+	}
+	got, err := f.s.Task(ctx, tk.ID)
+	if err != nil || got.Prompt != "Summarise <this> & that" {
+		t.Fatalf("Task = %+v, %v", got, err)
+	}
+	msgs, err := f.s.Messages(ctx, tk.ID, 0)
+	if err != nil || len(msgs) != 1 || msgs[0].Sequence != 1 || msgs[0].Role != store.RoleUser || msgs[0].Text != tk.Prompt {
+		t.Fatalf("Messages = %+v, %v", msgs, err)
+	}
+	_, err = f.s.Task(ctx, tk.ID+100)
+	wantErr(t, err, svcerr.ErrNotFound)
+
+	for name, nt := range map[string]store.NewTask{
+		"blank prompt":  {AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "  ", MaxSteps: 1},
+		"zero steps":    {AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "x", MaxSteps: 0},
+		"nul":           {AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "a\x00b", MaxSteps: 1},
+		"unknown agent": {AgentID: 999, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "x", MaxSteps: 1},
+		"unknown user":  {AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: 999, Prompt: "x", MaxSteps: 1},
+		"bad source":    {AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "x", MaxSteps: 1, Source: "cron"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := f.s.CreateTask(ctx, nt)
+			wantErr(t, err, svcerr.ErrInvalid)
+		})
+	}
+	if n := countRows(t, f.s, "tasks", "1 = 1"); n != 1 {
+		t.Fatalf("%d tasks after refused creations, want 1", n)
+	}
+}
+
+func TestListTasks(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, f.create(t, fmt.Sprintf("p%d", i)).ID)
+		f.clock.Advance(time.Second)
+	}
+	mark := f.clock.Now()
+	f.clock.Advance(time.Second)
+	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskAborted}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.other.ID, Prompt: "x", MaxSteps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	idsOf := func(ts []store.Task) []int64 {
+		out := []int64{}
+		for _, x := range ts {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    store.TaskQuery
+		want []int64
+	}{
+		{"all newest first", store.TaskQuery{UserID: f.user.ID}, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}},
+		{"page 2", store.TaskQuery{UserID: f.user.ID, Page: 2, PerPage: 2}, []int64{ids[2], ids[1]}},
+		{"past the end", store.TaskQuery{UserID: f.user.ID, Page: 9, PerPage: 2}, []int64{}},
+		{"status", store.TaskQuery{UserID: f.user.ID, Status: store.TaskAborted}, []int64{ids[1]}},
+		{"since", store.TaskQuery{UserID: f.user.ID, Since: &mark}, []int64{ids[1]}},
+		{"stranger", store.TaskQuery{UserID: 999}, []int64{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.s.ListTasks(ctx, tc.q)
+			if err != nil || fmt.Sprint(idsOf(got)) != fmt.Sprint(tc.want) {
+				t.Fatalf("ListTasks = %v, %v; want %v", idsOf(got), err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeleteTask(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	running := f.claimOne(t, "w1")
+	wantErr(t, f.s.DeleteTask(ctx, running.ID), svcerr.ErrInvalidState)
+
+	parent := f.create(t, "parent")
+	child, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, ParentTaskID: &parent.ID, Prompt: "child", MaxSteps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, f.s.DeleteTask(ctx, parent.ID), nil)
+	for _, id := range []int64{parent.ID, child.ID} {
+		_, err := f.s.Task(ctx, id)
+		wantErr(t, err, svcerr.ErrNotFound)
+	}
+	if n := countRows(t, f.s, "task_messages", "task_id IN (?, ?)", parent.ID, child.ID); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+	wantErr(t, f.s.DeleteTask(ctx, parent.ID), svcerr.ErrNotFound)
+
+	// Deleting the agent removes its tasks.
+	f.clock.Advance(2 * time.Minute)
+	if _, err := f.s.ReapStale(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, f.s.DeleteAgent(ctx, f.agent.ID, nil), nil)
+	if n := countRows(t, f.s, "tasks", "1 = 1"); n != 0 {
+		t.Fatalf("%d tasks left after deleting the agent", n)
+	}
+}
+
+func TestTransitionTaskCAS(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.create(t, "x")
+	abort := store.TaskTransition{Action: "abort", From: []string{store.TaskQueued, store.TaskRunning}, To: store.TaskAborted}
+
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = f.s.TransitionTask(ctx, tk.ID, abort) })
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, svcerr.ErrInvalidState):
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d concurrent aborts succeeded, want exactly 1", ok)
+	}
+	got, _ := f.s.Task(ctx, tk.ID)
+	if got.Status != store.TaskAborted || got.FinishedAt == nil {
+		t.Fatalf("after abort: %+v", got)
+	}
+	_, err := f.s.TransitionTask(ctx, 999, abort)
+	wantErr(t, err, svcerr.ErrNotFound)
+
+	// continue: new user message, steps granted, answer cleared, data key dropped.
+	cont, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{
+		From: []string{store.TaskAborted}, To: store.TaskQueued, ClearAnswer: true, ClearError: true, GrantSteps: 3,
+		UserMessage: &store.NewTaskMessage{Text: "more"}, UnsetData: []string{"max_steps_reached"},
+	})
+	if err != nil || cont.Status != store.TaskQueued || cont.MaxSteps != 3 || cont.FinishedAt != nil {
+		t.Fatalf("continue = %+v, %v", cont, err)
+	}
+	msgs, _ := f.s.Messages(ctx, tk.ID, 1)
+	if len(msgs) != 1 || msgs[0].Sequence != 2 || msgs[0].Text != "more" || msgs[0].Role != store.RoleUser {
+		t.Fatalf("messages after continue = %+v", msgs)
+	}
+}
+
+func TestClaimLeaseReap(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	a, b := f.create(t, "a"), f.create(t, "b")
+	got, err := f.s.ClaimQueued(ctx, "w1", time.Minute, 1)
+	if err != nil || len(got) != 1 || got[0].ID != a.ID || got[0].Status != store.TaskRunning ||
+		*got[0].LeaseOwner != "w1" || !got[0].LeaseExpiresAt.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	_, err = f.s.ClaimQueued(ctx, "", time.Minute, 1)
+	wantErr(t, err, svcerr.ErrInvalid)
+
+	// The lease guards every write of the worker.
+	wantErr(t, f.s.ExtendLease(ctx, a.ID, "w2", time.Minute), svcerr.ErrInvalidState)
+	f.clock.Advance(50 * time.Second)
+	wantErr(t, f.s.ExtendLease(ctx, a.ID, "w1", time.Minute), nil)
+	f.clock.Advance(50 * time.Second) // still inside the extended lease
+	if _, err := f.s.AppendMessages(ctx, a.ID, "w1", []store.NewTaskMessage{{Role: store.RoleAssistant, Text: "hi", Reasoning: json.RawMessage(`{"r": 1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	reaped, err := f.s.ReapStale(ctx, f.clock.Now())
+	if err != nil || len(reaped) != 0 {
+		t.Fatalf("ReapStale before expiry = %v, %v", reaped, err)
+	}
+	f.clock.Advance(time.Minute)
+	_, err = f.s.AppendMessages(ctx, a.ID, "w1", []store.NewTaskMessage{{Role: store.RoleAssistant, Text: "late"}})
+	wantErr(t, err, svcerr.ErrInvalidState) // lease expired
+	reaped, err = f.s.ReapStale(ctx, f.clock.Now())
+	if err != nil || fmt.Sprint(reaped) != fmt.Sprint([]int64{a.ID}) {
+		t.Fatalf("ReapStale = %v, %v", reaped, err)
+	}
+	ra, _ := f.s.Task(ctx, a.ID)
+	if ra.Status != store.TaskFailed || ra.Error == nil || ra.Error.Code != store.TaskErrOrphaned || ra.LeaseOwner != nil || ra.FinishedAt == nil {
+		t.Fatalf("reaped task = %+v", ra)
+	}
+	_, err = f.s.FinishStep(ctx, a.ID, "w1", store.StepOutcome{Status: store.TaskCompleted, Answer: ptr("x")})
+	wantErr(t, err, svcerr.ErrInvalidState)
+
+	// Automatic retry: scheduled, not claimable before it is due, then claimed with retry_count+1.
+	ok, err := f.s.ScheduleTaskRetry(ctx, a.ID, 5*time.Minute, 1)
+	if err != nil || !ok {
+		t.Fatalf("ScheduleTaskRetry = %v, %v", ok, err)
+	}
+	if ok, _ := f.s.ScheduleTaskRetry(ctx, a.ID, 5*time.Minute, 1); ok {
+		t.Fatal("a second retry was scheduled")
+	}
+	got, _ = f.s.ClaimQueued(ctx, "w2", time.Minute, 5)
+	if len(got) != 1 || got[0].ID != b.ID {
+		t.Fatalf("claim before the retry is due = %+v", got)
+	}
+	f.clock.Advance(5 * time.Minute)
+	got, _ = f.s.ClaimQueued(ctx, "w2", time.Minute, 5)
+	if len(got) != 1 || got[0].ID != a.ID || got[0].RetryCount != 1 || got[0].Error != nil || got[0].NextRetryAt != nil {
+		t.Fatalf("claim of the due retry = %+v", got)
+	}
+}
+
+func TestFinishStepAndAbortWhileRunning(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	out, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskRunning, InputTokens: 10, OutputTokens: 2, Steps: 1})
+	if err != nil || out.Status != store.TaskRunning || out.StepsUsed != 1 || out.InputTokens != 10 || out.LeaseOwner == nil {
+		t.Fatalf("FinishStep running = %+v, %v", out, err)
+	}
+	for name, o := range map[string]store.StepOutcome{
+		"failed without error": {Status: store.TaskFailed},
+		"error when completed": {Status: store.TaskCompleted, Error: &store.TaskError{Code: store.TaskErrUnknown}},
+		"unknown code":         {Status: store.TaskFailed, Error: &store.TaskError{Code: "NOPE"}},
+		"queued":               {Status: store.TaskQueued},
+		"negative":             {Status: store.TaskRunning, Steps: -1},
+	} {
+		_, err := f.s.FinishStep(ctx, tk.ID, "w1", o)
+		if !errors.Is(err, svcerr.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+	// An abort takes the task away from the worker: its next write is refused.
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{store.TaskRunning}, To: store.TaskAborted}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskCompleted, Answer: ptr("done"), Steps: 1})
+	wantErr(t, err, svcerr.ErrInvalidState)
+	wantErr(t, f.s.ExtendLease(ctx, tk.ID, "w1", time.Minute), svcerr.ErrInvalidState)
+	got, _ := f.s.Task(ctx, tk.ID)
+	if got.Status != store.TaskAborted || got.Answer != nil || got.StepsUsed != 1 || got.LeaseOwner != nil {
+		t.Fatalf("aborted task written by a stale worker: %+v", got)
+	}
+
+	// Budget spent: ABORTED with data.max_steps_reached.
+	tk2 := f.claimOne(t, "w1")
+	out, err = f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: store.TaskAborted, Steps: 5, Data: map[string]any{"max_steps_reached": true}})
+	if err != nil || out.Status != store.TaskAborted || out.Data["max_steps_reached"] != true || out.FinishedAt == nil {
+		t.Fatalf("FinishStep budget = %+v, %v", out, err)
+	}
+}
+
+func TestToolCallDecisions(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	calls, err := f.s.RecordToolCalls(ctx, tk.ID, "w1", []store.NewToolCall{
+		{MessageSequence: 2, ProviderCallID: "c1", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://a"}},
+		{MessageSequence: 2, ProviderCallID: "c2", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://b"}},
+		{MessageSequence: 2, ProviderCallID: "c3", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPending},
+	})
+	if err != nil || len(calls) != 3 {
+		t.Fatalf("RecordToolCalls = %v, %v", calls, err)
+	}
+	_, err = f.s.RecordToolCalls(ctx, tk.ID, "w1", []store.NewToolCall{{ProviderCallID: "c1", ToolClass: "x", Name: "x", Status: store.ToolCallPending}})
+	wantErr(t, err, svcerr.ErrConflict)
+	wantErr(t, f.s.UpdateToolCall(ctx, tk.ID, "w1", calls[2].ID, store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: json.RawMessage(`{"ok": true}`)}), nil)
+	wantErr(t, f.s.UpdateToolCall(ctx, tk.ID, "w1", calls[2].ID, store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: json.RawMessage(`{`)}), svcerr.ErrInvalid)
+
+	// Deciding before the task is PENDING_APPROVAL is refused.
+	_, err = f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true}})
+	wantErr(t, err, svcerr.ErrInvalidState)
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskPendingApproval, Steps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, ds := range map[string][]store.ToolDecision{
+		"unknown":           {{ProviderCallID: "nope", Approve: true}},
+		"not pending":       {{ProviderCallID: "c3", Approve: true}},
+		"twice":             {{ProviderCallID: "c1", Approve: true}, {ProviderCallID: "c1", Approve: true}},
+		"args on rejection": {{ProviderCallID: "c1", Arguments: map[string]any{}}},
+		"valid then bad":    {{ProviderCallID: "c1", Approve: true}, {ProviderCallID: "zzz"}},
+	} {
+		_, err := f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, ds)
+		if !errors.Is(err, svcerr.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+	if n := countRows(t, f.s, "task_tool_calls", "task_id = ? AND status = ?", tk.ID, store.ToolCallPendingApproval); n != 2 {
+		t.Fatalf("a refused decision wrote: %d pending", n)
+	}
+	f.clock.Advance(time.Second)
+	out, err := f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true, Arguments: map[string]any{"url": "https://safe"}}})
+	if err != nil || out.Status != store.TaskPendingApproval {
+		t.Fatalf("partial approve = %+v, %v", out, err)
+	}
+	out, err = f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c2", Reason: ptr("no")}})
+	if err != nil || out.Status != store.TaskQueued {
+		t.Fatalf("final decision = %+v, %v", out, err)
+	}
+	all, _ := f.s.ToolCalls(ctx, tk.ID)
+	c1, c2 := all[0], all[1]
+	if c1.Status != store.ToolCallApproved || c1.ApprovedArguments["url"] != "https://safe" || c1.ProposedArguments["url"] != "https://a" ||
+		*c1.DecidedBy != f.user.ID || !c1.DecidedAt.Equal(f.clock.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("approved call = %+v", c1)
+	}
+	if c2.Status != store.ToolCallRejected || *c2.Reason != "no" || string(c2.Result) != `{"reason":"no","rejected":true}` || c2.ApprovedArguments != nil {
+		t.Fatalf("rejected call = %+v (result %s)", c2, c2.Result)
+	}
+	if all[2].Status != store.ToolCallExecuted || string(all[2].Result) != `{"ok":true}` || all[2].ExecutedAt == nil {
+		t.Fatalf("executed call = %+v", all[2])
+	}
+
+	// Reject-all (the first task is taken out of the queue first).
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskAborted}); err != nil {
+		t.Fatal(err)
+	}
+	tk2 := f.claimOne(t, "w1")
+	if _, err := f.s.RecordToolCalls(ctx, tk2.ID, "w1", []store.NewToolCall{
+		{ProviderCallID: "d1", ToolClass: "x", Name: "x", Status: store.ToolCallPendingApproval},
+		{ProviderCallID: "d2", ToolClass: "x", Name: "x", Status: store.ToolCallPendingApproval},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: store.TaskPendingApproval}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = f.s.RejectToolCalls(ctx, tk2.ID, f.user.ID, "Do not fetch")
+	if err != nil || out.Status != store.TaskQueued {
+		t.Fatalf("RejectToolCalls = %+v, %v", out, err)
+	}
+	if n := countRows(t, f.s, "task_tool_calls", "task_id = ? AND status = ? AND reason = ?", tk2.ID, store.ToolCallRejected, "Do not fetch"); n != 2 {
+		t.Fatalf("%d calls rejected, want 2", n)
+	}
+	_, err = f.s.RejectToolCalls(ctx, tk2.ID, f.user.ID, "again")
+	wantErr(t, err, svcerr.ErrInvalidState)
+}
+
+func TestQuestions(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	qs := []store.Question{{Question: "Which?", Header: "Format", Options: []string{"PDF", "MD"}}}
+	for _, id := range []string{"q1", "q2"} {
+		if _, err := f.s.RecordQuestions(ctx, tk.ID, "w1", id, qs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := f.s.RecordQuestions(ctx, tk.ID, "w1", "q1", qs)
+	wantErr(t, err, svcerr.ErrConflict)
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskAwaitingInput}); err != nil {
+		t.Fatal(err)
+	}
+	ans := []store.QuestionAnswer{{Header: "Format", Selections: []string{"PDF"}}}
+	_, err = f.s.AnswerQuestions(ctx, tk.ID, "nope", ans, nil)
+	wantErr(t, err, svcerr.ErrInvalid)
+	refuse := errors.New("refused")
+	_, err = f.s.AnswerQuestions(ctx, tk.ID, "q1", ans, func(*store.QuestionBatch) error { return refuse })
+	if !errors.Is(err, refuse) {
+		t.Fatalf("check error not returned: %v", err)
+	}
+	out, err := f.s.AnswerQuestions(ctx, tk.ID, "q1", ans, nil)
+	if err != nil || out.Status != store.TaskAwaitingInput {
+		t.Fatalf("first answer = %+v, %v", out, err)
+	}
+	_, err = f.s.AnswerQuestions(ctx, tk.ID, "q1", ans, nil)
+	wantErr(t, err, svcerr.ErrInvalid) // already answered
+	pending, _ := f.s.PendingQuestions(ctx, tk.ID)
+	if len(pending) != 1 || pending[0].ToolCallID != "q2" {
+		t.Fatalf("pending = %+v", pending)
+	}
+	out, err = f.s.AnswerQuestions(ctx, tk.ID, "q2", ans, nil)
+	if err != nil || out.Status != store.TaskQueued {
+		t.Fatalf("last answer = %+v, %v", out, err)
+	}
+	all, _ := f.s.QuestionBatches(ctx, tk.ID)
+	if len(all) != 2 || all[0].AnsweredAt == nil || all[0].Answers[0].Selections[0] != "PDF" {
+		t.Fatalf("batches = %+v", all)
+	}
+	_, err = f.s.AnswerQuestions(ctx, tk.ID, "q2", ans, nil)
+	wantErr(t, err, svcerr.ErrInvalidState)
+}
+
+func TestAbortTaskChain(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	mk := func(parent *int64, status string) int64 {
+		tk, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, ParentTaskID: parent, Prompt: "x", MaxSteps: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.GormDBForTest().Exec("UPDATE tasks SET status = ? WHERE id = ?", status, tk.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID
+	}
+	root := mk(nil, store.TaskRunning) // not waiting: the cascade stops below it
+	mid := mk(&root, store.TaskAwaitingSubAgents)
+	top := mk(&mid, store.TaskAwaitingSubAgents)
+	leaf := mk(&top, store.TaskQueued)
+	abortable := []string{store.TaskQueued, store.TaskRunning, store.TaskAwaitingSubAgents}
+	out, err := f.s.AbortTaskChain(ctx, leaf, abortable)
+	if err != nil || out.ID != leaf || out.Status != store.TaskAborted {
+		t.Fatalf("AbortTaskChain = %+v, %v", out, err)
+	}
+	for id, want := range map[int64]string{leaf: store.TaskAborted, top: store.TaskAborted, mid: store.TaskAborted, root: store.TaskRunning} {
+		got, _ := f.s.Task(ctx, id)
+		if got.Status != want {
+			t.Errorf("task %d: %s, want %s", id, got.Status, want)
+		}
+	}
+	_, err = f.s.AbortTaskChain(ctx, leaf, abortable)
+	wantErr(t, err, svcerr.ErrInvalidState)
+}
+
+// TestClaimQueuedConcurrent: two claimers (each transaction on its own pooled connection) never
+// receive the same task, and together they claim all of them.
+func TestClaimQueuedConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	const total = 50
+	for i := range total {
+		f.create(t, fmt.Sprintf("t%d", i))
+	}
+	var mu sync.Mutex
+	seen := map[int64]string{}
+	var wg sync.WaitGroup
+	for _, w := range []string{"w1", "w2"} {
+		wg.Go(func() {
+			for {
+				got, err := f.s.ClaimQueued(ctx, w, time.Minute, 3)
+				if err != nil {
+					t.Errorf("%s: %v", w, err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range got {
+					if prev, dup := seen[tk.ID]; dup {
+						t.Errorf("task %d claimed by %s and %s", tk.ID, prev, w)
+					}
+					seen[tk.ID] = w
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != total {
+		t.Fatalf("claimed %d tasks, want %d", len(seen), total)
+	}
+	if n := countRows(t, f.s, "tasks", "status = ?", store.TaskRunning); n != total {
+		t.Fatalf("%d RUNNING, want %d", n, total)
+	}
+}

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// BeginToolCall marks tool call callID of a task whose lease workerID holds as started
+// (executed_at = now) — a compare-and-swap that succeeds once per call, so a call is executed
+// at most once even across crashes: a call found started but unfinished is never run again
+// (see InterruptedToolCalls). Errors: ErrInvalidState (lease lost, or the call was already
+// started or is not runnable), ErrNotFound.
+func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
+	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
+		res := tx.Model(&toolCallRow{}).
+			Where("id = ? AND task_id = ? AND executed_at IS NULL AND status IN ?", callID, taskID,
+				[]string{ToolCallPending, ToolCallApproved}).
+			Update("executed_at", now)
+		if res.Error != nil {
+			return fmt.Errorf("begin tool call %d: %w", callID, TranslateError(res.Error))
+		}
+		if res.RowsAffected == 0 {
+			return svcerr.New(svcerr.ErrInvalidState, "tool call %d of task %d was already started or is not runnable", callID, taskID)
+		}
+		return nil
+	})
+}
+
+// UserOfPrincipal returns the user whose personal principal p is. Errors: ErrNotFound (a
+// group's principal, or none).
+func (s *Store) UserOfPrincipal(ctx context.Context, p int64) (int64, error) {
+	var ids []int64
+	if err := s.conn(ctx).Table("users").Where("principal_id = ?", p).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return 0, TranslateError(err)
+	}
+	if len(ids) == 0 {
+		return 0, svcerr.New(svcerr.ErrNotFound, "principal %d is no user's", p)
+	}
+	return ids[0], nil
+}

@@ -1,0 +1,472 @@
+// Package task holds the rules of the task resource (a chat run of an agent): who may start,
+// see, delete and steer a task, and its state machine (DESIGN.md §3 "Task states"). Only the
+// task's owner sees it (document 1, rule 7: anyone else gets 404). Every status change is a
+// compare-and-swap in the store, so of two concurrent requests at most one moves a task; a
+// refused request writes nothing. The agent loop (package agentloop) drives RUNNING tasks
+// through the store's lease-guarded methods; this package only adds ScheduleRetry for it.
+package task
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentsvc/svc/access"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/tools"
+)
+
+// Step budget limits of create (max_steps) and continue (additional_steps).
+const (
+	MinSteps = 1
+	MaxSteps = 100
+)
+
+// State sets of the state machine.
+var (
+	// Terminal states refuse every action but continue (FAILED, COMPLETED), retry and delete.
+	Terminal = []string{store.TaskCompleted, store.TaskFailed, store.TaskCancelled}
+	// Paused states wait for a caller.
+	Paused = []string{store.TaskAborted, store.TaskPendingApproval, store.TaskAwaitingInput}
+	// Abortable states: abort and abort-sub-agent apply.
+	Abortable = []string{store.TaskQueued, store.TaskRunning, store.TaskAwaitingSubAgents}
+	// Transient error codes: an automatic retry applies (agent's retry_after_minutes/max_retries).
+	Transient = []string{
+		store.TaskErrRateLimit, store.TaskErrServerOverloaded, store.TaskErrServerError, store.TaskErrGatewayError,
+		store.TaskErrLLMTimeout, store.TaskErrOrphaned, store.TaskErrWorkerDisconnected,
+	}
+)
+
+// IsTransient reports whether a failure with code may be retried automatically.
+func IsTransient(code string) bool { return slices.Contains(Transient, code) }
+
+// Service applies the task rules on top of the store.
+type Service struct {
+	store *store.Store
+	tools *tools.Registry
+}
+
+// New returns the service; reg describes tool operations for pending calls (may be nil).
+func New(st *store.Store, reg *tools.Registry) *Service { return &Service{store: st, tools: reg} }
+
+// PendingCall is a tool call awaiting approval with its operation's declared description.
+type PendingCall struct {
+	store.ToolCall
+	Description string
+}
+
+// View is a task with what blocks it: HasPending is true in PENDING_APPROVAL and
+// AWAITING_INPUT; then Calls holds the calls awaiting a decision and Questions the unanswered
+// batches.
+type View struct {
+	store.Task
+	HasPending bool
+	Calls      []PendingCall
+	Questions  []store.QuestionBatch
+}
+
+func notFound() error { return svcerr.New(svcerr.ErrNotFound, "task not found") }
+
+// ParseID turns a task id from a path into the stored id. Anything but a canonical positive
+// decimal number names no task: ErrNotFound "task not found".
+func ParseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 || strconv.FormatInt(id, 10) != s {
+		return 0, notFound()
+	}
+	return id, nil
+}
+
+// owned returns task id when u owns it. Errors: ErrNotFound "task not found" (unknown,
+// malformed or someone else's: ownership is not revealed).
+func (s *Service) owned(ctx context.Context, u *store.User, id string) (*store.Task, error) {
+	tid, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.store.Task(ctx, tid)
+	if err != nil {
+		return nil, err
+	}
+	if t.UserID != u.ID {
+		return nil, notFound()
+	}
+	return t, nil
+}
+
+// view adds what blocks t.
+// ViewOf is the task as its owner sees it (with pending calls and questions), for the push
+// channel. Errors: those of the store.
+func (s *Service) ViewOf(ctx context.Context, t *store.Task) (*View, error) { return s.view(ctx, t) }
+
+func (s *Service) view(ctx context.Context, t *store.Task) (*View, error) {
+	v := &View{Task: *t, Calls: []PendingCall{}, Questions: []store.QuestionBatch{}}
+	switch t.Status {
+	case store.TaskPendingApproval:
+		v.HasPending = true
+		calls, err := s.store.ToolCalls(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			if c.Status == store.ToolCallPendingApproval {
+				v.Calls = append(v.Calls, PendingCall{ToolCall: c, Description: s.describe(c.ToolClass, c.Operation)})
+			}
+		}
+	case store.TaskAwaitingInput:
+		v.HasPending = true
+		qs, err := s.store.PendingQuestions(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Questions = qs
+	}
+	return v, nil
+}
+
+// describe returns the declared description of a tool operation (the tool's own when the
+// operation is not declared, "" when the tool is unknown).
+func (s *Service) describe(class, op string) string {
+	if s.tools == nil {
+		return ""
+	}
+	spec, ok := s.tools.Spec(class)
+	if !ok {
+		return ""
+	}
+	for _, o := range spec.Operations {
+		if o.Name == op && o.Description != "" {
+			return o.Description
+		}
+	}
+	return spec.Description
+}
+
+// CreateInput is a new task's request.
+type CreateInput struct {
+	AgentID  int64
+	Prompt   string
+	MaxSteps *int
+	MediaIDs []string
+}
+
+func refuseMedia(ids []string) error {
+	if len(ids) > 0 {
+		return svcerr.New(svcerr.ErrInvalid, "media_ids: media attachments are not available yet; send the prompt without media_ids")
+	}
+	return nil
+}
+
+func checkSteps(field string, n *int) error {
+	if n != nil && (*n < MinSteps || *n > MaxSteps) {
+		return svcerr.New(svcerr.ErrInvalid, "%s must be between %d and %d", field, MinSteps, MaxSteps)
+	}
+	return nil
+}
+
+// Create starts a QUEUED task owned by u for an agent u can see; max_steps defaults to the
+// agent's. Errors: ErrInvalid (agent invisible or unknown, max_steps outside 1..100, blank
+// prompt, any media_ids: media does not exist yet).
+func (s *Service) Create(ctx context.Context, u *store.User, in CreateInput) (*View, error) {
+	if err := checkSteps("max_steps", in.MaxSteps); err != nil {
+		return nil, err
+	}
+	if err := refuseMedia(in.MediaIDs); err != nil {
+		return nil, err
+	}
+	a, err := s.store.Agent(ctx, in.AgentID, u.ID)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return nil, svcerr.New(svcerr.ErrInvalid, "agent_id: no such agent")
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc, err := access.For(ctx, s.store, u)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.CanSee(a.PrincipalID) {
+		return nil, svcerr.New(svcerr.ErrInvalid, "agent_id: no such agent")
+	}
+	steps := a.MaxSteps
+	if in.MaxSteps != nil {
+		steps = *in.MaxSteps
+	}
+	t, err := s.store.CreateTask(ctx, store.NewTask{
+		AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: in.Prompt, MaxSteps: steps,
+		Source: store.TaskSourceSession,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t)
+}
+
+// Get returns task id when u owns it. Errors: ErrNotFound "task not found".
+func (s *Service) Get(ctx context.Context, u *store.User, id string) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, t)
+}
+
+// ListOptions narrow and page List.
+type ListOptions struct {
+	Status        string
+	Since         *time.Time
+	Page, PerPage int
+}
+
+// List returns one page of u's tasks, newest first. Errors: those of the store.
+func (s *Service) List(ctx context.Context, u *store.User, o ListOptions) ([]View, error) {
+	ts, err := s.store.ListTasks(ctx, store.TaskQuery{UserID: u.ID, Status: o.Status, Since: o.Since, Page: o.Page, PerPage: o.PerPage})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, 0, len(ts))
+	for i := range ts {
+		v, err := s.view(ctx, &ts[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, nil
+}
+
+// Delete removes task id with everything belonging to it. Errors: ErrNotFound "task not
+// found", ErrInvalidState while RUNNING.
+func (s *Service) Delete(ctx context.Context, u *store.User, id string) error {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	return s.store.DeleteTask(ctx, t.ID)
+}
+
+func (s *Service) transition(ctx context.Context, u *store.User, id string, tr store.TaskTransition) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	nt, err := s.store.TransitionTask(ctx, t.ID, tr)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+// Abort stops a QUEUED, RUNNING or AWAITING_SUB_AGENTS task (→ ABORTED); a running worker
+// loses its lease and writes nothing more. Errors: ErrNotFound, ErrInvalidState (terminal or
+// already paused).
+func (s *Service) Abort(ctx context.Context, u *store.User, id string) (*View, error) {
+	return s.transition(ctx, u, id, store.TaskTransition{Action: "abort", From: Abortable, To: store.TaskAborted})
+}
+
+// AbortSubAgent aborts sub-agent task id (same states as Abort) and every AWAITING_SUB_AGENTS
+// ancestor above it, in one transaction. Errors: as Abort.
+func (s *Service) AbortSubAgent(ctx context.Context, u *store.User, id string) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	nt, err := s.store.AbortTaskChain(ctx, t.ID, Abortable)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+// Approve applies decisions to pending tool calls of a PENDING_APPROVAL task, recording u as
+// the decider; all decided → QUEUED. Errors: ErrNotFound, ErrInvalidState (not
+// PENDING_APPROVAL), ErrInvalid (unknown, decided or repeated provider_call_id; arguments on a
+// rejection).
+func (s *Service) Approve(ctx context.Context, u *store.User, id string, ds []store.ToolDecision) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	nt, err := s.store.DecideToolCalls(ctx, t.ID, u.ID, ds)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+// Reject rejects every pending call of a PENDING_APPROVAL task with reason (the model sees
+// it as their result) and queues the task. Errors: ErrNotFound, ErrInvalidState, ErrInvalid
+// (blank reason).
+func (s *Service) Reject(ctx context.Context, u *store.User, id, reason string) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, svcerr.New(svcerr.ErrInvalid, "reason is required")
+	}
+	nt, err := s.store.RejectToolCalls(ctx, t.ID, u.ID, reason)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+// Answer records the answers to pending question batch toolCallID of an AWAITING_INPUT task;
+// all batches answered → QUEUED. Errors: ErrNotFound, ErrInvalidState (not AWAITING_INPUT),
+// ErrInvalid (unknown batch, header or selection; a question left unanswered; several
+// selections on a single-choice question; free text where not allowed; an empty answer).
+func (s *Service) Answer(ctx context.Context, u *store.User, id, toolCallID string, answers []store.QuestionAnswer) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	nt, err := s.store.AnswerQuestions(ctx, t.ID, toolCallID, answers, func(b *store.QuestionBatch) error {
+		return CheckAnswers(b.Questions, answers)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+func invalid(format string, args ...any) error { return svcerr.New(svcerr.ErrInvalid, format, args...) }
+
+// CheckAnswers validates answers against the questions of their batch: every question answered
+// exactly once by its header, selections verbatim from its options (at most one unless
+// multiple), free text only where allowed, and something selected or written. Errors:
+// ErrInvalid naming the first problem.
+func CheckAnswers(qs []store.Question, answers []store.QuestionAnswer) error {
+	byHeader := make(map[string]*store.Question, len(qs))
+	for i := range qs {
+		byHeader[qs[i].Header] = &qs[i]
+	}
+	seen := map[string]bool{}
+	for _, a := range answers {
+		q, ok := byHeader[a.Header]
+		if !ok {
+			return invalid("answers: unknown header %q", a.Header)
+		}
+		if seen[a.Header] {
+			return invalid("answers: header %q is answered twice", a.Header)
+		}
+		seen[a.Header] = true
+		picked := map[string]bool{}
+		for _, sel := range a.Selections {
+			if !slices.Contains(q.Options, sel) {
+				return invalid("answers: %q is not an option of question %q", sel, a.Header)
+			}
+			if picked[sel] {
+				return invalid("answers: %q is selected twice for question %q", sel, a.Header)
+			}
+			picked[sel] = true
+		}
+		if len(a.Selections) > 1 && !q.Multiple {
+			return invalid("answers: question %q takes one selection", a.Header)
+		}
+		if a.FreeText != nil && !q.AllowFreeText {
+			return invalid("answers: question %q does not accept free text", a.Header)
+		}
+		if len(a.Selections) == 0 && (a.FreeText == nil || strings.TrimSpace(*a.FreeText) == "") {
+			return invalid("answers: question %q needs a selection or free text", a.Header)
+		}
+	}
+	for _, q := range qs {
+		if !seen[q.Header] {
+			return invalid("answers: question %q is not answered", q.Header)
+		}
+	}
+	return nil
+}
+
+// ContinueInput is a follow-up request.
+type ContinueInput struct {
+	Prompt          string
+	AdditionalSteps *int
+	MediaIDs        []string
+}
+
+// Continue appends a follow-up prompt to a COMPLETED (when the agent allows follow-ups),
+// FAILED or ABORTED task, clears its answer and error, grants more steps (default the agent's
+// max_steps; max_steps becomes steps_used + additional_steps), drops a pending automatic retry
+// and queues it. Errors: ErrNotFound, ErrInvalidState (any other state, or COMPLETED without
+// allow_followup), ErrInvalid (blank prompt, additional_steps outside 1..100, media_ids).
+func (s *Service) Continue(ctx context.Context, u *store.User, id string, in ContinueInput) (*View, error) {
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSteps("additional_steps", in.AdditionalSteps); err != nil {
+		return nil, err
+	}
+	if err := refuseMedia(in.MediaIDs); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Prompt) == "" {
+		return nil, invalid("prompt is required")
+	}
+	a, err := s.store.Agent(ctx, t.AgentID, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	from := []string{store.TaskFailed, store.TaskAborted}
+	if a.AllowFollowup {
+		from = append(from, store.TaskCompleted)
+	} else if t.Status == store.TaskCompleted {
+		return nil, svcerr.New(svcerr.ErrInvalidState, "the agent does not allow follow-ups on a completed task")
+	}
+	steps := a.MaxSteps
+	if in.AdditionalSteps != nil {
+		steps = *in.AdditionalSteps
+	}
+	nt, err := s.store.TransitionTask(ctx, t.ID, store.TaskTransition{
+		Action: "continue", From: from, To: store.TaskQueued, ClearAnswer: true, ClearError: true,
+		GrantSteps: steps, UserMessage: &store.NewTaskMessage{Text: in.Prompt}, UnsetData: []string{"max_steps_reached"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, nt)
+}
+
+// Retry queues a FAILED task again with its history; error cleared, retry_count + 1, a pending
+// automatic retry replaced. Errors: ErrNotFound, ErrInvalidState (not FAILED).
+func (s *Service) Retry(ctx context.Context, u *store.User, id string) (*View, error) {
+	return s.transition(ctx, u, id, store.TaskTransition{
+		Action: "retry", From: []string{store.TaskFailed}, To: store.TaskQueued, ClearError: true, IncRetry: true,
+	})
+}
+
+// CancelRetryChain cancels the pending automatic retry of a FAILED task: the task becomes
+// CANCELLED. Errors: ErrNotFound, ErrInvalidState (no retry pending).
+func (s *Service) CancelRetryChain(ctx context.Context, u *store.User, id string) (*View, error) {
+	return s.transition(ctx, u, id, store.TaskTransition{
+		Action: "cancel the retry chain of", From: []string{store.TaskFailed}, To: store.TaskCancelled, RequireRetryPending: true,
+	})
+}
+
+// ScheduleRetry is called by the loop (and housekeeping after ReapStale) when a task has
+// FAILED: for a transient error code it schedules the automatic retry after the agent's
+// retry_after_minutes while retry_count is below the agent's max_retries, and reports whether
+// it did. Errors: ErrNotFound "task not found".
+func (s *Service) ScheduleRetry(ctx context.Context, taskID int64) (bool, error) {
+	t, err := s.store.Task(ctx, taskID)
+	if err != nil {
+		return false, err
+	}
+	if t.Status != store.TaskFailed || t.Error == nil || !IsTransient(t.Error.Code) || t.NextRetryAt != nil {
+		return false, nil
+	}
+	a, err := s.store.Agent(ctx, t.AgentID, 0)
+	if err != nil {
+		return false, err
+	}
+	if t.RetryCount >= a.MaxRetries {
+		return false, nil
+	}
+	return s.store.ScheduleTaskRetry(ctx, t.ID, time.Duration(a.RetryAfterMinutes)*time.Minute, a.MaxRetries)
+}
