@@ -1,4 +1,5 @@
-// Package svc embeds the contract documents so the binary serves exactly what it implements.
+// Package svc embeds the contract documents (openapi.yaml, agent-template.schema.json) so the
+// binary serves exactly what it implements.
 package svc
 
 import _ "embed"
@@ -7,3 +8,9 @@ import _ "embed"
 //
 //go:embed openapi.yaml
 var OpenAPI []byte
+
+// TemplateSchema is agent-template.schema.json, the agent template format (JSON Schema draft
+// 2020-12), served at {prefix}/schemas/agent-template.schema.json.
+//
+//go:embed agent-template.schema.json
+var TemplateSchema []byte

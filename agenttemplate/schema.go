@@ -2,15 +2,15 @@ package agenttemplate
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
+
+	svc "github.com/agentsvc/svc"
 )
 
-// schemaFile is the template format as a JSON Schema (draft 2020-12). Its $id is a placeholder
-// replaced by SchemaJSON with the deployment's address.
-//
-//go:embed agent-template.schema.json
-var schemaFile []byte
+// schemaFile is the template format as a JSON Schema (draft 2020-12), the repository's
+// agent-template.schema.json. Its $id is a placeholder replaced by SchemaJSON with the
+// deployment's address.
+var schemaFile = svc.TemplateSchema
 
 // schemaIDPlaceholder is the $id written in the file (the address of the example deployment
 // used throughout openapi.yaml).
