@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/task"
 	"github.com/agentsvc/svc/templateimport"
+	"github.com/agentsvc/svc/tick"
 	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
 )
@@ -36,6 +38,10 @@ type Deps struct {
 	Skills   *skill.Index
 	Logger   *slog.Logger
 	Push     *push.Hub // the embedded push hub; nil: none (embedded push unavailable)
+	// Tick runs one agent-loop step of a task leased to workerID (agentloop.Loop.Tick); the
+	// client-mode tick endpoint calls it. nil: ticks fail as an internal error.
+	Tick  func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
+	Clock func() time.Time // drives per-user rate limits; nil: time.Now
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -55,6 +61,7 @@ type API struct {
 	templates *templateimport.Service // agent templates: catalog, validate, import, export
 	tasks     *task.Service           // tasks: state machine, approvals, questions, retries
 	push      *push.Service           // push: /sse status, subscription info, subscriber tokens
+	ticks     *tick.Service           // client-worker mode: tick and housekeeping
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -69,6 +76,7 @@ func New(d Deps) *API {
 	a.templates = templateimport.New(d.Store, d.Tools, d.Skills)
 	a.tasks = task.New(d.Store, d.Tools)
 	a.push = push.NewService(d.Config.Current, d.Push)
+	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock})
 	return a
 }
 

@@ -49,14 +49,12 @@ var unimplementedOps = []string{
 	"rejectAgentChat",
 	"resolveMediaAssets",
 	"revokeAgentApiKey",
-	"runWorkerHousekeeping",
 	"searchPalette",
 	"sendAgentChatMessage",
 	"sendTestMail",
 	"setMediaAssetKeep",
 	"startAgentChat",
 	"subscribeNotifications",
-	"tickTask",
 	"triggerScheduledRun",
 	"uninstallPlugin",
 	"unsubscribeNotifications",
@@ -266,11 +264,6 @@ func (a *API) RevokeAgentApiKey(ctx context.Context, request gen.RevokeAgentApiK
 	return nil, notImplemented("revokeAgentApiKey")
 }
 
-// RunWorkerHousekeeping answers 501 until the operation is built.
-func (a *API) RunWorkerHousekeeping(ctx context.Context, request gen.RunWorkerHousekeepingRequestObject) (gen.RunWorkerHousekeepingResponseObject, error) {
-	return nil, notImplemented("runWorkerHousekeeping")
-}
-
 // SearchPalette answers 501 until the operation is built.
 func (a *API) SearchPalette(ctx context.Context, request gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
 	return nil, notImplemented("searchPalette")
@@ -299,11 +292,6 @@ func (a *API) StartAgentChat(ctx context.Context, request gen.StartAgentChatRequ
 // SubscribeNotifications answers 501 until the operation is built.
 func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeNotificationsRequestObject) (gen.SubscribeNotificationsResponseObject, error) {
 	return nil, notImplemented("subscribeNotifications")
-}
-
-// TickTask answers 501 until the operation is built.
-func (a *API) TickTask(ctx context.Context, request gen.TickTaskRequestObject) (gen.TickTaskResponseObject, error) {
-	return nil, notImplemented("tickTask")
 }
 
 // TriggerScheduledRun answers 501 until the operation is built.

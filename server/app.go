@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/mail"
 	"github.com/agentsvc/svc/push"
@@ -38,7 +39,8 @@ type App struct {
 	Skills    *skill.Index    // shipped skills, then plugins' skill folders
 	Log       *slog.Logger
 	MasterKey []byte
-	Push      *push.Hub // the embedded push hub; stopped by Close
+	Push      *push.Hub       // the embedded push hub; stopped by Close
+	loop      *agentloop.Loop // built once in Open; returned by Loop
 	closers   []io.Closer
 }
 
@@ -102,8 +104,11 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	for _, p := range problems {
 		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
+	if a.loop, err = a.buildLoop(); err != nil { // before the HTTP server: the tick endpoint drives it
+		return nil, a.fail(err)
+	}
 	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
-		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push}); err != nil {
+		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

@@ -18,9 +18,17 @@ import (
 	"github.com/agentsvc/svc/worker"
 )
 
-// Loop builds the agent loop over the app's store, tools and configuration; after every tick
-// it publishes the task to its owner's topic on the push channel.
+// Loop returns the agent loop over the app's store, tools and configuration (built once by
+// Open and shared with the client-mode tick endpoint); after every tick it publishes the task
+// to its owner's topic on the push channel.
 func (a *App) Loop() (*agentloop.Loop, error) {
+	if a.loop != nil {
+		return a.loop, nil
+	}
+	return a.buildLoop()
+}
+
+func (a *App) buildLoop() (*agentloop.Loop, error) {
 	box, err := secret.NewBox(a.MasterKey)
 	if err != nil {
 		return nil, err

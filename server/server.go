@@ -53,6 +53,8 @@ type Deps struct {
 	Logger   *slog.Logger
 	Clock    func() time.Time
 	Push     *push.Hub // the embedded push hub; nil: none
+	// Tick runs one agent-loop step (agentloop.Loop.Tick) for the client-mode tick endpoint.
+	Tick func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 }
 
 // Server is the HTTP side of the service.
@@ -65,6 +67,8 @@ type Server struct {
 	skills   *skill.Index
 	log      *slog.Logger
 	push     *push.Hub
+	tick     func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
+	clock    func() time.Time
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
 	prefix   string
@@ -88,7 +92,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -125,7 +129,8 @@ func (s *Server) routes() *gin.Engine {
 		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.schemaURL(c)))
 	})
 
-	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push})
+	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push,
+		Tick: s.tick, Clock: s.clock})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))

@@ -121,6 +121,7 @@ func (d *Daemon) loop(ctx context.Context) {
 					if sem != nil {
 						defer func() { <-sem }()
 					}
+					defer d.Notify() // a slot frees up: claim again without waiting for the poll
 					d.Run(ctx, id)
 				}(id)
 			}

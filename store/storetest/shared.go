@@ -1,0 +1,47 @@
+package storetest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentsvc/svc/store"
+)
+
+// NewShared returns n independent stores (each with its own connection pool, as separate
+// processes would have) on ONE fresh, migrated database: the same SQLite file (WAL) by
+// default, or one throwaway MySQL/MariaDB database when SVC_TEST_MYSQL_DSN is set. Tests of
+// cross-process behaviour (two worker daemons on one database) use it. All are closed, and the
+// database dropped, in t.Cleanup.
+func NewShared(t testing.TB, n int) []*store.Store {
+	t.Helper()
+	ctx := context.Background()
+	opts := store.Options{Logger: testLogger(t)}
+	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
+		opts.Driver = "mysql"
+		opts.MySQLDSN = createMySQLDatabase(t, dsn)
+	} else {
+		opts.Driver = "sqlite"
+		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
+	}
+	out := make([]*store.Store, 0, n)
+	for i := range n {
+		s, err := store.Open(ctx, opts)
+		if err != nil {
+			t.Fatalf("storetest: open %s store %d: %v", opts.Driver, i, err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("storetest: close store %d: %v", i, err)
+			}
+		})
+		if i == 0 {
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}

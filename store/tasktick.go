@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// AcquireTick gives workerID the lease of task id for one client-mode tick (POST
+// /tasks/{id}/tick), in one transaction under the task's row lock: a QUEUED task, or a FAILED
+// task whose automatic retry is due (its retry_count grows by one, error and next_retry_at are
+// cleared, as ClaimQueued does), becomes RUNNING leased to workerID until now+lease; a RUNNING
+// task whose lease workerID already holds, or whose lease expired (its worker went away), gets
+// the lease renewed for workerID. Errors: ErrNotFound "task not found"; ErrInvalidState when
+// another worker holds an unexpired lease ("being ticked by another caller") or the task is
+// quiescent (PENDING_APPROVAL, AWAITING_INPUT, AWAITING_SUB_AGENTS, ABORTED) or terminal;
+// ErrInvalid for an empty or oversize worker id or a lease that is not positive.
+func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, lease time.Duration) (*Task, error) {
+	if err := checkKey("worker id", workerID, true); err != nil {
+		return nil, err
+	}
+	if lease <= 0 {
+		return nil, invalidf("lease must be positive")
+	}
+	var out *Task
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		row, err := loadTask(tx, id, true)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		until := normTime(now.Add(lease))
+		var res *gorm.DB
+		switch {
+		case row.Status == TaskQueued, row.Status == TaskFailed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
+			res = tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id = ? AND status = ?", workerID, until, now, id, row.Status)
+		case row.Status == TaskRunning:
+			held := row.LeaseOwner != nil && *row.LeaseOwner != workerID &&
+				row.LeaseExpiresAt != nil && !row.LeaseExpiresAt.Before(now)
+			if held {
+				return svcerr.New(svcerr.ErrInvalidState, "the task is being ticked by another caller")
+			}
+			res = tx.Model(&taskRow{}).Where("id = ? AND status = ?", id, TaskRunning).
+				Updates(map[string]any{"lease_owner": workerID, "lease_expires_at": until, "updated_at": now})
+		default:
+			return invalidState("tick", row.Status)
+		}
+		if res.Error != nil {
+			return fmt.Errorf("task %d: acquire tick: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 { // cannot happen under the row lock; refuse rather than run unleased
+			return svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+		}
+		out, err = readTask(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReapDisconnected is ReapStale for client-worker mode: every RUNNING task whose lease expired
+// before now becomes FAILED with error code WORKER_DISCONNECTED (the browser driving it went
+// away; the code is transient, so an automatic retry may follow — see
+// task.Service.ScheduleRetry). It returns their ids in ascending order. Errors: none beyond
+// the database's own.
+func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) ([]int64, error) {
+	now = normTime(now)
+	var ids []int64
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		ids = ids[:0]
+		err := tx.Model(&taskRow{}).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("status = ? AND lease_expires_at < ?", TaskRunning, now).Order("id").Pluck("id", &ids).Error
+		if err != nil {
+			return fmt.Errorf("find disconnected tasks: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		ch := transitionChanges(TaskTransition{To: TaskFailed}, s.now())
+		ch["error_code"], ch["error_message"] = TaskErrWorkerDisconnected, "the client driving the task stopped ticking it"
+		return tx.Model(&taskRow{}).Where("id IN ? AND status = ?", ids, TaskRunning).Updates(ch).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
