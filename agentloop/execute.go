@@ -56,7 +56,8 @@ func (e *execution) plan(seq int, calls []llm.ToolCall) []store.NewToolCall {
 }
 
 // execute runs calls in order and returns the state the task must enter because of them
-// (AWAITING_INPUT after a question), or "" when the loop may go on. Each call is started with
+// (AWAITING_INPUT after a question, else AWAITING_SUB_AGENTS after a sub-agent call), or ""
+// when the loop may go on. Each call is started with
 // a compare-and-swap (at most once, even across crashes) and its outcome recorded at once.
 func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string, error) {
 	l, outcome := e.loop, ""
@@ -89,6 +90,9 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string
 				return "", err
 			}
 			outcome = store.TaskAwaitingInput
+		}
+		if res.Pause != nil && res.Pause.Kind == tools.PauseSubAgent && outcome == "" {
+			outcome = store.TaskAwaitingSubAgents // a pending question is answered first
 		}
 		rec := resultRecord{Content: res.Content, Data: res.Data}
 		if status == store.ToolCallFailed {
@@ -123,6 +127,9 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 		return failed(fmt.Sprintf("the operation %s of %s is disabled for this agent", o.Name, c.Name))
 	}
 	exec, ok := e.loop.Executors[spec.Class]
+	if !ok && spec.Class == SubAgentClass {
+		exec, ok = subAgentExec{loop: e.loop}, true
+	}
 	if !ok {
 		return failed(fmt.Sprintf("the tool %s cannot run in this release", c.Name))
 	}

@@ -38,6 +38,10 @@ type Loop struct {
 	// Retry schedules the agent's automatic retry of a FAILED task when its error code is
 	// transient (task.Service.ScheduleRetry); nil schedules none.
 	Retry func(ctx context.Context, taskID int64) (bool, error)
+	// AgentTools runs the agent tool (core.AgentTool) when Executors has no executor for it
+	// (*toolconfig.Service); nil leaves the tool unavailable.
+	AgentTools AgentToolService
+	builtins   builtins
 }
 
 // Tick performs one step of task id, whose lease workerID holds. It returns the task as the
@@ -45,6 +49,7 @@ type Loop struct {
 // (aborted, reaped or claimed by someone else: nothing is written); other errors are
 // infrastructure failures (the task keeps its state and the reaper or a retry recovers it).
 func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task, error) {
+	l.builtins.once.Do(l.addBuiltins)
 	t, err := l.Store.Task(ctx, id)
 	if err != nil {
 		return nil, err
@@ -122,6 +127,18 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 			return l.finish(ctx, t, worker, store.StepOutcome{Status: outcome, Data: todos.flush()})
 		}
 	}
+	// A task resumed after a handover completes with its child's answer; one with sub-agents
+	// still unsettled (started alongside an approval or a question) waits for them.
+	if answer, err := l.handoverAnswer(ctx, t, calls); err != nil {
+		return nil, err
+	} else if answer != nil {
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskCompleted, Answer: answer, Data: todos.flush()})
+	}
+	if n, err := l.Store.UnsettledChildren(ctx, t.ID); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskAwaitingSubAgents, Data: todos.flush()})
+	}
 	if t.StepsUsed >= t.MaxSteps {
 		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskAborted,
 			Data: mergeData(todos.flush(), map[string]any{"max_steps_reached": true})})
@@ -196,8 +213,14 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	return l.finish(ctx, t, worker, usage)
 }
 
+// finish records the step's outcome, then resumes a parent whose sub-agents have all settled
+// (see settle; FAILED is settled by fail, once its automatic retry is decided).
 func (l *Loop) finish(ctx context.Context, t *store.Task, worker string, o store.StepOutcome) (*store.Task, error) {
-	return l.Store.FinishStep(ctx, t.ID, worker, o)
+	out, err := l.Store.FinishStep(ctx, t.ID, worker, o)
+	if err != nil || o.Status == store.TaskFailed {
+		return out, err
+	}
+	return l.settle(ctx, out), nil
 }
 
 // fail ends the task FAILED with code, and schedules the agent's automatic retry for
@@ -224,7 +247,7 @@ func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string
 			}
 		}
 	}
-	return out, nil
+	return l.settle(ctx, out), nil
 }
 
 // request builds the model request from the stored conversation: user and assistant turns in
@@ -251,6 +274,11 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 	for _, b := range batches {
 		answers[b.ToolCallID] = b
 	}
+	// Sub-agent calls: the result is derived from the child tasks (status, answer or error).
+	subs, err := l.subAgentResults(ctx, calls)
+	if err != nil {
+		return llm.Request{}, err
+	}
 	req := llm.Request{System: a.SystemPrompt}
 	for _, m := range msgs {
 		switch m.Role {
@@ -267,6 +295,9 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 			req.Messages = append(req.Messages, am)
 			for _, c := range m.ToolCalls {
 				text, isErr := toolResult(byCall[c.ProviderCallID], answers)
+				if sub, ok := subs[c.ProviderCallID]; ok {
+					text, isErr = sub, false
+				}
 				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ProviderCallID, Text: text, IsError: isErr})
 			}
 		}

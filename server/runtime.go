@@ -55,7 +55,8 @@ func (a *App) buildLoop() (*agentloop.Loop, error) {
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: tc.AgentToolStates, Executors: execs,
 		Todos: board, Publish: publish, Retry: tasks.ScheduleRetry, Log: a.Log, Lease: leaseFor(cfg.WorkerStaleMinutes),
-		Driver: func(c *store.LLMConfig) (llm.Driver, error) { return a.driver(box, c) },
+		AgentTools: tc,
+		Driver:     func(c *store.LLMConfig) (llm.Driver, error) { return a.driver(box, c) },
 	}, nil
 }
 
@@ -113,10 +114,11 @@ func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
 		Run: func(stop context.Context, taskID int64) { loop.Run(stop, taskID, id) },
 	}
 	if cfg.WorkerStaleMinutes > 0 {
+		tasks := task.New(a.Store, a.Tools)
 		d.Reap = func(ctx context.Context) error {
 			ids, err := a.Store.ReapStale(ctx, time.Now())
 			for _, id := range ids { // ORPHANED is transient: the agent's retry chain applies
-				if _, rerr := loop.Retry(ctx, id); rerr != nil && err == nil {
+				if rerr := tasks.Reaped(ctx, id); rerr != nil && err == nil {
 					err = rerr
 				}
 			}

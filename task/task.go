@@ -265,7 +265,41 @@ func (s *Service) transition(ctx context.Context, u *store.User, id string, tr s
 // loses its lease and writes nothing more. Errors: ErrNotFound, ErrInvalidState (terminal or
 // already paused).
 func (s *Service) Abort(ctx context.Context, u *store.User, id string) (*View, error) {
-	return s.transition(ctx, u, id, store.TaskTransition{Action: "abort", From: Abortable, To: store.TaskAborted})
+	v, err := s.transition(ctx, u, id, store.TaskTransition{Action: "abort", From: Abortable, To: store.TaskAborted})
+	return s.settled(ctx, v, err)
+}
+
+// settled resumes the parent of a task that just settled outside the loop (abort, cancelled
+// retry chain), once all of the parent's sub-agents are settled.
+func (s *Service) settled(ctx context.Context, v *View, err error) (*View, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ResumeParent(ctx, v.Task.ID); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Reaped handles a task the reaper just failed: the agent's automatic retry, and the parent's
+// resumption when that leaves all its sub-agents settled. Errors: those of the store.
+func (s *Service) Reaped(ctx context.Context, id int64) error {
+	if _, err := s.ScheduleRetry(ctx, id); err != nil {
+		return err
+	}
+	return s.ResumeParent(ctx, id)
+}
+
+// ResumeParent queues the parent of task id again when it waits in AWAITING_SUB_AGENTS and all
+// its sub-agent tasks are settled. The loop does this itself; callers that settle a task
+// elsewhere (abort, reapers, retry-chain cancellation) call it. Errors: those of the store.
+func (s *Service) ResumeParent(ctx context.Context, id int64) error {
+	t, err := s.store.Task(ctx, id)
+	if err != nil || t.ParentTaskID == nil {
+		return err
+	}
+	_, err = s.store.ResumeWhenChildrenSettled(ctx, *t.ParentTaskID)
+	return err
 }
 
 // AbortSubAgent aborts sub-agent task id (same states as Abort) and every AWAITING_SUB_AGENTS
@@ -444,9 +478,10 @@ func (s *Service) Retry(ctx context.Context, u *store.User, id string) (*View, e
 // CancelRetryChain cancels the pending automatic retry of a FAILED task: the task becomes
 // CANCELLED. Errors: ErrNotFound, ErrInvalidState (no retry pending).
 func (s *Service) CancelRetryChain(ctx context.Context, u *store.User, id string) (*View, error) {
-	return s.transition(ctx, u, id, store.TaskTransition{
+	v, err := s.transition(ctx, u, id, store.TaskTransition{
 		Action: "cancel the retry chain of", From: []string{store.TaskFailed}, To: store.TaskCancelled, RequireRetryPending: true,
 	})
+	return s.settled(ctx, v, err)
 }
 
 // ScheduleRetry is called by the loop (and housekeeping after ReapStale) when a task has

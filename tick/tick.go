@@ -171,7 +171,7 @@ func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeepin
 	}
 	var first error
 	for _, id := range ids {
-		if _, err := s.tasks.ScheduleRetry(ctx, id); err != nil && !errors.Is(err, svcerr.ErrNotFound) && first == nil {
+		if err := s.tasks.Reaped(ctx, id); err != nil && !errors.Is(err, svcerr.ErrNotFound) && first == nil {
 			first = err
 		}
 	}
