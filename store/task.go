@@ -714,6 +714,12 @@ func (s *Store) ExtendLease(ctx context.Context, id int64, workerID string, leas
 // (an automatic retry may follow; see task.Service.ScheduleRetry) and returns their ids in
 // ascending order. Errors: none beyond the database's own.
 func (s *Store) ReapStale(ctx context.Context, now time.Time) ([]int64, error) {
+	return s.reap(ctx, now, TaskErrOrphaned, "the worker running the task stopped answering")
+}
+
+// reap fails every RUNNING task whose lease expired before now with code and message, and
+// returns their ids in ascending order.
+func (s *Store) reap(ctx context.Context, now time.Time, code, msg string) ([]int64, error) {
 	now = normTime(now)
 	var ids []int64
 	err := s.tx(ctx, func(tx *gorm.DB) error {
@@ -721,13 +727,13 @@ func (s *Store) ReapStale(ctx context.Context, now time.Time) ([]int64, error) {
 		err := tx.Model(&taskRow{}).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
 			Where("status = ? AND lease_expires_at < ?", TaskRunning, now).Order("id").Pluck("id", &ids).Error
 		if err != nil {
-			return fmt.Errorf("find stale tasks: %w", err)
+			return fmt.Errorf("find tasks with expired leases: %w", err)
 		}
 		if len(ids) == 0 {
 			return nil
 		}
 		ch := transitionChanges(TaskTransition{To: TaskFailed}, s.now())
-		ch["error_code"], ch["error_message"] = TaskErrOrphaned, "the worker running the task stopped answering"
+		ch["error_code"], ch["error_message"] = code, msg
 		return tx.Model(&taskRow{}).Where("id IN ? AND status = ?", ids, TaskRunning).Updates(ch).Error
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/svcerr"
 )
@@ -71,24 +70,5 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 // task.Service.ScheduleRetry). It returns their ids in ascending order. Errors: none beyond
 // the database's own.
 func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) ([]int64, error) {
-	now = normTime(now)
-	var ids []int64
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		ids = ids[:0]
-		err := tx.Model(&taskRow{}).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("status = ? AND lease_expires_at < ?", TaskRunning, now).Order("id").Pluck("id", &ids).Error
-		if err != nil {
-			return fmt.Errorf("find disconnected tasks: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		ch := transitionChanges(TaskTransition{To: TaskFailed}, s.now())
-		ch["error_code"], ch["error_message"] = TaskErrWorkerDisconnected, "the client driving the task stopped ticking it"
-		return tx.Model(&taskRow{}).Where("id IN ? AND status = ?", ids, TaskRunning).Updates(ch).Error
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return s.reap(ctx, now, TaskErrWorkerDisconnected, "the client driving the task stopped ticking it")
 }
