@@ -147,7 +147,8 @@ func (s *Service) Update(ctx context.Context, u *store.User, id string, f store.
 }
 
 // Delete removes the agent and everything belonging to it. Errors: ErrNotFound "agent not
-// found", ErrForbidden (visible without manage rights).
+// found", ErrForbidden (visible without manage rights), ErrInvalidState (a task of the agent is
+// RUNNING).
 func (s *Service) Delete(ctx context.Context, u *store.User, id string) error {
 	aid, sc, err := s.prepare(ctx, u, id)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 const AgentToolClass = "core.AgentTool"
 
 // AgentToolExecutor runs the agent tool (core.AgentTool) on the tool configuration service:
-// get_available_tools, configure_tools, read_agent, read_notes and write_notes. The caller is the calling agent (Call.AgentID), acting
-// for its owner: it may inspect and configure itself and the agents of the same principal. The
-// other operations are not available in this release and fail visibly.
+// get_available_tools, configure_tools, create_agent, read_agent, list_agents, update_agent,
+// read_notes and write_notes. The caller is the calling agent (Call.AgentID), acting for its
+// owner: it may inspect, change and create agents of the same principal (itself included).
 type AgentToolExecutor struct {
 	Config AgentToolService
 }
@@ -31,6 +31,9 @@ type AgentToolService interface {
 	ConfigureAgentTools(ctx context.Context, callerID, targetID int64, entries []toolconfig.ToolEntry) ([]toolconfig.Manifest, error)
 	ManagedAgent(ctx context.Context, callerID, targetID int64) (*store.Agent, error)
 	WriteAgentNotes(ctx context.Context, callerID, targetID int64, notes string) (*store.Agent, error)
+	CreateAgentForAgent(ctx context.Context, callerID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
+	AgentsOfAgentOwner(ctx context.Context, callerID int64, page, perPage int) ([]store.Agent, error)
+	UpdateAgentForAgent(ctx context.Context, callerID, targetID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
 }
 
 var _ AgentToolService = (*toolconfig.Service)(nil)
@@ -92,8 +95,148 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 			return tools.Result{}, toolError(err)
 		}
 		return jsonResult(map[string]any{"agent_id": a.ID, "notes_length": len([]rune(a.Notes))})
+	case "create_agent":
+		f, err := slimFields(call.Args)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		if f.Name == nil {
+			return tools.Result{}, &tools.ToolError{Msg: "name is required"}
+		}
+		a, err := x.Config.CreateAgentForAgent(ctx, call.AgentID, f)
+		if err != nil {
+			return tools.Result{}, toolError(err)
+		}
+		return jsonResult(agentDefinition(a))
+	case "update_agent":
+		target, err := agentIDArg(call.Args, true)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		f, err := slimFields(call.Args)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		a, err := x.Config.UpdateAgentForAgent(ctx, call.AgentID, target, f)
+		if err != nil {
+			return tools.Result{}, toolError(err)
+		}
+		return jsonResult(agentDefinition(a))
+	case "list_agents":
+		page, err := intArg(call.Args, "page", 1, math.MaxInt32)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		per, err := intArg(call.Args, "per_page", 1, 100)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		p, pp := 1, 25
+		if page != nil {
+			p = *page
+		}
+		if per != nil {
+			pp = *per
+		}
+		list, err := x.Config.AgentsOfAgentOwner(ctx, call.AgentID, p, pp)
+		if err != nil {
+			return tools.Result{}, toolError(err)
+		}
+		agents := make([]map[string]any, 0, len(list))
+		for i := range list {
+			agents = append(agents, agentSummary(&list[i]))
+		}
+		return jsonResult(map[string]any{"page": p, "per_page": pp, "count": len(agents), "agents": agents})
 	}
-	return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("the operation %s of the agent tool is not available in this release", call.Operation)}
+	return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("the agent tool has no operation %q", call.Operation)}
+}
+
+// agentSummary is one entry of list_agents: the slim fields without the system prompt (read it
+// with read_agent).
+func agentSummary(a *store.Agent) map[string]any {
+	return map[string]any{
+		"id": a.ID, "name": a.Name, "description": a.Description, "max_steps": a.MaxSteps,
+		"allow_followup": a.AllowFollowup, "retry_after_minutes": a.RetryAfterMinutes, "max_retries": a.MaxRetries,
+	}
+}
+
+// slimFields reads the slim agent fields of create_agent and update_agent (document 2: name,
+// description, system_prompt, max_steps, allow_followup, retry_after_minutes, max_retries);
+// absent or null arguments stay nil. Wrong types and out-of-range numbers are ToolErrors; the
+// store checks the rest (blank name, lengths) as for POST /agents. Notes are refused so a model
+// does not believe it wrote them (write_notes does).
+func slimFields(args map[string]any) (toolconfig.SlimAgentFields, error) {
+	var f toolconfig.SlimAgentFields
+	if v, ok := args["notes"]; ok && v != nil {
+		return f, &tools.ToolError{Msg: "notes are not an agent field here; use write_notes"}
+	}
+	var err error
+	for _, s := range []struct {
+		name string
+		dst  **string
+	}{{"name", &f.Name}, {"description", &f.Description}, {"system_prompt", &f.SystemPrompt}} {
+		if *s.dst, err = stringArg(args, s.name); err != nil {
+			return f, err
+		}
+	}
+	if f.MaxSteps, err = intArg(args, "max_steps", store.MinAgentMaxSteps, store.MaxAgentMaxSteps); err != nil {
+		return f, err
+	}
+	if f.RetryAfterMinutes, err = intArg(args, "retry_after_minutes", 0, store.MaxAgentRetryAfterMinute); err != nil {
+		return f, err
+	}
+	if f.MaxRetries, err = intArg(args, "max_retries", 0, store.MaxAgentRetries); err != nil {
+		return f, err
+	}
+	if v, ok := args["allow_followup"]; ok && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			return f, &tools.ToolError{Msg: "allow_followup must be true or false"}
+		}
+		f.AllowFollowup = &b
+	}
+	return f, nil
+}
+
+// stringArg reads an optional string argument (nil when absent or null).
+func stringArg(args map[string]any, name string) (*string, error) {
+	v, ok := args[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, &tools.ToolError{Msg: name + " must be a string"}
+	}
+	return &s, nil
+}
+
+// intArg reads an optional whole-number argument within lo..hi (nil when absent or null).
+func intArg(args map[string]any, name string, lo, hi int) (*int, error) {
+	v, ok := args[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	var n float64
+	valid := true
+	switch x := v.(type) {
+	case float64:
+		n = x
+	case json.Number:
+		f, err := x.Float64()
+		n, valid = f, err == nil
+	case int:
+		n = float64(x)
+	case int64:
+		n = float64(x)
+	default:
+		valid = false
+	}
+	if !valid || n != math.Trunc(n) || n < float64(lo) || n > float64(hi) {
+		return nil, &tools.ToolError{Msg: fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi)}
+	}
+	i := int(n)
+	return &i, nil
 }
 
 // agentDefinition is what read_agent shows: the definition without the notes (read_notes).

@@ -17,6 +17,7 @@ import (
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/group"
 	"github.com/agentsvc/svc/push"
+	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/skill"
 	"github.com/agentsvc/svc/store"
@@ -62,6 +63,7 @@ type API struct {
 	tasks     *task.Service           // tasks: state machine, approvals, questions, retries
 	push      *push.Service           // push: /sse status, subscription info, subscriber tokens
 	ticks     *tick.Service           // client-worker mode: tick and housekeeping
+	schedules *schedule.Service       // prompt templates and scheduled runs
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -76,6 +78,7 @@ func New(d Deps) *API {
 	a.templates = templateimport.New(d.Store, d.Tools, d.Skills)
 	a.tasks = task.New(d.Store, d.Tools)
 	a.push = push.NewService(d.Config.Current, d.Push)
+	a.schedules = schedule.New(d.Store)
 	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock})
 	return a
 }

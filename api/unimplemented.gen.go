@@ -14,23 +14,17 @@ var unimplementedOps = []string{
 	"approveAgentChat",
 	"createAgentApiKey",
 	"createMediaDerivative",
-	"createPromptTemplate",
-	"createScheduledRun",
 	"deleteAgentPicture",
 	"deleteAllNotifications",
 	"deleteGroupPicture",
 	"deleteMyPicture",
 	"deleteNotification",
-	"deletePromptTemplate",
-	"deleteScheduledRun",
 	"getAgentChatStatus",
 	"getAgentChatTranscript",
 	"getAgentMedia",
 	"getMailConfig",
 	"getMediaDerivativeOptions",
 	"getMyPicture",
-	"getPromptTemplate",
-	"getScheduledRun",
 	"getUserPicture",
 	"installPlugin",
 	"listAgentApiKeys",
@@ -42,8 +36,6 @@ var unimplementedOps = []string{
 	"listNotifications",
 	"listPluginCatalog",
 	"listPlugins",
-	"listPromptTemplates",
-	"listScheduledRuns",
 	"markAllNotificationsRead",
 	"markNotificationRead",
 	"rejectAgentChat",
@@ -55,13 +47,10 @@ var unimplementedOps = []string{
 	"setMediaAssetKeep",
 	"startAgentChat",
 	"subscribeNotifications",
-	"triggerScheduledRun",
 	"uninstallPlugin",
 	"unsubscribeNotifications",
 	"updateMailConfig",
 	"updatePlugin",
-	"updatePromptTemplate",
-	"updateScheduledRun",
 	"uploadAgentMedia",
 	"uploadAgentPicture",
 	"uploadGroupPicture",
@@ -89,16 +78,6 @@ func (a *API) CreateMediaDerivative(ctx context.Context, request gen.CreateMedia
 	return nil, notImplemented("createMediaDerivative")
 }
 
-// CreatePromptTemplate answers 501 until the operation is built.
-func (a *API) CreatePromptTemplate(ctx context.Context, request gen.CreatePromptTemplateRequestObject) (gen.CreatePromptTemplateResponseObject, error) {
-	return nil, notImplemented("createPromptTemplate")
-}
-
-// CreateScheduledRun answers 501 until the operation is built.
-func (a *API) CreateScheduledRun(ctx context.Context, request gen.CreateScheduledRunRequestObject) (gen.CreateScheduledRunResponseObject, error) {
-	return nil, notImplemented("createScheduledRun")
-}
-
 // DeleteAgentPicture answers 501 until the operation is built.
 func (a *API) DeleteAgentPicture(ctx context.Context, request gen.DeleteAgentPictureRequestObject) (gen.DeleteAgentPictureResponseObject, error) {
 	return nil, notImplemented("deleteAgentPicture")
@@ -122,16 +101,6 @@ func (a *API) DeleteMyPicture(ctx context.Context, request gen.DeleteMyPictureRe
 // DeleteNotification answers 501 until the operation is built.
 func (a *API) DeleteNotification(ctx context.Context, request gen.DeleteNotificationRequestObject) (gen.DeleteNotificationResponseObject, error) {
 	return nil, notImplemented("deleteNotification")
-}
-
-// DeletePromptTemplate answers 501 until the operation is built.
-func (a *API) DeletePromptTemplate(ctx context.Context, request gen.DeletePromptTemplateRequestObject) (gen.DeletePromptTemplateResponseObject, error) {
-	return nil, notImplemented("deletePromptTemplate")
-}
-
-// DeleteScheduledRun answers 501 until the operation is built.
-func (a *API) DeleteScheduledRun(ctx context.Context, request gen.DeleteScheduledRunRequestObject) (gen.DeleteScheduledRunResponseObject, error) {
-	return nil, notImplemented("deleteScheduledRun")
 }
 
 // GetAgentChatStatus answers 501 until the operation is built.
@@ -162,16 +131,6 @@ func (a *API) GetMediaDerivativeOptions(ctx context.Context, request gen.GetMedi
 // GetMyPicture answers 501 until the operation is built.
 func (a *API) GetMyPicture(ctx context.Context, request gen.GetMyPictureRequestObject) (gen.GetMyPictureResponseObject, error) {
 	return nil, notImplemented("getMyPicture")
-}
-
-// GetPromptTemplate answers 501 until the operation is built.
-func (a *API) GetPromptTemplate(ctx context.Context, request gen.GetPromptTemplateRequestObject) (gen.GetPromptTemplateResponseObject, error) {
-	return nil, notImplemented("getPromptTemplate")
-}
-
-// GetScheduledRun answers 501 until the operation is built.
-func (a *API) GetScheduledRun(ctx context.Context, request gen.GetScheduledRunRequestObject) (gen.GetScheduledRunResponseObject, error) {
-	return nil, notImplemented("getScheduledRun")
 }
 
 // GetUserPicture answers 501 until the operation is built.
@@ -229,16 +188,6 @@ func (a *API) ListPlugins(ctx context.Context, request gen.ListPluginsRequestObj
 	return nil, notImplemented("listPlugins")
 }
 
-// ListPromptTemplates answers 501 until the operation is built.
-func (a *API) ListPromptTemplates(ctx context.Context, request gen.ListPromptTemplatesRequestObject) (gen.ListPromptTemplatesResponseObject, error) {
-	return nil, notImplemented("listPromptTemplates")
-}
-
-// ListScheduledRuns answers 501 until the operation is built.
-func (a *API) ListScheduledRuns(ctx context.Context, request gen.ListScheduledRunsRequestObject) (gen.ListScheduledRunsResponseObject, error) {
-	return nil, notImplemented("listScheduledRuns")
-}
-
 // MarkAllNotificationsRead answers 501 until the operation is built.
 func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllNotificationsReadRequestObject) (gen.MarkAllNotificationsReadResponseObject, error) {
 	return nil, notImplemented("markAllNotificationsRead")
@@ -294,11 +243,6 @@ func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeN
 	return nil, notImplemented("subscribeNotifications")
 }
 
-// TriggerScheduledRun answers 501 until the operation is built.
-func (a *API) TriggerScheduledRun(ctx context.Context, request gen.TriggerScheduledRunRequestObject) (gen.TriggerScheduledRunResponseObject, error) {
-	return nil, notImplemented("triggerScheduledRun")
-}
-
 // UninstallPlugin answers 501 until the operation is built.
 func (a *API) UninstallPlugin(ctx context.Context, request gen.UninstallPluginRequestObject) (gen.UninstallPluginResponseObject, error) {
 	return nil, notImplemented("uninstallPlugin")
@@ -317,16 +261,6 @@ func (a *API) UpdateMailConfig(ctx context.Context, request gen.UpdateMailConfig
 // UpdatePlugin answers 501 until the operation is built.
 func (a *API) UpdatePlugin(ctx context.Context, request gen.UpdatePluginRequestObject) (gen.UpdatePluginResponseObject, error) {
 	return nil, notImplemented("updatePlugin")
-}
-
-// UpdatePromptTemplate answers 501 until the operation is built.
-func (a *API) UpdatePromptTemplate(ctx context.Context, request gen.UpdatePromptTemplateRequestObject) (gen.UpdatePromptTemplateResponseObject, error) {
-	return nil, notImplemented("updatePromptTemplate")
-}
-
-// UpdateScheduledRun answers 501 until the operation is built.
-func (a *API) UpdateScheduledRun(ctx context.Context, request gen.UpdateScheduledRunRequestObject) (gen.UpdateScheduledRunResponseObject, error) {
-	return nil, notImplemented("updateScheduledRun")
 }
 
 // UploadAgentMedia answers 501 until the operation is built.

@@ -12655,20 +12655,6 @@ func (response ListScheduledRuns500JSONResponse) VisitListScheduledRunsResponse(
 	return err
 }
 
-type ListScheduledRuns501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListScheduledRuns501JSONResponse) VisitListScheduledRunsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateScheduledRunRequestObject struct {
 	Id   string `json:"id"`
 	Body *CreateScheduledRunJSONRequestBody
@@ -12790,20 +12776,6 @@ func (response CreateScheduledRun500JSONResponse) VisitCreateScheduledRunRespons
 	return err
 }
 
-type CreateScheduledRun501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateScheduledRun501JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteScheduledRunRequestObject struct {
 	Id    string `json:"id"`
 	RunId string `json:"runId"`
@@ -12897,20 +12869,6 @@ func (response DeleteScheduledRun500JSONResponse) VisitDeleteScheduledRunRespons
 	return err
 }
 
-type DeleteScheduledRun501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteScheduledRun501JSONResponse) VisitDeleteScheduledRunResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetScheduledRunRequestObject struct {
 	Id    string `json:"id"`
 	RunId string `json:"runId"`
@@ -12986,20 +12944,6 @@ func (response GetScheduledRun500JSONResponse) VisitGetScheduledRunResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetScheduledRun501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetScheduledRun501JSONResponse) VisitGetScheduledRunResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13126,20 +13070,6 @@ func (response UpdateScheduledRun500JSONResponse) VisitUpdateScheduledRunRespons
 	return err
 }
 
-type UpdateScheduledRun501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdateScheduledRun501JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type TriggerScheduledRunRequestObject struct {
 	Id    string `json:"id"`
 	RunId string `json:"runId"`
@@ -13233,20 +13163,6 @@ func (response TriggerScheduledRun500JSONResponse) VisitTriggerScheduledRunRespo
 	return err
 }
 
-type TriggerScheduledRun501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response TriggerScheduledRun501JSONResponse) VisitTriggerScheduledRunResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListPromptTemplatesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -13321,20 +13237,6 @@ func (response ListPromptTemplates500JSONResponse) VisitListPromptTemplatesRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListPromptTemplates501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListPromptTemplates501JSONResponse) VisitListPromptTemplatesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13474,20 +13376,6 @@ func (response CreatePromptTemplate500JSONResponse) VisitCreatePromptTemplateRes
 	return err
 }
 
-type CreatePromptTemplate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreatePromptTemplate501JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeletePromptTemplateRequestObject struct {
 	Id         string `json:"id"`
 	TemplateId string `json:"templateId"`
@@ -13595,20 +13483,6 @@ func (response DeletePromptTemplate500JSONResponse) VisitDeletePromptTemplateRes
 	return err
 }
 
-type DeletePromptTemplate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeletePromptTemplate501JSONResponse) VisitDeletePromptTemplateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetPromptTemplateRequestObject struct {
 	Id         string `json:"id"`
 	TemplateId string `json:"templateId"`
@@ -13684,20 +13558,6 @@ func (response GetPromptTemplate500JSONResponse) VisitGetPromptTemplateResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetPromptTemplate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetPromptTemplate501JSONResponse) VisitGetPromptTemplateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13834,20 +13694,6 @@ func (response UpdatePromptTemplate500JSONResponse) VisitUpdatePromptTemplateRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdatePromptTemplate501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UpdatePromptTemplate501JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31165,336 +31011,335 @@ var swaggerSpec = []string{
 	"9xH7z5O99xF7v/8OPNY/xMUJshNBfEGkyC4d8uCf/f4+4MGvoipS98jrBkzHU1fAAyAfPM8ksOThJHYr",
 	"4eVAgcvCQIakIosWQBc+G+nxKMiJ4SfiRz/nIp2GpaSVXGWynhaV8VuQuoS4uKTUrdtIvlJ9PR8rc89w",
 	"MXB7QKl7NWnV8shh7SqsmBIfi14+Vj1eJLFqwZ2uzMjK8Iybok09enJmSdCZG/upHfr3ageFX7kMzVu1",
-	"9+C7rMd9lIqe6rwFZ+es+sOXWi57hDJBDRg+C4JdbrzeK0JVMS46THxknvbM/kvUntjPteqJj6McBUfC",
-	"Wq/ZpRRZaiImbng2JjSuWCWFHIr/1koQMmBCZ5K1tBLrZqCLLlbVZFK4FPTlGOxt7CJJpOlhmV/SrjC6",
-	"bW93AMgsl/wCCNnsBzgCIIg6VL5bq2xCH4OY+u7r3RO8eOCxch1vMDJE4IIkARRE1YHfXA+ec80SQiPr",
-	"XUySHcbHhR7yQvYBx3pELfF4CfXFBC2qvGDEEQA0akwMucw8ToxWzG7DTEASBuuyE6ULeUkH3/Tghh6l",
-	"cGBOtJpdpRSe/O+xhjr8vicqRaoOYXERUkVIrKyzH6LOyPUiVhd/noKYb2RtfMrH6kFKj86xca/w1OaA",
-	"YC9ScE6vxajozAggPRvJMpUmrczl7LfCDC754r+tugZXwaqZvYPLn+ronq4R7OS57ERNDYWrI/qVfKo7",
-	"+VMrd2qGO4VdkXc5TKNxcf9MDIVJ0Vm4zWUBPgI4OayVictiHUIJI6RpjhW6P6zg18JTHoATYQgtxFT4",
-	"pq0pT1p/NMomnWrEAihLc+tPjMYF9GNm3PhfI/qn9R5K8qzA6yi188y2ydXhf2Yex9OIHte9ufI6fjyv",
-	"g2Tcw7sdG0Uur65EPh8tdx44Qikv5dUA8vLgd2AZihV77Q47s3+hmtexcugkEUDQhs0QhNwGIaQooKc3",
-	"bHtzq4Swtb63fTJrVSiB21EYnvGIaB12JgpTFcsohiuSuetLd+0ssVZFyANvmO+578QKbIFCjNjFOL3C",
-	"9rSyHb7nKjWTCDOARQAp+CK8MryAQo9NeuAcF2mlCL5S8IfmeyFKpN2DzsvGTfcAZuHKkfsSQTlWdSHJ",
-	"lL69i6BcjnNnUf7LP2W5JJg9IJ3GvNYJBPdDqpvvM7NV/c5lclt1HK2VO7Zsdqs+c8HxOKn/9HD962Ml",
-	"/xpj7iakzLO3/MreHB+9O9h/c97uxGoPHLnk06drMfn8OWFg+wx0lgLnSdgq5Jq8U9HPeI6sMkGeCW0I",
-	"nzW6FhMTK4TPgaHUU0Qzky/Vzfk9pl+qX/hECZj6IBanYGo7+Xt0h+4M1rbyn2ZnbWr7Zb7gm2kZbPgG",
-	"xgfJ3NQxGlkTRGPNqonV2FD5sU+Pt3AY1ptCT8V7XIuQG5+RfJtu8K6VQMx8b7kmS77/5SoX9J0hSD5t",
-	"8uhOwuXeCaSgFuiOWaTVKf/6jswdnZiVDzM/pXTHI/YV00pUVBer2WklyiJRYmk0yiZV34dpxThLx7jz",
-	"BAQF2vbIe23Oi1hlggOtQy3K4drG/QnyNXJUD3cJYPbeGXJkltyzWWAiq0oTOjsrtRImz9cjeyph5lJU",
-	"K69s5ZXdKav1ZW6Z1pnZKFl97x23PVaC6MxHogKh4uiJavTDYQQ3ViUhMbYqYEyKnmCvi8oMlsf2cOAs",
-	"nsNIXF4KREpFqJP5BOhaZ8fld3/XbdiVb11IqVNSPIegOB4K57vHJQ8mwO9e2KDWCvA7cJrcyx6lmUcM",
-	"s60PdLzqVN4th2WEueD2rMMVnKLyrNiReQaLgN+7xDydOnELD9YZfK34AY4VfunClItdAkOT8gMg+2Np",
-	"wcOdnk/2f/bTzxu40R8Sa5K6mLXOXpgm6C+ktAsZ3T3alCs/A1hdGBnQ+xcIHMJyAai7oNKGjfFDaezX",
-	"+L30vByB80Bs2LWj+xnwcXZOBU8/nB7Yi5JZDgKs2ZJjqj+0Cv64vbn5lOiPSyIowDaXhqW4rquq9Aeh",
-	"psHJZPwuUuTL0q6hcNhVbKzq+hYt1TBkGKtd/OkWmMD9syuywmEoAB63zDJHJIcRDgKYNQMirxxiYyHd",
-	"1HOPTFgrgR6VXqGpAW6HASYdtR4Wbieagk8MG6sxTiByaBYDMYHBGFF0YrWH0AizBF8NWY8ePK/sdk+t",
-	"RNq3INJqBswyou2FIROGTEOn8VZi7gHEHJ6bu0m5BbZSactvfPL//fn+lVmzJaHOGVeBDPGSItWImxYr",
-	"qjKpCc3ZBNmhx7oSIl8gRKZZg/0yAWOzL/+hIkw7uhkD18GCLDP2S1H0B9UBbz0TqecnYZHgKze1h5Vx",
-	"GvL79+PsvquebPft8yyvL+Fs+00XA0I0zoPrAM+A9wfWHjGVRdiJVYLwbzpnCdpBgQ1TlLqLUjURS9Q4",
-	"yxKWByh0Hh7YaPg3XRsr2GrWFgKPrmUNL0xHjfPcfjZhKkONCCu0yzYR/cAMkNWS8Wwl5n5sMfeodHo1",
-	"Ofd0sF1fKnCVuK0L3VXT1jdi156J4o4aZJFV6+5/MBhSjFE2RPgqTq/RjGcZ8M0YB7WPaqFLfvwQ64jS",
-	"Zmc6JB6thBjmg5PC2SmnbKUgvtH44Aqo4sHZqr1vWo/L60vyo+dYqUtzek7LjRD9278TCfYYD5pFGA6r",
-	"Bf2UGTfF+q1UhmV8IvIS49r0eeq8ZSomQm4lYvFw/wLX3P0CfB70D0Qz6wY0I1CNJIajYlKnASjlEYGZ",
-	"d9hJlU0kIAkZcnNtP8mw5Cf6v6QTq6UjovOd+5VM+0YChG6llgJfrR3Flbib4VR/kez6gsrMQEhUOM7D",
-	"sVRJibB+YAedcsejHllv2xCWvHWnKQSIQgf3Z0QuvDWy0pCgiKu+/bsZD6GSwEELIk0rllACQj3yrrde",
-	"bW9HTlxBKWkhVJsqMq/FZDrY6Hy9iPFYYf0mSdvbXKsrQKyO7GgTwlHsmWuZZSZBT1GPCyPTKvr2jTTy",
-	"IhMML4zwa2PlH1BYm7zoodmaMJkixqEk0hUHvE/DgJb/US5VX454NkMEY7OdUP18MipQs+QCGZ9V6rhp",
-	"rYgOpDO74P1rdi3EiLQTKiV4YDNrIWyBlVB+cKH88I79rLV6csd+SfXgDKQmoddCU2PFN/uNOfeuCPUL",
-	"tNkCb/8Ly+aWtFXnWqqYIF2JxO8wkf0jVeJpJb4ot5xzZS7ngR2FBqgOnc5Z1mjky1UIWdohEkAmvNCO",
-	"GBX8Z7SwSquJtSALdKvYSOQGmoj8bxHj5CIjPypCI+lbhWhJPB1K1Y0V/K80Rc4LnQNTSHsHcJfgTcG4",
-	"iCbfyhYvNaxRaqdUwt8NuxgXdF2saNylhHmJRYY4HWie2dHLNML5jkrHPKrBp0dU3x+rEhXFTpsjrO2W",
-	"wrbk//QULDpL8btfGJoRpVmm1ZXICZAvVue0sjkYlbqS3sI5qxGgNaMs4UOeCafZw5tflQ98/hwoYwWA",
-	"Hy55YpdxZVx9W8aV23GBJC2071r2wm4mN8m4GGzwfl+PcdvNSMu/obMN7qK8UiJdlwpsqhdQyDrKOCEs",
-	"sT0A6XfC4MpKilyPrwYswZcBJv8G/r5OZzDpzEp/08geNQuK73ii0/rBLEZBc01/tE7fwBH9nk8c7how",
-	"Krjfnv5wjYtBeLSadvts4+gUt52paFdH5M1aGJj6f//v/8caFu0OO+QyM4yzvlaXMh9iMjGT6topaCvV",
-	"iSO9GyuQEDjiwLywyp+uYS0zsJ8lFUtGGD9CCo2EDQVXgJLSLiuE8VXSxIoGIFLwpdzTHEo+SorA0Pm1",
-	"OcoEkwPiA8XNI5364A3P9My/CdfTjtZnBJ+1Wv6++nW/NOYBS1Cy1vTdll4gKXDpZ4uIc37t9LDIRL+A",
-	"GHPKCjsyFznGLYPHs6U0o7EyJUQqUuLpgV9vdX5tACrWejr25N/YiYsYxNchZDACpwyuDtwafEYgXxjI",
-	"FUDzvhG5vJSikUeMtvbjn3JYKnrbM1btTh5XqphoSu9/5r/nk1hFHcMFvsMxu9T5lS7WnVKdF6hA5Wqk",
-	"usrE+hj6dYwo6FjBOQHffqDHeTtIodN5uBDWgzZojXvTDRNZ1MQjTZnomcZpTjX4+drda1yE4UJYk7uv",
-	"b0QOh+zUmiOZHIJTP7KeeCYh6UbbqIlcHGbBZZQe6QhWX/JU3jBxxs47iO6aex+4r3x+Xm0vccDPtT7k",
-	"akLDNA977gBunPHSNoWjMXXsorWP6zkvxDrszrWdNXsE18rDmOkrqWYfwTcD0b82DtgntQYKhzDYSCh7",
-	"NFNe8AtuxPoF719DGx3qOWpJwzsTc9PvGUfN1wd9HavWP4pidAwseGd8KM5kIf5+wD9G7Mx+MZDvjXKd",
-	"jvt2KKQx6dT2eZ5L0sFvzk7fke4tNORcY8UNS/73uv1lHZRQwrSi6sGMFyJnJ8dn5xE7+WD/3+75m3/A",
-	"eN/uHeyd73XYH2DjB5/rXvtqc+t+Z/0AJvlxjjg8+6mYHXBN5x3sA311BZC1nbVobSB4CpHGT2tnolh3",
-	"ltunpiwkbSTcLdUtZB9VDrAeV/z8lc30H07yHOgrJtV9JI0ez/G891Ra9bpDWdLPBKdKPtwRnaZDZp//",
-	"xIqM9rseF3fY8Htg4jufItz4y2z1r+VeflXvzW4yXM5ZZuRQzMw2n0/FSH0Gi177wgSKozGtfCjWnlZy",
-	"nk8fhS9Kg35JdvINjcNPZTl5c1aoYuE3R7XvGG5D0HQMrLuDQh43DE0aJlQqUgq1+eyYEthk3+gPg7/y",
-	"yIZ49SXP1Bt2w2Ou+2EV5X7KABbuGX8a5hw0VzgzW7kej4TCZkcE2g5K4qm6socPwYMBVAZ2O7JWwHC9",
-	"+ZK9Oz79bf/t270jMsihnzJWLoZibewQ9MpRUFv3O0zid9hp8LayIDQD06IL9aAQwupTBFYYw6+EHRVF",
-	"1ii87oxudg+r/NTN2mPVAeLjn4hmYJnQF0S6vjSj9d1FqZ/ewnZbJwhb3dnchnDAEkG2u0aznSEFxBT0",
-	"9IcJZ6Nyn6fW7+d9n9qZeGT9XnnHM46znZTRIqgIXQXc7hDoHo4cBv6XxdxC1QbnVC0RBLfnraITwyxz",
-	"zdlpCUKLstdAy9sIDqZUV+0OkG9ArNxlh322qPHoqPT34LVP7V8fhrnY55tYfYrdevcEqV1c2D9NxtYc",
-	"exMun2x8chrj81xPnOo0q7pkais36xDWoEJiNVuHHNVTrU0KAfbzBBKgiyogT8YXmeyzAc8u3QfYl74w",
-	"pCBHXOYzqiPd5MytkQzKs39+dWfojDPRz0Wx5Oj+Got8EhaWo/O+1Ni2tn95ytLxZWxZJ8RqBu230FZd",
-	"OZW4OQPLj11MWLCXGs4kVCxczTyD7wQvxrlglxm/QkvvVlywYDXgqBh2IS41AH9NIF4ir5RhUnXYEXh1",
-	"diG5VIYZ2HSmMWj2BkfymFj9cCDxPYu2BHxw52GXhwRCPlaFHNIrglWhCcB1gULu+T0xFeUEyrvDDqSh",
-	"xBk+IKxwl9YUGIrhBXSmT7FrThfLGyEo84Vl5a1kosd5L9cZ8hViT6gKXjVhqWaY5M6gC1O3O7E64VeO",
-	"MSMZ8StB7MIjkffwny3XFL/9OmK8YENtCra1udnuMqVZoQtOjaPFOFcijYAgNFZYysaZGegcSUMZz3N5",
-	"Mxu7+j3O6pTgblrc8pIN+wFrVoQuuk7keOljCjT4hmXoP10/Ky7Pl5k9T9DVAqScV27B3CGhFZyN/jrr",
-	"ZCDDnfFdIy1O/IhUYo24qkPv0bpDU5hYJVBbn3TYe2yv4ENhQPDRXie6zNn0mHDfY4WHyzc8UbiI3r04",
-	"XgQzv4oMP21k2DE9XtGenDpZpfqBrrB5GEx4HuB0YMdSVYM0MDcmFerGJAgp47EEzORY6VtlsB/CsJZr",
-	"S2M6Z6mHhRk60kZ2CDrNRGyoU5FhPfXVmGBRI3pwoXUW20nNpYCGK3EpcqH69h/29SPZB0sHpIBIJa9w",
-	"5dNDQrADqvmbDe3kDv3ddA0uw356Yh2C5wB4Tk123NDcr7gXnxIPac65nYV3hKfDOXlO+6kJdHG2G45t",
-	"19nxIjOCXYlidgP1c9/jS6mmUC19z23CyBA4Z//MSLQ3S3kTNWwd1hplXCpyM4zdPOzV5st2hx2rDCWp",
-	"owEEZBnMFs8GUH2w/fVY7Wd3t7u+8uZ23Wffiu21ag+dblZb3lijdv6ZcYO7K4MwpkAGGdJf6Fsl1VWs",
-	"ym59KIiX1IQ+FV/osDvFAWLVHAiY69pTc+yXyYvoG4wHwIcvExSAtXnhbOvvX+lBFKGY+vBljlKWDdfR",
-	"l3is81T1VLzDgQVozaeoS+dHqn42TkUP8SP/jujocBsCSjY9OlYXrgCOQnaXOsv0LWsRe8zFBON9WomI",
-	"VLP7e03Na5VN2h0PUIE4ZopKeFyUDmqGEj6SvWsx6RlRJHMP70E2fEPT/cUHuBYTyoxmmd8Js2eI1SZo",
-	"VgKkOvuVOlsSYWs7AFPvcx0XWmeCq0dOdvgpXEYUVCfgBxQFTeGCQDAcNv08O/B4Byu5w85c/Zw0tIkS",
-	"ABwcG0L9i1WCDxdpwtJc2pPVkgXLBU8N4+xSZh7x0Ij8RuTtiHIxWNsWvA8yDQDME6sQJ/II4pgIWi3/",
-	"GiMjtlShJIOQjaPfTtod9gdKH9OjfZ7gYJW4rc6UL98LmBYc/6Tp65HwxUCjXNxIPfbcDSzTBu+LlR14",
-	"x4uQBIt5amCJrLW7d7a+/frn9fdvDkvuyyGHKqhrMUEpXBVOC0K1/hw9T9cDR+oH+URh3+D9i0O/lc2x",
-	"4rv+UYLMDSJ2sYSdY4htfOrfKyTdKIa7GNFEkv8mq6AUqLXcKEPB9NbdHgq5TPAbYQJBZ0WSHheM+0ta",
-	"BTfYGalidcmzDDFdqSCLRuKpbOzruMzI8Ds67h0cHPasTN5//+F093z/+ChpL4hCP5Q8i5a8/o18PvHr",
-	"6op+S3Hsbyosfa+T/hAhx+6sw9sC+Gqws2JVN7Swt7hmYbUXW1Ah0HasjoeyACw+iGkCLA9RqQMcc5cl",
-	"0HyYYLEnPti6ECnT8KU8c7e2OP4Xu9DFgIKjvnlRpFi8gY1Mu6BQS6OogvFNCLxaiQ6DJpCalRkraoes",
-	"2HCtUIDBt0qSXmkEZSCJlyCd4D4cDB9a8Uj1oJDtq9iQV9KKw6ohuSDg+7Ti6rFCxfez1za/vr3mQsYr",
-	"m+1Hstl8rPlxbLYNI4p1Hxz59OVOdPdeRhs40aFvKpUpeJbBreu3Mq3bX20oDCapwC50OnF0BpWXQpY0",
-	"kKk7DENyQGoYdJ5W7wq5AkDcxqoVRiiUVuuN4SpkJ8iy5mBWu/Sh4aMjYJkGcOCcK8MBFmMRP9WZKN7i",
-	"t3y/JuTSIrEyvxFT+ja0+VeW5APIn0N+PUP6hFN9d0lEqegHDeEfl0F5gMJugcSK8LooVvjONlQWqRrC",
-	"6hdUw8ZqqSwYfdEPmAbDL18m+E274geJeg/9jli6jvZO4ezzoNsS/ZuLCRMfeb9AilymL2OV2Ct6MkUW",
-	"X0ImbSkhrWKMwPGJEECNmXF/AA/csT4PS6BkEEIdvb3T0+NT8DxgPGzIJ1bPp77kpBxrlyh6Z5Un2nuZ",
-	"vZUr5kt8d0uuCWlKv8ZXzi/rzuymabAln2ccuTrGp6wediNYHEimZR7I0coj+c49kl17NGnBl0nY09bY",
-	"+DR+yBgxWu90+kFiZEZTFTDUIRuRXcaqBXHf0oRw3LMQXVZEslCGl0jeEJNGPiPk1ImVfwh06HHj+BoC",
-	"OVQtqW5uY7ejfTh5tKwR/+EZxYFLwQFBYCrjXhUzPw2+MpyeeYf7IULDoZHAzK0s+oNSkV+I4lYIxRL8",
-	"dxIrsMPhCUmXXeVcYYoeTyqYJn0XUXUn+oWBExzNP9nNgYg6beNbMdTFl570IIr6hCf9Uatt72GtbD6F",
-	"teLCqCuL5cfJeyPslpMxJB2WsV2o/WhDDq2n/DC2S8l+HzY4tRL6r944zxIXC42VGmdZOwwK7pQMWz6D",
-	"XXZJBfTYfCgW5J9P8LZvvxnKff+3ZEF8nYNjb9haamT7w1EmhkLBFDwYSTzu1JHfaI8T6DgcZ4Uc8bxg",
-	"45GVUBjH00qw5FJmImHwW+vV5maskt923/ZO9/7Xh72z88SfIVkQ/F0xGQEoXSoK0a8Qul1MCmF22MnR",
-	"+4j958ne+4i9338Hw/lDXJxgrS0nvBs7zAnSJkO3Vuvs9/eMylPTtrMdtl6z5MPR2YeTk+PT8723vcO9",
-	"t/u7vfP/OtlLui7EGKvX7FD+xlqvtl7SEEEYQSqYeF0N0DGPCuqQ5MaIorFPUnmUKIPVzL7Kj1ao2Xax",
-	"U/rQAmOWLTJ0S7lxqfPhesoLfkczgAaJw36WzT+l+PbsFBXpv+oHKu2LrdfLfJIZj0Y6L0R6aE/A+WQk",
-	"vncZi9t7ORk7ZdWUXdYPmn/ZZZe5EOv24DJ98W/RL1AsXWoH6mcok2pEfiP7ooQJlXY2R7kASdxlyafP",
-	"CXFiQTu5I59vkk+u3/Uk+Kpn3voaDHWhaVNe+v1nRU5FdUtXVrTJdBgXX2yKB1VatwMIDuDObSnNhiK/",
-	"Eqh1Y2VELnkmAbEMLxnyCXDmUjLw59evX/6MZgJrzUqQNIYBYQyPsYkfjQt/ehs/nd9/h9NEFtP0oVrp",
-	"2m+Q934pKVFXfsiy/aBlB0owoYp8Aui1Ac+9f0KsBtz4mgiR7nhmqoJ40bGHhl9k1uOgxEO1N9J35uCY",
-	"Mj4BwLBYQUm7I6JuOSDTdevIpFjwatiQm2sgqQtKJBL73h6MNOmCEh7xq+YeHF/DcA6T98y1qx3kXZpu",
-	"Yf4JguYH7LcLP3/pA7Txyf7PG7t5Pj9KXMyNDg+WvRowv+DP65m4EVmw6f0puuRZZiptG2Mj8sjV49nH",
-	"+IYQe4AMgOe+ipVnmsPTZY+r0vRydx7hqCzI49m995Vi++duAZ5NGA6naxWEe6SsXImYhTP9aOE0B8pX",
-	"+DW1R4CHNBCI24VqrvVq81VJ1Yh/k+jWlXe0oY8Wci+GyaLrY9Xbm5sMi43YLZ90YpWQHkyYpj4O5FUO",
-	"6V9ArbEW8Fng2JS4xbG2fRuv2WGC9wfsWkyYEaqIVaUnIxQl+Dyw/w3PRJclapxlUBIFLJijYsIQF5fa",
-	"lOw3xKol1UDksuCqD0SW46Ew7S703sPnY78IdPISAUsX+OxcOtGqZZb8RP+X4KfEqqbD7fjLKSATFjFb",
-	"rc9tf/YC0DvUqehnPBdYkYzfFyuyapCDxz48cqHI7W1sx9UYtJRmnsf9YWREXjwHefcYGc3Ktz2lX4Pv",
-	"X8qhgZ2/cmW+yXZcLxeXFPHWHhtyma0vAInencYGIe4fDwA2Rf4jLi9Fv5A3tdL6HW9rxcrwG/Qf6gxA",
-	"EaY6phBUEBQBqjjOfn/TO9zdP+j9lDChbmSu1RAE8w3PpRX6VLTq2RisGqkgBHRZ4n4E6BJm+MSUPL8K",
-	"8iKlozUjXnjIZfb4wNblWxYWQQHLckNf1zMlAvyCiPd0rE+Piyttlc70LIRtBVxms2N+DXu9w86sbGyA",
-	"9GEtr0PJgdA3Is9l2rB5Y+V3L1pDftO2p7eqVZliHQ4aNBjVMTF2wKKJld/CifVSXHtqyG0XgZkwZXsU",
-	"GjtPmSwI84MwSBIzLEZJrDj0JuE9yUCbIkGEbtRbrGX/pPhQwAxFUNNtNysIoZHOi3bXjdrOU2KMtYFU",
-	"rOxv7PUvf8OnheCx29usHuVkLXvliMvcUENFkZkkYq9+fk3/ts9td2J1VJob1lTqWm+NJSfHZ+csFHEb",
-	"hbBfYj26fDID3BUrkWoH+7EKnsKT/ST2wfKihbb6t9Y0+rz1/pNk/MLI551kZs1ggNM0u9ezWZQKBfhG",
-	"ueCZp+4rNEsKnZTgPjOsB9eZybOs4vXV2PlTkUko6qbIDXwagigxM+73gfxlhyVWUqDej9XtQPYH6MRa",
-	"Q4PLbJwLlgi7rkmFVDx42gsDRaNaKQEtly8MgxtYIT5apw4tjpITqt3ch6nSc2HAlHgkWRO+4snowMMh",
-	"zJc0elz09dDDX/GisHpoJWu+RVlzBtYHs5KigTwqlCtiI9N96vKc5YkcuCt8Z3WF3CwqMS5kbgpqz7yY",
-	"MNnAX3YgTeGf95jWu3vJMpkEPwVPRucMUX19q8qhhBQ2AdfzPI6OFGS8e0K3BiiXj0VI2g7V8tQFjF5l",
-	"ZwZ2m5vJRxKT7vH7yroGXxttjV6+TI+cm9iVSHwG/WtZuSlnHJO6eFtIu7GLMI5w/wvj31DS2TWh9WNq",
-	"JTgidwul+s2fPnkG6O0Kv+vh8bsWb9NZEZH7bEZCRHqwzfgshP3mVxf2rsXoGxL4q8B8g6d9By3hqm/n",
-	"saZWrd4Xvug+YqbIBeAzSJVJJbrMZ1QVhbSNKBqZXg4nZU3+gn0PbQMbP1W3+6XOh7xY21m7kIpjvqHG",
-	"Atq4w+FZX7dW5glC1Me3qqGseu4GWNwp1tD81XXxDbPEoqNquMO6f4dK/xtqgtLL7KFZHllzXxPsHPtH",
-	"bG7qYvZ/ft8SEqiNDfAicuUOcHOvT3VzPUqnzpM26dDLly0Wds2VBs7jd+u7rTpt5nba6Lsog1zboznT",
-	"GjjB3x3KbGNUjLXC1J/TDBCaNqJoN1oD9NxHZWvGVyxuW4HLniweBtllWDI/JXfzn3xjCALNjMIV6/rK",
-	"NFpA7NbGXG1nVn9HuDgP7xjR05/EL1pyT/jmi3BrrKJgT+vjLHVGUKylks9lPq/Kr5BRaazExxFUIAQd",
-	"yqbaouwJyypEz32uYmWEgBpvmbORyA0AdJf8ZiWWK1VPDcQEii4DWnVgYbkVxqcYoNUhVgHe40aJ9TiP",
-	"35zNpTfHTKdHEc/FSPACyJqAqoglftg9mf7rz4S1kv+o/unvL+Px5ub2z7W//i1px0rxPNe3OD+ZNAWV",
-	"hBRA/FbOX4ftF3bg0FNp0Br0hiPO6wvjeMgDpjizw6TVRuPCaSR/MXHD5IKluR6NRMqMzIQqsgnz6VIA",
-	"zsmt69qGjCwV1buSUnok8D3lYsilIkR3CEgBkrqrdrHXYHWNn8nkWqo0YTQDsSo0FHthq7v9bVbbCpgp",
-	"u7DfHp9gfori6gjGSxltz84X7vUW7hFn1OMjoRDY2HnlAP5RW0js3a+vZPDUrl3EdX25jutmV7Vp7XDO",
-	"xEdujaW1nX+9jP72p/33KNOpQLXRTLRV3ZwVoi1ZiKGpRBakKn5+tRatDaWSw/FwbWfLBxnsDr0SIPyG",
-	"/OM+3rq1uekv4HnOJ/ZnU0zsEOGpDfMMNKZOqlwi3yHsihlMYfa3yrCFsiP7FwZJ1qI1Pk6lXovWbmQq",
-	"7P+muj+25qTdY8XACsXpSMljxt9hGy9KRR4rgQJJX9JkVMXel3npz97Er4OrBpqmxfP+QN6IdpjFBoU2",
-	"Jx3aoNKSBqc3KIABE5FoFgIPHZsslJdmsUquhRglaD6ipENJJmtK0Z/xab1npbyZcvtj5f1+2neuIRnF",
-	"tP8VhoqlgLkf7wvD3uBd69aza4dRA0QqJyluX2tATlMv4fu9c4YmwgbPMn0rsHnBJKwFVcGvtl63u8i+",
-	"I/9b4DOVLpj42Bd21Fii89EKCMdHZs8otCfAfObCP+klEFwMpQFWthDhpUxubIIy/oPQXWi6WzqnAkT7",
-	"778DFWDSRi3kpr8Qw5HOeT7ZYQkaLabHsYzSXoGSPFYUjynkULBRNnZmzrUYFev4rFzYeYRy0+1XbKDH",
-	"uWn7OlL/Okdbzy8L6AblRazGKhPGMAkXAIACDprqImGSoRMPvsqRv8EnIbq9LMhRpA+gAqxS0yaf7Mbd",
-	"YZ/gYZ8/B1tYiVscHa5WIlP49tsBLwgr3+tYwwp+LWLFDUvgQT2ZmmQ2hEypiu8TVxKqr1MraK1uIeea",
-	"7jpHQfzTxk8oCJas5PRjeiKIXXr3fKcJd8otd2g/qwDUjxqA4qFKa9Bj3kmrSuA7uWx2xx3uH+6RgA9F",
-	"TkLgViZCP4uaQLwBHnkZEisnyUHWS0UqSF9SP541zBh+FRqm/YHoX1speGXdggLtN/AUUA/KPFY+sO30",
-	"mh3iLKt/F2fAb5FHrRRDuYZvhJfNO9O7hBBGMzwSORmqXy9Q9hAmlv8MpwhpkmdvylwYnd2IOYXHTSEE",
-	"ra8Ng5YotrW5SScA/JmCadUXHVI9CRvozHGEGc/qhfZTrPpcMSNE5IwzoG92xgwiDOk+9l/0nZEjcyY9",
-	"aZZjmmmlY9wmSNEaK1SqwO3VF+0uS8guSWD/EpkNDIwXLNVk9EhTRGzAbwRzgRGdw0mwP3vPnAqhKRTS",
-	"Qheyzw3Rw0qVYhBgLM2AX2TC2kXOh06sLsYz5FEhbzX+GCsYW3MrO6xS1Wt+HByZ8kVPVNxcHcJ8NUy7",
-	"N3Wbyxlyfmn7epxB/yy7KK9exTi/zUYLWD0SNo3oMtPiDQzyVOTyhhfyBjfrsnIOaC1IRGEmSI/zvrP9",
-	"Wh6NGmJrHXaS63Tct0KgtNbBsbPSCDO7OyzJhdW+CTN9nkG7upWhl9apUEamgiW3Mi0GCfvIkoGQV4Mi",
-	"gU4015rOzUj0CwaiIVYtDgyqpmChE3irw+6yLjkd4xG98kJMNB0T/KB25F3gbBKrXKw7ox56STBilHRZ",
-	"0tfqRuRFwtwl/gPcRazlXtu2qsA5lp1YJX+NeSaLScJaW53O1uZmm4GIEMbe/++RuILDeysuRkyPi9G4",
-	"oB4XKOSWQ1nQibZ3TbzDh7NsxS66pDWnt778G/ihJulC1wwqDz0uDHUZDqExXytYMnw2vJSsW0Af8ZKZ",
-	"taxccWsL0VXycxu673wUuhzNVFgBl+OFKaMJEUCeJCOeC1UAG0zp7brtKNMI0dgJ9cBUn+ViGoCiDu2+",
-	"of8MsWB0kNuzab7hXL31A5+O2NbRmkq8U2wW8MHMtaFIe5tbg4+vh9vXv6R/++vXWxcLHPFiUIYCZbpW",
-	"VzqhCznkHw+EuioGazs/v4Igpvvn1owI4GMRi9fm5jk7rcHWs55rH8afrsogfwj16VnGg12gL+/gvs6S",
-	"pXfwZKc06gxVWqYow8H6AFcUK1IRqHbQ7iMlwW+4zCC3hwBR0lCJkDXCA5He54rMQqB5tE8SqVWpDiH6",
-	"gljI+zqFx6GUr7ZKWteaDPtyeMRRR2NLZoEdVOXG8ci1B317ovUxHfipGVrY7zj68pav7xA2PiiADE6U",
-	"b/+7oxiwNsVsU/oNeMbGn/YhV9CY7A78CzOVcd2huPqscgIETCKgOWu15KKsKHAkMjp3jDSOtZwqDmqQ",
-	"KCAKpHIJWhiTCxlAC4a1Dt2vQARbqXywYoM+qbwnAG3pUCLJsdo6DvHQ7mqV0q+SE2h3Gd2LaRBr75lY",
-	"Ve4tNFCqLp/f8NBbcDmCaoXWM7H2WVPTSksXQwJGdcDHMq5cYAb1bRmX+KfdGCvzEJu0cV7slDwVHsUy",
-	"VqFri/lWCmlXxuBDNJJjaQuA3GDL8HI6QOlCXsqgs3x212Xd+Ot6jD4sCwsfVa1sYi0rkED+jJX9T+ua",
-	"no0v/POND8oWetwfiNRKdJTECb4k9ZTimdEeBZG4aFztU6FjhZfPZuTZzbKjyjc/PZ5nZQ3Yrf2qdNXv",
-	"saBlM8umqudUbV3dfq+u95+fo2XdG6LQRRtG36rqGzrsaLrWkQrHpmodAeceah27i+ob2x2W4DGhOgPM",
-	"cNihxAp/sEaMifxlZFrAYP3PXcYvABgTb7/QxWBWGq9+IL52+Z7HF6Wvqx4IxNCCb4SL/BdiQHFG6Rk+",
-	"qlJ8RnbChdaZ4OqRnZ1wTu9SUFbdYj9SJdm9zvKUDtuwy77Os+xuGdAzURiW2HvBJNeKlFrDjqzpNiw6",
-	"A2UVq4G+ta7EBKU4gdF22JH2wekLnU6azuEhz6/ruukUd/Ajwps1v3OhwhpTvXftpA55fi1SOKArzTWl",
-	"uexsL9ZbjMTW8hvehIbU3Uy4KhZ8WYYePNElJwprRhclv739G4jcWJUyniV4Wc+KWgqb0V9kmrAWVucH",
-	"11+IPh8bgWeGuIvIJY8VYjOyt3sHe+d7cHBqDI3ONoTSOVAiYBjy6gcEQOmkRgIcejrEAzjjysUYeUHf",
-	"a49uuDjOtc5FX0jIU+cCagcby/EUjeNCLNCw1XX6p1Spb1ZzT0jdiGbou2Di53rSrgIb2C7sSFxEpqnU",
-	"ekpT7/uBwf2AZ+krZeePbIGHf6c69ueAwl/ZY9KwK63E1wZl+Z6r8crDg9XUj2/dVwRpxHSWeuseU8Ng",
-	"4bc7C23oimu79pWMzPCly4CpVb72W6uLm28wVr9t7l5Z3kI8HlWK3ZhUhWZSrfPRqKbBHZGJuAF15so4",
-	"uLlGOtAJ7LZbaCdDMTrkRX9AWhjF5Q5L4Kck+I0XeHkU9LclaKfGiuRxWX7Ai7CJARq7jO/swhr0cMrg",
-	"d9Yin1HnmAbbiRXawfZnR92KloBDOXBx9UoV3Q7E6GFI8MG+MJCYF3xXoY/pU2Fe0EzYZZU0Ijs6Pu+9",
-	"O/5w9BZKL3ZL1W08NZzV4BW5DExRNKFOngCD/RWX3rQxfChi1arYLlFouLQ9nSsW69NcBpY/297c7FKh",
-	"UDiAMguxvbnVGGyfZSE8XoHDLKHxRDHt2cOZU92rsLjTLuUcY9VafhQNBwH3kAUa9xn2lNmwqtr44QL1",
-	"3qiBrN99gxyLMRInU+ivCCLaEMnsMut9YdeRTJfBUQwHuMibCa+dSg+q4hLSg3/jv/ZfXmxfvxLfdonD",
-	"PSL+IATSFajjcwGSUtXlufOxhADkXYKP9zuZlUAIj1VlS5VhCu5ovazhgq6Mj3IuHZcMP5xikqsj32QI",
-	"3OXcR1D08QSx0tWprwdl62d+mRjsKBtfyXnFkveghcJnMqms46jzyQ67GKs0Eyn9YmLVsnMiM8CwxD5n",
-	"qUxhPSHKibXGasShy0+6xia6maUyF3373HbEDPR2Wk/RZOOrjvWn6O3olw65kpdWLiTIXDvNNIgtW9Iw",
-	"hLRk2GZoxUzKCx4re7hyeTEuk3gwXDOw7ic+tVc+zdVHWSeKBgIu7CWHjy00PB/vLrkLfVWV6xPKBTdW",
-	"5ihHTgEBXHbFXQM9PrtHk9ZzHIizMqMntMqPieoEr1gmYuP3xffPWgXxnXJnj/wyuCPpFmYezH4Dwcp7",
-	"txFgs4wVAAsQP9XMzcFanjjB7rb2DhCiZIJKHPUlIaGExYNQSdzXqSgPOWthJwuStiSsEFlmfNKDWFpi",
-	"RQ9V7Q57J8qwkD3UWCQACBslwkSfFzzTV6yV3IjcirqkJHoAJCBeCFO0o1jdiFxeSgpinP1jd3379c8R",
-	"Q3mBOAgzJQbjhR7KPs/oFLvD3mWAdT2JlSOFab5dGpaJy4JxeM8tNx1GK1j5OFL3VA4kbmA+AvlWmkkd",
-	"tuvvAkEhy+RMeUdL506EtoPl+TVWb46P3h3svzkHeUPP0TmjKaxMrOf6rHR5NvUEda0h5iUnDOsiF/wa",
-	"KH3GmajcrPjQVXCSwPNCbJw1FjDt43fhxD1SiKjyjifqfXEvXwB9SOrKbim/4G5vfhvxlF8X3/FGq8tM",
-	"9otVPKXZfqP9WloNdbnYqDMCA27DXfdQhtw8FRMrp2PorQ06xp6u9g5bXsPEqqxUDzptSKqZiizTl5ci",
-	"N6H554Sf9bpCbInyTDmZ6Iv0/T0yOHpowbr3SMP6vD9AoZ1Kc80udT799UWRJcyIvobcg5uBlz9vbra7",
-	"LLkE9YcFOY5/lESzHk2QZSy1AiBWdGmH7V9WvrdsCqIriH7ZjQ4eBKHkMrcDNqehQr7Xm5ts/+h87/Ro",
-	"96DDfsv1LaAheZ2ghEjvaVW+8Rv0kW1LetEigUpz9v0bl7CKoaWytKz4RDt/fux1ruE5a68sPvEEo1k1",
-	"Kh07aoH867JqTwHwGNwFndsZNwM2EnlfqIIavtNYtRKqsPGfyftD8T+3390KbsVc0q6WCbmHe0nbYC2q",
-	"FEtV0b1Di7PiEHZddlDrjOWir3MEaIZ2Z60z4ytroLVmAp4fs0fdAZJhAW2wiAggatpNpqE9qqGVUOkM",
-	"IgsxVvggahmnmzkRvNSdEeKsp68Qw5G1s5kpZJZ5M9bOrTObqH497Crf/JXtH4EN2Ts73z3fa64hkjWr",
-	"b27k7SRc+ORGqFTnG/YfyYJtwFpJfdW7qAhyPS5E7tPQZBzn/BZ2XYe9FfCAyO5cuihWyf/5F1//7831",
-	"X/9s/ccO/Went/7nT+7P7f/YWHjF/0hqyJlr1SE2xw1p6ZcNHm5vVaOHL59lwiAwdselan72gcM7W7jf",
-	"dUGTrNmqs8IZ9hA9f7VSkS7dQLJ4IMtpEXOye/7mH/P1DNVZAOhPKXLpxdRc4QIdgdFc2i8vjAt5ENoj",
-	"hD0mHnAF4ycvfAQEeT3MLR/Fys4MBDqwtsMz3WaCe+2Xixupx8abxVIxGHOHAa2XB4sOxg+hF0N1gnPb",
-	"Me+kumLFawFiVg0Pl9av7wlU6Wz9A12yOFAHfXzXCMhsyvCV/npa/fVYHO33iBRtPk2kyGG/utPwPVbc",
-	"rEJKD4EDmgKwipqy+Wf6h0ZYtXInCNBdc+0aZ4OcGj6IjXJ9I1MCqB9YoQeSCZIUfyXoXjkxDF0LGS9Y",
-	"Yi/EbsGIXQhTMNPXuXDtia5GMgFclYQJ640Jg+oPsxCIOGpiBa+0VgXUQlJoxz7LDOQIQLPcCCNmNH3G",
-	"QBasr4fCoGfoI3LlpTBu90/H+IARNQA+Dqprh3zCjBAd+F7o7pDDISmwIh8rOFVW0W5vbsaqP+A57xcQ",
-	"2kL4hVxcjo1IYQLtx2QgHrsl+UHL+m9Q7NqmOcXprLAjoG2kx/bDlBlnoN25moTfZFA9ltuFqnroRv+5",
-	"zVALdrlPeCaKYiEKF14M7PndufPByumoll7U9E6tT+OvpmbJ2a0ghwQ+WzaDwa7xJtn2ZrnnXm+2Z3WH",
-	"wG6svJkesLazvQl8BdgF8nrzCVtCcOoX6Rn7/T9KxybtWRJYgWDEqXJy0YgN+5VzJWNlGpx0pNOIMWfY",
-	"5LpZRrh6yh34ZTC+eGHioHXkw+mBz6v5XgF9q1ihR7JvWCuxL9z4ZP//fvp5A6r0kyhWtb9X6rysp7Jf",
-	"sD7PrQRFFptrobqQDwB5bAVg4j9f5/K/hTUG/xgIxUZjM7Aibaw8tFXEEv/fIO6w2xn65wbji944z7AC",
-	"Y5xlM+CnzozYHYMd+XinAF8x7xicVZqiFDZ1ldS8X5+gbNaAfJMGbopQs49NffvC+t15D59iPNL1+K9n",
-	"0DDot2aOm4a1uGL/ONt+/TP7zz/OsfomVslQ5P1xLjr+8oT1My6H1M0vPvJ+gc1L7CrnCoW/3dHt8sug",
-	"zmBszYpDfFqsBuML1kJThNgO6EW9f98WvWsxSdpM52UHy/BCpNa7GowvOuyY2qWaDtLUgcGDhFt43lGC",
-	"1pAL/xU71uxwKuRCF4NurBJ4RbV3BS6PMJuDifSyUhIunwHlhKYMWDvYYEpNN7AU5LfbSeKGJbu09DDS",
-	"Hfab4LnIWTze3HzZhxvgP0XCdB6RzaNYsncjVHEGaJ1WjnB8QcLDhyWs1gmLX2KnDOYeG0msJLkQl9bu",
-	"CvGi5sgR1jJCkOAxBS/GJmnvTDXPTIkP96HizCy0Qs5RbhYal8ARK5EU+w+Y+79zJNfCf1xYVxwQ6V3L",
-	"UABuG24lNFYWsiLBU5vJkEpTB7bcFu7CabblkAdpexEL0p+PL1Jh8uc2vEzJjVXR6LSw3zdmLMr271LG",
-	"VoV9RXDNlvx4gO4s9s8wUy37AxAkkKU2eFhbiROoBNTrpS8peCjjZkYUkf8pKbvgsN6TCsX88feHv8NO",
-	"GiSCVLFCebd+q/NrazbpFHn+2AUkQnNrtngCTm2K9UL2r6FfEaWaLGjC7J/tFJoK8xx36gW+V5pQ8Tgv",
-	"aErNdH3hWwGyTGdZrLA+Ds7sxif7P/vpZ2pwZIm9pAdcezc861HRQDLbGjrD5Xvcw4svWRiAsuvSH3Cl",
-	"RPbCMNxYT2YSnQSjobE0HwIUnnfd/wcerQhbXkOLXd8qZ3L3iPGo/LUdgeG+TilVuFeqfjaG6GxIsMZa",
-	"CXXNQW2IHZdQqVRXEe4mYFMq/9ruxGo3u7XnEjq4m3knd5bgnUxIqVJPhRsjYYoXvBBdlhip+qJ6CdZU",
-	"JxSF90RXRS6tFRerkpYKgwiqCA0Vd3BTafqaTmmWgbgITsx/4Nj+/r8+7H3Ye4sKGIbyd7JY5FCYgg9H",
-	"zmrBc/Xa1d/MKlY5JxU61yo4LpfblYXDdMzy+v22W+6k2THQef48g5UQX+7yHG5qfdDXlSpZi+X03Rv2",
-	"8uXLX2fGJGDa1hrRKezj1+1UrjWiZTw0VNZj2h52Uu+CTAUz/C3ENxYgBXibkCQebvD5YADTgm4a+hrE",
-	"Vssqy7K9XZppuyMEvg1k44XItLqylnW3im5r4BV4WuElvg/fXNcpB2KFT4uCx5WjC5kIsHfEtx8zFBtd",
-	"xhlJm3ysDJOFlXpD/rFnCjHCNpAtxxLUKokWeMFyrq7EDnu1vd3uEg4PYgmEry9Ng1hB5M+RRgCEL0Ie",
-	"gGaYRuj18AEhCx5EsSd1DiJsVOFpdOdcJXbI2x3xqC349gVPVFyNr17QpiZuYXdFZB7Q5ljR7DwplfhZ",
-	"AdybeO5b3JpwBUZ7XB1ag1Dzdpw3qOeVLjqxgpLKGmxQ7czVxLrsIjNihxD9w4JAGJBPzw+FMfxKmAhr",
-	"+8BfiGI1QlvMmls5dYJVbb1ulUpWQuokHfdBm/MJlQFe6izTt2UfSIyU5xMYEqZ8YCRTxQ1UB1MEgvP0",
-	"w9HR/tF71uIX1taTZF22Z4PHkmC4Gz4mLMU5TP7ac6glc5//FIBV30sF2cNg2MJSNFoijR7XkqezjPVF",
-	"eJ0ZyFHZv3kjeCYQy8caxSZWAKkMtU06y+wZveRZdsH714yY5dGBJe8+CDbyC+vb1/yI9gyX/HmfnWXU",
-	"op3775KGopoxGWgMPc/YnNMaZQPk52zIgzvv23aHEc9ng9RGWySKlRPfOme7f+zun+8fve+dffitt/t+",
-	"7+j8rFvedCGwLGH3t+PT8723HbZrjVvgq4CQltKFpJrDWKEuIK4zJT5av16M2IVdEk6a6zaXRVm0Rz6m",
-	"LDrsWNlDLfKhVDxjrTfHhycHe+cw2ne7+wd7byP2Zvfozd7Bwd5bSLS4lsURB9XVoiFG7GTv6K39oN2T",
-	"k9Pj33cPovIb949OPpy34dN2YjVdRQ68OBfY4APfTxmWXJjx0Od97KmRaiwaI2i79vbv48B6G9at/krj",
-	"PYHG28VTdVeZsu5txIeVLgm+xQcgS1O01R/ILG3HCoS9F0NET2v4UGBgyzBu8JSxFkkkZ09GTeKovUPu",
-	"uX18XSJh9s9orCQiT1/1hSmgSEnfQP22KwhueHoUKxdMGHCpOuzcyaApGbPDGiUGUdfCE+wI4fNnSYaz",
-	"8cWuna1vX0JUfZCVrHhOsqK6Nlguz02fp4KNR7c8T5cUJLC3v5J1Equqmq5S4dXOHQgirbOe9ZEh6qX4",
-	"UGBFp3OXL3jRHzB9GauE/tSBuAqRnkJaHb+QbubM/Y4pdl7QMy4mLBkInoocqzJGsn9tYoWcYQyD2BC9",
-	"T4zIRJ+qM1ohtOZYZcIYB/1tHPJxMhxnhRxlIml3Y5Vc5kL0CvERkxy+3YHKPF0PsX8AEKIClf67XIhz",
-	"ex+YMGN1rcDBr85RxPAjrGTzA40YZ64vkGaj0FNTIXAmHAjpkGdIEgjYVzvNMUIGpRaUG62sie+iEanf",
-	"AbFykt2FU8vll5AhmpiaIdcoZOG5DyRdHz6GWQ7vicr+l7f9cBkoHJ1luHSEL+JWL4JDTq2btcVZtQh8",
-	"3zFV3MqM+7PtJQbslCU1zGiU6xvx1VRM3TdcpGSOlWCp6EvjEJHdx1qZGnlKh1gBuLErWC+1UgtL6rGl",
-	"Deed5fqWybQNBfUkqUNb074OmsunH+eoHNGYlikrbmVfzBK/1pfF6U0RnCEfK0Mti1hXl1+Nh3Z3JAyy",
-	"TS0460AeHkpfbN3TI22AtIHuaSNt+L9Fv6DnQw9gLkbkPmNcbKhTkZUR7gRRxpJG5QCDlMbNwN1UQ31l",
-	"G5UDTsfz1Q7l+L459QDJClAOtHwV3TC1Oivt8H1rh7ewCfzRLvNZy+kFF2J7LMVAYDguMOqjjbGC3H5h",
-	"qCYBjGtDqbP18ciwFhrcPfzTeJS0I+YClDp37m8VgP/XWNWjBqORL6Ae5Xo4stLXCkmuJpjMa0OUBOsl",
-	"KC8YefpctL8SHC3BNUZYVWx/TVNpZ4lnrvRgCA1o9r9Zy9UgdCtQd1RlANiTrgIRqgy6LKxhcII4gX/3",
-	"IPL6/2dTL8Ryy7/GYuxiw5h5RaGBMCO0M/i40ENeyD6lN638z/VoJNLGIgPaF89WhIcDfPYy/FsrUViJ",
-	"5C8RyW5rujoIlDelbCNBtJyARsvv2drtpzA8FxAGwxINERI7BHCA1qkRVI3hrFNGnSe5MFY+QgREG6yT",
-	"MkEFWdUsbZJXOI5nK63K4a1k1UpWPSNZhRsTzaN7mpBgTnytzDpagLFaIJbOne/u7gMTKSVOJWcele7y",
-	"QJpC55NYXYuRtcTQ0oPaU2sJWicrge/s9fVYFQm7gi6/iwnEnBGxZjLH1IoVsTNRESygJ4ulyA1O7SO+",
-	"szx3RbisUldf+cRDcaNHrbcHROnbO5z1dUjgPkCNZvXMVw6NFCaooyTquBfGnUIoZ+kNpRoXwnXwWu+J",
-	"bk2wmy7nygBmCBxngA8zrHW6e77XO9g/3D+PYnW2d/r73mnv+Pe904Pj3bfWuaQ/QXAvYu93z/f+2P0v",
-	"98+Dg8Pe+f7h3vGH84gdn578Y/cISmf+OD79595p7+3+2Zvjo6O9N+d7byFwh/KK7EAuAZzjkrAbIauk",
-	"xMeiRx9VJMyIgqreMNLX56ovMmLWq9Sn7kwXD/m6HdZyBT7oINbeEito0sfQoNKlQ0gv2FkO9/ENjA0P",
-	"f5FP3sCu+H6ElJ/NlZx6Ei8KdlfFMqnp1eVEViH717OtkzfTbadWVnWZVNgWS3+sIRKGzeqsLu1iNbMk",
-	"HWF9c0Mh+IKF5anbHmZ6JHKW5vJGKCxyYaeQUXCICkAhWYhRlec403rEWvY39LYAuMhF2Uqjrs3GKoV8",
-	"Uia4EZi3t5PUg3/7rlXqU+RB2Q3WOHiIMnvTdEl7LQQ3HQMsgrqfv8YSWiCLeWWF9YKF5uIlBLtFdAVH",
-	"u6kzCv3Bp3XYicjXIdCX80K47h6PBrS1vQnfhPOPyqXdZRdiomEW2avtX6kyEQTe+q6diuUoqs5l//r7",
-	"MOLqG2AlHFE4vtpe4kXnWh9yNSFP2Xx942+sQHqQvIPSYn3pG3amm/DbgZD9A/7spKzW2d0br/fqYHIg",
-	"l1qA2wYFPwDH1o6YzlP4/WLii2uA4ykqfTZ/wAyWJhJDTir6GacfusxTYnfYOw+Zz15vbsYqOT8+Pjjr",
-	"ne69OT483Dt6e9Y7++f+wcFZ7/9j7+qa27a59F/B+OaVO5Scunl3Zu0rT9pmvWvHHrvZ7s6wY8IiJGFM",
-	"AVyAlOr15L+/cz4AkhLlSI3T2Bn3JpUskiBwPp5zgPOc89Pr69MP77PQqT/yf8/nuJcghb/TRUGYLPKO",
-	"IkP/xgJlnK2vqL1XcUrhUdt0alpZhCep9f/Mq0Tqk4c9ROR0Sa5gRI+vxV6yx3szSK5iC8E8caNfrVNj",
-	"STPcXiRaojTwyQ1vnVYTbabpXsLMF92VI83aaq5Z5den9R0gha3FalULNkhYaozljx4ZewJdnyeCDJ4X",
-	"PlpHREG2iIRieOX+MXEnZ6FNRJYaKsoLfES1UX+WdMSACYVBlHvKlFfFpg3C8HPLPBw8wD8Awlg5/c49",
-	"CUINHyGkaWFvZSEWsqgjOw884ljo2GlyUz9YGN11GMbOXhhe5zd8mUtZzZ5FjRxPRphasVQOtBrm67Vd",
-	"4xOWwFU9c00+09qiR/yTHXr0vH3zk8gi81ebR6fhZms9v5D3RGMZBB+JBMOgBmDMkBJtMlHjSi9UOIy8",
-	"fyxK6f3SunxY3ZcqJxUKDfsdNv+hTqyS95HnAAiyH/i/LBE1PEjcqXs+mYiF85vq6F6MrrVHegazu6vW",
-	"4ZK8qtt6jd4VSNPuulPW2/ZJ/EWOifkfz9S5Nit/x08sZ7ZQXhbqWGSmLoqMIsXUEIcunSrn7tbULxCF",
-	"nPgcDKlHbYgFPxcDKXxliQd57BR3V2IKe4+UfbjJsH8Mn/JA6b+iTsygt6KU8DJMyQOeu/0Y7H4Kf48O",
-	"PsIXAryBeKLjG5fOwvPvS5XgcUMimaD2UlQXqH1qlk5XlTIjcdlrI+D9lRm7e+oIAFPdD3Qv66+h+E+/",
-	"Gbsyzm+1I/sklqcVjWPF5/e4Yfs977/+Dou2s5nsQdgQXw+3gtkbqWDbSLttRrjpOybOUOi2hdsfvXLf",
-	"FeSOHEmvoPtvAN3rs/1XYHevuCeBbnNNthmYPwKlU7MblhZfDKVfjh7t7NTW1/gpAPVLgse7Snk/QN5R",
-	"ykfiWs6pizNWiWdlFxNlR1i2mZp+fI0Sn3TgtNiAppN1NJ2aCKeTXnBMGHgFaCe4b4VQN6d7WtcCuB4B",
-	"bmreHh4+gk2/gia94tPHVfkVoX4vCHU3SwUYFQyO36Vr9UhcxI0fofNR72bKR7zrrtr7rHhN4RU+t0lz",
-	"EllNcRr/bnT5rXhQa17dIE+02o9Qn/ZJ0ds3/94cPJB57pT3ePZAIi19P6UmPOmrUmrCA74RpSY9+vOU",
-	"mhgLvgAL/XqGu3VSCoWLa9h6NCda4oMHne/eFhwjspDHLKSvutS/7V6dm5IBrFm7GeyP2Ivlm8f9/JPX",
-	"cy7flIVyg2hvv9c26guun61cbmOuW6b6NeW0Sg75iMTs0rv6Yq4rPBOhVZH77lYQp0xj0+aOUZwUchp2",
-	"YXa1mdTc88tl82u1090ZxvzNesH9FV4KlHmtX3uCRriPqPv2G8q484GqLtSfY1VWIgup3ozasJCcdzU/",
-	"NX9Z9XvLvTDP9hy1vzW0V/V/Vf/nUcyGIrlt7HNQ6nFVu819MrETFv1G6DmnXyQn033lFPJQaVNoo46x",
-	"DiRmGTC5PpNeGKzsXO+njb1gcV9IVxvR6CUP8OuBUnytgx+6Shd7B91qI6myZqVxUK+u4b2+y72ap+g/",
-	"fILL/g8fJOrz4ulsoXbLl25MkF7hrZ5jbAMj2+qAOrzBa4CzIU0qg3A5XugvypeeNuc5RJh7kSFwycRc",
-	"3vG+H5oxabqIpseWOWmiED43FIODg4F9Iwyzrfi3l7e1h4bcU697aC8LpqDMCYmLuaUXOHiAf3bP1q5j",
-	"knhQdGYLOnIAdz4WTi3sHcQwQc+xkepfSVhcwZ3UFyv8WtNEuBvWtcQmiKXE9vHcA5Gns6u77Sqeufzz",
-	"TJlpNds7+ukw2ZtrEz7+uI5w/ni+Sg9LNf7yJvWvaei/HGaAgD+uwFQ0eTCztVd3SpUgVE9Qdh5rNXOp",
-	"5taQNnM1OmmzMnlpNR48769P7z8cdBxaK/cXo/+TC6D9KDVXSpZeWFfOpPFiEJratPvGYiUpVlknor+a",
-	"nLrD50RbwY9OTe50yKPMxRIPCC3lPbKG3TOvReDQwMpNLGPrIdtIhLcNP0BqiNICIi5Q2nuiwci1L5lc",
-	"m14yr5UAFc3rQuXC1UYMkK0e/g+5f6Se45l3O9cwSff4mGppkb5xXDsHIyZGViIgDo/AKlu4DTIH76+U",
-	"nouVyvNDukdqnr7w/Ko2VLf7H23B/Iqmbv1pjxm932eyInEupfci1y/gFO1LqPNWsmSFZY4f39GAdcn3",
-	"21d/rw6tfyxoxfr6MCM3l3ILPVaJmNvaoEVCTgpddTqzl05N9J/g/GtX7B3tPciyvKEvPx3IUh8sftxL",
-	"9hbSaXnLgXPzCzK6qF97R3sHfjHe6z211jwuay7OxKBznhERVRirpKPBM+sr4ayt9kcg2X/EqVqDMVgy",
-	"SzqZiMJOtUkET5pPxLvrq19FBUubxIIgXCw1l7oQk8Iu/agBPSd1NevBSh8xNGswm7ZGDOQ6QkxCapuT",
-	"En6/dW/yZ+s3xyXrJLOwTa+d6ELBG41bdfh839Zd37GdxBTd+s0v69tCj0EGKz1XYqIkpt8mhZy23/sd",
-	"LlTP9djmxx9xl+CEu+pSGjjhk6iJmMiFxZNscN8kjBLdErZy8bFDqajUvCxwV8HkqWnaEyKf1EQ5YnzH",
-	"n7ZbG8tW4+JBDM9L5bw1smj9Eeu0sLcydn0PbCWRHRNvjYfrmLa9adVMT3TY2EPM1fyWykEH2iy017dF",
-	"vJigQGrevnm7f8yHbI2ccmQ/6G+33NMJOmmNttUZJTQy1pHgi4UvMufzS2m/li/Yb2+l4AllJg/FbVWs",
-	"iU1NrIltl8SiewtqgO/ZJ07KhZY8yHnD+o0SeiSUAVMxV6YKPE8JLNEwOk1hF8o5Kq+nH+dJCo7GDpnk",
-	"fz8iL3zMsFAL1a7b4etx/QBMwDBGAo9F0nF/Oo4W+2FrlxoaagEucJBRL3wq9qdG+CP66rf7Un2Qc/4y",
-	"o+PdTKogsrF1anSlZP7x6gyelvVMGNfs94Ra4AHspFECX0lsL4CCHTyFGPxzSPtjY2cN6I4jM4bLbo0a",
-	"+pnFzoSZq82NrLJ9YV1q5tLUAJ9ENXO2ns5EVjk9nSKG+blW5H9gbjYjLobBfTgrNRFodd74uuPf+l5a",
-	"1R67hBIhb3cCCG89PAT38ulTJnCzAcJo5Xwial7DFT+K3RdnyqQG5xDRLbalb4/tkrjIg6npG91/4Rn3",
-	"CTNgBaE+uTwVg8wv7m5IJnRO0sAf6aw8C8j+SJyD1keAbZTK/Zo1sKbFsYf5P99EFZ46Gwfft5zJKnba",
-	"CJQr2fV/vyMappuTy9Ms6kcLSSSpAYAOsNrXXOo6hrkulvLeU+tHiLHyrsxenuJR/57ZeQ8WiYQmGjBm",
-	"dyG76MWAwugMLVSWhDxHIjL6RYb86GTa7NIwFb1PUsNdnk3OVFodI+ITLlCYOKWGE+vmCFSUU2asaPll",
-	"41+oJZhDQsPYUr+p4we9bwr4qbCXgwJa0FAXyJ8whAh/wXvxB5KOYHzIseCPo1uZ0oxxZFVg4cRjffzx",
-	"9yNxGl0L3SCEmRBlHovu39qWH2IvY6tg1uNFP3VWmJaxZ33PpJnWcqqGfSvQdro8zJ+dBrx5JDJbKiN1",
-	"hvxr4qJU5uR0CGBbVjDS1GQH45msEH8XiluIBWk/4gsScVEUci4TsTg7O0/E2bm4rupc2wR/cGXrSrlE",
-	"vHf2/xJx8v+1U/tJajJpwMCVepyJwTn3GAeNZRZGej+VZ2IwlgbewKmyQKpLZ+dCiv+8vvhw8L8n52eC",
-	"fsoFPBBCUAuCXM2tR7FFwqba89raJbaKxbn4h48i1Jk1JnRr1ZryzxK6d8OoO2mYkrIPFzdnZ+c37y4+",
-	"/Hr6/uMVNr7JaJOAtRPcOVZ2DAFfHokYzQg/s0uYlVLf3Kn7G68qsg1Nr547dd8Rh/OexX7McJPU52qi",
-	"jSbJGNBWptBG5HaMLXTEYYIzK64xRBW5k5NKHL45fDP88ZDSLeBxUpN1AowQ0JKXD5Z6RF+PICjO9jmb",
-	"UeuiAmTcUFgNIZZ2+rauVJ6asaxkYaeJWMREFm0sl5TQJpq+OSJR8kGER6wb+hoicQjiIioF7GfUkl6+",
-	"z8c/4lQa5id3HwyQXyPgao+eWZK5iqyXcys1bdKtpC1igxXot1obZPI1yNkuU0vNCidBcDmPcRO0ZMwh",
-	"h8qKV/ltAwZCqj0xAOtAnrwFB2DkqDyEX8j7IfQBNWiCj0L7KoQgOR9ehSiCCB1w+cYsqNiZNQmtoxLu",
-	"8ZSwpUxEaM2SENsl/0Pku4J4YdfjB/Q+Y4AyhkjSlobDf8ovNoxP3LCyL2PYmSxk1lyfrF8iPsC610JV",
-	"ENlOKUKMmUUksVzlqIThr6UaUjPI6OMNR4I38PUR/xRUDRt+dxjryL22U65iQFkPWAL4DLgjwLMhwMQA",
-	"HPfBs22da4Xvg7B6lZoGHTXOcMMEct6kz4jJYoghL9lyDFg9RAqlHpNoZ6AKBw81bpB8ImbTTAxyWckW",
-	"/a9TTAyGGwapIfcNM8V+p3sXYys94dyez0bid13NbF0BKnLj2qmb2hUZSzjODoCl3IM4YTSMTfZ9qeRd",
-	"OPp6ThcKX9/CC94ioK7s2BbHga4vad+whIjfz2ByLXOchVvM6lvwbvG8THNL6nPGlawVzRFteYUXKGs/",
-	"S1hevChtUaQme//Lb2KFEjZbSXRzjrqLz2s/22A+u1gcHDT9IphEzGz5ZCXljljlVkmnHHi91GyJ4Um9",
-	"HESSilmjgl6HAB4MFlldzaTXrfEglB2l5pwBPLc41RAxrsB2JKVfBe8hLYMqor3IaA2zVuOlIHEZu0pZ",
-	"6oMfMlHKatY2MCNxFVPfKkeOVUAPMQn+b29CMhuzJqmhRHiyMs6bhr/75vzkf7JtEuXrPvLk8rQviVaC",
-	"N1bkj0tn83qMh78hjBhwUOC9qvz+kZBuPAPjBhYfDI2o8WIw+04vZKUXil0hmKbUUN4ptpqlmmV4zm1d",
-	"kA4XNe7w8TlUfNCmBNOxkG2zT/6FhhZDxiYqQsgP9sQ6ykA0qaM2vufrG4vWhWbw+n35FkQMQpuFMpUF",
-	"P6Uh8C2KJgdXG/6KoyEEQ+wkRqJvGzs1p92b4JWt+zglpkGvcIeUxTSGpARkbviCG07lZKmJ8jaRhVec",
-	"HItjuo9X8lfxykZQK1evJKNoDvrc5EVdTS0MCHO5HWDLkSKg+0Di2D8ZrTWQuthglSKC0mYoy1J0rLwY",
-	"NLhEzCUmUhifaGuahBZb25IuIstsSwDTZH3nI/FBLVfujRJVeIv2Fy0Mk1SVevwZ39Oeww/tP/XJmSxU",
-	"VcEKg+aJCa0949WIkvmvoaNnO4F8jX/a+/THp38FAAD//w==",
+	"9+D7r8edKs2pTkBwCM6qP3ypCbJHcBHUSeHTGdiuxutNH1Te4sK8RCzm+cvsv0Ttif1cq574OMpRAiSs",
+	"9ZpdSpGlJmLihmdjgtWKVVLIofhvrQRB/CV0uFhLK7FuBrroYnlMJoXLJV+OwXDGdpBEmh7W6yXtCjXb",
+	"9nYHEMlyyS+AWc1+gGPygfBB5bu1yib0MQiO777ePcGfcx4r17oGI0MoLYj2Q2VTHcHNNdM5HyshWLHe",
+	"xSTZYXxc6CEvZB8AqUfU246XUINL0GvKC0Zg/8CHxsSQy8wDvmjF7AbMBGRTsMA6UbqQl3SCTQ9u6FEu",
+	"BuZEq9nlRuER/h6LocPve6KaouoQFlcTVYTEysz6NrsDq6s4T9LPN3s2PuVj9SDFQOfYSld4snHAlBcp",
+	"uIvXYlR0ZoR0no2ImEpcVuZy9lthBpd88d9WfXzfc9jWteUtfzyje3odsCXnEv809eqtztpXclfu5Kr8",
+	"KJ2DdzkVo3Fx/2wFhRLRDr/NZQHmN/gPrJWJy2Id3O0RUhnHCj0LVvBr4WkBwD43hKhhKpzM1komPTwa",
+	"ZZNO1asHWs/cmuqjcQE9i9and79G9E9rmJcEU4FBX+rLma2Fq1P8zIz5p5EhrsNxZdB/wwY9CauHt+g3",
+	"ilxeXYl8PjTsPCSAUvDJqwEkocGkx5oLK7/aHXZm/0IFnmPloDgiwFsNK/8JpgzCLFHAxW7Y9uZWiddq",
+	"/VP7ZNaq8N+2ozCE4eG/OuxMFKYqX1GeVkRs19ep2llirYq0BpIs32DeiRVo50KM2MU4vcJerLL3u+fK",
+	"EpMI011FgJ/3IrwyvIDCc00C/RwXaSXRv1KAhOZ7ISSi3YPOgcVN9wCG2spHAok3VnVpx5S+vYvEW44p",
+	"ZlHWxj9ludSN3emdxmzMCUSyQ4KW7zMfU/3OZTIydfSnHzAnU5+CYJ+f1H96uPbpsZJ/jTHjEDK22Vt+",
+	"ZW+Oj94d7L85b3ditQc+UvLp07WYfP6cMLBGBjpLgXIj7FRxPcap6Gc8R1KTIDuCWt3nOq7FxMQK0Vtg",
+	"KPXExsyUQXWXfY9Jg+oXPlHaoD6IxYmD2k7+Hj2NO2OF/RC5htrCz5dgM3X1hm+Ee5B8Qx3rjzVB/dXs",
+	"jFiNDZWx+uxsC4dhHRV0ArwzswgB8BkJqulG4VoGfuZ7yzVZ8v0vVxmMFRJhU8rjTlLi3mmPoKbkjrmP",
+	"1XH9+j7CHf2DHyYRcsez8hWTIVRlFavZyRDKfVA6ZDTKJlW3gmnr4Kdj3EICHOe2Pbtev/IiVpngANhf",
+	"iwS4hmB/FHzRFBVIXQJMufczHE0h9zwFmH6pEkDOzqWspMLzdXaeSiq5xMrK4fmxHJ4yF/NlHo/Wmdko",
+	"iVfvHaQ8VoIYp0eignLhGGRqDLFhuDJWJWcsVpNj3IaeYK+LyryLh19w+BmeZkZcXgoEs0Q0ivkc1Vpn",
+	"x+V3f9edspVvXch6UrLwhrglHq3ku7d7ggnwuxc2qFXnfgdO8y/ZozTziGGO8IGOV51tueXgZjCD2Z51",
+	"uIJTVJ4VOzJPMhBQMJewlFMnbuHBOoOvFT/AscIvXZhfsEtgaFJ+AM8BE+IPd3o+2f/ZTz9v4EZ/SDhA",
+	"ajTVOnthmtCZkHUsJN32gECu+gmQT2FkwMBeILYDywUAo4JKGzaG5qSxX+P30vOy6M8DsWHXju5nQJnY",
+	"ORU8/XB6YC9KZln6sGZLjqn+0Co+3/bm5lMC9C3Z5A7bXBqW4rquypQfJGaHk8n4XaTIl6UmQ+Gwq9hY",
+	"1fUtWqphEC9Wu/jTLZA1+2dXZIVrcwfIZJlljusLQxWEAWoGxC84xJYxuqnnHpmwVgJNC71CU2vTDgPY",
+	"MGoqK9xONAWfGDZWY5xApDksBmICgzGi6MRqD7vXZwm+GvgZPXhe1eeeWom0b0Gk1QyYZUTbC0MmDJmG",
+	"TuOtxNwDiDk8N3eTcgtspdKW3/jk//vz/cuQZktCnTOuAhniJYXjpY8VVWLUhOZsDuPQY10JkS8QItPE",
+	"rn6ZgFTXl8hQ6aAd3YyB62BBlhn7pSj6g+qAt56J1POTsEjwlZvaI384Dfn9+3F231VPtvv2eZbXl9Bq",
+	"/aaLAYHO5sF10KnO+wNrj5jKIuzEKkGELp2zBO2gwIYpSt1FOZeIJWqcZQnLA6Awj+BqNPybro0VbDVr",
+	"C4FH17KGF+aVxnluP5tgb6H8ghXapY0IIX4GDmZJSrUScz+2mHtUxrOanHs6ZKUvFbhK3NaF7qpn6Bux",
+	"a89EcUcNssiqdfc/GFIkxigbInwVp9doxrMMKEGMQ0NHtdAlP36IlT1pszMdckNWQgzz8SPh7JRTtlIQ",
+	"32h8cIVc8OBlfN43rcfl9SX50XOs1KVpF6flRgjQ7N+JHGiMBw0VDIfVgi7AjJti/VYqwzI+EXkJQ2z6",
+	"PHXeMlUFIf0NES24f4Fr7n4BygX6B+JUdQMmCCgrEsNRMakjtZfyiPCmO+ykSvgQ8DgMubm2n2RY8hP9",
+	"X9KJ1dIR0fnO/UqmfSMBQrdSS+Fj1o7iStzNcKq/SHZ9QYllICQqNNThWKq8MVg/sINOuaO6jqy3bQju",
+	"27rTFAJEoYP7MyIX3hpZacghw1Xf/t2Mh1BJ4EDjkEkTayEBRBypsVuvtrcjJ66gJrQQqk2llddiMh1s",
+	"dL5exHissBCTpO1trtUVgApHdrQJIeT1zLXMMpOgp6jHhZFpFSDZ0czjhRF+baz8Awprkxc9NFsTJlNE",
+	"r5PEi+Gw0WkY0Kg+yqXqyxHPZohgbEgTqp9PRgVqllwgKa9KHX2oFdGBdGYXvH/NroUYkXZCpQQPbCaW",
+	"gy2wEsoPLpQf3rGftVZP7tgvqR6cgdQk9FpoaqwoQb/RItQv0GYLvP0vLJtb0lada6lignQlEr/DRPaP",
+	"VImnlfii3HLOlbmcB9ETGqA6dDpnWaORL1chzGDXtQ+Z8EI77krwn9HCKq0m1oIs0K1iI5Eb6Abyv0WM",
+	"k4uMFJYI6KNvFWL88HQoVTdW8L/SFDkvdA5kDu0dQAuCNwXjIiZzK1u81LBGqZ1SCX837GJc0HWxonGX",
+	"EuYlcbfDdKB5Zkcv0wjnOyod86gGjB1RfX+sSggQO22OU7RbCtuSotGzZOgsxe9+YWhGlGaZVlciJzy4",
+	"WJ3TyuZgVOpKegvnrMZR1YwNhA95JrRTD29+VT7w+dNUjBWAYrjkiV3GlXH1bRlXbscFkrTQvo/YC7uZ",
+	"9BHjYrDB+309xm03Iy3/hs42uIvySol0XSqwqV5AIeso4wQnxPYAft0JgysrKXI9vhqwBF8GaOsb+Ps6",
+	"ncGkMyv9TSN71CwovuOJTusHsxi7y3Xv0Tp9A0f0ez5xuGvAqOB+e/rDNS4G4dFq2u2zjaNT3Hamol0d",
+	"1zJrYWDq//2//x9rWLQ77JDLzDDO+lpdynyIycRMqmunoK1UJxrrbqxAQuCIA/PCKn+6hrXMwH6WVCwZ",
+	"YfwIyRESNhRcAQBJu6wQxldJEysagEjBl3JPc7DpKCkCQ+fX5igTTA6IDxQ3j3Tqgzc80zP/JlxPO1qf",
+	"EXzWannVeBvGPGAJSj6SvtvSCyQFLv1sEXHOr50eFpnoFxBjTllhR+Yix7hl8Hi2lGY0VuD7FykxsMCv",
+	"tzq/NgBwaj0de/Jv7MQBbTv0CYqPI3DK4OrArcFnBPKFgVwBMOkbkctLKRqpnmhrP/4ph6Witz1j1e7k",
+	"caWKiab0/mf+ez6JVUAvXOA7HLNLnV/pYt0p1XmBClSuRqqrTKyPoV/HiIKOFZwT8O0Hepy3gxQ6nYcL",
+	"YT1og9a4N90wkUVNPNKUiZ5pdOFUg5+v3b3GRRguhDW5+/pG5HDITq05kskhOPUj64lnEpJutI2a+J9h",
+	"FlxG6ZGOYPUlT+UNE63nvIPorrn3gfvK5+fV9hIH/FzrQ64mNEzzsOcOQLIZL21TOBpTxy5a+7ie80Ks",
+	"w+5c21mzR3CtPIyZvpJq9hF8MxD9a+MQelJroHAIg42Eskcz5QW/4EasX/D+NbTRoZ6jljS8MzE3/Z5x",
+	"pGt90Nexav2jKEbHwG92xofiTBbi7wf8Y8TO7BcDrdoo1+m4b4dCGpNObZ/nuSQd/Obs9B3p3kJDzjVW",
+	"3LDkf6/bX9ZBCSVMK6oezHghcnZyfHYesZMP9v/tnr/5B4z37d7B3vleh/0BNn7wue61rza37nfWD2CS",
+	"H+eIw7OfilgA13TewT7QV1cA69pZi9YGgqcQafy0diaKdWe5fWrKQtJGwt1S3UL2UeUA63HFz1/ZTP/h",
+	"JM+BvmJS3UfS6PEcz3tPpVWvO5Ql/UxwquTDHdFpOmT2+U+syGi/63Fxhw2/Bya+8ynCjb/MVv9a7uVX",
+	"9d7sJsPlnGVGDsXMbPP5VIzUZ7DotS9MoDga08qHYu1pJef59FH4ojTol2Qn39A4/FSWkzdnhSoWfnNU",
+	"+47hNgQWx8C6OyjkccPQpGFCpSKlUJvPjimBTfaN/jD4K49siFdf8ky9YTc85rofVlHuJ4XKxhbFUbkz",
+	"Zx00VzgzW7kej4TCZkfEsA5K4qm6socPwYMBcP92O7JWwF28+ZK9Oz79bf/t270jMsihnzJWLoZibewQ",
+	"9MqRC1v3O0zid9hp8LayIDQD06IL9aAQwupTBFYYw6+EHRVF1ii87oxudg+r/NTN2mPVAeLjnwiKf5nQ",
+	"F0S6vjSj9d1FqZ/ewnZbJwhb3dnchnDAEkG2u0aznSEF5A309IcJZ6Nyn6fW7+d9n9qZeGT9XnnHM46z",
+	"nZTRIqgIXQXc7hDoBg578eUxt1C1wTlVSwTB7Xmr6MQwy1xzdlqC0KLsNdDyNoKDKdVVuwO8FhArd9lh",
+	"ny1qPDoq/T147VP714dhLvb5JlafYrfePUFqFxf2T5OxNcfehMsnG5+cxvg81xOnOs2qLpnays06hDWo",
+	"kFjN1iFH9VRrk0KA/TyBBOiiCsiT8UUm+2zAs0v3AfalLwwpyBGX+YzqSDc5c2skg/Lsn1/dGTrjTPRz",
+	"USw5ur/GIp+EheXovC81tq3tX56ydHwZW9YJsZpB+y20VVdOJW7OwPJjFxMW7KWGMwkVC1czz+A7wYtx",
+	"Lthlxq/Q0rsVFyxYDTgqhl2ISw3AXxOIl8grZZhUHXYEXp1dSC6VYQY2nWkMmr3BkTwm6D4cSHzPoi0B",
+	"H9x52OUhgZCPVSGH9IpgVWgCcF2gkHt+T0xFOYHy7rADaShxhg8IK9ylNQWGYngBnelTVJLTxfJGCMp8",
+	"YVl5K5nocd7LdYacftgTqoJXTViqGSa5M+jC1O1OrE74laO+SEb8ShAn7kjkPfxnyzXFb7+OGC/YUJuC",
+	"bW1utrtMaVboglPjaDHOlUgjYMOMFZaycWYGOkeGTMbzXN7Mxq5+j7M6JbibFre8ZMN+wJoVoYuuEzle",
+	"+pgCDb5hGa5L18+Ky/NlZs9TEVdeuQVzh4RWcDb666yTgeRxxneNtDhxCFKJNeKqDr1H6w5NYWKVQG19",
+	"0mHvsb2CD4UBwUd7nSglZ1NIwn2PFR4u3/BE4SJ69+J4Ecz8KjL8PEgUr2hPTp2sUv1AV9g8DCY8D3A6",
+	"sGOpqkEaSBGTCitiEoSU8VgCZnKs9K0y2A9hWMu1pTGds9TDwgwdHyI7BJ1mIjbUqciwnvpqTLCoET24",
+	"0DqL7aTmUkDDlbgUuVB9+w/7+pHsg6UDUkCkklcY3ukhIdgB1fzNhnZyh/5uugaXYT89sQ7BcwA8pyY7",
+	"bmjuV7SGT0trOPPczsI7wtPhnDyn/dQEujjbDce26+x4kRnBrkQxu4H6ue/xpVRTqJa+f6q/OftnRqK9",
+	"WcqbqGHrsNYo41KRm2Hs5mGvNl+2O+xYZShJHZ8fIMtgtng2gOqD7a/Haj+7u931lTe36z77VmyvVXvo",
+	"dLPa8sYatfPPjBvcXRmEMQUyyJD+Qt8qqa5iVXbrQ0G8pCb0qfhCh90pDhCr5kDAXNeemmO/TF5E32A8",
+	"AD58maAArM0LZ1t//0oPogjF1Icvc5SybLiOvsRjnaeqp+IdDixAaz5FXTo/UvWzcSp6iB/5d0RHh9sQ",
+	"ULLp0bG6cAVwFLK71Fmmb1mL2GMuJhjv00pEpJrd32tqXqts0u54gArEMVNUwuOidFAzlPCR7F2LSc+I",
+	"Ipl7eA+y4Rua7i8+wLWYUGY0y/xOmD1DrDZBsxIg1dmv1NmSCFvbAZh6n+u40DoTXD1yssNP4TKioDoB",
+	"P6AoaAoXBILhsOnn2YHHO1jJHXbm6uekoU2UAODg2BDqX6wSfLhIE5bm0p6slixYLnhqGGeXMvOIh0bk",
+	"NyJvR5SLwdq24H2QaQBgnliFOJFHEMdE0Gr51xipraUKJRmEbByPdtLusD9Q+pge7fMEB6vEbXWmfPle",
+	"wLTg+CdNX4+ELwYa5eJG6rHnbmCZNnhfrOzAO16EJFjMUwNLZK3dvbP17dc/r79/c1hyXw45VEFdiwlK",
+	"4apwWhCq9efoeboeOFI/yCcK+wbvXxz6rWyOFXH1jxJkbhCxiyXsHENs41P/XiHpRjHcxYgmsvU3WQWl",
+	"QK3lRhkKprfu9lDIZYLfCBMIOiuS9Lhg3F/SKrjBzkgVq0ueZYjpSgVZNBJPZWNfx2VGht/Rce/g4LBn",
+	"ZfL++w+nu+f7x0dJe0EU+qHkWbTk9W/k84lfV1f0W4pjf1Nh6Xud9IcIOXZnHd4WwFeDnRWruqGFvcU1",
+	"C6u92IIKgbZjdTyUBWDxQUwTYHmISh3gmLssgebDBIs98cHWhUiZhi/lmbu1xfG/2IUuBhQc9c2LIsXi",
+	"DWxk2gWFWhpFFYxvQuDVSnQYNIHUrMxYUTtkxYZrhQIMvlWS9EojKANJvATpBPfhYPjQikeqB4VsX8WG",
+	"vJJWHFYNyQUB36cVV48VKr6fvbb59e01FzJe2Ww/ks3mY82PY7NtGFGs++DIpy93orv3MtrAiQ59U6lM",
+	"wbMMbl2/lWnd/mpDYTBJBXah04mjM6i8FLKkgUzdYRiSA1LDoPO0elfIFQDiNlatMEKhtFpvDFchO0GW",
+	"NQez2qUPDR8dAcs0gAPnXBkOsBiL+KnORPEWv+X7NSGXFomV+Y2Y0rehzb+yJB9A/hzy6xnSJ5zqu0si",
+	"SkU/aAj/uAzKAxR2CyRWhNdFscJ3tqGySNUQVr+gGjZWS2XB6It+wDQYfvkywW/aFT9I1Hvod8TSdbR3",
+	"CmefB92W6N9cTJj4yPsFUuQyfRmrxF7Rkymy+BIyaUsJaRVjBI5PhABqzIz7A3jgjvV5WAIlgxDq6O2d",
+	"nh6fgucB42FDPrF6PvUlJ+VYu0TRO6s80d7L7K1cMV/iu1tyTUhT+jW+cn5Zd2Y3TYMt+TzjyNUxPmX1",
+	"sBvB4kAyLfNAjlYeyXfukezao0kLvkzCnrbGxqfxQ8aI0Xqn0w8SIzOaqoChDtmI7DJWLYj7liaE456F",
+	"6LIikoUyvETyhpg08hkhp06s/EOgQ48bx9cQyKFqSXVzG7sd7cPJo2WN+A/PKA5cCg4IAlMZ96qY+Wnw",
+	"leH0zDvcDxEaDo0EZm5l0R+UivxCFLdCKJbgv5NYgR0OT0i67CrnClP0eFLBNOm7iKo70S8MnOBo/slu",
+	"DkTUaRvfiqEuvvSkB1HUJzzpj1ptew9rZfMprBUXRl1ZLD9O3htht5yMIemwjO1C7Ucbcmg95YexXUr2",
+	"+7DBqZXQf/XGeZa4WGis1DjL2mFQcKdk2PIZ7LJLKqDH5kOxIP98grd9+81Q7vu/JQvi6xwce8PWUiPb",
+	"H44yMRQKpuDBSOJxp478RnucQMfhOCvkiOcFG4+shMI4nlaCJZcyEwmD31qvNjdjlfy2+7Z3uve/Puyd",
+	"nSf+DMmC4O+KyQhA6VJRiH6F0O1iUgizw06O3kfsP0/23kfs/f47GM4f4uIEa2054d3YYU6QNhm6tVpn",
+	"v79nVJ6atp3tsPWaJR+Ozj6cnByfnu+97R3uvd3f7Z3/18le0nUhxli9ZofyN9Z6tfWShgjCCFLBxOtq",
+	"gI55VFCHJDdGFI19ksqjRBmsZvZVfrRCzbaLndKHFhizbJGhW8qNS50P11Ne8DuaATRIHPazbP4pxbdn",
+	"p6hI/1U/UGlfbL1e5pPMeDTSeSHSQ3sCzicj8b3LWNzey8nYKaum7LJ+0PzLLrvMhVi3B5fpi3+LfoFi",
+	"6VI7UD9DmVQj8hvZFyVMqLSzOcoFSOIuSz59TogTC9rJHfl8k3xy/a4nwVc989bXYKgLTZvy0u8/K3Iq",
+	"qlu6sqJNpsO4+GJTPKjSuh1AcAB3bktpNhT5lUCtGysjcskzCYhleMmQT4Azl5KBP79+/fJnNBNYa1aC",
+	"pDEMCGN4jE38aFz409v46fz+O5wmspimD9VK136DvPdLSYm68kOW7QctO1CCCVXkE0CvDXju/RNiNeDG",
+	"10SIdMczUxXEi449NPwisx4HJR6qvZG+MwfHlPEJAIbFCkraHRF1ywGZrltHJsWCV8OG3FwDSV1QIpHY",
+	"9/ZgpEkXlPCIXzX34PgahnOYvGeuXe0g79J0C/NPEDQ/YL9d+PlLH6CNT/Z/3tjN8/lR4mJudHiw7NWA",
+	"+QV/Xs/EjciCTe9P0SXPMlNp2xgbkUeuHs8+xjeE2ANkADz3Vaw80xyeLntclaaXu/MIR2VBHs/uva8U",
+	"2z93C/BswnA4Xasg3CNl5UrELJzpRwunOVC+wq+pPQI8pIFA3C5Uc61Xm69Kqkb8m0S3rryjDX20kHsx",
+	"TBZdH6ve3txkWGzEbvmkE6uE9GDCNPVxIK9ySP8Cao21gM8Cx6bELY617dt4zQ4TvD9g12LCjFBFrCo9",
+	"GaEoweeB/W94JrosUeMsg5IoYMEcFROGuLjUpmS/IVYtqQYilwVXfSCyHA+FaXeh9x4+H/tFoJOXCFi6",
+	"wGfn0olWLbPkJ/q/BD8lVjUdbsdfTgGZsIjZan1u+7MXgN6hTkU/47nAimT8vliRVYMcPPbhkQtFbm9j",
+	"O67GoKU08zzuDyMj8uI5yLvHyGhWvu0p/Rp8/1IODez8lSvzTbbjerm4pIi39tiQy2x9AUj07jQ2CHH/",
+	"eACwKfIfcXkp+oW8qZXW73hbK1aG36D/UGcAijDVMYWggqAIUMVx9vub3uHu/kHvp4QJdSNzrYYgmG94",
+	"Lq3Qp6JVz8Zg1UgFIaDLEvcjQJcwwyem5PlVkBcpHa0Z8cJDLrPHB7Yu37KwCApYlhv6up4pEeAXRLyn",
+	"Y316XFxpq3SmZyFsK+Aymx3za9jrHXZmZWMDpA9reR1KDoS+EXku04bNGyu/e9Ea8pu2Pb1VrcoU63DQ",
+	"oMGojomxAxZNrPwWTqyX4tpTQ267CMyEKduj0Nh5ymRBmB+EQZKYYTFKYsWhNwnvSQbaFAkidKPeYi37",
+	"J8WHAmYogppuu1lBCI10XrS7btR2nhJjrA2kYmV/Y69/+Rs+LQSP3d5m9Sgna9krR1zmhhoqiswkEXv1",
+	"82v6t31uuxOro9LcsKZS13prLDk5PjtnoYjbKIT9EuvR5ZMZ4K5YiVQ72I9V8BSe7CexD5YXLbTVv7Wm",
+	"0eet958k4xdGPu8kM2sGA5ym2b2ezaJUKMA3ygXPPHVfoVlS6KQE95lhPbjOTJ5lFa+vxs6fikxCUTdF",
+	"buDTEESJmXG/D+QvOyyxkgL1fqxuB7I/QCfWGhpcZuNcsETYdU0qpOLB014YKBrVSglouXxhGNzACvHR",
+	"OnVocZScUO3mPkyVngsDpsQjyZrwFU9GBx4OYb6k0eOir4ce/ooXhdVDK1nzLcqaM7A+mJUUDeRRoVwR",
+	"G5nuU5fnLE/kwF3hO6sr5GZRiXEhc1NQe+bFhMkG/rIDaQr/vMe03t1Llskk+Cl4MjpniOrrW1UOJaSw",
+	"Cbie53F0pCDj3RO6NUC5fCxC0naolqcuYPQqOzOw29xMPpKYdI/fV9Y1+Npoa/TyZXrk3MSuROIz6F/L",
+	"yk0545jUxdtC2o1dhHGE+18Y/4aSzq4JrR9TK8ERuVso1W/+9MkzQG9X+F0Pj9+1eJvOiojcZzMSItKD",
+	"bcZnIew3v7qwdy1G35DAXwXmGzztO2gJV307jzW1avW+8EX3ETNFLgCfQapMKtFlPqOqKKRtRNHI9HI4",
+	"KWvyF+x7aBvY+Km63S91PuTF2s7ahVQc8w01FtDGHQ7P+rq1Mk8Qoj6+VQ1l1XM3wOJOsYbmr66Lb5gl",
+	"Fh1Vwx3W/TtU+t9QE5ReZg/N8sia+5pg59g/YnNTF7P/8/uWkEBtbIAXkSt3gJt7faqb61E6dZ60SYde",
+	"vmyxsGuuNHAev1vfbdVpM7fTRt9FGeTaHs2Z1sAJ/u5QZhujYqwVpv6cZoDQtBFFu9EaoOc+KlszvmJx",
+	"2wpc9mTxMMguw5L5Kbmb/+QbQxBoZhSuWNdXptECYrc25mo7s/o7wsV5eMeInv4kftGSe8I3X4RbYxUF",
+	"e1ofZ6kzgmItlXwu83lVfoWMSmMlPo6gAiHoUDbVFmVPWFYheu5zFSsjBNR4y5yNRG4AoLvkNyuxXKl6",
+	"aiAmUHQZ0KoDC8utMD7FAK0OsQrwHjdKrMd5/OZsLr05Zjo9inguRoIXQNYEVEUs8cPuyfRffyaslfxH",
+	"9U9/fxmPNze3f6799W9JO1aK57m+xfnJpCmoJKQA4rdy/jpsv7ADh55Kg9agNxxxXl8Yx0MeMMWZHSat",
+	"NhoXTiP5i4kbJhcszfVoJFJmZCZUkU2YT5cCcE5uXdc2ZGSpqN6VlNIjge8pF0MuFSG6Q0AKkNRdtYu9",
+	"Bqtr/Ewm11KlCaMZiFWhodgLW93tb7PaVsBM2YX99vgE81MUV0cwXspoe3a+cK+3cI84ox4fCYXAxs4r",
+	"B/CP2kJi7359JYOndu0iruvLdVw3u6pNa4dzJj5yayyt7fzrZfS3P+2/R5lOBaqNZqKt6uasEG3JQgxN",
+	"JbIgVfHzq7VobSiVHI6HaztbPshgd+iVAOE35B/38datzU1/Ac9zPrE/m2JihwhPbZhnoDF1UuUS+Q5h",
+	"V8xgCrO/VYYtlB3ZvzBIshat8XEq9Vq0diNTYf831f2xNSftHisGVihOR0oeM/4O23hRKvJYCRRI+pIm",
+	"oyr2vsxLf/Ymfh1cNdA0LZ73B/JGtMMsNii0OenQBpWWNDi9QQEMmIhEsxB46Nhkobw0i1VyLcQoQfMR",
+	"JR1KMllTiv6MT+s9K+XNlNsfK+/3075zDckopv2vMFQsBcz9eF8Y9gbvWreeXTuMGiBSOUlx+1oDcpp6",
+	"Cd/vnTM0ETZ4lulbgc0LJmEtqAp+tfW63UX2HfnfAp+pdMHEx76wo8YSnY9WQDg+MntGoT0B5jMX/kkv",
+	"geBiKA2wsoUIL2VyYxOU8R+E7kLT3dI5FSDaf/8dqACTNmohN/2FGI50zvPJDkvQaDE9jmWU9gqU5LGi",
+	"eEwhh4KNsrEzc67FqFjHZ+XCziOUm26/YgM9zk3b15H61znaen5ZQDcoL2I1Vpkwhkm4AAAUcNBUFwmT",
+	"DJ148FWO/A0+CdHtZUGOIn0AFWCVmjb5ZDfuDvsED/v8OdjCStzi6HC1EpnCt98OeEFY+V7HGlbwaxEr",
+	"blgCD+rJ1CSzIWRKVXyfuJJQfZ1aQWt1CznXdNc5CuKfNn5CQbBkJacf0xNB7NK75ztNuFNuuUP7WQWg",
+	"ftQAFA9VWoMe805aVQLfyWWzO+5w/3CPBHwochICtzIR+lnUBOIN8MjLkFg5SQ6yXipSQfqS+vGsYcbw",
+	"q9Aw7Q9E/9pKwSvrFhRov4GngHpQ5rHygW2n1+wQZ1n9uzgDfos8aqUYyjV8I7xs3pneJYQwmuGRyMlQ",
+	"/XqBsocwsfxnOEVIkzx7U+bC6OxGzCk8bgohaH1tGLREsa3NTToB4M8UTKu+6JDqSdhAZ44jzHhWL7Sf",
+	"YtXnihkhImecAX2zM2YQYUj3sf+i74wcmTPpSbMc00wrHeM2QYrWWKFSBW6vvmh3WUJ2SQL7l8hsYGC8",
+	"YKkmo0eaImIDfiOYC4zoHE6C/dl75lQITaGQFrqQfW6IHlaqFIMAY2kG/CIT1i5yPnRidTGeIY8Keavx",
+	"x1jB2Jpb2WGVql7z4+DIlC96ouLm6hDmq2HavanbXM6Q80vb1+MM+mfZRXn1Ksb5bTZawOqRsGlEl5kW",
+	"b2CQpyKXN7yQN7hZl5VzQGtBIgozQXqc953t1/Jo1BBb67CTXKfjvhUCpbUOjp2VRpjZ3WFJLqz2TZjp",
+	"8wza1a0MvbROhTIyFSy5lWkxSNhHlgyEvBoUCXSiudZ0bkaiXzAQDbFqcWBQNQULncBbHXaXdcnpGI/o",
+	"lRdioumY4Ae1I+8CZ5NY5WLdGfXQS4IRo6TLkr5WNyIvEuYu8R/gLmIt99q2VQXOsezEKvlrzDNZTBLW",
+	"2up0tjY32wxEhDD2/n+PxBUc3ltxMWJ6XIzGBfW4QCG3HMqCTrS9a+IdPpxlK3bRJa05vfXl38APNUkX",
+	"umZQeehxYajLcAiN+VrBkuGz4aVk3QL6iJfMrGXliltbiK6Sn9vQfeej0OVopsIKuBwvTBlNiADyJBnx",
+	"XKgC2GBKb9dtR5lGiMZOqAem+iwX0wAUdWj3Df1niAWjg9yeTfMN5+qtH/h0xLaO1lTinWKzgA9mrg1F",
+	"2tvcGnx8Pdy+/iX921+/3rpY4IgXgzIUKNO1utIJXcgh/3gg1FUxWNv5+RUEMd0/t2ZEAB+LWLw2N8/Z",
+	"aQ22nvVc+zD+dFUG+UOoT88yHuwCfXkH93WWLL2DJzulUWeo0jJFGQ7WB7iiWJGKQLWDdh8pCX7DZQa5",
+	"PQSIkoZKhKwRHoj0PldkFgLNo32SSK1KdQjRF8RC3tcpPA6lfLVV0rrWZNiXwyOOOhpbMgvsoCo3jkeu",
+	"PejbE62P6cBPzdDCfsfRl7d8fYew8UEBZHCifPvfHcWAtSlmm9JvwDM2/rQPuYLGZHfgX5ipjOsOxdVn",
+	"lRMgYBIBzVmrJRdlRYEjkdG5Y6RxrOVUcVCDRAFRIJVL0MKYXMgAWjCsdeh+BSLYSuWDFRv0SeU9AWhL",
+	"hxJJjtXWcYiHdlerlH6VnEC7y+heTINYe8/EqnJvoYFSdfn8hofegssRVCu0nom1z5qaVlq6GBIwqgM+",
+	"lnHlAjOob8u4xD/txliZh9ikjfNip+Sp8CiWsQpdW8y3Uki7MgYfopEcS1sA5AZbhpfTAUoX8lIGneWz",
+	"uy7rxl/XY/RhWVj4qGplE2tZgQTyZ6zsf1rX9Gx84Z9vfFC20OP+QKRWoqMkTvAlqacUz4z2KIjEReNq",
+	"nwodK7x8NiPPbpYdVb756fE8K2vAbu1Xpat+jwUtm1k2VT2nauvq9nt1vf/8HC3r3hCFLtow+lZV39Bh",
+	"R9O1jlQ4NlXrCDj3UOvYXVTf2O6wBI8J1RlghsMOJVb4gzViTOQvI9MCBut/7jJ+AcCYePuFLgaz0nj1",
+	"A/G1y/c8vih9XfVAIIYWfCNc5L8QA4ozSs/wUZXiM7ITLrTOBFeP7OyEc3qXgrLqFvuRKsnudZandNiG",
+	"XfZ1nmV3y4CeicKwxN4LJrlWpNQadmRNt2HRGSirWA30rXUlJijFCYy2w460D05f6HTSdA4PeX5d102n",
+	"uIMfEd6s+Z0LFdaY6r1rJ3XI82uRwgFdaa4pzWVne7HeYiS2lt/wJjSk7mbCVbHgyzL04IkuOVFYM7oo",
+	"+e3t30DkxqqU8SzBy3pW1FLYjP4i04S1sDo/uP5C9PnYCDwzxF1ELnmsEJuRvd072Dvfg4NTY2h0tiGU",
+	"zoESAcOQVz8gAEonNRLg0NMhHsAZVy7GyAv6Xnt0w8VxrnUu+kJCnjoXUDvYWI6naBwXYoGGra7TP6VK",
+	"fbOae0LqRjRD3wUTP9eTdhXYwHZhR+IiMk2l1lOaet8PDO4HPEtfKTt/ZAs8/DvVsT8HFP7KHpOGXWkl",
+	"vjYoy/dcjVceHqymfnzrviJII6az1Fv3mBoGC7/dWWhDV1zbta9kZIYvXQZMrfK131pd3HyDsfptc/fK",
+	"8hbi8ahS7MakKjSTap2PRjUN7ohMxA2oM1fGwc010oFOYLfdQjsZitEhL/oD0sIoLndYAj8lwW+8wMuj",
+	"oL8tQTs1ViSPy/IDXoRNDNDYZXxnF9agh1MGv7MW+Yw6xzTYTqzQDrY/O+pWtAQcyoGLq1eq6HYgRg9D",
+	"gg/2hYHEvOC7Cn1MnwrzgmbCLqukEdnR8Xnv3fGHo7dQerFbqm7jqeGsBq/IZWCKogl18gQY7K+49KaN",
+	"4UMRq1bFdolCw6Xt6VyxWJ/mMrD82fbmZpcKhcIBlFmI7c2txmD7LAvh8QocZgmNJ4ppzx7OnOpehcWd",
+	"dinnGKvW8qNoOAi4hyzQuM+wp8yGVdXGDxeo90YNZP3uG+RYjJE4mUJ/RRDRhkhml1nvC7uOZLoMjmI4",
+	"wEXeTHjtVHpQFZeQHvwb/7X/8mL7+pX4tksc7hHxByGQrkAdnwuQlKouz52PJQQg7xJ8vN/JrARCeKwq",
+	"W6oMU3BH62UNF3RlfJRz6bhk+OEUk1wd+SZD4C7nPoKijyeIla5OfT0oWz/zy8RgR9n4Ss4rlrwHLRQ+",
+	"k0llHUedT3bYxVilmUjpFxOrlp0TmQGGJfY5S2UK6wlRTqw1ViMOXX7SNTbRzSyVuejb57YjZqC303qK",
+	"Jhtfdaw/RW9Hv3TIlby0ciFB5tpppkFs2ZKGIaQlwzZDK2ZSXvBY2cOVy4txmcSD4ZqBdT/xqb3yaa4+",
+	"yjpRNBBwYS85fGyh4fl4d8ld6KuqXJ9QLrixMkc5cgoI4LIr7hro8dk9mrSe40CclRk9oVV+TFQneMUy",
+	"ERu/L75/1iqI75Q7e+SXwR1JtzDzYPYbCFbeu40Am2WsAFiA+Klmbg7W8sQJdre1d4AQJRNU4qgvCQkl",
+	"LB6ESuK+TkV5yFkLO1mQtCVhhcgy45MexNISK3qoanfYO1GGheyhxiIBQNgoESb6vOCZvmKt5EbkVtQl",
+	"JdEDIAHxQpiiHcXqRuTyUlIQ4+wfu+vbr3+OGMoLxEGYKTEYL/RQ9nlGp9gd9i4DrOtJrBwpTPPt0rBM",
+	"XBaMw3tuuekwWsHKx5G6p3IgcQPzEci30kzqsF1/FwgKWSZnyjtaOncitB0sz6+xenN89O5g/805yBt6",
+	"js4ZTWFlYj3XZ6XLs6knqGsNMS85YVgXueDXQOkzzkTlZsWHroKTBJ4XYuOssYBpH78LJ+6RQkSVdzxR",
+	"74t7+QLoQ1JXdkv5BXd789uIp/y6+I43Wl1msl+s4inN9hvt19JqqMvFRp0RGHAb7rqHMuTmqZhYOR1D",
+	"b23QMfZ0tXfY8homVmWletBpQ1LNVGSZvrwUuQnNPyf8rNcVYkuUZ8rJRF+k7++RwdFDC9a9RxrW5/0B",
+	"Cu1Ummt2qfPpry+KLGFG9DXkHtwMvPx5c7PdZcklqD8syHH8oySa9WiCLGOpFQCxoks7bP+y8r1lUxBd",
+	"QfTLbnTwIAgll7kdsDkNFfK93txk+0fne6dHuwcd9luubwENyesEJUR6T6vyjd+gj2xb0osWCVSas+/f",
+	"uIRVDC2VpWXFJ9r582Ovcw3PWXtl8YknGM2qUenYUQvkX5dVewqAx+Au6NzOuBmwkcj7QhXU8J3GqpVQ",
+	"hY3/TN4fiv+5/e5WcCvmkna1TMg93EvaBmtRpViqiu4dWpwVh7DrsoNaZywXfZ0jQDO0O2udGV9ZA601",
+	"E/D8mD3qDpAMC2iDRUQAUdNuMg3tUQ2thEpnEFmIscIHUcs43cyJ4KXujBBnPX2FGI6snc1MIbPMm7F2",
+	"bp3ZRPXrYVf55q9s/whsyN7Z+e75XnMNkaxZfXMjbyfhwic3QqU637D/SBZsA9ZK6qveRUWQ63Ehcp+G",
+	"JuM457ew6zrsrYAHRHbn0kWxSv7Pv/j6f2+u//pn6z926D87vfU/f3J/bv/HxsIr/kdSQ85cqw6xOW5I",
+	"S79s8HB7qxo9fPksEwaBsTsuVfOzDxze2cL9rguaZM1WnRXOsIfo+auVinTpBpLFA1lOi5iT3fM3/5iv",
+	"Z6jOAkB/SpFLL6bmChfoCIzm0n55YVzIg9AeIewx8YArGD954SMgyOthbvkoVnZmINCBtR2e6TYT3Gu/",
+	"XNxIPTbeLJaKwZg7DGi9PFh0MH4IvRiqE5zbjnkn1RUrXgsQs2p4uLR+fU+gSmfrH+iSxYE66OO7RkBm",
+	"U4av9NfT6q/H4mi/R6Ro82kiRQ771Z2G77HiZhVSeggc0BSAVdSUzT/TPzTCqpU7QYDummvXOBvk1PBB",
+	"bJTrG5kSQP3ACj2QTJCk+CtB98qJYehayHjBEnshdgtG7EKYgpm+zoVrT3Q1kgngqiRMWG9MGFR/mIVA",
+	"xFETK3iltSqgFpJCO/ZZZiBHAJrlRhgxo+kzBrJgfT0UBj1DH5ErL4Vxu386xgeMqAHwcVBdO+QTZoTo",
+	"wPdCd4ccDkmBFflYwamyinZ7czNW/QHPeb+A0BbCL+TicmxEChNoPyYD8dgtyQ9a1n+DYtc2zSlOZ4Ud",
+	"AW0jPbYfpsw4A+3O1ST8JoPqsdwuVNVDN/rPbYZasMt9wjNRFAtRuPBiYM/vzp0PVk5HtfSipndqfRp/",
+	"NTVLzm4FOSTw2bIZDHaNN8m2N8s993qzPas7BHZj5c30gLWd7U3gK8AukNebT9gSglO/SM/Y7/9ROjZp",
+	"z5LACgQjTpWTi0Zs2K+cKxkr0+CkI51GjDnDJtfNMsLVU+7AL4PxxQsTB60jH04PfF7N9wroW8UKPZJ9",
+	"w1qJfeHGJ/v/99PPG1Cln0Sxqv29UudlPZX9gvV5biUosthcC9WFfADIYysAE//5Opf/Lawx+MdAKDYa",
+	"m4EVaWPloa0ilvj/BnGH3c7QPzcYX/TGeYYVGOMsmwE/dWbE7hjsyMc7BfiKecfgrNIUpbCpq6Tm/foE",
+	"ZbMG5Js0cFOEmn1s6tsX1u/Oe/gU45Gux389g4ZBvzVz3DSsxRX7x9n265/Zf/5xjtU3sUqGIu+Pc9Hx",
+	"lyesn3E5pG5+8ZH3C2xeYlc5Vyj87Y5ul18GdQZja1Yc4tNiNRhfsBaaIsR2QC/q/fu26F2LSdJmOi87",
+	"WIYXIrXe1WB80WHH1C7VdJCmDgweJNzC844StIZc+K/YsWaHUyEXuhh0Y5XAK6q9K3B5hNkcTKSXlZJw",
+	"+QwoJzRlwNrBBlNquoGlIL/dThI3LNmlpYeR7rDfBM9FzuLx5ubLPtwA/ykSpvOIbB7Fkr0boYozQOu0",
+	"coTjCxIePixhtU5Y/BI7ZTD32EhiJcmFuLR2V4gXNUeOsJYRggSPKXgxNkl7Z6p5Zkp8uA8VZ2ahFXKO",
+	"crPQuASOWImk2H/A3P+dI7kW/uPCuuKASO9ahgJw23ArobGykBUJntpMhlSaOrDltnAXTrMthzxI24tY",
+	"kP58fJEKkz+34WVKbqyKRqeF/b4xY1G2f5cytirsK4JrtuTHA3RnsX+GmWrZH4AggSy1wcPaSpxAJaBe",
+	"L31JwUMZNzOiiPxPSdkFh/WeVCjmj78//B120iARpIoVyrv1W51fW7NJp8jzxy4gEZpbs8UTcGpTrBey",
+	"fw39iijVZEETZv9sp9BUmOe4Uy/wvdKEisd5QVNqpusL3wqQZTrLYoX1cXBmNz7Z/9lPP1ODI0vsJT3g",
+	"2rvhWY+KBpLZ1tAZLt/jHl58ycIAlF2X/oArJbIXhuHGejKT6CQYDY2l+RCg8Lzr/j/waEXY8hpa7PpW",
+	"OZO7R4xH5a/tCAz3dUqpwr1S9bMxRGdDgjXWSqhrDmpD7LiESqW6inA3AZtS+dd2J1a72a09l9DB3cw7",
+	"ubME72RCSpV6KtwYCVO84IXossRI1RfVS7CmOqEovCe6KnJprbhYlbRUGERQRWiouIObStPXdEqzDMRF",
+	"cGL+A8f29//1Ye/D3ltUwDCUv5PFIofCFHw4clYLnqvXrv5mVrHKOanQuVbBcbncriwcpmOW1++33XIn",
+	"zY6BzvPnGayE+HKX53BT64O+rlTJWiyn796wly9f/jozJgHTttaITmEfv26ncq0RLeOhobIe0/awk3oX",
+	"ZCqY4W8hvrEAKcDbhCTxcIPPBwOYFnTT0NcgtlpWWZbt7dJM2x0h8G0gGy9EptWVtay7VXRbA6/A0wov",
+	"8X345rpOORArfFoUPK4cXchEgL0jvv2YodjoMs5I2uRjZZgsrNQb8o89U4gRtoFsOZagVkm0wAuWc3Ul",
+	"dtir7e12l3B4EEsgfH1pGsQKIn+ONAIgfBHyADTDNEKvhw8IWfAgij2pcxBhowpPozvnKrFD3u6IR23B",
+	"ty94ouJqfPWCNjVxC7srIvOANseKZudJqcTPCuDexHPf4taEKzDa4+rQGoSat+O8QT2vdNGJFZRU1mCD",
+	"ameuJtZlF5kRO4ToHxYEwoB8en4ojOFXwkRY2wf+QhSrEdpi1tzKqROsaut1q1SyElIn6bgP2pxPqAzw",
+	"UmeZvi37QGKkPJ/AkDDlAyOZKm6gOpgiEJynH46O9o/esxa/sLaeJOuyPRs8lgTD3fAxYSnOYfLXnkMt",
+	"mfv8pwCs+l4qyB4GwxaWotESafS4ljydZawvwuvMQI7K/s0bwTOBWD7WKDaxAkhlqG3SWWbP6CXPsgve",
+	"v2bELI8OLHn3QbCRX1jfvuZHtGe45M/77CyjFu3cf5c0FNWMyUBj6HnG5pzWKBsgP2dDHtx537Y7jHg+",
+	"G6Q22iJRrJz41jnb/WN3/3z/6H3v7MNvvd33e0fnZ93ypguBZQm7vx2fnu+97bBda9wCXwWEtJQuJNUc",
+	"xgp1AXGdKfHR+vVixC7sknDSXLe5LMqiPfIxZdFhx8oeapEPpeIZa705Pjw52DuH0b7b3T/YexuxN7tH",
+	"b/YODvbeQqLFtSyOOKiuFg0xYid7R2/tB+2enJwe/757EJXfuH908uG8DZ+2E6vpKnLgxbnABh/4fsqw",
+	"5MKMhz7vY0+NVGPRGEHbtbd/HwfW27Bu9Vca7wk03i6eqrvKlHVvIz6sdEnwLT4AWZqirf5AZmk7ViDs",
+	"vRgielrDhwIDW4Zxg6eMtUgiOXsyahJH7R1yz+3j6xIJs39GYyURefqqL0wBRUr6Buq3XUFww9OjWLlg",
+	"woBL1WHnTgZNyZgd1igxiLoWnmBHCJ8/SzKcjS927Wx9+xKi6oOsZMVzkhXVtcFyeW76PBVsPLrlebqk",
+	"IIG9/ZWsk1hV1XSVCq927kAQaZ31rI8MUS/FhwIrOp27fMGL/oDpy1gl9KcOxFWI9BTS6viFdDNn7ndM",
+	"sfOCnnExYclA8FTkWJUxkv1rEyvkDGMYxIbofWJEJvpUndEKoTXHKhPGOOhv45CPk+E4K+QoE0m7G6vk",
+	"MheiV4iPmOTw7Q5U5ul6iP0DgBAVqPTf5UKc2/vAhBmrawUOfnWOIoYfYSWbH2jEOHN9gTQbhZ6aCoEz",
+	"4UBIhzxDkkDAvtppjhEyKLWg3GhlTXwXjUj9DoiVk+wunFouv4QM0cTUDLlGIQvPfSDp+vAxzHJ4T1T2",
+	"v7zth8tA4egsw6UjfBG3ehEccmrdrC3OqkXg+46p4lZm3J9tLzFgpyypYUajXN+Ir6Zi6r7hIiVzrARL",
+	"RV8ah4jsPtbK1MhTOsQKwI1dwXqplVpYUo8tbTjvLNe3TKZtKKgnSR3amvZ10Fw+/ThH5YjGtExZcSv7",
+	"Ypb4tb4sTm+K4Az5WBlqWcS6uvxqPLS7I2GQbWrBWQfy8FD6YuueHmkDpA10Txtpw/8t+gU9H3oAczEi",
+	"9xnjYkOdiqyMcCeIMpY0KgcYpDRuBu6mGuor26gccDqer3Yox/fNqQdIVoByoOWr6Iap1Vlph+9bO7yF",
+	"TeCPdpnPWk4vuBDbYykGAsNxgVEfbYwV5PYLQzUJYFwbSp2tj0eGtdDg7uGfxqOkHTEXoNS5c3+rAPy/",
+	"xqoeNRiNfAH1KNfDkZW+VkhyNcFkXhuiJFgvQXnByNPnov2V4GgJrjHCqmL7a5pKO0s8c6UHQ2hAs//N",
+	"Wq4GoVuBuqMqA8CedBWIUGXQZWENgxPECfy7B5HX/z+beiGWW/41FmMXG8bMKwoNhBmhncHHhR7yQvYp",
+	"vWnlf65HI5E2FhnQvni2Ijwc4LOX4d9aicJKJH+JSHZb09VBoLwpZRsJouUENFp+z9ZuP4XhuYAwGJZo",
+	"iJDYIYADtE6NoGoMZ50y6jzJhbHyESIg2mCdlAkqyKpmaZO8wnE8W2lVDm8lq1ay6hnJKtyYaB7d04QE",
+	"c+JrZdbRAozVArF07nx3dx+YSClxKjnzqHSXB9IUOp/E6lqMrCWGlh7UnlpL0DpZCXxnr6/HqkjYFXT5",
+	"XUwg5oyINZM5plasiJ2JimABPVksRW5wah/xneW5K8Jllbr6yiceihs9ar09IErf3uGsr0MC9wFqNKtn",
+	"vnJopDBBHSVRx70w7hRCOUtvKNW4EK6D13pPdGuC3XQ5VwYwQ+A4A3yYYa3T3fO93sH+4f55FKuzvdPf",
+	"9057x7/vnR4c7761ziX9CYJ7EXu/e773x+5/uX8eHBz2zvcP944/nEfs+PTkH7tHUDrzx/HpP/dOe2/3",
+	"z94cHx3tvTnfewuBO5RXZAdyCeAcl4TdCFklJT4WPfqoImFGFFT1hpG+Pld9kRGzXqU+dWe6eMjX7bCW",
+	"K/BBB7H2llhBkz6GBpUuHUJ6wc5yuI9vYGx4+It88gZ2xfcjpPxsruTUk3hRsLsqlklNry4nsgrZv55t",
+	"nbyZbju1sqrLpMK2WPpjDZEwbFZndWkXq5kl6QjrmxsKwRcsLE/d9jDTI5GzNJc3QmGRCzuFjIJDVAAK",
+	"yUKMqjzHmdYj1rK/obcFwEUuylYadW02VinkkzLBjcC8vZ2kHvzbd61SnyIPym6wxsFDlNmbpkvaayG4",
+	"6RhgEdT9/DWW0AJZzCsrrBcsNBcvIdgtois42k2dUegPPq3DTkS+DoG+nBfCdfd4NKCt7U34Jpx/VC7t",
+	"LrsQEw2zyF5t/0qViSDw1nftVCxHUXUu+9ffhxFX3wAr4YjC8dX2Ei861/qQqwl5yubrG39jBdKD5B2U",
+	"FutL37Az3YTfDoTsH/BnJ2W1zu7eeL1XB5MDudQC3DYo+AE4tnbEdJ7C7xcTX1wDHE9R6bP5A2awNJEY",
+	"clLRzzj90GWeErvD3nnIfPZ6czNWyfnx8cFZ73TvzfHh4d7R27Pe2T/3Dw7Oeof7Z2f7R+8Tx9Tv8b+H",
+	"Q8glcGauZZahTeZxRwGhf2aDMszWI57eUz+l/x97V9vctu3kvwrGbyp3KDl105s5+5UnbXO+s2OPnVzv",
+	"ZtgxYRKSMKYAHkBK0Xny3f+zD+CDRDlS4jR2xn2TShZJENiH3y6wv4VHbdOpaWURHqXW/zOvUlOf3O8h",
+	"IqdLMgUjengt9qI93ptBchWbC+aJG/1pnUolzXB7kWiJ4sAnN7x1Wo21mcR7ETNfdFeONGuruWaVX5/W",
+	"N4AUtharVS3YIGGxMZY/emTsCXR9nggyeF74aB0RBdm8JhTDK/ePiTs5CW0ikthQUV7gI6qM+ljQEQMm",
+	"FAZR7ilTXhWbNgjDzy3zcHAP/wAIY+X0O/ckCDV8hJAmub2VuZjLvKrZeeARx0LXnSY39YOF0V2HYezs",
+	"heF13uPLXMpy+iRq5HgywtSKhXKg1TBfL+0aH7EEruyZa/KZ1uY94h/t0KPn9atfRVIzf7V5dBputtbz",
+	"c7kkGssg+EgkGAY1AGOGlGjjsUpLPVfhMPL+sSik9wvrsmG5LFRGKhQa9jts/kOdWCXvI88AECQ/839J",
+	"JCp4kLhTSz6ZiIXzm+rono2utUd6BrO7q9bhkryo23qN3hVI0+66U1Tb9kn8Q6bE/I9n6lyblb/jJxZT",
+	"mysvc3UsElPleUKRYmyIQ5dOlXN3a+oXiEJOfA6G1KMyxIKfiYEUvrTEg5w6xd2VmMLeI2UfbjLsH8On",
+	"LFD6r6gTM+itKCW8DFPygOduPwa7n8LfawdfwxcCvIF4ouMbF87C85eFivC4IZFMUHspqgvUPjYLp8tS",
+	"mZG47LUR8P7KpG5JHQFgqvuB7mX1LRT/8TdjV8b5vXZkH8XytKJxrPj8ETdsf+T9179g0XY2kz0IG+Lr",
+	"4VYweyMVbBtpt80IN33HxBkK3bZw+4NX7oeC3DVH0gvo/gdA9/psfwns7hX3KNBtrsk2A/MHoHRsdsPS",
+	"4quh9PPRo52d2voaPwagfk7weFcp7wfIO0r5SFzLGXVxxirxpOhiouQIyzZj04+vUeKjDpwWG9B0tI6m",
+	"Y1PD6agXHBMGXgHaEe5bIdTN6J7WtQCuR4Abm9eHhw9g02+gSS/49GFVfkGoPwpC3c1SAUYFg+N36Vo9",
+	"Ehf1xo/Q2ah3M+UD3nVX7X1SvKbwCp/bpDmpWU1xGv9pdPm9eFArXt0gT7TaD1Cf9knR61f/3hw8kFnm",
+	"lPd49kAiLX0/pSY86ZtSasIDvhOlJj3685SaGAs+Awv9coa7dVIKhYtr2Ho0p7bEB/c6270tOEZkIY+Z",
+	"S192qX/bvTo3JQNYs3Yz2B+wF8t3j/v5Jy/nXL4rC+UG0d5+r23UF1w/Wbncxly3TPVLymmVHPIBidml",
+	"d/XFTJd4JkKrPPPdrSBOmdZNmztGcZzLSdiF2dVmUnPPr5fNb9VOd2cY8w/rBfdXeC5Q5qV+7REa4T6g",
+	"7ttvKOPOB6q6UB9TVZQiCanehNqwkJx3NT82X6z6veVemGd7itrfGtqL+r+o/9MoZkOR3Db2OSh0WlZu",
+	"c59M7IRFvxF6xukXycl0XzqFPFTa5NqoY6wDqbMMmFyfSi8MVnau99PGXrC4L6TLjWj0kgf47UApvtbB",
+	"z12lq3sH3WojqbJmpXFQr67hvX7IvZrH6D98gsv+kw8S9XnxdDZXu+VLNyZIr/BWTzG2gZFtdUAd3uAl",
+	"wNmQJpVBuBwv9FflS0+b8xwizL1IELgkYibveN8PzZg0XUTTY8ucNLUQPjUUg4ODgX0nDLOt+LeXt7WH",
+	"htxTL3tozwumoMwJiYu5pRc4uId/ds/WrmOS+qDo1OZ05ADufCycmts7iGGCnmMj1S9JWFzBndRXK/xa",
+	"00S4G9a11E0QC4nt47kHIk9nV3fbVTwz+fFMmUk53Tv69TDam2kTPv6yjnD+frpKD0uVfn2T+pc09BeH",
+	"GSDgDyswFU0eTG3l1Z1SBQjVI5Sd17WamVQza0ibuRqdtFmZrLAaD57316f3Hw46Dq2V+4vRf+MCaD+K",
+	"zZWShRfWFVNpvBiEpjbtvrFYSYpV1pHoryan7vAZ0Vbwo2OTOR3yKDOxwANCC7lE1rAl81oEDg2s3MQy",
+	"th6yjUh42/ADxIYoLSDiAqVdEg1Gpn3B5Nr0klmlBKhoVuUqE64yYoBs9fB/yP0j9QzPvNuZhkla4mPK",
+	"hUX6xrRyDkZMjKxEQBwegVW2cBtkDt5fKT0XK5Xnh3SP2Dx+4flVZahu9z/agvkNTd360x4yen9NZUni",
+	"XEjvRaafwSna51DnrWTBCsscP76jAeuS77ev/l4dWv9Y0Ir19WFGbi7l5jpVkZjZyqBFQk4KXXY6sxdO",
+	"jfVHcP6Vy/eO9u5lUdzQl58OZKEP5r/sRXtz6bS85cC5+QUZXdSvvaO9Az9P93pPrTWPS5qLEzHonGdE",
+	"RBXGKulo8NT6Ujhry/0RSPbf9VStwRgsmSWdjERuJ9pEgifNR+LN9dWfooSljeqCIFwsNZM6F+PcLvyo",
+	"AT0nVTntwUofMDRrMJu2RgzkOkKMQmqbkxJ+v3Vv8mfrN8cl6ySzsE2vHetcwRulrTp8vm/rrm/YTmKK",
+	"bv3ml9VtrlOQwVLPlBgriem3cS4n7fd+gwvVcz22+fFH3CU44q66lAaO+CRqJMZybvEkG9w3CqNEt4St",
+	"XHzdoVSUalbkuKtgstg07QmRT2qsHDG+40/brY1lq3HxoA7PC+W8NTJv/RHrtLC3MnZ9D2wlNTsm3hoP",
+	"1zFte9OqmZ7osLGHmKnZLZWDDrSZa69v8/piggKxef3q9f4xH7I1csKR/aC/3XJPJ+ioNdpWZ5TQyFjX",
+	"BF8sfDVzPr+U9mv5gv32VgqeUGbyUNxWxZrY2NQ1se2SWHRvQQ3wPfvESbnQkgc5b1i/UUKPhDJgKmbK",
+	"lIHnKYIlGtZOU9i5co7K6+nHWRSDo7FDJvnfr5EXPmaYq7lq1+3w9bh+ACZgGCOBxyLpuD8dR6v7YWsX",
+	"GxpqDi5wkFAvfCr2p0b4I/rq/bJQ7+SMv0zoeDeTKogktU6NrpTMPlydwdOSngnjmv2eUAs8gB03SuBL",
+	"ie0FULCDpxCD34a0P5Y6a0B3HJkxXHZr1NBPLXYmTFxlbmSZ7AvrYjOTpgL4JMqps9VkKpLS6ckEMczv",
+	"lSL/A3OzGXExDO7DWbGpgVbnja87/q3vpVXlsUsoEfJ2J4Dw1v19cC+fPiUCNxsgjFbOR6LiNVzxo9h9",
+	"capMbHAOEd1iW/r22C6JizyYmr7R/ReecR8zA1YQ6pPLUzFI/PzuhmRCZyQN/JHOyrOA7I/EOWh9DbCN",
+	"UplfswbWtDj2MP/nm6jCU2fj4PsWU1nWnTYC5Upy/d9viIbp5uTyNKn1o4UkotgAQAdY7SsudU1hrvOF",
+	"XHpq/QgxVtaV2ctTPOrfMztvwSKR0NQGjNldyC56MaAwOkELlUQhzxGJhH6RID86mTa7MExF76PYcJdn",
+	"kzGVVseI+IgLFMZOqeHYuhkCFeWUSRUtv2z8C7UEc0hoWLfUb+r4Qe+bAn4q7OWggBY01AXyJwwhwl/w",
+	"XvyBpCMYH3Is+OParUxoxjiyyrFw4qE+/vj7kTitXQvdIISZEGUei+7f2pYfYi9jy2DW64t+7awwLWPP",
+	"+p5JM6nkRA37VqDtdHmYvzsNePNIJLZQRuoE+dfERaHMyekQwLYsYaSxSQ7SqSwRf+eKW4gFaT/iCyJx",
+	"kedyJiMxPzs7j8TZubguq0zbCH9wZatSuUi8dfb/InHy/5VT+1FsEmnAwBU6TcTgnHuMg8YyCyO9n8oS",
+	"MUilgTdwqsiR6tLZmZDiP68v3h3878n5maCfcgEPhBDUgiBTM+tRbJGwqfK8tnaBrWJxLn7ytQh1Zo0J",
+	"3Vq1pvyziO7dMOqOG6ak5N3FzdnZ+c2bi3d/nr79cIWNbxLaJGDtBHeOlR1DwJdHoo5mhJ/aBcxKoW/u",
+	"1PLGq5JsQ9Or504tO+Jw3rPYDxlukvpMjbXRJBkD2soU2ojMpthCRxxGOLPiGkNUkTk5LsXhq8NXw18O",
+	"Kd0CHic2SSfACAEteflgqUf09QiC4mSfsxmVzktAxg2F1RBiaadvq1JlsUllKXM7icS8TmTRxnJBCW2i",
+	"6ZshEiUfRHjEuqGvIBKHIK5GpYD9jFrQy/f5+AecSsP85JbBAPk1Aq726JklmavIejm3YtMm3YraIjZY",
+	"gX6rtUEmW4Oc7TK12KxwEgSX8xA3QUvGHHKorHiV9xswEFLtiQFYB/LkLTgAI0flIfxC3g+hD6hBE3zk",
+	"2pchBMn48CpEEUTogMuXsqBiZ9YotI6KuMdTxJYyEqE1S0Rsl/wPke8K4oVdjx/Q+6QAZQyRpC0Mh/+U",
+	"X2wYn7hhZV/GsDNZyKy5Pll/1PgA615zVUJkO6EIsc4sIonlKkclDH8t1RCbQUIfbzgSvIGvj/inoGrY",
+	"8LvDWEfutZ1yFQPKesASwGfAHQGeDQEmBuC4D55t61wrfB+E1avYNOiocYYbJpDzJn1GTOZDDHnJlmPA",
+	"6iFSKHRKop2AKhzcV7hB8omYTRMxyGQpW/S/TjExGG4YxIbcN8wU+53uXYwt9Zhzez4Zib90ObVVCajI",
+	"pZVTN5XLE5ZwnB0AS5kHccJoGJvs+0LJu3D09ZwuFL66hRe8RUBd2tTmx4GuL2rfsICI309hci1znIVb",
+	"TKtb8G71eZnmltTnjCtZS5oj2vIKL1BUfhqxvHhR2DyPTfL2j/dihRI2WUl0c466i88rP91gPrtYHBw0",
+	"/SKYRMxs+Wgl5Y5Y5VZJpxx4vdhsieFJvRxEkopZo4JehwAeDBZZXc2k163xIJQdxeacATy3ONUQMa7A",
+	"diSlXwXvIS2DKqK9SGgNk1bjpSBxCbtKWeiDnxNRyHLaNjAjcVWnvlWGHKuAHuok+L+9CslszJrEhhLh",
+	"0co4bxr+7pvzk/9JtkmUr/vIk8vTviRaAd5YkT8unM2qFA9/Qxgx4KDAe1X6/SMhXToF4wYWHwyNqPBi",
+	"MPtOz2Wp54pdIZim2FDeqW41SzXL8JzbKicdzivc4eNzqPigTQmmYyHbZp/8Cw2tDhmbqAghP9gT6ygD",
+	"0aSO2vier28sWheawev35VsQMQht5sqUFvyUhsA3z5scXGX4K46GEAyxkxiJvm3s2Jx2b4JXtu7jlJgE",
+	"vcIdUhbTOiQlIHPDF9xwKieJTS1vY5l7xcmxekzL+kr+qr6yEdTSVSvJKJqDPjd5UZUTCwPCXG4H2HKk",
+	"COg+kDj2T0ZrDaTON1ilGkFpM5RFITpWXgwaXCJmEhMpjE+0NU1Ci61tQReRZbYFgGmyvrOReKcWK/dG",
+	"icq9RfuLFoZJqgqdfsb3tOfwXftPfXImc1WWsMKgeWJMa894tUbJ/NfQ0bOdQL7GP+19+vvTvwIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -491,3 +491,25 @@ func TestDeleteUserDeletesPersonalAgents(t *testing.T) {
 		t.Fatalf("agents after the deletion = %v", ids)
 	}
 }
+
+// An agent with a RUNNING task cannot be deleted (409 INVALID_STATE, the agent stays), nor can
+// its owner; once the task is aborted both deletions succeed.
+func TestDeleteAgentWithRunningTask(t *testing.T) {
+	t.Parallel()
+	w := newTaskWorld(t)
+	tk := w.newTask(t, w.stranger, w.strangerAgent.Id)
+	w.claim(t, tk.Id)
+	w.stranger.Delete(agentPath(w.strangerAgent.Id)).Expect(t, 409, "INVALID_STATE")
+	if got := getAgent(t, w.stranger, w.strangerAgent.Id); got.Name != "Private" {
+		t.Fatalf("agent after the refused delete = %+v", got)
+	}
+	w.admin.Delete(fmt.Sprintf("/users/%d", w.strangerU.Id)).Expect(t, 409, "INVALID_STATE")
+	getAgent(t, w.stranger, w.strangerAgent.Id)
+	if s := w.taskStatus(t, tk.Id); s != "RUNNING" {
+		t.Fatalf("task status after the refused deletions = %s", s)
+	}
+	w.stranger.Post(taskPath(tk.Id, "abort"), nil).Expect(t, 200)
+	w.stranger.Delete(agentPath(w.strangerAgent.Id)).Expect(t, 200)
+	w.stranger.Get(agentPath(w.strangerAgent.Id)).Expect(t, 404, "NOT_FOUND")
+	w.stranger.Get(taskPath(tk.Id, "")).Expect(t, 404, "NOT_FOUND")
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/llm"
 	"github.com/agentsvc/svc/push"
+	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/task"
@@ -113,17 +114,24 @@ func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
 		},
 		Run: func(stop context.Context, taskID int64) { loop.Run(stop, taskID, id) },
 	}
-	if cfg.WorkerStaleMinutes > 0 {
-		tasks := task.New(a.Store, a.Tools)
-		d.Reap = func(ctx context.Context) error {
-			ids, err := a.Store.ReapStale(ctx, time.Now())
+	// Chores run every ReapEvery: reaping (when worker_stale_minutes > 0; 0 disables the reaper)
+	// and dispatching due scheduled runs (always).
+	tasks, schedules, reap := task.New(a.Store, a.Tools), schedule.New(a.Store), cfg.WorkerStaleMinutes > 0
+	d.Reap = func(ctx context.Context) error {
+		var err error
+		if reap {
+			var ids []int64
+			ids, err = a.Store.ReapStale(ctx, time.Now())
 			for _, id := range ids { // ORPHANED is transient: the agent's retry chain applies
 				if rerr := tasks.Reaped(ctx, id); rerr != nil && err == nil {
 					err = rerr
 				}
 			}
-			return err
 		}
+		if _, derr := schedules.DispatchDue(ctx, time.Now()); derr != nil && err == nil {
+			err = derr
+		}
+		return err
 	}
 	return d
 }

@@ -417,12 +417,19 @@ func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields
 }
 
 // DeleteAgent removes an agent (after check allowed it) with everything that references it
-// (favorite markers now; the tables of later areas cascade the same way). Errors: ErrNotFound
-// "agent not found", and whatever check returns.
+// (favorite markers, tool configuration, tasks, by cascade). An agent with a RUNNING task is
+// refused: a worker is running it and would lose its rows mid-step; abort the task first.
+// Errors: ErrNotFound "agent not found", ErrInvalidState "the agent has a running task", and
+// whatever check returns.
 func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) error {
 	return s.withAgent(ctx, id, 0, check, func(tx *gorm.DB, _ *Agent) error {
-		// Future check (tasks area): refuse with ErrInvalidState "agent has a running task"
-		// while a task of this agent is RUNNING; the tasks table does not exist yet.
+		running, err := lockRunningTasks(tx, "agent_id = ?", id)
+		if err != nil {
+			return err
+		}
+		if len(running) > 0 {
+			return svcerr.New(svcerr.ErrInvalidState, "the agent has a running task (task %d); abort it before deleting the agent", running[0].ID)
+		}
 		if err := tx.Delete(&agentRow{}, id).Error; err != nil {
 			return fmt.Errorf("delete agent %d: %w", id, err)
 		}
@@ -431,10 +438,18 @@ func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) err
 }
 
 // deleteAgentsOf removes every agent owned by principal (and by cascade what belongs to them);
-// DeleteUser calls it for the personal principal in its own transaction.
+// DeleteUser calls it for the personal principal in its own transaction. As DeleteAgent, it
+// refuses (ErrInvalidState) while a task of one of those agents is RUNNING, so the whole user
+// deletion is refused and nothing is written.
 func deleteAgentsOf(tx *gorm.DB, principal int64) error {
-	// Future check (tasks area): the user deletion must refuse, or abort first, agents whose
-	// tasks are RUNNING, as DeleteAgent does.
+	running, err := lockRunningTasks(tx, "agent_id IN (SELECT id FROM agents WHERE principal_id = ?)", principal)
+	if err != nil {
+		return err
+	}
+	if len(running) > 0 {
+		return svcerr.New(svcerr.ErrInvalidState,
+			"agent %d of this user has a running task (task %d); abort it before deleting the user", running[0].AgentID, running[0].ID)
+	}
 	if err := tx.Where("principal_id = ?", principal).Delete(&agentRow{}).Error; err != nil {
 		return fmt.Errorf("delete agents of principal %d: %w", principal, err)
 	}
@@ -513,4 +528,50 @@ func (s *Store) PrincipalOfGroup(ctx context.Context, groupID int64) (int64, err
 		return 0, svcerr.New(svcerr.ErrNotFound, "group not found")
 	}
 	return ids[0], nil
+}
+
+// guardUserTasksNotRunning refuses (ErrInvalidState) the deletion of user userID (personal
+// principal principal) while a task the deletion would remove is RUNNING: a task the user owns
+// (it goes by cascade with the user) or a task of one of the user's personal agents. DeleteUser
+// calls it before writing anything.
+func guardUserTasksNotRunning(tx *gorm.DB, userID, principal int64) error {
+	running, err := lockRunningTasks(tx, "user_id = ? OR agent_id IN (SELECT id FROM agents WHERE principal_id = ?)", userID, principal)
+	if err != nil {
+		return err
+	}
+	if len(running) > 0 {
+		return svcerr.New(svcerr.ErrInvalidState,
+			"task %d (agent %d) of this user or of its agents is running; abort it before deleting the user", running[0].ID, running[0].AgentID)
+	}
+	return nil
+}
+
+// runningTask names a RUNNING task found by lockRunningTasks.
+type runningTask struct {
+	ID      int64
+	AgentID int64
+}
+
+// lockRunningTasks row-locks every task the condition selects for the rest of tx and returns
+// the RUNNING ones, lowest id first. Locking all of them (not only the RUNNING ones) keeps a
+// worker from claiming one meanwhile: the claim skips locked rows (MySQL/MariaDB; SQLite's
+// immediate transaction already holds the write lock).
+func lockRunningTasks(tx *gorm.DB, where string, args ...any) ([]runningTask, error) {
+	var rows []struct {
+		ID      int64
+		AgentID int64
+		Status  string
+	}
+	err := tx.Model(&taskRow{}).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+		Select("id", "agent_id", "status").Where(where, args...).Order("id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("lock tasks: %w", err)
+	}
+	var out []runningTask
+	for _, r := range rows {
+		if r.Status == TaskRunning {
+			out = append(out, runningTask{ID: r.ID, AgentID: r.AgentID})
+		}
+	}
+	return out, nil
 }

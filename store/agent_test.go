@@ -456,3 +456,57 @@ func TestAgentPrincipalRestricted(t *testing.T) {
 	err := db.Exec("DELETE FROM principals WHERE id = ?", gp).Error
 	wantErr(t, store.TranslateError(err), svcerr.ErrInvalid)
 }
+
+// An agent with a RUNNING task cannot be deleted, alone or with its user (409 INVALID_STATE;
+// nothing is written); once the task left RUNNING both deletions go ahead and the tasks go by
+// cascade. Tasks in other states do not block.
+func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	mustAdmin(t, s, "admin@example.com")
+	u := mustUser(t, s, "u@example.com")
+	busy := mustAgent(t, s, u.PrincipalID, "busy")
+	idle := mustAgent(t, s, u.PrincipalID, "idle")
+	running, err := s.CreateTask(ctx, store.NewTask{AgentID: busy.ID, PrincipalID: u.PrincipalID, UserID: u.ID, Prompt: "work", MaxSteps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTask(ctx, store.NewTask{AgentID: idle.ID, PrincipalID: u.PrincipalID, UserID: u.ID, Prompt: "later", MaxSteps: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimQueued(ctx, "w1", time.Hour, 1); err != nil || len(got) != 1 || got[0].ID != running.ID {
+		t.Fatalf("claim = %v, %v", got, err)
+	}
+	err = s.DeleteAgent(ctx, busy.ID, nil)
+	wantErr(t, err, svcerr.ErrInvalidState)
+	if !strings.Contains(err.Error(), "running task") {
+		t.Fatalf("message %q", err)
+	}
+	err = s.DeleteUser(ctx, u.ID)
+	wantErr(t, err, svcerr.ErrInvalidState)
+	if !strings.Contains(err.Error(), "before deleting the user") {
+		t.Fatalf("message %q", err)
+	}
+	for _, id := range []int64{busy.ID, idle.ID} {
+		if _, err := s.Agent(ctx, id, 0); err != nil {
+			t.Fatalf("agent %d after the refused deletions: %v", id, err)
+		}
+	}
+	if _, err := s.UserByID(ctx, u.ID); err != nil {
+		t.Fatalf("user after the refused deletion: %v", err)
+	}
+	// A QUEUED task does not block (it goes with its agent).
+	if err := s.DeleteAgent(ctx, idle.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AbortTaskChain(ctx, running.ID, []string{store.TaskRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, s, "tasks", "agent_id IN ?", []int64{busy.ID, idle.ID}); n != 0 {
+		t.Errorf("%d tasks of the deleted agents remain", n)
+	}
+}

@@ -393,7 +393,8 @@ func guardLastGroupOwner(tx *gorm.DB, userID int64) error {
 // DeleteUser removes a user, its personal principal, the agents that principal owns (with
 // everything belonging to them) and (by cascade) its roles, sessions, tokens, profile,
 // locations, group memberships and favorite markers, in one transaction. Errors: ErrNotFound, ErrConflict "cannot remove the last
-// administrator", ErrConflict when the user is the last owner of a group.
+// administrator", ErrConflict when the user is the last owner of a group, ErrInvalidState
+// while a task of the user or of one of its personal agents is RUNNING.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := lockAccounts(tx); err != nil {
@@ -410,6 +411,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 			return err
 		}
 		if err := guardLastGroupOwner(tx, id); err != nil {
+			return err
+		}
+		if err := guardUserTasksNotRunning(tx, id, row.PrincipalID); err != nil {
 			return err
 		}
 		if err := tx.Delete(&userRow{}, id).Error; err != nil {

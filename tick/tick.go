@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/ratelimit"
+	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/task"
@@ -155,7 +156,7 @@ type Housekeeping struct {
 
 // Housekeeping reaps RUNNING tasks whose lease expired (their browser went away: FAILED with
 // WORKER_DISCONNECTED, then the agent's automatic retry is scheduled when it applies) and
-// dispatches due scheduled runs (none exist yet, so that count is 0). Any signed-in user.
+// dispatches due scheduled runs (tasks owned by each run's creator). Any signed-in user.
 // Errors: ErrNotFound (server mode), ErrRateLimited (beyond the per-user housekeeping rate),
 // database failures.
 func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeeping, error) {
@@ -178,5 +179,9 @@ func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeepin
 	if first != nil {
 		return nil, first
 	}
-	return &Housekeeping{OrphansReaped: len(ids)}, nil
+	n, err := schedule.New(s.store).DispatchDue(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return &Housekeeping{OrphansReaped: len(ids), ScheduledRunsDispatched: n}, nil
 }

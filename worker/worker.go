@@ -19,7 +19,8 @@ type Daemon struct {
 	Claim func(ctx context.Context, n int) ([]int64, error)
 	// Run works on one claimed task until it is quiescent or stop ends (checked between steps).
 	Run func(stop context.Context, id int64)
-	// Reap fails RUNNING tasks whose lease expired; nil disables the reaper.
+	// Reap runs the periodic chores (reaping RUNNING tasks whose lease expired, dispatching due
+	// scheduled runs) every ReapEvery; nil disables them.
 	Reap func(ctx context.Context) error
 
 	MaxWorkers int           // concurrent runs; 0 means unlimited (claims in batches of 16)

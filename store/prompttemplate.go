@@ -1,0 +1,265 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Prompt template limits (the contract's).
+const (
+	MaxPromptTemplateNameLen        = 100
+	MaxPromptTemplateDescriptionLen = 1000
+	MaxPromptTemplateTextLen        = 100000
+	MaxPromptTemplateVariables      = 50
+	MaxPromptVariableKeyLen         = 64
+	MaxPromptVariableValueLen       = 10000
+)
+
+// PromptVariable is a declared `{{key}}` placeholder; a nil DefaultValue makes it mandatory.
+type PromptVariable struct {
+	Key          string  `json:"key"`
+	DefaultValue *string `json:"default_value"`
+}
+
+// PromptTemplate is a reusable prompt of an agent.
+type PromptTemplate struct {
+	ID          int64
+	AgentID     int64
+	Name        string
+	Description string
+	Template    string
+	Variables   []PromptVariable // never nil
+	MaxSteps    *int
+	IsActive    bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// PromptTemplateFields are the writable properties of a prompt template (a replace, not a patch).
+type PromptTemplateFields struct {
+	Name        string
+	Description string
+	Template    string
+	Variables   []PromptVariable
+	MaxSteps    *int
+	IsActive    bool
+}
+
+type promptTemplateRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	AgentID     int64
+	Name        string
+	Description string
+	Template    string
+	Variables   string
+	MaxSteps    *int
+	IsActive    bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (promptTemplateRow) TableName() string { return "prompt_templates" }
+
+func (r *promptTemplateRow) toTemplate() (*PromptTemplate, error) {
+	vars := []PromptVariable{}
+	if err := json.Unmarshal([]byte(r.Variables), &vars); err != nil {
+		return nil, fmt.Errorf("decode variables of prompt template %d: %w", r.ID, err)
+	}
+	if vars == nil {
+		vars = []PromptVariable{}
+	}
+	return &PromptTemplate{
+		ID: r.ID, AgentID: r.AgentID, Name: r.Name, Description: r.Description, Template: r.Template,
+		Variables: vars, MaxSteps: r.MaxSteps, IsActive: r.IsActive, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}, nil
+}
+
+func errTemplateNotFound() error {
+	return svcerr.New(svcerr.ErrNotFound, "prompt template not found")
+}
+
+// checkTemplateFields applies the length rules both dialects must agree on.
+func checkTemplateFields(f PromptTemplateFields) (string, error) {
+	if strings.TrimSpace(f.Name) == "" {
+		return "", invalidf("name is required")
+	}
+	if err := checkText("name", f.Name, MaxPromptTemplateNameLen); err != nil {
+		return "", err
+	}
+	if err := checkText("description", f.Description, MaxPromptTemplateDescriptionLen); err != nil {
+		return "", err
+	}
+	if f.Template == "" {
+		return "", invalidf("template is required")
+	}
+	if err := checkText("template", f.Template, MaxPromptTemplateTextLen); err != nil {
+		return "", err
+	}
+	if len(f.Variables) > MaxPromptTemplateVariables {
+		return "", invalidf("variables: at most %d", MaxPromptTemplateVariables)
+	}
+	seen := map[string]bool{}
+	for _, v := range f.Variables {
+		if v.Key == "" {
+			return "", invalidf("variables: key is required")
+		}
+		if err := checkText("variables key", v.Key, MaxPromptVariableKeyLen); err != nil {
+			return "", err
+		}
+		if seen[v.Key] {
+			return "", invalidf("variables: duplicate key %q", v.Key)
+		}
+		seen[v.Key] = true
+		if v.DefaultValue != nil {
+			if err := checkText("variables default_value", *v.DefaultValue, MaxPromptVariableValueLen); err != nil {
+				return "", err
+			}
+		}
+	}
+	if f.MaxSteps != nil && (*f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps) {
+		return "", invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+	}
+	vars := f.Variables
+	if vars == nil {
+		vars = []PromptVariable{}
+	}
+	return encodeJSON("variables", vars)
+}
+
+func loadTemplate(db *gorm.DB, agentID, id int64) (*PromptTemplate, error) {
+	var row promptTemplateRow
+	err := db.Where("id = ? AND agent_id = ?", id, agentID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errTemplateNotFound()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load prompt template %d: %w", id, err)
+	}
+	return row.toTemplate()
+}
+
+// PromptTemplates returns every template of agent agentID by name (byte order) and id. The
+// caller has checked visibility. Errors: none beyond the database's own.
+func (s *Store) PromptTemplates(ctx context.Context, agentID int64) ([]PromptTemplate, error) {
+	var rows []promptTemplateRow
+	if err := s.conn(ctx).Where("agent_id = ?", agentID).Order("name").Order("id").Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("list prompt templates: %w", err))
+	}
+	out := make([]PromptTemplate, 0, len(rows))
+	for i := range rows {
+		t, err := rows[i].toTemplate()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}
+
+// PromptTemplate returns template id of agent agentID. Errors: ErrNotFound "prompt template
+// not found" (unknown, or of another agent).
+func (s *Store) PromptTemplate(ctx context.Context, agentID, id int64) (*PromptTemplate, error) {
+	t, err := loadTemplate(s.conn(ctx), agentID, id)
+	return t, TranslateError(err)
+}
+
+func duplicateName(err error) error {
+	if errors.Is(TranslateError(err), svcerr.ErrConflict) {
+		return svcerr.New(svcerr.ErrConflict, "a prompt template with this name already exists for the agent")
+	}
+	return err
+}
+
+// CreatePromptTemplate stores a template of agent agentID after check allowed it on the locked
+// agent. Errors: ErrNotFound "agent not found", ErrInvalid (lengths, duplicate variable keys,
+// max_steps), ErrConflict (name taken within the agent), and whatever check returns.
+func (s *Store) CreatePromptTemplate(ctx context.Context, agentID int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
+	vars, err := checkTemplateFields(f)
+	if err != nil {
+		return nil, err
+	}
+	var out *PromptTemplate
+	err = s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
+		now := s.now()
+		row := promptTemplateRow{AgentID: agentID, Name: f.Name, Description: f.Description, Template: f.Template,
+			Variables: vars, MaxSteps: f.MaxSteps, IsActive: f.IsActive, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			return duplicateName(fmt.Errorf("create prompt template: %w", err))
+		}
+		var err error
+		out, err = row.toTemplate()
+		return err
+	})
+	if err != nil {
+		return nil, TranslateError(err)
+	}
+	return out, nil
+}
+
+// UpdatePromptTemplate replaces every writable field of template id of agent agentID. A change
+// that leaves a scheduled run of the template without a value for a variable lacking a default
+// is refused. Errors: ErrNotFound (agent or template), ErrInvalid (as create, and the run
+// rule), ErrConflict (name taken), and whatever check returns.
+func (s *Store) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
+	vars, err := checkTemplateFields(f)
+	if err != nil {
+		return nil, err
+	}
+	var out *PromptTemplate
+	err = s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
+		if _, err := loadTemplate(tx, agentID, id); err != nil {
+			return err
+		}
+		runs, err := runsWhere(tx, "template_id = ?", id)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			for _, v := range f.Variables {
+				if _, ok := r.Variables[v.Key]; !ok && v.DefaultValue == nil {
+					return invalidf("variables: scheduled run %d has no value for %q, which has no default", r.ID, v.Key)
+				}
+			}
+		}
+		ch := map[string]any{"name": f.Name, "description": f.Description, "template": f.Template, "variables": vars,
+			"max_steps": f.MaxSteps, "is_active": f.IsActive, "updated_at": s.now()}
+		if err := tx.Model(&promptTemplateRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
+			return duplicateName(fmt.Errorf("update prompt template %d: %w", id, err))
+		}
+		out, err = loadTemplate(tx, agentID, id)
+		return err
+	})
+	if err != nil {
+		return nil, TranslateError(err)
+	}
+	return out, nil
+}
+
+// DeletePromptTemplate removes template id of agent agentID. Errors: ErrNotFound (agent or
+// template), ErrInvalidState while a scheduled run uses it, and whatever check returns.
+func (s *Store) DeletePromptTemplate(ctx context.Context, agentID, id int64, check AgentCheck) error {
+	return TranslateError(s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
+		if _, err := loadTemplate(tx, agentID, id); err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Model(&scheduledRunRow{}).Where("template_id = ?", id).Count(&n).Error; err != nil {
+			return fmt.Errorf("count runs of prompt template %d: %w", id, err)
+		}
+		if n > 0 {
+			return svcerr.New(svcerr.ErrInvalidState, "a scheduled run uses this prompt template; delete or change the run first")
+		}
+		if err := tx.Delete(&promptTemplateRow{}, id).Error; err != nil {
+			return fmt.Errorf("delete prompt template %d: %w", id, err)
+		}
+		return nil
+	}))
+}
