@@ -986,15 +986,7 @@ func (s *Store) Messages(ctx context.Context, taskID int64, sinceSequence int) (
 	if err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: messages: %w", taskID, err))
 	}
-	out := make([]TaskMessage, 0, len(rows))
-	for i := range rows {
-		m, err := rows[i].toMessage()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return convertRows(rows, (*taskMessageRow).toMessage)
 }
 
 // ---- tool calls ----------------------------------------------------------------------------------
@@ -1169,15 +1161,7 @@ func toolCalls(db *gorm.DB, taskID int64, status string) ([]ToolCall, error) {
 	if err := db.Order("id").Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: tool calls: %w", taskID, err))
 	}
-	out := make([]ToolCall, 0, len(rows))
-	for i := range rows {
-		c, err := rows[i].toToolCall()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return convertRows(rows, (*toolCallRow).toToolCall)
 }
 
 // ToolDecision is one caller decision on a PENDING_APPROVAL call.
@@ -1468,15 +1452,7 @@ func questionBatches(db *gorm.DB, taskID int64, pendingOnly bool) ([]QuestionBat
 	if err := db.Order("id").Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: questions: %w", taskID, err))
 	}
-	out := make([]QuestionBatch, 0, len(rows))
-	for i := range rows {
-		b, err := rows[i].toBatch()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
+	return convertRows(rows, (*questionRow).toBatch)
 }
 
 // AnswerCheck validates answers against the pending batch inside the answering transaction;
@@ -1532,6 +1508,20 @@ func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID st
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// convertRows turns database rows into their exported values, stopping at the first row that
+// does not decode.
+func convertRows[R, T any](rows []R, conv func(*R) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(rows))
+	for i := range rows {
+		v, err := conv(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
