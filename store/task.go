@@ -113,6 +113,8 @@ type Task struct {
 	OutputTokens   int64
 	Data           map[string]any // never nil
 	Source         string
+	APIKeyID       *int64  // the key that started a per-agent API chat (nil: session task)
+	CallbackURL    *string // screened callback target of a chat (nil: no callbacks)
 	LeaseOwner     *string
 	LeaseExpiresAt *time.Time
 	CreatedAt      time.Time
@@ -139,6 +141,8 @@ type taskRow struct {
 	OutputTokens   int64
 	Data           string
 	Source         string
+	APIKeyID       *int64
+	CallbackURL    *string
 	LeaseOwner     *string
 	LeaseExpiresAt *time.Time
 	CreatedAt      time.Time
@@ -157,7 +161,8 @@ func (r *taskRow) toTask() (*Task, error) {
 		ID: r.ID, AgentID: r.AgentID, PrincipalID: r.PrincipalID, UserID: r.UserID, ParentTaskID: r.ParentTaskID,
 		Status: r.Status, Prompt: r.Prompt, Answer: r.Answer, MaxSteps: r.MaxSteps, StepsUsed: r.StepsUsed,
 		RetryCount: r.RetryCount, NextRetryAt: utcPtr(r.NextRetryAt), InputTokens: r.InputTokens,
-		OutputTokens: r.OutputTokens, Data: data, Source: r.Source, LeaseOwner: r.LeaseOwner,
+		OutputTokens: r.OutputTokens, Data: data, Source: r.Source, APIKeyID: r.APIKeyID, CallbackURL: r.CallbackURL,
+		LeaseOwner:     r.LeaseOwner,
 		LeaseExpiresAt: utcPtr(r.LeaseExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		FinishedAt: utcPtr(r.FinishedAt),
 	}
@@ -257,7 +262,9 @@ type NewTask struct {
 	ParentTaskID *int64
 	Prompt       string
 	MaxSteps     int
-	Source       string // TaskSourceSession (default) or TaskSourceAgentAPI
+	Source       string  // TaskSourceSession (default) or TaskSourceAgentAPI
+	APIKeyID     *int64  // agent_api: the key that started the chat
+	CallbackURL  *string // agent_api: screened callback target
 	MediaIDs     []string
 	Data         map[string]any
 }
@@ -294,7 +301,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 		row := taskRow{
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
 			Status: TaskQueued, Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
-			CreatedAt: now, UpdatedAt: now,
+			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
