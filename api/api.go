@@ -16,6 +16,7 @@ import (
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/group"
+	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/secret"
@@ -43,6 +44,7 @@ type Deps struct {
 	// client-mode tick endpoint calls it. nil: ticks fail as an internal error.
 	Tick  func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 	Clock func() time.Time // drives per-user rate limits; nil: time.Now
+	Net   netguard.Options // outbound SSRF screen of callback URLs (tests: AllowLoopback)
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -55,6 +57,7 @@ type API struct {
 	tools    *tools.Registry
 	skills   *skill.Index
 	log      *slog.Logger
+	net      netguard.Options // outbound SSRF screen (callback URLs)
 	// Services of later areas are added below, one line each, constructed in New.
 	groups    *group.Service
 	agents    *agent.Service
@@ -70,7 +73,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 
 // New returns the handlers.
 func New(d Deps) *API {
-	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger}
+	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, net: d.Net}
 	// Services of later areas are constructed here, one statement each.
 	a.groups = group.New(d.Store, d.Secrets)
 	a.agents = agent.New(d.Store)

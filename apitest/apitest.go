@@ -30,6 +30,7 @@ import (
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/mail/mailtest"
+	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store/storetest"
 )
@@ -66,6 +67,19 @@ type Env struct {
 // New starts a service. env holds extra SVC_* settings (for example SVC_ALLOW_REGISTRATION=false).
 func New(t testing.TB, env ...string) *Env {
 	t.Helper()
+	return NewWith(t, Options{}, env...)
+}
+
+// Options are what a test may change of the service beyond its SVC_* settings.
+type Options struct {
+	// Net is the outbound SSRF screen (callback URLs, read_url); AllowLoopback lets the
+	// service reach httptest servers.
+	Net netguard.Options
+}
+
+// NewWith starts a service with o.
+func NewWith(t testing.TB, o Options, env ...string) *Env {
+	t.Helper()
 	dir := t.TempDir()
 	smtp := mailtest.Start(t)
 	environ := []string{
@@ -88,6 +102,7 @@ func New(t testing.TB, env ...string) *Env {
 		Clock:  clock.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Hash:   account.HashParams{MemoryKiB: 1024, Time: 1, Threads: 1},
+		Net:    o.Net,
 	})
 	if err != nil {
 		t.Fatalf("open app: %v", err)

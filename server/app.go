@@ -11,6 +11,7 @@ import (
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/mail"
+	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/skill"
@@ -27,6 +28,9 @@ type Options struct {
 	Clock  func() time.Time   // nil: time.Now
 	Logger *slog.Logger       // nil: from log_level and log_path
 	Hash   account.HashParams // zero: account.DefaultHashParams
+	// Net configures the outbound SSRF screens (callback URLs, read_url). Tests set
+	// AllowLoopback to reach httptest servers; production leaves it zero.
+	Net netguard.Options
 }
 
 // App is the assembled service: configuration, store, services and HTTP server.
@@ -39,8 +43,9 @@ type App struct {
 	Skills    *skill.Index    // shipped skills, then plugins' skill folders
 	Log       *slog.Logger
 	MasterKey []byte
-	Push      *push.Hub       // the embedded push hub; stopped by Close
-	loop      *agentloop.Loop // built once in Open; returned by Loop
+	Net       netguard.Options // outbound screen options (Options.Net)
+	Push      *push.Hub        // the embedded push hub; stopped by Close
+	loop      *agentloop.Loop  // built once in Open; returned by Loop
 	closers   []io.Closer
 }
 
@@ -51,7 +56,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: loader, Log: o.Logger}
+	a := &App{Config: loader, Log: o.Logger, Net: o.Net}
 	if a.Log == nil {
 		l, c, err := config.NewLogger(cfg)
 		if err != nil {
@@ -108,7 +113,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
-		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick}); err != nil {
+		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick, Net: o.Net}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

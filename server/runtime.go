@@ -37,7 +37,7 @@ func (a *App) buildLoop() (*agentloop.Loop, error) {
 	cfg := a.Config.Current()
 	board := &agentloop.TodoBoard{}
 	tc := toolconfig.New(a.Store, a.Tools, a.Skills, box)
-	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board,
+	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	tasks := task.New(a.Store, a.Tools)
 	pub := push.NewService(a.Config.Current, a.Push)

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/ratelimit"
 	"github.com/agentsvc/svc/secret"
@@ -55,6 +56,7 @@ type Deps struct {
 	Push     *push.Hub // the embedded push hub; nil: none
 	// Tick runs one agent-loop step (agentloop.Loop.Tick) for the client-mode tick endpoint.
 	Tick func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
+	Net  netguard.Options // outbound SSRF screen (callback URLs)
 }
 
 // Server is the HTTP side of the service.
@@ -69,6 +71,7 @@ type Server struct {
 	push     *push.Hub
 	tick     func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 	clock    func() time.Time
+	net      netguard.Options
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
 	prefix   string
@@ -92,7 +95,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, net: d.Net, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -130,7 +133,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push,
-		Tick: s.tick, Clock: s.clock})
+		Tick: s.tick, Clock: s.clock, Net: s.net})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))
