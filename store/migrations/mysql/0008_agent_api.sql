@@ -30,6 +30,10 @@ ALTER TABLE tasks
     ADD KEY tasks_agent_source_updated_idx (agent_id, source, updated_at),
     ADD CONSTRAINT tasks_api_key_fk FOREIGN KEY (api_key_id) REFERENCES agent_api_keys (id) ON DELETE SET NULL;
 
+-- A tool call decided through the per-agent API records the public id of the key (decided_by
+-- then holds the key's minter).
+ALTER TABLE task_tool_calls ADD COLUMN decided_by_key VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL;
+
 -- Callback outbox: one row per settle event of a chat with a callback_url, written in the same
 -- transaction as the status change that settled it. snapshot is the chat as it settled (JSON);
 -- state pending rows are due at next_attempt_at; lease_until keeps two dispatchers off one row.

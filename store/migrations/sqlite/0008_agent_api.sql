@@ -25,6 +25,10 @@ ALTER TABLE tasks ADD COLUMN api_key_id INTEGER NULL REFERENCES agent_api_keys (
 ALTER TABLE tasks ADD COLUMN callback_url TEXT NULL;
 CREATE INDEX tasks_agent_source_updated_idx ON tasks (agent_id, source, updated_at);
 
+-- A tool call decided through the per-agent API records the public id of the key (decided_by
+-- then holds the key's minter).
+ALTER TABLE task_tool_calls ADD COLUMN decided_by_key TEXT NULL;
+
 -- Callback outbox: one row per settle event of a chat with a callback_url, written in the same
 -- transaction as the status change that settled it. snapshot is the chat as it settled (JSON);
 -- state pending rows are due at next_attempt_at; lease_until keeps two dispatchers off one row.
