@@ -8,7 +8,7 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
-func toAgent(a *store.Agent) gen.Agent {
+func toAgent(base string, a *store.Agent) gen.Agent {
 	md := a.Metadata
 	if md == nil {
 		md = map[string]any{}
@@ -17,21 +17,21 @@ func toAgent(a *store.Agent) gen.Agent {
 		Id: a.ID, PrincipalId: a.PrincipalID, Name: a.Name, Description: a.Description,
 		SystemPrompt: a.SystemPrompt, Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: md,
-		IsFavorite: a.IsFavorite, PictureUrl: nil, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		IsFavorite: a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
 }
 
-func toAgents(as []store.Agent) []gen.Agent {
+func toAgents(base string, as []store.Agent) []gen.Agent {
 	out := make([]gen.Agent, 0, len(as))
 	for i := range as {
-		out = append(out, toAgent(&as[i]))
+		out = append(out, toAgent(base, &as[i]))
 	}
 	return out
 }
 
-func agentResponse(a *store.Agent) gen.AgentResponse {
+func agentResponse(base string, a *store.Agent) gen.AgentResponse {
 	var r gen.AgentResponse
-	r.Data.Agent = toAgent(a)
+	r.Data.Agent = toAgent(base, a)
 	return r
 }
 
@@ -47,7 +47,7 @@ func (a *API) ListAgents(ctx context.Context, req gen.ListAgentsRequestObject) (
 		return nil, err
 	}
 	var r gen.ListAgents200JSONResponse
-	r.Data.Agents = toAgents(list)
+	r.Data.Agents = toAgents(a.publicBase(ctx), list)
 	return r, nil
 }
 
@@ -66,7 +66,7 @@ func (a *API) CreateAgent(ctx context.Context, req gen.CreateAgentRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateAgent201JSONResponse(agentResponse(ag)), nil
+	return gen.CreateAgent201JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
 }
 
 // GetAgent shows an agent the caller can see.
@@ -79,7 +79,7 @@ func (a *API) GetAgent(ctx context.Context, req gen.GetAgentRequestObject) (gen.
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetAgent200JSONResponse(agentResponse(ag)), nil
+	return gen.GetAgent200JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
 }
 
 // UpdateAgent changes the fields sent (manage rights).
@@ -97,7 +97,7 @@ func (a *API) UpdateAgent(ctx context.Context, req gen.UpdateAgentRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateAgent200JSONResponse(agentResponse(ag)), nil
+	return gen.UpdateAgent200JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
 }
 
 // DeleteAgent removes an agent and everything belonging to it (manage rights).
@@ -122,7 +122,7 @@ func (a *API) FavoriteAgent(ctx context.Context, req gen.FavoriteAgentRequestObj
 	if err != nil {
 		return nil, err
 	}
-	return gen.FavoriteAgent200JSONResponse(agentResponse(ag)), nil
+	return gen.FavoriteAgent200JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
 }
 
 // UnfavoriteAgent removes the caller's favorite marker (idempotent).
@@ -147,7 +147,7 @@ func (a *API) TransferAgent(ctx context.Context, req gen.TransferAgentRequestObj
 	if err != nil {
 		return nil, err
 	}
-	return gen.TransferAgent200JSONResponse(agentResponse(ag)), nil
+	return gen.TransferAgent200JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
 }
 
 // ListGroupAgents pages through a group's agents (members and administrators).
@@ -162,6 +162,6 @@ func (a *API) ListGroupAgents(ctx context.Context, req gen.ListGroupAgentsReques
 		return nil, err
 	}
 	var r gen.ListGroupAgents200JSONResponse
-	r.Data.Agents = toAgents(list)
+	r.Data.Agents = toAgents(a.publicBase(ctx), list)
 	return r, nil
 }

@@ -182,7 +182,7 @@ func (a *API) ImportAgentTemplate(ctx context.Context, req gen.ImportAgentTempla
 		return nil, err
 	}
 	var r gen.ImportAgentTemplate201JSONResponse
-	r.Data.Agent = toAgent(ag)
+	r.Data.Agent = toAgent(a.publicBase(ctx), ag)
 	r.Data.Warnings = toTemplateFindings(warnings)
 	return r, nil
 }

@@ -13,10 +13,13 @@ import (
 
 	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/agent"
+	"github.com/agentsvc/svc/chat"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/group"
+	"github.com/agentsvc/svc/media"
 	"github.com/agentsvc/svc/netguard"
+	"github.com/agentsvc/svc/picture"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/secret"
@@ -45,6 +48,7 @@ type Deps struct {
 	Tick  func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 	Clock func() time.Time // drives per-user rate limits; nil: time.Now
 	Net   netguard.Options // outbound SSRF screen of callback URLs (tests: AllowLoopback)
+	Media *media.Service   // media assets; nil: files below storage/media
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -67,6 +71,9 @@ type API struct {
 	push      *push.Service           // push: /sse status, subscription info, subscriber tokens
 	ticks     *tick.Service           // client-worker mode: tick and housekeeping
 	schedules *schedule.Service       // prompt templates and scheduled runs
+	chats     *chat.Service           // per-agent API chats (key-scoped view of tasks)
+	media     *media.Service          // media assets: storage, derivatives, per-agent scope
+	pictures  *picture.Service        // pictures of users, agents and groups
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -82,6 +89,11 @@ func New(d Deps) *API {
 	a.tasks = task.New(d.Store, d.Tools)
 	a.push = push.NewService(d.Config.Current, d.Push)
 	a.schedules = schedule.New(d.Store)
+	if a.media = d.Media; a.media == nil {
+		a.media = media.New(d.Store, "", d.Clock)
+	}
+	a.pictures = picture.New(d.Store, a.media)
+	a.chats = chat.New(d.Store, a.tasks, d.Net).WithMedia(a.media)
 	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock})
 	return a
 }

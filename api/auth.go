@@ -21,7 +21,7 @@ func (a *API) Register(ctx context.Context, req gen.RegisterRequestObject) (gen.
 	if err != nil {
 		return nil, err
 	}
-	return gen.Register201JSONResponse(userResponse(u)), nil
+	return gen.Register201JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // Login opens a session and sets its cookie.
@@ -37,7 +37,7 @@ func (a *API) Login(ctx context.Context, req gen.LoginRequestObject) (gen.LoginR
 	}
 	cookie := a.cookie(res.Token, int(account.SessionTTL.Seconds()))
 	var body gen.SessionResponse
-	body.Data.User = toUser(res.User)
+	body.Data.User = toUser(a.publicBase(ctx), res.User)
 	body.Data.CsrfToken = res.CSRFToken
 	return gen.Login200JSONResponse{Body: body, Headers: gen.Login200ResponseHeaders{SetCookie: &cookie}}, nil
 }
@@ -74,7 +74,7 @@ func (a *API) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMeRes
 		return nil, err
 	}
 	var body gen.SessionResponse
-	body.Data.User = toUser(id.User)
+	body.Data.User = toUser(a.publicBase(ctx), id.User)
 	body.Data.CsrfToken = id.Session.CSRFToken
 	return gen.GetMe200JSONResponse(body), nil
 }
@@ -89,7 +89,7 @@ func (a *API) UpdateAccount(ctx context.Context, req gen.UpdateAccountRequestObj
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateAccount200JSONResponse(userResponse(u)), nil
+	return gen.UpdateAccount200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // ChangePassword replaces the caller's password.
@@ -102,7 +102,7 @@ func (a *API) ChangePassword(ctx context.Context, req gen.ChangePasswordRequestO
 	if err != nil {
 		return nil, err
 	}
-	return gen.ChangePassword200JSONResponse(userResponse(u)), nil
+	return gen.ChangePassword200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // ForgotPassword mails a reset link if the address is known; the answer never tells.
@@ -132,7 +132,7 @@ func (a *API) RequestEmailChange(ctx context.Context, req gen.RequestEmailChange
 	if err != nil {
 		return nil, err
 	}
-	return gen.RequestEmailChange200JSONResponse(userResponse(u)), nil
+	return gen.RequestEmailChange200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // ConfirmEmailChange applies a pending change.
@@ -141,7 +141,7 @@ func (a *API) ConfirmEmailChange(ctx context.Context, req gen.ConfirmEmailChange
 	if err != nil {
 		return nil, err
 	}
-	return gen.ConfirmEmailChange200JSONResponse(userResponse(u)), nil
+	return gen.ConfirmEmailChange200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // ResendVerification mails a new verification link.
@@ -162,7 +162,7 @@ func (a *API) VerifyEmail(ctx context.Context, req gen.VerifyEmailRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.VerifyEmail200JSONResponse(userResponse(u)), nil
+	return gen.VerifyEmail200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // GetConfig returns the public runtime flags.

@@ -1,13 +1,15 @@
 package api
 
 import (
+	"strconv"
+
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/store"
 )
 
-func toUser(u *store.User) gen.User {
+func toUser(base string, u *store.User) gen.User {
 	out := gen.User{
 		Id:            u.ID,
 		Email:         openapi_types.Email(u.Email),
@@ -16,6 +18,7 @@ func toUser(u *store.User) gen.User {
 		EmailVerified: u.EmailVerified(),
 		Roles:         u.Roles,
 		PrincipalId:   u.PrincipalID,
+		PictureUrl:    pictureURL(base, "users", u.ID, u.PictureMediaID),
 		CreatedAt:     u.CreatedAt,
 		UpdatedAt:     u.UpdatedAt,
 	}
@@ -29,9 +32,19 @@ func toUser(u *store.User) gen.User {
 	return out
 }
 
-func userResponse(u *store.User) gen.UserResponse {
+// pictureURL is the absolute address of the picture of row id of a collection ("users",
+// "agents", "groups": GET /<collection>/{id}/picture), or nil when mediaID is nil (no picture).
+func pictureURL(base, collection string, id int64, mediaID *string) *string {
+	if mediaID == nil {
+		return nil
+	}
+	u := base + "/api/v1/" + collection + "/" + strconv.FormatInt(id, 10) + "/picture"
+	return &u
+}
+
+func userResponse(base string, u *store.User) gen.UserResponse {
 	var r gen.UserResponse
-	r.Data.User = toUser(u)
+	r.Data.User = toUser(base, u)
 	return r
 }
 

@@ -12,12 +12,12 @@ import (
 	"github.com/agentsvc/svc/svcerr"
 )
 
-// toGroup converts a group as the caller sees it. picture_url stays null until the picture
-// operations (another area) build the picture's address from PictureMediaID.
-func toGroup(v *group.View) gen.Group {
+// toGroup converts a group as the caller sees it; picture_url is the address of GET
+// /groups/{id}/picture when the group has a picture.
+func toGroup(base string, v *group.View) gen.Group {
 	out := gen.Group{
 		Id: v.ID, PrincipalId: v.PrincipalID, Name: v.Name, Description: v.Description,
-		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		PictureUrl: pictureURL(base, "groups", v.ID, v.PictureMediaID), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 	}
 	if v.YourRole != "" {
 		r := gen.GroupYourRole(v.YourRole)
@@ -26,9 +26,9 @@ func toGroup(v *group.View) gen.Group {
 	return out
 }
 
-func groupResponse(v *group.View) gen.GroupResponse {
+func groupResponse(base string, v *group.View) gen.GroupResponse {
 	var r gen.GroupResponse
-	r.Data.Group = toGroup(v)
+	r.Data.Group = toGroup(base, v)
 	return r
 }
 
@@ -73,7 +73,7 @@ func (a *API) ListGroups(ctx context.Context, req gen.ListGroupsRequestObject) (
 	var r gen.ListGroups200JSONResponse
 	r.Data.Groups = make([]gen.Group, 0, len(gs))
 	for i := range gs {
-		r.Data.Groups = append(r.Data.Groups, toGroup(&gs[i]))
+		r.Data.Groups = append(r.Data.Groups, toGroup(a.publicBase(ctx), &gs[i]))
 	}
 	return r, nil
 }
@@ -88,7 +88,7 @@ func (a *API) CreateGroup(ctx context.Context, req gen.CreateGroupRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateGroup201JSONResponse(groupResponse(g)), nil
+	return gen.CreateGroup201JSONResponse(groupResponse(a.publicBase(ctx), g)), nil
 }
 
 // GetGroup shows a group to its members and administrators.
@@ -101,7 +101,7 @@ func (a *API) GetGroup(ctx context.Context, req gen.GetGroupRequestObject) (gen.
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetGroup200JSONResponse(groupResponse(g)), nil
+	return gen.GetGroup200JSONResponse(groupResponse(a.publicBase(ctx), g)), nil
 }
 
 // UpdateGroup changes the fields sent (owners, admins, administrators).
@@ -114,7 +114,7 @@ func (a *API) UpdateGroup(ctx context.Context, req gen.UpdateGroupRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateGroup200JSONResponse(groupResponse(g)), nil
+	return gen.UpdateGroup200JSONResponse(groupResponse(a.publicBase(ctx), g)), nil
 }
 
 // DeleteGroup removes a group (owners, administrators; refused while it owns agents).

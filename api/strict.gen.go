@@ -143,6 +143,11 @@ func (s strictAdapter) FavoriteAgent(ctx context.Context, request gen.FavoriteAg
 	return s.a.FavoriteAgent(requestContext(ctx), request)
 }
 
+// GetAgentPicture calls API.GetAgentPicture with the request's context.
+func (s strictAdapter) GetAgentPicture(ctx context.Context, request gen.GetAgentPictureRequestObject) (gen.GetAgentPictureResponseObject, error) {
+	return s.a.GetAgentPicture(requestContext(ctx), request)
+}
+
 // DeleteAgentPicture calls API.DeleteAgentPicture with the request's context.
 func (s strictAdapter) DeleteAgentPicture(ctx context.Context, request gen.DeleteAgentPictureRequestObject) (gen.DeleteAgentPictureResponseObject, error) {
 	return s.a.DeleteAgentPicture(requestContext(ctx), request)
@@ -401,6 +406,11 @@ func (s strictAdapter) RemoveGroupMember(ctx context.Context, request gen.Remove
 // UpdateGroupMember calls API.UpdateGroupMember with the request's context.
 func (s strictAdapter) UpdateGroupMember(ctx context.Context, request gen.UpdateGroupMemberRequestObject) (gen.UpdateGroupMemberResponseObject, error) {
 	return s.a.UpdateGroupMember(requestContext(ctx), request)
+}
+
+// GetGroupPicture calls API.GetGroupPicture with the request's context.
+func (s strictAdapter) GetGroupPicture(ctx context.Context, request gen.GetGroupPictureRequestObject) (gen.GetGroupPictureResponseObject, error) {
+	return s.a.GetGroupPicture(requestContext(ctx), request)
 }
 
 // DeleteGroupPicture calls API.DeleteGroupPicture with the request's context.

@@ -184,8 +184,16 @@ func (a *API) ApproveTask(ctx context.Context, req gen.ApproveTaskRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]store.ToolDecision, 0, len(req.Body.Decisions))
-	for _, d := range req.Body.Decisions {
+	v, err := a.tasks.Approve(ctx, id.User, req.TaskId, toolDecisions(req.Body.Decisions))
+	if err != nil {
+		return nil, err
+	}
+	return gen.ApproveTask200JSONResponse(taskResponse(v)), nil
+}
+
+func toolDecisions(in []gen.TaskToolCallDecision) []store.ToolDecision {
+	ds := make([]store.ToolDecision, 0, len(in))
+	for _, d := range in {
 		td := store.ToolDecision{ProviderCallID: d.ProviderCallId, Approve: d.Decision == gen.Approve, Reason: d.Reason}
 		if d.Arguments != nil {
 			td.Arguments = *d.Arguments
@@ -195,11 +203,7 @@ func (a *API) ApproveTask(ctx context.Context, req gen.ApproveTaskRequestObject)
 		}
 		ds = append(ds, td)
 	}
-	v, err := a.tasks.Approve(ctx, id.User, req.TaskId, ds)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ApproveTask200JSONResponse(taskResponse(v)), nil
+	return ds
 }
 
 // ContinueTask queues a follow-up prompt.

@@ -10,77 +10,23 @@ import (
 
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
 var unimplementedOps = []string{
-	"answerAgentChat",
-	"approveAgentChat",
-	"createAgentApiKey",
-	"createMediaDerivative",
-	"deleteAgentPicture",
 	"deleteAllNotifications",
-	"deleteGroupPicture",
-	"deleteMyPicture",
 	"deleteNotification",
-	"getAgentChatStatus",
-	"getAgentChatTranscript",
-	"getAgentMedia",
 	"getMailConfig",
-	"getMediaDerivativeOptions",
-	"getMyPicture",
-	"getUserPicture",
 	"installPlugin",
-	"listAgentApiKeys",
-	"listAgentChatMessages",
-	"listAgentChats",
-	"listAllowedMediaTypes",
-	"listMediaAssets",
 	"listNotificationSubscriptions",
 	"listNotifications",
 	"listPluginCatalog",
 	"listPlugins",
 	"markAllNotificationsRead",
 	"markNotificationRead",
-	"rejectAgentChat",
-	"resolveMediaAssets",
-	"revokeAgentApiKey",
 	"searchPalette",
-	"sendAgentChatMessage",
 	"sendTestMail",
-	"setMediaAssetKeep",
-	"startAgentChat",
 	"subscribeNotifications",
 	"uninstallPlugin",
 	"unsubscribeNotifications",
 	"updateMailConfig",
 	"updatePlugin",
-	"uploadAgentMedia",
-	"uploadAgentPicture",
-	"uploadGroupPicture",
-	"uploadMediaAsset",
-	"uploadMyPicture",
-}
-
-// AnswerAgentChat answers 501 until the operation is built.
-func (a *API) AnswerAgentChat(ctx context.Context, request gen.AnswerAgentChatRequestObject) (gen.AnswerAgentChatResponseObject, error) {
-	return nil, notImplemented("answerAgentChat")
-}
-
-// ApproveAgentChat answers 501 until the operation is built.
-func (a *API) ApproveAgentChat(ctx context.Context, request gen.ApproveAgentChatRequestObject) (gen.ApproveAgentChatResponseObject, error) {
-	return nil, notImplemented("approveAgentChat")
-}
-
-// CreateAgentApiKey answers 501 until the operation is built.
-func (a *API) CreateAgentApiKey(ctx context.Context, request gen.CreateAgentApiKeyRequestObject) (gen.CreateAgentApiKeyResponseObject, error) {
-	return nil, notImplemented("createAgentApiKey")
-}
-
-// CreateMediaDerivative answers 501 until the operation is built.
-func (a *API) CreateMediaDerivative(ctx context.Context, request gen.CreateMediaDerivativeRequestObject) (gen.CreateMediaDerivativeResponseObject, error) {
-	return nil, notImplemented("createMediaDerivative")
-}
-
-// DeleteAgentPicture answers 501 until the operation is built.
-func (a *API) DeleteAgentPicture(ctx context.Context, request gen.DeleteAgentPictureRequestObject) (gen.DeleteAgentPictureResponseObject, error) {
-	return nil, notImplemented("deleteAgentPicture")
 }
 
 // DeleteAllNotifications answers 501 until the operation is built.
@@ -88,34 +34,9 @@ func (a *API) DeleteAllNotifications(ctx context.Context, request gen.DeleteAllN
 	return nil, notImplemented("deleteAllNotifications")
 }
 
-// DeleteGroupPicture answers 501 until the operation is built.
-func (a *API) DeleteGroupPicture(ctx context.Context, request gen.DeleteGroupPictureRequestObject) (gen.DeleteGroupPictureResponseObject, error) {
-	return nil, notImplemented("deleteGroupPicture")
-}
-
-// DeleteMyPicture answers 501 until the operation is built.
-func (a *API) DeleteMyPicture(ctx context.Context, request gen.DeleteMyPictureRequestObject) (gen.DeleteMyPictureResponseObject, error) {
-	return nil, notImplemented("deleteMyPicture")
-}
-
 // DeleteNotification answers 501 until the operation is built.
 func (a *API) DeleteNotification(ctx context.Context, request gen.DeleteNotificationRequestObject) (gen.DeleteNotificationResponseObject, error) {
 	return nil, notImplemented("deleteNotification")
-}
-
-// GetAgentChatStatus answers 501 until the operation is built.
-func (a *API) GetAgentChatStatus(ctx context.Context, request gen.GetAgentChatStatusRequestObject) (gen.GetAgentChatStatusResponseObject, error) {
-	return nil, notImplemented("getAgentChatStatus")
-}
-
-// GetAgentChatTranscript answers 501 until the operation is built.
-func (a *API) GetAgentChatTranscript(ctx context.Context, request gen.GetAgentChatTranscriptRequestObject) (gen.GetAgentChatTranscriptResponseObject, error) {
-	return nil, notImplemented("getAgentChatTranscript")
-}
-
-// GetAgentMedia answers 501 until the operation is built.
-func (a *API) GetAgentMedia(ctx context.Context, request gen.GetAgentMediaRequestObject) (gen.GetAgentMediaResponseObject, error) {
-	return nil, notImplemented("getAgentMedia")
 }
 
 // GetMailConfig answers 501 until the operation is built.
@@ -123,49 +44,9 @@ func (a *API) GetMailConfig(ctx context.Context, request gen.GetMailConfigReques
 	return nil, notImplemented("getMailConfig")
 }
 
-// GetMediaDerivativeOptions answers 501 until the operation is built.
-func (a *API) GetMediaDerivativeOptions(ctx context.Context, request gen.GetMediaDerivativeOptionsRequestObject) (gen.GetMediaDerivativeOptionsResponseObject, error) {
-	return nil, notImplemented("getMediaDerivativeOptions")
-}
-
-// GetMyPicture answers 501 until the operation is built.
-func (a *API) GetMyPicture(ctx context.Context, request gen.GetMyPictureRequestObject) (gen.GetMyPictureResponseObject, error) {
-	return nil, notImplemented("getMyPicture")
-}
-
-// GetUserPicture answers 501 until the operation is built.
-func (a *API) GetUserPicture(ctx context.Context, request gen.GetUserPictureRequestObject) (gen.GetUserPictureResponseObject, error) {
-	return nil, notImplemented("getUserPicture")
-}
-
 // InstallPlugin answers 501 until the operation is built.
 func (a *API) InstallPlugin(ctx context.Context, request gen.InstallPluginRequestObject) (gen.InstallPluginResponseObject, error) {
 	return nil, notImplemented("installPlugin")
-}
-
-// ListAgentApiKeys answers 501 until the operation is built.
-func (a *API) ListAgentApiKeys(ctx context.Context, request gen.ListAgentApiKeysRequestObject) (gen.ListAgentApiKeysResponseObject, error) {
-	return nil, notImplemented("listAgentApiKeys")
-}
-
-// ListAgentChatMessages answers 501 until the operation is built.
-func (a *API) ListAgentChatMessages(ctx context.Context, request gen.ListAgentChatMessagesRequestObject) (gen.ListAgentChatMessagesResponseObject, error) {
-	return nil, notImplemented("listAgentChatMessages")
-}
-
-// ListAgentChats answers 501 until the operation is built.
-func (a *API) ListAgentChats(ctx context.Context, request gen.ListAgentChatsRequestObject) (gen.ListAgentChatsResponseObject, error) {
-	return nil, notImplemented("listAgentChats")
-}
-
-// ListAllowedMediaTypes answers 501 until the operation is built.
-func (a *API) ListAllowedMediaTypes(ctx context.Context, request gen.ListAllowedMediaTypesRequestObject) (gen.ListAllowedMediaTypesResponseObject, error) {
-	return nil, notImplemented("listAllowedMediaTypes")
-}
-
-// ListMediaAssets answers 501 until the operation is built.
-func (a *API) ListMediaAssets(ctx context.Context, request gen.ListMediaAssetsRequestObject) (gen.ListMediaAssetsResponseObject, error) {
-	return nil, notImplemented("listMediaAssets")
 }
 
 // ListNotificationSubscriptions answers 501 until the operation is built.
@@ -198,44 +79,14 @@ func (a *API) MarkNotificationRead(ctx context.Context, request gen.MarkNotifica
 	return nil, notImplemented("markNotificationRead")
 }
 
-// RejectAgentChat answers 501 until the operation is built.
-func (a *API) RejectAgentChat(ctx context.Context, request gen.RejectAgentChatRequestObject) (gen.RejectAgentChatResponseObject, error) {
-	return nil, notImplemented("rejectAgentChat")
-}
-
-// ResolveMediaAssets answers 501 until the operation is built.
-func (a *API) ResolveMediaAssets(ctx context.Context, request gen.ResolveMediaAssetsRequestObject) (gen.ResolveMediaAssetsResponseObject, error) {
-	return nil, notImplemented("resolveMediaAssets")
-}
-
-// RevokeAgentApiKey answers 501 until the operation is built.
-func (a *API) RevokeAgentApiKey(ctx context.Context, request gen.RevokeAgentApiKeyRequestObject) (gen.RevokeAgentApiKeyResponseObject, error) {
-	return nil, notImplemented("revokeAgentApiKey")
-}
-
 // SearchPalette answers 501 until the operation is built.
 func (a *API) SearchPalette(ctx context.Context, request gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
 	return nil, notImplemented("searchPalette")
 }
 
-// SendAgentChatMessage answers 501 until the operation is built.
-func (a *API) SendAgentChatMessage(ctx context.Context, request gen.SendAgentChatMessageRequestObject) (gen.SendAgentChatMessageResponseObject, error) {
-	return nil, notImplemented("sendAgentChatMessage")
-}
-
 // SendTestMail answers 501 until the operation is built.
 func (a *API) SendTestMail(ctx context.Context, request gen.SendTestMailRequestObject) (gen.SendTestMailResponseObject, error) {
 	return nil, notImplemented("sendTestMail")
-}
-
-// SetMediaAssetKeep answers 501 until the operation is built.
-func (a *API) SetMediaAssetKeep(ctx context.Context, request gen.SetMediaAssetKeepRequestObject) (gen.SetMediaAssetKeepResponseObject, error) {
-	return nil, notImplemented("setMediaAssetKeep")
-}
-
-// StartAgentChat answers 501 until the operation is built.
-func (a *API) StartAgentChat(ctx context.Context, request gen.StartAgentChatRequestObject) (gen.StartAgentChatResponseObject, error) {
-	return nil, notImplemented("startAgentChat")
 }
 
 // SubscribeNotifications answers 501 until the operation is built.
@@ -261,29 +112,4 @@ func (a *API) UpdateMailConfig(ctx context.Context, request gen.UpdateMailConfig
 // UpdatePlugin answers 501 until the operation is built.
 func (a *API) UpdatePlugin(ctx context.Context, request gen.UpdatePluginRequestObject) (gen.UpdatePluginResponseObject, error) {
 	return nil, notImplemented("updatePlugin")
-}
-
-// UploadAgentMedia answers 501 until the operation is built.
-func (a *API) UploadAgentMedia(ctx context.Context, request gen.UploadAgentMediaRequestObject) (gen.UploadAgentMediaResponseObject, error) {
-	return nil, notImplemented("uploadAgentMedia")
-}
-
-// UploadAgentPicture answers 501 until the operation is built.
-func (a *API) UploadAgentPicture(ctx context.Context, request gen.UploadAgentPictureRequestObject) (gen.UploadAgentPictureResponseObject, error) {
-	return nil, notImplemented("uploadAgentPicture")
-}
-
-// UploadGroupPicture answers 501 until the operation is built.
-func (a *API) UploadGroupPicture(ctx context.Context, request gen.UploadGroupPictureRequestObject) (gen.UploadGroupPictureResponseObject, error) {
-	return nil, notImplemented("uploadGroupPicture")
-}
-
-// UploadMediaAsset answers 501 until the operation is built.
-func (a *API) UploadMediaAsset(ctx context.Context, request gen.UploadMediaAssetRequestObject) (gen.UploadMediaAssetResponseObject, error) {
-	return nil, notImplemented("uploadMediaAsset")
-}
-
-// UploadMyPicture answers 501 until the operation is built.
-func (a *API) UploadMyPicture(ctx context.Context, request gen.UploadMyPictureRequestObject) (gen.UploadMyPictureResponseObject, error) {
-	return nil, notImplemented("uploadMyPicture")
 }

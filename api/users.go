@@ -20,7 +20,7 @@ func (a *API) ListUsers(ctx context.Context, req gen.ListUsersRequestObject) (ge
 	var r gen.ListUsers200JSONResponse
 	r.Data.Users = make([]gen.User, 0, len(users))
 	for i := range users {
-		r.Data.Users = append(r.Data.Users, toUser(&users[i]))
+		r.Data.Users = append(r.Data.Users, toUser(a.publicBase(ctx), &users[i]))
 	}
 	return r, nil
 }
@@ -35,7 +35,7 @@ func (a *API) CreateUser(ctx context.Context, req gen.CreateUserRequestObject) (
 	if err != nil {
 		return nil, err
 	}
-	return gen.CreateUser201JSONResponse(userResponse(u)), nil
+	return gen.CreateUser201JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // GetUser shows one account (administrators).
@@ -47,7 +47,7 @@ func (a *API) GetUser(ctx context.Context, req gen.GetUserRequestObject) (gen.Ge
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetUser200JSONResponse(userResponse(u)), nil
+	return gen.GetUser200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // ReplaceUser sets every administrable field (administrators).
@@ -64,7 +64,7 @@ func (a *API) ReplaceUser(ctx context.Context, req gen.ReplaceUserRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ReplaceUser200JSONResponse(userResponse(u)), nil
+	return gen.ReplaceUser200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // UpdateUser changes the fields sent (administrators).
@@ -82,7 +82,7 @@ func (a *API) UpdateUser(ctx context.Context, req gen.UpdateUserRequestObject) (
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateUser200JSONResponse(userResponse(u)), nil
+	return gen.UpdateUser200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
 // DeleteUser removes an account (administrators; never the last administrator).

@@ -103,6 +103,8 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Hash:   account.HashParams{MemoryKiB: 1024, Time: 1, Threads: 1},
 		Net:    o.Net,
+		// Media files live in the test's directory.
+		MediaDir: filepath.Join(dir, "media"),
 	})
 	if err != nil {
 		t.Fatalf("open app: %v", err)

@@ -159,7 +159,7 @@ func TestPrecedence(t *testing.T) {
 		{name: "publish url defaults to hub", env: []string{"SVC_MERCURE_URL=https://hub.example/.well-known/mercure", "SVC_MERCURE_JWT_KEY=k"}, key: "mercure_publish_url", want: "https://hub.example/.well-known/mercure"},
 		{name: "publish url own value", file: "mercure_publish_url: http://internal:3000/.well-known/mercure", env: []string{"SVC_MERCURE_URL=https://hub.example/.well-known/mercure", "SVC_MERCURE_JWT_KEY=k"}, key: "mercure_publish_url", want: "http://internal:3000/.well-known/mercure"},
 		{name: "mail env", env: []string{"SVC_MAIL_HOST=smtp.example.com"}, key: "mail_host", want: "smtp.example.com"},
-		{name: "llm env", file: "llm_model: a", env: []string{"SVC_LLM_MODEL=b"}, key: "llm_model", want: "b"},
+		{name: "llm env", file: "llm_model: a", env: []string{"SVC_LLM_MODEL=b", "SVC_LLM_DRIVER=openai"}, key: "llm_model", want: "b"},
 		{name: "enum lower-cased", env: []string{"SVC_APP_ENV= Development "}, key: "app_env", want: "development"},
 	}
 	for _, tt := range tests {
@@ -476,7 +476,13 @@ func TestValidation(t *testing.T) {
 		{"smtp needs host and from", []string{"SVC_MAIL_DRIVER=smtp"}, "mail_host is required when mail_driver is smtp; mail_from is required when mail_driver is smtp"},
 		{"smtp complete", []string{"SVC_MAIL_DRIVER=smtp", "SVC_MAIL_HOST=localhost", "SVC_MAIL_FROM=Svc <svc@example.com>"}, ""},
 		{"llm_driver", []string{"SVC_LLM_DRIVER=gemini"}, `llm_driver "gemini" is not supported (use openai, anthropic or scripted)`},
-		{"llm_driver ok", []string{"SVC_LLM_DRIVER=anthropic"}, ""},
+		{"llm_driver ok", []string{"SVC_LLM_DRIVER=anthropic", "SVC_LLM_MODEL=claude-x"}, ""},
+		{"llm_driver without model", []string{"SVC_LLM_DRIVER=openai"}, "llm_model is required when llm_driver is set"},
+		{"llm_model without driver", []string{"SVC_LLM_MODEL=gpt-x"}, "llm_driver is required when llm_model is set"},
+		{"llm scripted path", []string{"SVC_LLM_DRIVER=scripted", "SVC_LLM_MODEL=demo", "SVC_LLM_BASE_URL=scripts/demo.json"}, ""},
+		{"llm scripted url", []string{"SVC_LLM_DRIVER=scripted", "SVC_LLM_MODEL=demo", "SVC_LLM_BASE_URL=http://x/y"}, "must be a relative path inside the working directory"},
+		{"llm scripted outside", []string{"SVC_LLM_DRIVER=scripted", "SVC_LLM_MODEL=demo", "SVC_LLM_BASE_URL=../demo.json"}, "must be a relative path inside the working directory"},
+		{"llm scripted no path", []string{"SVC_LLM_DRIVER=scripted", "SVC_LLM_MODEL=demo"}, "llm_base_url (the script path) is required"},
 		{"llm_base_url", []string{"SVC_LLM_BASE_URL=localhost:11434"}, `llm_base_url "localhost:11434" must be an absolute`},
 		{"listen", []string{"SVC_LISTEN=8080"}, `listen "8080" must be a host:port address such as :8080 (from SVC_LISTEN)`},
 		{"SERVER_NAME", []string{"SERVER_NAME=localhost"}, `listen "localhost" must be a host:port address such as :8080 (from SERVER_NAME)`},

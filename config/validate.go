@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/mail"
 	"net/url"
+	"path/filepath"
 	"strings"
 )
 
@@ -223,10 +224,7 @@ func validate(c *Config, origin map[string]string) []string {
 
 	validateMail(v, c)
 
-	if c.LLMDriver != "" {
-		v.oneOf("llm_driver", c.LLMDriver, "openai", "anthropic", "scripted")
-	}
-	v.httpURL("llm_base_url", c.LLMBaseURL)
+	validateLLMSeed(v, c)
 
 	return v.problems
 }
@@ -288,4 +286,26 @@ func isHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// validateLLMSeed checks the SVC_LLM_* settings that seed the global default model
+// configuration: driver and model come together, and the base URL is an http(s) URL, or for the
+// scripted driver the script's path relative to the working directory.
+func validateLLMSeed(v *validator, c *Config) {
+	if c.LLMDriver != "" {
+		v.oneOf("llm_driver", c.LLMDriver, "openai", "anthropic", "scripted")
+		v.required("llm_model", c.LLMModel, " when llm_driver is set")
+	} else if c.LLMModel != "" {
+		v.add("llm_driver", "llm_driver is required when llm_model is set")
+	}
+	if c.LLMDriver != "scripted" {
+		v.httpURL("llm_base_url", c.LLMBaseURL)
+		return
+	}
+	switch {
+	case c.LLMBaseURL == "":
+		v.add("llm_base_url", "llm_base_url (the script path) is required when llm_driver is scripted")
+	case strings.Contains(c.LLMBaseURL, "://") || !filepath.IsLocal(c.LLMBaseURL):
+		v.add("llm_base_url", "llm_base_url %q of the scripted driver must be a relative path inside the working directory", c.LLMBaseURL)
+	}
 }

@@ -3735,7 +3735,7 @@ type SendTestMailResponse struct {
 	} `json:"data"`
 }
 
-// SessionResponse Example: {"data":{"csrf_token":"9b1f0c6f0f7e4c0fa2c1b7f0d3f4e5a6","user":{"created_at":"2026-11-22T05:00:00Z","display_name":"Ada","email":"ada@example.com","email_verified":false,"id":1,"is_admin":true,"pending_email":null,"principal_id":1,"roles":["admin"],"updated_at":"2026-11-22T05:00:00Z"}}}
+// SessionResponse Example: {"data":{"csrf_token":"9b1f0c6f0f7e4c0fa2c1b7f0d3f4e5a6","user":{"created_at":"2026-11-22T05:00:00Z","display_name":"Ada","email":"ada@example.com","email_verified":false,"id":1,"is_admin":true,"pending_email":null,"picture_url":null,"principal_id":1,"roles":["admin"],"updated_at":"2026-11-22T05:00:00Z"}}}
 type SessionResponse struct {
 	Data struct {
 		// CsrfToken Send as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE.
@@ -4418,12 +4418,12 @@ type UploadAgentMediaRequest struct {
 	File *openapi_types.File `json:"file,omitempty"`
 }
 
-// UploadMediaRequest Multipart form of a media upload.
+// UploadMediaRequest Multipart form of a media upload; the `file` part is required (its absence answers 400, checked by the handler).
 //
 // Example: {"file":"(binary content of report.pdf)","keep":true}
 type UploadMediaRequest struct {
 	// File The file; its type is detected from the content bytes.
-	File openapi_types.File `json:"file"`
+	File *openapi_types.File `json:"file,omitempty"`
 
 	// Keep Keep the asset forever; otherwise it expires 24 hours after upload.
 	Keep *bool `json:"keep,omitempty"`
@@ -4460,6 +4460,9 @@ type User struct {
 
 	// PendingEmail Address awaiting confirmation after an email change request.
 	PendingEmail *openapi_types.Email `json:"pending_email,omitempty"`
+
+	// PictureUrl Address of the user's picture image (GET /users/{id}/picture); null when the user has none.
+	PictureUrl *string `json:"picture_url"`
 
 	// PrincipalId The user's personal principal; agents and media it owns are the user's own.
 	PrincipalId int64 `json:"principal_id"`
@@ -5018,6 +5021,9 @@ type ServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(c *gin.Context, id string)
+	// GetAgentPicture The agent's picture
+	// (GET /agents/{id}/picture)
+	GetAgentPicture(c *gin.Context, id string)
 	// DeleteAgentPicture Delete the agent's picture
 	// (DELETE /agents/{id}/picture/image)
 	DeleteAgentPicture(c *gin.Context, id string)
@@ -5174,6 +5180,9 @@ type ServerInterface interface {
 	// UpdateGroupMember Change a member's role
 	// (PATCH /groups/{id}/members/{uid})
 	UpdateGroupMember(c *gin.Context, id GroupsIdPath, uid GroupsUidPath)
+	// GetGroupPicture The group picture
+	// (GET /groups/{id}/picture)
+	GetGroupPicture(c *gin.Context, id GroupsIdPath)
 	// DeleteGroupPicture Delete the group picture
 	// (DELETE /groups/{id}/picture/image)
 	DeleteGroupPicture(c *gin.Context, id GroupsIdPath)
@@ -6075,6 +6084,31 @@ func (siw *ServerInterfaceWrapper) FavoriteAgent(c *gin.Context) {
 	}
 
 	siw.Handler.FavoriteAgent(c, id)
+}
+
+// GetAgentPicture operation middleware
+func (siw *ServerInterfaceWrapper) GetAgentPicture(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetAgentPicture(c, id)
 }
 
 // DeleteAgentPicture operation middleware
@@ -7487,6 +7521,31 @@ func (siw *ServerInterfaceWrapper) UpdateGroupMember(c *gin.Context) {
 	}
 
 	siw.Handler.UpdateGroupMember(c, id, uid)
+}
+
+// GetGroupPicture operation middleware
+func (siw *ServerInterfaceWrapper) GetGroupPicture(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id GroupsIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGroupPicture(c, id)
 }
 
 // DeleteGroupPicture operation middleware
@@ -9223,6 +9282,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/agents/:id/export", wrapper.ExportAgent)
 	router.DELETE(options.BaseURL+"/agents/:id/favorite", wrapper.UnfavoriteAgent)
 	router.POST(options.BaseURL+"/agents/:id/favorite", wrapper.FavoriteAgent)
+	router.GET(options.BaseURL+"/agents/:id/picture", wrapper.GetAgentPicture)
 	router.DELETE(options.BaseURL+"/agents/:id/picture/image", wrapper.DeleteAgentPicture)
 	router.POST(options.BaseURL+"/agents/:id/picture/image", wrapper.UploadAgentPicture)
 	router.POST(options.BaseURL+"/agents/:id/transfer", wrapper.TransferAgent)
@@ -9265,6 +9325,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/groups/:id/members", wrapper.AddGroupMember)
 	router.DELETE(options.BaseURL+"/groups/:id/members/:uid", wrapper.RemoveGroupMember)
 	router.PATCH(options.BaseURL+"/groups/:id/members/:uid", wrapper.UpdateGroupMember)
+	router.GET(options.BaseURL+"/groups/:id/picture", wrapper.GetGroupPicture)
 	router.DELETE(options.BaseURL+"/groups/:id/picture/image", wrapper.DeleteGroupPicture)
 	router.POST(options.BaseURL+"/groups/:id/picture/image", wrapper.UploadGroupPicture)
 	router.GET(options.BaseURL+"/groups/:id/preferences", wrapper.GetGroupPreferences)
@@ -9494,6 +9555,20 @@ func (response ListAgentChats401JSONResponse) VisitListAgentChatsResponse(w http
 	return err
 }
 
+type ListAgentChats404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAgentChats404JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentChats422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ListAgentChats422JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
@@ -9535,20 +9610,6 @@ func (response ListAgentChats500JSONResponse) VisitListAgentChatsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAgentChats501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgentChats501JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9599,6 +9660,20 @@ func (response StartAgentChat401JSONResponse) VisitStartAgentChatResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartAgentChat404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartAgentChat404JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9658,20 +9733,6 @@ func (response StartAgentChat500JSONResponse) VisitStartAgentChatResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StartAgentChat501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response StartAgentChat501JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9814,20 +9875,6 @@ func (response AnswerAgentChat500JSONResponse) VisitAnswerAgentChatResponse(w ht
 	return err
 }
 
-type AnswerAgentChat501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response AnswerAgentChat501JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ApproveAgentChatRequestObject struct {
 	Id   AgentApiChatId `json:"id"`
 	Body *ApproveAgentChatJSONRequestBody
@@ -9966,20 +10013,6 @@ func (response ApproveAgentChat500JSONResponse) VisitApproveAgentChatResponse(w 
 	return err
 }
 
-type ApproveAgentChat501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ApproveAgentChat501JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListAgentChatMessagesRequestObject struct {
 	Id     AgentApiChatId `json:"id"`
 	Params ListAgentChatMessagesParams
@@ -10072,20 +10105,6 @@ func (response ListAgentChatMessages500JSONResponse) VisitListAgentChatMessagesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAgentChatMessages501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgentChatMessages501JSONResponse) VisitListAgentChatMessagesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10228,20 +10247,6 @@ func (response SendAgentChatMessage500JSONResponse) VisitSendAgentChatMessageRes
 	return err
 }
 
-type SendAgentChatMessage501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SendAgentChatMessage501JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RejectAgentChatRequestObject struct {
 	Id   AgentApiChatId `json:"id"`
 	Body *RejectAgentChatJSONRequestBody
@@ -10380,20 +10385,6 @@ func (response RejectAgentChat500JSONResponse) VisitRejectAgentChatResponse(w ht
 	return err
 }
 
-type RejectAgentChat501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RejectAgentChat501JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetAgentChatStatusRequestObject struct {
 	Id AgentApiChatId `json:"id"`
 }
@@ -10485,20 +10476,6 @@ func (response GetAgentChatStatus500JSONResponse) VisitGetAgentChatStatusRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgentChatStatus501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentChatStatus501JSONResponse) VisitGetAgentChatStatusResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10599,20 +10576,6 @@ func (response GetAgentChatTranscript500JSONResponse) VisitGetAgentChatTranscrip
 	return err
 }
 
-type GetAgentChatTranscript501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentChatTranscript501JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type UploadAgentMediaRequestObject struct {
 	Body *multipart.Reader
 }
@@ -10659,6 +10622,20 @@ func (response UploadAgentMedia401JSONResponse) VisitUploadAgentMediaResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadAgentMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UploadAgentMedia404JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10734,20 +10711,6 @@ func (response UploadAgentMedia500JSONResponse) VisitUploadAgentMediaResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UploadAgentMedia501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadAgentMedia501JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10858,20 +10821,6 @@ func (response GetAgentMedia500JSONResponse) VisitGetAgentMediaResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetAgentMedia501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetAgentMedia501JSONResponse) VisitGetAgentMediaResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11787,20 +11736,6 @@ func (response ListAgentApiKeys500JSONResponse) VisitListAgentApiKeysResponse(w 
 	return err
 }
 
-type ListAgentApiKeys501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAgentApiKeys501JSONResponse) VisitListAgentApiKeysResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateAgentApiKeyRequestObject struct {
 	Id   string `json:"id"`
 	Body *CreateAgentApiKeyJSONRequestBody
@@ -11922,20 +11857,6 @@ func (response CreateAgentApiKey500JSONResponse) VisitCreateAgentApiKeyResponse(
 	return err
 }
 
-type CreateAgentApiKey501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateAgentApiKey501JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RevokeAgentApiKeyRequestObject struct {
 	Id    string `json:"id"`
 	KeyId string `json:"keyId"`
@@ -12025,20 +11946,6 @@ func (response RevokeAgentApiKey500JSONResponse) VisitRevokeAgentApiKeyResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RevokeAgentApiKey501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RevokeAgentApiKey501JSONResponse) VisitRevokeAgentApiKeyResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12320,6 +12227,91 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 	return err
 }
 
+type GetAgentPictureRequestObject struct {
+	Id string `json:"id"`
+}
+
+type GetAgentPictureResponseObject interface {
+	VisitGetAgentPictureResponse(w http.ResponseWriter) error
+}
+
+type GetAgentPicture200ImageResponse struct {
+	Body          io.Reader
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetAgentPicture200ImageResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetAgentPicture401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentPicture401JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentPicture404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAgentPicture404JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentPicture422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetAgentPicture422JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentPicture500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentPicture500JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteAgentPictureRequestObject struct {
 	Id string `json:"id"`
 }
@@ -12408,20 +12400,6 @@ func (response DeleteAgentPicture500JSONResponse) VisitDeleteAgentPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type DeleteAgentPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteAgentPicture501JSONResponse) VisitDeleteAgentPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12559,20 +12537,6 @@ func (response UploadAgentPicture500JSONResponse) VisitUploadAgentPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UploadAgentPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadAgentPicture501JSONResponse) VisitUploadAgentPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17470,6 +17434,91 @@ func (response UpdateGroupMember500JSONResponse) VisitUpdateGroupMemberResponse(
 	return err
 }
 
+type GetGroupPictureRequestObject struct {
+	Id GroupsIdPath `json:"id"`
+}
+
+type GetGroupPictureResponseObject interface {
+	VisitGetGroupPictureResponse(w http.ResponseWriter) error
+}
+
+type GetGroupPicture200ImageResponse struct {
+	Body          io.Reader
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetGroupPicture200ImageResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetGroupPicture401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetGroupPicture401JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPicture404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGroupPicture404JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPicture422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetGroupPicture422JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPicture500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetGroupPicture500JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteGroupPictureRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -17558,20 +17607,6 @@ func (response DeleteGroupPicture500JSONResponse) VisitDeleteGroupPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type DeleteGroupPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteGroupPicture501JSONResponse) VisitDeleteGroupPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17709,20 +17744,6 @@ func (response UploadGroupPicture500JSONResponse) VisitUploadGroupPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UploadGroupPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadGroupPicture501JSONResponse) VisitUploadGroupPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18974,20 +18995,6 @@ func (response GetMyPicture500JSONResponse) VisitGetMyPictureResponse(w http.Res
 	return err
 }
 
-type GetMyPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetMyPicture501JSONResponse) VisitGetMyPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type DeleteMyPictureRequestObject struct {
 }
 
@@ -19047,20 +19054,6 @@ func (response DeleteMyPicture500JSONResponse) VisitDeleteMyPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type DeleteMyPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response DeleteMyPicture501JSONResponse) VisitDeleteMyPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19183,20 +19176,6 @@ func (response UploadMyPicture500JSONResponse) VisitUploadMyPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UploadMyPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadMyPicture501JSONResponse) VisitUploadMyPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19420,20 +19399,6 @@ func (response ListMediaAssets500JSONResponse) VisitListMediaAssetsResponse(w ht
 	return err
 }
 
-type ListMediaAssets501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListMediaAssets501JSONResponse) VisitListMediaAssetsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type UploadMediaAssetRequestObject struct {
 	Body *multipart.Reader
 }
@@ -19556,20 +19521,6 @@ func (response UploadMediaAsset500JSONResponse) VisitUploadMediaAssetResponse(w 
 	return err
 }
 
-type UploadMediaAsset501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response UploadMediaAsset501JSONResponse) VisitUploadMediaAssetResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListAllowedMediaTypesRequestObject struct {
 }
 
@@ -19615,20 +19566,6 @@ func (response ListAllowedMediaTypes500JSONResponse) VisitListAllowedMediaTypesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListAllowedMediaTypes501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListAllowedMediaTypes501JSONResponse) VisitListAllowedMediaTypesResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19735,20 +19672,6 @@ func (response ResolveMediaAssets500JSONResponse) VisitResolveMediaAssetsRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ResolveMediaAssets501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ResolveMediaAssets501JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19874,20 +19797,6 @@ func (response CreateMediaDerivative500JSONResponse) VisitCreateMediaDerivativeR
 	return err
 }
 
-type CreateMediaDerivative501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response CreateMediaDerivative501JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type GetMediaDerivativeOptionsRequestObject struct {
 	Id string `json:"id"`
 }
@@ -19962,20 +19871,6 @@ func (response GetMediaDerivativeOptions500JSONResponse) VisitGetMediaDerivative
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetMediaDerivativeOptions501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetMediaDerivativeOptions501JSONResponse) VisitGetMediaDerivativeOptionsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20097,20 +19992,6 @@ func (response SetMediaAssetKeep500JSONResponse) VisitSetMediaAssetKeepResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type SetMediaAssetKeep501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response SetMediaAssetKeep501JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24524,20 +24405,6 @@ func (response GetUserPicture500JSONResponse) VisitGetUserPictureResponse(w http
 	return err
 }
 
-type GetUserPicture501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetUserPicture501JSONResponse) VisitGetUserPictureResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ListUserRolesRequestObject struct {
 	Id UserId `json:"id"`
 }
@@ -25032,6 +24899,9 @@ type StrictServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(ctx context.Context, request FavoriteAgentRequestObject) (FavoriteAgentResponseObject, error)
+	// GetAgentPicture The agent's picture
+	// (GET /agents/{id}/picture)
+	GetAgentPicture(ctx context.Context, request GetAgentPictureRequestObject) (GetAgentPictureResponseObject, error)
 	// DeleteAgentPicture Delete the agent's picture
 	// (DELETE /agents/{id}/picture/image)
 	DeleteAgentPicture(ctx context.Context, request DeleteAgentPictureRequestObject) (DeleteAgentPictureResponseObject, error)
@@ -25188,6 +25058,9 @@ type StrictServerInterface interface {
 	// UpdateGroupMember Change a member's role
 	// (PATCH /groups/{id}/members/{uid})
 	UpdateGroupMember(ctx context.Context, request UpdateGroupMemberRequestObject) (UpdateGroupMemberResponseObject, error)
+	// GetGroupPicture The group picture
+	// (GET /groups/{id}/picture)
+	GetGroupPicture(ctx context.Context, request GetGroupPictureRequestObject) (GetGroupPictureResponseObject, error)
 	// DeleteGroupPicture Delete the group picture
 	// (DELETE /groups/{id}/picture/image)
 	DeleteGroupPicture(ctx context.Context, request DeleteGroupPictureRequestObject) (DeleteGroupPictureResponseObject, error)
@@ -26354,6 +26227,32 @@ func (sh *strictHandler) FavoriteAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(FavoriteAgentResponseObject); ok {
 		if err := validResponse.VisitFavoriteAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAgentPicture operation middleware
+func (sh *strictHandler) GetAgentPicture(ctx *gin.Context, id string) {
+	var request GetAgentPictureRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentPicture(ctx, request.(GetAgentPictureRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentPicture")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetAgentPictureResponseObject); ok {
+		if err := validResponse.VisitGetAgentPictureResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -28091,6 +27990,32 @@ func (sh *strictHandler) UpdateGroupMember(ctx *gin.Context, id GroupsIdPath, ui
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(UpdateGroupMemberResponseObject); ok {
 		if err := validResponse.VisitUpdateGroupMemberResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGroupPicture operation middleware
+func (sh *strictHandler) GetGroupPicture(ctx *gin.Context, id GroupsIdPath) {
+	var request GetGroupPictureRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGroupPicture(ctx, request.(GetGroupPictureRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGroupPicture")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGroupPictureResponseObject); ok {
+		if err := validResponse.VisitGetGroupPictureResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -30791,555 +30716,558 @@ var swaggerSpec = []string{
 	"vVYfFpkluzKpZNxTUf9cL7bypVupxK1MjamJCH20Lv7y59ZNIKtVVzUypwJOjXp0nkE7YTADl8DBcPHS",
 	"8DQBU8i0xPYC6rnl7AT/yCip08YkoZCOCPdoN7b8MLBAOF+TKSt1qycqSCuFQngnqJVnk1HTax/hKCJz",
 	"E7J0IOSpeuBNBX4a6bwnvirtCAbEZHzJ9Jb2MgucSy5GeI45Eul4YHLOvh/tjzvRd+PO+D05jDpjfBDt",
-	"j96PO/Hb8SF5h7+TmoQgqW/87Xc7+/s7Bwf9zjun4+16zSuqyZKapCEloJooWsyr1u9TeGpHpw70Uzo9",
-	"5LdAPfu5HrmvL/y5LTK7sKvrnkzVVf3HzsntzcedvrxtiDjT6f+Sr4fo+k7+X7d/8iO4P097571+z69i",
-	"argvk0B3wjMQAR4M3bW+BKUyyFP6iZD5Zhz5kjzpuiPNkSGBdJzg6jAheb0hJ1j9VAW4vFXnvIMqIXRt",
-	"mgS3mXOXkAz6WajMKB3gBg8myaTxxRmak5TyuEXFIqzCCyRBunm2RJlWhgFkk3I1vKTIxUIzvCjGKLfV",
-	"sfEjpolpzFbNzBRT9MTTB+GOVAzRnCcJzI3Q0wbq/G2aj1bq34L8mI/0zQOvFdQ1ZozdlDRorIWbj47Q",
-	"UHe3AusnhCworo7FdMCS992z4VdtIj3v7T6RJNkBL9WefnqItvSMG5M7Mk95RIQIEc8zQWOChntSg3rc",
-	"h0KuSxsrhXZcVKCcWThW4g/BNMvm4mhvTzxGuw7Tkn/71tLKzuVzGolVc8qhZkfeWCIPRdV7+3vgBddc",
-	"eW9/rzZDfsOkuAKfFBoU52vX/QImouiDp/SPJW0VuwXCpCqvt/V4JiBusTwhRWUKi4zPBVAHZZP2MeQ/",
-	"iTL8ng6/uPnx9uDdd+gfv/SVQxey/TUy7tr3D6U9RmcN721AR7juwAwsO/GCnFGTT92AWKF7gC/Csh/V",
-	"MVVmFhqeMjwq5mIZUpvmI7TFeJkjbR/bv/Uzjnl6oX4wx7Vm675bQW4znOViiedFMqdoihkjCRJw838f",
-	"qSBfN5AWe/qIk4EAp6BvzBRPEmjyArJXSsVcEJs7Idlzifu9WzkEqs6//Ct5AXplOH1p3Sy8A2F5utk3",
-	"9AFJYTLC0YPiQlaUTTl/EFVhVulw3Sn5LLxVB5+tP8lpdS31ryzDEApOyZyn2UYupa6xxaQ+IBazGclS",
-	"HbGyTjThcTIdq3QobCoIyRxFeK7GSCuz0m4SQKu6HfidTGXo1eQJGUk4IlVIiras0xagHKK5qovRpV1Q",
-	"vJ4stkMl4J3eIBIFoCxUD2srBfgPP5SCi+YAA+9cnf9uLrEVrb0jPP/GXsT/s5xyTo/wjXxyfR0arCpr",
-	"gMCVCoddBHm4ODIdC8UTtH+WTPXoq1Rdn5+Hx0r9Vt1vEWf3DIai7X2V/38WPysVd4ginKZar0+J6jGl",
-	"CZymMM9oScnD+zBQHzduAk/9w7udzn5//8BxXiiZWow5V4+OKaPCTNtUl0xVRYVzqrw5ybKce+c4hbmE",
-	"JnNZX1W+DLlqECS6FYxtPohVa8KvAU4n+UwVq38NyvzccHKeTvYUz60nB5gGi0Wfx6Kxo5k7tL+/tG+j",
-	"0z7IBNFgfbAb4JaD78cH2MwccN0xbwv0doTFkvVLWSzBBxWxwVEnDJQCJPG4d3l6dvlp0L2+vrn6uXsO",
-	"fTTIXAwkPwBk9lRouGd8+C8wm/RMW8rmeabcI/L0Prw9DAOeZ+7Fg/0D7YZRvqU1qjf6hilpF3HORDXI",
-	"2pzwbzC3FkGjDCeaqI511rEZtY/Fg5ppDTn3qsWU5YxIYNpu7PC3GIqkNdVNquoh6UG+oBK1LTLJoJ8i",
-	"iYeFYNXJYylmiOeZL/k2LHzSq/IdenDjc4UJNNuYcr1wAnpd6OTq4vq81++dhuhj9+xc/veke3nSOz/v",
-	"nUrR2/3h6qbfO7XDomEiP6RgbZ6B1VgfQeOWGNhy/MZWxFlGWU5QiqmAVmYQ1y7oEv0NVZW+YcN83Arz",
-	"bISx6aJS1BXBQ0Bj5ZnbaiqAvv8F5QcVBt6YnQOkbrMVpdySS8DQmTof7QApOg2gMMr4XPcHqZXGtE/Y",
-	"dyTJKmy+1rfW+HRD8Zm9STUTcCtVWiBRk2Ij4UUZzShOnFRIT2c6RxDUE1xg1DISHI1xirYKZMAs1klS",
-	"DXhmBMpqcClDXT1TCBofQQi0pdq5Qj3VNqhFamn+Nbx6jYMVa6v2dAc3umLNc/YkVV6P3BT1GaSmmWLE",
-	"DkI7okcRinKsWAl1z+Yk1bd2r89AbQzLb3dLBh/IYnsXXUm7Tf4Jb0KCqDaJoO+txLwVtRUlzC/gYBHD",
-	"KbTQgtjIi/IwMQcnajyijL1V3maOq6Bd28q5qZ6iLIA+N6jpveZQq9QT8lTHgpUkUkxrqxxf9ZZJVYco",
-	"xKS17DyRN4PNJQyKVtyY+QyzHal3Qn0++TJPMMNmEFXhjy9aJttMLtue4PDge9TnHF1gtkDaMyNWRl4j",
-	"NbjCrGwpUE947A3rLHRZo9bDdlE/xUxA/oF8vXA5kxJTeD5PJOeamx4wiqnes6HGj3FG0oGqDhDDPVB1",
-	"UsXthttH6Kbb7w3Ozy7O+iG67d383LsZXP3cuzm/6p5K3UJf6t3cXN2E9+xTt9/7pfur/hudn18M+mcX",
-	"vau7foiubq5/7F7Kh365uvmpdzM4Pbs9ubq87J30e6e76JqkM8ygar171//RvvKH7ungpvfPu95tP0T9",
-	"q6tz8/LLq4F8/8nV5cezT3c33f7Z1WWI7i5/urz65bLcRq/YRBAGtV0U1+DNQRiUthGEQbGgIAycTQVh",
-	"4CwvCINifUEYmA0HYeDZcRAGvh0EYaC34HXnSgRZXsuk0lgnxM4qa+vLVYEet83B6uTcVX54eOXmLlBX",
-	"h/AQA87QKOHRg4BkR+VRwuLhqGh4JxB+wlQ1XDW9Y7cU30VV+25bFREZ61g1GCTuG4D8hX1B95fuWV++",
-	"4ezy+q6/vYsg3kdN+F315ZH36ljfci7nWOW1WndmOU9tdboKUDfErS6prRdNAvqf+tU/yDc39+3G3s7m",
-	"JxVgo5hEVDijZ/UCa0Bfa4kaF/qcJ/KDrXpF6xWHDoBXoJp9vccJZTGrjliemVauK6W9Odo1j6GSDJpz",
-	"f0O3Fb1wfzHR/6KXdcwl4tBMFANynGfajwY+Y7pTZAGVlD8hGqMtxjPlIc84oEJM2mrx/oIpGGwBFTPY",
-	"BYtR1NafU7Cs0bXJ5Kt2eGzual33U/l0orI68UYokNH4WO3MpGioLHCYmKhwq9bP3rrAVqkcpo63vDhb",
-	"71tAo9rStUDdJmIx7MIvgSyfUs7aodRTQfM1PwyLBq4VokkS/vQxJaTv9S530TglZAfmFmt3LxVFSt2I",
-	"COhxrhDejqvxBBkJjn0+r1sYFgJ9bo8tx7fHU7DfRQ3tPirc9rWjypOMeufAQkZzNsVqBKxaMOTnjAhS",
-	"/cGaWvM1doW+Ui+BHUCedDTlXBBVxLJ1IK8cbh/rt4PXPCVzonjEDD2SdIQzFcB3ckGuTz8GYWD9uGuk",
-	"fRR8t8FOkDLT3FIGqJpkp1gGijla8Bw9YZb9fSXa20/acy4A5hxHWEG2VajetX7SNfv9aUTNOBxziTaa",
-	"yEBi+cAfYPlYIYBjG3ZMK1g6xUI3mjZ7HPpnUdbzTxrIo++8/o1AQ3Vfm2BRgXAe7UFVznAXdUOLi2hL",
-	"U4QzxH5o4TO0kzi3l2eMFE3hDldVchiccda8CjeU1uSrP9XuQx8LBG6/tQ80acGq/F3Vsu9mN7l1VNpj",
-	"f8ICYfFA4vb+nCXap3vkturTYu3a6uVSzbKpEYmyv7W4NGvA4kECVl71sGpYoY9Pw3fej/ajlmNgrNAs",
-	"+UpWa5PLTTTjgG1rmf07iiUdn6RvUE9mMv3BrYOZ7ujrc7+pxi1UZ0vII0pJxNN4e/ee/fOud9c7PUJG",
-	"n1b+PjX0cxfd3F1enl1+OrKX0JQnMSh9NWPCNfzuGSjohXZesY2OHJzWdyoMcm68vfth0P3Uu+zf2tXd",
-	"M0gUKTkj5SMqqnIE6X5zFcrHJt+Wp2hEImmfFskiOqBBhWpWdM+2hhBhrgeatneXxnSOUEbSGWU42b1n",
-	"12AEH5nlhDUIhRUoHKPfc0pEBG4XbULPk1zcMw8Qyj4VdWxBGOgTCkJfxLT8OfdC8V55VS04CAO71yAM",
-	"1GblRbNbiaYFJdsleN0kxow71ZboBnLbGrF6Rr+3of5r23wckS8kyjOVnoa2tA2g8npUW2ToOUYwE6bS",
-	"FGxDuUTRYCAWIKjENXJm7Y6wSM0xTFOftV4CuJnhnZ83toHkj29E4VMFYxEybTII02iLUtmR2y30ivbT",
-	"CDRnUVsgsT3A2oSC5VLBY05Z+DZxUYOLbbhpaViDPgBNWQ00Bv9UtNj7h3Eu9v6jd3JXoqMmf+Kd31EO",
-	"5SQo4xlO1KQl7ddSsARZbAxlrywrJzw0ZQnBz0hUm06q/IgW7oJKCkV9wh8MR4AsAvUpXT1X7hJ2sH+w",
-	"QaDH3WB1JV5MkD/BmOd09vrNw2vDKF61/ff/yY25/WdZjNQ+xwufrSTVPBh4hLYmCR9hmL+RubUXEJHU",
-	"M5Es8b8RdnpH9UgjPjeDQ2Fyq3/Sthnc4czY1gO/KsMXA91DYvej7i6hhyP6O88e9Pe/O+q8O9o/+JcH",
-	"PdTS/j/2/nW7bRzbF8VfBcP/vUek+tPyJUl1lTV6rONKnLRX+7Ztp2qv0awtwiJsoU0BKoKyo5WRr+cB",
-	"ziOeJzkDc06AIEVd7Nixk2h9WF2xeAFxmff5+zWT0eMkIAdPhX7efwh0kP3Z6DV+AQM4EXtUuMoJmqbD",
-	"Tqp0JsQZBSUVWPMMNTUp4ybkQumysbI/edwaKuxtojyZz3R53hhhnLEidwctRJp2UH/u06vFKliyJd0s",
-	"3bdcZR5zJm6KYBEXQvZNnaoFoD2O5cbT0H8Zak+w2eb6WlNn/w70Nks7XzlXOOpdqHMfNvYY7xKaPvYi",
-	"+or4Qlth4p8QdhnXGh2lSpcpscaeTHtxUM/c1JBfDkamizFF/JMiHMn8iTicldMHh3qc+8g9BBUH0u7s",
-	"SYOJPgdd9pYbODoFNoMtFzzhfoGaOgzcmsC3go1tj9TysZOmfbAES99ic/wdmMPA2ZrA9EVlCuJ2oI1w",
-	"+EeygNpoKcy9uuPrIzEzecuzzDhug6DJkhsjTcGtt23XmBKK1QqS5cPR6C80ZpR9juYFsBLiZS7F7HDj",
-	"cKL+rSUwB1bL/5aD/NVNmYBgGQxVoge+AAzIrkWoPant2k/PGiqcGXr0r7FQ/aY+LW1AqzqAvv6AFy+M",
-	"Oz2sJVXfzoVUV8tm8BZjdUTOEoIPpF3Gje8ZWGSf0bfQXHp2xHJpmzZdYyIMYnnh+Z0vgZZLDZMUgoYF",
-	"8OEp1YqxBAiUIVJGg2xCTzvtfXEcwT2JYSGz6I+LEol+rAqZ+UvmQVWXs/C1stlLxbrxOaWsqAOKzS0Q",
-	"h3x02lukB+i6+xfyuhc18RckfFzohLVGuVj36xAx6EwhIn6ZEpu5PS3JtZjQ36/FhPnfKoXcYxWMeeHw",
-	"KMw0fyJyrh62MHy/GuJ55KqABykAePB0P64SKbzZmG+zQltI8mkHilcsp3ZAyjYyGFnpa4UEgOJAYhHy",
-	"aVNUnkvg4MzSMmf0S5m7qeh0wjWacZpnb4vla6trEbhlCyUCXdNQM+EreEvZGDWJ8IooqAggv8h+gWp5",
-	"pvCQztRNlyKHRuEvQ+UOew7NxieZft4o6OnJFBlmWM3/awPB5bxqf0fJqWtV/wvReBcE5CpvbZqsD+B9",
-	"7vahTPp+k3V8qxjHByCNpZnPXrmbcnbQ0Jr8FVgn655m+MY5s/MQGwnghsKdlHRZ+f0sE5cFA9KC3Cot",
-	"bD6oEx0GPUEvN6M1pQv7YhplGiDrHBJW640Ut01N4Fmmb3vYzT0ezYbpcjy6jkuFig5cy9GMOpy5tXdY",
-	"TBT8zTkvRL7bzwTPrapqL5OHwHYAqs1usEArhd++5Jti8/4YbX5B/5VP985HRW/qgC74l/TlufuXZ+6d",
-	"2t13BmLfvgcQO23SWcz/65fIdDCkQioG1zesfePqN9TrN7hZ+IOj2Oeq3re2eDOYiSnEsDerneoMfp7d",
-	"SfV5vmgBrm6nQ79MzlCUzX5kWdzqoP7JMHb81mBhuN/qEKbjQvdcjpP6pYWylk46Ax+sesfUSXSl5u59",
-	"OwygwwJb30SEF0YSmqAErO6TWkU4dqkGIicc3Bm2VyCJ/Ijrw9mDH4aAUUkDIjfQvaD0xQnkoL3MK+sE",
-	"u/T+qDo7szUN8HsfiuHFfamlwciG+18YMChyPUXbjdEWwuabprJvjMUc0aOc7gVs5jDyAl1i9kOJORgH",
-	"0RB4aWCCXDQh95uKd2CKYLmnVaZlnQAaKQiCh1AGSNJes1pqSNj5tSgiUImikIVGZuJRLvvIGY8gzUgb",
-	"qsLBbU3ZOfP0oxXw4HB0WbNebKhWbJK6D8CxsbQQO8iGkMK9epqFgqmB0Dn/SLnmHmae7cYCV21tZ+1q",
-	"VKy/6mwRGY0VjWNEpd9aYsl8JrGRn9sVbuye7LNrMZmhkZXosD9yWYh1rbJJxByYCiKd1Jbj1eavP89f",
-	"j2gN8lnHKpt4iXzBjWiGzLHjFCodaakKZi8D1LOWzhmlQwAZ/VLnLME/QJlVEybOgiQ1LUZzCTbP3JIi",
-	"07IodlhCc5sEeslP2rWYRCxxn5XQbNnbY2UvS3MJXIsoojFYD1FwByFDDrv015gO2yWyfQBzMlYHQJcT",
-	"jFyk4Ogb9mp7GzOYPoxeVv7gXgimu7qnooaNGK1Zo1l8LHq3UqX6lrjB9Li5cKgszP25Fq6HBPZfY0E/",
-	"08LXHt5Q8wG/M/wdhDgMr260lgQ4cyxXnPSmyv1UZG5JWuU+YkqIlPBBpzjy2xUlMhKKS+j6LQY5cD9F",
-	"a+45jRMlTc8zzDRikw75NYEiQPEa4hXpS4g/QzK2662Ocvc5ZNRG+n/K0DfQr0L37MWEioKCzv3KZxtX",
-	"tgbSDjLOhRPvSfk9yWwCp+rWasKcHo2pjggguKzTU5YoNa35QmcFhWjzikO0Ec4RRcdCVpD53sOSesv6",
-	"/nVOjooVcidFVtMAU8a8VSxQ0lheVZmz7UZvoSTocAd7xnRByJOusSeRYPEqr3j586I1ma2ND7nMvkQd",
-	"+xYUAOh2cF4EO6NRMtdNJZIIa2ZYjOA89/OJP4bQaniZ62GPENnshTf9Gg41XOAiRFBIfCbyGwlxxoG2",
-	"XwFP71TvGlHJiv31ZT8XBaAO5sXazutf/oZFNPRMc9NvCDnNEGWJfVViNzUIrlyPrwYBcCW7EJm+7bIk",
-	"01cJtZpYZWxcVYFxRyHTV6GAo/nJ9FWjNAvnbSpCmHNl7KfZDTPOZTHpssSYDNCt4e+vf/kbQhYCPFv4",
-	"WoUUlLgSxjTnQ6sr1ISsLXKHqXcfWP3KEs94fBoYqM4AtpY2VBSBeeJyyvUTP92uo02Tp354fsLsTyC0",
-	"YOVaSgPV1RCQOHOI+1trqN0t0R+VVus4GjSR7O6oS7fXL6tsZP8njs3Gzv/1ZzPnX7lxG4fofo5wY4HJ",
-	"2HXzUOJtl7ZltKy7sP1qGUsSz1Dz0OwctexmIxazzCQRe/Xza/q33ZNVJuWfX79++XqRiimPauNboS7w",
-	"Ttti+/XrhfFfPP60WeirK8ewdixmO6on2fhK3jN4c444ltgqAs9hWBTWZcmnzwn9w8uUPi94pq9eGJZx",
-	"oJQAGMlaq+CnNfrr2s7aVudlp6F+1V9Qn/Df8QeAhIVXs0JXwR7rQ7hrMets7fXB3Df0MduN1AoqH/lk",
-	"fl7ifc77gv1Dj0YePOnrZic8TcNU+aK2e+KLZG+d5mEeMwe9iEFKxzBumLtvplFMJBHTJC11ex9hrBK4",
-	"PoGQ0gyK+9kCEnxu+nXqzFe95l+W3HmZ5sg0BdV699t/h9BDy/OCEEm7iAd+KTORMPh7BU8Y8IatAOsL",
-	"36n3anMzYv2B6F+7Wi/BBlylmcjr+ML2sWs7a1j+cCEVzydY/jC9c/HSxk5jmYkXhl1MCoDJKZC1f+tn",
-	"dih/6wIULUtFga0h0CwNXYT26mrhE75/7Q6T/SDzDHkQkJpY8Ynz3jxRLRwj5K6ImogwkkfpZXstmkd9",
-	"MX8Cu54eEOh4p+bLvRHmbalpiwKyDfJtG2finxQXq9Nu+DrAknXDsO1XQHRsKEtYztWCGDZ8fLPeMyIv",
-	"IEB7rvU9uaLegKg2WJ2LhH8QdBeqyCek/jD5bxhXjALq+LPHKp/RG1DJV8zqDDDX61Rgvr61/bKhP2Bq",
-	"NyxIKljDJJUYC/A5BEetgV/YcoqpNOQgrtnFnAj2ZCmI2BX5ZIZ8vF8bACwXAR5Sff/FxGeNIHgpeH8A",
-	"5I0+imn3N1wcsUSNMyRLTOK1eC2JVSoyUcBFESubAujTuLNQDTSpRNgkoHRBcbdKrrupYaBRgpgml20X",
-	"TUQqRFjUL75kWVxN55dNCVDDoG+EnaC1eYq8vGWaemkRTVWT1m7QvmnlPVtLVQndRWXTtnRU8h7lFeYb",
-	"W4+BzUdnXrHPUOlV8qhZjG4eRijM/5HYsjIA4xKwaVyBVKNNtEQV9qKSHPuJL6BqwED02t/RRdA4g1iX",
-	"oH1kwfStwhaYorxX36olK7eINWuqGs3OK3JhDyBsPSlnv0akCnNfLf4O998wpM+dXQ5ebaRZ5qQ0VY65",
-	"VaicoWDjTW1uNwFT8JCzABn/nCEb6mBwy+AJ2NlcHukNKb8WQGbgI+/f7YKe0N0/4/58Zfcf6x+AQ/AP",
-	"PTbCCn6prmZ3KbnqSmu3DYI7wKZfFv9B56MBVwAJMGrSxdSB7+uWcmtRE+YmhCmaABeb6ylDtnHTs9sZ",
-	"cOYaXvp2XCNNN1U84rJQaEHVXu3r5g3ivmsGFgTGEc8g+FWiqf8TE50Xgucif+eOv7m57lWLsOmfqNrJ",
-	"+ajbGycV5AvoMjyUxkh1FbEhz6xwEWnkuO8jlosbbZfKitXbXKNNYhigyxFiEMFlxOrV5laHEd8i62t9",
-	"LYk5AzOrHgBLK5YEtBE/JWhpYMwPiMrth5arMiiKEaQyTX553txze+rcuEJfod/sCaBMZUBLUQ9SBXCs",
-	"3L27J/sddu7Jn2SVEMMVpY6LwUamr6wfbZ+VvN9zfx2KpMN22RBnmuk8VjiZ+LzS3XyJ4+7rVLDkzdnp",
-	"u9758T/3jnr7R7/vHuy/pZmyZkKJAETRkpBhsZw7PpJ2+8Dugm95A9PQFPCtTJP1X5o/rfWPohgdQ8b8",
-	"jA/FmSzE3w/4R9Ry9kn4hHJg5qbfo5dPj8vue6kuddOAssv1gYZia9yxOu8PBBhCdqAGsxEddn6r7QIZ",
-	"Zgao6q3Xp/tQ17wTq1j9BPvgp5+C1fzpJ9aiL02C8SWALIJxgipjJc520+6JFZvaQO0IkQXJNAjSjfJG",
-	"AO8EQN4iRV23HGEFl+ann6BZIq8dFtbC8wEuQbKUFEiC8eAUGztq6PJBBFCcS9Nh+xAVGVqTHU4q2JeS",
-	"XCfnliRnv79BYJTe7sk+oFtR05C9CjFw7AvysbL2CeQ67UUJZmuS0CPG6ax9IhQ/lKfiVccu4x5cacb9",
-	"Phil9GvyKQaRGq/tMPzyEfbO4qd/Trr0Cof2TDfGyt4J/QT21k8xYB+XT/EQx/iciMUOFbm8Bs0tetFn",
-	"PPWua1lkRnRi5csIXd82y0UmuBEAfGYdr4uxzAo2ER4r8PXmVigFjo7Pe/uHJwd7h3tH53sgAmL1u1Ap",
-	"WJqFUAZBr4ICQ7PDko/rubUPgfInIXMVqQLydWTiX3dhRbgGbPlYlUWK0jAzxqrVQrNWYmVAssO2Nhkv",
-	"CjEcFVi8i1We8J/+3nbXvn/IP65f6HSyDoGWhPgQsE6E3ARmf4eUeMtFs7fYofwNXO7/PDs+itjLbf+H",
-	"YS2gZ9pdlvH8SuT2OaBsYAZj9WrrJTvZ/a+D4923vfPj497B7un7PZSdmewLMoNIPiHkcpVGRo+EQnod",
-	"YGKhm8yGvRYyykVW5kWPK3KJsqT2BK9FlaD/Jgb9oahiJNd21l52NjsvIWlaDEDdB6egP+DYxnYlGhI/",
-	"v5UiwHWrINeQtbWNb+0zAfVCmTOtol/BVuMKIAdi5VpI8fcWRgZANq7bi8F8izBgUAWYakdMiVu7ppcy",
-	"N0XEeHbLJwZwntNOrI404rTQIWFKfCwAF2MHoaCp3Y8ZqEdHWp48lzdWKCVGqr5wMQz8MOj+jVVS+h8J",
-	"IgXkErxiV3vPC2Dy4w4AwW/S/XRtZ81Ol+evMwhaz4eiAOfjX812e3nJxgkSByy+TuT+0lqr2dkx++Xn",
-	"zS03yJoH2cTKlLQJTREnYlxpNgBGgF3FxmrEcyMg6oVMw16cbm8zMCYAyxuRwAOz4q+xgBCoU94SO4vQ",
-	"Wak6sDMoo2p5p7pr+ie0EYEvAvt7e3MTEfQhKksNpk43bvybusvK9y+CAah4m2BfzAYfhxmEfoxXm1uz",
-	"Hu5Hu/FBWSEoVGFHJwBn4NX29uL7fueZTOF7PHfOq+1fF993rvUhVxOP3v85WnuNszX/Pte/iDcs8WFH",
-	"uti3i2pNJvtdgTOChFveDfnXn3YBDfBWTegABRLjBR1Pa+jxK2BL3HWSZg24sKgKwBEKYihwwIszoP0D",
-	"J+7T/3BRJKse/n8bIfngZ3A9m0sJ7HuqXIIIUGeA6h8R6BDsPEK+Q21FY0Tgd9pqSGikB84Ca/6DdpIm",
-	"fF5f5ynS11xYY9PqKNfb0VKaCXUjMj0S7Q47k1dKpDtkOcYq+d/rZzf9dftnKGFK3JMzfSvyPpgE4iP7",
-	"x+Hum/Wzf+xuv/4ZEa0StDWsIWUKPhyhudHBv+b8FnQo2XlRrK7FpDQ8q48++8fuun1sKq+snPbU4xOK",
-	"BncZjfHcvSuJlTTsg5IfXVUUayE2mQtWDz068MvNTWYwyzLR45z17VS2/TP/KSbr+yk+kF77wjhmSJl2",
-	"2K6asO2PH9HuABuva9VSaU2x1kv7s+pn41SkbVjCWJFZF1FHUcourYkNs8VaLzeZidhWxLYj9ipiv5C1",
-	"Ytodtlswa4cVTKu+2GGpSMcodUSstGIt7GCOiGy2jRKyph3qSeFZ62jcmndmO2+VvbEWhgwoW+IF4FSs",
-	"bxqLX36EGQiq2dxqpyKTYA6TEbdgRH4nfNmITtwyh5uuRg2FR2zBeHAX3Wkwf+LFwhS/6XTyoKoG1Ut1",
-	"KJ+b1Vs9XIEAb6zFadeXqX3a/O0OimEvad+U5KgpazmZWNagZJnI23ZEUxpvprH4xiXyULo50gjErASu",
-	"CW81bG9uM46HpetxTmPlSPwc826rkbi3HWbaO3Xe2Sle01jdj9iUEcErpPhNgqStvODsw+mBPQCxqmbU",
-	"MbMGX0l//wX8GNouEUPYLZc4ljmmjHegmctRxdp3RbGy62j/s5FWFnjNJiPhKfjDz8CwGMusIpXGsczG",
-	"ytHMer8a1ghMXIl45GOcTMfcmrDh2BQOa8AI8AOkgXXvc2jET2PVKl3vV9vb7Q5LQvWaBAWL6BlYc7FF",
-	"NrsbASUA2o4xQxYg1rliVeZfx+Tupnd789Uv9iE571sZSgg+Aw3cgEZnN0QNbLcCaoZYlaTB4IyMcnkD",
-	"CjzTemRHHYETsZ7pPoLXIQpQvn6V81Swo93zNkbuQo8zVtQ4C9lttvUr+pgt6zbi+rWbnIUq2/Xa48iV",
-	"ZkrtpQTN9oMKt3k29DltR6ceSWSQJb2EhfobT/2nfYHxvfVy8X0EpXau9QHPkeftRzfaQ8r1Zks9WqvH",
-	"b9Z2tje3Xm7//PrXbfumeqQCsRhKltZmE32mJiLqZGDiwJAkhhbCGCDbzaw9mwYBSRJIsSK7HUUWwlXU",
-	"YKRZKPg2f2UUUe+dne+e71kxGCKpO9s8VgDR/sLUfwadkDhvwcN0J6xFmZMdkK5dltB5hCdeul7CWFXQ",
-	"S+hbqSXHEzFg3DKkYgCTCXHtGaDfUGcL5vFptGAYOzKmUHGgymD8ikvFWqTlu6GKb5J6yCgRir27xUjg",
-	"zt2RBBb0dO2x7LHaMJ+94MTpR38VCHUclZcPUVvXFPweVPhus31tGbv5ailR9E6PFd2whJB8o9VlJjFX",
-	"vZLi95PiuOMZLyVEKEuuIU/dFISZLb1LsIBnIL7rKOKLBPixCsDwR9Y5cVD4CBxv7WIfGClxR1+gm1IB",
-	"VUoI7z1WXsSXNG3/+rMj0wTkpkuTg4WfWft64hDZmExBBaDx6WGWoMwuVq4kCQrhfVEi4SgZAtWnosSd",
-	"aQD9dpP0h88EO9wN4QFkP+6I5y/8a+P85qQ/EUHmwi3eSvSvRP9s0f8WwflC6veATxQquWbb9rMVgGuW",
-	"vHvacSkFcOh6MaViiUOtS2Kl81TkXfwChBOwB4HEn8v+9fwNlAb0nZ0YRSgfCBrlCkIUOYampR2hB1DF",
-	"cBABo0O0IqIkPFr1fDSCUMjCfKH7ni+WitHSd5zZqXBAhWuPnkujL1yUUkOQG5yMzteVOD+4IPgAJfYq",
-	"DcAq/blYJAaiR7bywkScPZKk86DfjAYJGNXGMcNZA8We/3ZU0kmxln8Qvcw+38QKwfLWxyPTdpRT1gwj",
-	"lqawwmjKWOxA4RrLx5kwmMvr+1QEkmdhNHvDxa8jJquR5RZFaZkP0sIoXVA4mo4CQ80frIiLrhaTkcAY",
-	"exDC7bCk7B2ZFyP3FupdY+TnJX52LfIL0k+6mpFYmYJPQFZf6hzq7BaZk0HCACkttOoTQ9QM+/JMqLQu",
-	"Tp+rjdk01lV4dmU/fotq4w0BhjrRhzVgzMtUJ58fNDhMvGzfZnQB8axRVQGIZxlegMgdNhfTw6Wh1vMw",
-	"vjtbgC50w/Hlz94Lrw1zJRxXwvFbFI64jR/cuS5x4B/BtT7SDAo3WXnqWUt8LHIeKwgyWndXXimdg6kY",
-	"5JmINYcp7WiaMNcffDIZsy4W2ugYvxflwT9zkPMPIKUe0bldRkhQxd/Kqf3K6Wkrl+1GvISaTdqq9z56",
-	"ZbT/kY5fbbtEnuErVp6kaGxEHgV+OpT1+JBXFFonUl21I4rul5Q9jqYnVtMJi4g6yYgK1ZUMFdxcW0cv",
-	"5QVPqE51VkAtVvMiaqwWUIvK8TdyYkFxvo8JBdE3xxzlnV5qlruWKkXotkXipaQ6+n4Db+U3LpJS5d5e",
-	"CamvKaTejbMspC+8m3CCzX8PV6iOaYRCAXi/7R8xx0kQRy0HxyKLHfZqczNWv+2+7Z3u/a8Pe2fnWAEd",
-	"FkNWqt+w2XU5CJ1urJYsb/Qyc+s1ov6Cp8YL1ucKWuEE8plCYat9WaxSaa79fa83N9n+0fne6dHuASVW",
-	"AWjnQmRaXZmKuwUE3gRbAOX+9gXXYgQ89lbg7SDObBKFoDxU0EhuMXFVAvsFSClZGGADRyJ8mWJlqz1K",
-	"sRrZsUBvQFiSCTg6ZXiR6bz0spsEXR36am6VoW+I27jU+XDddeYvJ2ZmgWwt5a5tPVzqNhjAfEmnxC2u",
-	"d9etgyTVZlfim6k93Hq9zPvMeDSC9hSYmvPJaOWa+dPBOIqOS50D3GE+r+eoKVi19bdftl//bSpWBcd2",
-	"4xP8z376+e624qngKXTc1XIWo1yn4z5VZMAWjvASGcouK0YxPKQqYqzIhWAtXjZcvjAMoaaxWJv3BwRu",
-	"hS2e9nCMeC5U0Y4QagByE0pURus6tUpCXlm4Vmm0c2UaGrmRxxvK5LVgPFYezUBRcgBh60yRCz70+AuA",
-	"9E76I3mDEmPd7ucEUd79395KMyKezx3Kt8z1NJ14nNuTM032C80lI14MytYSWvC5XSVl1+NQpL3NrcHH",
-	"18Pt61/Sv/316+3afZocf9r4qSokF4P3NUpF+DaHGWg/EBtn4K0NU9sArYxz3YUzZWfk7zGhGLo/YHNZ",
-	"vAYoUrMbbT6vzM+v6SPDKePKbW5YxIW2ZyGGI0CInSncdtWEVZYHgK3IxUWUWStHoGBiXSrWSvo6Fxud",
-	"TidBGwkBc9ftVs/lxbgQaaz8a61ASiE9eDFhiUyTLthl2CTO9nh/QFCChk+sHyqBNY2wXfDJEMsqpU9L",
-	"Dq2iJNj+Wz3OQMwqdstzxZKTgw/v9496h/tnZ/tH75P23KKOcz87j+jeVd70Bmd0oZNHl7sV+CJX745b",
-	"+fNUuy+/4RKA3Ei9FcG0Vbdf+UvjJtzAtZvtBzVvRoxfgjkIbwnM/ySEKktKVImyRe6FidU0fFw7os1W",
-	"XojdVBeCoXLVbMgVvxKs9WrzZcjsja3CfoWkIShFA5VElU2SYPGDA6exmlpkl20oHzUs57fUT5yz/9o9",
-	"PKBOAamqD5rwIQE+2t83RhmXKiGHLRjEDco+kXq9za2SiFXifqlsxGSnBIIAUJR1Y20BWUzYpaQg+EAw",
-	"XLCmJrFYJXVUgaRa65GV0BQ6FaZdgUuRJac9O/aZOGjBcPE2dL+Ijruv8xSj2tSMZq0ma+OAS86RetYj",
-	"0vBcSbtD7PUOuWknVmOViytpCuyUgFhWxqHXzF5oriXUeLSS8+Pjg15dkkRl9W+J8UL3WB/z+GTvFCfj",
-	"w9E/j47/OLK3OLxU+zLDMt6/RrIqknAOQ5TqPq8EAsbYj7WPhHEc7e29Peu9OT56t//+A77BPtnJwyZp",
-	"Sci68C31z4gVLAP0WwIGRZYhAFh5ys21HYzJxjSDrvillZz9c//gIBCu7Gyc38gb6EXx34K99XhWCekU",
-	"5toRvZkOA7Y835zJDuVvTXJ6HzZfZdsusv+Oa/StzgQuhUejiGgAmCzxrWoIGTVwxAaDbima2MeqjA5n",
-	"i9xRkOl1kXLPR56Lj4QK64XRlz3p6wcf3ABwey0VhfASKZCJTsh8/UTyEoGIdzq/kGkq1FMkhu9hcIRG",
-	"cAD7968/p3Ds6oYxriIgfpAyhAo/v2x3tlGcury7lUIUNKTiplX0AjshVjVDoes1DmIwhoKdG6enCZ7J",
-	"1QVOGxex8tYFW9K42EUsp7JMZbPEV3SvpTgDR0wvkLPaYBDZOCinHRgHvBnivqnG+WEAVkRMb8nJ7unZ",
-	"HpkQ0FpPDCPwYLpm7/Dk/L96hPGVdFirYRILqrWxL4BvD8wWawmFQGS0ypqAI19tbrIkCJcnXeAesi6G",
-	"XbBgcqxleCWKWFWG3WkztLOwk3QKrjkBGwtrO+HjltWBvzcZb2sr3YG64/PX8ttKKbdIX9z4K/1JWWmI",
-	"J9UQ7giFOoIwI++sHD7JOXHiWaGUU0ea6Yjd/DCcwO+wc68nUqjiLri0stVk3AysKwBBF0dyK/IkcjhR",
-	"FH6x1jrG7Tbw72UgL2nvMESABICOdaEAaBJFG6YSgYfzyo4kilUy9dX25f9z+13l9c4aIkK2IbUzU1eq",
-	"Ffv2sfMCurNt+mVy9D52s5+e8GLwuCn6yhvPBvp26QCOX+FvIln/JaEiOy2wnapBouWO2Pz4pAFotXWp",
-	"6ECVoJdEAqAvpzg/g8BOnytmhEDKH+fpxaq81u1lYAcBslJpgNRmeAFlSO2IXfIbjeYdeZT0bAK/hAjk",
-	"xYTAeFQaK4A4CyAxWSsZibxn/zvxrRvbr6PSBNjcbHexEq/gWYg5HVUQM2PVCJlZDYQpnuf6lvDmALJP",
-	"41EP+BOqkxWrcrYQBdTZZ94esw+aG099CkDNY5VN/Da4Va4eSQblAF/Dk39MwXMXhEuciSeBuPzyOLPb",
-	"QxWBYea0rjUJh3OfhpXBjpgRKN5pDgMFwoGqZ+fHiMHzCPiGJW5GggJD0qHbgciFg84Ctn74NR1CQ0CV",
-	"oJirSXunfkLZ9AENMF4jON/28UYIwy7GvsqGxhiAzk9Bsm1Bo9nmZgDLvElFQWX8Y8BNrKhS2LjIZpM8",
-	"QJi5XfK+HwWMr3zDU5axLB07WnkAT+oB4HaB5GlTSKhqiXgbH4m1Glik8TwB3VJJJ1jPEr0lWq6yKqRK",
-	"VQH2CuZCrPSIVZDVksUO5j4QfbtKaRIx7FJlQZK1miRRaRlrj2LlTZeIjWS/QEz81PGBGNbCTJgp9Ahw",
-	"Hu2QqJkTGqHCvM/mr7GqtEpR/xVVm/hBW6HiKGBaALxrrSowlhpTsjhbTmTMDfGjFTmzuEMuW9fxanvt",
-	"64JV4zem84QGXdL5ymf/8VuTvgUpgZM/V0pEs30UoAO7HWjvbZQHvyXVjTTSJ9BdYJW92nwFaaZm//i7",
-	"PQhL6c5Qb37vXvP8LQdMU/dVQyUfJcvEZcH0uMb62GXJUBQcOkawStFakKqISvpJ3wPrO0rsAqEJW1Zy",
-	"0/MYmLmtMZA1EJtQqVexNedS5El7phHaXCad8mejHx7eng0+70727Fc+k5564huxae8sAL5nIxj32F2M",
-	"4A0+kuvWRJwZnGuSQdZvnaMMXZMKeaW5vBoUhl2JgjzTQxJGRE0TNpYAmZYdT5V6pkt0BiH3nAudzQ1X",
-	"7QInmVlWoGB1kxmJ/gvDEhjWfpq0v031i9++KLL0TzFhTjs8e6P06xzCL6j0rZOolHvb+WLhoXR/mh39",
-	"Ws4CSOyGTEJE/qiM9wTg7C0o6ivv7DLFh64O8FqUDEuCQeyzpA2jDrEbu+JaUQQOLdzW9uZW2/WcYwYe",
-	"MmB34LKDmoVrMQFUJozsummG9tEdhJDn03Qn+D58GALpa/h6oxlnmTaFg8r3vWh96zcT+6UL9ZEZtCjS",
-	"hQfq2cqSR43B4bc/ZSQOR4BDSpcJy9mVdw3WDEoRoEqFNksL4VwwBLKyc76ynfNAzRR3M48OJZT4OVHc",
-	"LIlnGUgbn67FZP8hwob7qRiOtD0VOz5i7xh3sSDqdoBRRJ1DoROk7uxuFh+lAXorQGXrF0Stoal6LLSm",
-	"XMcZZOjZu1wPgfcXjx/TQAOMrTCx8nVfoAJc3GKrGbboRl8/d2k4i6sI+Z9wJElVKyV28pZlXp0xaNgf",
-	"S477+m+XL//69eP28NXol2l+vaFU7p9bT2Y44lLPlbR0CVAEoVFOO7S9siSfTszhqtxZ0ImPrnHnHgHQ",
-	"LkuIxa3nmgT+bnd/wpQQKcq3YSAdrVAMLdEO2/Xkv9YT2WGfXO7j8+eEEquJ+1PCiJqoUm3iC3Fi1fJl",
-	"ttsMM/1tTOCG4aqppqWEkA0AQVSaHehmwzoRYAaEAiyVihx4vjxygrPwrRiIWEL0sHBjAgyxScSS/4En",
-	"zDME4j8ZUSFFsSpDdB6/CYtZ+/pKSSPSaRn/wlQCe4C5ApnbpGzMiVW1PyXo4S15gYO2jT/s77PWEsi1",
-	"ENdeFfkkVjwz2g83cVcnmHJXWq2TsUXMghUm2heQIq/2jTCoaLFKLVatETfmVufpOnJ2YYG0SplUA5HL",
-	"QqTsKtMXPItwX+qcsvD0sjJSgDtbNDNA7X30HShPGnacUlq7aVqfRt9/s9xEziqKqa9upTCGqgPWdgBK",
-	"w4/zQutMcPU11A+uyFLJgwcvwvteFE8lFoETWgpM3iA8l4kVuizzPBN4vprosFMx1Dck23xNjnswG/L8",
-	"WuRdJr2JzFoluTu+M91hKI1A+NRgGW6JgZ37ZzYe+g8+Y/7D56PtWarNP2CDaSVWZ+kBYvK44csD580G",
-	"X7Nx12q4eccLVjPj0Hw7Ejl1LYXHyS4xlH+Uqw6ItTFlC31zU2CTVUP7LJGm526mw9h0yN79EEds+Ux3",
-	"xJS+Dee9Uma8OmwPcNgOeX5d1XN+tpdRcFQ7tSGH/Ep8eaAn1HWuLKuV0H8hQL8jKVfjLGt3Y9Wg+Nhc",
-	"vZcL0nlKLKq6OsEX/+jKzq3ESsk9eaSCyrEqAH9+ky6tE5c7jAtgFh3AosNcsH/cidWrzc27ISfusJOj",
-	"9xH7z5O99xF7v/8OPNY/xMUJshNBfEGkyC4d8uCf/f4+4MGvoipS98jrBkzHU1fAAyAfPM8ksOThJHYr",
-	"4eVAgcvCQIakIosWQBc+G+nxKMiJ4SfiRz/nIp2GpaSVXGWynhaV8VuQuoS4uKTUrdtIvlJ9PR8rc89w",
-	"MXB7QKl7NWnV8shh7SqsmBIfi14+Vj1eJLFqwZ2uzMjK8Iybok09enJmSdCZG/upHfr3ageFX7kMzVu1",
-	"9+D7r8edKs2pTkBwCM6qP3ypCbJHcBHUSeHTGdiuxutNH1Te4sK8RCzm+cvsv0Ttif1cq574OMpRAiSs",
-	"9ZpdSpGlJmLihmdjgtWKVVLIofhvrQRB/CV0uFhLK7FuBrroYnlMJoXLJV+OwXDGdpBEmh7W6yXtCjXb",
-	"9nYHEMlyyS+AWc1+gGPygfBB5bu1yib0MQiO777ePcGfcx4r17oGI0MoLYj2Q2VTHcHNNdM5HyshWLHe",
-	"xSTZYXxc6CEvZB8AqUfU246XUINL0GvKC0Zg/8CHxsSQy8wDvmjF7AbMBGRTsMA6UbqQl3SCTQ9u6FEu",
-	"BuZEq9nlRuER/h6LocPve6KaouoQFlcTVYTEysz6NrsDq6s4T9LPN3s2PuVj9SDFQOfYSld4snHAlBcp",
-	"uIvXYlR0ZoR0no2ImEpcVuZy9lthBpd88d9WfXzfc9jWteUtfzyje3odsCXnEv809eqtztpXclfu5Kr8",
-	"KJ2DdzkVo3Fx/2wFhRLRDr/NZQHmN/gPrJWJy2Id3O0RUhnHCj0LVvBr4WkBwD43hKhhKpzM1komPTwa",
-	"ZZNO1asHWs/cmuqjcQE9i9and79G9E9rmJcEU4FBX+rLma2Fq1P8zIz5p5EhrsNxZdB/wwY9CauHt+g3",
-	"ilxeXYl8PjTsPCSAUvDJqwEkocGkx5oLK7/aHXZm/0IFnmPloDgiwFsNK/8JpgzCLFHAxW7Y9uZWiddq",
-	"/VP7ZNaq8N+2ozCE4eG/OuxMFKYqX1GeVkRs19ep2llirYq0BpIs32DeiRVo50KM2MU4vcJerLL3u+fK",
-	"EpMI011FgJ/3IrwyvIDCc00C/RwXaSXRv1KAhOZ7ISSi3YPOgcVN9wCG2spHAok3VnVpx5S+vYvEW44p",
-	"ZlHWxj9ludSN3emdxmzMCUSyQ4KW7zMfU/3OZTIydfSnHzAnU5+CYJ+f1H96uPbpsZJ/jTHjEDK22Vt+",
-	"ZW+Oj94d7L85b3ditQc+UvLp07WYfP6cMLBGBjpLgXIj7FRxPcap6Gc8R1KTIDuCWt3nOq7FxMQK0Vtg",
-	"KPXExsyUQXWXfY9Jg+oXPlHaoD6IxYmD2k7+Hj2NO2OF/RC5htrCz5dgM3X1hm+Ee5B8Qx3rjzVB/dXs",
-	"jFiNDZWx+uxsC4dhHRV0ArwzswgB8BkJqulG4VoGfuZ7yzVZ8v0vVxmMFRJhU8rjTlLi3mmPoKbkjrmP",
-	"1XH9+j7CHf2DHyYRcsez8hWTIVRlFavZyRDKfVA6ZDTKJlW3gmnr4Kdj3EICHOe2Pbtev/IiVpngANhf",
-	"iwS4hmB/FHzRFBVIXQJMufczHE0h9zwFmH6pEkDOzqWspMLzdXaeSiq5xMrK4fmxHJ4yF/NlHo/Wmdko",
-	"iVfvHaQ8VoIYp0eignLhGGRqDLFhuDJWJWcsVpNj3IaeYK+LyryLh19w+BmeZkZcXgoEs0Q0ivkc1Vpn",
-	"x+V3f9edspVvXch6UrLwhrglHq3ku7d7ggnwuxc2qFXnfgdO8y/ZozTziGGO8IGOV51tueXgZjCD2Z51",
-	"uIJTVJ4VOzJPMhBQMJewlFMnbuHBOoOvFT/AscIvXZhfsEtgaFJ+AM8BE+IPd3o+2f/ZTz9v4EZ/SDhA",
-	"ajTVOnthmtCZkHUsJN32gECu+gmQT2FkwMBeILYDywUAo4JKGzaG5qSxX+P30vOy6M8DsWHXju5nQJnY",
-	"ORU8/XB6YC9KZln6sGZLjqn+0Co+3/bm5lMC9C3Z5A7bXBqW4rquypQfJGaHk8n4XaTIl6UmQ+Gwq9hY",
-	"1fUtWqphEC9Wu/jTLZA1+2dXZIVrcwfIZJlljusLQxWEAWoGxC84xJYxuqnnHpmwVgJNC71CU2vTDgPY",
-	"MGoqK9xONAWfGDZWY5xApDksBmICgzGi6MRqD7vXZwm+GvgZPXhe1eeeWom0b0Gk1QyYZUTbC0MmDJmG",
-	"TuOtxNwDiDk8N3eTcgtspdKW3/jk//vz/cuQZktCnTOuAhniJYXjpY8VVWLUhOZsDuPQY10JkS8QItPE",
-	"rn6ZgFTXl8hQ6aAd3YyB62BBlhn7pSj6g+qAt56J1POTsEjwlZvaI384Dfn9+3F231VPtvv2eZbXl9Bq",
-	"/aaLAYHO5sF10KnO+wNrj5jKIuzEKkGELp2zBO2gwIYpSt1FOZeIJWqcZQnLA6Awj+BqNPybro0VbDVr",
-	"C4FH17KGF+aVxnluP5tgb6H8ghXapY0IIX4GDmZJSrUScz+2mHtUxrOanHs6ZKUvFbhK3NaF7qpn6Bux",
-	"a89EcUcNssiqdfc/GFIkxigbInwVp9doxrMMKEGMQ0NHtdAlP36IlT1pszMdckNWQgzz8SPh7JRTtlIQ",
-	"32h8cIVc8OBlfN43rcfl9SX50XOs1KVpF6flRgjQ7N+JHGiMBw0VDIfVgi7AjJti/VYqwzI+EXkJQ2z6",
-	"PHXeMlUFIf0NES24f4Fr7n4BygX6B+JUdQMmCCgrEsNRMakjtZfyiPCmO+ykSvgQ8DgMubm2n2RY8hP9",
-	"X9KJ1dIR0fnO/UqmfSMBQrdSS+Fj1o7iStzNcKq/SHZ9QYllICQqNNThWKq8MVg/sINOuaO6jqy3bQju",
-	"27rTFAJEoYP7MyIX3hpZacghw1Xf/t2Mh1BJ4EDjkEkTayEBRBypsVuvtrcjJ66gJrQQqk2llddiMh1s",
-	"dL5exHissBCTpO1trtUVgApHdrQJIeT1zLXMMpOgp6jHhZFpFSDZ0czjhRF+baz8Awprkxc9NFsTJlNE",
-	"r5PEi+Gw0WkY0Kg+yqXqyxHPZohgbEgTqp9PRgVqllwgKa9KHX2oFdGBdGYXvH/NroUYkXZCpQQPbCaW",
-	"gy2wEsoPLpQf3rGftVZP7tgvqR6cgdQk9FpoaqwoQb/RItQv0GYLvP0vLJtb0lada6lignQlEr/DRPaP",
-	"VImnlfii3HLOlbmcB9ETGqA6dDpnWaORL1chzGDXtQ+Z8EI77krwn9HCKq0m1oIs0K1iI5Eb6Abyv0WM",
-	"k4uMFJYI6KNvFWL88HQoVTdW8L/SFDkvdA5kDu0dQAuCNwXjIiZzK1u81LBGqZ1SCX837GJc0HWxonGX",
-	"EuYlcbfDdKB5Zkcv0wjnOyod86gGjB1RfX+sSggQO22OU7RbCtuSotGzZOgsxe9+YWhGlGaZVlciJzy4",
-	"WJ3TyuZgVOpKegvnrMZR1YwNhA95JrRTD29+VT7w+dNUjBWAYrjkiV3GlXH1bRlXbscFkrTQvo/YC7uZ",
-	"9BHjYrDB+309xm03Iy3/hs42uIvySol0XSqwqV5AIeso4wQnxPYAft0JgysrKXI9vhqwBF8GaOsb+Ps6",
-	"ncGkMyv9TSN71CwovuOJTusHsxi7y3Xv0Tp9A0f0ez5xuGvAqOB+e/rDNS4G4dFq2u2zjaNT3Hamol0d",
-	"1zJrYWDq//2//x9rWLQ77JDLzDDO+lpdynyIycRMqmunoK1UJxrrbqxAQuCIA/PCKn+6hrXMwH6WVCwZ",
-	"YfwIyRESNhRcAQBJu6wQxldJEysagEjBl3JPc7DpKCkCQ+fX5igTTA6IDxQ3j3Tqgzc80zP/JlxPO1qf",
-	"EXzWannVeBvGPGAJSj6SvtvSCyQFLv1sEXHOr50eFpnoFxBjTllhR+Yix7hl8Hi2lGY0VuD7FykxsMCv",
-	"tzq/NgBwaj0de/Jv7MQBbTv0CYqPI3DK4OrArcFnBPKFgVwBMOkbkctLKRqpnmhrP/4ph6Witz1j1e7k",
-	"caWKiab0/mf+ez6JVUAvXOA7HLNLnV/pYt0p1XmBClSuRqqrTKyPoV/HiIKOFZwT8O0Hepy3gxQ6nYcL",
-	"YT1og9a4N90wkUVNPNKUiZ5pdOFUg5+v3b3GRRguhDW5+/pG5HDITq05kskhOPUj64lnEpJutI2a+J9h",
-	"FlxG6ZGOYPUlT+UNE63nvIPorrn3gfvK5+fV9hIH/FzrQ64mNEzzsOcOQLIZL21TOBpTxy5a+7ie80Ks",
-	"w+5c21mzR3CtPIyZvpJq9hF8MxD9a+MQelJroHAIg42Eskcz5QW/4EasX/D+NbTRoZ6jljS8MzE3/Z5x",
-	"pGt90Nexav2jKEbHwG92xofiTBbi7wf8Y8TO7BcDrdoo1+m4b4dCGpNObZ/nuSQd/Obs9B3p3kJDzjVW",
-	"3LDkf6/bX9ZBCSVMK6oezHghcnZyfHYesZMP9v/tnr/5B4z37d7B3vleh/0BNn7wue61rza37nfWD2CS",
-	"H+eIw7OfilgA13TewT7QV1cA69pZi9YGgqcQafy0diaKdWe5fWrKQtJGwt1S3UL2UeUA63HFz1/ZTP/h",
-	"JM+BvmJS3UfS6PEcz3tPpVWvO5Ql/UxwquTDHdFpOmT2+U+syGi/63Fxhw2/Bya+8ynCjb/MVv9a7uVX",
-	"9d7sJsPlnGVGDsXMbPP5VIzUZ7DotS9MoDga08qHYu1pJef59FH4ojTol2Qn39A4/FSWkzdnhSoWfnNU",
-	"+47hNgQWx8C6OyjkccPQpGFCpSKlUJvPjimBTfaN/jD4K49siFdf8ky9YTc85rofVlHuJ4XKxhbFUbkz",
-	"Zx00VzgzW7kej4TCZkfEsA5K4qm6socPwYMBcP92O7JWwF28+ZK9Oz79bf/t270jMsihnzJWLoZibewQ",
-	"9MqRC1v3O0zid9hp8LayIDQD06IL9aAQwupTBFYYw6+EHRVF1ii87oxudg+r/NTN2mPVAeLjnwiKf5nQ",
-	"F0S6vjSj9d1FqZ/ewnZbJwhb3dnchnDAEkG2u0aznSEF5A309IcJZ6Nyn6fW7+d9n9qZeGT9XnnHM46z",
-	"nZTRIqgIXQXc7hDoBg578eUxt1C1wTlVSwTB7Xmr6MQwy1xzdlqC0KLsNdDyNoKDKdVVuwO8FhArd9lh",
-	"ny1qPDoq/T147VP714dhLvb5JlafYrfePUFqFxf2T5OxNcfehMsnG5+cxvg81xOnOs2qLpnays06hDWo",
-	"kFjN1iFH9VRrk0KA/TyBBOiiCsiT8UUm+2zAs0v3AfalLwwpyBGX+YzqSDc5c2skg/Lsn1/dGTrjTPRz",
-	"USw5ur/GIp+EheXovC81tq3tX56ydHwZW9YJsZpB+y20VVdOJW7OwPJjFxMW7KWGMwkVC1czz+A7wYtx",
-	"Lthlxq/Q0rsVFyxYDTgqhl2ISw3AXxOIl8grZZhUHXYEXp1dSC6VYQY2nWkMmr3BkTwm6D4cSHzPoi0B",
-	"H9x52OUhgZCPVSGH9IpgVWgCcF2gkHt+T0xFOYHy7rADaShxhg8IK9ylNQWGYngBnelTVJLTxfJGCMp8",
-	"YVl5K5nocd7LdYacftgTqoJXTViqGSa5M+jC1O1OrE74laO+SEb8ShAn7kjkPfxnyzXFb7+OGC/YUJuC",
-	"bW1utrtMaVboglPjaDHOlUgjYMOMFZaycWYGOkeGTMbzXN7Mxq5+j7M6JbibFre8ZMN+wJoVoYuuEzle",
-	"+pgCDb5hGa5L18+Ky/NlZs9TEVdeuQVzh4RWcDb666yTgeRxxneNtDhxCFKJNeKqDr1H6w5NYWKVQG19",
-	"0mHvsb2CD4UBwUd7nSglZ1NIwn2PFR4u3/BE4SJ69+J4Ecz8KjL8PEgUr2hPTp2sUv1AV9g8DCY8D3A6",
-	"sGOpqkEaSBGTCitiEoSU8VgCZnKs9K0y2A9hWMu1pTGds9TDwgwdHyI7BJ1mIjbUqciwnvpqTLCoET24",
-	"0DqL7aTmUkDDlbgUuVB9+w/7+pHsg6UDUkCkklcY3ukhIdgB1fzNhnZyh/5uugaXYT89sQ7BcwA8pyY7",
-	"bmjuV7SGT0trOPPczsI7wtPhnDyn/dQEujjbDce26+x4kRnBrkQxu4H6ue/xpVRTqJa+f6q/OftnRqK9",
-	"WcqbqGHrsNYo41KRm2Hs5mGvNl+2O+xYZShJHZ8fIMtgtng2gOqD7a/Haj+7u931lTe36z77VmyvVXvo",
-	"dLPa8sYatfPPjBvcXRmEMQUyyJD+Qt8qqa5iVXbrQ0G8pCb0qfhCh90pDhCr5kDAXNeemmO/TF5E32A8",
-	"AD58maAArM0LZ1t//0oPogjF1Icvc5SybLiOvsRjnaeqp+IdDixAaz5FXTo/UvWzcSp6iB/5d0RHh9sQ",
-	"ULLp0bG6cAVwFLK71Fmmb1mL2GMuJhjv00pEpJrd32tqXqts0u54gArEMVNUwuOidFAzlPCR7F2LSc+I",
-	"Ipl7eA+y4Rua7i8+wLWYUGY0y/xOmD1DrDZBsxIg1dmv1NmSCFvbAZh6n+u40DoTXD1yssNP4TKioDoB",
-	"P6AoaAoXBILhsOnn2YHHO1jJHXbm6uekoU2UAODg2BDqX6wSfLhIE5bm0p6slixYLnhqGGeXMvOIh0bk",
-	"NyJvR5SLwdq24H2QaQBgnliFOJFHEMdE0Gr51xipraUKJRmEbByPdtLusD9Q+pge7fMEB6vEbXWmfPle",
-	"wLTg+CdNX4+ELwYa5eJG6rHnbmCZNnhfrOzAO16EJFjMUwNLZK3dvbP17dc/r79/c1hyXw45VEFdiwlK",
-	"4apwWhCq9efoeboeOFI/yCcK+wbvXxz6rWyOFXH1jxJkbhCxiyXsHENs41P/XiHpRjHcxYgmsvU3WQWl",
-	"QK3lRhkKprfu9lDIZYLfCBMIOiuS9Lhg3F/SKrjBzkgVq0ueZYjpSgVZNBJPZWNfx2VGht/Rce/g4LBn",
-	"ZfL++w+nu+f7x0dJe0EU+qHkWbTk9W/k84lfV1f0W4pjf1Nh6Xud9IcIOXZnHd4WwFeDnRWruqGFvcU1",
-	"C6u92IIKgbZjdTyUBWDxQUwTYHmISh3gmLssgebDBIs98cHWhUiZhi/lmbu1xfG/2IUuBhQc9c2LIsXi",
-	"DWxk2gWFWhpFFYxvQuDVSnQYNIHUrMxYUTtkxYZrhQIMvlWS9EojKANJvATpBPfhYPjQikeqB4VsX8WG",
-	"vJJWHFYNyQUB36cVV48VKr6fvbb59e01FzJe2Ww/ks3mY82PY7NtGFGs++DIpy93orv3MtrAiQ59U6lM",
-	"wbMMbl2/lWnd/mpDYTBJBXah04mjM6i8FLKkgUzdYRiSA1LDoPO0elfIFQDiNlatMEKhtFpvDFchO0GW",
-	"NQez2qUPDR8dAcs0gAPnXBkOsBiL+KnORPEWv+X7NSGXFomV+Y2Y0rehzb+yJB9A/hzy6xnSJ5zqu0si",
-	"SkU/aAj/uAzKAxR2CyRWhNdFscJ3tqGySNUQVr+gGjZWS2XB6It+wDQYfvkywW/aFT9I1Hvod8TSdbR3",
-	"CmefB92W6N9cTJj4yPsFUuQyfRmrxF7Rkymy+BIyaUsJaRVjBI5PhABqzIz7A3jgjvV5WAIlgxDq6O2d",
-	"nh6fgucB42FDPrF6PvUlJ+VYu0TRO6s80d7L7K1cMV/iu1tyTUhT+jW+cn5Zd2Y3TYMt+TzjyNUxPmX1",
-	"sBvB4kAyLfNAjlYeyXfukezao0kLvkzCnrbGxqfxQ8aI0Xqn0w8SIzOaqoChDtmI7DJWLYj7liaE456F",
-	"6LIikoUyvETyhpg08hkhp06s/EOgQ48bx9cQyKFqSXVzG7sd7cPJo2WN+A/PKA5cCg4IAlMZ96qY+Wnw",
-	"leH0zDvcDxEaDo0EZm5l0R+UivxCFLdCKJbgv5NYgR0OT0i67CrnClP0eFLBNOm7iKo70S8MnOBo/slu",
-	"DkTUaRvfiqEuvvSkB1HUJzzpj1ptew9rZfMprBUXRl1ZLD9O3htht5yMIemwjO1C7Ucbcmg95YexXUr2",
-	"+7DBqZXQf/XGeZa4WGis1DjL2mFQcKdk2PIZ7LJLKqDH5kOxIP98grd9+81Q7vu/JQvi6xwce8PWUiPb",
-	"H44yMRQKpuDBSOJxp478RnucQMfhOCvkiOcFG4+shMI4nlaCJZcyEwmD31qvNjdjlfy2+7Z3uve/Puyd",
-	"nSf+DMmC4O+KyQhA6VJRiH6F0O1iUgizw06O3kfsP0/23kfs/f47GM4f4uIEa2054d3YYU6QNhm6tVpn",
-	"v79nVJ6atp3tsPWaJR+Ozj6cnByfnu+97R3uvd3f7Z3/18le0nUhxli9ZofyN9Z6tfWShgjCCFLBxOtq",
-	"gI55VFCHJDdGFI19ksqjRBmsZvZVfrRCzbaLndKHFhizbJGhW8qNS50P11Ne8DuaATRIHPazbP4pxbdn",
-	"p6hI/1U/UGlfbL1e5pPMeDTSeSHSQ3sCzicj8b3LWNzey8nYKaum7LJ+0PzLLrvMhVi3B5fpi3+LfoFi",
-	"6VI7UD9DmVQj8hvZFyVMqLSzOcoFSOIuSz59TogTC9rJHfl8k3xy/a4nwVc989bXYKgLTZvy0u8/K3Iq",
-	"qlu6sqJNpsO4+GJTPKjSuh1AcAB3bktpNhT5lUCtGysjcskzCYhleMmQT4Azl5KBP79+/fJnNBNYa1aC",
-	"pDEMCGN4jE38aFz409v46fz+O5wmspimD9VK136DvPdLSYm68kOW7QctO1CCCVXkE0CvDXju/RNiNeDG",
-	"10SIdMczUxXEi449NPwisx4HJR6qvZG+MwfHlPEJAIbFCkraHRF1ywGZrltHJsWCV8OG3FwDSV1QIpHY",
-	"9/ZgpEkXlPCIXzX34PgahnOYvGeuXe0g79J0C/NPEDQ/YL9d+PlLH6CNT/Z/3tjN8/lR4mJudHiw7NWA",
-	"+QV/Xs/EjciCTe9P0SXPMlNp2xgbkUeuHs8+xjeE2ANkADz3Vaw80xyeLntclaaXu/MIR2VBHs/uva8U",
-	"2z93C/BswnA4Xasg3CNl5UrELJzpRwunOVC+wq+pPQI8pIFA3C5Uc61Xm69Kqkb8m0S3rryjDX20kHsx",
-	"TBZdH6ve3txkWGzEbvmkE6uE9GDCNPVxIK9ySP8Cao21gM8Cx6bELY617dt4zQ4TvD9g12LCjFBFrCo9",
-	"GaEoweeB/W94JrosUeMsg5IoYMEcFROGuLjUpmS/IVYtqQYilwVXfSCyHA+FaXeh9x4+H/tFoJOXCFi6",
-	"wGfn0olWLbPkJ/q/BD8lVjUdbsdfTgGZsIjZan1u+7MXgN6hTkU/47nAimT8vliRVYMcPPbhkQtFbm9j",
-	"O67GoKU08zzuDyMj8uI5yLvHyGhWvu0p/Rp8/1IODez8lSvzTbbjerm4pIi39tiQy2x9AUj07jQ2CHH/",
-	"eACwKfIfcXkp+oW8qZXW73hbK1aG36D/UGcAijDVMYWggqAIUMVx9vub3uHu/kHvp4QJdSNzrYYgmG94",
-	"Lq3Qp6JVz8Zg1UgFIaDLEvcjQJcwwyem5PlVkBcpHa0Z8cJDLrPHB7Yu37KwCApYlhv6up4pEeAXRLyn",
-	"Y316XFxpq3SmZyFsK+Aymx3za9jrHXZmZWMDpA9reR1KDoS+EXku04bNGyu/e9Ea8pu2Pb1VrcoU63DQ",
-	"oMGojomxAxZNrPwWTqyX4tpTQ267CMyEKduj0Nh5ymRBmB+EQZKYYTFKYsWhNwnvSQbaFAkidKPeYi37",
-	"J8WHAmYogppuu1lBCI10XrS7btR2nhJjrA2kYmV/Y69/+Rs+LQSP3d5m9Sgna9krR1zmhhoqiswkEXv1",
-	"82v6t31uuxOro9LcsKZS13prLDk5PjtnoYjbKIT9EuvR5ZMZ4K5YiVQ72I9V8BSe7CexD5YXLbTVv7Wm",
-	"0eet958k4xdGPu8kM2sGA5ym2b2ezaJUKMA3ygXPPHVfoVlS6KQE95lhPbjOTJ5lFa+vxs6fikxCUTdF",
-	"buDTEESJmXG/D+QvOyyxkgL1fqxuB7I/QCfWGhpcZuNcsETYdU0qpOLB014YKBrVSglouXxhGNzACvHR",
-	"OnVocZScUO3mPkyVngsDpsQjyZrwFU9GBx4OYb6k0eOir4ce/ooXhdVDK1nzLcqaM7A+mJUUDeRRoVwR",
-	"G5nuU5fnLE/kwF3hO6sr5GZRiXEhc1NQe+bFhMkG/rIDaQr/vMe03t1Llskk+Cl4MjpniOrrW1UOJaSw",
-	"Cbie53F0pCDj3RO6NUC5fCxC0naolqcuYPQqOzOw29xMPpKYdI/fV9Y1+Npoa/TyZXrk3MSuROIz6F/L",
-	"yk0545jUxdtC2o1dhHGE+18Y/4aSzq4JrR9TK8ERuVso1W/+9MkzQG9X+F0Pj9+1eJvOiojcZzMSItKD",
-	"bcZnIew3v7qwdy1G35DAXwXmGzztO2gJV307jzW1avW+8EX3ETNFLgCfQapMKtFlPqOqKKRtRNHI9HI4",
-	"KWvyF+x7aBvY+Km63S91PuTF2s7ahVQc8w01FtDGHQ7P+rq1Mk8Qoj6+VQ1l1XM3wOJOsYbmr66Lb5gl",
-	"Fh1Vwx3W/TtU+t9QE5ReZg/N8sia+5pg59g/YnNTF7P/8/uWkEBtbIAXkSt3gJt7faqb61E6dZ60SYde",
-	"vmyxsGuuNHAev1vfbdVpM7fTRt9FGeTaHs2Z1sAJ/u5QZhujYqwVpv6cZoDQtBFFu9EaoOc+KlszvmJx",
-	"2wpc9mTxMMguw5L5Kbmb/+QbQxBoZhSuWNdXptECYrc25mo7s/o7wsV5eMeInv4kftGSe8I3X4RbYxUF",
-	"e1ofZ6kzgmItlXwu83lVfoWMSmMlPo6gAiHoUDbVFmVPWFYheu5zFSsjBNR4y5yNRG4AoLvkNyuxXKl6",
-	"aiAmUHQZ0KoDC8utMD7FAK0OsQrwHjdKrMd5/OZsLr05Zjo9inguRoIXQNYEVEUs8cPuyfRffyaslfxH",
-	"9U9/fxmPNze3f6799W9JO1aK57m+xfnJpCmoJKQA4rdy/jpsv7ADh55Kg9agNxxxXl8Yx0MeMMWZHSat",
-	"NhoXTiP5i4kbJhcszfVoJFJmZCZUkU2YT5cCcE5uXdc2ZGSpqN6VlNIjge8pF0MuFSG6Q0AKkNRdtYu9",
-	"Bqtr/Ewm11KlCaMZiFWhodgLW93tb7PaVsBM2YX99vgE81MUV0cwXspoe3a+cK+3cI84ox4fCYXAxs4r",
-	"B/CP2kJi7359JYOndu0iruvLdVw3u6pNa4dzJj5yayyt7fzrZfS3P+2/R5lOBaqNZqKt6uasEG3JQgxN",
-	"JbIgVfHzq7VobSiVHI6HaztbPshgd+iVAOE35B/38datzU1/Ac9zPrE/m2JihwhPbZhnoDF1UuUS+Q5h",
-	"V8xgCrO/VYYtlB3ZvzBIshat8XEq9Vq0diNTYf831f2xNSftHisGVihOR0oeM/4O23hRKvJYCRRI+pIm",
-	"oyr2vsxLf/Ymfh1cNdA0LZ73B/JGtMMsNii0OenQBpWWNDi9QQEMmIhEsxB46Nhkobw0i1VyLcQoQfMR",
-	"JR1KMllTiv6MT+s9K+XNlNsfK+/3075zDckopv2vMFQsBcz9eF8Y9gbvWreeXTuMGiBSOUlx+1oDcpp6",
-	"Cd/vnTM0ETZ4lulbgc0LJmEtqAp+tfW63UX2HfnfAp+pdMHEx76wo8YSnY9WQDg+MntGoT0B5jMX/kkv",
-	"geBiKA2wsoUIL2VyYxOU8R+E7kLT3dI5FSDaf/8dqACTNmohN/2FGI50zvPJDkvQaDE9jmWU9gqU5LGi",
-	"eEwhh4KNsrEzc67FqFjHZ+XCziOUm26/YgM9zk3b15H61znaen5ZQDcoL2I1Vpkwhkm4AAAUcNBUFwmT",
-	"DJ148FWO/A0+CdHtZUGOIn0AFWCVmjb5ZDfuDvsED/v8OdjCStzi6HC1EpnCt98OeEFY+V7HGlbwaxEr",
-	"blgCD+rJ1CSzIWRKVXyfuJJQfZ1aQWt1CznXdNc5CuKfNn5CQbBkJacf0xNB7NK75ztNuFNuuUP7WQWg",
-	"ftQAFA9VWoMe805aVQLfyWWzO+5w/3CPBHwochICtzIR+lnUBOIN8MjLkFg5SQ6yXipSQfqS+vGsYcbw",
-	"q9Aw7Q9E/9pKwSvrFhRov4GngHpQ5rHygW2n1+wQZ1n9uzgDfos8aqUYyjV8I7xs3pneJYQwmuGRyMlQ",
-	"/XqBsocwsfxnOEVIkzx7U+bC6OxGzCk8bgohaH1tGLREsa3NTToB4M8UTKu+6JDqSdhAZ44jzHhWL7Sf",
-	"YtXnihkhImecAX2zM2YQYUj3sf+i74wcmTPpSbMc00wrHeM2QYrWWKFSBW6vvmh3WUJ2SQL7l8hsYGC8",
-	"YKkmo0eaImIDfiOYC4zoHE6C/dl75lQITaGQFrqQfW6IHlaqFIMAY2kG/CIT1i5yPnRidTGeIY8Keavx",
-	"x1jB2Jpb2WGVql7z4+DIlC96ouLm6hDmq2HavanbXM6Q80vb1+MM+mfZRXn1Ksb5bTZawOqRsGlEl5kW",
-	"b2CQpyKXN7yQN7hZl5VzQGtBIgozQXqc953t1/Jo1BBb67CTXKfjvhUCpbUOjp2VRpjZ3WFJLqz2TZjp",
-	"8wza1a0MvbROhTIyFSy5lWkxSNhHlgyEvBoUCXSiudZ0bkaiXzAQDbFqcWBQNQULncBbHXaXdcnpGI/o",
-	"lRdioumY4Ae1I+8CZ5NY5WLdGfXQS4IRo6TLkr5WNyIvEuYu8R/gLmIt99q2VQXOsezEKvlrzDNZTBLW",
-	"2up0tjY32wxEhDD2/n+PxBUc3ltxMWJ6XIzGBfW4QCG3HMqCTrS9a+IdPpxlK3bRJa05vfXl38APNUkX",
-	"umZQeehxYajLcAiN+VrBkuGz4aVk3QL6iJfMrGXliltbiK6Sn9vQfeej0OVopsIKuBwvTBlNiADyJBnx",
-	"XKgC2GBKb9dtR5lGiMZOqAem+iwX0wAUdWj3Df1niAWjg9yeTfMN5+qtH/h0xLaO1lTinWKzgA9mrg1F",
-	"2tvcGnx8Pdy+/iX921+/3rpY4IgXgzIUKNO1utIJXcgh/3gg1FUxWNv5+RUEMd0/t2ZEAB+LWLw2N8/Z",
-	"aQ22nvVc+zD+dFUG+UOoT88yHuwCfXkH93WWLL2DJzulUWeo0jJFGQ7WB7iiWJGKQLWDdh8pCX7DZQa5",
-	"PQSIkoZKhKwRHoj0PldkFgLNo32SSK1KdQjRF8RC3tcpPA6lfLVV0rrWZNiXwyOOOhpbMgvsoCo3jkeu",
-	"PejbE62P6cBPzdDCfsfRl7d8fYew8UEBZHCifPvfHcWAtSlmm9JvwDM2/rQPuYLGZHfgX5ipjOsOxdVn",
-	"lRMgYBIBzVmrJRdlRYEjkdG5Y6RxrOVUcVCDRAFRIJVL0MKYXMgAWjCsdeh+BSLYSuWDFRv0SeU9AWhL",
-	"hxJJjtXWcYiHdlerlH6VnEC7y+heTINYe8/EqnJvoYFSdfn8hofegssRVCu0nom1z5qaVlq6GBIwqgM+",
-	"lnHlAjOob8u4xD/txliZh9ikjfNip+Sp8CiWsQpdW8y3Uki7MgYfopEcS1sA5AZbhpfTAUoX8lIGneWz",
-	"uy7rxl/XY/RhWVj4qGplE2tZgQTyZ6zsf1rX9Gx84Z9vfFC20OP+QKRWoqMkTvAlqacUz4z2KIjEReNq",
-	"nwodK7x8NiPPbpYdVb756fE8K2vAbu1Xpat+jwUtm1k2VT2nauvq9nt1vf/8HC3r3hCFLtow+lZV39Bh",
-	"R9O1jlQ4NlXrCDj3UOvYXVTf2O6wBI8J1RlghsMOJVb4gzViTOQvI9MCBut/7jJ+AcCYePuFLgaz0nj1",
-	"A/G1y/c8vih9XfVAIIYWfCNc5L8QA4ozSs/wUZXiM7ITLrTOBFeP7OyEc3qXgrLqFvuRKsnudZandNiG",
-	"XfZ1nmV3y4CeicKwxN4LJrlWpNQadmRNt2HRGSirWA30rXUlJijFCYy2w460D05f6HTSdA4PeX5d102n",
-	"uIMfEd6s+Z0LFdaY6r1rJ3XI82uRwgFdaa4pzWVne7HeYiS2lt/wJjSk7mbCVbHgyzL04IkuOVFYM7oo",
-	"+e3t30DkxqqU8SzBy3pW1FLYjP4i04S1sDo/uP5C9PnYCDwzxF1ELnmsEJuRvd072Dvfg4NTY2h0tiGU",
-	"zoESAcOQVz8gAEonNRLg0NMhHsAZVy7GyAv6Xnt0w8VxrnUu+kJCnjoXUDvYWI6naBwXYoGGra7TP6VK",
-	"fbOae0LqRjRD3wUTP9eTdhXYwHZhR+IiMk2l1lOaet8PDO4HPEtfKTt/ZAs8/DvVsT8HFP7KHpOGXWkl",
-	"vjYoy/dcjVceHqymfnzrviJII6az1Fv3mBoGC7/dWWhDV1zbta9kZIYvXQZMrfK131pd3HyDsfptc/fK",
-	"8hbi8ahS7MakKjSTap2PRjUN7ohMxA2oM1fGwc010oFOYLfdQjsZitEhL/oD0sIoLndYAj8lwW+8wMuj",
-	"oL8tQTs1ViSPy/IDXoRNDNDYZXxnF9agh1MGv7MW+Yw6xzTYTqzQDrY/O+pWtAQcyoGLq1eq6HYgRg9D",
-	"gg/2hYHEvOC7Cn1MnwrzgmbCLqukEdnR8Xnv3fGHo7dQerFbqm7jqeGsBq/IZWCKogl18gQY7K+49KaN",
-	"4UMRq1bFdolCw6Xt6VyxWJ/mMrD82fbmZpcKhcIBlFmI7c2txmD7LAvh8QocZgmNJ4ppzx7OnOpehcWd",
-	"dinnGKvW8qNoOAi4hyzQuM+wp8yGVdXGDxeo90YNZP3uG+RYjJE4mUJ/RRDRhkhml1nvC7uOZLoMjmI4",
-	"wEXeTHjtVHpQFZeQHvwb/7X/8mL7+pX4tksc7hHxByGQrkAdnwuQlKouz52PJQQg7xJ8vN/JrARCeKwq",
-	"W6oMU3BH62UNF3RlfJRz6bhk+OEUk1wd+SZD4C7nPoKijyeIla5OfT0oWz/zy8RgR9n4Ss4rlrwHLRQ+",
-	"k0llHUedT3bYxVilmUjpFxOrlp0TmQGGJfY5S2UK6wlRTqw1ViMOXX7SNTbRzSyVuejb57YjZqC303qK",
-	"Jhtfdaw/RW9Hv3TIlby0ciFB5tpppkFs2ZKGIaQlwzZDK2ZSXvBY2cOVy4txmcSD4ZqBdT/xqb3yaa4+",
-	"yjpRNBBwYS85fGyh4fl4d8ld6KuqXJ9QLrixMkc5cgoI4LIr7hro8dk9mrSe40CclRk9oVV+TFQneMUy",
-	"ERu/L75/1iqI75Q7e+SXwR1JtzDzYPYbCFbeu40Am2WsAFiA+Klmbg7W8sQJdre1d4AQJRNU4qgvCQkl",
-	"LB6ESuK+TkV5yFkLO1mQtCVhhcgy45MexNISK3qoanfYO1GGheyhxiIBQNgoESb6vOCZvmKt5EbkVtQl",
-	"JdEDIAHxQpiiHcXqRuTyUlIQ4+wfu+vbr3+OGMoLxEGYKTEYL/RQ9nlGp9gd9i4DrOtJrBwpTPPt0rBM",
-	"XBaMw3tuuekwWsHKx5G6p3IgcQPzEci30kzqsF1/FwgKWSZnyjtaOncitB0sz6+xenN89O5g/805yBt6",
-	"js4ZTWFlYj3XZ6XLs6knqGsNMS85YVgXueDXQOkzzkTlZsWHroKTBJ4XYuOssYBpH78LJ+6RQkSVdzxR",
-	"74t7+QLoQ1JXdkv5BXd789uIp/y6+I43Wl1msl+s4inN9hvt19JqqMvFRp0RGHAb7rqHMuTmqZhYOR1D",
-	"b23QMfZ0tXfY8homVmWletBpQ1LNVGSZvrwUuQnNPyf8rNcVYkuUZ8rJRF+k7++RwdFDC9a9RxrW5/0B",
-	"Cu1Ummt2qfPpry+KLGFG9DXkHtwMvPx5c7PdZcklqD8syHH8oySa9WiCLGOpFQCxoks7bP+y8r1lUxBd",
-	"QfTLbnTwIAgll7kdsDkNFfK93txk+0fne6dHuwcd9luubwENyesEJUR6T6vyjd+gj2xb0osWCVSas+/f",
-	"uIRVDC2VpWXFJ9r582Ovcw3PWXtl8YknGM2qUenYUQvkX5dVewqAx+Au6NzOuBmwkcj7QhXU8J3GqpVQ",
-	"hY3/TN4fiv+5/e5WcCvmkna1TMg93EvaBmtRpViqiu4dWpwVh7DrsoNaZywXfZ0jQDO0O2udGV9ZA601",
-	"E/D8mD3qDpAMC2iDRUQAUdNuMg3tUQ2thEpnEFmIscIHUcs43cyJ4KXujBBnPX2FGI6snc1MIbPMm7F2",
-	"bp3ZRPXrYVf55q9s/whsyN7Z+e75XnMNkaxZfXMjbyfhwic3QqU637D/SBZsA9ZK6qveRUWQ63Ehcp+G",
-	"JuM457ew6zrsrYAHRHbn0kWxSv7Pv/j6f2+u//pn6z926D87vfU/f3J/bv/HxsIr/kdSQ85cqw6xOW5I",
-	"S79s8HB7qxo9fPksEwaBsTsuVfOzDxze2cL9rguaZM1WnRXOsIfo+auVinTpBpLFA1lOi5iT3fM3/5iv",
-	"Z6jOAkB/SpFLL6bmChfoCIzm0n55YVzIg9AeIewx8YArGD954SMgyOthbvkoVnZmINCBtR2e6TYT3Gu/",
-	"XNxIPTbeLJaKwZg7DGi9PFh0MH4IvRiqE5zbjnkn1RUrXgsQs2p4uLR+fU+gSmfrH+iSxYE66OO7RkBm",
-	"U4av9NfT6q/H4mi/R6Ro82kiRQ771Z2G77HiZhVSeggc0BSAVdSUzT/TPzTCqpU7QYDummvXOBvk1PBB",
-	"bJTrG5kSQP3ACj2QTJCk+CtB98qJYehayHjBEnshdgtG7EKYgpm+zoVrT3Q1kgngqiRMWG9MGFR/mIVA",
-	"xFETK3iltSqgFpJCO/ZZZiBHAJrlRhgxo+kzBrJgfT0UBj1DH5ErL4Vxu386xgeMqAHwcVBdO+QTZoTo",
-	"wPdCd4ccDkmBFflYwamyinZ7czNW/QHPeb+A0BbCL+TicmxEChNoPyYD8dgtyQ9a1n+DYtc2zSlOZ4Ud",
-	"AW0jPbYfpsw4A+3O1ST8JoPqsdwuVNVDN/rPbYZasMt9wjNRFAtRuPBiYM/vzp0PVk5HtfSipndqfRp/",
-	"NTVLzm4FOSTw2bIZDHaNN8m2N8s993qzPas7BHZj5c30gLWd7U3gK8AukNebT9gSglO/SM/Y7/9ROjZp",
-	"z5LACgQjTpWTi0Zs2K+cKxkr0+CkI51GjDnDJtfNMsLVU+7AL4PxxQsTB60jH04PfF7N9wroW8UKPZJ9",
-	"w1qJfeHGJ/v/99PPG1Cln0Sxqv29UudlPZX9gvV5biUosthcC9WFfADIYysAE//5Opf/Lawx+MdAKDYa",
-	"m4EVaWPloa0ilvj/BnGH3c7QPzcYX/TGeYYVGOMsmwE/dWbE7hjsyMc7BfiKecfgrNIUpbCpq6Tm/foE",
-	"ZbMG5Js0cFOEmn1s6tsX1u/Oe/gU45Gux389g4ZBvzVz3DSsxRX7x9n265/Zf/5xjtU3sUqGIu+Pc9Hx",
-	"lyesn3E5pG5+8ZH3C2xeYlc5Vyj87Y5ul18GdQZja1Yc4tNiNRhfsBaaIsR2QC/q/fu26F2LSdJmOi87",
-	"WIYXIrXe1WB80WHH1C7VdJCmDgweJNzC844StIZc+K/YsWaHUyEXuhh0Y5XAK6q9K3B5hNkcTKSXlZJw",
-	"+QwoJzRlwNrBBlNquoGlIL/dThI3LNmlpYeR7rDfBM9FzuLx5ubLPtwA/ykSpvOIbB7Fkr0boYozQOu0",
-	"coTjCxIePixhtU5Y/BI7ZTD32EhiJcmFuLR2V4gXNUeOsJYRggSPKXgxNkl7Z6p5Zkp8uA8VZ2ahFXKO",
-	"crPQuASOWImk2H/A3P+dI7kW/uPCuuKASO9ahgJw23ArobGykBUJntpMhlSaOrDltnAXTrMthzxI24tY",
-	"kP58fJEKkz+34WVKbqyKRqeF/b4xY1G2f5cytirsK4JrtuTHA3RnsX+GmWrZH4AggSy1wcPaSpxAJaBe",
-	"L31JwUMZNzOiiPxPSdkFh/WeVCjmj78//B120iARpIoVyrv1W51fW7NJp8jzxy4gEZpbs8UTcGpTrBey",
-	"fw39iijVZEETZv9sp9BUmOe4Uy/wvdKEisd5QVNqpusL3wqQZTrLYoX1cXBmNz7Z/9lPP1ODI0vsJT3g",
-	"2rvhWY+KBpLZ1tAZLt/jHl58ycIAlF2X/oArJbIXhuHGejKT6CQYDY2l+RCg8Lzr/j/waEXY8hpa7PpW",
-	"OZO7R4xH5a/tCAz3dUqpwr1S9bMxRGdDgjXWSqhrDmpD7LiESqW6inA3AZtS+dd2J1a72a09l9DB3cw7",
-	"ubME72RCSpV6KtwYCVO84IXossRI1RfVS7CmOqEovCe6KnJprbhYlbRUGERQRWiouIObStPXdEqzDMRF",
-	"cGL+A8f29//1Ye/D3ltUwDCUv5PFIofCFHw4clYLnqvXrv5mVrHKOanQuVbBcbncriwcpmOW1++33XIn",
-	"zY6BzvPnGayE+HKX53BT64O+rlTJWiyn796wly9f/jozJgHTttaITmEfv26ncq0RLeOhobIe0/awk3oX",
-	"ZCqY4W8hvrEAKcDbhCTxcIPPBwOYFnTT0NcgtlpWWZbt7dJM2x0h8G0gGy9EptWVtay7VXRbA6/A0wov",
-	"8X345rpOORArfFoUPK4cXchEgL0jvv2YodjoMs5I2uRjZZgsrNQb8o89U4gRtoFsOZagVkm0wAuWc3Ul",
-	"dtir7e12l3B4EEsgfH1pGsQKIn+ONAIgfBHyADTDNEKvhw8IWfAgij2pcxBhowpPozvnKrFD3u6IR23B",
-	"ty94ouJqfPWCNjVxC7srIvOANseKZudJqcTPCuDexHPf4taEKzDa4+rQGoSat+O8QT2vdNGJFZRU1mCD",
-	"ameuJtZlF5kRO4ToHxYEwoB8en4ojOFXwkRY2wf+QhSrEdpi1tzKqROsaut1q1SyElIn6bgP2pxPqAzw",
-	"UmeZvi37QGKkPJ/AkDDlAyOZKm6gOpgiEJynH46O9o/esxa/sLaeJOuyPRs8lgTD3fAxYSnOYfLXnkMt",
-	"mfv8pwCs+l4qyB4GwxaWotESafS4ljydZawvwuvMQI7K/s0bwTOBWD7WKDaxAkhlqG3SWWbP6CXPsgve",
-	"v2bELI8OLHn3QbCRX1jfvuZHtGe45M/77CyjFu3cf5c0FNWMyUBj6HnG5pzWKBsgP2dDHtx537Y7jHg+",
-	"G6Q22iJRrJz41jnb/WN3/3z/6H3v7MNvvd33e0fnZ93ypguBZQm7vx2fnu+97bBda9wCXwWEtJQuJNUc",
-	"xgp1AXGdKfHR+vVixC7sknDSXLe5LMqiPfIxZdFhx8oeapEPpeIZa705Pjw52DuH0b7b3T/YexuxN7tH",
-	"b/YODvbeQqLFtSyOOKiuFg0xYid7R2/tB+2enJwe/757EJXfuH908uG8DZ+2E6vpKnLgxbnABh/4fsqw",
-	"5MKMhz7vY0+NVGPRGEHbtbd/HwfW27Bu9Vca7wk03i6eqrvKlHVvIz6sdEnwLT4AWZqirf5AZmk7ViDs",
-	"vRgielrDhwIDW4Zxg6eMtUgiOXsyahJH7R1yz+3j6xIJs39GYyURefqqL0wBRUr6Buq3XUFww9OjWLlg",
-	"woBL1WHnTgZNyZgd1igxiLoWnmBHCJ8/SzKcjS927Wx9+xKi6oOsZMVzkhXVtcFyeW76PBVsPLrlebqk",
-	"IIG9/ZWsk1hV1XSVCq927kAQaZ31rI8MUS/FhwIrOp27fMGL/oDpy1gl9KcOxFWI9BTS6viFdDNn7ndM",
-	"sfOCnnExYclA8FTkWJUxkv1rEyvkDGMYxIbofWJEJvpUndEKoTXHKhPGOOhv45CPk+E4K+QoE0m7G6vk",
-	"MheiV4iPmOTw7Q5U5ul6iP0DgBAVqPTf5UKc2/vAhBmrawUOfnWOIoYfYSWbH2jEOHN9gTQbhZ6aCoEz",
-	"4UBIhzxDkkDAvtppjhEyKLWg3GhlTXwXjUj9DoiVk+wunFouv4QM0cTUDLlGIQvPfSDp+vAxzHJ4T1T2",
-	"v7zth8tA4egsw6UjfBG3ehEccmrdrC3OqkXg+46p4lZm3J9tLzFgpyypYUajXN+Ir6Zi6r7hIiVzrARL",
-	"RV8ah4jsPtbK1MhTOsQKwI1dwXqplVpYUo8tbTjvLNe3TKZtKKgnSR3amvZ10Fw+/ThH5YjGtExZcSv7",
-	"Ypb4tb4sTm+K4Az5WBlqWcS6uvxqPLS7I2GQbWrBWQfy8FD6YuueHmkDpA10Txtpw/8t+gU9H3oAczEi",
-	"9xnjYkOdiqyMcCeIMpY0KgcYpDRuBu6mGuor26gccDqer3Yox/fNqQdIVoByoOWr6Iap1Vlph+9bO7yF",
-	"TeCPdpnPWk4vuBDbYykGAsNxgVEfbYwV5PYLQzUJYFwbSp2tj0eGtdDg7uGfxqOkHTEXoNS5c3+rAPy/",
-	"xqoeNRiNfAH1KNfDkZW+VkhyNcFkXhuiJFgvQXnByNPnov2V4GgJrjHCqmL7a5pKO0s8c6UHQ2hAs//N",
-	"Wq4GoVuBuqMqA8CedBWIUGXQZWENgxPECfy7B5HX/z+beiGWW/41FmMXG8bMKwoNhBmhncHHhR7yQvYp",
-	"vWnlf65HI5E2FhnQvni2Ijwc4LOX4d9aicJKJH+JSHZb09VBoLwpZRsJouUENFp+z9ZuP4XhuYAwGJZo",
-	"iJDYIYADtE6NoGoMZ50y6jzJhbHyESIg2mCdlAkqyKpmaZO8wnE8W2lVDm8lq1ay6hnJKtyYaB7d04QE",
-	"c+JrZdbRAozVArF07nx3dx+YSClxKjnzqHSXB9IUOp/E6lqMrCWGlh7UnlpL0DpZCXxnr6/HqkjYFXT5",
-	"XUwg5oyINZM5plasiJ2JimABPVksRW5wah/xneW5K8Jllbr6yiceihs9ar09IErf3uGsr0MC9wFqNKtn",
-	"vnJopDBBHSVRx70w7hRCOUtvKNW4EK6D13pPdGuC3XQ5VwYwQ+A4A3yYYa3T3fO93sH+4f55FKuzvdPf",
-	"9057x7/vnR4c7761ziX9CYJ7EXu/e773x+5/uX8eHBz2zvcP944/nEfs+PTkH7tHUDrzx/HpP/dOe2/3",
-	"z94cHx3tvTnfewuBO5RXZAdyCeAcl4TdCFklJT4WPfqoImFGFFT1hpG+Pld9kRGzXqU+dWe6eMjX7bCW",
-	"K/BBB7H2llhBkz6GBpUuHUJ6wc5yuI9vYGx4+It88gZ2xfcjpPxsruTUk3hRsLsqlklNry4nsgrZv55t",
-	"nbyZbju1sqrLpMK2WPpjDZEwbFZndWkXq5kl6QjrmxsKwRcsLE/d9jDTI5GzNJc3QmGRCzuFjIJDVAAK",
-	"yUKMqjzHmdYj1rK/obcFwEUuylYadW02VinkkzLBjcC8vZ2kHvzbd61SnyIPym6wxsFDlNmbpkvaayG4",
-	"6RhgEdT9/DWW0AJZzCsrrBcsNBcvIdgtois42k2dUegPPq3DTkS+DoG+nBfCdfd4NKCt7U34Jpx/VC7t",
-	"LrsQEw2zyF5t/0qViSDw1nftVCxHUXUu+9ffhxFX3wAr4YjC8dX2Ei861/qQqwl5yubrG39jBdKD5B2U",
-	"FutL37Az3YTfDoTsH/BnJ2W1zu7eeL1XB5MDudQC3DYo+AE4tnbEdJ7C7xcTX1wDHE9R6bP5A2awNJEY",
-	"clLRzzj90GWeErvD3nnIfPZ6czNWyfnx8cFZ73TvzfHh4d7R27Pe2T/3Dw7Oeof7Z2f7R+8Tx9Tv8b+H",
-	"Q8glcGauZZahTeZxRwGhf2aDMszWI57eUz+l/x97V9vctu3kvwrGbyp3KDl105s5+5UnbXO+s2OPnVzv",
-	"ZtgxYRKSMKYAHkBK0Xny3f+zD+CDRDlS4jR2xn2TShZJENiH3y6wv4VHbdOpaWURHqXW/zOvUlOf3O8h",
-	"IqdLMgUjengt9qI93ptBchWbC+aJG/1pnUolzXB7kWiJ4sAnN7x1Wo21mcR7ETNfdFeONGuruWaVX5/W",
-	"N4AUtharVS3YIGGxMZY/emTsCXR9nggyeF74aB0RBdm8JhTDK/ePiTs5CW0ikthQUV7gI6qM+ljQEQMm",
-	"FAZR7ilTXhWbNgjDzy3zcHAP/wAIY+X0O/ckCDV8hJAmub2VuZjLvKrZeeARx0LXnSY39YOF0V2HYezs",
-	"heF13uPLXMpy+iRq5HgywtSKhXKg1TBfL+0aH7EEruyZa/KZ1uY94h/t0KPn9atfRVIzf7V5dBputtbz",
-	"c7kkGssg+EgkGAY1AGOGlGjjsUpLPVfhMPL+sSik9wvrsmG5LFRGKhQa9jts/kOdWCXvI88AECQ/839J",
-	"JCp4kLhTSz6ZiIXzm+rono2utUd6BrO7q9bhkryo23qN3hVI0+66U1Tb9kn8Q6bE/I9n6lyblb/jJxZT",
-	"mysvc3UsElPleUKRYmyIQ5dOlXN3a+oXiEJOfA6G1KMyxIKfiYEUvrTEg5w6xd2VmMLeI2UfbjLsH8On",
-	"LFD6r6gTM+itKCW8DFPygOduPwa7n8LfawdfwxcCvIF4ouMbF87C85eFivC4IZFMUHspqgvUPjYLp8tS",
-	"mZG47LUR8P7KpG5JHQFgqvuB7mX1LRT/8TdjV8b5vXZkH8XytKJxrPj8ETdsf+T9179g0XY2kz0IG+Lr",
-	"4VYweyMVbBtpt80IN33HxBkK3bZw+4NX7oeC3DVH0gvo/gdA9/psfwns7hX3KNBtrsk2A/MHoHRsdsPS",
-	"4quh9PPRo52d2voaPwagfk7weFcp7wfIO0r5SFzLGXVxxirxpOhiouQIyzZj04+vUeKjDpwWG9B0tI6m",
-	"Y1PD6agXHBMGXgHaEe5bIdTN6J7WtQCuR4Abm9eHhw9g02+gSS/49GFVfkGoPwpC3c1SAUYFg+N36Vo9",
-	"Ehf1xo/Q2ah3M+UD3nVX7X1SvKbwCp/bpDmpWU1xGv9pdPm9eFArXt0gT7TaD1Cf9knR61f/3hw8kFnm",
-	"lPd49kAiLX0/pSY86ZtSasIDvhOlJj3685SaGAs+Awv9coa7dVIKhYtr2Ho0p7bEB/c6270tOEZkIY+Z",
-	"S192qX/bvTo3JQNYs3Yz2B+wF8t3j/v5Jy/nXL4rC+UG0d5+r23UF1w/Wbncxly3TPVLymmVHPIBidml",
-	"d/XFTJd4JkKrPPPdrSBOmdZNmztGcZzLSdiF2dVmUnPPr5fNb9VOd2cY8w/rBfdXeC5Q5qV+7REa4T6g",
-	"7ttvKOPOB6q6UB9TVZQiCanehNqwkJx3NT82X6z6veVemGd7itrfGtqL+r+o/9MoZkOR3Db2OSh0WlZu",
-	"c59M7IRFvxF6xukXycl0XzqFPFTa5NqoY6wDqbMMmFyfSi8MVnau99PGXrC4L6TLjWj0kgf47UApvtbB",
-	"z12lq3sH3WojqbJmpXFQr67hvX7IvZrH6D98gsv+kw8S9XnxdDZXu+VLNyZIr/BWTzG2gZFtdUAd3uAl",
-	"wNmQJpVBuBwv9FflS0+b8xwizL1IELgkYibveN8PzZg0XUTTY8ucNLUQPjUUg4ODgX0nDLOt+LeXt7WH",
-	"htxTL3tozwumoMwJiYu5pRc4uId/ds/WrmOS+qDo1OZ05ADufCycmts7iGGCnmMj1S9JWFzBndRXK/xa",
-	"00S4G9a11E0QC4nt47kHIk9nV3fbVTwz+fFMmUk53Tv69TDam2kTPv6yjnD+frpKD0uVfn2T+pc09BeH",
-	"GSDgDyswFU0eTG3l1Z1SBQjVI5Sd17WamVQza0ibuRqdtFmZrLAaD57316f3Hw46Dq2V+4vRf+MCaD+K",
-	"zZWShRfWFVNpvBiEpjbtvrFYSYpV1pHoryan7vAZ0Vbwo2OTOR3yKDOxwANCC7lE1rAl81oEDg2s3MQy",
-	"th6yjUh42/ADxIYoLSDiAqVdEg1Gpn3B5Nr0klmlBKhoVuUqE64yYoBs9fB/yP0j9QzPvNuZhkla4mPK",
-	"hUX6xrRyDkZMjKxEQBwegVW2cBtkDt5fKT0XK5Xnh3SP2Dx+4flVZahu9z/agvkNTd360x4yen9NZUni",
-	"XEjvRaafwSna51DnrWTBCsscP76jAeuS77ev/l4dWv9Y0Ir19WFGbi7l5jpVkZjZyqBFQk4KXXY6sxdO",
-	"jfVHcP6Vy/eO9u5lUdzQl58OZKEP5r/sRXtz6bS85cC5+QUZXdSvvaO9Az9P93pPrTWPS5qLEzHonGdE",
-	"RBXGKulo8NT6Ujhry/0RSPbf9VStwRgsmSWdjERuJ9pEgifNR+LN9dWfooSljeqCIFwsNZM6F+PcLvyo",
-	"AT0nVTntwUofMDRrMJu2RgzkOkKMQmqbkxJ+v3Vv8mfrN8cl6ySzsE2vHetcwRulrTp8vm/rrm/YTmKK",
-	"bv3ml9VtrlOQwVLPlBgriem3cS4n7fd+gwvVcz22+fFH3CU44q66lAaO+CRqJMZybvEkG9w3CqNEt4St",
-	"XHzdoVSUalbkuKtgstg07QmRT2qsHDG+40/brY1lq3HxoA7PC+W8NTJv/RHrtLC3MnZ9D2wlNTsm3hoP",
-	"1zFte9OqmZ7osLGHmKnZLZWDDrSZa69v8/piggKxef3q9f4xH7I1csKR/aC/3XJPJ+ioNdpWZ5TQyFjX",
-	"BF8sfDVzPr+U9mv5gv32VgqeUGbyUNxWxZrY2NQ1se2SWHRvQQ3wPfvESbnQkgc5b1i/UUKPhDJgKmbK",
-	"lIHnKYIlGtZOU9i5co7K6+nHWRSDo7FDJvnfr5EXPmaYq7lq1+3w9bh+ACZgGCOBxyLpuD8dR6v7YWsX",
-	"GxpqDi5wkFAvfCr2p0b4I/rq/bJQ7+SMv0zoeDeTKogktU6NrpTMPlydwdOSngnjmv2eUAs8gB03SuBL",
-	"ie0FULCDpxCD34a0P5Y6a0B3HJkxXHZr1NBPLXYmTFxlbmSZ7AvrYjOTpgL4JMqps9VkKpLS6ckEMczv",
-	"lSL/A3OzGXExDO7DWbGpgVbnja87/q3vpVXlsUsoEfJ2J4Dw1v19cC+fPiUCNxsgjFbOR6LiNVzxo9h9",
-	"capMbHAOEd1iW/r22C6JizyYmr7R/ReecR8zA1YQ6pPLUzFI/PzuhmRCZyQN/JHOyrOA7I/EOWh9DbCN",
-	"UplfswbWtDj2MP/nm6jCU2fj4PsWU1nWnTYC5Upy/d9viIbp5uTyNKn1o4UkotgAQAdY7SsudU1hrvOF",
-	"XHpq/QgxVtaV2ctTPOrfMztvwSKR0NQGjNldyC56MaAwOkELlUQhzxGJhH6RID86mTa7MExF76PYcJdn",
-	"kzGVVseI+IgLFMZOqeHYuhkCFeWUSRUtv2z8C7UEc0hoWLfUb+r4Qe+bAn4q7OWggBY01AXyJwwhwl/w",
-	"XvyBpCMYH3Is+OParUxoxjiyyrFw4qE+/vj7kTitXQvdIISZEGUei+7f2pYfYi9jy2DW64t+7awwLWPP",
-	"+p5JM6nkRA37VqDtdHmYvzsNePNIJLZQRuoE+dfERaHMyekQwLYsYaSxSQ7SqSwRf+eKW4gFaT/iCyJx",
-	"kedyJiMxPzs7j8TZubguq0zbCH9wZatSuUi8dfb/InHy/5VT+1FsEmnAwBU6TcTgnHuMg8YyCyO9n8oS",
-	"MUilgTdwqsiR6tLZmZDiP68v3h3878n5maCfcgEPhBDUgiBTM+tRbJGwqfK8tnaBrWJxLn7ytQh1Zo0J",
-	"3Vq1pvyziO7dMOqOG6ak5N3FzdnZ+c2bi3d/nr79cIWNbxLaJGDtBHeOlR1DwJdHoo5mhJ/aBcxKoW/u",
-	"1PLGq5JsQ9Or504tO+Jw3rPYDxlukvpMjbXRJBkD2soU2ojMpthCRxxGOLPiGkNUkTk5LsXhq8NXw18O",
-	"Kd0CHic2SSfACAEteflgqUf09QiC4mSfsxmVzktAxg2F1RBiaadvq1JlsUllKXM7icS8TmTRxnJBCW2i",
-	"6ZshEiUfRHjEuqGvIBKHIK5GpYD9jFrQy/f5+AecSsP85JbBAPk1Aq726JklmavIejm3YtMm3YraIjZY",
-	"gX6rtUEmW4Oc7TK12KxwEgSX8xA3QUvGHHKorHiV9xswEFLtiQFYB/LkLTgAI0flIfxC3g+hD6hBE3zk",
-	"2pchBMn48CpEEUTogMuXsqBiZ9YotI6KuMdTxJYyEqE1S0Rsl/wPke8K4oVdjx/Q+6QAZQyRpC0Mh/+U",
-	"X2wYn7hhZV/GsDNZyKy5Pll/1PgA615zVUJkO6EIsc4sIonlKkclDH8t1RCbQUIfbzgSvIGvj/inoGrY",
-	"8LvDWEfutZ1yFQPKesASwGfAHQGeDQEmBuC4D55t61wrfB+E1avYNOiocYYbJpDzJn1GTOZDDHnJlmPA",
-	"6iFSKHRKop2AKhzcV7hB8omYTRMxyGQpW/S/TjExGG4YxIbcN8wU+53uXYwt9Zhzez4Zib90ObVVCajI",
-	"pZVTN5XLE5ZwnB0AS5kHccJoGJvs+0LJu3D09ZwuFL66hRe8RUBd2tTmx4GuL2rfsICI309hci1znIVb",
-	"TKtb8G71eZnmltTnjCtZS5oj2vIKL1BUfhqxvHhR2DyPTfL2j/dihRI2WUl0c466i88rP91gPrtYHBw0",
-	"/SKYRMxs+Wgl5Y5Y5VZJpxx4vdhsieFJvRxEkopZo4JehwAeDBZZXc2k163xIJQdxeacATy3ONUQMa7A",
-	"diSlXwXvIS2DKqK9SGgNk1bjpSBxCbtKWeiDnxNRyHLaNjAjcVWnvlWGHKuAHuok+L+9CslszJrEhhLh",
-	"0co4bxr+7pvzk/9JtkmUr/vIk8vTviRaAd5YkT8unM2qFA9/Qxgx4KDAe1X6/SMhXToF4wYWHwyNqPBi",
-	"MPtOz2Wp54pdIZim2FDeqW41SzXL8JzbKicdzivc4eNzqPigTQmmYyHbZp/8Cw2tDhmbqAghP9gT6ygD",
-	"0aSO2vier28sWheawev35VsQMQht5sqUFvyUhsA3z5scXGX4K46GEAyxkxiJvm3s2Jx2b4JXtu7jlJgE",
-	"vcIdUhbTOiQlIHPDF9xwKieJTS1vY5l7xcmxekzL+kr+qr6yEdTSVSvJKJqDPjd5UZUTCwPCXG4H2HKk",
-	"COg+kDj2T0ZrDaTON1ilGkFpM5RFITpWXgwaXCJmEhMpjE+0NU1Ci61tQReRZbYFgGmyvrOReKcWK/dG",
-	"icq9RfuLFoZJqgqdfsb3tOfwXftPfXImc1WWsMKgeWJMa894tUbJ/NfQ0bOdQL7GP+19+vvTvwIAAP//",
+	"j96PO/Hb8SF5h7+TmoQgqW/87Xc7+/s7Bwf9zjun4+16zSuqyZKapCEloJooWsyr1u9TeDpXIxqhENpc",
+	"MtNUB/pFOmPkt0C97nM9mF/fy3Nb/HbBWVdHmSq1+o+dk9ubjzt9edsQcaYrAiSrD9H1nfy/bv/kR/CI",
+	"nvbOe/2eX+vUR7FMKN0Jz4wEeDB01/oSLMsgdeknQuabMelL8qRLkTSThpzScYKr84Xk9YY0YfVTFeDy",
+	"Vp0GD9qF0OVqEtxm9F1CMmhxoZKldMwbnJokk/YYZ2hOUsrjFkWMsAovkATp5tkS/VrZCpBgytU8kyI9",
+	"C83wopis3Fbtxo+YJqZXWzVZU0zRE08fhDtlMURzniQwSkIPIKizvGk+WqmSC/JjPtI3D7yGUddYNnZT",
+	"0saxRm8+OkJD3fAKDKIQEqO4OhbTFEved8+GX7XV9Ly3+0SSZAccV3v66SHa0mNvTDrJPOURESJEPM8E",
+	"jQka7kml6nEfarsubfgUOnRRgXJm4VgJSQTTLJuLo7098RjtOnxM/u1bSyvTl89pJFaNLocyHnljiTwU",
+	"Ve/t74FjXDPqvf292lj5DfPkCnxSaFCcr133C5iIog+e0j+WdFrsFgiTqlTf1hObgLjF8hwVlTwsMj4X",
+	"QB2UTdqHlf8kyvA7P/zi5sfbg3ffoX/80lc+XigA0Mi4a98/lCYanTW8twEd4boDMzD2xAvSSE2KdQNi",
+	"he4BvgjLflTHVBljaHjK8KgYlWVIbZqP0BbjZY60fWz/1s84FuuF+sEc15rd/G4Fuc1wloslzhjJnKIp",
+	"ZowkSMDN/32kgnzdQBrx6SNOBgL8hL7JUzxJoO8LyF4pFXNBbDqFZM8l7vdu5VyoOv/yr+QF6JXh9KWl",
+	"tPAOhOXpZt/QLSSFyQhHD4oLWVE25fxBVIVZpel1p+TG8BYifLYuJqf7tdS/sgxDdDglc55mG3mZusY8",
+	"k/qAWMxmJEt1EMv61YTH73SsMqSwKSokcxThuZosrSxNu0kArWqA4Pc7laFXkydkJOGIVG0p2rJ+XIBy",
+	"iOaqVEZXe0E9e7LYDpWAd9qFSBSASlE9v60U8z/8UIo3mgMMvKN2/rt5yVZ0+47w/Bs7Fv/P8tM5bcM3",
+	"ctP1dbSwqqwBAleKHnYRpObiyDQxFE/QEVoy1aOvUnV9fh4eK/VbNcRFnN0zmJO291X+/1n8rFTcIYpw",
+	"mmq9PiWq7ZQmcJrCiKMlVRDvw0B93LgJPCUR73Y6+/39A8efoWRqMflcPTqmjAozgFNdMoUWFc6pUukk",
+	"y3LuneMURhWaZGZ9Vbk35KpBkOjuMLYfIVbdCr8GOJ3kM1W//jUo83PDyXk62VM8t54vYHouFq0fi16P",
+	"ZhTR/v7SVo5ORyETV4P1wW6AWw6+Hx9gM4bAdce8LdDbERZL1i9lsQQfFMkGR50wUAqQxOPe5enZ5adB",
+	"9/r65urn7jm01iBzMZD8AJDZU7ThnvHhv8Bs0mNuKZvnmXKPyNP78PYwDHieuRcP9g+0G0b5ltYo6Ogb",
+	"pqS9xjkT1bhrcw2AwdxaUI0ynGiiOtaJyGb6PhYPasw1pOGrrlOWMyKBabtJxN9iTpLWVDcptIc8CPmC",
+	"SiC3SC6DFoskHhaCVeeTpZghnme+fNywcFOvSoHowY3PFSbQbGPK9cIJ6HWhk6uL6/Nev3caoo/ds3P5",
+	"35Pu5Unv/Lx3KkVv94erm37v1M6PhiH9kJW1eVJWY8kEjVtiYMuJHFsRZxllOUEppgK6m0Gou6BL9DdU",
+	"VfqGDSNzK8yzEcamsUpRagQPAY2Vx3CrQQH6/hdUJFQYeGPCDpC6TWCUcksuAUOz6ny0A6To9ITCKONz",
+	"3TKkVi3TPoffkSSrsPla31rj0w31aPYm1V/ALV5pgURNio2EF2U0ozhxsiM9zeocQVDPeYHpy0hwNMYp",
+	"2iqQAbNY50014JkRKKvBpQx19UwhaHwEIdCW6vAKJVbboBappfnX8OplD1asrdrTHdzoijXP2ZNUeT1y",
+	"U+dnkJpmihE7CO2IHkUoyrFiJdQ9m5NU39q9PgO1MSy/3a0ifCCL7V10Je02+Se8CQmiOieCvrcS81aU",
+	"W5Qwv4CDRQyn9kILYiMvyvPFHJyo8Ygy9lZ5mzmugnZtd+emEouyAPrcoKb3mqOvUk/IUx0eVpJIMa2t",
+	"csjVWzlVnasQk9ay80TeDDaXMChacWPmM8x2pN4JJfvkyzzBDJvZVIU/vuiibJO7bMeCw4PvUZ9zdIHZ",
+	"AmnPjFgZjI3ULAuzsqVAPeGxN6yz0JWOWg/bRf0UMwEpCfL1wuVMSkzh+TyRnGtu2sIopnrPhho/xhlJ",
+	"B6pgQAz3QNVJFbcbbh+hm26/Nzg/uzjrh+i2d/Nz72Zw9XPv5vyqeyp1C32pd3NzdRPes0/dfu+X7q/6",
+	"b3R+fjHon130ru76Ibq6uf6xeykf+uXq5qfezeD07Pbk6vKyd9Lvne6ia5LOMINC9u5d/0f7yh+6p4Ob",
+	"3j/verf9EPWvrs7Nyy+vBvL9J1eXH88+3d10+2dXlyG6u/zp8uqXy3JnvWITQRjUdlFcgzcHYVDaRhAG",
+	"xYKCMHA2FYSBs7wgDIr1BWFgNhyEgWfHQRj4dhCEgd6C150rEWR5eZPKbJ0QO76srS9XBXrczger83VX",
+	"+eHhlZu7QF0dwkMMOEOjhEcPAvIflUcJi4ejogeeQPgJU9WD1bST3VJ8F1Xtu21VV2SsY9VzkLhvAPIX",
+	"9gXdX7pnffmGs8vru/72LoJ4HzXhd9WqR96rY33LuZxjldfK35nlPLXV6cJA3SO3uqS2XjQJ6H/qV/8g",
+	"39zcyht7m52fVICNYhJR4Uyj1QusAX2tJWpc6HOeyA+2ah+tVxw6AF6Bavb1HieUxaw6YnnGXLmulPbm",
+	"aNc8hkoyaM79Pd5WtMf9xUT/i/bWMZeIQzNRzMxxnmk/LfiM6eaRBVRS/oRojLYYz5SHPOOACjFpq8X7",
+	"a6hg1gUU0WAXLEZRW390wbLe1ya5r9r0sbnRdd1P5dOJyurEG6FARuNjtTOToqESw2GIosKtWot76wJb",
+	"pXKY0t7y4mwJcAGNapfXAnWbiMWwC78EsnxKOWuHUk8Fzdf8MCx6ulaIJkn408eUkL7Xu9xF45SQHRhl",
+	"rN29VBRZdiMioO25Qng7wcYTZCQ49vm8bmF+CLS+PbYc3x5PwX4XNbT7qHDb16EqTzLqHQ0LSc7ZFKup",
+	"sGrBkJ8zIki1DGvq1tfYKPpKvQR2AKnT0ZRzQVRdy9aBvHK4fazfDl7zlMyJ4hEz9EjSEc5UAN/JBbk+",
+	"/RiEgfXjrpH2UfDdBjtBykxzSxmgaridYhko5mjBc/SEWfb3lWhvP2nPuQCYcxxhBdlWoXrX+knXbAGo",
+	"ETXjcMwl2mgiA4nlA3+A5WOFAI5t2DGtYOkUC9172uxx6B9PWc8/aSCPvvP6NwIN1X1tgkUFwnm0B1VM",
+	"w13UDS0uoi1NEc5c+6GFz9AO59xenjFS9Ik7XFXcYXDGWfMq3FBak68kVbsPfSwQuP3WPtCkBavyd1Ur",
+	"wZvd5NZRaY/9CQuExQOJ2/tzlmif7pHbQlCLtWurl0s1y6beJMr+1uLSrAGLBwlYedXDqmGFPj4N33k/",
+	"2o9aToaxQrPkK1mtTS430YwDtq1l9u+on3R8kr7ZPZlJ/ge3Dma6ya/P/aZ6uVCdLSGPKCURT+Pt3Xv2",
+	"z7veXe/0CBl9Wvn71BzQXXRzd3l5dvnpyF5CU57EoPTVjAnX8LtnoKAX2nnFNjpycFrfqTDIufH27odB",
+	"91Pvsn9rV3fPIFGk5IyUj6ioyhGk+81VKB+bfFueohGJpH1aJIvogAYVqn/RPdsaQoS5Hmja3l0a0zlC",
+	"GUlnlOFk955dgxF8ZJYT1iAUVqBwjH7PKRERuF20CT1PcnHPPEAo+1TUsQVhoE8oCH0R0/Ln3AvFe+VV",
+	"teAgDOxegzBQm5UXzW4lmhaUbJfgdZMYM+5UW6IbyG1rxOqx/d4e+69t83FEvpAoz1R6GtrSNoDK61Gd",
+	"kqENGcFMmOJTsA3lEkWDgViAoBLXyJm1O8IiNccwTX3WegngZoZ3ft7YBpI/vhGFTxWMRci0ySBMoy1K",
+	"ZUdut9Ar2g8o0JxFbYHE9gBrQwuWSwWPOWXh28RFDS624aal+Q36ADRlNdAY/FPRYu8fxrnY+4/eyV2J",
+	"jpr8iXd+RzmUk6CMZzhRw5e0X0vBEmSxMZS9sqyc8NCUJQQ/I1HtQ6nyI1q4CyopFPWhfzAvAbII1Kd0",
+	"QV25cdjB/sEGgR53g9WVeDFB/gSTn9PZ6/cTr82neNWO4P8n9+r2n2UxZfscL3y2klTzYAYS2pokfIRh",
+	"JEfm1l5ARFKPSbLE/0bYgR7VI4343MwShWGu/uHbZpaHM3ZbzwCrzGMMdFuJ3Y+64YSel+hvRnvQ3//u",
+	"qPPuaP//Y+/dt9pIunzBV4nFnLMs1STiYuyqQutbPZSNXfRnAw246vR8WYcMlAGKJhWhykiB1V7+dx5g",
+	"HnGeZFbsvSMyMpUpCQwG2/Qf/ZVRXiLjsu/799v8vxu2Bw6tmZ8eJwFpeSqM9P5DoIPsr0av8QtIwYnr",
+	"o0JfTmg1PXZYZTghGikoqcCaZ6ipSRk3IT1Kn02U/clD2VBhbxMLynzyy5PGCGPLitwcxxCZ20H9uU+v",
+	"FqtgyZZ0s3TbcpV5ZJq4KYJFXIjiN3OqFuD4OOIbz0z/ZUA+wWab62vNnP0bMN4s7XzlXOGod6DOfdTY",
+	"drxDAPvYi+gr4gtthYl/Qth4XGt0lCpdpsQaezLtxUE9c1OPfjkYmS6GGfFPinAk8yfifVtOHxzqSe4j",
+	"9xBUHEq7s6cNJvocwNlrbuDoFNgMtlzwhPsFauowcGsC3wo2tj1Sy8dOmvbBEsR9i83xN2AOA41rAtMX",
+	"lSmI66E2wkEiyQJqo6Uwt2qYr4/EtFKZZ5lxdAdBkyU3RpqCW2/brjElFKsVJMuHo9FfaMwo+xzNMyAq",
+	"xMtcitlByeFE/ZeWQCZYLf9bDgVYN2UCgmUwVIke+AIwILsWofaktms/PSuocFr06N8ToQZNfVragFZ1",
+	"mH2DIS+eGXd6WEeqgZ0LqS6WzeAthu+InCUEH0i7jBvfM7DIPqNvobn0hInl0jZtusZEGMTywvM7XwIt",
+	"lxomKQQNC+DDU6oVYwkQKEPwjAbZhJ52evrFcQT3JIaFzGIwKUpw+okqZOYvmYdeXc7C18pmLxXrxueU",
+	"sqKOMTa3QBzy0enpIj1A192+kNe9qInSIOGTQiesM87Fql+HiEFnCnHzy5QIzu1pSS7FlP5+KabM/1Yp",
+	"5J6oYMwLh0dhpvkTkXN1t4Xhe9UQzz1XBdxJAcCdp/txlUjhtcPAtYW2kPfTDhSvWE7tgJRtJDWy0tcK",
+	"CcDJgcQi5NNm2D2XgMZp0zLH9EuZu6nodII6ajnN7dti+drqWgRu2UKJQNc01Ez4Ct5SNkZNIrwiCioC",
+	"yC+yX6Banik8pK266Vzk0Cj8ZUDdYc+hWfsk089rBT09meHHDKv5f23gvJxX7e9YOnWt6n8hQO+CgFzl",
+	"rU2T9QG8z50BlEnfbrIOrhXj+ABktjTzCS13Us7eNbQmfwUiyrqnGb5xzuzcxUYCuKFwJyV9Vn4/y8R5",
+	"wYDHILdKC5sP6tyHQU/Q8/VoRenCvphGmQbIOu8JvvVKiuumJvAs09en2M09GbcjdzlqXUevQkUHruWo",
+	"pQ5nbu0dFhMFf3POC/HxDjLBc6uqusvkIbAdgGqzGyzQSuG3L/mm2Lw/Rutf0H/l073zgdKbOqAL/iV9",
+	"ee7+5cl8Z3b3jbHZN2+BzU6btNmy0PnqOZIfjKiQisH1DWvfuPoN9foNbhb+4Fj3uar3rS3eDGZqCjE6",
+	"bWunOoaf2zupPs8XLUDf7XTol8kZirLZjyyLWx36PxnGjvIaLAz3Wx3VdFLoU5fjpH5poaylk7bgg1Xv",
+	"mDmJrtTcvW+bAXRYYOubiPDCSEITlIDVfVKrCMcu1VDkBI3bYnsFksiPuD6cXfhhBLCVNCByA90LSl+c",
+	"QA66y7yyzrlL74+qs9OuaYDy+70Ynd2WbRqMbLj/mQGDItczTN4YbSFsvll2+8ZYzD49yulegGsOIy/Q",
+	"JWY/lMiEcRANgZcGcshFE3K7qXgDpgiWe1plWtYJoJGCIHgIZYC87TWrpQaOnV+KIgKVKApZaCQrHudy",
+	"gDTyiNuMTKIqHNzGjJ0zTz9aAQ8OR58168WGasUmqXsHtBtLC7F32QhSuBcPs1AwNRA65x8p13yKmWe7",
+	"scBVW9leuRgXq1u9DeKnsaJxgkD1G0ssmc8kNlJ2u8KNncM9dimmLRpZiR77M5eFWNUqm0bMgakg0klt",
+	"ObbWf305fz2iFchnHahs6iXyGTeiGTLHjlOodKylKpi9DFDPOjpnlA4BsPRznbME/wBlVk2YOAuS1LQY",
+	"zSXYPHNLiuTLothmCc1tEuglP2mXYhqxxH1WQrNlb4+VvSzNJdAvoojGYD1EwR2EDDns0l9jemyH+PcB",
+	"zMlYHQBdTjBykYKjb9jW5iZmMH0Yvaz8wb0QTHd1T0UNGzFasUaz+FicXkuV6muiC9OT5sKhsjD3ZS1c",
+	"DwnsvyeCfqaFrz28oeYDfmf4OwhxGF7daC05ceZYrjjpTZX7qcjcknTKfcSUECnhg87Q5ncrSmQsFJfQ",
+	"9VsMc6CDilbccxonSppTTzrTiE064pcEigDFa4hXpM8h/gzJ2L63Osrd55BRZy0KaU4pQ9/AyArds2dT",
+	"KgoKOvcrn21c2RpIO8g4F068J+X3JO2cTtWt1QRDPZ5QHRFAcFmnpyxRalrzhc4KCtHmFYdoI5wjio6F",
+	"RCHzvYcl9Zb1/es0HRUr5EaKrKYBZox5q1igpLG8qjJnm43eQsnZ4Q52y3RByJOusSeRYPEqr3j+ctGa",
+	"tGvj91xmX6KOfQsKYHY7OC+CndEomeumEkmEFTMqxnCeB/nUH0NoNTzP9eiUENnshVeDGjQ1XOAiRFBI",
+	"fCzyKwlxxqG2XwFP71XvGlPJiv31+SAXBaAO5sXK9otffsYiGnqmuRo0hJxaRFliX5XYTQ2CK9eTi2EA",
+	"XMnORKav+yzJ9EVCrSZWGRtXVWDcUcj0RSjgaH4yfdEozcJ5m4kQ5lwZ+2l2w0xyWUz7LDEmA3Rr+PuL",
+	"X35GyEKAZwtfq5CVElfCmOZ8aHWFmpC1Re4w9W6DtF9Z4pbHp4GB6gxga2lDRRGYJy6nXD/xs+062jR5",
+	"6u9PDpn9CYQWrFxHaWC/GgESZw5xf2sNdfsl+qPSahVHgyaS3R116fbieZWg7H/HsVnb/r/+aqYBLDdu",
+	"4xDdzxFuLDAZ+24eSrzt0raMlnUXNreWsSTxDDUPzc5Rx242IjbLTBKxrZcv6N92T1bJlV++ePH8xSIV",
+	"Ux7VxrdCXeCNtsXmixcL4794/Gmz0FdXjmHtWLQ7qofZ5ELeMnhzgjiW2CoCz2FYFNZnyafPCf3Dy5QB",
+	"L3imL54ZlnFgmQAYyVqr4KcV+uvK9spG73mvoX7VX1Cf8D/wB4CEhVezQlfBHutDuGkxa7v2+mBuG/po",
+	"dyO1gspHPp2fl3ib84Fgv+vx2IMnfd3shGdumClf1HZPfJHsrTM/zCProBcxSOkYxg1z97UaxcQbMcvb",
+	"Urf3EcYqgesTCCm1sN63C0jwuenXmTNf9Zp/WXLnZZoj+RRU691u/72HHlqeF4RI2kc88HOZiYTB3yt4",
+	"woA3bAXYQPhOva319YgNhmJw6Wq9BBtylWYir+ML28eubK9g+cOZVDyfYvnD7M7FSxs7jWUmnhl2Ni0A",
+	"JqdAIv+Nl+y9/K0PULQsFQW2hkCzNHQR2qurhU/4/pUbTPadzDPkQUBqYsXnV5z3Dn4ypMKI/Iggl8fp",
+	"eXclmsekMX89+p6AEAh/Z6bfvRGWYalViALuDnKVGyf2nxRmq7N4+LLCksTDsM0toFI2lHTEqW8h8GjY",
+	"A0bkBcR2T7S+JfPUK5DyBgt7kT4Q4vVCFfmUNCfWDRjGFaNYPP7sYc5b2goqqY62pgJzuUq16asbm88b",
+	"WgtmVn5BPsLaNKnEMIJPPzhWDvzCjtNppQ0IIdE+plOwnUtBsK/Ipy2i9XYdBLBchJVIrQFnU59wgrin",
+	"4IMhUEH6AKjdy3BxxBI1yZB6MYlX4pUkVqnIRAEXRazsJ6BP4864NdDfEmF/gdIFhewqafKmXoPGjWea",
+	"vL0dtC6phmFRq/mSFXU1c6HsZ4DyB30l7AStzLMByltmiZwWkV41KfwGxZ1W3rOxVIHRTbQ9bUtHTO8B",
+	"YmG+sWsZiIB05m2CFmugSkXVxg/nEYjC1CGJKCsDMKQBm8bVVjWaU4sLuEMWrLbRUGGX/dhnhtEtTI74",
+	"hWCdt7snbM3+RHVF9HM3LKAup4qb5aupF1cauRGJ3EBQ3t/RRyw8gxCeoFRlwfS1ws6e4Gv0tVqyII3I",
+	"wGaK7OyaI+v3EKLx0/Jza5SxsC+qNe3h2RiFRMHtVe7V/qBlTnFTQZzbIZXzHRyKmYPnJmAG9TLcQu2o",
+	"k3+1SLE64t0yoAmw25aGs0NeswW4IPjI27f0oLt388+4PSnb7cf6J4At/K4nRlgVJdVFeyuWKyG1xukw",
+	"uAMcl2VBLnQ+HnIFuAfjJquBYAZ8cVZuzVcCFoVYTBOqZHPRaMiybk7t5gYwvYaXvp7UyOJNFXS5rIZa",
+	"UJpY+7p5g7jtmoGtg8HSY4jwlZDx/8Rs7pngucjfOGFgri5Pq5Xm9E80QsjDqltGhxV4D2ilfC+Nkeoi",
+	"YiOeWVEj0shx/kcsF1faLpUVste5RuvJMIDQI1gkwgSJ1db6Ro8RzyQbaH0piR4E08ce5UsrlgTcGD8l",
+	"aBNhYBMI2u2HlqsyLIox5GtNfn7S3Fh85HymQl9gcMCzXJnKgJbiVyRtGCt3787hXo+deIYrWWX9cJW3",
+	"k2K4lukLqRJ4VgJqE/46EkmP7bARzjTTeaxwMvF5pW/3HMc90KlgyavjozenJwf/3N0/3dv/Y+fd3mua",
+	"KWvQlDBHFBIKaSTLueNjabcP7C74llcwDU1R7co0Wa+q+dM6vxfF+ADKAo75SBzLQvzjHf+IOs8+CZ9Q",
+	"DsxcDU7p5bPjsvteqnPdNKDsfHWooaIcd6zOB0MBJpsdqMGUS4+dXGu7QIaZISp+64vqARRvb8cqVj/B",
+	"Pvjpp2A1f/qJdehLk2B8CcCnoFNepeXE2W7aPbFiMxuoGyF8IhkKQU5VXgkg1wBcX+Th65cjrIDv/PQT",
+	"dITktcPCOng+wHlJlpICSTAenGJjRw2tTAhzinNpemwPQhAj61zASQVLWJKT5xyo5PiPV4j+crpzuAcQ",
+	"XtQZZa9CoB/7gnyirLUCCV17UYIpqST003E6a58IFR7lqdjq2WXchSvNZDAA85l+TT7FIFLjlW2GXz7G",
+	"BmH89M9Jn17hIK3pxljZO6Fpwt76KQaA5/IpHscZnxOx2EE/l9eg8UUv+oyn3rVmi8yIXqx8raRrTme5",
+	"yAQ3guzkgp1NZFawqfCAiC/WN0IpsH9wcrr3/vDd7vvd/ZNdEAGx+kOoFOzOQiiDyF5BFaXZZsnH1dxa",
+	"i8BrlJDxinwI+eogkzDZZPvDNeB1xKqsxJSGmQmW5haadRIrA5JttrHOeFGI0bjACmUsZYX/9Pd2+/b9",
+	"I/5x9Uyn01UI/yRE+oDFMOTQMPs75P07LmS/wd7L3yA48O/HB/sRe77p/zCqRS1Nt88ynl+I3D4HlA3M",
+	"YKy2Np6zw53/fHew8/r05ODg9N3O0dtdlJ2ZHAgyg0g+Ia50lStHj4VCDiGgm6GbzJq9FtLmRVYmfw8q",
+	"colSwfYEr0SVzMY6ZjagcmQsV7ZXnvfWe88hM1wMQd0Hp2Aw5NirdyEaslu/lSLAteQgoZK1tY3vXzQB",
+	"v0SZGK5CfMFW4wpwFWLl+mTx9w7GMEA2rtqLwXyLMLRRRdHqRkyJa7um5zI3RcR4ds2nBsCs016s9jWC",
+	"0dAhYUp8LAD8YxvxrqmnkRkoukfuoTyXV1YoJUaqgXDRFvwwaHGOVVL6HwnCIeQS/HfXYMALoCvkDuXB",
+	"b9K9dGV7xU6XJ+kziMzPR6IA5+NfzXZ7ecnaIbIjLL5O5P7SWj/d8QH75eX6hhtkzZ9sop5KugQZiRMx",
+	"qXRUAO3BjmITNea5ERCfQzplL043NxkYEwBYjnDngVnx90RAYNYpb4ntU+isVN3ZFl6sWnKt7qj+Bb1S",
+	"4IvA/t5cX0eaAIgVUxet041r/0UtdOX7F2EdVLxNsC/aEdZhBqHpZGt9o+3hfrRrH5QVgkIVdnQixfu2",
+	"Ft+3r4s3eoLoC1ubm4tv+INnMoUJ8IxCW5u/Lr7vROv3XE09p8HnaOUFTu/8+1xXZ8UNQT4x74D86y+7",
+	"dAZouaZ0dAJZ8YwOpjXx+AWQQe44GbMCVF9U5OD4EjFcOeTFMbAagvv26X+4SJdVDP/HWsit+BmczuZK",
+	"CfueKlUi4u8Z6+IRwB5iuUdI56itUIwI209b3Qg4AUDJYA1/0EvShM8b6DxFdp4za2Za7eRaVzpKM6Gu",
+	"RKbHottjx/JCiXSbbMZYJf9r9fhqsGr/DBVaiXtypq9FPgBjQHxkv7/febV6/PvO5ouXCNiVoJVhTShT",
+	"8NEYDY0e/jXn16A9ycKLYnUppqXJWX308e87q/axqbywEtozq08pYt1nNMYT964kVtKwD0p+dEVfrIPQ",
+	"ay6gPvLgx8/X15nBrM9UT3I2sFPZ9c/8p5iu7qX4QHrtM+OIL2XaYztqyjY/fkSLA6y7vlVIpR3FOs/t",
+	"z2qQTVKRdmEJY0UGXUQNUyk7t8Y1zBbrPF9nJmIbEduM2FbEfiE7xXR7bKdg1gIrmFYDsc1SkU5Q3ohY",
+	"acU62KAdEZduF2VjTS/Uc95t62jcmvfa3bbK3lgJgwWU0fGibybmN0s1ID/CDATFem61U5FJMITJfFsw",
+	"Ir8TvmxEh26Zw01XY77CI7ZgPLiLbjSYv/BiYYrfdDq9UyWDiqU6lM/Niq0eqED8OtbhtOvLygXa/N0e",
+	"imEvaV+V3K8p6ziZWJbYZJnIu3ZEM7qu1Ux85ZKNKN0cJwZCcgKVhrcXNtc3GcfD0vcwrrFyHIWOWLjT",
+	"yEvcDRPavTqt7gxta6xux9vKiL8WMukmQU5aXnD24eidPQCxqhYMYPYPvpL+/gt4MLRdIoaoYi6RLXNM",
+	"YW9Dr5pjwrXvimJl19H+ZyNrLtC2TceC6UlhZCoqn4EBMZZZRSqNI9GNlWPR9R41rBEYtxLh1ic4mY6Y",
+	"NmGjiSkclIIR4AFIA+s+4IAzkMaqUzrdW5ub3R5LQvWaBPWY6BNYQ7FD1robAYX+u44QRBYg1rliVWJj",
+	"R1TvpndzfesX+5CcD6wMJYCioQbqQ6OzK2I+tlsBNUOsSk5kcEPGubwCBZ5pPbajjsB9WM30ALH5EOQo",
+	"X73IeSrY/s5JF2N2oa8ZK+oLhgw82/gVvcuOdRhx/bpNbkKVzHvlfuRKM2P4UoJm806F2zzr+YS2o1OP",
+	"JDLIhl7C1PyNp/7TvqbZvfF88Q0ELXei9TueI+/dd2Ouh1zyzTZ6tFKP2axsb65vPN98+eLXTfumenQC",
+	"k8El/Wyzcd6qg4gTGihGMAyJ4YQw7sd2MmvJpkEQkkRRrMhiR2GFOBw1fGwWirz1XxlF0U+PT3ZOdq0A",
+	"DCHinVUeK8Cef2bqP4M2SJyf4PHHE9ahbMk2yNU+S+gkwhPPXZNkrCqwLPSt1GvkGSYwVhlyTICxhID9",
+	"DGB9qGUHqwxotGASO5apUGWgsmD8gkvFOqTf+6Fyb5J3SJURCrybxUXgzp2xBHr3dOW+LLHaMB+9yMTp",
+	"R08VmIIcR5kPS1unFDweVPVusz166bq+hLR7pdV5JjE//cOLY9y6jJdHPRQKl5BkboqjtIvhEs7gEcjh",
+	"Os75Ikl8oAK4/rH1LxxYP0LbW9PWxzZKZNRn6GlUYJ8SQqSPlZfVJZHcv/7qyTQBAehy3GCkZ9ZEnjrM",
+	"OCZTkOVoP3ogKKjmi5WrLoJSfV/7SEhPhmD/qfZxexbiv9skxuEzwZR2Q7gDIY474vFL8do4vzkxTlSV",
+	"uXCL9yTDfwgZ/hpxAEOW+YC6FOqp2q3tdknu+jJvnvxbSpK/d22fUrHEAeQlsdJ5KvI+fgEiF9gdTXLM",
+	"5eBO/Q2UjPNNpOjRlw8E1XAB4YIcw8TSjtBjtWJohjDYIXIQUSoc7Ww+HkNYYmHWzn3PF4u3aOk7ju1U",
+	"OEzElXvPaNEXLkpsIZ4OTsZTTutWJ/oD1NarNAC49Bt80XmO7tnuCrNb9myRFoIeNRok4FobxyZnTQZ7",
+	"kLtRSUHFOv5B9DL7fBMrBNhbnYxN19FUWcOImJ3Cgp0Z860HdWAsn2TCYIJs4OP7SLiFIeI1FxSOmKyG",
+	"azsU+mQ+8gmjdJHWaDa0CiV0sCIuZFlMxwID10FctMeSsmlkXuDZ24w3DTyflJjbtXAqiDHpSjBiZQo+",
+	"BaF7rnMoW1tk4AVReKTB0GpArFItFt+xUGldLj5Wq69prE8xzyeL7kHl/ytCC3UyDGujmBeOTtDeaQCV",
+	"SNm+TccdwaxR5wCCZ+m5Q3QLO1zp4dJQ33kYA22XhAs9XHz5o3dwa8N8knJPUu5BpRzuxzv3W0s093vw",
+	"Wvc1g8pEVh5f1hEfi5zHCgJx1pOUF0rnYLwFSRXivmFKO7IlTGkHn0zmpYsXNvqcb0V5go8dcPwdiJt7",
+	"9BuXOe1U2PbkL942qWolpd1R51BjSHvu1meoDG3f0zmqrXvkCbdi5TmDJkbkUeACQxmKDwtFob0g1UU3",
+	"olB2yaDjWHNiNRudj6jniZhJXYlLwc2l9aFSXvCE6irbgk6xmhd1YrWgU1SOv5GiCsrIfdwkiFA5Iifv",
+	"T1Jb16VUKSKpLZITJfPQ9xucKr9xkbgp9/aTtLmVtHkzybKQFvBmUgZ28S28jDpWEJ5u4NO2f8TMHEHY",
+	"dBxWiSy22db6eqx+23l9erT7Hx92j0+w9DaswquUXWF/5XJYMv1YLVlX54XfxgtE0wUniBdswBV0Xwnk",
+	"CYWKSvuyWKXSXPr7Xqyvs739k92j/Z13lA4ExJkzkWl1YSqeDBBjU9881JnbF1yKMfDDW8m1jfitSRSi",
+	"01AlHXmcxAEJrBIgbmRhgGUbCeZliiWV9kzEamzHAkXpYS0ggMyUITim89KBbZJYdUipueVtvgdr7Vzn",
+	"o1XXDL6cvGgDr1rKE9q4u4RjMID5IkuJa1zvvlsHSTrKrsT3W/S28WKZAZrJeAyNFDCXJ9Px9+Um4W5l",
+	"HIXGuc4BQDCf1+bSFAHa+PmXzRc/zwSA4MCufYL/2Us/39zcOxI8hfauWkR/nOt0MqAKAti8EV4iQ6ll",
+	"BSjGXFRFgBW5EKzDy+6+Z4YheDPWB/PBkDCfsJ/QHosxz4UquhH2tUPkXonKaF1zUElxKwvXl4umqkxD",
+	"OzXyMDyZvBSMx8q3zisKnSMQnClywUe+2R+w00lzJK9QVqzajZkgbrr/22tpxsScuU3ZiLlenxOMc9tA",
+	"ZulzoZ9hzIth2c1ACz63kaFssRuJ9HR9Y/jxxWjz8pf0579/vV65TUfdT2s/VcXjYji8RnkI3+ZQ+OwH",
+	"Yq8GvLVhahvAinGu+3Cm7Iz8IyZcQPcH7GeKVwBcqb234/OTBXkrfxWOC1dul8JqLDQfCzEaA3hqq5Ta",
+	"UVNWmWcARyJ3EwFYrUCABP+qVKyTDHQu1nq9XoJmDmLJrto9m8uzSSHSWPnXWsmSQhbsbMoSmSZ9MK2w",
+	"tZjt8sGQoPIMn1qfUAKhGCGC4JMhQFSKkY4cWdVFiPbXepKBvFTsmueKJYfvPrzd2z99v3d8vLf/NunO",
+	"LUI48bNzj65W5U2vcEYXOlx0uVuBL3K7brEnq62i/IpLAAMjPVUE01bdfuUvjZtwDdeu3ZVp3owYFASL",
+	"Dt4SWPBJCHeVlFgEZXvVMxOrWQiybkSbrbwQO3HOBEMtqdmIK8BQ21p/HpJeY5upXyFpCCrQQOVLZZMk",
+	"mON3kCZW5YrsvAt1i4bl/Jp6UXP2nzvv31GtuVTVB035iAAN7e9r44xLlZDPFQziCoWYSL0C5lbaxypx",
+	"v1Q2YrJdwgcAlMaqsUpdFlN2LimyPBQMF6ypwShWSb0XPamWNGQloIFOhelWQDZkSffODnyeCor4XewL",
+	"PShiqh7oPMVQMTUyWfPHGivgVXNkZfU4JjxX0u4Qe73D+9mO1UTl4kKaAmvtIa6UcehTsheaSwmlDJ3k",
+	"5ODg3WldkkRl2WmJDEL3WDfx4HD3CCfjw/4/9w/+3Le3ODxQ+zLDMj64RB4nknAOI5MKDi8EwozYj7WP",
+	"hHHs7+6+Pj59dbD/Zu/tB3yDfbKTh03SklBi4VvqnxErWAbo1QPkgixD2KjylJtLOxiTTWgGXY1HJzn+",
+	"5967d4FwZceT/EpeQTeD/xbsy8azSkieMNeOA830GBDJ+cY+9l7+1iSn92DzVbbtIkPuoMZs6mzZUng0",
+	"iogGkMISFamGq1AD2GuwzJZiUL2vktxwtshBBJleFym3fOSJ+Eiop14YfdmTvn78wA0At9dSgQQvkQKZ",
+	"6ITM148lLBEaeKPzM5mmQj1E2vQLjeAALO5ff82gn9UNY1xFQIsgZQiFbH7ZbmyjOHV5cyuF2FlIxc2q",
+	"6AV2QqxqhkLfaxxE7gsFOzdOTxOojyt/mzUuYuWtC7akcbGDCEBlEcd6icrnXksBA45IUCBntcE4sHEA",
+	"QNswDngzhG5TjfPDAOKGSNCSw52j410yIaAtm8g34MF0ze77w5P/PCVkqKTHOg2TWFAlin0BfHtgtlhL",
+	"KISvolXWBDe4tb7OkiDinfSBlse6GHbBgsmxluGFKGJVGXavy9DOwl7EGTjiBGwsLGGEj1tWB/7RZLyt",
+	"POkO1B2fv5bfVkq5Rfriyl/pT8qThnhQDeGOUKgjCGnwxsrhk5wT8G0LpRw5PknHeeaH4QR+j514PZFC",
+	"sXLBpZWtJuNmaF0BCLo4/leRJ5HDGKLwi7XWMQC3hn8vI3JJd5shbiCAO6wKBfCEKNowGwgUlRd2JFGs",
+	"kpmvti//n5tvKq931hBxlY2oIZbaIa3Yt4+dF5ltt+mXyZf72M1eesiL4f2myytvPB7q66UDOH6Fv4nE",
+	"+ZeEiuy0wHaqBomWO2Lz45MGYLlWpaIDVUIlEpC8Pp+hwwwCOwOumBECWVmcpxer8lq3l4H9Ang8pQG+",
+	"l9EZlAR1I3bOrzSad+RR0rMJMhEikGdTAnJRaawAHisAUmSdZCzyU/vfie9Q2HwRlSbA+nq3j+VtBc9C",
+	"pOKogrMYq0agxWogTPE819eEVQZwbxqPeoDBX52sWJWzhdiRzj7z9ph90Nx46kPAMB6obOq3wbVytUEy",
+	"yOh/DU/+PgXPTXARcSa+TNo8gPDAOLPbQxWBYeZ0aDUJhxOfT5XBjmgJFG83h4EC4UAlqfNjxOB5BFS8",
+	"EjcjwUghqc71UOTCwS4BkT38mo6gXL7K3cvVtLtdP6Fs9oAGyKARnG/7eCOEYWcTXyhDYwygymfgvDag",
+	"n2p9PQDzXae6njL+MeQmVlR+a1xks0keIETZDnnf9wLkVr7hIStRlo4dPXkAD+oB4HaB5GlTSKhqiXgb",
+	"H4mjGgiW8TwBnVDJ+FbPEr0m2qmyvKNKcAD2CuZCrPSIVZDVksU25j4Qs7lKhBExbMZkQZK1miRRaRlr",
+	"j2LlTZfIswPZS4hFwrAOZsJMoceAEWiHRD2L0CYU5n3Wf41VpZGIupOobMQP2goVRxzSAdBWa1WBsdSY",
+	"ksXZciJjbogfrcjWKg25bIHG1ubK14U4xm9M5wkNuqT3lc/+/TfufAtSAid/rpSI2n0UoJS6HmrvbZQH",
+	"vyPVlTTSJ9BdYJVtrW9BmqnZP/5uD8JSujPUm9+71zx/ywE/0W3VUMm3yDJxXjA9qbEa9lkyEgWH7g0s",
+	"N7QWpCqikl7Rd4j67g67QGjClsXY9DwGZm5nAhD/xEFT6lVskzkXedJtNUKbK51T/mj0w93bs8Hn3cie",
+	"/cpn0hMWfCM27WOHGv2q6g332E2M4DU+lqvWRGwNzjXJIOu3zlGGrs+EvNJcXgwLwy5EQZ7pexJGRGgS",
+	"9oYABZMdT5WwpE9Q+CFjmQudzQ1X7QCTlVlWoGB1kxmLwTPDEhjWXpp0v031i9++KLL0TzFlTjs8eqP0",
+	"ocJW4SZ1TlV4utyf2sNYy6nyxO6sJIRlj8rATYDQ3YHqvPLOPlN85Ar6LkVJsCMYBDFL1ijq1rqyS6cV",
+	"hdLQVO1srm90XUc2ptIhlXUDKjMoPrgUU0ARwhCtm2DoydxGHHE+y3mB78OHIZq6hq83mnGWaVM4vHTf",
+	"FzawDjCRH7qYHdkzi0JWeDIerVC412AafvtDhtRwBDikdJn4ml1517XMoKYAyk1os3QQtQRjGU8Gyzdl",
+	"sLyXUHTnZGqzSG0zWdY+XYrp3l0E8vZSMRpru723fQzdMadiidL1EON6OofSI0im2W0pPkoDZEUABzYo",
+	"iChBUz1XaN+4Zi7ImbM3uR4BfyueI6aBzhW7TGLlK7FAlrtIwkYzzM6VvnzsYq2NeQbZfHAkSVW9JHby",
+	"lmXQbBk07I8lx3358/nzv3/9uDnaGv8yy5M2ksr9c+PBTDlc6rkiky4Bwhc0k2mHdp9suzuQVzi9N5ZY",
+	"4qPriblFbLHPEiLXOnX19/+w2zhhSogUBdUoEHNWuoW2YY/teDZWa+Rvs08urfD5c0I5y8T9KWHEGFMp",
+	"5PA1LrHq+ArWTYZJ9C7mRsNI0Ew/UEJ9/4BBKc02NIphCQYQtkFtk0pFDvRLHlfA2dz2PEcsIb5OuDEB",
+	"ys4kYsn/wKPiidvwn4wYaqJYldEvjzeEdaIDfaGkEemssH5mKjEzgBaBpGhS9rzEqtr6EfS5lkStQUfE",
+	"n/b3trUEziPEKldFPo0Vz4z2w03c1Qlms5VWq2T+EOFbhRr0GWSfqy0ZDIpFrHaKVWfMjbnWebqKVEpY",
+	"e6xSJtVQ5LIQKbvI9BnPItyXOqcEN72sdMJxZ4tmYp7dj76540EjejPaZydN69PoW1uWm8i2epP66lZq",
+	"TijxvrINQBN+nGdaZ4Krr6FHcEWWisvfeX3bdxkdwAktBSZvEJ7LhOFcAneeLTtfTfTYkRjpK5JtvtzF",
+	"PZiNeH4p8j6T3tZlnZJtG9+ZbjOURiB8atAF10SJzf0zGw/9B5+M/uFTvfYs1eYfILC0Ek9n6U6sMbvh",
+	"ywPnzQZfDnHTQrN5xwtWM+PQ1zoWOTUEhcfJLjFUVpSrDlCpMSXifN9QYJNVo+YskebU3UyHsemQvfkh",
+	"jtjySeSIKX0dznulgvfpsN1FqIbnl1U952d7GQVHZUmtPpBdSle6JEeu0lW55UUoGWgJB3B6iBiQhV9H",
+	"yUnoOYD03u2zrfWtui4bgi5Twlq2zWWX5cFvLd44pE963McPJvOOEGbgWd9/wcZJiBnnF3nZLb4Gs/Tl",
+	"QcnQnHMno1PZ254eXU2yrNuPVYNtx+aadrkgs06JRTV738Zuv3d7zsuoJzvurqvyiuWO3ZdlWBcAZjqo",
+	"TAe9Yf+4Haut9fWbYWBus8P9txH798PdtxF7u/cGoit/irNDJFWCWJhIkaA6pNI//uNtQKVfxcekJqIX",
+	"DeicR66OC7BeeJ5JYOnDSexXchqBsSkLA/m1ilBZAEL5aMTAvWBghp+IH/2Ya7UalpJW8ikP+rBwmV+5",
+	"6gsE2XLiswkE8+XmrxtbL17OGDS+KWE1nyhzy/QFkJxAV0M1G9rxIHHdKoKcEh+L03yiTnmRxKoDd7qK",
+	"MiunM26KLrVjytbqr2M39iM79O/VaAm/chkGumqbyfdvyc8Ub1UnIDgfx9UfvtTM2CVkEGqa8ek17Ezk",
+	"9f4eKoByaQeiSvOMbPZfovbEQa7Vqfg4zlE4JKzzgp1LkaUmYuKKZxNCUItVUsiR+G+tBKE5JnS4WEcr",
+	"sWqGuuhjAVUmhfOlzydg5WLnTyLNKZZmWnc6oBza3OwB+Fwu+RlwxdkPcJRGEM6qfLdW2ZQ+BjkJ3Ne7",
+	"J/hzzmPluhRhZIiaBtknqH2rg/U5B945RAkhyJ2eTZNtxieFHvFCDgA+fEwwBngJ9TIFbcW8YMSxAAxv",
+	"TIy4zDy2j1bMbsBMQHYPa+kTpQt5TifYnMINp5QbhDnRqr0gLTzC32Pde/h9D1R1Vh3C4nqzipB4MqW+",
+	"zUbQ6irOk/TzzZ61T/lE3UmV2Ql2TRae0BwYAEQKLuGlGDeEGtEzfjQiYiaRXpnL9rfCDC754p+fWjZ/",
+	"gFjPDY5ndEuvA7bkXL6lpsj+01n7Su7KjVyVH6VJ9CanYjwpbp9aoHAh2uHXuSzA/Ab/gXUycV6sgrs9",
+	"RnLmWKFnwQp+KTyVA9jnhsBTTIVl2lrJpIfH42zaq3r1wG+aW1N9PCmgPdX69O7XiP5pDfOS1ysw6Et9",
+	"2dpF+nSKH5kx/zAyxDWzPhn037BBT8Lq7i36tSKXFxcin48CPA/0oRR88mIIRRFg0mMNkJVf3R47tn+h",
+	"guOJcqgrEUDrhi0lhEgHYZYoYJc3bHN9o4Tmtf6pfTLrVIiAu1EYwvBIbz12LApTla8oTysitu/rpu0s",
+	"sU5FWgOlmccS6MUKtHMhxuxskl5gt17Z5n/qymSTCFNaRQCV+Cy8MryAwnNNAv0EF+lJon+lAAnN90L0",
+	"S7sHnQOLm+4ODLUnHwkk3kTVpR1T+vomEm85UqBFWRv/lOVSN3an9xqzMYcQyQ65eL7PfEz1O5fJyNSB",
+	"vn7AnEx9CoJ9flj/6e4a7CdK/j3BjENYP2hv+ZW9Oth/827v1Um3F6td8JGST58uxfTz54SBNTLUWQrs",
+	"KmHnlOtCT8Ug4zny1wTZEdTqPtdxKaYmVgjUA0OpJzZaUwbVXfY9Jg2qX/hAaYP6IBYnDmo7+Xv0NG4M",
+	"C/dD5BpqCz9fgrXq6jXfmHkn+YY6rCNrQnWs2RmxmhiqOfXZ2Q4Owzoq6AR4Z2YR2OMjElSzHei1DHzr",
+	"e8s1WfL9z58yGE+gk00pjxtJiVunPYKakhvmPp6O69f3EW7oH/wwiZAbnpWvmAyhKqtYtSdDKPdB6ZDx",
+	"OJtW3QqmrYOfTnALCXCcu/bsev3Ki1hlggM3Qy0S4BrU/VHwRVNUIHUOiPTez3CMlNxTUmD6pcr12Z5L",
+	"eZIKj9fZeSip5BIrTw7Pj+XwlLmYL/N4tM7MWsmxe+sg5YESRC4+FhXUFUcWVCMDDsOVsSrpgbGaHOM2",
+	"9AR7XVTmXTwciMNz8YxC4vxcIG4poqPMpyPXOjsov/u77tyufOtCgpuScDnE0fHoOd+93RNMgN+9sEHP",
+	"qUe5herUHqXWI4Y5wjs6XnVi7Y6DP8IMZrftcAWnqDwrdmSeTyJg2y6BS2dO3MKDdQxfK36AY4VfujC/",
+	"YJfA0KT8AJ4DJsTv7vR8sv+zl35ew41+lziT1EyqdfbMNKGFIcFcyK/uAapc9RNg48LIgGy/QKwRlguA",
+	"zgWVNmoMzUljv8bvpcdl0Z8EYsOuHd3PgB2zdyR4+uHonb0oabP0Yc2WHFP9oVXgx8319YdEflyyIx22",
+	"uTQsxXV9KlO+k5gdTibjN5EiX5aaDIXDjmITVde3aKmGQbxY7eBP18DL7Z9dkRWulR1AtWWWOVo3DFUQ",
+	"uKwZEpXkCFvG6KZT98iEdRJoWjgtNLU2bTOAsaOmssLtRFPwqWETNcEJREbLYiimMBgjil6sdrFDvU3w",
+	"1cD46MHzqj531ZNI+xZEWs2AWUa0PTNkwpBp6DTek5i7AzGH5+ZmUm6BrVTa8muf/H9/vn0ZUrsk1Dnj",
+	"KpAhXlKkGqHWYkWVGDWh2U5XHXqsT0LkC4TILIevXybgT/YlMlQ6aEfXMnAdLMgyYz8XxWBYHfDGI5F6",
+	"fhIWCb5yU3t0D6chv38/zu676sl23z7P8voSBrXfdDEkEOQ8uA461flgaO0RU1mE7VglCKelc5agHRTY",
+	"MEWpuyjnErFETbIsYXmA6uURhY2Gf9O1sYKtZm0h8Og61vDCvNIkz+1nEwwzlF+wQru0EVEPtOCylvxj",
+	"T2LuxxZz90puV5NzD4ee9KUCV4nrutB96hn6RuzaY1HcUIMssmrd/XcG64gxyoYIX8XpNZrxLAOuGePQ",
+	"+VEt9MmPH2FlT9rsTIc0oJUQw3ywRzg75ZQ9KYhvND74hFxwfyiV9bi8Pic/eo6VujTD5qzcCAHD/TuR",
+	"JY/xoKGC4bA60AWYcVOsXktlWManIi9hsc2Ap85bpqog5FUi4g/3L3DN3S9AAUL/QJyqfsBMAmVFYjQu",
+	"pnW05VIeEf55jx1WCUgCXpERN5f2kwxLfqL/S3qxWjoiOt+5f5Jp30iA0K3UUhiYtaP4JO5anOovkl1f",
+	"UGIZCIkK43g4liqPEdYPbKNT7ljNI+ttG4Kft+40hQBR6OD+jMiFt0ZWGnIacTWwfzeTEVQSONA45FrF",
+	"WkgAtUcW9M7W5mbkxBXUhBZCdam08lJMZ4ONzteLGI8VFmKStL3OtboA4ODIjjYhhLxTcymzzCToKepJ",
+	"YWRaBUG+kkaeZYLhhRF+baz8AwprkxenaLYmTKaIXieJp8Vh9dMwoFF9nEs1kGOetYhgbEgTapBPxwVq",
+	"llwg/7JKHcGsFdGBdGZnfHDJLoUYk3ZCpQQPbGYshC3wJJTvXCjfvWPftlYP7tgvqR6cgdQk9DpoajyR",
+	"xn6jRahfoM0WePtfWDa3pK0611LFBOmTSPwOE9k/UiWeVuKLcss5V+Z8HkRPaIDq0Olss0YjX65CmMGu",
+	"ax8y4YV2XKrgP6OFVVpNrANZoGvFxiI30A3kf4sYJxcZKVUR0EdfK8T44elIqn6s4H+lKXJe6BwIG7rb",
+	"gBYEb2omI/JSwxqldkol/N2ws0lB18WKxl1KmOfE7g/TgeaZHb1MI5zvqHTMoxowdkT1/bEqIUDstDmO",
+	"234pbEvKUM+EobMUv/uZoRlRmmVaXYic8OBidUIrm4NRqSvpLZyzGmdaMzYQPuSR0KDdvflV+cDHT0Ux",
+	"UQCK4ZIndhmfjKtvy7hyOy6QpIX2fcRe2LXyYU2K4RofDPQEt11LWv4VnW1wF+WFEumqVGBTPYNC1nHG",
+	"CU6I7QL8uhMGF1ZS5HpyMWQJvgzQ1tfw91U6g0mvLf1NI7vXLCi+44FO6wezGLvLde/ROn0DR/R7PnG4",
+	"a8Co4H57+sM1KYbh0Wra7e3G0RFuO1PRro77m3UwMPX//T//rzUsuj32nsvMMM4GWp3LfITJxEyqS6eg",
+	"rVQn0sV+rEBC4IgD88Iqf0fM2DFD+1lSsWSM8SMkR0jYSHAFACTdskIYXyVNrGgAIgVfyj3NwaajpAgM",
+	"nV+bo0wwOSA+UNzc06kP3vBIz/yrcD3taH1G8FGr5afG2zDmAUtQ8pEM3JZeIClw6dtFxAm/dHpYZGJQ",
+	"QIw5ZYUdmYsc45bB49lRmtFYmRIiFSkxsMCv1zq/NABwaj0de/Kv7MRFDOLrEDIYg1MGVwduDT4jkC8M",
+	"5AqASV+JXJ5L0Uj1RFv7/k85LBW97RGrdiePK1VMNKW3P/Pf80msAnrhAt/gmJ3r/EIXq06pzgtUoHI1",
+	"Ul1kYnUC/TpGFHSs4JyAbz/Uk7wbpNDpPJwJ60EbtMa96YaJLGrikaZM9MyiC6ca/Hzt7jUuwnAmrMk9",
+	"0Fcih0N2ZM2RTI7AqR9bTzyTkHSjbdTERw6z4DJK93QEqy95KG+YqDvnHUR3za0P3Fc+P1ubSxzwE63f",
+	"czWlYZq7PXcAks14aZvC0Zg5dtHKx9WcF2IVdufK9oo9givlYcz0hVTtR/DVUAwujUPoSa2BwiEMNhbK",
+	"Hs2UF/yMG7F6xgeX0EaHeo5a0vDOxFwNTo0jXRuAvo5V5/eiGB8Av9kxH4ljWYh/vOMfI3Zsvxho1ca5",
+	"TicDOxTSmHRqBzzPJengV8dHb0j3FhpyrrHihiX/a9X+sgpKKGFaUfVgxguRs8OD45OIHX6w/2/n5NXv",
+	"MN7Xu+92T3Z77E+w8YPPda/dWt+43Vl/B5N8P0ccnv1QxAK4pvMO9jt9cQGwrr2VaGUoeAqRxk8rx6JY",
+	"dZZbE7G920i4W6pbyD6qHOAMDftXNtN/OMnzTl8wqW4jafRkjue9q9Kq1x3KkkEmOFXy4Y7oNR0y+/wH",
+	"VmS03/WkuMGG3wUT3/kU4cZfZqt/Lffyq3pvdpPhcraZkSPRmm0+mYmR+gwWvfaZCRRHY1r5vVh5WMl5",
+	"MnsUvigN+iXZyVc0Dj+V5eTNWaGKhd8c1b5huA2BxTGw7g4KedwwNGmYUKlIKdTms2NKYJN9oz8M/so9",
+	"G+LVlzxSb9gNj7nuh6co94NCZWOL4rjcmW0HzRXOtCvXg7FQ2OyIGNZBSTxVV57iQ/BgANy/3Y6sE3AX",
+	"rz9nbw6Oftt7/Xp3nwxy6KeMlYuhWBs7BL1y5MLW/Q6T+D12FLytLAjNwLToQz0ohLAGFIEVxvALYUdF",
+	"kTUKrzujm93CKj9ys3ZfdYD4+AeC4l8m9AWRri/NaH13UeqHt7Dd1gnCVjc2tyEcsESQ7abRbGdIAXkD",
+	"Pf1uwtmo3Oep9dt530d2Ju5Zv1fe8YjjbIdltAgqQp8CbjcIdAOHvfjymFuo2uCcqiWC4Pa8VXRimGWu",
+	"OTsdQWhR9hpoeRvDwZTqotsDXguIlbvssM8WNR4dlf4RvPah/ev3YS728SZWH2K33jxBahcX9k+TsTXH",
+	"3oTLp2ufnMb4PNcTpzrNqi6Z2crNOoQ1qJBYteuQ/XqqtUkhwH6eQgJ0UQXk4eQskwM25Nm5+wD70meG",
+	"FOSYy7ylOtJNztwayaA8++XWjaEzjsUgF8WSo/t7IvJpWFiOzvtSY9vY/OUhS8eXsWWdEKsZtN9CW3Xl",
+	"VOLmDCw/djZlwV5qOJNQsXDRegbfCF5McsHOM36Blt61OGPBasBRMexMnGsA/ppCvEReKMOk6rF98Ors",
+	"QnKpDDOw6Uxj0OwVjuQ+QffhQOJ7Fm0J+ODe3S4PCYR8ogo5olcEq0ITgOsChdzze2IqygmUd4+9k4YS",
+	"Z/iAsMJdWlNgJEZn0Jk+QyU5WyxvhKDMF5aVd5KpnuSnuc6Q0w97QlXwqilLNcMkdwZdmLrbi9Uhv3DU",
+	"F8mYXwjixB2L/BT/2XFN8ZsvIsYLNtKmYBvr690+U5oVuuDUOFpMciXSCNgwY4WlbJyZoc6RIZPxPJdX",
+	"7djVb3FWZwR30+KWl6zZD1ixInTRdSLHS+9ToME3LMN16fpZcXm+zOx5KOLKC7dg7pDQCrajv7adDCSP",
+	"M75rpMOJQ5BKrBFXdeQ9WndoChOrBGrrkx57i+0VfCQMCD7a60Qp2U4hCffdV3i4fMMDhYvo3YvjRTDz",
+	"T5Hhx0GieEF7cuZkleoHusLmYTDheYDTgR1LVQ3SQIqYVFgRkyCkjMcSMJNjpa+VwX4IwzquLY3pnKUe",
+	"Fmbk+BDZe9BpJmIjnYoM66kvJgSLGtGDC62z2E5qLgU0XIlzkQs1sP+wrx/LAVg6IAVEKnmF4Z0eEoId",
+	"UM1fO7STO/Q30zW4DHvpoXUIHgPgOTXZcUNz/0Rr+LC0hq3ntg3vCE+Hc/Kc9lNT6OLsNhzbvrPjRWYE",
+	"uxBFewP1Y9/jS6mmUC19/1R/c/ZPS6K9WcqbqGHrsM4441KRm2Hs5mFb68+7PXagMpSkjs8PkGUwW9wO",
+	"oHpn++u+2s9ubnd95c3tus++FdvrqT10tllteWON2vlb4wY3VwZhTIEMMqS/0NdKqotYld36UBAvqQl9",
+	"Jr7QYzeKA8SqORAw17Wn5tgvkxfRNxgPgA9fJigAa/PM2dbfv9KDKEIx8+HLHKUsG62iL3Ff56nqqXiH",
+	"AwvQmk9Rn86PVINskopTxI/8B6Kjw20IKNn06FiduQI4Ctmd6yzT16xD7DFnU4z3aSUiUs3u7zU1r1U2",
+	"7fY8QAXimCkq4XFROqgZSvhYnl6K6akRRTL38L7LRq9our/4ANdiQpnRLPM7oX2GWG2C2hIg1dmv1NmS",
+	"CFvZBph6n+s40zoTXN1zssNP4TKioDoBP6AoaAoXBILhfdPP7YHHG1jJPXbs6uekoU2UAODgxBDqX6wS",
+	"fLhIE5bm0p6sjixYLnhqGGfnMvOIh0bkVyLvRpSLwdq24H2QaQBgnliFOJH7EMdE0Gr59wSpraUKJRmE",
+	"bByPdtLtsT9R+phT2ucJDlaJ6+pM+fK9gGnB8U+agR4LXww0zsWV1BPP3cAybfC+WNmB97wISbCYpwaW",
+	"yDo7u8ermy9err599b7kvhxxqIK6FFOUwlXhtCBU68/R43Q9cKR+kA8U9g3evzj0W9kcT8TVP0qQuUHE",
+	"LpawcwyxtU+DW4WkG8VwHyOayNbfZBWUArWWG2UomF6720Mhlwl+JUwg6KxI0pOCcX9Jp+AGOyNVrM55",
+	"liGmKxVk0Ug8lY19HZcZGX77B6fv3r0/tTJ57+2Ho52TvYP9pLsgCn1X8ixa8vpX8vHEr6sr+i3Fsb+p",
+	"sPStTvpdhBz7bYe3A/DVYGfFqm5oYW9xzcLqLragQqDtWB2MZAFYfBDTBFgeolIHOOY+S6D5MMFiT3yw",
+	"dSFSpuFLeeZu7XD8L3amiyEFR33zokixeAMbmXZAoZZGUQXjmxB4tRI9Bk0gNSszVtQOWbHhOqEAg2+V",
+	"JL3SCMpAEi9BesF9OBg+suKR6kEh21exIS+kFYdVQ3JBwPdhxdV9hYpvZ6+tf317zYWMn2y2H8lm87Hm",
+	"+7HZ1owoVn1w5NOXO9H9Wxlt4ESHvqlUpuBZBreuXsu0bn91oTCYpAI70+nU0RlUXgpZ0kCmbjMMyQGp",
+	"YdB5Wr0r5AoAcRurThihUFqtNoarkJ0gy5qDWd3Sh4aPjoBlGsCBc64MB1iMRfxUx6J4jd/y/ZqQS4vE",
+	"yvxGTOnr0OZ/siTvQP6855ct0iec6ptLIkpF32kI/6AMygMUdgckVoTXRbHCd3ahskjVEFa/oBo2Vktl",
+	"weiLfsA0GH75MsFv2hU/SNR75HfE0nW0NwpnnwTdlujfnE2Z+MgHBVLkMn0eq8RecSpTZPElZNKOEtIq",
+	"xggcnwgB1JiZDIbwwG3r87AESgYh1HG6e3R0cASeB4yHjfjU6vnUl5yUY+0TRW9beaK9l9lbuWK+xHen",
+	"5JqQpvRrfOX8su7MTpoGW/JxxpGrY3zI6mE3gsWBZFrmoRw/eSTfuUeyY48mLfgyCXvaGmufJncZI0br",
+	"nU4/SIzMaKoChjpkI7LzWHUg7luaEI57FqLLikgWyvASyRti0shbQk69WPmHQIceN46vIZBD1ZLq5jZ2",
+	"O9q7k0fLGvEfHlEcuBQcEASmMu6nYuaHwVeG0zPvcN9FaDg0Epi5lsVgWCryM1FcC6FYgv9OYgV2ODwh",
+	"6bOLnCtM0eNJBdNk4CKq7kQ/M3CCo/knuzkQUadtfC1GuvjSkx5EUR/wpN9rte0trJX1h7BWXBj1yWL5",
+	"cfLeCLvlZAxJh2VsF2o/mguG4FqU5IhfCKTdoyJBU+QC3C6pMqkE5nMclHWYjXlmWEKPOZ3kWdLts631",
+	"rRL+GqMfQw6hR2+YzFJkFWXbRFtXyCF90X03h8BsrP1UPcLnOh/xYmV75UwqDpV7M/iXTUcWnvX9xwTK",
+	"tq6xX6Rld+gazNEdWddkI1Oo2u3vTmWLumh9rNQky7ph2Hq75IDzNRZlH19A4M5HYkGFxNfarfdu5rrv",
+	"/5Zs3G+o0KFY5ujcSUzt/SQr5JjnBZuMrTLEkLGVysm5zETC4LfO1vp6rJLfdl6fHu3+x4fd45PEHwZZ",
+	"ENKilX1MGpaKQgwq3IFn00KYbXa4/zZi/364+zZib/fewHD+FGeHWNbNCVrJDnOKDN3QGNg5/uMto0ro",
+	"tOvM1I0XLPmwf/zh8PDg6GT39en73dd7O6cn/3m4m/RdNDtWL9h7+RvrbG08pyGiTpPGUwgbYP4eF9SM",
+	"y40RRWNLrvKAZAYL531BKa1Qs5lsp/SuT36b2TtyS7lm9dJqygt+Q4uTBonDfpR9ZqUc9kQoFTH+1HpW",
+	"mrIbL5b5JDMZj3VeiPS9PQEn1n75dmoJQGItIyyjlY+rI/5x9Uyn01UQRyvbLzd/3dh68XLWBCmb9u80",
+	"nbfDznMhVu3hZPrsv8SgQNFzrh1GpKHEvBH5lRyIEnVW2hkb5wKkbZ8lnz4nRLEG6ATsOpdFIVSTDPKG",
+	"cvBVj7yTOhjqQjukvPT7N6iPRHW3V1a0yTyYFF9sNwdFf9dDiDXhzu0ozUYivxCoWWNlRC55JgEADy8Z",
+	"8SlQMFNu+eWLF89foinAOm35tsaoMozhPjbxfaCsNg72IcNINzhNZBXNHqonffrNhLxh/y0vJerKD0nb",
+	"77SKRQkmVJFPAQwZeOMHGTcBflyshtz4EhuRbnuis4Jo9rEli59l1qugcFG11dY3euGYMj4F/LlYQYeE",
+	"4zXvOFzcVeuspFg/bdiIm0vgPAwqbhL73lMYadIHJTzmF80tXb4k5gQm75FrVzvIm/Rww/wTotEP2L4Z",
+	"fv7SB2jtk/2fV3bzfL6XIJYbHR4sezVAyMGfVzNxJbJg0/tTdM6zzFS6gCZG5JEr77SP8f1F9gAZwGLe",
+	"ilVj5JZe7s4jHJUFaWG7975SqujELcCjiZnhdD1FzO4pyVsCsOFM31vIzGE8Fn5N7RHgIasIwsChmutU",
+	"Uh/4N4luXXlHF9qyIZVnmCz6PrC8ub7OsHaNXfNpL1YJ6cGEaWoLQprukE0I1BrrAD0Kjk2Jaxxr13eF",
+	"m20m+GDILsWUGaGKWFVafEJRgs8D+9/wTPRZoiZZBhV2QKo6LqYMUx7U9Wa/IVYdqYYilwVXA+BFnYyE",
+	"6fYByoFhikcV1BhOfD59oEd02WmrllnyE/1fgp8Sq5oOt+Mvp4BMWIQAtj63/dkLQO9Qp2KQ8VxggTt+",
+	"X6zIqkFKJ/vwyIUbNzexu1tjYFKaeR73h7ERefEY5N19JMgr3/aQfg2+fymHBnb+kyvzTXZ3e7m4pIi3",
+	"9tiIy2x1Aeb4zizUDFFJeTy5GS4pcX4uBoW8qnVqbHtbK1aGX6H/UCeUijCdMQPIgxgbUBR0/Mer0/c7",
+	"e+9Of0qYUFcy12oEgvmK59IKfaqB9uQeVo1UACf6LHE/AhIOM3xqStpoBbmP0tFqiRe+5zK7f5z08i0L",
+	"a+qAtLuhTfCR8kraGzaWOsl7o3Em7BrbkTXH+vSkuNBW6czOQtilwmXWHvNr2Os9dmxlYwNCFOt4HUoO",
+	"hL4SeS7Ths0bK7970Rrym7Y7u1WtyhSrcNCgX60OsbINFk2s/BZOrJfiup1DqsQIzIQZ26PQ2MjMZEEQ",
+	"MgRpk5hRMU5ixaHVDe9JhtoUCQK+o95iHfsnxUcCZiiCFgG7WUEIjXVedPtu1HaeEmOsDaRiZX9jL375",
+	"GZ8WYhFvbrJ6lJN17JVjLnND/TlFZpKIbb18Qf+2z+32YrVfmhvWVOpbb40lhwfHJywUcWuFsF9iPbp8",
+	"2oIVjIVttYN9X/Vz4cl+EPtgedFCW/1b60F+3Hr/C+Tf3UQ+byQzawYDnKb21uFmUSoUwGXlgmeeCbLQ",
+	"LCl0UmJFtVgPrtGXZ1nF6/NaOyePJZPQI0CRG/g0xORiZjIYAJfQNkuspEC9H6vroRwM0Ym1hgaX2SQX",
+	"LBF2XZMKR33wtGcGapC1UgI6eJ8ZBjewQny0Th1aHCXFWLe5rVelJ8KAKXFPsiZ8xYOxy4dDmC9p9KQY",
+	"6JFHU+NFYfXQk6z5FmXNMVgfzEqKBi6yUK6ItUwPqGm4zRN5567wjfoVrryohEyRuSmo2/dsymQDHd47",
+	"aQr/vPu03t1Llskk+Cl4MHZwiOrra1UOJWRECqjD51G+pCDj3RP6NXzCfCIYgd44QARGTeXoVfZaoADd",
+	"TN6TmHSP31PWNfja4H308mVaLt3EPonER9AOmZWbsuWY1MXbQhaXHUQFhfufGf+Gkh2xifwBUyvBEblZ",
+	"KNVv/vTBM0Cvn+Dg7h4ObvE2bYuI3GYzEsDWnW3GRyHs17+6sHcda9+QwH8KzDd42jfQEsv0nVWt3me+",
+	"sH6m7yxoJlMU0jaiaGwRez8t6+6/7wavL7GOD65VQ+n03JVc3J/V0HLVd4EKs8TqoYy/wQJ+h9r7IZSq",
+	"XmYztPlIzd1EsAXsH7GlqI/5+PndQsiQNzFAfMmVO1LNHTbVXXIv/TEP2hpDL1+2fNf1Jho4WN+tN/Wj",
+	"9LcscyIX9bdYyZ1re/xadfAh/u6gghtjUawTJtycGIeAsBFFt1EH03PvlXIbX7G4WQQue7AoFOR0YTX9",
+	"lNzMa/HtGIgWNA5XrO/rwWgBsaEZM6S9tq6KcHHu3h2hpz+IN7LknvAtD+HWeIo9PaxnsdQZQbGWSj6X",
+	"vr4qv0JarIkSH8eQ9w96f021+dezzpkaQkWsjEAADJmzscgNoKyXJHUlIC/VLA3FFEodA258oNK5FsYH",
+	"9qHBIFYBaOdaCdg5j6SezeWox/yih4LPxVjwAhi3gG+KJX7YpzL9118J6yT/Vv3TP57Hk/X1zZe1v/6c",
+	"dGOleJ7ra5yfTJqCCjEKYO8r56/H9go7cOhkNGjxeeMQ5/WZcWTyAd2f2WbSaqNJ4TSSv5gIfnLB0lyP",
+	"xyJlRmZCFdmU+SQloB/l1mHsQh6UStldISc9Eki7cjHiUhEsP4SBAA7f1ZjYa7Cmxc9kcilVmjCagVgV",
+	"GkqssInc/tbWLAKmyA7stxtHkW4MhzrDU7YP46U8sqdYDPd6B/eIM9zxkVB+a+y8csDHqC0kdsXXVzJ4",
+	"at8u4qo+X8V1s6vatHY4Z+IjH42tsfKv59HPf9l/jzOdClQbzWxp1c1ZYUuThRiZij8vVfFyayVaGUkl",
+	"R5PRyvaGd+3tDr0QIPxG/OMe3rqxvu4v4HnOp/ZnU0ztEOGpDfMMXLROqpwjaSXsiha6N/tbZdhC2ZH9",
+	"C0MTK9EKn6RSr0QrVzIV9n9TPZiMrKKMViCaac3AenziPqPesI0XJQAPlECBpM9pMqpi78tc6oeDug1U",
+	"Rofng6G8Et0wCQyaaU42sUE3JQ0ealA/ArYewSwF7jT2KCgvlmKVXAoxTtAORJGFIknWtJs/rLMKzIpr",
+	"M+Ojx8o76bSBXD8vylv/KwwVK+lyP95nhr3Cu1atG9YNXXzEjSdxbF9rQOBSK97b3ROGun6NZ5m+Flj7",
+	"bxLWgaLarY0X3T5yIcn/FvhMpQsmPg6EHTVWuHy0J92xw9nDBtX9MJ+58E96DnQjI2mAIy8EQSlzA+ug",
+	"Vf8kABSa7o7OqX7P/vsfQMyYdFGduOkvxGisc55Pt1mC1oc55ViFaK9AkRwrCp4UciTYOJs4e+VSjItV",
+	"fFYu7DxCtebmFhvqSW66vgzTv476jBg/L6CZkhexmqgM4LrgAsAfwEFTWSFMMjSywVc5Kj74JOQakAV5",
+	"fPQBVL9Uqszkk9242+wTPOzz52ALK3GNo8PVSmQK33495AUxF3hlaVjBL0WsuGEJPOhUpiZpR1kpdept",
+	"gkBCDXRqJaZVEuQl010nKFF/WvsJBcGShZB+TA8EeEzvnu/94E655g4Q5yla9M1Hi3iom2YVUlOg6PnW",
+	"y/Xn6+u/lC5VVczeyMGy2+r93vtdkuKhXEkI5MlE6BVRo4Q3lyMvKGLlxDUIdKlIz+hz6lmzZhTDL0Yz",
+	"cjAUg0sr6i6sEV+gtQV2PSo7mcfKh5qd8rJDbLPRd3AG/D6412oqFF74RnjZvIO7Q0hZNMNjkZNZ+UBh",
+	"LT8ep7ZotuqmULm7cmF0diXmVNk2ee5aXxoG/T9sY32dtjm4EQXTaiB6pCgSNtSZ41cznhENrZ1YDbhi",
+	"RojImVJAfe1MD4TT0QNsNhg4k0TmTHrCMcfS00knuN5IbxsrVIHAizYQ3T5LyIpIYCMSERAMjBcs1WSi",
+	"SOv6D/mVYC4eoXPY0vZn7xBT1S9FIDrouQ24IWpdqVL0vSfSDK1vb60Y57omVnPiYfB4hdcaf4wVjK25",
+	"bxtWqeqs3g9oSvmiB6rkrQ5hvtKk3Zu6zeXMLr+0Az3JoFmUnZVXP4UWHzi0CMtAUqMRE2VWToEdnIpc",
+	"XvFCXuGuW1ZgAbcHyRrMpOhJPnAmV8dDckNsqscOc51OBvY0l0Yy+FNWrGD2c5slubD6MGFmwDNosrbC",
+	"8Nza8srIVLDkWqbFMGEfWTIU8mJYJNA/5RqquRmLQcHgjMeqw4FG1hQs9L2uddgT1SdbfzKmV56Jqab9",
+	"jh/UjbznmU1jlYtVZ0tDBwRGXJI+SwZaXYm8SJi7xH+Au4h13Gu7VqY7f64Xq+TvCc9kMU1YZ6PX21hf",
+	"7zI468LY+/9rLC7gFF6LszHTk2I8KagzA8qP5UgWdDTtXVPvZ+EsW/mJnmDN16wv/xp+qEn60OuBWkBP",
+	"CkO9cSNoJ9cKlgyfDS8loxIwM7yIZR0rINzaQnSS3MuGnjEfxS1HM+PN43JYb9458REAdSRjngtVACVO",
+	"6WS67SjTCCHpqVffVJ/lQgkAJQ9NqqHbCrFU9Eu77VzncK5e+4HPRjzrGEMlEieWuPtg4MpIpKfrG8OP",
+	"L0abl7+kP//967WLpY15MSxDaTJdqWuP0HMb8Y/vhLoohivbL7cgCOj+udESQbsvdvXa3DxmXzHYetZh",
+	"HMD406fivW+UMz1YTsB4n+s1ztGJTijewEmcUY0tOrHM1YWD9QGiKFYk61F/oCVG0p5fcZlBkgvxiaSh",
+	"ehhrFgeymdDmz4i00j5JpFY3OhDiM+JUH+gUHofiutqpZ71WMrXL4RHjHo0taeu1rwqAg7HrTvn2ZOR9",
+	"+sYzM7Sw3W785R1H3wRg2evwaPg2shueZ6vl243bV+B0Gn9sR1xBg6s7uc/MTA5xmwLMbQlyBN4hwDJr",
+	"R+SizJE7bhudO6IcR6ZOOfQatAacaalcyhHG5LxxKOW39pr7FfhpZ9gm6JPKewLwjx5lVBzZrqM2Dy2h",
+	"TinGKsHxbp/RvZgPsBaYiVXl3kID0+vygX4P4QSXIzhTaM8SmaA1/qzYc+EZIHoHnCXjEuAtjLyly/9P",
+	"uzGeDDZs9sV5sVPyULgGy9hprr3iWyn/fDLPKp3FWHUBqCfYQ7qcMFe6kOcyaDVub8Orm2N9D9qGFUvh",
+	"o6pFN9ZB5yhIJsr+p/X6jidn/vnGBy4LPRkMRWpFM4rUBF+SesryzGgPi0dMIq4sp9Cxwsvb+VR2smy/",
+	"8s0PD/BYWQN2bb8q/Rb6Bh6kh9718GXZTGGXqq2r2+/V9f7rc7Ssw0EUvWiM6GtVfUOP7c+W4VFN00wZ",
+	"HgCfQxlef1HpXbfHEjwmlDnHLIAdSqzwB2uNmMhfRjYCDNb/3Gf8DJAS8fYzXQzbclb1A/G1K8s84CR9",
+	"XfVAIKgSfCNc5L8QY3UtVVH4qEpdFCn8M60zwdU9ux/hnN6k1qm6xb6BIqe7QC3z6Mk3PsszOmzNLvsq",
+	"z7KbZQmPRWFYYu8F21orUmoNO7Km27CMCpRVrIb62voEU5TihE7aY/vax33PdDptOofveX5Z101HuIPv",
+	"Ee+q+Z0LFdaESpFrJ3XE80uRwgF90lwzmsvO9mK9xUhsLb/hTWhI3cyEq4KDlxXSwRNd3L+w9nBR8ufb",
+	"v4HIjVUp41mCl51aUUuBLPqLTBPWwcLx4PozMeATI/DMEJkN+daxQrA+9nr33e7JLhycGr+esw2hGAyU",
+	"CBiGvPoBAXI2qZEAmJwO8RDOuHJRP17Q99qjGy6O85FzMRAScrm5gGq4xgIzReM4Ews0bHWd/ilV6vuo",
+	"3BNSN6IWfRdM/FyX2BUHA/2BHYkLrTRVAc9o6j0/MLgfAA597ef8kS1w1W9UYv0YYNkre0wadqGV+Noo",
+	"Hd8xVlZweLA++P6t+4ogjZjOUm/dY9YVLPxub6ENXXFtV76SkRm+dBl0rcrXfs0isPs3GKvfNnevLG8h",
+	"HowrBWFMqkIzqVb5eFzT4I7ZQlyBOnMVEtxcIgfkFHbbNXQ6oRgd8WIwJC2M4nKbJfBTEvzGC7w8Clqv",
+	"ErRTY0XyuMzs8yIsy4eeI+ObjrCqOpwy+J11yGfUOSamtmOFdrD92fF1oiXgmuxdgLxSabYNwXYYEnyw",
+	"L54jKH7f8OaD81S8FvS59Vklscf2D05O3xx82H8NVQ07peo2nivMavCKXAbqIJpQJ0+AIf+CS2/aGD4S",
+	"sepUbJcoNFy6nsMTy89pLgPLn22ur/epBiccQJlO2FzfaIyat1kI91c70CY0Hig43T6cOaWsCgsg7VLO",
+	"MVat5UdhbRBwd1n7cJthz5gNTwURPxwEqDdqIH132yDHYtC86QwcKKJKNkQy+8x6X9hHI9NlgPXCAS7y",
+	"ZsJrZ/J8qjiHPN/P/NfB87PNyy3xbRcd3CLiD0IgfUL5eySJBWtCqOr2vtmxhADkTYKPtzuZlUAIj1Vl",
+	"S5VhCu54nqzhgq6Mj3IuHZcMP5xikk9HvskQuMm5j6B64wFipU+nvh6UrZ/5ZWKw42xyIeeVL96CJwif",
+	"yaSyjqPOp9vsbKLSTKT0i4lVx86JzADUEDt3pTKF9YQoJ9aZqDGHljbpmn/oZpbKXAzsc7sRM9CtaD1F",
+	"k00uetaforejXzriSp5buZAgleks9Ry2NUnDEOOQYU+dFTMpL3is7OHK5dmkTOLBcM3Qup/41NPyaa7Q",
+	"yTpRNBBwYc85fGyh4fl4d0lm58ujXC9NLrixMkc5tgII4LIL7lrC8dmnNGmnjhSvLTN6SKt8n4BD8Ipl",
+	"IjZ+X3z/NEYQ3yl39tgvgzuSbmHm4a43MG68dRsBNstEQas8ERa1bg7W8Uj6drd1t4EhIxNUq6jPCaQj",
+	"rAKE2t6BTkV5yFkHm0SQxSNhhcgy45MeRNsRK3qo6vbYG1GGheyhxiIBwIwoMRMGvOCZvmCd5ErkVtQl",
+	"JfI/gNTwQpiiG8XqSuTyXFIQ4/j3ndXNFy8jhvICO/tbJQbjhR7JAc/oFLvD3mcAfjyNlWMJab5dGpaJ",
+	"84JxeM81Nz1GK1j5OFL3VA4krmA+AvlWmkk9tuPvAkEhy+RMeUdH506EdoPl+TVWrw7237zbe3UC8oae",
+	"o3NGU1iZWE/+WOmEbGq36VtDzEtOGNZZLvglcLxMMlG5WfGRK8UkgeeF2CRrLGDaw+/CibunEFHlHQ/U",
+	"VuJevgCVj9SV3VJ+wd3e/DbiKb8uvuOVVueZHBRP8ZRm+432a2k11OVio84IDLg1d91dGXLzVEysnI6h",
+	"tzboGHu6uttseQ0Tq7LkPOh9IalmKrJMn5+L3ITmnxN+1usKgRTKM+Vkoq+29/fI4OihBeveIw0b8MEQ",
+	"hXYqzSU71/ns1xdFljAjBhpyD24Gnr9cX+/2WXIO6g8LchwhJYlmPZ4i7VRqBUCs6NIe2zuvfG/ZpkNX",
+	"EB+vGx08CELJZW4HbE5DhXwv1tfZ3v7J7tH+zrse+y3X14Dv43WCEiK9pVX5ym/Qe7Yt6UWLBCrN2fdv",
+	"XMIqhpbK0rLiE+38+bHXuYZn215ZfOIJ4bFqVDq6zAIJuWXVngIoLbgLmqIzboZsLPKBUAX1Uqex6iRU",
+	"YeM/kw9G4n9uvrkW3Iq5pFstE3IP95K2wVpUKZaqonuHFmfFIey77KDWGcvFQOeIHQydxFpnxlfWQI/M",
+	"FDw/Zo+6g9jCAtpgERHb0nSbTEN7VEMrodLiQxZirPBB1I1NN3Ni/Kg7I0RiTl8hRmNrZzNTyCzzZqyd",
+	"W2c2Uf162LC9/ivb2wcb8vT4ZOdkt7mGSNasvrmRt8Nw4ZMroVKdr9l/JAu2Aesk9VXvoyLI9aQQuU9D",
+	"k3Gc82vYdT32WsADIrtz6aJYJf/7X3z1v9dXf/2r82/b9J+909W/fnJ/7v7b2sIr/kdSA3VcqQ6xOW5I",
+	"S79s8HBzoxo9fP4oEwaBsTspVfOjDxze2ML9rguaZM1WbQtn2EP0+NVKRbr0A8nioRlnRczhzsmr3+fr",
+	"GaqzAGCcUuTSi6m5wgU6AqO5tF+eGRfyIPxCCHtMPZYJxk+e+QgI0kqYaz6OlZ0ZCHRgbYenPs0E99ov",
+	"F1dST4w3i6ViMOYeA54nj2McjB9CL4bqBOf2Vd5IdcWK1wLErBoeLq1f39yn0nb9A+2uOFCHynvTCEg7",
+	"h/ST/npY/XVfpN23iBStP0ykyKGZutPwPVbcPIWU7kBRw+4AiKWazd/qHxph1cqN8C53zKVrnA1yavgg",
+	"Ns71lUwJO31ohR5IJkhS/J2ge+XEMHQtZLxgib0QuwUjdiZMwcxA58K1J7oayQSQThImrDcmDKo/zEIg",
+	"vKaJFbzSWhVQC0mhHfssM5RjwKNyI4yY0fQZQ1mwgR4Jg56hj8iVl8K43T8dGQFG1ADKN6iuHfEpM0L0",
+	"4Huhu0OORqTAinyi4FRZRbu5vh6rwZDnfFBAaAtxFHJxPjEihQm0H5OBeOyXuPwd679BsWuX5hSnswLc",
+	"j7aRntgPU2aSgXbnahp+k0H1WG4XquqhG/3nNmMm2OU+5JkoioUAV3gx0Kn3584HK6ejWnpR0zu1Po2/",
+	"m5ol21tB3hPSatkMBrvGm2Sb6+Wee7HebesOgd1YeTM9YGV7cx2g9LEL5MX6A7aE4NQv0jP2+3+Ujk3a",
+	"sySwAsGIU+XkohFr9ivnSsbKNDjpSKcRY86wyXWzjHD1lNvwy3By9szEQevIh6N3Pq/mewX0tWKFHsuB",
+	"YZ3EvnDtk/3/e+nnNajST6JY1f5eqfOynspewQY8txIUCVYuhepDPgDksRWAif98ncv/FtYY/HMoFBtP",
+	"zNCKtInyYFMRS/x/g7jDbmfonxtOzk4neYYVGJMsawGEOjZiZwJ25P2dAnzFvGNwXGmKUtjUVXK1fn2Q",
+	"4bYB+SYN3BShZp+Y+vaF9bvxHj7CeKTr8V/NoGHQb80cNw3rcMV+P9588ZL9+58nWH0Tq2Qk8sEkFz1/",
+	"ecIGGZcj6uYXH/mgwOYldpFzhcLf7uhu+WVQZzCxZsV7fFqshpMz1kFThPD76UWn/3VdnF6KadJlOi87",
+	"WEZnIrXe1XBy1mMH1C7VdJBmDgweJNzC844StIac+a/YtmaHUyFnuhj2Y5XAK6q9K3B5hNkcTKSXlZJw",
+	"eQsmE5oyYO1ggyk13cBSkN9uJ4kbluzQ0sNIt9lvguciZ/Fkff35AG6A/xQJ03lENo9iye6VUMUxAGFa",
+	"OcLxBQkPH5awWicsfomdMph7bCSxkuRMnFu7KwR+miNHWMcIQYLHFLyYmKS7PdM8MyM+3IeKY7PQCjlB",
+	"uVloXALH+UNS7N9g7v/BkfcJ/3FmXXGAX3ctQwFubLiV0FhZSNgDT23m6SlNHdhyG7gLZ+l3Q4qezUUE",
+	"PX/dv0iFyZ/b8DIjN56KRmeF/Z4xE1G2f5cytirsK4KrXfLjAbqx2D/GTLUcDEGQQJba4GHtJE6gEgau",
+	"l76k4KGMmxlRRP6npOyCw3pPKhTzx98f/h47bJAIUsUK5d3qtc4vrdmkU6SgY2eQCM2t2eK5IbUpVgs5",
+	"uIR+RZRqsqAJs3+2U2gqpGjcqRf4XmlCxeO8oBk10/eFbwXIMp1lscL6ODiza5/s/+yln6nBkSX2klOg",
+	"gbvi2SkVDSTt1tAxLt/9Hl58ycIAlF2XwZArJbJnhuHGejCT6DAYDY2l+RCg8Lzp/n/n0Yqw5TW02PW1",
+	"cib3KXH4lL92IzDcVymlCvdKNcgmEJ0Nub9YJ6GuOagNseMSKpXqIsLdBPxA5V+7vVjtZNf2XEIHdzMl",
+	"4vYSlIgJKVXqqXBjJLjugheizxIj1UBUL8Ga6oSi8J66qcilteJiVRItYRBBFaGh4g5uKs1A0ynNMhAX",
+	"wYn5NxzbP/7jw+6H3deogGEo/yCLRY6EKfho7KwWPFcvXP1NW7HKCanQuVbBQbncriwcpqPN6/fbbrmT",
+	"ZsdA5/lzC2EevtzlOdzU+qCvK1WyFsvRm1fs+fPnv7bGJGDaVhrRKezjV+1UrjSiZdw1VNZ92h52Um+C",
+	"TAUz/G3S7lV0v7cJSeLhBp8PBjAr6GbBqEFsdayyLNvbpZm1O0IE20A2nolMqwtrWferMLUGXoGnFV7i",
+	"+/DNZR3NP1b4tCh4XDm6EOQfe0d8+zFDsdFnnJG0ySfKMFlYqTfiH09NIcbYBrLhmHQ6JYcBL1jO1YXY",
+	"Zlubm90+4fAglkD4+tI0iBVE/hwfA2DxIuQBaIZZqF0PHxDyukEUe1rn6cFGFZ5GN85VYoe83RH32oJv",
+	"X/BAxdX46gVtauIadldE5gFtjicqmofFeC2ATRLPfYdbE67AaI+rQ2sQat6O8wb1vNJFJ1ZQUlmDDaqd",
+	"uZpal11kRmwTxn5YEAgD8un5kTCGXwgTYW0f+AtRrMZoi1lzK6dOsKqt16+So0pInaSTAWhzPqUywHOd",
+	"Zfq67AOJkY17CkPClA+MZKa4gepgikBwHn3Y39/bf8s6/MzaepKsy247eCwJhpvhY8JSnMDkrzyGWjL3",
+	"+Q8BWPW9VJDdDYYtLEWjJdLocS15OstYX4TXmaEcl/2bV4JnArF8rFFsYgWQylDbpLPMntFznmVnfHDJ",
+	"iPQcHVjy7oNgIz+zvn3Nj+i2uOSP++wsoxbt3H//xBDHQ42h55bNOatR1kB+tkMe3HjfdnuMSC0bpDba",
+	"IlGsnPjWOdv5c2fvZG//7enxh99Od97u7p8c98ubzgSWJez8dnB0svu6x3ascQvEExDSUrqQVHMYK9QF",
+	"RCOmxEfr14sxO7NLwklzXeeyKIv2yMeURY8dKHuoRT6Simes8+rg/eG73RMY7ZudvXe7ryP2amf/1e67",
+	"d7uvIdHiWhbHHFRXh4YYscPd/df2g3YOD48O/th5F5XfuLd/+OGkC5+2HavZKnJgqjnDBh/4fsqw5MJM",
+	"Rj7vY0+NVBPRGEHbsbd/HwfW27Bu9Z803gNovB08VTeVKaveRrxb6ZLgW3wAsjRFO4OhzNJurEDYezFE",
+	"FK6GjwQGtgzjBk8Z65BEcvZk1CSOutvkntvH1yUSZv+Mxkoi8vTVQJgCipT0FdRvu4LghqdHsXLBhCGX",
+	"qsdOnAyakTHbrFFiEL0rPMGOED6/TTIcT8527Gx9+xKi6oM8yYrHJCuqa4Pl8twMeCrYZHzN83RJQQJ7",
+	"+ytZJ7GqqukqOV3t3IEg0jo7tT4yRL0UHwms6HTu8hkvBkOmz2OV0J96EFchPlFIq+MX0s2cud8xxc4L",
+	"esbZlCVDwVORY1XGWA4uTayQ/IthEBui94kRmRhQdUYnhNacqEwY46C/jUM+TkaTrJDjTCTdfqyS81yI",
+	"00J8xCSHb3egMk/XQ+wfAFyjwBv/JhfixN4HJsxEXSpw8KtzFDH8CCvZ/EAjxpnrC6TZKPTMVAicCQdC",
+	"OuIZ0vYB9tV2c4yQQakF5UYra+K7aETqd0CsnGR34dRy+SVkiKamZsg1Cll47h1J17uPYZbDe6Cy/+Vt",
+	"P1wGCkdnGS4d4Yu41YvgkFPrZm1xnloEvu+YKm5lxv3Z9hIDdsqSGmY8zvWV+Goqpu4bLlIyB0qwVAyk",
+	"cYjI7mOtTI08pUOsANzYFayXWqmDJfXY0obzznJ9zWTahYJ6ktShrWlfB83ls49znIxoTMuUFddyINrE",
+	"r/VlcXpTBGfIJ8pQyyLW1eUXk5HdHQmDbFMHzjrwcofSF1v39FgbIG2ge7rIyP1fYlDQ86EHMBdjcp8x",
+	"LjbSqcjKCHeCKGNJo3KAQUrjZuBmqqG+so3KAafj8WqHcnzfnHqAZAUoB1q+im6YWZ0n7fB9a4fXsAn8",
+	"0S7zWcvpBRdiuy/FQGA4LjDqo41EzF8YqkkA49pQ6mx1Mjasgwb3Kf5pMk66EXMBSp0797cKwP9rrOpR",
+	"g/HYF1CPcz0aW+lrhSRXU0zmdSFKgvUSlBeMPA8u2l8JjpbgGiOsKra/pqm0s8QzV3owggY0+9+s42oQ",
+	"+hWoO6oyAOxJV4EIVQZ9FtYwOEGcwL9PIfL6f7KZF2K55d8TMXGxYcy8otBAmBHaGXxS6BEv5IDSm1b+",
+	"53o8FmljkQHti0crwsMBPnoZ/q2VKDyJ5C8RyW5rujoIlDelbCNBtJyARsvv0drtRzA8FxAGwxINERI7",
+	"BHCA1qkRVI3hrFNGnSe5MFY+QgREG6yTMkEFWdUsbZJXOI5HK63K4T3JqidZ9YhkFW5MNI9uaUKCOfG1",
+	"MutoAcZqgVg6cb67uw9MpJQ4lZx5VLrLQ2kKnU9jdSnG1hJDSw9qT60laJ2sBL7zdKAnqkjYBXT5nU0h",
+	"5oyINdM5plasiJ2JimABPVksRW5wZB/xneW5K8LlKXX1lU88FDd61Hp7QJS+vsFZX4UE7h3UaFbPfOXQ",
+	"SGGCOkqijntm3CmEcpbTkVSTQrgOXus90a0JdtPlXBnADIHjDPBhhnWOdk52T9/tvd87iWJ1vHv0x+7R",
+	"6cEfu0fvDnZeW+eS/gTBvYi93TnZ/XPnP90/3717f3qy93734MNJxA6ODn/f2YfSmT8Pjv65e3T6eu/4",
+	"1cH+/u6rk93XELhDeUV2IJcAznFO2I2QVVLiY3FKH1UkzIiCqt4w0jfgaiAyYtar1KduzxYP+bod1nEF",
+	"Pugg1t4SK2jSx9Cg0qVDSC/YXg738RWMDQ9/kU9fwa74foSUn80nOfUgXhTsroplUtOry4msQg4u262T",
+	"V7Ntp1ZW9ZlU2BZLf6whEobN6qwu7WLVWpKOsL65oRB8wcLy1E0PMz0WOUtzeSUUFrmwI8goOEQFoJAs",
+	"xLjKc5xpPWYd+xt6WwBc5KJspVHXZROVQj4pE9wIzNvbSTqFf/uuVepT5EHZDdY4eIgye9NsSXstBDcb",
+	"AyyCup+/JxJaIIt5ZYX1goXm4iUEu0V0BUe7qTMK/cGn9dihyFch0JfzQrjuHo8GtLG5Dt+E84/Kpdtn",
+	"Z2KqYRbZ1uavVJkIAm91x07FchRVJ3Jw+X0YcfUN8CQcUThubS7xohOt33M1JU/ZfH3j7/9n7+p628a5",
+	"9F8hcvPaL2Sn0+kssMlV0Ol0s2/SBEm7swtoYDEWbRORSS0p2ZMt+t8X54OUZMupPW2nH8jcdGJbEkWe",
+	"j+cc8jynNmg92N7h0WI7iwU720X4w5aR/R0/DlbW2uLwwutXm2RyaJcGyNuGB36Qjm2YCOty/P7uIR6u",
+	"wR5PSROzRQXzdDSRO+TkalpI/uJUxJbYY/FbpMwXvzx7lprs7dXVxe3k5tXLq8vLV29+vZ3c/uv84uJ2",
+	"cnl+e3v+5nUWOvVH/u/lEvcSpPD3uigIk0XeUWTo31mgjLP1BbX3Jk4pPGqfTk0bi/BZav0/8iqR+uT9",
+	"ESJyuiRXMKLH1+IoOeK9GSRXsYVgnrjxb9apqaQZbi8SLVEa+ORGd06rmTbz9Chh5ovuypFm7TXXrPLb",
+	"0/oSkMLeYrWpBTskLDXG8p8eGXsCXZ8nggyeFz5aR0RBtoiEYnjl8JS4k7PQJiJLDRXlBT6i2qg/Szpi",
+	"wITCIMo9ZcqbYtMGYfh3yzwcv4d/AISxcvqDexKEGj5CSPPC3slCrGRRR3YeeMSp0LHT5K5+sDC62zCM",
+	"g70wvM5bfJlrWS2+iRo5nowwtWKtHGg1zNdTu8bPWAJX9cw1+Uxrix7xTw7o0fPi2c8ii8xfbR6dhput",
+	"9fxCPhCNZRB8JBIMgxqAMUNKtNlMTSu9UuEw8vBUlNL7tXX5qHooVU4qFBr2O2z+Q51YJe8jLwEQZP/k",
+	"/7JE1PAgca8e+GQiFs7vqqP7bnStPdILmN1DtQ6X5Endtmv0bkCaDtedst63T+IrOSXmfzxT59qs/B0/",
+	"sV7YQnlZqFORmbooMooUU0McunSqnLtbU79AFHLiczCkHrUhFvxcDKTwlSUe5KlT3F2JKew9UvbhJsPw",
+	"FP7KA6X/hjoxg96GUsLLMCUPeO72Y7D7KXwfHXyELwR4A/FExzeunYXnP5QqweOGRDJB7aWoLlD71Kyd",
+	"riplxuK610bA+yszdQ/UEQCmuh/oXtdfQvE//2bsxji/1o7sZ7E8rWgcKz5/xA3bH3n/9XdYtIPNZA/C",
+	"hvh6tBfM3kkF20babTPCTd8xcYZCty/cfueV+6Egd+RIegLdfwPo3p7tvwK7e8U9CXSbW7LNwPwRKJ2a",
+	"w7C0+GQo/f3o0cFObXuNPweg/p7g8aFS3g+QD5TysbiVS+rijFXiWdnFRNkJlm2mph9fo8QnHTgtdqDp",
+	"ZBtNpybC6aQXHBMG3gDaCe5bIdTN6Z7WtQCuR4CbmhfPnz+CTb+AJj3h08dV+Qmh/igI9TBLBRgVDI4/",
+	"pGv1WFzFjR+h83HvZso7vOuh2vtN8ZrCK3xsk+YsspriNP7d6PJr8aDWvLpBnmi1H6E+7ZOiF8/+vTl4",
+	"IPPcKe/x7IFEWvp+Sk140hel1IQHfCVKTXr0xyk1MRb8Diz00xnu1kkpFC6uYevRnGiJj9/r/PC24BiR",
+	"hTxmIX3Vpf5t9+rclQxgzTrMYL/DXixfPe7nnzydc/mqLJQ7RHv/vbZxX3D9zcrlPua6ZaqfUk6b5JCP",
+	"SMwhvauvlrrCMxFaFbnvbgVxyjQ2be4YxVkh52EX5lCbSc09P102v1Q73YNhzN+sF9xf4XuBMk/1a5+h",
+	"Ee4j6r7/hjLufKCqC/XnVJWVyEKqN6M2LCTnXc1PzV9W/d5yL8yzfYva3xrak/o/qf+3UcyGIrlv7HNc",
+	"6mlVu919MrETFv1G6CWnXyQn033lFPJQaVNoo06xDiRmGTC5vpBeGKzs3O6njb1gcV9IVzvR6DUP8MuB",
+	"Unyt4392lS72DrrTRlJlzUbjoF5dw3v9+Hs1Z7h+//BBND4uZ84W6rDE585M5w3e6lsMUmBke500hzd4",
+	"ilR25DtlEC7HC/1Jic/z5mCGCHMvMkQgmVjKe97AQ3skTRea9BglJ00Uwm8NjuDgYGBfCYzsK/7t5W1t",
+	"hiGJ1NNm2PeFN1DmhMTF3NMLHL+Hfw5Pu26Di3jic2ELOjsAdz4VTq3sPQQjQc+xI+pfyTzcwJ3UJyv8",
+	"VvdDuBsWqMRuhqXEPvDczJCns6u77XKcpfzzQpl5tTg6+fl5crTUJvz50zZU+ePbVXpYqumnd5t/yif/",
+	"5XgBBPxxBabqx+OFrb26V6oEofoM9eOx6DKXamkNaTOXlZM2K5OXVuMJ8v5C8/5TPqehR3J/VfkvXMns",
+	"x6m5UbL0wrpyIY0Xg9Cdpt0AFktCsVw6Ef1l4dTmPSf+CX50anKnQ0JkKdZ40mctH5D+64EJKgIZBpZg",
+	"Yj1aD2tGIrxtCv1TQ9wUEDqB0j4Qn0Wufcks2fSSea0EqGheFyoXrjZigLTz8H9I4iP1Eg+v26WGSXrA",
+	"x1RrizyM09o5GDFRqxKTcHgElsvCbZACeLhRQy42Ssif0z1S8/kryG9qQwW4/9EWzC9o6raf9pjR+30h",
+	"KxLnUnovcv0dHIf9Hgq2lSxZYZmsx3c0YFvy/f5l3JtD6x8LWrG+hspIsqXcSk9VIpa2NmiRkFxCV50W",
+	"66VTM/0nOP/aFUcnR+9lWU7oww/HstTHq5+OkqOVdFreceDc/IKMLurX0cnRsV9Nj3qPnzWPy5qLMzHo",
+	"HExERBXGKumM78L6Sjhrq+EYJPuPOFVbMAZrX0knE1HYuTaJ4EnziXh5e/MbNfNPYmUPLpZaSl2IWWHX",
+	"ftyAnrO6WvRgpXcYmjWYTVsjBnIbISYhR81JCT9s3Zv82fbNcck6WSnst2tnulDwRtNWQT3ft3XXl2wn",
+	"Mde2ffPr+q7QU5DBSi+VmCmJebRZIeft936JC9VzPfbr8Sfc7jfh9riUz034SGkiZnJl8Uga3DcJo0S3",
+	"hD1ZfGw1Kiq1LAvcHjB5apo+g0gMNVOOqNvxp+0exbLVgXgQw/NSOW+NLFpfYsEVNknG9u2BdiTSXOKt",
+	"8ZQc8683PZfpiQ47dIilWt5RXedAm5X2+q6IFxMUSM2LZy+Gp3xa1sg5R/aD/r7JPS2dk9ZoWy1OQkdi",
+	"HZm6WPgiBT6/lPZb+YJhe08EjxozCyjuj2Jxa2picWu7thXdW1ADfM8+cVIu9NZB8hrWb5TQE6EMmIql",
+	"MlUgbEpgiUbRaQq7Us5RnTz9OE9ScDR2xGz9w4i88DGjQq1UuwCHr8f1AzABwxgLPN9I5/bpXFlsbK1d",
+	"amioBbjAQUZN7alqnzraj+mjtw+leiOX/GFG57SZHUFkU+vU+EbJ/N3NBTwt65kwLr7vCbXAA9hZowS+",
+	"ktgnAAU7eAox+GVEG11TZw3ojiMzhstujRr5hcUWg5mrzURW2VBYl5qlNDXAJ1EtnK3nC5FVTs/niGF+",
+	"rRX5H5ib3YiLYXAfzkpNBFqdN77t+Le+l1a1x3afxKzbnQDCW+/fB/fy4UMmcNcAwmjlfCJqXsMNP4pt",
+	"FBfKpAbnENEt9pdvj+2aSMWDqekb3b/wsPqMqayCUJ9dn4tB5lf3E5IJnZM08J906J0FZDgWl6D1EWAb",
+	"pXK/ZQ2saZHlYf7PN1GFpxbFwfetF7KKLTMCd0p2+18viU9pcnZ9nkX9aCGJJDUA0AFW+5prVqcw18Va",
+	"Pnjq4QgxVt6V2etzPLPfMzuvwSKR0EQDxjQtZBe9GFAYnaGFypKQ50hERr/IkOicTJtdG+aU90lquF2z",
+	"yZkTq2NEfMKVBjOn1Ghm3RKBinLKTBUtv2z8C/X2cshMGHvjNwX5oPdNJT5V6HJQQAsaCvz4Lwwhwjd4",
+	"L/6DpCMYH3Is+OPoVuY0YxxZFVgB8VhDfvz9WJxH10I3CGEmRJmnovtd2/JD7GVsFcx6vOjnzgrTMvas",
+	"74U081rO1ahvBdpOl4f5q9OAN09EZktlpM6QSE1clcqcnY8AbMsKRpqa7Hi6kBXi70JxL7Ag7Sd8QSKu",
+	"ikIuZSJWFxeXibi4FLdVnWub4A9ubF0pl4jXzv5vIs7+r3ZqmKQmkwYMXKmnmRhccrNw0FimU6T3U3km",
+	"BlNp4A2cKgvkrHR2KaT4z9urN8f/c3Z5IeinXIkDIQT1EsjV0noUW2Reqj2vrV1jz1eci3/4KEKdWWNm",
+	"tlbRKP8soXs31LizhvIoe3M1ubi4nLy8evPb+et3N9jBJqNNAtZOcOdYojECfHkiYjQj/MKuYVZKPblX",
+	"DxOvKrINTdOde/XQEYfLnsV+zHCT1Odqpo0myRjQnqTQRuR2ir1wxPMEZ1bcYogqcidnlXj+7Pmz0U/P",
+	"Kd0CHic1WSfACAEteflgqcf08RiC4mzI2YxaFxUg44aLagSxtNN3daXy1ExlJQs7T8QqJrJoh7ikhDbx",
+	"7S0RiZIPIjxi3cjXEIlDEBdRKWA/o9b08n0+/hGn0lA4uYdggPwWk1Z79Ex3zOVgveRZqWmzZyVtERts",
+	"QL/NIh+Tb0HOdr1ZajbIBYLLeYxkoCVjDslQNrzK2x0YCDnzxACsA3nyFhyAkaPyEH4h74fQB9SgCT4K",
+	"7asQguR8ChWiCGJmwOWbsqBii9Uk9IBKuFlTwpYyEaHHSkK0lfwPsegKInjdjh/Q+0wByhhiO1sbDv8p",
+	"v9hQN3Hnyb6MYWeykCJze7JeRXyABayFqiCynVOEGDOLyEa5STYJw99KNaRmkNGfE44EJ/DxCf8UVA07",
+	"d3eo58i9tlOuYkBZD1gC+BtwR4BnI4CJATgOwbPtnWuFz4OwepWaBh01znDHBHLepM+IyWKEIS/ZcgxY",
+	"PUQKpZ6SaGegCsfva9wg+UAUpZkY5LKSLR5fp5jhCzcMUkPuG2aK/U73LsZWesa5PZ+Nxe+6Wti6AlTk",
+	"prVTk9oVGUs4zg6ApdyDOGE0jN3yfankfTjDekkXCl/fwQveIaCu7NQWp4F3L2nfsISI3y9gci2TlYVb",
+	"LOo78G7x4EtzS2pYxiWpFc0RbXmFFyhrv0hYXjx2/E9N9vrVW7HB7ZqJ3u7+XXxe+8UO89nF4uCg6RfB",
+	"JGJmyycbKXfEKndKOuXA66VmTwxP6uUgklRM/xT0OgTwYLDI6mpmr26NB6HsODWXDOC5V6mGiHEDtiO7",
+	"/CZ4D2kZVBHtRUZrmLU6KAWJy9hVylIf/zMTpawWbQMzFjcx9a1yJEsF9BCT4P/2LCSzMWuSGkqEJxvj",
+	"nDRE3JPLs//O9kmUb/vIs+vzviRaCd5YkT8unc3rKZ7ihjBiwEGB96rywxMh3XQBxg0sPhgaUePFYPad",
+	"XslKrxS7QjBNqaG8U+wZS8XH8Jy7uiAdLmrc4eMDpfigXQmmUyHbZp/8Cw0thoxNVISQH+yJdZSBaFJH",
+	"bXzP1zcWrQvN4PX78i2IGIQ2K2UqC35KQ+BbFE0Orjb8EUdDCIbYSYxF3zZ2as67N8ErW/dxSsyDXuEO",
+	"KYtpDEkJyEz4ggmncrLURHmbycIrTo7FMT3EK/mjeGUjqJWrN5JRNAd9bvKqruYWBoS53A6w5UgR0H1g",
+	"Y+yfjNYaSF3ssEoRQWkzkmUpOlZeDBpcIpYSEymMT7Q1TUKLrW1JF5FltiWAabK+y7F4o9Yb90aJKrxF",
+	"+4sWhtmmSj39iO9pz+Gb9ld9ciYLVVWwwqB5YkZrz3g1omT+NrTmbCeQb/Grow9/fPj/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -175,3 +175,64 @@ func ScheduledRunCompletedMessage(to, agentName, runName, taskURL string) Messag
 		After:     []string{"You receive this message because email notifications are enabled for scheduled runs."},
 	}.message(to)
 }
+
+// ScheduledRunFinishedMessage notifies a user that the task of a scheduled run has finished:
+// failed says whether it FAILED (otherwise it COMPLETED), detail is the task's answer or error
+// (shortened when long), taskURL points at the task.
+func ScheduledRunFinishedMessage(to, agentName, runName string, failed bool, detail, taskURL string) Message {
+	agent, run := cleanName(agentName), cleanName(runName)
+	outcome, label := "completed", "Answer:"
+	if failed {
+		outcome, label = "failed", "Error:"
+	}
+	subject := "Scheduled run " + outcome
+	if run != "" {
+		subject = "Scheduled run \u201c" + run + "\u201d " + outcome
+	}
+	what := "A scheduled run has " + outcome + "."
+	switch {
+	case run != "" && agent != "":
+		what = "The scheduled run \u201c" + run + "\u201d of agent \u201c" + agent + "\u201d has " + outcome + "."
+	case run != "":
+		what = "The scheduled run \u201c" + run + "\u201d has " + outcome + "."
+	case agent != "":
+		what = "A scheduled run of agent \u201c" + agent + "\u201d has " + outcome + "."
+	}
+	before := []string{what}
+	if d := shorten(stripControlKeepLines(detail), maxDetailRunes); d != "" {
+		before = append(before, label+" "+d)
+	}
+	return content{
+		Subject:   subject,
+		Greeting:  "Hello,",
+		Before:    before,
+		LinkLabel: "View the task",
+		Link:      taskURL,
+		After:     []string{"You receive this message because email notifications are enabled for scheduled runs."},
+	}.message(to)
+}
+
+// maxDetailRunes caps the answer or error quoted in a notification.
+const maxDetailRunes = 4000
+
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+// stripControlKeepLines removes control characters except line breaks and tabs.
+func stripControlKeepLines(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+}

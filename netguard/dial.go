@@ -2,6 +2,7 @@ package netguard
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -96,10 +97,16 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 }
 
 // NewTransport returns an http.Transport that dials through NewDialer(opts) and never uses a
-// proxy (an environment proxy would connect on our behalf, unscreened). Requests sent through it
-// directly are not screened for scheme, length or user information: prefer Client.
+// proxy (an environment proxy would connect on our behalf, unscreened); opts.RootCAs, when set,
+// replaces the system roots. Requests sent through it directly are not screened for scheme,
+// length or user information: prefer Client or GuardedTransport.
 func NewTransport(opts Options) *http.Transport {
+	var tlsConfig *tls.Config
+	if opts.RootCAs != nil {
+		tlsConfig = &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
+	}
 	return &http.Transport{
+		TLSClientConfig:        tlsConfig,
 		Proxy:                  nil,
 		DialContext:            NewDialer(opts).DialContext,
 		ForceAttemptHTTP2:      true,
@@ -134,6 +141,13 @@ func (g *guarded) RoundTrip(req *http.Request) (*http.Response, error) {
 	return g.inner.RoundTrip(r)
 }
 
+// GuardedTransport returns the round tripper of Client: every request is screened by CheckURL
+// with opts and connects only to its screened addresses. Build an http.Client around it when
+// redirects must be handled differently (callbacks never follow them).
+func GuardedTransport(opts Options) http.RoundTripper {
+	return &guarded{opts: opts, inner: NewTransport(opts)}
+}
+
 // Client returns an HTTP client for tools and webhooks: every request and every redirect target
 // is screened by CheckURL with opts and connects only to its screened addresses; at most
 // MaxRedirects redirects are followed; timeout bounds the whole exchange (0 means none, which
@@ -142,7 +156,7 @@ func (g *guarded) RoundTrip(req *http.Request) (*http.Response, error) {
 func Client(timeout time.Duration, opts Options) *http.Client {
 	return &http.Client{
 		Timeout:   timeout,
-		Transport: &guarded{opts: opts, inner: NewTransport(opts)},
+		Transport: GuardedTransport(opts),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > MaxRedirects {
 				return fmt.Errorf("stopped after %d redirects", MaxRedirects)

@@ -16,6 +16,7 @@ package netguard
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,9 @@ type Options struct {
 	// AllowLoopback admits 127.0.0.0/8 and ::1 (and their mapped forms). For tests against
 	// httptest servers only: never set it in production.
 	AllowLoopback bool
+	// RootCAs, when set, replaces the system roots for TLS connections made by NewTransport,
+	// Client and GuardedTransport (tests trust an httptest.NewTLSServer certificate with it).
+	RootCAs *x509.CertPool
 }
 
 func (o Options) resolver() Resolver {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/mail"
+	"github.com/agentsvc/svc/media"
 	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/secret"
@@ -19,6 +21,7 @@ import (
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
+	"github.com/agentsvc/svc/webhook"
 )
 
 // Options override parts of the assembly, for tests and tools.
@@ -31,6 +34,9 @@ type Options struct {
 	// Net configures the outbound SSRF screens (callback URLs, read_url). Tests set
 	// AllowLoopback to reach httptest servers; production leaves it zero.
 	Net netguard.Options
+	// MediaDir is where media files are stored; "": storage/media (relative to the working
+	// directory).
+	MediaDir string
 }
 
 // App is the assembled service: configuration, store, services and HTTP server.
@@ -45,7 +51,10 @@ type App struct {
 	MasterKey []byte
 	Net       netguard.Options // outbound screen options (Options.Net)
 	Push      *push.Hub        // the embedded push hub; stopped by Close
+	Media     *media.Service   // media assets; the worker daemon calls Media.Sweep
 	loop      *agentloop.Loop  // built once in Open; returned by Loop
+	mail      mail.Sender      // outgoing mail: Options.Mail, else the configured mailer
+	hooks     *webhook.Dispatcher
 	closers   []io.Closer
 }
 
@@ -85,10 +94,14 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err := loader.SetStored(stored); err != nil {
 		return nil, a.fail(fmt.Errorf("stored settings: %w", err))
 	}
+	if err := a.seedLLMConfig(ctx, loader.Current()); err != nil {
+		return nil, a.fail(err)
+	}
 	sender := o.Mail
 	if sender == nil {
 		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Log)}
 	}
+	a.mail = sender
 	if a.Accounts, err = account.New(account.Options{Store: a.Store, Mail: sender, Config: loader.Current,
 		Clock: o.Clock, Logger: a.Log, Hash: o.Hash}); err != nil {
 		return nil, a.fail(err)
@@ -109,11 +122,17 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	for _, p := range problems {
 		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
+	a.Media = media.New(a.Store, o.MediaDir, o.Clock).WithLogger(a.Log)
+	if err := os.MkdirAll(a.Media.Dir(), 0o750); err != nil {
+		return nil, a.fail(fmt.Errorf("create media directory: %w", err))
+	}
+	// The callback dispatcher before the loop: its ticks wake it.
+	a.hooks = a.newWebhooks(o.Clock)
 	if a.loop, err = a.buildLoop(); err != nil { // before the HTTP server: the tick endpoint drives it
 		return nil, a.fail(err)
 	}
 	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
-		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick, Net: o.Net}); err != nil {
+		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick, Net: o.Net, Media: a.Media}); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil

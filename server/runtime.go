@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/notify"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/schedule"
 	"github.com/agentsvc/svc/secret"
@@ -16,6 +18,7 @@ import (
 	"github.com/agentsvc/svc/task"
 	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools/core"
+	"github.com/agentsvc/svc/webhook"
 	"github.com/agentsvc/svc/worker"
 )
 
@@ -39,8 +42,10 @@ func (a *App) buildLoop() (*agentloop.Loop, error) {
 	tc := toolconfig.New(a.Store, a.Tools, a.Skills, box)
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
+	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
 	tasks := task.New(a.Store, a.Tools)
 	pub := push.NewService(a.Config.Current, a.Push)
+	notifier := &notify.ScheduledRuns{Store: a.Store, Mail: a.mail, Config: a.Config.Current, Log: a.Log}
 	publish := func(ctx context.Context, t *store.Task) {
 		v, err := tasks.ViewOf(ctx, t)
 		if err == nil {
@@ -52,6 +57,10 @@ func (a *App) buildLoop() (*agentloop.Loop, error) {
 		if err != nil {
 			a.Log.Warn("publish task", "task_id", t.ID, "err", err)
 		}
+		if t.CallbackURL != nil && slices.Contains(store.CallbackStates, t.Status) {
+			a.hooks.Notify() // the step enqueued a callback: send it now rather than at the next poll
+		}
+		notifier.TaskSettled(ctx, t) // a scheduled run's task that just finished: mail its owner
 	}
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: tc.AgentToolStates, Executors: execs,
@@ -59,6 +68,28 @@ func (a *App) buildLoop() (*agentloop.Loop, error) {
 		AgentTools: tc,
 		Driver:     func(c *store.LLMConfig) (llm.Driver, error) { return a.driver(box, c) },
 	}, nil
+}
+
+// Webhooks returns the dispatcher of chat callbacks (built once by Open). In server mode the
+// worker's owner starts it with the worker daemon and stops it on shutdown (Stop drains the
+// POSTs in flight); it polls the outbox every second and wakes when a tick settles a chat with
+// a callback_url.
+func (a *App) Webhooks() *webhook.Dispatcher { return a.hooks }
+
+// newWebhooks builds the dispatcher: bodies are the chat record of the settled snapshot
+// (api.ChatBody, as the per-agent API shows the chat), sent by a client that screens every
+// attempt with the app's outbound options (https only) and never follows redirects.
+func (a *App) newWebhooks(clock func() time.Time) *webhook.Dispatcher {
+	tasks := task.New(a.Store, a.Tools)
+	return &webhook.Dispatcher{
+		Store: a.Store,
+		Render: func(_ context.Context, d store.WebhookDelivery) ([]byte, error) {
+			return api.ChatBody(tasks.SnapshotView(d.Snapshot))
+		},
+		Client: webhook.NewClient(a.Net),
+		Clock:  clock,
+		Logger: a.Log.With("component", "webhook"),
+	}
 }
 
 // driver builds the model driver of a stored configuration, opening its sealed key.

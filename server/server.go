@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/media"
 	"github.com/agentsvc/svc/netguard"
 	"github.com/agentsvc/svc/push"
 	"github.com/agentsvc/svc/ratelimit"
@@ -57,6 +58,8 @@ type Deps struct {
 	// Tick runs one agent-loop step (agentloop.Loop.Tick) for the client-mode tick endpoint.
 	Tick func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 	Net  netguard.Options // outbound SSRF screen (callback URLs)
+	// Media stores media assets; nil: files below storage/media.
+	Media *media.Service
 }
 
 // Server is the HTTP side of the service.
@@ -72,8 +75,10 @@ type Server struct {
 	tick     func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 	clock    func() time.Time
 	net      netguard.Options
+	media    *media.Service
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
+	agentAPI agentAPIState // per-agent API: per-key limiters (server/agentapi.go)
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -95,7 +100,7 @@ func New(d Deps) (*Server, error) {
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, net: d.Net, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, net: d.Net, media: d.Media, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -119,6 +124,9 @@ func (s *Server) routes() *gin.Engine {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	e.NoMethod(func(c *gin.Context) {
+		if s.agentAPIHidden(c) { // an unmounted per-agent API has no methods either
+			return
+		}
 		s.fail(c, svcerr.New(svcerr.ErrMethodNotAllowed, "method %s is not allowed here", c.Request.Method))
 	})
 
@@ -133,7 +141,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push,
-		Tick: s.tick, Clock: s.clock, Net: s.net})
+		Tick: s.tick, Clock: s.clock, Net: s.net, Media: s.media})
 	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))

@@ -66,6 +66,9 @@ func (k *contract) route(r *http.Request, base string) (*routers.Route, map[stri
 // contract, caps the body, authenticates by the operation's security requirements, applies the
 // operation's rate limit and validates the request. Anything that fails leaves as the envelope.
 func (s *Server) gate(c *gin.Context) {
+	if s.agentAPIHidden(c) { // an unmounted per-agent API answers as unknown paths do
+		return
+	}
 	route, params, err := s.contract.route(c.Request, s.apiBase)
 	if err != nil {
 		if errors.Is(err, routers.ErrMethodNotAllowed) {
@@ -167,6 +170,9 @@ func (s *Server) authenticate(c *gin.Context, op *openapi3.Operation) (context.C
 	if op.Security != nil {
 		reqs = *op.Security
 	}
+	if usesAgentKey(reqs) {
+		return s.authenticateAgentKey(c) // bearer key only (server/agentapi.go)
+	}
 	needSession, needCSRF := false, false
 	for _, req := range reqs {
 		if _, ok := req["sessionCookie"]; ok {
@@ -231,6 +237,9 @@ func requestError(err error) error {
 		}
 		if re.RequestBody != nil && contentTypeRefused(re) {
 			return svcerr.New(svcerr.ErrBadRequest, "request body has an unsupported content type")
+		}
+		if re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) && re.RequestBody.Content.Get("multipart/form-data") != nil {
+			return svcerr.New(svcerr.ErrBadRequest, "the upload needs a multipart body with a file part")
 		}
 		where := "request body"
 		if re.Parameter != nil {

@@ -47,6 +47,7 @@ type Agent struct {
 	MaxRetries        int
 	Metadata          map[string]any // never nil
 	IsFavorite        bool
+	PictureMediaID    *string // media asset of the picture; nil when none
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }
@@ -103,6 +104,7 @@ type agentRow struct {
 	RetryAfterMinutes int
 	MaxRetries        int
 	Metadata          string
+	PictureMediaID    *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }
@@ -132,7 +134,7 @@ func (r *agentRow) toAgent(favorite bool) (*Agent, error) {
 		ID: r.ID, PrincipalID: r.PrincipalID, Name: r.Name, Description: r.Description,
 		SystemPrompt: r.SystemPrompt, Notes: r.Notes, MaxSteps: r.MaxSteps, AllowFollowup: r.AllowFollowup,
 		RetryAfterMinutes: r.RetryAfterMinutes, MaxRetries: r.MaxRetries, Metadata: md, IsFavorite: favorite,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		PictureMediaID: r.PictureMediaID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }
 

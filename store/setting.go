@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,7 +22,7 @@ type settingRow struct {
 
 func (settingRow) TableName() string { return "settings" }
 
-// Settings returns every stored override, decoded from JSON (objects as map[string]any,
+// Settings returns every stored override (keys starting with InternalSettingPrefix excluded), decoded from JSON (objects as map[string]any,
 // numbers as float64). Errors: uncategorised when a stored value is not valid JSON.
 func (s *Store) Settings(ctx context.Context) (map[string]any, error) {
 	var rows []settingRow
@@ -30,6 +31,9 @@ func (s *Store) Settings(ctx context.Context) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(rows))
 	for _, r := range rows {
+		if strings.HasPrefix(r.Key, InternalSettingPrefix) {
+			continue // the service's own bookkeeping (see SeedGlobalLLMConfig), not an override
+		}
 		var v any
 		if err := json.Unmarshal([]byte(r.Value), &v); err != nil {
 			return nil, fmt.Errorf("setting %q holds invalid JSON: %w", r.Key, err)

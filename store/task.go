@@ -455,6 +455,9 @@ func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) 
 				return err
 			}
 		}
+		if err := enqueueCallbacks(tx, now, id); err != nil {
+			return err
+		}
 		var err error
 		out, err = readTask(tx, id)
 		return err
@@ -533,6 +536,9 @@ func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*T
 		if err != nil {
 			return err
 		}
+		if err := enqueueCallbacks(tx, now, id); err != nil {
+			return err
+		}
 		seen := map[int64]bool{id: true}
 		for p := child.ParentTaskID; p != nil && !seen[*p]; {
 			seen[*p] = true
@@ -545,6 +551,9 @@ func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*T
 			}
 			parent, err := loadTask(tx, *p, false)
 			if err != nil {
+				return err
+			}
+			if err := enqueueCallbacks(tx, now, *p); err != nil {
 				return err
 			}
 			p = parent.ParentTaskID
@@ -741,7 +750,10 @@ func (s *Store) reap(ctx context.Context, now time.Time, code, msg string) ([]in
 		}
 		ch := transitionChanges(TaskTransition{To: TaskFailed}, s.now())
 		ch["error_code"], ch["error_message"] = code, msg
-		return tx.Model(&taskRow{}).Where("id IN ? AND status = ?", ids, TaskRunning).Updates(ch).Error
+		if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", ids, TaskRunning).Updates(ch).Error; err != nil {
+			return err
+		}
+		return enqueueCallbacks(tx, s.now(), ids...)
 	})
 	if err != nil {
 		return nil, err
@@ -825,6 +837,9 @@ func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 		}
 		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
 			return fmt.Errorf("finish step of task %d: %w", id, err)
+		}
+		if err := enqueueCallbacks(tx, now, id); err != nil {
+			return err
 		}
 		var err error
 		out, err = readTask(tx, id)
@@ -961,6 +976,9 @@ func appendMessages(tx *gorm.DB, taskID int64, now time.Time, msgs []NewTaskMess
 		if err := tx.Create(r).Error; err != nil {
 			return nil, fmt.Errorf("task %d: append message: %w", taskID, err)
 		}
+		if err := attachMedia(tx, taskID, r.Sequence, now, m.MediaIDs); err != nil {
+			return nil, err
+		}
 		tm, err := r.toMessage()
 		if err != nil {
 			return nil, err
@@ -1025,6 +1043,7 @@ type ToolCall struct {
 	Result            json.RawMessage
 	Reason            *string
 	DecidedBy         *int64
+	DecidedByKey      *string // public id of the API key the decision came through (nil: a session)
 	DecidedAt         *time.Time
 	CreatedAt         time.Time
 	ExecutedAt        *time.Time
@@ -1044,6 +1063,7 @@ type toolCallRow struct {
 	Result            *string
 	Reason            *string
 	DecidedBy         *int64
+	DecidedByKey      *string
 	DecidedAt         *time.Time
 	CreatedAt         time.Time
 	ExecutedAt        *time.Time
@@ -1055,7 +1075,7 @@ func (r *toolCallRow) toToolCall() (ToolCall, error) {
 	c := ToolCall{
 		ID: r.ID, TaskID: r.TaskID, MessageSequence: r.MessageSequence, ProviderCallID: r.ProviderCallID,
 		ToolClass: r.ToolClass, Name: r.Name, Operation: r.Operation, Status: r.Status, Result: rawOf(r.Result),
-		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
+		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedByKey: r.DecidedByKey, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
 		ExecutedAt: utcPtr(r.ExecutedAt),
 	}
 	var err error
@@ -1194,6 +1214,26 @@ func rejectionResult(reason string) (string, error) {
 // task is not PENDING_APPROVAL), ErrInvalid (unknown, already decided or repeated provider
 // call id; arguments on a rejection; oversize values) — a refused request writes nothing.
 func (s *Store) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds []ToolDecision) (*Task, error) {
+	return s.DecideToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, ds)
+}
+
+// Decider is who decides tool calls: a user, through a session or (KeyID set) through the
+// per-agent API key with that public id.
+type Decider struct {
+	UserID int64
+	KeyID  string
+}
+
+func (d Decider) changes(now time.Time) map[string]any {
+	ch := map[string]any{"decided_by": d.UserID, "decided_at": now}
+	if d.KeyID != "" {
+		ch["decided_by_key"] = d.KeyID
+	}
+	return ch
+}
+
+// DecideToolCallsBy is DecideToolCalls recording by as the decider.
+func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider, ds []ToolDecision) (*Task, error) {
 	if len(ds) == 0 {
 		return nil, invalidf("decisions must not be empty")
 	}
@@ -1208,7 +1248,7 @@ func (s *Store) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds
 			if !ok {
 				return invalidf("decisions: no pending tool call %q", d.ProviderCallID)
 			}
-			ch := map[string]any{"decided_by": decidedBy, "decided_at": now}
+			ch := by.changes(now)
 			if d.Approve {
 				args := d.Arguments
 				if args == nil {
@@ -1282,9 +1322,14 @@ func updatePendingCall(tx *gorm.DB, id int64, ch map[string]any) error {
 // reason (the model sees it as the calls' result) and queues the task. Errors: ErrNotFound
 // "task not found", ErrInvalidState (not PENDING_APPROVAL), ErrInvalid (oversize reason).
 func (s *Store) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, reason string) (*Task, error) {
+	return s.RejectToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, reason)
+}
+
+// RejectToolCallsBy is RejectToolCalls recording by as the decider.
+func (s *Store) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider, reason string) (*Task, error) {
 	return s.decide(ctx, taskID, "reject", func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
 		for _, row := range pending {
-			ch := map[string]any{"decided_by": decidedBy, "decided_at": now}
+			ch := by.changes(now)
 			if err := rejectChanges(ch, &reason); err != nil {
 				return err
 			}

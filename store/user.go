@@ -32,6 +32,7 @@ type User struct {
 	PrincipalID     int64 // the user's personal principal
 	EmailVerifiedAt *time.Time
 	PendingEmail    *string // requested new address awaiting confirmation
+	PictureMediaID  *string // media asset of the picture; nil when none
 	Roles           []string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -86,6 +87,7 @@ type userRow struct {
 	PrincipalID     int64
 	EmailVerifiedAt *time.Time
 	PendingEmail    *string
+	PictureMediaID  *string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -104,6 +106,7 @@ func (r *userRow) toUser(roles []string) *User {
 		PrincipalID:     r.PrincipalID,
 		EmailVerifiedAt: utcPtr(r.EmailVerifiedAt),
 		PendingEmail:    r.PendingEmail,
+		PictureMediaID:  r.PictureMediaID,
 		Roles:           roles,
 		CreatedAt:       r.CreatedAt.UTC(),
 		UpdatedAt:       r.UpdatedAt.UTC(),

@@ -67,6 +67,9 @@ type View struct {
 	HasPending bool
 	Calls      []PendingCall
 	Questions  []store.QuestionBatch
+	// LastSaid is the text of the last assistant turn that had text, filled for a FAILED task
+	// only (the per-agent API shows it as the failed chat's answer); nil otherwise.
+	LastSaid *string
 }
 
 func notFound() error { return svcerr.New(svcerr.ErrNotFound, "task not found") }
@@ -124,6 +127,12 @@ func (s *Service) view(ctx context.Context, t *store.Task) (*View, error) {
 			return nil, err
 		}
 		v.Questions = qs
+	case store.TaskFailed:
+		said, err := s.store.LastAssistantText(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.LastSaid = said
 	}
 	return v, nil
 }
@@ -154,9 +163,25 @@ type CreateInput struct {
 	MediaIDs []string
 }
 
-func refuseMedia(ids []string) error {
-	if len(ids) > 0 {
-		return svcerr.New(svcerr.ErrInvalid, "media_ids: media attachments are not available yet; send the prompt without media_ids")
+// checkMedia refuses media_ids that do not all name live assets of principals u can see.
+// Errors: ErrInvalid naming the first such id.
+func (s *Service) checkMedia(ctx context.Context, u *store.User, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	assets, err := s.store.MediaAssets(ctx, ids)
+	if err != nil {
+		return err
+	}
+	sc, err := access.For(ctx, s.store, u)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		a, ok := assets[id]
+		if !ok || !sc.CanSee(a.PrincipalID) {
+			return invalid("media_ids: no such media asset %q", id)
+		}
 	}
 	return nil
 }
@@ -170,12 +195,9 @@ func checkSteps(field string, n *int) error {
 
 // Create starts a QUEUED task owned by u for an agent u can see; max_steps defaults to the
 // agent's. Errors: ErrInvalid (agent invisible or unknown, max_steps outside 1..100, blank
-// prompt, any media_ids: media does not exist yet).
+// prompt, media_ids naming assets u cannot see or that expired).
 func (s *Service) Create(ctx context.Context, u *store.User, in CreateInput) (*View, error) {
 	if err := checkSteps("max_steps", in.MaxSteps); err != nil {
-		return nil, err
-	}
-	if err := refuseMedia(in.MediaIDs); err != nil {
 		return nil, err
 	}
 	a, err := s.store.Agent(ctx, in.AgentID, u.ID)
@@ -192,14 +214,23 @@ func (s *Service) Create(ctx context.Context, u *store.User, in CreateInput) (*V
 	if !sc.CanSee(a.PrincipalID) {
 		return nil, svcerr.New(svcerr.ErrInvalid, "agent_id: no such agent")
 	}
+	if err := s.checkMedia(ctx, u, in.MediaIDs); err != nil {
+		return nil, err
+	}
 	steps := a.MaxSteps
 	if in.MaxSteps != nil {
 		steps = *in.MaxSteps
 	}
-	t, err := s.store.CreateTask(ctx, store.NewTask{
+	return s.Start(ctx, store.NewTask{
 		AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: in.Prompt, MaxSteps: steps,
-		Source: store.TaskSourceSession,
+		Source: store.TaskSourceSession, MediaIDs: in.MediaIDs,
 	})
+}
+
+// Start creates a QUEUED task as described; the caller has checked that its owner may use the
+// agent and the attached media. Errors: those of store.CreateTask.
+func (s *Service) Start(ctx context.Context, nt store.NewTask) (*View, error) {
+	t, err := s.store.CreateTask(ctx, nt)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +280,12 @@ func (s *Service) Delete(ctx context.Context, u *store.User, id string) error {
 	return s.store.DeleteTask(ctx, t.ID)
 }
 
-func (s *Service) transition(ctx context.Context, u *store.User, id string, tr store.TaskTransition) (*View, error) {
-	t, err := s.owned(ctx, u, id)
-	if err != nil {
-		return nil, err
-	}
+// The actions below the user-facing ones act on an already-authorised task t: the caller has
+// decided that whoever asks may act on it (the owner through a session, or a key of the
+// agent through the per-agent API). They hold the state machine's rules.
+
+// transition applies tr to the authorised task t.
+func (s *Service) transition(ctx context.Context, t *store.Task, tr store.TaskTransition) (*View, error) {
 	nt, err := s.store.TransitionTask(ctx, t.ID, tr)
 	if err != nil {
 		return nil, err
@@ -265,7 +297,16 @@ func (s *Service) transition(ctx context.Context, u *store.User, id string, tr s
 // loses its lease and writes nothing more. Errors: ErrNotFound, ErrInvalidState (terminal or
 // already paused).
 func (s *Service) Abort(ctx context.Context, u *store.User, id string) (*View, error) {
-	v, err := s.transition(ctx, u, id, store.TaskTransition{Action: "abort", From: Abortable, To: store.TaskAborted})
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.AbortTask(ctx, t)
+}
+
+// AbortTask is Abort of the authorised task t.
+func (s *Service) AbortTask(ctx context.Context, t *store.Task) (*View, error) {
+	v, err := s.transition(ctx, t, store.TaskTransition{Action: "abort", From: Abortable, To: store.TaskAborted})
 	return s.settled(ctx, v, err)
 }
 
@@ -309,6 +350,11 @@ func (s *Service) AbortSubAgent(ctx context.Context, u *store.User, id string) (
 	if err != nil {
 		return nil, err
 	}
+	return s.AbortSubAgentTask(ctx, t)
+}
+
+// AbortSubAgentTask is AbortSubAgent of the authorised task t.
+func (s *Service) AbortSubAgentTask(ctx context.Context, t *store.Task) (*View, error) {
 	nt, err := s.store.AbortTaskChain(ctx, t.ID, Abortable)
 	if err != nil {
 		return nil, err
@@ -325,7 +371,12 @@ func (s *Service) Approve(ctx context.Context, u *store.User, id string, ds []st
 	if err != nil {
 		return nil, err
 	}
-	nt, err := s.store.DecideToolCalls(ctx, t.ID, u.ID, ds)
+	return s.ApproveTask(ctx, t, store.Decider{UserID: u.ID}, ds)
+}
+
+// ApproveTask is Approve of the authorised task t, recording by as the decider.
+func (s *Service) ApproveTask(ctx context.Context, t *store.Task, by store.Decider, ds []store.ToolDecision) (*View, error) {
+	nt, err := s.store.DecideToolCallsBy(ctx, t.ID, by, ds)
 	if err != nil {
 		return nil, err
 	}
@@ -340,10 +391,15 @@ func (s *Service) Reject(ctx context.Context, u *store.User, id, reason string) 
 	if err != nil {
 		return nil, err
 	}
+	return s.RejectTask(ctx, t, store.Decider{UserID: u.ID}, reason)
+}
+
+// RejectTask is Reject of the authorised task t, recording by as the decider.
+func (s *Service) RejectTask(ctx context.Context, t *store.Task, by store.Decider, reason string) (*View, error) {
 	if strings.TrimSpace(reason) == "" {
 		return nil, svcerr.New(svcerr.ErrInvalid, "reason is required")
 	}
-	nt, err := s.store.RejectToolCalls(ctx, t.ID, u.ID, reason)
+	nt, err := s.store.RejectToolCallsBy(ctx, t.ID, by, reason)
 	if err != nil {
 		return nil, err
 	}
@@ -359,9 +415,15 @@ func (s *Service) Answer(ctx context.Context, u *store.User, id, toolCallID stri
 	if err != nil {
 		return nil, err
 	}
-	nt, err := s.store.AnswerQuestions(ctx, t.ID, toolCallID, answers, func(b *store.QuestionBatch) error {
+	return s.AnswerTask(ctx, t, toolCallID, answers, func(b *store.QuestionBatch) error {
 		return CheckAnswers(b.Questions, answers)
 	})
+}
+
+// AnswerTask records answers to batch toolCallID of the authorised task t after check (may be
+// nil) accepted them; all batches answered → QUEUED. Errors: as Answer, and those of check.
+func (s *Service) AnswerTask(ctx context.Context, t *store.Task, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*View, error) {
+	nt, err := s.store.AnswerQuestions(ctx, t.ID, toolCallID, answers, check)
 	if err != nil {
 		return nil, err
 	}
@@ -422,6 +484,9 @@ type ContinueInput struct {
 	Prompt          string
 	AdditionalSteps *int
 	MediaIDs        []string
+	// Queued also accepts a QUEUED task (per-agent API follow-ups): the message joins the
+	// queued turn and the budget changes only when AdditionalSteps is set.
+	Queued bool
 }
 
 // Continue appends a follow-up prompt to a COMPLETED (when the agent allows follow-ups),
@@ -437,13 +502,20 @@ func (s *Service) Continue(ctx context.Context, u *store.User, id string, in Con
 	if err := checkSteps("additional_steps", in.AdditionalSteps); err != nil {
 		return nil, err
 	}
-	if err := refuseMedia(in.MediaIDs); err != nil {
-		return nil, err
-	}
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, invalid("prompt is required")
 	}
-	a, err := s.store.Agent(ctx, t.AgentID, u.ID)
+	if err := s.checkMedia(ctx, u, in.MediaIDs); err != nil {
+		return nil, err
+	}
+	in.Queued = false
+	return s.ContinueTask(ctx, t, in)
+}
+
+// ContinueTask is Continue of the authorised task t; the caller has checked the prompt,
+// additional_steps and media_ids. Errors: ErrInvalidState, ErrInvalid (from the store).
+func (s *Service) ContinueTask(ctx context.Context, t *store.Task, in ContinueInput) (*View, error) {
+	a, err := s.store.Agent(ctx, t.AgentID, t.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -457,20 +529,29 @@ func (s *Service) Continue(ctx context.Context, u *store.User, id string, in Con
 	if in.AdditionalSteps != nil {
 		steps = *in.AdditionalSteps
 	}
-	nt, err := s.store.TransitionTask(ctx, t.ID, store.TaskTransition{
-		Action: "continue", From: from, To: store.TaskQueued, ClearAnswer: true, ClearError: true,
-		GrantSteps: steps, UserMessage: &store.NewTaskMessage{Text: in.Prompt}, UnsetData: []string{"max_steps_reached"},
-	})
-	if err != nil {
-		return nil, err
+	msg := &store.NewTaskMessage{Text: in.Prompt, MediaIDs: in.MediaIDs}
+	if in.Queued && t.Status == store.TaskQueued {
+		// Join the queued turn: only the message (and an explicit budget) changes.
+		tr := store.TaskTransition{Action: "continue", From: []string{store.TaskQueued}, To: store.TaskQueued, UserMessage: msg}
+		if in.AdditionalSteps != nil {
+			tr.GrantSteps = steps
+		}
+		return s.transition(ctx, t, tr)
 	}
-	return s.view(ctx, nt)
+	return s.transition(ctx, t, store.TaskTransition{
+		Action: "continue", From: from, To: store.TaskQueued, ClearAnswer: true, ClearError: true,
+		GrantSteps: steps, UserMessage: msg, UnsetData: []string{"max_steps_reached"},
+	})
 }
 
 // Retry queues a FAILED task again with its history; error cleared, retry_count + 1, a pending
 // automatic retry replaced. Errors: ErrNotFound, ErrInvalidState (not FAILED).
 func (s *Service) Retry(ctx context.Context, u *store.User, id string) (*View, error) {
-	return s.transition(ctx, u, id, store.TaskTransition{
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.transition(ctx, t, store.TaskTransition{
 		Action: "retry", From: []string{store.TaskFailed}, To: store.TaskQueued, ClearError: true, IncRetry: true,
 	})
 }
@@ -478,7 +559,11 @@ func (s *Service) Retry(ctx context.Context, u *store.User, id string) (*View, e
 // CancelRetryChain cancels the pending automatic retry of a FAILED task: the task becomes
 // CANCELLED. Errors: ErrNotFound, ErrInvalidState (no retry pending).
 func (s *Service) CancelRetryChain(ctx context.Context, u *store.User, id string) (*View, error) {
-	v, err := s.transition(ctx, u, id, store.TaskTransition{
+	t, err := s.owned(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.transition(ctx, t, store.TaskTransition{
 		Action: "cancel the retry chain of", From: []string{store.TaskFailed}, To: store.TaskCancelled, RequireRetryPending: true,
 	})
 	return s.settled(ctx, v, err)

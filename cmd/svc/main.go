@@ -101,10 +101,15 @@ func startWorker(ctx context.Context, app *server.App) (func(), error) {
 	}
 	d := app.Worker(loop)
 	d.Start(context.WithoutCancel(ctx))
+	hooks := app.Webhooks() // chat callbacks: sent by the process that runs the worker
+	hooks.Start(context.WithoutCancel(ctx))
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		if err := d.Stop(sctx); err != nil {
+			fmt.Fprintln(os.Stderr, "svc:", err)
+		}
+		if err := hooks.Stop(sctx); err != nil {
 			fmt.Fprintln(os.Stderr, "svc:", err)
 		}
 	}, nil

@@ -21,13 +21,13 @@ func (MediaTool) Spec() tools.Spec {
 			op("get_media", "Return one media file: its metadata, and its content when the model can read it."),
 		},
 		Params: []tools.Param{
-			{Name: "query", Type: tools.TypeString, Description: "search: words matched against file names and descriptions.", Required: tools.Optional()},
+			{Name: "query", Type: tools.TypeString, Description: "search: text matched against file names (case-insensitive substring).", Required: tools.Optional()},
 			{
 				Name: "kind", Type: tools.TypeString, Description: "search: only media of this kind.",
 				Enum: []string{"image", "audio", "video", "document", "other"}, Required: tools.Optional(),
 			},
 			{
-				Name: "media_id", Type: tools.TypeInteger, Minimum: tools.Float(1), Description: "get_media: the media id.",
+				Name: "media_id", Type: tools.TypeString, Description: "get_media: the media id (med_…, as search lists it).",
 				Required: tools.RequiredFor("get_media"),
 			},
 		},

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentsvc/svc/api"
+	"github.com/agentsvc/svc/apikey"
+	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/ratelimit"
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// The per-agent API (/agent-api/*, security scheme agentKey) is mounted only while the setting
+// SVC_AGENT_API is on and the worker runs in server mode, both read per request; otherwise its
+// paths answer exactly as an unknown path does, before any authentication. When mounted, a
+// request needs `Authorization: Bearer <key>` (never a session cookie) and is limited per key
+// to SVC_AGENT_API_RATE_LIMIT_MAX requests a minute.
+
+// agentAPISegment is the first path segment of the per-agent API below the API base.
+const agentAPISegment = "/agent-api"
+
+// maxAgentLimiters bounds the limiters kept for past values of the per-key budget.
+const maxAgentLimiters = 8
+
+// agentAPIState is the per-agent API's share of the server: one limiter per configured budget,
+// so a budget changed at runtime applies at once (the zero value is ready to use).
+type agentAPIState struct {
+	mu       sync.Mutex
+	limiters map[int]*ratelimit.Limiter
+}
+
+// limiter returns the limiter allowing max requests a minute per key.
+func (a *agentAPIState) limiter(max int, clock func() time.Time) *ratelimit.Limiter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if l, ok := a.limiters[max]; ok {
+		return l
+	}
+	if a.limiters == nil || len(a.limiters) >= maxAgentLimiters {
+		a.limiters = map[int]*ratelimit.Limiter{}
+	}
+	l := ratelimit.New(max, time.Minute, clock)
+	a.limiters[max] = l
+	return l
+}
+
+// agentAPIMounted reports whether the per-agent API is served under cfg.
+func agentAPIMounted(cfg *config.Config) bool {
+	return cfg != nil && cfg.AgentAPI && cfg.WorkerRuntimeMode == "server"
+}
+
+// agentAPIHidden answers a request for a /agent-api path while the per-agent API is not
+// mounted with the envelope of an unknown path (as gin's NoRoute does) and reports whether it
+// did. The gate calls it for the API's routes and gin's NoMethod handler for wrong methods on
+// them, so nothing tells the API exists.
+func (s *Server) agentAPIHidden(c *gin.Context) bool {
+	rel := strings.TrimPrefix(c.Request.URL.EscapedPath(), s.apiBase)
+	if rel != agentAPISegment && !strings.HasPrefix(rel, agentAPISegment+"/") {
+		return false
+	}
+	if agentAPIMounted(s.cfg.Current()) {
+		return false
+	}
+	s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	return true
+}
+
+// usesAgentKey reports whether the security requirements name the agentKey scheme.
+func usesAgentKey(reqs openapi3.SecurityRequirements) bool {
+	for _, req := range reqs {
+		if _, ok := req["agentKey"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticateAgentKey authenticates a per-agent API request by its bearer key (every refusal
+// is the same 401), applies the key's rate limit (429 with Retry-After), records the key's use
+// and returns the context carrying the key. Session cookies play no part.
+func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
+	ctx := c.Request.Context()
+	keys := apikey.New(s.store, s.clock)
+	k, err := keys.Authenticate(ctx, c.GetHeader("Authorization"))
+	if err != nil {
+		return nil, err
+	}
+	max := defaultAgentAPIRate
+	if cfg := s.cfg.Current(); cfg != nil && cfg.AgentAPIRateLimitMax > 0 {
+		max = cfg.AgentAPIRateLimitMax
+	}
+	if ok, wait := s.agentAPI.limiter(max, s.clock).Allow(k.KeyID); !ok {
+		return nil, svcerr.RateLimited(wait, "too many requests for this API key; retry later")
+	}
+	if err := keys.Touch(ctx, k); err != nil {
+		// Bookkeeping only: the request goes on.
+		s.log.WarnContext(ctx, "record API key use", "key_id", k.KeyID, "err", err)
+	}
+	return api.WithAgentKey(ctx, k), nil
+}
+
+// defaultAgentAPIRate is the per-key budget when the setting holds no positive value.
+const defaultAgentAPIRate = 60

@@ -1,0 +1,218 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/account"
+	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/server"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// fakeOpenAI is an OpenAI-compatible /chat/completions endpoint answering with plain text; it
+// records the model and the Authorization header of each call.
+type fakeOpenAI struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []string // "model|authorization"
+}
+
+func newFakeOpenAI(t *testing.T, answer string) *fakeOpenAI {
+	t.Helper()
+	f := &fakeOpenAI{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		var req struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.calls = append(f.calls, req.Model+"|"+r.Header.Get("Authorization"))
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
+			"choices": []map[string]any{{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": answer}}},
+			"usage": map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+		})
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeOpenAI) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// runQueued claims the oldest queued task and runs it to a quiescent state, synchronously.
+func runQueued(t *testing.T, app *server.App) *store.Task {
+	t.Helper()
+	ctx := context.Background()
+	loop, err := app.Loop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := app.Store.ClaimQueued(ctx, "test-worker", time.Hour, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	loop.Run(ctx, got[0].ID, "test-worker")
+	tk, err := app.Store.Task(ctx, got[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// openOn starts the service on st with env, as svc serve would on a restart.
+func openOn(t *testing.T, st *store.Store, env ...string) *server.App {
+	t.Helper()
+	dir := t.TempDir()
+	environ := append([]string{
+		"SVC_CONFIG_FILE=" + filepath.Join(dir, "config.yaml"),
+		"SVC_SECRET_KEY=BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+		"SVC_LOG_PATH=stdout",
+	}, env...)
+	app, err := server.Open(context.Background(), config.NewLoader(environ), server.Options{
+		Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Hash: account.HashParams{MemoryKiB: 1024, Time: 1, Threads: 1},
+	})
+	if err != nil {
+		t.Fatalf("open app: %v", err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
+	return app
+}
+
+// globalConfigs lists every global model configuration of every group.
+func globalConfigs(t *testing.T, st *store.Store) []store.LLMConfig {
+	t.Helper()
+	ctx := context.Background()
+	groups, err := st.ListGroups(ctx, 0, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.LLMConfig
+	for _, g := range groups {
+		cs, err := st.ListLLMConfigs(ctx, g.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.IsGlobal {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// A new user's personal agent runs with the configuration seeded from SVC_LLM_*.
+func TestLLMSeedRunsANewUsersFirstTask(t *testing.T) {
+	t.Parallel()
+	fake := newFakeOpenAI(t, "Hello from the seeded model.")
+	env := apitest.New(t, "SVC_LLM_DRIVER=openai", "SVC_LLM_MODEL=gpt-seed", "SVC_LLM_BASE_URL="+fake.srv.URL+"/v1",
+		"SVC_LLM_API_KEY=sk-seed-secret")
+	_, _ = env.UserClient("admin@example.com") // the first account is the administrator
+	c, _ := env.UserClient("new@example.com")
+
+	var a gen.AgentResponse
+	c.Post("/agents", map[string]any{"name": "Helper", "system_prompt": "Be brief."}).Expect(t, 201).Decode(t, &a)
+	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "Hi"}).Expect(t, 201)
+	tk := runQueued(t, env.App)
+	if tk.Status != store.TaskCompleted || tk.Answer == nil || *tk.Answer != "Hello from the seeded model." {
+		t.Fatalf("task = %s %v %+v", tk.Status, tk.Answer, tk.Error)
+	}
+	if calls := fake.Calls(); len(calls) != 1 || calls[0] != "gpt-seed|Bearer sk-seed-secret" {
+		t.Errorf("model calls %q", calls)
+	}
+
+	// The configuration is visible as a global one, its key set but never shown.
+	cfgs := globalConfigs(t, env.App.Store)
+	if len(cfgs) != 1 || !cfgs[0].IsDefault || cfgs[0].Name != "Default model" || cfgs[0].APIKeySealed == "" ||
+		cfgs[0].APIKeySealed == "sk-seed-secret" {
+		t.Fatalf("global configurations %+v", cfgs)
+	}
+	admin := env.Client()
+	admin.Login("admin@example.com", "password-admin@example.com")
+	r := admin.Get(fmt.Sprintf("/groups/%d/llm-configs", cfgs[0].GroupID)).Expect(t, 200)
+	if body := string(r.Body); !json.Valid(r.Body) || strings.Contains(body, "sk-seed-secret") || !strings.Contains(body, `"api_key_set":true`) {
+		t.Errorf("listing: %s", body)
+	}
+}
+
+// A restart with a new model updates the seeded configuration in place; without SVC_LLM_*
+// nothing is seeded and nothing is removed.
+func TestLLMSeedRestart(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	openOn(t, st).Close()
+	if cfgs := globalConfigs(t, st); len(cfgs) != 0 {
+		t.Fatalf("seeded without SVC_LLM_*: %+v", cfgs)
+	}
+
+	openOn(t, st, "SVC_LLM_DRIVER=openai", "SVC_LLM_MODEL=m1", "SVC_LLM_API_KEY=k1").Close()
+	first := globalConfigs(t, st)
+	if len(first) != 1 || first[0].Model != "m1" || !first[0].IsDefault || first[0].BaseURL != nil {
+		t.Fatalf("first start: %+v", first)
+	}
+
+	openOn(t, st, "SVC_LLM_DRIVER=anthropic", "SVC_LLM_MODEL=m2", "SVC_LLM_API_KEY=k1",
+		"SVC_LLM_BASE_URL=http://127.0.0.1:9/anthropic").Close()
+	second := globalConfigs(t, st)
+	if len(second) != 1 || second[0].ID != first[0].ID || second[0].Model != "m2" || second[0].Driver != "anthropic" ||
+		second[0].BaseURL == nil || *second[0].BaseURL != "http://127.0.0.1:9/anthropic" {
+		t.Fatalf("restart: %+v", second)
+	}
+	if second[0].APIKeySealed != first[0].APIKeySealed {
+		t.Error("the same key was sealed again on restart")
+	}
+
+	openOn(t, st, "SVC_LLM_DRIVER=anthropic", "SVC_LLM_MODEL=m2", "SVC_LLM_API_KEY=k2").Close()
+	third := globalConfigs(t, st)
+	if len(third) != 1 || third[0].APIKeySealed == second[0].APIKeySealed {
+		t.Fatalf("new key not stored: %+v", third)
+	}
+
+	openOn(t, st).Close()
+	if cfgs := globalConfigs(t, st); len(cfgs) != 1 || cfgs[0].ID != first[0].ID {
+		t.Fatalf("start without SVC_LLM_*: %+v", cfgs)
+	}
+}
+
+// Nothing is seeded without the environment: a new user's task fails with NO_LLM_CONFIGURATION.
+func TestLLMSeedNothingWithoutEnv(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	c, _ := env.UserClient("solo@example.com")
+	var a gen.AgentResponse
+	c.Post("/agents", map[string]any{"name": "Helper", "system_prompt": "Be brief."}).Expect(t, 201).Decode(t, &a)
+	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "Hi"}).Expect(t, 201)
+	tk := runQueued(t, env.App)
+	if tk.Status != store.TaskFailed || tk.Error == nil || tk.Error.Code != store.TaskErrNoLLMConfiguration {
+		t.Fatalf("task = %s %+v", tk.Status, tk.Error)
+	}
+	if cfgs := globalConfigs(t, env.App.Store); len(cfgs) != 0 {
+		t.Fatalf("seeded: %+v", cfgs)
+	}
+}

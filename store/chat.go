@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// LastAssistantText returns the text of the last assistant turn of a task that has text (the
+// per-agent API's answer of a failed chat), nil when there is none.
+func (s *Store) LastAssistantText(ctx context.Context, taskID int64) (*string, error) {
+	var row taskMessageRow
+	err := s.conn(ctx).Where("task_id = ? AND role = ? AND text <> ''", taskID, RoleAssistant).
+		Order("sequence DESC").Limit(1).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, TranslateError(fmt.Errorf("task %d: last assistant text: %w", taskID, err))
+	}
+	return &row.Text, nil
+}
+
+// attachMedia links the assets ids to message seq of a task (task_media) and makes them
+// permanent (keep, no expiry): a chat's attachments outlive the upload's expiry. Called by
+// appendMessages inside its transaction. Errors: ErrInvalid (unknown asset).
+func attachMedia(tx *gorm.DB, taskID int64, seq int, now time.Time, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows := make([]taskMediaRow, 0, len(ids))
+	uniq := make([]string, 0, len(ids))
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		if id == "" || len(id) > MaxMediaIDLen {
+			return invalidf("media_ids: no such media asset")
+		}
+		seen[id] = true
+		uniq = append(uniq, id)
+		rows = append(rows, taskMediaRow{TaskID: taskID, MediaID: id, MessageSequence: seq, CreatedAt: now})
+	}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
+			return invalidf("media_ids: no such media asset")
+		}
+		return fmt.Errorf("task %d: attach media: %w", taskID, err)
+	}
+	res := tx.Model(&mediaAssetRow{}).Where("id IN ?", uniq).Updates(map[string]any{"keep": true, "expires_at": nil})
+	if res.Error != nil {
+		return fmt.Errorf("task %d: keep attached media: %w", taskID, res.Error)
+	}
+	return nil
+}
+
+// ChatQuery selects a page of one agent's per-agent API chats for ListChats.
+type ChatQuery struct {
+	AgentID int64
+	Since   *time.Time // only chats updated strictly after
+	// Page starts at 1 (lower values mean 1); PerPage is at most 100, and below 1 means 25.
+	Page, PerPage int
+}
+
+// ListChats returns one page of the chats of q.AgentID: top-level tasks started through the
+// per-agent API (source agent_api, no parent), newest first (created_at, then id,
+// descending). Errors: none beyond the database's own.
+func (s *Store) ListChats(ctx context.Context, q ChatQuery) ([]Task, error) {
+	page, per := max(q.Page, 1), min(q.PerPage, 100)
+	if per < 1 {
+		per = 25
+	}
+	out := []Task{}
+	if page-1 > math.MaxInt32/per {
+		return out, nil
+	}
+	db := s.conn(ctx).Where("agent_id = ? AND source = ? AND parent_task_id IS NULL", q.AgentID, TaskSourceAgentAPI)
+	if q.Since != nil {
+		db = db.Where("updated_at > ?", normTime(*q.Since))
+	}
+	var rows []taskRow
+	if err := db.Order("created_at DESC").Order("id DESC").Limit(per).Offset((page - 1) * per).Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("list chats: %w", err))
+	}
+	for i := range rows {
+		t, err := rows[i].toTask()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}

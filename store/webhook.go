@@ -1,0 +1,342 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/svcerr"
+)
+
+// Callback delivery states (webhook_deliveries.state).
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryAbandoned = "abandoned"
+)
+
+// DeliveryRetryDelays are the waits before the retries of a failed callback (document 2:
+// five retries at 30 s, 1, 2, 4 and 8 minutes); the failure after the last one abandons the
+// delivery, so MaxDeliveryAttempts attempts are made at most.
+var DeliveryRetryDelays = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}
+
+// MaxDeliveryAttempts is the number of attempts after which a failing delivery is abandoned.
+const MaxDeliveryAttempts = 6
+
+// maxDeliveryErrorLen bounds last_error (characters).
+const maxDeliveryErrorLen = 1000
+
+// CallbackStates are the settle states of a chat: entering one enqueues a callback when the
+// chat has a callback_url (terminal, aborted, or blocked for approval or input).
+var CallbackStates = []string{TaskCompleted, TaskFailed, TaskCancelled, TaskAborted, TaskPendingApproval, TaskAwaitingInput}
+
+// ChatSnapshot is a chat as it settled, kept with its delivery so the callback shows that
+// moment even when it is sent (or retried) later: the task, its PENDING_APPROVAL calls (in
+// PENDING_APPROVAL), its unanswered question batches (in AWAITING_INPUT), and for a FAILED
+// task the text of the last assistant turn that had text.
+type ChatSnapshot struct {
+	Task      Task            `json:"task"`
+	Calls     []ToolCall      `json:"calls"`
+	Questions []QuestionBatch `json:"questions"`
+	LastSaid  *string         `json:"last_said,omitempty"`
+}
+
+// WebhookDelivery is one callback of the outbox with the signing key joined from
+// agent_api_keys: KeyID is the key's public id (safe to log), SecretDigest the lowercase hex
+// SHA-256 of its secret (the HMAC key; never log it). Attempts counts the failed attempts so
+// far. LeaseUntil, on a claimed delivery, is the claim's fencing token for FinishDelivery.
+type WebhookDelivery struct {
+	ID            int64
+	TaskID        int64
+	APIKeyID      int64
+	KeyID         string
+	SecretDigest  string
+	URL           string
+	Status        string // the task status that triggered it
+	Snapshot      ChatSnapshot
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LeaseUntil    *time.Time
+	LastError     *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	FinishedAt    *time.Time
+}
+
+type webhookDeliveryRow struct {
+	ID            int64
+	TaskID        int64
+	APIKeyID      int64
+	URL           string
+	Status        string
+	Snapshot      string
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LeaseUntil    *time.Time
+	LastError     *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	FinishedAt    *time.Time
+}
+
+func (webhookDeliveryRow) TableName() string { return "webhook_deliveries" }
+
+// deliveryKey is the signing material of a key.
+type deliveryKey struct {
+	ID           int64
+	KeyID        string
+	SecretDigest string
+}
+
+func (r *webhookDeliveryRow) toDelivery(k deliveryKey) (WebhookDelivery, error) {
+	d := WebhookDelivery{
+		ID: r.ID, TaskID: r.TaskID, APIKeyID: r.APIKeyID, KeyID: k.KeyID, SecretDigest: k.SecretDigest, URL: r.URL,
+		Status: r.Status, State: r.State, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(),
+		LeaseUntil: utcPtr(r.LeaseUntil), LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(),
+		UpdatedAt: r.UpdatedAt.UTC(), FinishedAt: utcPtr(r.FinishedAt),
+	}
+	dec := json.NewDecoder(strings.NewReader(r.Snapshot))
+	dec.UseNumber() // task data and tool arguments keep their numbers exactly
+	if err := dec.Decode(&d.Snapshot); err != nil {
+		return d, fmt.Errorf("webhook delivery %d: snapshot: %w", r.ID, err)
+	}
+	return d, nil
+}
+
+// enqueueCallbacks writes one pending delivery, due now, for each of taskIDs that has a
+// callback_url and an API key and whose status is a settle state (CallbackStates). Call it in
+// the transaction that moved the tasks, after the move: the outbox row commits with the status
+// change or not at all. Tasks without a callback cost one indexed query. A chat whose key was
+// revoked gets no new callback.
+func enqueueCallbacks(tx *gorm.DB, now time.Time, taskIDs ...int64) error {
+	if len(taskIDs) == 0 {
+		return nil
+	}
+	var rows []taskRow
+	err := tx.Where("id IN ? AND callback_url IS NOT NULL AND api_key_id IS NOT NULL AND status IN ?", taskIDs, CallbackStates).
+		Where("api_key_id IN (SELECT id FROM agent_api_keys WHERE revoked_at IS NULL)").
+		Order("id").Find(&rows).Error
+	if err != nil {
+		return fmt.Errorf("enqueue callbacks: %w", err)
+	}
+	for i := range rows {
+		snap, err := chatSnapshot(tx, &rows[i])
+		if err != nil {
+			return err
+		}
+		enc, err := json.Marshal(snap)
+		if err != nil {
+			return fmt.Errorf("task %d: encode callback snapshot: %w", rows[i].ID, err)
+		}
+		d := webhookDeliveryRow{
+			TaskID: rows[i].ID, APIKeyID: *rows[i].APIKeyID, URL: *rows[i].CallbackURL, Status: rows[i].Status,
+			Snapshot: string(enc), State: DeliveryPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.Create(&d).Error; err != nil {
+			return fmt.Errorf("task %d: enqueue callback: %w", rows[i].ID, err)
+		}
+	}
+	return nil
+}
+
+// chatSnapshot reads what the chat record of a settled task shows.
+func chatSnapshot(tx *gorm.DB, row *taskRow) (*ChatSnapshot, error) {
+	t, err := row.toTask()
+	if err != nil {
+		return nil, err
+	}
+	snap := &ChatSnapshot{Task: *t, Calls: []ToolCall{}, Questions: []QuestionBatch{}}
+	switch t.Status {
+	case TaskPendingApproval:
+		if snap.Calls, err = toolCalls(tx, t.ID, ToolCallPendingApproval); err != nil {
+			return nil, err
+		}
+	case TaskAwaitingInput:
+		if snap.Questions, err = questionBatches(tx, t.ID, true); err != nil {
+			return nil, err
+		}
+	case TaskFailed:
+		var texts []string
+		err := tx.Model(&taskMessageRow{}).Where("task_id = ? AND role = ? AND text <> ''", t.ID, RoleAssistant).
+			Order("sequence DESC").Limit(1).Pluck("text", &texts).Error
+		if err != nil {
+			return nil, fmt.Errorf("task %d: last assistant text: %w", t.ID, err)
+		}
+		if len(texts) == 1 {
+			snap.LastSaid = &texts[0]
+		}
+	}
+	return snap, nil
+}
+
+// claimDeliveryWhere selects due deliveries whose lease is free or expired; the order follows
+// the (state, next_attempt_at) index.
+const (
+	claimDeliveryWhere = "state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
+	claimDeliveryOrder = "next_attempt_at, id"
+)
+
+// ClaimDeliveries leases up to limit due pending deliveries (next_attempt_at <= now, lease
+// free or expired), oldest due first, until now+lease, and returns them with their keys'
+// signing material. Concurrent claimers never receive the same delivery while its lease runs:
+// SQLite claims with one UPDATE … RETURNING inside its immediate transaction, MySQL/MariaDB
+// selects with FOR UPDATE SKIP LOCKED and updates in the same transaction. workerID names the
+// claimer in errors only (the table keeps no owner: the lease expiry is the claim's token).
+// Errors: ErrInvalid (empty or oversize worker id, lease not positive).
+func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int, lease time.Duration) ([]WebhookDelivery, error) {
+	if err := checkKey("worker id", workerID, true); err != nil {
+		return nil, err
+	}
+	if lease <= 0 {
+		return nil, invalidf("lease must be positive")
+	}
+	out := []WebhookDelivery{}
+	if limit < 1 {
+		return out, nil
+	}
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		out = out[:0]
+		now := s.now()
+		until := normTime(now.Add(lease))
+		var rows []webhookDeliveryRow
+		if s.dialect == DialectSQLite {
+			q := "UPDATE webhook_deliveries SET lease_until = ?, updated_at = ? WHERE id IN (SELECT id FROM webhook_deliveries WHERE " +
+				claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ?) RETURNING *"
+			if err := tx.Raw(q, until, now, now, now, limit).Scan(&rows).Error; err != nil {
+				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+			}
+		} else {
+			var ids []int64
+			q := "SELECT id FROM webhook_deliveries WHERE " + claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ? FOR UPDATE SKIP LOCKED"
+			if err := tx.Raw(q, now, now, limit).Scan(&ids).Error; err != nil {
+				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			res := tx.Model(&webhookDeliveryRow{}).Where("id IN ?", ids).Updates(map[string]any{"lease_until": until, "updated_at": now})
+			if res.Error != nil {
+				return fmt.Errorf("claim deliveries (%s): %w", workerID, res.Error)
+			}
+			if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
+				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			if !rows[i].NextAttemptAt.Equal(rows[j].NextAttemptAt) {
+				return rows[i].NextAttemptAt.Before(rows[j].NextAttemptAt)
+			}
+			return rows[i].ID < rows[j].ID
+		})
+		var err error
+		out, err = withKeys(tx, rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// withKeys converts rows, joining their keys' public ids and digests.
+func withKeys(db *gorm.DB, rows []webhookDeliveryRow) ([]WebhookDelivery, error) {
+	out := make([]WebhookDelivery, 0, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		if !slices.Contains(ids, r.APIKeyID) {
+			ids = append(ids, r.APIKeyID)
+		}
+	}
+	var keys []deliveryKey
+	if err := db.Table("agent_api_keys").Select("id", "key_id", "secret_digest").Where("id IN ?", ids).Find(&keys).Error; err != nil {
+		return nil, fmt.Errorf("webhook deliveries: keys: %w", err)
+	}
+	byID := make(map[int64]deliveryKey, len(keys))
+	for _, k := range keys {
+		byID[k.ID] = k
+	}
+	for i := range rows {
+		d, err := rows[i].toDelivery(byID[rows[i].APIKeyID])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// FinishDelivery records the outcome of an attempt at delivery id claimed with lease (the
+// claimed delivery's LeaseUntil, a fencing token: a dispatcher whose lease expired and was
+// taken over writes nothing). ok: delivered. Otherwise attempts grows by one and errText
+// becomes last_error; after the MaxDeliveryAttempts-th failure the delivery is abandoned, else
+// it is due again after DeliveryRetryDelays[attempts-1]. The lease is released either way.
+// Errors: ErrNotFound "webhook delivery not found", ErrInvalidState when the delivery is no
+// longer pending under that lease.
+func (s *Store) FinishDelivery(ctx context.Context, id int64, lease time.Time, ok bool, errText string) error {
+	if r := []rune(errText); len(r) > maxDeliveryErrorLen {
+		errText = string(r[:maxDeliveryErrorLen])
+	}
+	errText = strings.ToValidUTF8(strings.ReplaceAll(errText, "\x00", ""), "\uFFFD")
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		var row webhookDeliveryRow
+		err := tx.Where("id = ? AND state = ? AND lease_until = ?", id, DeliveryPending, normTime(lease)).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			var n int64
+			if err := tx.Model(&webhookDeliveryRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+				return fmt.Errorf("finish delivery %d: %w", id, err)
+			}
+			if n == 0 {
+				return svcerr.New(svcerr.ErrNotFound, "webhook delivery not found")
+			}
+			return svcerr.New(svcerr.ErrInvalidState, "webhook delivery %d is no longer pending under this lease", id)
+		}
+		if err != nil {
+			return fmt.Errorf("finish delivery %d: %w", id, err)
+		}
+		ch := map[string]any{"lease_until": nil, "updated_at": now}
+		switch {
+		case ok:
+			ch["state"], ch["finished_at"] = DeliveryDelivered, now
+		default:
+			n := row.Attempts + 1
+			ch["attempts"], ch["last_error"] = n, errText
+			if n >= MaxDeliveryAttempts {
+				ch["state"], ch["finished_at"] = DeliveryAbandoned, now
+			} else {
+				ch["next_attempt_at"] = normTime(now.Add(DeliveryRetryDelays[n-1]))
+			}
+		}
+		res := tx.Model(&webhookDeliveryRow{}).Where("id = ? AND state = ? AND lease_until = ?", id, DeliveryPending, normTime(lease)).Updates(ch)
+		if res.Error != nil {
+			return fmt.Errorf("finish delivery %d: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return svcerr.New(svcerr.ErrInvalidState, "webhook delivery %d is no longer pending under this lease", id)
+		}
+		return nil
+	})
+}
+
+// WebhookDeliveries returns every callback delivery of a task, oldest first (for tests and
+// operators). Errors: none beyond the database's own.
+func (s *Store) WebhookDeliveries(ctx context.Context, taskID int64) ([]WebhookDelivery, error) {
+	var rows []webhookDeliveryRow
+	db := s.conn(ctx)
+	if err := db.Where("task_id = ?", taskID).Order("id").Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("task %d: webhook deliveries: %w", taskID, err))
+	}
+	return withKeys(db, rows)
+}
