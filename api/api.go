@@ -94,7 +94,8 @@ func New(d Deps) *API {
 	}
 	a.pictures = picture.New(d.Store, a.media)
 	a.chats = chat.New(d.Store, a.tasks, d.Net).WithMedia(a.media)
-	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock})
+	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock,
+		SweepMedia: a.media.Sweep})
 	return a
 }
 

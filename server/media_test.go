@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -11,6 +12,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/media"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/svcerr"
 )
 
 // mediaPNG is a w × h PNG.
@@ -417,4 +421,40 @@ func TestResolveMediaAssets(t *testing.T) {
 	w.owner.Post("/media/resolve", "[").Expect(t, 400, "BAD_REQUEST")
 	w.owner.Do(apitest.Request{Method: http.MethodPost, Path: "/media/resolve", Body: map[string]any{"ids": []string{}}, NoCSRF: true}).Expect(t, 403, "CSRF_TOKEN_INVALID")
 	w.env.Client().Post("/media/resolve", map[string]any{"ids": []string{}}).Expect(t, 401, "UNAUTHENTICATED")
+}
+
+// TestExpiredUploadsAreSwept: housekeeping (client mode: POST /worker/housekeeping; the server
+// daemon runs the same sweep with its chores) removes unkept uploads past their expiry with their
+// files, and leaves kept ones.
+func TestExpiredUploadsAreSwept(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, "SVC_WORKER_RUNTIME_MODE=client")
+	c, _ := env.UserClient("ada@example.com")
+	temp := mustUpload(t, c, mediaPart{name: "file", filename: "temp.png", data: mediaPNG(t, 4, 4)})
+	kept := mustUpload(t, c, mediaPart{name: "file", filename: "kept.png", data: mediaPNG(t, 4, 4)},
+		mediaPart{name: "keep", data: []byte("true")})
+	ctx := context.Background()
+	tempRow, err := env.App.Store.MediaAsset(ctx, temp.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(env.App.Media.Dir(), filepath.FromSlash(tempRow.StorageKey))
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("uploaded file: %v", err)
+	}
+
+	env.Clock.Advance(25 * time.Hour)
+	c.Post("/worker/housekeeping", nil).Expect(t, http.StatusOK)
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("expired upload's file still there: %v", err)
+	}
+	// At the zero instant nothing has expired yet: only a deleted row answers not found.
+	if _, err := env.App.Store.MediaAssetAt(ctx, temp.Id, time.Time{}); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("expired upload's row: %v", err)
+	}
+	var r gen.ResolveMediaResponse
+	c.Post("/media/resolve", map[string]any{"ids": []string{temp.Id, kept.Id}}).Expect(t, http.StatusOK).Decode(t, &r)
+	if len(r.Data.Media) != 1 || r.Data.Media[0].Id != kept.Id || len(r.Data.Missing) != 1 || r.Data.Missing[0] != temp.Id {
+		t.Fatalf("resolve after sweep = %+v", r.Data)
+	}
 }

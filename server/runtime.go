@@ -145,8 +145,8 @@ func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
 		},
 		Run: func(stop context.Context, taskID int64) { loop.Run(stop, taskID, id) },
 	}
-	// Chores run every ReapEvery: reaping (when worker_stale_minutes > 0; 0 disables the reaper)
-	// and dispatching due scheduled runs (always).
+	// Chores run every ReapEvery: reaping (when worker_stale_minutes > 0; 0 disables the reaper),
+	// dispatching due scheduled runs and sweeping expired media uploads (always).
 	tasks, schedules, reap := task.New(a.Store, a.Tools), schedule.New(a.Store), cfg.WorkerStaleMinutes > 0
 	d.Reap = func(ctx context.Context) error {
 		var err error
@@ -161,6 +161,9 @@ func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
 		}
 		if _, derr := schedules.DispatchDue(ctx, time.Now()); derr != nil && err == nil {
 			err = derr
+		}
+		if _, serr := a.Media.Sweep(ctx); serr != nil && err == nil { // expired media uploads
+			err = serr
 		}
 		return err
 	}

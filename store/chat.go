@@ -28,15 +28,15 @@ func (s *Store) LastAssistantText(ctx context.Context, taskID int64) (*string, e
 	return &row.Text, nil
 }
 
-// attachMedia links the assets ids to message seq of a task (task_media) and makes them
-// permanent (keep, no expiry): a chat's attachments outlive the upload's expiry. Called by
-// appendMessages inside its transaction. Errors: ErrInvalid (unknown asset).
+// attachMedia links the assets ids to message seq of a task (task_media): an attached asset
+// stays live while a link exists, whatever its expires_at (the expiry sweep and the reads skip
+// linked assets), and expires normally once its chats are gone. Called by appendMessages inside
+// its transaction. Errors: ErrInvalid (unknown asset).
 func attachMedia(tx *gorm.DB, taskID int64, seq int, now time.Time, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	rows := make([]taskMediaRow, 0, len(ids))
-	uniq := make([]string, 0, len(ids))
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if seen[id] {
@@ -46,7 +46,6 @@ func attachMedia(tx *gorm.DB, taskID int64, seq int, now time.Time, ids []string
 			return invalidf("media_ids: no such media asset")
 		}
 		seen[id] = true
-		uniq = append(uniq, id)
 		rows = append(rows, taskMediaRow{TaskID: taskID, MediaID: id, MessageSequence: seq, CreatedAt: now})
 	}
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
@@ -54,10 +53,6 @@ func attachMedia(tx *gorm.DB, taskID int64, seq int, now time.Time, ids []string
 			return invalidf("media_ids: no such media asset")
 		}
 		return fmt.Errorf("task %d: attach media: %w", taskID, err)
-	}
-	res := tx.Model(&mediaAssetRow{}).Where("id IN ?", uniq).Updates(map[string]any{"keep": true, "expires_at": nil})
-	if res.Error != nil {
-		return fmt.Errorf("task %d: keep attached media: %w", taskID, res.Error)
 	}
 	return nil
 }

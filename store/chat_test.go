@@ -27,18 +27,19 @@ func TestChatStore(t *testing.T) {
 	asset("med_a")
 	asset("med_b")
 
-	// A message's media ids become task_media rows and permanent assets.
+	// A message's media ids become task_media rows.
 	chat, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID,
 		Prompt: "look", MaxSteps: 3, Source: store.TaskSourceAgentAPI, MediaIDs: []string{"med_a", "med_a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := f.s.MediaAsset(ctx, "med_a")
-	if err != nil || !a.Keep || a.ExpiresAt != nil {
+	// Past the uploads' expiry the attached asset lives on through its chat; the other is gone.
+	later := exp.Add(time.Hour)
+	if a, err := f.s.MediaAssetAt(ctx, "med_a", later); err != nil || a.ID != "med_a" {
 		t.Fatalf("attached asset = %+v, %v", a, err)
 	}
-	if b, err := f.s.MediaAsset(ctx, "med_b"); err != nil || b.Keep || b.ExpiresAt == nil {
-		t.Fatalf("unattached asset = %+v, %v", b, err)
+	if _, err := f.s.MediaAssetAt(ctx, "med_b", later); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("unattached asset after expiry: %v", err)
 	}
 	if _, err := f.s.MediaReadableByAgent(ctx, f.agent.ID, "med_a"); err != nil {
 		t.Fatalf("attached asset not in the agent's scope: %v", err)

@@ -311,33 +311,11 @@ func (s *Store) SetMediaKeep(ctx context.Context, id string, keep bool, now time
 	return out, nil
 }
 
-// AttachTaskMedia records that message seq of task taskID attaches the assets ids (task_media);
-// an attached asset stays live while the link exists. Links already present are kept.
-// Errors: ErrInvalid (unknown task or asset).
+// AttachTaskMedia records that message seq of task taskID attaches the assets ids (task_media)
+// and makes them permanent, as a message written with media_ids does (attachMedia). Links
+// already present are kept. Errors: ErrInvalid (unknown task or asset).
 func (s *Store) AttachTaskMedia(ctx context.Context, taskID int64, seq int, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
-		now := s.now()
-		rows := make([]taskMediaRow, 0, len(ids))
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			rows = append(rows, taskMediaRow{TaskID: taskID, MediaID: id, MessageSequence: seq, CreatedAt: now})
-		}
-		err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
-		if err != nil {
-			if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
-				return invalidf("task media refers to an unknown task or media asset")
-			}
-			return fmt.Errorf("attach task media: %w", err)
-		}
-		return nil
-	})
+	return s.tx(ctx, func(tx *gorm.DB) error { return attachMedia(tx, taskID, seq, s.now(), ids) })
 }
 
 // MediaReadableByAgent is MediaReadableByAgentAt now (the store clock).

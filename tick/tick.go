@@ -37,6 +37,9 @@ type Options struct {
 	Config func() *config.Config
 	Tick   TickFunc
 	Clock  func() time.Time
+	// SweepMedia removes expired media uploads during housekeeping (media.Service.Sweep);
+	// nil: no sweep.
+	SweepMedia func(ctx context.Context) (int, error)
 
 	TicksPerMinute, HousekeepingPerMinute int
 }
@@ -47,6 +50,7 @@ type Service struct {
 	tasks   *task.Service
 	cfg     func() *config.Config
 	tick    TickFunc
+	sweep   func(ctx context.Context) (int, error)
 	ticks   *ratelimit.Limiter
 	chores  *ratelimit.Limiter
 	mu      sync.Mutex
@@ -62,7 +66,7 @@ func New(o Options) *Service {
 	if hpm <= 0 {
 		hpm = HousekeepingPerMinute
 	}
-	return &Service{store: o.Store, tasks: o.Tasks, cfg: o.Config, tick: o.Tick,
+	return &Service{store: o.Store, tasks: o.Tasks, cfg: o.Config, tick: o.Tick, sweep: o.SweepMedia,
 		ticks:   ratelimit.New(tpm, time.Minute, o.Clock),
 		chores:  ratelimit.New(hpm, time.Minute, o.Clock),
 		running: map[int64]bool{}}
@@ -182,6 +186,11 @@ func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeepin
 	n, err := schedule.New(s.store).DispatchDue(ctx, time.Now())
 	if err != nil {
 		return nil, err
+	}
+	if s.sweep != nil {
+		if _, err := s.sweep(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return &Housekeeping{OrphansReaped: len(ids), ScheduledRunsDispatched: n}, nil
 }
