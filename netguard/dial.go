@@ -111,6 +111,7 @@ func NewTransport(opts Options) *http.Transport {
 		DialContext:            NewDialer(opts).DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           32,
+		MaxIdleConnsPerHost:    8, // the webhook dispatcher posts up to 8 at once to one receiver
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  time.Second,

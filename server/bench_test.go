@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/store"
 )
 
 // BenchmarkGetMe measures one authenticated read through the whole engine: contract routing,
@@ -30,6 +33,88 @@ func BenchmarkPatchAccount(b *testing.B) {
 	for b.Loop() {
 		if res := c.Patch("/auth/account", body); res.Status != http.StatusOK {
 			b.Fatalf("status %d", res.Status)
+		}
+	}
+}
+
+// benchKey is a service with the per-agent API on and a per-key budget the benchmark cannot
+// exhaust, an owner, one agent and a key for it.
+type benchKey struct {
+	env     *apitest.Env
+	owner   *apitest.Client
+	agentID int64
+	c       *apitest.Client
+	hdr     map[string]string
+}
+
+func newBenchKey(b *testing.B) *benchKey {
+	b.Helper()
+	k := &benchKey{env: apitest.New(b, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000000")}
+	k.owner, _ = k.env.UserClient("bench@example.com")
+	var ar gen.AgentResponse
+	k.owner.Post("/agents", map[string]any{"name": "Bench"}).Expect(b, http.StatusCreated).Decode(b, &ar)
+	k.agentID = ar.Data.Agent.Id
+	var kr gen.AgentApiKeyCreatedResponse
+	k.owner.Post(fmt.Sprintf("/agents/%d/api-keys", k.agentID), map[string]any{"name": "bench"}).
+		Expect(b, http.StatusCreated).Decode(b, &kr)
+	k.c = k.env.Client()
+	k.hdr = map[string]string{"Authorization": "Bearer " + kr.Data.Key}
+	return k
+}
+
+// call sends a per-agent API request with the key.
+func (k *benchKey) call(method, path string, body any) *apitest.Response {
+	return k.c.Do(apitest.Request{Method: method, Path: path, Body: body, Header: k.hdr})
+}
+
+// BenchmarkAgentAPIChatStatus measures one per-agent API read through the whole gate: route,
+// bearer key lookup, digest and constant-time compare, the per-key rate limiter, the
+// last_used_at touch, then the chat status handler (task view) and the harness's response
+// validation. "steady" is a busy key (last_used_at is written at most once a minute, so the
+// touch is only a time check); "touch" advances the clock a minute per request so every
+// request also writes last_used_at.
+func BenchmarkAgentAPIChatStatus(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		touch bool
+	}{{"steady", false}, {"touch", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			k := newBenchKey(b)
+			var cr gen.ChatResponse
+			k.call(http.MethodPost, "/agent-api/chats", map[string]any{"text": "hello"}).
+				Expect(b, http.StatusAccepted).Decode(b, &cr)
+			path := fmt.Sprintf("/agent-api/chats/%d/status", cr.Data.Chat.Id)
+			b.ReportAllocs()
+			for b.Loop() {
+				if tc.touch {
+					k.env.Clock.Advance(store.APIKeyTouchInterval)
+				}
+				if res := k.call(http.MethodGet, path, nil); res.Status != http.StatusOK {
+					b.Fatalf("status %d: %s", res.Status, res.Body)
+				}
+			}
+			if tc.touch {
+				// The last request wrote last_used_at.
+				var lr gen.AgentApiKeyListResponse
+				k.owner.Get(fmt.Sprintf("/agents/%d/api-keys", k.agentID)).Expect(b, http.StatusOK).Decode(b, &lr)
+				if got := lr.Data.ApiKeys; len(got) != 1 || got[0].LastUsedAt == nil || !got[0].LastUsedAt.Equal(k.env.Clock.Now()) {
+					b.Fatalf("keys = %+v, want last_used_at %s", got, k.env.Clock.Now())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAgentAPIChatStart measures the write path of the per-agent API: the same gate,
+// then POST /agent-api/chats without files (body validation, step clamps, one task and its
+// first message created in a transaction, the 202 chat record). Every op adds a queued chat.
+func BenchmarkAgentAPIChatStart(b *testing.B) {
+	k := newBenchKey(b)
+	body := map[string]any{"text": "Summarise the attached quarter's numbers in three bullet points."}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := k.call(http.MethodPost, "/agent-api/chats", body); res.Status != http.StatusAccepted {
+			b.Fatalf("status %d: %s", res.Status, res.Body)
 		}
 	}
 }
