@@ -93,6 +93,7 @@ func New(d Deps) *API {
 		a.media = media.New(d.Store, "", d.Clock)
 	}
 	a.pictures = picture.New(d.Store, a.media)
+	a.groups.WithMedia(a.media) // files of a deleted group's assets
 	a.chats = chat.New(d.Store, a.tasks, d.Net).WithMedia(a.media)
 	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock,
 		SweepMedia: a.media.Sweep})

@@ -85,14 +85,17 @@ func (a *API) UpdateUser(ctx context.Context, req gen.UpdateUserRequestObject) (
 	return gen.UpdateUser200JSONResponse(userResponse(a.publicBase(ctx), u)), nil
 }
 
-// DeleteUser removes an account (administrators; never the last administrator).
+// DeleteUser removes an account (administrators; never the last administrator) with its media
+// assets; their files are removed once the deletion is committed.
 func (a *API) DeleteUser(ctx context.Context, req gen.DeleteUserRequestObject) (gen.DeleteUserResponseObject, error) {
 	if _, err := admin(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.store.DeleteUser(ctx, req.Id); err != nil {
+	keys, err := a.store.DeleteUser(ctx, req.Id)
+	if err != nil {
 		return nil, err
 	}
+	a.media.RemoveFiles(keys...)
 	return gen.DeleteUser200JSONResponse(deleted()), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsvc/svc/access"
+	"github.com/agentsvc/svc/media"
 	"github.com/agentsvc/svc/secret"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/svcerr"
@@ -25,11 +26,19 @@ const MaxAPIKeyLen = 4096
 type Service struct {
 	store *store.Store
 	box   *secret.Box
+	media *media.Service // removes the files of a deleted group's assets (nil: left to the sweep)
 }
 
 // New returns a Service. box seals model API keys at rest.
 func New(st *store.Store, box *secret.Box) *Service {
 	return &Service{store: st, box: box}
+}
+
+// WithMedia sets the media service that removes the files of a deleted group's assets and
+// returns s. Without one the files are left to media.Service.Sweep (orphan files).
+func (s *Service) WithMedia(m *media.Service) *Service {
+	s.media = m
+	return s
 }
 
 // View is a group as one user sees it.
@@ -138,7 +147,8 @@ func (s *Service) Update(ctx context.Context, u *store.User, id int64, upd store
 	return view(sc, g), nil
 }
 
-// Delete removes a group (its owners and administrators; group admins get 403). Errors:
+// Delete removes a group (its owners and administrators; group admins get 403) with its media
+// assets and their files (removed after the deletion is committed). Errors:
 // ErrNotFound, ErrForbidden, ErrInvalidState (the group still owns agents).
 func (s *Service) Delete(ctx context.Context, u *store.User, id int64) error {
 	sc, g, err := s.visible(ctx, u, id)
@@ -148,7 +158,14 @@ func (s *Service) Delete(ctx context.Context, u *store.User, id int64) error {
 	if !sc.Admin && sc.Role(g.PrincipalID) != store.GroupRoleOwner {
 		return svcerr.New(svcerr.ErrForbidden, "only the group's owners may delete it")
 	}
-	return s.store.DeleteGroup(ctx, id)
+	keys, err := s.store.DeleteGroup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if s.media != nil {
+		s.media.RemoveFiles(keys...)
+	}
+	return nil
 }
 
 // Members lists one page of the group's members (members and administrators). Errors:

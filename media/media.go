@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gabriel-vasile/mimetype"
@@ -91,6 +92,9 @@ type Service struct {
 	// MaxPixels caps the decoded size of images (width × height) read for derivatives; larger
 	// ones are refused before decoding (decompression bombs).
 	MaxPixels int64
+
+	orphanMu       sync.Mutex
+	lastOrphanScan time.Time // when Sweep last ran SweepOrphans (zero: never)
 }
 
 // DefaultMaxPixels is the default Service.MaxPixels (about 40 megapixels).
@@ -409,8 +413,15 @@ const sweepBatch = 100
 
 // Sweep deletes every expired asset (unkept, past expires_at, attached to no chat) and its
 // file, and returns how many it removed. A file that cannot be removed is logged and left
-// behind. Call it periodically (the worker daemon does, with its housekeeping).
+// behind. Once a day per process (the first call included) it also runs SweepOrphans, which
+// collects files whose rows are gone but whose removal was lost (logged on failure, not
+// counted). Call it periodically (the worker daemon does, with its housekeeping).
 func (s *Service) Sweep(ctx context.Context) (int, error) {
+	if s.orphanScanDue() {
+		if _, err := s.SweepOrphans(ctx); err != nil {
+			s.log.Warn("media orphan sweep", "err", err)
+		}
+	}
 	total := 0
 	for {
 		keys, err := s.st.SweepExpiredMedia(ctx, s.now(), sweepBatch)

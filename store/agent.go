@@ -419,7 +419,9 @@ func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields
 }
 
 // DeleteAgent removes an agent (after check allowed it) with everything that references it
-// (favorite markers, tool configuration, tasks, by cascade). An agent with a RUNNING task is
+// (favorite markers, tool configuration, tasks, by cascade). Its picture asset (owned by the
+// agent's principal, which stays) is made unkept and expired, so the next media sweep deletes
+// the row and the file. An agent with a RUNNING task is
 // refused: a worker is running it and would lose its rows mid-step; abort the task first.
 // Errors: ErrNotFound "agent not found", ErrInvalidState "the agent has a running task", and
 // whatever check returns.
@@ -432,6 +434,9 @@ func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) err
 		if len(running) > 0 {
 			return svcerr.New(svcerr.ErrInvalidState, "the agent has a running task (task %d); abort it before deleting the agent", running[0].ID)
 		}
+		if err := expireAgentPictures(tx, s.now(), "id = ?", id); err != nil {
+			return err
+		}
 		if err := tx.Delete(&agentRow{}, id).Error; err != nil {
 			return fmt.Errorf("delete agent %d: %w", id, err)
 		}
@@ -439,11 +444,13 @@ func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) err
 	})
 }
 
-// deleteAgentsOf removes every agent owned by principal (and by cascade what belongs to them);
-// DeleteUser calls it for the personal principal in its own transaction. As DeleteAgent, it
+// deleteAgentsOf removes every agent owned by principal (and by cascade what belongs to them)
+// and expires their picture assets at now, as DeleteAgent does (DeleteUser then deletes the
+// principal's assets anyway); DeleteUser calls it for the personal principal in its own
+// transaction. As DeleteAgent, it
 // refuses (ErrInvalidState) while a task of one of those agents is RUNNING, so the whole user
 // deletion is refused and nothing is written.
-func deleteAgentsOf(tx *gorm.DB, principal int64) error {
+func deleteAgentsOf(tx *gorm.DB, principal int64, now time.Time) error {
 	running, err := lockRunningTasks(tx, "agent_id IN (SELECT id FROM agents WHERE principal_id = ?)", principal)
 	if err != nil {
 		return err
@@ -451,6 +458,9 @@ func deleteAgentsOf(tx *gorm.DB, principal int64) error {
 	if len(running) > 0 {
 		return svcerr.New(svcerr.ErrInvalidState,
 			"agent %d of this user has a running task (task %d); abort it before deleting the user", running[0].AgentID, running[0].ID)
+	}
+	if err := expireAgentPictures(tx, now, "principal_id = ?", principal); err != nil {
+		return err
 	}
 	if err := tx.Where("principal_id = ?", principal).Delete(&agentRow{}).Error; err != nil {
 		return fmt.Errorf("delete agents of principal %d: %w", principal, err)

@@ -420,7 +420,7 @@ func TestDeleteUserRemovesPersonalAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DeleteUser(ctx, u.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Agent(ctx, mine.ID, v.ID); !errors.Is(err, svcerr.ErrNotFound) {
@@ -483,7 +483,7 @@ func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
 	if !strings.Contains(err.Error(), "running task") {
 		t.Fatalf("message %q", err)
 	}
-	err = s.DeleteUser(ctx, u.ID)
+	_, err = s.DeleteUser(ctx, u.ID)
 	wantErr(t, err, svcerr.ErrInvalidState)
 	if !strings.Contains(err.Error(), "before deleting the user") {
 		t.Fatalf("message %q", err)
@@ -503,7 +503,7 @@ func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
 	if _, err := s.AbortTaskChain(ctx, running.ID, []string{store.TaskRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteUser(ctx, u.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := countRows(t, s, "tasks", "agent_id IN ?", []int64{busy.ID, idle.ID}); n != 0 {

@@ -256,10 +256,13 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 
 // DeleteGroup removes a group with its members, preferences, model configurations and
 // principal, in one transaction. Other rows owned by the group's principal are expected to
-// reference it with ON DELETE CASCADE. Errors: ErrNotFound, ErrInvalidState (the group's
+// reference it with ON DELETE CASCADE. The cascade deletes the principal's media assets
+// (the picture included): DeleteGroup returns their storage keys for the caller to remove the
+// files once the deletion is committed. Errors: ErrNotFound, ErrInvalidState (the group's
 // principal still owns agents).
-func (s *Store) DeleteGroup(ctx context.Context, id int64) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+func (s *Store) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		mediaKeys = nil
 		row, err := lockGroup(tx, id)
 		if err != nil {
 			return err
@@ -283,14 +286,23 @@ func (s *Store) DeleteGroup(ctx context.Context, id int64) error {
 				return fmt.Errorf("delete %s of group %d: %w", del.what, id, err)
 			}
 		}
+		keys, err := principalMediaKeys(tx, row.PrincipalID)
+		if err != nil {
+			return err
+		}
 		if err := tx.Delete(&groupRow{}, id).Error; err != nil {
 			return fmt.Errorf("delete group %d: %w", id, err)
 		}
 		if err := tx.Delete(&principalRow{}, row.PrincipalID).Error; err != nil {
 			return fmt.Errorf("delete principal %d of group %d: %w", row.PrincipalID, id, err)
 		}
+		mediaKeys = keys
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return mediaKeys, nil
 }
 
 // PrincipalOwnsAgents reports whether any agent is owned by the principal (a group with agents

@@ -409,7 +409,7 @@ func TestDeleteGroup(t *testing.T) {
 	if owns, err := s.PrincipalOwnsAgents(ctx, keep.PrincipalID); err != nil || owns {
 		t.Fatalf("PrincipalOwnsAgents of another group = %v, %v", owns, err)
 	}
-	wantErr(t, s.DeleteGroup(ctx, g.ID), svcerr.ErrInvalidState)
+	wantErr(t, errOf(s.DeleteGroup(ctx, g.ID)), svcerr.ErrInvalidState)
 	if _, err := s.GroupByID(ctx, g.ID); err != nil {
 		t.Fatalf("refused deletion removed the group: %v", err)
 	}
@@ -420,7 +420,7 @@ func TestDeleteGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wantErr(t, s.DeleteGroup(ctx, g.ID), nil)
+	wantErr(t, errOf(s.DeleteGroup(ctx, g.ID)), nil)
 	for _, c := range []struct{ table, where string }{
 		{"principal_groups", "id = ?"}, {"group_members", "group_id = ?"}, {"group_preferences", "group_id = ?"}, {"llm_configs", "group_id = ?"},
 	} {
@@ -435,7 +435,7 @@ func TestDeleteGroup(t *testing.T) {
 	if n := tableRows(t, s, "llm_configs", "group_id = ?", keep.ID); n != 1 {
 		t.Errorf("the other group's configurations: %d", n)
 	}
-	wantErr(t, s.DeleteGroup(ctx, g.ID), svcerr.ErrNotFound)
+	wantErr(t, errOf(s.DeleteGroup(ctx, g.ID)), svcerr.ErrNotFound)
 	if roles, _ := s.Memberships(ctx, other.ID); len(roles) != 1 {
 		t.Fatalf("memberships of a deleted group remain: %v", roles)
 	}

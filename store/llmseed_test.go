@@ -122,7 +122,7 @@ func TestSeedGlobalLLMConfig(t *testing.T) {
 		{
 			name: "deleted group is recreated",
 			prepare: func(t *testing.T, s *store.Store, first *store.LLMConfig) store.LLMSeed {
-				if err := s.DeleteGroup(ctx, first.GroupID); err != nil {
+				if _, err := s.DeleteGroup(ctx, first.GroupID); err != nil {
 					t.Fatal(err)
 				}
 				return seedOf("m1")

@@ -415,3 +415,61 @@ func (s *Store) SweepExpiredMedia(ctx context.Context, now time.Time, limit int)
 	}
 	return keys, nil
 }
+
+// principalMediaKeys locks principal and returns the storage keys of every asset it owns, for
+// a transaction about to delete the principal (the cascade deletes the rows; the caller removes
+// the files after commit). Both reads lock, so they see the latest committed rows (not an older
+// snapshot) and no asset of the principal can be added before the delete.
+func principalMediaKeys(tx *gorm.DB, principal int64) ([]string, error) {
+	var ids []int64
+	err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+		Model(&principalRow{}).Where("id = ?", principal).Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("lock principal %d: %w", principal, err)
+	}
+	keys := []string{}
+	err = tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+		Model(&mediaAssetRow{}).Where("principal_id = ?", principal).Order("id").Pluck("storage_key", &keys).Error
+	if err != nil {
+		return nil, fmt.Errorf("media of principal %d: %w", principal, err)
+	}
+	return keys, nil
+}
+
+// expireAgentPictures makes the picture assets of the agents selected by where (a condition on
+// agents, with args) unkept and expired at now, for a transaction about to delete those agents:
+// the next sweep deletes the rows and their files (unless a chat still attaches one).
+func expireAgentPictures(tx *gorm.DB, now time.Time, where string, args ...any) error {
+	sub := tx.Session(&gorm.Session{NewDB: true}).Model(&agentRow{}).Select("picture_media_id").
+		Where("picture_media_id IS NOT NULL").Where(where, args...)
+	err := tx.Model(&mediaAssetRow{}).Where("id IN (?)", sub).
+		Updates(map[string]any{"keep": false, "expires_at": normTime(now)}).Error
+	if err != nil {
+		return fmt.Errorf("expire agent pictures: %w", err)
+	}
+	return nil
+}
+
+// MediaStorageKeys returns the storage key of every id among ids that has an asset row, live
+// or expired (missing ids are absent); the media sweep uses it to tell orphan files from files
+// of assets. Errors: none beyond the database's own.
+func (s *Store) MediaStorageKeys(ctx context.Context, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id != "" && len(id) <= MaxMediaIDLen {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	var rows []mediaAssetRow
+	if err := s.conn(ctx).Select("id, storage_key").Where("id IN ?", valid).Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("load media storage keys: %w", err))
+	}
+	for _, r := range rows {
+		out[r.ID] = r.StorageKey
+	}
+	return out, nil
+}

@@ -191,7 +191,7 @@ func TestEditToolSettings(t *testing.T) {
 	// A user's layer goes with the user.
 	_, err = s.EditToolSettings(ctx, store.UserToolScope(other.ID), class, setTo(map[string]any{"units": "metric"}))
 	wantErr(t, err, nil)
-	wantErr(t, s.DeleteUser(ctx, other.ID), nil)
+	wantErr(t, errOf(s.DeleteUser(ctx, other.ID)), nil)
 	if n := countRows(t, s, "tool_settings", "scope_key = ?", store.UserToolScope(other.ID).Key()); n != 0 {
 		t.Fatalf("%d rows of a deleted user", n)
 	}

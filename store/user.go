@@ -398,8 +398,11 @@ func guardLastGroupOwner(tx *gorm.DB, userID int64) error {
 // locations, group memberships and favorite markers, in one transaction. Errors: ErrNotFound, ErrConflict "cannot remove the last
 // administrator", ErrConflict when the user is the last owner of a group, ErrInvalidState
 // while a task of the user or of one of its personal agents is RUNNING.
-func (s *Store) DeleteUser(ctx context.Context, id int64) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+// The cascade also deletes the principal's media assets (pictures included): DeleteUser returns
+// their storage keys for the caller to remove the files once the deletion is committed.
+func (s *Store) DeleteUser(ctx context.Context, id int64) (mediaKeys []string, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		mediaKeys = nil
 		if err := lockAccounts(tx); err != nil {
 			return err
 		}
@@ -422,14 +425,23 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		if err := tx.Delete(&userRow{}, id).Error; err != nil {
 			return fmt.Errorf("delete user %d: %w", id, err)
 		}
-		if err := deleteAgentsOf(tx, row.PrincipalID); err != nil {
+		if err := deleteAgentsOf(tx, row.PrincipalID, s.now()); err != nil {
+			return err
+		}
+		keys, err := principalMediaKeys(tx, row.PrincipalID)
+		if err != nil {
 			return err
 		}
 		if err := tx.Delete(&principalRow{}, row.PrincipalID).Error; err != nil {
 			return fmt.Errorf("delete principal %d of user %d: %w", row.PrincipalID, id, err)
 		}
+		mediaKeys = keys
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return mediaKeys, nil
 }
 
 // guardLastAdmin fails when userID holds RoleAdmin and no other user does. The caller holds

@@ -362,12 +362,12 @@ func TestRoles(t *testing.T) {
 		{"revoke not held", func() error { return s.RevokeRole(ctx, u.ID, "admin") }, svcerr.ErrNotFound, ""},
 		{"revoke from unknown user", func() error { return s.RevokeRole(ctx, 999999, "operator") }, svcerr.ErrNotFound, ""},
 		{"revoke last admin", func() error { return s.RevokeRole(ctx, admin.ID, store.RoleAdmin) }, svcerr.ErrConflict, "cannot remove the last administrator"},
-		{"delete last admin", func() error { return s.DeleteUser(ctx, admin.ID) }, svcerr.ErrConflict, "cannot remove the last administrator"},
+		{"delete last admin", func() error { return errOf(s.DeleteUser(ctx, admin.ID)) }, svcerr.ErrConflict, "cannot remove the last administrator"},
 		{"revoke auditor", func() error { return s.RevokeRole(ctx, u.ID, "auditor") }, nil, ""},
 		{"promote second admin", func() error { return s.GrantRole(ctx, u.ID, store.RoleAdmin) }, nil, ""},
 		{"revoke first admin now allowed", func() error { return s.RevokeRole(ctx, admin.ID, store.RoleAdmin) }, nil, ""},
 		{"second is now the last", func() error { return s.RevokeRole(ctx, u.ID, store.RoleAdmin) }, svcerr.ErrConflict, "cannot remove the last administrator"},
-		{"delete non-admin", func() error { return s.DeleteUser(ctx, admin.ID) }, nil, ""},
+		{"delete non-admin", func() error { return errOf(s.DeleteUser(ctx, admin.ID)) }, nil, ""},
 	}
 	for _, st := range steps { // sequential: each step depends on the previous ones
 		err := st.do()
@@ -409,7 +409,7 @@ func TestLastAdminGuardRace(t *testing.T) {
 	var errA, errB error
 	start := make(chan struct{})
 	wg.Go(func() { <-start; errA = s.RevokeRole(ctx, a.ID, store.RoleAdmin) })
-	wg.Go(func() { <-start; errB = s.DeleteUser(ctx, b.ID) })
+	wg.Go(func() { <-start; _, errB = s.DeleteUser(ctx, b.ID) })
 	close(start)
 	wg.Wait()
 	ok := 0
@@ -459,10 +459,10 @@ func TestDeleteUserCascades(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DeleteUser(ctx, u.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteUser(ctx, u.ID); !errors.Is(err, svcerr.ErrNotFound) {
+	if _, err := s.DeleteUser(ctx, u.ID); !errors.Is(err, svcerr.ErrNotFound) {
 		t.Fatalf("second DeleteUser: %v, want ErrNotFound", err)
 	}
 	if _, err := s.UserByID(ctx, u.ID); !errors.Is(err, svcerr.ErrNotFound) {
