@@ -96,7 +96,7 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 	}
 	environ = append(environ, env...)
 	clock := &Clock{now: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	st := storetest.New(t)
+	st := storetest.NewWithClock(t, clock.Now)
 	app, err := server.Open(context.Background(), config.NewLoader(environ), server.Options{
 		Store:  st,
 		Clock:  clock.Now,

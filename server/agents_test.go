@@ -210,8 +210,8 @@ func TestAgentAccess(t *testing.T) {
 	if fmt.Sprint(r.Data.Agent) != fmt.Sprint(team) {
 		t.Fatalf("an empty PATCH changed the agent: %+v", r.Data.Agent)
 	}
-	time.Sleep(2 * time.Millisecond) // the store stamps with the real clock
-	r = gen.AgentResponse{}          // decoding into a used map would merge
+	w.env.Clock.Advance(time.Second)
+	r = gen.AgentResponse{} // decoding into a used map would merge
 	w.gadmin.Patch(agentPath(team.Id), map[string]any{"max_steps": 42, "metadata": map[string]any{"c": 3}, "description": "by gadmin"}).
 		Expect(t, 200).Decode(t, &r)
 	u := r.Data.Agent
@@ -401,7 +401,7 @@ func TestTransferAgent(t *testing.T) {
 
 	// To the current owner: nothing changes.
 	var r gen.AgentResponse
-	time.Sleep(2 * time.Millisecond) // the store stamps with the real clock
+	w.env.Clock.Advance(time.Second)
 	w.owner.Post(tp(personal.Id), map[string]any{"principal_id": w.ownerU.PrincipalId}).Expect(t, 200).Decode(t, &r)
 	if !r.Data.Agent.UpdatedAt.Equal(personal.UpdatedAt) || r.Data.Agent.PrincipalId != w.ownerU.PrincipalId {
 		t.Fatalf("transfer to the owner = %+v", r.Data.Agent)

@@ -50,6 +50,7 @@ type App struct {
 	Log       *slog.Logger
 	MasterKey []byte
 	Net       netguard.Options // outbound screen options (Options.Net)
+	clock     func() time.Time // Options.Clock, or time.Now
 	Push      *push.Hub        // the embedded push hub; stopped by Close
 	Media     *media.Service   // media assets; the worker daemon calls Media.Sweep
 	loop      *agentloop.Loop  // built once in Open; returned by Loop
@@ -65,7 +66,10 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: loader, Log: o.Logger, Net: o.Net}
+	a := &App{Config: loader, Log: o.Logger, Net: o.Net, clock: o.Clock}
+	if a.clock == nil {
+		a.clock = time.Now
+	}
 	if a.Log == nil {
 		l, c, err := config.NewLogger(cfg)
 		if err != nil {

@@ -152,14 +152,14 @@ func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
 		var err error
 		if reap {
 			var ids []int64
-			ids, err = a.Store.ReapStale(ctx, time.Now())
+			ids, err = a.Store.ReapStale(ctx, a.clock())
 			for _, id := range ids { // ORPHANED is transient: the agent's retry chain applies
 				if rerr := tasks.Reaped(ctx, id); rerr != nil && err == nil {
 					err = rerr
 				}
 			}
 		}
-		if _, derr := schedules.DispatchDue(ctx, time.Now()); derr != nil && err == nil {
+		if _, derr := schedules.DispatchDue(ctx, a.clock()); derr != nil && err == nil {
 			err = derr
 		}
 		if _, serr := a.Media.Sweep(ctx); serr != nil && err == nil { // expired media uploads

@@ -189,13 +189,14 @@ func TestTaskList(t *testing.T) {
 	t.Parallel()
 	w := newTaskWorld(t)
 	var ids []int64
-	var mark time.Time // the store runs on the real clock: take the instant from the last creation
 	for range 4 {
 		tk := w.newTask(t, w.owner, w.agent.Id)
-		ids, mark = append(ids, tk.Id), tk.UpdatedAt
+		ids = append(ids, tk.Id)
+		w.env.Clock.Advance(time.Second) // distinct created_at, newest first
 	}
-	// The abort below runs a full request later, so its updated_at is strictly after mark.
-	w.owner.Post(taskPath(ids[0], "abort"), nil).Expect(t, 200)
+	mark := w.env.Clock.Now()
+	w.env.Clock.Advance(time.Second)
+	w.owner.Post(taskPath(ids[0], "abort"), nil).Expect(t, 200) // updated after mark
 	w.newTask(t, w.stranger, w.strangerAgent.Id)
 	list := func(q string) []int64 {
 		var r gen.TaskListResponse

@@ -106,7 +106,7 @@ func TestTickClientMode(t *testing.T) {
 	if ts, err := env.App.Store.ClaimQueued(ctx, "gone-browser", time.Millisecond, 1); err != nil || len(ts) != 1 || ts[0].ID != gone {
 		t.Fatalf("ClaimQueued = %v, %v", ts, err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	env.Clock.Advance(time.Second) // past the 1 ms lease
 	var hk gen.WorkerHousekeepingResponse
 	stranger.Post("/worker/housekeeping", nil).Expect(t, 200).Decode(t, &hk) // any signed-in user
 	if hk.Data.OrphansReaped != 1 || hk.Data.ScheduledRunsDispatched != 0 {

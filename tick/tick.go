@@ -30,7 +30,8 @@ const (
 type TickFunc func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
 
 // Options are what the service needs. Zero limits mean the defaults; a nil Clock is time.Now
-// (it drives the rate limiters only: leases follow the store's own clock).
+// (it drives the rate limiters and housekeeping's "now"; leases follow the store's own clock,
+// which the server gives the same time source).
 type Options struct {
 	Store  *store.Store
 	Tasks  *task.Service
@@ -51,6 +52,7 @@ type Service struct {
 	cfg     func() *config.Config
 	tick    TickFunc
 	sweep   func(ctx context.Context) (int, error)
+	now     func() time.Time
 	ticks   *ratelimit.Limiter
 	chores  *ratelimit.Limiter
 	mu      sync.Mutex
@@ -60,13 +62,16 @@ type Service struct {
 // New returns the service.
 func New(o Options) *Service {
 	tpm, hpm := o.TicksPerMinute, o.HousekeepingPerMinute
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	if tpm <= 0 {
 		tpm = TicksPerMinute
 	}
 	if hpm <= 0 {
 		hpm = HousekeepingPerMinute
 	}
-	return &Service{store: o.Store, tasks: o.Tasks, cfg: o.Config, tick: o.Tick, sweep: o.SweepMedia,
+	return &Service{store: o.Store, tasks: o.Tasks, cfg: o.Config, tick: o.Tick, sweep: o.SweepMedia, now: o.Clock,
 		ticks:   ratelimit.New(tpm, time.Minute, o.Clock),
 		chores:  ratelimit.New(hpm, time.Minute, o.Clock),
 		running: map[int64]bool{}}
@@ -170,7 +175,7 @@ func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeepin
 	if err := allow(s.chores, strconv.FormatInt(u.ID, 10)); err != nil {
 		return nil, err
 	}
-	ids, err := s.store.ReapDisconnected(ctx, time.Now())
+	ids, err := s.store.ReapDisconnected(ctx, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +188,7 @@ func (s *Service) Housekeeping(ctx context.Context, u *store.User) (*Housekeepin
 	if first != nil {
 		return nil, first
 	}
-	n, err := schedule.New(s.store).DispatchDue(ctx, time.Now())
+	n, err := schedule.New(s.store).DispatchDue(ctx, s.now())
 	if err != nil {
 		return nil, err
 	}

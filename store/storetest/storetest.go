@@ -36,7 +36,7 @@ func Dialect() string {
 }
 
 // New returns a migrated store on a fresh database, closed (and dropped on MySQL) in
-// t.Cleanup. It uses the real clock.
+// t.Cleanup. It uses the real clock (apitest gives its store the service's fake clock).
 func New(t testing.TB) *store.Store {
 	t.Helper()
 	return NewWithClock(t, nil)
