@@ -342,15 +342,9 @@ func (s *Store) Agent(ctx context.Context, id, viewer int64) (*Agent, error) {
 // dialects) and id. An empty Principals list without All selects nothing. Errors: none beyond
 // the database's own.
 func (s *Store) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
-	page, per := max(q.Page, 1), min(q.PerPage, 100)
-	if per < 1 {
-		per = 25
-	}
 	out := []Agent{}
-	if !q.All && len(q.Principals) == 0 {
-		return out, nil
-	}
-	if page-1 > math.MaxInt32/per { // beyond any table this service will hold
+	limit, offset, ok := pageWindow(q.Page, q.PerPage)
+	if !ok || (!q.All && len(q.Principals) == 0) {
 		return out, nil
 	}
 	db := agentQuery(s.conn(ctx), q.Viewer)
@@ -361,7 +355,7 @@ func (s *Store) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
 		db = db.Order("is_favorite DESC")
 	}
 	var views []agentView
-	err := db.Order("agents.name").Order("agents.id").Limit(per).Offset((page - 1) * per).Scan(&views).Error
+	err := db.Order("agents.name").Order("agents.id").Limit(limit).Offset(offset).Scan(&views).Error
 	if err != nil {
 		return nil, TranslateError(fmt.Errorf("list agents: %w", err))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -69,28 +68,6 @@ type ChatQuery struct {
 // per-agent API (source agent_api, no parent), newest first (created_at, then id,
 // descending). Errors: none beyond the database's own.
 func (s *Store) ListChats(ctx context.Context, q ChatQuery) ([]Task, error) {
-	page, per := max(q.Page, 1), min(q.PerPage, 100)
-	if per < 1 {
-		per = 25
-	}
-	out := []Task{}
-	if page-1 > math.MaxInt32/per {
-		return out, nil
-	}
 	db := s.conn(ctx).Where("agent_id = ? AND source = ? AND parent_task_id IS NULL", q.AgentID, TaskSourceAgentAPI)
-	if q.Since != nil {
-		db = db.Where("updated_at > ?", normTime(*q.Since))
-	}
-	var rows []taskRow
-	if err := db.Order("created_at DESC").Order("id DESC").Limit(per).Offset((page - 1) * per).Find(&rows).Error; err != nil {
-		return nil, TranslateError(fmt.Errorf("list chats: %w", err))
-	}
-	for i := range rows {
-		t, err := rows[i].toTask()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
-	}
-	return out, nil
+	return listTasks(db, "list chats", q.Since, q.Page, q.PerPage)
 }

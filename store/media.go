@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -239,12 +238,9 @@ type MediaQuery struct {
 // ListMedia returns one page of the live assets owned by q.PrincipalIDs, newest first
 // (created_at, then id, descending). Errors: none beyond the database's own.
 func (s *Store) ListMedia(ctx context.Context, q MediaQuery) ([]MediaAsset, error) {
-	page, per := max(q.Page, 1), min(q.PerPage, 100)
-	if per < 1 {
-		per = 25
-	}
 	out := []MediaAsset{}
-	if len(q.PrincipalIDs) == 0 || page-1 > math.MaxInt32/per {
+	limit, offset, ok := pageWindow(q.Page, q.PerPage)
+	if !ok || len(q.PrincipalIDs) == 0 {
 		return out, nil
 	}
 	now := s.now()
@@ -256,7 +252,7 @@ func (s *Store) ListMedia(ctx context.Context, q MediaQuery) ([]MediaAsset, erro
 		db = db.Where("media_assets.kind = ?", q.Kind)
 	}
 	var rows []mediaAssetRow
-	if err := db.Order("created_at DESC").Order("id DESC").Limit(per).Offset((page - 1) * per).Find(&rows).Error; err != nil {
+	if err := db.Order("created_at DESC").Order("id DESC").Limit(limit).Offset(offset).Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("list media: %w", err))
 	}
 	for i := range rows {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"gorm.io/gorm"
@@ -29,12 +28,9 @@ type AgentMediaQuery struct {
 // SearchAgentMedia returns one page of the media q may see, newest first (created_at, then id,
 // descending). Errors: none beyond the database's own.
 func (s *Store) SearchAgentMedia(ctx context.Context, q AgentMediaQuery) ([]MediaAsset, error) {
-	page, per := max(q.Page, 1), min(q.PerPage, 100)
-	if per < 1 {
-		per = 25
-	}
 	out := []MediaAsset{}
-	if page-1 > math.MaxInt32/per {
+	limit, offset, ok := pageWindow(q.Page, q.PerPage)
+	if !ok {
 		return out, nil
 	}
 	db := s.conn(ctx)
@@ -50,7 +46,7 @@ func (s *Store) SearchAgentMedia(ctx context.Context, q AgentMediaQuery) ([]Medi
 		db = db.Where("LOWER(media_assets.filename) LIKE ? ESCAPE '!'", "%"+likeEscape(strings.ToLower(q.Text))+"%")
 	}
 	var rows []mediaAssetRow
-	if err := db.Order("media_assets.created_at DESC").Order("media_assets.id DESC").Limit(per).Offset((page - 1) * per).Find(&rows).Error; err != nil {
+	if err := db.Order("media_assets.created_at DESC").Order("media_assets.id DESC").Limit(limit).Offset(offset).Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("search agent media: %w", err))
 	}
 	for i := range rows {

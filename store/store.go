@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -310,4 +311,18 @@ func expectedError(err error) bool {
 	return errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, gorm.ErrDuplicatedKey) ||
 		errors.Is(err, gorm.ErrForeignKeyViolated) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, context.DeadlineExceeded)
+}
+
+// pageWindow turns the page and per_page of a list request into LIMIT and OFFSET: page starts at
+// 1 (lower values mean 1), perPage defaults to 25 below 1 and is at most 100. ok is false for a
+// page beyond any table this service holds (the page is empty).
+func pageWindow(page, perPage int) (limit, offset int, ok bool) {
+	page, per := max(page, 1), min(perPage, 100)
+	if per < 1 {
+		per = 25
+	}
+	if page-1 > math.MaxInt32/per {
+		return 0, 0, false
+	}
+	return per, (page - 1) * per, true
 }

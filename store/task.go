@@ -340,33 +340,35 @@ type TaskQuery struct {
 // ListTasks returns one page of the tasks q.UserID owns (sub-agent tasks included), newest
 // first (created_at, then id, descending). Errors: none beyond the database's own.
 func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
-	page, per := max(q.Page, 1), min(q.PerPage, 100)
-	if per < 1 {
-		per = 25
-	}
-	out := []Task{}
-	if page-1 > math.MaxInt32/per {
-		return out, nil
-	}
 	db := s.conn(ctx).Where("user_id = ?", q.UserID)
 	if q.Status != "" {
 		db = db.Where("status = ?", q.Status)
 	}
-	if q.Since != nil {
-		db = db.Where("updated_at > ?", normTime(*q.Since))
+	return listTasks(db, "list tasks", q.Since, q.Page, q.PerPage)
+}
+
+// listTasks returns one page of the tasks db selects, updated strictly after since when given,
+// newest first (created_at, then id, descending).
+func listTasks(db *gorm.DB, what string, since *time.Time, page, perPage int) ([]Task, error) {
+	out := []Task{}
+	limit, offset, ok := pageWindow(page, perPage)
+	if !ok {
+		return out, nil
+	}
+	if since != nil {
+		db = db.Where("updated_at > ?", normTime(*since))
 	}
 	var rows []taskRow
-	if err := db.Order("created_at DESC").Order("id DESC").Limit(per).Offset((page - 1) * per).Find(&rows).Error; err != nil {
-		return nil, TranslateError(fmt.Errorf("list tasks: %w", err))
+	if err := db.Order("created_at DESC").Order("id DESC").Limit(limit).Offset(offset).Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("%s: %w", what, err))
 	}
-	for i := range rows {
-		t, err := rows[i].toTask()
+	return convertRows(rows, func(r *taskRow) (Task, error) {
+		t, err := r.toTask()
 		if err != nil {
-			return nil, err
+			return Task{}, err
 		}
-		out = append(out, *t)
-	}
-	return out, nil
+		return *t, nil
+	})
 }
 
 // DeleteTask removes a task with its messages, tool calls, questions and sub-agent tasks.
