@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"github.com/agentsvc/svc/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/push"
 )
 
 // chatResolver resolves the callback hosts of the chat tests without DNS.
@@ -376,28 +374,8 @@ func TestAgentChatRun(t *testing.T) {
 		b: mk("Ask", "ask.json", "core.AskUserQuestionTool", "ask", true)}
 
 	// Follow the owner's task events (chats are tasks of the key's minter).
-	srv := httptest.NewServer(env.App.HTTP.Handler())
-	t.Cleanup(srv.Close)
-	var grant gen.SseAuthorizeResponse
-	owner.Get("/sse/authorize").Expect(t, 200).Decode(t, &grant)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+apitest.Prefix+"/.well-known/mercure?"+
-		url.Values{"topic": {push.TaskTopic(u.Id)}}.Encode(), nil)
-	req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	events := sseStream(t, resp)
-	loop, err := env.App.Loop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	daemon := env.App.Worker(loop)
-	daemon.Start(context.Background())
-	t.Cleanup(func() { _ = daemon.Stop(context.Background()) })
+	events := followTasks(t, env, owner, u.Id)
+	daemon := runWorker(t, env)
 
 	// Approval.
 	c := e.start(t, e.a, map[string]any{"text": "What is 6*7?"})

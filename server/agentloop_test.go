@@ -1,19 +1,14 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/agentsvc/svc/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/push"
 )
 
 // TestAgentLoopEndToEnd is the walkthrough with the scripted driver: a task whose tool
@@ -45,30 +40,9 @@ func TestAgentLoopEndToEnd(t *testing.T) {
 	c.Post(ap+"/enable", nil).Expect(t, 200)
 	c.Patch(ap+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": false}).Expect(t, 200)
 
-	// Subscribe to the caller's task topic over real HTTP.
-	srv := httptest.NewServer(env.App.HTTP.Handler())
-	t.Cleanup(srv.Close)
-	var grant gen.SseAuthorizeResponse
-	c.Get("/sse/authorize").Expect(t, 200).Decode(t, &grant)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+apitest.Prefix+"/.well-known/mercure?"+
-		url.Values{"topic": {push.TaskTopic(u.Id)}}.Encode(), nil)
-	req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	events := sseStream(t, resp)
-
-	loop, err := env.App.Loop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	daemon := env.App.Worker(loop)
-	daemon.Start(context.Background())
-	t.Cleanup(func() { _ = daemon.Stop(context.Background()) })
+	// Subscribe to the caller's task topic over real HTTP, and run the worker.
+	events := followTasks(t, env, c, u.Id)
+	daemon := runWorker(t, env)
 
 	var created gen.TaskResponse
 	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentsvc/svc/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/push"
+	"github.com/agentsvc/svc/worker"
 )
 
 const hubPath = apitest.Prefix + "/.well-known/mercure"
@@ -291,4 +292,38 @@ func TestSseEndToEnd(t *testing.T) {
 	// An expired token no longer opens a subscription.
 	env.Clock.Advance(push.TokenTTL + time.Second)
 	expect(t, open(t, http.DefaultClient, tasks, bearer), 401, "UNAUTHENTICATED")
+}
+
+// followTasks subscribes c (user userID) to its task topic on the embedded hub over real HTTP,
+// with the token /sse/authorize hands out, and returns the events' data.
+func followTasks(t *testing.T, env *apitest.Env, c *apitest.Client, userID int64) <-chan string {
+	t.Helper()
+	srv := httptest.NewServer(env.App.HTTP.Handler())
+	t.Cleanup(srv.Close)
+	var grant gen.SseAuthorizeResponse
+	c.Get("/sse/authorize").Expect(t, 200).Decode(t, &grant)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+apitest.Prefix+"/.well-known/mercure?"+
+		url.Values{"topic": {push.TaskTopic(userID)}}.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return sseStream(t, resp)
+}
+
+// runWorker starts the service's worker daemon (as `svc serve` does) until the test ends.
+func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon {
+	t.Helper()
+	loop, err := env.App.Loop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := env.App.Worker(loop)
+	daemon.Start(context.Background())
+	t.Cleanup(func() { _ = daemon.Stop(context.Background()) })
+	return daemon
 }
