@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	agenttemplates "github.com/agentsvc/svc/agent-templates"
-	"github.com/agentsvc/svc/agenttemplate"
+	"github.com/agentsvc/svc/internal/agenttemplate"
 )
 
 // coreCatalog knows the core tools the shipped templates use, with their operations (DESIGN.md

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 // agentOpsWorld is a calling agent "Self" with a sibling "Sib" of the same user and a foreign
@@ -60,7 +62,7 @@ func newAgentOpsWorld(t *testing.T) *agentOpsWorld {
 		if err := json.Unmarshal(raw, &decoded); err != nil {
 			t.Fatal(err)
 		}
-		res, err := x.Execute(ctx, tools.Call{Operation: op, Args: decoded, AgentID: w.self.ID, OwnerUserID: w.u.ID})
+		res, err := x.Execute(ctx, tools.Call{Operation: op, Args: decoded, AgentID: w.self.ID, OwnerUserID: w.u.ID, UserID: w.u.ID})
 		var te *tools.ToolError
 		if errors.As(err, &te) {
 			return nil, te.Msg
@@ -78,9 +80,9 @@ func newAgentOpsWorld(t *testing.T) *agentOpsWorld {
 }
 
 // agentCount is how many agents principal owns.
-func (w *agentOpsWorld) agentCount(t *testing.T, principal int64) int {
+func agentCount(t *testing.T, st *store.Store, principal int64) int {
 	t.Helper()
-	list, err := w.st.ListAgents(context.Background(), store.AgentQuery{Principals: []int64{principal}, PerPage: 100})
+	list, err := st.ListAgents(context.Background(), store.AgentQuery{Principals: []int64{principal}, PerPage: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestAgentToolCreateAgent(t *testing.T) {
 	if msg != "" || out["max_steps"] != float64(store.DefaultAgentMaxSteps) || out["allow_followup"] != true {
 		t.Fatalf("defaults = %v %q", out, msg)
 	}
-	before := w.agentCount(t, w.u.PrincipalID)
+	before := agentCount(t, w.st, w.u.PrincipalID)
 	for _, c := range []struct {
 		name string
 		args map[string]any
@@ -138,10 +140,10 @@ func TestAgentToolCreateAgent(t *testing.T) {
 			t.Errorf("%s: ToolError %q, want it to mention %q", c.name, msg, c.want)
 		}
 	}
-	if n := w.agentCount(t, w.u.PrincipalID); n != before {
+	if n := agentCount(t, w.st, w.u.PrincipalID); n != before {
 		t.Fatalf("refused creations wrote agents: %d, want %d", n, before)
 	}
-	if n := w.agentCount(t, w.v.PrincipalID); n != 1 {
+	if n := agentCount(t, w.st, w.v.PrincipalID); n != 1 {
 		t.Fatalf("the other user has %d agents", n)
 	}
 }
@@ -215,5 +217,127 @@ func TestAgentToolUpdateAgent(t *testing.T) {
 	}
 	if a, _ := w.st.Agent(ctx, w.sib.ID, 0); a.Name != "Sib" || a.MaxSteps != 3 || a.Notes != "" {
 		t.Fatalf("refused updates changed the sibling: %+v", a)
+	}
+}
+
+// TestAgentToolChangesNeedManageRole: a task's user who may not manage a group agent through
+// the API (a plain member) cannot change it through the agent tool either, even after approving
+// the calls: configure_tools, update_agent, write_notes and create_agent fail with a reason the
+// model sees and nothing is written. The group's owner and an administrator can.
+func TestAgentToolChangesNeedManageRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, nil, store.AgentFields{}, false)
+	svc := toolconfig.New(f.st, f.loop.Registry, nil, nil)
+	f.loop.ToolStates = svc.AgentToolStates
+	f.loop.AgentTools = svc
+	delete(f.loop.Executors, agentloop.AgentToolClass)
+	g, err := f.st.CreateGroup(ctx, f.user.ID, "Crew", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "script.json"
+	if _, err := f.st.CreateLLMConfig(ctx, g.ID, store.LLMConfig{Name: "script", Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}); err != nil {
+		t.Fatal(err)
+	}
+	name, prompt := "Shared", "Be helpful."
+	a, err := f.st.CreateAgent(ctx, g.PrincipalID, store.AgentFields{Name: &name, SystemPrompt: &prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.SetAgentToolEnabled(ctx, a.ID, agentloop.AgentToolClass, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	member, err := f.st.CreateUser(ctx, store.NewUser{Email: "member@example.com", PasswordHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.AddGroupMember(ctx, g.ID, member.ID, store.GroupRoleMember, nil); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := f.st.CreateUser(ctx, store.NewUser{Email: "admin@example.com", PasswordHash: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.GrantRole(ctx, admin.ID, store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	calls := []string{"cfg", "upd", "notes", "create"}
+	run := func(u *store.User, steps int) map[string]llm.Message {
+		t.Helper()
+		scripted, err := llm.NewScripted([]llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{
+			agentCall("cfg", map[string]any{"action": "configure_tools", "agent_id": a.ID, "tools": []any{
+				map[string]any{"tool_class": "core.CalculatorTool", "enabled": true}}}),
+			agentCall("upd", map[string]any{"action": "update_agent", "agent_id": a.ID, "system_prompt": "Obey " + u.Email, "max_steps": steps}),
+			agentCall("notes", map[string]any{"action": "write_notes", "notes": "owned by " + u.Email}),
+			agentCall("create", map[string]any{"action": "create_agent", "name": "Spawn of " + u.Email}),
+		}}, {Text: "done"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.rec = &recorder{d: scripted}
+		task, err := f.st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "take over", MaxSteps: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.drain()
+		if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
+			t.Fatalf("%s: status %s, want PENDING_APPROVAL", u.Email, got.Status)
+		}
+		ds := make([]store.ToolDecision, 0, len(calls))
+		for _, id := range calls {
+			ds = append(ds, store.ToolDecision{ProviderCallID: id, Approve: true})
+		}
+		if _, err := f.st.DecideToolCalls(ctx, task.ID, u.ID, ds); err != nil {
+			t.Fatal(err)
+		}
+		f.drain()
+		if got := f.task(task.ID); got.Status != taskstate.Completed {
+			t.Fatalf("%s: status %s, want COMPLETED (%+v)", u.Email, got.Status, got.Error)
+		}
+		return toolResults(f.rec.reqs[len(f.rec.reqs)-1])
+	}
+
+	res := run(member, 99)
+	for _, id := range calls {
+		if m := res[id]; !m.IsError || !strings.Contains(m.Text, "may not change") {
+			t.Errorf("member's %s = %+v, want a refusal naming the missing role", id, m)
+		}
+	}
+	got, err := f.st.Agent(ctx, a.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SystemPrompt != prompt || got.MaxSteps == 99 || got.Notes != "" {
+		t.Fatalf("the member's task changed the agent: %+v", got)
+	}
+	if n := agentCount(t, f.st, g.PrincipalID); n != 1 {
+		t.Fatalf("the member's task created agents: %d in the group", n)
+	}
+	states, err := svc.AgentToolStates(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if states["core.CalculatorTool"].Enabled {
+		t.Fatal("the member's task enabled a tool")
+	}
+
+	for i, u := range []*store.User{f.user, admin} {
+		res := run(u, 90+i)
+		for _, id := range calls {
+			if m := res[id]; m.IsError {
+				t.Errorf("%s's %s = %+v, want success", u.Email, id, m)
+			}
+		}
+		got, err := f.st.Agent(ctx, a.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.SystemPrompt != "Obey "+u.Email || got.MaxSteps != 90+i || got.Notes != "owned by "+u.Email {
+			t.Fatalf("%s's task did not change the agent: %+v", u.Email, got)
+		}
+	}
+	if n := agentCount(t, f.st, g.PrincipalID); n != 3 {
+		t.Fatalf("agents in the group = %d, want 3", n)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"math"
 	"sync"
 
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
-	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 // AgentToolClass is the class of the agent tool.
@@ -19,7 +19,9 @@ const AgentToolClass = "core.AgentTool"
 // AgentToolExecutor runs the agent tool (core.AgentTool) on the tool configuration service:
 // get_available_tools, configure_tools, create_agent, read_agent, list_agents, update_agent,
 // read_notes and write_notes. The caller is the calling agent (Call.AgentID), acting for its
-// owner: it may inspect, change and create agents of the same principal (itself included).
+// owner: it may inspect agents of the same principal (itself included), and change or create
+// them only when the task's user (Call.UserID) could do the same through the API (the manage
+// role on the principal); otherwise the call fails and the model is told why.
 type AgentToolExecutor struct {
 	Config AgentToolService
 }
@@ -28,12 +30,12 @@ type AgentToolExecutor struct {
 // (*toolconfig.Service).
 type AgentToolService interface {
 	AgentDiscovery(ctx context.Context, callerID, targetID int64) (tools.Discovery, error)
-	ConfigureAgentTools(ctx context.Context, callerID, targetID int64, entries []toolconfig.ToolEntry) ([]toolconfig.Manifest, error)
+	ConfigureAgentTools(ctx context.Context, callerID, userID, targetID int64, entries []toolconfig.ToolEntry) ([]toolconfig.Manifest, error)
 	ManagedAgent(ctx context.Context, callerID, targetID int64) (*store.Agent, error)
-	WriteAgentNotes(ctx context.Context, callerID, targetID int64, notes string) (*store.Agent, error)
-	CreateAgentForAgent(ctx context.Context, callerID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
+	WriteAgentNotes(ctx context.Context, callerID, userID, targetID int64, notes string) (*store.Agent, error)
+	CreateAgentForAgent(ctx context.Context, callerID, userID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
 	AgentsOfAgentOwner(ctx context.Context, callerID int64, page, perPage int) ([]store.Agent, error)
-	UpdateAgentForAgent(ctx context.Context, callerID, targetID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
+	UpdateAgentForAgent(ctx context.Context, callerID, userID, targetID int64, f toolconfig.SlimAgentFields) (*store.Agent, error)
 }
 
 var _ AgentToolService = (*toolconfig.Service)(nil)
@@ -63,7 +65,7 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 		if err != nil {
 			return tools.Result{}, toolError(err)
 		}
-		manifests, err := x.Config.ConfigureAgentTools(ctx, call.AgentID, target, entries)
+		manifests, err := x.Config.ConfigureAgentTools(ctx, call.AgentID, call.UserID, target, entries)
 		if err != nil {
 			return tools.Result{}, toolError(err)
 		}
@@ -90,7 +92,7 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 		if !ok {
 			return tools.Result{}, &tools.ToolError{Msg: "notes must be a string"}
 		}
-		a, err := x.Config.WriteAgentNotes(ctx, call.AgentID, target, notes)
+		a, err := x.Config.WriteAgentNotes(ctx, call.AgentID, call.UserID, target, notes)
 		if err != nil {
 			return tools.Result{}, toolError(err)
 		}
@@ -103,7 +105,7 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 		if f.Name == nil {
 			return tools.Result{}, &tools.ToolError{Msg: "name is required"}
 		}
-		a, err := x.Config.CreateAgentForAgent(ctx, call.AgentID, f)
+		a, err := x.Config.CreateAgentForAgent(ctx, call.AgentID, call.UserID, f)
 		if err != nil {
 			return tools.Result{}, toolError(err)
 		}
@@ -117,7 +119,7 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 		if err != nil {
 			return tools.Result{}, err
 		}
-		a, err := x.Config.UpdateAgentForAgent(ctx, call.AgentID, target, f)
+		a, err := x.Config.UpdateAgentForAgent(ctx, call.AgentID, call.UserID, target, f)
 		if err != nil {
 			return tools.Result{}, toolError(err)
 		}

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 func agentCall(id string, args map[string]any) llm.ScriptToolCall {
@@ -69,7 +70,7 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 
 	task := f.newTask("set yourself up", 10)
 	f.drain()
-	if got := f.task(task.ID); got.Status != store.TaskPendingApproval {
+	if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
 		t.Fatalf("status %s, want PENDING_APPROVAL (configure_tools needs approval)", got.Status)
 	}
 	self := float64(f.agent.ID)
@@ -87,7 +88,7 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 	}
 	f.drain()
 	got := f.task(task.ID)
-	if got.Status != store.TaskCompleted {
+	if got.Status != taskstate.Completed {
 		t.Fatalf("status %s, want COMPLETED (%+v)", got.Status, got.Error)
 	}
 	if len(f.rec.reqs) != 3 {
@@ -161,7 +162,7 @@ func TestAgentToolNotesAndReadAgent(t *testing.T) {
 	self, sib, foreign := mk(u.PrincipalID, "Self"), mk(u.PrincipalID, "Sib"), mk(v.PrincipalID, "Foreign")
 	run := func(op string, args map[string]any) (map[string]any, string) {
 		t.Helper()
-		res, err := x.Execute(ctx, tools.Call{Operation: op, Args: args, AgentID: self.ID, OwnerUserID: u.ID})
+		res, err := x.Execute(ctx, tools.Call{Operation: op, Args: args, AgentID: self.ID, OwnerUserID: u.ID, UserID: u.ID})
 		var te *tools.ToolError
 		if errors.As(err, &te) {
 			return nil, te.Msg

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/llm"
-	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
@@ -48,10 +48,10 @@ func BenchmarkTickStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		switch t.Status {
-		case store.TaskRunning:
+		case taskstate.Running:
 			calls++
 			callDur += d
-		case store.TaskCompleted:
+		case taskstate.Completed:
 			answers++
 			answerDur += d
 			queue = queue[1:]

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )
@@ -30,12 +31,12 @@ type execution struct {
 // plan turns the model's calls into rows: each resolved to its tool and operation, and marked
 // PENDING_APPROVAL when its operation requires approval (declared default, agent override,
 // auto_approve), PENDING otherwise.
-func (e *execution) plan(seq int, calls []llm.ToolCall) []store.NewToolCall {
+func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 	out := make([]store.NewToolCall, 0, len(calls))
 	for _, c := range calls {
 		args := map[string]any{}
 		_ = json.Unmarshal(c.Arguments, &args)
-		nc := store.NewToolCall{MessageSequence: seq, ProviderCallID: c.ID, ToolClass: unknownTool, Name: c.Name,
+		nc := store.NewToolCall{ProviderCallID: c.ID, ToolClass: unknownTool, Name: c.Name,
 			Status: store.ToolCallPending, Arguments: args}
 		if t, ok := e.loop.Registry.LookupModelName(c.Name); ok {
 			spec := t.Spec()
@@ -89,10 +90,10 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string
 			if _, err := l.Store.RecordQuestions(ctx, e.task.ID, e.worker, c.ProviderCallID, qs); err != nil {
 				return "", err
 			}
-			outcome = store.TaskAwaitingInput
+			outcome = taskstate.AwaitingInput
 		}
 		if res.Pause != nil && res.Pause.Kind == tools.PauseSubAgent && outcome == "" {
-			outcome = store.TaskAwaitingSubAgents // a pending question is answered first
+			outcome = taskstate.AwaitingSubAgents // a pending question is answered first
 		}
 		rec := resultRecord{Content: res.Content, Data: res.Data}
 		if status == store.ToolCallFailed {
@@ -146,7 +147,7 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 		return tools.Result{}, "", err
 	}
 	res, err := exec.Execute(ctx, tools.Call{Operation: o.Name, Args: args, Settings: settings, TaskID: e.task.ID,
-		AgentID: e.agent.ID, OwnerUserID: owner, ProviderCallID: c.ProviderCallID})
+		AgentID: e.agent.ID, OwnerUserID: owner, UserID: e.task.UserID, ProviderCallID: c.ProviderCallID})
 	var te *tools.ToolError
 	switch {
 	case errors.As(err, &te):

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/startstop"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 
@@ -31,8 +33,17 @@ type Loop struct {
 	Driver func(cfg *store.LLMConfig) (llm.Driver, error)
 	// Publish is told the task after every tick (push channel); nil publishes nothing.
 	Publish func(ctx context.Context, t *store.Task)
-	Lease   time.Duration // lease extension at each step boundary
-	Log     *slog.Logger
+	// Lease is how long a worker's hold on a task lasts without news: Run extends it at each
+	// step boundary and, while a step runs, every third of it (DefaultLease in server mode), so
+	// a dead worker's task is taken back within about a lease.
+	Lease time.Duration
+	// StepBound is how long one step may keep its lease alive (worker_stale_minutes): a step
+	// running longer is taken to be hung, its lease lapses and the reaper takes the task back;
+	// 0 keeps it alive for as long as the step runs.
+	StepBound time.Duration
+	// Clock paces the heartbeat of Run; nil: real timers.
+	Clock startstop.Clock
+	Log   *slog.Logger
 	// Todos must be the TodoBoard the todo executor was built with (core.Deps.Todos).
 	Todos *TodoBoard
 	// Retry schedules the agent's automatic retry of a FAILED task when its error code is
@@ -54,12 +65,19 @@ func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task
 	if err != nil {
 		return nil, err
 	}
-	if t.Status != store.TaskRunning || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
+	if t.Status != taskstate.Running || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
 		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", id, t.Status, workerID)
 	}
 	out, err := l.step(ctx, t, workerID)
 	if err != nil {
 		return nil, err
+	}
+	if out.Status != t.Status {
+		attrs := []any{"task_id", out.ID, "action", "step", "from", t.Status, "to", out.Status, "worker", workerID}
+		if out.Error != nil {
+			attrs = append(attrs, "error_code", out.Error.Code)
+		}
+		l.log().InfoContext(ctx, "task transition", attrs...)
 	}
 	if l.Publish != nil {
 		l.Publish(ctx, out)
@@ -67,24 +85,113 @@ func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task
 	return out, nil
 }
 
-// Run ticks task id until it leaves RUNNING, its lease is lost, or stop ends (checked at each
-// step boundary: an in-flight step always finishes).
-func (l *Loop) Run(stop context.Context, id int64, workerID string) {
-	ctx := context.WithoutCancel(stop)
-	for stop.Err() == nil {
-		t, err := l.Tick(ctx, id, workerID)
+// DefaultLease is the server-mode worker's lease (Loop.Lease): short, so that the task of a
+// worker that died resumes on another within about a minute (plus the reaper's period).
+const DefaultLease = time.Minute
+
+// handBackTimeout bounds the write that hands a task back after a stop or a failed step.
+const handBackTimeout = 10 * time.Second
+
+// Run ticks task id until it leaves RUNNING, its lease is lost, or stop closes. stop is checked
+// at each step boundary: the step in flight finishes, then the task is handed back (QUEUED,
+// lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
+// mid-step (a shutdown that cannot wait any longer), the step fails and the task is handed back
+// too. A step that fails for a reason of the worker's (database, a cancelled context) hands the
+// task back counting a recovery (store.HandBack). A nil stop never closes.
+func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID string) {
+	for {
+		select {
+		case <-stop:
+			l.handBack(ctx, id, workerID, false)
+			return
+		default:
+		}
+		t, err := l.tickAlive(ctx, id, workerID)
 		if err != nil {
-			if !errors.Is(err, svcerr.ErrInvalidState) {
-				l.log().Error("tick", "task_id", id, "err", err)
+			if errors.Is(err, svcerr.ErrInvalidState) {
+				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
 			}
+			l.log().Error("task step failed; handing the task back", "task_id", id, "worker", workerID, "err", err)
+			l.handBack(ctx, id, workerID, true)
 			return
 		}
-		if t.Status != store.TaskRunning {
+		if t.Status != taskstate.Running {
 			return
 		}
 		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
 			return // aborted or reaped meanwhile: nothing more to do
 		}
+	}
+}
+
+// tickAlive is Tick while a heartbeat extends the lease every third of it, for at most
+// StepBound: a long model call or tool keeps its task, a hung one lets the lease lapse.
+func (l *Loop) tickAlive(ctx context.Context, id int64, workerID string) (*store.Task, error) {
+	done := make(chan struct{})
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		l.heartbeat(ctx, done, id, workerID)
+	}()
+	t, err := l.Tick(ctx, id, workerID)
+	close(done)
+	<-beat
+	return t, err
+}
+
+func (l *Loop) heartbeat(ctx context.Context, done <-chan struct{}, id int64, workerID string) {
+	clock := l.Clock
+	if clock == nil {
+		clock = startstop.RealClock(nil)
+	}
+	started := clock.Now()
+	for {
+		timer := clock.NewTimer(l.Lease / 3)
+		select {
+		case <-done:
+			timer.Stop()
+			return
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+		if l.StepBound > 0 && clock.Now().Sub(started) >= l.StepBound {
+			l.log().Warn("step exceeds worker_stale_minutes; its lease is left to lapse", "task_id", id, "worker", workerID)
+			return
+		}
+		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
+			return // the step ended meanwhile, or the task was aborted: the step finds out itself
+		}
+	}
+}
+
+// handBack returns task id to the queue (store.HandBack) and publishes it; when the hand-back
+// failed the task instead (too many recoveries in a row), the agent's automatic retry and the
+// parent's resumption apply as for any failure.
+func (l *Loop) handBack(ctx context.Context, id int64, workerID string, recovered bool) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+	defer cancel()
+	t, err := l.Store.HandBack(hctx, id, workerID, recovered)
+	if err != nil {
+		if !errors.Is(err, svcerr.ErrInvalidState) {
+			l.log().Error("hand back task", "task_id", id, "worker", workerID, "err", err)
+		}
+		return
+	}
+	if t.Status == taskstate.Failed && l.Retry != nil {
+		if _, err := l.Retry(hctx, id); err != nil {
+			l.log().Error("schedule retry", "task_id", id, "err", err)
+		}
+		if t, err = l.Store.Task(hctx, id); err != nil {
+			return
+		}
+	}
+	if l.Publish != nil {
+		l.Publish(hctx, t)
+	}
+	if t.Status == taskstate.Failed {
+		l.settle(hctx, t)
 	}
 }
 
@@ -132,21 +239,21 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if answer, err := l.handoverAnswer(ctx, t, calls); err != nil {
 		return nil, err
 	} else if answer != nil {
-		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskCompleted, Answer: answer, Data: todos.flush()})
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.Completed, Answer: answer, Data: todos.flush()})
 	}
 	if n, err := l.Store.UnsettledChildren(ctx, t.ID); err != nil {
 		return nil, err
 	} else if n > 0 {
-		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskAwaitingSubAgents, Data: todos.flush()})
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.AwaitingSubAgents, Data: todos.flush()})
 	}
 	if t.StepsUsed >= t.MaxSteps {
-		return l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskAborted,
+		return l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.Aborted,
 			Data: mergeData(todos.flush(), map[string]any{"max_steps_reached": true})})
 	}
 
 	cfg, err := l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
 	if errors.Is(err, svcerr.ErrNotFound) {
-		return l.fail(ctx, t, worker, store.TaskErrNoLLMConfiguration,
+		return l.fail(ctx, t, worker, taskstate.CodeNoLLMConfiguration,
 			"no model configuration: add a default one to the agent's group or a global default", nil)
 	}
 	if err != nil {
@@ -154,19 +261,23 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	}
 	driver, err := l.Driver(cfg)
 	if err != nil {
-		return l.fail(ctx, t, worker, store.TaskErrBadRequest, "model configuration unusable: "+err.Error(), nil)
+		return l.fail(ctx, t, worker, taskstate.CodeBadRequest, "model configuration unusable: "+err.Error(), nil)
 	}
 	req, err := l.request(ctx, t, agent, states)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := driver.Complete(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		// The worker gave up the step (a shutdown that could not wait): not the model's failure.
+		return nil, fmt.Errorf("model call of task %d: %w", t.ID, ctx.Err())
+	}
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
 			return l.fail(ctx, t, worker, le.Code, le.Message, nil)
 		}
-		return l.fail(ctx, t, worker, store.TaskErrUnknown, "model call failed", err)
+		return l.fail(ctx, t, worker, taskstate.CodeUnknown, "model call failed", err)
 	}
 
 	// Persist the assistant turn and its calls before running any of them.
@@ -179,19 +290,15 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	for _, c := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	stored, err := l.Store.AppendMessages(ctx, t.ID, worker, []store.NewTaskMessage{msg})
+	_, recorded, err := l.Store.AppendAssistantTurn(ctx, t.ID, worker, msg, run.plan(resp.ToolCalls))
 	if err != nil {
 		return nil, err
 	}
 	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1}
 	if len(resp.ToolCalls) == 0 {
 		answer := resp.Text
-		usage.Status, usage.Answer, usage.Data = store.TaskCompleted, &answer, todos.flush()
+		usage.Status, usage.Answer, usage.Data = taskstate.Completed, &answer, todos.flush()
 		return l.finish(ctx, t, worker, usage)
-	}
-	recorded, err := l.Store.RecordToolCalls(ctx, t.ID, worker, run.plan(stored[0].Sequence, resp.ToolCalls))
-	if err != nil {
-		return nil, err
 	}
 	outcome, err := run.execute(ctx, runnable(recorded))
 	if err != nil {
@@ -199,15 +306,15 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	}
 	usage.Status = outcome
 	if outcome == "" {
-		usage.Status = store.TaskRunning
+		usage.Status = taskstate.Running
 	}
 	for _, c := range recorded {
 		if c.Status == store.ToolCallPendingApproval {
-			usage.Status = store.TaskPendingApproval
+			usage.Status = taskstate.PendingApproval
 		}
 	}
-	if usage.Status == store.TaskRunning && t.StepsUsed+1 >= t.MaxSteps {
-		usage.Status, usage.Data = store.TaskAborted, map[string]any{"max_steps_reached": true}
+	if usage.Status == taskstate.Running && t.StepsUsed+1 >= t.MaxSteps {
+		usage.Status, usage.Data = taskstate.Aborted, map[string]any{"max_steps_reached": true}
 	}
 	usage.Data = mergeData(usage.Data, todos.flush())
 	return l.finish(ctx, t, worker, usage)
@@ -217,7 +324,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 // (see settle; FAILED is settled by fail, once its automatic retry is decided).
 func (l *Loop) finish(ctx context.Context, t *store.Task, worker string, o store.StepOutcome) (*store.Task, error) {
 	out, err := l.Store.FinishStep(ctx, t.ID, worker, o)
-	if err != nil || o.Status == store.TaskFailed {
+	if err != nil || o.Status == taskstate.Failed {
 		return out, err
 	}
 	return l.settle(ctx, out), nil
@@ -232,7 +339,7 @@ func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}
-	out, err := l.finish(ctx, t, worker, store.StepOutcome{Status: store.TaskFailed, Error: &store.TaskError{Code: code, Message: msg}})
+	out, err := l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: code, Message: msg}})
 	if err != nil {
 		return nil, err
 	}

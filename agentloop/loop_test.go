@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/task"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )
@@ -61,28 +62,22 @@ type fixture struct {
 
 func newFixture(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentFields, withConfig bool) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	st := storetest.New(t)
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "owner@example.com", PasswordHash: "x", DisplayName: "Owner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := st.CreateGroup(ctx, u.ID, "Team", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return newFixtureAt(t, turns, agentFields, withConfig, nil)
+}
+
+// newFixtureAt is newFixture with the store on clock (nil: the real time).
+func newFixtureAt(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentFields, withConfig bool, clock func() time.Time) *fixture {
+	t.Helper()
+	st := storetest.NewWithClock(t, clock)
+	u := storetest.User(t, st)
+	g := storetest.Group(t, st, u)
 	if withConfig {
-		script := "script.json"
-		if _, err := st.CreateLLMConfig(ctx, g.ID, store.LLMConfig{Name: "script", Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}); err != nil {
-			t.Fatal(err)
-		}
+		storetest.LLMConfig(t, st, g.ID)
 	}
-	name := "Bot"
-	agentFields.Name = &name
-	a, err := st.CreateAgent(ctx, g.PrincipalID, agentFields)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := storetest.Agent(t, st, g.PrincipalID, func(f *store.AgentFields) {
+		name := "Bot"
+		*f, f.Name = agentFields, &name
+	})
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
@@ -132,7 +127,7 @@ func (f *fixture) drain() {
 			return
 		}
 		for _, c := range claimed {
-			f.loop.Run(context.Background(), c.ID, "w1")
+			f.loop.Run(context.Background(), nil, c.ID, "w1")
 		}
 	}
 }
@@ -160,7 +155,7 @@ func TestToolCallThenAnswer(t *testing.T) {
 	task := f.newTask("compute", 10)
 	f.drain()
 	got := f.task(task.ID)
-	if got.Status != store.TaskCompleted || got.Answer == nil || *got.Answer != "5 and 40" {
+	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "5 and 40" {
 		t.Fatalf("task = %s %v", got.Status, got.Answer)
 	}
 	if got.StepsUsed != 2 || got.InputTokens != 30 || got.OutputTokens != 8 {
@@ -194,7 +189,7 @@ func TestApprovalWithEditedArguments(t *testing.T) {
 	f.states["core.CalculatorTool"] = tools.ToolState{Enabled: true, Overrides: map[string]tools.OperationOverride{"calculate": {AutoApprove: &no}}}
 	task := f.newTask("compute", 10)
 	f.drain()
-	if got := f.task(task.ID); got.Status != store.TaskPendingApproval {
+	if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
 		t.Fatalf("status %s, want PENDING_APPROVAL", got.Status)
 	}
 	if f.calc.n.Load() != 0 {
@@ -207,7 +202,7 @@ func TestApprovalWithEditedArguments(t *testing.T) {
 	}
 	f.drain()
 	got := f.task(task.ID)
-	if got.Status != store.TaskCompleted {
+	if got.Status != taskstate.Completed {
 		t.Fatalf("status %s after approval", got.Status)
 	}
 	if f.calc.n.Load() != 1 || f.calc.args[0]["expression"] != "6*7" {
@@ -233,7 +228,7 @@ func TestRejectionReasonReachesTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.drain()
-	if got := f.task(task.ID); got.Status != store.TaskCompleted || f.calc.n.Load() != 0 {
+	if got := f.task(task.ID); got.Status != taskstate.Completed || f.calc.n.Load() != 0 {
 		t.Fatalf("status %s, executions %d", got.Status, f.calc.n.Load())
 	}
 	if tool := f.rec.reqs[1].Messages[2]; !strings.Contains(tool.Text, "not now") || !tool.IsError {
@@ -251,14 +246,14 @@ func TestQuestionWaitsForTheAnswer(t *testing.T) {
 	}, store.AgentFields{}, true)
 	task := f.newTask("pick", 10)
 	f.drain()
-	if got := f.task(task.ID); got.Status != store.TaskAwaitingInput {
+	if got := f.task(task.ID); got.Status != taskstate.AwaitingInput {
 		t.Fatalf("status %s, want AWAITING_INPUT", got.Status)
 	}
 	if _, err := f.st.AnswerQuestions(context.Background(), task.ID, "q1", []store.QuestionAnswer{{Header: "Colour", Selections: []string{"blue"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.drain()
-	if got := f.task(task.ID); got.Status != store.TaskCompleted {
+	if got := f.task(task.ID); got.Status != taskstate.Completed {
 		t.Fatalf("status %s after the answer", got.Status)
 	}
 	if tool := f.rec.reqs[1].Messages[2]; !strings.Contains(tool.Text, "blue") {
@@ -272,7 +267,7 @@ func TestStepBudget(t *testing.T) {
 	task := f.newTask("loop", 1)
 	f.drain()
 	got := f.task(task.ID)
-	if got.Status != store.TaskAborted || got.Data["max_steps_reached"] != true || got.StepsUsed != 1 {
+	if got.Status != taskstate.Aborted || got.Data["max_steps_reached"] != true || got.StepsUsed != 1 {
 		t.Fatalf("status %s data %v steps %d", got.Status, got.Data, got.StepsUsed)
 	}
 }
@@ -284,14 +279,14 @@ func TestFailuresAndRetry(t *testing.T) {
 	task := f.newTask("x", 10)
 	f.drain()
 	got := f.task(task.ID)
-	if got.Status != store.TaskFailed || got.Error == nil || got.Error.Code != "RATE_LIMIT" || got.NextRetryAt == nil {
+	if got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != "RATE_LIMIT" || got.NextRetryAt == nil {
 		t.Fatalf("status %s error %+v next retry %v", got.Status, got.Error, got.NextRetryAt)
 	}
 
 	g := newFixture(t, []llm.ScriptTurn{{Text: "never"}}, store.AgentFields{}, false)
 	task = g.newTask("x", 10)
 	g.drain()
-	if got := g.task(task.ID); got.Status != store.TaskFailed || got.Error.Code != "NO_LLM_CONFIGURATION" {
+	if got := g.task(task.ID); got.Status != taskstate.Failed || got.Error.Code != "NO_LLM_CONFIGURATION" {
 		t.Fatalf("without a configuration: %s %+v", got.Status, got.Error)
 	}
 }
@@ -317,7 +312,7 @@ func TestInterruptedCallIsNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker dies here. Its lease expires; the reaper fails the task; a retry re-queues it.
-	f.loop.Run(ctx, task.ID, "crashy")
+	f.loop.Run(ctx, nil, task.ID, "crashy")
 	calls, _ = f.st.ToolCalls(ctx, task.ID)
 	if calls[0].Status != store.ToolCallFailed || f.calc.n.Load() != 0 {
 		t.Fatalf("interrupted call: %s, executions %d", calls[0].Status, f.calc.n.Load())

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )
@@ -275,13 +276,13 @@ func TestMediaToolInTheLoop(t *testing.T) {
 	w.states["core.MediaTool"] = tools.ToolState{Enabled: true}
 	// Only the root chat runs: the others are settled first.
 	for _, id := range []int64{w.child.ID, w.unrelated.ID} {
-		if _, err := w.st.AbortTaskChain(context.Background(), id, []string{store.TaskQueued}); err != nil {
+		if _, err := w.st.AbortTaskChain(context.Background(), id, []string{taskstate.Queued}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	w.drain()
 	got := w.task(w.root.ID)
-	if got.Status != store.TaskCompleted || got.Answer == nil || *got.Answer != "the agenda is to ship it" {
+	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "the agenda is to ship it" {
 		t.Fatalf("task = %s %v %+v", got.Status, got.Answer, got.Error)
 	}
 	res := toolResults(w.rec.reqs[2])

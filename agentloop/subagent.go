@@ -8,8 +8,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 
@@ -218,7 +219,7 @@ func (l *Loop) handoverAnswer(ctx context.Context, t *store.Task, calls []store.
 	if err != nil {
 		return nil, err
 	}
-	if ct.Status != store.TaskCompleted || ct.Answer == nil {
+	if ct.Status != taskstate.Completed || ct.Answer == nil {
 		return nil, nil
 	}
 	answer := *ct.Answer
@@ -237,14 +238,14 @@ func (l *Loop) settle(ctx context.Context, t *store.Task) *store.Task {
 		return ok
 	}
 	switch t.Status {
-	case store.TaskAwaitingSubAgents:
+	case taskstate.AwaitingSubAgents:
 		if resume(t.ID) {
 			if nt, err := l.Store.Task(ctx, t.ID); err == nil {
 				return nt
 			}
 		}
-	case store.TaskCompleted, store.TaskFailed, store.TaskCancelled, store.TaskAborted:
-		if t.ParentTaskID != nil {
+	default:
+		if t.ParentTaskID != nil && slices.Contains(taskstate.Finished, t.Status) {
 			resume(*t.ParentTaskID)
 		}
 	}

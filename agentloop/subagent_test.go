@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/task"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )
@@ -136,22 +137,22 @@ func TestSubAgentDelegationCompletes(t *testing.T) {
 	if err != nil || len(claimed) != 1 || claimed[0].ID != parent.ID {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
-	sf.loop.Run(context.Background(), parent.ID, "w1")
-	if got := sf.task(parent.ID); got.Status != store.TaskAwaitingSubAgents {
+	sf.loop.Run(context.Background(), nil, parent.ID, "w1")
+	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}
 	kids := sf.childTasks(parent.ID)
-	if len(kids) != 1 || kids[0].AgentID != child || kids[0].Status != store.TaskQueued || kids[0].Prompt != "research this" ||
+	if len(kids) != 1 || kids[0].AgentID != child || kids[0].Status != taskstate.Queued || kids[0].Prompt != "research this" ||
 		kids[0].UserID != parent.UserID {
 		t.Fatalf("children: %+v", kids)
 	}
 
 	sf.drain()
 	got := sf.task(parent.ID)
-	if got.Status != store.TaskCompleted || got.Answer == nil || *got.Answer != "summary of the findings" {
+	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "summary of the findings" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
-	if c := sf.task(kids[0].ID); c.Status != store.TaskCompleted || *c.Answer != "the child's findings" {
+	if c := sf.task(kids[0].ID); c.Status != taskstate.Completed || *c.Answer != "the child's findings" {
 		t.Fatalf("child %s %v", c.Status, c.Answer)
 	}
 	res := sf.toolResults("parent")
@@ -173,7 +174,7 @@ func TestSubAgentHandover(t *testing.T) {
 	parent := sf.newTask("hand over", 10)
 	sf.drain()
 	got := sf.task(parent.ID)
-	if got.Status != store.TaskCompleted || got.Answer == nil || *got.Answer != "answer from the specialist" {
+	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "answer from the specialist" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if n := len(sf.drv.reqs["parent"]); n != 1 {
@@ -218,7 +219,7 @@ func TestSubAgentRefusedTargets(t *testing.T) {
 			})
 			parent := sf.newTask("delegate", 10)
 			sf.drain()
-			if got := sf.task(parent.ID); got.Status != store.TaskCompleted || *got.Answer != "could not delegate" {
+			if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "could not delegate" {
 				t.Fatalf("parent %s %v", got.Status, got.Answer)
 			}
 			if kids := sf.childTasks(parent.ID); len(kids) != 0 {
@@ -253,8 +254,8 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
 		t.Fatal(err)
 	}
-	sf.loop.Run(ctx, parent.ID, "w0")
-	if got := sf.task(parent.ID); got.Status != store.TaskAwaitingSubAgents {
+	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s", got.Status)
 	}
 	// Both children reach their model turn before either goes on.
@@ -275,16 +276,16 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 		runs.Add(1)
 		go func(id int64, w string) {
 			defer runs.Done()
-			sf.loop.Run(ctx, id, w)
+			sf.loop.Run(ctx, nil, id, w)
 		}(claimed[0].ID, w)
 	}
 	runs.Wait()
 	sf.drv.before = nil
-	if got := sf.task(parent.ID); got.Status != store.TaskQueued {
+	if got := sf.task(parent.ID); got.Status != taskstate.Queued {
 		t.Fatalf("parent %s after both children, want QUEUED", got.Status)
 	}
 	sf.drain()
-	if got := sf.task(parent.ID); got.Status != store.TaskCompleted || *got.Answer != "both done" {
+	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "both done" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if n := len(sf.drv.reqs["parent"]); n != 2 {
@@ -308,12 +309,12 @@ func TestResumeWhenChildrenSettledOnce(t *testing.T) {
 	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
 		t.Fatal(err)
 	}
-	sf.loop.Run(ctx, parent.ID, "w0")
+	sf.loop.Run(ctx, nil, parent.ID, "w0")
 	if ok, err := sf.st.ResumeWhenChildrenSettled(ctx, parent.ID); ok || err != nil {
 		t.Fatalf("resumed with a queued child: %v %v", ok, err)
 	}
 	kid := sf.childTasks(parent.ID)[0]
-	if _, err := sf.st.TransitionTask(ctx, kid.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskCompleted}); err != nil {
+	if _, err := sf.st.TransitionTask(ctx, kid.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Completed}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -352,7 +353,7 @@ func TestAbortSubAgentCascades(t *testing.T) {
 	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
 		t.Fatal(err)
 	}
-	sf.loop.Run(ctx, parent.ID, "w0")
+	sf.loop.Run(ctx, nil, parent.ID, "w0")
 	kid := sf.childTasks(parent.ID)[0]
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
@@ -362,7 +363,7 @@ func TestAbortSubAgentCascades(t *testing.T) {
 	if err != nil || v == nil {
 		t.Fatalf("abort-sub-agent: %v", err)
 	}
-	if c, p := sf.task(kid.ID), sf.task(parent.ID); c.Status != store.TaskAborted || p.Status != store.TaskAborted {
+	if c, p := sf.task(kid.ID), sf.task(parent.ID); c.Status != taskstate.Aborted || p.Status != taskstate.Aborted {
 		t.Fatalf("child %s parent %s, want both ABORTED", c.Status, p.Status)
 	}
 	sf.drain()
@@ -386,10 +387,10 @@ func TestAbortedChildResumesParent(t *testing.T) {
 	}
 	parent := sf.newTask("p", 10)
 	sf.drain()
-	if got := sf.task(parent.ID); got.Status != store.TaskCompleted || *got.Answer != "the child ran out of steps" {
+	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "the child ran out of steps" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
-	if res := strings.Join(sf.toolResults("parent"), "|"); !strings.Contains(res, store.TaskAborted) {
+	if res := strings.Join(sf.toolResults("parent"), "|"); !strings.Contains(res, taskstate.Aborted) {
 		t.Fatalf("the model saw %s", res)
 	}
 }
@@ -410,7 +411,7 @@ func TestSubAgentNeedsApprovalByDefault(t *testing.T) {
 	})
 	parent := sf.newTask("p", 10)
 	sf.drain()
-	if got := sf.task(parent.ID); got.Status != store.TaskPendingApproval || len(sf.childTasks(parent.ID)) != 0 {
+	if got := sf.task(parent.ID); got.Status != taskstate.PendingApproval || len(sf.childTasks(parent.ID)) != 0 {
 		t.Fatalf("parent %s with %d children, want PENDING_APPROVAL and none", got.Status, len(sf.childTasks(parent.ID)))
 	}
 	reg := tools.NewRegistry()
@@ -422,7 +423,7 @@ func TestSubAgentNeedsApprovalByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	sf.drain()
-	if got := sf.task(parent.ID); got.Status != store.TaskCompleted || *got.Answer != "approved and done" {
+	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "approved and done" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if res := strings.Join(sf.toolResults("parent"), "|"); !strings.Contains(res, "child says hi") {
@@ -444,8 +445,8 @@ func TestChildAbortedByUserResumesParent(t *testing.T) {
 	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
 		t.Fatal(err)
 	}
-	sf.loop.Run(ctx, parent.ID, "w0")
-	if got := sf.task(parent.ID); got.Status != store.TaskAwaitingSubAgents {
+	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}
 	kid := sf.childTasks(parent.ID)[0]
@@ -456,11 +457,11 @@ func TestChildAbortedByUserResumesParent(t *testing.T) {
 	if _, err := task.New(sf.st, reg).Abort(ctx, sf.user, strconv.FormatInt(kid.ID, 10)); err != nil {
 		t.Fatal(err)
 	}
-	if got := sf.task(parent.ID); got.Status != store.TaskQueued {
+	if got := sf.task(parent.ID); got.Status != taskstate.Queued {
 		t.Fatalf("parent %s after its only child was aborted, want QUEUED", got.Status)
 	}
 	sf.drain()
-	if got := sf.task(parent.ID); got.Status != store.TaskCompleted {
+	if got := sf.task(parent.ID); got.Status != taskstate.Completed {
 		t.Fatalf("parent %s", got.Status)
 	}
 }

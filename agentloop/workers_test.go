@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/llm"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
-	"github.com/agentsvc/svc/worker"
 )
 
 // seeded is the owner and agent that tasks of the worker tests and benchmarks run under.
@@ -64,15 +65,18 @@ func (s seeded) createTasks(tb testing.TB, st *store.Store, prefix string, n int
 	return out
 }
 
-// hookDriver calls before (when set) ahead of every model turn of the wrapped driver.
+// hookDriver calls before (when set) ahead of every model turn of the wrapped driver; an error
+// from it is the turn's.
 type hookDriver struct {
 	d      llm.Driver
-	before func(req llm.Request)
+	before func(ctx context.Context, req llm.Request) error
 }
 
 func (h *hookDriver) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	if h.before != nil {
-		h.before(req)
+		if err := h.before(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	return h.d.Complete(ctx, req)
 }
@@ -90,7 +94,10 @@ func newWorkerLoop(tb testing.TB, st *store.Store, turns []llm.ScriptTurn, befor
 		tb.Fatal(err)
 	}
 	board := &agentloop.TodoBoard{}
-	drv := &hookDriver{d: scripted, before: before}
+	drv := &hookDriver{d: scripted}
+	if before != nil {
+		drv.before = func(_ context.Context, req llm.Request) error { before(req); return nil }
+	}
 	states := map[string]tools.ToolState{"core.CalculatorTool": {Enabled: true}}
 	return &agentloop.Loop{
 		Store: st, Registry: reg, Executors: core.Executors(core.Deps{Todos: board}), Lease: time.Hour, Todos: board,
@@ -112,8 +119,8 @@ func newDaemon(st *store.Store, loop *agentloop.Loop, workerID string, maxWorker
 		}
 		return ids, err
 	}
-	d.Run = func(stop context.Context, id int64) {
-		loop.Run(stop, id, workerID)
+	d.Run = func(ctx context.Context, stop <-chan struct{}, id int64) {
+		loop.Run(ctx, stop, id, workerID)
 		if after != nil {
 			after(id)
 		}
@@ -163,9 +170,9 @@ func TestTwoDaemonsNeverShareATask(t *testing.T) {
 		})
 		d := newDaemon(sts[i], loop, wid, 2, true, nil)
 		run := d.Run
-		d.Run = func(stop context.Context, id int64) {
+		d.Run = func(ctx context.Context, stop <-chan struct{}, id int64) {
 			start := time.Now()
-			run(stop, id)
+			run(ctx, stop, id)
 			mu.Lock()
 			runs[id] = append(runs[id], span{worker: wid, start: start, end: time.Now()})
 			mu.Unlock()
@@ -201,7 +208,7 @@ func TestTwoDaemonsNeverShareATask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != store.TaskCompleted || got.Answer == nil || *got.Answer != "42" || got.StepsUsed != 2 {
+		if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "42" || got.StepsUsed != 2 {
 			t.Errorf("task %d: %s answer %v steps %d, want COMPLETED 42 in 2 steps", tk.ID, got.Status, got.Answer, got.StepsUsed)
 		}
 		rs := runs[tk.ID]
@@ -253,14 +260,14 @@ func TestStaleWriterOnOtherStoreFails(t *testing.T) {
 		t.Fatalf("tick by b: %v, want ErrInvalidState", err)
 	}
 	answer := "stolen"
-	if _, err := sts[1].FinishStep(ctx, tk.ID, "host-b", store.StepOutcome{Status: store.TaskCompleted, Answer: &answer, Steps: 1}); !errors.Is(err, svcerr.ErrInvalidState) {
+	if _, err := sts[1].FinishStep(ctx, tk.ID, "host-b", store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1}); !errors.Is(err, svcerr.ErrInvalidState) {
 		t.Fatalf("finish step by b: %v, want ErrInvalidState", err)
 	}
 	got, err := sts[0].Task(ctx, tk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.TaskRunning || got.StepsUsed != 0 || got.Answer != nil || got.LeaseOwner == nil || *got.LeaseOwner != "host-a" {
+	if got.Status != taskstate.Running || got.StepsUsed != 0 || got.Answer != nil || got.LeaseOwner == nil || *got.LeaseOwner != "host-a" {
 		t.Fatalf("after refused writes: %s steps %d answer %v owner %v", got.Status, got.StepsUsed, got.Answer, got.LeaseOwner)
 	}
 }

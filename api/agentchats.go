@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"math"
 
-	"github.com/agentsvc/svc/chat"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/task"
 )
 
 // toChat is the chat record of the per-agent API for a task view: blocked is set only while
@@ -20,14 +21,14 @@ func toChat(v *task.View) gen.Chat {
 		Id: t.ID, AgentId: t.AgentID, Status: gen.TaskStatus(t.Status), Answer: t.Answer,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
-	if t.Status == store.TaskFailed && v.LastSaid != nil {
+	if t.Status == taskstate.Failed && v.LastSaid != nil {
 		out.Answer = v.LastSaid
 	}
 	if t.Error != nil {
 		out.Error = &gen.TaskError{Code: gen.TaskErrorCode(t.Error.Code), Message: t.Error.Message}
 	}
 	switch t.Status {
-	case store.TaskPendingApproval:
+	case taskstate.PendingApproval:
 		calls := make([]gen.ChatBlockedToolCall, 0, len(v.Calls))
 		for _, c := range v.Calls {
 			args := c.ProposedArguments
@@ -39,7 +40,7 @@ func toChat(v *task.View) gen.Chat {
 			})
 		}
 		out.Blocked = &gen.ChatBlocked{Reason: gen.ChatBlockedReasonPENDINGAPPROVAL, ToolCalls: &calls}
-	case store.TaskAwaitingInput:
+	case taskstate.AwaitingInput:
 		qs := questionBatches(v.Questions)
 		out.Blocked = &gen.ChatBlocked{Reason: gen.ChatBlockedReasonAWAITINGINPUT, Questions: &qs}
 	}

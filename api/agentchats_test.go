@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/api"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/task"
 )
 
 func TestChatBody(t *testing.T) {
@@ -28,20 +29,20 @@ func TestChatBody(t *testing.T) {
 		v    *task.View
 		want string
 	}{
-		{"queued", with(store.TaskQueued, nil),
+		{"queued", with(taskstate.Queued, nil),
 			`{"agent_id":7,"answer":null,"blocked":null,"created_at":"2026-01-02T03:04:05Z","error":null,"id":42,"status":"QUEUED","updated_at":"2026-01-02T03:04:05Z"}`},
-		{"completed", with(store.TaskCompleted, func(v *task.View) { v.Answer = &answer }),
+		{"completed", with(taskstate.Completed, func(v *task.View) { v.Answer = &answer }),
 			`{"agent_id":7,"answer":"Done.","blocked":null,"created_at":"2026-01-02T03:04:05Z","error":null,"id":42,"status":"COMPLETED","updated_at":"2026-01-02T03:04:05Z"}`},
-		{"failed says the last assistant text", with(store.TaskFailed, func(v *task.View) {
-			v.Error = &store.TaskError{Code: store.TaskErrAuthError, Message: "bad key"}
+		{"failed says the last assistant text", with(taskstate.Failed, func(v *task.View) {
+			v.Error = &store.TaskError{Code: taskstate.CodeAuthError, Message: "bad key"}
 			v.LastSaid = &said
 		}), `{"agent_id":7,"answer":"I could not finish.","blocked":null,"created_at":"2026-01-02T03:04:05Z","error":{"code":"AUTH_ERROR","message":"bad key"},"id":42,"status":"FAILED","updated_at":"2026-01-02T03:04:05Z"}`},
-		{"pending approval", with(store.TaskPendingApproval, func(v *task.View) {
+		{"pending approval", with(taskstate.PendingApproval, func(v *task.View) {
 			v.HasPending = true
 			v.Calls = []task.PendingCall{{ToolCall: store.ToolCall{ID: 311, ProviderCallID: "c1", Name: "read_url", Operation: "fetch",
 				ProposedArguments: map[string]any{"url": "https://example.org"}}, Description: "Fetch a page"}}
 		}), `{"agent_id":7,"answer":null,"blocked":{"reason":"PENDING_APPROVAL","tool_calls":[{"arguments":{"url":"https://example.org"},"description":"Fetch a page","id":311,"name":"read_url","operation":"fetch"}]},"created_at":"2026-01-02T03:04:05Z","error":null,"id":42,"status":"PENDING_APPROVAL","updated_at":"2026-01-02T03:04:05Z"}`},
-		{"awaiting input", with(store.TaskAwaitingInput, func(v *task.View) {
+		{"awaiting input", with(taskstate.AwaitingInput, func(v *task.View) {
 			v.HasPending = true
 			v.Questions = []store.QuestionBatch{{ToolCallID: "q1", CreatedAt: at, Questions: []store.Question{{Question: "Which?", Header: "H", Options: []string{"a", "b"}}}}}
 		}), `{"agent_id":7,"answer":null,"blocked":{"questions":[{"created_at":"2026-01-02T03:04:05Z","questions":[{"allowFreeText":false,"header":"H","multiple":false,"options":["a","b"],"question":"Which?"}],"tool_call_id":"q1"}],"reason":"AWAITING_INPUT"},"created_at":"2026-01-02T03:04:05Z","error":null,"id":42,"status":"AWAITING_INPUT","updated_at":"2026-01-02T03:04:05Z"}`},

@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 type agentKeyCtx struct{}

@@ -3,13 +3,13 @@ package api
 import (
 	"context"
 	"fmt"
-	"mime/multipart"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/media"
+	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -24,14 +24,11 @@ func (a *API) UploadAgentMedia(ctx context.Context, req gen.UploadAgentMediaRequ
 	if err != nil {
 		return nil, err
 	}
-	var saved *store.MediaAsset
-	err = uploadParts(req.Body, func(p *multipart.Part) error {
+	saved, err := uploadParts(req.Body, func(filename string, data io.Reader) (*store.MediaAsset, error) {
 		agentID := ag.ID
-		m, err := a.media.Save(ctx, media.NewAsset{PrincipalID: ag.PrincipalID, Filename: p.FileName(), Data: p,
+		return a.media.Save(ctx, media.NewAsset{PrincipalID: ag.PrincipalID, Filename: filename, Data: data,
 			MaxBytes: media.MaxAgentUploadBytes, AgentID: &agentID})
-		saved = m
-		return err
-	}, nil)
+	}, a.discard(ctx), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 
-	"github.com/agentsvc/svc/agent"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/agent"
 	"github.com/agentsvc/svc/store"
 )
 

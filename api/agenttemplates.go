@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/agentsvc/svc/agenttemplate"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/templateimport"
+	"github.com/agentsvc/svc/internal/agenttemplate"
 )
 
 // schemaPath is where the template schema is served, below the mount prefix ({schema_url}).
 const schemaPath = "/schemas/agent-template.schema.json"
 
-func toTemplateSummary(s *templateimport.Summary) gen.AgentTemplateCatalogEntry {
+func toTemplateSummary(s *agenttemplate.Summary) gen.AgentTemplateCatalogEntry {
 	out := gen.AgentTemplateCatalogEntry{
 		Id: s.ID, Name: s.Name, Description: s.Description, Version: s.Version,
 		Source: gen.AgentTemplateCatalogEntrySource(s.Source), Icon: s.Icon,

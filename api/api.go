@@ -7,97 +7,76 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/account"
-	"github.com/agentsvc/svc/agent"
-	"github.com/agentsvc/svc/chat"
-	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/group"
-	"github.com/agentsvc/svc/media"
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/picture"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/schedule"
-	"github.com/agentsvc/svc/secret"
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/apikey"
+	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/picture"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
-	"github.com/agentsvc/svc/task"
-	"github.com/agentsvc/svc/templateimport"
-	"github.com/agentsvc/svc/tick"
-	"github.com/agentsvc/svc/toolconfig"
-	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
-// Deps are the services the handlers call.
+// Deps are what the handlers call: the configuration, the store and the services, each built
+// once by server.Open and shared with the background workers (the agent loop, the daemon).
 type Deps struct {
-	Config   *config.Loader
-	Store    *store.Store
-	Accounts *account.Service
-	Secrets  *secret.Box // seals secrets at rest (model API keys, password-typed settings)
-	Tools    *tools.Registry
-	Skills   *skill.Index
-	Logger   *slog.Logger
-	Push     *push.Hub // the embedded push hub; nil: none (embedded push unavailable)
-	// Tick runs one agent-loop step of a task leased to workerID (agentloop.Loop.Tick); the
-	// client-mode tick endpoint calls it. nil: ticks fail as an internal error.
-	Tick  func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
-	Clock func() time.Time // drives per-user rate limits; nil: time.Now
-	Net   netguard.Options // outbound SSRF screen of callback URLs (tests: AllowLoopback)
-	Media *media.Service   // media assets; nil: files below storage/media
+	Config     *config.Loader
+	Store      *store.Store
+	Logger     *slog.Logger
+	Accounts   *account.Service
+	Groups     *group.Service
+	Agents     *agent.Service
+	ToolConfig *toolconfig.Service    // tool configuration: settings layers, agent and group tools
+	Templates  *agenttemplate.Service // agent templates: catalog, validate, import, export
+	Tasks      *task.Service          // tasks: state machine, approvals, questions, retries
+	Push       *push.Service          // push: /sse status, subscription info, subscriber tokens
+	Ticks      *worker.Client         // client-worker mode: tick and housekeeping
+	Schedules  *schedule.Service      // prompt templates and scheduled runs
+	Chats      *chat.Service          // per-agent API chats (key-scoped view of tasks)
+	Media      *media.Service         // media assets: storage, derivatives, per-agent scope
+	Pictures   *picture.Service       // pictures of users, agents and groups
+	APIKeys    *apikey.Service        // per-agent API keys
 }
 
 // API implements every operation of the contract; operations not built yet live in
 // unimplemented.gen.go (written by internal/stubgen) and answer 501.
 type API struct {
-	cfg      *config.Loader
-	store    *store.Store
-	accounts *account.Service
-	secrets  *secret.Box
-	tools    *tools.Registry
-	skills   *skill.Index
-	log      *slog.Logger
-	net      netguard.Options // outbound SSRF screen (callback URLs)
-	// Services of later areas are added below, one line each, constructed in New.
+	cfg       *config.Loader
+	store     *store.Store
+	accounts  *account.Service
 	groups    *group.Service
 	agents    *agent.Service
-	tcfg      *toolconfig.Service     // tool configuration: settings layers, agent and group tools
-	templates *templateimport.Service // agent templates: catalog, validate, import, export
-	tasks     *task.Service           // tasks: state machine, approvals, questions, retries
-	push      *push.Service           // push: /sse status, subscription info, subscriber tokens
-	ticks     *tick.Service           // client-worker mode: tick and housekeeping
-	schedules *schedule.Service       // prompt templates and scheduled runs
-	chats     *chat.Service           // per-agent API chats (key-scoped view of tasks)
-	media     *media.Service          // media assets: storage, derivatives, per-agent scope
-	pictures  *picture.Service        // pictures of users, agents and groups
+	tcfg      *toolconfig.Service
+	templates *agenttemplate.Service
+	tasks     *task.Service
+	push      *push.Service
+	ticks     *worker.Client
+	schedules *schedule.Service
+	chats     *chat.Service
+	media     *media.Service
+	pictures  *picture.Service
+	apiKeys   *apikey.Service
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
 
-// New returns the handlers.
+// New returns the handlers over d's services (it builds none).
 func New(d Deps) *API {
-	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, net: d.Net}
-	// Services of later areas are constructed here, one statement each.
-	a.groups = group.New(d.Store, d.Secrets)
-	a.agents = agent.New(d.Store)
-	a.tcfg = toolconfig.New(d.Store, d.Tools, d.Skills, d.Secrets)
-	a.templates = templateimport.New(d.Store, d.Tools, d.Skills)
-	a.tasks = task.New(d.Store, d.Tools)
-	a.push = push.NewService(d.Config.Current, d.Push)
-	a.schedules = schedule.New(d.Store)
-	if a.media = d.Media; a.media == nil {
-		a.media = media.New(d.Store, "", d.Clock)
-	}
-	a.pictures = picture.New(d.Store, a.media)
-	a.groups.WithMedia(a.media) // files of a deleted group's assets
-	a.chats = chat.New(d.Store, a.tasks, d.Net).WithMedia(a.media)
-	a.ticks = tick.New(tick.Options{Store: d.Store, Tasks: a.tasks, Config: d.Config.Current, Tick: d.Tick, Clock: d.Clock,
-		SweepMedia: a.media.Sweep})
-	return a
+	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
+		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
+		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.
@@ -168,5 +147,5 @@ func requestContext(ctx context.Context) context.Context {
 
 // publicBase is the public origin with the mount prefix (see config.Config.PublicBase).
 func (a *API) publicBase(ctx context.Context) string {
-	return a.cfg.Current().PublicBase(request(ctx))
+	return a.cfg.Current().PublicBase()
 }

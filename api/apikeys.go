@@ -3,14 +3,9 @@ package api
 import (
 	"context"
 
-	"github.com/agentsvc/svc/apikey"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/store"
 )
-
-// apiKeys is the key management service (stateless over the store; built per call so this
-// area needs no field in API).
-func (a *API) apiKeys() *apikey.Service { return apikey.New(a.store, nil) }
 
 func toAgentAPIKey(k *store.AgentAPIKey) gen.AgentApiKey {
 	return gen.AgentApiKey{Id: k.KeyID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
@@ -22,7 +17,7 @@ func (a *API) ListAgentApiKeys(ctx context.Context, req gen.ListAgentApiKeysRequ
 	if err != nil {
 		return nil, err
 	}
-	keys, err := a.apiKeys().List(ctx, id.User, req.Id)
+	keys, err := a.apiKeys.List(ctx, id.User, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +35,7 @@ func (a *API) CreateAgentApiKey(ctx context.Context, req gen.CreateAgentApiKeyRe
 	if err != nil {
 		return nil, err
 	}
-	k, full, err := a.apiKeys().Create(ctx, id.User, req.Id, req.Body.Name)
+	k, full, err := a.apiKeys.Create(ctx, id.User, req.Id, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +51,7 @@ func (a *API) RevokeAgentApiKey(ctx context.Context, req gen.RevokeAgentApiKeyRe
 	if err != nil {
 		return nil, err
 	}
-	if err := a.apiKeys().Revoke(ctx, id.User, req.Id, req.KeyId); err != nil {
+	if err := a.apiKeys.Revoke(ctx, id.User, req.Id, req.KeyId); err != nil {
 		return nil, err
 	}
 	var r gen.RevokeAgentApiKey200JSONResponse

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/account"
 )
 
 const sessionCookie = "svc_session"

@@ -7,9 +7,10 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/group"
+	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/pathid"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // toGroup converts a group as the caller sees it; picture_url is the address of GET
@@ -33,7 +34,7 @@ func groupResponse(base string, v *group.View) gen.GroupResponse {
 }
 
 func toGroupMember(m *store.GroupMember) gen.GroupMember {
-	return gen.GroupMember{UserId: m.UserID, Email: openapi_types.Email(m.Email), DisplayName: m.DisplayName,
+	return gen.GroupMember{UserId: strconv.FormatInt(m.UserID, 10), Email: openapi_types.Email(m.Email), DisplayName: m.DisplayName,
 		Role: gen.GroupRole(m.Role), JoinedAt: m.JoinedAt}
 }
 
@@ -49,11 +50,11 @@ func preferencesResponse(p map[string]any) gen.GroupPreferencesResponse {
 	return r
 }
 
-// memberID parses the {uid} path parameter (decimal, checked by the gate); a value beyond int64
-// names no member.
+// memberID parses the {uid} path parameter (the gate checks its pattern): anything but a
+// canonical positive int64 (a value beyond int64 passes the gate) names no member, ErrNotFound.
 func memberID(uid string) (int64, error) {
-	id, err := strconv.ParseInt(uid, 10, 64)
-	if err != nil || id < 1 {
+	id, ok := pathid.Parse(uid)
+	if !ok {
 		return 0, svcerr.New(svcerr.ErrNotFound, "member %s not found", uid)
 	}
 	return id, nil
@@ -155,7 +156,14 @@ func (a *API) AddGroupMember(ctx context.Context, req gen.AddGroupMemberRequestO
 		return nil, err
 	}
 	b := req.Body
-	m := group.Member{UserID: b.UserId}
+	var m group.Member
+	if b.UserId != nil {
+		uid, ok := pathid.Parse(*b.UserId)
+		if !ok {
+			return nil, svcerr.New(svcerr.ErrInvalid, "user_id %s is not a user id", *b.UserId)
+		}
+		m.UserID = &uid
+	}
 	if b.Email != nil {
 		e := string(*b.Email)
 		m.Email = &e

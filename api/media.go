@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -9,11 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentsvc/svc/access"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/media"
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // toMediaAsset converts a media asset.
@@ -31,25 +31,13 @@ func mediaResponse(m *store.MediaAsset) gen.MediaResponse {
 	return r
 }
 
-// visibleMedia returns a live asset the caller can see (ErrNotFound otherwise) and the
-// caller's scope.
-func (a *API) visibleMedia(ctx context.Context, id string) (*store.MediaAsset, *access.Scope, error) {
+// visibleMedia returns a live asset the caller can see (ErrNotFound otherwise).
+func (a *API) visibleMedia(ctx context.Context, id string) (*store.MediaAsset, error) {
 	who, err := caller(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	scope, err := access.For(ctx, a.store, who.User)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := a.media.Asset(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := scope.See(m.PrincipalID, "media asset"); err != nil {
-		return nil, nil, err
-	}
-	return m, scope, nil
+	return a.media.Visible(ctx, who.User, id)
 }
 
 // ListMediaAssets lists the live assets of the caller's visible principals, narrowed by
@@ -59,25 +47,16 @@ func (a *API) ListMediaAssets(ctx context.Context, req gen.ListMediaAssetsReques
 	if err != nil {
 		return nil, err
 	}
-	scope, err := access.For(ctx, a.store, who.User)
-	if err != nil {
-		return nil, err
-	}
-	principals := scope.Principals()
+	var principals []int64
 	if req.Params.PrincipalId != nil {
-		principals = []int64{}
-		for _, p := range *req.Params.PrincipalId {
-			if scope.CanSee(p) {
-				principals = append(principals, p)
-			}
-		}
+		principals = append([]int64{}, *req.Params.PrincipalId...)
 	}
 	page, per := pageArgs(req.Params.Page, req.Params.PerPage)
-	q := store.MediaQuery{PrincipalIDs: principals, Page: page, PerPage: per}
+	q := store.MediaQuery{Page: page, PerPage: per}
 	if req.Params.Kind != nil {
 		q.Kind = string(*req.Params.Kind)
 	}
-	list, err := a.media.List(ctx, q)
+	list, err := a.media.ListVisible(ctx, who.User, principals, q)
 	if err != nil {
 		return nil, err
 	}
@@ -101,49 +80,71 @@ func multipartErr(err error) error {
 	return svcerr.New(svcerr.ErrBadRequest, "the multipart body could not be read")
 }
 
-// uploadParts reads a multipart upload: the first part named `file` is passed to save as it
-// streams; the text field `keep` (when wanted) is parsed wherever it appears. Other parts are
-// skipped. Without a file part the answer is 400.
-func uploadParts(body *multipart.Reader, save func(p *multipart.Part) error, keep *bool) error {
+// missingFilePart is the answer to an upload without its file.
+var missingFilePart = svcerr.New(svcerr.ErrBadRequest, "the multipart part `file` is missing")
+
+// uploadParts reads a multipart upload: the part named `file` is passed to save as it streams
+// (save returns the asset it stored); the text field `keep` (when wanted) is parsed wherever it
+// appears. Other parts are skipped. A missing or empty file part, or a second one, is 400; undo
+// (when set) is given the asset already saved for an upload refused after it, so a refused
+// request leaves nothing.
+func uploadParts(body *multipart.Reader, save func(filename string, data io.Reader) (*store.MediaAsset, error), undo func(*store.MediaAsset), keep *bool) (saved *store.MediaAsset, err error) {
 	if body == nil {
-		return svcerr.New(svcerr.ErrBadRequest, "the upload needs a multipart body with a file part")
+		return nil, missingFilePart
 	}
-	sawFile := false
+	defer func() {
+		if err != nil && saved != nil {
+			if undo != nil {
+				undo(saved)
+			}
+			saved = nil
+		}
+	}()
 	for {
 		p, err := body.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return multipartErr(err)
+			return saved, multipartErr(err)
 		}
 		switch name := p.FormName(); {
-		case name == "file" && !sawFile:
-			sawFile = true
-			if err := save(p); err != nil {
-				return err
+		case name == "file" && saved != nil:
+			return saved, svcerr.New(svcerr.ErrBadRequest, "only one multipart part `file` is accepted")
+		case name == "file":
+			data := bufio.NewReader(p)
+			if _, err := data.Peek(1); errors.Is(err, io.EOF) {
+				return saved, svcerr.New(svcerr.ErrBadRequest, "the multipart part `file` is empty")
+			}
+			if saved, err = save(p.FileName(), data); err != nil {
+				return saved, err
 			}
 		case name == "keep" && keep != nil:
 			v, err := io.ReadAll(io.LimitReader(p, 16))
 			if err != nil {
-				return multipartErr(err)
+				return saved, multipartErr(err)
 			}
 			b, perr := strconv.ParseBool(strings.TrimSpace(string(v)))
 			if perr != nil {
-				return svcerr.New(svcerr.ErrInvalid, "keep must be true or false")
+				return saved, svcerr.New(svcerr.ErrInvalid, "keep must be true or false")
 			}
 			*keep = b
 		default:
 			if _, err := io.Copy(io.Discard, p); err != nil {
-				return multipartErr(err)
+				return saved, multipartErr(err)
 			}
 		}
 		_ = p.Close()
 	}
-	if !sawFile {
-		return svcerr.New(svcerr.ErrBadRequest, "the upload needs a part named file")
+	if saved == nil {
+		return nil, missingFilePart
 	}
-	return nil
+	return saved, nil
+}
+
+// discard undoes the save of a refused upload.
+func (a *API) discard(ctx context.Context) func(*store.MediaAsset) {
+	return func(m *store.MediaAsset) { a.media.Discard(ctx, m.ID) }
 }
 
 // UploadMediaAsset stores an upload of the caller, owned by their personal principal.
@@ -152,15 +153,12 @@ func (a *API) UploadMediaAsset(ctx context.Context, req gen.UploadMediaAssetRequ
 	if err != nil {
 		return nil, err
 	}
-	var saved *store.MediaAsset
 	keep := false
-	err = uploadParts(req.Body, func(p *multipart.Part) error {
+	saved, err := uploadParts(req.Body, func(filename string, data io.Reader) (*store.MediaAsset, error) {
 		// keep may arrive after the file: the asset is saved unkept and kept below if asked.
-		m, err := a.media.Save(ctx, media.NewAsset{PrincipalID: who.User.PrincipalID, Filename: p.FileName(),
-			Data: p, UploadedBy: &who.User.ID, Keep: keep})
-		saved = m
-		return err
-	}, &keep)
+		return a.media.Save(ctx, media.NewAsset{PrincipalID: who.User.PrincipalID, Filename: filename,
+			Data: data, UploadedBy: &who.User.ID, Keep: keep})
+	}, a.discard(ctx), &keep)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +172,7 @@ func (a *API) UploadMediaAsset(ctx context.Context, req gen.UploadMediaAssetRequ
 
 // CreateMediaDerivative makes a resized or converted copy of a visible image.
 func (a *API) CreateMediaDerivative(ctx context.Context, req gen.CreateMediaDerivativeRequestObject) (gen.CreateMediaDerivativeResponseObject, error) {
-	src, _, err := a.visibleMedia(ctx, req.Id)
+	src, err := a.visibleMedia(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +191,7 @@ func (a *API) CreateMediaDerivative(ctx context.Context, req gen.CreateMediaDeri
 
 // GetMediaDerivativeOptions lists what derivatives a visible asset supports.
 func (a *API) GetMediaDerivativeOptions(ctx context.Context, req gen.GetMediaDerivativeOptionsRequestObject) (gen.GetMediaDerivativeOptionsResponseObject, error) {
-	m, _, err := a.visibleMedia(ctx, req.Id)
+	m, err := a.visibleMedia(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -223,13 +221,7 @@ func (a *API) SetMediaAssetKeep(ctx context.Context, req gen.SetMediaAssetKeepRe
 	if err != nil {
 		return nil, err
 	}
-	scope, err := access.For(ctx, a.store, who.User)
-	if err != nil {
-		return nil, err
-	}
-	m, err := a.media.SetKeep(ctx, req.Id, req.Body.Keep, func(m *store.MediaAsset) error {
-		return scope.Manage(m.PrincipalID, "media asset")
-	})
+	m, err := a.media.SetKeepAs(ctx, who.User, req.Id, req.Body.Keep)
 	if err != nil {
 		return nil, err
 	}
@@ -256,30 +248,14 @@ func (a *API) ResolveMediaAssets(ctx context.Context, req gen.ResolveMediaAssets
 	if err != nil {
 		return nil, err
 	}
-	scope, err := access.For(ctx, a.store, who.User)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, id := range req.Body.Ids {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	found, err := a.media.Assets(ctx, ids)
+	found, missing, err := a.media.Resolve(ctx, who.User, req.Body.Ids)
 	if err != nil {
 		return nil, err
 	}
 	var r gen.ResolveMediaAssets200JSONResponse
-	r.Data.Media, r.Data.Missing = []gen.MediaAsset{}, []string{}
-	for _, id := range ids {
-		if m := found[id]; m != nil && scope.CanSee(m.PrincipalID) {
-			r.Data.Media = append(r.Data.Media, toMediaAsset(m))
-		} else {
-			r.Data.Missing = append(r.Data.Missing, id)
-		}
+	r.Data.Media, r.Data.Missing = make([]gen.MediaAsset, 0, len(found)), missing
+	for _, m := range found {
+		r.Data.Media = append(r.Data.Media, toMediaAsset(m))
 	}
 	return r, nil
 }

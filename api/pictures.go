@@ -2,28 +2,23 @@ package api
 
 import (
 	"context"
+	"io"
 	"mime/multipart"
 	"net/http"
 
-	"github.com/agentsvc/svc/agent"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/picture"
+	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/store"
 )
 
 // uploadPicture stores the `file` part of body as the picture of t (400 without one) and
-// returns the new asset.
+// returns the new asset. A second file part is refused after the picture was replaced: the
+// earlier picture is gone by then, so the new one stays rather than leaving none.
 func (a *API) uploadPicture(ctx context.Context, body *multipart.Reader, t *picture.Target, userID int64) (*store.MediaAsset, error) {
-	var saved *store.MediaAsset
-	err := uploadParts(body, func(p *multipart.Part) error {
-		m, err := a.pictures.Set(ctx, t, p.FileName(), p, userID)
-		saved = m
-		return err
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return saved, nil
+	return uploadParts(body, func(filename string, data io.Reader) (*store.MediaAsset, error) {
+		return a.pictures.Set(ctx, t, filename, data, userID)
+	}, nil, nil)
 }
 
 // pictureHeaders marks a streamed picture: the detected type is kept (nosniff), and caches

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/task"
 )
 
 func toTask(v *task.View) gen.Task {

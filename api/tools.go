@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/toolconfig"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 func toRegisteredTool(spec tools.Spec) gen.RegisteredTool {

@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 
-	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/account"
 )
 
 // ListUsers pages through accounts (administrators).

@@ -1268,8 +1268,10 @@ type AddGroupMemberRequest struct {
 	// Role Role in the group (default `member`; `owner` needs the owner role or the administrator flag).
 	Role *AddGroupMemberRequestRole `json:"role,omitempty"`
 
-	// UserId The user's id (exclusive with `email`).
-	UserId *int64 `json:"user_id,omitempty"`
+	// UserId The user's id in decimal, a string as in the member record and the path (exclusive with `email`); an integer is refused (422).
+	//
+	// Example: 42
+	UserId *string `json:"user_id,omitempty"`
 }
 
 // AddGroupMemberRequestRole Role in the group (default `member`; `owner` needs the owner role or the administrator flag).
@@ -2211,14 +2213,18 @@ type CreateGroupRequest struct {
 
 // CreateLlmConfigRequest A new model configuration for the group.
 //
-// Example: {"api_key":"ollama","base_url":"http://127.0.0.1:11434/v1","context_window":131072,"driver":"openai","is_default":true,"model":"llama3.1:8b","name":"Local Llama","temperature":0.3}
+// Example: {"api_key":"ollama","base_url":"http://ollama.lan:11434/v1","context_window":131072,"driver":"openai","is_default":true,"model":"llama3.1:8b","name":"Local Llama","temperature":0.3}
 type CreateLlmConfigRequest struct {
 	// ApiKey Provider API key; write-only, encrypted at rest, never returned.
 	ApiKey *string `json:"api_key,omitempty"`
 
 	// BaseUrl Endpoint base URL (absolute http or https URL) for `openai` and `anthropic`; omit for
 	// the driver default. For `scripted`, the script file path (relative to the working
-	// directory). Checked by the server (422).
+	// directory). Checked by the server (422). For a group (not global) configuration the
+	// host must resolve to public addresses only, or be listed in the setting
+	// `llm_allowed_hosts` (host names, IP addresses and CIDR networks an administrator
+	// trusts, such as a local Ollama); otherwise 422, and model calls are screened the same
+	// way when they connect. Global configurations are not screened.
 	BaseUrl *string `json:"base_url,omitempty"`
 
 	// ContextWindow Context window in tokens.
@@ -2450,7 +2456,7 @@ type GroupListResponse struct {
 
 // GroupMember A user's membership in a group.
 //
-// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":42}
+// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
 type GroupMember struct {
 	// DisplayName The member's display name.
 	//
@@ -2470,10 +2476,10 @@ type GroupMember struct {
 	// Example: member
 	Role GroupRole `json:"role"`
 
-	// UserId The member's user id.
+	// UserId The member's user id, in decimal (a string, as document 1 specifies).
 	//
 	// Example: 42
-	UserId int64 `json:"user_id"`
+	UserId string `json:"user_id"`
 }
 
 // GroupMemberListResponse A page of memberships.
@@ -2491,7 +2497,7 @@ type GroupMemberResponse struct {
 	Data struct {
 		// Member A user's membership in a group.
 		//
-		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":42}
+		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
 		Member GroupMember `json:"member"`
 	} `json:"data"`
 }
@@ -3824,7 +3830,7 @@ type StartAgentChatRequest struct {
 	// AdditionalSteps Accepted for symmetry with follow-ups, clamped to 1..100; used as the step cap only when `max_steps` is absent.
 	AdditionalSteps *int `json:"additional_steps,omitempty"`
 
-	// CallbackUrl Webhook target (absolute https, public addresses only), called when the chat settles.
+	// CallbackUrl Webhook target (absolute https, public addresses only; the scheme is case-insensitive), called when the chat settles.
 	CallbackUrl *string `json:"callback_url,omitempty"`
 
 	// Files Inline files; beyond the eighth, oversize or refused types are dropped silently.
@@ -4305,7 +4311,7 @@ type UpdateLlmConfigRequest struct {
 	// ApiKey New provider API key; replaces the stored one. Write-only, never returned.
 	ApiKey *string `json:"api_key,omitempty"`
 
-	// BaseUrl New endpoint base URL (or script path for `scripted`).
+	// BaseUrl New endpoint base URL (or script path for `scripted`); screened as on create (public addresses or `llm_allowed_hosts` for group configurations).
 	BaseUrl *string `json:"base_url,omitempty"`
 
 	// Clear Optional fields to reset: `api_key` removes the stored key, `base_url` returns to
@@ -4557,6 +4563,9 @@ type NotImplemented = Error
 
 // PayloadTooLarge The failure envelope.
 type PayloadTooLarge = Error
+
+// ServiceUnavailable The failure envelope.
+type ServiceUnavailable = Error
 
 // TooManyRequests The failure envelope.
 type TooManyRequests = Error
@@ -9504,6 +9513,8 @@ type NotImplementedJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
+type ServiceUnavailableJSONResponse Error
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter *int
 }
@@ -9692,6 +9703,22 @@ func (response StartAgentChat413JSONResponse) VisitStartAgentChatResponse(w http
 	return err
 }
 
+type StartAgentChat415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StartAgentChat415JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartAgentChat422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response StartAgentChat422JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
@@ -9733,6 +9760,20 @@ func (response StartAgentChat500JSONResponse) VisitStartAgentChatResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartAgentChat503JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9830,6 +9871,22 @@ func (response AnswerAgentChat413JSONResponse) VisitAnswerAgentChatResponse(w ht
 	return err
 }
 
+type AnswerAgentChat415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AnswerAgentChat415JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AnswerAgentChat422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response AnswerAgentChat422JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
@@ -9871,6 +9928,20 @@ func (response AnswerAgentChat500JSONResponse) VisitAnswerAgentChatResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AnswerAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AnswerAgentChat503JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9968,6 +10039,22 @@ func (response ApproveAgentChat413JSONResponse) VisitApproveAgentChatResponse(w 
 	return err
 }
 
+type ApproveAgentChat415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApproveAgentChat415JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveAgentChat422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ApproveAgentChat422JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
@@ -10009,6 +10096,20 @@ func (response ApproveAgentChat500JSONResponse) VisitApproveAgentChatResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApproveAgentChat503JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10202,6 +10303,22 @@ func (response SendAgentChatMessage413JSONResponse) VisitSendAgentChatMessageRes
 	return err
 }
 
+type SendAgentChatMessage415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendAgentChatMessage415JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendAgentChatMessage422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response SendAgentChatMessage422JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
@@ -10243,6 +10360,20 @@ func (response SendAgentChatMessage500JSONResponse) VisitSendAgentChatMessageRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendAgentChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendAgentChatMessage503JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10340,6 +10471,22 @@ func (response RejectAgentChat413JSONResponse) VisitRejectAgentChatResponse(w ht
 	return err
 }
 
+type RejectAgentChat415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RejectAgentChat415JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RejectAgentChat422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response RejectAgentChat422JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
@@ -10381,6 +10528,20 @@ func (response RejectAgentChat500JSONResponse) VisitRejectAgentChatResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RejectAgentChat503JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10715,6 +10876,20 @@ func (response UploadAgentMedia500JSONResponse) VisitUploadAgentMediaResponse(w 
 	return err
 }
 
+type UploadAgentMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadAgentMedia503JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentMediaRequestObject struct {
 	MediaId string `json:"mediaId"`
 }
@@ -10955,6 +11130,22 @@ func (response ImportAgentTemplate413JSONResponse) VisitImportAgentTemplateRespo
 	return err
 }
 
+type ImportAgentTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ImportAgentTemplate415JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportAgentTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ImportAgentTemplate422JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
@@ -10979,6 +11170,20 @@ func (response ImportAgentTemplate500JSONResponse) VisitImportAgentTemplateRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ImportAgentTemplate503JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11063,6 +11268,22 @@ func (response ValidateAgentTemplate413JSONResponse) VisitValidateAgentTemplateR
 	return err
 }
 
+type ValidateAgentTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ValidateAgentTemplate415JSONResponse) VisitValidateAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ValidateAgentTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ValidateAgentTemplate422JSONResponse) VisitValidateAgentTemplateResponse(w http.ResponseWriter) error {
@@ -11087,6 +11308,20 @@ func (response ValidateAgentTemplate500JSONResponse) VisitValidateAgentTemplateR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ValidateAgentTemplate503JSONResponse) VisitValidateAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11311,6 +11546,22 @@ func (response CreateAgent413JSONResponse) VisitCreateAgentResponse(w http.Respo
 	return err
 }
 
+type CreateAgent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAgent415JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAgent422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateAgent422JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
@@ -11335,6 +11586,20 @@ func (response CreateAgent500JSONResponse) VisitCreateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAgent503JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11616,6 +11881,22 @@ func (response UpdateAgent413JSONResponse) VisitUpdateAgentResponse(w http.Respo
 	return err
 }
 
+type UpdateAgent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAgent415JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateAgent422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateAgent422JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
@@ -11640,6 +11921,20 @@ func (response UpdateAgent500JSONResponse) VisitUpdateAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAgent503JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11829,6 +12124,22 @@ func (response CreateAgentApiKey413JSONResponse) VisitCreateAgentApiKeyResponse(
 	return err
 }
 
+type CreateAgentApiKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAgentApiKey415JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAgentApiKey422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateAgentApiKey422JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
@@ -11853,6 +12164,20 @@ func (response CreateAgentApiKey500JSONResponse) VisitCreateAgentApiKeyResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgentApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAgentApiKey503JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12541,6 +12866,20 @@ func (response UploadAgentPicture500JSONResponse) VisitUploadAgentPictureRespons
 	return err
 }
 
+type UploadAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadAgentPicture503JSONResponse) VisitUploadAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListScheduledRunsRequestObject struct {
 	Id string `json:"id"`
 }
@@ -12712,6 +13051,22 @@ func (response CreateScheduledRun413JSONResponse) VisitCreateScheduledRunRespons
 	return err
 }
 
+type CreateScheduledRun415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateScheduledRun415JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateScheduledRun422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateScheduledRun422JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
@@ -12736,6 +13091,20 @@ func (response CreateScheduledRun500JSONResponse) VisitCreateScheduledRunRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateScheduledRun503JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13006,6 +13375,22 @@ func (response UpdateScheduledRun413JSONResponse) VisitUpdateScheduledRunRespons
 	return err
 }
 
+type UpdateScheduledRun415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateScheduledRun415JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateScheduledRun422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateScheduledRun422JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
@@ -13030,6 +13415,20 @@ func (response UpdateScheduledRun500JSONResponse) VisitUpdateScheduledRunRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateScheduledRun503JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13312,6 +13711,22 @@ func (response CreatePromptTemplate413JSONResponse) VisitCreatePromptTemplateRes
 	return err
 }
 
+type CreatePromptTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePromptTemplate415JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreatePromptTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreatePromptTemplate422JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
@@ -13336,6 +13751,20 @@ func (response CreatePromptTemplate500JSONResponse) VisitCreatePromptTemplateRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePromptTemplate503JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13634,6 +14063,22 @@ func (response UpdatePromptTemplate413JSONResponse) VisitUpdatePromptTemplateRes
 	return err
 }
 
+type UpdatePromptTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdatePromptTemplate415JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdatePromptTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdatePromptTemplate422JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
@@ -13658,6 +14103,20 @@ func (response UpdatePromptTemplate500JSONResponse) VisitUpdatePromptTemplateRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdatePromptTemplate503JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14179,6 +14638,22 @@ func (response UpdateAgentToolOperation413JSONResponse) VisitUpdateAgentToolOper
 	return err
 }
 
+type UpdateAgentToolOperation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAgentToolOperation415JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateAgentToolOperation422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateAgentToolOperation422JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
@@ -14203,6 +14678,20 @@ func (response UpdateAgentToolOperation500JSONResponse) VisitUpdateAgentToolOper
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentToolOperation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAgentToolOperation503JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14487,6 +14976,22 @@ func (response ReplaceAgentToolOverride413JSONResponse) VisitReplaceAgentToolOve
 	return err
 }
 
+type ReplaceAgentToolOverride415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplaceAgentToolOverride415JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceAgentToolOverride422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ReplaceAgentToolOverride422JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
@@ -14511,6 +15016,20 @@ func (response ReplaceAgentToolOverride500JSONResponse) VisitReplaceAgentToolOve
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplaceAgentToolOverride503JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14687,6 +15206,22 @@ func (response TransferAgent413JSONResponse) VisitTransferAgentResponse(w http.R
 	return err
 }
 
+type TransferAgent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TransferAgent415JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TransferAgent422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response TransferAgent422JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
@@ -14711,6 +15246,20 @@ func (response TransferAgent500JSONResponse) VisitTransferAgentResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TransferAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TransferAgent503JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14793,6 +15342,22 @@ func (response UpdateAccount413JSONResponse) VisitUpdateAccountResponse(w http.R
 	return err
 }
 
+type UpdateAccount415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAccount415JSONResponse) VisitUpdateAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateAccount422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateAccount422JSONResponse) VisitUpdateAccountResponse(w http.ResponseWriter) error {
@@ -14817,6 +15382,20 @@ func (response UpdateAccount500JSONResponse) VisitUpdateAccountResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAccount503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAccount503JSONResponse) VisitUpdateAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14913,6 +15492,22 @@ func (response RequestEmailChange413JSONResponse) VisitRequestEmailChangeRespons
 	return err
 }
 
+type RequestEmailChange415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RequestEmailChange415JSONResponse) VisitRequestEmailChangeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RequestEmailChange422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response RequestEmailChange422JSONResponse) VisitRequestEmailChangeResponse(w http.ResponseWriter) error {
@@ -14937,6 +15532,20 @@ func (response RequestEmailChange500JSONResponse) VisitRequestEmailChangeRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RequestEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RequestEmailChange503JSONResponse) VisitRequestEmailChangeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15005,6 +15614,22 @@ func (response ConfirmEmailChange413JSONResponse) VisitConfirmEmailChangeRespons
 	return err
 }
 
+type ConfirmEmailChange415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ConfirmEmailChange415JSONResponse) VisitConfirmEmailChangeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ConfirmEmailChange422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ConfirmEmailChange422JSONResponse) VisitConfirmEmailChangeResponse(w http.ResponseWriter) error {
@@ -15029,6 +15654,20 @@ func (response ConfirmEmailChange500JSONResponse) VisitConfirmEmailChangeRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ConfirmEmailChange503JSONResponse) VisitConfirmEmailChangeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15083,6 +15722,22 @@ func (response ForgotPassword413JSONResponse) VisitForgotPasswordResponse(w http
 	return err
 }
 
+type ForgotPassword415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ForgotPassword415JSONResponse) VisitForgotPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ForgotPassword422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ForgotPassword422JSONResponse) VisitForgotPasswordResponse(w http.ResponseWriter) error {
@@ -15124,6 +15779,20 @@ func (response ForgotPassword500JSONResponse) VisitForgotPasswordResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgotPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ForgotPassword503JSONResponse) VisitForgotPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15202,6 +15871,22 @@ func (response Login413JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	return err
 }
 
+type Login415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response Login415JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Login422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response Login422JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
@@ -15243,6 +15928,20 @@ func (response Login500JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Login503JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15447,6 +16146,22 @@ func (response ChangePassword413JSONResponse) VisitChangePasswordResponse(w http
 	return err
 }
 
+type ChangePassword415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ChangePassword415JSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ChangePassword422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ChangePassword422JSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
@@ -15471,6 +16186,20 @@ func (response ChangePassword500JSONResponse) VisitChangePasswordResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangePassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ChangePassword503JSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15553,6 +16282,22 @@ func (response Register413JSONResponse) VisitRegisterResponse(w http.ResponseWri
 	return err
 }
 
+type Register415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response Register415JSONResponse) VisitRegisterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Register422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response Register422JSONResponse) VisitRegisterResponse(w http.ResponseWriter) error {
@@ -15594,6 +16339,20 @@ func (response Register500JSONResponse) VisitRegisterResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Register503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Register503JSONResponse) VisitRegisterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15648,6 +16407,22 @@ func (response ResetPassword413JSONResponse) VisitResetPasswordResponse(w http.R
 	return err
 }
 
+type ResetPassword415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResetPassword415JSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResetPassword422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ResetPassword422JSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
@@ -15689,6 +16464,20 @@ func (response ResetPassword500JSONResponse) VisitResetPasswordResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResetPassword503JSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16029,6 +16818,22 @@ func (response CreateGroup413JSONResponse) VisitCreateGroupResponse(w http.Respo
 	return err
 }
 
+type CreateGroup415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGroup415JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateGroup422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateGroup422JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
@@ -16053,6 +16858,20 @@ func (response CreateGroup500JSONResponse) VisitCreateGroupResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGroup503JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16334,6 +17153,22 @@ func (response UpdateGroup413JSONResponse) VisitUpdateGroupResponse(w http.Respo
 	return err
 }
 
+type UpdateGroup415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateGroup415JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateGroup422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateGroup422JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
@@ -16358,6 +17193,20 @@ func (response UpdateGroup500JSONResponse) VisitUpdateGroupResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateGroup503JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16627,6 +17476,22 @@ func (response CreateGroupLlmConfig413JSONResponse) VisitCreateGroupLlmConfigRes
 	return err
 }
 
+type CreateGroupLlmConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGroupLlmConfig415JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateGroupLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateGroupLlmConfig422JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
@@ -16651,6 +17516,20 @@ func (response CreateGroupLlmConfig500JSONResponse) VisitCreateGroupLlmConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGroupLlmConfig503JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16856,6 +17735,22 @@ func (response UpdateGroupLlmConfig413JSONResponse) VisitUpdateGroupLlmConfigRes
 	return err
 }
 
+type UpdateGroupLlmConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateGroupLlmConfig415JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateGroupLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateGroupLlmConfig422JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
@@ -16880,6 +17775,20 @@ func (response UpdateGroupLlmConfig500JSONResponse) VisitUpdateGroupLlmConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateGroupLlmConfig503JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17163,6 +18072,22 @@ func (response AddGroupMember413JSONResponse) VisitAddGroupMemberResponse(w http
 	return err
 }
 
+type AddGroupMember415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AddGroupMember415JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddGroupMember422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response AddGroupMember422JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
@@ -17187,6 +18112,20 @@ func (response AddGroupMember500JSONResponse) VisitAddGroupMemberResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AddGroupMember503JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17406,6 +18345,22 @@ func (response UpdateGroupMember413JSONResponse) VisitUpdateGroupMemberResponse(
 	return err
 }
 
+type UpdateGroupMember415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateGroupMember415JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateGroupMember422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateGroupMember422JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
@@ -17430,6 +18385,20 @@ func (response UpdateGroupMember500JSONResponse) VisitUpdateGroupMemberResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateGroupMember503JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17748,6 +18717,20 @@ func (response UploadGroupPicture500JSONResponse) VisitUploadGroupPictureRespons
 	return err
 }
 
+type UploadGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadGroupPicture503JSONResponse) VisitUploadGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetGroupPreferencesRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -17919,6 +18902,22 @@ func (response ReplaceGroupPreferences413JSONResponse) VisitReplaceGroupPreferen
 	return err
 }
 
+type ReplaceGroupPreferences415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplaceGroupPreferences415JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceGroupPreferences422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ReplaceGroupPreferences422JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
@@ -17943,6 +18942,20 @@ func (response ReplaceGroupPreferences500JSONResponse) VisitReplaceGroupPreferen
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceGroupPreferences503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplaceGroupPreferences503JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18212,6 +19225,22 @@ func (response UpsertGroupTool413JSONResponse) VisitUpsertGroupToolResponse(w ht
 	return err
 }
 
+type UpsertGroupTool415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpsertGroupTool415JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpsertGroupTool422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpsertGroupTool422JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
@@ -18236,6 +19265,20 @@ func (response UpsertGroupTool500JSONResponse) VisitUpsertGroupToolResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpsertGroupTool503JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18395,6 +19438,22 @@ func (response UpdateMailConfig413JSONResponse) VisitUpdateMailConfigResponse(w 
 	return err
 }
 
+type UpdateMailConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateMailConfig415JSONResponse) VisitUpdateMailConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMailConfig422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateMailConfig422JSONResponse) VisitUpdateMailConfigResponse(w http.ResponseWriter) error {
@@ -18433,6 +19492,20 @@ func (response UpdateMailConfig501JSONResponse) VisitUpdateMailConfigResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMailConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateMailConfig503JSONResponse) VisitUpdateMailConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18515,6 +19588,22 @@ func (response SendTestMail413JSONResponse) VisitSendTestMailResponse(w http.Res
 	return err
 }
 
+type SendTestMail415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendTestMail415JSONResponse) VisitSendTestMailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendTestMail422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response SendTestMail422JSONResponse) VisitSendTestMailResponse(w http.ResponseWriter) error {
@@ -18553,6 +19642,20 @@ func (response SendTestMail501JSONResponse) VisitSendTestMailResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestMail503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendTestMail503JSONResponse) VisitSendTestMailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18684,6 +19787,22 @@ func (response CreateLocation413JSONResponse) VisitCreateLocationResponse(w http
 	return err
 }
 
+type CreateLocation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateLocation415JSONResponse) VisitCreateLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateLocation422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateLocation422JSONResponse) VisitCreateLocationResponse(w http.ResponseWriter) error {
@@ -18708,6 +19827,20 @@ func (response CreateLocation500JSONResponse) VisitCreateLocationResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateLocation503JSONResponse) VisitCreateLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18897,6 +20030,22 @@ func (response UpdateLocation413JSONResponse) VisitUpdateLocationResponse(w http
 	return err
 }
 
+type UpdateLocation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateLocation415JSONResponse) VisitUpdateLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateLocation422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateLocation422JSONResponse) VisitUpdateLocationResponse(w http.ResponseWriter) error {
@@ -18921,6 +20070,20 @@ func (response UpdateLocation500JSONResponse) VisitUpdateLocationResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateLocation503JSONResponse) VisitUpdateLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19180,6 +20343,20 @@ func (response UploadMyPicture500JSONResponse) VisitUploadMyPictureResponse(w ht
 	return err
 }
 
+type UploadMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadMyPicture503JSONResponse) VisitUploadMyPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetProfileRequestObject struct {
 }
 
@@ -19307,6 +20484,22 @@ func (response ReplaceProfile413JSONResponse) VisitReplaceProfileResponse(w http
 	return err
 }
 
+type ReplaceProfile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplaceProfile415JSONResponse) VisitReplaceProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceProfile422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ReplaceProfile422JSONResponse) VisitReplaceProfileResponse(w http.ResponseWriter) error {
@@ -19331,6 +20524,20 @@ func (response ReplaceProfile500JSONResponse) VisitReplaceProfileResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplaceProfile503JSONResponse) VisitReplaceProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19521,6 +20728,20 @@ func (response UploadMediaAsset500JSONResponse) VisitUploadMediaAssetResponse(w 
 	return err
 }
 
+type UploadMediaAsset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadMediaAsset503JSONResponse) VisitUploadMediaAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAllowedMediaTypesRequestObject struct {
 }
 
@@ -19648,6 +20869,22 @@ func (response ResolveMediaAssets413JSONResponse) VisitResolveMediaAssetsRespons
 	return err
 }
 
+type ResolveMediaAssets415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResolveMediaAssets415JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResolveMediaAssets422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ResolveMediaAssets422JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
@@ -19672,6 +20909,20 @@ func (response ResolveMediaAssets500JSONResponse) VisitResolveMediaAssetsRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveMediaAssets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResolveMediaAssets503JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19769,6 +21020,22 @@ func (response CreateMediaDerivative413JSONResponse) VisitCreateMediaDerivativeR
 	return err
 }
 
+type CreateMediaDerivative415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateMediaDerivative415JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateMediaDerivative422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateMediaDerivative422JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
@@ -19793,6 +21060,20 @@ func (response CreateMediaDerivative500JSONResponse) VisitCreateMediaDerivativeR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMediaDerivative503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateMediaDerivative503JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19968,6 +21249,22 @@ func (response SetMediaAssetKeep413JSONResponse) VisitSetMediaAssetKeepResponse(
 	return err
 }
 
+type SetMediaAssetKeep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetMediaAssetKeep415JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SetMediaAssetKeep422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response SetMediaAssetKeep422JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
@@ -19992,6 +21289,20 @@ func (response SetMediaAssetKeep500JSONResponse) VisitSetMediaAssetKeepResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMediaAssetKeep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetMediaAssetKeep503JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20489,6 +21800,22 @@ func (response SubscribeNotifications413JSONResponse) VisitSubscribeNotification
 	return err
 }
 
+type SubscribeNotifications415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubscribeNotifications415JSONResponse) VisitSubscribeNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubscribeNotifications422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response SubscribeNotifications422JSONResponse) VisitSubscribeNotificationsResponse(w http.ResponseWriter) error {
@@ -20527,6 +21854,20 @@ func (response SubscribeNotifications501JSONResponse) VisitSubscribeNotification
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubscribeNotifications503JSONResponse) VisitSubscribeNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20912,6 +22253,22 @@ func (response InstallPlugin413JSONResponse) VisitInstallPluginResponse(w http.R
 	return err
 }
 
+type InstallPlugin415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InstallPlugin415JSONResponse) VisitInstallPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type InstallPlugin422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response InstallPlugin422JSONResponse) VisitInstallPluginResponse(w http.ResponseWriter) error {
@@ -20950,6 +22307,20 @@ func (response InstallPlugin501JSONResponse) VisitInstallPluginResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InstallPlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InstallPlugin503JSONResponse) VisitInstallPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21258,6 +22629,22 @@ func (response UpdatePlugin413JSONResponse) VisitUpdatePluginResponse(w http.Res
 	return err
 }
 
+type UpdatePlugin415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdatePlugin415JSONResponse) VisitUpdatePluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdatePlugin422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdatePlugin422JSONResponse) VisitUpdatePluginResponse(w http.ResponseWriter) error {
@@ -21296,6 +22683,20 @@ func (response UpdatePlugin501JSONResponse) VisitUpdatePluginResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdatePlugin503JSONResponse) VisitUpdatePluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21710,6 +23111,22 @@ func (response CreateTask413JSONResponse) VisitCreateTaskResponse(w http.Respons
 	return err
 }
 
+type CreateTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTask415JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTask422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateTask422JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
@@ -21734,6 +23151,20 @@ func (response CreateTask500JSONResponse) VisitCreateTaskResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateTask503JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22241,6 +23672,22 @@ func (response AnswerTask413JSONResponse) VisitAnswerTaskResponse(w http.Respons
 	return err
 }
 
+type AnswerTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AnswerTask415JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AnswerTask422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response AnswerTask422JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
@@ -22265,6 +23712,20 @@ func (response AnswerTask500JSONResponse) VisitAnswerTaskResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AnswerTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AnswerTask503JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22376,6 +23837,22 @@ func (response ApproveTask413JSONResponse) VisitApproveTaskResponse(w http.Respo
 	return err
 }
 
+type ApproveTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApproveTask415JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTask422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ApproveTask422JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
@@ -22400,6 +23877,20 @@ func (response ApproveTask500JSONResponse) VisitApproveTaskResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApproveTask503JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22511,6 +24002,22 @@ func (response ContinueTask413JSONResponse) VisitContinueTaskResponse(w http.Res
 	return err
 }
 
+type ContinueTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ContinueTask415JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ContinueTask422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ContinueTask422JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
@@ -22535,6 +24042,20 @@ func (response ContinueTask500JSONResponse) VisitContinueTaskResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ContinueTask503JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22646,6 +24167,22 @@ func (response RejectTask413JSONResponse) VisitRejectTaskResponse(w http.Respons
 	return err
 }
 
+type RejectTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RejectTask415JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RejectTask422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response RejectTask422JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
@@ -22670,6 +24207,20 @@ func (response RejectTask500JSONResponse) VisitRejectTaskResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RejectTask503JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23335,6 +24886,22 @@ func (response PutToolSettings413JSONResponse) VisitPutToolSettingsResponse(w ht
 	return err
 }
 
+type PutToolSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PutToolSettings415JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutToolSettings422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response PutToolSettings422JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
@@ -23359,6 +24926,20 @@ func (response PutToolSettings500JSONResponse) VisitPutToolSettingsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PutToolSettings503JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23626,6 +25207,22 @@ func (response PutToolUserSettings413JSONResponse) VisitPutToolUserSettingsRespo
 	return err
 }
 
+type PutToolUserSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PutToolUserSettings415JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutToolUserSettings422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response PutToolUserSettings422JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
@@ -23650,6 +25247,20 @@ func (response PutToolUserSettings500JSONResponse) VisitPutToolUserSettingsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PutToolUserSettings503JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23824,6 +25435,22 @@ func (response CreateUser413JSONResponse) VisitCreateUserResponse(w http.Respons
 	return err
 }
 
+type CreateUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateUser415JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateUser422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response CreateUser422JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
@@ -23848,6 +25475,20 @@ func (response CreateUser500JSONResponse) VisitCreateUserResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateUser503JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24157,6 +25798,22 @@ func (response UpdateUser413JSONResponse) VisitUpdateUserResponse(w http.Respons
 	return err
 }
 
+type UpdateUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateUser415JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateUser422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response UpdateUser422JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
@@ -24181,6 +25838,20 @@ func (response UpdateUser500JSONResponse) VisitUpdateUserResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateUser503JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24292,6 +25963,22 @@ func (response ReplaceUser413JSONResponse) VisitReplaceUserResponse(w http.Respo
 	return err
 }
 
+type ReplaceUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplaceUser415JSONResponse) VisitReplaceUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceUser422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response ReplaceUser422JSONResponse) VisitReplaceUserResponse(w http.ResponseWriter) error {
@@ -24316,6 +26003,20 @@ func (response ReplaceUser500JSONResponse) VisitReplaceUserResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplaceUser503JSONResponse) VisitReplaceUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24590,6 +26291,22 @@ func (response GrantUserRole413JSONResponse) VisitGrantUserRoleResponse(w http.R
 	return err
 }
 
+type GrantUserRole415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response GrantUserRole415JSONResponse) VisitGrantUserRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GrantUserRole422JSONResponse struct{ ValidationErrorJSONResponse }
 
 func (response GrantUserRole422JSONResponse) VisitGrantUserRoleResponse(w http.ResponseWriter) error {
@@ -24614,6 +26331,20 @@ func (response GrantUserRole500JSONResponse) VisitGrantUserRoleResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantUserRole503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GrantUserRole503JSONResponse) VisitGrantUserRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30356,920 +32087,934 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3reuM2tij4Kvh4er6yu2lbdrlSFftHH8VWVdzxrW052em4jgSRkIRtClAI0i6lxu80zzBPNh8WLgRJ",
-	"UKJkV3rvc6Z/dMoUL8DCul+/BhGfzTkjLBPB0ddgSnBMUvjnDcnSRXeckVT+FRMRpXSeUc6Co+CWRJzF",
-	"AmUcPWGaoREZ85SgVD5C2WQ3CAMRTckMy0dnlNFZPguO9sMgW8xJcBRQlpEJSYPn5+cwmOMUz0imP9ud",
-	"EJZ15/RkirOzuP5peR3RGG1lU4IyLB4QjUMUk4jOcIJiOqGZ2JYLoPLuOc6mQRgwPIPPxkEYpOT3nKYk",
-	"Do6yNCfuQskXPJsn8sbDg8CuVWQpZZNArtSs7ZayiNyS33PCIlJf4hVLFmhGhMATItDTlAuChkLfPkRU",
-	"oElKcEZSlE0xQ9mUCrvg33OSLooVC/mlgXm2BNYxT2c4U8D87jAICzh3PHDWi++T2TzBGRFn8bUETW3t",
-	"5gaA6vA+73TeRoLnaUTg32RPX0ryibowRDxFGI1wSpC8uov6U/kvLKZolguJG+ju5nyHsIjHJD66Z8OI",
-	"p+T/OviYEkFwGk1JOty9Zy88MfnOveKNEhz4yzlhE7nJ/bcdAI/9WyJdlpFUfvB/bf2Gd/7o7Hz/Wf93",
-	"sPP5ayf87u3z3vbfm376ixc/PqU8n4sT2gDbCx6TBEWcjekkT7G8imjcgKvRiq03H/++9/jV2pqOHX5t",
-	"Xsw3WUuf8+QkwUL4l3RDJlRkJCUxyjhPUCRv9eLkrrrUX8zJJZ4Rg5dbY54ijSEIkG73huD47uZcfnnY",
-	"xCQys6w1MM99cRn1Dt69q6JeE97cNeGNJKgZmY1I+kagXJAUiJMyy/W2MFJvkxclX5Q7ChEWKOZRPiMs",
-	"Q/tIzElEx5Q0csd8PfboUNBv+5JEJJ187YT7Hxqo45xHgPM+rm5+ez0U9KDdNZ54uPX+zggLEqM5nhDE",
-	"cgnmJm4sbynx4JiMcZ5kcKwrcP6apP7vy6tI0D8I2tKvQwfvQoQzNOMiQ/udznbjekg6aF7TwTvARL2o",
-	"TmflEvtYPAj5f74T6itRKxfZRtRm6jUvEreSmoBLnC0hDEmubwRKC24xlJcGwC5exATO4j+PA9wJkvqg",
-	"fqeo/VvRxLN8XMw5EwSUrx9wfCN1DZHJvyLOMsLgn3g+T6gi0b3/FHJpDgC+BiRNeaoeieUXfuieDm56",
-	"/7zr3fYlMJQqFBzBWonUCXi8kHoQ4xl6xAmN0T9ury4BEsXy/5KScXAU/I+9QkXdU7+KvR58EDZQRwn3",
-	"7fK9aAtUlFmeZHSO0wzl84TjGCU4ehCIZgINxzQhQyR/3N5FJzwmaOjsYbgbPIfBCWfjhEYvBM3Z5c/d",
-	"87PTwW2/2++VgKOUWYFOri6uz3v93ulrwEPt5eTq8uP52Ul/iLbiXC2XbEvFbVhazlBp1SlR0vWNQCKT",
-	"uuCYpyMq1f0pQRFOkm2Ax0e4GhP2MoCc3N58HPSvfupdDvRiSlCZUSGkZOMpokzhinwCZfyBsFeEUG0V",
-	"Q/Q0JUqcDv9jR/6+05ffHCJlJMmjchb3lHI2OUZyU/ds+PHq5oez09PepfMWCTmSaqyTF3AsGbLIUpzx",
-	"FI0TDC+Sv8wwk1Ih5QmRqvFzGJwxKWxx8lLk6/duLrvnJQhT/WpENIheDNI7Rr7MSZSRGI0xTfKUGKIy",
-	"C5CISDJME4Gk4ZDwyYTEIWLkkaTSjMxTRmKFZpc8+8hzFr9s55dX/cHHq7vLMnJJDjGGl78S6zGkg2JO",
-	"FAMiX6jIAHs1u6OCjhIptxykMOCxqxyarZ/JDUkNjrwCAM4kY7noXUre4oIhoSID81CYVdLis2hBstcB",
-	"D5ViOiFYOOCxHwJo8DnRdtGCZC5QnJUr0FzjheThfc7PcarUqs1hc9399fyqezroX10Nzrs3n3rNQot8",
-	"iQiJBdrvHH549/47NFpkRLyq4DJfkPAAtTChM2qBUVuqAkef8wvMFlp4i5eBQ777onv5qxF/t2Uxxbnk",
-	"TwuUmo+9wu5vpJiBjZLYbLW2jOExGoJXagfcUkM0oY9EAQq8UJQhoRxTUl+qurJ2rC/Lt0J9957j9YJl",
-	"3jGcZ1PCMpCZL6TBu8vuXf/H3mX/7KRbpUHnMxL/rVb3CsC95FrJEkQI+fItnoaIMzTcw5Lqd/Cc7v11",
-	"GCJmbnwgC6sHVRat8O2OiXw+52lG4gsSU9wHzfJlsLm9u76+uun3TgcXvdOz7qD/63VFQVrMCXJf+2Vn",
-	"JmL+xECb05wLRxGZZ+TVOLrSFd8IBF+XUksLtpTPQHcEDrBd/XwBPd+2FBB/lrCGnfQKYGwKP9BZuv2z",
-	"q8tB7+bm6qaZhU2xQJgpaX+E5qlkutkC3Qdshsl9IHeSF8f7GnDsIuvjNRqO0dFzlgss5eFWzh4Yf2Jo",
-	"TEkSh0qfAqCHKM0Tgkap1L4sWlb3K0FqV6o8yfoobrSFI6/p3VJl7sQ4w/WrFoNcgCvbShtQI84TgpX2",
-	"WZhfvxVPfra38tF/kiir3Qlfrt8VBt04Bm/QBfh7HGMMxzGV4MTJtbPaMU4E8aKtNBwzjnAs1So8IzEa",
-	"SdmCoyxZIM4I4mM0lHcNaAw+3CGZYZoMQ4RZLI+Ipkr/DMIS2smbJLuK8f/Ul3cjPpN2KAdjWDmq5FbK",
-	"UNUPfm1Y6xshSYfnLENwJ9oiX6IkF/SRoCeaTYu1gsluTVv12orBfVgzsc3yHPeIWWlNFPGEGD/aBNyi",
-	"1i8zVI9IOcSfmJRAzIpquAAQMyheV+9h6YTlM4kC8EAQBnAbUCss57Nn7XrrS6FH4zrI1ImWAdbSRVtH",
-	"zInmS1XStv5sScXdMwQiBcABKIfRPKUsonOcVFAJJwl/Goy5/E8+NyQWQWgkHsBiDzoH73Y6b3c6+/3O",
-	"90dvO0edzr9qB/aRslgA1op8NsMpFUQgpYaruEocHB0ehAEVgzF+5CnNiCWcGf4ySEmWApIeqL9FRuYi",
-	"ONrvyDPJsGESUv5PeLoAdqriDPLlEaxhxPkD+EQTkmVk8EDkbRnBiQSd9tbc6KcQFoKKDLMsCKUFIj8d",
-	"/I//ge4ks75nXfEgDW6EUcbnNIKNYRSTeTaVu5nTKMtTMsjTJDhieZJIQtMABhx5JzlNli4GWGoxgxll",
-	"OXziXRiIhcjIbDBP+Wwuwfsrz8H8wijCKRnnCUpra9xFJzQjSBpmCw1VuYx8HnuO6aC//91R593R/sG/",
-	"6hyget5VVPplSrIpkRuXsiUhUsqCT2SGF2hEJKJllOUEvGFVTlxGnFrQUP4mNZ+MzkiJHOQuduTVwEN3",
-	"pZfUYqBTnmbIuYa2yGyeLZTBnzNBMqA8lzN1Oh3PZ3yUDeSmPX+WZiQWr3TqVRC9CcrG+KRsooTFDKcP",
-	"EuLSTFM0LPUEZN7kB3qJfmp7yDM+wxmNkL4FzeWH5ZFudVBMQfAD95wpSC0JYJZI03W8d6rs4DYjczTK",
-	"4wnJpIzD8EF9EC194WXC90texa0qnCglZEceEDLPq2joA1kINDQMZBiioWQb8r8QrZSfl3884pRilknu",
-	"MZRkf8+GDkMZoq1HnOREyHPR8kmdU2Zitgo3toGmI5ymlMSIsowj8kUqc0KFWWusXfGn6umdUjFP8AKU",
-	"hxIW+hlZGc1XeLwt36uFzsEBwNOdMY4kZkqklBo+gvvbUZiXxkpss4aocZwSISS6QPRM3YvoDE/IMZJM",
-	"tvDiKZBLHZpxBoCRv0tMriiJzrdL/Lm25Scmd2pvQlvYyPQ5SYXEO+dHEAyglmyXDuVdK87gFQy1MLX6",
-	"wSR1YIZwiZAXBVmhbIoz8PGRWOkcGGUpZoJKIIGFAR7R1dRdEU01Zgs/I/UzEoD1yoE2g6C6HzHqipQj",
-	"tWohSCwyFE0xm7SWEBWlHsIxpcPWtFXmE9XNGmJwWVxYlZb+syszYIdtlYVAGf1LorIEk89Nel93Tn+S",
-	"Kk0NVfT3FEbMSbqjyKN7fSaZHtpSDl1wZZEo1cfi6IBttD1JNMHD+/Hb37//cjA7nH8IwiDBIhvkovbk",
-	"2/7+/lHn4Ojw8F9FmIx9YOiJpw/jhD/V1ZJvoDf4yPw6HyU0AqjQOFRhBZW3QGObSTNGQ/H4MChf138q",
-	"AOpbj5HAY3AiJ3xS5s4VSNUWVwadlwpKLi/j50NbBSNUxypfst0IlZVs0S92LvGMoK3RQqp7j3IRXPFd",
-	"4BXKOfxGlNGofMCtqFSTZYkQSoBZQQon6kHXtVC1i2YUvOdABqe927NPl0hM8Zyg4VdJMkdfqbbMQ3lP",
-	"iIq1hMhdyvOzsuD8rotl/hhnvb/QbHoLCLSGK6J4/JyKrHmvP5GFVXiAEzAlJZtXXc2AAF9+/XY8p1Lz",
-	"8amWUSbNXPljiBh5kvg5pqmAb9KMzMQawAkKexenKV7U/TpmHS/w6xSfuyGP/GEp7jDxRFLFU1PyaFJj",
-	"IDYrJHk8aR2ep+BzzJSKqUJNmiRfBPcHsmh0NygGptyfJtVoPQaUqv179p084YVAkl2U3tjK92beGprV",
-	"v8pZOXTjIXFGnpKFQ+ghoixK8ljqcxI2Y8kwgQGIqVRiOYuI53T+HRJovSN78An/vrvD1nLLBHeVCQMh",
-	"QUUHiLNkUV6WfKe7tMG/fn/72O+Mfv8QXe4vbt49nR98+fF9/I/D2U/fi+538145LU0+/lt35186h/Nv",
-	"g92//WV9iaixEoSf8ssw8iT3/C0k3yvJNXleG0m3HhiKy1iTNoCURUlipIIJZUP0xQzIvKgVEzcpy6c6",
-	"17EGGfu2F7KE5VLwihGVQyj5NgTTXy7/JiYvv0556jdlslIBX15P9q2WeurrLwQahAeboVaE2ACXBMk2",
-	"03XgM135/Jrru1aW0R2sYbN4y4VNLIOolrKFtA9B7a1i9YwpkLfijyPKcLpQ/LFunahbfVAD7wTaur78",
-	"FKJ/XPc+hejT2UepEvxCRtfHNn/0HbqgP5S1dPXFlQwFPt0It+WE8Er6n4k5tEBmH/K+FHcNZznBGU74",
-	"pMey1CMHbyHqAOfO5dYfMQX2X2KHrs3rDSRUC2zAM6iTG8gIogBP0pg3oQ0b7dBBDhWHmOEJo2MKgSWw",
-	"mz11ESpnbTBP8gllIjj67XMtRAE3qhsGIsknJtJgQFd+WC1If0yilc2/lcf4my8/Fi71eczh789h8EhS",
-	"ofOxdzu7HY+ZbqFWhf/QOlsdD6tjq/IMabZSSFYH8Cul9dIogK2XcS4fI+WN0jn5ehWMeF1S6uCa9wSe",
-	"YicEOc//+CMhw4oFrK621QSdIh+0BUnRuqyHOeUTPDUOCnXYO0XNT/3uynLqWFdbVw0N6/UfCteQvkP5",
-	"GnFKVN4YExlOEhKjLTqTqgh6wikTaHh9fvfp7HJwcXZ7e3b5SSd4G6FYrBBHM7L3RHDWsLyyZNzcR+5/",
-	"e4m0aio/Z1lKR3kGbmG487hQPyVoLWcRrfzPdaqtc+DoAcof8IwUbnAL9+KDJi9JvBJYDeuoB9fofG58",
-	"ysp9mD7SCGLrkYGPDTDDQt3YumZE6gdvSL3Mo2oEYguOSGX/CRVZ0+Y9fG4lACzfq5dYzh5JivTv5ky8",
-	"IiXY3z3Y7axlIJT90WYR9jzKGBoWzFfzqwr8PChWJ/C2Una5rliXruLVrA0PIug1IcJUAJOnMdSYjIwN",
-	"3V7f9ioTq3TwYmmvpMpYI2k9FbdbNfHQli0tO9Bxx2NVbHELm0ZxiscZOugcdHb2DxDO7tnwK57PB/OU",
-	"jOmXZwsblYFo8Vpd3v1Pwdlwexfd6aQwiKBiKDH+T5V/hzOdk5CQR5KoyKajZP3FpKwF0yybi6O9PfEY",
-	"7ToZS/LvFosIwkIL9SesrJeMUgqYd0pR7YNOQ4Cu84qZG8+bZM9YdWmnFPF1Y+Qmju3cDBJgw6yZMHCC",
-	"4cFR8Li/KpHGr5pKNiX/+TUgTHINWyVlM83VrzjP+ADP5yl/tHK08oT++Jhk0TR4/uyyQB/vf26j1P7F",
-	"LdvzuUKl5FP0hHWMevhVXRjkafI8rIW/Dz94hE57O6rKJqynYG0luLKy/fapL62qzo/QKKdJtiMVlFzo",
-	"0r66Xhpq5aCQFmsoteE9g8wYnT1RqnIHfvNnl5iXaW7twzTR2mZ91h7kFmSdyZdsW+V2zQyPFlqnT8FU",
-	"GZVb85JGOnwkLObpnvxruH2s44+FDWATFHCifMhWLDfrueWX7lYqmvWhbP39SP9zd7Dz+a/m8vbf91be",
-	"8Zc26p/mTz79E7prmORKcmyy4PiMZlL+8VRZmccqIx4kIp8pCCDOkLKKdlEPR9N7VqqJxfM5wamwLiLO",
-	"IoK2+ldX54OT8+7t7eD07vocsv23dWOGtZUcg3KKFa6n9mKW0WiZ4uueEzj2f9v9XPnH1m9/2/m8+zfv",
-	"KSxRiwtFuMl/1KBO2ezYNdO0lVIVkzFl8JhOrWn0o/tyKHUmnE8bMcl+5YRK0TKjcinP7+qVNzH8hlzH",
-	"WsKgXn0tja85efC/WKrgRplsbdPWGhO2msC2MnnrdVOxjKtLVWI94RRy2W5/ve33LgbXN1cX133jitn1",
-	"UmI78rpYmY7ppbBrqXKyTAVQSxkKjh3DOOJAJNLG8ERnHdXWTwP2BtcDUVZNHYUYM5wshLwM7lzQkXkM",
-	"/yVf5glPdVHAIxU8NUE8+ki8Xoxmp+iVqvCYEEZSnITyuOI8yugjzRahNRZCyRlmOdN1RiGakZjiEEk4",
-	"hRZzODtGmAGQ7hnkoFbO+6LX7552+92BlBmfrm5+Hdxd/nR59culhG5mi422QyQ4opmtlWJIggtNSUoq",
-	"BpxrLDh08t3hUg+qqeyw3tAyTH7IWSy1BfmAT6vxvr1knNRddQnPU6Tvcc9fQMBRnr0ULzzFDNp0YF1y",
-	"MkkJATeKMnZGSU6gxUNMJ1zKIcoTkkHeHnvwnnzJPKou62cqcpwgfc+x8kBrxSFEMUnpo4rcSsn69mBn",
-	"RDP08fLnnX2MplhMqzIX0RjNeJwnHL119/jYkUvdl/934Flka+q+MrbYmuQNOG4rhvkjSVMakwp9S8XH",
-	"Q9Qle6+mfqU5QTOCmUDzlOzo+2LgFaCRpYosto8BqlJRo2xKUqpycaBdkcZGv2S1puWy7Pxia1Qg/cSm",
-	"H/Sr+xbwKCZRgrVjy75xCzNkqvI4I3IZ4sHxy15d925UBZ4m9+260be69Ymri8EyWytdoFyujzKwtxV6",
-	"VqsDghe5Z4NNUYNuWTUhmeR0KCURT2NHK/eekeuSaD4pg+Zi90WKeUFzPq88yTLKJmK96gf4zg6445B5",
-	"w7EkIEjX5kzZJcaYnuHYlKmppCkyMA8NldUCeUWzXGT3bESgBErjqL7PsinOk2M0x0I88TTekZuJ6w7D",
-	"Y0MxJEaThI9wYsx7nuo6P1NekRJtYJokl4a6CdcBVJMM8rJJ4Ss1MgvR8pZEmuycp3y0B9ZaOda1vbaR",
-	"XnU2F/spWFQJL1eS5kcpwtjEr4882npnNFb3VSPjphQcuMmg+6l32R/81Pu1VMucFy5hdA8O8hRneQqV",
-	"y9pLrWzEaXAUKM/uXnGXJ7AMH12DhPQeT+Rzz87Kqlv+MZ9htpMSHEO8Qmp3mGFjKhWqTrsNeRQTX0ss",
-	"cMFfc+jpgrZuPp6g777v7G+bagk+HhNYPUp0WmklWD3WxatPU54Q2z6uvOA6UFdhFsC4AJVefFtsOtEn",
-	"1OCrctBKfke4oYntXQRV6UhIgqbZAm2lZJwLAllrihtvH6Hr7s1tT9WRh/esd3Hd/3WgO22E6Ez1gTq7",
-	"6ak/dH8g+Pd1t9/v3VyG6LJ70XNugz/Njffs597NrZSTxQ3min2ZuWDfqLC/eOKi+x+D237v+nZw0738",
-	"1AvvmeQBt4PLq/7g/Oy2HyLHg1M85nPr6Ku9y+4P5z1nd/fMinT3vYWcl9eufvhH76R8tbz37l3/atC9",
-	"vr65+rkH3Q7c99qPwg/ottfvn11+ujUahKR25+p19/b2l6ubU3l5YHsqhffM3mH6V/3cPb/TX0NmKZo/",
-	"ulup/VSckTVi3E3ai2cnV5f69Wap/avrwXnv5965WnSNa4X3zFyzr/mp9+su+kWbTQYnj/wGc1hXsOTO",
-	"fzo7Py9uaTS9FA7eXndPevLui27/5Ee0JSLMGInRmCag1tsWaPdMNy5S8bljRL5IvgD8QEeDVOoBZrFN",
-	"2NsOUVkEaaSsCCaNbpe93unt4OTq8uPZpzu1L231aXvCocIgDEpUGISBQ4bqr6JbWEGIQRiUsNH8Xdxb",
-	"JUXnUv2m4q1lagzCoEKOQRiUyVFfqNBj+aolSHO5SpFBGHgo0r3qYGv5cgUKNaIs3e0SZRAGPqp0L/vJ",
-	"0r2jTpZBGDTSpe+34jA8hOletZQZhIGXNJ3rrkbho025BR8ploClH5T3urTorqlKjBoNy9QYhEGZTgwW",
-	"+K96yMfrGShJ0LPZ8nzuGyLyRDs/RR5FRIhxnjhmyp+WvxkG2pvkUaY1w9yxQlyrjzZVSaeAbRkVGcIq",
-	"wKoK5TW03fpMYtPu7u72ZlaUUXNbpVAHztZeKYtDQ3xN+6yWw2H1JLDQJKt3dCmeWrCq/A7oOFwkfagC",
-	"da9xOdzeRackoSMJe5Is0NgWxk9JSo4Kr0KKZjiRPzgm2z1LSVFcYI96a+il7iEcI8QCCY4lQoyIPGSl",
-	"5hmHhnynqmLUO+Tpn5IyUknv8KVx2MQNaPchkK53NEm/Ec0IWvA8LZIynqtZGVOSzFVu76YpGZ7kCvvS",
-	"l+RQvE7SxHJiuJ3yp+XZ6DWE/9+0QMV8qE++ZA3dkg0ksEApflIZWzxFv3YvzlFGvmRoS8cGlVVY5gkh",
-	"mtBHSVzDknJWzf6l8RGq4OY9k5hwhCrYdc/0aR8hOOx7BpRzdM8QKtHKEdqIVGpZGqpr4yqpWTRmayM5",
-	"DXzYxPU7zwvUcXiMQTOIhyiyMf3baipn4fIwsfB7SRKqQ5vKap89qkx97ewwpANkJFdlvaCFbC2+2KTp",
-	"OD0JoYqjdBDg75SoUfOxlHnb8+fn5xfSmIFR9QEw6D26wBbB0RTVzftXFvEWtN6ogemwBiGXodrC0AIN",
-	"fHsmX53nSSwpzXSN2/a7hTdRi5zPzFMO/US/saajYBKaQ3tFlYfzpBQgWhoDAq8+50mROA7I+UYU4SHd",
-	"3g6R8ZioKnLl9612J/NIs0rmpBRqCKO7m3N41rxvUBGT9k9VQ6P/HIwWg0ruBi+2qSWmBZTQS8GJJena",
-	"L543Lpe2+vfScp/Xi5SpCHgp9KZXcwR13G78TEC/KREi2ICtJChF1HShg3bVqwClE9hqKHVom7PixrtK",
-	"eSs1ceA5zBobgh9AGYb8DOVf1ZBYM+xXByOxb6+CZFhHoGE72Pgwb8lIBRtvWRpZ5Eto04K7Xh9j8Lsp",
-	"bdBF+Bq09C8GhdY6g+Vk82JwLIsJeSfa1AunVpaQlIh2dYAyEyQZO3FK6+O3RZorWiuU4kLFeVerSErr",
-	"cgNIJRbiRcMVx+KjRx+mtBMiy8u4e5AuXxIpKoO+EsZ7sQmxLNzbd8P/60Z6SwJzldxeGtzbXFAvt8cK",
-	"6IKYllzNJdrXAesmwGoCzqvARu9wSTl/JXhuKooNujnaSSlCnyT8icSDDKcTkg1M04DfDt+Gh4efn31a",
-	"wG0+suvarJnnZikCtzpyryPtIuOpKuUpOuspEIwW6IEsalF9/VxKMPiGhn/V/xvurhufb8uLK5DatKNc",
-	"qXkWz6Ywq8sAYOMeWsv4tD2gdh3eXAxdUYHXAlNfRsEOobQjYPNAjX7ND69AvrcZznIPIqnrLgBUlxjj",
-	"bFVdm6Dxl5OvgmIqIg5yRTsK3ghTZFjtkeexOqR9C24PaDgCvg/OHkmaCaSywy50trF8VayKlAfWwedq",
-	"FxVbRRdmTRI+Ik4NpwOqzzW/33KraEkRVbN18/y5of0AjheDjGsloJ2VU3dDLC1lUql0y62DMkSbMr9R",
-	"gkckqZaFL1XtNkk7W63ONTUZKOXDQpuqsTTQ0AhHDyZhRJ3CGwE3QdtC1tSDwCBNY6l/gUWeDnJAQuaO",
-	"grFA0f8UPxI9nCK3vdkjLCIcE7QFcQPOkoWZH6SkRNnhsbISZ5U6pq2A4jY9gDHBRlFMYz05cC1VTfGP",
-	"pel463YL0MKm6BbAeaLA0aJVQIXCvE4uLcY8x4VTYsJs/yb7aJlMLNFt1XwpV7zrMnfX2ihDxoPWLVPl",
-	"7KEvN0QKwfJt7I+G0jOpn0tBtIB6G89HN0Hv1XXusJhXE9NLHIY96/ZTs+204C5Mkho7XUN6rOFganQr",
-	"2fUVLiC0ZTSZEJFEkFrS9/ZmWd+v65YpVo59DpqN9uDLD68S7sYeAYUrbSjw1XTbTKesr0U7Hlp5Cako",
-	"cxEapv1EWUObTxOUQBdnFz0Yw2MBAV3a0ANlMWie0np35pSVddcH+EAAvcpMg2v6BwmO9r97//79wf53",
-	"ko3OyAA+ANWY8s69/5wTYMLwx5wV/34io7n9Y0LHweeaevfg3VPXLtqtYDHrwnlMVd1NTOR/TZxYsnRo",
-	"ZfO5oZRRbaZu+KUTIophUGbgqGnWJ5cBA5xhdpR3PIunqNGBU70drve07MfWUYUqeATgdDZbWogXv6B7",
-	"LSDxyRRnm7XU0y1wMYKHJa8a4Sya1vLF9bSs4Pr0I5rDaMFd25wGJ6rhfgD/ej/aj3zJ33belocG1CIg",
-	"LD6hj4QZpdiKhkqDg9VF8eWV+T4K+3wjzBRjdetQ9dsdjhIePZB410BFDHU555o5/noBod1/80H2sXh4",
-	"yRlCGbtkG3OdeL70RBXIlV2pRvJJk1IRRxgIkkgJowxPeebB5yKnpM1x29d7exaq45Zqj12jNtntUlsp",
-	"PxJk/9RvUEDQ7OJMPX0IR6b/2Pc3BdgESV6ICwY4XlxQ3vsXUvUpiagA20lnbkRTnMGcC4UaSuuXNmjN",
-	"BaIfVIlG6QS4MxwEDPSwGVsmW4unkz2VRaaCgupxCWQbhpD/pTFJq5jz/fgAB8+fPW4Du4blOrPZjXzb",
-	"WjgjZf4JThIDJsX1GxGlKvDt+pYc4ObUXDq7/30PDG1hJPKRVBYSgs140VRKc33b9n+ZMz0B1/K1dpFv",
-	"dqzmaWfyiStg8zQlLBsYN7yywFMSZWjKUwGMKIP2Uhmeg1HMyJN7ty4bRwlnE3Dmz6cpFr4qrNqXfHzP",
-	"/Cp1p1zUutK882V2lVdU05zgnEWGPkgIpDjKSCp873UY64eV5U7VzVRW0XCY/vF6U5zZAlLdmNGds3Kk",
-	"DCksHpAgMKMo5flkaocCdK/PdlE3EVwLspTcs6JNsUR5cPfFJKGPJF3UsmLhQ0Bt742IMO5YrY3Iu6xC",
-	"ohLM6lNd3u109vv7B0edzlHn7b+CsPIExLA+pkSnLirvVF0BUCP8k2J+H5+X1IEwMI5vCWPzCfCf0miq",
-	"+9ShmKMFz9ETZtnfg+UKxGdw/Ah1Fr90z/pnl58GZ5fXd/3qyDnPPmF6jZ7TqiBmRhEKHUyovtMbiquA",
-	"7tmbZb9stJRVV1tYGeaEv9bbxOFEq0jHug++nvskMVQNtEkkIangVhHQE1h1Slzpe3TQaRlXlYTyg771",
-	"24z9s6N1VzF3PfDW38ZMrhMa7Fr6pPF2y1MQNti0agmFf+1PmG1lMc2u0CKMgVpxjOuNmZLQ6mYZjqaz",
-	"hjmj0JpEOx8w3AlOSYSRTlj1zDHRroBV6FT4QqCeN6bYS04Xzgpo7B8w5h0vNxI8yTOC7m7O0Rb0rdP2",
-	"HJ7PB3maDLdh9NOnXh85E7lhIXtf4T9nser1Z08uT+nKM7M7CY0VL5fXBP0fCvKrxp4WUlIAOgs0hzGR",
-	"OiktZwkRQrmAlLOMCnTduzyVLE1Vm3XPEU9Rmc/t3rNfaDZFirXWHyjMGpU7K0h2rFJFyu9BQ8cQBsFV",
-	"ZTJlfHBkTnWTd0whMokrBioRaEuvs/zx7Y3swR9wpsotqkafETN16Ov0CDiAJyxhPeap68Wqwi8Iq3Ll",
-	"8zJXhLftbZIIhOXXVFq7UUQtLKrfbA8NB9eMcrzSCaWBswJ17es83MNaKs6utJM4RFggNaCHMo3p0rbW",
-	"jGzoawnl2DNrFGCZx5zBhfLFXJQ6sBV7WxprsIhRhC5irryJrdpsnrGMpFKop/wJ0fgYzjhWQ2GF7QOT",
-	"YqYekhCpWmBDU3bVUqw1NJ2URwMdGbELGUGI5CzVvv041kMMa5tslYnq5GC0inwsaRbYnAlZ4EcTxp6x",
-	"hDLyUQ/3WMephsRMYjEUcEPZHoVXqWG90N9MZ17U4xT+4adDmEanmp/Ktarmp8cjLMh3h6GeUbLIiDCD",
-	"AbZM38j979AF/UHiDY+hNRHUn/xBYHEqFhynHAoyBU0Iy5LFdqV/I3zbd5jyFX50kUDz9iR9924995f9",
-	"RFhAp+m82o/+kdzDM5POHzWq2MDyUfmP1nx0JeNUr9w8WFTWjup5G5TFypB0tLNXC7Cojzd0V+ki07zH",
-	"ttoziqA2bSV/3AK+n+UpU/iom6BVU6yWGXDYaqXC5iFx1bhFgOIryO85YRFRKAf2q54JQwVByx1dFbmS",
-	"eTN/GKJS8gsYAJMR1t6SKa297vrQSrRu+sdTUOrWEuSOyv7caOIVOg5PvBPJOXpKeUYMt9e4o8FbdFL0",
-	"4UgB/FoMlgvVUpWWfM1TKjKeLtAWZdI+Ecaj10J8Zd6ySo2hECbaXSlA7Ho1NPRb5VFVcK2ZHOF7yzmS",
-	"vkkUpNCWCWkaWo8PGSpdxY7sy1/GkZZz4nV2G2mv22pG62GsL9xF3+pWyxNuYcZioYitf6TtNxkG6w+9",
-	"72v3xhuh1A+1Sa8+6+JWRajLPRrSpAwZMlFZdaW5mg5DZ7E2IXW6WTtrzEKyEWuXG0eqQqQwKLRKaU5k",
-	"zUU020BhkBvRt8q6vFP78OGoA/XStszbwyYkbY3Kuon0CwLFSDW03snnuq1wVTzbd5lmCu8A81UThUv+",
-	"pMhD9SqF/OePKWHRdNcjYmuvqrFOnhIEv8kXTVLMshDty3/vdzrHJlupVFtqu7THRRLMOi2kjaNGLPU5",
-	"KUeEaianzTN5lCSF7m5KdJQQcFUuQjXNtKHhM/Age0CgdTket3U0bv0FLxaBr7A0JXkTVPpBRzZmlCkb",
-	"n5lZ9BWUajUafsmEck30MPTXIIcTQWo3wXx5q9TCTLq/vw02bp3qQPZlMB1eX90aB6VKPHFJ9JVm4zjN",
-	"UtxmJi17lrhdt19zZM5/1Sb8t1Oe/v9N+CtzUdqrLh9tWyI7btGntrSb/be88+oKYv7GYwTmKWURneNk",
-	"WZjQ3lQWckrGQJZOKiRUixt3Ud/eAJ16oZ0FDGfjaIaZNIuoP/K4/Dj/q4892H0pO/6U8ny+qbbEyJPq",
-	"WHzsHBAakYjPiArG8CemalEay8gucPpAMl06NpuTjGY8Re5Y1AprzQierVlLJclLNxUyCAVdULbbzYZa",
-	"TXZoK0vpbAbhKJ6hnNHfc/LtmpCroztPZieg773k+JSL2+iN5cIDONqqeJ1TPQmNJwme4SAMRliQQZFM",
-	"dbS3t3/wfrez29ndP9rfP3x7uAet+SHD80s2eKIs5k/B0f7b/c77gzCIU/oIyRV8ThimUm8U1fYhsMrg",
-	"KIBPvt3dP/owKjDjnEc4Qed6NRmZAafKUxIcdXbf1oWm2UHNT6ODCkZRO1ZzjndURRdhUbqY64F/KRGZ",
-	"KfJKiTQCldR0Tvuw830tCUiP2rhiycI2OSmgV+/rEc85ZRmSt6iQLTYBXAloxFPl1JO/bcOpDRUMh0BO",
-	"Q8yyacrnNBrqbv1jnt4z6GQCMLcNJNBH+az6NomHoR73BkY++PfnOJtKpT+BCSAm+1jqq5RN7llMUxJJ",
-	"i3l7F51MSfRQ9O8XJJVf2jo8ONiudcFqmBJXxRRfpZkkZvU7uNX4A2GiKqs7NhN6CYc36Fe3viRhaEBt",
-	"FcDRc8HA6orlq0WmiizHCVYOPOM2tPhsz0Eqg/o9Xh+ii/iOkPHPescPysYsGtNIrQUi4BGfE4mmnEUN",
-	"zUeoGKje86s/dCeMoae0USt00VYJAKr0saEASOpg6pAGPM/muUeuXcF1dZQownPQ8DR70gms1cNdqYwp",
-	"tuE/WuDbELgyFaaa/jcYMddsn4VaGEDWgHYAW766lnCosLaaWiBZNPilirvQliH70gZLhU4WpgdevYTl",
-	"MChGfp3OCPcd3IU9I6TvUY6ziEsrq1jCMElmA33HsPztt9+tOsyG+itFvOakm2UleC9OSUofgYNtKjFj",
-	"+4Yi2L2LhikR9A9iWMPwicbZVM0tnxI6mWZDtMVTNOLZdPsYDXWFvL79ng2VTjqsZTxaXVUXG7ltudQn",
-	"IX0RJzRbBEcfOmEAXw6Ovjvs1MSeeVkD2ZnJubaSVhXtwkpDgzDCkIpu0a3TGMdKYaN/lAYP6dIpVTSl",
-	"dwCFUh7MVmDyKYeAIEj9LtFqTr+QxLbbTVXvwy319TJOfdj//mAVg1gSqbeHKiKcENj5mMK4dwrzQuJs",
-	"ir7ohbmHmpIdwlT7/4wje7YOYOzR6We8ELHHWtcKYEoX0jcA8CWoQeRLMCPFYAtV98O77WNEJwxanECQ",
-	"84nalOXWhq1GraYTUgB55QNaowuOIfRLntGxniJ2m4/sUjejeBVSSCcEhIRQ7xuBAoRZHCKV9YsTqSCC",
-	"F46yWHgqDyEvOMPiYWB9L1JMygsqd1USisrqL5eMqk46OulZ/2XcpaZddT3V0GO+u3BRy5SbSElE6CM5",
-	"RnikZuPoWZ565pQS+LW6vWVBAPc7JpGx5N8NAyUQdeGB1oKdjdbSg2y6uUrj5anrIKCZtfcfqaDa5C+s",
-	"0Q1s/hKYa2wBFjE8Uv0g4I9jNLQLGh5poOm1PjGjCuPMcVe48/nMnBjzo3+AWalcylmgC7pmqtg8JHKb",
-	"4TTTvrBSP5ndJdn5jsdtv1OKKvz22YmXbJib0JhlXvQVL5wREZaqCNkADSpuwwZP4X+fiIyj5mrH0TeJ",
-	"z9BUZC+KzTi53SvDNHeCpJvqcrBGnRkugSYR27Vnql6rcvOiTymG3AkywzQJjoKJ/Pt/Oj3alR8D3miX",
-	"4NYjqUokmLaLE1tP5HFsLW3xAyEgmzIqj/fuzGdZ1EsL1Lpr+fl8QpkZ8V4iGvVAJdHtsOnNg0eS0jE1",
-	"WdzLDdn0QZvTarA8Fsg8DYMO5ftU8jVr6i9RQHrV1z6lWDOIITwxRClPGozk5mKts8qxvbROywB3aWHW",
-	"KQHFoTlHQ9eqQ+zitHfe6/eU3EnJDLreYqmO6VhSu4SNWH0SmmAbUvA3da3VC6oHN4/m9yRIVGHhZhR+",
-	"SZ4KlNKtlnU9XOnc3FgseRoYgsYx/p+MPO2WSbpt/WE9glu82lvhrxcqtcwnmgG33oz8ltct+gCwonCx",
-	"annbjaxA154pXlpT35YKcZ4SRNgjSficNPRjX/nm9YfrwYpXTtO7YgRNyxP1JGciLCIQBkmJaosP1ZFj",
-	"SpJYDR1GMzzfXXdA3Ur6UbBohL9/Yp3qb5VCMF2tTRmsmkxoin7s9691JQ0RR+iHrhoF1bvto8NOJ0R3",
-	"l927/o+9yz5MjTpFh5398J7ZCUzosPM2RCe3Nx8H/aufenailbp+edUffLy6u5R/HsLksB+vTmGoUvf8",
-	"/OoXeN27EJ1cXX48PzuRX/w+vGdmktNtv9vvwTWkxz4M+ldXg/PuzaceOtx/Kxd3e3d9fXXT750OLnqn",
-	"Z12YyoQO99+FCN6hZ03d3FzdoMODAzUsbHDRvfzV7PIWHR58H6Kzy37v5rJ7jt7JTau5Wje9k6uLi97l",
-	"6e0Axi7dmokFcNM9k/s4u7g+7130LiVo3nX2Q3Tbu/n57KQ3uLvs/tw9O+/+cN5D7zpvy2PHHCjDWKgS",
-	"iIMwcAdc1WEbhIEFrBoBVYGqfEqDNAiDEjiDMKjBEpbgA2QQBlUoqtFQZQjCNxT47EyyRtjpxTtwgyFe",
-	"NaB5fSUfeTrh2cvKz7sOAyYsVrKSZCih7EHzYkdQuELCFRA1tt9WzVrB1r3qgo/oQb254cmGMlM+aZPN",
-	"KnvWueZKz6pt1J9RDe9j4AYvzZpVqlelBOM3vPPHZ/l/nZ3vBzufv3bCt/vPf1nJMeHLflhwkxRT1vzV",
-	"kF0+BhNAHCOcCI6wE9gArYk/MaHMOBGaqgIW+wKmVY+Ppxr77U5nv9/5/uitSeZfMwguzd23DbHwMJjT",
-	"KMtTHUZUlQHlRIv9gza9lcNgwfN0oA8aQvee/givX+bcLnZfmQ+rWz+ySt+4lZBsVZIGqKNLa+27376g",
-	"tKyao+M2Yi2fZV2hcw+3Vi16c268Ywqr9d0hKto8Fz9OsbAgW1kFvzxVp29e+ka4EUFAGhOHbEc85RIY",
-	"iaktoPzKNeYlzPfqzSb3SN6C3DieLkA2rrFSSPhpys2IJIxmZDYipXJZRWGhZqlS6YNY2+d1221rX4lz",
-	"XKG/QaGLSu6W16uQB+KANM7lpR9dW4pmHWKi8IjiIgz68tGOYkmH8KIB3Vx7o9o3Dm03V/ElVSQAzLZw",
-	"BIiJF4NMvWYJTW8IMiVwV4FMf/2FILtQtNJQjfdGaHITUzpXxdS+ZKaKT68bY3TOH0lSdu1Vlbww+E9O",
-	"WYN839fyvaQthVBCNlBNV9b08MlDUXt5I1DcKEYqa2/r7yu9He5xtdLi9XUY1DwTtU86UPLWEmb223BK",
-	"T1gYd2x7tm049kq0lJqoqmTRB7EUEuAbroj/wzaSqYLD5muhhVKl87NmvwWoViB8W05RwPXl7EK/axnI",
-	"4EMvYBqamldX7amVvArvWF67V+zrleC3Fhy8+37ptq+V9L+bL5/Y63fSQ78rnGaoaNmltQndU7a+7zFt",
-	"0qagGPsIXV9+CtE/rnufQvTp7CPiKfqFjK5DZMr636EL+kOJF4wow+kiaFNQvwQOKRmTlLCIiOX1jka/",
-	"LYYGz4tHX4wWzrs2LRZQGyt0qiihEqeO0fDr8xDlLKOJDsg5BdulTGwIlahJPYNHSp4gkgUMK+ERBtZP",
-	"2M6nHzzDb2slVcV2XoioyynzddTGiXEOtFBofArMi/fY7C/RbQwkyTuqy7HKpVdOWlArhKlsKAw80wZb",
-	"qaXtbI1CyOtrHjELS+7rluFed4qeGqPykewAGph3EBYzMNUqE7wojEQzsaHqYSuPaylNebIp6Gbqkkoq",
-	"kVZAMCNZSqPqgIfgieBsStLdjzwlERYvmDf1oskoBlTF+dSjjpsNtIITKg9DMkOqtqT9WR40qkeWbO+i",
-	"a+9cq2yKs3uGUyLf5ZlydYxyBm3M9aR0nT+k3NnfZPzVink1badfaWMUUHXDBnSlQR5Fy//2Y64sMS1X",
-	"5lwJBKDRU5n+nHkbTt5K+VzaK3Vm6NE3nbdhv9RCaBRgXPwp8xMcKLzu5IQzJjKcJNcwKGbzzMYIZzjh",
-	"EzTH0QPIEQ5ttHSyvcOM9Q3yEKMZ2dPMNCiPyD9QI/IrSo55sg5Y9U3Iwh8+EhbzdE/+MZScJpE8IS5S",
-	"mWCd1TjJ/mEpyeJtLZjQ2fn+89bfj/Q/dwc7n/9qLm//fW/lHX/xMRq74+qGftaj0QsgVqsXYRNvBEpw",
-	"RkS1a/93h2tWsGvA+tDDFob5pHWC2STHE7Ljq/yqeeegrlLXQ4Ers1byVK8NGwhiC7eK6iYVlqgVgR18",
-	"gDqOJSGTQxsyqRWKwRoHOjaicw/rxWNOrYsmBU81iirXMnVmk3m2c7i7vzOjjBaFZp+u+/Iq0lfrIZZK",
-	"7dmBUzShtu/XN9xtNpWrKaA26RxFd4FimKPq9wqX7ODd8vE1JFOtUZGmnd8qW7heWIa2hiazE8/prjq3",
-	"3YjP9h73h+E9K/1qq6TkDcPtdkVp/mabr1ZRVtpfzh4Yf2KQk2Y6xEDZp+nc1LAMJ2zxLYJntn5tmSg6",
-	"T2an6sZnl2waCrDrvtJ2sS9v9+ESg6n41N63e61onot9qjFtnOBJqCrf4iPErdlUYXA0g8J1UdLGLbZq",
-	"x8M9U2NCUnXH9rF+HzCRZS/UjB9+2XmiMdHP3LPqJ6SJtF1Sl5uL81oV4x2Dpg5hT9B0FRev1+d9q/I8",
-	"04dXEB8jaEcdm5Xroa2xLe8el1hGdSxkmam/VhFf8YGKfNggosod+nMDq5uESNeuFqweYbVccMkhvrRK",
-	"sPrpUqmgtWdtRdPbTqclw/0TepFbbtoYgy0XKToCNixJ9/KR+YiyJsgKeJe4pMtC1ovtWtVxRVe/hiSY",
-	"F5lU8szVKxtiDeXvhSUeLgWz7XHaykYttORVNqq7sM2NNqddw9LAQx20rwjZNYDSCISXweC0Rb39UdHI",
-	"YOtqTlj3bEeuFWdQ3zXci6Y429OVdNBzfTt0ux2gLdN18p51r8/kj0X5/lZK5gk1s9uh+z1G/7i9utz7",
-	"tXtx7iqYx0jaacrhGpMZF9vldM2V9f2FZLC31mTCOY8aClC7aJ7gyLqsdFh7a8qlPOLjMY0I2t3d3fak",
-	"RKgIbilrP9hHF5gydJulhGQhupW8agLpyb5llRXVdpqoEmpr63N1bUQqUFmuEpftBt7t775zmTTP1fDb",
-	"lRIp4WxSf91OZ7ckR9u/z6gJBWh/5H6AlIXPpvJFSxFzqA543L1V+P9aPF+j4BnTit9aZVSJfrreKVHh",
-	"4HLEq1vrxeGrE3eOT5+ZtsYB6s9LcL/WhTfDSUPO7TtvjdTa7Tgg+u025HCBsxzPq1bNJCVEIMbTbFpW",
-	"Tgye2iLC790awh3513ok4f8ywSJb8eH9D6Uvw5+tqaeqiukB9d+kXZJB8KpO06YCypxg+zbElqOvVCvs",
-	"q18gUPU7Nt1W+800LP5Fa9/Ye32SkpiwjOLavL/mpK2NS7fa5PCjrQgLskOZIEzQjD7Wun+tW611vXGF",
-	"VqvqrAtMkyYncb8UK+R5NuGq4x+tej/AxVjMwjMORihIrba2t+5bMcvmoEZBQy31yQwaAUttbFBIDvEY",
-	"VZPO5A0mWw9KvW9J+kgh5W3KJRrB2xuK9lzHNNSWH7378N7rlN3f2e+U0vWl9qW/Kx4981ybukgN5XKG",
-	"UFIiShPxdF+sEUn40zEaJnwyBP+M6jkmTPG07bii4x9G99QwTPjEWxHjwra2pCwRQ5TPJymGmq9xRkxw",
-	"mhBlZ0vgoHcf3m8fo6EQCYw+gvZ2FGcE9c9v9S2H370rdbxinIFSA4cpROJdW/mQa44JwmKSumLa/wK/",
-	"HNFPu2mSpmxgzFOb+17vP8OFr9PiRf8ayZ9Uiz/GEbBFEkJ1H0+zbfNyXYyQOWFT73fKmNjozS+RlPeV",
-	"bpUyYLJ37fKn3bXz5yE5s5bLDiP1BH4kMaLZcaW8QKcNRHxGlEmVTdXwFegowh5pytmsOvvP1YNXevAL",
-	"AvTuFBI2Wx53VT4Z9wwggYan88HKqZWIq4LNLm6uVLsLDrw8B6DOdltPUMA0aWn3O+KglnzovGVzYX+B",
-	"04dukrjtYcQNwUuq2W9U6yA+Bgc79NBOEklkxQvAhq+KGQ0KDf3g6O3zcztw2SeqK/mRP6EZZovKx59I",
-	"SlDOVHYMiyEPhvEnu6i1k4X1918AZMmhu0nCn0jcX8xX5TfC6HyEo4jMdbRdpXKKULnV1DXT/qcNCBua",
-	"D5VTS+RNun0OfFogbGbfQuLYYr5GlYbabGlu4lKlW63wpSAWXv7dZRqAJFZdinicRyQGRliH4CYuFvJl",
-	"TlMilj2zkpO6A63ceWYgLObxOFjan221y90bV5zj33OiC8FUPryTdRgPOvvTL+9mBw8f4ve/f//kW8ED",
-	"IZ5azp/IPDMdcJTqqSB0jHL2IH/TCK0vS0QbFjAc+gWqGdb5KqOjZnRGGlpJnZKMRJLwrMQE7z7LEEw5",
-	"K9dfzOeJZjx7DWc0x2lTY6Rb1a5PDQyF9NKikeEr1AJW23a3nS1L//CJc/oHFNgZGLR4kW1Ntwo5W9TN",
-	"ObPYiqPTa7XTSwEZS062RlZR9Jy8mjdM/IT5icWBCOhZNZKCPwbvL2fEmWdWz94uOkBaB6lY0YBxhr8M",
-	"DE3rNnz4S/Ei5XrBXwYasrZTn3OL0zxR+Lsaenp0VxZchcQ/dU/DXJC4KPCVSvCEPhLmV2Xtjpd2thQI",
-	"P2IK2KGzcakooGplzSbNK6vtsVzg1h1d6YSIrN7QEusOmjCMQfda8++3dFI1VYVOpvL9VqjrO5tf1dDX",
-	"0Sy02tdxjXW66FJ3njy1X6aLaI0DNZsPuGSk0UySlzTVRnqoqMQPEnuxoFWnzqXqhrP0AlNdwJfQpQy0",
-	"8lGHNfJpz3Oa1cBTt6GtAmOV47TR+3jB25ZaGX6OWAfaS92i8KH2ozKdmZEbTsyENzQUISv1ZKPiOEfb",
-	"XF0bJ1fwQpCtqokrjdZcCy5td/nKu3LtTf+mKNvB83nJtLOD1GwH0aZGlyMeL+QxS0Z47/Sz/OdbpBTq",
-	"+6CYtrMbePNca75G+e6AZWPQit/j76O3o4OHQ6t+HNUbycIwYmyzTOF3VWwcBhnNEv9oIjSmjIopidfp",
-	"sWnL6qWyGpGUkThEdIwwW3jVvtX2goJhzf2dYMp2IKkrJhmmye7qMHXzvNK164qXGDElTGmYvt9m3r+v",
-	"U649yGWbmcHge3AzWD8cTYwrYnMXm0Wbrw2DFV/tyDVOeshxB0ZITwmO5T9220XItVau3qoRqthO6HYU",
-	"NQBeqbzXTsevtuMyOiiiLxXerdv1OQzMXPgBZSrpS2JMnCckHqQ5q7+Lp/MpZsXfambR7znJG8ZMuHtr",
-	"LyRLzq/NpGTpFX48K7vYNhKaJZ6/SmyWl/Q6gmY5PN0vbgK49ba/ZLuvtFu3y/qK5jl8nu1Abn3lmPGI",
-	"58r5V2/xvbq3Vk2Atuu4vll79ZUSB4J7DkiAZasibGnQtxdB7Ru52770Mcr48Tfv4L55u/a2463/uzZg",
-	"N4e2lnRx6Wd1RailJRfHRFs+UnqoaaBwCXtLqnCIeBKXuP7aGFXiFquYc3m5r8+uljNq9+ubAHhzsCwB",
-	"wwugoPt/rJsq9O824WptS9bqMvKq7UNUwe2y+JYmlznciCiM3eVpdeYvjiLJc44C8SBXA7XVg9RWwhvF",
-	"OeIsS+nIDJ1UamxGZnOoIAUfLJ7PBYxrmkXzgcop0X/TifWZHYSBsv0GpqRDPSweKMwV74SmJnz/udZs",
-	"RDdMUGnQpn10xJnK1dKqbqlXg27PrGxRGsFrooTncVFJ+YutIG4sLS4ORGeAmQuD0ULNkVC4N7AVuXKb",
-	"ST4puj1I1RkiHyBeoDQLtICVVcvmfGoBPriOIp7wPD22BYE6+2GMkwSNcPQAg3/mKZ3hdFGa/PNIeQIp",
-	"BFg32iAzkmJIhFWYkHJBlCiSz3qV9zqyLGtEMcOMjonI3gg0hCchl6d4WrUypAIp0jhWTlKAuEpHgmxW",
-	"nOF7ZrERVLYti4chUngUoouTa53XJEJUIOA2RMZVXLSp5K2C6stYjSLCE3c1K5uIXmgwuBOKi1q8d6WJ",
-	"2dutcoMb24Ccq/iv6cRShhqGlLpjDWCAtYQLZROktFK0JQhBQyChYUN9rm1/Xj32hct79PsyDl9AW5Ly",
-	"hHuD6Yk/SqGkL80Tsu3m9dDMnFkb54Gi8+qafshZLFchf1UVfDxFGAnKJglBtz9/UpMl1WukGpf/8UdC",
-	"hmoBOUtJxCeMioZsqnatVj2B0rV7EqhaI1jrAwEur5I1AIg5c7om1DvUWT5Wk1FpTrTrBjOIICPLpcwh",
-	"OQN3kKE4M6NNGNsYVn1cDm3YRRE45YYM9BJP9To47LdoFtpGEQqX+FivUskGGsOl8lrLLUNWhs6qLN0n",
-	"1tU334iCw6i0PIz0Y2irY9O/tv0RJSUn6mN9VDf/JJ8UMXnDQY+h+Rf9YvoWgcREW8P7vNN5G8ln4F/k",
-	"SF2QIFIXFBl7WlMUra7/6m01YWRXzQIaKaoaHoFvGcicMp0navj40B7/8AjlTJ6ce5s5ODu51RVT+v3y",
-	"5KzU/LxOL4wzi3r2SOSB6Peaj4c2EZZG5I0w926v9vrB8RWE3NDtFlhSaIR5sdxS1x4FY49YrSFjWUg5",
-	"CyqTUbhkJIMWXaoTSE8qjE0uN0VnfDwGIV3vg9I4TruNvmZPdVDVhKAmhYis9MNb+KGt5rbeZO7bKU9L",
-	"UtnLQz0Lbmq/UnC9KbElzTY91/7aSqZVYfG1PmFG6hQGx/Vp/ZtF1WrqWUE2lV37oL8St5f7MLRsc9C5",
-	"jR2q2195KEZTid6XVEh5qhMaXYnV2l/hIVOPrBqTLJqu9ARKdThGEZ8vCleK6roEfkH1jg3Lzw1ESmt5",
-	"gaHtUaw97Txy3VL7ScU/zGEWvLGhR7drudYMq7rSUBfaytatPTqfC7Q1TiF1LjZN0hrkfslKrhkJJ9eq",
-	"Q5i+oymtZdKYjHJhNZIxTZq2UTfF68SdkCyTyAMBW3tnw/u0FV9jrfI6GvOk+dGGTnCVnnzeh71t3MLa",
-	"SdvllWHvgYI+3xKAm7F0taPU54Jpw2a0ctLkHDU6DGi8FW3dZTxSRVmT4ax0h5qlvZTEV8T74J71wNV2",
-	"g94NvWQ/Kff7/65JKjjDiU4eEM4IgjdoqNpyszEf6uaGmNms/fL2RpR7DRdwgNsiJI/msPRX3Vq3Zi2f",
-	"XKPD9yjDk8q4HGjBO/RqCFJQ/MGZ521n3csukj9VXtbL5Q73fiBpomfwbFK4vt6ECgdcLnAsKJx9hADz",
-	"ldUz+uQ3q1kfS6Vwrt5wjPiMZpCGTUkSCzQiUMYEUbSKqg3YEFxIRXeGMxpRDHTiIkPQjXFpj0eB05a/",
-	"0lTZPb5An8s5ZzH3DFjSmNgwHKfus+qEq7C20kCWPhJm9aSV80NLGF5ZFJ7RZLHGqzYnB+fdb9+VjOy/",
-	"/N//67fuzr/wzh+fvx6EH563dvSf0vL+uh9+eN72W90vJSi0FU0JGNt4gqWEANYjHwM/6giLWmnwd96B",
-	"X00ov278Zl7wyKUsWt9W7+vNG+IhazDp2Tzra53A1+gkJbnqa6YG/oIbadWY6cODpV0jO/5BW5fkSaCY",
-	"QmqzNNmgUfWcRrvFjC0qBspNa1ibO836nTWET7FEcvUq3bpJbc9JA8x4jBdvBGLyqyrJ4etX+N7zM6IM",
-	"ff2aAAo8P6NRniQkQ9BeERSuJa0i7d4ecUol3ERw9FuRXg/hCBN/UY2y4ZvBc1i7KXgXmHvUUoLnz2tk",
-	"A+rKj/pJHbbrUfZnDxM7dd3/TlY4dLPe3m2bCagwunDIbjQozMGzuv9M/VJYRBBCmdI4Jky5Juc0eoDh",
-	"dTY5DKU5EygX0NVtSmZIZNIASHPW3PNv9XxzsFqxeBBIZDi11Uo0Q1vllm164Pn28gHnq3MD1+vCV8e8",
-	"GmHWGHwjI7LHCp1Asykafv36QBbPz0PVimlas6XWbkDeHo8d2q5jcZRg8HhUVtXO2Cix45/1Z1YaH9VM",
-	"Sq/vyMLWXb+Lai7ar9elqLzsFvZfmUZFVai8rPt3sysDkmW90Y/2h7K6a7r9/muJ5c36sPygh8HAQUrG",
-	"A7MWJVqCWKgewlLP9TLR/O8RwWXx+hqStK1wquvNDf2pXAlSaqO1ZDaFlVrC47L+31ZALO8sVVgO9/e3",
-	"G0uNY5176JUbaJYLCM3Ghn1ThoYWx4aeM1/ZAWt9MYG2NIweyEKdxQuFxgx/OVNveNdZlWutRIYFZRuu",
-	"tNRTVecur8LV12XWDcz51XizBfe6fg4X+wqcVMO7VsKuzN5q8TZ5ualQ17RNxw+a9g2WohlmMTbu2Cq2",
-	"twjJAYP11ArZbXq8DvXRCm4wXnkFBp8L98DAG4+v9pEg/gLM63yU0Kips5b6VerkUu1DYwK9fqF5eWPY",
-	"BM9pc47XcA9u2sFzuvdXyO2a8ZxlTSwdJwl/0lHu1FYTeO6bzwcq3aHcJWJPPEbe8Kabzj+ABmQDJ0PK",
-	"07QIPL8DHQtrda/2tq+4NxdTH7RoNEXyNzTNRyq+I1RJE3msTsoisxGJY4jrz0ga5SnxJj888fSBpAN9",
-	"lIMZ1w1GTYMuiHRAYgElLFudU+6A3HtOoYMO/q/r3TcCrBHqy89vFZav649q15CoREdVWL24G9F1DhPA",
-	"bvXMps2U35/1rCyuerYhnKmELBhvVlF1/fPLxMOOTpvY2T9460wxo7M5SSlWg4MqGeYbjQfTax0tCu3D",
-	"dFV/IItjRHA01Zo75HoJldQaoqFkyUOp1w/vg/tgiGKSkEzlg92zYiIYeiBkLhA2w0cEiVKShWpCGOOZ",
-	"at2PoWOSnlDgnRZWzfQxu/WdoolTbnZ8XWkTIBxFkmGuHAy8dB7wxq0ll4/+vYSRB1P+xMzE8bszO1TI",
-	"dgbUzcfeCOg2m6A5TrNWfvc2fS13fZN+X9DVsms6PX1wMm59LS4dgf3hVRpeFkHtpjmGaWUUHbiAJClw",
-	"p8cEKwhHUVLR/N6tUsMZmfB0AY2VVKi75or+CDkbkmSeyEhVWcq3q+E8kr4QFugCpw8xfwKDsIKUNwTH",
-	"6O7mPLBJ9pOEj0iRqgW1rmrMQKlVy1ffQhDW79JsfzBaVDsz69dCrkmR9CZs6WrpESC5589W5qiMS+WT",
-	"TknEZzPCYjEwyQuQz285m/yrNL6xNgKwXpdnIV5zyKgIr/q5mCExIYykOCn1r9TXYHP21ORac2ZqJuG7",
-	"cS7Nbt2VQ8qYMBALkZGZV1No7ZF2p5vAGACvp3E5z1D9UKBf44gkdruWW8jXvRGSq6QZKMuVISkOVrXM",
-	"8T6LOJNs/shOvnwjQkQSQdxs86IQQf9mcr0rM1o0CrdMoIOhATtj5W5SXTqHkF9rk2s///Uvw+1jswqV",
-	"tJuCtLNQhtGWKmtX3bazLJu3vF6HxmpLXta2xtrmxU2hZPIOT0E8jZUe0cpCL/M32xbHl7lWIknfKCyV",
-	"/8UmGmzanBvzFElCLJKCVpprHkr3pynJtVh3VNFXtDJHtdykxx7CExntOAS7OsvcUaEajsXc8qqHotVN",
-	"b0HtkhGpOi3dLdqB5tdjStLQYK5KZFY4uqsu9RdzctmEuKuHqi4be2qc/+Vh9uVYgOXINhPbxTsfboTl",
-	"dkmtdD8F2dXhgNST0/Ytpqj2gcMAlqhEsGEBuOGGePPNh6g28Q6v182eEcKKPrVF4QPp60o+n2pSH1Go",
-	"Ji43sRDQsRjPphCteCRpSmOwZvwOk2VClpqaJuiCHlN5x4wykL5gPVVEq1GcmkqEGjSpGoPGSSLQE6Zq",
-	"3Jl5BuUsIUKYPcX+kh+/R7ZMuB4wr1jjapwyrM9faK0Vag8+1dsdFjO+ayM4CBZ5SmYSl7Q6ZiIyyq4O",
-	"A1CKgqPgTv9t+5b9VrzU2t6fPUWo5uxIorfpdZo2jykEvEBbati21Dvkv4ZI4IXYPtZTtAvcNYCZYqGa",
-	"WaNL1V+f6FF3xuIZ7q5UNH8kydwEKSDxQeFf4b31NzLy+VtvC8/BbqVLqfJsePPFRr7ZfmV1tfw2PdHU",
-	"r1o16FW6H7ApyQVX91Cdlp0j56gzquoO+iAvL1Rr0HSs/F5S5Wd4ECMkltaeRgE1eYotlLtoG43IWOpW",
-	"NFMFujheSIaoaNHPm/z9MZRjHpooO/hhAIJTgnT/comAGUqhDaPkiaXRsMcWavcsAzc+Z9AFaKhBP5R3",
-	"AHgGCRXZEN4x1GE6cyklMFkLAZiEKgLT53vPhlidlZb+wxDZK7qjhsrXHVbGbulDCQOJzK7VHwZKETex",
-	"wtCMnQkt1EJDuWHgLL54Rv35uY3zX99jMLvKRO3tft4o/wVFDydTnG3mv1IvUTaWaiKFRjiLphW2mRIs",
-	"TOMYpAFcNMiEfZuu8jV2Zp71VG09Met/8kRYDzrrDu/Rn2qGVh+LhxcBSg9M1aDSed+1UecWXKfQpEhV",
-	"6CDyJSMpA+faRLKKzSBlNZtvBylw4AJigSan9ZuXJXcUCR32uHcS8kgSayWZnqESqMsc3z7yDo5+O3wb",
-	"Hh5+fi1Xt5oUqXo++Vc7WiinN4gBVWFdEokpmfFH8MxJCYfUEAbxUHJ3g+pl53TsKIH+QBbaD04zO4Yb",
-	"OO8r+LrhaD+lPJ9fp0TaySwiYvPh/4w8QUWzftFx4f0HzUOtXX0fPU15QgROqgk8zvNuyFgFqh4peQqO",
-	"gkkK6WKVzPf6YVfe1f68P6aE7Ix5OtOrDZHp6/Ddu3dvv1ONxJEAna7SSqDhINylLDmLO7Fp6EGVEhXz",
-	"VaBnMSVJrBSWXNTiRxXf76cURwT9yOdz3UZERSYm8nIlNqGCeY8kpWNa9GihYgCfV3+/Qlxi7eFt3zL+",
-	"UN3zsg4pZoBXpAobMdShw3O7TcO5NeRqumdpXs44wRNlGQ7h/iFKeUIaWno0B0wuJZnqX1WpipQmkslo",
-	"m/U1AicVP47dYg2SfmoQJDPTyjbnRzPVrySh7OGN0GPG55imtk8JcyBRoQ5GngZODM5000g4m8Aj82mK",
-	"obGO0v54GhwFh6PfD5Kn2fv4j7dglMsPBkfBr18+/Ovh59H+w+9v7zr0H9mP7PDLT4e/T/458/QJKn/3",
-	"28S63EU3pJNMcTI21cU1+K1Mhqm7SxUo6lZflJJsrY/tH3xYT7exWzWrCMswbsA/njwS3b96E/S70GNJ",
-	"IEiSqtdVMIzG2kngmVVSXPz+jz86eBTFntkH1NfL8W4uv7jf6djJKOIYxbka9aGtNczEE/gSOYvKJezr",
-	"nWqRp+dGg5tyvUULUC8Z3CTvik3nc9UjR8EVRB2NxQv7qv9MBYyCNi3bKYNGNZA6vJaDflmDdQlSIbxe",
-	"qzOY5oczFCsrgXyhIgvRFD8SPWoGJgCpiVAZetTL1XZA0Ve8bWccb0u9Yn0v8PzyhGwyFlXKsvJI1PV2",
-	"oJ7ffN23purlJveOzi5Vxbip/0dF7uMWZdBtWgprNQa8khS5bVOawdkdpZzdM/Nm+ZgkSZgplOYM5gkp",
-	"R8UG5Wq2d625Z6RmrMhvDsiXuVRR1N466D36K/or2t95p2vW3ntq1qA8U63K/dbbfuc7KB87+JcpUrVd",
-	"v/c/7O87Sd8D4xw3UXutel7wFGq+bNo9I198nzo0n4JtKcjaBAB9t25Xr8E90AV49ZpYVVq5vCjuraco",
-	"7qtO1z8KumdI4DHJFh7L479VeZuLHzVxIkgqbTXT7h6YTZqzY4TzjEPFMozGxCrxRN2lk/edRrlUWAuk",
-	"1R4rGFpd1bsdZdrIG1Fxoy4PUHY0Z2RHTHkmV1uJmpTxfXUfOt/4qxIzqBTrvX+1Yj2ovwOWD65UC+m4",
-	"AD9OkgXaKu8X6Xwf8xo1kJVCk10SbzeNDnfou7H7jHy7mtup+RiG0958RECZY9Rc3Vg82E+BBZ6SiLAs",
-	"2XROgI8ZrSpFAeeFWoLC7EoZiuE2pSSVb1ubUm3zVCB3jZnWAw8ud22aCgGDl79kKM6J3q7q4GhQiqdI",
-	"zAlTFa6bnbxh4HXsBxlqRGrx8aHD1iEx3VTYrk4aadhtn86IcpCUyMflI8BjDA/ZcAqGK41WFf5C/YO7",
-	"aQWH0n43mo+xtAcB1A5ARwHK0BPktoNaWWGwVCDyiJPcTD4p0K4qVv/kala/afZ1ReacyWHWRF7Qsa0u",
-	"Ebamm2ZTnmeS3RlVbrXXr6HA1cUHSwbl8taqCLQoXGpr4mFm5WpYl6eXCb/CeEtawHpVtK7evDppplJb",
-	"/poVtKWZJg1ltPKX1pZcySJY2Vi+/PXXsUO+TQlt6Qx2Ue8LjrJkYcOxJS4LMVjNgkL51z0jlfsruKqf",
-	"abJfVpofVbujyUhYQ8dfW3/fXAOdUZZnBE15nqIYL3b4eGfGWTZF6v/1pSdCHrbrYbs6I3fKyu7vxV/v",
-	"72//tnV/L/4m/7H99fBZXvT2nNmskBeUWdGoZ64o6n2BSvXnaEkvLNhtpbC0qrl9ZYXlWBUCJ5SY6Mk4",
-	"hypA1Qp6aJFh+I2UmG7Vz2HHLFnWXtNZ1jvgsv5i0rbu+ie1nK2KPqPS6UxffdVmWlpUKRlLVcvXOKle",
-	"y9nZ+X7wt72dz3/7y8aaSL0y9eW6iYo6oy1oq6/ai7jMuxgnACVTnl27S3RqrRtEFhDZapG1dABKSfS8",
-	"qsRfT5ovk96vJLz7KZ1MSLpiYL40cDGaYZbjBGXqEcMbX55RjMXDKrhIE9szjkg8vAQMkDj/I82amlGX",
-	"upGmRORJ5nhMoX9nLVwipY6R6CLiKQmOOrvfH4SByEdmJGWfx3hxhPYP0P/7/5yEKIGRyClWJom+R/eb",
-	"lqyyaq6Mdatrnfh1FJge1Hv6y54gjM+Vb3LpDfVOaVbtJAEN3xdzf46k3l49DJKQR8wiEqIpncAeBBpJ",
-	"UKbH8huKxouOobTMeWOejxLHltK5bM8uBD0hOs5inC6QlHHukMbVEsP/xgtMGWoYxdiUgXhLIjWcjCxQ",
-	"NOWCMNPA3GBLKRMQ6YleIRrGPBpuHyNVMi3QJOX5vABN3UpNE69PJFVOHfUaxPAjnahBJViNcEhJokYe",
-	"ZxwN8Xw+yFNV4iqtm5HgiVQK727OV7fS1imA1B0/aY/H5CMq/GimvGaeU2kELJGmbeBsSn0j0T8mWGoe",
-	"AvQ6eUuIRuvP8yoYxio7C1bxEs7EYpsleUGEwBOyabHvmCcJf9rJ52imXrQr5e+XDA4eqDGhWJQ8OGaN",
-	"aAucOyOeTRXNEpaF5uknysR2tUuhXZhpoPNOp6seBZf8Sc0dVz14IJ3jY0pYNPWkFdZfVK+AkwuSv8kX",
-	"TVIslxYleDZXw1/2d3f3Ox20ZdJ7lUZhq4hd7ydSZfV5CmkYsxLRufP2qbfbjNar4ddjNCILrvM2YLT5",
-	"NITCBJgcz+06VOY1wDRO+VwuWdDEeoxbIaNEDfXtj9TXxixU0dKBNwB/Fgub8iwZDcFpIiXB8Prqto+c",
-	"3hrwjiHKYQhZ2SmxKpuiWnzXYJd0Af2USf8lU92AVrwZEKqGEAq7i66wK9IvvETXJyK7wDTZNOE2onPg",
-	"vVYfFpkluzKpZNxTUf9cL7bypVupxK1MjamJCH20Lv7y59ZNIKtVVzUypwJOjXp0nkE7YTADl8DBcPHS",
-	"8DQBU8i0xPYC6rnl7AT/yCip08YkoZCOCPdoN7b8MLBAOF+TKSt1qycqSCuFQngnqJVnk1HTax/hKCJz",
-	"E7J0IOSpeuBNBX4a6bwnvirtCAbEZHzJ9Jb2MgucSy5GeI45Eul4YHLOvh/tjzvRd+PO+D05jDpjfBDt",
-	"j96PO/Hb8SF5h7+TmoQgqW/87Xc7+/s7Bwf9zjun4+16zSuqyZKapCEloJooWsyr1u9TeDpXIxqhENpc",
-	"MtNUB/pFOmPkt0C97nM9mF/fy3Nb/HbBWVdHmSq1+o+dk9ubjzt9edsQcaYrAiSrD9H1nfy/bv/kR/CI",
-	"nvbOe/2eX+vUR7FMKN0Jz4wEeDB01/oSLMsgdeknQuabMelL8qRLkTSThpzScYKr84Xk9YY0YfVTFeDy",
-	"Vp0GD9qF0OVqEtxm9F1CMmhxoZKldMwbnJokk/YYZ2hOUsrjFkWMsAovkATp5tkS/VrZCpBgytU8kyI9",
-	"C83wopis3Fbtxo+YJqZXWzVZU0zRE08fhDtlMURzniQwSkIPIKizvGk+WqmSC/JjPtI3D7yGUddYNnZT",
-	"0saxRm8+OkJD3fAKDKIQEqO4OhbTFEved8+GX7XV9Ly3+0SSZAccV3v66SHa0mNvTDrJPOURESJEPM8E",
-	"jQka7kml6nEfarsubfgUOnRRgXJm4VgJSQTTLJuLo7098RjtOnxM/u1bSyvTl89pJFaNLocyHnljiTwU",
-	"Ve/t74FjXDPqvf292lj5DfPkCnxSaFCcr133C5iIog+e0j+WdFrsFgiTqlTf1hObgLjF8hwVlTwsMj4X",
-	"QB2UTdqHlf8kyvA7P/zi5sfbg3ffoX/80lc+XigA0Mi4a98/lCYanTW8twEd4boDMzD2xAvSSE2KdQNi",
-	"he4BvgjLflTHVBljaHjK8KgYlWVIbZqP0BbjZY60fWz/1s84FuuF+sEc15rd/G4Fuc1wloslzhjJnKIp",
-	"ZowkSMDN/32kgnzdQBrx6SNOBgL8hL7JUzxJoO8LyF4pFXNBbDqFZM8l7vdu5VyoOv/yr+QF6JXh9KWl",
-	"tPAOhOXpZt/QLSSFyQhHD4oLWVE25fxBVIVZpel1p+TG8BYifLYuJqf7tdS/sgxDdDglc55mG3mZusY8",
-	"k/qAWMxmJEt1EMv61YTH73SsMqSwKSokcxThuZosrSxNu0kArWqA4Pc7laFXkydkJOGIVG0p2rJ+XIBy",
-	"iOaqVEZXe0E9e7LYDpWAd9qFSBSASlE9v60U8z/8UIo3mgMMvKN2/rt5yVZ0+47w/Bs7Fv/P8tM5bcM3",
-	"ctP1dbSwqqwBAleKHnYRpObiyDQxFE/QEVoy1aOvUnV9fh4eK/VbNcRFnN0zmJO291X+/1n8rFTcIYpw",
-	"mmq9PiWq7ZQmcJrCiKMlVRDvw0B93LgJPCUR73Y6+/39A8efoWRqMflcPTqmjAozgFNdMoUWFc6pUukk",
-	"y3LuneMURhWaZGZ9Vbk35KpBkOjuMLYfIVbdCr8GOJ3kM1W//jUo83PDyXk62VM8t54vYHouFq0fi16P",
-	"ZhTR/v7SVo5ORyETV4P1wW6AWw6+Hx9gM4bAdce8LdDbERZL1i9lsQQfFMkGR50wUAqQxOPe5enZ5adB",
-	"9/r65urn7jm01iBzMZD8AJDZU7ThnvHhv8Bs0mNuKZvnmXKPyNP78PYwDHieuRcP9g+0G0b5ltYo6Ogb",
-	"pqS9xjkT1bhrcw2AwdxaUI0ynGiiOtaJyGb6PhYPasw1pOGrrlOWMyKBabtJxN9iTpLWVDcptIc8CPmC",
-	"SiC3SC6DFoskHhaCVeeTpZghnme+fNywcFOvSoHowY3PFSbQbGPK9cIJ6HWhk6uL6/Nev3caoo/ds3P5",
-	"35Pu5Unv/Lx3KkVv94erm37v1M6PhiH9kJW1eVJWY8kEjVtiYMuJHFsRZxllOUEppgK6m0Gou6BL9DdU",
-	"VfqGDSNzK8yzEcamsUpRagQPAY2Vx3CrQQH6/hdUJFQYeGPCDpC6TWCUcksuAUOz6ny0A6To9ITCKONz",
-	"3TKkVi3TPoffkSSrsPla31rj0w31aPYm1V/ALV5pgURNio2EF2U0ozhxsiM9zeocQVDPeYHpy0hwNMYp",
-	"2iqQAbNY50014JkRKKvBpQx19UwhaHwEIdCW6vAKJVbboBappfnX8OplD1asrdrTHdzoijXP2ZNUeT1y",
-	"U+dnkJpmihE7CO2IHkUoyrFiJdQ9m5NU39q9PgO1MSy/3a0ifCCL7V10Je02+Se8CQmiOieCvrcS81aU",
-	"W5Qwv4CDRQyn9kILYiMvyvPFHJyo8Ygy9lZ5mzmugnZtd+emEouyAPrcoKb3mqOvUk/IUx0eVpJIMa2t",
-	"csjVWzlVnasQk9ay80TeDDaXMChacWPmM8x2pN4JJfvkyzzBDJvZVIU/vuiibJO7bMeCw4PvUZ9zdIHZ",
-	"AmnPjFgZjI3ULAuzsqVAPeGxN6yz0JWOWg/bRf0UMwEpCfL1wuVMSkzh+TyRnGtu2sIopnrPhho/xhlJ",
-	"B6pgQAz3QNVJFbcbbh+hm26/Nzg/uzjrh+i2d/Nz72Zw9XPv5vyqeyp1C32pd3NzdRPes0/dfu+X7q/6",
-	"b3R+fjHon130ru76Ibq6uf6xeykf+uXq5qfezeD07Pbk6vKyd9Lvne6ia5LOMINC9u5d/0f7yh+6p4Ob",
-	"3j/verf9EPWvrs7Nyy+vBvL9J1eXH88+3d10+2dXlyG6u/zp8uqXy3JnvWITQRjUdlFcgzcHYVDaRhAG",
-	"xYKCMHA2FYSBs7wgDIr1BWFgNhyEgWfHQRj4dhCEgd6C150rEWR5eZPKbJ0QO76srS9XBXrczger83VX",
-	"+eHhlZu7QF0dwkMMOEOjhEcPAvIflUcJi4ejogeeQPgJU9WD1bST3VJ8F1Xtu21VV2SsY9VzkLhvAPIX",
-	"9gXdX7pnffmGs8vru/72LoJ4HzXhd9WqR96rY33LuZxjldfK35nlPLXV6cJA3SO3uqS2XjQJ6H/qV/8g",
-	"39zcyht7m52fVICNYhJR4Uyj1QusAX2tJWpc6HOeyA+2ah+tVxw6AF6Bavb1HieUxaw6YnnGXLmulPbm",
-	"aNc8hkoyaM79Pd5WtMf9xUT/i/bWMZeIQzNRzMxxnmk/LfiM6eaRBVRS/oRojLYYz5SHPOOACjFpq8X7",
-	"a6hg1gUU0WAXLEZRW390wbLe1ya5r9r0sbnRdd1P5dOJyurEG6FARuNjtTOToqESw2GIosKtWot76wJb",
-	"pXKY0t7y4mwJcAGNapfXAnWbiMWwC78EsnxKOWuHUk8Fzdf8MCx6ulaIJkn408eUkL7Xu9xF45SQHRhl",
-	"rN29VBRZdiMioO25Qng7wcYTZCQ49vm8bmF+CLS+PbYc3x5PwX4XNbT7qHDb16EqTzLqHQ0LSc7ZFKup",
-	"sGrBkJ8zIki1DGvq1tfYKPpKvQR2AKnT0ZRzQVRdy9aBvHK4fazfDl7zlMyJ4hEz9EjSEc5UAN/JBbk+",
-	"/RiEgfXjrpH2UfDdBjtBykxzSxmgaridYhko5mjBc/SEWfb3lWhvP2nPuQCYcxxhBdlWoXrX+knXbAGo",
-	"ETXjcMwl2mgiA4nlA3+A5WOFAI5t2DGtYOkUC9172uxx6B9PWc8/aSCPvvP6NwIN1X1tgkUFwnm0B1VM",
-	"w13UDS0uoi1NEc5c+6GFz9AO59xenjFS9Ik7XFXcYXDGWfMq3FBak68kVbsPfSwQuP3WPtCkBavyd1Ur",
-	"wZvd5NZRaY/9CQuExQOJ2/tzlmif7pHbQlCLtWurl0s1y6beJMr+1uLSrAGLBwlYedXDqmGFPj4N33k/",
-	"2o9aToaxQrPkK1mtTS430YwDtq1l9u+on3R8kr7ZPZlJ/ge3Dma6ya/P/aZ6uVCdLSGPKCURT+Pt3Xv2",
-	"z7veXe/0CBl9Wvn71BzQXXRzd3l5dvnpyF5CU57EoPTVjAnX8LtnoKAX2nnFNjpycFrfqTDIufH27odB",
-	"91Pvsn9rV3fPIFGk5IyUj6ioyhGk+81VKB+bfFueohGJpH1aJIvogAYVqn/RPdsaQoS5Hmja3l0a0zlC",
-	"GUlnlOFk955dgxF8ZJYT1iAUVqBwjH7PKRERuF20CT1PcnHPPEAo+1TUsQVhoE8oCH0R0/Ln3AvFe+VV",
-	"teAgDOxegzBQm5UXzW4lmhaUbJfgdZMYM+5UW6IbyG1rxOqx/d4e+69t83FEvpAoz1R6GtrSNoDK61Gd",
-	"kqENGcFMmOJTsA3lEkWDgViAoBLXyJm1O8IiNccwTX3WegngZoZ3ft7YBpI/vhGFTxWMRci0ySBMoy1K",
-	"ZUdut9Ar2g8o0JxFbYHE9gBrQwuWSwWPOWXh28RFDS624aal+Q36ADRlNdAY/FPRYu8fxrnY+4/eyV2J",
-	"jpr8iXd+RzmUk6CMZzhRw5e0X0vBEmSxMZS9sqyc8NCUJQQ/I1HtQ6nyI1q4CyopFPWhfzAvAbII1Kd0",
-	"QV25cdjB/sEGgR53g9WVeDFB/gSTn9PZ6/cTr82neNWO4P8n9+r2n2UxZfscL3y2klTzYAYS2pokfIRh",
-	"JEfm1l5ARFKPSbLE/0bYgR7VI4343MwShWGu/uHbZpaHM3ZbzwCrzGMMdFuJ3Y+64YSel+hvRnvQ3//u",
-	"qPPuaP//Y+/dt+JGunzBV4nFnLOcWSOSi7Grilzf6qFs7KI/G2jAVafnUx0UpAIyGmVElkICZ3v533mA",
-	"ecR5klmx945QSKm8gMFgm/6jvzKpSygu+75/v83/u2V74NDa+elxEpCWp8ZI7z8EOsj+avUav4AUnLg+",
-	"avTlhFbTY4d1hhOikYKSCqx5hpqalHET0qP0WansTx7Khgp721hQ5pNfnrRGGGesyM1xDJG5HdSf+/R6",
-	"sQqWbEk3S7ctV5lHpombIljEhSh+U6dqAY6PI77xzPRfBuQTbLa5vtbU2b8B483SzlfOFY56B+rcR61t",
-	"xzsEsI+9iL4ivtBWmPgnhI3HjUZHqdJlSqyxJ9NeHNQzt/XoV4OR6WKYEf+kCEcyfyLez8rpg0Nd5j5y",
-	"D0HFobQ7e9Jios8BnL3mBo5Ogc1gywVPuF+gtg4DtybwrWBj2yO1fOykbR8sQdy32Bx/A+Yw0LgmMH1R",
-	"lYK4HmojHCSSLKA2Wgpzq4b55kjMTCrzLDOO7iBosuTGSFNw623bNaaEYr2CZPlwNPoLrRlln6N5BkSF",
-	"eJlLMTsoOZyo/9ISyATr5X/LoQDrtkxAsAyGKtEDXwAGZNci1J7Udu2nZwUVzgw9+ncp1KCtT0sb0KoO",
-	"s28w5MUz404P6yitVlNrdXEj1UW3x3bCLeM2BjW64UuqAF1t4QjPwi2v32sd+Ez8PlSql2JcVF2GsC+6",
-	"ETPa7kQz5LlT1Agd1WeJkWogTt37E3Yus0LkhlqYMnkplsw+LoYeiZwVF4wakpLU77DItqR1oH3gyR6r",
-	"bdl2YFqTeBCHDGXPfOm5XFqblg6aLWAFKE2McRAI8iHwR4tcxShBevrFMRD3JIZF2GJQFhWwfqkKmflL",
-	"5iFvV7PwtTLxS8Xp8TnVQWjio80tbodcenq6SIfRdbcvQnYvaqNjSHhZ6IR1xrlY9esQMeiq2UaKdpkS",
-	"Obs9LcmlmNDfL8WE+d9qReilCsa8cHgUIps/ETlXd1vUvlcPT91zRcOdFC/ceakCrhIp69kQdrPCcshZ",
-	"ageKVyynMkHKthIyWelrhQRg/EBSFHKBU8ykS8D6zNKQxzdSa0t33SxfF96IHi5b5BHompZ6D199XMnG",
-	"qE2E10RBTQD5RfYL1MiRhYd0pm46Fzk0OX8ZyHjYL2nWPsn081pBT0+muD3DToRfW/g653UqOIZR3ehY",
-	"WAguvCCYWHtr22R9AM95ZwAl3rebrINrxTg+AFk5zXwyzp2Us3ctbdVfgUSz6SWHb5wzO3exkQAqKdxJ",
-	"SZ9V388ycV4w4GDIrdLCxokmb2PQz/R8PVpRurAvplGmASrQe4KevZLiuq2BPcv09Sl2opfj2ahjjhbY",
-	"UcNQwYRrl5pRQzS3bhALoYK/OceLuIQHmeC5VVXdZXIo2MpAdeUtFmitaN2Xq1NewR+j9S/oHfOp6vkg",
-	"723d2wX/kp5Cd//yRMRTu/vGuPKbt8CVp03ablnofPUciRtGVATG4PqWtW9d/ZZegxY3C39gZ+JcA3xV",
-	"s+du8WYwE1OI0emsVrBj+Hl2F9jn+aIFqMedDv0yOUMRQvuRVWGuYy4gw9jRdYOF4X5rIrKWhT51+Vnq",
-	"9RbKWjrpDGyz+h1TJ9GVybv3bTOAPQtsfRMR1hlJaIJBsLpPahXh2KUaipxgfWfYXoEk8iNuDmcXfhgB",
-	"5CYNiNxA94LKFyeAhu4yr2zyBdP7o/rszNY0QFf+XozObsuUDUY23P/MgEGR6ykWcowUEa7gNDN/axxp",
-	"nx7ldC9ATYdRI+hwsx9KRMg4iJagUQux5aIJud1UvAFTBEtVrTKtahzQSEEAP4RhQM75htXSAPbOL0UR",
-	"gUoUhSw0Ei2PczlACnzEnEYWVBUObmPKzpmnH62AB4ejz9r1YkulZZvUvQPKkKWF2LtsBOnni4dZKJga",
-	"CPvzj5QnP8Wsud1Y4KqtbK9cjIvVrd4GcetY0VgiyP7GEkvms6CtdOOu6GTncI9diskMjaxEj/2Zy0Ks",
-	"apVNIuaAYBClpbEcW+u/vpy/HtEK5OIOVDbxEvmMG9EO92PHKVQ61lIVzF4GiG0dnTNK5QDQ+7nOWYJ/",
-	"gBKxNjyfBQl2Woz28nGeuSVF4mhRbLOE5jYJ9JKftEsxiVjiPiuh2bK3x8peluYSqCNRRGOiASL4Dv6G",
-	"HHbprzE9toODwCiusToAOrRg5CIFR9+wrc1NzL76FEBVtYR7IZju+p6KWjZitGKNZvGxOL2WKtXXRHWm",
-	"y/aip6qo+GUj1QDJ979LQT/Twjce3lKvAr8z/B2EOAyvabRWfD5zLFec9Laug1Rkbkk61T5iSoiUsE2n",
-	"KP+7NSUyFopL6FguhjlQWUUr7jmtEyXNqSfMacVVHfFLAnSAwjvEWtLnEH+GRHLfWx3V7nOortMWhTSn",
-	"VF3QwiYLnb9nEypoClAHap9tXMkdSDvIlhdOvCfV9ySz+ajqW6sNQntcUg0UwIdZp6cqr2pb84XOCgrR",
-	"9hWHaCOcI4qOhSQn872HJfWW9f2bFCM1K+RGiqyhAaaMeatYoByzuqo2Z5ut3kLFN+IO9ozpgpAnXWNP",
-	"IkH61V7x/OWiNZmtjd9zmX2JOvbtM4A37qDICDJHo2RumkokEVbMqBjDeR7kE38MoU3yPNejU0KTsxde",
-	"DRqw2nCBixBBEfSxyK8kxBmH2n4FPL1Xv2tM5Tb21+eDXBSAmJgXK9svfvkZC4DomeZq0BJymiHKEvuq",
-	"xG5qEFy5Li+GAegmOxOZvu6zJNMXCbXJWGVsXEWEcUch0xehgKP5yfRFqzQL520qQphzZeyn2Q1T5rKY",
-	"9FliTAbI3PD3F7/8jHCLAC0XvlYhoyauhDHtudz6CrWhgovc4QHehiWgtsQzHp8GBqozgK2lDdVQYJ64",
-	"fHjzxE+3GmnT5qm/Pzlk9icQWrByHaWBuWsEKKI5xP2tNdTtV8iVSqtVHA2aSHZ3NKXbi+d1crX/Hcdm",
-	"bfv/+qudwrDauK1DdD9HuLHAZOy7eaiwwivbMlrWXdjcWsaSxDPUPjQ7Rx272YiULTNJxLZevqB/2z1Z",
-	"J4Z++eLF8xeLVEx1VFvfCjWNN9oWmy9eLIz/4vGnzUJfXTuGjWMx21E9zMoLecvgzQlicGKbCzyHYUFb",
-	"nyWfPif0Dy9TBrzgmb54ZljGgSEDIDAbbY6fVuivK9srG73nvZbaW39Bc8L/wB8AzhZezQpdB6psDuGm",
-	"hbiztdcHc9vQx2w3Uiuo2uST+XmJtzkfCPa7Ho898NPXzU541omp0ktt98QXyd4ma8U8ohF6EYOUjmHc",
-	"MHffTKOYOC+mOWea9j5CcCVwfQIhpRmM/bMFJPjc9OvUma97zb8sufMyzZE4CyoNb7f/3kP/L88LQlPt",
-	"I5b5ucxEwuDvNSxkwEq2AmwgfJfh1vp6xAZDMbh0dWqCDblKM5E3sZHtY1e2V7D84Uwqnk+w/GF65+Kl",
-	"rV3SMhPPDDubFADxU7CRNgXbeMney9/6AKPLUlFgWws0ekMHpL26DruA71+5wWTfyTxDHgSkJlarfsV5",
-	"7+AnQyqMiJsILnqcnndXonksIPPXo+/JE4GseGr63RthGZZahSjgHSFXuXVi/0lhtiYDiS+JrAhIDNvc",
-	"AhpoQ0lHnPoZ5CMte8CIvIDY7onWt2TNegVS3mBRMlIfQrxeqCKfkObEugHDuGIUi8efPUT7jJaIWqpj",
-	"VkOEuVyluvrVjc3nLW0RUyu/IB9hbZpUYhjBpx8cowh+YcfptMoGhJBoH9Mp2IqmINhX5JMZovV23Q+w",
-	"XITzSG0NZxOfcIK4p+CDIdBY+gCo3ctwccQSVWZIG5nEK/FKEqtUZKKAiyJW9ULQp3Fn3BrozYmwN0Lp",
-	"gkJ2tTR5W59E68Yzbd7eDlqXVMOwqE1+yYq6hrlQ9WJA+YO+EnaCVubZANUt0yRUiwi72hR+i+JOa+/Z",
-	"WKrA6CbanralI9X34LYw39hxDSRGOvM2wQxroE6jNYvbzqMnhalDElFWBmBIAzaNq61qNacWF5+HDF6z",
-	"RkOFXfZjnxlGtzA54heCdd7unrA1+xPVFdHP3bD4u5oqbpavBF9caeRGJHIDQXl/Rx9x/AzCj4JSlQXT",
-	"1woLqIOv0ddqyYI0IjKbKrKza46M5UOIxk+qz23Q3cK+qNfjh2djFJIcz67Qr/c2LXOK2wri3A6pne/g",
-	"UEwdPDcBU4id4RaajZj51wwp1kTrWwbwAXbb0lB8yMm2ANMEH3n7diR0927+GbcnlLv9WP8EoIjfdWmE",
-	"VVFSXcxuI3MlpNY4HQZ3gOOyLECHzsdDrgCzYdxmNRBEgi/Oyq35SqCoEItpQ8RsLxoNGeLNqd3cAATY",
-	"8tLXZYPo3tQBo6tqqAWliY2vmzeI264Z2DoYLD2GCF8Fd/9PzOaeCZ6L/I0TBubq8rReaU7/RCOEPKym",
-	"ZXRYgyaBNtD30hipLiI24pkVNSKNWKmAai1iubjSdqmskL3ONVpPhgH8H0E6EZ5JrLbWN3qMODLZQOtL",
-	"SdQmmD72CGVasSTg9fgpQZsIA5tALm8/tFqVYVGMIV9r8vOT9qboI+czFfoCgwO+d8bUBrQUNyRpw1i5",
-	"e3cO93rsxLNzyTpjiau8LYvhWqYvpErgWQmoTfjrSCQ9tsNGONNM57HCycTnVb7dcxz3QKeCJa+Oj96c",
-	"nhz8c3f/dG//j513e69ppqxBU0E0UUgopMCs5o6Ppd0+sLvgW17BNLRFtWvTZL2q9k/r/F4U4wMoCzjm",
-	"I3EsC/GPd/wj6jz7JHxCNTBzNTill0+Py+57qc5124Cy89Whhopy3LE6HwwFmGx2oAZTLj12cq3tAhns",
-	"i8IWtVQPoHh7O1ax+gn2wU8/Bav500+sQ1+aBONLAPoFnfI6pSjOdtvuiRWb2kDdCKEfyVAIcqrySgAx",
-	"CGASI4dgvxphDTjop5+gIyRvHBbWwfMBzkuylBRIgvHgFBs7amhlQohWnEvTY3sQghhZ5wJOKljCkpw8",
-	"50Alx3+8QuSa053DPYAfo84oexWCFNkX5KWy1gokdO1FCaakktBPx+lsfCJUeFSnYqtnl3EXrjTlYADm",
-	"M/2afIpBpMYr2wy/fIzNzfjpn5M+vcLBcdONsbJ3QtOEvfVTDODU1VM8BjU+J2Kxg62urkHji170GU+9",
-	"aysXmRG9WPlaSddYz3KRCW4E2ckFOytlVrCJ8GCOL9Y3Qimwf3Byuvf+8N3u+939k10QAbH6Q6gU7M5C",
-	"KIOoZEEVpdlmycfV3FqLwMmUkPGKXA756iCTMNlk+8M14HXEqqrElIaZEktzC806iZUByTbbWGe8KMRo",
-	"XGCFMpaywn/6e7t9+/4R/7h6ptPJKoR/EiKswGIYcmiY/R3y/h0Xst9g7+VvEBz49+OD/Yg93/R/GDWi",
-	"lqbbZxnPL0RunwPKBmYwVlsbz9nhzn++O9h5fXpycHD6bufo7S7KzkwOBJlBJJ8QE7vO86PHQiH/EVDl",
-	"0E1mzV4LafMiq5K/BzW5RKlge4JXolpmYx0zG1A5MpYr2yvPe+u955AZLoag7oNTMBhy7NW7EC3Zrd8q",
-	"EeBacpAMytraxvcvmoAbo0oM1+HJYKtxBZgQsXI9vvh7B2MYIBtX7cVgvkUY2qgjgHUjpsS1XdNzmZsi",
-	"Yjy75hMDQNxpL1b7GoF06JAwJT4WAFyyjVjd1NPIDBTdI29SnssrK5SwudVFW/DDoD07VknlfyQI5ZBL",
-	"8N9dgwEvgGqRO4QKv0n30pXtFTtdnmDQIKsAH4kCnI9/tdvt1SVrh8jssPg6kftLG/10xwfsl5frG26Q",
-	"DX+yjTYr6RLcJU5EWeuoAMqGHcVKNea5ERCfQypoL043NxkYEwC2jlDtgVnxdykgMOuUt8T2KXRW6u7s",
-	"DE6vRnKt6aj+Bb1S4IvA/t5cX0eKA4gVUxet041r/0UtdNX7F+E01LxNsC9mo8PDDELTydb6xqyH+9Gu",
-	"fVBWCApV2NGJFO/bWnzfvi7e6BKRI7Y2Nxff8AfPZAoT4NmQtjZ/XXzfidbvuZp4PobP0coLnN7597mu",
-	"zpobglxo3gH511926QxQik3o6ASy4hkdTGvi8QsgstxxMmYFaMqoyMFxPWK4csiLY2BkBPft0/9wkS6r",
-	"GP6PtZAX8jM4ne2VEvY9dZpHxA401sUjcEDEoY+QilJboRgRLqG2uhEwDoBOwhr+oJekCZ830HmKzEJn",
-	"1sy02sm1rnSUZkJdiUyPRbfHjuWFEuk22YyxSv7X6vHVYNX+GSq0EvfkTF+LfADGgPjIfn+/82r1+Ped",
-	"zRcvEWwsQSvDmlCm4KMxGho9/GvOr0F7koUXxepSTCqTs/7o4993Vu1jU3lhJbRnhZ9QxLrPaIwn7l1J",
-	"rKRhH5T86Iq+WAdh41xAfeSBm5+vrzODWZ+JLnM2sFPZ9c/8p5is7qX4QHrtM+NIO2XaYztqwjY/fkSL",
-	"A6y7vlVIlR3FOs/tz2qQlalIu7CEsSKDLqKGqZSdW+MaZot1nq8zE7GNiG1GbCtiv5CdYro9tlMwa4EV",
-	"TKuB2GapSEuUNyJWWrEONmhHxAPcRdnY0AvNnPesdTRuzXuz3bba3lgJgwWU0fGibyrmN02TID/CDATF",
-	"em61U5FJMITJfFswIr8TvmxEh26Zw03XYO3CI7ZgPLiLbjSYv/BiYYrfdDq5UyWDiqU+lM/tiq0ZqEDs",
-	"PdbhtOurygXa/N0eimEvaV9VvLUp6ziZWJXYZJnIu3ZEU7puppn4yiUbUbo5Pg+EEwUaEG8vbK5vMo6H",
-	"pe8haGPl+BUdKXKnlVO5Gya0e01K4CnK2VjdjnOWEfcuZNJNgny6vODsw9E7ewBiVS8YwOwffCX9/Rfw",
-	"YGi7RAwR0VwiW+aYwt6GXjXH4mvfFcXKrqP9z1bGX6Ccm4wF02VhZCpqn4EBMZZZRSqNIwCOlWMA9h41",
-	"rBEYtxKh4kucTEeqm7BRaQoHpWAEeADSwLoPOOAMpLHqVE731uZmt8eSUL0mQT0m+gTWUOyQte5GQKH/",
-	"riMzkQWIda5YnZTZkey76d1c3/rFPiTnA0ClQXCloQbaRqOzK2JttlsBNUOsKj5ncEPGubwCBZ5pPbaj",
-	"jsB9WM30AHEFEYcnX73IeSrY/s5JF2N2oa8ZK+oLhgw82/gVvcuOdRhx/bptbkKdiHzlfuRKO9v5UoJm",
-	"806F2zzr+YS2o1OPJDLIhl7C1PyNp/7TvqbZvfF88Q0Ei3ei9TueI2ffd2Ouhzz47TZ6tNKM2axsb65v",
-	"PN98+eLXTfumZnQCk8EVdW67cT5TBxGfNdCjYBgSwwlh3I/tZNaSTYMgJImiWJHFjsIKcTga2N4sFHnr",
-	"vzKKop8en+yc7FoBGMLbO6s8VoCb/8w0fwZtkDg/wWOnJ6xD2ZJtkKt9ltBJhCeeuybJWNVgWehbqdfI",
-	"s2NgrDLkxwBjCckGGMD6UMsOVhnQaMEkdgxZocpAZcH4BZeKdUi/90Pl3ibvkOYjFHg3i4vAnTtjCdT0",
-	"6cp9WWKNYT56kYnTj54qsBw5fjUflrZOKXg8qOrdZnv00nV9CWn3SqvzTGJ++ocXx7h1Ga+OeigULiHJ",
-	"3BZHmS2GKziDRyCHmxjtiyTxgQqoBsbWv3BEAwjLb01bH9uoUF2foadRg31KCE0/Vl5WVyR4//qrJ9ME",
-	"BKDLcYORnlkTeeIw45hMQZaj/eiBoKCaL1auughK9X3tIyE9GaIsoNrH7Wl6gm6bGIfPBFPaDeEOhDju",
-	"iMcvxRvj/ObEONFs5sIt3pMM/yFk+GvEAQwZ8gPaVainmm1tz5bkri/z5sm/pST5e9f2KRVLPF5srHSe",
-	"iryPX4DIBXZHkxzrTQPMYjLON5GiR189EFTDBYQLcgwTSztCj9WKoRnCj4fIQUSpcLSz+XgMYYmFWTv3",
-	"PV8s3qKl7zi2U+EwEVfuPaNFX7gosYV4OjgZTzmtW53oD1Bbr9IA4NJv8EXnObpnuyvMbtmzRVoIetRo",
-	"kIDJbRwTnjUZ7EHuRhV9Fuv4B9HL7PNNrBBgb7Ucm66j2LKGEbFShQU7U+ZbD+rAWF5mwmCCbODj+0gW",
-	"hiHiNRcUjpish2s7FPpkPvIJo3SR1mg6tAoldLAiLmRZTMYCA9dBXLTHkqppZF7g2duMNw08n1R44Y1w",
-	"Kogx6UowYmUKPgGhe65zKFtbZOAFUXik8NBqQIxYMyy+Y6HSplx8rFZf21ifYp5PFt2Dyv9XhBbqZBjW",
-	"RjEvHJ2gvdMAKhHKfZuOO4JZo84BBM/Kc4foFna40sOlob7zMAY6WxIu9HDx5Y/ewW0M80nKPUm5B5Vy",
-	"uB/v3G+t0NzvwWvd1wwqE1l1fFlHfCxyHisIxFlPUl4onYPxFiRVHD2L0o4oClPawSeTeeniha0+51tR",
-	"neBjBxx/B+LmHv3GZU47FbY9+Yu3TapaSWl31DnUGNKeu/UZqkLb93SOGuseebKwWHm+o9KIPApcYChD",
-	"8WGhKLQXpLroRhTKrhh0HGtOrKaj8xH1PBGrqitxKbi5tD5UygueUF3lrKBTrOZFnVgj6BRV42+l14Iy",
-	"ch83CSJUjoTK+5PU1nUpVYpIaovkRMU89P0Gp6pvXCRuqr39JG1uJW3elFkWUhreTMrALr6Fl9HECsLT",
-	"DVzg9o+YmSMIm47DKpHFNttaX4/VbzuvT492/+PD7vEJlt6GVXi1sivsr1wOS6YfqyXr6rzw23iBaLrg",
-	"BPGCDbiC7iuBHKdQUWlfFqtUmkt/34v1dba3f7J7tL/zjtKBgDhzJjKtLkzNkwFSb+qbhzpz+4JLMQZu",
-	"eyu5thG/NYlCdBqqpCOPk/grgVUCxI0sDDCEIzm+TLGk0p6JWI3tWKAoPawFBJCZKgTHdF45sG0Sqwkp",
-	"Nbe8zfdgrZ3rfLTqmsGXkxezwKuW8oQ27i7hGAxgvshS4hrXu+/WQZKOsivx/Ra9bbxYZoCmHI+hkQLm",
-	"8mQy/r7cJNytjKPQONc5AAjm89pc2iJAGz//svni56kAEBzYtU/wP3vp55ube0eCp9De1Yjoj3OdlgOq",
-	"IIDNG+ElMpRaVoBizEXVBFiRC8E6vOrue2YYgjdjfTAfDAnzCfsJ7bEY81yoohthXztE7pWojdY1B1X0",
-	"vLJwfbloqso0tFMjD8OTyUvBeKx867yi0DkCwZkiF3zkm/0BO500R/IKZcWq3ZgJ4qb7v72WZkysn9uU",
-	"jZjr9TnBOLcNZJr6F/oZxrwYVt0MtOBzGxmqFruRSE/XN4YfX4w2L39Jf/771+uV23TU/bT2U108LobD",
-	"a5WH8G0Ohc9+IPZqwFtbprYFrBjnug9nys7IP2LCBXR/wH6meAXAlWb3dnx+siBv5a/CceHK7VJYjYXm",
-	"YyFGYwBPnSmldtSE1eYZwJHI3UQAVisQIMG/KhXrJAOdi7Ver5egmYNYsqt2z+byrCxEGiv/WitZUsiC",
-	"nU1YItOkD6YVthazXT4YElSe4RPrE0ogFCNEEHwyBIgqMdKRI6u6CNH+WpcZyEvFrnmuWHL47sPbvf3T",
-	"93vHx3v7b5Pu3CKEEz879+hq1d70Cmd0ocNFl7sV+CK36xZ7st4qyq+4BDAw0lNFMG317Vf90roJ13Dt",
-	"Zrsy7ZsRg4Jg0cFbAgs+CeGukgqLoGqvemZiNQ1B1o1os1UXYifOmWCoJTUbcQUYalvrz0PCbmwz9Ssk",
-	"DUEFGqh8qW2SBHP8DtLEqlyRnXehbtGwnF9TL2rO/nPn/TuqNZeq/qAJHxGgof19bZxxqRLyuYJBXKEQ",
-	"E6lXwNxK+1gl7pfaRky2K/gAgNJYNVapy2LCziVFloeC4YK1NRjFKmn2oif1koasAjTQqTDdGsiGrKjq",
-	"2YHPU0ERv4t9oQdFTNUDnacYKqZGJmv+WGMFvGqOrKwex4TnStodYq93eD/bsSpVLi6kKbDWHuJKGYc+",
-	"JXuhuZRQytBJTg4O3p02JUlUlZ1WyCB0j3UTDw53j3AyPuz/c//gz317i8MDtS8zLOODS+RxIgnnMDKp",
-	"4PBCIMyI/Vj7SBjH/u7u6+PTVwf7b/befsA32Cc7edgmLQklFr6l+RmxgmWAXj1ALsgyhI2qTrm5tIMx",
-	"WUkz6Go8OsnxP/fevQuEKzsu8yt5Bd0M/luwLxvPKiF5wlw7DjTTY0Ak5xv72Hv5W5uc3oPNV9u2iwy5",
-	"gwazqbNlK+HRKiJaQAorVKQGrkIDYK/FMluKQfW+SnLD2SIHEWR6U6Tc8pEn4iOhnnph9GVP+vrxAzcA",
-	"3F5LBRK8RApkohMyXz+WsERo4I3Oz2SaCvUQadMvNIIDsLh//TWFftY0jHEVAS2ClCEUsvllu7GN4tTl",
-	"za0UYmchFTetohfYCbFqGAp9r3EQuS8U7Nw4PU2gPq78bdq4iJW3LtiSxsUOIgBVRRzrFSqfey0FDDgi",
-	"QYGc1QbjwMYBAG3DOODNELpNNc4PA4gbIkFLDneOjnfJhIC2bCLfgAfTNbvvD0/+85SQoZIe67RMYkGV",
-	"KPYF8O2B2WItoRC+ilZZE9zg1vo6S4KId9IHWh7rYtgFCybHWoYXoohVbdi9LkM7C3sRp+CIE7CxsIQR",
-	"Pm5ZHfhHm/G28qQ7UHd8/lp+WyXlFumLK3+lPylPGuJBNYQ7QqGOIKTBGyuHT3JOwHdWKOXI8Uk6zjM/",
-	"DCfwe+zE64kUipULLq1sNRk3Q+sKQNDF8b+KPIkcxhCFX6y1jgG4Nfx7FZFLutsMcQMB3GFVKIAnRNGG",
-	"2UCgqLywI4lilUx9tX35/9x8U3u9s4aIq2xEDbHUDmnFvn3svMjsbJt+mXy5j93spYe8GN5vurz2xuOh",
-	"vl46gONX+JtInH9JqMhOC2ynepBouSM2Pz5pAJZrVSo6UBVUIgHJ6/MpOswgsDPgihkhkJXFeXqxqq51",
-	"exnYL4DHUxrgexmdQUlQN2Ln/EqjeUceJT2bIBMhAnk2ISAXlcYK4LECIEXWScYiP7X/nfgOhc0XUWUC",
-	"rK93+1jeVvAsRCqOajiLsWoFWqwHwhTPc31NWGUA96bxqAcY/PXJilU1W4gd6ewzb4/ZB82Npz4EDOOB",
-	"yiZ+G1wrVxskg4z+1/Dk71Pw3AQXEWfiy6TNAwgPjDO7PVQTGGZOh1abcDjx+VQZ7IgZgeLt9jBQIByo",
-	"JHV+jBg8j4CKV+JmJBgpJNW5HopcONglILKHX9MRlMvXuXu5mnS3myeUTR/QABk0gvNtH2+EMOys9IUy",
-	"NMYAqnwKzmsD+qnW1wMw33Wq66niH0NuYkXlt8ZFNtvkAUKU7ZD3fS9AbtUbHrISZenY0ZMH8KAeAG4X",
-	"SJ62hYTqloi38ZE4qoVgGc8T0AlVjG/NLNFrop2qyjvqBAdgr2AuxEqPWAVZLVlsY+4DMZvrRBgRw2ZM",
-	"FiRZ60kSlVax9ihW3nSJPDuQvYRYJAzrYCbMFHoMGIF2SNSzCG1CYd5n/ddY1RqJqDuJykb8oK1QccQh",
-	"HQBttVYVGEutKVmcLScy5ob40YqcWaUhly3Q2Npc+boQx/iN6TyhQZf0vvLZv//GnW9BSuDkz5US0Wwf",
-	"BSilrofaexvVwe9IdSWN9Al0F1hlW+tbkGZq94+/24OwlO4M9eb37jXP33LAT3RbNVTxLbJMnBdMlw1W",
-	"wz5LRqLg0L2B5YbWglRFVNEr+g5R391hFwhN2KoYm57HwMztlADxTxw0lV7FNplzkSfdmUZoe6Vzyh+N",
-	"frh7ezb4vBvZs1/5THrCgm/Epn3sUKNfVb3hHruJEbzGx3LVmogzg3NtMsj6rXOUoeszIa80lxfDwrAL",
-	"UZBn+p6EERGahL0hQMFkx1MnLOkTFH7IWOZCZ3PDVTvAZGWWFShY3WTGYvDMsASGtZcm3W9T/eK3L4os",
-	"/VNMmNMOj94ofaiwVbhJnVMVni73p9lhrOVUeWJ3VhLCskdV4CZA6O5AdV51Z58pPnIFfZeiItgRDIKY",
-	"FWsUdWtd2aXTikJpaKp2Ntc3uq4jG1PpkMq6AZUZFB9cigmgCGGI1k0w9GRuI444n+a8wPfhwxBNXcPX",
-	"G804y7QpHF667wsbWAeYyA9dzI7smUUhKzwZj1Yo3GswDb/9IUNqOAIcUrpMfM2uvOtaZlBTAOUmtFk6",
-	"iFqCsYwng+WbMljeSyi6czK1XaTOMlnWPl2Kyd5dBPL2UjEaa7u9t30M3TGnYonS9RDjejqH0iNIptlt",
-	"KT5KA2RFAAc2KIgoQVM9V2jfuGYuyJmzN7keAX8rniOmgc4Vu0xi5SuxQJa7SMJGO8zOlb587GJtFvMM",
-	"svngSJK6ekns5C3LoDlj0LA/lhz35c/nz//+9ePmaGv8yzRP2kgq98+NBzPlcKnniky6BAhf0EymHdp9",
-	"su3uQF7h9N5YYomPrifmFrHFPkuIXOvU1d//w27jhCkhUhRUo0DMWekW2oY9tuPZWK2Rv80+ubTC588J",
-	"5SwT96eEEWNMrZDD17jEquMrWDcZJtG7mBsNI0FT/UAJ9f0DBqU029AohiUYQNgGtU0qFTnQL3lcAWdz",
-	"2/McsYT4OuHGBCg7k4gl/wOPiiduw38yYqiJYlVFvzzeENaJDvSFkkak08L6manFzABaBJKiSdXzEqt6",
-	"60fQ51oRtQYdEX/a32etJXAeIVa5KvJJrHhmtB9u4q5OMJuttFol84cI32rUoM8g+1xvyWBQLGK1U6w6",
-	"Y27Mtc7TVaRSwtpjlTKphiKXhUjZRabPeBbhvtQ5JbjpZZUTjjtbtBPz7H70zR0PGtGb0j47adqcRt/a",
-	"stxEzqo3aa5ureaEEu8r2wA04cd5pnUmuPoaegRXZKm4/J3Xt32X0QGc0Epg8hbhuUwYziVw59my89VE",
-	"jx2Jkb4i2ebLXdyD2YjnlyLvM+ltXdap2Lbxnek2Q2kEwqcBXXBNlNjcP7P10H/wyegfPtVrz1Jj/gEC",
-	"SyvxdJbuxBqzG746cN5s8OUQNy00m3e8YDUzDn2tY5FTQ1B4nOwSQ2VFteoAlRpTIs73DQU2WT1qzhJp",
-	"Tt3NdBjbDtmbH+KILZ9EjpjS1+G81yp4nw7bXYRqeH5Z13N+tpdRcFSWNNMHskvpSpfkyFW6Kre8CCUD",
-	"LeEATg8RA7Lwmyg5CT0HkN67fba1vtXUZUPQZUpYy7a97LI6+DOLNw7pkx738YPJvCOEGXjW91+wcRJi",
-	"xvlFXnaLr8EsfXlQMjTn3Mno1Pa2p0dXZZZ1+7Fqse3YXNMuF2TWKbGoZu/b2O33bs95GfVkx911VV6x",
-	"3LH7sgzrAsBMB5XpoDfsH7djtbW+fjMMzG12uP82Yv9+uPs2Ym/33kB05U9xdoikShALEykSVIdU+sd/",
-	"vA2o9Ov4mNRE9KIFnfPI1XEB1gvPMwksfTiJ/VpOIzA2ZWEgv1YTKgtAKB+NGLgXDMzwE/GjH3OtVstS",
-	"0ko+5UEfFi7zK1d9gSBbTny2gWC+3Px1Y+vFyymDxjclrOalMrdMXwDJCXQ11LOhHQ8S160jyCnxsTjN",
-	"S3XKiyRWHbjTVZRZOZ1xU3SpHVPOrP46dmM/skP/Xo2W8CuXYaCrt5l8/5b8VPFWfQKC83Fc/+FLzYxd",
-	"QgahphmfXsPORN7s76ECKJd2IKo0z8hm/yUaTxzkWp2Kj+MchUPCOi/YuRRZaiImrnhWEoJarJJCjsR/",
-	"ayUIzTGhw8U6WolVM9RFHwuoMimcL31egpWLnT+JNKdYmmnd6YByaHOzB+BzueRnwBVnP8BRGkE4q/bd",
-	"WmUT+hjkJHBf757gzzmPletShJEhahpkn6D2rQnW5xx45xAlhCB3ejZJthkvCz3ihRwAfPiYYAzwEupl",
-	"CtqKecGIYwEY3pgYcZl5bB+tmN2AmYDsHtbSJ0oX8pxOsDmFG04pNwhzotXsgrTwCH+Pde/h9z1Q1Vl9",
-	"CIvrzWpC4smU+jYbQeurOE/Szzd71j7lpbqTKrMT7JosPKE5MACIFFzCSzFuCTWiZ/xoRMRUIr02l7Pf",
-	"CjO45It/fmrZ/AFiPTc4ntEtvQ7YknP5ltoi+09n7Su5KzdyVX6UJtGbnIpxWdw+tUDhQrTDr3NZgPkN",
-	"/gPrZOK8WAV3e4zkzLFCz4IV/FJ4Kgewzw2Bp5gay7S1kkkPj8fZpFf36oHfNLem+rgsoD3V+vTu14j+",
-	"aQ3zitcrMOgrfTmzi/TpFD8yY/5hZIhrZn0y6L9hg56E1d1b9GtFLi8uRD4fBXge6EMl+OTFEIoiwKTH",
-	"GiArv7o9dmz/QgXHpXKoKxFA64YtJYRIB2GWKGCXN2xzfaOC5rX+qX0y69SIgLtRGMLwSG89diwKU5ev",
-	"KE9rIrbv66btLLFOTVoDpZnHEujFCrRzIcbsrEwvsFuvavM/dWWySYQprSKASnwWXhleQOG5NoF+gov0",
-	"JNG/UoCE5nsh+qXdg86BxU13B4bak48EEq9UTWnHlL6+icRbjhRoUdbGP2W51I3d6b3WbMwhRLJDLp7v",
-	"Mx9T/85lMjJNoK8fMCfTnIJgnx82f7q7BvtSyb9LzDiE9YP2ll/Zq4P9N+/2Xp10e7HaBR8p+fTpUkw+",
-	"f04YWCNDnaXArhJ2Trku9FQMMp4jf02QHUGt7nMdl2JiYoVAPTCUZmJjZsqgvsu+x6RB/QsfKG3QHMTi",
-	"xEFjJ3+PnsaNYeF+iFxDY+HnS7CZunrNN2beSb6hCevI2lAdG3ZGrEpDNac+O9vBYVhHBZ0A78wsAnt8",
-	"RIJqugO9kYGf+d5qTZZ8//OnDMYT6GRbyuNGUuLWaY+gpuSGuY+n4/r1fYQb+gc/TCLkhmflKyZDqMoq",
-	"VrOTIZT7oHTIeJxN6m4F09bBT0vcQgIc5649u16/8iJWmeDAzdCIBLgGdX8UfNEUFUidAyK99zMcIyX3",
-	"lBSYfqlzfc7OpTxJhcfr7DyUVHKJlSeH58dyeKpczJd5PFpnZq3i2L11kPJACSIXH4sa6oojC2qQAYfh",
-	"ylhV9MBYTY5xG3qCvS6q8i4eDsThuXhGIXF+LhC3FNFR5tORa50dVN/9XXdu1751IcFNRbgc4uh49Jzv",
-	"3u4JJsDvXtig59SjPIPq1B6lmUcMc4R3dLyaxNodB3+EGczurMMVnKLqrNiReT6JgG27Ai6dOnELD9Yx",
-	"fK34AY4VfunC/IJdAkOT8gN4DpgQv7vT88n+z176eQ03+l3iTFIzqdbZM9OGFoYEcyG/ugeoctVPgI0L",
-	"IwOy/QKxRlguADoXVNqoNTQnjf0av5cel0V/EogNu3Z0PwN2zN6R4OmHo3f2omSWpQ9rtuSYmg+tAz9u",
-	"rq8/JPLjkh3psM2lYSmu61OZ8p3E7HAyGb+JFPmy1GQoHHYUK1VT36KlGgbxYrWDP10DL7d/dk1WuFZ2",
-	"ANWWWeZo3TBUQeCyZkhUkiNsGaObTt0jE9ZJoGnhtNDU2rTNAMaOmsoKtxNNwSeGlarECURGy2IoJjAY",
-	"I4perHaxQ32W4GuA8dGD51V97qonkfYtiLSGAbOMaHtmyIQh09BpvCcxdwdiDs/NzaTcAlupsuXXPvn/",
-	"/nz7MqTZklDnjKtAhnhJkWqEWosVVWI0hOZsuurQY30SIl8gRKY5fP0yAX+yL5Gh0kE7uhkD18GCLDP2",
-	"c1EMhvUBbzwSqecnYZHgqza1R/dwGvL79+PsvqufbPft8yyvL2FQ+00XQwJBzoProFOdD4bWHjG1RdiO",
-	"VYJwWjpnCdpBgQ1TVLqLci4RS1SZZQnLA1QvjyhsNPybro0VbDVrC4FH17GGF+aVyjy3n00wzFB+wQrt",
-	"0kZEPTADl7XiH3sScz+2mLtXcruGnHs49KQvFbhKXDeF7lPP0Ddi1x6L4oYaZJFV6+6/M1hHjFG2RPhq",
-	"Tq/RjGcZcM0Yh86PaqFPfvwIK3vSdmc6pAGthRjmgz3C2amm7ElBfKPxwSfkgvtDqWzG5fU5+dFzrNSl",
-	"GTan5UYIGO7fiSx5jAcNFQyH1YEuwIybYvVaKsMyPhF5BYttBjx13jJVBSGvEhF/uH+Ba+5+AQoQ+gfi",
-	"VPUDZhIoKxKjcTFpoi1X8ojwz3vssE5AEvCKjLi5tJ9kWPIT/V/Si9XSEdH5zv2TTPtGAoRupZbCwGwc",
-	"xSdxN8Op/iLZ9QUlloGQqDGOh2Op8xhh/cA2OuWO1Tyy3rYh+HnrTlMIEIUO7s+IXHhrZKUhpxFXA/t3",
-	"U46gksCBxiHXKtZCAqg9sqB3tjY3IyeuoCa0EKpLpZWXYjIdbHS+XsR4rLAQk6Ttda7VBQAHR3a0CSHk",
-	"nZpLmWUmQU9Rl4WRaR0E+UoaeZYJhhdG+LWx8g8orE1enKLZmjCZInqdJJ4Wh9VPw4BG9XEu1UCOeTZD",
-	"BGNDmlCDfDIuULPkAvmXVeoIZq2IDqQzO+ODS3YpxJi0EyoleGA7YyFsgSehfOdC+e4d+1lr9eCO/ZLq",
-	"wRlIbUKvg6bGE2nsN1qE+gXabIG3/4Vlc0vaqnMtVUyQPonE7zCR/SNV4mklvii3nHNlzudB9IQGqA6d",
-	"zlnWaOTLVQgz2HXtQya80I5LFfxntLAqq4l1IAt0rdhY5Aa6gfxvEePkIiOlKgL66GuFGD88HUnVjxX8",
-	"rzRFzgudA2FDdxvQguBN7WREXmpYo9ROqYS/G3ZWFnRdrGjclYR5Tuz+MB1ontnRyzTC+Y4qxzxqAGNH",
-	"VN8fqwoCxE6b47jtV8K2ogz1TBg6S/G7nxmaEaVZptWFyAkPLlYntLI5GJW6lt7COWtwprVjA+FDHgkN",
-	"2t2bX7UPfPxUFKUCUAyXPLHL+GRcfVvGldtxgSQttO8j9sJuJh9WWQzX+GCgS9x2M9Lyr+hsg7soL5RI",
-	"V6UCm+oZFLKOM05wQmwX4NedMLiwkiLX5cWQJfgyQFtfw99X6QwmvVnpbxrZvWZB8R0PdFo/mMXYXa57",
-	"j9bpGzii3/OJw10DRgX329MfrrIYhkerbbfPNo6OcNuZmnZ13N+sg4Gp/+//+X+tYdHtsfdcZoZxNtDq",
-	"XOYjTCZmUl06BW2lOpEu9mMFEgJHHJgXVvk7YsaOGdrPkoolY4wfITlCwkaCKwAg6VYVwvgqaWJFAxAp",
-	"+FLuaQ42HSVFYOj82h5lgskB8YHi5p5OffCGR3rmX4XraUfrM4KPWi0/Nd6GMQ9YgoqPZOC29AJJgUs/",
-	"W0Sc8Eunh0UmBgXEmFNW2JG5yDFuGTyeHaUZjZUpIVKREgML/Hqt80sDAKfW07En/8pOXMQgvg4hgzE4",
-	"ZXB14NbgMwL5wkCuAJj0lcjluRStVE+0te//lMNS0dsesWp38rhWxURTevsz/z2fxDqgFy7wDY7Zuc4v",
-	"dLHqlOq8QAUqVyPVRSZWS+jXMaKgYwXnBHz7oS7zbpBCp/NwJqwHbdAa96YbJrKoiUeaKtEzjS6cavDz",
-	"tbvXuAjDmbAm90BfiRwO2ZE1RzI5Aqd+bD3xTELSjbZRGx85zILLKN3TEay/5KG8YaLunHcQ3TW3PnBf",
-	"+fxsbS5xwE+0fs/VhIZp7vbcAUg245VtCkdj6thFKx9Xc16IVdidK9sr9giuVIcx0xdSzT6Cr4ZicGkc",
-	"Qk9qDRQOYbCxUPZoprzgZ9yI1TM+uIQ2OtRz1JKGdybmanBqHOnaAPR1rDq/F8X4APjNjvlIHMtC/OMd",
-	"/xixY/vFQKs2znVaDuxQSGPSqR3wPJekg18dH70h3VtoyLnGihuW/K9V+8sqKKGEaUXVgxkvRM4OD45P",
-	"Inb4wf6/nZNXv8N4X+++2z3Z7bE/wcYPPte9dmt943Zn/R1M8v0ccXj2QxEL4JrOO9jv9MUFwLr2VqKV",
-	"oeApRBo/rRyLYtVZbm3E9m4j4W6pbyH7qGqAUzTsX9lM/+Ekzzt9waS6jaTR5RzPe1elda87lCWDTHCq",
-	"5MMd0Ws7ZPb5D6zIaL/rsrjBht8FE9/5FOHGX2arfy338qt6b3aT4XLOMiNHYma2+WQqRuozWPTaZyZQ",
-	"HK1p5fdi5WEl58n0UfiiNOiXZCdf0Tj8VFaTN2eFahZ+e1T7huE2BBbHwLo7KORxw9CkYUKlIqVQm8+O",
-	"KYFN9q3+MPgr92yI11/ySL1hNzzmuh+eotwPCpWNLYrjamfOOmiucGa2cj0YC4XNjohhHZTEU3XlKT4E",
-	"DwbA/dvtyDoBd/H6c/bm4Oi3vdevd/fJIId+yli5GIq1sUPQK0cubN3vMInfY0fB26qC0AxMiz7Ug0II",
-	"a0ARWGEMvxB2VBRZo/C6M7rZLazyIzdr91UHiI9/ICj+ZUJfEOn60ozWdxelfngL222dIGx1Y3MbwgFL",
-	"BNluGs12hhSQN9DT7yacjcp9nlq/nfd9ZGfinvV77R2POM52WEWLoCL0KeB2g0A3cNiLL4+5haoNzqla",
-	"Ighuz1tNJ4ZZ5oaz0xGEFmWvgZa3MRxMqS66PeC1gFi5yw77bFHr0VHpH8FrH9q/fh/mYh9vYvUhduvN",
-	"E6R2cWH/tBlbc+xNuHyy9slpjM9zPXGq06zrkqmt3K5DWIsKidVsHbLfTLW2KQTYzxNIgC6qgDwszzI5",
-	"YEOenbsPsC99ZkhBjrnMZ1RHusmZWyMZlGe/3LoxdMaxGOSiWHJ0f5cin4SF5ei8LzW2jc1fHrJ0fBlb",
-	"1gmxhkH7LbRV104lbs7A8mNnExbspZYzCRULFzPP4BvBizIX7DzjF2jpXYszFqwGHBXDzsS5BuCvCcRL",
-	"5IUyTKoe2wevzi4kl8owA5vOtAbNXuFI7hN0Hw4kvmfRloAP7t3t8pBAyEtVyBG9IlgVmgBcFyjknt8T",
-	"U1NOoLx77J00lDjDB4QV7tKaAiMxOoPO9CkqyelieSMEZb6wrLyTTHSZn+Y6Q04/7AlVwasmLNUMk9wZ",
-	"dGHqbi9Wh/zCUV8kY34hiBN3LPJT/GfHNcVvvogYL9hIm4JtrK93+0xpVuiCU+NoUeZKpBGwYcYKS9k4",
-	"M0OdI0Mm43kur2ZjV7/FWZ0S3G2LW12yZj9gxYrQRdeJHC+9T4EG37AM16XrZ8Xl+TKz56GIKy/cgrlD",
-	"Qis4G/111slA8jjju0Y6nDgEqcQacVVH3qN1h6YwsUqgtj7psbfYXsFHwoDgo71OlJKzKSThvvsKD1dv",
-	"eKBwEb17cbwIZv4pMvw4SBQvaE9OnaxK/UBX2DwMJjwPcDqwY6muQVpIEZMaK2IShJTxWAJmcqz0tTLY",
-	"D2FYx7WlMZ2z1MPCjBwfInsPOs1EbKRTkWE99UVJsKgRPbjQOovtpOZSQMOVOBe5UAP7D/v6sRyApQNS",
-	"QKSS1xje6SEh2AHV/M2GdnKH/ma6BpdhLz20DsFjADynJjtuaO6faA0fltZw5rmdhXeEp8M5eU77qQl0",
-	"cXZbjm3f2fEiM4JdiGJ2A/Vj3+NLqaZQLX3/VH9z9s+MRHu7lDdRy9ZhnXHGpSI3w9jNw7bWn3d77EBl",
-	"KEkdnx8gy2C2eDaA6p3tr/tqP7u53fWVN7frPvtWbK+n9tDpZrXljTVq558ZN7i5MghjCmSQIf2FvlZS",
-	"XcSq6taHgnhJTehT8YUeu1EcIFbtgYC5rj01x36ZvIi+wXgAfPgyQQFYm2fOtv7+lR5EEYqpD1/mKGXZ",
-	"aBV9ifs6T3VPxTscWIDWfor6dH6kGmRlKk4RP/IfiI4OtyGgZNujY3XmCuAoZHeus0xfsw6xx5xNMN6n",
-	"lYhINbu/N9S8Vtmk2/MAFYhjpqiEx0XpoGYo4WN5eikmp0YUydzD+y4bvaLp/uID3IgJZUazzO+E2TPE",
-	"GhM0KwFSn/1anS2JsJVtgKn3uY4zrTPB1T0nO/wULiMK6hPwA4qCtnBBIBjet/08O/B4Ayu5x45d/Zw0",
-	"tIkSABwsDaH+xSrBh4s0YWku7cnqyILlgqeGcXYuM494aER+JfJuRLkYrG0L3geZBgDmiVWIE7kPcUwE",
-	"rZZ/l0htLVUoySBk43i0k26P/YnSx5zSPk9wsEpc12fKl+8FTAuOf9IM9Fj4YqBxLq6kLj13A8u0wfti",
-	"ZQfe8yIkwWKeBlgi6+zsHq9uvni5+vbV+4r7csShCupSTFAK14XTglCtP0eP0/XAkfpBPlDYN3j/4tBv",
-	"bXM8EVf/KEHmFhG7WMLOMcTWPg1uFZJuFcN9jGgiW3+bVVAJ1EZulKFgeu1uD4VcJviVMIGgsyJJlwXj",
-	"/pJOwQ12RqpYnfMsQ0xXKsiikXgqG/s6LjMy/PYPTt+9e39qZfLe2w9HOyd7B/tJd0EU+q7kWbTk9a/k",
-	"44lf11f0W4pjf1Nh6Vud9LsIOfZnHd4OwFeDnRWrpqGFvcUNC6u72IIKgbZjdTCSBWDxQUwTYHmISh3g",
-	"mPssgebDBIs98cHWhUiZhi/lmbu1w/G/2JkuhhQc9c2LIsXiDWxk2gGFWhlFNYxvQuDVSvQYNIE0rMxY",
-	"UTtkzYbrhAIMvlWS9EojKANJvATpBffhYPjIikeqB4VsX82GvJBWHNYNyQUB34cVV/cVKr6dvbb+9e01",
-	"FzJ+stl+JJvNx5rvx2ZbM6JY9cGRT1/uRPdvZbSBEx36plKZgmcZ3Lp6LdOm/dWFwmCSCuxMpxNHZ1B7",
-	"KWRJA5m6zTAkB6SGQedp/a6QKwDEbaw6YYRCabXaGq5CdoIsaw9mdSsfGj46ApZpAAfOuTIcYDEW8VMd",
-	"i+I1fsv3a0IuLRJr8xsxpa9Dm//JkrwD+fOeX86QPuFU31wSUSr6TkP4B1VQHqCwOyCxIrwuihW+swuV",
-	"RaqBsPoF1bCxWioLRl/0A6bB8MuXCX7TrvhBot4jvyOWrqO9UTj7JOi2RP/mbMLERz4okCKX6fNYJfaK",
-	"U5kiiy8hk3aUkFYxRuD4RAigxkw5GMIDt63PwxIoGYRQx+nu0dHBEXgeMB424hOr51NfclKNtU8UvbPK",
-	"E+29zN7KFfMlvjsV14Q0lV/jK+eXdWd20jTYko8zjlwf40NWD7sRLA4k0zIP5fjJI/nOPZIdezRpwZdJ",
-	"2NPWWPtU3mWMGK13Ov0gMTKjqQoY6pCNyM5j1YG4b2VCOO5ZiC4rIlmowkskb4hJI58RcurFyj8EOvS4",
-	"cXwNgRyql1S3t7Hb0d6dPFrWiP/wiOLAleCAIDCVcT8VMz8MvjKcnnmH+y5Cw6GRwMy1LAbDSpGfieJa",
-	"CMUS/HcSK7DD4QlJn13kXGGKHk8qmCYDF1F1J/qZgRMczT/Z7YGIJm3jazHSxZee9CCK+oAn/V6rbW9h",
-	"raw/hLXiwqhPFsuPk/dG2C0nY0g6LGO7UPvRXDAE16IkR/xCIO0eFQmaIhfgdkmVSSUwn+OgrMNszDPD",
-	"EnrMaZlnSbfPtta3KvhrjH4MOYQevWEyTZFVVG0Ts7pCDumL7rs5BGZj7af6ET7X+YgXK9srZ1JxqNyb",
-	"wr9sO7LwrO8/JlC1dY39Ii27Q9dgju7IuiYbmULVbn93alvURetjpcos64Zh6+2KA87XWFR9fAGBOx+J",
-	"BRUSX2u33ruZ677/W7Jxv6FCh2KZo3MnMbX3ZVbIMc8LVo6tMsSQsZXKybnMRMLgt87W+nqskt92Xp8e",
-	"7f7Hh93jk8QfBlkQ0qKVfUwalopCDGrcgWeTQphtdrj/NmL/frj7NmJv997AcP4UZ4dY1s0JWskOc4IM",
-	"3dAY2Dn+4y2jSui068zUjRcs+bB//OHw8ODoZPf16fvd13s7pyf/ebib9F00O1Yv2Hv5G+tsbTynIaJO",
-	"k8ZTCBtg/h4X1IzLjRFFa0uu8oBkBgvnfUEprVC7mWyn9K5P/iyzd+SWcs3qpdWUF/yGFicNEof9KPvM",
-	"KjnsiVBqYvyp9awyZTdeLPNJphyPdV6I9L09ASfWfvl2aglAYi0jLKOVj6sj/nH1TKeTVRBHK9svN3/d",
-	"2HrxctoEqZr27zSdt8POcyFW7eFk+uy/xKBA0XOuHUakocS8EfmVHIgKdVbaGRvnAqRtnyWfPidEsQbo",
-	"BOw6l0UhVJsM8oZy8FWPvJM6GOpCO6S69Ps3qI9EfbfXVrTNPCiLL7abg6K/6yHEmnDndpRmI5FfCNSs",
-	"sTIilzyTAICHl4z4BCiYKbf88sWL5y/RFGCdWfm21qgyjOE+NvF9oKy2DvYhw0g3OE1kFU0fqid9+s2E",
-	"vGH/LS8lmsoPSdvvtIpFCSZUkU8ADBl44wcZNwF+XKyG3PgSG5Fue6Kzgmj2sSWLn2XWq6BwUb3V1jd6",
-	"4ZgyPgH8uVhBh4TjNe84XNxV66ykWD9t2IibS+A8DCpuEvveUxhp0gclPOYX7S1dviTmBCbvkWtXO8ib",
-	"9HDD/BOi0Q/Yvhl+/tIHaO2T/Z9XdvN8vpcglhsdHix7NUDIwZ9XM3ElsmDT+1N0zrPM1LqASiPyyJV3",
-	"2sf4/iJ7gAxgMW/FqjVySy935xGOyoK0sN17XylVdOIW4NHEzHC6niJm95TkrQDYcKbvLWTmMB4Lv6b2",
-	"CPCQVQRh4FDNdWqpD/ybRLeuuqMLbdmQyjNMFn0fWN5cX2dYu8au+aQXq4T0YMI0tQUhTXfIJgRqjXWA",
-	"HgXHpsQ1jrXru8LNNhN8MGSXYsKMUEWsai0+oSjB54H9b3gm+ixRZZZBhR2Qqo6LCcOUB3W92W+IVUeq",
-	"ochlwdUAeFHLkTDdPkA5MEzxqIIaw4nPpw/0iC47bdUyS36i/0vwU2LV0OF2/NUUkAmLEMDW57Y/ewHo",
-	"HepUDDKeCyxwx++LFVk1SOlkHx65cOPmJnZ3awxMSjPP4/4wNiIvHoO8u48Eee3bHtKvwfcv5dDAzn9y",
-	"Zb7J7m4vF5cU8dYeG3GZrS7AHN+ZhpohKimPJzfFJSXOz8WgkFeNTo1tb2vFyvAr9B+ahFIRpjOmAHkQ",
-	"YwOKgo7/eHX6fmfv3elPCRPqSuZajUAwX/FcWqFPNdCe3MOqkRrgRJ8l7kdAwmGGT0xFG60g91E5WjPi",
-	"he+5zO4fJ716y8KaOiDtbmkTfKS8kvaGjaVO8t5onAm7xnZk7bE+XRYX2iqd6VkIu1S4zGbH/Fr2eo8d",
-	"W9nYghDFOl6HkgOhr0Sey7Rl88bK7160hvym7U5vVasyxSocNOhXa0KsbINFEyu/hRPrpbhu55AqMQIz",
-	"Ycr2KDQ2MjNZEIQMQdokZlSMk1hxaHXDe5KhNkWCgO+ot1jH/knxkYAZiqBFwG5WEEJjnRfdvhu1nafE",
-	"GGsDqVjZ39iLX37Gp4VYxJubrBnlZB175ZjL3FB/TpGZJGJbL1/Qv+1zu71Y7VfmhjWV+tZbY8nhwfEJ",
-	"C0XcWiHsl1iPLp/MwArGwrbGwb6v+rnwZD+IfbC8aKGt/q31ID9uvf8F8u9uIp83kpkNgwFO0+zW4XZR",
-	"KhTAZeWCZ54JstAsKXRSYUXNsB5coy/PsprX57V2Th5LJqFHgCI38GmIycVMORgAl9A2S6ykQL0fq+uh",
-	"HAzRibWGBpdZmQuWCLuuSY2jPnjaMwM1yFopAR28zwyDG1ghPlqnDi2OimKs297Wq9ITYcCUuCdZE77i",
-	"wdjlwyHMlzS6LAZ65NHUeFFYPfQka75FWXMM1gezkqKFiyyUK2It0wNqGp7libxzV/hG/RpXXlRBpsjc",
-	"FNTtezZhsoUO7500hX/efVrv7iXLZBL8FDwYOzhE9fW1qoYSMiIF1OHzKF9SkPHuCf0GPmFeCkagNw4Q",
-	"gVFTOXqVvRlQgG4m70lMusfvKesafG3wPnr5Mi2XbmKfROIjaIfMqk0545g0xdtCFpcdRAWF+58Z/4aK",
-	"HbGN/AFTK8ERuVko1W/+9MEzQK+f4ODuHg5u8TadFRG5zWYkgK0724yPQtivf3Vh7zrWviGB/xSYb/G0",
-	"b6Alluk7q1u9z3xh/VTfWdBMpiikbUTR2iL2flLV3X/fDV5fYh0fXKuW0um5K7m4P6ul5arvAhVmidVD",
-	"GX+DBfwOtfdDKFW9zGaY5SO1dxPBFrB/xJaiPubj53cLIUNeaYD4kit3pNo7bOq75F76Yx60NYZevmz5",
-	"rutNNHCwvltv6kfpb1nmRC7qb7GSO9f2+M3UwYf4u4MKbo1FsU6YcHNiHALCRhTdVh1Mz71Xym18xeJm",
-	"EbjswaJQkNOF1fRTcjOvxbdjIFrQOFyxvq8HowXEhmbMkPZmdVWEi3P37gg9/UG8kSX3hG95CLfGU+zp",
-	"YT2Lpc4IirVU8rn09XX5FdJilUp8HEPeP+j9NfXmX886ZxoIFbEyAgEwZM7GIjeAsl6R1FWAvFSzNBQT",
-	"KHUMuPGBSudaGB/YhwaDWAWgnWsVYOc8kno2l6Me84seCj4XY8ELYNwCvimW+GGfyvRffyWsk/xb/U//",
-	"eB6X6+ubLxt//TnpxkrxPNfXOD+ZNAUVYhTA3lfNX4/tFXbg0Mlo0OLzxiHO6zPjyOQDuj+zzaTVRmXh",
-	"NJK/mAh+csHSXI/HImVGZkIV2YT5JCWgH+XWYexCHpRK2V0hJz0SSLtyMeJSESw/hIEADt/VmNhrsKbF",
-	"z2RyKVWaMJqBWBUaSqywidz+NqtZBEyRHdhvN44i3RgOdYqnbB/GS3lkT7EY7vUO7hFnuOMjofzW2Hnl",
-	"gI/RWEjsim+uZPDUvl3EVX2+iutmV7Vt7XDOxEc+Gltj5V/Po5//sv8eZzoVqDba2dLqm7PGliYLMTI1",
-	"f16q4uXWSrQykkqOytHK9oZ37e0OvRAg/Eb84x7eurG+7i/gec4n9mdTTOwQ4akt8wxctE6qnCNpJeyK",
-	"GXRv9rfasIWyI/sXhiZWohVeplKvRCtXMhX2f1M9KEdWUUYrEM20ZmAzPnGfUW/YxosSgAdKoEDS5zQZ",
-	"dbH3ZS71w0HdBiqjw/PBUF6JbpgEBs00J5vYopuSFg81qB8BW49glgJ3GnsUlBdLsUouhRgnaAeiyEKR",
-	"JBvazR/WaQVmxbWZ8tFj5Z102kCunxflrf8VhoqVdLkf7zPDXuFdq9YN64YuPuLGkzi2rzUgcKkV7+3u",
-	"CUNdv8azTF8LrP03CetAUe3WxotuH7mQ5H8LfKbSBRMfB8KOGitcPtqT7tjh7GGD6n6Yz1z4Jz0HupGR",
-	"NMCRF4KgVLmBddCqfxIACk13R+dUv2f//Q8gZky6qE7c9BdiNNY5zyfbLEHrw5xyrEK0V6BIjhUFTwo5",
-	"Emyclc5euRTjYhWflQs7j1CtubnFhrrMTdeXYfrXUZ8R4+cFNFPyIlalygCuCy4A/AEcNJUVwiRDIxt8",
-	"laPig09CrgFZkMdHH0D1S5XKTD7ZjbvNPsHDPn8OtrAS1zg6XK1EpvDt10NeEHOBV5aGFfxSxIoblsCD",
-	"TmVqktkoK5VOvU0QSKiBTq3EtEqCvGS66wQl6k9rP6EgWLIQ0o/pgQCP6d3zvR/cKdfcAeI8RYu++WgR",
-	"D3XTtEJqCxQ933q5/nx9/ZfKpaqL2Rs5WHZbvd97v0tSPJQrCYE8mQi9ImqU8OZy5AVFrJy4BoEuFekZ",
-	"fU49a9aMYvjFaEYOhmJwaUXdhTXiC7S2wK5HZSfzWPlQs1NedoizbPQdnAG/D+61mgqFF74RXjbv4O4Q",
-	"UhbN8FjkZFY+UFjLj8epLZqtpilU7a5cGJ1diTlVtm2eu9aXhkH/D9tYX6dtDm5EwbQaiB4pioQNdeb4",
-	"1YxnRENrJ1YDrpgRInKmFFBfO9MD4XT0AJsNBs4kkTmTnnDMsfR00hLXG+ltY4UqEHjRBqLbZwlZEQls",
-	"RCICgoHxgqWaTBRpXf8hvxLMxSN0Dlva/uwdYqr6pQhEBz23ATdErStVir53Kc3Q+vbWinGua2I1Jx4G",
-	"j1d4rfHHWMHY2vu2YZXqzur9gKZUL3qgSt76EOYrTdq9qdtczuzySzvQZQbNouysuvoptPjAoUVYBpIa",
-	"rZgo03IK7OBU5PKKF/IKd92yAgu4PUjWYCZFl/nAmVwdD8kNsakeO8x1Wg7saa6MZPCnrFjB7Oc2S3Jh",
-	"9WHCzIBn0GRtheG5teWVkalgybVMi2HCPrJkKOTFsEigf8o1VHMzFoOCwRmPVYcDjawpWOh7XeuwJ6pP",
-	"tn45pleeiYmm/Y4f1I2855lNYpWLVWdLQwcERlySPksGWl2JvEiYu8R/gLuIddxru1amO3+uF6vk75Jn",
-	"spgkrLPR622sr3cZnHVh7P3/NRYXcAqvxdmY6bIYlwV1ZkD5sRzJgo6mvWvi/SycZSs/0RNs+JrN5V/D",
-	"DzVJH3o9UAvosjDUGzeCdnKtYMnw2fBSMioBM8OLWNaxAsKtLUQnyb1s6RnzUdxqNFPePC6H9eadEx8B",
-	"UEcy5rlQBVDiVE6m244yjRCSnnr1Tf1ZLpQAUPLQpBq6rRBLRb+0O5vrHM7Vaz/w6YhnE2OoQuLEEncf",
-	"DFwZifR0fWP48cVo8/KX9Oe/f712sbQxL4ZVKE2mK03tEXpuI/7xnVAXxXBl++UWBAHdPzdmRNDui129",
-	"MTeP2VcMtp51GAcw/vSpeO8b5UwPlhMw3ud6jXN0ohOKN3ASp1TjDJ1Y5erCwfoAURQrkvWoP9ASI2nP",
-	"r7jMIMmF+ETSUD2MNYsD2Uxo82dEWmmfJFKrGx0I8Rlxqg90Co9DcV3v1LNeK5na1fCIcY/Glszqta8L",
-	"gIOx60759mTkffrGUzO0sN1u/OUdR98EYNnr8Gj4NrIbnmer5Wcbt6/A6TT+2I64ggZXd3Kfmakc4jYF",
-	"mGclyBF4hwDLrB2RiypH7rhtdO6IchyZOuXQG9AacKalcilHGJPzxqGU39pr7lfgp51im6BPqu4JwD96",
-	"lFFxZLuO2jy0hDqVGKsFx7t9RvdiPsBaYCZWtXsLDUyvywf6PYQTXI7gTKE9S2SC1vizYs+FZ4DoHXCW",
-	"jEuAz2DkrVz+f9qN8WSwYbMvzoudkofCNVjGTnPtFd9K+eeTeVbrLMaqC0A9wR7S5YS50oU8l0Gr8ew2",
-	"vKY51vegbVixFD6qXnRjHXSOgqRU9j+t13dcnvnnGx+4LHQ5GIrUimYUqQm+JPWU5ZnRHhaPmERcWU6h",
-	"Y4WXz+ZT2cmy/do3PzzAY20N2LX9qvRb6Bt4kB5618OXZVOFXaqxrm6/19f7r8/Rsg4HUfSiMaKvVf0N",
-	"PbY/XYZHNU1TZXgAfA5leP1FpXfdHkvwmFDmHLMAdiixwh+sNWIifxnZCDBY/3Of8TNASsTbz3QxnJWz",
-	"ah6Ir11Z5gEn6evqBwJBleAb4SL/hRirm1EVhY+q1UWRwj/TOhNc3bP7Ec7pTWqd6lvsGyhyugvUMo+e",
-	"fOOzPKXD1uyyr/Isu1mW8FgUhiX2XrCttSKl1rIjG7oNy6hAWcVqqK+tTzBBKU7opD22r33c90ynk7Zz",
-	"+J7nl03ddIQ7+B7xrtrfuVBhlVSK3DipI55fihQO6JPmmtJcdrYX6y1GYmv5DW9CQ+pmJlwdHLyqkA6e",
-	"6OL+hbWHi4o/3/4NRG6sKhnPErzs1IpaCmTRX2SasA4WjgfXn4kBL43AM0NkNuRbxwrB+tjr3Xe7J7tw",
-	"cBr8es42hGIwUCJgGPL6BwTI2aRGAmByOsRDOOPKRf14Qd9rj264OM5HzsVASMjl5gKq4VoLzBSN40ws",
-	"0LD1dfqnVKnvo3JPSN2IZui7YOLnusSuOBjoD+xIXGilrQp4SlPv+YHB/QBw6Gs/549sgat+oxLrxwDL",
-	"Xttj0rALrcTXRun4jrGygsOD9cH3b93XBGnEdJZ66x6zrmDhd3sLbeiaa7vylYzM8KXLoGvVvvZrFoHd",
-	"v8FY/7a5e2V5C/FgXCsIY1IVmkm1ysfjhgZ3zBbiCtSZq5Dg5hI5ICew266h0wnF6IgXgyFpYRSX2yyB",
-	"n5LgN17g5VHQepWgnRorksdVZp8XYVk+9BwZ33SEVdXhlMHvrEM+o84xMbUdK7SD7c+OrxMtAddk7wLk",
-	"tUqzbQi2w5Dgg33xHEHx+4Y3H5yn4rWgz63Paok9tn9wcvrm4MP+a6hq2KlUt/FcYVaD1+QyUAfRhDp5",
-	"Agz5F1x608bwkYhVp2a7RKHh0vUcnlh+TnMZWP5sc329TzU44QCqdMLm+kZr1HyWhXB/tQOzhMYDBadn",
-	"D2dOKavCAki7lHOMVWv5UVgbBNxd1j7cZthTZsNTQcQPBwHqjRpI3902yLEYNG8yBQeKqJItkcw+s94X",
-	"9tHIdBlgvXCAi7yZ8NqpPJ8qziHP9zP/dfD8bPNyS3zbRQe3iPiDEEifUP4eSWLBmhCqvr1vdiwhAHmT",
-	"4OPtTmYtEMJjVdtSVZiCO54na7igK+OjnEvHJcMPp5jk05FvMwRucu4jqN54gFjp06lvBmWbZ36ZGOw4",
-	"Ky/kvPLFW/AE4TOZVNZx1Plkm52VKs1ESr+YWHXsnMgMQA2xc1cqU1hPiHJinVKNObS0Sdf8QzezVOZi",
-	"YJ/bjZiBbkXrKZqsvOhZf4rejn7piCt5buVCglSm09Rz2NYkDUOMQ4Y9dVbMpLzgsbKHK5dnZZXEg+Ga",
-	"oXU/8amn1dNcoZN1omgg4MKec/jYQsPz8e6KzM6XR7lemlxwY2WOcmwFEMBlF9y1hOOzT2nSTh0p3qzM",
-	"6CGt8n0CDsErlonY+H3x/dMYQXyn2tljvwzuSLqFmYe73sK48dZtBNgspYJWeSIsmrk5WMcj6dvd1t0G",
-	"hoxMUK2iPieQjrAKEGp7BzoV1SFnHWwSQRaPhBUiy4xPehBtR6zooarbY29EFRayhxqLBAAzosJMGPCC",
-	"Z/qCdZIrkVtRl1TI/wBSwwthim4UqyuRy3NJQYzj33dWN1+8jBjKC+zsnykxGC/0SA54RqfYHfY+A/Dj",
-	"SawcS0j77dKwTJwXjMN7rrnpMVrB2seRuqdyIHEF8xHIt8pM6rEdfxcIClklZ6o7Ojp3IrQbLM+vsXp1",
-	"sP/m3d6rE5A39BydM5rC2sR68sdaJ2Rbu03fGmJecsKwznLBL4HjpcxE7WbFR64UkwSeF2Jl1lrAtIff",
-	"hRN3TyGi2jseqK3EvXwBKh+pK7ul/IK7vfltxFN+XXzHK63OMzkonuIp7fYb7dfKamjKxVadERhwa+66",
-	"uzLk5qmYWDkdQ29t0TH2dHW32fIaJlZVyXnQ+0JSzdRkmT4/F7kJzT8n/KzXFQIpVGfKyURfbe/vkcHR",
-	"QwvWvUcaNuCDIQrtVJpLdq7z6a8viixhRgw05B7cDDx/ub7e7bPkHNQfFuQ4QkoSzXo8Qdqp1AqAWNGl",
-	"PbZ3Xvveqk2HriA+Xjc6eBCEkqvcDtichgr5Xqyvs739k92j/Z13PfZbrq8B38frBCVEekur8pXfoPds",
-	"W9KLFglUmrPv37iEVQwtlaVlxSfa+fNjr3MNz1l7ZfGJJ4THulHp6DILJOSWdXsKoLTgLmiKzrgZsrHI",
-	"B0IV1EudxqqTUIWN/0w+GIn/ufnmWnAr5pJuvUzIPdxL2hZrUaVYqoruHVqcNYew77KDWmcsFwOdI3Yw",
-	"dBJrnRlfWQM9MhPw/Jg96g5iCwtog0VEbEvTbTMN7VENrYRaiw9ZiLHCB1E3Nt3MifGj6YwQiTl9hRiN",
-	"rZ3NTCGzzJuxdm6d2UT162HD9vqvbG8fbMjT45Odk932GiLZsPrmRt4Ow4VProRKdb5m/5Es2AaskzRX",
-	"vY+KINdlIXKfhibjOOfXsOt67LWAB0R259JFsUr+97/46n+vr/76V+fftuk/e6erf/3k/tz9t7WFV/yP",
-	"pAHquFIfYnvckJZ+2eDh5kY9evj8USYMAmO3rFTzow8c3tjC/a4LmmTDVp0VzrCH6PGrlZp06QeSxUMz",
-	"TouYw52TV7/P1zNUZwHAOJXIpRdTc4ULdARGc2W/PDMu5EH4hRD2mHgsE4yfPPMREKSVMNd8HCs7MxDo",
-	"wNoOT32aCe61Xy6upC6NN4ulYjDmHgOeJ49jHIwfQi+G6gTn9lXeSHXFijcCxKweHq6sX9/cp9LZ+gfa",
-	"XXGgDpX3phGQ2RzST/rrYfXXfZF23yJStP4wkSKHZupOw/dYcfMUUroDRQ27AyCWGjb/TP/QCKtWboR3",
-	"uWMuXeNskFPDB7Fxrq9kStjpQyv0QDJBkuLvBN0rJ4ahayHjBUvshdgtGLEzYQpmBjoXrj3R1UgmgHSS",
-	"MGG9MWFQ/WEWAuE1TazgldaqgFpICu3YZ5mhHAMelRthxIymzxjKgg30SBj0DH1ErroUxu3+6cgIMKIG",
-	"UL5Bde2IT5gRogffC90dcjQiBVbkpYJTZRXt5vp6rAZDnvNBAaEtxFHIxXlpRAoTaD8mA/HYr3D5O9Z/",
-	"g2LXLs0pTmcNuB9tI13aD1OmzEC7czUJv8mgeqy2C1X10I3+c9sxE+xyH/JMFMVCgCu8GOjU+3Png1XT",
-	"US+9aOidRp/G323NkrNbQd4T0mrVDAa7xptkm+vVnnux3p3VHQK7sfZmesDK9uY6QOljF8iL9QdsCcGp",
-	"X6Rn7Pf/KB2btGdJYAWCEafKyUUj1uxXzpWMtWlw0pFOI8acYZPrdhnh6im34ZdhefbMxEHryIejdz6v",
-	"5nsF9LVihR7LgWGdxL5w7ZP9/3vp5zWo0k+iWDX+Xqvzsp7KXsEGPLcSFAlWLoXqQz4A5LEVgIn/fJ3L",
-	"/xbWGPxzKBQbl2ZoRVqpPNhUxBL/3yDusNsZ+ueG5dlpmWdYgVFm2QxAqGMjdkqwI+/vFOAr5h2D41pT",
-	"lMKmroqr9euDDM8akG/SwE0RavbSNLcvrN+N9/ARxiNdj/9qBg2DfmvmuGlYhyv2+/Hmi5fs3/88weqb",
-	"WCUjkQ/KXPT85QkbZFyOqJtffOSDApuX2EXOFQp/u6O71ZdBnUFpzYr3+LRYDcsz1kFThPD76UWn/3Vd",
-	"nF6KSdJlOq86WEZnIrXe1bA867EDapdqO0hTBwYPEm7heUcJWkPO/FdsW7PDqZAzXQz7sUrgFfXeFbg8",
-	"wmwOJtKrSkm4fAYmE5oyYO1ggyk13cBSkN9uJ4kbluzQ0sNIt9lvguciZ3G5vv58ADfAf4qE6Twim0ex",
-	"ZPdKqOIYgDCtHOH4goSHD0tYoxMWv8ROGcw9NpJYSXImzq3dFQI/zZEjrGOEIMFjCl6UJuluTzXPTIkP",
-	"96Hi2Cy0Qk5QbhYal8Bx/pAU+zeY+39w5H3Cf5xZVxzg113LUIAbG24lNFYWEvbAU9t5eipTB7bcBu7C",
-	"afrdkKJncxFBz1/3L1Jh8uc2vEzJjaei0Wlhv2dMKar270rG1oV9TXDNlvx4gG4s9o8xUy0HQxAkkKU2",
-	"eFg7iROohIHrpS8peCjjZkYUkf8pqbrgsN6TCsX88feHv8cOWySCVLFCebd6rfNLazbpFCno2BkkQnNr",
-	"tnhuSG2K1UIOLqFfEaWaLGjC7J/tFJoaKRp36gW+V5pQ8TgvaErN9H3hWwGyTGdZrLA+Ds7s2if7P3vp",
-	"Z2pwZIm95BRo4K54dkpFA8lsa+gYl+9+Dy++ZGEAyq7LYMiVEtkzw3BjPZhJdBiMhsbSfghQeN50/7/z",
-	"aEXY8hpa7PpaOZP7lDh8ql+7ERjuq5RShXulGmQlRGdD7i/WSahrDmpD7LiESqW6iHA3AT9Q9dduL1Y7",
-	"2bU9l9DB3U6JuL0EJWJCSpV6KtwYCa674IXos8RINRD1S7CmOqEovKduKnJprbhYVURLGERQRWiouIOb",
-	"SjPQdEqzDMRFcGL+Dcf2j//4sPth9zUqYBjKP8hikSNhCj4aO6sFz9ULV38zq1jlhFToXKvgoFpuVxYO",
-	"0zHL6/fbbrmTZsdA5/nzDMI8fLnLc7ip9UFfV6pkLZajN6/Y8+fPf50Zk4BpW2lFp7CPX7VTudKKlnHX",
-	"UFn3aXvYSb0JMhXM8LdJu1fT/d4mJImHG3w+GMC0oJsGowax1bHKsmpvl2ba7ggRbAPZeCYyrS6sZd2v",
-	"w9QaeAWeVniJ78M3l000/1jh06LgcdXoQpB/7B3x7ccMxUafcUbSJi+VYbKwUm/EP56aQoyxDWTDMel0",
-	"Kg4DXrCcqwuxzbY2N7t9wuFBLIHw9ZVpECuI/Dk+BsDiRcgD0AzTULsePiDkdYMo9qTJ04ONKjyNbpyr",
-	"xA55uyPutQXfvuCBiqvx1Qva1MQ17K6IzAPaHE9UNA+L8VoAmySe+w63JlyB0R5Xh9Yi1Lwd5w3qeaWL",
-	"TqygpLIGG1Q7czWxLrvIjNgmjP2wIBAG5NPzI2EMvxAmwto+8BeiWI3RFrPmVk6dYHVbr18nR5WQOknL",
-	"AWhzPqEywHOdZfq66gOJkY17AkPClA+MZKq4gepgikBwHn3Y39/bf8s6/MzaepKsy+5s8FgSDDfDx4Sl",
-	"OIHJX3kMtWTu8x8CsOp7qSC7GwxbWIpWS6TV41rydFaxvgivM0M5rvo3rwTPBGL5WKPYxAoglaG2SWeZ",
-	"PaPnPMvO+OCSEek5OrDk3QfBRn5mffuGH9Gd4ZI/7rOzjFq0c//9E0McDzWGnmdszmmNsgbyczbkwY33",
-	"bbfHiNSyRWqjLRLFyolvnbOdP3f2Tvb2354ef/jtdOft7v7Jcb+66UxgWcLObwdHJ7uve2zHGrdAPAEh",
-	"LaULSTWHsUJdQDRiSny0fr0YszO7JJw013Uui6poj3xMWfTYgbKHWuQjqXjGOq8O3h++2z2B0b7Z2Xu3",
-	"+zpir3b2X+2+e7f7GhItrmVxzEF1dWiIETvc3X9tP2jn8PDo4I+dd1H1jXv7hx9OuvBp27GariIHppoz",
-	"bPCB76cMSy5MOfJ5H3tqpCpFawRtx97+fRxYb8O61X/SeA+g8XbwVN1Upqx6G/FupUuCb/EByMoU7QyG",
-	"Mku7sQJh78UQUbgaPhIY2DKMGzxlrEMSydmTUZs46m6Te24f35RImP0zGiuJyNNXA2EKKFLSV1C/7QqC",
-	"W54excoFE4Zcqh47cTJoSsZss1aJQfSu8AQ7Qvj8WZLhuDzbsbP17UuIug/yJCsek6yorw2Wy3Mz4Klg",
-	"5fia5+mSggT29leyTmJVV9N1crrGuQNBpHV2an1kiHopPhJY0enc5TNeDIZMn8cqoT/1IK5CfKKQVscv",
-	"pJs5c79jip0X9IyzCUuGgqcix6qMsRxcmlgh+RfDIDZE7xMjMjGg6oxOCK1ZqkwY46C/jUM+TkZlVshx",
-	"JpJuP1bJeS7EaSE+YpLDtztQmafrIfYPAK5R4I1/kwtxYu8DE6ZUlwoc/PocRQw/wko2P9CIceb6Amk2",
-	"Cj01FQJnwoGQjniGtH2AfbXdHiNkUGpBudHamvguGpH6HRArJ9ldOLVafgkZoolpGHKtQhaee0fS9e5j",
-	"mNXwHqjsf3nbD5eBwtFZhktH+CJu9SI45NS62VicpxaB7zumiluZcX+2vcSAnbKkhhmPc30lvpqKafqG",
-	"i5TMgRIsFQNpHCKy+1grUyNP6RArADd2BeuVVupgST22tOG8s1xfM5l2oaCeJHVoa9rXQXP59OMcJyMa",
-	"0zJlxbUciFni1/qyOL0pgjPkpTLUsoh1dflFObK7I2GQberAWQde7lD6YuueHmsDpA10TxcZuf9LDAp6",
-	"PvQA5mJM7jPGxUY6FVkV4U4QZSxpVQ4wSGncDNxMNTRXtlU54HQ8Xu1Qje+bUw+QrADlQMtX0w1Tq/Ok",
-	"Hb5v7fAaNoE/2lU+azm94EJs96UYCAzHBUZ9tJGI+QtDNQlgXBtKna2WY8M6aHCf4p/KcdKNmAtQ6ty5",
-	"v3UA/l9j1YwajMe+gHqc69HYSl8rJLmaYDKvC1ESrJegvGDkeXDR/kpwtATXGGFVsf01TaWdJZ650oMR",
-	"NKDZ/2YdV4PQr0HdUZUBYE+6CkSoMuizsIbBCeIE/n0Kkdf/k029EMst/y5F6WLDmHlFoYEwI7QzeFno",
-	"ES/kgNKbVv7nejwWaWuRAe2LRyvCwwE+ehn+rZUoPInkLxHJbmu6OgiUN5VsI0G0nIBGy+/R2u1HMDwX",
-	"EAbDEg0REjsEcIDWqRFUjeGsU0adJ7kwVj5CBEQbrJMyQQVZ3Sxtk1c4jkcrrarhPcmqJ1n1iGQVbkw0",
-	"j25pQoI58bUy62gBxmqBWDpxvru7D0yklDiVnHlUuctDaQqdT2J1KcbWEkNLD2pPrSVonawEvvN0oEtV",
-	"JOwCuvzOJhBzRsSayRxTK1bEzkRFsICeLJYiNziyj/jO8tw14fKUuvrKJx6KGz1qvT0gSl/f4KyvQgL3",
-	"Dmo062e+dmikMEEdJVHHPTPuFEI5y+lIqrIQroPXek90a4LddDlXBjBD4DgDfJhhnaOdk93Td3vv906i",
-	"WB3vHv2xe3R68Mfu0buDndfWuaQ/QXAvYm93Tnb/3PlP9893796fnuy93z34cBKxg6PD33f2oXTmz4Oj",
-	"f+4enb7eO351sL+/++pk9zUE7lBekR3IJYBznBN2I2SVlPhYnNJHFQkzoqCqN4z0DbgaiIyY9Wr1qdvT",
-	"xUO+bod1XIEPOoiNt8QKmvQxNKh05RDSC7aXw318BWPDw1/kk1ewK74fIeVn80lOPYgXBburZpk09Opy",
-	"IquQg8vZ1smr6bZTK6v6TCpsi6U/NhAJw2Z11pR2sZpZko6wvrmhEHzBwvLUTQ8zPRY5S3N5JRQWubAj",
-	"yCg4RAWgkCzEuM5znGk9Zh37G3pbAFzkomyVUddlpUohn5QJbgTm7e0kncK/fdcq9SnyoOwGaxw8RJm9",
-	"abqkvRGCm44BFkHdz9+lhBbIYl5ZYbNgob14CcFuEV3B0W7qjEJ//z97V9vctq2l/wrGX67UoWTXTXfm",
-	"2p88adr1Xjv22Ml2d4YdERYhC2MK4AKkVW0m//3OeQFISpQjNUnzMu6X1JJIgsB5ec4BznPw1cbiWrkR",
-	"JvqcrFSo7olsQD8eH+E70fyTcxmeiju1sjiL4sXxP/lkIhq80RlMxW4tqt7o6cP3AeLWBeDZOJJxfHG8",
-	"w4PeWHspzYojZf/3g7/aoPVge4dHi+0sFuxsFuEPW0b2d/w4WFlri/0Lr1+tk8mhXRogbxse+EE6tmEi",
-	"rMvx+7tVPFyDPZ6SJmaLCubpaCJ3yMnVtJD8xamILbHH4tdImS9+PjpKTfbm6uridnLz6uXV5eWr17/c",
-	"Tm7/dX5xcTu5PL+9PX/9WxY69Uf+78UC9xKk8A+6KAiTRd5RZOjfWqCMs/UZtfcmTik8apdOTWuL8Elq",
-	"/T/wKpH65N0BInK6JFcwoqfX4iA54L0ZJFexhWCeuPGv1qmppBluLxItURr45EZ3TquZNvfpQcLMF92V",
-	"I83aaa5Z5Ten9SUghZ3Fal0LtkhYaozlPz0y9gS6Pk8EGTwvfLSOiIJsEQnF8MrhKXEnZ6FNRJYaKsoL",
-	"fES1UX+WdMSACYVBlHvKlNfFpg3C8O+WeTh8B/8ACGPl9Hv3JAg1fISQ7gt7JwvxKIs6svPAI06Fjp0m",
-	"t/WDhdHdhmHs7YXhdd7gy1zLav5V1MjxZISpFUvlQKthvp7bNX7CEriqZ67JZ1pb9Ih/skePnhdHP4ks",
-	"Mn+1eXQabrbW8wu5IhrLIPhIJBgGNQBjhpRos5maVvpRhcPIw1NRSu+X1uWjalWqnFQoNOx32PyHOrFK",
-	"3kdeACDIfuD/skTU8CDxoFZ8MhEL57fV0X0zutYe6QXM7r5ah0vyrG6bNXo3IE37605Z79on8ZWcEvM/",
-	"nqlzbVb+jp9Yzm2hvCzUqchMXRQZRYqpIQ5dOlXO3a2pXyAKOfE5GFKP2hALfi4GUvjKEg/y1CnursQU",
-	"9h4p+3CTYXgKf+WB0n9NnZhBb00p4WWYkgc8d/sx2P0Uvo8OPsIXAryBeKLjG5fOwvNXpUrwuCGRTFB7",
-	"KaoL1D41S6erSpmxuO61EfD+ykzdijoCwFT3A93r+nMo/qffjF0b55fakf0klqcVjWPF5/e4Yfs977/+",
-	"Dou2t5nsQdgQX492gtlbqWDbSLttRrjpOybOUOh2hdtvvXLfFeSOHEnPoPtvAN2bs/1XYHevuCeBbnND",
-	"thmYPwGlU7MflhYfDaW/HT3a26ltrvGnANTfEjzeV8r7AfKeUj4Wt3JBXZyxSjwru5goO8GyzdT042uU",
-	"+KQDp8UWNJ1sounURDid9IJjwsBrQDvBfSuEujnd07oWwPUIcFPz4vj4CWz6GTTpGZ8+rcrPCPV7Qaj7",
-	"WSrAqGBw/D5dq8fiKm78CJ2PezdT3uJd99Xer4rXFF7hQ5s0Z5HVFKfx70aXX4oHtebVDfJEq/0E9Wmf",
-	"FL04+mdz8EDmuVPe49kDibT0/ZSa8KTPSqkJD/hClJr06A9TamIs+A1Y6Ocz3K2TUihcXMPWoznREh++",
-	"0/n+bcExIgt5zEL6qkv92+7VuS0ZwJq1n8F+i71Yvnjczz95PufyRVkot4j27ntt477g+quVy13MdctU",
-	"P6ec1skhn5CYfXpXXy10hWcitCpy390K4pRpbNrcMYqzQt6HXZh9bSY19/x42fxc7XT3hjF/s15wf4Vv",
-	"Bco81699gka4T6j77hvKuPOBqi7Un1NVViILqd6M2rCQnHc1PzV/WfV7y70wz/Y1an9raM/q/6z+X0cx",
-	"G4rkrrHPYamnVe2298nETlj0G6EXnH6RnEz3lVPIQ6VNoY06xTqQmGXA5PpcemGwsnOznzb2gsV9IV1t",
-	"RaPXPMDPB0rxtQ5/6Cpd7B10p42kypq1xkG9uob3+v73as5w/f7hg2h8WM6cLdR+ic+tmc4bvNXXGKTA",
-	"yHY6aQ5v8BypbMl3yiBcjhf6oxKf583BDBHmXmSIQDKxkA+8gYf2SJouNOkxSk6aKIRfGxzBwcHAvhAY",
-	"2VX828vb2gxDEqnnzbBvC2+gzAmJi7mjFzh8B//sn3bdBBfxxOfcFnR2AO58Kpx6tA8QjAQ9x46ofyXz",
-	"cAN3Uh+t8BvdD+FuWKASuxmWEvvAczNDns6u7rbLcRbyzwtl7qv5wclPx8nBQpvw54+bUOWPr1fpYamm",
-	"H99t/jmf/JfjBRDwpxWYqh8P57b26kGpEoTqE9SPx6LLXKqFNaTNXFZO2qxMXlqNJ8j7C837T/mchh7J",
-	"/VXlP3Mlsx+n5kbJ0gvryrk0XgxCd5p2A1gsCcVy6UT0l4VTm/ec+Cf40anJnQ4JkYVY4kmfpVwh/deK",
-	"CSoCGQaWYGI9Wg9rRiK8bQr9U0PcFBA6gdKuiM8i175klmx6ybxWAlQ0rwuVC1cbMUDaefg/JPGReoGH",
-	"1+1CwySt8DHV0iIP47R2DkZM1KrEJBwegeWycBukAB6u1ZCLtRLyY7pHaj59BflNbagA9z/bgvkZTd3m",
-	"054yer/PZUXiXErvRa6/geOw30LBtpIlKyyT9fiOBmxKvt+9jHt9aP1jQSvW11AZSbaUe9RTlYiFrQ1a",
-	"JCSX0FWnxXrp1Ez/Cc6/dsXBycE7WZYT+vD9oSz14eOPB8nBo3Ra3nHg3PyCjC7q18HJwaF/nB70Hj9r",
-	"Hpc1F2di0DmYiIgqjFXSGd+59ZVw1lbDMUj2H3GqNmAM1r6STiaisPfaJIInzSfi5e3Nr9TMP4mVPbhY",
-	"aiF1IWaFXfpxA3rO6mreg5XeYmjWYDZtjRjITYSYhBw1JyX8sHVv8mebN8cl62SlsN+unelCwRtNWwX1",
-	"fN/WXV+yncRc2+bNr+u7Qk9BBiu9UGKmJObRZoW8b7/3S1yonuuxX48/4Xa/CbfHpXxuwkdKEzGTjxaP",
-	"pMF9kzBKdEvYk8XHVqOiUouywO0Bk6em6TOIxFAz5Yi6HX/a7lEsWx2IBzE8L5Xz1sii9SUWXGGTZGzf",
-	"HmhHIs0l3hpPyTH/etNzmZ7osEOHWKjFHdV1DrR51F7fFfFiggKpeXH0YnjKp2WNvOfIftDfN7mnpXPS",
-	"Gm2rxUnoSKwjUxcLX6TA55fSfiNfMGzvieBRY2YBxf1RLG5NTSxubde2onsLaoDv2SdOyoXeOkhew/qN",
-	"EnoilAFTsVCmCoRNCSzRKDpNYR+Vc1QnTz/OkxQcjR0xW/8wIi98zKhQj6pdgMPX4/oBmIBhjAWeb6Rz",
-	"+3SuLDa21i41NNQCXOAgo6b2VLVPHe3H9NGbValeywV/mNE5bWZHENnUOjW+UTJ/e3MBT8t6JoyL73tC",
-	"LfAAdtYoga8k9glAwQ6eQgx+HtFG19RZA7rjyIzhslujRn5uscVg5mozkVU2FNalZiFNDfBJVHNn6/u5",
-	"yCqn7+8Rw/xSK/I/MDfbERfD4D6clZoItDpvfNvxb30vrWqP7T6JWbc7AYS33r0L7uX9+0zgrgGE0cr5",
-	"RNS8hmt+FNsozpVJDc4holvsL98e2zWRigdT0ze6f+Fh9RlTWQWhPrs+F4PMPz5MSCZ0TtLAf9KhdxaQ",
-	"4VhcgtZHgG2Uyv2GNbCmRZaH+T/fRBWeWhQH37ecyyq2zAjcKdntf78kPqXJ2fV5FvWjhSSS1ABAB1jt",
-	"a65ZncJcF0u58tTDEWKsvCuz1+d4Zr9ndn4Di0RCEw0Y07SQXfRiQGF0hhYqS0KeIxEZ/SJDonMybXZp",
-	"mFPeJ6nhds0mZ06sjhHxCVcazJxSo5l1CwQqyikzVbT8svEv1NvLITNh7I3fFOSD3jeV+FShy0EBLWgo",
-	"8OO/MIQI3+C9+A+SjmB8yLHgj6NbuacZ48iqwAqIpxry4+/H4jy6FrpBCDMhyjwV3e/alh9iL2OrYNbj",
-	"RT91VpiWsWd9L6S5r+W9GvWtQNvp8jB/cRrw5onIbKmM1BkSqYmrUpmz8xGAbVnBSFOTHU7nskL8XSju",
-	"BRak/YQvSMRVUciFTMTjxcVlIi4uxW1V59om+IMbW1fKJeI3Z/8vEWf/Xzs1TFKTSQMGrtTTTAwuuVk4",
-	"aCzTKdL7qTwTg6k08AZOlQVyVjq7EFL81+3V68P/Pbu8EPRTrsSBEIJ6CeRqYT2KLTIv1Z7X1i6x5yvO",
-	"xT98FKHOrDEzW6tolH+W0L0batxZQ3mUvb6aXFxcTl5evf71/Le3N9jBJqNNAtZOcOdYojECfHkiYjQj",
-	"/NwuYVZKPXlQq4lXFdmGpunOg1p1xOGyZ7GfMtwk9bmaaaNJMga0Jym0EbmdYi8ccZzgzIpbDFFF7uSs",
-	"EsdHx0ejH48p3QIeJzVZJ8AIAS15+WCpx/TxGILibMjZjFoXFSDjhotqBLG003d1pfLUTGUlC3ufiMeY",
-	"yKId4pIS2sS3t0AkSj6I8Ih1I19DJA5BXESlgP2MWtLL9/n4J5xKQ+HkVsEA+Q0mrfbome6Yy8F6ybNS",
-	"02bPStoiNliDfutFPibfgJzterPUrJELBJfzFMlAS8YckqGseZU3WzAQcuaJAVgH8uQtOAAjR+Uh/ELe",
-	"D6EPqEETfBTaVyEEyfkUKkQRxMyAyzdlQcUWq0noAZVws6aELWUiQo+VhGgr+R9i0RVE8LoZP6D3mQKU",
-	"McR2tjQc/lN+saFu4s6TfRnDzmQhRebmZL2K+AALWAtVQWR7TxFizCwiG+U62SQMfyPVkJpBRn9OOBKc",
-	"wMcn/FNQNezc3aGeI/faTrmKAWU9YAngb8AdAZ6NACYG4DgEz7ZzrhU+D8LqVWoadNQ4wy0TyHmTPiMm",
-	"ixGGvGTLMWD1ECmUekqinYEqHL6rcYPkPVGUZmKQy0q2eHydYoYv3DBIDblvmCn2O927GFvpGef2fDYW",
-	"v+tqbusKUJGb1k5NaldkLOE4OwCWcg/ihNEwdsv3pZIP4QzrJV0ofH0HL3iHgLqyU1ucBt69pH3DEiJ+",
-	"P4fJtUxWFm4xr+/Au8WDL80tqWEZl6RWNEe05RVeoKz9PGF58djxPzXZb6/eiDVu10z0dvfv4vPaz7eY",
-	"zy4WBwdNvwgmETNbPllLuSNWuVPSKQdeLzU7YnhSLweRpGL6p6DXIYAHg0VWVzN7dWs8CGXHqblkAM+9",
-	"SjVEjGuwHdnl18F7SMugimgvMlrDrNVBKUhcxq5Slvrwh0yUspq3DcxY3MTUt8qRLBXQQ0yC/8dRSGZj",
-	"1iQ1lAhP1sY5aYi4J5dn/5Ptkijf9JFn1+d9SbQSvLEif1w6m9dTPMUNYcSAgwLvVeWHJ0K66RyMG1h8",
-	"MDSixovB7Dv9KCv9qNgVgmlKDeWdYs9YKj6G59zVBelwUeMOHx8oxQdtSzCdCtk2++RfaGgxZGyiIoT8",
-	"YE+sowxEkzpq43u+vrFoXWgGr9+Xb0HEILR5VKay4Kc0BL5F0eTgasMfcTSEYIidxFj0bWOn5rx7E7yy",
-	"dR+nxH3QK9whZTGNISkBmQlfMOFUTpaaKG8zWXjFybE4plW8kj+KVzaCWrl6LRlFc9DnJq/q6t7CgDCX",
-	"2wG2HCkCug9sjP2T0VoDqYstVikiKG1GsixFx8qLQYNLxEJiIoXxibamSWixtS3pIrLMtgQwTdZ3MRav",
-	"1XLt3ihRhbdof9HCMNtUqacf8D3tOXzd/qpPzmShqgpWGDRPzGjtGa9GlMzfhtac7QTyLX518P6P9/8O",
-	"AAD//w==",
+	"7P3rduM2tigKvwoGd3+j7G76Wq6kYv/orbhUFXd8a1tOdjquLUEkJGGZAhSAtEupz+90nuE82RmYuBAk",
+	"Qd3s6rXWPmeNsTplCgSBiYl5v3yNEj6dcUZYLqPjr9GE4JQI+OcNycW8M8qJUH+lRCaCznLKWXQc3ZKE",
+	"s1SinKMnTHM0JCMuCBLqFcrGu1EcyWRCpli9OqWMTotpdHwQR/l8RqLjiLKcjImInp+f42iGBZ6S3Hy2",
+	"MyYs78zo6QTnZ2nz0+o5oinayicE5Vg+IJrGKCUJneIMpXRMc7mtFkDV6BnOJ1EcMTyFz6ZRHAnyR0EF",
+	"SaPjXBTEXyj5gqezTA08OozcWmUuKBtHaqV2bbeUJeSW/FEQlpDmEq9YNkdTIiUeE4meJlwSNJBm+ABR",
+	"icaC4JwIlE8wQ/mESrfgPwoi5uWKpfpS375bAeuIiynONTC/O4riEs77ATibxffIdJbhnMiz9FqBprF2",
+	"OwCgOrgv9vffJpIXIiHwb7JnHmXFWD8YIC4QRkMsCFJPd1Fvov6F5QRNC6lwA93dnO8QlvCUpMf3bJBw",
+	"Qf5/hx8FkQSLZELEYPeevfDE1Jx75YwKHPjLOWFjtcmDt/sAHve3Qro8J0J98H9v/Y53/tzf+eGz+W9/",
+	"5/PX/fi7t897239v++kvQfz4JHgxk6e0BbYXPCUZSjgb0XEhsHqKaNqCq8mSrbcf/0Hw+PXa2o4dfm1f",
+	"zDdZS4/z7DTDUoaXdEPGVOZEkBTlnGcoUUODOLmrH/XmM3KJp8Ti5daIC2QwBAHS7d4QnN7dnKsvD9qI",
+	"RG6XtQbm+RNXUe/w3bs66rXhzV0b3qgLNSXTIRFvJCokEXA5KXNUbwsjPZt6qOii2lGMsEQpT4opYTk6",
+	"QHJGEjqipJU6FuuRR+8G/X6groi6J1/344P3LbfjnCeA8yGqbn97PRQMoN01Hgeo9cHOEEuSohkeE8QK",
+	"BeY2aqyGVGhwSka4yHI41iU4f01E+PvqKZL0T4K2zHTo8F2McI6mXOboYH9/u3U9RPTb13T4DjDRLGp/",
+	"f+kSe1g+SPU/oRPqaVarFrkKq831NC9it+o2AZU4W3Ax1HV9I5EoqcVAPeoDuXgREThL/30U4E4SEYL6",
+	"nb7t3+pOPKvX5YwzSUD4+hGnN0rWkLn6K+EsJwz+iWezjOoruvcfUi3NA8DXiAjBhX4lVV/4sfOhf9P9",
+	"5133tqeAoUWh6BjWSpRMwNO5koMYz9EjzmiK/nF7dQmQKJf/F0FG0XH0P/ZKEXVP/yr3uvBB2EATJfzZ",
+	"1bxoC0SUaZHldIZFjopZxnGKMpw8SERziQYjmpEBUj9u76JTnhI08PYw2I2e4+iUs1FGkxeC5uzyl875",
+	"2Yf+ba/T61aAo4VZiU6vLq7Pu73uh9eAh97L6dXlx/Oz094AbaWFXi7ZVoLboLKcgZaqBdHc9Y1EMley",
+	"4IiLIVXi/oSgBGfZNsDjIzxNCXsZQE5vbz72e1c/dy/7ZjEVqEyplIqzcYEo07ii3kA5fyDsFSHUWMUA",
+	"PU2IZqeD/7Wjft/pqW8OkFaS1FF5i3sSnI1PkNrUPRt8vLr58ezDh+6lN4uCHBEG69QDnCqCLHOBcy7Q",
+	"KMMwkfplipniCoJnRInGz3F0xhSzxdlLka/XvbnsnFcgTM3UiBgQvRikd4x8mZEkJykaYZoVgthLZReg",
+	"EJHkmGYSKcUh4+MxSWPEyCMRSo0sBCOpRrNLnn/kBUtftvPLq17/49XdZRW5FIUYweSvRHrs1UEpJ5oA",
+	"kS9U5oC9htxRSYeZ4lseUljwuFUO7NbP1IaUBEdeAQBnirBcdC8VbfHBkFGZg3oo7Spp+Vk0J/nrgIcq",
+	"Np0RLD3wuA8BNPiMGL1oTnIfKN7KNWiu8VzR8B7n51hosWpz2Fx3fju/6nzo966u+uedm0/ddqZFviSE",
+	"pBId7B+9f/f9d2g4z4l8VcZlv6DgAWJhRqfUAaOxVA2OWyIeaULuGH7ENMPD7IUQue3e/HJ22u3fXXZ+",
+	"6Zydd348r/EqtTgiHjUZFCQh9FERwpxzRbzmyAMaJfJEm4aQnHCRZ/PXgldoBViGFqAe0xzl+EH9O0ec",
+	"JQRtDab4S98M7OuBg22EWYoYZwSNFHWekBQ90XxCGZrgbIT4CA0meT7rC4LTfk6nhBf5oLZBe1oBMOrz",
+	"6nF+gdncCFvyZYelcOGic/mbFVduq0dVO5JXwdYbJRYAYpLUbraxjMEJGoAVcQfMiAM0po9EIzZYDSlD",
+	"UhsSlXxbNz3uONtjaIVm9J5npYRl3jFc5BPCcpBxXkgz7y47d72fupe9s9NOnWZ6n1H0yknhrwDcS26E",
+	"YkmkVJNvcREjztBgDysqvYNndO+vgxgxO/CBzJ3cWlu0xrc7JovZjIucpBckpbgHmsDLYHN7d319ddPr",
+	"fuhfdD+cdfq9365rRGI+I8if9svOVKb8iYH0bTgNThIyy0n6mjT0jUSDU72zHbXTgf2YutVVPqMpAoi9",
+	"ZuFIcUMjoJm1IbUTuR2DqZMZ9eGNhMcgyBhZR/ApqBPAFLbrOywPKAQ5fU6/qOOElXVLeG96RCDGdnpn",
+	"V5f97s3N1U07V5tgqTYGExyjmVDwyefoPmJTTO4jtZOixKDXOKoOcmZ/K/Rata1ghVQcDG0V7IHxJ4ZG",
+	"lGRprEVsAHqMRJERNBRKIHeYX9+vAqlbqXYumKO4MUqvemZ2S7UGnOIcN586JPUBrtVto1MPOc8I1gpJ",
+	"qZH/Xr752Q3lw/8gSd4YCV9ujoqjTpqCgfACTICefo7TlCpw4uzaW+0IZ5KEbgZYDnOOcKokbTwlKRoq",
+	"cQMneTaHq6F4mxrVpymY9Qdkimk2iIEl5hNChVZJoriCdmqQoogp/p/m8W7Cp1EcqcFKhYOFq61UoWpe",
+	"/Nqy1jdSXR1esBzBSLRFviRZIekjAY5crhWsOM7aoaet2WCOGlYXuzzPYmZX2uB2PCPWtDoGS7kz1Q30",
+	"K4rV8SemmBxz0hs8AIhZFG9qfLB0woqpQgF4IYojGAa3FZbzObB2s/WF0KOpZySOkTMSK1lIb0Z/QElP",
+	"XKT2lMF63AS2xoXtE0UojAVJS16jQpIUbR0dHm5XMGNDM3ET/8eG/NUpiPOkKGLROUPAHAHqgNkYzQRl",
+	"CZ3hrIaxOMv4U3/E1X+Kmb3JCTjl0j4g0eH+4bud/bc7+we9/R+O3+4f7+//q4EXHylLJYBNFtMpFlQS",
+	"ibQCqD16aXR8dBhHVPZH+JELmhN3P7XomQu4C4f6b5mTmYyOD/bV0efY0iIlyYy5mAPV1h4uNXkCaxhy",
+	"/gBgzkiek/4DUcNygjMFOmMnvDFvISwllTlmeRQr3Vd9Ovof/wPdKZ5wzzryAY3AVJbzGU1gYxilZJZP",
+	"1G5mNMkLQfqFyKJjVmSZus8GwICK7xRBy8W8j5U81p9SVsAn3sWRnMucTPszwaczBd7feAGKP0YJVhiU",
+	"IdFY4y46pTlB5JEowRqgqpZRzNLAMR32Dr473n93fHD4ryahqZ93HZV+nZB8QtTGFQvLCLB8LB/QFM/R",
+	"kChEyykrCNhh6wS/ijgNd7X6DQQNOiUVMqV2saOeRoHrXZmk4X1XSgbynqEtMp3lc21qKpgkOdxEnwDu",
+	"7+8HPhMiIHDdjM3Z3RmFxUvNyTVEb4OyNXsoUgQ8aYrFg4L4hEpzh5U4guxMYaBX7k9jD0XOpzinCTJD",
+	"0Ex9WB3p1j5KKcgXQKSnGlILXOeVq+m7fPbr5OA2JzM0LNIxyRUrxfBBcxAremGqFz/M4DW1qlEiQciO",
+	"OiBk39d++Acyl2hgCcggRgNFNtR/wU+uPq/+eMSCYpYr6jFQ1/6eDTyCMkBbjzgrjBatOYc+p9xGC2jc",
+	"2IY7nWAhKFG8J+eIfFEyo9QO/gZp1/SpfnofqJxleA4ySpWjBAlZFc2X+Foc3WsEbYBKwMXOCCcKMxVS",
+	"Kl0FwfjVbljwjlXIZgNR01QQKRW6AOfVYxGd4jE5QYrIlvZjDXIlqjPOADDqd23rqcii3rcr9Lmx5Sem",
+	"duoGoS1sRYcZEVLhnfcjMAaQfqps/t1KlCHIGBoBEvoHG06EGcKVizwvrxXKJzgH67Kxz6jnAjNJFZBA",
+	"kQFb/PLbXWNNDWILPyP9M5KA9dp0O4VwjjBiNOU1j2s1nN9Y5iiZYDZemUPUdAdwBFYO29ytKp2ob9Ze",
+	"Bp/ExXVuGT67KgH2yFaVCVTRv8IqKzD53Cb3dWb0ZyXSNFDFfE9jxIyIHX09OtdniuihLe1K0HbKRJhj",
+	"8WTAVaQ9dWmih+9Hb//44cvh9Gj2PoqjDMu8ryTe2ptvewcHx/uHx0dH/yodtOw9Q09cPIwy/tQUS76B",
+	"3BC65tfFMKMJQIWmsXZo6YgZmroYrhEayMeHfvW5+VMD0Aw9QRKPwH2R8XGVOtcg1VhcFXTBW1Ax3jkb",
+	"7lZJCPWxqkm2W6GylCyG2c4lnhK0NZwrce9RLYJrugu0QpuL3siailM54JVuqbmWlYtQAcySq3CqX/Qt",
+	"GHW9aErBbwPX4EP39uzTJZITPCNo8FVdmeOv1BgAYjUmRuVaYuQv5flZa9ZhC8kis4+33l9pPrkFBFrD",
+	"4lG+fk5l3r7Xn8ncCTxACZjmku2rrsfegBepORzPqJJ8QqJlkiudWP0YI0aeFH6OqJDwTZqTqVwDOFGp",
+	"72Ih8LxpPrLreIH5qPzcDXnkDwtxh8knIjRNFeTRBmWBeVSq6/FkZHguwLSZaxFTOznNlXwR3B/IvNWq",
+	"oQmYtrJaM8V6BEjo/Qf2nT3huUSKXFRmXMnEZ2eN7epf5ay8exO44ow8ZXPvoseIsiQrUvDBTQgaKYIJ",
+	"BEBOlBDLWUICp/OfwYHWO7KHEPPv+TtcmW/ZsAKtwoDpSt8DxFk2ry5Lzekvrf+vP94+9vaHf7xPLg/m",
+	"N++ezg+//PR9+o+j6c8/yM53s27V0qVe/72z8y8TPfy3/u7f/rI+RzRYCcxP22UYeVJ7/hac75X4mjqv",
+	"jbhbFxTFRaTJKEBaoyQp0j6LqiL6YgJkJ1qJiNtg+Q8myrYBGTfbC0nCYi54xYiOXlV0G8I4Xs7/xjYj",
+	"pHnz9G9aZaUSvrwe71vO9fTXXwg0cHS2Qw0M5eDJA1ySJN9M1oHPdNT7a67vWmtGd7CGzdw6Fy6kEZxn",
+	"WhcyNgS9t5rWM6JwvTV9HFKGxVzTx6Z2ooeGoAbWCbR1ffkpRv+47n6K0aezj0ok+JUMr09c5PI7dEF/",
+	"rErp+otLCQp8uhVuiy/CK8l/1uewAjKHkPeluGspyynOccbHXZaLAB+8Ba8DnDtXW7exPxVy6Ou8QUdC",
+	"PbULLIMmTIMMwQvwpJR569pw3g7j5NB+iCkeMzqi4L8CvTmQkaOjJfuzrBhTJqPj3z83XBQwUA/oy6wY",
+	"W0+DBV31Zb0g8zGFVi7yWx3j76HIbHjU4ymHvz/H0SMR0mQC7O7v7gfUdAe1OvwHztjqWVg9XZXnyJCV",
+	"krN6gF/KrRd6AVymlvf4BGlrlHH0mVUwEjRJ6YNr3xNYij1P56z488+MDGoasH66qiTopZehLQjHNwll",
+	"zEvc4cIaKPRh75TZZs3RteU0sa6xrgYaNjOPNK4hM0LbGrEgOmKRyRxnGUnRFp0qUQQ9YcEkGlyf3306",
+	"u+xfnN3enl1+MqkFlimWK8TJlOw9EZy3LK/KGTe3kYdnr1ythsjPWS7osMjBLAwjT0rxU4HWURa5kv25",
+	"eWubFDh5gMQbPCWlGdzBvfygjbCSrwRWSzqazjU6m1mbsg1zpAm48BMLH+dghoX6LnxDiPQPQc99lUY1",
+	"LohLdSO1/UNYUsvmA3RuKQAc3Wsm904fiUDmd3smQZYSHewe7u6vpSBU7dF2Ee48qhgal8TX0Ksa/AIo",
+	"1rzgq3LZxbJik7vKV9M2Aohg1oQI0w5MLlLIbhpaHXp1eTsoTCyTwculvZIo45Sk9UTcTl3FQ1suqfHQ",
+	"+B1PdJrPLWwapQKPcnS4f7i/c3CIcH7PBl/xbNafCTKiX54dbHQspcNr/Xj3PyRng+1ddGdiz8CDiiG5",
+	"/T90mB/OTUxCRh5Jpj2bnpD1FxsZF03yfCaP9/bkY7LrBUapv1dYRBSXUmg4YGW9YJSKw3y/4tU+3G9x",
+	"0O2/YuTG8ybRM05c2ql4fH0fufVje4OBA2wYNRNHnjM8Oo4eD5YF0oRFU0Wm1D+/RoQpquHy81zsqf4V",
+	"Fznv49lM8EfHR2tvmI+PSJ5MoufPPgkM0f7nVYTav/gJoyFTqOJ8+j5h46MefNUP+oXIngcN9/fR+wDT",
+	"WV2PqpMJZylYWwiurexg9dCXleodHKNhQbN8RwkohTRJpU25NDbCQckt1hBq43sGkTEmeqJSXwHozb+7",
+	"uEH1zq19mNZb2y7PuoPcgqgzNcm2E27XjPBYQeoMCZg6cHNrVpFIB4+EpVzsqb8G2yfG/1jqAC5AAWfa",
+	"huzYcrucW510txYkaQ5l6+/H5p+7/Z3Pf7WPt/++t3TEX1YR/wx9CsmfUNfFBleSExsFx6c0V/yPC61l",
+	"nujYfuCIfKohgDhDWivaRV2cTO5ZJRsbz2YEC+lMRDoNp3d1dd4/Pe/c3vY/3F2fQ97CtikJsraQY1FO",
+	"k8L1xF7McposEnz9cwLD/u+7n2v/2Pr9bzufd/8WPIUFYnEpCLfZj1rEKRcdu2Y0uBaqUjKiDF4zoTWt",
+	"dvRQDKWJhAtJIzbYrxpQKVeMqFxI8ztm5W0EvyXWsREwaFbfCONrDx78LxYquFEk26pha60BW21gWxq8",
+	"9bqhWNbUpXPKnrCAWLbb32573Yv+9c3VxXXPmmJ214gzb+Vc692wayVyslw7UCsRCp4ewzjicEmUjhHw",
+	"znqibfgOuAG+BaIqmnoCMWY4m0v1GMy5ICPzFP5LvswyLkzuwSOVXFgnHn0kQStGu1H0SieSjAkjAmex",
+	"Oq60SHL6SPN57JSFWFGGacFMOlOMpiSlOEYKTrHDHM5OEGYApHsGMai1877o9jofOr1OX/GMT1c3v/Xv",
+	"Ln++vPr1UkE3dzlN2zGSHNHcpWQxpMCFJkSQmgLnKwvePfnuaKEF1SaQOGtoFSY/FixV0oJ6ISTVBGev",
+	"KCdNU13GC4HMGP/8JTgc1dkr9sIFZlAgBpvMlrEgBMwoWtkZZgWB4iIpHXPFhyjPSA5xe+whePIV9ai+",
+	"rF+oLHCGzJgTbYE2gkOMUiLoo/bcKs769nBnSHP08fKXnQOMJlhO6jwX0RRNeVpkHL319/i4r5Z6oP7n",
+	"MLDIlW/3ldXF1rzegOMuh5A/EiFoSmr3Wwk+gUtd0fca4pcoCJoSzCSaCbJjxqVAK0AiE/pabJ8AVJWg",
+	"RtmECKpjcaBQlsHGMGd1quWi6Pxya1Qi88amHwyL+w7wKCVJho1hy824hRmyyX+cEbUM+eDZZa+uuzc6",
+	"0c9c9+2m0re86I4vi8EyVxa6QLhcH2Vgb0vkrJUOCCbyzwbbpAZTLG1MckXpbGZXKZUHz8g3SbSflEVz",
+	"ufsiwby8cyGrPMlzysZyvewH+M4OmOOQneFEXSAI1+ZM6yVWmZ7i1Oa06aAp0rcvDbTWAnFF00Lm92xI",
+	"IAXK4KgZ58gU59kJmmEpn7hId9Rm0qbB8MTeGJKiccaHOLPqPRcmndCmVwhiFEwb5NKSN+EbgBqcQT22",
+	"IXyVEnoxWlwMy1w7763Q3QNtrerr2l5bSa8bm8v9lCSqgpdLr+ZHxcLYOCyPPLq0ajTS4+qecZvUDtSk",
+	"3/nUvez1f+7+VkmZLkqTMLoHA7nAeSEgQdpYqbWOOImOI23Z3StHBRzL8NE1rpDZ46l679lbWX3LPxVT",
+	"zHYEwSn4K5R0hxm2qlIp6qy2oYBgEirGBib4aw7VhNDWzcdT9N0P+wfbNluCj0YEVo8yE1Zac1aPTI7s",
+	"04RnxBUurC64CdRlmAUwLkFlFr8qNp2aE2qxVXlopb4jfdfE9i6C5Hck1YWm+Rxt6VRZiFrT1Hj7GF13",
+	"bm67Ol09vmfdi+veb31T4yVGZ7oC2dlNV/9hKlPBv687vV735jJGl52LrjcM/rQD79kv3ZtbxSfLAfaJ",
+	"m8w+cDNq7C/fuOj8r/5tr3t927/pXH7qxvdM0YDb/uVVr39+dtuLkWfBKV8LmXXM0+5l58fzrre7e+ZY",
+	"uj9vyefVs6sf/9E9rT6t7r1z17vqd66vb65+6UJRBX9e91H4Ad12e72zy0+3VoJQt917et25vf316uaD",
+	"etx31bzie+ZG2Mppv3TO78zXkF2KoY/+Vho/lWfklBh/k+7h2enVpZneLrV3dd0/7/7SPdeLblCt+J7Z",
+	"Z26an7u/7aJfjdpkcfI4rDDHTQFL7fzns/Pzckir6qVx8Pa6c9pVoy86vdOf0JZMMGMkRSOagVjviu/d",
+	"M1MyS/vnThD5ougC0APjDdKhB5ilLmBvO0ZVFmSQssaYDLpddrsfbvunV5cfzz7d6X0Zrc/oE94tjOKo",
+	"cgujOPKuof6rrFNXXsQojirYaP8ux9avoveoOaictXoboziqXccojqrX0Tyo3cfqU3ch7eP6jYziKHAj",
+	"/acetlYf16DQuJSV0f6ljOIodCv9x+Fr6Y9oXssojlrvZei38jACF9N/6m5mFEfBq+k99yWK0N1UWwhd",
+	"xQqwzItqrH8X/TXVL6NBw+ptjOKoek8sFoSfBq5P0DJQ4aBn08Xx3DdEFpkxfsoiSYiUoyLz1JR/W/xm",
+	"HBlrUkCYNgRzxzFxIz66UCUTArZlRWRwqwCpKoXX2NWJtIFNu7u725tpUVbMXSmEOvK29kpRHAbia+pn",
+	"jRgOJyeBhqZIvSdLceHAquM7oIxJGfShE9SDyuVgexd9IBkdKtiTbI5GLjF+QgQ5Lq0KAk1xpn7wVLZ7",
+	"JkiZXOCOemsQvN0DOEbwBRKcKoQYEnXItiKKNmioOXUWo9khF/+WkJFaeEcojMMFbkC5D4lMvqMN+k1o",
+	"TtCcF6IMyniuR2VMSDbTsb2bhmQEgivcpC+JoXidoInFl+F2wp8WR6M3EP7/0AQV+6Ee+ZK31Om2kMAS",
+	"CfykI7a4QL91Ls5RTr7kaMv4BrVWWKUJMRrr8o6DinBWj/6l6TGq4eY9U5hwjGrYdc/MaR8jOOx7Bjfn",
+	"+J4hVLkrx2ijq9KI0tD1QpdxzbL+2yqc08KHjX2786xEHY/GWDQDf4i+NrZMXEPkLE0e1hd+r66ELgSn",
+	"o9qnjzpS3xg77NWBa6RW5aygJW8tv9gm6XjVFSGLo3IQYO9UqNGwsVRp2/Pn5+cX3jELo/oLoNAHZIEt",
+	"gpMJaqr3r8ziHWiDXgNbyA1cLgO9hYEDGtj2bLw6L7JU3TRbnG47bBbeRCzyPjMTHCrZfmNJR8Mktof2",
+	"iiIP51nFQbTQBwRWfc6zMnAckPONLN1Dtr4aGY2IziLXdt96dbIAN6tFTiqmhjC6uzmHd+18/RqbdH/q",
+	"HBrzZ38479diN3i5TcMxHaCkWQrO3JVu/BKYcTG3Nb9Xlvu8nqdMe8ArrjezmmPI4/b9ZxLqTckYwQZc",
+	"JkHFo2YSHYypXjsoPcdWS6rDqjErvr+rErfSYAeBw2yQIfgBhGGIz9D2VQOJNd1+TTASN3sdJIMmAg1W",
+	"g00I8xY083D+loWeRb7gbjpwN/NjLH63hQ36CN+AlvnFotBaZ7D42rwYHIt8QsFeSs3EqaUpJJVLu9xB",
+	"mUuSjTw/pbPxuyTNJaUVKn6h8rzrWSSVdfkOpAoJCaLhkmMJ3ccQpqzGRBancXchXL7CUnQEfc2N92IV",
+	"YpG7t+e7/9f19FYY5jK+vdC5tzmjXqyPldAFNq2omn9pXwesmwCrDTivAhuzwwXp/DXnuc0otujmSScV",
+	"D32W8SeS9nMsxiTv26IBvx+9jY+OPj+HpIDbYujWtVkxz81CBG6N59542mXOhU7lKSvraRAM5+iBzBte",
+	"ffOeIBhsQ4O/mv8b7K7rn1+VFtcgtWlFuUrxLJ5PoEucBcDGNbQW0Wl3QKtVePMxdEkG3gqY+rIb7F2U",
+	"1S6wfaFxf+0Pr3B9b3OcFwFE0s99AOgqMdbYqqs2QeEvL14FpVQmHPiKMRS8kTbJsF4jL6B1KP0WzB5Q",
+	"cARsH5w9EpHr/hocXZhoYzVVqpOU+87A50sXNV3FJGaNMz4kXg6nB6rPDbvfYq1oQRJVu3bz/Lml/ABO",
+	"5/2cGyFgNS2naYZYmMqkQ+kWawdViLZFfqMMD0lWTwtfKNptEna2XJxrKzJQiYeFMlUjpaChIU4ebMCI",
+	"PoU3EgZB2ULWVoPAIk1rqn+JRYEKcnCF7IiSsEDS/wQ/EtNmo3Al4BMsE5wStAV+A86yue1cpblE1eCx",
+	"NBNnmThmtIBymKnqnmErKIrU9KxcS1TT9GNhON661QIMsymrBXCeaXCsUCqgdsOCRi7DxgLHhQWxbrb/",
+	"JP1oEU+s3Nu6+lLNeDdp7r62UYVMAK1XDJVzh75YESkZy7fRP1pSz5R8rhjRHPJtAh/dBL2X57nDYl6N",
+	"TS8wGHad2U93VTSMu1RJGuR0De6xhoGp1azk1leagNCWlWRiRDJJGkHf25tFfb+uWaZcOQ4ZaDbaQyg+",
+	"vH5xN7YIaFxZ5Qa+mmybm5D1te5O4K685KpodREKpv1MWUuZT9d06eLsoqs7L7kCV1KSHD1QpnuVKO3d",
+	"65BXlV0f4AMR1CqzBa7pnyQ6Pvju+++/Pzz4TpHRKenDByAbU43c+48ZASIMf8xY+e8nMpy5P8Z0FH1u",
+	"iHcPwT113KL9DBa7LlykVOfdpET91/qJFUmHUjafW1IZ9Waaip8YE1n2nLKtbm2xPrUMaB0OLaoq2l97",
+	"7XYfTs1yuMHTch9bRxSq4RGA09tsZSFB/ILqtYDEpxOcb1ZSz5TAxQheVrRqiPNk0ogXN025ousPH9EM",
+	"mlruuuI0ONMF9yP41/fDgyQU/O3aegXugF4EuMXH9JEwKxQ71lArcLA8Kb66stBHYZ9vpO2frYcOdL3d",
+	"wTDjyQNJdy1U5MCkc64Z428WELv9tx9kD8uHl5whpLErsjEzgecLT1SDXOuVurmgUin15YgjSTLFYbTi",
+	"qc48+lzGlKxy3G76YM1CfdxK7HFrNCq7W+pKwo8C2T/NDBoIhlyc6beP4MjMHwfhogCbIMkLccECJ4gL",
+	"2nr/wlv9gSRUgu5kIjeSCc6hz4VGDS31Kx20YQIxL+pAIzEG6gwHAQ09XMSWjdbiYryno8i0U1C/roDs",
+	"3BDqvzQloo45P4wOcfT8OWA2cGtYLDPb3ajZ1sIZxfNPcZZZMGmq34oodYbv1rfgADe/zZWz+z/3wNAW",
+	"RrIYKmEhI9g2ShWKm5th2/9lzvQUTMvXxkS+2bHat73OJz6DLYQgLO9bM7zWwAVJcjThQgIhyqG8VI5n",
+	"oBQz8uSPNmnjKONsDMb82URgGcrCanwpRPfsr0p2KmSjKs27UGRXdUUNyQnOWebovYKAwElOhAzN6xHW",
+	"90vTneqbqa2i5TDD7fUmOHcJpKYwo99n5VgrUlg+IEmgR5HgxXjimgJ0rs92USeT3DAyQe5ZWaZYoTyY",
+	"+1KS0Uci5o2oWPgQ3LbvLYuw5lgjjahRTiDRAWbNri7vdvYPegeHx/v7x/tv/xXFtTfAh/VREBO6qK1T",
+	"TQFgCpWWs7J/H59VxIE4soZvBWP7CbCf0mRi6tShlKM5L9ATZvnfo8UCxGcw/Eh9Fr92znpnl5/6Z5fX",
+	"d716y7nAPqF7jWkHqyFmWxFK40yozxl0xdVA9xyMsl/UWsqJqytoGfaEvzbLxOHMiEgnpg6+6fukMFQ3",
+	"tMnURdLOrdKhJ7GulLjU9uih0yKqqi7Kj2bot2n75zr4LiPupq9uuIyZWicU2HX3k9Y8fe2nIJ2zadkS",
+	"Svvav6G3lcM0t0KHMBZq5TGu12ZKQauT5ziZTFv6jEJpEmN8wDASjJII25bRgT4mxhSwDJ1KWwjk86YU",
+	"B6/ThbcCmoYbjAXbyw0lz4qcoLubc7QFdeuMPodns34hssE2tH761O0hr7c4LGTvK/znLNW1/tzJFYIu",
+	"PTO3k9hq8Wp5bdD/sbx+dd/TXHEKQGeJZtAm0gSlFSwjUmoTkDaWUYmuu5cfFEnT2Wadc8QFqtK53Xv2",
+	"K80nSJPW5gulWqNjZyXJT3SoSHUeNPAUYWBcdSJTxQeP59Q3ecc0IpO0pqASibbMOqsf395IH/wR5zrd",
+	"oq70WTbThL4Jj4ADeMIK1iMufCtWHX5RXOcrnxeZIoJlb7NMIqy+psParSDqYFH/5urQ8HDNCsdLjVAG",
+	"OEtQ100XoB5OU/F2ZYzEMcIS6QY9lBlMV7q1IWSDUEkoT59ZIwHLvuY1LlQTc1mpwFbubaGvwSFG6bpI",
+	"ubYmrlRm84zlRCimLvgToukJnHGqm8JKVwdGYKZfUhCpa2ADm3a1IltrKTqpjgYqMmIfMpIQRVnqdftx",
+	"apoYNja5UiSqF4OxkudjQbHA9kjIEj/aMPaMZZSRj6a5xzpGNSSnCoshgRvS9ihMpZv1Qn0zE3nR9FOE",
+	"m58OoBudLn6q1qqLn54MsSTfHcWmR8k8J9I2BtiydSMPvkMX9EeFNzyF0kSQf/IngcVpX3AqOCRkSpoR",
+	"lmfz7Vr9Rvh26DDVFGF0UUAL1iR9924985f7RFxCp+28Vm/9o6hHoCdd2GtU04HVq+ofK9PRpYRTT7m5",
+	"s6gqHTXjNihLtSLpSWev5mDRH2+prtJBtniPK7VnBUGj2ir6uAV0Py8E0/hoiqDVQ6wWKXDYSaXSxSFx",
+	"XbhFguAryR8FYQnRKAf6q+kJQyVBiw1dNb6SByN/GKKK80toAJMTtromU1l70/RhhGhT9I8LEOrWYuSe",
+	"yP7cquKVMg7Pgh3JOXoSPCeW2hvcMeAtKymGcKQEfsMHy6UuqUortuYJlTkXc7RFmdJPpLXorcC+8mBa",
+	"pcFQcBPtLmUgbr0GGmZWdVQ1XGu/jvC9xRTJDJLlVViVCJk7tB4dsrd0GTlyk7+MIi2mxOvsNjFWt+WE",
+	"NkBYX7iLnpOtFgfcQo/FUhBb/0hX32Qcrd/0vmfMG2+kFj/0JoPyrI9bNaau9mivJmXIXhMdVVfpq+kR",
+	"dJYaFdKEm62mjTlItmLtYuVIZ4iUCoURKe2JrLmIdh0ojgrL+pZpl3d6HyEc9aBe2ZadPW5D0pVR2RSR",
+	"foGjGOmC1jvFzJQVrrNnN5ctpvAOMF8XUbjkT/p66FqlEP/8URCWTHYDLLYxVYN0ckEQ/KYmGgvM8hgd",
+	"qH8f7O+f2GilSm6pq9KelkEw65SQtoYaudDmpA0RupicUc/UURIB1d0066gg4LJYhHqYaUvBZ6BB7oBA",
+	"6vIsbutI3OYLQSwCW2GlS/ImqPSj8WxMKdM6PrO96GsotVJr+AUdys2lh6a/Fjk8D9JqHcwXl0ot1aT7",
+	"+9to49KpHmRfBtPB9dWtNVDqwBP/ir5SbxyvWIpfzGTFmiV+1e3XbJnzX7UI/+2Ei/+vCH+tL8rqostH",
+	"V5bItVsMiS2r9f5bXHl1yWX+xm0EZoKyhM5wtshN6AZVmZzmMRClI6SCajlwF/XcAKjUC+UsoDkbR1PM",
+	"lFpEw57Hxcf5X73twe5LyfEnwYvZptISI0+6YvGJd0BoSBI+JdoZw5+YzkVpTSO7wOKB5CZ1bDojOc25",
+	"QH5b1BppzQmerplLpa6XKSpkEQqqoGyv1htq+bVDW7mg0ym4o3iOCkb/KMi3K0Kuj+48m56CvPeS49Mm",
+	"bis3VhMP4Gjr7HVGTSc0nmV4iqM4GmJJ+mUw1fHenv5pN8Ps+ODg6O3RHtTmhxDPL3n/ibKUP0XHB28P",
+	"9r8/jKNU0EeIruAzwjBVgqOs1w+BZUbHEUz8dvfg+P2wRI1znuAMnZvl5GQKpKoQJDre333b5Jp2Cw1D",
+	"jfEqWEntRDc63tEpXYQlYj4zHf8EkbnN8hJEaYGabXrHfbT/QyMKyPTauGLZ3FU5KcHXLOyRzjhlOVJD",
+	"tM8WWw+ugjTiQlv11G/bcGwDDcMB3KcBZvlE8BlNBqZc/4iLewalTADmroIE+qje1d8m6SA2/d5AywcD",
+	"/wznEyX1Z9ACxIYfK4GVsvE9S6kgiVKZt3fR6YQkD2UBf0mE+tLW0eHhtv4ONlXOoSWHroC+XcNAKJQ3",
+	"4TLXxFwQyTP92VkxzGhim9ARm2/HFdmBnqgktXY2kwt2zwZZNu3b5HQ1qxygLZgdmnrF6Ozam1BB7vTs",
+	"ww1iJFcbhApOOFU0W+bAAu9ZLgqZyxjJAoQ2hKGKdYauAD+3T3QjlycqCTo6PIxhTnPTtENTAHgJYUTX",
+	"AJJ4Su7ZEzb1mvIJAamdkSTfRZ8ARlUQSdeA2M7TqDHW0oOvfg1DeXyKVOrfAZj8gTBZl4T2XZz5Av5p",
+	"73ZTt1XAMFi4VWKe6boGOq0PcjTKsDaPWqOsIxYOyZWobeYJWmh9quKx8HAnffygNfiy7I+SCSG+IOEz",
+	"omgAZ0lLaRcq+xqvl3/oTlo1Wsv6TqRBWxUAaERvSa9SEq4+pD4v8lkRkBqu4Lk+SpTgGcjPJUqGDnep",
+	"qKtpcvhogSuCW9Dm7xriukEDv3btNzasFmIyzLV3XGst1lvjGw2hSzFAsPqVo9CWpamVDVbSyBxMD4NS",
+	"HyugDY/6Op0SHjq4C3dGyIzRZsmEKx22XAIQOTNiUP322++WHWZLdpu+vPak2yURsA19III+AnvYVB5J",
+	"3QxlKMEuGggi6Z/EkobBE03zie4KPyF0PMkHaEuRf55Ptk/QwNQfMMPv2UBL/INGPKnTBEwql1/0TH8S",
+	"gkNxRvN5dPx+P47gy9Hxd0f7DZnCTtZy7WxfYpenrFOiYaWxRRhpr4opgG6CREdaHKZ/Vto6mcQ0nZJm",
+	"dgBpaAHM1mAKid6AIEj/rtBqRr+QzBUzFrqy5Jb+ehWn3h/8cLiMQCyIg3CHKhOcEdj5iEIzfQrdWNJ8",
+	"gr6YhfmHKsgOYbq5Qs6RO1sPMO7ozDtBiLhjbYpc0AMNmQEAfAVq4OAKzEgT2FKReP9u+wTRMYMCMo7t",
+	"r2s2MKjVdkIaIK98QGvUGLIX/ZLndGR6tN0WQ7fUzW68dtiIMQEmIfV8QxDzMEtjpGOqcaYEPLBxUpbK",
+	"QF4nRF3nWD70nWVLsUn1QEcGq4uicyaqCbm6TpEJKTd/WWO0LQbeDOQMGEd8uOhlqk0IkhD6SE4QHurO",
+	"Q6ZTqunopRl+IytykYvF/44NE61Yz+NIM0ST1mFUDG+jjeArF8yvg6S58M0vNHfWlEcqqTGolLr+BhaV",
+	"CpgbZAEWMTjW1TbgjxM0cAsaHBugmbU+Matn4NwzBvndD20XHvtjuD1cJRnNW6APuvZbsbnD6TbHIjeW",
+	"xkq1nt0FuQ+ePfNgv+Kz+f2z543aMPKjNYa/rNpemnoSrEQRsgEa1IyyLXbY/z7+Lk/MNWa5b+L9okLm",
+	"L/J8eZHzS51gd5KITWU5WKOJu1dAq+vQdZtgtTTUJ4EhMoVMMc2i42is/v6fXgV8bSSCGd0S/GwvnecF",
+	"vYxx5rK1AmbDhQWUwMHmAnLV8d6dhTSLZuKGXncj+4GPKbOmhsql0S/UwgiP2mbuPxJBR9TGyC9WZMWD",
+	"Uad1234skX0b2kiq+XRoO2ur3lFCetnXPglsCMQA3hggwbMWJbk9Fe6sdmwvzYKzwF2Y9vaBgODQHgFj",
+	"KgGAZ+hD97zb62q+I8gUagpjMFNpT91q4TCp/iSUGLdXIVwyt5GNqV/cPFaiq0Ci0zY3u+GX5KlEKVPI",
+	"2mQbVs7N93STp7690DjF/5ORp93qlV41u7PpHy+nDtZPMAtVUuYTzYFab3b9FmeFhgCwJC20rnm7jSxB",
+	"165NDVtT3lYCcSEIIuyRZHxGWqrdL515/daFsOKlvQqvGEGTar9CRZkISwg4mQTRTQcg93RESZbqls5o",
+	"ime767b/W3p/NCxa4R/uB6irhwkIVdBr0wqruSZUoJ96vWuTp0TkMfqxoxttdW976Gh/P0Z3l5273k/d",
+	"yx705PqAjvYP4nvm+luho/23MTq9vfnY71393HX9wvTzy6te/+PV3aX68wj6sv109QFaVnXOz69+hene",
+	"xej06vLj+dmp+uIP8T2zfbJue51eF54h01Sj37u66p93bj510dHBW7W427vr66ubXvdD/6L74awDPa/Q",
+	"0cG7GMEcppPXzc3VDVi/oRVb/6Jz+Zvd5S06OvwhRmeXve7NZeccvVOb1l3LbrqnVxcX3csPt31oanVr",
+	"+0HAoHum9nF2cX3eveheKtC82z+I0W335pez027/7rLzS+fsvPPjeRe9239bbermQRmablVAHMWR3z6s",
+	"CdsojhxgdYOtGlTVWwakURxVwBnFUQOWsIQQIKM4qkNRN96qQhC+ocHnOr61ws4s3oMbtEhrAC1oK/nI",
+	"xZjnL0vu73gEmLBU80qSo4yyB0OLPUbhMwmfQTTI/qpi1hKyHhQXQpcexJsbnm3IM9WbLpSvtmcTya/l",
+	"rMZGw/HqMB8DM3ilk68WvWoJLr/jnT8/q//Z3/mhv/P563789uD5L0spJnw5DAtuQ46qkr927vERqADy",
+	"BOFMcoQ9xwZITfyJSa3GydjmbJROsoqnq14Kopnr/nZn/6C3/8PxW5sqsWaIgVJ337ZEGsTRjCZ5IYyP",
+	"VuddVMNYDg5XqVwdR3NeiL45aAiMCFSfeP0k8tUiI2rdd01hTVaryrcUkisl/AHqmMRlN/fbFyTu1SOg",
+	"/DK31bNsCnT+4TZycW/OrXVMY7UZHaOyiHb54wRLB7KlNQYWB0L17KRvpO8RBKSxfsjVLk81wUhh6gpQ",
+	"fuUM/grmB+VmG9mlhiDfj2fSu61prOISfppw24AKoymZDkklGVnfsNiQVCX0ga/t87rFzI2txDuuOFz+",
+	"0Uclf8vr1R+AywFBsosTazou0c8ZxGRpEcWlG/TljTPlgvrrZXm/mbFGrV6WdbWulS/J0QFgrgpHgJh8",
+	"Mcj0NAvu9IYg0wx3GcjM118Isgt9V1pyHd9Ic93khM50qnooVKxm0+ukGJ3zR5JVTXt1IS+O/oNT1sLf",
+	"Dwx/r0hLMSTo6Yo5R4fr2vjUsejdvJEobWUktdWvavGrzA5jfLm0nL4JhYZtovFJD07BXM3cfRvO6QlL",
+	"a5BdnXBbmr0UMZUsqjOFzFEshARYh6kuPZqShE6xrncG34UyCK6/6wGSM5LQUaMfgTrrqoR7sPPD59/3",
+	"d35Qwu3B+xWEW7vY2AG5Vpjb0O8S0ktuzKqkpjyWl9MbM9ciiMOHXkB1DDlYnlSpV/IqxGdxamW5r1eC",
+	"31pwCO77pdu+1uLD3WxxQ+WwlR/KkWGRo7KimhFHTMnf5r5HtE0cg1z5Y3R9+SlG/7juforRp7OPiAv0",
+	"Kxlex8hWXXiHLuiPFVIypAyLebRKvYMFcBBkRARhCZGL01GtgFz2dJ6Vr74YLby5Ns3l0BsrhbIkowqn",
+	"TtDg6/MAFSynmfHoefn0lUB58LXoRkr9R0qewBUGBAviTRX0CNv59GOgN3Ej463czgsRdfHNfB25c2yt",
+	"CytIRCEJ6MV7bDe4mCoT6sp7ss+JTnXQVl6QS6RNPCk1RFulXMu1qykrJb8zzwJcGpbcMxXdg/YY09RH",
+	"BzS5/kDQjiIuW5TqVWZ4XmqZtqFG3URX7aZTacLlMgRsUywdlaLUiGhKckGTev+N6IngfELE7kcuSILl",
+	"C9qBvahxjQVVeT5Nt+Vm/cbghKq9qmwPMQiDr/aBNR1ltnfRdbDtWD7B+T2DIHKSB5qQnaCCQZV508je",
+	"BCBpe/g36U62pJ3Qqs3JjDYLqLphfcBKn5WyI8PqXcjcZVoszPkcCEBjmmb9e9qheIEv1XNZXaizPam+",
+	"aTsU96UVmEYJxvm/pb2FB4XXbWxxxmSOs+wa+vhsHhqZ4BxnfIxmOHkAPsKhypmJ1veIsRmgDjGZkj1D",
+	"TKPYtmuPjqOD3cPd/Sa1dG82Aau/CWH8g0fCUi721B8DRWlMno2LhYJ11h0tB0eVKI23DW+E0tS2/n5s",
+	"/rnb3/n8V/t4++97S0f8JURo3I7rG/rFdK4vgVhPLoVNvJEowzmR9aYK3x2tWWDAADaEHi5vL8StM8zG",
+	"BR6TnVBiXsO8B2mvJlsNbKGNhLRm6l5fEpdWV+aeab9GI0Xv8D0kgizwuRw5n0sjjQ/W2DfOFRO82Ezt",
+	"85JlzFUIpLPoZDqbBTie5TtHuwc7U8pomQb46bqnniLztOmjqWUGHnpZF3r7YXnD32ZbMqEGapvMURZ/",
+	"KHtt6nK88Mj1Ra4eX0s01hr5gsZ6rsONm2l/aGtgQ0PxjO7qc9tN+HTv8WAQ37PKry7NSg0YbK+WMhiu",
+	"hfpqKWmV/RXsgfEnBkFttoAPZOXawloty/D8Ht/C++YS4BaxovNs+kEPfPavTUt+fNPYuprzLFgcukJg",
+	"aj6571ebVra3Lf9gMG2U4XGsU+fSY8Sd2lQjcDSHugKyIo07bDWGh3umu7gIPWL7xMwXyJKsTmgIP/yy",
+	"80RTYt65Z/VPKBVpuyIut2f3rZTNdwKSOvhNQdLVVLyZ4Pet8vtsmWRJQoRgtduxWb4f2hq57PtRhWTU",
+	"u3ZWifprZQGWH6jxhw1csty7f75ndhMf69rphvUjrOcbLjjEl6YZ1j9dyTV0+qxLiXq7v78iwf03lIp3",
+	"1LTViVvNcvQYbFzh7tUjC13KBiMr4V2hkj4JWc857ETHJUUXW6JoXqRSqTPXU7b4Gqrfiys0XDFmV4J2",
+	"JR21lJKX6aj+wjZX2rxqGgsdD03QviJk1wBKKxBeBoMPKyTsH5dlJrauZoR1znbUWnEOCWKDvWSC8z2T",
+	"igcl8bdjvxYF2rJFQe9Z5/pM/Vjm/28JMsuoba0PzQkw+sft1eXeb52Lc1/APEFKT9MG15RMudyuxnsu",
+	"LRBQcgY3tMETznnSksHaQbMMJ85kZfziWxOu+BEfjWhC0O7u7nYgpkI7gCth/9EBusCUodtcEJLH6FbR",
+	"qjHEN4eWVRVUV5NENVNbW55rSiNKgMoLHfnsNvDuYPedT6R5oXsTL+VIGWfj5nQ7+7sVPrr6fFZMKEH7",
+	"Ew8DpMp8NuUvhovYQ/XA4++tRv/XovkGBc+YEfzWysPKzNvNQpYaBxcjXlNbLw9fn7h3fObMjDYOUH9e",
+	"gPuNIsk5zlqCdt8Fk6zWrucB3m+/oocPnMV4XtdqxoIQiRgX+aQqnFg8dVmIP/hJiDvqr/WuRPjLBMt8",
+	"yYcP3le+DH+ufHvqotiQZN+smpVF8LpMs0oKlT3B1atEO4q+VKxwU7+AoZo5Nt3W6ptpWfyL1r6x9fpU",
+	"kJSwnOJGO8b2qK+Nc79WSQJAWwmWZIcySZikOX1sFGdbN93reuMUr5XSuy4wzdqMxL2Kr5AX+Zjrgoy0",
+	"bv0AE2PZqtAaGCGjtd55wJlv5TSfgRgF5c70J3Oo06yksX7JOeRjUo9ZUwNsuB/kit8S8UghYm7CFRrB",
+	"7C1Zf75hGpLTj9+9/z5olD3YOdivxPsr6ct8Vz4G2u22laEaqOUMICdFVhoWmqplQ5LxpxM0yPh4APYZ",
+	"XRFO2uxrV7LF+D+s7GlgmPFxMKXGh21jSXkmB6iYjQWGpLFRTqxzmhCtZyvgoHfvv98+QQMpM+hMBdUH",
+	"Kc4J6p3fmiFH372rlMxinIFQA4cpZRZcW/WQG4YJwlIifDYdniDMR8zbfpSlzTsYceGC55sFbLgMFcK8",
+	"6F0j9ZOuwMg4ArJIYkgP5CLftpObbIbcc5sGv1PFxFZrfuVKBaf005wBk4NrVz/trh2AD7GdjWB46Hgo",
+	"8SNJEc1PavkJJmwg4VOiVap8onvjQEkS9kgFZ9N6a0ZfDl5qwS8vYHCnEO+54nHX+ZM1zwASGHh6H6yd",
+	"WuVy1bDZx82lYndJgRfHADTJ7soNLjDNVtT7PXbQCD70Ztmc2V9g8dDJMr++jLwheEE6/I2uPcRHYGCH",
+	"EudZpi5ZOQHo8HU2Y0BhoB8dv31+Xg1c7o36Sn7iT2iK2bz28SciCCqYjo5hqamX+OQWtVQTrgcLm++/",
+	"AMiKQnd0HcrefLYsvlG9LxFOEjIz3nYdyiljbVbTz2z9oFVA2FK9qBpaogaZ+jvwaYmwbU0MgWPz2Rpp",
+	"HnqzlbaWC4VuvcKXglgG6XeHGQCSVJc54mmRkBQIYROCm5hYyJcZFUQuemcpJfX7jfnt5oBZzNJRtLDA",
+	"23KTe9CvOMN/FMRkkul4eC/qMO3vH0y+vJsePrxPv//jh6fQCh4ICSSD/kxmuS2ho0VPDaETVLAH9ZtB",
+	"aPNYIdqghOEgzFBtL9VX6ew1pVPSUovqA8lJoi6e45hg3Wc5giZ01fSN2SwzhGev5YxmWLRVVrrV9f50",
+	"P1cILy0rIb5CMmG9qvqqrX/pnyF2Tv+EDD0LgxUmcrXtliHnCol3Xqu88ujMWl1zWUDGipGtlVSURSuv",
+	"Zi0NWaG9ZXkgEopeDRXjT8H6yxnx2s01o7fLEpLOQCqXVHCc4i99e6dNHT/8pZxIm17wl76BrCv15w3x",
+	"qi/KcFnEQAn12oLrkPinKYpYSJKWGcJKCB7TR8LCoqzb8cLSmBLhR0wBO0w0LpUlVB2v2aT6Zb2+lg/c",
+	"pqFLjInMmxUxsSnBCb0yTLG28H4rJ9UQVeh4ouZ3TN2MbJ+qpTCkXWi9MOQa6/TRpWk8eVp9mT6itfY7",
+	"bT/gipJGc3W9lKo2ND1fFX6QNIgFK5X6XChueEsvMdUHfAVdqkCrHnXcuD6r05x2MfCDXxFXg7FOcVaR",
+	"+3hJ2xZqGWGK2ATaS82i8KHVO5l6LT03bGgKM7RkMWvxZKPkOE/aXJ4bp1bwQpAty4mrdD5dCy6r7vKV",
+	"d+Xrm+FNUbaDZ7OKauf63LkSpG2VMoc8natjVoTw3iuI+c+3SAvU91HZDGk3Csa5NmyNkGfM8hFIxd/j",
+	"H5K3w8OHIyd+HDcr0UKvaOyiTOF3NcsRRKDmWbhzFBpRRuWEpOsU6XR5+UpYTYhgJI0RHSHM5kGxb7m+",
+	"oGHYMH9nmLIdCOpKSY5ptrvcTd3eTnbttOQFSkwFU2jYzmdViHVL7bqDXLSZKRYPBPpBps4ORzNritjc",
+	"xObQ5mtL38tXO3KDk4HruAMdvicEp+ofu6t5yI1Urmc1CFVuJ/ZLkloALxXeG6cTFttxFR30pa8k3q1b",
+	"NjqObNv+PmU66EthTFpkJO2LgjXn4mI2waz8W7eU+qMgRUufCn9vqzPJivFrMy5ZmSKMZ1UT20ZMs0Lz",
+	"l7HN6pJeh9Eshqf/xU0At972F2z3lXbrl2lfUn2Hz/IdiK2vHTMe8kIb/5o1wpcX52ow0NVKtm9Wn30p",
+	"xwHnngcSINk6CVsp9KuzoNUrwbvC9inK+ck3LwG/eb33VbuP/3et4G4PbS3u4t+f5Rmh7i75OCZXpSOV",
+	"l9r6PVewtyIKx4hnaYXqr41RFWqxjDhXl/v65Goxofa/vgmANwfLAjC8AAqm/se6oUL/2Spco2zJWlVG",
+	"XrV8iE64XeTfMtdlBgMRha7IXNRbMuMkUTTnOJIPajWQW90XLhPeCs4JZ7mgQ9sTVIuxOZnOIIMUbLB4",
+	"NpPQ72mazPo6psT8TcfOZnYYR1r369uUDv2yfKDQ9n0/tjnhB8+NYiOmYIIOg7b1pxPOdKyWEXUrtRpM",
+	"fWeti9IEpkkyXqRlJuWvLoO4NbW4PBATAWYf9Idz3YhC417fZeSqbWbFuKz2oERn8HwAe4HULJAClmYt",
+	"2/NpOPjgOUp4xgtx4hICTfTDCGcZGuLkAToHzQSdYjGvtA56pDyDEAJsCm2QKREYAmE1JgguiWZF6t2g",
+	"8N5ElkWFKKaY0RGR+RuJBvAmxPKUb+taiFQifTVOtJEUIK7DkSCaFef4njlsBJFty+FhjDQexeji9NrE",
+	"NckYlQi4DZ5x7RdtS3mrofoiUqMv4am/mqVVSC8MGPwG0mUu3rtKQ/PtlWKDW8uAnGv/r63EUoUahpC6",
+	"EwNggLWCC2VjpKVStCUJQQO4QoOW/FxXP71+7HOf9pj5cg5fQFvQidIfYIvqDwWk9IkiI9t+XA/N7Zmt",
+	"YjzQ97y+ph8LlqpVqF91Bh+055SUjTOCbn/5pPt+6mmUGFf8+WdGBnoBBRMk4WNGZUs01Wq1WgOO0rVr",
+	"EuhcI1jrAwEqr4M1AIgF86omNAvcOTrW4FGiIMZ0gxl4kJGjUvaQvI49yN442+RNWt0YVn1SdW24Ren+",
+	"ny0R6BWaGjRwuG/RPHaFIjQu8ZFZpeYNNIVH1bVWS4YsdZ3VSXqIretvvpElhdFheRiZ19DWvgv/2g57",
+	"lDSfaPYF0u0AsmJc+uQtBT2B4l/0i61bBBwTbQ3ui/39t4l6B/5FjvUDBSL9QF/jQGmKslb2X4OlJizv",
+	"amhAQ32rBsdgW4ZrTpmJE7V0fOCOf3CMCqZOzh9mD8711fXZlJlfnZzjmp/XqYVx5lDPHYk6EDOv/Xjs",
+	"AmFpQt5IO3Z7udUPjq+8yC3lcoEkxZaZl8utVO3RMA6w1QYyVpmUt6DqNYoX9HQwrEtXAukqgbHN5Kbv",
+	"GR+NgEk366C0djtfRV5zp9qvS0KQk0JkXvnhLfywquS2XuP02wkXFa4cpKGBBbeVXymp3oS4lGYXnut+",
+	"XYmn1WHxtdmiRskUFsfNaf0ns6rlt2fJtantOgT9pbi92IZheJuHzqvooab8VeDGmFti9qUEUi5MQKPP",
+	"sVa2VwSuaYBXjUieTJZaApU4nKKEz+alKUVXXQK7oJ5jw/RzC5HKWl6gaAcE60A5j8LU5H7S/g97mCVt",
+	"bCny7WuuDcWqKTQ0mbbWdRuvzmYSbY0EhM6ltkhaC9+vaMkNJeH0WlcIMyPawlrGrcEoF04iGdGsbRtN",
+	"Vbx5uTOS5wp5wGHrRrbMZ7T4BmlVz9GIZ+2vtlSCq9XkC74cLOMWN07aLa8K+wAUzPlWANyOpcsNpSET",
+	"zCpkxggnbcZRK8OAxFuT1n3Co0SUNQnOUnOoXdpLr/gSfx+MWQ9cq24wuKGX7EfwsP3vmgjJGc5M8ID0",
+	"ehi8QQNdlpuN+MAUN8TMRe1XtzekPKi4gAHcJSEFJIeFv5rSug1t+fQaHX2Pcjyu9duBEryDoISgGMWf",
+	"nAVmO+tcdpD6qTZZt1A73PuRiMw08dkkcX29FhceuHzgOFB4+4gB5kuzZ8zJb5azPlJC4UzPcIL4lOYQ",
+	"hk1Jlko0JJDGBF60mqgN2BBdKEF3inOaUAz3xEeGqJPiyh6PI6+qf62osn98kTmXc85SHujQZDCxpbtO",
+	"02a1Hy/D2loBWfpImJOTljYgrWB4bVF4SrP5GlNtfh28ud++qyjZf/n//+/fOzv/wjt/fv56GL9/3tox",
+	"f0L5/oP4/fN2WOt+6YVCW8mEgLKNx1hxCCA96jWwow6xbKQGfxfsGNaG8uv6b2YljVxIos2wZl1v3uIP",
+	"WYNIT2d5z8gEoUInghS6rpnuGAxmpGV9qo8OF1aN3A936rokTxKlFEKblcoGhapnNNktm3RR2ddmWkva",
+	"/HbY75wi/AErJNdTmdJNenteGGDOUzx/IxFTX9VBDl+/wveenxFl6OvXDFDg+RkNiywjOYLyiiBwLSgV",
+	"6fb2iAVVcJPR8e9leD24I6z/RRfKhm9Gz3FjUPQusmP0UqLnz2tEA5rMj+ZJHa1Wo+zf3Y3sg2/+96LC",
+	"oZr19u6qkYAao0uD7Eadxjw8a9rP9C+lRgQulAlNU8K0aXJGkwfofueCw5AomESFhKpuEzJFMlcKgChY",
+	"e82/5Q3SQWvF8kEimWPhspVojraqJdtMx/TtxR3Sl8cGrleFr4l5jYvZIPCthMgdK1QCzSdo8PXrA5k/",
+	"Pw90KaZJQ5dauwD56njs3e0mFicZBotHbVWrKRsVcvyL+cxS5aMeSRm0HTnY+uv3Uc1H+/WqFFWXvYL+",
+	"V72jss5UXlb9u92UAcGyQe/H6oeyvGq6+/5rseXN6rD8aJrBwEEqwgPNGhVaAluoH8JCy/Ui1vyfw4Kr",
+	"7PU1OOmqzKkpN7fUp/I5SKWM1oLeFI5ryYDJ+v9YBrG4slSpOdzf327MNU5M7GGQb6BpIcE1m1ryTRka",
+	"OBwbBM58aQWs9dkE2jIweiBzfRYvZBpT/OVMz/Buf1mstWYZDpSrUKWFlqomdXkVqr4usW4hzq9Gmx24",
+	"17Vz+NhX4qRu3rUUdlXy1vC3qcdtibq2bDp+MHffYimaYpZia46tY/sKLjkgsIFcIbfNgNWh2VrBd8Zr",
+	"q0D/c2ke6Af98fU6EiScgHldDDOatFXW0r8qmVyJfWhEoNYvFC9vdZvgGW2P8RrswaAdPKN7f4XYrikv",
+	"WN5G0nGW8Sfj5RYumyAwbjbr63CHapWIPfmYBN2bfjh/HwqQ9b0IqUDRIrD89o0vbKWxxtq+ZGwhJyFo",
+	"0WSC1G9oUgy1f0fqlCbyWO+URaZDkqbg158SkRSCBIMfnrh4IKJvjrI/5abAqC3QBZ4OCCyghOXLY8o9",
+	"kAfPKfbQIfx1s/tWgLVCffH5LcPyde1RqxUkqtyjOqxeXI3ouoAOYLemZ9Nmwu8vplcW1zXbEM51QBa0",
+	"N6uJuuH+ZfJhx4RN7BwcvvW6mNHpjAiKdeOgWoT5Ru3BzFqH81L6sFXVH8j8BBGcTIzkDrFeUge1xmig",
+	"SPJAyfWD++g+GqCUZCTX8WD3rOwIhh4ImUmEbfMRSRJB8lh3CGM816X7MVRMMh0Kgt3C6pE+drehU7R+",
+	"ys2Or6N0AoSTRBHMpZ2FFzYU3ri05OLOwZfQ8mDCn5htWX535poKucqApvjYGwnVZjM0wyJfye6+Sl3L",
+	"3VCj4BdUtezYSk/vvYjbUIlLj2G/f5WCl6VTu62Poai1ogMTkLoK3KsxwcqLo29SWfzez1LDORlzMYfC",
+	"StrV3TBFf4SYDXVlnshQZ1mq2XVzHnW/EJboAouHlD+BQlhDyhuCU3R3cx65IPtxxoekDNWCXFfdZqBS",
+	"quVraCEIm7kM2e8P5/XKzGZaiDUpg96kS12tvAJX7vmz4zk64lLbpAVJ+HRKWCr7NngB4vkdZVN/Vdo3",
+	"NloANvPyHMQbBhnt4dU/lz0kxoQRgbNK/UrzDDbnTk2ttWA2ZxK+mxZK7TZVORSPiSM5lzmZBiWFlS3S",
+	"fncTaAMQtDQuphm6HgrUaxySzG3XUQs13RupqIrIQViuNUnxsGrFGO+zhDNF5o9d58s3MkYkk8SPNi8T",
+	"EcxvNta71qPFoPCKAXTQNGBnpM1NukrnAOJrXXDt57/+ZbB9Ylehg3YFcDsHZWhtqaN29bCdRdG81fV6",
+	"d6yx5EVla5xuXg6yvcotTUFcpFqOWElDr9I3VxYnFLlWuZKhVlg6/ouNDdiMOjfiAqmLWAYFLVXXAjc9",
+	"HKak1uLMUWVd0Vof1WqRHncIT2S4413Y5VHmngjVcix2yKseihE3gwm1C1qkmrB0P2kHil+PKBGxxVwd",
+	"yKxxdFc/6s1n5LINcZc3VV3U9tQa/6vN7Ku+AEeRXSS2j3ch3Iir5ZJWkv00ZJe7A0Qgpu1bdFHtAYUB",
+	"LNGBYIMScIMN8eabN1Ftox1Bq5s7I4T1/TQaRQikr8v5QqJJs0Wh7rjcRkJAxmI8n4C34pEIQVPQZsIG",
+	"k0VMltqcJqiCnlI1YkoZcF/Qnmqs1QpObSlCLZJUg0DjLJPoCVPd7sy+gwqWESntntJwyk/YIlu9uAEw",
+	"L1njcpyypC+caG0E6gA+Ncsdlj2+Gy04CJaFIFOFS0Ycsx4ZrVfHEQhF0XF0Z/52dct+Lyd1uvfnQBKq",
+	"PTuSmW0GjabtbQoBL9CWbrat5A71rwGSeC63T0wX7RJ3LWAmWOpi1uhS19cnptWd1XgGu0sFzZ9INrNO",
+	"Cgh80PhXWm/DhYxC9tbb0nKwW6tSqi0bwXixYai3X1Vcrc5mOpqGRasWucrUA7YpuWDqHujTcn3kPHFG",
+	"Z91BHeTFiWotko7j3wuy/CwNYoSkStszKKA7T7G5NhdtoyEZKdmK5jpBF6dzRRD1XQzTpnB9DG2YhyLK",
+	"Hn5YgGBBkKlfrhAwRwLKMCqaWGkNe+Kgds9yMONzBlWABgb0AzUCwNPPqMwHMMfAuOnsI0GgsxYCMEmd",
+	"BGbO954NsD4rw/0HMXJPTEUNHa87qLXdMocSRwqZfa0/jrQgbn2FsW07EzuoxfbmxpG3+PId/efnVYz/",
+	"ZozF7DoRdcPDtFH9C5IeTic438x+pSfROpYuIoWGOE8mNbIpCJa2cAwyAC4LZMK+bVX5Bjmz7waytp6Y",
+	"sz8FPKyH++s27zGfaodWD8uHFwHKNEw1oDJx341W5w5cH6BIkc7QQeRLTgQD49pYkYrNIOUkm28HKTDg",
+	"AmKBJGfkm5cFd5QBHe64dzLySDKnJdmaoQqoiwzfoesdHf9+9DY+Ovr8WqZu3SlS13wKr3Y410ZvYAM6",
+	"w7rCEgWZ8kewzCkOh3QTBvlQMXeD6OX6dOxohv5A5sYOTnPXhhso7yvYuuFoPwlezK4FUXoyS4jcvPk/",
+	"I0+Q0WwmOimt/yB56LXr76OnCc+IxFk9gMd733cZa0fVIyVP0XE0FhAuVot8bx52ba7Vz/ujIGRnxMXU",
+	"rDZGtq7Dd+/evf1OFxJHEmS6WimBloPwl7LgLO7kpq4HnUpU9leBmsWUZKkWWArZ8B/VbL+fBE4I+onP",
+	"ZqaMiPZMjNXjmm9CO/MeiaAjWtZoobIPn9d/v4JfYu3mbd/S/1Df86IKKbaBV6ITGzHkocN7u23NuQ3k",
+	"GrJnpV/OKMNjrRkOYPwACZ6RlpIe7Q6TS3VNza86VUVxE0VkjM76Go6Tmh3HbbEByfBtkCS33co2p0dT",
+	"Xa8ko+zhjTRtxmeYClenhHmQqN0ORp76ng/OVtPIOBvDK7OJwFBYR0t/XETH0dHwj8Psafp9+udbUMrV",
+	"B6Pj6Lcv7//18Mvw4OGPt3f79B/5T+zoy89Hf4z/OQ3UCap+99v4uvxFt4STTHA2stnFDfgtDYZpmks1",
+	"KJpaXyJIvtbHDg7fryfbuK3aVcRVGLfgH88eialfvQn6XZi2JOAkEXq6GobR1BgJAr1Kyoc//PnnPh4m",
+	"aaD3AQ3VcrybqS8e7O+7zijyBKWFbvVhtDXM5BPYEjlLqins651qGafne4PbYr3lCqBe0LhJjUpt5XNd",
+	"I0fDFVgdTeUL66r/QiW0grYl2ymDQjUQOryWgX5RgXUFUimDVqsz6OaHc5RqLYF8oTKP0QQ/EtNqBjoA",
+	"6Y5QOXo0yzV6QFlXfNXKOMGSeuX6XmD55RnZpC2q4mXVlqjr7UC/v/m6b23Wy00RbJ1dyYrxQ/+Py9jH",
+	"Lcqg2rRi1roNeC0octuFNIOxOxGc3TM7s3pNXUnoKSQKBv2EtKFig3Q1V7vWjhnqHivqm33yZaZEFL23",
+	"ffQ9+iv6KzrYeWdy1r4P5KxBeqZelf+tt7397yB97PBfNknVVf0+eH9w4AV9961x3Hrtjeh5wQXkfLmw",
+	"e0a+hD51ZD8F29KQdQEAZrQpV2/A3TcJeM2cWJ1auTgp7m0gKe6rCdc/jjpnSOIRyecBzeO/VXqbjx8N",
+	"diKJULqaLXcPxEYU7AThIueQsQytMbEOPNGjTPC+VyiXSqeBrLTHGobWV/VuR6s2aiAqB5r0AK1Hc0Z2",
+	"5ITnarU1r0kV35fXoQu1v6oQg1qy3vevlqwH+XdA8sGU6iCdluDHWTZHW9X9IhPvY6fRDVkpFNkl6XZb",
+	"63DvfrdWn1Gz676dho5hOO3NWwRUKUbD1I3lg/sUaOCCJITl2aZ9AkLEaFkqChgv9BI0ZtfSUCy1qQSp",
+	"fNvclHqZpxK5G8S06XjwqWtbVwhovPwlR2lBzHZ1BUeLUlwgOSNMZ7hudvKWgDexH3ioZanlxwceWYfA",
+	"dJthuzxopGW3PTol2kBSuT4+HQEaY2nIhl0wfG60LPEX8h/8TWs4VPa7UX+MhTUIIHcAKgpQhp4gth3E",
+	"yhqBpRKRR5wVtvNJiXZ1tvpvzmYNq2Zfl0TO2Rhmc8nLe+yyS6TL6ab5hBe5IndWlFtu9WtJcPXxwV2D",
+	"anprnQU6FK6UNQkQs2o2rE/Tqxe/RngrUsB6WbS+3Lw8aKaWW/6aGbSVniYtabTql5U1uYpGsLSwfPXr",
+	"r6OHfJsU2soZ7KLuF5zk2dy5YytUFnywhgTF6q97Rmrja7hq3mnTX5aqH3W9o01JWEPGX1t+31wCnVJW",
+	"5ARNeCFQiuc7fLQz5SyfIP2/5tETIQ/bTbddk5B7aWX39/Kv9/e3f9u6v5d/U//Y/nr0rB4Ga85slsgL",
+	"wqxslTOXJPW+QKT690hJL0zYXUlgWSnn9pUFlhOdCJxRYr0nowKyAHUp6IFDhsE3EmI6dTuHa7PkSHtD",
+	"ZlnvgKvyiw3buuudNmK2avKMDqezdfV1mWmlUQkyUqJWqHBSM5dzf+eH/t/2dj7/7S8bSyLNzNSXyyba",
+	"64y2oKy+Li/iE++ynQCkTAV27S/Ry7VuYVlwyZazrIUNUCqs51U5/nrcfBH3fiXm3RN0PCZiScN8peBi",
+	"NMWswBnK9SuWNr48ohjLh2VwUSp2oB2RfHgJGCBw/ieatxWjrlQjFUQWWe5ZTKF+Z8NdoriO5egy4YJE",
+	"x/u7PxzGkSyGtiVlj6d4fowODtH//X+dxiiDlsgCa5XEjDH1phWprKsrI1Pq2gR+HUe2BvWe+XLACRMy",
+	"5dtYent7JzSvV5KAgu/zWThG0myv6QbJyCNmCYnRhI5hDxINFSjFifqGvuNlxVBapbwpL4aZp0uZWLZn",
+	"H4IBFx1nKRZzpHic36RxOccIz3iBKUMtrRjbIhBvSaKbk5E5SiZcEmYLmFtsqUQCItPRK0aDlCeD7ROk",
+	"U6YlGgtezErQNLVUkQVtIkIbdfQ0iOFHOtaNSrBu4SBIplse5xwN8GzWL4ROcVXazVDyTAmFdzfny0tp",
+	"mxBA6refdMdj4xE1frTfvHaaUysErJBmVcfZhIZaon/MsJI8JMh1akiMhuv38yoJxjI9C1bxEsrEUhcl",
+	"eUGkxGOyabLviGcZf9opZmiqJ9pV/PdLDgcPtzGjWFYsOHaNaAuMO0OeT/SdJSyP7dtPlMntepVCtzBb",
+	"QOedCVc9ji75k+47rmvwQDjHR0FYMgmEFTYnambAqQWp39REY4HV0pIMT2e6+cvB7u7B/j7asuG9WqJw",
+	"WcS+9RPptPpCQBjGtHLp/H77NFhtxsjV8OsJGpI5N3Eb0Np8EkNiAnSO524dOvIaYJoKPlNLljRzFuOV",
+	"kFGhhv72RxoqYxZrb2k/6IA/S6ULeVaEhmCRKU4wuL667SGvtgbMMUAFNCGrGiWWRVPUk+9a9JIOoJ9W",
+	"6b/kuhrQkpkBoRoIobG7rAq7JPwieOl6ROYXmGabBtwmdAa018nDMnfXrnpVch7IqH9uJluFwq104Fau",
+	"29QkhD46E3/1c+sGkDWyq1qJUwmnVjm6yKGcMKiBC+BgqXileZqELmSGYwcB9bxi74Rwyygl06YkoxCO",
+	"CGOMGVt9GEggnK+NlFWy1ROVZCWBQgY7qFV7k1Fbax/hJCEz67L0IBTIeuBtCX4G6YInvizsCBrE5HxB",
+	"95bVeRYYl3yMCBxzIsWob2POfhgejPaT70b7o+/JUbI/wofJwfD70X76dnRE3uHvlCQhiQi1v/1u5+Bg",
+	"5/Cwt//Oq3i7XvGKerCkudIQElAPFC37VZv5NJ7OdItGSIS2j2w31b6ZyESM/B7p6T43nfnNvTyvit8+",
+	"OJviKNOpVv9r5/T25uNOTw0bIM5MRoAi9TG6vlP/0+md/gQW0Q/d826vG5Y6zVEsYkp3MtAjAV6M/bW+",
+	"BMtyCF36mZDZZkT6kjyZVCRDpCGmdJThen8h9bwlTFj/VAe4GmrC4EG6kCZdTYHbtr7LSA4lLnSwlPF5",
+	"g1GT5Eof4wzNiKA8XSGJEVYRBJIknSJfIF9rXQECTLnuZ1KGZ6EpnpedlVcVu/Ejppmt1VYP1pQT9MTF",
+	"g/S7LMZoxrMMWkmYBgRNkjcphktFckl+KoZmcD+oGHWsZuM2pXQcp/QWw2M0MAWvQCGKITCK62OxRbHU",
+	"uHs2+Gq0pue93SeSZTtguNozbw/Qlml7Y8NJZoInRMoY8SKXNCVosKeEqscDyO26dO5TqNBFJSqYg2PN",
+	"JRFN8nwmj/f25GOy69Ex9XdoLSupvnxGE7msdTmk8aiBleuhb/XewR4Yxg2h3jvYa7SV3zBOrsQnjQbl",
+	"+bp1v4CI6PvBBf1zQaXFTokwQof6rtyxCS63XByjooOHZc5nEm4HZePV3cr/ppsRNn6E2c1Pt4fvvkP/",
+	"+LWnbbyQAGCQcdfNP1AqGp22zNuCjvDcgxkoe/IFYaQ2xLoFsWL/AF+EZT/pY6q1MbQ0ZXBctsqyV21S",
+	"DNEW41WKtH3i/jbveBrrhf7BHtea1fxuJbnNcV7IBcYYRZySCWaMZEjC4P8+XEFN11dKvHjEWV+CnTDU",
+	"eYpnGdR9Ad6ruGIhiQunUOS5Qv3eLe0L1aRf4ZW8AL1yLF6aSgtzIKxON/+GZiHFTIY4edBUyLGyCecP",
+	"ss7MakWv9ytmjGAiwmdnYvKqXyv5K88xeIcFmXGRb2Rl6lj1TMkDcj6dklwYJ5azq8mA3elER0hhm1RI",
+	"ZijBM91ZWmuabpMAWl0AIWx3qkKvwU/IUMER6dxStOXsuADlGM10qozJ9oJ89mx+opelbgsUr02wJDuU",
+	"ScIkzekj2Y61AOCVE1EoApmkpr9bJSbg6H3VH/nT5PPvvVz///Xs8++38vPx3l4U7Mzz382otqQ4eIJn",
+	"39gO+f8us55XZXwjq17POBfrsh3gcy1HYhdBJC9ObM1D+QQFpBUNPv6qJN3n58GJltZ1/VzE2T2Dtmp7",
+	"X9X/nqXPWiIeoAQLYdQAQXSVKkMPqICOSAuSJr6PI/1xa1UIZFC829k/6B0ceuYPzYLLRun61RFlVNp+",
+	"nfqRzcuoEVodeaconDd2hgV0NrSxz+aptoaoVQPfMcVkXPlCrIsbfo2wGBdTne7+NaqSf0v4uRjvaRLd",
+	"DC+wJRrLSpFlaUjbuejgYGHlR68AkXXDwfpgN0Bc+z+MDrHtWuBbb96W6O3xlgXrV6xbgQ9yaqPj/TjS",
+	"8pLC4+7lh7PLT/3O9fXN1S+dc6jEQWayr+gBIHMgx8M/46N/gZZluuJSNitybU1Rp/f+7VEc8SL3Hx4e",
+	"HBqrjTZFrZH/0bNEyRiZCybrbtr2lAGLuQ0fHGU4M5fqxMQt22b9WD7ortgQta+LVDnKiCSmqzUu/hZt",
+	"lYxgu0lePoRNqAlqft8yFg0qMpJ0UPJZE34mMEO8yEPhu3Fp1V4WMdGFgc81ItCukqr1wgmYdaHTq4vr",
+	"826v+yFGHztn5+q/p53L0+75efeDYr2dH69uet0Prt009PSHIK7NY7haMyxouiIGrtjAYyvhLKesIEhg",
+	"KqEYGnjGy3uJ/obqMuKgpcNujXi2wtjWYSkzk+AluGPVrt26r4AZ/4IEhhoBb43vgavu4h0V31JLwFDb",
+	"uhjuwFX0SkhhlPOZqTDSSK5ZPeTf4yTLsPnaDG3Q6Zb0NTdIlyPwc11WQKI2wUbBizKaU5x5wZSB2nYe",
+	"I2iGyECzZiQ5GmGBtkpkwCw1YVYteGYZynJwab1ev1MymtCFkGhLF4SFjKxtEIv00sJrePUsCcfWlu3p",
+	"Dgb6bC1w9kRoI0lh0wItUtNcE2IPoT3Woy+KtsM4DnXPZkSYoZ3rMxAb4+rsftLhA5lv76IrpeapP2Em",
+	"JIkutAjy3lLMW5KdUcH8Eg4OMbxUDcOILb+otiPzcKJBI6rYW6dt9rjKu+uKQbdlZFQZ0OcWMb3b7qxV",
+	"ckIhjDdZcyJNtLaqHtpgolW9DUNKVuadp2ow6FzSomjN6llMMdtRcidk+JMvswwzbFtZleb7suiyiwVz",
+	"BQ6ODn9APc7RBWZzZAw5cqnvNtGtL+zKFgL1lKdBL9DcJEYaOWwX9QRmEiIY1PTSp0yaTeHZLFOUa2ar",
+	"yGiies8GBj9GORF9nV8gB3sg6ghN7Qbbx+im0+v2z88uznoxuu3e/NK96V/90r05v+p8ULKFedS9ubm6",
+	"ie/Zp06v+2vnN/M3Oj+/6PfOLrpXd70YXd1c/9S5VC/9enXzc/em/+Hs9vTq8rJ72ut+2EXXREwxg7z3",
+	"zl3vJzflj50P/ZvuP++6t70Y9a6uzu3kl1d9Nf/p1eXHs093N53e2dVljO4uf768+vWyWoiv3EQUR41d",
+	"lM9g5iiOKtuI4qhcUBRH3qaiOPKWF8VRub4ojuyGozgK7DiKo9AOojgyWwhafxWCLM6G0oGwY+K6na1q",
+	"+tV+Ib9QwvLw3mVme5hyc4upL0MELgPO0TDjyYOEcEltUcLy4bgsmScRfsJUl2y11We3NN1Fdf1uW6ch",
+	"We1Ylygk/gxw/aWboPNr56ynZji7vL7rbe8icA9S663XlX3UWOMaXEzlPK28kS3PHOVprM7kEZqSuvUl",
+	"rWpFU4D+p5n6RzVze+VvHKyNfloDNkpJQqXXvNYssAH0tZZocKHHeaY+uFK1abPi2APwElRz0weMUA6z",
+	"mogV6Irlm1JWV0c79jVU4UEzHi4Jt6Sa7q82WKCshp1yhTg0l2WLHe+d1ZsLnzFTa7KEiuBPiKZoi/Fc",
+	"G9RzDqiQklWl+HDKFbTGgJwb7IPFCmrrdzpYVCrbxgLWa0S218Vu2qlCMlFVnHgjNchoeqJ3ZiM6dBw5",
+	"9FzUuNWoiO9MYMtEDpsJXF2cyxguoVEvCluibttlseQizIEcndLG2oGSU0HytT8MyhKwtUuTZfzpoyCk",
+	"F7Qud9BIELIDnY+NuZfKMihvSCRUSdcI7xreBHySBKchm9cttBuBSrknjuK74ynJ77yBdh81bocKWhVZ",
+	"ToOdZCEmOp9g3URWLxjCeYYE6QpjbcX9WutKX+lJYAcQaZ1MOJdEp8FsHaonR9snZnawmgsyI5pGTNEj",
+	"EUOca3+/Fzpy/eFjFEfOjrtGlEhJd1v0BMUz7ZAqQHUvPE0yUMrRnBfoCbP870vR3n3SnXMJMO844hqy",
+	"LUP1jrOTrlkx0CBqzuGYK3ej7RooLO+HHSwfaxfgxHkpRQ1LJ1iaUtV2j4NwN8tmuErL9eh507+RaKDH",
+	"reIsKhEuID3o3Bvuo27scBFtmRvhtcEfOPgMXC/P7cUBJmVZuaNluSAWZ7w1L8MNLTWFMliN+TBEAoHa",
+	"bx3AnXRg1faueuJ4u5ncGSrdsT9hibB8IOnq9pwF0qd/5C5v1GHt2uLlQsmyrZSJ1r8Nu7RrwPJBAVY9",
+	"DZBqWGGITsN3vh8eJCs2knFMs2IrWS5NLlbRrAF2Vc3sPyPd0rNJhlr95DZXAMw6mJmawCHzmy79Qk1w",
+	"hToiQRIu0u3de/bPu+5d98MxsvK0tvfptqG76Obu8vL/Ye9ft9vGsX1R/FUw/N97RKpBy5dcusoaPdbf",
+	"lThpr05s79jp3us0a5uwCFtoU4CKoOxoZeTreYDziOdJzsCcEyBIkZJ8i51E68PqisULiMu8z99v/+Dd",
+	"jv8TG+osBaNvxpkIHb9YgYFeWuc132gn2NN0Je6g4MLjT7+f7r7bOzg59qOLFdSVVIKR9hbMquxAdeAY",
+	"U/nclefqnJ2JgfVPy9oSSmhIg3BHseokkGGeTTR1e3NzOjusEPlIKp71YnUETvCOG040M0NRbRb67M+J",
+	"FGYAYRdyocfZxMSqYRKqMRVctrVojVZoLWrKmFZfF/6hfK79Kw54LVrz37oWreHH2j+6r7XbtDzJfgiN",
+	"YRLnxr0hT/QWets7scTy3wjJf98+n2bisxhMCqxmYx3yAUDJdxFYGVDLBFfG9aqCb2iHaFocxHIKanmN",
+	"ifJ+R1SW5jihSWtNQ4AwMzzzj1v7QPbHZ6aMqYKzCJU2BaRpyKNEP7K7hF2xPJ8BSRb8BJH6BZzhOJiv",
+	"FRrcKT+/bVLU7cVlpGmF7oEWgE5WyxmD/8SzuPefLri497/3Xn+qnKO2eOKn5kA5dJ+wQhc8Q64mimvh",
+	"XIIudo5yoy6rFjy0VQnBz8zUYSuxPmKJcEGthGKWIxDoFaCKAF9F/XdVnLHtre1bJHrCD6yPpHEn2J+A",
+	"KDof3T/8+Aydxb0CiP/M0N7Na1mScr/n0yZfyZp5QJnEOheZPuPA4FGErRqQkSRWJX/4nxnP/1Ff0oEe",
+	"O+pR4H5t5up21B8BSzdRhtXoG9cIhaL3lvApiF6xGbt2+2Tr1c7my52t7f+rYXvg0Jrp7HESkMWnQmDv",
+	"PwQazv5o9BrvwCFO1CAVtnMCt+mxoyohCrFOQUkFlkhDTU3KuAnZVPpsouxPHvmG6oCbSFPmc2WeNEYY",
+	"W1bk5rCHSPQO6s99erVYBUu2pJul25arzOPexE0RLOJC0L+ZU7UA9sfx5Hgi+7vh/gSbba6vNXP2b0CQ",
+	"s7TzlXOFo96FsvhRY5fyLuHxY+uiL6AvtBUm/glhn3KtL1KqdJkSa2zhtBcH9cxNLf3lYGS6GJXEPynC",
+	"kcyfiA9tOX1wqCe5j9xDUHEo7c6eNpjoc/Bpr7mBo1Ng79hywRPuF6ipIcGtCXwr2Nj2SC0fO2naB0vw",
+	"/C02x9+COQysrwlMX1SmIK6H2giHoCQLqI2Wwtyqv74+EtPKfJ5lxrEjBD2Z3BhpCm69bbvGlFCsVpAs",
+	"H45Gf6Exo+xzNM+A1xAvcylmhzyHE/VvLYF7sFr+txxosG7KBATLYKgSPfAFYEB2LULtSV3afnrWUOG0",
+	"6NE/J0INmtq6tAGt6iD+BkNePDPu9LCO0mo9tVYXN1JddHtsN9wybmNQXxy+pAzQVRaO4C/c8vq91oHP",
+	"xO9DpXopxkXZlAj7ohsxo+1ONEOeO0WNSFN9lhipBuLUvT9h5zIrRG6o4ymTl2LJ7ONipJLIWXHBqCEp",
+	"Sf0Oi2xLWgfaB54bstyWTQemMYkHcchQ9syXnsultWnpoNkCVoDSxBgHgSAf4oQ0yFWMEqSnd46BuCcx",
+	"LMIWg0lR4vBPVCEzf8k8oO5yFr5VJn6pOD0+pzwIdTi1ucXtkEtPTxfpMLru9kXI7kVN7A0JnxQ6YZ1x",
+	"Ltb9OkQMump2kNFdpsTlbk9Lcimm9PdLMWX+t0oR+kQFY144PAqRzZ+InKv7LWrfr4anHrii4V6KF+69",
+	"VAFXiZR1O+JdW1gOKU7tQPGK5VQmSNlG/iYrfa2QAEggSIpCLnCGyHQJFKA2DXl8I7W2dNfN8nXhtejh",
+	"skUega5pqPfw1celbIyaRHhFFFQEkF9kv0C1HFl4SFt107nIoSf6bpjkYb+k2fgi068bBT09maECDTsR",
+	"fmug95zXqeAISXWtY2EhFvGCYGLlrU2T9Qk8590BlHjfbrIOrxXj+AAk8TTzuTt3U87eN3RhfwPOzbqX",
+	"HL5xzuzcx0YCZKVwJyV9Vn4/y8R5wYCyIbdKCxsn6jSPQT/T881oTenCvphGmQYgQh8IqfZKiuumfvcs",
+	"09en2Lg+GbeDlDkWYcckQwUTrl2qpYZobt0gFkIFf3OOF1EPDzLBc6uqusvkULCVgerKGyzQStG6L1en",
+	"vII/Rpt36B3zqer5mPBN3dsFv0tPobt/ed7imd19Yxj67VvA0NMmbbYsdL5+jjwPIyoCY3B9w9o3rn5D",
+	"r0GDm4U/sDNxrgHtqt5zt3gzmKkpxOi0rRXsGH5u7wL7Ol+0AFO506F3kzMUIbQfWRbmOqIDMowduzdY",
+	"GO63OoDrpNCnLj9Lvd5CWUsnbYFCq94xcxJdmbx73w4DlLTA1jcRQaORhCYYBKv7pFYRjl2qocgJBbjF",
+	"9gokkR9xfTh78MMIEDppQOQGuheUvjgBNHSXeWWdXpjeH1Vnp13TALv5BzE6uy2xNhjZcP8zAwZFrmdI",
+	"yzFSRDCEs0T+jXGkA3qU072ATB1GjaDDzX4o8SbjIBqCRg08mIsm5HZT8RZMESxVtcq0rHFAIwXx/hCG",
+	"ASnqa1ZLDQc8vxRFBCpRFLLQyMs8zuUAGfMRohpJU1U4uK0ZO2eefrQCHhyOPmvWiw2Vlk1S9x4YRpYW",
+	"Yu+zEaSfLx5noWBqIOzPP1Oe/BSz5nZjgau2trN2MS7WX/S2iIrHisYJYvJvLbFkPgvayE7uik52j/bZ",
+	"pZi2aGQleuyfuSzEulbZNGIOCAZRWmrL8WLzt1fz1yNag1zcocqmXiKfcSOa0YHsOIVKx1qqgtnLAOCt",
+	"o3NGqRzAhT/XOUvwDyJNun37oxAKAYy0coSZnVksoZwlWTY6BcNSpKdDbQqTwPMQw94h2vCyFHUGOGhB",
+	"6p6WubkwnWdusyCDtSh2WEKrlgQazy/HpZhGLHETltA62NtjZS9Lcwkclij8MYUBuQEHrEOhAOmvMT22",
+	"i4PA+LCx2gV6v2DkIoUQgmEvtrcxr+uTC2U9FO6yYCGruzVq2OLRmjXHxefi9FqqVF8T55qeNJdTleXK",
+	"r2pJDEjr/zkR9DNtqdrDGyph4HeGv4N6gOHVzeGSWGiOTYyT3tTPkIrMLUmn3KFMCZESyKrVO9IUYFQC",
+	"imu3op7GQnEJvdDFMAdOrWjNPadxoqQ59cw9jQCvI35JUBFQ0ocoTvocItuQou57e6bcfQ5edtZWkeaU",
+	"6hYaaG2hp/hsSqVSAZ5B5bONK+YDOQp5+MIpjqT8nqSdGKu6tZqwvMcTqq4CHDPrTpWFW01rvtANQvHc",
+	"vOIQx4RzRHG3kG1lvl+ypEY84CNR5zqp2Dc3UpE13TLjJliVBYWe5VWVOdtu9ENK4hN3sFumC4KpdI09",
+	"iYQtWHnF81eL1qRdz3/gMruLoveNOQB8XlEJdoFBMteNMJIIa2ZUjOE8D/KpP4bQgHme69EpqSJ74dWg",
+	"hu8NF7jYE5RXH4v8SkIE0yoqenqveteYCnnsr88HuSgAujEv1nZe/voXLC2iZ5qrQUMwq0WUJfZVid3U",
+	"ILhyPbkYBuif7Exk+rrPkkxfJNSAY9W8cbUWxh2FTF+EAo7mJ9MXjdIsnLeZ2GPOlbGfZjfMJJfFtM8S",
+	"YzKACIe/v/z1L4j7CKB14WsVUnviShjTnCWurlATPLnInTFxG7qCyhK3PD4NTF9nWlsbHuqswFBxmfb6",
+	"iZ9tYtKmKQbw4eSI2Z9AaMHKdZQmbMUI51HnYGd1+yWEptJqHUeDxpfdHXXp9vJ5FVXx/8Sx2dj5///R",
+	"zKVYbtzGIbqfI9xY6wgDSfNQgpaXVmu0rCOy/WIZGxXPUPPQ7Bx17GYjdrjMJBF78eol/dvuySpD9auX",
+	"L5+/XKRiyqPa+FaolrzRtth++XJhZBmPP20W+urKMawdi3YX+CibXMhbhoVOEAwUG2jgOQxL5fos+fI1",
+	"oX94mTLgBc/0xTPDMg5UHQCuWWug/LJGf13bWdvqPe81VPX6C+oT/g/8AXB14dWs0FUIzPoQblri2669",
+	"PpnbBlXaHVStoB6UT+dnPN7lfCDY3/R47CGlvm3ew9NfzBR1arsn7iR76/QZ8xhP6EUMkkXGepXuvlaj",
+	"mMg3Zslv6vY+gnslcH0Cwapu80PbBSR48/TrzJmv+uO/LrnzMs2RwQtqGG+3/z5AZzHPC8JpRdTe5Fxm",
+	"ImHw9wooM4A2WwE2EL5/8cXmZsQGQzG4dBVwgg25SjOR10Ga7WPXdtawsOJMKp5PsbBidufipY391zIT",
+	"zww7mxYAHlSwkTYF23rFPsjf+wDQy1JRYMMMtJBDb6W9ugrogO9fu8Fk38s8Q4YFpCbWwX7Dee/gJ0OS",
+	"jRikCLd6nJ5316J5dCTz16PvWRyBNXlm+t0bYRmWWoUoIEAhV7lxYv9OAbw6FYovtiyZUAzbfgF81IbS",
+	"mTj1LSwoDXvAiLyAqPGJ1rek73oNUt5guTPGryATIFSRT0lzYijMMK4YRfnxZ48V39JsUUmitLVamMt1",
+	"qthf39p+3tBwMbPyCzId1qZJJYYRfGLDUZvgF3acTittQAi29jFRg01uCsKIRT5tEa2366uA5SIESWqY",
+	"OJv6VBZEVAUfDIFP04dW7V6GiyOWqEmG/JVJvBavJbFKRSYKuChiZZcFfRp3xq2Brp8Iuy6ULihkV0nA",
+	"N3VgNG480+Tt7aJ1SdURixrwl6zVq5kLZZcHFFboK2EnaG2eDVDeMsuGtYg5rEnhNyjutPKeraVKl26i",
+	"7WlbOnZ/D5sL84293MCmpDNvE7RYA1U+rzaSPY/LFCYlSURZGYAhDdg0rmqr0ZxaXNYeUom1jYZKxuzH",
+	"PjOMbmFyxC8E67zbO2Eb9ieqWKKfu2FZeTlV3CxfY764hsmNSOQGgvL+jj4iBBoENgWlKgumrxWWZgdf",
+	"o6/VkqVuxKg2U75n1xyp04cQjZ+Wn1vj3YV9Ua30D8/GKGRbbq/9r3ZNLXOKm0rt3A6pnO/gUMwcPDcB",
+	"M1ig4RZqx+L8o0WK1XEAl4GSgN22NMgfksMtQEvBR96+0QndvZt/xu2Z7W4/1n8CBMXf9MQIq6Kkumhv",
+	"UHPFqdY4HQZ3gOOyLPSHzsdDrgANYtxkNRD4gi/7yq35SnCrEItpwtpsLkcNqerNqd3cADHY8NI3kxrj",
+	"vqlCUZd1VguKHmtfN28Qt10zsHUwWHoMEb4SSP/vmCc+EzwX+VsnDMzV5Wm1hp3+iUYIeVh1y+ioAnoC",
+	"DaYfpDFSXURsxDMrakQasYkCzreI5eJK26WyQvY612g9GQbAggQWRUgpsXqxudVjRNbJBlpfSiJNwcS0",
+	"xz7TiiUBY8gvCdpEGNgElnv7oeWqDItiDPlak5+fNLdbf3Q+U6EvMDjgu3JMZUBLkVSSNoyVu3f3aL/H",
+	"TjxNmKxyobia3kkx3Mj0hVQJPCsBtQl/HYmkx3bZCGea6TxWOJn4vNK3e47jHuhUsOT18ce3pyeHf987",
+	"ON0/+Mfu+/03NFPWoCnBnygkFHJxlnPHx9JuH9hd8C2vYRqaotqVabJeVfOndf5WFONDKDg45iNxLAvx",
+	"1/f8M+o8+yR8QjkwczU4pZfPjsvue6nOddOAsvP1oYZaddyxOh8MBZhsdqAGUy49dnKt7QIZ7LjC5rdU",
+	"D6AsfCdWsfoF9sEvvwSr+csvrENfmgTjSwBUBp3yKrcpznbT7okVm9lA3QhBJclQCHKq8koA5QigHSOZ",
+	"Yb8cYQWS6JdfoNckrx0W1sHzAc5LspQUSILx4BQbO2pokkLwV5xL02P7EIIYWecCTipYwpKcPOdAJcf/",
+	"eI2YOKe7R/sAbEY9V/YqhD+yL8gnylorkNC1FyWYkkpCPx2ns/aJUDtSnooXPbuMe3ClmQwGYD7Tr8mX",
+	"GERqvLbD8MvH2DaNn/416dMrHNA33Rgreye0Y9hbv8QAe10+xaNb43MiFjtA7PIaNL7oRV/x1LuGdZEZ",
+	"0YuVr8J0LfssF5ngRpCdXLCzicwKNhUeJvLl5lYoBQ4OT073Pxy93/uwd3CyByIgVv8QKgW7sxDKIN5Z",
+	"UJ9pdljyeT231iKwPSVkvCJLRL4+yCRMNtn+cA14HbEqazylYWaCRb+FZp3EyoBkh21tMl4UYjQusPYZ",
+	"i2ThP/293b59/4h/Xj/T6XQdwj8JUWFgMQw5NMz+Dnn/jgvZb7EP8ncIDvzn8eFBxJ5v+z+MalFL0+2z",
+	"jOcXIrfPAWUDMxirF1vP2dHuf70/3H1zenJ4ePp+9+O7PZSdmRwIMoNIPiHadpVBSI+FQmYlIOGhm8yG",
+	"vRbS5kVWJn8PK3KJUsH2BK9FlczGJmY2oHJkLNd21p73NnvPITNcDEHdB6dgMOTYBXghGrJbv5ciwDX7",
+	"IM2UtbWN74w0AetGmRiuAp/BVuMK0CZi5bqH8fcOxjBANq7bi8F8izC0UcUW60ZMiWu7pucyN0XEeHbN",
+	"pwYgvtNerA40QvTQIWFKfC4AEmUHUcCpW5IZKOdHRqY8l1dWKGHbrIu24IdB43esktL/SBAkIpfgv7vW",
+	"BV4A5yN32Bd+k+6naztrdro806FBvgI+EgU4H/9qttvLSzaOkDNi8XUi95fWOvWOD9mvrza33CBr/mQT",
+	"IVfSJSBNnIhJpVcDyCB2FZuoMc+NgPgcclJ7cbq9zcCYABh3BIEPzIo/JwICs055S2zMQmel6s62sIXV",
+	"kmt1R/UP6MICXwT29/bmJpInQKyY+nOdbtz4NzXnle9fhABR8TbBvmjHnYcZhHaWF5tbbQ/3o934pKwQ",
+	"FKqwoxMp3vdi8X0HunirJ4hJ8WJ7e/EN/+CZTGECPM/Si+3fFt93ovUHrqae6eFrtPYSp3f+fa5ftOKG",
+	"IMuad0D+9YddOgNkZVM6OoGseEYH05p4/AIYNXedjFkDAjQqcnCkkxiuHPLiGKgfwX378j9cpMsqhv/f",
+	"RkhQ+RWczuZKCfueKp8kohIa6+IR7CAi3EfIiamtUIwI8VBb3QjoCUBUYQ1/0EvShM8b6DxFzqIza2Za",
+	"7eSaYjpKM6GuRKbHottjx/JCiXSHbMZYJf97/fhqsG7/DBVaiXtypq9FPgBjQHxmf/uw+3r9+G+72y9f",
+	"IYxZglaGNaFMwUdjNDR6+NecX4P2JAsvitWlmJYmZ/XRx3/bXbePTeWFldCenn5KEes+ozGeuHclsZKG",
+	"fVLysyv6Yh0EpHMB9ZGHhH6+uckMZn2mepKzgZ3Krn/m38V0fT/FB9JrnxnHHirTHttVU7b9+TNaHGDd",
+	"9a1CKu0o1nluf1aDbJKKtAtLGCsy6CJqxUrZuTWuYbZY5/kmMxHbith2xF5E7FeyU0y3x3YLZi2wgmk1",
+	"EDssFekE5Y2IlVasg63fERESd1E21vRCPefdto7GrXmv3W2r7I21MFhAGR0v+mZifrMEDPIzzEBQrOdW",
+	"OxWZBEOYzLcFI/I74W4jOnLLHG66Gh8YHrEF48FddKPB/IEXC1P8rtPpvSoZVCzVoXxtVmz1QAWi+rEO",
+	"p11fVi7Q5u/2UAx7Sfu6JMhNWcfJxLLEJstE3rUjmtF1rWbia5dsROnmmEIQqBQIRry9sL25zTgelr4H",
+	"t42VY2507MydRnLnbpjQ7tW5iWfIbGN1OzZbRqy+kEk3CTL18oKzTx/f2wMQq2rBAGb/4Cvp77+CB0Pb",
+	"JWKIteYS2TLHFPYOdME5fmD7rihWdh3tfzZyCQOZ3XQsmJ4URqai8hkYEGOZVaTSOGrhWDluYe9RwxqB",
+	"cSsRhH6Ck+noehM2mpjCgTQYAR6ANLDuAw4IBmmsOqXT/WJ7u9tjSahek6AeE30Cayh2yFp3I6DQf9fR",
+	"pMgCxDpXrMoO7dj+3fRub7741T4k5wPAu0HYpqEGQkijsyuij7ZbATVDrMpmEHBDxrm8AgWeaT22o47A",
+	"fVjP9AARCxHhJ1+/yHkq2MHuSRdjdqGvGSvqOIYMPNv6Db3LjnUYcf26TW5ClRF97WHkSjPt+lKCZvte",
+	"hds86/mEtqNTjyQyyIZewtT8naf+076l2b31fPENBLh3ovV7niMb4Iutl8sM0EzGY7ApoVjoxCqip2/r",
+	"2xuWmBUKaHxS/IpLTOfewE2AXU16ptk3iNbqsaK1ne3Nrefbr17+tm3fVI+KYBK6JANudgpadR8xdAPh",
+	"C4Y/MYwRxhvZLvadBcFPEoGxIk8BhSQii9TQylkoajd/YxS9Pz0+2T3Zs4I3BOx33kCsgAngman/DFoo",
+	"cf6JR4NPWIeyNDsgz/ssIQkATzx3bZ+xqgDN0LdSj5Pn+8AYacj4AUYa0icwACqiViGsbqDRginuOL9C",
+	"VYVKivELLhXrkF3RD42KJjmLxCWhoL1ZPAbu3B1LINtP1x7KAqwN88mLapx+9JCBt8kxxvlwuHWGwdNC",
+	"E8Ntticv1TeXEJSvtTrPJObFV2rgkdQAHhnGSxETCqNLSKo3xY3axX8JDPEE5H8d7X6RBjhUAWnD2PpT",
+	"jrIBCQ6sKe9jOSU+7jP0rCoAWgnxEsTK64iSTvBff/Qk9F1z5XL64JRk1iWYOvQ9JlPQIWgve0gtqF6M",
+	"laumgtYEX+tJmFmGyB+o1nNnluih26Q+4DPBdXBDuAflgTvi6WuP2ji/O/VBhKW5cIu30h0r3fGAuuMN",
+	"Ijli6rJGbGOwbq3du2jXIK7/9eZJ1qU0yAfXXisVSzzib6x0noq8j1+ACBH2JJH87M1CBGPS0zfrYuSk",
+	"fCCopAsIy+QYjpd2hB5tF0NgxAAAEZqISg7Qr+DjMYR/FmZH3ffcWaxGS99xbKfCoVquPXjmkL5wUQIR",
+	"EZFwMla5w1vlDj9BD4NKA4hSv8EXnefoge29MItozxZpP+gFpEECqrpxXIbWVLEHuRuVBGis4x9EL7PP",
+	"N7FCiMT1ydh0HUmaNciIVywsjJoxG3tQb8fySSYMJiIHPo+CdG8Yit9wwfeIyWpYvEMhZuYjzDBKF9GO",
+	"ZkPYUKoIK+JCw8V0LDBBEMSfeywpm3PmBfi9rXrTAP9JifheC1uDGJOu1CVWpuBTELrnOofywEWGZZDt",
+	"QBIWrQbEadZiaR4Lldbl4lO1NpvGuootryzJn9KSfE04s052Yu0b80LZCfh7DVQTFeH3GahAGHTUdYD9",
+	"WkYqIIqIHcz0cGkIVyCMNbdL4IUePb78yTv0tWGupOtKuv6U0hXPwb376SX/wAN46QeaQcUrK8UG64jP",
+	"Rc5jBQFP6znLC6VzMFaDpJkjFFLaUZthqUTwyWROu7hso4/9TpSS49hRHdyDmHtAP3kZKUMFkyv/+Fb+",
+	"MW4E2FHnULtKe+7WZ6hMITzQOaqte+Tp7WLlGbomRuRR4PJDeZMPg0WhnSLVRTeilEHJ+eR4nmI1mwWJ",
+	"qJeOeIBd6VTBzaX1GVNe8ITqdduCbLGaF2VjtSBbVI6/kRAO2hN8nCiIyDnaNO8/U7vgpVQpIvQtkhMl",
+	"V9aPG4wrv3GRuCn39kra3EravJ1kWUjCeTMpA7v4Ft5NHYMKTzew19s/YgaUoJE6DgNHFjvsxeZmrH7f",
+	"fXP6ce9/fdo7PsGS7rC6s1LOh327y2EU9WO1ZL2mF35bLxGlGZwvXrABV9DVJ5CVFyp17ctilUpz6e97",
+	"ubnJ9g9O9j4e7L6ntCsgGZ2JTKsLU/GggIae8Bigf8G+4FKMi1h1Eiu5dhAXOIlC1COq0CRPlxhXgQcF",
+	"xI0sDHDag2SEJDHVIalYje1YoNkhrDEF8KIy5Mh0XjrOTRKrDlU2t2zS9/ZtnOt8tO5ABpaTF22gaEt5",
+	"YFv3l9gNBjBfZClxjevdd+sgSUfZlVgVU648rJa8CUpKjvLmXOeAaZnP67xqClpt/eXX7Zd/mYlZwVnf",
+	"+AL/s59+vbml+FHwFDoOa8mPca7TyYCKPGDfR3iJDAWelb0YJlIV2VfkQrAOLxtOnxmGeOJYss4HQ4Ih",
+	"wxZXe6LGPBeq6EYItQBJDiUqo3X9aiUXtSxcqzhauTINTdzII0Nl8lIwHiuP5qAoy4DYhKbIBR95/AmA",
+	"8yelk7xGMbNu93SCUP7+b2+kGRPF7Q4lbuY6jE6mzu1MmuW5hhabMS+GZYMNLfjc3pqy63Mk0tPNreHn",
+	"l6Pty1/Tv/z52/XabZo8f9n4pSpZFyM0NopS+DYHDGk/ENuH4K0NU9uAn41z3YczZWfkrzFBVbo/YItd",
+	"vAZ4X+3tRl9XxuetXF04Lly5XQqrsdDyLMRoDHi+rVJqV01ZZZ4Br4s8VcQEtgIBaiHWpWKdZKBzsdHr",
+	"9RK0kBDeeN3u2VyeTQqRxsq/1kqWFBKGZ1OWyDTpg1WG3e5sjw+GhN5o+NS6kxLY8wikBp8MsaVSjHTk",
+	"yGo9Ilm41pMM5KVi1zxXLDl6/+nd/sHph/3j4/2Dd0l3br3GiZ+dB/TSKm96jTO60Fejy90K3Mlju8We",
+	"rHYvex1MeqoIpq26/cpfGjfhBq5duxfUvBkxngjGILwlMP6TEIEtKeExyo6/ZyZWs6h43Yg2W3khNoed",
+	"CYZaUrMRVwDr92LzechOj53PfoWkIfRKA0VClU2SYDmEQ9mxKldk510oLTUs59fUHp2z/9r98J7aEKSq",
+	"PmjKR4SxaX/fGGdcqoTctWAQVyjEROoVMLfSPlaJ+6WyEZOdEtEC0F3WjVXqspiyc0lB6aFguGBNPW+x",
+	"SurwCEm1+iMrMTZ0Kky3gvsiDcDgF0L12KFPrUF/hwubofNFtOwDnacYZabeOmv+WGMFHHKOFMQeWofn",
+	"StodYq93EFQ7sZqoXFxIU2AbBoSkMg6tc/ZCcymh6qOTnBwevj+tS5KorAwuwWroHuthHh7tfcTJ+HTw",
+	"94PDfx7YWxxErX2ZYRkfXCJpGUk4B9tKNaEXApFv7MfaR8I4Dvb23hyfvj48eLv/7hO+wT7ZycMmaUnA",
+	"xfAt9c+IFSwDtI8CmEaWIZJZecrNpR2MySY0g64cppMc/33//ftAuLLjSX4lr6DRxX8LQgXgWSVwWZhr",
+	"R/hnegxYE32vKfsgf2+S0/uw+SrbdpEhd1ij8XW2bCk8GkVEA25mCdRVg/qoYT42WGZL0QU/VNV0OFvk",
+	"W4JMr4uUWz7yRHwmIF4vjO72pG8fenADwO21VAzCS6RAJjoh8+3DEEv4z291fibTVKjvLg7xePGEADfx",
+	"X3/MAAHWDXLcPQCcQkoYag39drmxbeTU9M2tIyIqItU6axossE9iVTNQ+l7TIYhlqFC4cfYB4Vu5CsVZ",
+	"oyZW3qphSxo1uwiGVda7bJYAle61FKjgCIoG8l0bDF0bh4W1A+OAN0O0OdU4PwzQnogPMDna/Xi8R6YL",
+	"IBQQDw08mK7Z+3B08l+nBJKW9FinYRILKtqxL4BvD8wla4GFSG60ypqQN19sbrIkCNInfWCosq6NXbBg",
+	"cqxFeiGKWFWG3esytO+wPXYGmTsB2w6rTOHjltW9/2gyGtdWOgt11tdv5S+WAnKRnrryV/qTstJMP6Vm",
+	"ckc31E0E9nljpfRFzglwt4WOPjpKV0c76IfhFE2PnXj9lEIde8Gllekm42ZoXR8IMjlyZ5EnkYP5onCT",
+	"9U4w4LiBfy8jkEl3hyF0J+CrrAsFCKEoUjFxCiyxF3YkUaySma+2L/+f228rr3fWH9EFjqg3nDp0rbqx",
+	"j50XiW73YZYpLfCxqv30iBfDh60sqLzxeKivlw5Y+RX+LmoM7hIas9MC26kaFFvuiM2PxxpAxluXig5U",
+	"iVZKXA76fIaRNghkDbhiRggkRnKebazKa91eBgIaoNKVBiiXRmdQPdWN2Dm/0mhWkgdNzybUUoi4nk0J",
+	"S0mlsQKEugDLlHWSschP7X8nvnll+2VUmh6bm90+VgIWPAvBwqMK1GmsGrFOq4E/xfNcXxNcICAuajzq",
+	"AQ1GdbJiVc4Wwrc6u9DbgfZBc+PHj4GEeqiyqd8G18qVUcmg+OFbRC4eUvDcBJoUZ+Ju0uYRhAfG1d0e",
+	"qggMM6d5r0k4nPj8sQx2REtgfKc57BUIB6renR8TB48nYMOWuBkJyQ15ra6HIhcO+cyOK4df0xF0NFTp",
+	"s7madnfqJ5TNHtAAnDeC820fb4Qw7Gzia4pojAFbwAyi3ha02m1uBnjam1QCVcZ7htzEiiqVjYvkNskD",
+	"RAncJa//QbAUyzc8ZtHO0rGylefxU3oeuE0hSd0UAqtaQN63QM64Bm51PMfAJFaSPdazcW+Ica4so6ly",
+	"m4CdhDknK7ViFWQPZbGDOSaEa69y4EQM+4NZkMyuJqNUWuY0olh5kynyxGD2EiKQMayDGUdT6DHAg9oh",
+	"URstdJCF+bXN32JV6TGjxjUqz/GDtsLMcQZ1AK/ZWnNgpDWmvnG2nKiam0pB67W1GkYuWwjzYnvt26Kb",
+	"4zem84QVXdL7xjLn4Xu6vp0pc3spgZM/V0pE7b4RsMldD7X3csqD35HqShrpCxVcIJm92HwB6bxmv/yH",
+	"PQhL6exQX//o3vr8LQfUZLdVQyXVKsvEecH0pEZo2mfJSBQcGmywrNNarqqISmZV3zzsG3DsAqHpXNbL",
+	"0/MYmNedCbB7EP1UqVexk+lc5Em31fhtLkZP+ZPRD/dvRwefdyM7+hufSc9V8p3Y0j90Yfz3Ynzj3r6J",
+	"8b3Bx3Ldmqatwcgm2Wf99DlK2LUgkReey4thYdiFKMgT/0BCkDiUwrYhYH2z46lyJPWJfSMkSXShwrnh",
+	"uV0gzzPLCjKsXjNjMXhmWALD2k+T7vep9vHbF0XS/i6mzGmlJ28MP1aYLtykzpkLT5f7U3vYbjkTIrE7",
+	"KwmZIKIyUBWQAnSg+rK8s88UH7mCzUtRcnoJBkHbkqiOGvmu7NJpRaFDNJE725tbXdesjyULkLq7AXsi",
+	"FHlciikAamFI2k0wtOvuIHUBn6XZwffhw5DAQcPXG804y7QpHEWDbxkcWMeb+FZdjJLsqEUhOjwZT1Yo",
+	"PGjwEL/9MUOIOAIcUrpMPNGuvGtoZ1C7AWU9tFk6CKSDMZSVobQylJYwlD5IKOZ0srxZlLeZShtfLsV0",
+	"/z4Cl/upGI21PVY7PlfhSKKxBO16iHFMnUNpGSQt7XEQn6UBXjZA5BsUxAmjqV4vtKtckyDUJrC3uR4B",
+	"VTWeX6aBuRq7l2LlK+1Ah7jIyVYz4tSVvnzq4rSNZAuJy3AkSVWtJXbyliULbhk07I8lx335l/Pnf/72",
+	"eXv0YvzrLCXkSCr3z61HMyFxqeeKaroEuK3QPKcd2l3ZlPcQL8XpvbHEEp9dr9UtYql9lhCP4Knr6/ir",
+	"3cYJU0KkKKhGgZiz0i20SXts1xNPW+dih31xaZSvXxPKDSfuTwkjcqxKwYyvJYpVx1cobzMsVuhiDjqM",
+	"fM30mSUERQEwsNLsQAMilroANyXUkKlU5MA056EunK1vz3PEEqImhhsTYCdOIpb8DzwqnqMS/8mIjCuK",
+	"VRnt8xBYWAc80BdKGpHOCutnphIjBLQbSD4nZS9VrKotRUH/dMlJHXTa/NP+3raWQO+GNAWqyKex4pnR",
+	"friJuzrBqgGl1TqZXcRtWWFBfgZZ/mqrD4OiHKudYtUZc2OudZ6uI2sc1parlEk1FLksRMouMn3Gswj3",
+	"pc6pkIBeVjr/uLNFMwfZ3mffNPSoEcwZ7bObpvVp9C1Ty01kW11PfXUrtT1U4LC2A9gnfpxnWmeCq2+h",
+	"R3BFlspD3Hsd4Q8ZlcAJLQUmbxCey4T/XMJ6ni07X0302Ecx0lck23xZkXswG/H8UuR9Jr2tyzpk68Yq",
+	"wXemOwylEQifGiTGNbH/c//MxkP/ySfff/rUtj1LtfkHVDatxOos3Ys1Zjd8eeC82eDLP25a0DfveMFq",
+	"Zhz6pccip4av8DjZJYZKknLVATU4psSj7wsLbLJqtJ4l0py6m+kwNh2ytz/FEVs+aR4xpa/Dea9USq8O",
+	"2z0ctg88v6zqOT/byyg4KsNq9YHsUrpSLTlyFcXKLS9CFAHUAPBDQMSALPw6+lJCzwGyhW6fvdh8Uddl",
+	"Q9BlSljLtrm8tTz4rcUqR/RJT/v4wWTeE3IRPOvHL1A5CWEM/SIvu8U3YJbuHpQMzTl3MjqVvU3wDoap",
+	"SZZ1+7FqsO3YXNMuF2TWKbGoRvH72O0Pbs95GbWy4+67CrFY7tjdLbO7AMPVobc6SBf7x51YvdjcvBks",
+	"6w47OngXsf882nsXsXf7byG68k9xdoS8ZhALEyly8WNFNPARdo7/8Y5RDCHt1iBbqVnrZQNg7EdXtwYY",
+	"QjzPJBB04iT2KzmNwNiUhYG8XkWoLMBFfTJi4EFgWcNPxI9+yrVpDUtJK7nKv67yr8sVqoEMXE7yNuGy",
+	"vtr+bevFy1cztpDv31jPJ8rcMvMBVEHQAFJNpHY8bmG3CmqoxOfiNJ+oU14kserAna4Izor4jJuiSx2z",
+	"srVg7diN/aMd+o9q74RfuQx/ZLUj58d3AmbqzaoTEJyP4+oPd7VQ9gg0hvqLfGYOm0d5vRWKarZcxoKI",
+	"Dj2fov2XqD1xkGt1Kj6PcxQOCeu8ZOdSZKmJmLji2YRA/WKVFHIk/lsrQQCjCR0u1tFKrJuhLvpY85VJ",
+	"4dzw8wkYyNgklUhzitWk1hMPiLu2t3uAh5hLK8ewGp47YjCIhFW+W6tsSh+DDBvu690T/DnnsXKNpDAy",
+	"BPKDxBWU69XxI53v73yphEANT8+myQ7jk0KPeCEHAIY/JqQJvITavoLOb14wYgwBfkYmRlxmHvZJK2Y3",
+	"YCYgMYhtB4nShTynE2xO4YZTSivCnGjVXkMXHuEfsUUg/L5HKpSrDmFxiVxFSKyssJUVdpNe3erumadh",
+	"5ptbG1/yibqXwrgTbGwtGM9ywdMp8miIFLzYSzFuiI6iM/9kRNNM7r8yl+1vhRlc8sV/WXXV/gThqRsc",
+	"z+iW3g5sybmsZU3JiNVZ+0Zu0o1cpJ+lj/cmp2I8KW6fDaEIJ9r/17kswOwHv4V1MnFerIObP0ZK91ih",
+	"R8MKfik8qwn4BYZwdUyFm95a56SHx+Ns2qtGE4CdOLcuwnhSQAdxxo3/NaJ/WoegZMcLHIlSX7Y2+q5O",
+	"8RNzIh5Hhrh+45UjsXIkblEQBULy/j2JjSKXFxcinw+IPQ8PpBS48mII9SPgSmC5lJWb3R47tn+h2uyJ",
+	"coA8EaBMh903BJIIYSUXa3Eo1VslSrX1x+2TWadCH96NwpCNBx/ssWNRmKpcRzleEe19X2JuZ4l1KloC",
+	"CAk9zEQvVmAVFGLMzibpBTZUlggQp66iOIkw+1cE6J3PwivDCygc2aRITnCRVprkGwWEaL4XArLaPegc",
+	"Z9x092AgrnwzkHgTVZd2TOnrm0i85Xi5FmWp/FOWS1XZnd5rzD4dQeQ+pMP6MfNP1e9cJgNVx4D7CXNQ",
+	"9SkI9vlR/af7w0CYKPnnBDMsYamlveU39vrw4O37/dcn3V6s9sA3S758uRTTr18TBtbIUGcpEByFTWYO",
+	"KCAVg4znSCEVZINQq/vczqWYmlghhhMMpZ7IaU2RVHfZj5gkqX7hI6VJ6oNYnCip7eQf0cO5MWLgyiV6",
+	"wNxKbcPNl5ytNsKG7529l/xKHWmUNQGN1uybWE0MlQX7LHgHh2EdJHQ+vBO1CH/0CQnIWZCAWqVD63vL",
+	"NVny/c9XGZsVDmpTiudGUuLWaZ6gdueGuZ7Vcf32vskN/ZKfJvFzw7PyDZM/VM0Wq/bkD+V6KP0zHmfT",
+	"qjvDtGKcpRPcQgIc9q49u16/8iJWmeBAU1KLQDgMAX8UfHEaFaKdAzmD928cGS337CyYbqrS/LbnjlZS",
+	"4ek6WY8llVwiaeVorRytb5t7upunpXVmNkpa71sHZQ+VQCgdaNYPAHkcX1eNfzwMz8aqZCTHbgGMU9ET",
+	"7HVRmWfySDEO6seTeonzc4FQugicMxci90Tr7LD87h+6qb/yrQs5pkqO9xBiyQMr/fD2VjABfvfCBj2n",
+	"9vUWlmN7lFqPGOZE7+l41bn8Ow4ZCzO23bbDFZyi8qzYkXlqlYDgv8TSnTlxCw/WMXyt+AmOFX7pwnyK",
+	"XQJDk/ITeCxYAHB/p+eL/Z/99OsGbvT7hCClPmOts2emCUgOOR4RZi8TVyIrsctclRnANcPIrFchC4Sh",
+	"YbkANGdQaaPGkKA09mv8XnpansRJIDbs2tH9DAhqex8FTz99fG8vSto8DFizJcdUf2gVE3R7c/MxQUGX",
+	"BCuAbS4NS3FdV+Xg9xIrxMlk/CZS5G6p2FA47Co2UXV9i5ZqGDyM1S7+dA2U/P7ZFVnhUA4A511mmWNW",
+	"xBAJ4Q6bIbG5jrAlkG46dY9MWCeB5pDTQlPr2g4DhENqGizcTjQFnxo2UROcQCSVLYZiCoMxoujFag/B",
+	"C9oEXw2nkR48r7p2T61E2vcg0moGzDKi7ZkhE4ZMQ6fxVmLuHsQcnpubSbkFtlJpy2988f/99fZlV+2S",
+	"UOeMq0CGeEmRakThixVVntSEZjtjfOixroTIHYTILI22XyagMPclQVQqaUfXMnAdLMgyYz8XxWBYHfDW",
+	"E5F6fhIWCb5yU3vgF6chf3w/zu676sl23z7P8roLmeDvuhgSPnYeXAdIBHwwtPaIqSzCTqwSRFrTOUvQ",
+	"DgpsmKLUXZTriViiJlmWsDwAfPNg00bDv+naWMFWs7YQeHQda3hhPmuS5/azCaEbyj5YoV26ilgpWiB7",
+	"Syq+lZj7ucXcg/I81uTc4wFr3VXgKnFdF7qr3qxVfmyuPX0sihtqrkXWtLv/3pBGMTbaEFmsONtGM55l",
+	"QH9kHGEEqqM+xQ9GWMmUNjvxIRNvJbQxH38Uzmw5ZSvF9J3GJVfIFA8HnFrPB+hz8t/nWMdLk83Oyo0Q",
+	"w96/EwkjGQ8aVxgOqwPdlhk3xfq1VIZlfCryEqndDHjqvHSqgkKqL+Kicf+CkID7BVhp6B+If9YPyHKg",
+	"jEqMxsW0DgBeyiOC5O+xoyonTkB1M+Lm0n6SYckv9H9JL1ZLR2LnBxVWMu07CUy6lVoKlrV2FFfirsWZ",
+	"v5PsukNJaSAkKqT/4Viq1FpYt7CDwYBMnBdMT4rIevmGGBGsG0+hRxQ6uD8jCh1YIysNaba4Gti/m8kI",
+	"KhgcGCHSDmPtJ/AsXA+R1217O3LiCmpgC6G6VEp6KaazQU7nY0aMxwoLT0naXudaXQCWdWRHmxDy4qm5",
+	"lFlmEvRQ9aQwMq3icl9JI88ywfDCCL82Vv4BhfUFilM0WxMmU0RFlEQd5OgjaBgACDDOpRrIMc9aRDA2",
+	"/gk1yKfjAjVLLpCKXKWOa9mK6EA6szM+uGSXQoxJO6FSggc2k2jCFlgJ5XsXyvcfUGhbq0cPKCypHpyB",
+	"1CT0OmhqrPiTV0GFGxXd3kGLLogy3LFMcEkbea6FjAnhlSj+ARP3P1PloVbiTrn0nCtzPg+CKTR8dejs",
+	"tlnBkS/PIQxsh8oAmf9CO1ph8NvRsiutNdaBrNe1YmORG+i68r9FjJNrjuzCCNikrxViOPF0JFU/VvC/",
+	"0hQ5L3QO3CXdHUCDgjc183J5qWGNYTulEv5u2NmkoOtiReMuJcxzLKrE6UCz0I5ephHOd1QGBKIa0HtE",
+	"/QyxKiFe7LQ5uud+KWxL9lxPCqOzFL/7maEZUZplWl2InHAGY3VCK5uDMasr6Tycsxp9YDP2Ez7kiTAC",
+	"3r/ZV/nAp8/KMlEAeuKSRXYZV0bdyqhbxqhzOz2Q4IX2feJeyLZS0k2K4QYfDPQEt3tL+cNrkingHssL",
+	"JdJ1qcCWewYFw+OME0wV2wMaAyeELqyEyvXkYsgSfBmwFmzg7+t09pNeW5kBjexBs834jkeSEp/MYkw4",
+	"151J6/QdiIbVSX8I+qUUWp2uldsI4aGeFMPwSDedsnZj8CNud1OxJhztP+tgAPD//b//H2tIdXvsA5eZ",
+	"YZwNtDqX+QiTtplUl84gsVqM+Fb7sQLJhCMOzClr7DhO1o4Z2s+SiiVjjNMhuUnCRoIrALbplhXg+Cpp",
+	"YkUDECn4ju5pjn4AJVRg2P3WHM2DyQGxhWLugaRN8IYnKmteh+tpR+szr0/aDFk1dD+F2BIsfcljNHBH",
+	"aYGEwi3XLppO+KWzO0QmBgXkEFJW2JG5zABuVRQLHaUZjZUpIVKREnMT/Hqt80sDQMHWo7QS58rOecQg",
+	"fwKhmTE4v3B14D7iMwK5xkCeARj8lcjluRSNFHF0pB5eusBS0duesCnj9EClOo6m9PayZiUB7l8CVIHx",
+	"cGPd4Hif6/xCF+vOiJgXiEJjwkh1kYn1CfSfGVHQcYbzCbGboZ7k3aA0g87hmci0ujDo9XgTGROk1JQm",
+	"TZlAnEUHTzXEcbS717gI0pmwrs1AX4kcDvdHa35lcgRBm7HI2SCTkMyl7dtw/N/CLLhM5QMd/epLHiva",
+	"QSzF8wSAu+bWB/17OrcvtpeQSidaf+BqSt9onsx5B3B9xksfAI7kzHGP1j6v57wQ63Aq1nbW7NFfK4VA",
+	"pi+kaj/6r4dicGkcwlZqDUEO4dWxUFYkpLzgZ9yI9TM+uIR2VNTr1NqJdybmanBqHDnlAOyTWHX+VhTj",
+	"Q+CBPOYjcSwL8df3/HPEju0XA/3kONfpZGCHQhYCSYsBz3NJNsfr449vydYoNNQQxIoblvzvdfvLOijd",
+	"hGlF1bAZL0TOjg6PTyJ29Mn+v92T13+D8b7Ze793stdj/wRfKvhc99oXm1u3kzHvYZIfRrTAsx+LCAXX",
+	"dJ5Aea8vLgAOurcWrQ0FTyGC/WXtWBTrzlL90pRVp42Eu6W6heyjygHW49Vfv7E7tJJ430jivdcXTKrb",
+	"SDg9mRNZ2VNpNaoSyrBBJjhVxOJO7DUdbvv8R1bcdM70pLjBQdsDV8r5buGBW+aIfavwwTctwbabDJez",
+	"zWweidbqiZOZ2LvPyNJrn5lAYTWWSXwQa48rsU9mj8Kd0vp3yba/pnH4qSwnb84KVTya5mzJDcOpSISA",
+	"CRt3UCiyAUOThgmVipRCqT7bqwSCZDTGHcA/e2DHo/qSJxp1cMNjrotolT35KaH9sbV5XJ6ItgPuCtDa",
+	"lfrhWChskkbM/aClhaqjT/EheCCBFsUeA9YJOO03n7O3hx9/33/zZu+AHBDow46Vi5FZnyIEy3Ok81yx",
+	"SjFMj30M3lYWdGdg0vShnhtClAOK7Atj+IWwo6LIKaVtnJPBbuGFfHSz9lB1vPj4R6IsWSa0CZHMu2Zo",
+	"V9mPH8ajcFs2CEve2L2AsMsSQdSbZkmc4QjkOvT0+0mToDEzz4y5XZTjo52JB7ZnKu94wnHUozIqBxXd",
+	"q4DqkxcGr/Vo7FhD7hZTDVU5yAe1RHLFnvOKDRBWa9Scyo4gVD17DbTojkEgSHXR7QHvEORgXJWFz342",
+	"HlmV/iN47WPHMT6ENQ1Pt0Dh22z0uyb87eLC/mkyLufY13D5dOOL01Rf50Y8qL67qsNmtnKz7mINqitW",
+	"7brroF460KSIYD9PIaG/qHL6aHKWyQEb8uzcfYB96TNDinnMZd5SVe0mZ25tddDW8erFjSGGjsUgF8WS",
+	"o/tzIvJp2JCCQZKlxra1/etjtpwsY7s7IVYz4L8HGIjKqcTNGVic7GzKgr3UcCahAuei9Qy+FbyY5IKd",
+	"Z/wCLcxrccaC1YCjYtiZONcAkDiFuJS8UIZJ1WMH4MXaheRSGWZg05nG4ORrHMlDkqLAgcT3LNoS8MG9",
+	"+10eEgj5RBVyRK8IVoUmANcFGkDm99JVlBMo7x57Lw0lRvEBYWeMtKbASIzOAEljhmJ4tsnGCEGZTWxH",
+	"6SRTPclPc50h1yv2sKvgVVOWaobFExl0jetuL1ZH/MJREyVjfiGIK30s8lP8Z8eBeGy/jBgv2Eibgm1t",
+	"bnb7TGlW6IJTo3sxyZVII2BJjhWWhHJmhjpH5mTG81xetWP8v8NZnRHcTYtbXrJhP2DNitBF14kcL31I",
+	"gQbfsAwHsuu/x+W5m9nzWITGF27B3CGhFWxHyW47GUjuaXy3WYcTtyy1SCD+9Mh70u7QFCZWCfTkJD32",
+	"Dtuy+EgYEHy014lquJ1aGO57qDB8+YZHCo/RuxfHx2DmVxH4n5tc94LOwsyJLtUedLHOw6rDcwinEjss",
+	"q5qrgSw3qbDlJkHoHsUBYNrHSl8rg31UhnVcGy3TOUs9fNbI8eSyD6BLTcRGOhUZ9kNcTAi2OqIHF1pn",
+	"sZ3eXApoEBXnIhdqYP9hXz+WA7CwQPrYDQGf5aE+8SEhKAzVzrZD4DlhczMdh8uwnx5ZR+QpEFJQUzA3",
+	"NPcrutvHpbttPbdtuHB4Opxz6bSumkLXebfh2Pad/yAyI9iFKNoBH576Hl9KJYbq8MengJ2zf1oKKZql",
+	"vIkatg7rjDMuFbk3xm4e9mLzebfHDlWGktTxvAICF1YDtANc39v+eqi21Zvbe994c7uu1e/F5lu1sz+d",
+	"JtfljUSCPWmNk9xcCYUxFDIEkRZJXyupLmJVoppAY4kksI6ZeEqP3SjuEavmwMfcUAY1899NTkXfYfwD",
+	"PnyZIAiszTNn0//4yhaiJsXMhy9zlLJstI4+zEOdp6qH5B0dLGxsPkV9Oj9SDbJJKk4R3/evyJoBtyHg",
+	"b9OjY3XmCispRHmus0xfsw6xip1NMb6plYjIJHB/r5kXWmXTbs8D+SDOpKISLReVhJqwhI/l6aWYnhpR",
+	"JHMP7/ts9Jqm+84HuBYDy4xmmd8J7TPEahPUlvCpzn6lfptE2NoO0Jf43M6Z1png6oGTO34KlxEF1Qn4",
+	"CUVBU5giEAwfmn5uD7TewDrvsWNXHykNbaIEAGEnhlBZY5Xgw0WasDSX9mR1ZMFywVPDODuXmUekNSK/",
+	"Enk3otwT1i4G74PMCgCYxSrE8T2AuC2SCsg/JwJEi1ShJINQ0evDg7fv91+fJN0e+ydKH3NK+zzBwSpx",
+	"XZ0pX54ZMPA4XmIz0GPhi67GubiSeuI5fVimDd4XKzvwnhchCRZN1cBsWWd373h9++Wr9XevP5ScyCMO",
+	"1WaXYopSuCqcFoSm/Tl6mi4PjtQP8pHC3MH7F4e6K5vjR3R/Vl33Tymo3iDaF0v2OQbgxpfBrULwjeK/",
+	"jxFcK+l5ozVSCvJaDpqhQHzjbg+Fayb4lTCBgLWiUE8Kxv0lnYIb7DBWsTrnWYZY31T4RiPx1Gr2dVxm",
+	"ZHAeHJ6+f//h1OqC/XefPu6e7B8eJN0FUff7kqPRkte/lk8nXl9d0e8pbv9dheFvddLvI8Tabzu8HaA1",
+	"APsuVnUDD3v0a5Zdd7HlFhIwxOpwJAvASoUYLsCI2ZtljjD9fZZAM22CRbX4YOu6pEzDl/LM3drh+F/s",
+	"TBdDCgb7ZlyRYpEMNubtgiIvjbEK9wMhs2slegyai2rWbayovbdiO3ZCAQbfKkl6pRGU2yRegvSC+3Aw",
+	"fGTFI9XdQnazYrteSCsOqwbsggD344qrhwqN385O3Pz2dqILka9sxZWt+A1j6w9jK24YUaz7YNCXuwcN",
+	"+rcyFiFoEPriUpmCZxncun4t07rd14XCb5JG7EynU0evU3kpZKMDWb7DMAQJ5L5BB3f1rpC7BsR8rDph",
+	"REZptd4YnkO2nCxrDt51y5gBfHTEpIoVgMbnXBkOsDaL+BKPRfEGv+XHNV2XFsWV+Y2Y0tehr7GyYO/B",
+	"gv3AL1ukTzjVN5dElPK/15TFYZmEAIqEDkisCK+LYoXv7EIFl6ohYN+h2jlWS2X96It+wrQffvkywX7a",
+	"FT9JlH/kd8TSddI3Ct+fBF286FedTZn4zAcFUsUzfR6rxF5xKlNksycE544S0irGCByuCIEXmZkMhvDA",
+	"HetrsQRKMyHEcrr38ePhR/B4YDxsxKdWz6e+tKcca5+o6tvKQO29zN7KFfMl3LslB5E0pT/lOyOWdaN2",
+	"0zTYkk8zbl4d42NWh7sRLA6c0zIP5XjlCa08oQfxhHatSKCNtkxhBG3JjS+T+4yJo9dAUgckVWY0VXlD",
+	"nbkR2XmsOhDnLk0Xx8EO0XRFpD9lOI3kHDE75S0htl6s/EOg85Mbxx8UyL9qyXwzLIMd7f3JwWWdh09P",
+	"KO5dCiwIelOZ/qpY/TF8DNyPcw/3fYTCQ+OEmWtZDIalAXEmimshFEvw30mswP6HJyR9dpFzhaUQeFLB",
+	"JBq4CLI70c8MnOBo/sluDoDU6YvfiJEu7nrSg6jxI570B62mvoWVtPkYVpILG68spZWl9G1g85xsI6m0",
+	"jM1EbW1zwT1c65sc8QuB9LNUBGqKXICbKVUmlcC8mYP8D7NezwxL6DGnkzxLun32YvNFSROA0Z4hh1Cr",
+	"N4hmqSKLsh2nrdvoiL7ooZuOYDY2fqmKjnOdj3ixtrN2JhWHyswZ3NwmUQHP+vFjIGW74Ngv0rI7dAPm",
+	"6J6serLNKTTv9nenskVddiJWapJl3TBMv1NyofpalrI/FKFqXD5hQSXKt9qtD25eu+//nmzr76igpFjm",
+	"6NxLDPHDJCvkmOcFm4ytEsYQuZXKybnMRMLgt86Lzc1YJb/vvjn9uPe/Pu0dnyT+MMiCkFKt7GPSsFQU",
+	"YlDh0D2bFsLssKODdxH7z6O9dxF7t/8WhvNPcXaEZfucoMLsMKdAkosNp53jf7xjVOmedp15vPWSJZ8O",
+	"jj8dHR1+PNl7c/ph783+7unJfx3tJX0XvY/VS/ZB/s46L7ae0xBRp0njKfwN4+xSjAtq8ubGiKKx1Vt5",
+	"YD+DjRG+YJhWqNk8t1N63ye/zdweuaXcsHppPeUFv6GlS4PEYT/J/sVSDnuiqooYX7U0rkzo5couQNgt",
+	"I2ejtc/rI/55/Uyn03WQZGs7r7Z/23rx8tWs9VLiSNxr5nOXnedCrNtzzfTZv8WgQKl1rh1Mq6EaBoNT",
+	"VQJOSzvZ41yAoO6z5MvXhFg7ATCDXeeyKIRqEl/exg6+6ok39wdDXWjClJf++Lb4R1Hd7ZUVbbIsJsWd",
+	"Te6gLvN6COEx3LkdpdlI5BcClXKsjMglzyRgQeIlIz5lZ8Kn4V+9fPn8FVoRrNOWmmwMhMMYHmITPwTQ",
+	"ceNgHzPydYPTRAbV7KFaqeKVKl6QHYB9v7x0qivdQuvsnguNlGBCFfkUcNDt89kg4yaAcIzVkBtfBSXS",
+	"Hc9haS+BO6BL0E5QCmp6tvvb9x7imDI+BQjIWEHzDJbuG9Zx0NTr1r9KsbTesBE3l0CjGxRFJfa9pzDS",
+	"pA/Kf8wvmrsMfdXSCUzeE9fqdpA3gRWA+Sdwr5+wozj8/KUP0MYX+z+v7eb5+iBxNzc6PFj2akBxhD+v",
+	"Z+JKZMGm96fonGeZqTSITYzII1eBax/jW8/sATIAh/4iVo3BZnq5O49wVBZk0O3e+0ZZtRO3AE8mzIfT",
+	"tQryPVA+vMQixJl+sCifg1kt/JraI8BDIiNEREQ116lka/BvEt3J8o4uIAVA1tMwWfR9LHx7c5NheSG7",
+	"5tNerBLSgwnT1DF2KcS4ysQGao11gJEJx6bENY6164EKzA4TfDBkl2LKjFBFrCrdX6EoweeB32F4Jvos",
+	"UZMsgyJI4MseF1OGWRpqiLTfEKuOVEORy4KrAVBeT0bCdPuALsIwK6UKwiog6rI+MNC6RL5Vyyz5hf4v",
+	"wU+JVU2H2/GXU0CmM6JwW1/f/uwFoHfkUzHIeC6wBwG/L1Zk1SB7nX145CKk29sIOKAxlirNPE//09iI",
+	"vHgK8u4hagkq3/aY/hS+fylHCnb+yoVauVA3ABzw8nhJ1WLtwBGX2foCuoHdWdQlYs3zkI4ztHni/FwM",
+	"CnlVa+LZ8TZerAy/Qr+lzp0XYeZnBpsK4Wagbuv4H69PP+zuvz/9JWFCXclcqxEohCueSzulVB7veX2s",
+	"+qpgr/RZ4n4EUChm+NR4L04rSBOVDl5LfPQDl9nDUySUb1lY9shl1ti5+kSpe+0NW0tJkP3ROBN2je3I",
+	"mmObelJcaKvsZmchbGDiMmuPcTbs9R47tjK5ASyNdbzuJsdFX4k8l2nD5o2V371ohflN253dqlZVi3U4",
+	"aNDKWEcb2gFLKlZ+CyfWO3IN+CEbbQTmyYzNU2jsrWeyIDQlQndKzKgYJ7Hi0AWJ9yRDbYoEuR5QX7KO",
+	"/ZPiIwEzFEH3iN2sIISsBO723ajtPCXGWNtLxcr+xl7++hd8WggHvr3N6lFd1rFXjrnMDbVuFZlJIvbi",
+	"1Uv6t31utxerg9LMsSZa33qJLDk6PD5hoYjbKIT9EutJ5tMWuG6sPawd7IcqcQxP9qPYJcuLFtrq31tb",
+	"/A9ub9xCeD6JSO+NZHXNUIFT3N7N3izChQLEulzwzJPtFpolhU5KuLYWq8X1nvMsq3i53lrIyUPLJLSP",
+	"UKQKPg1h8ZiZDAZAX7bDEiuh0N6I1fVQDobotFsDh8tskguWCLslEjbgeS5J8wRPe2agPF0rJaCp/Jlh",
+	"cAMrxGfrxKKlU7Iadps7zVV6IgyYMA8k48JXPJJ8qw5hvoTTk2KgRx7QkBeF1X8rGbeSccvLuGOwtpiV",
+	"UA20i6E8ExuZHlD/fJvn9d5d4TErKrSgUYlaJHNTUOP72ZTJBubP99IU/nkP6a24lyyTsfFTcCc35c7Z",
+	"E32tyqGE5G9kSNvJnsdulYJucU/o16BJ84lghDvlsEEY4SugF91rQQF1M/lA4tk9fl9ZV+hb43bSy5fp",
+	"PnYTuxLFP3FncFYehpbjWRerCwmrdhGIGO5/ZvwbSgLaJp4bTJ0FR/NmoXJ/6NJHz/C9WSFB3j8S5OJt",
+	"2hZ5us1mJGy9e9uMT0LJbH5zJeOaN78jRbNKvDyh2rUbaKdlWjCrVv4z32My04IZ9FUqSlkYUTR2S36Y",
+	"li0oP3av4128gcNr1dAKMHclF7cqNnQf9l1AyCyxeqhbbrCAP6DV8BjKXC+zGdp8wubGOtgC9o/YXdfH",
+	"Oo/5jXNIQjoxwGnMlTtSzc1m1V3yIK1ij9olRi9fthzdtekaOFgr7/HnbfVa5jAvavWyQj/X9uS2qu8j",
+	"/N0BmzeG7VgnzMU6DQAxeyOKbqP6puc+pOynVyzum4LLHi1gB+l+WE0/JTdztHxnEmJ9jcMV6/sSRVpA",
+	"hAXA5HmvrcEoXJz796Do6Y/iQC25J3z3T7g1VoL253SGljqbKE5TydurztS0JjdD0sKJEp/HUIoSdO6b",
+	"auu+5wQ1NXyZWBmB8DUyZ2ORG+CiKClES/hwKqMbiilU/Xo4MX0ORGfXwvjcC/TaxCqAGN4o4YVL5lAs",
+	"fHHkhPZHasflzAx1jj07jOe5vBKmFytMPXvCjFyMBS+ADxHYAFnih30q03/9kbBO8h/VP/31eTzZ3Nx+",
+	"VfvrX5JurBTPc32N85NJU1BtUAHcquX89dh+YQcOzcQGjVRvz+K8PjPsShp5lomAjNXsMGm14KRwmtBf",
+	"TPRruWBprsdjkTIjM6GKbMp8/how03Lr43YhRU5dHa6mmR4JlIq5GHGpiLwEImZAGuLKnuw1WGblZzK5",
+	"lCpNGM1ArAoNVX8IAWF/a+ubgkO9C/vtxgG3G4M3z7BIHsB4qcTAE+CGe72De8T5GvhIqEQ3dl45oNvU",
+	"FhIxLeorGTy1bxdxXZ+v47rZVW1aO5wz8ZmPxtZI+tfz6C9/2H+PM50KVFfNXJbVzVnhspSFGJlKCEKq",
+	"4tWLtWhtJJUcTUZrO1s+GmF36IUAuTnin/fx1q3NTX8Bz3M+tT+bYmqHCE9tmGdgKHdS5RwphWFXtJBx",
+	"2t8qwxbKjuxfGE1Zi9b4JJV6LVq7kqmw/5vqwWRkFXS0BoFfa37WQyoPmSCAbbwoR3uoBAokfU6TURV7",
+	"d4sCPB4wd6AyOjwfDOWV6IZ5etBMcxK+DbopaXCqg9IisDEJJC2IAGC7jvJiKVbJpRDjBO1PFFkokmRN",
+	"u/nDOqvArLg2M2GFWPm4Am0g11KP8tb/CkPF4s7cj/eZYa/xrnVr0HTDqASyXJA4tq81IHCpK/Xd3glD",
+	"Xb/Bs0xfC2yDMQnrQJ33i62X3T4yxsn/FvhMpQsmPg+EHTUWP322J91xd9rDBo0uMJ+58E96DqRMI2mA",
+	"wTSEMCrTKJugVf9J8EU03R2dU0mp/fdfgTY36aI6cdNfiNFY5zyf7rAErQ9zyrEw1l6BIjlWFO8p5Eiw",
+	"cTZx9sqlGBfr+Kxc2HmEAuLtF2yoJ7np+spg/zpquWP8vIC+Yl7EaqIyANuDCwACBAdNla4wydDTCV/l",
+	"iFLhk5AZRRbkadIHUGlbqTKTL3bj7rAv8LCvX4MtrMQ1jg5XK5EpfPv1kBfEs+KVpWEFvxSx4oYl8KBT",
+	"mZqkHSOp1Km3iVsJNdCplZhWSZB3TnedoET9ZeMXFARL1ub6MT0SPDu9e77XhTvlmjs4q5Xf9TMHuHio",
+	"1mZ1WVNs6/mLV5vPNzd/Lb2xqoS+kW9md+SH/Q97pABCkZQQupuJ0KGith9vaUdexsTKSXrQBVKRitLn",
+	"1PlpLTCGX4wW6GAoBpdWSl5Y+79AQw1cAtSTMo+VD6w7vWeH2Gbe7+IM+C30oLVyKPfwjfCyeWd+lyDy",
+	"aIbHIieL9JEicX48TuPRbNWtqHJ35cLo7ErMqd1ucvq1vjQMutnY1uYmbXPwQAqm1UD0SMckbKgzR2Bp",
+	"POUkGkqxGnDFjBCRs8J0noInTzZPbgqmB9g6M3DWjMyZ9IyOjo6sk05wvZG3PFaoPYF4ciC6fZaQAZLA",
+	"RiTGMxgYL1iqybqRpojYkF8J5kIZOoctbX/2vjTVklPwooNO34Ab4kyXKkW3fSLN0EoTawA5rzexShcP",
+	"gwcqvdb4Y6xgbM3oB7BKVT/3YSCPyhc9Un14dQjz9S3t3tRtLmex+aUd6EkGLdfsrLx6pZV/0mgoLD9J",
+	"q0ZEo1n5CKZ7KnJ5xQt5hbt9WUEJ5Ekk4zDppCf5wFmJHc89AOG0HjvKdToZWClS2vXgAlpxhjnmHZbk",
+	"wurhhJkBzwAiwQrhc+t+KCNTwZJrmRbDhH1myVDIi2GRQBeig0PgZiwGBQPZEqsOB35wU7DQXbzWYWdh",
+	"n9yTyZheeSamms4ZflA38s5yNo1VLtad+Q/9PBgkSvosGWh1JfIiYe4S/wHuItZxr+1aXeJc0F6skj8n",
+	"PJPFNGGdrV5va3Ozy0DGCGPv//dYXMDpvxZnY6YnxXhSUJ8RFLXLkSxIJNi7pt41xFm2chud15p7XF/+",
+	"DfxQk/Shcwm1j54UhjpMRwAGoRUsGT4bXkonDhBvvGhnHSuY3NpCQJU84obOSx94LkczE4DA5XhmyrhD",
+	"BDA7yZjnQhXAOVb6xW47yjRC7g1C2jDVZ7noB3BmQKt36GlD+Bdd6caeJiybh3P1xg98NkhbRwgroX+x",
+	"ccLHL9dGIj3d3Bp+fjnavvw1/cufv1278N+YF8My+ifTtbrWCp3NEf/8XqiLYri28+oFxC3dP7dagn73",
+	"r2wb5+Ypu7fB1rM+7gDGn65KM1f69waYGDzcRkBmMddLnqOLnTC+gVM8o5JbdHGZ1gwH62NpUaxIx6De",
+	"QsuTtIyfMEI1k4aqnawbEOgEotU4IzZi+ySRWp3s0NbPgNggFQOdwuNQTVT7Xa2XTq5FOTyiUqWxJW1I",
+	"GVXBczh2vVbfn2x+yFjAzAwtbFod371/7ruAOXwTHg3fFHnD82yti3aj+jU42cYf2xFX0CbuTu4zM5Nu",
+	"3aFYfFstAcJ1EcyhtV9yUZYTOPIwnTsmsohSLlRuUAPGgTMtlcvOwphc9AEaRKyd6H4F4vEZWh36pPKe",
+	"ALqnR8knx6JOPYsVC6xTirFKHqHbZ3Qvpk6s5WdiVbm30EDhvXxOxAO/weUI6Rba0cQSa41OK/ZcOMqK",
+	"I0RnM65WoIVqvQxx/N1ujJWhiC3zOC92Sh4LlWQZ+9A17Xwvxb0rs/AJmIXHAgtjACsJO7GXUyJKF/Jc",
+	"Bg377U2ldTOw7yEmsagsfFS1Lop1rEQDATZR9j+tl3s8OfPPNz5AXOjJYChSqxJQlCf4ktRJbyCudSCe",
+	"RNXkKqcKHSu8vJ2wajfLDirf/PhwtJU1YNf2q9LvoRvlDihnd+9IzbKZ2jtVW1e336vr/cfXaFlHhzjf",
+	"0QjS16r6hh47mK2UpLKzmUpJoIeASsn+ourIbo8leEyouAGzLXYoscIfrBVkIn8Z2SYwWP9zn/EzwHXF",
+	"2890MWzLDdYPxLcu/vPwuPR11QOBUGzwjXCR/0KMTbYUruGjKqVrZGicaZ0Jrh7Y7Qnn9CblaNUt9h3U",
+	"od0H1qHHer/xWZ7RYRt22dd5lt0sG3ssCsMSey/Y9FqRUmvYkTXdhpVuoKxiNdTX1heZohQnLOUeO9A+",
+	"zn2m02nTOfzA88u6bvqIO/gBUfKa37lQYU2oWrx2Ukc8vxQpHNCV5prRXHa2F+stRmJr+Q1vQkPqZiZc",
+	"lcqgLGIPnujyHIW1wwuon/SpEhC5sSplPEvwslMraimARn+RacI6WNsfXH8mBnxiBJ4Zovwinz5WCPHJ",
+	"3uy93zvZg4NTIzB1tiHU64ESAcOQVz8gwPknNRLQKNAhHsIZVy7ayAv6Xnt0w8VxvnkuBkJCzjwXULDY",
+	"WAOoaBxnYoGGra7T36VKfYude0LqRtSi74KJn+uKu/ptIGuxI3EhnaZC7RlNve8HBvcDLKovz50/sgUh",
+	"ghtVwT8FEonKHpOGXWglvjXmzJPX8Hco/ysPD5ZwP7x1XxGkEdNZ6q17zDKDhd/tLbShK67t2jcyMsOX",
+	"LoNRV/nab1ls9/AGY/Xb5u6V5S3Ew3Gl8I5JVWgm1Tofj2sa3PHwiCtQZ64ihJtLJNmdwm67hmY0FKMj",
+	"XgyGpIVRXO6wBH5Kgt94gZdHQXdcgnZqrEgel5UMvAg7J6AtzPi+MCx8D6cMfmcd8hl1jgmxnVihHWx/",
+	"doTIaAk46AYXmK9U9O1AkB+GBB/sixSJOMT3JPqkABUJBq2IfVZJKLKDw5PTt4efDt5AFcduqbqNZ1S0",
+	"Grwil4HojCbUyROpLrCs1pdw8JGIVadiu0Sh4dL1JMnYIUBzGVj+bHtzs081R+EAyjTG9uZWY7S+zUJ4",
+	"uFqJNqHxSEHx9uHMKRlWWGhql3KOsWotPwqng4C7z1qP2wx7xmxYFYCsAHy/UYLAG1OQrrxtcGUx9OR0",
+	"BswXMWEbIqh9Zr0+bLGS6TLwlOEAF3lR4bUzeU1VnENe8y/8t8Hzs+3LF+L7LrK4RaYBhE+6wsp8IgkN",
+	"a7qo6va+2bGEwOdNgp63O5mVAAyPVWVLleER7tjwrMGELpSPri4dDw0/nGKhqyPfZIDc5NxHUK3yCDHa",
+	"1amvB4PrZ36Z2O84m1zIeeWat2A1w2cyqazDqvPpDjubqDQTKf1iYtWxcyIzgOjEpm6pTGE9MMrFdSZq",
+	"zKFlUbrmLrqZpTIXA/vcbsQMWGzWQzXZ5KJn/Th6O/rDI67kuZULCRI+zxJ0YtuaNAwROxn2TFoxk/KC",
+	"x8oerlyeTcrkIQzXDK3bi089LZ/mCrus80YDAdf5nMPHFhqej3eXlJ++HMz1SuWCGytzlOM4gcAxu+AO",
+	"LQCffUqTduqoQ9syske0yg+JgQWvWCZS5PfFj0+6BnGlcmeP/TK4I+kWZh5rQgNPzzu3EWCzTBSgKBC9",
+	"WuvmYB3Pg2F3W3cHeHUyQbWZ+pzwW8KqR6hlHuhUlIecdbAZB7l/ElaILDM+2UJkP7Gih6puj70VZTjK",
+	"HmosTgA4kRJOY8ALnukL1kmuRG5FXVLydgB+ES+EKbpRrK5ELs8lBU+O/7a7vv3yVcRQXiDoQ6vEYLzQ",
+	"IzngGZ1id9j7DCDEp7Fy3ELNt0vDMnFeMA7vueamx2gFKx9H6p7KkMQVzEcg30ozqcd2/V0gKGSZFCrv",
+	"6OjcidBusDy/xer14cHb9/uvT0De0HN0zmgKKxPrKXIrna5NbU19a4h5yQnDOssFvwRmqEkmKjcrPnKl",
+	"pyTwvBCbZI2FU/v4XThxDxSaqrzjkdp33MsXAEWSurJbyi+425vfRxznt8V3vNbqPJODYhXHeVpxHDon",
+	"pbVSl8eNuiowHDfcdfdlQM5TbbFyuo3e2qDb7Knu7rDlNVusytL+oMeIpKmpyFB9fi5yE5qdTuhaby8E",
+	"6CjPspPFvqvB3yODI4+Ws3uPNGzAB0NUFqk0l+xc57NfXxRZwowYaMi1uBl4/mpzs9tnyTmoXSxAcrS9",
+	"pBL0eIokeakVPLGiS3ts/7zyvWU7FF1BbOludPAgCJ2XuSywdQ0VLr7c3GT7Byd7Hw923/fY77m+Bsgp",
+	"r4uUEOktrdnXfoM+sE1LL1okyGnOfnyjFlYxtJCWlhVfaOfPj/nONXjb9sriE0+go1Vj1pEKF0N2KabU",
+	"olQ51Himoek942bIxiIfCFVQr3waq05CFUX+M/lgJP7n9ttrwa2YS7rVsij3cC9pG6xUlWJpLrqVaOlW",
+	"HNG+y4ZqnbFcDHSOMNrQKa51ZnwlEfQiTcHjZPaoO9Q3LBgOFhHhVk23ySS1RzW0TiqtVGSZxgofRN32",
+	"dDMnvp66EwQJWp/TFaOxte+ZKWSWefPZzq0z16heP2zI3/yN7R+A7Xp6fLJ7stdcMyVr1ubciN9RuPDJ",
+	"lVCpzjfsP5IF24B1kvqq91ER5HpSiNyn3ckoz/k17LoeeyPgAZHduXRRrJL/8y++/t+b67/90fmPHfrP",
+	"3un6H7+4P3f/Y2PhFf8jqeGMrlWH2ByvpKVfNmi5vVWNWj5/komKwMielKr5yQcsb2xZ/9AFXLJmq7aF",
+	"UewhevpqpSJd+oFk8WihsyLmaPfk9d/m6xmqKwHApVLk0oupmcQFWAKjubRfnhkXaiFITQi3TD1WDcZt",
+	"nvnIC5KzmGs+jpWdGQiwYC2LJ2rOBPfaLxdXUk+MN4ulYjDmHgOWNg+tHYwfQj6G6iLn9q/eSHXFitcC",
+	"06wali6tX99EqdJ2/QNtxThQBxR908hLO9P+Sn89rv66/xBVuK6PVCt1owiVA9h1p+FHrDBahbK+31AW",
+	"nieA7qr5Gq1+qRFWnd0Iv3XXXLoG5SCHiA9i41xfyZRoBIZW2IJEhKTMnwm6dU78Q3dIxguW2AuxKzNi",
+	"Z8IUzAx0LlwbqKtFTQDJJmHCeoHCoNrFrAvCxZpYwSutNQM1pxRSss8yQzkGnDM3wogZTZ8xlAUb6JEw",
+	"6JH6SGB5KYzb/dPxcmAkD1CtgyrmEZ8yI0QPvhe6aORoRIqzyCcKTrNV8Nubm7EaDHnOBwWE1BAnIxfn",
+	"EyNSmED7MRmI5X5JUdGxfiMUFXdpTnE6KxwWaJPpif0wZSYZWBVcTcNvMqiWy+1CVUx0o//cZkwMu9xH",
+	"PBNFsRA4DS9mhfhc9OfOByuno1pqUtN3tX6YP5uaUttbbj4QcnDZdAe7xpuC25vlnnu52W3rwoHdWHkz",
+	"PWBtZ3sTWCWw2+bl5iO23uDUL9Jv9vt/ls5Y2rMksALBiFPl5KIRG/Yr50rGyjQ46UinEWPdsMl1s4xw",
+	"9aM78MtwcvbMxEGLzqeP730e0fdk6GvFCj2WA8M6iX3hxhf7//fTrxvQDZFEsar9vVLXZj2k/YINeG4l",
+	"KHINXQrVhzwEyGMrABP/+TqX/y2sEfrPoVBsPDFDK9ImpcqKWOL/G8QddpVDn+JwcnY6yTOsOJlkWQvg",
+	"17ERuxOwXx/uFOAr5h2D40rzmcLmuZLh+duDZrcNyDfD4KYINfvE1LcvrN+N9/BHjIM6LIX1DBoz/dbM",
+	"cdOwDlfsb8fbL1+x//znCVYbxSoZiXwwyUXPX56wQcbliFATxGc+KLBJjF3kXKHwtzu6W34Z1FVMrFnx",
+	"AZ8Wq+HkjHXQFCEqC3rR6b+vi9NLMU26TOdlp9DoTKTWqxtOznrskNrSmg7SzIHBg4RbeN5RghacM/8V",
+	"O9bscCrkTBfDfqwSeEW1RwgujzCLhIUDZWUoXN6CuYWmDFg72MhLzU2wFBQvsJPEDUt2aelhpDvsd8Fz",
+	"kbN4srn5fAA3wH+KhOk8IptHsWTvSqjiGABWrRzh+IKEhw9LWK3jGL/EThnMPTbsWElyJs6t3RUCe82R",
+	"I6xjhCDBYwpeTEzS3ZlpUpoRH+5DxbFZaIWcoNwsNC6Bo78iKfYfMPd/5UiBhv84S7p9pBNwrVkBHnG4",
+	"ldBYWchdBU9tpqwqTR3Yclu4C2fJs0O2qu1FXFV/PLxIhcmf21g0IzdWRbKzwn7fmIko2+xLGVsV9hXB",
+	"1S758QDdWOwfY4ZcDoYgSCA7bvCwdhInUAlb2UtfUvBQts6MKCL/U1J2G2J9KxXG+ePvD3+PHTVIBKli",
+	"hfJu/Vrnl9Zs0imyMbIzSMDm1mzx9KzaFOuFHFxCXyhKNVnQhNk/2yk0FX5A7tQLfK80oeJxXtCMmun7",
+	"Qr8CZJnOslhhPSCc2Y0v9n/206/USMoSe8kpMCJe8eyUihWSdmvoGJfvYQ8vvmRh4Muuy2DIlRLZM8Nw",
+	"Yz2aSXQUjIbG0nwIUHjedP+/96hQ2FocWuz6WjmT+5TorMpfuxEY7uuUyoV7pRpkE4gKhzR4rJNQdyLU",
+	"pNhxCZVKdRHhbgKqrPKv3V6sdrNrey6hU76ZHXRnCXbQhJQq9ZC4MRIMfMEL0WeJkWogqpdgDXlC0X/P",
+	"Ylbk0lpxsSo5xzCIoIrQUHEHN5VmoOmUZhmIi+DE/AeO7a//69Pep703qIBhKH8li0WOhCn4aOysFjxX",
+	"L13dT1uRzAmp0LlWwWG53K4MHqajzev32265k2bHQOf5awt3JL7c5Vfc1PpgsyuRshbLx7ev2fPnz39r",
+	"jUnAtK01ooDYx6/bqVxrRCW5b0iyh7Q97KTeBAEMZvj7ZKCs6H5vE5LEww0+H3RhVtDNgo2D2OpYZVnC",
+	"CEgza3eECMWBbDwTmVYX1rLuV2GIDbwCTyu8xOMdmMs6S0Ss8GlR8LhydCF5BPbK+DZvhmKjzzgjaZNP",
+	"lGGysFJvxD+fmkKMse1lyzFDdUpuDF6wnKsLscNebG93+4R3hJgN4etL0yBWEPlzPB+AtYzQEqAZZqGU",
+	"PUxDSHEIUexpnXcKG3N4Gt04R4pIBHZHPCjUgX3BIxWT46sXtOWJa9hdEZkHtDlW1Eo/J4ZvAYSuKG86",
+	"3JqOBUaZXN1dgzD19qM35OeVajpxhhLSGopQ3c3VVCvBRGbEDnE3hAWQMCBfjjASxvALYSKsZQQ/JYrV",
+	"GG1Aa+bl1HFXtTH7VX5iCSmbdDIAK4JPqezxXGeZvi77bWIkxJ/CkDDVBCOZKeagup8iENgfPx0c7B+8",
+	"Yx1+Zm1MSVZttx0cmATSzfBPYSlOYPLXnkLtnPv8xwAk+1Eq5u4HoxiWotECavT0ljydZYwxwuvMUI7L",
+	"PtkrwTOBWE3WGDexAshsqOXSWWbP6DnPsjM+uETzQWl0nCmqEAQ5+ZmeFHX/pdsSCnjaZ2cZdWzn/scn",
+	"HDkeagx5t2zOWY2yAfKzHVrixvu222NEDtsgtdEGimLlxLfO2e4/d/dP9g/enR5/+v10993ewclxv7zp",
+	"TGA5xO7vhx9P9t702K41qoHQBEJpSheSaixjhbqAaPGU+Fwwa3GzM7sknDTXdS6LskiRfFtZ9Nihsoda",
+	"5COpeMY6rw8/HL3fO4HRvt3df7/3JmKvdw9e771/v/cGEjyuNXTMQXV1aIgRO9o7eGM/aPfo6OPhP3bf",
+	"R+U37h8cfTrpwqftxGq2ah4YkM6woQm+nzI7uTCTkc832VMj1UQ0Ru527e0/xoH1trNb/ZXGewSNt4un",
+	"6qYyZd3biPcrXRJ8iw98lqZoZzCUWdqNFQh7L4aICtnwkcCAmmHc4CljHZJIzp6MmsRRd4fCAvbxdYmE",
+	"WUejsYKJIgxqIEwBxVH6CurVXQF0w9OjWLkgxpBL1WMnTgbNyJgd1igxiCYZnmBHCJ/fJhmOJ2e7dra+",
+	"fwlR9UFWsuIpyYrq2mB7ADcDngo2GV/zPF1SkMDe/kbWSayqarpKelg7dyCItM5OrY8M0TbFRwIrSZ27",
+	"fMaLwZDp81gl9KcexHOIHxfS+fiFdDNn7ndM7fOCnnE2ZclQ8FTkWA0yloNLEysklWMYPIesQWJEJgZU",
+	"FdIJoVMnKhPGOGh345Ctk9EkK+Q4E0m3H6vkPBfitBCfMbni2zuovNT1TPsHAHcutxP6NhfixN4HJsxE",
+	"XSpw8KtzFDH8CCvZ/EAjxpnrg6TZKPTMVAicCQcyO+IZ0kECxthOc2ySQYkH5WQra+K7hkTqd0CsnGR3",
+	"Ydxy+SVkpqamZsg1Cll47j1J1/uPnZbDe6Q2h+VtP1wGCoNnGS4d4bi41YvgkFOram1xVi0Rq1juQ8Ry",
+	"8Qgx7mWKl1SwQ5fUbONxrq/EN1NtdZ90kXI7VIKlYiCNQ9p2H2tleeSpQmIFoNmuQL/Uhh1sIcDWQVwy",
+	"lutrJtMuNBCQhghtXPs6aOKffZzjGEUjXqasuJYD0Sb2rQ+N05siCEY+UYZaQ7GOML+YjOw+SRhk1zog",
+	"Y4DfPpT62CKpx9oAGQjd00Vm+3+LQUHPh17LXIzJbcd43EinIisj6wmiyCWNSgkGKY2bgZuppPrKNiol",
+	"nI6nq5XK8X13agmSJKCUaPkqOmlmdVZaaaWVHkIrvYHN50VKmb9bTh+5kOJDKSQCO3KBYB9djRXUUBSG",
+	"aj/AmTCUKlyfjP8/9q5tuXGbSb8KyjeR/qVkx5lsVewrl8eZeONTyZ7M/lVMiTAJWVxTAAOQ9min5t23",
+	"+gAeJMojJXOwZ5WbjCWRBIHuxteN7q+d6JGDMaaPyjzqB8IHZI317n67ocQvoV6MkuR5laieWzPLweqD",
+	"cZZ6ToeXfYwKUV4Kn4MGVT9pwpsRjZZpQAPK3oZvkySFWZKZT/GYYaEf/Fv0fK7HYYtCkbM5kNPUZ3pi",
+	"NsehaOaK+A0gwr/HGGn+D7H0QEpr/atUpY+F00kzGSuikWHJkGVhZrJIYz7OhX3HmjxXSWcyB8vFs906",
+	"mgN89nvHS0sF2W4FL3Er8Crh803IztU2lQ3gehsDId1n66eMcHg+8I5AmoAXmzsmziA07hRnvXg0Lriy",
+	"yCoHdhkjTcZRHpxrZAi2YXiXnaRxPFsrWQ9vayO3NnJrI1lfCQ7+TciM8OlrZU4Q4g31J8zhjY+R+OsQ",
+	"EibcE83DwTosMU1dYew81PcqB+RJyBZzmgH5gjMb4XuOY1PqIhJ3WD16O8czBWJgmj8BLUPN3dU4uRpZ",
+	"yNVaTUJGcIvvLI+hZdS2R5Nf9WhyRMmrVfcHUBBtHjfQ9QEe0H+GHNy2zreUJlWukSfLrR9/cF4LMV1p",
+	"PEt1WShfGQ7eIl8aUZWmldohFw2qM9LhOdEbHd2cjM9Oz09vglBfn4z+OBmNL/84GZ1dHr0GZ5o/wiBq",
+	"IN4c3Zy8O/q3//Ps7Hx8c3p+cvn2JhCXo6vfji4wNerd5ej3k9H49en18eXFxcnxzclrDJCSvWL8KVMk",
+	"fZkwFymeGmr1vhjzSxWRcKrgrEaKqMZSxyrjzpit/OOD5eSwKi9L9HwCFznEC08JNZI/UAhWm9oB5gcc",
+	"rMdjeoxjI+Uv7PwYpeL7MVLVbG7t1LewUyRdLWSysK+uZ7KKNL5fjU6Ol8uZwVYdilRTuTV/uMCw2SRB",
+	"EIvWLtQrSw6Ipto6PuooRDP9eL+iTc+VFYlNH5SmJCYxwpMbz9SBLWALlbf7lGfG5KIH35GXh4RYPqpY",
+	"g7q+KHWC53aZkk5RXgZM0hj/rqqhuf5VNtKqKIelotyDi5ZLFhZCjssxz6KR1/VXmWJpbfFU2uhiQkp3",
+	"chqRNxNrh2+bazIOdeKrDcWVsgMMbFpZKF81VrFM/bi/h+9E80+bS/9Q3Kq5wVkUr/Z/4cxTNHiDI5iK",
+	"9Vq93aTx/fcB4hYFYGscyTi+2l/jQTfGnEs9Zw/dfX3wV2q0HmzvMHXcTKqCrGVyh37DyL7Dj72VNSbb",
+	"vKD/ZJGkEO1SD/kAMaELaf76gTA2we9v51XyFPZKC2qfrVIwR6mn3GkqUXEm+YtDUbW0H4pfqxYQ4ue9",
+	"vVBHN5eXZ9fj0cnx5fn5ycXr6/H176dnZ9fj89Pr69OLN8yrIWs++9kMz06kcPdplhEmq3h0sePEysJ3",
+	"nK0vqL2jakrhUet0PFtYhM/CIfGJV6kodT7sICKnSxIFI3p6LXaCHT6LQtIekwnmHxz+aqyKJc1wc5Fo",
+	"iULPUzi4tamapPou3AmYUaW9cqRZa801q/zytB4DUlhbrBa1YIWEhVob/tMhE5SngXREvMLzwqmTREBl",
+	"soqoDq/sHxIXeOTbnkShpqJLz3NVavU+p1QOJsgGUe4of18UmyYIw78b5mH3A/wPQBgrp9u4x4av0SSE",
+	"dJeZW5mJB5mVFesTPOJQpFXH1lV9lWF0134YG+/C8Do3+DJXspg+ixpIngw/teJRWdBqmK9t29PPWOJY",
+	"dMw17ZnGZB3iH2zQc+rV3k8iqhjlmvxMNedf4/mZnBM9qhd8JKj0g+qBMUOqvclExUX6oHyyef9Q5NK5",
+	"R2OTQTHPVUIqxGEFabGZFXU0lnxuPgNAEP2L/4sCUcKDxL2ac+YpEjKsqpN8MbrWHOkZzO6mWodLslW3",
+	"5RrMEUjT5rqTl+v2Gz2RMXWywNxF2+wy0donHqcmU05m6lBEusyyiDzFUBM3M1UNcJd46ruJQk48IZrU",
+	"o9TU1SERPSlcYYhfO7aKu4VxSwaHVJB4yNA/hL8S36JiQZ2YmXFBKeFlmOoJdu7mY7CLMHxfbfAVfCHA",
+	"6wlNWnvjozXw/HmuAkzrJPISapdGdZ+pC/WjTYtC6aG46rQR8P5Kx3ZOHS5gqruB7lX5JRT/8x8CL4zz",
+	"W50EfxbL0/DGsaL3ezwo3p77fv5z33cgLBub5w5kD379YC14v5LauInwm+aL2FEoExGFfV2Y/9Yp+11B",
+	"/Yrzawv2vwLYX57tvwP3O8U98PSxS7LNDsETED7Um2F48Y8h/MvRo4030+U1/hxA/iXB8k2lvBuYbyjl",
+	"Q3EtZ9SFHdkHoryNxaIDLAcOdTeuR4kPWjBerEDxwTKKD3UF44NOUE7YewHgB3hehhA7oXsa2wDWDoF1",
+	"qF/t7z+Bib+AJm1x8dOqvEXGW2T8z5DxZhYSsDEYOrdJ1/mhuKwOukSaDDsPj97iXTe1Gs+KHxhe4VOH",
+	"UkcVOzBO49dGtd+KT7jk1fXyRKv9BIVwlxS92vulTrSQSWKVc5hrIbG9Qzc1LTzpi1LTwgO+ETUtPfrT",
+	"1LTog76AnWGbK/8M6olQqLk2skNjqx1g90P6NEdtpw6jB+rjxZl0RZu6u9njd1XwgzV6s43iLfZS+uZx",
+	"Dv7JNp/om7K5rhDt9c80h13BhGcrl+tsE40tYhtiWyRZfUJiNul5fzlLC8w9SVWWuPaRG4eIq2bvLaM4",
+	"yeSdP+3a1GZSc95/Lptfqg33xvDpK+sF90d5KRBqW5/4AjGXb6D9hJlZP2EAT5jQxAj1PlZ5ISIfUo+o",
+	"fRPpV9vihPpvm5zOcj6MZz5Hq9MY2tbsbM3O/++yaFSFdX293TyNi9Ku7uuLnfvoNyKdcZhL8mGJK6xC",
+	"HrlUZ6lWh1hfVEVz8PBkKp3QWDG83P8fe1fjuV9arETfVzzALwfC8bV2/9VW9qrX2W2qJVVsLTQ669Rx",
+	"vNf3fxZ3hOv3g/Oi8Wk5syZTmwWYV0aUR3ir5+iUwcjWqmCAN9h6ZiviytILl+WF/kcB5tM68Ub4uRcR",
+	"Ip9IzOQ9H9CiPZK6DYk6jJKVuhLC5waDcHAwsG8EgtYV/+byNg47kYxte9i5xTnr4ByUdSFRiNbcfXY/",
+	"wP82D28vg5oqg3lqMspJgTsfCqsezD04X96+YOfovxPhGcGd1D82NEtdYuFuWHBVdX3NZTGtm77ydLZt",
+	"RrO8bCbfnyl9V0x3Dn7aD3ZmqfZ//rgMkf58vsYGloqeu43bfxsyFxDwpxWYqnl3p6Z06l6pHITqM/Ah",
+	"VEXEiVQzo0mbmSaBtFnpJDcpVkR0Eyd0Z48d+l7y3SwJP3NlvhuGeqRk7oSx+VRqJ3q+m1azUTaWOGP5",
+	"fyC6aQ6w+aJKiE+FHx3qxKY+ADQTj5hB9ijnSKM3Z8IVT+6CJcVYX9nBAhMIZ2riilAT1wq4bKC0c+Jn",
+	"SVKXM6s/vWRSKgEqmpSZSoQttehhmwz4F5JSyXSGxRhmlsIkzfExxaNBHtW4tBZGTJTMxEDuH4Hl33Ab",
+	"pA7vL3AiiAVKhH26R6g/PyPCqNRUUP5bUzC/oKlbftpTRu/dVBYkzrl0TiTpC0izfgkEBErmrLBMPuVa",
+	"GrAs+W59WoLFoXWPBa1YV+N5JI0jiBWImSk1WiQkS0mLZr9pkVs1Sd/D5l/abOdg54PM8zF9+HFX5unu",
+	"w487wc6DtCmANMdyy78go4v6tXOws+se4p3OtMb6cVF9cSR6rYRXRFR+rJJyx6fGFcIaU/SHINl/VlO1",
+	"BGOwlpt0MhCZuUt1IHjSXCCOr0e/igKWNqgq1XCx1EymmZhk5tENa9BzVBbTDqz0Fl3CGrOlRoueXEaI",
+	"gY/JczDE9Rv3pv1s+ea4ZK1oGPYlN5M0U/BGcYMggu/buOsx20mM8S3f/Kq8zdIYZLBIZ0pMlMT43SST",
+	"d833PsaF6rge+4u5A26LHnAbcYpfB5yqHIiJfDCYcgj3DfwocVvCHlKuao0sCjXLMzwO0Umo676oSHQ2",
+	"UZZaPuBPm73cZaNTe68KC+TKOqNl1vgSCwixmXwf6w2ZRqeii8VbYxYk922oe9PTEy12FBIzNbulOuVe",
+	"qh9Sl95m1cUEBUL9au9V/5CzsLW844hCr7u/fEfr+6Ax2kZLJt+5Pa2Y51j4qtYZ/FKpW4pT9JtnQJjC",
+	"zmy6eA6Nxdqhroq1m7XauL15NcD37BInZX0vMCRjYv1GCT0QSoOpmCldeAKyAJZoUG2awjwoa4n3gX6c",
+	"BCFsNGbAXT76FfLCxwwy9aCahV18Pa4fgAkYxlBg/irVg1DeoOeoVKkNNQ01gy2wF4Xl3t5PMbFQ4L/V",
+	"kD4Cd/lCzvjDiPL/me1DRLGxajhSMnk7OoOnRR0TxmQSHa4W7ABmUiuBKyT2F0HB9juF6P08oIO92BoN",
+	"umPJjOGyG60GbmqwJWpkSz2WRdQXxoZ6JnUJ8EkUU2vKu6mICpve3SGGeV0q2n9gblYjLobBXTgr1BXQ",
+	"ar3xdWt/63ppVTpsT0wM1e0JILz14YPfXj5+jASeVoAbrawLRMlruLCPYtvXqdKhxjlEdAsbcGtsV9QU",
+	"wJuartH9jkUQE6Zm80J9dHUqepF7uB+TTKQJSQP/ScUULCD9oTgHra8AtlYqcUvWwOgG+SPGHV3tVThq",
+	"qe73vsepLKpWO54LKLr+45j4wcZHV6dRpR8NJBGEGgA6wGpXcg12DHOdPcq5o56z4GMlbZm9OsVakI7Z",
+	"eQMWiYSmMmBMO0R20YkeudERWqgo8HGOQET0iwgbFZBpM4+ae0K4INTcXl4nzPHWMiIu4AqWiVVqMDF2",
+	"hkBFWaVjRcsv6/2FehFaZNqUoaan1QQToPc1swRVnLNTQAvqC0f5L3Qh/Dd4L/6DpMMbH9pY8MfVtnJH",
+	"M8aeVYaVNeZQLGAEp5RngYHfD8VptbXQDbybCV7moWh/17T84HtpU3izXl30U2uFaRk71vdM6rtS3qlB",
+	"1wo0N10e5mubAt48EJHJlZZphMSA4jJX+uh0AGBbFjDSUEe78VQWiL8zxb0LvbQf8AWBuMwyOZOBeDg7",
+	"Ow/E2bm4LsokNQH+YGTKQtlAvLHmr0Ac/W9pVT8IdSQ1GLg8jSPROyfCIAcay/Sg9H4qiUQvlhrewKo8",
+	"Qw5Wa2ZCiv+6vrzY/ffR+Zmgn3KFF7gQ1AskUTPjmHg5ugUHu7RZRKecJA6tiQIshO5uThjLbz0eCuZZ",
+	"yTwkAGYra1PpdZbNxpJIosf4i0j0UNnPzs7HR2dnl+9OXo9/u7y+uY4OCA8jPVIgTq/qZ9HIj09fj4RW",
+	"BdgEkLJcWsn7S2xmM4mwxuUyVq7uXKKNVv1AxFMV3/u+LkyjIHqv9vf7dG9memJJwS5JRmsVF+4QURm1",
+	"9/rBMUFtod4X1cwwJxt9gy1Z3NTYItQAk21eiN7+3h4IsZVxgWYfvGQL23X1ma8QRnuCtysdK515xObh",
+	"uDY/uOrFWqvEFJCNKnH+WUCvV3NwT2putejiElfh+PLi19M3b0fYkiwiyWCzCTgLa7IGsNoHonIz4RUf",
+	"QVzzdHyv5mOnCjLadRe1ezVv6el5hxY+taOSOUrUJNUpqWyPDqlFqkViYmxuJvYDFHlxjbEDkVg5KcT+",
+	"3v7e4Md9ioMBFAh11PL8fKSB4JffQof08fB/nNFRn8NMZZoV4LLUpHcDXL70tixUEupYFjIzd4F4qCKM",
+	"pEw5nXAQsecMXQQCBwQUjR24MgfdTRruAkiPVo/08l3g64ndvuaKs3O/M7glyr7m6JlXnes/O1n6Qt2k",
+	"6QuaItZbwOSLVX06WfIFmgWmoV5gMfE24yk2k4aMWWRdWtjub1aAUyTnFD0w2wSxGjgNRo7KQ8CSzBdi",
+	"UlCD2ivMUld43zDhNGxw74gCBpcvZkHFXt2Bb+oXcPe9gLcwMgCpLvGbws75f0TXLYhJetmxQ1gQg43V",
+	"RKv4qDkuQ4HfmiOOWxh3hXJbk4VcvMuTdVIBN6xYz1QhMnN3R657FfJF2ttFVlsY/lIMKNS9iP4cs4s+",
+	"ho8P+KegakarBY5Lwj3NWLjoUTgKlgD+BkDocfMA8LtH9H2AHGsHweFzL6xOhbqGrTVKWTGBHNDqMmIy",
+	"G2Asgmw5RhIcuHB5GpNoR6AKux9KPLn6SFzIkeglspANwnCrmEoQT3JCTbgKZooBQfsu2hTphIOuLhqK",
+	"d2kxNWUBcNXGpeW9vuDwmbICUGziQJwwTCGm5a1wuZL3Pon7nC4UrryFF7xFT6cwsckOPcFn0LwhwgQH",
+	"2yK2lQTT628xLW9hd6syoepbUgdKrkEvaI7oLNK/QF66acDy4kRusizU0ZuTG7FAIh0tnEDw4UHbcSrd",
+	"dIX5bDtJgJzoF94kYsjRBQtnIQgib5W0ysKuF+o1nStSLw8jkFbC67WPrIDBIqubMk1+YzzoYwxDfc6e",
+	"FTe9TsGVX/CnsI3Folfl42WoIqkTEa1h1GhN5yUu4q1S5unuvyKRy2LaNDBDMarOJFSCrMyAHqrTif/c",
+	"86cMGM4KNZ1QBAvjHNeM/+Pzo/+O1jnBWN4jj65Ou6KbOezGivbj3JqkjLGMAfy7HntrzqnC9Q+EtPEU",
+	"jBtYfDA0osSLwezb9EEW6YPirRBMU6gpIFg1Hye2AXjObZmRDmclHr1yZjM+aFXkDwBnw+zT/kJDq3z5",
+	"2l1FXwzsCWBP2OjrmF7T8eLra4vWhmbw+l2BMEQMItUPShcG9qlUuwL76frgaKn5I3ZTEQzxJjEUXfkF",
+	"oT5t3wSvbNzHKnHn9QqPrllMK5+CgMyYLxhzjC0KdSVvE5k5xVHLakzz6kr+qLqyFtTClgtRQpqDrm3y",
+	"sizuDAwIg+xtr4lceHC7PO1r92Q01kCm2QqrVCGoVA9knouWlRe9GpeImcQIF+OT1Og60sjWNqeLyDKb",
+	"HMA0Wd/ZUFyox4V7o0RlzqD9RQvDtHZ5Gn9i72nO4UXzqy45k5kqClhh0DwxobVnvFqhZP7WO2PNyP41",
+	"frXz8c+P/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

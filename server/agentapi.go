@@ -10,10 +10,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/apikey"
-	"github.com/agentsvc/svc/config"
-	"github.com/agentsvc/svc/ratelimit"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/ratelimit"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // The per-agent API (/agent-api/*, security scheme agentKey) is mounted only while the setting
@@ -86,8 +85,7 @@ func usesAgentKey(reqs openapi3.SecurityRequirements) bool {
 // and returns the context carrying the key. Session cookies play no part.
 func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
 	ctx := c.Request.Context()
-	keys := apikey.New(s.store, s.clock)
-	k, err := keys.Authenticate(ctx, c.GetHeader("Authorization"))
+	k, err := s.keys.Authenticate(ctx, c.GetHeader("Authorization"))
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +93,11 @@ func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
 	if cfg := s.cfg.Current(); cfg != nil && cfg.AgentAPIRateLimitMax > 0 {
 		max = cfg.AgentAPIRateLimitMax
 	}
+	c.Set(logKeyID, k.KeyID)
 	if ok, wait := s.agentAPI.limiter(max, s.clock).Allow(k.KeyID); !ok {
 		return nil, svcerr.RateLimited(wait, "too many requests for this API key; retry later")
 	}
-	if err := keys.Touch(ctx, k); err != nil {
+	if err := s.keys.Touch(ctx, k); err != nil {
 		// Bookkeeping only: the request goes on.
 		s.log.WarnContext(ctx, "record API key use", "key_id", k.KeyID, "err", err)
 	}

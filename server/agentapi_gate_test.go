@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apikey"
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/apikey"
 )
 
 // gateProbes are per-agent API requests that reach the gate; the handlers behind them are not

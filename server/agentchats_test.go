@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/netguard"
+	"github.com/agentsvc/svc/internal/netguard"
 )
 
 // chatResolver resolves the callback hosts of the chat tests without DNS.
@@ -145,6 +145,8 @@ func TestAgentChatRequests(t *testing.T) {
 		if task.Status != gen.TaskStatusQUEUED || task.AgentId != e.a.agent.Id {
 			t.Fatalf("chat as a task = %+v", task)
 		}
+		// Schemes are case-insensitive (RFC 3986).
+		e.start(t, e.a, map[string]any{"text": "hi", "callback_url": "HTTPS://hooks.example.test/cb"})
 	})
 
 	t.Run("steps are clamped", func(t *testing.T) {
@@ -179,9 +181,7 @@ func TestAgentChatRequests(t *testing.T) {
 			text("one"),
 			{"filename": "big.txt", "data_url": dataURL("text/plain", []byte(strings.Repeat("a", 16<<20+1)))},
 			{"filename": "x.zip", "data_url": dataURL("application/zip", []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00binary\x00\x01\x02"))},
-			{"filename": "bad.txt", "data_url": "data:text/plain;base64,@@@@"},
-			{"filename": "no.txt", "data_url": "data:text/plain,%zz"},
-			text("six"), text("seven"), text("eight"),
+			text("four"), text("five"), text("six"), text("seven"), text("eight"),
 			text("nine"),
 		}
 		c := e.start(t, e.a, map[string]any{"text": "with files", "prompt": "ignored", "files": files})
@@ -189,8 +189,8 @@ func TestAgentChatRequests(t *testing.T) {
 		if len(ms) != 1 || ms[0].Role != gen.ChatMessageRoleUser || ms[0].Text != "with files" || ms[0].Sequence != 1 {
 			t.Fatalf("messages = %+v", ms)
 		}
-		if ms[0].Attachments == nil || len(*ms[0].Attachments) != 4 {
-			t.Fatalf("attachments = %+v, want 4 (one, six, seven, eight)", ms[0].Attachments)
+		if ms[0].Attachments == nil || len(*ms[0].Attachments) != 6 {
+			t.Fatalf("attachments = %+v, want 6 (one, four … eight)", ms[0].Attachments)
 		}
 		for _, at := range *ms[0].Attachments {
 			if at.Kind != gen.ChatMediaKindDocument || at.Url != chatAppURL+"/api/v1/agent-api/media/"+at.MediaId {
@@ -199,13 +199,27 @@ func TestAgentChatRequests(t *testing.T) {
 		}
 		fileID = (*ms[0].Attachments)[0].MediaId
 		tr := e.transcript(t, e.a, c.Id, "")
-		if a := tr.Data.Messages[0].Attachments; a == nil || len(*a) != 4 || (*a)[0].MediaId != fileID {
+		if a := tr.Data.Messages[0].Attachments; a == nil || len(*a) != 6 || (*a)[0].MediaId != fileID {
 			t.Fatalf("transcript attachments = %+v", a)
 		}
 		// The prompt alias alone works.
 		c = e.start(t, e.a, map[string]any{"prompt": "alias only"})
 		if ms := e.messages(t, e.a, c.Id, ""); ms[0].Text != "alias only" || ms[0].Attachments != nil {
 			t.Fatalf("alias messages = %+v", ms)
+		}
+	})
+
+	t.Run("malformed inline files", func(t *testing.T) {
+		before := len(e.list(t, e.a, "?per_page=100"))
+		for _, bad := range []string{"data:text/plain;base64,@@@@", "data:text/plain,%zz", "data:;base64,aGk=", "data:,hi"} {
+			files := []map[string]any{{"filename": "good.txt", "data_url": dataURL("text/plain", []byte("fine"))}, {"filename": "broken.txt", "data_url": bad}}
+			r := e.call(e.a, http.MethodPost, "/agent-api/chats", map[string]any{"text": "x", "files": files}).Expect(t, 422, "VALIDATION_ERROR")
+			if !strings.Contains(string(r.Body), "broken.txt") {
+				t.Errorf("%q: message %s does not name the file", bad, r.Body)
+			}
+		}
+		if after := len(e.list(t, e.a, "?per_page=100")); after != before {
+			t.Fatalf("refused chats were started: %d chats, want %d", after, before)
 		}
 	})
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/media"
+	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -102,10 +102,10 @@ func TestUploadAgentMedia(t *testing.T) {
 			w.upload(t, tc.auth, tc.parts...).Expect(t, tc.status, tc.code)
 		})
 	}
-	// No body, or not multipart: 400.
+	// No body: 400; not multipart: 415.
 	agentAPI(w.env, nil, http.MethodPost, "/agent-api/media", bearer).Expect(t, 400, "BAD_REQUEST")
 	w.env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/media", Body: map[string]any{"file": "x"},
-		Header: map[string]string{"Authorization": bearer}}).Expect(t, 400, "BAD_REQUEST")
+		Header: map[string]string{"Authorization": bearer}}).Expect(t, 415, "UNSUPPORTED_MEDIA_TYPE")
 }
 
 func TestGetAgentMedia(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 )
 
@@ -41,7 +41,7 @@ func mkGroup(t *testing.T, owner *apitest.Client, name string, members map[int64
 	owner.Post("/groups", map[string]any{"name": name}).Expect(t, 201).Decode(t, &r)
 	g := r.Data.Group
 	for uid, role := range members {
-		owner.Post(fmt.Sprintf("/groups/%d/members", g.Id), map[string]any{"user_id": uid, "role": role}).Expect(t, 201)
+		owner.Post(fmt.Sprintf("/groups/%d/members", g.Id), map[string]any{"user_id": fmt.Sprint(uid), "role": role}).Expect(t, 201)
 	}
 	return g.Id, g.PrincipalId
 }
@@ -142,6 +142,7 @@ func TestCreateAgent(t *testing.T) {
 		{"metadata not an object", w.owner, map[string]any{"name": "X", "metadata": []int{1}}, 422, "VALIDATION_ERROR"},
 		{"metadata too large", w.owner, map[string]any{"name": "X", "metadata": map[string]any{"k": strings.Repeat("x", 70000)}}, 422, "VALIDATION_ERROR"},
 		{"not JSON", w.owner, "{name", 400, "BAD_REQUEST"},
+		{"invalid UTF-8 in a string", w.owner, "{\"name\": \"caf\xe9\"}", 400, "BAD_REQUEST"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {

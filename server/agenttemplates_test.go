@@ -16,9 +16,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	agenttemplates "github.com/agentsvc/svc/agent-templates"
-	"github.com/agentsvc/svc/agenttemplate"
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/agenttemplate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

@@ -2,26 +2,25 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
-	"github.com/agentsvc/svc/account"
-	"github.com/agentsvc/svc/agentloop"
-	"github.com/agentsvc/svc/config"
-	"github.com/agentsvc/svc/mail"
-	"github.com/agentsvc/svc/media"
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/secret"
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/mail"
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/secret"
+	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/skills"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
-	"github.com/agentsvc/svc/webhook"
 )
 
 // Options override parts of the assembly, for tests and tools.
@@ -41,49 +40,46 @@ type Options struct {
 
 // App is the assembled service: configuration, store, services and HTTP server.
 type App struct {
-	Config    *config.Loader
-	Store     *store.Store
-	Accounts  *account.Service
-	HTTP      *Server
-	Tools     *tools.Registry // registered tools (core, then plugins)
-	Skills    *skill.Index    // shipped skills, then plugins' skill folders
-	Log       *slog.Logger
-	MasterKey []byte
-	Net       netguard.Options // outbound screen options (Options.Net)
-	clock     func() time.Time // Options.Clock, or time.Now
-	Push      *push.Hub        // the embedded push hub; stopped by Close
-	Media     *media.Service   // media assets; the worker daemon calls Media.Sweep
-	loop      *agentloop.Loop  // built once in Open; returned by Loop
-	mail      mail.Sender      // outgoing mail: Options.Mail, else the configured mailer
-	hooks     *webhook.Dispatcher
-	closers   []io.Closer
+	*Services                   // every service, built once by Open
+	HTTP       *Server          // the HTTP side over the services
+	MasterKey  []byte           // seals secrets at rest (Services.Secrets is built from it)
+	Net        netguard.Options // outbound screen options (Options.Net)
+	clock      func() time.Time // Options.Clock, or time.Now
+	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer
+	llmClients *llmClients      // model HTTP clients: screened for group configurations
+	closers    []io.Closer
 }
 
 // Open assembles the service from its configuration: logger, master key, database (migrated),
-// stored settings, mail and the HTTP server.
+// stored settings, mail, every service (once) and the HTTP server. Background work starts
+// with Start.
 func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	cfg, err := loader.Load()
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: loader, Log: o.Logger, Net: o.Net, clock: o.Clock}
+	a := &App{Services: &Services{}, Net: o.Net, clock: o.Clock}
+	a.Config, a.Logger = loader, o.Logger
 	if a.clock == nil {
 		a.clock = time.Now
 	}
-	if a.Log == nil {
+	if a.Logger == nil {
 		l, c, err := config.NewLogger(cfg)
 		if err != nil {
 			return nil, err
 		}
-		a.Log, a.closers = l, append(a.closers, c)
+		a.Logger, a.closers = l, append(a.closers, c)
 	}
-	loader.WithLogger(a.Log)
+	loader.WithLogger(a.Logger)
 	if a.MasterKey, err = secret.LoadOrCreateKey(cfg); err != nil {
+		return nil, a.fail(err)
+	}
+	if a.Secrets, err = secret.NewBox(a.MasterKey); err != nil {
 		return nil, a.fail(err)
 	}
 	a.Store = o.Store
 	if a.Store == nil {
-		if a.Store, err = OpenStore(ctx, cfg, a.Log, o.Clock); err != nil {
+		if a.Store, err = OpenStore(ctx, cfg, a.Logger, o.Clock); err != nil {
 			return nil, a.fail(err)
 		}
 		a.closers = append(a.closers, a.Store)
@@ -103,43 +99,53 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	}
 	sender := o.Mail
 	if sender == nil {
-		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Log)}
+		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Logger)}
 	}
 	a.mail = sender
 	if a.Accounts, err = account.New(account.Options{Store: a.Store, Mail: sender, Config: loader.Current,
-		Clock: o.Clock, Logger: a.Log, Hash: o.Hash}); err != nil {
+		Clock: o.Clock, Logger: a.Logger, Hash: o.Hash}); err != nil {
 		return nil, a.fail(err)
 	}
-	if a.Push, err = push.NewHub(push.HubOptions{MasterKey: a.MasterKey, Session: sessionUser(a.Accounts),
-		Clock: o.Clock, Logger: a.Log}); err != nil {
+	if a.Hub, err = push.NewHub(push.HubOptions{MasterKey: a.MasterKey, Session: sessionUser(a.Accounts),
+		Clock: o.Clock, Logger: a.Logger}); err != nil {
 		return nil, a.fail(err)
 	}
-	a.closers = append(a.closers, a.Push)
-	box, err := secret.NewBox(a.MasterKey)
-	if err != nil {
-		return nil, a.fail(err)
-	}
+	a.closers = append(a.closers, a.Hub)
 	var problems []skill.Problem
 	if a.Tools, a.Skills, problems, err = Toolbox(); err != nil {
 		return nil, a.fail(err)
 	}
 	for _, p := range problems {
-		a.Log.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
+		a.Logger.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
-	a.Media = media.New(a.Store, o.MediaDir, o.Clock).WithLogger(a.Log)
+	a.Media = media.New(a.Store, o.MediaDir, o.Clock).WithLogger(a.Logger)
 	if err := os.MkdirAll(a.Media.Dir(), 0o750); err != nil {
 		return nil, a.fail(fmt.Errorf("create media directory: %w", err))
 	}
-	// The callback dispatcher before the loop: its ticks wake it.
-	a.hooks = a.newWebhooks(o.Clock)
-	if a.loop, err = a.buildLoop(); err != nil { // before the HTTP server: the tick endpoint drives it
-		return nil, a.fail(err)
-	}
-	if a.HTTP, err = New(Deps{Config: loader, Store: a.Store, Accounts: a.Accounts, Secrets: box,
-		Tools: a.Tools, Skills: a.Skills, Logger: a.Log, Clock: o.Clock, Push: a.Push, Tick: a.loop.Tick, Net: o.Net, Media: a.Media}); err != nil {
+	a.buildServices()
+	if a.HTTP, err = New(a.Services, a.clock); err != nil {
 		return nil, a.fail(err)
 	}
 	return a, nil
+}
+
+// Start starts the background work of server worker mode (worker_runtime_mode: server): the
+// daemon draining the task queue and the dispatcher of chat callbacks. In client mode it
+// starts nothing (browsers tick tasks). The work runs until Stop or until ctx ends; a caller
+// that wants Stop to drain it passes a context that outlives its shutdown signal.
+func (a *App) Start(ctx context.Context) {
+	if a.Config.Current().WorkerRuntimeMode != "server" {
+		return
+	}
+	a.Daemon.Start(ctx)
+	a.Webhooks.Start(ctx)
+}
+
+// Stop drains the background work Start started: no new claims, in-flight steps finish and
+// in-flight callbacks are answered and recorded, until ctx ends (then an error: work was still
+// in flight). It returns nil when nothing was started.
+func (a *App) Stop(ctx context.Context) error {
+	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx))
 }
 
 // Toolbox builds the tool registry (core tools) and the skill index (shipped skills first).
@@ -182,7 +188,8 @@ func (a *App) Close() error {
 }
 
 // configuredMailer sends through SMTP when mail_driver is smtp (read at each message, so an
-// administrator's change applies at once) and logs the message otherwise.
+// administrator's change applies at once) and logs the message otherwise: in full in
+// development, without its body (one-time links) in production.
 type configuredMailer struct {
 	cfg func() *config.Config
 	log *mail.LogSender
@@ -191,6 +198,9 @@ type configuredMailer struct {
 func (m *configuredMailer) Send(ctx context.Context, msg mail.Message) error {
 	c := m.cfg()
 	if !c.MailConfigured() {
+		if c.IsProduction() {
+			return m.log.SendRedacted(ctx, msg)
+		}
 		return m.log.Send(ctx, msg)
 	}
 	s, err := mail.NewSMTP(mail.SMTPConfig{Host: c.MailHost, Port: c.MailPort, Username: c.MailUsername,

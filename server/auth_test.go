@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 )
 
@@ -39,8 +40,12 @@ func TestNewUserWalkthrough(t *testing.T) {
 	patch(apitest.Request{Body: map[string]any{"display_name": "Ada", "nmae": 1}}).Expect(t, 422, "VALIDATION_ERROR")
 	patch(apitest.Request{Body: map[string]any{"display_name": 42}}).Expect(t, 422, "VALIDATION_ERROR")
 	patch(apitest.Request{Body: map[string]any{"display_name": "   "}}).Expect(t, 422, "VALIDATION_ERROR")
-	patch(apitest.Request{Body: `<display_name>Ada</display_name>`, ContentType: "application/xml"}).Expect(t, 400, "BAD_REQUEST")
-	patch(apitest.Request{Body: `{"display_name": "Ada"}`, ContentType: "text/plain"}).Expect(t, 400, "BAD_REQUEST")
+	for _, ct := range []string{"application/xml", "text/plain", "application/x-www-form-urlencoded"} {
+		res := patch(apitest.Request{Body: `{"display_name": "Ada"}`, ContentType: ct}).Expect(t, 415, "UNSUPPORTED_MEDIA_TYPE")
+		if !strings.Contains(string(res.Body), ct) || !strings.Contains(string(res.Body), "application/json") {
+			t.Errorf("415 message does not name the type sent and the type accepted: %s", res.Body)
+		}
+	}
 	var upd gen.UserResponse
 	patch(apitest.Request{Body: map[string]any{"display_name": "Ada L."}}).Expect(t, 200).Decode(t, &upd)
 	if upd.Data.User.DisplayName != "Ada L." {
@@ -212,4 +217,65 @@ func TestBodyTooLarge(t *testing.T) {
 	c := env.Client()
 	big := `{"email":"a@example.com","password":"` + strings.Repeat("x", 2<<20) + `"}`
 	c.Post("/auth/register", big).Expect(t, 413, "PAYLOAD_TOO_LARGE")
+}
+
+// TestMailedLinksIgnoreRequestHeaders: a forgot-password request (whose Host is httptest's
+// example.com) carrying forwarding headers mails a link to the configured origin, never to the
+// request's host.
+func TestMailedLinksIgnoreRequestHeaders(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"development without app_url", nil, "http://localhost:8080" + apitest.Prefix + "/reset-password"},
+		{"app_url", []string{"SVC_APP_URL=https://svc.example/base"}, "https://svc.example/base/reset-password"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := apitest.New(t, tt.env...)
+			env.Client().Register("ada@example.com", "correct horse")
+			env.Mail.WaitFor(t, 1, 5*time.Second) // verification
+			env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/auth/forgot-password",
+				Body:   map[string]any{"email": "ada@example.com"},
+				Header: map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "attacker.example"},
+			}).Expect(t, 200)
+			link := mailedLink(t, env, 2, "ada@example.com")
+			if got := link.Scheme + "://" + link.Host + link.Path; got != tt.want {
+				t.Fatalf("reset link %s, want it at %s", link, tt.want)
+			}
+		})
+	}
+}
+
+// TestForwardedForTrustedOnlyFromProxies: by default X-Forwarded-For is ignored, so varying it
+// does not escape the auth rate limit; with trusted_proxies covering the peer, each forwarded
+// client has its own budget.
+func TestForwardedForTrustedOnlyFromProxies(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		env     []string
+		limited bool
+	}{
+		{"default", nil, true},
+		{"trusted proxy", []string{"SVC_TRUSTED_PROXIES=127.0.0.1, 192.0.2.0/24"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := apitest.New(t, tt.env...)
+			c := env.Client() // the peer address is 192.0.2.10
+			for i := range 11 {
+				res := c.Do(apitest.Request{Method: http.MethodPost, Path: "/auth/forgot-password",
+					Body:   map[string]any{"email": "nobody@example.com"},
+					Header: map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i+1)}})
+				if i < 10 || !tt.limited {
+					res.Expect(t, 200)
+				} else {
+					res.Expect(t, 429, "TOO_MANY_REQUESTS")
+				}
+			}
+		})
+	}
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 type operation struct {
@@ -117,7 +117,7 @@ func TestServiceEndpoints(t *testing.T) {
 	res = c.Get(apitest.Prefix+"/schemas/agent-template.schema.json").Expect(t, 200)
 	var schema map[string]any
 	res.Decode(t, &schema)
-	if schema["$id"] != "http://example.com"+apitest.Prefix+"/schemas/agent-template.schema.json" || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+	if schema["$id"] != "http://localhost:8080"+apitest.Prefix+"/schemas/agent-template.schema.json" || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Fatalf("template schema $id = %v, $schema = %v", schema["$id"], schema["$schema"])
 	}
 	// A not-yet-built operation answers an honest 501 in the envelope.

@@ -8,30 +8,31 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // errorStatus is the one map from an error category to an HTTP status and envelope code.
 var errorStatus = []struct {
 	kind   error
 	status int
-	code   string
+	code   gen.ErrorCode
 }{
-	{svcerr.ErrBadRequest, http.StatusBadRequest, "BAD_REQUEST"},
-	{svcerr.ErrUnauthenticated, http.StatusUnauthorized, "UNAUTHENTICATED"},
-	{svcerr.ErrCSRF, http.StatusForbidden, "CSRF_TOKEN_INVALID"},
-	{svcerr.ErrForbidden, http.StatusForbidden, "FORBIDDEN"},
-	{svcerr.ErrNotFound, http.StatusNotFound, "NOT_FOUND"},
-	{svcerr.ErrMethodNotAllowed, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED"},
-	{svcerr.ErrInvalidState, http.StatusConflict, "INVALID_STATE"},
-	{svcerr.ErrConflict, http.StatusConflict, "CONFLICT"},
-	{svcerr.ErrTooLarge, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE"},
-	{svcerr.ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"},
-	{svcerr.ErrInvalid, http.StatusUnprocessableEntity, "VALIDATION_ERROR"},
-	{svcerr.ErrRateLimited, http.StatusTooManyRequests, "TOO_MANY_REQUESTS"},
-	{svcerr.ErrSkillsMissing, http.StatusInternalServerError, "TOOLS_RECOMMENDS_SKILLS_MISSING"},
-	{svcerr.ErrNotImplemented, http.StatusNotImplemented, "NOT_IMPLEMENTED"},
-	{svcerr.ErrUnavailable, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE"},
+	{svcerr.ErrBadRequest, http.StatusBadRequest, gen.ErrorCodeBADREQUEST},
+	{svcerr.ErrUnauthenticated, http.StatusUnauthorized, gen.ErrorCodeUNAUTHENTICATED},
+	{svcerr.ErrCSRF, http.StatusForbidden, gen.ErrorCodeCSRFTOKENINVALID},
+	{svcerr.ErrForbidden, http.StatusForbidden, gen.ErrorCodeFORBIDDEN},
+	{svcerr.ErrNotFound, http.StatusNotFound, gen.ErrorCodeNOTFOUND},
+	{svcerr.ErrMethodNotAllowed, http.StatusMethodNotAllowed, gen.ErrorCodeMETHODNOTALLOWED},
+	{svcerr.ErrInvalidState, http.StatusConflict, gen.ErrorCodeINVALIDSTATE},
+	{svcerr.ErrConflict, http.StatusConflict, gen.ErrorCodeCONFLICT},
+	{svcerr.ErrTooLarge, http.StatusRequestEntityTooLarge, gen.ErrorCodePAYLOADTOOLARGE},
+	{svcerr.ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, gen.ErrorCodeUNSUPPORTEDMEDIATYPE},
+	{svcerr.ErrInvalid, http.StatusUnprocessableEntity, gen.ErrorCodeVALIDATIONERROR},
+	{svcerr.ErrRateLimited, http.StatusTooManyRequests, gen.ErrorCodeTOOMANYREQUESTS},
+	{svcerr.ErrSkillsMissing, http.StatusInternalServerError, gen.ErrorCodeTOOLSRECOMMENDSSKILLSMISSING},
+	{svcerr.ErrNotImplemented, http.StatusNotImplemented, gen.ErrorCodeNOTIMPLEMENTED},
+	{svcerr.ErrUnavailable, http.StatusServiceUnavailable, gen.ErrorCodeSERVICEUNAVAILABLE},
 }
 
 // envelope is the failure body; every error response of the service is one of these.
@@ -40,16 +41,16 @@ type envelope struct {
 }
 
 type envelopeError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    gen.ErrorCode `json:"code"`
+	Message string        `json:"message"`
 }
 
 // classify maps err to status, code and the message the caller may see. Errors outside every
 // category are internal: the caller sees a generic message and the real error is logged.
-func classify(err error) (status int, code, msg string) {
+func classify(err error) (status int, code gen.ErrorCode, msg string) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+		return http.StatusRequestEntityTooLarge, gen.ErrorCodePAYLOADTOOLARGE,
 			"request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
 	}
 	msg, kind, ok := svcerr.Public(err)
@@ -60,13 +61,14 @@ func classify(err error) (status int, code, msg string) {
 			}
 		}
 	}
-	return http.StatusInternalServerError, "INTERNAL", "internal error"
+	return http.StatusInternalServerError, gen.ErrorCodeINTERNAL, "internal error"
 }
 
 // writeError sends err as the envelope and aborts the gin chain.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	status, code, msg := classify(err)
-	if status == http.StatusInternalServerError && code == "INTERNAL" {
+	c.Set(logErrorCode, string(code))
+	if status == http.StatusInternalServerError && code == gen.ErrorCodeINTERNAL {
 		log.ErrorContext(c.Request.Context(), "request failed",
 			"method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	}

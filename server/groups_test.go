@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 )
 
@@ -23,7 +23,12 @@ type groupCast struct {
 
 func newGroupCast(t *testing.T) *groupCast {
 	t.Helper()
-	env := apitest.New(t)
+	return groupCastOn(t, apitest.New(t))
+}
+
+// groupCastOn builds the cast on env.
+func groupCastOn(t *testing.T, env *apitest.Env) *groupCast {
+	t.Helper()
 	c := &groupCast{env: env}
 	c.root, c.rootU = env.UserClient("root@example.com") // the first account: administrator
 	c.owner, c.ownerU = env.UserClient("owner@example.com")
@@ -34,7 +39,7 @@ func newGroupCast(t *testing.T) *groupCast {
 	c.owner.Post("/groups", map[string]any{"name": "Research", "description": "Market research"}).Expect(t, 201).Decode(t, &g)
 	c.group = g.Data.Group
 	c.path = fmt.Sprintf("/groups/%d", c.group.Id)
-	c.owner.Post(c.path+"/members", map[string]any{"user_id": c.gadminU.Id, "role": "admin"}).Expect(t, 201)
+	c.owner.Post(c.path+"/members", map[string]any{"user_id": fmt.Sprint(c.gadminU.Id), "role": "admin"}).Expect(t, 201)
 	c.owner.Post(c.path+"/members", map[string]any{"email": "member@example.com"}).Expect(t, 201)
 	return c
 }
@@ -277,7 +282,7 @@ func TestGroupMembers(t *testing.T) {
 		t.Fatalf("page 2 = %s", summary(page.Data.Members))
 	}
 	m0 := c.members(t)[2]
-	if m0.UserId != c.memberU.Id || m0.DisplayName != c.memberU.DisplayName || m0.JoinedAt.IsZero() {
+	if m0.UserId != fmt.Sprint(c.memberU.Id) || m0.DisplayName != c.memberU.DisplayName || m0.JoinedAt.IsZero() {
 		t.Fatalf("membership = %+v", m0)
 	}
 
@@ -290,18 +295,20 @@ func TestGroupMembers(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"plain member adds", c.member, c.path + "/members", map[string]any{"user_id": extraU.Id}, 403, "FORBIDDEN"},
-		{"stranger adds", c.stranger, c.path + "/members", map[string]any{"user_id": extraU.Id}, 404, "NOT_FOUND"},
-		{"group admin adds an owner", c.gadmin, c.path + "/members", map[string]any{"user_id": extraU.Id, "role": "owner"}, 403, "FORBIDDEN"},
+		{"plain member adds", c.member, c.path + "/members", map[string]any{"user_id": fmt.Sprint(extraU.Id)}, 403, "FORBIDDEN"},
+		{"stranger adds", c.stranger, c.path + "/members", map[string]any{"user_id": fmt.Sprint(extraU.Id)}, 404, "NOT_FOUND"},
+		{"group admin adds an owner", c.gadmin, c.path + "/members", map[string]any{"user_id": fmt.Sprint(extraU.Id), "role": "owner"}, 403, "FORBIDDEN"},
 		{"nobody named", c.owner, c.path + "/members", map[string]any{"role": "member"}, 422, "VALIDATION_ERROR"},
-		{"both named", c.owner, c.path + "/members", map[string]any{"user_id": extraU.Id, "email": "extra@example.com"}, 422, "VALIDATION_ERROR"},
+		{"both named", c.owner, c.path + "/members", map[string]any{"user_id": fmt.Sprint(extraU.Id), "email": "extra@example.com"}, 422, "VALIDATION_ERROR"},
 		{"unknown email", c.owner, c.path + "/members", map[string]any{"email": "nobody@example.com"}, 422, "VALIDATION_ERROR"},
-		{"unknown user id", c.owner, c.path + "/members", map[string]any{"user_id": 999999}, 422, "VALIDATION_ERROR"},
-		{"bad role", c.owner, c.path + "/members", map[string]any{"user_id": extraU.Id, "role": "boss"}, 422, "VALIDATION_ERROR"},
-		{"user id not a number", c.owner, c.path + "/members", map[string]any{"user_id": "7"}, 422, "VALIDATION_ERROR"},
+		{"unknown user id", c.owner, c.path + "/members", map[string]any{"user_id": "999999"}, 422, "VALIDATION_ERROR"},
+		{"bad role", c.owner, c.path + "/members", map[string]any{"user_id": fmt.Sprint(extraU.Id), "role": "boss"}, 422, "VALIDATION_ERROR"},
+		{"user id not a number", c.owner, c.path + "/members", map[string]any{"user_id": "seven"}, 422, "VALIDATION_ERROR"},
+		{"user id as an integer", c.owner, c.path + "/members", map[string]any{"user_id": extraU.Id}, 422, "VALIDATION_ERROR"},
+		{"user id beyond int64", c.owner, c.path + "/members", map[string]any{"user_id": "9999999999999999999"}, 422, "VALIDATION_ERROR"},
 		{"already a member", c.owner, c.path + "/members", map[string]any{"email": "MEMBER@example.com"}, 409, "CONFLICT"},
-		{"the owner again", c.root, c.path + "/members", map[string]any{"user_id": c.ownerU.Id, "role": "member"}, 409, "CONFLICT"},
-		{"unknown group", c.owner, "/groups/999999/members", map[string]any{"user_id": extraU.Id}, 404, "NOT_FOUND"},
+		{"the owner again", c.root, c.path + "/members", map[string]any{"user_id": fmt.Sprint(c.ownerU.Id), "role": "member"}, 409, "CONFLICT"},
+		{"unknown group", c.owner, "/groups/999999/members", map[string]any{"user_id": fmt.Sprint(extraU.Id)}, 404, "NOT_FOUND"},
 	} {
 		t.Run("add: "+tc.name, func(t *testing.T) {
 			tc.cl.Post(tc.path, tc.body).Expect(t, tc.status, tc.code)
@@ -315,7 +322,7 @@ func TestGroupMembers(t *testing.T) {
 	// A group admin adds members and admins.
 	var added gen.GroupMemberResponse
 	c.gadmin.Post(c.path+"/members", map[string]any{"email": "Extra@Example.com", "role": "admin"}).Expect(t, 201).Decode(t, &added)
-	if added.Data.Member.UserId != extraU.Id || added.Data.Member.Role != "admin" {
+	if added.Data.Member.UserId != fmt.Sprint(extraU.Id) || added.Data.Member.Role != "admin" {
 		t.Fatalf("added = %+v", added.Data.Member)
 	}
 	extra.Get(c.path).Expect(t, 200)
@@ -356,7 +363,7 @@ func TestGroupMembers(t *testing.T) {
 
 	var upd gen.GroupMemberResponse
 	c.gadmin.Patch(mp(extraU), map[string]any{"role": "member"}).Expect(t, 200).Decode(t, &upd)
-	if upd.Data.Member.Role != "member" || upd.Data.Member.UserId != extraU.Id {
+	if upd.Data.Member.Role != "member" || upd.Data.Member.UserId != fmt.Sprint(extraU.Id) {
 		t.Fatalf("group admin demoted an admin: %+v", upd.Data.Member)
 	}
 	c.gadmin.Patch(mp(c.gadminU), map[string]any{"role": "admin"}).Expect(t, 200) // same role: no-op
@@ -397,7 +404,7 @@ func TestGroupMembers(t *testing.T) {
 
 	extra.Delete(mp(extraU)).Expect(t, 200) // a member leaves
 	extra.Get(c.path).Expect(t, 404, "NOT_FOUND")
-	c.owner.Post(c.path+"/members", map[string]any{"user_id": extraU.Id}).Expect(t, 201)
+	c.owner.Post(c.path+"/members", map[string]any{"user_id": fmt.Sprint(extraU.Id)}).Expect(t, 201)
 	c.gadmin.Delete(mp(extraU)).Expect(t, 200)                     // an admin removes a member
 	c.member.Delete(mp(c.ownerU)).Expect(t, 200)                   // an owner removes another owner
 	c.member.Delete(mp(c.memberU)).Expect(t, 409, "INVALID_STATE") // the last owner cannot leave

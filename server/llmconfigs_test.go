@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/secret"
 )
 
 // Every API key in these tests contains keyMarker; no response body may contain it.
@@ -58,9 +60,18 @@ type llmCast struct {
 	base                                  string // /groups/{id}/llm-configs
 }
 
+// llmHosts resolves the model endpoints of these tests; llm_allowed_hosts admits ollama.lan
+// and 10.20.0.0/16.
+var llmHosts = chatResolver{
+	"llm.example.com":       {netip.MustParseAddr("93.184.216.34")},
+	"ollama.lan":            {netip.MustParseAddr("192.168.7.7")},
+	"internal.example.test": {netip.MustParseAddr("10.1.1.1")},
+}
+
 func newLLMCast(t *testing.T) *llmCast {
 	t.Helper()
-	g := newGroupCast(t)
+	g := groupCastOn(t, apitest.NewWith(t, apitest.Options{Net: netguard.Options{Resolver: llmHosts}},
+		"SVC_LLM_ALLOWED_HOSTS=ollama.lan, 10.20.0.0/16"))
 	w := func(c *apitest.Client) keyClient { return keyClient{Client: c, t: t} }
 	return &llmCast{groupCast: g, root: w(g.root), owner: w(g.owner), gadmin: w(g.gadmin), member: w(g.member),
 		stranger: w(g.stranger), base: g.path + "/llm-configs"}
@@ -141,8 +152,8 @@ func TestCreateLlmConfig(t *testing.T) {
 
 	// A group admin creates too; an empty key means none.
 	local := c.create(t, c.gadmin, map[string]any{"name": "Local", "driver": "openai", "model": "llama3.1:8b",
-		"base_url": "http://127.0.0.1:11434/v1", "api_key": ""})
-	if local.ApiKeySet || local.BaseUrl == nil || *local.BaseUrl != "http://127.0.0.1:11434/v1" || local.IsDefault || local.Temperature != nil {
+		"base_url": "http://10.20.0.5:11434/v1", "api_key": ""})
+	if local.ApiKeySet || local.BaseUrl == nil || *local.BaseUrl != "http://10.20.0.5:11434/v1" || local.IsDefault || local.Temperature != nil {
 		t.Fatalf("group admin's config = %+v", local)
 	}
 	// Administrators may create global configurations and scripted ones, in any group.
@@ -480,4 +491,54 @@ func TestSetDefaultAndDeleteLlmConfig(t *testing.T) {
 		t.Fatalf("after deletions = %s", got)
 	}
 	c.owner.Patch(c.cpath(a.Id), map[string]any{"model": "x"}).Expect(t, 404, "NOT_FOUND")
+}
+
+// TestLlmConfigBaseURLScreen: a group configuration's base_url must reach a public address or a
+// host of llm_allowed_hosts (metadata endpoints, loopback and private networks answer 422 and
+// nothing is written); global configurations, the administrators' own, are not screened.
+func TestLlmConfigBaseURLScreen(t *testing.T) {
+	t.Parallel()
+	c := newLLMCast(t)
+	cfg := func(name, url string) map[string]any {
+		return map[string]any{"name": name, "driver": "openai", "model": "m", "base_url": url}
+	}
+	ok := c.create(t, c.owner, cfg("Public", "https://llm.example.com/v1"))
+	before := c.list(t, c.owner, "")
+	var msgs []string
+	for _, tc := range []struct {
+		who  keyClient
+		name string
+		url  string
+	}{
+		{c.owner, "metadata", "http://169.254.169.254/latest/meta-data/"},
+		{c.gadmin, "loopback", "http://127.0.0.1:11434/v1"},
+		{c.owner, "localhost", "http://localhost:11434/v1"},
+		{c.owner, "private name", "https://internal.example.test/v1"},
+		{c.owner, "unresolvable", "https://nowhere.example.test/v1"},
+		{c.root, "administrator, group configuration", "http://127.0.0.1:11434/v1"},
+	} {
+		var e struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		tc.who.Post(c.base, cfg(tc.name, tc.url)).Expect(t, 422, "VALIDATION_ERROR").Decode(t, &e)
+		if !strings.Contains(e.Error.Message, "base_url") || !strings.Contains(e.Error.Message, "llm_allowed_hosts") {
+			t.Errorf("%s: message %q", tc.name, e.Error.Message)
+		}
+		msgs = append(msgs, e.Error.Message)
+		c.owner.Patch(c.cpath(ok.Id), map[string]any{"base_url": tc.url}).Expect(t, 422, "VALIDATION_ERROR")
+	}
+	if strings.Replace(msgs[3], "internal.example.test", "H", 1) != strings.Replace(msgs[4], "nowhere.example.test", "H", 1) {
+		t.Errorf("private and unresolvable hosts answer differently: %q, %q", msgs[3], msgs[4])
+	}
+	if diff := cmp.Diff(before, c.list(t, c.owner, "")); diff != "" {
+		t.Fatalf("refused writes changed the configurations (-before +after):\n%s", diff)
+	}
+	// llm_allowed_hosts: a listed name (whatever it resolves to) and a listed network.
+	c.create(t, c.owner, cfg("Ollama", "http://ollama.lan:11434/v1"))
+	c.owner.Patch(c.cpath(ok.Id), map[string]any{"base_url": "http://10.20.1.2:8000/v1"}).Expect(t, 200)
+	// Global configurations are trusted; made a group configuration again, they are screened.
+	global := c.create(t, c.root, map[string]any{"name": "Global", "driver": "openai", "model": "m",
+		"base_url": "http://127.0.0.1:11434/v1", "is_global": true})
+	c.root.Patch(c.cpath(global.Id), map[string]any{"base_url": "http://169.254.169.254/"}).Expect(t, 200)
+	c.root.Patch(c.cpath(global.Id), map[string]any{"is_global": false}).Expect(t, 422, "VALIDATION_ERROR")
 }

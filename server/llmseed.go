@@ -5,8 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 
-	"github.com/agentsvc/svc/config"
-	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -30,10 +29,8 @@ func (a *App) seedLLMConfig(ctx context.Context, cfg *config.Config) error {
 		seed.BaseURL = &base
 	}
 	if cfg.LLMAPIKey != "" {
-		box, err := secret.NewBox(a.MasterKey)
-		if err != nil {
-			return err
-		}
+		box := a.Secrets
+		var err error
 		if seed.APIKeySealed, err = box.Seal([]byte(cfg.LLMAPIKey)); err != nil {
 			return fmt.Errorf("seal llm_api_key: %w", err)
 		}
@@ -46,14 +43,16 @@ func (a *App) seedLLMConfig(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("seed the global model configuration from llm_driver and llm_model: %w", err)
 	}
+	outcome := "unchanged"
 	switch {
 	case r.Created:
-		a.Log.Info("seeded the global model configuration", "config", *r.Config)
+		outcome = "created"
 	case r.Updated:
-		a.Log.Info("updated the seeded global model configuration", "config", *r.Config)
+		outcome = "updated"
 	}
+	a.Logger.Info("model configuration seed applied", "outcome", outcome, "config", *r.Config)
 	if !r.Config.IsDefault {
-		a.Log.Info("the seeded model configuration is not the global default: another global configuration is",
+		a.Logger.Info("the seeded model configuration is not the global default: another global configuration is",
 			"config_id", r.Config.ID)
 	}
 	return nil

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/account"
-	"github.com/agentsvc/svc/apitest"
-	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -68,15 +69,11 @@ func (f *fakeOpenAI) Calls() []string {
 func runQueued(t *testing.T, app *server.App) *store.Task {
 	t.Helper()
 	ctx := context.Background()
-	loop, err := app.Loop()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := app.Store.ClaimQueued(ctx, "test-worker", time.Hour, 1)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
-	loop.Run(ctx, got[0].ID, "test-worker")
+	app.Loop.Run(ctx, nil, got[0].ID, "test-worker")
 	tk, err := app.Store.Task(ctx, got[0].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +137,7 @@ func TestLLMSeedRunsANewUsersFirstTask(t *testing.T) {
 	c.Post("/agents", map[string]any{"name": "Helper", "system_prompt": "Be brief."}).Expect(t, 201).Decode(t, &a)
 	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "Hi"}).Expect(t, 201)
 	tk := runQueued(t, env.App)
-	if tk.Status != store.TaskCompleted || tk.Answer == nil || *tk.Answer != "Hello from the seeded model." {
+	if tk.Status != taskstate.Completed || tk.Answer == nil || *tk.Answer != "Hello from the seeded model." {
 		t.Fatalf("task = %s %v %+v", tk.Status, tk.Answer, tk.Error)
 	}
 	if calls := fake.Calls(); len(calls) != 1 || calls[0] != "gpt-seed|Bearer sk-seed-secret" {
@@ -209,7 +206,7 @@ func TestLLMSeedNothingWithoutEnv(t *testing.T) {
 	c.Post("/agents", map[string]any{"name": "Helper", "system_prompt": "Be brief."}).Expect(t, 201).Decode(t, &a)
 	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "Hi"}).Expect(t, 201)
 	tk := runQueued(t, env.App)
-	if tk.Status != store.TaskFailed || tk.Error == nil || tk.Error.Code != store.TaskErrNoLLMConfiguration {
+	if tk.Status != taskstate.Failed || tk.Error == nil || tk.Error.Code != taskstate.CodeNoLLMConfiguration {
 		t.Fatalf("task = %s %+v", tk.Status, tk.Error)
 	}
 	if cfgs := globalConfigs(t, env.App.Store); len(cfgs) != 0 {

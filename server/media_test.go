@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/media"
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // mediaPNG is a w × h PNG.
@@ -148,6 +148,13 @@ func TestUploadMediaAsset(t *testing.T) {
 	}
 
 	big := append(mediaPNG(t, 2, 2), make([]byte, 16<<20)...)
+	listed := func() string {
+		t.Helper()
+		var r gen.MediaListResponse
+		w.owner.Get("/media?per_page=100").Expect(t, 200).Decode(t, &r)
+		return mediaIDs(r.Data.Media)
+	}
+	before := listed()
 	for _, tc := range []struct {
 		name   string
 		c      *apitest.Client
@@ -163,16 +170,24 @@ func TestUploadMediaAsset(t *testing.T) {
 		{"bad keep", w.owner, []mediaPart{{name: "keep", data: []byte("maybe")}, {name: "file", filename: "a", data: []byte("x")}}, 400, "BAD_REQUEST"},
 		{"unknown part", w.owner, []mediaPart{{name: "other", data: []byte("x")}, {name: "file", filename: "a", data: []byte("x")}}, 400, "BAD_REQUEST"},
 		{"anonymous", w.env.Client(), []mediaPart{{name: "file", filename: "a", data: []byte("x")}}, 401, "UNAUTHENTICATED"},
+		{"empty file part", w.owner, []mediaPart{{name: "file", filename: "a.txt", data: []byte{}}}, 400, "BAD_REQUEST"},
+		{"second file part", w.owner, []mediaPart{{name: "file", filename: "a.txt", data: []byte("one")}, {name: "file", filename: "b.txt", data: []byte("two")}}, 400, "BAD_REQUEST"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uploadMedia(t, tc.c, tc.parts...).Expect(t, tc.status, tc.code)
 		})
 	}
+	if after := listed(); after != before {
+		t.Fatalf("refused uploads left assets: %s, want %s", after, before)
+	}
+	if msg := string(uploadMedia(t, w.owner, mediaPart{name: "keep", data: []byte("true")}).Body); !strings.Contains(msg, "part `file` is missing") {
+		t.Fatalf("missing file part answered %s", msg)
+	}
 	// Without the CSRF token: 403.
 	body, ct := multipartBody(t, mediaPart{name: "file", filename: "a", data: []byte("x")})
 	w.owner.Do(apitest.Request{Method: http.MethodPost, Path: "/media", Body: body, ContentType: ct, NoCSRF: true}).Expect(t, 403, "CSRF_TOKEN_INVALID")
-	// Not multipart at all, or no body: 400.
-	w.owner.Post("/media", map[string]any{"file": "x"}).Expect(t, 400, "BAD_REQUEST")
+	// Not multipart at all: 415; no body: 400.
+	w.owner.Post("/media", map[string]any{"file": "x"}).Expect(t, 415, "UNSUPPORTED_MEDIA_TYPE")
 	w.owner.Do(apitest.Request{Method: http.MethodPost, Path: "/media"}).Expect(t, 400, "BAD_REQUEST")
 
 	// The stored bytes are the uploaded ones.

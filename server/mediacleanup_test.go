@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 )
 
 // TestDeletedSubjectsLoseMediaFiles: deleting a user or a group removes the files of its media

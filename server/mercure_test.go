@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/push"
+	"github.com/agentsvc/svc/internal/push"
 )
 
 // mercureBinEnv names the Mercure hub binary (Caddy with the Mercure module) the real-hub test
@@ -121,6 +121,9 @@ func TestMercureHubEndToEnd(t *testing.T) {
 	fake := newFakeOpenAI(t, "Pushed through Mercure.")
 	env := apitest.New(t, "SVC_MERCURE_URL="+hub.URL, "SVC_MERCURE_JWT_KEY="+hub.Key,
 		"SVC_LLM_DRIVER=openai", "SVC_LLM_MODEL=m", "SVC_LLM_BASE_URL="+fake.srv.URL+"/v1")
+	// The hub checks the tokens' expiry against the real time, so the service's clock must read it
+	// (the harness starts on a fixed date, which an hour later is past every token's expiry).
+	env.Clock.Set(time.Now())
 	c, u := env.UserClient("ada@example.com")
 
 	var st gen.SseStatusResponse

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/schedule"
-	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // A task started by a scheduled run mails its owner once when it finishes, unless
@@ -25,11 +25,11 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 		subject string // "" when no notification is due
 		body    []string
 	}{
-		{name: "completed", seed: true, status: store.TaskCompleted,
+		{name: "completed", seed: true, status: taskstate.Completed,
 			subject: "Scheduled run \u201cNightly report\u201d completed", body: []string{"Answer: Report ready."}},
-		{name: "failed", status: store.TaskFailed,
+		{name: "failed", status: taskstate.Failed,
 			subject: "Scheduled run \u201cNightly report\u201d failed", body: []string{"Error: NO_LLM_CONFIGURATION"}},
-		{name: "disabled", seed: true, enabled: "false", status: store.TaskCompleted},
+		{name: "disabled", seed: true, enabled: "false", status: taskstate.Completed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,8 +84,7 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 				}
 			}
 			// A later tick on the finished task sends nothing more.
-			loop, _ := env.App.Loop()
-			if _, err := loop.Tick(context.Background(), tk.ID, "test-worker"); err == nil {
+			if _, err := env.App.Loop.Tick(context.Background(), tk.ID, "test-worker"); err == nil {
 				t.Error("a finished task ticked")
 			}
 			if n := len(env.Mail.Messages()); n != before+1 {

@@ -15,14 +15,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // pictureBase is the public base of the test engine (the request's host and the prefix).
-const pictureBase = "http://example.com" + apitest.Prefix + "/api/v1"
+const pictureBase = "http://localhost:8080" + apitest.Prefix + "/api/v1"
 
 func pictureGIF(t testing.TB) []byte {
 	t.Helper()

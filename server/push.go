@@ -5,9 +5,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/account"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // subscribe serves the embedded push hub at {prefix}/.well-known/mercure (Mercure's subscribe
@@ -18,6 +18,7 @@ func (s *Server) subscribe(c *gin.Context) {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "the embedded push hub is not in use"))
 		return
 	}
+	endlessWrites(c)
 	if err := s.push.Subscribe(c.Writer, c.Request); err != nil {
 		s.fail(c, err)
 	}

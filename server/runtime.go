@@ -8,99 +8,147 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop"
+	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/llm"
-	"github.com/agentsvc/svc/notify"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/schedule"
-	"github.com/agentsvc/svc/secret"
+	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/apikey"
+	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/notify"
+	"github.com/agentsvc/svc/internal/picture"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/secret"
+	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/startstop"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/webhook"
+	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/task"
-	"github.com/agentsvc/svc/toolconfig"
+	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
-	"github.com/agentsvc/svc/webhook"
-	"github.com/agentsvc/svc/worker"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
-// Loop returns the agent loop over the app's store, tools and configuration (built once by
-// Open and shared with the client-mode tick endpoint); after every tick it publishes the task
-// to its owner's topic on the push channel.
-func (a *App) Loop() (*agentloop.Loop, error) {
-	if a.loop != nil {
-		return a.loop, nil
-	}
-	return a.buildLoop()
+// Services are the app's services, each built once by Open and shared: the handlers' (api.Deps)
+// and those of the background work (the agent loop, the worker daemon, the callback
+// dispatcher), so a step's publish hook, the daemon and the handlers use the same instances.
+type Services struct {
+	api.Deps
+	Tools    *tools.Registry // registered tools (core, then plugins)
+	Skills   *skill.Index    // shipped skills, then plugins' skill folders
+	Secrets  *secret.Box     // seals secrets at rest (model API keys, password-typed settings)
+	Hub      *push.Hub       // the embedded push hub; stopped by Close
+	Loop     *agentloop.Loop // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
+	Daemon   *worker.Daemon  // server mode: drains the task queue (App.Start)
+	Webhooks *webhook.Dispatcher
 }
 
-func (a *App) buildLoop() (*agentloop.Loop, error) {
-	box, err := secret.NewBox(a.MasterKey)
-	if err != nil {
-		return nil, err
+// buildServices builds the services over what Open prepared (store, secrets, accounts, hub,
+// tools, media). The callback dispatcher comes before the loop, whose steps wake it; the loop
+// before the tick endpoint's client and the daemon, which drive it.
+func (a *App) buildServices() {
+	s, cfg := a.Services, a.Config.Current()
+	s.Groups = group.New(s.Store, s.Secrets).WithLLMNet(func() netguard.Options {
+		return group.LLMNet(a.Net, s.Config.Current().LLMAllowedHosts)
+	})
+	s.Groups.WithMedia(s.Media) // files of a deleted group's assets
+	s.Agents = agent.New(s.Store)
+	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
+	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills)
+	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
+	s.Push = push.NewService(s.Config.Current, s.Hub)
+	s.Schedules = schedule.New(s.Store)
+	s.Pictures = picture.New(s.Store, s.Media)
+	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
+	s.APIKeys = apikey.New(s.Store, a.clock)
+	s.Webhooks = a.newWebhooks()
+	a.llmClients = &llmClients{net: a.Net}
+	s.Loop = a.newLoop()
+	s.Ticks = worker.NewClient(worker.ClientOptions{Store: s.Store, Tasks: s.Tasks, Config: s.Config.Current, Loop: s.Loop,
+		Clock: a.clock, Chores: a.chores(s.Store.ReapDisconnected)})
+	// The server-mode reaper runs when worker_stale_minutes > 0 (0 disables it); the tasks it
+	// queues again are claimed at once.
+	var reap func(context.Context, time.Time) (store.Reaped, error)
+	if cfg.WorkerStaleMinutes > 0 {
+		reap = s.Store.ReapStale
 	}
+	chores := a.chores(reap)
+	s.Daemon = a.newDaemon(cfg.MaxWorkers, chores)
+	chores.Requeued = s.Daemon.Notify
+}
+
+// chores is the housekeeping pass of a worker mode, reaping with reap.
+func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
+	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media, Clock: a.clock}
+}
+
+// newLoop builds the agent loop over the app's store, tools and configuration; after every
+// step it publishes the task to its owner's topic on the push channel, wakes the callback
+// dispatcher when the step enqueued a callback, and mails the owner of a finished scheduled run.
+func (a *App) newLoop() *agentloop.Loop {
 	cfg := a.Config.Current()
 	board := &agentloop.TodoBoard{}
-	tc := toolconfig.New(a.Store, a.Tools, a.Skills, box)
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
-	tasks := task.New(a.Store, a.Tools)
-	pub := push.NewService(a.Config.Current, a.Push)
-	notifier := &notify.ScheduledRuns{Store: a.Store, Mail: a.mail, Config: a.Config.Current, Log: a.Log}
+	notifier := &notify.ScheduledRuns{Store: a.Store, Mail: a.mail, Config: a.Config.Current, Log: a.Logger}
 	publish := func(ctx context.Context, t *store.Task) {
-		v, err := tasks.ViewOf(ctx, t)
+		v, err := a.Tasks.ViewOf(ctx, t)
 		if err == nil {
 			var data []byte
 			if data, err = api.TaskEvent(v); err == nil {
-				err = pub.Publish(ctx, push.TaskTopic(t.UserID), data)
+				err = a.Push.Publish(ctx, push.TaskTopic(t.UserID), data)
 			}
 		}
 		if err != nil {
-			a.Log.Warn("publish task", "task_id", t.ID, "err", err)
+			a.Logger.Warn("publish task", "task_id", t.ID, "err", err)
 		}
-		if t.CallbackURL != nil && slices.Contains(store.CallbackStates, t.Status) {
-			a.hooks.Notify() // the step enqueued a callback: send it now rather than at the next poll
+		if t.CallbackURL != nil && slices.Contains(taskstate.Settled, t.Status) {
+			a.Webhooks.Notify() // the step enqueued a callback: send it now rather than at the next poll
 		}
 		notifier.TaskSettled(ctx, t) // a scheduled run's task that just finished: mail its owner
 	}
 	return &agentloop.Loop{
-		Store: a.Store, Registry: a.Tools, ToolStates: tc.AgentToolStates, Executors: execs,
-		Todos: board, Publish: publish, Retry: tasks.ScheduleRetry, Log: a.Log, Lease: leaseFor(cfg.WorkerStaleMinutes),
-		AgentTools: tc,
-		Driver:     func(c *store.LLMConfig) (llm.Driver, error) { return a.driver(box, c) },
-	}, nil
-}
-
-// Webhooks returns the dispatcher of chat callbacks (built once by Open). In server mode the
-// worker's owner starts it with the worker daemon and stops it on shutdown (Stop drains the
-// POSTs in flight); it polls the outbox every second and wakes when a tick settles a chat with
-// a callback_url.
-func (a *App) Webhooks() *webhook.Dispatcher { return a.hooks }
-
-// newWebhooks builds the dispatcher: bodies are the chat record of the settled snapshot
-// (api.ChatBody, as the per-agent API shows the chat), sent by a client that screens every
-// attempt with the app's outbound options (https only) and never follows redirects.
-func (a *App) newWebhooks(clock func() time.Time) *webhook.Dispatcher {
-	tasks := task.New(a.Store, a.Tools)
-	return &webhook.Dispatcher{
-		Store: a.Store,
-		Render: func(_ context.Context, d store.WebhookDelivery) ([]byte, error) {
-			return api.ChatBody(tasks.SnapshotView(d.Snapshot))
-		},
-		Client: webhook.NewClient(a.Net),
-		Clock:  clock,
-		Logger: a.Log.With("component", "webhook"),
+		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs,
+		Todos: board, Publish: publish, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
+		Lease: agentloop.DefaultLease, StepBound: time.Duration(cfg.WorkerStaleMinutes) * time.Minute, Clock: startstop.RealClock(a.clock),
+		AgentTools: a.ToolConfig,
+		Driver:     a.driver,
 	}
 }
 
-// driver builds the model driver of a stored configuration, opening its sealed key.
-func (a *App) driver(box *secret.Box, c *store.LLMConfig) (llm.Driver, error) {
+// newWebhooks builds the dispatcher of chat callbacks. In server mode Start starts it with the
+// daemon and Stop drains the POSTs in flight; it polls the outbox every second and wakes when
+// a step settles a chat with a callback_url. Bodies are the chat record of the settled
+// snapshot (api.ChatBody, as the per-agent API shows the chat), sent by a client that screens
+// every attempt with the app's outbound options (https only) and never follows redirects.
+func (a *App) newWebhooks() *webhook.Dispatcher {
+	return &webhook.Dispatcher{
+		Store: a.Store,
+		Render: func(_ context.Context, d store.WebhookDelivery) ([]byte, error) {
+			return api.ChatBody(a.Tasks.SnapshotView(d.Snapshot))
+		},
+		Client: webhook.NewClient(a.Net),
+		Clock:  startstop.RealClock(a.clock),
+		Logger: a.Logger.With("component", "webhook"),
+	}
+}
+
+// driver builds the model driver of a stored configuration, opening its sealed key; group
+// configurations call through the screened client of a.llmClients.
+func (a *App) driver(c *store.LLMConfig) (llm.Driver, error) {
+	cfg := a.Config.Current()
 	lc := llm.Config{Driver: c.Driver, Model: c.Model, Temperature: c.Temperature,
-		Timeout: time.Duration(a.Config.Current().LLMTimeout) * time.Second}
+		Timeout: time.Duration(cfg.LLMTimeout) * time.Second, HTTPClient: a.llmClients.For(c, cfg.LLMAllowedHosts)}
 	if c.BaseURL != nil {
 		lc.BaseURL = *c.BaseURL
 	}
 	if c.APIKeySealed != "" {
-		key, err := box.Open(c.APIKeySealed)
+		key, err := a.Secrets.Open(c.APIKeySealed)
 		if err != nil {
 			return nil, fmt.Errorf("model configuration %d: the API key cannot be opened (was the master key changed?)", c.ID)
 		}
@@ -115,57 +163,33 @@ func (a *App) driver(box *secret.Box, c *store.LLMConfig) (llm.Driver, error) {
 	return llm.New(lc)
 }
 
-// leaseFor is the worker lease: the reaper treats a RUNNING task as orphaned once its lease
-// expired, so the lease is the stale period (worker_stale_minutes; 0 disables the reaper and
-// leaves a long lease).
-func leaseFor(staleMinutes int) time.Duration {
-	if staleMinutes <= 0 {
-		return 24 * time.Hour
-	}
-	return time.Duration(staleMinutes) * time.Minute
-}
+// choresEvery is the server-mode housekeeping period: a fraction of the lease, so a task whose
+// worker died is taken back within about DefaultLease plus this.
+const choresEvery = agentloop.DefaultLease / 4
 
-// Worker returns the server-mode daemon draining the queue with loop. Each process gets its
-// own worker id, so two processes on one database never run the same task at once (claims
-// are atomic in the store).
-func (a *App) Worker(loop *agentloop.Loop) *worker.Daemon {
-	cfg := a.Config.Current()
+// newDaemon builds the server-mode daemon draining the queue with the loop, at most
+// maxWorkers runs at once, and running chores every choresEvery. Each process gets its own worker
+// id, so two processes on one database never run the same task at once (claims are atomic in
+// the store).
+func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
-	d := &worker.Daemon{
-		MaxWorkers: cfg.MaxWorkers,
-		Log:        a.Log,
+	loop := a.Loop
+	return &worker.Daemon{
+		MaxWorkers: maxWorkers,
+		Log:        a.Logger,
+		Clock:      startstop.RealClock(a.clock),
 		Claim: func(ctx context.Context, n int) ([]int64, error) {
 			ts, err := a.Store.ClaimQueued(ctx, id, loop.Lease, n)
 			ids := make([]int64, len(ts))
 			for i, t := range ts {
 				ids[i] = t.ID
+				a.Tasks.LogTransition(ctx, task.Transition{Action: "claim", TaskID: t.ID, From: taskstate.Queued, To: t.Status, Worker: id})
 			}
 			return ids, err
 		},
-		Run: func(stop context.Context, taskID int64) { loop.Run(stop, taskID, id) },
+		Run:         func(ctx context.Context, stop <-chan struct{}, taskID int64) { loop.Run(ctx, stop, taskID, id) },
+		ChoresEvery: choresEvery,
+		Chores:      func(ctx context.Context) error { _, err := chores.Run(ctx); return err },
 	}
-	// Chores run every ReapEvery: reaping (when worker_stale_minutes > 0; 0 disables the reaper),
-	// dispatching due scheduled runs and sweeping expired media uploads (always).
-	tasks, schedules, reap := task.New(a.Store, a.Tools), schedule.New(a.Store), cfg.WorkerStaleMinutes > 0
-	d.Reap = func(ctx context.Context) error {
-		var err error
-		if reap {
-			var ids []int64
-			ids, err = a.Store.ReapStale(ctx, a.clock())
-			for _, id := range ids { // ORPHANED is transient: the agent's retry chain applies
-				if rerr := tasks.Reaped(ctx, id); rerr != nil && err == nil {
-					err = rerr
-				}
-			}
-		}
-		if _, derr := schedules.DispatchDue(ctx, a.clock()); derr != nil && err == nil {
-			err = derr
-		}
-		if _, serr := a.Media.Sweep(ctx); serr != nil && err == nil { // expired media uploads
-			err = serr
-		}
-		return err
-	}
-	return d
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -17,20 +18,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	svc "github.com/agentsvc/svc"
-	"github.com/agentsvc/svc/account"
-	"github.com/agentsvc/svc/agenttemplate"
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/config"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/media"
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/ratelimit"
-	"github.com/agentsvc/svc/secret"
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/apikey"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/ratelimit"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
-	"github.com/agentsvc/svc/tools"
 )
 
 func init() {
@@ -44,48 +41,28 @@ const (
 	authAttemptsPerMinute = 10
 )
 
-// Deps are what the server needs from the process.
-type Deps struct {
-	Config   *config.Loader
-	Store    *store.Store
-	Accounts *account.Service
-	Secrets  *secret.Box
-	Tools    *tools.Registry
-	Skills   *skill.Index
-	Logger   *slog.Logger
-	Clock    func() time.Time
-	Push     *push.Hub // the embedded push hub; nil: none
-	// Tick runs one agent-loop step (agentloop.Loop.Tick) for the client-mode tick endpoint.
-	Tick func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
-	Net  netguard.Options // outbound SSRF screen (callback URLs)
-	// Media stores media assets; nil: files below storage/media.
-	Media *media.Service
-}
-
 // Server is the HTTP side of the service.
 type Server struct {
 	cfg      *config.Loader
 	store    *store.Store
 	accounts *account.Service
-	secrets  *secret.Box
-	tools    *tools.Registry
-	skills   *skill.Index
+	keys     *apikey.Service // per-agent API keys (the per-agent gate)
 	log      *slog.Logger
 	push     *push.Hub
-	tick     func(ctx context.Context, taskID int64, workerID string) (*store.Task, error)
+	handlers *api.API
 	clock    func() time.Time
-	net      netguard.Options
-	media    *media.Service
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
+	bodies   chan struct{} // one slot per request body being received (max_request_bodies)
 	agentAPI agentAPIState // per-agent API: per-key limiters (server/agentapi.go)
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
 }
 
-// New builds the engine. The mount prefix is read once: changing app_prefix needs a restart.
-func New(d Deps) (*Server, error) {
+// New builds the engine over the services (it builds none); clock (nil: time.Now) drives the
+// rate limits. The mount prefix is read once: changing app_prefix needs a restart.
+func New(d *Services, clock func() time.Time) (*Server, error) {
 	doc, err := gen.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded contract: %w", err)
@@ -94,19 +71,24 @@ func New(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := d.Clock
 	if clock == nil {
 		clock = time.Now
 	}
 	cfg := d.Config.Current()
 	s := &Server{
-		cfg: d.Config, store: d.Store, accounts: d.Accounts, secrets: d.Secrets, tools: d.Tools, skills: d.Skills, log: d.Logger, push: d.Push, tick: d.Tick, clock: clock, net: d.Net, media: d.Media, contract: k,
+		cfg: d.Config, store: d.Store, accounts: d.Accounts, keys: d.APIKeys, log: d.Logger, push: d.Hub,
+		handlers: api.New(d.Deps), clock: clock, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
+		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
 		},
 	}
 	s.engine = s.routes()
+	// Client addresses (rate limits) come from X-Forwarded-For only behind a trusted proxy.
+	if err := s.engine.SetTrustedProxies(cfg.TrustedProxyList()); err != nil {
+		return nil, fmt.Errorf("trusted_proxies: %w", err)
+	}
 	return s, nil
 }
 
@@ -119,7 +101,7 @@ func (s *Server) routes() *gin.Engine {
 	e.UseRawPath = true
 	e.UnescapePathValues = true
 	e.RemoveExtraSlash = false
-	e.Use(s.recover, s.logRequests)
+	e.Use(s.logRequests, s.recover, s.securityHeaders)
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -137,12 +119,10 @@ func (s *Server) routes() *gin.Engine {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
 	})
 	root.GET("/schemas/agent-template.schema.json", func(c *gin.Context) {
-		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.schemaURL(c)))
+		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.cfg.Current().PublicBase()+"/schemas/agent-template.schema.json"))
 	})
 
-	handlers := api.New(api.Deps{Config: s.cfg, Store: s.store, Accounts: s.accounts, Secrets: s.secrets, Tools: s.tools, Skills: s.skills, Logger: s.log, Push: s.push,
-		Tick: s.tick, Clock: s.clock, Net: s.net, Media: s.media})
-	strict := gen.NewStrictHandlerWithOptions(handlers.Strict(), nil, gen.StrictGinServerOptions{
+	strict := gen.NewStrictHandlerWithOptions(s.handlers.Strict(), nil, gen.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			s.fail(c, svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err))
 		},
@@ -156,11 +136,6 @@ func (s *Server) routes() *gin.Engine {
 		},
 	})
 	return e
-}
-
-// schemaURL is {schema_url}: the template schema's public address.
-func (s *Server) schemaURL(c *gin.Context) string {
-	return s.cfg.Current().PublicBase(c.Request) + "/schemas/agent-template.schema.json"
 }
 
 // fail sends err as the envelope.
@@ -183,13 +158,6 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
-func (s *Server) logRequests(c *gin.Context) {
-	start := time.Now()
-	c.Next()
-	s.log.InfoContext(c.Request.Context(), "request", "method", c.Request.Method,
-		"path", c.Request.URL.Path, "status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds())
-}
-
 func (s *Server) healthz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
@@ -204,13 +172,29 @@ func (s *Server) healthz(c *gin.Context) {
 // Run serves on addr until ctx ends, then shuts down gracefully (in-flight requests finish,
 // up to grace).
 func (s *Server) Run(ctx context.Context, addr string, grace time.Duration) error {
-	hs := &http.Server{Addr: addr, Handler: s.engine, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln, grace)
+}
+
+// Serve is Run on a listener the caller opened; it closes ln. The timeouts are read here
+// (http_read_timeout, http_write_timeout, http_idle_timeout): changing them needs a restart.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	cfg := s.cfg.Current()
+	hs := &http.Server{Handler: s.engine, ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:  time.Duration(cfg.HTTPReadTimeout) * time.Second,
+		WriteTimeout: time.Duration(cfg.HTTPWriteTimeout) * time.Second,
+		IdleTimeout:  time.Duration(cfg.HTTPIdleTimeout) * time.Second,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 	if s.push != nil {
 		hs.RegisterOnShutdown(func() { _ = s.push.Close() }) // end open subscriptions so Shutdown can finish
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.ListenAndServe() }()
-	s.log.Info("listening", "addr", addr, "prefix", s.prefix)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String(), "prefix", s.prefix)
 	select {
 	case err := <-errc:
 		return err

@@ -14,7 +14,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/mail"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 func TestPanicAnswersTheEnvelope(t *testing.T) {
@@ -39,7 +42,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
 		status int
-		code   string
+		code   gen.ErrorCode
 		msg    string
 	}{
 		{svcerr.New(svcerr.ErrNotFound, "agent 3 not found"), 404, "NOT_FOUND", "agent 3 not found"},
@@ -73,7 +76,8 @@ func TestRunShutsDownGracefully(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		c.String(200, "done")
 	})
-	s := &Server{engine: e, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &Server{engine: e, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		cfg: config.NewLoader([]string{"SVC_CONFIG_FILE=" + t.TempDir() + "/none.yaml"})}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- s.Run(ctx, addr, 5*time.Second) }()
@@ -101,5 +105,32 @@ func TestRunShutsDownGracefully(t *testing.T) {
 	}
 	if err := <-errc; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestMailLogWithheldInProduction: without a mail driver, a message (a reset link) is logged in
+// full only in development.
+func TestMailLogWithheldInProduction(t *testing.T) {
+	t.Parallel()
+	msg := mail.PasswordResetMessage("ada@example.com", "Ada", "https://svc.example/reset-password?selector=s&token=secret-token")
+	for _, tt := range []struct {
+		env      []string
+		withBody bool
+	}{
+		{nil, true},
+		{[]string{"SVC_APP_ENV=production", "SVC_APP_URL=https://svc.example", "SVC_SECRET_KEY=AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="}, false},
+	} {
+		var buf strings.Builder
+		loader := config.NewLoader(append([]string{"SVC_CONFIG_FILE=" + t.TempDir() + "/none.yaml"}, tt.env...))
+		if _, err := loader.Load(); err != nil {
+			t.Fatal(err)
+		}
+		m := &configuredMailer{cfg: loader.Current, log: mail.NewLog(slog.New(slog.NewTextHandler(&buf, nil)))}
+		if err := m.Send(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(buf.String(), "secret-token"); got != tt.withBody {
+			t.Errorf("%v: link logged = %v, want %v: %s", tt.env, got, tt.withBody, buf.String())
+		}
 	}
 }

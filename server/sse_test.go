@@ -17,10 +17,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/push"
-	"github.com/agentsvc/svc/worker"
+	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/worker"
 )
 
 const hubPath = apitest.Prefix + "/.well-known/mercure"
@@ -56,7 +56,7 @@ func TestSseEmbedded(t *testing.T) {
 	var info gen.SseAuthResponse
 	c.Get("/sse/auth").Expect(t, 200).Decode(t, &info)
 	if !info.Data.Available || info.Data.Hub != gen.SseHubEmbedded || info.Data.HubUrl == nil ||
-		*info.Data.HubUrl != "http://example.com/svc/.well-known/mercure" || !reflect.DeepEqual(info.Data.Topics, own) {
+		*info.Data.HubUrl != "http://localhost:8080/svc/.well-known/mercure" || !reflect.DeepEqual(info.Data.Topics, own) {
 		t.Fatalf("auth %+v", info.Data)
 	}
 
@@ -268,7 +268,7 @@ func TestSseEndToEnd(t *testing.T) {
 	expect(t, open(t, http.DefaultClient, url.Values{}, bearer), 400, "BAD_REQUEST")
 
 	// What the service publishes arrives, each subscriber getting only its topics.
-	pub := push.NewService(env.App.Config.Current, env.App.Push)
+	pub := env.App.Push
 	h, q2, s := sseStream(t, byHeader), sseStream(t, byQuery), sseStream(t, bySession)
 	if err := pub.Publish(context.Background(), push.TaskTopic(u.Id), []byte(`{"id":1,"state":"DONE"}`)); err != nil {
 		t.Fatal(err)
@@ -315,15 +315,15 @@ func followTasks(t *testing.T, env *apitest.Env, c *apitest.Client, userID int64
 	return sseStream(t, resp)
 }
 
-// runWorker starts the service's worker daemon (as `svc serve` does) until the test ends.
+// runWorker starts the service's background work (server mode: the daemon and the callback
+// dispatcher) as `svc serve` does, and drains it when the test ends; it returns the daemon.
 func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon {
 	t.Helper()
-	loop, err := env.App.Loop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	daemon := env.App.Worker(loop)
-	daemon.Start(context.Background())
-	t.Cleanup(func() { _ = daemon.Stop(context.Background()) })
-	return daemon
+	env.App.Start(context.Background())
+	t.Cleanup(func() {
+		if err := env.App.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return env.App.Daemon
 }

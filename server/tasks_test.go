@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -79,7 +80,7 @@ func (w *taskWorld) finish(t *testing.T, id int64, o store.StepOutcome, calls []
 	ctx := context.Background()
 	w.claim(t, id)
 	if len(calls) > 0 {
-		if _, err := w.st().RecordToolCalls(ctx, id, "w1", calls); err != nil {
+		if _, _, err := w.st().AppendAssistantTurn(ctx, id, "w1", store.NewTaskMessage{Role: store.RoleAssistant}, calls); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +179,7 @@ func TestTaskOwnerIsolation(t *testing.T) {
 	for _, p := range []string{"/tasks/abc", "/tasks/0", "/tasks/007", "/tasks/99999"} {
 		w.owner.Get(p).Expect(t, 404, "NOT_FOUND")
 	}
-	if st := w.taskStatus(t, tk.Id); st != store.TaskQueued {
+	if st := w.taskStatus(t, tk.Id); st != taskstate.Queued {
 		t.Fatalf("status %s after refused requests", st)
 	}
 	w.owner.Get("/tasks").Expect(t, 200)
@@ -239,12 +240,12 @@ func TestTaskAbortAndDelete(t *testing.T) {
 		t.Fatal("running task not aborted")
 	}
 	// The worker lost the task: its next write is refused and nothing changes.
-	if _, err := w.st().FinishStep(context.Background(), running.Id, "w1", store.StepOutcome{Status: store.TaskCompleted, Answer: new("late")}); err == nil {
+	if _, err := w.st().FinishStep(context.Background(), running.Id, "w1", store.StepOutcome{Status: taskstate.Completed, Answer: new("late")}); err == nil {
 		t.Fatal("a stale worker wrote to an aborted task")
 	}
 
 	done := w.newTask(t, w.owner, w.agent.Id)
-	w.finish(t, done.Id, store.StepOutcome{Status: store.TaskCompleted, Answer: new("42"), Steps: 1}, nil, nil)
+	w.finish(t, done.Id, store.StepOutcome{Status: taskstate.Completed, Answer: new("42"), Steps: 1}, nil, nil)
 	w.owner.Post(taskPath(done.Id, "abort"), nil).Expect(t, 409, "INVALID_STATE")
 	w.owner.Post(taskPath(done.Id, "abort-sub-agent"), nil).Expect(t, 409, "INVALID_STATE")
 
@@ -258,7 +259,7 @@ func TestTaskAbortSubAgent(t *testing.T) {
 	w := newTaskWorld(t)
 	ctx := context.Background()
 	parent := w.newTask(t, w.owner, w.agent.Id)
-	w.finish(t, parent.Id, store.StepOutcome{Status: store.TaskAwaitingSubAgents, Steps: 1}, nil, nil)
+	w.finish(t, parent.Id, store.StepOutcome{Status: taskstate.AwaitingSubAgents, Steps: 1}, nil, nil)
 	child, err := w.st().CreateTask(ctx, store.NewTask{AgentID: w.agent.Id, PrincipalID: w.agent.PrincipalId, UserID: w.ownerU.Id, ParentTaskID: &parent.Id, Prompt: "sub", MaxSteps: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -268,14 +269,14 @@ func TestTaskAbortSubAgent(t *testing.T) {
 	if got.Id != child.ID || got.Status != "ABORTED" || got.ParentTaskId == nil || *got.ParentTaskId != parent.Id {
 		t.Fatalf("abort-sub-agent = %+v", got)
 	}
-	if st := w.taskStatus(t, parent.Id); st != store.TaskAborted {
+	if st := w.taskStatus(t, parent.Id); st != taskstate.Aborted {
 		t.Fatalf("parent is %s, want ABORTED", st)
 	}
 	w.owner.Post(taskPath(child.ID, "abort-sub-agent"), nil).Expect(t, 409, "INVALID_STATE")
 }
 
 func readURLCall(id, url string) store.NewToolCall {
-	return store.NewToolCall{MessageSequence: 2, ProviderCallID: id, ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch",
+	return store.NewToolCall{ProviderCallID: id, ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch",
 		Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": url}}
 }
 
@@ -286,7 +287,7 @@ func TestTaskApproveReject(t *testing.T) {
 	tk := w.newTask(t, w.owner, w.agent.Id)
 	w.owner.Post(taskPath(tk.Id, "approve"), map[string]any{"decisions": []any{map[string]any{"provider_call_id": "c1", "decision": "approve"}}}).Expect(t, 409, "INVALID_STATE")
 	w.owner.Post(taskPath(tk.Id, "reject"), map[string]any{"reason": "no"}).Expect(t, 409, "INVALID_STATE")
-	w.finish(t, tk.Id, store.StepOutcome{Status: store.TaskPendingApproval, Steps: 1}, []store.NewToolCall{readURLCall("c1", "https://a.example"), readURLCall("c2", "https://b.example")}, nil)
+	w.finish(t, tk.Id, store.StepOutcome{Status: taskstate.PendingApproval, Steps: 1}, []store.NewToolCall{readURLCall("c1", "https://a.example"), readURLCall("c2", "https://b.example")}, nil)
 
 	got := decodeTask(t, w.owner.Get(taskPath(tk.Id, "")).Expect(t, 200))
 	if got.Status != "PENDING_APPROVAL" || got.Pending == nil || len(got.Pending.ToolCalls) != 2 || len(got.Pending.Questions) != 0 {
@@ -336,7 +337,7 @@ func TestTaskApproveReject(t *testing.T) {
 	// Reject-all on a second task (the first leaves the queue first).
 	w.owner.Post(taskPath(tk.Id, "abort"), nil).Expect(t, 200)
 	tk2 := w.newTask(t, w.owner, w.agent.Id)
-	w.finish(t, tk2.Id, store.StepOutcome{Status: store.TaskPendingApproval}, []store.NewToolCall{readURLCall("d1", "https://c.example"), readURLCall("d2", "https://d.example")}, nil)
+	w.finish(t, tk2.Id, store.StepOutcome{Status: taskstate.PendingApproval}, []store.NewToolCall{readURLCall("d1", "https://c.example"), readURLCall("d2", "https://d.example")}, nil)
 	rj := decodeTask(t, w.owner.Post(taskPath(tk2.Id, "reject"), map[string]any{"reason": "Do not fetch external pages."}).Expect(t, 200))
 	if rj.Status != "QUEUED" {
 		t.Fatalf("after reject = %+v", rj)
@@ -362,7 +363,7 @@ func TestTaskAnswer(t *testing.T) {
 		{Question: "Which format?", Header: "Format", Options: []string{"PDF", "Markdown"}},
 		{Question: "Which extras?", Header: "Extras", Options: []string{"TOC", "Index", "Cover"}, Multiple: true, AllowFreeText: true},
 	}
-	w.finish(t, tk.Id, store.StepOutcome{Status: store.TaskAwaitingInput, Steps: 1}, nil, map[string][]store.Question{
+	w.finish(t, tk.Id, store.StepOutcome{Status: taskstate.AwaitingInput, Steps: 1}, nil, map[string][]store.Question{
 		"q1": qs, "q2": {{Question: "Language?", Header: "Lang", Options: []string{"en", "fr"}}},
 	})
 	got := decodeTask(t, w.owner.Get(taskPath(tk.Id, "")).Expect(t, 200))
@@ -408,7 +409,7 @@ func TestTaskContinueRetryCancel(t *testing.T) {
 	w.owner.Post(taskPath(tk.Id, "retry"), nil).Expect(t, 409, "INVALID_STATE")
 	w.owner.Delete(taskPath(tk.Id, "retry-chain")).Expect(t, 409, "INVALID_STATE")
 
-	w.finish(t, tk.Id, store.StepOutcome{Status: store.TaskCompleted, Answer: new("first answer"), Steps: 2, InputTokens: 100, OutputTokens: 20}, nil, nil)
+	w.finish(t, tk.Id, store.StepOutcome{Status: taskstate.Completed, Answer: new("first answer"), Steps: 2, InputTokens: 100, OutputTokens: 20}, nil, nil)
 	done := decodeTask(t, w.owner.Get(taskPath(tk.Id, "")).Expect(t, 200))
 	if done.Status != "COMPLETED" || *done.Answer != "first answer" || done.Usage.InputTokens != 100 || done.StepsUsed != 2 || done.FinishedAt == nil {
 		t.Fatalf("completed = %+v", done)
@@ -434,7 +435,7 @@ func TestTaskContinueRetryCancel(t *testing.T) {
 	}
 
 	// FAILED: retry, then a failure with a pending automatic retry, cancelled.
-	w.finish(t, tk.Id, store.StepOutcome{Status: store.TaskFailed, Error: &store.TaskError{Code: store.TaskErrRateLimit, Message: "429"}}, nil, nil)
+	w.finish(t, tk.Id, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "429"}}, nil, nil)
 	failed := decodeTask(t, w.owner.Get(taskPath(tk.Id, "")).Expect(t, 200))
 	if failed.Error == nil || failed.Error.Code != "RATE_LIMIT" || failed.NextRetryAt != nil {
 		t.Fatalf("failed = %+v", failed)
@@ -444,7 +445,7 @@ func TestTaskContinueRetryCancel(t *testing.T) {
 	if rt.Status != "QUEUED" || rt.RetryCount != 1 || rt.Error != nil {
 		t.Fatalf("retried = %+v", rt)
 	}
-	w.finish(t, tk.Id, store.StepOutcome{Status: store.TaskFailed, Error: &store.TaskError{Code: store.TaskErrServerError, Message: "502"}}, nil, nil)
+	w.finish(t, tk.Id, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeServerError, Message: "502"}}, nil, nil)
 	if ok, err := w.st().ScheduleTaskRetry(ctx, tk.Id, 10*time.Minute, 5); err != nil || !ok {
 		t.Fatalf("ScheduleTaskRetry = %v, %v", ok, err)
 	}
@@ -462,7 +463,7 @@ func TestTaskContinueRetryCancel(t *testing.T) {
 	// An agent without follow-ups refuses continue on COMPLETED but not on ABORTED.
 	noFollow := mkAgent(t, w.owner, map[string]any{"name": "One shot", "allow_followup": false})
 	t2 := w.newTask(t, w.owner, noFollow.Id)
-	w.finish(t, t2.Id, store.StepOutcome{Status: store.TaskCompleted, Answer: new("done")}, nil, nil)
+	w.finish(t, t2.Id, store.StepOutcome{Status: taskstate.Completed, Answer: new("done")}, nil, nil)
 	w.owner.Post(taskPath(t2.Id, "continue"), map[string]any{"prompt": "again"}).Expect(t, 409, "INVALID_STATE")
 	t3 := w.newTask(t, w.owner, noFollow.Id)
 	w.owner.Post(taskPath(t3.Id, "abort"), nil).Expect(t, 200)

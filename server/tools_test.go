@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -295,7 +295,7 @@ func toolGroup(t *testing.T, owner *apitest.Client, name string, members map[int
 	var r gen.GroupResponse
 	owner.Post("/groups", map[string]any{"name": name}).Expect(t, 201).Decode(t, &r)
 	for uid, role := range members {
-		owner.Post(fmt.Sprintf("/groups/%d/members", r.Data.Group.Id), map[string]any{"user_id": uid, "role": role}).Expect(t, 201)
+		owner.Post(fmt.Sprintf("/groups/%d/members", r.Data.Group.Id), map[string]any{"user_id": fmt.Sprint(uid), "role": role}).Expect(t, 201)
 	}
 	return r.Data.Group
 }

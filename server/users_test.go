@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 )
 
@@ -153,7 +153,7 @@ func TestDeleteLastGroupOwner(t *testing.T) {
 	}
 	owner.Post("/groups", map[string]any{"name": "Team"}).Expect(t, 201).Decode(t, &g)
 	gp := fmt.Sprintf("/groups/%d", g.Data.Group.Id)
-	owner.Post(gp+"/members", map[string]any{"user_id": memberUser.Id, "role": "member"}).Expect(t, 201)
+	owner.Post(gp+"/members", map[string]any{"user_id": fmt.Sprint(memberUser.Id), "role": "member"}).Expect(t, 201)
 	up := fmt.Sprintf("/users/%d", ownerUser.Id)
 	adm.Delete(up).Expect(t, 409, "CONFLICT")
 	owner.Get(gp).Expect(t, 200) // nothing was deleted

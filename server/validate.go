@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -16,9 +18,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/account"
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Body limits. An operation may raise its own with the extension `x-max-body-bytes`.
@@ -81,7 +83,8 @@ func (s *Server) gate(c *gin.Context) {
 		return
 	}
 	op := route.Operation
-	if c.Request.Body != nil && c.Request.Body != http.NoBody {
+	hasBody := c.Request.Body != nil && c.Request.Body != http.NoBody
+	if hasBody {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))
 	}
 	ctx, err := s.authenticate(c, op)
@@ -93,7 +96,21 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.longRunning(c, op)
+	if hasBody {
+		release, err := s.admitBody(c, bodyLimit(op))
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		defer release()
+	}
 	ri := api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()}
+	if hasBody && isJSON(c.ContentType()) {
+		// JSON decoders replace invalid UTF-8 with U+FFFD: refuse it rather than store something
+		// other than what was sent. Checked while the body streams, without another copy.
+		c.Request.Body = newUTF8Body(c.Request.Body)
+	}
 	if keepsRawBody(op) {
 		if ri.RawBody, err = readRawBody(c.Request); err != nil {
 			s.fail(c, err)
@@ -112,10 +129,18 @@ func (s *Server) gate(c *gin.Context) {
 		},
 	}
 	if err := openapi3filter.ValidateRequest(c.Request.Context(), in); err != nil {
+		if bodyUnread(err) {
+			c.Header("Connection", "close") // the rest of the body may still arrive: not a new request
+		}
 		s.fail(c, requestError(err))
 		return
 	}
 	c.Next()
+}
+
+// isJSON reports whether the media type ct is JSON (application/json or a +json type).
+func isJSON(ct string) bool {
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
 }
 
 // keepsRawBody reports whether the handler of op needs the body exactly as sent: operations
@@ -140,6 +165,9 @@ func readRawBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		if errors.Is(err, errInvalidUTF8) {
 			return nil, err
 		}
 		return nil, svcerr.New(svcerr.ErrBadRequest, "request body could not be read")
@@ -226,7 +254,7 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
 // a person can act on.
 func requestError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if errors.As(err, &mbe) || errors.Is(err, errInvalidUTF8) {
 		return err
 	}
 	var re *openapi3filter.RequestError
@@ -235,11 +263,19 @@ func requestError(err error) error {
 		if errors.As(re.Err, &pe) && re.RequestBody != nil {
 			return svcerr.New(svcerr.ErrBadRequest, "request body is not valid JSON: %s", parseReason(pe))
 		}
+		if bodyUnread(re) {
+			return svcerr.New(svcerr.ErrBadRequest, "request body could not be read (sent too slowly or cut short)")
+		}
 		if re.RequestBody != nil && contentTypeRefused(re) {
-			return svcerr.New(svcerr.ErrBadRequest, "request body has an unsupported content type")
+			sent := ""
+			if re.Input != nil && re.Input.Request != nil {
+				sent = re.Input.Request.Header.Get("Content-Type")
+			}
+			return svcerr.New(svcerr.ErrUnsupportedMediaType, "Content-Type %q is not accepted here; send %s",
+				sent, orList(slices.Sorted(maps.Keys(re.RequestBody.Content))))
 		}
 		if re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) && re.RequestBody.Content.Get("multipart/form-data") != nil {
-			return svcerr.New(svcerr.ErrBadRequest, "the upload needs a multipart body with a file part")
+			return svcerr.New(svcerr.ErrBadRequest, "the multipart part `file` is missing")
 		}
 		where := "request body"
 		if re.Parameter != nil {
@@ -262,6 +298,14 @@ func requestError(err error) error {
 	return svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err)
 }
 
+// bodyUnread reports a body whose reading failed (read timeout, connection cut), as opposed to
+// one that was read and refused.
+func bodyUnread(err error) bool {
+	var re *openapi3filter.RequestError
+	var mbe *http.MaxBytesError
+	return errors.As(err, &re) && re.RequestBody != nil && re.Reason == "reading failed" && !errors.As(err, &mbe)
+}
+
 // contentTypeRefused reports a body whose Content-Type the operation does not take.
 func contentTypeRefused(re *openapi3filter.RequestError) bool {
 	text := re.Reason
@@ -270,6 +314,14 @@ func contentTypeRefused(re *openapi3filter.RequestError) bool {
 	}
 	return strings.Contains(text, "header Content-Type has unexpected value") ||
 		strings.Contains(text, "unsupported content type")
+}
+
+// orList joins xs as "a", "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 func parseReason(pe *openapi3filter.ParseError) string {

@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/apitest"
+	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/netguard"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/webhook"
 )
 
 // hookRequest is one callback as the receiver saw it.
@@ -87,11 +88,7 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 		Expect(t, http.StatusAccepted).Decode(t, &started)
 	chatID := started.Data.Chat.Id
 
-	loop, err := env.App.Loop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := env.App.Webhooks()
+	loop, hooks := env.App.Loop, env.App.Webhooks
 	// drive runs the chat until it is quiescent, then sends what settled.
 	drive := func() hookRequest {
 		t.Helper()
@@ -99,7 +96,7 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].ID != chatID {
 			t.Fatalf("ClaimQueued = %+v, %v", got, err)
 		}
-		loop.Run(ctx, chatID, "e2e")
+		loop.Run(ctx, nil, chatID, "e2e")
 		if n, err := hooks.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("RunOnce = %d, %v; want one delivery", n, err)
 		}
@@ -157,7 +154,7 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 	}
 
 	ds, err := env.App.Store.WebhookDeliveries(ctx, chatID)
-	if err != nil || len(ds) != 2 || ds[0].Status != store.TaskPendingApproval || ds[1].Status != store.TaskCompleted ||
+	if err != nil || len(ds) != 2 || ds[0].Status != taskstate.PendingApproval || ds[1].Status != taskstate.Completed ||
 		ds[0].State != store.DeliveryDelivered || ds[1].State != store.DeliveryDelivered {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
 	}
@@ -176,7 +173,7 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 	if got, err := env.App.Store.ClaimQueued(ctx, "e2e", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != chatID {
 		t.Fatalf("ClaimQueued = %+v, %v", got, err)
 	}
-	loop.Run(ctx, chatID, "e2e")
+	loop.Run(ctx, nil, chatID, "e2e")
 	select {
 	case r := <-received:
 		if chat := verify(r); chat.Id != chatID || chat.Status != gen.TaskStatusPENDINGAPPROVAL {

@@ -13,7 +13,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // Agent limits and defaults (document 1: max_steps 1 to 100, default 10). The text limits are
@@ -575,7 +576,7 @@ func lockRunningTasks(tx *gorm.DB, where string, args ...any) ([]runningTask, er
 	}
 	var out []runningTask
 	for _, r := range rows {
-		if r.Status == TaskRunning {
+		if r.Status == taskstate.Running {
 			out = append(out, runningTask{ID: r.ID, AgentID: r.AgentID})
 		}
 	}

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // mustGroup inserts a group principal with its members (user id → role) by raw SQL, so the
@@ -59,7 +61,7 @@ func countRows(t *testing.T, s *store.Store, table, where string, args ...any) i
 func TestCreateAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "owner@example.com")
 	now := t0.Truncate(time.Microsecond)
@@ -234,7 +236,7 @@ func equalIDs(a, b []int64) bool {
 func TestUpdateAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "u@example.com")
 	md := map[string]any{"a": "1", "b": "2"}
@@ -356,7 +358,7 @@ func TestAgentFavoritesAndDelete(t *testing.T) {
 func TestTransferAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "u@example.com")
 	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner})
@@ -500,7 +502,7 @@ func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
 	if err := s.DeleteAgent(ctx, idle.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AbortTaskChain(ctx, running.ID, []string{store.TaskRunning}); err != nil {
+	if _, err := s.AbortTaskChain(ctx, running.ID, []string{taskstate.Running}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DeleteUser(ctx, u.ID); err != nil {

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // storedSettingValues reads the raw JSON of an agent layer, by "class.key".
@@ -40,7 +41,7 @@ func storedSettingValues(t *testing.T, s *store.Store, agentID int64) map[string
 func TestImportAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.NewWithClock(t, storetest.NewClock(t0).Now)
+	s := storetest.NewWithClock(t, testkit.NewClock(t0).Now)
 	owner := mustUser(t, s, "owner@example.com")
 
 	settings := map[string]any{

@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestConfigureAgentTools(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // AgentAPIKey is a per-agent API key: svk_<KeyID>_<secret>. SecretDigest is the lowercase hex

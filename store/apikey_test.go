@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func newKey(agentID, userID int64, keyID, name string) store.AgentAPIKey {
@@ -36,7 +37,7 @@ func keyIDs(ks []store.AgentAPIKey) string {
 func TestCreateAPIKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "minter@example.com")
 	a := mustAgent(t, s, u.PrincipalID, "Keyed")
@@ -94,7 +95,7 @@ func TestCreateAPIKey(t *testing.T) {
 func TestAPIKeysListAndRevoke(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "minter@example.com")
 	a := mustAgent(t, s, u.PrincipalID, "A")

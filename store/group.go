@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Group limits.
@@ -138,31 +138,25 @@ func (s *Store) CreateGroup(ctx context.Context, ownerUserID int64, name, descri
 	if err := checkText("description", description, MaxGroupDescriptionLen); err != nil {
 		return nil, err
 	}
-	var out *Group
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
 		if err := userExists(tx, ownerUserID); err != nil {
-			return invalidf("the owner does not exist")
+			return nil, invalidf("the owner does not exist")
 		}
 		now := s.now()
 		p := principalRow{Kind: PrincipalGroup, Name: name, CreatedAt: now}
 		if err := tx.Create(&p).Error; err != nil {
-			return fmt.Errorf("create group principal: %w", err)
+			return nil, fmt.Errorf("create group principal: %w", err)
 		}
 		g := groupRow{PrincipalID: p.ID, Name: name, Description: description, CreatedAt: now, UpdatedAt: now}
 		if err := tx.Create(&g).Error; err != nil {
-			return fmt.Errorf("create group: %w", err)
+			return nil, fmt.Errorf("create group: %w", err)
 		}
 		m := groupMemberRow{GroupID: g.ID, UserID: ownerUserID, Role: GroupRoleOwner, CreatedAt: now}
 		if err := tx.Create(&m).Error; err != nil {
-			return fmt.Errorf("add owner %d to group %d: %w", ownerUserID, g.ID, err)
+			return nil, fmt.Errorf("add owner %d to group %d: %w", ownerUserID, g.ID, err)
 		}
-		out = g.toGroup()
-		return nil
+		return g.toGroup(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // GroupByID returns a group. Errors: ErrNotFound.
@@ -226,32 +220,26 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 		}
 		changes["description"] = *upd.Description
 	}
-	var out *Group
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
 		row, err := lockGroup(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		changes["updated_at"] = s.now()
 		if err := tx.Model(&groupRow{}).Where("id = ?", id).Updates(changes).Error; err != nil {
-			return fmt.Errorf("update group %d: %w", id, err)
+			return nil, fmt.Errorf("update group %d: %w", id, err)
 		}
 		if n, ok := changes["name"]; ok {
 			if err := tx.Model(&principalRow{}).Where("id = ?", row.PrincipalID).Update("name", n).Error; err != nil {
-				return fmt.Errorf("rename principal %d: %w", row.PrincipalID, err)
+				return nil, fmt.Errorf("rename principal %d: %w", row.PrincipalID, err)
 			}
 		}
 		*row = groupRow{}
 		if err := tx.Take(row, id).Error; err != nil {
-			return fmt.Errorf("reload group %d: %w", id, err)
+			return nil, fmt.Errorf("reload group %d: %w", id, err)
 		}
-		out = row.toGroup()
-		return nil
+		return row.toGroup(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DeleteGroup removes a group with its members, preferences, model configurations and
@@ -261,18 +249,18 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 // files once the deletion is committed. Errors: ErrNotFound, ErrInvalidState (the group's
 // principal still owns agents).
 func (s *Store) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, err error) {
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
 		mediaKeys = nil
 		row, err := lockGroup(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		owns, err := principalOwnsAgents(tx, row.PrincipalID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if owns {
-			return svcerr.New(svcerr.ErrInvalidState, "the group still owns agents; transfer or delete them first")
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the group still owns agents; transfer or delete them first")
 		}
 		for _, del := range []struct {
 			what  string
@@ -283,26 +271,21 @@ func (s *Store) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, 
 			{"members", &groupMemberRow{}},
 		} {
 			if err := tx.Where("group_id = ?", id).Delete(del.model).Error; err != nil {
-				return fmt.Errorf("delete %s of group %d: %w", del.what, id, err)
+				return nil, fmt.Errorf("delete %s of group %d: %w", del.what, id, err)
 			}
 		}
 		keys, err := principalMediaKeys(tx, row.PrincipalID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Delete(&groupRow{}, id).Error; err != nil {
-			return fmt.Errorf("delete group %d: %w", id, err)
+			return nil, fmt.Errorf("delete group %d: %w", id, err)
 		}
 		if err := tx.Delete(&principalRow{}, row.PrincipalID).Error; err != nil {
-			return fmt.Errorf("delete principal %d of group %d: %w", row.PrincipalID, id, err)
+			return nil, fmt.Errorf("delete principal %d of group %d: %w", row.PrincipalID, id, err)
 		}
-		mediaKeys = keys
-		return nil
+		return keys, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return mediaKeys, nil
 }
 
 // PrincipalOwnsAgents reports whether any agent is owned by the principal (a group with agents
@@ -432,40 +415,34 @@ func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role 
 	if err := checkGroupRole(role); err != nil {
 		return nil, err
 	}
-	var out *GroupMember
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
-			return err
+			return nil, err
 		}
 		roles, err := groupRoles(tx, groupID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if check != nil {
 			if err := check(roles); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if _, ok := roles[userID]; ok {
-			return svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
+			return nil, svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
 		}
 		if err := userExists(tx, userID); err != nil {
-			return invalidf("no such user")
+			return nil, invalidf("no such user")
 		}
 		row := groupMemberRow{GroupID: groupID, UserID: userID, Role: role, CreatedAt: s.now()}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
+				return nil, svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
 			}
-			return fmt.Errorf("add user %d to group %d: %w", userID, groupID, err)
+			return nil, fmt.Errorf("add user %d to group %d: %w", userID, groupID, err)
 		}
-		out, err = loadMember(tx, groupID, userID)
-		return err
+		return loadMember(tx, groupID, userID)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // UpdateGroupMember changes a member's role; setting the current role again is a no-op. check
@@ -476,39 +453,33 @@ func (s *Store) UpdateGroupMember(ctx context.Context, groupID, userID int64, ro
 	if err := checkGroupRole(role); err != nil {
 		return nil, err
 	}
-	var out *GroupMember
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
-			return err
+			return nil, err
 		}
 		roles, err := groupRoles(tx, groupID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, ok := roles[userID]; !ok {
-			return memberNotFound(groupID, userID)
+			return nil, memberNotFound(groupID, userID)
 		}
 		if check != nil {
 			if err := check(roles); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if role != GroupRoleOwner && onlyOwner(roles, userID) {
-			return errLastOwner("demoted")
+			return nil, errLastOwner("demoted")
 		}
 		if roles[userID] != role {
 			err := tx.Model(&groupMemberRow{}).Where("group_id = ? AND user_id = ?", groupID, userID).Update("role", role).Error
 			if err != nil {
-				return fmt.Errorf("change role of user %d in group %d: %w", userID, groupID, err)
+				return nil, fmt.Errorf("change role of user %d in group %d: %w", userID, groupID, err)
 			}
 		}
-		out, err = loadMember(tx, groupID, userID)
-		return err
+		return loadMember(tx, groupID, userID)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // RemoveGroupMember ends a membership. check (may be nil) sees the memberships before the

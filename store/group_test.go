@@ -11,9 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func newGroup(t *testing.T, s *store.Store, owner int64, name string) *store.Group {
@@ -44,7 +45,7 @@ func addMember(t *testing.T, s *store.Store, groupID, userID int64, role string)
 func TestCreateAndUpdateGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "owner@example.com")
 

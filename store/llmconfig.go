@@ -14,7 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Model drivers.
@@ -333,36 +333,29 @@ func (s *Store) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig)
 	if err := checkLLMConfig(&c); err != nil {
 		return nil, err
 	}
-	var out *LLMConfig
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkLLMName(tx, groupID, 0, c.Name); err != nil {
-			return err
+			return nil, err
 		}
 		now := s.now()
 		c.CreatedAt, c.UpdatedAt = now, now
 		if c.IsDefault {
 			if err := clearLLMDefault(tx, &c, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		row := fromLLMConfig(&c)
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return errLLMNameTaken(c.Name)
+				return nil, errLLMNameTaken(c.Name)
 			}
-			return fmt.Errorf("create model configuration in group %d: %w", groupID, err)
+			return nil, fmt.Errorf("create model configuration in group %d: %w", groupID, err)
 		}
-		var err error
-		out, err = loadLLMConfig(tx, groupID, row.ID)
-		return err
+		return loadLLMConfig(tx, groupID, row.ID)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // UpdateLLMConfig applies upd to a configuration of the group and returns the result. check
@@ -374,34 +367,33 @@ func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMC
 	if err := checkLLMClear(upd); err != nil {
 		return nil, err
 	}
-	var out *LLMConfig
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
-			return err
+			return nil, err
 		}
 		cur, err := loadLLMConfig(tx, groupID, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		next := applyLLMUpdate(cur, upd)
 		if check != nil {
 			if err := check(cur, next); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := checkLLMConfig(next); err != nil {
-			return err
+			return nil, err
 		}
 		if next.Name != cur.Name {
 			if err := checkLLMName(tx, groupID, id, next.Name); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		now := s.now()
 		next.UpdatedAt = now
 		if next.IsDefault {
 			if err := clearLLMDefault(tx, next, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		row := fromLLMConfig(next)
@@ -414,17 +406,12 @@ func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMC
 		}).Error
 		if err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return errLLMNameTaken(next.Name)
+				return nil, errLLMNameTaken(next.Name)
 			}
-			return fmt.Errorf("update model configuration %d: %w", id, err)
+			return nil, fmt.Errorf("update model configuration %d: %w", id, err)
 		}
-		out, err = loadLLMConfig(tx, groupID, id)
-		return err
+		return loadLLMConfig(tx, groupID, id)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 var llmClearable = []string{LLMFieldAPIKey, LLMFieldBaseURL, LLMFieldTemperature, LLMFieldMaxTokensOutput, LLMFieldContextWindow, LLMFieldTimeout}
@@ -534,41 +521,34 @@ func clearLLMDefault(tx *gorm.DB, c *LLMConfig, now time.Time) error {
 // the same transaction. Idempotent. check (may be nil) sees the stored configuration and the
 // result. Errors: ErrNotFound (no such configuration in this group), and whatever check returns.
 func (s *Store) SetDefaultLLMConfig(ctx context.Context, groupID, id int64, check LLMConfigCheck) (*LLMConfig, error) {
-	var out *LLMConfig
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
-			return err
+			return nil, err
 		}
 		cur, err := loadLLMConfig(tx, groupID, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		next := *cur
 		next.IsDefault = true
 		if check != nil {
 			if err := check(cur, &next); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if cur.IsDefault {
-			out = cur
-			return nil
+			return cur, nil
 		}
 		now := s.now()
 		if err := clearLLMDefault(tx, &next, now); err != nil {
-			return err
+			return nil, err
 		}
 		err = tx.Model(&llmConfigRow{}).Where("id = ?", id).Updates(map[string]any{"is_default": true, "updated_at": now}).Error
 		if err != nil {
-			return fmt.Errorf("set default model configuration %d: %w", id, err)
+			return nil, fmt.Errorf("set default model configuration %d: %w", id, err)
 		}
-		out, err = loadLLMConfig(tx, groupID, id)
-		return err
+		return loadLLMConfig(tx, groupID, id)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DeleteLLMConfig removes a configuration of the group; deleting a default leaves its scope

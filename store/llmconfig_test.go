@@ -11,9 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func newLLMConfig(t *testing.T, s *store.Store, groupID int64, c store.LLMConfig) *store.LLMConfig {
@@ -56,7 +57,7 @@ func defaults(t *testing.T, s *store.Store) map[int64]bool {
 func TestCreateLLMConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "llm@example.com")
 	g := newGroup(t, s, u.ID, "models")
@@ -237,7 +238,7 @@ func TestLLMConfigDefaults(t *testing.T) {
 func TestUpdateLLMConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "u@example.com")
 	g := newGroup(t, s, u.ID, "upd")

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // InternalSettingPrefix starts the keys of settings rows the service keeps for itself; Settings
@@ -64,27 +64,20 @@ func (s *Store) SeedGlobalLLMConfig(ctx context.Context, seed LLMSeed) (*LLMSeed
 	if err != nil {
 		return nil, err
 	}
-	var out *LLMSeedResult
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*LLMSeedResult, error) {
 		state, err := lockLLMSeed(tx, s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cur, err := loadSeededLLMConfig(tx, state.ConfigID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur != nil {
-			out, err = s.updateSeededLLMConfig(tx, cur, want, seed.SameKey)
-			return err
+			return s.updateSeededLLMConfig(tx, cur, want, seed.SameKey)
 		}
-		out, err = s.createSeededLLMConfig(tx, state.GroupID, groupName, want)
-		return err
+		return s.createSeededLLMConfig(tx, state.GroupID, groupName, want)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // lockLLMSeed makes sure the seed's settings row exists and locks it to the end of tx. The

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func seedOf(model string) store.LLMSeed {

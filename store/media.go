@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Media asset kinds (media_assets.kind).
@@ -270,22 +270,20 @@ type MediaCheck func(a *MediaAsset) error
 // (may be nil) runs on the locked row first. Errors: ErrNotFound "media asset not found",
 // those of check.
 func (s *Store) SetMediaKeep(ctx context.Context, id string, keep bool, now time.Time, retention time.Duration, check MediaCheck) (*MediaAsset, error) {
-	var out *MediaAsset
 	now = normTime(now)
 	expiresAt := now.Add(retention)
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*MediaAsset, error) {
 		a, err := readMediaAsset(tx, id, now, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if check != nil {
 			if err := check(a); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if a.Keep == keep {
-			out = a
-			return nil
+			return a, nil
 		}
 		var exp *time.Time
 		if !keep {
@@ -295,16 +293,11 @@ func (s *Store) SetMediaKeep(ctx context.Context, id string, keep bool, now time
 		res := tx.Model(&mediaAssetRow{}).Where("id = ?", id).
 			Updates(map[string]any{"keep": keep, "expires_at": exp})
 		if res.Error != nil {
-			return fmt.Errorf("set media keep: %w", res.Error)
+			return nil, fmt.Errorf("set media keep: %w", res.Error)
 		}
 		a.Keep, a.ExpiresAt = keep, utcPtr(exp)
-		out = a
-		return nil
+		return a, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // AttachTaskMedia records that message seq of task taskID attaches the assets ids (task_media)
@@ -383,18 +376,17 @@ func (s *Store) SweepExpiredMedia(ctx context.Context, now time.Time, limit int)
 	if limit < 1 {
 		limit = 100
 	}
-	var keys []string
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		keys = nil
+	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
+		var keys []string
 		now := normTime(now)
 		var rows []mediaAssetRow
 		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
 			Select("id, storage_key").Where(mediaExpired, now).Order("expires_at").Limit(limit).Find(&rows).Error
 		if err != nil {
-			return fmt.Errorf("find expired media: %w", err)
+			return nil, fmt.Errorf("find expired media: %w", err)
 		}
 		if len(rows) == 0 {
-			return nil
+			return nil, nil
 		}
 		ids := make([]string, len(rows))
 		for i, r := range rows {
@@ -402,14 +394,10 @@ func (s *Store) SweepExpiredMedia(ctx context.Context, now time.Time, limit int)
 			keys = append(keys, r.StorageKey)
 		}
 		if err := tx.Where("id IN ?", ids).Delete(&mediaAssetRow{}).Error; err != nil {
-			return fmt.Errorf("delete expired media: %w", err)
+			return nil, fmt.Errorf("delete expired media: %w", err)
 		}
-		return nil
+		return keys, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return keys, nil
 }
 
 // principalMediaKeys locks principal and returns the storage keys of every asset it owns, for

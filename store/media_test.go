@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 type mediaFixture struct {
 	s     *store.Store
-	clock *storetest.Clock
+	clock *testkit.Clock
 	user  *store.User
 	other *store.User
 	agent *store.Agent
@@ -24,7 +25,7 @@ type mediaFixture struct {
 
 func newMediaFixture(t *testing.T) *mediaFixture {
 	t.Helper()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	f := &mediaFixture{s: s, clock: clock, user: mustUser(t, s, "owner@example.com"), other: mustUser(t, s, "other@example.com")}
 	f.agent = mustAgent(t, s, f.user.PrincipalID, "Main")

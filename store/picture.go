@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // PictureSubject names the table whose rows carry a picture (picture_media_id).
@@ -51,9 +51,7 @@ func (s *Store) SetPicture(ctx context.Context, subject PictureSubject, id int64
 	default:
 		return "", fmt.Errorf("set picture: unknown subject %q", subject)
 	}
-	var removed string
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		removed = ""
+	return inTx(ctx, s, func(tx *gorm.DB) (string, error) {
 		var rows []struct {
 			PrincipalID    int64
 			PictureMediaID *string
@@ -61,49 +59,39 @@ func (s *Store) SetPicture(ctx context.Context, subject PictureSubject, id int64
 		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Table(string(subject)).
 			Select("principal_id, picture_media_id").Where("id = ?", id).Limit(1).Scan(&rows).Error
 		if err != nil {
-			return fmt.Errorf("load %s picture: %w", subject.what(), err)
+			return "", fmt.Errorf("load %s picture: %w", subject.what(), err)
 		}
 		if len(rows) == 0 {
-			return svcerr.New(svcerr.ErrNotFound, "%s not found", subject.what())
+			return "", svcerr.New(svcerr.ErrNotFound, "%s not found", subject.what())
 		}
 		row := rows[0]
 		if check != nil {
 			if err := check(row.PrincipalID); err != nil {
-				return err
+				return "", err
 			}
 		}
 		res := tx.Table(string(subject)).Where("id = ?", id).
 			Updates(map[string]any{"picture_media_id": mediaID, "updated_at": s.now()})
 		if res.Error != nil {
 			if err := TranslateError(res.Error); errors.Is(err, svcerr.ErrInvalid) {
-				return invalidf("picture: no such media asset")
+				return "", invalidf("picture: no such media asset")
 			}
-			return fmt.Errorf("set %s picture: %w", subject.what(), res.Error)
+			return "", fmt.Errorf("set %s picture: %w", subject.what(), res.Error)
 		}
 		old := row.PictureMediaID
 		if old == nil || (mediaID != nil && *old == *mediaID) {
-			return nil
+			return "", nil
 		}
-		key, err := deleteMediaRow(tx, *old)
-		removed = key
-		return err
+		return deleteMediaRow(tx, *old)
 	})
-	if err != nil {
-		return "", err
-	}
-	return removed, nil
 }
 
 // DiscardMediaAsset deletes an asset row whatever its state (a picture whose write failed) and
 // returns its storage key for the caller to remove the file ("" when there was no such row).
 func (s *Store) DiscardMediaAsset(ctx context.Context, id string) (string, error) {
-	var key string
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		var err error
-		key, err = deleteMediaRow(tx, id)
-		return err
+	return inTx(ctx, s, func(tx *gorm.DB) (string, error) {
+		return deleteMediaRow(tx, id)
 	})
-	return key, err
 }
 
 // deleteMediaRow deletes asset id and returns its storage key ("" when absent).

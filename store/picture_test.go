@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestSetPicture(t *testing.T) {

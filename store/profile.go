@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Profile is the optional personal information of a user.
@@ -214,19 +214,18 @@ func (s *Store) UpdateLocation(ctx context.Context, userID, id int64, l Location
 	if err := checkLocation(l); err != nil {
 		return nil, err
 	}
-	var out *Location
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Location, error) {
 		var row locationRow
 		if err := tx.Where("id = ? AND user_id = ?", id, userID).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return fmt.Errorf("location %d of user %d: %w", id, userID, svcerr.ErrNotFound)
+				return nil, fmt.Errorf("location %d of user %d: %w", id, userID, svcerr.ErrNotFound)
 			}
-			return fmt.Errorf("load location %d: %w", id, err)
+			return nil, fmt.Errorf("load location %d: %w", id, err)
 		}
 		now := s.now()
 		if l.IsDefault {
 			if err := clearDefaultLocation(tx, userID, id, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		row.Name, row.Address = l.Name, l.Address
@@ -237,15 +236,10 @@ func (s *Store) UpdateLocation(ctx context.Context, userID, id int64, l Location
 			"longitude": row.Longitude, "is_default": row.IsDefault, "updated_at": now,
 		}).Error
 		if err != nil {
-			return fmt.Errorf("update location %d: %w", id, err)
+			return nil, fmt.Errorf("update location %d: %w", id, err)
 		}
-		out = row.toLocation()
-		return nil
+		return row.toLocation(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DeleteLocation removes one of the user's locations. Errors: ErrNotFound (no such location for

@@ -10,15 +10,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestProfile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "prof@example.com")
 
@@ -93,7 +94,7 @@ func f64(v float64) *float64 { return &v }
 func TestLocations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "loc@example.com")
 	other := mustUser(t, s, "other@example.com")

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Scheduled run limits (the contract's).
@@ -306,8 +306,7 @@ type NextRunFunc func(r *ScheduledRun, after time.Time) *time.Time
 // when nothing is due. Errors: database failures only.
 func (s *Store) ClaimDueRun(ctx context.Context, now time.Time, next NextRunFunc) (*ScheduledRun, error) {
 	now = normTime(now)
-	var out *ScheduledRun
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*ScheduledRun, error) {
 		q := tx.Where("is_active = ? AND next_run_at IS NOT NULL AND next_run_at <= ?", true, now).
 			Order("next_run_at").Order("id").Limit(1)
 		if s.dialect != DialectSQLite {
@@ -315,14 +314,14 @@ func (s *Store) ClaimDueRun(ctx context.Context, now time.Time, next NextRunFunc
 		}
 		var rows []scheduledRunRow
 		if err := q.Find(&rows).Error; err != nil {
-			return fmt.Errorf("find due scheduled run: %w", err)
+			return nil, fmt.Errorf("find due scheduled run: %w", err)
 		}
 		if len(rows) == 0 {
-			return nil
+			return nil, nil
 		}
 		r, err := rows[0].toRun()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ch := map[string]any{"last_run_at": now, "next_run_at": nil}
 		if r.CronExpression == nil {
@@ -332,15 +331,11 @@ func (s *Store) ClaimDueRun(ctx context.Context, now time.Time, next NextRunFunc
 		}
 		res := tx.Model(&scheduledRunRow{}).Where("id = ? AND is_active = ? AND next_run_at = ?", r.ID, true, rows[0].NextRunAt).Updates(ch)
 		if res.Error != nil {
-			return fmt.Errorf("claim scheduled run %d: %w", r.ID, res.Error)
+			return nil, fmt.Errorf("claim scheduled run %d: %w", r.ID, res.Error)
 		}
-		if res.RowsAffected == 1 {
-			out = r
+		if res.RowsAffected != 1 {
+			return nil, nil
 		}
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, TranslateError(err)
-	}
-	return out, nil
 }

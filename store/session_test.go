@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestCreateSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "sess@example.com")
 	exp := t0.Add(24 * time.Hour)
@@ -67,7 +68,7 @@ func TestCreateSession(t *testing.T) {
 func TestSessionLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "life@example.com")
 	other := mustUser(t, s, "other@example.com")
@@ -160,7 +161,7 @@ func TestSessionLifecycle(t *testing.T) {
 func TestTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "tok@example.com")
 	exp := t0.Add(time.Hour)

@@ -28,7 +28,7 @@ import (
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Dialect names returned by Store.Dialect.
@@ -205,6 +205,24 @@ func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond)
 // serialised by the busy timeout.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return TranslateError(s.db.WithContext(ctx).Transaction(fn))
+}
+
+// inTx is tx for a transaction that produces a value: it runs fn in a transaction bound to ctx
+// (BEGIN IMMEDIATE on SQLite) and returns fn's value once the transaction committed. On any
+// error (fn's, or the commit's) it returns the zero value and the error translated by
+// TranslateError, so callers return both as they are.
+func inTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	var out T
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }
 
 // conn returns the handle for single-statement work bound to ctx.

@@ -14,9 +14,10 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // t0 is where fake clocks start: far enough in the future that the real clock never passes it.
@@ -171,7 +172,7 @@ func TestTranslateError(t *testing.T) {
 func TestMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewUnmigrated(t, clock.Now)
 
 	st, err := s.MigrationStatus(ctx)

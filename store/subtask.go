@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // unsettledChild selects the children a parent still waits for: every child that is not
@@ -13,7 +15,7 @@ import (
 const unsettledChild = "parent_task_id = ? AND NOT (status IN ? OR (status = ? AND next_retry_at IS NULL))"
 
 func unsettledArgs(parentID int64) []any {
-	return []any{parentID, []string{TaskCompleted, TaskCancelled, TaskAborted}, TaskFailed}
+	return []any{parentID, []string{taskstate.Completed, taskstate.Cancelled, taskstate.Aborted}, taskstate.Failed}
 }
 
 // UnsettledChildren counts the sub-agent tasks of parentID that have not settled yet (see
@@ -34,33 +36,26 @@ func (s *Store) UnsettledChildren(ctx context.Context, parentID int64) (int64, e
 // children settle at once on two workers the parent is queued exactly once; a parent in any
 // other state is left alone (false). Errors: ErrNotFound "task not found".
 func (s *Store) ResumeWhenChildrenSettled(ctx context.Context, parentID int64) (bool, error) {
-	var resumed bool
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		resumed = false
+	return inTx(ctx, s, func(tx *gorm.DB) (bool, error) {
 		row, err := loadTask(tx, parentID, true)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if row.Status != TaskAwaitingSubAgents {
-			return nil
+		if row.Status != taskstate.AwaitingSubAgents {
+			return false, nil
 		}
 		var n int64
 		if err := tx.Model(&taskRow{}).Where(unsettledChild, unsettledArgs(parentID)...).Count(&n).Error; err != nil {
-			return fmt.Errorf("task %d: count unsettled children: %w", parentID, err)
+			return false, fmt.Errorf("task %d: count unsettled children: %w", parentID, err)
 		}
 		if n > 0 {
-			return nil
+			return false, nil
 		}
-		res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", parentID, TaskAwaitingSubAgents).
-			Updates(transitionChanges(TaskTransition{To: TaskQueued}, s.now()))
+		res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", parentID, taskstate.AwaitingSubAgents).
+			Updates(transitionChanges(TaskTransition{To: taskstate.Queued}, s.now()))
 		if res.Error != nil {
-			return fmt.Errorf("task %d: resume: %w", parentID, res.Error)
+			return false, fmt.Errorf("task %d: resume: %w", parentID, res.Error)
 		}
-		resumed = res.RowsAffected == 1
-		return nil
+		return res.RowsAffected == 1, nil
 	})
-	if err != nil {
-		return false, TranslateError(err)
-	}
-	return resumed, nil
 }

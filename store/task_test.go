@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 type taskFixture struct {
 	s     *store.Store
-	clock *storetest.Clock
+	clock *testkit.Clock
 	user  *store.User
 	other *store.User
 	agent *store.Agent
@@ -24,7 +26,7 @@ type taskFixture struct {
 
 func newTaskFixture(t *testing.T) *taskFixture {
 	t.Helper()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	f := &taskFixture{s: s, clock: clock, user: mustUser(t, s, "owner@example.com"), other: mustUser(t, s, "other@example.com")}
 	f.agent = mustAgent(t, s, f.user.PrincipalID, "Helper")
@@ -58,7 +60,7 @@ func TestCreateTaskAndRead(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.create(t, "Summarise <this> & that")
-	if tk.Status != store.TaskQueued || tk.MaxSteps != 5 || tk.Source != store.TaskSourceSession || tk.UserID != f.user.ID ||
+	if tk.Status != taskstate.Queued || tk.MaxSteps != 5 || tk.Source != store.TaskSourceSession || tk.UserID != f.user.ID ||
 		tk.Data == nil || tk.FinishedAt != nil || !tk.CreatedAt.Equal(t0.Truncate(time.Microsecond)) {
 		t.Fatalf("created task = %+v", tk)
 	}
@@ -102,7 +104,7 @@ func TestListTasks(t *testing.T) {
 	}
 	mark := f.clock.Now()
 	f.clock.Advance(time.Second)
-	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskAborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.other.ID, Prompt: "x", MaxSteps: 1}); err != nil {
@@ -123,7 +125,7 @@ func TestListTasks(t *testing.T) {
 		{"all newest first", store.TaskQuery{UserID: f.user.ID}, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}},
 		{"page 2", store.TaskQuery{UserID: f.user.ID, Page: 2, PerPage: 2}, []int64{ids[2], ids[1]}},
 		{"past the end", store.TaskQuery{UserID: f.user.ID, Page: 9, PerPage: 2}, []int64{}},
-		{"status", store.TaskQuery{UserID: f.user.ID, Status: store.TaskAborted}, []int64{ids[1]}},
+		{"status", store.TaskQuery{UserID: f.user.ID, Status: taskstate.Aborted}, []int64{ids[1]}},
 		{"since", store.TaskQuery{UserID: f.user.ID, Since: &mark}, []int64{ids[1]}},
 		{"stranger", store.TaskQuery{UserID: 999}, []int64{}},
 	}
@@ -161,7 +163,7 @@ func TestDeleteTask(t *testing.T) {
 
 	// Deleting the agent removes its tasks.
 	f.clock.Advance(2 * time.Minute)
-	if _, err := f.s.ReapStale(ctx, f.clock.Now()); err != nil {
+	if _, err := f.s.ReapStale(ctx, f.clock.Now()); err != nil { // the running task: queued again
 		t.Fatal(err)
 	}
 	wantErr(t, f.s.DeleteAgent(ctx, f.agent.ID, nil), nil)
@@ -175,7 +177,7 @@ func TestTransitionTaskCAS(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.create(t, "x")
-	abort := store.TaskTransition{Action: "abort", From: []string{store.TaskQueued, store.TaskRunning}, To: store.TaskAborted}
+	abort := store.TaskTransition{Action: "abort", From: []string{taskstate.Queued, taskstate.Running}, To: taskstate.Aborted}
 
 	const n = 8
 	var wg sync.WaitGroup
@@ -197,7 +199,7 @@ func TestTransitionTaskCAS(t *testing.T) {
 		t.Fatalf("%d concurrent aborts succeeded, want exactly 1", ok)
 	}
 	got, _ := f.s.Task(ctx, tk.ID)
-	if got.Status != store.TaskAborted || got.FinishedAt == nil {
+	if got.Status != taskstate.Aborted || got.FinishedAt == nil {
 		t.Fatalf("after abort: %+v", got)
 	}
 	_, err := f.s.TransitionTask(ctx, 999, abort)
@@ -205,10 +207,10 @@ func TestTransitionTaskCAS(t *testing.T) {
 
 	// continue: new user message, steps granted, answer cleared, data key dropped.
 	cont, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{
-		From: []string{store.TaskAborted}, To: store.TaskQueued, ClearAnswer: true, ClearError: true, GrantSteps: 3,
+		From: []string{taskstate.Aborted}, To: taskstate.Queued, ClearAnswer: true, ClearError: true, GrantSteps: 3,
 		UserMessage: &store.NewTaskMessage{Text: "more"}, UnsetData: []string{"max_steps_reached"},
 	})
-	if err != nil || cont.Status != store.TaskQueued || cont.MaxSteps != 3 || cont.FinishedAt != nil {
+	if err != nil || cont.Status != taskstate.Queued || cont.MaxSteps != 3 || cont.FinishedAt != nil {
 		t.Fatalf("continue = %+v, %v", cont, err)
 	}
 	msgs, _ := f.s.Messages(ctx, tk.ID, 1)
@@ -223,7 +225,7 @@ func TestClaimLeaseReap(t *testing.T) {
 	ctx := context.Background()
 	a, b := f.create(t, "a"), f.create(t, "b")
 	got, err := f.s.ClaimQueued(ctx, "w1", time.Minute, 1)
-	if err != nil || len(got) != 1 || got[0].ID != a.ID || got[0].Status != store.TaskRunning ||
+	if err != nil || len(got) != 1 || got[0].ID != a.ID || got[0].Status != taskstate.Running ||
 		*got[0].LeaseOwner != "w1" || !got[0].LeaseExpiresAt.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
@@ -239,21 +241,37 @@ func TestClaimLeaseReap(t *testing.T) {
 		t.Fatal(err)
 	}
 	reaped, err := f.s.ReapStale(ctx, f.clock.Now())
-	if err != nil || len(reaped) != 0 {
-		t.Fatalf("ReapStale before expiry = %v, %v", reaped, err)
+	if err != nil || len(reaped.Requeued)+len(reaped.Failed) != 0 {
+		t.Fatalf("ReapStale before expiry = %+v, %v", reaped, err)
 	}
 	f.clock.Advance(time.Minute)
 	_, err = f.s.AppendMessages(ctx, a.ID, "w1", []store.NewTaskMessage{{Role: store.RoleAssistant, Text: "late"}})
 	wantErr(t, err, svcerr.ErrInvalidState) // lease expired
+	// A task whose worker stopped answering is queued again to resume, MaxRecoveries times in a
+	// row; the next time it fails ORPHANED.
+	for i := 1; i <= store.MaxRecoveries; i++ {
+		reaped, err = f.s.ReapStale(ctx, f.clock.Now())
+		if err != nil || fmt.Sprint(reaped.Requeued) != fmt.Sprint([]int64{a.ID}) || len(reaped.Failed) != 0 {
+			t.Fatalf("ReapStale %d = %+v, %v", i, reaped, err)
+		}
+		ra, _ := f.s.Task(ctx, a.ID)
+		if ra.Status != taskstate.Queued || ra.LeaseOwner != nil || ra.LeaseExpiresAt != nil || ra.Recoveries != i || ra.FinishedAt != nil || ra.Error != nil {
+			t.Fatalf("requeued task = %+v", ra)
+		}
+		if got, err := f.s.ClaimQueued(ctx, "w1", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != a.ID {
+			t.Fatalf("claim of the requeued task = %+v, %v", got, err)
+		}
+		f.clock.Advance(2 * time.Minute)
+	}
 	reaped, err = f.s.ReapStale(ctx, f.clock.Now())
-	if err != nil || fmt.Sprint(reaped) != fmt.Sprint([]int64{a.ID}) {
-		t.Fatalf("ReapStale = %v, %v", reaped, err)
+	if err != nil || fmt.Sprint(reaped.Failed) != fmt.Sprint([]int64{a.ID}) || len(reaped.Requeued) != 0 {
+		t.Fatalf("ReapStale = %+v, %v", reaped, err)
 	}
 	ra, _ := f.s.Task(ctx, a.ID)
-	if ra.Status != store.TaskFailed || ra.Error == nil || ra.Error.Code != store.TaskErrOrphaned || ra.LeaseOwner != nil || ra.FinishedAt == nil {
+	if ra.Status != taskstate.Failed || ra.Error == nil || ra.Error.Code != taskstate.CodeOrphaned || ra.LeaseOwner != nil || ra.FinishedAt == nil {
 		t.Fatalf("reaped task = %+v", ra)
 	}
-	_, err = f.s.FinishStep(ctx, a.ID, "w1", store.StepOutcome{Status: store.TaskCompleted, Answer: ptr("x")})
+	_, err = f.s.FinishStep(ctx, a.ID, "w1", store.StepOutcome{Status: taskstate.Completed, Answer: ptr("x")})
 	wantErr(t, err, svcerr.ErrInvalidState)
 
 	// Automatic retry: scheduled, not claimable before it is due, then claimed with retry_count+1.
@@ -280,16 +298,16 @@ func TestFinishStepAndAbortWhileRunning(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.claimOne(t, "w1")
-	out, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskRunning, InputTokens: 10, OutputTokens: 2, Steps: 1})
-	if err != nil || out.Status != store.TaskRunning || out.StepsUsed != 1 || out.InputTokens != 10 || out.LeaseOwner == nil {
+	out, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running, InputTokens: 10, OutputTokens: 2, Steps: 1})
+	if err != nil || out.Status != taskstate.Running || out.StepsUsed != 1 || out.InputTokens != 10 || out.LeaseOwner == nil {
 		t.Fatalf("FinishStep running = %+v, %v", out, err)
 	}
 	for name, o := range map[string]store.StepOutcome{
-		"failed without error": {Status: store.TaskFailed},
-		"error when completed": {Status: store.TaskCompleted, Error: &store.TaskError{Code: store.TaskErrUnknown}},
-		"unknown code":         {Status: store.TaskFailed, Error: &store.TaskError{Code: "NOPE"}},
-		"queued":               {Status: store.TaskQueued},
-		"negative":             {Status: store.TaskRunning, Steps: -1},
+		"failed without error": {Status: taskstate.Failed},
+		"error when completed": {Status: taskstate.Completed, Error: &store.TaskError{Code: taskstate.CodeUnknown}},
+		"unknown code":         {Status: taskstate.Failed, Error: &store.TaskError{Code: "NOPE"}},
+		"queued":               {Status: taskstate.Queued},
+		"negative":             {Status: taskstate.Running, Steps: -1},
 	} {
 		_, err := f.s.FinishStep(ctx, tk.ID, "w1", o)
 		if !errors.Is(err, svcerr.ErrInvalid) {
@@ -297,21 +315,21 @@ func TestFinishStepAndAbortWhileRunning(t *testing.T) {
 		}
 	}
 	// An abort takes the task away from the worker: its next write is refused.
-	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{store.TaskRunning}, To: store.TaskAborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Running}, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskCompleted, Answer: ptr("done"), Steps: 1})
+	_, err = f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Completed, Answer: ptr("done"), Steps: 1})
 	wantErr(t, err, svcerr.ErrInvalidState)
 	wantErr(t, f.s.ExtendLease(ctx, tk.ID, "w1", time.Minute), svcerr.ErrInvalidState)
 	got, _ := f.s.Task(ctx, tk.ID)
-	if got.Status != store.TaskAborted || got.Answer != nil || got.StepsUsed != 1 || got.LeaseOwner != nil {
+	if got.Status != taskstate.Aborted || got.Answer != nil || got.StepsUsed != 1 || got.LeaseOwner != nil {
 		t.Fatalf("aborted task written by a stale worker: %+v", got)
 	}
 
 	// Budget spent: ABORTED with data.max_steps_reached.
 	tk2 := f.claimOne(t, "w1")
-	out, err = f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: store.TaskAborted, Steps: 5, Data: map[string]any{"max_steps_reached": true}})
-	if err != nil || out.Status != store.TaskAborted || out.Data["max_steps_reached"] != true || out.FinishedAt == nil {
+	out, err = f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: taskstate.Aborted, Steps: 5, Data: map[string]any{"max_steps_reached": true}})
+	if err != nil || out.Status != taskstate.Aborted || out.Data["max_steps_reached"] != true || out.FinishedAt == nil {
 		t.Fatalf("FinishStep budget = %+v, %v", out, err)
 	}
 }
@@ -321,15 +339,15 @@ func TestToolCallDecisions(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.claimOne(t, "w1")
-	calls, err := f.s.RecordToolCalls(ctx, tk.ID, "w1", []store.NewToolCall{
-		{MessageSequence: 2, ProviderCallID: "c1", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://a"}},
-		{MessageSequence: 2, ProviderCallID: "c2", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://b"}},
-		{MessageSequence: 2, ProviderCallID: "c3", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPending},
+	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant}, []store.NewToolCall{
+		{ProviderCallID: "c1", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://a"}},
+		{ProviderCallID: "c2", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPendingApproval, Arguments: map[string]any{"url": "https://b"}},
+		{ProviderCallID: "c3", ToolClass: "core.ReadURLTool", Name: "read_url", Operation: "fetch", Status: store.ToolCallPending},
 	})
 	if err != nil || len(calls) != 3 {
 		t.Fatalf("RecordToolCalls = %v, %v", calls, err)
 	}
-	_, err = f.s.RecordToolCalls(ctx, tk.ID, "w1", []store.NewToolCall{{ProviderCallID: "c1", ToolClass: "x", Name: "x", Status: store.ToolCallPending}})
+	_, _, err = f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant}, []store.NewToolCall{{ProviderCallID: "c1", ToolClass: "x", Name: "x", Status: store.ToolCallPending}})
 	wantErr(t, err, svcerr.ErrConflict)
 	wantErr(t, f.s.UpdateToolCall(ctx, tk.ID, "w1", calls[2].ID, store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: json.RawMessage(`{"ok": true}`)}), nil)
 	wantErr(t, f.s.UpdateToolCall(ctx, tk.ID, "w1", calls[2].ID, store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: json.RawMessage(`{`)}), svcerr.ErrInvalid)
@@ -337,7 +355,7 @@ func TestToolCallDecisions(t *testing.T) {
 	// Deciding before the task is PENDING_APPROVAL is refused.
 	_, err = f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true}})
 	wantErr(t, err, svcerr.ErrInvalidState)
-	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskPendingApproval, Steps: 1}); err != nil {
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.PendingApproval, Steps: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for name, ds := range map[string][]store.ToolDecision{
@@ -357,11 +375,11 @@ func TestToolCallDecisions(t *testing.T) {
 	}
 	f.clock.Advance(time.Second)
 	out, err := f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true, Arguments: map[string]any{"url": "https://safe"}}})
-	if err != nil || out.Status != store.TaskPendingApproval {
+	if err != nil || out.Status != taskstate.PendingApproval {
 		t.Fatalf("partial approve = %+v, %v", out, err)
 	}
 	out, err = f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c2", Reason: ptr("no")}})
-	if err != nil || out.Status != store.TaskQueued {
+	if err != nil || out.Status != taskstate.Queued {
 		t.Fatalf("final decision = %+v, %v", out, err)
 	}
 	all, _ := f.s.ToolCalls(ctx, tk.ID)
@@ -378,21 +396,21 @@ func TestToolCallDecisions(t *testing.T) {
 	}
 
 	// Reject-all (the first task is taken out of the queue first).
-	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskAborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	tk2 := f.claimOne(t, "w1")
-	if _, err := f.s.RecordToolCalls(ctx, tk2.ID, "w1", []store.NewToolCall{
+	if _, _, err := f.s.AppendAssistantTurn(ctx, tk2.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant}, []store.NewToolCall{
 		{ProviderCallID: "d1", ToolClass: "x", Name: "x", Status: store.ToolCallPendingApproval},
 		{ProviderCallID: "d2", ToolClass: "x", Name: "x", Status: store.ToolCallPendingApproval},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: store.TaskPendingApproval}); err != nil {
+	if _, err := f.s.FinishStep(ctx, tk2.ID, "w1", store.StepOutcome{Status: taskstate.PendingApproval}); err != nil {
 		t.Fatal(err)
 	}
 	out, err = f.s.RejectToolCalls(ctx, tk2.ID, f.user.ID, "Do not fetch")
-	if err != nil || out.Status != store.TaskQueued {
+	if err != nil || out.Status != taskstate.Queued {
 		t.Fatalf("RejectToolCalls = %+v, %v", out, err)
 	}
 	if n := countRows(t, f.s, "task_tool_calls", "task_id = ? AND status = ? AND reason = ?", tk2.ID, store.ToolCallRejected, "Do not fetch"); n != 2 {
@@ -415,7 +433,7 @@ func TestQuestions(t *testing.T) {
 	}
 	_, err := f.s.RecordQuestions(ctx, tk.ID, "w1", "q1", qs)
 	wantErr(t, err, svcerr.ErrConflict)
-	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: store.TaskAwaitingInput}); err != nil {
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.AwaitingInput}); err != nil {
 		t.Fatal(err)
 	}
 	ans := []store.QuestionAnswer{{Header: "Format", Selections: []string{"PDF"}}}
@@ -427,7 +445,7 @@ func TestQuestions(t *testing.T) {
 		t.Fatalf("check error not returned: %v", err)
 	}
 	out, err := f.s.AnswerQuestions(ctx, tk.ID, "q1", ans, nil)
-	if err != nil || out.Status != store.TaskAwaitingInput {
+	if err != nil || out.Status != taskstate.AwaitingInput {
 		t.Fatalf("first answer = %+v, %v", out, err)
 	}
 	_, err = f.s.AnswerQuestions(ctx, tk.ID, "q1", ans, nil)
@@ -437,7 +455,7 @@ func TestQuestions(t *testing.T) {
 		t.Fatalf("pending = %+v", pending)
 	}
 	out, err = f.s.AnswerQuestions(ctx, tk.ID, "q2", ans, nil)
-	if err != nil || out.Status != store.TaskQueued {
+	if err != nil || out.Status != taskstate.Queued {
 		t.Fatalf("last answer = %+v, %v", out, err)
 	}
 	all, _ := f.s.QuestionBatches(ctx, tk.ID)
@@ -462,16 +480,16 @@ func TestAbortTaskChain(t *testing.T) {
 		}
 		return tk.ID
 	}
-	root := mk(nil, store.TaskRunning) // not waiting: the cascade stops below it
-	mid := mk(&root, store.TaskAwaitingSubAgents)
-	top := mk(&mid, store.TaskAwaitingSubAgents)
-	leaf := mk(&top, store.TaskQueued)
-	abortable := []string{store.TaskQueued, store.TaskRunning, store.TaskAwaitingSubAgents}
+	root := mk(nil, taskstate.Running) // not waiting: the cascade stops below it
+	mid := mk(&root, taskstate.AwaitingSubAgents)
+	top := mk(&mid, taskstate.AwaitingSubAgents)
+	leaf := mk(&top, taskstate.Queued)
+	abortable := []string{taskstate.Queued, taskstate.Running, taskstate.AwaitingSubAgents}
 	out, err := f.s.AbortTaskChain(ctx, leaf, abortable)
-	if err != nil || out.ID != leaf || out.Status != store.TaskAborted {
+	if err != nil || out.ID != leaf || out.Status != taskstate.Aborted {
 		t.Fatalf("AbortTaskChain = %+v, %v", out, err)
 	}
-	for id, want := range map[int64]string{leaf: store.TaskAborted, top: store.TaskAborted, mid: store.TaskAborted, root: store.TaskRunning} {
+	for id, want := range map[int64]string{leaf: taskstate.Aborted, top: taskstate.Aborted, mid: taskstate.Aborted, root: taskstate.Running} {
 		got, _ := f.s.Task(ctx, id)
 		if got.Status != want {
 			t.Errorf("task %d: %s, want %s", id, got.Status, want)
@@ -520,7 +538,7 @@ func TestClaimQueuedConcurrent(t *testing.T) {
 	if len(seen) != total {
 		t.Fatalf("claimed %d tasks, want %d", len(seen), total)
 	}
-	if n := countRows(t, f.s, "tasks", "status = ?", store.TaskRunning); n != total {
+	if n := countRows(t, f.s, "tasks", "status = ?", taskstate.Running); n != total {
 		t.Fatalf("%d RUNNING, want %d", n, total)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // BeginToolCall marks tool call callID of a task whose lease workerID holds as started

@@ -7,7 +7,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // AcquireTick gives workerID the lease of task id for one client-mode tick (POST
@@ -26,49 +27,44 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 	if lease <= 0 {
 		return nil, invalidf("lease must be positive")
 	}
-	var out *Task
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
 		row, err := loadTask(tx, id, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		now := s.now()
 		until := normTime(now.Add(lease))
 		var res *gorm.DB
 		switch {
-		case row.Status == TaskQueued, row.Status == TaskFailed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
+		case row.Status == taskstate.Queued, row.Status == taskstate.Failed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
 			res = tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id = ? AND status = ?", workerID, until, now, id, row.Status)
-		case row.Status == TaskRunning:
+		case row.Status == taskstate.Running:
 			held := row.LeaseOwner != nil && *row.LeaseOwner != workerID &&
 				row.LeaseExpiresAt != nil && !row.LeaseExpiresAt.Before(now)
 			if held {
-				return svcerr.New(svcerr.ErrInvalidState, "the task is being ticked by another caller")
+				return nil, svcerr.New(svcerr.ErrInvalidState, "the task is being ticked by another caller")
 			}
-			res = tx.Model(&taskRow{}).Where("id = ? AND status = ?", id, TaskRunning).
+			res = tx.Model(&taskRow{}).Where("id = ? AND status = ?", id, taskstate.Running).
 				Updates(map[string]any{"lease_owner": workerID, "lease_expires_at": until, "updated_at": now})
 		default:
-			return invalidState("tick", row.Status)
+			return nil, invalidState("tick", row.Status)
 		}
 		if res.Error != nil {
-			return fmt.Errorf("task %d: acquire tick: %w", id, res.Error)
+			return nil, fmt.Errorf("task %d: acquire tick: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 { // cannot happen under the row lock; refuse rather than run unleased
-			return svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
 		}
-		out, err = readTask(tx, id)
-		return err
+		return readTask(tx, id)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-// ReapDisconnected is ReapStale for client-worker mode: every RUNNING task whose lease expired
-// before now becomes FAILED with error code WORKER_DISCONNECTED (the browser driving it went
-// away; the code is transient, so an automatic retry may follow — see
-// task.Service.ScheduleRetry). It returns their ids in ascending order. Errors: none beyond
-// the database's own.
-func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) ([]int64, error) {
-	return s.reap(ctx, now, TaskErrWorkerDisconnected, "the client driving the task stopped ticking it")
+// ReapDisconnected is ReapStale for client-worker mode, without the requeue (document 2: the
+// browser driving the task went away, and no other browser of its owner may be open): every
+// RUNNING task whose lease expired before now becomes FAILED with error code
+// WORKER_DISCONNECTED (the code is transient, so an automatic retry may follow — see
+// task.Service.ScheduleRetry). Their ids are in Reaped.Failed, in ascending order. Errors: none
+// beyond the database's own.
+func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) (Reaped, error) {
+	return s.reap(ctx, now, 0, taskstate.CodeWorkerDisconnected, "the client driving the task stopped ticking it")
 }

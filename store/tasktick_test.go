@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestAcquireTick(t *testing.T) {
@@ -19,7 +20,7 @@ func TestAcquireTick(t *testing.T) {
 	tk := f.create(t, "x")
 
 	got, err := f.s.AcquireTick(ctx, tk.ID, "tick:user:1", time.Minute)
-	if err != nil || got.Status != store.TaskRunning || got.LeaseOwner == nil || *got.LeaseOwner != "tick:user:1" ||
+	if err != nil || got.Status != taskstate.Running || got.LeaseOwner == nil || *got.LeaseOwner != "tick:user:1" ||
 		!got.LeaseExpiresAt.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) {
 		t.Fatalf("AcquireTick(QUEUED) = %+v, %v", got, err)
 	}
@@ -38,14 +39,14 @@ func TestAcquireTick(t *testing.T) {
 	// Lease expired: taken over.
 	f.clock.Advance(2 * time.Minute)
 	got, err = f.s.AcquireTick(ctx, tk.ID, "w2", time.Minute)
-	if err != nil || *got.LeaseOwner != "w2" || got.Status != store.TaskRunning {
+	if err != nil || *got.LeaseOwner != "w2" || got.Status != taskstate.Running {
 		t.Fatalf("AcquireTick(expired) = %+v, %v", got, err)
 	}
 
 	// Quiescent and terminal tasks are refused.
-	for _, st := range []string{store.TaskAborted, store.TaskCompleted} {
+	for _, st := range []string{taskstate.Aborted, taskstate.Completed} {
 		q := f.create(t, "q")
-		if _, err := f.s.TransitionTask(ctx, q.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: st}); err != nil {
+		if _, err := f.s.TransitionTask(ctx, q.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: st}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.s.AcquireTick(ctx, q.ID, "tick:user:1", time.Minute)
@@ -64,8 +65,8 @@ func TestAcquireTickDueRetry(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	a := f.claimOne(t, "w1")
-	if _, err := f.s.FinishStep(ctx, a.ID, "w1", store.StepOutcome{Status: store.TaskFailed,
-		Error: &store.TaskError{Code: store.TaskErrRateLimit, Message: "slow down"}}); err != nil {
+	if _, err := f.s.FinishStep(ctx, a.ID, "w1", store.StepOutcome{Status: taskstate.Failed,
+		Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.s.AcquireTick(ctx, a.ID, "tick", time.Minute) // FAILED without a retry: terminal
@@ -77,7 +78,7 @@ func TestAcquireTickDueRetry(t *testing.T) {
 	wantErr(t, err, svcerr.ErrInvalidState)
 	f.clock.Advance(time.Minute)
 	got, err := f.s.AcquireTick(ctx, a.ID, "tick", time.Minute)
-	if err != nil || got.Status != store.TaskRunning || got.RetryCount != 1 || got.Error != nil || got.NextRetryAt != nil {
+	if err != nil || got.Status != taskstate.Running || got.RetryCount != 1 || got.Error != nil || got.NextRetryAt != nil {
 		t.Fatalf("AcquireTick(due retry) = %+v, %v", got, err)
 	}
 }
@@ -113,16 +114,16 @@ func TestReapDisconnected(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	a := f.claimOne(t, "w1")
-	if ids, err := f.s.ReapDisconnected(ctx, f.clock.Now()); err != nil || len(ids) != 0 {
-		t.Fatalf("ReapDisconnected before expiry = %v, %v", ids, err)
+	if r, err := f.s.ReapDisconnected(ctx, f.clock.Now()); err != nil || len(r.Failed)+len(r.Requeued) != 0 {
+		t.Fatalf("ReapDisconnected before expiry = %+v, %v", r, err)
 	}
 	f.clock.Advance(2 * time.Minute)
-	ids, err := f.s.ReapDisconnected(ctx, f.clock.Now())
-	if err != nil || fmt.Sprint(ids) != fmt.Sprint([]int64{a.ID}) {
-		t.Fatalf("ReapDisconnected = %v, %v", ids, err)
+	r, err := f.s.ReapDisconnected(ctx, f.clock.Now())
+	if err != nil || fmt.Sprint(r.Failed) != fmt.Sprint([]int64{a.ID}) || len(r.Requeued) != 0 { // no requeue in client mode
+		t.Fatalf("ReapDisconnected = %+v, %v", r, err)
 	}
 	got, _ := f.s.Task(ctx, a.ID)
-	if got.Status != store.TaskFailed || got.Error == nil || got.Error.Code != store.TaskErrWorkerDisconnected || got.LeaseOwner != nil {
+	if got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != taskstate.CodeWorkerDisconnected || got.LeaseOwner != nil {
 		t.Fatalf("reaped task = %+v", got)
 	}
 }

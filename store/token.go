@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Token kinds.
@@ -115,45 +115,39 @@ func (s *Store) ConsumeToken(ctx context.Context, kind, selector, verifierDigest
 	if !validTokenKind(kind) || checkSelector(selector) != nil {
 		return nil, errBadLink()
 	}
-	var (
-		out     *Token
-		expired bool
-	)
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	out, err := inTx(ctx, s, func(tx *gorm.DB) (*Token, error) {
 		var row tokenRow
 		if err := tx.Where("selector = ?", selector).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return errBadLink()
+				return nil, errBadLink()
 			}
-			return fmt.Errorf("load token: %w", err)
+			return nil, fmt.Errorf("load token: %w", err)
 		}
 		if !row.ExpiresAt.After(s.now()) {
-			expired = true
 			if err := tx.Delete(&tokenRow{}, row.ID).Error; err != nil {
-				return fmt.Errorf("delete expired token %d: %w", row.ID, err)
+				return nil, fmt.Errorf("delete expired token %d: %w", row.ID, err)
 			}
-			return nil // commit the clean-up, answer below
+			return nil, nil // commit the clean-up, answer below
 		}
 		kindOK := subtle.ConstantTimeCompare([]byte(row.Kind), []byte(kind)) == 1
 		digestOK := subtle.ConstantTimeCompare([]byte(row.VerifierDigest), []byte(verifierDigest)) == 1
 		if !kindOK || !digestOK {
-			return errBadLink()
+			return nil, errBadLink()
 		}
 		// The delete decides who wins a concurrent redemption: only one sees a row.
 		res := tx.Delete(&tokenRow{}, row.ID)
 		if res.Error != nil {
-			return fmt.Errorf("consume token %d: %w", row.ID, res.Error)
+			return nil, fmt.Errorf("consume token %d: %w", row.ID, res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return errBadLink()
+			return nil, errBadLink()
 		}
-		out = row.toToken()
-		return nil
+		return row.toToken(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if expired {
+	if out == nil { // expired: the clean-up is committed
 		return nil, errBadLink()
 	}
 	return out, nil

@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Tool configuration limits: the key columns' sizes, and a bound on one stored setting value
@@ -383,19 +383,12 @@ func (s *Store) EditToolSettings(ctx context.Context, scope ToolScope, class str
 	if err := checkToolClass(class); err != nil {
 		return nil, err
 	}
-	var out *ToolSettings
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*ToolSettings, error) {
 		if err := lockSettingsOwner(tx, scope); err != nil {
-			return err
+			return nil, err
 		}
-		var err error
-		out, err = s.editToolSettings(tx, scope, class, edit)
-		return err
+		return s.editToolSettings(tx, scope, class, edit)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // DeleteToolSettings removes every value of the global layer or a user's layer of a tool;
@@ -673,21 +666,20 @@ func (s *Store) UpsertGroupTool(ctx context.Context, groupID int64, class string
 	if err := checkToolClass(class); err != nil {
 		return nil, err
 	}
-	var out *GroupTool
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*GroupTool, error) {
 		if err := lockGroupForCheck(tx, groupID, check); err != nil {
-			return err
+			return nil, err
 		}
 		now := s.now()
 		var rows []groupToolRow
 		if err := tx.Where("group_id = ? AND tool_class = ?", groupID, class).Limit(1).Find(&rows).Error; err != nil {
-			return fmt.Errorf("load group %d tool %s: %w", groupID, class, err)
+			return nil, fmt.Errorf("load group %d tool %s: %w", groupID, class, err)
 		}
 		var row groupToolRow
 		if len(rows) == 0 {
 			row = groupToolRow{GroupID: groupID, ToolClass: class, Enabled: enabled == nil || *enabled, CreatedAt: now, UpdatedAt: now}
 			if err := tx.Create(&row).Error; err != nil {
-				return fmt.Errorf("insert group %d tool %s: %w", groupID, class, err)
+				return nil, fmt.Errorf("insert group %d tool %s: %w", groupID, class, err)
 			}
 		} else {
 			row = rows[0]
@@ -698,7 +690,7 @@ func (s *Store) UpsertGroupTool(ctx context.Context, groupID int64, class string
 			err := tx.Model(&groupToolRow{}).Where("group_id = ? AND tool_class = ?", groupID, class).
 				Updates(map[string]any{"enabled": row.Enabled, "updated_at": now}).Error
 			if err != nil {
-				return fmt.Errorf("update group %d tool %s: %w", groupID, class, err)
+				return nil, fmt.Errorf("update group %d tool %s: %w", groupID, class, err)
 			}
 		}
 		var ts *ToolSettings
@@ -709,15 +701,10 @@ func (s *Store) UpsertGroupTool(ctx context.Context, groupID int64, class string
 			ts, _, err = loadToolSettings(tx, GroupToolScope(groupID), class)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = row.toGroupTool(ts.Values)
-		return nil
+		return row.toGroupTool(ts.Values), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // RemoveGroupTool deletes the group's entry for a tool class and its group layer of settings,

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 // setTo returns an edit that replaces the layer with next.
@@ -79,7 +80,7 @@ func TestToolScopeKey(t *testing.T) {
 func TestEditToolSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	u := mustUser(t, s, "tools@example.com")
 	other := mustUser(t, s, "other@example.com")
@@ -230,7 +231,7 @@ func TestEditToolSettingsConcurrent(t *testing.T) {
 func TestAgentToolConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := storetest.NewWithClock(t, storetest.NewClock(t0).Now)
+	s := storetest.NewWithClock(t, testkit.NewClock(t0).Now)
 	owner := mustUser(t, s, "owner@example.com")
 	member := mustUser(t, s, "member@example.com")
 	gid, gp := mustGroup(t, s, "Team", map[int64]string{owner.ID: store.GroupRoleOwner, member.ID: store.GroupRoleMember})
@@ -346,7 +347,7 @@ func TestAgentToolConfig(t *testing.T) {
 func TestGroupTools(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	owner := mustUser(t, s, "owner@example.com")
 	gid, _ := mustGroup(t, s, "Team", map[int64]string{owner.ID: store.GroupRoleOwner})

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // RoleAdmin is the role that makes a user an administrator.
@@ -168,23 +168,22 @@ func (s *Store) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
 	if err := checkNewUserFields(nu.DisplayName, nu.PasswordHash); err != nil {
 		return nil, err
 	}
-	var out *User
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
 		if err := lockAccounts(tx); err != nil {
-			return err
+			return nil, err
 		}
 		now := s.now()
 		admin := nu.Admin
 		if !admin && nu.AdminIfFirst {
 			var n int64
 			if err := tx.Model(&userRow{}).Count(&n).Error; err != nil {
-				return fmt.Errorf("count users: %w", err)
+				return nil, fmt.Errorf("count users: %w", err)
 			}
 			admin = n == 0
 		}
 		p := principalRow{Kind: PrincipalUser, Name: principalName(nu.DisplayName, email), CreatedAt: now}
 		if err := tx.Create(&p).Error; err != nil {
-			return fmt.Errorf("create principal: %w", err)
+			return nil, fmt.Errorf("create principal: %w", err)
 		}
 		u := userRow{
 			Email: email, PasswordHash: nu.PasswordHash, DisplayName: nu.DisplayName,
@@ -195,24 +194,19 @@ func (s *Store) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
 		}
 		if err := tx.Create(&u).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return errEmailTaken()
+				return nil, errEmailTaken()
 			}
-			return fmt.Errorf("create user: %w", err)
+			return nil, fmt.Errorf("create user: %w", err)
 		}
 		var roles []string
 		if admin {
 			if err := tx.Create(&userRoleRow{UserID: u.ID, Role: RoleAdmin, CreatedAt: now}).Error; err != nil {
-				return fmt.Errorf("grant admin to user %d: %w", u.ID, err)
+				return nil, fmt.Errorf("grant admin to user %d: %w", u.ID, err)
 			}
 			roles = []string{RoleAdmin}
 		}
-		out = u.toUser(roles)
-		return nil
+		return u.toUser(roles), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // UserByID returns a user with its roles. Errors: ErrNotFound.
@@ -325,14 +319,13 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 			changes["pending_email"] = e
 		}
 	}
-	var out *User
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
 		var row userRow
 		if err := tx.Take(&row, id).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return userNotFound(id)
+				return nil, userNotFound(id)
 			}
-			return fmt.Errorf("load user %d: %w", id, err)
+			return nil, fmt.Errorf("load user %d: %w", id, err)
 		}
 		now := s.now()
 		if upd.EmailVerified != nil {
@@ -346,31 +339,26 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 		changes["updated_at"] = now
 		if err := tx.Model(&userRow{}).Where("id = ?", id).Updates(changes).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return errEmailTaken()
+				return nil, errEmailTaken()
 			}
-			return fmt.Errorf("update user %d: %w", id, err)
+			return nil, fmt.Errorf("update user %d: %w", id, err)
 		}
 		row = userRow{}
 		if err := tx.Take(&row, id).Error; err != nil {
-			return fmt.Errorf("reload user %d: %w", id, err)
+			return nil, fmt.Errorf("reload user %d: %w", id, err)
 		}
 		if upd.Email != nil || upd.DisplayName != nil {
 			name := principalName(row.DisplayName, row.Email)
 			if err := tx.Model(&principalRow{}).Where("id = ?", row.PrincipalID).Update("name", name).Error; err != nil {
-				return fmt.Errorf("rename principal %d: %w", row.PrincipalID, err)
+				return nil, fmt.Errorf("rename principal %d: %w", row.PrincipalID, err)
 			}
 		}
 		roles, err := rolesOf(tx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = row.toUser(roles)
-		return nil
+		return row.toUser(roles), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // guardLastGroupOwner refuses to delete a user who is the only owner of a group: the group
@@ -401,47 +389,42 @@ func guardLastGroupOwner(tx *gorm.DB, userID int64) error {
 // The cascade also deletes the principal's media assets (pictures included): DeleteUser returns
 // their storage keys for the caller to remove the files once the deletion is committed.
 func (s *Store) DeleteUser(ctx context.Context, id int64) (mediaKeys []string, err error) {
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
 		mediaKeys = nil
 		if err := lockAccounts(tx); err != nil {
-			return err
+			return nil, err
 		}
 		var row userRow
 		if err := tx.Take(&row, id).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return userNotFound(id)
+				return nil, userNotFound(id)
 			}
-			return fmt.Errorf("load user %d: %w", id, err)
+			return nil, fmt.Errorf("load user %d: %w", id, err)
 		}
 		if err := guardLastAdmin(tx, id); err != nil {
-			return err
+			return nil, err
 		}
 		if err := guardLastGroupOwner(tx, id); err != nil {
-			return err
+			return nil, err
 		}
 		if err := guardUserTasksNotRunning(tx, id, row.PrincipalID); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Delete(&userRow{}, id).Error; err != nil {
-			return fmt.Errorf("delete user %d: %w", id, err)
+			return nil, fmt.Errorf("delete user %d: %w", id, err)
 		}
 		if err := deleteAgentsOf(tx, row.PrincipalID, s.now()); err != nil {
-			return err
+			return nil, err
 		}
 		keys, err := principalMediaKeys(tx, row.PrincipalID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.Delete(&principalRow{}, row.PrincipalID).Error; err != nil {
-			return fmt.Errorf("delete principal %d of user %d: %w", row.PrincipalID, id, err)
+			return nil, fmt.Errorf("delete principal %d of user %d: %w", row.PrincipalID, id, err)
 		}
-		mediaKeys = keys
-		return nil
+		return keys, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return mediaKeys, nil
 }
 
 // guardLastAdmin fails when userID holds RoleAdmin and no other user does. The caller holds

@@ -11,15 +11,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 func TestCreateUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	now := t0.Truncate(time.Microsecond)
 
@@ -223,7 +224,7 @@ func ptr[T any](v T) *T { return &v }
 func TestUpdateUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	mustUser(t, s, "taken@example.com")
 	later := clock.Advance(time.Hour).Truncate(time.Microsecond)
@@ -436,7 +437,7 @@ func TestLastAdminGuardRace(t *testing.T) {
 func TestDeleteUserCascades(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(t0)
+	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	mustAdmin(t, s, "admin@example.com")
 	u := mustUser(t, s, "gone@example.com")

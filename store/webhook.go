@@ -12,7 +12,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // Callback delivery states (webhook_deliveries.state).
@@ -32,10 +33,6 @@ const MaxDeliveryAttempts = 6
 
 // maxDeliveryErrorLen bounds last_error (characters).
 const maxDeliveryErrorLen = 1000
-
-// CallbackStates are the settle states of a chat: entering one enqueues a callback when the
-// chat has a callback_url (terminal, aborted, or blocked for approval or input).
-var CallbackStates = []string{TaskCompleted, TaskFailed, TaskCancelled, TaskAborted, TaskPendingApproval, TaskAwaitingInput}
 
 // ChatSnapshot is a chat as it settled, kept with its delivery so the callback shows that
 // moment even when it is sent (or retried) later: the task, its PENDING_APPROVAL calls (in
@@ -113,7 +110,7 @@ func (r *webhookDeliveryRow) toDelivery(k deliveryKey) (WebhookDelivery, error) 
 }
 
 // enqueueCallbacks writes one pending delivery, due now, for each of taskIDs that has a
-// callback_url and an API key and whose status is a settle state (CallbackStates). Call it in
+// callback_url and an API key and whose status is a settle state (taskstate.Settled). Call it in
 // the transaction that moved the tasks, after the move: the outbox row commits with the status
 // change or not at all. Tasks without a callback cost one indexed query. A chat whose key was
 // revoked gets no new callback.
@@ -122,7 +119,7 @@ func enqueueCallbacks(tx *gorm.DB, now time.Time, taskIDs ...int64) error {
 		return nil
 	}
 	var rows []taskRow
-	err := tx.Where("id IN ? AND callback_url IS NOT NULL AND api_key_id IS NOT NULL AND status IN ?", taskIDs, CallbackStates).
+	err := tx.Where("id IN ? AND callback_url IS NOT NULL AND api_key_id IS NOT NULL AND status IN ?", taskIDs, taskstate.Settled).
 		Where("api_key_id IN (SELECT id FROM agent_api_keys WHERE revoked_at IS NULL)").
 		Order("id").Find(&rows).Error
 	if err != nil {
@@ -156,15 +153,15 @@ func chatSnapshot(tx *gorm.DB, row *taskRow) (*ChatSnapshot, error) {
 	}
 	snap := &ChatSnapshot{Task: *t, Calls: []ToolCall{}, Questions: []QuestionBatch{}}
 	switch t.Status {
-	case TaskPendingApproval:
+	case taskstate.PendingApproval:
 		if snap.Calls, err = toolCalls(tx, t.ID, ToolCallPendingApproval); err != nil {
 			return nil, err
 		}
-	case TaskAwaitingInput:
+	case taskstate.AwaitingInput:
 		if snap.Questions, err = questionBatches(tx, t.ID, true); err != nil {
 			return nil, err
 		}
-	case TaskFailed:
+	case taskstate.Failed:
 		var texts []string
 		err := tx.Model(&taskMessageRow{}).Where("task_id = ? AND role = ? AND text <> ''", t.ID, RoleAssistant).
 			Order("sequence DESC").Limit(1).Pluck("text", &texts).Error
@@ -199,12 +196,10 @@ func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int,
 	if lease <= 0 {
 		return nil, invalidf("lease must be positive")
 	}
-	out := []WebhookDelivery{}
 	if limit < 1 {
-		return out, nil
+		return []WebhookDelivery{}, nil
 	}
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		out = out[:0]
+	return inTx(ctx, s, func(tx *gorm.DB) ([]WebhookDelivery, error) {
 		now := s.now()
 		until := normTime(now.Add(lease))
 		var rows []webhookDeliveryRow
@@ -212,23 +207,23 @@ func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int,
 			q := "UPDATE webhook_deliveries SET lease_until = ?, updated_at = ? WHERE id IN (SELECT id FROM webhook_deliveries WHERE " +
 				claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ?) RETURNING *"
 			if err := tx.Raw(q, until, now, now, now, limit).Scan(&rows).Error; err != nil {
-				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
 			}
 		} else {
 			var ids []int64
 			q := "SELECT id FROM webhook_deliveries WHERE " + claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ? FOR UPDATE SKIP LOCKED"
 			if err := tx.Raw(q, now, now, limit).Scan(&ids).Error; err != nil {
-				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
 			}
 			if len(ids) == 0 {
-				return nil
+				return []WebhookDelivery{}, nil
 			}
 			res := tx.Model(&webhookDeliveryRow{}).Where("id IN ?", ids).Updates(map[string]any{"lease_until": until, "updated_at": now})
 			if res.Error != nil {
-				return fmt.Errorf("claim deliveries (%s): %w", workerID, res.Error)
+				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, res.Error)
 			}
 			if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
-				return fmt.Errorf("claim deliveries (%s): %w", workerID, err)
+				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
 			}
 		}
 		sort.Slice(rows, func(i, j int) bool {
@@ -237,14 +232,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int,
 			}
 			return rows[i].ID < rows[j].ID
 		})
-		var err error
-		out, err = withKeys(tx, rows)
-		return err
+		return withKeys(tx, rows)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // withKeys converts rows, joining their keys' public ids and digests.

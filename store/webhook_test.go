@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
-	"github.com/agentsvc/svc/svcerr"
 )
 
 const hookDigest = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" // sha256("hello")
@@ -93,20 +94,20 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		status string // "" = no delivery
 		check  func(t *testing.T, d store.WebhookDelivery)
 	}{
-		{name: "completed", out: store.StepOutcome{Status: store.TaskCompleted, Answer: &answer, Steps: 1}, status: store.TaskCompleted,
+		{name: "completed", out: store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1}, status: taskstate.Completed,
 			check: func(t *testing.T, d store.WebhookDelivery) {
 				if d.Snapshot.Task.Answer == nil || *d.Snapshot.Task.Answer != answer || d.Snapshot.Task.StepsUsed != 1 {
 					t.Errorf("snapshot task = %+v", d.Snapshot.Task)
 				}
 			}},
-		{name: "running keeps quiet", out: store.StepOutcome{Status: store.TaskRunning, Steps: 1}},
-		{name: "awaiting sub-agents keeps quiet", out: store.StepOutcome{Status: store.TaskAwaitingSubAgents}},
-		{name: "pending approval", out: store.StepOutcome{Status: store.TaskPendingApproval}, status: store.TaskPendingApproval,
+		{name: "running keeps quiet", out: store.StepOutcome{Status: taskstate.Running, Steps: 1}},
+		{name: "awaiting sub-agents keeps quiet", out: store.StepOutcome{Status: taskstate.AwaitingSubAgents}},
+		{name: "pending approval", out: store.StepOutcome{Status: taskstate.PendingApproval}, status: taskstate.PendingApproval,
 			prep: func(t *testing.T, f *hookFixture, id int64) {
-				_, err := f.s.RecordToolCalls(ctx, id, "w", []store.NewToolCall{
-					{MessageSequence: 1, ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calculator", Operation: "calculate",
+				_, _, err := f.s.AppendAssistantTurn(ctx, id, "w", store.NewTaskMessage{Role: store.RoleAssistant}, []store.NewToolCall{
+					{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calculator", Operation: "calculate",
 						Status: store.ToolCallPendingApproval, Arguments: map[string]any{"expression": "6*7", "digits": json.Number("12345678901234567890")}},
-					{MessageSequence: 1, ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calculator", Status: store.ToolCallPending},
+					{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calculator", Status: store.ToolCallPending},
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -118,7 +119,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 					t.Errorf("snapshot calls = %+v", d.Snapshot.Calls)
 				}
 			}},
-		{name: "awaiting input", out: store.StepOutcome{Status: store.TaskAwaitingInput}, status: store.TaskAwaitingInput,
+		{name: "awaiting input", out: store.StepOutcome{Status: taskstate.AwaitingInput}, status: taskstate.AwaitingInput,
 			prep: func(t *testing.T, f *hookFixture, id int64) {
 				if _, err := f.s.RecordQuestions(ctx, id, "w", "q1", []store.Question{{Question: "Format?", Header: "Format", Options: []string{"PDF"}}}); err != nil {
 					t.Fatal(err)
@@ -129,8 +130,8 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 					t.Errorf("snapshot = %+v", d.Snapshot)
 				}
 			}},
-		{name: "failed", out: store.StepOutcome{Status: store.TaskFailed, Error: &store.TaskError{Code: store.TaskErrToolError, Message: "boom"}},
-			status: store.TaskFailed,
+		{name: "failed", out: store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeToolError, Message: "boom"}},
+			status: taskstate.Failed,
 			prep: func(t *testing.T, f *hookFixture, id int64) {
 				_, err := f.s.AppendMessages(ctx, id, "w", []store.NewTaskMessage{{Role: store.RoleAssistant, Text: "Working on it."},
 					{Role: store.RoleAssistant, ToolCalls: []store.MessageToolCall{{ProviderCallID: "x", Name: "calculator", Arguments: json.RawMessage(`{}`)}}}})
@@ -139,11 +140,11 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 				}
 			},
 			check: func(t *testing.T, d store.WebhookDelivery) {
-				if d.Snapshot.LastSaid == nil || *d.Snapshot.LastSaid != "Working on it." || d.Snapshot.Task.Error == nil || d.Snapshot.Task.Error.Code != store.TaskErrToolError {
+				if d.Snapshot.LastSaid == nil || *d.Snapshot.LastSaid != "Working on it." || d.Snapshot.Task.Error == nil || d.Snapshot.Task.Error.Code != taskstate.CodeToolError {
 					t.Errorf("snapshot = %+v", d.Snapshot)
 				}
 			}},
-		{name: "aborted (budget)", out: store.StepOutcome{Status: store.TaskAborted, Data: map[string]any{"max_steps_reached": true}}, status: store.TaskAborted},
+		{name: "aborted (budget)", out: store.StepOutcome{Status: taskstate.Aborted, Data: map[string]any{"max_steps_reached": true}}, status: taskstate.Aborted},
 	}
 	for _, tc := range steps {
 		t.Run("FinishStep "+tc.name, func(t *testing.T) {
@@ -184,20 +185,20 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		t.Parallel()
 		f := newHookFixture(t)
 		tk := f.chat(t, "https://hooks.example.com/in", nil)
-		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "cancel", From: []string{store.TaskQueued}, To: store.TaskCancelled}); err != nil {
+		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "cancel", From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 			t.Fatal(err)
 		}
-		if ds := f.deliveries(t, tk.ID); len(ds) != 1 || ds[0].Status != store.TaskCancelled {
+		if ds := f.deliveries(t, tk.ID); len(ds) != 1 || ds[0].Status != taskstate.Cancelled {
 			t.Fatalf("deliveries = %+v", ds)
 		}
-		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "retry", From: []string{store.TaskCancelled}, To: store.TaskQueued}); err != nil {
+		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "retry", From: []string{taskstate.Cancelled}, To: taskstate.Queued}); err != nil {
 			t.Fatal(err)
 		}
 		if ds := f.deliveries(t, tk.ID); len(ds) != 1 {
 			t.Fatalf("QUEUED enqueued a callback: %+v", ds)
 		}
 		// A refused transition writes nothing.
-		_, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "abort", From: []string{store.TaskRunning}, To: store.TaskAborted})
+		_, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "abort", From: []string{taskstate.Running}, To: taskstate.Aborted})
 		wantErr(t, err, svcerr.ErrInvalidState)
 		if ds := f.deliveries(t, tk.ID); len(ds) != 1 {
 			t.Fatalf("refused transition enqueued: %+v", ds)
@@ -208,22 +209,22 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		t.Parallel()
 		f := newHookFixture(t)
 		parent := f.chat(t, "https://hooks.example.com/parent", nil)
-		f.setStatus(t, parent.ID, store.TaskAwaitingSubAgents)
+		f.setStatus(t, parent.ID, taskstate.AwaitingSubAgents)
 		child := f.chat(t, "", &parent.ID)
-		if _, err := f.s.AbortTaskChain(ctx, child.ID, []string{store.TaskQueued}); err != nil {
+		if _, err := f.s.AbortTaskChain(ctx, child.ID, []string{taskstate.Queued}); err != nil {
 			t.Fatal(err)
 		}
 		if ds := f.deliveries(t, child.ID); len(ds) != 0 {
 			t.Fatalf("child without callback_url: %+v", ds)
 		}
-		if ds := f.deliveries(t, parent.ID); len(ds) != 1 || ds[0].Status != store.TaskAborted || ds[0].URL != "https://hooks.example.com/parent" {
+		if ds := f.deliveries(t, parent.ID); len(ds) != 1 || ds[0].Status != taskstate.Aborted || ds[0].URL != "https://hooks.example.com/parent" {
 			t.Fatalf("parent deliveries = %+v", ds)
 		}
 		direct := f.chat(t, "https://hooks.example.com/direct", nil)
-		if _, err := f.s.AbortTaskChain(ctx, direct.ID, []string{store.TaskQueued}); err != nil {
+		if _, err := f.s.AbortTaskChain(ctx, direct.ID, []string{taskstate.Queued}); err != nil {
 			t.Fatal(err)
 		}
-		if ds := f.deliveries(t, direct.ID); len(ds) != 1 || ds[0].Status != store.TaskAborted {
+		if ds := f.deliveries(t, direct.ID); len(ds) != 1 || ds[0].Status != taskstate.Aborted {
 			t.Fatalf("direct deliveries = %+v", ds)
 		}
 	})
@@ -232,13 +233,22 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		t.Parallel()
 		f := newHookFixture(t)
 		tk := f.chat(t, "https://hooks.example.com/in", nil)
+		for range store.MaxRecoveries { // queued again to resume: no callback
+			f.claim(t, tk.ID, "w")
+			if r, err := f.s.ReapStale(ctx, f.clock.Now().Add(2*time.Minute)); err != nil || len(r.Requeued) != 1 {
+				t.Fatalf("ReapStale = %+v, %v", r, err)
+			}
+			if ds := f.deliveries(t, tk.ID); len(ds) != 0 {
+				t.Fatalf("deliveries of a requeued chat = %+v", ds)
+			}
+		}
 		f.claim(t, tk.ID, "w")
-		ids, err := f.s.ReapStale(ctx, f.clock.Now().Add(2*time.Minute))
-		if err != nil || len(ids) != 1 {
-			t.Fatalf("ReapStale = %v, %v", ids, err)
+		r, err := f.s.ReapStale(ctx, f.clock.Now().Add(2*time.Minute))
+		if err != nil || len(r.Failed) != 1 {
+			t.Fatalf("ReapStale = %+v, %v", r, err)
 		}
 		ds := f.deliveries(t, tk.ID)
-		if len(ds) != 1 || ds[0].Status != store.TaskFailed || ds[0].Snapshot.Task.Error == nil || ds[0].Snapshot.Task.Error.Code != store.TaskErrOrphaned {
+		if len(ds) != 1 || ds[0].Status != taskstate.Failed || ds[0].Snapshot.Task.Error == nil || ds[0].Snapshot.Task.Error.Code != taskstate.CodeOrphaned {
 			t.Fatalf("deliveries = %+v", ds)
 		}
 		if ok, err := f.s.ScheduleTaskRetry(ctx, tk.ID, time.Minute, 3); err != nil || !ok {
@@ -265,7 +275,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []int64{plain.ID, session.ID, revoked.ID} {
-			if _, err := f.s.TransitionTask(ctx, id, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskCancelled}); err != nil {
+			if _, err := f.s.TransitionTask(ctx, id, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 				t.Fatal(err)
 			}
 			if ds := f.deliveries(t, id); len(ds) != 0 {
@@ -282,7 +292,7 @@ func (f *hookFixture) settled(t *testing.T, n int) []int64 {
 	var ids []int64
 	for range n {
 		tk := f.chat(t, "https://hooks.example.com/in", nil)
-		if _, err := f.s.TransitionTask(context.Background(), tk.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskCancelled}); err != nil {
+		if _, err := f.s.TransitionTask(context.Background(), tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 			t.Fatal(err)
 		}
 		ds := f.deliveries(t, tk.ID)
@@ -314,7 +324,7 @@ func TestClaimDeliveriesLease(t *testing.T) {
 		t.Fatalf("first claim = %v, %v; want %v", deliveryIDs(got), err, ids[:2])
 	}
 	if got[0].KeyID != "pubkey1" || got[0].SecretDigest != hookDigest || got[0].LeaseUntil == nil ||
-		!got[0].LeaseUntil.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) || got[0].Snapshot.Task.Status != store.TaskCancelled {
+		!got[0].LeaseUntil.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) || got[0].Snapshot.Task.Status != taskstate.Cancelled {
 		t.Fatalf("claimed delivery = %+v", got[0])
 	}
 	got2, err := f.s.ClaimDeliveries(ctx, "d2", 25, time.Minute)
@@ -424,7 +434,7 @@ func TestClaimDeliveriesConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{store.TaskQueued}, To: store.TaskCancelled}); err != nil {
+		if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 			t.Fatal(err)
 		}
 	}

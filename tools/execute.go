@@ -21,7 +21,10 @@ type Call struct {
 	AgentID   int64
 	// OwnerUserID is the owner of the agent that issued the call (document 2, schema rule 4):
 	// the agent's personal owner, or 0 when no user owns it (group agents, unresolvable agents).
-	OwnerUserID    int64
+	OwnerUserID int64
+	// UserID is the user the task runs for (the task's user): a call that changes something
+	// may do only what this user could do through the API.
+	UserID         int64
 	ProviderCallID string
 }
 

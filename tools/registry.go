@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentsvc/svc/skill"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Tool is a registered tool. Execution is added with the agent loop; for now a tool is its

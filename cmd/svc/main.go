@@ -1,6 +1,6 @@
-// Command svc is the agent orchestration service: `svc serve` runs the HTTP API (and, once the
-// agent loop lands, the worker daemon); `svc migrate` applies database migrations; `svc user
-// create` adds an account from the command line.
+// Command svc is the agent orchestration service: `svc serve` runs the HTTP API (and, in server
+// worker mode, the worker daemon and the chat callbacks); `svc migrate` applies database
+// migrations; `svc user create` adds an account from the command line.
 package main
 
 import (
@@ -10,14 +10,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agentsvc/svc/agenttemplate"
-	"github.com/agentsvc/svc/config"
+	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/server"
 )
 
@@ -81,38 +83,22 @@ func serve(loader *config.Loader) error {
 	}
 	defer app.Close()
 	cfg := loader.Current()
-	if cfg.WorkerRuntimeMode == "server" {
-		stopWorker, err := startWorker(ctx, app)
-		if err != nil {
-			return err
-		}
-		defer stopWorker()
-	}
-	fmt.Fprintf(os.Stderr, "svc: serving on %s%s (database %s, worker mode %s)\n", displayAddr(cfg.Listen), cfg.AppPrefix, cfg.DBDriver, cfg.WorkerRuntimeMode)
+	app.Start(context.WithoutCancel(ctx)) // the worker daemon and callbacks in server mode; drained after the HTTP server
+	defer stopWork(app)
+	fmt.Fprintln(os.Stderr, banner(cfg))
 	return app.HTTP.Run(ctx, cfg.Listen, 30*time.Second)
 }
 
-// startWorker starts the daemon draining the task queue; the returned function stops it,
-// letting in-flight steps finish.
-func startWorker(ctx context.Context, app *server.App) (func(), error) {
-	loop, err := app.Loop()
-	if err != nil {
-		return nil, err
+// workerDrain bounds the drain of background work at shutdown: in-flight steps finish.
+const workerDrain = 5 * time.Minute
+
+// stopWork drains the app's background work (App.Stop) within workerDrain.
+func stopWork(app *server.App) {
+	ctx, cancel := context.WithTimeout(context.Background(), workerDrain)
+	defer cancel()
+	if err := app.Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "svc:", err)
 	}
-	d := app.Worker(loop)
-	d.Start(context.WithoutCancel(ctx))
-	hooks := app.Webhooks() // chat callbacks: sent by the process that runs the worker
-	hooks.Start(context.WithoutCancel(ctx))
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := d.Stop(sctx); err != nil {
-			fmt.Fprintln(os.Stderr, "svc:", err)
-		}
-		if err := hooks.Stop(sctx); err != nil {
-			fmt.Fprintln(os.Stderr, "svc:", err)
-		}
-	}, nil
 }
 
 // work runs the worker daemon alone (scaling out: several `svc worker` processes may share one
@@ -128,14 +114,22 @@ func work(loader *config.Loader) error {
 	if mode := loader.Current().WorkerRuntimeMode; mode != "server" {
 		return fmt.Errorf("svc worker needs worker_runtime_mode=server (it is %q: browsers tick tasks)", mode)
 	}
-	stopWorker, err := startWorker(ctx, app)
-	if err != nil {
-		return err
-	}
+	app.Start(context.WithoutCancel(ctx))
 	fmt.Fprintln(os.Stderr, "svc: worker running")
 	<-ctx.Done()
-	stopWorker()
+	stopWork(app)
 	return nil
+}
+
+// banner is the line `svc serve` prints at start: where it listens, the database (never its
+// password), the worker mode and where the log goes.
+func banner(cfg *config.Config) string {
+	db := cfg.DBDriver + " " + cfg.SQLitePath()
+	if cfg.DBDriver != "sqlite" {
+		db = fmt.Sprintf("%s %s@%s/%s", cfg.DBDriver, cfg.DBUser, net.JoinHostPort(cfg.DBHost, strconv.Itoa(cfg.DBPort)), cfg.DBName)
+	}
+	return fmt.Sprintf("svc: serving on %s%s (database %s, worker mode %s, log %s at level %s)",
+		displayAddr(cfg.Listen), cfg.AppPrefix, db, cfg.WorkerRuntimeMode, cfg.LogPath, cfg.LogLevel)
 }
 
 func displayAddr(listen string) string {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentsvc/svc/internal/config"
 )
 
 func TestTemplateValidate(t *testing.T) {
@@ -63,5 +65,25 @@ func TestUserCreateAndMigrate(t *testing.T) {
 	}
 	if err := run([]string{"bogus"}, env, nil, &out); err == nil {
 		t.Fatal("unknown command accepted")
+	}
+}
+
+func TestServeBanner(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "svc: serving on http://localhost:8080/svc (database sqlite storage/svc.sqlite, worker mode server, log storage/svc.log at level info)"},
+		{[]string{"SVC_DB_DRIVER=mysql", "SVC_DB_PASSWORD=hunter2", "SVC_LOG_PATH=stdout", "SVC_WORKER_RUNTIME_MODE=client"},
+			"svc: serving on http://localhost:8080/svc (database mysql svc@127.0.0.1:3306/svc, worker mode client, log stdout at level info)"},
+	} {
+		cfg, err := config.NewLoader(append([]string{"SVC_CONFIG_FILE=" + t.TempDir() + "/none.yaml"}, tt.env...)).Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := banner(cfg); got != tt.want {
+			t.Errorf("banner = %q\nwant     %q", got, tt.want)
+		}
 	}
 }

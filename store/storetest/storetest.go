@@ -10,10 +10,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +77,26 @@ func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
 		}
 	})
 	return s
+}
+
+// MySQLDatabase creates a throwaway database on the server of dsn (removed when the test ends)
+// and returns where it is, for a test that hands the database to another process through the
+// service's settings (db_host, db_port, db_name, db_user, db_password).
+func MySQLDatabase(t testing.TB, dsn string) (host string, port int, name, user, password string) {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(createMySQLDatabase(t, dsn))
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	h, p, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		t.Fatalf("storetest: address %q: %v", cfg.Addr, err)
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("storetest: port %q: %v", p, err)
+	}
+	return h, port, cfg.DBName, cfg.User, cfg.Passwd
 }
 
 // createMySQLDatabase creates svc_t_<random> on the server of dsn, schedules its removal and
@@ -142,35 +163,4 @@ func (w *tWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
-}
-
-// Clock is a fake clock for tests: it stands still until moved.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock stopped at start (UTC).
-func NewClock(start time.Time) *Clock { return &Clock{now: start.UTC()} }
-
-// Now returns the clock's time; pass the method value to store options.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d and returns the new time.
-func (c *Clock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t.UTC()
 }

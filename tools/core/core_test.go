@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/skills"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/svcerr"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 

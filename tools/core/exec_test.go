@@ -14,10 +14,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/agentsvc/svc/netguard"
-	"github.com/agentsvc/svc/skill"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/svcerr"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )
@@ -657,7 +657,7 @@ func TestReadURL(t *testing.T) {
 		{"404", deps, map[string]any{"url": srv.URL + "/missing"}, nil, nil, nil, "HTTP 404 Not Found"},
 		{"image", deps, map[string]any{"url": srv.URL + "/image"}, nil, nil, nil, "content type image/png"},
 		{"redirect to metadata", deps, map[string]any{"url": srv.URL + "/to-private"}, nil, nil, nil, "private"},
-		{"loopback without the test option", core.Deps{}, map[string]any{"url": srv.URL + "/text"}, nil, nil, nil, "refused: address 127.0.0.1"},
+		{"loopback without the test option", core.Deps{}, map[string]any{"url": srv.URL + "/text"}, nil, nil, nil, "refused: host 127.0.0.1 does not resolve to a public address"},
 		{"decimal loopback", deps, map[string]any{"url": "http://2130706433/"}, nil, nil, nil, "refused"},
 		{"metadata literal", deps, map[string]any{"url": "http://169.254.169.254/"}, nil, nil, nil, "refused"},
 		{"user info", deps, map[string]any{"url": "http://user:pw@example.com/"}, nil, nil, nil, "user information"},

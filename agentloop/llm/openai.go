@@ -1,0 +1,203 @@
+package llm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+// openaiDriver talks to any OpenAI-compatible /chat/completions endpoint through the
+// official SDK.
+type openaiDriver struct {
+	cfg Config
+	svc openai.ChatCompletionService
+	// maxCompletion sends max_completion_tokens (required by OpenAI's reasoning models) instead
+	// of the max_tokens every compatible server understands.
+	maxCompletion bool
+}
+
+func newOpenAI(cfg Config) *openaiDriver {
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = "https://api.openai.com/v1"
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
+		option.WithMaxRetries(0), // the task's retry chain decides
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	d := &openaiDriver{cfg: cfg, svc: openai.NewChatCompletionService(opts...)}
+	if u, err := url.Parse(base); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		d.maxCompletion = true
+	}
+	return d
+}
+
+func (d *openaiDriver) Complete(ctx context.Context, req Request) (*Response, error) {
+	if err := validateRequest(&req); err != nil {
+		return nil, err
+	}
+	names := newNameMap(&req)
+	params := d.params(&req, names)
+	ctx, cancel := withTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	res, err := d.svc.New(ctx, params)
+	if err != nil {
+		return nil, d.classify(ctx, err)
+	}
+	return d.response(res, names)
+}
+
+func (d *openaiDriver) params(req *Request, names *nameMap) openai.ChatCompletionNewParams {
+	p := openai.ChatCompletionNewParams{Model: d.cfg.Model}
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+		case RoleTool:
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Text, m.ToolCallID))
+		case RoleAssistant:
+			// Reasoning is not sent back: chat completions has no field for it.
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Text != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(m.Text)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID: c.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+							Name:      names.encode(c.Name),
+							Arguments: string(toolArguments(c.Arguments)),
+						},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		}
+	}
+	for _, t := range req.Tools {
+		fn := shared.FunctionDefinitionParam{Name: names.encode(t.Name)}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		schema := schemaObject(t.Parameters)
+		fn.Parameters = make(shared.FunctionParameters, len(schema))
+		for k, v := range schema {
+			fn.Parameters[k] = v // raw JSON keeps numbers and key order inside values intact
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	if t := pickTemperature(req, &d.cfg); t != nil {
+		p.Temperature = openai.Float(*t)
+	}
+	if n := pickMaxTokens(req, &d.cfg); n > 0 {
+		if d.maxCompletion {
+			p.MaxCompletionTokens = openai.Int(int64(n))
+		} else {
+			p.MaxTokens = openai.Int(int64(n))
+		}
+	}
+	return p
+}
+
+func (d *openaiDriver) response(res *openai.ChatCompletion, names *nameMap) (*Response, error) {
+	if len(res.Choices) == 0 {
+		return nil, newError(taskstate.CodeUnknown, "openai answered without choices", 0, nil)
+	}
+	ch := res.Choices[0]
+	out := &Response{
+		Text:  ch.Message.Content,
+		Usage: Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens},
+	}
+	// OpenAI-compatible servers (DeepSeek, vLLM, Ollama, OpenRouter) report thinking in one of
+	// these non-standard fields.
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := ch.Message.JSON.ExtraFields[key]; ok {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+				out.Reasoning = append(out.Reasoning, Reasoning{Text: s})
+				break
+			}
+		}
+	}
+	for _, c := range ch.Message.ToolCalls {
+		if c.Type != "" && c.Type != "function" {
+			continue // custom tools are never declared by this driver
+		}
+		id := c.ID
+		if id == "" {
+			id = newCallID()
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{
+			ID:        id,
+			Name:      names.decode(c.Function.Name),
+			Arguments: wireArguments(c.Function.Arguments),
+		})
+	}
+	switch ch.FinishReason {
+	case "stop":
+		out.StopReason = StopEndTurn
+	case "tool_calls", "function_call":
+		out.StopReason = StopToolUse
+	case "length":
+		out.StopReason = StopMaxTokens
+	default:
+		out.StopReason = ch.FinishReason
+	}
+	if len(out.ToolCalls) > 0 && out.StopReason == StopEndTurn {
+		out.StopReason = StopToolUse // some compatible servers answer "stop" with tool calls
+	}
+	return out, nil
+}
+
+func (d *openaiDriver) classify(ctx context.Context, err error) *Error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		code := codeForStatus(apiErr.StatusCode)
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		return httpError(code, "openai", apiErr.StatusCode, apiErr.Message, d.cfg.APIKey, h, err)
+	}
+	return classifyTransport(ctx, "openai", d.cfg.Timeout, err)
+}
+
+// newCallID invents an id for servers that send tool calls without one.
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+func pickTemperature(req *Request, cfg *Config) *float64 {
+	if req.Temperature != nil {
+		return req.Temperature
+	}
+	return cfg.Temperature
+}
+
+func pickMaxTokens(req *Request, cfg *Config) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return cfg.MaxTokensOutput
+}

@@ -1,0 +1,353 @@
+// Package config loads the runtime configuration of the service.
+//
+// Four layers are merged, lowest to highest: built-in defaults, the configuration file
+// (SVC_CONFIG_FILE, default config.yaml in the working directory, YAML or JSON, flat or nested
+// keys), the environment (the file key upper-cased with the prefix SVC_), and the settings an
+// administrator stored in the database. The result is normalised and validated as a whole; every
+// problem is reported at once in a *ValidationError.
+//
+// A Loader caches the result and re-reads the file when it changes (see Loader.Current), so a
+// long-running server picks up edits without a restart.
+//
+// Rules worth knowing:
+//   - File keys are the lower-case names of the table (db_driver), except SVC_AGENT_API and
+//     SVC_AGENT_API_RATE_LIMIT_MAX, which are spelled that way and only at the top level.
+//     Nested mappings flatten by joining with "_" (db: {driver: mysql} is db_driver); the
+//     flatter spelling wins, two spellings at the same depth are an error. Unknown keys are an
+//     error (with a "did you mean"); a null value leaves the key at the lower layer's value.
+//   - Types are strict in the file and the stored settings: a string key needs a string (an
+//     unquoted 0123 is an error, not the octal number 83), an integer key a whole number, a
+//     boolean key true or false.
+//   - In the environment an empty variable sets a string key to "" (SVC_APP_PREFIX= serves at
+//     the root) and leaves an integer or boolean key alone. SERVER_NAME, when non-empty,
+//     overrides listen.
+//   - Stored settings cannot set the keys needed before the database is open or the master key
+//     (see Storable).
+//   - Enumerations are trimmed and lower-cased before validation; app_prefix and app_url are
+//     normalised (see NormalisePrefix).
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Config is one resolved, validated runtime configuration. Each field carries its file key
+// (tag key) and environment name without the SVC_ prefix (tag env). Values returned by a Loader
+// are copies: changing one does not affect the loader.
+//
+// Durations are plain integers in the unit their name or comment gives, as in the file.
+type Config struct {
+	// Listen is the listen address of the web server. SERVER_NAME (unprefixed) overrides it.
+	Listen string `key:"listen" env:"LISTEN" stored:"no"`
+
+	// AppURL is the public origin, with any path prefix, used in emailed links and media URLs.
+	// Required in production; empty (development only) means derived from Listen, never from a
+	// request's headers (see PublicBase). Never ends in a slash.
+	AppURL string `key:"app_url" env:"APP_URL"`
+	// AppPrefix is the mount path prefix: "" (host root) or "/a/b" (leading slash, no trailing).
+	AppPrefix string `key:"app_prefix" env:"APP_PREFIX"`
+	// AppEnv is "development" or "production".
+	AppEnv string `key:"app_env" env:"APP_ENV"`
+	// TrustedProxies lists the addresses and CIDRs (comma-separated) of the reverse proxies
+	// whose X-Forwarded-For and X-Real-IP headers give the client address; empty trusts none.
+	// Read at start-up.
+	TrustedProxies string `key:"trusted_proxies" env:"TRUSTED_PROXIES" stored:"no"`
+	// HTTPReadTimeout bounds the reading of one request, headers and body, in seconds;
+	// operations whose body cap exceeds 1 MiB get more time in proportion. Read at start-up.
+	HTTPReadTimeout int `key:"http_read_timeout" env:"HTTP_READ_TIMEOUT"`
+	// HTTPWriteTimeout bounds the writing of one response, in seconds; event streams have none
+	// and the client-mode tick gets tick_lease_seconds. Read at start-up.
+	HTTPWriteTimeout int `key:"http_write_timeout" env:"HTTP_WRITE_TIMEOUT"`
+	// HTTPIdleTimeout closes a keep-alive connection idle that long, in seconds. Read at start-up.
+	HTTPIdleTimeout int `key:"http_idle_timeout" env:"HTTP_IDLE_TIMEOUT"`
+	// MaxRequestBodies caps the request bodies being received at once; further requests with a
+	// body wait for a slot up to http_read_timeout, then answer 503. Read at start-up.
+	MaxRequestBodies int `key:"max_request_bodies" env:"MAX_REQUEST_BODIES"`
+	// AllowRegistration opens self-registration.
+	AllowRegistration bool `key:"allow_registration" env:"ALLOW_REGISTRATION"`
+
+	// SecretKey is the base64 encoding of the 32-byte master key (see DecodeSecretKey).
+	SecretKey string `key:"secret_key" env:"SECRET_KEY" secret:"yes" stored:"no"`
+	// KeyPath is the key file used when SecretKey is empty; generated on first use.
+	KeyPath string `key:"key_path" env:"KEY_PATH" stored:"no"`
+
+	// DBDriver is "sqlite", "mysql" or "mariadb".
+	DBDriver string `key:"db_driver" env:"DB_DRIVER" stored:"no"`
+	// DBHost is the network database host.
+	DBHost string `key:"db_host" env:"DB_HOST" stored:"no"`
+	// DBPort is the network database port.
+	DBPort int `key:"db_port" env:"DB_PORT" stored:"no"`
+	// DBName is the database name; with SQLite the file is storage/<DBName>.sqlite.
+	DBName string `key:"db_name" env:"DB_NAME" stored:"no"`
+	// DBUser is the network database user.
+	DBUser string `key:"db_user" env:"DB_USER" stored:"no"`
+	// DBPassword is the network database password.
+	DBPassword string `key:"db_password" env:"DB_PASSWORD" secret:"yes" stored:"no"`
+	// SQLiteBusyTimeout is how long SQLite waits on a lock, in milliseconds.
+	SQLiteBusyTimeout int `key:"sqlite_busy_timeout" env:"SQLITE_BUSY_TIMEOUT" stored:"no"`
+
+	// WorkerRuntimeMode is "server" (the worker daemon runs tasks) or "client" (clients tick).
+	WorkerRuntimeMode string `key:"worker_runtime_mode" env:"WORKER_RUNTIME_MODE"`
+	// TickLeaseSeconds is the lease of an in-flight tick in client mode.
+	TickLeaseSeconds int `key:"tick_lease_seconds" env:"TICK_LEASE_SECONDS"`
+	// WorkerStaleMinutes is the age after which a RUNNING task is reaped; 0 disables the reaper.
+	WorkerStaleMinutes int `key:"worker_stale_minutes" env:"WORKER_STALE_MINUTES"`
+	// MaxWorkers caps concurrent child processes in daemon mode; 0 means unlimited.
+	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
+	// LLMTimeout is the timeout of model calls, in seconds.
+	LLMTimeout int `key:"llm_timeout" env:"LLM_TIMEOUT"`
+	// ToolHTTPTimeout is the timeout of tool HTTP requests, in seconds.
+	ToolHTTPTimeout int `key:"tool_http_timeout" env:"TOOL_HTTP_TIMEOUT"`
+
+	// MercureURL is the public push hub URL; empty means the embedded SSE hub.
+	MercureURL string `key:"mercure_url" env:"MERCURE_URL"`
+	// MercurePublishURL is the publisher endpoint of the hub; defaults to MercureURL.
+	MercurePublishURL string `key:"mercure_publish_url" env:"MERCURE_PUBLISH_URL"`
+	// MercureJWTKey is the HS256 shared secret of the hub.
+	MercureJWTKey string `key:"mercure_jwt_key" env:"MERCURE_JWT_KEY" secret:"yes"`
+
+	// LogLevel is "debug", "info", "warning" or "error".
+	LogLevel string `key:"log_level" env:"LOG_LEVEL"`
+	// LogPath is a log file path, or "stdout".
+	LogPath string `key:"log_path" env:"LOG_PATH"`
+
+	// NotificationsEmailEnabled sends an email when a scheduled run completes.
+	NotificationsEmailEnabled bool `key:"notifications_email_enabled" env:"NOTIFICATIONS_EMAIL_ENABLED"`
+
+	// AgentAPI mounts the per-agent API. Its file key is the flat SVC_AGENT_API only.
+	AgentAPI bool `key:"SVC_AGENT_API" env:"AGENT_API"`
+	// AgentAPIRateLimitMax is the per-key request budget per minute of the per-agent API.
+	AgentAPIRateLimitMax int `key:"SVC_AGENT_API_RATE_LIMIT_MAX" env:"AGENT_API_RATE_LIMIT_MAX"`
+
+	// PluginInstallEnabled enables plugin install, uninstall and update in the web UI.
+	PluginInstallEnabled bool `key:"plugin_install_enabled" env:"PLUGIN_INSTALL_ENABLED"`
+	// ComposerBinary is the package manager executable used by the plugin manager.
+	ComposerBinary string `key:"composer_binary" env:"COMPOSER_BINARY"`
+	// PluginCatalogEnabled enables the catalog browse tab and GET /plugins/catalog.
+	PluginCatalogEnabled bool `key:"plugin_catalog_enabled" env:"PLUGIN_CATALOG_ENABLED"`
+	// PluginCatalogTTL is the lifetime of the on-disk catalog cache, in seconds.
+	PluginCatalogTTL int `key:"plugin_catalog_ttl" env:"PLUGIN_CATALOG_TTL"`
+
+	// MailDriver is "smtp" to send mail; "" or "none" disables mail.
+	MailDriver string `key:"mail_driver" env:"MAIL_DRIVER"`
+	// MailHost is the SMTP host name (no scheme, port or path).
+	MailHost string `key:"mail_host" env:"MAIL_HOST"`
+	// MailPort is the SMTP port: 587 pairs with tls, 465 with ssl.
+	MailPort int `key:"mail_port" env:"MAIL_PORT"`
+	// MailUsername is the SMTP user.
+	MailUsername string `key:"mail_username" env:"MAIL_USERNAME"`
+	// MailPassword is the SMTP password.
+	MailPassword string `key:"mail_password" env:"MAIL_PASSWORD" secret:"yes"`
+	// MailEncryption is "tls" (STARTTLS), "ssl" (implicit TLS), "none" or "" (opportunistic).
+	MailEncryption string `key:"mail_encryption" env:"MAIL_ENCRYPTION"`
+	// MailFrom is the sender address.
+	MailFrom string `key:"mail_from" env:"MAIL_FROM"`
+	// MailFromName is the sender display name.
+	MailFromName string `key:"mail_from_name" env:"MAIL_FROM_NAME"`
+
+	// LLMDriver seeds the global default model configuration: "openai", "anthropic" or
+	// "scripted"; empty seeds nothing.
+	LLMDriver string `key:"llm_driver" env:"LLM_DRIVER"`
+	// LLMBaseURL is the base URL of the seeded model configuration.
+	LLMBaseURL string `key:"llm_base_url" env:"LLM_BASE_URL"`
+	// LLMModel is the model name of the seeded model configuration.
+	LLMModel string `key:"llm_model" env:"LLM_MODEL"`
+	// LLMAPIKey is the API key of the seeded model configuration.
+	LLMAPIKey string `key:"llm_api_key" env:"LLM_API_KEY" secret:"yes"`
+	// LLMAllowedHosts lists the host names, IP addresses and CIDR networks (separated by commas
+	// or spaces) that group model configurations may reach besides public addresses (a local
+	// Ollama: "localhost" or "10.0.0.0/8"); global configurations are not screened.
+	LLMAllowedHosts string `key:"llm_allowed_hosts" env:"LLM_ALLOWED_HOSTS"`
+}
+
+// Defaults returns the built-in defaults, the lowest layer.
+func Defaults() *Config {
+	return &Config{
+		Listen:                    ":8080",
+		AppPrefix:                 "/svc",
+		AppEnv:                    "development",
+		AllowRegistration:         true,
+		HTTPReadTimeout:           60,
+		HTTPWriteTimeout:          60,
+		HTTPIdleTimeout:           120,
+		MaxRequestBodies:          64,
+		KeyPath:                   "storage/secret.key",
+		DBDriver:                  "sqlite",
+		DBHost:                    "127.0.0.1",
+		DBPort:                    3306,
+		DBName:                    "svc",
+		DBUser:                    "svc",
+		SQLiteBusyTimeout:         5000,
+		WorkerRuntimeMode:         "server",
+		TickLeaseSeconds:          600,
+		WorkerStaleMinutes:        60,
+		MaxWorkers:                0,
+		LLMTimeout:                300,
+		ToolHTTPTimeout:           30,
+		LogLevel:                  "info",
+		LogPath:                   "storage/svc.log",
+		NotificationsEmailEnabled: true,
+		AgentAPI:                  false,
+		AgentAPIRateLimitMax:      60,
+		PluginInstallEnabled:      false,
+		ComposerBinary:            "composer",
+		PluginCatalogEnabled:      true,
+		PluginCatalogTTL:          3600,
+		MailPort:                  587,
+	}
+}
+
+// IsProduction reports whether app_env is production.
+func (c *Config) IsProduction() bool { return c.AppEnv == "production" }
+
+// MailConfigured reports whether outgoing mail is enabled (mail_driver is smtp).
+func (c *Config) MailConfigured() bool { return c.MailDriver == "smtp" }
+
+// SQLitePath is the SQLite database file, storage/<db_name>.sqlite, relative to the working
+// directory.
+func (c *Config) SQLitePath() string {
+	return filepath.Join("storage", c.DBName+".sqlite")
+}
+
+// MySQLDSN is the go-sql-driver/mysql data source name for db_host, db_port, db_name, db_user
+// and db_password, with parseTime=true, charset=utf8mb4, loc=UTC and multiStatements=true.
+// It contains the password: never log it.
+func (c *Config) MySQLDSN() string {
+	var b strings.Builder
+	b.WriteString(c.DBUser)
+	if c.DBPassword != "" {
+		b.WriteByte(':')
+		b.WriteString(c.DBPassword)
+	}
+	b.WriteString("@tcp(")
+	b.WriteString(net.JoinHostPort(c.DBHost, strconv.Itoa(c.DBPort)))
+	b.WriteString(")/")
+	b.WriteString(c.DBName)
+	b.WriteString("?parseTime=true&charset=utf8mb4&loc=UTC&multiStatements=true")
+	return b.String()
+}
+
+// Public returns the feature flags the web UI reads from GET /config. It never contains a
+// secret.
+func (c *Config) Public() map[string]any {
+	push := "embedded"
+	if c.MercureURL != "" {
+		push = "mercure"
+	}
+	return map[string]any{
+		"agent_api":                   c.AgentAPI,
+		"plugin_install_enabled":      c.PluginInstallEnabled,
+		"plugin_catalog_enabled":      c.PluginCatalogEnabled,
+		"worker_runtime_mode":         c.WorkerRuntimeMode,
+		"allow_registration":          c.AllowRegistration,
+		"push":                        push,
+		"app_prefix":                  c.AppPrefix,
+		"notifications_email_enabled": c.NotificationsEmailEnabled,
+	}
+}
+
+// redacted replaces a secret that is set; an empty secret stays empty so the output still says
+// whether it is configured.
+const redacted = "[REDACTED]"
+
+// redactedValues lists every key with its value, secrets replaced, in declaration order.
+func (c Config) redactedValues() []keyValue {
+	out := make([]keyValue, 0, len(fields))
+	for _, f := range fields {
+		v := f.get(&c)
+		if f.secret && v != "" {
+			v = redacted
+		}
+		out = append(out, keyValue{f.key, v})
+	}
+	return out
+}
+
+type keyValue struct {
+	key string
+	val any
+}
+
+// String lists every key and value with the secrets (secret_key, db_password, mail_password,
+// mercure_jwt_key, llm_api_key) redacted, so a Config can be printed or logged safely.
+func (c Config) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, kv := range c.redactedValues() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if s, ok := kv.val.(string); ok {
+			fmt.Fprintf(&b, "%s=%q", kv.key, s)
+		} else {
+			fmt.Fprintf(&b, "%s=%v", kv.key, kv.val)
+		}
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// GoString makes %#v print the redacted form too.
+func (c Config) GoString() string { return "config.Config" + c.String() }
+
+// LogValue logs a Config as a group of its keys with the secrets redacted.
+func (c Config) LogValue() slog.Value {
+	kvs := c.redactedValues()
+	attrs := make([]slog.Attr, 0, len(kvs))
+	for _, kv := range kvs {
+		attrs = append(attrs, slog.Any(kv.key, kv.val))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// MarshalJSON encodes a Config as an object of file keys with the secrets redacted, so a
+// Config accidentally serialised into a response or a log line leaks nothing.
+func (c Config) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(fields))
+	for _, kv := range c.redactedValues() {
+		m[kv.key] = kv.val
+	}
+	return json.Marshal(m)
+}
+
+var (
+	_ fmt.Stringer   = Config{}
+	_ fmt.GoStringer = Config{}
+	_ slog.LogValuer = Config{}
+	_ json.Marshaler = Config{}
+)
+
+// PublicBase is the public origin with the mount prefix: app_url when configured, otherwise
+// (development only: production requires app_url) the listen address, with localhost for an
+// unspecified host. It never comes from a request's headers: a Host or X-Forwarded-* header
+// chosen by the caller must not end up in a mailed link.
+func (c *Config) PublicBase() string {
+	if c.AppURL != "" {
+		return c.AppURL
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return "http://localhost" + c.AppPrefix
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + c.AppPrefix
+}
+
+// TrustedProxyList is trusted_proxies split into its entries.
+func (c *Config) TrustedProxyList() []string {
+	var out []string
+	for _, p := range strings.Split(c.TrustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package media_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/svcerr"
+)
+
+func TestParseDataURL(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+	b64 := base64.StdEncoding.EncodeToString(png)
+	for _, tc := range []struct {
+		name string
+		in   string
+		mt   string
+		data []byte
+		err  error
+	}{
+		{"base64", "data:image/png;base64," + b64, "image/png", png, nil},
+		{"upper scheme and params", "DATA:Image/PNG;name=x.png;BASE64," + b64, "image/png", png, nil},
+		{"unpadded", "data:image/png;base64," + strings.TrimRight(b64, "="), "image/png", png, nil},
+		{"url alphabet", "data:;base64," + base64.URLEncoding.EncodeToString(png), "text/plain", png, nil},
+		{"whitespace", "data:image/png;base64," + b64[:4] + "\n " + b64[4:], "image/png", png, nil},
+		{"percent in base64", "data:image/png;base64," + strings.ReplaceAll(b64, "+", "%2B"), "image/png", png, nil},
+		{"percent-encoded", "data:text/plain;charset=utf-8,hello%20world%21+", "text/plain", []byte("hello world!+"), nil},
+		{"empty payload", "data:,", "text/plain", []byte{}, nil},
+		{"not data", "http://x/y", "", nil, svcerr.ErrInvalid},
+		{"short", "dat", "", nil, svcerr.ErrInvalid},
+		{"no comma", "data:image/png;base64", "", nil, svcerr.ErrInvalid},
+		{"bad base64", "data:image/png;base64,@@@@", "", nil, svcerr.ErrInvalid},
+		{"bad escape", "data:text/plain,%zz", "", nil, svcerr.ErrInvalid},
+		{"truncated escape", "data:text/plain,abc%4", "", nil, svcerr.ErrInvalid},
+		{"bad media type", "data:image;base64," + b64, "", nil, svcerr.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mt, data, err := media.ParseDataURL(tc.in)
+			if tc.err != nil {
+				if category(err) != tc.err {
+					t.Fatalf("error = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil || mt != tc.mt || !bytes.Equal(data, tc.data) {
+				t.Fatalf("ParseDataURL = %q, %q, %v", mt, data, err)
+			}
+		})
+	}
+}
+
+func TestParseDataURLLimits(t *testing.T) {
+	t.Parallel()
+	exact := bytes.Repeat([]byte{0xab}, 30)
+	enc := base64.StdEncoding.EncodeToString(exact)
+	if _, d, err := media.ParseDataURLLimit("data:application/octet-stream;base64,"+enc, 30); err != nil || len(d) != 30 {
+		t.Fatalf("at the limit: %d, %v", len(d), err)
+	}
+	for name, in := range map[string]string{
+		"base64 one over":  "data:;base64," + base64.StdEncoding.EncodeToString(append(exact, 1)),
+		"percent one over": "data:," + strings.Repeat("%41", 31),
+		"plain one over":   "data:," + strings.Repeat("a", 31),
+		"huge base64":      "data:;base64," + strings.Repeat("A", 1000),
+	} {
+		if _, _, err := media.ParseDataURLLimit(in, 30); category(err) != svcerr.ErrTooLarge {
+			t.Errorf("%s: error = %v, want too large", name, err)
+		}
+	}
+	// 16 MiB + 3 bytes of base64 is refused from its length.
+	big := "data:image/png;base64," + strings.Repeat("A", (media.MaxInlineBytes/3+1)*4)
+	if _, _, err := media.ParseDataURL(big); category(err) != svcerr.ErrTooLarge {
+		t.Fatalf("oversize inline file: %v", err)
+	}
+}
+
+func FuzzParseDataURL(f *testing.F) {
+	for _, s := range []string{
+		"data:image/png;base64,iVBORw0KGgo=", "data:,hello%20x", "data:text/plain;charset=utf-8;base64,aGk",
+		"data:;base64,%2B%2F==", "data:a/b;base64,", "data:,%", "DATA:x/y,%41%4", "data:image/png;base64,a b\nc=",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mt, data, err := media.ParseDataURLLimit(s, 64)
+		if err != nil {
+			if category(err) != svcerr.ErrInvalid && category(err) != svcerr.ErrTooLarge {
+				t.Fatalf("uncategorised error %v", err)
+			}
+			return
+		}
+		if len(data) > 64 || mt == "" || mt != strings.ToLower(mt) {
+			t.Fatalf("ParseDataURLLimit(%q) = %q, %d bytes", s, mt, len(data))
+		}
+	})
+}

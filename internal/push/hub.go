@@ -1,0 +1,318 @@
+package push
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	"github.com/r3labs/sse/v2"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+)
+
+// subscriberKeyLabel is the HKDF info that derives the embedded hub's token key from the master
+// key; changing it invalidates every issued subscriber token.
+const subscriberKeyLabel = "svc/push/embedded-hub/subscriber-jwt/v1"
+
+// Limits of one subscription request.
+const (
+	maxSubscribeTopics = 10
+	maxTopicLength     = 255
+	// DefaultHeartbeat is how often an idle subscription receives a comment line, so proxies
+	// keep it open.
+	DefaultHeartbeat = 25 * time.Second
+	// streamBuffer is how many events wait per subscription set before new ones are dropped.
+	streamBuffer = 256
+)
+
+// HubOptions configure the embedded hub.
+type HubOptions struct {
+	// MasterKey is the service's master key; the subscriber-token key is derived from it with
+	// HKDF-SHA256 and a fixed label. Required.
+	MasterKey []byte
+	// Session authenticates a subscriber without a token by its session cookie; it returns the
+	// user's id or an error (ErrUnauthenticated when there is no valid session). nil: tokens only.
+	Session func(r *http.Request) (userID int64, err error)
+	// Clock is the time source of token checks; nil means time.Now.
+	Clock func() time.Time
+	// Heartbeat is the period of keep-alive comments; 0 means DefaultHeartbeat, negative none.
+	Heartbeat time.Duration
+	// Logger receives dropped-event warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Hub is the embedded push hub: an SSE server (github.com/r3labs/sse/v2) speaking Mercure's
+// subscribe shape (GET ?topic=…&topic=…, text/event-stream). A subscriber authenticates with a
+// subscriber token (Authorization: Bearer, or the authorization query parameter) or its session
+// cookie and receives only topics it was granted: with a session, its own topics.
+//
+// One r3labs stream exists per distinct set of subscribed topics; a publication goes to every
+// stream whose set contains its topic, so a subscriber of several topics gets one merged
+// stream. There is no history: events published while nobody listens are dropped.
+type Hub struct {
+	srv       *sse.Server
+	key       []byte
+	session   func(*http.Request) (int64, error)
+	now       func() time.Time
+	log       *slog.Logger
+	ctx       context.Context // ends when the hub stops; ends every subscription
+	cancel    context.CancelFunc
+	heartbeat time.Duration
+
+	mu      sync.Mutex
+	streams map[string]*hubStream // by stream id (the sorted topic set joined by newlines)
+	stopped bool
+	subs    sync.WaitGroup // running subscriptions
+	done    chan struct{}  // closed when the heartbeat loop ends
+}
+
+type hubStream struct {
+	topics []string
+	refs   int
+}
+
+var _ Publisher = (*Hub)(nil)
+
+// NewHub starts the embedded hub; Close stops it. Errors: a missing or short master key.
+func NewHub(o HubOptions) (*Hub, error) {
+	if len(o.MasterKey) < 32 {
+		return nil, errors.New("push: the master key must be at least 32 bytes")
+	}
+	key, err := hkdf.Key(sha256.New, o.MasterKey, nil, subscriberKeyLabel, 32)
+	if err != nil {
+		return nil, fmt.Errorf("push: derive subscriber key: %w", err)
+	}
+	srv := sse.New()
+	srv.AutoStream = false // streams are created and removed by the hub (see subscribe)
+	srv.AutoReplay = false // no history: an event log would grow without bound
+	srv.SplitData = true   // multi-line data stays one event
+	srv.BufferSize = streamBuffer
+	srv.Headers = map[string]string{"X-Accel-Buffering": "no"}
+	h := &Hub{srv: srv, key: key, session: o.Session, now: o.Clock, log: o.Logger,
+		heartbeat: o.Heartbeat, streams: map[string]*hubStream{}, done: make(chan struct{})}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.heartbeat == 0 {
+		h.heartbeat = DefaultHeartbeat
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	go h.beat()
+	return h, nil
+}
+
+// Token issues a subscriber token of this hub for topics, valid for ttl. It does not check
+// whose topics they are: Service.Authorize does.
+func (h *Hub) Token(userID int64, topics []string, ttl time.Duration) (token string, expiresAt time.Time, err error) {
+	return subscriberToken(h.key, userID, topics, h.now(), ttl)
+}
+
+// Publish sends data as one event to every current subscriber of topic and never blocks: when a
+// subscription's buffer is full the event is dropped for it and ErrUnavailable is returned.
+// Errors: ErrInvalid (empty data: an SSE event needs a data line), ErrUnavailable.
+func (h *Hub) Publish(ctx context.Context, topic string, data []byte) error {
+	if len(data) == 0 {
+		return svcerr.New(svcerr.ErrInvalid, "push: an event needs data")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ev := &sse.Event{ID: []byte("urn:uuid:" + uuid.NewString()), Data: data}
+	dropped := 0
+	h.mu.Lock()
+	for id, st := range h.streams {
+		if slices.Contains(st.topics, topic) && !h.srv.TryPublish(id, ev) {
+			dropped++
+		}
+	}
+	h.mu.Unlock()
+	if dropped > 0 {
+		h.log.Warn("push: event dropped, subscriber too slow", "topic", topic, "streams", dropped)
+		return fmt.Errorf("push: event for %s dropped for %d slow subscription(s): %w", topic, dropped, svcerr.ErrUnavailable)
+	}
+	return nil
+}
+
+// Subscribe serves one Mercure-style subscription on w: it authenticates the request, checks
+// its topics and streams events until the client goes away or the hub stops. It returns an
+// error only before the stream starts; the caller renders it. Errors: ErrBadRequest (no topic,
+// too many, too long), ErrUnauthenticated (no credentials, invalid or expired token, no
+// session), ErrForbidden (a topic the subscriber was not granted), ErrUnavailable (hub stopped).
+func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
+	topics, err := requestedTopics(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	allowed, err := h.authenticate(r)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if !slices.Contains(allowed, t) {
+			return svcerr.New(svcerr.ErrForbidden, "not allowed to subscribe to topic %q", t)
+		}
+	}
+	id := strings.Join(topics, "\n")
+	if err := h.acquire(id, topics); err != nil {
+		return err
+	}
+	defer h.release(id)
+
+	// The hub's end also ends the subscription, so Close does not wait for clients.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+	inner := r.Clone(ctx)
+	inner.URL.RawQuery = url.Values{"stream": {id}}.Encode()
+	inner.Header.Del("Last-Event-ID") // no history; r3labs refuses non-numeric ids
+	h.srv.ServeHTTP(w, inner)
+	return nil
+}
+
+// requestedTopics returns the topic parameters, sorted and without duplicates.
+func requestedTopics(q url.Values) ([]string, error) {
+	topics := q["topic"]
+	if len(topics) == 0 {
+		return nil, svcerr.New(svcerr.ErrBadRequest, "missing topic parameter")
+	}
+	if len(topics) > maxSubscribeTopics {
+		return nil, svcerr.New(svcerr.ErrBadRequest, "at most %d topics per subscription", maxSubscribeTopics)
+	}
+	for _, t := range topics {
+		if t == "" || len(t) > maxTopicLength {
+			return nil, svcerr.New(svcerr.ErrBadRequest, "a topic must have 1 to %d characters", maxTopicLength)
+		}
+	}
+	out := slices.Clone(topics)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// authenticate returns the topics the request's credentials grant: a token's mercure.subscribe
+// claim, or the session user's own topics. A token, when present, is used even if a session
+// cookie is sent too.
+func (h *Hub) authenticate(r *http.Request) ([]string, error) {
+	tok := ""
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, rest, ok := strings.Cut(a, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return nil, svcerr.New(svcerr.ErrUnauthenticated, "the Authorization header must be a Bearer token")
+		}
+		tok = strings.TrimSpace(rest)
+	} else {
+		tok = r.URL.Query().Get("authorization")
+	}
+	if tok != "" {
+		c, err := h.verify(tok)
+		if err != nil {
+			return nil, svcerr.New(svcerr.ErrUnauthenticated, "invalid or expired subscriber token")
+		}
+		return c.Mercure.Subscribe, nil
+	}
+	if h.session == nil {
+		return nil, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token is required")
+	}
+	uid, err := h.session(r)
+	if err != nil {
+		if errors.Is(err, svcerr.ErrUnauthenticated) {
+			return nil, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token or a session is required")
+		}
+		return nil, err
+	}
+	return OwnTopics(uid), nil
+}
+
+// verify checks a subscriber token's signature (HS256 with the hub's key only) and expiry.
+func (h *Hub) verify(tok string) (*claims, error) {
+	var c claims
+	_, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return h.key, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(h.now))
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// acquire registers one subscription of stream id, creating the stream for its first one.
+func (h *Hub) acquire(id string, topics []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return svcerr.New(svcerr.ErrUnavailable, "the push hub is shutting down")
+	}
+	st := h.streams[id]
+	if st == nil {
+		st = &hubStream{topics: topics}
+		h.streams[id] = st
+		h.srv.CreateStream(id)
+	}
+	st.refs++
+	h.subs.Add(1)
+	return nil
+}
+
+// release ends one subscription of stream id and removes the stream after its last one. The
+// r3labs handler has returned, so the subscriber is already deregistered from the stream.
+func (h *Hub) release(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.streams[id]; st != nil {
+		if st.refs--; st.refs == 0 {
+			delete(h.streams, id)
+			h.srv.RemoveStream(id)
+		}
+	}
+	h.subs.Done()
+}
+
+// beat sends a keep-alive comment to every stream until the hub stops.
+func (h *Hub) beat() {
+	defer close(h.done)
+	if h.heartbeat < 0 {
+		return
+	}
+	t := time.NewTicker(h.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.mu.Lock()
+			for id := range h.streams {
+				h.srv.TryPublish(id, &sse.Event{Comment: []byte("heartbeat")})
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// Close stops the hub: it refuses new subscriptions, ends the open ones and waits for them to
+// finish. It is safe to call more than once and always returns nil.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.cancel()
+	h.subs.Wait()
+	<-h.done
+	h.srv.Close()
+	return nil
+}

@@ -1,0 +1,190 @@
+package task_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/testkit"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+func TestCheckAnswers(t *testing.T) {
+	t.Parallel()
+	qs := []store.Question{
+		{Header: "Format", Options: []string{"PDF", "MD"}},
+		{Header: "Extras", Options: []string{"TOC", "Index"}, Multiple: true, AllowFreeText: true},
+	}
+	text := func(s string) *string { return &s }
+	fmtPDF := store.QuestionAnswer{Header: "Format", Selections: []string{"PDF"}}
+	tests := []struct {
+		name string
+		in   []store.QuestionAnswer
+		ok   bool
+	}{
+		{"all answered", []store.QuestionAnswer{fmtPDF, {Header: "Extras", Selections: []string{"TOC", "Index"}}}, true},
+		{"free text only", []store.QuestionAnswer{fmtPDF, {Header: "Extras", Selections: []string{}, FreeText: text("cover")}}, true},
+		{"unknown header", []store.QuestionAnswer{fmtPDF, {Header: "Nope", Selections: []string{"TOC"}}}, false},
+		{"unknown selection", []store.QuestionAnswer{{Header: "Format", Selections: []string{"pdf"}}, {Header: "Extras", Selections: []string{"TOC"}}}, false},
+		{"missing question", []store.QuestionAnswer{fmtPDF}, false},
+		{"two on single", []store.QuestionAnswer{{Header: "Format", Selections: []string{"PDF", "MD"}}, {Header: "Extras", Selections: []string{"TOC"}}}, false},
+		{"repeated selection", []store.QuestionAnswer{fmtPDF, {Header: "Extras", Selections: []string{"TOC", "TOC"}}}, false},
+		{"free text not allowed", []store.QuestionAnswer{{Header: "Format", Selections: []string{"PDF"}, FreeText: text("x")}, {Header: "Extras", Selections: []string{"TOC"}}}, false},
+		{"blank free text", []store.QuestionAnswer{fmtPDF, {Header: "Extras", Selections: []string{}, FreeText: text(" ")}}, false},
+		{"header twice", []store.QuestionAnswer{fmtPDF, fmtPDF, {Header: "Extras", Selections: []string{"TOC"}}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := task.CheckAnswers(qs, tc.in)
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, svcerr.ErrInvalid)) {
+				t.Fatalf("CheckAnswers = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestParseID(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "0", "-1", "01", "x", "1.0", "99999999999999999999"} {
+		if _, err := task.ParseID(s); !errors.Is(err, svcerr.ErrNotFound) {
+			t.Errorf("ParseID(%q) = %v, want ErrNotFound", s, err)
+		}
+	}
+	if id, err := task.ParseID("42"); err != nil || id != 42 {
+		t.Fatalf("ParseID(42) = %d, %v", id, err)
+	}
+}
+
+func TestScheduleRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := storetest.NewWithClock(t, clock.Now)
+	u, err := st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "$argon2id$x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, minutes, retries := "A", 5, 1
+	a, err := st.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name, RetryAfterMinutes: &minutes, MaxRetries: &retries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := task.New(st, nil)
+	fail := func(code string) int64 {
+		t.Helper()
+		tk, err := st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		if _, err := st.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: code, Message: "m"}}); err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID
+	}
+	permanent := fail(taskstate.CodeAuthError)
+	if ok, err := svc.ScheduleRetry(ctx, permanent); ok || err != nil {
+		t.Fatalf("permanent error scheduled: %v %v", ok, err)
+	}
+	transient := fail(taskstate.CodeRateLimit)
+	if ok, err := svc.ScheduleRetry(ctx, transient); !ok || err != nil {
+		t.Fatalf("transient error not scheduled: %v %v", ok, err)
+	}
+	tk, _ := st.Task(ctx, transient)
+	if tk.NextRetryAt == nil || !tk.NextRetryAt.Equal(clock.Now().Add(5*time.Minute)) {
+		t.Fatalf("next_retry_at = %v", tk.NextRetryAt)
+	}
+	// The retry runs (retry_count 1) and fails again: max_retries 1 is spent.
+	clock.Advance(5 * time.Minute)
+	if got, _ := st.ClaimQueued(ctx, "w", time.Minute, 1); len(got) != 1 || got[0].RetryCount != 1 {
+		t.Fatalf("due retry not claimed: %+v", got)
+	}
+	if _, err := st.FinishStep(ctx, transient, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeOrphaned, Message: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := svc.ScheduleRetry(ctx, transient); ok || err != nil {
+		t.Fatalf("retry beyond max_retries scheduled: %v %v", ok, err)
+	}
+	if _, err := svc.ScheduleRetry(ctx, 999); !errors.Is(err, svcerr.ErrNotFound) {
+		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+// TestTransitionsAreLogged: every status change the service makes writes one "task
+// transition" line at info naming the task, the action and both statuses; a refused action
+// writes none.
+func TestTransitionsAreLogged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	u := storetest.User(t, st)
+	a := storetest.Agent(t, st, u.PrincipalID)
+	var buf bytes.Buffer
+	svc := task.New(st, nil).WithLog(slog.New(slog.NewJSONHandler(&buf, nil)))
+	id := func(v *task.View) string { return strconv.FormatInt(v.Task.ID, 10) }
+
+	v, err := svc.Create(ctx, u, task.CreateInput{AgentID: a.ID, Prompt: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Abort(ctx, u, id(v)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Retry(ctx, u, id(v)); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("retry of an aborted task = %v", err) // refused: no line
+	}
+	if _, err := svc.Continue(ctx, u, id(v), task.ContinueInput{Prompt: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimQueued(ctx, "w", time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FinishStep(ctx, v.Task.ID, "w", store.StepOutcome{Status: taskstate.Failed,
+		Error: &store.TaskError{Code: taskstate.CodeAuthError, Message: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Retry(ctx, u, id(v)); err != nil {
+		t.Fatal(err)
+	}
+
+	type line struct {
+		Level, Msg, Action, From, To string
+		TaskID                       int64 `json:"task_id"`
+	}
+	var got []line
+	for _, raw := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var l line
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		if l.Msg != "task transition" || l.Level != "INFO" || l.TaskID != v.Task.ID {
+			t.Fatalf("log line %s", raw)
+		}
+		got = append(got, l)
+	}
+	want := []line{
+		{Action: "create", From: "", To: taskstate.Queued},
+		{Action: "abort", From: taskstate.Queued, To: taskstate.Aborted},
+		{Action: "continue", From: taskstate.Aborted, To: taskstate.Queued},
+		{Action: "retry", From: taskstate.Failed, To: taskstate.Queued},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("logged %d transitions, want %d:\n%s", len(got), len(want), buf.String())
+	}
+	for i, w := range want {
+		if got[i].Action != w.Action || got[i].From != w.From || got[i].To != w.To {
+			t.Errorf("line %d = %+v, want %+v", i, got[i], w)
+		}
+	}
+}

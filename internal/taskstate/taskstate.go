@@ -1,0 +1,72 @@
+// Package taskstate is the one home of the task rules of the specification (DESIGN.md §3
+// "Task states"; document 2 for the chat callback): the task statuses, the sets of statuses the
+// rules name, the error codes a failed task may carry and which of them are transient. The
+// store, the task service, the agent loop and the model drivers all read them from here so a
+// rule is written once. It imports nothing of the project.
+package taskstate
+
+import "slices"
+
+// Task statuses.
+const (
+	Queued            = "QUEUED"
+	Running           = "RUNNING"
+	PendingApproval   = "PENDING_APPROVAL"
+	AwaitingInput     = "AWAITING_INPUT"
+	AwaitingSubAgents = "AWAITING_SUB_AGENTS"
+	Aborted           = "ABORTED"
+	Completed         = "COMPLETED"
+	Failed            = "FAILED"
+	Cancelled         = "CANCELLED"
+)
+
+// Sets of statuses named by the rules. Callers must not modify them.
+var (
+	// Terminal statuses refuse every action but continue (FAILED, COMPLETED), retry and delete.
+	Terminal = []string{Completed, Failed, Cancelled}
+	// Paused statuses wait for a caller (resume, approve, reject, answer).
+	Paused = []string{Aborted, PendingApproval, AwaitingInput}
+	// Abortable statuses: abort and abort-sub-agent apply.
+	Abortable = []string{Queued, Running, AwaitingSubAgents}
+	// Finished statuses end a run (terminal, or aborted): entering one sets finished_at, and a
+	// sub-agent entering one may resume its parent.
+	Finished = []string{Completed, Failed, Cancelled, Aborted}
+	// Settled statuses are those in which a per-agent chat settles (terminal, aborted, or blocked
+	// for approval or input): entering one fires the chat's callback (document 2).
+	Settled = slices.Concat(Terminal, Paused)
+	// StepOutcomes are the statuses one step of the agent loop may leave a RUNNING task in.
+	StepOutcomes = []string{Running, Completed, PendingApproval, AwaitingInput, AwaitingSubAgents, Failed, Aborted}
+)
+
+// Error codes of a failed task (the contract's TaskErrorCode).
+const (
+	CodeRateLimit          = "RATE_LIMIT"
+	CodeServerOverloaded   = "SERVER_OVERLOADED"
+	CodeServerError        = "SERVER_ERROR"
+	CodeGatewayError       = "GATEWAY_ERROR"
+	CodeAuthError          = "AUTH_ERROR"
+	CodeLLMTimeout         = "LLM_TIMEOUT"
+	CodeBadRequest         = "BAD_REQUEST"
+	CodeToolError          = "TOOL_ERROR"
+	CodeOrphaned           = "ORPHANED"
+	CodeWorkerDisconnected = "WORKER_DISCONNECTED"
+	CodeNoLLMConfiguration = "NO_LLM_CONFIGURATION"
+	CodeUnknown            = "UNKNOWN"
+)
+
+// Codes lists every error code a failed task may carry. Callers must not modify it.
+var Codes = []string{
+	CodeRateLimit, CodeServerOverloaded, CodeServerError, CodeGatewayError, CodeAuthError,
+	CodeLLMTimeout, CodeBadRequest, CodeToolError, CodeOrphaned, CodeWorkerDisconnected,
+	CodeNoLLMConfiguration, CodeUnknown,
+}
+
+// transient are the error codes an automatic retry applies to (the agent's
+// retry_after_minutes and max_retries).
+var transient = []string{
+	CodeRateLimit, CodeServerOverloaded, CodeServerError, CodeGatewayError, CodeLLMTimeout,
+	CodeOrphaned, CodeWorkerDisconnected,
+}
+
+// IsTransient reports whether a task that failed with code may be retried automatically.
+func IsTransient(code string) bool { return slices.Contains(transient, code) }

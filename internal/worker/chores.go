@@ -1,0 +1,74 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/store"
+)
+
+// Chores is the housekeeping of both worker modes, written once: the Daemon runs it every
+// minute (server mode), POST /worker/housekeeping runs it for a browser (client mode).
+type Chores struct {
+	// Reap takes back the RUNNING tasks whose lease expired before now: store.ReapStale in
+	// server mode (queued again to resume, or ORPHANED past store.MaxRecoveries),
+	// store.ReapDisconnected in client mode (WORKER_DISCONNECTED); nil reaps nothing
+	// (worker_stale_minutes 0 disables the reaper).
+	Reap func(ctx context.Context, now time.Time) (store.Reaped, error)
+	// Requeued is told when a pass queued tasks again (the daemon claims them at once); nil: no one.
+	Requeued  func()
+	Tasks     *task.Service     // schedules the automatic retry of each reaped task
+	Schedules *schedule.Service // dispatches due scheduled runs
+	Media     *media.Service    // sweeps expired media uploads
+	Clock     func() time.Time  // the "now" of reaping and dispatching
+}
+
+// Housekeeping is what one pass did.
+type Housekeeping struct {
+	OrphansReaped           int
+	ScheduledRunsDispatched int
+}
+
+// Run does one pass: it reaps RUNNING tasks whose lease expired (a task that failed then gets
+// the agent's automatic retry when it applies: the failure codes are transient), dispatches due
+// scheduled runs (tasks owned by each run's creator) and sweeps expired media uploads. A
+// failing step does not keep the later ones from running; Run returns what was done and the
+// first error (database and file-system failures; a reaped task deleted meanwhile is none).
+func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
+	var h Housekeeping
+	var errs []error
+	now := c.Clock()
+	if c.Reap != nil {
+		r, err := c.Reap(ctx, now)
+		errs = append(errs, err)
+		h.OrphansReaped = len(r.Failed) + len(r.Requeued)
+		for _, id := range r.Requeued {
+			c.Tasks.LogTransition(ctx, task.Transition{Action: "reap", TaskID: id, From: taskstate.Running, To: taskstate.Queued})
+		}
+		if len(r.Requeued) > 0 && c.Requeued != nil {
+			c.Requeued()
+		}
+		for _, id := range r.Failed {
+			if err := c.Tasks.Reaped(ctx, id); !errors.Is(err, svcerr.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var err error
+	h.ScheduledRunsDispatched, err = c.Schedules.DispatchDue(ctx, now)
+	errs = append(errs, err)
+	_, err = c.Media.Sweep(ctx)
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}

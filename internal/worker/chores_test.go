@@ -1,0 +1,56 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/testkit"
+	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// TestChoresPass: reaping uses the injected clock's now (a live lease stays), a reaped task
+// fails with the reaper's code, and a failing reaper does not keep the due scheduled run from
+// being dispatched.
+func TestChoresPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	s := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	tk := storetest.Task(t, s, a, u.ID)
+	if got, err := s.ClaimQueued(ctx, "gone", time.Minute, 1); err != nil || len(got) != 1 {
+		t.Fatalf("ClaimQueued = %+v, %v", got, err)
+	}
+	chores := &worker.Chores{Reap: s.ReapDisconnected, Tasks: task.New(s, nil), Schedules: schedule.New(s),
+		Media: media.New(s, t.TempDir(), clock.Now), Clock: clock.Now}
+	if h, err := chores.Run(ctx); err != nil || h != (worker.Housekeeping{}) {
+		t.Fatalf("pass within the lease = %+v, %v", h, err)
+	}
+	clock.Advance(time.Minute + time.Second)
+	if h, err := chores.Run(ctx); err != nil || h.OrphansReaped != 1 {
+		t.Fatalf("pass after the lease = %+v, %v", h, err)
+	}
+	if got, err := s.Task(ctx, tk.ID); err != nil || got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != taskstate.CodeWorkerDisconnected {
+		t.Fatalf("reaped task = %+v, %v", got, err)
+	}
+
+	prompt, due := "daily digest", clock.Now()
+	if _, err := s.CreateScheduledRun(ctx, a.ID, u.ID, store.ScheduledRunFields{Name: "digest", Prompt: &prompt, RunAt: &due,
+		Timezone: "UTC", IsActive: true, NextRunAt: &due}, func(*store.Agent, *store.PromptTemplate) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	broken := errors.New("database gone")
+	chores.Reap = func(context.Context, time.Time) (store.Reaped, error) { return store.Reaped{}, broken }
+	if h, err := chores.Run(ctx); !errors.Is(err, broken) || h.ScheduledRunsDispatched != 1 {
+		t.Fatalf("pass with a failing reaper = %+v, %v; want the run dispatched and the error", h, err)
+	}
+}

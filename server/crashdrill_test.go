@@ -1,0 +1,488 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/server"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+	"github.com/agentsvc/svc/tools"
+)
+
+// The crash drill (issue 10, docs/reliability.md) kills worker processes with SIGKILL at random
+// moments while they drain tasks whose model asks for tool calls, then checks that no task was
+// lost, no tool call ran twice, none was dropped, and every killed task resumed within two
+// minutes. It is slow (minutes), so it runs only when asked:
+//
+//	SVC_CRASH_DRILL=50 go test -run '^TestCrashDrill$' -v -timeout 30m ./server/
+//	SVC_CRASH_DRILL=50 SVC_CRASH_DRILL_WORKERS=2 SVC_TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go test …
+//
+// Workers are this test binary re-executed (TestCrashDrillWorker): the same server.App as `svc
+// worker`, with the outbound screen opened to loopback so read_url reaches the drill's
+// counting server.
+const (
+	envDrill        = "SVC_CRASH_DRILL"         // number of SIGKILLs; unset: the drill is skipped
+	envDrillWorkers = "SVC_CRASH_DRILL_WORKERS" // concurrent worker processes (default 1)
+	envDrillChild   = "SVC_CRASH_DRILL_CHILD"   // set in the re-executed worker processes
+	drillRounds     = 2                         // tool-call rounds per task before the answer
+	drillCalls      = 3                         // read_url calls per round
+)
+
+var drillPrompt = regexp.MustCompile(`drill-(\d+)`)
+
+// TestCrashDrillWorker is the body of one worker process of the drill.
+func TestCrashDrillWorker(t *testing.T) {
+	if os.Getenv(envDrillChild) == "" {
+		t.Skip("a worker process of TestCrashDrill")
+	}
+	ctx := context.Background()
+	app, err := server.Open(ctx, config.NewLoader(os.Environ()), server.Options{
+		Net:    netguard.Options{AllowLoopback: true},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.Start(context.WithoutCancel(ctx))
+	fmt.Fprintln(os.Stdout, "drill worker ready")
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, os.Interrupt)
+	<-term
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := app.Stop(sctx); err != nil {
+		t.Error(err)
+	}
+	_ = app.Close()
+}
+
+type drillFigures struct {
+	tasks, kills, workers        int
+	lost, twice, dropped         int
+	interrupted, resumedTotal    int
+	maxResume, medianResume      time.Duration
+	runningAfterTerm, failedTask int
+	elapsed                      time.Duration
+}
+
+func TestCrashDrill(t *testing.T) {
+	kills, _ := strconv.Atoi(os.Getenv(envDrill))
+	if kills <= 0 || os.Getenv(envDrillChild) != "" {
+		t.Skip("set " + envDrill + "=<kills> to run the crash drill")
+	}
+	workers := 1
+	if n, err := strconv.Atoi(os.Getenv(envDrillWorkers)); err == nil && n > 0 {
+		workers = n
+	}
+	dir := t.TempDir()
+	t.Chdir(dir) // storage/ (SQLite file, key) is relative to the working directory
+	hits := newHitCounter(t)
+	model := newDrillModel(t, hits.srv.URL)
+
+	environ := []string{
+		"SVC_CONFIG_FILE=" + filepath.Join(dir, "config.yaml"),
+		"SVC_KEY_PATH=" + filepath.Join(dir, "secret.key"),
+		"SVC_LOG_LEVEL=warning", "SVC_LOG_PATH=stderr",
+		"SVC_WORKER_RUNTIME_MODE=server", "SVC_MAX_WORKERS=8",
+		"SVC_LLM_DRIVER=openai", "SVC_LLM_BASE_URL=" + model.URL + "/v1", "SVC_LLM_MODEL=drill",
+	}
+	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
+		environ = append(environ, mysqlEnv(t, dsn)...)
+	} else {
+		environ = append(environ, "SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drill")
+	}
+	ctx := context.Background()
+	app, err := server.Open(ctx, config.NewLoader(environ), server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	agentID, principalID, userID := drillAgent(t, app)
+
+	procs := make([]*exec.Cmd, workers)
+	start := func(i int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashDrillWorker$", "-test.timeout=0")
+		cmd.Env = append(append(os.Environ(), environ...), envDrillChild+"=1")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.Discard, &prefixWriter{t: t, prefix: fmt.Sprintf("worker %d: ", i)}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = cmd
+	}
+	for i := range procs {
+		start(i)
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}()
+
+	var tasks []int64
+	enqueue := func(n int) {
+		for range n {
+			nt := store.NewTask{AgentID: agentID, PrincipalID: principalID, UserID: userID, MaxSteps: 10,
+				Prompt: fmt.Sprintf("drill-%d", len(tasks))}
+			tk, err := app.Store.CreateTask(ctx, nt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, tk.ID)
+		}
+	}
+	began := time.Now()
+	enqueue(20)
+	resumes := newResumeWatch(app.Store, userID)
+	for k := range kills {
+		enqueue(3)
+		time.Sleep(time.Duration(150+rand.IntN(1200)) * time.Millisecond)
+		i := rand.IntN(workers)
+		pid := procs[i].Process.Pid
+		_ = procs[i].Process.Signal(syscall.SIGKILL)
+		_ = procs[i].Wait()
+		resumes.killed(ctx, t, pid)
+		start(i)
+		t.Logf("kill %d/%d: worker %d (pid %d)", k+1, kills, i, pid)
+	}
+	// Let the survivors finish everything.
+	deadline := time.Now().Add(5 * time.Minute)
+	for !allSettled(ctx, t, app.Store, tasks) && time.Now().Before(deadline) {
+		resumes.poll(ctx)
+		time.Sleep(250 * time.Millisecond)
+	}
+	resumes.poll(ctx)
+
+	// A graceful stop in the middle of work leaves no task RUNNING.
+	enqueue(12)
+	time.Sleep(700 * time.Millisecond)
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		_ = p.Wait()
+	}
+	f := drillFigures{tasks: len(tasks), kills: kills, workers: workers}
+	for _, id := range tasks {
+		tk, err := app.Store.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status == taskstate.Running {
+			f.runningAfterTerm++
+		}
+	}
+	for i := range procs {
+		start(i)
+	}
+	deadline = time.Now().Add(3 * time.Minute)
+	for !allSettled(ctx, t, app.Store, tasks) && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+	}
+	f.elapsed = time.Since(began)
+
+	for _, id := range tasks {
+		tk, err := app.Store.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status != taskstate.Completed {
+			f.lost++
+			if tk.Status == taskstate.Failed {
+				f.failedTask++
+			}
+			t.Errorf("task %d ended %s (%+v)", id, tk.Status, tk.Error)
+		}
+		msgs, err := app.Store.Messages(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, err := app.Store.ToolCalls(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[string]store.ToolCall{}
+		for _, c := range calls {
+			rows[c.ProviderCallID] = c
+			if c.Status == store.ToolCallFailed && strings.Contains(string(c.Result), "interrupted") {
+				f.interrupted++
+			}
+		}
+		for _, m := range msgs {
+			for _, c := range m.ToolCalls {
+				if _, ok := rows[c.ProviderCallID]; !ok {
+					f.dropped++
+					t.Errorf("task %d: call %s of turn %d has no row", id, c.ProviderCallID, m.Sequence)
+				}
+			}
+		}
+	}
+	f.twice = hits.twice()
+	if f.twice > 0 {
+		t.Errorf("%d tool calls ran more than once", f.twice)
+	}
+	f.resumedTotal, f.medianResume, f.maxResume = resumes.figures()
+	if f.maxResume > 2*time.Minute {
+		t.Errorf("a killed task resumed after %s", f.maxResume)
+	}
+	if resumes.pending() > 0 {
+		t.Errorf("%d killed tasks never resumed", resumes.pending())
+	}
+	if f.runningAfterTerm > 0 {
+		t.Errorf("%d tasks RUNNING after SIGTERM", f.runningAfterTerm)
+	}
+	t.Logf("crash drill on %s: %d workers, %d SIGKILLs, %d tasks (%d tool-call rounds of %d calls each) in %s",
+		storetest.Dialect(), f.workers, f.kills, f.tasks, drillRounds, drillCalls, f.elapsed.Round(time.Second))
+	t.Logf("lost %d (failed %d), executed twice %d, dropped %d, interrupted and not repeated %d",
+		f.lost, f.failedTask, f.twice, f.dropped, f.interrupted)
+	t.Logf("killed tasks resumed: %d, median %s, max %s; RUNNING after SIGTERM: %d",
+		f.resumedTotal, f.medianResume.Round(time.Millisecond), f.maxResume.Round(time.Millisecond), f.runningAfterTerm)
+}
+
+// drillAgent creates the drill's user and agent: read_url enabled, its fetch auto-approved.
+func drillAgent(t *testing.T, app *server.App) (agentID, principalID, userID int64) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := app.Store.CreateUser(ctx, store.NewUser{Email: "drill@example.com", PasswordHash: "$argon2id$x", DisplayName: "Drill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, prompt := "Drill", "Fetch what you are asked to."
+	a, err := app.Store.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name, SystemPrompt: &prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatInt(a.ID, 10)
+	if _, err := app.ToolConfig.Enable(ctx, u, id, "core.ReadURLTool"); err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	if _, err := app.ToolConfig.SetOperation(ctx, u, id, "core.ReadURLTool", "fetch",
+		tools.OperationOverride{Enabled: &on, AutoApprove: &on}); err != nil {
+		t.Fatal(err)
+	}
+	return a.ID, a.PrincipalID, u.ID
+}
+
+// mysqlEnv creates a throwaway database on dsn's server (removed when the test ends) and
+// returns the settings that point the service at it.
+func mysqlEnv(t *testing.T, dsn string) []string {
+	t.Helper()
+	host, port, name, user, password := storetest.MySQLDatabase(t, dsn)
+	return []string{"SVC_DB_DRIVER=mysql", "SVC_DB_HOST=" + host, "SVC_DB_PORT=" + strconv.Itoa(port),
+		"SVC_DB_NAME=" + name, "SVC_DB_USER=" + user, "SVC_DB_PASSWORD=" + password}
+}
+
+func allSettled(ctx context.Context, t *testing.T, st *store.Store, ids []int64) bool {
+	for _, id := range ids {
+		tk, err := st.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status == taskstate.Queued || tk.Status == taskstate.Running {
+			return false
+		}
+		if tk.Status == taskstate.Failed && tk.NextRetryAt != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// hitCounter is the server read_url fetches: it counts each path, so a call that runs twice
+// shows as a count of two.
+type hitCounter struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func newHitCounter(t *testing.T) *hitCounter {
+	h := &hitCounter{seen: map[string]int{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // widen the window a kill can hit
+		h.mu.Lock()
+		h.seen[r.URL.Path]++
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "fetched "+r.URL.Path)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hitCounter) twice() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.seen {
+		if c > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// newDrillModel is an OpenAI-compatible endpoint: for the task "drill-N" it asks for
+// drillRounds rounds of drillCalls read_url calls of the hit counter, then answers.
+func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n, results := "", 0
+		for _, m := range req.Messages {
+			if m.Role == "user" && n == "" {
+				b, _ := json.Marshal(m.Content)
+				if g := drillPrompt.FindStringSubmatch(string(b)); g != nil {
+					n = g[1]
+				}
+			}
+			if m.Role == "tool" {
+				results++
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+		msg := map[string]any{"role": "assistant", "content": "done " + n}
+		finish := "stop"
+		if round := results / drillCalls; round < drillRounds && n != "" {
+			var calls []map[string]any
+			for i := range drillCalls {
+				args, _ := json.Marshal(map[string]any{"url": fmt.Sprintf("%s/hit/%s/%d/%d", hitBase, n, round, i)})
+				calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%s_%d_%d", n, round, i), "type": "function",
+					"function": map[string]any{"name": "read_url", "arguments": string(args)}})
+			}
+			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "tool_calls"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-drill", "object": "chat.completion", "created": 1, "model": "drill",
+			"choices": []map[string]any{{"index": 0, "finish_reason": finish, "message": msg}},
+			"usage":   map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// resumeWatch measures, for each task a SIGKILL interrupted, how long until another worker
+// took it up again (or it settled).
+type resumeWatch struct {
+	st      *store.Store
+	user    int64
+	mu      sync.Mutex
+	waiting map[int64]watchEntry
+	took    []time.Duration
+}
+
+type watchEntry struct {
+	owner string
+	at    time.Time
+}
+
+func newResumeWatch(st *store.Store, user int64) *resumeWatch {
+	return &resumeWatch{st: st, user: user, waiting: map[int64]watchEntry{}}
+}
+
+// killed records the RUNNING tasks whose lease the killed process pid held.
+func (r *resumeWatch) killed(ctx context.Context, t *testing.T, pid int) {
+	now := time.Now()
+	var ts []store.Task
+	for page := 1; ; page++ {
+		got, err := r.st.ListTasks(ctx, store.TaskQuery{UserID: r.user, Status: taskstate.Running, Page: page, PerPage: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, got...)
+		if len(got) < 100 {
+			break
+		}
+	}
+	mark := ":" + strconv.Itoa(pid) + ":"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tk := range ts {
+		if tk.LeaseOwner != nil && strings.Contains(*tk.LeaseOwner, mark) {
+			r.waiting[tk.ID] = watchEntry{owner: *tk.LeaseOwner, at: now}
+		}
+	}
+	r.pollLocked(ctx)
+}
+
+func (r *resumeWatch) poll(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pollLocked(ctx)
+}
+
+func (r *resumeWatch) pollLocked(ctx context.Context) {
+	for id, w := range r.waiting {
+		tk, err := r.st.Task(ctx, id)
+		if err != nil {
+			continue
+		}
+		stillDead := tk.Status == taskstate.Running && tk.LeaseOwner != nil && *tk.LeaseOwner == w.owner
+		if stillDead || tk.Status == taskstate.Queued {
+			continue
+		}
+		r.took = append(r.took, time.Since(w.at))
+		delete(r.waiting, id)
+	}
+}
+
+func (r *resumeWatch) pending() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.waiting) }
+
+func (r *resumeWatch) figures() (n int, median, max time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.took) == 0 {
+		return 0, 0, 0
+	}
+	d := slices.Clone(r.took)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return len(d), d[len(d)/2], d[len(d)-1]
+}
+
+type prefixWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			p.t.Log(p.prefix + line)
+		}
+	}
+	return len(b), nil
+}

@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+const claimSet = "retry_count = retry_count + CASE WHEN status = 'FAILED' THEN 1 ELSE 0 END, " +
+	"error_code = NULL, error_message = NULL, next_retry_at = NULL, finished_at = NULL, " +
+	"lease_owner = ?, lease_expires_at = ?, updated_at = ?, status = 'RUNNING'" // status last: MySQL assigns left to right
+
+// The QUEUED selection orders by (lease_expires_at, id): a queued task has no lease, so this is
+// id order, and it follows the (status, lease_expires_at) index (InnoDB appends the primary
+// key) instead of sorting. Due retries follow (status, next_retry_at).
+const (
+	claimQueuedWhere = "status = 'QUEUED'"
+	claimQueuedOrder = "lease_expires_at, id"
+	claimRetryWhere  = "status = 'FAILED' AND next_retry_at IS NOT NULL AND next_retry_at <= ?"
+	claimRetryOrder  = "next_retry_at, id"
+)
+
+// ClaimQueued moves up to limit tasks to RUNNING, leased to workerID until now+lease: QUEUED
+// tasks first (oldest first), then FAILED tasks whose automatic retry is due (their
+// retry_count grows by one, error and next_retry_at are cleared). Concurrent claimers never
+// receive the same task: SQLite claims with one UPDATE … RETURNING per kind inside an
+// immediate transaction, MySQL/MariaDB selects with FOR UPDATE SKIP LOCKED and updates in the
+// same transaction. Errors: ErrInvalid (empty or oversize worker id, lease not positive).
+func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Duration, limit int) ([]Task, error) {
+	if err := checkKey("worker id", workerID, true); err != nil {
+		return nil, err
+	}
+	if lease <= 0 {
+		return nil, invalidf("lease must be positive")
+	}
+	out := []Task{}
+	if limit < 1 {
+		return out, nil
+	}
+	rows, err := inTx(ctx, s, func(tx *gorm.DB) ([]taskRow, error) {
+		var rows []taskRow
+		now := s.now()
+		until := normTime(now.Add(lease))
+		for _, sel := range []struct {
+			where, order string
+			args         []any
+		}{{claimQueuedWhere, claimQueuedOrder, nil}, {claimRetryWhere, claimRetryOrder, []any{now}}} {
+			n := limit - len(rows)
+			if n <= 0 {
+				break
+			}
+			got, err := s.claim(tx, sel.where, sel.order, sel.args, n, workerID, until, now)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, got...)
+		}
+		return rows, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		t, err := rows[i].toTask()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}
+
+func (s *Store) claim(tx *gorm.DB, where, order string, args []any, n int, worker string, until, now time.Time) ([]taskRow, error) {
+	var rows []taskRow
+	set := []any{worker, until, now}
+	if s.dialect == DialectSQLite {
+		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (SELECT id FROM tasks WHERE " + where +
+			" ORDER BY " + order + " LIMIT ?) RETURNING *"
+		if err := tx.Raw(q, append(append(set, args...), n)...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("claim tasks: %w", err)
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+		return rows, nil
+	}
+	var ids []int64
+	q := "SELECT id FROM tasks WHERE " + where + " ORDER BY " + order + " LIMIT ? FOR UPDATE SKIP LOCKED"
+	if err := tx.Raw(q, append(args, n)...).Scan(&ids).Error; err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if err := tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id IN ?", append(set, ids)...).Error; err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	if err := tx.Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	return rows, nil
+}
+
+// guardLease bumps updated_at of task id if workerID still holds its lease (RUNNING, same
+// owner, not expired), taking the row lock for the rest of tx. Errors: ErrInvalidState when
+// the lease was lost (reaped, aborted, expired, claimed by another worker), ErrNotFound.
+func (s *Store) guardLease(tx *gorm.DB, id int64, workerID string, now time.Time) error {
+	res := tx.Model(&taskRow{}).
+		Where("id = ? AND status = ? AND lease_owner = ? AND lease_expires_at >= ?", id, taskstate.Running, workerID, now).
+		Update("updated_at", now)
+	if res.Error != nil {
+		return fmt.Errorf("task %d: check lease: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		if _, err := loadTask(tx, id, false); err != nil {
+			return err
+		}
+		return svcerr.New(svcerr.ErrInvalidState, "worker %s no longer holds the lease of task %d", workerID, id)
+	}
+	return nil
+}
+
+// inLease runs fn in a transaction after guardLease confirmed that workerID still holds the
+// lease of task id, so a worker that lost its lease writes nothing; now is the time of the
+// check. It returns fn's value once committed. Errors: those of guardLease (ErrInvalidState
+// when the lease was lost, ErrNotFound), then fn's.
+func inLease[T any](ctx context.Context, s *Store, id int64, workerID string, fn func(tx *gorm.DB, now time.Time) (T, error)) (T, error) {
+	return inTx(ctx, s, func(tx *gorm.DB) (T, error) {
+		now := s.now()
+		if err := s.guardLease(tx, id, workerID, now); err != nil {
+			var zero T
+			return zero, err
+		}
+		return fn(tx, now)
+	})
+}
+
+// withLease is inLease for work that produces no value.
+func (s *Store) withLease(ctx context.Context, id int64, workerID string, fn func(tx *gorm.DB, now time.Time) error) error {
+	_, err := inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (struct{}, error) {
+		return struct{}{}, fn(tx, now)
+	})
+	return err
+}
+
+// ExtendLease moves the lease of a RUNNING task held by workerID to now+lease. Errors:
+// ErrInvalidState when the lease was lost or the task left RUNNING (for example aborted),
+// ErrNotFound "task not found", ErrInvalid for a non-positive lease.
+func (s *Store) ExtendLease(ctx context.Context, id int64, workerID string, lease time.Duration) error {
+	if lease <= 0 {
+		return invalidf("lease must be positive")
+	}
+	return s.withLease(ctx, id, workerID, func(tx *gorm.DB, now time.Time) error {
+		return tx.Model(&taskRow{}).Where("id = ?", id).Update("lease_expires_at", normTime(now.Add(lease))).Error
+	})
+}
+
+// MaxRecoveries is how many times in a row (without a finished step between) a RUNNING task is
+// taken back from a worker that died or failed mid-step and queued again; the next time it
+// fails ORPHANED instead, so a task that kills every worker it reaches does not go round for
+// ever.
+const MaxRecoveries = 3
+
+// Reaped is what ReapStale did with the RUNNING tasks whose lease expired.
+type Reaped struct {
+	Requeued []int64 // back in QUEUED, lease cleared: the next claim resumes them
+	Failed   []int64 // FAILED with ORPHANED (recovered MaxRecoveries times already)
+}
+
+// ReapStale takes back every RUNNING task whose lease expired before now (its worker died or
+// hung past worker_stale_minutes): a task recovered fewer than MaxRecoveries times goes back to
+// QUEUED with its lease cleared and one more recovery counted, to resume from its durable steps
+// (calls it had started are not run again); the others fail ORPHANED (an automatic retry may
+// follow; see task.Service.ScheduleRetry). Ids are in ascending order. Errors: none beyond the
+// database's own.
+func (s *Store) ReapStale(ctx context.Context, now time.Time) (Reaped, error) {
+	return s.reap(ctx, now, MaxRecoveries, taskstate.CodeOrphaned, "the worker running the task stopped answering")
+}
+
+// reap takes back every RUNNING task whose lease expired before now: those recovered fewer than
+// maxRecoveries times are queued again, the others fail with code and message.
+func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code, msg string) (Reaped, error) {
+	now = normTime(now)
+	return inTx(ctx, s, func(tx *gorm.DB) (Reaped, error) {
+		var out Reaped
+		var rows []struct {
+			ID         int64
+			Recoveries int
+		}
+		err := tx.Model(&taskRow{}).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("id", "recoveries").
+			Where("status = ? AND lease_expires_at < ?", taskstate.Running, now).Order("id").Find(&rows).Error
+		if err != nil {
+			return out, fmt.Errorf("find tasks with expired leases: %w", err)
+		}
+		for _, r := range rows {
+			if r.Recoveries < maxRecoveries {
+				out.Requeued = append(out.Requeued, r.ID)
+			} else {
+				out.Failed = append(out.Failed, r.ID)
+			}
+		}
+		at := s.now()
+		if len(out.Requeued) > 0 {
+			ch := transitionChanges(TaskTransition{To: taskstate.Queued}, at)
+			ch["recoveries"] = gorm.Expr("recoveries + 1")
+			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Requeued, taskstate.Running).Updates(ch).Error; err != nil {
+				return out, err
+			}
+		}
+		if len(out.Failed) > 0 {
+			ch := transitionChanges(TaskTransition{To: taskstate.Failed}, at)
+			ch["error_code"], ch["error_message"] = code, msg
+			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Failed, taskstate.Running).Updates(ch).Error; err != nil {
+				return out, err
+			}
+			if err := enqueueCallbacks(tx, at, out.Failed...); err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	})
+}
+
+// HandBack returns a RUNNING task whose lease workerID holds to QUEUED, lease cleared, so the
+// next claim (by any worker) resumes it at once: a worker that stops gracefully hands back its
+// tasks between steps. With recovered set (the step failed for a reason of the worker's, such as
+// a database error or a shutdown that could not wait for the step), one recovery is counted
+// and, past MaxRecoveries, the task fails ORPHANED instead. It returns the task as left.
+// Errors: ErrInvalidState when the lease was lost (aborted, reaped, claimed again: nothing is
+// written), ErrNotFound.
+func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recovered bool) (*Task, error) {
+	return inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (*Task, error) {
+		var row taskRow
+		if err := tx.Select("recoveries").Where("id = ?", id).Take(&row).Error; err != nil {
+			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
+		}
+		ch := transitionChanges(TaskTransition{To: taskstate.Queued}, now)
+		if recovered {
+			if row.Recoveries >= MaxRecoveries {
+				ch = transitionChanges(TaskTransition{To: taskstate.Failed}, now)
+				ch["error_code"], ch["error_message"] = taskstate.CodeOrphaned, "the task failed on its worker too many times in a row"
+			} else {
+				ch["recoveries"] = gorm.Expr("recoveries + 1")
+			}
+		}
+		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
+			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
+		}
+		if ch["status"] == taskstate.Failed {
+			if err := enqueueCallbacks(tx, now, id); err != nil {
+				return nil, err
+			}
+		}
+		return readTask(tx, id)
+	})
+}
+
+// StepOutcome is what one step of the loop did: its usage and steps deltas, and the state the
+// task goes to (taskstate.Running keeps the lease for another step).
+type StepOutcome struct {
+	Status       string
+	Answer       *string    // replaces the answer when set
+	Error        *TaskError // required for FAILED
+	InputTokens  int64
+	OutputTokens int64
+	Steps        int
+	Data         map[string]any // keys merged into the task's data
+}
+
+// FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
+// ErrInvalidState when the lease was lost (the task was aborted, reaped or claimed again:
+// nothing is written), ErrNotFound, ErrInvalid for an invalid outcome.
+func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o StepOutcome) (*Task, error) {
+	if !slices.Contains(taskstate.StepOutcomes, o.Status) {
+		return nil, invalidf("a step cannot end in state %q", o.Status)
+	}
+	if (o.Status == taskstate.Failed) != (o.Error != nil) {
+		return nil, invalidf("an error is given exactly when the step fails")
+	}
+	if o.Error != nil {
+		if !slices.Contains(taskstate.Codes, o.Error.Code) {
+			return nil, invalidf("unknown task error code %q", o.Error.Code)
+		}
+		if err := checkText("error message", o.Error.Message, MaxTaskErrorMessageLen); err != nil {
+			return nil, err
+		}
+	}
+	if o.Answer != nil {
+		if err := checkText("answer", *o.Answer, MaxTaskPromptLen); err != nil {
+			return nil, err
+		}
+	}
+	if o.InputTokens < 0 || o.OutputTokens < 0 || o.Steps < 0 {
+		return nil, invalidf("usage and steps deltas must not be negative")
+	}
+	return inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (*Task, error) {
+		ch := map[string]any{
+			"recoveries":    0, // the task made progress: recoveries count only failures in a row
+			"input_tokens":  gorm.Expr("input_tokens + ?", o.InputTokens),
+			"output_tokens": gorm.Expr("output_tokens + ?", o.OutputTokens),
+			"steps_used":    gorm.Expr("steps_used + ?", o.Steps),
+		}
+		if o.Status != taskstate.Running {
+			for k, v := range transitionChanges(TaskTransition{To: o.Status}, now) {
+				ch[k] = v
+			}
+		}
+		if o.Answer != nil {
+			ch["answer"] = *o.Answer
+		}
+		if o.Error != nil {
+			ch["error_code"], ch["error_message"] = o.Error.Code, o.Error.Message
+		}
+		if len(o.Data) > 0 {
+			row, err := loadTask(tx, id, false)
+			if err != nil {
+				return nil, err
+			}
+			data, err := decodeMetadata(row.Data)
+			if err != nil {
+				return nil, fmt.Errorf("task %d: data: %w", id, err)
+			}
+			for k, v := range o.Data {
+				data[k] = v
+			}
+			if ch["data"], err = encodeJSON("data", data); err != nil {
+				return nil, err
+			}
+		}
+		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
+			return nil, fmt.Errorf("finish step of task %d: %w", id, err)
+		}
+		if err := enqueueCallbacks(tx, now, id); err != nil {
+			return nil, err
+		}
+		return readTask(tx, id)
+	})
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+// Question is one question of an ask_user_question batch.
+type Question struct {
+	Question      string   `json:"question"`
+	Header        string   `json:"header"`
+	Options       []string `json:"options"`
+	Multiple      bool     `json:"multiple"`
+	AllowFreeText bool     `json:"allowFreeText"`
+}
+
+// QuestionAnswer is the answer to one question, named by its header.
+type QuestionAnswer struct {
+	Header     string   `json:"header"`
+	Selections []string `json:"selections"`
+	FreeText   *string  `json:"free_text,omitempty"`
+}
+
+// QuestionBatch is one ask_user_question call; Answers is nil until answered.
+type QuestionBatch struct {
+	ID         int64
+	TaskID     int64
+	ToolCallID string
+	Questions  []Question
+	Answers    []QuestionAnswer
+	CreatedAt  time.Time
+	AnsweredAt *time.Time
+}
+
+type questionRow struct {
+	ID         int64
+	TaskID     int64
+	ToolCallID string
+	Questions  string
+	Answers    *string
+	CreatedAt  time.Time
+	AnsweredAt *time.Time
+}
+
+func (questionRow) TableName() string { return "task_questions" }
+
+func (r *questionRow) toBatch() (QuestionBatch, error) {
+	b := QuestionBatch{ID: r.ID, TaskID: r.TaskID, ToolCallID: r.ToolCallID, CreatedAt: r.CreatedAt.UTC(), AnsweredAt: utcPtr(r.AnsweredAt)}
+	if err := json.Unmarshal([]byte(r.Questions), &b.Questions); err != nil {
+		return b, fmt.Errorf("question batch %d: %w", r.ID, err)
+	}
+	if r.Answers != nil {
+		if err := json.Unmarshal([]byte(*r.Answers), &b.Answers); err != nil {
+			return b, fmt.Errorf("question batch %d: answers: %w", r.ID, err)
+		}
+	}
+	return b, nil
+}
+
+// RecordQuestions stores a question batch asked by tool call toolCallID of a task whose lease
+// workerID holds. Errors: ErrInvalidState (lease lost), ErrConflict (batch already recorded),
+// ErrInvalid (no questions, oversize values), ErrNotFound.
+func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []Question) (*QuestionBatch, error) {
+	if err := checkKey("tool call id", toolCallID, true); err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return nil, invalidf("a question batch needs at least one question")
+	}
+	enc, err := encodeJSON("questions", qs)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("questions", enc, MaxTaskJSONLen); err != nil {
+		return nil, err
+	}
+	out, err := inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) (QuestionBatch, error) {
+		row := questionRow{TaskID: taskID, ToolCallID: toolCallID, Questions: enc, CreatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			if errors.Is(TranslateError(err), svcerr.ErrConflict) {
+				return QuestionBatch{}, svcerr.New(svcerr.ErrConflict, "question batch %q is already recorded", toolCallID)
+			}
+			return QuestionBatch{}, fmt.Errorf("task %d: record questions: %w", taskID, err)
+		}
+		return row.toBatch()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PendingQuestions returns the unanswered question batches of a task, oldest first.
+func (s *Store) PendingQuestions(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
+	return questionBatches(s.conn(ctx), taskID, true)
+}
+
+// QuestionBatches returns every question batch of a task (answered ones with their answers).
+func (s *Store) QuestionBatches(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
+	return questionBatches(s.conn(ctx), taskID, false)
+}
+
+func questionBatches(db *gorm.DB, taskID int64, pendingOnly bool) ([]QuestionBatch, error) {
+	db = db.Where("task_id = ?", taskID)
+	if pendingOnly {
+		db = db.Where("answered_at IS NULL")
+	}
+	var rows []questionRow
+	if err := db.Order("id").Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("task %d: questions: %w", taskID, err))
+	}
+	return convertRows(rows, (*questionRow).toBatch)
+}
+
+// AnswerCheck validates answers against the pending batch inside the answering transaction;
+// its error is returned as it is.
+type AnswerCheck func(b *QuestionBatch) error
+
+// AnswerQuestions records answers to pending batch toolCallID of a task in AWAITING_INPUT
+// after check accepted them; when no batch is left unanswered the task becomes QUEUED.
+// Errors: ErrNotFound "task not found", ErrInvalidState (not AWAITING_INPUT), ErrInvalid (no
+// such pending batch, oversize answers), and whatever check returns.
+func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
+	enc, err := encodeJSON("answers", answers)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("answers", enc, MaxTaskJSONLen); err != nil {
+		return nil, err
+	}
+	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+		row, err := loadTask(tx, taskID, true)
+		if err != nil {
+			return nil, err
+		}
+		if row.Status != taskstate.AwaitingInput {
+			return nil, invalidState("answer", row.Status)
+		}
+		var qr questionRow
+		err = tx.Where("task_id = ? AND tool_call_id = ? AND answered_at IS NULL", taskID, toolCallID).Take(&qr).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, invalidf("tool_call_id: no pending question batch %q", toolCallID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("task %d: question batch: %w", taskID, err)
+		}
+		b, err := qr.toBatch()
+		if err != nil {
+			return nil, err
+		}
+		if check != nil {
+			if err := check(&b); err != nil {
+				return nil, err
+			}
+		}
+		now := s.now()
+		res := tx.Model(&questionRow{}).Where("id = ? AND answered_at IS NULL", qr.ID).
+			Updates(map[string]any{"answers": enc, "answered_at": now})
+		if res.Error != nil {
+			return nil, fmt.Errorf("task %d: answer: %w", taskID, res.Error)
+		}
+		return s.queueWhenSettled(tx, taskID, taskstate.AwaitingInput, now, &questionRow{}, "answered_at IS NULL")
+	})
+}

@@ -1,0 +1,422 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+// Tool call row states.
+const (
+	ToolCallPending         = "PENDING"
+	ToolCallPendingApproval = "PENDING_APPROVAL"
+	ToolCallApproved        = "APPROVED"
+	ToolCallRejected        = "REJECTED"
+	ToolCallExecuted        = "EXECUTED"
+	ToolCallFailed          = "FAILED"
+)
+
+// NewToolCall is a tool call of an assistant turn to record. Status is ToolCallPending (run
+// without approval) or ToolCallPendingApproval.
+type NewToolCall struct {
+	ProviderCallID string
+	ToolClass      string
+	Name           string
+	Operation      string
+	Status         string
+	Arguments      map[string]any
+}
+
+// ToolCall is one recorded tool call with its decision and outcome.
+type ToolCall struct {
+	ID                int64
+	TaskID            int64
+	MessageSequence   int
+	ProviderCallID    string
+	ToolClass         string
+	Name              string
+	Operation         string
+	Status            string
+	ProposedArguments map[string]any // never nil
+	ApprovedArguments map[string]any // nil until approved
+	Result            json.RawMessage
+	Reason            *string
+	DecidedBy         *int64
+	DecidedByKey      *string // public id of the API key the decision came through (nil: a session)
+	DecidedAt         *time.Time
+	CreatedAt         time.Time
+	ExecutedAt        *time.Time
+}
+
+type toolCallRow struct {
+	ID                int64
+	TaskID            int64
+	MessageSequence   int
+	ProviderCallID    string
+	ToolClass         string
+	Name              string
+	Operation         string
+	Status            string
+	ProposedArguments string
+	ApprovedArguments *string
+	Result            *string
+	Reason            *string
+	DecidedBy         *int64
+	DecidedByKey      *string
+	DecidedAt         *time.Time
+	CreatedAt         time.Time
+	ExecutedAt        *time.Time
+}
+
+func (toolCallRow) TableName() string { return "task_tool_calls" }
+
+func (r *toolCallRow) toToolCall() (ToolCall, error) {
+	c := ToolCall{
+		ID: r.ID, TaskID: r.TaskID, MessageSequence: r.MessageSequence, ProviderCallID: r.ProviderCallID,
+		ToolClass: r.ToolClass, Name: r.Name, Operation: r.Operation, Status: r.Status, Result: rawOf(r.Result),
+		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedByKey: r.DecidedByKey, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
+		ExecutedAt: utcPtr(r.ExecutedAt),
+	}
+	var err error
+	if c.ProposedArguments, err = decodeMetadata(r.ProposedArguments); err != nil {
+		return c, fmt.Errorf("tool call %d: arguments: %w", r.ID, err)
+	}
+	if r.ApprovedArguments != nil {
+		if c.ApprovedArguments, err = decodeMetadata(*r.ApprovedArguments); err != nil {
+			return c, fmt.Errorf("tool call %d: approved arguments: %w", r.ID, err)
+		}
+	}
+	return c, nil
+}
+
+// AppendAssistantTurn stores an assistant turn and the rows of the tool calls it requests in one
+// transaction of a task whose lease workerID holds, so a crash leaves either both or neither
+// (never a turn whose calls have no row, which the model would be told produced no result).
+// Each call row gets the turn's sequence. Errors: ErrInvalidState (lease lost), ErrConflict (a
+// provider call id already recorded for the task), ErrInvalid, ErrNotFound.
+func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID string, msg NewTaskMessage, calls []NewToolCall) (TaskMessage, []ToolCall, error) {
+	if msg.Role != RoleAssistant {
+		return TaskMessage{}, nil, invalidf("an assistant turn has the role %q", RoleAssistant)
+	}
+	rows, err := toolCallRows(calls)
+	if err != nil {
+		return TaskMessage{}, nil, err
+	}
+	type turn struct {
+		msg   TaskMessage
+		calls []ToolCall
+	}
+	out, err := inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) (turn, error) {
+		stored, err := appendMessages(tx, taskID, now, []NewTaskMessage{msg})
+		if err != nil {
+			return turn{}, err
+		}
+		recorded, err := insertToolCalls(tx, taskID, stored[0].Sequence, now, rows)
+		return turn{stored[0], recorded}, err
+	})
+	return out.msg, out.calls, err
+}
+
+// toolCallRows checks new tool calls and encodes them as rows.
+func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
+	rows := make([]toolCallRow, 0, len(calls))
+	for _, c := range calls {
+		if c.Status != ToolCallPending && c.Status != ToolCallPendingApproval {
+			return nil, invalidf("a new tool call is PENDING or PENDING_APPROVAL")
+		}
+		for _, k := range []struct{ f, v string }{{"provider call id", c.ProviderCallID}, {"tool class", c.ToolClass}, {"tool name", c.Name}} {
+			if err := checkKey(k.f, k.v, true); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkKey("operation", c.Operation, false); err != nil {
+			return nil, err
+		}
+		args := map[string]any{}
+		if c.Arguments != nil {
+			args = c.Arguments
+		}
+		enc, err := encodeJSON("arguments", args)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, toolCallRow{
+			ProviderCallID: c.ProviderCallID, ToolClass: c.ToolClass,
+			Name: c.Name, Operation: c.Operation, Status: c.Status, ProposedArguments: enc,
+		})
+	}
+	return rows, nil
+}
+
+// insertToolCalls stores rows as calls of the turn with sequence seq.
+func insertToolCalls(tx *gorm.DB, taskID int64, seq int, now time.Time, rows []toolCallRow) ([]ToolCall, error) {
+	out := make([]ToolCall, 0, len(rows))
+	for i := range rows {
+		rows[i].TaskID, rows[i].MessageSequence, rows[i].CreatedAt = taskID, seq, now
+		if err := tx.Create(&rows[i]).Error; err != nil {
+			if errors.Is(TranslateError(err), svcerr.ErrConflict) {
+				return nil, svcerr.New(svcerr.ErrConflict, "tool call %q is already recorded", rows[i].ProviderCallID)
+			}
+			return nil, fmt.Errorf("task %d: record tool call: %w", taskID, err)
+		}
+		c, err := rows[i].toToolCall()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ToolCallUpdate is the outcome of running one tool call.
+type ToolCallUpdate struct {
+	Status string // ToolCallExecuted or ToolCallFailed
+	Result json.RawMessage
+}
+
+// UpdateToolCall records the outcome of tool call callID of a task whose lease workerID holds;
+// executed_at becomes now. Errors: ErrInvalidState (lease lost), ErrNotFound "tool call not
+// found", ErrInvalid.
+func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID string, callID int64, u ToolCallUpdate) error {
+	if u.Status != ToolCallExecuted && u.Status != ToolCallFailed {
+		return invalidf("a tool call ends EXECUTED or FAILED")
+	}
+	result, err := encodeRaw("result", u.Result)
+	if err != nil {
+		return err
+	}
+	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
+		res := tx.Model(&toolCallRow{}).Where("id = ? AND task_id = ?", callID, taskID).
+			Updates(map[string]any{"status": u.Status, "result": result, "executed_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("update tool call %d: %w", callID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return svcerr.New(svcerr.ErrNotFound, "tool call not found")
+		}
+		return nil
+	})
+}
+
+// ToolCalls returns every tool call of a task in the order they were recorded.
+func (s *Store) ToolCalls(ctx context.Context, taskID int64) ([]ToolCall, error) {
+	return toolCalls(s.conn(ctx), taskID, "")
+}
+
+func toolCalls(db *gorm.DB, taskID int64, status string) ([]ToolCall, error) {
+	db = db.Where("task_id = ?", taskID)
+	if status != "" {
+		db = db.Where("status = ?", status)
+	}
+	var rows []toolCallRow
+	if err := db.Order("id").Find(&rows).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("task %d: tool calls: %w", taskID, err))
+	}
+	return convertRows(rows, (*toolCallRow).toToolCall)
+}
+
+// ToolDecision is one caller decision on a PENDING_APPROVAL call.
+type ToolDecision struct {
+	ProviderCallID string
+	Approve        bool
+	Arguments      map[string]any // approve: what runs (nil: the proposed arguments)
+	Reason         *string        // reject: shown to the model
+}
+
+// DefaultRejectReason is what the model sees for a call rejected without a reason.
+const DefaultRejectReason = "The user rejected this tool call."
+
+// rejectionResult is the tool result the model sees for a rejected call.
+func rejectionResult(reason string) (string, error) {
+	return encodeJSON("result", map[string]any{"rejected": true, "reason": reason})
+}
+
+// DecideToolCalls applies decisions (by provider call id) to the PENDING_APPROVAL calls of a
+// task in PENDING_APPROVAL, recording who decided and when; approved arguments are kept apart
+// from the proposed ones, a rejection's reason becomes the call's result. When no call is left
+// pending the task becomes QUEUED. Errors: ErrNotFound "task not found", ErrInvalidState (the
+// task is not PENDING_APPROVAL), ErrInvalid (unknown, already decided or repeated provider
+// call id; arguments on a rejection; oversize values) — a refused request writes nothing.
+func (s *Store) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds []ToolDecision) (*Task, error) {
+	return s.DecideToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, ds)
+}
+
+// Decider is who decides tool calls: a user, through a session or (KeyID set) through the
+// per-agent API key with that public id.
+type Decider struct {
+	UserID int64
+	KeyID  string
+}
+
+func (d Decider) changes(now time.Time) map[string]any {
+	ch := map[string]any{"decided_by": d.UserID, "decided_at": now}
+	if d.KeyID != "" {
+		ch["decided_by_key"] = d.KeyID
+	}
+	return ch
+}
+
+// DecideToolCallsBy is DecideToolCalls recording by as the decider.
+func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider, ds []ToolDecision) (*Task, error) {
+	if len(ds) == 0 {
+		return nil, invalidf("decisions must not be empty")
+	}
+	return s.decide(ctx, taskID, "approve", func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if seen[d.ProviderCallID] {
+				return invalidf("decisions: provider_call_id %q appears twice", d.ProviderCallID)
+			}
+			seen[d.ProviderCallID] = true
+			row, ok := pending[d.ProviderCallID]
+			if !ok {
+				return invalidf("decisions: no pending tool call %q", d.ProviderCallID)
+			}
+			ch := by.changes(now)
+			if d.Approve {
+				args := d.Arguments
+				if args == nil {
+					args = map[string]any{}
+					if row.ProposedArguments != "" {
+						a, err := decodeMetadata(row.ProposedArguments)
+						if err != nil {
+							return fmt.Errorf("tool call %d: arguments: %w", row.ID, err)
+						}
+						args = a
+					}
+				}
+				enc, err := encodeJSON("arguments", args)
+				if err != nil {
+					return err
+				}
+				ch["status"], ch["approved_arguments"] = ToolCallApproved, enc
+				if d.Reason != nil {
+					if err := checkText("reason", *d.Reason, MaxTaskReasonLen); err != nil {
+						return err
+					}
+					ch["reason"] = *d.Reason
+				}
+			} else {
+				if d.Arguments != nil {
+					return invalidf("decisions: arguments are only accepted when approving (%q)", d.ProviderCallID)
+				}
+				if err := rejectChanges(ch, d.Reason); err != nil {
+					return err
+				}
+			}
+			if err := updatePendingCall(tx, row.ID, ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func rejectChanges(ch map[string]any, reason *string) error {
+	text := DefaultRejectReason
+	if reason != nil {
+		if err := checkText("reason", *reason, MaxTaskReasonLen); err != nil {
+			return err
+		}
+		ch["reason"] = *reason
+		if strings.TrimSpace(*reason) != "" {
+			text = *reason
+		}
+	}
+	res, err := rejectionResult(text)
+	if err != nil {
+		return err
+	}
+	ch["status"], ch["result"] = ToolCallRejected, res
+	return nil
+}
+
+func updatePendingCall(tx *gorm.DB, id int64, ch map[string]any) error {
+	res := tx.Model(&toolCallRow{}).Where("id = ? AND status = ?", id, ToolCallPendingApproval).Updates(ch)
+	if res.Error != nil {
+		return fmt.Errorf("decide tool call %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return svcerr.New(svcerr.ErrInvalidState, "the tool call was decided meanwhile")
+	}
+	return nil
+}
+
+// RejectToolCalls rejects every PENDING_APPROVAL call of a task in PENDING_APPROVAL with
+// reason (the model sees it as the calls' result) and queues the task. Errors: ErrNotFound
+// "task not found", ErrInvalidState (not PENDING_APPROVAL), ErrInvalid (oversize reason).
+func (s *Store) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, reason string) (*Task, error) {
+	return s.RejectToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, reason)
+}
+
+// RejectToolCallsBy is RejectToolCalls recording by as the decider.
+func (s *Store) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider, reason string) (*Task, error) {
+	return s.decide(ctx, taskID, "reject", func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
+		for _, row := range pending {
+			ch := by.changes(now)
+			if err := rejectChanges(ch, &reason); err != nil {
+				return err
+			}
+			if err := updatePendingCall(tx, row.ID, ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// decide locks a PENDING_APPROVAL task, lets fn decide calls, and queues the task when no call
+// is left pending. The task row lock serialises concurrent decisions on one task.
+func (s *Store) decide(ctx context.Context, taskID int64, action string, fn func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error) (*Task, error) {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+		row, err := loadTask(tx, taskID, true)
+		if err != nil {
+			return nil, err
+		}
+		if row.Status != taskstate.PendingApproval {
+			return nil, invalidState(action, row.Status)
+		}
+		var rows []toolCallRow
+		if err := tx.Where("task_id = ? AND status = ?", taskID, ToolCallPendingApproval).Order("id").Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("task %d: pending tool calls: %w", taskID, err)
+		}
+		pending := make(map[string]*toolCallRow, len(rows))
+		for i := range rows {
+			pending[rows[i].ProviderCallID] = &rows[i]
+		}
+		now := s.now()
+		if err := fn(tx, pending, now); err != nil {
+			return nil, err
+		}
+		return s.queueWhenSettled(tx, taskID, taskstate.PendingApproval, now, &toolCallRow{}, "status = ?", ToolCallPendingApproval)
+	})
+}
+
+// queueWhenSettled moves the task from `from` to QUEUED when no row of model matches
+// "task_id = ? AND <where>"; otherwise it only bumps updated_at. It returns the task.
+func (s *Store) queueWhenSettled(tx *gorm.DB, taskID int64, from string, now time.Time, model any, where string, args ...any) (*Task, error) {
+	var n int64
+	if err := tx.Model(model).Where("task_id = ?", taskID).Where(where, args...).Count(&n).Error; err != nil {
+		return nil, fmt.Errorf("task %d: count pending: %w", taskID, err)
+	}
+	ch := map[string]any{"updated_at": now}
+	if n == 0 {
+		ch = transitionChanges(TaskTransition{To: taskstate.Queued}, now)
+	}
+	res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", taskID, from).Updates(ch)
+	if res.Error != nil {
+		return nil, fmt.Errorf("task %d: queue: %w", taskID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+	}
+	return readTask(tx, taskID)
+}
