@@ -40,15 +40,6 @@ func mustGroup(t *testing.T, s *store.Store, name string, members map[int64]stri
 	return groupID, principalID
 }
 
-func mustAgent(t *testing.T, s *store.Store, principal int64, name string) *store.Agent {
-	t.Helper()
-	a, err := s.CreateAgent(context.Background(), principal, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatalf("CreateAgent(%s): %v", name, err)
-	}
-	return a
-}
-
 func countRows(t *testing.T, s *store.Store, table, where string, args ...any) int64 {
 	t.Helper()
 	var n int64
@@ -63,7 +54,7 @@ func TestCreateAgent(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "owner@example.com")
+	u := storetest.User(t, s)
 	now := t0.Truncate(time.Microsecond)
 
 	md := map[string]any{"category": "research", "n": json.Number("12345678901234567890"), "nested": map[string]any{"x": []any{true}}}
@@ -153,16 +144,16 @@ func TestListAgents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "u@example.com")
-	v := mustUser(t, s, "v@example.com")
+	u := storetest.User(t, s)
+	v := storetest.User(t, s, storetest.Email("v@example.com"))
 	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleMember})
 
 	// Byte order: upper case before lower case, ties broken by id.
-	zeta := mustAgent(t, s, u.PrincipalID, "zeta")
-	alpha := mustAgent(t, s, u.PrincipalID, "alpha")
-	beta1 := mustAgent(t, s, gp, "Beta")
-	beta2 := mustAgent(t, s, gp, "Beta")
-	other := mustAgent(t, s, v.PrincipalID, "other")
+	zeta := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("zeta"))
+	alpha := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("alpha"))
+	beta1 := storetest.Agent(t, s, gp, storetest.AgentNamed("Beta"))
+	beta2 := storetest.Agent(t, s, gp, storetest.AgentNamed("Beta"))
+	other := storetest.Agent(t, s, v.PrincipalID, storetest.AgentNamed("other"))
 	for _, id := range []int64{zeta.ID, beta2.ID} {
 		if _, err := s.SetAgentFavorite(ctx, id, u.ID, true, nil); err != nil {
 			t.Fatal(err)
@@ -238,7 +229,7 @@ func TestUpdateAgent(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "u@example.com")
+	u := storetest.User(t, s)
 	md := map[string]any{"a": "1", "b": "2"}
 	a, err := s.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: ptr("Agent"), Description: ptr("keep"), Metadata: &md})
 	if err != nil {
@@ -297,10 +288,10 @@ func TestAgentFavoritesAndDelete(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "u@example.com")
-	v := mustUser(t, s, "v@example.com")
-	a := mustAgent(t, s, u.PrincipalID, "A")
-	b := mustAgent(t, s, u.PrincipalID, "B")
+	u := storetest.User(t, s, storetest.Email("u@example.com"))
+	v := storetest.User(t, s, storetest.Email("v@example.com"))
+	a := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("A"))
+	b := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("B"))
 
 	for range 2 { // idempotent
 		got, err := s.SetAgentFavorite(ctx, a.ID, u.ID, true, nil)
@@ -360,9 +351,9 @@ func TestTransferAgent(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "u@example.com")
+	u := storetest.User(t, s)
 	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner})
-	a := mustAgent(t, s, u.PrincipalID, "A")
+	a := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("A"))
 	if _, err := s.SetAgentFavorite(ctx, a.ID, u.ID, true, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -410,13 +401,13 @@ func TestDeleteUserRemovesPersonalAgents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	mustAdmin(t, s, "admin@example.com")
-	u := mustUser(t, s, "gone@example.com")
-	v := mustUser(t, s, "keep@example.com")
+	storetest.User(t, s, storetest.Admin)
+	u := storetest.User(t, s, storetest.Email("gone@example.com"))
+	v := storetest.User(t, s)
 	_, gp := mustGroup(t, s, "team", map[int64]string{u.ID: store.GroupRoleOwner, v.ID: store.GroupRoleOwner}) // v stays owner
-	mine := mustAgent(t, s, u.PrincipalID, "mine")
-	team := mustAgent(t, s, gp, "team")
-	theirs := mustAgent(t, s, v.PrincipalID, "theirs")
+	mine := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("mine"))
+	team := storetest.Agent(t, s, gp, storetest.AgentNamed("team"))
+	theirs := storetest.Agent(t, s, v.PrincipalID, storetest.AgentNamed("theirs"))
 	for _, fav := range []struct{ agent, user int64 }{{mine.ID, v.ID}, {team.ID, u.ID}, {theirs.ID, u.ID}, {team.ID, v.ID}} {
 		if _, err := s.SetAgentFavorite(ctx, fav.agent, fav.user, true, nil); err != nil {
 			t.Fatal(err)
@@ -450,7 +441,7 @@ func TestAgentPrincipalRestricted(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t)
 	g, gp := mustGroup(t, s, "team", nil)
-	mustAgent(t, s, gp, "A")
+	storetest.Agent(t, s, gp, storetest.AgentNamed("A"))
 	db := s.GormDBForTest()
 	if err := db.Exec("DELETE FROM principal_groups WHERE id = ?", g).Error; err != nil {
 		t.Fatal(err)
@@ -466,21 +457,16 @@ func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	mustAdmin(t, s, "admin@example.com")
-	u := mustUser(t, s, "u@example.com")
-	busy := mustAgent(t, s, u.PrincipalID, "busy")
-	idle := mustAgent(t, s, u.PrincipalID, "idle")
-	running, err := s.CreateTask(ctx, store.NewTask{AgentID: busy.ID, PrincipalID: u.PrincipalID, UserID: u.ID, Prompt: "work", MaxSteps: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateTask(ctx, store.NewTask{AgentID: idle.ID, PrincipalID: u.PrincipalID, UserID: u.ID, Prompt: "later", MaxSteps: 3}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.User(t, s, storetest.Admin)
+	u := storetest.User(t, s)
+	busy := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("busy"))
+	idle := storetest.Agent(t, s, u.PrincipalID, storetest.AgentNamed("idle"))
+	running := storetest.Task(t, s, busy, u.ID)
+	storetest.Task(t, s, idle, u.ID)
 	if got, err := s.ClaimQueued(ctx, "w1", time.Hour, 1); err != nil || len(got) != 1 || got[0].ID != running.ID {
 		t.Fatalf("claim = %v, %v", got, err)
 	}
-	err = s.DeleteAgent(ctx, busy.ID, nil)
+	err := s.DeleteAgent(ctx, busy.ID, nil)
 	wantErr(t, err, svcerr.ErrInvalidState)
 	if !strings.Contains(err.Error(), "running task") {
 		t.Fatalf("message %q", err)

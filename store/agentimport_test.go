@@ -42,7 +42,7 @@ func TestImportAgent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewWithClock(t, testkit.NewClock(t0).Now)
-	owner := mustUser(t, s, "owner@example.com")
+	owner := storetest.User(t, s)
 
 	settings := map[string]any{
 		"allowed_domains": []any{"a.example", "<b>.example"},
@@ -99,7 +99,7 @@ func TestImportAgent(t *testing.T) {
 	}
 
 	// The values are encoded exactly as the tool configuration stores them.
-	twin := mustAgent(t, s, owner.PrincipalID, "Twin")
+	twin := storetest.Agent(t, s, owner.PrincipalID, storetest.AgentNamed("Twin"))
 	_, err = s.ReplaceAgentToolSettings(ctx, twin.ID, "core.ReadURLTool", nil, func(map[string]any) (map[string]any, error) {
 		return settings, nil
 	})
@@ -123,7 +123,7 @@ func TestImportAgentRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	owner := mustUser(t, s, "owner@example.com")
+	owner := storetest.User(t, s)
 	name := ptr("Agent")
 	tool := func(class string) store.ImportedTool { return store.ImportedTool{ToolClass: class} }
 
@@ -171,8 +171,8 @@ func TestInheritedToolSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	owner := mustUser(t, s, "owner@example.com")
-	other := mustUser(t, s, "other@example.com")
+	owner := storetest.User(t, s, storetest.Email("owner@example.com"))
+	other := storetest.User(t, s, storetest.Email("other@example.com"))
 	gid, gp := mustGroup(t, s, "Team", map[int64]string{owner.ID: store.GroupRoleOwner})
 	const class = "core.ReadURLTool"
 	set := func(v map[string]any) store.SettingsEdit {
@@ -186,7 +186,7 @@ func TestInheritedToolSettings(t *testing.T) {
 	wantErr(t, err, nil)
 	_, err = s.UpsertGroupTool(ctx, gid, class, nil, nil, set(map[string]any{"user_agent": "group"}))
 	wantErr(t, err, nil)
-	agent := mustAgent(t, s, owner.PrincipalID, "Mine")
+	agent := storetest.Agent(t, s, owner.PrincipalID)
 	_, err = s.ReplaceAgentToolSettings(ctx, agent.ID, class, nil, set(map[string]any{"user_agent": "agent"}))
 	wantErr(t, err, nil)
 

@@ -15,15 +15,8 @@ func TestConfigureAgentTools(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.New(t)
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "A"
-	a, err := st.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, st)
+	a := storetest.Agent(t, st, u.PrincipalID)
 	on, off := true, false
 	set := func(v map[string]any) store.SettingsEdit {
 		return func(stored map[string]any) (map[string]any, error) {
@@ -37,7 +30,7 @@ func TestConfigureAgentTools(t *testing.T) {
 			return out, nil
 		}
 	}
-	err = st.ConfigureAgentTools(ctx, a.ID, nil, []store.AgentToolChange{
+	err := st.ConfigureAgentTools(ctx, a.ID, nil, []store.AgentToolChange{
 		{ToolClass: "x.One", Enabled: &on, Settings: set(map[string]any{"k": "v"}),
 			Operations: []store.AgentOperationChange{{Name: "op", Enabled: &on, AutoApprove: &off}}},
 		{ToolClass: "x.Two", Enabled: &off},

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,15 +15,6 @@ import (
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
-
-func newGroup(t *testing.T, s *store.Store, owner int64, name string) *store.Group {
-	t.Helper()
-	g, err := s.CreateGroup(context.Background(), owner, name, "")
-	if err != nil {
-		t.Fatalf("CreateGroup(%s): %v", name, err)
-	}
-	return g
-}
 
 func tableRows(t *testing.T, s *store.Store, table, where string, args ...any) int64 {
 	t.Helper()
@@ -47,7 +37,7 @@ func TestCreateAndUpdateGroup(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "owner@example.com")
+	u := storetest.User(t, s, storetest.Email("owner@example.com"))
 
 	g, err := s.CreateGroup(ctx, u.ID, "  Research  ", "Market research")
 	if err != nil {
@@ -137,14 +127,14 @@ func TestListGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	a := mustUser(t, s, "a@example.com")
-	b := mustUser(t, s, "b@example.com")
+	a := storetest.User(t, s, storetest.Email("a@example.com"))
+	b := storetest.User(t, s, storetest.Email("b@example.com"))
 	var aGroups []int64
 	for _, n := range []string{"delta", "alpha", "charlie", "bravo"} {
-		g := newGroup(t, s, a.ID, n)
+		g := storetest.Group(t, s, a, storetest.GroupNamed(n))
 		aGroups = append(aGroups, g.ID)
 	}
-	newGroup(t, s, b.ID, "beta")
+	storetest.Group(t, s, b, storetest.GroupNamed("beta"))
 	addMember(t, s, aGroups[0], b.ID, store.GroupRoleMember) // b is in delta too
 
 	names := func(gs []store.Group) string {
@@ -186,13 +176,13 @@ func TestGroupMembers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	owner := mustUser(t, s, "owner@example.com")
-	g := newGroup(t, s, owner.ID, "team")
-	// Display names decide the order within a role (mustUser uses the address).
-	zed := mustUser(t, s, "zed@example.com")
-	amy := mustUser(t, s, "amy@example.com")
-	bob := mustUser(t, s, "bob@example.com")
-	outsider := mustUser(t, s, "out@example.com")
+	owner := storetest.User(t, s, storetest.Email("owner@example.com"))
+	g := storetest.Group(t, s, owner)
+	// Display names decide the order within a role (storetest.Email sets it to the address).
+	zed := storetest.User(t, s, storetest.Email("zed@example.com"))
+	amy := storetest.User(t, s, storetest.Email("amy@example.com"))
+	bob := storetest.User(t, s, storetest.Email("bob@example.com"))
+	outsider := storetest.User(t, s)
 
 	m, err := s.AddGroupMember(ctx, g.ID, zed.ID, store.GroupRoleAdmin, nil)
 	if err != nil || m.Role != store.GroupRoleAdmin || m.UserID != zed.ID || m.DisplayName != "zed@example.com" {
@@ -288,10 +278,10 @@ func TestLastOwnerRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	a := mustUser(t, s, "a@example.com")
-	b := mustUser(t, s, "b@example.com")
+	a := storetest.User(t, s)
+	b := storetest.User(t, s)
 	for round := range 5 {
-		g := newGroup(t, s, a.ID, fmt.Sprintf("race %d", round))
+		g := storetest.Group(t, s, a)
 		addMember(t, s, g.ID, b.ID, store.GroupRoleOwner)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -329,8 +319,8 @@ func TestGroupPreferences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "p@example.com")
-	g := newGroup(t, s, u.ID, "prefs")
+	u := storetest.User(t, s)
+	g := storetest.Group(t, s, u)
 
 	got, err := s.GroupPreferences(ctx, g.ID)
 	if err != nil || got == nil || len(got) != 0 {
@@ -382,28 +372,23 @@ func TestDeleteGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "d@example.com")
-	other := mustUser(t, s, "o@example.com")
-	g := newGroup(t, s, u.ID, "doomed")
-	keep := newGroup(t, s, u.ID, "kept")
+	u := storetest.User(t, s, storetest.Email("d@example.com"))
+	other := storetest.User(t, s)
+	g := storetest.Group(t, s, u)
+	keep := storetest.Group(t, s, u)
 	addMember(t, s, g.ID, other.ID, store.GroupRoleMember)
 	if _, err := s.PutGroupPreferences(ctx, g.ID, map[string]any{"a": "b"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, gid := range []int64{g.ID, keep.ID} {
-		if _, err := s.CreateLLMConfig(ctx, gid, store.LLMConfig{Name: "m", Driver: "openai", Model: "gpt", IsDefault: true}); err != nil {
-			t.Fatal(err)
-		}
+		storetest.LLMConfig(t, s, gid)
 	}
 
 	// A group whose principal owns an agent cannot go.
 	if owns, err := s.PrincipalOwnsAgents(ctx, g.PrincipalID); err != nil || owns {
 		t.Fatalf("PrincipalOwnsAgents before = %v, %v", owns, err)
 	}
-	bot, err := s.CreateAgent(ctx, g.PrincipalID, store.AgentFields{Name: ptr("bot")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bot := storetest.Agent(t, s, g.PrincipalID)
 	if owns, err := s.PrincipalOwnsAgents(ctx, g.PrincipalID); err != nil || !owns {
 		t.Fatalf("PrincipalOwnsAgents with an agent = %v, %v", owns, err)
 	}

@@ -59,9 +59,9 @@ func TestCreateLLMConfig(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "llm@example.com")
-	g := newGroup(t, s, u.ID, "models")
-	other := newGroup(t, s, u.ID, "others")
+	u := storetest.User(t, s)
+	g := storetest.Group(t, s, u)
+	other := storetest.Group(t, s, u)
 
 	in := store.LLMConfig{
 		ID: 777, GroupID: other.ID, PrincipalID: 1, Name: "  Local Llama ", Driver: store.LLMDriverOpenAI, Model: " llama3.1:8b ",
@@ -178,9 +178,9 @@ func TestLLMConfigDefaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "d@example.com")
-	g1 := newGroup(t, s, u.ID, "one")
-	g2 := newGroup(t, s, u.ID, "two")
+	u := storetest.User(t, s)
+	g1 := storetest.Group(t, s, u, storetest.GroupNamed("one"))
+	g2 := storetest.Group(t, s, u)
 
 	a := newLLMConfig(t, s, g1.ID, store.LLMConfig{Name: "a", IsDefault: true})
 	b := newLLMConfig(t, s, g1.ID, store.LLMConfig{Name: "b", IsDefault: true}) // takes over in g1
@@ -240,9 +240,9 @@ func TestUpdateLLMConfig(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "u@example.com")
-	g := newGroup(t, s, u.ID, "upd")
-	other := newGroup(t, s, u.ID, "other")
+	u := storetest.User(t, s)
+	g := storetest.Group(t, s, u, storetest.GroupNamed("upd"))
+	other := storetest.Group(t, s, u, storetest.GroupNamed("other"))
 	full := newLLMConfig(t, s, g.ID, store.LLMConfig{
 		Name: "full", BaseURL: ptr("https://llm.example.com/v1"), APIKeySealed: "v1:a2V5", Temperature: ptr(0.5),
 		MaxTokensOutput: ptr(100), ContextWindow: ptr(1000), Timeout: ptr(30), IsDefault: true,
@@ -356,10 +356,10 @@ func TestListAndDeleteLLMConfigs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "l@example.com")
-	g := newGroup(t, s, u.ID, "mine")
-	other := newGroup(t, s, u.ID, "theirs")
-	third := newGroup(t, s, u.ID, "third")
+	u := storetest.User(t, s)
+	g := storetest.Group(t, s, u)
+	other := storetest.Group(t, s, u)
+	third := storetest.Group(t, s, u, storetest.GroupNamed("third"))
 	newLLMConfig(t, s, g.ID, store.LLMConfig{Name: "zeta"})
 	newLLMConfig(t, s, g.ID, store.LLMConfig{Name: "Alpha", IsGlobal: true})
 	newLLMConfig(t, s, g.ID, store.LLMConfig{Name: "beta"})
@@ -418,10 +418,10 @@ func TestResolveLLMConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "r@example.com")
-	g := newGroup(t, s, u.ID, "team")
-	bare := newGroup(t, s, u.ID, "bare")
-	ops := newGroup(t, s, u.ID, "ops")
+	u := storetest.User(t, s)
+	g := storetest.Group(t, s, u, storetest.GroupNamed("team"))
+	bare := storetest.Group(t, s, u, storetest.GroupNamed("bare"))
+	ops := storetest.Group(t, s, u, storetest.GroupNamed("ops"))
 
 	resolve := func(p *int64) (int64, error) {
 		c, err := s.ResolveLLMConfig(ctx, p)

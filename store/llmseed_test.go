@@ -139,8 +139,8 @@ func TestSeedGlobalLLMConfig(t *testing.T) {
 		{
 			name: "a default chosen meanwhile is kept",
 			prepare: func(t *testing.T, s *store.Store, first *store.LLMConfig) store.LLMSeed {
-				admin := mustUser(t, s, "admin@example.com")
-				g := newGroup(t, s, admin.ID, "Admins")
+				admin := storetest.User(t, s)
+				g := storetest.Group(t, s, admin)
 				other := newLLMConfig(t, s, g.ID, store.LLMConfig{Name: "Chosen", IsGlobal: true, IsDefault: true})
 				if c := llmConfig(t, s, first.GroupID, first.ID); c.IsDefault {
 					t.Fatal("the seed kept the default flag after the administrator's choice")

@@ -27,9 +27,9 @@ func newMediaFixture(t *testing.T) *mediaFixture {
 	t.Helper()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	f := &mediaFixture{s: s, clock: clock, user: mustUser(t, s, "owner@example.com"), other: mustUser(t, s, "other@example.com")}
-	f.agent = mustAgent(t, s, f.user.PrincipalID, "Main")
-	f.sub = mustAgent(t, s, f.user.PrincipalID, "Sub")
+	f := &mediaFixture{s: s, clock: clock, user: storetest.User(t, s), other: storetest.User(t, s)}
+	f.agent = storetest.Agent(t, s, f.user.PrincipalID)
+	f.sub = storetest.Agent(t, s, f.user.PrincipalID, storetest.AgentNamed("Sub"))
 	return f
 }
 
@@ -232,7 +232,7 @@ func TestMediaReadableByAgent(t *testing.T) {
 	t.Parallel()
 	f := newMediaFixture(t)
 	ctx := context.Background()
-	other := mustAgent(t, f.s, f.other.PrincipalID, "Stranger")
+	other := storetest.Agent(t, f.s, f.other.PrincipalID, storetest.AgentNamed("Stranger"))
 	chat := f.task(t, f.agent.ID, nil)
 	child := f.task(t, f.sub.ID, &chat.ID)
 	grandchild := f.task(t, f.sub.ID, &child.ID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 )
 
 // errOf drops the storage keys of DeleteUser and DeleteGroup.
@@ -56,10 +57,7 @@ func TestDeleteUserReturnsMediaKeys(t *testing.T) {
 	// Another user's asset derived from and uploaded by the user stays (references cleared).
 	theirs := f.asset(t, f.other.PrincipalID, func(a *store.MediaAsset) { a.Keep = true; a.ParentID = &kept.ID; a.UploadedBy = &u.ID })
 	// A group the user is the last owner of refuses the deletion: nothing is returned or removed.
-	g, err := f.s.CreateGroup(ctx, u.ID, "Team", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := storetest.Group(t, f.s, u)
 	team := f.asset(t, g.PrincipalID, func(a *store.MediaAsset) { a.UploadedBy = &u.ID })
 
 	keys, err := f.s.DeleteUser(ctx, u.ID)
@@ -93,7 +91,7 @@ func TestDeleteUserReturnsMediaKeys(t *testing.T) {
 	if keys, err := f.s.DeleteUser(ctx, f.other.ID); err != nil || keys == nil || len(keys) != 1 || keys[0] != theirs.StorageKey {
 		t.Fatalf("DeleteUser(other) = %v, %v", keys, err)
 	}
-	lonely := mustUser(t, f.s, "lonely@example.com")
+	lonely := storetest.User(t, f.s)
 	if keys, err := f.s.DeleteUser(ctx, lonely.ID); err != nil || len(keys) != 0 {
 		t.Fatalf("DeleteUser without assets = %v, %v", keys, err)
 	}
@@ -103,14 +101,8 @@ func TestDeleteGroupReturnsMediaKeys(t *testing.T) {
 	t.Parallel()
 	f := newMediaFixture(t)
 	ctx := context.Background()
-	g, err := f.s.CreateGroup(ctx, f.user.ID, "Team", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keep, err := f.s.CreateGroup(ctx, f.user.ID, "Keep", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := storetest.Group(t, f.s, f.user)
+	keep := storetest.Group(t, f.s, f.user)
 	pic := f.asset(t, g.PrincipalID, func(a *store.MediaAsset) { a.Keep = true })
 	if _, err := f.s.SetPicture(ctx, store.PictureOfGroup, g.ID, &pic.ID, nil); err != nil {
 		t.Fatal(err)
@@ -120,7 +112,7 @@ func TestDeleteGroupReturnsMediaKeys(t *testing.T) {
 	mine := f.asset(t, f.user.PrincipalID, nil)
 
 	// Refused while the group owns an agent: no keys, nothing removed.
-	bot := mustAgent(t, f.s, g.PrincipalID, "bot")
+	bot := storetest.Agent(t, f.s, g.PrincipalID, storetest.AgentNamed("bot"))
 	keys, err := f.s.DeleteGroup(ctx, g.ID)
 	if !errors.Is(err, svcerr.ErrInvalidState) || keys != nil {
 		t.Fatalf("refused DeleteGroup = %v, %v", keys, err)

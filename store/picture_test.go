@@ -8,16 +8,14 @@ import (
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 )
 
 func TestSetPicture(t *testing.T) {
 	t.Parallel()
 	f := newMediaFixture(t)
 	ctx := context.Background()
-	g, err := f.s.CreateGroup(ctx, f.user.ID, "Team", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := storetest.Group(t, f.s, f.user)
 	// picture reads the subject's picture id and updated_at.
 	picture := func(t *testing.T, subject store.PictureSubject, id int64) (*string, time.Time) {
 		t.Helper()

@@ -21,7 +21,7 @@ func TestProfile(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "prof@example.com")
+	u := storetest.User(t, s)
 
 	p, err := s.Profile(ctx, u.ID)
 	if err != nil {
@@ -96,8 +96,8 @@ func TestLocations(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "loc@example.com")
-	other := mustUser(t, s, "other@example.com")
+	u := storetest.User(t, s)
+	other := storetest.User(t, s)
 
 	if got, err := s.ListLocations(ctx, u.ID); err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("ListLocations on none = %#v, %v; want empty non-nil", got, err)

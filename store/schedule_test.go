@@ -114,8 +114,8 @@ func TestClaimDueRunConcurrent(t *testing.T) {
 	stores := storetest.NewShared(t, 2)
 	ctx := context.Background()
 	s := stores[0]
-	u := mustUser(t, s, "owner@example.com")
-	a := mustAgent(t, s, u.PrincipalID, "Helper")
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
 	now := time.Now().UTC().Truncate(time.Second)
 	const runs = 20
 	for i := range runs {

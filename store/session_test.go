@@ -19,7 +19,7 @@ func TestCreateSession(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "sess@example.com")
+	u := storetest.User(t, s)
 	exp := t0.Add(24 * time.Hour)
 	if _, err := s.CreateSession(ctx, store.Session{UserID: u.ID, TokenDigest: digest("taken"), CSRFToken: "c", ExpiresAt: exp}); err != nil {
 		t.Fatal(err)
@@ -70,8 +70,8 @@ func TestSessionLifecycle(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "life@example.com")
-	other := mustUser(t, s, "other@example.com")
+	u := storetest.User(t, s)
+	other := storetest.User(t, s)
 
 	mk := func(user *store.User, name string, ttl time.Duration) *store.Session {
 		t.Helper()
@@ -163,7 +163,7 @@ func TestTokens(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "tok@example.com")
+	u := storetest.User(t, s)
 	exp := t0.Add(time.Hour)
 	const badLink = "the link is invalid or has expired"
 
@@ -200,7 +200,7 @@ func TestTokens(t *testing.T) {
 	create(store.TokenReset, "resetShort", "v-reset", "", time.Minute)
 
 	t.Run("selector already used by another user", func(t *testing.T) {
-		other := mustUser(t, s, "tok2@example.com")
+		other := storetest.User(t, s)
 		err := s.CreateToken(ctx, store.Token{Kind: store.TokenVerify, UserID: other.ID, Selector: "change1", VerifierDigest: digest("x"), ExpiresAt: exp})
 		wantErr(t, err, svcerr.ErrConflict)
 	})
@@ -278,7 +278,7 @@ func TestConsumeTokenRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "race@example.com")
+	u := storetest.User(t, s, storetest.Email("race@example.com"))
 	if err := s.CreateToken(ctx, store.Token{Kind: store.TokenReset, UserID: u.ID, Selector: "race", VerifierDigest: digest("v"), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

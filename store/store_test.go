@@ -33,24 +33,6 @@ func digest(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func mustUser(t *testing.T, s *store.Store, email string) *store.User {
-	t.Helper()
-	u, err := s.CreateUser(context.Background(), store.NewUser{Email: email, PasswordHash: "$argon2id$x", DisplayName: email})
-	if err != nil {
-		t.Fatalf("CreateUser(%s): %v", email, err)
-	}
-	return u
-}
-
-func mustAdmin(t *testing.T, s *store.Store, email string) *store.User {
-	t.Helper()
-	u, err := s.CreateUser(context.Background(), store.NewUser{Email: email, Admin: true})
-	if err != nil {
-		t.Fatalf("CreateUser(%s, admin): %v", email, err)
-	}
-	return u
-}
-
 // wantErr checks that err belongs to category want (nil: no error).
 func wantErr(t *testing.T, err, want error) {
 	t.Helper()

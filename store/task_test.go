@@ -28,8 +28,8 @@ func newTaskFixture(t *testing.T) *taskFixture {
 	t.Helper()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	f := &taskFixture{s: s, clock: clock, user: mustUser(t, s, "owner@example.com"), other: mustUser(t, s, "other@example.com")}
-	f.agent = mustAgent(t, s, f.user.PrincipalID, "Helper")
+	f := &taskFixture{s: s, clock: clock, user: storetest.User(t, s), other: storetest.User(t, s)}
+	f.agent = storetest.Agent(t, s, f.user.PrincipalID, storetest.AgentNamed("Helper"))
 	return f
 }
 

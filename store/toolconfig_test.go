@@ -82,8 +82,8 @@ func TestEditToolSettings(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u := mustUser(t, s, "tools@example.com")
-	other := mustUser(t, s, "other@example.com")
+	u := storetest.User(t, s)
+	other := storetest.User(t, s, storetest.Email("other@example.com"))
 	const class = "weather.ForecastTool"
 
 	for _, sc := range []store.ToolScope{store.GlobalToolScope(), store.UserToolScope(u.ID)} {
@@ -202,7 +202,7 @@ func TestEditToolSettingsConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "race@example.com")
+	u := storetest.User(t, s)
 	for _, sc := range []store.ToolScope{store.GlobalToolScope(), store.UserToolScope(u.ID)} {
 		var wg sync.WaitGroup
 		keys := []string{"a", "b", "c", "d", "e", "f"}
@@ -232,12 +232,12 @@ func TestAgentToolConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewWithClock(t, testkit.NewClock(t0).Now)
-	owner := mustUser(t, s, "owner@example.com")
-	member := mustUser(t, s, "member@example.com")
+	owner := storetest.User(t, s, storetest.Email("owner@example.com"))
+	member := storetest.User(t, s, storetest.Email("member@example.com"))
 	gid, gp := mustGroup(t, s, "Team", map[int64]string{owner.ID: store.GroupRoleOwner, member.ID: store.GroupRoleMember})
-	personal := mustAgent(t, s, owner.PrincipalID, "Mine")
-	shared := mustAgent(t, s, gp, "Ours")
-	sibling := mustAgent(t, s, gp, "Sibling")
+	personal := storetest.Agent(t, s, owner.PrincipalID)
+	shared := storetest.Agent(t, s, gp)
+	sibling := storetest.Agent(t, s, gp, storetest.AgentNamed("Sibling"))
 	const class = "core.ReadURLTool"
 
 	cfg, err := s.AgentToolConfig(ctx, personal.ID)
@@ -349,7 +349,7 @@ func TestGroupTools(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	owner := mustUser(t, s, "owner@example.com")
+	owner := storetest.User(t, s)
 	gid, _ := mustGroup(t, s, "Team", map[int64]string{owner.ID: store.GroupRoleOwner})
 	other, _ := mustGroup(t, s, "Other", nil)
 	var seenRoles map[int64]string

@@ -135,7 +135,7 @@ func TestUserLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	u := mustUser(t, s, "Look@Example.com")
+	u := storetest.User(t, s, storetest.Email("Look@Example.com"))
 
 	tests := []struct {
 		name  string
@@ -178,7 +178,7 @@ func TestListAndCountUsers(t *testing.T) {
 	}
 	var ids []int64
 	for _, e := range []string{"a@x.io", "b@x.io", "c@x.io", "d@x.io", "e@x.io"} {
-		ids = append(ids, mustUser(t, s, e).ID)
+		ids = append(ids, storetest.User(t, s, storetest.Email(e)).ID)
 	}
 	if err := s.GrantRole(ctx, ids[1], "operator"); err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestUpdateUser(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	mustUser(t, s, "taken@example.com")
+	storetest.User(t, s, storetest.Email("taken@example.com"))
 	later := clock.Advance(time.Hour).Truncate(time.Microsecond)
 
 	tests := []struct {
@@ -345,8 +345,8 @@ func TestRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	admin := mustAdmin(t, s, "admin@example.com")
-	u := mustUser(t, s, "user@example.com")
+	admin := storetest.User(t, s, storetest.Email("admin@example.com"), storetest.Admin)
+	u := storetest.User(t, s, storetest.Email("user@example.com"))
 
 	steps := []struct {
 		name string
@@ -393,7 +393,7 @@ func TestRoles(t *testing.T) {
 	if _, err := s.ListRoles(ctx, admin.ID); !errors.Is(err, svcerr.ErrNotFound) {
 		t.Fatalf("ListRoles of deleted user: %v", err)
 	}
-	plain := mustUser(t, s, "plain@example.com")
+	plain := storetest.User(t, s, storetest.Email("plain@example.com"))
 	if roles, err := s.ListRoles(ctx, plain.ID); err != nil || roles == nil || len(roles) != 0 {
 		t.Fatalf("ListRoles of plain user = %#v, %v", roles, err)
 	}
@@ -404,8 +404,8 @@ func TestLastAdminGuardRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	a := mustAdmin(t, s, "a@example.com")
-	b := mustAdmin(t, s, "b@example.com")
+	a := storetest.User(t, s, storetest.Admin)
+	b := storetest.User(t, s, storetest.Admin)
 	var wg sync.WaitGroup
 	var errA, errB error
 	start := make(chan struct{})
@@ -439,9 +439,9 @@ func TestDeleteUserCascades(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	mustAdmin(t, s, "admin@example.com")
-	u := mustUser(t, s, "gone@example.com")
-	keep := mustUser(t, s, "keep@example.com")
+	storetest.User(t, s, storetest.Admin)
+	u := storetest.User(t, s)
+	keep := storetest.User(t, s)
 
 	for _, id := range []int64{u.ID, keep.ID} {
 		if err := s.GrantRole(ctx, id, "operator"); err != nil {

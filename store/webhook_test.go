@@ -415,8 +415,8 @@ func TestClaimDeliveriesConcurrent(t *testing.T) {
 	ctx := context.Background()
 	stores := storetest.NewShared(t, 2)
 	s := stores[0]
-	u := mustUser(t, s, "owner@example.com")
-	a := mustAgent(t, s, u.PrincipalID, "Helper")
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
 	db := s.GormDBForTest()
 	if err := db.Exec("INSERT INTO agent_api_keys (key_id, agent_id, name, secret_digest, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
 		"k1", a.ID, "k", hookDigest, u.ID, time.Now()).Error; err != nil {

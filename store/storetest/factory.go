@@ -13,17 +13,18 @@ import (
 
 // Fixture factories (river's testfactory is the model): each creates one row with defaults that
 // pass every rule, lets opts change what the test cares about, and fails the test on error.
-// Names and addresses are unique per process, so tests sharing a store do not collide.
+// Names and addresses are unique per process, so tests sharing a store do not collide, and
+// numbered in creation order with a fixed width, so they also sort in creation order.
 
 var seq atomic.Int64
 
-func next() int64 { return seq.Add(1) }
+func next() string { return fmt.Sprintf("%06d", seq.Add(1)) }
 
 // User creates a user (password hash a placeholder; no role unless opts set one).
 func User(t testing.TB, s *store.Store, opts ...func(*store.NewUser)) *store.User {
 	t.Helper()
 	n := next()
-	nu := store.NewUser{Email: fmt.Sprintf("user%d@example.com", n), PasswordHash: "$argon2id$x", DisplayName: fmt.Sprintf("User %d", n)}
+	nu := store.NewUser{Email: "user" + n + "@example.com", PasswordHash: "$argon2id$x", DisplayName: "User " + n}
 	for _, o := range opts {
 		o(&nu)
 	}
@@ -34,20 +35,46 @@ func User(t testing.TB, s *store.Store, opts ...func(*store.NewUser)) *store.Use
 	return u
 }
 
-// Group creates a group owned by owner.
-func Group(t testing.TB, s *store.Store, owner *store.User) *store.Group {
+// Email sets a user's address, and its display name to the same text (as a test that cares
+// about the address usually cares how listings sort the user), for a test that looks the user
+// up by address or expects a particular order. Mind that addresses must stay unique per store.
+func Email(addr string) func(*store.NewUser) {
+	return func(u *store.NewUser) { u.Email, u.DisplayName = addr, addr }
+}
+
+// Admin grants the user the service-wide administrator role.
+func Admin(u *store.NewUser) { u.Admin = true }
+
+// GroupFields are what CreateGroup takes besides the owner; opts of Group change them.
+type GroupFields struct {
+	Name        string
+	Description string
+}
+
+// GroupNamed sets a group's name, for a test that looks the group up or orders by it.
+func GroupNamed(name string) func(*GroupFields) {
+	return func(g *GroupFields) { g.Name = name }
+}
+
+// Group creates a group owned by owner ("Group <n>", no description).
+func Group(t testing.TB, s *store.Store, owner *store.User, opts ...func(*GroupFields)) *store.Group {
 	t.Helper()
-	g, err := s.CreateGroup(context.Background(), owner.ID, fmt.Sprintf("Group %d", next()), "")
+	f := GroupFields{Name: "Group " + next()}
+	for _, o := range opts {
+		o(&f)
+	}
+	g, err := s.CreateGroup(context.Background(), owner.ID, f.Name, f.Description)
 	if err != nil {
 		t.Fatalf("storetest.Group: %v", err)
 	}
 	return g
 }
 
-// Agent creates an agent of principalID (a user's or a group's principal).
+// Agent creates an agent of principalID (a user's or a group's principal), named "Agent <n>"
+// with the store's defaults for everything else.
 func Agent(t testing.TB, s *store.Store, principalID int64, opts ...func(*store.AgentFields)) *store.Agent {
 	t.Helper()
-	name := fmt.Sprintf("Agent %d", next())
+	name := "Agent " + next()
 	f := store.AgentFields{Name: &name}
 	for _, o := range opts {
 		o(&f)
@@ -59,12 +86,17 @@ func Agent(t testing.TB, s *store.Store, principalID int64, opts ...func(*store.
 	return a
 }
 
+// AgentNamed sets an agent's name, for a test that looks the agent up or orders by it.
+func AgentNamed(name string) func(*store.AgentFields) {
+	return func(f *store.AgentFields) { f.Name = &name }
+}
+
 // LLMConfig creates a model configuration of groupID: the scripted driver reading script.json,
 // the group's default.
 func LLMConfig(t testing.TB, s *store.Store, groupID int64, opts ...func(*store.LLMConfig)) *store.LLMConfig {
 	t.Helper()
 	script := "script.json"
-	c := store.LLMConfig{Name: fmt.Sprintf("config %d", next()), Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}
+	c := store.LLMConfig{Name: "config " + next(), Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -93,7 +125,7 @@ func Task(t testing.TB, s *store.Store, a *store.Agent, userID int64, opts ...fu
 func APIKey(t testing.TB, s *store.Store, a *store.Agent, createdBy int64, secret string) *store.AgentAPIKey {
 	t.Helper()
 	sum := sha256.Sum256([]byte(secret))
-	k, err := s.CreateAPIKey(context.Background(), store.AgentAPIKey{KeyID: fmt.Sprintf("%016d", next()), AgentID: a.ID,
+	k, err := s.CreateAPIKey(context.Background(), store.AgentAPIKey{KeyID: "0000000000" + next(), AgentID: a.ID,
 		Name: "key", SecretDigest: hex.EncodeToString(sum[:]), CreatedBy: createdBy}, nil)
 	if err != nil {
 		t.Fatalf("storetest.APIKey: %v", err)
