@@ -36,21 +36,10 @@ func newAgentOpsWorld(t *testing.T) *agentOpsWorld {
 		t.Fatal(err)
 	}
 	x := &agentloop.AgentToolExecutor{Config: toolconfig.New(w.st, reg, nil, nil)}
-	var err error
-	if w.u, err = w.st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if w.v, err = w.st.CreateUser(ctx, store.NewUser{Email: "v@example.com", PasswordHash: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(principal int64, name string) *store.Agent {
-		a, err := w.st.CreateAgent(ctx, principal, store.AgentFields{Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	w.self, w.sib, w.foreign = mk(w.u.PrincipalID, "Self"), mk(w.u.PrincipalID, "Sib"), mk(w.v.PrincipalID, "Foreign")
+	w.u, w.v = storetest.User(t, w.st), storetest.User(t, w.st)
+	w.self = storetest.Agent(t, w.st, w.u.PrincipalID, storetest.AgentNamed("Self"))
+	w.sib = storetest.Agent(t, w.st, w.u.PrincipalID, storetest.AgentNamed("Sib"))
+	w.foreign = storetest.Agent(t, w.st, w.v.PrincipalID, storetest.AgentNamed("Foreign"))
 	w.run = func(op string, args map[string]any) (map[string]any, string) {
 		t.Helper()
 		// Arguments arrive as decoded JSON.
@@ -232,36 +221,18 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 	f.loop.ToolStates = svc.AgentToolStates
 	f.loop.AgentTools = svc
 	delete(f.loop.Executors, agentloop.AgentToolClass)
-	g, err := f.st.CreateGroup(ctx, f.user.ID, "Crew", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := "script.json"
-	if _, err := f.st.CreateLLMConfig(ctx, g.ID, store.LLMConfig{Name: "script", Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}); err != nil {
-		t.Fatal(err)
-	}
-	name, prompt := "Shared", "Be helpful."
-	a, err := f.st.CreateAgent(ctx, g.PrincipalID, store.AgentFields{Name: &name, SystemPrompt: &prompt})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := storetest.Group(t, f.st, f.user)
+	storetest.LLMConfig(t, f.st, g.ID)
+	prompt := "Be helpful."
+	a := storetest.Agent(t, f.st, g.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
 	if err := f.st.SetAgentToolEnabled(ctx, a.ID, agentloop.AgentToolClass, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	member, err := f.st.CreateUser(ctx, store.NewUser{Email: "member@example.com", PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	member := storetest.User(t, f.st)
 	if _, err := f.st.AddGroupMember(ctx, g.ID, member.ID, store.GroupRoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := f.st.CreateUser(ctx, store.NewUser{Email: "admin@example.com", PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.st.GrantRole(ctx, admin.ID, store.RoleAdmin); err != nil {
-		t.Fatal(err)
-	}
+	admin := storetest.User(t, f.st, storetest.Admin)
 	calls := []string{"cfg", "upd", "notes", "create"}
 	run := func(u *store.User, steps int) map[string]llm.Message {
 		t.Helper()
@@ -276,10 +247,7 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.rec = &recorder{d: scripted}
-		task, err := f.st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "take over", MaxSteps: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		task := storetest.Task(t, f.st, a, u.ID)
 		f.drain()
 		if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
 			t.Fatalf("%s: status %s, want PENDING_APPROVAL", u.Email, got.Status)

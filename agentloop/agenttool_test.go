@@ -144,22 +144,10 @@ func TestAgentToolNotesAndReadAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := &agentloop.AgentToolExecutor{Config: toolconfig.New(st, reg, nil, nil)}
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := st.CreateUser(ctx, store.NewUser{Email: "v@example.com", PasswordHash: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func(principal int64, name string) *store.Agent {
-		a, err := st.CreateAgent(ctx, principal, store.AgentFields{Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	self, sib, foreign := mk(u.PrincipalID, "Self"), mk(u.PrincipalID, "Sib"), mk(v.PrincipalID, "Foreign")
+	u, v := storetest.User(t, st), storetest.User(t, st)
+	self := storetest.Agent(t, st, u.PrincipalID, storetest.AgentNamed("Self"))
+	sib := storetest.Agent(t, st, u.PrincipalID, storetest.AgentNamed("Sib"))
+	foreign := storetest.Agent(t, st, v.PrincipalID, storetest.AgentNamed("Foreign"))
 	run := func(op string, args map[string]any) (map[string]any, string) {
 		t.Helper()
 		res, err := x.Execute(ctx, tools.Call{Operation: op, Args: args, AgentID: self.ID, OwnerUserID: u.ID, UserID: u.ID})

@@ -107,12 +107,7 @@ func newFixtureAt(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentF
 
 func (f *fixture) newTask(prompt string, maxSteps int) *store.Task {
 	f.t.Helper()
-	task, err := f.st.CreateTask(context.Background(), store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID,
-		UserID: f.user.ID, Prompt: prompt, MaxSteps: maxSteps})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return task
+	return storetest.Task(f.t, f.st, f.agent, f.user.ID, func(nt *store.NewTask) { nt.Prompt, nt.MaxSteps = prompt, maxSteps })
 }
 
 // drain claims and runs every QUEUED task until nothing is claimable, like the daemon.

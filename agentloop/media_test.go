@@ -15,6 +15,7 @@ import (
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"
 )
 
@@ -51,17 +52,9 @@ func newMediaWorld(t *testing.T, turns []llm.ScriptTurn) *mediaWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &mediaWorld{fixture: newFixture(t, turns, store.AgentFields{}, true), files: memFiles{}}
-	var err error
-	if w.stranger, err = w.st.CreateUser(ctx, store.NewUser{Email: "stranger@example.com", PasswordHash: "x"}); err != nil {
-		t.Fatal(err)
-	}
+	w.stranger = storetest.User(t, w.st)
 	w.root = w.newTask("look at the files", 10)
-	child, err := w.st.CreateTask(ctx, store.NewTask{AgentID: w.agent.ID, PrincipalID: w.agent.PrincipalID, UserID: w.user.ID,
-		ParentTaskID: &w.root.ID, Prompt: "sub", MaxSteps: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.child = child
+	w.child = storetest.Task(t, w.st, w.agent, w.user.ID, func(nt *store.NewTask) { nt.ParentTaskID = &w.root.ID })
 	w.unrelated = w.newTask("other chat", 10)
 	own := w.agent.PrincipalID
 	w.notes = w.asset(t, own, "Meeting_Notes.txt", "text/plain", "document", []byte("agenda: ship it"), nil)

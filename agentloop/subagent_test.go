@@ -14,6 +14,7 @@ import (
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )
@@ -49,7 +50,6 @@ type subFixture struct {
 // with allowed (nil: every child) as allowed_target_agents.
 func newSubFixture(t *testing.T, parent []llm.ScriptTurn, children [][]llm.ScriptTurn, allowed []int64) *subFixture {
 	t.Helper()
-	ctx := context.Background()
 	sys := "parent"
 	f := newFixture(t, nil, store.AgentFields{SystemPrompt: &sys}, true)
 	sf := &subFixture{fixture: f, drv: &byAgent{scripts: map[string]llm.Driver{}, reqs: map[string][]llm.Request{}}}
@@ -63,11 +63,8 @@ func newSubFixture(t *testing.T, parent []llm.ScriptTurn, children [][]llm.Scrip
 	add("parent", parent)
 	var ids []any
 	for i, turns := range children {
-		name, prompt := "Child "+strconv.Itoa(i), "child"+strconv.Itoa(i)
-		a, err := f.st.CreateAgent(ctx, f.agent.PrincipalID, store.AgentFields{Name: &name, SystemPrompt: &prompt})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prompt := "child" + strconv.Itoa(i)
+		a := storetest.Agent(t, f.st, f.agent.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
 		sf.children = append(sf.children, a)
 		add(prompt, turns)
 		ids = append(ids, float64(a.ID))
@@ -184,7 +181,6 @@ func TestSubAgentHandover(t *testing.T) {
 
 func TestSubAgentRefusedTargets(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	for _, tc := range []struct{ name, want string }{
 		{"not allowed", "not among this agent's allowed target agents"},
 		{"other principal", "belongs to another owner"},
@@ -198,16 +194,8 @@ func TestSubAgentRefusedTargets(t *testing.T) {
 			case "not allowed":
 				sf.states["core.SubAgentTool"] = withAllowed(sf.states["core.SubAgentTool"], []any{float64(target + 1000)})
 			case "other principal":
-				other, err := sf.st.CreateUser(ctx, store.NewUser{Email: "other@example.com", PasswordHash: "x", DisplayName: "Other"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				name := "Foreign"
-				a, err := sf.st.CreateAgent(ctx, other.PrincipalID, store.AgentFields{Name: &name})
-				if err != nil {
-					t.Fatal(err)
-				}
-				target = a.ID
+				other := storetest.User(t, sf.st)
+				target = storetest.Agent(t, sf.st, other.PrincipalID).ID
 				sf.states["core.SubAgentTool"] = withAllowed(sf.states["core.SubAgentTool"], []any{float64(target)})
 			case "unknown agent":
 				target = 999999

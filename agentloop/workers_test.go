@@ -30,37 +30,17 @@ type seeded struct {
 // seedAgent creates a user, a group with a default scripted model configuration, and an agent.
 func seedAgent(tb testing.TB, st *store.Store) seeded {
 	tb.Helper()
-	ctx := context.Background()
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "owner@example.com", PasswordHash: "x", DisplayName: "Owner"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	g, err := st.CreateGroup(ctx, u.ID, "Team", "")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	script := "script.json"
-	if _, err := st.CreateLLMConfig(ctx, g.ID, store.LLMConfig{Name: "script", Driver: "scripted", Model: "script", BaseURL: &script, IsDefault: true}); err != nil {
-		tb.Fatal(err)
-	}
-	name := "Bot"
-	a, err := st.CreateAgent(ctx, g.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return seeded{user: u, agent: a}
+	u := storetest.User(tb, st)
+	g := storetest.Group(tb, st, u)
+	storetest.LLMConfig(tb, st, g.ID)
+	return seeded{user: u, agent: storetest.Agent(tb, st, g.PrincipalID)}
 }
 
 func (s seeded) createTasks(tb testing.TB, st *store.Store, prefix string, n int) []*store.Task {
 	tb.Helper()
 	out := make([]*store.Task, 0, n)
 	for i := range n {
-		t, err := st.CreateTask(context.Background(), store.NewTask{AgentID: s.agent.ID, PrincipalID: s.agent.PrincipalID,
-			UserID: s.user.ID, Prompt: fmt.Sprintf("%s %d", prefix, i), MaxSteps: 10})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, t)
+		out = append(out, storetest.Task(tb, st, s.agent, s.user.ID, func(nt *store.NewTask) { nt.Prompt = fmt.Sprintf("%s %d", prefix, i) }))
 	}
 	return out
 }
