@@ -35,26 +35,11 @@ type agentEnv struct {
 
 func newAgentEnv(t *testing.T) *agentEnv {
 	t.Helper()
-	ctx := context.Background()
 	st := storetest.New(t)
 	e := &agentEnv{st: st, svc: toolconfig.New(st, registry(t, weather(), skillTool()), index(t, "web-research", "scheduling"), box(t))}
-	var err error
-	if e.user, err = st.CreateUser(ctx, store.NewUser{Email: "user@example.com", PasswordHash: "$argon2id$x"}); err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := st.CreateUser(ctx, store.NewUser{Email: "other@example.com", PasswordHash: "$argon2id$x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "Agent"
-	mk := func(principal int64) *store.Agent {
-		a, err := st.CreateAgent(ctx, principal, store.AgentFields{Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	e.caller, e.sib, e.other = mk(e.user.PrincipalID), mk(e.user.PrincipalID), mk(stranger.PrincipalID)
+	e.user = storetest.User(t, st)
+	stranger := storetest.User(t, st)
+	e.caller, e.sib, e.other = storetest.Agent(t, st, e.user.PrincipalID), storetest.Agent(t, st, e.user.PrincipalID), storetest.Agent(t, st, stranger.PrincipalID)
 	return e
 }
 

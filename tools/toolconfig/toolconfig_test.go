@@ -99,19 +99,9 @@ func TestSecretsAndAgentToolStates(t *testing.T) {
 	st := storetest.New(t)
 	b := box(t)
 	svc := toolconfig.New(st, registry(t, weather()), index(t, "web-research", "scheduling"), b)
-	admin, err := st.CreateUser(ctx, store.NewUser{Email: "admin@example.com", Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := st.CreateUser(ctx, store.NewUser{Email: "user@example.com", PasswordHash: "$argon2id$x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "Helper"
-	ag, err := st.CreateAgent(ctx, user.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := storetest.User(t, st, storetest.Admin)
+	user := storetest.User(t, st)
+	ag := storetest.Agent(t, st, user.PrincipalID)
 	const class = "weather.ForecastTool"
 
 	// Global: the secret is sealed in the store and masked in the answer.
@@ -155,10 +145,7 @@ func TestSecretsAndAgentToolStates(t *testing.T) {
 	}
 
 	// A skill outside the index, or an agent of another principal, refuses the whole call.
-	other, err := st.CreateAgent(ctx, admin.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := storetest.Agent(t, st, admin.PrincipalID)
 	for _, bad := range []map[string]any{
 		{"city": "X", "allowed_skills": []any{"scheduling", "nope"}},
 		{"city": "X", "allowed_target_agents": []any{float64(other.ID)}},
