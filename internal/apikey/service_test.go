@@ -34,33 +34,15 @@ func newWorld(t *testing.T) *world {
 	w := &world{clock: testkit.NewClock(t0)}
 	w.st = storetest.NewWithClock(t, w.clock.Now)
 	w.svc = apikey.New(w.st, w.clock.Now)
-	mk := func(email string, admin bool) *store.User {
-		u, err := w.st.CreateUser(ctx, store.NewUser{Email: email, PasswordHash: "$argon2id$x", DisplayName: email, Admin: admin})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	w.admin = mk("root@example.com", true)
-	w.owner, w.gadmin, w.member, w.stranger = mk("owner@example.com", false), mk("gadmin@example.com", false),
-		mk("member@example.com", false), mk("stranger@example.com", false)
-	g, err := w.st.CreateGroup(ctx, w.owner.ID, "team", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.admin = storetest.User(t, w.st, storetest.Admin)
+	w.owner, w.gadmin, w.member, w.stranger = storetest.User(t, w.st), storetest.User(t, w.st), storetest.User(t, w.st), storetest.User(t, w.st)
+	g := storetest.Group(t, w.st, w.owner)
 	for u, role := range map[*store.User]string{w.gadmin: store.GroupRoleAdmin, w.member: "member"} {
 		if _, err := w.st.AddGroupMember(ctx, g.ID, u.ID, role, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	agent := func(p int64, name string) *store.Agent {
-		a, err := w.st.CreateAgent(ctx, p, store.AgentFields{Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	w.personal, w.team = agent(w.owner.PrincipalID, "Personal"), agent(g.PrincipalID, "Team")
+	w.personal, w.team = storetest.Agent(t, w.st, w.owner.PrincipalID), storetest.Agent(t, w.st, g.PrincipalID)
 	w.personalID, w.teamID = strconv.FormatInt(w.personal.ID, 10), strconv.FormatInt(w.team.ID, 10)
 	return w
 }
