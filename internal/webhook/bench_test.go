@@ -73,20 +73,9 @@ func BenchmarkDrain(b *testing.B) {
 			ctx := context.Background()
 			clock := testkit.NewClock(t0)
 			s := storetest.NewWithClock(b, clock.Now)
-			u, err := s.CreateUser(ctx, store.NewUser{Email: "owner@example.com", PasswordHash: "$argon2id$x", DisplayName: "Owner"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			name := "Bench"
-			a, err := s.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name})
-			if err != nil {
-				b.Fatal(err)
-			}
-			k, err := s.CreateAPIKey(ctx, store.AgentAPIKey{KeyID: "benchkey", AgentID: a.ID, Name: "Bench",
-				SecretDigest: webhook.SecretDigest(katSecret), CreatedBy: u.ID}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			u := storetest.User(b, s)
+			a := storetest.Agent(b, s, u.PrincipalID)
+			k := storetest.APIKey(b, s, a, u.ID, katSecret)
 			var hits, conns atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
@@ -116,11 +105,9 @@ func BenchmarkDrain(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				for range benchDrainN {
-					tk, err := s.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID,
-						Prompt: "hi", MaxSteps: 3, Source: store.TaskSourceAgentAPI, APIKeyID: &k.ID, CallbackURL: &url})
-					if err != nil {
-						b.Fatal(err)
-					}
+					tk := storetest.Task(b, s, a, u.ID, func(nt *store.NewTask) {
+						nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &k.ID, &url
+					})
 					if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 						b.Fatal(err)
 					}

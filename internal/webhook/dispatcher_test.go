@@ -35,23 +35,11 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
-	u, err := s.CreateUser(ctx, store.NewUser{Email: "owner@example.com", PasswordHash: "$argon2id$x", DisplayName: "Owner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "Helper"
-	a, err := s.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := s.CreateAPIKey(ctx, store.AgentAPIKey{KeyID: "hookkey1", AgentID: a.ID, Name: "Integration",
-		SecretDigest: webhook.SecretDigest(katSecret), CreatedBy: u.ID}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	k := storetest.APIKey(t, s, a, u.ID, katSecret, func(k *store.AgentAPIKey) { k.KeyID = "hookkey1" })
 	return &fixture{s: s, clock: clock, user: u, agent: a, key: k}
 }
 
@@ -59,11 +47,9 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) settle(t *testing.T, url string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	tk, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID,
-		Prompt: "hi", MaxSteps: 3, Source: store.TaskSourceAgentAPI, APIKeyID: &f.key.ID, CallbackURL: &url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) {
+		nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &f.key.ID, &url
+	})
 	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 		t.Fatal(err)
 	}

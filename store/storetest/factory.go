@@ -121,14 +121,19 @@ func Task(t testing.TB, s *store.Store, a *store.Agent, userID int64, opts ...fu
 	return tk
 }
 
-// APIKey stores a per-agent API key of a minted by createdBy, with the digest of secret.
-func APIKey(t testing.TB, s *store.Store, a *store.Agent, createdBy int64, secret string) *store.AgentAPIKey {
+// APIKey stores a per-agent API key of a minted by createdBy, with the digest of secret (key id
+// unique per process, name "key"); opts change it before it is stored, e.g. to fix the key id a
+// test expects in a header.
+func APIKey(t testing.TB, s *store.Store, a *store.Agent, createdBy int64, secret string, opts ...func(*store.AgentAPIKey)) *store.AgentAPIKey {
 	t.Helper()
 	sum := sha256.Sum256([]byte(secret))
-	k, err := s.CreateAPIKey(context.Background(), store.AgentAPIKey{KeyID: "0000000000" + next(), AgentID: a.ID,
-		Name: "key", SecretDigest: hex.EncodeToString(sum[:]), CreatedBy: createdBy}, nil)
+	k := store.AgentAPIKey{KeyID: "0000000000" + next(), AgentID: a.ID, Name: "key", SecretDigest: hex.EncodeToString(sum[:]), CreatedBy: createdBy}
+	for _, o := range opts {
+		o(&k)
+	}
+	out, err := s.CreateAPIKey(context.Background(), k, nil)
 	if err != nil {
 		t.Fatalf("storetest.APIKey: %v", err)
 	}
-	return k
+	return out
 }
