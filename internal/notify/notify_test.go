@@ -49,25 +49,15 @@ type world struct {
 func newWorld(t *testing.T, st *store.Store, email string) *world {
 	t.Helper()
 	ctx := context.Background()
-	u, err := st.CreateUser(ctx, store.NewUser{Email: email, PasswordHash: "$argon2id$x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := st.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: ptr("Reporter"), SystemPrompt: ptr("Report.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, st, func(nu *store.NewUser) { nu.Email = email })
+	a := storetest.Agent(t, st, u.PrincipalID, storetest.AgentNamed("Reporter"))
 	r, err := st.CreateScheduledRun(ctx, a.ID, u.ID, store.ScheduledRunFields{Name: "Morning digest", Prompt: ptr("Digest"),
 		RunAt: ptr(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), Timezone: "UTC", IsActive: true},
 		func(*store.Agent, *store.PromptTemplate) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "Digest",
-		MaxSteps: 5, Data: map[string]any{"scheduled_run_id": r.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := storetest.Task(t, st, a, u.ID, func(nt *store.NewTask) { nt.Prompt, nt.Data = "Digest", map[string]any{"scheduled_run_id": r.ID} })
 	return &world{st: st, user: u, run: r, task: tk}
 }
 
