@@ -16,27 +16,13 @@ func TestScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.New(t)
-	newUser := func(email string, admin bool) *store.User {
-		u, err := s.CreateUser(ctx, store.NewUser{Email: email, Admin: admin})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	root := newUser("root@example.com", true)
-	ada := newUser("ada@example.com", false)
-	bob := newUser("bob@example.com", false)
-	newGroup := func(owner *store.User, name string) *store.Group {
-		g, err := s.CreateGroup(ctx, owner.ID, name, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
-	}
-	owned := newGroup(ada, "owned")     // ada: owner
-	admined := newGroup(bob, "admined") // ada: admin
-	joined := newGroup(bob, "joined")   // ada: member
-	foreign := newGroup(bob, "foreign") // ada: nothing
+	root := storetest.User(t, s, storetest.Admin)
+	ada := storetest.User(t, s)
+	bob := storetest.User(t, s)
+	owned := storetest.Group(t, s, ada)   // ada: owner
+	admined := storetest.Group(t, s, bob) // ada: admin
+	joined := storetest.Group(t, s, bob)  // ada: member
+	foreign := storetest.Group(t, s, bob) // ada: nothing
 	for g, role := range map[int64]string{admined.ID: store.GroupRoleAdmin, joined.ID: store.GroupRoleMember} {
 		if _, err := s.AddGroupMember(ctx, g, ada.ID, role, nil); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/internal/media"
-	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
@@ -59,10 +58,7 @@ func BenchmarkParseDataURL(b *testing.B) {
 func BenchmarkSave(b *testing.B) {
 	st := storetest.New(b)
 	ctx := context.Background()
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "$argon2id$x", DisplayName: "U"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	u := storetest.User(b, st)
 	svc := media.New(st, filepath.Join(b.TempDir(), "media"), nil)
 	// Noise does not compress: 512×512 NRGBA encodes to a little over 1 MiB.
 	img := image.NewNRGBA(image.Rect(0, 0, 512, 512))

@@ -39,10 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clock := testkit.NewClock(t0)
 	st := storetest.NewWithClock(t, clock.Now)
-	u, err := st.CreateUser(context.Background(), store.NewUser{Email: "u@example.com", PasswordHash: "$argon2id$x", DisplayName: "U"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, st)
 	dir := filepath.Join(t.TempDir(), "media")
 	return &fixture{svc: media.New(st, dir, clock.Now), st: st, clock: clock, dir: dir, user: u}
 }

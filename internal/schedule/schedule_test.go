@@ -15,15 +15,8 @@ func TestDispatchDue(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t)
 	ctx := context.Background()
-	u, err := s.CreateUser(ctx, store.NewUser{Email: "o@example.com", PasswordHash: "$argon2id$x", DisplayName: "o"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "A"
-	a, err := s.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
 	now := time.Now().UTC()
 	due := now.Add(-time.Minute)
 	later := now.Add(time.Hour)

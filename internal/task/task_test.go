@@ -69,22 +69,13 @@ func TestScheduleRetry(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC))
 	st := storetest.NewWithClock(t, clock.Now)
-	u, err := st.CreateUser(ctx, store.NewUser{Email: "u@example.com", PasswordHash: "$argon2id$x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, minutes, retries := "A", 5, 1
-	a, err := st.CreateAgent(ctx, u.PrincipalID, store.AgentFields{Name: &name, RetryAfterMinutes: &minutes, MaxRetries: &retries})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := storetest.User(t, st)
+	minutes, retries := 5, 1
+	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &retries })
 	svc := task.New(st, nil)
 	fail := func(code string) int64 {
 		t.Helper()
-		tk, err := st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tk := storetest.Task(t, st, a, u.ID, func(nt *store.NewTask) { nt.MaxSteps = 1 })
 		if got, err := st.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
 		}
