@@ -29,7 +29,7 @@ func newMediaFixture(t *testing.T) *mediaFixture {
 	s := storetest.NewWithClock(t, clock.Now)
 	f := &mediaFixture{s: s, clock: clock, user: storetest.User(t, s), other: storetest.User(t, s)}
 	f.agent = storetest.Agent(t, s, f.user.PrincipalID)
-	f.sub = storetest.Agent(t, s, f.user.PrincipalID, storetest.AgentNamed("Sub"))
+	f.sub = storetest.Agent(t, s, f.user.PrincipalID)
 	return f
 }
 

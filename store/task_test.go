@@ -29,19 +29,13 @@ func newTaskFixture(t *testing.T) *taskFixture {
 	clock := testkit.NewClock(t0)
 	s := storetest.NewWithClock(t, clock.Now)
 	f := &taskFixture{s: s, clock: clock, user: storetest.User(t, s), other: storetest.User(t, s)}
-	f.agent = storetest.Agent(t, s, f.user.PrincipalID, storetest.AgentNamed("Helper"))
+	f.agent = storetest.Agent(t, s, f.user.PrincipalID)
 	return f
 }
 
 func (f *taskFixture) create(t *testing.T, prompt string) *store.Task {
 	t.Helper()
-	tk, err := f.s.CreateTask(context.Background(), store.NewTask{
-		AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: prompt, MaxSteps: 5,
-	})
-	if err != nil {
-		t.Fatalf("CreateTask: %v", err)
-	}
-	return tk
+	return storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) { nt.Prompt, nt.MaxSteps = prompt, 5 })
 }
 
 // claimOne creates a task and claims it for worker w.
@@ -107,9 +101,7 @@ func TestListTasks(t *testing.T) {
 	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.other.ID, Prompt: "x", MaxSteps: 1}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Task(t, f.s, f.agent, f.other.ID)
 	idsOf := func(ts []store.Task) []int64 {
 		out := []int64{}
 		for _, x := range ts {
@@ -471,10 +463,7 @@ func TestAbortTaskChain(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	mk := func(parent *int64, status string) int64 {
-		tk, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, ParentTaskID: parent, Prompt: "x", MaxSteps: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tk := storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) { nt.ParentTaskID = parent })
 		if err := f.s.GormDBForTest().Exec("UPDATE tasks SET status = ? WHERE id = ?", status, tk.ID).Error; err != nil {
 			t.Fatal(err)
 		}

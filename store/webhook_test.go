@@ -30,32 +30,18 @@ func newHookFixture(t *testing.T) *hookFixture {
 
 func (f *hookFixture) mustKey(t *testing.T, public string) int64 {
 	t.Helper()
-	db := f.s.GormDBForTest()
-	err := db.Exec("INSERT INTO agent_api_keys (key_id, agent_id, name, secret_digest, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-		public, f.agent.ID, "Integration", hookDigest, f.user.ID, f.clock.Now()).Error
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id int64
-	if err := db.Raw("SELECT id FROM agent_api_keys WHERE key_id = ?", public).Scan(&id).Error; err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return storetest.APIKey(t, f.s, f.agent, f.user.ID, "hello", func(k *store.AgentAPIKey) { k.KeyID = public }).ID
 }
 
 // chat creates a per-agent API task; callback "" leaves it without a callback_url.
 func (f *hookFixture) chat(t *testing.T, callback string, parent *int64) *store.Task {
 	t.Helper()
-	nt := store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "hi", MaxSteps: 5,
-		Source: store.TaskSourceAgentAPI, APIKeyID: &f.keyID, ParentTaskID: parent}
-	if callback != "" {
-		nt.CallbackURL = &callback
-	}
-	tk, err := f.s.CreateTask(context.Background(), nt)
-	if err != nil {
-		t.Fatalf("CreateTask: %v", err)
-	}
-	return tk
+	return storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) {
+		nt.Prompt, nt.MaxSteps, nt.Source, nt.APIKeyID, nt.ParentTaskID = "hi", 5, store.TaskSourceAgentAPI, &f.keyID, parent
+		if callback != "" {
+			nt.CallbackURL = &callback
+		}
+	})
 }
 
 // claim leases task id to worker w (it must be the only claimable task).
@@ -417,15 +403,7 @@ func TestClaimDeliveriesConcurrent(t *testing.T) {
 	s := stores[0]
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
-	db := s.GormDBForTest()
-	if err := db.Exec("INSERT INTO agent_api_keys (key_id, agent_id, name, secret_digest, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-		"k1", a.ID, "k", hookDigest, u.ID, time.Now()).Error; err != nil {
-		t.Fatal(err)
-	}
-	var keyID int64
-	if err := db.Raw("SELECT id FROM agent_api_keys WHERE key_id = 'k1'").Scan(&keyID).Error; err != nil {
-		t.Fatal(err)
-	}
+	keyID := storetest.APIKey(t, s, a, u.ID, "hello").ID
 	const n = 40
 	cb := "https://hooks.example.com/in"
 	for range n {
