@@ -255,11 +255,9 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 			t.Fatal(err)
 		}
 		cb := "https://hooks.example.com/in"
-		revoked, err := f.s.CreateTask(ctx, store.NewTask{AgentID: f.agent.ID, PrincipalID: f.agent.PrincipalID, UserID: f.user.ID, Prompt: "hi", MaxSteps: 5,
-			Source: store.TaskSourceAgentAPI, APIKeyID: &revokedKey, CallbackURL: &cb})
-		if err != nil {
-			t.Fatal(err)
-		}
+		revoked := storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) {
+			nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &revokedKey, &cb
+		})
 		for _, id := range []int64{plain.ID, session.ID, revoked.ID} {
 			if _, err := f.s.TransitionTask(ctx, id, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 				t.Fatal(err)
@@ -407,11 +405,9 @@ func TestClaimDeliveriesConcurrent(t *testing.T) {
 	const n = 40
 	cb := "https://hooks.example.com/in"
 	for range n {
-		tk, err := s.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 1,
-			Source: store.TaskSourceAgentAPI, APIKeyID: &keyID, CallbackURL: &cb})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tk := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) {
+			nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &keyID, &cb
+		})
 		if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
 			t.Fatal(err)
 		}
