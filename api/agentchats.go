@@ -73,11 +73,18 @@ func chatResponse(v *task.View) gen.ChatResponse {
 	return r
 }
 
-func chatInput(text, prompt *string, files *[]gen.ChatInlineFile, ids *[]string) chat.Input {
+// chatInput is the message of a chat request; inline files the gate spooled are resolved from
+// their placeholders.
+func chatInput(ctx context.Context, text, prompt *string, files *[]gen.ChatInlineFile, ids *[]string) chat.Input {
 	in := chat.Input{Text: text, Prompt: prompt, MediaIDs: mediaIDs(ids)}
 	if files != nil {
+		spooled := requestInfo(ctx).Inline
 		for _, f := range *files {
-			in.Files = append(in.Files, chat.File{Filename: f.Filename, DataURL: f.DataUrl})
+			file := chat.File{Filename: f.Filename, DataURL: f.DataUrl}
+			if sf, ok := spooled.Lookup(f.DataUrl); ok {
+				file.Spooled = sf
+			}
+			in.Files = append(in.Files, file)
 		}
 	}
 	return in
@@ -126,7 +133,7 @@ func (a *API) StartAgentChat(ctx context.Context, req gen.StartAgentChatRequestO
 	}
 	b := req.Body
 	v, err := a.chats.Start(ctx, k, chat.StartInput{
-		Input:       chatInput(b.Text, b.Prompt, b.Files, b.MediaIds),
+		Input:       chatInput(ctx, b.Text, b.Prompt, b.Files, b.MediaIds),
 		CallbackURL: b.CallbackUrl, MaxSteps: b.MaxSteps, AdditionalSteps: b.AdditionalSteps,
 	})
 	if err != nil {
@@ -190,7 +197,7 @@ func (a *API) SendAgentChatMessage(ctx context.Context, req gen.SendAgentChatMes
 	}
 	b := req.Body
 	v, err := a.chats.Send(ctx, k, req.Id, chat.SendInput{
-		Input: chatInput(b.Text, b.Prompt, b.Files, b.MediaIds), AdditionalSteps: b.AdditionalSteps,
+		Input: chatInput(ctx, b.Text, b.Prompt, b.Files, b.MediaIds), AdditionalSteps: b.AdditionalSteps,
 	})
 	if err != nil {
 		return nil, err

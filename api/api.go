@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/worker"
@@ -120,6 +121,9 @@ type RequestInfo struct {
 	// the gate only for operations whose body may be raw text (application/yaml or text/plain:
 	// the agent template uploads); nil for every other operation.
 	RawBody []byte
+	// Inline holds the inline files the gate decoded while the body streamed, for operations
+	// marked x-inline-files (their data URLs are placeholders in the body); nil otherwise.
+	Inline *spool.Files
 }
 
 type requestInfoKey struct{}

@@ -1,12 +1,16 @@
 package server_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"runtime"
 	"testing"
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -117,4 +121,41 @@ func BenchmarkAgentAPIChatStart(b *testing.B) {
 			b.Fatalf("status %d: %s", res.Status, res.Body)
 		}
 	}
+}
+
+// BenchmarkAgentAPIChatInlineFile measures a chat start carrying one 16 MiB inline file (issue
+// 10, item 6): the body streams through the gate, the data URL is decoded to a temporary file
+// while it arrives, the rest of the body is validated and the file stored as a media asset.
+// "alloc/file" is the bytes allocated per request divided by the file's size (at most 2 is
+// the goal; holding the body and its decoded copies took 12.5). "baseline" decodes the same
+// data URL's base64 in memory with encoding/base64, the least any server must do, for the
+// time ratio.
+func BenchmarkAgentAPIChatInlineFile(b *testing.B) {
+	const size = media.MaxInlineBytes
+	body := inlineBody(size)
+	b.Run("request", func(b *testing.B) {
+		k := newBenchKey(b)
+		b.ReportAllocs()
+		b.SetBytes(size)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for b.Loop() {
+			if res := k.call(http.MethodPost, "/agent-api/chats", body); res.Status != http.StatusAccepted {
+				b.Fatalf("status %d: %s", res.Status, res.Body)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/size, "alloc/file")
+	})
+	b.Run("baseline", func(b *testing.B) {
+		start := bytes.Index(body, []byte("base64,")) + len("base64,")
+		payload := body[start : len(body)-len(`"}]}`)]
+		dst := make([]byte, base64.StdEncoding.DecodedLen(len(payload)))
+		b.SetBytes(size)
+		for b.Loop() {
+			if _, err := base64.StdEncoding.Decode(dst, payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

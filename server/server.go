@@ -24,6 +24,7 @@ import (
 	"github.com/agentsvc/svc/internal/agenttemplate"
 	"github.com/agentsvc/svc/internal/apikey"
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/ratelimit"
 	"github.com/agentsvc/svc/internal/svcerr"
@@ -53,8 +54,9 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
-	bodies   chan struct{} // one slot per request body being received (max_request_bodies)
-	agentAPI agentAPIState // per-agent API: per-key limiters (server/agentapi.go)
+	bodies   chan struct{}  // one slot per request body being received (max_request_bodies)
+	agentAPI agentAPIState  // per-agent API: per-key limiters (server/agentapi.go)
+	media    *media.Service // inline files are spooled to its InlineDir
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -78,7 +80,7 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 	s := &Server{
 		cfg: d.Config, store: d.Store, accounts: d.Accounts, keys: d.APIKeys, log: d.Logger, push: d.Hub,
 		handlers: api.New(d.Deps), clock: clock, contract: k,
-		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1",
+		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media,
 		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),

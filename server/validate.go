@@ -20,6 +20,8 @@ import (
 
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -111,6 +113,20 @@ func (s *Server) gate(c *gin.Context) {
 		// other than what was sent. Checked while the body streams, without another copy.
 		c.Request.Body = newUTF8Body(c.Request.Body)
 	}
+	if hasBody && isJSON(c.ContentType()) && inlineFiles(op) {
+		files, err := s.spoolInlineFiles(c.Request)
+		if err != nil {
+			c.Header("Connection", "close") // the rest of the body may still arrive
+			s.fail(c, err)
+			return
+		}
+		defer func() {
+			if err := files.Close(); err != nil {
+				s.log.Warn("remove inline files", "err", err)
+			}
+		}()
+		ri.Inline = files
+	}
 	if keepsRawBody(op) {
 		if ri.RawBody, err = readRawBody(c.Request); err != nil {
 			s.fail(c, err)
@@ -175,6 +191,34 @@ func readRawBody(r *http.Request) ([]byte, error) {
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
 	return raw, nil
+}
+
+// inlineFiles reports whether op is marked x-inline-files: its JSON body's files[].data_url
+// strings are decoded while the body streams (package spool).
+func inlineFiles(op *openapi3.Operation) bool {
+	v, ok := op.Extensions["x-inline-files"].(bool)
+	return ok && v
+}
+
+// spoolInlineFiles decodes the inline files of r's (capped, UTF-8-checked) JSON body to
+// temporary files in the media storage's InlineDir and puts the rest of the document back as the body,
+// each data URL replaced by its placeholder: a request then holds a few buffers, not copies of
+// its files. The rest of the body is capped like any JSON body. Errors: those of spool.Rewrite.
+func (s *Server) spoolInlineFiles(r *http.Request) (*spool.Files, error) {
+	dir, err := s.media.InlineDir()
+	if err != nil {
+		return nil, err
+	}
+	body, files, err := spool.Rewrite(r.Body, spool.Options{
+		Dir: dir, MaxFiles: chat.MaxFiles, Limit: chat.MaxInlineBytes, MaxRest: defaultBodyLimit,
+	})
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return files, nil
 }
 
 func bodyLimit(op *openapi3.Operation) int64 {

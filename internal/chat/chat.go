@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/pathid"
+	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -82,6 +84,9 @@ func (s *Service) chat(ctx context.Context, k *store.AgentAPIKey, id string) (*s
 type File struct {
 	Filename string
 	DataURL  string
+	// Spooled is the decoded file when the data URL was decoded while the request streamed
+	// (package spool; DataURL then holds its placeholder); nil: DataURL is decoded here.
+	Spooled *spool.File
 }
 
 // Input is the message part shared by start and follow-up: text (or its alias prompt: text
@@ -172,22 +177,45 @@ func (s *Service) saveInline(ctx context.Context, k *store.AgentAPIKey, a *store
 	if s.media == nil {
 		return "", svcerr.New(svcerr.ErrUnsupportedMediaType, "media storage is not available")
 	}
-	if !declaresType(f.DataURL) {
-		return "", invalid("data_url declares no media type (data:<type>[;base64],<data>)")
-	}
-	_, data, err := media.ParseDataURL(f.DataURL)
+	data, err := inlineData(f)
 	if err != nil {
 		return "", err
 	}
+	defer data.Close()
 	by, agentID := k.CreatedBy, a.ID
 	asset, err := s.media.Save(ctx, media.NewAsset{
-		PrincipalID: a.PrincipalID, Filename: f.Filename, Data: bytes.NewReader(data), MaxBytes: MaxInlineBytes,
+		PrincipalID: a.PrincipalID, Filename: f.Filename, Data: data, MaxBytes: MaxInlineBytes,
 		UploadedBy: &by, AgentID: &agentID,
 	})
 	if err != nil {
 		return "", err
 	}
 	return asset.ID, nil
+}
+
+// errNoType refuses a data URL without a media type: the type is detected from the bytes, but
+// the data URL must declare one.
+func errNoType() error {
+	return invalid("data_url declares no media type (data:<type>[;base64],<data>)")
+}
+
+// inlineData opens the decoded bytes of an inline file: the spooled file, or the data URL decoded
+// here. Errors: ErrInvalid (no declared type, a malformed data URL), ErrTooLarge.
+func inlineData(f File) (io.ReadCloser, error) {
+	if sf := f.Spooled; sf != nil {
+		if sf.MediaType != "" && !sf.Declared {
+			return nil, errNoType()
+		}
+		return sf.Open()
+	}
+	if !declaresType(f.DataURL) {
+		return nil, errNoType()
+	}
+	_, data, err := media.ParseDataURL(f.DataURL)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // declaresType reports whether a data URL names a media type before its parameters and data

@@ -3,6 +3,7 @@ package media_test
 import (
 	"bytes"
 	"encoding/base64"
+	"io"
 	"strings"
 	"testing"
 
@@ -94,5 +95,75 @@ func FuzzParseDataURL(f *testing.F) {
 		if len(data) > 64 || mt == "" || mt != strings.ToLower(mt) {
 			t.Fatalf("ParseDataURLLimit(%q) = %q, %d bytes", s, mt, len(data))
 		}
+		// The streaming decoder fed in pieces of any size decodes the same.
+		for _, size := range []int{1, 3, 7} {
+			var buf bytes.Buffer
+			d := media.NewDataURLDecoder(&buf, 64)
+			for rest := s; rest != ""; {
+				n := min(size, len(rest))
+				_, _ = d.Write([]byte(rest[:n]))
+				rest = rest[n:]
+			}
+			if err := d.Close(); err != nil || d.MediaType() != mt || !bytes.Equal(buf.Bytes(), data) {
+				t.Fatalf("in pieces of %d: %q, %q, %v; whole: %q, %q", size, d.MediaType(), buf.Bytes(), err, mt, data)
+			}
+		}
 	})
+}
+
+// TestDataURLDecoderPieces: the outcome does not depend on where the writes split the data URL
+// (inside the header, an escape, a quantum or the padding), the padding and alphabet rules hold,
+// and the destination never receives more than the limit.
+func TestDataURLDecoderPieces(t *testing.T) {
+	t.Parallel()
+	payload := bytes.Repeat([]byte("svc streams inline files. "), 2000) // 52,000 bytes
+	b64 := base64.StdEncoding.EncodeToString(payload)
+	wrapped := ""
+	for i := 0; i < len(b64); i += 76 {
+		wrapped += b64[i:min(i+76, len(b64))] + "\r\n"
+	}
+	for name, in := range map[string]string{
+		"base64":  "data:text/plain;base64," + b64,
+		"wrapped": "data:text/plain;base64," + wrapped,
+		"escaped": "data:text/plain;base64," + strings.ReplaceAll(strings.ReplaceAll(b64, "+", "%2B"), "/", "%2f"),
+		"url":     "data:text/plain;base64," + base64.RawURLEncoding.EncodeToString(payload),
+	} {
+		for _, size := range []int{1, 2, 3, 5, 4096, 1 << 20} {
+			var buf bytes.Buffer
+			d := media.NewDataURLDecoder(&buf, int64(len(payload)))
+			for rest := in; rest != ""; {
+				n := min(size, len(rest))
+				_, _ = d.Write([]byte(rest[:n]))
+				rest = rest[n:]
+			}
+			if err := d.Close(); err != nil || !bytes.Equal(buf.Bytes(), payload) || d.MediaType() != "text/plain" {
+				t.Fatalf("%s in pieces of %d: %d bytes, %v", name, size, buf.Len(), err)
+			}
+		}
+	}
+	for in, want := range map[string]error{
+		"data:;base64,QUJD":                       nil,
+		"data:;base64,QUI=":                       nil,
+		"data:;base64,QQ==":                       nil,
+		"data:;base64,QQ":                         nil,
+		"data:;base64,Q":                          svcerr.ErrInvalid, // one character carries no byte
+		"data:;base64,QUJD=":                      svcerr.ErrInvalid, // padding after a whole quantum
+		"data:;base64,QQ=":                        svcerr.ErrInvalid, // too little padding
+		"data:;base64,QQ==QQ==":                   svcerr.ErrInvalid, // data after padding
+		"data:;base64,-_+/":                       svcerr.ErrInvalid, // both alphabets
+		"data:;base64,%25QUJD":                    svcerr.ErrInvalid, // an escaped '%' is no escape
+		"data:;base64,QU%4":                       svcerr.ErrInvalid,
+		"data:" + strings.Repeat("x", 5000) + ",": svcerr.ErrInvalid, // header beyond 4 KiB
+	} {
+		if _, _, err := media.ParseDataURLLimit(in, 64); category(err) != want {
+			t.Errorf("%.40q: error %v, want %v", in, err, want)
+		}
+	}
+	// Past the limit the destination gets exactly the limit, and Close says too large.
+	var buf bytes.Buffer
+	d := media.NewDataURLDecoder(&buf, 1000)
+	_, _ = io.WriteString(d, "data:text/plain;base64,"+b64)
+	if err := d.Close(); category(err) != svcerr.ErrTooLarge || buf.Len() != 1000 {
+		t.Fatalf("over the limit: %d bytes written, %v", buf.Len(), err)
+	}
 }

@@ -3,6 +3,7 @@ package media
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,12 +26,28 @@ const orphanBatch = 100
 // uploadTempPrefix starts the temporary files of writeFile.
 const uploadTempPrefix = ".upload-"
 
+// inlineDir is the folder below the storage directory where requests spool their inline files
+// (package spool) while they are received; the request removes them when it ends.
+const inlineDir = ".inline"
+
+// InlineDir returns the folder inline files of a request are decoded to, creating it: beside
+// the assets, so they fill the same disk and never memory (a tmpfs /tmp would). Files a crashed
+// process left there are removed by SweepOrphans. Errors: file-system failures.
+func (s *Service) InlineDir() (string, error) {
+	dir := filepath.Join(s.dir, inlineDir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("media: create %s: %w", inlineDir, err)
+	}
+	return dir, nil
+}
+
 // SweepOrphans removes the files below the storage directory older than OrphanAge that no
 // asset row names: files whose rows were deleted (a deleted user's or group's assets, a
 // replaced picture, a swept asset) when the process stopped before removing them, and
 // temporary files of interrupted uploads. Only the layout Save writes is considered
 // ("<2 chars>/med_…" and ".upload-*" beside them); other files are left alone. A file that
-// cannot be removed is logged and left behind. It returns how many files it removed.
+// cannot be removed is logged and left behind. Inline files older than OrphanAge that a
+// request left in InlineDir (its process died) go too. It returns how many files it removed.
 func (s *Service) SweepOrphans(ctx context.Context) (int, error) {
 	subs, err := os.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -40,7 +57,7 @@ func (s *Service) SweepOrphans(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	cutoff := s.now().Add(-OrphanAge)
-	removed := 0
+	removed := s.sweepInline(cutoff)
 	var batch []string // storage keys of candidate asset files
 	flush := func() error {
 		if len(batch) == 0 {
@@ -98,6 +115,22 @@ func (s *Service) SweepOrphans(ctx context.Context) (int, error) {
 		}
 	}
 	return removed, flush()
+}
+
+// sweepInline removes the inline files last written before cutoff and returns how many.
+func (s *Service) sweepInline(cutoff time.Time) int {
+	files, err := os.ReadDir(filepath.Join(s.dir, inlineDir))
+	if err != nil {
+		return 0 // none spooled yet
+	}
+	removed := 0
+	for _, f := range files {
+		if info, err := f.Info(); err == nil && f.Type().IsRegular() && info.ModTime().Before(cutoff) &&
+			s.removeOrphan(inlineDir+"/"+f.Name()) {
+			removed++
+		}
+	}
+	return removed
 }
 
 // removeOrphan removes the file at key (below the directory, by construction of the caller)

@@ -58,6 +58,8 @@ func TestSweepOrphans(t *testing.T) {
 		{"old temporary upload", "zz/.upload-123", old, true},
 		{"young temporary upload", "zz/.upload-456", young, false},
 		{"unknown file", "zz/notes.txt", old, false},
+		{"inline file a killed request left", ".inline/svc-inline-1", old, true},
+		{"inline file of a request in flight", ".inline/svc-inline-2", young, false},
 		{"hidden directory", ".trash/med_zzzzzzzzzzzzzzzzzzzzzzzzzz", old, false},
 		{"top-level file", "med_zzzzzzzzzzzzzzzzzzzzzzzzzz", old, false},
 	} {
@@ -68,8 +70,8 @@ func TestSweepOrphans(t *testing.T) {
 			}
 		})
 	}
-	if n, err := f.svc.SweepOrphans(ctx); err != nil || n != 3 {
-		t.Fatalf("SweepOrphans = %d, %v; want 3", n, err)
+	if n, err := f.svc.SweepOrphans(ctx); err != nil || n != 4 {
+		t.Fatalf("SweepOrphans = %d, %v; want 4", n, err)
 	}
 	if n, err := f.svc.SweepOrphans(ctx); err != nil || n != 0 {
 		t.Fatalf("second SweepOrphans = %d, %v", n, err)
