@@ -377,11 +377,10 @@ func (s *scanner) spool() error {
 // malformed escape, the end of the body inside the string), and the reader's.
 func (s *scanner) decodeString(w io.Writer) error {
 	for {
-		window, err := s.in.Peek(1)
-		if err != nil {
+		if _, err := s.in.Peek(1); err != nil { // fills the buffer when it is empty
 			return eofIsBad(err)
 		}
-		window, _ = s.in.Peek(s.in.Buffered())
+		window, _ := s.in.Peek(s.in.Buffered())
 		i := 0
 		for i < len(window) && !stringStop[window[i]] {
 			i++
