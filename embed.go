@@ -1,4 +1,5 @@
-// Package svc embeds the contract documents (openapi.yaml, agent-template.schema.json) so the
+// Package svc embeds the contract documents (openapi.yaml, agent-template.schema.json,
+// plugin.schema.json) so the
 // binary serves exactly what it implements.
 package svc
 
@@ -14,3 +15,9 @@ var OpenAPI []byte
 //
 //go:embed agent-template.schema.json
 var TemplateSchema []byte
+
+// PluginSchema is plugin.schema.json, the plugin manifest format (JSON Schema draft 2020-12),
+// served at {prefix}/schemas/plugin.schema.json.
+//
+//go:embed plugin.schema.json
+var PluginSchema []byte

@@ -26,7 +26,9 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
@@ -49,6 +51,8 @@ type Deps struct {
 	Media      *media.Service         // media assets: storage, derivatives, per-agent scope
 	Pictures   *picture.Service       // pictures of users, agents and groups
 	APIKeys    *apikey.Service        // per-agent API keys
+	Plugins    *plugins.Set           // loaded plugins: inventory, search providers
+	Tools      *tools.Registry        // registered tools (core, then plugins')
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -69,6 +73,9 @@ type API struct {
 	media     *media.Service
 	pictures  *picture.Service
 	apiKeys   *apikey.Service
+	plugins   *plugins.Set
+	tools     *tools.Registry
+	log       *slog.Logger
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -77,7 +84,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
-		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys}
+		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, tools: d.Tools, log: d.Logger}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

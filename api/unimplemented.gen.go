@@ -17,10 +17,8 @@ var unimplementedOps = []string{
 	"listNotificationSubscriptions",
 	"listNotifications",
 	"listPluginCatalog",
-	"listPlugins",
 	"markAllNotificationsRead",
 	"markNotificationRead",
-	"searchPalette",
 	"sendTestMail",
 	"subscribeNotifications",
 	"uninstallPlugin",
@@ -64,11 +62,6 @@ func (a *API) ListPluginCatalog(ctx context.Context, request gen.ListPluginCatal
 	return nil, notImplemented("listPluginCatalog")
 }
 
-// ListPlugins answers 501 until the operation is built.
-func (a *API) ListPlugins(ctx context.Context, request gen.ListPluginsRequestObject) (gen.ListPluginsResponseObject, error) {
-	return nil, notImplemented("listPlugins")
-}
-
 // MarkAllNotificationsRead answers 501 until the operation is built.
 func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllNotificationsReadRequestObject) (gen.MarkAllNotificationsReadResponseObject, error) {
 	return nil, notImplemented("markAllNotificationsRead")
@@ -77,11 +70,6 @@ func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllN
 // MarkNotificationRead answers 501 until the operation is built.
 func (a *API) MarkNotificationRead(ctx context.Context, request gen.MarkNotificationReadRequestObject) (gen.MarkNotificationReadResponseObject, error) {
 	return nil, notImplemented("markNotificationRead")
-}
-
-// SearchPalette answers 501 until the operation is built.
-func (a *API) SearchPalette(ctx context.Context, request gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
-	return nil, notImplemented("searchPalette")
 }
 
 // SendTestMail answers 501 until the operation is built.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/agenttemplate"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/media"
@@ -17,6 +18,8 @@ import (
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/plugins"
+	_ "github.com/agentsvc/svc/plugins/searchcore" // the first-party search plugin, compiled in
 	"github.com/agentsvc/svc/skills"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -111,8 +114,14 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	a.closers = append(a.closers, a.Hub)
+	if a.Plugins, err = plugins.Load(ctx, plugins.Options{Dir: cfg.PluginsDir, Store: a.Store, Log: a.Logger,
+		Deps: plugins.Deps{Store: a.Store, Templates: func(ctx context.Context) ([]agenttemplate.Summary, error) {
+			return a.Templates.List(ctx) // built below, before any search runs
+		}}}); err != nil {
+		return nil, a.fail(err)
+	}
 	var problems []skill.Problem
-	if a.Tools, a.Skills, problems, err = Toolbox(); err != nil {
+	if a.Tools, a.Skills, problems, err = Toolbox(a.Plugins.SkillProviders()...); err != nil {
 		return nil, a.fail(err)
 	}
 	for _, p := range problems {
@@ -148,14 +157,14 @@ func (a *App) Stop(ctx context.Context) error {
 	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx))
 }
 
-// Toolbox builds the tool registry (core tools) and the skill index (shipped skills first).
-// Plugins will add theirs here.
-func Toolbox() (*tools.Registry, *skill.Index, []skill.Problem, error) {
+// Toolbox builds the tool registry (core tools) and the skill index: the shipped skills first,
+// then the plugins' skill folders (so a plugin cannot shadow a shipped skill).
+func Toolbox(pluginSkills ...skill.Provider) (*tools.Registry, *skill.Index, []skill.Problem, error) {
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
 		return nil, nil, nil, fmt.Errorf("register core tools: %w", err)
 	}
-	idx, problems := skill.NewIndex(skills.Provider())
+	idx, problems := skill.NewIndex(append([]skill.Provider{skills.Provider()}, pluginSkills...)...)
 	return reg, idx, problems, nil
 }
 

@@ -28,7 +28,6 @@ import (
 	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 	"github.com/agentsvc/svc/tools/toolconfig"
 )
@@ -38,7 +37,6 @@ import (
 // dispatcher), so a step's publish hook, the daemon and the handlers use the same instances.
 type Services struct {
 	api.Deps
-	Tools    *tools.Registry // registered tools (core, then plugins)
 	Skills   *skill.Index    // shipped skills, then plugins' skill folders
 	Secrets  *secret.Box     // seals secrets at rest (model API keys, password-typed settings)
 	Hub      *push.Hub       // the embedded push hub; stopped by Close
@@ -58,7 +56,7 @@ func (a *App) buildServices() {
 	s.Groups.WithMedia(s.Media) // files of a deleted group's assets
 	s.Agents = agent.New(s.Store)
 	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
-	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills)
+	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(s.Plugins.Templates(), s.Plugins.Installed)
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
 	s.Push = push.NewService(s.Config.Current, s.Hub)
 	s.Schedules = schedule.New(s.Store)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/ratelimit"
 	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -57,6 +59,7 @@ type Server struct {
 	bodies   chan struct{}  // one slot per request body being received (max_request_bodies)
 	agentAPI agentAPIState  // per-agent API: per-key limiters (server/agentapi.go)
 	media    *media.Service // inline files are spooled to its InlineDir
+	plugins  *plugins.Set   // frontend bundles of plugins
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -80,7 +83,7 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 	s := &Server{
 		cfg: d.Config, store: d.Store, accounts: d.Accounts, keys: d.APIKeys, log: d.Logger, push: d.Hub,
 		handlers: api.New(d.Deps), clock: clock, contract: k,
-		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media,
+		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media, plugins: d.Plugins,
 		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -119,6 +122,10 @@ func (s *Server) routes() *gin.Engine {
 	root.GET("/.well-known/mercure", s.subscribe)
 	root.GET("/api/v1/openapi.yaml", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
+	})
+	root.GET("/plugins/:slug/*file", s.pluginFrontend)
+	root.GET("/schemas/plugin.schema.json", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/schema+json", svc.PluginSchema)
 	})
 	root.GET("/schemas/agent-template.schema.json", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/schema+json", agenttemplate.SchemaJSON(s.cfg.Current().PublicBase()+"/schemas/agent-template.schema.json"))
@@ -215,4 +222,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 
 func constantTimeEqual(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// pluginFrontend serves, read-only, the prebuilt frontend bundle of an enabled plugin: the files
+// of the folder holding its frontendEntry, under {prefix}/plugins/<slug>/ (the entry itself at
+// that address's index). http.Dir keeps every path inside the folder; folders are not listed.
+func (s *Server) pluginFrontend(c *gin.Context) {
+	l, ok := s.plugins.Get(c.Param("slug"))
+	if !ok || !l.Enabled() || l.Manifest == nil || l.Manifest.FrontendEntry == "" {
+		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no frontend for plugin %q", c.Param("slug")))
+		return
+	}
+	entry := filepath.FromSlash(l.Manifest.FrontendEntry)
+	dir := filepath.Join(l.Dir, filepath.Dir(entry))
+	name := c.Param("file")
+	if name == "/" || name == "" {
+		name = "/" + filepath.Base(entry)
+	}
+	f, err := http.Dir(dir).Open(name)
+	if err != nil {
+		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no such file in the frontend of plugin %q", l.Slug))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.IsDir() {
+		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no such file in the frontend of plugin %q", l.Slug))
+		return
+	}
+	c.Header("X-Content-Type-Options", "nosniff")
+	http.ServeContent(c.Writer, c.Request, fi.Name(), fi.ModTime(), f)
 }

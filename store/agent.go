@@ -89,6 +89,8 @@ type AgentQuery struct {
 	Principals []int64
 	// FavoritesFirst orders the viewer's favorites before the others; then name, then id.
 	FavoritesFirst bool
+	// Match, when set, keeps the agents whose name or description contains it (ignoring case).
+	Match string
 	// Page starts at 1 (lower values mean 1); PerPage is at most 100, and below 1 means 25.
 	Page, PerPage int
 }
@@ -351,6 +353,10 @@ func (s *Store) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
 	db := agentQuery(s.conn(ctx), q.Viewer)
 	if !q.All {
 		db = db.Where("agents.principal_id IN ?", q.Principals)
+	}
+	if q.Match != "" {
+		like := "%" + likeEscape(strings.ToLower(q.Match)) + "%"
+		db = db.Where("(LOWER(agents.name) LIKE ? ESCAPE '!' OR LOWER(agents.description) LIKE ? ESCAPE '!')", like, like)
 	}
 	if q.FavoritesFirst {
 		db = db.Order("is_favorite DESC")

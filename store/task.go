@@ -270,6 +270,7 @@ func (s *Store) Task(ctx context.Context, id int64) (*Task, error) {
 type TaskQuery struct {
 	UserID int64
 	Status string     // "" for every state
+	Match  string     // "" for all; else the tasks whose prompt contains it (ignoring case)
 	Since  *time.Time // only tasks updated strictly after
 	// Page starts at 1 (lower values mean 1); PerPage is at most 100, and below 1 means 25.
 	Page, PerPage int
@@ -281,6 +282,9 @@ func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	db := s.conn(ctx).Where("user_id = ?", q.UserID)
 	if q.Status != "" {
 		db = db.Where("status = ?", q.Status)
+	}
+	if q.Match != "" {
+		db = db.Where("LOWER(prompt) LIKE ? ESCAPE '!'", "%"+likeEscape(strings.ToLower(q.Match))+"%")
 	}
 	return listTasks(db, "list tasks", q.Since, q.Page, q.PerPage)
 }

@@ -83,6 +83,7 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 		"SVC_MAIL_PORT=" + strconv.Itoa(smtp.Port()),
 		"SVC_MAIL_ENCRYPTION=none",
 		"SVC_MAIL_FROM=svc@example.test",
+		"SVC_PLUGINS_DIR=" + filepath.Join(dir, "plugins"), // none unless the test writes some
 	}
 	environ = append(environ, env...)
 	clock := testkit.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))

@@ -56,6 +56,15 @@ type Service struct {
 	// none is, so every required plugin is reported missing.
 	plugin func(pkg string) bool
 	core   func() ([]Entry, error)
+	extra  []Entry // the templates of loaded plugins, after the core ones
+}
+
+// WithPlugins adds the templates of loaded plugins (after the core templates: an id taken by a
+// core template stays the core one) and the check whether a plugin package is installed, and
+// returns s.
+func (s *Service) WithPlugins(entries []Entry, installed func(pkg string) bool) *Service {
+	s.extra, s.plugin = entries, installed
+	return s
 }
 
 // New returns the service: reg holds the registered tools, skills the available skills.
@@ -85,14 +94,14 @@ type Summary struct {
 	MissingPlugins  []string
 }
 
-// templates returns the available templates by id: the shipped core templates (plugin
-// templates join when plugins land). Files with errors are left out; the first file of an id
-// wins.
+// templates returns the available templates by id: the shipped core templates, then those of
+// loaded plugins. Files with errors are left out; the first file of an id wins.
 func (s *Service) templates() ([]*Template, error) {
 	entries, err := s.core()
 	if err != nil {
 		return nil, err
 	}
+	entries = append(entries[:len(entries):len(entries)], s.extra...)
 	seen := map[string]bool{}
 	out := make([]*Template, 0, len(entries))
 	for _, e := range entries {

@@ -125,9 +125,15 @@ type Config struct {
 	// AgentAPIRateLimitMax is the per-key request budget per minute of the per-agent API.
 	AgentAPIRateLimitMax int `key:"SVC_AGENT_API_RATE_LIMIT_MAX" env:"AGENT_API_RATE_LIMIT_MAX"`
 
+	// PluginsDir is the folder of installed plugins (one folder with plugin.json each, or
+	// <vendor>/<name>/ as the installer unpacks packages).
+	PluginsDir string `key:"plugins_dir" env:"PLUGINS_DIR"`
+	// PluginCatalogURL is the address of the plugin catalog index ("" : no catalog).
+	PluginCatalogURL string `key:"plugin_catalog_url" env:"PLUGIN_CATALOG_URL"`
 	// PluginInstallEnabled enables plugin install, uninstall and update in the web UI.
 	PluginInstallEnabled bool `key:"plugin_install_enabled" env:"PLUGIN_INSTALL_ENABLED"`
-	// ComposerBinary is the package manager executable used by the plugin manager.
+	// ComposerBinary is accepted for compatibility and has no meaning here: plugins are
+	// folders unpacked from catalog archives, not packages of a PHP package manager.
 	ComposerBinary string `key:"composer_binary" env:"COMPOSER_BINARY"`
 	// PluginCatalogEnabled enables the catalog browse tab and GET /plugins/catalog.
 	PluginCatalogEnabled bool `key:"plugin_catalog_enabled" env:"PLUGIN_CATALOG_ENABLED"`
@@ -199,6 +205,7 @@ func Defaults() *Config {
 		ComposerBinary:            "composer",
 		PluginCatalogEnabled:      true,
 		PluginCatalogTTL:          3600,
+		PluginsDir:                "storage/plugins",
 		MailPort:                  587,
 	}
 }

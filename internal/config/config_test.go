@@ -91,6 +91,7 @@ func TestDefaults(t *testing.T) {
 		ComposerBinary:            "composer",
 		PluginCatalogEnabled:      true,
 		PluginCatalogTTL:          3600,
+		PluginsDir:                "storage/plugins",
 		MailDriver:                "",
 		MailHost:                  "",
 		MailPort:                  587,
@@ -120,8 +121,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 50 {
-		t.Errorf("%d keys, want 50", len(fields))
+	if len(fields) != 52 {
+		t.Errorf("%d keys, want 52", len(fields))
 	}
 }
 
@@ -498,7 +499,6 @@ func TestValidation(t *testing.T) {
 		{"llm_base_url", []string{"SVC_LLM_BASE_URL=localhost:11434"}, `llm_base_url "localhost:11434" must be an absolute`},
 		{"listen", []string{"SVC_LISTEN=8080"}, `listen "8080" must be a host:port address such as :8080 (from SVC_LISTEN)`},
 		{"SERVER_NAME", []string{"SERVER_NAME=localhost"}, `listen "localhost" must be a host:port address such as :8080 (from SERVER_NAME)`},
-		{"composer_binary", []string{"SVC_PLUGIN_INSTALL_ENABLED=true", "SVC_COMPOSER_BINARY="}, "composer_binary is required when plugin_install_enabled is true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

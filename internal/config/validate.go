@@ -242,10 +242,6 @@ func validate(c *Config, origin map[string]string) []string {
 		v.add("mercure_jwt_key", "mercure_jwt_key is required when mercure_url is set")
 	}
 
-	if c.PluginInstallEnabled {
-		v.required("composer_binary", c.ComposerBinary, " when plugin_install_enabled is true")
-	}
-
 	validateMail(v, c)
 
 	validateLLMSeed(v, c)

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/plugins"
+)
+
+// ListPlugins is the plugin inventory (administrators).
+func (a *API) ListPlugins(ctx context.Context, _ gen.ListPluginsRequestObject) (gen.ListPluginsResponseObject, error) {
+	if _, err := admin(ctx); err != nil {
+		return nil, err
+	}
+	var r gen.ListPlugins200JSONResponse
+	r.Data.Plugins = []gen.Plugin{}
+	for _, l := range a.plugins.List() {
+		r.Data.Plugins = append(r.Data.Plugins, a.toPlugin(l))
+	}
+	return r, nil
+}
+
+// toPlugin is the inventory entry of a loaded plugin; one whose manifest did not parse shows
+// its folder name as slug, the fallbacks of document 2 and the error.
+func (a *API) toPlugin(l *plugins.Loaded) gen.Plugin {
+	requiredBy := a.plugins.RequiredBy(l.Package)
+	p := gen.Plugin{
+		Slug: l.Slug, Package: l.Package, Name: l.Slug, Icon: plugins.DefaultIcon, Accent: gen.PluginAccent(plugins.DefaultAccent),
+		Version: l.Version(), Enabled: l.Enabled(), Source: gen.PluginSource(l.Source), ClassRegistered: l.Registered,
+		SchemaVersion: l.SchemaVersion, Required: len(requiredBy) > 0, RequiredBy: requiredBy,
+		Contributes: gen.PluginContributions{
+			Tools: a.pluginTools(l.Slug), AgentTemplates: len(l.Templates), Skills: l.Skills, Migrations: l.Migrations,
+		},
+	}
+	if m := l.Manifest; m != nil {
+		p.Name, p.Description, p.Icon, p.Accent = m.Title(), m.Description, m.Icon, gen.PluginAccent(m.Accent)
+		p.Contributes.McpServers, p.Contributes.SearchProviders = len(m.MCPServers), len(m.SearchProviders)
+		if m.FrontendEntry != "" {
+			p.Contributes.Apps = 1
+		}
+	}
+	if sr, ok := l.Plugin.(plugins.Searcher); ok {
+		p.Contributes.SearchProviders += len(sr.SearchProviders())
+	}
+	if l.Err != nil {
+		msg := l.Err.Error()
+		p.Error = &msg
+	}
+	return p
+}
+
+// pluginTools counts the registered tools of plugin slug.
+func (a *API) pluginTools(slug string) int {
+	n := 0
+	for _, s := range a.tools.Specs() {
+		if s.PluginSlug == slug {
+			n++
+		}
+	}
+	return n
+}
+
+// SearchPalette asks the search providers of the loaded plugins.
+func (a *API) SearchPalette(ctx context.Context, req gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := plugins.Query{Text: deref(req.Params.Q), Limit: deref(req.Params.Limit), User: id.User}
+	hits := plugins.Search(ctx, a.log, a.plugins.SearchProviders(), q)
+	var r gen.SearchPalette200JSONResponse
+	r.Data.Hits = make([]gen.SearchHit, 0, len(hits))
+	for _, h := range hits {
+		r.Data.Hits = append(r.Data.Hits, gen.SearchHit{Type: h.Type, Id: h.ID, Title: h.Title, Subtitle: h.Subtitle, Url: h.URL, Score: h.Score})
+	}
+	return r, nil
+}

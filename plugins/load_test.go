@@ -1,0 +1,113 @@
+package plugins_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentsvc/svc/plugins"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// writeTree writes files (path → content) below dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, body := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const weatherTemplate = `{"id":"weather/forecaster","name":"Forecaster","version":"1.0.0",
+ "agent":{"system_prompt":"Forecast.","max_steps":5},"tools":[]}`
+
+// TestLoad: a plugins directory with a good plugin (templates, skills, migrations, frontend),
+// a vendor folder, a broken manifest, a duplicate slug and a missing requirement. The broken
+// ones are listed with errors naming the plugin and the rule; nothing stops the load.
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"weather/plugin.json": `{"slug":"weather","class":"Acme\\Weather","name":"acme/weather","version":"1.2.0",
+			"templates":["templates"],"skills":["skills"],"schemaVersion":2,"migrations":"migrations","frontendEntry":"dist/index.js"}`,
+		"weather/templates/forecaster.json":                 weatherTemplate,
+		"weather/templates/stray.json":                      strings.Replace(weatherTemplate, "weather/forecaster", "other/stray", 1),
+		"weather/skills/forecasting/SKILL.md":               "---\nname: forecasting\ndescription: How to read a forecast.\n---\nBody.\n",
+		"weather/migrations/sqlite/weather_0001_cities.sql": "CREATE TABLE weather_cities (name TEXT NOT NULL);\n",
+		"weather/migrations/sqlite/weather_0002_index.sql":  "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
+		"weather/migrations/mysql/weather_0001_cities.sql":  "CREATE TABLE weather_cities (name VARCHAR(64) NOT NULL);\n",
+		"weather/migrations/mysql/weather_0002_index.sql":   "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
+		"weather/dist/index.js":                             "export {}",
+		"acme/maps/plugin.json":                             `{"slug":"maps","class":"Acme\\Maps","name":"acme/maps","requires":["acme/weather"]}`,
+		"broken/plugin.json":                                `{"slug":"Broken","class":"X"}`,
+		"zagain/plugin.json":                                `{"slug":"weather","class":"X"}`,
+		"lonely/plugin.json":                                `{"slug":"lonely","class":"X","requires":["acme/nowhere"]}`,
+		"badmig/plugin.json":                                `{"slug":"badmig","class":"X","schemaVersion":1,"migrations":"m"}`,
+		"badmig/m/sqlite/0001_no_prefix.sql":                "SELECT 1;\n",
+		"badmig/m/mysql/0001_no_prefix.sql":                 "SELECT 1;\n",
+		".install-123/plugin.json":                          `{"slug":"hidden","class":"X"}`,
+	})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	set, err := plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySlugDir := map[string]*plugins.Loaded{}
+	for _, l := range set.List() {
+		bySlugDir[filepath.Base(l.Dir)] = l
+	}
+	if len(bySlugDir) != 6 {
+		t.Fatalf("%d plugins listed, want 6 (the hidden folder is skipped)", len(bySlugDir))
+	}
+	w := bySlugDir["weather"]
+	if w.Err != nil || w.Package != "acme/weather" || w.Version() != "1.2.0" || w.Registered || len(w.Templates) != 1 ||
+		w.Skills != 1 || w.Migrations != 2 || w.SchemaVersion != 2 {
+		t.Fatalf("weather = %+v", w)
+	}
+	if !set.Installed("acme/weather") || set.Installed("acme/nowhere") {
+		t.Fatal("Installed")
+	}
+	if got := set.RequiredBy("acme/weather"); len(got) != 1 || got[0] != "acme/maps" {
+		t.Fatalf("RequiredBy = %v", got)
+	}
+	if m := bySlugDir["maps"]; m.Err != nil || m.Package != "acme/maps" {
+		t.Fatalf("maps (vendor folder) = %+v", m)
+	}
+	for folder, rule := range map[string]string{
+		"broken": "plugin broken: slug \"Broken\" must match",
+		"zagain": "slug already used",
+		"lonely": "requires acme/nowhere, which is not installed",
+		"badmig": "the name must be badmig_NNNN_name.sql",
+	} {
+		l := bySlugDir[folder]
+		var me *plugins.ManifestError
+		if l.Enabled() || !errors.As(l.Err, &me) || !strings.Contains(l.Err.Error(), rule) {
+			t.Errorf("%s: err %v, want one with %q", folder, l.Err, rule)
+		}
+	}
+	if n := len(set.Templates()); n != 1 || len(set.SkillProviders()) != 1 {
+		t.Fatalf("active contributions: %d templates, %d skill providers", n, len(set.SkillProviders()))
+	}
+	// Loading again applies no migration twice.
+	if again, err := plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet}); err != nil {
+		t.Fatal(err)
+	} else if l, _ := again.Get("weather"); l.Err != nil || l.SchemaVersion != 2 {
+		t.Fatalf("second load: %+v", l)
+	}
+	// A plugins directory that does not exist holds no plugins.
+	if empty, err := plugins.Load(ctx, plugins.Options{Dir: filepath.Join(dir, "nope"), Store: st, Log: quiet}); err != nil || len(empty.List()) != 0 {
+		t.Fatalf("missing directory: %v, %v", empty, err)
+	}
+}
