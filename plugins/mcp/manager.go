@@ -77,7 +77,6 @@ type Manager struct {
 	conns   map[string]*conn   // by server id + secrets digest
 	reg     *tools.Registry    // the registry of the last Sync, refreshed in the background
 
-	syncMu  sync.Mutex // one registry update at a time
 	changed chan string
 	done    chan struct{}
 	wg      sync.WaitGroup
@@ -85,8 +84,11 @@ type Manager struct {
 
 // server is a declared server and the tools registered for it.
 type server struct {
-	cfg        ServerConfig
-	registered map[string]*Tool // by class; guarded by Manager.syncMu
+	cfg ServerConfig
+	// syncMu makes one listing and registry update of the server run at a time, so an older
+	// listing is never applied over a newer one.
+	syncMu     sync.Mutex
+	registered map[string]*Tool // by class; guarded by syncMu
 }
 
 // conn is one session with a server, for one set of secret values.

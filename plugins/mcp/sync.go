@@ -68,6 +68,8 @@ func (m *Manager) listTools(ctx context.Context, srv *server) ([]*sdk.Tool, erro
 
 // syncServer brings reg in line with one server's current tool list.
 func (m *Manager) syncServer(ctx context.Context, reg *tools.Registry, srv *server) error {
+	srv.syncMu.Lock()
+	defer srv.syncMu.Unlock()
 	listed, err := m.listTools(ctx, srv)
 	if err != nil {
 		return err
@@ -83,8 +85,6 @@ func (m *Manager) syncServer(ctx context.Context, reg *tools.Registry, srv *serv
 	}
 	assigned := assignNames(srv.cfg.Slug, srv.cfg.Name, names)
 
-	m.syncMu.Lock()
-	defer m.syncMu.Unlock()
 	var errs []error
 	want := map[string]*Tool{}
 	for _, n := range names {
