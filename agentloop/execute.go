@@ -132,6 +132,13 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 		exec, ok = subAgentExec{loop: e.loop}, true
 	}
 	if !ok {
+		// Plugin tools come and go while the service runs (an MCP server's tools): a registered
+		// tool that runs itself needs no entry in Executors.
+		if t, found := e.loop.Registry.Lookup(spec.Class); found {
+			exec, ok = t.(tools.Executor)
+		}
+	}
+	if !ok {
 		return failed(fmt.Sprintf("the tool %s cannot run in this release", c.Name))
 	}
 	args := c.ProposedArguments

@@ -27,7 +27,8 @@ type Loop struct {
 	Registry *tools.Registry
 	// ToolStates gives each registered tool's state for an agent (toolconfig.AgentToolStates).
 	ToolStates func(ctx context.Context, agentID int64) (map[string]tools.ToolState, error)
-	// Executors run tool calls, keyed by tool class.
+	// Executors run tool calls, keyed by tool class. A class with no entry here is run by its
+	// registered tool when that tool implements tools.Executor (plugin tools such as MCP tools).
 	Executors map[string]tools.Executor
 	// Driver builds the model driver of a stored configuration (it opens the sealed key).
 	Driver func(cfg *store.LLMConfig) (llm.Driver, error)

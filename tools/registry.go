@@ -62,6 +62,48 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
+// Replace registers t, or replaces the tool already registered under its class: tools whose
+// declaration changes while the service runs (an MCP server's tool list) are updated in one step,
+// so a concurrent lookup sees the old or the new tool, never none. It fails like Register: an
+// error wrapping svcerr.ErrInvalid for a declaration that breaks a rule, svcerr.ErrConflict when
+// the model-facing name is used by another class. A refused tool leaves the registry unchanged.
+func (r *Registry) Replace(t Tool) error {
+	if t == nil {
+		return svcerr.New(svcerr.ErrInvalid, "register tool: nil tool")
+	}
+	spec := t.Spec()
+	if err := Validate(spec); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ModelName(spec)
+	if other, ok := r.byModel[name]; ok && other != spec.Class {
+		return svcerr.New(svcerr.ErrConflict, "register tool %s: model-facing name %q already used by %s", spec.Class, name, other)
+	}
+	if old, ok := r.byClass[spec.Class]; ok {
+		delete(r.byModel, ModelName(old.spec))
+	}
+	r.byClass[spec.Class] = entry{tool: t, spec: spec}
+	r.byModel[name] = spec.Class
+	return nil
+}
+
+// Unregister removes the tool registered under class and reports whether there was one. It is
+// for tools that disappear while the service runs (a tool an MCP server no longer lists); calls
+// already recorded for the class then fail as calls of an unknown tool.
+func (r *Registry) Unregister(class string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byClass[class]
+	if !ok {
+		return false
+	}
+	delete(r.byClass, class)
+	delete(r.byModel, ModelName(e.spec))
+	return true
+}
+
 // Lookup returns the tool registered under class.
 func (r *Registry) Lookup(class string) (Tool, bool) {
 	r.mu.RLock()
@@ -172,6 +214,9 @@ func validate(spec Spec) string {
 		return msg
 	}
 	if msg := validateParams(spec); msg != "" {
+		return msg
+	}
+	if msg := validateInputSchema(spec); msg != "" {
 		return msg
 	}
 	if msg := validateSettingDecls(spec.Settings); msg != "" {
@@ -288,6 +333,24 @@ func validateParam(spec Spec, p Param) string {
 				return fmt.Sprintf("default %v is out of bounds", p.Default)
 			}
 		}
+	}
+	return ""
+}
+
+// validateInputSchema checks the raw schema escape hatch: it replaces the generated schema
+// entirely, so nothing that would feed the generated one may be declared with it.
+func validateInputSchema(spec Spec) string {
+	if spec.InputSchema == nil {
+		return ""
+	}
+	if len(AllParams(spec)) > 0 {
+		return "a tool with an input schema cannot declare parameters"
+	}
+	if len(spec.Operations) != 1 {
+		return "a tool with an input schema must have exactly one operation"
+	}
+	if t, _ := spec.InputSchema["type"].(string); t != TypeObject {
+		return `the input schema must have "type": "object"`
 	}
 	return ""
 }

@@ -21,6 +21,9 @@ import (
 //     {"if":{"properties":{"action":{"const":op}}},"then":{"required":[...]}};
 //   - description, enum, format, minimum, maximum, items and default are carried over.
 //
+// A spec with an InputSchema gets that schema, encoded as compact JSON (object keys sorted),
+// instead of a generated one.
+//
 // The output is compact JSON with keys in a fixed order, so equal declarations give equal bytes.
 // Schema panics only for a declaration Register would refuse (a Default or Items value that
 // cannot be encoded as JSON).
@@ -33,6 +36,14 @@ func Schema(spec Spec) json.RawMessage {
 }
 
 func schema(spec Spec) (json.RawMessage, error) {
+	if spec.InputSchema != nil {
+		w := &jsonWriter{}
+		w.value(spec.InputSchema)
+		if w.err != nil {
+			return nil, w.err
+		}
+		return json.RawMessage(w.buf.Bytes()), nil
+	}
 	params := AllParams(spec)
 	disc, hasDisc := Discriminator(spec)
 

@@ -81,6 +81,12 @@ type Spec struct {
 	Operations []Operation
 	// Params are the tool's own parameters in declaration order (property order of the schema).
 	Params []Param
+	// InputSchema, when not nil, is the whole JSON schema of the arguments, sent to the model as
+	// given instead of one generated from Params. It is the escape hatch of tools whose schema is
+	// declared elsewhere (an MCP server's inputSchema) and cannot be expressed as Params. A tool
+	// with an InputSchema declares no Params (own or inherited) and exactly one operation (there
+	// is no discriminator to inject); its "type" must be "object".
+	InputSchema map[string]any
 	// Settings are declared in order (the order of the operator's form).
 	Settings []Setting
 	// PluginSlug names the contributing plugin; empty for core tools.
