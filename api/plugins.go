@@ -60,14 +60,14 @@ func (a *API) pluginTools(slug string) int {
 	return n
 }
 
-// SearchPalette asks the search providers of the loaded plugins.
+// SearchPalette asks the search providers of the loaded plugins (compiled-in and MCP tools).
 func (a *API) SearchPalette(ctx context.Context, req gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
 	id, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	q := plugins.Query{Text: deref(req.Params.Q), Limit: deref(req.Params.Limit), User: id.User}
-	hits := plugins.Search(ctx, a.log, a.plugins.SearchProviders(), q)
+	hits := plugins.Search(ctx, a.log, a.search, q)
 	var r gen.SearchPalette200JSONResponse
 	r.Data.Hits = make([]gen.SearchHit, 0, len(hits))
 	for _, h := range hits {

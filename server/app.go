@@ -127,6 +127,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	for _, p := range problems {
 		a.Logger.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
 	}
+	a.startMCP(ctx, cfg)
 	a.Media = media.New(a.Store, o.MediaDir, o.Clock).WithLogger(a.Logger)
 	if err := os.MkdirAll(a.Media.Dir(), 0o750); err != nil {
 		return nil, a.fail(fmt.Errorf("create media directory: %w", err))

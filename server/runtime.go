@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/plugins/mcp"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools/core"
 	"github.com/agentsvc/svc/tools/toolconfig"
@@ -43,6 +44,7 @@ type Services struct {
 	Loop     *agentloop.Loop // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
 	Daemon   *worker.Daemon  // server mode: drains the task queue (App.Start)
 	Webhooks *webhook.Dispatcher
+	MCP      *mcp.Manager // the MCP servers of plugins; closed by Close
 }
 
 // buildServices builds the services over what Open prepared (store, secrets, accounts, hub,
@@ -55,6 +57,7 @@ func (a *App) buildServices() {
 	})
 	s.Groups.WithMedia(s.Media) // files of a deleted group's assets
 	s.Agents = agent.New(s.Store)
+	s.Search = a.searchProviders()
 	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
 	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(s.Plugins.Templates(), s.Plugins.Installed)
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)

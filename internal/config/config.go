@@ -130,6 +130,10 @@ type Config struct {
 	PluginsDir string `key:"plugins_dir" env:"PLUGINS_DIR"`
 	// PluginCatalogURL is the address of the plugin catalog index ("" : no catalog).
 	PluginCatalogURL string `key:"plugin_catalog_url" env:"PLUGIN_CATALOG_URL"`
+	// MCPAllowedHosts lists host names and IP addresses (separated by commas or spaces) of MCP
+	// servers declared with a URL that may be private or loopback (an MCP server on the local
+	// network); every other MCP connection passes the outbound screen.
+	MCPAllowedHosts string `key:"mcp_allowed_hosts" env:"MCP_ALLOWED_HOSTS"`
 	// PluginInstallEnabled enables plugin install, uninstall and update in the web UI.
 	PluginInstallEnabled bool `key:"plugin_install_enabled" env:"PLUGIN_INSTALL_ENABLED"`
 	// ComposerBinary is accepted for compatibility and has no meaning here: plugins are

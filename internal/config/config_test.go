@@ -121,8 +121,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 52 {
-		t.Errorf("%d keys, want 52", len(fields))
+	if len(fields) != 53 {
+		t.Errorf("%d keys, want 53", len(fields))
 	}
 }
 

@@ -97,6 +97,10 @@ def call_tool(rid, params):
         result(rid, text(os.environ.get("MCP_TOKEN", "")))
     elif name == "late_tool" and name in tools:
         result(rid, text("late"))
+    elif name == "search" and name in tools:
+        q = str(args.get("q", ""))
+        hits = [{"type": "doc", "id": "doc-" + q, "title": "Notes on " + q, "url": "/docs/" + q, "score": 0.7}]
+        result(rid, text(json.dumps({"hits": hits}), structured={"hits": hits}))
     else:
         error(rid, -32602, "unknown tool: %s" % name)
 
@@ -114,6 +118,17 @@ def add_late_tool(delay, silent):
 
 
 argv = sys.argv[1:]
+
+if "--with-search" in argv:  # a palette search provider: {q, limit} -> {hits: [...]}
+    tools["search"] = {
+        "name": "search",
+        "description": "Searches the notes.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["q"],
+        },
+    }
 
 
 def main():
