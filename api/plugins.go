@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"net/url"
 
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/plugins"
+	"github.com/agentsvc/svc/plugins/catalog"
 )
 
 // ListPlugins is the plugin inventory (administrators).
@@ -14,7 +17,7 @@ func (a *API) ListPlugins(ctx context.Context, _ gen.ListPluginsRequestObject) (
 	}
 	var r gen.ListPlugins200JSONResponse
 	r.Data.Plugins = []gen.Plugin{}
-	for _, l := range a.plugins.List() {
+	for _, l := range a.plugins.Current().List() {
 		r.Data.Plugins = append(r.Data.Plugins, a.toPlugin(l))
 	}
 	return r, nil
@@ -23,7 +26,7 @@ func (a *API) ListPlugins(ctx context.Context, _ gen.ListPluginsRequestObject) (
 // toPlugin is the inventory entry of a loaded plugin; one whose manifest did not parse shows
 // its folder name as slug, the fallbacks of document 2 and the error.
 func (a *API) toPlugin(l *plugins.Loaded) gen.Plugin {
-	requiredBy := a.plugins.RequiredBy(l.Package)
+	requiredBy := a.plugins.Current().RequiredBy(l.Package)
 	p := gen.Plugin{
 		Slug: l.Slug, Package: l.Package, Name: l.Slug, Icon: plugins.DefaultIcon, Accent: gen.PluginAccent(plugins.DefaultAccent),
 		Version: l.Version(), Enabled: l.Enabled(), Source: gen.PluginSource(l.Source), ClassRegistered: l.Registered,
@@ -67,11 +70,89 @@ func (a *API) SearchPalette(ctx context.Context, req gen.SearchPaletteRequestObj
 		return nil, err
 	}
 	q := plugins.Query{Text: deref(req.Params.Q), Limit: deref(req.Params.Limit), User: id.User}
-	hits := plugins.Search(ctx, a.log, a.search, q)
+	hits := plugins.Search(ctx, a.log, a.search(), q)
 	var r gen.SearchPalette200JSONResponse
 	r.Data.Hits = make([]gen.SearchHit, 0, len(hits))
 	for _, h := range hits {
 		r.Data.Hits = append(r.Data.Hits, gen.SearchHit{Type: h.Type, Id: h.ID, Title: h.Title, Subtitle: h.Subtitle, Url: h.URL, Score: h.Score})
 	}
+	return r, nil
+}
+
+// pluginPackage is the package name of a path key (`vendor%2Fname`), refused as unknown when
+// it is no package name.
+func pluginPackage(key string) (string, error) {
+	pkg, err := url.PathUnescape(key)
+	if err != nil || !catalog.ValidPackage(pkg) {
+		return "", svcerr.New(svcerr.ErrNotFound, "plugin package %q is not installed", key)
+	}
+	return pkg, nil
+}
+
+// ListPluginCatalog browses the catalog (administrators; plugin_catalog_enabled).
+func (a *API) ListPluginCatalog(ctx context.Context, _ gen.ListPluginCatalogRequestObject) (gen.ListPluginCatalogResponseObject, error) {
+	if _, err := admin(ctx); err != nil {
+		return nil, err
+	}
+	v, err := a.pluginAdmin.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var r gen.ListPluginCatalog200JSONResponse
+	r.Data.FetchedAt, r.Data.Stale = v.FetchedAt, v.Stale
+	r.Data.Entries = make([]gen.PluginCatalogEntry, 0, len(v.Entries))
+	for _, e := range v.Entries {
+		r.Data.Entries = append(r.Data.Entries, gen.PluginCatalogEntry{Package: e.Package, Name: e.Name,
+			Description: e.Description, LatestVersion: e.Latest, InstalledVersion: e.Installed})
+	}
+	return r, nil
+}
+
+// InstallPlugin installs a catalog package (administrators; plugin_install_enabled).
+func (a *API) InstallPlugin(ctx context.Context, req gen.InstallPluginRequestObject) (gen.InstallPluginResponseObject, error) {
+	if _, err := admin(ctx); err != nil {
+		return nil, err
+	}
+	l, err := a.pluginAdmin.Install(ctx, req.Body.Package, deref(req.Body.Version))
+	if err != nil {
+		return nil, err
+	}
+	var r gen.InstallPlugin201JSONResponse
+	r.Data.Plugin = a.toPlugin(l)
+	return r, nil
+}
+
+// UpdatePlugin replaces an installed package with another catalog version.
+func (a *API) UpdatePlugin(ctx context.Context, req gen.UpdatePluginRequestObject) (gen.UpdatePluginResponseObject, error) {
+	if _, err := admin(ctx); err != nil {
+		return nil, err
+	}
+	pkg, err := pluginPackage(req.Package)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.pluginAdmin.Update(ctx, pkg, deref(req.Body.Version))
+	if err != nil {
+		return nil, err
+	}
+	var r gen.UpdatePlugin200JSONResponse
+	r.Data.Plugin = a.toPlugin(l)
+	return r, nil
+}
+
+// UninstallPlugin removes an installed package.
+func (a *API) UninstallPlugin(ctx context.Context, req gen.UninstallPluginRequestObject) (gen.UninstallPluginResponseObject, error) {
+	if _, err := admin(ctx); err != nil {
+		return nil, err
+	}
+	pkg, err := pluginPackage(req.Package)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.pluginAdmin.Uninstall(ctx, pkg); err != nil {
+		return nil, err
+	}
+	var r gen.UninstallPlugin200JSONResponse
+	r.Data.Deleted = true
 	return r, nil
 }

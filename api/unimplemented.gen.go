@@ -13,18 +13,14 @@ var unimplementedOps = []string{
 	"deleteAllNotifications",
 	"deleteNotification",
 	"getMailConfig",
-	"installPlugin",
 	"listNotificationSubscriptions",
 	"listNotifications",
-	"listPluginCatalog",
 	"markAllNotificationsRead",
 	"markNotificationRead",
 	"sendTestMail",
 	"subscribeNotifications",
-	"uninstallPlugin",
 	"unsubscribeNotifications",
 	"updateMailConfig",
-	"updatePlugin",
 }
 
 // DeleteAllNotifications answers 501 until the operation is built.
@@ -42,11 +38,6 @@ func (a *API) GetMailConfig(ctx context.Context, request gen.GetMailConfigReques
 	return nil, notImplemented("getMailConfig")
 }
 
-// InstallPlugin answers 501 until the operation is built.
-func (a *API) InstallPlugin(ctx context.Context, request gen.InstallPluginRequestObject) (gen.InstallPluginResponseObject, error) {
-	return nil, notImplemented("installPlugin")
-}
-
 // ListNotificationSubscriptions answers 501 until the operation is built.
 func (a *API) ListNotificationSubscriptions(ctx context.Context, request gen.ListNotificationSubscriptionsRequestObject) (gen.ListNotificationSubscriptionsResponseObject, error) {
 	return nil, notImplemented("listNotificationSubscriptions")
@@ -55,11 +46,6 @@ func (a *API) ListNotificationSubscriptions(ctx context.Context, request gen.Lis
 // ListNotifications answers 501 until the operation is built.
 func (a *API) ListNotifications(ctx context.Context, request gen.ListNotificationsRequestObject) (gen.ListNotificationsResponseObject, error) {
 	return nil, notImplemented("listNotifications")
-}
-
-// ListPluginCatalog answers 501 until the operation is built.
-func (a *API) ListPluginCatalog(ctx context.Context, request gen.ListPluginCatalogRequestObject) (gen.ListPluginCatalogResponseObject, error) {
-	return nil, notImplemented("listPluginCatalog")
 }
 
 // MarkAllNotificationsRead answers 501 until the operation is built.
@@ -82,11 +68,6 @@ func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeN
 	return nil, notImplemented("subscribeNotifications")
 }
 
-// UninstallPlugin answers 501 until the operation is built.
-func (a *API) UninstallPlugin(ctx context.Context, request gen.UninstallPluginRequestObject) (gen.UninstallPluginResponseObject, error) {
-	return nil, notImplemented("uninstallPlugin")
-}
-
 // UnsubscribeNotifications answers 501 until the operation is built.
 func (a *API) UnsubscribeNotifications(ctx context.Context, request gen.UnsubscribeNotificationsRequestObject) (gen.UnsubscribeNotificationsResponseObject, error) {
 	return nil, notImplemented("unsubscribeNotifications")
@@ -95,9 +76,4 @@ func (a *API) UnsubscribeNotifications(ctx context.Context, request gen.Unsubscr
 // UpdateMailConfig answers 501 until the operation is built.
 func (a *API) UpdateMailConfig(ctx context.Context, request gen.UpdateMailConfigRequestObject) (gen.UpdateMailConfigResponseObject, error) {
 	return nil, notImplemented("updateMailConfig")
-}
-
-// UpdatePlugin answers 501 until the operation is built.
-func (a *API) UpdatePlugin(ctx context.Context, request gen.UpdatePluginRequestObject) (gen.UpdatePluginResponseObject, error) {
-	return nil, notImplemented("updatePlugin")
 }

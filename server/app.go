@@ -114,14 +114,14 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	a.closers = append(a.closers, a.Hub)
-	if a.Plugins, err = plugins.Load(ctx, plugins.Options{Dir: cfg.PluginsDir, Store: a.Store, Log: a.Logger,
+	if a.Plugins, err = plugins.NewRuntime(ctx, plugins.Options{Dir: cfg.PluginsDir, Store: a.Store, Log: a.Logger,
 		Deps: plugins.Deps{Store: a.Store, Templates: func(ctx context.Context) ([]agenttemplate.Summary, error) {
 			return a.Templates.List(ctx) // built below, before any search runs
 		}}}); err != nil {
 		return nil, a.fail(err)
 	}
 	var problems []skill.Problem
-	if a.Tools, a.Skills, problems, err = Toolbox(a.Plugins.SkillProviders()...); err != nil {
+	if a.Tools, a.Skills, problems, err = Toolbox(a.Plugins.Current().SkillProviders()...); err != nil {
 		return nil, a.fail(err)
 	}
 	for _, p := range problems {

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/plugins/mcp"
+	"github.com/agentsvc/svc/skills"
 	"github.com/agentsvc/svc/tools"
 )
 
@@ -30,9 +32,36 @@ func (a *App) startMCP(ctx context.Context, cfg *config.Config) {
 		defer cancel()
 		return a.MCP.Close(ctx)
 	}))
+	a.reconcileMCP(ctx, nil, a.Plugins.Current())
+	a.Plugins.OnReload(a.reconcileMCP)
+	a.Plugins.OnReload(func(_ context.Context, _, cur *plugins.Set) {
+		for _, p := range a.Skills.Reload(append([]skill.Provider{skills.Provider()}, cur.SkillProviders()...)...) {
+			a.Logger.Warn("skill skipped", "source", p.Source, "folder", p.Folder, "err", p.Err)
+		}
+	})
+}
+
+// reconcileMCP brings the MCP servers in line with the plugins after a (re)load: servers of
+// plugins that left or changed (another folder or version) are removed with their tools, those
+// of new or changed plugins declared, and the tool lists synced into the registry.
+func (a *App) reconcileMCP(ctx context.Context, old, cur *plugins.Set) {
+	key := func(l *plugins.Loaded) string { return l.Slug + "\x00" + l.Dir + "\x00" + l.Version() }
+	kept := map[string]bool{}
+	for _, l := range mcpPlugins(old) {
+		kept[key(l)] = true
+	}
+	still := map[string]bool{}
+	for _, l := range mcpPlugins(cur) {
+		still[key(l)] = true
+	}
+	for _, l := range mcpPlugins(old) {
+		if !still[key(l)] {
+			a.MCP.Remove(l.Slug)
+		}
+	}
 	declared := 0
-	for _, l := range a.Plugins.List() {
-		if !l.Enabled() {
+	for _, l := range mcpPlugins(cur) {
+		if kept[key(l)] {
 			continue
 		}
 		for _, s := range l.Manifest.MCPServers {
@@ -51,6 +80,17 @@ func (a *App) startMCP(ctx context.Context, cfg *config.Config) {
 	}
 }
 
+// mcpPlugins are the enabled plugins of s that declare MCP servers.
+func mcpPlugins(s *plugins.Set) []*plugins.Loaded {
+	var out []*plugins.Loaded
+	for _, l := range s.List() {
+		if l.Enabled() && len(l.Manifest.MCPServers) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // mcpServer is the manager's declaration of a plugin's MCP server (run from the plugin folder).
 func mcpServer(l *plugins.Loaded, s plugins.MCPServer) mcp.ServerConfig {
 	c := mcp.ServerConfig{
@@ -63,11 +103,12 @@ func mcpServer(l *plugins.Loaded, s plugins.MCPServer) mcp.ServerConfig {
 	return c
 }
 
-// searchProviders are the palette search providers: those of compiled-in plugins, then the
-// MCP tools plugins name in searchProviders.
+// searchProviders are the palette search providers of the current plugins: those of
+// compiled-in plugins, then the MCP tools plugins name in searchProviders.
 func (a *App) searchProviders() []plugins.NamedProvider {
-	out := a.Plugins.SearchProviders()
-	for _, l := range a.Plugins.List() {
+	cur := a.Plugins.Current()
+	out := cur.SearchProviders()
+	for _, l := range cur.List() {
 		if !l.Enabled() {
 			continue
 		}

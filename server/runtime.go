@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/plugins/mcp"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools/core"
@@ -57,9 +58,13 @@ func (a *App) buildServices() {
 	})
 	s.Groups.WithMedia(s.Media) // files of a deleted group's assets
 	s.Agents = agent.New(s.Store)
-	s.Search = a.searchProviders()
+	s.Search = a.searchProviders
+	s.PluginAdmin = &plugins.Admin{Runtime: s.Plugins, Config: s.Config.Current, Clock: a.clock,
+		HTTP: netguard.Client(time.Duration(cfg.ToolHTTPTimeout)*time.Second*4, a.Net)}
 	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
-	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(s.Plugins.Templates(), s.Plugins.Installed)
+	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(
+		func() []agenttemplate.Entry { return s.Plugins.Current().Templates() },
+		func(pkg string) bool { return s.Plugins.Current().Installed(pkg) })
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
 	s.Push = push.NewService(s.Config.Current, s.Hub)
 	s.Schedules = schedule.New(s.Store)

@@ -56,10 +56,10 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]*ratelimit.Limiter
-	bodies   chan struct{}  // one slot per request body being received (max_request_bodies)
-	agentAPI agentAPIState  // per-agent API: per-key limiters (server/agentapi.go)
-	media    *media.Service // inline files are spooled to its InlineDir
-	plugins  *plugins.Set   // frontend bundles of plugins
+	bodies   chan struct{}    // one slot per request body being received (max_request_bodies)
+	agentAPI agentAPIState    // per-agent API: per-key limiters (server/agentapi.go)
+	media    *media.Service   // inline files are spooled to its InlineDir
+	plugins  *plugins.Runtime // frontend bundles of plugins
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -228,7 +228,7 @@ func constantTimeEqual(a, b string) bool {
 // of the folder holding its frontendEntry, under {prefix}/plugins/<slug>/ (the entry itself at
 // that address's index). http.Dir keeps every path inside the folder; folders are not listed.
 func (s *Server) pluginFrontend(c *gin.Context) {
-	l, ok := s.plugins.Get(c.Param("slug"))
+	l, ok := s.plugins.Current().Get(c.Param("slug"))
 	if !ok || !l.Enabled() || l.Manifest == nil || l.Manifest.FrontendEntry == "" {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no frontend for plugin %q", c.Param("slug")))
 		return

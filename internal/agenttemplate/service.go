@@ -56,13 +56,13 @@ type Service struct {
 	// none is, so every required plugin is reported missing.
 	plugin func(pkg string) bool
 	core   func() ([]Entry, error)
-	extra  []Entry // the templates of loaded plugins, after the core ones
+	extra  func() []Entry // the templates of the loaded plugins, after the core ones
 }
 
-// WithPlugins adds the templates of loaded plugins (after the core templates: an id taken by a
-// core template stays the core one) and the check whether a plugin package is installed, and
-// returns s.
-func (s *Service) WithPlugins(entries []Entry, installed func(pkg string) bool) *Service {
+// WithPlugins adds the templates of the loaded plugins, read at each use (after the core
+// templates: an id taken by a core template stays the core one), and the check whether a
+// plugin package is installed, and returns s.
+func (s *Service) WithPlugins(entries func() []Entry, installed func(pkg string) bool) *Service {
 	s.extra, s.plugin = entries, installed
 	return s
 }
@@ -101,7 +101,9 @@ func (s *Service) templates() ([]*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries = append(entries[:len(entries):len(entries)], s.extra...)
+	if s.extra != nil {
+		entries = append(entries[:len(entries):len(entries)], s.extra()...)
+	}
 	seen := map[string]bool{}
 	out := make([]*Template, 0, len(entries))
 	for _, e := range entries {

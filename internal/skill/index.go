@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 )
@@ -42,9 +43,15 @@ func (p Problem) Error() string {
 
 func (p Problem) Unwrap() error { return p.Err }
 
-// Index is the set of available skills, read once from ordered providers. It is immutable and
-// safe for concurrent use; rebuild it when providers change.
+// Index is the set of available skills, read from ordered providers. It is safe for concurrent
+// use: Reload swaps in the skills of new providers (a plugin installed or removed) at once, and
+// every reader sees either the old set or the new one.
 type Index struct {
+	cur atomic.Pointer[snapshot]
+}
+
+// snapshot is one reading of the providers.
+type snapshot struct {
 	skills   map[string]entry
 	names    []string // sorted
 	problems []Problem
@@ -61,18 +68,26 @@ type entry struct {
 // problems (also kept in Problems); hidden folders (".", "_") and plain files at the root are
 // ignored silently.
 func NewIndex(providers ...Provider) (*Index, []Problem) {
-	x := &Index{skills: map[string]entry{}}
-	for _, p := range providers {
-		x.load(p)
-	}
-	for name := range x.skills {
-		x.names = append(x.names, name)
-	}
-	sort.Strings(x.names)
-	return x, x.Problems()
+	x := &Index{}
+	return x, x.Reload(providers...)
 }
 
-func (x *Index) load(p Provider) {
+// Reload reads the providers again (with the rules of NewIndex) and replaces the index's skills
+// with theirs, returning the problems found.
+func (x *Index) Reload(providers ...Provider) []Problem {
+	c := &snapshot{skills: map[string]entry{}}
+	for _, p := range providers {
+		c.load(p)
+	}
+	for name := range c.skills {
+		c.names = append(c.names, name)
+	}
+	sort.Strings(c.names)
+	x.cur.Store(c)
+	return append([]Problem(nil), c.problems...)
+}
+
+func (x *snapshot) load(p Provider) {
 	if p.FS == nil {
 		x.problems = append(x.problems, Problem{Source: p.Source, Err: errors.New("no file system")})
 		return
@@ -145,12 +160,14 @@ func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
 
 // Problems returns the folders that were skipped when the index was built, in provider order.
 func (x *Index) Problems() []Problem {
-	return append([]Problem(nil), x.problems...)
+	c := x.cur.Load()
+	return append([]Problem(nil), c.problems...)
 }
 
 // Get returns the skill called name.
 func (x *Index) Get(name string) (Skill, bool) {
-	e, ok := x.skills[name]
+	c := x.cur.Load()
+	e, ok := c.skills[name]
 	if !ok {
 		return Skill{}, false
 	}
@@ -168,14 +185,16 @@ func (x *Index) Get(name string) (Skill, bool) {
 
 // Exists reports whether a skill called name is available.
 func (x *Index) Exists(name string) bool {
-	_, ok := x.skills[name]
+	c := x.cur.Load()
+	_, ok := c.skills[name]
 	return ok
 }
 
 // All returns every skill ordered by name.
 func (x *Index) All() []Skill {
-	out := make([]Skill, 0, len(x.names))
-	for _, n := range x.names {
+	c := x.cur.Load()
+	out := make([]Skill, 0, len(c.names))
+	for _, n := range c.names {
 		s, _ := x.Get(n)
 		out = append(out, s)
 	}
@@ -185,7 +204,8 @@ func (x *Index) All() []Skill {
 // Body returns the instructions of the skill called name. It fails with svcerr.ErrNotFound for
 // an unknown name.
 func (x *Index) Body(name string) (string, error) {
-	e, ok := x.skills[name]
+	c := x.cur.Load()
+	e, ok := c.skills[name]
 	if !ok {
 		return "", svcerr.New(svcerr.ErrNotFound, "no skill %q", name)
 	}
@@ -197,7 +217,8 @@ func (x *Index) Body(name string) (string, error) {
 // symbolic links are left out), at most MaxFiles. It fails with svcerr.ErrNotFound for an unknown
 // name, or with the file system's error when the folder cannot be read.
 func (x *Index) Files(name string) ([]string, error) {
-	e, ok := x.skills[name]
+	c := x.cur.Load()
+	e, ok := c.skills[name]
 	if !ok {
 		return nil, svcerr.New(svcerr.ErrNotFound, "no skill %q", name)
 	}
@@ -240,7 +261,8 @@ func (x *Index) Files(name string) ([]string, error) {
 // svcerr.ErrNotFound for an unknown skill or a path Files does not list, svcerr.ErrInvalid for a
 // malformed path and svcerr.ErrTooLarge for a file over MaxFileBytes.
 func (x *Index) ReadFile(name, rel string) ([]byte, error) {
-	e, ok := x.skills[name]
+	c := x.cur.Load()
+	e, ok := c.skills[name]
 	if !ok {
 		return nil, svcerr.New(svcerr.ErrNotFound, "no skill %q", name)
 	}

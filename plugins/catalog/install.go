@@ -70,9 +70,12 @@ type Installer struct {
 
 // NewInstaller returns an Installer for the plugins directory dir (created when missing) that
 // takes packages from catalog.
+//
+// catalog may be nil when no catalog is configured: Installed and Uninstall still work, Install
+// and Update fail with svcerr.ErrUnavailable.
 func NewInstaller(dir string, catalog *Client, opts InstallerOptions) (*Installer, error) {
-	if dir == "" || catalog == nil {
-		return nil, errors.New("plugin installer: a plugins directory and a catalog are required")
+	if dir == "" {
+		return nil, errors.New("plugin installer: a plugins directory is required")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -313,6 +316,9 @@ func (in *Installer) workDir(pkg string) (string, error) {
 
 // resolve finds pkg and version in the catalog.
 func (in *Installer) resolve(ctx context.Context, pkg, version string) (Package, Version, error) {
+	if in.catalog == nil {
+		return Package{}, Version{}, svcerr.New(svcerr.ErrUnavailable, "no plugin catalog is configured")
+	}
 	snap, err := in.catalog.Index(ctx)
 	if err != nil {
 		return Package{}, Version{}, err

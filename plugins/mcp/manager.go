@@ -147,6 +147,38 @@ func (m *Manager) Add(cfg ServerConfig) error {
 	return nil
 }
 
+// Remove forgets every server of plugin slug (an uninstalled or updated plugin): their
+// connections are closed (stdio processes stopped) and their tools unregistered from the
+// registry of the last Sync. Removing a plugin that declares nothing does nothing.
+func (m *Manager) Remove(slug string) {
+	m.mu.Lock()
+	var gone []*server
+	for id, s := range m.servers {
+		if s.cfg.Slug == slug {
+			gone = append(gone, s)
+			delete(m.servers, id)
+		}
+	}
+	for _, c := range m.conns {
+		if c.srv.cfg.Slug == slug {
+			m.retire(c)
+		}
+	}
+	reg := m.reg
+	m.mu.Unlock()
+	for _, s := range gone {
+		s.syncMu.Lock()
+		for class := range s.registered {
+			if reg != nil {
+				reg.Unregister(class)
+			}
+			delete(s.registered, class)
+		}
+		s.syncMu.Unlock()
+		m.log.Info("mcp server removed", "server", s.cfg.id())
+	}
+}
+
 // Servers returns the declared servers ordered by plugin slug and name.
 func (m *Manager) Servers() []ServerConfig {
 	m.mu.Lock()

@@ -393,3 +393,19 @@ func TestAddRefusals(t *testing.T) {
 		t.Fatalf("Servers() = %+v", got)
 	}
 }
+
+// TestRemoveForgetsAPlugin: Remove stops the plugin's server processes and unregisters its
+// tools; a later Sync does not bring them back.
+func TestRemoveForgetsAPlugin(t *testing.T) {
+	t.Parallel()
+	m, reg := syncedPy(t, mcp.Options{})
+	pid := echoPID(t, reg, nil)
+	m.Remove("demo")
+	waitGone(t, pid)
+	if names := modelNames(reg); len(names) != 0 {
+		t.Fatalf("tools left after Remove: %v", names)
+	}
+	if err := m.Sync(context.Background(), reg); err != nil || len(modelNames(reg)) != 0 || len(m.Servers()) != 0 {
+		t.Fatalf("Sync after Remove: %v, tools %v, servers %v", err, modelNames(reg), m.Servers())
+	}
+}
