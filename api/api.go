@@ -19,6 +19,7 @@ import (
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/schedule"
@@ -35,51 +36,53 @@ import (
 // Deps are what the handlers call: the configuration, the store and the services, each built
 // once by server.Open and shared with the background workers (the agent loop, the daemon).
 type Deps struct {
-	Config      *config.Loader
-	Store       *store.Store
-	Logger      *slog.Logger
-	Accounts    *account.Service
-	Groups      *group.Service
-	Agents      *agent.Service
-	ToolConfig  *toolconfig.Service            // tool configuration: settings layers, agent and group tools
-	Templates   *agenttemplate.Service         // agent templates: catalog, validate, import, export
-	Tasks       *task.Service                  // tasks: state machine, approvals, questions, retries
-	Push        *push.Service                  // push: /sse status, subscription info, subscriber tokens
-	Ticks       *worker.Client                 // client-worker mode: tick and housekeeping
-	Schedules   *schedule.Service              // prompt templates and scheduled runs
-	Chats       *chat.Service                  // per-agent API chats (key-scoped view of tasks)
-	Media       *media.Service                 // media assets: storage, derivatives, per-agent scope
-	Pictures    *picture.Service               // pictures of users, agents and groups
-	APIKeys     *apikey.Service                // per-agent API keys
-	Plugins     *plugins.Runtime               // loaded plugins: inventory, search providers
-	PluginAdmin *plugins.Admin                 // catalog, install, update, uninstall
-	Tools       *tools.Registry                // registered tools (core, then plugins')
-	Search      func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
+	Config        *config.Loader
+	Store         *store.Store
+	Logger        *slog.Logger
+	Accounts      *account.Service
+	Groups        *group.Service
+	Agents        *agent.Service
+	ToolConfig    *toolconfig.Service            // tool configuration: settings layers, agent and group tools
+	Templates     *agenttemplate.Service         // agent templates: catalog, validate, import, export
+	Tasks         *task.Service                  // tasks: state machine, approvals, questions, retries
+	Push          *push.Service                  // push: /sse status, subscription info, subscriber tokens
+	Ticks         *worker.Client                 // client-worker mode: tick and housekeeping
+	Schedules     *schedule.Service              // prompt templates and scheduled runs
+	Chats         *chat.Service                  // per-agent API chats (key-scoped view of tasks)
+	Media         *media.Service                 // media assets: storage, derivatives, per-agent scope
+	Pictures      *picture.Service               // pictures of users, agents and groups
+	APIKeys       *apikey.Service                // per-agent API keys
+	Plugins       *plugins.Runtime               // loaded plugins: inventory, search providers
+	PluginAdmin   *plugins.Admin                 // catalog, install, update, uninstall
+	Notifications *notification.Service          // in-app notifications and subscriptions
+	Tools         *tools.Registry                // registered tools (core, then plugins')
+	Search        func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
 }
 
 // API implements every operation of the contract; operations not built yet live in
 // unimplemented.gen.go (written by internal/stubgen) and answer 501.
 type API struct {
-	cfg         *config.Loader
-	store       *store.Store
-	accounts    *account.Service
-	groups      *group.Service
-	agents      *agent.Service
-	tcfg        *toolconfig.Service
-	templates   *agenttemplate.Service
-	tasks       *task.Service
-	push        *push.Service
-	ticks       *worker.Client
-	schedules   *schedule.Service
-	chats       *chat.Service
-	media       *media.Service
-	pictures    *picture.Service
-	apiKeys     *apikey.Service
-	plugins     *plugins.Runtime
-	pluginAdmin *plugins.Admin
-	search      func() []plugins.NamedProvider
-	tools       *tools.Registry
-	log         *slog.Logger
+	cfg           *config.Loader
+	store         *store.Store
+	accounts      *account.Service
+	groups        *group.Service
+	agents        *agent.Service
+	tcfg          *toolconfig.Service
+	templates     *agenttemplate.Service
+	tasks         *task.Service
+	push          *push.Service
+	ticks         *worker.Client
+	schedules     *schedule.Service
+	chats         *chat.Service
+	media         *media.Service
+	pictures      *picture.Service
+	apiKeys       *apikey.Service
+	plugins       *plugins.Runtime
+	notifications *notification.Service
+	pluginAdmin   *plugins.Admin
+	search        func() []plugins.NamedProvider
+	tools         *tools.Registry
+	log           *slog.Logger
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -88,7 +91,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
-		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger}
+		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

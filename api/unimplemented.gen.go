@@ -10,27 +10,9 @@ import (
 
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
 var unimplementedOps = []string{
-	"deleteAllNotifications",
-	"deleteNotification",
 	"getMailConfig",
-	"listNotificationSubscriptions",
-	"listNotifications",
-	"markAllNotificationsRead",
-	"markNotificationRead",
 	"sendTestMail",
-	"subscribeNotifications",
-	"unsubscribeNotifications",
 	"updateMailConfig",
-}
-
-// DeleteAllNotifications answers 501 until the operation is built.
-func (a *API) DeleteAllNotifications(ctx context.Context, request gen.DeleteAllNotificationsRequestObject) (gen.DeleteAllNotificationsResponseObject, error) {
-	return nil, notImplemented("deleteAllNotifications")
-}
-
-// DeleteNotification answers 501 until the operation is built.
-func (a *API) DeleteNotification(ctx context.Context, request gen.DeleteNotificationRequestObject) (gen.DeleteNotificationResponseObject, error) {
-	return nil, notImplemented("deleteNotification")
 }
 
 // GetMailConfig answers 501 until the operation is built.
@@ -38,39 +20,9 @@ func (a *API) GetMailConfig(ctx context.Context, request gen.GetMailConfigReques
 	return nil, notImplemented("getMailConfig")
 }
 
-// ListNotificationSubscriptions answers 501 until the operation is built.
-func (a *API) ListNotificationSubscriptions(ctx context.Context, request gen.ListNotificationSubscriptionsRequestObject) (gen.ListNotificationSubscriptionsResponseObject, error) {
-	return nil, notImplemented("listNotificationSubscriptions")
-}
-
-// ListNotifications answers 501 until the operation is built.
-func (a *API) ListNotifications(ctx context.Context, request gen.ListNotificationsRequestObject) (gen.ListNotificationsResponseObject, error) {
-	return nil, notImplemented("listNotifications")
-}
-
-// MarkAllNotificationsRead answers 501 until the operation is built.
-func (a *API) MarkAllNotificationsRead(ctx context.Context, request gen.MarkAllNotificationsReadRequestObject) (gen.MarkAllNotificationsReadResponseObject, error) {
-	return nil, notImplemented("markAllNotificationsRead")
-}
-
-// MarkNotificationRead answers 501 until the operation is built.
-func (a *API) MarkNotificationRead(ctx context.Context, request gen.MarkNotificationReadRequestObject) (gen.MarkNotificationReadResponseObject, error) {
-	return nil, notImplemented("markNotificationRead")
-}
-
 // SendTestMail answers 501 until the operation is built.
 func (a *API) SendTestMail(ctx context.Context, request gen.SendTestMailRequestObject) (gen.SendTestMailResponseObject, error) {
 	return nil, notImplemented("sendTestMail")
-}
-
-// SubscribeNotifications answers 501 until the operation is built.
-func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeNotificationsRequestObject) (gen.SubscribeNotificationsResponseObject, error) {
-	return nil, notImplemented("subscribeNotifications")
-}
-
-// UnsubscribeNotifications answers 501 until the operation is built.
-func (a *API) UnsubscribeNotifications(ctx context.Context, request gen.UnsubscribeNotificationsRequestObject) (gen.UnsubscribeNotificationsResponseObject, error) {
-	return nil, notImplemented("unsubscribeNotifications")
 }
 
 // UpdateMailConfig answers 501 until the operation is built.

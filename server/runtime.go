@@ -16,6 +16,7 @@ import (
 	"github.com/agentsvc/svc/internal/chat"
 	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
@@ -67,6 +68,8 @@ func (a *App) buildServices() {
 		func(pkg string) bool { return s.Plugins.Current().Installed(pkg) })
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
 	s.Push = push.NewService(s.Config.Current, s.Hub)
+	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
+	s.Store.OnNotifications(s.Notifications.Created)
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
@@ -89,7 +92,8 @@ func (a *App) buildServices() {
 
 // chores is the housekeeping pass of a worker mode, reaping with reap.
 func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
-	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media, Clock: a.clock}
+	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media,
+		Notifications: a.Notifications, Clock: a.clock}
 }
 
 // newLoop builds the agent loop over the app's store, tools and configuration; after every

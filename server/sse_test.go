@@ -298,6 +298,13 @@ func TestSseEndToEnd(t *testing.T) {
 // with the token /sse/authorize hands out, and returns the events' data.
 func followTasks(t *testing.T, env *apitest.Env, c *apitest.Client, userID int64) <-chan string {
 	t.Helper()
+	return followTopic(t, env, c, push.TaskTopic(userID))
+}
+
+// followTopic subscribes, over real HTTP with c's subscriber token, to one of c's topics on the
+// embedded hub and returns the event data as they arrive.
+func followTopic(t *testing.T, env *apitest.Env, c *apitest.Client, topic string) <-chan string {
+	t.Helper()
 	srv := httptest.NewServer(env.App.HTTP.Handler())
 	t.Cleanup(srv.Close)
 	var grant gen.SseAuthorizeResponse
@@ -305,7 +312,7 @@ func followTasks(t *testing.T, env *apitest.Env, c *apitest.Client, userID int64
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+apitest.Prefix+"/.well-known/mercure?"+
-		url.Values{"topic": {push.TaskTopic(userID)}}.Encode(), nil)
+		url.Values{"topic": {topic}}.Encode(), nil)
 	req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -63,10 +63,11 @@ type Options struct {
 
 // Store is the database handle. It is safe for concurrent use.
 type Store struct {
-	db      *gorm.DB
-	dialect string
-	clock   func() time.Time
-	log     *slog.Logger
+	db       *gorm.DB
+	dialect  string
+	clock    func() time.Time
+	log      *slog.Logger
+	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -203,8 +204,15 @@ func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond)
 // tx runs fn in a transaction bound to ctx and translates its error. On SQLite the transaction
 // starts with BEGIN IMMEDIATE (the DSN's _txlock), so write transactions never deadlock and are
 // serialised by the busy timeout.
+// What the transaction created for after the commit (notifications) is handed on once it
+// committed, never for a transaction that rolled back.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return TranslateError(s.db.WithContext(ctx).Transaction(fn))
+	c := &created{}
+	err := TranslateError(s.db.WithContext(withCreated(ctx, c)).Transaction(fn))
+	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
+		s.onNotify(context.WithoutCancel(ctx), c.notifications)
+	}
+	return err
 }
 
 // inTx is tx for a transaction that produces a value: it runs fn in a transaction bound to ctx

@@ -222,6 +222,9 @@ func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code
 			if err := enqueueCallbacks(tx, at, out.Failed...); err != nil {
 				return out, err
 			}
+			if err := s.notifyTasks(tx, at, out.Failed...); err != nil {
+				return out, err
+			}
 		}
 		return out, nil
 	})
@@ -254,6 +257,9 @@ func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recover
 		}
 		if ch["status"] == taskstate.Failed {
 			if err := enqueueCallbacks(tx, now, id); err != nil {
+				return nil, err
+			}
+			if err := s.notifyTasks(tx, now, id); err != nil {
 				return nil, err
 			}
 		}
@@ -338,6 +344,11 @@ func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 		}
 		if err := enqueueCallbacks(tx, now, id); err != nil {
 			return nil, err
+		}
+		if o.Status != taskstate.Running {
+			if err := s.notifyTasks(tx, now, id); err != nil {
+				return nil, err
+			}
 		}
 		return readTask(tx, id)
 	})

@@ -192,6 +192,15 @@ func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Dura
 			_, err := loadTask(tx, id, false)
 			return false, err
 		}
+		t, err := loadTask(tx, id, false)
+		if err != nil {
+			return false, err
+		}
+		if t.ParentTaskID == nil {
+			if err := s.notify(tx, s.now(), t, NotifyTaskRetryQueued); err != nil {
+				return false, err
+			}
+		}
 		return true, nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
@@ -26,7 +27,9 @@ type Chores struct {
 	Tasks     *task.Service     // schedules the automatic retry of each reaped task
 	Schedules *schedule.Service // dispatches due scheduled runs
 	Media     *media.Service    // sweeps expired media uploads
-	Clock     func() time.Time  // the "now" of reaping and dispatching
+	// Notifications removes read notifications past their retention; nil keeps them.
+	Notifications *notification.Service
+	Clock         func() time.Time // the "now" of reaping and dispatching
 }
 
 // Housekeeping is what one pass did.
@@ -65,6 +68,10 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	errs = append(errs, err)
 	_, err = c.Media.Sweep(ctx)
 	errs = append(errs, err)
+	if c.Notifications != nil {
+		_, err = c.Notifications.Sweep(ctx, now)
+		errs = append(errs, err)
+	}
 	for _, err := range errs {
 		if err != nil {
 			return h, err

@@ -1,0 +1,457 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+// Notification kinds (DESIGN.md "Scheduled runs, prompt templates, notifications").
+const (
+	NotifyTaskCompleted         = "task_completed"
+	NotifyTaskFailed            = "task_failed"
+	NotifyPendingApproval       = "pending_approval"
+	NotifyAwaitingInput         = "awaiting_input"
+	NotifyScheduledRunCompleted = "scheduled_run_completed"
+	NotifyTaskOrphaned          = "task_orphaned"
+	NotifyTaskRetryQueued       = "task_retry_queued"
+)
+
+// NotificationKinds lists every kind.
+var NotificationKinds = []string{NotifyTaskCompleted, NotifyTaskFailed, NotifyPendingApproval, NotifyAwaitingInput,
+	NotifyScheduledRunCompleted, NotifyTaskOrphaned, NotifyTaskRetryQueued}
+
+// Subscription target types.
+const (
+	SubscribeAgent     = "agent"
+	SubscribePrincipal = "principal"
+)
+
+// Notification is one in-app notification of a user.
+type Notification struct {
+	ID        string
+	UserID    int64
+	Kind      string
+	Title     string
+	Body      string
+	TaskID    *int64
+	AgentID   *int64
+	ReadAt    *time.Time
+	CreatedAt time.Time
+	// Email is true when the recipient asked for this kind by email too (a subscription with
+	// email on); the notification's mail is queued with it.
+	Email bool `gorm:"-"`
+}
+
+func (Notification) TableName() string { return "notifications" }
+
+// NotificationSubscription is a user's opt-in to the notifications of an agent or a principal.
+type NotificationSubscription struct {
+	ID         string
+	UserID     int64
+	TargetType string
+	TargetID   int64
+	Kinds      []string `gorm:"-"` // empty: every kind
+	Email      bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+type subscriptionRow struct {
+	ID         string
+	UserID     int64
+	TargetType string
+	TargetID   int64
+	Kinds      string
+	Email      bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+func (subscriptionRow) TableName() string { return "notification_subscriptions" }
+
+func (r subscriptionRow) toSubscription() NotificationSubscription {
+	s := NotificationSubscription{ID: r.ID, UserID: r.UserID, TargetType: r.TargetType, TargetID: r.TargetID,
+		Email: r.Email, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Kinds: []string{}}
+	_ = json.Unmarshal([]byte(r.Kinds), &s.Kinds)
+	return s
+}
+
+// wants reports whether the subscription covers kind.
+func (r subscriptionRow) wants(kind string) bool {
+	var kinds []string
+	_ = json.Unmarshal([]byte(r.Kinds), &kinds)
+	return len(kinds) == 0 || slices.Contains(kinds, kind)
+}
+
+// newNotificationID is ntf_ followed by 26 lowercase base32 characters (128 random bits); a
+// subscription id starts with nsb_.
+func newNotificationID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// notificationKind is the kind a task's new state reports ("" for none): sub-agent tasks report
+// to their parent's flow, not to the user.
+func notificationKind(t *taskRow) string {
+	if t.ParentTaskID != nil {
+		return ""
+	}
+	switch t.Status {
+	case taskstate.Completed:
+		if _, scheduled := scheduledRunID(t.Data); scheduled {
+			return NotifyScheduledRunCompleted
+		}
+		return NotifyTaskCompleted
+	case taskstate.Failed:
+		if t.ErrorCode != nil && *t.ErrorCode == taskstate.CodeOrphaned {
+			return NotifyTaskOrphaned
+		}
+		return NotifyTaskFailed
+	case taskstate.PendingApproval:
+		return NotifyPendingApproval
+	case taskstate.AwaitingInput:
+		return NotifyAwaitingInput
+	}
+	return ""
+}
+
+// scheduledRunID reads data.scheduled_run_id, set when a scheduled run starts a task.
+func scheduledRunID(data string) (int64, bool) {
+	var d struct {
+		ID *json.Number `json:"scheduled_run_id"`
+	}
+	if json.Unmarshal([]byte(data), &d) != nil || d.ID == nil {
+		return 0, false
+	}
+	id, err := d.ID.Int64()
+	return id, err == nil
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// notificationText is the title and body of kind for task t of the named agent.
+func notificationText(kind, agent string, t *taskRow) (string, string) {
+	task := fmt.Sprintf("Task %q", clip(t.Prompt, 80))
+	why := ""
+	if t.ErrorMessage != nil {
+		why = ": " + clip(*t.ErrorMessage, 200)
+	}
+	switch kind {
+	case NotifyTaskCompleted:
+		return agent + " finished", task + " completed."
+	case NotifyScheduledRunCompleted:
+		return agent + ": scheduled run finished", task + " completed."
+	case NotifyTaskFailed:
+		return agent + " failed", task + " failed" + why + "."
+	case NotifyTaskOrphaned:
+		return agent + " lost its worker", task + " failed" + why + "."
+	case NotifyPendingApproval:
+		return agent + " needs approval", task + " waits for approval of its tool calls."
+	case NotifyAwaitingInput:
+		return agent + " has a question", task + " waits for your answer."
+	case NotifyTaskRetryQueued:
+		return agent + " will retry", task + " failed" + why + " and is retried automatically."
+	}
+	return agent, task
+}
+
+// notifyTasks creates the notifications that the current states of tasks ids report, in tx
+// (the transaction of the transition): one per recipient, exactly once since a state is entered
+// once per transition.
+func (s *Store) notifyTasks(tx *gorm.DB, now time.Time, ids ...int64) error {
+	for _, id := range ids {
+		var t taskRow
+		if err := tx.Where("id = ?", id).Take(&t).Error; err != nil {
+			return fmt.Errorf("task %d: notify: %w", id, err)
+		}
+		if kind := notificationKind(&t); kind != "" {
+			if err := s.notify(tx, now, &t, kind); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// notify creates notifications of kind about task t: for its user always, and for every user
+// whose subscription to the task's agent or its principal covers kind and who can still see
+// that principal. Created notifications are handed to the store's notification hook after the
+// transaction commits.
+func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) error {
+	var agent struct {
+		Name        string
+		PrincipalID int64
+	}
+	if err := tx.Table("agents").Select("name", "principal_id").Where("id = ?", t.AgentID).Take(&agent).Error; err != nil {
+		return fmt.Errorf("task %d: notify: %w", t.ID, err)
+	}
+	var subs []subscriptionRow
+	if err := tx.Where("(target_type = ? AND target_id = ?) OR (target_type = ? AND target_id = ?)",
+		SubscribeAgent, t.AgentID, SubscribePrincipal, agent.PrincipalID).Order("user_id").Find(&subs).Error; err != nil {
+		return fmt.Errorf("task %d: notify: %w", t.ID, err)
+	}
+	recipients := []int64{t.UserID}
+	email := map[int64]bool{}
+	for _, sub := range subs {
+		if !sub.wants(kind) {
+			continue
+		}
+		if sub.UserID != t.UserID {
+			ok, err := canSeePrincipal(tx, sub.UserID, agent.PrincipalID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // the target became invisible: the subscription stops delivering
+			}
+		}
+		if !slices.Contains(recipients, sub.UserID) {
+			recipients = append(recipients, sub.UserID)
+		}
+		email[sub.UserID] = email[sub.UserID] || sub.Email
+	}
+	title, body := notificationText(kind, agent.Name, t)
+	for _, uid := range recipients {
+		taskID, agentID := t.ID, t.AgentID
+		n := Notification{ID: newNotificationID("ntf_"), UserID: uid, Kind: kind, Title: title, Body: body,
+			TaskID: &taskID, AgentID: &agentID, CreatedAt: now, Email: email[uid]}
+		if err := tx.Create(&n).Error; err != nil {
+			return fmt.Errorf("task %d: create notification: %w", t.ID, err)
+		}
+		if c := createdFrom(tx); c != nil {
+			c.notifications = append(c.notifications, n)
+		}
+	}
+	return nil
+}
+
+// canSeePrincipal reports whether user uid may see the resources of principal p: theirs, a
+// group they belong to, or any as an administrator.
+func canSeePrincipal(tx *gorm.DB, uid, p int64) (bool, error) {
+	var n int64
+	err := tx.Raw(`SELECT COUNT(*) FROM users u WHERE u.id = ? AND (u.principal_id = ?
+		OR EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = ?)
+		OR EXISTS (SELECT 1 FROM group_members m JOIN principal_groups g ON g.id = m.group_id
+		           WHERE m.user_id = u.id AND g.principal_id = ?))`, uid, p, RoleAdmin, p).Scan(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("check visibility: %w", err)
+	}
+	return n > 0, nil
+}
+
+// createdKey carries, in a transaction's context, what it created for after the commit.
+type createdKey struct{}
+
+type created struct {
+	notifications []Notification
+}
+
+func withCreated(ctx context.Context, c *created) context.Context {
+	return context.WithValue(ctx, createdKey{}, c)
+}
+
+func createdFrom(tx *gorm.DB) *created {
+	if tx.Statement == nil || tx.Statement.Context == nil {
+		return nil
+	}
+	c, _ := tx.Statement.Context.Value(createdKey{}).(*created)
+	return c
+}
+
+// OnNotifications sets the hook that receives the notifications a transaction created, once it
+// committed (the push channel, notification mails). Set it while the service is assembled.
+func (s *Store) OnNotifications(f func(ctx context.Context, ns []Notification)) { s.onNotify = f }
+
+// NotificationQuery pages a user's notifications.
+type NotificationQuery struct {
+	UserID        int64
+	Unread        *bool // nil: all; true: unread only; false: read only
+	Page, PerPage int
+}
+
+// Notifications returns one page of q.UserID's notifications, newest first.
+func (s *Store) Notifications(ctx context.Context, q NotificationQuery) ([]Notification, error) {
+	out := []Notification{}
+	limit, offset, ok := pageWindow(q.Page, q.PerPage)
+	if !ok {
+		return out, nil
+	}
+	db := s.conn(ctx).Where("user_id = ?", q.UserID)
+	if q.Unread != nil {
+		if *q.Unread {
+			db = db.Where("read_at IS NULL")
+		} else {
+			db = db.Where("read_at IS NOT NULL")
+		}
+	}
+	if err := db.Order("created_at DESC").Order("id DESC").Limit(limit).Offset(offset).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list notifications: %w", err)
+	}
+	for i := range out {
+		normNotification(&out[i])
+	}
+	return out, nil
+}
+
+// UnreadNotifications counts userID's unread notifications.
+func (s *Store) UnreadNotifications(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	err := s.conn(ctx).Model(&Notification{}).Where("user_id = ? AND read_at IS NULL", userID).Count(&n).Error
+	return n, err
+}
+
+func normNotification(n *Notification) {
+	n.CreatedAt = n.CreatedAt.UTC()
+	if n.ReadAt != nil {
+		r := n.ReadAt.UTC()
+		n.ReadAt = &r
+	}
+}
+
+func notificationNotFound() error { return svcerr.New(svcerr.ErrNotFound, "notification not found") }
+
+// MarkNotificationRead sets read_at of userID's notification id (kept when already read) and
+// returns it. Errors: ErrNotFound for an id that is not the user's.
+func (s *Store) MarkNotificationRead(ctx context.Context, userID int64, id string) (*Notification, error) {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Notification, error) {
+		var n Notification
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ? AND user_id = ?", id, userID).Take(&n).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, notificationNotFound()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n.ReadAt == nil {
+			now := s.now()
+			if err := tx.Model(&Notification{}).Where("id = ?", id).Update("read_at", now).Error; err != nil {
+				return nil, err
+			}
+			n.ReadAt = &now
+		}
+		normNotification(&n)
+		return &n, nil
+	})
+}
+
+// MarkAllNotificationsRead marks every unread notification of userID read and returns how
+// many changed.
+func (s *Store) MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error) {
+	res := s.conn(ctx).Model(&Notification{}).Where("user_id = ? AND read_at IS NULL", userID).Update("read_at", s.now())
+	return res.RowsAffected, res.Error
+}
+
+// DeleteNotification deletes userID's notification id. Errors: ErrNotFound.
+func (s *Store) DeleteNotification(ctx context.Context, userID int64, id string) error {
+	res := s.conn(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Notification{})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return notificationNotFound()
+	}
+	return nil
+}
+
+// DeleteNotifications deletes every notification of userID.
+func (s *Store) DeleteNotifications(ctx context.Context, userID int64) error {
+	return s.conn(ctx).Where("user_id = ?", userID).Delete(&Notification{}).Error
+}
+
+// DeleteReadNotificationsBefore removes read notifications read before t (retention) and
+// returns how many.
+func (s *Store) DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res := s.conn(ctx).Where("read_at IS NOT NULL AND read_at < ?", normTime(t)).Delete(&Notification{})
+	return res.RowsAffected, res.Error
+}
+
+// Subscriptions returns userID's subscriptions, oldest first.
+func (s *Store) Subscriptions(ctx context.Context, userID int64) ([]NotificationSubscription, error) {
+	var rows []subscriptionRow
+	if err := s.conn(ctx).Where("user_id = ?", userID).Order("created_at").Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]NotificationSubscription, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.toSubscription())
+	}
+	return out, nil
+}
+
+// Subscribe creates userID's subscription to the target, or replaces the kinds and email flag
+// of the existing one; created says which. The caller has checked the target is visible.
+// Errors: ErrInvalid (unknown target type or kind).
+func (s *Store) Subscribe(ctx context.Context, sub NotificationSubscription) (out NotificationSubscription, created bool, err error) {
+	if sub.TargetType != SubscribeAgent && sub.TargetType != SubscribePrincipal {
+		return out, false, invalidf("target_type must be agent or principal")
+	}
+	kinds := []string{}
+	for _, k := range sub.Kinds {
+		if !slices.Contains(NotificationKinds, k) {
+			return out, false, invalidf("unknown notification kind %q", k)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	enc, _ := json.Marshal(kinds)
+	type result struct {
+		row     subscriptionRow
+		created bool
+	}
+	r, err := inTx(ctx, s, func(tx *gorm.DB) (result, error) {
+		now := s.now()
+		var row subscriptionRow
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("user_id = ? AND target_type = ? AND target_id = ?", sub.UserID, sub.TargetType, sub.TargetID).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			row = subscriptionRow{ID: newNotificationID("nsb_"), UserID: sub.UserID, TargetType: sub.TargetType,
+				TargetID: sub.TargetID, Kinds: string(enc), Email: sub.Email, CreatedAt: now, UpdatedAt: now}
+			return result{row, true}, tx.Create(&row).Error
+		}
+		if err != nil {
+			return result{}, err
+		}
+		row.Kinds, row.Email, row.UpdatedAt = string(enc), sub.Email, now
+		return result{row, false}, tx.Model(&subscriptionRow{}).Where("id = ?", row.ID).
+			Updates(map[string]any{"kinds": row.Kinds, "email": row.Email, "updated_at": now}).Error
+	})
+	if err != nil {
+		return out, false, err
+	}
+	return r.row.toSubscription(), r.created, nil
+}
+
+// Unsubscribe removes userID's subscription to the target (targetType and targetID), or the one
+// with id when id is set; it reports whether one was removed.
+func (s *Store) Unsubscribe(ctx context.Context, userID int64, id, targetType string, targetID int64) (bool, error) {
+	db := s.conn(ctx).Where("user_id = ?", userID)
+	if id != "" {
+		db = db.Where("id = ?", id)
+	} else {
+		db = db.Where("target_type = ? AND target_id = ?", targetType, targetID)
+	}
+	res := db.Delete(&subscriptionRow{})
+	return res.RowsAffected > 0, res.Error
+}
