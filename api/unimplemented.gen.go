@@ -12,15 +12,12 @@ import (
 var unimplementedOps = []string{
 	"deleteAllNotifications",
 	"deleteNotification",
-	"getMailConfig",
 	"listNotificationSubscriptions",
 	"listNotifications",
 	"markAllNotificationsRead",
 	"markNotificationRead",
-	"sendTestMail",
 	"subscribeNotifications",
 	"unsubscribeNotifications",
-	"updateMailConfig",
 }
 
 // DeleteAllNotifications answers 501 until the operation is built.
@@ -31,11 +28,6 @@ func (a *API) DeleteAllNotifications(ctx context.Context, request gen.DeleteAllN
 // DeleteNotification answers 501 until the operation is built.
 func (a *API) DeleteNotification(ctx context.Context, request gen.DeleteNotificationRequestObject) (gen.DeleteNotificationResponseObject, error) {
 	return nil, notImplemented("deleteNotification")
-}
-
-// GetMailConfig answers 501 until the operation is built.
-func (a *API) GetMailConfig(ctx context.Context, request gen.GetMailConfigRequestObject) (gen.GetMailConfigResponseObject, error) {
-	return nil, notImplemented("getMailConfig")
 }
 
 // ListNotificationSubscriptions answers 501 until the operation is built.
@@ -58,11 +50,6 @@ func (a *API) MarkNotificationRead(ctx context.Context, request gen.MarkNotifica
 	return nil, notImplemented("markNotificationRead")
 }
 
-// SendTestMail answers 501 until the operation is built.
-func (a *API) SendTestMail(ctx context.Context, request gen.SendTestMailRequestObject) (gen.SendTestMailResponseObject, error) {
-	return nil, notImplemented("sendTestMail")
-}
-
 // SubscribeNotifications answers 501 until the operation is built.
 func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeNotificationsRequestObject) (gen.SubscribeNotificationsResponseObject, error) {
 	return nil, notImplemented("subscribeNotifications")
@@ -71,9 +58,4 @@ func (a *API) SubscribeNotifications(ctx context.Context, request gen.SubscribeN
 // UnsubscribeNotifications answers 501 until the operation is built.
 func (a *API) UnsubscribeNotifications(ctx context.Context, request gen.UnsubscribeNotificationsRequestObject) (gen.UnsubscribeNotificationsResponseObject, error) {
 	return nil, notImplemented("unsubscribeNotifications")
-}
-
-// UpdateMailConfig answers 501 until the operation is built.
-func (a *API) UpdateMailConfig(ctx context.Context, request gen.UpdateMailConfigRequestObject) (gen.UpdateMailConfigResponseObject, error) {
-	return nil, notImplemented("updateMailConfig")
 }
