@@ -18,6 +18,7 @@ import (
 	"github.com/agentsvc/svc/internal/chat"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/picture"
@@ -57,6 +58,7 @@ type Deps struct {
 	Notifications *notification.Service          // in-app notifications and subscriptions
 	Tools         *tools.Registry                // registered tools (core, then plugins')
 	Search        func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
+	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -83,6 +85,7 @@ type API struct {
 	search        func() []plugins.NamedProvider
 	tools         *tools.Registry
 	log           *slog.Logger
+	mailConfig    *mail.ConfigService
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -91,7 +94,8 @@ var _ gen.StrictServerInterface = (*API)(nil)
 func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
-		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger}
+		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
+		mailConfig: d.MailConfig}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

@@ -2,30 +2,5 @@
 
 package api
 
-import (
-	"context"
-
-	"github.com/agentsvc/svc/gen"
-)
-
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
-var unimplementedOps = []string{
-	"getMailConfig",
-	"sendTestMail",
-	"updateMailConfig",
-}
-
-// GetMailConfig answers 501 until the operation is built.
-func (a *API) GetMailConfig(ctx context.Context, request gen.GetMailConfigRequestObject) (gen.GetMailConfigResponseObject, error) {
-	return nil, notImplemented("getMailConfig")
-}
-
-// SendTestMail answers 501 until the operation is built.
-func (a *API) SendTestMail(ctx context.Context, request gen.SendTestMailRequestObject) (gen.SendTestMailResponseObject, error) {
-	return nil, notImplemented("sendTestMail")
-}
-
-// UpdateMailConfig answers 501 until the operation is built.
-func (a *API) UpdateMailConfig(ctx context.Context, request gen.UpdateMailConfigRequestObject) (gen.UpdateMailConfigResponseObject, error) {
-	return nil, notImplemented("updateMailConfig")
-}
+var unimplementedOps = []string{}

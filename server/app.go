@@ -94,6 +94,10 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, a.fail(fmt.Errorf("read stored settings: %w", err))
 	}
+	// The administrator's mail password is sealed at rest; the loader needs it in the clear.
+	if stored, err = mail.UnsealStored(stored, a.Secrets); err != nil {
+		a.Logger.Warn("stored settings", "err", err)
+	}
 	if err := loader.SetStored(stored); err != nil {
 		return nil, a.fail(fmt.Errorf("stored settings: %w", err))
 	}

@@ -120,7 +120,20 @@ func TestServiceEndpoints(t *testing.T) {
 	if schema["$id"] != "http://localhost:8080"+apitest.Prefix+"/schemas/agent-template.schema.json" || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Fatalf("template schema $id = %v, $schema = %v", schema["$id"], schema["$schema"])
 	}
-	// A not-yet-built operation answers an honest 501 in the envelope.
+	// A not-yet-built operation answers an honest 501 in the envelope: the first GET without
+	// path parameters among them, whichever that is as operations get built.
+	doc, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
 	adm, _ := env.UserClient("root@example.com")
-	adm.Get("/mail-config").Expect(t, 501, "NOT_IMPLEMENTED")
+	paths := doc.Paths.Keys()
+	slices.Sort(paths)
+	for _, path := range paths {
+		op := doc.Paths.Value(path).Get
+		if op != nil && !strings.Contains(path, "{") && slices.Contains(api.UnimplementedOperations(), op.OperationID) {
+			adm.Get(path).Expect(t, 501, "NOT_IMPLEMENTED")
+			break
+		}
+	}
 }

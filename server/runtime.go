@@ -15,6 +15,7 @@ import (
 	"github.com/agentsvc/svc/internal/apikey"
 	"github.com/agentsvc/svc/internal/chat"
 	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/notify"
@@ -74,6 +75,7 @@ func (a *App) buildServices() {
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
+	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	a.llmClients = &llmClients{net: a.Net}
 	s.Loop = a.newLoop()
