@@ -63,7 +63,7 @@ func (a *API) SendTestMail(ctx context.Context, req gen.SendTestMailRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	var out gen.SendTestMailResponse
+	var out gen.TestMailOutcomeResponse
 	out.Data.Sent, out.Data.To = r.Sent, openapi_types.Email(r.To)
 	if !r.Sent {
 		out.Data.Error = &r.Error

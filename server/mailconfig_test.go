@@ -76,7 +76,7 @@ func TestMailConfig(t *testing.T) {
 	}
 
 	// The test message arrives at the new server, authenticated with the unsealed password.
-	var res gen.SendTestMailResponse
+	var res gen.TestMailOutcomeResponse
 	adm.Post("/mail-config/test", map[string]any{"to": "ada@example.com"}).Expect(t, 200).Decode(t, &res)
 	if !res.Data.Sent || res.Data.Error != nil || res.Data.To != "ada@example.com" {
 		t.Fatalf("test mail = %+v", res.Data)
@@ -167,7 +167,7 @@ func TestMailConfigValidation(t *testing.T) {
 	if got := getMailConfig(t, adm); got.Driver != "log" {
 		t.Fatalf("driver = %q", got.Driver)
 	}
-	var res gen.SendTestMailResponse
+	var res gen.TestMailOutcomeResponse
 	adm.Post("/mail-config/test", map[string]any{"to": "ada@example.com"}).Expect(t, 200).Decode(t, &res)
 	if res.Data.Sent || res.Data.Error == nil {
 		t.Fatalf("test mail with the log driver = %+v", res.Data)
@@ -192,7 +192,7 @@ func TestMailConfigTestFailure(t *testing.T) {
 	const password = "closed-port-Secret-99"
 	adm.Put("/mail-config", map[string]any{"driver": "smtp", "host": "127.0.0.1", "port": port, "username": "svc",
 		"password": password, "encryption": "none", "from_address": "svc@example.com"}).Expect(t, 200)
-	var res gen.SendTestMailResponse
+	var res gen.TestMailOutcomeResponse
 	adm.Post("/mail-config/test", map[string]any{"to": "ada@example.com"}).Expect(t, 200).Decode(t, &res)
 	if res.Data.Sent || res.Data.Error == nil || *res.Data.Error == "" {
 		t.Fatalf("test mail to a closed port = %+v", res.Data)

@@ -130,7 +130,7 @@ func TestNotifications(t *testing.T) {
 	if rd, _ := listNotifications(t, owner, "?unread=false"); len(rd) != 1 || rd[0].Id != ns[1].Id {
 		t.Fatalf("read = %+v", rd)
 	}
-	var all gen.MarkAllNotificationsReadResponse
+	var all gen.NotificationsMarkedReadResponse
 	owner.Post("/notifications/read-all", nil).Expect(t, http.StatusOK).Decode(t, &all)
 	if all.Data.Updated != 1 {
 		t.Fatalf("read-all updated %d", all.Data.Updated)

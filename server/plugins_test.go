@@ -75,7 +75,7 @@ func TestPluginInventory(t *testing.T) {
 	}
 	m := got["maps"]
 	if !m.Enabled || m.ClassRegistered || m.Version != "0.3.0" || m.Icon != "M0 0h24v24" || m.Accent != gen.PluginAccentPrimary ||
-		m.Contributes.AgentTemplates != 1 || m.Contributes.Skills != 1 || m.Contributes.Apps != 1 || m.Source != gen.Installed {
+		m.Contributes.AgentTemplates != 1 || m.Contributes.Skills != 1 || m.Contributes.Apps != 1 || m.Source != gen.PluginSourceInstalled {
 		t.Fatalf("maps = %+v", m)
 	}
 	w := got["weather"]
