@@ -20,7 +20,7 @@ const (
 const (
 	MailKindAccount      = "account"       // verification, password reset, email change
 	MailKindScheduledRun = "scheduled_run" // a scheduled run finished
-	MailKindNotification = "notification" // a notification the user subscribed to by email
+	MailKindNotification = "notification"  // a notification the user subscribed to by email
 )
 
 // Limits of a queued mail.
