@@ -148,6 +148,7 @@ func TestVerificationLink(t *testing.T) {
 
 	d := env.Client()
 	d.Register("bob@example.com", "correct horse")
+	env.WaitMail(2) // the outbox sends a batch concurrently: the first link must be out before the resend
 	d.Login("bob@example.com", "correct horse")
 	d.Post("/auth/verification/resend", nil).Expect(t, 200)
 	fresh := mailedLink(t, env, 3, "bob@example.com")
