@@ -87,7 +87,7 @@ func (d *Dispatcher) init() {
 		if lease < 2*d.Timeout {
 			lease = 2 * d.Timeout
 		}
-		d.loop = &outbox.Loop[store.Mail]{Name: "mail", Claim: d.Store.ClaimMails, Deliver: d.deliver, Clock: d.Clock,
+		d.loop = &outbox.Loop[store.Mail]{Name: "mail", Claim: d.claim, Deliver: d.deliver, Clock: d.Clock,
 			Logger: d.Logger, WorkerID: d.WorkerID, Poll: d.Poll, BatchSize: BatchSize, Concurrency: d.Concurrency, Lease: lease}
 	})
 }
@@ -126,6 +126,11 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 func (d *Dispatcher) Drain(ctx context.Context) (int, error) {
 	d.init()
 	return d.loop.Drain(ctx)
+}
+
+// claim leases a batch (Store is read at each claim).
+func (d *Dispatcher) claim(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.Mail, error) {
+	return d.Store.ClaimMails(ctx, workerID, limit, lease)
 }
 
 // deliver makes one attempt at m and records it.

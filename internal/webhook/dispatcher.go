@@ -99,7 +99,7 @@ func (d *Dispatcher) init() {
 		if d.HardTimeout <= 0 {
 			d.HardTimeout = HardTimeout
 		}
-		d.loop = &outbox.Loop[store.WebhookDelivery]{Name: "webhook", Claim: d.Store.ClaimDeliveries, Deliver: d.deliver,
+		d.loop = &outbox.Loop[store.WebhookDelivery]{Name: "webhook", Claim: d.claim, Deliver: d.deliver,
 			Clock: d.Clock, Logger: d.Logger, WorkerID: d.WorkerID, Poll: d.Poll, BatchSize: BatchSize,
 			Concurrency: d.Concurrency, Lease: Lease}
 	})
@@ -133,6 +133,11 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	d.init()
 	return d.loop.RunOnce(ctx)
+}
+
+// claim leases a batch (Store is read at each claim, so a dispatcher is built before it is set).
+func (d *Dispatcher) claim(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.WebhookDelivery, error) {
+	return d.Store.ClaimDeliveries(ctx, workerID, limit, lease)
 }
 
 // deliver makes one attempt and records it.
