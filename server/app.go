@@ -48,7 +48,7 @@ type App struct {
 	MasterKey  []byte           // seals secrets at rest (Services.Secrets is built from it)
 	Net        netguard.Options // outbound screen options (Options.Net)
 	clock      func() time.Time // Options.Clock, or time.Now
-	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer
+	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer; the outbox's sender, and the test message's
 	llmClients *llmClients      // model HTTP clients: screened for group configurations
 	closers    []io.Closer
 }
@@ -109,7 +109,8 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Logger)}
 	}
 	a.mail = sender
-	if a.Accounts, err = account.New(account.Options{Store: a.Store, Mail: sender, Config: loader.Current,
+	a.Mails = a.newMails()
+	if a.Accounts, err = account.New(account.Options{Store: a.Store, MailQueued: a.Mails.Notify, Config: loader.Current,
 		Clock: o.Clock, Logger: a.Logger, Hash: o.Hash}); err != nil {
 		return nil, a.fail(err)
 	}
@@ -143,11 +144,13 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	return a, nil
 }
 
-// Start starts the background work of server worker mode (worker_runtime_mode: server): the
-// daemon draining the task queue and the dispatcher of chat callbacks. In client mode it
-// starts nothing (browsers tick tasks). The work runs until Stop or until ctx ends; a caller
-// that wants Stop to drain it passes a context that outlives its shutdown signal.
+// Start starts the background work: in every mode the mail dispatcher (account mails must go
+// out in client mode too); in server worker mode (worker_runtime_mode: server) also the daemon
+// draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
+// tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
+// passes a context that outlives its shutdown signal.
 func (a *App) Start(ctx context.Context) {
+	a.Mails.Start(ctx)
 	if a.Config.Current().WorkerRuntimeMode != "server" {
 		return
 	}
@@ -155,11 +158,19 @@ func (a *App) Start(ctx context.Context) {
 	a.Webhooks.Start(ctx)
 }
 
-// Stop drains the background work Start started: no new claims, in-flight steps finish and
-// in-flight callbacks are answered and recorded, until ctx ends (then an error: work was still
-// in flight). It returns nil when nothing was started.
+// Stop drains the background work Start started: no new claims, in-flight steps finish,
+// in-flight callbacks are answered and in-flight mails sent, and each is recorded, until ctx
+// ends (then an error: work was still in flight). It returns nil when nothing was started.
 func (a *App) Stop(ctx context.Context) error {
-	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx))
+	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Mails.Stop(ctx))
+}
+
+// DrainMail sends every due mail of the outbox now, synchronously, and returns how many
+// attempts it made (mails waiting for a retry stay queued): for tests, which read the mail
+// right after an action without starting the background work, and for tools. It may run
+// beside the started dispatcher (claims are leased). Errors: the store's.
+func (a *App) DrainMail(ctx context.Context) (int, error) {
+	return a.Mails.Drain(ctx)
 }
 
 // Toolbox builds the tool registry (core tools) and the skill index: the shipped skills first,

@@ -49,7 +49,7 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 			runAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 			c.Post(runPath(a.Data.Agent.Id, ""), map[string]any{"name": "Nightly report", "prompt": "Write the report.",
 				"run_at": runAt}).Expect(t, 201)
-			before := len(env.Mail.Messages()) // the verification mail
+			before := len(env.Mails()) // the verification mail
 
 			n, err := schedule.New(env.App.Store).DispatchDue(context.Background(), time.Now().Add(2*time.Hour))
 			if err != nil || n != 1 {
@@ -59,9 +59,9 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 			if tk.Status != tt.status {
 				t.Fatalf("task %s (%+v), want %s", tk.Status, tk.Error, tt.status)
 			}
-			// The mail is sent by the step that finished the task, before Run returns.
+			// The step that finished the task queued the mail; the outbox sends it.
 			var got []string
-			for _, m := range env.Mail.Messages()[before:] {
+			for _, m := range env.Mails()[before:] {
 				got = append(got, m.Subject)
 			}
 			if tt.subject == "" {
@@ -70,7 +70,7 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 				}
 				return
 			}
-			msgs := env.Mail.WaitFor(t, before+1, 5*time.Second)[before:]
+			msgs := env.WaitMail(before + 1)[before:]
 			if len(msgs) != 1 {
 				t.Fatalf("sent %d messages: %q", len(msgs), got)
 			}
@@ -87,7 +87,7 @@ func TestScheduledRunCompletionMail(t *testing.T) {
 			if _, err := env.App.Loop.Tick(context.Background(), tk.ID, "test-worker"); err == nil {
 				t.Error("a finished task ticked")
 			}
-			if n := len(env.Mail.Messages()); n != before+1 {
+			if n := len(env.Mails()); n != before+1 {
 				t.Errorf("%d messages after the extra tick", n-before)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsvc/svc/internal/chat"
 	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/internal/mail"
+	"github.com/agentsvc/svc/internal/mailqueue"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/notify"
@@ -47,7 +48,8 @@ type Services struct {
 	Loop     *agentloop.Loop // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
 	Daemon   *worker.Daemon  // server mode: drains the task queue (App.Start)
 	Webhooks *webhook.Dispatcher
-	MCP      *mcp.Manager // the MCP servers of plugins; closed by Close
+	Mails    *mailqueue.Dispatcher // sends the mail outbox (every mode; App.Start)
+	MCP      *mcp.Manager          // the MCP servers of plugins; closed by Close
 }
 
 // buildServices builds the services over what Open prepared (store, secrets, accounts, hub,
@@ -107,7 +109,7 @@ func (a *App) newLoop() *agentloop.Loop {
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
-	notifier := &notify.ScheduledRuns{Store: a.Store, Mail: a.mail, Config: a.Config.Current, Log: a.Logger}
+	notifier := &notify.ScheduledRuns{Store: a.Store, Config: a.Config.Current, Queued: a.Mails.Notify, Log: a.Logger}
 	publish := func(ctx context.Context, t *store.Task) {
 		v, err := a.Tasks.ViewOf(ctx, t)
 		if err == nil {
@@ -147,6 +149,21 @@ func (a *App) newWebhooks() *webhook.Dispatcher {
 		Client: webhook.NewClient(a.Net),
 		Clock:  startstop.RealClock(a.clock),
 		Logger: a.Logger.With("component", "webhook"),
+	}
+}
+
+// newMails builds the dispatcher of the mail outbox. Start starts it in every worker mode and
+// Stop drains the sends in flight; it polls every second and wakes when an account flow or a
+// finished scheduled run queued a mail. It sends through the app's sender, which reads the
+// effective mail configuration (file, environment, administrator's settings) at each attempt,
+// so a changed configuration applies to the mails still queued; each attempt is bounded by
+// mailqueue.AttemptTimeout.
+func (a *App) newMails() *mailqueue.Dispatcher {
+	return &mailqueue.Dispatcher{
+		Store:  a.Store,
+		Sender: a.mail,
+		Clock:  startstop.RealClock(a.clock),
+		Logger: a.Logger.With("component", "mail"),
 	}
 }
 

@@ -65,8 +65,10 @@ func errBadLink() error { return svcerr.New(svcerr.ErrInvalid, "the link is inva
 // CreateToken stores a token and deletes the user's earlier tokens of the same kind, so only
 // the newest link works. Errors: ErrInvalid (unknown kind, malformed selector or digest,
 // oversize payload, expiry not in the future), ErrNotFound (no such user), ErrConflict
-// (selector already in use).
-func (s *Store) CreateToken(ctx context.Context, t Token) error {
+// (selector already in use). mails (the link's message) are queued in the same transaction
+// (enqueueMailTx), so a link is mailed exactly when its token exists; their ErrInvalid
+// fails the whole call.
+func (s *Store) CreateToken(ctx context.Context, t Token, mails ...NewMail) error {
 	if !validTokenKind(t.Kind) {
 		return invalidf("unknown token kind %q", t.Kind)
 	}
@@ -100,6 +102,11 @@ func (s *Store) CreateToken(ctx context.Context, t Token) error {
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			return fmt.Errorf("create %s token for user %d: %w", t.Kind, t.UserID, err)
+		}
+		for _, m := range mails {
+			if err := s.enqueueMailTx(tx, m); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

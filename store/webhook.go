@@ -3,16 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
@@ -30,9 +27,6 @@ var DeliveryRetryDelays = []time.Duration{30 * time.Second, time.Minute, 2 * tim
 
 // MaxDeliveryAttempts is the number of attempts after which a failing delivery is abandoned.
 const MaxDeliveryAttempts = 6
-
-// maxDeliveryErrorLen bounds last_error (characters).
-const maxDeliveryErrorLen = 1000
 
 // ChatSnapshot is a chat as it settled, kept with its delivery so the callback shows that
 // moment even when it is sent (or retried) later: the task, its PENDING_APPROVAL calls (in
@@ -175,19 +169,17 @@ func chatSnapshot(tx *gorm.DB, row *taskRow) (*ChatSnapshot, error) {
 	return snap, nil
 }
 
-// claimDeliveryWhere selects due deliveries whose lease is free or expired; the order follows
-// the (state, next_attempt_at) index.
-const (
-	claimDeliveryWhere = "state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
-	claimDeliveryOrder = "next_attempt_at, id"
-)
+// webhookOutbox is the callback outbox: the shared machinery over webhook_deliveries.
+func webhookOutbox() outbox {
+	return outbox{table: "webhook_deliveries", noun: "webhook delivery", done: DeliveryDelivered, gaveUp: DeliveryAbandoned,
+		schedule: Backoff{Delays: DeliveryRetryDelays}}
+}
 
 // ClaimDeliveries leases up to limit due pending deliveries (next_attempt_at <= now, lease
 // free or expired), oldest due first, until now+lease, and returns them with their keys'
-// signing material. Concurrent claimers never receive the same delivery while its lease runs:
-// SQLite claims with one UPDATE … RETURNING inside its immediate transaction, MySQL/MariaDB
-// selects with FOR UPDATE SKIP LOCKED and updates in the same transaction. workerID names the
-// claimer in errors only (the table keeps no owner: the lease expiry is the claim's token).
+// signing material. Concurrent claimers never receive the same delivery while its lease runs
+// (the outbox claim shared with the mail outbox). workerID names the claimer in errors only
+// (the table keeps no owner: the lease expiry is the claim's token).
 // Errors: ErrInvalid (empty or oversize worker id, lease not positive).
 func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int, lease time.Duration) ([]WebhookDelivery, error) {
 	if err := checkKey("worker id", workerID, true); err != nil {
@@ -200,38 +192,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int,
 		return []WebhookDelivery{}, nil
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) ([]WebhookDelivery, error) {
-		now := s.now()
-		until := normTime(now.Add(lease))
 		var rows []webhookDeliveryRow
-		if s.dialect == DialectSQLite {
-			q := "UPDATE webhook_deliveries SET lease_until = ?, updated_at = ? WHERE id IN (SELECT id FROM webhook_deliveries WHERE " +
-				claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ?) RETURNING *"
-			if err := tx.Raw(q, until, now, now, now, limit).Scan(&rows).Error; err != nil {
-				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
-			}
-		} else {
-			var ids []int64
-			q := "SELECT id FROM webhook_deliveries WHERE " + claimDeliveryWhere + " ORDER BY " + claimDeliveryOrder + " LIMIT ? FOR UPDATE SKIP LOCKED"
-			if err := tx.Raw(q, now, now, limit).Scan(&ids).Error; err != nil {
-				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
-			}
-			if len(ids) == 0 {
-				return []WebhookDelivery{}, nil
-			}
-			res := tx.Model(&webhookDeliveryRow{}).Where("id IN ?", ids).Updates(map[string]any{"lease_until": until, "updated_at": now})
-			if res.Error != nil {
-				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, res.Error)
-			}
-			if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
-				return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
-			}
+		if err := webhookOutbox().claim(tx, s.dialect, s.now(), lease, limit, &rows); err != nil {
+			return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
 		}
-		sort.Slice(rows, func(i, j int) bool {
-			if !rows[i].NextAttemptAt.Equal(rows[j].NextAttemptAt) {
-				return rows[i].NextAttemptAt.Before(rows[j].NextAttemptAt)
-			}
-			return rows[i].ID < rows[j].ID
-		})
+		sortDue(rows, func(r *webhookDeliveryRow) (time.Time, int64) { return r.NextAttemptAt, r.ID })
 		return withKeys(tx, rows)
 	})
 }
@@ -274,48 +239,9 @@ func withKeys(db *gorm.DB, rows []webhookDeliveryRow) ([]WebhookDelivery, error)
 // Errors: ErrNotFound "webhook delivery not found", ErrInvalidState when the delivery is no
 // longer pending under that lease.
 func (s *Store) FinishDelivery(ctx context.Context, id int64, lease time.Time, ok bool, errText string) error {
-	if r := []rune(errText); len(r) > maxDeliveryErrorLen {
-		errText = string(r[:maxDeliveryErrorLen])
-	}
-	errText = strings.ToValidUTF8(strings.ReplaceAll(errText, "\x00", ""), "\uFFFD")
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		now := s.now()
-		var row webhookDeliveryRow
-		err := tx.Where("id = ? AND state = ? AND lease_until = ?", id, DeliveryPending, normTime(lease)).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			var n int64
-			if err := tx.Model(&webhookDeliveryRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
-				return fmt.Errorf("finish delivery %d: %w", id, err)
-			}
-			if n == 0 {
-				return svcerr.New(svcerr.ErrNotFound, "webhook delivery not found")
-			}
-			return svcerr.New(svcerr.ErrInvalidState, "webhook delivery %d is no longer pending under this lease", id)
-		}
-		if err != nil {
-			return fmt.Errorf("finish delivery %d: %w", id, err)
-		}
-		ch := map[string]any{"lease_until": nil, "updated_at": now}
-		switch {
-		case ok:
-			ch["state"], ch["finished_at"] = DeliveryDelivered, now
-		default:
-			n := row.Attempts + 1
-			ch["attempts"], ch["last_error"] = n, errText
-			if n >= MaxDeliveryAttempts {
-				ch["state"], ch["finished_at"] = DeliveryAbandoned, now
-			} else {
-				ch["next_attempt_at"] = normTime(now.Add(DeliveryRetryDelays[n-1]))
-			}
-		}
-		res := tx.Model(&webhookDeliveryRow{}).Where("id = ? AND state = ? AND lease_until = ?", id, DeliveryPending, normTime(lease)).Updates(ch)
-		if res.Error != nil {
-			return fmt.Errorf("finish delivery %d: %w", id, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return svcerr.New(svcerr.ErrInvalidState, "webhook delivery %d is no longer pending under this lease", id)
-		}
-		return nil
+		_, err := webhookOutbox().finish(tx, s.now(), id, lease, ok, errText)
+		return err
 	})
 }
 

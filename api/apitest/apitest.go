@@ -117,6 +117,31 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 	return &Env{T: t, App: app, Mail: smtp, Clock: clock, handler: app.HTTP.Handler(), doc: doc, router: r}
 }
 
+// DrainMail sends every due mail of the service's outbox to the in-process SMTP server now
+// (server.App.DrainMail): the harness does not start the background work, so a test that
+// reads mail after an action drains first instead of sleeping.
+func (e *Env) DrainMail() {
+	e.T.Helper()
+	if _, err := e.App.DrainMail(context.Background()); err != nil {
+		e.T.Fatalf("drain the mail outbox: %v", err)
+	}
+}
+
+// Mails drains the outbox and returns every message the SMTP server received so far.
+func (e *Env) Mails() []mailtest.Received {
+	e.T.Helper()
+	e.DrainMail()
+	return e.Mail.Messages()
+}
+
+// WaitMail drains the outbox and waits (5 s at most) until the SMTP server received n
+// messages, returning them all.
+func (e *Env) WaitMail(n int) []mailtest.Received {
+	e.T.Helper()
+	e.DrainMail()
+	return e.Mail.WaitFor(e.T, n, 5*time.Second)
+}
+
 // Client is a browser: a cookie jar and the CSRF token it learned.
 type Client struct {
 	env     *Env

@@ -40,33 +40,38 @@ const (
 
 // Options wire a Service.
 type Options struct {
-	Store  *store.Store
-	Mail   mailer.Sender
-	Config func() *config.Config
-	Clock  func() time.Time
-	Logger *slog.Logger
-	Hash   HashParams // zero means DefaultHashParams
+	Store *store.Store
+	// MailQueued is told after a mail was queued in the outbox (the mail dispatcher's Notify),
+	// so it goes out now rather than at the next poll; nil: the poll finds it.
+	MailQueued func()
+	Config     func() *config.Config
+	Clock      func() time.Time
+	Logger     *slog.Logger
+	Hash       HashParams // zero means DefaultHashParams
 }
 
 // Service implements the account flows.
 type Service struct {
-	store *store.Store
-	mail  mailer.Sender
-	cfg   func() *config.Config
-	now   func() time.Time
-	log   *slog.Logger
-	hash  HashParams
-	dummy string // hash compared against when an address is unknown, so timing does not tell
+	store  *store.Store
+	queued func()
+	cfg    func() *config.Config
+	now    func() time.Time
+	log    *slog.Logger
+	hash   HashParams
+	dummy  string // hash compared against when an address is unknown, so timing does not tell
 }
 
 // New returns a Service.
 func New(o Options) (*Service, error) {
-	s := &Service{store: o.Store, mail: o.Mail, cfg: o.Config, now: o.Clock, log: o.Logger, hash: o.Hash}
+	s := &Service{store: o.Store, queued: o.MailQueued, cfg: o.Config, now: o.Clock, log: o.Logger, hash: o.Hash}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.queued == nil {
+		s.queued = func() {}
 	}
 	if s.hash == (HashParams{}) {
 		s.hash = DefaultHashParams
@@ -254,13 +259,10 @@ func (s *Service) ForgotPassword(ctx context.Context, email, linkBase string) er
 	if err != nil {
 		return err
 	}
-	sel, ver, err := s.issueToken(ctx, kindReset, u.ID, "", resetTTL)
-	if err != nil {
-		return err
-	}
-	link := linkBase + "/reset-password?" + url.Values{"selector": {sel}, "token": {ver}}.Encode()
-	s.send(ctx, mailer.PasswordResetMessage(u.Email, u.DisplayName, link))
-	return nil
+	return s.issueToken(ctx, kindReset, u.ID, "", resetTTL, func(sel, ver string) mailer.Message {
+		link := linkBase + "/reset-password?" + url.Values{"selector": {sel}, "token": {ver}}.Encode()
+		return mailer.PasswordResetMessage(u.Email, u.DisplayName, link)
+	})
 }
 
 // ResetPassword completes a reset from a mailed link and ends every session of the user.
@@ -301,18 +303,15 @@ func (s *Service) RequestEmailChange(ctx context.Context, id *Identity, newEmail
 	} else if !errors.Is(err, svcerr.ErrNotFound) {
 		return nil, err
 	}
-	sel, ver, err := s.issueToken(ctx, kindEmailChange, id.User.ID, email, emailChangeTTL)
+	err = s.issueToken(ctx, kindEmailChange, id.User.ID, email, emailChangeTTL, func(sel, ver string) mailer.Message {
+		link := linkBase + "/confirm-email?" + url.Values{"selector": {sel}, "token": {ver}}.Encode()
+		return mailer.EmailChangeMessage(email, id.User.DisplayName, link)
+	})
 	if err != nil {
 		return nil, err
 	}
 	pending := &email
-	u, err := s.store.UpdateUser(ctx, id.User.ID, store.UserUpdate{PendingEmail: &pending})
-	if err != nil {
-		return nil, err
-	}
-	link := linkBase + "/confirm-email?" + url.Values{"selector": {sel}, "token": {ver}}.Encode()
-	s.send(ctx, mailer.EmailChangeMessage(email, u.DisplayName, link))
-	return u, nil
+	return s.store.UpdateUser(ctx, id.User.ID, store.UserUpdate{PendingEmail: &pending})
 }
 
 // ConfirmEmailChange applies a pending email change from its mailed link.
@@ -346,31 +345,33 @@ func (s *Service) VerifyEmail(ctx context.Context, selector, verifier string) (*
 }
 
 func (s *Service) sendVerification(ctx context.Context, u *store.User, linkBase string) error {
-	sel, ver, err := s.issueToken(ctx, kindVerify, u.ID, "", verifyTTL)
+	err := s.issueToken(ctx, kindVerify, u.ID, "", verifyTTL, func(sel, ver string) mailer.Message {
+		link := linkBase + "/api/v1/auth/verify/" + sel + "?" + url.Values{"token": {ver}}.Encode()
+		return mailer.VerificationMessage(u.Email, u.DisplayName, link)
+	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "issue verification token", "user_id", u.ID, "err", err)
-		return err
 	}
-	link := linkBase + "/api/v1/auth/verify/" + sel + "?" + url.Values{"token": {ver}}.Encode()
-	s.send(ctx, mailer.VerificationMessage(u.Email, u.DisplayName, link))
-	return nil
+	return err
 }
 
-// send delivers m; a failed delivery is logged, never shown to the caller (it must not reveal
-// whether an address exists, and the account change it accompanies has happened).
-func (s *Service) send(ctx context.Context, m mailer.Message) {
-	if err := s.mail.Send(ctx, m); err != nil {
-		s.log.ErrorContext(ctx, "send mail", "subject", m.Subject, "err", err)
-	}
-}
-
-func (s *Service) issueToken(ctx context.Context, kind string, userID int64, payload string, ttl time.Duration) (selector, verifier string, err error) {
-	selector, verifier = randomToken(12), randomToken(32)
-	err = s.store.CreateToken(ctx, store.Token{
+// issueToken stores a new link token of kind for userID and queues the message that carries
+// it (msg builds it from the selector and verifier) in the same transaction, then wakes the
+// mail dispatcher: a link is mailed exactly when it exists, and a mail server that is slow or
+// down delays the mail, never the request (the outbox retries). Errors: the store's.
+func (s *Service) issueToken(ctx context.Context, kind string, userID int64, payload string, ttl time.Duration,
+	msg func(selector, verifier string) mailer.Message) error {
+	selector, verifier := randomToken(12), randomToken(32)
+	m := msg(selector, verifier)
+	err := s.store.CreateToken(ctx, store.Token{
 		Kind: kind, UserID: userID, Selector: selector, VerifierDigest: secret.Digest(verifier),
 		Payload: payload, ExpiresAt: s.now().UTC().Add(ttl),
-	})
-	return selector, verifier, err
+	}, store.NewMail{To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML, Kind: store.MailKindAccount})
+	if err != nil {
+		return err
+	}
+	s.queued()
+	return nil
 }
 
 func (s *Service) verifyPassword(u *store.User, pw string) error {

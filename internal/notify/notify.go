@@ -1,6 +1,8 @@
 // Package notify sends the email notifications of finished work. ScheduledRuns mails the owner of
 // a task started by a scheduled run when that task reaches COMPLETED or FAILED
-// (notifications_email_enabled, default true).
+// (notifications_email_enabled, default true). Mails are queued in the durable mail outbox
+// (store.EnqueueMail) and sent by the mail dispatcher (internal/mailqueue), so a slow or dead
+// mail server never holds the worker that finished the task.
 package notify
 
 import (
@@ -17,22 +19,26 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
-// sendTimeout bounds one notification's delivery.
-const sendTimeout = 30 * time.Second
+// lookupTimeout bounds the reads and the enqueue of one notification.
+const lookupTimeout = 30 * time.Second
 
-// ScheduledRuns mails scheduled-run outcomes. Every field is required except Log.
+// ScheduledRuns mails scheduled-run outcomes. Store and Config are required.
 type ScheduledRuns struct {
 	Store  *store.Store
-	Mail   mail.Sender
 	Config func() *config.Config // read at each message: an administrator's change applies at once
+	// Queued is told after a mail was queued (the mail dispatcher's Notify); nil: the
+	// dispatcher's poll finds it.
+	Queued func()
 	Log    *slog.Logger
 }
 
 // TaskSettled is told a task after the step that moved it (the loop's publish hook). When the
 // task came from a scheduled run and has just COMPLETED, or FAILED without an automatic retry
 // pending, its owner gets one message: the run's name and the outcome in the subject, the answer
-// or the error in the body, and a link to the task under the public base (app_url). Failures
-// are logged, never returned: the task's state is already stored.
+// or the error in the body, and a link to the task under the public base (app_url). The mail
+// is queued in the outbox right after the step's transaction (not yet inside it: a crash
+// between the two loses this one mail). Failures are logged, never returned: the task's state
+// is already stored.
 func (n *ScheduledRuns) TaskSettled(ctx context.Context, t *store.Task) {
 	if !Due(t) {
 		return
@@ -42,7 +48,7 @@ func (n *ScheduledRuns) TaskSettled(ctx context.Context, t *store.Task) {
 		return
 	}
 	runID, _ := ScheduledRunID(t.Data)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()
 	u, err := n.Store.UserByID(ctx, t.UserID)
 	if err != nil {
@@ -68,8 +74,14 @@ func (n *ScheduledRuns) TaskSettled(ctx context.Context, t *store.Task) {
 	}
 	link := cfg.PublicBase() + "/tasks/" + strconv.FormatInt(t.ID, 10)
 	msg := mail.ScheduledRunFinishedMessage(u.Email, agentName, runName, failed, detail, link)
-	if err := n.Mail.Send(ctx, msg); err != nil {
-		n.log().Warn("scheduled run notification: send", "task_id", t.ID, "user_id", u.ID, "err", err)
+	err = n.Store.EnqueueMail(ctx, store.NewMail{To: msg.To, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
+		Kind: store.MailKindScheduledRun})
+	if err != nil {
+		n.log().Warn("scheduled run notification: queue mail", "task_id", t.ID, "user_id", u.ID, "err", err)
+		return
+	}
+	if n.Queued != nil {
+		n.Queued()
 	}
 }
 

@@ -3,35 +3,26 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
-type outbox struct {
-	mu   sync.Mutex
-	msgs []mail.Message
-	err  error
-}
-
-func (o *outbox) Send(_ context.Context, m mail.Message) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.err != nil {
-		return o.err
+// queued returns the mails the outbox holds for to.
+func queued(t *testing.T, st *store.Store, to string) []store.Mail {
+	t.Helper()
+	ms, err := st.Mails(context.Background(), to)
+	if err != nil {
+		t.Fatal(err)
 	}
-	o.msgs = append(o.msgs, m)
-	return nil
+	return ms
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -136,19 +127,22 @@ func TestTaskSettled(t *testing.T) {
 			cfg.AppURL = "https://svc.example/app"
 			task := *w.task
 			tt.edit(w, &task, cfg)
-			box := &outbox{}
-			n := &notify.ScheduledRuns{Store: w.st, Mail: box, Config: func() *config.Config { return cfg }}
+			n := &notify.ScheduledRuns{Store: w.st, Config: func() *config.Config { return cfg }}
 			n.TaskSettled(context.Background(), &task)
+			msgs := queued(t, w.st, email)
 			if tt.subject == "" {
-				if len(box.msgs) != 0 {
-					t.Fatalf("sent %+v", box.msgs)
+				if len(msgs) != 0 {
+					t.Fatalf("queued %+v", msgs)
 				}
 				return
 			}
-			if len(box.msgs) != 1 {
-				t.Fatalf("sent %d messages", len(box.msgs))
+			if len(msgs) != 1 {
+				t.Fatalf("queued %d messages", len(msgs))
 			}
-			m := box.msgs[0]
+			m := msgs[0]
+			if m.Kind != store.MailKindScheduledRun || m.State != store.MailPending {
+				t.Errorf("kind %q state %q", m.Kind, m.State)
+			}
 			if m.To != email || m.Subject != tt.subject {
 				t.Errorf("to %q subject %q, want %q", m.To, m.Subject, tt.subject)
 			}
@@ -166,16 +160,18 @@ func TestTaskSettled(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
-func TestTaskSettledSendFailureIsLogged(t *testing.T) {
+// TestTaskSettledQueuesAndWakes: the mail is queued, not sent (a dead mail server cannot hold
+// the step), and the dispatcher is woken once.
+func TestTaskSettledQueuesAndWakes(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, storetest.New(t), "ada@example.com")
 	task := *w.task
 	task.Status = taskstate.Completed
-	box := &outbox{err: errors.New("smtp down")}
-	n := &notify.ScheduledRuns{Store: w.st, Mail: box, Config: config.Defaults, Log: slog.New(slog.DiscardHandler)}
-	n.TaskSettled(context.Background(), &task) // must neither panic nor block
-	if len(box.msgs) != 0 {
-		t.Fatal("sent despite the failure")
+	woken := 0
+	n := &notify.ScheduledRuns{Store: w.st, Config: config.Defaults, Queued: func() { woken++ }, Log: slog.New(slog.DiscardHandler)}
+	n.TaskSettled(context.Background(), &task)
+	if ms := queued(t, w.st, "ada@example.com"); len(ms) != 1 || woken != 1 {
+		t.Fatalf("queued %d, woken %d", len(ms), woken)
 	}
 }
 
@@ -202,9 +198,9 @@ func TestLongAnswersAreShortened(t *testing.T) {
 	w := newWorld(t, storetest.New(t), "ada@example.com")
 	task := *w.task
 	task.Status, task.Answer = taskstate.Completed, ptr(strings.Repeat("é", 10000))
-	box := &outbox{}
-	(&notify.ScheduledRuns{Store: w.st, Mail: box, Config: config.Defaults}).TaskSettled(context.Background(), &task)
-	if len(box.msgs) != 1 || strings.Count(box.msgs[0].Text, "é") > 4000 || !strings.Contains(box.msgs[0].Text, "…") {
-		t.Fatalf("long answer: %d messages", len(box.msgs))
+	(&notify.ScheduledRuns{Store: w.st, Config: config.Defaults}).TaskSettled(context.Background(), &task)
+	msgs := queued(t, w.st, "ada@example.com")
+	if len(msgs) != 1 || strings.Count(msgs[0].Text, "é") > 4000 || !strings.Contains(msgs[0].Text, "…") {
+		t.Fatalf("long answer: %d messages", len(msgs))
 	}
 }

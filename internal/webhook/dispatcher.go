@@ -3,8 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/outbox"
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/store"
 )
@@ -56,10 +55,10 @@ func NewClient(opts netguard.Options) *http.Client {
 	}
 }
 
-// Dispatcher sends due deliveries of the outbox. Background work has one owner: Start begins
-// the loop, Stop ends claiming and waits for in-flight POSTs; RunOnce sends one batch (tests,
-// or a caller with its own schedule). Several dispatchers (processes) may share one database:
-// claims are leased.
+// Dispatcher sends due deliveries of the outbox on the loop shared by every outbox
+// (internal/outbox). Background work has one owner: Start begins the loop, Stop ends claiming
+// and waits for in-flight POSTs; RunOnce sends one batch (tests, or a caller with its own
+// schedule). Several dispatchers (processes) may share one database: claims are leased.
 type Dispatcher struct {
 	Store Store
 	// Render turns a delivery's snapshot into the bare chat JSON (the body that is signed).
@@ -80,7 +79,7 @@ type Dispatcher struct {
 	HeaderTimeout, HardTimeout time.Duration
 
 	initOnce sync.Once
-	base     startstop.Base
+	loop     *outbox.Loop[store.WebhookDelivery]
 }
 
 func (d *Dispatcher) init() {
@@ -94,23 +93,15 @@ func (d *Dispatcher) init() {
 		if d.Logger == nil {
 			d.Logger = slog.Default()
 		}
-		if d.WorkerID == "" {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			d.WorkerID = "webhook-" + hex.EncodeToString(b[:])
-		}
-		if d.Poll <= 0 {
-			d.Poll = time.Second
-		}
-		if d.Concurrency <= 0 {
-			d.Concurrency = 8
-		}
 		if d.HeaderTimeout <= 0 {
 			d.HeaderTimeout = HeaderTimeout
 		}
 		if d.HardTimeout <= 0 {
 			d.HardTimeout = HardTimeout
 		}
+		d.loop = &outbox.Loop[store.WebhookDelivery]{Name: "webhook", Claim: d.claim, Deliver: d.deliver,
+			Clock: d.Clock, Logger: d.Logger, WorkerID: d.WorkerID, Poll: d.Poll, BatchSize: BatchSize,
+			Concurrency: d.Concurrency, Lease: Lease}
 	})
 }
 
@@ -119,39 +110,21 @@ func (d *Dispatcher) init() {
 // nothing.
 func (d *Dispatcher) Start(ctx context.Context) {
 	d.init()
-	d.base.Start(ctx, d.loop)
+	d.loop.Start(ctx)
 }
 
 // Notify makes the loop look for due deliveries at once (a chat settled) instead of waiting
 // for the next poll. Safe before Start (the first pass looks anyway) and from any goroutine.
-func (d *Dispatcher) Notify() { d.base.Notify() }
+func (d *Dispatcher) Notify() {
+	d.init()
+	d.loop.Notify()
+}
 
 // Stop ends claiming and waits until the POSTs in flight are answered (each is bounded by
 // HardTimeout) and recorded, or ctx ends (then an error: deliveries are still in flight).
 func (d *Dispatcher) Stop(ctx context.Context) error {
-	if err := d.base.Stop(ctx); err != nil {
-		return fmt.Errorf("webhook: stop timed out with deliveries in flight: %w", err)
-	}
-	return nil
-}
-
-func (d *Dispatcher) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		n, err := d.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.Logger.Error("claim webhook deliveries", "err", err)
-		}
-		if n == BatchSize {
-			continue // there may be more due right away
-		}
-		poll := d.Clock.NewTimer(d.Poll)
-		select {
-		case <-ctx.Done():
-		case <-d.base.Woken():
-		case <-poll.C():
-		}
-		poll.Stop()
-	}
+	d.init()
+	return d.loop.Stop(ctx)
 }
 
 // RunOnce claims one batch of due deliveries (at most BatchSize), sends them (at most
@@ -159,24 +132,12 @@ func (d *Dispatcher) loop(ctx context.Context) {
 // a batch is sent and recorded even if ctx ends meanwhile (Stop drains).
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	d.init()
-	batch, err := d.Store.ClaimDeliveries(ctx, d.WorkerID, BatchSize, Lease)
-	if err != nil {
-		return 0, err
-	}
-	work := context.WithoutCancel(ctx)
-	sem := make(chan struct{}, d.Concurrency)
-	var wg sync.WaitGroup
-	for _, del := range batch {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			d.deliver(work, del)
-		}()
-	}
-	wg.Wait()
-	return len(batch), nil
+	return d.loop.RunOnce(ctx)
+}
+
+// claim leases a batch (Store is read at each claim, so a dispatcher is built before it is set).
+func (d *Dispatcher) claim(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.WebhookDelivery, error) {
+	return d.Store.ClaimDeliveries(ctx, workerID, limit, lease)
 }
 
 // deliver makes one attempt and records it.
