@@ -152,10 +152,25 @@ func TestNotifications(t *testing.T) {
 		t.Fatalf("replaced subscription = %+v", sub.Data.Subscription)
 	}
 	owner.Delete(fmt.Sprintf("/groups/%d/members/%d", g.Data.Group.Id, memberU.Id)).Expect(t, http.StatusOK)
+	// The owner opts into email for approvals on the agent.
+	owner.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": agentID,
+		"kinds": []string{"pending_approval"}, "email": true}).Expect(t, http.StatusCreated)
 	owner.Post("/tasks", map[string]any{"agent_id": agentID, "prompt": "Again?"}).Expect(t, 201)
 	runQueued(t, env.App)
 	if ms, _ := listNotifications(t, member, ""); len(ms) != 1 {
 		t.Fatalf("a subscription to an invisible agent delivered: %+v", ms)
+	}
+	mailed := 0
+	for _, m := range env.Mails() {
+		if m.Subject == "Calc needs approval" {
+			if len(m.To) != 1 || m.To[0] != string(ownerU.Email) {
+				t.Fatalf("notification mail to %v", m.To)
+			}
+			mailed++
+		}
+	}
+	if mailed != 1 {
+		t.Fatalf("%d notification mails, want 1 (the owner's email subscription)", mailed)
 	}
 
 	// Unsubscribe by id, by target, idempotent; naming neither is 422.

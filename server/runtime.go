@@ -72,7 +72,12 @@ func (a *App) buildServices() {
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
 	s.Push = push.NewService(s.Config.Current, s.Hub)
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
-	s.Store.OnNotifications(s.Notifications.Created)
+	s.Store.OnNotifications(func(ctx context.Context, ns []store.Notification) {
+		s.Notifications.Created(ctx, ns)
+		if slices.ContainsFunc(ns, func(n store.Notification) bool { return n.Email }) {
+			s.Mails.Notify() // their mails were queued with them
+		}
+	})
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)

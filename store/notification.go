@@ -239,11 +239,25 @@ func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) erro
 		if err := tx.Create(&n).Error; err != nil {
 			return fmt.Errorf("task %d: create notification: %w", t.ID, err)
 		}
+		if n.Email {
+			if err := s.mailNotification(tx, &n); err != nil {
+				return err
+			}
+		}
 		if c := createdFrom(tx); c != nil {
 			c.notifications = append(c.notifications, n)
 		}
 	}
 	return nil
+}
+
+// mailNotification queues the mail of notification n, in the transaction that created it.
+func (s *Store) mailNotification(tx *gorm.DB, n *Notification) error {
+	var to string
+	if err := tx.Table("users").Select("email").Where("id = ?", n.UserID).Row().Scan(&to); err != nil {
+		return fmt.Errorf("notification mail: %w", err)
+	}
+	return s.enqueueMailTx(tx, NewMail{To: to, Subject: n.Title, Text: n.Body + "\n", Kind: MailKindNotification})
 }
 
 // canSeePrincipal reports whether user uid may see the resources of principal p: theirs, a
