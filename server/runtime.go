@@ -102,42 +102,50 @@ func (a *App) buildServices() {
 // chores is the housekeeping pass of a worker mode, reaping with reap.
 func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
 	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media,
-		Notifications: a.Notifications, Clock: a.clock}
+		Notifications: a.Notifications, Clock: a.clock,
+		Changed: func(ctx context.Context, id int64) {
+			if t, err := a.Store.Task(ctx, id); err == nil {
+				a.taskChanged(ctx, t)
+			}
+		}}
 }
 
 // newLoop builds the agent loop over the app's store, tools and configuration; after every
-// step it publishes the task to its owner's topic on the push channel, wakes the callback
-// dispatcher when the step enqueued a callback, and mails the owner of a finished scheduled run.
+// step it follows the task with taskChanged.
 func (a *App) newLoop() *agentloop.Loop {
 	cfg := a.Config.Current()
 	board := &agentloop.TodoBoard{}
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
-	notifier := &notify.ScheduledRuns{Store: a.Store, Config: a.Config.Current, Queued: a.Mails.Notify, Log: a.Logger}
-	publish := func(ctx context.Context, t *store.Task) {
-		v, err := a.Tasks.ViewOf(ctx, t)
-		if err == nil {
-			var data []byte
-			if data, err = api.TaskEvent(v); err == nil {
-				err = a.Push.Publish(ctx, push.TaskTopic(t.UserID), data)
-			}
-		}
-		if err != nil {
-			a.Logger.Warn("publish task", "task_id", t.ID, "err", err)
-		}
-		if t.CallbackURL != nil && slices.Contains(taskstate.Settled, t.Status) {
-			a.Webhooks.Notify() // the step enqueued a callback: send it now rather than at the next poll
-		}
-		notifier.TaskSettled(ctx, t) // a scheduled run's task that just finished: mail its owner
-	}
+	a.scheduledRuns = &notify.ScheduledRuns{Store: a.Store, Config: a.Config.Current, Queued: a.Mails.Notify, Log: a.Logger}
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs,
-		Todos: board, Publish: publish, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
+		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
 		Lease: agentloop.DefaultLease, StepBound: time.Duration(cfg.WorkerStaleMinutes) * time.Minute, Clock: startstop.RealClock(a.clock),
 		AgentTools: a.ToolConfig,
 		Driver:     a.driver,
 	}
+}
+
+// taskChanged follows a task that a step or housekeeping moved: it publishes the task to its
+// owner's topic on the push channel, wakes the callback dispatcher when the change enqueued a
+// callback, and mails the owner of a finished scheduled run.
+func (a *App) taskChanged(ctx context.Context, t *store.Task) {
+	v, err := a.Tasks.ViewOf(ctx, t)
+	if err == nil {
+		var data []byte
+		if data, err = api.TaskEvent(v); err == nil {
+			err = a.Push.Publish(ctx, push.TaskTopic(t.UserID), data)
+		}
+	}
+	if err != nil {
+		a.Logger.Warn("publish task", "task_id", t.ID, "err", err)
+	}
+	if t.CallbackURL != nil && slices.Contains(taskstate.Settled, t.Status) {
+		a.Webhooks.Notify() // the change enqueued a callback: send it now rather than at the next poll
+	}
+	a.scheduledRuns.TaskSettled(ctx, t) // a scheduled run's task that just finished: mail its owner
 }
 
 // newWebhooks builds the dispatcher of chat callbacks. In server mode Start starts it with the

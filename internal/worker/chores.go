@@ -27,6 +27,9 @@ type Chores struct {
 	Tasks     *task.Service     // schedules the automatic retry of each reaped task
 	Schedules *schedule.Service // dispatches due scheduled runs
 	Media     *media.Service    // sweeps expired media uploads
+	// Changed follows each task the reaper moved (push event, callbacks, scheduled-run mail), as
+	// the loop does after a step; nil: nobody.
+	Changed func(ctx context.Context, taskID int64)
 	// Notifications removes read notifications past their retention; nil keeps them.
 	Notifications *notification.Service
 	Clock         func() time.Time // the "now" of reaping and dispatching
@@ -60,6 +63,11 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 		for _, id := range r.Failed {
 			if err := c.Tasks.Reaped(ctx, id); !errors.Is(err, svcerr.ErrNotFound) {
 				errs = append(errs, err)
+			}
+		}
+		if c.Changed != nil {
+			for _, id := range append(r.Requeued, r.Failed...) {
+				c.Changed(ctx, id)
 			}
 		}
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // TestChoresPass: reaping uses the injected clock's now (a live lease stays), a reaped task
-// fails with the reaper's code, and a failing reaper does not keep the due scheduled run from
+// fails with the reaper's code and is followed like a step's (Changed), and a failing reaper does not keep the due scheduled run from
 // being dispatched.
 func TestChoresPass(t *testing.T) {
 	t.Parallel()
@@ -30,8 +30,10 @@ func TestChoresPass(t *testing.T) {
 	if got, err := s.ClaimQueued(ctx, "gone", time.Minute, 1); err != nil || len(got) != 1 {
 		t.Fatalf("ClaimQueued = %+v, %v", got, err)
 	}
+	var changed []int64
 	chores := &worker.Chores{Reap: s.ReapDisconnected, Tasks: task.New(s, nil), Schedules: schedule.New(s),
-		Media: media.New(s, t.TempDir(), clock.Now), Clock: clock.Now}
+		Media: media.New(s, t.TempDir(), clock.Now), Clock: clock.Now,
+		Changed: func(_ context.Context, id int64) { changed = append(changed, id) }}
 	if h, err := chores.Run(ctx); err != nil || h != (worker.Housekeeping{}) {
 		t.Fatalf("pass within the lease = %+v, %v", h, err)
 	}
@@ -41,6 +43,9 @@ func TestChoresPass(t *testing.T) {
 	}
 	if got, err := s.Task(ctx, tk.ID); err != nil || got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != taskstate.CodeWorkerDisconnected {
 		t.Fatalf("reaped task = %+v, %v", got, err)
+	}
+	if len(changed) != 1 || changed[0] != tk.ID {
+		t.Fatalf("Changed was told %v, want the reaped task (its event, callback and mail follow)", changed)
 	}
 
 	prompt, due := "daily digest", clock.Now()
