@@ -101,7 +101,6 @@ func New(d Deps) *API {
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.
 func UnimplementedOperations() []string { return append([]string(nil), unimplementedOps...) }
 
-
 // caller returns the authenticated identity the gate put on ctx.
 func caller(ctx context.Context) (*account.Identity, error) {
 	id := account.IdentityFrom(ctx)
