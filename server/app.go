@@ -15,7 +15,6 @@ import (
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/skill"
@@ -51,9 +50,7 @@ type App struct {
 	clock      func() time.Time // Options.Clock, or time.Now
 	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer; the outbox's sender, and the test message's
 	llmClients *llmClients      // model HTTP clients: screened for group configurations
-	// scheduledRuns mails the owner of a finished scheduled run (taskChanged).
-	scheduledRuns *notify.ScheduledRuns
-	closers       []io.Closer
+	closers    []io.Closer
 }
 
 // Open assembles the service from its configuration: logger, master key, database (migrated),

@@ -72,12 +72,9 @@ func (a *App) buildServices() {
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
 	s.Push = push.NewService(s.Config.Current, s.Hub)
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
-	s.Store.OnNotifications(func(ctx context.Context, ns []store.Notification) {
-		s.Notifications.Created(ctx, ns)
-		if slices.ContainsFunc(ns, func(n store.Notification) bool { return n.Email }) {
-			s.Mails.Notify() // their mails were queued with them
-		}
-	})
+	s.Store.OnNotifications(s.Notifications.Created)
+	s.Store.OnMailQueued(s.Mails.Notify)
+	s.Store.OnScheduledRunFinished((&notify.ScheduledRuns{Config: s.Config.Current}).Mail)
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
@@ -118,7 +115,6 @@ func (a *App) newLoop() *agentloop.Loop {
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
-	a.scheduledRuns = &notify.ScheduledRuns{Store: a.Store, Config: a.Config.Current, Queued: a.Mails.Notify, Log: a.Logger}
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs,
 		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
@@ -129,8 +125,8 @@ func (a *App) newLoop() *agentloop.Loop {
 }
 
 // taskChanged follows a task that a step or housekeeping moved: it publishes the task to its
-// owner's topic on the push channel, wakes the callback dispatcher when the change enqueued a
-// callback, and mails the owner of a finished scheduled run.
+// owner's topic on the push channel and wakes the callback dispatcher when the change enqueued
+// a callback. (Mails and notifications of the change were written in its transaction.)
 func (a *App) taskChanged(ctx context.Context, t *store.Task) {
 	v, err := a.Tasks.ViewOf(ctx, t)
 	if err == nil {
@@ -145,7 +141,6 @@ func (a *App) taskChanged(ctx context.Context, t *store.Task) {
 	if t.CallbackURL != nil && slices.Contains(taskstate.Settled, t.Status) {
 		a.Webhooks.Notify() // the change enqueued a callback: send it now rather than at the next poll
 	}
-	a.scheduledRuns.TaskSettled(ctx, t) // a scheduled run's task that just finished: mail its owner
 }
 
 // newWebhooks builds the dispatcher of chat callbacks. In server mode Start starts it with the

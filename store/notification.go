@@ -190,6 +190,9 @@ func (s *Store) notifyTasks(tx *gorm.DB, now time.Time, ids ...int64) error {
 				return err
 			}
 		}
+		if err := s.scheduledRunMail(tx, &t); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -257,7 +260,74 @@ func (s *Store) mailNotification(tx *gorm.DB, n *Notification) error {
 	if err := tx.Table("users").Select("email").Where("id = ?", n.UserID).Row().Scan(&to); err != nil {
 		return fmt.Errorf("notification mail: %w", err)
 	}
+	if c := createdFrom(tx); c != nil {
+		c.mailed = true
+	}
 	return s.enqueueMailTx(tx, NewMail{To: to, Subject: n.Title, Text: n.Body + "\n", Kind: MailKindNotification})
+}
+
+// ScheduledRunOutcome is a scheduled run's task that has just finished for good, for the mail
+// to its owner.
+type ScheduledRunOutcome struct {
+	TaskID    int64
+	To        string // the owner's address
+	AgentName string
+	RunName   string // "" when the run was deleted meanwhile
+	Failed    bool
+	Detail    string // the answer, or "CODE: message" of the failure
+}
+
+// OnScheduledRunFinished sets the builder of the mail that tells the owner a scheduled run's
+// task finished (COMPLETED, or FAILED with no automatic retry to come); it answers false when
+// no mail is due (notifications_email_enabled off). The mail is queued in the transaction of
+// the transition, so a crash never loses it and a retried step never sends it twice.
+func (s *Store) OnScheduledRunFinished(f func(o ScheduledRunOutcome) (NewMail, bool)) { s.onScheduledRun = f }
+
+// OnMailQueued sets the hook told after a transaction that queued a mail committed (the mail
+// dispatcher's Notify).
+func (s *Store) OnMailQueued(f func()) { s.onMailQueued = f }
+
+// scheduledRunMail queues, in tx, the mail of scheduled-run task t that has just finished for
+// good.
+func (s *Store) scheduledRunMail(tx *gorm.DB, t *taskRow) error {
+	runID, scheduled := scheduledRunID(t.Data)
+	if s.onScheduledRun == nil || !scheduled || (t.Status != taskstate.Completed && t.Status != taskstate.Failed) {
+		return nil
+	}
+	var agent struct {
+		Name       string
+		MaxRetries int
+	}
+	if err := tx.Table("agents").Select("name", "max_retries").Where("id = ?", t.AgentID).Take(&agent).Error; err != nil {
+		return fmt.Errorf("task %d: scheduled run mail: %w", t.ID, err)
+	}
+	o := ScheduledRunOutcome{TaskID: t.ID, AgentName: agent.Name, Failed: t.Status == taskstate.Failed}
+	if o.Failed {
+		code := deref(t.ErrorCode)
+		if taskstate.WillRetry(code, t.RetryCount, agent.MaxRetries) {
+			return nil // the retry's outcome is mailed instead
+		}
+		o.Detail = code + ": " + deref(t.ErrorMessage)
+	} else {
+		o.Detail = deref(t.Answer)
+	}
+	if err := tx.Table("users").Select("email").Where("id = ?", t.UserID).Row().Scan(&o.To); err != nil {
+		return fmt.Errorf("task %d: scheduled run mail: %w", t.ID, err)
+	}
+	var run struct{ Name string }
+	if err := tx.Table("scheduled_runs").Select("name").Where("id = ? AND agent_id = ?", runID, t.AgentID).Take(&run).Error; err == nil {
+		o.RunName = run.Name
+	} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("task %d: scheduled run mail: %w", t.ID, err)
+	}
+	m, due := s.onScheduledRun(o)
+	if !due {
+		return nil
+	}
+	if c := createdFrom(tx); c != nil {
+		c.mailed = true
+	}
+	return s.enqueueMailTx(tx, m)
 }
 
 // canSeePrincipal reports whether user uid may see the resources of principal p: theirs, a
@@ -279,6 +349,7 @@ type createdKey struct{}
 
 type created struct {
 	notifications []Notification
+	mailed        bool // a mail was queued: wake the mail dispatcher after the commit
 }
 
 func withCreated(ctx context.Context, c *created) context.Context {

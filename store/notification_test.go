@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,3 +118,85 @@ func TestNotificationsFollowTransitions(t *testing.T) {
 		t.Fatalf("retention removed %d, %v", n, err)
 	}
 }
+
+// TestScheduledRunMailInTransition: the mail of a finished scheduled run is queued in the
+// transaction of the transition (a refused transition queues none), not for a failure whose
+// automatic retry is to come, and also for a task the reaper fails; the dispatcher is woken
+// after the commit.
+func TestScheduledRunMailInTransition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
+	s := storetest.NewWithClock(t, clock.Now)
+	var outcomes []store.ScheduledRunOutcome
+	woken := 0
+	s.OnScheduledRunFinished(func(o store.ScheduledRunOutcome) (store.NewMail, bool) {
+		outcomes = append(outcomes, o)
+		return store.NewMail{To: o.To, Subject: "run " + o.RunName, Text: o.Detail + "\n", Kind: store.MailKindScheduledRun}, true
+	})
+	s.OnMailQueued(func() { woken++ })
+	u := storetest.User(t, s)
+	retries := 1
+	a := storetest.Agent(t, s, u.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
+	run, err := s.CreateScheduledRun(ctx, a.ID, u.ID, store.ScheduledRunFields{Name: "Digest", Prompt: ptrTo("Digest"),
+		RunAt: ptrTo(clock.Now()), Timezone: "UTC", IsActive: true}, func(*store.Agent, *store.PromptTemplate) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduled := func(nt *store.NewTask) { nt.Data = map[string]any{"scheduled_run_id": run.ID} }
+	mails := func() []store.Mail {
+		ms, err := s.Mails(ctx, string(u.Email))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	finish := func(id int64, o store.StepOutcome) {
+		t.Helper()
+		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		if _, err := s.FinishStep(ctx, id, "w", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := "All quiet."
+	done := storetest.Task(t, s, a, u.ID, scheduled)
+	finish(done.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer})
+	if ms := mails(); len(ms) != 1 || ms[0].Subject != "run Digest" || woken != 1 || outcomes[0].Detail != answer || outcomes[0].Failed {
+		t.Fatalf("after a completed run: %+v, woken %d, outcomes %+v", ms, woken, outcomes)
+	}
+	// A transient failure with a retry to come: no mail yet.
+	flaky := storetest.Task(t, s, a, u.ID, scheduled)
+	finish(flaky.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}})
+	if ms := mails(); len(ms) != 1 {
+		t.Fatalf("a failure with a retry to come was mailed: %+v", ms)
+	}
+	// A permanent failure: mailed with its code; an ordinary task: never.
+	broken := storetest.Task(t, s, a, u.ID, scheduled)
+	finish(broken.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeAuthError, Message: "bad key"}})
+	plain := storetest.Task(t, s, a, u.ID)
+	finish(plain.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer})
+	if ms := mails(); len(ms) != 2 || outcomes[1].Detail != "AUTH_ERROR: bad key" || !outcomes[1].Failed {
+		t.Fatalf("after a permanent failure and a plain task: %d mails, outcomes %+v", len(ms), outcomes)
+	}
+	// Reaped past its recoveries after its retry was spent: mailed by the reaper's transaction.
+	reaped := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { scheduled(nt) })
+	if _, err := s.TransitionTask(ctx, reaped.ID, store.TaskTransition{Action: "test", From: []string{taskstate.Queued}, To: taskstate.Queued, IncRetry: true}); err != nil {
+		t.Fatal(err)
+	}
+	for range store.MaxRecoveries + 1 {
+		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		clock.Advance(2 * time.Minute)
+		if _, err := s.ReapStale(ctx, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ms := mails(); len(ms) != 3 || !strings.HasPrefix(outcomes[2].Detail, taskstate.CodeOrphaned) {
+		t.Fatalf("after the reaper: %d mails, outcomes %+v", len(ms), outcomes)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -68,6 +68,9 @@ type Store struct {
 	clock    func() time.Time
 	log      *slog.Logger
 	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
+	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
+	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
+	onMailQueued   func() // OnMailQueued
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -211,6 +214,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	err := TranslateError(s.db.WithContext(withCreated(ctx, c)).Transaction(fn))
 	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
 		s.onNotify(context.WithoutCancel(ctx), c.notifications)
+	}
+	if err == nil && c.mailed && s.onMailQueued != nil {
+		s.onMailQueued()
 	}
 	return err
 }

@@ -635,7 +635,7 @@ func (s *Service) ScheduleRetry(ctx context.Context, taskID int64) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if t.RetryCount >= a.MaxRetries {
+	if !taskstate.WillRetry(t.Error.Code, t.RetryCount, a.MaxRetries) {
 		return false, nil
 	}
 	ok, err := s.store.ScheduleTaskRetry(ctx, t.ID, time.Duration(a.RetryAfterMinutes)*time.Minute, a.MaxRetries)

@@ -70,3 +70,10 @@ var transient = []string{
 
 // IsTransient reports whether a task that failed with code may be retried automatically.
 func IsTransient(code string) bool { return slices.Contains(transient, code) }
+
+// WillRetry reports whether a task that failed with code, retried retryCount times already by an
+// agent allowing maxRetries, gets an automatic retry (DESIGN.md §3: transient codes, within the
+// agent's max_retries).
+func WillRetry(code string, retryCount, maxRetries int) bool {
+	return IsTransient(code) && retryCount < maxRetries
+}
