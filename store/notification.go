@@ -281,7 +281,9 @@ type ScheduledRunOutcome struct {
 // task finished (COMPLETED, or FAILED with no automatic retry to come); it answers false when
 // no mail is due (notifications_email_enabled off). The mail is queued in the transaction of
 // the transition, so a crash never loses it and a retried step never sends it twice.
-func (s *Store) OnScheduledRunFinished(f func(o ScheduledRunOutcome) (NewMail, bool)) { s.onScheduledRun = f }
+func (s *Store) OnScheduledRunFinished(f func(o ScheduledRunOutcome) (NewMail, bool)) {
+	s.onScheduledRun = f
+}
 
 // OnMailQueued sets the hook told after a transaction that queued a mail committed (the mail
 // dispatcher's Notify).
