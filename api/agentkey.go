@@ -16,6 +16,12 @@ func WithAgentKey(ctx context.Context, k *store.AgentAPIKey) context.Context {
 
 // agentKey returns the key the gate authenticated for a per-agent API operation:
 // ErrUnauthenticated when there is none (the gate never lets such a request through).
+// AgentKeyFrom returns the per-agent API key the gate authenticated, or nil.
+func AgentKeyFrom(ctx context.Context) *store.AgentAPIKey {
+	k, _ := ctx.Value(agentKeyCtx{}).(*store.AgentAPIKey)
+	return k
+}
+
 func agentKey(ctx context.Context) (*store.AgentAPIKey, error) {
 	if k, ok := ctx.Value(agentKeyCtx{}).(*store.AgentAPIKey); ok && k != nil {
 		return k, nil

@@ -4540,6 +4540,9 @@ type GroupsToolClassPath = string
 // GroupsUidPath Example: 42
 type GroupsUidPath = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // LocationId defines model for LocationId.
 type LocationId = int64
 
@@ -4604,10 +4607,75 @@ type ListAgentChatsParams struct {
 	Since *string `form:"since,omitempty" json:"since,omitempty"`
 }
 
+// StartAgentChatParams defines parameters for StartAgentChat.
+type StartAgentChatParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AnswerAgentChatParams defines parameters for AnswerAgentChat.
+type AnswerAgentChatParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ApproveAgentChatParams defines parameters for ApproveAgentChat.
+type ApproveAgentChatParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAgentChatMessagesParams defines parameters for ListAgentChatMessages.
 type ListAgentChatMessagesParams struct {
 	// SinceSequence Only messages whose `sequence` is greater than this.
 	SinceSequence *AgentApiSinceSequence `form:"since_sequence,omitempty" json:"since_sequence,omitempty"`
+}
+
+// SendAgentChatMessageParams defines parameters for SendAgentChatMessage.
+type SendAgentChatMessageParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RejectAgentChatParams defines parameters for RejectAgentChat.
+type RejectAgentChatParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // GetAgentChatTranscriptParams defines parameters for GetAgentChatTranscript.
@@ -4753,6 +4821,71 @@ type ListTasksParams struct {
 
 	// PerPage Page size (default 25, at most 100).
 	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// CreateTaskParams defines parameters for CreateTask.
+type CreateTaskParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AnswerTaskParams defines parameters for AnswerTask.
+type AnswerTaskParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ApproveTaskParams defines parameters for ApproveTask.
+type ApproveTaskParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ContinueTaskParams defines parameters for ContinueTask.
+type ContinueTaskParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RejectTaskParams defines parameters for RejectTask.
+type RejectTaskParams struct {
+	// IdempotencyKey Makes a retried request safe: the first request with a key acts and its answer
+	// (status and body) is kept for 24 hours per caller (user, or per-agent API key); a repeat
+	// with the same key and the same request answers that same response without acting again,
+	// with the header `Idempotent-Replayed: true` (also after a restart, and when repeats arrive
+	// while the first is still running: they wait for its answer, at most 10 s, else 409
+	// CONFLICT). The same key with a different request (body, inline files or path) answers
+	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
+	// 255 visible ASCII characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListUsersParams defines parameters for ListUsers.
@@ -4972,22 +5105,22 @@ type ServerInterface interface {
 	ListAgentChats(c *gin.Context, params ListAgentChatsParams)
 	// StartAgentChat Start a chat
 	// (POST /agent-api/chats)
-	StartAgentChat(c *gin.Context)
+	StartAgentChat(c *gin.Context, params StartAgentChatParams)
 	// AnswerAgentChat Answer a question the agent asked
 	// (POST /agent-api/chats/{id}/answer)
-	AnswerAgentChat(c *gin.Context, id AgentApiChatId)
+	AnswerAgentChat(c *gin.Context, id AgentApiChatId, params AnswerAgentChatParams)
 	// ApproveAgentChat Decide the pending tool calls of a chat
 	// (POST /agent-api/chats/{id}/approve)
-	ApproveAgentChat(c *gin.Context, id AgentApiChatId)
+	ApproveAgentChat(c *gin.Context, id AgentApiChatId, params ApproveAgentChatParams)
 	// ListAgentChatMessages User and assistant messages of a chat
 	// (GET /agent-api/chats/{id}/messages)
 	ListAgentChatMessages(c *gin.Context, id AgentApiChatId, params ListAgentChatMessagesParams)
 	// SendAgentChatMessage Continue a chat with a follow-up message
 	// (POST /agent-api/chats/{id}/messages)
-	SendAgentChatMessage(c *gin.Context, id AgentApiChatId)
+	SendAgentChatMessage(c *gin.Context, id AgentApiChatId, params SendAgentChatMessageParams)
 	// RejectAgentChat Reject the pending tool calls of a chat
 	// (POST /agent-api/chats/{id}/reject)
-	RejectAgentChat(c *gin.Context, id AgentApiChatId)
+	RejectAgentChat(c *gin.Context, id AgentApiChatId, params RejectAgentChatParams)
 	// GetAgentChatStatus Status and final answer of a chat
 	// (GET /agent-api/chats/{id}/status)
 	GetAgentChatStatus(c *gin.Context, id AgentApiChatId)
@@ -5341,7 +5474,7 @@ type ServerInterface interface {
 	ListTasks(c *gin.Context, params ListTasksParams)
 	// CreateTask Start a task (a chat) for an agent
 	// (POST /tasks)
-	CreateTask(c *gin.Context)
+	CreateTask(c *gin.Context, params CreateTaskParams)
 	// DeleteTask Delete a task
 	// (DELETE /tasks/{taskId})
 	DeleteTask(c *gin.Context, taskId TasksTaskId)
@@ -5356,16 +5489,16 @@ type ServerInterface interface {
 	AbortSubAgentTask(c *gin.Context, taskId TasksTaskId)
 	// AnswerTask Answer a pending question batch
 	// (POST /tasks/{taskId}/answer)
-	AnswerTask(c *gin.Context, taskId TasksTaskId)
+	AnswerTask(c *gin.Context, taskId TasksTaskId, params AnswerTaskParams)
 	// ApproveTask Decide pending tool calls
 	// (POST /tasks/{taskId}/approve)
-	ApproveTask(c *gin.Context, taskId TasksTaskId)
+	ApproveTask(c *gin.Context, taskId TasksTaskId, params ApproveTaskParams)
 	// ContinueTask Continue a task with a follow-up prompt
 	// (POST /tasks/{taskId}/continue)
-	ContinueTask(c *gin.Context, taskId TasksTaskId)
+	ContinueTask(c *gin.Context, taskId TasksTaskId, params ContinueTaskParams)
 	// RejectTask Reject the pending tool calls
 	// (POST /tasks/{taskId}/reject)
-	RejectTask(c *gin.Context, taskId TasksTaskId)
+	RejectTask(c *gin.Context, taskId TasksTaskId, params RejectTaskParams)
 	// RetryTask Retry a failed task now
 	// (POST /tasks/{taskId}/retry)
 	RetryTask(c *gin.Context, taskId TasksTaskId)
@@ -5486,6 +5619,33 @@ func (siw *ServerInterfaceWrapper) ListAgentChats(c *gin.Context) {
 // StartAgentChat operation middleware
 func (siw *ServerInterfaceWrapper) StartAgentChat(c *gin.Context) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StartAgentChatParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -5493,7 +5653,7 @@ func (siw *ServerInterfaceWrapper) StartAgentChat(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.StartAgentChat(c)
+	siw.Handler.StartAgentChat(c, params)
 }
 
 // AnswerAgentChat operation middleware
@@ -5511,6 +5671,30 @@ func (siw *ServerInterfaceWrapper) AnswerAgentChat(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AnswerAgentChatParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -5518,7 +5702,7 @@ func (siw *ServerInterfaceWrapper) AnswerAgentChat(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.AnswerAgentChat(c, id)
+	siw.Handler.AnswerAgentChat(c, id, params)
 }
 
 // ApproveAgentChat operation middleware
@@ -5536,6 +5720,30 @@ func (siw *ServerInterfaceWrapper) ApproveAgentChat(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApproveAgentChatParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -5543,7 +5751,7 @@ func (siw *ServerInterfaceWrapper) ApproveAgentChat(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.ApproveAgentChat(c, id)
+	siw.Handler.ApproveAgentChat(c, id, params)
 }
 
 // ListAgentChatMessages operation middleware
@@ -5597,6 +5805,30 @@ func (siw *ServerInterfaceWrapper) SendAgentChatMessage(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendAgentChatMessageParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -5604,7 +5836,7 @@ func (siw *ServerInterfaceWrapper) SendAgentChatMessage(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.SendAgentChatMessage(c, id)
+	siw.Handler.SendAgentChatMessage(c, id, params)
 }
 
 // RejectAgentChat operation middleware
@@ -5622,6 +5854,30 @@ func (siw *ServerInterfaceWrapper) RejectAgentChat(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RejectAgentChatParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -5629,7 +5885,7 @@ func (siw *ServerInterfaceWrapper) RejectAgentChat(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.RejectAgentChat(c, id)
+	siw.Handler.RejectAgentChat(c, id, params)
 }
 
 // GetAgentChatStatus operation middleware
@@ -8529,6 +8785,33 @@ func (siw *ServerInterfaceWrapper) ListTasks(c *gin.Context) {
 // CreateTask operation middleware
 func (siw *ServerInterfaceWrapper) CreateTask(c *gin.Context) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTaskParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -8536,7 +8819,7 @@ func (siw *ServerInterfaceWrapper) CreateTask(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.CreateTask(c)
+	siw.Handler.CreateTask(c, params)
 }
 
 // DeleteTask operation middleware
@@ -8654,6 +8937,30 @@ func (siw *ServerInterfaceWrapper) AnswerTask(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AnswerTaskParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -8661,7 +8968,7 @@ func (siw *ServerInterfaceWrapper) AnswerTask(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.AnswerTask(c, taskId)
+	siw.Handler.AnswerTask(c, taskId, params)
 }
 
 // ApproveTask operation middleware
@@ -8679,6 +8986,30 @@ func (siw *ServerInterfaceWrapper) ApproveTask(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApproveTaskParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -8686,7 +9017,7 @@ func (siw *ServerInterfaceWrapper) ApproveTask(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.ApproveTask(c, taskId)
+	siw.Handler.ApproveTask(c, taskId, params)
 }
 
 // ContinueTask operation middleware
@@ -8704,6 +9035,30 @@ func (siw *ServerInterfaceWrapper) ContinueTask(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ContinueTaskParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -8711,7 +9066,7 @@ func (siw *ServerInterfaceWrapper) ContinueTask(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.ContinueTask(c, taskId)
+	siw.Handler.ContinueTask(c, taskId, params)
 }
 
 // RejectTask operation middleware
@@ -8729,6 +9084,30 @@ func (siw *ServerInterfaceWrapper) RejectTask(c *gin.Context) {
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RejectTaskParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Idempotency-Key, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Idempotency-Key: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -8736,7 +9115,7 @@ func (siw *ServerInterfaceWrapper) RejectTask(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.RejectTask(c, taskId)
+	siw.Handler.RejectTask(c, taskId, params)
 }
 
 // RetryTask operation middleware
@@ -9647,7 +10026,8 @@ func (response ListAgentChats500JSONResponse) VisitListAgentChatsResponse(w http
 }
 
 type StartAgentChatRequestObject struct {
-	Body *StartAgentChatJSONRequestBody
+	Params StartAgentChatParams
+	Body   *StartAgentChatJSONRequestBody
 }
 
 type StartAgentChatResponseObject interface {
@@ -9706,6 +10086,20 @@ func (response StartAgentChat404JSONResponse) VisitStartAgentChatResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartAgentChat409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartAgentChat409JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9800,8 +10194,9 @@ func (response StartAgentChat503JSONResponse) VisitStartAgentChatResponse(w http
 }
 
 type AnswerAgentChatRequestObject struct {
-	Id   AgentApiChatId `json:"id"`
-	Body *AnswerAgentChatJSONRequestBody
+	Id     AgentApiChatId `json:"id"`
+	Params AnswerAgentChatParams
+	Body   *AnswerAgentChatJSONRequestBody
 }
 
 type AnswerAgentChatResponseObject interface {
@@ -9968,8 +10363,9 @@ func (response AnswerAgentChat503JSONResponse) VisitAnswerAgentChatResponse(w ht
 }
 
 type ApproveAgentChatRequestObject struct {
-	Id   AgentApiChatId `json:"id"`
-	Body *ApproveAgentChatJSONRequestBody
+	Id     AgentApiChatId `json:"id"`
+	Params ApproveAgentChatParams
+	Body   *ApproveAgentChatJSONRequestBody
 }
 
 type ApproveAgentChatResponseObject interface {
@@ -10232,8 +10628,9 @@ func (response ListAgentChatMessages500JSONResponse) VisitListAgentChatMessagesR
 }
 
 type SendAgentChatMessageRequestObject struct {
-	Id   AgentApiChatId `json:"id"`
-	Body *SendAgentChatMessageJSONRequestBody
+	Id     AgentApiChatId `json:"id"`
+	Params SendAgentChatMessageParams
+	Body   *SendAgentChatMessageJSONRequestBody
 }
 
 type SendAgentChatMessageResponseObject interface {
@@ -10400,8 +10797,9 @@ func (response SendAgentChatMessage503JSONResponse) VisitSendAgentChatMessageRes
 }
 
 type RejectAgentChatRequestObject struct {
-	Id   AgentApiChatId `json:"id"`
-	Body *RejectAgentChatJSONRequestBody
+	Id     AgentApiChatId `json:"id"`
+	Params RejectAgentChatParams
+	Body   *RejectAgentChatJSONRequestBody
 }
 
 type RejectAgentChatResponseObject interface {
@@ -22831,7 +23229,8 @@ func (response ListTasks500JSONResponse) VisitListTasksResponse(w http.ResponseW
 }
 
 type CreateTaskRequestObject struct {
-	Body *CreateTaskJSONRequestBody
+	Params CreateTaskParams
+	Body   *CreateTaskJSONRequestBody
 }
 
 type CreateTaskResponseObject interface {
@@ -22890,6 +23289,20 @@ func (response CreateTask403JSONResponse) VisitCreateTaskResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTask409JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23364,6 +23777,7 @@ func (response AbortSubAgentTask500JSONResponse) VisitAbortSubAgentTaskResponse(
 
 type AnswerTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
+	Params AnswerTaskParams
 	Body   *AnswerTaskJSONRequestBody
 }
 
@@ -23529,6 +23943,7 @@ func (response AnswerTask503JSONResponse) VisitAnswerTaskResponse(w http.Respons
 
 type ApproveTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
+	Params ApproveTaskParams
 	Body   *ApproveTaskJSONRequestBody
 }
 
@@ -23694,6 +24109,7 @@ func (response ApproveTask503JSONResponse) VisitApproveTaskResponse(w http.Respo
 
 type ContinueTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
+	Params ContinueTaskParams
 	Body   *ContinueTaskJSONRequestBody
 }
 
@@ -23859,6 +24275,7 @@ func (response ContinueTask503JSONResponse) VisitContinueTaskResponse(w http.Res
 
 type RejectTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
+	Params RejectTaskParams
 	Body   *RejectTaskJSONRequestBody
 }
 
@@ -26897,8 +27314,10 @@ func (sh *strictHandler) ListAgentChats(ctx *gin.Context, params ListAgentChatsP
 }
 
 // StartAgentChat operation middleware
-func (sh *strictHandler) StartAgentChat(ctx *gin.Context) {
+func (sh *strictHandler) StartAgentChat(ctx *gin.Context, params StartAgentChatParams) {
 	var request StartAgentChatRequestObject
+
+	request.Params = params
 
 	var body StartAgentChatJSONRequestBody
 	var err error
@@ -26939,10 +27358,11 @@ func (sh *strictHandler) StartAgentChat(ctx *gin.Context) {
 }
 
 // AnswerAgentChat operation middleware
-func (sh *strictHandler) AnswerAgentChat(ctx *gin.Context, id AgentApiChatId) {
+func (sh *strictHandler) AnswerAgentChat(ctx *gin.Context, id AgentApiChatId, params AnswerAgentChatParams) {
 	var request AnswerAgentChatRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	var body AnswerAgentChatJSONRequestBody
 	var err error
@@ -26983,10 +27403,11 @@ func (sh *strictHandler) AnswerAgentChat(ctx *gin.Context, id AgentApiChatId) {
 }
 
 // ApproveAgentChat operation middleware
-func (sh *strictHandler) ApproveAgentChat(ctx *gin.Context, id AgentApiChatId) {
+func (sh *strictHandler) ApproveAgentChat(ctx *gin.Context, id AgentApiChatId, params ApproveAgentChatParams) {
 	var request ApproveAgentChatRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	var body ApproveAgentChatJSONRequestBody
 	var err error
@@ -27054,10 +27475,11 @@ func (sh *strictHandler) ListAgentChatMessages(ctx *gin.Context, id AgentApiChat
 }
 
 // SendAgentChatMessage operation middleware
-func (sh *strictHandler) SendAgentChatMessage(ctx *gin.Context, id AgentApiChatId) {
+func (sh *strictHandler) SendAgentChatMessage(ctx *gin.Context, id AgentApiChatId, params SendAgentChatMessageParams) {
 	var request SendAgentChatMessageRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	var body SendAgentChatMessageJSONRequestBody
 	var err error
@@ -27098,10 +27520,11 @@ func (sh *strictHandler) SendAgentChatMessage(ctx *gin.Context, id AgentApiChatI
 }
 
 // RejectAgentChat operation middleware
-func (sh *strictHandler) RejectAgentChat(ctx *gin.Context, id AgentApiChatId) {
+func (sh *strictHandler) RejectAgentChat(ctx *gin.Context, id AgentApiChatId, params RejectAgentChatParams) {
 	var request RejectAgentChatRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	var body RejectAgentChatJSONRequestBody
 	var err error
@@ -30909,8 +31332,10 @@ func (sh *strictHandler) ListTasks(ctx *gin.Context, params ListTasksParams) {
 }
 
 // CreateTask operation middleware
-func (sh *strictHandler) CreateTask(ctx *gin.Context) {
+func (sh *strictHandler) CreateTask(ctx *gin.Context, params CreateTaskParams) {
 	var request CreateTaskRequestObject
+
+	request.Params = params
 
 	var body CreateTaskJSONRequestBody
 	var err error
@@ -31055,10 +31480,11 @@ func (sh *strictHandler) AbortSubAgentTask(ctx *gin.Context, taskId TasksTaskId)
 }
 
 // AnswerTask operation middleware
-func (sh *strictHandler) AnswerTask(ctx *gin.Context, taskId TasksTaskId) {
+func (sh *strictHandler) AnswerTask(ctx *gin.Context, taskId TasksTaskId, params AnswerTaskParams) {
 	var request AnswerTaskRequestObject
 
 	request.TaskId = taskId
+	request.Params = params
 
 	var body AnswerTaskJSONRequestBody
 	var err error
@@ -31099,10 +31525,11 @@ func (sh *strictHandler) AnswerTask(ctx *gin.Context, taskId TasksTaskId) {
 }
 
 // ApproveTask operation middleware
-func (sh *strictHandler) ApproveTask(ctx *gin.Context, taskId TasksTaskId) {
+func (sh *strictHandler) ApproveTask(ctx *gin.Context, taskId TasksTaskId, params ApproveTaskParams) {
 	var request ApproveTaskRequestObject
 
 	request.TaskId = taskId
+	request.Params = params
 
 	var body ApproveTaskJSONRequestBody
 	var err error
@@ -31143,10 +31570,11 @@ func (sh *strictHandler) ApproveTask(ctx *gin.Context, taskId TasksTaskId) {
 }
 
 // ContinueTask operation middleware
-func (sh *strictHandler) ContinueTask(ctx *gin.Context, taskId TasksTaskId) {
+func (sh *strictHandler) ContinueTask(ctx *gin.Context, taskId TasksTaskId, params ContinueTaskParams) {
 	var request ContinueTaskRequestObject
 
 	request.TaskId = taskId
+	request.Params = params
 
 	var body ContinueTaskJSONRequestBody
 	var err error
@@ -31187,10 +31615,11 @@ func (sh *strictHandler) ContinueTask(ctx *gin.Context, taskId TasksTaskId) {
 }
 
 // RejectTask operation middleware
-func (sh *strictHandler) RejectTask(ctx *gin.Context, taskId TasksTaskId) {
+func (sh *strictHandler) RejectTask(ctx *gin.Context, taskId TasksTaskId, params RejectTaskParams) {
 	var request RejectTaskRequestObject
 
 	request.TaskId = taskId
+	request.Params = params
 
 	var body RejectTaskJSONRequestBody
 	var err error
@@ -31884,954 +32313,961 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2JcuM4tij4Kwi+nki7m17TrsqyY6Kf0qnMcpe3tuWqV13OJ0EkJKFNASyCtFKV43+ab5gvm8DBQpAE",
-	"tdlZd5m5EbcrTYEgcHA2nPVrEPFpyhlhuQhOvgYTgmOSwT9vSZ7NO6OcZPKvmIgoo2lOOQtOgjsScRYL",
-	"lHM0wzRHQzLiGUGZfIWy8W4QBiKakCmWr04po9NiGpwchEE+T0lwElCWkzHJgufn5zBIcYanJNef7YwJ",
-	"yzspPZvg/Dxuflo+RzRGW/mEoByLR0TjEMUkolOcoJiOaS625QKoHJ3ifBKEAcNT+GwchEFGfi9oRuLg",
-	"JM8K4i6UfMHTNJEDjw4Du1aRZ5SNA7lSs7Y7yiJyR34vCItIc4nXLJmjKRECj4lAswkXBA2EHj5AVKBx",
-	"RnBOMpRPMEP5hAq74N8Lks3LFQv5pb55twLWEc+mOFfA/O4oCEs473vgrBffI9M0wTkR5/GNBE1j7WYA",
-	"QHXwUOzvv40EL7KIwL/Jnn6UFGP1YIB4hjAa4owg+XQX9SbyX1hM0LQQEjfQ/e3FDmERj0l88sAGEc/I",
-	"/3H4MSOC4CyakGyw+8BeeGJyzr1yRgkO/OWCsLHc5MHbfQCP/VsiXZ6TTH7wf2/9hnf+2N/54bP+b3/n",
-	"89f98Lu3z3vbf2/76S9e/PiU8SIVZ7QFtpc8JgmKOBvRcZFh+RTRuAVXoyVbbz/+A+/xq7W1HTv82r6Y",
-	"b7KWHufJWYKF8C/ploypyElGYpRznqBIDvXi5K561Jun5ApPicHLrRHPkMYQBEi3e0twfH97Ib88aGMS",
-	"uVnWGpjnTlxFvcPj4zrqteHNfRveSIKakumQZG8EKgTJgDgps1xvCyM1m3wo+aLcUYiwQDGPiilhOTpA",
-	"IiURHVHSyh2L9dijQ0G/HUgSkXTydT88eNdCHRc8Apz3cXXz2+uhoAftbvDYw60PdoZYkBileEwQKySY",
-	"27ixHFLhwTEZ4SLJ4ViX4PwNyfzfl0+RoH8QtKWnQ4fHIcI5mnKRo4P9/e3W9ZCs376mw2PARL2o/f2l",
-	"S+xh8Sjk//hOqKdErVzkKqI2V9O8SNxKagIucb6AMCS5vhEoK7nFQD7qA7t4ERM4j/88DnAvSOaD+r2i",
-	"9m9FE8/ydZFyJggoX+9xfCt1DZHLvyLOcsLgnzhNE6pIdO/fQi7NAcDXgGQZz9QrsfzC+86H/m33n/fd",
-	"u54EhlKFghNYK5E6AY/nUg9iPEdPOKEx+sfd9RVAolz+XzIyCk6C/7FXqqh76lex14UPwgaaKOHOLudF",
-	"W6CiTIskpynOclSkCccxSnD0KBDNBRqMaEIGSP64vYvOeEzQwNnDYDd4DoMzzkYJjV4ImvOrnzsX5x/6",
-	"d71Or1sBjlJmBTq7vry56Pa6H14DHmovZ9dXHy/Oz3oDtBUXarlkWypug8pyBkqrzoiSrm8EErnUBUc8",
-	"G1Kp7k8IinCSbAM8PsLTmLCXAeTs7vZjv3f9U/eqrxdTgcqUCiElG88QZQpX5Bso54+EvSKEGqsYoNmE",
-	"KHE6+F878vednvzmAKlLkjwqZ3GzjLPxKZKbemCDj9e3788/fOheObNIyJFMY518gGPJkEWe4ZxnaJRg",
-	"mEj+MsVMSoWMJ0Sqxs9hcM6ksMXJS5Gv17296lxUIEz11IhoEL0YpPeMfElJlJMYjTBNiowYojILkIhI",
-	"ckwTgeTFIeHjMYlDxMgTyeQ1ssgYiRWaXfH8Iy9Y/LKdX133+h+v76+qyCU5xAgmfyXWY0gHxZwoBkS+",
-	"UJED9mp2RwUdJlJuOUhhwGNXqTjODZ5LRtXj/AJnSnfYHAI3nV8vrjsf+r3r6/5F5/ZTt50zky8RIbFA",
-	"B/tH746//w4N5zkRr8qdzRckCED3SeiU5gYMjaUqcNyR7IlG5J7hJ0wTPExeCJG77u3P52fd/v1V5+fO",
-	"+UXn/UWNIcvFkexJ0XpGIkKfJLXnnEsKnSMHaJSIU2X/QGLCszyZvxa8fCvAwrcA+ZjmKMeP8t854iwi",
-	"aGswxV/6emBfDRxsI8xixDgjaCRZ0ITEaEbzCWVogpMR4iM0mOR52s8Ijvs5nRJe5IPaBs1pecCozqvH",
-	"+SVmc61RiJcdlsSFy87Vr0Ym31WPqnYkr4Ktt1L2AWKS2Gy2sYzBKRqAqWwHbGUDNKZPRCE2mMYoQ0JZ",
-	"y6QSV7ev7VgDm2+FevSeY4qDZd4zXOQTwnIQ5C/kjPdXnfvej92r3vlZRyodLlidz8jLmVU1XwG4V1xr",
-	"foIIISff4lmIOEODPTwmLN/BKd376yBEzAx8JHOrnNUWrfDtnokiTXmWk/iSxBT3QN19GWzu7m9urm97",
-	"3Q/9y+6H806/9+tNjUnMU4Lcab/sTEXMZwxUTM30cRSRNCfxa/LQNwINztTOduROB+Zjkqol+vGUaCOT",
-	"4gig2+mFo4SKXGshem1I7kRsh2DPY1pHfiPgMUhrLdAzPgWdGYTCdn2H5QH5IKfO6Wd5nLCybgnvTY8I",
-	"dLVO7/z6qt+9vb2+bZdqEyzkxmCCE5RmEj75HD0EbIrJQyB3UpQY9BpH1UHWtm00O3M3KVghpARDWwV7",
-	"ZHzG0IiSJA6VHglAD1FWJAQNM6l1Wsyv71eC1K5UWdD1Udzqm518pndL1TUvxjluPrVI6gJc3Sn1xXHI",
-	"eUKw0rrLa+dv5Zuf7VA+/DeJ8sZI+HJzVBh04hisYJdg53IuoTiOqQQnTm6c1Y5wIoiPMsA8lnOEY6lO",
-	"4imJ0VCqGzjKkzmQhpRtclSfxmC7HpAppskgBJGYTwjNlN4dhBW0k4MkR4zx/9SPdyM+lfdvDkYAZaCT",
-	"W6lCVb/4tWWtb4QkHV6wHMFItEW+REkh6BMBiVyuFUwV9kqvpq0ZGo4apgWzPMcsZFbakHY8IcZ+OAZz",
-	"sLVHDdQrUtTxGZNCjlntDR4AxAyKN681sHTCiqlEAXghCAMYBtQKy/nsWbve+kLo0dixhIbIWkKlLqQ2",
-	"oz4gtSeexeaUwUTaBLbChe1TySi0mURpXqNCkBhtHR0eblcwY0NbaBP/x5r91TmIdRdIZtE5RyAcAeqA",
-	"2RilGWURTXFSw1icJHzWH3H5nyI1lByB5ynuAxId7h8e7+y/3dk/6O3/cPJ2/2R//18NvPhIWSwAbKKY",
-	"TnFGBRFI3XKU2yoOTo4Ow4CK/gg/8YzmxNKnUj3zDGjhUP0tcpKK4ORgXx59jg0vkprMmGdz4NrKjSMn",
-	"j2ANQ84fAcwJyXPSfyRyWE5wIkGnjWG3+i2EhaAixywPQnnBk58O/sf/QPdSJjywjnhEI7AH5TylEWwM",
-	"o5ik+UTuJqVRXmSkX2RJcMKKJJH0rAEMqHgsGVqezftY6mP9KWUFfOI4DMRc5GTaTzM+TSV4f+UF3G4x",
-	"irDEoARljTXuojOaEyTvvXMNVbmMIo09x3TYO/juZP/45ODwX01GUz/vOir9MiH5hMiNSxGWEBD5WDyi",
-	"KZ6jIZGIllNWEDA21hl+FXEaPln5GygadEoqbEruYkc+DTzkXZmk4WKWlwzkPENbZJrmc2VPKZggOVCi",
-	"ywD39/c9n/ExECA3bVi1NCOxeKnNtIbobVA2d3vJikAmTXH2KCE+oULTsFRHkJnJD/QK/TT2UOR8inMa",
-	"IT0EpfLD8ki39lFMQb8AJj1VkFrgH66QpuvX2K+zg7ucpGhYxGOSS1GK4YP6IFZ0NVQJ3y/gFbeqcaKM",
-	"kB15QMi8r5zNj2Qu0MAwkEGIBpJtyP+CM1h+Xv7xhDOKWS65x0CS/QMbOAxlgLaecFLoW7SSHOqccuMS",
-	"V7ixDTQd4SyjRMqenCPyReqMQnmxG6xd8af66X2gIk3wHHSUqkTxMrIqmi9xKFi+14hMgCsBz3ZGOJKY",
-	"KZFS3lUQjF+Nwrw0VmGbDUSN44wIIdEFJK8ai+gUj8kpkky2NJIqkEtVnXEGgJG/K1tPRRd1vl3hz40t",
-	"z5jcqR2EtrBRHVKSCYl3zo8gGED7qYr545U4g1cwNKIA1A8mZgYzhCuEPC/JCuUTnIMJVdtn5PMMM0El",
-	"kOAiAwbn5dRdE00NZgs/I/UzEoD1yj45hZgFP2I09TVHajU8vFjkKJpgNl5ZQtTuDuDtqhy2pq0qn6hv",
-	"1hCDy+LCurT0n12VATtsqyoEquhfEZUVmHxu0/s6Kf1JqjQNVNHfUxiRkmxHkUfn5lwyPbSl7OXKThll",
-	"+lgcHXAVbU8STfD4/ejt7z98OZwepe+CMEiwyPtS4629+bZ3cHCyf3hydPSv0gvJ3jE049njKOGzplry",
-	"DfQGH5nfFMOERgAVGofKa6PCQmhsA5VGaCCeHvvV5/pPBUA99BQJPAIbfcLHVe5cg1RjcVXQeamgYryz",
-	"NtytkhGqY5WTbLdCZSlb9IudKzwlaGs4l+rek1wEV3wXeIUyF70RtStO5YBXolJNlhVCqABmCSmcqRdd",
-	"C0b9XjSVK44VGXzo3p1/ukJiglOCBl8lyZx8pdoAEMoxISrXEiJ3Kc/P6mbtt5AsMvs46/2F5pM7QKA1",
-	"LB7l6xdU5O17/YnMrcIDnIApKdm+6nqACXiRmsNxSqXm41Mto1zeieWPIWJkJvFzRDMB36Q5mYo1gBOU",
-	"912cZXjeNB+ZdbzAfFR+7pY88ceFuMPEjGSKp2bkyUQegXlUSPKYaR2eZ2DazJWKqTx5miRfBPdHMm+1",
-	"aigGpqysxkyxHgPK1P49+05meC6QZBeVGVcy8ZlZQ7P6Vzkrh248JM7ILJk7hB4iyqKkiMEHNyFoJBkm",
-	"MAAxkUosZxHxnM5/hARa78gefcK/5+5wZbllfOfqCgOmK0UHiLNkXl2WnNNdWv9fv7996u0Pf38XXR3M",
-	"b49nF4dffvw+/sfR9KcfROe7tFu1dMnXf+vs/EuHyP6tv/u3v6wvETVWgvBTdhlGZnLP30LyvZJck+e1",
-	"kXTrwkVxEWvSFyB1oyQxUj6L6kX0xQzITLQSEzcR4R90KGkDMna2F7KExVLwmhEVoin5thwuXi7/xibt",
-	"oUl56jd1ZaUCvrye7Fsu9dTXXwg0cHS2Qw0M5eDJA1wSJN9M14HPdOT7a67vRt2M7mENm7l1Lm3cHjjP",
-	"1F1I2xDU3mq3nhEF8lb8cUgZzuaKPzZvJ2qoD2pgnUBbN1efQvSPm+6nEH06/yhVgl/I8ObUhuceo0v6",
-	"vqqlqy8uZSjw6Va4LSaEV9L/jM9hBWT2Ie9LcddwljOc44SPuyzPPHLwDrwOcO5cbt3E/lTYoXvn9ToS",
-	"6vlLYBnUYRpkCF6AmbzMG9eG9XZoJ4fyQ0zxmNERBf8V3Js9aScqJLCfJsWYMhGc/Pa54aKAgWpAXyTF",
-	"2HgaDOiqL6sF6Y9JtLLhzfIYf/OFH8OjHo85/P05DJ5IJnS4++7+7r7nmm6hVof/wBpbHQurc1flOdJs",
-	"pZSsDuCXSuuFXgCbjuQ8PkXKGqUdfXoVjHhNUurg2vcElmLH05kWf/yRkEHtBqyerqoJOjlUaAtiznXW",
-	"FHOyU3hmDBTqsHfKlKrm6NpymljXWFcDDZvpNQrXkB6hbI04I3CilIkcJwmJ0RadSlUEzXDGBBrcXNx/",
-	"Or/qX57f3Z1ffdLx80YolivE0ZTszQjOW5ZXlYyb28j9s1dIq6Hyc5ZndFjkYBaGkael+ilBazmLWMn+",
-	"3KTaJgeOHiG7BE9JaQa3cC8/aCKsxCuB1bCOpnONpqmxKZswRxqBCz8y8LEOZlio68LXjEj94PXcV3lU",
-	"g0BsPhep7R/Cklo27+FzSwFg+V4zg3X6RDKkfzdn4hUpwcHu4e7+WheEqj3aLMKeRxVDw5L5an5Vg58H",
-	"xZoEvqqUXawrNqWreLXbhgcR9JoQYcqBybMYUniG5g69ur7tVSaW6eDl0l5JlbGXpPVU3E79ioe2bObe",
-	"ofY7nqpcljvYNIozPMrR4f7h/s7BIcL5Axt8xWnaTzMyol+eLWxULKXFa/V499+Cs8H2LrrXsWfgQcWQ",
-	"wf1vFeaHcx2TkJAnkijPpqNk/cVExgWTPE/Fyd6eeIp2ncAo+fcKiwjCUgv1B6ysF4xScZjvV7zah/st",
-	"Drr9V4zceN4kesaqSzsVj6/rIzd+bGcwSIANo2bCwHGGByfB08GyQBq/airZlPzn14AwyTVsEpqNPVW/",
-	"4iLnfZymGX+ycrT2hv74iOTRJHj+7LJAH+9/XkWp/YubFekzhUrJp+gJax/14Kt60C+y5HnQcH8fvfMI",
-	"ndXvUXU2YS0FayvBtZUdrB76slJS/wkaFjTJd6SCUgidOdnUS0OtHJTSYg2lNnxgEBmjoycqRQSA3/zZ",
-	"GfxVmlv7MI23tl2ftQe5BVFncpJtq9yuGeGxgtbpUzBV4OZWWtFIB0+ExTzbk38Ntk+1/7G8A9gABZwo",
-	"G7IVy+16bnXS3VqQpD6Urb+f6H/u9nc+/9U83v773tIRf1lF/dP8yad/QvESE1xJTk0UHJ/SXMo/nqlb",
-	"5qmK7QeJyKcKAogzpG5Fu6iLo8kDq6Qc4zQlOBPWRKTScHrX1xf9s4vO3V3/w/3NBeQtbOu6F2srOQbl",
-	"FCtcT+3FLKfRIsXXPScw7P+2+7n2j63f/rbzefdv3lNYoBaXinCb/ahFnbLRsWtGgyulKiYjyuA1HVrT",
-	"akf3xVDqSDifNmKC/aoBlWLFiMqFPL+jV97G8FtiHRsBg3r1jTC+9uDB/2ShghtFsq0attYasNUGtqXB",
-	"W68bimVMXSqnbIYziGW7+/Wu173s39xeX970jClmd40481bJtR6F3UiVk+XKgVqJUHDuMYwjDkQi7xge",
-	"76yj2vppwA5wLRBV1dRRiDHDyVzIx2DOBR2Zx/Bf8iVNeKZzD56o4Jlx4tEn4rVitBtFr1UiyZgwkuEk",
-	"lMcVF1FOn2g+D+1lIZScYVownc4UoimJKQ6RhFNoMYezU4QZAOmBQQxq7bwvu73Oh06v05cy49P17a/9",
-	"+6ufrq5/uZLQzW1O03aIBEc0tylZDElwoQnJSO0C514WHDr57mihBdUkkFhraBUm7wsWS21BvuDTaryz",
-	"Vy4nTVNdwosM6THu+QtwOMqzl+KFZ5hBFRSsM1vGGSFgRlGXnWFSEKigEdMxl3KI8oTkELfHHr0nX7ke",
-	"1Zf1MxUFTpAec6os0FpxCFFMMvqkPLdSsr493BnSHH28+nnnAKMJFpO6zEU0RlMeFwlHb909Pu3LpR7I",
-	"/zn0LHJl6r42d7E1yRtw3OYQ8ieSZTQmNfqWio+HqCv3vYb6lRUETQlmAqUZ2dHjYuAVoJFliiy2TwGq",
-	"UlGjbEIyqmJxoBqUxka/ZLVXy0XR+eXWqED6jU0/6Ff3LeBRTKIEa8OWnXELM2SS/zgjchni0bHLXt90",
-	"b1Winyb37ealb3llGVcXg2WurHSBcrk+ysDeluhZKx0QTOSeDTZJDboi2JjkktOZzK5SK/eekWuSaD8p",
-	"g+Zi90WKeUlzPqs8yXPKxmK97Af4zg6Y45CZ4VQSEIRrc6buJeYyPcWxyWlTQVOkb14aqFsLxBVNC5E/",
-	"sCGBFCiNo3qcZVOcJ6coxULMeBbvyM3ETYPhqaEYEqNxwoc4Mdd7nul0QpNekRF9wTRBLi15E64BqCEZ",
-	"5GMTwlepExeixRWfNNk5b/loD25rVV/X9tqX9LqxudxPyaIqeLmUND9KEcbGfn3kyaZVo5EaV/eMm6R2",
-	"4Cb9zqfuVa//U/fXSsp0UZqE0QMYyDOcFxkkSGsrtbojToKTQFl298pRHscyfHQNEtJ7PJPvPTsrq2/5",
-	"x2KK2U5GcAz+CqndYYbNValUdVbbkEcx8VUcAxP8DYeSOWjr9uMZ+u6H/YNtky3BRyMCq0eJDiutOatH",
-	"Okd2NuEJsdX5qgtuAnUZZgGMS1Dpxa+KTWf6hFpsVQ5aye8I1zWxvYsg+R0JSdA0n6MtlSoLUWuKG2+f",
-	"oJvO7V1XpauHD6x7edP7ta9rvIToXJXZOr/tqj90+SX4902n1+veXoXoqnPZdYbBn2bgA/u5e3sn5WQ5",
-	"wDyxk5kHdkaF/eUbl53/1b/rdW/u+redq0/d8IFJHnDXv7ru9S/O73ohciw45Ws+s45+2r3qvL/oOrt7",
-	"YFaku/OWcl4+u37/j+5Z9Wl175373nW/c3Nze/1zF4oquPPaj8IP6K7b651ffbozGoSkdufpTefu7pfr",
-	"2w/ycd+WrAofmB1hyoP93Lm4119DZimaP7pbafxUnpG9xLibtA/Pz66v9PRmqb3rm/5F9+fuhVp0g2uF",
-	"D8w8s9P81P11F/2ir00GJ0/8F+awqWDJnf90fnFRDmm9eikcvLvpnHXl6MtO7+xHtCUizBiJ0YgmoNbb",
-	"CnMPTNeFUv65U0S+SL4A/EB7g1ToAWaxDdjbDlFVBGmkrAkmjW5X3e6Hu/7Z9dXH80/3al/61qfvEw4V",
-	"BmFQocIgDBwyVH+VxdhKQgzCoIKN5u9ybJ0UnUfNQeWsVWoMwqBGjkEYVMlRP6jRY/WpJUjzuE6RQRh4",
-	"KNJ96mBr9XENCg2irIx2iTIIAx9Vuo/9ZOmOaJJlEAatdOn7rTwMD2G6Ty1lBmHgJU3nuatR+GhTbsFH",
-	"ihVg6RflWJcW3TXViVGjYZUagzCo0onBAv9TD/l4LQMVCXo+XRzPfUtEkWjjpyiiiAgxKhLnmvKnxW+G",
-	"gbYmeZRpzTB3rBDX6qMNVdIhYFtGRQa3CrCqUnkNbTFEE9i0u7u7vdktyqi5K4VQB87WXimKQ0N8zftZ",
-	"I4bD6klwQ5Os3tGleGbBquI7oIxJGfShEtS9l8vB9i76QBI6lLAnyRyNbGL8hGTkpLQqZGiKE/mDc2V7",
-	"YBkpkwvsUW8NvNQ9gGMEXyDBsUSIIZGHbCqiKIOGnFNlMeod8uxPCRmphXf4wjhs4AaU+xBI5zuaoN+I",
-	"5gTNeZGVQRnP9aiMCUlSFdu7aUiGJ7jCTvqSGIrXCZpYTAx3Ez5bHI3eQPj/pgkq5kM98iVvKUZtIIEF",
-	"yvBMRWzxDP3aubxAOfmSoy3tG1S3wipPCNFYlXccVJSzevQvjU9QDTcfmMSEE1TDrgemT/sEwWE/MKCc",
-	"kweGUIVWTtBGpNKI0lD1QpdJzbL+2yqS08CHjV27c1qijsNjDJqBP0SRjSkT11A5S5OH8YU/SJJQheBU",
-	"VPv0SUXqa2OHIR0gI7kqawUtZWv5xTZNx6muCFkclYMAe6dEjYaNpcrbnj8/P7+QxgyM6i/Ahd6jC2wR",
-	"HE1Q83r/yiLegtbrNTCF3MDlMlBbGFiggW3PxKvzIoklpZnidNt+s/AmapHzmTTjUMn2G2s6CiahObRX",
-	"VHk4TyoOooU+ILDqc56UgeOAnG9E6R4y9dXIaERUFrmy+9ark3mkWS1yUgo1hNH97QW8a+br18Sk/VPl",
-	"0Og/+8N5vxa7wcttaolpASX0UnBiSbrxi2fGxdJW/15Z7vN6njLlAa+43vRqTiCP2/WfCag3JUIEG7CZ",
-	"BBWPmk500KZ65aB0HFstqQ6rxqy4/q5K3EpDHHgOs8GG4AdQhiE+Q9lXNSTWdPs1wUjs7HWQDJoINFgN",
-	"Nj7MW9CxwvpbFnoW+QLatOBu5scY/G4LG3QRvgEt/YtBobXOYDHZvBgci3xC3oZBzcSppSkkFaJd7qDM",
-	"BUlGjp/S2vhtkuaS0goVv1B53vUsksq6XAdShYV40XDJsfjo0YcpqwmRxWncXQiXr4gUFUFfc+O9+Aqx",
-	"yN3bc93/63p6KwJzmdxe6NzbXFAvvo+V0AUxLbmaS7SvA9ZNgNUGnFeBjd7hgnT+mvPcZBQbdHO0k4qH",
-	"Pkn4jMT9HGdjkvdN0YDfjt6GR0efn31awF0xtOvarJjnZiECd9pzrz3tIueZSuUpK+spEAzn6JHMG159",
-	"/V5GMNiGBn/V/zfYXdc/vyovrkFq04pyleJZPJ9AKzQDgI1raC3i0/aAVqvw5mLokgy8FTD1ZRTsEMpq",
-	"BGxeaNCv+eEVyPcux3nhQST13AWAqhJjjK2qahMU/nLiVVBMRcRBrmhDwRthkgzrNfI8tw55vwWzBxQc",
-	"AdsHZ08ky1V/DY4udbSxnCpWScp9a+BztYvaXUUnZo0TPiRODqcDqs8Nu9/iW9GCJKr2283z55byAzie",
-	"93OulYDVbjlNM8TCVCYVSrf4dlCFaFvkN0rwkCT1tPCFqt0mYWfL1bm2IgOVeFgoUzWSFzQ0xNGjCRhR",
-	"p/BGwCAoW8jaahAYpGlN9S+xyFNBDkjIjCgZCyT9T/AT0W02ClsCPsIiwjFBW+A34CyZm/ZMSkpUDR5L",
-	"M3GWqWP6FlAO01XdE2wUxSzWjRnXUtUU/1gYjrdutQAtbMpqAZwnChwrlAqoUZjXyKXFmOe4cEaMm+0/",
-	"6H60SCZW6LZ+falmvOs0d/e2UYWMB61XDJWzh774IlIKlm9z/2hJPZP6uRREc8i38Xx0E/RenucOi3k1",
-	"Mb3AYNi1Zj/VOlAL7vJK0mCna0iPNQxMrWYlu77SBIS2jCYTIpII0gj63t4s6vt1zTLlyrHPQLPRHnzx",
-	"4XXC3dgioHBlFQp8Nd021yHra9GOh1ZeQirquggF036irKXMp226dHl+2VWdl2yBKyFIjh4pU71K5O3d",
-	"6ZBX1V0f4QMB1CozBa7pHyQ4Ofju+++/Pzz4TrLRKenDByAbU47c+3dKgAnDHykr/z0jw9T+Maaj4HND",
-	"vXv07qljF+1msJh14SKmKu8mJvK/xk8sWTqUsvncksqoNtO8+GVjIsqeU6afqynWJ5cB/bGhRVXl9tde",
-	"u92FU7Mcrve07MfWUYVqeATgdDZbWYgXv6B6LSDx2QTnm5XU0yVwMYKXJa8a4jyaNOLFdVOu4ObDR5Qm",
-	"BAtl9QWhjxNVcD+Af30/PIh8wd+2rZeHBtQiwC0+pk+EGaXYioZagYPlSfHVlfk+Cvt8I0yTaDV0oOrt",
-	"DoYJjx5JvGugIgY6nXPNGH+9gNDuv/0ge1g8vuQMIY1dso1UB54vPFEFcnWvVM0F5ZVSEUcYCJJICaMu",
-	"nvLMg89lTMkqx22n99YsVMct1R67Rn1lt0tdSfmRIPunnkEBQbOLc/X2ERyZ/uPAXxRgEyR5IS4Y4Hhx",
-	"QVnvX0jVH0hEBdyddORGNME59LlQqKG0fnkHbZhA9Isq0CgbA3eGg4CGHjZiy0Rr8Wy8p6LIlFNQvS6B",
-	"bN0Q8r80Jlkdc34YHeLg+bPHbGDXsFhnNruRs62FM1Lmn+EkMWBSXL8VUeoC365vwQFuTs2Vs/vve2Bo",
-	"CyNRDKWykBBsGqVmUprrYdv/ac70DEzLN9pEvtmxmredzieugC2yjLC8b8zw6gaekShHE54JYEQ5lJfK",
-	"cQqXYkZm7midNo4SzsZgzE8nGRa+LKzGl3x8z/wqdadCNKrSHPsiu6oramhOcM4iR+8kBDIc5SQTvnkd",
-	"xvpuabpTfTO1VbQcpr+93gTnNoFUF2Z0+6ycqIsUFo9IEOhRlPFiPLFNATo357uokwiuBVlGHlhZplii",
-	"PJj7YpLQJ5LNG1Gx8CGgtu+NiDDmWK2NyFFWIVEBZs2uLsc7+we9g8OT/f2T/bf/CsLaG+DD+pgRHbqo",
-	"rFNNBWAKlZaTsn8fTyvqQBgYw7eEsfkE2E9pNNF16lDM0ZwXaIZZ/vdgsQLxGQw/Qp3FL53z3vnVp/75",
-	"1c19r95yzrNP6F6j28EqiJlWhEI7E+pzel1xNdA9e6PsF7WWsurqCrcMc8Jfm2XicKJVpFNdB1/3fZIY",
-	"qhraJJKQlHOrdOgJrColLrU9Oui0iKtKQnmvh36btn+2g+8y5q776vrLmMl1QoFdS5+05ulrPwVhnU3L",
-	"llDa1/6E3lYW0+wKLcIYqJXHuF6bKQmtTp7jaDJt6TMKpUm08QHDSDBKImxaRnv6mGhTwDJ0Km0hkM8b",
-	"U+wlp0tnBTT2NxjztpcbCp4UOUH3txdoC+rW6fscTtN+kSWDbWj99KnbQ05vcVjI3lf4z3msav3Zkysy",
-	"uvTM7E5Cc4uXy2uD/vuS/Oq+p7mUFIDOAqXQJlIHpRUsIUIoE5AyllGBbrpXHyRLU9lmnQvEM1Tlc7sP",
-	"7BeaT5Birc0XymuNip0VJD9VoSLVedDAuQiD4KozmSo+ODKnvsl7phCZxLULKhFoS6+z+vHtje6D73Gu",
-	"0i3qlz4jZprQ1+ERcAAzLGE94plrxarDLwjrcuXzIlOEt+xtkgiE5ddUWLtRRC0s6t9cHRoOrhnleKkR",
-	"SgNnCera6Tzcw95UnF1pI3GIsECqQQ9lGtPl3VozsoGvJJRzn1kjAcu85jQulBNzUanAVu5toa/BIkbp",
-	"uoi5siauVGbznOUkk0I94zNE41M441g1hRW2DkyGmXpJQqR+AxuYtKsVxVpL0Ul5NFCREbuQEYRIzlKv",
-	"249j3cSwscmVIlGdGIyVPB8LigW2R0KW+NGGsecsoYx81M091jGqITGVWAwJ3JC2R2Eq1awX6pvpyIum",
-	"n8Lf/HQA3ehU8VO5VlX89HSIBfnuKNQ9SuY5EaYxwJapG3nwHbqk7yXe8BhKE0H+yR8EFqd8wXHGISFT",
-	"0ISwPJlDYiAMR7OJ3IK6XavUPJFnBE8FVAnD9umEJzE0IiYzNCxGI5KBbXtKpjybo9kE56oYqOSL8rtv",
-	"wBtxqq478qIjBQcvchhhAASCyu4DtrF1dPB2u1ZeEkDjwzX5JT82yzP1lkw9Pl7POmc/EZaH14ZOq3cm",
-	"kszN0zLP79SqXdHlq/IfK7P5pXxdTbm5L6uqvDXDSiiL1T3XUR5fzf+jPt5S/KWDTG0hWwnQ6Kn65i3Z",
-	"9xaIpbzImCIXXaOtHgG26H6JrdIsbJgUV3VlBOjlQtIRi4hCObhe65Y1VBC02A5XE3u5NzCJISoVEwH9",
-	"aXLCVr9oVdbetMxoHV/XJOQZ6Jxr6RnOjeK59QZaqmA88TZM52iW8ZwYYaRxR4O3LPTow5ES+A0XMReq",
-	"4iutmMInVOSSr21RJq9PwhgcV5CuuTfrU2MoeLF2l8o3u14NDT2rPKoarrWTI3xvMUfSg0RJCqsyIU1D",
-	"6/EhQ6XL2JGd/GUcaTEnXme3kTYKLme0Hsb6wl30rOq3OB4YWkCWeuL6R7r6JsNg/Z78PW19eaOFv9qk",
-	"V912casm1OUeDWlShgyZqKC/SttPh6GzWN9wdTTcapdFC8lWrF18d1MJLOV9R2u85kTWXET7FS0MCiP6",
-	"ll1+79U+fDjqQL2yLTN72IakK6OyrnH9Aj82UvW2d4pUVz2ui2c7l6n1cAyYr2o8XPGZIg9VShXCsz9m",
-	"hEWTXY+IbUzVYJ08Iwh+kxONM8zyEB3Ifx/s75+aYKpK6qstIh+XMTrrVLg2diSx0CSm7CSq1p2+Pcqj",
-	"JBkUn1Oio4KAy0Il6lGwLfWogQfZAwKtyzEIrqNx6y94sQhMmZUmzpug0nvteJlSpkwQzLTKr6HUSp3r",
-	"FzRQ10QPPYkNcjgOrtUarC+u5Fpekx4e7oKNK7s6kH0ZTAc313fGfqriYlwSfaXWPU4tF7fWyoolVdyi",
-	"4K/Z0ec/a4+AuwnP/v8eAbW2LaurLh9t1STbDdKntqzWmnBxYdglxPyNuxykGWURTXGyyItpB1WFnJIx",
-	"EESUCQnVcuAu6tkBUEgYqm1A7ziOppjJaxH1O0YXH+d/9q4Muy9lx58yXqSbakuMzFRB5VPngNCQRHxK",
-	"lK+Iz5hKlWnNcrvE2SPJdWbbNCU5zXmG3K6tNdaaEzxdM9VLkpeueWQQCoq0bK/Wumo52aGtPKPTKXjL",
-	"eI4KRn8vyLerka6O7iKZnoG+95LjUxZ4ozdW8yLgaOviNaW6URtPEjzFQRgMsSD9MtbrZG9P/bSbYHZy",
-	"cHD09mgPWgdABOqXvD+jLOaz4OTg7cH+94dhEGf0CYI/eEoYplJxFPXyJrDM4CSAid/uHpy8G5aoccEj",
-	"nKALvZycTIFVFRkJTvZ33zalptlCw1CjnR5GUztVfZh3VMYZYVE2T3VDwoyI3CShZUTeApXYdI77aP+H",
-	"RpCSbgVyzZK5LcJSgq9ZdyROOWU5kkOUSxkbB7OENOKZsurJ37bh2AYKhgOgpwFm+STjKY0GupvAiGcP",
-	"DCqtAMxtgQv0Ub6rvk3iQajb0cEtH/wPKc4nUutPoEOJiY6WCitl4wcW04xE8sq8vYvOJiR6LPsLCJLJ",
-	"L20dHR5uq+9gXYQdOoaoAu3bNQyEOn4TLnLFzDMieKI+mxbDhEamRx4x6YBcsh1o2UpiY2fTqWoPbJAk",
-	"077JnZezigHagtmh51iIzm+cCSXkzs4/3CJGcrlBKDCFY8mzRQ4i8IHlWSFyESJRgNKGMBTZTtA14Of2",
-	"qeozM6OCoKPDwxDm1JSm/K0ZgJcQRlSJIoGn5IHNsC4nlU8IaO2MRPku+gQwqoJI2P7IZp5GCbSWFoF1",
-	"MvSlGUpWqX4HYPJHwkRdE9q3YfAL5Keh7ebdVgJDY+FWiXm6KRzcaV2Qo1GClXnUGGUts7BILlVtPY/X",
-	"QutyFUeE+xv940d1gy+rEkmdEMIfIp4SyQM4i1oqz1DRV3i9/EP3wlyjla5vVRq0VQGAQvSW7C+p4apD",
-	"6vMiTwuP1nANz9VRoginoD+XKOk73KWqruLJ/qMFqQheS5NerJnrBv0F22+/oRa14PnTZG+l1lqityY3",
-	"GkqXFIBg9StHoS3DUysbrGS5WZgeerU+VkCXIPl1OiXcd3CX9oyQHqPMkhGXd9hyCcDk9IhB9dtvv1t2",
-	"mC3Jd4p4zUm3ayJgG/pAMvoE4mFTfSS2M5SRDrtokBFB/yCGNQxmNM4nqmn9hNDxJB+gLcn+eT7ZPkUD",
-	"XR5BD39gA6XxDxrhrvYmoDPN3Jps6pMQu4oTms+Dk3f7YQBfDk6+O9pv6BRmshayM22TbRq1ytiGlYYG",
-	"YYQhFV2fXcewjpQ6TP+odJ3SeXMqY07vALLkPJitwORTvQFBkPpdolVKv5DE1lrOVOHLLfX1Kk69O/jh",
-	"cBmDWBCmYQ9VRDghsPMRhV7/FJrFxPkEfdELcw81IzuEqd4POUf2bB3A2KPT73ghYo+1qXJBizakBwDw",
-	"JahBgkswI8Vgy4vEu+PtU0THDOrbWLG/rtlAo1bbCSmAvPIBrVECyRD6Fc/pSLeQuyuGdqmbUbxy2GRj",
-	"AkJCqPmGoOZhFodIhXzjRCp4YOOkLBaetFMICs+xeOxby5YUk/KBClyWhKJSOqr5wqqMko54138ZY7Sp",
-	"VV6rVDrF1Bd1lggupR0ocwL0MgsniLCC90qkAXC0CHO9o4a4c6ZUkJBwykhE6BM5RXioei/pXrG6p5nS",
-	"KRp5oYu8OO53TKBsxUAfBkrm6sQWfYtxYNkIP7PpDCpMnGeuhYfm1mDzRAXVNpvSnLCB0aZykg3OA4sY",
-	"nKh6I/DHKRrYBQ1ONND0WmfMXGVw7tib3P6Ppg+R+dHfIK+Sjucs0AVdO+Ft7tO6y3GWa2NmpV7R7oLs",
-	"D8dkerBfcQv99tlxeG0YXNKaxVDWrS+tSRGW2g7ZAA1qdt8WU+9/HZeao0lry983cbDRTOQvcq45uQNL",
-	"/Wz3gmSbqouwRp15IIFWv6bXzY7V4lifMgzBL5qjB2P59/90egAoOxTMaJfg5rupTDfo5owTm6/msUwu",
-	"LCEFPjwbkiyP9/7cd3lppq74JdEFH1NmrBkVolEv1CIVj9pm7j+RjI6oyRJYfFfOHvWNHb6KsEDmbWik",
-	"CbIPgvtZW/2SEtLLvvYpw5pBDOCNAcp40nIPb08GPK8d20vzAA1wFyb+fSCgm7QH2ehaCOB8+tC96Pa6",
-	"Su5kZApVlTFYwpQzcLWIm1h9ElQXQwr+osGNfFT14ubhGF0JEpW4uhmFX5FZiVK6lLfOt6ycm+tMJ7O+",
-	"IWgc4//JyGy3StKr5rc2XfDl1N4KEnqhUpGd0Ry49Wbktzgv1geAJYmx9cu93cgSdO2a5Lg1VXqpcxcZ",
-	"QYQ9kYSnpKXe/9KZ12/eCCte2q3xmhE0qXZslJyJsEjFkmdEtV2A7NsRJUmsmlqjKU53122AuJR+FCxa",
-	"4e/viKjqp2UQDaHWpu7Emkxohn7s9W50phYRJ+h9R7Ua69710NH+fojurzr3vR+7Vz3oSvYBHe0fhA/M",
-	"dvhCR/tvQ3R2d/ux37v+qWs7pqnnV9e9/sfr+yv55xF0pvvx+gM07epcXFz/AtMdh+js+urjxfmZ/OIP",
-	"4QMzncLuep1eF54h3Vak37u+7l90bj910dHBW7m4u/ubm+vbXvdD/7L74bwDXb/Q0cFxiGAO3cvs9vb6",
-	"Fgzs0Iyuf9m5+tXs8g4dHf4QovOrXvf2qnOBjuWmVd+22+7Z9eVl9+rDXR/aet2Zjhgw6IHJfZxf3lx0",
-	"L7tXEjTH+wchuuve/nx+1u3fX3V+7pxfdN5fdNHx/ttqWzsHytB2rALiIAzcBmpN2AZhYAGrWozVoCrf",
-	"0iANwqACziAMGrCEJfgAGYRBHYqq9VgVgvANBT7b864VdnrxDtygSVwDaF5zzEeejXn+svIGHYcBy4s4",
-	"yEqSo4SyR82LHUHhCglXQKx64W+oWUvYuldd8BE9qDe3PNlQZso3bbRgbc86WUDpWY2N+kPiYT4GlvZK",
-	"L2OletVyaH7DO398lv+zv/NDf+fz1/3w7cHzX5ZyTPiyHxbcRDVVNX/lP+QjuAKIU4QTyCMqfSegNfEZ",
-	"E+oaJ0KTFlL64SrOtHoxjGa2/9ud/YPe/g8nb002xppRDPK6+7YlmCEMUhrlRabdwCq1oxopc3C4Su3u",
-	"MJjzIuvrg4bYC0/9jddPo18t+KLWf1iXFmW1uoRLIblSyiOgjk7dtnO/fUHqYj3Iyi30Wz3LpkLnHm4j",
-	"G/n2wljHFFbr0SEqy4iXP06wsCBbWmVhcaxVz0z6RrhOR0Aa4+pcjXiqOUwSU1eA8ivXMKhgvldvNsFj",
-	"cghyXYU6wd2Yxipe59mEmxZcGE3JdEgq6diKwkLNUqXSB+68z+uWc9e2Eue4Qn8BTBeV3C2vV4EBiAPi",
-	"cBfn7nRsLqE1iInSIopLT+vLW4eKBRXoywKHqbZGrV6YdrW+nS9JAwJgrgpHgJh4McjUNAtoekOQKYG7",
-	"DGT66y8E2aWilZZ0yjdCk5uY0FQl6/ui0Wo2vU6M0QV/IknVtFdX8sLg35yyFvl+oOV7RVsKIQdQ1Qw6",
-	"OlzXxiePRe3mjUBxqyCprX5Vi19lduVncvTScvomFBq2icYnHTh500Fz+204pxkWxiC7OuM2PHspYkpd",
-	"VCUj6aNYCAmwDlNVfDUmEZ1iVfENvguFIGyH2wMkUhLRUaMjgzzrqoZ7sPPD59/2d36Qyu3BuxWUW7PY",
-	"0AK5Vppc8+8S0ksoZlVWUx7Ly/mNnmsRxOFDL+A6mh0sz9tUK3kV5rM4e7Pc1yvBby04ePf90m3fKPXh",
-	"Pl3cUtpv5YeCbDjLUVlTTqsjuuhxc98j2qaOQTr+Cbq5+hSif9x0P4Xo0/lHxDP0CxnehLZewzG6pO8r",
-	"rGRIGc7mwSolFRbAISMjkhEWEbE449UoyGVX67R89cVo4cy1abqI2liplEUJlTh1igZfnweoYDlNtEfP",
-	"SdmvxOKDr0W1kuo/UTIDVxgwLAhpldAjbOfTe0935kZSXbmdFyLqYsp8Hb1zbKwLK2hEPg3oxXtsN7jo",
-	"QhaS5B3d51RlUygrL+glwuS2lDdEU6dd6bWrXVZKeaefeaQ0LLmna9p77TG6rZGKmbIdkqAhR1g2aVWr",
-	"TPC8vGWaliJ1E121n1ClDZlNQjBtwVRUirxGBFOSZzSqdyAJZgTnE5LtfuQZibB4QUO0F7XuMaAqz6fp",
-	"ttys4xqcULVbl+miBpH21U64uqfO9i668TZeyyc4f2AQp05yTxu2U1QwqLOvW/nrACRlD/8m/dmWNFRa",
-	"tT2bvs0Cqm5YIbHSaabsSbF6HzZLTIuVOVcCAWh027A/pyGME/hSPZfVlTrTleubNoSxX1pBaJRgnP8p",
-	"DT4cKLxua49zJnKcJDfQyWjz6MsI5zjhY5Ti6BHkCIc6bzohwGHGeoA8xGhK9jQzDULTsD44CQ52D3f3",
-	"m9zSvtkErPomZAoMngiLebYn/xhITqNTeWwsFKyz7mg5OKpEabxteCPkTW3r7yf6n7v9nc9/NY+3/763",
-	"dMRffIzG7ri+oZ917/4SiPX8VdjEG4ESnBNRbyvx3dGaNQw0YH3oYVMDfdI6wWxc4DHZ8eX+Ncx7kFmr",
-	"E+LAFtrIeWtmB/YFsZl7ZXqb8ms0sgAP30GuyQKfy5H1uTQyBWGNfe1c0cGLzexBJx9Hk4InY0bl65lE",
-	"w3Ga7xztHuxMKaNlpuGnm558ivTTpo+mlnx46CR2qO379Q13m235igqobTpHWV+i7DaqChLDI9sZunp8",
-	"LdFYa6Qkauu5CjduZhairYEJDcUp3VXnthvx6d7TwSB8YJVfbSaXHDDYXi0r0V8N9tWy3ir7K9gj4zMG",
-	"QW2mRhAk/praXS3LcPwe38L7ZnPsFomii2T6QQ18dsmmJQW/aWxdzXnmLY9dYTA1n9z3q00r2hu3fzAx",
-	"9Qkehyo7Lz5B3F6bagyO5lC6QFS0cYut2vDwwFQfm0yN2D7V83kSMasTasYPv+zMaEz0Ow+s/gl5Rdqu",
-	"qMvtCYQrJQyegqYOflPQdBUXb+YQfqsUQlMoWhAfI1iNOjZLKURbI5vgP6qwjHrf0ipTf61Ew/IDNfmw",
-	"gUuWO/TnemY38bGundFYP8J6SuOCQ3xpJmP905V0RnuftQk0b/f3V2S4f0KxfMtNW5241URKR8CGFele",
-	"PTIfUTYEWQnvCpd0Wch6zmGrOi6p69gSRfOiK5U8czVli6+h+r2wwsOlYLZVble6o5Za8rI7qruwzS9t",
-	"TsGOhY6HJmhfEbJrAKUVCC+DwYcVagKclJUstq5TwjrnO3KtOIcEscFeNMH5ns72g6YA26Fb7gJtmbqj",
-	"D6xzcy5/LEsMbGUkTSgRyqoF7Rkw+sfd9dXer53LC1fBPEXynqYMrjGZcrFdjfdcWoOglAx2aEMmXPCo",
-	"JUm2g9IER9Zkpf3iWxMu5REfjWhE0O7u7rYnpkI5gCth/8EBusSUobs8IyQP0Z3kVWOIb/Ytq6qorqaJ",
-	"KqG2tj7X1EakApUXKvLZbuD4YPfYZdK8UN2Zl0qkhLNxc7qd/d2KHF19PqMmlKD9kfsBUhU+m8oXLUXM",
-	"oTrgcfdW4/9r8XyNgudMK35r5WEl+u1mrUyFg4sRr3lbLw9fnbhzfPrM9G0coP68APcbdZhznLQE7R57",
-	"k6zWLhkC3m+3aIgLnMV4Xr/VjDNCBGI8yydV5cTgqc1C/MFNQtyRf61HEv4vEyzyJR8+eFf5Mvy5MvXU",
-	"VbEhSb5ZwSyD4HWdZpUUKnOCqxeithx9qVphp36BQNVzbLqt1TfTsvgXrX1j6/VZRmLCcoobDSnbo742",
-	"zv1aJQkAbUVYkB3KBGGC5vSpUf9t3XSvm41TvFZK77rENGkzEvcqvkJe5GOuaj7SuvUDTIxls0ZjYISM",
-	"1npzA2u+FdM8BTUKKqqpT+ZQClpqY/1ScoinqB6zJgeYcD/IFb8j2ROFiLkJl2gEs7dk/bmGaUhOPzl+",
-	"973XKHuwc7BfifeX2pf+rnjyNBxuq3Q1kMsZQE6KqLRs1IXRhiThs1M0SPh4APYZVXROmOxrWxVG+z+M",
-	"7qlhmPCxN6XGhW1jSXkiBqhIxxmGpLFRToxzmhB1z5bAQcfvvt8+RQMhEujNBQUOKc4J6l3c6SFH3x1X",
-	"qnIxzkCpgcMUIvGurXrIDcMEYTHJXDHtn8AvR/TbbpSlyTsY8cwGzzdr5HDhq7V52btB8idV5JFxBGyR",
-	"hJAeyLN820yusxlyx23q/U4VE1ut+RWS8k7ppjkDJnvXLn/aXTsAH2I7G8Hw0PNR4CcSI5qf1vITdNhA",
-	"xKdEXanyieoOBCVJ2BPNOJvWm1O6evBSC35JgN6dQrznisddl0/GPANIoOHpfLB2ahXiqmGzi5tL1e6S",
-	"Ay+OAWiy3ZV7aGCarHjvd8RBI/jQmWVzYQ/VLjqqCmNvni4LvZPvC4SjiKTaEayiDEWoLD7qmSltswow",
-	"WgrrVKMe5CBdGgY+Db2jVN9giGmap2tkIKjNVnpOLtQH1QpfCmLhZS0dpgFIYlWBh8dFRGKg0SYEN7n9",
-	"ky8pzYhY9M5SIne7bbm94ICPpfEoWFjebLk12OvySvHvBdFJTipU2wmIi/v7B5Mvx9PDx3fx97//MPOt",
-	"4JEQT57iTyTNTXUXpRUpCJ2igj3K3zRC68cS0QYlDAft1aFUENor9LWa0ilpKZP0geQkkoRnmTkYnlmO",
-	"oENcNbMgTRNdMWqv5YxSnLUV/blT1e5Us1WIfCzrAL5Cnlu9pviqfXnpHz5JQ/+A5DEDgxUmspXdliHn",
-	"CjlhTqO48uj0Wm3nV0DGiv2nlVWUJRuv05ZuqdB7sjwQAfWYhlImxWCY5Iw4zdaagcVlAUVruxNL6hdO",
-	"8Ze+oWldxQ5/KSdSVgH8pa8hawvdOUOc2oPCXxTQU0C8tuA6JP6pSwIWAloa6uRVqZ+N6RNhfi3L7nhh",
-	"YUiB8BOmgB06UJSKEqpW1mxS+7Fe+skFbtMGk42hD2O9HiTWBSihU4SuI+bfb+Wk6vP/SMcTOb8V6npk",
-	"+1QtZRHNQutlEddYp4suzXv9bPVluojW2oy0/YAr9weaS/KSt4ihbsgq8YPEXixYqdDlQnXDWXqJqS7g",
-	"K+hSBVr1qMMG+azOc9rVwA9uPVgFxjrHWUXv4yVvW6gA+zliE2gvtdjBh1bv4+k0tNywnSfM0JJgq9ST",
-	"jfK2HG1zedqWXMELQbYsXavS93MtuKy6y1felVtq078pynZwmlbKidoub7Y6ZlsRxyGP5/KYJSN8cGo1",
-	"/vMtUgr1Q1C2AtoNvCGYDTMYpMCyfARa8ff4h+jt8PDxyKofJ806rNDIGdsASPhdznIEwZF54u+bhEaU",
-	"UTEh8Tr1I23KuFRWI5IxEoeIjhBmc6/at/y+oGDYsMwmmLIdiDeKSY5psrvcg9reTHXtjNkFl5gKplC/",
-	"CcpcIdatAmsPctFmpjh7JNANMbYmIpoQVLCs3j18rYuhRZuvLV0fX+3INU56yHEH2m9PCI7lP3ZXc95q",
-	"rVzNqhGq3E7oVss0AF6qvDdOx6+24yo6KKKv5IStWzQ5DExP/T5lKh5JYkxcJCTuZwVrzsWzdIJZ+bdq",
-	"qPR7QYqWLg3u3lYXkpWCy5tJycoUfjyrlnXeSGhWeL6v0ybQST/iBfNQ2o98hqaYzatC4I2orQxnhuDQ",
-	"Fk4SWKFYrblw3aNaAUptea8j+RYfsLuATU5yvfNYsPtX2q1bNX1JpRqe5jsQh14/3SEvlDWyWU97eSGr",
-	"hkTXzk3tZVXyXQz701E2Hv8Rj6Z/5LPfD5NHxmbjw7d5yodBuGLV9c1KrC8Vm+A8c8AIckclOU9xvEbg",
-	"fItb10njbJRyh0xHXew9t4XdW2ratovpyvJpjLYGutzrXuVze+448Xca/58DWwuWVkrpVqX7auXjbcH9",
-	"GOX89JvXjd+8SPyqXdH/s5d9p3EQttZ+NydXFgpZQwlwucrynFLLYSrotSp3rbzU1pS6guAVYRUinsQV",
-	"4bw2elV46LKrZ3W5r8/EF4sv9+ubAHhzsCwAwytBQUCpvviW4AUlrW9VixI+gpsBdEJOkhpTNTcD13ys",
-	"IaM9qMHJ2+fn1aBn32jVnaofn5FSWYLCCtBWbYYa15UVNSbz/c1hrKu0rBvQ9R9tzWgUl1mrFsyrFnlR",
-	"adGLXL2aJaUwEFFoj82zem9uHEWSyZ8E4lGuBjLg+5mtV2DukBFneUaHpjmsutHlZJpCni+4I3CaCmj8",
-	"NY3Svor80X/TsTUfH4aBMoP0TeKNelk8Uuj/vx+azP2D50ZJGF3WQgWrmyrhEWcqok7f+ioVNXQVbmWW",
-	"oRFMEyW8iMt8119snndrAnh5IFqDNA/6w7lqF6Jwr2/zpuU2k2Jc1uSQt0hwAgJZQQId6JJLc8vN+TR8",
-	"3fAcRTzhRXZq0zZ1jMpIcqAhjh6hhVSa0SnO5pUeUk+UJxDogXU5FDIlGYZwZYUJGRdEyX75rvce20SW",
-	"ReVCppjRERH5G4EG8CZEXJVvq4qVVCBFGqfKXwAQV0FjEHOMc/zALDYCe9uyeBgihUchujy70dFnIkQl",
-	"Am4D71MhAm2JiTVUX8RqFBGeuatZWiv2UoPB7SReZkweVzrbb68Uwd1arOVChUKYejlVqGEIfDzVAAZY",
-	"S7hI8aXuNmhLEIIGQEKDlixqW+W+fuxzl/fo+XIOX0Bb0JLUHWBaHwwzSLzMioRsu9FXNDdntoodTdF5",
-	"fU3vCxbLVchfVZ4l9GkVlI0Tgu5+/qQawKpppN5c/PFHQgZqAVJ4RnzMqGiJeVutoq4nZmDtyhEqIwzW",
-	"+kiAyytxDEAsmFPbolmG0PKxhozKCqKtmJhBMAWyXMocktNXCRmKM93+hDETwapPq14+uyjVCLYlT6DC",
-	"U722Pvstmoe2nIfCJT7Sq1SygcbwqLrWamGXpV7kOkv3iXX1zTei5DAqeBIj/Rra2rdBett+56qSE83u",
-	"TappQ1KMy/AUw0FPoUQb/WKqS4HERFuDh2J//20k34F/kRP1QIJIPVBk7CkgUlY0/6u3IIiRXY0r51BR",
-	"1eAE3CxA5pTpaF7Dxwf2+AcnqGDy5Nxh5uBsg2VXTOn55clZqfm52XL6y458YecJQzQjmG0Ub1aRN+/t",
-	"LO7T83LGRTVP7LDyUOWR6pWZ5Yc24JlG5I0wY7eXm9ABAUpW0FIWGZhaaNSBcrmV6kzqlDyCuYHOVTHn",
-	"LKhKiOGC3h1a+KmKL12pcrbZrxWl8tEIxHyz3k1r4/xVND6LF/26LgW5R0TklR/ewg+r6n7r9eC/m/Cs",
-	"Ite9XNiz4LYyOyXfnBCbum7DsO2vK0nFOiy+NlsRSa3E4Lg+rf9gYbecepaQTW3XPugvxe3FliYtHR10",
-	"XuUmq8uceShGU4nel1Rpeaajg12Zt7JVyUOmHmk3Ink0WWqRlgp1jCKeOt4ZVV0L7NNqjtWN0/IkSKsy",
-	"oj9qvhDxIomRVilKUwYDW1uGIiy/rdYGfdhgqVuDcmMDJPBcoAmfyVe8Cm09x0gfUgU8ZtkvsCJ4bg2e",
-	"ijKFLgs/U35Og2cl226pM+9eyxu3xqZG1NRI1EW+8WqaCrQ1yiBENjZ1+lqUmooJoHEDOrtRRer0iLbw",
-	"tXFr0NmlVbdGNGnbRtPO0OQ7CclzidcQmGFHtsynTRQNri+foxGgYcurLcUIa2UhvS97KwmGjZO2y6vC",
-	"3gMFfb4VALdj6XJLu8++tAoH1HpTm3XdqFegzteuIi5PlNrTmrxwqT3dLO2lJL7Erw9j1gPXqhv0bugl",
-	"+8m437h5QzLBGU50kJBw2mi8QQNVGZ6N+EDX18TMGp2r2xtS7r2VgQfF5sF5lJqFv+rqzg1TwNkNOvoe",
-	"5Xhca/kEVaAHXuVFyrA/OPPMdt656iD5U22ybiF3uPeeZInuI7VJ7YT1uqw44HKBY0Hh7CMEmC9N4NIn",
-	"v1nZhJHUV1M1wyniU5pDugUlSSzQkEAmHfhka7cAwIbgUurgU5zTiGKgExcZgk6MK3s8CZzGErW63u7x",
-	"BfpcLjiLuadJmMbElgZPTYPcfrgMa2s1jOkTYVaFW9oDt4LhtUXhKU3ma0y1OTk4c789rlgQ/vJ//e/f",
-	"Ojv/wjt/fP56GL573trRf0IHiYPw3fO236TwUoJCW9GEgCUBj7GUEMB65GtgJB5i0chO/87btK4N5dd1",
-	"TqUlj1zIovWwZml53uLsWYNJT9O8p3UCX62djBSqtJ5qWg02smWt0o8OFxYu3fc3i7siM4FiCikM8jYJ",
-	"tdJTGu2WfeKo6CsbtGFtbkf2Y3tH/4AlkqupdPUwtT0n3DfnMZ6/EYjJr6rYoa9f4XvPz4gy9PVrAijw",
-	"/IyGRZKQHEGFT1C4FlQrtXt7whmVcBPByW9lGg34WoxzSdVqh28Gz2FjUHAcmDFqKcHz5zWifnWGV/Ok",
-	"jlYrk/dnN8T74Po2nOwPKKjuD+rxbVthdGlt3qjZnYNnTdOe+qW8EYF/aELjmDBld01p9AgNGG0QKMoK",
-	"JlAhoLDghEyRyOUFICtYe9nJ5T364UKNxaNAIseZzUqkOdqqVg3UTfu3FzfpXx4DvF4hyCbmNQizweBb",
-	"GZE9VihGm0/Q4OvXRzJ/fh6oamCTxl1q7Rr4q+OxQ9tNLI4SDMaY2qpWu2xU2PHP+jNLLx/1iGmvWcvC",
-	"1l2/i2ou2q9XKKu67BXuf1UaFXWh8rIC9O2mDAiK97p2Vj+U5YX77fdfSyxvVgrove5HBAcpGQ/0C5Vo",
-	"CWKhfggLjeqLRPN/jAiuitfXkKSrCqem3txSIs2VIJVKbgvao1ipJTzW9P+2AmJxcbPy5vDwcLex1DjV",
-	"kaxeuYGmhQAjcWzYN2VoYHFs4DnzpUXY1hcTaEvD6JHM1Vm8UGhM8ZdzNcPx/hKupUWGBeUqXGmhparJ",
-	"XV6Fq6/LrFuY86vxZgvude0cLvaVOKn6xy2FXZW9NVyB8nFbQr6p3I8fNe0bLEVTzGJszLF1bF/BWwgM",
-	"1pMTaLfpsTo0u3u4kQbKKtD/XJoH+t5gg3q9GOJPtL4phgmN2oq7qV+lTi7VPjQiUG4a6ue3uk1wStsD",
-	"2AZ7MGgHp3TvrxC4NuUFy9tYOk4SPtMO+Mwm6XjGpWlfxXJUq8HsiafI63l143r7EEXfd8K/PHWzwPLb",
-	"1060lcZqa/uSsYWY+KBFowmSv6FJMVT+HaFSF8lTvVkbmQ5JHEPIwZRkUZERb5DhjGePJOvro+xPua5x",
-	"a2rEgacDYh4oYfmKwSG/wKS3as5LHpM7M03jlzM9b6Orcnl03vMOHbTy70JDsRXwrae3GA+WUcu6dq3V",
-	"amtV6LEOqxcX1ropoJndnW4/tpkS/bNu+8ZV+UGEcxW1Bp36aiqzvxWfeNzRkSE7B4dvnYZ8dJqSjGLV",
-	"A6uW6rBRpzu91uG81GJMg4BHMj9FBEcTfQOAgDihIn9DNJCsfSDvB4OH4CEYoJgkJFdBcw+sbG6HHglJ",
-	"BcKmj44gUUbyUDW7YzxX2V8qy1I32/A2vqsHM5nd+k7R+Ds3O76OvFsgHEFi5tIm2Qt7Y29cJXVxE+wr",
-	"6N4x4TNmuu/fn9v+WLbIpa6j90ZA4eQEpTjLV7Lfr1KiddfX8/oFBVo7pjLcOycs2Vet1RH8716ldmvp",
-	"HG9ryZnVuiqCKUmSAndq0rCScBQllX0c3CRSnJMxz+ZQiE25zBsm7Y8QAyJJZkaGKitbzq76TEn6Qlig",
-	"S5w9xnwGF8saUt4SHKP724vAZiKMEz4kZTQapB2rjhmV0k5ffQtBWM+l2X5/OK8XGdfTQuxKGdcnbKp7",
-	"5RUguefPVuaosFRl285IxKdTwmLRN0EQkPRgOZv8q9KJtNHNspkCayHeMOwoT7H6uWyHMiaMZDiplGLV",
-	"z2Bz9tTkWgtmUprhu3Ehr++6io+UMWEg5iInU6/GsbJl223UAx0tvBbLxTxD1U+C0qNDktjtWm4hp3sj",
-	"JFfJclC6a/1+HKxaMRD+POJMsvkT28T1jQgRSQRxQ/LLbA39mwmIr7Ub0ii8Yowg9L/YGSmzlSo4O4Ag",
-	"ZBuB/Pmvfxlsn5pVqMjmDKSdhTJ0aVWhzWrYzqKQ5+p6HRprLHlRmSt7xy8Hmbb7hqcgnsVKj1jppl/l",
-	"b7aMli84r0KSvq5uKo6MjTXY9LVwxDMkCbEMLlp67fNQuj/cSa7FmrXKYL1aS+BqUS97CDMy3HEIdnko",
-	"vqNCtRyLGfKqh6LVTW+a94Juvzp2381sgjruI0qy0GCuitVWOLqrHvXmKblqQ9zl/YEXdfA1TgSXFdV9",
-	"CpYj22BzF+98uBFWy6utpPspyC53K2Se2Lhv0RC4BxwGsEQFlA1KwA02xJtv3g+4jXd4rXf2jBBW9Klv",
-	"FD6Qvq7k86kmzW6bqnl4GwsBHYvxfAJejyeSZTSG24zf8LJIyFKT+AUF/WMqR0wpA+kLt6eaaDWKU1se",
-	"VYsm1WDQOEkEmmGqOveZd1DBEiKE2VPsz4vyW3arhOsB85I1Lscpw/r8Gf9aofbgU7M8atmuvtFNhmBR",
-	"ZGQqcUmrY8azo+7VYQBKUXAS3Ou/bZ3D38pJ7d37sydT15wdSfQ2vcbX9o6bgBdoS/WNl3qH/JeKJN8+",
-	"1Q3hS9w1gJlgoeqyoyvVKoLoro3mxjPYXapo/kiS1Dg7IIBC4V9pBfaXRvHZbe9Ky8Furaqxsmx4486G",
-	"vjaVVXW1OptuzutXrVr0Kl0/3OQtg8l8oE7LtkR01BmVmgh10xdn87VoOlZ+L0iFNDyIERLL255GAdVE",
-	"jc2VuWgbDclI6lY0V1nMOJ5Lhqho0c+b/FVblIEfiq47+GEAgjOCdCl+iYA5yqBsq+SJlS7HpxZqDywH",
-	"dwBnUDVsoEE/kCMAPP2EinwAcwy0u888ygg0iUMAJqHy3PT5PrABVmelpf8gRPaJLvGi4n4HtQ5y1g4r",
-	"kdm99YeBUsSNzzE0HZRCC7XQUG4YOIsv31F/fl7FiaDHGMyuM1E73M8b5b8geeJsgvPN7FdqEnXHUkXn",
-	"0BDn0aTGNjOChSlnhDSAy4K6sG/TIKHBzsy7nsS0GbP2J4+n9nB/3T5U+lPt0Oph8fgiQOnevxpUOn68",
-	"0bXfgusD1BBTSUiIfMlJxrAuC7cppKxm8+0gBQZcQCzQ5LR+87IgkTIwxB73TkKeSGJvSabGsATqIsO3",
-	"j7yDk9+O3oZHR59fy9Stmp6q8mr+1Q7nyugNYkCloVdEoqkXhkHCIdVPRDxWzN2getmWMztKoD+SubaD",
-	"09x2lAfO+wq2bjjaTxkv0puMyHsyi8iGngsozEhmkPatJzotrf+geai1q++j2YQnROCkHgjkvO+6npWj",
-	"6omSWXASjDMIO6tF0DcPuzbX6uf9MSNkZ8SzqV5tiEzxi++Oj99+pxoPIAE6Xa3eQstBuEtZcBb3YlPX",
-	"g0pJKlsFQY1zSpJYKSyFaPiParbfTxmOCPqRp6mutaI8E2P5uOabUM68J5LRES0L2VDRh8+rv1/BL7F2",
-	"H8Jv6X+o73lRGRnTiy5SCZIYUu3hvd22PvMacg3ds9L6aZTgsboZDmD8AGU8IS11T9odJleSTPWvKuVF",
-	"ShPJZPSd9TUcJzU7jt1iA5J+ahAkN433NudHU1XUJaHs8Y3QHfNTTDNbzIU5kKhRByOzvuODMyVHEs7G",
-	"8Eo6yTBUH1LaH8+Ck+Bo+PthMpt+H//xFi7l8oPBSfDrl3f/evx5ePD4+9v7ffqP/Ed29OWno9/H/5x6",
-	"iilVv/ttfF3uolvCUiY4GZkE6gb8lgbVNM2lChTNW1+UkXytjx0cvltPt7FbNasIqzBuwT+ePBFd734T",
-	"9LvUbYzASZKp6WoYRmNtJPD0Niof/vDHH/t4GMWeXinUV2H0PpVfPNjft52UxCmKC9UaSN/WMBMzsCVy",
-	"FlWz9Nc71TLez/UGt8WMixVAvaB+oRwVm04JqpCQgiuIOhqLF/Zh+JkK6GpuWjxQBtV8IAR5LQP9ooYM",
-	"EqRCeK1W59CYEucoVrcE8oWKPEQT/ER0ayroGKYKI+boSS9X3wPKPgSrlg/y1h0s1/cCyy9PyCYdfqUs",
-	"q3b3XW8H6v3N131nsmduC28X+Ep2jZtCcFLGUG5RBtXppbBWHe1rwZXbNjQajN1RxtkDMzPL1yRJQg+y",
-	"rGDQf0wZKjZIe7Olpc2YoerJJL/ZJ19SqaKove2j79Ff0V/Rwc6xzn373pP7BmmealXut9729r+DNLTD",
-	"f5lkV9sl4ODdwYETPN43xnHjtdeq5yXPIHfMhu8z8sX3qSPzKdiWgqwNANCjdXsLDe6+TuRr5taqFM3F",
-	"yXVvPcl1X3XY/0nQOUcCj0g+99w8/kulybn40RAngmTyrmbaYwCzyQp2inCRc8h8hi6vWAWeqFE6CcAp",
-	"30yFvYGstMcahtZXdbyjrjZyICoH6jQDdY/mjOyICc/lamtekyq+Ly/W52uXV2EGtaS/718t6Q/y+IDl",
-	"gynVQjouwY+TZI62qvtFOt7HTKN6C1Oo9kzi7bYu+A59txbYkbOrFrSaj2E47c1bilQ5RsPUjcWj/RTc",
-	"wDMSEZYnm/YV8TGjZSktYLxQS1CYXUtnMdymEqTybXNc6pWsSuRuMNOm48Hlrm1dZKCH+JccxQXR21Vl",
-	"Lg1K8QyJlLB8e/OTNwy8if0gQ41ILT8+cNj6QJVQUt9fHjTSstsenRJlIKmQj8tHgMcYHrJh1xxXGi1L",
-	"IIY8CnfTCg6V/W7UT2dhLQPIQYDKBJShGcTIg1pZY7BUIPKEk8J0SirRri5W/+SsWP/V7OuSyDkTw6yJ",
-	"vKRjm6UibG44zSe8yCW7M6rccqtfS6Ksiw+WDKppsnURaFG4Uh7Fw8yqWbUuT68Sfo3xVrSA9bJxXb15",
-	"edBMLUf9NTNxKz2QWtJx5S8r3+QqN4KlHQ6qX3+de8i3ScWtnMEu6n7BUZ7MrTu2wmXBB6tZUCj/emCk",
-	"Nr6Gq/qdtvvL0utH/d7RdklYQ8dfW3/fXAOdUlbkBE14kaEYz3f4aGfKWT5B6n/1oxkhj9tNt12TkTvp",
-	"aQ8P4q8PD3d/23p4EH+T/9j+evQsH3pr12yWEAzKrGjVM5ckB79ApfpztKQXJv6upLCslLv7ygrLqUoo",
-	"Tigx3pNRAdmEql72wCLD4BspMZ26ncO2ZbOsvaGzrHfAVf3FhG3d984aMVs1fUaF05nmA6oWt7xRZWQk",
-	"VS1fAaZmTuj+zg/9v+3tfP7bXzbWRJoZri/XTZTXGW1B7wFVpsRl3mXPBUiZ8uzaXaKTs90isoDIlous",
-	"hZ14KqLnVSX+etJ8kfR+JeHdy+h4TLLF+hBknmI0xazACcrVK4Y3vjyiGIvHZXCRV+xm+K98+AIwQOD8",
-	"jzRvq7ddqWqaqe5EpcUU6oA23CVS6hiJLiKekeBkf/eHwzAQxdC0sO3xGM9P0MEh+n/+77MQJdBCPcPq",
-	"SqLH6JLaklXWrysjXc1bB36dBKbM9p7+sscJ4zPlm1h6Q70TmtcrUkBV/Hnqj5HU22u6QRLyhFlEQjSh",
-	"Y9iDQEMJyuxUfkPReFl5lFY5b8yLYeLcpXQs27MLQY+LjrMYZ3MkZZzb1HW5xPDPeIkpQy2tW9siEO9I",
-	"pFrmkTmKJlwQZmq0G2ypRAIi3WcuRIOYR4PtU6RSrwUaZ7xIS9A0b6mZvxVhpow6ahrE8BMdq24uWPW5",
-	"yEiiWqTnHA1wmvaLTKW4ytvNUPBEKoX3txfLq4XrEEDqtqu1x2PiERV+tFNeO8+pFRSWSLOq42wCicSN",
-	"VL8ES81DgF4nh4RouH5juZJhLLtnwSpewplYbKMkL4kQeEw2TfYd8SThs50iRVM10a6Uv19yOHigxoRi",
-	"UbHgmDWiLTDuDHk+UTRLWB6at2eUie16tUO7MFOI51iHq54EV3yG8gwzoWr5QDjHx4ywaOIJK2xO1MyA",
-	"kwuSv8mJxhmWS4sSPE1Vh5yD3d2D/X20ZcJ7lUZhs4hd6ydSafVFBmEY0wrROcodlMhu1avh11M0JHOu",
-	"4zaIZOuTEBITBP2DqAsurENFXgNM44yncsmCJtZivBIyStRQ3/5IfeXQQuUt7Xsd8OexsCHP0JoUZ4mU",
-	"BIOb67secmp0wBwDVECntqpRYlk0RT35ruVe0gH0U1f6L7mqKrRkZkCoBkIo7C6ryy4Jv/ASXY+I/BLT",
-	"ZNOA24imwHutPixyS3ZVUsm5J6P+uZls5Qu3UoFbuerlExH6ZE381c+tG0DWyK5qYU5gRXC5t6cbYySy",
-	"Ud8EF/0wPBjtR9+N9kffk6Nof4QPo4Ph96P9+O3oiBzj76TIECTztSH+bufgYOfwsLd/7JRIXa9KQT0q",
-	"zmlffFCPCCwbmev5lKs2VQ0LIePVPDLNXPt6Ih0a8Fugpvvc9No29/K8aqtKF5xNvYOpnJr/tXN2d/tx",
-	"pyeHDRBnOvRb0nSIbu7l/3R6Zz+C6Us1EfarF/ooFnGfe+HrZylUBZlyrS8RgTnEqPxESLoZNV6Rmc45",
-	"0dQIwYOjBNd75cjnLfGg6qc6wOVQHe8MYkTovCQJbtMILiE51DJQUTHauQnWK5JLxZszlJKM8niFbDVY",
-	"hRdIgnSKfIEipZRCiCTkqgFGGYeDpnheNnZeVb/CT5gmprhXPSpPTNCMZ4/C7TkYopQnCfQe0BXrm8a5",
-	"STFcqnsJ8mMx1IP7Xg24Y1RYuympzNrbTTE8QQNdIQk03xAiYLg6FlNFSY57YIOvWj1+3tudkSTZAQvF",
-	"nn57gLZ0XxQTN5BmPCJChIgXuaAxQYM9KT2fDiCJ58r6yaCkExWoYBaONdtzMMnzVJzs7YmnaNfhY/Jv",
-	"31pWuuPwlEZiWQt5yNeQAyvkoah672APLKCaUe8dVJuPS+TcMCCqxCeFBuX52nW/gIko+uAZ/WNBab5O",
-	"iTCZiulcufsQELdYHIygokRFzlMB1EHZeHX/4Z9EGf5brl/c/Hh3ePwd+scvPWXMg0hvjYy7dv6B1MXp",
-	"tGXeFnSE5w7MQKsXL4gXNLG0LYgVugf4Iiz7UR1Tramf4SmDk7LtkyG1STFEW4xXOdL2qf1bv+NcTS7V",
-	"D+a41iz/difIXY7zQiy4dUvmFE0wYyRBAgb/15EKcrq+vK1lT/LSCAYhX6siniRQ4ANkr5SKhSDWby7Z",
-	"c4X7HS9tJNTkX/6VvAC9cpy9NGcS5kBYnm7+De//UpgMcfSouJAVZRPOH0VdmNWqJO9X7qveiPPP1pbg",
-	"lEuW+leeq6ZlGUl5lm9kTuhEEYHUYKkPiPl0SvJMeyusAUV4DAynKhQGm+wxkqIIp6rPsoqMsZsE0KpM",
-	"d7+BoQq9hjwhQwlHpJII0ZY12AGUQ5SqnAid1gOJy8n8VC1LUgtUO42wIDuUCcIEzekT2Q6VAuDUjZAo",
-	"AimDuiFYxfl79K7qePpx8vm3Xq7+/yb9/Nud+Hyytxd4W7n8V7OeLKkmHeH0Gxuc/r9lv3HKUm9kvulp",
-	"L1JdtwN8rgXD7yII2cSRKW4nZlBxWPLgk69S031+HpwqbV0VXEWcPTDow7X3Vf7vefysNOIBinCW6WtA",
-	"RlQ5Is0PaAYtdBZEx38fBurjxqrgCZU/3tk/6B0cOuYPJYKfa235R5RRYXpP6k79OgC/xmhViJXkcM7Y",
-	"FGfQCs8EueqnyhoiVw1yR1cNsXXqsKpi9zXA2biYqrzmr0GV/RvGz7PxnmLRTT+yqcVXlgQsawCaVjcH",
-	"BwtL/DmVZoy/BdYHuwHm2v9hdIhNmXvXevO2RG9HtixYvxTdEnyQPBmc7EMzy7wQEo+7Vx/Orz71Ozc3",
-	"t9c/dy6g5AJJRV/yA0BmTzC/e8ZH/4Jblu7wSlla5MqaIk/v3dujMOBF7j48PDjUVhtliloj0L9nmJK2",
-	"JhZM1P1x7bHhBnMbzhbKcKKJ6lQHqJrW9Vg8qg7PEJ6tqhFZzogEpqs14f0WfXi0YrtJAjb4x+UENQdf",
-	"GXQEpfdIPCjlrI4zyjBDvMh9cZqWvpe7xrsw8LnGBNqvpHK9cAJ6Xejs+vLmotvrfgjRx875hfzvWefq",
-	"rHtx0f0gRW/n/fVtr/vBtk6GDvcQrbN5sE5rKD2NV8TAFTs+bEWc5ZQVBGWYCqh6BS7Qki7R31BdRxy0",
-	"tGStMc9WGJuCG2UKCrwENFbtQK0K0evxL4hUrzHw1kAOIHUb2CblllwChiLGxXAHSNGpFYRRzlNdSqKR",
-	"RbF6bLcjSZZh840e2uDTLXlKdpDKO3eTGlZAojbFRsKLMppTnDhRc54iZo4gaMZCQHdfJDga4QxtlciA",
-	"WazjaVrwzAiU5eBS93r1TilofAQh0Jaq/AmpN9ugFqml+dfw6uHwVqwt29M9DHTFmufsSaaMJIXJ/zJI",
-	"TXPFiB2EdkSPIhRlh7ES6oGlJNNDOzfnoDaG1dnd7LJHMt/eRdfymif/hJmQIKqiHuh7SzFvSRh+BfNL",
-	"OFjEcGLytSA28qLav8rBiQaPqGJvnbeZ4ypp11b9bQu9rwqgzy1qeteItSbBST2hyHT0qJJEimmpZBOo",
-	"bzCjuiVlIw65Vm8/JivLzjM5GO5cQnh76/9YTDHbkXonpHKTL2mCGTa9j0rzfVld1wb92Ez2o8MfUI9z",
-	"dInZHGlDjlgaaxOpHgdmZQuBesZjrxdorjPgtB62i3oZZgJc1XJ64XImJaZwmiaSc6WmXIhiqg9soPFj",
-	"lJOsrwLJxWAPVJ1McbvB9gm67fS6/Yvzy/NeiO66tz93b/vXP3dvL647H6RuoR91b2+vb8MH9qnT6/7S",
-	"+VX/jS4uLvu988vu9X0vRNe3Nz92ruRLv1zf/tS97X84vzu7vrrqnvW6H3bRDcmmmEGCc+e+96Od8n3n",
-	"Q/+2+8/77l0vRL3r6wsz+dV1X85/dn318fzT/W2nd359FaL7q5+urn+5qlZcKzcRhEFjF+UzmDkIg8o2",
-	"gjAoFxSEgbOpIAyc5QVhUK4vCAOz4SAMPDsOwsC3gyAM9Ba81l+JIIvTXlTE45jY9lirmn6VX8jNiF8e",
-	"x7nMbA9Tbm4xdXUIDzHgHA0THj0KiItTFiUsHk/K2mgC4RmmqjanKTO6pfguqt/vtlW+ibkdq1p0xJ0B",
-	"yF/YCTq/dM57cobzq5v73vYuAvcgNd56VcJFjtWuwcVczrmVN9KimeU8jdXphDFdO7W+pFWtaBLQ/9RT",
-	"v5czt5d4xt4i2Gc1YKOYRFQ43U71AhtAX2uJGhd6nCfygyuVFdYrDh0AL0E1O73HCGUxq4lYnjZKrill",
-	"9etox7yGKjIo5f7aX0vKpv5iggXKsscxl4hDc1H2UnHeWb0b7TnTRQVLqGR8hmiMthjPlUE954AKMVlV",
-	"i/fn1kAPBEiuwC5YjKK2fkn7RTWRTdBXvRhgewHkpp3KpxNV1Yk3QoGMxqdqZyaiQwUMQ5M+hVuN0ufW",
-	"BLZM5TApn9XF2dTQEhr16p8l6rYRi2EXfglk+ZQy1g6kngqar/lhUNb6rBFNkvDZx4yQnte63EGjjJAd",
-	"aJWrzb1UIGy8PkMioBy2Qnjb2cTjkyQ49tm87qCvBJREPbUc3x5PyX7nDbT7qHDbV7moSHLqbT0Kwa/5",
-	"BKuuo2rBEM4zJEiVkmqr4tZaQPhaTQI7gJDaaMK5ICrfYetQPjnaPtWzg9U8IylRPGKKnkg2xLny9zuh",
-	"IzcfPgZhYO24a0SJlHy35Z4gZaYZUgWoap6mWAaKOZrzAs0wy/++FO3tJ+05lwBzjiOsIdsyVO9YO+ma",
-	"peE0ouYcjrlCG21kILG873ewfKwRwKn1UmY1LJ1goWsSmz0O/O0Pm+EqLeTRc6Z/I9BAjVvFWVQinEd7",
-	"UEkW3EXd0OIi2tIU4fRNH1j4DGzzx+3FASb/L3t/v9w2ruWNwreC8vs8FamLlj/ipLut2jWvO3GyvXdi",
-	"Z2Kne+Zs9mPCImxhTAFqgrKjncq/5wLOJZ4rOYW1FkCQIiXZsWMn0UzV7liiSBAf63v9fiV+2M6ion+3",
-	"Z4IxL9obaDU1tSpS+LBJBIK072zBmfTTivGueodwe5jcByr9sl9zw7i5FOny8Zw51me45L5B0O/aG5uX",
-	"cy3LNswK9L9JXboxcHNpJ9Z+2iCqYYRNchqe8/PZ1mBJxhCvNCuxksXW5HwXzQVgl/XMHqKvLohJNnG6",
-	"FBTdwbAOVwT+2hR+Q4wPScUVdolyMdB52u3F6j8/7H/Yf7nLnD2N8T7kh+yx9x8ODw8OX+/6j9hQZykY",
-	"fTPOROj4xQoM9NI6r/lGu8GepitxBwUXHn/47XTv9f7hybEfXaygrqQSjLQ/wazKLlQHjjGVz115rs7Z",
-	"mRhY/7SsLaGEhjSIaxOrTgIZ5tlEU7c3N6ezywqRj6TiWS9W78AJ3nXDiWZmKKrNQp/9NZHCDCDsQi70",
-	"OJuYWDVMQjWmgsu2Fq3RCq1FTRnT6uPCD8r72k9xwGvRmn/XtWgNX9Z+6N7WbtPyJPshNIZJnBv3kjzR",
-	"W+ht78QSLXwj9vpd+3yaiY9iMCmwmo11yAcAJd9FBF2ApxJcGdeUCL6hHaJpcRDLKajlNSbK+x1RWZrj",
-	"hCatNQ0Bwsxwzz9v7QPZL5+YMqYKziJU2hSQpiGPEv3I7hJ2xfLA9SRZ8BVE6hdwBsx+vlZocKf8/LZJ",
-	"UbcXl5GmFVx/WgA6WS1nDP6JZ3H/Hy64uP9f+y8+VM5RWzzxQ3OgHLpPWKELniEpD8W1cC5BFztHuVGX",
-	"VQse2qqE4Gtm6viEWB+xRLigVkIxSwYHOPpQRYCPokarKqDU9tb2LRI94QvWR9K4E6gp7WhSDPRoHsc8",
-	"XkAbor33zJkLlfIhO5c+e9vYnLZkq5Joz+6kIpOwGeAaMsntg8EaB3nq2AlcomepchAc+zy08xGXGRVg",
-	"l14/fFHOUAPTjG4jVaNGv8Yuu0VQz5BqK7TP132BpWU3DXBF56O7RyCfYbS4UwzxHxndu3ktS17uN3za",
-	"5EVbBwBYk1jnItNnHEg8irCJB3LVRKzk1cIT4ylA6ks60GPHPgr0r8103Y79IyDqJtawGoPjGgFR9F4R",
-	"RAUxLDbD126fbD3f3Xy2u7X9fzVsDxxaMzM+TgIS+VS48P2LQCvin42i4gtoxIkdpEJ4Tvg2PfauyolC",
-	"xFNQbIPF81BtlTJuQkKVPpso+5UHv6EK8SbelPl0mSeNseeWFbk58iFyvYNh5F69WsaExXzSzdJtC5nm",
-	"0W/ipggWcSHu38ypWoD846hyPJf9l0H/BJttrhc+c/ZvwJGztLLIucJR70HDxKhRae4RJD82tfrWikJb",
-	"YeLvEKrNWsesVOkyxffY3GsvDirdm7r6y8HIdDEwib9ThCOZPxFv26o9INQyyX1OB8LNQ2l39rTBeZsD",
-	"UXvNDRydArsKlwurcb9ATa0qbk3gXcH7skdq+aha0z5YgupvsaP2ChwlIH5NYPqiMjl1PdRGOBAlWUDV",
-	"vBTmVuZefSSmlfw8y4wjSAi6dbkx0hRcFbjGlGqu1hYtn6hAT7Kx1sBn754AtSFe5ooPHPgcTtT/aAn0",
-	"g9XC0OVwg3VTjihYBkM9CoGXCAOyaxFqT+rf99OzhgqnRY/+NRFq0NTwpw1oVYfyNxjy4olxp4d1lFbr",
-	"qbW6uJHqottje+GWcRuDOibxIWXotrJwhIDhltfvtQ68Jr4fKtVLMS7KdlXYF92IGW13ohny3ClqBJvq",
-	"s8RINRCn7vkJO5dZIXJDvXCZvBRL5qUXg5VEzooLRg3pauqEWWRb0jrQPvD0kOW2bDowjeldiFCHsme+",
-	"9Fyu4IGWDtpwYAWogAAjZBD+Rbe1Qa5i/Cg9/eLomLsTw/J8MZgUJRT/RBUy85fMw+ouZ+Fr1WgslcHB",
-	"+5QHoY6oNrftAaos0tNFOoyuu315untQE4FDwieFTlhnnIt1vw4Rg36rXSR1lynRudvTklyKKX1+KabM",
-	"f1dpT5ioYMwLh0fB0/kTkXN1t+0OB9XA5T3XutxJWcudF7HgKpGybge9awvYIsupHShesZzKBCnbSOFk",
-	"pa8VEhChgnQ5ZIlnuEyXCEq1acjjG6m1pfuxlu8YqMWVly3/CXRNQyWQr0svZWPUJMIroqAigPwi+wWq",
-	"ZU/DQ9qqm85FDt3yXwZLHnbSmo1PMv28UdDdkxk20LBH5dcGhs95PSyOk1TXelkWwhEvCDNXnto0WR/A",
-	"c94bQPH/7Sbr6FoxjjdAHk8zn75zL+XsTUN//leg3ax7yeET58zOXWwkwNwKd1LSZ+X7s0ycFwxYG3Kr",
-	"tLClps70GHS6Pd2M1pQu7INplGkAL/WWwGqvpLhuQkLIMn19ipAGk3F7zNwRCTsyGSqlcY10LdVlcytK",
-	"sUQu+Mw5XsQ+PMgEz62q6i6TXcMmF+o4aLBAK+0MvpGBMk7+GG1+QVehL2KYDwvf1Ndf8C/pNnW/X566",
-	"eGZ33xiJfvsWSPS0SZstC52vnyPVw4jKAxlc37D2javf0IXS4GbhF+xMnGvAQat3Yy7eDGZqCjE6bWsS",
-	"PIav2/sDP88XLUBW7nTol8kZihDalyxLth3XARnGjuAbLAz3XR3DdVLoU5e5p9ygUNbSSVtA8qq/mDmJ",
-	"roHCPW+XAX5eYOubiEDzSEITQIbVfVKrCMcu1VDkBATcYnsFksiPuD6cffhiBCCdNCByA90DSl+coDu6",
-	"yzyyzjBMz4+qs9OuaYDg/K0Ynd2WWxuMbPj9EwMGRa5neMsxUkQAlbNc/o1xpEO6ldO9AE4dRo2g99G+",
-	"KFEn4yAagkYNVJiLJuR2U/EKTBEsYrbKtKx+QSMFkSARoANZ6mtWSw0KPL8URQQqURSy0EjNPM7lAEnz",
-	"EaUaeVNVOLitGTtnnn60Ah4cjj5r1osNNbhNUvcOSEaWFmJvshGkny8eZqFgaiDszz9SBcUp1lPYjQWu",
-	"2tru2sW4WN/pbREbjxWNE4Tl31piyXwWtJGg3JUj7b07YJdi2qKRleixP3JZiHWtsmnEHEQQ4vfUlmNn",
-	"89fn89cjWoNc3JHKpl4in3EjmnGj7DiFSsdaqoLZywD6r6NzRqkcgIY/1zlL8AORJt2+/VIIhdBWWjnO",
-	"zM4sylTOkiwbnYJhKdLToTaFSeB+CGPvsI54WaQ8Aym1IHVPy9zcssAzt1mQxFoUuyyhVUsCjeeX41JM",
-	"I5a4CUtoHezPY2UvS3MJNJYo/DGFAbkBB7lEoQDprzE9toeDwPiwsdoFugJh5CKFEIJhO9vbmNf1yYWy",
-	"Ug53WbCQ1d0aNWzxaM2a4+JjcXotVaqviXZNT5oL7cpC9ue1JAak9f+aCPqatlTt5g01UvA9w+9BPcDw",
-	"6uZwyS00xybGSW/qdElF5pakU+5QpoRICX7X6h1pCjAqAd+3W1FPY6G4hC75YpgDrVa05u7TOFHSnHry",
-	"nkbo3xG/JBARqGlCfC99DpFtSFH3vT1T7j4HPDxrq0hzSnULDcy20G1+NqUiugDpovLaxpV5ghyFPHzh",
-	"FEdSvk/Szo1V3VpNpWXjCdXdAcKddafKkr6mNV/oBqF4bl5xiGPCOaK4W0i4Mt8vWVIjHvKRqNOdVOyb",
-	"G6nImm6ZcROsyoIS4PKqypxtN/ohJfeJO9gt0wXBVLrGnkRCnaw84unzRWvSruffcpl9iaL3LVtQh1dR",
-	"CXaBQTLXjTCSCGtmVIzhPA/yqT+G0Jp7nuvRKakie+HVoIb8Dhe42BMU3h+L/EpCBNMqKrp7r/qrMRXy",
-	"2G+fDnJRAKhnXqztPvvlZywtonuaq0FDMKtFlCX2UYnd1CC4cj25GAa4sOxMZPq6z5JMXyTUmmXVvHG1",
-	"FsYdhUxfhAKO5ifTF43SLJy3mdhjzpWxr2Y3zCSXxbTPEmMyAI+Hz5/98jMiggKcYfhYheyeuBLGNGeJ",
-	"qyvUBFwvcmdM3IaxoLLELbdPA9PXmdbWhoc6KzBUXKa9fuJn29u0aYoBvD15x+xXILRg5TpKE+pmhPOo",
-	"c7Czuv0SXFVptY6jQePL7o66dHv2tIq3+X/i2Gzs/v//bKZTLDdu4xDd1xFurHUECKV5KOHsS6s1WtYR",
-	"2d5ZxkbFM9Q8NDtHHbvZiCAuM0nEdp4/o7/tnqySVD9/9uzps0UqpjyqjU+FaskbbYvtZ88WRpbx+NNm",
-	"obeuHMPasWh3gd9lkwt5y7DQCcLEYmsV3IdhqVyfJZ8+J/SHlykDXvBMXzwxLONQOQ6wq7XW2k9r9Ona",
-	"7tpW72mvoarXX1Cf8N/xC0BchkezQlfBUetDuGmJb7v2+mBuG1Rpd1C1gnpQPp2f8Xid84Fgf9fjsQcb",
-	"+7p5D0+MMlPUqe2e+CLZWydWmVeATw9ikCwy1qt0v2s1iomWZZb/pm7vI+xbAtcnEKzqNt+0XUCCN0/f",
-	"zpz5qj/+y5I7L9McSbyghvF2++8t9JzzvCAEX8RzTs5lJhIGn1fgugHO2wqwgfCdrTubmxEbDMXg0lXA",
-	"CTbkKs1EXofvtrdd213DwoozqXg+xcKK2Z2LlzZ25stMPDHsbFoArFTBRtoUbOs5eyt/6wN0M0tFga1U",
-	"AC4AXbf26irUBz5/7QaTfSfzDBkWkJpYB/sV572DrwxJNiKRIkTzcXreXYvmEdXMX4++J3IE4uSZ6XdP",
-	"hGVYahWigBqHXOXGif0nBfDqJDm+2LLkyDFsewcoqQ2lM3HqW/hxGvaAEXkBUeMTrW/J4PUCpLzBcmeM",
-	"X0EmQKgin5LmxFCYYVwxivLj155FoKXZopJEaWu1MJfrVLG/vrX9tKHhYmblF2Q6rE2TSgwj+MSGI73B",
-	"N+w4nVbagBBs7WOiBtsfFYQRi3zaIlpv11cBy0XYotQwcTb1qSyIqAo+GAKlpg+t2r0MF0csUZMMKSyT",
-	"eC1eS2KVikwUcFHEyi4LejXujFsDXT8Rdl0oXVDIrpKAb+rAaNx4psnb20PrkqojFkEzLFmrVzMXyi4P",
-	"KKzQV8JO0No8G6D8ySxP2qJGtiaF36C408pztpYqXbqJtqdt6Qj+PaAyzDd2+QPPls68TdBiDVSZ3tp4",
-	"9jxiV5iUJBFlZQCGNGDTuKqtRnNqcVl7SDLXNhoqGbMv+8Qw+gmTI34hWOf1/gnbsF9RxRJ93Q3Lysup",
-	"4mb5GvPFNUxuRCI3EJT3v+gjdqRByFtQqrJg+lphaXbwNvpaLVnqRlx7M+V7ds2RPX0I0fhp+bo16l3Y",
-	"F9VK//BsjELC5fba/2rX1DKnuKnUzu2QyvkODsXMwXMTMIMSG26hdpTWP1ukWB0hcpluX9htS8M/Im3g",
-	"AhwdvOXtG53Q3bv5a9ye8/D2Y/0DwEn+ridGWBUl1UV7g5orTrXG6TD4BTguy4LC6Hw85ApwQsZNVgPB",
-	"cviyr9yarwTEC7GYJhTW5nLUkK3enNrNDeCTDQ99OamR7psqSHlZZ7Wg6LH2dvMGcds1A1sHg6XHEOEr",
-	"KRb+iXniM8Fzkb9ywsBcXZ5Wa9jpTzRCyMOqW0bvKnA40GD6Vhoj1UXERjyzokakEZsoYAOMWC6utF0q",
-	"K2Svc43Wk2EAOUkwYoShE6udza0eIxpXNtD6UhKdDiamfX+8ViwJuGR+StAmwsAmEN3bFy1XZVgUY8jX",
-	"mvz8pLnd+r3zmQp9gcEB35VjKgNair6UtGGs3G/33h302IknkJNVlhxX0zsphhuZvpAqgXsloDbh05FI",
-	"emyPjXCmmc5jhZOJ9yt9u6c47oFOBUteHL9/dXpy9M/9w9ODw9/33hy8pJmyBk0JC0YhoZCltZw7PpZ2",
-	"+8Dugnd5AdPQFNWuTJP1qppfrfP3ohgfQcHBMR+JY1mIv73hH1Hn2TvhHcqBmavBKT18dlx230t1rpsG",
-	"lJ2vDzXUquOO1flgKMBkswM1mHLpsZNrbRfIYMcVNr+legBl4buxitVPsA9++ilYzZ9+Yh160yQYXwJw",
-	"Q+iUV1lvcbabdk+s2MwG6kYIN0qGQpBTlVcCyGgABxtpLvvlCCtgVT/9BL0mee2wsA6eD3BekqWkQBKM",
-	"B6fY2FFDkxTCAuNcmh47gBDEyDoXcFLBEpbk5DkHKjn+/QWiJZ3uvTsAkA3qubJXITCWfUA+UdZagYSu",
-	"vSjBlFQS+uk4nbVXhNqR8lTs9Owy7sOVZjIYgPlM3yafYhCp8douwzcfY9s0vvrnpE+PcBDw9MNY2V9C",
-	"O4b96acYANHLu3jcc7xPxGIHlV5eg8YXPegznnrXsC4yI3qx8lWYrmWf5SIT3Aiykwt2NpFZwabCA4g+",
-	"29wKpcDh0cnpwdt3b/bf7h+e7IMIiNXvQqVgdxZCGUTCC+ozzS5LPq7n1loEHrCEjFfkD8nXB5mEySbb",
-	"H64BryNWZY2nNMxMsOi30KyTWBmQ7LKtTcaLQozGBdY+Y5Es/NP/ttu3zx/xj+tnOp2uQ/gnIZIULIYh",
-	"h4bZ7yHv33Eh+y32Vv4GwYF/HB8dRuzptv9gVItamm6fZTy/ELm9DygbmMFY7Ww9Ze/2/vvN0d7L05Oj",
-	"o9M3e+9f7/fsoCSQs60DMVwCdogJ5g3biWMFETnzrz97dmdhOQ+uNdHDCbs00L1uZ0Ln3O4v+5PgsMCr",
-	"mSIXfGT67q0N2FlmAqRUcEUHdifumbNJwQpoaKandZFcDzDcuJubzs7W0y4qgkwOBNl0JGwRVL5KlKXH",
-	"QiGBGHBN0Y/Mhr0WagCKrMxkH1WELOW1rThaiyppmk1M00AZzFiu7a497W32nkKauxiC7RIc6cGQY0vj",
-	"hWhI1f1WyjPXuYRsatZxML7N0wTkMmWWu4rvB+eGK4DOiJVrhcbvOxiQAUG/bi8GWzTCOE0VQq8bMSWu",
-	"7Wqdy9wUEePZNZ8aQLJPe7E61IhERSeeKfGxAHyXXQS7p9ZPZqA3AYnH8lxeWQmLPcAudIQv5rZd6Uwl",
-	"iHiRSwhGuD4MXgC1KXdAHn7nHqRru2t2ujyhp0FaDj4SBXhS/2p2QspLNt4hNcri60TuL621HR4fsV+e",
-	"b265Qdac4ybeuaRLeLE4EZNK4wlwnuwpNlFjnhsBwUakXve6YXubgWUEbAXIdRDYSH9NBESZnSUiscsM",
-	"Pa+qb95CilfLFNa97j+hpQwcK9jf25ubyBECgW9qNnaKfuN/qNOwfP4iOIuK6wzGUju9Aswg9ObsbG61",
-	"3dyPduODshJdqMKOTqT4u53FvzvUxSs9QYCNne3txT/4nWcyhQnwdGI7278u/t2J1m+5mnpCk8/R2jOc",
-	"3vm/c82vFZ8KyQS9N/WvP+3SGeDkm9LRCWTFEzqY1l7lF0Acu+dkzBrw/FHFhuNWxdjrkBfHwHAKvuin",
-	"/+XCdlbQ//82Qh7Wz+BBN5d92OdUaVMRfNMA+hqiayKRQ4TUr9oKxYiAPbVV9AAFAXws1osBPSNNeL+B",
-	"zlOk5jqzCs2qWtfh01GaCXUlMj0W3R47lhdKpLtkAMcq+a/146vBuv0Yys0Sd+dMX4t8AJaN+Mj+/nbv",
-	"xfrx3/e2nz1HtL4ETSZrD5qCj8ZoNfXw05xfgzYkczWK1aWYlvZz9dbHf99bt7dN5QXpU2JOovB7n9EY",
-	"T9yzklhJwz4o+dFVsLEO4i667MDII58/3dxkBlNYUz3J2cBOZdff859iun6Q4g3psU+MI8mVaY/tqSnb",
-	"/vgRzScwVftWIZVGIes8tV+rQTZJRQoanseKrNOI+spSdm49BZgt1nm6yUzEtiK2HbGdiP1CRpfp9the",
-	"waw5WTCtBmKXpSKdoLwRsdKKdbCPPSLebTIbanqhnsBvW0fj1rzX7oNW9sZaGPmg9JQXfTMBzFmeEfkR",
-	"ZiCoPHSr7RH/yBZdMCK/E75sRO/cMoebrkZ7h0dswXhwF91oMH/ixcIUv+l0eqdKBhVLdSifmxVbPeqC",
-	"4JWsw2nXl2UYtPm7PRTDXtK+KHmgU9ZxMrGsF8oykXftiGZ0XauZ+MJlTlG6OUIcxOMFHh1vL2xvbltD",
-	"2h6WvsdwjpUjKHUk5J1GDvNumJ3v1Sm4ZzibY3U70mZG5NUJOSngcfCCsw/v39gDEKtq9QOmMuEt6fNf",
-	"wB2j7RIxBI5zWXmZYz5+F1r6HA22fVYUK7uO9p+NlNnA2TgdC6YnhZGpqLwGRvdYZhWpNI5BO1aOQtuH",
-	"B2CNwLiVyLUwwcl0rNQJG01M4RAnjAAPQBpY9wEHOIY0Vp0ygrCzvd3tsSRUr0lQXIo+gTUUO2StuxFQ",
-	"HqPr2IBkAWKdK1YlQYfOFn3up3d7c+cXe5OcDwC8BzGohhp4T43Orogl3W4F1AyxKjtbwA0Z5/IKFHim",
-	"9diOOgL3YT3TA4RfRLiifP0i56lgh3snXQxAho5zrKh9GsoJ2Nav294/pPXrNrkJVeL/tfuRK9WHuKqJ",
-	"pQTN9p0Kt3nW8wltR6ceSWSQDb2EqfkbT/2rfU2ze+vp4h8QeuCJ1m94jqSXO1vPlhmgmYzHYFNC5dOJ",
-	"VUSP39a3P1hiViig8UHxKy4xN30DNwF2NemZZt8gWqvGmJxir4fD1na3N7eebj9/9uu2fX49VoJ59pIJ",
-	"u9lVaNWIRE8PbEcY4cXgRhhSZXvYWheErEgwxor8BxSdCJ5Sg+pnoQDe/JVRguL0+GTvZN+K45CtwvkI",
-	"sQIajCem/jXopsR5LZ4KIWEdSkTtgpTvs4TkAgI7u87WWFWwdOhdqY3Lk91gGDikuwHTDblDGGAxUTcU",
-	"FnDQaMFAd4R3oQJD1cX4BZeKdcja6IemRpP0RdaeUPzeLEoDv9wbS/vjg3TtvuzC2jAfvQDH6Ue/GUjL",
-	"HF2ij/hbFxn8LzQ83GZ79LJ+cwnx+UKr80xi6n+lHB5IOeCRYbwUMaEwuoS6gaZoUrv4L7EvHoH8r1M9",
-	"LNIARypgLBlbL8vxlSC7hzXwfYSnhAB+gv5WBSMsIVKOWHkdUXJp/uvPnoTWcq5c2QK4Kpl1FKYOYJDJ",
-	"FHQIWtEeNQwKNGPlCsag+8KXsxIsmCHmEypn3Z1lOek2qQ94TXAo3BDuQHngjnj82qM2zm9OfRBbL+b6",
-	"7OKtdMdKd9yj7niJYJWY0KyxOhkszWv3Odo1iGvxvXnqdSkN8tZ1EEvgWyFQ41jpPBV5H98AQTDsSSL5",
-	"2ZtFQcZUqO9HxnhKeUNQSRcQrMkxSC/tCD2gMAbGiOQA4jYRVVWgX8HHYwgKLcyZuvf5YrEaLf2LYzsV",
-	"Drhz7d7zifSGi9KKJyWDzSqjeLuM4gdo01BpgMLqN/ii8xzds70X5hbt2SLt1wmIiwA43jgiT2uq2IPc",
-	"jUr2P9bxN6KH2fubWCEK5PpkbLqOIdAaZESqF9Z+zZiNPSgpZPkkEwbTkwOfXUGuQwzQb7iQfMRkNVje",
-	"ocAz83FnGKWLc0ezgW2oxoQVcQHjYjoWmDYIotI9lpT9R/PC/t5WvWnY/6QEta8Fs0GMSVcAEytT8CkI",
-	"3XOdQwXkIsMyyIFgJZFWAyL0a7E0j4VK63LxsVqbTWNdRZxXluQPaUm+IChdJzuxIo55oewE/FcIXxM7",
-	"57cZvkD8d9SAAHpbxi8gtoit23RzaQhQIYxAt8vlhX4+PvzRu/m1Ya5k7krm/pAyF8/BnXvvJfHCPfju",
-	"h5pBdSwrxQbriI9FzmMFYVDrT8sLpXMwYYNUmmNSUtpxumFZRfDKZGS7aG2j5/1alJLj2HE83IGYu0fv",
-	"eRkpQ8WVK6/5Vl4zbgTYUedQ50p77tZnqEws3NM5qq175Hn9YuWpySZG5FEQCIBSKB8ci0I7RaqLbkSJ",
-	"hJLsyhFcxWo2NxJREyFRY7syq4KbS+tJprzgCdX2toXeYjUv9sZqobeoHH8jEx60MvjoURCnc3xx3qum",
-	"PslLqVKEJlwkJ0qSsO83RFe+4yJxU+7tlbS5lbR5NcmykH30ZlIGdvEtvJs6+Baebg2dHHlBeVHChOo4",
-	"8B9Z7LKdzc1Y/bb38vT9/n9+2D8+wfLvsBK0UvqHDcvLgTP1Y7VkbacXflvPEJ4anC9esAFX0M4okI4Y",
-	"qnrtw2KVSnPpf/dsc5MdHJ7svz/ce0PJWIBwOhOZVhem4kE9MSXcB/Q62AdcinERq05iJdcuAiInUQj3",
-	"RNWc5P8S1SwQwIC4kYVhMmUdkIyQOqbqJBWrsR0LNEaE9aiA2lQGIpnOS3e6SWLVMdrmllj6psaNc52P",
-	"1h26wnLyog0NbikPbOvu0r3BAOaLLCWucb37bh0k6Si7EqvCy5WH1ZJNQUnJUd6c6xzAPPN5XVpNQaut",
-	"n3/ZfvbzTMwKzvrGJ/jPQfr55pbie8FT6E6spUTGuU4nAyr9gH0f4SUyFHhW9mKYSFVkX5ELwTq8bE59",
-	"YhgCqWN5Ox8MCX8N22HtiRrzXKiiGyHGBKQ+lKiM1vW2lSTcsnA98mjlyjQ0cSMPiZXJS8F4rDyMhaLc",
-	"A4IyYq+zB94AHgNSOskLFDPrdk8nyGHgP3spzZi4fXcpnTPXYXQydW4X0yzBN7TjjHkxLJtxaMHn9uGU",
-	"HaIjkZ5ubg0/PhttX/6S/vzXr9drt2kI/Wnjp6pkXQxN2ShK4d0cIqZ9QWw1gqc2TG0DcDjOdR/OlJ2R",
-	"v8WE0ek+wHa8eA2Aztpbkz6vjM9bubpwXLhyuxRWY6HlWYjRGICMW6XUnpqyyjwDUBl5qgiGbAUCVEis",
-	"S8U6yUDnYqPX6yVoISGu87rds7k8mxQijZV/rJUsKaQRz6YskWnSB6sMO+PZPh8MCbbS8CnAIQBtIKHz",
-	"4J0htlSKkY4cWa1H7BLXepKBvFTsmueKJe/efHh9cHj69uD4+ODwddKdW8Vx4mfnHr20ypNe4Iwu9NXo",
-	"crcCX+Sx3WJPVjudvQ4mPVUE01bdfuU3jZtwA9eu3Qtq3owYTwRjEJ4SGP9JCD2XlLggZXfgExOrWTjA",
-	"bkSbrbwQG8nOBEMtqdmIK8Az3Nl8GtLyY5e0XyFpCLbTQOlQZZMkWCTh4IWsyhXZeRcKTg3L+TW1Uufs",
-	"v/fevqHmBKmqN5ryEYGL2u83xhmXKiF3LRjEFQoxkXoFzK20j1XivqlsxGS3RL8AWJt1Y5W6LKbsXFJQ",
-	"eigYLlhTf1yskjqUQlKtCclKPA6dCtOtAN5IA/j/hVA9duRTa9D14cJm6HwRH/1A5ylGmakPz5o/1lgB",
-	"h5wj97LHFOK58vArDntrN1YTlYsLaQpszoCQVMahzc5eaC4l1IJ0kpOjozendUkSlfXCJQIM/cZ6mEfv",
-	"9t/jZHw4/Ofh0R+H9icOm9c+zLCMDy6RrY0knMOrpUrRC4GQP/Zl7S1hHIf7+y+PT18cHb46eP0Bn2Dv",
-	"7ORhk7QkxGZ4l/prxAqWAVpNAXgjyxDCrTzl5tIOxmQTB2BDRTKd5PifB2/eBMKVHU/yK3kF7S/+XRBW",
-	"AM8qoerCXDumQ9NjQBfp+1LZW/lbk5w+gM1X2baLDLmjGn+xs2VL4dEoIhoAQ0uEshosSA3sssEyW4on",
-	"+b5qqcPZIt8SZHpdpNzylifiIyEQe2H0ZXf6+qEHNwDcXkvFILxECmSiEzJfPwyxhP/8SudnMk2F+ubi",
-	"EA8XTwgAI//15wwCYt0gx90DICukhKEC0W+XG9tGTk3f3DoihiZSrbOmwQL7JFY1A6XvNR2id4YKhRtn",
-	"HxAWlqtbnDVqYuWtGrakUbOHwFllvctmiczpHkuBCgJEA/muDYaujcPN2oVxwJMh2pxqnB8GyFBEhJi8",
-	"23t/vE+mC6AZEAEP3Jiu2X/77uS/TwkdLumxTsMkFlS0Yx8A7x6YS9YCCyHsaJU1QY7ubG6yJAjSJ32g",
-	"5rKujV2wYHKsRXohilhVht3rMrTvsGl2BpI8AdsOa0/h5ZbVvb83GY1rK52FOuvz1/IXSwG5SE9d+Sv9",
-	"SVlpph9SM7mjG+omQjm9sVL6JOcEuNtCR+8dl63jW/TDcIqmx068fkqhur3g0sp0k3EztK4PBJkcq7XI",
-	"k8hBglG4yXonGHDcwM/LCGTS3WWIWQpYLOtCATQqilRMnAI97oUdSRSrZOat7cP/9/aryuOd9Uc8iSPq",
-	"GKe+Xatu7G3nRaLbfZhlSgt8rOogfceL4f1WFlSeeDzU10sHrPwKfxM1Bl8SGrPTAtupGhRb7ojNj8ca",
-	"QNFbl4oOVIlsSiQW+nyGijcIZA24YkYIZIRynm2symvdXgbmHeAQlga4pkZnUD3Vjdg5v9JoVpIHTfcm",
-	"hFOIuJ5NCXdJpbECNLsA95R1krHIT+2/E9/Ssv0sKk2Pzc1uHysBC56FKOlRBRY1Vo24qNXAn+J5rq8J",
-	"WhDQGTUe9YD/ozpZsSpnC6FenV3o7UB7o7nx44dATT1S2dRvg2vlyqhkUPzwNSIX9yl4bgJjijPxZdLm",
-	"AYQHxtXdHqoIDDOnpa9JOJz4/LEMdkRLYHy3OewVCAeq3p0fEwePJ6ABl7gZCfUNCb2uhyIXDiXNjiuH",
-	"b9MRdDRUecO5mnZ36yeUzR7QAMg3gvNtb2+EMACGTRfSGAOahBn0vS1owNvcDIDEN6kEqoz3DLmJFVUq",
-	"GxfJbZIHiCi4R17/veAulk94yKKdpWNlK8/jh/Q8cJtCkropBFa1gLxvgWR5DaTyeI6BQq1kuaxn414S",
-	"1V5ZRlMldQkA863UilWQPZTFLuaYENq9Sv4TMewaZkEyu5qMUmmZ04hi5U2myDOi2UuIOcewDmYcTaHH",
-	"ACVqh0TNtdBBFubXNn+NVaXHjBrXqDzHD9oKM0eW1AFsZ2vNgZHWmPrG2XKiam4qBa3X1moYuWwhzM72",
-	"2tdFQsd3TOcJK7qk95Vlzv33dH09U+b2UgInf66UiNp9I6DRux5q7+WUB78j1ZU00hcquEAy29ncgXRe",
-	"s1/+3R6EpXR2qK+/d299/pYDTrbbqqGSY5Zl4rxgelJjcu2zZCQKDg02WNZpLVdVRCWlrG8e9g04doHQ",
-	"dC7r5el+DMzrzgSYQIh3q9Sr2Ml0LvKk22r8Nhejp/zR6Ie7t6OD17uRHf2Vz6TnNflGbOnvujD+WzG+",
-	"cW/fxPje4GO5bk3T1mBkk+yzfvocJexakMgLz+XFsDDsQhTkib8lIUh8S2HbENDd2fFU+ZT6xNQRskO6",
-	"UOHc8NwesAaaZQUZVq+ZsRg8MSyBYR2kSffbVPv47osiaf8UU+a00qM3hh8qTBduUufMhafLfdQetlvO",
-	"hEjszkpC1oioDFQFBAIdqL4sf9lnio9cwealKPm/BIOgbcnQR418V3bptKLQIZrIne3Nra5r1seSBUjd",
-	"3YA2Eoo8LsUUYLYwJO0mGNp1d5HmgM9S8uDz8GZI9qDh7Y1mnGXaFI7OwbcMDqzjTUSzLkZJdtSiEB2e",
-	"jEcrFO41eIjv/pAhRBwBDildJp5oV941tDOo3YCyHtosHQTSwRjKylBaGUpLGEpvJRRzOlneLMrbTKWN",
-	"T5dienAXgcuDVIzG2h6rXZ+rcOzYWIJ2PcQ4ps6htAySlvY4iI/SAIcb4PQNCuKP0VSvF9pVrkkQahPY",
-	"q1yPgKMbzy/TQNmN3Uux8pV2oENc5GSrGXHqSl8+dnHaRsiFJGc4kqSq1hI7ecuyJLcMGvbHkuO+/Pn8",
-	"6V+/ftwe7Yx/maWPHEnl/tx6MBMSl3quqKZLgAcLzXPaod2VTXkH8VKc3htLLPHR9VrdIpbaZwlxDp66",
-	"vo6/2W2cMCVEioJqFIg5K91Cm7TH9jzjtnUudtknl0b5/Dmh3HDiPkoYEWlVCmZ8LVGsOr5CeZthsUIX",
-	"c9Bh5GumzywhKAoAh5VmFxoQsdQFeCyhhkylIgdWOg914Wx9e54jlhCNMfwwASbjJGLJ/8Kj4vks8U9G",
-	"xF1RrMpon4fAwjrggb5Q0oh0Vlg/MZUYIaDdQPI5KXupYlVtKQr6p0sy7qDT5g/7fdtaAhUckheoIp/G",
-	"imdG++Em7uoEqwaUVutkdhEPZoUx+Qlk+autPgyKcqx2ilVnzI251nm6jgxzWFuuUibVUOSyECm7yPQZ",
-	"zyLclzqnQgJ6WOn8484WzXxl+x9909CDRjBntM9emtan0bdMLTeRbXU99dWt1PZQgcPaLmCf+HGeaZ0J",
-	"rr6GHsEVWSoPced1hN9lVAIntBSYvEF4LhP+cwnrebbsfDXRY+/FSF+RbPNlRe7GwJgv8j6T3tZlHbJ1",
-	"Y5XgM9NdhtIIhE8NEuOaY1sF9/dsPPQffPL9h09t27NUm39AZdNKrM7SnVhjdsOXB86bDb7846YFffOO",
-	"F6xmxqFfeixyavgKj5NdYqgkKVcdUINjSjz6vrDAJqtG61kizan7MR3GpkP26oc4YssnzSOm9HU475VK",
-	"6dVhu4PD9pbnl1U952d7GQVHZVitPpBdSleqJUeuoli55UWIIoAaANYIiBiQhV9HX0roPkDB0O2znc2d",
-	"ui4bgi5Twlq2zeWt5cFvLVZ5R6/0uI8fTOYdIRfBvb7/ApWTEMbQL/KyW3wDZunLg5KhOedORqeytwne",
-	"wTA1ybJuP1YNth2ba9rlgsw6JRbVKH4bu/3e7Tkvo1Z23F1XIRbLHbsvy+wuwHB16K0O0sV+uBurnc3N",
-	"m8Gy7rJ3h68j9o93+68j9vrgFURX/hBn75DtDGJhIkXefqyIBpbCzvHvrxnFENJuDbKVmrWeNQDGvnd1",
-	"a4AhxPNMAm0nTmK/ktMIjE1ZGMjrVYTKAlzURyMG7gWWNXxFfOnHXJvWsJS0kqv86yr/ulyhGsjA5SRv",
-	"Ey7r8+1ft3aePZ+xhXz/xno+UeaWmQ+gCoIGkGoiteNxC7tVUEMlPhan+USd8iKJVQd+6YrgrIjPuCm6",
-	"1DErWwvWjt3Y39uhf6/2TviWy7BKVjtyvn8nYKberDoBwfk4rn7xpRbKPoHGUH+Rz8xh8yivt0JRzZbL",
-	"WBD9oWdZtH+J2h0HuVan4uM4R+GQsM4zdi5FlpqIiSueTQjUL1ZJIUfi31oJAhhN6HCxjlZi3Qx10cea",
-	"r0wK54afT8BAxiapRJpTrCa1nnhA3LW93QM8xFxaOYbV8NwRg0EkrPLeWmVTehlk2HBv7+7gzzmPlWsk",
-	"hZEhkB8krqBcr44f6Xx/50slBGp4ejZNdhmfFHrECzkAMPwxIU3gJdT2FXR+84IRYwiwNjIx4jLzsE9a",
-	"MbsBMwGJQWw7SJQu5DmdYHMKPziltCLMiVbtNXThEf4eWwTC93ugQrnqEBaXyFWExMoKW1lhN+nVre6e",
-	"eRpmvrm18SmfqDspjDvBxtaC8SwXPJ0ij4ZIwYu9FOOG6Cg6849GNM3k/itz2f5UmMElH/zzqqv2BwhP",
-	"3eB4Rrf0dmBLzmUta0pGrM7aV3KTbuQi/Sh9vDc5FeNJcftsCEU40f6/zmUBZj/4LayTifNiHdz8MRK9",
-	"xwo9GlbwS+FZTcAvMISrYyqM9dY6Jz08HmfTXjWaAOzEuXURxpMCOogzbvy3Ef1pHYKSHS9wJEp92dro",
-	"uzrFj8yJeBgZ4vqNV47EypG4RUEUCMm79yQ2ilxeXIh8PiD2PDyQUuDKiyHUj4ArgeVSVm52e+zYfkK1",
-	"2RPlAHkiQJkOu28IJBHCSi7W4lCqt0qUauuP2zuzToU+vBuFIRsPPthjx6IwVbmOcrwi2vu+xNzOEutU",
-	"tAQQEnqYiV6swCooxJidTdILbKgsESBOXUVxEmH2rwjQO5+EV4YXUDiySZGc4CKtNMlXCgjRfC8EZLV7",
-	"0DnOuOnuwEBc+WYg8SaqLu2Y0tc3kXjL8XItylL5uyyXqrI7vdeYfXoHkfuQDuv7zD9V33OZDFQdA+4H",
-	"zEHVpyDY5+/qX90dBsJEyb8mmGEJSy3tT35lL44OX705eHHS7cVqH3yz5NOnSzH9/DlhYI0MdZYCwVHY",
-	"ZOaAAlIxyHiOFFJBNgi1us/tXIqpiRViOMFQ6omc1hRJdZd9j0mS6hs+UJqkPojFiZLaTv4ePZwbIwau",
-	"XKJ7zK3UNtx8ydlqI2z43tk7ya/UkUZZE9Bozb6J1cRQWbDPgndwGNZBQufDO1GL8EcfkYCcBQmoVTq0",
-	"PrdckyWf/3SVsVnhoDaleG4kJW6d5glqd26Y61kd16/vm9zQL/lhEj83PCtfMflD1Wyxak/+UK6H0j/j",
-	"cTatujNMK8ZZOsEtJMBh79qz6/UrL2KVCQ40JbUIhMMQ8EfBF6dRIdo5kDN4/8aR0XLPzoLppirNb3vu",
-	"aCUVHq+T9VBSySWSVo7WytH6urmnL/O0tM7MRknrfeug7JESCKUDzfoBII/j66rxj4fh2ViVjOTYLYBx",
-	"KrqDvS4q80weKcZB/XhSL3F+LhBKF4Fz5kLknmidHZXv/V039VfedSHHVMnxHkIseWCl797eCibA717Y",
-	"oOfUvt7CcmyPUusRw5zoHR2vOpd/xyFjYca223a4glNUnhU7Mk+tEhD8l1i6Mydu4cE6hrcVP8Cxwjdd",
-	"mE+xS2BoUn4AjwULAO7u9Hyy/zlIP2/gRr9LCFLqM9Y6e2KagOSQ4xFh9jJxJbISu8xVmQFcM4zMehWy",
-	"QBgalgtAcwaVNmoMCUpj38bvpcflSZwEYsOuHf2eAUFt773g6Yf3b+xFSZuHAWu25JjqN61igm5vbj4k",
-	"KOiSYAWwzaVhKa7rqhz8TmKFOJmM30SKfFkqNhQOe4pNVF3foqUaBg9jtYdfXQMlv793RVY4lAPAeZdZ",
-	"5pgVMURCuMNmSGyuI2wJpB+dulsmrJNAc8hpoal1bZcBwiE1DRZuJ5qCTw2bqAlOIJLKFkMxhcEYUfRi",
-	"tY/gBW2Cr4bTSDeeV127r1Yi7VsQaTUDZhnR9sSQCUOmodN4KzF3B2IOz83NpNwCW6m05Tc++X9/vn3Z",
-	"Vbsk1DnjKpAhXlKkGlH4YkWVJzWh2c4YH3qsKyHyBUJklkbbLxNQmPuSICqVtKNrGbgOFmSZsZ+LYjCs",
-	"DnjrkUg9PwmLBF+5qT3wi9OQ378fZ/dd9WS7d59neX0JmeBvuhgSPnYeXAdIBHwwtPaIqSzCbqwSRFrT",
-	"OUvQDgpsmKLUXZTriViiJlmWsDwAfPNg00bD33RtrGCrWVsIPLqONbwwnzXJc/vahNANZR+s0C5dRawU",
-	"LZC9JRXfSsz92GLuXnkea3Lu4YC1vlTgKnFdF7qr3qxVfmyuPX0sihtqrkXWtPv9nSGNYmy0IbJYcbaN",
-	"ZjzLgP7IOMIIVEd9ih+MsJIpbXbiQybeSmhjPv4onNlyylaK6RuNS66QKe4POLWeD9Dn5L/PsY6XJpud",
-	"lRshhr1/JhJGMh40rjAcVge6LTNuivVrqQzL+FTkJVK7GfDUeelUBYVUX8RF4/6CkID7Blhp6A/EP+sH",
-	"ZDlQRiVG42JaBwAv5RFB8vfYuyonTkB1M+Lm0r6SYclP9H9JL1ZLR2LnBxVWMu0bCUy6lVoKlrV2FFfi",
-	"rsWZ/yLZ9QUlpYGQqJD+h2OpUmth3cIuBgMycV4wPSki6+UbYkSwbjyFHlHo4P6MKHRgjaw0pNniamA/",
-	"N5MRVDA4MEKkHcbaT+BZuB4ir9v2duTEFdTAFkJ1qZT0Ukxng5zOx4wYjxUWnpK0vc61ugAs68iONiHk",
-	"xVNzKbPMJOih6klhZFrF5b6SRp5lguGFEb5trPwNCusLFKdotiZMpoiKKIk6yNFH0DAAEGCcSzWQY561",
-	"iGBs/BNqkE/HBWqWXCAVuUod17IV0YF0Zmd8cMkuhRiTdkKlBDdsJtGELbASynculO8+oNC2Vg8eUFhS",
-	"PTgDqUnoddDUWPEnr4IKNyq6/QItuiDK8IVlgkvayHMtZEwIr0Txd5i4/5EqD7USX5RLz7ky5/MgmELD",
-	"V4fObpsVHPnyHMLAdqgMkPkvtKMVBr8dLbvSWmMdyHpdKzYWuYGuK/9dxDi55sgujIBN+lohhhNPR1L1",
-	"YwX/labIeaFz4C7p7gIaFDypmZfLSw1rDNsplfC5YWeTgq6LFY27lDBPsagSpwPNQjt6mUY431EZEIhq",
-	"QO8R9TPEqoR4sdPm6J77pbAt2XM9KYzOUnzvJ4ZmRGmWaXUhcsIZjNUJrWwOxqyupPNwzmr0gc3YT3iT",
-	"R8IIePdmX+UFHz8ry0QB6IlLFtllXBl1K6NuGaPO7fRAghfa94l7IdtKSTcphht8MNAT3O4t5Q8vSKaA",
-	"eywvlEjXpQJb7gkUDI8zTjBVbB9oDJwQurASKteTiyFL8GHAWrCB36/T2U96bWUGNLJ7zTbjMx5ISnww",
-	"izHhXHcmrdM3IBpWJ/0+6JdSaHW6Vm4jhId6UgzDI910ytqNwfe43U3FmnC0/6yDAcD/9//+f6wh1e2x",
-	"t1xmhnE20Opc5iNM2mZSXTqDxGox4lvtxwokE444MKesseM4WTtmaF9LKpaMMU6H5CYJGwmuANimW1aA",
-	"46OkiRUNQKTgO7q7OfoBlFCBYfdrczQPJgfEFoq5e5I2wRMeqax5Ea6nHa3PvD5qM2TV0P0YYkuw9CWP",
-	"0cAdpQUSCrdcu2g64ZfO7hCZGBSQQ0hZYUfmMgO4VVEsdJRmNFamhEhFSsxN8O21zi8NAAVbj9JKnCs7",
-	"5xGD/AmEZsbg/MLVgfuI9wjkGgN5BmDwVyKX51I0UsTRkbp/6QJLRU97xKaM0wOV6jia0tvLmpUEuHsJ",
-	"UAXGw411g+N9rvMLXaw7I2JeIAqNCSPVRSbWJ9B/ZkRBxxnOJ8RuhnqSd4PSDDqHZyLT6sKg1+NNZEyQ",
-	"UlOaNGUCcRYdPNUQx9Hut8ZFkM6EdW0G+krkcLjfW/MrkyMI2oxFzgaZhGQubd+G4/8KZsFlKu/p6Fcf",
-	"8lDRDmIpnicA3DW3Pujf0rnd2V5CKp1o/ZarKb2jeTTnHcD1GS99ADiSM8c9Wvu4nvNCrMOpWNtds0d/",
-	"rRQCmb6Qqv3ovxiKwaVxCFupNQQ5hFfHQlmRkPKCn3Ej1s/44BLaUVGvU2sn/jIxV4NT48gpB2CfxKrz",
-	"96IYHwEP5DEfiWNZiL+94R8jdmzfGOgnx7lOJwM7FLIQSFoMeJ5LsjleHL9/RbZGoaGGIFbcsOS/1u03",
-	"66B0E6YVVcNmvBA5e3d0fBKxdx/s/+ydvPg7jPfl/pv9k/0e+wN8qeB13WN3NrduJ2PewCTfj2iBez8U",
-	"EQqu6TyB8kZfXAAcdG8tWhsKnkIE+9PasSjWnaX6qSmrThsJd0t1C9lblQOsx6s/f2V3aCXxvpLEe6Mv",
-	"mFS3kXB6Mieysq/SalQllGGDTHCqiMWd2Gs63Pb+D6y46ZzpSXGDg7YPrpTz3cIDt8wR+1rhg69agm03",
-	"GS5nm9k8Eq3VEyczsXefkaXHPjGBwmosk3gr1h5WYp/MHoUvSut/Sbb9BY3DT2U5eXNWqOLRNGdLbhhO",
-	"RSIETNi4g0KRDRiaNEyoVKQUSvXZXiUQJKMx7gD+2T07HtWHPNKogxsec11Eq+zJDwntj63N4/JEtB1w",
-	"V4DWrtSPxkJhkzRi7gctLVQdfYo3wQMJtCj2GLBOwGm/+ZS9Onr/28HLl/uH5IBAH3asXIzM+hQhWJ4j",
-	"neeKVYpheux98LSyoDsDk6YP9dwQohxQZF8Ywy+EHRVFTilt45wMdgsv5L2btfuq48XbPxBlyTKhTYhk",
-	"fmmGdpX9+G48Crdlg7Dkjd0LCLssEUS9aZbEGY5ArkN3v5s0CRoz88yY20U53tuZuGd7pvKMRxxHfVdG",
-	"5aCiexVQffTC4IUejR1ryJfFVENVDvJBLZFcsee8YgOE1Ro1p7IjCFXPXgMtumMQCFJddHvAOwQ5GFdl",
-	"4bOfjUdWpb8Hj33oOMbbsKbh8RYofJ2N/qUJf7u4sH+ajMs59jVcPt345DTV57kRD6rvruqwma3crLtY",
-	"g+qKVbvuOqyXDjQpItjPU0joL6qcfjc5y+SADXl27l7APvSJIcU85jJvqap2kzO3tjpo63i+c2OIoWMx",
-	"yEWx5Oj+moh8GjakYJBkqbFtbf/ykC0ny9juTojVDPhvAQaicipxcwYWJzubsmAvNZxJqMC5aD2DrwQv",
-	"Jrlg5xm/QAvzWpyxYDXgqBh2Js41ACROIS4lL5RhUvXYIXixdiG5VIYZ2HSmMTj5Akdyn6QocCDxOYu2",
-	"BLxw726XhwRCPlGFHNEjglWhCcB1gQaQ+b10FeUEyrvH3khDiVG8QdgZI60pMBKjM0DSmKEYnm2yMUJQ",
-	"ZhPbUTrJVE/y01xnyPWKPewqeNSUpZph8UQGXeO624vVO37hqImSMb8QxJU+Fvkp/tlxIB7bzyLGCzbS",
-	"pmBbm5vdPlOaFbrg1OheTHIl0ghYkmOFJaGcmaHOkTmZ8TyXV+0Y/69xVmcEd9Pilpds2BdYsyJ00XUi",
-	"x0vvU6DBOyzDgez673F5vszseShC4wu3YO6Q0Aq2o2S3nQwk9zS+26zDiVuWWiQQf3rkPWl3aAoTqwR6",
-	"cpIee41tWXwkDAg+2utENdxOLQy/u68wfPmEBwqP0bMXx8dg5lcR+B+bXPeCzsLMiS7VHnSxzsOqw3MI",
-	"pxI7LKuaq4EsN6mw5SZB6B7FAWDax0pfK4N9VIZ1XBst0zlLPXzWyPHksregS03ERjoVGfZDXEwItjqi",
-	"GxdaZ7Gd3lwKaBAV5yIXamD/sI8fywFYWCB97IaA1/JQn3iTEBSGamfbIfCcsLmZjsNlOEjfWUfkMRBS",
-	"UFMwNzT3K7rbh6W7bT23bbhweDqcc+m0rppC13m34dj2nf8gMiPYhSjaAR8e+x5fSiWG6vD7p4Cds39a",
-	"CimapbyJGrYO64wzLhW5N8ZuHraz+bTbY0cqQ0nqeF4BgQurAdoBru9sf91X2+rN7b2vvLld1+q3YvOt",
-	"2tkfT5Pr8kYiwZ60xkluroTCGAoZgkiLpK+VVBexKlFNoLFEEljHTDylx24U94hVc+BjbiiDmvm/TE5F",
-	"32D8A158mSAIrM0TZ9N//8oWoibFzIsvc5SybLSOPsx9naeqh+QdHSxsbD5FfTo/Ug2ySSpOEd/3b8ia",
-	"AT9DwN+mW8fqzBVWUojyXGeZvmYdYhU7m2J8UysRkUngPq+ZF1pl027PA/kgzqSiEi0XlYSasISP5eml",
-	"mJ4aUSRzD++bbPSCpvuLD3AtBpYZzTK/E9pniNUmqC3hU539Sv02ibC1XaAv8bmdM60zwdU9J3f8FC4j",
-	"CqoT8AOKgqYwRSAY3jZ93R5ovYF13mPHrj5SGtpECQDCTgyhssYqwZuLNGFpLu3J6siC5YKnhnF2LjOP",
-	"SGtEfiXybkS5J6xdDJ4HmRUAMItViON7CHFbJBWQf00EiBapQkkGoaIXR4ev3hy8OEm6PfYHSh9zSvs8",
-	"wcEqcV2dKV+eGTDwOF5iM9Bj4Yuuxrm4knriOX1Ypg3+LlZ24D0vQhIsmqqB2bLO3v7x+vaz5+uvX7wt",
-	"OZFHHKrNLsUUpXBVOC0ITftz9DhdHhypH+QDhbmD5y8OdVc2x/fo/qy67h9TUL1BtC+W7HMMwI1Pg1uF",
-	"4BvFfx8juFbS80ZrpBTktRw0Q4H40v08FK6Z4FfCBALWikI9KRj3l3QKbrDDWMXqnGcZYn1T4RuNxFOr",
-	"2cdxmZHBeXh0+ubN21OrCw5ef3i/d3JwdJh0F0Td70qORkte/0I+nnh9dUW/pbj9NxWGv9VJv4sQa7/t",
-	"8HaA1gDsu1jVDTzs0a9Zdt3FlltIwBCro5EsACsVYrgAI2Z/LHOE6e+zBJppEyyqxRtb1yVlGt6UZ+6n",
-	"HY7/Yme6GFIw2DfjihSLZLAxbw8UeWmMVbgfCJldK9Fj0FxUs25jRe29FduxEwoweFdJ0iuNoNwm8RKk",
-	"F/wOB8NHVjxS3S1kNyu264W04rBqwC4IcD+suLqv0Pjt7MTNr28nuhD5ylZc2YpfMbZ+P7bihhHFug8G",
-	"ffryoEH/VsYiBA1CX1wqU/Asg5+uX8u0bvd1ofCbpBE70+nU0etUHgrZ6ECW7zIMQQK5b9DBXf1VyF0D",
-	"Yj5WnTAio7RabwzPIVtOljUH77plzABeOmJSxQpA43OuDAdYm0V8iceieInv8v2arkuL4sr8Rkzp69DX",
-	"WFmwd2DBvuWXLdInnOqbSyJK+d9pyuKoTEIARUIHJFaE10Wxwmd2oYJL1RCwv6DaOVZLZf3ojX7AtB++",
-	"+TLBftoVP0iUf+R3xNJ10jcK358EXbzoV51NmfjIBwVSxTN9HqvEXnEqU2SzJwTnjhLSKsYIHK4IgReZ",
-	"mQyGcMNd62uxBEozIcRyuv/+/dF78HhgPGzEp1bPp760pxxrn6jq28pA7W+Z/SlXzJdw75UcRNKU/pTv",
-	"jFjWjdpL02BLPs64eXWMD1kd7kawOHBOyzyU45UntPKE7sUT2rMigTbaMoURtCU3Pk3uMiaOXgNJHZBU",
-	"mdFU5Q115kZk57HqQJy7NF0cBztE0xWR/pThNJJzxOyUt4TYerHyN4HOT24cf1Ag/6ol882wDHa0dycH",
-	"l3UePjyiuHcpsCDoTWX6q2L1h/AxcD/OPdx3EQoPjRNmrmUxGJYGxJkoroVQLMG/k1iB/Q93SPrsIucK",
-	"SyHwpIJJNHARZHeinxg4wdH8k90cAKnTF78UI1186UkPosYPeNLvtZr6FlbS5kNYSS5svLKUVpbS14HN",
-	"c7KNpNIyNhO1tc0F93Ctb3LELwTSz1IRqClyAW6mVJlUAvNmDvI/zHo9MSyh25xO8izp9tnO5k5JE4DR",
-	"niGHUKs3iGapIouyHaet2+gdvdF9Nx3BbGz8VBUd5zof8WJtd+1MKg6VmTO4uU2iAu71/cdAynbBsV+k",
-	"ZXfoBszRHVn1ZJtTaN7t705li7rsRKzUJMu6YZh+t+RC9bUsZX8oQtW4fMKCSpSvtVvv3bx27/8t2dbf",
-	"UEFJsczRuZMY4ttJVsgxzws2GVsljCFyK5WTc5mJhMF3nZ3NzVglv+29PH2//58f9o9PEn8YZEFIqVb2",
-	"MWlYKgoxqHDonk0LYXbZu8PXEfvHu/3XEXt98AqG84c4e4dl+5ygwuwwp0CSiw2nnePfXzOqdE+7zjze",
-	"esaSD4fHH969O3p/sv/y9O3+y4O905P/fref9F30PlbP2Fv5G+vsbD2lIaJOk8ZT+BvG2aUYF9TkzY0R",
-	"RWOrt/LAfgYbI3zBMK1Qs3lup/SuT36buT1yS7lh9dJ6ygt+Q0uXBonDfpT9i6Uc9kRVFTG+amlcmdDL",
-	"lV2AsFtGzkZrH9dH/OP6mU6n6yDJ1nafb/+6tfPs+az1UuJI3Gnmc4+d50Ks23PN9Nn/iEGBUutcO5hW",
-	"QzUMBqeqBJyWdrLHuQBB3WfJp88JsXYCYAa7zmVRCNUkvryNHbzVI2/uD4a60IQpL/3+bfH3orrbKyva",
-	"ZFlMii82uYO6zOshhMdw53aUZiORXwhUyrEyIpc8k4AFiZeM+JSdCZ+Gf/7s2dPnaEWwTltqsjEQDmO4",
-	"j018H0DHjYN9yMjXDU4TGVSzh2qlileqeEF2APb98tKprnQLrbM7LjRSgglV5FPAQbf3Z4OMmwDCMVZD",
-	"bnwVlEh3PYelvQR+AV2CdoJSUNOz3d++9xDHlPEpQEDGCppnsHTfsI6Dpl63/lWKpfWGjbi5BBrdoCgq",
-	"sc89hZEmfVD+Y37R3GXoq5ZOYPIeuVa3g7wJrADMP4F7/YAdxeHrL32ANj7Z/7ywm+fzvcTd3OjwYNmr",
-	"AcURPl7PxJXIgk3vT9E5zzJTaRCbGJFHrgLX3sa3ntkDZAAOfSdWjcFmerg7j3BUFmTQ7d77Slm1E7cA",
-	"jybMh9O1CvLdUz68xCLEmb63KJ+DWS38mtojwEMiI0RERDXXqWRr8DOJ7mT5iy4gBUDW0zBZ9H0sfHtz",
-	"k2F5Ibvm016sEtKDCdPUMXYpxLjKxAZqjXWAkQnHpsQ1jrXrgQrMLhN8MGSXYsqMUEWsKt1foSjB+4Hf",
-	"YXgm+ixRkyyDIkjgyx4XU4ZZGmqItO8Qq45UQ5HLgqsBUF5PRsJ0+4AuwjArpQrCKiDqsj4w0LpEvlXL",
-	"LPmJ/i/BV4lVTYfb8ZdTQKYzonBbX99+7QWgd+RTMch4LrAHAd8vVmTVIHudvXnkIqTb2wg4oDGWKs08",
-	"T//D2Ii8eAzy7j5qCSrv9pD+FD5/KUcKdv7KhVq5UDcAHPDyeEnVYu3AEZfZ+gK6gb1Z1CVizfOQjjO0",
-	"eeL8XAwKeVVr4tn1Nl6sDL9Cv6XOnRdh5mcGmwrhZqBu6/j3F6dv9w7enP6UMKGuZK7VCBTCFc+lnVIq",
-	"j/e8PlZ9VbBX+ixxXwIoFDN8arwXpxWkiUoHryU++pbL7P4pEsqnLCx75DJr7Fx9xNS9s0FKPSkutNVa",
-	"s68TdiJxmbUHKxs2bY8dW+HagHrGOl4Jkweir0Sey7RhF8bKb0M0p/zu687uOatzxTqcGOhJrMMG7YJJ",
-	"FCu/FxPr5rhO+pBWNgI7Y8Z4KTQ2yTNZECwSwTQlZlSMk1hxaGfE3yRDbYoESRtQ8bGO/UjxkYAZiqAN",
-	"xO46kCZWlHb7btR2nhJjrBGlYmW/Y89++RnvFuJ6b2+zeniWdeyVYy5zQz1YRWaSiO08f0Z/2/t2e7E6",
-	"LO0Va2v1rbvHkndHxycslFUbhbBvYl3CfNqCu41FhLUTel+1iuERfRADY3kZQVv9W+tvXxkO9xt7vZHQ",
-	"rZkOcBzb+8ubZbFQgCGXC555+ttCs6TQSQmg1mJHuG5wnmUVv9Pr75x8pkxCQwfFjuDVEKiOmclgAIRi",
-	"uyyxogYtgFhdD+VgiG60NTm4zCa5YImwa5uwAc9zSSokuNsTAwXjWikBbd5PDIMfsEJ8tG4l2h4lz2C3",
-	"ufdbpSfCgFFxT8IqfMQDCSr3+KNJMdAjsUhaabzMxe95UVhdtpJXP6S8OgYTiFlp00BqGMomsZHpAXWn",
-	"t/k1b9wVHhGiQroZlZhAMjcFtZWfTZls4NV8I03h73efvoB7yDL5ED8FX+QEfHFuQl+rcightRpZt3ay",
-	"53FHpaAn3B36NeDPfCIYoTo55A1G6AXoo/ZaMDbdTN6TqHW3P1DWP/naqJj08GV6e93ErmTqD9x3m5WH",
-	"oeV41sXqQjqoPYT5hd8/Mf4JJb1rE4sMJqaCo3mzQLQ/dOmD589ernAW7x5ncfE2bQsH3WYzEnLdnW3G",
-	"R6FkNr+6knGtkd+QolmlNR5RdOIG2mmZBseqlf/Ed3DMNDgGXYuKEgJGFI29iG+nZYPH991J+CXewNG1",
-	"aii0n7uSixsBG3r7+i64Y5ZYPdQtN1jA79BqeAhlrpfZDG0+YXPbGmwB+yH2rvWximJ+WxpSfE4MMAZz",
-	"5Y5UcytXdZfcSyPWg/Zg0cOXLfZ2TbAGDtbKe/xxG6mWOcyLGqms0M+1Pbmt6vsdfu9gwxvDdqwTJkid",
-	"BoD4uxFFt1F9033vU/bTIxZ3JcFlDxawgxw8rKafkps5Wr7vB5G0xuGK9X0BIC0gNt1jRrvX1r4TLs7d",
-	"e1B09wdxoJbcE763JtwaK0H7YzpDS51NFKep5O01XWpak5shJeBEiY9jqA8J+uJNtTHeM26aGnpLrIxA",
-	"cBiZs7HIDTA9lASdJTg3FakNxRRqaj1Ylz4HGrFrYXzuBTpZYhUA+G6U4L0lLydWozjqP/slNbtyZoY6",
-	"x44YxvNcXgnTixWmkT0dRS7GghfANghceyzxwz6V6b/+TFgn+Y/qR397Gk82N7ef1z79OenGSvE819c4",
-	"P5k0BRXsFMBcWs5fjx0UduDQqmvQSPX2LM7rE8OupJFnmQioTs0uk1YLTgqnCf3FRG6WC5bmejwWKTMy",
-	"E6rIpsznogGRLLc+bhfS3dQz4SqG6ZZAWJiLEZeKqEEgYgaUHK4WyV6DtU9+JpNLqdKE0QzEqtBQU4cA",
-	"C/a7tq4kONR7sN9uHHC7MTTyDEfjIYyXygU8vWy41zu4R5yvgbeEOm9j55UDdkxtIRExor6SwV37dhHX",
-	"9fk6rptd1aa1wzkTH/lobI2kfz2Nfv7T/j3OdCpQXTUzRVY3Z4UpUhZiZCohCKmK5ztr0dpIKjmajNZ2",
-	"t3w0wu7QCwFyc8Q/HuBPtzY3/QU8z/nUfm2KqR0i3LVhnoH/20mVcyTshV3RQnVpv6sMWyg7sn9hNGUt",
-	"WuOTVOq1aO1KpsL+N9WDycgq6GgNAr/W/KyHVO4zQQDbeFGO9kgJFEj6nCajKva+LArwcLDXgcro8Hww",
-	"lFeiG+bpQTPNSfg26KakwakOyoTAxiQIsiACgM0wyoulWCWXQowTtD9RZKFIkjXt5g/rrAKz4trMhBVi",
-	"5eMKtIFcwzrKW/8tDBUrLnM/3ieGvcBfrVuDphtGJZBDgsSxfawBgUs9n6/3Txjq+g2eZfpaYJOJSVgH",
-	"qqh3tp51+8jHJv8t8J5KF0x8HAg7aixk+mhPumPGtIcN2khgPnPh7/QUKI9G0gA/aAgQVKZRNkGr/kHg",
-	"QDTdHZ1Tnaf9+29ASpt0UZ246S/EaKxznk93WYLWhznlWK1qr0CRHCuK9xRyJNg4mzh75VKMi3W8Vy7s",
-	"PEJV7/YOG+pJbrq+XNc/jhraGD8voGuXF7GaqAyg7OACANjAQVP5KUwydEzCWzkaUngl5B2RBXma9AJU",
-	"plaqzOST3bi77BPc7PPnYAsrcY2jw9VKZArvfj3kBbGYeGVpWMEvRay4YQnc6FSmJmlHICp16m3iVkIN",
-	"dGolplUS5J3Tr05Qov608RMKgiULZv2YHgj8nJ493+vCnXLNHVjUyu/6kQNcPFRrs7qsKbb1dOf55tPN",
-	"zV9Kb6wqoW/km9kd+fbg7T4pgFAkJYSdZiJ0qKipxlvakZcxsXKSHnSBVKSi9Dn1VVoLjOEbowU6GIrB",
-	"pZWSF9b+L9BQA5cA9aTMY+UD607v2SG2mfd7OAN+C91rrRzKPXwiPGzemd8jADqa4bHIySJ9oEicH4/T",
-	"eDRbdSuq3F25MDq7EnPqsJucfq0vDYNeMba1uUnbHDyQgmk1ED3SMQkb6szRQxpP6IiGUqwGXDEjROSs",
-	"MJ2n4MmTzZObgukB9rMMnDUjcyY9X6Ij++qkE1xvZAWPFWpPoHUciG6fJWSAJLARiU8MBsYLlmqybqQp",
-	"IjbkV4K5UIbOYUvbr70vTXXhFLzooNM34IYYyaVK0W2fSDO00sQaQM7rTazSxcPgYUCvNX4ZKxhbM7YA",
-	"rFLVz70fQKHyQQ9U610dwnx9S7s3dZvLWWx+aQd6kkFDMzsrr15p5R80GgrLT9KqES9oVj6C6Z6KXF7x",
-	"Ql7hbl9WUAI1Eck4TDrpST5wVmLHI/tDOK3H3uU6nQysFCntenABrTjDHPMuS3Jh9XDCzIBnAEBghfC5",
-	"dT+UkalgybVMi2HCPrJkKOTFsEigNdCBDXAzFoOCgWyJVYcD+7YpWOguXuuw3a9P7slkTI88E1NN5wxf",
-	"qBt5ZzmbxioX6878h94cDBIlfZYMtLoSeZEwd4l/AXcR67jHdq0ucS5oL1bJXxOeyWKasM5Wr7e1udll",
-	"IGOEsb//n7G4gNN/Lc7GTE+K8aSgniEoapcjWZBIsL+aetcQZ9nKbXRea+5xffk38EVN0ocuJNQ+elIY",
-	"avscAdSCVrBkeG94KJ04wJPxop11rGByawsBVfKIG9ohfeC5HM1MAAKX44kp4w4RgNgkY54LVQCjV+kX",
-	"u+0o0wiZLQjHwlTv5aIfwEgBjdShpw3hX3SlG/uTsGweztVLP/DZIG0df6sE1sXGCR+/XBuJ9HRza/jx",
-	"2Wj78pf0579+vXbhvzEvhmX0T6Zrda0VOpsj/vGNUBfFcG33+Q7ELd2fWy1Bv7tXto1z85jd22DrWR93",
-	"AONPV6WZK/17A8QJHm4joIqY6yXP0cVOGN/AKZ5RyS26uExrhoP1sbQoVqRjUG+h5Ulaxk8YYYZJQ9VO",
-	"1g0IdAKRVpwR16+9k0itTnZY5mdAG5CKgU7hdqgmqr2r1ksn16IcHhGV0tiSNhyKquA5Grteq29PNt9n",
-	"LGBmhhZ2n46/vH/umwARfBkeDd8UecPzbK2LdqP6BTjZxh/bEVfQ8u1O7hMzk27dpVh8Wy0BgmERiKC1",
-	"X3JRlhM4ai6dO56viFIuVG5Qg52BMy2Vy87CmFz0ARpErJ3ovgVa7xnSGnql8jcBME6Pkk+Oo5x6FisW",
-	"WKcUY5U8QrfP6LeYOrGWn4lV5beFBoLs5XMiHlYNLkfAtNCOJg5Wa3RasefCUVYcIfaZcbUCLUTmZYjj",
-	"n3ZjrAxF7MDHebFT8lBQIcvYh65p51sp7l2ZhY+iPx8LYwDACDuxl1MiShfyXAYN++1NpXUzsO8BHLGo",
-	"LLxVtS6KdaxEAwE2Ufaf1ss9npz5+xsfIC70ZDAUqVUJKMoTfEjqpDfQwjqITCJCcpVThY4VXt5OB7WX",
-	"ZYeVd354sNfKGrBr+1bpD9ONwrNspohO1RbIbdzqwv35OVrWYyFqdLRm9LWqPqHHDmdLHql+bKbkEVgU",
-	"oOSxv6jMsdtjCe53qlLAtIkdSqzwC2vOmMhfRkYGDNZ/3Wf8DOBP8ednuhi2JfnqO/trV/F5FFl6u+rO",
-	"RqAzeEe4yL8hBhlbKtDwVpUaNLIYzrTOBFf37L+Ec3qTurLqFvsmC8pudShntMqGXb91nmU3y48ei8Kw",
-	"xP4WrGytSM00bK2atsHaM1AfsRrqa+sdTFGuEnZwjx1qH3k+0+m06UC95fllXVu8x634VTabsQOw2oMv",
-	"1iATKt+unbgR3AEO2vesSuxELVYkjOTI8hvXhCbKzYyjEoI/SAqVVeLhjSMoSkwddPfZNFZQg6Zz5Jaw",
-	"BnBxamUehaToE3tNB6vlS+HMzsSAT4zAPU8UVeQlxwqRLNnL/Tf7J/uw8bt9+3QIlOliCJE4QFRTNBoJ",
-	"iZQqK6czyaBMzop8KmDnlfcK0eud1C+hzfGkDuEgK2HPY7hS5ALHKhcDISE3nQsoDGystVP03DOxQAFW",
-	"V+0g9Y1swbjb9JCs6qAbubQzivKfUtUffiZShivbNoJgJzSWZAO7iX1pF6Vpqr2O2mcBfg/wo77idv5I",
-	"alNyo0L2x8CyUNmu0rALuxW/svv8LaDABAcMy6nv30CvSUidpd5Ax4wvGOnd3kIzuOJmfi3VHT50Gby4",
-	"yts+LGZcq/6sDnLuoi9v5O1hQoln13xqtQVIewyj1nyH82BzFNxcmlh1KHfqCtkgA8QHoUUIH0n4hNJF",
-	"E4P3H0VsPDFDqG6LVWKHsfHJ/u9B+rlqBiRQfF+RFec6y/S1YSOdi12ES70CRavPyUq1QyQ0vFihuPT8",
-	"UxG7Hmrsiy54Di9gtSp8mbARLwZD4eos7GdR0A2X0P3hi1gFlQu8CDsloA3M+D6wmRmFEkvDOuRa6hwT",
-	"YLt4+1jZr7t9logRl1kl9mI/wBlknXOo0xCYQMBlYYXWjpcYXttjPDTX/u1COgA0DyQIfDkjsG2UzYs+",
-	"e0DVhEHPYp/5zGOsdjZ32OHRyemrow+HL2cW7ho6AGlgxDwepB5MocfGgddKddFjx5OzdZprfD2YxClT",
-	"2lpPvtkSSkOAMqQLNSZ7pYVjPJuitQQrowGSMxjLrrcCrCkGRb++wISPRKw6FTswCo3AridIxv4FWnms",
-	"MrGrlYQeEdve3OxjdVSsKqMpL9hqzCu02Vj3V9XRJlIfKHzfPpw5xc0KS2LtslZmm1aXtqK1lSnwD+L/",
-	"LqtSbjPsGetoVaqyykncNCfhbUbIkN42erQY7XI6gx+Mirch1ttn1i3Gri6ZLoOIGQ5wkUMZXjuTSlXF",
-	"OaRSf+a/Dp6ebV/uiG+7ruMWyQ2QIukKnvPOEb1UdZ5vfL4gRHuT8OztjlglisRjVdkbruwBortI0mbN",
-	"GXT5fBx46cht+OIUtV2d3SaT4CYHOIJKlwcIJ3+fxxfi1vXDu0yYepxNLuS8ms1bEIfhPa0zJFSh8+ku",
-	"O5uoNBMpfQMOtx6NZQYeN3Z2S2UK6+hQHq8zUWMOfYvSeXn0Y5bKXAzsfbsRM2AMWbfVZJOLnnWX6Ono",
-	"n424kuf2gCfIqTzLgYkuvzQMYTsZNk5aeZHygsfKnpJcnk3KxCMM1wytL4x3PS3v5qq7rF9EAwF/+pzD",
-	"yxYa7o+/Llk1fU2Ya5jKBTdWeChHWgJhbXbBHWQA3vuUJu3UsXO2ZXPf0SrfJxAWPGKZEJXfF98QrxkE",
-	"tMotOvbz6c6Wm+F5HAgNDDqv3YrCqk8UYCIQg1nrKrOOZ7Ww26a7C4w3maBKS31OaCxhDSNUJg90KsrT",
-	"yjrYWoOsPAkrRJYZn+ghGp5Y0U1Vt8deCRdQEsyeTqxQAHCQEhxjwAue6QvWSa5EbmVWUrJwABoRL4Qp",
-	"ulGsrkQuzyUFG47/vre+/ex5xPDgI4RD69FnvNAjOeAZHUd3avsMwg/TWDnWn+afS8MycV4wDs+55qbH",
-	"aAUrL0cKmIqKxBXMRyCoSsOlx/b8r+DES597CvZNR+dOFnaD5fk1Vi+ODl+9OXhxAoKD7qNzRlNYmVhP",
-	"J1vpW21qUupb08iLQBjWWS74JXA2TTIB47EGh90raGfRs6H7ya+tF2G4VNBRbiajWOmcOoozqS4h25f0",
-	"ehuJYy4nJuOKJCxHDz35CKthB0/Jw3K9sAsKD0YmqAXeFWjB6p2JoVRp38OZ0HKNiJofb735a3DrESF+",
-	"KB0rN58lQyTruCNH351O8izpEuMwlAsMoIcY2fyebT5tErgHuNy4n+4pqlV5xgP1KLmHL0DDJHVsT5o/",
-	"B+7IfhshoF8X/+KFVueZHBSrENA9hYBow5fCpK5vGnVxYOFuuOvuytKdp7pjVRcks7rbHs/uLltec8eq",
-	"bEQIOqJIYpuKjtDn5yI3oX3slIoV9yGcSHkona7xPRj+NzI4u2jiu+dIwwZ8gLkvlkpzyc51Pvv2RZEl",
-	"zIiBhkyRm4Gnzzc3u32WnINZgcVZjsKXVJ4eT5GeL7USJFZ0acQSOxyReLbA8OVrKANUL8wV5H5zvClA",
-	"Utn7okKIldJsaYVAXcWi3jgGz8IFtbfD51hFg2Mu6nSHzzafsuP9978fvNg//XC49/vewZu9397s20mw",
-	"+up6OO2x33J9DcrNK04FoF9zXABHrOiXiLN/HB8dMgeox5JP8ZrbNvHaLvtX+bf9M167EirV+YbdK/Fa",
-	"xOK18l/BoYnXoljZi2Hf+DvR33j5JM/wH2bIt589x387swp+4Z8GZy1e+/Oz/X/rQaH1QRAiSa/gee/i",
-	"39gM1Pu3HCOaSdVmYOe4xm7delalJYzAHnOtIUEpFa6eHscKf9CNGG0tVgxzPbkYOkLNMz2x7t4gF0JR",
-	"40wVTyfBN1vge73wUuqePTB60CK1TLvjcbtgX6htvPKAMxS6AksrjU90LObnDeZ6dm0HdbHoJ6zcqtfm",
-	"CKqLIbsUU+qsq0h3FO6A1ZBxM2RjkQ+EKgjiIY1VJ6GyPf+afDAS/3v71bXg9gwm3bLmMLy5V7kN7phK",
-	"sRAdAyHkJ4Shk75LzWudsVwMdI7o7wBwoHVmfGEepMKnECNhVuY76x7L44NFRJRg023yvaygDO3NSgcg",
-	"uWCxwhtVxbnzhOrePnkB9BZiNLaOLDOFzDLvJ9q5dQY4lTqEOBKbv7KDQ3DSTo9P9k72m0sQZc1/mBts",
-	"fhcufBLI7WTBNmCdpL7qfbQIcj0pRO6rR8j7zPk17LoeeyngBpHduXRRrJL/8y++/u/N9V//7PzHLv2z",
-	"d7r+50/u4+5/bCy84n8lNXjcteoQm0PltPTLxsu3t6oB86ePMtkVuE2T0kZ79LHyG/tK30bRoqx5H22B",
-	"P3saHr9+qIiJfiAiPFrtrKx4t3fy4u/zFQZVDgHgVyk76cHUA+VCgoEbVBojT4wLDhKkKwQIpx4rCe3B",
-	"Jz5WiORA5pqPY2VnBkKCFHJy4b9McK/GcnEl9cR4R0cqBmPuMWAJ9NDuwfghSGmoqHdu//SNdFCseC0n",
-	"wqoZkdKn8E28Km1XJNDWTma3ul2ssBl61j57pYgeVhHdffQwXNcHqoC7UfDQATy70/A91o2tooyPAik4",
-	"BUwkNWP9t3qKRli9dCMg4D1z6Trdgzw03oiNc30lU+KjGFqpCaIN8oF/JehoOTlufZbzjBcssRdiV3DE",
-	"zoQpmBnoXLg2ZFc2nAAkkk/PoP7EhB/iDptYwSOhW2w6FglF++y9zFCOATDPjTBiRtNrDGXBsAIafEQf",
-	"pC0vhXG7Px3BCwZZAR49aOUa8SkzQvTgfaEvTI5GpAGLfKLgWFpNvb25GavBkOd8UEC0EwFXcnE+MSKF",
-	"CbQvk4F87ZdcJx3ryUG1epfmFKezQoaCxpWe2BdTZpKBecDVNHwng/q13C5Um0Y/9K/bDK5il/sdz0RR",
-	"LETgw4tZIT4W/bnzwcrpqNYd1RRXrQvrr6am6PZGr7cEQV02i8Ku8Tbd9ma5555tdtt6v2A3Vp5MN1jb",
-	"3d4EehLs+Xq2+YANYDj1ixSVff9vrjObNh9JnkDC4Ts7AWfEhh3uXBFXeR8n5uhYYT4BdqtuPuyuvBcb",
-	"YIaTsycmDhrFPrx/4ytjfEMRtInosRwY1qn13EB7RRIt7sU5KNiA51YUIvvUpVB9yPWAYLWSLPGvr3P5",
-	"b2HNwj+GQkHDj5VNk1L3RCzx/wa5hY2q0DwxnJxB5gC8gkmWtUDAHRuxNwGL8v62Mz5i3n4+rvQyKuzF",
-	"LDm/v343WduACNDPbYpQRU9MffvC+t14D7/HEKMD5VjPoIXYb80cNw3rcMX+frz97Dn7xx8nWHoWq2Qk",
-	"8sEkFz1/ecIGGZcjgt8QH/mgwFZFdpFzhVLc7uhu+WZlKuot3i1Ww8kZ66BNQeQm9KDT/7kuTi/FFCsW",
-	"3C3E6Eyk1s8aTs567IiaI5sO0syBwYOEW3jeUYJWqzP/FrvWfnC64EwXw36sEnhEtYsMLscaEarQKOt9",
-	"4fIWFDa0ScBswUZ0vB0uBXnwdpK4YckeLT2MdJf9JnguchZPNjefDuAH8E+RMJ1HZLwoluxfCVUcA+Su",
-	"lSMcH5Dw8GYJq3XMU7WLNe7OoeVMiWuQJGfi3BpQIdTbHDnCOkYIEjym4MXEJN1dVm1GaxAf7kXFsVlo",
-	"Tpyg3Cw0LoEjRCMp9h8w93/jSIqHf5xZpxwIJlwPXhMYgb5WaHUsZDODuzaTmJU2C2y5LdyFs3TqIX/Z",
-	"9iL2sj/vX6TC5M9t4JqRG6vS51lhf2DMRJQAEKWMrQr7iuBql/x4gG4s9o+xCkEOhiBIoFLA4GHtJE6g",
-	"Etq2l76k4KEZgRlRRP6rpGwrxWJnV7Xgjr8//D32rkEiSBUrlHfr1zq/tGaTTpGfk51BbjO3Zosn7NWm",
-	"WC/k4BJ7h0GqyYImzH5sp9BUGCO5Uy/wvtKEise5MzNqpu+LRQuQZTrLYoU1pXBmNz7Z/xykn12rcWIv",
-	"OQWOzCuenVJBSNJuDR3j8t3v4cWHLAxF2XUZDLlSIntiGG6sBzOJ3gWjobE0HwIUnjfd/288vJhrxS4t",
-	"dn2tnMl9SgRn5bfdCAz3dcqSwm+lGmQTiNOGxIisk1AXKNT92HEJlUp1EeFuAuCa8tNuL1Z72NsPeA3N",
-	"fLG7S/DFJqRUqTPIjZGIAQpeiD5LjFQDUb0EGwoSisd7Xrsil9aKi1XJQofRAFWEhoo7uKk0A02nNMtA",
-	"XAQn5j9wbH/7zw/7H/ZfogKGofyNLBY5Eqbgo7GzWvBcPXO1VW01KCekQudaBUflcrueCJiONvfdb7vl",
-	"TpodA53nzy1sovhwl/FwU+vDv64MzVos71+9YE+fPv21NbgA09YMKmNvv26ncq0R1Oause3u0/awk3oT",
-	"KDmY4e8AQs7bhCTxcIPPRwyZFXSz8PMgtjpWWZZ4ERUBR3ZHiFkdyMYzkWl1YS3rfhWY2sAjAsAND2xh",
-	"Luu8IbHCu0XB7crRhXQi2Djl2+kZio0+44ykTT5RhsnCSr0R/3hqCjHGHqgtxxXWKdlSeMFyri7ELtvZ",
-	"3u720bohVI/w8aVpECsI4TnmF0DfRvAR0Ayz4NolHEdAegnh6GmdiQy7tHga3ThriYgPdkfcK6SEfcAD",
-	"Vd7joxc0W4pr2F0RmQe0OVZkWz8mgkIBFL8obzrcmo4FRplcSVuDMPX2ozfk51VBOnGGEtIailBBz9VU",
-	"K8FEZsQusXmEtYUwIF8gMBLG8AthIiwTBD8litUYbUBr5uXUflm1MftVxmoJuZd0MgArgk+pohCxlsqe",
-	"rVhBRGYKQ8KcEYxkpryCKnGKQGC//3B4eHD4mnX4mbUxJVm13Xa4aBJINwPShaU4gclfewxlae71HwLf",
-	"blWMFoJdw1I0WkCNnt6Sp7OMMUZ4nRnKcdk0fSV4JlKwXawxbmIFQF5QXaWzzJ7Rc55lZ3xwieaD0ug4",
-	"U1QhCHLyMz0p6v5LtyUU8LjPzjLq2M79909BczzUGPJu2ZyzGmUD5Gc7YMiN9223x4guuEFqow0UxcqJ",
-	"b52zvT/2Dk4ODl+fHn/47XTv9f7hyXG//JFDdtv77ej9yT7AwOUTBRQ3EEpTupBU9Rgr1AVElKjEx4JZ",
-	"i5tBCwknzXWdy6IsGyTfVhY9dqTsoRb5SCqesc6Lo7fv3uyfwGhf7R282X8ZsRd7/x9719bcuK2k/wrK",
-	"L5HO0rLjzNmqYz95Pc7Ee3wr2ZPZU8WUCJOQhWMKYADSHu1U/vtWX8CLRHvkZC6eWeUlY0kkQaDR/XWj",
-	"++vzo+PT0+PXVJLK5cWFRNM14CFG4vL4/DW80OHl5fji18PTqHnHk/PLt9dDfLX92KwmpGNPrBsqGsP3",
-	"55Mdp3w1r8+bYNdoU6neyN0hXP59bNgaO4fV31i8r2DxDmlXPVenbNcY8dNql4SeUgc+Gyg6SGc6z4bE",
-	"79ioIeYU9XKuKKDmhfS0y8SANVLAk1GfOhruc1gAbr+skejU0VtKReIIg0mVLzHLyd5jBnlISe65exSb",
-	"EMSYSW1G4jrooBUdsy96NQY3zsY7wAjx9R/TDFfVzSHM1revIbo+yEZXvCRd0V0bStiXPpWZElXxIF22",
-	"piJB2f5C6CQ2XTPdbYO5tO9QEVmbT8BHxmgb8XjAc4O7fCPLdCbsNDYJfzTCeA53TMbjfGbJYBIQEb6n",
-	"o31Z8j1uFiKZKZkpR9kghU7vfGyozaCg4DmeGiRe5SrlrJBBm662MrnypCXqh2gvknmVl7rIVTI8iE0y",
-	"dUpNSvWeDlfqggvOEw116fUNsJuyhAn92Sl1DdchhKnMnUEHvztHkaCXAM1WDzQSsiYQ4dko7cpUKJqJ",
-	"0K1wLnNqEIrMcfv9sUmBKR58JttZk7qOR2W1BMQmaPYQxm2WX+PJ1MIvAbleJYv3/UTa9dPHTpvhfaXC",
-	"g/WxHy0Dh8HznJaOuYDC6kW4ybkKdGlxNkUKm1ju54jl0hYSstYptaZCCV3TshWFs/fqi5m2ZZ/0Y8bt",
-	"wiiRqVT7wG4eXhZ0eehzc7OIDRKVh0z7xhoOqBaAivloyYSzD0JnwwMic0IL0ca48LiMqDWWbxe6zhKI",
-	"15koH3SqHlP74EPT9GbE9+Eq47lYk/II3S0ScfhE4OnaAHXMrb5Xpq31qWjRFtZj2xq+BsYvnPq3Sku+",
-	"P1Y/OlWw207xuLnNVN5E1hOiFEx6jRIOUvswA88zScsr22uUaDperlVqxvfNmSU8JEGjxMvXsUkrq7Ox",
-	"Shur9Dms0msUvlqlNOd369mjEFL8XAaJCaVCILiOrhLJIGhIchcltWOho8LtqvBiQA7GhD6qimQYiRCQ",
-	"tS64+23ViISOy1GSoqgT1Qtn5wVofVDO0izo8HKIUSHKS+Fz0KjuME54M6HRMidsRNnb8G2WYWcamYcU",
-	"jzlW7MG/xSDkehx0aDg5mwMJbkOmJ2ZzHIh2rkgwAAn+PcFI83+IlQdSWuvvlapCLJxOmklZEUMLS4as",
-	"SjuXpU75OBfsjrNFobLeZA6WixdrOtoDfPG241tLBdmYgm/RFIQtEfJNSM81OpUV4HqGgZDui/VTxji8",
-	"EHhHIE3Ai9UdU1kQGveKs14CGhdcWeSUB72MkSbrKQ/OtzIEuzC8T0/SOF6slmyGt9GRGx250ZG8XwkO",
-	"/knIjPDpS2VOEOKNzUfU4XWIkYTrEBIyWWYNB5uwxEz70mKXQFUA8iRkiznNgHyR6RXfc5LaypSJuMXq",
-	"0ZsFnikQJ9LiCWgZG+5ox8nVyGSv1mr9MoZbfGd5DB2ltjma/KJHk2NKXq1bgcAGMfbhGXt9Gw/oP0EO",
-	"bnfPdzaNVr6VJxubkPTPuxDTlSZzbapShcpw8Bb50oSqNLFVKnjTuJ2RoM6Lwfjw+nhyenJ2ch3F5up4",
-	"/OvxeHLx6/H49OLwNTjT/BEGUSPx5vD6+N3hv8Kfp6dnk+uTs+OLt9eRuBhf/nJ4jqlR7y7G/zweT16f",
-	"XB1dnJ8fH10fv8YAKekrxp9SI3sL9xilU0Oj3pcTfqkyEV6VnNVIEdVUmlTl3Du1k3+8v5ocVudliUFI",
-	"4CKHeOkpsUHyBwrBGts4wPyA/fUoQo9wbLT5S7c4Qqn4fpRUPZsbPfU19BRJVweZLNnV9VRWqdO7x9HJ",
-	"0Wo5M+iqA6ENlVvzh0ucl52OvMvaLjaPlhwQA7TzfNRRinb68V5NTV8oJzKn7xW1IB6JMZ7cBKYObLtb",
-	"qqLb5j63thAD+I68PGS2ClHFBtQNRWUyPLfLlfSK8jJgkib4d10NzfWvspVWRTksNQkeXLRasrAUclyN",
-	"eZatvK7fK42lteVTaaPLCSn9yWnEi0ysHaFVMfaEwWY/8GojcancNgY2nSxVqBqr6aJ+3NvFd6L5J+My",
-	"PBA3amFxFsWrvX9w5ikqvO1DmIr1Gvhd6/Tu+wBxywKwUY6kHF/trfGga2vPpFmwh+6/PPirqOUA6ztM",
-	"HbfTuiBrldxh2FKy7/DjoGWtzZ9f0H+8zDaIemmAxH6Y0IV8fdjYIsPvbxZ18hQ2zosan63eYJ5ST7lb",
-	"WabSXPIXB1gvgoX6I/EzNo7Cy/++uxub5Pri4vRqMj4+ujg7Oz5/fTW5+ufJ6enV5Ozk6urk/A3zasiG",
-	"Kn4+x7MTKfydzvOlPlLYFPvRwnecrc+4e8f1lMKj1ml/t7QIn4RD4iOvUlPqfNhCRE6XZApG9PRabEVb",
-	"fBaFpD02F0wkOPrZOpVKmuH2ItESxYFwcPvGaTXV5jbeiphRpbtytLPWmmve8qvTegRIYW2xWt4Fj0gY",
-	"toShPz0yQQU+R0/EKzwvnDpJBFQ2r4nq8MrhAbFzJyfn18fj88PTJDZUdBl4riqj3heUysGU1SDKPeXv",
-	"y2LTBmH4d0s97HyA/wEI483pn92+ItRoEkK6ze2NzMW9zKua9QkecSB03Yf3sbbXMLqrMIxnW2F4nWt8",
-	"mUtZzl5EDSRPRpha8aAc7GqYr00z209Y4lj2zDXZTGvzHvGPntHX69XuTyKpGeXa/EwN51/r+blcEM9p",
-	"EHwkqAyDGoAyQ6q96VSlpb5XIdl8eCAK6f2Dddl2uShURluIwwrSYcMwblHF5+ZzAATJ3/i/JBIVPEjc",
-	"qQVnniIhw2N1kt/MXmuP9BRm97m7Dpdks91WazDHIE3P3ztFtW7P2mOZUm8JzF107b4PHTvxMLO58jJX",
-	"ByIxVZ4n5CnGhkiWqWqAm/hT71YUcuIJMbQ9KkN9FjIxkMKXloiyU6eoDVpo8uaRChIPGYYH8FfdFmxp",
-	"OzEz49KmhJdhqiew3O3HYEtp+L428DV8IcAbCE06tvHBWXj+olARpnUSeQkSXXLdp/axeXC6LJUZicte",
-	"HQHvr0zqFtRzAqa6H+heVp9j43/6Q+ClcX6tk+BPonla3jhW9H6PB8Wbc99Pf+77DoTl2eq5B9mDX7+9",
-	"Frx/lNq4jfDb6ovYUSgTEYV9XZj/1iv3XUH9mvNrA/a/ANhfne0/A/d7xT0K9LErss0OwRMQPjbPw/Di",
-	"L0P4b2cfPduYrq7xpwDy3xIsf66U9wPzZ0r5SFzJOTXSR/aBpOhisWQfy4Fj04/rUeKjDowXj6D4aBXF",
-	"x6aG8VEvKCfsvQTwIzwvQ4id0T2tawFrj8A6Nq/29p7AxJ9hJ21w8dNbeYOMN8j4ryHj52lIwMag6Pxz",
-	"OvuPxEV90CV0Nuo9PHqLd32u1nhR/MDwCh87lDqs2YFxGr80qv1afMIVr26QJ1rtJyiE+6To1e4/mkQL",
-	"mWVOeY+5FhLbO/RT08KTPis1LTzgK1HT0qM/Tk2LPug3YBk2ufIvoJ4IhZprI3t2bG0Bdj7o7Pmd+tED",
-	"DfHiXPqyS93d7rr7WPCDd/TzDMVb7KX01eMc/JNNPtFXZXN9RLTXP9Mc9QUTXqxcrmMmWiZiE2JbJll9",
-	"QmKe04X+Yq5LzD3RKs9898iNQ8R1+/WOUpzm8jacdj1XZ1KX3b8um5+rMfaz4dMX3hfcH+VbgVCb+sRv",
-	"uBP2E2pm/YQBPGFCFSPU+1QVpUhCSD2h9k20v7oaJzZ/WuX0lvNhPPMlap3W0DZqZ6N2/n+XReNWWNfX",
-	"2yl0Wlbu8b6+2LmPfiP0nMNckg9LfOkU8shpk2ujDrC+qI7m4OHJTHphsGJ4tZE/9q7Gcz9dPoq+L3mA",
-	"nw+E42vt/K272eteZzfaSKrYWmp01rvH8V7f/1ncIa7fDz6IxsflzNlcPS/A/GhEeYy3eolOGYxsrQoG",
-	"eIONZ/ZIXFkG4XK80H8pwHzSJN6IMPciQeSTiLm84wNa1EfSdCFRj1Jy0tRC+NJgEA4OBvaVQNC64t9e",
-	"3tZhJ5KxbQ47NzhnHZyDsi4kCtGa1mfnA/zv+eHtVVBTZzDPbE45KXDnA+HUvb0D5yvoF+wc/WciPGO4",
-	"k/rLimalSyzcDQuu6q6vhSxnTdNXns6uzmiXl83l+1NlbsvZ1v5Pe9HWXJvw54+rEOm3l6tsYKnouZu4",
-	"/dchcwEBf3oDUzXvzsxWXt0pVYBQfQI+hLqIOJNqbg3tZqZJoN2sTFZYjRUR/cQJ/dljB6GXfD9Lwt+5",
-	"Mt+PYjNWsvDCumImjReD0E2r3SgbS5yx/D8S/TQH2HxRZcSnwo+OTeZ0CADNxQNmkD3IBdLoLZhwJZC7",
-	"YEkx1lf2sMBEwtuGuCI2xLUCLhts2gXxs2TaF8zqTy+ZVUrAFs2qXGXCVUYMsE0G/AtJqaSeYzGGnWuY",
-	"pAU+pnywyKOaVs7BiImSmRjIwyOw/Btug9ThwyVOBLFEibBH94jNp2dEGFeGCsp/aQvmZ1R1q097Sum9",
-	"m8mSxLmQ3otMfwNp1t8CAYGSBW9YJp/ynR2wKvl+fVqC5aH1jwW1WF/jeSSNI4gVibmtDGokJEvRZbvf",
-	"tCicmur3YPwrl2/tb32QRTGhD//YkYXeuf9xK9q6l04DSPMst/wLUrq4v7b2t3b8fbrVm9bYPC5pLk7E",
-	"oJPwiogqjFVS7vjM+lI4a8vhCCT7t3qqVmAM1nLTnoxEbm+1iQRPmo/E0dX4Z1HC0kZ1pRoulppLnYtp",
-	"bh/8qAE9h1U568FKb9ElbDCbtkYM5CpCjEJMnoMhfti6N9mz1ZvjknWiYdiX3E51ruCN0hZBBN+3ddcj",
-	"1pMY41u9+WV1k+sUZLDUcyWmSmL8bprL2/Z7H+FC9VyP/cX8PrdFj7iNOMWvI05VjsRU3ltMOYT7RmGU",
-	"aJawh5SvWyOLUs2LHI9DTBabpi8qEp1NlaOWD/jTdi932erUPqjDAoVy3hqZt77EAkJsJj/EekOm0anp",
-	"YvHWmAXJfRua3vT0RIcdhcRczW+oTnmgzb32+iavLyYoEJtXu6+GB5yFbeQtRxQG/f3le1rfR63Rtloy",
-	"hc7tumaeY+GrW2fwS2m/EqcYts+AMIWd2XTxHBqLtWNTF2u3a7XRvIVtgO/ZJ07KhV5gSMbE+xsldF8o",
-	"A6pirkwZCMgiWKLt2mgKe6+cI94H+nEWxWBo7DZ3+RjWyAsfs52re9Uu7OLrcf0ATMAwRgLzV6kehPIG",
-	"A0el0i42NNQcTOAgiavd3Z9SYqHAf6sRfQTu8rmc84cJ5f8z24dIUuvUaKxk9nZ8Ck9LeiaMySR6XC2w",
-	"AHbabAJfSuwvgoIdLIUY/H2bDvZSZw3sHUdqDJfdGrXtZxZboiauMhNZJkNhXWzm0lQAn0Q5c7a6nYmk",
-	"dPr2FjHM60qR/YG5eRxxMQzuw1mxqYFW542vOvat76VV5bE9MTFUdyeA8NaHD8G8/PFHIvC0Atxo5Xwk",
-	"Kl7DJTuKbV9nysQG5xDRLRjgztguqSlAUDV9o/snFkFMmZotCPXh5YkYJP7+bkIyoTOSBv6TiilYQIYj",
-	"cQa7vgbYRqnMr2gDa1rkjxh39I1X4amlerB9DzNZ1q12AhdQcvXrEfGDTQ4vT5J6f7SQRBQbAOgAq33F",
-	"NdgpzHX+IBeees6Cj5V1ZfbyBGtBembnDWgkEppagTHtEOlFLwbkRieooZIoxDkikdAvEmxUQKrNPhju",
-	"CeGj2HB7eZMxx1tHifiIK1imTqntqXVzBCrKKZMqWn7Z2BfqReiQaVPGhp7WEEzAvm+YJajinJ0CWtBQ",
-	"OMp/oQsRvsF78R8kHUH5kGHBH9dm5ZZmjD2rHCtr7IFYwgheqcACA78fiZPatNANgpsJXuaB6H7X1vzg",
-	"exlbBrVeX/RTZ4VpGXvW91Sa20requ2+FWgbXR7ma6cBb+6LxBbKSJ0gMaC4KJQ5PNkGsC1LGGlskp10",
-	"JkvE37ni3oVB2vf5gkhc5Lmcy0jcn56eReL0TFyVVaZthD8Y26pULhJvnP09Eof/Wzk1jGKTSAMKrtBp",
-	"IgZnRBjkYccyPSi9n8oSMUilgTdwqsiRg9XZuZDiv68uznf+dXh2KuinXOEFLgT1AsnU3HomXk5uwMGu",
-	"XJ7QKSeJQ2eiAAuhu1sQxgqmJ0DBIq+YhwTAbK1t6n2d5/OJJJLoCf4iEQPc7KenZ5PD09OLd8evJ79c",
-	"XF1fJfuEh5EeKRInl82zaORHJ6/HwqgSdAJIWSGdZPuS2vlcIqzxhUyVbzqXGGvUMBLpTKV3oa8L0yiI",
-	"wau9vSHdm5meWFKwS5I1RqWlP0BURu29fvBMUFuq92U9M8zJRt9gSxY/s66MDcBkV5RisLe7C0LsZFqi",
-	"2gcv2YG5rj8LFcKoT/B2ledNZx+weTiuzQ++frHOKjEFZKtKnH8W0es1HNzThlstOb/AVTi6OP/55M3b",
-	"MbYkS0gyWG0CzsKarG1Y7X1Ru5nwig8groWe3KnFxKuSlHbTRe1OLTr79KxnFz5lUUkdZWqqjaYtO6BD",
-	"aqGNyGyKzc3EXoQiL64wdiAyJ6el2Nvd293+cY/iYAAFYpN0PL8QaSD4FUzoiD4e/dtbkww5zFTpvASX",
-	"pSG928bl0zdVqbLYpLKUub2NxH0dYaTNVNAJBxF7ztFFIHBAQNG6bV8VsHezlrsA0mPUA718H/h6wto3",
-	"XHFuESyDX6Hsa4+eedW5/rOXpS82bZq+qC1igyVMvlzVZ7IVX6BdYBqbJRaToDOeYjNpyZhD1qUlc3/9",
-	"CDhFck4xALVNEKuF02DkuHkIWJL6QkwK26DxCnPty+AbZpyGDe4dUcDg8qUsqNirOwpN/SLuvhexCSMF",
-	"oE2F35Ruwf8jum5BTNKrjh3CghR0rCFaxQfDcRkK/DYccdzCuC+U25ks5OJdnazjGrhhxXquSpHb21ty",
-	"3euQL9LeLrPawvBXYkCxGST054Rd9Al8vM8/ha1mjVriuCTc046FiwGFo2AJ4G8AhAE3bwN+D4h+CJBj",
-	"7SA4fB6E1avYNLC1QSmPTCAHtPqUmMy3MRZBuhwjCR5cuEKnJNoJbIWdDxWeXP1BXMiJGGSylC3CcKeY",
-	"ShBPcmJDuApmigFB9y7GlnrKQVefjMQ7Xc5sVQJcdWnl2NaXHD5TTgCKzTyIE4YpxKy6Eb5Q8i4kcZ/R",
-	"hcJXN/CCN+jplDa1+UEg+IzaN0SY4MEsYltJUL3hFrPqBqxbnQnV3JI6UHINeklzRGeR4QWKys8ilhcv",
-	"CpvnsUneHF+LJRLpZOkEgg8Puo5T5WePqM+ukwTIiX4RVCKGHH20dBaCIPJGSaccWL3YrOlc0fYKMAJp",
-	"JcK+DpEVUFikdTXT5LfGgz7GKDZn7Flx02sNrvySP4VtLJa9qhAvwy2ivUhoDZNWa7ogcQmbSlnonb8l",
-	"opDlrK1gRmJcn0moDFmZAT3UpxP/uRtOGTCcFRs6oYiWxjlpGP8nZ4f/k6xzgrFqIw8vT/qimwVYY0X2",
-	"uHA2q1IsYwD/bsDemveq9MN9IV06A+UGGh8UjajwYlD7Tt/LUt8rNoWgmmJDAcG6+TixDcBzbqqc9nBe",
-	"4dErZzbjgx6L/AHgbKl9si80tNqXb9xV9MVAnwD2BEPfxPTajhdf32i0LjSD1+8LhCFiENrcK1NasFPa",
-	"+BL76YbgaGX4I3ZTEQyxkRiJvvyC2Jx0b4JXtu7jlLgN+wqPrllMa5+CgMyEL5hwjC2JTS1vU5l7xVHL",
-	"ekyL+kr+qL6yEdTSVej5gu0t+O09tSLLlEOn9yHcxk8y7RIx6MQwLk/fvjk5v5q8PhknUQ3WE19aJ2/V",
-	"Dl+ZDMFfyrPW6xDqjESmnSLu+PA4Ke6VyawLgwjhPfqUdMkOfWTq0N5OMhyJ/1Iew5ABLcdm7wcfSnc4",
-	"hqOnAKuYN8OH8xNCiGBF9kVSg85EDGjD1IPxB0JnPjYh4phXt48MKBlGIkGOW7wNXQ0CTZv2Cr+B38zT",
-	"4opOfmBuy0xbkaB/Z7IEQ4GUhYs+wi/X15ciAaPGdNMJKViPjdKWWHg6kRIcjYKNfsnOnU/A/57rW8a6",
-	"SbgjOgW/KgeIsJ6BlReenJ+fn08w1cT/nifUGUDLXKXlEHsSYbSaHgJAJZeLczlX3BLlnm+P3pd2HZ9G",
-	"+8aREf1+DItQ2385iE1oWV3zCDnqAIDNNZ1C10ZMHR7Zgq4yWa7EIAmfHJvSLZJh6/mAfdET7HGpWLJ3",
-	"VgSBPcp6l+CppVduQpnGaJtq1YmYD1OoxVxJgw7ITDm1LwqZ3mEwBLUcKWjfJBzVblhl4JeN9mCjDYKt",
-	"8mkXCNCQexTfRVXeWhgtnp91AyIUnSth1zCjc7+ea6lXqfNHAEftHGmzLYtCdACcGDQuh5hLDF6z66Gt",
-	"aQ4RGEgVdBGBLluAn0zAaj4S5+ph6d44jbm3CK0QPDBjZaHTj8DK9hyet7/qMyEyV2UJywBrJqa0MOyK",
-	"1g4wfxviLO1Duyv8auuP3/74vwAAAP//",
+	"7L2LduM2tij4KxjenlV2N23LLjupstesvopLVXHHr7bl5KbjuhJEQhLaFMAQpF1Kjeeb5hvmy2Zh40GQ",
+	"BPWyK+ecO3PWOp0yBYLAxsZ+P74GEZ+lnBGWi+D4azAlOCYZ/POG5Nm8O85JJv+KiYgymuaUs+A4uCUR",
+	"Z7FAOUdPmOZoRMY8IyiTr1A22Q3CQERTMsPy1RlldFbMguP9MMjnKQmOA8pyMiFZ8Pz8HAYpzvCM5Pqz",
+	"3QlheTelp1Ocn8XNT8vniMZoK58SlGPxgGgcophEdIYTFNMJzcW2XACVo1OcT4MwYHgGn42DMMjI7wXN",
+	"SBwc51lB3IWSL3iWJnLg4UFg1yryjLJJIFdq1nZLWURuye8FYRFpLvGKJXM0I0LgCRHoacoFQUOhhw8R",
+	"FWiSEZyTDOVTzFA+pcIu+PeCZPNyxUJ+aWDerYB1zLMZzhUwvzsMwhLOHQ+c9eL7ZJYmOCfiLL6WoGms",
+	"3QwAqA7vi07nbSR4kUUE/k329KOkmKgHQ8QzhNEIZwTJp7uoP5X/wmKKZoWQuIHubs53CIt4TOLjezaM",
+	"eEb+94OPGREEZ9GUZMPde/bCE5Nz7pUzSnDgL+eETeQm9992ADz2b4l0eU4y+cH/ufUb3vmjs/P+s/7v",
+	"YOfz10743dvnve2/t/30Fy9+fMp4kYpT2gLbCx6TBEWcjemkyLB8imjcgqvRkq23H/++9/jV2tqOHX5t",
+	"X8w3WUuf8+Q0wUL4l3RDJlTkJCMxyjlPUCSHenFyVz3qz1NyiWfE4OXWmGdIYwgCpNu9ITi+uzmXXx62",
+	"EYncLGsNzHMnrqLewdFRHfXa8OauDW/khZqR2YhkbwQqBMngclJmqd4WRmo2+VDSRbmjEGGBYh4VM8Jy",
+	"tI9ESiI6pqSVOhbrkUfnBv22L6+IvCdfO+H+u5bbcRaTWcpzwqL5T2TuuR74gQiEgYtQEiO5EiJyJPCY",
+	"HMO2xjQTuX3+RPMpwuiBzBGOcoEwixGF/4onkt2zLZHjvFDPRzyeb0vK+0DSHEnEODhEU15kAqUkQxFO",
+	"EpKhLQncUBK0lGQ7WBJM1L0+k5/YPoGVpQTn9wy+LBck8IyoBbC4fGAWqBYiJJXPzS8i5UwQWDsvcrlw",
+	"eWx4gikLnYkVH0ZDC7N854akCZ6T+BjJgxmiLZwIjrBk0LA0keMsD2ElT1PC9GIFwllGH8k9e5rShDhg",
+	"pAKJnCYJygrGKJsAiOeKn0sAlaAMEc7RjIsc7XeQCBFJBEGHnff37PTq8uP52Wl/W1N9Aw59NDEdj0km",
+	"oWhAsiUPQuJuQplcSEIEgBvn020Dr3t2eHCAfu6en33o9s+uLge9m5urm13U1eDkY3TU6cBG8Yg/EiRZ",
+	"D+O5OtsthUAGJyRgt3dRV23gnh0cHaFHKugoIah7e3p2hqIpznAkxQ/FhUo0fzvej97jDtk5ivZHO4fx",
+	"92TnPT7a3+nE3433RwfR9+Tw0FwldWDlZXKQfUdie0UgWkge3Hv1v+38X5//5r9N5zwCDuKTkcxvr0fQ",
+	"PUT8Gk88ss/+zggLEqMUTwhihSRabbKNHFKBS0zGuEhygMISDnJNMv/35VMk6B8Ebenp0MGRi8Cd7db1",
+	"kGzQvqaDI6DrelGdztIl9rF4EPJ/fCfUV4KrXOQqgmuupnmR8Cp5E/DcswVsRjK/NwJlJe8dykcDYL4v",
+	"Yqln8Z/HT+8EyXxQv1O881vdiWf5uiLwoMr8gOMbRffkXxFnko7Lf+I0Tai6onv/FnJpDgC+BiTLeKZe",
+	"ieUXfuh+GNz0/nnXu+1LYCjFIjgODFGVNFWSc0kDH3FCY/SP26tLgES5/L9kZBwcB/9tr1T49tSvYq8H",
+	"H4QNNFHCnV3Oi7ZA4J8VSU5TnOWoSBOOY5Tg6EEA1xhKuj5E8sftXXTKY4KGzh6Gu8FzGJxyNk5o9ELQ",
+	"nF0Cnxjc9rv9XgU4SjUU6PTq4vq81+99eA14qL0YrjdEW3Ghlku2JRsbVpYzVDpqRpSs+kbyW6lZjXk2",
+	"olJ5nhIQPLYBHh/haUzYywByenvzcdC/+ql3OdCLqUBlRoWQAofk70zhinwD5fyBsFeEUGMVQyWUyD0P",
+	"/8eO/H2nL785NKIOFchZ3FPG2eQEyU3ds+HHq5sfzj586F06s2iRTWGdfIBjSZBFnuGcZ2icYJhI/jLD",
+	"THKFjCdEsngpijLJYnHyUuTr924uu+cVCFM9NSIaRC8G6R0jX1IS5SRGY0yTIiPmUpkFSEQkOaaJAFko",
+	"4ZMJiUPEyCPJpDRUZIzECs0uef6RFyx+2c4vr/qDj1d3l1XkkhRiDJO/EukxVwfFnCgCRL5QkQP2anKn",
+	"RbmcO0hhwGNXqSjONZ5LQtXn/BxnSnbYHALX3V/Pr7ofBv2rq8F59+ZTr50yky8RIbFA+53Dd0fff4dG",
+	"85yIV6XO5guggUjZJ6EzmhswNJaqwHFLskcakTuGHzFN8Ch5IURuezc/n532BneX3Z+7Z+fdH85rBFku",
+	"jmSP6q5nJCL0Ud72nHN5Q+fIARol4kSL8WLKszyZvxa8fCvAwrcA+ZjmKFdaaY44iwjaGs7wl4EeOFAD",
+	"h9ugizAOGg2jYkpi0IAoQ1OcjKXCMpzmeTrICI4HOZ0RXuTD2gbNaXnAqM6rz/kFZnMtUYiXHZbEhYvu",
+	"5a+GJ99Wj6p2JK+CrTeS9wFikthstrGM4QkaguF5ByzPQzShj0QhNiimlCGhbM9SiKtbq3esudq3Qj16",
+	"zzFswzLvGC7yKWE5MPIXUsa7y+5d/8feZf/stCuFDheszmekcmZFzVcA7iXXkp8gQsjJt3gWIs7QcA/M",
+	"GDs4pXt/HYaImYEPZG6Fs9qiFb7dMVGkKc9yEl+QmOI+iLsvg83t3fX11U2/92Fw0ftw1h30f72uEYl5",
+	"SpA77ZedmYj5EwMRUxN9HEUkzUn8mjT0jUDDU7WzHbnTofmYvNUS/XhKtMlWUQSQ7fTCUUJFrqUQvTYk",
+	"dyK2wZiEmZaR3wh4DNxaM/SMz0BmBqawXd9heUA+yKlz+lkeJ6ysV8J70yOqW13audoUC7kxmOAYpZmE",
+	"Tz5H9wGbYXIfyJ0UJQa9xlF1kfUUGcnO6CYFK4TkYGirYA+MPzE0piSJQyVHAtBDlBUJQaNMSp0W8+v7",
+	"lSC1K1X+KH0UN1qzk8/0bqlS82Kc4+ZTi6QuwJVOqRXHEecJwUrqLtXO38o3P9uhfPRvEuWNkfDl5qgw",
+	"6MYx2JQvwGrsKKE4jqkEJ06undWOcSKI72aAsTnnCMdSnMQzEqORFDdwlCdzuBqSt8lRAxqDJ2hIZpgm",
+	"w9BYRGmm5G7XsPY1gEGSIsb4v+vHuxGfSf2bgxFAmbvlVqpQ1S9+bVnrGyGvDi9YjmAk2iJfoqQQ9FGZ",
+	"XMu1gqnCqvRq2pqh4bBhWjDLc8xCZqUNbscTYqzxE3CuWHvUUL0iWR1/YpLJMSu9wQOAmEHxploDSyes",
+	"mEkUgBeCMIBhcFthOZ89a9dbXwg9Gjt+hRBZv4KUhdRm1Aek9MSz2Nq9U5xPm8BWuLB9IgmFNpMoyWtc",
+	"CBKjrcODg+0KZmzoWWji/0STvzoFsc43sP+eIWXjl0AEzMYozSiLaIqTGsbiJOFPgzGX/ylSc5Mj8OPG",
+	"A0Cig87B0U7n7U5nv995f/y2c9zp/KuBFx8pi5VLQhSzGc6oIAIpLUc5gePg+PAgDKgYjPEjz2hO7P1U",
+	"omeewV04UH+LnKQiON7vyKPPsaFFUpKZ8GwOVFs5ReXkEaxhxPkDgDkheU4GD0QOywlOJOi0MexGv4Ww",
+	"EFTkmOVBKBU8+engv/03dCd5wj3rigdwFmCU85RGyiiPYpLmU7mblEZ5kZFBkSXBMSuSRN5nDWBAxSNJ",
+	"0PJsPgA/xmBGWQGfOAoDMRc5mQ3SjM9SCd5feQHaLUYRlhiUoKyxxl10SnOCpN4711CVyyjS2HNMB/39",
+	"7447R8f7B/9qEpr6eddR6ZcpyafgeZEsLCHA8rF4QDM8RyMiES2nrCBgbKwT/CriNCIc5G8gaNAZqZAp",
+	"uYsd+TTwXO/KJI2ADalkIOcZ2iKzNJ8re0rBBMnhJroEsNPpeD7jIyBw3bRh1d4ZicVLbaY1RG+DstHt",
+	"JSkCnjTD2YOE+JQKfYelOILMTH6gV+5PYw9Fzmc4p5H2PyrHIBzpVgfFFOQLINIzBakF0RaVq+n6NTp1",
+	"cnCbkxSNinhCcslKMXxQH8SKrobqxfczeEWtapQoI2RHHhAy7ysn3gOZCzQ0BGQYoqEkG/K/EFohPy//",
+	"eMQZxSyX1GMor/09GzoEZYi2HnFSaC1acQ51TrkJMFG4sQ13OsIZuHwpyzkiX6TMqL1xDdKu6FP99D5Q",
+	"kSZ4DjJKlaN4CVkVzZc4FCzda8T5gErAs50xjiRmSqSUugqC8avdMO8dq5DNBqLGcUYEuEGB86qxiM7w",
+	"hJwgSWRLI6kCuRTVGWcAGPm7svVUZFHn2xX63NjyE5M7tYPQFjaiQ0oyIfHO+REYA0g/VTZ/tBJl8DKG",
+	"RtCA+sFEoGGGcOUiz8trpfzwY0wTbZ+RzzPMBJVAAkUGDM7Lb3eNNTWILfyM1M9IANYr++QMIoD8iNGU",
+	"1xyu1fDwYpGjaIrZZGUOUdMdwNtVOWx9t6p0or5ZcxlcEhfWuaX/7KoE2CFbVSZQRf8Kq6zA5HOb3NdN",
+	"qT++RH9PYUQjwgNtKXu5slNGmT4WRwZcRdqTlyZ4+H789vf3Xw5mh+m7IAwSLPKBlHhrb77t7+8fdw6O",
+	"Dw//VXoh2TuGnnj2ME74U1Ms+QZyg++aXxejhEYAFRqHymujgqxobMP+xmgoHh8G1ef6TwVAPfQEQnjk",
+	"HUj4pEqda5BqLK4KOu8tqBjvykCTkhCqY5WTbLdCZSlZ9LOdSzwjaGs0l+Leo1wEV3QXaIUyF70RNRWn",
+	"csAr3VJ9LSsXoQKYJVfhVL3oWjDqetFMrjhW1+BD7/bs0yUSU5wSNPwqr8zxV6oNAKEcE6JyLSFyl/L8",
+	"rDRrv4VkkdnHWe8vNJ/eAgKtYfEoXz+nIm/f609kbgUeoARMccn2VdcDTMCL1ByOUyolH59oGeVSJ5Y/",
+	"hoiRJ4mfEIMFCl9OZmIN4ASlvouzDM+b5iOzjheYj8rP3ZBH/rAQdyAqS9HUjDyayKMtGw33pGV4noFp",
+	"M1cipvLk6Sv5Irg/kHmrVUMRMGVlNWaK9QhQpvbv2XfyhOcCYvEqM65k4jOzhmb1r3JWzr3xXHFGnpK5",
+	"c9FDRFmUFDH44KYEjSXBBAIgplKI5SwintP5j+BA6x3Zg4/5990drsy3jO9cqTBgutIBnJwl8+qy5Jzu",
+	"0gb/+v3tY78z+v1ddLk/vzl6Oj/48uP38T8OZz+9F93v0l7V0iVf/6278y8dcP63wa4v8G8ZR9RYCcxP",
+	"2WUYeZJ7/hac75X42gOER27A3XqgKC4iTVoBUholiZHyWVQV0RcTIDPRSkTc5Fd80IHZDcjY2V5IEhZz",
+	"wStGVIimpNtyuHg5/5uYJKLmzVO/KZWVCvjyerxvOddTX38h0MDR2Q41MJSDJw9wSZB8M1kHPtOV76+5",
+	"vmulGd3BGjZz61zYuD1wnildSNsQ1N5qWs+YwvVW9HFEGc7mij42tRM11Ac1sE6grevLTyH6x3XvU4g+",
+	"nX2UIsEvZHR9YsNzj9AF/aEqpasvLiUo8OlWuC2+CK8k/xmfwwrI7EPel+KuoSynOMcJn/RYnnn44C14",
+	"HeDcudy6if2pkENX5/U6EurZgGAZ1GEaZKRyEKQyb1wb1tuhnRzKDzHDE0bHFPxXoDd7krhUSOAgTYoJ",
+	"ZSI4/u1zw0UBA9WAgUiKifE0GNBVX1YL0h+TaGXDm+Ux/uYLP4ZHfR5z+PtzGDySTOhw993Obsejpluo",
+	"1eE/tMZWx8Lq6Ko8R5qslJzVAfxSbr3QC2CT+5zHJ0hZo7SjT6+CEa9JSh1c+57AUux4OtPijz8SMqxp",
+	"wOrpqpKgk5GItiDmXOcgMifXi2fGQKEOe6dMUGyOri2niXWNdTXQsJmspnAN6RHK1mgSUygTOU4SEqMt",
+	"OpOiCHrCGRNoeH1+9+nscnBxdnt7dvlJx88bpliuEEczsvdEcN6yvCpn3NxG7p+9crUaIj9neUZHBaQx",
+	"qZEnpfgpQWspi1jJ/ty8tU0KHD1AdgmekdIMbuFeftBEWIlXAqshHU3nGk1TY1M2YY40Ahd+ZOBjHcyw",
+	"UNeFrwmR+sHrua/SqMYFsdmRpLZ/CEtq2byHzi0FgKV7zXzw2SPJkP7dnImXpQT7uwe7nbUUhKo92izC",
+	"nkcVQ8OS+Gp6VYOfB8WaF3xVLrtYVmxyV/Fq2oYHEfSaEGHKgcmzGFJ4RkaHXl3e9goTy2TwcmmvJMpY",
+	"JWk9EbdbV/HQls2DPdB+xxOVy3ILm0Zxhsc5OugcdHb2DxDO79nwK07TQZqRMf3ybGGjYiktXqvHu/8W",
+	"nA23d9Gdjj0DDyqGegj/VmF+ONcxCQl5JEktz/Br8BcTGRdM8zwVx3t74jHadQKj5N8rLCIISynUH7Cy",
+	"XjBKxWHeqXi1DzotDrrOK0ZuPG8SPWPFpZ2Kx9f1kRs/tjMYOMCGUTNh4DjDg+PgcX9ZII1fNJVkSv7z",
+	"a0CYpBo2Cc3GnqpfcZHzAU7TjD9aPlp7Q398TPJoGjx/dkmgj/Y/ryLU/sXNivSZQiXnU/cJax/18Kt6",
+	"MCiy5HnYcH8fvvMwndX1qDqZsJaCtYXg2sr2Vw99WalExjEaFTTJd6SAUgidOdmUS0MtHJTcYg2hNrxn",
+	"EBmjoycqJTmA3vzZ9TCqd27twzTe2nZ51h7kFkSdyUm2rXC7ZoTHClKnT8BUgZtbaUUiHT4SFvNsT/41",
+	"3D7R/sdSB7ABCjhRNmTLltvl3Oqku7UgSX0oW38/1v/cHex8/qt5vP33vaUj/rKK+Kfpk0/+hFJAJriS",
+	"nJgoOD6jueR/PFNa5omK7QeOyGcKAogzpLSiXdTD0fSeVVKOcZoSnAlrIlJpOP2rq/PB6Xn39nbw4e76",
+	"HPIWtnUVmbWFHINyihSuJ/ZiltNokeDrnhMY9n/b/Vz7x9Zvf9v5vPs37yksEItLQbjNftQiTtno2DWj",
+	"wZVQFZMxZfCaDq1ptaP7Yih1JJxPGjHBftWASrFiROVCmt/VK28j+C2xjo2AQb36Rhhfe/Dgf7JQwY0i",
+	"2VYNW2sN2GoD29LgrdcNxTKmLpVT9oQziGW7/fW237sYXN9cXVz3jSlmd40481bOtd4Nu5YiJ8uVA7US",
+	"oeDoMYwjDpdE6hge76wj2vrvgB3gWiCqoqkjEGOGk7mQj8GcCzIyV3VOyJc04ZnOPXikgmfGiUcfideK",
+	"0W4UvVKJJBPCSIaTUB5XXEQ5faT5PLTKQigpw6xgOp0pRDMSUxwiCafQYg5nJwgzANI9gxjU2nlf9Prd",
+	"D91+dyB5xqerm18Hd5c/XV79cimhm9ucpu0QCY5oblOyGJLgQlOSkXqhGEdZcO7Jd4cLLagmgcRaQ6sw",
+	"+aFgsZQW5As+qcY7e0U5aZrqEl5kSI9xz1+Aw1GevWQvPMMMqqBgndkyyQgBM4pSdkZJQaCCRkwnXPIh",
+	"yhOSQ9wee/CefEU9qi/rZyoKnCA95kRZoLXgEKKYZPRReW4lZ317sDOiOfp4+fPOPkZTLKZ1notojGY8",
+	"LhKO3rp7fOzIpe7L/znwLHLl231ldLE1rzfguM0h5I8ky2hMavdbCj6eS13R9xriV1YQNCOYCZRmZEeP",
+	"i4FWgESWqWuxfQJQlYIaZVOSURWLA7XVNDb6OatVLRdF55dbowLpNzb9oF/ct4BHMYkSrA1bdsYtzJBJ",
+	"/uOMQHmrB8cue3Xdu1GJfvq6bzeVvuWVZVxZDJa5stAFwuX6KAN7WyJnrXRAMJF7NtgkNej6ehOSS0pn",
+	"MrtKqdx7Rq5Jov2kDJqL3RcJ5uWd81nlSZ5TNhHrZT/Ad3bAHIfMDCfyAkG4NmdKLzHK9AzHJqdNBU2R",
+	"gXlpqLQWiCuaFSK/ZyMCKVAaR/U4S6Y4T05QioV44lm8IzcTNw2GJ+bGkBhNEj7CiVHveabTCU16RUa0",
+	"gmmCXFryJlwDUIMzyMcmhK9SdTFEiys+6WvnvOW7e6CtVX1d22sr6XVjc7mfkkRV8HLp1fwoWRib+OWR",
+	"R5tWjcZqXN0zbpLagZoMup96l/3BT71fKynTRWkSRvdgIM9wXmSQIK2t1EpHnAbHgbLs7pWjPI5l+Oga",
+	"V0jv8VS+9+ysrL7lH4sZZjsZwTH4K6R0hxk2qlIp6qy2IY9g4qs4Bib4aw4lc9DWzcdT9N37zv62yZbg",
+	"4zGB1aNEh5XWnNVjnSP7NOUJsbUuqwtuAnUZZgGMS1Dpxa+KTaf6hFpsVQ5aye8I1zWxvYsg+R0JeaFp",
+	"PkdbKlUWotYUNd4+Rtfdm9ueSlcP71nv4rr/60DXeAnRmSqzdXbTU3/o8kvw7+tuv9+7uQzRZfei5wyD",
+	"P83Ae/Zz7+ZW8slygHliJzMP7IwK+8s3Lrr/Y3Db713fDm66l5964T2TNOB2cHnVH5yf3fZD5Fhwytd8",
+	"Zh39tHfZ/eG85+zunlmW7s5b8nn57OqHf/ROq0+re+/e9a8G3evrm6ufe1BUwZ3XfhR+QLe9fv/s8tOt",
+	"kSDkbXeeXndvb3+5uvkgHw9syarwntkRpjzYz93zO/01ZJai6aO7lcZP5RlZJcbdpH14dnp1qac3S+1f",
+	"XQ/Oez/3ztWiG1QrvGfmmZ3mp96vu+gXrTYZnDz2K8xhU8CSO//p7Py8HNKqeikcvL3unvbk6Itu//RH",
+	"tCUizBiJoUyoFOtthbl7putCKf/cCSJfJF0AeqC9QSr0ALPYBuxth6jKgjRS1hiTRrfLXu/D7eD06vLj",
+	"2ac7tS+t9Wl9wrmFQRhUbmEQBs41VH+VxdjKixiEQQUbzd/l2PpVdB41B5WzVm9jEAa16xiEQfU66ge1",
+	"+1h9ai+keVy/kUEYeG6k+9TB1urjGhQal7Iy2r2UQRj4bqX72H8t3RHNaxmEQeu99P1WHobnYrpP7c0M",
+	"wsB7NZ3nrkThu5tyC76rWAGWflGOde+iu6b6ZdRoWL2NQRhU74nBAv9Tz/XxWgYqHPRstjie+4aIItHG",
+	"T1FEERFiXCSOmvKnxW+GgbYmeYRpTTB3LBPX4qMNVdIhYFtGRAa3CpCqUngNbTFEE9i0u7u7vZkWZcTc",
+	"lUKoA2drrxTFoSG+pn7WiOGwchJoaJLUO7IUzyxYVXwHlDEpgz5UgrpXuRxu76IPJKEjCXuSzNHYJsZP",
+	"SUaOS6tChmY4kT84Kts9y0iZXGCPemvovd1DOEbwBRIcS4QYEXnIpiKKMmjIOVUWo94hz/6UkJFaeIcv",
+	"jMMGbkC5D4F0vqMJ+o1oTtCcF1kZlPFcj8qYkiRVsb2bhmR4givspC+JoXidoInFl+F2yp8WR6M3EP5/",
+	"0QQV86E++ZK3FKM2kMACZfhJRWzxDP3avThHOfmSoy3tG1RaYZUmhGiiyjsOK8JZPfqXxseohpv3TGLC",
+	"Maph1z3Tp32M4LDvGdyc43uGUOWuHKONrkojSkPVC13GNcv6b6twTgMfNnHtzmmJOg6NMWgG/hB1bUyZ",
+	"uIbIWZo8jC/8Xl4JVQhORbXPHlWkvjZ2mKsD10iuylpBS95afrFN0nGqK0IWR+UgwN4pUaNhY6nStufP",
+	"z88vvGMGRvUXQKH3yAJbBEdT1FTvX5nFW9B6vQamkBu4XIZqC0MLNLDtmXh1XiSxvGmmON223yy8iVjk",
+	"fCbNOFSy/caSjoJJaA7tFUUezpOKg2ihDwis+pwnZeA4IOcbUbqHTH01Mh4TlUWu7L716mQeblaLnJRM",
+	"DWF0d3MO75r5BjU2af9UOTT6z8FoPqjFbvBym5pjWkAJvRSc2Cvd+MUz42Juq3+vLPd5PU+Z8oBXXG96",
+	"Naqnius/E1BvSoQINmAzCSoeNZ3ooE31ykHpOLZaUh1WjVlx/V2VuJUGO/AcZoMMwQ8gDKuOMWBf1ZBY",
+	"0+3XBCOxs9dBMmwi0HA12Pgwb0HHCutvWehZ5AvupgV3Mz/G4Hdb2KCL8A1o6V8MCq11BouvzYvBscgn",
+	"5G2/1UycWppCUrm0yx2UuSDJ2PFTWhu/TdJcUlqh4hcqz7ueRVJZl+tAqpAQLxouORbfffRhympMZHEa",
+	"dw/C5SssRUXQ19x4L1YhFrl7+677f11Pb4VhLuPbC517mzPqxfpYCV1g05KquZf2dcC6CbDagPMqsNE7",
+	"XJDOX3Oem4xig26OdFLx0CcJfyLxIMfZhOQDUzTgt8O34eHh52efFHBbjOy6NivmuVmIwK323GtPu8h5",
+	"plJ5ysp6CgSjOXog84ZXX7+XEQy2oeFf9f8Nd9f1z69Ki2uQ2rSiXKV4Fs+n0FjQAGDjGlqL6LQ9oNUq",
+	"vLkYuiQDbwVMfdkNdi7KahfYvNC4v+aHV7i+t9D50BMOqzoiOgBQVWKMsVVVbYLCX068CoqpiDjwFW0o",
+	"eCNMkmG9Rp5H64Cmjk9kpAqOgO2Ds0eS5aq/BkcXOtpYThWrJOWBNfC50kVNV9GJWZOEj4iTw+mA6nPD",
+	"7rdYK1qQRNWu3Tx/bik/gOP5IOdaCFhNy2maIRamMqlQusXaQRWibZHfKMEjktTTwheKdpuEnS0X59qK",
+	"DFTiYaFM1VgqaGiEowcTMKJO4Y2AQVC2kLXVIDBI05rqX2KRp4IcXCEzoiQskPQ/xY9Et9kobAn4CIsI",
+	"xwRtgd+As2Ru2jMpLlE1eCzNxFkmjmktoBymq7on2AiKWawbM64lqin6sTAcb91qAZrZlNUCOE8UOFYo",
+	"FVC7YV4jl2ZjnuPCGTFutv8g/WgRT6zc27r6Us1412nurrZRhYwHrVcMlbOHvlgRKRnLt9E/WlLPpHwu",
+	"GdEc8m08H90EvZfnucNiXo1NLzAY9qzZT7UO1Iy7VEka5HQN7rGGganVrGTXV5qA0JaRZHSn4HrQ9/Zm",
+	"Ud+va5YpV459BpqN9uCLD69f3I0tAgpXVrmBrybb5jpkfa2747krL7kqSl2Egmk/UdZS5tM2Xbo4u+ip",
+	"zku2wJUQJEcPlMW2P7jTIa8quz7ABwKoVWYKXNM/SHC8/933339/sP+dJKMzMoAPQDamHLn375QAEYY/",
+	"Ulb++4mMUvvHhI6Dzw3x7sG7p65dtJvBYtaFi5iqvJuYyP8aP7Ek6VDK5nNLKqPaTFPxyybQrdwAUfdz",
+	"NcX65DKg2zy0qKpof+212104Ncvhek/LfmwdUaiGRwBOZ7OVhXjxC6rXAhKfTnG+WUk9XQIXI3hZ0qoR",
+	"zqNpI15cN+UKrj98RGlCsFBWX2D6OFEF9wP41/ej/cgX/G3bennugFoEuMUn9JEwIxRb1lArcLA8Kb66",
+	"Mt9HYZ9vhGkSrYYOVb3d4Sjh0QOJdw1UxFCnc64Z468XENr9tx9kH4uHl5whpLFLspHqwPOFJ6r71YNe",
+	"qfu/Hwcf1eUIA0ESyWGU4inPPPhcxpSsctx2em/NQnXcUuyxa9Qqu13qSsKPBNk/9QwKCJpcnKm3D+HI",
+	"9B/7/qIAmyDJC3HBAMeLC8p6/8Jb/YFEVIDupCM3oinOoc+FQg0l9UsdtGEC0S+qQKNsAtQZDgIaetiI",
+	"LROtxbPJnooiU05B9boEsnVDyP/SmGR1zHk/PsDB82eP2cCuYbHMbHYjZ1sLZyTPP8VJYsCkqH4rotQZ",
+	"vl3fggPc/DZXzu5/3QNDWxiJYiSFhYRg0yg1k9xcD9v+T3Omp2BavtYm8s2O1bztdD5xGWyRZYTlA2OG",
+	"Vxp4RqIcTXkmgBDlUF4qxykoxYw8uaN12jhKOJuAMT+dZlj4srAaX/LRPfOrlJ0K0ahKc+SL7KquqCE5",
+	"wTmLHL2TEMhwlJNM+OZ1COu7pelO9c3UVtFymP72elOc2wRSXZjR7bNyrBQpLB6QINCjKOPFZGqbAnSv",
+	"z3ZRNxFcM7KM3LOyTLFEeTD3xSShjySbN6Ji4UNw2743LMKYY7U0IkdZgUQFmDW7uhztdPb7+wfHnc5x",
+	"5+2/grD2BviwPmZEhy4q61RTAJhBpeWk7N/H04o4EAbG8C1hbD4B9lMaTXWdOhRzNOcFesIs/3uwWID4",
+	"DIYfoc7il+5Z/+zy0+Ds8vquX28559kndK/R7WAVxEwrQqGdCfU5va64GuievVH2i1pLWXF1BS3DnPDX",
+	"Zpk4nGgR6UTXwdd9nySGqoY2ibxIyrlVOvQEVpUSl9oeHXRaRFXlRflBD/02bf9sB99lxF331fWXMZPr",
+	"hAK79n7Smqev/RSEdTYtW0JpX/sTeltZTLMrtAhjoFYe43ptpiS0unmOo+mspc8olCbRxgcMI8EoibBp",
+	"Ge3pY6JNAcvQqbSFQD5vTLH3Ol04K6Cxv8GYt73cSPCkyAm6uzlHW1C3TutzOE0HRZYMt6H106deHzm9",
+	"xWEhe1/hP2exqvVnT67I6NIzszsJjRYvl9cG/R/K61f3Pc0lpwB0FiiFNpE6KK1gCRFCmYCUsYwKdN27",
+	"/CBJmso2654jnqEqndu9Z7/QfIoUaW2+UKo1KnZWkPxEhYpU50FDRxEGxlUnMlV8cHhOfZN3TCEyiWsK",
+	"KhFoS6+z+vHtjfTBH3Cu0i3qSp9hM03o6/AIOIAnLGE95plrxarDLwjrfOXzIlOEt+xtkgiE5ddUWLsR",
+	"RC0s6t9cHRoOrhnheKkRSgNnCera6TzUw2oqzq60kThEWCDVoIcyjelSt9aEbOgrCeXoM2skYJnXnMaF",
+	"cmIuKhXYyr0t9DVYxChdFzFX1sSVymyesZxkkqln/AnR+ATOOFZNYYWtA5Nhpl6SEKlrYEOTdrUiW2sp",
+	"OimPBioyYhcyghBJWep1+3Gsmxg2NrlSJKoTg7GS52NBscD2SMgSP9ow9owllJGPurnHOkY1JGYSiyGB",
+	"G9L2KEylmvVCfTMdedH0U/ibnw6hG50qfirXqoqfnoywIN8dhrpHyTwnwjQG2DJ1I/e/Qxf0B4k3PIbS",
+	"RJB/8geBxSlfcJxxSMgUNCEsT+aQGAjD0dNUbkFp1yo1T+QZwTMBVcKwfTrlSQyNiMkTGhXjMcnAtj0j",
+	"M57N0dMU56oYqKSL8rtvwBtxotQdqehIxsGLHEYYAAGjsvuAbWwd7r/drpWXBND4cE1+yY/N8ky9JVOP",
+	"jtazztlPhOXhtaHT6p2JJHHztMzzO7VqKrp8Vf5jZTK/lK6rKTf3ZVWFt2ZYCWWx0nMd4fHV/D/q4y3F",
+	"X7rI1BaylQCNnKo1b0m+t4At5UXG1HXRNdrqEWCL9EtshWZhw6S4qisjQC4X8h6xiCiUA/Vat6yhgqDF",
+	"drga28u9gUkMUSmYCOhPkxO2uqJVWXvTMqNlfF2TkGcgc64lZzgaxXOrBlqKYDzxNkzn6CnjOTHMSOOO",
+	"Bm9Z6NGHIyXwGy5iLlTFV1oxhU+pyCVd26JMqk/CGBxX4K65N+tTYyh4sXaX8je7Xg0NPas8qhqutV9H",
+	"+N5iiqQHifIqrEqE9B1ajw6ZW7qMHNnJX0aRFlPidXYbaaPgckLrIawv3EXfin6L44GhBWQpJ65/pKtv",
+	"MgzW78nf19aXN5r5q016xW0Xt2pMXe7RXE3KkLkmKuiv0vbTIegs1hqujoZbTVm0kGzF2sW6m0pgKfUd",
+	"LfGaE1lzEe0qWhgUhvUtU37v1D58OOpAvbItM3vYhqQro7Kucf0CPzZS9bZ3ilRXPa6zZzuXqfVwBJiv",
+	"ajxc8id1PVQpVQjP/pgRFk13PSy2MVWDdPKMIPhNTjTJMMtDtC//vd/pnJhgqkrqqy0iH5cxOutUuDZ2",
+	"JLHQJKbsJKrWndYe5VGSDIrPKdZRQcBloRL1KNiWetRAg+wBgdTlGATXkbj1F7xYBKbMShPnTVDpB+14",
+	"mVGmTBDMtMqvodRKnesXNFDXlx56EhvkcBxcqzVYX1zJtVST7u9vg40ruzqQfRlMh9dXt8Z+quJi3Cv6",
+	"Sq17nFoubq2VFUuquEXBX7Ojz3/WHgG3U579/z0Cam1bVhddPtqqSbYbpE9sWa014eLCsEsu8zfucpBm",
+	"lEU0xckiL6YdVGVyisdAEFEmJFTLgbuobwdAIWGotgG94ziaYSbVIup3jC4+zv/sXRl2X0qOP2W8SDeV",
+	"lhh5UgWVT5wDQiMS8RlRviL+xFSqTGuW2wXOHkiuM9tmKclpzjPkdm2tkdac4NmaqV7yeumaRwahoEjL",
+	"9mqtq5ZfO7SVZ3Q2A28Zz1HB6O8F+XY10tXRnSezU5D3XnJ8ygJv5MZqXgQcbZ29plQ3auNJgmc4CIMR",
+	"FmRQxnod7+2pn3YTzI739w/fHu5B6wCIQP2SD54oi/lTcLz/dr/z/UEYxBl9hOAPnhKGqRQcRb28CSwz",
+	"OA5g4re7+8fvRiVqnPMIJ+hcLycnMyBVRUaC487u2ybXNFtoGGq008NIaieqD/OOyjgjLMrmqW5ImBGR",
+	"myS0jEgtULFN57gPO+8bQUq6FcgVS+a2CEsJvmbdkTjllOVIDlEuZWwczBLSiGfKqid/24ZjGyoYDuE+",
+	"DTHLpxlPaTTU3QTGPLtnUGkFYG4LXKCP8l31bRIPQ92ODrR88D+kOJ9KqT+BDiUmOloKrJRN7llMMxJJ",
+	"lXl7F51OSfRQ9hcQJJNf2jo8ONhW38G6CDt0DFEF2rdrGAh1/KZc5IqYZ0TwRH02LUYJjUyPPGLSAbkk",
+	"O9CylcTGzqZT1e7ZMElmA5M7L2cVQ7QFs0PPsRCdXTsTSsidnn24QYzkcoNQYArHkmaLHFjgPcuzQuQi",
+	"RKIAoQ1hKLKdoCvAz+0T1WfmiQqCDg8OQphT3zTlb80AvIQwokoUCTwj9+wJ63JS+ZSA1M5IlO+iTwCj",
+	"KoiE7Y9s5mmUQGtpEVi/hr40Q0kq1e8ATP5AmKhLQh0bBr+Af5q73dRtJTA0Fm6VmKebwoFO64IcjROs",
+	"zKPGKGuJhUVyKWrrebwWWpeqOCzc3+gfPygNvqxKJGVCCH+IeEokDeAsaqk8Q8VA4fXyD90Jo0YrWd+K",
+	"NGirAgCF6C3ZX1LCVYc04EWeFh6p4Qqeq6NEEU5Bfi5R0ne4S0VdRZP9RwtcEbyWJr1YE9cN+gu2a7+h",
+	"ZrXg+dPX3nKttVhvjW80hC7JAMHqV45CW4amVjZYyXKzMD3wSn2sgC5B8ut0Rrjv4C7sGSE9RpklIy51",
+	"2HIJQOT0iGH122+/W3aYLcl36vKak26XRMA29IFk9BHYw6bySGxnKCMddtEwI4L+QQxpGD7ROJ+qpvVT",
+	"QifTfIi2JPnn+XT7BA11eQQ9/J4NlcQ/bIS7Wk1AZ5q5NdnUJyF2FSc0nwfH7zphAF8Ojr877DRkCjNZ",
+	"y7UzbZNtGrXK2IaVhgZhhLkquj67jmEdK3GY/lHpOqXz5lTGnN4BZMl5MFuBySd6A4Ig9btEq5R+IYmt",
+	"tZypwpdb6utVnHq3//5gGYFYEKZhD1VEOCGw8zGFXv8UmsXE+RR90QtzDzUjO4Sp3g85R/ZsHcDYo9Pv",
+	"eCFij7UpckGLNqQHAPAlqIGDSzAjRWBLReLd0fYJohMG9W0s21/XbKBRq+2EFEBe+YDWKIFkLvolz+lY",
+	"t5C7LUZ2qZvdeOWwySYEmIRQ841AzMMsDpEK+caJFPDAxklZLDxppxAUnmPxMLCWLckm5QMVuCwvikrp",
+	"qOYLqzJKOuJd/2WM0aZWea1S6QxTX9RZIrjkdiDMCZDLLJwgwgreK5EGwNHCzPWOGuzOmVJBQsIpIxGh",
+	"j+QE4ZHqvaR7xeqeZkqmaOSFLvLiuN8xgbIVA30YKJ6rE1u0FuPAshF+ZtMZVJg4z1wLD82tweaRCqpt",
+	"NqU5YQOjTeUkG5QHFjE8VvVG4I8TNLQLGh5roOm1PjGjyuDcsTe5/R9NHyLzo79BXiUdz1mgC7r2i7e5",
+	"T+s2x1mujZmVekW7C7I/HJPpfqfiFvrts+Pw2jC4pDWLoaxbX1qTIiylHbIBGtTsvi2m3v86LjVHktaW",
+	"v2/iYKOZyF/kXHNyB5b62e4EyTYVF2GNOvNAAq2uptfNjtXiWJ8yDMEvmqIHE/n3f3d6ACg7FMxol+Dm",
+	"u6lMN+jmjBObr+axTC4sIQU+PBuSLI/37synvDRTV/yc6JxPKDPWjMqlUS/UIhUP22YePJKMjqnJElis",
+	"K2cPWmOHryIskHkbGmkC74PgftZWv6SE9LKvfcqwJhBDeGOIMp606OHtyYBntWN7aR6gAe7CxL8PBGST",
+	"9iAbXQsBnE8feue9fk/xnYzMoKoyBkuYcgauFnETq0+C6GKugr9ocCMfVb24eThGT4JEJa5udsMvyVOJ",
+	"UrqUt863rJyb60wnTwNzoXGM/zsjT7vVK71qfmvTBV9O7a0goRcqBdknmgO13uz6Lc6L9QFgSWJsXbm3",
+	"G1mCrj2THLemSC9l7iIjiLBHkvCUtNT7Xzrz+s0bYcVLuzVeMYKm1Y6NkjIRFqlY8oyotguQfTumJIlV",
+	"U2s0w+nuug0Ql94fBYtW+Ps7Iqr6aRlEQ6i1KZ1YXxOaoR/7/WudqUXEMfqhq1qN9W776LDTCdHdZfeu",
+	"/2Pvsg9dyT6gw85+eM9shy902HkbotPbm4+D/tVPPdsxTT2/vOoPPl7dXco/D6Ez3Y9XH6BpV/f8/OoX",
+	"mO4oRKdXlx/Pz07lF9+H98x0Crvtd/s9eIZ0W5FB/+pqcN69+dRDh/tv5eJu766vr276vQ+Di96Hsy50",
+	"/UKH+0chgjl0L7Obm6sbMLBDM7rBRffyV7PLW3R48D5EZ5f93s1l9xwdyU2rvm03vdOri4ve5YfbAbT1",
+	"ujUdMWDQPZP7OLu4Pu9d9C4laI46+yG67d38fHbaG9xddn/unp13fzjvoaPO22pbOwfK0HasAuIgDNwG",
+	"ak3YBmFgAatajNWgKt/SIA3CoALOIAwasIQl+AAZhEEdiqr1WBWC8A0FPtvzrhV2evEO3KBJXANoXnPM",
+	"R55NeP6y8gZdhwBLRRx4JclRQtmDpsUOo3CZhMsgVlX4G2LWErLuFRd8lx7EmxuebMgz5Zs2WrC2Z50s",
+	"oOSsxkb9IfEwHwNLe6WXsRK9ajk0v+GdPz7L/+nsvB/sfP7aCd/uP/9lKcWEL/thwU1UU1XyV/5DPgYV",
+	"QJwgnEAeUek7AamJPzGh1DgRmrSQ0g9XcabVi2E0s/3f7nT2+533x29NNsaaUQxS3X3bEswQBimN8iLT",
+	"bmCV2lGNlNk/WKV2dxjMeZEN9EFD7IWn/sbrp9GvFnxR6z+sS4uyWl3CpZBcKeURUEenbtu5374gdbEe",
+	"ZOUW+q2eZVOgcw+3kY18c26sYwqr9egQlWXEyx+nWFiQLa2ysDjWqm8mfSNcpyMgjXF1rnZ5qjlMElNX",
+	"gPIr1zCoYL5XbjbBY3IIcl2FOsHdmMYqXuenKTctuDCakdmIVNKx1Q0LNUmVQh+48z6vW85d20qc4wr9",
+	"BTBdVHK3vF4FBrgcEIe7OHena3MJrUFMlBZRXHpaX946VCyoQF8WOEy1NWr1wrSr9e18SRoQAHNVOALE",
+	"xItBpqZZcKc3BJliuMtApr/+QpBdqLvSkk75RujrJqY0Vcn6vmi0mk2vG2N0zh9JUjXt1YW8MPg3p6yF",
+	"v+9r/l6RlkLIAVQ1gw4P1rXxyWNRu3kjUNzKSGqrX9XiV5ld+ZkcubScvgmFhm2i8UkHTt500Nx+G87p",
+	"CQtjkF2dcBuavRQxpSyqkpH0USyEBFiHqSq+GpOIzrCq+AbfhUIQtsPtPhIpiei40ZFBnnVVwt3fef/5",
+	"t87Oeync7r9bQbg1iw0tkGulyTX9LiG95MasSmrKY3k5vdFzLYI4fOgFVEeTg+V5m2olr0J8Fmdvlvt6",
+	"JfitBQfvvl+67WslPtyli1tK+638UJANZzkqa8ppcUQXPW7ue0zbxDFIxz9G15efQvSP696nEH06+4h4",
+	"hn4ho+vQ1ms4Qhf0hwopGVGGs3mwSkmFBXDIyJhkhEVELM54NQJy2dU6LV99MVo4c22aLqI2VgplUUIl",
+	"Tp2g4dfnISpYThPt0XNS9iux+OBrUa2kBo+UPIErDAgWhLRK6BG28+kHT3fmRlJduZ0XIurim/k6cufE",
+	"WBdWkIh8EtCL99hucNGFLOSVd2SfE5VNoay8IJcIk9tSaoimTruSa1dTVkp+p595uDQsua9r2nvtMbqt",
+	"kYqZsh2SoCFHWDZpVatM8LzUMk1LkbqJrtpPqNKGzCYhmLZgKipFqhHBjOQZjeodSIIngvMpyXY/8oxE",
+	"WLygIdqLWvcYUJXn03RbbtZxDU6o2q3LdFGDSPtqJ1zdU2d7F117G6/lU5zfM4hTJ7mnDdsJKhjU2det",
+	"/HUAkrKHf5P+bEsaKq3ank1rs4CqG1ZIrHSaKXtSrN6HzV6mxcKcy4EANLpt2J/TEMYJfKmey+pCnenK",
+	"9U0bwtgvrcA0SjDO/5QGHw4UXre1xxkTOU6Sa+hktHn0ZYRznPAJSnH0AHyEQ503nRDgEGM9QB5iNCN7",
+	"mpgGoWlYHxwH+7sHu50mtbRvNgGrvgmZAsNHwmKe7ck/hpLS6FQeGwsF66w7WvYPK1EabxveCKmpbf39",
+	"WP9zd7Dz+a/m8fbf95aO+IuP0Ngd1zf0s+7dXwKxnr8Km3gjUIJzIuptJb47XLOGgQasDz1saqCPWyeY",
+	"TQo8ITu+3L+GeQ8ya3VCHNhCGzlvzezAgSA2c69Mb1N+jUYW4ME7yDVZ4HM5tD6XRqYgrHGgnSs6eLGZ",
+	"Pejk4+ir4MmYUfl6JtFwkuY7h7v7OzPKaJlp+Om6L58i/bTpo6klHx44iR1q+355w91mW76iAmqbzFHW",
+	"lyi7jaqCxPDIdoauHl9LNNYaKYnaeq7CjZuZhWhraEJDcUp31bntRny297g/DO9Z5VebySUHDLdXy0r0",
+	"V4N9tay3yv4K9sD4E4OgNlMjCBJ/Te2ulmU4fo9v4X2zOXaLWNF5MvugBj6716YlBb9pbF3NeeYtj10h",
+	"MDWf3PerTSvaG7d/MDH1CZ6EKjsvPkbcqk01AkdzKF0gKtK4xVZteLhnqo9NpkZsn+j5PImY1Qk14Ydf",
+	"dp5oTPQ796z+CakibVfE5fYEwpUSBk9AUge/KUi6ioo3cwi/VQqhKRQtiI8QrHY7NkspRFtjm+A/rpCM",
+	"et/SKlF/rUTD8gM1/rCBS5Y798/1zG7iY107o7F+hPWUxgWH+NJMxvqnK+mMVp+1CTRvO50VCe6fUCzf",
+	"UtNWJ241kdJhsGGFu1ePzHcpG4yshHeFSrokZD3nsBUdl9R1bImieZFKJc9cTdnia6h+L6zQcMmYbZXb",
+	"lXTUUkpepqO6C9tcaXMKdix0PDRB+4qQXQMorUB4GQw+rFAT4LisZLF1lRLWPduRa8U5JIgN96Ipzvd0",
+	"th80BdgO3XIXaMvUHb1n3esz+WNZYmArI2lCiVBWLWjPgNE/bq8u937tXpy7AuYJknqaMrjGZMbFdjXe",
+	"c2kNgpIz2KENnnDOo5Yk2S5KExxZk5X2i29NueRHfDymEUG7u7vbnpgK5QCuhP0H++gCU4Zu84yQPES3",
+	"klZNIL7Zt6yqoLqaJKqY2tryXFMakQJUXqjIZ7uBo/3dI5dI80J1Z17KkRLOJs3pdjq7FT66+nxGTChB",
+	"+yP3A6TKfDblL5qLmEN1wOPurUb/16L5GgXPmBb81srDSvTbzVqZCgcXI15TWy8PX524c3z6zLQ2DlB/",
+	"XoD7jTrMOU5agnaPvElWa5cMAe+3WzTEBc5iPK9rNZOMEIEYz/JpVTgxeGqzEN+7SYg78q/1roT/ywSL",
+	"fMmH999Vvgx/rnx76qLYiCTfrGCWQfC6TLNKCpU5wdULUVuKvlSssFO/gKHqOTbd1uqbaVn8i9a+sfX6",
+	"NCMxYTnFjYaU7VFfG+d+rZIEgLYiLMgOZYIwQXP62Kj/tm661/XGKV4rpXddYJq0GYn7FV8hL/IJVzUf",
+	"ad36ASbGslmjMTBCRmu9uYE134pZnoIYBRXV1CdzKAUtpbFByTnEY1SPWZMDTLgf5IrfkuyRQsTclEs0",
+	"gtlbsv5cwzQkpx8fvfvea5Td39nvVOL9pfSlvysePQ2H2ypdDeVyhpCTIiotG3VhtBFJ+NMJGiZ8MgT7",
+	"jCo6J0z2ta0Ko/0fRvbUMEz4xJtS48K2saQ8EUNUpJMMQ9LYOCfGOU2I0rMlcNDRu++3T9BQiAR6c0GB",
+	"Q4pzgvrnt3rI4XdHlapcjDMQauAwhUi8a6secsMwQVhMMpdN+yfw8xH9thtlafIOxjyzwfPNGjlc+Gpt",
+	"XvSvkfxJFXlkHAFZJCGkB/Is3zaT62yG3HGber9TxcRWa37lSnmndNOcAZO9a5c/7a4dgA+xnY1geOj5",
+	"KPAjiRHNT2r5CTpsIOIzolSqfKq6A0FJEvZIM85m9eaUrhy81IJfXkDvTiHec8XjrvMnY54BJNDwdD5Y",
+	"O7XK5aphs4ubS8XukgIvjgFokt2Ve2hgmqyo9zvsoBF86MyyObOHahddVYWxP0+Xhd7J9wXCUURS7QhW",
+	"UYYiVBYf9cyUtlkFGC2FdapRD3KQLg0Dn4beUapvMMQ0zdM1MhDUZis9JxfKg2qFLwWx8JKWLtMAJLGq",
+	"wMPjIiIx3NEmBDfR/smXlGZELHpn6SV3u225veCAjqXxOFhY3my5Ndjr8krx7wXRSU4qVNsJiIsHnf3p",
+	"l6PZwcO7+Pvf3z/5VvBAiCdP8SeS5qa6i5KKFIROUMEe5G8aofVjiWjDEobD9upQKgjtFfpazeiMtJRJ",
+	"+kByEsmLZ4k5GJ5ZjqBDXDWzIE0TXTFqr+WMUpy1Ff25VdXuVLNViHws6wC+Qp5bvab4qn156R8+TkP/",
+	"gOQxA4MVJrKV3ZYh5wo5YU6juPLo9Fpt51dAxor9p5VUlCUbr9KWbqnQe7I8EAH1mEaSJ8VgmOSMOM3W",
+	"moHFZQFFa7sTS+oXzvCXgbnTuood/lJOpKwC+MtAQ9YWunOGOLUHhb8ooKeAeG3BdUj8U5cELAS0NNTJ",
+	"q1I+m9BHwvxSlt3xwsKQAuFHTAE7dKAoFSVULa/ZpPZjvfSTC9ymDSabQB/Gej1IrAtQQqcIXUfMv9/K",
+	"SdXn/5FOpnJ+y9T1yPapWsoimoXWyyKusU4XXZp6/dPqy3QRrbUZafsBV/QHmsvrJbWIkW7IKvGDxF4s",
+	"WKnQ5UJxw1l6iaku4CvoUgVa9ajDxvVZnea0i4Ef3HqwCox1irOK3MdL2rZQAPZTxCbQXmqxgw+t3sfT",
+	"aWi5YTtPmKElwVaJJxvlbTnS5vK0LbmCF4JsWbpWpe/nWnBZdZevvCu31KZ/U5Tt4DStlBO1Xd5sdcy2",
+	"Io4jHs/lMUtCeO/UavznW6QE6vugbAW0G3hDMBtmMEiBZfkYpOLv8fvo7ejg4dCKH8fNOqzQyBnbAEj4",
+	"Xc5yCMGReeLvm4TGlFExJfE69SNtyrgUViOSMRKHiI4RZnOv2LdcX1AwbFhmE0zZDsQbxSTHNNld7kFt",
+	"b6a6dsbsAiWmginUb4IyKsS6VWDtQS7azAxnDwS6IcbWREQTggqW1buHr6UYWrT52tL18dWOXOOk5zru",
+	"QPvtKcGx/Mfuas5bLZWrWTVCldsJ3WqZBsBLhffG6fjFdlxFB3XpKzlh6xZNDgPTU39AmYpHkhgTFwmJ",
+	"B1nBmnPxLJ1iVv6tGir9XpCipUuDu7fVmWSl4PJmXLIyhR/PqmWdN2KaFZrv67QJ92QQ8YJ5btqP/AnN",
+	"MJtXmcAbUVsZzsyFQ1s4SWCFYrXmwnWPagUoteW9DudbfMDuAjY5yfXOY8HuX2m3btX0JZVqeJrvQBx6",
+	"/XRHvFDWyGY97eWFrBocXTs3tZdV8XcxGszG2WTyRzye/ZE//X6QPDD2NDl4m6d8FIQrVl3frMT6UrYJ",
+	"zjMHjMB3VJLzDMdrBM63uHWdNM5GKXfIdNTF3nNb2L2lpm07m64sn8Zoa6jLve5VPrfnjhN/p/H/MbS1",
+	"YGmllG6Vu69WPt4W3I9Rzk++ed34zYvEr9oV/T972XcaB2Fr7XdzcmWhkDWEAJeqLM8ptRSmgl6rUtfK",
+	"S21NqSsIXmFWIeJJXGHOa6NXhYYuUz2ry319Ir6Yfblf3wTAm4NlARheCQoCSvXFNwQvKGl9o1qU8DFo",
+	"BtAJOUlqRNVoBq75WENGe1CD47fPz6tBz77RKjtVP/5ESmEJCitAW7Un1FBXVpSYzPc3h7Gu0rJuQNd/",
+	"tDWjUVxmrVowr1rkRaVFL3L1apKUwkBEoT02z+q9uXEUSSJ/HIgHuRrIgB9ktl6B0SEjzvKMjkxzWKXR",
+	"5WSWQp4vuCNwmgpo/DWL0oGK/NF/04k1Hx+EgTKDDEzijXpZPFDo/98JTeb+/nOjJIwua6GC1U2V8Igz",
+	"FVGntb5KRQ1dhVuZZWgE00QJL+Iy3/UXm+fdmgBeHoiWIM2DwWiu2oUo3BvYvGm5zaSYlDU5pBYJTkC4",
+	"VpBAB7Lk0txycz4NXzc8RxFPeJGd2LRNHaMylhRohKMHaCGVZnSGs3mlh9Qj5QkEemBdDoXMSIYhXFlh",
+	"QsYFUbxfvuvVY5vIsqhcyAwzOiYifyPQEN6EiKvybVWxkgqkrsaJ8hcAxFXQGMQc4xzfM4uNQN62LB6G",
+	"SOFRiC5Or3X0mQhRiYDbQPtUiEBbYmIN1ReRGnUJT93VLK0Ve6HB4HYSLzMmjyqd7bdXiuBuLdZyrkIh",
+	"TL2cKtQwBD6eaAADrCVcJPtSug3aEoSgIVyhYUsWta1yXz/2uUt79Hw5hy+gLWhJ6g4wrQ9GGSReZkVC",
+	"tt3oK5qbM1vFjqbueX1NPxQslquQv6o8S+jTKiibJATd/vxJNYBV00i5ufjjj4QM1QIk84z4hFHREvO2",
+	"WkVdT8zA2pUjVEYYrPWBAJVX7BiAWDCntkWzDKGlYw0elRVEWzExg2AKZKmUOSSnrxIyN850+xPGTASr",
+	"Pql6+eyiVCPYljyBCk312vrst2ge2nIeCpf4WK9S8QYaw6PqWquFXZZ6kesk3cfW1TffiJLCqOBJjPRr",
+	"aKtjg/S2/c5VxSea3ZtU04akmJThKYaCnkCJNvrFVJcCjom2hvdFp/M2ku/Av8ixeiBBpB6oa+wpIFJW",
+	"NP+rtyCI4V0NlXOkbtXwGNwscM0p09G8ho4P7fEPj1HB5Mm5w8zB2QbLLpvS88uTs1zzc7Pl9Jcd+cLO",
+	"I4ZoRjDbKNqsIm9+sLO4T8/KGRfVPLHDykOVR6pXZpYf2oBnGpE3wozdXm5CBwQoSUFLWWQgaqERB8rl",
+	"VqozqVPyMOYGOlfZnLOg6kUMF/Tu0MxPVXzpSZGzzX6tbiofj4HNN+vdtDbOX0Xis3gxqMtSkHtERF75",
+	"4S38sKrst14P/tspzyp83UuFPQtuK7NT0s0psanrNgzb/roSV6zD4muzFZGUSgyO69P6D2Z2y2/PkmtT",
+	"27UP+ktxe7GlSXNHB51X0WR1mTPPjdG3RO9LirQ809HBLs9b2arkuaYebjcmeTRdapGWAnWMIp463hlV",
+	"XQvs02qO1Y3T8iRIqzCiP2q+EPEiiZEWKUpTBgNbW4YiLL+t1gZ92GCpW8NyY0Mk8FygKX+Sr3gF2nqO",
+	"kT6kCnjMsl9gRfBoDZ6KMoUuC/+k/JwGz0qy3VJn3lXLG1pjUyJqSiRKkW+8mqYCbY0zCJGNTZ2+FqGm",
+	"YgJoaECn16pInR7RFr42aQ06u7Di1pgmbdto2hmadCcheS7xGgIz7MiW+bSJokH15XM0BjRsebWlGGGt",
+	"LKT3ZW8lwbBx0nZ5Vdh7oKDPtwLgdixdbmn32ZdWoYBabmqzrhvxCsT5miri0kQpPa1JC5fa083SXnrF",
+	"l/j1Ycx64Fp1g94NvWQ/GfcbN69JJjjDiQ4SEk4bjTdoqCrDszEf6vqamFmjc3V7I8q9Whl4UGwenEeo",
+	"Wfirru7cMAWcXqPD71GOJ7WWT1AFeugVXiQP+4Mzz2xn3csukj/VJusVcod7P5As0X2kNqmdsF6XFQdc",
+	"LnAsKJx9hADzpQlc+uQ3K5swlvJqqmY4QXxGc0i3oCSJBRoRyKQDn2xNCwBsCC6kDD7DOY0ohnviIkPQ",
+	"jXFlj8eB01iiVtfbPb5An8s5ZzH3NAnTmNjS4KlpkOuEy7C2VsOYPhJmRbilPXArGF5bFJ7RZL7GVJtf",
+	"B2fut0cVC8Jf/s//+Vt3519454/PXw/Cd89bO/pP6CCxH7573vabFF56odBWNCVgScATLDkEkB75GhiJ",
+	"R1g0stO/8zata0P5dZ1TaUkjF5JoPaxZWp63OHvWINKzNO9rmcBXaycjhSqtp5pWg41sWav0w4OFhUs7",
+	"/mZxl+RJoJhCCoPUJqFWekqj3bJPHBUDZYM2pM3tyH5kdfQPWCK5mkpXD1Pbc8J9cx7j+RuBmPyqih36",
+	"+hW+9/yMKENfvyaAAs/PaFQkCckRVPgEgWtBtVK7t0ecUQk3ERz/VqbRgK/FOJdUrXb4ZvAcNgYFR4EZ",
+	"o5YSPH9eI+pXZ3g1T+pwtTJ5f3ZDvA+ub8PJ/oCC6v6gHt+2FUaX1uaNmt05eNY07alfSo0I/ENTGseE",
+	"KbtrSqMHaMBog0BRVjCBCgGFBadkhkQuFYCsYO1lJ5f36AeFGosHgUSOM5uVSHO0Va0aqJv2by9u0r88",
+	"Bni9QpBNzGtczAaBbyVE9lihGG0+RcOvXx/I/Pl5qKqBTRu61No18FfHY+duN7E4SjAYY2qrWk3ZqJDj",
+	"n/Vnliof9Yhpr1nLwtZdv4tqLtqvVyiruuwV9L/qHRV1pvKyAvTtpgwIive6dlY/lOWF++33X4stb1YK",
+	"6AfdjwgOUhIe6Bcq0RLYQv0QFhrVF7Hm/xgWXGWvr8FJV2VOTbm5pUSay0EqldwWtEexXEt4rOn/yzKI",
+	"xcXNSs3h/v52Y65xoiNZvXwDzQoBRuLYkG/K0NDi2NBz5kuLsK3PJtCWhtEDmauzeCHTmOEvZ2qGo84S",
+	"qqVZhgXlKlRpoaWqSV1ehaqvS6xbiPOr0WYL7nXtHC72lTip+scthV2VvDVcgfJxW0K+qdyPH/TdN1iK",
+	"ZpjF2Jhj69i+grcQCKwnJ9Bu02N1aHb3cCMNlFVg8Lk0Dwy8wQb1ejHEn2h9XYwSGrUVd1O/Splcin1o",
+	"TKDcNNTPb3Wb4JS2B7AN92DQDk7p3l8hcG3GC5a3kXScJPxJO+Azm6TjGZemAxXLUa0GsyceI6/n1Y3r",
+	"HUAU/cAJ//LUzQLL70A70VYaq63tS8YWYuqDFo2mSP6GpsVI+XeESl0kj/VmbWQ2InEMIQczkkVFRrxB",
+	"hk88eyDZQB/lYMZ1jVtTIw48HRDzQAnLVwwO+QUmvVFzXvCY3JppGr+c6nkbXZXLo/Oed+iglX8XGoqt",
+	"gG89vcV4sOy2rGvXWq22VuU+1mH14sJa1wU0s7vV7cc2E6J/1m3fuCo/iHCuotagU19NZPa34hMPOzoy",
+	"ZGf/4K3TkI/OUpJRrHpg1VIdNup0p9c6mpdSjGkQ8EDmJ4jgaKo1AAiIEyryN0RDSdqHUj8Y3gf3wRDF",
+	"JCG5Cpq7Z2VzO/RASCoQNn10BIkykoeq2R3jucr+UlmWutmGt/FdPZjJ7NZ3isbfudnxdaVugXAEiZlL",
+	"m2Qv7I29cZXUxU2wL6F7x5Q/MdN9/+7M9seyRS51Hb03AgonJyjFWb6S/X6VEq27vp7XLyjQ2jWV4d45",
+	"Ycm+aq0O43/3KrVbS+d4W0vOrNZVEUxJ8ipwpyYNKy+OukllHwc3iRTnZMKzORRiUy7zhkn7I8SAyCvz",
+	"REYqK1vOrvpMyfuFsEAXOHuI+RMoljWkvCE4Rnc354HNRJgkfETKaDRIO1YdMyqlnb76FoKwnkuT/cFo",
+	"Xi8yrqeF2JUyrk/YVPfKK3Dlnj9bnqPCUpVtOyMRn80Ii8XABEFA0oOlbPKvSifSRjfLZgqshXjDsKM8",
+	"xernsh3KhDCS4aRSilU/g83ZU5NrLZhJaYbvxoVU33UVH8ljwkDMRU5mXoljZcu226gHOlp4LZaLaYaq",
+	"nwSlR0cksdu11EJO90ZIqpLlIHTX+v04WLViIPxZxJkk88e2iesbESKSCOKG5JfZGvo3ExBfazekUXjF",
+	"GEHof7EzVmYrVXB2CEHINgL581//Mtw+MatQkc0ZcDsLZejSqkKb1bCdRSHP1fU6d6yx5EVlrqyOXw4y",
+	"bfcNTUE8i5UcsZKmX6VvtoyWLzivciV9Xd1UHBmbaLBptXDMMyQvYhlctFTt89x0f7iTXIs1a5XBerWW",
+	"wNWiXvYQnshox7mwy0PxHRGq5VjMkFc9FC1uetO8F3T71bH7bmYT1HEfU5KFBnNVrLbC0V31qD9PyWUb",
+	"4i7vD7yog69xIrikqO5TsBTZBpu7eOfDjbBaXm0l2U9BdrlbIfPExn2LhsB9oDCAJSqgbFgCbrgh3nzz",
+	"fsBttMNrvbNnhLC6n1qj8IH0dTmfTzRpdttUzcPbSAjIWIznU/B6PJIsozFoM37DyyImS03iFxT0j6kc",
+	"MaMMuC9oTzXWagSntjyqFkmqQaBxkgj0hKnq3GfeQQVLiBBmT7E/L8pv2a1eXA+Yl6xxOU4Z0ufP+NcC",
+	"tQefmuVRy3b1jW4yBIsiIzOJS1ocM54dpVeHAQhFwXFwp/+2dQ5/Kye1uvdnT6auOTuS6G16ja/tHTcB",
+	"L9CW6hsv5Q75LxVJvn2iG8KXuGsAM8VC1WVHl6pVBNFdG43GM9xdKmj+SJLUODsggELhX2kF9pdG8dlt",
+	"b0vLwW6tqrGybHjjzka+NpVVcbU6m27O6xetWuQqXT/c5C2DyXyoTsu2RHTEGZWaCHXTF2fztUg6ln8v",
+	"SIU0NIgREkttT6OAaqLG5spctI1GZCxlK5qrLGYczyVBVHfRT5v8VVuUgR+Krjv4YQCCM4J0KX6JgDnK",
+	"oGyrpImVLscnFmr3LAd3AGdQNWyoQT+UIwA8g4SKfAhzDLW7zzzKCDSJQwAmofLc9PnesyFWZ6W5/zBE",
+	"9oku8aLifoe1DnLWDiuR2dX6w0AJ4sbnGJoOSqGFWmhubhg4iy/fUX9+XsWJoMcYzK4TUTvcTxvlvyB5",
+	"4nSK883sV2oSpWOponNohPNoWiObGcHClDNCGsBlQV3Yt2mQ0CBn5l1PYtoTs/Ynj6f2oLNuHyr9qXZo",
+	"9bF4eBGgdO9fDSodP97o2m/B9QFqiKkkJES+5CRjWJeF2xRSVrL5dpACAy4gFkhyWr55WZBIGRhij3sn",
+	"IY8ksVqSqTEsgbrI8O273sHxb4dvw8PDz69l6lZNT1V5Nf9qR3Nl9AY2oNLQKyzR1AvDwOGQ6iciHirm",
+	"bhC9bMuZHcXQH8hc28FpbjvKA+V9BVs3HO2njBfpdUaknswisqHnAgozkidI+9YTnZTWf5A81NrV99HT",
+	"lCdE4KQeCOS877qelaPqkZKn4DiYZBB2Vougbx52ba7Vz/tjRsjOmGczvdoQmeIX3x0dvf1ONR5AAmS6",
+	"Wr2FloNwl7LgLO7Epq4HlZJUtgqCGueUJLESWArR8B/VbL+fMhwR9CNPU11rRXkmJvJxzTehnHmPJKNj",
+	"WhayoWIAn1d/v4JfYu0+hN/S/1Df86IyMqYXXaQSJDGk2sN7u2195jXkGrJnpfXTOMETpRkOYfwQZTwh",
+	"LXVP2h0ml/Ka6l9VyovkJpLIaJ31NRwnNTuO3WIDkv7bIEhuGu9tTo9mqqhLQtnDG6E75qeYZraYC3Mg",
+	"UbsdjDwNHB+cKTmScDaBV9JphqH6kJL+eBYcB4ej3w+Sp9n38R9vQSmXHwyOg1+/vPvXw8+j/Yff3951",
+	"6D/yH9nhl58Of5/8c+YpplT97rfxdbmLbglLmeJkbBKoG/BbGlTTNJcqUDS1vigj+Vof2z94t55sY7dq",
+	"VhFWYdyCfzx5JLre/Sbod6HbGIGTJFPT1TCMxtpI4OltVD58/8cfHTyKYk+vFOqrMHqXyi/udzq2k5I4",
+	"QXGhWgNpbQ0z8QS2RM6iapb+eqdaxvu53uC2mHGxAqgX1C+Uo2LTKUEVElJwBVZHY/HCPgw/UwFdzU2L",
+	"B8qgmg+EIK9loF/UkEGCVAiv1eoMGlPiHMVKSyBfqMhDNMWPRLemgo5hqjBijh71crUeUPYhWLV8kLfu",
+	"YLm+F1h+eUI26fAreVm1u+96O1Dvb77uW5M9c1N4u8BXsmvcFILjMoZyizKoTi+ZtepoXwuu3Lah0WDs",
+	"jjLO7pmZWb4mryT0IMsKBv3HlKFig7Q3W1rajBmpnkzymwPyJZUiitpbB32P/or+ivZ3jnTu2/ee3DdI",
+	"81Srcr/1tt/5DtLQDv5lkl1tl4D9d/v7TvD4wBjHjddei54XPIPcMRu+z8gX36cOzadgWwqyNgBAj9bt",
+	"LTS4BzqRr5lbq1I0FyfXvfUk133VYf/HQfcMCTwm+dyjefyXSpNz8aPBTgTJpK5m2mMAsckKdoJwkXPI",
+	"fIYur1gFnqhROgnAKd9MhdVAVtpjDUPrqzraUaqNHIjKgTrNQOnRnJEdMeW5XG3Na1LF9+XF+nzt8irE",
+	"oJb09/2rJf1BHh+QfDClWkjHJfhxkszRVnW/SMf7mGlUb2EK1Z5JvN3WBd+5360FduTsqgWtpmMYTnvz",
+	"liJVitEwdWPxYD8FGnhGIsLyZNO+Ij5itCylBYwXagkKs2vpLIbaVIJUvm2OS72SVYncDWLadDy41LWt",
+	"iwz0EP+So7ggeruqzKVBKZ4hkRKWb29+8oaAN7EfeKhhqeXHhw5ZH6oSSur7y4NGWnbbpzOiDCSV6+PS",
+	"EaAxhoZs2DXH5UbLEoghj8LdtIJDZb8b9dNZWMsAchCgMgFl6Ali5EGsrBFYKhB5xElhOiWVaFdnq39y",
+	"VqxfNfu6JHLOxDDrS17eY5ulImxuOM2nvMgluTOi3HKrX0uirIsP9hpU02TrLNCicKU8ioeYVbNqXZpe",
+	"vfg1wluRAtbLxnXl5uVBM7Uc9dfMxK30QGpJx5W/rKzJVTSCpR0Oql9/HT3k26TiVs5gF/W+4ChP5tYd",
+	"W6Gy4IPVJCiUf90zUhtfw1X9Tpv+slT9qOsdbUrCGjL+2vL75hLojLIiJ2jKiwzFeL7DxzszzvIpUv+r",
+	"Hz0R8rDddNs1CbmTnnZ/L/56f3/7t637e/E3+Y/tr4fP8qG3ds1mCcEgzIpWOXNJcvALRKo/R0p6YeLv",
+	"SgLLSrm7ryywnKiE4oQS4z0ZF5BNqOplDy0yDL+RENOt2zlsWzZL2hsyy3oHXJVfTNjWXf+0EbNVk2dU",
+	"OJ1pPqBqcUuNKiNjKWr5CjA1c0I7O+8Hf9vb+fy3v2wsiTQzXF8umyivM9qC3gOqTIlLvMueC5Ay5dm1",
+	"u0QnZ7uFZcElW86yFnbiqbCeV+X463HzRdz7lZh3P6OTCckWy0OQeYrRDLMCJyhXrxja+PKIYiwelsFF",
+	"qtjN8F/58AVggMD5H2neVm+7UtU0U92JSosp1AFtuEsk1zEcXUQ8I8FxZ/f9QRiIYmRa2PZ5jOfHaP8A",
+	"/T//92mIEmihnmGlkugxuqS2JJV1dWWsq3nrwK/jwJTZ3tNf9jhhfKZ8E0tvbu+U5vWKFFAVf576YyT1",
+	"9ppukIQ8YhaREE3pBPYg0EiCMjuR31B3vKw8SquUN+bFKHF0KR3L9uxC0OOi4yzG2RxJHuc2dV3OMfwz",
+	"XmDKUEvr1rYIxFsSqZZ5ZI6iKReEmRrtBlsqkYBI95kL0TDm0XD7BKnUa4EmGS/SEjRNLTXztyLMlFFH",
+	"TYMYfqQT1c0Fqz4XGUlUi/ScoyFO00GRqRRXqd2MBE+kUHh3c768WrgOAaRuu1p7PCYeUeFH+81rpzm1",
+	"gsISaVZ1nE0hkbiR6pdgKXkIkOvkkBCN1m8sVxKMZXoWrOIllInFNkryggiBJ2TTZN8xTxL+tFOkaKYm",
+	"2pX890sOBw+3MaFYVCw4Zo1oC4w7I55P1Z0lLA/N20+Uie16tUO7MFOI50iHqx4Hl/wJ5RlmQtXygXCO",
+	"jxlh0dQTVticqJkBJxckf5MTTTIslxYleJaqDjn7u7v7nQ7aMuG9SqKwWcSu9ROptPoigzCMWeXSOcId",
+	"lMhulavh1xM0InOu4zaIJOvTEBITBP2DKAUX1qEirwGmccZTuWRBE2sxXgkZJWqob3+kvnJoofKWDrwO",
+	"+LNY2JBnaE2Ks0RyguH11W0fOTU6YI4hKqBTW9UosSyaop5816KXdAH9lEr/JVdVhZbMDAjVQAiF3WV1",
+	"2SXhF95L1yciv8A02TTgNqIp0F4rD4vcXrvqVcm5J6P+uZls5Qu3UoFbuerlExH6aE381c+tG0DWyK5q",
+	"IU5gRXCpt6cbYySy8cAEF70f7Y870Xfjzvh7chh1xvgg2h99P+7Eb8eH5Ah/J1mGIJmvDfF3O/v7OwcH",
+	"/c6RUyJ1vSoF9ag4p33xfj0isGxkrudTrtpUNSyEjFfzyDRzHeiJdGjAb4Ga7nPTa9vcy/OqrSpdcDbl",
+	"DqZyav7Hzuntzcedvhw2RJzp0G95p0N0fSf/p9s//RFMX6qJsF+80EexiPrcCV8/S6EqyJRrfQkLzCFG",
+	"5SdC0s1u4yV50jkn+jZC8OA4wfVeOfJ5Szyo+qkOcDlUxzsDGxE6L0mC2zSCS0gOtQxUVIx2boL1iuRS",
+	"8OYMpSSjPF4hWw1W4QWSIN0iXyBIKaEQIgm5aoBRxuGgGZ6XjZ1Xla/wI6aJKe5Vj8oTU/TEswfh9hwM",
+	"UcqTBHoP6Ir1TePctBgtlb0E+bEY6cEDrwTcNSKs3ZQUZq12U4yO0VBXSALJN4QIGK6OxVRRkuPu2fCr",
+	"Fo+f93afSJLsgIViT789RFu6L4qJG0gzHhEhQsSLXNCYoOGe5J6P+5DEc2n9ZFDSiQpUMAvHmu05mOZ5",
+	"Ko739sRjtOvQMfm3by0r6Tg8pZFY1kIe8jXkwMr1ULd6b38PLKCaUO/tV5uPS+TcMCCqxCeFBuX52nW/",
+	"gIio+8Ez+seC0nzdEmEyFdO5cvchuNxicTCCihIVOU8F3A7KJqv7D/+km+HXcv3s5sfbg6Pv0D9+6Stj",
+	"HkR6a2TctfMPpSxOZy3ztqAjPHdgBlK9eEG8oImlbUGs0D3AF2HZj+qYak39DE0ZHpdtn8xVmxYjtMV4",
+	"lSJtn9i/9TuOanKhfjDHtWb5t1tBbnOcF2KB1i2JUzTFjJEECRj8X4cryOkGUlvLHqXSCAYhX6siniRQ",
+	"4AN4r+SKhSDWby7Jc4X6HS1tJNSkX/6VvAC9cpy9NGcS5kBYnm7+DfV/yUxGOHpQVMiysinnD6LOzGpV",
+	"kjsVfdUbcf7Z2hKccslS/spz1bQsIynP8o3MCd0oIpAaLOUBMZ/NSJ5pb4U1oAiPgeFEhcJgkz1GUhTh",
+	"VPVZVpExdpMAWpXp7jcwVKHX4CdkJOGIVBIh2rIGO4ByiFKVE6HTeiBxOZmfqGXJ2wLVTiMsyA5lgjBB",
+	"c/pItkMlADh1IySKQMqgbghWcf4evqs6nn6cfv6tn6v/v04//3YrPh/v7QXeVi7/1awnS6pJRzj9xgan",
+	"/2/Zb5yy1BuZb/rai1SX7QCfa8HwuwhCNnFkituJJ6g4LGnw8Vcp6T4/D0+UtK4KriLO7hn04dr7Kv/3",
+	"LH5WEvEQRTjLtBqQEVWOSNMDmkELnQXR8d+Hgfq4sSp4QuWPdjr7/f0Dx/yhWPBzrS3/mDIqTO9J3alf",
+	"B+DXCK0KsZIUzhmb4gxa4ZkgV/1UWUPkqoHv6Kohtk4dVlXsvgY4mxQzldf8NaiSf0P4eTbZUyS66Uc2",
+	"tfjKkoBlDUDT6mZ/f2GJP6fSjPG3wPpgN0BcB+/HB9iUuXetN29L9HZ4y4L1S9YtwQfJk8FxB5pZ5oWQ",
+	"eNy7/HB2+WnQvb6+ufq5ew4lF0gqBpIeADJ7gvndMz78F2hZusMrZWmRK2uKPL13bw/DgBe5+/Bg/0Bb",
+	"bZQpao1A/74hStqaWDBR98e1x4YbzG04WyjDib5UJzpA1bSux+JBdXiG8GxVjchSRiQwXa0J77fow6MF",
+	"200SsME/LieoOfjKoCMovUfiYclndZxRhhniRe6L07T3e7lrvAcDn2tEoF0lleuFE9DrQqdXF9fnvX7v",
+	"Q4g+ds/O5X9Pu5envfPz3gfJers/XN30ex9s62TocA/ROpsH67SG0tN4RQxcsePDVsRZTllBUIapgKpX",
+	"4AIt7yX6G6rLiMOWlqw14tkKY1Nwo0xBgZfgjlU7UKtC9Hr8CyLVawS8NZADrroNbJN8Sy4BQxHjYrQD",
+	"V9GpFYRRzlNdSqKRRbF6bLfDSZZh87Ue2qDTLXlKdpDKO3eTGlZAojbBRsKLMppTnDhRc54iZg4jaMZC",
+	"QHdfJDga4wxtlciAWazjaVrwzDCU5eBSer16p2Q0vgsh0Jaq/AmpN9sgFqml+dfw6uHwlq0t29MdDHTZ",
+	"mufsSaaMJIXJ/zJITXNFiB2EdliPuijKDmM51D1LSaaHdq/PQGwMq7O72WUPZL69i66kmif/hJmQIKqi",
+	"Hsh7SzFvSRh+BfNLOFjEcGLyNSM2/KLav8rBiQaNqGJvnbaZ4yrvrq362xZ6X2VAn1vE9J5ha80LJ+WE",
+	"ItPRo4oTKaKlkk2gvsET1S0pG3HItXr7MVmZd57KwaBzCeHtrf9jMcNsR8qdkMpNvqQJZtj0PirN92V1",
+	"XRv0YzPZDw/eoz7n6AKzOdKGHLE01iZSPQ7MyhYC9ZTHXi/QXGfAaTlsF/UzzAS4quX0wqVMik3hNE0k",
+	"5UpNuRBFVO/ZUOPHOCfZQAWSi+EeiDqZonbD7WN00+33BudnF2f9EN32bn7u3Qyufu7dnF91P0jZQj/q",
+	"3dxc3YT37FO33/ul+6v+G52fXwz6Zxe9q7t+iK5urn/sXsqXfrm6+al3M/hwdnt6dXnZO+33Puyia5LN",
+	"MIME5+5d/0c75Q/dD4Ob3j/verf9EPWvrs7N5JdXAzn/6dXlx7NPdzfd/tnVZYjuLn+6vPrlslpxrdxE",
+	"EAaNXZTPYOYgDCrbCMKgXFAQBs6mgjBwlheEQbm+IAzMhoMw8Ow4CAPfDoIw0FvwWn8lgixOe1ERjxNi",
+	"22OtavpVfiE3I355HOcysz1MubnF1JUhPJcB52iU8OhBQFycsihh8XBc1kYTCD9hqmpzmjKjW4ruorp+",
+	"t63yTYx2rGrREXcGuP7CTtD9pXvWlzOcXV7f9bd3EbgHqfHWqxIucqx2DS6mco5W3kiLZpbyNFanE8Z0",
+	"7dT6kla1oklA/1NP/YOcub3EM/YWwT6tARvFJKLC6XaqF9gA+lpL/H/Z+/vltnEtbxS+FZTf56lIXbT8",
+	"ESfdbdWued2J09uzk9gTO7tnzmY/JizCFsYUoCYoO5pU/j0XcC7xXMkprLUAghQpyV+xk2imancsUSSI",
+	"j/W9fj/aCydaZ/aBS8EK04ijYIIXbDV/+4YglN9ZsxurgUYpDKUs747uuZ+xig4a62bsrwWwqX+4YoES",
+	"9jjVduPIwpRcKsFvlmejPVAEKljOSq6vmUxZR+kCA+qFhq2QimWt+ObeGuBAgOYKHk6LM9RuDmk/DxPZ",
+	"FX3VwQDbAZBn41RNNlHVnHhmcMpk2sc3cxUdWDAMJH24t2agz30IbJHJ4Vo+q4PzraHlbNTRP8ut23ZY",
+	"nLho1kBeTmGwNrF2Kli+7oukxPqsHZos09dvciFOGqPLe+w8F2IdqHIp3CsN4y7rcyYMwGHjhvfMJg05",
+	"ScHTppjXMfBKACRq30t8vzyl+J3ObLs3uLebkIsmWSEbqUeh+LUYcmQdxQFDOc+ZYAgl1Ybi1gogfIg3",
+	"gTeAktrBUGsjsN+hs20/2en26e4QNc/FWKCMGLErkZ/xAvP9QenI0es3a9Gaj+PeoEqklLstfoLVme6S",
+	"6oQieRqKDJZqNtUTds1V8W8Lt71/pF/ncsKC5Yhqm23RVt/zcdIbQsPRRi00LHPlbLQdA7vLT5sTLG9q",
+	"B6Dvs5R5bZcOuSFMYveOSTP94Wy5SsvxOAlu/8ywBK9bJllUbrgG6wGbLHS4dSO/F1mHTkTAm574+Uk8",
+	"+WN3foFJiR+2s6jo3+2ZYMyL9gZaTU2tihQ+bBKBIO07W3Am/bRivKveIdweJveBSr/s19wwbi5Funw8",
+	"Z471GS65bxD0u/bG5uVcy7INswL9b1KXbgzcXNqJtZ82iGoYYZOchuf8fLY1WJIxxCvNSqxksTU530Vz",
+	"AdhlPbPH6KsLYpJNnC4FRXcwrMMVgb82hd8Q40NScYVdolwMdJ52e7H6j4/7H/df7zJnT2O8D/khe+zD",
+	"x/fvD97/vus/YkOdpWD0zTgToeMXKzDQS+u85hvtBnuarsQdFFx4/PG3073f99+fHPvRxQrqSirBSPsT",
+	"zKrsQnXgGFP53JXn6pydiYH1T8vaEkpoSIO4NrHqJJBhnk00dXtzczq7rBD5SCqe9WJ1BE7wrhtONDND",
+	"UW0W+uyviRRmAGEXcqHH2cTEqmESqjEVXLa1aI1WaC1qyphWHxd+UN7XfooDXovW/LuuRWv4svZD97Z2",
+	"m5Yn2Q+hMUzi3LjX5IneQm97J5Zo4Rux1+/b59NMfBKDSYHVbKxDPgAo+S4i6AI8leDKuKZE8A3tEE2L",
+	"g1hOQS2vMVHe74jK0hwnNGmtaQgQZoZ7/nlrH8h++cyUMVVwFqHSpoA0DXmU6Ed2l7ArlgeuJ8mCryBS",
+	"v4AzYPbztUKDO+Xnt02Kur24jDSt4PrTAtDJajlj8E88i/v/7oKL+/+5/+pj5Ry1xRM/NgfKofuEFbrg",
+	"GZLyUFwL5xJ0sXOUG3VZteChrUoIvmamjk+I9RFLhAtqJRSzZHCAow9VBPgoarSqAkptb23fItETvmB9",
+	"JI07gZrSDifFQI/mcczjBbQh2nvPnLlQKR+yc+mzt43NaUu2Kon27E4qMgmbAa4hk9w+GKxxkKeOncAl",
+	"epYqB8Gxz0M7H3GZUQF26fXDF+UMNTDN6DZSNWr0a+yyWwT1DKm2Qvt83R0sLbtpgCs6H90/AvkMo8W9",
+	"Yoj/yOjezWtZ8nK/5dMmL9o6AMCaxDoXmT7jQOJRhE08kKsmYiWvFp4ZTwFSX9KBHjv2UaB/babrduwf",
+	"AVE3sYbVGBzXCIii94YgKohhsRm+dvtk6+Xu5ovdre3/q2F74NCamfFxEpDIp8KF718EWhH/bBQVd6AR",
+	"J3aQCuE54dv02FGVE4WIp6DYBovnodoqZdyEhCp9NlH2Kw9+QxXiTbwp8+kyTxpjzy0rcnPkQ+R6B8PI",
+	"vXq1jAmL+aSbpdsWMs2j38RNESziQty/mVO1APnHUeV4Lvu7Qf8Em22uFz5z9m/AkbO0ssi5wlHvQcPE",
+	"qFFp7hEkPza1+taKQlth4u8Qqs1ax6xU6TLF99jcay8OKt2buvrLwch0MTCJv1OEI5k/Ee/aqj0g1DLJ",
+	"fU4Hws1DaXf2tMF5mwNRe80NHJ0CuwqXC6txv0BNrSpuTeBdwfuyR2r5qFrTPliC6m+xo/YGHCUgfk1g",
+	"+qIyOXU91EY4ECVZQNW8FOZW5l59JKaV/DzLjCNICLp1uTHSFFwVuMaUaq7WFi2fqEBPsrHWwGfvngG1",
+	"IV7mig8c+BxO1H9rCfSD1cLQ5XCDdVOOKFgGQz0KgZcIA7JrEWpP6t/307OGCqdFj/41EWrQ1PCnDWhV",
+	"h/I3GPLimXGnh3WUVuuptbq4keqi22N74ZZxG4M6JvEhZei2snCEgOGW1++1Drwmvh8q1UsxLsp2VdgX",
+	"3YgZbXeiGfLcKWoEm+qzxEg1EKfu+Qk7l1khckO9cJm8FEvmpReDlUTOigtGDelq6oRZZFvSOtA+8PSQ",
+	"5bZsOjCN6V2IUIeyZ770XK7ggZYO2nBgBaiAACNkEP5Ft7VBrmL8KD29c3TM3Ylheb4YTIoSin+iCpn5",
+	"S+ZhdZez8LVqNJbK4OB9yoNQR1Sb2/YAVRbp6SIdRtfdvjzdPaiJwCHhk0InrDPOxbpfh4hBv9UukrrL",
+	"lOjc7WlJLsWUPr8UU+a/q7QnTFQw5oXDo+Dp/InIubrfdoeDauDygWtd7qWs5d6LWHCVSFm3g961BWyR",
+	"5dQOFK9YTmWClG2kcLLS1woJiFBBuhyyxDNcpksEpdo05PGN1NrS/VjLdwzU4srLlv8EuqahEsjXpZey",
+	"MWoS4RVRUBFAfpH9AtWyp+EhbdVN5yKHbvm7wZKHnbRm47NMv2wUdPdkhg007FH5tYHhc14Pi+Mk1bVe",
+	"loVwxAvCzJWnNk3WR/Cc9wZQ/H+7yTq8VozjDZDH08yn79xLOXvb0J//FWg3615y+MQ5s3MfGwkwt8Kd",
+	"lPRZ+f4sE+cFA9aG3CotbKmpMz0GnW7PN6M1pQv7YBplGsBLvSOw2isprpuQELJMX58ipMFk3B4zd0TC",
+	"jkyGSmlcI11LddncilIskQs+c44XsQ8PMsFzq6q6y2TXsMmFOg4aLNBKO4NvZKCMkz9Gm3foKvRFDPNh",
+	"4Zv6+gt+l25T9/vlqYtndveNkei3b4FET5u02bLQ+fo5Uj2MqDyQwfUNa9+4+g1dKA1uFn7BzsS5Bhy0",
+	"ejfm4s1gpqYQo9O2JsFj+Lq9P/DLfNECZOVOh95NzlCE0L5kWbLtuA7IMHYE32BhuO/qGK6TQp+6zD3l",
+	"BoWylk7aApJX/cXMSXQNFO55uwzw8wJb30QEmkcSmgAyrO6TWkU4dqmGIicg4BbbK5BEfsT14ezDFyMA",
+	"6aQBkRvoHlD64gTd0V3mkXWGYXp+VJ2ddk0DBOfvxOjsttzaYGTD758ZMChyPcNbjpEiAqic5fJvjCO9",
+	"p1s53Qvg1GHUCHof7YsSdTIOoiFo1ECFuWhCbjcVb8AUwSJmq0zL6hc0UhAJEgE6kKW+ZrXUoMDzS1FE",
+	"oBJFIQuN1MzjXA6QNB9RqpE3VYWD25qxc+bpRyvgweHos2a92FCD2yR174FkZGkh9jYbQfr54nEWCqYG",
+	"wv78E1VQnGI9hd1Y4Kqt7a5djIv1nd4WsfFY0ThBWP6tJZbMZ0EbCcpdOdLe0QG7FNMWjaxEj/2Ry0Ks",
+	"a5VNI+YgghC/p7YcO5u/vpy/HtEa5OIOVTb1EvmMG9GMG2XHKVQ61lIVzF4G0H8dnTNK5QA0/LnOWYIf",
+	"iDTp9u2XQiiEttLKcWZ2ZlGmcpZk2egUDEuRng61KUwC90MYe4d1xMsi5RlIqQWpe1rm5pYFnrnNgiTW",
+	"othlCa1aEmg8vxyXYhqxxE1YQutgfx4re1maS6CxROGPKQzIDTjIJQoFSH+N6bE9HATGh43VLtAVCCMX",
+	"KYQQDNvZ3sa8rk8ulJVyuMuChazu1qhhi0dr1hwXn4rTa6lSfU20a3rSXGhXFrK/rCUxIK3/10TQ17Sl",
+	"ajdvqJGC7xl+D+oBhlc3h0tuoTk2MU56U6dLKjK3JJ1yhzIlRErwu1bvSFOAUQn4vt2KehoLxSV0yRfD",
+	"HGi1ojV3n8aJkubUk/c0Qv+O+CWBiEBNE+J76XOIbEOKuu/tmXL3OeDhWVtFmlOqW2hgtoVu87MpFdEF",
+	"SBeV1zauzBPkKOThC6c4kvJ9knZurOrWaiotG0+o7g4Q7qw7VZb0Na35QjcIxXPzikMcE84Rxd1CwpX5",
+	"fsmSGvE9H4k63UnFvrmRiqzplhk3waosKAEur6rM2XajH1Jyn7iD3TJdEEyla+xJJNTJyiOev1y0Ju16",
+	"/h2X2V0UvW/Zgjq8ikqwCwySuW6EkURYM6NiDOd5kE/9MYTW3PNcj05JFdkLrwY15He4wMWeoPD+WORX",
+	"EiKYVlHR3XvVX42pkMd++3yQiwJAPfNibffFLz9jaRHd01wNGoJZLaIssY9K7KYGwZXrycUwwIVlZyLT",
+	"132WZPoiodYsq+aNq7Uw7ihk+iIUcDQ/mb5olGbhvM3EHnOujH01u2EmuSymfZYYkwF4PHz+4pefEREU",
+	"4AzDxypk98SVMKY5S1xdoSbgepE7Y+I2jAWVJW65fRqYvs60tjY81FmBoeIy7fUTP9vepk1TDODdyRGz",
+	"X4HQgpXrKE2omxHOo87Bzur2S3BVpdU6jgaNL7s76tLtxfMq3ub/iWOzsfv//7OZTrHcuI1DdF9HuLHW",
+	"ESCU5qGEsy+t1mhZR2R7ZxkbFc9Q89DsHHXsZiOCuMwkEdt5+YL+tnuySlL98sWL5y8WqZjyqDY+Faol",
+	"b7Qttl+8WBhZxuNPm4XeunIMa8ei3QU+yiYX8pZhoROEicXWKrgPw1K5Pks+f0noDy9TBrzgmb54ZljG",
+	"oXIcYFdrrbWf1+jTtd21rd7zXkNVr7+gPuH/xC8AcRkezQpdBUetD+GmJb7t2uujuW1Qpd1B1QrqQfl0",
+	"fsbj95wPBPu7Ho892NjXzXt4YpSZok5t98SdZG+dWGVeAT49iEGyyFiv0v2u1SgmWpZZ/pu6vY+wbwlc",
+	"n0Cwqtt803YBCd48fTtz5qv++C9L7rxMcyTxghrG2+2/d9BzzvOCEHwRzzk5l5lIGHxegesGOG8rwAbC",
+	"d7bubG5GbDAUg0tXASfYkKs0E3kdvtvedm13DQsrzqTi+RQLK2Z3Ll7a2JkvM/HMsLNpAbBSBRtpU7Ct",
+	"l+yd/K0P0M0sFQW2UgG4AHTd2qurUB/4/LUbTPa9zDNkWEBqYh3sV5z3Dr4yJNmIRIoQzcfpeXctmkdU",
+	"M389+p7IEYiTZ6bfPRGWYalViAJqHHKVGyf2HxTAq5Pk+GLLkiPHsO0doKQ2lM7EqW/hx2nYA0bkBUSN",
+	"T7S+JYPXK5DyBsudMX4FmQChinxKmhNDYYZxxSjKj197FoGWZotKEqWt1cJcrlPF/vrW9vOGhouZlV+Q",
+	"6bA2TSoxjOATG470Bt+w43RaaQNCsLWPiRpsf1QQRizyaYtovV1fBSwXYYtSw8TZ1KeyIKIq+GAIlJo+",
+	"tGr3MlwcsURNMqSwTOK1eC2JVSoyUcBFESu7LOjVuDNuDXT9RNh1oXRBIbtKAr6pA6Nx45kmb28PrUuq",
+	"jlgEzbBkrV7NXCi7PKCwQl8JO0Fr82yA8iezPGmLGtmaFH6D4k4rz9laqnTpJtqetqUj+PeAyjDf2OUP",
+	"PFs68zZBizVQZXpr49nziF1hUpJElJUBGNKATeOqthrNqcVl7SHJXNtoqGTMvuwzw+gnTI74hWCd3/dP",
+	"2Ib9iiqW6OtuWFZeThU3y9eYL65hciMSuYGgvP9FH7EjDULeglKVBdPXCkuzg7fR12rJUjfi2psp37Nr",
+	"juzpQ4jGT8vXrVHvwr6oVvqHZ2MUEi631/5Xu6aWOcVNpXZuh1TOd3AoZg6em4AZlNhwC7WjtP7ZIsXq",
+	"CJHLdPvCblsa/hFpAxfg6OAtb9/ohO7ezV/j9pyHtx/rHwBO8nc9McKqKKku2hvUXHGqNU6HwS/AcVkW",
+	"FEbn4yFXgBMybrIaCJbDl33l1nwlIF6IxTShsDaXo4Zs9ebUbm4An2x46OtJjXTfVEHKyzqrBUWPtbeb",
+	"N4jbrhnYOhgsPYYIX0mx8A/ME58Jnov8jRMG5urytFrDTn+iEUIeVt0yOqrA4UCD6TtpjFQXERvxzIoa",
+	"kUZsooANMGK5uNJ2qayQvc41Wk+GAeQkwYgRhk6sdja3eoxoXNlA60tJdDqYmPb98VqxJOCS+SlBmwgD",
+	"m0B0b1+0XJVhUYwhX2vy85PmdusPzmcq9AUGB3xXjqkMaCn6UtKGsXK/3Ts66LETTyAnqyw5rqZ3Ugw3",
+	"Mn0hVQL3SkBtwqcjkfTYHhvhTDOdxwonE+9X+nbPcdwDnQqWvDr+8Ob05PAf++9PD97/c+/twWuaKWvQ",
+	"lLBgFBIKWVrLueNjabcP7C54l1cwDU1R7co0Wa+q+dU6fy+K8SEUHBzzkTiWhfjbW/4JdZ69E96hHJi5",
+	"GpzSw2fHZfe9VOe6aUDZ+fpQQ6067lidD4YCTDY7UIMplx47udZ2gQx2XGHzW6oHUBa+G6tY/QT74Kef",
+	"gtX86SfWoTdNgvElADeETnmV9RZnu2n3xIrNbKBuhHCjZCgEOVV5JYCMBnCwkeayX46wAlb100/Qa5LX",
+	"Dgvr4PkA5yVZSgokwXhwio0dNTRJISwwzqXpsQMIQYyscwEnFSxhSU6ec6CS43++QrSk072jAwDZoJ4r",
+	"exUCY9kH5BNlrRVI6NqLEkxJJaGfjtNZe0WoHSlPxU7PLuM+XGkmgwGYz/Rt8jkGkRqv7TJ88zG2TeOr",
+	"f0n69AgHAU8/jJX9JbRj2J9+jgEQvbyLxz3H+0QsdlDp5TVofNGDvuCpdw3rIjOiFytfhela9lkuMsGN",
+	"IDu5YGcTmRVsKjyA6IvNrVAKvD88OT14d/R2/93++5N9EAGx+qdQKdidhVAGkfCC+kyzy5JP67m1FoEH",
+	"LCHjFflD8vVBJmGyyfaHa8DriFVZ4ykNMxMs+i006yRWBiS7bGuT8aIQo3GBtc9YJAv/9L/t9u3zR/zT",
+	"+plOp+sQ/kmIJAWLYcihYfZ7yPt3XMh+i72Tv0Fw4N+PD99H7Pm2/2BUi1qabp9lPL8Qub0PKBuYwVjt",
+	"bD1nR3v/9fZw7/XpyeHh6du9D7/v9+ygJJCzrQMxXAJ2iAnmDduJYwUROfOvP3t2Z2E5D6410cMJuzTQ",
+	"vW5nQufc7i/7k+CwwKuZIhd8ZPrurQ3YWWYCpFRwRQd2J+6Zs0nBCmhopqd1kVwPMNy4m5vOztbzLiqC",
+	"TA4E2XQkbBFUvkqUpcdCIYEYcE3Rj8yGvRZqAIqszGQfVoQs5bWtOFqLKmmaTUzTQBnMWK7trj3vbfae",
+	"Q5q7GILtEhzpwZBjS+OFaEjV/VbKM9e5hGxq1nEwvs3TBOQyZZa7iu8H54YrgM6IlWuFxu87GJABQb9u",
+	"LwZbNMI4TRVCrxsxJa7tap3L3BQR49k1nxpAsk97sXqvEYmKTjxT4lMB+C67CHZPrZ/MQG8CEo/lubyy",
+	"EhZ7gF3oCF/MbbvSmUoQ8SKXEIxwfRi8AGpT7oA8/M49SNd21+x0eUJPg7QcfCQK8KT+1eyElJdsHCE1",
+	"yuLrRO4vrbUdHh+yX15ubrlB1pzjJt65pEt4sTgRk0rjCXCe7Ck2UWOeGwHBRqRe97phe5uBZQRsBch1",
+	"ENhIf00ERJmdJSKxyww9r6pv3kKKV8sU1r3uP6GlDBwr2N/bm5vIEQKBb2o2dop+47+p07B8/iI4i4rr",
+	"DMZSO70CzCD05uxsbrXd3I9246OyEl2owo5OpPi7ncW/e6+LN3qCABs729uLf/BPnskUJsDTie1s/7r4",
+	"dydav+Nq6glNvkRrL3B65//ONb9WfCokE/Te1L/+tEtngJNvSkcnkBXP6GBae5VfAHHsnpMxa8DzRxUb",
+	"jlsVY69DXhwDwyn4op//lwvbWUH//9sIeVi/gAfdXPZhn1OlTUXwTQPoa4iuiUQOEVK/aisUIwL21FbR",
+	"AxQE8LFYLwb0jDTh/QY6T5Ga68wqNKtqXYdPR2km1JXI9Fh0e+xYXiiR7pIBHKvkP9ePrwbr9mMoN0vc",
+	"nTN9LfIBWDbiE/v7u71X68d/39t+8RLR+hI0maw9aAo+GqPV1MNPc34N2pDM1ShWl2Ja2s/VWx//fW/d",
+	"3jaVF6RPiTmJwu99RmM8cc9KYiUN+6jkJ1fBxjqIu+iyAyOPfP58c5MZTGFN9SRnAzuVXX/Pf4jp+kGK",
+	"N6THPjOOJFemPbanpmz70yc0n8BU7VuFVBqFrPPcfq0G2SQVKWh4HiuyTiPqK0vZufUUYLZY5/kmMxHb",
+	"ith2xHYi9gsZXabbY3sFs+ZkwbQaiF2WinSC8kbESivWwT72iHi3yWyo6YV6Ar9tHY1b8167D1rZG2th",
+	"5IPSU170zQQwZ3lG5CeYgaDy0K22R/wjW3TBiPxOuNuIjtwyh5uuRnuHR2zBeHAX3Wgwf+LFwhS/6XR6",
+	"r0oGFUt1KF+aFVs96oLglazDadeXZRi0+bs9FMNe0r4qeaBT1nEysawXyjKRd+2IZnRdq5n4ymVOUbo5",
+	"QhzE4wUeHW8vbG9uW0PaHpa+x3COlSModSTknUYO826Yne/VKbhnOJtjdTvSZkbk1Qk5KeBx8IKzjx/e",
+	"2gMQq2r1A6Yy4S3p81/AHaPtEjEEjnNZeZljPn4XWvocDbZ9VhQru472n42U2cDZOB0LpieFkamovAZG",
+	"91hmFak0jkE7Vo5C24cHYI3AuJXItTDByXSs1AkbTUzhECeMAA9AGlj3AQc4hjRWnTKCsLO93e2xJFSv",
+	"SVBcij6BNRQ7ZK27EVAeo+vYgGQBYp0rViVBh84Wfe6nd3tz5xd7k5wPALwHMaiGGnhPjc6uiCXdbgXU",
+	"DLEqO1vADRnn8goUeKb12I46AvdhPdMDhF9EuKJ8/SLnqWDv9066GIAMHedYUfs0lBOwrV+3vX9I69dt",
+	"chOqxP83dhMOUuvyFkINphDBeyDBVB2lK7tYSlJt36t0nGd+n9B+dvqVZA4Z4UvYqr/x1L/a17TbN5ew",
+	"v19pdZ5JzCftbD1f/APCKzzR+i3PkWZzZ+vFMm9kJuMxWLFQa3ViVd/T9y7sD5aYFQqhfFT8ikvMht/A",
+	"MYFjQJqt2RuJ1j6tS3cmPdRyNdJVfloNyq3tbm9uPd9++eLXbTumesQGs/0lH3ezw9Kql4kkHziXMM6M",
+	"IZYwsMv2sMEvCJyReI4VeTEowBHCpUYYwEI1sPkrozTJ6fHJ3sm+VQohZ4bzVGIFZBzPTP1r0JCJ8508",
+	"IUPCOpQO2wVd02cJCReEl3b9tbGqIPrQu1IzmafcwWB0SLoDBiQymDBAhKKeLCwjodGCm+Bo90I1igqU",
+	"8QsuFeuQzdMPDZ4mHYDcQfenBBZHjeBZe2NpH3eQPpjaqL3Yk9cbuGDo7wPZmqN59JkK69qD34gGk9ue",
+	"KxWzUjH3o2LwyDBeCqVQfF1CvcOSemeOEilxPJ6AFqnTVizSI4cqYF8ZW4/Rca8gU4l1Vny0qoQzfoa+",
+	"YwXvLCGCkVh5TVPygv7rz56ENnmuXAkGuF2ZdXqmDiyRyRQ0EXoEHgENik1j5YrfoJPEl+YSxJkhFhcq",
+	"zd2dZWzpNikheE1wjtwQ7kEF4Y74HnVQ7c2+OSVEXMWY6bTLvdJAKw30gBroNUJ1Yjq3xmllsDDxZv5P",
+	"ux5yTc83T0YvpYfeuZ5qCQw0BPMcK52nIu/jWyEsiD1dJIV7s7jQmBz2HdoYYSpvCIrtAsJXOaYtpB2h",
+	"h1jGUCHRPkAkK6I6E/Rx+HgMYbKFWWT3PjcWznVRu7xwPrZT4aBM1x48w0pvuCjRelJy+qxyrLfLsX6E",
+	"xhWVBri0foMvOONBxvVhrMYw22rPFmnETkDlBFD6xlGbWoPHHuRuVPIhso6/ET3M3t/ECnEx1ydj03Wc",
+	"idasI5rBsBpuxvjsQZElyyeZMJiwHfh8E7I/YspiwyUpIiar6YMOheKZj8TDKF3kP5oN9UN9KqyIC6EX",
+	"07HAREoQp++xpOzImpcI8RbvTRMhJyXMfy28D2JMupKgWJmCT0HonuscakIXmadBVghrq7QaEMVhi716",
+	"LFRal4vfj83a9HaroPvKHv0h7dFXBEfspC1WFTIvxp1KeKSAPLGefpuhFMTVRz0KYMJlLAVin9gSTzeX",
+	"hoAqwph6u3RfGHPAh3+HIYfai60k90py/5CSG8/BV4kklLQYDxBHeK8Z1C6zUpSwjvhU5DxWENi1vr28",
+	"UDoHczpIMTqeK6Ud4x4WvQTTQAa/iz83RgF+F6U0OXYMHHcLATy0J7+M5KHS15UHfysPHjcC7KhzqEKm",
+	"PbfIe289Q2Wq5IHOUW3dI8+6GCtPHDcxIo+CoAQUqvlAXRRaO1JddCNKjZRUZI5+LFaz2Z6IWjyJuNwV",
+	"wRXcXFqvNuUFT6jyui0MGKt5cUBWCwNG5fgbeQqh0cRHsoKYoWPz8x4+dbFeSpUicOQiOVFSuH2/4cLy",
+	"HReJm3Jvr6TNraTNm0mWhdywN5MysItv4SPVodHwdGvos8kLyvQSYlfHQTPJYpftbG7G6re916cf9v/j",
+	"4/7xCRbnh3W6lcJMbCdfDjqrH6slK2+98Nt6geDh4MLxgg24gmZTgWTRUHNtHxarVJpL/7sXm5vs4P3J",
+	"/of3e28pvQwAW2ci0+rCVPywZ6YEY4FOFPuASzEuYtVJrOTaRbjqJArBuKjWljxrIgIGeh4QN7IwTKas",
+	"A5IRkuFUtaViNbZjgbaVsFoYMLXKoCjTeemoN0msOoLe2jyPzLecbpzrfLTusC+WkxdtWH1LeWVb95eO",
+	"DgYwX2QpcY3r3XfrIElH2ZV4+m7ayut6HK8LNzrjKG/OdQ5Qq/m8Hrqm0NfWz79sv/h5JvIFZ33jM/zn",
+	"IP1yc0vxg+Ap9I7W0jPjXKeTARWzwL6P8BIZCjwrezHYpCqyr8iFYB1etg4/Mwxh7rH5gA+GhI6Hzcr2",
+	"RI15LlTRjRABBNIwSlRG6zoPS4p0WTgEA7RyZRqauJEHLMvkpWA8Vh5kRFEeBCEzsRPdw6IAywQpneQV",
+	"ipl1u6cTZJjwn72WZkzMy7uUWprrMDqZOrfHbJZ+HZqlxrwYlq1StOBzu6TK/t2RSE83t4afXoy2L39J",
+	"f/7r1+u127Tr/rTxU1WyLgYObRSl8G4Or9S+IDaCwVMbprYB1h3nug9nys7I32JCUHUfYLNkvAYwdO2N",
+	"Y19WxuetXF04Lly5XQqrsdDyLMRoDDDTrVJqT01ZZZ4BRo48VYSqtgIBqjXWpWKdZKBzsdHr9RK0kBB1",
+	"e93u2VyeTQqRxso/1kqWFFKaZ1OWyDTpg1WGuAVsnw+GBCpq+BTAKoDUkbCT8M4QWyrFSEeOrNYj7o9r",
+	"PclAXip2zXPFkqO3H38/eH/67uD4+OD970l3bkXJiZ+dB/TSKk96hTO60Fejy90K3Mlju8WerPahex1M",
+	"eqoIpq26/cpvGjfhBq5duxfUvBkxngjGIDwlMP6TEBgwKVFbyt7NZyZWs2CN3Yg2W3khtvmdCYZaUrMR",
+	"V4A2ubP5vKyI6FIPu18haQhU1UAZU2WTJFiw4cCfrMoV2XkXSmgNy/k1Nbrn7L/23r2lpg2pqjea8hFB",
+	"v9rvN8YZlyohdy0YxBUKMZF6BcyttI9V4r6pbMRkt8QmAdChdWOVuiym7FxSoHooGC5YU/dirJI60EVS",
+	"rU/JSrQUnQrTrcARSQPsDIVQPXboE3TQDePCZuh8QeQIo2UYZaYuSWv+WGMFHHKOzNge8YnnyoPjOGS0",
+	"3VhNVC4upCmwaQVCUhmHJkh7obmUUJfSSU4OD9+e1iVJVFZAl/g89BvrYR4e7X/Ayfj4/h/vD/94b3/i",
+	"kJPtwwzL+OASufRIwjk0YapkvRAIyGRf1t4SxvF+f//18emrw/dvDn7/iE+wd3bysElaEp42vEv9NWIF",
+	"ywCNwACLkmUIsFeecnNpB2OyiYMXooKdTnL8j4O3bwPhyo4n+ZW8grYg/y4I+oBnlTCPYa4dD6XpMSDz",
+	"9F3D7J38rUlOH8Dmq2zbRYbcYY1d2tmypfBoFBENcK4lflwNtKUGRdpgmS3FYv1Qtd7hbJFvCTK9LlJu",
+	"ecsT8Ynwob0wutudvn7owQ0At9dSMQgvkQKZ6ITM1w9DLOE/v9H5mUxTob65OMTjxRMCOM9//TmDT1k3",
+	"yHH3AAQOKWGohvTb5ca2kVPTN7eOiD+LVOusabDAPolVzUDpe02H2KqhQuHG2QeEVOZqKGeNmlh5q4Yt",
+	"adTsIaxZWTWzWeKmusdSoILg6kC+a4Oha+NQzXZhHPBkiDanGueHAW4X0VQmR3sfjvfJdAGsCaJHghvT",
+	"Nfvvjk7+65Sw+5Ie6zRMYkGlP/YB8O6BuWQtsBBgkFZZEyDszuYmS4IgfdIH4jTr2tgFCybHWqQXoohV",
+	"Zdi9LkP7DpuJZwDjE7DtsA4WXm5Z3fvPJqNxbaWzUGd9+Vr+YikgF+mpK3+lPykrzfRDaiZ3dEPdRBi0",
+	"N1ZKn+WcAHdb6OiDYxp2bJh+GE7R9NiJ108pVNoXXFqZbjJuhtb1gSCT4xwXeRI5wDYKN1nvBAOOG/h5",
+	"GYFMursMEWUBKWddKACuRZGKiVMgL76wI4lilcy8tX34/95+U3m8s/6IxXJEffHUnWzVjb3tvEh0uw+z",
+	"TGmBj1UdpEe8GD5sZUHlicdDfb10wMqv8DdRY3CX0JidFthO1aDYckdsfjzWAMbhulR0oErcWaIY0ecz",
+	"RMlBIGvAFTNCIF+X82xjVV7r9jLwIgHDszTABDY6g+qpbsTO+ZVGs5I8aLo34c9CxPVsSqhYKo0VYA0G",
+	"qLSsk4xFfmr/nfj2mu0XUWl6bG52+1gJWPAsxLCPKqC1sWpEra0G/hTPc31NwI+AnanxqAfsLNXJilU5",
+	"WwjE6+xCbwfaG82NHz8Gpu2hyqZ+G1wrV0Ylg+KHrxG5eEjBcxOQWZyJu0mbRxAeGFd3e6giMMyc9sIm",
+	"4XDi88cy2BEtgfHd5rBXIByoend+TBw8noCkXeJmJEw+pFu7HopcOAw7O64cvk1H0BdRZXXnatrdrZ9Q",
+	"NntAA5jlCM63vb0RwgBUOV1IYwxILGawEbegGXBzM4B536QSqDLeM+QmVlSpbFwkt0keIN7jHnn9D4KK",
+	"WT7hMYt2lo6VrTyPH9LzwG0KSeqmEFjVAvK+BVIZNlD+4zkGgruSg7SejXtNRIhlGU2VciegM7BSK1ZB",
+	"9lAWu5hjQuD9KjVTxLCDmQXJ7GoySqVlTiOKlTeZIs9XZy8hXiPDOphxNIUeA9CrHRI1+kIfWphf2/w1",
+	"VpVONWp/o/IcP2grzByVVQeQt601B0ZaY+obZ8uJqrmpFLReW6th5LKFMDvba18Xpx7fMZ0nrOiS3leW",
+	"OQ/f5/X1TJnbSwmc/LlSImr3jYDk8HqovZdTHvyOVFfSSF+o4ALJbGdzB9J5zX75d3sQltLZob7+3r31",
+	"+VsOGPNuq4ZKBmCWifOC6UmNZ7fPkpEoODTYYFmntVxVEZWEv74F2Tfg2AVC07msl6f7MTCvOxPgaSFW",
+	"tFKvYifTuciTbqvx21yMnvInox/u344OXu9GdvRXPpOedeYbsaW/68L4b8X4xr19E+N7g4/lujVNW4OR",
+	"TbLP+ulzlLBrQSIvPJcXw8KwC1GQJ/6OhCCxYYVtQ0BGaMdTZbvqE49KyN3pQoVzw3N7wOlolhVkWL1m",
+	"xmLwzLAEhnWQJt1vU+3juy+KpP1DTJnTSk/eGH6sMF24SZ0zF54u91F72G45EyKxOysJOT2iMlAV0Dt0",
+	"oPqy/GWfKT5yBZuXomRnEwyCtiV/IjXyXdml04pCh2gid7Y3t7quWR9LFiB1dwNSTyjyuBRTgPzCkLSb",
+	"YGjX3UUSCj5LmITPw5shFYeGtzeacZZpUziyDd8yOLCON9EAuxgl2VGLQnR4Mp6sUHjQ4CG++2OGEHEE",
+	"OKR0mXiiXXnX0M6gdgPKemizdBCOB2MoK0NpZSgtYSi9k1DM6WR5syhvM5U2Pl+K6cF9BC49dlOx63MV",
+	"jrscS9CuhxjH1DmUlkHS0h4H8UkaYNgDzMBBQew+mur1QrvKNQlCbQJ7k+sRMKjj+WUaCNWxeylWvtIO",
+	"dIiLnGw141Zd6cunLk7b6NKQgg5HklTVWmInb1kO65ZBw/5YctyXP58//+vXT9ujnfEvs+SeI6ncn1uP",
+	"ZkLiUs8V1XQJsJSheU47tLuyKe8hXorTe2OJJT65XqtbxFL7LCFGyFPX1/E3u40TpoRIUVCNAjFnpVto",
+	"k/bYnudDt87FLvvs0ihfviSUG07cRwkjmrNKwYyvJYpVx1cobzMsVuhiDjqMfM30mSUERQFAtdLsQgMi",
+	"lroAyyjUkKlU5MAZ6KEunK1vz3PEEiKZhh8mwDOdRCz5X3hUPNso/smIVi2KVRnt8xBYWAc80BdKGpHO",
+	"CutnphIjBLQbSD4nZS9VrKotRUH/dEmVHnTa/GG/b1tLIOpDOgZV5NNY8cxoP9zEXZ1g1YDSap3MLmIp",
+	"rfBZP4Msf7XVh0FRjtVOseqMuTHXOk/Xkf8Pa8tVyqQailwWImUXmT7jWYT7UudUSEAPK51/3NmimU1u",
+	"/5NvGnrUCOaM9tlL0/o0+pap5Sayra6nvrqV2h4qcFjbBewTP84zrTPB1dfQI7giS+Uh7r2O8LuMSuCE",
+	"lgKTNwjPZcJ/LmE9z5adryZ67IMY6SuSbb6syN2YjXh+KfI+K1EMWYds3Vgl+Mx0l6E0AuFTg8S45thW",
+	"wf09Gw/9R598/+FT2/Ys1eYfUNm0EquzdC/WmN3w5YHzZoMv/7hpQd+84wWrmXHolx6LnBq+wuNklxgq",
+	"ScpVB+zhmBKPvi8ssMmq0XqWSHPqfkyHsemQvfkhjtjySfOIKX0dznulUnp12O7hsL3j+WVVz/nZXkbB",
+	"URlWqw9kl9KVasmRqyhWbnkRogigBoDBAiIGZOHX0ZcSug/QQXT7bGdzp67LhqDLlLCWbXN5a3nwW4tV",
+	"juiVnvbxg8m8J+QiuNf3X6ByEsIY+kVedotvwCzdPSgZmnPuZHQqe5vgHQxTkyzr9mPVYNuxuaZdLsis",
+	"U2JRjeK3sdsf3J7zMmplx913FWKx3LG7W2Z3AYarQ291kC72w91Y7Wxu3gyWdZcdvf89Yv9+tP97xH4/",
+	"eAPRlT/E2REyr0EsTKTQ6U4V0cCi2Dn+5++MYghptwbZSs1aLxoAYz+4ujXAEOJ5JoGIFCexX8lpBMam",
+	"LAzk9SpCZQEu6pMRAw8Cyxq+Ir70U65Na1hKWslV/nWVf12uUA1k4HKStwmX9eX2r1s7L17O2EK+f2M9",
+	"nyhzy8wHEA5BA0g1kdrxuIXdKqihEp+K03yiTnmRxKoDv3RFcFbEZ9wUXeqYla0Fa8du7B/s0L9Xeyd8",
+	"y2UYLqsdOd+/EzBTb1adgOB8HFe/uKuFsk+gMdRf5DNz2DzK661QVLPlMhZExegZH+1fonbHQa7Vqfg0",
+	"zlE4JKzzgp1LkaUmYuKKZxMC9YtVUsiR+B+tBAGMJnS4WEcrsW6GuuhjzVcmhXPDzydgIGOTVCLNKVaT",
+	"Wk88oP/a3u4BHmIurRzDanju6MUgElZ5b62yKb0MMmy4t3d38Oecx8o1ksLIEMgPEldQrlfHj3S+v/Ol",
+	"EgI1PD2bJruMTwo94oUcABj+mJAm8BJq+wo6v3nBiDEEGCSZGHGZedgnrZjdgJmAxCC2HSRKF/KcTrA5",
+	"hR+cUloR5kSr9hq68Ah/jy0C4fs9UqFcdQiLS+QqQmJlha2ssJv06lZ3zzwNM9/c2vicT9S9FMadYGNr",
+	"wXiWC55OkUdDpODFXopxQ3QUnfknI5pmcv+VuWx/Kszgkg/+edVV+wOEp25wPKNbejuwJeeyljUlI1Zn",
+	"7Su5STdykX6UPt6bnIrxpLh9NoQinGj/X+eyALMf/BbWycR5sQ5u/hhJ52OFHg0r+KXwrCbgFxjC1TEV",
+	"9nxrnZMeHo+zaa8aTQCO49y6CONJAR3EGTf+24j+tA5ByY4XOBKlvmxt9F2d4ifmRDyODHH9xitHYuVI",
+	"3KIgCoTk/XsSG0UuLy5EPh8Qex4eSClw5cUQ6kfAlcByKSs3uz12bD+h2uyJcoA8EaBMh903BJIIYSUX",
+	"a3Eo1VslSrX1x+2dWadCKd6NwpCNBx/ssWNRmKpcRzleEe19X2JuZ4l1KloCCAk9zEQvVmAVFGLMzibp",
+	"BTZUlggQp66iOIkw+1cE6J3PwivDCygc2aRITnCRVprkKwWEaL4XArLaPegcZ9x092AgrnwzkHgTVZd2",
+	"TOnrm0i85Xi5FmWp/F2WS1XZnd5rzD4dQeQ+pMP6PvNP1fdcJgNVx4D7AXNQ9SkI9vlR/av7w0CYKPnX",
+	"BDMsYaml/cmv7NXh+zdvD16ddHux2gffLPn8+VJMv3xJGFgjQ52lQHAUNpk5oIBUDDKeI4VUkA1Cre5z",
+	"O5diamKFGE4wlHoipzVFUt1l32OSpPqGj5QmqQ9icaKktpO/Rw/nxoiBK5foAXMrtQ03X3K22ggbvnf2",
+	"XvIrdaRR1gQ0WrNvYjUxVBbss+AdHIZ1kND58E7UIvzRJyQgZ0ECapUOrc8t12TJ5z9fZWxWOKhNKZ4b",
+	"SYlbp3mC2p0b5npWx/Xr+yY39Et+mMTPDc/KV0z+UDVbrNqTP5TrofTPeJxNq+4M04pxlk5wCwlw2Lv2",
+	"7Hr9yotYZYIDTUktAuEwBPxR8MVpVIh2DuQM3r9xZLTcs7NguqlK89ueO1pJhafrZD2WVHKJpJWjtXK0",
+	"vm7u6W6eltaZ2ShpvW8dlD1UAqF0oFk/AORxfF01/vEwPBurkpEcuwUwTkV3sNdFZZ7JI8U4qB9P6iXO",
+	"zwVC6SJwzlyI3BOts8Pyvb/rpv7Kuy7kmCo53kOIJQ+s9N3bW8EE+N0LG/Sc2tdbWI7tUWo9YpgTvafj",
+	"Vefy7zhkLMzYdtsOV3CKyrNiR+apVQKC/xJLd+bELTxYx/C24gc4VvimC/MpdgkMTcoP4LFgAcD9nZ7P",
+	"9j8H6ZcN3Oj3CUFKfcZaZ89ME5AccjwizF4mrkRWYpe5KjOAa4aRWa9CFghDw3IBaM6g0kaNIUFp7Nv4",
+	"vfS0PImTQGzYtaPfMyCo7X0QPP344a29KGnzMGDNlhxT/aZVTNDtzc3HBAVdEqwAtrk0LMV1XZWD30us",
+	"ECeT8ZtIkbulYkPhsKfYRNX1LVqqYfAwVnv41TVQ8vt7V2SFQzkAnHeZZY5ZEUMkhDtshsTmOsKWQPrR",
+	"qbtlwjoJNIecFppa13YZIBxS02DhdqIp+NSwiZrgBCKpbDEUUxiMEUUvVvsIXtAm+Go4jXTjedW1+2ol",
+	"0r4FkVYzYJYRbc8MmTBkGjqNtxJz9yDm8NzcTMotsJVKW37js//3l9uXXbVLQp0zrgIZ4iVFqhGFL1ZU",
+	"eVITmu2M8aHHuhIidxAiszTafpmAwtyXBFGppB1dy8B1sCDLjP1cFINhdcBbT0Tq+UlYJPjKTe2BX5yG",
+	"/P79OLvvqifbvfs8y+suZIK/6WJI+Nh5cB0gEfDB0NojprIIu7FKEGlN5yxBOyiwYYpSd1GuJ2KJmmRZ",
+	"wvIA8M2DTRsNf9O1sYKtZm0h8Og61vDCfNYkz+1rE0I3lH2wQrt0FbFStED2llR8KzH3Y4u5B+V5rMm5",
+	"xwPWuqvAVeK6LnRXvVmr/Nhce/pYFDfUXIusaff7e0MaxdhoQ2Sx4mwbzXiWAf2RcYQRqI76FD8YYSVT",
+	"2uzEh0y8ldDGfPxROLPllK0U0zcal1whUzwccGo9H6DPyX+fYx0vTTY7KzdCDHv/TCSMZDxoXGE4rA50",
+	"W2bcFOvXUhmW8anIS6R2M+Cp89KpCgqpvoiLxv0FIQH3DbDS0B+If9YPyHKgjEqMxsW0DgBeyiOC5O+x",
+	"oyonTkB1M+Lm0r6SYclP9H9JL1ZLR2LnBxVWMu0bCUy6lVoKlrV2FFfirsWZv5PsukNJaSAkKqT/4Viq",
+	"1FpYt7CLwYBMnBdMT4rIevmGGBGsG0+hRxQ6uD8jCh1YIysNaba4GtjPzWQEFQwOjBBph7H2E3gWrofI",
+	"67a9HTlxBTWwhVBdKiW9FNPZIKfzMSPGY4WFpyRtr3OtLgDLOrKjTQh58dRcyiwzCXqoelIYmVZxua+k",
+	"kWeZYHhhhG8bK3+DwvoCxSmarQmTKaIiSqIOcvQRNAwABBjnUg3kmGctIhgb/4Qa5NNxgZolF0hFrlLH",
+	"tWxFdCCd2RkfXLJLIcaknVApwQ2bSTRhC6yE8r0L5fsPKLSt1aMHFJZUD85AahJ6HTQ1VvzJq6DCjYpu",
+	"76BFF0QZ7lgmuKSNPNdCxoTwShR/h4n7H6nyUCtxp1x6zpU5nwfBFBq+OnR226zgyJfnEAa2Q2WAzH+h",
+	"Ha0w+O1o2ZXWGutA1utasbHIDXRd+e8ixsk1R3ZhBGzS1woxnHg6kqofK/ivNEXOC50Dd0l3F9Cg4EnN",
+	"vFxealhj2E6phM8NO5sUdF2saNylhHmORZU4HWgW2tHLNML5jsqAQFQDeo+onyFWJcSLnTZH99wvhW3J",
+	"nutJYXSW4ns/MzQjSrNMqwuRE85grE5oZXMwZnUlnYdzVqMPbMZ+wps8EUbA+zf7Ki/49FlZJgpAT1yy",
+	"yC7jyqhbGXXLGHVupwcSvNC+T9wL2VZKukkx3OCDgZ7gdm8pf3hFMgXcY3mhRLouFdhyz6BgeJxxgqli",
+	"+0Bj4ITQhZVQuZ5cDFmCDwPWgg38fp3OftJrKzOgkT1othmf8UhS4qNZjAnnujNpnb4B0bA66Q9Bv5RC",
+	"q9O1chshPNSTYhge6aZT1m4MfsDtbirWhKP9Zx0MAP6///f/Yw2pbo+94zIzjLOBVucyH2HSNpPq0hkk",
+	"VosR32o/ViCZcMSBOWWNHcfJ2jFD+1pSsWSMcTokN0nYSHAFwDbdsgIcHyVNrGgAIgXf0d3N0Q+ghAoM",
+	"u1+bo3kwOSC2UMw9kLQJnvBEZc2rcD3taH3m9UmbIauG7qcQW4KlL3mMBu4oLZBQuOXaRdMJv3R2h8jE",
+	"oIAcQsoKOzKXGcCtimKhozSjsTIlRCpSYm6Cb691fmkAKNh6lFbiXNk5jxjkTyA0MwbnF64O3Ee8RyDX",
+	"GMgzAIO/Erk8l6KRIo6O1MNLF1gqetoTNmWcHqhUx9GU3l7WrCTA/UuAKjAebqwbHO9znV/oYt0ZEfMC",
+	"UWhMGKkuMrE+gf4zIwo6znA+IXYz1JO8G5Rm0Dk8E5lWFwa9Hm8iY4KUmtKkKROIs+jgqYY4jna/NS6C",
+	"dCasazPQVyKHw/3Bml+ZHEHQZixyNsgkJHNp+zYc/zcwCy5T+UBHv/qQx4p2EEvxPAHgrrn1Qf+Wzu3O",
+	"9hJS6UTrd1xN6R3NkznvAK7PeOkDwJGcOe7R2qf1nBdiHU7F2u6aPfprpRDI9IVU7Uf/1VAMLo1D2Eqt",
+	"IcghvDoWyoqElBf8jBuxfsYHl9COinqdWjvxl4m5GpwaR045APskVp2/F8X4EHggj/lIHMtC/O0t/xSx",
+	"Y/vGQD85znU6GdihkIVA0mLA81ySzfHq+MMbsjUKDTUEseKGJf+5br9ZB6WbMK2oGjbjhcjZ0eHxScSO",
+	"Ptr/2Tt59XcY7+v9t/sn+z32B/hSweu6x+5sbt1OxryFSX4Y0QL3fiwiFFzTeQLlrb64ADjo3lq0NhQ8",
+	"hQj257VjUaw7S/VzU1adNhLuluoWsrcqB1iPV3/5yu7QSuJ9JYn3Vl8wqW4j4fRkTmRlX6XVqEoowwaZ",
+	"4FQRizux13S47f0fWXHTOdOT4gYHbR9cKee7hQdumSP2tcIHX7UE224yXM42s3kkWqsnTmZi7z4jS499",
+	"ZgKF1Vgm8U6sPa7EPpk9CndK698l2/6KxuGnspy8OStU8WiasyU3DKciEQImbNxBocgGDE0aJlQqUgql",
+	"+myvEgiS0Rh3AP/sgR2P6kOeaNTBDY+5LqJV9uSHhPbH1uZxeSLaDrgrQGtX6odjobBJGjH3g5YWqo4+",
+	"xZvggQRaFHsMWCfgtN98zt4cfvjt4PXr/ffkgEAfdqxcjMz6FCFYniOd54pVimF67EPwtLKgOwOTpg/1",
+	"3BCiHFBkXxjDL4QdFUVOKW3jnAx2Cy/kg5u1h6rjxds/EmXJMqFNiGTeNUO7yn58Nx6F27JBWPLG7gWE",
+	"XZYIot40S+IMRyDXobvfT5oEjZl5Zsztohwf7Ew8sD1TecYTjqMelVE5qOheBVSfvDB4pUdjxxpyt5hq",
+	"qMpBPqglkiv2nFdsgLBao+ZUdgSh6tlroEV3DAJBqotuD3iHIAfjqix89rPxyKr0n8FjHzuO8S6saXi6",
+	"BQpfZ6PfNeFvFxf2T5NxOce+hsunG5+dpvoyN+JB9d1VHTazlZt1F2tQXbFq113v66UDTYoI9vMUEvqL",
+	"KqePJmeZHLAhz87dC9iHPjOkmMdc5i1V1W5y5tZWB20dL3duDDF0LAa5KJYc3V8TkU/DhhQMkiw1tq3t",
+	"Xx6z5WQZ290JsZoB/y3AQFROJW7OwOJkZ1MW7KWGMwkVOBetZ/CN4MUkF+w84xdoYV6LMxasBhwVw87E",
+	"uQaAxCnEpeSFMkyqHnsPXqxdSC6VYQY2nWkMTr7CkTwkKQocSHzOoi0BL9y73+UhgZBPVCFH9IhgVWgC",
+	"cF2gAWR+L11FOYHy7rG30lBiFG8QdsZIawqMxOgMkDRmKIZnm2yMEJTZxHaUTjLVk/w01xlyvWIPuwoe",
+	"NWWpZlg8kUHXuO72YnXELxw1UTLmF4K40sciP8U/Ow7EY/tFxHjBRtoUbGtzs9tnSrNCF5wa3YtJrkQa",
+	"AUtyrLAklDMz1DkyJzOe5/KqHeP/d5zVGcHdtLjlJRv2BdasCF10ncjx0ocUaPAOy3Agu/57XJ67mT2P",
+	"RWh84RbMHRJawXaU7LaTgeSexnebdThxy1KLBOJPj7wn7Q5NYWKVQE9O0mO/Y1sWHwkDgo/2OlENt1ML",
+	"w+8eKgxfPuGRwmP07MXxMZj5VQT+xybXvaCzMHOiS7UHXazzsOrwHMKpxA7LquZqIMtNKmy5SRC6R3EA",
+	"mPax0tfKYB+VYR3XRst0zlIPnzVyPLnsHehSE7GRTkWG/RAXE4KtjujGhdZZbKc3lwIaRMW5yIUa2D/s",
+	"48dyABYWSB+7IeC1PNQn3iQEhaHa2XYIPCdsbqbjcBkO0iPriDwFQgpqCuaG5n5Fd/u4dLet57YNFw5P",
+	"h3MundZVU+g67zYc277zH0RmBLsQRTvgw1Pf40upxFAdfv8UsHP2T0shRbOUN1HD1mGdccalIvfG2M3D",
+	"djafd3vsUGUoSR3PKyBwYTVAO8D1ve2vh2pbvbm995U3t+ta/VZsvlU7+9Npcl3eSCTYk9Y4yc2VUBhD",
+	"IUMQaZH0tZLqIlYlqgk0lkgC65iJp/TYjeIesWoOfMwNZVAz/93kVPQNxj/gxZcJgsDaPHM2/fevbCFq",
+	"Usy8+DJHKctG6+jDPNR5qnpI3tHBwsbmU9Sn8yPVIJuk4hTxff+GrBnwMwT8bbp1rM5cYSWFKM91lulr",
+	"1iFWsbMpxje1EhGZBO7zmnmhVTbt9jyQD+JMKirRclFJqAlL+FieXorpqRFFMvfwvs1Gr2i673yAazGw",
+	"zGiW+Z3QPkOsNkFtCZ/q7Ffqt0mEre0CfYnP7ZxpnQmuHji546dwGVFQnYAfUBQ0hSkCwfCu6ev2QOsN",
+	"rPMeO3b1kdLQJkoAEHZiCJU1VgneXKQJS3NpT1ZHFiwXPDWMs3OZeURaI/IrkXcjyj1h7WLwPMisAIBZ",
+	"rEIc3/cQt0VSAfnXRIBokSqUZBAqenX4/s3bg1cnSbfH/kDpY05pnyc4WCWuqzPlyzMDBh7HS2wGeix8",
+	"0dU4F1dSTzynD8u0wd/Fyg6850VIgkVTNTBb1tnbP17ffvFy/fdX70pO5BGHarNLMUUpXBVOC0LT/hw9",
+	"TZcHR+oH+Uhh7uD5i0Pdlc3xPbo/q677pxRUbxDtiyX7HANw4/PgViH4RvHfxwiulfS80RopBXktB81Q",
+	"IL52Pw+Fayb4lTCBgLWiUE8Kxv0lnYIb7DBWsTrnWYZY31T4RiPx1Gr2cVxmZHC+Pzx9+/bdqdUFB79/",
+	"/LB3cnD4PukuiLrflxyNlrz+lXw68frqin5LcftvKgx/q5N+HyHWftvh7QCtAdh3saobeNijX7Psuost",
+	"t5CAIVaHI1kAVirEcAFGzP5Y5gjT32cJNNMmWFSLN7auS8o0vCnP3E87HP/FznQxpGCwb8YVKRbJYGPe",
+	"Hijy0hircD8QMrtWoseguahm3caK2nsrtmMnFGDwrpKkVxpBuU3iJUgv+B0Oho+seKS6W8huVmzXC2nF",
+	"YdWAXRDgflxx9VCh8dvZiZtf3050IfKVrbiyFb9ibP1hbMUNI4p1Hwz6fPegQf9WxiIEDUJfXCpT8CyD",
+	"n65fy7Ru93Wh8JukETvT6dTR61QeCtnoQJbvMgxBArlv0MFd/VXIXQNiPladMCKjtFpvDM8hW06WNQfv",
+	"umXMAF46YlLFCkDjc64MB1ibRXyJx6J4je/y/ZquS4viyvxGTOnr0NdYWbD3YMG+45ct0iec6ptLIkr5",
+	"32vK4rBMQgBFQgckVoTXRbHCZ3ahgkvVELDvUO0cq6WyfvRGP2DaD998mWA/7YofJMo/8jti6TrpG4Xv",
+	"T4IuXvSrzqZMfOKDAqnimT6PVWKvOJUpstkTgnNHCWkVYwQOV4TAi8xMBkO44a71tVgCpZkQYjnd//Dh",
+	"8AN4PDAeNuJTq+dTX9pTjrVPVPVtZaD2t8z+lCvmS7j3Sg4iaUp/yndGLOtG7aVpsCWfZty8OsbHrA53",
+	"I1gcOKdlHsrxyhNaeUIP4gntWZFAG22ZwgjakhufJ/cZE0evgaQOSKrMaKryhjpzI7LzWHUgzl2aLo6D",
+	"HaLpikh/ynAayTlidspbQmy9WPmbQOcnN44/KJB/1ZL5ZlgGO9r7k4PLOg8fn1DcuxRYEPSmMv1Vsfpj",
+	"+Bi4H+ce7vsIhYfGCTPXshgMSwPiTBTXQiiW4N9JrMD+hzskfXaRc4WlEHhSwSQauAiyO9HPDJzgaP7J",
+	"bg6A1OmLX4uRLu560oOo8SOe9Aetpr6FlbT5GFaSCxuvLKWVpfR1YPOcbCOptIzNRG1tc8E9XOubHPEL",
+	"gfSzVARqilyAmylVJpXAvJmD/A+zXs8MS+g2p5M8S7p9trO5U9IEYLRnyCHU6g2iWarIomzHaes2OqI3",
+	"euimI5iNjZ+qouNc5yNerO2unUnFoTJzBje3SVTAvb7/GEjZLjj2i7TsDt2AObonq55scwrNu/3dqWxR",
+	"l52IlZpkWTcM0++WXKi+lqXsD0WoGpdPWFCJ8rV264Ob1+79vyXb+hsqKCmWOTr3EkN8N8kKOeZ5wSZj",
+	"q4QxRG6lcnIuM5Ew+K6zs7kZq+S3vdenH/b/4+P+8UniD4MsCCnVyj4mDUtFIQYVDt2zaSHMLjt6/3vE",
+	"/v1o//eI/X7wBobzhzg7wrJ9TlBhdphTIMnFhtPO8T9/Z1Tpnnadebz1giUf3x9/PDo6/HCy//r03f7r",
+	"g73Tk/862k/6LnofqxfsnfyNdXa2ntMQUadJ4yn8DePsUowLavLmxoiisdVbeWA/g40RvmCYVqjZPLdT",
+	"et8nv83cHrml3LB6aT3lBb+hpUuDxGE/yf7FUg57oqqKGF+1NK5M6OXKLkDYLSNno7VP6yP+af1Mp9N1",
+	"kGRruy+3f93aefFy1nopcSTuNfO5x85zIdbtuWb67L/FoECpda4dTKuhGgaDU1UCTks72eNcgKDus+Tz",
+	"l4RYOwEwg13nsiiEahJf3sYO3uqJN/cHQ11owpSXfv+2+AdR3e2VFW2yLCbFnU3uoC7zegjhMdy5HaXZ",
+	"SOQXApVyrIzIJc8kYEHiJSM+ZWfCp+Ffvnjx/CVaEazTlppsDITDGB5iEz8E0HHjYB8z8nWD00QG1eyh",
+	"WqnilSpekB2Afb+8dKor3ULr7J4LjZRgQhX5FHDQ7f3ZIOMmgHCM1ZAbXwUl0l3PYWkvgV9Al6CdoBTU",
+	"9Gz3t+89xDFlfAoQkLGC5hks3Tes46Cp161/lWJpvWEjbi6BRjcoikrsc09hpEkflP+YXzR3GfqqpROY",
+	"vCeu1e0gbwIrAPNP4F4/YEdx+PpLH6CNz/Y/r+zm+fIgcTc3OjxY9mpAcYSP1zNxJbJg0/tTdM6zzFQa",
+	"xCZG5JGrwLW38a1n9gAZgEPfiVVjsJke7s4jHJUFGXS7975SVu3ELcCTCfPhdK2CfA+UDy+xCHGmHyzK",
+	"52BWC7+m9gjwkMgIERFRzXUq2Rr8TKI7Wf6iC0gBkPU0TBZ9Hwvf3txkWF7Irvm0F6uE9GDCNHWMXQox",
+	"rjKxgVpjHWBkwrEpcY1j7XqgArPLBB8M2aWYMiNUEatK91coSvB+4HcYnok+S9Qky6AIEviyx8WUYZaG",
+	"GiLtO8SqI9VQ5LLgagCU15ORMN0+oIswzEqpgrAKiLqsDwy0LpFv1TJLfqL/S/BVYlXT4Xb85RSQ6Ywo",
+	"3NbXt197Aegd+VQMMp4L7EHA94sVWTXIXmdvHrkI6fY2Ag5ojKVKM8/T/zg2Ii+egrx7iFqCyrs9pj+F",
+	"z1/KkYKdv3KhVi7UDQAHvDxeUrVYO3DEZba+gG5gbxZ1iVjzPKTjDG2eOD8Xg0Je1Zp4dr2NFyvDr9Bv",
+	"qXPnRZj5mcGmQrgZqNs6/uer03d7B29Pf0qYUFcy12oECuGK59JOKZXHe14fq74q2Ct9lrgvARSKGT41",
+	"3ovTCtJEpYPXEh99x2X28BQJ5VMWlj1ymTV2rj5h6t7ZIKWeFBfaaq3Z1wk7kbjM2oOVDZu2x46tcG1A",
+	"PWMdr4TJA9FXIs9l2rALY+W3IZpTfvd1Z/ec1bliHU4M9CTWYYN2wSSKld+LiXVzXCd9SCsbgZ0xY7wU",
+	"GpvkmSwIFolgmhIzKsZJrDi0M+JvkqE2RYKkDaj4WMd+pPhIwAxF0AZidx1IEytKu303ajtPiTHWiFKx",
+	"st+xF7/8jHcLcb23t1k9PMs69soxl7mhHqwiM0nEdl6+oL/tfbu9WL0v7RVra/Wtu8eSo8PjExbKqo1C",
+	"2DexLmE+bcHdxiLC2gl9qFrF8Ig+ioGxvIygrf6t9bevDIeHjb3eSOjWTAc4ju395c2yWCjAkMsFzzz9",
+	"baFZUuikBFBrsSNcNzjPsorf6fV3Tj5TJqGhg2JH8GoIVMfMZDAAQrFdllhRgxZArK6HcjBEN9qaHFxm",
+	"k1ywRNi1TdiA57kkFRLc7ZmBgnGtlIA272eGwQ9YIT5ZtxJtj5JnsNvc+63SE2HAqHggYRU+4pEElXv8",
+	"4aQY6JFYJK00Xubi97worC5byasfUl4dgwnErLRpIDUMZZPYyPSAutPb/Jq37gqPCFEh3YxKTCCZm4La",
+	"ys+mTDbwar6VpvD3e0hfwD1kmXyIn4I7OQF3zk3oa1UOJaRWI+vWTvY87qgU9IS7Q78G/JlPBCNUJ4e8",
+	"wQi9AH3UXgvGppvJBxK17vYHyvonXxsVkx6+TG+vm9iVTP2B+26z8jC0HM+6WF1IB7WHML/w+2fGP6Gk",
+	"d21ikcHEVHA0bxaI9ocuffT82esVzuL94ywu3qZt4aDbbEZCrru3zfgklMzmV1cyrjXyG1I0q7TGE4pO",
+	"3EA7LdPgWLXyn/kOjpkGx6BrUVFCwIiisRfx3bRs8Pi+Ownv4g0cXquGQvu5K7m4EbCht6/vgjtmidVD",
+	"3XKDBfwOrYbHUOZ6mc3Q5hM2t63BFrAfYu9aH6so5relIcXnxABjMFfuSDW3clV3yYM0Yj1qDxY9fNli",
+	"b9cEa+BgrbzHH7eRapnDvKiRygr9XNuT26q+j/B7BxveGLZjnTBB6jQAxN+NKLqN6pvu+5Cynx6xuCsJ",
+	"Lnu0gB3k4GE1/ZTczNHyfT+IpDUOV6zvCwBpAbHpHjPavbb2nXBx7t+Dors/igO15J7wvTXh1lgJ2h/T",
+	"GVrqbKI4TSVvr+lS05rcDCkBJ0p8GkN9SNAXb6qN8Z5x09TQW2JlBILDyJyNRW6A6aEk6CzBualIbSim",
+	"UFPrwbr0OdCIXQvjcy/QyRKrAMB3owTvLXk5sRrFUf/ZL6nZlTMz1Dl2xDCe5/JKmF6sMI3s6ShyMRa8",
+	"ALZB4NpjiR/2qUz/9WfCOsm/VT/62/N4srm5/bL26c9JN1aK57m+xvnJpCmoYKcA5tJy/nrsoLADh1Zd",
+	"g0aqt2dxXp8ZdiWNPMtEQHVqdpm0WnBSOE3oLyZys1ywNNfjsUiZkZlQRTZlPhcNiGS59XG7kO6mnglX",
+	"MUy3BMLCXIy4VEQNAhEzoORwtUj2Gqx98jOZXEqVJoxmIFaFhpo6BFiw37V1JcGh3oP9duOA242hkWc4",
+	"Gt/DeKlcwNPLhnu9g3vE+Rp4S6jzNnZeOWDH1BYSESPqKxnctW8XcV2fr+O62VVtWjucM/GJj8bWSPrX",
+	"8+jnP+3f40ynAtVVM1NkdXNWmCJlIUamEoKQqni5sxatjaSSo8lobXfLRyPsDr0QIDdH/NMB/nRrc9Nf",
+	"wPOcT+3XppjaIcJdG+YZ+L+dVDlHwl7YFS1Ul/a7yrCFsiP7F0ZT1qI1PkmlXovWrmQq7H9TPZiMrIKO",
+	"1iDwa83PekjlIRMEsI0X5WgPlUCBpM9pMqpi725RgMeDvQ5URofng6G8Et0wTw+aaU7Ct0E3JQ1OdVAm",
+	"BDYmQZAFEQBshlFeLMUquRRinKD9iSILRZKsaTd/WGcVmBXXZiasECsfV6AN5BrWUd76b2GoWHGZ+/E+",
+	"M+wV/mrdGjTdMCqBHBIkju1jDQhc6vn8ff+Eoa7f4FmmrwU2mZiEdaCKemfrRbePfGzyfwTeU+mCiU8D",
+	"YUeNhUyf7El3zJj2sEEbCcxnLvydngPl0Uga4AcNAYLKNMomaNU/CByIprujc6rztH//DUhpky6qEzf9",
+	"hRiNdc7z6S5L0PowpxyrVe0VKJJjRfGeQo4EG2cTZ69cinGxjvfKhZ1HqOrd3mFDPclN15fr+sdRQxvj",
+	"5wV07fIiVhOVAZQdXAAAGzhoKj+FSYaOSXgrR0MKr4S8I7IgT5NegMrUSpWZfLYbd5d9hpt9+RJsYSWu",
+	"cXS4WolM4d2vh7wgFhOvLA0r+KWIFTcsgRudytQk7QhEpU69TdxKqIFOrcS0SoK8c/rVCUrUnzZ+QkGw",
+	"ZMGsH9MjgZ/Ts+d7XbhTrrkDi1r5XT9ygIuHam1WlzXFtp7vvNx8vrn5S+mNVSX0jXwzuyPfHbzbJwUQ",
+	"iqSEsNNMhA4VNdV4SzvyMiZWTtKDLpCKVJQ+p75Ka4ExfGO0QAdDMbi0UvLC2v8FGmrgEqCelHmsfGDd",
+	"6T07xDbzfg9nwG+hB62VQ7mHT4SHzTvzewRARzM8FjlZpI8UifPjcRqPZqtuRZW7KxdGZ1diTh12k9Ov",
+	"9aVh0CvGtjY3aZuDB1IwrQaiRzomYUOdOXpI4wkd0VCK1YArZoSInBWm8xQ8ebJ5clMwPcB+loGzZmTO",
+	"pOdLdGRfnXSC642s4LFC7Qm0jgPR7bOEDJAENiLxicHAeMFSTdaNNEXEhvxKMBfK0Dlsafu196WpLpyC",
+	"Fx10+gbcECO5VCm67RNphlaaWAPIeb2JVbp4GDwM6LXGL2MFY2vGFoBVqvq5DwMoVD7okWq9q0OYr29p",
+	"96ZuczmLzS/tQE8yaGhmZ+XVK638g0ZDYflJWjXiBc3KRzDdU5HLK17IK9ztywpKoCYiGYdJJz3JB85K",
+	"7Hhkfwin9dhRrtPJwEqR0q4HF9CKM8wx77IkF1YPJ8wMeAYABFYIn1v3QxmZCpZcy7QYJuwTS4ZCXgyL",
+	"BFoDHdgAN2MxKBjIllh1OLBvm4KF7uK1Dtv9+uSeTMb0yDMx1XTO8IW6kXeWs2mscrHuzH/ozcEgUdJn",
+	"yUCrK5EXCXOX+BdwF7GOe2zX6hLngvZilfw14ZkspgnrbPV6W5ubXQYyRhj7+/8eiws4/dfibMz0pBhP",
+	"CuoZgqJ2OZIFiQT7q6l3DXGWrdxG57XmHteXfwNf1CR96EJC7aMnhaG2zxFALWgFS4b3hofSiQM8GS/a",
+	"WccKJre2EFAlj7ihHdIHnsvRzAQgcDmemTLuEAGITTLmuVAFMHqVfrHbjjKNkNmCcCxM9V4u+gGMFNBI",
+	"HXraEP5FV7qxPwnL5uFcvfYDnw3S1vG3SmBdbJzw8cu1kUhPN7eGn16Mti9/SX/+69drF/4b82JYRv9k",
+	"ulbXWqGzOeKf3gp1UQzXdl/uQNzS/bnVEvS7f2XbODdP2b0Ntp71cQcw/nRVmrnSvzdAnODhNgKqiLle",
+	"8hxd7ITxDZziGZXcoovLtGY4WB9Li2JFOgb1FlqepGX8hBFmmDRU7WTdgEAnEGnFGXH92juJ1Opkh2V+",
+	"BrQBqRjoFG6HaqLau2q9dHItyuERUSmNLWnDoagKnsOx67X69mTzQ8YCZmZoYffp+O79c98EiODr8Gj4",
+	"psgbnmdrXbQb1a/AyTb+2I64gpZvd3KfmZl06y7F4ttqCRAMi0AErf2Si7KcwFFz6dzxfEWUcqFygxrs",
+	"DJxpqVx2Fsbkog/QIGLtRPct0HrPkNbQK5W/CYBxepR8chzl1LNYscA6pRir5BG6fUa/xdSJtfxMrCq/",
+	"LTQQZC+fE/GwanA5AqaFdjRxsFqj04o9F46y4gixz4yrFWghMi9DHP+wG2NlKGIHPs6LnZLHggpZxj50",
+	"TTvfSnHvyix8Ev35WBgDAEbYib2cElG6kOcyaNhvbyqtm4F9D+CIRWXhrap1UaxjJRoIsImy/7Re7vHk",
+	"zN/f+ABxoSeDoUitSkBRnuBDUie9gRbWQWQSEZKrnCp0rPDydjqovSx7X3nnxwd7rawBu7Zvlf4w3Sg8",
+	"y2aK6FRtgdzGrS7cn1+iZT0WokZHa0Zfq+oTeuz9bMkj1Y/NlDwCiwKUPPYXlTl2eyzB/U5VCpg2sUOJ",
+	"FX5hzRkT+cvIyIDB+q/7jJ8B/Cn+/EwXw7YkX31nf+0qPo8iS29X3dkIdAbvCBf5N8QgY0sFGt6qUoNG",
+	"FsOZ1png6oH9l3BOb1JXVt1i32RB2a0O5YxW2bDrt86z7Gb50WNRGJbY34KVrRWpmYatVdM2WHsG6iNW",
+	"Q31tvYMpylXCDu6x99pHns90Om06UO94flnXFh9wK36VzWbsAKz24Is1yITKt2snbgR3gIP2PasSO1GL",
+	"FQkjObL8xjWhiXIz46iE4A+SQmWVeHjjCIoSUwfdfTaNFdSg6Ry5JawBXJxamUchKfrEXtPBavlSOLMz",
+	"MeATI3DPE0UVecmxQiRL9nr/7f7JPmz8bt8+HQJluhhCJA4Q1RSNRkIipcrK6UwyKJOzIp8K2HnlvUL0",
+	"eif1S2hzPKlDOMhK2PMYrhS5wLHKxUBIyE3nAgoDG2vtFD33TCxQgNVVO0h9I1sw7jY9JKs66EYu7Yyi",
+	"/IdU9YefiZThyraNINgJjSXZwG5iX9pFaZpqr6P2WYDfA/yor7idP5LalNyokP0psCxUtqs07MJuxa/s",
+	"Pn8LKDDBAcNy6oc30GsSUmepN9Ax4wtGere30AyuuJlfS3WHD10GL67yto+LGdeqP6uDnLvoyxt5e5hQ",
+	"4tk1n1ptAdIew6g13+E82BwFN5cmVh3KnbpCNsgA8UFoEcJHEj6hdNHE4P1HERtPzBCq22KV2GFsfLb/",
+	"e5B+qZoBCRTfV2TFuc4yfW3YSOdiF+FSr0DR6nOyUu0QCQ0vViguPf9UxK6HGvuiC57DC1itCl8mbMSL",
+	"wVC4Ogv7WRR0wyV0f/giVkHlAi/CTgloAzO+D2xmRqHE0rAOuZY6xwTYLt4+Vvbrbp8lYsRlVom92A9w",
+	"BlnnHOo0BCYQcFlYobXjJYbX9hgPzbV/u5AOAM0DCQJfzghsG2Xzos8eUDVh0LPYZz7zGKudzR32/vDk",
+	"9M3hx/evZxbuGjoAaWDEPB6kHkyhx8aB10p10WPHk7N1mmt8PZjEKVPaWk++2RJKQ4AypAs1JnulhWM8",
+	"m6K1BCujAZIzGMuutwKsKQZFv77AhI9ErDoVOzAKjcCuJ0jG/gVaeawysauVhB4R297c7GN1VKwqoykv",
+	"2GrMK7TZWA9X1dEmUh8pfN8+nDnFzQpLYu2yVmabVpe2orWVKfAP4v8+q1JuM+wZ62hVqrLKSdw0J+Ft",
+	"RsiQ3jZ6tBjtcjqDH4yKtyHW22fWLcauLpkug4gZDnCRQxleO5NKVcU5pFJ/5r8Onp9tX+6Ib7uu4xbJ",
+	"DZAi6Qqe894RvVR1nm98viBEe5Pw7O2OWCWKxGNV2Ruu7AGiu0jSZs0ZdPl8HHjpyG344hS1XZ3dJpPg",
+	"Jgc4gkqXRwgnf5/HF+LW9cO7TJh6nE0u5LyazVsQh+E9rTMkVKHz6S47m6g0Eyl9Aw63Ho1lBh43dnZL",
+	"ZQrr6FAerzNRYw59i9J5efRjlspcDOx9uxEzYAxZt9Vkk4uedZfo6eifjbiS5/aAJ8ipPMuBiS6/NAxh",
+	"Oxk2Tlp5kfKCx8qeklyeTcrEIwzXDK0vjHc9Le/mqrusX0QDAX/6nMPLFhruj78uWTV9TZhrmMoFN1Z4",
+	"KEdaAmFtdsEdZADe+5Qm7dSxc7Zlc49olR8SCAsesUyIyu+Lb4jXDAJa5RYd+/l0Z8vN8DwOhAYGnd/d",
+	"isKqTxRgIhCDWesqs45ntbDbprsLjDeZoEpLfU5oLGENI1QmD3QqytPKOthag6w8CStElhmf6CEanljR",
+	"TVW3x94IF1ASzJ5OrFAAcJASHGPAC57pC9ZJrkRuZVZSsnAAGhEvhCm6UayuRC7PJQUbjv++t7794mXE",
+	"8OAjhEPr0We80CM54BkdR3dq+wzCD9NYOdaf5p9LwzJxXjAOz7nmpsdoBSsvRwqYiorEFcxHIKhKw6XH",
+	"9vyv4MRLn3sK9k1H504WdoPl+TVWrw7fv3l78OoEBAfdR+eMprAysZ5OttK32tSk1LemkReBMKyzXPBL",
+	"4GyaZALGYw0Ou1fQzqJnQ/eTX1svwnCpoKPcTEax0jl1FGdSXUK2L+n1NhLHXE5MxhVJWI4eevIRVsMO",
+	"npKH5XphFxQejExQC7wr0ILVOxNDqdK+hzOh5RoRNT/eevPX4NYjQvxQOlZuPkuGSNZxR46+O53kWdIl",
+	"xmEoFxhADzGy+b3YfN4kcA9wuXE/PVBUq/KMR+pRcg9fgIZJ6tieNH8O3JH9NkJAvy7+xSutzjM5KFYh",
+	"oAcKAdGGL4VJXd806uLAwt1w192XpTtPdceqLkhmdbc9nt1dtrzmjlXZiBB0RJHENhUdoc/PRW5C+9gp",
+	"FSvuQziR8lA6XeN7MPxvZHB20cR3z5GGDfgAc18sleaSnet89u2LIkuYEQMNmSI3A89fbm52+yw5B7MC",
+	"i7MchS+pPD2eIj1faiVIrOjSiCV2OCLxbIHhy9dQBqhemCvI/eZ4U4CksvdFhRArpdnSCoG6ikW9cQye",
+	"hQtqb4fPsYoGx1zU6Q5fbD5nx/sf/nnwav/04/u9f+4dvN377e2+nQSrr66H0x77LdfXoNy84lQA+jXH",
+	"BXDEin6JOPv348P3zAHqseRzvOa2Tby2y/5V/m3/jNeuhEp1vmH3SrwWsXit/FdwaOK1KFb2Ytg3/k70",
+	"N14+yTP8hxny7Rcv8d/OrIJf+KfBWYvX/vxi/996UGh9EIRI0it43rv4H2wG6v2PHCOaSdVmYOe4xm7d",
+	"elalJYzAHnOtIUEpFa6eHscKf9CNGG0tVgxzPbkYOkLNMz2x7t4gF0JR40wVTyfBN1vge73yUuqBPTB6",
+	"0CK1TLvjabtgd9Q2XnnAGQpdgaWVxmc6FvPzBnM9u7aDulj0E1Zu1WtzBNXFkF2KKXXWVaQ7CnfAasi4",
+	"GbKxyAdCFQTxkMaqk1DZnn9NPhiJ/7395lpwewaTbllzGN7cq9wGd0ylWIiOgRDyE8LQSd+l5rXOWC4G",
+	"Okf0dwA40DozvjAPUuFTiJEwK/OddY/l8cEiIkqw6Tb5XlZQhvZmpQOQXLBY4Y2q4tx5QnVvn7wAegsx",
+	"GltHlplCZpn3E+3cOgOcSh1CHInNX9nBe3DSTo9P9k72m0sQZc1/mBtsPgoXPgnkdrJgG7BOUl/1PloE",
+	"uZ4UIvfVI+R95vwadl2PvRZwg8juXLooVsn/+Rdf/5/N9V//7PzbLv2zd7r+50/u4+6/bSy84n8lNXjc",
+	"teoQm0PltPTLxsu3t6oB8+dPMtkVuE2T0kZ78rHyG/tK30bRoqx5H22BP3sanr5+qIiJfiAiPFrtrKw4",
+	"2jt59ff5CoMqhwDwq5Sd9GDqgXIhwcANKo2RZ8YFBwnSFQKEU4+VhPbgMx8rRHIgc83HsbIzAyFBCjm5",
+	"8F8muFdjubiSemK8oyMVgzH3GLAEemj3YPwQpDRU1Du3f/pGOihWvJYTYdWMSOlT+CZelbYrEmhrJ7Nb",
+	"3S5W2Aw9a5+9UkSPq4juP3oYrusjVcDdKHjoAJ7dafge68ZWUcYngRScAiaSmrH+Wz1FI6xeuhEQ8J65",
+	"dJ3uQR4ab8TGub6SKfFRDK3UBNEG+cC/EnS0nBy3Pst5xguW2AuxKzhiZ8IUzAx0LlwbsisbTgASyadn",
+	"UH9iwg9xh02s4JHQLTYdi4SiffZeZijHAJjnRhgxo+k1hrJgWAENPqIP0paXwrjdn47gBYOsAI8etHKN",
+	"+JQZIXrwvtAXJkcj0oBFPlFwLK2m3t7cjNVgyHM+KCDaiYAruTifGJHCBNqXyUC+9kuuk4715KBavUtz",
+	"itNZIUNB40pP7IspM8nAPOBqGr6TQf1abheqTaMf+tdtBlexy33EM1EUCxH48GJWiE9Ff+58sHI6qnVH",
+	"NcVV68L6q6kpur3R6x1BUJfNorBrvE23vVnuuReb3bbeL9iNlSfTDdZ2tzeBngR7vl5sPmIDGE79IkVl",
+	"3/+b68ymzUeSJ5Bw+M5OwBmxYYc7V8RV3seJOTpWmE+A3aqbD7sr78UGmOHk7JmJg0axjx/e+soY31AE",
+	"bSJ6LAeGdWo9N9BekUSLe3EOCjbguRWFyD51KVQfcj0gWK0kS/zr61z+j7Bm4R9DoaDhx8qmSal7Ipb4",
+	"f4PcwkZVaJ4YTs4gcwBewSTLWiDgjo3Ym4BF+XDbGR8xbz8fV3oZFfZilpzfX7+brG1ABOjnNkWooiem",
+	"vn1h/W68hz9giNGBcqxn0ELst2aOm4Z1uGJ/P95+8ZL9+x8nWHoWq2Qk8sEkFz1/ecIGGZcjgt8Qn/ig",
+	"wFZFdpFzhVLc7uhu+WZlKuod3i1Ww8kZ66BNQeQm9KDT/74uTi/FFCsW3C3E6Eyk1s8aTs567JCaI5sO",
+	"0syBwYOEW3jeUYJWqzP/FrvWfnC64EwXw36sEnhEtYsMLscaEarQKOt94fIWFDa0ScBswUZ0vB0uBXnw",
+	"dpK4YckeLT2MdJf9JnguchZPNjefD+AH8E+RMJ1HZLwoluxfCVUcA+SulSMcH5Dw8GYJq3XMU7WLNe7O",
+	"oeVMiWuQJGfi3BpQIdTbHDnCOkYIEjym4MXEJN1dVm1GaxAf7kXFsVloTpyg3Cw0LoEjRCMp9m8w93/j",
+	"SIqHf5xZpxwIJlwPXhMYgb5WaHUsZDODuzaTmJU2C2y5LdyFs3TqIX/Z9iL2sj8fXqTC5M9t4JqRG6vS",
+	"51lhf2DMRJQAEKWMrQr7iuBql/x4gG4s9o+xCkEOhiBIoFLA4GHtJE6gEtq2l76k4KEZgRlRRP6rpGwr",
+	"xWJnV7Xgjr8//D121CARpIoVyrv1a51fWrNJp8jPyc4gt5lbs8UT9mpTrBdycIm9wyDVZEETZj+2U2gq",
+	"jJHcqRd4X2lCxePcmRk10/fFogXIMp1lscKaUjizG5/tfw7SL67VOLGXnAJH5hXPTqkgJGm3ho5x+R72",
+	"8OJDFoai7LoMhlwpkT0zDDfWo5lER8FoaCzNhwCF5033/1sPL+ZasUuLXV8rZ3KfEsFZ+W03AsN9nbKk",
+	"8FupBtkE4rQhMSLrJNQFCnU/dlxCpVJdRLibALim/LTbi9Ue9vYDXkMzX+zuEnyxCSlV6gxyYyRigIIX",
+	"os8SI9VAVC/BhoKE4vGe167IpbXiYlWy0GE0QBWhoeIObirNQNMpzTIQF8GJ+Tcc29/+4+P+x/3XqIBh",
+	"KH8ji0WOhCn4aOysFjxXL1xtVVsNygmp0LlWwWG53K4nAqajzX332265k2bHQOf5SwubKD7cZTzc1Prw",
+	"rytDsxbLhzev2PPnz39tDS7AtDWDytjbr9upXGsEtblvbLuHtD3spN4ESg5m+DuAkPM2IUk83ODzEUNm",
+	"Bd0s/DyIrY5VliVeREXAkd0RYlYHsvFMZFpdWMu6XwWmNvCIAHDDA1uYyzpvSKzwblFwu3J0IZ0INk75",
+	"dnqGYqPPOCNpk0+UYbKwUm/EP52aQoyxB2rLcYV1SrYUXrCcqwuxy3a2t7t9tG4I1SN8fGkaxOr/Y+9b",
+	"mxu3lTb/CspfIp2l5YkzZ6te+5OOx5l441vJnsy+VTwlwiRk4ZgCGIC0RzuV/77VF/Ai0R55MvdX+ZKx",
+	"JJIg0Oh+utH9NIbwQucXZN8m8hG0DOvk2g0dR6vpJYajl6udyKhKS2bRs08tifEBJOLZvJV1VWm6/F0t",
+	"dz5vpxEY4VdK3adHf6BaUz2geEaML1i6tgn726O0jTgbSmwqTBpuIAGslhTXCkl06+o72nm3q+vCbt4G",
+	"NYqt3YmncjGDUiU9DXAV8/ilWVqjhMq9OuCeIu0MRxxknaawUN7LW+UjSlZEbymKTUFIFMCm4yLQLtI9",
+	"7PbN1ngClFUpYhm55LxGYnxqKsdig3GhJQ6JTq5wJGtJHpwPVLbMxuTN+fnJ+WsxkDeAdDVj6+HjpNUf",
+	"pRZxea5x8ne+heS48Ppfg2VvmxLXptzGpejFYb3+5oa7s4l0RvQ7P9dFU7p9r2SuMkRQ4BL42CCdGOZ4",
+	"2TyHPTqTeX4j0zsCMcaS+86xjVaoVd7Yqlz1ooaPBCS+7b2ziU2Huf/xG+FczS0F3h8RznWLsof683Ha",
+	"kmfL7XAkuGlxj9YmIBXFJqhv68T47fjk+uT89fTqzb+m49fH59dXh81FgV9u/K+LyfUxktG5ymCjHQzo",
+	"GVtqzr2MDdkCbtdo1LtSAO4XWMgi2XI9OF02yYvsYetyJC4MbGrlFtrIXAyOLs4uT4+vcbS/jk9Oj19F",
+	"4mh8fnR8enr8igpjuci5kGi6BjzESFwen7+CFxpfXk4u/hifRs07npxfvrke4qsdxGY9LR47c91Q6Rq+",
+	"P58vOeWrRX3qBbtGm0r1xg/HcPmPsWFrAB5Wf2vxvoLFG9Oueq5O2a0x4qfVLgk9pQ6/NlB0kM51ng2J",
+	"ZbJRQ8xs6uVCUVjPC+lpl4kBa6SAJ6M+dTQ84OAE3H5VI9HZp7eUEMVxDpMqX2Kulb3HPPaQGN1z9yg2",
+	"IZQyl9qMxHXQQWs65kD0agxu3413gBHi6z+mGa6qmzHM1vevIbo+yFZXfEu6ors2VDYgfSozJariQbps",
+	"Q0WCsv2F0Elsuma624xzZd+hIrI2n4KPjDE/YhOB5wZ3+UaW6VzYWWwS/miEQSHu24xJBczVwVQkInxP",
+	"CQay5HvcLEUyVzJTjnJSCp3e+dhQs0NBIXw8u0i8ylXKuSmDNmluZXLlSUvUD9FeJIsqL3WRq2R4GJtk",
+	"5pSaluodHfHUZR+crRqq4+sbYE9nCRP6q1PqGq5DCFOZO4MOfneOIkEvAZqtHmgkZE1jwrNR2rWpUDQT",
+	"oWfiQubUphT56w76I6QCE034ZLizJnU1kcpqCYhN0OwhmNwsv8bzsaVfAXK9Shbv+0lisNFH6ONPH7Jt",
+	"XugrFUxsjhZp4Th8n+e02MxhFNY7QrXA1asry7ktrthGhD9HRJi2kJC1Fqp1G0roR4eD92RROHuvvpiB",
+	"XPVsP2QiL4wSmUq1D0ztYQLAIoSePTfL2CDpeqgaaGzqgOoaqDCRllE4+yB0NjwkYiq0M22kDI/LiCZk",
+	"9Xahgy65AjoT5YNO1WPGAzxxmt6MuEtcZTwXnlJOpLtFUhGfCDwpHKDeudX3yrRtBxVg2sJ6bMHD18D4",
+	"hVP/UWnJ98dKTqcKdv4pqrewmcqb+HxC9IhJr2nDQWofZuB5hm11ZXtNG03Hj2Tbmjf67owbHs6gaeMF",
+	"71i2tfXc2ratbfsctu0VCl+thJpzw4+3aiG8+bnMGlNshaB0Hekl2kXQs+S6SmpQQ8eWu1XhxYCcnSl9",
+	"VBXJMBIhOGxdCD20FSxSXK5GbIqiTt0vnF0UYDtAxUuzpIPUIUaoKFOHz2Sjuuc6IdmERsssuRHls8O3",
+	"WYa9emQekl4WWMMI/xaDkP1y2CEm5fwWpPwNua+Y33Io2tkzwYwk+PcUo97/S6w9kBJ9/6xUFeLydBJO",
+	"Cow4a1haZFXahSx1ykfLYL2cLQqV9aa3sFz8QAao/UrfvAX67rJhtgblOzQoYUuEDBrSjI0WZpX58eaF",
+	"UPc36zNNcHjhKAFBPUE6VppMEUKegVecxxM8A8EVW0550O4YO7Oe8gt9K/Oy6xL0aVsaxw+ka5sX2mra",
+	"rabdalre4QRDPyF8Ryj3pTJKCH3H5gNK9TpEfcJ1CE+ZyrSGpk2gZa59abGHoyoABRPKxoxzQOHIw4vv",
+	"OU1tZcpE3GJt780Sz1qIsWr5BMyNDfcb5NR37DOgNmrMM4Fb/GD5HR1Ftz2y/aJHthNK6q0btcAGMfZh",
+	"swNalOddTFz4BLnJ3T3f2TRa+Vb+cGxCSQbvQkzjmi60qUoV6vbBc+VLE6qhxUa24Nnjdkb6QC8Gk/H1",
+	"8fT05OzkOorN1fHkj+PJ9OKP48npxfgVOPb8EYaFI/F6fH38dvzf4c/T07Pp9cnZ8cWb60hcTC5/G59j",
+	"ytjbi8nvx5Ppq5Oro4vz8+Oj6+NXGPIlfcXIVmrk1uEOsHSaatS7csovVSbCq5KzPSlGnEqTqpw723by",
+	"sg/Wk+bqfDUxCIlt5JyvPCU2SM1BQWVjG2ecH3CwGYHrEY6NNn/plkcoFT+Okqpnc6unvoaeIunqoJUV",
+	"u7qZyip1evc4OjlaLzYHXXUotKFieP5whZG00y95VdvF5tFSDOLndp4Pb0rRTsverxsHFMqJzOl7RQ2i",
+	"R2KCZ1GBRwWbIpeqCKkSFL7MrS3EAL4jXxF5x0KEswF6Q1GZDE8ncyW9onwVmKQp/l3XqnN1smylm1Fu",
+	"T01RCBetl3KshD/X469lK9/tz0pj4XP5VDrtaqJOf9IesVYTp0poJI0de7AVE7zaSFwqt4tBVidLFWr6",
+	"ajKvn/df4DvR/JNxGR6KG7W0OIvi5f5/cUYuKrzdMUzFZu0Vr3V692OAuFUB2CpHUo4v9zd40LW1Z9Is",
+	"2Wv3Xx78VdQQgvUdptTbWV28tk69MWwp2bf4cdCy1ubPp1s4XuWCRL00QNpFTHRDNkVsO5Lh9zfLOqkM",
+	"2xpGjc9WbzBPKbncSy5TaS75i0Oso0EahZH4Fdt64eX/fPEiNsn1xcXp1XRyfHRxdnZ8/upqevX7yenp",
+	"1fTs5Orq5Pw1s57Ihsh/scBzHCn8nc7zlS5f2LL8UVoCnK3PuHsn9ZTCozZpTriyCJ+E4eMDr1ITHr3f",
+	"QUROl2QKRvT0WuxEO3wuhpRKNhdM8zj61TqVSprh9iLREsWBDnL3xmk10+Y23omY76a7crSzNppr3vLr",
+	"03oESGFjsVrdBY9IGDbsoT898nQFtk1PtDg8L5xSSvRgNq9pBPHK4SFxpycn59fHk/PxaRIbKlANLGSV",
+	"Ue8KSk5hQnEQ5R5yglWxaYMw/LulHvbew/8AhPHm9M9uLhJqVwkh3eb2RubiXuZVzckFjzgUTaDqsabk",
+	"MLqrMIxnW2F4nWt8mUtZzr+J2lCejDC14kE52NUwX9tWw5+w9LPsmWuymdbmPeIfPaPr2ssXv4ik5vtr",
+	"s2c1jIyt5+dySSy0QfCRPjQMagDKDIkQZzOVlvpehST84aEopPcP1mW75bJQGW0hDitIh+3cuIEYn+Ev",
+	"ABAk/+D/kkhU8CBxp5acX4t0GY/Vj343e6090lOY3efuOlyS7XZbr02dgDQ9f+8U1aYdhY9lSp0/MBvT",
+	"tbtydOzEw9zmystcHYrEVHmekKcYG6LApmoKQVaJOuuikBOLi6HtURnqgpGJgRS+tERjnjpFTepCCz6P",
+	"RJ14yDA8hL/qpm0r24l5M1c2JbwME3GB5W4/Bht+w/e1ga/hCwHeQDfTsY0PzsLzl4WKMFGVqGWQhpTr",
+	"YbWPzYPTZanMSFz26gh4f2VSt6SOIDDV/UD3svocG//THwyvjPNrnQ5/Es3T8sax0vlHPDzengV/+rPg",
+	"tyAsz1bPPcge/PrdjeD9o8TTbYTfVl/EGkNZkSjsm8L8N165Hwrq14xsW7D/BcD++mx/DNzvFfcokPuu",
+	"yTY7BE9A+Ng8D8OLvw3hv5999Gxjur7GnwLIf0+w/LlS3g/MnynlI3ElF0q4KidWhqToYrHkAMukY9OP",
+	"61Hiow6MF4+g+GgdxcemhvFRLygn7L0C8CM8L0OIndE9rWsBa4/AOjYv9/efwMSfYSdtcfHTW3mLjLfI",
+	"+O8h4+dpSMDGoOieOBTri2Jc1AddQmej3sOjN3jX52qNb4q9GV7hQ4dS45q7GafxS6Par8X2XPHqBnmi",
+	"1X6C4LlPil6++K8m0UJmmVPeY66FxOYb/cTB8KSdz8n7Cw/4Sry/9OgP8/6iD7ol+t1ahk0y0lCouU6z",
+	"Z8fWFmDvvX6au7d3D6MHGuLFufRll1i93RP5seAH7+jnGYo32Onqq8c5+CfbfKKvynL7iGhvfqY56gsm",
+	"fLNyuYmZaJmIbYhtlXz2CYkpkOtmQxS80CXmnmiVZ7575MYh4ro5fkcpznJ5G067nqszqQfy35fNz9W2",
+	"/Nnw6QvvC+5e871AqG3N4nfcp/wJNbN5wgCeMKGKEepdqopSJCGknlBzLdpfXY0Tm49WOb3lfBjP/Ba1",
+	"TmtoW7WzVTv/s0ulcSts6uvtFTotK/d412Xsq0i/EXrBYS7JhyW+dAqZ8bTJtVGHWF9UR3Pw8GQuvTBY",
+	"MTw2S0EtkXc1n6ws5JLO/XT5KPq+5AF+PhCOr7X3j+5mrzvR3WgjqWJrpQ1d7x7He/34Z3FjXL+ffBCN",
+	"D8uZs7l6XoD50YjyBG/1LTplMLKNKhjgDbae2SNxZRmEy/FC/60A80mTeCPC3IsEkU8iFvKOD2hRH0nT",
+	"hUQ9SslJUwvhtwaDcHAwsK8EgjYV//bytg47kRhue9i5xTmb4ByUdSFRiDa0Pnvv4X/PD2+vg5o6g3lu",
+	"c8pJgTsfCqfu7R04X0G/YF/vj4nwTOBO6m8rmrUevnA3LLiqe/IWspw3LXl5Ors6o11etpDvTpW5Lec7",
+	"B7/sRzsLbcKfP69DpH9/u8oGloqeu43bfx0yFxDwpzcwVfPuzW3l1Z1SBQjVJ+BDqIuIM6kW1tBuZpoE",
+	"2s3KZIXVWBHRT5zQnz12GDr997Mk/JMr8/0oNhMlCy+sK+bSeDEIXcbabcyxxBnL/yPRT3OATSlVRnwq",
+	"/OjYZE6HANBCPGAG2YNcIhnfkglXArkLlhRjfWUPC0wkvG2IK2JDXCvgssGmXRI/S6Z9wb0L6CWzSgnY",
+	"olmVq0y4yogBtg+BfyEpldQLLMawCw2TtMTHlA8WOV3TyjkYMVFGE6d6eASWf8NtkAx9uMKJIFYoEfbp",
+	"HrH59IwIk8pQQflvbcH8jKpu/WlPKb23c1mSOBfSe5Hp7yDN+nsgIFCy4A3L5FO+swPWJd9vTkuwOrT+",
+	"saAWI/vf02SKIFYkFrYyqJGQLEWX7W7gonBqpt+B8a9cvnOw814WxZQ+/GtPFnrv/uedaOdeOg0gzbPc",
+	"8i9I6eL+2jnY2fP36U5vWmPzuKS5OBGDTsIrIqowVkm543PrS+GsLYcjkOx/11O1BmOwlpv2ZCRye6tN",
+	"JHjSfCSOria/ihKWNqor1XCx1ELqXMxy++BHDegZV+W8Byu9QZewwWzaGjGQ6wgxCjF5Dob4YeveZM/W",
+	"b45L1omGYdd4O9O5gjdKWwQRfN/WXY9YT2KMb/3ml9VNrlOQwVIvlJgpifG7WS5v2+99hAvVcz32XfMH",
+	"3LQ+4ibvFL+OOFU5EjN5bzHlEO4bhVGiWcLeWr5uIy1KtShyPA4xWWyafrFIdDZTjppY4E/bnfZlq4/+",
+	"oA4LFMp5a2Te+hILCLHV/xDrDZlGpyadxVtjFiR3oqiv1PREh52WxEItbqhOeaDNvfb6Jq8vJigQm5cv",
+	"Xg4POQvbyFuOKAz6u/9z6786IdM+mKg12larqtBXX9fMcyx8dTMQfint1+IUw/YZEKawMycvnkNjsXZs",
+	"6mLtdq02mrewDfA9+8RJudAjDcmYeH+jhB4IZUBVLJQpAwFZBEu0WxtNYe+Vc8T7QD/OohgMjd3lviXD",
+	"GnnhY3Zzda/ahV18Pa4fgAkYxkhg/irVg1DeYOCoVNrFhoaagwkcJHH14sUvKbFQ4L/ViD4Cd/lcLvjD",
+	"hPL/me1DJKl1ajRRMnszOYWnJT0TxmQSPa4WWAA7azaBLyV2TEHBDpZCDP65Swd7qbMG9o4jNYbLbo3a",
+	"9XOLrWITV5mpLJOhsC42C2kqgE+inDtb3c5FUjp9e4sY5lWlyP7A3DyOuBgG9+Gs2NRAq/PGVx371vfS",
+	"qvLYtpm4r7sTQHjr/ftgXv76KxF4WgFutHI+EhWv4YodxXa4c2Vig3OI6BYMcGdsl9SgIKiavtH9jkUQ",
+	"M6ZmC0I9vjwRg8Tf301JJnRG0sB/UjEFC8hwJM5g19cA2yiV+TVtYE2L/BHjjr7xKjy1mg+272Euy7p5",
+	"UOACSq7+OCJ+sOn48iSp90cLSUSxAYAOsNpXXIOdwlznD3LpqRcv+FhZV2YvT7AWpGd2XoNGIqGpFRjT",
+	"DpFe9GJAbnSCGiqJQpwjEgn9IsGmCaTa7IPh/hQ+ig233TcZc7x1lIiPuIJl5pTanVm3QKCinDKpouWX",
+	"jX2hHo0OmTZlbOhpDcEE7PuGWYIqztkpoAUNhaP8F7oQ4Ru8F/9B0hGUDxkW/HFtVm5pxtizyrGyxh6K",
+	"FYzglQosMPD7kTipTQvdILiZ4GUeiu53bc0PvpexZVDr9UW/dFaYlrFnfU+lua3krdrtW4G20eVhvnIa",
+	"8OaBSGyhjNQJEgOKi0KZ8ckugG1Zwkhjk+ylc1ki/s4V93QM0n7AF0TiIs/lQkbi/vT0LBKnZ+KqrDJt",
+	"I/zBxFalcpF47eyfkRj/v8qpYRSbRBpQcIVOEzE4I8IgDzuW6UHp/VSWiEEqDbyBU0WOHKzOLoQU/+fq",
+	"4nzvv8dnp4J+yhVe4EJQX5JMLaxn4uXkBhzsyuUJnXKSOHQmCrAQursFYaxgegIULPKKeUgAzNbapt7X",
+	"eb6YSiKJnuIvEjHAzX56ejYdn55evD1+Nf3t4ur6KjkgPIz0SJE4uWyeRSM/Onk1EUaVoBNAygrpJNuX",
+	"1C4WEmGNL2SqfNNFxVijhpFI5yq9Cz1mmEZBDF7u7w/p3sz0xJKCXZysMSot/SGiMmpY9pNngtpSvSvr",
+	"mWFONvoG28P4uXVlbAAmu6IUg/0XL0CInUxLVPvgJTsw1/VnoUIY9QnervK86ewDNlXHtfnJ1y/WWSWm",
+	"gGxVifPPInq9hoN71nCrJecXuApHF+e/nrx+M8EmawlJBqtNwFlYk7ULq30gajcTXvEBxLXQ0zu1nHpV",
+	"ktJu+sLdqWVnn5717MKnLCqpo0zNtNG0ZQd0SC20EZlNsV2b2I9Q5MUVxg5E5uSsFPsv9l/s/rxPcTCA",
+	"ArFJOp5fiDQQ/AomdEQfj/7jrUmGHGaqdF6Cy9KQ3u3i8umbqlRZbFJZytzeRuK+jjDSZirohIOIPRfo",
+	"IhA4IKBo3a6vCti7WctdAOkx6oFevg98PWHtG644twyWwa9R9rVHz7zqXP/Zy9IXmzZNX9QWscEKJl+t",
+	"6jPZmi/QLjCNzQqLSdAZT7GZtGTMIevSirm/fgScIjmnGIDaJojVwmkwctw8BCxJfSEmhW3QeIW59mXw",
+	"DTNOwwb3jihgcPlSFlTsYR6FNoUR9xOM2ISRAtCmwm9Kt+T/EV23ICbpdccOYUEKOtYQreKD4bgMBX4b",
+	"jjhu7dwXyu1MFnLxrk/WcQ3csGI9V6XI7e0tue51yBdpb1dZbWH4azGg2AwS+nPKLvoUPj7gn8JWs0at",
+	"cFwS7mnHwsWAwlGwBPA3AMKAm3cBvwdEPwTIsXEQHD4PwupVbBrY2qCURyaQA1p9SkzmuxiLIF2OkQQP",
+	"LlyhUxLtBLbC3vsKT67+Ii7kRAwyWcoWYbhTTCWIJzmxIVwFM8WAoHsXY0s946CrT0birS7ntioBrrq0",
+	"cmzrSw6fKScAxWYexAnDFGJe3QhfKHkXkrjP6ELhqxt4wRv0dEqb2vwwEHxG7RsiTPBgFrFRJqjecIt5",
+	"dQPWrc6Eam5JPTW5Br2kOaKzyPACReXnEcuLF4XN89gkr4+vxQqJdLJyAsGHB13HqfLzR9Rn10kC5ES/",
+	"CCoRQ44+WjkLQRB5o6RTDqxebDZ0rmh7BRiBtBJhX4fICigs0rqaafJb40EfYxSbM/asuBm4Bld+xZ/C",
+	"NharXlWIl+EW0V4ktIZJq01ekLiETaUs9N4/ElHIct5WMCMxqc8kVIaszIAe6tOJ//0inDJgOCs2dEIR",
+	"rYxz2jD+T8/G/zfZ5ARj3UaOL0/6opsFWGNF9rhwNqtSLGMA/27A3pr3qvTDAyFdOgflBhofFI2o8GJQ",
+	"+07fy1LfKzaFoJpiQwHBuik7sQ3Ac26qnPZwXuHRK2c244Mei/wB4GypfbIvNLTal2/cVfTFQJ8A9gRD",
+	"38T02o4XX99otC40g9fvC4QhYhDa3CtTWrBT2vgSOwSH4Ghl+CN2UxEMsZEYib78gticdG+CV7bu45S4",
+	"DfsKj65ZTGufgoDMlC+YcowtiU0tbzOZe8VRy3pMy/pK/qi+shHU0lXo+YLtLfjtPTU5y5RDp/ch3MZP",
+	"M+0SMejEMC5P37w+Ob+avjqZJFEN1hNfWidv1R5fmQzBX8qz1usQ6oxEpp0i7vjwOCnulcmsC4MI4T36",
+	"lHTJHn1k6tDeXjIciX8pj2HIgJZjs/+TD6U7HMPRM4BVzJvhw/kJIUSwIgciqUFnIga0YerB+EOhMx+b",
+	"EHHMq9tHBpQMI5Egxy3ehq4GgaZNe4XfwG8WaXFFJz8wt2WmrUjQvzNZgqFAysJFH+G36+tLkYBRY7rp",
+	"hBSsx3ZrKyw8nUgJjkbBRr9k584n4H8v9C1j3STcEZ2CP5QDRFjPwNoLT8/Pz8+nmGri/8wT6gygZa7S",
+	"cog9iTBaTQ8BoJLL5blcKG6Jcs+3R+9Lu45Po33jyIh+P4ZFqO2/HMYmNOGueYQcdQDARp9OoWsjZg6P",
+	"bEFXmSxXYpCET45N6ZbJsPV8wL7oCfa4VCzZe2uCwB5lvUvw1NIrN6VMY7RNtepEzIcp1GKhpEEHZK6c",
+	"OhCFTO8wGIJajhS0bxKOajesMvDLRnuw0QbBVvmsCwRoyD2K76Iqby2MFs/PugERis6VsGuY0blfz7XU",
+	"q9T5I4Cjdo602ZVFIToATgwal0MsJAav2fXQ1jSHCAykCrqIQJctwE8mYLUYiXP1sHJvnMbcW4RWCB6Y",
+	"sbLQ6QdgZXsOz9tf9ZkQmauyhGWANRMzWhh2RWsHmL8NcZb2od0VfrXz17//+v8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -133,6 +133,16 @@ func (s *Server) gate(c *gin.Context) {
 			return
 		}
 	}
+	idemKey := ""
+	var idemHash string
+	if idempotent(op) {
+		if idemKey = c.GetHeader(idempotencyHeader); idemKey != "" {
+			if idemHash, err = requestHash(c.Request, ri.Inline); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
+	}
 	ctx = api.WithRequestInfo(ctx, ri)
 	c.Request = c.Request.WithContext(ctx)
 	in := &openapi3filter.RequestValidationInput{
@@ -149,6 +159,10 @@ func (s *Server) gate(c *gin.Context) {
 			c.Header("Connection", "close") // the rest of the body may still arrive: not a new request
 		}
 		s.fail(c, requestError(err))
+		return
+	}
+	if idemKey != "" {
+		s.serveIdempotent(c, idemKey, idemHash) // the header's format was validated above
 		return
 	}
 	c.Next()

@@ -14,6 +14,8 @@ package spool
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +53,7 @@ type File struct {
 	MediaType string // the declared type, "text/plain" when none is ("" when dropped or unparsed)
 	Declared  bool   // the data URL named its media type
 	Size      int64  // decoded bytes
+	SHA256    string // hex digest of the decoded bytes (what an Idempotency-Key compares)
 	// Err is what the data URL's decoder found (ErrInvalid, ErrTooLarge), or ErrTooLarge for a
 	// file beyond MaxFiles; nil for a good file.
 	Err error
@@ -84,6 +87,18 @@ func (fs *Files) Lookup(dataURL string) (*File, bool) {
 		return nil, false
 	}
 	return fs.files[n], true
+}
+
+// Digests are the SHA-256 digests of the decoded files, in body order ("" for nil).
+func (fs *Files) Digests() []string {
+	if fs == nil {
+		return nil
+	}
+	out := make([]string, len(fs.files))
+	for i, f := range fs.files {
+		out[i] = f.SHA256
+	}
+	return out
 }
 
 // Len is the number of data URLs spooled (dropped ones included).
@@ -340,6 +355,7 @@ func (s *scanner) spool() error {
 	var sink io.Writer = io.Discard
 	var tmp *os.File
 	var buf *bufio.Writer
+	sum := sha256.New()
 	if n < s.opt.MaxFiles {
 		var err error
 		if tmp, err = os.CreateTemp(s.opt.Dir, "svc-inline-*"); err != nil {
@@ -349,7 +365,7 @@ func (s *scanner) spool() error {
 		buf = bufio.NewWriterSize(tmp, 32<<10)
 		sink = buf
 	}
-	dec := media.NewDataURLDecoder(sink, s.opt.Limit)
+	dec := media.NewDataURLDecoder(io.MultiWriter(sink, sum), s.opt.Limit)
 	if err := s.decodeString(dec); err != nil {
 		if tmp != nil {
 			_ = tmp.Close()
@@ -358,6 +374,7 @@ func (s *scanner) spool() error {
 	}
 	f.Err = dec.Close()
 	f.MediaType, f.Declared, f.Size = dec.MediaType(), dec.DeclaresType(), min(dec.Written(), s.opt.Limit)
+	f.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	if tmp != nil {
 		err := buf.Flush()
 		if cerr := tmp.Close(); err == nil {

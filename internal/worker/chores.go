@@ -30,6 +30,9 @@ type Chores struct {
 	// Changed follows each task the reaper moved (push event, callbacks, scheduled-run mail), as
 	// the loop does after a step; nil: nobody.
 	Changed func(ctx context.Context, taskID int64)
+	// Idempotency removes the Idempotency-Key records created before its argument
+	// (store.DeleteIdempotencyBefore); nil keeps them.
+	Idempotency func(ctx context.Context, before time.Time) (int64, error)
 	// Notifications removes read notifications past their retention; nil keeps them.
 	Notifications *notification.Service
 	Clock         func() time.Time // the "now" of reaping and dispatching
@@ -44,7 +47,8 @@ type Housekeeping struct {
 // Run does one pass: it reaps RUNNING tasks whose lease expired (a task that failed then gets
 // the agent's automatic retry when it applies: the failure codes are transient; every reaped
 // task is told to Changed), dispatches due scheduled runs (tasks owned by each run's creator),
-// sweeps expired media uploads and removes read notifications past their retention. A
+// sweeps expired media uploads and removes read notifications and Idempotency-Key records past
+// their retention. A
 // failing step does not keep the later ones from running; Run returns what was done and the
 // first error (database and file-system failures; a reaped task deleted meanwhile is none).
 func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
@@ -79,6 +83,10 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	errs = append(errs, err)
 	if c.Notifications != nil {
 		_, err = c.Notifications.Sweep(ctx, now)
+		errs = append(errs, err)
+	}
+	if c.Idempotency != nil {
+		_, err = c.Idempotency(ctx, now.Add(-store.IdempotencyRetention))
 		errs = append(errs, err)
 	}
 	for _, err := range errs {
