@@ -40,7 +40,7 @@ for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$port/svc/healthz" >/dev/null 2>&1 && break
   sleep 0.1
 done
-if ! go run -tags sdkflow ./scripts/sdkflow -base "http://127.0.0.1:$port/svc/api/v1"; then
+if ! go run ./scripts/sdkflow/main.go -base "http://127.0.0.1:$port/svc/api/v1"; then
   tail -n 30 "$run/svc.log"
   exit 1
 fi

@@ -1,4 +1,4 @@
-//go:build sdkflow
+//go:build ignore
 
 // Command sdkflow is the integrator's walkthrough run by scripts/sdk-check.sh with the Go client
 // generated from openapi.yaml (oapi-codegen defaults) against a running svc: register, log in
