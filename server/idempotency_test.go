@@ -85,7 +85,7 @@ func TestIdempotentTaskCreate(t *testing.T) {
 
 // TestIdempotentChatAcrossRestart: a chat start through the per-agent API with a key and an
 // inline file is answered again after a restart of the service; the same key with another file
-// (same name) is 422.
+// (same name) is 422; ten identical starts at once make one chat.
 func TestIdempotentChatAcrossRestart(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, map[string]any{"name": "Files"}, map[string]any{"name": "Other"})
@@ -99,6 +99,32 @@ func TestIdempotentChatAcrossRestart(t *testing.T) {
 	start("other contents").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 	if n := len(e.list(t, e.a, "?per_page=100")); n != 1 {
 		t.Fatalf("%d chats, want 1", n)
+	}
+
+	// Ten identical starts with a new key at once: one chat, ten identical answers.
+	var wg sync.WaitGroup
+	answers := make([][]byte, 10)
+	for i := range answers {
+		cl := e.env.Client()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := cl.Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats",
+				Header: map[string]string{"Authorization": "Bearer " + e.a.key.Key, "Idempotency-Key": "chat-burst"},
+				Body:   map[string]any{"text": "at once"}})
+			if r.Status == http.StatusAccepted {
+				answers[i] = r.Body
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range answers {
+		if answers[i] == nil || !bytes.Equal(answers[i], answers[0]) {
+			t.Fatalf("answer %d: %s vs %s", i, answers[i], answers[0])
+		}
+	}
+	if n := len(e.list(t, e.a, "?per_page=100")); n != 2 {
+		t.Fatalf("%d chats after ten identical starts, want 2", n)
 	}
 
 	restarted := openOn(t, e.env.App.Store, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")

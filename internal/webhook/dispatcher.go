@@ -190,6 +190,7 @@ func (d *Dispatcher) send(ctx context.Context, del store.WebhookDelivery) (int, 
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, Sign(del.SecretDigest, ts, body))
 	req.Header.Set(HeaderKeyID, del.KeyID)
+	req.Header.Set(HeaderDeliveryID, strconv.FormatInt(del.ID, 10))
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		if cause := context.Cause(hctx); errors.Is(cause, errHeaderTimeout) {

@@ -151,6 +151,8 @@ func TestDeliverSigned2xx(t *testing.T) {
 	runOnce(t, f.dispatcher(testClient(rc)), 0)
 }
 
+// TestDeliverRetriedThenAbandoned: a failing receiver gets the delivery on the backoff schedule,
+// six times in all, each with the same delivery id.
 func TestDeliverRetriedThenAbandoned(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -181,6 +183,13 @@ func TestDeliverRetriedThenAbandoned(t *testing.T) {
 	runOnce(t, d, 0)
 	if rc.count() != 6 {
 		t.Fatalf("receiver got %d requests, want 6", rc.count())
+	}
+	// Every retry of the delivery names it the same way, so a receiver deduplicates exactly.
+	first := rc.hits[0].Header.Get(webhook.HeaderDeliveryID)
+	for i, r := range rc.hits {
+		if got := r.Header.Get(webhook.HeaderDeliveryID); got == "" || got != first {
+			t.Fatalf("attempt %d: %s %q, want %q", i+1, webhook.HeaderDeliveryID, got, first)
+		}
 	}
 }
 

@@ -17,6 +17,9 @@ const (
 	HeaderSignature = "X-Svc-Signature"
 	HeaderTimestamp = "X-Svc-Timestamp"
 	HeaderKeyID     = "X-Svc-Key-Id"
+	// HeaderDeliveryID names one delivery: the same on every retry of it, so receivers can
+	// deduplicate exactly.
+	HeaderDeliveryID = "X-Svc-Delivery-Id"
 )
 
 // Freshness is how far a receiver should accept X-Svc-Timestamp from its own clock.
