@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Generates the integrators' SDKs from the committed contract with each generator's default
-# settings into a throwaway folder and compiles them (issue 13): the Go client
-# (`oapi-codegen -generate types,client`) must build and vet, and the TypeScript types
-# (openapi-typescript) must type-check a small openapi-fetch program in strict mode. A schema or
-# enum name that collides with generated code fails here, not in an integrator's build.
+# settings into a throwaway folder and proves them (issue 13): the Go client
+# (`oapi-codegen -generate types,client`) builds and vets and runs scripts/sdkflow/main.go, and
+# the TypeScript types (openapi-typescript) type-check scripts/sdkflow/flow.ts (openapi-fetch,
+# strict), which then runs under Node; both walkthroughs run against a real `svc serve`. A
+# schema or enum name that collides with generated code fails here, not in an integrator's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -47,37 +48,12 @@ fi
 echo "Go client walkthrough: task and chat approved and completed"
 
 npx --no-install openapi-typescript openapi.yaml -o "$work/schema.d.ts" >/dev/null
-cat >"$work/check.ts" <<'TS'
-import createClient from "openapi-fetch";
-import type { components, paths } from "./schema";
-
-type User = components["schemas"]["User"];
-
-export async function walkthrough(base: string): Promise<User | undefined> {
-  const api = createClient<paths>({ baseUrl: base + "/api/v1" });
-  const login = await api.POST("/auth/login", { body: { email: "ada@example.com", password: "secret-password" } });
-  if (!login.data) return undefined;
-  const csrf: string = login.data.data.csrf_token;
-  // openapi-typescript's default (defaultNonNullable) makes request fields that have a default
-  // required in its types, so the defaults are spelled out here.
-  const agent = await api.POST("/agents", {
-    body: { name: "Helper", max_steps: 10, allow_followup: true, retry_after_minutes: 5, max_retries: 0 },
-    headers: { "X-CSRF-Token": csrf },
-  });
-  if (agent.data) {
-    const task = await api.POST("/tasks", {
-      body: { agent_id: agent.data.data.agent.id, prompt: "Hello" },
-      headers: { "X-CSRF-Token": csrf },
-    });
-    const status: components["schemas"]["TaskStatus"] | undefined = task.data?.data.task.status;
-    void status;
-  }
-  return login.data.data.user;
-}
-TS
+cp scripts/sdkflow/flow.ts "$work/flow.ts"
+echo '{"type": "module"}' >"$work/package.json"
 cat >"$work/tsconfig.json" <<'JSON'
-{ "compilerOptions": { "strict": true, "noEmit": true, "target": "ES2022", "module": "ES2022",
-  "moduleResolution": "Bundler", "skipLibCheck": false, "lib": ["ES2022", "DOM"] }, "files": ["check.ts"] }
+{ "compilerOptions": { "strict": true, "target": "ES2022", "module": "ES2022", "moduleResolution": "Bundler",
+  "skipLibCheck": false, "lib": ["ES2022", "DOM"], "outDir": "js" }, "files": ["flow.ts"] }
 JSON
 npx --no-install tsc -p "$work/tsconfig.json"
-echo "TypeScript types: type-check with openapi-fetch"
+echo "TypeScript types: the openapi-fetch walkthrough type-checks (strict)"
+node "$work/js/flow.js" "http://127.0.0.1:$port/svc/api/v1"
