@@ -158,27 +158,15 @@ func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 // workerID names the claimer in errors only. Errors: ErrInvalid (empty or oversize worker id,
 // lease not positive).
 func (s *Store) ClaimMails(ctx context.Context, workerID string, limit int, lease time.Duration) ([]Mail, error) {
-	if err := checkKey("worker id", workerID, true); err != nil {
-		return nil, err
-	}
-	if lease <= 0 {
-		return nil, invalidf("lease must be positive")
-	}
-	if limit < 1 {
-		return []Mail{}, nil
-	}
-	return inTx(ctx, s, func(tx *gorm.DB) ([]Mail, error) {
-		var rows []mailRow
-		if err := mailOutbox().claim(tx, s.dialect, s.now(), lease, limit, &rows); err != nil {
-			return nil, fmt.Errorf("claim mails (%s): %w", workerID, err)
-		}
-		sortDue(rows, func(r *mailRow) (time.Time, int64) { return r.NextAttemptAt, r.ID })
-		out := make([]Mail, len(rows))
-		for i := range rows {
-			out[i] = rows[i].toMail()
-		}
-		return out, nil
-	})
+	return claimOutbox(ctx, s, mailOutbox(), workerID, limit, lease,
+		func(r *mailRow) (time.Time, int64) { return r.NextAttemptAt, r.ID },
+		func(_ *gorm.DB, rows []mailRow) ([]Mail, error) {
+			out := make([]Mail, len(rows))
+			for i := range rows {
+				out[i] = rows[i].toMail()
+			}
+			return out, nil
+		})
 }
 
 // FinishMail records the outcome of an attempt at mail id claimed with lease (the claimed

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -80,6 +81,31 @@ func (o outbox) claim(tx *gorm.DB, dialect string, now time.Time, lease time.Dur
 		return err
 	}
 	return tx.Table(o.table).Where("id IN ?", ids).Find(rows).Error
+}
+
+// claimOutbox is the claim of every outbox: it checks the worker id and the lease, leases up to
+// limit due rows of o (claim), orders them oldest due first (due gives a row's due time and id)
+// and converts them in the same transaction. Errors: ErrInvalid (empty or oversize worker id,
+// lease not positive), the database's.
+func claimOutbox[R, T any](ctx context.Context, s *Store, o outbox, workerID string, limit int, lease time.Duration,
+	due func(*R) (time.Time, int64), convert func(tx *gorm.DB, rows []R) ([]T, error)) ([]T, error) {
+	if err := checkKey("worker id", workerID, true); err != nil {
+		return nil, err
+	}
+	if lease <= 0 {
+		return nil, invalidf("lease must be positive")
+	}
+	if limit < 1 {
+		return []T{}, nil
+	}
+	return inTx(ctx, s, func(tx *gorm.DB) ([]T, error) {
+		var rows []R
+		if err := o.claim(tx, s.dialect, s.now(), lease, limit, &rows); err != nil {
+			return nil, fmt.Errorf("claim %s rows (%s): %w", o.noun, workerID, err)
+		}
+		sortDue(rows, due)
+		return convert(tx, rows)
+	})
 }
 
 // sortDue orders claimed rows oldest due first, then by id.

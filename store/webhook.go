@@ -182,23 +182,8 @@ func webhookOutbox() outbox {
 // (the table keeps no owner: the lease expiry is the claim's token).
 // Errors: ErrInvalid (empty or oversize worker id, lease not positive).
 func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int, lease time.Duration) ([]WebhookDelivery, error) {
-	if err := checkKey("worker id", workerID, true); err != nil {
-		return nil, err
-	}
-	if lease <= 0 {
-		return nil, invalidf("lease must be positive")
-	}
-	if limit < 1 {
-		return []WebhookDelivery{}, nil
-	}
-	return inTx(ctx, s, func(tx *gorm.DB) ([]WebhookDelivery, error) {
-		var rows []webhookDeliveryRow
-		if err := webhookOutbox().claim(tx, s.dialect, s.now(), lease, limit, &rows); err != nil {
-			return nil, fmt.Errorf("claim deliveries (%s): %w", workerID, err)
-		}
-		sortDue(rows, func(r *webhookDeliveryRow) (time.Time, int64) { return r.NextAttemptAt, r.ID })
-		return withKeys(tx, rows)
-	})
+	return claimOutbox(ctx, s, webhookOutbox(), workerID, limit, lease,
+		func(r *webhookDeliveryRow) (time.Time, int64) { return r.NextAttemptAt, r.ID }, withKeys)
 }
 
 // withKeys converts rows, joining their keys' public ids and digests.
