@@ -189,4 +189,12 @@ func TestNotifications(t *testing.T) {
 		t.Fatal("deleted twice")
 	}
 	member.Delete("/notifications/subscriptions").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	member.Delete(fmt.Sprintf("/notifications/subscriptions?id=nsb_x&target_type=agent&target_id=%d", agentID)).
+		Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR") // both forms
+	member.Delete("/notifications/subscriptions?target_type=agent").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	member.Post("/notifications/ntf_unknown/read", nil).Expect(t, http.StatusNotFound, "NOT_FOUND")
+	member.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": 999999}).Expect(t, http.StatusNotFound, "NOT_FOUND")
+	member.Post("/notifications/subscriptions", map[string]any{"target_type": "group", "target_id": agentID}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	member.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": "7"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	member.Get("/notifications?unread=maybe").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 }

@@ -118,6 +118,9 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 		archivetest.Entry{Name: "plugin.json", Body: `{"slug":"evil","class":"X","name":"acme/evil"}`},
 		archivetest.Entry{Name: "../escaped.txt", Body: "outside"},
 	)}, "")
+	cs.offer("acme/liar", map[string][]byte{"1.0.0": archivetest.TarGz(
+		archivetest.Entry{Name: "plugin.json", Body: `{"slug":"liar","class":"X","name":"acme/other"}`},
+	)}, "")
 	dir := t.TempDir()
 	env := apitest.NewWith(t, apitest.Options{Net: netguard.Options{AllowLoopback: true}},
 		"SVC_PLUGINS_DIR="+dir, "SVC_PLUGIN_CATALOG_URL="+cs.srv.URL+"/catalog.json", "SVC_PLUGIN_INSTALL_ENABLED=true")
@@ -127,8 +130,8 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 
 	var cat gen.PluginCatalogResponse
 	adm.Get("/plugins/catalog").Expect(t, http.StatusOK).Decode(t, &cat)
-	if len(cat.Data.Entries) != 3 || cat.Data.Entries[1].Package != "acme/notes" || cat.Data.Entries[1].LatestVersion != "1.1.0" ||
-		cat.Data.Entries[1].InstalledVersion != nil || cat.Data.Stale {
+	if len(cat.Data.Entries) != 4 || cat.Data.Entries[2].Package != "acme/notes" || cat.Data.Entries[2].LatestVersion != "1.1.0" ||
+		cat.Data.Entries[2].InstalledVersion != nil || cat.Data.Stale {
 		t.Fatalf("catalog = %+v", cat.Data)
 	}
 
@@ -154,6 +157,12 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 	adm.Post("/plugins", map[string]any{"package": "acme/tampered"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 	adm.Post("/plugins", map[string]any{"package": "acme/evil"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 	adm.Post("/plugins", map[string]any{"package": "acme/unknown"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	adm.Post("/plugins", map[string]any{"package": "acme/liar"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR") // its manifest names another package
+	adm.Post("/plugins", map[string]any{"version": "1.0.0"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	adm.Post("/plugins", map[string]any{"package": "Not A Package"}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	adm.Patch("/plugins/nope", map[string]any{}).Expect(t, http.StatusNotFound, "NOT_FOUND")
+	adm.Delete("/plugins/acme%2Fnever-installed").Expect(t, http.StatusNotFound, "NOT_FOUND")
+	member.Delete("/plugins/acme%2Fnotes").Expect(t, http.StatusForbidden, "FORBIDDEN")
 	adm.Post("/plugins", map[string]any{"package": "acme/notes", "version": "9.9.9"}).Expect(t, http.StatusConflict) // installed already
 	if after := listDir(t, dir); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Fatalf("refused installs wrote files:\nbefore %v\nafter  %v", before, after)
@@ -170,8 +179,8 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 		t.Fatal("the tool is gone after the update")
 	}
 	adm.Get("/plugins/catalog").Expect(t, http.StatusOK).Decode(t, &cat)
-	if v := cat.Data.Entries[1].InstalledVersion; v == nil || *v != "1.1.0" {
-		t.Fatalf("catalog after the update = %+v", cat.Data.Entries[1])
+	if v := cat.Data.Entries[2].InstalledVersion; v == nil || *v != "1.1.0" {
+		t.Fatalf("catalog after the update = %+v", cat.Data.Entries[2])
 	}
 
 	adm.Delete("/plugins/acme%2Fnotes").Expect(t, http.StatusOK)

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/plugins/mcp"
 	"github.com/agentsvc/svc/skills"
-	"github.com/agentsvc/svc/tools"
 )
 
 // mcpRefresh is how often the tools of every MCP server are listed again, for servers that do
@@ -47,25 +44,25 @@ func (a *App) startMCP(ctx context.Context, cfg *config.Config) {
 func (a *App) reconcileMCP(ctx context.Context, old, cur *plugins.Set) {
 	key := func(l *plugins.Loaded) string { return l.Slug + "\x00" + l.Dir + "\x00" + l.Version() }
 	kept := map[string]bool{}
-	for _, l := range mcpPlugins(old) {
+	for _, l := range old.MCPPlugins() {
 		kept[key(l)] = true
 	}
 	still := map[string]bool{}
-	for _, l := range mcpPlugins(cur) {
+	for _, l := range cur.MCPPlugins() {
 		still[key(l)] = true
 	}
-	for _, l := range mcpPlugins(old) {
+	for _, l := range old.MCPPlugins() {
 		if !still[key(l)] {
 			a.MCP.Remove(l.Slug)
 		}
 	}
 	declared := 0
-	for _, l := range mcpPlugins(cur) {
+	for _, l := range cur.MCPPlugins() {
 		if kept[key(l)] {
 			continue
 		}
 		for _, s := range l.Manifest.MCPServers {
-			if err := a.MCP.Add(mcpServer(l, s)); err != nil {
+			if err := a.MCP.Add(plugins.MCPServerConfig(l, s)); err != nil {
 				a.Logger.Warn("MCP server not declared", "plugin", l.Slug, "server", s.Name, "err", err)
 				continue
 			}
@@ -80,90 +77,9 @@ func (a *App) reconcileMCP(ctx context.Context, old, cur *plugins.Set) {
 	}
 }
 
-// mcpPlugins are the enabled plugins of s that declare MCP servers.
-func mcpPlugins(s *plugins.Set) []*plugins.Loaded {
-	var out []*plugins.Loaded
-	for _, l := range s.List() {
-		if l.Enabled() && len(l.Manifest.MCPServers) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// mcpServer is the manager's declaration of a plugin's MCP server (run from the plugin folder).
-func mcpServer(l *plugins.Loaded, s plugins.MCPServer) mcp.ServerConfig {
-	c := mcp.ServerConfig{
-		Slug: l.Slug, Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: l.Dir,
-		URL: s.URL, Headers: s.Headers, RequireApproval: s.RequireApproval,
-	}
-	for _, sec := range s.Secrets {
-		c.Secrets = append(c.Secrets, mcp.SecretDecl{Key: sec.Key, Label: sec.Label, Required: sec.Required, Header: sec.Header, Env: sec.Env})
-	}
-	return c
-}
-
-// searchProviders are the palette search providers of the current plugins: those of
-// compiled-in plugins, then the MCP tools plugins name in searchProviders.
+// searchProviders are the palette search providers of the current plugins.
 func (a *App) searchProviders() []plugins.NamedProvider {
-	cur := a.Plugins.Current()
-	out := cur.SearchProviders()
-	for _, l := range cur.List() {
-		if !l.Enabled() {
-			continue
-		}
-		for _, sp := range l.Manifest.SearchProviders {
-			out = append(out, plugins.NamedProvider{Plugin: l.Slug, Search: mcpSearch(a.Tools, l.Slug, sp)})
-		}
-	}
-	return out
-}
-
-// mcpSearch asks the MCP tool sp of plugin slug: arguments {q, limit}, answer {hits: [...]}
-// as structured content or as JSON text. The tool is looked up at each search, so one that
-// appears after a refresh is used at once.
-func mcpSearch(reg *tools.Registry, slug string, sp plugins.SearchProvider) plugins.SearchProviderFunc {
-	return func(ctx context.Context, q plugins.Query) ([]plugins.Hit, error) {
-		var tool *mcp.Tool
-		for _, t := range reg.All() {
-			if mt, ok := t.(*mcp.Tool); ok && mt.Spec().PluginSlug == slug && mt.Server().Name == sp.Server && mt.MCPName() == sp.Tool {
-				tool = mt
-			}
-		}
-		if tool == nil {
-			return nil, fmt.Errorf("MCP tool %s of server %s is not available", sp.Tool, sp.Server)
-		}
-		res, err := tool.Execute(ctx, tools.Call{Operation: "call", Args: map[string]any{"q": q.Text, "limit": q.Limit}})
-		if err != nil {
-			return nil, err
-		}
-		raw := []byte(res.Data)
-		if len(raw) == 0 {
-			raw = []byte(res.Content)
-		}
-		var answer struct {
-			Hits []struct {
-				Type     string   `json:"type"`
-				ID       string   `json:"id"`
-				Title    string   `json:"title"`
-				Subtitle *string  `json:"subtitle"`
-				URL      string   `json:"url"`
-				Score    *float64 `json:"score"`
-			} `json:"hits"`
-		}
-		if err := json.Unmarshal(raw, &answer); err != nil {
-			return nil, fmt.Errorf("MCP search tool %s answered no {hits: [...]}: %w", sp.Tool, err)
-		}
-		out := make([]plugins.Hit, 0, len(answer.Hits))
-		for _, h := range answer.Hits {
-			score := 0.5
-			if h.Score != nil {
-				score = *h.Score
-			}
-			out = append(out, plugins.Hit{Type: h.Type, ID: h.ID, Title: h.Title, Subtitle: h.Subtitle, URL: h.URL, Score: score})
-		}
-		return out, nil
-	}
+	return a.Plugins.Current().SearchProvidersWith(a.Tools)
 }
 
 // closerFunc adapts a function to io.Closer.

@@ -150,4 +150,7 @@ func TestPaletteSearch(t *testing.T) {
 		}
 	}
 	env.Client().Get("/search?q=weather").Expect(t, http.StatusUnauthorized)
+	ada.Get("/search?q=weather&limit=51").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	ada.Get("/search?q=weather&limit=0").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	ada.Get("/plugins/catalog").Expect(t, http.StatusForbidden, "FORBIDDEN")
 }

@@ -10,13 +10,13 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/text"
 )
 
 // Notification kinds (DESIGN.md "Scheduled runs, prompt templates, notifications").
@@ -130,32 +130,29 @@ func notificationKind(t *taskRow) string {
 	return ""
 }
 
-// scheduledRunID reads data.scheduled_run_id, set when a scheduled run starts a task.
+// DataScheduledRunID is the key of a task's data naming the scheduled run that started it.
+const DataScheduledRunID = "scheduled_run_id"
+
+// scheduledRunID reads data.scheduled_run_id (DataScheduledRunID).
 func scheduledRunID(data string) (int64, bool) {
-	var d struct {
-		ID *json.Number `json:"scheduled_run_id"`
-	}
-	if json.Unmarshal([]byte(data), &d) != nil || d.ID == nil {
+	var d map[string]json.RawMessage
+	if json.Unmarshal([]byte(data), &d) != nil || d[DataScheduledRunID] == nil {
 		return 0, false
 	}
-	id, err := d.ID.Int64()
-	return id, err == nil
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	var id json.Number
+	if json.Unmarshal(d[DataScheduledRunID], &id) != nil {
+		return 0, false
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	n, err := id.Int64()
+	return n, err == nil
 }
 
 // notificationText is the title and body of kind for task t of the named agent.
 func notificationText(kind, agent string, t *taskRow) (string, string) {
-	task := fmt.Sprintf("Task %q", clip(t.Prompt, 80))
+	task := fmt.Sprintf("Task %q", text.Clip(t.Prompt, 80))
 	why := ""
 	if t.ErrorMessage != nil {
-		why = ": " + clip(*t.ErrorMessage, 200)
+		why = ": " + text.Clip(*t.ErrorMessage, 200)
 	}
 	switch kind {
 	case NotifyTaskCompleted:

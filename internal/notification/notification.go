@@ -129,7 +129,8 @@ func (s *Service) Subscribe(ctx context.Context, u *store.User, sub store.Notifi
 // Unsubscribe removes u's subscription with id, or to the target; idempotent (false when there
 // was none). Errors: ErrInvalid unless exactly one of id and the target is given.
 func (s *Service) Unsubscribe(ctx context.Context, u *store.User, id, targetType string, targetID int64) (bool, error) {
-	if (id == "") == (targetType == "" && targetID == 0) || (id == "" && (targetType == "" || targetID == 0)) {
+	byID, byTarget := id != "", targetType != "" && targetID != 0
+	if byID == byTarget || (!byID && (targetType == "") != (targetID == 0)) {
 		return false, svcerr.New(svcerr.ErrInvalid, "name the subscription by id, or by target_type and target_id")
 	}
 	return s.store.Unsubscribe(ctx, u.ID, id, targetType, targetID)

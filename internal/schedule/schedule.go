@@ -338,7 +338,7 @@ func (s *Service) start(ctx context.Context, a *store.Agent, r *store.ScheduledR
 	}
 	t, err := s.store.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: userID,
 		Prompt: prompt, MaxSteps: steps, Source: store.TaskSourceSession,
-		Data: map[string]any{"scheduled_run_id": r.ID}})
+		Data: map[string]any{store.DataScheduledRunID: r.ID}})
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentsvc/svc/internal/access"
+	"github.com/agentsvc/svc/internal/text"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
 )
@@ -48,14 +48,6 @@ func score(text, q string) float64 {
 	return 0
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
 func optional(s string) *string {
 	if s == "" {
 		return nil
@@ -83,7 +75,7 @@ func (p *provider) agents(ctx context.Context, q plugins.Query) ([]plugins.Hit, 
 	for _, a := range as {
 		s := max(score(a.Name, q.Text), score(a.Description, q.Text)*0.5)
 		id := strconv.FormatInt(a.ID, 10)
-		out = append(out, plugins.Hit{Type: "agent", ID: id, Title: a.Name, Subtitle: optional(clip(a.Description, 120)),
+		out = append(out, plugins.Hit{Type: "agent", ID: id, Title: a.Name, Subtitle: optional(text.Clip(a.Description, 120)),
 			URL: "/agents/" + id, Score: s})
 	}
 	return out, nil
@@ -98,7 +90,7 @@ func (p *provider) tasks(ctx context.Context, q plugins.Query) ([]plugins.Hit, e
 	out := make([]plugins.Hit, 0, len(ts))
 	for _, t := range ts {
 		id := strconv.FormatInt(t.ID, 10)
-		out = append(out, plugins.Hit{Type: "task", ID: id, Title: clip(t.Prompt, 80), Subtitle: optional(t.Status),
+		out = append(out, plugins.Hit{Type: "task", ID: id, Title: text.Clip(t.Prompt, 80), Subtitle: optional(t.Status),
 			URL: "/tasks/" + id, Score: score(t.Prompt, q.Text) * 0.9})
 	}
 	return out, nil
@@ -119,7 +111,7 @@ func (p *provider) templates(ctx context.Context, q plugins.Query) ([]plugins.Hi
 		if s == 0 {
 			continue
 		}
-		out = append(out, plugins.Hit{Type: "template", ID: t.ID, Title: t.Name, Subtitle: optional(clip(t.Description, 120)),
+		out = append(out, plugins.Hit{Type: "template", ID: t.ID, Title: t.Name, Subtitle: optional(text.Clip(t.Description, 120)),
 			URL: "/agent-templates/" + strings.ReplaceAll(t.ID, "/", "%2F"), Score: s})
 		if len(out) == q.Limit {
 			break
