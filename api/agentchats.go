@@ -50,17 +50,22 @@ func toChat(v *task.View) gen.Chat {
 func questionBatches(bs []store.QuestionBatch) []gen.TaskQuestionBatch {
 	out := make([]gen.TaskQuestionBatch, 0, len(bs))
 	for _, b := range bs {
-		qs := make([]gen.TaskQuestion, 0, len(b.Questions))
-		for _, q := range b.Questions {
-			opts := q.Options
-			if opts == nil {
-				opts = []string{}
-			}
-			qs = append(qs, gen.TaskQuestion{Question: q.Question, Header: q.Header, Options: opts, Multiple: q.Multiple, AllowFreeText: q.AllowFreeText})
-		}
-		out = append(out, gen.TaskQuestionBatch{ToolCallId: b.ToolCallID, CreatedAt: b.CreatedAt, Questions: qs})
+		out = append(out, gen.TaskQuestionBatch{ToolCallId: b.ToolCallID, CreatedAt: b.CreatedAt, Questions: taskQuestions(b.Questions)})
 	}
 	return out
+}
+
+// taskQuestions converts the questions of a batch (options never null).
+func taskQuestions(in []store.Question) []gen.TaskQuestion {
+	qs := make([]gen.TaskQuestion, 0, len(in))
+	for _, q := range in {
+		opts := q.Options
+		if opts == nil {
+			opts = []string{}
+		}
+		qs = append(qs, gen.TaskQuestion{Question: q.Question, Header: q.Header, Options: opts, Multiple: q.Multiple, AllowFreeText: q.AllowFreeText})
+	}
+	return qs
 }
 
 // ChatBody is the bare JSON of the chat record of a task view: the body of a callback
@@ -228,43 +233,52 @@ func (a *API) GetAgentChatTranscript(ctx context.Context, req gen.GetAgentChatTr
 	r.Data.Usage = gen.TaskUsage{InputTokens: tr.Chat.InputTokens, OutputTokens: tr.Chat.OutputTokens}
 	r.Data.Messages = make([]gen.TranscriptMessage, 0, len(tr.Messages))
 	for _, m := range tr.Messages {
-		tm := gen.TranscriptMessage{
-			Sequence: int64(m.Sequence), Role: gen.TranscriptMessageRole(m.Role), Text: m.Text, At: m.CreatedAt,
-			Reasoning: chat.Reasoning(m.Reasoning), ProviderCallIds: make([]string, 0, len(m.ToolCalls)),
-		}
-		for _, c := range m.ToolCalls {
-			tm.ProviderCallIds = append(tm.ProviderCallIds, c.ProviderCallID)
-		}
-		if m.ProviderCallID != "" {
-			id := m.ProviderCallID
-			tm.ProviderCallId = &id
-		}
-		if len(m.Attachments) > 0 {
-			as := make([]gen.TranscriptAttachment, 0, len(m.Attachments))
-			for _, at := range m.Attachments {
-				as = append(as, gen.TranscriptAttachment{MediaId: at.MediaID, Kind: gen.ChatMediaKind(at.Kind)})
-			}
-			tm.Attachments = &as
-		}
-		r.Data.Messages = append(r.Data.Messages, tm)
+		r.Data.Messages = append(r.Data.Messages, transcriptMessage(&m.TaskMessage, m.Attachments))
 	}
 	r.Data.ToolCalls = make([]gen.TranscriptToolCall, 0, len(tr.ToolCalls))
 	for i := range tr.ToolCalls {
-		c := &tr.ToolCalls[i]
-		tc := gen.TranscriptToolCall{
-			Id: c.ID, ProviderCallId: c.ProviderCallID, Name: c.Name, Operation: c.Operation,
-			Status: gen.TaskToolCallStatus(c.Status), Arguments: orEmpty(c.ProposedArguments),
-			Sequence: int64(c.MessageSequence), Reason: c.Reason, Result: chat.ResultText(c.Result),
-			DecidedBy: chat.DecidedBy(c), DecidedAt: c.DecidedAt, CreatedAt: c.CreatedAt,
-			ExecutedAt: c.ExecutedAt,
-		}
-		if c.ApprovedArguments != nil {
-			args := c.ApprovedArguments
-			tc.ApprovedArguments = &args
-		}
-		r.Data.ToolCalls = append(r.Data.ToolCalls, tc)
+		r.Data.ToolCalls = append(r.Data.ToolCalls, transcriptToolCall(&tr.ToolCalls[i]))
 	}
 	return r, nil
+}
+
+// transcriptMessage is one turn as transcripts and event streams show it.
+func transcriptMessage(m *store.TaskMessage, atts []chat.Attachment) gen.TranscriptMessage {
+	tm := gen.TranscriptMessage{
+		Sequence: int64(m.Sequence), Role: gen.TranscriptMessageRole(m.Role), Text: m.Text, At: m.CreatedAt,
+		Reasoning: chat.Reasoning(m.Reasoning), ProviderCallIds: make([]string, 0, len(m.ToolCalls)),
+	}
+	for _, c := range m.ToolCalls {
+		tm.ProviderCallIds = append(tm.ProviderCallIds, c.ProviderCallID)
+	}
+	if m.ProviderCallID != "" {
+		id := m.ProviderCallID
+		tm.ProviderCallId = &id
+	}
+	if len(atts) > 0 {
+		as := make([]gen.TranscriptAttachment, 0, len(atts))
+		for _, at := range atts {
+			as = append(as, gen.TranscriptAttachment{MediaId: at.MediaID, Kind: gen.ChatMediaKind(at.Kind)})
+		}
+		tm.Attachments = &as
+	}
+	return tm
+}
+
+// transcriptToolCall is one tool call as transcripts and event streams show it.
+func transcriptToolCall(c *store.ToolCall) gen.TranscriptToolCall {
+	tc := gen.TranscriptToolCall{
+		Id: c.ID, ProviderCallId: c.ProviderCallID, Name: c.Name, Operation: c.Operation,
+		Status: gen.TaskToolCallStatus(c.Status), Arguments: orEmpty(c.ProposedArguments),
+		Sequence: int64(c.MessageSequence), Reason: c.Reason, Result: chat.ResultText(c.Result),
+		DecidedBy: chat.DecidedBy(c), DecidedAt: c.DecidedAt, CreatedAt: c.CreatedAt,
+		ExecutedAt: c.ExecutedAt,
+	}
+	if c.ApprovedArguments != nil {
+		args := c.ApprovedArguments
+		tc.ApprovedArguments = &args
+	}
+	return tc
 }
 
 // ApproveAgentChat decides the pending tool calls of a chat by provider_call_id.

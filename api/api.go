@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/taskstream"
 	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
@@ -59,6 +60,7 @@ type Deps struct {
 	Tools         *tools.Registry                // registered tools (core, then plugins')
 	Search        func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
 	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
+	Events        *taskstream.Broker             // task event streams
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -86,6 +88,7 @@ type API struct {
 	tools         *tools.Registry
 	log           *slog.Logger
 	mailConfig    *mail.ConfigService
+	events        *taskstream.Broker
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -95,7 +98,7 @@ func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig}
+		mailConfig: d.MailConfig, events: d.Events}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

@@ -33,6 +33,11 @@ func (s strictAdapter) ApproveAgentChat(ctx context.Context, request gen.Approve
 	return s.a.ApproveAgentChat(requestContext(ctx), request)
 }
 
+// StreamAgentChatEvents calls API.StreamAgentChatEvents with the request's context.
+func (s strictAdapter) StreamAgentChatEvents(ctx context.Context, request gen.StreamAgentChatEventsRequestObject) (gen.StreamAgentChatEventsResponseObject, error) {
+	return s.a.StreamAgentChatEvents(requestContext(ctx), request)
+}
+
 // ListAgentChatMessages calls API.ListAgentChatMessages with the request's context.
 func (s strictAdapter) ListAgentChatMessages(ctx context.Context, request gen.ListAgentChatMessagesRequestObject) (gen.ListAgentChatMessagesResponseObject, error) {
 	return s.a.ListAgentChatMessages(requestContext(ctx), request)
@@ -671,6 +676,11 @@ func (s strictAdapter) ApproveTask(ctx context.Context, request gen.ApproveTaskR
 // ContinueTask calls API.ContinueTask with the request's context.
 func (s strictAdapter) ContinueTask(ctx context.Context, request gen.ContinueTaskRequestObject) (gen.ContinueTaskResponseObject, error) {
 	return s.a.ContinueTask(requestContext(ctx), request)
+}
+
+// StreamTaskEvents calls API.StreamTaskEvents with the request's context.
+func (s strictAdapter) StreamTaskEvents(ctx context.Context, request gen.StreamTaskEventsRequestObject) (gen.StreamTaskEventsResponseObject, error) {
+	return s.a.StreamTaskEvents(requestContext(ctx), request)
 }
 
 // RejectTask calls API.RejectTask with the request's context.

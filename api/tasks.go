@@ -37,17 +37,7 @@ func toTask(v *task.View) gen.Task {
 				Description: c.Description, Arguments: args,
 			})
 		}
-		for _, b := range v.Questions {
-			qs := make([]gen.TaskQuestion, 0, len(b.Questions))
-			for _, q := range b.Questions {
-				opts := q.Options
-				if opts == nil {
-					opts = []string{}
-				}
-				qs = append(qs, gen.TaskQuestion{Question: q.Question, Header: q.Header, Options: opts, Multiple: q.Multiple, AllowFreeText: q.AllowFreeText})
-			}
-			p.Questions = append(p.Questions, gen.TaskQuestionBatch{ToolCallId: b.ToolCallID, CreatedAt: b.CreatedAt, Questions: qs})
-		}
+		p.Questions = questionBatches(v.Questions)
 		out.Pending = p
 	}
 	return out

@@ -968,6 +968,42 @@ func (e TaskErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for TaskEventType.
+const (
+	TaskEventTypeDelta            TaskEventType = "delta"
+	TaskEventTypeMessage          TaskEventType = "message"
+	TaskEventTypeQuestionAnswered TaskEventType = "question.answered"
+	TaskEventTypeQuestionAsked    TaskEventType = "question.asked"
+	TaskEventTypeStatus           TaskEventType = "status"
+	TaskEventTypeToolCallDecided  TaskEventType = "tool_call.decided"
+	TaskEventTypeToolCallExecuted TaskEventType = "tool_call.executed"
+	TaskEventTypeToolCallProposed TaskEventType = "tool_call.proposed"
+)
+
+// Valid indicates whether the value is a known member of the TaskEventType enum.
+func (e TaskEventType) Valid() bool {
+	switch e {
+	case TaskEventTypeDelta:
+		return true
+	case TaskEventTypeMessage:
+		return true
+	case TaskEventTypeQuestionAnswered:
+		return true
+	case TaskEventTypeQuestionAsked:
+		return true
+	case TaskEventTypeStatus:
+		return true
+	case TaskEventTypeToolCallDecided:
+		return true
+	case TaskEventTypeToolCallExecuted:
+		return true
+	case TaskEventTypeToolCallProposed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TaskStatus.
 const (
 	TaskStatusABORTED           TaskStatus = "ABORTED"
@@ -3942,6 +3978,96 @@ type TaskError struct {
 // BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, UNKNOWN.
 type TaskErrorCode string
 
+// TaskEvent One event of a task's log, the `data:` line of its event stream. Exactly the member its `type` names is present: `status` for status, `message` for message, `tool_call` for the three tool call events, `question_batch` for the two question events, `delta` for delta.
+type TaskEvent struct {
+	// At When it was written.
+	At time.Time `json:"at"`
+
+	// Delta Model output that arrived while a turn streams (coalesced, a few per second).
+	Delta *TaskEventDelta `json:"delta,omitempty"`
+
+	// Message One turn of the full history.
+	Message *TranscriptMessage `json:"message,omitempty"`
+
+	// QuestionBatch A question batch, with its answers once answered.
+	QuestionBatch *TaskEventQuestionBatch `json:"question_batch,omitempty"`
+
+	// Sequence Position in the task's log, from 1; the stream's event `id`.
+	Sequence int64 `json:"sequence"`
+
+	// Status The task as it entered a status.
+	Status *TaskEventStatus `json:"status,omitempty"`
+
+	// ToolCall A tool call of the chat with its decision and outcome.
+	ToolCall *TranscriptToolCall `json:"tool_call,omitempty"`
+
+	// Type What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams).
+	Type TaskEventType `json:"type"`
+}
+
+// TaskEventDelta Model output that arrived while a turn streams (coalesced, a few per second).
+type TaskEventDelta struct {
+	// Reasoning Reasoning (thinking) text.
+	Reasoning string `json:"reasoning"`
+
+	// Text Answer text.
+	Text string `json:"text"`
+}
+
+// TaskEventQuestionBatch A question batch, with its answers once answered.
+type TaskEventQuestionBatch struct {
+	// AnsweredAt When it was answered.
+	AnsweredAt *time.Time `json:"answered_at"`
+
+	// Answers The answers, one per question; null until answered.
+	Answers *[]TaskQuestionAnswer `json:"answers"`
+
+	// CreatedAt When it was asked.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Questions The questions.
+	Questions []TaskQuestion `json:"questions"`
+
+	// ToolCallId Provider call id of the asking call.
+	ToolCallId string `json:"tool_call_id"`
+}
+
+// TaskEventStatus The task as it entered a status.
+type TaskEventStatus struct {
+	// Answer The final answer (COMPLETED), else null.
+	Answer *string `json:"answer"`
+
+	// Error The failure of a FAILED task (null otherwise).
+	Error *TaskError `json:"error"`
+
+	// NextRetryAt When the automatic retry of a FAILED task runs; null when none is scheduled.
+	NextRetryAt *time.Time `json:"next_retry_at"`
+
+	// Retrying A FAILED task whose error the agent retries automatically; the run goes on.
+	Retrying bool `json:"retrying"`
+
+	// Status State of a task (and of a per-agent API chat, which is the same record).
+	// QUEUED: waiting for a worker. RUNNING: a worker holds it. PENDING_APPROVAL: tool calls
+	// await approval. AWAITING_INPUT: questions await answers. AWAITING_SUB_AGENTS: waiting
+	// for sub-agent tasks. ABORTED: stopped by a caller or because the step budget is spent
+	// (`data.max_steps_reached`). COMPLETED, FAILED, CANCELLED: terminal.
+	// Paused: ABORTED, PENDING_APPROVAL, AWAITING_INPUT; quiescent: paused plus
+	// AWAITING_SUB_AGENTS.
+	//
+	//
+	// Example: QUEUED
+	Status TaskStatus `json:"status"`
+
+	// StepsUsed Steps taken so far.
+	StepsUsed int64 `json:"steps_used"`
+
+	// Usage Token totals over every model call of the task.
+	Usage TaskUsage `json:"usage"`
+}
+
+// TaskEventType What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams).
+type TaskEventType string
+
 // TaskListResponse One page of tasks.
 type TaskListResponse struct {
 	Data struct {
@@ -4576,6 +4702,9 @@ type Internal = Error
 // NotFound The failure envelope.
 type NotFound = Error
 
+// NotImplemented The failure envelope.
+type NotImplemented = Error
+
 // PayloadTooLarge The failure envelope.
 type PayloadTooLarge = Error
 
@@ -4644,6 +4773,15 @@ type ApproveAgentChatParams struct {
 	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
 	// 255 visible ASCII characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamAgentChatEventsParams defines parameters for StreamAgentChatEvents.
+type StreamAgentChatEventsParams struct {
+	// SinceSequence Replay the events whose `sequence` is greater than this (default 0). `Last-Event-ID` wins when both are given.
+	SinceSequence *int64 `form:"since_sequence,omitempty" json:"since_sequence,omitempty"`
+
+	// LastEventID The `id` of the last event received; sent by EventSource clients when they reconnect.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // ListAgentChatMessagesParams defines parameters for ListAgentChatMessages.
@@ -4873,6 +5011,15 @@ type ContinueTaskParams struct {
 	// 422 VALIDATION_ERROR. Answers of 500 and above are not kept (a retry acts again). At most
 	// 255 visible ASCII characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamTaskEventsParams defines parameters for StreamTaskEvents.
+type StreamTaskEventsParams struct {
+	// SinceSequence Replay the events whose `sequence` is greater than this (default 0). `Last-Event-ID` wins when both are given.
+	SinceSequence *int64 `form:"since_sequence,omitempty" json:"since_sequence,omitempty"`
+
+	// LastEventID The `id` of the last event received; sent by EventSource clients when they reconnect.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // RejectTaskParams defines parameters for RejectTask.
@@ -5115,6 +5262,9 @@ type ServerInterface interface {
 	// ApproveAgentChat Decide the pending tool calls of a chat
 	// (POST /agent-api/chats/{id}/approve)
 	ApproveAgentChat(c *gin.Context, id AgentApiChatId, params ApproveAgentChatParams)
+	// StreamAgentChatEvents Stream a chat's events
+	// (GET /agent-api/chats/{id}/events)
+	StreamAgentChatEvents(c *gin.Context, id AgentApiChatId, params StreamAgentChatEventsParams)
 	// ListAgentChatMessages User and assistant messages of a chat
 	// (GET /agent-api/chats/{id}/messages)
 	ListAgentChatMessages(c *gin.Context, id AgentApiChatId, params ListAgentChatMessagesParams)
@@ -5499,6 +5649,9 @@ type ServerInterface interface {
 	// ContinueTask Continue a task with a follow-up prompt
 	// (POST /tasks/{taskId}/continue)
 	ContinueTask(c *gin.Context, taskId TasksTaskId, params ContinueTaskParams)
+	// StreamTaskEvents Stream a task's events
+	// (GET /tasks/{taskId}/events)
+	StreamTaskEvents(c *gin.Context, taskId TasksTaskId, params StreamTaskEventsParams)
 	// RejectTask Reject the pending tool calls
 	// (POST /tasks/{taskId}/reject)
 	RejectTask(c *gin.Context, taskId TasksTaskId, params RejectTaskParams)
@@ -5755,6 +5908,63 @@ func (siw *ServerInterfaceWrapper) ApproveAgentChat(c *gin.Context) {
 	}
 
 	siw.Handler.ApproveAgentChat(c, id, params)
+}
+
+// StreamAgentChatEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamAgentChatEvents(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AgentApiChatId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamAgentChatEventsParams
+
+	// ------------- Optional query parameter "since_sequence" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since_sequence", c.Request.URL.Query(), &params.SinceSequence, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter since_sequence: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Last-Event-ID, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Last-Event-ID: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StreamAgentChatEvents(c, id, params)
 }
 
 // ListAgentChatMessages operation middleware
@@ -9072,6 +9282,63 @@ func (siw *ServerInterfaceWrapper) ContinueTask(c *gin.Context) {
 	siw.Handler.ContinueTask(c, taskId, params)
 }
 
+// StreamTaskEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamTaskEvents(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId TasksTaskId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamTaskEventsParams
+
+	// ------------- Optional query parameter "since_sequence" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since_sequence", c.Request.URL.Query(), &params.SinceSequence, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter since_sequence: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for Last-Event-ID, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter Last-Event-ID: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StreamTaskEvents(c, taskId, params)
+}
+
 // RejectTask operation middleware
 func (siw *ServerInterfaceWrapper) RejectTask(c *gin.Context) {
 
@@ -9770,6 +10037,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/tasks/:taskId/reject", wrapper.RejectTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/retry", wrapper.RetryTask)
 	router.DELETE(options.BaseURL+"/tasks/:taskId/retry-chain", wrapper.CancelTaskRetryChain)
+	router.GET(options.BaseURL+"/tasks/:taskId/events", wrapper.StreamTaskEvents)
 	router.POST(options.BaseURL+"/tasks/:taskId/tick", wrapper.TickTask)
 	router.POST(options.BaseURL+"/worker/housekeeping", wrapper.RunWorkerHousekeeping)
 	router.GET(options.BaseURL+"/sse/status", wrapper.GetSseStatus)
@@ -9781,6 +10049,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/agent-api/chats/:id/messages", wrapper.ListAgentChatMessages)
 	router.POST(options.BaseURL+"/agent-api/chats/:id/messages", wrapper.SendAgentChatMessage)
 	router.GET(options.BaseURL+"/agent-api/chats/:id/transcript", wrapper.GetAgentChatTranscript)
+	router.GET(options.BaseURL+"/agent-api/chats/:id/events", wrapper.StreamAgentChatEvents)
 	router.POST(options.BaseURL+"/agent-api/chats/:id/approve", wrapper.ApproveAgentChat)
 	router.POST(options.BaseURL+"/agent-api/chats/:id/reject", wrapper.RejectAgentChat)
 	router.POST(options.BaseURL+"/agent-api/chats/:id/answer", wrapper.AnswerAgentChat)
@@ -9934,6 +10203,8 @@ type ForbiddenJSONResponse Error
 type InternalJSONResponse Error
 
 type NotFoundJSONResponse Error
+
+type NotImplementedJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
@@ -10551,6 +10822,131 @@ func (response ApproveAgentChat503JSONResponse) VisitApproveAgentChatResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamAgentChatEventsRequestObject struct {
+	Id     AgentApiChatId `json:"id"`
+	Params StreamAgentChatEventsParams
+}
+
+type StreamAgentChatEventsResponseObject interface {
+	VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamAgentChatEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamAgentChatEvents200TexteventStreamResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamAgentChatEvents401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response StreamAgentChatEvents401JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamAgentChatEvents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StreamAgentChatEvents404JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamAgentChatEvents422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response StreamAgentChatEvents422JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamAgentChatEvents429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StreamAgentChatEvents429JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamAgentChatEvents500JSONResponse struct{ InternalJSONResponse }
+
+func (response StreamAgentChatEvents500JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24297,6 +24693,114 @@ func (response ContinueTask503JSONResponse) VisitContinueTaskResponse(w http.Res
 	return err
 }
 
+type StreamTaskEventsRequestObject struct {
+	TaskId TasksTaskId `json:"taskId"`
+	Params StreamTaskEventsParams
+}
+
+type StreamTaskEventsResponseObject interface {
+	VisitStreamTaskEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamTaskEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamTaskEvents200TexteventStreamResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamTaskEvents401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response StreamTaskEvents401JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTaskEvents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StreamTaskEvents404JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTaskEvents422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response StreamTaskEvents422JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTaskEvents500JSONResponse struct{ InternalJSONResponse }
+
+func (response StreamTaskEvents500JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RejectTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 	Params RejectTaskParams
@@ -26802,6 +27306,9 @@ type StrictServerInterface interface {
 	// ApproveAgentChat Decide the pending tool calls of a chat
 	// (POST /agent-api/chats/{id}/approve)
 	ApproveAgentChat(ctx context.Context, request ApproveAgentChatRequestObject) (ApproveAgentChatResponseObject, error)
+	// StreamAgentChatEvents Stream a chat's events
+	// (GET /agent-api/chats/{id}/events)
+	StreamAgentChatEvents(ctx context.Context, request StreamAgentChatEventsRequestObject) (StreamAgentChatEventsResponseObject, error)
 	// ListAgentChatMessages User and assistant messages of a chat
 	// (GET /agent-api/chats/{id}/messages)
 	ListAgentChatMessages(ctx context.Context, request ListAgentChatMessagesRequestObject) (ListAgentChatMessagesResponseObject, error)
@@ -27186,6 +27693,9 @@ type StrictServerInterface interface {
 	// ContinueTask Continue a task with a follow-up prompt
 	// (POST /tasks/{taskId}/continue)
 	ContinueTask(ctx context.Context, request ContinueTaskRequestObject) (ContinueTaskResponseObject, error)
+	// StreamTaskEvents Stream a task's events
+	// (GET /tasks/{taskId}/events)
+	StreamTaskEvents(ctx context.Context, request StreamTaskEventsRequestObject) (StreamTaskEventsResponseObject, error)
 	// RejectTask Reject the pending tool calls
 	// (POST /tasks/{taskId}/reject)
 	RejectTask(ctx context.Context, request RejectTaskRequestObject) (RejectTaskResponseObject, error)
@@ -27464,6 +27974,33 @@ func (sh *strictHandler) ApproveAgentChat(ctx *gin.Context, id AgentApiChatId, p
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(ApproveAgentChatResponseObject); ok {
 		if err := validResponse.VisitApproveAgentChatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StreamAgentChatEvents operation middleware
+func (sh *strictHandler) StreamAgentChatEvents(ctx *gin.Context, id AgentApiChatId, params StreamAgentChatEventsParams) {
+	var request StreamAgentChatEventsRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamAgentChatEvents(ctx, request.(StreamAgentChatEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamAgentChatEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StreamAgentChatEventsResponseObject); ok {
+		if err := validResponse.VisitStreamAgentChatEventsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -31638,6 +32175,33 @@ func (sh *strictHandler) ContinueTask(ctx *gin.Context, taskId TasksTaskId, para
 	}
 }
 
+// StreamTaskEvents operation middleware
+func (sh *strictHandler) StreamTaskEvents(ctx *gin.Context, taskId TasksTaskId, params StreamTaskEventsParams) {
+	var request StreamTaskEventsRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamTaskEvents(ctx, request.(StreamTaskEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamTaskEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StreamTaskEventsResponseObject); ok {
+		if err := validResponse.VisitStreamTaskEventsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RejectTask operation middleware
 func (sh *strictHandler) RejectTask(ctx *gin.Context, taskId TasksTaskId, params RejectTaskParams) {
 	var request RejectTaskRequestObject
@@ -32337,962 +32901,999 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2LduM2tij4KxjenlV2N23LLjupstesvopLVXHHr7bl5KbjuhJEQhLaFMAQpF1Kjeeb5hvmy2Zh40GQ",
-	"BPWyK+ecO3PWOp0yBYLAxsZ+P74GEZ+lnBGWi+D4azAlOCYZ/POG5Nm8O85JJv+KiYgymuaUs+A4uCUR",
-	"Z7FAOUdPmOZoRMY8IyiTr1A22Q3CQERTMsPy1RlldFbMguP9MMjnKQmOA8pyMiFZ8Pz8HAYpzvCM5Pqz",
-	"3QlheTelp1Ocn8XNT8vniMZoK58SlGPxgGgcophEdIYTFNMJzcW2XACVo1OcT4MwYHgGn42DMMjI7wXN",
-	"SBwc51lB3IWSL3iWJnLg4UFg1yryjLJJIFdq1nZLWURuye8FYRFpLvGKJXM0I0LgCRHoacoFQUOhhw8R",
-	"FWiSEZyTDOVTzFA+pcIu+PeCZPNyxUJ+aWDerYB1zLMZzhUwvzsMwhLOHQ+c9eL7ZJYmOCfiLL6WoGms",
-	"3QwAqA7vi07nbSR4kUUE/k329KOkmKgHQ8QzhNEIZwTJp7uoP5X/wmKKZoWQuIHubs53CIt4TOLjezaM",
-	"eEb+94OPGREEZ9GUZMPde/bCE5Nz7pUzSnDgL+eETeQm9992ADz2b4l0eU4y+cH/ufUb3vmjs/P+s/7v",
-	"YOfz10743dvnve2/t/30Fy9+fMp4kYpT2gLbCx6TBEWcjemkyLB8imjcgqvRkq23H/++9/jV2tqOHX5t",
-	"X8w3WUuf8+Q0wUL4l3RDJlTkJCMxyjlPUCSHenFyVz3qz1NyiWfE4OXWmGdIYwgCpNu9ITi+uzmXXx62",
-	"EYncLGsNzHMnrqLewdFRHfXa8OauDW/khZqR2YhkbwQqBMngclJmqd4WRmo2+VDSRbmjEGGBYh4VM8Jy",
-	"tI9ESiI6pqSVOhbrkUfnBv22L6+IvCdfO+H+u5bbcRaTWcpzwqL5T2TuuR74gQiEgYtQEiO5EiJyJPCY",
-	"HMO2xjQTuX3+RPMpwuiBzBGOcoEwixGF/4onkt2zLZHjvFDPRzyeb0vK+0DSHEnEODhEU15kAqUkQxFO",
-	"EpKhLQncUBK0lGQ7WBJM1L0+k5/YPoGVpQTn9wy+LBck8IyoBbC4fGAWqBYiJJXPzS8i5UwQWDsvcrlw",
-	"eWx4gikLnYkVH0ZDC7N854akCZ6T+BjJgxmiLZwIjrBk0LA0keMsD2ElT1PC9GIFwllGH8k9e5rShDhg",
-	"pAKJnCYJygrGKJsAiOeKn0sAlaAMEc7RjIsc7XeQCBFJBEGHnff37PTq8uP52Wl/W1N9Aw59NDEdj0km",
-	"oWhAsiUPQuJuQplcSEIEgBvn020Dr3t2eHCAfu6en33o9s+uLge9m5urm13U1eDkY3TU6cBG8Yg/EiRZ",
-	"D+O5OtsthUAGJyRgt3dRV23gnh0cHaFHKugoIah7e3p2hqIpznAkxQ/FhUo0fzvej97jDtk5ivZHO4fx",
-	"92TnPT7a3+nE3433RwfR9+Tw0FwldWDlZXKQfUdie0UgWkge3Hv1v+38X5//5r9N5zwCDuKTkcxvr0fQ",
-	"PUT8Gk88ss/+zggLEqMUTwhihSRabbKNHFKBS0zGuEhygMISDnJNMv/35VMk6B8Ebenp0MGRi8Cd7db1",
-	"kGzQvqaDI6DrelGdztIl9rF4EPJ/fCfUV4KrXOQqgmuupnmR8Cp5E/DcswVsRjK/NwJlJe8dykcDYL4v",
-	"Yqln8Z/HT+8EyXxQv1O881vdiWf5uiLwoMr8gOMbRffkXxFnko7Lf+I0Tai6onv/FnJpDgC+BiTLeKZe",
-	"ieUXfuh+GNz0/nnXu+1LYCjFIjgODFGVNFWSc0kDH3FCY/SP26tLgES5/L9kZBwcB/9tr1T49tSvYq8H",
-	"H4QNNFHCnV3Oi7ZA4J8VSU5TnOWoSBOOY5Tg6EEA1xhKuj5E8sftXXTKY4KGzh6Gu8FzGJxyNk5o9ELQ",
-	"nF0Cnxjc9rv9XgU4SjUU6PTq4vq81+99eA14qL0YrjdEW3Ghlku2JRsbVpYzVDpqRpSs+kbyW6lZjXk2",
-	"olJ5nhIQPLYBHh/haUzYywByenvzcdC/+ql3OdCLqUBlRoWQAofk70zhinwD5fyBsFeEUGMVQyWUyD0P",
-	"/8eO/H2nL785NKIOFchZ3FPG2eQEyU3ds+HHq5sfzj586F06s2iRTWGdfIBjSZBFnuGcZ2icYJhI/jLD",
-	"THKFjCdEsngpijLJYnHyUuTr924uu+cVCFM9NSIaRC8G6R0jX1IS5SRGY0yTIiPmUpkFSEQkOaaJAFko",
-	"4ZMJiUPEyCPJpDRUZIzECs0uef6RFyx+2c4vr/qDj1d3l1XkkhRiDJO/EukxVwfFnCgCRL5QkQP2anKn",
-	"RbmcO0hhwGNXqSjONZ5LQtXn/BxnSnbYHALX3V/Pr7ofBv2rq8F59+ZTr50yky8RIbFA+53Dd0fff4dG",
-	"85yIV6XO5guggUjZJ6EzmhswNJaqwHFLskcakTuGHzFN8Ch5IURuezc/n532BneX3Z+7Z+fdH85rBFku",
-	"jmSP6q5nJCL0Ud72nHN5Q+fIARol4kSL8WLKszyZvxa8fCvAwrcA+ZjmKFdaaY44iwjaGs7wl4EeOFAD",
-	"h9ugizAOGg2jYkpi0IAoQ1OcjKXCMpzmeTrICI4HOZ0RXuTD2gbNaXnAqM6rz/kFZnMtUYiXHZbEhYvu",
-	"5a+GJ99Wj6p2JK+CrTeS9wFikthstrGM4QkaguF5ByzPQzShj0QhNiimlCGhbM9SiKtbq3esudq3Qj16",
-	"zzFswzLvGC7yKWE5MPIXUsa7y+5d/8feZf/stCuFDheszmekcmZFzVcA7iXXkp8gQsjJt3gWIs7QcA/M",
-	"GDs4pXt/HYaImYEPZG6Fs9qiFb7dMVGkKc9yEl+QmOI+iLsvg83t3fX11U2/92Fw0ftw1h30f72uEYl5",
-	"SpA77ZedmYj5EwMRUxN9HEUkzUn8mjT0jUDDU7WzHbnTofmYvNUS/XhKtMlWUQSQ7fTCUUJFrqUQvTYk",
-	"dyK2wZiEmZaR3wh4DNxaM/SMz0BmBqawXd9heUA+yKlz+lkeJ6ysV8J70yOqW13audoUC7kxmOAYpZmE",
-	"Tz5H9wGbYXIfyJ0UJQa9xlF1kfUUGcnO6CYFK4TkYGirYA+MPzE0piSJQyVHAtBDlBUJQaNMSp0W8+v7",
-	"lSC1K1X+KH0UN1qzk8/0bqlS82Kc4+ZTi6QuwJVOqRXHEecJwUrqLtXO38o3P9uhfPRvEuWNkfDl5qgw",
-	"6MYx2JQvwGrsKKE4jqkEJ06undWOcSKI72aAsTnnCMdSnMQzEqORFDdwlCdzuBqSt8lRAxqDJ2hIZpgm",
-	"w9BYRGmm5G7XsPY1gEGSIsb4v+vHuxGfSf2bgxFAmbvlVqpQ1S9+bVnrGyGvDi9YjmAk2iJfoqQQ9FGZ",
-	"XMu1gqnCqvRq2pqh4bBhWjDLc8xCZqUNbscTYqzxE3CuWHvUUL0iWR1/YpLJMSu9wQOAmEHxploDSyes",
-	"mEkUgBeCMIBhcFthOZ89a9dbXwg9Gjt+hRBZv4KUhdRm1Aek9MSz2Nq9U5xPm8BWuLB9IgmFNpMoyWtc",
-	"CBKjrcODg+0KZmzoWWji/0STvzoFsc43sP+eIWXjl0AEzMYozSiLaIqTGsbiJOFPgzGX/ylSc5Mj8OPG",
-	"A0Cig87B0U7n7U5nv995f/y2c9zp/KuBFx8pi5VLQhSzGc6oIAIpLUc5gePg+PAgDKgYjPEjz2hO7P1U",
-	"omeewV04UH+LnKQiON7vyKPPsaFFUpKZ8GwOVFs5ReXkEaxhxPkDgDkheU4GD0QOywlOJOi0MexGv4Ww",
-	"EFTkmOVBKBU8+engv/03dCd5wj3rigdwFmCU85RGyiiPYpLmU7mblEZ5kZFBkSXBMSuSRN5nDWBAxSNJ",
-	"0PJsPgA/xmBGWQGfOAoDMRc5mQ3SjM9SCd5feQHaLUYRlhiUoKyxxl10SnOCpN4711CVyyjS2HNMB/39",
-	"7447R8f7B/9qEpr6eddR6ZcpyafgeZEsLCHA8rF4QDM8RyMiES2nrCBgbKwT/CriNCIc5G8gaNAZqZAp",
-	"uYsd+TTwXO/KJI2ADalkIOcZ2iKzNJ8re0rBBMnhJroEsNPpeD7jIyBw3bRh1d4ZicVLbaY1RG+DstHt",
-	"JSkCnjTD2YOE+JQKfYelOILMTH6gV+5PYw9Fzmc4p5H2PyrHIBzpVgfFFOQLINIzBakF0RaVq+n6NTp1",
-	"cnCbkxSNinhCcslKMXxQH8SKrobqxfczeEWtapQoI2RHHhAy7ysn3gOZCzQ0BGQYoqEkG/K/EFohPy//",
-	"eMQZxSyX1GMor/09GzoEZYi2HnFSaC1acQ51TrkJMFG4sQ13OsIZuHwpyzkiX6TMqL1xDdKu6FP99D5Q",
-	"kSZ4DjJKlaN4CVkVzZc4FCzda8T5gErAs50xjiRmSqSUugqC8avdMO8dq5DNBqLGcUYEuEGB86qxiM7w",
-	"hJwgSWRLI6kCuRTVGWcAGPm7svVUZFHn2xX63NjyE5M7tYPQFjaiQ0oyIfHO+REYA0g/VTZ/tBJl8DKG",
-	"RtCA+sFEoGGGcOUiz8trpfzwY0wTbZ+RzzPMBJVAAkUGDM7Lb3eNNTWILfyM1M9IANYr++QMIoD8iNGU",
-	"1xyu1fDwYpGjaIrZZGUOUdMdwNtVOWx9t6p0or5ZcxlcEhfWuaX/7KoE2CFbVSZQRf8Kq6zA5HOb3NdN",
-	"qT++RH9PYUQjwgNtKXu5slNGmT4WRwZcRdqTlyZ4+H789vf3Xw5mh+m7IAwSLPKBlHhrb77t7+8fdw6O",
-	"Dw//VXoh2TuGnnj2ME74U1Ms+QZyg++aXxejhEYAFRqHymujgqxobMP+xmgoHh8G1ef6TwVAPfQEQnjk",
-	"HUj4pEqda5BqLK4KOu8tqBjvykCTkhCqY5WTbLdCZSlZ9LOdSzwjaGs0l+Leo1wEV3QXaIUyF70RNRWn",
-	"csAr3VJ9LSsXoQKYJVfhVL3oWjDqetFMrjhW1+BD7/bs0yUSU5wSNPwqr8zxV6oNAKEcE6JyLSFyl/L8",
-	"rDRrv4VkkdnHWe8vNJ/eAgKtYfEoXz+nIm/f609kbgUeoARMccn2VdcDTMCL1ByOUyolH59oGeVSJ5Y/",
-	"hoiRJ4mfEIMFCl9OZmIN4ASlvouzDM+b5iOzjheYj8rP3ZBH/rAQdyAqS9HUjDyayKMtGw33pGV4noFp",
-	"M1cipvLk6Sv5Irg/kHmrVUMRMGVlNWaK9QhQpvbv2XfyhOcCYvEqM65k4jOzhmb1r3JWzr3xXHFGnpK5",
-	"c9FDRFmUFDH44KYEjSXBBAIgplKI5SwintP5j+BA6x3Zg4/5990drsy3jO9cqTBgutIBnJwl8+qy5Jzu",
-	"0gb/+v3tY78z+v1ddLk/vzl6Oj/48uP38T8OZz+9F93v0l7V0iVf/6278y8dcP63wa4v8G8ZR9RYCcxP",
-	"2WUYeZJ7/hac75X42gOER27A3XqgKC4iTVoBUholiZHyWVQV0RcTIDPRSkTc5Fd80IHZDcjY2V5IEhZz",
-	"wStGVIimpNtyuHg5/5uYJKLmzVO/KZWVCvjyerxvOddTX38h0MDR2Q41MJSDJw9wSZB8M1kHPtOV76+5",
-	"vmulGd3BGjZz61zYuD1wnildSNsQ1N5qWs+YwvVW9HFEGc7mij42tRM11Ac1sE6grevLTyH6x3XvU4g+",
-	"nX2UIsEvZHR9YsNzj9AF/aEqpasvLiUo8OlWuC2+CK8k/xmfwwrI7EPel+KuoSynOMcJn/RYnnn44C14",
-	"HeDcudy6if2pkENX5/U6EurZgGAZ1GEaZKRyEKQyb1wb1tuhnRzKDzHDE0bHFPxXoDd7krhUSOAgTYoJ",
-	"ZSI4/u1zw0UBA9WAgUiKifE0GNBVX1YL0h+TaGXDm+Ux/uYLP4ZHfR5z+PtzGDySTOhw993Obsejpluo",
-	"1eE/tMZWx8Lq6Ko8R5qslJzVAfxSbr3QC2CT+5zHJ0hZo7SjT6+CEa9JSh1c+57AUux4OtPijz8SMqxp",
-	"wOrpqpKgk5GItiDmXOcgMifXi2fGQKEOe6dMUGyOri2niXWNdTXQsJmspnAN6RHK1mgSUygTOU4SEqMt",
-	"OpOiCHrCGRNoeH1+9+nscnBxdnt7dvlJx88bpliuEEczsvdEcN6yvCpn3NxG7p+9crUaIj9neUZHBaQx",
-	"qZEnpfgpQWspi1jJ/ty8tU0KHD1AdgmekdIMbuFeftBEWIlXAqshHU3nGk1TY1M2YY40Ahd+ZOBjHcyw",
-	"UNeFrwmR+sHrua/SqMYFsdmRpLZ/CEtq2byHzi0FgKV7zXzw2SPJkP7dnImXpQT7uwe7nbUUhKo92izC",
-	"nkcVQ8OS+Gp6VYOfB8WaF3xVLrtYVmxyV/Fq2oYHEfSaEGHKgcmzGFJ4RkaHXl3e9goTy2TwcmmvJMpY",
-	"JWk9EbdbV/HQls2DPdB+xxOVy3ILm0Zxhsc5OugcdHb2DxDO79nwK07TQZqRMf3ybGGjYiktXqvHu/8W",
-	"nA23d9Gdjj0DDyqGegj/VmF+ONcxCQl5JEktz/Br8BcTGRdM8zwVx3t74jHadQKj5N8rLCIISynUH7Cy",
-	"XjBKxWHeqXi1DzotDrrOK0ZuPG8SPWPFpZ2Kx9f1kRs/tjMYOMCGUTNh4DjDg+PgcX9ZII1fNJVkSv7z",
-	"a0CYpBo2Cc3GnqpfcZHzAU7TjD9aPlp7Q398TPJoGjx/dkmgj/Y/ryLU/sXNivSZQiXnU/cJax/18Kt6",
-	"MCiy5HnYcH8fvvMwndX1qDqZsJaCtYXg2sr2Vw99WalExjEaFTTJd6SAUgidOdmUS0MtHJTcYg2hNrxn",
-	"EBmjoycqJTmA3vzZ9TCqd27twzTe2nZ51h7kFkSdyUm2rXC7ZoTHClKnT8BUgZtbaUUiHT4SFvNsT/41",
-	"3D7R/sdSB7ABCjhRNmTLltvl3Oqku7UgSX0oW38/1v/cHex8/qt5vP33vaUj/rKK+Kfpk0/+hFJAJriS",
-	"nJgoOD6jueR/PFNa5omK7QeOyGcKAogzpLSiXdTD0fSeVVKOcZoSnAlrIlJpOP2rq/PB6Xn39nbw4e76",
-	"HPIWtnUVmbWFHINyihSuJ/ZiltNokeDrnhMY9n/b/Vz7x9Zvf9v5vPs37yksEItLQbjNftQiTtno2DWj",
-	"wZVQFZMxZfCaDq1ptaP7Yih1JJxPGjHBftWASrFiROVCmt/VK28j+C2xjo2AQb36Rhhfe/Dgf7JQwY0i",
-	"2VYNW2sN2GoD29LgrdcNxTKmLpVT9oQziGW7/fW237sYXN9cXVz3jSlmd40481bOtd4Nu5YiJ8uVA7US",
-	"oeDoMYwjDpdE6hge76wj2vrvgB3gWiCqoqkjEGOGk7mQj8GcCzIyV3VOyJc04ZnOPXikgmfGiUcfideK",
-	"0W4UvVKJJBPCSIaTUB5XXEQ5faT5PLTKQigpw6xgOp0pRDMSUxwiCafQYg5nJwgzANI9gxjU2nlf9Prd",
-	"D91+dyB5xqerm18Hd5c/XV79cimhm9ucpu0QCY5oblOyGJLgQlOSkXqhGEdZcO7Jd4cLLagmgcRaQ6sw",
-	"+aFgsZQW5As+qcY7e0U5aZrqEl5kSI9xz1+Aw1GevWQvPMMMqqBgndkyyQgBM4pSdkZJQaCCRkwnXPIh",
-	"yhOSQ9wee/CefEU9qi/rZyoKnCA95kRZoLXgEKKYZPRReW4lZ317sDOiOfp4+fPOPkZTLKZ1notojGY8",
-	"LhKO3rp7fOzIpe7L/znwLHLl231ldLE1rzfguM0h5I8ky2hMavdbCj6eS13R9xriV1YQNCOYCZRmZEeP",
-	"i4FWgESWqWuxfQJQlYIaZVOSURWLA7XVNDb6OatVLRdF55dbowLpNzb9oF/ct4BHMYkSrA1bdsYtzJBJ",
-	"/uOMQHmrB8cue3Xdu1GJfvq6bzeVvuWVZVxZDJa5stAFwuX6KAN7WyJnrXRAMJF7NtgkNej6ehOSS0pn",
-	"MrtKqdx7Rq5Jov2kDJqL3RcJ5uWd81nlSZ5TNhHrZT/Ad3bAHIfMDCfyAkG4NmdKLzHK9AzHJqdNBU2R",
-	"gXlpqLQWiCuaFSK/ZyMCKVAaR/U4S6Y4T05QioV44lm8IzcTNw2GJ+bGkBhNEj7CiVHveabTCU16RUa0",
-	"gmmCXFryJlwDUIMzyMcmhK9SdTFEiys+6WvnvOW7e6CtVX1d22sr6XVjc7mfkkRV8HLp1fwoWRib+OWR",
-	"R5tWjcZqXN0zbpLagZoMup96l/3BT71fKynTRWkSRvdgIM9wXmSQIK2t1EpHnAbHgbLs7pWjPI5l+Oga",
-	"V0jv8VS+9+ysrL7lH4sZZjsZwTH4K6R0hxk2qlIp6qy2IY9g4qs4Bib4aw4lc9DWzcdT9N37zv62yZbg",
-	"4zGB1aNEh5XWnNVjnSP7NOUJsbUuqwtuAnUZZgGMS1Dpxa+KTaf6hFpsVQ5aye8I1zWxvYsg+R0JeaFp",
-	"PkdbKlUWotYUNd4+Rtfdm9ueSlcP71nv4rr/60DXeAnRmSqzdXbTU3/o8kvw7+tuv9+7uQzRZfei5wyD",
-	"P83Ae/Zz7+ZW8slygHliJzMP7IwK+8s3Lrr/Y3Db713fDm66l5964T2TNOB2cHnVH5yf3fZD5Fhwytd8",
-	"Zh39tHfZ/eG85+zunlmW7s5b8nn57OqHf/ROq0+re+/e9a8G3evrm6ufe1BUwZ3XfhR+QLe9fv/s8tOt",
-	"kSDkbXeeXndvb3+5uvkgHw9syarwntkRpjzYz93zO/01ZJai6aO7lcZP5RlZJcbdpH14dnp1qac3S+1f",
-	"XQ/Oez/3ztWiG1QrvGfmmZ3mp96vu+gXrTYZnDz2K8xhU8CSO//p7Py8HNKqeikcvL3unvbk6Itu//RH",
-	"tCUizBiJoUyoFOtthbl7putCKf/cCSJfJF0AeqC9QSr0ALPYBuxth6jKgjRS1hiTRrfLXu/D7eD06vLj",
-	"2ac7tS+t9Wl9wrmFQRhUbmEQBs41VH+VxdjKixiEQQUbzd/l2PpVdB41B5WzVm9jEAa16xiEQfU66ge1",
-	"+1h9ai+keVy/kUEYeG6k+9TB1urjGhQal7Iy2r2UQRj4bqX72H8t3RHNaxmEQeu99P1WHobnYrpP7c0M",
-	"wsB7NZ3nrkThu5tyC76rWAGWflGOde+iu6b6ZdRoWL2NQRhU74nBAv9Tz/XxWgYqHPRstjie+4aIItHG",
-	"T1FEERFiXCSOmvKnxW+GgbYmeYRpTTB3LBPX4qMNVdIhYFtGRAa3CpCqUngNbTFEE9i0u7u7vZkWZcTc",
-	"lUKoA2drrxTFoSG+pn7WiOGwchJoaJLUO7IUzyxYVXwHlDEpgz5UgrpXuRxu76IPJKEjCXuSzNHYJsZP",
-	"SUaOS6tChmY4kT84Kts9y0iZXGCPemvovd1DOEbwBRIcS4QYEXnIpiKKMmjIOVUWo94hz/6UkJFaeIcv",
-	"jMMGbkC5D4F0vqMJ+o1oTtCcF1kZlPFcj8qYkiRVsb2bhmR4givspC+JoXidoInFl+F2yp8WR6M3EP5/",
-	"0QQV86E++ZK3FKM2kMACZfhJRWzxDP3avThHOfmSoy3tG1RaYZUmhGiiyjsOK8JZPfqXxseohpv3TGLC",
-	"Maph1z3Tp32M4LDvGdyc43uGUOWuHKONrkojSkPVC13GNcv6b6twTgMfNnHtzmmJOg6NMWgG/hB1bUyZ",
-	"uIbIWZo8jC/8Xl4JVQhORbXPHlWkvjZ2mKsD10iuylpBS95afrFN0nGqK0IWR+UgwN4pUaNhY6nStufP",
-	"z88vvGMGRvUXQKH3yAJbBEdT1FTvX5nFW9B6vQamkBu4XIZqC0MLNLDtmXh1XiSxvGmmON223yy8iVjk",
-	"fCbNOFSy/caSjoJJaA7tFUUezpOKg2ihDwis+pwnZeA4IOcbUbqHTH01Mh4TlUWu7L716mQeblaLnJRM",
-	"DWF0d3MO75r5BjU2af9UOTT6z8FoPqjFbvBym5pjWkAJvRSc2Cvd+MUz42Juq3+vLPd5PU+Z8oBXXG96",
-	"Naqnius/E1BvSoQINmAzCSoeNZ3ooE31ykHpOLZaUh1WjVlx/V2VuJUGO/AcZoMMwQ8gDKuOMWBf1ZBY",
-	"0+3XBCOxs9dBMmwi0HA12Pgwb0HHCutvWehZ5AvupgV3Mz/G4Hdb2KCL8A1o6V8MCq11BouvzYvBscgn",
-	"5G2/1UycWppCUrm0yx2UuSDJ2PFTWhu/TdJcUlqh4hcqz7ueRVJZl+tAqpAQLxouORbfffRhympMZHEa",
-	"dw/C5SssRUXQ19x4L1YhFrl7+677f11Pb4VhLuPbC517mzPqxfpYCV1g05KquZf2dcC6CbDagPMqsNE7",
-	"XJDOX3Oem4xig26OdFLx0CcJfyLxIMfZhOQDUzTgt8O34eHh52efFHBbjOy6NivmuVmIwK323GtPu8h5",
-	"plJ5ysp6CgSjOXog84ZXX7+XEQy2oeFf9f8Nd9f1z69Ki2uQ2rSiXKV4Fs+n0FjQAGDjGlqL6LQ9oNUq",
-	"vLkYuiQDbwVMfdkNdi7KahfYvNC4v+aHV7i+t9D50BMOqzoiOgBQVWKMsVVVbYLCX068CoqpiDjwFW0o",
-	"eCNMkmG9Rp5H64Cmjk9kpAqOgO2Ds0eS5aq/BkcXOtpYThWrJOWBNfC50kVNV9GJWZOEj4iTw+mA6nPD",
-	"7rdYK1qQRNWu3Tx/bik/gOP5IOdaCFhNy2maIRamMqlQusXaQRWibZHfKMEjktTTwheKdpuEnS0X59qK",
-	"DFTiYaFM1VgqaGiEowcTMKJO4Y2AQVC2kLXVIDBI05rqX2KRp4IcXCEzoiQskPQ/xY9Et9kobAn4CIsI",
-	"xwRtgd+As2Ru2jMpLlE1eCzNxFkmjmktoBymq7on2AiKWawbM64lqin6sTAcb91qAZrZlNUCOE8UOFYo",
-	"FVC7YV4jl2ZjnuPCGTFutv8g/WgRT6zc27r6Us1412nurrZRhYwHrVcMlbOHvlgRKRnLt9E/WlLPpHwu",
-	"GdEc8m08H90EvZfnucNiXo1NLzAY9qzZT7UO1Iy7VEka5HQN7rGGganVrGTXV5qA0JaRZHSn4HrQ9/Zm",
-	"Ud+va5YpV459BpqN9uCLD69f3I0tAgpXVrmBrybb5jpkfa2747krL7kqSl2Egmk/UdZS5tM2Xbo4u+ip",
-	"zku2wJUQJEcPlMW2P7jTIa8quz7ABwKoVWYKXNM/SHC8/933339/sP+dJKMzMoAPQDamHLn375QAEYY/",
-	"Ulb++4mMUvvHhI6Dzw3x7sG7p65dtJvBYtaFi5iqvJuYyP8aP7Ek6VDK5nNLKqPaTFPxyybQrdwAUfdz",
-	"NcX65DKg2zy0qKpof+212104Ncvhek/LfmwdUaiGRwBOZ7OVhXjxC6rXAhKfTnG+WUk9XQIXI3hZ0qoR",
-	"zqNpI15cN+UKrj98RGlCsFBWX2D6OFEF9wP41/ej/cgX/G3bennugFoEuMUn9JEwIxRb1lArcLA8Kb66",
-	"Mt9HYZ9vhGkSrYYOVb3d4Sjh0QOJdw1UxFCnc64Z468XENr9tx9kH4uHl5whpLFLspHqwPOFJ6r71YNe",
-	"qfu/Hwcf1eUIA0ESyWGU4inPPPhcxpSsctx2em/NQnXcUuyxa9Qqu13qSsKPBNk/9QwKCJpcnKm3D+HI",
-	"9B/7/qIAmyDJC3HBAMeLC8p6/8Jb/YFEVIDupCM3oinOoc+FQg0l9UsdtGEC0S+qQKNsAtQZDgIaetiI",
-	"LROtxbPJnooiU05B9boEsnVDyP/SmGR1zHk/PsDB82eP2cCuYbHMbHYjZ1sLZyTPP8VJYsCkqH4rotQZ",
-	"vl3fggPc/DZXzu5/3QNDWxiJYiSFhYRg0yg1k9xcD9v+T3Omp2BavtYm8s2O1bztdD5xGWyRZYTlA2OG",
-	"Vxp4RqIcTXkmgBDlUF4qxykoxYw8uaN12jhKOJuAMT+dZlj4srAaX/LRPfOrlJ0K0ahKc+SL7KquqCE5",
-	"wTmLHL2TEMhwlJNM+OZ1COu7pelO9c3UVtFymP72elOc2wRSXZjR7bNyrBQpLB6QINCjKOPFZGqbAnSv",
-	"z3ZRNxFcM7KM3LOyTLFEeTD3xSShjySbN6Ji4UNw2743LMKYY7U0IkdZgUQFmDW7uhztdPb7+wfHnc5x",
-	"5+2/grD2BviwPmZEhy4q61RTAJhBpeWk7N/H04o4EAbG8C1hbD4B9lMaTXWdOhRzNOcFesIs/3uwWID4",
-	"DIYfoc7il+5Z/+zy0+Ds8vquX28559kndK/R7WAVxEwrQqGdCfU5va64GuievVH2i1pLWXF1BS3DnPDX",
-	"Zpk4nGgR6UTXwdd9nySGqoY2ibxIyrlVOvQEVpUSl9oeHXRaRFXlRflBD/02bf9sB99lxF331fWXMZPr",
-	"hAK79n7Smqev/RSEdTYtW0JpX/sTeltZTLMrtAhjoFYe43ptpiS0unmOo+mspc8olCbRxgcMI8EoibBp",
-	"Ge3pY6JNAcvQqbSFQD5vTLH3Ol04K6Cxv8GYt73cSPCkyAm6uzlHW1C3TutzOE0HRZYMt6H106deHzm9",
-	"xWEhe1/hP2exqvVnT67I6NIzszsJjRYvl9cG/R/K61f3Pc0lpwB0FiiFNpE6KK1gCRFCmYCUsYwKdN27",
-	"/CBJmso2654jnqEqndu9Z7/QfIoUaW2+UKo1KnZWkPxEhYpU50FDRxEGxlUnMlV8cHhOfZN3TCEyiWsK",
-	"KhFoS6+z+vHtjfTBH3Cu0i3qSp9hM03o6/AIOIAnLGE95plrxarDLwjrfOXzIlOEt+xtkgiE5ddUWLsR",
-	"RC0s6t9cHRoOrhnheKkRSgNnCera6TzUw2oqzq60kThEWCDVoIcyjelSt9aEbOgrCeXoM2skYJnXnMaF",
-	"cmIuKhXYyr0t9DVYxChdFzFX1sSVymyesZxkkqln/AnR+ATOOFZNYYWtA5Nhpl6SEKlrYEOTdrUiW2sp",
-	"OimPBioyYhcyghBJWep1+3Gsmxg2NrlSJKoTg7GS52NBscD2SMgSP9ow9owllJGPurnHOkY1JGYSiyGB",
-	"G9L2KEylmvVCfTMdedH0U/ibnw6hG50qfirXqoqfnoywIN8dhrpHyTwnwjQG2DJ1I/e/Qxf0B4k3PIbS",
-	"RJB/8geBxSlfcJxxSMgUNCEsT+aQGAjD0dNUbkFp1yo1T+QZwTMBVcKwfTrlSQyNiMkTGhXjMcnAtj0j",
-	"M57N0dMU56oYqKSL8rtvwBtxotQdqehIxsGLHEYYAAGjsvuAbWwd7r/drpWXBND4cE1+yY/N8ky9JVOP",
-	"jtazztlPhOXhtaHT6p2JJHHztMzzO7VqKrp8Vf5jZTK/lK6rKTf3ZVWFt2ZYCWWx0nMd4fHV/D/q4y3F",
-	"X7rI1BaylQCNnKo1b0m+t4At5UXG1HXRNdrqEWCL9EtshWZhw6S4qisjQC4X8h6xiCiUA/Vat6yhgqDF",
-	"drga28u9gUkMUSmYCOhPkxO2uqJVWXvTMqNlfF2TkGcgc64lZzgaxXOrBlqKYDzxNkzn6CnjOTHMSOOO",
-	"Bm9Z6NGHIyXwGy5iLlTFV1oxhU+pyCVd26JMqk/CGBxX4K65N+tTYyh4sXaX8je7Xg0NPas8qhqutV9H",
-	"+N5iiqQHifIqrEqE9B1ajw6ZW7qMHNnJX0aRFlPidXYbaaPgckLrIawv3EXfin6L44GhBWQpJ65/pKtv",
-	"MgzW78nf19aXN5r5q016xW0Xt2pMXe7RXE3KkLkmKuiv0vbTIegs1hqujoZbTVm0kGzF2sW6m0pgKfUd",
-	"LfGaE1lzEe0qWhgUhvUtU37v1D58OOpAvbItM3vYhqQro7Kucf0CPzZS9bZ3ilRXPa6zZzuXqfVwBJiv",
-	"ajxc8id1PVQpVQjP/pgRFk13PSy2MVWDdPKMIPhNTjTJMMtDtC//vd/pnJhgqkrqqy0iH5cxOutUuDZ2",
-	"JLHQJKbsJKrWndYe5VGSDIrPKdZRQcBloRL1KNiWetRAg+wBgdTlGATXkbj1F7xYBKbMShPnTVDpB+14",
-	"mVGmTBDMtMqvodRKnesXNFDXlx56EhvkcBxcqzVYX1zJtVST7u9vg40ruzqQfRlMh9dXt8Z+quJi3Cv6",
-	"Sq17nFoubq2VFUuquEXBX7Ojz3/WHgG3U579/z0Cam1bVhddPtqqSbYbpE9sWa014eLCsEsu8zfucpBm",
-	"lEU0xckiL6YdVGVyisdAEFEmJFTLgbuobwdAIWGotgG94ziaYSbVIup3jC4+zv/sXRl2X0qOP2W8SDeV",
-	"lhh5UgWVT5wDQiMS8RlRviL+xFSqTGuW2wXOHkiuM9tmKclpzjPkdm2tkdac4NmaqV7yeumaRwahoEjL",
-	"9mqtq5ZfO7SVZ3Q2A28Zz1HB6O8F+XY10tXRnSezU5D3XnJ8ygJv5MZqXgQcbZ29plQ3auNJgmc4CIMR",
-	"FmRQxnod7+2pn3YTzI739w/fHu5B6wCIQP2SD54oi/lTcLz/dr/z/UEYxBl9hOAPnhKGqRQcRb28CSwz",
-	"OA5g4re7+8fvRiVqnPMIJ+hcLycnMyBVRUaC487u2ybXNFtoGGq008NIaieqD/OOyjgjLMrmqW5ImBGR",
-	"myS0jEgtULFN57gPO+8bQUq6FcgVS+a2CEsJvmbdkTjllOVIDlEuZWwczBLSiGfKqid/24ZjGyoYDuE+",
-	"DTHLpxlPaTTU3QTGPLtnUGkFYG4LXKCP8l31bRIPQ92ODrR88D+kOJ9KqT+BDiUmOloKrJRN7llMMxJJ",
-	"lXl7F51OSfRQ9hcQJJNf2jo8ONhW38G6CDt0DFEF2rdrGAh1/KZc5IqYZ0TwRH02LUYJjUyPPGLSAbkk",
-	"O9CylcTGzqZT1e7ZMElmA5M7L2cVQ7QFs0PPsRCdXTsTSsidnn24QYzkcoNQYArHkmaLHFjgPcuzQuQi",
-	"RKIAoQ1hKLKdoCvAz+0T1WfmiQqCDg8OQphT3zTlb80AvIQwokoUCTwj9+wJ63JS+ZSA1M5IlO+iTwCj",
-	"KoiE7Y9s5mmUQGtpEVi/hr40Q0kq1e8ATP5AmKhLQh0bBr+Af5q73dRtJTA0Fm6VmKebwoFO64IcjROs",
-	"zKPGKGuJhUVyKWrrebwWWpeqOCzc3+gfPygNvqxKJGVCCH+IeEokDeAsaqk8Q8VA4fXyD90Jo0YrWd+K",
-	"NGirAgCF6C3ZX1LCVYc04EWeFh6p4Qqeq6NEEU5Bfi5R0ne4S0VdRZP9RwtcEbyWJr1YE9cN+gu2a7+h",
-	"ZrXg+dPX3nKttVhvjW80hC7JAMHqV45CW4amVjZYyXKzMD3wSn2sgC5B8ut0Rrjv4C7sGSE9RpklIy51",
-	"2HIJQOT0iGH122+/W3aYLcl36vKak26XRMA29IFk9BHYw6bySGxnKCMddtEwI4L+QQxpGD7ROJ+qpvVT",
-	"QifTfIi2JPnn+XT7BA11eQQ9/J4NlcQ/bIS7Wk1AZ5q5NdnUJyF2FSc0nwfH7zphAF8Ojr877DRkCjNZ",
-	"y7UzbZNtGrXK2IaVhgZhhLkquj67jmEdK3GY/lHpOqXz5lTGnN4BZMl5MFuBySd6A4Ig9btEq5R+IYmt",
-	"tZypwpdb6utVnHq3//5gGYFYEKZhD1VEOCGw8zGFXv8UmsXE+RR90QtzDzUjO4Sp3g85R/ZsHcDYo9Pv",
-	"eCFij7UpckGLNqQHAPAlqIGDSzAjRWBLReLd0fYJohMG9W0s21/XbKBRq+2EFEBe+YDWKIFkLvolz+lY",
-	"t5C7LUZ2qZvdeOWwySYEmIRQ841AzMMsDpEK+caJFPDAxklZLDxppxAUnmPxMLCWLckm5QMVuCwvikrp",
-	"qOYLqzJKOuJd/2WM0aZWea1S6QxTX9RZIrjkdiDMCZDLLJwgwgreK5EGwNHCzPWOGuzOmVJBQsIpIxGh",
-	"j+QE4ZHqvaR7xeqeZkqmaOSFLvLiuN8xgbIVA30YKJ6rE1u0FuPAshF+ZtMZVJg4z1wLD82tweaRCqpt",
-	"NqU5YQOjTeUkG5QHFjE8VvVG4I8TNLQLGh5roOm1PjGjyuDcsTe5/R9NHyLzo79BXiUdz1mgC7r2i7e5",
-	"T+s2x1mujZmVekW7C7I/HJPpfqfiFvrts+Pw2jC4pDWLoaxbX1qTIiylHbIBGtTsvi2m3v86LjVHktaW",
-	"v2/iYKOZyF/kXHNyB5b62e4EyTYVF2GNOvNAAq2uptfNjtXiWJ8yDMEvmqIHE/n3f3d6ACg7FMxol+Dm",
-	"u6lMN+jmjBObr+axTC4sIQU+PBuSLI/37synvDRTV/yc6JxPKDPWjMqlUS/UIhUP22YePJKMjqnJElis",
-	"K2cPWmOHryIskHkbGmkC74PgftZWv6SE9LKvfcqwJhBDeGOIMp606OHtyYBntWN7aR6gAe7CxL8PBGST",
-	"9iAbXQsBnE8feue9fk/xnYzMoKoyBkuYcgauFnETq0+C6GKugr9ocCMfVb24eThGT4JEJa5udsMvyVOJ",
-	"UrqUt863rJyb60wnTwNzoXGM/zsjT7vVK71qfmvTBV9O7a0goRcqBdknmgO13uz6Lc6L9QFgSWJsXbm3",
-	"G1mCrj2THLemSC9l7iIjiLBHkvCUtNT7Xzrz+s0bYcVLuzVeMYKm1Y6NkjIRFqlY8oyotguQfTumJIlV",
-	"U2s0w+nuug0Ql94fBYtW+Ps7Iqr6aRlEQ6i1KZ1YXxOaoR/7/WudqUXEMfqhq1qN9W776LDTCdHdZfeu",
-	"/2Pvsg9dyT6gw85+eM9shy902HkbotPbm4+D/tVPPdsxTT2/vOoPPl7dXco/D6Ez3Y9XH6BpV/f8/OoX",
-	"mO4oRKdXlx/Pz07lF9+H98x0Crvtd/s9eIZ0W5FB/+pqcN69+dRDh/tv5eJu766vr276vQ+Di96Hsy50",
-	"/UKH+0chgjl0L7Obm6sbMLBDM7rBRffyV7PLW3R48D5EZ5f93s1l9xwdyU2rvm03vdOri4ve5YfbAbT1",
-	"ujUdMWDQPZP7OLu4Pu9d9C4laI46+yG67d38fHbaG9xddn/unp13fzjvoaPO22pbOwfK0HasAuIgDNwG",
-	"ak3YBmFgAatajNWgKt/SIA3CoALOIAwasIQl+AAZhEEdiqr1WBWC8A0FPtvzrhV2evEO3KBJXANoXnPM",
-	"R55NeP6y8gZdhwBLRRx4JclRQtmDpsUOo3CZhMsgVlX4G2LWErLuFRd8lx7EmxuebMgz5Zs2WrC2Z50s",
-	"oOSsxkb9IfEwHwNLe6WXsRK9ajk0v+GdPz7L/+nsvB/sfP7aCd/uP/9lKcWEL/thwU1UU1XyV/5DPgYV",
-	"QJwgnEAeUek7AamJPzGh1DgRmrSQ0g9XcabVi2E0s/3f7nT2+533x29NNsaaUQxS3X3bEswQBimN8iLT",
-	"bmCV2lGNlNk/WKV2dxjMeZEN9EFD7IWn/sbrp9GvFnxR6z+sS4uyWl3CpZBcKeURUEenbtu5374gdbEe",
-	"ZOUW+q2eZVOgcw+3kY18c26sYwqr9egQlWXEyx+nWFiQLa2ysDjWqm8mfSNcpyMgjXF1rnZ5qjlMElNX",
-	"gPIr1zCoYL5XbjbBY3IIcl2FOsHdmMYqXuenKTctuDCakdmIVNKx1Q0LNUmVQh+48z6vW85d20qc4wr9",
-	"BTBdVHK3vF4FBrgcEIe7OHena3MJrUFMlBZRXHpaX946VCyoQF8WOEy1NWr1wrSr9e18SRoQAHNVOALE",
-	"xItBpqZZcKc3BJliuMtApr/+QpBdqLvSkk75RujrJqY0Vcn6vmi0mk2vG2N0zh9JUjXt1YW8MPg3p6yF",
-	"v+9r/l6RlkLIAVQ1gw4P1rXxyWNRu3kjUNzKSGqrX9XiV5ld+ZkcubScvgmFhm2i8UkHTt500Nx+G87p",
-	"CQtjkF2dcBuavRQxpSyqkpH0USyEBFiHqSq+GpOIzrCq+AbfhUIQtsPtPhIpiei40ZFBnnVVwt3fef/5",
-	"t87Oeync7r9bQbg1iw0tkGulyTX9LiG95MasSmrKY3k5vdFzLYI4fOgFVEeTg+V5m2olr0J8Fmdvlvt6",
-	"JfitBQfvvl+67WslPtyli1tK+638UJANZzkqa8ppcUQXPW7ue0zbxDFIxz9G15efQvSP696nEH06+4h4",
-	"hn4ho+vQ1ms4Qhf0hwopGVGGs3mwSkmFBXDIyJhkhEVELM54NQJy2dU6LV99MVo4c22aLqI2VgplUUIl",
-	"Tp2g4dfnISpYThPt0XNS9iux+OBrUa2kBo+UPIErDAgWhLRK6BG28+kHT3fmRlJduZ0XIurim/k6cufE",
-	"WBdWkIh8EtCL99hucNGFLOSVd2SfE5VNoay8IJcIk9tSaoimTruSa1dTVkp+p595uDQsua9r2nvtMbqt",
-	"kYqZsh2SoCFHWDZpVatM8LzUMk1LkbqJrtpPqNKGzCYhmLZgKipFqhHBjOQZjeodSIIngvMpyXY/8oxE",
-	"WLygIdqLWvcYUJXn03RbbtZxDU6o2q3LdFGDSPtqJ1zdU2d7F117G6/lU5zfM4hTJ7mnDdsJKhjU2det",
-	"/HUAkrKHf5P+bEsaKq3ank1rs4CqG1ZIrHSaKXtSrN6HzV6mxcKcy4EANLpt2J/TEMYJfKmey+pCnenK",
-	"9U0bwtgvrcA0SjDO/5QGHw4UXre1xxkTOU6Sa+hktHn0ZYRznPAJSnH0AHyEQ503nRDgEGM9QB5iNCN7",
-	"mpgGoWlYHxwH+7sHu50mtbRvNgGrvgmZAsNHwmKe7ck/hpLS6FQeGwsF66w7WvYPK1EabxveCKmpbf39",
-	"WP9zd7Dz+a/m8fbf95aO+IuP0Ngd1zf0s+7dXwKxnr8Km3gjUIJzIuptJb47XLOGgQasDz1saqCPWyeY",
-	"TQo8ITu+3L+GeQ8ya3VCHNhCGzlvzezAgSA2c69Mb1N+jUYW4ME7yDVZ4HM5tD6XRqYgrHGgnSs6eLGZ",
-	"Pejk4+ir4MmYUfl6JtFwkuY7h7v7OzPKaJlp+Om6L58i/bTpo6klHx44iR1q+355w91mW76iAmqbzFHW",
-	"lyi7jaqCxPDIdoauHl9LNNYaKYnaeq7CjZuZhWhraEJDcUp31bntRny297g/DO9Z5VebySUHDLdXy0r0",
-	"V4N9tay3yv4K9sD4E4OgNlMjCBJ/Te2ulmU4fo9v4X2zOXaLWNF5MvugBj6716YlBb9pbF3NeeYtj10h",
-	"MDWf3PerTSvaG7d/MDH1CZ6EKjsvPkbcqk01AkdzKF0gKtK4xVZteLhnqo9NpkZsn+j5PImY1Qk14Ydf",
-	"dp5oTPQ796z+CakibVfE5fYEwpUSBk9AUge/KUi6ioo3cwi/VQqhKRQtiI8QrHY7NkspRFtjm+A/rpCM",
-	"et/SKlF/rUTD8gM1/rCBS5Y798/1zG7iY107o7F+hPWUxgWH+NJMxvqnK+mMVp+1CTRvO50VCe6fUCzf",
-	"UtNWJ241kdJhsGGFu1ePzHcpG4yshHeFSrokZD3nsBUdl9R1bImieZFKJc9cTdnia6h+L6zQcMmYbZXb",
-	"lXTUUkpepqO6C9tcaXMKdix0PDRB+4qQXQMorUB4GQw+rFAT4LisZLF1lRLWPduRa8U5JIgN96Ipzvd0",
-	"th80BdgO3XIXaMvUHb1n3esz+WNZYmArI2lCiVBWLWjPgNE/bq8u937tXpy7AuYJknqaMrjGZMbFdjXe",
-	"c2kNgpIz2KENnnDOo5Yk2S5KExxZk5X2i29NueRHfDymEUG7u7vbnpgK5QCuhP0H++gCU4Zu84yQPES3",
-	"klZNIL7Zt6yqoLqaJKqY2tryXFMakQJUXqjIZ7uBo/3dI5dI80J1Z17KkRLOJs3pdjq7FT66+nxGTChB",
-	"+yP3A6TKfDblL5qLmEN1wOPurUb/16L5GgXPmBb81srDSvTbzVqZCgcXI15TWy8PX524c3z6zLQ2DlB/",
-	"XoD7jTrMOU5agnaPvElWa5cMAe+3WzTEBc5iPK9rNZOMEIEYz/JpVTgxeGqzEN+7SYg78q/1roT/ywSL",
-	"fMmH999Vvgx/rnx76qLYiCTfrGCWQfC6TLNKCpU5wdULUVuKvlSssFO/gKHqOTbd1uqbaVn8i9a+sfX6",
-	"NCMxYTnFjYaU7VFfG+d+rZIEgLYiLMgOZYIwQXP62Kj/tm661/XGKV4rpXddYJq0GYn7FV8hL/IJVzUf",
-	"ad36ASbGslmjMTBCRmu9uYE134pZnoIYBRXV1CdzKAUtpbFByTnEY1SPWZMDTLgf5IrfkuyRQsTclEs0",
-	"gtlbsv5cwzQkpx8fvfvea5Td39nvVOL9pfSlvysePQ2H2ypdDeVyhpCTIiotG3VhtBFJ+NMJGiZ8MgT7",
-	"jCo6J0z2ta0Ko/0fRvbUMEz4xJtS48K2saQ8EUNUpJMMQ9LYOCfGOU2I0rMlcNDRu++3T9BQiAR6c0GB",
-	"Q4pzgvrnt3rI4XdHlapcjDMQauAwhUi8a6secsMwQVhMMpdN+yfw8xH9thtlafIOxjyzwfPNGjlc+Gpt",
-	"XvSvkfxJFXlkHAFZJCGkB/Is3zaT62yG3HGber9TxcRWa37lSnmndNOcAZO9a5c/7a4dgA+xnY1geOj5",
-	"KPAjiRHNT2r5CTpsIOIzolSqfKq6A0FJEvZIM85m9eaUrhy81IJfXkDvTiHec8XjrvMnY54BJNDwdD5Y",
-	"O7XK5aphs4ubS8XukgIvjgFokt2Ve2hgmqyo9zvsoBF86MyyObOHahddVYWxP0+Xhd7J9wXCUURS7QhW",
-	"UYYiVBYf9cyUtlkFGC2FdapRD3KQLg0Dn4beUapvMMQ0zdM1MhDUZis9JxfKg2qFLwWx8JKWLtMAJLGq",
-	"wMPjIiIx3NEmBDfR/smXlGZELHpn6SV3u225veCAjqXxOFhY3my5Ndjr8krx7wXRSU4qVNsJiIsHnf3p",
-	"l6PZwcO7+Pvf3z/5VvBAiCdP8SeS5qa6i5KKFIROUMEe5G8aofVjiWjDEobD9upQKgjtFfpazeiMtJRJ",
-	"+kByEsmLZ4k5GJ5ZjqBDXDWzIE0TXTFqr+WMUpy1Ff25VdXuVLNViHws6wC+Qp5bvab4qn156R8+TkP/",
-	"gOQxA4MVJrKV3ZYh5wo5YU6juPLo9Fpt51dAxor9p5VUlCUbr9KWbqnQe7I8EAH1mEaSJ8VgmOSMOM3W",
-	"moHFZQFFa7sTS+oXzvCXgbnTuood/lJOpKwC+MtAQ9YWunOGOLUHhb8ooKeAeG3BdUj8U5cELAS0NNTJ",
-	"q1I+m9BHwvxSlt3xwsKQAuFHTAE7dKAoFSVULa/ZpPZjvfSTC9ymDSabQB/Gej1IrAtQQqcIXUfMv9/K",
-	"SdXn/5FOpnJ+y9T1yPapWsoimoXWyyKusU4XXZp6/dPqy3QRrbUZafsBV/QHmsvrJbWIkW7IKvGDxF4s",
-	"WKnQ5UJxw1l6iaku4CvoUgVa9ajDxvVZnea0i4Ef3HqwCox1irOK3MdL2rZQAPZTxCbQXmqxgw+t3sfT",
-	"aWi5YTtPmKElwVaJJxvlbTnS5vK0LbmCF4JsWbpWpe/nWnBZdZevvCu31KZ/U5Tt4DStlBO1Xd5sdcy2",
-	"Io4jHs/lMUtCeO/UavznW6QE6vugbAW0G3hDMBtmMEiBZfkYpOLv8fvo7ejg4dCKH8fNOqzQyBnbAEj4",
-	"Xc5yCMGReeLvm4TGlFExJfE69SNtyrgUViOSMRKHiI4RZnOv2LdcX1AwbFhmE0zZDsQbxSTHNNld7kFt",
-	"b6a6dsbsAiWmginUb4IyKsS6VWDtQS7azAxnDwS6IcbWREQTggqW1buHr6UYWrT52tL18dWOXOOk5zru",
-	"QPvtKcGx/Mfuas5bLZWrWTVCldsJ3WqZBsBLhffG6fjFdlxFB3XpKzlh6xZNDgPTU39AmYpHkhgTFwmJ",
-	"B1nBmnPxLJ1iVv6tGir9XpCipUuDu7fVmWSl4PJmXLIyhR/PqmWdN2KaFZrv67QJ92QQ8YJ5btqP/AnN",
-	"MJtXmcAbUVsZzsyFQ1s4SWCFYrXmwnWPagUoteW9DudbfMDuAjY5yfXOY8HuX2m3btX0JZVqeJrvQBx6",
-	"/XRHvFDWyGY97eWFrBocXTs3tZdV8XcxGszG2WTyRzye/ZE//X6QPDD2NDl4m6d8FIQrVl3frMT6UrYJ",
-	"zjMHjMB3VJLzDMdrBM63uHWdNM5GKXfIdNTF3nNb2L2lpm07m64sn8Zoa6jLve5VPrfnjhN/p/H/MbS1",
-	"YGmllG6Vu69WPt4W3I9Rzk++ed34zYvEr9oV/T972XcaB2Fr7XdzcmWhkDWEAJeqLM8ptRSmgl6rUtfK",
-	"S21NqSsIXmFWIeJJXGHOa6NXhYYuUz2ry319Ir6Yfblf3wTAm4NlARheCQoCSvXFNwQvKGl9o1qU8DFo",
-	"BtAJOUlqRNVoBq75WENGe1CD47fPz6tBz77RKjtVP/5ESmEJCitAW7Un1FBXVpSYzPc3h7Gu0rJuQNd/",
-	"tDWjUVxmrVowr1rkRaVFL3L1apKUwkBEoT02z+q9uXEUSSJ/HIgHuRrIgB9ktl6B0SEjzvKMjkxzWKXR",
-	"5WSWQp4vuCNwmgpo/DWL0oGK/NF/04k1Hx+EgTKDDEzijXpZPFDo/98JTeb+/nOjJIwua6GC1U2V8Igz",
-	"FVGntb5KRQ1dhVuZZWgE00QJL+Iy3/UXm+fdmgBeHoiWIM2DwWiu2oUo3BvYvGm5zaSYlDU5pBYJTkC4",
-	"VpBAB7Lk0txycz4NXzc8RxFPeJGd2LRNHaMylhRohKMHaCGVZnSGs3mlh9Qj5QkEemBdDoXMSIYhXFlh",
-	"QsYFUbxfvuvVY5vIsqhcyAwzOiYifyPQEN6EiKvybVWxkgqkrsaJ8hcAxFXQGMQc4xzfM4uNQN62LB6G",
-	"SOFRiC5Or3X0mQhRiYDbQPtUiEBbYmIN1ReRGnUJT93VLK0Ve6HB4HYSLzMmjyqd7bdXiuBuLdZyrkIh",
-	"TL2cKtQwBD6eaAADrCVcJPtSug3aEoSgIVyhYUsWta1yXz/2uUt79Hw5hy+gLWhJ6g4wrQ9GGSReZkVC",
-	"tt3oK5qbM1vFjqbueX1NPxQslquQv6o8S+jTKiibJATd/vxJNYBV00i5ufjjj4QM1QIk84z4hFHREvO2",
-	"WkVdT8zA2pUjVEYYrPWBAJVX7BiAWDCntkWzDKGlYw0elRVEWzExg2AKZKmUOSSnrxIyN850+xPGTASr",
-	"Pql6+eyiVCPYljyBCk312vrst2ge2nIeCpf4WK9S8QYaw6PqWquFXZZ6kesk3cfW1TffiJLCqOBJjPRr",
-	"aKtjg/S2/c5VxSea3ZtU04akmJThKYaCnkCJNvrFVJcCjom2hvdFp/M2ku/Av8ixeiBBpB6oa+wpIFJW",
-	"NP+rtyCI4V0NlXOkbtXwGNwscM0p09G8ho4P7fEPj1HB5Mm5w8zB2QbLLpvS88uTs1zzc7Pl9Jcd+cLO",
-	"I4ZoRjDbKNqsIm9+sLO4T8/KGRfVPLHDykOVR6pXZpYf2oBnGpE3wozdXm5CBwQoSUFLWWQgaqERB8rl",
-	"VqozqVPyMOYGOlfZnLOg6kUMF/Tu0MxPVXzpSZGzzX6tbiofj4HNN+vdtDbOX0Xis3gxqMtSkHtERF75",
-	"4S38sKrst14P/tspzyp83UuFPQtuK7NT0s0psanrNgzb/roSV6zD4muzFZGUSgyO69P6D2Z2y2/PkmtT",
-	"27UP+ktxe7GlSXNHB51X0WR1mTPPjdG3RO9LirQ809HBLs9b2arkuaYebjcmeTRdapGWAnWMIp463hlV",
-	"XQvs02qO1Y3T8iRIqzCiP2q+EPEiiZEWKUpTBgNbW4YiLL+t1gZ92GCpW8NyY0Mk8FygKX+Sr3gF2nqO",
-	"kT6kCnjMsl9gRfBoDZ6KMoUuC/+k/JwGz0qy3VJn3lXLG1pjUyJqSiRKkW+8mqYCbY0zCJGNTZ2+FqGm",
-	"YgJoaECn16pInR7RFr42aQ06u7Di1pgmbdto2hmadCcheS7xGgIz7MiW+bSJokH15XM0BjRsebWlGGGt",
-	"LKT3ZW8lwbBx0nZ5Vdh7oKDPtwLgdixdbmn32ZdWoYBabmqzrhvxCsT5miri0kQpPa1JC5fa083SXnrF",
-	"l/j1Ycx64Fp1g94NvWQ/GfcbN69JJjjDiQ4SEk4bjTdoqCrDszEf6vqamFmjc3V7I8q9Whl4UGwenEeo",
-	"Wfirru7cMAWcXqPD71GOJ7WWT1AFeugVXiQP+4Mzz2xn3csukj/VJusVcod7P5As0X2kNqmdsF6XFQdc",
-	"LnAsKJx9hADzpQlc+uQ3K5swlvJqqmY4QXxGc0i3oCSJBRoRyKQDn2xNCwBsCC6kDD7DOY0ohnviIkPQ",
-	"jXFlj8eB01iiVtfbPb5An8s5ZzH3NAnTmNjS4KlpkOuEy7C2VsOYPhJmRbilPXArGF5bFJ7RZL7GVJtf",
-	"B2fut0cVC8Jf/s//+Vt3519454/PXw/Cd89bO/pP6CCxH7573vabFF56odBWNCVgScATLDkEkB75GhiJ",
-	"R1g0stO/8zata0P5dZ1TaUkjF5JoPaxZWp63OHvWINKzNO9rmcBXaycjhSqtp5pWg41sWav0w4OFhUs7",
-	"/mZxl+RJoJhCCoPUJqFWekqj3bJPHBUDZYM2pM3tyH5kdfQPWCK5mkpXD1Pbc8J9cx7j+RuBmPyqih36",
-	"+hW+9/yMKENfvyaAAs/PaFQkCckRVPgEgWtBtVK7t0ecUQk3ERz/VqbRgK/FOJdUrXb4ZvAcNgYFR4EZ",
-	"o5YSPH9eI+pXZ3g1T+pwtTJ5f3ZDvA+ub8PJ/oCC6v6gHt+2FUaX1uaNmt05eNY07alfSo0I/ENTGseE",
-	"KbtrSqMHaMBog0BRVjCBCgGFBadkhkQuFYCsYO1lJ5f36AeFGosHgUSOM5uVSHO0Va0aqJv2by9u0r88",
-	"Bni9QpBNzGtczAaBbyVE9lihGG0+RcOvXx/I/Pl5qKqBTRu61No18FfHY+duN7E4SjAYY2qrWk3ZqJDj",
-	"n/Vnliof9Yhpr1nLwtZdv4tqLtqvVyiruuwV9L/qHRV1pvKyAvTtpgwIive6dlY/lOWF++33X4stb1YK",
-	"6AfdjwgOUhIe6Bcq0RLYQv0QFhrVF7Hm/xgWXGWvr8FJV2VOTbm5pUSay0EqldwWtEexXEt4rOn/yzKI",
-	"xcXNSs3h/v52Y65xoiNZvXwDzQoBRuLYkG/K0NDi2NBz5kuLsK3PJtCWhtEDmauzeCHTmOEvZ2qGo84S",
-	"qqVZhgXlKlRpoaWqSV1ehaqvS6xbiPOr0WYL7nXtHC72lTip+scthV2VvDVcgfJxW0K+qdyPH/TdN1iK",
-	"ZpjF2Jhj69i+grcQCKwnJ9Bu02N1aHb3cCMNlFVg8Lk0Dwy8wQb1ejHEn2h9XYwSGrUVd1O/Splcin1o",
-	"TKDcNNTPb3Wb4JS2B7AN92DQDk7p3l8hcG3GC5a3kXScJPxJO+Azm6TjGZemAxXLUa0GsyceI6/n1Y3r",
-	"HUAU/cAJ//LUzQLL70A70VYaq63tS8YWYuqDFo2mSP6GpsVI+XeESl0kj/VmbWQ2InEMIQczkkVFRrxB",
-	"hk88eyDZQB/lYMZ1jVtTIw48HRDzQAnLVwwO+QUmvVFzXvCY3JppGr+c6nkbXZXLo/Oed+iglX8XGoqt",
-	"gG89vcV4sOy2rGvXWq22VuU+1mH14sJa1wU0s7vV7cc2E6J/1m3fuCo/iHCuotagU19NZPa34hMPOzoy",
-	"ZGf/4K3TkI/OUpJRrHpg1VIdNup0p9c6mpdSjGkQ8EDmJ4jgaKo1AAiIEyryN0RDSdqHUj8Y3gf3wRDF",
-	"JCG5Cpq7Z2VzO/RASCoQNn10BIkykoeq2R3jucr+UlmWutmGt/FdPZjJ7NZ3isbfudnxdaVugXAEiZlL",
-	"m2Qv7I29cZXUxU2wL6F7x5Q/MdN9/+7M9seyRS51Hb03AgonJyjFWb6S/X6VEq27vp7XLyjQ2jWV4d45",
-	"Ycm+aq0O43/3KrVbS+d4W0vOrNZVEUxJ8ipwpyYNKy+OukllHwc3iRTnZMKzORRiUy7zhkn7I8SAyCvz",
-	"REYqK1vOrvpMyfuFsEAXOHuI+RMoljWkvCE4Rnc354HNRJgkfETKaDRIO1YdMyqlnb76FoKwnkuT/cFo",
-	"Xi8yrqeF2JUyrk/YVPfKK3Dlnj9bnqPCUpVtOyMRn80Ii8XABEFA0oOlbPKvSifSRjfLZgqshXjDsKM8",
-	"xernsh3KhDCS4aRSilU/g83ZU5NrLZhJaYbvxoVU33UVH8ljwkDMRU5mXoljZcu226gHOlp4LZaLaYaq",
-	"nwSlR0cksdu11EJO90ZIqpLlIHTX+v04WLViIPxZxJkk88e2iesbESKSCOKG5JfZGvo3ExBfazekUXjF",
-	"GEHof7EzVmYrVXB2CEHINgL581//Mtw+MatQkc0ZcDsLZejSqkKb1bCdRSHP1fU6d6yx5EVlrqyOXw4y",
-	"bfcNTUE8i5UcsZKmX6VvtoyWLzivciV9Xd1UHBmbaLBptXDMMyQvYhlctFTt89x0f7iTXIs1a5XBerWW",
-	"wNWiXvYQnshox7mwy0PxHRGq5VjMkFc9FC1uetO8F3T71bH7bmYT1HEfU5KFBnNVrLbC0V31qD9PyWUb",
-	"4i7vD7yog69xIrikqO5TsBTZBpu7eOfDjbBaXm0l2U9BdrlbIfPExn2LhsB9oDCAJSqgbFgCbrgh3nzz",
-	"fsBttMNrvbNnhLC6n1qj8IH0dTmfTzRpdttUzcPbSAjIWIznU/B6PJIsozFoM37DyyImS03iFxT0j6kc",
-	"MaMMuC9oTzXWagSntjyqFkmqQaBxkgj0hKnq3GfeQQVLiBBmT7E/L8pv2a1eXA+Yl6xxOU4Z0ufP+NcC",
-	"tQefmuVRy3b1jW4yBIsiIzOJS1ocM54dpVeHAQhFwXFwp/+2dQ5/Kye1uvdnT6auOTuS6G16ja/tHTcB",
-	"L9CW6hsv5Q75LxVJvn2iG8KXuGsAM8VC1WVHl6pVBNFdG43GM9xdKmj+SJLUODsggELhX2kF9pdG8dlt",
-	"b0vLwW6tqrGybHjjzka+NpVVcbU6m27O6xetWuQqXT/c5C2DyXyoTsu2RHTEGZWaCHXTF2fztUg6ln8v",
-	"SIU0NIgREkttT6OAaqLG5spctI1GZCxlK5qrLGYczyVBVHfRT5v8VVuUgR+Krjv4YQCCM4J0KX6JgDnK",
-	"oGyrpImVLscnFmr3LAd3AGdQNWyoQT+UIwA8g4SKfAhzDLW7zzzKCDSJQwAmofLc9PnesyFWZ6W5/zBE",
-	"9oku8aLifoe1DnLWDiuR2dX6w0AJ4sbnGJoOSqGFWmhubhg4iy/fUX9+XsWJoMcYzK4TUTvcTxvlvyB5",
-	"4nSK883sV2oSpWOponNohPNoWiObGcHClDNCGsBlQV3Yt2mQ0CBn5l1PYtoTs/Ynj6f2oLNuHyr9qXZo",
-	"9bF4eBGgdO9fDSodP97o2m/B9QFqiKkkJES+5CRjWJeF2xRSVrL5dpACAy4gFkhyWr55WZBIGRhij3sn",
-	"IY8ksVqSqTEsgbrI8O273sHxb4dvw8PDz69l6lZNT1V5Nf9qR3Nl9AY2oNLQKyzR1AvDwOGQ6iciHirm",
-	"bhC9bMuZHcXQH8hc28FpbjvKA+V9BVs3HO2njBfpdUaknswisqHnAgozkidI+9YTnZTWf5A81NrV99HT",
-	"lCdE4KQeCOS877qelaPqkZKn4DiYZBB2Vougbx52ba7Vz/tjRsjOmGczvdoQmeIX3x0dvf1ONR5AAmS6",
-	"Wr2FloNwl7LgLO7Epq4HlZJUtgqCGueUJLESWArR8B/VbL+fMhwR9CNPU11rRXkmJvJxzTehnHmPJKNj",
-	"WhayoWIAn1d/v4JfYu0+hN/S/1Df86IyMqYXXaQSJDGk2sN7u2195jXkGrJnpfXTOMETpRkOYfwQZTwh",
-	"LXVP2h0ml/Ka6l9VyovkJpLIaJ31NRwnNTuO3WIDkv7bIEhuGu9tTo9mqqhLQtnDG6E75qeYZraYC3Mg",
-	"UbsdjDwNHB+cKTmScDaBV9JphqH6kJL+eBYcB4ej3w+Sp9n38R9vQSmXHwyOg1+/vPvXw8+j/Yff3951",
-	"6D/yH9nhl58Of5/8c+YpplT97rfxdbmLbglLmeJkbBKoG/BbGlTTNJcqUDS1vigj+Vof2z94t55sY7dq",
-	"VhFWYdyCfzx5JLre/Sbod6HbGIGTJFPT1TCMxtpI4OltVD58/8cfHTyKYk+vFOqrMHqXyi/udzq2k5I4",
-	"QXGhWgNpbQ0z8QS2RM6iapb+eqdaxvu53uC2mHGxAqgX1C+Uo2LTKUEVElJwBVZHY/HCPgw/UwFdzU2L",
-	"B8qgmg+EIK9loF/UkEGCVAiv1eoMGlPiHMVKSyBfqMhDNMWPRLemgo5hqjBijh71crUeUPYhWLV8kLfu",
-	"YLm+F1h+eUI26fAreVm1u+96O1Dvb77uW5M9c1N4u8BXsmvcFILjMoZyizKoTi+ZtepoXwuu3Lah0WDs",
-	"jjLO7pmZWb4mryT0IMsKBv3HlKFig7Q3W1rajBmpnkzymwPyJZUiitpbB32P/or+ivZ3jnTu2/ee3DdI",
-	"81Srcr/1tt/5DtLQDv5lkl1tl4D9d/v7TvD4wBjHjddei54XPIPcMRu+z8gX36cOzadgWwqyNgBAj9bt",
-	"LTS4BzqRr5lbq1I0FyfXvfUk133VYf/HQfcMCTwm+dyjefyXSpNz8aPBTgTJpK5m2mMAsckKdoJwkXPI",
-	"fIYur1gFnqhROgnAKd9MhdVAVtpjDUPrqzraUaqNHIjKgTrNQOnRnJEdMeW5XG3Na1LF9+XF+nzt8irE",
-	"oJb09/2rJf1BHh+QfDClWkjHJfhxkszRVnW/SMf7mGlUb2EK1Z5JvN3WBd+5360FduTsqgWtpmMYTnvz",
-	"liJVitEwdWPxYD8FGnhGIsLyZNO+Ij5itCylBYwXagkKs2vpLIbaVIJUvm2OS72SVYncDWLadDy41LWt",
-	"iwz0EP+So7ggeruqzKVBKZ4hkRKWb29+8oaAN7EfeKhhqeXHhw5ZH6oSSur7y4NGWnbbpzOiDCSV6+PS",
-	"EaAxhoZs2DXH5UbLEoghj8LdtIJDZb8b9dNZWMsAchCgMgFl6Ali5EGsrBFYKhB5xElhOiWVaFdnq39y",
-	"VqxfNfu6JHLOxDDrS17eY5ulImxuOM2nvMgluTOi3HKrX0uirIsP9hpU02TrLNCicKU8ioeYVbNqXZpe",
-	"vfg1wluRAtbLxnXl5uVBM7Uc9dfMxK30QGpJx5W/rKzJVTSCpR0Oql9/HT3k26TiVs5gF/W+4ChP5tYd",
-	"W6Gy4IPVJCiUf90zUhtfw1X9Tpv+slT9qOsdbUrCGjL+2vL75hLojLIiJ2jKiwzFeL7DxzszzvIpUv+r",
-	"Hz0R8rDddNs1CbmTnnZ/L/56f3/7t637e/E3+Y/tr4fP8qG3ds1mCcEgzIpWOXNJcvALRKo/R0p6YeLv",
-	"SgLLSrm7ryywnKiE4oQS4z0ZF5BNqOplDy0yDL+RENOt2zlsWzZL2hsyy3oHXJVfTNjWXf+0EbNVk2dU",
-	"OJ1pPqBqcUuNKiNjKWr5CjA1c0I7O+8Hf9vb+fy3v2wsiTQzXF8umyivM9qC3gOqTIlLvMueC5Ay5dm1",
-	"u0QnZ7uFZcElW86yFnbiqbCeV+X463HzRdz7lZh3P6OTCckWy0OQeYrRDLMCJyhXrxja+PKIYiwelsFF",
-	"qtjN8F/58AVggMD5H2neVm+7UtU0U92JSosp1AFtuEsk1zEcXUQ8I8FxZ/f9QRiIYmRa2PZ5jOfHaP8A",
-	"/T//92mIEmihnmGlkugxuqS2JJV1dWWsq3nrwK/jwJTZ3tNf9jhhfKZ8E0tvbu+U5vWKFFAVf576YyT1",
-	"9ppukIQ8YhaREE3pBPYg0EiCMjuR31B3vKw8SquUN+bFKHF0KR3L9uxC0OOi4yzG2RxJHuc2dV3OMfwz",
-	"XmDKUEvr1rYIxFsSqZZ5ZI6iKReEmRrtBlsqkYBI95kL0TDm0XD7BKnUa4EmGS/SEjRNLTXztyLMlFFH",
-	"TYMYfqQT1c0Fqz4XGUlUi/ScoyFO00GRqRRXqd2MBE+kUHh3c768WrgOAaRuu1p7PCYeUeFH+81rpzm1",
-	"gsISaVZ1nE0hkbiR6pdgKXkIkOvkkBCN1m8sVxKMZXoWrOIllInFNkryggiBJ2TTZN8xTxL+tFOkaKYm",
-	"2pX890sOBw+3MaFYVCw4Zo1oC4w7I55P1Z0lLA/N20+Uie16tUO7MFOI50iHqx4Hl/wJ5RlmQtXygXCO",
-	"jxlh0dQTVticqJkBJxckf5MTTTIslxYleJaqDjn7u7v7nQ7aMuG9SqKwWcSu9ROptPoigzCMWeXSOcId",
-	"lMhulavh1xM0InOu4zaIJOvTEBITBP2DKAUX1qEirwGmccZTuWRBE2sxXgkZJWqob3+kvnJoofKWDrwO",
-	"+LNY2JBnaE2Ks0RyguH11W0fOTU6YI4hKqBTW9UosSyaop5816KXdAH9lEr/JVdVhZbMDAjVQAiF3WV1",
-	"2SXhF95L1yciv8A02TTgNqIp0F4rD4vcXrvqVcm5J6P+uZls5Qu3UoFbuerlExH6aE381c+tG0DWyK5q",
-	"IU5gRXCpt6cbYySy8cAEF70f7Y870Xfjzvh7chh1xvgg2h99P+7Eb8eH5Ah/J1mGIJmvDfF3O/v7OwcH",
-	"/c6RUyJ1vSoF9ag4p33xfj0isGxkrudTrtpUNSyEjFfzyDRzHeiJdGjAb4Ga7nPTa9vcy/OqrSpdcDbl",
-	"DqZyav7Hzuntzcedvhw2RJzp0G95p0N0fSf/p9s//RFMX6qJsF+80EexiPrcCV8/S6EqyJRrfQkLzCFG",
-	"5SdC0s1u4yV50jkn+jZC8OA4wfVeOfJ5Szyo+qkOcDlUxzsDGxE6L0mC2zSCS0gOtQxUVIx2boL1iuRS",
-	"8OYMpSSjPF4hWw1W4QWSIN0iXyBIKaEQIgm5aoBRxuGgGZ6XjZ1Xla/wI6aJKe5Vj8oTU/TEswfh9hwM",
-	"UcqTBHoP6Ir1TePctBgtlb0E+bEY6cEDrwTcNSKs3ZQUZq12U4yO0VBXSALJN4QIGK6OxVRRkuPu2fCr",
-	"Fo+f93afSJLsgIViT789RFu6L4qJG0gzHhEhQsSLXNCYoOGe5J6P+5DEc2n9ZFDSiQpUMAvHmu05mOZ5",
-	"Ko739sRjtOvQMfm3by0r6Tg8pZFY1kIe8jXkwMr1ULd6b38PLKCaUO/tV5uPS+TcMCCqxCeFBuX52nW/",
-	"gIio+8Ez+seC0nzdEmEyFdO5cvchuNxicTCCihIVOU8F3A7KJqv7D/+km+HXcv3s5sfbg6Pv0D9+6Stj",
-	"HkR6a2TctfMPpSxOZy3ztqAjPHdgBlK9eEG8oImlbUGs0D3AF2HZj+qYak39DE0ZHpdtn8xVmxYjtMV4",
-	"lSJtn9i/9TuOanKhfjDHtWb5t1tBbnOcF2KB1i2JUzTFjJEECRj8X4cryOkGUlvLHqXSCAYhX6siniRQ",
-	"4AN4r+SKhSDWby7Jc4X6HS1tJNSkX/6VvAC9cpy9NGcS5kBYnm7+DfV/yUxGOHpQVMiysinnD6LOzGpV",
-	"kjsVfdUbcf7Z2hKccslS/spz1bQsIynP8o3MCd0oIpAaLOUBMZ/NSJ5pb4U1oAiPgeFEhcJgkz1GUhTh",
-	"VPVZVpExdpMAWpXp7jcwVKHX4CdkJOGIVBIh2rIGO4ByiFKVE6HTeiBxOZmfqGXJ2wLVTiMsyA5lgjBB",
-	"c/pItkMlADh1IySKQMqgbghWcf4evqs6nn6cfv6tn6v/v04//3YrPh/v7QXeVi7/1awnS6pJRzj9xgan",
-	"/2/Zb5yy1BuZb/rai1SX7QCfa8HwuwhCNnFkituJJ6g4LGnw8Vcp6T4/D0+UtK4KriLO7hn04dr7Kv/3",
-	"LH5WEvEQRTjLtBqQEVWOSNMDmkELnQXR8d+Hgfq4sSp4QuWPdjr7/f0Dx/yhWPBzrS3/mDIqTO9J3alf",
-	"B+DXCK0KsZIUzhmb4gxa4ZkgV/1UWUPkqoHv6Kohtk4dVlXsvgY4mxQzldf8NaiSf0P4eTbZUyS66Uc2",
-	"tfjKkoBlDUDT6mZ/f2GJP6fSjPG3wPpgN0BcB+/HB9iUuXetN29L9HZ4y4L1S9YtwQfJk8FxB5pZ5oWQ",
-	"eNy7/HB2+WnQvb6+ufq5ew4lF0gqBpIeADJ7gvndMz78F2hZusMrZWmRK2uKPL13bw/DgBe5+/Bg/0Bb",
-	"bZQpao1A/74hStqaWDBR98e1x4YbzG04WyjDib5UJzpA1bSux+JBdXiG8GxVjchSRiQwXa0J77fow6MF",
-	"200SsME/LieoOfjKoCMovUfiYclndZxRhhniRe6L07T3e7lrvAcDn2tEoF0lleuFE9DrQqdXF9fnvX7v",
-	"Q4g+ds/O5X9Pu5envfPz3gfJers/XN30ex9s62TocA/ROpsH67SG0tN4RQxcsePDVsRZTllBUIapgKpX",
-	"4AIt7yX6G6rLiMOWlqw14tkKY1Nwo0xBgZfgjlU7UKtC9Hr8CyLVawS8NZADrroNbJN8Sy4BQxHjYrQD",
-	"V9GpFYRRzlNdSqKRRbF6bLfDSZZh87Ue2qDTLXlKdpDKO3eTGlZAojbBRsKLMppTnDhRc54iZg4jaMZC",
-	"QHdfJDga4wxtlciAWazjaVrwzDCU5eBSer16p2Q0vgsh0Jaq/AmpN9sgFqml+dfw6uHwlq0t29MdDHTZ",
-	"mufsSaaMJIXJ/zJITXNFiB2EdliPuijKDmM51D1LSaaHdq/PQGwMq7O72WUPZL69i66kmif/hJmQIKqi",
-	"Hsh7SzFvSRh+BfNLOFjEcGLyNSM2/KLav8rBiQaNqGJvnbaZ4yrvrq362xZ6X2VAn1vE9J5ha80LJ+WE",
-	"ItPRo4oTKaKlkk2gvsET1S0pG3HItXr7MVmZd57KwaBzCeHtrf9jMcNsR8qdkMpNvqQJZtj0PirN92V1",
-	"XRv0YzPZDw/eoz7n6AKzOdKGHLE01iZSPQ7MyhYC9ZTHXi/QXGfAaTlsF/UzzAS4quX0wqVMik3hNE0k",
-	"5UpNuRBFVO/ZUOPHOCfZQAWSi+EeiDqZonbD7WN00+33BudnF2f9EN32bn7u3Qyufu7dnF91P0jZQj/q",
-	"3dxc3YT37FO33/ul+6v+G52fXwz6Zxe9q7t+iK5urn/sXsqXfrm6+al3M/hwdnt6dXnZO+33Puyia5LN",
-	"MIME5+5d/0c75Q/dD4Ob3j/verf9EPWvrs7N5JdXAzn/6dXlx7NPdzfd/tnVZYjuLn+6vPrlslpxrdxE",
-	"EAaNXZTPYOYgDCrbCMKgXFAQBs6mgjBwlheEQbm+IAzMhoMw8Ow4CAPfDoIw0FvwWn8lgixOe1ERjxNi",
-	"22OtavpVfiE3I355HOcysz1MubnF1JUhPJcB52iU8OhBQFycsihh8XBc1kYTCD9hqmpzmjKjW4ruorp+",
-	"t63yTYx2rGrREXcGuP7CTtD9pXvWlzOcXV7f9bd3EbgHqfHWqxIucqx2DS6mco5W3kiLZpbyNFanE8Z0",
-	"7dT6kla1oklA/1NP/YOcub3EM/YWwT6tARvFJKLC6XaqF9gA+lpL/H/Z+/vltnEtbxS+FZTf56lIXbT8",
-	"ESfdbdWued2J09uzk9gTO7tnzmY/JizCFsYUoCYoO5pU/j0XcC7xXMkprLUAghQpyV+xk2imancsUSSI",
-	"j/W9fj/aCydaZ/aBS8EK04ijYIIXbDV/+4YglN9ZsxurgUYpDKUs747uuZ+xig4a62bsrwWwqX+4YoES",
-	"9jjVduPIwpRcKsFvlmejPVAEKljOSq6vmUxZR+kCA+qFhq2QimWt+ObeGuBAgOYKHk6LM9RuDmk/DxPZ",
-	"FX3VwQDbAZBn41RNNlHVnHhmcMpk2sc3cxUdWDAMJH24t2agz30IbJHJ4Vo+q4PzraHlbNTRP8ut23ZY",
-	"nLho1kBeTmGwNrF2Kli+7oukxPqsHZos09dvciFOGqPLe+w8F2IdqHIp3CsN4y7rcyYMwGHjhvfMJg05",
-	"ScHTppjXMfBKACRq30t8vzyl+J3ObLs3uLebkIsmWSEbqUeh+LUYcmQdxQFDOc+ZYAgl1Ybi1gogfIg3",
-	"gTeAktrBUGsjsN+hs20/2en26e4QNc/FWKCMGLErkZ/xAvP9QenI0es3a9Gaj+PeoEqklLstfoLVme6S",
-	"6oQieRqKDJZqNtUTds1V8W8Lt71/pF/ncsKC5Yhqm23RVt/zcdIbQsPRRi00LHPlbLQdA7vLT5sTLG9q",
-	"B6Dvs5R5bZcOuSFMYveOSTP94Wy5SsvxOAlu/8ywBK9bJllUbrgG6wGbLHS4dSO/F1mHTkTAm574+Uk8",
-	"+WN3foFJiR+2s6jo3+2ZYMyL9gZaTU2tihQ+bBKBIO07W3Am/bRivKveIdweJveBSr/s19wwbi5Funw8",
-	"Z471GS65bxD0u/bG5uVcy7INswL9b1KXbgzcXNqJtZ82iGoYYZOchuf8fLY1WJIxxCvNSqxksTU530Vz",
-	"AdhlPbPH6KsLYpJNnC4FRXcwrMMVgb82hd8Q40NScYVdolwMdJ52e7H6j4/7H/df7zJnT2O8D/khe+zD",
-	"x/fvD97/vus/YkOdpWD0zTgToeMXKzDQS+u85hvtBnuarsQdFFx4/PG3073f99+fHPvRxQrqSirBSPsT",
-	"zKrsQnXgGFP53JXn6pydiYH1T8vaEkpoSIO4NrHqJJBhnk00dXtzczq7rBD5SCqe9WJ1BE7wrhtONDND",
-	"UW0W+uyviRRmAGEXcqHH2cTEqmESqjEVXLa1aI1WaC1qyphWHxd+UN7XfooDXovW/LuuRWv4svZD97Z2",
-	"m5Yn2Q+hMUzi3LjX5IneQm97J5Zo4Rux1+/b59NMfBKDSYHVbKxDPgAo+S4i6AI8leDKuKZE8A3tEE2L",
-	"g1hOQS2vMVHe74jK0hwnNGmtaQgQZoZ7/nlrH8h++cyUMVVwFqHSpoA0DXmU6Ed2l7ArlgeuJ8mCryBS",
-	"v4AzYPbztUKDO+Xnt02Kur24jDSt4PrTAtDJajlj8E88i/v/7oKL+/+5/+pj5Ry1xRM/NgfKofuEFbrg",
-	"GZLyUFwL5xJ0sXOUG3VZteChrUoIvmamjk+I9RFLhAtqJRSzZHCAow9VBPgoarSqAkptb23fItETvmB9",
-	"JI07gZrSDifFQI/mcczjBbQh2nvPnLlQKR+yc+mzt43NaUu2Kon27E4qMgmbAa4hk9w+GKxxkKeOncAl",
-	"epYqB8Gxz0M7H3GZUQF26fXDF+UMNTDN6DZSNWr0a+yyWwT1DKm2Qvt83R0sLbtpgCs6H90/AvkMo8W9",
-	"Yoj/yOjezWtZ8nK/5dMmL9o6AMCaxDoXmT7jQOJRhE08kKsmYiWvFp4ZTwFSX9KBHjv2UaB/babrduwf",
-	"AVE3sYbVGBzXCIii94YgKohhsRm+dvtk6+Xu5ovdre3/q2F74NCamfFxEpDIp8KF718EWhH/bBQVd6AR",
-	"J3aQCuE54dv02FGVE4WIp6DYBovnodoqZdyEhCp9NlH2Kw9+QxXiTbwp8+kyTxpjzy0rcnPkQ+R6B8PI",
-	"vXq1jAmL+aSbpdsWMs2j38RNESziQty/mVO1APnHUeV4Lvu7Qf8Em22uFz5z9m/AkbO0ssi5wlHvQcPE",
-	"qFFp7hEkPza1+taKQlth4u8Qqs1ax6xU6TLF99jcay8OKt2buvrLwch0MTCJv1OEI5k/Ee/aqj0g1DLJ",
-	"fU4Hws1DaXf2tMF5mwNRe80NHJ0CuwqXC6txv0BNrSpuTeBdwfuyR2r5qFrTPliC6m+xo/YGHCUgfk1g",
-	"+qIyOXU91EY4ECVZQNW8FOZW5l59JKaV/DzLjCNICLp1uTHSFFwVuMaUaq7WFi2fqEBPsrHWwGfvngG1",
-	"IV7mig8c+BxO1H9rCfSD1cLQ5XCDdVOOKFgGQz0KgZcIA7JrEWpP6t/307OGCqdFj/41EWrQ1PCnDWhV",
-	"h/I3GPLimXGnh3WUVuuptbq4keqi22N74ZZxG4M6JvEhZei2snCEgOGW1++1Drwmvh8q1UsxLsp2VdgX",
-	"3YgZbXeiGfLcKWoEm+qzxEg1EKfu+Qk7l1khckO9cJm8FEvmpReDlUTOigtGDelq6oRZZFvSOtA+8PSQ",
-	"5bZsOjCN6V2IUIeyZ770XK7ggZYO2nBgBaiAACNkEP5Ft7VBrmL8KD29c3TM3Ylheb4YTIoSin+iCpn5",
-	"S+ZhdZez8LVqNJbK4OB9yoNQR1Sb2/YAVRbp6SIdRtfdvjzdPaiJwCHhk0InrDPOxbpfh4hBv9UukrrL",
-	"lOjc7WlJLsWUPr8UU+a/q7QnTFQw5oXDo+Dp/InIubrfdoeDauDygWtd7qWs5d6LWHCVSFm3g961BWyR",
-	"5dQOFK9YTmWClG2kcLLS1woJiFBBuhyyxDNcpksEpdo05PGN1NrS/VjLdwzU4srLlv8EuqahEsjXpZey",
-	"MWoS4RVRUBFAfpH9AtWyp+EhbdVN5yKHbvm7wZKHnbRm47NMv2wUdPdkhg007FH5tYHhc14Pi+Mk1bVe",
-	"loVwxAvCzJWnNk3WR/Cc9wZQ/H+7yTq8VozjDZDH08yn79xLOXvb0J//FWg3615y+MQ5s3MfGwkwt8Kd",
-	"lPRZ+f4sE+cFA9aG3CotbKmpMz0GnW7PN6M1pQv7YBplGsBLvSOw2isprpuQELJMX58ipMFk3B4zd0TC",
-	"jkyGSmlcI11LddncilIskQs+c44XsQ8PMsFzq6q6y2TXsMmFOg4aLNBKO4NvZKCMkz9Gm3foKvRFDPNh",
-	"4Zv6+gt+l25T9/vlqYtndveNkei3b4FET5u02bLQ+fo5Uj2MqDyQwfUNa9+4+g1dKA1uFn7BzsS5Bhy0",
-	"ejfm4s1gpqYQo9O2JsFj+Lq9P/DLfNECZOVOh95NzlCE0L5kWbLtuA7IMHYE32BhuO/qGK6TQp+6zD3l",
-	"BoWylk7aApJX/cXMSXQNFO55uwzw8wJb30QEmkcSmgAyrO6TWkU4dqmGIicg4BbbK5BEfsT14ezDFyMA",
-	"6aQBkRvoHlD64gTd0V3mkXWGYXp+VJ2ddk0DBOfvxOjsttzaYGTD758ZMChyPcNbjpEiAqic5fJvjCO9",
-	"p1s53Qvg1GHUCHof7YsSdTIOoiFo1ECFuWhCbjcVb8AUwSJmq0zL6hc0UhAJEgE6kKW+ZrXUoMDzS1FE",
-	"oBJFIQuN1MzjXA6QNB9RqpE3VYWD25qxc+bpRyvgweHos2a92FCD2yR174FkZGkh9jYbQfr54nEWCqYG",
-	"wv78E1VQnGI9hd1Y4Kqt7a5djIv1nd4WsfFY0ThBWP6tJZbMZ0EbCcpdOdLe0QG7FNMWjaxEj/2Ry0Ks",
-	"a5VNI+YgghC/p7YcO5u/vpy/HtEa5OIOVTb1EvmMG9GMG2XHKVQ61lIVzF4G0H8dnTNK5QA0/LnOWYIf",
-	"iDTp9u2XQiiEttLKcWZ2ZlGmcpZk2egUDEuRng61KUwC90MYe4d1xMsi5RlIqQWpe1rm5pYFnrnNgiTW",
-	"othlCa1aEmg8vxyXYhqxxE1YQutgfx4re1maS6CxROGPKQzIDTjIJQoFSH+N6bE9HATGh43VLtAVCCMX",
-	"KYQQDNvZ3sa8rk8ulJVyuMuChazu1qhhi0dr1hwXn4rTa6lSfU20a3rSXGhXFrK/rCUxIK3/10TQ17Sl",
-	"ajdvqJGC7xl+D+oBhlc3h0tuoTk2MU56U6dLKjK3JJ1yhzIlRErwu1bvSFOAUQn4vt2KehoLxSV0yRfD",
-	"HGi1ojV3n8aJkubUk/c0Qv+O+CWBiEBNE+J76XOIbEOKuu/tmXL3OeDhWVtFmlOqW2hgtoVu87MpFdEF",
-	"SBeV1zauzBPkKOThC6c4kvJ9knZurOrWaiotG0+o7g4Q7qw7VZb0Na35QjcIxXPzikMcE84Rxd1CwpX5",
-	"fsmSGvE9H4k63UnFvrmRiqzplhk3waosKAEur6rM2XajH1Jyn7iD3TJdEEyla+xJJNTJyiOev1y0Ju16",
-	"/h2X2V0UvW/Zgjq8ikqwCwySuW6EkURYM6NiDOd5kE/9MYTW3PNcj05JFdkLrwY15He4wMWeoPD+WORX",
-	"EiKYVlHR3XvVX42pkMd++3yQiwJAPfNibffFLz9jaRHd01wNGoJZLaIssY9K7KYGwZXrycUwwIVlZyLT",
-	"132WZPoiodYsq+aNq7Uw7ihk+iIUcDQ/mb5olGbhvM3EHnOujH01u2EmuSymfZYYkwF4PHz+4pefEREU",
-	"4AzDxypk98SVMKY5S1xdoSbgepE7Y+I2jAWVJW65fRqYvs60tjY81FmBoeIy7fUTP9vepk1TDODdyRGz",
-	"X4HQgpXrKE2omxHOo87Bzur2S3BVpdU6jgaNL7s76tLtxfMq3ub/iWOzsfv//7OZTrHcuI1DdF9HuLHW",
-	"ESCU5qGEsy+t1mhZR2R7ZxkbFc9Q89DsHHXsZiOCuMwkEdt5+YL+tnuySlL98sWL5y8WqZjyqDY+Faol",
-	"b7Qttl+8WBhZxuNPm4XeunIMa8ei3QU+yiYX8pZhoROEicXWKrgPw1K5Pks+f0noDy9TBrzgmb54ZljG",
-	"oXIcYFdrrbWf1+jTtd21rd7zXkNVr7+gPuH/xC8AcRkezQpdBUetD+GmJb7t2uujuW1Qpd1B1QrqQfl0",
-	"fsbj95wPBPu7Ho892NjXzXt4YpSZok5t98SdZG+dWGVeAT49iEGyyFiv0v2u1SgmWpZZ/pu6vY+wbwlc",
-	"n0Cwqtt803YBCd48fTtz5qv++C9L7rxMcyTxghrG2+2/d9BzzvOCEHwRzzk5l5lIGHxegesGOG8rwAbC",
-	"d7bubG5GbDAUg0tXASfYkKs0E3kdvtvedm13DQsrzqTi+RQLK2Z3Ll7a2JkvM/HMsLNpAbBSBRtpU7Ct",
-	"l+yd/K0P0M0sFQW2UgG4AHTd2qurUB/4/LUbTPa9zDNkWEBqYh3sV5z3Dr4yJNmIRIoQzcfpeXctmkdU",
-	"M389+p7IEYiTZ6bfPRGWYalViAJqHHKVGyf2HxTAq5Pk+GLLkiPHsO0doKQ2lM7EqW/hx2nYA0bkBUSN",
-	"T7S+JYPXK5DyBsudMX4FmQChinxKmhNDYYZxxSjKj197FoGWZotKEqWt1cJcrlPF/vrW9vOGhouZlV+Q",
-	"6bA2TSoxjOATG470Bt+w43RaaQNCsLWPiRpsf1QQRizyaYtovV1fBSwXYYtSw8TZ1KeyIKIq+GAIlJo+",
-	"tGr3MlwcsURNMqSwTOK1eC2JVSoyUcBFESu7LOjVuDNuDXT9RNh1oXRBIbtKAr6pA6Nx45kmb28PrUuq",
-	"jlgEzbBkrV7NXCi7PKCwQl8JO0Fr82yA8iezPGmLGtmaFH6D4k4rz9laqnTpJtqetqUj+PeAyjDf2OUP",
-	"PFs68zZBizVQZXpr49nziF1hUpJElJUBGNKATeOqthrNqcVl7SHJXNtoqGTMvuwzw+gnTI74hWCd3/dP",
-	"2Ib9iiqW6OtuWFZeThU3y9eYL65hciMSuYGgvP9FH7EjDULeglKVBdPXCkuzg7fR12rJUjfi2psp37Nr",
-	"juzpQ4jGT8vXrVHvwr6oVvqHZ2MUEi631/5Xu6aWOcVNpXZuh1TOd3AoZg6em4AZlNhwC7WjtP7ZIsXq",
-	"CJHLdPvCblsa/hFpAxfg6OAtb9/ohO7ezV/j9pyHtx/rHwBO8nc9McKqKKku2hvUXHGqNU6HwS/AcVkW",
-	"FEbn4yFXgBMybrIaCJbDl33l1nwlIF6IxTShsDaXo4Zs9ebUbm4An2x46OtJjXTfVEHKyzqrBUWPtbeb",
-	"N4jbrhnYOhgsPYYIX0mx8A/ME58Jnov8jRMG5urytFrDTn+iEUIeVt0yOqrA4UCD6TtpjFQXERvxzIoa",
-	"kUZsooANMGK5uNJ2qayQvc41Wk+GAeQkwYgRhk6sdja3eoxoXNlA60tJdDqYmPb98VqxJOCS+SlBmwgD",
-	"m0B0b1+0XJVhUYwhX2vy85PmdusPzmcq9AUGB3xXjqkMaCn6UtKGsXK/3Ts66LETTyAnqyw5rqZ3Ugw3",
-	"Mn0hVQL3SkBtwqcjkfTYHhvhTDOdxwonE+9X+nbPcdwDnQqWvDr+8Ob05PAf++9PD97/c+/twWuaKWvQ",
-	"lLBgFBIKWVrLueNjabcP7C54l1cwDU1R7co0Wa+q+dU6fy+K8SEUHBzzkTiWhfjbW/4JdZ69E96hHJi5",
-	"GpzSw2fHZfe9VOe6aUDZ+fpQQ6067lidD4YCTDY7UIMplx47udZ2gQx2XGHzW6oHUBa+G6tY/QT74Kef",
-	"gtX86SfWoTdNgvElADeETnmV9RZnu2n3xIrNbKBuhHCjZCgEOVV5JYCMBnCwkeayX46wAlb100/Qa5LX",
-	"Dgvr4PkA5yVZSgokwXhwio0dNTRJISwwzqXpsQMIQYyscwEnFSxhSU6ec6CS43++QrSk072jAwDZoJ4r",
-	"exUCY9kH5BNlrRVI6NqLEkxJJaGfjtNZe0WoHSlPxU7PLuM+XGkmgwGYz/Rt8jkGkRqv7TJ88zG2TeOr",
-	"f0n69AgHAU8/jJX9JbRj2J9+jgEQvbyLxz3H+0QsdlDp5TVofNGDvuCpdw3rIjOiFytfhela9lkuMsGN",
-	"IDu5YGcTmRVsKjyA6IvNrVAKvD88OT14d/R2/93++5N9EAGx+qdQKdidhVAGkfCC+kyzy5JP67m1FoEH",
-	"LCHjFflD8vVBJmGyyfaHa8DriFVZ4ykNMxMs+i006yRWBiS7bGuT8aIQo3GBtc9YJAv/9L/t9u3zR/zT",
-	"+plOp+sQ/kmIJAWLYcihYfZ7yPt3XMh+i72Tv0Fw4N+PD99H7Pm2/2BUi1qabp9lPL8Qub0PKBuYwVjt",
-	"bD1nR3v/9fZw7/XpyeHh6du9D7/v9+ygJJCzrQMxXAJ2iAnmDduJYwUROfOvP3t2Z2E5D6410cMJuzTQ",
-	"vW5nQufc7i/7k+CwwKuZIhd8ZPrurQ3YWWYCpFRwRQd2J+6Zs0nBCmhopqd1kVwPMNy4m5vOztbzLiqC",
-	"TA4E2XQkbBFUvkqUpcdCIYEYcE3Rj8yGvRZqAIqszGQfVoQs5bWtOFqLKmmaTUzTQBnMWK7trj3vbfae",
-	"Q5q7GILtEhzpwZBjS+OFaEjV/VbKM9e5hGxq1nEwvs3TBOQyZZa7iu8H54YrgM6IlWuFxu87GJABQb9u",
-	"LwZbNMI4TRVCrxsxJa7tap3L3BQR49k1nxpAsk97sXqvEYmKTjxT4lMB+C67CHZPrZ/MQG8CEo/lubyy",
-	"EhZ7gF3oCF/MbbvSmUoQ8SKXEIxwfRi8AGpT7oA8/M49SNd21+x0eUJPg7QcfCQK8KT+1eyElJdsHCE1",
-	"yuLrRO4vrbUdHh+yX15ubrlB1pzjJt65pEt4sTgRk0rjCXCe7Ck2UWOeGwHBRqRe97phe5uBZQRsBch1",
-	"ENhIf00ERJmdJSKxyww9r6pv3kKKV8sU1r3uP6GlDBwr2N/bm5vIEQKBb2o2dop+47+p07B8/iI4i4rr",
-	"DMZSO70CzCD05uxsbrXd3I9246OyEl2owo5OpPi7ncW/e6+LN3qCABs729uLf/BPnskUJsDTie1s/7r4",
-	"dydav+Nq6glNvkRrL3B65//ONb9WfCokE/Te1L/+tEtngJNvSkcnkBXP6GBae5VfAHHsnpMxa8DzRxUb",
-	"jlsVY69DXhwDwyn4op//lwvbWUH//9sIeVi/gAfdXPZhn1OlTUXwTQPoa4iuiUQOEVK/aisUIwL21FbR",
-	"AxQE8LFYLwb0jDTh/QY6T5Ga68wqNKtqXYdPR2km1JXI9Fh0e+xYXiiR7pIBHKvkP9ePrwbr9mMoN0vc",
-	"nTN9LfIBWDbiE/v7u71X68d/39t+8RLR+hI0maw9aAo+GqPV1MNPc34N2pDM1ShWl2Ja2s/VWx//fW/d",
-	"3jaVF6RPiTmJwu99RmM8cc9KYiUN+6jkJ1fBxjqIu+iyAyOPfP58c5MZTGFN9SRnAzuVXX/Pf4jp+kGK",
-	"N6THPjOOJFem/rrXBElnLw6sL49UZxVHCECrVazQTkWeHCj77LE9NWXbnz6hMQaGb9+qt9LEZJ3n9ms1",
-	"yCapSMFe4M7UjWKFXWopO7d+B8w96zzfZCZiWxHbjthOxH4hE850e2yvYNY4LZhWA7HLUpFOUHrhABve",
-	"DYVtTdHUKwLaNoZxm6jX7tRWNttaGEqhfJeXpTMR0VniEvkJJiEoZXTbp1wYNG4XjMhvrbuN6Mjtm3AX",
-	"13j08MwuGA9uy7sN5iD12DFuNqJwg7LZ/Tl/UME+udHI/sSLhSl+0+n0XvUp6tDqUL406/B6gAlxOlmH",
-	"05EsK07oZHZ7qHG8UnlVUl6nrOPEf1kalWUi79oRzaj1Vov4lUsSoyB33D8IPQyUQd402t7ctj6DPcl9",
-	"D1cdK8fF6vjWO4107d2wEKFXZxufoaeO1e34qRnxdCfkj4FzxQvOPn54a49mrKqFHpi1hbekz38Bz5O2",
-	"S8QQI88VIMgcSw92oXvRMX7bZ0Wxsuto/9nIDg70lNOxYHpSGJmKymtgIJNl1mawhwXJwmPl2MJ9JATW",
-	"COx4ibQSE5xMR8CdsNHEFA5cwwhwdqSBdR9wQJ5IY9UpgyU729vdHktCSyIJ6mjR/bE2cYccEzcCStl0",
-	"HfGRLECDccWqfO/QxKPP/fRub+78Ym+S8wHgFCHc1lADxavR2RURwtutgEowVmUTD3hc41xega2SaT22",
-	"o47AU1rP9ACRJhGZKV+/yHkq2Pu9ky7GWsMYQayoUxwqJ9jWr9veFab16zZ5RMdWinqX6MYe0UFqvftC",
-	"qMEUgpUPJJiqo3QVJktJqu17lY7zPI0T2s8Rq8gc8jeWMMt/46l/ta/pomwu4Wq80uo8k5g629l6vvgH",
-	"BM14ovVbniOj6M7Wi2XeyEzGYzDYoazsxKq+p+9I2R8sMSsULfqo+BWXmPi/gQ8Gx4A0W7PjFa19Wpfu",
-	"THpU6WpQr/y0Gn9c293e3Hq+/fLFr9t2TPXgFBY2lNTjzb5Zq17eQ0kL9FIYUsdoUhjDZnvYyxjECEk8",
-	"x4ocNhTgiFZT40ZgoRrY/JVRRuj0+GTvZN8qhZAexDllsQLekWem/jVoyMS5iZ57ImEdyvztgq7ps4SE",
-	"CyJpu1biWFXAi+hdqW/OswuhvRjyC4Fpi2QtDMCvqP0MK2ZotODDOIbBUI2iAmX8gkvFOmTz9EODp0kH",
-	"IE3S/SmBxQEyeNbeWNrHHaQPpjZqL/bk9QYuGIY2gFfOMVr6pIxII3Rq0WBy23OlYlYq5n5UDB4Zxkuh",
-	"FIqvSyjtWFLvzFEiJWTJE9AidYaORXrkUAVEM2PrMTqaGSRlsc6KD8yVyM3P0HesQLslxKUSK69pSgrU",
-	"f/3Zk4AIwJWrNgG3K7NOz9ThQjKZgiZCj8CDvUFdbaxcnR80zfgqZEJzM0RYQ1XIu7PkNN0mJQSvCc6R",
-	"G8I9qCDcEd+jDqq92TenhIiWGZO6drlXGmilgR5QA71GVFLMXNfouwzWYN7M/2nXQ66/++Z596X00DvX",
-	"Pi6BbIcQrWOl81TkfXwrRECxp4ukcG8WAhvz4L4ZHSNM5Q1BsV1A+CrHDA3kRTyaNIYKieECIlkRldSg",
-	"j8PHYwiTLUyYu/e5sXCui9rlhfOxnQqH2rr24MlkesNFOeWTkr5olU6+XTr5I/ToqDSA4PUbfMEZD5LL",
-	"D2M1holle7ZII3YC1ipgDTCOxdUaPPYgd6OS+pF1/I3oYfb+JlYIAbo+GZuuo4e0Zh0xKoaFfzPGZw/q",
-	"SVk+yYTB3PTAZ8KQ6BJTFhsuSRExWU0fdCgUz3wkHkbpIv/RbKgfSnFhRVwIvZiOBSZSgjh9jyVl89m8",
-	"RIi3eG+aCDkpGQ1q4X0QY9JVP8XKFHwKQvdc51D+usg8DbJCWEam1YDYHFvs1WOh0rpc/H5s1qa3WwXd",
-	"V/boD2mPviLkZSdtsYCSeTHuVMIjBeSJ4PXbDKUghQDqUcBNLmMpEPvE7n+6uTSEyRHG1Nul+8KYAz78",
-	"Oww51F5sJblXkvuHlNx4Dr5KJKFkAHmAOMJ7zaBMm5WihHXEpyLnsYLArvXt5YXSOZjTQYrRUXop7cgF",
-	"seglmAYy+F38uTEK8LsopcmxIxu5WwjgoT35ZSQPVfmuPPhbefC4EWBHnUPBNe25Rd576xkqUyUPdI5q",
-	"6x55gslYeY68iRF5FAQloFDNB+qi0NqR6qIbUWqkZF1zTGuxms32RNTNShztrgiu4ObSerUpL3hCReZt",
-	"YcBYzYsDsloYMCrH30jJCD01PpIVxAwdcaH38Klh91KqFDEyF8mJkq3u+w0Xlu+4SNyUe3slbW4lbd5M",
-	"siykwb2ZlIFdfAsfqY4Ch6dbQ0tRXlCml8DJOg6FSha7bGdzM1a/7b0+/bD/Hx/3j0+wcyCs060UZmLn",
-	"/HIoYf1YLVl564Xf1gvESQcXjhdswBX01QrkxYaaa/uwWKXSXPrfvdjcZAfvT/Y/vN97S+llwBI7E5lW",
-	"F6bihz0zJe4MNN3YB1yKcRGrTmIl1y4icydRiDtGtbbkWRPnMTARYftHYZhMWQckIyTDqWpLxWpsxwId",
-	"OmG1MMCHlUFRpvPSUW+SWHWwwLV5Hpnvrt041/lo3cF8LCcv2mAJl/LKtu4vHR0MYL7IUuIa17vv1kGS",
-	"jrIr8fTdtJXX9TheF250xlHenOscUGXzee2CTaGvrZ9/2X7x80zkC876xmf4z0H65eaW4gfBU2iTraVn",
-	"xrlOJwMqZoF9H+ElMhR4VvZisElVZF+RC8E6vOySfmYYIvpj8wEfDAkIEPuy7Yka81yoohsh2AmkYZSo",
-	"jNY1WZZs8LJwYA1o5co0NHEjj82WyUvBeKw8noqiPAiig2LTvUeAAUINUjrJKxQz63ZPJ0im4T97Lc2Y",
-	"SKZ3KbU012F0MnVu99ss0zx0TI15MSz7pWjB53ZJla3KI5Gebm4NP70YbV/+kv7816/Xa7fpTP5p46eq",
-	"ZF2MkdooSuHdHDSrfUHsBoOnNkxtA4I9znUfzpSdkb/FBBbrPsC+0HgNEPfaG8e+rIzPW7m6cFy4crsU",
-	"VmOh5VmI0RgQtVul1J6asso8A2IeeaqIym0FAlRrrEvFOslA52Kj1+slaCEhwPi63bO5PJsUIo2Vf6yV",
-	"LCmkNM+mLJFp0gerDCEa2D4fDAk/1fAp4HIAfyXBROGdIbZUipGOHFmtRzQn13qSgbxU7JrniiVHbz/+",
-	"fvD+9N3B8fHB+9+T7tyKkhM/Ow/opVWe9ApndKGvRpe7FbiTx3aLPVltufc6mPRUEUxbdfuV3zRuwg1c",
-	"u3YvqHkzYjwRjEF4SmD8JyEGYlIC1JS9m89MrGZxKbsRbbbyQmzzOxMMtaRmI64AWHNn83lZEdGldn2/",
-	"QtIQfqyBMqbKJkmwYMPhXFmVK7LzLpTQGpbza+rpz9l/7b17S00bUlVvNOUjQrm132+MMy5VQu5aMIgr",
-	"FGIi9QqYW2kfq8R9U9mIyW4JwwL4SuvGKnVZTNm5pED1UDBcsKbuxVgldUyPpFqfkpXAMDoVpltBXpIG",
-	"iCgKoXrs0CfooBvGhc3Q+YLIEUbLMMpMXZLW/LHGCjjkHEnAPbgVz5XHAXIgcLuxmqhcXEhTYNMKhKQy",
-	"Dk2Q9kJzKaEupZOcHB6+Pa1LkqisgC6hiOg31sM8PNr/gJPx8f0/3h/+8d7+xIFE24cZlvHBJdIGkoRz",
-	"wMlUyXohEHvKvqy9JYzj/f7+6+PTV4fv3xz8/hGfYO/s5GGTtCTocHiX+mvECpYBGoEBASbLEEuwPOXm",
-	"0g7GZBOHpEQFO53k+B8Hb98GwpUdT/IreQVtQf5dEN8CzyrBO8NcO8pN02PAW+q7htk7+VuTnD6AzVfZ",
-	"tosMucMakbazZUvh0SgiGpBrS6i8Gj5NDXW1wTJbirD7oWq9w9ki3xJkel2k3PKWJ+ITQWF7YXS3O339",
-	"0IMbAG6vpWIQXiIFMtEJma8fhljCf36j8zOZpkJ9c3GIx4snBMil//pzBoqzbpDj7gG0H1LCUA3pt8uN",
-	"bSOnpm9uHRFVGKnWWdNggX0Sq5qB0veaDmFkQ4XCjbMPCJTN1VDOGjWx8lYNW9Ko2UMEt7JqZrOEiHWP",
-	"pUAFIfOBfNcGQ9fGAbjtwjjgyRBtTjXODwOIMmLkTI72Phzvk+kCWBPEBAU3pmv23x2d/NcpwRQmPdZp",
-	"mMSCSn/sA+DdA3PJWmAhliKtsibs253NTZYEQfqkDxxx1rWxCxZMjrVIL0QRq8qwe12G9h02E89g4ydg",
-	"22EdLLzcsrr3n01G49pKZ6HO+vK1/MVSQC7SU1f+Sn9SVprph9RM7uiGuongdm+slD7LOQHuttDRB0eq",
-	"7Ig//TCcoumxE6+fUqi0L7i0Mt1k3Ayt6wNBJkevLvIkcth0FG6y3gkGHDfw8zICmXR3GYLnAlLOulCA",
-	"0YsiFROnwNN8YUcSxSqZeWv78P+9/abyeGf9EWHniPriqTvZqht723mR6HYfZpnSAh+rOkiPeDF82MqC",
-	"yhOPh/p66YCVX+FvosbgLqExOy2wnapBseWO2Px4rAE4x3Wp6ECVELvEpqLPZzihg0DWgCtmhEBqMufZ",
-	"xqq81u1loIACMmtAJByJ0RlUT3Ujds6vNJqV5EHTvQlqFyKuZ1NCxVJprGTqzTeI7rJOMhb5qf134ttr",
-	"tl9EpemxudntYyVgwbMQrj+q4PPGqhGgtxr4UzzP9TVhXAJMqMajHhDRVCcrVuVsIeawswu9HWhvNDd+",
-	"/BjwvYcqm/ptcK1cGZUMih++RuTiIQXPTfB0cSbuJm0eQXhgXN3toYrAMHPaC5uEw4nPH8tgR7QExneb",
-	"w16BcKDq3fkxcfB4Aj56iZuRMPmQWe56KHLhMOzsuHL4Nh1BX0SVwJ6raXe3fkLZ7AENEKUjON/29kYI",
-	"A6jsdCGNMeDrmMFG3IJmwM3NANF+k0qgynjPkJtYUaWycZHcJnmAeI975PU/CCpm+YTHLNpZOla28jx+",
-	"SM8DtykkqZtCYFULyPsWyNo4K+ze4TkGLr+SbrWejXtNnI9lGU2VXShgbrBSK1ZB9lAWu5hjQo6BKgtV",
-	"xLCDmQXJ7GoySqVlTiOKlTeZIk/NZy8hCifDOphxNIUeA9CrHRI1+kIfWphf2/w1VpVONWp/o/IcP2gr",
-	"zBxrVwdAxq01B0ZaY+obZ8uJqrmpFLReW6th5LKFMDvba18Xkh/fMZ0nrOiS3leWOQ/f5/X1TJnbSwmc",
-	"/LlSImr3jYDP8XqovZdTHvyOVFfSSF+o4ALJbGdzB9J5zX75d3sQltLZob7+3r31+VsOyAFvq4ZKsmOW",
-	"ifOC6UmNUrjPkpEoODTYYFmntVxVEZXcxr4F2Tfg2AVC07msl6f7MTCvOxOgpCECuFKvYifTuciTbqvx",
-	"21yMnvInox/u344OXu9GdvRXPpOeYOcbsaW/68L4b8X4xr19E+N7g4/lujVNW4ORTbLP+ulzlLBrQSIv",
-	"PJcXw8KwC1GQJ/6OhCARf4VtQ8C7aMdTJfbqE2VMSFPqQoVzw3N7QF9plhVkWL1mxmLwzLAEhnWQJt1v",
-	"U+3juy+KpP1DTJnTSk/eGH6sMF24SZ0zF54u91F72G45EyKxOysJOT2iMlAV0Dt0oPqy/GWfKT5yBZuX",
-	"oiSiEwyCtiVVJDXyXdml04pCh2gid7Y3t7quWR9LFiB1dwP+UijyuBRTgPzCkLSbYGjX3UUSCj7LDYXP",
-	"w5shFYeGtzeacZZpUziyDd8yOLCONzEeuxgl2VGLQnR4Mp6sUHjQ4CG++2OGEHEEOKR0mXiiXXnX0M6g",
-	"dgPKemizdBCOB2MoK0NpZSgtYSi9k1DM6WR5syhvM5U2Pl+K6cF9BC49dlOx63MVnsgLStCuhxjH1DmU",
-	"lkHS0h4H8UkaIBMEzMBBQew+mur1QrvKNQlCbQJ7k+sRkMXj+WUauOOxeylWvtIOdIiLnGw141Zd6cun",
-	"Lk7biNzs67mRJFW1ltjJW5auu2XQsD+WHPflz+fP//r10/ZoZ/zLLI/pSCr359ajmZC41HNFNV0CLGVo",
-	"ntMO7a5synuIl+L03lhiiU+u1+oWsdQ+S4iu8tT1dfzNbuOEKSFSFFSjQMxZ6RbapD2256nfrXOxyz67",
-	"NMqXLwnlhhP3UcKI5qxSMONriWLV8RXK2wyLFbqYgw4jXzN9ZglBUQBQrTS70ICIpS5AqAo1ZCoVOXAG",
-	"eqgLZ+vb8xyxhPi04YcJUGonEUv+Fx4VT6yKfzKiVYtiVUb7PAQW1gEP9IWSRqSzwvqZqcQIAe0Gks9J",
-	"2UsVq2pLUdA/XbLCB502f9jv29YSiPqQjkEV+TRWPDPaDzdxVydYNaC0WieziwhZK9TdzyDLX231YVCU",
-	"Y7VTrDpjbsy1ztN15P/D2nKVMqmGIpeFSNlFps94FuG+1DkVEtDDSucfd7ZoZpPb/+Sbhh41gjmjffbS",
-	"tD6NvmVquYlsq+upr26ltocKHNZ2AfvEj/NM60xw9TX0CK7IUnmIe68j/C6jEjihpcDkDcJzmfCfS1jP",
-	"s2Xnq4ke+yBG+opkmy8rcjdmI55firzPShRD1iFbN1YJPjPdZSiNQPjUIDGuObZVcH/PxkP/0Sfff/jU",
-	"tj1LtfkHVDatxOos3Ys1Zjd8eeC82eDLP25a0DfveMFqZhz6pccip4av8DjZJYZKknLVAXs4psSj7wsL",
-	"bLJqtJ4l0py6H9NhbDpkb36II7Z80jxiSl+H816plF4dtns4bO94flnVc362l1FwVIbV6gPZpXSlWnLk",
-	"KoqVW16EKAKoAWCwgIgBWfh19KWE7gN0EN0+29ncqeuyIegyJaxl21zeWh781mKVI3qlp338YDLvCbkI",
-	"7vX9F6ichDCGfpGX3eIbMEt3D0qG5pw7GZ3K3iZ4B8PUJMu6/Vg12HZsrmmXCzLrlFhUo/ht7PYHt+e8",
-	"jFrZcfddhVgsd+zultldgOHq0FsdpIv9cDdWO5ubN4Nl3WVH73+P2L8f7f8esd8P3kB05Q9xdoTMaxAL",
-	"Eyl0ulNFNLAodo7/+TujGELarUG2UrPWiwbA2A+ubg0whHieSSAixUnsV3IagbEpCwN5vYpQWYCL+mTE",
-	"wIPAsoaviC/9lGvTGpaSVnKVf13lX5crVAMZuJzkbcJlfbn969bOi5cztpDv31jPJ8rcMvMBhEPQAFJN",
-	"pHY8bmG3CmqoxKfiNJ+oU14kserAL10RnBXxGTdFlzpmZWvB2rEb+wc79O/V3gnfchmGy2pHzvfvBMzU",
-	"m1UnIDgfx9Uv7mqh7BNoDPUX+cwcNo/yeisU1Wy5jAVRMXrGR/uXqN1xkGt1Kj6NcxQOCeu8YOdSZKmJ",
-	"mLji2YRA/WKVFHIk/kcrQQCjCR0u1tFKrJuhLvpY85VJ4dzw8wkYyNgklUhzitWk1hMP6L+2t3uAh5hL",
-	"K8ewGp47ejGIhFXeW6tsSi+DDBvu7d0d/DnnsXKNpDAyBPKDxBWU69XxI53v73yphEANT8+myS7jk0KP",
-	"eCEHAIY/JqQJvITavoLOb14wYgwBBkkmRlxmHvZJK2Y3YCYgMYhtB4nShTynE2xO4QenlFaEOdGqvYYu",
-	"PMLfY4tA+H6PVChXHcLiErmKkFhZYSsr7Ca9utXdM0/DzDe3Nj7nE3UvhXEn2NhaMJ7lgqdT5NEQKXix",
-	"l2LcEB1FZ/7JiKaZ3H9lLtufCjO45IN/XnXV/gDhqRscz+iW3g5sybmsZU3JiNVZ+0pu0o1cpB+lj/cm",
-	"p2I8KW6fDaEIJ9r/17kswOwHv4V1MnFerIObP0bS+VihR8MKfik8qwn4BYZwdUyFPd9a56SHx+Ns2qtG",
-	"E4DjOLcuwnhSQAdxxo3/NqI/rUNQsuMFjkSpL1sbfVen+Ik5EY8jQ1y/8cqRWDkStyiIAiF5/57ERpHL",
-	"iwuRzwfEnocHUgpceTGE+hFwJbBcysrNbo8d20+oNnuiHCBPBCjTYfcNgSRCWMnFWhxK9VaJUm39cXtn",
-	"1qlQinejMGTjwQd77FgUpirXUY5XRHvfl5jbWWKdipYAQkIPM9GLFVgFhRizs0l6gQ2VJQLEqasoTiLM",
-	"/hUBeuez8MrwAgpHNimSE1yklSb5SgEhmu+FgKx2DzrHGTfdPRiIK98MJN5E1aUdU/r6JhJvOV6uRVkq",
-	"f5flUlV2p/cas09HELkP6bC+z/xT9T2XyUDVMeB+wBxUfQqCfX5U/+r+MBAmSv41wQxLWGppf/Ire3X4",
-	"/s3bg1cn3V6s9sE3Sz5/vhTTL18SBtbIUGcpEByFTWYOKCAVg4znSCEVZINQq/vczqWYmlghhhMMpZ7I",
-	"aU2RVHfZ95gkqb7hI6VJ6oNYnCip7eTv0cO5MWLgyiV6wNxKbcPNl5ytNsKG7529l/xKHWmUNQGN1uyb",
-	"WE0MlQX7LHgHh2EdJHQ+vBO1CH/0CQnIWZCAWqVD63PLNVny+c9XGZsVDmpTiudGUuLWaZ6gdueGuZ7V",
-	"cf36vskN/ZIfJvFzw7PyFZM/VM0Wq/bkD+V6KP0zHmfTqjvDtGKcpRPcQgIc9q49u16/8iJWmeBAU1KL",
-	"QDgMAX8UfHEaFaKdAzmD928cGS337CyYbqrS/LbnjlZS4ek6WY8llVwiaeVorRytr5t7upunpXVmNkpa",
-	"71sHZQ+VQCgdaNYPAHkcX1eNfzwMz8aqZCTHbgGMU9Ed7HVRmWfySDEO6seTeonzc4FQugicMxci90Tr",
-	"7LB87++6qb/yrgs5pkqO9xBiyQMrfff2VjABfvfCBj2n9vUWlmN7lFqPGOZE7+l41bn8Ow4ZCzO23bbD",
-	"FZyi8qzYkXlqlYDgv8TSnTlxCw/WMbyt+AGOFb7pwnyKXQJDk/IDeCxYAHB/p+ez/c9B+mUDN/p9QpBS",
-	"n7HW2TPTBCSHHI8Is5eJK5GV2GWuygzgmmFk1quQBcLQsFwAmjOotFFjSFAa+zZ+Lz0tT+IkEBt27ej3",
-	"DAhqex8ETz9+eGsvSto8DFizJcdUv2kVE3R7c/MxQUGXBCuAbS4NS3FdV+Xg9xIrxMlk/CZS5G6p2FA4",
-	"7Ck2UXV9i5ZqGDyM1R5+dQ2U/P7eFVnhUA4A511mmWNWxBAJ4Q6bIbG5jrAlkH506m6ZsE4CzSGnhabW",
-	"tV0GCIfUNFi4nWgKPjVsoiY4gUgqWwzFFAZjRNGL1T6CF7QJvhpOI914XnXtvlqJtG9BpNUMmGVE2zND",
-	"JgyZhk7jrcTcPYg5PDc3k3ILbKXSlt/47P/95fZlV+2SUOeMq0CGeEmRakThixVVntSEZjtjfOixroTI",
-	"HYTILI22XyagMPclQVQqaUfXMnAdLMgyYz8XxWBYHfDWE5F6fhIWCb5yU3vgF6chv38/zu676sl27z7P",
-	"8roLmeBvuhgSPnYeXAdIBHwwtPaIqSzCbqwSRFrTOUvQDgpsmKLUXZTriViiJlmWsDwAfPNg00bD33Rt",
-	"rGCrWVsIPLqONbwwnzXJc/vahNANZR+s0C5dRawULZC9JRXfSsz92GLuQXkea3Lu8YC17ipwlbiuC91V",
-	"b9YqPzbXnj4WxQ011yJr2v3+3pBGMTbaEFmsONtGM55lQH9kHGEEqqM+xQ9GWMmUNjvxIRNvJbQxH38U",
-	"zmw5ZSvF9I3GJVfIFA8HnFrPB+hz8t/nWMdLk83Oyo0Qw94/EwkjGQ8aVxgOqwPdlhk3xfq1VIZlfCry",
-	"EqndDHjqvHSqgkKqL+KicX9BSMB9A6w09Afin/UDshwooxKjcTGtA4CX8ogg+XvsqMqJE1DdjLi5tK9k",
-	"WPIT/V/Si9XSkdj5QYWVTPtGApNupZaCZa0dxZW4a3Hm7yS77lBSGgiJCul/OJYqtRbWLexiMCAT5wXT",
-	"kyKyXr4hRgTrxlPoEYUO7s+IQgfWyEpDmi2uBvZzMxlBBYMDI0TaYaz9BJ6F6yHyum1vR05cQQ1sIVSX",
-	"SkkvxXQ2yOl8zIjxWGHhKUnb61yrC8CyjuxoE0JePDWXMstMgh6qnhRGplVc7itp5FkmGF4Y4dvGyt+g",
-	"sL5AcYpma8JkiqiIkqiDHH0EDQMAAca5VAM55lmLCMbGP6EG+XRcoGbJBVKRq9RxLVsRHUhndsYHl+xS",
-	"iDFpJ1RKcMNmEk3YAiuhfO9C+f4DCm1r9egBhSXVgzOQmoReB02NFX/yKqhwo6LbO2jRBVGGO5YJLmkj",
-	"z7WQMSG8EsXfYeL+R6o81ErcKZeec2XO50EwhYavDp3dNis48uU5hIHtUBkg819oRysMfjtadqW1xjqQ",
-	"9bpWbCxyA11X/ruIcXLNkV0YAZv0tUIMJ56OpOrHCv4rTZHzQufAXdLdBTQoeFIzL5eXGtYYtlMq4XPD",
-	"ziYFXRcrGncpYZ5jUSVOB5qFdvQyjXC+ozIgENWA3iPqZ4hVCfFip83RPfdLYVuy53pSGJ2l+N7PDM2I",
-	"0izT6kLkhDMYqxNa2RyMWV1J5+Gc1egDm7Gf8CZPhBHw/s2+ygs+fVaWiQLQE5csssu4MupWRt0yRp3b",
-	"6YEEL7TvE/dCtpWSblIMN/hgoCe43VvKH16RTAH3WF4oka5LBbbcMygYHmecYKrYPtAYOCF0YSVUricX",
-	"Q5bgw4C1YAO/X6ezn/TaygxoZA+abcZnPJKU+GgWY8K57kxap29ANKxO+kPQL6XQ6nSt3EYID/WkGIZH",
-	"uumUtRuDH3C7m4o14Wj/WQcDgP/v//3/WEOq22PvuMwM42yg1bnMR5i0zaS6dAaJ1WLEt9qPFUgmHHFg",
-	"Tlljx3GydszQvpZULBljnA7JTRI2ElwBsE23rADHR0kTKxqASMF3dHdz9AMooQLD7tfmaB5MDogtFHMP",
-	"JG2CJzxRWfMqXE87Wp95fdJmyKqh+ynElmDpSx6jgTtKCyQUbrl20XTCL53dITIxKCCHkLLCjsxlBnCr",
-	"oljoKM1orEwJkYqUmJvg22udXxoACrYepZU4V3bOIwb5EwjNjMH5hasD9xHvEcg1BvIMwOCvRC7PpWik",
-	"iKMj9fDSBZaKnvaETRmnByrVcTSlt5c1Kwlw/xKgCoyHG+sGx/tc5xe6WHdGxLxAFBoTRqqLTKxPoP/M",
-	"iIKOM5xPiN0M9STvBqUZdA7PRKbVhUGvx5vImCClpjRpygTiLDp4qiGOo91vjYsgnQnr2gz0lcjhcH+w",
-	"5lcmRxC0GYucDTIJyVzavg3H/w3MgstUPtDRrz7ksaIdxFI8TwC4a2590L+lc7uzvYRUOtH6HVdTekfz",
-	"ZM47gOszXvoAcCRnjnu09mk954VYh1Oxtrtmj/5aKQQyfSFV+9F/NRSDS+MQtlJrCHIIr46FsiIh5QU/",
-	"40asn/HBJbSjol6n1k78ZWKuBqfGkVMOwD6JVefvRTE+BB7IYz4Sx7IQf3vLP0Xs2L4x0E+Oc51OBnYo",
-	"ZCGQtBjwPJdkc7w6/vCGbI1CQw1BrLhhyX+u22/WQekmTCuqhs14IXJ2dHh8ErGjj/Z/9k5e/R3G+3r/",
-	"7f7Jfo/9Ab5U8LrusTubW7eTMW9hkh9GtMC9H4sIBdd0nkB5qy8uAA66txatDQVPIYL9ee1YFOvOUv3c",
-	"lFWnjYS7pbqF7K3KAdbj1V++sju0knhfSeK91RdMqttIOD2ZE1nZV2k1qhLKsEEmOFXE4k7sNR1ue/9H",
-	"Vtx0zvSkuMFB2wdXyvlu4YFb5oh9rfDBVy3BtpsMl7PNbB6J1uqJk5nYu8/I0mOfmUBhNZZJvBNrjyux",
-	"T2aPwp3S+nfJtr+icfipLCdvzgpVPJrmbMkNw6lIhIAJG3dQKLIBQ5OGCZWKlEKpPturBIJkNMYdwD97",
-	"YMej+pAnGnVww2Oui2iVPfkhof2xtXlcnoi2A+4K0NqV+uFYKGySRsz9oKWFqqNP8SZ4IIEWxR4D1gk4",
-	"7TefszeHH347eP16/z05INCHHSsXI7M+RQiW50jnuWKVYpge+xA8rSzozsCk6UM9N4QoBxTZF8bwC2FH",
-	"RZFTSts4J4Pdwgv54Gbtoep48faPRFmyTGgTIpl3zdCush/fjUfhtmwQlryxewFhlyWCqDfNkjjDEch1",
-	"6O73kyZBY2aeGXO7KMcHOxMPbM9UnvGE46hHZVQOKrpXAdUnLwxe6dHYsYbcLaYaqnKQD2qJ5Io95xUb",
-	"IKzWqDmVHUGoevYaaNEdg0CQ6qLbA94hyMG4Kguf/Ww8sir9Z/DYx45jvAtrGp5ugcLX2eh3TfjbxYX9",
-	"02RczrGv4fLpxmenqb7MjXhQfXdVh81s5WbdxRpUV6zaddf7eulAkyKC/TyFhP6iyumjyVkmB2zIs3P3",
-	"Avahzwwp5jGXeUtVtZucubXVQVvHy50bQwwdi0EuiiVH99dE5NOwIQWDJEuNbWv7l8dsOVnGdndCrGbA",
-	"fwswEJVTiZszsDjZ2ZQFe6nhTEIFzkXrGXwjeDHJBTvP+AVamNfijAWrAUfFsDNxrgEgcQpxKXmhDJOq",
-	"x96DF2sXkktlmIFNZxqDk69wJA9JigIHEp+zaEvAC/fud3lIIOQTVcgRPSJYFZoAXBdoAJnfS1dRTqC8",
-	"e+ytNJQYxRuEnTHSmgIjMToDJI0ZiuHZJhsjBGU2sR2lk0z1JD/NdYZcr9jDroJHTVmqGRZPZNA1rru9",
-	"WB3xC0dNlIz5hSCu9LHIT/HPjgPx2H4RMV6wkTYF29rc7PaZ0qzQBadG92KSK5FGwJIcKywJ5cwMdY7M",
-	"yYznubxqx/j/HWd1RnA3LW55yYZ9gTUrQhddJ3K89CEFGrzDMhzIrv8el+duZs9jERpfuAVzh4RWsB0l",
-	"u+1kILmn8d1mHU7cstQigfjTI+9Ju0NTmFgl0JOT9Njv2JbFR8KA4KO9TlTD7dTC8LuHCsOXT3ik8Bg9",
-	"e3F8DGZ+FYH/scl1L+gszJzoUu1BF+s8rDo8h3AqscOyqrkayHKTCltuEoTuURwApn2s9LUy2EdlWMe1",
-	"0TKds9TDZ40cTy57B7rURGykU5FhP8TFhGCrI7pxoXUW2+nNpYAGUXEucqEG9g/7+LEcgIUF0sduCHgt",
-	"D/WJNwlBYah2th0Czwmbm+k4XIaD9Mg6Ik+BkIKagrmhuV/R3T4u3W3ruW3DhcPT4ZxLp3XVFLrOuw3H",
-	"tu/8B5EZwS5E0Q748NT3+FIqMVSH3z8F7Jz901JI0SzlTdSwdVhnnHGpyL0xdvOwnc3n3R47VBlKUsfz",
-	"CghcWA3QDnB9b/vrodpWb27vfeXN7bpWvxWbb9XO/nSaXJc3Egn2pDVOcnMlFMZQyBBEWiR9raS6iFWJ",
-	"agKNJZLAOmbiKT12o7hHrJoDH3NDGdTMfzc5FX2D8Q948WWCILA2z5xN//0rW4iaFDMvvsxRyrLROvow",
-	"D3Weqh6Sd3SwsLH5FPXp/Eg1yCapOEV8378hawb8DAF/m24dqzNXWEkhynOdZfqadYhV7GyK8U2tREQm",
-	"gfu8Zl5olU27PQ/kgziTikq0XFQSasISPpanl2J6akSRzD28b7PRK5ruOx/gWgwsM5plfie0zxCrTVBb",
-	"wqc6+5X6bRJha7tAX+JzO2daZ4KrB07u+ClcRhRUJ+AHFAVNYYpAMLxr+ro90HoD67zHjl19pDS0iRIA",
-	"hJ0YQmWNVYI3F2nC0lzak9WRBcsFTw3j7FxmHpHWiPxK5N2Ick9Yuxg8DzIrAGAWqxDH9z3EbZFUQP41",
-	"ESBapAolGYSKXh2+f/P24NVJ0u2xP1D6mFPa5wkOVonr6kz58syAgcfxEpuBHgtfdDXOxZXUE8/pwzJt",
-	"8HexsgPveRGSYNFUDcyWdfb2j9e3X7xc//3Vu5ITecSh2uxSTFEKV4XTgtC0P0dP0+XBkfpBPlKYO3j+",
-	"4lB3ZXN8j+7Pquv+KQXVG0T7Ysk+xwDc+Dy4VQi+Ufz3MYJrJT1vtEZKQV7LQTMUiK/dz0Phmgl+JUwg",
-	"YK0o1JOCcX9Jp+AGO4xVrM55liHWNxW+0Ug8tZp9HJcZGZzvD0/fvn13anXBwe8fP+ydHBy+T7oLou73",
-	"JUejJa9/JZ9OvL66ot9S3P6bCsPf6qTfR4i133Z4O0BrAPZdrOoGHvbo1yy77mLLLSRgiNXhSBaAlQox",
-	"XIARsz+WOcL091kCzbQJFtXija3rkjINb8oz99MOx3+xM10MKRjsm3FFikUy2Ji3B4q8NMYq3A+EzK6V",
-	"6DFoLqpZt7Gi9t6K7dgJBRi8qyTplUZQbpN4CdILfoeD4SMrHqnuFrKbFdv1QlpxWDVgFwS4H1dcPVRo",
-	"/HZ24ubXtxNdiHxlK65sxa8YW38YW3HDiGLdB4M+3z1o0L+VsQhBg9AXl8oUPMvgp+vXMq3bfV0o/CZp",
-	"xM50OnX0OpWHQjY6kOW7DEOQQO4bdHBXfxVy14CYj1UnjMgordYbw3PIlpNlzcG7bhkzgJeOmFSxAtD4",
-	"nCvDAdZmEV/isShe47t8v6br0qK4Mr8RU/o69DVWFuw9WLDv+GWL9Amn+uaSiFL+95qyOCyTEECR0AGJ",
-	"FeF1UazwmV2o4FI1BOw7VDvHaqmsH73RD5j2wzdfJthPu+IHifKP/I5Yuk76RuH7k6CLF/2qsykTn/ig",
-	"QKp4ps9jldgrTmWKbPaE4NxRQlrFGIHDFSHwIjOTwRBuuGt9LZZAaSaEWE73P3w4/AAeD4yHjfjU6vnU",
-	"l/aUY+0TVX1bGaj9LbM/5Yr5Eu69koNImtKf8p0Ry7pRe2kabMmnGTevjvExq8PdCBYHzmmZh3K88oRW",
-	"ntCDeEJ7ViTQRlumMIK25MbnyX3GxNFrIKkDkiozmqq8oc7ciOw8Vh2Ic5emi+Ngh2i6ItKfMpxGco6Y",
-	"nfKWEFsvVv4m0PnJjeMPCuRftWS+GZbBjvb+5OCyzsPHJxT3LgUWBL2pTH9VrP4YPgbux7mH+z5C4aFx",
-	"wsy1LAbD0oA4E8W1EIol+HcSK7D/4Q5Jn13kXGEpBJ5UMIkGLoLsTvQzAyc4mn+ymwMgdfri12Kki7ue",
-	"9CBq/Ign/UGrqW9hJW0+hpXkwsYrS2llKX0d2Dwn20gqLWMzUVvbXHAP1/omR/xCIP0sFYGaIhfgZkqV",
-	"SSUwb+Yg/8Os1zPDErrN6STPkm6f7WzulDQBGO0Zcgi1eoNoliqyKNtx2rqNjuiNHrrpCGZj46eq6DjX",
-	"+YgXa7trZ1JxqMycwc1tEhVwr+8/BlK2C479Ii27Qzdgju7JqifbnELzbn93KlvUZSdipSZZ1g3D9Lsl",
-	"F6qvZSn7QxGqxuUTFlSifK3d+uDmtXv/b8m2/oYKSopljs69xBDfTbJCjnlesMnYKmEMkVupnJzLTCQM",
-	"vuvsbG7GKvlt7/Xph/3/+Lh/fJL4wyALQkq1so9Jw1JRiEGFQ/dsWgizy47e/x6xfz/a/z1ivx+8geH8",
-	"Ic6OsGyfE1SYHeYUSHKx4bRz/M/fGVW6p11nHm+9YMnH98cfj44OP5zsvz59t//6YO/05L+O9pO+i97H",
-	"6gV7J39jnZ2t5zRE1GnSeAp/wzi7FOOCmry5MaJobPVWHtjPYGOELximFWo2z+2U3vfJbzO3R24pN6xe",
-	"Wk95wW9o6dIgcdhPsn+xlMOeqKoixlctjSsTermyCxB2y8jZaO3T+oh/Wj/T6XQdJNna7svtX7d2Xryc",
-	"tV5KHIl7zXzusfNciHV7rpk++28xKFBqnWsH02qohsHgVJWA09JO9jgXIKj7LPn8JSHWTgDMYNe5LAqh",
-	"msSXt7GDt3rizf3BUBeaMOWl378t/kFUd3tlRZssi0lxZ5M7qMu8HkJ4DHduR2k2EvmFQKUcKyNyyTMJ",
-	"WJB4yYhP2ZnwafiXL148f4lWBOu0pSYbA+EwhofYxA8BdNw42MeMfN3gNJFBNXuoVqp4pYoXZAdg3y8v",
-	"nepKt9A6u+dCIyWYUEU+BRx0e382yLgJIBxjNeTGV0GJdNdzWNpL4BfQJWgnKAU1Pdv97XsPcUwZnwIE",
-	"ZKygeQZL9w3rOGjqdetfpVhab9iIm0ug0Q2KohL73FMYadIH5T/mF81dhr5q6QQm74lrdTvIm8AKwPwT",
-	"uNcP2FEcvv7SB2jjs/3PK7t5vjxI3M2NDg+WvRpQHOHj9UxciSzY9P4UnfMsM5UGsYkReeQqcO1tfOuZ",
-	"PUAG4NB3YtUYbKaHu/MIR2VBBt3uva+UVTtxC/Bkwnw4Xasg3wPlw0ssQpzpB4vyOZjVwq+pPQI8JDJC",
-	"RERUc51KtgY/k+hOlr/oAlIAZD0Nk0Xfx8K3NzcZlheyaz7txSohPZgwTR1jl0KMq0xsoNZYBxiZcGxK",
-	"XONYux6owOwywQdDdimmzAhVxKrS/RWKErwf+B2GZ6LPEjXJMiiCBL7scTFlmKWhhkj7DrHqSDUUuSy4",
-	"GgDl9WQkTLcP6CIMs1KqIKwCoi7rAwOtS+RbtcySn+j/EnyVWNV0uB1/OQVkOiMKt/X17ddeAHpHPhWD",
-	"jOcCexDw/WJFVg2y19mbRy5Cur2NgAMaY6nSzPP0P46NyIunIO8eopag8m6P6U/h85dypGDnr1yolQt1",
-	"A8ABL4+XVC3WDhxxma0voBvYm0VdItY8D+k4Q5snzs/FoJBXtSaeXW/jxcrwK/Rb6tx5EWZ+ZrCpEG4G",
-	"6raO//nq9N3ewdvTnxIm1JXMtRqBQrjiubRTSuXxntfHqq8K9kqfJe5LAIVihk+N9+K0gjRR6eC1xEff",
-	"cZk9PEVC+ZSFZY9cZo2dq0+Yunc2SKknxYW2Wmv2dcJOJC6z9mBlw6btsWMrXBtQz1jHK2HyQPSVyHOZ",
-	"NuzCWPltiOaU333d2T1nda5YhxMDPYl12KBdMIli5fdiYt0c10kf0spGYGfMGC+FxiZ5JguCRSKYpsSM",
-	"inESKw7tjPibZKhNkSBpAyo+1rEfKT4SMEMRtIHYXQfSxIrSbt+N2s5TYow1olSs7HfsxS8/491CXO/t",
-	"bVYPz7KOvXLMZW6oB6vITBKxnZcv6G97324vVu9Le8XaWn3r7rHk6PD4hIWyaqMQ9k2sS5hPW3C3sYiw",
-	"dkIfqlYxPKKPYmAsLyNoq39r/e0rw+FhY683Ero10wGOY3t/ebMsFgow5HLBM09/W2iWFDopAdRa7AjX",
-	"Dc6zrOJ3ev2dk8+USWjooNgRvBoC1TEzGQyAUGyXJVbUoAUQq+uhHAzRjbYmB5fZJBcsEXZtEzbgeS5J",
-	"hQR3e2agYFwrJaDN+5lh8ANWiE/WrUTbo+QZ7Db3fqv0RBgwKh5IWIWPeCRB5R5/OCkGeiQWSSuNl7n4",
-	"PS8Kq8tW8uqHlFfHYAIxK20aSA1D2SQ2Mj2g7vQ2v+atu8IjQlRIN6MSE0jmpqC28rMpkw28mm+lKfz9",
-	"HtIXcA9ZJh/ip+BOTsCdcxP6WpVDCanVyLq1kz2POyoFPeHu0K8Bf+YTwQjVySFvMEIvQB+114Kx6Wby",
-	"gUStu/2Bsv7J10bFpIcv09vrJnYlU3/gvtusPAwtx7MuVhfSQe0hzC/8/pnxTyjpXZtYZDAxFRzNmwWi",
-	"/aFLHz1/9nqFs3j/OIuLt2lbOOg2m5GQ6+5tMz4JJbP51ZWMa438hhTNKq3xhKITN9BOyzQ4Vq38Z76D",
-	"Y6bBMehaVJQQMKJo7EV8Ny0bPL7vTsK7eAOH16qh0H7uSi5uBGzo7eu74I5ZYvVQt9xgAb9Dq+ExlLle",
-	"ZjO0+YTNbWuwBeyH2LvWxyqK+W1pSPE5McAYzJU7Us2tXNVd8iCNWI/ag0UPX7bY2zXBGjhYK+/xx22k",
-	"WuYwL2qkskI/1/bktqrvI/zewYY3hu1YJ0yQOg0A8Xcjim6j+qb7PqTsp0cs7kqCyx4tYAc5eFhNPyU3",
-	"c7R83w8iaY3DFev7AkBaQGy6x4x2r619J1yc+/eg6O6P4kAtuSd8b024NVaC9sd0hpY6myhOU8nba7rU",
-	"tCY3Q0rAiRKfxlAfEvTFm2pjvGfcNDX0llgZgeAwMmdjkRtgeigJOktwbipSG4op1NR6sC59DjRi18L4",
-	"3At0ssQqAPDdKMF7S15OrEZx1H/2S2p25cwMdY4dMYznubwSphcrTCN7OopcjAUvgG0QuPZY4od9KtN/",
-	"/ZmwTvJv1Y/+9jyebG5uv6x9+nPSjZXiea6vcX4yaQoq2CmAubScvx47KOzAoVXXoJHq7Vmc12eGXUkj",
-	"zzIRUJ2aXSatFpwUThP6i4ncLBcszfV4LFJmZCZUkU2Zz0UDIllufdwupLupZ8JVDNMtgbAwFyMuFVGD",
-	"QMQMKDlcLZK9Bmuf/Ewml1KlCaMZiFWhoaYOARbsd21dSXCo92C/3TjgdmNo5BmOxvcwXioX8PSy4V7v",
-	"4B5xvgbeEuq8jZ1XDtgxtYVExIj6SgZ37dtFXNfn67hudlWb1g7nTHzio7E1kv71PPr5T/v3ONOpQHXV",
-	"zBRZ3ZwVpkhZiJGphCCkKl7urEVrI6nkaDJa293y0Qi7Qy8EyM0R/3SAP93a3PQX8DznU/u1KaZ2iHDX",
-	"hnkG/m8nVc6RsBd2RQvVpf2uMmyh7Mj+hdGUtWiNT1Kp16K1K5kK+99UDyYjq6CjNQj8WvOzHlJ5yAQB",
-	"bONFOdpDJVAg6XOajKrYu1sU4PFgrwOV0eH5YCivRDfM04NmmpPwbdBNSYNTHZQJgY1JEGRBBACbYZQX",
-	"S7FKLoUYJ2h/oshCkSRr2s0f1lkFZsW1mQkrxMrHFWgDuYZ1lLf+WxgqVlzmfrzPDHuFv1q3Bk03jEog",
-	"hwSJY/tYAwKXej5/3z9hqOs3eJbpa4FNJiZhHaii3tl60e0jH5v8H4H3VLpg4tNA2FFjIdMne9IdM6Y9",
-	"bNBGAvOZC3+n50B5NJIG+EFDgKAyjbIJWvUPAgei6e7onOo87d9/A1LapIvqxE1/IUZjnfN8ussStD7M",
-	"KcdqVXsFiuRYUbynkCPBxtnE2SuXYlys471yYecRqnq3d9hQT3LT9eW6/nHU0Mb4eQFdu7yI1URlAGUH",
-	"FwDABg6ayk9hkqFjEt7K0ZDCKyHviCzI06QXoDK1UmUmn+3G3WWf4WZfvgRbWIlrHB2uViJTePfrIS+I",
-	"xcQrS8MKfilixQ1L4EanMjVJOwJRqVNvE7cSaqBTKzGtkiDvnH51ghL1p42fUBAsWTDrx/RI4Of07Ple",
-	"F+6Ua+7AolZ+148c4OKhWpvVZU2xrec7Lzefb27+UnpjVQl9I9/M7sh3B+/2SQGEIikh7DQToUNFTTXe",
-	"0o68jImVk/SgC6QiFaXPqa/SWmAM3xgt0MFQDC6tlLyw9n+Bhhq4BKgnZR4rH1h3es8Osc2838MZ8Fvo",
-	"QWvlUO7hE+Fh8878HgHQ0QyPRU4W6SNF4vx4nMaj2apbUeXuyoXR2ZWYU4fd5PRrfWkY9Iqxrc1N2ubg",
-	"gRRMq4HokY5J2FBnjh7SeEJHNJRiNeCKGSEiZ4XpPAVPnmye3BRMD7CfZeCsGZkz6fkSHdlXJ53geiMr",
-	"eKxQewKt40B0+ywhAySBjUh8YjAwXrBUk3UjTRGxIb8SzIUydA5b2n7tfWmqC6fgRQedvgE3xEguVYpu",
-	"+0SaoZUm1gByXm9ilS4eBg8Deq3xy1jB2JqxBWCVqn7uwwAKlQ96pFrv6hDm61vavanbXM5i80s70JMM",
-	"GprZWXn1Siv/oNFQWH6SVo14QbPyEUz3VOTyihfyCnf7soISqIlIxmHSSU/ygbMSOx7ZH8JpPXaU63Qy",
-	"sFKktOvBBbTiDHPMuyzJhdXDCTMDngEAgRXC59b9UEamgiXXMi2GCfvEkqGQF8MigdZABzbAzVgMCgay",
-	"JVYdDuzbpmChu3itw3a/PrknkzE98kxMNZ0zfKFu5J3lbBqrXKw78x96czBIlPRZMtDqSuRFwtwl/gXc",
-	"RazjHtu1usS5oL1YJX9NeCaLacI6W73e1uZml4GMEcb+/r/H4gJO/7U4GzM9KcaTgnqGoKhdjmRBIsH+",
-	"aupdQ5xlK7fRea25x/Xl38AXNUkfupBQ++hJYajtcwRQC1rBkuG94aF04gBPxot21rGCya0tBFTJI25o",
-	"h/SB53I0MwEIXI5npow7RABik4x5LlQBjF6lX+y2o0wjZLYgHAtTvZeLfgAjBTRSh542hH/RlW7sT8Ky",
-	"eThXr/3AZ4O0dfytElgXGyd8/HJtJNLTza3hpxej7ctf0p//+vXahf/GvBiW0T+ZrtW1Vuhsjvint0Jd",
-	"FMO13Zc7ELd0f261BP3uX9k2zs1Tdm+DrWd93AGMP12VZq707w0QJ3i4jYAqYq6XPEcXO2F8A6d4RiW3",
-	"6OIyrRkO1sfSoliRjkG9hZYnaRk/YYQZJg1VO1k3INAJRFpxRly/9k4itTrZYZmfAW1AKgY6hduhmqj2",
-	"rlovnVyLcnhEVEpjS9pwKKqC53Dseq2+Pdn8kLGAmRla2H06vnv/3DcBIvg6PBq+KfKG59laF+1G9Stw",
-	"so0/tiOuoOXbndxnZibdukux+LZaAgTDIhBBa7/koiwncNRcOnc8XxGlXKjcoAY7A2daKpedhTG56AM0",
-	"iFg70X0LtN4zpDX0SuVvAmCcHiWfHEc59SxWLLBOKcYqeYRun9FvMXViLT8Tq8pvCw0E2cvnRDysGlyO",
-	"gGmhHU0crNbotGLPhaOsOELsM+NqBVqIzMsQxz/sxlgZitiBj/Nip+SxoEKWsQ9d0863Uty7MgufRH8+",
-	"FsYAgBF2Yi+nRJQu5LkMGvbbm0rrZmDfAzhiUVl4q2pdFOtYiQYCbKLsP62Xezw58/c3PkBc6MlgKFKr",
-	"ElCUJ/iQ1ElvoIV1EJlEhOQqpwodK7y8nQ5qL8veV9758cFeK2vAru1bpT9MNwrPspkiOlVbILdxqwv3",
-	"55doWY+FqNHRmtHXqvqEHns/W/JI9WMzJY/AogAlj/1FZY7dHktwv1OVAqZN7FBihV9Yc8ZE/jIyMmCw",
-	"/us+42cAf4o/P9PFsC3JV9/ZX7uKz6PI0ttVdzYCncE7wkX+DTHI2FKBhreq1KCRxXCmdSa4emD/JZzT",
-	"m9SVVbfYN1lQdqtDOaNVNuz6rfMsu1l+9FgUhiX2t2Bla0VqpmFr1bQN1p6B+ojVUF9b72CKcpWwg3vs",
-	"vfaR5zOdTpsO1DueX9a1xQfcil9lsxk7AKs9+GINMqHy7dqJG8Ed4KB9z6rETtRiRcJIjiy/cU1ootzM",
-	"OCoh+IOkUFklHt44gqLE1EF3n01jBTVoOkduCWsAF6dW5lFIij6x13SwWr4UzuxMDPjECNzzRFFFXnKs",
-	"EMmSvd5/u3+yDxu/27dPh0CZLoYQiQNENUWjkZBIqbJyOpMMyuSsyKcCdl55rxC93kn9EtocT+oQDrIS",
-	"9jyGK0UucKxyMRASctO5gMLAxlo7Rc89EwsUYHXVDlLfyBaMu00PyaoOupFLO6Mo/yFV/eFnImW4sm0j",
-	"CHZCY0k2sJvYl3ZRmqba66h9FuD3AD/qK27nj6Q2JTcqZH8KLAuV7SoNu7Bb8Su7z98CCkxwwLCc+uEN",
-	"9JqE1FnqDXTM+IKR3u0tNIMrbubXUt3hQ5fBi6u87eNixrXqz+og5y768kbeHiaUeHbNp1ZbgLTHMGrN",
-	"dzgPNkfBzaWJVYdyp66QDTJAfBBahPCRhE8oXTQxeP9RxMYTM4Tqtlgldhgbn+3/HqRfqmZAAsX3FVlx",
-	"rrNMXxs20rnYRbjUK1C0+pysVDtEQsOLFYpLzz8Vseuhxr7ogufwAlarwpcJG/FiMBSuzsJ+FgXdcAnd",
-	"H76IVVC5wIuwUwLawIzvA5uZUSixNKxDrqXOMQG2i7ePlf2622eJGHGZVWIv9gOcQdY5hzoNgQkEXBZW",
-	"aO14ieG1PcZDc+3fLqQDQPNAgsCXMwLbRtm86LMHVE0Y9Cz2mc88xmpnc4e9Pzw5fXP48f3rmYW7hg5A",
-	"GhgxjwepB1PosXHgtVJd9Njx5Gyd5hpfDyZxypS21pNvtoTSEKAM6UKNyV5p4RjPpmgtwcpogOQMxrLr",
-	"rQBrikHRry8w4SMRq07FDoxCI7DrCZKxf4FWHqtM7GoloUfEtjc3+1gdFavKaMoLthrzCm021sNVdbSJ",
-	"1EcK37cPZ05xs8KSWLusldmm1aWtaG1lCvyD+L/PqpTbDHvGOlqVqqxyEjfNSXibETKkt40eLUa7nM7g",
-	"B6PibYj19pl1i7GrS6bLIGKGA1zkUIbXzqRSVXEOqdSf+a+D52fblzvi267ruEVyA6RIuoLnvHdEL1Wd",
-	"5xufLwjR3iQ8e7sjVoki8VhV9oYre4DoLpK0WXMGXT4fB146chu+OEVtV2e3ySS4yQGOoNLlEcLJ3+fx",
-	"hbh1/fAuE6YeZ5MLOa9m8xbEYXhP6wwJVeh8usvOJirNRErfgMOtR2OZgceNnd1SmcI6OpTH60zUmEPf",
-	"onReHv2YpTIXA3vfbsQMGEPWbTXZ5KJn3SV6OvpnI67kuT3gCXIqz3JgossvDUPYToaNk1ZepLzgsbKn",
-	"JJdnkzLxCMM1Q+sL411Py7u56i7rF9FAwJ8+5/CyhYb7469LVk1fE+YapnLBjRUeypGWQFibXXAHGYD3",
-	"PqVJO3XsnG3Z3CNa5YcEwoJHLBOi8vviG+I1g4BWuUXHfj7d2XIzPI8DoYFB53e3orDqEwWYCMRg1rrK",
-	"rONZLey26e4C400mqNJSnxMaS1jDCJXJA52K8rSyDrbWICtPwgqRZcYneoiGJ1Z0U9XtsTfCBZQEs6cT",
-	"KxQAHKQExxjwgmf6gnWSK5FbmZWULByARsQLYYpuFKsrkctzScGG47/vrW+/eBkxPPgI4dB69Bkv9EgO",
-	"eEbH0Z3aPoPwwzRWjvWn+efSsEycF4zDc6656TFawcrLkQKmoiJxBfMRCKrScOmxPf8rOPHS556CfdPR",
-	"uZOF3WB5fo3Vq8P3b94evDoBwUH30TmjKaxMrKeTrfStNjUp9a1p5EUgDOssF/wSOJsmmYDxWIPD7hW0",
-	"s+jZ0P3k19aLMFwq6Cg3k1GsdE4dxZlUl5DtS3q9jcQxlxOTcUUSlqOHnnyE1bCDp+RhuV7YBYUHIxPU",
-	"Au8KtGD1zsRQqrTv4UxouUZEzY+33vw1uPWIED+UjpWbz5IhknXckaPvTid5lnSJcRjKBQbQQ4xsfi82",
-	"nzcJ3ANcbtxPDxTVqjzjkXqU3MMXoGGSOrYnzZ8Dd2S/jRDQr4t/8Uqr80wOilUI6IFCQLThS2FS1zeN",
-	"ujiwcDfcdfdl6c5T3bGqC5JZ3W2PZ3eXLa+5Y1U2IgQdUSSxTUVH6PNzkZvQPnZKxYr7EE6kPJRO1/ge",
-	"DP8bGZxdNPHdc6RhAz7A3BdLpblk5zqfffuiyBJmxEBDpsjNwPOXm5vdPkvOwazA4ixH4UsqT4+nSM+X",
-	"WgkSK7o0Yokdjkg8W2D48jWUAaoX5gpyvzneFCCp7H1RIcRKaba0QqCuYlFvHINn4YLa2+FzrKLBMRd1",
-	"usMXm8/Z8f6Hfx682j/9+H7vn3sHb/d+e7tvJ8Hqq+vhtMd+y/U1KDevOBWAfs1xARyxol8izv79+PA9",
-	"c4B6LPkcr7ltE6/tsn+Vf9s/47UroVKdb9i9Eq9FLF4r/xUcmngtipW9GPaNvxP9jZdP8gz/YYZ8+8VL",
-	"/Lczq+AX/mlw1uK1P7/Y/7ceFFofBCGS9Aqe9y7+B5uBev8jx4hmUrUZ2DmusVu3nlVpCSOwx1xrSFBK",
-	"haunx7HCH3QjRluLFcNcTy6GjlDzTE+suzfIhVDUOFPF00nwzRb4Xq+8lHpgD4wetEgt0+542i7YHbWN",
-	"Vx5whkJXYGml8ZmOxfy8wVzPru2gLhb9hJVb9docQXUxZJdiSp11FemOwh2wGjJuhmws8oFQBUE8pLHq",
-	"JFS251+TD0bif2+/uRbcnsGkW9Ychjf3KrfBHVMpFqJjIIT8hDB00nepea0zlouBzhH9HQAOtM6ML8yD",
-	"VPgUYiTMynxn3WN5fLCIiBJsuk2+lxWUob1Z6QAkFyxWeKOqOHeeUN3bJy+A3kKMxtaRZaaQWeb9RDu3",
-	"zgCnUocQR2LzV3bwHpy00+OTvZP95hJEWfMf5gabj8KFTwK5nSzYBqyT1Fe9jxZBrieFyH31CHmfOb+G",
-	"XddjrwXcILI7ly6KVfJ//sXX/2dz/dc/O/+2S//sna7/+ZP7uPtvGwuv+F9JDR53rTrE5lA5Lf2y8fLt",
-	"rWrA/PmTTHYFbtOktNGefKz8xr7St1G0KGveR1vgz56Gp68fKmKiH4gIj1Y7KyuO9k5e/X2+wqDKIQD8",
-	"KmUnPZh6oFxIMHCDSmPkmXHBQYJ0hQDh1GMloT34zMcKkRzIXPNxrOzMQEiQQk4u/JcJ7tVYLq6knhjv",
-	"6EjFYMw9BiyBHto9GD8EKQ0V9c7tn76RDooVr+VEWDUjUvoUvolXpe2KBNrayexWt4sVNkPP2mevFNHj",
-	"KqL7jx6G6/pIFXA3Ch46gGd3Gr7HurFVlPFJIAWngImkZqz/Vk/RCKuXbgQEvGcuXad7kIfGG7Fxrq9k",
-	"SnwUQys1QbRBPvCvBB0tJ8etz3Ke8YIl9kLsCo7YmTAFMwOdC9eG7MqGE4BE8ukZ1J+Y8EPcYRMreCR0",
-	"i03HIqFon72XGcoxAOa5EUbMaHqNoSwYVkCDj+iDtOWlMG73pyN4wSArwKMHrVwjPmVGiB68L/SFydGI",
-	"NGCRTxQcS6uptzc3YzUY8pwPCoh2IuBKLs4nRqQwgfZlMpCv/ZLrpGM9OahW79Kc4nRWyFDQuNIT+2LK",
-	"TDIwD7iahu9kUL+W24Vq0+iH/nWbwVXsch/xTBTFQgQ+vJgV4lPRnzsfrJyOat1RTXHVurD+amqKbm/0",
-	"ekcQ1GWzKOwab9Ntb5Z77sVmt633C3Zj5cl0g7Xd7U2gJ8Gerxebj9gAhlO/SFHZ9//mOrNp85HkCSQc",
-	"vrMTcEZs2OHOFXGV93Fijo4V5hNgt+rmw+7Ke7EBZjg5e2bioFHs44e3vjLGNxRBm4gey4FhnVrPDbRX",
-	"JNHiXpyDgg14bkUhsk9dCtWHXA8IVivJEv/6Opf/I6xZ+MdQKGj4sbJpUuqeiCX+3yC3sFEVmieGkzPI",
-	"HIBXMMmyFgi4YyP2JmBRPtx2xkfM28/HlV5Ghb2YJef31+8maxsQAfq5TRGq6Impb19Yvxvv4Q8YYnSg",
-	"HOsZtBD7rZnjpmEdrtjfj7dfvGT//scJlp7FKhmJfDDJRc9fnrBBxuWI4DfEJz4osFWRXeRcoRS3O7pb",
-	"vlmZinqHd4vVcHLGOmhTELkJPej0v6+L00sxxYoFdwsxOhOp9bOGk7MeO6TmyKaDNHNg8CDhFp53lKDV",
-	"6sy/xa61H5wuONPFsB+rBB5R7SKDy7FGhCo0ynpfuLwFhQ1tEjBbsBEdb4dLQR68nSRuWLJHSw8j3WW/",
-	"CZ6LnMWTzc3nA/gB/FMkTOcRGS+KJftXQhXHALlr5QjHByQ8vFnCah3zVO1ijbtzaDlT4hokyZk4twZU",
-	"CPU2R46wjhGCBI8peDExSXeXVZvRGsSHe1FxbBaaEycoNwuNS+AI0UiK/RvM/d84kuLhH2fWKQeCCdeD",
-	"1wRGoK8VWh0L2czgrs0kZqXNAltuC3fhLJ16yF+2vYi97M+HF6kw+XMbuGbkxqr0eVbYHxgzESUARClj",
-	"q8K+IrjaJT8eoBuL/WOsQpCDIQgSqBQweFg7iROohLbtpS8peGhGYEYUkf8qKdtKsdjZVS244+8Pf48d",
-	"NUgEqWKF8m79WueX1mzSKfJzsjPIbebWbPGEvdoU64UcXGLvMEg1WdCE2Y/tFJoKYyR36gXeV5pQ8Th3",
-	"ZkbN9H2xaAGyTGdZrLCmFM7sxmf7n4P0i2s1Tuwlp8CRecWzUyoISdqtoWNcvoc9vPiQhaEouy6DIVdK",
-	"ZM8Mw431aCbRUTAaGkvzIUDhedP9/9bDi7lW7NJi19fKmdynRHBWftuNwHBfpywp/FaqQTaBOG1IjMg6",
-	"CXWBQt2PHZdQqVQXEe4mAK4pP+32YrWHvf2A19DMF7u7BF9sQkqVOoPcGIkYoOCF6LPESDUQ1UuwoSCh",
-	"eLzntStyaa24WJUsdBgNUEVoqLiDm0oz0HRKswzERXBi/g3H9rf/+Lj/cf81KmAYyt/IYpEjYQo+Gjur",
-	"Bc/VC1db1VaDckIqdK5VcFgut+uJgOloc9/9tlvupNkx0Hn+0sImig93GQ83tT7868rQrMXy4c0r9vz5",
-	"819bgwswbc2gMvb263Yq1xpBbe4b2+4hbQ87qTeBkoMZ/g4g5LxNSBIPN/h8xJBZQTcLPw9iq2OVZYkX",
-	"URFwZHeEmNWBbDwTmVYX1rLuV4GpDTwiANzwwBbmss4bEiu8WxTcrhxdSCeCjVO+nZ6h2Ogzzkja5BNl",
-	"mCys1BvxT6emEGPsgdr6/9j71ubGbaXNv4Lyl0hnaXnizNmq1/6k43Em3vhWsiezbxVPiTAJWTimAAYg",
-	"7dFO5b9v9QW8SLRHnsz9Vb5kLIkkCDS6n250Px16hQ2abimyFE6aW3UgXu7vDw8J3TCrR/vxDTSIDYbw",
-	"QucXZN8m8hG0DOvk2g0dR6vpJYajl6udyKhKS2bRs08tifEBJOLZvJV1VWm6/F0tdz5vpxEY4VdK3adH",
-	"f6BaUz2geEaML1i6tgn726O0jTgbSmwqTBpuIAGslhTXCkl06+o72nm3q+vCbt4GNYqt3YmncjGDUiU9",
-	"DXAV8/ilWVqjhMq9OuCeIu0MRxxknaawUN7LW+UjSlZEbymKTUFIFMCm4yLQLtI97PbN1ngClFUpYhm5",
-	"5LxGYnxqKsdig3GhJQ6JTq5wJGtJHpwPVLbMxuTN+fnJ+WsxkDeAdDVj6+HjpNUfpRZxea5x8ne+heS4",
-	"8Ppfg2VvmxLXptzGpejFYb3+5oa7s4l0RvQ7P9dFU7p9r2SuMkRQ4BL42CCdGOZ42TyHPTqTeX4j0zsC",
-	"McaS+86xjVaoVd7Yqlz1ooaPBCS+7b2ziU2Huf/xG+FczS0F3h8RznWLsof683HakmfL7XAkuGlxj9Ym",
-	"IBXFJqhv68T47fjk+uT89fTqzb+m49fH59dXh81FgV9u/K+LyfUxktG5ymCjHQzoGVtqzr2MDdkCbtdo",
-	"1LtSAO4XWMgi2XI9OF02yYvsYetyJC4MbGrlFtrIXAyOLs4uT4+vcbS/jk9Oj19F4mh8fnR8enr8igpj",
-	"uci5kGi6BjzESFwen7+CFxpfXk4u/hifRs07npxfvrke4qsdxGY9LR47c91Q6Rq+P58vOeWrRX3qBbtG",
-	"m0r1xg/HcPmPsWFrAB5Wf2vxvoLFG9Oueq5O2a0x4qfVLgk9pQ6/NlB0kM51ng2JZbJRQ8xs6uVCUVjP",
-	"C+lpl4kBa6SAJ6M+dTQ84OAE3H5VI9HZp7eUEMVxDpMqX2Kulb3HPPaQGN1z9yg2IZQyl9qMxHXQQWs6",
-	"5kD0agxu3413gBHi6z+mGa6qmzHM1vevIbo+yFZXfEu6ors2VDYgfSozJariQbpsQ0WCsv2F0Elsuma6",
-	"24xzZd+hIrI2n4KPjDE/YhOB5wZ3+UaW6VzYWWwS/miEQSHu24xJBczVwVQkInxPCQay5HvcLEUyVzJT",
-	"jnJSCp3e+dhQs0NBIXw8u0i8ylXKuSmDNmluZXLlSUvUD9FeJIsqL3WRq2R4GJtk5pSaluodHfHUZR+c",
-	"rRqq4+sbYE9nCRP6q1PqGq5DCFOZO4MOfneOIkEvAZqtHmgkZE1jwrNR2rWpUDQToWfiQubUphT56w76",
-	"I6QCE034ZLizJnU1kcpqCYhN0OwhmNwsv8bzsaVfAXK9Shbv+0lisNFH6ONPH7JtXugrFUxsjhZp4Th8",
-	"n+e02MxhFNY7QrXA1asry7ktrthGhD9HRJi2kJC1Fqp1G0roR4eD92RROHuvvpiBXPVsP2QiL4wSmUq1",
-	"D0ztYQLAIoSePTfL2CDpeqgaaGzqgOoaqDCRllE4+yB0NjwkYiq0M22kDI/LiCZk9Xahgy65AjoT5YNO",
-	"1WPGAzxxmt6MuEtcZTwXnlJOpLtFUhGfCDwpHKDeudX3yrRtBxVg2sJ6bMHD18D4hVP/UWnJ98dKTqcK",
-	"dv4pqrewmcqb+HxC9IhJr2nDQWofZuB5hm11ZXtNG03Hj2Tbmjf67owbHs6gaeMF71i2tfXc2ratbfsc",
-	"tu0VCl+thJpzw4+3aiG8+bnMGlNshaB0Hekl2kXQs+S6SmpQQ8eWu1XhxYCcnSl9VBXJMBIhOGxdCD20",
-	"FSxSXK5GbIqiTt0vnF0UYDtAxUuzpIPUIUaoKFOHz2Sjuuc6IdmERsssuRHls8O3WYa9emQekl4WWMMI",
-	"/xaDkP1y2CEm5fwWpPwNua+Y33Io2tkzwYwk+PcUo97/S6w9kBJ9/6xUFeLydBJOCow4a1haZFXahSx1",
-	"ykfLYL2cLQqV9aa3sFz8QAao/UrfvAX67rJhtgblOzQoYUuEDBrSjI0WZpX58eaFUPc36zNNcHjhKAFB",
-	"PUE6VppMEUKegVecxxM8A8EVW0550O4YO7Oe8gt9K/Oy6xL0aVsaxw+ka5sX2mrarabdalre4QRDPyF8",
-	"Ryj3pTJKCH3H5gNK9TpEfcJ1CE+ZyrSGpk2gZa59abGHoyoABRPKxoxzQOHIw4vvOU1tZcpE3GJt780S",
-	"z1qIsWr5BMyNDfcb5NR37DOgNmrMM4Fb/GD5HR1Ftz2y/aJHthNK6q0btcAGMfZhswNalOddTFz4BLnJ",
-	"3T3f2TRa+Vb+cGxCSQbvQkzjmi60qUoV6vbBc+VLE6qhxUa24Nnjdkb6QC8Gk/H18fT05OzkOorN1fHk",
-	"j+PJ9OKP48npxfgVOPb8EYaFI/F6fH38dvzf4c/T07Pp9cnZ8cWb60hcTC5/G59jytjbi8nvx5Ppq5Or",
-	"o4vz8+Oj6+NXGPIlfcXIVmrk1uEOsHSaatS7csovVSbCq5KzPSlGnEqTqpw723bysg/Wk+bqfDUxCIlt",
-	"5JyvPCU2SM1BQWVjG2ecH3CwGYHrEY6NNn/plkcoFT+Okqpnc6unvoaeIunqoJUVu7qZyip1evc4Ojla",
-	"LzYHXXUotKFieP5whZG00y95VdvF5tFSDOLndp4Pb0rRTsverxsHFMqJzOl7RQ2iR2KCZ1GBRwWbIpeq",
-	"CKkSFL7MrS3EAL4jXxF5x0KEswF6Q1GZDE8ncyW9onwVmKQp/l3XqnN1smylm1FuT01RCBetl3KshD/X",
-	"469lK9/tz0pj4XP5VDrtaqJOf9IesVYTp0poJI0de7AVE7zaSFwqt4tBVidLFWr6ajKvn/df4DvR/JNx",
-	"GR6KG7W0OIvi5f5/cUYuKrzdMUzFZu0Vr3V692OAuFUB2CpHUo4v9zd40LW1Z9Is2Wv3Xx78VdQQgvUd",
-	"ptTbWV28tk69MWwp2bf4cdCy1ubPp1s4XuWCRL00QNpFTHRDNkVsO5Lh9zfLOqkM2xpGjc9WbzBPKbnc",
-	"Sy5TaS75i0Oso0EahZH4Fdt64eX/fPEiNsn1xcXp1XRyfHRxdnZ8/upqevX7yenp1fTs5Orq5Pw1s57I",
-	"hsh/scBzHCn8nc7zlS5f2LL8UVoCnK3PuHsn9ZTCozZpTriyCJ+E4eMDr1ITHr3fQUROl2QKRvT0WuxE",
-	"O3wuhpRKNhdM8zj61TqVSprh9iLREsWBDnL3xmk10+Y23omY76a7crSzNppr3vLr03oESGFjsVrdBY9I",
-	"GDbsoT898nQFtk1PtDg8L5xSSvRgNq9pBPHK4SFxpycn59fHk/PxaRIbKlANLGSVUe8KSk5hQnEQ5R5y",
-	"glWxaYMw/LulHvbew/8AhPHm9M9uLhJqVwkh3eb2RubiXuZVzckFjzgUTaDqsabkMLqrMIxnW2F4nWt8",
-	"mUtZzr+J2lCejDC14kE52NUwX9tWw5+w9LPsmWuymdbmPeIfPaPr2ssXv4ik5vtrs2c1jIyt5+dySSy0",
-	"QfCRPjQMagDKDIkQZzOVlvpehST84aEopPcP1mW75bJQGW0hDitIh+3cuIEYn+EvABAk/+D/kkhU8CBx",
-	"p5acX4t0GY/Vj343e6090lOY3efuOlyS7XZbr02dgDQ9f+8U1aYdhY9lSp0/MBvTtbtydOzEw9zmystc",
-	"HYrEVHmekKcYG6LApmoKQVaJOuuikBOLi6HtURnqgpGJgRS+tERjnjpFTepCCz6PRJ14yDA8hL/qpm0r",
-	"24l5M1c2JbwME3GB5W4/Bht+w/e1ga/hCwHeQDfTsY0PzsLzl4WKMFGVqGWQhpTrYbWPzYPTZanMSFz2",
-	"6gh4f2VSt6SOIDDV/UD3svocG//THwyvjPNrnQ5/Es3T8sax0vlHPDzengV/+rPgtyAsz1bPPcge/Prd",
-	"jeD9o8TTbYTfVl/EGkNZkSjsm8L8N165Hwrq14xsW7D/BcD++mx/DNzvFfcokPuuyTY7BE9A+Ng8D8OL",
-	"vw3hv5999Gxjur7GnwLIf0+w/LlS3g/MnynlI3ElF0q4KidWhqToYrHkAMukY9OP61Hiow6MF4+g+Ggd",
-	"xcemhvFRLygn7L0C8CM8L0OIndE9rWsBa4/AOjYv9/efwMSfYSdtcfHTW3mLjLfI+O8h4+dpSMDGoOie",
-	"OBTri2Jc1AddQmej3sOjN3jX52qNb4q9GV7hQ4dS45q7GafxS6Par8X2XPHqBnmi1X6C4LlPil6++K8m",
-	"0UJmmVPeY66FxOYb/cTB8KSdz8n7Cw/4Sry/9OgP8/6iD7ol+t1ahk0y0lCouU6zZ8fWFmDvvX6au7d3",
-	"D6MHGuLFufRll1i93RP5seAH7+jnGYo32Onqq8c5+CfbfKKvynL7iGhvfqY56gsmfLNyuYmZaJmIbYht",
-	"lXz2CYkpkOtmQxS80CXmnmiVZ7575MYh4ro5fkcpznJ5G067nqszqQfy35fNz9W2/Nnw6QvvC+5e871A",
-	"qG3N4nfcp/wJNbN5wgCeMKGKEepdqopSJCGknlBzLdpfXY0Tm49WOb3lfBjP/Ba1TmtoW7WzVTv/s0ul",
-	"cSts6uvtFTotK/d412Xsq0i/EXrBYS7JhyW+dAqZ8bTJtVGHWF9UR3Pw8GQuvTBYMTw2S0EtkXc1n6ws",
-	"5JLO/XT5KPq+5AF+PhCOr7X3j+5mrzvR3WgjqWJrpQ1d7x7He/34Z3FjXL+ffBCND8uZs7l6XoD50Yjy",
-	"BG/1LTplMLKNKhjgDbae2SNxZRmEy/FC/60A80mTeCPC3IsEkU8iFvKOD2hRH0nThUQ9SslJUwvhtwaD",
-	"cHAwsK8EgjYV//bytg47kRhue9i5xTmb4ByUdSFRiDa0Pnvv4X/PD2+vg5o6g3luc8pJgTsfCqfu7R04",
-	"X0G/YF/vj4nwTOBO6m8rmrUevnA3LLiqe/IWspw3LXl5Ors6o11etpDvTpW5Lec7B7/sRzsLbcKfP69D",
-	"pH9/u8oGloqeu43bfx0yFxDwpzcwVfPuzW3l1Z1SBQjVJ+BDqIuIM6kW1tBuZpoE2s3KZIXVWBHRT5zQ",
-	"nz12GDr997Mk/JMr8/0oNhMlCy+sK+bSeDEIXcbabcyxxBnL/yPRT3OATSlVRnwq/OjYZE6HANBCPGAG",
-	"2YNcIhnfkglXArkLlhRjfWUPC0wkvG2IK2JDXCvgssGmXRI/S6Z9wb0L6CWzSgnYolmVq0y4yogBtg+B",
-	"fyEpldQLLMawCw2TtMTHlA8WOV3TyjkYMVFGE6d6eASWf8NtkAx9uMKJIFYoEfbpHrH59IwIk8pQQflv",
-	"bcH8jKpu/WlPKb23c1mSOBfSe5Hp7yDN+nsgIFCy4A3L5FO+swPWJd9vTkuwOrT+saAWI/vf02SKIFYk",
-	"FrYyqJGQLEWX7W7gonBqpt+B8a9cvnOw814WxZQ+/GtPFnrv/uedaOdeOg0gzbPc8i9I6eL+2jnY2fP3",
-	"6U5vWmPzuKS5OBGDTsIrIqowVkm543PrS+GsLYcjkOx/11O1BmOwlpv2ZCRye6tNJHjSfCSOria/ihKW",
-	"Nqor1XCx1ELqXMxy++BHDegZV+W8Byu9QZewwWzaGjGQ6wgxCjF5Dob4YeveZM/Wb45L1omGYdd4O9O5",
-	"gjdKWwQRfN/WXY9YT2KMb/3ml9VNrlOQwVIvlJgpifG7WS5v2+99hAvVcz32XfMH3LQ+4ibvFL+OOFU5",
-	"EjN5bzHlEO4bhVGiWcLeWr5uIy1KtShyPA4xWWyafrFIdDZTjppY4E/bnfZlq4/+oA4LFMp5a2Te+hIL",
-	"CLHV/xDrDZlGpyadxVtjFiR3oqiv1PREh52WxEItbqhOeaDNvfb6Jq8vJigQm5cvXg4POQvbyFuOKAz6",
-	"u/9z6786IdM+mKg12larqtBXX9fMcyx8dTMQfint1+IUw/YZEKawMycvnkNjsXZs6mLtdq02mrewDfA9",
-	"+8RJudAjDcmYeH+jhB4IZUBVLJQpAwFZBEu0WxtNYe+Vc8T7QD/OohgMjd3lviXDGnnhY3Zzda/ahV18",
-	"Pa4fgAkYxkhg/irVg1DeYOCoVNrFhoaagwkcJHH14sUvKbFQ4L/ViD4Cd/lcLvjDhPL/me1DJKl1ajRR",
-	"MnszOYWnJT0TxmQSPa4WWAA7azaBLyV2TEHBDpZCDP65Swd7qbMG9o4jNYbLbo3a9XOLrWITV5mpLJOh",
-	"sC42C2kqgE+inDtb3c5FUjp9e4sY5lWlyP7A3DyOuBgG9+Gs2NRAq/PGVx371vfSqvLYtpm4r7sTQHjr",
-	"/ftgXv76KxF4WgFutHI+EhWv4YodxXa4c2Vig3OI6BYMcGdsl9SgIKiavtH9jkUQM6ZmC0I9vjwRg8Tf",
-	"301JJnRG0sB/UjEFC8hwJM5g19cA2yiV+TVtYE2L/BHjjr7xKjy1mg+272Euy7p5UOACSq7+OCJ+sOn4",
-	"8iSp90cLSUSxAYAOsNpXXIOdwlznD3LpqRcv+FhZV2YvT7AWpGd2XoNGIqGpFRjTDpFe9GJAbnSCGiqJ",
-	"QpwjEgn9IsGmCaTa7IPh/hQ+ig233TcZc7x1lIiPuIJl5pTanVm3QKCinDKpouWXjX2hHo0OmTZlbOhp",
-	"DcEE7PuGWYIqztkpoAUNhaP8F7oQ4Ru8F/9B0hGUDxkW/HFtVm5pxtizyrGyxh6KFYzglQosMPD7kTip",
-	"TQvdILiZ4GUeiu53bc0PvpexZVDr9UW/dFaYlrFnfU+lua3krdrtW4G20eVhvnIa8OaBSGyhjNQJEgOK",
-	"i0KZ8ckugG1Zwkhjk+ylc1ki/s4V93QM0n7AF0TiIs/lQkbi/vT0LBKnZ+KqrDJtI/zBxFalcpF47eyf",
-	"kRj/v8qpYRSbRBpQcIVOEzE4I8IgDzuW6UHp/VSWiEEqDbyBU0WOHKzOLoQU/+fq4nzvv8dnp4J+yhVe",
-	"4EJQX5JMLaxn4uXkBhzsyuUJnXKSOHQmCrAQursFYaxgegIULPKKeUgAzNbapt7Xeb6YSiKJnuIvEjHA",
-	"zX56ejYdn55evD1+Nf3t4ur6KjkgPIz0SJE4uWyeRSM/Onk1EUaVoBNAygrpJNuX1C4WEmGNL2SqfNNF",
-	"xVijhpFI5yq9Cz1mmEZBDF7u7w/p3sz0xJKCXZysMSot/SGiMmpY9pNngtpSvSvrmWFONvoG28P4uXVl",
-	"bAAmu6IUg/0XL0CInUxLVPvgJTsw1/VnoUIY9QnervK86ewDNlXHtfnJ1y/WWSWmgGxVifPPInq9hoN7",
-	"1nCrJecXuApHF+e/nrx+M8EmawlJBqtNwFlYk7ULq30gajcTXvEBxLXQ0zu1nHpVktJu+sLdqWVnn571",
-	"7MKnLCqpo0zNtNG0ZQd0SC20EZlNsV2b2I9Q5MUVxg5E5uSsFPsv9l/s/rxPcTCAArFJOp5fiDQQ/Aom",
-	"dEQfj/7jrUmGHGaqdF6Cy9KQ3u3i8umbqlRZbFJZytzeRuK+jjDSZirohIOIPRfoIhA4IKBo3a6vCti7",
-	"WctdAOkx6oFevg98PWHtG644twyWwa9R9rVHz7zqXP/Zy9IXmzZNX9QWscEKJl+t6jPZmi/QLjCNzQqL",
-	"SdAZT7GZtGTMIevSirm/fgScIjmnGIDaJojVwmkwctw8BCxJfSEmhW3QeIW59mXwDTNOwwb3jihgcPlS",
-	"FlTsYR6FNoUR9xOM2ISRAtCmwm9Kt+T/EV23ICbpdccOYUEKOtYQreKD4bgMBX4bjjhu7dwXyu1MFnLx",
-	"rk/WcQ3csGI9V6XI7e0tue51yBdpb1dZbWH4azGg2AwS+nPKLvoUPj7gn8JWs0atcFwS7mnHwsWAwlGw",
-	"BPA3AMKAm3cBvwdEPwTIsXEQHD4PwupVbBrY2qCURyaQA1p9SkzmuxiLIF2OkQQPLlyhUxLtBLbC3vsK",
-	"T67+Ii7kRAwyWcoWYbhTTCWIJzmxIVwFM8WAoHsXY0s946CrT0birS7ntioBrrq0cmzrSw6fKScAxWYe",
-	"xAnDFGJe3QhfKHkXkrjP6ELhqxt4wRv0dEqb2vwwEHxG7RsiTPBgFrFRJqjecIt5dQPWrc6Eam5JPTW5",
-	"Br2kOaKzyPACReXnEcuLF4XN89gkr4+vxQqJdLJyAsGHB13HqfLzR9Rn10kC5ES/CCoRQ44+WjkLQRB5",
-	"o6RTDqxebDZ0rmh7BRiBtBJhX4fICigs0rqaafJb40EfYxSbM/asuBm4Bld+xZ/CNharXlWIl+EW0V4k",
-	"tIZJq01ekLiETaUs9N4/ElHIct5WMCMxqc8kVIaszIAe6tOJ//0inDJgOCs2dEIRrYxz2jD+T8/G/zfZ",
-	"5ARj3UaOL0/6opsFWGNF9rhwNqtSLGMA/27A3pr3qvTDAyFdOgflBhofFI2o8GJQ+07fy1LfKzaFoJpi",
-	"QwHBuik7sQ3Ac26qnPZwXuHRK2c244Mei/wB4GypfbIvNLTal2/cVfTFQJ8A9gRD38T02o4XX99otC40",
-	"g9fvC4QhYhDa3CtTWrBT2vgSOwSH4Ghl+CN2UxEMsZEYib78gticdG+CV7bu45S4DfsKj65ZTGufgoDM",
-	"lC+YcowtiU0tbzOZe8VRy3pMy/pK/qi+shHU0lXo+YLtLfjtPTU5y5RDp/ch3MZPM+0SMejEMC5P37w+",
-	"Ob+avjqZJFEN1hNfWidv1R5fmQzBX8qz1usQ6oxEpp0i7vjwOCnulcmsC4MI4T36lHTJHn1k6tDeXjIc",
-	"iX8pj2HIgJZjs/+TD6U7HMPRM4BVzJvhw/kJIUSwIgciqUFnIga0YerB+EOhMx+bEHHMq9tHBpQMI5Eg",
-	"xy3ehq4GgaZNe4XfwG8WaXFFJz8wt2WmrUjQvzNZgqFAysJFH+G36+tLkYBRY7rphBSsx3ZrKyw8nUgJ",
-	"jkbBRr9k584n4H8v9C1j3STcEZ2CP5QDRFjPwNoLT8/Pz8+nmGri/8wT6gygZa7Scog9iTBaTQ8BoJLL",
-	"5blcKG6Jcs+3R+9Lu45Po33jyIh+P4ZFqO2/HMYmNOGueYQcdQDARp9OoWsjZg6PbEFXmSxXYpCET45N",
-	"6ZbJsPV8wL7oCfa4VCzZe2uCwB5lvUvw1NIrN6VMY7RNtepEzIcp1GKhpEEHZK6cOhCFTO8wGIJajhS0",
-	"bxKOajesMvDLRnuw0QbBVvmsCwRoyD2K76Iqby2MFs/PugERis6VsGuY0blfz7XUq9T5I4Cjdo602ZVF",
-	"IToATgwal0MsJAav2fXQ1jSHCAykCrqIQJctwE8mYLUYiXP1sHJvnMbcW4RWCB6YsbLQ6QdgZXsOz9tf",
-	"9ZkQmauyhGWANRMzWhh2RWsHmL8NcZb2od0VfrXz17//+v8BAAD//w==",
+	"7L0Ld9s4mij4V7C8vSd2N23Ljl1J7LOnr8pRUu7ya2y56laXcyWIhCSMKYBFkHZUWe9v2t+wv2wPPjwI",
+	"kqBednpm7u6cM10xxQfw4Xs/vwURn6WcEZaL4PhbMCU4Jhn884bk2bw7zkkm/4qJiDKa5pSz4Di4JRFn",
+	"sUA5R0+Y5mhExjwjKJOPUDbZDcJARFMyw/LRGWV0VsyC4/0wyOcpCY4DynIyIVnw/PwcBinO8Izk+rPd",
+	"CWF5N6WnU5yfxc1Py+uIxmgrnxKUY/GAaByimER0hhMU0wnNxbZcAJV3pzifBmHA8Aw+GwdhkJE/CpqR",
+	"ODjOs4K4CyVf8SxN5I2HB4Fdq8gzyiaBXKlZ2y1lEbklfxSERaS5xCuWzNGMCIEnRKCnKRcEDYW+fYio",
+	"QJOM4JxkKJ9ihvIpFXbBfxQkm5crFvJLA/NsBaxjns1wroD5w2EQlnDueOCsF98nszTBORFn8bUETWPt",
+	"5gaA6vC+6HTeRoIXWUTg32RPX0qKibowRDxDGI1wRpC8uov6U/kvLKZoVgiJG+ju5nyHsIjHJD6+Z8OI",
+	"Z+R/P/iUEUFwFk1JNty9Zy88MfnOvfKNEhz46zlhE7nJ/bcdAI/9WyJdnpNMfvB/bv2Od/7s7Hz4ov87",
+	"2PnyrRP+8PZ5b/vvbT/9xYsfnzNepOKUtsD2gsckQRFnYzopMiyvIhq34Gq0ZOvtx7/vPX61trZjh1/b",
+	"F/Nd1tLnPDlNsBD+Jd2QCRU5yUiMcs4TFMlbvTi5qy715ym5xDNi8HJrzDOkMQQB0u3eEBzf3ZzLLw/b",
+	"mERulrUG5rkvrqLewdFRHfXa8OauDW8kQc3IbESyNwIVgmRAnJRZrreFkXqbvCj5otxRiLBAMY+KGWE5",
+	"2kciJREdU9LKHYv12KNDQb/vSxKRdPKtE+6/b6GOs5jMUp4TFs1/JnMPeeAHIhAGKUJJjORKiMiRwGNy",
+	"DNsa00zk9voTzacIowcyRzjKBcIsRhT+K55Ids+2RI7zQl0f8Xi+LTnvA0lzJBHj4BBNeZEJlJIMRThJ",
+	"SIa2JHBDydBSku1gyTBR9/pMfmL7BFaWEpzfM/iyXJDAM6IWwOLyglmgWoiQXD43v4iUM0Fg7bzI5cLl",
+	"seEJpix0XqzkMBpamOU7NyRN8JzEx0gezBBt4URwhKWAhqWJHGd5CCt5mhKmFysQzjL6SO7Z05QmxAEj",
+	"FUjkNElQVjBG2QRAPFfyXAKoBGWIcI5mXORov4NEiEgiCDrsfLhnp1eXn87PTvvbmusbcOijiel4TDIJ",
+	"RQOSLXkQEncTyuRCEiIA3Difbht43bPDgwP0S/f87GO3f3Z1Oejd3Fzd7KKuBicfo6NOBzaKR/yRICl6",
+	"GM/V2W4pBDI4IQG7vYu6agP37ODoCD1SQUcJQd3b07MzFE1xhiOpfigpVKL52/F+9AF3yM5RtD/aOYzf",
+	"kZ0P+Gh/pxP/MN4fHUTvyOGhISV1YCUxOci+I7G9ohAtZA8uXf1vO//Xl7/5qemcRyBBfDqS+e31GLqH",
+	"iV/jiUf32d8ZYUFilOIJQayQTKtNt5G3VOASkzEukhygsESCXJPM/315FQn6J0Fb+nXo4MhF4M5263pI",
+	"Nmhf08ER8HW9qE5n6RL7WDwI+T++E+orxVUuchXFNVeveZHyKmUTyNyzBWJGCr83AmWl7B3KSwMQvi8S",
+	"qWfxv06e3gmS+aB+p2Tn96KJZ/m4YvBgyvyI4xvF9+RfEWeSj8t/4jRNqCLRvX8XcmkOAL4FJMt4ph6J",
+	"5Rd+7H4c3PT+7a5325fAUIZFcBwYpip5qmTnkgc+4oTG6B+3V5cAiXL5f8nIODgO/tteafDtqV/FXg8+",
+	"CBtoooT7dvletAUK/6xIcpriLEdFmnAcowRHDwKkxlDy9SGSP27volMeEzR09jDcDZ7D4JSzcUKjF4Lm",
+	"7BLkxOC23+33KsBRpqFAp1cX1+e9fu/ja8BD7cVIvSHaigu1XLItxdiwspyhslEzonTVN1LeSstqzLMR",
+	"lcbzlIDisQ3w+ARXY8JeBpDT25tPg/7Vz73LgV5MBSozKoRUOKR8ZwpX5BMo5w+EvSKEGqsYKqVE7nn4",
+	"P3bk7zt9+c2hUXWoQM7injLOJidIbuqeDT9d3fx49vFj79J5i1bZFNbJCziWDFnkGc55hsYJhhfJX2aY",
+	"SamQ8YRIES9VUSZFLE5einz93s1l97wCYapfjYgG0YtBesfI15REOYnRGNOkyIghKrMAiYgkxzQRoAsl",
+	"fDIhcYgYeSSZ1IaKjJFYodklzz/xgsUv2/nlVX/w6erusopckkOM4eWvxHoM6aCYE8WAyFcqcsBeze60",
+	"KpdzBykMeOwqh2brZ3JD0h4irwCAM8lYLnqXkre4YEioyMHZIswqaflZNCf564CHSjGdECwc8NgPATR4",
+	"SrSXYU5yFyjOyhVorvFc8vA+5+c4U2rV5rC57v52ftX9OOhfXQ3Ouzefe+1Ci3yNCIkF2u8cvj969wMa",
+	"zXMiXlVwmS+AcSbVwoTOqAVGY6kKHLcke6QRuWP4EdMEj5IXQuS2d/PL2WlvcHfZ/aV7dt798bwmq+Ti",
+	"SPao2GBGIkIfJSPMOZfMa44coFEiTrSFI6Y8y5P5a8HLtwIsfAuQl2mOcmWw54iziKCt4Qx/HegbB+rG",
+	"4TaYaYyDsceomJIYjEPK0BQnY2nLDad5ng4yguNBTmeEF/mwtkFzWh4wqvPqc36B2VwrW+JlhyVx4aJ7",
+	"+ZtRV26rR1U7klfB1hupFgBikthstrGM4Qkagk9+B5zyQzShj0QhNtjslCGh3PJSv6078nesJ9+3Qn33",
+	"nuPzh2XeMVzkU8Jy0HFeyDPvLrt3/Z96l/2z026dZzqfkfzKauGvANxLrpViQYSQL9/iWYg4Q8M98PDs",
+	"4JTu/XUYImZufCBzq7fWFq3w7Y6JIk15lpP4gsQU98ESeBlsbu+ur69u+r2Pg4vex7PuoP/bdY1JzFOC",
+	"3Nd+3ZmJmD8x0L61pMFRRNKcxK/JQ98INDxVO9uROx2aj0mqrsoZxRFA7dULR1IaagVNrw3JnYht8LNh",
+	"ps2HNwIugyKjdZ2Mz8CcAKGwXd9heUA+yKlz+kUeJ6ysV8J70yOqO6TapdoUC7kxeMExSjMJn3yO7gM2",
+	"w+Q+kDspSgx6jaPqIhtEM0qvMdsKVggpwdBWwR4Yf2JoTEkSh0rFBqCHKCsSgkaZVMgt5tf3K0FqV6pC",
+	"dfoobrTRK6/p3VJlAcc4x82rFkldgCtzW9vUI84TgpVBUlrkv5dPfrG38tG/kyhv3Alfbt4VBt04Bnf7",
+	"BTjUHfscxzGV4MTJtbPaMU4E8VEG+OFzjnAsNW08IzEaSXUDR3kyB9KQsk3eNaAxBMmGZIZpMgyNs5hm",
+	"yiRxfY7fArhJcsQY/3d9eTfisyAM5M3ShIOFy61Uoaof/Nay1jdCkg4vWI7gTrRFvkZJIeij8kaXawUv",
+	"jvV2qNfWfDCHDa+LWZ7jMTMrbUg7nhATqJhA3Mm66obqESnq+BOTQo5Z7Q0uAMQMijctPlg6YcVMogA8",
+	"EIQB3AbUCsv54lm73vpC6NHYCbmEyIZcpC6kNqM+ILUnnsU2JJDifNoEtsKF7RPJKLQHSWle40KQGG0d",
+	"HhxsVzBjw6BLE/8nmv3VOYiNS4Jr/Ayp8IcEImA2RmlGWURTnNQwFicJfxqMufxPkRpKjiDEHQ8AiQ46",
+	"B0c7nbc7nf1+58Px285xp/PPBl58oixW0RpRzGY4o4IIpAxAFR+Pg+PDgzCgYjDGjzyjObH0qVTPPANa",
+	"OFB/i5ykIjje78ijz7HhRVKTmfBsDlxbxYvlyyNYw4jzBwBzQvKcDB6IvC0nOJGg037CG/0UwkJQkWOW",
+	"B6G0feWng//239CdlAn3rCseII6CUc5TGql4BYpJmk/lblIa5UVGBkWWBMesSBJJzxrAgIpHkqHl2XwA",
+	"IZ7BjLICPnEUBmIucjIbpBmfpRK8v/ECDH+MIiwxKEFZY4276JTmBJFHIhVrgKpcRpHGnmM66O//cNw5",
+	"Ot4/+GeT0dTPu45Kv05JPoWglBRhCQGRj8UDmuE5GhGJaDllBQE/bJ3hVxGnkfwhfwNFg85IhU3JXezI",
+	"q4GHvCsvaeSySCMDOdfQFpml+Vy5mgomSA6U6DLATqfj+YyPgQC5aZ+zpRmJxUvdyTVEb4OycXtIVgQy",
+	"aYazBwnxKRWahqU6gsyb/ECv0E9jD0XOZzinkQ7NqpgpHOlWB8UU9Atg0jMFqQWJKBXSdEM+nTo7uM1J",
+	"ikZFPCG5FKUYPqgPYsUoTJXw/QJecasaJ8oI2ZEHhMzzKr75QOYCDQ0DGYZoKNmG/C9kncjPyz8ecUYx",
+	"yyX3GEqyv2dDh6EM0dYjTgptRSvJoc4pN7k3Cje2gaYjnEE0nLKcI/JV6ow6UNlg7Yo/1U/vIxVpgueg",
+	"o1QlipeRVdF8SazF8r1GChSYBDzbGeNIYqZESmmrILh/NQrz0liFbTYQNY4zIiBCDJJX3YvoDE/ICZJM",
+	"tvQfK5BLVZ1xBoCRvytfT0UXdb5d4c+NLT8xuVN7E9rCRnVISSYk3jk/gmAA7acq5o9W4gxewdDIp1A/",
+	"mOQ8zBCuEPK8JCuVojDGNNH+GXk9w0xQCSQwZMAXv5y6a6KpwWzhZ6R+RgKwXrluZ5Ac5UeMpr7mSK1G",
+	"8BuLHEVTzCYrS4ia7QCBwMpha9qq8on6Zg0xuCwurEtL/9lVGbDDtqpCoIr+FVFZgcmXNr2vm1J/6o3+",
+	"nsKIRvIL2lKhBOWnjDJ9LI4OuIq2J4kmeHg3fvvHh68Hs8P0fRAGCRb5QGq8tSff9vf3jzsHx4eH/ywD",
+	"tOw9Q088exgn/KmplnwHvcFH5tfFKKERQIXGoQpoqfwzGtuMyDEaiseHQfW6/lMBUN96AtlNkgYSPqly",
+	"5xqkGourgs5LBRXnXZmDUzJCdazyJdutUFnKFv1i5xLPCNoazaW69ygXwRXfBV6h3EVvRM3EqRzwSlSq",
+	"ybJCCBXALCGFU/Wg68Go20UzCnEbIIOPvduzz5dITHFK0PCbJJnjb1Q7AEJ5T4jKtYTIXcrzs7Ks/R6S",
+	"RW4fZ72/0nx6Cwi0hsejfPycirx9rz+TuVV4gBMwJSXbV13PvYEoUvN2nFKp+fhUyyiXNrH8MUSMPEn8",
+	"hPQ0MPhyMhNrACco7V2cZXjedB+ZdbzAfVR+7oY88oeFuAMJa4qnZuTRJGVt2UTBJ63D8wxcm7lSMVWQ",
+	"U5Pki+D+QOatXg3FwJSX1bgp1mNAmdq/Z9/JE54LSFOsvHElF595a2hW/ypn5dCNh8QZeUrmDqGHiLIo",
+	"KWKIwU0JGkuGCQxATKUSy1lEPKfzHyGB1juyB5/w77s7XFlumbQCZcKA60rntnKWzKvLku90lzb45x9v",
+	"H/ud0R/vo8v9+c3R0/nB15/exf84nP38QXR/SHtVT5d8/Pfuzj91Lv7fBru+nMhlElFjJQg/5Zdh5Enu",
+	"+XtIvleSaw+QObqBdOuBobiINWkDSFmUJEYqZlE1RF/MgMyLVmLipvTko85Zb0DGvu2FLGGxFLxiRGWv",
+	"Sr4NaRwvl38TU1/VpDz1mzJZqYAvryf7lks99fUXAg0Cne1QA0c5RPIAlwTJN9N14DNd+fya67tWltEd",
+	"rGGzsM6FTWmE4JmyhbQPQe2tZvWMKZC34o8jynA2V/yxaZ2oW31QA+8E2rq+/Byif1z3Pofo89knqRL8",
+	"SkbXJzZz+Qhd0B+rWrr64lKGAp9uhdtiQngl/c/EHFZAZh/yvhR3DWc5xTlO+KTH8swjB28h6gDnzuXW",
+	"Te5PhR26Nq83kFAvlATPoE7TICNVniGNeRPasNEOHeRQcYgZnjA6phC/ArvZU9+msiUHaVJMKBPB8e9f",
+	"GiEKuFHdMBBJMTGRBgO66sNqQfpjEq1s5rc8xt99mdlwqc9jDn9/CYNHkgldCbDb2e14zHQLtTr8h9bZ",
+	"6nhYHVuV50izlVKyOoBfKq0XRgFs3aNz+QQpb5QO9OlVMOJ1SamDa98TeIqdSGda/PlnQoY1C1hdXVUT",
+	"dIo10Rak4+vyTOaUwfHMOCjUYe+UtZvNu2vLaWJdY10NNGzW8SlcQ/oO5Ws0NTuUiRwnCYnRFp1JVQQ9",
+	"4YwJNLw+v/t8djm4OLu9Pbv8rEsLjFAsV4ijGdl7IjhvWV5VMm7uI/e/vUJaDZWfszyjowIqvNSdJ6X6",
+	"KUFrOYtYyf/cpNomB44eoPAGz0jpBrdwLz9oMqzEK4HVsI5mcI2mqfEpmzRHGkEIPzLwsQFmWKgbwteM",
+	"SP3gjdxXeVSDQGzhKKntH9KSWjbv4XNLAWD5XrNUfvZIMqR/N2fiFSnB/u7BbmctA6HqjzaLsOdRxdCw",
+	"ZL6aX9Xg50GxJoGvKmUX64pN6SpezdrwIIJeEyJMBTB5FkN108jY0Kvr215lYpkOXi7tlVQZayStp+J2",
+	"6yYe2rIlwgc67niiynxuYdMozvA4Rwedg87O/gHC+T0bfsNpOkgzMqZfny1sVC6lxWt1efffBWfD7V10",
+	"p3PPIIKKoVXEv6s0P5zrnISEPJKkVoL5LfiLyYwLpnmeiuO9PfEY7TqJUfLvFRYRhKUW6k9YWS8ZpRIw",
+	"71Si2gedlgBd5xUzN543yZ6x6tJOJeLrxshNHNu5GSTAhlkzYeAEw4Pj4HF/WSKNXzWVbEr+81tAmOQa",
+	"tj7P5p6qX3GR8wFO04w/Wjlae0J/fEzyaBo8f3FZoI/3P6+i1P7FLRj1uUKl5FP0hHWMevhNXRgUWfI8",
+	"bIS/D997hM7qdlSdTVhPwdpKcG1l+6unvqzUPeQYjQqa5DtSQSmELipt6qWhVg5KabGGUhveM8iM0dkT",
+	"lW4lwG/+1a1CqjS39mGaaG27PmsPcguyzuRLtq1yu2aGxwpap0/BVImbW2lFIx0+EhbzbE/+Ndw+0fHH",
+	"0gawCQo4UT5kK5bb9dzqS3drSZL6ULb+fqz/uTvY+fJXc3n773tL7/jLKuqf5k8+/RO6JJnkSnJisuD4",
+	"jOZS/vFMWZknKrcfJCKfKQggzpCyinZRD0fTe1apxsZpSnAmrItIleH0r67OB6fn3dvbwce763OoW9jW",
+	"DXbWVnIMyilWuJ7ai1lOo0WKr3tO4Nj/ffdL7R9bv/9t58vu37ynsEAtLhXhNv9Rizpls2PXzAZXSlVM",
+	"xpTBYzq1ptWP7suh1JlwPm3EJPtVEyrFihmVC3l+V6+8jeG35Do2Egb16htpfO3Jg//JUgU3ymRbNW2t",
+	"NWGrDWxLk7deNxXLuLpUTdkTziCX7fa3237vYnB9c3Vx3TeumN018sxbJdd6FHYtVU6WqwBqJUPBsWMY",
+	"RxyIRNoYnuiso9r6acDe4HogqqqpoxBjhpO5kJfBnQs6MlctYMjXNOGZrj14pIJnJohHH4nXi9HuFL1S",
+	"hSQTwkiGk1AeV1xEOX2k+Ty0xkIoOcOsYLqcKUQzElMcIgmn0GIOZycIMwDSPYMc1Np5X/T63Y/dfncg",
+	"Zcbnq5vfBneXP19e/XopoZvbmqbtEAmOaG5LshiS4EJTkpF6Dx3HWHDo5IfDhR5UU0BivaFVmPxYsFhq",
+	"C/IBn1bjfXvFOGm66hJeZEjf456/gICjPHspXniGGTSIwbqyZZIRAm4UZeyMkoJAc5GYTriUQ5QnJIe8",
+	"PfbgPfmKeVRf1i9UFDhB+p4T5YHWikOIYpLRRxW5lZL17cHOiObo0+UvO/sYTbGY1mUuojGa8bhIOHrr",
+	"7vGxI5e6L//nwLPIlan7ythia5I34LitIeSPJMtoTGr0LRUfD1FX7L2G+pUVBM0IZgKlGdnR98XAK0Aj",
+	"yxRZbJ8AVKWiRtmUZFTl4kDbOY2NfslqTctF2fnl1qhA+olNP+hX9y3gUUyiBGvHln3jFmbIFP9xRqDz",
+	"14Pjl7267t2oQj9N7ttNo2950x1XF4Nlrqx0gXK5PsrA3pboWSsdELzIPRtsihp068EJySWnM5VdpVbu",
+	"PSPXJdF+UgbNxe6LFPOS5nxeeZLnlE3EetUP8J0dcMch84YTSUCQrs2ZskuMMT3DsalpU0lTZGAeGiqr",
+	"BfKKZoXI79mIQAmUxlF9n2VTnCcnKMVCPPEs3pGbiZsOwxNDMSRGk4SPcGLMe57pckJTXpERbWCaJJeW",
+	"ugnXAdSQDPKySeGrNKQM0eJmWJrsnKd8tAfWWjXWtb22kV53Npf7KVlUBS+XkuYnKcLYxK+PPNqyajRW",
+	"99Uj46aoHbjJoPu5d9kf/Nz7rVIyXZQuYXQPDvIM50UGBdLaS61sxGlwHCjP7l55lyewDB9dg4T0Hk/l",
+	"c8/Oyupb/qmYYbaTERxDvEJqd5hhYyqVqs5qG/IoJr5mbOCCv+bQTQht3Xw6RT986Oxvm2oJPh4TWD1K",
+	"dFppLVg91jWyT1OeENsGtLrgJlCXYRbAuASVXvyq2HSqT6jFV+WglfyOcEMT27sIit+RkARN8znaUqWy",
+	"kLWmuPH2Mbru3tz2VLl6eM96F9f93wa6x0uIzlQHsrObnvpDd6aCf193+/3ezWWILrsXPec2+NPceM9+",
+	"6d3cSjlZ3mCu2JeZC/aNCvvLJy66/2Nw2+9d3w5uupefe+E9kzzgdnB51R+cn932Q+R4cMrHfG4dfbV3",
+	"2f3xvOfs7p5Zke6+t5Tz8trVj//onVavVvfevetfDbrX1zdXv/SgqYL7XvtR+AHd9vr9s8vPt0aDkNTu",
+	"XL3u3t7+enXzUV4e2G5e4T2zd5jOab90z+/015BZiuaP7lYaP5VnZI0Yd5P24tnp1aV+vVlq/+p6cN77",
+	"pXeuFt3gWuE9M9fsa37u/baLftVmk8HJY7/BHDYVLLnzn8/Oz8tbWk0vhYO3193Tnrz7ots//QltiQgz",
+	"RmLooCrVett8757pllkqPneCyFfJF4Af6GiQSj3ALLYJe9shqoogjZQ1waTR7bLX+3g7OL26/HT2+U7t",
+	"S1t92p5wqDAIgwoVBmHgkKH6q+xTVxJiEAYVbDR/l/fWSdG51LypfGuVGoMwqJFjEAZVctQXavRYvWoJ",
+	"0lyuU2QQBh6KdK862Fq9XINCgygrd7tEGYSBjyrdy36ydO9okmUQBq106futPAwPYbpXLWUGYeAlTee6",
+	"q1H4aFNuwUeKFWDpB+W9Li26a6oTo0bDKjUGYVClE4MF/qse8vF6BioS9Gy2OJ/7hogi0c5PUUQREWJc",
+	"JI6Z8i/L3wwD7U3yKNOaYe5YIa7VR5uqpFPAtoyKDGEVYFWl8hraPpEmsWl3d3d7MyvKqLkrpVAHztZe",
+	"KYtDQ3xN+6yRw2H1JLDQJKt3dCmeWbCq/A5oY1ImfagCda9xOdzeRR9JQkcS9iSZo7EtjJ+SjByXXoUM",
+	"zXAif3BMtnuWkbK4wB711tBL3UM4RogFEhxLhBgRecimI4pyaMh3qipGvUOe/UtSRmrpHb40Dpu4Ae0+",
+	"BNL1jibpN6I5QXNeZGVSxnM9K2NKklTl9m6akuFJrrAvfUkOxeskTSwmhtspf1qcjd5A+P9FC1TMh/rk",
+	"a97Sp9tAAguU4SeVscUz9Fv34hzl5GuOtnRsUFmFVZ4Qoolq7zisKGf17F8aH6Mabt4ziQnHqIZd90yf",
+	"9jGCw75nQDnH9wyhCq0co41IpZGlofqFLpOaZf+3VSSngQ+buH7ntEQdh8cYNIN4iCIb0yauoXKWLg8T",
+	"C7+XJKEawams9tmjytTXzg5DOkBGclXWC1rK1vKLbZqO010RqjgqBwH+TokaDR9Llbc9f3l+fiGNGRjV",
+	"HwCD3qMLbBEcTVHTvH9lEW9B640amEZuEHIZqi0MLdDAt2fy1XmRxJLSTHO6bb9beBO1yPlMmnHoZPud",
+	"NR0Fk9Ac2iuqPJwnlQDRwhgQePU5T8rEcUDON6IMD5n+amQ8JqqKXPl9693JPNKsljkphRrC6O7mHJ41",
+	"7xvUxKT9U9XQ6D8Ho/mglrvBy21qiWkBJfRScGJJuvGL542Lpa3+vbLc5/UiZSoCXgm96dWocTNu/ExA",
+	"vykRItiArSSoRNR0oYN21asApRPYail1WDVnxY13VfJWGuLAc5gNNgQ/gDKshumAf1VDYs2wXxOMxL69",
+	"DpJhE4GGq8HGh3kLhnnYeMvCyCJfQJsW3M36GIPfbWmDLsI3oKV/MSi01hksJpsXg2NRTMg7maxZOLW0",
+	"hKRCtMsDlLkgydiJU1ofvy3SXNJaoRIXKs+7XkVSWZcbQKqwEC8aLjkWHz36MGU1IbK4jLsH6fIVkaIy",
+	"6GthvBebEIvCvX03/L9upLciMJfJ7YXBvc0F9WJ7rIQuiGnJ1VyifR2wbgKsNuC8Cmz0DheU89eC56ai",
+	"2KCbo51UIvRJwp9IPMhxNiH5wDQN+P3wbXh4+OXZpwXcFiO7rs2aeW6WInCrI/c60i5ynqlSnrKzngLB",
+	"aI4eyLwR1dfPZQSDb2j4V/1/w9114/Or8uIapDbtKFdpnsXzKcxcNADYuIfWIj5tD2i1Dm8uhi6pwFsB",
+	"U19GwQ6hrEbA5oEG/ZofXoF8b2EopCcdVg2LdACgusQYZ6vq2gSNv5x8FRRTEXGQK9pR8EaYIsN6jzyP",
+	"1QHzLp/ISDUcAd8HZ48ky9V8DY4udLaxfFWsipQH1sHnahc1W0UXZk0SPiJODacDqi8Nv99iq2hBEVW7",
+	"dfP8paX9AI7ng5xrJWA1K6fphlhYyqRS6RZbB1WItmV+owSPSFIvC1+o2m2SdrZcnWtrMlDJh4U2VWNp",
+	"oKERjh5Mwog6hTcCboK2haytB4FBmtZS/xKLPB3kgITMHSVjgaL/KX4kesxGYVvAR1hEOCZoC+IGnCVz",
+	"M7lKSYmqw2NpJc4ydUxbAeVtuqt7go2imMV6ZuVaqpriHwvT8dbtFqCFTdktgPNEgWOFVgE1CvM6ubQY",
+	"8xwXzogJs/0H2UeLZGKFbuvmS7XiXZe5u9ZGFTIetF4xVc4e+mJDpBQs38f+aCk9k/q5FERzqLfxfHQT",
+	"9F5e5w6LeTUxvcBh2LNuPzVVUQvu0iRpsNM1pMcaDqZWt5JdX+kCQltGk9FDlOtJ39ubZX2/rlumXDn2",
+	"OWg22oMvP7xOuBt7BBSurEKBr6bb5jplfS3a8dDKS0hFmYvQMO1nylrafNqhSxdnFz01eck2uBKC5OiB",
+	"stiOTncm5FV11wf4QAC9ykyDa/onCY73f3j37t3B/g+Sjc7IAD4A1Zjyzr1/TwkwYfgjZeW/n8gotX9M",
+	"6Dj40lDvHrx76tpFuxUsZl24iKmqu4mJ/K+JE0uWDq1svrSUMqrNNA2/bAKD3A0Q9ahb06xPLgMG8cOI",
+	"qor119673YVTsx2u97Tsx9ZRhWp4BOB0NltZiBe/oHstIPHpFOebtdTTLXAxgoclrxrhPJo28sX1UK7g",
+	"+uMnlMJQy13bnAYnquF+AP96N9qPfMnfdqyXhwbUIiAsPqGPhBml2IqGWoOD5UXx1ZX5Pgr7fCPM/Gx1",
+	"61D12x2OEh49kHjXQEUMdTnnmjn+egGh3X/7QfaxeHjJGUIZu2QbqU48X3iiepQ/2JV6NP5x8EkRRxgI",
+	"kkgJowxPeebBlzKnZJXjtq/39ixUxy3VHrtGbbLbpa6k/EiQ/Zt+gwKCZhdn6ulDODL9x76/KcAmSPJC",
+	"XDDA8eKC8t6/kKo/kogKsJ105kY0xTnMuVCoobR+aYM2XCD6QZVolE2AO8NBwEAPm7FlsrV4NtlTWWQq",
+	"KKgel0C2YQj5XxqTrI45H8YHOHj+4nEb2DUs1pnNbuTb1sIZKfNPcZIYMCmu34oodYFv17fgADen5srZ",
+	"/a97YGgLI1GMpLKQEGwGpWZSmuvbtv/TnOkpuJavtYt8s2M1TzuTT1wBW2QZYfnAuOGVBZ6RKEdTnglg",
+	"RDm0l8pxCkYxI0/u3bpsHCWcTcCZn04zLHxVWI0v+fie+VXqToVodKU58mV2VVfU0JzgnEWO3ksIZDjK",
+	"SSZ873UY6/ul5U71zdRW0XKY/vF6U5zbAlLdmNGds3KsDCksHpAgMKMo48VkaocCdK/PdlE3EVwLsozc",
+	"s7JNsUR5cPfFJKGPJJs3smLhQ0Bt74yIMO5YrY3Iu6xCohLMmlNdjnY6+/39g+NO57jz9p9BWHsCYlif",
+	"MqJTF5V3qqkAzKDTclLO7+NpRR0IA+P4ljA2nwD/KY2muk8dijma8wI9YZb/PVisQHwBx49QZ/Fr96x/",
+	"dvl5cHZ5fdevj5zz7BOm1+hxsApiZhSh0MGE+ju9obga6J69WfaLRktZdXUFK8Oc8LdmmzicaBXpRPfB",
+	"13OfJIaqgTaJJCQV3CoDegKrTolLfY8OOi3iqpJQftS3fp+xf3aC7zLmrufq+tuYyXVCg11Ln7QW6Ws/",
+	"BWGDTcuWUPrX/gWzrSym2RVahDFQK49xvTFTElrdPMfRdNYyZxRak2jnA4Y7wSmJsBkZ7Zljol0By9Cp",
+	"9IVAPW9MsZecLpwV0Ng/YMw7Xm4keFLkBN3dnKMt6Fun7TmcpoMiS4bbMPrpc6+PnNnisJC9b/Cfs1j1",
+	"+rMnV2R06ZnZnYTGipfLa4P+jyX51WNPcykpAJ0FSmFMpE5KK1hChFAuIOUsowJd9y4/Spamqs2654hn",
+	"qMrndu/ZrzSfIsVamw+UZo3KnRUkP1GpItX3oKFjCIPgqjOZKj44Mqe+yTumEJnENQOVCLSl11n9+PZG",
+	"9uCPOFflFnWjz4iZJvR1egQcwBOWsB7zzPVi1eEXhHW58mWRK8Lb9jZJBMLyayqt3SiiFhb1b64ODQfX",
+	"jHK81AmlgbMEde3rPNzDWirOrrSTOERYIDWghzKN6dK21oxs6GsJ5dgzaxRgmcecwYXyxVxUOrCVe1sY",
+	"a7CIUYYuYq68iSu12TxjOcmkUM/4E6LxCZxxrIbCCtsHJsNMPSQhUrfAhqbsakWx1tJ0Uh4NdGTELmQE",
+	"IZKz1Pv241gPMWxscqVMVCcHY6XIx4Jmge2ZkCV+tGHsGUsoI5/0cI91nGpIzCQWQwE3lO1ReJUa1gv9",
+	"zXTmRTNO4R9+OoRpdKr5qVyran56MsKC/HAY6hkl85wIMxhgy/SN3P8BXdAfJd7wGFoTQf3JnwQWp2LB",
+	"ccahIFPQhLA8mUNhINyOnqZyC8q6VqV5Is8IngnoEobt1SlPYhhETJ7QqBiPSQa+7RmZ8WyOnqY4V81A",
+	"JV+U330D0YgTZe5IQ0cKDl7kcIcBEAgquw/Yxtbh/tvtWntJAI0P1+SX/Ngsz9TbMvXoaD3vnP1EWB5e",
+	"GzqtPplIMjfPyDx/UKtmostH5T9WZvNL+bp65eaxrKry1kwroSxWdq6jPL5a/Ed9vKX5SxeZ3kK2E6DR",
+	"U7XlLdn3FoilvMiYIhfdo62eAbbIvsRWaRY2TYqrvjIC9HIh6YhFRKEcmNd6ZA0VBC32w9XEXu5NTGKI",
+	"SsVEwHyanLDVDa3K2pueGa3j656EPAOdcy09w7Eonlst0FIF44l3YDpHTxnPiRFGGnc0eMtGjz4cKYHf",
+	"CBFzoTq+0oorfEpFLvnaFmXSfBLG4biCdM29VZ8aQyGKtbtUvtn1amjot8qjquFaOznC9xZzJH2TKElh",
+	"VSakaWg9PmSodBk7si9/GUdazInX2W2knYLLGa2Hsb5wF32r+i3OB4YRkKWeuP6Rrr7JMFh/Jn9fe1/e",
+	"aOGvNulVt13cqgl1uUdDmpQhQyYq6a8y9tNh6CzWFq7OhlvNWLSQbMXaxbabKmAp7R2t8ZoTWXMR7SZa",
+	"GBRG9C0zfu/UPnw46kC9si3z9rANSVdGZd3j+gVxbKT6be8Uqe56XBfP9l2m18MRYL7q8XDJnxR5qFaq",
+	"kJ79KSMsmu56RGzjVQ3WyTOC4Df5okmGWR6iffnv/U7nxCRTVUpfbRP5uMzRWafDtfEjiYUuMeUnUb3u",
+	"tPUoj5Jk0HxOiY4KAi5Llahnwbb0owYeZA8ItC7HIbiOxq2/4MUicGVWhjhvgko/6sDLjDLlgmBmVH4N",
+	"pVaaXL9ggLomephJbJDDCXCtNmB9cSfX0ky6v78NNu7s6kD2ZTAdXl/dGv+pyotxSfSVRvc4vVzcXisr",
+	"tlRxm4K/5kSf/6wzAm6nPPv/ZwTUxrasrrp8sl2T7DRIn9qy2mjCxY1hlxDzd55ykGaURTTFyaIopr2p",
+	"KuSUjIEkokxIqJY37qK+vQEaCUO3DZgdx9EMM2kWUX9gdPFx/mefyrD7Unb8OeNFuqm2xMiTaqh84hwQ",
+	"GpGIz4iKFfEnpkplWqvcLnD2QHJd2TZLSU5zniF3amuNteYEz9Ys9ZLkpXseGYSCJi3bq42uWk52aCvP",
+	"6GwG0TKeo4LRPwry/Xqkq6M7T2anoO+95PiUB97ojdW6CDjaunhNqR7UxpMEz3AQBiMsyKDM9Tre21M/",
+	"7SaYHe/vH7493IPRAZCB+jUfPFEW86fgeP/tfufdQRjEGX2E5A+eEoapVBxFvb0JLDM4DuDFb3f3j9+P",
+	"StQ45xFO0LleTk5mwKqKjATHnd23TalpttBw1Oigh9HUTtQc5h1VcUZYlM1TPZAwIyI3RWgZkVagEpvO",
+	"cR92PjSSlPQokCuWzG0TlhJ8zb4jccopy5G8RYWUsQkwS0gjnimvnvxtG45tqGA4BHoaYpZPM57SaKin",
+	"CYx5ds+g0wrA3Da4QJ/ks+rbJB6GehwdWPkQf0hxPpVafwITSkx2tFRYKZvcs5hmJJIm8/YuOp2S6KGc",
+	"LyBIJr+0dXhwsK2+g3UTdpgYohq0b9cwEPr4TbnIFTPPiOCJ+mxajBIamRl5xJQDcsl2YGQriY2fTZeq",
+	"3bNhkswGpnZevlUM0Ra8HWaOhejs2nmhhNzp2ccbxEguNwgNpnAsebbIQQTeszwrRC5CJApQ2hCGJtsJ",
+	"ugL83D5Rc2aeqCDo8OAghHdqSlPx1gzASwgjqkWRwDNyz56wbieVTwlo7YxE+S76DDCqgkjY+cjmPY0W",
+	"aC0jAutk6CszlKxS/Q7A5A+Eibom1LFp8Avkp6Htpm0rgaGxcKvEPD0UDmxaF+RonGDlHjVOWcssLJJL",
+	"VVu/x+uhdbmKI8L9g/7xg7Lgy65EUieE9IeIp0TyAM6ils4zVAwUXi//0J0wZrTS9a1Kg7YqAFCI3lL9",
+	"JTVcdUgDXuRp4dEaruC6OkoU4RT05xIlfYe7VNVVPNl/tCAVIWppyos1c91gvmC79RtqUQuRP032Vmqt",
+	"JXprcqOhdEkBCF6/8i60ZXhqZYOVKjcL0wOv1scKmBIkv05nhPsO7sKeEdL3KLdkxKUNWy4BmJy+Y1j9",
+	"9tsflh1mS/GdIl5z0u2aCPiGPpKMPoJ42FQfie0bykyHXTTMiKB/EsMahk80zqdqaP2U0Mk0H6Ityf55",
+	"Pt0+QUPdHkHffs+GSuMfNtJdrSWgK83cnmzqk5C7ihOaz4Pj950wgC8Hxz8cdho6hXlZC9mZscm2jFpV",
+	"bMNKQ4MwwpCK7s+uc1jHSh2mf1amTum6OVUxp3cAVXIezFZg8qnegCBI/S7RKqVfSWJ7LWeq8eWW+noV",
+	"p97vfzhYxiAWpGnYQxURTgjsfExh1j+FYTFxPkVf9cLcQ83IDmFq9kPOkT1bBzD26PQzXojYY22qXDCi",
+	"DekbAPgS1CDBJZiRYrClIfH+aPsE0QmD/jZW7K/rNtCo1XZCCiCvfEBrtEAyhH7JczrWI+Rui5Fd6mYU",
+	"rwI22YSAkBDqfSNQ8zCLQ6RSvnEiFTzwcVIWC0/ZKSSF51g8DKxnS4pJeUElLktCUSUd1Xph1UZJZ7zr",
+	"v4wz2vQqr3UqnWHqyzpLBJfSDpQ5AXqZhRNkWMFzJdIAOFqEud5RQ9w5r1SQkHDKSEToIzlBeKRmL+lZ",
+	"sXqmmdIpGnWhi6I47ndMomzFQR8GSubqwhZtxTiwbKSf2XIGlSbOM9fDQ3PrsHmkgmqfTelO2MBpUznJ",
+	"BueBRQyPVb8R+OMEDe2ChscaaHqtT8yYMjh3/E3u/Eczh8j86B+QVynHcxbogq6d8DaPad3mOMu1M7PS",
+	"r2h3QfWH4zLd71TCQr9/cQJeGyaXtFYxlH3rS29ShKW2QzZAg5rft8XV+18npOZo0trz910CbDQT+YuC",
+	"a07twNI4250g2abqIqxRVx5IoNXN9Lrbsdoc63OGIflFc/RgIv/+784MAOWHgjfaJbj1bqrSDaY548TW",
+	"q3k8kwtbSEEMz6Yky+O9O/MZL83SFb8kOucTyow3o0I06oFapuJh25sHjySjY2qqBBbbytmDttjhqwgL",
+	"ZJ6GQZog+yC5n7X1LykhvexrnzOsGcQQnhiijCctdnh7MeBZ7dheWgdogLuw8O8jAd2kPclG90KA4NPH",
+	"3nmv31NyJyMz6KqMwROmgoGrZdzE6pOguhhS8DcNbtSjqgc3T8foSZCowtXNKPySPJUopVt563rLyrm5",
+	"wXTyNDAEjWP83xl52q2S9Kr1rc0QfPlqbwcJvVCpyD7RHLj1ZuS3uC7WB4AlhbF1495uZAm69kxx3Joq",
+	"vdS5i4wgwh5JwlPS0u9/6ZvXH94IK146rfGKETStTmyUnImwSOWSZ0SNXYDq2zElSayGWqMZTnfXHYC4",
+	"lH4ULFrh75+IqPqnZZANodambGJNJjRDP/X717pSi4hj9GNXjRrr3fbRYacTorvL7l3/p95lH6aSfUSH",
+	"nf3wntkJX+iw8zZEp7c3nwb9q597dmKaun551R98urq7lH8ewmS6n64+wtCu7vn51a/wuqMQnV5dfjo/",
+	"O5Vf/BDeMzMp7Lbf7ffgGtJjRQb9q6vBeffmcw8d7r+Vi7u9u76+uun3Pg4ueh/PujD1Cx3uH4UI3qFn",
+	"md3cXN2Agx2G0Q0uupe/mV3eosODDyE6u+z3bi675+hIblrNbbvpnV5dXPQuP94OYKzXrZmIATfdM7mP",
+	"s4vr895F71KC5qizH6Lb3s0vZ6e9wd1l95fu2Xn3x/MeOuq8rY61c6AMY8cqIA7CwB2g1oRtEAYWsGrE",
+	"WA2q8ikN0iAMKuAMwqABS1iCD5BBGNShqEaPVSEI31DgszPvWmGnF+/ADYbENYDmdcd84tmE5y9rb9B1",
+	"GLA0xEFWkhwllD1oXuwICldIuAJiVYO/oWYtYetedcFH9KDe3PBkQ5kpn7TZgrU962IBpWc1NupPiYf3",
+	"MfC0V2YZK9WrVkPzO97584v8n87Oh8HOl2+d8O3+81+Wckz4sh8W3GQ1VTV/FT/kYzABxAnCCdQRlbET",
+	"0Jr4ExPKjBOhKQsp43CVYFq9GUaz2v/tTme/3/lw/NZUY6yZxSDN3bctyQxhkNIoLzIdBlalHdVMmf2D",
+	"VXp3h8GcF9lAHzTkXnj6b7x+Gf1qyRe1+cO6tSir9SVcCsmVSh4BdXTptn332xeULtaTrNxGv9WzbCp0",
+	"7uE2qpFvzo13TGG1vjtEZRvx8scpFhZkS7ssLM616puXvhFu0BGQxoQ6VyOeag2TxNQVoPzKPQwqmO/V",
+	"m03ymLwFuaFCXeBuXGOVqPPTlJsRXBjNyGxEKuXYisJCzVKl0gfhvC/rtnPXvhLnuEJ/A0wXldwtr9eB",
+	"AYgD8nAX1+50bS2hdYiJ0iOKy0jry0eHigUd6MsGh6n2Rq3emHa1uZ0vKQMCYK4KR4CYeDHI1GsW0PSG",
+	"IFMCdxnI9NdfCLILRSst5ZRvhCY3MaWpKtb3ZaPVfHrdGKNz/kiSqmuvruSFwb9zylrk+76W7xVtKYQa",
+	"QNUz6PBgXR+fPBa1mzcCxa2CpLb6VT1+lberOJOjl5avb0Kh4ZtofNKBk7ccNLffhnN6wsI4ZFdn3IZn",
+	"L0VMqYuqYiR9FAshAd5hqpqvxiSiM6w6vsF3oRGEnXC7j0RKIjpuTGSQZ13VcPd3Pnz5vbPzQSq3++9X",
+	"UG7NYkML5Fprcs2/S0gvoZhVWU15LC/nN/pdiyAOH3oB19HsYHndplrJqzCfxdWb5b5eCX5rwcG775du",
+	"+1qpD3fp4pHSfi8/NGTDWY7KnnJaHdFNj5v7HtM2dQzK8Y/R9eXnEP3juvc5RJ/PPiGeoV/J6Dq0/RqO",
+	"0AX9scJKRpThbB6s0lJhARwyMiYZYRERiytejYJcTrVOy0dfjBbOuzYtF1EbK5WyKKESp07Q8NvzEBUs",
+	"p4mO6Dkl+5VcfIi1qFFSg0dKniAUBgwLUlol9Ajb+fyjZzpzo6iu3M4LEXUxZb6O3jkx3oUVNCKfBvTi",
+	"PbY7XHQjC0nyju5zoqoplJcX9BJhaltKC9H0aVd67WrGSinv9DWPlIYl93VPe68/Ro81UjlTdkISDOQI",
+	"yyGtapUJnpdWphkpUnfRVecJVcaQ2SIEMxZMZaVIMyKYkTyjUX0CSfBEcD4l2e4nnpEIixcMRHvR6B4D",
+	"qvJ8mmHLzSauwQlVp3WZKWqQaV+dhKtn6mzvomvv4LV8ivN7BnnqJPeMYTtBBYM++3qUv05AUv7w7zKf",
+	"bclApVXHs2lrFlB1ww6JlUkz5UyK1eewWWJarMy5EghAo8eG/WsGwjiJL9VzWV2pM1O5vutAGPulFYRG",
+	"Ccb5v2TAhwOF1x3tccZEjpPkGiYZbZ59GeEcJ3yCUhw9gBzh0OdNFwQ4zFjfIA8xmpE9zUyD0AysD46D",
+	"/d2D3U6TW9onm4BV34RKgeEjYTHP9uQfQ8lpdCmPzYWCddYDLfuHlSyNt41ohLTUtv5+rP+5O9j58ldz",
+	"efvve0vv+IuP0dgd1zf0i57dXwKxXr8Km3gjUIJzIupjJX44XLOHgQasDz1saaBPWieYTQo8ITu+2r+G",
+	"ew8qa3VBHPhCGzVvzerAgSC2cq8sb1NxjUYV4MF7qDVZEHM5tDGXRqUgrHGggys6ebFZPejU42hS8FTM",
+	"qHo9U2g4SfOdw939nRlltKw0/Hzdl1eRvtqM0dSKDw+cwg61fb++4W6zrV5RAbVN5yj7S5TTRlVDYrhk",
+	"J0NXj68lG2uNkkTtPVfpxs3KQrQ1NKmhOKW76tx2Iz7be9wfhves8qut5JI3DLdXq0r0d4N9taq3yv4K",
+	"9sD4E4OkNtMjCAp/Te+ulmU4cY/vEX2zNXaLRNF5Mvuobnx2yaalBL/pbF0teOZtj11hMLWY3LvVXiva",
+	"B7d/NDn1CZ6EqjovPkbcmk01BkdzaF0gKtq4xVbteLhnao5Npu7YPtHv8xRiVl+oGT/8svNEY6KfuWf1",
+	"T0gTabuiLrcXEK5UMHgCmjrETUHTVVy8WUP4vUoITaNoQXyMYDXq2KykEG2NbYH/uMIy6nNLq0z9tQoN",
+	"yw/U5MMGIVnu0J8bmd0kxrp2RWP9COsljQsO8aWVjPVPV8oZrT1rC2jedjorMtx/QbN8y01bg7jVQkpH",
+	"wIYV6V49Mh9RNgRZCe8Kl3RZyHrBYas6Lunr2JJF8yKTSp65emVLrKH6vbDCw6Vgtl1uV7JRSy15mY3q",
+	"Lmxzo81p2LEw8NAE7StCdg2gtALhZTD4uEJPgOOyk8XWVUpY92xHrhXnUCA23IumON/T1X4wFGA7dNtd",
+	"oC3Td/Seda/P5I9li4GtjKQJJUJ5tWA8A0b/uL263Pute3HuKpgnSNppyuEakxkX29V8z6U9CErJYG9t",
+	"yIRzHrUUyXZRmuDIuqx0XHxryqU84uMxjQja3d3d9uRUqABwJe0/2EcXmDJ0m2eE5CG6lbxqAvnNvmVV",
+	"FdXVNFEl1NbW55raiFSg8kJlPtsNHO3vHrlMmhdqOvNSiZRwNmm+bqezW5Gjq7/PqAklaH/ifoBUhc+m",
+	"8kVLEXOoDnjcvdX4/1o8X6PgGdOK31p1WIl+utkrU+HgYsRrWuvl4asTd45Pn5m2xgHqzwtwv9GHOcdJ",
+	"S9LukbfIau2WIRD9dpuGuMBZjOd1q2aSESIQ41k+rSonBk9tFeIHtwhxR/61Hkn4v0ywyJd8eP995cvw",
+	"58rUU1fFRiT5bg2zDILXdZpVSqjMCa7eiNpy9KVqhX31CwSqfsem21p9My2Lf9HaN/Zen2YkJiynuDGQ",
+	"sj3ra+Par1WKANBWhAXZoUwQJmhOHxv939Yt97reuMRrpfKuC0yTNidxvxIr5EU+4arnI617P8DFWA5r",
+	"NA5GqGitDzew7lsxy1NQo6CjmvpkDq2gpTY2KCWHeIzqOWvyBpPuB7XityR7pJAxN+USjeDtLVV/rmMa",
+	"itOPj96/8zpl93f2O5V8f6l96e+KR8/A4bZOV0O5nCHUpIjKyEbdGG1EEv50goYJnwzBP6OazglTfW27",
+	"wuj4h9E9NQwTPvGW1LiwbSwpT8QQFekkw1A0Ns6JCU4TouxsCRx09P7d9gkaCpHAbC5ocEhxTlD//Fbf",
+	"cvjDUaUrF+MMlBo4TCES79qqh9xwTBAWk8wV0/4X+OWIftrNsjR1B2Oe2eT5Zo8cLny9Ni/610j+pJo8",
+	"Mo6ALZIQygN5lm+bl+tqhtwJm3q/U8XEVm9+haS8r3TLnAGTvWuXP+2unYAPuZ2NZHiY+SjwI4kRzU9q",
+	"9Qk6bSDiM6JMqnyqpgNBSxL2SDPOZvXhlK4evNSDXxKgd6eQ77nicdflk3HPABJoeDofrJ1ahbhq2Ozi",
+	"5lK1u+TAi3MAmmx35RkamCYr2v2OOGgkHzpv2VzYQ7eLrurC2J+ny1Lv5PMC4SgiqQ4EqyxDESqPj7pm",
+	"WtusAoyWxjrVrAd5k24NA5+G2VFqbjDkNM3TNSoQ1GYrMycX6oNqhS8FsfCyli7TACSx6sDD4yIiMdBo",
+	"E4KbWP/ka0ozIhY9s5TI3Wlb7iw44GNpPA4Wtjdb7g32hrxS/EdBdJGTStV2EuLiQWd/+vVodvDwPn73",
+	"x4cn3woeCPHUKf5M0tx0d1FakYLQCSrYg/xNI7S+LBFtWMJw2N4dSiWhvcJcqxmdkZY2SR9JTiJJeJaZ",
+	"g+OZ5QgmxFUrC9I00R2j9lrOKMVZW9OfW9XtTg1bhczHsg/gK9S51XuKrzqXl/7pkzT0TygeMzBY4UW2",
+	"s9sy5FyhJswZFFcenV6rnfwKyFjx/7SyirJl41XaMi0VZk+WByKgH9NIyqQYHJOcEWfYWjOxuGygaH13",
+	"Ykn/whn+OjA0rbvY4a/li5RXAH8daMjaRnfOLU7vQeFvCuhpIF5bcB0S/6ZbAhYCRhrq4lWpn03oI2F+",
+	"LcvueGFjSIHwI6aAHTpRlIoSqlbWbNL7sd76yQVu0weTTWAOY70fJNYNKGFShO4j5t9v5aTq7/+JTqby",
+	"/Vao6zvbX9XSFtEstN4WcY11uujStOufVl+mi2itw0jbD7hiP9Bckpe0IkZ6IKvEDxJ7sWClRpcL1Q1n",
+	"6SWmuoCvoEsVaNWjDhvkszrPaVcDP7r9YBUY6xxnFb2Pl7xtoQLs54hNoL3UYwcfWn2OpzPQcsNxnvCG",
+	"lgJbpZ5sVLflaJvLy7bkCl4IsmXlWpW5n2vBZdVdvvKu3Fab/k1RtoPTtNJO1E55s90x25o4jng8l8cs",
+	"GeG906vx394ipVDfB+UooN3Am4LZcINBCSzLx6AVv8Mforejg4dDq34cN/uwwiBnbBMg4Xf5lkNIjswT",
+	"/9wkNKaMiimJ1+kfaUvGpbIakYyROER0jDCbe9W+5faCgmHDM5tgynYg3ygmOabJ7vIIavsw1bUrZhcY",
+	"MRVMoX4XlDEh1u0Caw9y0WZmOHsgMA0xti4imhBUsKw+PXwtw9CizbeWqY+vduQaJz3kuAPjt6cEx/If",
+	"u6sFb7VWrt6qEarcTuh2yzQAXqq8N07Hr7bjKjoooq/UhK3bNDkMzEz9AWUqH0liTFwkJB5kBWu+i2fp",
+	"FLPybzVQ6Y+CFC1TGty9rS4kKw2XN5OSlVf48aza1nkjoVnh+b5Jm0Ang4gXzENpP/EnNMNsXhUCb0Rt",
+	"ZTgzBIe2cJLACsVqw4XrEdUKUGrLex3Jt/iA3QVscpLrnceC3b/Sbt2u6Us61fA034E89PrpjnihvJHN",
+	"ftrLG1k1JLoObuooq5LvYjSYjbPJ5M94PPszf/rjIHlg7Gly8DZP+SgIV+y6vlmL9aViE4JnDhhB7qgi",
+	"5xmO10icbwnrOmWcjVbuUOmom73ntrF7S0/bdjFdWT6N0dZQt3vdq3xuz71P/J3G/8fQ9oKllVa6Vem+",
+	"Wvt423A/Rjk/+e594zdvEr/qVPT/7G3faRyErb3fzcmVjULWUAJcrrK8ptRymAp6rcpdKw+1DaWuIHhF",
+	"WIWIJ3FFOK+NXhUeusz0rC739Zn4YvHlfn0TAG8OlgVgeCUoCGjVF98QvKCl9Y0aUcLHYBnAJOQkqTFV",
+	"Yxm47mMNGR1BDY7fPj+vBj37RKvuVP34EymVJWisAGPVnlDDXFlRYzLf3xzGukvLugld/9HejEZzmbV6",
+	"wbxqkxdVFr0o1KtZUgo3IgrjsXlWn82No0gy+eNAPMjVQAX8ILP9CowNGXGWZ3RkhsMqiy4nsxTqfCEc",
+	"gdNUwOCvWZQOVOaP/ptOrPv4IAyUG2RgCm/Uw+KBwvz/Tmgq9/efGy1hdFsLlaxuuoRHnKmMOm31VTpq",
+	"6C7cyi1DI3hNlPAiLutdf7V13q0F4OWBaA3SXBiM5mpciMK9ga2blttMiknZk0NakRAEBLKCAjrQJZfW",
+	"lpvzacS64TqKeMKL7MSWbeoclbHkQCMcPcAIqTSjM5zNKzOkHilPINED63YoZEYyDOnKChMyLoiS/fJZ",
+	"rx3bRJZF7UJmmNExEfkbgYbwJGRclU+rjpVUIEUaJypeABBXSWOQc4xzfM8sNgJ727J4GCKFRyG6OL3W",
+	"2WciRCUCbgPvUykCbYWJNVRfxGoUEZ66q1naK/ZCg8GdJF5WTB5VJttvr5TB3dqs5VylQph+OVWoYUh8",
+	"PNEABlhLuEjxpWwbtCUIQUMgoWFLFbXtcl8/9rnLe/T7cg5fQFswktS9wYw+GGVQeJkVCdl2s69obs5s",
+	"FT+aovP6mn4sWCxXIX9VdZYwp1VQNkkIuv3lsxoAq14j9ebizz8TMlQLkMIz4hNGRUvO22oddT05A2t3",
+	"jlAVYbDWBwJcXoljAGLBnN4WzTaElo81ZFRWEO3FxAySKZDlUuaQnLlKyFCcmfYnjJsIVn1SjfLZRalB",
+	"sC11AhWe6vX12W/RPLTtPBQu8bFepZINNIZL1bVWG7ssjSLXWbpPrKtvvhElh1HJkxjpx9BWxybpbfuD",
+	"q0pONKc3qaENSTEp01MMBz2BFm30q+kuBRITbQ3vi07nbSSfgX+RY3VBgkhdUGTsaSBSdjT/q7chiJFd",
+	"DZNzpKhqeAxhFiBzynQ2r+HjQ3v8w2NUMHly7m3m4OyAZVdM6ffLk7NS80tz5PTXHfnAziOGbEZw2yje",
+	"rDJvfrRvca+elW9c1PPE3lYeqjxSvTKz/NAmPNOIvBHm3u3lLnRAgJIVtLRFBqYWGnWgXG6lO5M6JY9g",
+	"bqBzVcw5C6oSYrhgdocWfqrjS0+qnG3+a0WpfDwGMd/sd9M6OH8Vjc/ixaCuS0HtERF55Ye38MOqut96",
+	"M/hvpzyryHUvF/YsuK3NTsk3p8SWrts0bPvrSlKxDotvzVFEUisxOK5P6z9Y2C2nniVkU9u1D/pLcXux",
+	"p0lLRwedV7FkdZszD8VoKtH7kiotz3R2sCvzVvYqecjUI+3GJI+mSz3SUqGOUcRTJzqjumuBf1q9Y3Xn",
+	"tDwJ0qqM6I+aL0S8SGKkVYrSlcHA15ahCMtvq7XBHDZY6taw3NgQCTwXaMqf5CNehbZeY6QPqQIes+wX",
+	"eBE8VoOno0yh28I/qTinwbOSbbf0mXfN8obV2NSImhqJMuQbj6apQFvjDFJkY9Onr0WpqbgAGhbQ6bVq",
+	"UqfvaEtfm7QmnV1YdWtMk7ZtNP0MTb6TkDyXeA2JGfbOlvdpF0WD68vraAxo2PJoSzPCWltI78PeToJh",
+	"46Tt8qqw90BBn28FwO1YutzT7vMvrcIBtd7U5l036hWo8zVTxOWJUntakxcu9aebpb2UxJfE9eGe9cC1",
+	"6ga9G3rJfjLud25ek0xwhhOdJCScMRpv0FB1hmdjPtT9NTGzTufq9kaUe60yiKDYOjiPUrPwV93dueEK",
+	"OL1Gh+9Qjie1kU/QBXroVV6kDPuTM8/bzrqXXSR/qr2sV8gd7v1IskTPkdqkd8J6U1YccLnAsaBw9hEC",
+	"zJcWcOmT36xtwljqq6l6wwniM5pDuQUlSSzQiEAlHcRka1YAYENwIXXwGc5pRDHQiYsMQTfGlT0eB85g",
+	"iVpfb/f4An0u55zF3DMkTGNiy4CnpkOuEy7D2loPY/pImFXhls7ArWB4bVF4RpP5Gq/anBycd789qngQ",
+	"/vJ//s/fuzv/xDt/fvl2EL5/3trRf8IEif3w/fO236XwUoJCW9GUgCcBT7CUEMB65GPgJB5h0ahO/8E7",
+	"tK4N5dcNTqUlj1zIovVtzdbyvCXYswaTnqV5X+sEvl47GSlUaz01tBp8ZMtGpR8eLGxc2vEPi7skTwLF",
+	"FEoYpDUJvdJTGu2Wc+KoGCgftGFt7kT2I2ujf8QSydWrdPcwtT0n3TfnMZ6/EYjJr6rcoW/f4HvPz4gy",
+	"9O1bAijw/IxGRZKQHEGHT1C4FnQrtXt7xBmVcBPB8e9lGQ3EWkxwSfVqh28Gz2HjpuAoMPeopQTPX9bI",
+	"+tUVXs2TOlytTd6/eiDeRze24VR/QEN1f1KPb9sKo0tv80bD7hw8a7r21C+lRQTxoSmNY8KU3zWl0QMM",
+	"YLRJoCgrmECFgMaCUzJDIpcGQFaw9raTy2f0g0GNxYNAIseZrUqkOdqqdg3UQ/u3Fw/pX54DvF4jyCbm",
+	"NQizweBbGZE9VmhGm0/R8Nu3BzJ/fh6qbmDThi21dg/81fHYoe0mFkcJBmdMbVWrGRsVdvyL/sxS46Oe",
+	"Me11a1nYuut3Uc1F+/UaZVWXvYL9V6VRURcqL2tA3+7KgKR4b2hn9UNZ3rjffv+1xPJmrYB+1POI4CAl",
+	"44F5oRItQSzUD2GhU32RaP6PEcFV8foaknRV4dTUm1tapLkSpNLJbcF4FCu1hMeb/r+sgFjc3Ky0HO7v",
+	"bzeWGic6k9UrN9CsEOAkjg37pgwNLY4NPWe+tAnb+mICbWkYPZC5OosXCo0Z/nqm3nDUWcK1tMiwoFyF",
+	"Ky30VDW5y6tw9XWZdQtzfjXebMG9rp/Dxb4SJ9X8uKWwq7K3RihQXm4ryDed+/GDpn2DpWiGWYyNO7aO",
+	"7StEC4HBemoC7TY9XofmdA8300B5BQZfSvfAwJtsUO8XQ/yF1tfFKKFRW3M39avUyaXah8YE2k1D//zW",
+	"sAlOaXsC23APbtrBKd37KySuzXjB8jaWjpOEP+kAfGaLdDz3pelA5XJUu8HsicfIG3l183oHkEU/cNK/",
+	"PH2zwPM70EG0le7V3vYl9xZi6oMWjaZI/oamxUjFd4QqXSSP9WFtZDYicQwpBzOSRUVGvEmGTzx7INlA",
+	"H+VgxnWPW9MjDiIdkPNACctXTA75FV56o955wWNya17T+OVUv7cxVbk8Ou95hw5a+XehodgK+NbTW4wH",
+	"y6hlXb/War21KvRYh9WLG2tdFzDM7laPH9tMif5Fj33jqv0gwrnKWoNJfTWV2T+KTzzs6MyQnf2Dt85A",
+	"PjpLSUaxmoFVK3XYaNKdXutoXmoxZkDAA5mfIIKjqbYAICFOqMzfEA0lax9K+2B4H9wHQxSThOQqae6e",
+	"lcPt0AMhqUDYzNERJMpIHqphd4znqvpLVVnqYRvewXf1ZCazW98pmnjnZsfXlbYFwhEUZi4dkr1wNvbG",
+	"XVIXD8G+hOkdU/7EzPT9uzM7H8s2udR99N4IaJycoBRn+Ur++1VatO76Zl6/oEFr13SGe++kJfu6tTqC",
+	"//2r9G4tg+NtIzmz2lRFcCVJUuBOTxpWEo6ipHKOg1tEinMy4dkcGrGpkHnDpf0JckAkyTyRkarKlm9X",
+	"c6YkfSEs0AXOHmL+BIZlDSlvCI7R3c15YCsRJgkfkTIbDcqO1cSMSmunb76FIKzfpdn+YDSvNxnXr4Xc",
+	"lTKvT9hS98ojQHLPX6zMUWmpyredkYjPZoTFYmCSIKDowXI2+VdlEmljmmWzBNZCvOHYUZFi9XM5DmVC",
+	"GMlwUmnFqq/B5uypybUWzJQ0w3fjQprvuouPlDFhIOYiJzOvxrGyZ9sd1AMTLbwey8U8Q/VPgtajI5LY",
+	"7VpuIV/3RkiukuWgdNfm/ThYtWIi/FnEmWTzx3aI6xsRIpII4qbkl9Ua+jeTEF8bN6RReMUcQZh/sTNW",
+	"bivVcHYIScg2A/nLX/8y3D4xq1CZzRlIOwtlmNKqUpvVbTuLUp6r63VorLHkRW2urI1f3mTG7huegngW",
+	"Kz1iJUu/yt9sGy1fcl6FJH1T3VQeGZtosGmzcMwzJAmxTC5aavZ5KN2f7iTXYt1aZbJebSRwtamXPYQn",
+	"MtpxCHZ5Kr6jQrUci7nlVQ9Fq5veMu8F03517r5b2QR93MeUZKHBXJWrrXB0V13qz1Ny2Ya4y+cDL5rg",
+	"a4IILiuqxxQsR7bJ5i7e+XAjrLZXW0n3U5BdHlbIPLlx32MgcB84DGCJSigbloAbbog3330ecBvv8Hrv",
+	"7BkhrOhTWxQ+kL6u5POpJs1pm2p4eBsLAR2L8XwKUY9HkmU0BmvG73hZJGSpKfyChv4xlXfMKAPpC9ZT",
+	"TbQaxamtjqpFk2owaJwkAj1hqib3mWdQwRIihNlT7K+L8nt2q4TrAfOSNS7HKcP6/BX/WqH24FOzPWo5",
+	"rr4xTYZgUWRkJnFJq2MmsqPs6jAApSg4Du7037bP4e/lS63t/cVTqWvOjiR6m17na/vETcALtKXmxku9",
+	"Q/5LZZJvn+iB8CXuGsBMsVB92dGlGhVB9NRGY/EMd5cqmj+RJDXBDkigUPhXeoH9rVF8ftvb0nOwW+tq",
+	"rDwb3ryzkW9MZVVdrb5ND+f1q1YtepXuH27qlsFlPlSnZUciOuqMKk2EvumLq/laNB0rvxeUQhoexAiJ",
+	"pbWnUUANUWNz5S7aRiMylroVzVUVM47nkiEqWvTzJn/XFuXgh6brDn4YgOCMIN2KXyJgjjJo2yp5YmXK",
+	"8YmF2j3LIRzAGXQNG2rQD+UdAJ5BQkU+hHcMdbjPXMoIDIlDACah6tz0+d6zIVZnpaX/MET2im7xovJ+",
+	"h7UJctYPK5HZtfrDQCniJuYYmglKoYVaaCg3DJzFl8+oP7+sEkTQ9xjMrjNRe7ufN8p/QfHE6RTnm/mv",
+	"1EuUjaWazqERzqNpjW1mBAvTzghpAJcNdWHfZkBCg52ZZz2FaU/M+p88kdqDzrpzqPSn2qHVx+LhRYDS",
+	"s381qHT+eGNqvwXXR+ghpoqQEPmak4xh3RZuU0hZzeb7QQocuIBYoMlp/eZlSSJlYog97p2EPJLEWkmm",
+	"x7AE6iLHt4+8g+PfD9+Gh4dfXsvVrYaeqvZq/tWO5srpDWJAlaFXRKLpF4ZBwiE1T0Q8VNzdoHrZkTM7",
+	"SqA/kLn2g9PcTpQHzvsKvm442s8ZL9LrjEg7mUVkw8gFNGYkT1D2rV90Unr/QfNQa1ffR09TnhCBk3oi",
+	"kPO8G3pWgapHSp6C42CSQdpZLYO+edi1d61+3p8yQnbGPJvp1YbINL/44ejo7Q9q8AASoNPV+i20HIS7",
+	"lAVncSc2DT2okqRyVBD0OKckiZXCUohG/Kjm+/2c4Yign3ia6l4rKjIxkZdrsQkVzHskGR3TspENFQP4",
+	"vPr7FeISa88h/J7xh/qeF7WRMbPoIlUgiaHUHp7bbZszryHX0D0ro5/GCZ4oy3AI9w9RxhPS0vekPWBy",
+	"KclU/6pKXqQ0kUxG26yvETip+XHsFhuQ9FODILkZvLc5P5qppi4JZQ9vhJ6Yn2Ka2WYuzIFEjToYeRo4",
+	"MTjTciThbAKPpNMMQ/chpf3xLDgODkd/HCRPs3fxn2/BKJcfDI6D376+/+fDL6P9hz/e3nXoP/Kf2OHX",
+	"nw//mPzbzNNMqfrd7xPrchfdkpYyxcnYFFA34Lc0qabpLlWgaFp9UUbytT62f/B+Pd3GbtWsIqzCuAX/",
+	"ePJIdL/7TdDvQo8xgiBJpl5XwzAaayeBZ7ZRefHDn3928CiKPbNSqK/D6F0qv7jf6dhJSuIExYUaDaSt",
+	"NczEE/gSOYuqVfrrnWqZ7+dGg9tyxsUKoF7Qv1DeFZtJCaqRkIIriDoaixfOYfiFCphqbkY8UAbdfCAF",
+	"eS0H/aKBDBKkQni9VmcwmBLnKFZWAvlKRR6iKX4kejQVTAxTjRFz9KiXq+2Acg7Bqu2DvH0Hy/W9wPPL",
+	"E7LJhF8py6rTfdfbgXp+83XfmuqZm8I7Bb5SXeOWEByXOZRblEF3eims1UT7WnLltk2NBmd3lHF2z8yb",
+	"5WOSJGEGWVYwmD+mHBUblL3Z1tLmnpGaySS/OSBfU6miqL110Dv0V/RXtL9zpGvf3nlq36DMU63K/dbb",
+	"fucHKEM7+KcpdrVTAvbf7+87yeMD4xw3UXutel7wDGrHbPo+I199nzo0n4JtKcjaBAB9tx5vocE90IV8",
+	"zdpaVaK5uLjurae47ptO+z8OumdI4DHJ5x7L479UmZyLHw1xIkgmbTUzHgOYTVawE4SLnEPlM0x5xSrx",
+	"RN2liwCc9s1UWAtkpT3WMLS+qqMdZdrIG1F5oy4zUHY0Z2RHTHkuV1uLmlTxfXmzPt+4vAozqBX9vXu1",
+	"oj+o4wOWD65UC+m4BD9Okjnaqu4X6Xwf8xo1W5hCt2cSb7dNwXfou7XBjny7GkGr+RiG0958pEiVYzRc",
+	"3Vg82E+BBZ6RiLA82XSuiI8ZLStpAeeFWoLC7Fo5i+E2lSSV71vjUu9kVSJ3g5k2Aw8ud22bIgMzxL/m",
+	"KC6I3q5qc2lQimdIpITl25ufvGHgTewHGWpEavnxocPWh6qFkvr+8qSRlt326YwoB0mFfFw+AjzG8JAN",
+	"p+a40mhZATHUUbibVnCo7HejeToLexlADQJ0JqAMPUGOPKiVNQZLBSKPOCnMpKQS7epi9V9cFes3zb4t",
+	"yZwzOcyayEs6tlUqwtaG03zKi1yyO6PKLff6tRTKuvhgyaBaJlsXgRaFK+1RPMysWlXr8vQq4dcYb0UL",
+	"WK8a19WblyfN1GrUX7MStzIDqaUcV/6ysiVXsQiWTjiofv117JDvU4pbOYNd1PuKozyZ23BshctCDFaz",
+	"oFD+dc9I7f4arupn2uyXpeZH3e5oMxLW0PHX1t8310BnlBU5QVNeZCjG8x0+3plxlk+R+l996YmQh+1m",
+	"2K7JyJ3ytPt78df7+9u/bd3fi7/Jf2x/O3yWF729azYrCAZlVrTqmUuKg1+gUv1rtKQXFv6upLCsVLv7",
+	"ygrLiSooTigx0ZNxAdWEql/20CLD8DspMd26n8OOZbOsvaGzrHfAVf3FpG3d9U8bOVs1fUal05nhA6oX",
+	"t7SoMjKWqpavAVOzJrSz82Hwt72dL3/7y8aaSLPC9eW6iYo6oy2YPaDalLjMu5y5ACVTnl27S3RqtltE",
+	"FhDZcpG1cBJPRfS8qsRfT5ovkt6vJLz7GZ1MSLZYH4LKU4xmmBU4Qbl6xPDGl2cUY/GwDC7SxG6m/8qL",
+	"LwADJM7/RPO2ftuVrqaZmk5UekyhD2gjXCKljpHoIuIZCY47ux8OwkAUIzPCts9jPD9G+wfo//m/T0OU",
+	"wAj1DCuTRN+jW2pLVlk3V8a6m7dO/DoOTJvtPf1lTxDG58o3ufSGeqc0r3ekgK7489SfI6m31wyDJOQR",
+	"s4iEaEonsAeBRhKU2Yn8hqLxsvMorXLemBejxLGldC7bswtBT4iOsxhncyRlnDvUdbnE8L/xAlOGWka3",
+	"tmUg3pJIjcwjcxRNuSDM9Gg32FLJBER6zlyIhjGPhtsnSJVeCzTJeJGWoGlaqZl/FGGmnDrqNYjhRzpR",
+	"01ywmnORkUSNSM85GuI0HRSZKnGV1s1I8EQqhXc358u7hesUQOqOq7XHY/IRFX60U147z6k1FJZIs2rg",
+	"bAqFxI1SvwRLzUOAXidvCdFo/cFyJcNYZmfBKl7CmVhssyQviBB4QjYt9h3zJOFPO0WKZupFu1L+fs3h",
+	"4IEaE4pFxYNj1oi2wLkz4vlU0SxheWiefqJMbNe7HdqFmUY8Rzpd9Ti45E8ozzATqpcPpHN8ygiLpp60",
+	"wuaLmhVwckHyN/miSYbl0qIEz1I1IWd/d3e/00FbJr1XaRS2itj1fiJVVl9kkIYxqxCdo9xBi+xWvRp+",
+	"PUEjMuc6b4NItj4NoTBB0D+JMnBhHSrzGmAaZzyVSxY0sR7jlZBRoob69ifqa4cWqmjpwBuAP4uFTXmG",
+	"0aQ4S6QkGF5f3faR06MD3jFEBUxqqzollmVT1IvvWuySLqCfMum/5qqr0JI3A0I1EEJhd9lddkn6hZfo",
+	"+kTkF5gmmybcRjQF3mv1YZFbsquSSs49FfXPzWIrX7qVStzK1SyfiNBH6+Kvfm7dBLJGdVULcwIvgsu9",
+	"PdMYI5GNBya56MNof9yJfhh3xu/IYdQZ44Nof/Ru3Infjg/JEf5BigxBMt8Y4h929vd3Dg76nSOnRep6",
+	"XQrqWXHO+OL9ekZgOchcv0+FalM1sBAqXs0lM8x1oF+kUwN+D9TrvjSjts29PK86qtIFZ1PvYKqm5n/s",
+	"nN7efNrpy9uGiDOd+i1pOkTXd/J/uv3Tn8D1pYYI+9ULfRSLuM+d8M2zFKqDTLnWl4jAHHJUfiYk3Ywa",
+	"L8mTrjnR1AjJg+ME12flyOst+aDqpzrA5a063xnEiNB1SRLcZhBcQnLoZaCyYnRwE7xXJJeKN2coJRnl",
+	"8QrVarAKL5AE6Rb5AkVKKYWQScjVAIwyDwfN8Lwc7LyqfoUfMU1Mc696Vp6YoieePQh35mCIUp4kMHtA",
+	"d6xvOuemxWip7iXIT8VI3zzwasBdo8LaTUll1lo3xegYDXWHJNB8Q8iA4epYTBcled89G37T6vHz3u4T",
+	"SZId8FDs6aeHaEvPRTF5A2nGIyJEiHiRCxoTNNyT0vNxH4p4Lm2cDFo6UYEKZuFY8z0H0zxPxfHenniM",
+	"dh0+Jv/2rWUlG4enNBLLRshDvYa8sUIeiqr39vfAA6oZ9d5+dfi4RM4NE6JKfFJoUJ6vXfcLmIiiD57R",
+	"Pxe05uuWCJOpnM6Vpw8BcYvFyQgqS1TkPBVAHZRNVo8f/osow2/l+sXNT7cHRz+gf/zaV848yPTWyLhr",
+	"3z+Uujidtby3BR3hugMz0OrFC/IFTS5tC2KF7gG+CMt+UsdUG+pneMrwuBz7ZEhtWozQFuNVjrR9Yv/W",
+	"zzimyYX6wRzXmu3fbgW5zXFeiAVWt2RO0RQzRhIk4Ob/OlJBvm4grbXsURqN4BDyjSriSQINPkD2SqlY",
+	"CGLj5pI9V7jf0dJBQk3+5V/JC9Arx9lLaybhHQjL082/o/0vhckIRw+KC1lRNuX8QdSFWa1Lcqdir3oz",
+	"zr9YX4LTLlnqX3muhpZlJOVZvpE7oRtFBEqDpT4g5rMZyTMdrbAOFOFxMJyoVBhsqsdIiiKcqjnLKjPG",
+	"bhJAqyrd/Q6GKvQa8oSMJByRKiJEW9ZhB1AOUapqInRZDxQuJ/MTtSxJLdDtNMKC7FAmCBM0p49kO1QK",
+	"gNM3QqIIlAzqgWCV4O/h+2rg6afpl9/7ufr/6/TL77fiy/HeXuAd5fJfzXuypJt0hNPv7HD6/5b/xmlL",
+	"vZH7pq+jSHXdDvC5lgy/iyBlE0emuZ14go7Dkgcff5Oa7vPz8ERp66rhKuLsnsEcrr1v8n/P4melEQ9R",
+	"hLNMmwEZUe2IND+gGYzQWZAd/y4M1MeNV8GTKn+009nv7x847g8lgp9rY/nHlFFhZk/qSf06Ab/GaFWK",
+	"leRwzr0pzmAUnkly1VeVN0SuGuSO7hpi+9Rh1cXuW4CzSTFTdc3fgir7N4yfZ5M9xaKbcWTTi69sCVj2",
+	"ADSjbvb3F7b4czrNmHgLrA92A8x18GF8gE2be9d787ZEb0e2LFi/FN0SfFA8GRx3YJhlXgiJx73Lj2eX",
+	"nwfd6+ubq1+659BygaRiIPkBILMnmd8948N/gpWlJ7xSlha58qbI03v/9jAMeJG7Fw/2D7TXRrmi1kj0",
+	"7xumpL2JBRP1eFx7brjB3EawhTKcaKI60QmqZnQ9Fg9qwjOkZ6tuRJYzIoHpakN4v8ccHq3YblKADfFx",
+	"+YJagK9MOoLWeyQelnJW5xllmCFe5L48TUvfy0PjPbjxucYE2k1SuV44Ab0udHp1cX3e6/c+huhT9+xc",
+	"/ve0e3naOz/vfZSit/vj1U2/99GOToYJ95Cts3myTmsqPY1XxMAVJz5sRZzllBUEZZgK6HoFIdCSLtHf",
+	"UF1HHLaMZK0xz1YYm4YbZQkKPAQ0Vp1ArRrR6/tfkKleY+CtiRxA6jaxTcotuQQMTYyL0Q6QotMrCKOc",
+	"p7qVRKOKYvXcbkeSLMPma31rg0+31CnZm1TduVvUsAIStSk2El6U0ZzixMma8zQxcwRBMxcCpvsiwdEY",
+	"Z2irRAbMYp1P04JnRqAsB5ey69UzpaDxEYRAW6rzJ5TebINapJbmX8Orp8NbsbZsT3dwoyvWPGdPMuUk",
+	"KUz9l0FqmitG7CC0I3oUoSg/jJVQ9ywlmb61e30GamNYfbtbXfZA5tu76EqaefJPeBMSRHXUA31vKeYt",
+	"ScOvYH4JB4sYTk6+FsRGXlTnVzk40eARVeyt8zZzXCXt2q6/ban3VQH0pUVN7xmx1iQ4qScUmc4eVZJI",
+	"MS1VbAL9DZ6oHknZyEOu9duPycqy81TeDDaXEN7Z+j8VM8x2pN4Jpdzka5pghs3so9J9X3bXtUk/tpL9",
+	"8OAD6nOOLjCbI+3IEUtzbSI148CsbCFQT3nsjQLNdQWc1sN2UT/DTECoWr5euJxJiSmcponkXKlpF6KY",
+	"6j0bavwY5yQbqERyMdwDVSdT3G64fYxuuv3e4Pzs4qwfotvezS+9m8HVL72b86vuR6lb6Eu9m5urm/Ce",
+	"fe72e792f9N/o/Pzi0H/7KJ3ddcP0dXN9U/dS/nQr1c3P/duBh/Pbk+vLi97p/3ex110TbIZZlDg3L3r",
+	"/2Rf+WP34+Cm9293vdt+iPpXV+fm5ZdXA/n+06vLT2ef7266/bOryxDdXf58efXrZbXjWrmJIAwauyiv",
+	"wZuDMKhsIwiDckFBGDibCsLAWV4QBuX6gjAwGw7CwLPjIAx8OwjCQG/B6/0FBJGGrD/VEWxcRXMSS6Cl",
+	"/kRxvyHYxEOkKsbH4DFUt4s8I3hWVmYA5pPZiCi3ou7wqHKZIURGBBzTUDEw1UpK/TtEQ43e6qr+IzRN",
+	"ZHGSDG2kLp/CEGHTx0wb6CEaGgN1AO3gnAf+X/b+fbltJMsXhV8lQ9/eYbICoi6WXVVidMynsmW3pm1Z",
+	"Y8ndM6dRW0gRKTFHYCYbCUrmOPzveYDziOdJTuRaKxMJECCpmyXbnInoskgQSORl3dfvd62Z+668OhVZ",
+	"wfEi+GcDnc2czsNrboD9osBk0bJUnxn6GAtFkh3ka7i6KpPm/tAeaRgqlcLY31bnZOln/wf97A/4FWCx",
+	"/Gsi1KApvq8N2M2uqD/cQFAsu0VBSNguz9zuSWSaLKy4v4tVBO9RmkZ+Iy0/jSdaZ6/sL4KKz6WeemIv",
+	"noV4oRn0AIrzNGS5AZqx3xnGANCW53kuryCGC24ZWHc038Y6PzwTZiDSyPrh4hpEOqYlurObHlH2GsE/",
+	"PrqvrJkt1aVUF10fr1syyreHobaWX80Qk33GUIsb0tzpqu7ZhkiglwFwFqKS5wIVtCFYC9LWDfKAvjld",
+	"JBjCW9zOl6MRtQRs8MsI3Da7mO7FyGmbqEJmlUEsFRK3E+nmEJdpGQDYeZGYypyYyzkTMjMBQbCxaQr8",
+	"17d6u3YgehcubAhOoy0HGkemLnXOjT0FHk9zGSR5ekTNhi7ft1z8qLLj5u79Yy8W25o3sBhJIRI8b03v",
+	"tsX0wDYP4nqs4yNGXcITsDtlqeDdzaNay8Zc6kbsjBfRFnzxnTW3P7LwxEa5uVcZwvVQG8FgDoLIJ5nO",
+	"1U7Gvm93vNCQ0GvOkz9MpKDgULbiowNLRFJu6t3XNaRzbJ0b6/3aig/rnNK6s+oXYO5JOWls3fgHqFGW",
+	"+MsSSiabwF7t+NBp/Rx1QwO2g0CW0FdhjDQFVwWqZCsHEWC0G5q2PXsEtRFpwjbCj1MxkOnMp+KzGEwK",
+	"+3GHB1awvTdBgYGmB7R6ROPKAQfYfppPVDcwlHsglOH+5UckcuD2VY3ZLa1mCiOREdJkd1T4hfzKOlM2",
+	"kLf+7Ssf0rtXPnNvHohLfIPKBzT+NWduL0dkWNkfx264lU/f+7FXPnZW4lH5Go3fv/Zv1Pj1fvlyle+9",
+	"RqYXbf6yfOnK92hB/kn7fz7uAba8XQjPj7xs7Q8WBoaQaIsb+RbVbcEtb18yEwaRm8/6WaYHlwYao7Ck",
+	"gJvL3fI4GcavuURyBscz0cFdzOoJvi4CDlTPigjvQOalu8HeP/YOTuwdDg6PPp10ewzqQ6Ur10YMT3st",
+	"1YbOD3PNsZQ+KR96mhkdIYYQeUZ9SLexqryv2GpamTZSj3KqmD34CFJQGeDMpN9oiLQXZh26ObwyNOLQ",
+	"NFuw1fztGyyAUlDPbKwGIyzMpS+fj9xzP2OVICRIpcb04lzejH+4avGS9ya1VkjHekyeTDP4TbfRDWxs",
+	"PVWEKl/OSq6vrVndUbrAiqpCM9QBy6ZxmsEVgAQPuut5OC0uUn9zTrN5pDiu66eOBt/OgDNbqNBkeFfj",
+	"yc+M80L6+GaupB87RoGlndR/nfvK10AsclUc5k91cB4bqJyNOv1DuXXbDot3who1kJdTWK2TcHN5CqkP",
+	"90VSkj3UDk2W6es3uRAnzYEHdp4LsV6Iz4VzYaRh3JX9nQkDfEi44b1r2VCUKnja5CAdA7EgcGL0vcT3",
+	"y1OK3+nMtnuDe7sJunaSFXLc2J4MdHRDrhDfBsmkRnzKzgRDLOE2GO9WBpkPeBN4A+ipHAy19VQghtfZ",
+	"tp/sdPt0dyibysVYoIwYsSuRn/ECC76D3oGj12/WojVfyHODNoFS7rY4o1ZnequvMqHIno0ig6WaTfWE",
+	"XXNV/NvCbe8f6de5nLBgOaLaZlu01fe8U31DbHDaqIWGZa6cjbZjYHf5aXPs7U3tAPR9mWpe26VDboiU",
+	"xr1j0sx/P9uv0HI8wqDNM8MSvG6ZasFywzVYD9hlr8OtG/m9yDp0IggcDcpx/fwknv2/O7/DoASQ3lnU",
+	"9e32TDDmRXujNVrp6keaRCBI+84WnMkyFtYQzV0Ynass+wPG6Zxu9Lv2aQTtGkQ1jLBJTsNzfj3bGtxT",
+	"oK9tZ8x30VwFzrKe2WMAqwShpiZSz0KUqUbW4YrYP5rqLxDkUVJ1vV2iXAx0nnZ7sfqPT/uf9l/vMmdP",
+	"Y8HHtc4vRd5jHz8dHh4cvt31H7GhzlIw+macidDxixUY6KV1XvONdoM9TVfiDgouPP70x+ne2/3Dk2M/",
+	"ulhBtrNSjWJ/gmV1u9AeNsZabu76M3XOzsTA+qdlcwFVtEmDwKax6kCCtjdbadjtzS3q22WFyEdS8awX",
+	"qyNwgnfdcKKZGYpqs9Bn/5pIYQaQ0CUXepxNTKwaJqGaVMdlW4vWaIXWoqaS2erjwg/K+9pPccBr0Zp/",
+	"17VoDV/Wfuje1m7T8iT7ITTmycOAjcPVu6He9k6sVpSkaSDfum+fTzMKkGFiq0M+ACj5LlKoAD6x4Mo4",
+	"VBrwDe0QTYuDWE5BLRc4Ud7viMreDCc0aa1pCBCchXv+eWsfyH75zJRFNeAsQqtFAXV65FGiH9ldwq5Y",
+	"nrmMJIsLo/oFnGEzm68VGtwpP79tUtTtxWWkaYXYjRaATlbLGYN/4lnc/3dXXbL/n/uvPlXOUVtByafm",
+	"SimAH2CFLniGrKwU18K5BF3sHOVGXVateG9rE4GvmakD1GOB/BLhgloN/SwbOBCpQRk5PoqQNqqIwttb",
+	"27eo9AtfsD6Sxp1AqCQfJsVAj+Z0MtMFtCHawUecuVDpHzFQHkTZrUZ0kiWxKkR7eV8qMgmbAfNfaJIb",
+	"yLdIg52hjp7OVfotlVI0jaVNIWjoiMuMOnBLrx9LlvwMNVCN6jZWbUJ6aYRZWcT1A7WWhfaZrjtYWnbT",
+	"vNLqXOaj+6egmqE0vFcSqZ+Z3ql5LT1dtHnHp01etHUAgDaXdS4yfcaBxbEIURwg80jMul4tPDOeA7K+",
+	"pAMNo8C7hdzzdhcRq/HumqN/XIuIUdpzUdco/NcIibD3hjAKiWK/mb9k+2Tr5e7mi92t7f+rYXvg0GbP",
+	"tPUIcBKQydWECs+/CGDR/NkoKm5Drkk4p0QPCVEvaWgYCHDaY0dVUkxiHqYKLSC1Bn5jxk3IqNlnE2W/",
+	"8uin1CLcRJxZnew2xuWq29qyIjeHvr/OZUFUTu7Vq6UU2M0l3SzdtpSi0ZmGN45oUwSLuBD4feZULYB+",
+	"dVyp8H53x34NNttcL3zm7N+AJHVpZeErG/egY37UqDT3iJMNUY18b32hrTDxdwjVZg0ySap0me5rRHey",
+	"Fwetzk2wbuVgZLq4yMrfKcKRzJ+I923l/hBqmeQ+pwPh5qG0O3v6DSqFuV+gJqwCtybwruB9udqr5aJq",
+	"TftgiVK/xY7aG3CUoFglgemLyuQU1j0Riq4soG1aCnMrc68+EtOS+MNUvi+L8XBNtbocSjVXm0uWT1TM",
+	"KZn12btnwG1P5bNUfODQx3Gi/ltL4J+vFqctRxyjm3JEwTIYalIPvEQYkF2LUHsSgJufHiq/adGjy1aE",
+	"D4a8eGbc6WEdpdV6aq0ubqS66PbYXrhl3MYgyBx8SBm6rSwcQSC65fV7rQOvie+HSvVSjIsSrwj2RTdi",
+	"RtudaIY8d4oa0Yb7LDFSDcSpe37CzmVWiNwQGEomL8WSeenFaJWRs+KCUUO6eqki6aCuHPZBNFs23XRg",
+	"GtO7EKEOZc986blcwQMtHeAw+JJrHyGD8C+6rQ1ylarYTu8cHfP1cNifLQaTouRio4JpumQeWVM5C9+q",
+	"RmOpDA7epzwIdUjt+U0pUJe2sICbrrt9gax7UBODX8InhU5YZ5yLdb8OEQPAjd14srn5fCBT+K8A3KLk",
+	"Ukzp80sxZf67Sn/6RAVjXlyVTAV4cyci5+p++90PqoHLB651uZeylnsvYsFVImXdjnreFrD9CHFZO1C8",
+	"YjmVCVK2kcPXSl8rJLBCW3wuMEtcCQkvGZRq05DHN1JrSwNyLF8IXosrL1v+E+iahkogX+VbysaoSYRX",
+	"REFFAPlF9gtUy56Gh7RVN52LHODS7sZLFUIpmY0vMv26UdDdk1oUpQpS8PtMKGM+iMEJcbzrGpjBjbvj",
+	"ZvINwVObJusTeM57A+j+vt1kfbhWjOMNGHBN1QNMs1DN7F0DQFv1svoMHVqZZiAvQyblp4PFTEnzzabK",
+	"E+fMzn1sJABdDndS0mfl+7NMnBcMaPtyq7QQU6FO9R9AnTzfjNaULuyDaZRpgC/8nthKrqS4boLCyzJ9",
+	"fYqYdpNxe8x8gAkQzyZKpTQOSaWlumxuRSmWyAWfOccLl4gNMsFzq6q6y2TXEOWA+mYaLNBKK5DvZKeM",
+	"kz9Gm3eAlfFFDPN5wZqA3Qp+F7gh9/s+EeY5ZwmDk7iFrb+dCcMz0WhW3piKbPsWVGS0SZstC52vnyPX",
+	"34jKAxlc37D2javfAEPQ4GbhF+xMnGsAwq63iC3eDGZqCjE6bUOJOYav2wFivs4XLVYRe0vrbnKGIoT2",
+	"JcuSbUd2R4ZxLkb6yvm67rs6icek0Kcuc0+5QaGspZO2oKRXfzFzEl0DhXveLgMA9cDWNxGhppOEJoRE",
+	"q/ukVhGOXaqhyIkJpsX2CiSRH3F9OPvwxQgAD2hA5Aa6B5S+OGE3dpd5ZE2/uOdH1dlp1zRvcz0Zvwf8",
+	"hDtk8uD3zwwYFLnO6muLkSJiKJhZx+Y40iHdyuleYCcKo0YAfmNfFO5qxRswNv25SAXD4xZMyO2m4g2Y",
+	"IljEbJVpWf2CRgpSASBCI6Rp6lZLjQsqvxRFBCpRFLIAwqTUGmogvnKBNEUg2aUKB7c1Y+fM049vANdC",
+	"fC76rFkvNtTgNknde2CZXFqIvctGkH6+eJyFgqmBsD//TBUUp1hPYTcWuGpru2sX42J9p7dFdKxWNE6Q",
+	"l21riSXzWdCmc+HLkfaODtilmLZoZCV67B+5LMS6Vtk0Yg4jFgFca8uxs/n7y/nrEa1BLu6DyqZeIp9x",
+	"I5qBg+04hUrHWqqC2csA+72jc0apHOAGO9c5S/ADkSbdvv1SCIXYxloR+BXrzMIM5yzJstEpGJYiPR1q",
+	"UxC4C/KYObBbXhYpz2AKL0jd0zI3tyzwzG2WQsNhLHZZQquWBBrPL8elmEYscROW0DrYn8fKXpbm0i4P",
+	"CX9MYUBuwGHuUihA+mtMj+3hIDA+bKx2ga5AGLlIIYRg2M72NuZ1fXKhrJTDXRYsZHW3Rg1bPFqz5rj4",
+	"XJxeS5Xqa+Ld1pPmQruykP1lLYkBaf1/TQR9TVuqdvOGGin4nuH3oB5geHVzuCSXnWMT46S3oZ3QknTK",
+	"HcqUECnxr1i9I00BRiUQvFSaj/VYKC6hnbwY5sCrHK25+zROlDSnnr21kftlxC8JRRJqmhDgmcCRIEXd",
+	"9/ZMufsc88ysrSLNKdUtzLZwGoAbO5tSEV0AdVh5bePKPEGOQh6+cIojKd8naSdHrm6tptIywJuBmpgB",
+	"H4M7VZb0Na35QjcIxXPzikMcE84Rxd1Cxs35fsmSGvGQj0Sd77Ji39xIRdZ0y4ybYFUWlACXV1XmbLvR",
+	"DynJL93BbpkuCKbSNfYkEu1A5RHPXy5ak3Y9/57L7C6K3rdsQR1eRSXYBQbJXDfCSCKsmVExhvM8yKf+",
+	"GEJr7nmuR6ekiuyFV4Ma9Rdc4GJPUHh/LPIrCRFMq6jo7r3qr8ZUyGO/fT7IRQGsDnmxtvvit1+xtIju",
+	"aa4GDcGsFlGW2EcldlOD4Mr15GIYEIOwM5Hp6z5LMn2RUGuWVfPG1VoYdxQyfVFBV8D5yfRFozQL520m",
+	"9phzZeyr2Q0zyWUx7bPEmAzYw+DzF7/9ipQQgGcfPlZpBQklWAljmrPE1RVqYi4TuTMmbkNZV1niltun",
+	"genrTGtrw0OdFRgqLtNeP/Gz7W3aNMUA3p8cMfsVCC1YuY7SRLsQ4TzqHOysbr9k11BareNo0Piyu6Mu",
+	"3V48rxIu/J84Nhu7//8/m/n0y43bOET3dYQbax0ZImgeSj6z0mqNlnVEtneWsVHxDDUPzc5Rx242YgjP",
+	"TBKxnZcv6G+7J7sVafbyxYvnLxapmPKoNj4VqiVvtC22X7xYGFnG40+bhd66cgxrx6LdBT7KJhfylmGh",
+	"E+QJwdYquA/DUrk+S758TegPL1MGvOCZvnhmWMahchx4N2qttV/W6NO13bWt3vNeQ1Wvv6A+4X/HL4By",
+	"Bx7NCl1lx6gP4aYlvu3a65O5bVCl3UHVCupB+XR+xuNtzgeC/VWPxx5t+tvmPTwz5kxRp7Z74k6yt86s",
+	"Oa8Anx7EIFlkrFfpftdqFBMv5ywBat3eR2imBK5PIFjVbb5pu4AEb56+nTnzVX/8tyV3XqY5sjhDDePt",
+	"9t976DnneUEULggJlpzLTCQMPq/wNQGaoRVgHsjQsJ3NzYgNhmJw6SrgBBtylWYir/M32duu7a5hYcWZ",
+	"VDyfYmHF7M7FS5th4jLxzLCzaQG4wgUbaVOwrZfsvfyjD9w9LBUFtlIBuAB03dqrq1Af+Py1G0z2vcwz",
+	"ZFhAamId7Dec9w6+MiTZCJCXKK3G6Xl3LZrHVDp/Pfqeyd+Oe3b63RNhGZZahSjgRiVXuXFi/0YBvDpL",
+	"qi+2LElSDdveYUM9yQ2lM3HqWwhSG/aAEXkBUeMTrW9J4fwKpLzBcmeMX0EmQKgin5LmxFCYYVwxivLj",
+	"155GrqXZopJEaWu1MJfrVLG/vrX9vKHhYmblF2Q6rE2TSgwj+MSGg0bGN+w4nVbagBBs7WOiBtsfFYQR",
+	"i3zaIlpv11cBy0XkEtQwcTb1qSyIqAo+GNp/laFVu5fh4oglapJlWBIWr8VrSaxSkYkCLopY2WVBr8ad",
+	"cWug6yfCrgulCwrZVRLwTR0YjRvPNHl7e2hdUnXEImiGJWv1auZC2eUBhRX6StgJWptnA5Q/mSXKXtTI",
+	"1qTwGxR3WnnO1lKlSzfR9rQtBeGOe0YdmG/s8gfcTJ15m6DFGqhSfbcRrXvErjApSSLKygAMacCmcVVb",
+	"jebU4rL2kGW8bTRUMmZf9plh9BMmR/xCsM7b/RO2Yb+iiiX6uhuWlZdTxc3yNeaLa5jciERuICjvf9FH",
+	"jFODnCegVGXB9LXC0uzgbfS1WrLUjcjWZ8r37Joj5PwQovHT8nWr1Ey4L6qV/uHZwFTmwtr/atfUMqe4",
+	"qdTO7ZDK+Q4OxczBcxMwQxMSbqF2mo4/W6RYHSFymW5f2G1Lwz8ib/wCHB285e0bndDdu/lr3J70/vZj",
+	"/QeAk/xVT4ywKkqqi/YGNVecao3TYfALcFyWBYXR+XjIFeCEjJusBoLl8GVfuTVfCcAYYjFNNBzN5agO",
+	"VPk0nyhzajc3gE82PPT1RJQYzEhDV2GpKuusFhQ91t5u3iBuu2Zg62Cw9BgifCXH3t8wT3wmeC7yN04Y",
+	"mKvL02oNO/2JRgh5WHXL6KgChwMNpu+lMVJdRGzEMytqRBqxiQI6+Ijl4krbpbJC9jrXaD0ZBpCTBCNG",
+	"GDqx2tnc6rFjYSAgM9D6UhKfKiamfX+8ViwJyER/SdAmwsCm1aXwouWqDItiDPlak5+fNLdbf3Q+U6Ev",
+	"MDjgu3JMZUBMO0DUow/HJxE7+mT/B0op7Su+3n+3f7JP2jBW7rd7Rwc9duIZxGWVJtXV9E6K4UamL6RK",
+	"4F4JqE34dCSSHttjI5xppvNY4WTi/Urf7jmOe6BTwZJXxx/fnJ58+Nv+4enB4d/33h28ppmyBk0JC0Yh",
+	"of9ct9evnxA5uROFY2m3D+wueJdXMA1NUe3KNFmvqvnVOn8tivEHKDg45iNxLAvxl3f8M+o8eye8Qzkw",
+	"czU4pYfPjsvue6nOddOAsvP1oYZaddyxOh8MBZhsdqAGUy49dnKt7QIZ7LjC5rdUD6AsfDdWsfoF9sEv",
+	"vwSr+csvrENvmgTjSwBuCJ3ycD4ThrPdtHtixWY2UDdCuFEyFIKcqrwSwEYKREgDeJN+OcIKWNUvv0Cv",
+	"SV47LKyD5wOcl2QpKZAE48EpNnbU0CSFsMA4l6bHDiAEMbLOBZxUsIQlOXnOgUqO//4K0ZJO944OAGSD",
+	"eq7sVQiMZR+QT5S1ViChay9KMCWVhH46TmftFaF2pDwVOz27jPtwpZkMBmA+07fJlxhEary2y/DNx9g2",
+	"ja/+NenTIxwHGP0wVvaX0I5hf/olBkas8i6e+ArvE7HYwYyX16DxRQ/6iqfeNayLzIherHwVpmvZZ7nI",
+	"BDeC7OSCnU1kVrCp8ACiLza3Qilw+OHk9OD90bv99/uHJ/sgAmL1d6FSsDsLoQwi4QX1mWaXJZ/Xc2st",
+	"AhG040tCAsl8fZBJmGyy/eEa8DpiVdZ4SsPMBIt+C806iZUByS7b2mS8KMRoXGDtMxbJwj/9b7t9+/wR",
+	"/7x+ptPpOoR/EmLJxGIYcmiY/R7y/h0Xst9i7+UfEBz49+MPhxF7vu0/GNWilqbbZxnPL0Ru7wPKBmYw",
+	"Vjtbz9nR3n+9+7D3+vTkw4fTd3sf3+737KAksHOvAzN4AnaICeYN24ljBRE5888/e3ZnYTkPrjXxgwu7",
+	"NNC9bmdC59zuL/uT4LDAqxFsfd+9tQE7y0yAlRiu6MDuxD1zBtQ72gj3tC6yqwOGG3dz09nZet6FlwHO",
+	"o3V8RhIrfJtjOGPrx1aK7CPLNI3CAd/BIUXYBUrtAwSz3YxCUYAikwNB1iKJceQrq3Iw67FQyE0NNMb0",
+	"I7Nhr4XqgiIrc+QfKuKbMuZW0K1FlQTQJiaAoMBmLNd21573NnvPIYFeDMEqCoTFYMixWfJCNCQB/ygl",
+	"peuJQqJu65IY30BqAt7SMn9eRQ6EE8kVgHLEyjVZ4/cdDPWAClm3F4OVG2EEqArO142YEtd2H5zL3BQR",
+	"49k1nxrAyLdTf6gR44pkCVPicwHIMbsIo09NpcxA1wNyWgNPk+lRd7ELSuGLuQ1dumkJYmnkEsIcrsOD",
+	"F0wqaBbD9fdn4iBd212z0wWL+AqmGxgf+UgU4KP9s9m9KS/ZOELasMXXidxfWmtoPP7Afnu5ueUGWXO7",
+	"myjNky4h0eJETCotLUCnuafYRI15bgSEMSH2V2qd7W0GNhcQ4SGNXmB9/WsiIH7tbByJ/Wvo01W9/ha+",
+	"9VoOsu7P/wnNauCywf7e3txE+kkIqVMbszMhNv6behjL5y8Cyqg45WCGtRM3wAxC18/O5lbbzf1oNz4p",
+	"qyuEKuzoRIq/21n8u0NdvNEThO7Y2d5e/IO/80ymMAGe02dn+/fFvzvR+j1XU8+V+TVae4HTO/93rq22",
+	"4q0hT7330/75p106A3TvUzo6gax4RgfTWsL8AkhC9pyMAUqNMdWCDHiWnfEBcmDYnxyLoqCA/Jf/5QKC",
+	"VoX8/zbctVZTfQXfvLmgxD7HB+sG2A7KkVXC43YiRUQEMOZnOgeCF4QM1daEAJAJoPq0/hFoMGnC+w10",
+	"niLr85lVlVaJu96hjtJMqCuR6bHo9tixvFAi3SXTOlbJf64fXw3W7cdQyJa4O2f6WuQDsJnEZ/bX93uv",
+	"1o//urf94iXiACZojFldZgo+GqM91sNPc34NepYM4ShWl2JaWubVWx//dW/d3jaVF6SpiZSXAvt9RmM8",
+	"cc9KYiUN+6TkZ1cbxzqI6OjyDiOPqf58c5MZTI5N9SRnAzuVXX/Pv4np+kGKN6THPjOMCqNl6q97TWB3",
+	"9uLArvMYeFZxhNC2WsUKLWDPXiWLHttTU7b9+TOaeWBS9616K41X1nluv1aDbJKKFCwR7ozoKFbY/5ay",
+	"c+vRwNyzzvNNZiK2FbHtiO1E7DcyDk23x/YKZs3eAtjwdlkq0glKLxxgw7uhsK0pmnqtQdvGMG4T9drd",
+	"5cpmWwuDNJRJ87J0JtY6S4kiP8MkBEWSbvuUC4Nm84IR+a11txEduX0T7uIaRTue2QXjwW15t8EcpB6V",
+	"xs1GFG5QNrs/5w8q2Cc3GtmfeLEwxR86nd6rPkUdWh3K12YdXg9dIQIo63A6kmUtC53Mbg81jlcqr2Ah",
+	"USGwjhP/ZdFVlom8a0c0o9ZbLeJXLv2MgtyxCiGoMZARedNoe3PbeiP2JPc9EHasIL5qRUuCQPgdjZS9",
+	"PJPcsAR7GZNuWOLQY4nvigVxP8j4aIye1Vavt7W5GauOa2uBUtFutbjL61Qq/QW8yZEdxAE4elhbYRJ0",
+	"23jB2aeP7+zRjFW1hATzwfCW9Plv4NPSdokYou+50gaZY1HDLvRFgvfyP1gTEcXKrqP9JzsTU01BESEv",
+	"hsUQVCnHigk9KYxMReU1METKMmsz2MOSA3x3rIzMhAJzXZUHF+14iYQVE5xMgimzru3EFA62wwhwdqSB",
+	"dR9wwLRIY9UpwzA729vWpwwtiSSo0EX3x9rEHXJM3AgoGdR1lEqyAA3GFeNnRmeTQjDwFqE9SJ/76d3e",
+	"3PnN3iTnA0BAQiCvof0qF0ZnVwKbD+xWQCUYq7I9CDyucS6vwFbJtB7bUUfgKa1neoAYloj5lK9f5DwV",
+	"7HDvpItR3DD6YN1m6EGHmgy29fu2d7Jp/bpNHtGxlaLeJbqxR3SQitFYF0INphAGfSDBVB2lq11ZSlJt",
+	"36t0nOdpnNB+jlhF5pC/sYRZ/gdP/at9SxdlcwlX45VW55nEpNzO1vPFPyDQxxOt3/Ec2bZ3tl4s80Zm",
+	"Mh6DwQ4Fa8gW/eQdKfuDJWaFokWfFL/iEksKbuCDwTEgzdbseEVrn9elO5Mer7oaLiw/rUY213a3N7ee",
+	"b7988fu2HVM9OIUlEyUDbrNv1qqX91DSAnEVBusxmhRGx9kedkkG0UcSz7Eihw0FOOLg1FgXWKgGNn9n",
+	"lGs6PT7ZO9m3SiEkHnFOWayA0eSZqX8NGjJxbqJntUhYh3KKu6Br+iwh4YIY3a5JOVYVWCR6V+rI87xF",
+	"aC+GzEVg2iINDANYLWpsw1ocGi34MI67MFSjqEAZv+BSsQ7ZPP3Q4GnSAUjAdH9KYHGADJ61N5b2cQfp",
+	"g6mN2os9eb2BC4ahDWCsc1yZeUm8TnTSaDC57blSMSsVcz8qBo8MC8iNQ/GFJLtL6p05SqQEQ3kCWqTO",
+	"/bFIj3xQAYXN2HqMjsAG6V6ss+IDcyUm9DP0HSugcQmxtMTKa5qSXPWff/YkYA1w5epYwO3KrNMzdYiT",
+	"TKagidAj8DByULEbK1dBCO04vr6ZcOIMUeFQffPuLO1Nt0kJwWuCc+SGcA8qCHfEj6iDam/23SkhInzG",
+	"dLFd7pUGWmmgB9RAyARPmesaMZjB6s6b+T/tegjqDm6RdV9GC8WqoYChAyHFjUq9QzciEjRgglJFSP/0",
+	"zDCdp2DmZ/piN1aJTHd9PgkufwblSA6HuzOgiidwX7Y8ql83Yglcbn9dWGdnOhZJhCgswJG3m8AwINio",
+	"z6lohbPEM+YnqGFw1Jj1x56TaTAaU0ItxmowyY3OqfvwHTfFOtxo/eC1r0PjkGlTSgygIAu+P4ZCDAQC",
+	"QFkTqzrgOMmgzV1Wlp10IRavXGgeUb5A8aHfNQUhRmQDEei+WCnNLvjYVSn4ZE6EEwh1JhC2HecayrUI",
+	"c6AYilHf7kQ9Aqw0O22x6iS7ULSwzu0IMEQMnTOoP7deeOAJdgA1KsF0sQSjRgntAnAECQtBQFCadWYY",
+	"C31P1Sx0n3UvEccyoDW09gORAnYxhlvESquBKNOp9kFDntpHU7ms0jQkSWCc5ZhxhXssSUVW8MTtAYDT",
+	"jxXinyBkChljHCF8XTlRuSzYl5RCMB63/yQHKlwqVktK5pRYdbD+p2xmATRH8LsRtp5DjzREh6EqkIwf",
+	"uhfEY5uDoXZYXlXjob2xKVI3LKLZTAkALgSHBoPGwTmWhl1AQDrHnCsEvX1t2Wa3N3OgriWUfQlFGPy5",
+	"QGDm3rxKj9MAsri0I9phdTebKsybul0Sa9s6vihuCtpBjiWuj8fibFo58VjOZ/xenJbCoTWPVpmFlsKV",
+	"rV/XqjARm+u///llK9r67WsDTsQSFSszQrxqh5VPtrb5c0hbq2LXbb9YgbxlX2KPGB2v7T6PYhhJvLYb",
+	"VGh+jVXc0GnTbL/hHJOA7hiBBymQ4Ii5wRHlnw+GzEl+K766q8KYWxXGoNAgq+SZoSPdbp5U9818A8VB",
+	"2zyMicLeO+QcqQLhEyuwOfpodiH4mxUn5Cb2Ztk/sFDP4/A0SLNYVcQZFG54Ig3MZRK5F6TaIqomxiAs",
+	"H48hj7ewos+9z32I7CV/cWynwgHWrz14tRu94aKit5NS2a3q3W53rD9Be7JKA/YBv8EXOCFB9dvDhLXC",
+	"yjd7tshl74Q2zn9rSUTGFJGxB7kblazXrONvRA+z9zexQqtxfTI2XW9nlnZj2PMwEx3rQSsNyycZWt1U",
+	"hAGlOsjxjTUVG66KImKyWt/QoVoB5ksFYJSuNCGarUWALiRYEZfjt8oSKz2CQoIeS8q++3mVGj4kd9NK",
+	"jZOSzKlWfwBiTLry7FiZwjpNUllFDJ0/i+JnQdkKVtCjzS6LYVtA7ViotC4Xf5ygWtPbraoCVgGznzJg",
+	"9opIJ5y0xQ4P5sW4UwmPVDFA3PbfZ64H2ZOCIEOZ7IHkLAIf0c2lITiyMOnfLt0XJkXw4T9gTqT2YivJ",
+	"vZLcP6XkxnPwTVIdJfnZA8QRDjWD6CIrRQnriM9FzmOFAfhcMHmhdA7mdFAD5dhMlXa8yhhwDqaBDH6X",
+	"IG+MArwVpTQ5djxrdwsBPLQnv4zkoTaklQd/y8AcSG27o86hI4z23CLvvfUMlbUcD3SOauseeW7tWHl6",
+	"4IkReRQEJaCS3gfqotDawZwY5p5KwllHMhur2XKUiIA8oHXX+Cp9SkVCtDihLri2MGCs5sUBWS0MGJXj",
+	"b2SjhqZfH8kKYoaOs9l7+IRVcilVmrQmeEI5URL1/rjhwvIdF4mbcm+vpM2tpM2bSZYFs3hDKQO7+BY+",
+	"Uh0AF0831BPYD7EUjXBZOy5ZLItdtrO5Gas/9l6fftz/j0/7xyfY2hg2ElU6RxA0aDmA1H6slmwN8sJv",
+	"6wVSxIALxws24AogRTCFy6ApzD4sVqk0l/53LzY32cHhyf7Hw713VP8GMKpnItPqwlT8sGemhNyDrmD7",
+	"gEsxLmLVSazk2kVSkiQKIVepGYg8a+T+BvRMDMnJwjCZsg5IRqjWo9oMFauxHQu0EIftTICcWgZFmc5L",
+	"R71JYtVxktfmeWQeWGTjXOejdYdwtpy8aENkXsor27q/erlgAPNFlhLXuN59tw6SdJRdiafvpq28rsfx",
+	"unCjM47y5lznUCySz8MzaAp9bf362/aLX2ciX3DWN77Afw7Srze3FD8KngKORy09M851OhlQtS3s+wgv",
+	"kaHAs7IXg02qIvuKXAjW4SWMyzPjKnOgO5IPhoSBjMAx9kSNeS5UAYVCscI0jBKV0ToUCCcZrUR0OFVo",
+	"5co0NHEjD0ubyUvBeKw8lJyiPAgCo1MRgwO/Ay4xUjrJKxQz63ZPJ1TB5j57Lc1YG8jy7FJqaa7D6GTq",
+	"3Pb89+iZgmpBEnooRRnzYlgWotCCz23jLgtDRiI93dwafn4x2r78Lf31X79f36oQ5ZeNX6qSdTE8fKMo",
+	"hXdzqPT2BbHMBp7aMLUN5D041304U3ZG/hITTr77AIEr4jUAG27vbP+6Mj7vUIOi3C6F1VhoeRZiNAYy",
+	"kVYptaemrDLPABZMnioSkliBANUa61KxTjLQudjo9XoJWkjIrbJu92wuzyaFSGPlHxv56tazKZSM9cEq",
+	"Qwwpts8HQ4KON3xqCPTLswrgnSG2VIqRjhxZrUcMb9d6kqVYFHrNc8WSo3ef3h4cnr4/OD4+OHybdOdW",
+	"lJz42XlAL63ypFc4owt9NbrcrcCdPLZb7MkqJpDXwaSnimDaqtuv/KZxE27g2rV7Qc2bEeOJYAzCUwLj",
+	"Pwnhn5OyfrIEl3hmYjULyd0NEebwQsQhOBMMtaRmI64AU3xn83lZEdElPCG/Qq4A2HoB9U2SYMGGg/i0",
+	"Kldk510oyzUs59cEOpSz/9p7/466SqWq3mjKRwTwD0WJ44xLRZXa4SCuUIiJ1CtgbqV9rBL3TWUjJrsl",
+	"ThxAS64bq9RlMWXnkgLVQ8FwwZrgFWKV1EHHkmp9SlYi1+lUmG4FdFIaV6fdYx98gg4KoV3YDJ0viBxh",
+	"tAyjzATjYM0fa6yAQ84HCEnvcD15rjwEosO/3Y3VROXiQpoCu2ohJJVxQGmwF5pLCXUpneTkw4d3p3VJ",
+	"EpUtWiUKI/3GepgfjvY/4mR8Ovzb4Yd/HNqfOH4M+zDDMj64RMZkknCOM4JabS5EQfXyOdwSxnG4v//6",
+	"+PTVh8M3B28/4RPsnZ08bJKWxJoC71J/jVjBMkDJO0DUZRnCKJen3FzawZhs4kAkqWCnkxz/7eDdu0C4",
+	"suNJfiWvoG/ZvwsCcOFZJWYLmGvHNm56DCjbPawJey//aJLTB7D5Ktt2kSH34VoBHrhnCSVbthQejSKi",
+	"AbS/21ZWXQOcX6aouolp8qGa0cLZIt8SZHpdpNzylifiM7GAeGF0tzt9+9CDGwBur6ViEF4iBTLRCZlv",
+	"H4ZYwn9+o/MzmaZCfXdxiMeLJwSg7f/8cwaFvG6Q4+4BOEJSwlAN6bfLjW0jp6Zvbh1RxxKp1lnTYIF9",
+	"EquagdL3mg4R9EOFwo2zDwg11tVQzho1sfJWDVvSqNlDiNmyamazRMd3j6VABYESg3zXBkPXxiHM7sI4",
+	"4MkQbfaowYChSmTkydHex+N9Ml0ADItIMOHGdM3++6OT/zolhOakxzoNk1hQ6Y99ALx7YC5ZCyyEkaZV",
+	"1gT7v7O5yZIgSJ9A34y1fGDBgsmxFumFKGJVGXavy9C+w5bBGVqgBGw7rIOFl1tW9/69yWhcW+ks1Flf",
+	"v5W/WArIRXrqyl/pT8pKM/2Umskd3VA3EdPAjZXSFzknwN0WOvoosKXI1TaUw3CKpsdOvH5KodK+4NLK",
+	"dJNxM7SuDwSZcmEEzwdDkSeRA8+lcJP1TjDguIGflxHIpLvrGw0/fXy3LhTQE6BIxcRpMWRGXNiRRLFK",
+	"Zt7aPvx/b7+pPN5Zf8RVPiLgHoJPserG3nZeJLrdh1mmtMDHqg7SI14MH7ayoPLE46G+Xjpg5Vf4u6gx",
+	"uEtozE4LbKdqUGy5IzY/HmsAb3pdKjpQJQcAEcnpcwfY4h3dIJA14IoZIZCV1Xm2sSqvdXsZ2C+NPRkA",
+	"mTwSozOonupG7JxfaTQryYOmexMXAERcz6YE26nSWMnUm28Q3WWdZCzy0zF0djufe/tFVJoem5vdPlYC",
+	"FjwLmYqiCoFArBoZBKqBP8XzXF8TCDfgmGs86gEHX3WyYlXOFpIiOLvQ24H2RnPjx4/BL/BBZVO/Da6V",
+	"K6OSQfHDt4hcPKTguQngP87E3aTNIwgPjKtfNPURmznthU3C4cTnj2WwI1oC47vNYa9AOFD17vyYOHg8",
+	"5XECQQMkbAAajKS610ORCweya8eVw7fpCPoiQlJTe+Sm3d36CWWzBzSgvEBMFXt7AH84m/iaIhpjQFU2",
+	"A968Bc2Am5sBmc8mlUCV8Z4hN4AegrFbiuQ2yQMEpN4jr/9BYLvLJzxm0c7SsbKV5/FTeh64TSFJ3RQC",
+	"q1pA3rdAYJhZYfcezzHQGJdM8/Vs3Guiuy7LaKrEigFplZVasQqyh7LYxRwTkiBVCTgjhh3MLEhmV5NR",
+	"Ki1zGlGsvMkUeVZiewmxVxpGmDam0GNAordDokZf6EML82ubv8eq0qlG7W9UnuMHbYWZIyztAAuKtebA",
+	"SGtMfeNsOVE1N5WC1mtrNYxcthBmZ3vt23IG4Tum84QVXdL7xjLn4fu8vp0pc3spgZM/V0pE7b4RUFlf",
+	"D7X3csqD35HqShrpCxVcIJntbO5AOq/ZL/9hD8JSOjvU1z+6tz5/ywEv8m3V0JHnmEYENYBsy60Ti8T4",
+	"aZ8lI1FwaLDBsk5ruaoiQoi9gQhxzlwDjl0gNJ3Lenm6HwPzujMB7Dzivi31KnYynYs86bYav83F6Cl/",
+	"Mvrh/u3o4PVuZEd/4zPpGQC/E1v6hy6M/16Mb9zbNzG+N/hYrlvTtDUY2ST7rJ8+Rwm7FiTywnN5MSwM",
+	"uxAFeeLvSQgSM2nYNgSU03Y8VebRPnHahQztLlQ4Nzy3B8zdZllBhtVrZiwGzwxLYFgHadL9PtU+vvui",
+	"SNrfxJQ5rfTkjeHHCtOFm9Q5c+Hpch+1h+2WMyESu7OSkHQsKgNVAf9UB6ovy1/2meIjV7B5KaYBeisE",
+	"bUuWbGrku7JLpxWFDtFE7mxvbnVdsz6WLEDq7gbU7VDkcSmmAPmFIWk3wdCuu4ssWXyWvBKfhzcrUWAd",
+	"zqs2hWMD8y2DA+t4E3qti1GSHbUoRIcn48kKhQcNHuK7P2YIEUeAQ0qXiSfalXcN7QxqN6CshzZLB+F4",
+	"MIayMpRWhtIShtJ7CcWcTpY3i/I2U2njy6WYHtxH4NJjNxW7PlfhmUahBO16iHFMnUNpGSQt7XEQn6UB",
+	"tmPADBwURD+oqV4vtKtckyDUJrA3uR6xXFxpPL9Mq8gVpplY+Uo70CEucrLVjFt1pS+fujhtY5q1r+dG",
+	"klTVGiBaL6nu2gYN+2PJcV/+ev78X79/3h7tjH+bJVofSeX+3Ho0ExKXeq6opkuARhXNc9qh3ZVNeQ/x",
+	"UpzeG0ss8dn1Wt0iltpnCfFpn7q+jr/YbZwwJQRB8o8CMWelW2iT9tgeibTkC2GhuzTK168J5YYT91HC",
+	"iIe1UjDja4li1fEVytsMixW6mIMOI18zfWYJQVEAUK00u4hZLz3jO9SQqVTkQGrsoS6crW/Pc8QSwKXV",
+	"Cn6YbPU2e5tJxJL/hUfFM3UQ7jrxvkaxKqN9HgIL64AH+kJJI9JZYY1kCD5GCGg3kHxOyl6qWFVbioL+",
+	"aS+iw06bf9jv29YSEOKRL0oV+TRWPDPaDzdxVydYNaC0WiezixjjHVW2bzcHZMSg1YdBUY7VTrHqjLkx",
+	"1zpP15GgGGvLVcqkGopcFiJlF5k+41mE+1LnVEhADyudf9zZopnudv+zbxp61AjmjPbZS9P6NPqWqeUm",
+	"sq2up766ldoeKnBY2wXsEz/OM60zwdW30CO4IkvlIe69jvCHjErghJYCkzcIz2XCfy5hPc+Wna8meuyj",
+	"GOkrkm2+rMjdmI14finyPitRDFmHbN1YJcQIs8tQGoHwqUFiXHNsq+D+no2H/pNPvv/0qW17lmrzD6hs",
+	"WonVWboXa8xu+PLAebPBl3/ctKBv3vGC1cw49EuPRU4NX+FxsksMlSTlqgP2cEyJR98XFthk1Wg9S6Q5",
+	"dT+mw9h0yN78FEds+aR5xJS+Due9Uim9Omz3cNje8/yyquf8bC+j4KgMq9UHskvpSrXkyFUUK7e8CFEE",
+	"UAPAYAERA7Lw6+hLCd0H6CC6fbazuVPXZUPQZUpYy7a5vLU8+K3FKkf0Sk/7+MFk3hNyEdzrxy9QOQlh",
+	"DP0iL7vFN2CW7h6UDM05dzI6lb1N8A6GqUmWdfuxarDt2FzTLhdk1imxqEbx+9jtD27PeRm1suPuuwqx",
+	"WO7Y3S2zuwDD1aG3OkgX++FurHY2N28Gy7rLjg7fRuzfj/bfRuztwRuIrvxDnB0h8xrEwkQKne5UEQ0U",
+	"q53jv79lFENIuzXIVmrWetEAGPvR1a0BhhDPMwlM6TiJ/UpOIzA2ZYG0rRWhsgAX9cmIgQeBZQ1fEV/6",
+	"KdemNSwlreQq/7rKvy5XqAYycDnJ24TL+nL7962dFy9nbCHfv7GeT5S5ZeYDCIegAaSaSO143MJuFdRQ",
+	"ic/FaT5Rp7xIYtWBX7oiOODb5qZwxNWytWDt2I39ox36j2rvhG+5DMNltSPnx3cCZurNqhMQnI/j6hd3",
+	"tVD2CTSG+ot8Zg6bR3m9FYpqtlzGgqgYPeOj/UvU7jjItToVn8c5CoeEdV6wcykyYIC/4tmEQP1ilRRy",
+	"JP5HK0EAowkdLtbRSqyboS76WPOVSeHc8PMJGMjYJJVIc4rVpNYTD+i/trd7gIeYSyvHsBqeO3oxiIRV",
+	"3lurbEovgwwb7u3dHUpy9li5RlIYGQL5QeIKyvXq+JHO93e+VEKghqdn02S35HkHMPwxIU3gJdT2FXR+",
+	"84IRYwgwSDIx4jLzsE9aMbsBMwGJQWw7SJQu5DmdYHMKPziltCLMiVbtNXThEf4RWwTC93ukQrnqEBaX",
+	"yFWExMoKW1lhN+nVre6eeRpmvrm18SWfqHspjDvBxtaC8SwXPJ0ij4ZIwYu9FOOG6Cg6809GNM3k/itz",
+	"2f5UmMElH/zrqqv2JwhP3eB4Rrf0dmBLzmUta0pGrM7aN3KTbuQi/Sx9vDc5FeNJcftsCEU40f6/zmUB",
+	"Zj/4LayTifNiHdz8MZLOxwo9GlbwS+FZTcAvMISrYyrs+dY6Jz08HmfTXjWaABzHuXURxpMCOogzbvy3",
+	"Ef1pHYKSHS9wJEp92drouzrFT8yJeBwZ4vqNV47EypG4RUEUCMn79yQ2ilxeXIh8PiD2PDyQUuDKiyHU",
+	"j4ArgeVSVm52e+zYfkK12RPlAHkiQJkOu28IJBHCSi7W4lCqt0qUauuP2zuzToVSvBuFIRsPPthjx6Iw",
+	"VbmOcrwi2vu+xNzOEutUtAQQEnqYiV6swCooxJidTdILbKgsESBOXUVxEmH2rwjQO5+FV4YXUDiySZGc",
+	"4CKtNMk3CgjRfC8EZLV70DnOuOnuwUBc+WYg8SaqLu2Y0tc3kXjL8XItylL5uyyXqrI7vdeYfTqCyH1I",
+	"h/Vj5p+q77lMBqqOAfcT5qDqUxDs86P6V/eHgTBR8l8TzLCEpZb2J7+zVx8O37w7eHXS7cVqH3yz5MuX",
+	"SzH9+jVhYI0MdZYCwVHYZOaAAlIxyHiOFFJBNgi1us/tXIqpiRViOMFQ6omc1hRJdZf9iEmS6hs+Upqk",
+	"PojFiZLaTv4RPZwbIwauXKIHzK3UNtx8ydlqI2z43tl7ya/UkUZZE9Bozb6J1cRQWbDPgndwGNZBQufD",
+	"O1GL8EefkICcBQmoVTq0PrdckyWf/3yVsVnhoDaleG4kJW6d5glqd26Y61kd12/vm9zQL/lpEj83PCvf",
+	"MPlD1Wyxak/+UK6H0j/jcTatujNMK8ZZOsEtJMBh79qz6/UrL2KVCQ40JbUIhMMQ8EfBF6dRIdo5kDN4",
+	"/8aR0XLPzoLppirNb3vuaCUVnq6T9VhSySWSVo7WytH6trmnu3laWmdmo6T1vnVQ9oMSCKUDzfoBII/j",
+	"66rxj4fh2ViVjOTYLYBxKrqDvS4q80weKcZB/XhSL3F+LhBKF4Fz5kLknmidfSjf+4du6q+860KOqZLj",
+	"PYRY8sBKP7y9FUyA372wQc+pfb2F5dgepdYjhjnRezpedS7/jkPGwoxtt+1wBaeoPCt2ZJ5aJSD4L7F0",
+	"Z07cwoN1DG8rfoJjhW+6MJ9il8DQpPwEHgsWANzf6fli/3OQft3AjX6fEKTUZ6x19sw0AckhxyPC7GXi",
+	"SmQldpmrMgO4ZhiZ9SpkgTA0LBeA5gwqbdQYEpTGvo3fS0/LkzgJxIZdO/o9A4La3kfB008f39mLkjYP",
+	"A9ZsyTHVb1rFBN3e3HxMUNAlwQpgm0vDUlzXVTn4vcQKcTIZv4kUuVsqNhQOe4pNVF3foqUaBg9jtYdf",
+	"XQMlv793RVY4lAPAeZdZ5pgVMURCuMNmSGyuI2wJpB+dulsmrJNAc8hpoal1bZcBwiE1DRZuJ5qCTw2b",
+	"qAlOIJLKFkMxhcEYUfRitY/gBW2Cr4bTSDeeV127r1Yi7XsQaTUDZhnR9syQCUOmodN4KzF3D2IOz83N",
+	"pNwCW6m05Te++H9/vX3ZVbsk1DnjKpAhXlKkGlH4YkWVJzWh2c4YH3qsKyFyByEyS6PtlwkozH1JEJVK",
+	"2tG1DFwHC7LM2M9FMRhWB7z1RKSen4RFgq/c1B74xWnIH9+Ps/uuerLdu8+zvO5CJviHLoaEj50H1wES",
+	"AR8MrT1iKouwG6sEkdZ0zhK0gwIbpih1F+V6IpaoSZYlLA8A3zzYtNHwN10bK9hq1hYCj65jDS/MZ03y",
+	"3L42IXRD2QcrtEtXEStFC2RvScW3EnM/t5h7UJ7Hmpx7PGCtuwpcJa7rQnfVm7XKj821p49FcUPNtcia",
+	"dr+/N6RRjI02RBYrzrbRjGcZ0B8ZRxiB6qhP8YMRVjKlzU58yMRbCW3Mxx+FM1tO2UoxfadxyRUyxcMB",
+	"p9bzAfqc/Pc51vHSZLOzciPEsPfPRMJIxoPGFYbD6kC3ZcZNsX4tlWEZn4q8RGo3A546L52qoJDqi7ho",
+	"3F8QEnDfACsN/YH4Z/2ALAfKqMRoXEzrAOClPCJI/h47qnLiBFQ3I24u7SsZlvxC/5f0YrV0JHZ+UGEl",
+	"076TwKRbqaVgWWtHcSXuWpz5O8muO5SUBkKiQvofjqVKrYV1C7sYDMjEecH0pIisl2+IEcG68RR6RKGD",
+	"+zOi0IE1stKQZourgf3cTEZQweDACJF2GGs/gWfheoi8btvbkRNXUANbCNWlUtJLMZ0NcjofM2I8Vlh4",
+	"StL2OtfqArCsIzvahJAXT82lzDKToIeqJ4WRaRWX+0oaeZYJhhdG+Lax8jcorC9QnKLZmjCZIiqiJOog",
+	"Rx9BwwBAgHEu1UCOedYigrHxT6hBPh0XqFlygVTkKnVcy1ZEB9KZnfHBJbsUYkzaCZUS3LCZRBO2wEoo",
+	"37tQvv+AQttaPXpAYUn14AykJqHXQVNjxZ+8CircqOj2Dlp0QZThjmWCS9rIcy1kTAivRPEPmLj/mSoP",
+	"tRJ3yqXnXJnzeRBMoeGrQ2e3zQqOfHkOYWA7VAbI/Bfa0QqD346WXWmtsQ5kva4VG4vcQNeV/y5inFxz",
+	"ZBdGwCZ9rRDDiacjqfqxgv9KU+S80Dlwl3R3AQ0KntTMy+WlhjWG7ZRK+Nyws0lB18WKxl1KmOdYVInT",
+	"gWahHb1MI5zvqAwIRDWg94j6GWJVQrzYaXN0z/1S2JbsuZ4URmcpvvczQzOiNMu0uhA54QzG6oRWNgdj",
+	"VlfSeThnNfrAZuwnvMkTYQS8f7Ov8oJPn5VlogD0xCWL7DKujLqVUbeMUed2eiDBC+37xL2QbaWkmxTD",
+	"DT4Y6Alu95byh1ckU8A9lhdKpOtSgS33DAqGxxknmCq2DzQGTghdWAmV68nFkCX4MGAt2MDv1+nsJ722",
+	"MgMa2YNmm/EZjyQlPpnFmHCuO5PW6TsQDauT/hD0Sym0Ol0rtxHCQz0phuGRbjpl7cbgR9zupmJNONp/",
+	"1sEA4P/7f/8/1pDq9th7LjPDOBtodS7zESZtM6kunUFitRjxrfZjBZIJRxyYU9bYcZysHTO0ryUVS8YY",
+	"p0Nyk4SNBFcAbNMtK8DxUdLEigYgUvAd3d0c/QBKqMCw+705mgeTA2ILxdwDSZvgCU9U1rwK19OO1mde",
+	"n7QZsmrofgqxJVj6ksdo4I7SAgmFW65dNJ3wS2d3iEwMCsghpKywI3OZAdyqKBY6SjMaK1NCpCIl5ib4",
+	"9lrnlwaAgq1HaSXOlZ3ziEH+BEIzY3B+4erAfcR7BHKNgTwDMPgrkctzKRop4uhIPbx0gaWipz1hU8bp",
+	"gUp1HE3p7WXNSgLcvwSoAuPhxrrB8T7X+YUu1p0RMS8QhcaEkeoiE+sT6D8zoqDjDOcTYjdDPcm7QWkG",
+	"ncMzkWl1YdDr8SYyJkipKU2aMoE4iw6eaojjaPdb4yJIZ8K6NgN9JXI43B+t+ZXJEQRtxiJng0xCMpe2",
+	"b8PxfwOz4DKVD3T0qw95rGgHsRTPEwDumlsf9O/p3O5sLyGVTrR+z9WU3tE8mfMO4PqMlz4AHMmZ4x6t",
+	"fV7PeSHW4VSs7a7Zo79WCoFMX0jVfvRfDcXg0jiErdQaghzCq2OhrEhIecHPuBHrZ3xwCe2oqNeptRN/",
+	"mZirwalx5JQDsE9i1flrUYw/AA/kMR+JY1mIv7zjnyN2bN8Y6CfHuU4nAzsUshBIWgx4nkuyOV4df3xD",
+	"tkahoYYgVtyw5D/X7TfroHQTphVVw2a8EDk7+nB8ErGjT/Z/9k5e/RXG+3r/3f7Jfo/9A3yp4HXdY3c2",
+	"t24nY97BJD+MaIF7PxYRCq7pPIHyTl9cABx0by1aGwqeQgT7y9qxKNadpfqlKatOGwl3S3UL2VuVA6zH",
+	"q79+Y3doJfG+kcR7py+YVLeRcHoyJ7Kyr9JqVCWUYYNMcKqIxZ3Yazrc9v6PrLjpnOlJcYODtg+ulPPd",
+	"wgO3zBH7VuGDb1qCbTcZLmeb2TwSrdUTJzOxd5+Rpcc+M4HCaiyTeC/WHldin8wehTul9e+SbX9F4/BT",
+	"WU7enBWqeDTN2ZIbhlORCAETNu6gUGQDhiYNEyoVKYVSfbZXCQTJaIw7gH/2wI5H9SFPNOrghsdcF9Eq",
+	"e/JTQvtja/O4PBFtB9wVoLUr9Q9jobBJGjH3g5YWqo4+xZvggQRaFHsMWCfgtN98zt58+PjHwevX+4fk",
+	"gEAfdqxcjMz6FCFYniOd54pVimF67GPwtLKgOwOTpg/13BCiHFBkXxjDL4QdFUVOKW3jnAx2Cy/ko5u1",
+	"h6rjxds/EmXJMqFNiGTeNUO7yn78MB6F27JBWPLG7gWEXZYIot40S+IMRyDXobvfT5oEjZl5Zsztohwf",
+	"7Uw8sD1TecYTjqMelVE5qOheBVSfvDB4pUdjxxpyt5hqqMpBPqglkiv2nFdsgLBao+ZUdgSh6tlroEV3",
+	"DAJBqotuD3iHIAfjqix89rPxyKr078FjHzuO8T6saXi6BQrfZqPfNeFvFxf2T5NxOce+hsunG1+cpvo6",
+	"N+JB9d1VHTazlZt1F2tQXbFq112H9dKBJkUE+3kKCf1FldNHk7NMDtiQZ+fuBexDnxlSzGMu85aqajc5",
+	"c2urg7aOlzs3hhg6FoNcFEuO7l8TkU/DhhQMkiw1tq3t3x6z5WQZ290JsZoB/z3AQFROJW7OwOJkZ1MW",
+	"7KWGMwkVOBetZ/CN4MUkF+w84xdoYV6LMxasBhwVw87EuQaAxCnEpeSFMkyqHjsEL9YuJJfKMAObzjQG",
+	"J1/hSB6SFAUOJD5n0ZaAF+7d7/KQQMgnqpAjekSwKjQBuC7QADK/l66inEB599g7aSgxijcIO2OkNQVG",
+	"YnQGSBozFMOzTTZGCMpsYjtKJ5nqSX6a6wy5XrGHXQWPmrJUMyyeyKBrXHd7sTriF46aKBnzC0Fc6WOR",
+	"n+KfHQfisf0iYrxgI20KtrW52e0zpVmhC06N7sUkVyKNgCU5VlgSypkZ6hyZkxnPc3nVjvH/Fmd1RnA3",
+	"LW55yYZ9gTUrQhddJ3K89CEFGrzDMhzIrv8el+duZs9jERpfuAVzh4RWsB0lu+1kILmn8d1mHU7cstQi",
+	"gfjTI+9Ju0NTmFgl0JOT9NhbbMviI2FA8NFeJ6rhdmph+N1DheHLJzxSeIyevTg+BjO/isD/3OS6F3QW",
+	"Zk50qfagi3UeVh2eQziV2GFZ1VwNZLlJhS03CUL3KA4A0z5W+loZ7KMyrOPaaJnOWerhs0aOJ5e9B11q",
+	"IjbSqciwH+JiQrDVEd240DqL7fTmUkCDqDgXuVAD+4d9/FgOwMIC6WM3BLyWh/rEm4SgMFQ72w6B54TN",
+	"zXQcLsNBemQdkadASEFNwdzQ3K/obh+X7rb13LbhwuHpcM6l07pqCl3n3YZj23f+g8iMYBeiaAd8eOp7",
+	"fCmVGKrDH58Cds7+aSmkaJbyJmrYOqwzzrhU5N4Yu3nYzubzbo99UBlKUsfzCghcWA3QDnB9b/vrodpW",
+	"b27vfePN7bpWvxebb9XO/nSaXJc3Egn2pDVOcnMlFMZQyBBEWiR9raS6iFWJagKNJZLAOmbiKT12o7hH",
+	"rJoDH3NDGdTMfzc5FX2H8Q948WWCILA2z5xN/+MrW4iaFDMvvsxRyrLROvowD3Weqh6Sd3SwsLH5FPXp",
+	"/Eg1yCapOEV8378gawb8DAF/m24dqzNXWEkhynOdZfqadYhV7GyK8U2tREQmgfu8Zl5olU27PQ/kgziT",
+	"ikq0XFQSasISPpanl2J6akSRzD2877LRK5ruOx/gWgwsM5plfie0zxCrTVBbwqc6+5X6bRJha7tAX+Jz",
+	"O2daZ4KrB07u+ClcRhRUJ+AnFAVNYYpAMLxv+ro90HoD67zHjl19pDS0iRIAhJ0YQmWNVYI3F2nC0lza",
+	"k9WRBcsFTw3j7FxmHpHWiPxK5N2Ick9Yuxg8DzIrAGAWqxDH9xDitkgqIP81ESBapAolGYSKXn04fPPu",
+	"4NVJ0u2xf6D0Mae0zxMcrBLX1Zny5ZkBA4/jJTYDPRa+6GqciyupJ57Th2Xa4O9iZQfe8yIkwaKpGpgt",
+	"6+ztH69vv3i5/vbV+5ITecSh2uxSTFEKV4XTgtC0P0dP0+XBkfpBPlKYO3j+4lB3ZXP8iO7Pquv+KQXV",
+	"G0T7Ysk+xwDc+DK4VQi+Ufz3MYJrJT1vtEZKQV7LQTMUiK/dz0Phmgl+JUwgYK0o1JOCcX9Jp+AGO4xV",
+	"rM55liHWNxW+0Ug8tZp9HJcZGZyHH07fvXt/anXBwdtPH/dODj4cJt0FUff7kqPRkte/kk8nXl9d0e8p",
+	"bv9dheFvddLvI8Tabzu8HaA1APsuVnUDD3v0a5Zdd7HlFhIwxOrDSBaAlQoxXIARsz+WOcL091kCzbQJ",
+	"FtXija3rkjINb8oz99MOx3+xM10MKRjsm3FFikUy2Ji3B4q8NMYq3A+EzK6V6DFoLqpZt7Gi9t6K7dgJ",
+	"BRi8qyTplUZQbpN4CdILfoeD4SMrHqnuFrKbFdv1QlpxWDVgFwS4H1dcPVRo/HZ24ua3txNdiHxlK65s",
+	"xW8YW38YW3HDiGLdB4O+3D1o0L+VsQhBg9AXl8oUPMvgp+vXMq3bfV0o/CZpxM50OnX0OpWHQjY6kOW7",
+	"DEOQQO4bdHBXfxVy14CYj1UnjMgordYbw3PIlpNlzcG7bhkzgJeOmFSxAtD4nCvDAdZmEV/isShe47v8",
+	"uKbr0qK4Mr8RU/o69DVWFuw9WLDv+WWL9Amn+uaSiFL+95qy+FAmIYAioQMSK8LroljhM7tQwaVqCNh3",
+	"qHaO1VJZP3qjnzDth2++TLCfdsVPEuUf+R2xdJ30jcL3J0EXL/pVZ1MmPvNBgVTxTJ/HKrFXnMoU2ewJ",
+	"wbmjhLSKMQKHK0LgRWYmgyHccNf6WiyB0kwIsZzuf/z44SN4PDAeNuJTq+dTX9pTjrVPVPVtZaD2t8z+",
+	"lCvmS7j3Sg4iaUp/yndGLOtG7aVpsCWfZty8OsbHrA53I1gcOKdlHsrxyhNaeUIP4gntWZFAG22Zwgja",
+	"khtfJvcZE0evgaQOSKrMaKryhjpzI7LzWHUgzl2aLo6DHaLpikh/ynAayTlidspbQmy9WPmbQOcnN44/",
+	"KJB/1ZL5ZlgGO9r7k4PLOg+fnlDcuxRYEPSmMv1Vsfpj+Bi4H+ce7vsIhYfGCTPXshgMSwPiTBTXQiiW",
+	"4N9JrMD+hzskfXaRc4WlEHhSwSQauAiyO9HPDJzgaP7Jbg6A1OmLX4uRLu560oOo8SOe9Aetpr6FlbT5",
+	"GFaSCxuvLKWVpfRtYPOcbCOptIzNRG1tc8E9XOubHPELgfSzVARqilyAmylVJpXAvJmD/A+zXs8MS+g2",
+	"p5M8S7p9trO5U9IEYLRnyCHU6g2iWarIomzHaes2OqI3euimI5iNjV+qouNc5yNerO2unUnFoTJzBje3",
+	"SVTAvX78GEjZLjj2i7TsDt2AObonq55scwrNu/3dqWxRl52IlZpkWTcM0++WXKi+lqXsD0WoGpdPWFCJ",
+	"8q1264Ob1+79vyfb+jsqKCmWOTr3EkN8P8kKOeZ5wSZjq4QxRG6lcnIuM5Ew+K6zs7kZq+SPvdenH/f/",
+	"49P+8UniD4MsCCnVyj4mDUtFIQYVDt2zaSHMLjs6fBuxfz/afxuxtwdvYDj/EGdHWLbPCSrMDnMKJLnY",
+	"cNo5/vtbRpXuadeZx1svWPLp8PjT0dGHjyf7r0/f778+2Ds9+a+j/aTvovexesHeyz9YZ2frOQ0RdZo0",
+	"nsLfMM4uxbigJm9ujCgaW72VB/Yz2BjhC4ZphZrNczul933y28ztkVvKDauX1lNe8BtaujRIHPaT7F8s",
+	"5bAnqqqI8VVL48qEXq7sAoTdMnI2Wvu8PuKf1890Ol0HSba2+3L7962dFy9nrZcSR+JeM5977DwXYt2e",
+	"a6bP/lsMCpRa59rBtBqqYTA4VSXgtLSTPc4FCOo+S758TYi1EwAz2HUui0KoJvHlbezgrZ54c38w1IUm",
+	"THnpj2+LfxTV3V5Z0SbLYlLc2eQO6jKvhxAew53bUZqNRH4hUCnHyohc8kwCFiReMuJTdiZ8Gv7lixfP",
+	"X6IVwTptqcnGQDiM4SE28UMAHTcO9jEjXzc4TWRQzR6qlSpeqeIF2QHY98tLp7rSLbTO7rnQSAkmVJFP",
+	"AQfd3p8NMm4CCMdYDbnxVVAi3fUclvYS+AV0CdoJSkFNz3Z/+95DHFPGpwABGStonsHSfcM6Dpp63fpX",
+	"KZbWGzbi5hJodIOiqMQ+9xRGmvRB+Y/5RXOXoa9aOoHJe+Ja3Q7yJrACMP8E7vUTdhSHr7/0Adr4Yv/z",
+	"ym6erw8Sd3Ojw4NlrwYUR/h4PRNXIgs2vT9F5zzLTKVBbGJEHrkKXHsb33pmD5ABOPSdWDUGm+nh7jzC",
+	"UVmQQbd77xtl1U7cAjyZMB9O1yrI90D58BKLEGf6waJ8Dma18GtqjwAPiYwQERHVXKeSrcHPJLqT5S+6",
+	"gBQAWU/DZNH3sfDtzU2G5YXsmk97sUpIDyZMU8fYpRDjKhMbqDXWAUYmHJsS1zjWrgcqMLtM8MGQXYop",
+	"M0IVsap0f4WiBO8HfofhmeizRE2yDIoggS97XEwZZmmoIdK+Q6w6Ug1FLguuBkB5PRkJ0+0DugjDrJQq",
+	"CKuAqMv6wEDrEvlWLbPkF/q/BF8lVjUdbsdfTgGZzojCbX19+7UXgN6RT8Ug47nAHgR8v1iRVYPsdfbm",
+	"kYuQbm8j4IDGWKo08zz9T2Mj8uIpyLuHqCWovNtj+lP4/KUcKdj5Kxdq5ULdAHDAy+MlVYu1A0dcZusL",
+	"6Ab2ZlGXiDXPQzrO0OaJ83MxKORVrYln19t4sTL8Cv2WOndehJmfGWwqhJuBuq3jv786fb938O70l4QJ",
+	"dSVzrUagEK54Lu2UUnm85/Wx6quCvdJnifsSQKGY4VPjvTitIE1UOngt8dH3XGYPT5FQPmVh2SOXWWPn",
+	"6hOm7p0NUupJcaGt1pp9nbATicusPVjZsGl77NgK1wbUM9bxSpg8EH0l8lymDbswVn4bojnld193ds9Z",
+	"nSvW4cRAT2IdNmgXTKJY+b2YWDfHddKHtLIR2BkzxkuhsUmeyYJgkQimKTGjYpzEikM7I/4mGWpTJEja",
+	"gIqPdexHio8EzFAEbSB214E0saK023ejtvOUGGONKBUr+x178duveLcQ13t7m9XDs6xjrxxzmRvqwSoy",
+	"k0Rs5+UL+tvet9uL1WFpr1hbq2/dPZYcfTg+YaGs2iiEfRPrEubTFtxtLCKsndCHqlUMj+ijGBjLywja",
+	"6t9bf/vKcHjY2OuNhG7NdIDj2N5f3iyLhQIMuVzwzNPfFpolhU5KALUWO8J1g/Msq/idXn/n5DNlEho6",
+	"KHYEr4ZAdcxMBgMgFNtliRU1aAHE6nooB0N0o63JwWU2yQVLhF3bhA14nktSIcHdnhkoGNdKCWjzfmYY",
+	"/IAV4rN1K9H2KHkGu8293yo9EQaMigcSVuEjHklQucd/mBQDPRKLpJXGy1z8nheF1WUrefVTyqtjMIGY",
+	"lTYNpIahbBIbmR5Qd3qbX/POXeERISqkm1GJCSRzU1Bb+dmUyQZezXfSFP5+D+kLuIcskw/xU3AnJ+DO",
+	"uQl9rcqhhNRqZN3ayZ7HHZWCnnB36NeAP/OJYITq5JA3GKEXoI/aa8HYdDP5QKLW3f5AWf/kW6Ni0sOX",
+	"6e11E7uSqT9x321WHoaW41kXqwvpoPYQ5hd+/8z4J5T0rk0sMpiYCo7mzQLR/tClj54/e73CWbx/nMXF",
+	"27QtHHSbzUjIdfe2GZ+Ektn85krGtUZ+R4pmldZ4QtGJG2inZRocq1b+M9/BMdPgGHQtKkoIGFE09iK+",
+	"n5YNHj92J+FdvIEP16qh0H7uSi5uBGzo7eu74I5ZYvVQt9xgAX9Aq+ExlLleZjO0+YTNbWuwBeyH2LvW",
+	"xyqK+W1pSPE5McAYzJU7Us2tXNVd8iCNWI/ag0UPX7bY2zXBGjhYK+/x522kWuYwL2qkskI/1/bktqrv",
+	"I/zewYY3hu1YJ0yQOg0A8Xcjim6j+qb7PqTsp0cs7kqCyx4tYAc5eFhNPyU3c7R83w8iaY3DFev7AkBa",
+	"QGy6x4x2r619J1yc+/eg6O6P4kAtuSd8b024NVaC9ud0hpY6myhOU8nba7rUtCY3Q0rAiRKfx1AfEvTF",
+	"m2pjvGfcNDX0llgZgeAwMmdjkRtgeigJOktwbipSG4op1NR6sC59DjRi18L43At0ssQqAPDdKMF7S15O",
+	"rEZx1H/2S2p25cwMdY4dMYznubwSphcrTCN7OopcjAUvgG0QuPZY4od9KtN//pmwTvJv1Y/+8jyebG5u",
+	"v6x9+mvSjZXiea6vcX4yaQoq2CmAubScvx47KOzAoVXXoJHq7Vmc12eGXUkjzzIRUJ2aXSatFpwUThP6",
+	"i4ncLBcszfV4LFJmZCZUkU2Zz0UDIllufdwupLupZ8JVDNMtgbAwFyMuFVGDQMQMKDlcLZK9Bmuf/Ewm",
+	"l1KlCaMZiFWhoaYOARbsd21dSXCo92C/3TjgdmNo5BmOxkMYL5ULeHrZcK93cI84XwNvCXXexs4rB+yY",
+	"2kIiYkR9JYO79u0iruvzdVw3u6pNa4dzJj7z0dgaSf98Hv36p/17nOlUoLpqZoqsbs4KU6QsxMhUQhBS",
+	"FS931qK1kVRyNBmt7W75aITdoRcC5OaIfz7An25tbvoLeJ7zqf3aFFM7RLhrwzwD/7eTKudI2Au7ooXq",
+	"0n5XGbZQdmT/xGjKWrTGJ6nUa9HalUyF/W+qB5ORVdDRGgR+rflZD6k8ZIIAtvGiHO0HJVAg6XOajKrY",
+	"u1sU4PFgrwOV0eH5YCivRDfM04NmmpPwbdBNSYNTHZQJgY1JEGRBBACbYZQXS7FKLoUYJ2h/oshCkSRr",
+	"2s0f1lkFZsW1mQkrxMrHFWgDuYZ1lLf+WxgqVlzmfrzPDHuFv1q3Bk03jEoghwSJY/tYAwKXej7f7p8w",
+	"1PUbPMv0tcAmE5OwDlRR72y96PaRj03+j8B7Kl0w8Xkg7KixkOmzPemOGdMeNmgjgfnMhb/Tc6A8GkkD",
+	"/KAhQFCZRtkErfoPAgei6e7onOo87d9/AVLapIvqxE1/IUZjnfN8ussStD7MKcdqVXsFiuRYUbynkCPB",
+	"xtnE2SuXYlys471yYecRqnq3d9hQT3LT9eW6/nHU0Mb4eQFdu7yI1URlAGUHFwDABg6ayk9hkqFjEt7K",
+	"0ZDCKyHviCzI06QXoDK1UmUmX+zG3WVf4GZfvwZbWIlrHB2uViJTePfrIS+IxcQrS8MKfilixQ1L4Ean",
+	"MjVJOwJRqVNvE7cSaqBTKzGtkiDvnH51ghL1l41fUBAsWTDrx/RI4Of07PleF+6Ua+7AolZ+188c4OKh",
+	"WpvVZU2xrec7Lzefb27+VnpjVQl9I9/M7sj3B+/3SQGEIikh7DQToUNFTTXe0o68jImVk/SgC6QiFaXP",
+	"qa/SWmAM3xgt0MFQDC6tlLyw9n+Bhhq4BKgnZR4rH1h3es8Osc2838MZ8FvoQWvlUO7hE+Fh8878HgHQ",
+	"0QyPRU4W6SNF4vx4nMaj2apbUeXuyoXR2ZWYU4fd5PRrfWkY9Iqxrc1N2ubggRRMq4HokY5J2FBnjh7S",
+	"eEJHNJRiNeCKGSEiZ4XpPAVPnmye3BRMD7CfZeCsGZkz6fkSHdlXJ53geiMreKxQewKt40B0+ywhAySB",
+	"jUh8YjAwXrBUk3UjTRGxIb8SzIUydA5b2n7tfWmqC6fgRQedvgE3xEguVYpu+0SaoZUm1gByXm9ilS4e",
+	"Bg8Deq3xy1jB2JqxBWCVqn7uwwAKlQ96pFrv6hDm61vavanbXM5i80s70JMMGprZWXn1Siv/pNFQWH6S",
+	"Vo14QbPyEUz3VOTyihfyCnf7soISqIlIxmHSSU/ygbMSOx7ZH8JpPXaU63QysFKktOvBBbTiDHPMuyzJ",
+	"hdXDCTMDngEAgRXC59b9UEamgiXXMi2GCfvMkqGQF8MigdZABzbAzVgMCgayJVYdDuzbpmChu3itw3a/",
+	"PrknkzE98kxMNZ0zfKFu5J3lbBqrXKw78x96czBIlPRZMtDqSuRFwtwl/gXcRazjHtu1usS5oL1YJf+a",
+	"8EwW04R1tnq9rc3NLgMZI4z9/X+PxQWc/mtxNmZ6UownBfUMQVG7HMmCRIL91dS7hjjLVm6j81pzj+vL",
+	"v4EvapI+dCGh9tGTwlDb5wigFrSCJcN7w0PpxAGejBftrGMFk1tbCKiSR9zQDukDz+VoZgIQuBzPTBl3",
+	"iADEJhnzXKgCGL1Kv9htR5lGyGxBOBamei8X/QBGCmikDj1tCP+iK93Yn4Rl83CuXvuBzwZp6/hbJbAu",
+	"Nk74+OXaSKSnm1vDzy9G25e/pb/+6/drF/4b82JYRv9kulbXWqGzOeKf3wl1UQzXdl/uQNzS/bnVEvS7",
+	"f2XbODdP2b0Ntp71cQcw/nRVmrnSvzdAnODhNgKqiLle8hxd7ITxDZziGZXcoovLtGY4WB9Li2JFOgb1",
+	"FlqepGX8hBFmmDRU7WTdgEAnEGnFGXH92juJ1Opkh2V+BrQBqRjoFG6HaqLau2q9dHItyuERUSmNLWnD",
+	"oagKng9j12v1/cnmh4wFzMzQwu7T8d37574LEMHX4dHwTZE3PM/Wumg3ql+Bk238sR1xBS3f7uQ+MzPp",
+	"1l2KxbfVEiAYFoEIWvslF2U5gaPm0rnj+Yoo5ULlBjXYGTjTUrnsLIzJRR+gQcTaie5boPWeIa2hVyp/",
+	"EwDj9Cj55DjKqWexYoF1SjFWySN0+4x+i6kTa/mZWFV+W2ggyF4+J+Jh1eByBEwL7WjiYLVGpxV7Lhxl",
+	"xRFinxlXK9BCZF6GOP5mN8bKUMQOfJwXOyWPBRWyjH3omna+l+LelVn4JPrzsTAGAIywE3s5JaJ0Ic9l",
+	"0LDf3lRaNwP7HsARi8rCW1XroljHSjQQYBNl/2m93OPJmb+/8QHiQk8GQ5FalYCiPMGHpE56Ay2sg8gk",
+	"IiRXOVXoWOHl7XRQe1l2WHnnxwd7rawBu7Zvlf403Sg8y2aK6FRtgdzGrS7cn1+jZT0WokZHa0Zfq+oT",
+	"euxwtuSR6sdmSh6BRQFKHvuLyhy7PZbgfqcqBUyb2KHECr+w5oyJ/GVkZMBg/dd9xs8A/hR/fqaLYVuS",
+	"r76zv3UVn0eRpber7mwEOoN3hIv8G2KQsaUCDW9VqUEji+FM60xw9cD+SzinN6krq26x77Kg7FaHckar",
+	"bNj1W+dZdrP86LEoDEvsb8HK1orUTMPWqmkbrD0D9RGrob623sEU5SphB/fYofaR5zOdTpsO1HueX9a1",
+	"xUfcit9ksxk7AKs9+GINMqHy7dqJG8Ed4KD9yKrETtRiRcJIjiy/cU1ootzMOCoh+IOkUFklHt44gqLE",
+	"1EF3n01jBTVoOkduCWsAF6dW5lFIij6x13SwWr4UzuxMDPjECNzzRFFFXnKsEMmSvd5/t3+yDxu/27dP",
+	"h0CZLoYQiQNENUWjkZBIqbJyOpMMyuSsyKcCdl55rxC93kn9EtocT+oQDrIS9jyGK0UucKxyMRASctO5",
+	"gMLAxlo7Rc89EwsUYHXVDlLfyBaMu00PyaoOupFLO6Mo/yZV/eFnImW4sm0jCHZCY0k2sJvYl3ZRmqba",
+	"66h9FuD3AD/qK27nj6Q2JTcqZH8KLAuV7SoNu7Bb8Ru7z98DCkxwwLCc+uEN9JqE1FnqDXTM+IKR3u0t",
+	"NIMrbua3Ut3hQ5fBi6u87eNixrXqz+og5y768kbeHiaUeHbNp1ZbgLTHMGrNdzgPNkfBzaWJVYdyp66Q",
+	"DTJAfBBahPCRhE8oXTQxeP9RxMYTM4TqtlgldhgbX+z/HqRfq2ZAAsX3FVlxrrNMXxs20rnYRbjUK1C0",
+	"+pysVDtEQsOLFYpLzz8Vseuhxr7ogufwAlarwpcJG/FiMBSuzsJ+FgXdcAndH76IVVC5wIuwUwLawIzv",
+	"A5uZUSixNKxDrqXOMQG2i7ePlf2622eJGHGZVWIv9gOcQdY5hzoNgQkEXBZWaO14ieG1PcZDc+3fLqQD",
+	"QPNAgsCXMwLbRtm86LMHVE0Y9Cz2mc88xmpnc4cdfjg5ffPh0+HrmYW7hg5AGhgxjwepB1PosXHgtVJd",
+	"9Njx5Gyd5hpfDyZxypS21pNvtoTSEKAM6UKNyV5p4RjPpmgtwcpogOQMxrLrrQBrikHRry8w4SMRq07F",
+	"DoxCI7DrCZKxf4FWHqtM7GoloUfEtjc3+1gdFavKaMoLthrzCm021sNVdbSJ1EcK37cPZ05xs8KSWLus",
+	"ldmm1aWtaG1lCvyD+L/PqpTbDHvGOlqVqqxyEjfNSXibETKkt40eLUa7nM7gB6PibYj19pl1i7GrS6bL",
+	"IGKGA1zkUIbXzqRSVXEOqdRf+e+D52fblzvi+67ruEVyA6RIuoLnvHdEL1Wd5xufLwjR3iQ8e7sjVoki",
+	"8VhV9oYre4DoLpK0WXMGXT4fB146chu+OEVtV2e3ySS4yQGOoNLlEcLJP+bxhbh1/fAuE6YeZ5MLOa9m",
+	"8xbEYXhP6wwJVeh8usvOJirNRErfgMOtR2OZgceNnd1SmcI6OpTH60zUmEPfonReHv2YpTIXA3vfbsQM",
+	"GEPWbTXZ5KJn3SV6OvpnI67kuT3gCXIqz3JgossvDUPYToaNk1ZepLzgsbKnJJdnkzLxCMM1Q+sL411P",
+	"y7u56i7rF9FAwJ8+5/CyhYb7469LVk1fE+YapnLBjRUeypGWQFibXXAHGYD3PqVJO3XsnG3Z3CNa5YcE",
+	"woJHLBOi8vviO+I1g4BWuUXHfj7d2XIzPI8DoYFB561bUVj1iQJMBGIwa11l1vGsFnbbdHeB8SYTVGmp",
+	"zwmNJaxhhMrkgU5FeVpZB1trkJUnYYXIMuMTPUTDEyu6qer22BvhAkqC2dOJFQoADlKCYwx4wTN9wTrJ",
+	"lcitzEpKFg5AI+KFMEU3itWVyOW5pGDD8V/31rdfvIwYHnyEcGg9+owXeiQHPKPj6E5tn0H4YRorx/rT",
+	"/HNpWCbOC8bhOdfc9BitYOXlSAFTUZG4gvkIBFVpuPTYnv8VnHjpc0/Bvuno3MnCbrA8v8fq1YfDN+8O",
+	"Xp2A4KD76JzRFFYm1tPJVvpWm5qU+tY08iIQhnWWC34JnE2TTMB4rMFh9wraWfRs6H7ya+tFGC4VdJSb",
+	"yShWOqeO4kyqS8j2Jb3eRuKYy4nJuCIJy9FDTz7CatjBU/KwXC/sgsKDkQlqgXcFWrB6Z2IoVdr3cCa0",
+	"XCOi5sdbb/4e3HpEiB9Kx8rNZ8kQyTruyNF3p5M8S7rEOAzlAgPoIUY2vxebz5sE7gEuN+6nB4pqVZ7x",
+	"SD1K7uEL0DBJHduT5s+BO7LfRwjo98W/eKXVeSYHxSoE9EAhINrwpTCp65tGXRxYuBvuuvuydOep7ljV",
+	"Bcms7rbHs7vLltfcsSobEYKOKJLYpqIj9Pm5yE1oHzulYsV9CCdSHkqna3wPhv+NDM4umvjuOdKwAR9g",
+	"7oul0lyyc53Pvn1RZAkzYqAhU+Rm4PnLzc1unyXnYFZgcZaj8CWVp8dTpOdLrQSJFV0ascQORySeLTB8",
+	"+RrKANULcwW53xxvCpBU9r6oEGKlNFtaIVBXsag3jsGzcEHt7fA5VtHgmIs63eGLzefseP/j3w9e7Z9+",
+	"Otz7+97Bu70/3u3bSbD66no47bE/cn0Nys0rTgWgX3NcAEes6JeIs38//nDIHKAeS77Ea27bxGu77J/l",
+	"3/bPeO1KqFTnG3avxGsRi9fKfwWHJl6LYmUvhn3j70R/4+WTPMN/mCHffvES/+3MKviFfxqctXjtz6/2",
+	"/60HhdYHQYgkvYLnvYv/wWag3v/IMaKZVG0Gdo5r7NatZ1VawgjsMdcaEpRS4erpcazwB92I0dZixTDX",
+	"k4uhI9Q80xPr7g1yIRQ1zlTxdBJ8swW+1ysvpR7YA6MHLVLLtDuetgt2R23jlQecodAVWFppfKFjMT9v",
+	"MNezazuoi0U/YeVWvTZHUF0M2aWYUmddRbqjcAeshoybIRuLfCBUQRAPaaw6CZXt+dfkg5H439tvrgW3",
+	"ZzDpljWH4c29ym1wx1SKhegYCCE/IQyd9F1qXuuM5WKgc0R/B4ADrTPjC/MgFT6FGAmzMt9Z91geHywi",
+	"ogSbbpPvZQVlaG9WOgDJBYsV3qgqzp0nVPf2yQugtxCjsXVkmSlklnk/0c6tM8Cp1CHEkdj8nR0cgpN2",
+	"enyyd7LfXIIoa/7D3GDzUbjwSSC3kwXbgHWS+qr30SLI9aQQua8eIe8z59ew63rstYAbRHbn0kWxSv7P",
+	"P/n6/2yu//5n59926Z+90/U/f3Efd/9tY+EV/yupweOuVYfYHCqnpV82Xr69VQ2YP3+Sya7AbZqUNtqT",
+	"j5Xf2Ff6PooWZc37aAv82dPw9PVDRUz0AxHh0WpnZcXR3smrv85XGFQ5BIBfpeykB1MPlAsJBm5QaYw8",
+	"My44SJCuECCceqwktAef+VghkgOZaz6OlZ0ZCAlSyMmF/zLBvRrLxZXUE+MdHakYjLnHgCXQQ7sH44cg",
+	"paGi3rn90zfSQbHitZwIq2ZESp/CN/GqtF2RQFs7md3qdrHCZuhZ++yVInpcRXT/0cNwXR+pAu5GwUMH",
+	"8OxOw49YN7aKMj4JpOAUMJHUjPXf6ikaYfXSjYCA98yl63QP8tB4IzbO9ZVMiY9iaKUmiDbIB/4rQUfL",
+	"yXHrs5xnvPj/2Pv25rZxbM+vgnJtVUuzlOw43Xe3pZq65Uncad/xa22ns7eWsyJEwhLHFMAGQDu6qXz3",
+	"WzjnACQlypHTSecx6n86lkQQj/PGOb/DEvdDrAqO2FQYy0yqtPBlyD5tOAFIpHA9g/oTL/wQd9jEEl4J",
+	"1WLLUiQU7XNjmXleAmCen2HEjKJlzHPLMAMafMQQpK1/CvP2f/oGLxhkBXj0RinXgi+ZEWII64W6sHyx",
+	"IA1odSWBLZ2mPjw4iGU655qnFqKdCLiixW1lRAYb6BZTgHwd171Oes6Tg2z1Pu0pbmerGQoaV6pyC5Om",
+	"KsA84HLZXJNB/VqTC+Wm0YNhud3gKu64L3khrP0gAh/+mFnx1o4f3Q9Wb0c772hFca1UYf3eVRS9udDr",
+	"jCCo62JRoJpg0x0e1DT300F/U+0XUGPrzTTA3ujwANqTYM3XTwdfsAAMt/5Disqt/5urzCbiI8nTkHC4",
+	"Zi/gjNh3031UxLXW48UcsRXeJwC1qm5m9+m9WAAzr6Y/mLhRKPb66jRkxoSCIigTUWWeGtZbqbmB8ook",
+	"+nAtzollKddOFGL3qTshx3DXA4LVSbIkLF/p/L+EMwvfzIWEgh8nm6pa90QsCf8GuYWFqlA8Ma+mcHMA",
+	"XkFVFBsg4K6NOKrAovx85IyveIyer1u1jBJrMeue339+NdmmCRGgnyeKpoquzCr5wvk9mYavMMToQTkG",
+	"BZQQB9LUSDSsxyX79frwp39j//HmBlPPYpkshE4rLYbh5wlLC54vCH5DvOWpxVJFNtNcohR3FN2vV1Zf",
+	"RZ3haLGcV1PWQ5uCmpvQiyb/fLCTO7HEjAU/hFhMReb8rHk1HbILKo7sYqQ1hkFGQhJ+jJWg1GoaVjFy",
+	"9oPXBVNl5+NYJvCKdhUZ/BxzRChDo873hZ9vQGFDmwTMFixEx+HwKMiDd5vEDUuO6OhhpiP2N8G10Cyu",
+	"Dg6ep/AA/FMkTOmIjBfJkuN7Ie01QO46OcLxBQlvDpawlYp5ynZxxt0tlJxJ8QCSZCpunQHVhHp7RI6w",
+	"nhGCBI+x3FYm6Y9YuxitQ3z4hYpr80Fz4gblplV4BL4hGkmxf4e9/yvHpnj4x9Q55dBgwtfgdYERqAeJ",
+	"VscHu5nBqN1NzGqbBUjuGVLhejv1Zv+yww91L/vH5xepsPmPFnCtyY1d6vO6sD8xphI1AEQtY9vCviW4",
+	"Nkt+ZKAni/1rzELI0zkIEsgUMMisvcQLVELbDtKXFDwUIzAjbBS+SuqyUkx29lkLnv0D8w/ZZYdEyGUs",
+	"Ud4NHpS+c2aTyrA/J5vC3aZ2Zkto2KuMHdg8vcPaYZBquaUNcx+7LTStjpHcqxdYb26aise7M2tqZhyS",
+	"RS3IMlUUscScUuDZ/XfufyfZe19qnLifTKBH5j0vJpQQkmy2hq7x+D4v8+JLPhiKcueSzrmUovjBMCSs",
+	"L2YSXTZmQ3PpZgIUnk+l/9MAL+ZLsWuLXT1Ib3JPqMFZ/W0/AsN9QLek8Gwu06KCOG2zMSLrJVQFCnk/",
+	"bl5CZrmcRUhNAFxTf9ofxvIIa/sBr6G7X+xoi36xCSlVqgzyc6TGAJZbMWaJyWUq2j/BgoKE4vGhr53V",
+	"ubPiYll3ocNogLRNQ8UzbpabVBGXFgWIiwbH/DvO7a//5/Xx6+OXqIBhKn8liyVfCGP5ovRWC/LVTz63",
+	"alMOyg2p0Eetgov6uH1NBGzHJvc9kN12nObmQPz8fkM3UXy5v/HwWxvCvz4NzVksV7+8YM+fP/95Y3AB",
+	"tq0bVMYNP3BbudcJavOpse0+p+3hNvUpUHKww98BhFywCUniIYE/jhiyLujW4edBbPWcsqzxIloCjuyO",
+	"JmZ1QzZORaHkzFnW4zYwtYFXNAA3ArCFuVvtGxJLHC1qDFfPrtlOBAunQjk9Q7ExZpyRtNGVNCy3Tuot",
+	"+NuJsaLEGqhnvldYr+6Wwi3TXM7EiP14eNgfo3VDqB7N19emQSwhhOc7vwD6NoKPgGZYB9eu4TgaTS8h",
+	"HL1c7USGVVo8i558a4mID44inoxbGapK0+XfxXLv83YacTP8Qqn7+OoPVGuKByDPiOwLoq5dwv7uKm0r",
+	"zAYLTYVRwvW4M1YtxrV8Et26+I723g7yUNhNbBCs2OBOPJaL6YUqymlnrkIeP5dLJQUThREj6inSzHCE",
+	"SYY0hYUwhs+EiTBZEbylKJYlWqLO2NRUBNq2dMftvtk53ABlVQq2DF9SXiMiPtWVY7GEuNASpoQ3VzCT",
+	"tSQPygeyDbVx9fr8/OT8FevxqbN0c7Kt+5tBqz9KLMLx3MDm730NyXF++V8CZW+XEteE3Iaj6LTDOv3N",
+	"LbmzjnRG+Dszz8u6dPte8EJkYEE5l8DEEuDEIMdLFYXj0VteFFOe3qERIxW67xTbaIRa+VRVdtWL6m8I",
+	"SHzdvLONTnd7//03wrmeKwy8byDOdY2yD/JzM2zJk+m2P2TUtLhDaqMhFcXSi2+l2dGbo5Obk/NXk+vX",
+	"f5scvTo+v7ke1w95fLmjv11c3RwDGJ2uJDTagYCeVDan3MtYoi6gdo1SvLXM2f0MClk4aa4Hnds6eZE8",
+	"7NwO2YV0TC30Ipe8YL0XF2eXp8c3MNtfjk5Oj19G7MXR+Yvj09Pjl1gYS0XOJQfV1aMpRuzy+PylW9DR",
+	"5eXVxW9Hp1G9xpPzy9c3fVjaKJbrafHQmWuKpWuwfrpf0sJUi3Dr5bgml5XojB8euce/D4YNBrg//Z3G",
+	"+wIa7wi56qkyZRBsxE8rXRJ8Swi/1qZoL53nRdZHlMlaDBGyqeELgWE9w7hBLmM9kkjenoy6xFF/RMEJ",
+	"N/yqRMK7T6MwIYriHDIVxkKulbqHPHafGN0xehRLH0qZ81wO2Y2XQWsyZsQ6JQa174YR3Axh+Zskw3U1",
+	"PXK79e1LiLYPspMVX5OsaJ8Nlg1wk/JMsKp84DrbUpAAbf9J1kks22q63Yxzhe9AEClVTJyPDDE/RBNx",
+	"7/Xu8pTbdM7UbSwT+mgIQSHq2wxJBYTVQVAkzH+PCQbc0hjTJUvmgmdCY05Kmad3JpbY7JBhCB/uLhIj",
+	"CpFSbkqvCZpbyUIYlBLhJblhyaIqbF4WIumPY5ncaiEmVrzFK55Q9kHZqr46PgwAPZ2529BftBA37jkw",
+	"YSp5J8HBb+9RxHARTrKFiUaMBxgT2g2r1rZC4E74nokLXmCbUsCvG3VHSBkkmtDNcOtMQjWRyAIFxNJL",
+	"dh9Mro8/h/uxpVkx5DqFLIz7SWKw0UfI408fsq0X9IUKJra3FvHgKHxfFHjYhGHkzzsCsUDVqyvHuSuu",
+	"2EWEP0dEGFmI8SCFgmwDCv3ocPA+L0ut7sWfpiBXPdsPqcgLKVgm0tx4pHa/AU4j+J4902UsAXTdVw3U",
+	"OrWHdQ1YmIjHyLR6YHnWHyMwFeiZpqXsXpchTMjqcL6DLroCecbsQ56KTcrDeeK4vRlil+hKGio8xZxI",
+	"PQNQEZMwuCnsgdyZ5fdCNnUHFmCqUhlowUPPuPkzLf4pUkvjQyWnFiU5/xjVW6hMFHV8PkF4xKRTtcEk",
+	"c+N34GmKbfVkO1Ubbsf3pNvqFX1zyg0uZ0C10YG3NNvaee502063fQ7d9hKILwih+t7w47WaD29+LrVG",
+	"EFs+KB0ivQi76OQsuq4cG9TgteWgKg3robMzwY+qMulHzAeHlfahh6aABYjL1YhNWYbU/VKrRel0hxPx",
+	"XC7xIrUPESrM1KE72Sj0XEdLNsHZEkpuhPns7tssg149vPBJLwuoYXT/Zj2f/TJuAZNSfgtA/vrcV8hv",
+	"GbNm9oxXIwn8PYGo9/9kay/ERN/fK1H5uDzehKMAQ8waohZeWbXgNk/patlpL63KUmSd6S1EF9+RAmou",
+	"6avXQN9cNsxOoXyDCsWzhM+gQclYS2ESmR+vXrDN2MbM8I/QLbF02yD04NqpjWNsY9ZLrHhr8W0DY7Xg",
+	"C8BPhAChxmZnocUavU9nEJIq1GwEDUxH4ZYDfv6Dk72OlSBFu5eqCkrnoMzhGXXCMnf9iCXwc/e0UwnU",
+	"7gpqHpKMWz5KYBpFjpVM/3F9cR4xzhK3kTB7qn7HWVPWOjTIWppmp7aAThHLtNJGaSzMSE65sQMYaHDy",
+	"MvFBPw7gZ1KKFCrKG5VmDErZ0H6NJaagT8JCya49oL5qcG/bp1x5ajNmfMUZXO2ENmcPOrdWyIgweKRi",
+	"M15i1Z1iWYUSU1D1GxS9gLtZapUKY/xVsZ2LhfPWUrVYYAtxCc3ERpAkP+BuBkkfcTWlT6l4VmemsxPL",
+	"QN/XYB4hEx+pACK93iSIpa5k8/6ZLIxQjcLlmt60ivijcUfdMEgQtpPbWCqZNjrIuhfNeeZeTVX1UtGU",
+	"Akx4mDOe8BA611qeeBpIudbLWKKjqipbVpYiB5wB0gESEUIuLMlfgVwnBpMB8q+0dLRNpg6VFyjIs+1R",
+	"MRKAbbsfP8xVIQAQALogMA7QSZAxKzQzghLbaCzEnOpCIYBpBYo3f+wubC2rH0Chlk1moSqKmn9zw2aQ",
+	"Dgu1E1R3EJAEDvrDNUZ6yCVBxEKjYbeXEG54tBIgMNKWfWYPOmAGoi4hiQ2Wbwna3liiHN9ueIzsMF22",
+	"OL0Bsi+RIoJQCKtAeVEvo7UL7a69oWLy2f+CA7ROfe2N9v7//zsY/PyPd8+iZ//7/f/Y+xicuzXh3bao",
+	"6jfn2Yg9jyVKXE92sQQ5y97Fe377473R8yiGmcR7o3jP/3LvfSyBPlfn2GmJ4R6TYO757P2G5GY4R8g3",
+	"hRsmL/Gd2Or/C6RA4dZwr1OF5+4Oa6F9vJvsBYzSfbUx1iuYnk89gCAghoDIySJIMRTQQTz6SCLpS0gw",
+	"KsgecXIKXPhGpUY7hNglUHEe35FvVi9o55ntPLOdZ0YcjmGrTxjuAxP2z8pARVs6lh8Qqjf+lsg/B+Es",
+	"gj4Poaz6YmaeO3t1Gcs7Udqxj8pBhVohOFw7J7DOCThtCZsBFsh0CY4YIlwuHwmLxZL6E1OpHPQlEls1",
+	"8rtyQ3xn+aAtQbdL8fpTU7yusAgoNHZzDCLVw3YJXUDPA0h0/AS1TG2ebzFNLkyj3iiWvoSTuBDc2ski",
+	"l5UVHudnwd9O6NEEMTeg8T349G6nAW7YsN7V0c3x5PTk7OQmiuX18dVvx1eTi9+Or04vjl46d50+gmvk",
+	"iL06ujl+c/Sf/s/T07PJzcnZ8cXrm4hdXF3+enQOKeZvLq7+fnw1eXly/eLi/Pz4hfPax4x73x8jYTyH",
+	"yAl1jMfsKyne2gktyln/wlJ1CN4pp1ymoqBO+K06rtF6kn0dO+j5RHgM5q+8JZYA5YWX0FLVwXt6wWg7",
+	"wPcXMDdkfquXL4Aqvh8hFXZzJ6e+hJxC6mpZKyt6dTuRZfP0brN18mIdnMbJqjHLJYLn0IcrCOZNSCu2",
+	"Ku1iubF0E/t5aEPJHpY1y7gOQ6OhUmiW6fxeSEwGZ1eQu+Jx19yoUBlD0Ru87iyUKlnPfYe+IkTv/I1o",
+	"bej1WSUxnFsIbgTmt7pNmsDfAduGIrS8kZ6OucAhougeWi/9XLkuXb+vtY38+N+rHIBS7GPlN6uJvd1J",
+	"/tjlAjHYqHa/DjrC0obsUugBXMpqboXHAAghu2eHB7Am3H9ULv0xm4qlgl1kPx7+TBU8IPAGR24rtmvH",
+	"fJOnd9+HEbdKADvhiMLxx8MtXnSj1BmXS/LazZ9v/FXYQIrkHZTgqdtQ7L4O1dVvCNk38LGXskoVT4dn",
+	"Ol7Fjga51AOYZkiMB/RluO/Aq7TpMiShQxvkqPbZAoMZLOGh3rOZSAtOX4yh7hZgl4bsF2gDCo//dHAQ",
+	"y+Tm4uL0enJ1/OLi7Oz4/OX15PrvJ6en15Ozk+vrk/NXhJLG68Y/iwXeAzFzlxfFSldQ8TY3diOMEezW",
+	"Z+Teq7Cl7lXbNDNeOYRPggj2gaWEoPu7PbDI8ZFMuBk9fhZ7kY+3AwSjKhjBQg9/UVqkHHe4eUh4RLGH",
+	"jx5MdS5uczmL9yLCx2ufHHLWVntNLL++rS+cpbA1Wa1ywQYKg3tP/NPgHQwlxhq8rfUXZViCgnCiqgiw",
+	"w/Bkf4y9VpKT85vjq/Oj0ySWCGjhUUsrKd6WmMxKDUgcKXeAGa2STdMIg78b4mH/nfufM8KIOc2Tm5F5",
+	"rAu0kGaFmvKC3fOiChie7hVjVgeqhpvwI5Qqrv00nqyF3XJuYDGX3M6/CiwJ2gy/texBaMfVbr+yHT7n",
+	"p4OKsB17jTpTqaKD/KMndGn98eA5SwI+cBNts0Zwbry/4EtErfeED3DjflI9J8zgxvr2VqQ2vxe+aK8/",
+	"ZiU35kHpbGCXpciQhSiswDW0f6WGo5TEsHAGQfIX+i+JWOVexO7EkupxAF5rE97EN8NrzZmeut19KtfB",
+	"kezYbf0i98pR09N5p6zslqrhmKfYKcxg2kKji1dLT0DCieGFGLNEVkWRoKcYS2yZgff1lNSCnfiByBH1",
+	"TSJ7VBK7ZmWsxym1xTnrWmBTW9+y1wCwN1wy9CF/IjR5XWEnwtleYUq3GALuhOytxmuGsTyC74OCD+YL",
+	"Grwenq6lGx+0cu9fliKCTBOEosNEIcTPyE0sKc1qyC47ZYRbv5CpXmIHMbfV3YbuZfU5GP/TXwyvzPNL",
+	"3Q5/EsnT8MYh3e17vDze3QV/+rvgN45YniyeOyx759cPtjLvNzaqaFr4TfGFKHNYRQHEvq2Z/9oI/V2Z",
+	"+gHBdWfs/wnG/vpuf4y530nukW8GsEbb5BA8YsLH8mk2PPvDJvy3w0dPVqbrZ/wpDPlvySx/KpV3G+ZP",
+	"pPIhu+YLwXRVYKp/UrZtsWQESa+x7LbrgeKjlhnPNljx0boVH8tgxkedRjna3isGfgT3ZWBiZzim0g3D",
+	"2oBhHcsfDw8fsYk/Ayft7OLHWXlnGe8s4z9mGT9NQjrb2Am6Ry7FuqIYF+Gii+XZsPPy6DWM+lSp8VV1",
+	"e3BL+NCl1FHo9QDb+GdbtV+qO0RFp+vpCU/7kYYQXVT048HPdaIFzzItjIFcC36H5UVdjQbcm/Y+Z58A",
+	"94Iv1CcAX/3hPgHgg+4aA+w0wzYZaUDUhOvQwbFBA+y/yx/H+u/kYfBAfbwYCvJajVga2Wc/bwp+EEc/",
+	"TVG8hs6YXzzOQT/Z5RN9UVT8DaS9/Z3msCuY8NXS5TZqoqEidiG2VbD6RyimBGy8La3gRW4h9yQXRWba",
+	"V24UIvaSsS0Ubws+axUxP0FmvoZ2bX+cNj+9+VTP7As54VvxBXW7+1ZMqF3N4jdocyEnPCpmtk8YgBsm",
+	"EDFMvE1FaVniQ+oJNuNE/mpLnFh+tMjpLOeDeObXKHUaU9uJnZ3Y+dculQZW2NbX2y/z1FZaPApKRb9h",
+	"+YLCXJwuSxDAAjpdFLkUY6gvCtEcuDyZc8MkVAwfySUz+UyKbJDTzcqCL/HeL7cbre9LmuDnM8JhWft/",
+	"aTN7gKmZ5pJjxdY2KCkw1vd/F3cE5/eD8aTxYTrTqhBPCzBvjChfwVBfo1PmZrZVBYNbwc4z2xBX5p64",
+	"NB30Hwown9SJN8zvPUvA8knYgt/RBS3IIy7bJlGHUNJcBiL82swgmJyb2BcygrYl/+bxNi47AUh2d9m5",
+	"s3O2sXOA1hkHItpS++y/c/97enh73agJGcxzVWBOiht5zLS4V3fO+fLyBfAdPybCc+VGEn9Y0KyjAzrp",
+	"J/lCBMy7ktt5jXhH29mWGc3ysgV/eyrkzM73Rs8PAbzP//nsY8DuvpiwcUeF793F7b8MmIsj8McZGKt5",
+	"9+eqMuJOiNIR1SfAQwhFxBkXCyWRmwkmAblZyKxUOVREdAMndGePjdn0MZSEn6gy3wxjeSV4aZjS5ZxL",
+	"w3q+KykgQBBgJ5Q4Q/l/xLphDqCJtcgQT4VeHctM5z4AtGAPkEH2wJeEgoqAK01gV6yv7ECBQYxTD1wR",
+	"S8RacS6bY9ol4rNkuSmp1xEuMqsEAEFmVSEywHntARik+xeAUvF8AcUYapG7TVrCa+yDAgz4tNLazRhb",
+	"TGAPFv8KKP92w0DzlP4KJgJbgUQ4xDFi+ekREa4qiQXlvzYJ8zOKuvW3PSb03sy5RXIuuTEsy7+BNOtv",
+	"AYBA8JIYlsCnTIsD1infbA9LsDq17rmAFEP939GUEk2siC0InBvBUnJrWKO5QqnFbf7WKf9KF3ujvXe8",
+	"LCf44ft9Xub798/2or17rnNnpBmiW/oFCl3gr73R3r65T/c60xrr1yX1wwnrtRJewaLyc+WYOz5XxjKt",
+	"lO0PHWX/I2zVOsjxDO0oaONXqFkuI0abZiL24vrqF2bd0UahUg0OSyx4XrDbQj2YYW30HFV23mErvQaX",
+	"sLbZciVZj69biJGPyVMwxPQbY6M+68YxbkfDfjCs1Oo2L4RbUdoAiKBxG6O+IDkJMb71wS+raZGnjgZt",
+	"vhDsVnCI390WfNZc9ws4qI7noU+rGbEU8kYiiNFFFL+OKFU5Yrf8XkHKoRs38rMEtQS9OA3409iLUyxK",
+	"AMsGKPi6vzwAnd0KjU2vZoT/7b6HvELOSp3LNC95wXohLFAKbZTkReNLKCCcaVWVfag3JBidADoLQ0MW",
+	"JHWuCk/m+EYNnRnZQiymWKfcy+V9bvJpER5GUyCWPx782B9TFrbkM4oo9BrtTJrDm3ZCpnqQUWO2jdaW",
+	"+BPoxUXIc0R8oXkYLSo3a3GKfvMOCAGYEZMX7qGhWDuWoVi7WasN6s2zAayzi5yE9j1VAYyJ+BsodMSE",
+	"dKJiIaT1AGSRO6JBUJpM3QutEfcBf5xFsVM0akB9zvrB8oLXDApxL5qFXfQ8nJ8zJtw0hgzyV7EeBPMG",
+	"PUalyHUscaqFU4G9JK4ODp6niEIB/xZD/Mi5y+d8QR8mmP9PaB8sSZUWwyvBs9dXp+5tSceGEZhEh6vl",
+	"NIC6rZnAWA4d1oCwvaZgvZ8GeLGXaiUd72gUY3DsSoqBmStoLZ/oSk64TfpM6VguuKyc+cTsXKtqNmeJ",
+	"1flsBjbMy0qg/nF7s9niIjO4y87CVgBgaLVWfN3Sb53o85VxJ0y9MtobgPbWu3devbx/nzC4rXButNAm",
+	"YhWd4Yoehfb5cyFjCXsI1q1TwK25XWJDIy9qumb3dyiCuCVoNk/UR5cnrJeY+7sJ0kSeITXQn1hMQQTS",
+	"H7Izx/XBwJZCZGZNGijZAH+EuKOpvQoDne+C7nuYcxuaDXosoOT6txeIDzY5ujxJAn80LIkols5Ad2a1",
+	"qagGO3V7XTzwpcHe/c7Hyto0e3kCtSAdu/PKSSQkmiDACHYI5aJhPXSjE5BQSeTjHBFL8BcJNFlC0aYe",
+	"JPWzMlEsobsULAMx3lpCxERUwXKrhRjcKr0AQ0VoIVOBx89r/YI9nTUgbfJY4ttqgAnH9zWyBFack1OA",
+	"B+oLR+kvcCH8NzAW/YHU4YUPKhb4cVArM9wx8qwKqKxRY7ZiIxghPAqM+/2QnQTVggN4N9N5mWPW/q4p",
+	"+Z3vJZX1Yj089Lx1wniMHed7yuWs4jMx6DqBptKlab7U0OFkxBJVCsnzBIAB2UUp5NHJwBnb3LqZxjLZ",
+	"T+fcgv1dCOoB7al9RA9E7KIo+IJH7P709Cxip2fs2lZZriL4wZWqrNARe6XV7xE7+q9Ki34Uy4RLJ+DK",
+	"PE1Y7wwBg4zjWIIHxfWJLGG9lEu3Ai3KAjBYtVowDi1m9v/z6OyU4U+pwsu5ENjHLBMLZQh4OZk6B7vS",
+	"RYK3nEgOrY1ythC4uyXaWF71eFOwLCrCIXHGbJA2ga+LYjHhCBI9gV8krAfMfnp6Njk6Pb14c/xy8uvF",
+	"9c11MkJ7GOCRInZyWb8LZ/7i5OUVk8I6meCorOSak35J1WLBwawxJU+FqbuuSSVFP2LpXKR3vicdwSiw",
+	"3o+Hh30cm5CeiFKg6yP2yjBjsMqwwekPhgBqrXhrw84QJht+A+3kzFxpG0tnJuvSst7hwYEjYs1TC2Lf",
+	"ecnaqevwma8QBnkCw1WGmE49SLeTcDY/mLCw1ikRBGSjSpx+FuHyagzu2xpbLTm/gFN4cXH+y8mr11fQ",
+	"lJUaEpHYdHYW1GQN3GmPWHAz3RIfHLmW+eROLCdGWBTadR/ZO7Fs8elZBxc+plFRHGXiNpc5smwPL6lZ",
+	"LlmmUmjvyg4jIHl2jc04Ms1vLTs8ODwYPDvEOFgG/XiSlufnIw1ofnkVOsSPh/80SiZ9CjNVeWGdy1KD",
+	"3g3g+PJpZUUWy5RbXqhZxO5DhBGZqcQbDgT2XICLgMYBGopKD0xVOt7NGu6Cox4pHnDxXcbXI9q+xorT",
+	"S68ZzBpkX3P2hKtO9Z+dKH2xbML0RU0S663Y5KtVfTJb8wWaBaaxXEEx8TLjMTSTBo1pQF1aUfc3G4xT",
+	"AOdkPSe20cRq2Glu5sA8aFii+AKb1LFB7RUWubHeN8woDdu5dwgBA8eXEqHyqdI28m2NI+o/HJEKQwGQ",
+	"ywq+sXpJ/0O4boZI0uuOHZgFqZOxEmEVHyTFZTDwW2PEIfpnZyi3tVmAxbu+WcfBcIOK9UJYVqjZDF33",
+	"EPIF2NtVVFs3/bUYUCx7Cf45IRd94j4e0U8dqykpVjAu0e5pxsJZD8NR7gjc384g9HbzwNnv3qLvO5Nj",
+	"6yC4+9wTqxGxrM3W2krZsIEU0OoSYrwYQCwCZTlEEoxz4co8RdJOHCvsv6vg5uo9YiEnrIfdjAIKrxYE",
+	"JQg3OdD8SC9hp8ggaI8ilc1vKehqkiF7Q53MkoXQaaVJ11sKnwnNnBWbGUdOEKZg82rKTCn4nU/iPsMH",
+	"mammboFT8HSsSlUx9gCfUXNAMBOMU4vQWNuJXj/EvJo67RYyoeohsQc31aBb3CO8i/QLKCszj0JPq1IV",
+	"RSyTV8c3bAVEOlm5gfCt4VqOU2XmG8Rn20lylhP+wotECDmaaOUuBIzIqeBaaKf1Yrmlc4Xs5c0IgJXw",
+	"fO0jK05godTNCSa/MR/wMYaxPCPPCkbAThyr/hS0sVj1qny8DFgkh5aH7gyTRltdT3EJqUpe5vt/SVjJ",
+	"oYluEDBDdhXuJEQGqMzOegi3E/924G8ZIJwVS7yhiFbmOakR/ydnR/832eYGY11HHl2edEU3S6eNqfte",
+	"qVVWpVDG4Py7Hnlrxghr+iPGdTp3ws1JfCdoWAUPO7Gv83tu83tBqtCJplhiQJCnqQBdhWgD7j3TqkAe",
+	"Liq4eqXMZnjRpsgfdECsxT7qF5xa8OVrdzX0+nO2p1P0dUyv6XjR87VEa5tmbvldgTCwGFgu74W0yump",
+	"XBrLi6IOjlaSPiI3FYwhUhJD1pVfEMuT9iDwZGMcLdjM8xU1TwQyDT4FGjITemBCMbYkloHebnlhBEUt",
+	"w5yW4Un6KDxZE6rVFXi+TveWtHqDTVEzocHpffDDmEmW64T1WjGMy9PXr07OrycvT66SKBjribFK85nY",
+	"pyeTvvOXiqyxHLQ6I5blWiB2vH8dZ/dCZkr7SfjwHn6KsmQfP5IhtLef9Ifsb8JAGNJby7E8/MH40h2K",
+	"4eS3zqwi3Azj70/QQnRaZMSSYHQmrIcMEyZjxizPTCx9xLGoZhsmlPQjlgDGLQyDTzuCRqa9hm/cbxZp",
+	"iU1e3e+MzXLFEvDvZJZAKBCzcMFH+PXm5pIlTqkR3HSCAtZAu7UVFJ5WpARmIxyjX5JzZxLnfy/yGdm6",
+	"iR8RnILfhHYWYdiBtQVPzs/PzyeQamJ+LxLsDJDzQqS2Dz2JIFqNL3GGSsGX53whqCXKPQ0P3leuWz4N",
+	"9DslR4Z1+zFEQk3/ZRzLSt6BUg84Qho7AEBjcC3AtWG3Gq5snaySWSFYL/GfHEurl77fKrzf2b7gCXa4",
+	"VETZ+2uE4Fvcei6BW0sj9AQzjUE3BdEJNh+kULOF4BIckLnQYsRKnt5BMASkHApoUyccBTesku6XtfQg",
+	"pe0IWxS3bUMAp9wh+C4qO1NutnB/1g6IYHTOOq4hROduOdcQrzwvNhgcwTnK5YCXJWsZcKxXuxxswSF4",
+	"Ta5HrmR9iUCGVIkPodGlSucno2G1GLJz8bAyNmxjYRSYVmA8EGJlmacfMCube3je/KpLhfBCWOuOwZ0Z",
+	"u8WDIVc0OMD0rY+zNC/truGrvff/eP/fAQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -145,12 +145,13 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too); in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too) and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal.
 func (a *App) Start(ctx context.Context) {
 	a.Mails.Start(ctx)
+	a.Events.Start(ctx)
 	if a.Config.Current().WorkerRuntimeMode != "server" {
 		return
 	}
@@ -162,7 +163,7 @@ func (a *App) Start(ctx context.Context) {
 // in-flight callbacks are answered and in-flight mails sent, and each is recorded, until ctx
 // ends (then an error: work was still in flight). It returns nil when nothing was started.
 func (a *App) Stop(ctx context.Context) error {
-	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Mails.Stop(ctx))
+	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Mails.Stop(ctx), a.Events.Stop(ctx))
 }
 
 // DrainMail sends every due mail of the outbox now, synchronously, and returns how many

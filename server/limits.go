@@ -54,8 +54,13 @@ func (s *Server) extendDeadlines(c *gin.Context, read, write time.Duration) {
 }
 
 // longRunning gives operations that legitimately answer late their write time: the client-mode
-// tick runs one agent step (a model call) before it answers, bounded by tick_lease_seconds.
+// tick runs one agent step (a model call) before it answers, bounded by tick_lease_seconds;
+// event streams (x-event-stream) answer for as long as the client listens.
 func (s *Server) longRunning(c *gin.Context, op *openapi3.Operation) {
+	if op.Extensions["x-event-stream"] == true {
+		endlessWrites(c)
+		return
+	}
 	if strings.EqualFold(op.OperationID, "tickTask") {
 		cfg := s.cfg.Current()
 		s.extendDeadlines(c, 0, time.Duration(cfg.TickLeaseSeconds+cfg.HTTPWriteTimeout)*time.Second)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/agentsvc/svc/internal/taskstream"
 	"os"
 	"slices"
 	"time"
@@ -75,6 +76,8 @@ func (a *App) buildServices() {
 	s.Store.OnNotifications(s.Notifications.Created)
 	s.Store.OnMailQueued(s.Mails.Notify)
 	s.Store.OnScheduledRunFinished((&notify.ScheduledRuns{Config: s.Config.Current}).Mail)
+	s.Events = taskstream.New(s.Store, a.Logger)
+	s.Store.OnEvents(s.Events.Notify)
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)

@@ -348,7 +348,8 @@ type createdKey struct{}
 
 type created struct {
 	notifications []Notification
-	mailed        bool // a mail was queued: wake the mail dispatcher after the commit
+	mailed        bool    // a mail was queued: wake the mail dispatcher after the commit
+	eventTasks    []int64 // tasks that got events: wake their event streams after the commit
 }
 
 func withCreated(ctx context.Context, c *created) context.Context {

@@ -68,6 +68,7 @@ type Store struct {
 	clock    func() time.Time
 	log      *slog.Logger
 	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
+	onEvents func(taskIDs []int64)                        // OnEvents
 	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
 	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
 	onMailQueued   func() // OnMailQueued
@@ -217,6 +218,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	}
 	if err == nil && c.mailed && s.onMailQueued != nil {
 		s.onMailQueued()
+	}
+	if err == nil && len(c.eventTasks) > 0 && s.onEvents != nil {
+		s.onEvents(c.eventTasks)
 	}
 	return err
 }

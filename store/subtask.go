@@ -56,6 +56,9 @@ func (s *Store) ResumeWhenChildrenSettled(ctx context.Context, parentID int64) (
 		if res.Error != nil {
 			return false, fmt.Errorf("task %d: resume: %w", parentID, res.Error)
 		}
-		return res.RowsAffected == 1, nil
+		if res.RowsAffected == 0 {
+			return false, nil
+		}
+		return true, statusEvents(tx, s.now(), parentID)
 	})
 }

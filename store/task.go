@@ -95,6 +95,7 @@ type taskRow struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
+	EventSeq       int64 // the last event sequence given out (taskevent.go)
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -252,6 +253,9 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 				return nil, invalidf("task refers to an unknown agent, user or parent task")
 			}
 			return nil, fmt.Errorf("create task: %w", err)
+		}
+		if err := statusEvents(tx, now, row.ID); err != nil {
+			return nil, err
 		}
 		if _, err := appendMessages(tx, row.ID, now, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}}); err != nil {
 			return nil, err

@@ -63,6 +63,13 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 			}
 			rows = append(rows, got...)
 		}
+		ids := make([]int64, len(rows))
+		for i := range rows {
+			ids[i] = rows[i].ID
+		}
+		if err := statusEvents(tx, now, ids...); err != nil {
+			return nil, err
+		}
 		return rows, nil
 	})
 	if err != nil {
@@ -212,11 +219,17 @@ func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code
 			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Requeued, taskstate.Running).Updates(ch).Error; err != nil {
 				return out, err
 			}
+			if err := reapedEvents(tx, at, out.Requeued); err != nil {
+				return out, err
+			}
 		}
 		if len(out.Failed) > 0 {
 			ch := transitionChanges(TaskTransition{To: taskstate.Failed}, at)
 			ch["error_code"], ch["error_message"] = code, msg
 			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Failed, taskstate.Running).Updates(ch).Error; err != nil {
+				return out, err
+			}
+			if err := reapedEvents(tx, at, out.Failed); err != nil {
 				return out, err
 			}
 			if err := enqueueCallbacks(tx, at, out.Failed...); err != nil {
@@ -254,6 +267,9 @@ func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recover
 		}
 		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
 			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
+		}
+		if err := reapedEvents(tx, now, []int64{id}); err != nil {
+			return nil, err
 		}
 		if ch["status"] == taskstate.Failed {
 			if err := enqueueCallbacks(tx, now, id); err != nil {
@@ -341,6 +357,14 @@ func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 		}
 		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
 			return nil, fmt.Errorf("finish step of task %d: %w", id, err)
+		}
+		if o.Status != taskstate.Running {
+			if err := pruneDeltas(tx, id); err != nil { // a failed turn keeps nothing partial
+				return nil, err
+			}
+			if err := statusEvents(tx, now, id); err != nil {
+				return nil, err
+			}
 		}
 		if err := enqueueCallbacks(tx, now, id); err != nil {
 			return nil, err

@@ -148,7 +148,11 @@ func appendMessages(tx *gorm.DB, taskID int64, now time.Time, msgs []NewTaskMess
 		}
 		out = append(out, tm)
 	}
-	return out, nil
+	evs := make([]TaskEvent, len(out))
+	for i := range out {
+		evs[i] = TaskEvent{Type: EventMessage, Message: &out[i]}
+	}
+	return out, appendEvents(tx, taskID, now, evs...)
 }
 
 // AppendMessages adds conversation turns to a task whose lease workerID holds and returns them

@@ -90,7 +90,11 @@ func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, too
 			}
 			return QuestionBatch{}, fmt.Errorf("task %d: record questions: %w", taskID, err)
 		}
-		return row.toBatch()
+		b, err := row.toBatch()
+		if err != nil {
+			return b, err
+		}
+		return b, appendEvents(tx, taskID, now, TaskEvent{Type: EventQuestionAsked, Questions: &b})
 	})
 	if err != nil {
 		return nil, err
@@ -166,6 +170,10 @@ func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID st
 			Updates(map[string]any{"answers": enc, "answered_at": now})
 		if res.Error != nil {
 			return nil, fmt.Errorf("task %d: answer: %w", taskID, res.Error)
+		}
+		b.Answers, b.AnsweredAt = answers, &now
+		if err := appendEvents(tx, taskID, now, TaskEvent{Type: EventQuestionAnswered, Questions: &b}); err != nil {
+			return nil, err
 		}
 		return s.queueWhenSettled(tx, taskID, taskstate.AwaitingInput, now, &questionRow{}, "answered_at IS NULL")
 	})

@@ -35,9 +35,11 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 		now := s.now()
 		until := normTime(now.Add(lease))
 		var res *gorm.DB
+		claimed := false
 		switch {
 		case row.Status == taskstate.Queued, row.Status == taskstate.Failed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
 			res = tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id = ? AND status = ?", workerID, until, now, id, row.Status)
+			claimed = true
 		case row.Status == taskstate.Running:
 			held := row.LeaseOwner != nil && *row.LeaseOwner != workerID &&
 				row.LeaseExpiresAt != nil && !row.LeaseExpiresAt.Before(now)
@@ -54,6 +56,11 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 		}
 		if res.RowsAffected == 0 { // cannot happen under the row lock; refuse rather than run unleased
 			return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+		}
+		if claimed {
+			if err := statusEvents(tx, now, id); err != nil {
+				return nil, err
+			}
 		}
 		return readTask(tx, id)
 	})

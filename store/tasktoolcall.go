@@ -120,7 +120,13 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 			return turn{}, err
 		}
 		recorded, err := insertToolCalls(tx, taskID, stored[0].Sequence, now, rows)
-		return turn{stored[0], recorded}, err
+		if err != nil {
+			return turn{}, err
+		}
+		if err := pruneDeltas(tx, taskID); err != nil { // the message holds the whole text now
+			return turn{}, err
+		}
+		return turn{stored[0], recorded}, toolCallEvents(tx, taskID, now, EventToolCallProposed, recorded)
 	})
 	return out.msg, out.calls, err
 }
@@ -202,7 +208,11 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if res.RowsAffected == 0 {
 			return svcerr.New(svcerr.ErrNotFound, "tool call not found")
 		}
-		return nil
+		calls, err := toolCallsWhere(tx, "id = ?", callID)
+		if err != nil {
+			return err
+		}
+		return toolCallEvents(tx, taskID, now, EventToolCallExecuted, calls)
 	})
 }
 
@@ -219,6 +229,15 @@ func toolCalls(db *gorm.DB, taskID int64, status string) ([]ToolCall, error) {
 	var rows []toolCallRow
 	if err := db.Order("id").Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: tool calls: %w", taskID, err))
+	}
+	return convertRows(rows, (*toolCallRow).toToolCall)
+}
+
+// toolCallsWhere reads the tool calls matching a condition, in id order.
+func toolCallsWhere(db *gorm.DB, where string, args ...any) ([]ToolCall, error) {
+	var rows []toolCallRow
+	if err := db.Where(where, args...).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("tool calls: %w", err)
 	}
 	return convertRows(rows, (*toolCallRow).toToolCall)
 }
@@ -396,6 +415,17 @@ func (s *Store) decide(ctx context.Context, taskID int64, action string, fn func
 		if err := fn(tx, pending, now); err != nil {
 			return nil, err
 		}
+		ids := make([]int64, 0, len(rows))
+		for i := range rows {
+			ids = append(ids, rows[i].ID)
+		}
+		decided, err := toolCallsWhere(tx, "id IN ? AND status <> ?", ids, ToolCallPendingApproval)
+		if err != nil {
+			return nil, err
+		}
+		if err := toolCallEvents(tx, taskID, now, EventToolCallDecided, decided); err != nil {
+			return nil, err
+		}
 		return s.queueWhenSettled(tx, taskID, taskstate.PendingApproval, now, &toolCallRow{}, "status = ?", ToolCallPendingApproval)
 	})
 }
@@ -417,6 +447,11 @@ func (s *Store) queueWhenSettled(tx *gorm.DB, taskID int64, from string, now tim
 	}
 	if res.RowsAffected == 0 {
 		return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+	}
+	if n == 0 {
+		if err := statusEvents(tx, now, taskID); err != nil {
+			return nil, err
+		}
 	}
 	return readTask(tx, taskID)
 }

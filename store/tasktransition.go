@@ -65,6 +65,9 @@ func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) 
 			}
 			return nil, invalidState(t.Action, row.Status)
 		}
+		if err := statusEvents(tx, now, id); err != nil {
+			return nil, err
+		}
 		if t.UserMessage != nil {
 			m := *t.UserMessage
 			m.Role = RoleUser
@@ -151,6 +154,9 @@ func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*T
 		if err != nil {
 			return nil, err
 		}
+		if err := reapedEvents(tx, now, []int64{id}); err != nil { // it may have been mid-turn
+			return nil, err
+		}
 		if err := enqueueCallbacks(tx, now, id); err != nil {
 			return nil, err
 		}
@@ -166,6 +172,9 @@ func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*T
 			}
 			parent, err := loadTask(tx, *p, false)
 			if err != nil {
+				return nil, err
+			}
+			if err := statusEvents(tx, now, *p); err != nil {
 				return nil, err
 			}
 			if err := enqueueCallbacks(tx, now, *p); err != nil {
@@ -194,6 +203,9 @@ func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Dura
 		}
 		t, err := loadTask(tx, id, false)
 		if err != nil {
+			return false, err
+		}
+		if err := statusEvents(tx, s.now(), id); err != nil {
 			return false, err
 		}
 		if t.ParentTaskID == nil {

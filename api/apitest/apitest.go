@@ -32,8 +32,18 @@ import (
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/server"
+	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
+
+func init() {
+	// Event streams (x-event-stream) are typed as a string in the contract; their data lines are
+	// checked against the TaskEvent schema by the tests that read them.
+	openapi3filter.RegisterBodyDecoder("text/event-stream", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	})
+}
 
 // Prefix is the mount prefix tests run under; API is the API base.
 const (
@@ -65,6 +75,9 @@ type Options struct {
 	Net netguard.Options
 	// Logger receives the service's log; nil discards it.
 	Logger *slog.Logger
+	// Store is the database to run on (storetest.Twin of another Env's store: a second svc
+	// process on the same database); nil: a fresh one.
+	Store *store.Store
 }
 
 // NewWith starts a service with o.
@@ -87,7 +100,10 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 	}
 	environ = append(environ, env...)
 	clock := testkit.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	st := storetest.NewWithClock(t, clock.Now)
+	st := o.Store
+	if st == nil {
+		st = storetest.NewWithClock(t, clock.Now)
+	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))

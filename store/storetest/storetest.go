@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,7 +58,6 @@ func NewWithClock(t testing.TB, clock func() time.Time) *store.Store {
 // nil.
 func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
 	t.Helper()
-	ctx := context.Background()
 	opts := store.Options{Clock: clock, Logger: testLogger(t)}
 	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
 		opts.Driver = "mysql"
@@ -66,17 +66,38 @@ func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
 		opts.Driver = "sqlite"
 		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
 	}
-	s, err := store.Open(ctx, opts)
+	return open(t, opts)
+}
+
+// opened remembers how each store was opened, for Twin.
+var opened sync.Map // *store.Store → store.Options
+
+func open(t testing.TB, opts store.Options) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("storetest: open %s store: %v", opts.Driver, err)
 	}
+	opened.Store(s, opts)
 	// Registered after the database drop, so it runs before it (cleanups run last-in first-out).
 	t.Cleanup(func() {
+		opened.Delete(s)
 		if err := s.Close(); err != nil {
 			t.Errorf("storetest: close store: %v", err)
 		}
 	})
 	return s
+}
+
+// Twin opens a second store on the database of s (a store of this package), with its own
+// connections and hooks, as a second svc process would: for tests of what crosses processes.
+func Twin(t testing.TB, s *store.Store) *store.Store {
+	t.Helper()
+	opts, ok := opened.Load(s)
+	if !ok {
+		t.Fatal("storetest: Twin of a store storetest did not open")
+	}
+	return open(t, opts.(store.Options))
 }
 
 // MySQLDatabase creates a throwaway database on the server of dsn (removed when the test ends)

@@ -1,0 +1,359 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/api/apitest"
+	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// sseEvent is one event of a task event stream as the wire carries it.
+type sseEvent struct {
+	ID    string
+	Event string
+	Data  gen.TaskEvent
+	Raw   string
+}
+
+// parseSSE reads the events of body until it ends (a stream that ended, or a recorded body),
+// checking each data line against the contract's TaskEvent schema and its id and event lines
+// against the data.
+func parseSSE(t *testing.T, body string) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	for _, block := range strings.Split(body, "\n\n") {
+		if ev, ok := parseBlock(t, block); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func parseBlock(t *testing.T, block string) (sseEvent, bool) {
+	t.Helper()
+	var ev sseEvent
+	for _, line := range strings.Split(block, "\n") {
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ev.ID = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			ev.Event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.Raw = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	if ev.Raw == "" {
+		return ev, false // a comment (keep-alive) or the trailing separator
+	}
+	checkTaskEvent(t, ev.Raw)
+	if err := json.Unmarshal([]byte(ev.Raw), &ev.Data); err != nil {
+		t.Fatalf("event data %s: %v", ev.Raw, err)
+	}
+	if ev.ID != strconv.FormatInt(ev.Data.Sequence, 10) || ev.Event != string(ev.Data.Type) {
+		t.Fatalf("id %q / event %q do not match the data %s", ev.ID, ev.Event, ev.Raw)
+	}
+	return ev, true
+}
+
+// checkTaskEvent validates one data line against the contract's TaskEvent schema.
+func checkTaskEvent(t *testing.T, raw string) {
+	t.Helper()
+	doc, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatalf("event data is no JSON: %s", raw)
+	}
+	if err := doc.Components.Schemas["TaskEvent"].Value.VisitJSON(v); err != nil {
+		t.Fatalf("event data violates TaskEvent: %v\n%s", err, raw)
+	}
+}
+
+// streamLive opens an event stream over real HTTP and delivers its events as they arrive;
+// the channel closes when the stream ends. cancel cuts the connection.
+func streamLive(t *testing.T, url string, header map[string]string) (<-chan sseEvent, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		cancel()
+		t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var block []string
+		for sc.Scan() {
+			if line := sc.Text(); line != "" {
+				block = append(block, line)
+				continue
+			}
+			if ev, ok := parseBlock(t, strings.Join(block, "\n")); ok {
+				out <- ev
+			}
+			block = nil
+		}
+	}()
+	t.Cleanup(cancel)
+	return out, cancel
+}
+
+// nextStreamEvent waits for the next event of a live stream; ok is false when it ended.
+func nextStreamEvent(t *testing.T, ch <-chan sseEvent) (sseEvent, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		return ev, ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stream event within 10s")
+		return sseEvent{}, false
+	}
+}
+
+// drainStream reads a live stream to its end.
+func drainStream(t *testing.T, ch <-chan sseEvent) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	for {
+		ev, ok := nextStreamEvent(t, ch)
+		if !ok {
+			return out
+		}
+		out = append(out, ev)
+	}
+}
+
+// eventKinds renders events compactly for comparison: "status:QUEUED", "message:user", …
+func eventKinds(evs []sseEvent) string {
+	parts := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		d := ev.Data
+		switch {
+		case d.Status != nil:
+			parts = append(parts, "status:"+string(d.Status.Status))
+		case d.Message != nil:
+			parts = append(parts, "message:"+string(d.Message.Role))
+		case d.ToolCall != nil:
+			parts = append(parts, string(d.Type)+":"+d.ToolCall.ProviderCallId)
+		case d.QuestionBatch != nil:
+			parts = append(parts, string(d.Type)+":"+d.QuestionBatch.ToolCallId)
+		default:
+			parts = append(parts, string(d.Type))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestTaskEventStream: a task's event log through both APIs: the full replay of a finished
+// task (ending with its terminal event), replay from a cursor (since_sequence, Last-Event-ID
+// winning), a live stream that follows the task through approval to its end, and the refusals.
+func TestTaskEventStream(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir) // the scripted driver reads its script relative to the working directory
+	script := `[
+	  {"tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "6*7"}}], "usage": {"input_tokens": 10, "output_tokens": 2}},
+	  {"text": "It is 42.", "usage": {"input_tokens": 20, "output_tokens": 3}}
+	]`
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
+	owner, _ := env.UserClient("ada@example.com")
+	other, _ := env.UserClient("bob@example.com")
+	k := scriptedCalcAgent(t, owner, "script.json")
+	addr := serve(t, env)
+	daemon := runWorker(t, env)
+	auth := map[string]string{"Authorization": "Bearer " + k.key.Key}
+
+	var started gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "6*7?"},
+		Header: auth}).Expect(t, http.StatusAccepted).Decode(t, &started)
+	id := started.Data.Chat.Id
+	chatEvents := fmt.Sprintf("http://%s%s/agent-api/chats/%d/events", addr, apitest.API, id)
+
+	// Live: the stream follows the chat from its start, through the pause, to the end.
+	live, _ := streamLive(t, chatEvents, auth)
+	daemon.Notify()
+	var seen []sseEvent
+	for {
+		ev, ok := nextStreamEvent(t, live)
+		if !ok {
+			t.Fatalf("the stream ended before the pause: %s", eventKinds(seen))
+		}
+		seen = append(seen, ev)
+		if ev.Data.Status != nil && ev.Data.Status.Status == gen.TaskStatusPENDINGAPPROVAL {
+			break
+		}
+	}
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: fmt.Sprintf("/agent-api/chats/%d/approve", id), Header: auth,
+		Body: map[string]any{"decisions": []map[string]any{{"provider_call_id": "c1", "decision": "approve"}}}}).Expect(t, http.StatusAccepted)
+	daemon.Notify()
+	seen = append(seen, drainStream(t, live)...)
+	want := "status:QUEUED message:user status:RUNNING message:assistant tool_call.proposed:c1 status:PENDING_APPROVAL " +
+		"tool_call.decided:c1 status:QUEUED status:RUNNING tool_call.executed:c1 message:assistant status:COMPLETED"
+	if got := eventKinds(seen); got != want {
+		t.Fatalf("live events:\n got %s\nwant %s", got, want)
+	}
+	for i, ev := range seen {
+		if ev.Data.Sequence != int64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, ev.Data.Sequence)
+		}
+	}
+	last := seen[len(seen)-1].Data.Status
+	if last.Answer == nil || *last.Answer != "It is 42." || last.Usage.InputTokens != 30 || last.StepsUsed != 2 || last.Retrying {
+		t.Fatalf("terminal event = %+v", last)
+	}
+	if tc := seen[9].Data.ToolCall; tc.Status != gen.TaskToolCallStatusEXECUTED || tc.Result == nil || !strings.Contains(*tc.Result, "42") {
+		t.Fatalf("executed event = %+v", tc)
+	}
+
+	// Replay through the session API: the same events, and the stream ends.
+	path := fmt.Sprintf("/tasks/%d/events", id)
+	res := owner.Get(path).Expect(t, http.StatusOK)
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("content type %q", res.Header.Get("Content-Type"))
+	}
+	if got := eventKinds(parseSSE(t, string(res.Body))); got != want {
+		t.Fatalf("replay:\n got %s\nwant %s", got, want)
+	}
+	// From a cursor: since_sequence, and Last-Event-ID winning over it.
+	after := parseSSE(t, string(owner.Get(path+"?since_sequence=9").Expect(t, http.StatusOK).Body))
+	if len(after) != 3 || after[0].Data.Sequence != 10 {
+		t.Fatalf("since 9: %s", eventKinds(after))
+	}
+	after = parseSSE(t, string(owner.Do(apitest.Request{Method: http.MethodGet, Path: path + "?since_sequence=2",
+		Header: map[string]string{"Last-Event-ID": "11"}}).Expect(t, http.StatusOK).Body))
+	if len(after) != 1 || after[0].Data.Sequence != 12 {
+		t.Fatalf("Last-Event-ID 11: %s", eventKinds(after))
+	}
+	// Past the terminal event: an empty stream that ends at once.
+	if after := parseSSE(t, string(owner.Get(path+"?since_sequence=12").Expect(t, http.StatusOK).Body)); len(after) != 0 {
+		t.Fatalf("since 12: %s", eventKinds(after))
+	}
+
+	// Refusals: another user, another agent's key, unknown tasks, malformed cursors.
+	other.Get(path).Expect(t, http.StatusNotFound, "NOT_FOUND")
+	owner.Get("/tasks/999999/events").Expect(t, http.StatusNotFound, "NOT_FOUND")
+	owner.Get(path+"?since_sequence=-1").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	owner.Do(apitest.Request{Method: http.MethodGet, Path: path, Header: map[string]string{"Last-Event-ID": "abc"}}).
+		Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	k2 := mintKey(t, owner, mkAgent(t, owner, map[string]any{"name": "Other"}).Id, "other")
+	env.Client().Do(apitest.Request{Method: http.MethodGet, Path: fmt.Sprintf("/agent-api/chats/%d/events", id),
+		Header: map[string]string{"Authorization": "Bearer " + k2.Key}}).Expect(t, http.StatusNotFound, "NOT_FOUND")
+}
+
+// scriptedCalcAgent makes a group whose default model is the scripted driver reading script,
+// an agent of it whose calculator needs approval, and a key of that agent.
+func scriptedCalcAgent(t *testing.T, owner *apitest.Client, script string) chatKey {
+	t.Helper()
+	var g struct {
+		Data struct{ Group gen.Group } `json:"data"`
+	}
+	owner.Post("/groups", map[string]any{"name": "Calc " + script}).Expect(t, 201).Decode(t, &g)
+	owner.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
+		"name": "script", "driver": "scripted", "model": "script", "base_url": script, "is_default": true,
+	}).Expect(t, 201)
+	a := mkAgent(t, owner, map[string]any{"name": "Calc bot", "system_prompt": "Work.", "principal_id": g.Data.Group.PrincipalId})
+	ap := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", a.Id)
+	owner.Post(ap+"/enable", nil).Expect(t, 200)
+	owner.Patch(ap+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": false}).Expect(t, 200)
+	return chatKey{agent: a, key: mintKey(t, owner, a.Id, "calc")}
+}
+
+// TestTaskEventStreamAcrossInstances: a client cut off one svc instance reconnects to another
+// on the same database with Last-Event-ID and receives exactly the events after it, through
+// the terminal one, including those the first instance's worker writes after the switch.
+func TestTaskEventStreamAcrossInstances(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	script := `[
+	  {"tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "2+2"}}]},
+	  {"text": "Four."}
+	]`
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envA := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
+	// B runs no worker: every event it delivers was written by A.
+	envB := apitest.NewWith(t, apitest.Options{Store: storetest.Twin(t, envA.App.Store)},
+		"SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000", "SVC_WORKER_RUNTIME_MODE=server")
+	owner, _ := envA.UserClient("ada@example.com")
+	k := scriptedCalcAgent(t, owner, "script.json")
+	addrA, addrB := serve(t, envA), serve(t, envB)
+	envB.App.Events.Start(context.Background()) // B's poll, without B's worker
+	t.Cleanup(func() { _ = envB.App.Events.Stop(context.Background()) })
+	daemon := runWorker(t, envA)
+	auth := map[string]string{"Authorization": "Bearer " + k.key.Key}
+
+	var started gen.ChatResponse
+	envA.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "2+2?"},
+		Header: auth}).Expect(t, http.StatusAccepted).Decode(t, &started)
+	id := started.Data.Chat.Id
+	events := fmt.Sprintf("%s/agent-api/chats/%d/events", apitest.API, id)
+
+	live, cut := streamLive(t, "http://"+addrA+events, auth)
+	daemon.Notify()
+	var seen []sseEvent
+	for len(seen) < 3 {
+		ev, ok := nextStreamEvent(t, live)
+		if !ok {
+			t.Fatal("stream ended early")
+		}
+		seen = append(seen, ev)
+	}
+	cut()
+	// Reconnect to B from the last event seen; approve through B once it is paused.
+	authB := map[string]string{"Authorization": auth["Authorization"], "Last-Event-ID": seen[len(seen)-1].ID}
+	liveB, _ := streamLive(t, "http://"+addrB+events, authB)
+	for {
+		ev, ok := nextStreamEvent(t, liveB)
+		if !ok {
+			t.Fatalf("B's stream ended before the pause: %s", eventKinds(seen))
+		}
+		seen = append(seen, ev)
+		if ev.Data.Status != nil && ev.Data.Status.Status == gen.TaskStatusPENDINGAPPROVAL {
+			break
+		}
+	}
+	envB.Client().Do(apitest.Request{Method: http.MethodPost, Path: fmt.Sprintf("/agent-api/chats/%d/approve", id), Header: auth,
+		Body: map[string]any{"decisions": []map[string]any{{"provider_call_id": "c1", "decision": "approve"}}}}).Expect(t, http.StatusAccepted)
+	daemon.Notify()
+	seen = append(seen, drainStream(t, liveB)...)
+
+	all := parseSSE(t, string(envA.Client().Do(apitest.Request{Method: http.MethodGet, Path: events, Header: auth}).Expect(t, http.StatusOK).Body))
+	if got, want := eventKinds(seen), eventKinds(all); got != want {
+		t.Fatalf("across instances:\n got %s\nwant %s", got, want)
+	}
+	for i, ev := range seen {
+		if ev.Data.Sequence != int64(i+1) {
+			t.Fatalf("gap or duplicate at %d: sequence %d", i, ev.Data.Sequence)
+		}
+	}
+	if all[len(all)-1].Data.Status == nil || all[len(all)-1].Data.Status.Status != gen.TaskStatusCOMPLETED {
+		t.Fatalf("last event = %s", all[len(all)-1].Raw)
+	}
+}

@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/taskstate"
+)
+
+// Task event types. A task's events are written in the transaction of their cause, numbered
+// from 1 per task, so a reader that has seen sequence n has seen every event before it.
+const (
+	EventStatus           = "status"             // the task entered a status (Status)
+	EventMessage          = "message"            // a conversation turn was stored (Message)
+	EventToolCallProposed = "tool_call.proposed" // the model asked for a tool call (ToolCall)
+	EventToolCallDecided  = "tool_call.decided"  // a person approved or rejected it (ToolCall)
+	EventToolCallExecuted = "tool_call.executed" // it ran and its result was recorded (ToolCall)
+	EventQuestionAsked    = "question.asked"     // the agent asked a question batch (Questions)
+	EventQuestionAnswered = "question.answered"  // the batch was answered (Questions)
+	EventDelta            = "delta"              // model output while a turn streams (Delta)
+)
+
+// MaxEventsPage bounds one read of a task's events.
+const MaxEventsPage = 500
+
+// StatusEvent is the payload of an EventStatus: the task as it entered the status.
+type StatusEvent struct {
+	Status       string     `json:"status"`
+	Error        *TaskError `json:"error,omitempty"`
+	Answer       *string    `json:"answer,omitempty"`
+	StepsUsed    int        `json:"steps_used"`
+	InputTokens  int64      `json:"input_tokens"`
+	OutputTokens int64      `json:"output_tokens"`
+	NextRetryAt  *time.Time `json:"next_retry_at,omitempty"`
+	// Retrying marks a FAILED status whose transient error the agent retries automatically: the
+	// run is not over.
+	Retrying bool `json:"retrying,omitempty"`
+}
+
+// Ends reports whether the status ends the task's run: a finished status with no automatic
+// retry to follow. An event stream ends with it.
+func (e *StatusEvent) Ends() bool {
+	return slices.Contains(taskstate.Finished, e.Status) && !e.Retrying && e.NextRetryAt == nil
+}
+
+// Delta is a piece of model output that arrived while a turn streams; deltas are coalesced
+// by the loop and deleted once the turn's message (which holds the whole text) is stored.
+type Delta struct {
+	Text      string `json:"text,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
+}
+
+// TaskEvent is one entry of a task's event log; exactly the payload its Type names is set.
+type TaskEvent struct {
+	TaskID    int64
+	Sequence  int64
+	Type      string
+	CreatedAt time.Time
+	Status    *StatusEvent   `json:",omitempty"`
+	Message   *TaskMessage   `json:",omitempty"`
+	ToolCall  *ToolCall      `json:",omitempty"`
+	Questions *QuestionBatch `json:",omitempty"`
+	Delta     *Delta         `json:",omitempty"`
+}
+
+// Ends reports whether the event ends the task's run (see StatusEvent.Ends).
+func (e *TaskEvent) Ends() bool { return e.Status != nil && e.Status.Ends() }
+
+type taskEventRow struct {
+	ID        int64
+	TaskID    int64
+	Sequence  int64
+	Type      string
+	Data      string
+	CreatedAt time.Time
+}
+
+func (taskEventRow) TableName() string { return "task_events" }
+
+// eventPayload is what the data column holds: the payload fields of a TaskEvent.
+type eventPayload struct {
+	Status    *StatusEvent   `json:"status,omitempty"`
+	Message   *TaskMessage   `json:"message,omitempty"`
+	ToolCall  *ToolCall      `json:"tool_call,omitempty"`
+	Questions *QuestionBatch `json:"questions,omitempty"`
+	Delta     *Delta         `json:"delta,omitempty"`
+}
+
+func (r *taskEventRow) toEvent() (TaskEvent, error) {
+	var p eventPayload
+	if err := json.Unmarshal([]byte(r.Data), &p); err != nil {
+		return TaskEvent{}, fmt.Errorf("task %d event %d: %w", r.TaskID, r.Sequence, err)
+	}
+	return TaskEvent{TaskID: r.TaskID, Sequence: r.Sequence, Type: r.Type, CreatedAt: r.CreatedAt.UTC(),
+		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta}, nil
+}
+
+// appendEvents writes evs as the next events of task taskID in tx: it bumps tasks.event_seq
+// (which locks the task row to the end of tx, so concurrent writers of one task's events
+// commit in sequence order) and inserts the rows. The store's event hook hears of the task
+// after the commit.
+func appendEvents(tx *gorm.DB, taskID int64, now time.Time, evs ...TaskEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	res := tx.Model(&taskRow{}).Where("id = ?", taskID).UpdateColumn("event_seq", gorm.Expr("event_seq + ?", len(evs)))
+	if res.Error != nil {
+		return fmt.Errorf("task %d: number events: %w", taskID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return errTaskNotFound()
+	}
+	var last int64
+	if err := tx.Model(&taskRow{}).Where("id = ?", taskID).Select("event_seq").Scan(&last).Error; err != nil {
+		return fmt.Errorf("task %d: number events: %w", taskID, err)
+	}
+	rows := make([]taskEventRow, len(evs))
+	for i, e := range evs {
+		data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta})
+		if err != nil {
+			return fmt.Errorf("task %d: encode %s event: %w", taskID, e.Type, err)
+		}
+		rows[i] = taskEventRow{TaskID: taskID, Sequence: last - int64(len(evs)) + int64(i) + 1, Type: e.Type, Data: string(data), CreatedAt: now}
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return fmt.Errorf("task %d: append events: %w", taskID, err)
+	}
+	if c := createdFrom(tx); c != nil && !slices.Contains(c.eventTasks, taskID) {
+		c.eventTasks = append(c.eventTasks, taskID)
+	}
+	return nil
+}
+
+// statusEvents appends, for each of ids, an EventStatus describing the task as tx now holds it.
+// A FAILED task is marked Retrying when its agent retries the error automatically
+// (taskstate.WillRetry, the rule task.Service.ScheduleRetry applies).
+func statusEvents(tx *gorm.DB, now time.Time, ids ...int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []taskRow
+	if err := tx.Select("id", "agent_id", "status", "answer", "error_code", "error_message", "steps_used", "input_tokens", "output_tokens", "next_retry_at", "retry_count").
+		Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
+		return fmt.Errorf("status events: %w", err)
+	}
+	for i := range rows {
+		r := &rows[i]
+		st := &StatusEvent{Status: r.Status, Answer: r.Answer, StepsUsed: r.StepsUsed, InputTokens: r.InputTokens,
+			OutputTokens: r.OutputTokens, NextRetryAt: utcPtr(r.NextRetryAt)}
+		if r.ErrorCode != nil {
+			st.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}
+		}
+		if r.Status == taskstate.Failed && r.ErrorCode != nil && taskstate.IsTransient(*r.ErrorCode) {
+			var maxRetries int
+			if err := tx.Table("agents").Select("max_retries").Where("id = ?", r.AgentID).Row().Scan(&maxRetries); err != nil {
+				return fmt.Errorf("task %d: status event: %w", r.ID, err)
+			}
+			st.Retrying = taskstate.WillRetry(*r.ErrorCode, r.RetryCount, maxRetries)
+		}
+		if err := appendEvents(tx, r.ID, now, TaskEvent{Type: EventStatus, Status: st}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneDeltas deletes the streamed output deltas of task id: the turn they belong to has ended
+// (its message is stored, or it failed and nothing of it is kept).
+func pruneDeltas(tx *gorm.DB, id int64) error {
+	if err := tx.Where("task_id = ? AND type = ?", id, EventDelta).Delete(&taskEventRow{}).Error; err != nil {
+		return fmt.Errorf("task %d: prune deltas: %w", id, err)
+	}
+	return nil
+}
+
+// reapedEvents records that tasks ids were taken back from their worker mid-turn: the turn's
+// deltas are dropped (it will be run again) and their new status is recorded.
+func reapedEvents(tx *gorm.DB, now time.Time, ids []int64) error {
+	for _, id := range ids {
+		if err := pruneDeltas(tx, id); err != nil {
+			return err
+		}
+	}
+	return statusEvents(tx, now, ids...)
+}
+
+// toolCallEvents appends one event of type typ per call.
+func toolCallEvents(tx *gorm.DB, taskID int64, now time.Time, typ string, calls []ToolCall) error {
+	evs := make([]TaskEvent, len(calls))
+	for i := range calls {
+		evs[i] = TaskEvent{Type: typ, ToolCall: &calls[i]}
+	}
+	return appendEvents(tx, taskID, now, evs...)
+}
+
+// AppendDelta records a piece of streamed model output of the turn running under workerID's
+// lease. Errors: ErrInvalidState (lease lost), ErrNotFound.
+func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
+	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
+		return appendEvents(tx, taskID, now, TaskEvent{Type: EventDelta, Delta: &d})
+	})
+}
+
+// TaskEvents returns up to limit (at most MaxEventsPage) events of task id with a sequence
+// above after, in order. An unknown task has no events.
+func (s *Store) TaskEvents(ctx context.Context, id, after int64, limit int) ([]TaskEvent, error) {
+	if limit <= 0 || limit > MaxEventsPage {
+		limit = MaxEventsPage
+	}
+	var rows []taskEventRow
+	if err := s.conn(ctx).Where("task_id = ? AND sequence > ?", id, after).Order("sequence").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("task %d: events: %w", id, err)
+	}
+	return convertRows(rows, (*taskEventRow).toEvent)
+}
+
+// EventCursor is where a task's event log stands: the last sequence given out, and whether
+// the run is over (a finished status without a pending retry).
+type EventCursor struct {
+	TaskID   int64
+	EventSeq int64
+	Ended    bool
+}
+
+// EventCursors reads the event cursors of ids (unknown ids are left out) in one query, for
+// the event streams of every process to notice events other processes wrote.
+func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, error) {
+	var rows []taskRow
+	if err := s.conn(ctx).Select("id", "event_seq", "status", "next_retry_at").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("event cursors: %w", err)
+	}
+	out := make([]EventCursor, len(rows))
+	for i, r := range rows {
+		out[i] = EventCursor{TaskID: r.ID, EventSeq: r.EventSeq,
+			Ended: slices.Contains(taskstate.Finished, r.Status) && r.NextRetryAt == nil}
+	}
+	return out, nil
+}
+
+// OnEvents sets the hook told, after each commit, which tasks got new events (the in-process
+// event streams). Set it while the service is assembled.
+func (s *Store) OnEvents(f func(taskIDs []int64)) { s.onEvents = f }
