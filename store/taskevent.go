@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -108,16 +109,9 @@ func appendEvents(tx *gorm.DB, taskID int64, now time.Time, evs ...TaskEvent) er
 	if len(evs) == 0 {
 		return nil
 	}
-	res := tx.Model(&taskRow{}).Where("id = ?", taskID).UpdateColumn("event_seq", gorm.Expr("event_seq + ?", len(evs)))
-	if res.Error != nil {
-		return fmt.Errorf("task %d: number events: %w", taskID, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return errTaskNotFound()
-	}
-	var last int64
-	if err := tx.Model(&taskRow{}).Where("id = ?", taskID).Select("event_seq").Scan(&last).Error; err != nil {
-		return fmt.Errorf("task %d: number events: %w", taskID, err)
+	last, err := bumpEventSeq(tx, taskID, len(evs))
+	if err != nil {
+		return err
 	}
 	rows := make([]taskEventRow, len(evs))
 	for i, e := range evs {
@@ -134,6 +128,43 @@ func appendEvents(tx *gorm.DB, taskID int64, now time.Time, evs ...TaskEvent) er
 		c.eventTasks = append(c.eventTasks, taskID)
 	}
 	return nil
+}
+
+// bumpEventSeq adds n to the task's event counter and returns its new value, in one
+// statement: UPDATE … RETURNING on SQLite; on MySQL/MariaDB (no UPDATE … RETURNING) the value
+// passes through LAST_INSERT_ID(expr), which the server reports in the statement's answer.
+func bumpEventSeq(tx *gorm.DB, taskID int64, n int) (int64, error) {
+	var last int64
+	if tx.Dialector.Name() == DialectSQLite {
+		res := tx.Raw("UPDATE tasks SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq", n, taskID).Scan(&last)
+		if res.Error != nil {
+			return 0, fmt.Errorf("task %d: number events: %w", taskID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return 0, errTaskNotFound()
+		}
+		return last, nil
+	}
+	conn, ok := tx.Statement.ConnPool.(interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("task %d: number events: the transaction cannot execute statements", taskID)
+	}
+	res, err := conn.ExecContext(tx.Statement.Context, "UPDATE tasks SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?", n, taskID)
+	if err == nil {
+		var rows int64
+		if rows, err = res.RowsAffected(); err == nil && rows == 0 {
+			return 0, errTaskNotFound()
+		}
+	}
+	if err == nil {
+		last, err = res.LastInsertId()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("task %d: number events: %w", taskID, err)
+	}
+	return last, nil
 }
 
 // statusEvents appends, for each of ids, an EventStatus describing the task as tx now holds it.

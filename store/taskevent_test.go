@@ -1,0 +1,148 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/store"
+)
+
+// eventLog renders a task's events as "1:status:QUEUED 2:message …" for comparison.
+func eventLog(t *testing.T, s *store.Store, id int64) string {
+	t.Helper()
+	evs, err := s.TaskEvents(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, e := range evs {
+		p := e.Type
+		switch {
+		case e.Status != nil:
+			p += ":" + e.Status.Status
+		case e.Delta != nil:
+			p += ":" + e.Delta.Text
+		case e.Message != nil:
+			p += ":" + e.Message.Role
+		}
+		parts = append(parts, strconv.FormatInt(e.Sequence, 10)+":"+p)
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestTaskEventLog: events are numbered per task in the order of their transactions; a turn's
+// deltas disappear when its message is stored and their numbers are never given again; a
+// failed turn keeps no delta; a transient failure the agent retries is marked retrying.
+func TestTaskEventLog(t *testing.T) {
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	for _, d := range []string{"Hel", "lo"} {
+		if err := f.s.AppendDelta(ctx, tk.ID, "w1", store.Delta{Text: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.s.AppendDelta(ctx, tk.ID, "w2", store.Delta{Text: "x"}); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("delta without the lease: %v", err)
+	}
+	if got, want := eventLog(t, f.s, tk.ID), "1:status:QUEUED 2:message:user 3:status:RUNNING 4:delta:Hel 5:delta:lo"; got != want {
+		t.Fatalf("log = %s, want %s", got, want)
+	}
+	if _, _, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant, Text: "Hello"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running, Steps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.AppendDelta(ctx, tk.ID, "w1", store.Delta{Text: "par"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Failed,
+		Error: &store.TaskError{Code: taskstate.CodeServerError, Message: "boom"}})
+	if err != nil || out.Status != taskstate.Failed {
+		t.Fatalf("FinishStep = %+v, %v", out, err)
+	}
+	if got, want := eventLog(t, f.s, tk.ID), "1:status:QUEUED 2:message:user 3:status:RUNNING 6:message:assistant 8:status:FAILED"; got != want {
+		t.Fatalf("log = %s, want %s", got, want)
+	}
+	evs, err := f.s.TaskEvents(ctx, tk.ID, 6, 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events after 6 = %v, %v", evs, err)
+	}
+	st := evs[0].Status
+	if st.Error == nil || st.Error.Code != taskstate.CodeServerError || st.Retrying != (f.agent.MaxRetries > 0) || st.StepsUsed != 1 {
+		t.Fatalf("failed status = %+v (agent max_retries %d)", st, f.agent.MaxRetries)
+	}
+	if f.agent.MaxRetries > 0 && evs[0].Ends() {
+		t.Fatal("a failure that will be retried ends the run")
+	}
+	cs, err := f.s.EventCursors(ctx, []int64{tk.ID, 999999})
+	if err != nil || len(cs) != 1 || cs[0].EventSeq != 8 || !cs[0].Ended {
+		t.Fatalf("cursors = %+v, %v", cs, err)
+	}
+	// Paging: a limit returns the first events after the cursor.
+	if evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 2); err != nil || len(evs) != 2 || evs[1].Sequence != 2 {
+		t.Fatalf("first page = %v, %v", evs, err)
+	}
+}
+
+// TestTaskEventsOfReapAndDecisions: a reaped task's deltas are dropped with its status
+// recorded; decisions and executions are recorded as snapshots of the call at that moment.
+func TestTaskEventsOfReapAndDecisions(t *testing.T) {
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	if err := f.s.AppendDelta(ctx, tk.ID, "w1", store.Delta{Text: "lost"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	if r, err := f.s.ReapStale(ctx, f.clock.Now()); err != nil || len(r.Requeued) != 1 {
+		t.Fatalf("reap = %+v, %v", r, err)
+	}
+	if got, want := eventLog(t, f.s, tk.ID), "1:status:QUEUED 2:message:user 3:status:RUNNING 5:status:QUEUED"; got != want {
+		t.Fatalf("log after reap = %s, want %s", got, want)
+	}
+	if _, err := f.s.ClaimQueued(ctx, "w2", time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w2", store.NewTaskMessage{Role: store.RoleAssistant,
+		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{"x":1}`)}}},
+		[]store.NewToolCall{{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate",
+			Status: store.ToolCallPendingApproval, Arguments: map[string]any{"x": 1}}})
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("turn = %v, %v", calls, err)
+	}
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w2", store.StepOutcome{Status: taskstate.PendingApproval, Steps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.DecideToolCalls(ctx, tk.ID, f.user.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Type)
+	}
+	want := "status message status status status message tool_call.proposed status tool_call.decided status"
+	if strings.Join(kinds, " ") != want {
+		t.Fatalf("kinds = %s, want %s", strings.Join(kinds, " "), want)
+	}
+	if p := evs[6].ToolCall; p.Status != store.ToolCallPendingApproval || p.DecidedBy != nil {
+		t.Fatalf("proposed snapshot = %+v", p)
+	}
+	if d := evs[8].ToolCall; d.Status != store.ToolCallApproved || d.DecidedBy == nil || *d.DecidedBy != f.user.ID {
+		t.Fatalf("decided snapshot = %+v", d)
+	}
+	if evs[9].Status.Status != taskstate.Queued {
+		t.Fatalf("after the decision: %+v", evs[9].Status)
+	}
+}
