@@ -17,7 +17,7 @@ var agentKeyPattern = regexp.MustCompile(`^svk_[a-z2-7]{16}_[A-Za-z0-9]{43}$`)
 func apiKeysPath(agentID int64) string { return fmt.Sprintf("/agents/%d/api-keys", agentID) }
 
 // mintKey mints a key through the API and checks the 201.
-func mintKey(t *testing.T, c *apitest.Client, agentID int64, name string) gen.AgentApiKeyWithSecret {
+func mintKey(t testing.TB, c *apitest.Client, agentID int64, name string) gen.AgentApiKeyWithSecret {
 	t.Helper()
 	var r gen.AgentApiKeyCreatedResponse
 	c.Post(apiKeysPath(agentID), map[string]any{"name": name}).Expect(t, http.StatusCreated).Decode(t, &r)

@@ -1,12 +1,16 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
@@ -158,4 +162,74 @@ func BenchmarkAgentAPIChatInlineFile(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTaskEventStream measures one client replaying a task's event stream over real HTTP
+// (gate, key check, store pages of 500, one JSON encoding and SSE frame per event), against the
+// baseline of reading the same events straight from the store in the same run. The task is
+// mid-turn with 2000 delta events; events/s is the stream's throughput, and x-store the
+// stream's time per event over the plain store read's.
+func BenchmarkTaskEventStream(b *testing.B) {
+	const deltas = 2000
+	env := apitest.New(b, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000000")
+	owner, _ := env.UserClient("bench@example.com")
+	var ar gen.AgentResponse
+	owner.Post("/agents", map[string]any{"name": "Bench"}).Expect(b, http.StatusCreated).Decode(b, &ar)
+	key := mintKey(b, owner, ar.Data.Agent.Id, "bench")
+	st := env.App.Store
+	ctx := context.Background()
+	var chat gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "bench"},
+		Header: map[string]string{"Authorization": "Bearer " + key.Key}}).Expect(b, http.StatusAccepted).Decode(b, &chat)
+	id := chat.Data.Chat.Id
+	if got, err := st.ClaimQueued(ctx, "bench", time.Hour, 1); err != nil || len(got) != 1 {
+		b.Fatalf("claim: %v", err)
+	}
+	for i := range deltas {
+		if err := st.AppendDelta(ctx, id, "bench", store.Delta{Text: fmt.Sprintf("token %d of the answer ", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	total := deltas + 3 // QUEUED, the user message, RUNNING
+	url := fmt.Sprintf("http://%s%s/agent-api/chats/%d/events", serve(b, env), apitest.API, id)
+	var streamDur, storeDur time.Duration
+	for b.Loop() {
+		start := time.Now()
+		for after := int64(0); after < int64(total); {
+			evs, err := st.TaskEvents(ctx, id, after, store.MaxEventsPage)
+			if err != nil || len(evs) == 0 {
+				b.Fatalf("store read: %v", err)
+			}
+			after = evs[len(evs)-1].Sequence
+		}
+		storeDur += time.Since(start)
+		start = time.Now()
+		if n := readEvents(b, url, key.Key, total); n != total {
+			b.Fatalf("stream delivered %d of %d events", n, total)
+		}
+		streamDur += time.Since(start)
+	}
+	b.ReportMetric(float64(total*b.N)/streamDur.Seconds(), "events/s")
+	b.ReportMetric(streamDur.Seconds()/storeDur.Seconds(), "x-store")
+}
+
+// readEvents reads want events of a stream and hangs up.
+func readEvents(b *testing.B, url, key string, want int) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	n := 0
+	for n < want && sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "id: ") {
+			n++
+		}
+	}
+	return n
 }

@@ -157,7 +157,7 @@ func (s *syncBuffer) String() string {
 }
 
 // serve runs env's server on a loopback port until the test ends and returns its address.
-func serve(t *testing.T, env *apitest.Env) string {
+func serve(t testing.TB, env *apitest.Env) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
