@@ -96,10 +96,10 @@ func (d *anthropicDriver) stream(ctx context.Context, params anthropic.MessageNe
 	if err := st.Err(); err != nil {
 		return nil, d.classifyStream(ctx, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, classifyTransport(ctx, "anthropic", d.cfg.Timeout, err)
-	}
 	if !stopped {
+		if err := ctx.Err(); err != nil {
+			return nil, classifyTransport(ctx, "anthropic", d.cfg.Timeout, err)
+		}
 		return nil, newError(taskstate.CodeGatewayError, "anthropic stream ended before message_stop", 0, io.ErrUnexpectedEOF)
 	}
 	return d.response(&msg, names), nil

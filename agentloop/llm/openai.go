@@ -117,10 +117,10 @@ func (d *openaiDriver) stream(ctx context.Context, params openai.ChatCompletionN
 	if err := st.Err(); err != nil {
 		return nil, d.classifyStream(ctx, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, classifyTransport(ctx, "openai", d.cfg.Timeout, err)
-	}
 	if !finished {
+		if err := ctx.Err(); err != nil {
+			return nil, classifyTransport(ctx, "openai", d.cfg.Timeout, err)
+		}
 		return nil, newError(taskstate.CodeGatewayError, "openai stream ended before the answer was complete", 0, io.ErrUnexpectedEOF)
 	}
 	res := acc.ChatCompletion

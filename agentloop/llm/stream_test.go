@@ -419,3 +419,27 @@ func TestScriptedChunksRefused(t *testing.T) {
 		t.Errorf("NewScripted shares the chunks: %q", res.Text)
 	}
 }
+
+func TestStreamCancelled(t *testing.T) {
+	t.Parallel()
+	for name, events := range map[string][]string{
+		"openai":    {openaiChunk(`{"role":"assistant","content":"Hel"}`, "null")},
+		"anthropic": anthropicStream()[:4],
+	} {
+		f := newFake(t, reply{events: events, hang: 5 * time.Second})
+		var d Driver
+		if name == "openai" {
+			d = newOpenAITest(t, f, 0)
+		} else {
+			d = newAnthropicTest(t, f, Config{})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		res, err := d.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "x"}}, OnDelta: func(Delta) { n++; cancel() }})
+		e := asError(t, err)
+		if res != nil || n != 1 || e.Code != taskstate.CodeUnknown || e.Transient || !errorsIsCanceled(err) {
+			t.Errorf("%s: %+v, %d deltas, %+v", name, res, n, e)
+		}
+		cancel()
+	}
+}
