@@ -351,6 +351,7 @@ func (h *hitCounter) twice() int {
 func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
+			Stream   bool `json:"stream"`
 			Messages []struct {
 				Role    string `json:"role"`
 				Content any    `json:"content"`
@@ -384,12 +385,7 @@ func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 			}
 			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "tool_calls"
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-drill", "object": "chat.completion", "created": 1, "model": "drill",
-			"choices": []map[string]any{{"index": 0, "finish_reason": finish, "message": msg}},
-			"usage":   map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-		})
+		writeOpenAIAnswer(w, req.Stream, "drill", msg, finish)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/account"
@@ -41,22 +43,62 @@ func newFakeOpenAI(t *testing.T, answer string) *fakeOpenAI {
 			return
 		}
 		var req struct {
-			Model string `json:"model"`
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
 		f.calls = append(f.calls, req.Model+"|"+r.Header.Get("Authorization"))
 		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
-			"choices": []map[string]any{{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": answer}}},
-			"usage": map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-		})
+		writeOpenAIAnswer(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": answer}, "stop")
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// writeOpenAIAnswer answers a fake /chat/completions call with msg (role, content and
+// tool_calls as in a chat.completion message): one JSON chat.completion, or, for a request
+// with "stream": true, the chat.completion.chunk events of the same answer (the content in
+// two pieces, the tool calls with their index, the finish reason, a usage chunk, [DONE]).
+func writeOpenAIAnswer(w http.ResponseWriter, stream bool, model string, msg map[string]any, finish string) {
+	usage := map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+			"choices": []map[string]any{{"index": 0, "finish_reason": finish, "message": msg}},
+			"usage":   usage,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	chunk := func(choices []map[string]any, usage any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+			"model": model, "choices": choices, "usage": usage})
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	delta := func(d map[string]any) { chunk([]map[string]any{{"index": 0, "delta": d, "finish_reason": nil}}, nil) }
+	delta(map[string]any{"role": "assistant", "content": ""})
+	if text, _ := msg["content"].(string); text != "" {
+		runes := []rune(text)
+		delta(map[string]any{"content": string(runes[:len(runes)/2])})
+		delta(map[string]any{"content": string(runes[len(runes)/2:])})
+	}
+	calls, _ := msg["tool_calls"].([]map[string]any)
+	for i, c := range calls {
+		streamed := map[string]any{"index": i}
+		for k, v := range c {
+			streamed[k] = v
+		}
+		delta(map[string]any{"tool_calls": []map[string]any{streamed}})
+	}
+	chunk([]map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil)
+	chunk([]map[string]any{}, usage)
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 func (f *fakeOpenAI) Calls() []string {
@@ -211,5 +253,43 @@ func TestLLMSeedNothingWithoutEnv(t *testing.T) {
 	}
 	if cfgs := globalConfigs(t, env.App.Store); len(cfgs) != 0 {
 		t.Fatalf("seeded: %+v", cfgs)
+	}
+}
+
+// TestFakeModelsStream: the fake OpenAI-compatible endpoints answer a streamed call (the agent
+// loop streams every model call) with the same answer as a plain one.
+func TestFakeModelsStream(t *testing.T) {
+	t.Parallel()
+	complete := func(t *testing.T, base string, req llm.Request) (*llm.Response, string) {
+		t.Helper()
+		d, err := llm.New(llm.Config{Driver: llm.DriverOpenAI, Model: "m", BaseURL: base + "/v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed strings.Builder
+		req.OnDelta = func(d llm.Delta) { streamed.WriteString(d.Text) }
+		res, err := d.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.OnDelta = nil
+		plain, err := d.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res, plain) {
+			t.Errorf("streamed %+v, plain %+v", res, plain)
+		}
+		return res, streamed.String()
+	}
+	res, text := complete(t, newFakeOpenAI(t, "Hello from the fake").srv.URL, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if res.Text != "Hello from the fake" || text != res.Text || res.Usage != (llm.Usage{InputTokens: 5, OutputTokens: 3}) {
+		t.Errorf("seed fake: %+v, deltas %q", res, text)
+	}
+	drill := newDrillModel(t, "http://hits.invalid")
+	res, _ = complete(t, drill.URL, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "drill-7"}},
+		Tools: []llm.ToolDef{{Name: "read_url"}}})
+	if len(res.ToolCalls) != drillCalls || res.StopReason != llm.StopToolUse || res.ToolCalls[0].Name != "read_url" || res.ToolCalls[0].ID != "call_7_0_0" {
+		t.Errorf("drill fake: %+v", res)
 	}
 }

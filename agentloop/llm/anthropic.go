@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -44,11 +46,122 @@ func (d *anthropicDriver) Complete(ctx context.Context, req Request) (*Response,
 	params := d.params(&req, names)
 	ctx, cancel := withTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
+	if req.OnDelta != nil {
+		return d.stream(ctx, params, names, req.OnDelta)
+	}
 	res, err := d.client.Messages.New(ctx, params)
 	if err != nil {
 		return nil, d.classify(ctx, err)
 	}
 	return d.response(res, names), nil
+}
+
+// stream performs the call with stream=true, accumulating the events into a message and
+// reporting text and thinking deltas to onDelta. Only a stream that reached message_stop gives
+// a response.
+func (d *anthropicDriver) stream(ctx context.Context, params anthropic.MessageNewParams, names *nameMap, onDelta func(Delta)) (*Response, error) {
+	st := d.client.Messages.NewStreaming(ctx, params)
+	defer st.Close()
+	var msg anthropic.Message
+	stopped, textBlocks := false, 0
+	for st.Next() {
+		ev := st.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, newError(taskstate.CodeGatewayError, "anthropic stream is inconsistent: "+sanitize(err.Error(), d.cfg.APIKey), 0, err)
+		}
+		switch ev.Type {
+		case "content_block_start":
+			// The response joins text blocks with a newline; so do the deltas.
+			if ev.ContentBlock.Type == "text" {
+				if textBlocks > 0 {
+					onDelta(Delta{Text: "\n"})
+				}
+				textBlocks++
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				if ev.Delta.Text != "" {
+					onDelta(Delta{Text: ev.Delta.Text})
+				}
+			case "thinking_delta":
+				if ev.Delta.Thinking != "" {
+					onDelta(Delta{Reasoning: ev.Delta.Thinking})
+				}
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := st.Err(); err != nil {
+		return nil, d.classifyStream(ctx, err)
+	}
+	if !stopped {
+		if err := ctx.Err(); err != nil {
+			return nil, classifyTransport(ctx, "anthropic", d.cfg.Timeout, err)
+		}
+		return nil, newError(taskstate.CodeGatewayError, "anthropic stream ended before message_stop", 0, io.ErrUnexpectedEOF)
+	}
+	return d.response(&msg, names), nil
+}
+
+// anthropicErrorStatus is the HTTP status the Messages API documents for each error type; an
+// error event inside a stream (sent after the 200 answer) is classified as that status.
+var anthropicErrorStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
+}
+
+// classifyStream classifies a failed stream: an HTTP error status or a transport failure as in
+// classify; an error event by its type's documented status (an unknown type is a server
+// error); a stream that broke off or could not be decoded as an unreachable endpoint
+// (GATEWAY_ERROR), which is what a connection failure of the plain call gives.
+func (d *anthropicDriver) classifyStream(ctx context.Context, err error) *Error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) && apiErr.StatusCode >= 400 {
+		return d.classify(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return classifyTransport(ctx, "anthropic", d.cfg.Timeout, err)
+	}
+	if apiErr != nil {
+		// An error event after the 200 answer.
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+		status, ok := anthropicErrorStatus[body.Error.Type]
+		if !ok {
+			status = http.StatusInternalServerError
+		}
+		msg := "anthropic stream failed"
+		if body.Error.Type != "" {
+			msg += " with " + sanitize(body.Error.Type, d.cfg.APIKey)
+		}
+		if m := sanitize(body.Error.Message, d.cfg.APIKey); m != "" {
+			msg += ": " + m
+		}
+		return newError(codeForStatus(status), msg, 0, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return classifyTransport(ctx, "anthropic", d.cfg.Timeout, err)
+	}
+	if strings.HasPrefix(err.Error(), "received error while streaming") {
+		// An error event the SDK could not decode.
+		return newError(taskstate.CodeServerError, "anthropic stream failed: "+sanitize(err.Error(), d.cfg.APIKey), 0, err)
+	}
+	return newError(taskstate.CodeGatewayError, "anthropic stream broke off: "+sanitize(err.Error(), d.cfg.APIKey), 0, err)
 }
 
 func (d *anthropicDriver) params(req *Request, names *nameMap) anthropic.MessageNewParams {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,12 @@ type reply struct {
 	header map[string]string
 	body   string
 	delay  time.Duration
+	// events, when set, are sent as a text/event-stream (each a complete SSE frame, flushed
+	// one by one) instead of body; then the server waits hang and, if cut, drops the
+	// connection without ending the response.
+	events []string
+	hang   time.Duration
+	cut    bool
 }
 
 func newFake(t *testing.T, replies ...reply) *fakeServer {
@@ -65,6 +72,10 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if rep.events != nil {
+		f.serveEvents(w, r, rep)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	for k, v := range rep.header {
 		w.Header().Set(k, v)
@@ -74,6 +85,54 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rep.status)
 	_, _ = io.WriteString(w, rep.body)
+}
+
+func (f *fakeServer) serveEvents(w http.ResponseWriter, r *http.Request, rep reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	for _, e := range rep.events {
+		_, _ = io.WriteString(w, e)
+		fl.Flush()
+	}
+	if rep.hang > 0 {
+		select {
+		case <-time.After(rep.hang):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if rep.cut {
+		panic(http.ErrAbortHandler) // closes the connection mid-response
+	}
+}
+
+// sseData is an SSE frame with data only (the OpenAI wire format).
+func sseData(data string) string { return "data: " + data + "\n\n" }
+
+// sseEvent is an SSE frame with an event name (the Anthropic wire format).
+func sseEvent(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+
+// deltaLog records the deltas of a streamed call.
+type deltaLog struct{ got []Delta }
+
+func (l *deltaLog) add(d Delta) { l.got = append(l.got, d) }
+
+func (l *deltaLog) text() string {
+	var b strings.Builder
+	for _, d := range l.got {
+		b.WriteString(d.Text)
+	}
+	return b.String()
+}
+
+func (l *deltaLog) reasoning() string {
+	var b strings.Builder
+	for _, d := range l.got {
+		b.WriteString(d.Reasoning)
+	}
+	return b.String()
 }
 
 func (f *fakeServer) requests() []recorded {

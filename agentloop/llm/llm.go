@@ -6,6 +6,15 @@
 // "scripted" (replies read from a script, for tests and demos). Every failure is an [*Error]
 // carrying one of the task error codes, so the runner can record it and decide on retries
 // without knowing the provider.
+//
+// A request with [Request.OnDelta] set is streamed: the openai driver reads the server-sent
+// chat.completion.chunk events (asking for the final usage chunk), the anthropic driver the
+// Messages API events, and the scripted driver replays a turn's chunks. Each piece of text or
+// thinking is reported to OnDelta as it arrives, and Complete still returns the whole
+// [Response], the same as the plain call would. A stream that breaks off, carries a malformed
+// event or an error event, or outlives the timeout fails with an [*Error] classified like the
+// plain call's failures (a cut connection is GATEWAY_ERROR, as for an unreachable endpoint);
+// nothing partial is returned.
 package llm
 
 import (
@@ -98,6 +107,15 @@ type Request struct {
 	// Temperature and MaxTokens override the configuration's values when set.
 	Temperature *float64
 	MaxTokens   int
+	// OnDelta, when set, makes the driver stream the call and report each piece of output, in
+	// order, on the calling goroutine, before Complete returns. The Response is the same as without it.
+	OnDelta func(Delta)
+}
+
+// Delta is a piece of model output that arrived while a turn streams.
+type Delta struct {
+	Text      string // visible answer text
+	Reasoning string // thinking text (Anthropic thinking deltas; OpenAI-compatible servers' reasoning_content if present)
 }
 
 // Usage counts the tokens of one call. InputTokens includes cached prompt tokens.

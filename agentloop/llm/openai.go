@@ -6,12 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -55,11 +59,131 @@ func (d *openaiDriver) Complete(ctx context.Context, req Request) (*Response, er
 	params := d.params(&req, names)
 	ctx, cancel := withTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
+	if req.OnDelta != nil {
+		return d.stream(ctx, params, names, req.OnDelta)
+	}
 	res, err := d.svc.New(ctx, params)
 	if err != nil {
 		return nil, d.classify(ctx, err)
 	}
 	return d.response(res, names)
+}
+
+// stream performs the call with stream=true, reporting each content and reasoning piece to
+// onDelta. Only a stream that reached a finish_reason gives a response: one that ended
+// without it, broke off, carried a malformed chunk or an error event fails like an
+// unreachable endpoint (or with the error event's classification).
+func (d *openaiDriver) stream(ctx context.Context, params openai.ChatCompletionNewParams, names *nameMap, onDelta func(Delta)) (*Response, error) {
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	st := d.svc.NewStreaming(ctx, params)
+	defer st.Close()
+	var (
+		acc       openai.ChatCompletionAccumulator
+		reasoning strings.Builder
+		usage     openai.CompletionUsage
+		finished  bool
+	)
+	for st.Next() {
+		chunk := st.Current()
+		if !acc.AddChunk(chunk) {
+			return nil, newError(taskstate.CodeGatewayError, "openai stream sent a chunk that does not continue the answer", 0, nil)
+		}
+		if chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0 {
+			usage = chunk.Usage // the last report is the total (include_usage sends one)
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			var r string
+			for _, key := range []string{"reasoning_content", "reasoning"} {
+				if f, ok := ch.Delta.JSON.ExtraFields[key]; ok {
+					var s string
+					if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+						r = s
+						break
+					}
+				}
+			}
+			reasoning.WriteString(r)
+			if ch.Delta.Content != "" || r != "" {
+				onDelta(Delta{Text: ch.Delta.Content, Reasoning: r})
+			}
+			if ch.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	if err := st.Err(); err != nil {
+		return nil, d.classifyStream(ctx, err)
+	}
+	if !finished {
+		if err := ctx.Err(); err != nil {
+			return nil, classifyTransport(ctx, "openai", d.cfg.Timeout, err)
+		}
+		return nil, newError(taskstate.CodeGatewayError, "openai stream ended before the answer was complete", 0, io.ErrUnexpectedEOF)
+	}
+	res := acc.ChatCompletion
+	res.Usage = usage
+	for i := range res.Choices {
+		res.Choices[i].Message.JSON.ExtraFields = nil
+	}
+	out, err := d.response(&res, names)
+	if err != nil {
+		return nil, err
+	}
+	if s := reasoning.String(); s != "" {
+		out.Reasoning = []Reasoning{{Text: s}}
+	}
+	return out, nil
+}
+
+// classifyStream classifies a failed stream: an HTTP error status or a transport failure as
+// in classify; an error event sent in the stream by its status code, if it carries one, or as
+// a server error; a stream that broke off or could not be decoded as an unreachable endpoint
+// (GATEWAY_ERROR), which is what a connection failure of the plain call gives.
+func (d *openaiDriver) classifyStream(ctx context.Context, err error) *Error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return d.classify(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return classifyTransport(ctx, "openai", d.cfg.Timeout, err)
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &body)
+		code := taskstate.CodeServerError
+		status := 0
+		switch c := body.Error.Code.(type) {
+		case float64:
+			status = int(c)
+		case string:
+			status, _ = strconv.Atoi(c)
+		}
+		if status >= 400 && status <= 599 {
+			code = codeForStatus(status)
+		} else if strings.Contains(body.Error.Type, "rate_limit") || body.Error.Code == "rate_limit_exceeded" {
+			code = taskstate.CodeRateLimit
+		}
+		msg := "openai stream failed"
+		if m := sanitize(body.Error.Message, d.cfg.APIKey); m != "" {
+			msg += ": " + m
+		}
+		return newError(code, msg, 0, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return classifyTransport(ctx, "openai", d.cfg.Timeout, err)
+	}
+	return newError(taskstate.CodeGatewayError, "openai stream broke off: "+sanitize(err.Error(), d.cfg.APIKey), 0, err)
 }
 
 func (d *openaiDriver) params(req *Request, names *nameMap) openai.ChatCompletionNewParams {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -20,12 +21,18 @@ const MaxScriptSize = 1 << 20
 const ScriptEndText = "The script has no more turns."
 
 // ScriptTurn is one scripted model answer. A turn has text and/or tool calls, or an error.
+//
+// Chunks, when set, are the pieces a streamed call reports (the turn's text is their
+// concatenation; a turn sets text or chunks, not both), ChunkDelayMS milliseconds apart. A turn
+// with chunks and an error streams the chunks, then fails: a stream that broke off.
 type ScriptTurn struct {
-	Text      string           `json:"text,omitempty" yaml:"text"`
-	Reasoning string           `json:"reasoning,omitempty" yaml:"reasoning"`
-	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty" yaml:"tool_calls"`
-	Usage     *Usage           `json:"usage,omitempty" yaml:"usage"`
-	Error     *ScriptError     `json:"error,omitempty" yaml:"error"`
+	Text         string           `json:"text,omitempty" yaml:"text"`
+	Chunks       []string         `json:"chunks,omitempty" yaml:"chunks"`
+	ChunkDelayMS int              `json:"chunk_delay_ms,omitempty" yaml:"chunk_delay_ms"`
+	Reasoning    string           `json:"reasoning,omitempty" yaml:"reasoning"`
+	ToolCalls    []ScriptToolCall `json:"tool_calls,omitempty" yaml:"tool_calls"`
+	Usage        *Usage           `json:"usage,omitempty" yaml:"usage"`
+	Error        *ScriptError     `json:"error,omitempty" yaml:"error"`
 }
 
 // ScriptToolCall is a scripted tool call. Name is the caller-facing name ("slug:tool" for a
@@ -176,6 +183,15 @@ func (c *ScriptToolCall) UnmarshalYAML(n *yaml.Node) error {
 // normalizeTurn checks turn i (0-based) and fills default ids and arguments.
 func normalizeTurn(i int, t *ScriptTurn) error {
 	where := fmt.Sprintf("turn %d", i+1)
+	if t.ChunkDelayMS < 0 {
+		return fmt.Errorf("%s: chunk_delay_ms must not be negative", where)
+	}
+	if len(t.Chunks) > 0 {
+		if t.Text != "" {
+			return fmt.Errorf("%s: a turn has text or chunks, not both", where)
+		}
+		t.Chunks = append([]string(nil), t.Chunks...)
+	}
 	if t.Error != nil {
 		if t.Text != "" || t.Reasoning != "" || len(t.ToolCalls) > 0 || t.Usage != nil {
 			return fmt.Errorf("%s: an error turn has no text, reasoning, tool_calls or usage", where)
@@ -185,8 +201,8 @@ func normalizeTurn(i int, t *ScriptTurn) error {
 		}
 		return nil
 	}
-	if t.Text == "" && len(t.ToolCalls) == 0 {
-		return fmt.Errorf("%s: needs text, tool_calls or error", where)
+	if t.Text == "" && len(t.Chunks) == 0 && len(t.ToolCalls) == 0 {
+		return fmt.Errorf("%s: needs text, chunks, tool_calls or error", where)
 	}
 	if t.Usage != nil && (t.Usage.InputTokens < 0 || t.Usage.OutputTokens < 0) {
 		return fmt.Errorf("%s: usage must not be negative", where)
@@ -254,7 +270,56 @@ func (s *Scripted) Complete(ctx context.Context, req Request) (*Response, error)
 			n++
 		}
 	}
+	if req.OnDelta != nil {
+		if err := s.stream(ctx, n, req.OnDelta); err != nil {
+			return nil, err
+		}
+	}
 	return s.answer(n)
+}
+
+// stream reports turn n's output to onDelta: its chunks, ChunkDelayMS apart, or its whole
+// text as one piece (and its reasoning first, as one piece). The turn's error, if any, is
+// left to answer.
+func (s *Scripted) stream(ctx context.Context, n int, onDelta func(Delta)) error {
+	if n >= len(s.turns) {
+		onDelta(Delta{Text: ScriptEndText})
+		return nil
+	}
+	t := s.turns[n]
+	if t.Reasoning != "" {
+		onDelta(Delta{Reasoning: t.Reasoning})
+	}
+	if len(t.Chunks) == 0 {
+		if t.Text != "" {
+			onDelta(Delta{Text: t.Text})
+		}
+		return nil
+	}
+	delay := time.Duration(t.ChunkDelayMS) * time.Millisecond
+	var timer *time.Timer
+	for i, c := range t.Chunks {
+		if i > 0 && delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+				defer timer.Stop()
+			} else {
+				timer.Reset(delay)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return classifyTransport(ctx, "scripted", 0, ctx.Err())
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return classifyTransport(ctx, "scripted", 0, err)
+		}
+		if c != "" {
+			onDelta(Delta{Text: c})
+		}
+	}
+	return nil
 }
 
 // answer is the response of turn n (0-based); past the last turn, ScriptEndText.
@@ -270,7 +335,11 @@ func (s *Scripted) answer(n int) (*Response, error) {
 		}
 		return nil, newError(t.Error.Code, msg, 0, nil)
 	}
-	out := &Response{Text: t.Text, StopReason: StopEndTurn}
+	text := t.Text
+	if len(t.Chunks) > 0 {
+		text = strings.Join(t.Chunks, "")
+	}
+	out := &Response{Text: text, StopReason: StopEndTurn}
 	if t.Reasoning != "" {
 		out.Reasoning = []Reasoning{{Text: t.Reasoning}}
 	}

@@ -118,7 +118,7 @@ func TestScriptedRefusesMalformed(t *testing.T) {
 		{"unknown call field", `[{"tool_calls":[{"name":"a","args":{}}]}]`, "field args not found in tool call"},
 		{"call not object", `[{"tool_calls":["a"]}]`, "a tool call is an object"},
 		{"wrong type", `[{"text": {"a": 1}}]`, "cannot unmarshal"},
-		{"empty turn", `[{}]`, "turn 1: needs text, tool_calls or error"},
+		{"empty turn", `[{}]`, "turn 1: needs text, chunks, tool_calls or error"},
 		{"no name", `[{"text":"a"},{"tool_calls":[{"arguments":{}}]}]`, "turn 2: tool_calls[0]: name is required"},
 		{"array args", `[{"tool_calls":[{"name":"a","arguments":[1]}]}]`, "must be a JSON object"},
 		{"bad string args", `[{"tool_calls":[{"name":"a","arguments":"{oops"}]}]`, "must be a JSON object"},
