@@ -268,6 +268,8 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if err != nil {
 		return nil, err
 	}
+	deltas := newDeltaWriter(ctx, l, t.ID, worker)
+	req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
 	resp, err := driver.Complete(ctx, req)
 	if err != nil && ctx.Err() != nil {
 		// The worker gave up the step (a shutdown that could not wait): not the model's failure.

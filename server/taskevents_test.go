@@ -357,3 +357,118 @@ func TestTaskEventStreamAcrossInstances(t *testing.T) {
 		t.Fatalf("last event = %s", all[len(all)-1].Raw)
 	}
 }
+
+// TestTaskEventStreamDeltas is the issue's drill: a streaming turn's deltas reach the client
+// as they are written; a client cut after 5 deltas reconnects with Last-Event-ID, to the same
+// instance or to a second one on the same database, and receives exactly the events after the
+// cut through the terminal one: increasing sequences, no duplicate, every stored event after
+// the cut, and deltas that spell a prefix of the final message. A stream that drops mid-turn
+// fails the step and leaves no delta behind.
+func TestTaskEventStreamDeltas(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	chunks := []string{"The ", "answer ", "is ", "forty", "-two", ", ", "as ", "you ", "asked", "."}
+	enc, _ := json.Marshal(chunks)
+	scripts := map[string]string{
+		"stream.json":  `[{"chunks": ` + string(enc) + `, "chunk_delay_ms": 150}]`,
+		"dropped.json": `[{"chunks": ["Half ", "an ", "answer"], "chunk_delay_ms": 150, "error": {"code": "BAD_REQUEST", "message": "stream cut"}}]`,
+	}
+	for name, s := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envA := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
+	envB := apitest.NewWith(t, apitest.Options{Store: storetest.Twin(t, envA.App.Store)},
+		"SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
+	owner, _ := envA.UserClient("ada@example.com")
+	streamKey := scriptedCalcAgent(t, owner, "stream.json")
+	droppedKey := scriptedCalcAgent(t, owner, "dropped.json")
+	addrA, addrB := serve(t, envA), serve(t, envB)
+	envB.App.Events.Start(context.Background())
+	t.Cleanup(func() { _ = envB.App.Events.Stop(context.Background()) })
+	daemon := runWorker(t, envA)
+
+	start := func(k chatKey) (int64, string) {
+		var r gen.ChatResponse
+		envA.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "go"},
+			Header: map[string]string{"Authorization": "Bearer " + k.key.Key}}).Expect(t, http.StatusAccepted).Decode(t, &r)
+		return r.Data.Chat.Id, fmt.Sprintf("%s/agent-api/chats/%d/events", apitest.API, r.Data.Chat.Id)
+	}
+	for _, target := range []struct{ name, addr string }{{"same instance", addrA}, {"second instance", addrB}} {
+		t.Run(target.name, func(t *testing.T) {
+			id, path := start(streamKey)
+			auth := map[string]string{"Authorization": "Bearer " + streamKey.key.Key}
+			live, cut := streamLive(t, "http://"+addrA+path, auth)
+			daemon.Notify()
+			var seen []sseEvent
+			for deltas := 0; deltas < 5; {
+				ev, ok := nextStreamEvent(t, live)
+				if !ok {
+					t.Fatalf("stream ended after %s", eventKinds(seen))
+				}
+				seen = append(seen, ev)
+				if ev.Data.Delta != nil {
+					deltas++
+				}
+			}
+			cut()
+			cutAt := seen[len(seen)-1].Data.Sequence
+			resumed, _ := streamLive(t, "http://"+target.addr+path,
+				map[string]string{"Authorization": auth["Authorization"], "Last-Event-ID": seen[len(seen)-1].ID})
+			rest := drainStream(t, resumed)
+			seen = append(seen, rest...)
+
+			var text strings.Builder
+			for i, ev := range seen {
+				if i > 0 && ev.Data.Sequence <= seen[i-1].Data.Sequence {
+					t.Fatalf("sequence %d after %d", ev.Data.Sequence, seen[i-1].Data.Sequence)
+				}
+				if ev.Data.Delta != nil {
+					text.WriteString(ev.Data.Delta.Text)
+				}
+			}
+			final := parseSSE(t, string(envA.Client().Do(apitest.Request{Method: http.MethodGet, Path: path, Header: auth}).Expect(t, http.StatusOK).Body))
+			got := map[int64]bool{}
+			for _, ev := range rest {
+				got[ev.Data.Sequence] = true
+			}
+			var answer string
+			for _, ev := range final {
+				if ev.Data.Delta != nil {
+					t.Fatalf("a delta outlived its turn: %s", ev.Raw)
+				}
+				if ev.Data.Sequence > cutAt && !got[ev.Data.Sequence] {
+					t.Fatalf("event %d (%s) after the cut was not delivered; got %s", ev.Data.Sequence, ev.Data.Type, eventKinds(rest))
+				}
+				if ev.Data.Message != nil && ev.Data.Message.Role == gen.TranscriptMessageRoleAssistant {
+					answer = ev.Data.Message.Text
+				}
+			}
+			if answer != strings.Join(chunks, "") || !strings.HasPrefix(answer, text.String()) || text.Len() == 0 {
+				t.Fatalf("deltas %q are no prefix of the answer %q", text.String(), answer)
+			}
+			last := seen[len(seen)-1].Data
+			if last.Status == nil || last.Status.Status != gen.TaskStatusCOMPLETED {
+				t.Fatalf("stream of chat %d ended with %s", id, seen[len(seen)-1].Raw)
+			}
+		})
+	}
+
+	t.Run("dropped model stream", func(t *testing.T) {
+		_, path := start(droppedKey)
+		auth := map[string]string{"Authorization": "Bearer " + droppedKey.key.Key}
+		live, _ := streamLive(t, "http://"+addrA+path, auth)
+		daemon.Notify()
+		evs := drainStream(t, live)
+		last := evs[len(evs)-1].Data.Status
+		if last == nil || last.Status != gen.TaskStatusFAILED || last.Error == nil || string(last.Error.Code) != "BAD_REQUEST" {
+			t.Fatalf("dropped stream ended with %s", evs[len(evs)-1].Raw)
+		}
+		for _, ev := range parseSSE(t, string(envA.Client().Do(apitest.Request{Method: http.MethodGet, Path: path, Header: auth}).Expect(t, http.StatusOK).Body)) {
+			if ev.Data.Delta != nil || (ev.Data.Message != nil && ev.Data.Message.Role == gen.TranscriptMessageRoleAssistant) {
+				t.Fatalf("a failed turn left %s", ev.Raw)
+			}
+		}
+	})
+}
