@@ -47,7 +47,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startServer(dir: string): Promise<{ proc: ChildProcess; base: string }> {
+async function startServer(dir: string, extraEnv: Record<string, string> = {}): Promise<{ proc: ChildProcess; base: string }> {
   writeFileSync(join(dir, "script.json"), JSON.stringify(script));
   const port = await freePort();
   const proc = spawn(bin, ["serve"], {
@@ -62,6 +62,7 @@ async function startServer(dir: string): Promise<{ proc: ChildProcess; base: str
       SVC_LLM_BASE_URL: "script.json",
       SVC_LOG_PATH: join(dir, "svc.log"),
       SVC_MAIL_DRIVER: "",
+      ...extraEnv,
     },
   });
   const base = `http://127.0.0.1:${port}/svc`;
@@ -170,7 +171,7 @@ async function main(): Promise<void> {
     log("enable the calculator with approval, and the question tool");
     const calc = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Calculator", exact: true }) });
     await calc.getByRole("switch").click();
-    await calc.getByText("Enabled", { exact: true }).waitFor();
+    await calc.getByRole("switch", { checked: true }).waitFor();
     const needsApproval = calc.getByRole("checkbox", { name: "calculate: needs approval" });
     await page.waitForFunction(() => !document.querySelector('input[aria-label="calculate: needs approval"]')?.hasAttribute("disabled"));
     if (!(await needsApproval.isChecked())) {
@@ -179,7 +180,7 @@ async function main(): Promise<void> {
     }
     const ask = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Ask user question", exact: true }) });
     await ask.getByRole("switch").click();
-    await ask.getByText("Enabled", { exact: true }).waitFor();
+    await ask.getByRole("switch", { checked: true }).waitFor();
     await page.waitForFunction(() => (document.querySelector('input[aria-label="ask: enabled"]') as HTMLInputElement | null)?.checked === true);
     await shot(page, "agent-tools");
 
@@ -276,6 +277,8 @@ async function main(): Promise<void> {
     const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
     expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
 
+    await clientMode(browser, problems);
+
     expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
     console.log(`e2e: all flows passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${shots}`);
   } catch (err) {
@@ -285,6 +288,67 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   } finally {
     await browser?.close();
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// clientMode: a second server in client-worker mode, where no daemon runs tasks: the open
+// console discovers and ticks them (and calls housekeeping).
+async function clientMode(browser: Browser, problems: string[]): Promise<void> {
+  log("client-worker mode: the page itself ticks the task to its answer");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-client-"));
+  const { proc, base } = await startServer(dir, { SVC_WORKER_RUNTIME_MODE: "client" });
+  try {
+    // Set-up through the API: account, agent, tools (the browser part is what matters here).
+    const api = `${base}/api/v1`;
+    let cookie = "";
+    let csrf = "";
+    const call = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(api + path, {
+        method,
+        headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const set = r.headers.get("set-cookie");
+      if (set) cookie = set.split(";")[0];
+      const j = (await r.json()) as { data: Record<string, unknown> };
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+      return j.data;
+    };
+    await call("POST", "/auth/register", { email: "bea@example.com", password: "correct horse battery" });
+    csrf = (await call("POST", "/auth/login", { email: "bea@example.com", password: "correct horse battery" })).csrf_token as string;
+    const agent = (await call("POST", "/agents", { name: "Client calculator" })).agent as { id: number };
+    for (const tool of ["core.CalculatorTool", "core.AskUserQuestionTool"]) await call("POST", `/agents/${agent.id}/tools/${tool}/enable`);
+    await call("PATCH", `/agents/${agent.id}/tools/core.CalculatorTool/operations/calculate`, { enabled: true, auto_approve: false });
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`client mode page error: ${e.message}`));
+    const ticks: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/tick")) ticks.push(r.url());
+    });
+    await page.goto(`${base}/login`);
+    await page.getByLabel("Email").fill("bea@example.com");
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Client calculator" }).click();
+    await page.getByLabel("Prompt").fill("What is 6*7?");
+    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("heading", { name: "Approval needed" }).waitFor();
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByRole("heading", { name: "The agent asks" }).waitFor();
+    await page.getByRole("radio", { name: "Sentence" }).check();
+    await page.getByRole("checkbox", { name: "Working" }).check();
+    await page.getByRole("button", { name: "Send answers" }).click();
+    await page.getByText("the product of six and eight is forty-eight").waitFor();
+    expect(ticks.length >= 3, `the page ticked the task (${ticks.length} ticks)`);
+    await context.close();
+  } finally {
     proc.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });

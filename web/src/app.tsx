@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, unwrap, whenUnauthenticated } from "./api";
 import { forgetPush } from "./live";
+import { startClientWorker, stopClientWorker } from "./worker";
 import { currentPath, match, navigate, useRoute } from "./router";
 import { loadSession, signedOut, updateUser, useSession } from "./session";
 import { ErrorNote, Field, Link, Notice, PageHeader, useAction } from "./ui";
@@ -20,7 +21,13 @@ whenUnauthenticated(() => {
 });
 
 function Shell(props: { children: preact.ComponentChildren }) {
-  const { user } = useSession();
+  const { user, config } = useSession();
+  // In client-worker mode the signed-in browser runs its user's tasks.
+  useEffect(() => {
+    if (config?.worker_runtime_mode !== "client") return;
+    startClientWorker();
+    return stopClientWorker;
+  }, [config?.worker_runtime_mode, user?.id]);
   const { path } = useRoute();
   const [menu, setMenu] = useState(false);
   const logout = useAction();
@@ -51,6 +58,11 @@ function Shell(props: { children: preact.ComponentChildren }) {
               {n.label}
             </Link>
           ))}
+          {config?.worker_runtime_mode === "client" && (
+            <span class="chip worker" title="Client-worker mode: this browser runs your tasks while it is open">
+              worker
+            </span>
+          )}
           <span class="who" title={user?.email}>
             {user?.display_name || user?.email}
             {user?.is_admin && <span class="chip">admin</span>}

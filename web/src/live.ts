@@ -4,6 +4,7 @@
 // event or an unavailable hub only delays an update.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, prefix, type Task } from "./api";
+import { clientWorkerRunning, notice, onTicked } from "./worker";
 
 type PushInfo = { available: boolean; url: string | null; topic: string | null; poll: number };
 let pushInfo: Promise<PushInfo> | null = null;
@@ -39,6 +40,7 @@ export function useLiveTask(id: string): { task: Task | undefined; error: string
     if (latest.current && latest.current.id === t.id && latest.current.updated_at > t.updated_at) return; // an older snapshot
     latest.current = t;
     setTask(t);
+    notice(t);
   };
   const refresh = async () => {
     const r = await api.GET("/tasks/{taskId}", { params: { path: { taskId: id } } });
@@ -53,10 +55,14 @@ export function useLiveTask(id: string): { task: Task | undefined; error: string
     let stopped = false;
     let es: EventSource | null = null;
     let timer: number | undefined;
+    const unTicked = onTicked((t) => {
+      if (String(t.id) === id) put(t);
+    });
     void refresh();
     void loadPush().then((p) => {
       if (stopped) return;
-      if (p.available && p.url && p.topic) {
+      if (clientWorkerRunning()) setMode(`ticked by this browser (client-worker mode), and polling every ${p.poll} s`);
+      else if (p.available && p.url && p.topic) {
         es = new EventSource(`${p.url}?topic=${encodeURIComponent(p.topic)}`, { withCredentials: true });
         es.onopen = () => setMode(`push, and polling every ${p.poll} s`);
         es.onerror = () => setMode(`polling every ${p.poll} s (push reconnecting)`);
@@ -75,6 +81,7 @@ export function useLiveTask(id: string): { task: Task | undefined; error: string
     });
     return () => {
       stopped = true;
+      unTicked();
       es?.close();
       window.clearInterval(timer);
     };
