@@ -1,10 +1,10 @@
-# Targets: generate, verify, build, run, test, lint, bench, fuzz.
+# Targets: generate, verify, build, web, run, test, test-go, e2e, screenshots, lint, bench, fuzz.
 GO ?= go
 BIN := bin/svc
 export REDOCLY_TELEMETRY := off
 export CGO_ENABLED := 1
 
-.PHONY: generate verify build run test lint bench fuzz
+.PHONY: generate verify build web run test test-go e2e screenshots lint bench fuzz
 
 ## generate: openapi.yaml -> gen/ (oapi-codegen), then the 501 stubs of api/ (internal/stubgen)
 generate:
@@ -19,16 +19,39 @@ verify: generate
 	$(GO) mod tidy -diff
 	$(GO) mod verify
 
+## build: the binary; it embeds web/dist as it is (the console's page says how to build it when absent)
 build:
 	$(GO) build -o $(BIN) ./cmd/svc
 
-## run: build and serve on SQLite at http://localhost:8080/svc
-run: build
+## web: the console's bundle (web/ -> web/dist, embedded by the next build); needs Node.js 20 and npm
+web: web/node_modules/.package-lock.json
+	cd web && npm run build
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+## run: build the console and the binary, then serve on SQLite at http://localhost:8080/svc
+run: web
+	$(MAKE) build
 	./$(BIN) serve
 
-## test: the whole suite (SQLite; MariaDB/MySQL too when SVC_TEST_MYSQL_DSN is set)
-test:
+## test: the whole suite: the Go tests, then the console's browser tests
+test: test-go e2e
+
+## test-go: the Go tests (SQLite; MariaDB/MySQL too when SVC_TEST_MYSQL_DSN is set)
+test-go:
 	$(GO) test -race -count=1 ./...
+
+## e2e: the console's browser tests (headless chromium, /usr/bin/chromium) against bin/svc
+e2e: web
+	$(MAKE) build
+	cd web && SVC_BIN=../$(BIN) npm run e2e
+
+## screenshots: the browser tests, keeping their screenshots in docs/screenshots
+screenshots: web
+	$(MAKE) build
+	cd web && SVC_BIN=../$(BIN) SVC_E2E_SHOTS=../docs/screenshots npm run e2e
 
 lint: node_modules/.bin/redocly
 	$(GO) vet ./...

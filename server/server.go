@@ -107,7 +107,11 @@ func (s *Server) routes() *gin.Engine {
 	e.UnescapePathValues = true
 	e.RemoveExtraSlash = false
 	e.Use(s.logRequests, s.recover, s.securityHeaders)
+	con := newConsole(s.prefix, svc.Console)
 	e.NoRoute(func(c *gin.Context) {
+		if con.serve(c) {
+			return
+		}
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	e.NoMethod(func(c *gin.Context) {

@@ -1,0 +1,358 @@
+// Browser end-to-end tests of the console: Debian's chromium, headless, driven by
+// playwright-core against the real `svc serve` (fresh SQLite database in a temporary folder,
+// the scripted model driver). Run by `make e2e` (and `make screenshots`, which keeps the
+// screenshots in docs/screenshots). Settings: SVC_BIN (the binary, default ../bin/svc),
+// CHROMIUM (default /usr/bin/chromium), SVC_E2E_SHOTS (screenshot folder, default
+// test-results/screenshots).
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+
+const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
+const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
+const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+// Every task follows this script: ask for the calculator (which needs approval), then ask a
+// question batch, then answer.
+const script = [
+  { tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "6*7" } }], usage: { input_tokens: 812, output_tokens: 41 } },
+  {
+    tool_calls: [
+      {
+        id: "q1",
+        name: "ask_user_question",
+        arguments: {
+          questions: [
+            { header: "Format", question: "How should I present the result?", options: ["Plain number", "Sentence"], multiple: false, allowFreeText: false },
+            { header: "Extras", question: "Anything to add?", options: ["Units", "Working"], multiple: true, allowFreeText: true },
+          ],
+        },
+      },
+    ],
+    usage: { input_tokens: 905, output_tokens: 66 },
+  },
+  { text: "6 × 8 is 48. You asked for a sentence, so: the product of six and eight is forty-eight.", usage: { input_tokens: 990, output_tokens: 28 } },
+];
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => (typeof a === "object" && a ? res(a.port) : rej(new Error("no port"))));
+    });
+  });
+}
+
+async function startServer(dir: string, extraEnv: Record<string, string> = {}): Promise<{ proc: ChildProcess; base: string }> {
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  const port = await freePort();
+  const proc = spawn(bin, ["serve"], {
+    cwd: dir,
+    stdio: "ignore",
+    env: {
+      ...process.env,
+      SVC_LISTEN: `127.0.0.1:${port}`,
+      SVC_APP_URL: `http://127.0.0.1:${port}/svc`,
+      SVC_LLM_DRIVER: "scripted",
+      SVC_LLM_MODEL: "script",
+      SVC_LLM_BASE_URL: "script.json",
+      SVC_LOG_PATH: join(dir, "svc.log"),
+      SVC_MAIL_DRIVER: "",
+      ...extraEnv,
+    },
+  });
+  const base = `http://127.0.0.1:${port}/svc`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return { proc, base };
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`svc did not start; log:\n${safeRead(join(dir, "svc.log"))}`);
+}
+
+function safeRead(p: string): string {
+  try {
+    return readFileSync(p, "utf8").split("\n").slice(-30).join("\n");
+  } catch {
+    return "(none)";
+  }
+}
+
+let step = "";
+const started = Date.now();
+function log(s: string): void {
+  step = s;
+  console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${s}`);
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.waitForTimeout(150); // let focus rings and fonts settle
+  await page.screenshot({ path: join(shots, `${name}.png`) });
+}
+
+function expect(cond: boolean, what: string): void {
+  if (!cond) throw new Error(`expectation failed: ${what}`);
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(chromiumPath)) throw new Error(`no browser at ${chromiumPath}: install Debian's chromium (apt-get install chromium) or set CHROMIUM`);
+  if (!existsSync(bin)) throw new Error(`no svc binary at ${bin}: run make build (make e2e does)`);
+  mkdirSync(shots, { recursive: true });
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-"));
+  const { proc, base } = await startServer(dir);
+  let browser: Browser | undefined;
+  const problems: string[] = [];
+  try {
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(base).origin });
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/status of (401|403|404|409|422|429)/.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("dialog", (d) => void d.accept());
+
+    log("a signed-out visitor is sent to the sign-in page");
+    await page.goto(`${base}/`);
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    expect(page.url().includes("/svc/login"), `URL ${page.url()}`);
+    const csp = (await page.request.get(`${base}/agents`)).headers()["content-security-policy"] ?? "";
+    expect(csp.includes("script-src 'self'") && !csp.includes("unsafe-inline"), `CSP ${csp}`);
+    await shot(page, "login");
+
+    log("register the first account (the administrator); it signs in");
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Email").fill("ada@example.com");
+    await page.getByLabel("Display name (optional)").fill("Ada Lovelace");
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("heading", { name: "No agents yet" }).waitFor();
+    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+    expect(stored === "{}{}", `nothing in web storage, found ${stored}`);
+
+    log("log out, then a refused sign-in shows the API's message");
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await page.getByLabel("Email").fill("ada@example.com");
+    await page.getByLabel("Password").fill("wrong password");
+    const [refused] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/auth/login")), page.getByRole("button", { name: "Sign in" }).click()]);
+    const refusal = ((await refused.json()) as { error: { message: string } }).error.message;
+    expect(refused.status() === 401 || refused.status() === 422, `login refusal status ${refused.status()}`);
+    expect((await page.getByRole("alert").innerText()).trim() === refusal, `the alert shows "${refusal}"`);
+
+    log("log in");
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+
+    log("create an agent with every field");
+    await page.getByRole("link", { name: "Create your first agent" }).click();
+    await page.getByLabel("Name").fill("Calculator");
+    await page.getByLabel("Description").fill("Does arithmetic with the calculator tool; every calculation needs approval.");
+    await page.getByLabel("System prompt").fill("You compute. Use the calculator for every arithmetic question and ask when the format is unclear.");
+    await page.getByLabel("Step budget").fill("12");
+    await page.getByLabel("Notes").fill("Used by the finance team.");
+    await page.getByLabel("Metadata (JSON object)").fill('{"team": "finance"}');
+    await page.getByRole("button", { name: "Create agent" }).click();
+
+    log("enable the calculator with approval, and the question tool");
+    const calc = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Calculator", exact: true }) });
+    await calc.getByRole("switch").click();
+    await calc.getByRole("switch", { checked: true }).waitFor();
+    const needsApproval = calc.getByRole("checkbox", { name: "calculate: needs approval" });
+    await page.waitForFunction(() => !document.querySelector('input[aria-label="calculate: needs approval"]')?.hasAttribute("disabled"));
+    if (!(await needsApproval.isChecked())) {
+      await needsApproval.click();
+      await page.waitForFunction(() => (document.querySelector('input[aria-label="calculate: needs approval"]') as HTMLInputElement | null)?.checked === true);
+    }
+    const ask = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Ask user question", exact: true }) });
+    await ask.getByRole("switch").click();
+    await ask.getByRole("switch", { checked: true }).waitFor();
+    await page.waitForFunction(() => (document.querySelector('input[aria-label="ask: enabled"]') as HTMLInputElement | null)?.checked === true);
+    await shot(page, "agent-tools");
+
+    log("the settings tab shows every saved field");
+    await page.getByRole("link", { name: "Settings" }).click();
+    expect((await page.getByLabel("Step budget").inputValue()) === "12", "step budget saved");
+    expect((await page.getByLabel("Notes").inputValue()) === "Used by the finance team.", "notes saved");
+    await shot(page, "agent-settings");
+
+    log("start a task; it pauses for approval");
+    await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Chats" }).click();
+    await page.getByLabel("Prompt").fill("What is 6*7?");
+    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("heading", { name: "Approval needed" }).waitFor({ timeout: 15_000 });
+    const argBox = page.getByLabel("Arguments of calculator (JSON)");
+    expect((await argBox.inputValue()).includes('"6*7"'), "the pending call's arguments are shown");
+    await shot(page, "task-approval");
+
+    log("edit the arguments and approve; the question batch arrives without reloading");
+    await argBox.fill('{\n  "expression": "6*8"\n}');
+    const [approveReq] = await Promise.all([page.waitForRequest((r) => r.url().endsWith("/approve") && r.method() === "POST"), page.getByRole("button", { name: "Approve" }).click()]);
+    const sent = JSON.parse(approveReq.postData() ?? "{}") as { decisions: { arguments?: { expression?: string } }[] };
+    expect(sent.decisions[0]?.arguments?.expression === "6*8", `edited arguments sent: ${approveReq.postData()}`);
+    await page.getByRole("heading", { name: "The agent asks" }).waitFor({ timeout: 15_000 });
+    await shot(page, "task-question");
+
+    log("answer the question batch; the answer arrives without reloading");
+    await page.getByRole("radio", { name: "Sentence" }).check();
+    await page.getByRole("checkbox", { name: "Units" }).check();
+    await page.getByLabel("Your own answer").fill("Keep it short.");
+    await page.getByRole("button", { name: "Send answers" }).click();
+    await page.getByText("the product of six and eight is forty-eight").waitFor({ timeout: 15_000 });
+    await page.getByText("completed").first().waitFor();
+    await page.getByText("2707 in").waitFor(); // token usage of the three turns
+    await page.getByText("Approved with edited arguments").waitFor();
+    await shot(page, "task-completed");
+
+    log("a narrow screen (390 px) shows the same task");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("button", { name: "Menu" }).waitFor();
+    await shot(page, "task-mobile");
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    log("mint a key (shown once, copied), then revoke it");
+    await page.getByRole("link", { name: "Calculator" }).first().click();
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByLabel("Key name").fill("n8n workflow");
+    await page.getByRole("button", { name: "Mint key" }).click();
+    const keyBox = page.getByLabel("The new key");
+    const key = await keyBox.inputValue();
+    expect(key.startsWith("svk_"), `minted key ${key.slice(0, 8)}…`);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await page.getByRole("button", { name: "Copied" }).waitFor();
+    expect((await page.evaluate(() => navigator.clipboard.readText())) === key, "the key is on the clipboard");
+    const chats = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
+    await shot(page, "agent-keys");
+    await page.getByRole("button", { name: "Revoke n8n workflow" }).click();
+    await page.getByText("No keys.").waitFor();
+    const after = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
+    expect(after.status === 401 || (after.status === 404 && chats.status === 404), `revoked key answered ${after.status}`);
+
+    log("a refused action shows the API's message next to it");
+    await page.getByRole("link", { name: "Account" }).click();
+    await page.getByLabel("Current password").fill("not my password");
+    await page.getByLabel("New password").fill("another long password");
+    const [pw] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/auth/password")), page.getByRole("button", { name: "Change password" }).click()]);
+    const pwMsg = ((await pw.json()) as { error: { message: string } }).error.message;
+    expect(pw.status() === 422, `password refusal ${pw.status()}`);
+    expect((await page.getByRole("alert").innerText()).trim() === pwMsg, `the alert shows "${pwMsg}"`);
+
+    log("a second agent, marked favorite, is listed first");
+    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("link", { name: "New agent" }).click();
+    await page.getByLabel("Name").fill("Researcher");
+    await page.getByLabel("Description").fill("Reads web pages and summarises them for the team.");
+    await page.getByRole("button", { name: "Create agent" }).click();
+    await page.getByRole("heading", { name: "Researcher", exact: true, level: 1 }).waitFor();
+    await page.getByRole("link", { name: "Agents" }).first().click();
+    await page.getByRole("button", { name: "Add Researcher to favorites" }).click();
+    await page.getByRole("button", { name: "Remove Researcher from favorites" }).waitFor();
+    const names = await page.locator(".agent-card h2").allInnerTexts();
+    expect(names[0] === "Researcher", `favorites first: ${names.join(", ")}`);
+    await shot(page, "agents");
+
+    log("the chats list");
+    await page.getByRole("link", { name: "Chats" }).click();
+    await page.getByRole("cell", { name: /#1 What is 6\*7/ }).waitFor();
+    await shot(page, "chats");
+
+    log("keyboard: the skip link is the first stop");
+    await page.reload();
+    await page.getByRole("heading", { name: "Chats", exact: true }).waitFor();
+    await page.keyboard.press("Tab");
+    const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
+    expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
+
+    await clientMode(browser, problems);
+
+    expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
+    console.log(`e2e: all flows passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${shots}`);
+  } catch (err) {
+    console.error(`e2e FAILED at "${step}": ${(err as Error).message}`);
+    if (problems.length) console.error(problems.join("\n"));
+    console.error(`svc log (last lines):\n${safeRead(join(dir, "svc.log"))}`);
+    process.exitCode = 1;
+  } finally {
+    await browser?.close();
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// clientMode: a second server in client-worker mode, where no daemon runs tasks: the open
+// console discovers and ticks them (and calls housekeeping).
+async function clientMode(browser: Browser, problems: string[]): Promise<void> {
+  log("client-worker mode: the page itself ticks the task to its answer");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-client-"));
+  const { proc, base } = await startServer(dir, { SVC_WORKER_RUNTIME_MODE: "client" });
+  try {
+    // Set-up through the API: account, agent, tools (the browser part is what matters here).
+    const api = `${base}/api/v1`;
+    let cookie = "";
+    let csrf = "";
+    const call = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(api + path, {
+        method,
+        headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const set = r.headers.get("set-cookie");
+      if (set) cookie = set.split(";")[0];
+      const j = (await r.json()) as { data: Record<string, unknown> };
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+      return j.data;
+    };
+    await call("POST", "/auth/register", { email: "bea@example.com", password: "correct horse battery" });
+    csrf = (await call("POST", "/auth/login", { email: "bea@example.com", password: "correct horse battery" })).csrf_token as string;
+    const agent = (await call("POST", "/agents", { name: "Client calculator" })).agent as { id: number };
+    for (const tool of ["core.CalculatorTool", "core.AskUserQuestionTool"]) await call("POST", `/agents/${agent.id}/tools/${tool}/enable`);
+    await call("PATCH", `/agents/${agent.id}/tools/core.CalculatorTool/operations/calculate`, { enabled: true, auto_approve: false });
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`client mode page error: ${e.message}`));
+    const ticks: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/tick")) ticks.push(r.url());
+    });
+    await page.goto(`${base}/login`);
+    await page.getByLabel("Email").fill("bea@example.com");
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Client calculator" }).click();
+    await page.getByLabel("Prompt").fill("What is 6*7?");
+    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("heading", { name: "Approval needed" }).waitFor();
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByRole("heading", { name: "The agent asks" }).waitFor();
+    await page.getByRole("radio", { name: "Sentence" }).check();
+    await page.getByRole("checkbox", { name: "Working" }).check();
+    await page.getByRole("button", { name: "Send answers" }).click();
+    await page.getByText("the product of six and eight is forty-eight").waitFor();
+    expect(ticks.length >= 3, `the page ticked the task (${ticks.length} ticks)`);
+    await context.close();
+  } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,346 @@
+// One agent: its chats (start a task), settings, tools (enable, per-operation enablement and
+// approval) and per-agent API keys (minted secret shown once, revoke).
+import { useState } from "preact/hooks";
+import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
+import { navigate } from "../router";
+import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { AgentSettings } from "./agents";
+
+type Tab = "chats" | "settings" | "tools" | "keys";
+const tabs: { id: Tab; label: string; suffix: string }[] = [
+  { id: "chats", label: "Chats", suffix: "" },
+  { id: "settings", label: "Settings", suffix: "/settings" },
+  { id: "tools", label: "Tools", suffix: "/tools" },
+  { id: "keys", label: "API keys", suffix: "/keys" },
+];
+
+export function AgentPage(props: { id: string; tab: Tab }) {
+  const agent = useLoad(async () => (await unwrap(api.GET("/agents/{id}", { params: { path: { id: props.id } } }))).data.agent, [props.id]);
+  const a = agent.data;
+  return (
+    <>
+      <PageHeader title={a ? a.name : "Agent"} back={{ to: "/agents", label: "Agents" }} />
+      <ErrorNote error={agent.error} />
+      {a && (
+        <>
+          <nav class="tabs" aria-label="Agent sections">
+            {tabs.map((t) => (
+              <Link key={t.id} to={`/agents/${a.id}${t.suffix}`} class={t.id === props.tab ? "tab active" : "tab"} aria-current={t.id === props.tab ? "page" : undefined}>
+                {t.label}
+              </Link>
+            ))}
+          </nav>
+          {props.tab === "chats" && <AgentChats agent={a} />}
+          {props.tab === "settings" && <AgentSettings agent={a} onSaved={(x) => agent.set(x)} />}
+          {props.tab === "tools" && <AgentTools agent={a} />}
+          {props.tab === "keys" && <AgentKeys agent={a} />}
+        </>
+      )}
+    </>
+  );
+}
+
+export async function loadTasks(max = 300): Promise<Task[]> {
+  const out: Task[] = [];
+  for (let page = 1; out.length < max; page++) {
+    const r = await unwrap(api.GET("/tasks", { params: { query: { page, per_page: 100 } } }));
+    out.push(...r.data.tasks);
+    if (r.data.tasks.length < 100) break;
+  }
+  return out;
+}
+
+function AgentChats(props: { agent: Agent }) {
+  const [prompt, setPrompt] = useState("");
+  const [steps, setSteps] = useState("");
+  const act = useAction();
+  const tasks = useLoad(loadTasks, [props.agent.id]);
+  const mine = (tasks.data ?? []).filter((t) => t.agent_id === props.agent.id);
+  return (
+    <div class="split">
+      <section class="panel">
+        <h2>Start a task</h2>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act.run(async () => {
+              const r = await unwrap(
+                api.POST("/tasks", {
+                  params: { header: { "Idempotency-Key": crypto.randomUUID() } },
+                  body: { agent_id: props.agent.id, prompt, max_steps: steps ? Number(steps) : undefined },
+                }),
+              );
+              navigate(`/tasks/${r.data.task.id}`);
+            });
+          }}
+        >
+          <TextArea label="Prompt" required rows={5} value={prompt} onValue={setPrompt} />
+          <Field label="Step budget for this task (optional)" type="number" min={1} max={100} value={steps} onValue={setSteps} hint={`Default: the agent's ${props.agent.max_steps}.`} />
+          <ErrorNote error={act.error} />
+          <button class="primary" disabled={act.pending}>
+            {act.pending ? "Starting…" : "Start task"}
+          </button>
+        </form>
+      </section>
+      <section class="panel">
+        <h2>Chats with {props.agent.name}</h2>
+        <ErrorNote error={tasks.error} />
+        {tasks.data && mine.length === 0 && <p class="muted">No chats yet.</p>}
+        <TaskTable tasks={mine} />
+      </section>
+    </div>
+  );
+}
+
+export function TaskTable(props: { tasks: Task[]; agents?: Map<number, string> }) {
+  if (props.tasks.length === 0) return null;
+  return (
+    <table class="table">
+      <thead>
+        <tr>
+          <th scope="col">Task</th>
+          {props.agents && <th scope="col">Agent</th>}
+          <th scope="col">Status</th>
+          <th scope="col" class="hide-narrow">
+            Updated
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.tasks.map((t) => (
+          <tr key={t.id}>
+            <td>
+              <Link to={`/tasks/${t.id}`}>
+                #{t.id} {t.prompt.length > 60 ? t.prompt.slice(0, 60) + "…" : t.prompt}
+              </Link>
+              {t.parent_task_id && <span class="muted"> (sub-task of #{t.parent_task_id})</span>}
+            </td>
+            {props.agents && <td>{props.agents.get(t.agent_id) ?? `#${t.agent_id}`}</td>}
+            <td>
+              <StatusBadge status={t.status} />
+            </td>
+            <td class="hide-narrow">{formatTime(t.updated_at)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: Schemas["AgentToolOperation"][]; reload: () => Promise<void> }) {
+  const t = props.tool;
+  const act = useAction();
+  const id = String(props.agent.id);
+  const toggle = () =>
+    act.run(async () => {
+      const p = { params: { path: { id, toolId: t.tool_class } } };
+      if (t.enabled) await unwrap(api.DELETE("/agents/{id}/tools/{toolId}/enable", p));
+      else await unwrap(api.POST("/agents/{id}/tools/{toolId}/enable", p));
+      await props.reload();
+    });
+  const patchOp = (op: Schemas["AgentToolOperation"], body: Schemas["UpdateAgentToolOperationRequest"]) =>
+    act.run(async () => {
+      await unwrap(api.PATCH("/agents/{id}/tools/{toolId}/operations/{operation}", { params: { path: { id, toolId: t.tool_class, operation: op.operation } }, body }));
+      await props.reload();
+    });
+  const headId = `tool-${t.tool_class.replace(/[^a-zA-Z0-9]/g, "-")}`;
+  return (
+    <li class={`card tool-card ${t.enabled ? "enabled" : ""}`} aria-labelledby={headId}>
+      <div class="card-head spread">
+        <div>
+          <h3 id={headId}>{t.display_name}</h3>
+          <p class="muted small mono">{t.tool_class}</p>
+        </div>
+        <label class="switch">
+          <input type="checkbox" role="switch" checked={t.enabled} disabled={act.pending || (!t.enabled && !t.ready_to_enable)} onChange={toggle} aria-describedby={`${headId}-d`} />
+          <span>{t.enabled ? "Enabled" : "Disabled"}</span>
+        </label>
+      </div>
+      <p class="muted" id={`${headId}-d`}>
+        {t.description}
+      </p>
+      {!t.ready_to_enable && !t.enabled && <p class="warn small">Needs settings first: {t.missing_required.join(", ")}.</p>}
+      {props.ops.length > 0 && (
+        <table class="table ops">
+          <caption class="sr-only">Operations of {t.display_name}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Operation</th>
+              <th scope="col">Enabled</th>
+              <th scope="col">Needs approval</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.ops.map((op) => (
+              <tr key={op.operation}>
+                <th scope="row">
+                  <span class="mono">{op.operation}</span>
+                  <small class="muted block">{op.description}</small>
+                </th>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`${op.operation}: enabled`}
+                    checked={op.effective_enabled}
+                    disabled={act.pending || !t.enabled}
+                    onChange={(e) => patchOp(op, { enabled: (e.target as HTMLInputElement).checked, auto_approve: op.auto_approve })}
+                  />
+                </td>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`${op.operation}: needs approval`}
+                    checked={op.requires_approval}
+                    disabled={act.pending || !t.enabled}
+                    onChange={(e) => patchOp(op, { enabled: op.enabled, auto_approve: !(e.target as HTMLInputElement).checked })}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <ErrorNote error={act.error} />
+    </li>
+  );
+}
+
+function AgentTools(props: { agent: Agent }) {
+  const id = String(props.agent.id);
+  const data = useLoad(async () => {
+    const [st, ops] = await Promise.all([
+      unwrap(api.GET("/agents/{id}/tools/status", { params: { path: { id } } })),
+      unwrap(api.GET("/agents/{id}/tools/operations", { params: { path: { id } } })),
+    ]);
+    return { tools: st.data.tools, ops: ops.data.operations };
+  }, [id]);
+  const [filter, setFilter] = useState("");
+  const tools = (data.data?.tools ?? []).filter((t) => !filter || `${t.display_name} ${t.tool_class} ${t.description}`.toLowerCase().includes(filter.toLowerCase()));
+  return (
+    <section>
+      <div class="toolbar">
+        <p class="muted">Enable the tools this agent may call. Operations that need approval pause the task until someone approves or rejects the call.</p>
+        <Field label="Filter tools" type="search" value={filter} onValue={setFilter} />
+      </div>
+      <ErrorNote error={data.error} />
+      {data.loading && !data.data && <p role="status">Loading tools…</p>}
+      <ul class="cards tools" aria-label="Tools">
+        {tools.map((t) => (
+          <ToolCard key={t.tool_class} agent={props.agent} tool={t} ops={(data.data?.ops ?? []).filter((o) => o.tool_class === t.tool_class)} reload={data.reload} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function AgentKeys(props: { agent: Agent }) {
+  const agentId = String(props.agent.id);
+  const keys = useLoad(async () => (await unwrap(api.GET("/agents/{id}/api-keys", { params: { path: { id: agentId } } }))).data.api_keys, [agentId]);
+  const [name, setName] = useState("");
+  const [minted, setMinted] = useState<Schemas["AgentApiKeyWithSecret"] | null>(null);
+  const [copied, setCopied] = useState(false);
+  const mint = useAction();
+  const revoke = useAction();
+  return (
+    <div class="split">
+      <section class="panel">
+        <h2>Mint a key</h2>
+        <p class="muted">Scripts and other services use a key as <code>Authorization: Bearer …</code> on the per-agent API. The full key is shown once.</p>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void mint.run(async () => {
+              const r = await unwrap(api.POST("/agents/{id}/api-keys", { params: { path: { id: agentId } }, body: { name } }));
+              setMinted(r.data);
+              setCopied(false);
+              setName("");
+              await keys.reload();
+            });
+          }}
+        >
+          <Field label="Key name" required value={name} onValue={setName} hint="What uses it, e.g. “n8n workflow”." />
+          <ErrorNote error={mint.error} />
+          <button class="primary" disabled={mint.pending}>
+            Mint key
+          </button>
+        </form>
+        {minted && (
+          <div class="secret" role="region" aria-label="New key">
+            <p>
+              <strong>Copy the key “{minted.name}” now.</strong> It is not shown again.
+            </p>
+            <div class="copy-row">
+              <input readOnly class="mono" aria-label="The new key" value={minted.key} onFocus={(e) => (e.target as HTMLInputElement).select()} />
+              <button
+                type="button"
+                onClick={async () => {
+                  try {
+                    await navigator.clipboard.writeText(minted.key);
+                    setCopied(true);
+                  } catch {
+                    setCopied(false);
+                  }
+                }}
+              >
+                {copied ? "Copied" : "Copy"}
+              </button>
+            </div>
+            <button type="button" class="link" onClick={() => setMinted(null)}>
+              I have stored it, hide the key
+            </button>
+          </div>
+        )}
+      </section>
+      <section class="panel">
+        <h2>Keys</h2>
+        <ErrorNote error={keys.error} />
+        <ErrorNote error={revoke.error} />
+        {keys.data && keys.data.length === 0 && <p class="muted">No keys.</p>}
+        {keys.data && keys.data.length > 0 && (
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col" class="hide-narrow">
+                  Id
+                </th>
+                <th scope="col" class="hide-narrow">
+                  Last used
+                </th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((k) => (
+                <tr key={k.id}>
+                  <td>{k.name}</td>
+                  <td class="mono hide-narrow">{k.id}</td>
+                  <td class="hide-narrow">{k.last_used_at ? formatTime(k.last_used_at) : "never"}</td>
+                  <td class="right">
+                    <button
+                      type="button"
+                      class="danger small"
+                      aria-label={`Revoke ${k.name}`}
+                      disabled={revoke.pending}
+                      onClick={() => {
+                        if (!confirm(`Revoke the key “${k.name}”? Callers using it are refused at once.`)) return;
+                        void revoke.run(async () => {
+                          await unwrap(api.DELETE("/agents/{id}/api-keys/{keyId}", { params: { path: { id: agentId, keyId: k.id } } }));
+                          await keys.reload();
+                        });
+                      }}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </div>
+  );
+}
