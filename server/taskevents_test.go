@@ -472,3 +472,40 @@ func TestTaskEventStreamDeltas(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskEventStreamKeepAlive: an idle stream sends a comment line at the keep-alive period
+// (15 s in service; shortened here) and stays open.
+func TestTaskEventStreamKeepAlive(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, "SVC_AGENT_API=true")
+	env.App.Events.KeepAlive = 50 * time.Millisecond
+	owner, _ := env.UserClient("ada@example.com")
+	a := mkAgent(t, owner, map[string]any{"name": "Idle"})
+	k := mintKey(t, owner, a.Id, "idle")
+	var r gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "wait"},
+		Header: map[string]string{"Authorization": "Bearer " + k.Key}}).Expect(t, http.StatusAccepted).Decode(t, &r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("http://%s%s/agent-api/chats/%d/events?since_sequence=2", serve(t, env), apitest.API, r.Data.Chat.Id), nil)
+	req.Header.Set("Authorization", "Bearer "+k.Key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	alive := 0
+	for alive < 3 && sc.Scan() {
+		switch line := sc.Text(); {
+		case line == ": keep-alive":
+			alive++
+		case line != "":
+			t.Fatalf("unexpected line %q on an idle stream", line)
+		}
+	}
+	if alive < 3 {
+		t.Fatalf("%d keep-alives before the stream ended: %v", alive, sc.Err())
+	}
+}

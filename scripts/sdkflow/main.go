@@ -4,16 +4,20 @@
 // generated from openapi.yaml (oapi-codegen defaults) against a running svc: register, log in
 // (cookie + CSRF token), create an agent whose calculator needs approval, run a task with the
 // scripted driver, approve it and see it complete; then mint a per-agent key, start a chat with
-// it and approve that too. docs/integrators.md shows the same code.
+// it, approve that too and read its event stream, whole and resumed. docs/integrators.md shows
+// the same code.
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/cookiejar"
+	"strings"
 	"time"
 
 	client "github.com/agentsvc/svc/_sdk/goclient"
@@ -101,6 +105,49 @@ func main() {
 	expect("approve chat", ca.StatusCode(), http.StatusAccepted)
 	waitChat(ctx, k, chatID, func(ch client.Chat) bool { return ch.Status == client.TaskStatusCOMPLETED })
 	log.Printf("chat %s completed", chatID)
+
+	// The chat's event stream: a replay of the whole log that ends with the terminal status;
+	// reconnecting with Last-Event-ID delivers exactly the events after it.
+	all := streamEvents(ctx, k, chatID, nil)
+	if len(all) < 4 || all[len(all)-1].Type != "status" || all[len(all)-1].Status.Status != "COMPLETED" {
+		log.Fatalf("event stream of chat %s: %+v", chatID, all)
+	}
+	cursor := fmt.Sprint(all[2].Sequence)
+	rest := streamEvents(ctx, k, chatID, &cursor)
+	if len(rest) != len(all)-3 || rest[0].Sequence != all[3].Sequence {
+		log.Fatalf("resumed after %s: %d events, want %d", cursor, len(rest), len(all)-3)
+	}
+	log.Printf("chat %s: %d events, %d after event %s", chatID, len(all), len(rest), cursor)
+}
+
+// taskEvent is the part of a TaskEvent (the data line of an event stream) the flow reads.
+type taskEvent struct {
+	Sequence int64  `json:"sequence"`
+	Type     string `json:"type"`
+	Status   *struct {
+		Status string `json:"status"`
+	} `json:"status"`
+}
+
+// streamEvents reads a chat's event stream to its end (the run is over), from the event after
+// lastEventID when set.
+func streamEvents(ctx context.Context, k *client.ClientWithResponses, id string, lastEventID *string) []taskEvent {
+	res, err := k.StreamAgentChatEvents(ctx, id, &client.StreamAgentChatEventsParams{LastEventID: lastEventID})
+	check(err)
+	defer res.Body.Close()
+	expect("event stream", res.StatusCode, http.StatusOK)
+	var out []taskEvent
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var ev taskEvent
+			check(json.Unmarshal([]byte(data), &ev))
+			out = append(out, ev)
+		}
+	}
+	check(sc.Err())
+	return out
 }
 
 func waitTask(ctx context.Context, c *client.ClientWithResponses, id string, want client.TaskStatus) {
