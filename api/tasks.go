@@ -67,6 +67,9 @@ func (a *API) ListTasks(ctx context.Context, req gen.ListTasksRequestObject) (ge
 	}
 	page, per := pageArgs(req.Params.Page, req.Params.PerPage)
 	o := task.ListOptions{Since: req.Params.Since, Page: page, PerPage: per}
+	if req.Params.AgentId != nil {
+		o.AgentID = *req.Params.AgentId
+	}
 	if req.Params.Status != nil {
 		o.Status = string(*req.Params.Status)
 	}

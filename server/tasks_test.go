@@ -199,6 +199,8 @@ func TestTaskList(t *testing.T) {
 	w.env.Clock.Advance(time.Second)
 	w.owner.Post(taskPath(ids[0], "abort"), nil).Expect(t, 200) // updated after mark
 	w.newTask(t, w.stranger, w.strangerAgent.Id)
+	team := w.newTask(t, w.owner, w.groupAgent.Id)
+	ids = append(ids, team.Id)
 	list := func(q string) []int64 {
 		var r gen.TaskListResponse
 		w.owner.Get("/tasks"+q).Expect(t, 200).Decode(t, &r)
@@ -209,11 +211,15 @@ func TestTaskList(t *testing.T) {
 		return out
 	}
 	for q, want := range map[string][]int64{
-		"":                          {ids[3], ids[2], ids[1], ids[0]},
-		"?per_page=2&page=2":        {ids[1], ids[0]},
+		"":                          {ids[4], ids[3], ids[2], ids[1], ids[0]},
+		"?per_page=2&page=2":        {ids[2], ids[1]},
 		"?status=ABORTED":           {ids[0]},
-		"?status=QUEUED&per_page=1": {ids[3]},
-		"?since=" + mark.Format(time.RFC3339Nano): {ids[0]},
+		"?status=QUEUED&per_page=1": {ids[4]},
+		"?since=" + mark.Format(time.RFC3339Nano):             {ids[4], ids[0]},
+		fmt.Sprintf("?agent_id=%d", w.agent.Id):               {ids[3], ids[2], ids[1], ids[0]},
+		fmt.Sprintf("?agent_id=%d&status=QUEUED", w.agent.Id): {ids[3], ids[2], ids[1]},
+		fmt.Sprintf("?agent_id=%d", w.groupAgent.Id):          {ids[4]},
+		fmt.Sprintf("?agent_id=%d", w.strangerAgent.Id):       {},
 	} {
 		if got := list(q); !sameIDs(got, want) {
 			t.Errorf("GET /tasks%s = %v, want %v", q, got, want)
@@ -221,6 +227,7 @@ func TestTaskList(t *testing.T) {
 	}
 	w.owner.Get("/tasks?status=SLEEPING").Expect(t, 422)
 	w.owner.Get("/tasks?since=yesterday").Expect(t, 422)
+	w.owner.Get("/tasks?agent_id=0").Expect(t, 422)
 }
 
 func TestTaskAbortAndDelete(t *testing.T) {

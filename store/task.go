@@ -272,10 +272,11 @@ func (s *Store) Task(ctx context.Context, id int64) (*Task, error) {
 
 // TaskQuery selects a page of one user's tasks for ListTasks.
 type TaskQuery struct {
-	UserID int64
-	Status string     // "" for every state
-	Match  string     // "" for all; else the tasks whose prompt contains it (ignoring case)
-	Since  *time.Time // only tasks updated strictly after
+	UserID  int64
+	AgentID int64      // 0 for every agent
+	Status  string     // "" for every state
+	Match   string     // "" for all; else the tasks whose prompt contains it (ignoring case)
+	Since   *time.Time // only tasks updated strictly after
 	// Page starts at 1 (lower values mean 1); PerPage is at most 100, and below 1 means 25.
 	Page, PerPage int
 }
@@ -284,6 +285,9 @@ type TaskQuery struct {
 // first (created_at, then id, descending). Errors: none beyond the database's own.
 func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	db := s.conn(ctx).Where("user_id = ?", q.UserID)
+	if q.AgentID != 0 {
+		db = db.Where("agent_id = ?", q.AgentID)
+	}
 	if q.Status != "" {
 		db = db.Where("status = ?", q.Status)
 	}

@@ -283,6 +283,7 @@ func (s *Service) Get(ctx context.Context, u *store.User, id string) (*View, err
 
 // ListOptions narrow and page List.
 type ListOptions struct {
+	AgentID       int64 // 0: every agent
 	Status        string
 	Since         *time.Time
 	Page, PerPage int
@@ -290,7 +291,7 @@ type ListOptions struct {
 
 // List returns one page of u's tasks, newest first. Errors: those of the store.
 func (s *Service) List(ctx context.Context, u *store.User, o ListOptions) ([]View, error) {
-	ts, err := s.store.ListTasks(ctx, store.TaskQuery{UserID: u.ID, Status: o.Status, Since: o.Since, Page: o.Page, PerPage: o.PerPage})
+	ts, err := s.store.ListTasks(ctx, store.TaskQuery{UserID: u.ID, AgentID: o.AgentID, Status: o.Status, Since: o.Since, Page: o.Page, PerPage: o.PerPage})
 	if err != nil {
 		return nil, err
 	}
