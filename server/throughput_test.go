@@ -148,3 +148,18 @@ func TestDrainWithDefaultWorkers(t *testing.T) {
 	}
 	t.Logf("%d model calls, %d connections", m.calls.Load(), m.conns.Load())
 }
+
+// TestMaxWorkersCappedByThePool: an explicit max_workers above db_max_open_conns is capped at
+// the pool; one below it is kept.
+func TestMaxWorkersCappedByThePool(t *testing.T) {
+	m := newCountingModel(t)
+	app := openDrainApp(t, m, "SVC_MAX_WORKERS=64", "SVC_DB_MAX_OPEN_CONNS=8")
+	if app.Daemon.MaxWorkers != 8 || app.Store.MaxOpenConns() != 8 {
+		t.Fatalf("workers %d, pool %d; want 8, 8", app.Daemon.MaxWorkers, app.Store.MaxOpenConns())
+	}
+	_ = app.Close()
+	app = openDrainApp(t, m, "SVC_MAX_WORKERS=3", "SVC_DB_MAX_OPEN_CONNS=8")
+	if app.Daemon.MaxWorkers != 3 {
+		t.Fatalf("workers %d, want 3", app.Daemon.MaxWorkers)
+	}
+}

@@ -105,6 +105,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 
+	if opts.MaxOpenConns < 0 {
+		return nil, fmt.Errorf("store: max open connections %d: %w", opts.MaxOpenConns, svcerr.ErrInvalid)
+	}
 	var dialector gorm.Dialector
 	switch strings.ToLower(opts.Driver) {
 	case "", "sqlite", "sqlite3":
@@ -139,10 +142,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
-	if opts.MaxOpenConns < 0 {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("store: max open connections %d: %w", opts.MaxOpenConns, svcerr.ErrInvalid)
-	}
 	pool := opts.MaxOpenConns
 	if pool == 0 {
 		pool = DefaultMaxOpenConns(s.dialect)
@@ -152,10 +151,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// max_connections.
 	sqlDB.SetMaxOpenConns(pool)
 	sqlDB.SetMaxIdleConns(pool)
+	// A connection idle for a minute is closed (an idle service keeps little: each SQLite
+	// connection has its own page cache), a busy pool keeps its connections.
+	sqlDB.SetConnMaxIdleTime(time.Minute)
 	if s.dialect == DialectMySQL {
 		// Servers close idle connections (wait_timeout) and proxies drop them: renew them first.
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
-		sqlDB.SetConnMaxIdleTime(time.Minute)
 	}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
