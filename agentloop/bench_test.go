@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,12 +83,30 @@ func BenchmarkDrain(b *testing.B) {
 		{"workers=4/notify", 4, true, 200},
 		{"workers=unlimited/notify", 0, true, 200},
 		{"workers=4/as-wired", 4, false, 20},
+		// The sweep behind the automatic max_workers of each dialect (docs/decisions.md,
+		// "Worker concurrency and the connection pool"), over the store's default pool.
+		{"sweep/workers=1", 1, false, 200},
+		{"sweep/workers=2", 2, false, 200},
+		{"sweep/workers=4", 4, false, 200},
+		{"sweep/workers=8", 8, false, 200},
+		{"sweep/workers=16", 16, false, 200},
+		{"sweep/workers=32", 32, false, 200},
+		// The same with a model answering in 100 ms (real models take longer): a run waiting for
+		// its model holds no connection, so throughput follows the number of runs.
+		{"latency/workers=4", 4, false, 100},
+		{"latency/workers=8", 8, false, 100},
+		{"latency/workers=16", 16, false, 100},
+		{"latency/workers=32", 32, false, 100},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			st := storetest.New(b)
 			seed := seedAgent(b, st)
-			loop := newWorkerLoop(b, st, []llm.ScriptTurn{{Text: "done"}}, nil)
+			var before func(llm.Request)
+			if strings.HasPrefix(c.name, "latency/") {
+				before = func(llm.Request) { time.Sleep(100 * time.Millisecond) }
+			}
+			loop := newWorkerLoop(b, st, []llm.ScriptTurn{{Text: "done"}}, before)
 			ctx := context.Background()
 			var total int
 			var elapsed time.Duration

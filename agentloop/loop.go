@@ -98,7 +98,10 @@ const handBackTimeout = 10 * time.Second
 // lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
 // mid-step (a shutdown that cannot wait any longer), the step fails and the task is handed back
 // too. A step that fails for a reason of the worker's (database, a cancelled context) hands the
-// task back counting a recovery (store.HandBack). A nil stop never closes.
+// task back counting a recovery (store.HandBack), except for a busy database (store.IsTransient:
+// a lock timeout, too many connections), which is no fault of the task's. The hand-back is
+// retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease
+// nobody renews. A nil stop never closes.
 func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID string) {
 	for {
 		select {
@@ -113,13 +116,16 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
 			}
 			l.log().Error("task step failed; handing the task back", "task_id", id, "worker", workerID, "err", err)
-			l.handBack(ctx, id, workerID, true)
+			l.handBack(ctx, id, workerID, !store.IsTransient(err)) // a busy database is not the task's failure
 			return
 		}
 		if t.Status != taskstate.Running {
 			return
 		}
 		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
+			if !errors.Is(err, svcerr.ErrInvalidState) && !errors.Is(err, svcerr.ErrNotFound) {
+				l.handBack(ctx, id, workerID, !store.IsTransient(err)) // never leave it RUNNING under our lease
+			}
 			return // aborted or reaped meanwhile: nothing more to do
 		}
 	}
@@ -173,7 +179,7 @@ func (l *Loop) heartbeat(ctx context.Context, done <-chan struct{}, id int64, wo
 func (l *Loop) handBack(ctx context.Context, id int64, workerID string, recovered bool) {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
 	defer cancel()
-	t, err := l.Store.HandBack(hctx, id, workerID, recovered)
+	t, err := l.retryHandBack(hctx, id, workerID, recovered)
 	if err != nil {
 		if !errors.Is(err, svcerr.ErrInvalidState) {
 			l.log().Error("hand back task", "task_id", id, "worker", workerID, "err", err)

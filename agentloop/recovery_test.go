@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 )
 
 // repeatedIDs is a model that asks for two calls under one id.
@@ -140,5 +142,60 @@ func TestHeartbeatKeepsTheLeaseOfALongStep(t *testing.T) {
 	<-done
 	if got := f.task(task.ID); got.Status != taskstate.Completed {
 		t.Fatalf("task = %s after a step longer than its first lease", got.Status)
+	}
+}
+
+// TestBusyDatabaseNeverStrandsATask: when the writes of a step fail because the database is
+// busy (SQLite's "database is locked", MySQL's lock wait timeout) and so do the first attempts
+// to hand the task back, the hand-back is tried again until it lands: the task is QUEUED with
+// its lease cleared (no recovery counted: the database, not the task, failed) and the next
+// claim completes it. It never stays RUNNING under a lease nobody renews.
+func TestBusyDatabaseNeverStrandsATask(t *testing.T) {
+	t.Parallel()
+	st, faults := storetest.NewFaulty(t)
+	seed := seedAgent(t, st)
+	var once sync.Once
+	loop := newWorkerLoop(t, st, []llm.ScriptTurn{{Text: "done"}, {Text: "done"}}, func(llm.Request) {
+		once.Do(func() { faults.FailWrites(true) }) // the database turns busy during the first model call
+	})
+	task := seed.createTasks(t, st, "busy", 1)[0]
+	ctx := context.Background()
+	if got, err := st.ClaimQueued(ctx, "w1", time.Minute, 1); err != nil || len(got) != 1 {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		loop.Run(ctx, nil, task.ID, "w1")
+	}()
+	// The step's write failed, then two attempts to hand the task back; the database recovers.
+	deadline := time.Now().Add(10 * time.Second)
+	for faults.Failed() < 3 && time.Now().Before(deadline) {
+		select {
+		case <-done:
+			deadline = time.Now() // Run gave up already
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	faults.FailWrites(false)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	got, err := st.Task(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != taskstate.Queued || got.LeaseOwner != nil || got.LeaseExpiresAt != nil || got.Recoveries != 0 {
+		t.Fatalf("after the busy step: %s lease %v until %v, recoveries %d (failed writes %d)",
+			got.Status, got.LeaseOwner, got.LeaseExpiresAt, got.Recoveries, faults.Failed())
+	}
+	if claimed, err := st.ClaimQueued(ctx, "w2", time.Minute, 1); err != nil || len(claimed) != 1 {
+		t.Fatalf("claim again = %+v, %v", claimed, err)
+	}
+	loop.Run(ctx, nil, task.ID, "w2")
+	if got, _ = st.Task(ctx, task.ID); got.Status != taskstate.Completed {
+		t.Fatalf("after the second claim: %s", got.Status)
 	}
 }

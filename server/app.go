@@ -187,7 +187,7 @@ func Toolbox(pluginSkills ...skill.Provider) (*tools.Registry, *skill.Index, []s
 
 // OpenStore opens the configured database without migrating it.
 func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, clock func() time.Time) (*store.Store, error) {
-	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock}
+	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock, MaxOpenConns: cfg.DBMaxOpenConns}
 	if cfg.DBDriver == "sqlite" {
 		opts.SQLitePath, opts.SQLiteBusyTimeout = cfg.SQLitePath(), cfg.SQLiteBusyTimeout
 	} else {

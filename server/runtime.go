@@ -15,6 +15,7 @@ import (
 	"github.com/agentsvc/svc/internal/agenttemplate"
 	"github.com/agentsvc/svc/internal/apikey"
 	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/mailqueue"
@@ -84,7 +85,8 @@ func (a *App) buildServices() {
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
-	a.llmClients = &llmClients{net: a.Net}
+	workers := a.workers(cfg.MaxWorkers)
+	a.llmClients = newLLMClients(a.Net, workers)
 	s.Loop = a.newLoop()
 	s.Ticks = worker.NewClient(worker.ClientOptions{Store: s.Store, Tasks: s.Tasks, Config: s.Config.Current, Loop: s.Loop,
 		Clock: a.clock, Chores: a.chores(s.Store.ReapDisconnected)})
@@ -95,7 +97,7 @@ func (a *App) buildServices() {
 		reap = s.Store.ReapStale
 	}
 	chores := a.chores(reap)
-	s.Daemon = a.newDaemon(cfg.MaxWorkers, chores)
+	s.Daemon = a.newDaemon(workers, chores)
 	chores.Requeued = s.Daemon.Notify
 }
 
@@ -178,10 +180,17 @@ func (a *App) newMails() *mailqueue.Dispatcher {
 	}
 }
 
-// driver builds the model driver of a stored configuration, opening its sealed key; group
-// configurations call through the screened client of a.llmClients.
+// driver returns the model driver of a stored configuration: built once (opening its sealed
+// key) and reused until the configuration or the settings it depends on change, over the
+// shared clients of a.llmClients (group configurations through the screened one).
 func (a *App) driver(c *store.LLMConfig) (llm.Driver, error) {
 	cfg := a.Config.Current()
+	key := driverKey(c, cfg.LLMTimeout, cfg.LLMAllowedHosts)
+	return a.llmClients.driver(c, key, func() (llm.Driver, error) { return a.buildDriver(c, cfg) })
+}
+
+// buildDriver builds the model driver of a stored configuration, opening its sealed key.
+func (a *App) buildDriver(c *store.LLMConfig, cfg *config.Config) (llm.Driver, error) {
 	lc := llm.Config{Driver: c.Driver, Model: c.Model, Temperature: c.Temperature,
 		Timeout: time.Duration(cfg.LLMTimeout) * time.Second, HTTPClient: a.llmClients.For(c, cfg.LLMAllowedHosts)}
 	if c.BaseURL != nil {
@@ -201,6 +210,35 @@ func (a *App) driver(c *store.LLMConfig) (llm.Driver, error) {
 		lc.Timeout = time.Duration(*c.Timeout) * time.Second
 	}
 	return llm.New(lc)
+}
+
+// Automatic worker concurrency (max_workers 0), per dialect, measured with BenchmarkDrain
+// (docs/decisions.md, "Worker concurrency and the connection pool"): a run waiting for its
+// model holds no connection, so throughput follows the number of runs until the database is
+// the limit; the bounded pool keeps the database's contention bounded beyond that. Equal to
+// the default pools (store.DefaultMaxOpenConns).
+const (
+	autoWorkersSQLite = 16
+	autoWorkersMySQL  = 32
+)
+
+// workers is the server-mode daemon's concurrency for max_workers n: n, or the dialect's
+// automatic value when n is 0; never above the connection pool, since every run needs a
+// connection for its writes and more runs than connections only wait for one.
+func (a *App) workers(n int) int {
+	pool := a.Store.MaxOpenConns()
+	if n == 0 {
+		n = autoWorkersSQLite
+		if a.Store.Dialect() == store.DialectMySQL {
+			n = autoWorkersMySQL
+		}
+	} else if pool > 0 && n > pool {
+		a.Logger.Warn("max_workers is above the connection pool; capped", "max_workers", n, "db_max_open_conns", pool)
+	}
+	if pool > 0 {
+		n = min(n, pool)
+	}
+	return n
 }
 
 // choresEvery is the server-mode housekeeping period: a fraction of the lease, so a task whose

@@ -59,6 +59,26 @@ type Options struct {
 	// Clock is the source of every timestamp the store writes or compares against; nil
 	// means time.Now. Its values are used in UTC, truncated to microseconds.
 	Clock func() time.Time
+	// MaxOpenConns bounds the connection pool (db_max_open_conns); zero means
+	// DefaultMaxOpenConns of the dialect. Idle connections are kept up to the same number, so a
+	// busy pool does not close and reopen connections.
+	MaxOpenConns int
+	// SQLDriverName is the database/sql driver to open ("" : sqlite3 or mysql). Tests register
+	// a driver wrapping the real one to inject failures.
+	SQLDriverName string
+}
+
+// DefaultMaxOpenConns is the pool size of a dialect when Options.MaxOpenConns is zero: SQLite
+// has one writer at a time (WAL lets readers go on beside it), so a few connections keep it
+// busy and more only wait for its lock (in the busy handler's sleeps); MySQL/MariaDB run
+// writers in parallel but refuse connections beyond max_connections (151 by default) shared
+// by every process. See
+// docs/decisions.md, "Worker concurrency and the connection pool".
+func DefaultMaxOpenConns(dialect string) int {
+	if dialect == DialectMySQL {
+		return 32
+	}
+	return 16
 }
 
 // Store is the database handle. It is safe for concurrent use.
@@ -86,6 +106,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 
+	if opts.MaxOpenConns < 0 {
+		return nil, fmt.Errorf("store: max open connections %d: %w", opts.MaxOpenConns, svcerr.ErrInvalid)
+	}
 	var dialector gorm.Dialector
 	switch strings.ToLower(opts.Driver) {
 	case "", "sqlite", "sqlite3":
@@ -94,14 +117,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		dialector = sqlite.Open(dsn)
+		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
 		dsn, err := mysqlDSN(opts.MySQLDSN)
 		if err != nil {
 			return nil, err
 		}
-		dialector = mysql.New(mysql.Config{DSN: dsn})
+		dialector = mysql.New(mysql.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	default:
 		return nil, fmt.Errorf("store: driver %q (want sqlite, mysql or mariadb): %w", opts.Driver, svcerr.ErrInvalid)
 	}
@@ -120,10 +143,21 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
+	pool := opts.MaxOpenConns
+	if pool == 0 {
+		pool = DefaultMaxOpenConns(s.dialect)
+	}
+	// Bounded on both dialects: beyond the bound callers wait for a connection (bounded by their
+	// context) instead of piling onto SQLite's write lock or exhausting the server's
+	// max_connections.
+	sqlDB.SetMaxOpenConns(pool)
+	sqlDB.SetMaxIdleConns(pool)
+	// A connection idle for a minute is closed (an idle service keeps little: each SQLite
+	// connection has its own page cache), a busy pool keeps its connections.
+	sqlDB.SetConnMaxIdleTime(time.Minute)
 	if s.dialect == DialectMySQL {
+		// Servers close idle connections (wait_timeout) and proxies drop them: renew them first.
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
-		sqlDB.SetConnMaxIdleTime(time.Minute)
-		sqlDB.SetMaxIdleConns(10)
 	}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
@@ -182,6 +216,15 @@ func (s *Store) Close() error {
 		return err
 	}
 	return sqlDB.Close()
+}
+
+// MaxOpenConns reports the bound of the connection pool.
+func (s *Store) MaxOpenConns() int {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return 0
+	}
+	return sqlDB.Stats().MaxOpenConnections
 }
 
 // Dialect reports "sqlite" or "mysql" (MariaDB reports "mysql").

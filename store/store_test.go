@@ -53,6 +53,24 @@ func wantPublic(t *testing.T, err, kind error, msg string) {
 	}
 }
 
+// TestOpenBoundsThePool: the connection pool is bounded on both dialects: by MaxOpenConns, or
+// by the dialect's default when it is zero.
+func TestOpenBoundsThePool(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	if got, want := s.MaxOpenConns(), store.DefaultMaxOpenConns(s.Dialect()); got != want || want < 1 {
+		t.Fatalf("default pool %d, want %d", got, want)
+	}
+	small, err := store.Open(context.Background(), store.Options{Driver: "sqlite", SQLitePath: filepath.Join(t.TempDir(), "x.db"), MaxOpenConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if got := small.MaxOpenConns(); got != 3 {
+		t.Fatalf("pool %d, want 3", got)
+	}
+}
+
 func TestOpenOptions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -66,6 +84,7 @@ func TestOpenOptions(t *testing.T) {
 		{"sqlite path with query", store.Options{Driver: "sqlite", SQLitePath: "a?b"}, svcerr.ErrInvalid},
 		{"sqlite negative busy timeout", store.Options{Driver: "sqlite", SQLitePath: filepath.Join(t.TempDir(), "x.db"), SQLiteBusyTimeout: -1}, svcerr.ErrInvalid},
 		{"mysql without DSN", store.Options{Driver: "mysql"}, svcerr.ErrInvalid},
+		{"negative pool", store.Options{Driver: "sqlite", SQLitePath: filepath.Join(t.TempDir(), "x.db"), MaxOpenConns: -1}, svcerr.ErrInvalid},
 		{"mariadb bad DSN", store.Options{Driver: "mariadb", MySQLDSN: "not a dsn"}, svcerr.ErrInvalid},
 	}
 	for _, tc := range tests {

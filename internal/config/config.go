@@ -91,6 +91,12 @@ type Config struct {
 	DBPassword string `key:"db_password" env:"DB_PASSWORD" secret:"yes" stored:"no"`
 	// SQLiteBusyTimeout is how long SQLite waits on a lock, in milliseconds.
 	SQLiteBusyTimeout int `key:"sqlite_busy_timeout" env:"SQLITE_BUSY_TIMEOUT" stored:"no"`
+	// DBMaxOpenConns bounds the database connections of this process (idle ones are kept up to
+	// the same number); a request, step or chore beyond it waits for a free connection. 0 means
+	// automatic: 16 on SQLite (one writer at a time; WAL readers beside it), 32 on
+	// MySQL/MariaDB (mind max_connections, 151 by default, across every process on the
+	// server). At most 1000. Read at start-up.
+	DBMaxOpenConns int `key:"db_max_open_conns" env:"DB_MAX_OPEN_CONNS" stored:"no"`
 
 	// WorkerRuntimeMode is "server" (the worker daemon runs tasks) or "client" (clients tick).
 	WorkerRuntimeMode string `key:"worker_runtime_mode" env:"WORKER_RUNTIME_MODE"`
@@ -98,7 +104,10 @@ type Config struct {
 	TickLeaseSeconds int `key:"tick_lease_seconds" env:"TICK_LEASE_SECONDS"`
 	// WorkerStaleMinutes is the age after which a RUNNING task is reaped; 0 disables the reaper.
 	WorkerStaleMinutes int `key:"worker_stale_minutes" env:"WORKER_STALE_MINUTES"`
-	// MaxWorkers caps concurrent child processes in daemon mode; 0 means unlimited.
+	// MaxWorkers is how many tasks the server-mode worker runs at once. 0 means automatic:
+	// 16 on SQLite, 32 on MySQL/MariaDB (measured; see docs/decisions.md, "Worker concurrency
+	// and the connection pool"). Any value is capped at the connection pool (db_max_open_conns).
+	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
 	// LLMTimeout is the timeout of model calls, in seconds.
 	LLMTimeout int `key:"llm_timeout" env:"LLM_TIMEOUT"`

@@ -121,8 +121,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 53 {
-		t.Errorf("%d keys, want 53", len(fields))
+	if len(fields) != 54 {
+		t.Errorf("%d keys, want 54", len(fields))
 	}
 }
 
@@ -455,6 +455,8 @@ func TestValidation(t *testing.T) {
 		{"worker_stale_minutes", []string{"SVC_WORKER_STALE_MINUTES=-1"}, "worker_stale_minutes must not be negative"},
 		{"worker_stale_minutes zero", []string{"SVC_WORKER_STALE_MINUTES=0"}, ""},
 		{"max_workers", []string{"SVC_MAX_WORKERS=-2"}, "max_workers must not be negative (got -2)"},
+		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=-1"}, "db_max_open_conns must not be negative (got -1)"},
+		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=1001"}, "db_max_open_conns must be at most 1000 (got 1001)"},
 		{"llm_timeout", []string{"SVC_LLM_TIMEOUT=-1"}, "llm_timeout must not be negative"},
 		{"tool_http_timeout", []string{"SVC_TOOL_HTTP_TIMEOUT=-1"}, "tool_http_timeout must not be negative"},
 		{"llm_allowed_hosts", []string{"SVC_LLM_ALLOWED_HOSTS=localhost, 10.0.0.0/33"}, `llm_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},

@@ -157,6 +157,9 @@ func orList(xs []string) string {
 	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
+// MaxDBOpenConns is the largest db_max_open_conns accepted.
+const MaxDBOpenConns = 1000
+
 // validate returns every problem of a normalised configuration.
 func validate(c *Config, origin map[string]string) []string {
 	v := &validator{origin: origin}
@@ -216,6 +219,9 @@ func validate(c *Config, origin map[string]string) []string {
 		}
 	}
 
+	if c.DBMaxOpenConns > MaxDBOpenConns {
+		v.add("db_max_open_conns", "db_max_open_conns must be at most %d (got %d)", MaxDBOpenConns, c.DBMaxOpenConns)
+	}
 	v.oneOf("worker_runtime_mode", c.WorkerRuntimeMode, "server", "client")
 	v.oneOf("log_level", c.LogLevel, "debug", "info", "warning", "error")
 	v.required("log_path", c.LogPath, " (a file path or stdout)")
@@ -228,6 +234,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"tick_lease_seconds", c.TickLeaseSeconds},
 		{"worker_stale_minutes", c.WorkerStaleMinutes},
 		{"max_workers", c.MaxWorkers},
+		{"db_max_open_conns", c.DBMaxOpenConns},
 		{"llm_timeout", c.LLMTimeout},
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},

@@ -111,13 +111,17 @@ func NewTransport(opts Options) *http.Transport {
 	if opts.RootCAs != nil {
 		tlsConfig = &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
 	}
+	idle := opts.MaxIdleConnsPerHost
+	if idle <= 0 {
+		idle = DefaultMaxIdleConnsPerHost
+	}
 	return &http.Transport{
 		TLSClientConfig:        tlsConfig,
 		Proxy:                  nil,
 		DialContext:            NewDialer(opts).DialContext,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           32,
-		MaxIdleConnsPerHost:    8, // the webhook dispatcher posts up to 8 at once to one receiver
+		MaxIdleConns:           max(32, 2*idle),
+		MaxIdleConnsPerHost:    idle,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  time.Second,

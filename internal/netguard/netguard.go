@@ -69,7 +69,17 @@ type Options struct {
 	// RootCAs, when set, replaces the system roots for TLS connections made by NewTransport,
 	// Client and GuardedTransport (tests trust an httptest.NewTLSServer certificate with it).
 	RootCAs *x509.CertPool
+	// MaxIdleConnsPerHost is how many idle connections to one host NewTransport keeps for
+	// reuse; 0 means DefaultMaxIdleConnsPerHost. Set it to the number of concurrent callers of
+	// one host (the model calls of max_workers runs), or connections are closed and reopened
+	// (a TLS handshake each) under load.
+	MaxIdleConnsPerHost int
 }
+
+// DefaultMaxIdleConnsPerHost is NewTransport's idle connections per host when
+// Options.MaxIdleConnsPerHost is 0: the webhook dispatcher posts up to 8 at once to one
+// receiver.
+const DefaultMaxIdleConnsPerHost = 8
 
 func (o Options) resolver() Resolver {
 	if o.Resolver != nil {

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"bytes"
 	"context"
 	"crypto/hkdf"
 	"crypto/sha256"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
-	"github.com/r3labs/sse/v2"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 )
@@ -32,8 +32,9 @@ const (
 	// DefaultHeartbeat is how often an idle subscription receives a comment line, so proxies
 	// keep it open.
 	DefaultHeartbeat = 25 * time.Second
-	// streamBuffer is how many events wait per subscription set before new ones are dropped.
-	streamBuffer = 256
+	// subscriberBuffer is how many events wait for one subscriber; a subscriber whose buffer
+	// is full is too slow: it is disconnected (and reconnects, re-reading what it shows).
+	subscriberBuffer = 64
 )
 
 // HubOptions configure the embedded hub.
@@ -52,16 +53,18 @@ type HubOptions struct {
 	Logger *slog.Logger
 }
 
-// Hub is the embedded push hub: an SSE server (github.com/r3labs/sse/v2) speaking Mercure's
-// subscribe shape (GET ?topic=…&topic=…, text/event-stream). A subscriber authenticates with a
-// subscriber token (Authorization: Bearer, or the authorization query parameter) or its session
-// cookie and receives only topics it was granted: with a session, its own topics.
+// Hub is the embedded push hub: an SSE server speaking Mercure's subscribe shape (GET
+// ?topic=…&topic=…, text/event-stream). A subscriber authenticates with a subscriber token
+// (Authorization: Bearer, or the authorization query parameter) or its session cookie and
+// receives only topics it was granted: with a session, its own topics.
 //
-// One r3labs stream exists per distinct set of subscribed topics; a publication goes to every
-// stream whose set contains its topic, so a subscriber of several topics gets one merged
-// stream. There is no history: events published while nobody listens are dropped.
+// Subscriptions are grouped by their set of topics (a stream); a publication goes to every
+// subscriber of every stream whose set contains its topic, so a subscriber of several topics
+// gets one merged stream. Each subscriber has its own bounded buffer, written by its own
+// connection's goroutine: a publication never waits for a subscriber, and a subscriber too
+// slow to keep its buffer from filling is disconnected without delaying anyone else. There is
+// no history: events published while nobody listens are dropped.
 type Hub struct {
-	srv       *sse.Server
 	key       []byte
 	session   func(*http.Request) (int64, error)
 	now       func() time.Time
@@ -79,7 +82,14 @@ type Hub struct {
 
 type hubStream struct {
 	topics []string
-	refs   int
+	refs   int                      // open subscriptions
+	subs   map[*subscriber]struct{} // those still delivered to (a dropped one leaves at once)
+}
+
+// subscriber is one open subscription.
+type subscriber struct {
+	events chan []byte   // rendered frames waiting to be written
+	gone   chan struct{} // closed when the hub drops it (its buffer was full)
 }
 
 var _ Publisher = (*Hub)(nil)
@@ -93,13 +103,7 @@ func NewHub(o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push: derive subscriber key: %w", err)
 	}
-	srv := sse.New()
-	srv.AutoStream = false // streams are created and removed by the hub (see subscribe)
-	srv.AutoReplay = false // no history: an event log would grow without bound
-	srv.SplitData = true   // multi-line data stays one event
-	srv.BufferSize = streamBuffer
-	srv.Headers = map[string]string{"X-Accel-Buffering": "no"}
-	h := &Hub{srv: srv, key: key, session: o.Session, now: o.Clock, log: o.Logger,
+	h := &Hub{key: key, session: o.Session, now: o.Clock, log: o.Logger,
 		heartbeat: o.Heartbeat, streams: map[string]*hubStream{}, done: make(chan struct{})}
 	if h.now == nil {
 		h.now = time.Now
@@ -121,9 +125,9 @@ func (h *Hub) Token(userID int64, topics []string, ttl time.Duration) (token str
 	return subscriberToken(h.key, userID, topics, h.now(), ttl)
 }
 
-// Publish sends data as one event to every current subscriber of topic and never blocks: when a
-// subscription's buffer is full the event is dropped for it and ErrUnavailable is returned.
-// Errors: ErrInvalid (empty data: an SSE event needs a data line), ErrUnavailable.
+// Publish queues data as one event for every current subscriber of topic and never blocks: a
+// subscriber whose buffer is full loses the event and is disconnected (logged); the others
+// are not delayed. Errors: ErrInvalid (empty data: an SSE event needs a data line), ctx's.
 func (h *Hub) Publish(ctx context.Context, topic string, data []byte) error {
 	if len(data) == 0 {
 		return svcerr.New(svcerr.ErrInvalid, "push: an event needs data")
@@ -131,21 +135,47 @@ func (h *Hub) Publish(ctx context.Context, topic string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ev := &sse.Event{ID: []byte("urn:uuid:" + uuid.NewString()), Data: data}
+	frame := eventFrame("urn:uuid:"+uuid.NewString(), data)
 	dropped := 0
 	h.mu.Lock()
-	for id, st := range h.streams {
-		if slices.Contains(st.topics, topic) && !h.srv.TryPublish(id, ev) {
-			dropped++
+	for _, st := range h.streams {
+		if !slices.Contains(st.topics, topic) {
+			continue
+		}
+		for sub := range st.subs {
+			select {
+			case sub.events <- frame:
+			default:
+				delete(st.subs, sub)
+				close(sub.gone)
+				dropped++
+			}
 		}
 	}
 	h.mu.Unlock()
 	if dropped > 0 {
-		h.log.Warn("push: event dropped, subscriber too slow", "topic", topic, "streams", dropped)
-		return fmt.Errorf("push: event for %s dropped for %d slow subscription(s): %w", topic, dropped, svcerr.ErrUnavailable)
+		h.log.Warn("push: subscriber too slow, disconnected", "topic", topic, "subscribers", dropped)
 	}
 	return nil
 }
+
+// eventFrame renders one server-sent event: its id, then a data line per line of data (so
+// multi-line data stays one event), then the blank line that ends it.
+func eventFrame(id string, data []byte) []byte {
+	b := make([]byte, 0, len(id)+len(data)+16)
+	b = append(b, "id: "...)
+	b = append(b, id...)
+	b = append(b, '\n')
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+	}
+	return append(b, '\n')
+}
+
+// heartbeatFrame is the keep-alive comment.
+var heartbeatFrame = []byte(": heartbeat\n\n")
 
 // Subscribe serves one Mercure-style subscription on w: it authenticates the request, checks
 // its topics and streams events until the client goes away or the hub stops. It returns an
@@ -167,21 +197,60 @@ func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	id := strings.Join(topics, "\n")
-	if err := h.acquire(id, topics); err != nil {
+	sub := &subscriber{events: make(chan []byte, subscriberBuffer), gone: make(chan struct{})}
+	if err := h.acquire(id, topics, sub); err != nil {
 		return err
 	}
-	defer h.release(id)
+	defer h.release(id, sub)
 
 	// The hub's end also ends the subscription, so Close does not wait for clients.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.ctx, cancel)
 	defer stop()
-	inner := r.Clone(ctx)
-	inner.URL.RawQuery = url.Values{"stream": {id}}.Encode()
-	inner.Header.Del("Last-Event-ID") // no history; r3labs refuses non-numeric ids
-	h.srv.ServeHTTP(w, inner)
+	h.stream(ctx, cancel, w, sub)
 	return nil
+}
+
+// stream writes sub's events to w until ctx ends or the hub drops sub. A write blocked on a
+// client that stopped reading is cut off (a past write deadline) when the subscription ends,
+// so neither Close nor the dropping of a slow subscriber waits for such a client.
+func (h *Hub) stream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, sub *subscriber) {
+	rc := http.NewResponseController(w)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Connection", "keep-alive")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+		case <-sub.gone:
+		}
+		_ = rc.SetWriteDeadline(time.Now()) // http.ErrNotSupported: the write ends with the client
+	}()
+	defer func() { cancel(); <-watched }() // no use of w after the handler returns
+
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.gone:
+			return
+		case frame := <-sub.events:
+			if _, err := w.Write(frame); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
 }
 
 // requestedTopics returns the topic parameters, sorted and without duplicates.
@@ -250,8 +319,8 @@ func (h *Hub) verify(tok string) (*claims, error) {
 	return &c, nil
 }
 
-// acquire registers one subscription of stream id, creating the stream for its first one.
-func (h *Hub) acquire(id string, topics []string) error {
+// acquire registers sub on stream id, creating the stream for its first subscription.
+func (h *Hub) acquire(id string, topics []string, sub *subscriber) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -259,24 +328,23 @@ func (h *Hub) acquire(id string, topics []string) error {
 	}
 	st := h.streams[id]
 	if st == nil {
-		st = &hubStream{topics: topics}
+		st = &hubStream{topics: topics, subs: map[*subscriber]struct{}{}}
 		h.streams[id] = st
-		h.srv.CreateStream(id)
 	}
 	st.refs++
+	st.subs[sub] = struct{}{}
 	h.subs.Add(1)
 	return nil
 }
 
-// release ends one subscription of stream id and removes the stream after its last one. The
-// r3labs handler has returned, so the subscriber is already deregistered from the stream.
-func (h *Hub) release(id string) {
+// release ends sub's subscription of stream id and removes the stream after its last one.
+func (h *Hub) release(id string, sub *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if st := h.streams[id]; st != nil {
+		delete(st.subs, sub)
 		if st.refs--; st.refs == 0 {
 			delete(h.streams, id)
-			h.srv.RemoveStream(id)
 		}
 	}
 	h.subs.Done()
@@ -296,8 +364,13 @@ func (h *Hub) beat() {
 			return
 		case <-t.C:
 			h.mu.Lock()
-			for id := range h.streams {
-				h.srv.TryPublish(id, &sse.Event{Comment: []byte("heartbeat")})
+			for _, st := range h.streams {
+				for sub := range st.subs {
+					select {
+					case sub.events <- heartbeatFrame:
+					default: // events are waiting: the subscription is not idle
+					}
+				}
 			}
 			h.mu.Unlock()
 		}
@@ -313,6 +386,5 @@ func (h *Hub) Close() error {
 	h.cancel()
 	h.subs.Wait()
 	<-h.done
-	h.srv.Close()
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -352,5 +354,58 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestHubSlowSubscriberOnlyLosesItsOwnEvents: of two subscribers of one topic, one never reads
+// its connection. Publishing many large events never blocks, the reading subscriber receives
+// every one of them promptly, and the slow one is disconnected once its buffer is full.
+func TestHubSlowSubscriberOnlyLosesItsOwnEvents(t *testing.T) {
+	t.Parallel()
+	h, srv, _ := newTestHub(t)
+	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+
+	// The slow subscriber: sends its request and never reads a byte.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /?topic=%s HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer %s\r\n\r\n", url.QueryEscape(TaskTopic(1)), tok)
+	waitFor(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.streams[TaskTopic(1)] != nil })
+
+	fast, _ := subscribe(t, srv.URL, topics(TaskTopic(1)), bearer(tok))
+	waitFor(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.streams[TaskTopic(1)].refs == 2 })
+
+	data := []byte(strings.Repeat("x", 16<<10))
+	const events, burst = 1024, 16 // 16 MiB: more than the slow client's socket buffers hold
+	for i := range events {
+		start := time.Now()
+		if err := h.Publish(context.Background(), TaskTopic(1), data); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("publish %d took %v", i, d)
+		}
+		if (i+1)%burst == 0 { // the reader keeps up with each burst within a moment
+			for range burst {
+				select {
+				case ev, ok := <-fast.events:
+					if !ok || len(ev.Data) != len(data) {
+						t.Fatalf("event %d: stream ended or short event (%d bytes)", i, len(ev.Data))
+					}
+				case <-time.After(2 * time.Second):
+					t.Fatalf("the reading subscriber is missing events of burst %d", i/burst)
+				}
+			}
+		}
+	}
+	// The slow subscriber was dropped and its subscription ended; the reader's goes on.
+	waitFor(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.streams[TaskTopic(1)].refs == 1 })
+	if err := h.Publish(context.Background(), TaskTopic(1), []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := fast.next(t); ev.Data != "after" {
+		t.Fatalf("after the drop: %q", ev.Data)
 	}
 }

@@ -30,7 +30,7 @@ type Daemon struct {
 	// ChoresEvery; nil disables it.
 	Chores func(ctx context.Context) error
 
-	MaxWorkers  int             // concurrent runs; 0 means unlimited (claims in batches of 16)
+	MaxWorkers  int             // concurrent runs; 0 means unlimited (claims in batches of 16; the server never asks for it)
 	Poll        time.Duration   // idle wait between empty claims (default 1 s)
 	ChoresEvery time.Duration   // default 1 minute
 	Clock       startstop.Clock // paces Poll and ChoresEvery; nil: startstop.RealClock(nil)

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"database/sql/driver"
+	"errors"
+	"net"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/mattn/go-sqlite3"
+)
+
+// IsTransient reports whether err is a failure of the database's moment rather than of the
+// statement: SQLite's busy or locked (the busy timeout passed while another connection wrote),
+// MySQL/MariaDB's lock wait timeout, deadlock, too many connections, or a broken connection.
+// The same work may succeed when tried again; a caller holding a task hands it back without
+// counting it against the task. It inspects the drivers' typed errors, never message text.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1205, // ER_LOCK_WAIT_TIMEOUT
+			1213, // ER_LOCK_DEADLOCK
+			1040, // ER_CON_COUNT_ERROR (too many connections)
+			1203, // ER_TOO_MANY_USER_CONNECTIONS
+			1927: // ER_CONNECTION_KILLED (MariaDB)
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
