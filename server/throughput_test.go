@@ -32,14 +32,13 @@ type countingModel struct {
 func newCountingModel(t *testing.T) *countingModel {
 	m := &countingModel{}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		_, _ = io.Copy(io.Discard, r.Body)
 		m.calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": "done"}}},
-			"usage":   map[string]any{"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-		})
+		writeOpenAIAnswer(w, req.Stream, "m", map[string]any{"role": "assistant", "content": "done"}, "stop")
 	}))
 	m.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
