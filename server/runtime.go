@@ -99,6 +99,9 @@ func (a *App) buildServices() {
 	chores := a.chores(reap)
 	s.Daemon = a.newDaemon(workers, chores)
 	chores.Requeued = s.Daemon.Notify
+	// A task queued by this process (created, approved, answered, continued, handed back) is
+	// claimed at once; the poll finds those other processes queue.
+	s.Store.OnTaskQueued(s.Daemon.Notify)
 }
 
 // chores is the housekeeping pass of a worker mode, reaping with reap.

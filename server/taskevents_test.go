@@ -509,3 +509,40 @@ func TestTaskEventStreamKeepAlive(t *testing.T) {
 		t.Fatalf("%d keep-alives before the stream ended: %v", alive, sc.Err())
 	}
 }
+
+// TestQueuedTaskIsClaimedAtOnce: a task this process queues (a new chat, then its approval) is
+// claimed at once, not at the daemon's next poll (an hour here).
+func TestQueuedTaskIsClaimedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	script := `[{"tool_calls": [{"id": "c1", "name": "calculator", "arguments": {"expression": "1+2"}}]}, {"text": "3"}]`
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
+	owner, _ := env.UserClient("ada@example.com")
+	k := scriptedCalcAgent(t, owner, "script.json")
+	addr := serve(t, env)
+	env.App.Daemon.Poll = time.Hour
+	runWorker(t, env)
+	auth := map[string]string{"Authorization": "Bearer " + k.key.Key}
+	var r gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "1+2?"},
+		Header: auth}).Expect(t, http.StatusAccepted).Decode(t, &r)
+	live, _ := streamLive(t, fmt.Sprintf("http://%s%s/agent-api/chats/%d/events", addr, apitest.API, r.Data.Chat.Id), auth)
+	for {
+		ev, ok := nextStreamEvent(t, live)
+		if !ok {
+			t.Fatal("stream ended before the pause")
+		}
+		if ev.Data.Status != nil && ev.Data.Status.Status == gen.TaskStatusPENDINGAPPROVAL {
+			break
+		}
+	}
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: fmt.Sprintf("/agent-api/chats/%d/approve", r.Data.Chat.Id), Header: auth,
+		Body: map[string]any{"decisions": []map[string]any{{"provider_call_id": "c1", "decision": "approve"}}}}).Expect(t, http.StatusAccepted)
+	evs := drainStream(t, live)
+	if last := evs[len(evs)-1].Data.Status; last == nil || last.Status != gen.TaskStatusCOMPLETED {
+		t.Fatalf("ended with %s", evs[len(evs)-1].Raw)
+	}
+}

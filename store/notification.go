@@ -350,6 +350,7 @@ type created struct {
 	notifications []Notification
 	mailed        bool    // a mail was queued: wake the mail dispatcher after the commit
 	eventTasks    []int64 // tasks that got events: wake their event streams after the commit
+	queued        bool    // a task became QUEUED: wake the worker daemon after the commit
 }
 
 func withCreated(ctx context.Context, c *created) context.Context {

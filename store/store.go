@@ -89,6 +89,7 @@ type Store struct {
 	log      *slog.Logger
 	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
 	onEvents func(taskIDs []int64)                        // OnEvents
+	onQueued func()                                       // OnTaskQueued
 	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
 	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
 	onMailQueued   func() // OnMailQueued
@@ -264,6 +265,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	}
 	if err == nil && len(c.eventTasks) > 0 && s.onEvents != nil {
 		s.onEvents(c.eventTasks)
+	}
+	if err == nil && c.queued && s.onQueued != nil {
+		s.onQueued()
 	}
 	return err
 }

@@ -196,6 +196,9 @@ func statusEvents(tx *gorm.DB, now time.Time, ids ...int64) error {
 		if err := appendEvents(tx, r.ID, now, TaskEvent{Type: EventStatus, Status: st}); err != nil {
 			return err
 		}
+		if c := createdFrom(tx); c != nil && r.Status == taskstate.Queued {
+			c.queued = true
+		}
 	}
 	return nil
 }
@@ -272,6 +275,11 @@ func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, e
 	}
 	return out, nil
 }
+
+// OnTaskQueued sets the hook told, after each commit that made a task QUEUED (created, resumed,
+// handed back, taken back), that work is waiting: the worker daemon claims at once instead of
+// at its next poll. Set it while the service is assembled.
+func (s *Store) OnTaskQueued(f func()) { s.onQueued = f }
 
 // OnEvents sets the hook told, after each commit, which tasks got new events (the in-process
 // event streams). Set it while the service is assembled.
