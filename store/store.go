@@ -91,7 +91,8 @@ type Store struct {
 	onEvents func(taskIDs []int64)                        // OnEvents
 	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
 	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
-	onMailQueued   func() // OnMailQueued
+	onMailQueued   func()                           // OnMailQueued
+	onTaskTrace    func(ctx context.Context) string // OnTaskTrace
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
