@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,6 +183,53 @@ func TestMetricsListen(t *testing.T) {
 	}
 }
 
+// TestMetricsListenServes runs the real listeners: metrics_listen answers /metrics without a
+// token and nothing else; both stop with the server.
+func TestMetricsListenServes(t *testing.T) {
+	t.Parallel()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	_ = free.Close()
+	env := apitest.New(t, "SVC_METRICS_LISTEN="+addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- env.App.HTTP.Serve(ctx, ln, 5*time.Second) }()
+	var res *http.Response
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if res, err = http.Get("http://" + addr + "/metrics"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || parseMetrics(t, body)["go_goroutines"] == nil {
+		t.Fatalf("metrics listener: %d %s", res.StatusCode, body)
+	}
+	if res, err := http.Get("http://" + addr + "/svc/healthz"); err != nil || res.StatusCode != 404 {
+		t.Fatalf("metrics listener serves /svc/healthz: %v %v", res, err)
+	}
+	if res, err := http.Get("http://" + ln.Addr().String() + "/svc/metrics"); err != nil || res.StatusCode != 404 {
+		t.Fatalf("main listener /svc/metrics without a token: %v %v", res, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		t.Error("the metrics listener outlived the server")
+	}
+}
+
 type readiness struct {
 	Data struct {
 		Status string            `json:"status"`
@@ -271,8 +319,9 @@ func TestReadyz(t *testing.T) {
 // otlpReceiver is an in-process OTLP/HTTP collector: it decodes every export (protobuf) and
 // keeps the spans.
 type otlpReceiver struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	services map[string]bool // service.name of the resources exported
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -292,6 +341,14 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	o.mu.Lock()
 	for _, rs := range req.ResourceSpans {
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.Key == "service.name" {
+				if o.services == nil {
+					o.services = map[string]bool{}
+				}
+				o.services[kv.Value.GetStringValue()] = true
+			}
+		}
 		for _, ss := range rs.ScopeSpans {
 			o.spans = append(o.spans, ss.Spans...)
 		}
@@ -403,6 +460,9 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if len(rcv.services) != 1 || !rcv.services["svc-test"] {
+		t.Errorf("service names exported: %v", rcv.services)
+	}
 	var request *tracepb.Span
 	for _, s := range rcv.named("createTask") {
 		request = s
