@@ -151,6 +151,12 @@ func TestMetricsToken(t *testing.T) {
 			t.Errorf("no %s", name)
 		}
 	}
+	// Outbox attempts are counted as the dispatcher makes them.
+	env.DrainMail()
+	fams = scrape(t, env, "Bearer "+metricsToken)
+	if n, ok := sample(fams, "svc_outbox_attempts_total", map[string]string{"outbox": "mail", "outcome": "delivered"}); !ok || n < 1 {
+		t.Errorf("mail attempts delivered = %v (%v)", n, ok)
+	}
 }
 
 // TestMetricsListen serves /metrics on its own address, without a token; the main listener
