@@ -74,7 +74,9 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string
 			}
 			continue
 		}
-		res, status, err := e.run(ctx, c)
+		cctx, observed := l.observer().ToolCallStarted(ctx, e.task, c)
+		res, status, err := e.run(cctx, c)
+		observed(status, err)
 		if err != nil {
 			return "", err
 		}

@@ -53,7 +53,10 @@ type Loop struct {
 	// AgentTools runs the agent tool (core.AgentTool) when Executors has no executor for it
 	// (*toolconfig.Service); nil leaves the tool unavailable.
 	AgentTools AgentToolService
-	builtins   builtins
+	// Observer watches steps, model calls and tool calls (metrics, traces); nil observes
+	// nothing.
+	Observer Observer
+	builtins builtins
 }
 
 // Tick performs one step of task id, whose lease workerID holds. It returns the task as the
@@ -69,7 +72,9 @@ func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task
 	if t.Status != taskstate.Running || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
 		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", id, t.Status, workerID)
 	}
-	out, err := l.step(ctx, t, workerID)
+	sctx, observed := l.observer().StepStarted(ctx, t)
+	out, err := l.step(sctx, t, workerID)
+	observed(out, err)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +281,9 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	}
 	deltas := newDeltaWriter(ctx, l, t.ID, worker)
 	req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
-	resp, err := driver.Complete(ctx, req)
+	mctx, observed := l.observeModelCall(ctx, t, cfg, &req)
+	resp, err := driver.Complete(mctx, req)
+	observed(resp, err)
 	if err != nil && ctx.Err() != nil {
 		// The worker gave up the step (a shutdown that could not wait): not the model's failure.
 		return nil, fmt.Errorf("model call of task %d: %w", t.ID, ctx.Err())

@@ -14,10 +14,12 @@ import (
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/metrics"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/tracing"
 	"github.com/agentsvc/svc/plugins"
 	_ "github.com/agentsvc/svc/plugins/searchcore" // the first-party search plugin, compiled in
 	"github.com/agentsvc/svc/skills"
@@ -109,6 +111,14 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Logger)}
 	}
 	a.mail = sender
+	a.Metrics = metrics.New()
+	if a.Tracer, err = tracing.New(ctx, tracing.Options{Endpoint: cfg.OtelEndpoint, ServiceName: cfg.OtelServiceName}); err != nil {
+		return nil, a.fail(err)
+	}
+	if a.Tracer.Enabled() {
+		a.closers = append(a.closers, tracerCloser{a.Tracer})
+		a.Logger.Info("tracing on", "otel_endpoint", cfg.OtelEndpoint, "service_name", cfg.OtelServiceName)
+	}
 	a.Mails = a.newMails()
 	if a.Accounts, err = account.New(account.Options{Store: a.Store, MailQueued: a.Mails.Notify, Config: loader.Current,
 		Clock: o.Clock, Logger: a.Logger, Hash: o.Hash}); err != nil {
@@ -211,6 +221,19 @@ func (a *App) Close() error {
 	}
 	a.closers = nil
 	return first
+}
+
+// tracerShutdown bounds the flush of the spans still batched when the app closes.
+const tracerShutdown = 5 * time.Second
+
+// tracerCloser flushes and stops the tracer provider at Close. It is closed before the
+// database and the log (closers run in reverse), after Stop drained the work that makes spans.
+type tracerCloser struct{ t *tracing.Tracer }
+
+func (c tracerCloser) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), tracerShutdown)
+	defer cancel()
+	return c.t.Shutdown(ctx)
 }
 
 // configuredMailer sends through SMTP when mail_driver is smtp (read at each message, so an

@@ -72,7 +72,7 @@ func (c *console) serve(ctx *gin.Context) bool {
 		ctx.Redirect(http.StatusMovedPermanently, c.prefix+"/")
 		return true
 	}
-	if !strings.HasPrefix(p, c.prefix+"/") || p == c.prefix+"/healthz" {
+	if !strings.HasPrefix(p, c.prefix+"/") || p == c.prefix+"/healthz" || p == c.prefix+"/readyz" || p == c.prefix+"/metrics" {
 		return false
 	}
 	for _, r := range c.reserved {

@@ -73,7 +73,8 @@ func TestConsoleServesBundleWithFallback(t *testing.T) {
 	// prefixes and missing files keep the JSON 404.
 	for _, c := range []struct{ method, path string }{
 		{"GET", "/svc/api/v1/nope"}, {"GET", "/svc/api/"}, {"GET", "/svc/schemas/x.json"}, {"GET", "/svc/plugins/a/b"},
-		{"GET", "/svc/.well-known/mercure"}, {"GET", "/svc/healthz"}, {"POST", "/svc/agents"}, {"GET", "/other/"},
+		{"GET", "/svc/.well-known/mercure"}, {"GET", "/svc/healthz"}, {"GET", "/svc/readyz"}, {"GET", "/svc/metrics"},
+		{"POST", "/svc/agents"}, {"GET", "/other/"},
 		{"GET", "/svc/assets/missing.js"}, {"GET", "/svcx/"},
 	} {
 		rec := get(e, c.method, c.path)

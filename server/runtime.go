@@ -19,6 +19,7 @@ import (
 	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/mailqueue"
+	"github.com/agentsvc/svc/internal/metrics"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/notify"
@@ -30,6 +31,7 @@ import (
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/tracing"
 	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/plugins"
@@ -52,6 +54,8 @@ type Services struct {
 	Webhooks *webhook.Dispatcher
 	Mails    *mailqueue.Dispatcher // sends the mail outbox (every mode; App.Start)
 	MCP      *mcp.Manager          // the MCP servers of plugins; closed by Close
+	Metrics  *metrics.Metrics      // the Prometheus registry and metrics ({prefix}/metrics)
+	Tracer   *tracing.Tracer       // OpenTelemetry spans (no-op unless otel_endpoint is set); shut down by Close
 }
 
 // buildServices builds the services over what Open prepared (store, secrets, accounts, hub,
@@ -85,6 +89,14 @@ func (a *App) buildServices() {
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
+	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
+	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }
+	s.Metrics.WatchQueues(s.Store.QueueStats, nil)
+	s.Metrics.WatchSubscribers("hub", s.Hub.Subscribers)
+	s.Metrics.WatchSubscribers("task_events", s.Events.Subscribers)
+	if s.Tracer.Enabled() {
+		s.Store.OnTaskTrace(s.Tracer.TraceParent)
+	}
 	workers := a.workers(cfg.MaxWorkers)
 	a.llmClients = newLLMClients(a.Net, workers)
 	s.Loop = a.newLoop()
@@ -129,6 +141,7 @@ func (a *App) newLoop() *agentloop.Loop {
 		Lease: agentloop.DefaultLease, StepBound: time.Duration(cfg.WorkerStaleMinutes) * time.Minute, Clock: startstop.RealClock(a.clock),
 		AgentTools: a.ToolConfig,
 		Driver:     a.driver,
+		Observer:   loopObserver{m: a.Metrics, t: a.Tracer},
 	}
 }
 
@@ -258,13 +271,18 @@ func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon {
 	loop := a.Loop
 	return &worker.Daemon{
 		MaxWorkers: maxWorkers,
+		Poll:       time.Second,
 		Log:        a.Logger,
 		Clock:      startstop.RealClock(a.clock),
 		Claim: func(ctx context.Context, n int) ([]int64, error) {
 			ts, err := a.Store.ClaimQueued(ctx, id, loop.Lease, n)
 			ids := make([]int64, len(ts))
+			now := a.clock()
 			for i, t := range ts {
 				ids[i] = t.ID
+				// Claim latency is measured on first claims (queued since creation); a resumed
+				// task's wait is the user's or a retry's, not the queue's.
+				a.Metrics.Claimed(t.StepsUsed == 0 && t.RetryCount == 0 && t.Recoveries == 0, now.Sub(t.CreatedAt))
 				a.Tasks.LogTransition(ctx, task.Transition{Action: "claim", TaskID: t.ID, From: taskstate.Queued, To: t.Status, Worker: id})
 			}
 			return ids, err

@@ -26,9 +26,12 @@ import (
 	"github.com/agentsvc/svc/internal/apikey"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/metrics"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/ratelimit"
 	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/tracing"
+	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
 )
@@ -60,6 +63,10 @@ type Server struct {
 	agentAPI agentAPIState    // per-agent API: per-key limiters (server/agentapi.go)
 	media    *media.Service   // inline files are spooled to its InlineDir
 	plugins  *plugins.Runtime // frontend bundles of plugins
+	metrics  *metrics.Metrics // {prefix}/metrics and the request metrics
+	tracer   *tracing.Tracer  // request spans (no-op when tracing is off)
+	pushSvc  *push.Service    // the push channel (readiness)
+	daemon   *worker.Daemon   // the server-mode worker (readiness)
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -84,6 +91,7 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 		cfg: d.Config, store: d.Store, accounts: d.Accounts, keys: d.APIKeys, log: d.Logger, push: d.Hub,
 		handlers: api.New(d.Deps), clock: clock, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media, plugins: d.Plugins,
+		metrics: d.Metrics, tracer: d.Tracer, pushSvc: d.Push, daemon: d.Daemon,
 		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
 		limiters: map[string]*ratelimit.Limiter{
 			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
@@ -106,10 +114,11 @@ func (s *Server) routes() *gin.Engine {
 	e.UseRawPath = true
 	e.UnescapePathValues = true
 	e.RemoveExtraSlash = false
-	e.Use(s.logRequests, s.recover, s.securityHeaders)
+	e.Use(s.observe, s.logRequests, s.recover, s.securityHeaders)
 	con := newConsole(s.prefix, svc.Console)
 	e.NoRoute(func(c *gin.Context) {
 		if con.serve(c) {
+			c.Set(ctxOperation, "console")
 			return
 		}
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
@@ -123,6 +132,8 @@ func (s *Server) routes() *gin.Engine {
 
 	root := e.Group(s.prefix)
 	root.GET("/healthz", s.healthz)
+	root.GET("/readyz", s.readyz)
+	root.GET("/metrics", s.metricsEndpoint)
 	root.GET("/.well-known/mercure", s.subscribe)
 	root.GET("/api/v1/openapi.yaml", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/yaml", svc.OpenAPI)
@@ -205,16 +216,38 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	if s.push != nil {
 		hs.RegisterOnShutdown(func() { _ = s.push.Close() }) // end open subscriptions so Shutdown can finish
 	}
+	var ms *http.Server // metrics_listen: /metrics alone, without a token
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("metrics_listen: %w", err)
+		}
+		ms = &http.Server{Handler: s.MetricsHandler(), ReadHeaderTimeout: readHeaderTimeout,
+			WriteTimeout: time.Minute, ErrorLog: hs.ErrorLog}
+		go func() {
+			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("metrics listener", "err", err)
+			}
+		}()
+		s.log.Info("serving metrics", "addr", mln.Addr().String())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String(), "prefix", s.prefix)
 	select {
 	case err := <-errc:
+		if ms != nil {
+			_ = ms.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	if ms != nil {
+		_ = ms.Shutdown(sctx)
+	}
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -85,6 +85,7 @@ func (s *Server) gate(c *gin.Context) {
 		return
 	}
 	op := route.Operation
+	c.Set(ctxOperation, operationID(op))
 	hasBody := c.Request.Body != nil && c.Request.Body != http.NoBody
 	if hasBody {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))

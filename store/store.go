@@ -92,7 +92,8 @@ type Store struct {
 	onQueued func()                                       // OnTaskQueued
 	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
 	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
-	onMailQueued   func() // OnMailQueued
+	onMailQueued   func()                           // OnMailQueued
+	onTaskTrace    func(ctx context.Context) string // OnTaskTrace
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not

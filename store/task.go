@@ -66,6 +66,9 @@ type Task struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
+	// TraceParent is the W3C traceparent of the request that created the task ("" : none);
+	// the spans of its steps link to it (Store.OnTaskTrace).
+	TraceParent string
 }
 
 type taskRow struct {
@@ -96,6 +99,7 @@ type taskRow struct {
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
 	EventSeq       int64 // the last event sequence given out (taskevent.go)
+	TraceParent    *string
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -112,7 +116,7 @@ func (r *taskRow) toTask() (*Task, error) {
 		OutputTokens: r.OutputTokens, Data: data, Source: r.Source, APIKeyID: r.APIKeyID, CallbackURL: r.CallbackURL,
 		LeaseOwner:     r.LeaseOwner,
 		LeaseExpiresAt: utcPtr(r.LeaseExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		FinishedAt: utcPtr(r.FinishedAt),
+		FinishedAt: utcPtr(r.FinishedAt), TraceParent: deref(r.TraceParent),
 	}
 	if r.ErrorCode != nil {
 		t.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}
@@ -247,6 +251,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
 			Status: taskstate.Queued, Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
 			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
+			TraceParent: s.traceParent(ctx),
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrInvalid) {

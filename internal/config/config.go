@@ -183,6 +183,22 @@ type Config struct {
 	// or spaces) that group model configurations may reach besides public addresses (a local
 	// Ollama: "localhost" or "10.0.0.0/8"); global configurations are not screened.
 	LLMAllowedHosts string `key:"llm_allowed_hosts" env:"LLM_ALLOWED_HOSTS"`
+
+	// MetricsToken turns on GET {app_prefix}/metrics (Prometheus text format) for requests
+	// carrying "Authorization: Bearer <token>"; at least 16 characters. It is a secret: redacted
+	// in every output, and only read from the file or the environment (never stored in the
+	// database). Read at every request, so a change of the file applies at once.
+	MetricsToken string `key:"metrics_token" env:"METRICS_TOKEN" secret:"yes" stored:"no"`
+	// MetricsListen is a separate listen address (such as 127.0.0.1:9090) serving only
+	// /metrics, without a token; keep it private. Read at start-up.
+	MetricsListen string `key:"metrics_listen" env:"METRICS_LISTEN" stored:"no"`
+	// OtelEndpoint turns on OpenTelemetry traces, exported over OTLP/HTTP (protobuf) to this
+	// collector base URL (such as http://127.0.0.1:4318; /v1/traces is appended unless the path
+	// already ends with it). Set by the administrator, so not screened. Read at start-up.
+	OtelEndpoint string `key:"otel_endpoint" env:"OTEL_ENDPOINT" stored:"no"`
+	// OtelServiceName is the service.name resource attribute of the exported spans. Read at
+	// start-up.
+	OtelServiceName string `key:"otel_service_name" env:"OTEL_SERVICE_NAME" stored:"no"`
 }
 
 // Defaults returns the built-in defaults, the lowest layer.
@@ -220,6 +236,7 @@ func Defaults() *Config {
 		PluginCatalogTTL:          3600,
 		PluginsDir:                "storage/plugins",
 		MailPort:                  587,
+		OtelServiceName:           "svc",
 	}
 }
 
@@ -295,7 +312,7 @@ type keyValue struct {
 }
 
 // String lists every key and value with the secrets (secret_key, db_password, mail_password,
-// mercure_jwt_key, llm_api_key) redacted, so a Config can be printed or logged safely.
+// mercure_jwt_key, llm_api_key, metrics_token) redacted, so a Config can be printed or logged safely.
 func (c Config) String() string {
 	var b strings.Builder
 	b.WriteByte('{')

@@ -97,6 +97,7 @@ func TestDefaults(t *testing.T) {
 		MailPort:                  587,
 		MailEncryption:            "",
 		LLMDriver:                 "",
+		OtelServiceName:           "svc",
 	}
 	got := mustLoad(t, "", "")
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -121,8 +122,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 54 {
-		t.Errorf("%d keys, want 54", len(fields))
+	if len(fields) != 58 {
+		t.Errorf("%d keys, want 58", len(fields))
 	}
 }
 
@@ -501,6 +502,15 @@ func TestValidation(t *testing.T) {
 		{"llm_base_url", []string{"SVC_LLM_BASE_URL=localhost:11434"}, `llm_base_url "localhost:11434" must be an absolute`},
 		{"listen", []string{"SVC_LISTEN=8080"}, `listen "8080" must be a host:port address such as :8080 (from SVC_LISTEN)`},
 		{"SERVER_NAME", []string{"SERVER_NAME=localhost"}, `listen "localhost" must be a host:port address such as :8080 (from SERVER_NAME)`},
+		{"metrics_token short", []string{"SVC_METRICS_TOKEN=short"}, "metrics_token must be at least 16 characters"},
+		{"metrics_token space", []string{"SVC_METRICS_TOKEN=0123456789 abcdefgh"}, "metrics_token must be printable ASCII without spaces"},
+		{"metrics_token ok", []string{"SVC_METRICS_TOKEN=0123456789abcdefgh"}, ""},
+		{"metrics_listen", []string{"SVC_METRICS_LISTEN=9090"}, `metrics_listen "9090" must be a host:port address`},
+		{"metrics_listen same", []string{"SVC_METRICS_LISTEN=:8080"}, "metrics_listen must differ from listen"},
+		{"metrics_listen ok", []string{"SVC_METRICS_LISTEN=127.0.0.1:9090"}, ""},
+		{"otel_endpoint", []string{"SVC_OTEL_ENDPOINT=collector:4318"}, `otel_endpoint "collector:4318" must be an absolute http:// or https:// URL`},
+		{"otel_service_name", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318", "SVC_OTEL_SERVICE_NAME="}, "otel_service_name is required when otel_endpoint is set"},
+		{"otel ok", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -593,6 +603,7 @@ func secretConfig(t *testing.T) *Config {
 		"SVC_MERCURE_URL=https://hub.example/.well-known/mercure",
 		"SVC_MERCURE_JWT_KEY=jwt-hunter2",
 		"SVC_LLM_API_KEY=sk-hunter2",
+		"SVC_METRICS_TOKEN=metrics-token-hunter2",
 	)
 }
 

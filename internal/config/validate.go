@@ -58,7 +58,8 @@ func normalise(c *Config) {
 	for _, p := range []*string{
 		&c.Listen, &c.AppURL, &c.KeyPath, &c.DBHost, &c.DBName, &c.DBUser, &c.MercureURL,
 		&c.MercurePublishURL, &c.LogPath, &c.ComposerBinary, &c.MailHost, &c.MailFrom,
-		&c.LLMBaseURL, &c.LLMModel, &c.SecretKey,
+		&c.LLMBaseURL, &c.LLMModel, &c.SecretKey, &c.MetricsToken, &c.MetricsListen, &c.OtelEndpoint,
+		&c.OtelServiceName,
 	} {
 		*p = strings.TrimSpace(*p)
 	}
@@ -253,7 +254,33 @@ func validate(c *Config, origin map[string]string) []string {
 
 	validateLLMSeed(v, c)
 
+	validateObservability(v, c)
+
 	return v.problems
+}
+
+// MinMetricsToken is the shortest metrics_token accepted.
+const MinMetricsToken = 16
+
+// validateObservability checks the metrics and tracing settings.
+func validateObservability(v *validator, c *Config) {
+	if c.MetricsToken != "" && len(c.MetricsToken) < MinMetricsToken {
+		v.add("metrics_token", "metrics_token must be at least %d characters (generate one with: openssl rand -hex 24)", MinMetricsToken)
+	}
+	if c.MetricsToken != "" && strings.IndexFunc(c.MetricsToken, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0 {
+		v.add("metrics_token", "metrics_token must be printable ASCII without spaces")
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			v.add("metrics_listen", "metrics_listen %q must be a host:port address such as 127.0.0.1:9090", c.MetricsListen)
+		} else if c.MetricsListen == c.Listen {
+			v.add("metrics_listen", "metrics_listen must differ from listen")
+		}
+	}
+	v.httpURL("otel_endpoint", c.OtelEndpoint)
+	if c.OtelEndpoint != "" {
+		v.required("otel_service_name", c.OtelServiceName, " when otel_endpoint is set")
+	}
 }
 
 func validatePrefix(v *validator, p string) {

@@ -67,6 +67,8 @@ type Dispatcher struct {
 	Concurrency int
 	// Timeout overrides AttemptTimeout (tests shorten it).
 	Timeout time.Duration
+	// Attempted is told the outcome of every attempt (metrics); nil tells nobody.
+	Attempted func(ok bool)
 
 	initOnce sync.Once
 	loop     *outbox.Loop[store.Mail]
@@ -137,6 +139,9 @@ func (d *Dispatcher) claim(ctx context.Context, workerID string, limit int, leas
 func (d *Dispatcher) deliver(ctx context.Context, m store.Mail) {
 	log := d.Logger.With("mail_id", m.ID, "kind", m.Kind, "attempt", m.Attempts+1)
 	err := d.send(ctx, m)
+	if d.Attempted != nil {
+		d.Attempted(err == nil)
+	}
 	errText := ""
 	if err == nil {
 		log.Info("mail delivered")

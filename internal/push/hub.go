@@ -350,6 +350,24 @@ func (h *Hub) release(id string, sub *subscriber) {
 	h.subs.Done()
 }
 
+// Subscribers is the number of open subscriptions (metrics).
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, st := range h.streams {
+		n += st.refs
+	}
+	return n
+}
+
+// Running reports whether the hub accepts subscriptions (it was not closed).
+func (h *Hub) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.stopped
+}
+
 // beat sends a keep-alive comment to every stream until the hub stops.
 func (h *Hub) beat() {
 	defer close(h.done)

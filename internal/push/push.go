@@ -10,9 +10,12 @@ package push
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -97,6 +100,9 @@ type Service struct {
 	hub    *Hub
 	client *http.Client
 	now    func() time.Time
+
+	mu          sync.Mutex
+	mercureFail error // the failure of the last publication to a Mercure hub (nil: it succeeded, or none yet)
 }
 
 var _ Publisher = (*Service)(nil)
@@ -138,7 +144,36 @@ func (s *Service) Publisher() Publisher {
 
 // Publish sends data to topic through the publisher the configuration selects (see Publisher).
 func (s *Service) Publish(ctx context.Context, topic string, data []byte) error {
-	return s.Publisher().Publish(ctx, topic, data)
+	p := s.Publisher()
+	err := p.Publish(ctx, topic, data)
+	if _, ok := p.(*Mercure); ok {
+		s.mu.Lock()
+		s.mercureFail = err
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Ready says whether the push channel works, for the readiness check: nil when push is off by
+// configuration (clients poll), when the embedded hub runs, or when the last publication to the
+// Mercure hub did not fail (none yet counts as working); otherwise why not.
+func (s *Service) Ready() error {
+	st := StatusOf(s.cfg())
+	switch {
+	case !st.Available:
+		return nil
+	case st.Kind == KindEmbedded:
+		if s.hub == nil || !s.hub.Running() {
+			return errors.New("the embedded push hub is not running")
+		}
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mercureFail != nil {
+		return fmt.Errorf("the last publication to the Mercure hub failed: %w", s.mercureFail)
+	}
+	return nil
 }
 
 // HubURL is the absolute subscribe URL of the hub: mercure_url, or {base}/.well-known/mercure

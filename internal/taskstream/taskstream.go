@@ -95,6 +95,17 @@ func (b *Broker) unwatch(id int64, ch chan struct{}) {
 	}
 }
 
+// Subscribers is the number of open event streams of this process (metrics).
+func (b *Broker) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, ws := range b.watchers {
+		n += len(ws)
+	}
+	return n
+}
+
 // Start runs the poll loop that notices events other processes wrote.
 func (b *Broker) Start(ctx context.Context) { b.base.Start(ctx, b.pollLoop) }
 

@@ -77,6 +77,8 @@ type Dispatcher struct {
 	Concurrency int
 	// HeaderTimeout and HardTimeout override the package defaults (tests shorten them).
 	HeaderTimeout, HardTimeout time.Duration
+	// Attempted is told the outcome of every attempt (metrics); nil tells nobody.
+	Attempted func(ok bool)
 
 	initOnce sync.Once
 	loop     *outbox.Loop[store.WebhookDelivery]
@@ -144,6 +146,9 @@ func (d *Dispatcher) claim(ctx context.Context, workerID string, limit int, leas
 func (d *Dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 	status, err := d.send(ctx, del)
 	ok := err == nil
+	if d.Attempted != nil {
+		d.Attempted(ok)
+	}
 	log := d.Logger.With("delivery_id", del.ID, "task_id", del.TaskID, "key_id", del.KeyID, "status_code", status,
 		"attempt", del.Attempts+1, "chat_status", del.Status)
 	errText := ""

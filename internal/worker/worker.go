@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentsvc/svc/internal/startstop"
@@ -40,6 +41,17 @@ type Daemon struct {
 	running sync.WaitGroup
 	mu      sync.Mutex
 	abandon context.CancelFunc // cancels the runs' ctx: Stop gave up waiting
+	polled  atomic.Int64       // wall-clock Unix nanoseconds of the claim loop's last pass (LastPoll)
+}
+
+// LastPoll is when the claim loop last went round (wall clock; zero before Start and after the
+// loop ended): the readiness check takes a loop that has not gone round for a few Poll
+// intervals to be stuck.
+func (d *Daemon) LastPoll() time.Time {
+	if n := d.polled.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // stopGrace is how long Stop waits, once its context ended, for cancelled steps to hand their
@@ -99,12 +111,14 @@ func (d *Daemon) Stop(ctx context.Context) error {
 
 func (d *Daemon) loop(ctx, runs context.Context) {
 	defer d.running.Wait()
+	defer d.polled.Store(0)
 	var sem chan struct{}
 	if d.MaxWorkers > 0 {
 		sem = make(chan struct{}, d.MaxWorkers)
 	}
 	choresDue := d.chores(ctx) // nil channel when there are no chores: never ready
 	for ctx.Err() == nil {
+		d.polled.Store(time.Now().UnixNano())
 		select {
 		case <-choresDue:
 			choresDue = d.chores(ctx)
