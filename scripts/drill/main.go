@@ -205,6 +205,7 @@ func (d *drill) run() error {
 	}
 
 	// Kill a worker mid-way, restart it.
+	var killedAt atomic.Int64 // Unix nanoseconds
 	var held atomic.Int64
 	held.Store(-1) // not killed yet
 	go func() {
@@ -216,6 +217,7 @@ func (d *drill) run() error {
 			time.Sleep(50 * time.Millisecond)
 		}
 		p := d.proc("worker-1")
+		killedAt.Store(time.Now().UnixNano())
 		_ = p.Process.Kill()
 		_, _ = p.Process.Wait()
 		h, _ := d.count(fmt.Sprintf("status = 'RUNNING' AND lease_owner LIKE '%%:%d:%%'", p.Process.Pid))
@@ -264,7 +266,7 @@ func (d *drill) run() error {
 	d.logf("drained in %s", drained.Round(time.Millisecond))
 
 	// Subscribers: wait (bounded) for every stream to end and the hub to catch up.
-	settle := time.Now().Add(30 * time.Second)
+	settle := time.Now().Add(10 * time.Second)
 	for time.Now().Before(settle) {
 		all := hubSeen.len() >= d.o.n
 		for _, s := range streams {
@@ -275,10 +277,10 @@ func (d *drill) run() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return d.report(ids, drained, atRest, held.Load(), hubSeen, streams)
+	return d.report(ids, drained, atRest, held.Load(), time.Unix(0, killedAt.Load()), hubSeen, streams)
 }
 
-func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, hub *seenSet, streams []*streamChecker) error {
+func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, killedAt time.Time, hub *seenSet, streams []*streamChecker) error {
 	completed, err := d.count("status = 'COMPLETED'")
 	if err != nil {
 		return err
@@ -310,10 +312,25 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, h
 	}
 	_ = rows.Close()
 
-	missedHub := 0
+	// The hub is told after a step commits, so a task whose last step committed on the killed
+	// worker just before SIGKILL may never be pushed (the push is at most once; event streams
+	// read the log and miss nothing). Such misses are excused only when the task finished
+	// within a second before the kill; any other miss fails the drill.
+	missedHub, excused := 0, 0
+	var example string
 	for _, id := range ids {
-		if !hub.has(id) {
-			missedHub++
+		if hub.has(id) {
+			continue
+		}
+		var finished sql.NullTime
+		_ = d.db.QueryRow("SELECT finished_at FROM tasks WHERE id = ?", id).Scan(&finished)
+		if finished.Valid && !finished.Time.Before(killedAt.Add(-time.Second)) && !finished.Time.After(killedAt) {
+			excused++
+			continue
+		}
+		missedHub++
+		if example == "" {
+			example = fmt.Sprintf(" (e.g. task %d, finished %v; kill at %v)", id, finished.Time.Format(time.RFC3339Nano), killedAt.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	lost := int64(d.o.n) - completed
@@ -329,7 +346,8 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, h
 		fmt.Printf("                      all but the %d tasks the killed worker held completed at %s: %.1f tasks/s (the rest waited for their lease, %s, and the reaper)\n",
 			held, atRest.Round(time.Millisecond), float64(int64(d.o.n)-held)/atRest.Seconds(), "1 min")
 	}
-	fmt.Printf("hub subscriber        saw the terminal update of %d/%d tasks (user/%d/tasks)\n", d.o.n-missedHub, d.o.n, d.userID)
+	fmt.Printf("hub subscriber        saw the terminal update of %d/%d tasks (user/%d/tasks); missed %d%s, excused %d (finished on the killed worker within 1 s before SIGKILL: pushed after the commit, lost with the process)\n",
+		d.o.n-missedHub-excused, d.o.n, d.userID, missedHub, example, excused)
 	missed := missedHub
 	for i, s := range streams {
 		m, detail := s.missed(ids)
