@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,23 +29,25 @@ const agentAPISegment = "/agent-api"
 const maxAgentLimiters = 8
 
 // agentAPIState is the per-agent API's share of the server: one limiter per configured budget,
-// so a budget changed at runtime applies at once (the zero value is ready to use).
+// so a budget changed at runtime applies at once, with fresh counts (the zero value is ready to
+// use). The limiters keep their counts in the database, named after the budget, so every API
+// process with the same setting shares each key's budget.
 type agentAPIState struct {
 	mu       sync.Mutex
-	limiters map[int]*ratelimit.Limiter
+	limiters map[int]*ratelimit.Shared
 }
 
 // limiter returns the limiter allowing max requests a minute per key.
-func (a *agentAPIState) limiter(max int, clock func() time.Time) *ratelimit.Limiter {
+func (a *agentAPIState) limiter(b ratelimit.Backend, max int, clock func() time.Time) *ratelimit.Shared {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if l, ok := a.limiters[max]; ok {
 		return l
 	}
 	if a.limiters == nil || len(a.limiters) >= maxAgentLimiters {
-		a.limiters = map[int]*ratelimit.Limiter{}
+		a.limiters = map[int]*ratelimit.Shared{}
 	}
-	l := ratelimit.New(max, time.Minute, clock)
+	l := ratelimit.NewShared(b, "agent-key/"+strconv.Itoa(max), max, time.Minute, clock)
 	a.limiters[max] = l
 	return l
 }
@@ -94,7 +97,11 @@ func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
 		max = cfg.AgentAPIRateLimitMax
 	}
 	c.Set(logKeyID, k.KeyID)
-	if ok, wait := s.agentAPI.limiter(max, s.clock).Allow(k.KeyID); !ok {
+	ok, wait, err := s.agentAPI.limiter(s.store, max, s.clock).Check(ctx, k.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, svcerr.RateLimited(wait, "too many requests for this API key; retry later")
 	}
 	if err := s.keys.Touch(ctx, k); err != nil {

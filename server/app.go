@@ -160,13 +160,21 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal.
 func (a *App) Start(ctx context.Context) {
+	a.StartAPI(ctx)
+	if a.Config.Current().WorkerRuntimeMode == "server" {
+		a.Daemon.Start(ctx)
+	}
+}
+
+// StartAPI is Start without the task daemon: the background work of an API-only process
+// (`svc serve --api-only`) beside `svc worker` processes on the same database, which claim and
+// run the tasks (and run the chores).
+func (a *App) StartAPI(ctx context.Context) {
 	a.Mails.Start(ctx)
 	a.Events.Start(ctx)
-	if a.Config.Current().WorkerRuntimeMode != "server" {
-		return
+	if a.Config.Current().WorkerRuntimeMode == "server" {
+		a.Webhooks.Start(ctx)
 	}
-	a.Daemon.Start(ctx)
-	a.Webhooks.Start(ctx)
 }
 
 // Stop drains the background work Start started: no new claims, in-flight steps finish,

@@ -119,7 +119,8 @@ func (a *App) buildServices() {
 // chores is the housekeeping pass of a worker mode, reaping with reap.
 func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
 	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media,
-		Notifications: a.Notifications, Idempotency: a.Store.DeleteIdempotencyBefore, Clock: a.clock,
+		Notifications: a.Notifications, Idempotency: a.Store.DeleteIdempotencyBefore,
+		RateLimits: a.Store.DeleteRateLimitWindowsBefore, Clock: a.clock,
 		Changed: func(ctx context.Context, id int64) {
 			if t, err := a.Store.Task(ctx, id); err == nil {
 				a.taskChanged(ctx, t)

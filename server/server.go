@@ -58,7 +58,7 @@ type Server struct {
 	handlers *api.API
 	clock    func() time.Time
 	contract *contract
-	limiters map[string]*ratelimit.Limiter
+	limiters map[string]ratelimit.Checker
 	bodies   chan struct{}    // one slot per request body being received (max_request_bodies)
 	agentAPI agentAPIState    // per-agent API: per-key limiters (server/agentapi.go)
 	media    *media.Service   // inline files are spooled to its InlineDir
@@ -93,8 +93,9 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media, plugins: d.Plugins,
 		metrics: d.Metrics, tracer: d.Tracer, pushSvc: d.Push, daemon: d.Daemon,
 		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
-		limiters: map[string]*ratelimit.Limiter{
-			"auth": ratelimit.New(authAttemptsPerMinute, time.Minute, clock),
+		// Shared through the database: the budgets hold across every API process.
+		limiters: map[string]ratelimit.Checker{
+			"auth": ratelimit.NewShared(d.Store, "auth", authAttemptsPerMinute, time.Minute, clock),
 		},
 	}
 	s.engine = s.routes()

@@ -303,7 +303,11 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
 	if !ok {
 		return fmt.Errorf("operation %s names unknown rate limit %q", op.OperationID, name)
 	}
-	if ok, wait := lim.Allow(op.OperationID + "|" + c.ClientIP()); !ok {
+	ok, wait, err := lim.Check(c.Request.Context(), op.OperationID+"|"+c.ClientIP())
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return svcerr.RateLimited(wait, "too many requests; retry later")
 	}
 	return nil

@@ -531,3 +531,41 @@ func TestClaimQueuedConcurrent(t *testing.T) {
 		t.Fatalf("%d RUNNING, want %d", n, total)
 	}
 }
+
+// TestClaimQueuedFair: 100 queued tasks of one user, then one of another: the first batch of 4
+// takes the other user's task beside the first user's three oldest (round-robin across users,
+// oldest first within each).
+func TestClaimQueuedFair(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	var mine []int64
+	for i := range 100 {
+		mine = append(mine, f.create(t, fmt.Sprintf("a%d", i)).ID)
+	}
+	otherAgent := storetest.Agent(t, f.s, f.other.PrincipalID)
+	theirs := storetest.Task(t, f.s, otherAgent, f.other.ID)
+	got, err := f.s.ClaimQueued(ctx, "w1", time.Minute, 4)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
+	}
+	want := []int64{mine[0], mine[1], mine[2], theirs.ID} // returned in id order
+	for i, tk := range got {
+		if tk.ID != want[i] {
+			t.Fatalf("claimed %v, want %v", ids(got), want)
+		}
+	}
+	// The next batches go on in order through the first user's tasks.
+	got, err = f.s.ClaimQueued(ctx, "w2", time.Minute, 2)
+	if err != nil || len(got) != 2 || got[0].ID != mine[3] || got[1].ID != mine[4] {
+		t.Fatalf("second batch %v, %v", ids(got), err)
+	}
+}
+
+func ids(ts []store.Task) []int64 {
+	out := make([]int64, len(ts))
+	for i := range ts {
+		out[i] = ts[i].ID
+	}
+	return out
+}

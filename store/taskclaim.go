@@ -18,22 +18,39 @@ const claimSet = "retry_count = retry_count + CASE WHEN status = 'FAILED' THEN 1
 	"error_code = NULL, error_message = NULL, next_retry_at = NULL, finished_at = NULL, " +
 	"lease_owner = ?, lease_expires_at = ?, updated_at = ?, status = 'RUNNING'" // status last: MySQL assigns left to right
 
-// The QUEUED selection orders by (lease_expires_at, id): a queued task has no lease, so this is
-// id order, and it follows the (status, lease_expires_at) index (InnoDB appends the primary
-// key) instead of sorting. Due retries follow (status, next_retry_at).
+// Each kind of claim (QUEUED tasks, then due retries) is fair across users: tasks are ranked
+// within their user by the kind's order (QUEUED: id, oldest first; due retries: (next_retry_at,
+// id)), and a batch takes rank
+// 1 of every user before rank 2 of any (ties by id, oldest first): ROW_NUMBER() OVER (PARTITION
+// BY user_id ORDER BY …). So a user with 100 queued tasks and a user with one share the next
+// batch, and the one task waits at most one poll interval. The ranking reads every candidate
+// row of the kind (the (status, user_id, id) index of migration 0018 serves the QUEUED
+// partitions in order, without a sort), the price of fairness; BenchmarkClaim (store) measures
+// it: about 2 ms per claim of 16 from 10,000 queued tasks on SQLite before, 6 ms after.
 const (
 	claimQueuedWhere = "status = 'QUEUED'"
-	claimQueuedOrder = "lease_expires_at, id"
+	claimQueuedOrder = "id"
 	claimRetryWhere  = "status = 'FAILED' AND next_retry_at IS NOT NULL AND next_retry_at <= ?"
 	claimRetryOrder  = "next_retry_at, id"
 )
 
+// fairSelect is the SELECT of up to ? ids of tasks matching where, in the fair order.
+func fairSelect(where, order string) string {
+	return "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY " + order +
+		") AS user_rank FROM tasks WHERE " + where + ") AS ranked ORDER BY user_rank, id LIMIT ?"
+}
+
+// claimCandidates is how many times more candidates than wanted MySQL/MariaDB ranks before
+// locking, so that the rows concurrent claimers hold (skipped) still leave the batch full.
+const claimCandidates = 4
+
 // ClaimQueued moves up to limit tasks to RUNNING, leased to workerID until now+lease: QUEUED
-// tasks first (oldest first), then FAILED tasks whose automatic retry is due (their
-// retry_count grows by one, error and next_retry_at are cleared). Concurrent claimers never
-// receive the same task: SQLite claims with one UPDATE … RETURNING per kind inside an
-// immediate transaction, MySQL/MariaDB selects with FOR UPDATE SKIP LOCKED and updates in the
-// same transaction. Errors: ErrInvalid (empty or oversize worker id, lease not positive).
+// tasks first, then FAILED tasks whose automatic retry is due (their retry_count grows by one,
+// error and next_retry_at are cleared); within each kind, round-robin across users, oldest first
+// (see claimQueuedWhere). Concurrent claimers never receive the same task: SQLite claims with
+// one UPDATE … RETURNING per kind inside an immediate transaction; MySQL/MariaDB ranks the
+// candidates without locking, then locks them with FOR UPDATE SKIP LOCKED (re-checking the
+// kind's condition) and updates the first ones in rank order in the same transaction. Errors: ErrInvalid (empty or oversize worker id, lease not positive).
 func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Duration, limit int) ([]Task, error) {
 	if err := checkKey("worker id", workerID, true); err != nil {
 		return nil, err
@@ -89,18 +106,31 @@ func (s *Store) claim(tx *gorm.DB, where, order string, args []any, n int, worke
 	var rows []taskRow
 	set := []any{worker, until, now}
 	if s.dialect == DialectSQLite {
-		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (SELECT id FROM tasks WHERE " + where +
-			" ORDER BY " + order + " LIMIT ?) RETURNING *"
+		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (" + fairSelect(where, order) + ") RETURNING *"
 		if err := tx.Raw(q, append(append(set, args...), n)...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("claim tasks: %w", err)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
 		return rows, nil
 	}
-	var ids []int64
-	q := "SELECT id FROM tasks WHERE " + where + " ORDER BY " + order + " LIMIT ? FOR UPDATE SKIP LOCKED"
-	if err := tx.Raw(q, append(args, n)...).Scan(&ids).Error; err != nil {
+	// Rank without locking (a locking read of a ranked derived table would lock every row it
+	// ranks), then lock candidates in rank order, as many as still wanted at a time, skipping
+	// those another claimer holds or took meanwhile (the condition is checked again by the
+	// locking read): only the rows claimed are locked.
+	var ranked []int64
+	if err := tx.Raw(fairSelect(where, order), append(slices.Clone(args), claimCandidates*n)...).Scan(&ranked).Error; err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	var ids []int64
+	q := "SELECT id FROM tasks WHERE id IN ? AND " + where + " FOR UPDATE SKIP LOCKED"
+	for len(ids) < n && len(ranked) > 0 {
+		chunk := ranked[:min(n-len(ids), len(ranked))]
+		ranked = ranked[len(chunk):]
+		var free []int64
+		if err := tx.Raw(q, append([]any{chunk}, args...)...).Scan(&free).Error; err != nil {
+			return nil, fmt.Errorf("claim tasks: %w", err)
+		}
+		ids = append(ids, free...)
 	}
 	if len(ids) == 0 {
 		return nil, nil

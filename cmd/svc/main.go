@@ -26,7 +26,8 @@ import (
 const usage = `usage: svc <command> [flags]
 
 commands:
-  serve                 run the HTTP API (default)
+  serve                 run the HTTP API and, in server worker mode, the worker daemon (default);
+                        --api-only: no worker daemon (run svc worker processes beside it)
   worker                run the worker daemon alone (server worker mode)
   migrate               apply database migrations and print their state
   user create           create an account: --email ADDR [--name NAME] [--admin] [--verified];
@@ -51,7 +52,12 @@ func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
 	loader := config.NewLoader(environ)
 	switch cmd {
 	case "serve":
-		return serve(loader)
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		apiOnly := fs.Bool("api-only", false, "run no worker daemon: svc worker processes on the same database run the tasks")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return serve(loader, *apiOnly)
 	case "migrate":
 		return migrate(loader, stdout)
 	case "user":
@@ -74,7 +80,7 @@ func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
 	}
 }
 
-func serve(loader *config.Loader) error {
+func serve(loader *config.Loader, apiOnly bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	app, err := server.Open(ctx, loader, server.Options{})
@@ -83,7 +89,11 @@ func serve(loader *config.Loader) error {
 	}
 	defer app.Close()
 	cfg := loader.Current()
-	app.Start(context.WithoutCancel(ctx)) // the worker daemon and callbacks in server mode; drained after the HTTP server
+	if apiOnly {
+		app.StartAPI(context.WithoutCancel(ctx)) // callbacks, mails, event streams: no task daemon
+	} else {
+		app.Start(context.WithoutCancel(ctx)) // the worker daemon and callbacks in server mode; drained after the HTTP server
+	}
 	defer stopWork(app)
 	fmt.Fprintln(os.Stderr, banner(cfg))
 	return app.HTTP.Run(ctx, cfg.Listen, 30*time.Second)

@@ -119,42 +119,49 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 
 	// elapsed is the position within the current window; a clock that went backwards is
 	// treated as the window's start.
-	elapsed := max(now-e.start, 0)
-	remaining := uint64(l.window - elapsed)
-	w := uint64(l.window)
-
-	// Allowed when prev*(W-elapsed)/W + curr + 1 <= limit, compared exactly in 128 bits:
-	// prev*(W-elapsed) + (curr+1)*W <= limit*W.
-	aHi, aLo := bits.Mul64(e.prev, remaining)
-	bHi, bLo := bits.Mul64(e.curr+1, w)
-	lo, carry := bits.Add64(aLo, bLo, 0)
-	hi, _ := bits.Add64(aHi, bHi, carry)
-	limHi, limLo := bits.Mul64(l.limit, w)
-	if hi < limHi || (hi == limHi && lo <= limLo) {
+	ok, wait := decide(l.limit, uint64(l.window), e.prev, e.curr, uint64(max(now-e.start, 0)))
+	if ok {
 		e.curr++
-		sh.entries[key] = e
-		return true, 0
 	}
 	sh.entries[key] = e
-	return false, roundUp(l.wait(e, remaining))
+	return ok, wait
 }
 
-// wait is the exact time, in nanoseconds, until an event for a refused entry would be
-// allowed, given remaining nanoseconds left in its current window.
-func (l *Limiter) wait(e entry, remaining uint64) uint64 {
-	w := uint64(l.window)
-	if e.curr < l.limit {
+// decide is the sliding-window estimate's verdict on one more event of a key whose fixed window
+// of w nanoseconds started elapsed nanoseconds ago (elapsed < w), with prev events in the
+// window before and curr in this one: allowed when prev*(w-elapsed)/w + curr + 1 <= limit,
+// compared exactly in 128 bits. A refusal comes with the wait, rounded up to whole seconds
+// (roundUp). The verdict is monotone: more prev or curr events never turn a refusal into an
+// allowance (the shared limiter's cache relies on it).
+func decide(limit, w, prev, curr, elapsed uint64) (bool, time.Duration) {
+	remaining := w - min(elapsed, w)
+	// prev*(W-elapsed) + (curr+1)*W <= limit*W.
+	aHi, aLo := bits.Mul64(prev, remaining)
+	bHi, bLo := bits.Mul64(curr+1, w)
+	lo, carry := bits.Add64(aLo, bLo, 0)
+	hi, _ := bits.Add64(aHi, bHi, carry)
+	limHi, limLo := bits.Mul64(limit, w)
+	if hi < limHi || (hi == limHi && lo <= limLo) {
+		return true, 0
+	}
+	return false, roundUp(wait(limit, w, prev, curr, remaining))
+}
+
+// wait is the exact time, in nanoseconds, until an event for a refused key would be allowed,
+// given remaining nanoseconds left in its current window of w.
+func wait(limit, w, prev, curr, remaining uint64) uint64 {
+	if curr < limit {
 		// Still within the current window, once the previous window's weight has decayed
 		// enough: the smallest t with prev*(remaining-t) <= (limit-curr-1)*W. Refusal means
 		// prev*remaining exceeds the right side, so prev > 0 and the quotient is below
 		// remaining (no overflow in Div64).
-		hi, lo := bits.Mul64(l.limit-e.curr-1, w)
-		q, _ := bits.Div64(hi, lo, e.prev)
+		hi, lo := bits.Mul64(limit-curr-1, w)
+		q, _ := bits.Div64(hi, lo, prev)
 		return remaining - q
 	}
 	// The current window is full: after it rolls over, its count becomes the previous one
 	// (equal to limit) and must decay by one event's worth: ceil(W/limit) into the next window.
-	return remaining + (w+l.limit-1)/l.limit
+	return remaining + (w+limit-1)/limit
 }
 
 // roundUp converts nanoseconds to a whole number of seconds, rounding up, at least one.

@@ -33,6 +33,9 @@ type Chores struct {
 	// Idempotency removes the Idempotency-Key records created before its argument
 	// (store.DeleteIdempotencyBefore); nil keeps them.
 	Idempotency func(ctx context.Context, before time.Time) (int64, error)
+	// RateLimits removes the shared rate-limit windows expired before its argument
+	// (store.DeleteRateLimitWindowsBefore); nil keeps them.
+	RateLimits func(ctx context.Context, before time.Time) (int64, error)
 	// Notifications removes read notifications past their retention; nil keeps them.
 	Notifications *notification.Service
 	Clock         func() time.Time // the "now" of reaping and dispatching
@@ -48,7 +51,7 @@ type Housekeeping struct {
 // the agent's automatic retry when it applies: the failure codes are transient; every reaped
 // task is told to Changed), dispatches due scheduled runs (tasks owned by each run's creator),
 // sweeps expired media uploads and removes read notifications and Idempotency-Key records past
-// their retention. A
+// their retention and expired rate-limit windows. A
 // failing step does not keep the later ones from running; Run returns what was done and the
 // first error (database and file-system failures; a reaped task deleted meanwhile is none).
 func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
@@ -87,6 +90,10 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	}
 	if c.Idempotency != nil {
 		_, err = c.Idempotency(ctx, now.Add(-store.IdempotencyRetention))
+		errs = append(errs, err)
+	}
+	if c.RateLimits != nil {
+		_, err = c.RateLimits(ctx, now)
 		errs = append(errs, err)
 	}
 	for _, err := range errs {

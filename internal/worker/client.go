@@ -52,8 +52,8 @@ type Client struct {
 	cfg          func() *config.Config
 	loop         Loop
 	housekeeping *Chores
-	ticks        *ratelimit.Limiter
-	chores       *ratelimit.Limiter
+	ticks        ratelimit.Checker
+	chores       ratelimit.Checker
 	mu           sync.Mutex
 	running      map[int64]bool // tasks with a tick in flight in this process
 }
@@ -71,8 +71,9 @@ func NewClient(o ClientOptions) *Client {
 		hpm = HousekeepingPerMinute
 	}
 	return &Client{store: o.Store, tasks: o.Tasks, cfg: o.Config, loop: o.Loop, housekeeping: o.Chores,
-		ticks:   ratelimit.New(tpm, time.Minute, o.Clock),
-		chores:  ratelimit.New(hpm, time.Minute, o.Clock),
+		// Shared through the database: the budgets hold across every API process.
+		ticks:   ratelimit.NewShared(o.Store, "tick", tpm, time.Minute, o.Clock),
+		chores:  ratelimit.NewShared(o.Store, "housekeeping", hpm, time.Minute, o.Clock),
 		running: map[int64]bool{}}
 }
 
@@ -87,8 +88,12 @@ func (s *Client) clientMode(what string) error {
 	return nil
 }
 
-func allow(l *ratelimit.Limiter, key string) error {
-	if ok, wait := l.Allow(key); !ok {
+func allow(ctx context.Context, l ratelimit.Checker, key string) error {
+	ok, wait, err := l.Check(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return svcerr.RateLimited(wait, "too many requests; retry later")
 	}
 	return nil
@@ -104,7 +109,7 @@ func (s *Client) Tick(ctx context.Context, u *store.User, id string) (*task.View
 	if err := s.clientMode("tick"); err != nil {
 		return nil, err
 	}
-	if err := allow(s.ticks, strconv.FormatInt(u.ID, 10)); err != nil {
+	if err := allow(ctx, s.ticks, strconv.FormatInt(u.ID, 10)); err != nil {
 		return nil, err
 	}
 	tid, err := task.ParseID(id)
@@ -165,7 +170,7 @@ func (s *Client) Housekeeping(ctx context.Context, u *store.User) (*Housekeeping
 	if err := s.clientMode("housekeeping"); err != nil {
 		return nil, err
 	}
-	if err := allow(s.chores, strconv.FormatInt(u.ID, 10)); err != nil {
+	if err := allow(ctx, s.chores, strconv.FormatInt(u.ID, 10)); err != nil {
 		return nil, err
 	}
 	h, err := s.housekeeping.Run(ctx)
