@@ -1,7 +1,16 @@
 package store
 
-import "gorm.io/gorm"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // GormDBForTest exposes the handle to tests that must look under the API (foreign keys,
 // cascades, the principals table).
 func (s *Store) GormDBForTest() *gorm.DB { return s.db }
+
+// TxForTest runs fn as the store runs every transaction (retries included).
+func (s *Store) TxForTest(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.tx(ctx, fn)
+}

@@ -256,8 +256,18 @@ func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond)
 // What the transaction created for after the commit (notifications) is handed on once it
 // committed, never for a transaction that rolled back.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	c := &created{}
-	err := TranslateError(s.db.WithContext(withCreated(ctx, c)).Transaction(fn))
+	var c *created
+	var err error
+	for attempt := 1; ; attempt++ {
+		c = &created{}
+		err = s.db.WithContext(withCreated(ctx, c)).Transaction(fn)
+		// MySQL/MariaDB roll a deadlock's victim back whole; running it again is what the server
+		// asks for (two creates of one user against a claim's row locks, seen in the drill).
+		if !isDeadlock(err) || attempt == maxDeadlockAttempts || ctx.Err() != nil {
+			break
+		}
+	}
+	err = TranslateError(err)
 	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
 		s.onNotify(context.WithoutCancel(ctx), c.notifications)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	mysql "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"github.com/agentsvc/svc/internal/svcerr"
@@ -245,4 +246,30 @@ func TestForeignKeysEnforced(t *testing.T) {
 		t.Fatal("insert with a dangling user_id succeeded: foreign keys are off")
 	}
 	wantErr(t, store.TranslateError(err), svcerr.ErrInvalid)
+}
+
+// TestTxRetriesDeadlock: a transaction that loses a deadlock (MySQL/MariaDB roll it back whole)
+// runs again, up to a bound; other errors are not retried.
+func TestTxRetriesDeadlock(t *testing.T) {
+	s := storetest.New(t)
+	ctx := context.Background()
+	runs := 0
+	err := s.TxForTest(ctx, func(tx *gorm.DB) error {
+		runs++
+		if runs < 3 {
+			return &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
+		}
+		return nil
+	})
+	if err != nil || runs != 3 {
+		t.Fatalf("deadlocked twice: err %v after %d runs, want success on the third", err, runs)
+	}
+	runs = 0
+	if err := s.TxForTest(ctx, func(*gorm.DB) error { runs++; return &mysql.MySQLError{Number: 1213} }); err == nil || runs != 4 {
+		t.Fatalf("always deadlocked: err %v after %d runs, want an error after 4", err, runs)
+	}
+	runs = 0
+	if err := s.TxForTest(ctx, func(*gorm.DB) error { runs++; return &mysql.MySQLError{Number: 1062} }); err == nil || runs != 1 {
+		t.Fatalf("duplicate key: err %v after %d runs, want one run", err, runs)
+	}
 }

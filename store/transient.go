@@ -40,3 +40,13 @@ func IsTransient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
 }
+
+// maxDeadlockAttempts bounds how often a transaction that lost a deadlock runs.
+const maxDeadlockAttempts = 4
+
+// isDeadlock reports whether err is MySQL/MariaDB's ER_LOCK_DEADLOCK: the transaction was rolled
+// back whole and may simply run again.
+func isDeadlock(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
+}
