@@ -16,7 +16,8 @@ const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 // Every task follows this script: ask for the calculator (which needs approval), then ask a
-// question batch, then answer.
+// question batch, then answer, streamed in six pieces 300 ms apart (past the script, a
+// follow-up is answered with the driver's "The script has no more turns.").
 const script = [
   { tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "6*7" } }], usage: { input_tokens: 812, output_tokens: 41 } },
   {
@@ -34,7 +35,12 @@ const script = [
     ],
     usage: { input_tokens: 905, output_tokens: 66 },
   },
-  { text: "6 × 8 is 48. You asked for a sentence, so: the product of six and eight is forty-eight.", usage: { input_tokens: 990, output_tokens: 28 } },
+  {
+    chunks: ["6 × 8 is 48. ", "You asked for a sentence, ", "so: the product ", "of six and eight ", "is forty-", "eight."],
+    chunk_delay_ms: 300,
+    reasoning: "The user approved 6*8 instead of 6*7, so the result is 48; they want a sentence.",
+    usage: { input_tokens: 990, output_tokens: 28 },
+  },
 ];
 
 function freePort(): Promise<number> {
@@ -212,11 +218,45 @@ async function main(): Promise<void> {
     await page.getByRole("checkbox", { name: "Units" }).check();
     await page.getByLabel("Your own answer").fill("Keep it short.");
     await page.getByRole("button", { name: "Send answers" }).click();
-    await page.getByText("the product of six and eight is forty-eight").waitFor({ timeout: 15_000 });
-    await page.getByText("completed").first().waitFor();
-    await page.getByText("2707 in").waitFor(); // token usage of the three turns
-    await page.getByText("Approved with edited arguments").waitFor();
+
+    log("the answer streams in: partial text first, then the whole message replaces it");
+    await page.waitForFunction(
+      () => {
+        const s = document.querySelector('[data-testid="streaming"]');
+        return !!s && (s.textContent ?? "").includes("6 × 8 is 48.") && !(document.body.textContent ?? "").includes("forty-eight.");
+      },
+      undefined,
+      { timeout: 15_000, polling: 50 },
+    );
+    await shot(page, "task-streaming");
+    await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "the product of six and eight is forty-eight." }).waitFor({ timeout: 15_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+
+    log("the transcript: the call with asked and approved arguments, decider, result, answers, usage");
+    const call = page.locator(".msg.tool").filter({ hasText: "calculator" });
+    await call.getByText("Approved by you with edited arguments").waitFor();
+    expect((await call.locator("pre").first().innerText()).includes('"6*7"'), "the proposed arguments are shown");
+    await call.locator(".code.result").filter({ hasText: "6*8 = 48" }).waitFor();
+    await page.locator(".qa dd").filter({ hasText: "Units, “Keep it short.”" }).waitFor();
+    await page.getByText("812 in · 41 out").waitFor(); // the first turn's tokens
+    await page.getByText("990 in · 28 out").waitFor(); // the streamed turn's tokens
+    await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
+    await page.getByText("Completed", { exact: true }).waitFor();
     await shot(page, "task-completed");
+
+    log("continue: the follow-up runs on a new event stream from the last sequence");
+    const [stream2] = await Promise.all([
+      page.waitForRequest((r) => /\/events\?since_sequence=\d+$/.test(r.url())),
+      (async () => {
+        await page.getByLabel("Follow-up message").fill("Thanks! And 7*7?");
+        await page.getByRole("button", { name: "Continue" }).click();
+      })(),
+    ]);
+    expect(Number(new URL(stream2.url()).searchParams.get("since_sequence")) > 10, `resumed after the log: ${stream2.url()}`);
+    await page.locator(".msg.user").filter({ hasText: "Thanks! And 7*7?" }).waitFor();
+    await page.getByText("The script has no more turns.").waitFor({ timeout: 15_000 });
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
 
     log("a narrow screen (390 px) shows the same task");
     await page.setViewportSize({ width: 390, height: 844 });

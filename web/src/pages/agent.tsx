@@ -40,10 +40,10 @@ export function AgentPage(props: { id: string; tab: Tab }) {
   );
 }
 
-export async function loadTasks(max = 300): Promise<Task[]> {
+export async function loadTasks(max = 300, agentId?: number): Promise<Task[]> {
   const out: Task[] = [];
   for (let page = 1; out.length < max; page++) {
-    const r = await unwrap(api.GET("/tasks", { params: { query: { page, per_page: 100 } } }));
+    const r = await unwrap(api.GET("/tasks", { params: { query: { page, per_page: 100, agent_id: agentId } } }));
     out.push(...r.data.tasks);
     if (r.data.tasks.length < 100) break;
   }
@@ -54,8 +54,8 @@ function AgentChats(props: { agent: Agent }) {
   const [prompt, setPrompt] = useState("");
   const [steps, setSteps] = useState("");
   const act = useAction();
-  const tasks = useLoad(loadTasks, [props.agent.id]);
-  const mine = (tasks.data ?? []).filter((t) => t.agent_id === props.agent.id);
+  const tasks = useLoad(() => loadTasks(300, props.agent.id), [props.agent.id]);
+  const mine = tasks.data ?? [];
   return (
     <div class="split">
       <section class="panel">
