@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
     page.on("console", (m) => {
-      if (m.type() === "error" && !/status of (401|403|404|409|422|429)/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !/status of (401|403|404|409|422|429|503)/.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     page.on("dialog", (d) => void d.accept());
@@ -317,6 +317,8 @@ async function main(): Promise<void> {
     const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
     expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
 
+    await adminPages(page, base);
+
     await clientMode(browser, problems);
 
     expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
@@ -332,6 +334,173 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAKklEQVR42mNkYPhfz0AEYBxVSF+FjIyM/4lSOKqQvgpHo3lUIX0VkhzNAACvFx/x6Zk1OwAAAABJRU5ErkJggg==", "base64");
+
+/** refusal clicks, waits for the answer of the request whose URL matches, and checks that the
+ * API's message is shown in an alert inside scope. */
+async function refusal(page: Page, scope: ReturnType<Page["locator"]>, url: RegExp, act: () => Promise<void>): Promise<string> {
+  const [r] = await Promise.all([page.waitForResponse((x) => url.test(x.url()) && x.request().method() !== "GET"), act()]);
+  expect(r.status() >= 400, `refused: ${r.url()} answered ${r.status()}`);
+  const msg = ((await r.json()) as { error: { message: string } }).error.message;
+  await scope.getByRole("alert").filter({ hasText: msg }).waitFor();
+  return msg;
+}
+
+// adminPages: users, groups (members, model configurations, tool settings), notifications,
+// server settings, plugins, media, the agent's picture, export, schedules, templates import,
+// the palette and the transfer of an agent.
+async function adminPages(page: Page, base: string): Promise<void> {
+  log("users: create a user; a duplicate is refused with the API's message; grant a role");
+  await page.getByRole("link", { name: "Users" }).click();
+  const newUser = page.locator("form").filter({ has: page.getByRole("heading", { name: "New user" }) });
+  const fillUser = async () => {
+    await newUser.getByLabel("Email").fill("bob@example.com");
+    await newUser.getByLabel("Display name").fill("Bob Babbage");
+    await newUser.getByLabel("Initial password").fill("another good password");
+  };
+  await fillUser();
+  await newUser.getByRole("button", { name: "Create user" }).click();
+  await page.getByRole("link", { name: "Bob Babbage" }).waitFor();
+  await fillUser();
+  await refusal(page, newUser, /\/users$/, () => newUser.getByRole("button", { name: "Create user" }).click());
+  await shot(page, "users");
+  await page.getByRole("link", { name: "Bob Babbage" }).click();
+  await page.getByLabel("Role to grant").fill("auditor");
+  await page.getByRole("button", { name: "Grant" }).click();
+  await page.getByRole("button", { name: "Revoke auditor" }).waitFor();
+
+  log("groups: create one, add a member (an unknown email is refused), change a role");
+  await page.getByRole("link", { name: "Groups" }).click();
+  await page.getByLabel("Group name").fill("Finance");
+  await page.getByLabel("Description").fill("The finance team's agents and models.");
+  await page.getByRole("button", { name: "Create group" }).click();
+  await page.getByRole("heading", { name: "Finance", level: 1 }).waitFor();
+  const addMember = page.locator("form").filter({ has: page.getByRole("heading", { name: "Add a member" }) });
+  await addMember.getByLabel("Member's email").fill("nobody@example.com");
+  await refusal(page, addMember, /\/members$/, () => addMember.getByRole("button", { name: "Add member" }).click());
+  await addMember.getByLabel("Member's email").fill("bob@example.com");
+  await addMember.getByRole("button", { name: "Add member" }).click();
+  await Promise.all([page.waitForResponse((r) => /\/members\/\d+$/.test(r.url()) && r.request().method() === "PATCH"), page.getByLabel("Role of bob@example.com").selectOption("admin")]);
+  await page.getByRole("cell", { name: /Bob Babbage/ }).waitFor();
+  await shot(page, "group-members");
+
+  log("groups: a model configuration (scripted, administrators only) becomes the default; its key is write-only");
+  await page.getByRole("link", { name: "Model configurations" }).click();
+  await page.getByLabel("Configuration name").fill("Demo script");
+  await page.getByLabel("Driver").selectOption("scripted");
+  await page.getByLabel("Model", { exact: true }).fill("script");
+  await page.getByLabel("Script file (on the server)").fill("script.json");
+  expect((await page.getByLabel("API key").getAttribute("type")) === "password", "the API key field is masked");
+  await page.getByLabel("The group's default").check();
+  await page.getByRole("button", { name: "Add configuration" }).click();
+  await page.locator(".llm-list li").filter({ hasText: "Demo script" }).getByText("default").waitFor();
+  await shot(page, "group-models");
+
+  log("groups: tool settings of the group");
+  await page.getByRole("link", { name: "Tools", exact: true }).click();
+  const readUrl = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Read URL", exact: true }) });
+  await readUrl.getByText(/Settings for the group/).click();
+  await readUrl.getByLabel("Maximum size (bytes)").fill("500000");
+  await Promise.all([page.waitForResponse((r) => /\/groups\/\d+\/tools\/core\./.test(r.url()) && r.ok()), readUrl.getByRole("button", { name: "Save settings" }).click()]);
+
+  log("notifications: the bell counts the unread ones; mark all read; subscribe to an agent");
+  const bell = page.getByRole("link", { name: /^Notifications, \d+ unread$/ });
+  await bell.waitFor();
+  await bell.click();
+  await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor();
+  await page.locator(".note.unread").first().waitFor();
+  await page.getByLabel("Follow").selectOption({ label: "Agent Calculator" });
+  await page.getByRole("checkbox", { name: "task failed" }).check();
+  await page.getByRole("button", { name: "Subscribe" }).click();
+  await page.getByText("agent Calculator: task failed").waitFor();
+  await shot(page, "notifications");
+  await page.getByRole("button", { name: "Mark all read" }).click();
+  await page.getByRole("link", { name: "Notifications", exact: true }).waitFor();
+
+  log("server settings: mail configuration and its test message");
+  await page.getByRole("link", { name: "Server", exact: true }).click();
+  await page.getByLabel("Driver").selectOption("log");
+  await page.getByLabel("From address").fill("svc@example.com");
+  await page.getByRole("button", { name: "Save mail settings" }).click();
+  await page.getByText("Saved.").waitFor();
+  const test = page.locator("form").filter({ has: page.getByRole("heading", { name: "Send a test message" }) });
+  await test.getByLabel("Send the test to").fill("ada@example.com");
+  const [t] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/mail-config/test")), test.getByRole("button", { name: "Send test message" }).click()]);
+  const outcome = (await t.json()) as { data?: { sent: boolean }; error?: { message: string } };
+  if (t.ok()) await test.getByText(outcome.data?.sent ? "Sent to ada@example.com." : "Not sent to ada@example.com").waitFor();
+  else await test.getByRole("alert").filter({ hasText: outcome.error?.message ?? "" }).waitFor();
+  await shot(page, "settings");
+
+  log("plugins: the inventory");
+  await page.getByRole("link", { name: "Plugins" }).click();
+  await page.getByRole("heading", { name: "Plugins", level: 1 }).waitFor();
+  await page.locator(".cards li, p.muted").first().waitFor();
+
+  log("media: upload a picture into the archive");
+  await page.getByRole("link", { name: "Media" }).click();
+  await page.getByLabel("File").setInputFiles({ name: "chart.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("cell", { name: /chart\.png image\/png/ }).waitFor();
+  await shot(page, "media");
+
+  log("agent: picture, export; schedules and a prompt template (undeclared placeholders and a bad cron are refused)");
+  await page.getByRole("link", { name: "Agents" }).first().click();
+  await page.getByRole("link", { name: "Calculator" }).click();
+  await page.getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("Upload a picture").setInputFiles({ name: "calc.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("img", { name: "Picture of Calculator" }).waitFor();
+  await page.getByRole("button", { name: "Export" }).click();
+  const exported = await page.getByLabel("Template (JSON)").inputValue();
+  expect(exported.includes("core.CalculatorTool"), "the export names the calculator");
+  await page.getByRole("link", { name: "Schedules" }).click();
+  await page.getByLabel("Template name").fill("Daily sum");
+  await page.getByLabel("Template text").fill("Add up {{numbers}}.");
+  const tplForm = page.locator("form").filter({ has: page.getByRole("heading", { name: "New prompt template" }) });
+  await refusal(page, tplForm, /\/templates$/, () => tplForm.getByRole("button", { name: "Add template" }).click());
+  await tplForm.getByLabel("Variables").fill("numbers=1, 2, 3");
+  await tplForm.getByRole("button", { name: "Add template" }).click();
+  await page.getByText("Add up {{numbers}}.").waitFor();
+  const sched = page.locator("form").filter({ has: page.getByRole("heading", { name: "New scheduled run" }) });
+  await sched.getByLabel("Schedule name").fill("Morning check");
+  await sched.getByLabel("Prompt", { exact: true }).fill("What is 2+2?");
+  await sched.getByLabel("Cron expression").fill("every morning");
+  await refusal(page, sched, /\/scheduled-runs$/, () => sched.getByRole("button", { name: "Add schedule" }).click());
+  await sched.getByLabel("Cron expression").fill("0 8 * * 1-5");
+  await sched.getByRole("button", { name: "Add schedule" }).click();
+  await page.getByText("cron 0 8 * * 1-5").waitFor();
+  await shot(page, "agent-schedules");
+
+  log("templates: the validator's findings by code and path; import the export as a new agent");
+  await page.keyboard.press("Control+k");
+  await page.getByLabel("Search pages, agents and more").fill("import");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Import an agent template" }).waitFor();
+  await page.getByLabel("Template text").fill('{"id": "Not An Id", "agent": {"max_steps": 0}}');
+  await page.getByRole("button", { name: "Validate" }).click();
+  const findings = page.locator(".findings.bad");
+  await findings.locator("td.mono").first().waitFor();
+  const codes = await findings.locator("tbody tr td:first-child").allInnerTexts();
+  expect(codes.length > 0 && codes.every((c) => /^[A-Z_]+$/.test(c)), `finding codes: ${codes.join(", ")}`);
+  await shot(page, "template-import");
+  await page.getByLabel("Template text").fill(exported.replace(/"name": "Calculator"/, '"name": "Calculator copy"'));
+  await page.getByRole("button", { name: "Import as a new agent" }).click();
+  await page.getByRole("heading", { name: "Calculator copy", level: 1 }).waitFor();
+
+  log("palette (Ctrl+K): find an agent and open it");
+  await page.keyboard.press("Control+k");
+  await page.getByLabel("Search pages, agents and more").fill("resea");
+  await page.getByRole("option", { name: /Researcher/ }).waitFor();
+  await shot(page, "palette");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Researcher", level: 1 }).waitFor();
+
+  log("transfer an agent to the group");
+  await page.getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("New owner").selectOption({ label: "Group Finance" });
+  await page.getByRole("button", { name: "Transfer agent" }).click();
+  await page.getByText("Transferred to Group Finance.").waitFor();
+  void base;
 }
 
 // clientMode: a second server in client-worker mode, where no daemon runs tasks: the open

@@ -5,13 +5,15 @@ import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useLoad } from "../ui";
 import { AgentSettings } from "./agents";
+import { AgentExport, AgentPicture, AgentSchedules, AgentTransfer } from "./agentextra";
 
-type Tab = "chats" | "settings" | "tools" | "keys";
+type Tab = "chats" | "settings" | "tools" | "keys" | "schedules";
 const tabs: { id: Tab; label: string; suffix: string }[] = [
   { id: "chats", label: "Chats", suffix: "" },
   { id: "settings", label: "Settings", suffix: "/settings" },
   { id: "tools", label: "Tools", suffix: "/tools" },
   { id: "keys", label: "API keys", suffix: "/keys" },
+  { id: "schedules", label: "Schedules", suffix: "/schedules" },
 ];
 
 export function AgentPage(props: { id: string; tab: Tab }) {
@@ -31,7 +33,17 @@ export function AgentPage(props: { id: string; tab: Tab }) {
             ))}
           </nav>
           {props.tab === "chats" && <AgentChats agent={a} />}
-          {props.tab === "settings" && <AgentSettings agent={a} onSaved={(x) => agent.set(x)} />}
+          {props.tab === "settings" && (
+            <>
+              <AgentSettings agent={a} onSaved={(x) => agent.set(x)} />
+              <div class="form-grid">
+                <AgentPicture agent={a} onChange={agent.set} />
+                <AgentTransfer agent={a} onChange={agent.set} />
+                <AgentExport agent={a} />
+              </div>
+            </>
+          )}
+          {props.tab === "schedules" && <AgentSchedules agent={a} />}
           {props.tab === "tools" && <AgentTools agent={a} />}
           {props.tab === "keys" && <AgentKeys agent={a} />}
         </>
