@@ -98,7 +98,8 @@ function log(s: string): void {
   console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${s}`);
 }
 
-async function shot(page: Page, name: string): Promise<void> {
+async function shot(page: Page, name: string, keepScroll = false): Promise<void> {
+  if (!keepScroll) await page.evaluate(() => window.scrollTo(0, 0));
   await page.waitForTimeout(150); // let focus rings and fonts settle
   await page.screenshot({ path: join(shots, `${name}.png`) });
 }
@@ -211,7 +212,7 @@ async function main(): Promise<void> {
     const sent = JSON.parse(approveReq.postData() ?? "{}") as { decisions: { arguments?: { expression?: string } }[] };
     expect(sent.decisions[0]?.arguments?.expression === "6*8", `edited arguments sent: ${approveReq.postData()}`);
     await page.getByRole("heading", { name: "The agent asks" }).waitFor({ timeout: 15_000 });
-    await shot(page, "task-question");
+    await shot(page, "task-question", true);
 
     log("answer the question batch; the answer arrives without reloading");
     await page.getByRole("radio", { name: "Sentence" }).check();
@@ -228,7 +229,7 @@ async function main(): Promise<void> {
       undefined,
       { timeout: 15_000, polling: 50 },
     );
-    await shot(page, "task-streaming");
+    await shot(page, "task-streaming", true);
     await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "the product of six and eight is forty-eight." }).waitFor({ timeout: 15_000 });
     await page.getByTestId("streaming").waitFor({ state: "detached" });
     await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
@@ -243,7 +244,7 @@ async function main(): Promise<void> {
     await page.getByText("990 in · 28 out").waitFor(); // the streamed turn's tokens
     await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
     await page.getByText("Completed", { exact: true }).waitFor();
-    await shot(page, "task-completed");
+    await shot(page, "task-completed", true);
 
     log("continue: the follow-up runs on a new event stream from the last sequence");
     const [stream2] = await Promise.all([
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
     log("a narrow screen (390 px) shows the same task");
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("button", { name: "Menu" }).waitFor();
-    await shot(page, "task-mobile");
+    await shot(page, "task-mobile", true);
     await page.setViewportSize({ width: 1280, height: 800 });
 
     log("mint a key (shown once, copied), then revoke it");
@@ -290,6 +291,24 @@ async function main(): Promise<void> {
     const pwMsg = ((await pw.json()) as { error: { message: string } }).error.message;
     expect(pw.status() === 422, `password refusal ${pw.status()}`);
     expect((await page.getByRole("alert").innerText()).trim() === pwMsg, `the alert shows "${pwMsg}"`);
+
+    log("profile and locations (an impossible latitude is refused)");
+    await page.getByLabel("First name").fill("Ada");
+    await page.getByLabel("Last name").fill("Lovelace");
+    await page.getByLabel("Time zone").fill("Europe/London");
+    await page.getByRole("button", { name: "Save profile" }).click();
+    await page.getByText("Profile saved.").waitFor();
+    const loc = page.locator("section").filter({ has: page.getByRole("heading", { name: "Locations" }) });
+    await loc.getByLabel("Location name").fill("Office");
+    await loc.getByLabel("Address").fill("12 St James's Square, London");
+    await loc.getByLabel("Latitude").fill("200");
+    await loc.getByLabel("Longitude").fill("-0.13");
+    await expectRefusal(page, loc, /\/me\/locations$/, () => loc.getByRole("button", { name: "Add location" }).click());
+    await loc.getByLabel("Latitude").fill("51.507");
+    await loc.getByLabel("Default location").check();
+    await loc.getByRole("button", { name: "Add location" }).click();
+    await loc.getByText("(51.507, -0.13)").waitFor();
+    await shot(page, "account");
 
     log("a second agent, marked favorite, is listed first");
     await page.getByRole("link", { name: "Agents" }).click();
@@ -338,9 +357,9 @@ async function main(): Promise<void> {
 
 const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAKklEQVR42mNkYPhfz0AEYBxVSF+FjIyM/4lSOKqQvgpHo3lUIX0VkhzNAACvFx/x6Zk1OwAAAABJRU5ErkJggg==", "base64");
 
-/** refusal clicks, waits for the answer of the request whose URL matches, and checks that the
+/** expectRefusal clicks, waits for the answer of the request whose URL matches, and checks that the
  * API's message is shown in an alert inside scope. */
-async function refusal(page: Page, scope: ReturnType<Page["locator"]>, url: RegExp, act: () => Promise<void>): Promise<string> {
+async function expectRefusal(page: Page, scope: ReturnType<Page["locator"]>, url: RegExp, act: () => Promise<void>): Promise<string> {
   const [r] = await Promise.all([page.waitForResponse((x) => url.test(x.url()) && x.request().method() !== "GET"), act()]);
   expect(r.status() >= 400, `refused: ${r.url()} answered ${r.status()}`);
   const msg = ((await r.json()) as { error: { message: string } }).error.message;
@@ -364,7 +383,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await newUser.getByRole("button", { name: "Create user" }).click();
   await page.getByRole("link", { name: "Bob Babbage" }).waitFor();
   await fillUser();
-  await refusal(page, newUser, /\/users$/, () => newUser.getByRole("button", { name: "Create user" }).click());
+  await expectRefusal(page, newUser, /\/users$/, () => newUser.getByRole("button", { name: "Create user" }).click());
   await shot(page, "users");
   await page.getByRole("link", { name: "Bob Babbage" }).click();
   await page.getByLabel("Role to grant").fill("auditor");
@@ -379,7 +398,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByRole("heading", { name: "Finance", level: 1 }).waitFor();
   const addMember = page.locator("form").filter({ has: page.getByRole("heading", { name: "Add a member" }) });
   await addMember.getByLabel("Member's email").fill("nobody@example.com");
-  await refusal(page, addMember, /\/members$/, () => addMember.getByRole("button", { name: "Add member" }).click());
+  await expectRefusal(page, addMember, /\/members$/, () => addMember.getByRole("button", { name: "Add member" }).click());
   await addMember.getByLabel("Member's email").fill("bob@example.com");
   await addMember.getByRole("button", { name: "Add member" }).click();
   await Promise.all([page.waitForResponse((r) => /\/members\/\d+$/.test(r.url()) && r.request().method() === "PATCH"), page.getByLabel("Role of bob@example.com").selectOption("admin")]);
@@ -457,7 +476,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByLabel("Template name").fill("Daily sum");
   await page.getByLabel("Template text").fill("Add up {{numbers}}.");
   const tplForm = page.locator("form").filter({ has: page.getByRole("heading", { name: "New prompt template" }) });
-  await refusal(page, tplForm, /\/templates$/, () => tplForm.getByRole("button", { name: "Add template" }).click());
+  await expectRefusal(page, tplForm, /\/templates$/, () => tplForm.getByRole("button", { name: "Add template" }).click());
   await tplForm.getByLabel("Variables").fill("numbers=1, 2, 3");
   await tplForm.getByRole("button", { name: "Add template" }).click();
   await page.getByText("Add up {{numbers}}.").waitFor();
@@ -465,7 +484,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await sched.getByLabel("Schedule name").fill("Morning check");
   await sched.getByLabel("Prompt", { exact: true }).fill("What is 2+2?");
   await sched.getByLabel("Cron expression").fill("every morning");
-  await refusal(page, sched, /\/scheduled-runs$/, () => sched.getByRole("button", { name: "Add schedule" }).click());
+  await expectRefusal(page, sched, /\/scheduled-runs$/, () => sched.getByRole("button", { name: "Add schedule" }).click());
   await sched.getByLabel("Cron expression").fill("0 8 * * 1-5");
   await sched.getByRole("button", { name: "Add schedule" }).click();
   await page.getByText("cron 0 8 * * 1-5").waitFor();
@@ -478,7 +497,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByRole("heading", { name: "Import an agent template" }).waitFor();
   await page.getByLabel("Template text").fill('{"id": "Not An Id", "agent": {"max_steps": 0}}');
   await page.getByRole("button", { name: "Validate" }).click();
-  const findings = page.locator(".findings.bad");
+  const findings = page.locator(".findings.f-bad");
   await findings.locator("td.mono").first().waitFor();
   const codes = await findings.locator("tbody tr td:first-child").allInnerTexts();
   expect(codes.length > 0 && codes.every((c) => /^[A-Z_]+$/.test(c)), `finding codes: ${codes.join(", ")}`);
@@ -494,6 +513,28 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await shot(page, "palette");
   await page.keyboard.press("Enter");
   await page.getByRole("heading", { name: "Researcher", level: 1 }).waitFor();
+
+  log("a group administrator who is not a server administrator is refused the scripted driver");
+  const bob = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+  const bp = await bob.newPage();
+  bp.setDefaultTimeout(10_000);
+  await bp.goto(`${base}/login`);
+  await bp.getByLabel("Email").fill("bob@example.com");
+  await bp.getByLabel("Password").fill("another good password");
+  await bp.getByRole("button", { name: "Sign in" }).click();
+  await bp.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+  expect((await bp.getByRole("link", { name: "Users" }).count()) === 0, "no Users page for a non-administrator");
+  await bp.getByRole("link", { name: "Groups" }).click();
+  await bp.getByRole("link", { name: "Finance" }).click();
+  await bp.getByRole("link", { name: "Model configurations" }).click();
+  const llm = bp.locator("form").filter({ has: bp.getByRole("heading", { name: "New model configuration" }) });
+  await llm.getByLabel("Configuration name").fill("My script");
+  await llm.getByLabel("Driver").selectOption("scripted");
+  await llm.getByLabel("Model", { exact: true }).fill("script");
+  await expectRefusal(bp, llm, /\/llm-configs$/, () => llm.getByRole("button", { name: "Add configuration" }).click());
+  await llm.getByRole("alert").scrollIntoViewIfNeeded();
+  await shot(bp, "group-models-refused", true);
+  await bob.close();
 
   log("transfer an agent to the group");
   await page.getByRole("link", { name: "Settings" }).click();

@@ -16,6 +16,7 @@ import { UserList, UserPage } from "./pages/users";
 import { Bell, NotificationsPage } from "./pages/notifications";
 import { PluginsPage, SettingsPage } from "./pages/admin";
 import { Palette } from "./palette";
+import { Locations, ProfilePanel } from "./pages/profile";
 import { ImportTemplate, MediaPage } from "./pages/agentextra";
 
 const publicPaths = ["/login", "/register", "/forgot-password", "/reset-password", "/confirm-email", "/verify"];
@@ -164,6 +165,10 @@ function Account() {
         </form>
       </div>
       {saved && <Notice>{saved}</Notice>}
+      <div class="split">
+        <ProfilePanel />
+        <Locations />
+      </div>
     </>
   );
 }

@@ -132,7 +132,7 @@ type Finding = Schemas["AgentTemplateFinding"];
 function Findings(props: { title: string; items: Finding[]; tone: "bad" | "warn" }) {
   if (props.items.length === 0) return null;
   return (
-    <div class={`findings ${props.tone}`} role={props.tone === "bad" ? "alert" : "status"}>
+    <div class={`findings f-${props.tone}`} role={props.tone === "bad" ? "alert" : "status"}>
       <h3>{props.title}</h3>
       <table class="table">
         <thead>

@@ -37,7 +37,9 @@ export function Bell() {
   }, []);
   return (
     <Link to="/notifications" class="navlink bell" aria-label={n ? `Notifications, ${n} unread` : "Notifications"}>
-      <span aria-hidden="true">🔔</span>
+      <svg class="bell-icon" viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">
+        <path fill="currentColor" d="M12 22a2.5 2.5 0 0 0 2.45-2h-4.9A2.5 2.5 0 0 0 12 22Zm7-6V11a7 7 0 0 0-5.5-6.84V3.5a1.5 1.5 0 0 0-3 0v.66A7 7 0 0 0 5 11v5l-2 2v1h18v-1l-2-2Z" />
+      </svg>
       {n > 0 && (
         <span class="count" aria-hidden="true">
           {n > 99 ? "99+" : n}
