@@ -463,9 +463,15 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByRole("cell", { name: /chart\.png image\/png/ }).waitFor();
   await shot(page, "media");
 
-  log("agent: picture, export; schedules and a prompt template (undeclared placeholders and a bad cron are refused)");
+  log("agent: tool settings for the agent, picture, export; schedules and a prompt template (undeclared placeholders and a bad cron are refused)");
   await page.getByRole("link", { name: "Agents" }).first().click();
   await page.getByRole("link", { name: "Calculator" }).click();
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Tools" }).click();
+  const agentReadUrl = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Read URL", exact: true }) });
+  await agentReadUrl.getByText(/Settings for this agent/).click();
+  await agentReadUrl.getByLabel("User agent").fill("svc-e2e/1.0");
+  await agentReadUrl.getByRole("button", { name: "Save for this agent" }).click();
+  await agentReadUrl.getByText("Saved for this agent.").waitFor();
   await page.getByRole("link", { name: "Settings" }).click();
   await page.getByLabel("Upload a picture").setInputFiles({ name: "calc.png", mimeType: "image/png", buffer: png });
   await page.getByRole("img", { name: "Picture of Calculator" }).waitFor();
