@@ -478,6 +478,11 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByRole("button", { name: "Export" }).click();
   const exported = await page.getByLabel("Template (JSON)").inputValue();
   expect(exported.includes("core.CalculatorTool"), "the export names the calculator");
+  await page.evaluate(() => {
+    document.getElementById("pic-h")?.scrollIntoView({ block: "start" });
+    window.scrollBy(0, -90);
+  });
+  await shot(page, "agent-picture-export", true);
   await page.getByRole("link", { name: "Schedules" }).click();
   await page.getByLabel("Template name").fill("Daily sum");
   await page.getByLabel("Template text").fill("Add up {{numbers}}.");
@@ -507,6 +512,9 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await findings.locator("td.mono").first().waitFor();
   const codes = await findings.locator("tbody tr td:first-child").allInnerTexts();
   expect(codes.length > 0 && codes.every((c) => /^[A-Z_]+$/.test(c)), `finding codes: ${codes.join(", ")}`);
+  await page.getByRole("button", { name: "Validate" }).waitFor();
+  await expectRefusal(page, page.locator("section").filter({ has: page.getByRole("heading", { name: "Template", exact: true }) }), /\/agent-templates\/import/, () => page.getByRole("button", { name: "Import as a new agent" }).click());
+  await findings.locator("td.mono").first().waitFor();
   await shot(page, "template-import");
   await page.getByLabel("Template text").fill(exported.replace(/"name": "Calculator"/, '"name": "Calculator copy"'));
   await page.getByRole("button", { name: "Import as a new agent" }).click();

@@ -35,14 +35,13 @@ export function AgentPage(props: { id: string; tab: Tab }) {
           </nav>
           {props.tab === "chats" && <AgentChats agent={a} />}
           {props.tab === "settings" && (
-            <>
-              <AgentSettings agent={a} onSaved={(x) => agent.set(x)} />
-              <div class="form-grid">
+            <AgentSettings agent={a} onSaved={(x) => agent.set(x)}>
+              <div class="form-grid extras">
                 <AgentPicture agent={a} onChange={agent.set} />
                 <AgentTransfer agent={a} onChange={agent.set} />
                 <AgentExport agent={a} />
               </div>
-            </>
+            </AgentSettings>
           )}
           {props.tab === "schedules" && <AgentSchedules agent={a} />}
           {props.tab === "tools" && <AgentTools agent={a} />}

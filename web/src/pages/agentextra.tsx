@@ -163,6 +163,7 @@ export function ImportTemplate() {
   const [text, setText] = useState("");
   const [owner, setOwner] = useState("");
   const [result, setResult] = useState<{ valid: boolean; errors: Finding[]; warnings: Finding[] } | null>(null);
+  const [imported, setImported] = useState<Agent | null>(null);
   const check = useAction();
   const imp = useAction();
   const asText = { bodySerializer: (b: unknown) => String(b), headers: { "Content-Type": "text/plain" } };
@@ -226,13 +227,21 @@ export function ImportTemplate() {
                 imp.run(async () => {
                   const r = await api.POST("/agent-templates/import", { params: { query: { principal_id: owner ? Number(owner) : user?.principal_id } }, body: text, ...asText });
                   if (r.data) {
-                    navigate(`/agents/${r.data.data.agent.id}`);
+                    const { agent, warnings } = r.data.data;
+                    if (warnings.length === 0) navigate(`/agents/${agent.id}`);
+                    else {
+                      setResult({ valid: true, errors: [], warnings });
+                      setImported(agent);
+                    }
                     return;
                   }
-                  // A refused import carries the validator's findings: show them by code and path.
-                  const env = r.error as { error?: { message?: string; details?: { errors?: Finding[]; warnings?: Finding[] } } } | undefined;
-                  const d = env?.error?.details;
-                  if (d?.errors) setResult({ valid: false, errors: d.errors, warnings: d.warnings ?? [] });
+                  // A refused import names the codes in its message; the validator gives each
+                  // finding with its path.
+                  const env = r.error as { error?: { message?: string } } | undefined;
+                  if (r.response.status === 422) {
+                    const v = await api.POST("/agent-templates/validate", { body: text, ...asText });
+                    if (v.data) setResult(v.data.data);
+                  }
                   throw new Error(env?.error?.message ?? `The server answered ${r.response.status}`);
                 })
               }
@@ -245,7 +254,12 @@ export function ImportTemplate() {
         <section class="panel" aria-labelledby="findings-h">
           <h2 id="findings-h">Validation</h2>
           {!result && <p class="muted">Validate to see the findings: each with its code and the JSON path it concerns.</p>}
-          {result && result.valid && result.errors.length === 0 && <p class="notice">The template is valid{result.warnings.length ? ", with warnings" : ""}.</p>}
+          {imported && (
+            <p class="notice">
+              Imported as <Link to={`/agents/${imported.id}`}>{imported.name}</Link>, with the warnings below.
+            </p>
+          )}
+          {result && !imported && result.valid && result.errors.length === 0 && <p class="notice">The template is valid{result.warnings.length ? ", with warnings" : ""}.</p>}
           {result && <Findings title={`${result.errors.length} error(s)`} items={result.errors} tone="bad" />}
           {result && <Findings title={`${result.warnings.length} warning(s)`} items={result.warnings} tone="warn" />}
         </section>
