@@ -262,7 +262,7 @@ async function main(): Promise<void> {
     log("a narrow screen (390 px) shows the same task");
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("button", { name: "Menu" }).waitFor();
-    await shot(page, "task-mobile", true);
+    await shot(page, "task-mobile");
     await page.setViewportSize({ width: 1280, height: 800 });
 
     log("mint a key (shown once, copied), then revoke it");
@@ -328,6 +328,10 @@ async function main(): Promise<void> {
     await page.getByRole("link", { name: "Chats" }).click();
     await page.getByRole("cell", { name: /#1 What is 6\*7/ }).waitFor();
     await shot(page, "chats");
+    const [filtered] = await Promise.all([page.waitForRequest((r) => /\/tasks\?.*agent_id=\d+/.test(r.url())), page.getByLabel("Agent", { exact: true }).selectOption({ label: "Researcher" })]);
+    expect(filtered.url().includes("agent_id="), `the agent filter is the API's: ${filtered.url()}`);
+    await page.getByText("No chats.").waitFor();
+    await page.getByLabel("Agent", { exact: true }).selectOption({ label: "Any" });
 
     log("keyboard: the skip link is the first stop");
     await page.reload();

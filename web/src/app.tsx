@@ -65,6 +65,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
           </span>{" "}
           svc console
         </Link>
+        <Bell />
         <button type="button" class="menu-toggle" aria-expanded={menu} aria-controls="main-nav" onClick={() => setMenu(!menu)}>
           Menu
         </button>
@@ -75,7 +76,6 @@ function Shell(props: { children: preact.ComponentChildren }) {
             </Link>
           ))}
           <Palette />
-          <Bell />
           {config?.worker_runtime_mode === "client" && (
             <span class="chip worker" title="Client-worker mode: this browser runs your tasks while it is open">
               worker

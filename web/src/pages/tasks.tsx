@@ -18,10 +18,10 @@ const terminal = new Set(["COMPLETED", "FAILED", "ABORTED", "CANCELLED"]);
 const paused = new Set(["PENDING_APPROVAL", "AWAITING_INPUT"]);
 
 export function TaskList() {
-  const data = useLoad(async () => {
-    const [tasks, agents] = await Promise.all([loadTasks(), loadAgents()]);
-    return { tasks, agents: new Map(agents.map((a) => [a.id, a.name])) };
-  }, []);
+  const [agentId, setAgentId] = useState("");
+  const agents = useLoad(loadAgents, []);
+  const data = useLoad(async () => ({ tasks: await loadTasks(300, agentId ? Number(agentId) : undefined) }), [agentId]);
+  const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
   const [status, setStatus] = useState("");
   const tasks = (data.data?.tasks ?? []).filter((t) => !status || t.status === status);
   return (
@@ -31,7 +31,18 @@ export function TaskList() {
           Refresh
         </button>
       </PageHeader>
-      <div class="toolbar">
+      <div class="toolbar filters">
+        <div class="field">
+          <label for="agent-filter">Agent</label>
+          <select id="agent-filter" value={agentId} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
+            <option value="">Any</option>
+            {(agents.data ?? []).map((a) => (
+              <option key={a.id} value={String(a.id)}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </div>
         <div class="field">
           <label for="status-filter">Status</label>
           <select id="status-filter" value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)}>
@@ -47,7 +58,7 @@ export function TaskList() {
       <ErrorNote error={data.error} />
       {data.data && tasks.length === 0 && <p class="muted">No chats{status ? " in this state" : ""}. Start one from an agent's page.</p>}
       <section class="panel flush">
-        <TaskTable tasks={tasks} agents={data.data?.agents} />
+        <TaskTable tasks={tasks} agents={names} />
       </section>
     </>
   );
