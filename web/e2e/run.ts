@@ -308,6 +308,8 @@ async function main(): Promise<void> {
     await loc.getByLabel("Default location").check();
     await loc.getByRole("button", { name: "Add location" }).click();
     await loc.getByText("(51.507, -0.13)").waitFor();
+    await page.getByLabel("Upload a picture").setInputFiles({ name: "ada.png", mimeType: "image/png", buffer: png });
+    await page.getByRole("img", { name: "Your picture" }).waitFor();
     await shot(page, "account");
 
     log("a second agent, marked favorite, is listed first");
@@ -427,6 +429,11 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await readUrl.getByText(/Settings for the group/).click();
   await readUrl.getByLabel("Maximum size (bytes)").fill("500000");
   await Promise.all([page.waitForResponse((r) => /\/groups\/\d+\/tools\/core\./.test(r.url()) && r.ok()), readUrl.getByRole("button", { name: "Save settings" }).click()]);
+
+  log("groups: the group's picture");
+  await page.getByRole("navigation", { name: "Group sections" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("Upload a picture").setInputFiles({ name: "finance.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("img", { name: "Picture of Finance" }).waitFor();
 
   log("notifications: the bell counts the unread ones; mark all read; subscribe to an agent");
   const bell = page.getByRole("link", { name: /^Notifications, \d+ unread$/ });

@@ -3,7 +3,8 @@
 // configurations are the administrators'), its tool entries with their settings (password
 // settings masked), its preferences and its agents.
 import { useState } from "preact/hooks";
-import { api, unwrap, type Schemas } from "../api";
+import { api, prefix, unwrap, type Schemas } from "../api";
+import { PictureEditor } from "./agentextra";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { SettingsForm } from "../settingsform";
@@ -432,6 +433,15 @@ function GroupSettings(props: { group: Group; onSaved: (g: Group) => void }) {
             Save
           </button>
         </form>
+        <PictureEditor
+          title="Group picture"
+          inputId="group-picture"
+          alt={`Picture of ${g.name}`}
+          initial={g.name}
+          src={g.picture_url ? `${prefix}/api/v1/groups/${g.id}/picture?v=${encodeURIComponent(g.updated_at)}` : null}
+          upload={async (fd) => props.onSaved((await unwrap(api.POST("/groups/{id}/picture/image", { params: { path: { id } }, body: { file: "" }, bodySerializer: () => fd }))).data.group)}
+          remove={async () => (await unwrap(api.DELETE("/groups/{id}/picture/image", { params: { path: { id } } })), props.onSaved({ ...g, picture_url: null }))}
+        />
         <section class="panel danger-zone">
           <h2>Delete the group</h2>
           <ErrorNote error={del.error} />

@@ -1,16 +1,38 @@
 // The caller's profile (names, locale, time zone, bio) and locations (add, make default, delete),
 // shown on the account page.
 import { useState } from "preact/hooks";
-import { api, unwrap, type Schemas } from "../api";
+import { api, prefix, unwrap, type Schemas } from "../api";
+import { updateUser, useSession } from "../session";
+import { PictureEditor } from "./agentextra";
 import { Check, ErrorNote, Field, TextArea, useAction, useLoad } from "../ui";
 
 export function ProfilePanel() {
   const p = useLoad(async () => (await unwrap(api.GET("/me/profile"))).data.profile, []);
+  const { user } = useSession();
+  const [v, setV] = useState(0);
   return (
-    <>
+    <div>
       <ErrorNote error={p.error} />
       {p.data && <ProfileForm profile={p.data} />}
-    </>
+      {user && (
+        <PictureEditor
+          title="Your picture"
+          inputId="my-picture"
+          alt="Your picture"
+          initial={user.display_name || user.email}
+          src={user.picture_url ? `${prefix}/api/v1/me/picture?v=${v}` : null}
+          upload={async (fd) => {
+            await unwrap(api.POST("/me/picture/image", { body: { file: "" }, bodySerializer: () => fd }));
+            updateUser((await unwrap(api.GET("/auth/me"))).data.user);
+            setV((n) => n + 1);
+          }}
+          remove={async () => {
+            await unwrap(api.DELETE("/me/picture/image"));
+            updateUser({ ...user, picture_url: null });
+          }}
+        />
+      )}
+    </div>
   );
 }
 
