@@ -490,7 +490,7 @@ async function adminPages(page: Page, base: string): Promise<void> {
   const exported = await page.getByLabel("Template (JSON)").inputValue();
   expect(exported.includes("core.CalculatorTool"), "the export names the calculator");
   await page.evaluate(() => {
-    document.getElementById("pic-h")?.scrollIntoView({ block: "start" });
+    document.getElementById("agent-picture-h")?.scrollIntoView({ block: "start" });
     window.scrollBy(0, -90);
   });
   await shot(page, "agent-picture-export", true);

@@ -53,39 +53,17 @@ export function PictureEditor(props: { title: string; alt: string; initial: stri
 
 export function AgentPicture(props: { agent: Agent; onChange: (a: Agent) => void }) {
   const a = props.agent;
-  const act = useAction();
   const id = String(a.id);
   return (
-    <section class="panel" aria-labelledby="pic-h">
-      <h2 id="pic-h">Picture</h2>
-      <div class="picture-row">
-        {a.picture_url ? <img class="avatar" src={a.picture_url.startsWith("http") ? a.picture_url : `${prefix}/api/v1/agents/${a.id}/picture?v=${encodeURIComponent(a.updated_at)}`} alt={`Picture of ${a.name}`} /> : <span class="avatar empty" aria-hidden="true">{a.name.slice(0, 1)}</span>}
-        <div>
-          <label class="button" for="agent-picture">
-            Upload a picture
-          </label>
-          <input
-            id="agent-picture"
-            class="sr-only"
-            type="file"
-            accept="image/png,image/jpeg,image/webp,image/gif"
-            onChange={(e) => {
-              const f = (e.target as HTMLInputElement).files?.[0];
-              (e.target as HTMLInputElement).value = "";
-              if (f) void act.run(async () => props.onChange((await unwrap(api.POST("/agents/{id}/picture/image", { params: { path: { id } }, body: { file: "" }, bodySerializer: () => form(f) }))).data.agent));
-            }}
-          />
-          {a.picture_url && (
-            <button type="button" class="link" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.DELETE("/agents/{id}/picture/image", { params: { path: { id } } })), props.onChange({ ...a, picture_url: null })))}>
-              Remove
-            </button>
-          )}
-          <p class="hint">PNG, JPEG, WebP or GIF.</p>
-        </div>
-      </div>
-      {act.pending && <p role="status">Uploading…</p>}
-      <ErrorNote error={act.error} />
-    </section>
+    <PictureEditor
+      title="Picture"
+      inputId="agent-picture"
+      alt={`Picture of ${a.name}`}
+      initial={a.name}
+      src={a.picture_url ? `${prefix}/api/v1/agents/${a.id}/picture?v=${encodeURIComponent(a.updated_at)}` : null}
+      upload={async (fd) => props.onChange((await unwrap(api.POST("/agents/{id}/picture/image", { params: { path: { id } }, body: { file: "" }, bodySerializer: () => fd }))).data.agent)}
+      remove={async () => (await unwrap(api.DELETE("/agents/{id}/picture/image", { params: { path: { id } } })), props.onChange({ ...a, picture_url: null }))}
+    />
   );
 }
 
