@@ -16,7 +16,8 @@ const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 // Every task follows this script: ask for the calculator (which needs approval), then ask a
-// question batch, then answer.
+// question batch, then answer, streamed in six pieces 300 ms apart (past the script, a
+// follow-up is answered with the driver's "The script has no more turns.").
 const script = [
   { tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "6*7" } }], usage: { input_tokens: 812, output_tokens: 41 } },
   {
@@ -34,7 +35,12 @@ const script = [
     ],
     usage: { input_tokens: 905, output_tokens: 66 },
   },
-  { text: "6 × 8 is 48. You asked for a sentence, so: the product of six and eight is forty-eight.", usage: { input_tokens: 990, output_tokens: 28 } },
+  {
+    chunks: ["6 × 8 is 48. ", "You asked for a sentence, ", "so: the product ", "of six and eight ", "is forty-", "eight."],
+    chunk_delay_ms: 300,
+    reasoning: "The user approved 6*8 instead of 6*7, so the result is 48; they want a sentence.",
+    usage: { input_tokens: 990, output_tokens: 28 },
+  },
 ];
 
 function freePort(): Promise<number> {
@@ -92,7 +98,8 @@ function log(s: string): void {
   console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${s}`);
 }
 
-async function shot(page: Page, name: string): Promise<void> {
+async function shot(page: Page, name: string, keepScroll = false): Promise<void> {
+  if (!keepScroll) await page.evaluate(() => window.scrollTo(0, 0));
   await page.waitForTimeout(150); // let focus rings and fonts settle
   await page.screenshot({ path: join(shots, `${name}.png`) });
 }
@@ -120,7 +127,7 @@ async function main(): Promise<void> {
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
     page.on("console", (m) => {
-      if (m.type() === "error" && !/status of (401|403|404|409|422|429)/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !/status of (401|403|404|409|422|429|503)/.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     page.on("dialog", (d) => void d.accept());
@@ -205,18 +212,52 @@ async function main(): Promise<void> {
     const sent = JSON.parse(approveReq.postData() ?? "{}") as { decisions: { arguments?: { expression?: string } }[] };
     expect(sent.decisions[0]?.arguments?.expression === "6*8", `edited arguments sent: ${approveReq.postData()}`);
     await page.getByRole("heading", { name: "The agent asks" }).waitFor({ timeout: 15_000 });
-    await shot(page, "task-question");
+    await shot(page, "task-question", true);
 
     log("answer the question batch; the answer arrives without reloading");
     await page.getByRole("radio", { name: "Sentence" }).check();
     await page.getByRole("checkbox", { name: "Units" }).check();
     await page.getByLabel("Your own answer").fill("Keep it short.");
     await page.getByRole("button", { name: "Send answers" }).click();
-    await page.getByText("the product of six and eight is forty-eight").waitFor({ timeout: 15_000 });
-    await page.getByText("completed").first().waitFor();
-    await page.getByText("2707 in").waitFor(); // token usage of the three turns
-    await page.getByText("Approved with edited arguments").waitFor();
-    await shot(page, "task-completed");
+
+    log("the answer streams in: partial text first, then the whole message replaces it");
+    await page.waitForFunction(
+      () => {
+        const s = document.querySelector('[data-testid="streaming"]');
+        return !!s && (s.textContent ?? "").includes("6 × 8 is 48.") && !(document.body.textContent ?? "").includes("forty-eight.");
+      },
+      undefined,
+      { timeout: 15_000, polling: 50 },
+    );
+    await shot(page, "task-streaming", true);
+    await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "the product of six and eight is forty-eight." }).waitFor({ timeout: 15_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+
+    log("the transcript: the call with asked and approved arguments, decider, result, answers, usage");
+    const call = page.locator(".msg.tool").filter({ hasText: "calculator" });
+    await call.getByText("Approved by you with edited arguments").waitFor();
+    expect((await call.locator("pre").first().innerText()).includes('"6*7"'), "the proposed arguments are shown");
+    await call.locator(".code.result").filter({ hasText: "6*8 = 48" }).waitFor();
+    await page.locator(".qa dd").filter({ hasText: "Units, “Keep it short.”" }).waitFor();
+    await page.getByText("812 in · 41 out").waitFor(); // the first turn's tokens
+    await page.getByText("990 in · 28 out").waitFor(); // the streamed turn's tokens
+    await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
+    await page.getByText("Completed", { exact: true }).waitFor();
+    await shot(page, "task-completed", true);
+
+    log("continue: the follow-up runs on a new event stream from the last sequence");
+    const [stream2] = await Promise.all([
+      page.waitForRequest((r) => /\/events\?since_sequence=\d+$/.test(r.url())),
+      (async () => {
+        await page.getByLabel("Follow-up message").fill("Thanks! And 7*7?");
+        await page.getByRole("button", { name: "Continue" }).click();
+      })(),
+    ]);
+    expect(Number(new URL(stream2.url()).searchParams.get("since_sequence")) > 10, `resumed after the log: ${stream2.url()}`);
+    await page.locator(".msg.user").filter({ hasText: "Thanks! And 7*7?" }).waitFor();
+    await page.getByText("The script has no more turns.").waitFor({ timeout: 15_000 });
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
 
     log("a narrow screen (390 px) shows the same task");
     await page.setViewportSize({ width: 390, height: 844 });
@@ -251,6 +292,26 @@ async function main(): Promise<void> {
     expect(pw.status() === 422, `password refusal ${pw.status()}`);
     expect((await page.getByRole("alert").innerText()).trim() === pwMsg, `the alert shows "${pwMsg}"`);
 
+    log("profile and locations (an impossible latitude is refused)");
+    await page.getByLabel("First name").fill("Ada");
+    await page.getByLabel("Last name").fill("Lovelace");
+    await page.getByLabel("Time zone").fill("Europe/London");
+    await page.getByRole("button", { name: "Save profile" }).click();
+    await page.getByText("Profile saved.").waitFor();
+    const loc = page.locator("section").filter({ has: page.getByRole("heading", { name: "Locations" }) });
+    await loc.getByLabel("Location name").fill("Office");
+    await loc.getByLabel("Address").fill("12 St James's Square, London");
+    await loc.getByLabel("Latitude").fill("200");
+    await loc.getByLabel("Longitude").fill("-0.13");
+    await expectRefusal(page, loc, /\/me\/locations$/, () => loc.getByRole("button", { name: "Add location" }).click());
+    await loc.getByLabel("Latitude").fill("51.507");
+    await loc.getByLabel("Default location").check();
+    await loc.getByRole("button", { name: "Add location" }).click();
+    await loc.getByText("(51.507, -0.13)").waitFor();
+    await page.getByLabel("Upload a picture").setInputFiles({ name: "ada.png", mimeType: "image/png", buffer: png });
+    await page.getByRole("img", { name: "Your picture" }).waitFor();
+    await shot(page, "account");
+
     log("a second agent, marked favorite, is listed first");
     await page.getByRole("link", { name: "Agents" }).click();
     await page.getByRole("link", { name: "New agent" }).click();
@@ -269,6 +330,10 @@ async function main(): Promise<void> {
     await page.getByRole("link", { name: "Chats" }).click();
     await page.getByRole("cell", { name: /#1 What is 6\*7/ }).waitFor();
     await shot(page, "chats");
+    const [filtered] = await Promise.all([page.waitForRequest((r) => /\/tasks\?.*agent_id=\d+/.test(r.url())), page.getByLabel("Agent", { exact: true }).selectOption({ label: "Researcher" })]);
+    expect(filtered.url().includes("agent_id="), `the agent filter is the API's: ${filtered.url()}`);
+    await page.getByText("No chats.").waitFor();
+    await page.getByLabel("Agent", { exact: true }).selectOption({ label: "Any" });
 
     log("keyboard: the skip link is the first stop");
     await page.reload();
@@ -276,6 +341,8 @@ async function main(): Promise<void> {
     await page.keyboard.press("Tab");
     const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
     expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
+
+    await adminPages(page, base);
 
     await clientMode(browser, problems);
 
@@ -292,6 +359,214 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAKklEQVR42mNkYPhfz0AEYBxVSF+FjIyM/4lSOKqQvgpHo3lUIX0VkhzNAACvFx/x6Zk1OwAAAABJRU5ErkJggg==", "base64");
+
+/** expectRefusal clicks, waits for the answer of the request whose URL matches, and checks that the
+ * API's message is shown in an alert inside scope. */
+async function expectRefusal(page: Page, scope: ReturnType<Page["locator"]>, url: RegExp, act: () => Promise<void>): Promise<string> {
+  const [r] = await Promise.all([page.waitForResponse((x) => url.test(x.url()) && x.request().method() !== "GET"), act()]);
+  expect(r.status() >= 400, `refused: ${r.url()} answered ${r.status()}`);
+  const msg = ((await r.json()) as { error: { message: string } }).error.message;
+  await scope.getByRole("alert").filter({ hasText: msg }).waitFor();
+  return msg;
+}
+
+// adminPages: users, groups (members, model configurations, tool settings), notifications,
+// server settings, plugins, media, the agent's picture, export, schedules, templates import,
+// the palette and the transfer of an agent.
+async function adminPages(page: Page, base: string): Promise<void> {
+  log("users: create a user; a duplicate is refused with the API's message; grant a role");
+  await page.getByRole("link", { name: "Users" }).click();
+  const newUser = page.locator("form").filter({ has: page.getByRole("heading", { name: "New user" }) });
+  const fillUser = async () => {
+    await newUser.getByLabel("Email").fill("bob@example.com");
+    await newUser.getByLabel("Display name").fill("Bob Babbage");
+    await newUser.getByLabel("Initial password").fill("another good password");
+  };
+  await fillUser();
+  await newUser.getByRole("button", { name: "Create user" }).click();
+  await page.getByRole("link", { name: "Bob Babbage" }).waitFor();
+  await fillUser();
+  await expectRefusal(page, newUser, /\/users$/, () => newUser.getByRole("button", { name: "Create user" }).click());
+  await shot(page, "users");
+  await page.getByRole("link", { name: "Bob Babbage" }).click();
+  await page.getByLabel("Role to grant").fill("auditor");
+  await page.getByRole("button", { name: "Grant" }).click();
+  await page.getByRole("button", { name: "Revoke auditor" }).waitFor();
+
+  log("groups: create one, add a member (an unknown email is refused), change a role");
+  await page.getByRole("link", { name: "Groups" }).click();
+  await page.getByLabel("Group name").fill("Finance");
+  await page.getByLabel("Description").fill("The finance team's agents and models.");
+  await page.getByRole("button", { name: "Create group" }).click();
+  await page.getByRole("heading", { name: "Finance", level: 1 }).waitFor();
+  const addMember = page.locator("form").filter({ has: page.getByRole("heading", { name: "Add a member" }) });
+  await addMember.getByLabel("Member's email").fill("nobody@example.com");
+  await expectRefusal(page, addMember, /\/members$/, () => addMember.getByRole("button", { name: "Add member" }).click());
+  await addMember.getByLabel("Member's email").fill("bob@example.com");
+  await addMember.getByRole("button", { name: "Add member" }).click();
+  await Promise.all([page.waitForResponse((r) => /\/members\/\d+$/.test(r.url()) && r.request().method() === "PATCH"), page.getByLabel("Role of bob@example.com").selectOption("admin")]);
+  await page.getByRole("cell", { name: /Bob Babbage/ }).waitFor();
+  await shot(page, "group-members");
+
+  log("groups: a model configuration (scripted, administrators only) becomes the default; its key is write-only");
+  await page.getByRole("link", { name: "Model configurations" }).click();
+  await page.getByLabel("Configuration name").fill("Demo script");
+  await page.getByLabel("Driver").selectOption("scripted");
+  await page.getByLabel("Model", { exact: true }).fill("script");
+  await page.getByLabel("Script file (on the server)").fill("script.json");
+  expect((await page.getByLabel("API key").getAttribute("type")) === "password", "the API key field is masked");
+  await page.getByLabel("The group's default").check();
+  await page.getByRole("button", { name: "Add configuration" }).click();
+  await page.locator(".llm-list li").filter({ hasText: "Demo script" }).getByText("default").waitFor();
+  await shot(page, "group-models");
+
+  log("groups: tool settings of the group");
+  await page.getByRole("link", { name: "Tools", exact: true }).click();
+  const readUrl = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Read URL", exact: true }) });
+  await readUrl.getByText(/Settings for the group/).click();
+  await readUrl.getByLabel("Maximum size (bytes)").fill("500000");
+  await Promise.all([page.waitForResponse((r) => /\/groups\/\d+\/tools\/core\./.test(r.url()) && r.ok()), readUrl.getByRole("button", { name: "Save settings" }).click()]);
+
+  log("groups: the group's picture");
+  await page.getByRole("navigation", { name: "Group sections" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("Upload a picture").setInputFiles({ name: "finance.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("img", { name: "Picture of Finance" }).waitFor();
+
+  log("notifications: the bell counts the unread ones; mark all read; subscribe to an agent");
+  const bell = page.getByRole("link", { name: /^Notifications, \d+ unread$/ });
+  await bell.waitFor();
+  await bell.click();
+  await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor();
+  await page.locator(".note.unread").first().waitFor();
+  await page.getByLabel("Follow").selectOption({ label: "Agent Calculator" });
+  await page.getByRole("checkbox", { name: "task failed" }).check();
+  await page.getByRole("button", { name: "Subscribe" }).click();
+  await page.getByText("agent Calculator: task failed").waitFor();
+  await shot(page, "notifications");
+  await page.getByRole("button", { name: "Mark all read" }).click();
+  await page.getByRole("link", { name: "Notifications", exact: true }).waitFor();
+
+  log("server settings: mail configuration and its test message");
+  await page.getByRole("link", { name: "Server", exact: true }).click();
+  await page.getByLabel("Driver").selectOption("log");
+  await page.getByLabel("From address").fill("svc@example.com");
+  await page.getByRole("button", { name: "Save mail settings" }).click();
+  await page.getByText("Saved.").waitFor();
+  const test = page.locator("form").filter({ has: page.getByRole("heading", { name: "Send a test message" }) });
+  await test.getByLabel("Send the test to").fill("ada@example.com");
+  const [t] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/mail-config/test")), test.getByRole("button", { name: "Send test message" }).click()]);
+  const outcome = (await t.json()) as { data?: { sent: boolean }; error?: { message: string } };
+  if (t.ok()) await test.getByText(outcome.data?.sent ? "Sent to ada@example.com." : "Not sent to ada@example.com").waitFor();
+  else await test.getByRole("alert").filter({ hasText: outcome.error?.message ?? "" }).waitFor();
+  await shot(page, "settings");
+
+  log("plugins: the inventory");
+  await page.getByRole("link", { name: "Plugins" }).click();
+  await page.getByRole("heading", { name: "Plugins", level: 1 }).waitFor();
+  await page.locator(".cards li, p.muted").first().waitFor();
+
+  log("media: upload a picture into the archive");
+  await page.getByRole("link", { name: "Media" }).click();
+  await page.getByLabel("File").setInputFiles({ name: "chart.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("cell", { name: /chart\.png image\/png/ }).waitFor();
+  await shot(page, "media");
+
+  log("agent: tool settings for the agent, picture, export; schedules and a prompt template (undeclared placeholders and a bad cron are refused)");
+  await page.getByRole("link", { name: "Agents" }).first().click();
+  await page.getByRole("link", { name: "Calculator" }).click();
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Tools" }).click();
+  const agentReadUrl = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: "Read URL", exact: true }) });
+  await agentReadUrl.getByText(/Settings for this agent/).click();
+  await agentReadUrl.getByLabel("User agent").fill("svc-e2e/1.0");
+  await agentReadUrl.getByRole("button", { name: "Save for this agent" }).click();
+  await agentReadUrl.getByText("Saved for this agent.").waitFor();
+  await page.getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("Upload a picture").setInputFiles({ name: "calc.png", mimeType: "image/png", buffer: png });
+  await page.getByRole("img", { name: "Picture of Calculator" }).waitFor();
+  await page.getByRole("button", { name: "Export" }).click();
+  const exported = await page.getByLabel("Template (JSON)").inputValue();
+  expect(exported.includes("core.CalculatorTool"), "the export names the calculator");
+  await page.evaluate(() => {
+    document.getElementById("agent-picture-h")?.scrollIntoView({ block: "start" });
+    window.scrollBy(0, -90);
+  });
+  await shot(page, "agent-picture-export", true);
+  await page.getByRole("link", { name: "Schedules" }).click();
+  await page.getByLabel("Template name").fill("Daily sum");
+  await page.getByLabel("Template text").fill("Add up {{numbers}}.");
+  const tplForm = page.locator("form").filter({ has: page.getByRole("heading", { name: "New prompt template" }) });
+  await expectRefusal(page, tplForm, /\/templates$/, () => tplForm.getByRole("button", { name: "Add template" }).click());
+  await tplForm.getByLabel("Variables").fill("numbers=1, 2, 3");
+  await tplForm.getByRole("button", { name: "Add template" }).click();
+  await page.getByText("Add up {{numbers}}.").waitFor();
+  const sched = page.locator("form").filter({ has: page.getByRole("heading", { name: "New scheduled run" }) });
+  await sched.getByLabel("Schedule name").fill("Morning check");
+  await sched.getByLabel("Prompt", { exact: true }).fill("What is 2+2?");
+  await sched.getByLabel("Cron expression").fill("every morning");
+  await expectRefusal(page, sched, /\/scheduled-runs$/, () => sched.getByRole("button", { name: "Add schedule" }).click());
+  await sched.getByLabel("Cron expression").fill("0 8 * * 1-5");
+  await sched.getByRole("button", { name: "Add schedule" }).click();
+  await page.getByText("cron 0 8 * * 1-5").waitFor();
+  await shot(page, "agent-schedules");
+
+  log("templates: the validator's findings by code and path; import the export as a new agent");
+  await page.keyboard.press("Control+k");
+  await page.getByLabel("Search pages, agents and more").fill("import");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Import an agent template" }).waitFor();
+  await page.getByLabel("Template text").fill('{"id": "Not An Id", "agent": {"max_steps": 0}}');
+  await page.getByRole("button", { name: "Validate" }).click();
+  const findings = page.locator(".findings.f-bad");
+  await findings.locator("td.mono").first().waitFor();
+  const codes = await findings.locator("tbody tr td:first-child").allInnerTexts();
+  expect(codes.length > 0 && codes.every((c) => /^[A-Z_]+$/.test(c)), `finding codes: ${codes.join(", ")}`);
+  await page.getByRole("button", { name: "Validate" }).waitFor();
+  await expectRefusal(page, page.locator("section").filter({ has: page.getByRole("heading", { name: "Template", exact: true }) }), /\/agent-templates\/import/, () => page.getByRole("button", { name: "Import as a new agent" }).click());
+  await findings.locator("td.mono").first().waitFor();
+  await shot(page, "template-import");
+  await page.getByLabel("Template text").fill(exported.replace(/"name": "Calculator"/, '"name": "Calculator copy"'));
+  await page.getByRole("button", { name: "Import as a new agent" }).click();
+  await page.getByRole("heading", { name: "Calculator copy", level: 1 }).waitFor();
+
+  log("palette (Ctrl+K): find an agent and open it");
+  await page.keyboard.press("Control+k");
+  await page.getByLabel("Search pages, agents and more").fill("resea");
+  await page.getByRole("option", { name: /Researcher/ }).waitFor();
+  await shot(page, "palette");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Researcher", level: 1 }).waitFor();
+
+  log("a group administrator who is not a server administrator is refused the scripted driver");
+  const bob = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } });
+  const bp = await bob.newPage();
+  bp.setDefaultTimeout(10_000);
+  await bp.goto(`${base}/login`);
+  await bp.getByLabel("Email").fill("bob@example.com");
+  await bp.getByLabel("Password").fill("another good password");
+  await bp.getByRole("button", { name: "Sign in" }).click();
+  await bp.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+  expect((await bp.getByRole("link", { name: "Users" }).count()) === 0, "no Users page for a non-administrator");
+  await bp.getByRole("link", { name: "Groups" }).click();
+  await bp.getByRole("link", { name: "Finance" }).click();
+  await bp.getByRole("link", { name: "Model configurations" }).click();
+  const llm = bp.locator("form").filter({ has: bp.getByRole("heading", { name: "New model configuration" }) });
+  await llm.getByLabel("Configuration name").fill("My script");
+  await llm.getByLabel("Driver").selectOption("scripted");
+  await llm.getByLabel("Model", { exact: true }).fill("script");
+  await expectRefusal(bp, llm, /\/llm-configs$/, () => llm.getByRole("button", { name: "Add configuration" }).click());
+  await llm.getByRole("alert").scrollIntoViewIfNeeded();
+  await shot(bp, "group-models-refused", true);
+  await bob.close();
+
+  log("transfer an agent to the group");
+  await page.getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("New owner").selectOption({ label: "Group Finance" });
+  await page.getByRole("button", { name: "Transfer agent" }).click();
+  await page.getByText("Transferred to Group Finance.").waitFor();
+  void base;
 }
 
 // clientMode: a second server in client-worker mode, where no daemon runs tasks: the open

@@ -11,6 +11,13 @@ import { ConfirmLink, ForgotPassword, Login, Register, ResetPassword } from "./p
 import { AgentList, NewAgent } from "./pages/agents";
 import { AgentPage } from "./pages/agent";
 import { TaskList, TaskPage } from "./pages/tasks";
+import { GroupList, GroupPage } from "./pages/groups";
+import { UserList, UserPage } from "./pages/users";
+import { Bell, NotificationsPage } from "./pages/notifications";
+import { PluginsPage, SettingsPage } from "./pages/admin";
+import { Palette } from "./palette";
+import { Locations, ProfilePanel } from "./pages/profile";
+import { ImportTemplate, MediaPage } from "./pages/agentextra";
 
 const publicPaths = ["/login", "/register", "/forgot-password", "/reset-password", "/confirm-email", "/verify"];
 const isPublic = (p: string) => publicPaths.some((x) => p === x || p.startsWith(x + "/"));
@@ -34,6 +41,15 @@ function Shell(props: { children: preact.ComponentChildren }) {
   const nav = [
     { to: "/agents", label: "Agents" },
     { to: "/tasks", label: "Chats" },
+    { to: "/groups", label: "Groups" },
+    { to: "/media", label: "Media" },
+    { to: "/plugins", label: "Plugins" },
+    ...(user?.is_admin
+      ? [
+          { to: "/users", label: "Users" },
+          { to: "/settings", label: "Server" },
+        ]
+      : []),
     { to: "/account", label: "Account" },
   ];
   useEffect(() => setMenu(false), [path]);
@@ -49,6 +65,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
           </span>{" "}
           svc console
         </Link>
+        <Bell />
         <button type="button" class="menu-toggle" aria-expanded={menu} aria-controls="main-nav" onClick={() => setMenu(!menu)}>
           Menu
         </button>
@@ -58,6 +75,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
               {n.label}
             </Link>
           ))}
+          <Palette />
           {config?.worker_runtime_mode === "client" && (
             <span class="chip worker" title="Client-worker mode: this browser runs your tasks while it is open">
               worker
@@ -147,6 +165,10 @@ function Account() {
         </form>
       </div>
       {saved && <Notice>{saved}</Notice>}
+      <div class="split">
+        <ProfilePanel />
+        <Locations />
+      </div>
     </>
   );
 }
@@ -166,6 +188,7 @@ function routeOf(path: string) {
   let m: Record<string, string> | null;
   if (path === "/" || path === "/agents") return <AgentList />;
   if (path === "/agents/new") return <NewAgent />;
+  if (path === "/agents/import") return <ImportTemplate />;
   if ((m = match("/agents/:id", path))) return <AgentPage id={m.id} tab="chats" />;
   if ((m = match("/agents/:id/settings", path))) return <AgentPage id={m.id} tab="settings" />;
   if ((m = match("/agents/:id/tools", path))) return <AgentPage id={m.id} tab="tools" />;
@@ -173,6 +196,19 @@ function routeOf(path: string) {
   if (path === "/tasks") return <TaskList />;
   if ((m = match("/tasks/:id", path))) return <TaskPage id={m.id} />;
   if (path === "/account") return <Account />;
+  if (path === "/groups") return <GroupList />;
+  if ((m = match("/groups/:id", path))) return <GroupPage id={m.id} tab="members" />;
+  if ((m = match("/groups/:id/models", path))) return <GroupPage id={m.id} tab="models" />;
+  if ((m = match("/groups/:id/tools", path))) return <GroupPage id={m.id} tab="tools" />;
+  if ((m = match("/groups/:id/settings", path))) return <GroupPage id={m.id} tab="settings" />;
+  if (path === "/users") return <UserList />;
+  if ((m = match("/users/:id", path))) return <UserPage id={m.id} />;
+  if (path === "/notifications") return <NotificationsPage />;
+  if (path === "/settings") return <SettingsPage />;
+  if (path === "/plugins") return <PluginsPage />;
+  if (path === "/media") return <MediaPage />;
+  if ((m = match("/agents/:id/schedules", path))) return <AgentPage id={m.id} tab="schedules" />;
+
   return <NotFound />;
 }
 

@@ -1,10 +1,10 @@
-// Live task updates: the push channel when this server's embedded hub serves it (an
-// EventSource on {prefix}/.well-known/mercure, same origin, authenticated by the session
-// cookie), and polling GET /tasks/{id} every poll_interval_seconds (5) in any case, so a lost
-// event or an unavailable hub only delays an update.
+// Live task updates: the task resource kept current beside its event stream (events.ts), by
+// polling GET /tasks/{id} every poll_interval_seconds (5) while the stream is not open, and the
+// push channel's settings (the embedded hub at {prefix}/.well-known/mercure, same origin,
+// authenticated by the session cookie) for the pages that subscribe to it.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, prefix, type Task } from "./api";
-import { clientWorkerRunning, notice, onTicked } from "./worker";
+import { notice, onTicked } from "./worker";
 
 type PushInfo = { available: boolean; url: string | null; topic: string | null; poll: number };
 let pushInfo: Promise<PushInfo> | null = null;
@@ -27,15 +27,23 @@ export function forgetPush(): void {
   pushInfo = null;
 }
 
+/** The push channel's settings (cached until logout): whether the embedded hub serves this user, and the poll interval. */
+export function pushSettings(): Promise<PushInfo> {
+  return loadPush();
+}
+
 /**
- * useLiveTask follows a task: initial load, push events for it, and a poll while it is not
- * settled. Returns the task, the load error and how it is followed.
+ * useLiveTask keeps the task resource current: the initial load, the tasks this browser ticks
+ * (client-worker mode), and a poll every poll_interval_seconds (5) while the task's event
+ * stream is not open (streamOpen false) — the stream's status events call refresh() instead.
  */
-export function useLiveTask(id: string): { task: Task | undefined; error: string | null; mode: string; refresh: () => Promise<void>; set: (t: Task) => void } {
+export function useLiveTask(id: string, streamOpen: boolean): { task: Task | undefined; error: string | null; poll: number; refresh: () => Promise<void>; set: (t: Task) => void } {
   const [task, setTask] = useState<Task>();
   const [error, setError] = useState<string | null>(null);
-  const [mode, setMode] = useState("connecting");
+  const [poll, setPoll] = useState(5);
   const latest = useRef<Task | undefined>(undefined);
+  const open = useRef(streamOpen);
+  open.current = streamOpen;
   const put = (t: Task) => {
     if (latest.current && latest.current.id === t.id && latest.current.updated_at > t.updated_at) return; // an older snapshot
     latest.current = t;
@@ -53,7 +61,6 @@ export function useLiveTask(id: string): { task: Task | undefined; error: string
     latest.current = undefined;
     setTask(undefined);
     let stopped = false;
-    let es: EventSource | null = null;
     let timer: number | undefined;
     const unTicked = onTicked((t) => {
       if (String(t.id) === id) put(t);
@@ -61,30 +68,16 @@ export function useLiveTask(id: string): { task: Task | undefined; error: string
     void refresh();
     void loadPush().then((p) => {
       if (stopped) return;
-      if (clientWorkerRunning()) setMode(`ticked by this browser (client-worker mode), and polling every ${p.poll} s`);
-      else if (p.available && p.url && p.topic) {
-        es = new EventSource(`${p.url}?topic=${encodeURIComponent(p.topic)}`, { withCredentials: true });
-        es.onopen = () => setMode(`push, and polling every ${p.poll} s`);
-        es.onerror = () => setMode(`polling every ${p.poll} s (push reconnecting)`);
-        es.onmessage = (ev: MessageEvent<string>) => {
-          try {
-            const t = JSON.parse(ev.data) as Task;
-            if (String(t.id) === id) put(t);
-          } catch {
-            /* not a task event */
-          }
-        };
-      } else setMode(`polling every ${p.poll} s`);
+      setPoll(p.poll);
       timer = window.setInterval(() => {
-        if (document.visibilityState !== "hidden") void refresh();
+        if (document.visibilityState !== "hidden" && !open.current) void refresh();
       }, p.poll * 1000);
     });
     return () => {
       stopped = true;
       unTicked();
-      es?.close();
       window.clearInterval(timer);
     };
   }, [id]);
-  return { task, error, mode, refresh, set: put };
+  return { task, error, poll, refresh, set: put };
 }

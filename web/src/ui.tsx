@@ -5,12 +5,14 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { errorText } from "./api";
 import { href, navigate } from "./router";
 
-export function Link(props: { to: string; class?: string; children: ComponentChildren; "aria-current"?: "page" | undefined }) {
+export function Link(props: { to: string; class?: string; children: ComponentChildren; "aria-current"?: "page" | undefined; "aria-label"?: string; title?: string }) {
   return (
     <a
       href={href(props.to)}
       class={props.class}
       aria-current={props["aria-current"]}
+      aria-label={props["aria-label"]}
+      title={props.title}
       onClick={(e) => {
         if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
         e.preventDefault();

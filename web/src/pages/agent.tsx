@@ -4,14 +4,17 @@ import { useState } from "preact/hooks";
 import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { SettingsForm } from "../settingsform";
 import { AgentSettings } from "./agents";
+import { AgentExport, AgentPicture, AgentSchedules, AgentTransfer } from "./agentextra";
 
-type Tab = "chats" | "settings" | "tools" | "keys";
+type Tab = "chats" | "settings" | "tools" | "keys" | "schedules";
 const tabs: { id: Tab; label: string; suffix: string }[] = [
   { id: "chats", label: "Chats", suffix: "" },
   { id: "settings", label: "Settings", suffix: "/settings" },
   { id: "tools", label: "Tools", suffix: "/tools" },
   { id: "keys", label: "API keys", suffix: "/keys" },
+  { id: "schedules", label: "Schedules", suffix: "/schedules" },
 ];
 
 export function AgentPage(props: { id: string; tab: Tab }) {
@@ -31,7 +34,16 @@ export function AgentPage(props: { id: string; tab: Tab }) {
             ))}
           </nav>
           {props.tab === "chats" && <AgentChats agent={a} />}
-          {props.tab === "settings" && <AgentSettings agent={a} onSaved={(x) => agent.set(x)} />}
+          {props.tab === "settings" && (
+            <AgentSettings agent={a} onSaved={(x) => agent.set(x)}>
+              <div class="form-grid extras">
+                <AgentPicture agent={a} onChange={agent.set} />
+                <AgentTransfer agent={a} onChange={agent.set} />
+                <AgentExport agent={a} />
+              </div>
+            </AgentSettings>
+          )}
+          {props.tab === "schedules" && <AgentSchedules agent={a} />}
           {props.tab === "tools" && <AgentTools agent={a} />}
           {props.tab === "keys" && <AgentKeys agent={a} />}
         </>
@@ -40,10 +52,10 @@ export function AgentPage(props: { id: string; tab: Tab }) {
   );
 }
 
-export async function loadTasks(max = 300): Promise<Task[]> {
+export async function loadTasks(max = 300, agentId?: number): Promise<Task[]> {
   const out: Task[] = [];
   for (let page = 1; out.length < max; page++) {
-    const r = await unwrap(api.GET("/tasks", { params: { query: { page, per_page: 100 } } }));
+    const r = await unwrap(api.GET("/tasks", { params: { query: { page, per_page: 100, agent_id: agentId } } }));
     out.push(...r.data.tasks);
     if (r.data.tasks.length < 100) break;
   }
@@ -54,8 +66,8 @@ function AgentChats(props: { agent: Agent }) {
   const [prompt, setPrompt] = useState("");
   const [steps, setSteps] = useState("");
   const act = useAction();
-  const tasks = useLoad(loadTasks, [props.agent.id]);
-  const mine = (tasks.data ?? []).filter((t) => t.agent_id === props.agent.id);
+  const tasks = useLoad(() => loadTasks(300, props.agent.id), [props.agent.id]);
+  const mine = tasks.data ?? [];
   return (
     <div class="split">
       <section class="panel">
@@ -127,7 +139,39 @@ export function TaskTable(props: { tasks: Task[]; agents?: Map<number, string> }
   );
 }
 
-function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: Schemas["AgentToolOperation"][]; reload: () => Promise<void> }) {
+/** The agent-level settings of a tool (the last layer of the cascade), loaded when opened. */
+function AgentToolSettings(props: { agent: Agent; toolClass: string; decls: Schemas["RegisteredToolSetting"][]; onSaved: () => Promise<void> }) {
+  const p = { params: { path: { id: String(props.agent.id), toolId: props.toolClass } } };
+  const cur = useLoad(async () => (await unwrap(api.GET("/agents/{id}/tools/{toolId}/override", p))).data.override.settings, [props.agent.id, props.toolClass]);
+  const act = useAction();
+  const [saved, setSaved] = useState(false);
+  return (
+    <>
+      <ErrorNote error={cur.error} />
+      {cur.data && (
+        <SettingsForm
+          decls={props.decls}
+          values={cur.data}
+          pending={act.pending}
+          error={act.error}
+          saveLabel="Save for this agent"
+          onSave={(settings) =>
+            act.run(async () => {
+              setSaved(false);
+              cur.set((await unwrap(api.PUT("/agents/{id}/tools/{toolId}/override", { ...p, body: { settings } }))).data.override.settings);
+              setSaved(true);
+              await props.onSaved();
+            })
+          }
+        />
+      )}
+      {saved && <p class="notice small">Saved for this agent.</p>}
+    </>
+  );
+}
+
+function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: Schemas["AgentToolOperation"][]; decls: Schemas["RegisteredToolSetting"][]; reload: () => Promise<void> }) {
+  const [open, setOpen] = useState(false);
   const t = props.tool;
   const act = useAction();
   const id = String(props.agent.id);
@@ -200,6 +244,12 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
           </tbody>
         </table>
       )}
+      {props.decls.length > 0 && (
+        <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+          <summary>Settings for this agent ({props.decls.length})</summary>
+          {open && <AgentToolSettings agent={props.agent} toolClass={t.tool_class} decls={props.decls} onSaved={props.reload} />}
+        </details>
+      )}
       <ErrorNote error={act.error} />
     </li>
   );
@@ -208,11 +258,12 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
 function AgentTools(props: { agent: Agent }) {
   const id = String(props.agent.id);
   const data = useLoad(async () => {
-    const [st, ops] = await Promise.all([
+    const [st, ops, reg] = await Promise.all([
       unwrap(api.GET("/agents/{id}/tools/status", { params: { path: { id } } })),
       unwrap(api.GET("/agents/{id}/tools/operations", { params: { path: { id } } })),
+      unwrap(api.GET("/tools")),
     ]);
-    return { tools: st.data.tools, ops: ops.data.operations };
+    return { tools: st.data.tools, ops: ops.data.operations, decls: new Map(reg.data.tools.map((t) => [t.tool_class, t.settings])) };
   }, [id]);
   const [filter, setFilter] = useState("");
   const tools = (data.data?.tools ?? []).filter((t) => !filter || `${t.display_name} ${t.tool_class} ${t.description}`.toLowerCase().includes(filter.toLowerCase()));
@@ -226,7 +277,7 @@ function AgentTools(props: { agent: Agent }) {
       {data.loading && !data.data && <p role="status">Loading tools…</p>}
       <ul class="cards tools" aria-label="Tools">
         {tools.map((t) => (
-          <ToolCard key={t.tool_class} agent={props.agent} tool={t} ops={(data.data?.ops ?? []).filter((o) => o.tool_class === t.tool_class)} reload={data.reload} />
+          <ToolCard key={t.tool_class} agent={props.agent} tool={t} ops={(data.data?.ops ?? []).filter((o) => o.tool_class === t.tool_class)} decls={data.data?.decls.get(t.tool_class) ?? []} reload={data.reload} />
         ))}
       </ul>
     </section>

@@ -216,7 +216,7 @@ export function NewAgent() {
   );
 }
 
-export function AgentSettings(props: { agent: Agent; onSaved: (a: Agent) => void }) {
+export function AgentSettings(props: { agent: Agent; onSaved: (a: Agent) => void; children?: preact.ComponentChildren }) {
   const del = useAction();
   const [saved, setSaved] = useState(false);
   useEffect(() => setSaved(false), [props.agent.id]);
@@ -235,6 +235,7 @@ export function AgentSettings(props: { agent: Agent; onSaved: (a: Agent) => void
           props.onSaved(a);
         }}
       />
+      {props.children}
       <section class="panel danger-zone">
         <h2>Delete this agent</h2>
         <p class="muted">Deletes the agent with its tools, keys, schedules and prompt templates.</p>

@@ -1,9 +1,14 @@
-// Chats: the list of the caller's tasks, and one task watched live with its pending tool calls
-// (approve with editable arguments, reject with a reason), question batches, the answer, token
-// usage and the actions the state allows (continue, retry, abort, cancel the retry chain).
-import { useMemo, useState } from "preact/hooks";
+// Chats: the list of the caller's tasks, and one task watched live: the transcript from its event
+// stream (turns, tool calls with their decision and result, questions and answers, token usage,
+// the model output streaming in), the pending tool calls (approve with editable arguments,
+// reject with a reason), question batches, and the actions the state allows (continue, retry,
+// abort, cancel the retry chain); sub-agent tasks link to their parent and back.
+import { Fragment } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, unwrap, type Schemas, type Task } from "../api";
+import { endsRun, useTaskEvents, type Entry } from "../events";
 import { useLiveTask } from "../live";
+import { useSession } from "../session";
 import { navigate } from "../router";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useId, useLoad } from "../ui";
 import { loadTasks, TaskTable } from "./agent";
@@ -13,10 +18,10 @@ const terminal = new Set(["COMPLETED", "FAILED", "ABORTED", "CANCELLED"]);
 const paused = new Set(["PENDING_APPROVAL", "AWAITING_INPUT"]);
 
 export function TaskList() {
-  const data = useLoad(async () => {
-    const [tasks, agents] = await Promise.all([loadTasks(), loadAgents()]);
-    return { tasks, agents: new Map(agents.map((a) => [a.id, a.name])) };
-  }, []);
+  const [agentId, setAgentId] = useState("");
+  const agents = useLoad(loadAgents, []);
+  const data = useLoad(async () => ({ tasks: await loadTasks(300, agentId ? Number(agentId) : undefined) }), [agentId]);
+  const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
   const [status, setStatus] = useState("");
   const tasks = (data.data?.tasks ?? []).filter((t) => !status || t.status === status);
   return (
@@ -26,7 +31,18 @@ export function TaskList() {
           Refresh
         </button>
       </PageHeader>
-      <div class="toolbar">
+      <div class="toolbar filters">
+        <div class="field">
+          <label for="agent-filter">Agent</label>
+          <select id="agent-filter" value={agentId} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
+            <option value="">Any</option>
+            {(agents.data ?? []).map((a) => (
+              <option key={a.id} value={String(a.id)}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </div>
         <div class="field">
           <label for="status-filter">Status</label>
           <select id="status-filter" value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)}>
@@ -42,7 +58,7 @@ export function TaskList() {
       <ErrorNote error={data.error} />
       {data.data && tasks.length === 0 && <p class="muted">No chats{status ? " in this state" : ""}. Start one from an agent's page.</p>}
       <section class="panel flush">
-        <TaskTable tasks={tasks} agents={data.data?.agents} />
+        <TaskTable tasks={tasks} agents={names} />
       </section>
     </>
   );
@@ -52,9 +68,7 @@ function Json(props: { value: unknown }) {
   return <pre class="code">{JSON.stringify(props.value, null, 2)}</pre>;
 }
 
-type Decision = { approved: boolean; arguments?: Record<string, unknown>; reason?: string };
-
-function ApprovalCard(props: { task: Task; onDone: (t: Task) => void; onDecided: (d: Map<string, Decision>) => void }) {
+function ApprovalCard(props: { task: Task; onDone: (t: Task) => void }) {
   const calls = props.task.pending?.tool_calls ?? [];
   const [args, setArgs] = useState<Record<string, string>>(() => Object.fromEntries(calls.map((c) => [c.provider_call_id, JSON.stringify(c.arguments, null, 2)])));
   const [argErr, setArgErr] = useState<string | null>(null);
@@ -83,7 +97,6 @@ function ApprovalCard(props: { task: Task; onDone: (t: Task) => void; onDecided:
     setArgErr(null);
     void approve.run(async () => {
       const r = await unwrap(api.POST("/tasks/{taskId}/approve", { params: { path: { taskId } }, body: { decisions } }));
-      props.onDecided(new Map(decisions.map((d) => [d.provider_call_id, { approved: true, arguments: d.arguments }])));
       props.onDone(r.data.task);
     });
   };
@@ -112,7 +125,6 @@ function ApprovalCard(props: { task: Task; onDone: (t: Task) => void; onDecided:
           e.preventDefault();
           void reject.run(async () => {
             const r = await unwrap(api.POST("/tasks/{taskId}/reject", { params: { path: { taskId } }, body: { reason } }));
-            props.onDecided(new Map(calls.map((c) => [c.provider_call_id, { approved: false, reason }])));
             props.onDone(r.data.task);
           });
         }}
@@ -250,73 +262,277 @@ function Controls(props: { task: Task; allowFollowup: boolean; onDone: (t: Task)
   );
 }
 
-/** What this page saw of the task's tool calls and questions while it was open. */
-type Seen = { calls: Map<string, Schemas["TaskPendingToolCall"]>; batches: Map<string, Schemas["TaskQuestionBatch"]>; decisions: Map<string, Decision> };
+const fmtUsage = (u: Schemas["TaskUsage"]) => `${u.input_tokens} in · ${u.output_tokens} out`;
+
+/** Who decided a call: "auto", "user:<id>" or "key:<id>". */
+function decider(by: string | null, me: number | undefined): string {
+  if (!by) return "";
+  if (by === "auto") return "automatically (pre-approved)";
+  const [kind, id] = by.split(":");
+  if (kind === "user") return Number(id) === me ? "by you" : `by user #${id}`;
+  if (kind === "key") return `by API key ${id}`;
+  return `by ${by}`;
+}
+
+/** A tool result: its "content" text when it is the usual {content, data} JSON, the whole text otherwise. */
+function Result(props: { text: string }) {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(props.text);
+  } catch {
+    return <pre class="code result">{props.text}</pre>;
+  }
+  const content = (parsed as { content?: unknown } | null)?.content;
+  if (typeof content !== "string") return <Json value={parsed} />;
+  return (
+    <>
+      <pre class="code result">{content}</pre>
+      <details class="small">
+        <summary>Full result</summary>
+        <Json value={parsed} />
+      </details>
+    </>
+  );
+}
+
+const callTone: Record<string, string> = { PENDING: "neutral", PENDING_APPROVAL: "warn", APPROVED: "info", REJECTED: "bad", EXECUTED: "ok", FAILED: "bad" };
+
+function CallEntry(props: { call: Schemas["TranscriptToolCall"]; me?: number }) {
+  const c = props.call;
+  const edited = c.approved_arguments && JSON.stringify(c.approved_arguments) !== JSON.stringify(c.arguments);
+  const decided = c.status === "REJECTED" ? `Rejected ${decider(c.decided_by, props.me)}` : c.decided_by && c.status !== "PENDING_APPROVAL" ? `Approved ${decider(c.decided_by, props.me)}${edited ? " with edited arguments" : ""}` : "";
+  return (
+    <article class="msg tool" data-call={c.provider_call_id}>
+      <h2 class="msg-who spread-line">
+        <span>
+          Tool call <span class="mono">{c.name}</span> · {c.operation}
+        </span>
+        <span class={`badge tone-${callTone[c.status] ?? "neutral"}`}>{c.status.replace(/_/g, " ").toLowerCase()}</span>
+      </h2>
+      {edited ? (
+        <div class="args-pair">
+          <div>
+            <p class="small muted">Asked for</p>
+            <Json value={c.arguments} />
+          </div>
+          <div>
+            <p class="small muted">Approved</p>
+            <Json value={c.approved_arguments} />
+          </div>
+        </div>
+      ) : (
+        <Json value={c.arguments} />
+      )}
+      {decided && (
+        <p class="muted small">
+          {decided}
+          {c.decided_at ? ` · ${formatTime(c.decided_at)}` : ""}
+          {c.reason ? `: ${c.reason}` : ""}
+        </p>
+      )}
+      {c.result ? (
+        <div class="call-result">
+          <p class="small muted">Result{c.executed_at ? ` · ${formatTime(c.executed_at)}` : ""}</p>
+          <Result text={c.result} />
+        </div>
+      ) : null}
+    </article>
+  );
+}
+
+function BatchEntry(props: { batch: Schemas["TaskEventQuestionBatch"] }) {
+  const b = props.batch;
+  const answers = new Map((b.answers ?? []).map((a) => [a.header, a]));
+  return (
+    <article class="msg tool">
+      <h2 class="msg-who">{b.answers ? "Questions answered" : "Questions asked"}</h2>
+      <dl class="qa">
+        {b.questions.map((q) => {
+          const a = answers.get(q.header);
+          const text = a ? [...a.selections, ...(a.free_text ? [`“${a.free_text}”`] : [])].join(", ") || "(no answer)" : "";
+          return (
+            <Fragment key={q.header}>
+              <dt>
+                <span class="chip">{q.header}</span> {q.question}
+              </dt>
+              <dd>{a ? text : <span class="muted">waiting for an answer</span>}</dd>
+            </Fragment>
+          );
+        })}
+      </dl>
+    </article>
+  );
+}
+
+const statusLine: Record<string, string> = {
+  PENDING_APPROVAL: "Paused: a tool call needs approval",
+  AWAITING_INPUT: "Paused: the agent asked questions",
+  AWAITING_SUB_AGENTS: "Waiting for sub-agent tasks",
+  COMPLETED: "Completed",
+  ABORTED: "Aborted",
+  CANCELLED: "Cancelled",
+  FAILED: "Failed",
+};
+
+function StatusEntry(props: { e: Entry & { kind: "status" } }) {
+  const s = props.e.status;
+  return (
+    <p class={`status-line ${s.status === "FAILED" ? "bad" : ""}`}>
+      <span>{statusLine[s.status] ?? s.status}</span>
+      {s.error && (
+        <span>
+          : {s.error.code} — {s.error.message}
+        </span>
+      )}
+      {s.next_retry_at && <span> · automatic retry at {formatTime(s.next_retry_at)}</span>}
+      <span class="muted">
+        {" "}
+        · {formatTime(props.e.at)} · step {s.steps_used}
+        {props.e.usage ? ` · ${fmtUsage(props.e.usage)} (a turn without a message)` : ""}
+      </span>
+    </p>
+  );
+}
+
+function MessageEntry(props: { e: Entry & { kind: "message" }; agentName: string }) {
+  const m = props.e.message;
+  if (m.role === "tool") return null; // results are shown with their calls
+  const calls = m.provider_call_ids.length;
+  if (m.role === "assistant" && !m.text && !m.reasoning && !props.e.usage) return null;
+  return (
+    <article class={`msg ${m.role}`}>
+      <h2 class="msg-who">{m.role === "user" ? "You" : props.agentName}</h2>
+      {m.reasoning && (
+        <details class="reasoning">
+          <summary>Reasoning</summary>
+          <p class="pre small">{m.reasoning}</p>
+        </details>
+      )}
+      {m.text ? <p class="pre">{m.text}</p> : m.role === "assistant" && <p class="muted small">Asked for {calls === 1 ? "a tool call" : `${calls} tool calls`}.</p>}
+      {m.attachments && m.attachments.length > 0 && <p class="muted small">{m.attachments.length} attachment(s)</p>}
+      {props.e.usage && (
+        <p class="usage muted small" title="Tokens of the model calls of this turn">
+          {props.e.turns && props.e.turns > 1 ? `${props.e.turns} turns: ` : ""}
+          {fmtUsage(props.e.usage)}
+        </p>
+      )}
+    </article>
+  );
+}
+
+function Streaming(props: { text: string; reasoning: string; agentName: string }) {
+  return (
+    <article class="msg assistant streaming" aria-busy="true" data-testid="streaming">
+      <h2 class="msg-who">
+        {props.agentName} <span class="muted">· writing…</span>
+      </h2>
+      {props.reasoning && (
+        <details class="reasoning" open={!props.text}>
+          <summary>Reasoning</summary>
+          <p class="pre small">{props.reasoning}</p>
+        </details>
+      )}
+      <p class="pre">
+        {props.text}
+        <span class="caret" aria-hidden="true" />
+      </p>
+    </article>
+  );
+}
+
+/** The sub-agent tasks started by this task (listed from its owner's tasks since it began). */
+function SubTasks(props: { task: Task }) {
+  const t = props.task;
+  const act = useAction();
+  const kids = useLoad(async () => {
+    const r = await unwrap(api.GET("/tasks", { params: { query: { since: new Date(Date.parse(t.created_at) - 1000).toISOString(), per_page: 100 } } }));
+    return r.data.tasks.filter((x) => x.parent_task_id === t.id);
+  }, [t.id, t.status]);
+  if (!kids.data || kids.data.length === 0) return null;
+  return (
+    <section class="panel" aria-labelledby="subtasks-h">
+      <h2 id="subtasks-h">Sub-agent tasks</h2>
+      <ul class="plain">
+        {kids.data.map((k) => (
+          <li key={k.id}>
+            <Link to={`/tasks/${k.id}`}>#{k.id}</Link> <StatusBadge status={k.status} />
+            {!terminal.has(k.status) && (
+              <button type="button" class="danger small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/tasks/{taskId}/abort-sub-agent", { params: { path: { taskId: String(k.id) } } })), await kids.reload()))}>
+                Abort
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      <ErrorNote error={act.error} />
+    </section>
+  );
+}
 
 export function TaskPage(props: { id: string }) {
-  const live = useLiveTask(props.id);
+  const { user } = useSession();
+  const refreshRef = useRef<() => void>(() => {});
+  const stream = useTaskEvents(props.id, () => refreshRef.current());
+  const live = useLiveTask(props.id, stream.state === "open");
+  refreshRef.current = () => void live.refresh();
   const t = live.task;
   const agent = useLoad(async () => (t ? (await unwrap(api.GET("/agents/{id}", { params: { path: { id: String(t.agent_id) } } }))).data.agent : undefined), [t?.agent_id]);
-  const seen = useMemo<Seen>(() => ({ calls: new Map(), batches: new Map(), decisions: new Map() }), [props.id]);
-  t?.pending?.tool_calls.forEach((c) => seen.calls.set(c.provider_call_id, c));
-  t?.pending?.questions.forEach((b) => seen.batches.set(b.tool_call_id, b));
-  const pendingIds = new Set(t?.pending?.tool_calls.map((c) => c.provider_call_id) ?? []);
-  const decided = [...seen.calls.values()].filter((c) => !pendingIds.has(c.provider_call_id));
+  // A continued or retried task starts a new run: follow it on a new stream.
+  useEffect(() => {
+    if (t && !endsRun(t)) stream.reopen();
+  }, [t?.status, t?.updated_at]);
+  const tr = stream.transcript;
+  const name = agent.data?.name ?? "Agent";
+  const mode =
+    stream.state === "open"
+      ? "live (event stream)"
+      : stream.state === "ended"
+        ? "settled"
+        : stream.state === "connecting"
+          ? "connecting…"
+          : `polling every ${live.poll} s (event stream reconnecting)`;
+  const usage = tr.status && t && tr.status.usage.input_tokens > t.usage.input_tokens ? tr.status.usage : t?.usage;
   return (
     <>
       <PageHeader title={t ? `Task #${t.id}` : "Task"} back={t ? { to: `/agents/${t.agent_id}`, label: agent.data?.name ?? "Agent" } : { to: "/tasks", label: "Chats" }}>
         {t && <StatusBadge status={t.status} />}
       </PageHeader>
       <ErrorNote error={live.error} />
+      {t?.parent_task_id && (
+        <p class="notice-info">
+          A sub-agent task of <Link to={`/tasks/${t.parent_task_id}`}>task #{t.parent_task_id}</Link>.
+        </p>
+      )}
       {t && (
         <div class="task-layout">
-          <div class="conversation" aria-live="polite">
-            <article class="msg user">
-              <h2 class="msg-who">You</h2>
-              <p class="pre">{t.prompt}</p>
-            </article>
-            {decided.map((c) => {
-              const d = seen.decisions.get(c.provider_call_id);
-              return (
-                <article class="msg tool" key={c.provider_call_id}>
-                  <h2 class="msg-who">
-                    Tool call <span class="mono">{c.name}</span> · {c.operation}
-                  </h2>
-                  <Json value={d?.arguments ?? c.arguments} />
-                  <p class="muted small">
-                    {!d ? "Decided; the agent continued." : d.approved ? (d.arguments ? "Approved with edited arguments (asked for: " + JSON.stringify(c.arguments) + ")." : "Approved.") : `Rejected: ${d.reason}`}
-                  </p>
-                </article>
-              );
+          <div class="conversation" aria-live="polite" aria-label="Transcript" role="log">
+            {tr.entries.length === 0 && (
+              <article class="msg user">
+                <h2 class="msg-who">You</h2>
+                <p class="pre">{t.prompt}</p>
+              </article>
+            )}
+            {tr.entries.map((e) => {
+              if (e.kind === "message") return <MessageEntry key={e.seq} e={e} agentName={name} />;
+              if (e.kind === "call") return stream.folder.hasBatch(e.call.provider_call_id) ? null : <CallEntry key={e.seq} call={e.call} me={user?.id} />;
+              if (e.kind === "questions") return t.status === "AWAITING_INPUT" && !e.batch.answers ? null : <BatchEntry key={e.seq} batch={e.batch} />;
+              return <StatusEntry key={e.seq} e={e} />;
             })}
-            {[...seen.batches.values()]
-              .filter((b) => !t.pending?.questions.some((q) => q.tool_call_id === b.tool_call_id))
-              .map((b) => (
-                <article class="msg tool" key={b.tool_call_id}>
-                  <h2 class="msg-who">Questions answered</h2>
-                  <ul>
-                    {b.questions.map((q) => (
-                      <li key={q.header}>{q.question}</li>
-                    ))}
-                  </ul>
-                </article>
-              ))}
-            {t.status === "PENDING_APPROVAL" && t.pending && t.pending.tool_calls.length > 0 && <ApprovalCard key={t.updated_at} task={t} onDone={live.set} onDecided={(m) => m.forEach((v, k) => seen.decisions.set(k, v))} />}
+            {tr.streaming && <Streaming text={tr.streaming.text} reasoning={tr.streaming.reasoning} agentName={name} />}
+            {t.status === "PENDING_APPROVAL" && t.pending && t.pending.tool_calls.length > 0 && <ApprovalCard key={t.updated_at} task={t} onDone={live.set} />}
             {t.status === "AWAITING_INPUT" && t.pending?.questions.map((b) => <QuestionBatch key={b.tool_call_id} task={t} batch={b} onDone={live.set} />)}
-            {(t.status === "QUEUED" || t.status === "RUNNING" || t.status === "AWAITING_SUB_AGENTS") && (
+            {!tr.streaming && (t.status === "QUEUED" || t.status === "RUNNING" || t.status === "AWAITING_SUB_AGENTS") && (
               <p class="working" role="status">
                 <span class="dot" aria-hidden="true" /> {t.status === "AWAITING_SUB_AGENTS" ? "Waiting for sub-agent tasks…" : "The agent is working…"}
               </p>
             )}
-            {t.answer && (
+            {t.answer && !tr.entries.some((e) => e.kind === "message" && e.message.role === "assistant" && e.message.text === t.answer) && (
               <article class="msg assistant">
-                <h2 class="msg-who">{agent.data?.name ?? "Agent"}</h2>
-                <p class="pre" data-testid="answer">
-                  {t.answer}
-                </p>
+                <h2 class="msg-who">{name}</h2>
+                <p class="pre">{t.answer}</p>
               </article>
             )}
-            {t.error && (
+            {t.error && !tr.entries.some((e) => e.kind === "status" && e.status.error) && (
               <div class="msg failed" role="alert">
                 <h2 class="msg-who">Failed: {t.error.code}</h2>
                 <p>{t.error.message}</p>
@@ -340,9 +556,7 @@ export function TaskPage(props: { id: string }) {
                   {t.steps_used} of {t.max_steps}
                 </dd>
                 <dt>Tokens</dt>
-                <dd>
-                  {t.usage.input_tokens} in · {t.usage.output_tokens} out
-                </dd>
+                <dd data-testid="total-usage">{usage ? fmtUsage(usage) : "—"}</dd>
                 {t.retry_count > 0 && (
                   <>
                     <dt>Retries</dt>
@@ -368,10 +582,13 @@ export function TaskPage(props: { id: string }) {
                 <dt>Finished</dt>
                 <dd>{formatTime(t.finished_at)}</dd>
                 <dt>Updates</dt>
-                <dd class="small">{terminal.has(t.status) ? "settled" : live.mode}</dd>
+                <dd class="small" data-testid="updates">
+                  {mode}
+                </dd>
               </dl>
             </section>
             <Controls task={t} allowFollowup={agent.data?.allow_followup ?? true} onDone={live.set} />
+            <SubTasks task={t} />
           </aside>
         </div>
       )}

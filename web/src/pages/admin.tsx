@@ -1,0 +1,298 @@
+// Administration: the outgoing mail configuration with a test message, the runtime flags the
+// server publishes, the global settings of each tool (password settings masked), and the plugins
+// (inventory; catalog, install, update and uninstall when the server enables them).
+import { useState } from "preact/hooks";
+import { api, unwrap, type Schemas } from "../api";
+import { useSession } from "../session";
+import { SettingsForm } from "../settingsform";
+import { ErrorNote, Field, PageHeader, formatTime, useAction, useLoad } from "../ui";
+
+export function SettingsPage() {
+  const { config } = useSession();
+  return (
+    <>
+      <PageHeader title="Server settings" />
+      <div class="split">
+        <MailSettings />
+        <div>
+          <section class="panel" aria-labelledby="runtime-h">
+            <h2 id="runtime-h">Runtime</h2>
+            <p class="muted small">What this server runs with (its configuration file and environment, read at start and when the file changes).</p>
+            {config && (
+              <dl class="facts">
+                <dt>Mount prefix</dt>
+                <dd class="mono">{config.app_prefix || "/"}</dd>
+                <dt>Registration</dt>
+                <dd>{config.allow_registration ? "open" : "closed"}</dd>
+                <dt>Per-agent API</dt>
+                <dd>{config.agent_api ? "on" : "off"}</dd>
+                <dt>Worker</dt>
+                <dd>{config.worker_runtime_mode === "client" ? "client (browsers tick tasks)" : "server"}</dd>
+                <dt>Push hub</dt>
+                <dd>{config.push}</dd>
+                <dt>Plugin catalog</dt>
+                <dd>{config.plugin_catalog_enabled ? "on" : "off"}</dd>
+                <dt>Plugin install</dt>
+                <dd>{config.plugin_install_enabled ? "on" : "off"}</dd>
+                <dt>Mailed notifications</dt>
+                <dd>{config.notifications_email_enabled ? "on" : "off"}</dd>
+              </dl>
+            )}
+          </section>
+          <GlobalToolSettings />
+        </div>
+      </div>
+    </>
+  );
+}
+
+function MailSettings() {
+  const cfg = useLoad(async () => (await unwrap(api.GET("/mail-config"))).data.mail_config, []);
+  return (
+    <div>
+      <ErrorNote error={cfg.error} />
+      {cfg.data && <MailForm cfg={cfg.data} onSaved={cfg.set} />}
+      <MailTest />
+    </div>
+  );
+}
+
+function MailForm(props: { cfg: Schemas["MailConfig"]; onSaved: (c: Schemas["MailConfig"]) => void }) {
+  const c = props.cfg;
+  const [f, setF] = useState({ driver: c.driver, host: c.host, port: String(c.port || ""), username: c.username ?? "", password: "", encryption: c.encryption, from_address: c.from_address, from_name: c.from_name ?? "" });
+  const set = (k: keyof typeof f) => (v: string) => setF((o) => ({ ...o, [k]: v }));
+  const act = useAction();
+  const [saved, setSaved] = useState(false);
+  return (
+    <form
+      class="panel"
+      aria-labelledby="mail-h"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setSaved(false);
+        void act.run(async () => {
+          const r = await unwrap(
+            api.PUT("/mail-config", {
+              body: { driver: f.driver, host: f.host, port: Number(f.port || 0), username: f.username || undefined, password: f.password || undefined, encryption: f.encryption, from_address: f.from_address, from_name: f.from_name || undefined },
+            }),
+          );
+          props.onSaved(r.data.mail_config);
+          setSaved(true);
+        });
+      }}
+    >
+      <h2 id="mail-h">Outgoing mail</h2>
+      <div class="row">
+        <div class="field">
+          <label for="mail-driver">Driver</label>
+          <select id="mail-driver" value={f.driver} onChange={(e) => set("driver")((e.target as HTMLSelectElement).value)}>
+            <option value="smtp">SMTP</option>
+            <option value="log">Log only (development)</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for="mail-enc">Encryption</label>
+          <select id="mail-enc" value={f.encryption} onChange={(e) => set("encryption")((e.target as HTMLSelectElement).value)}>
+            <option value="none">none</option>
+            <option value="tls">STARTTLS</option>
+            <option value="ssl">SSL/TLS</option>
+          </select>
+        </div>
+      </div>
+      <div class="row">
+        <Field label="SMTP host" value={f.host} onValue={set("host")} />
+        <Field label="Port" type="number" value={f.port} onValue={set("port")} />
+      </div>
+      <div class="row">
+        <Field label="SMTP user" value={f.username} onValue={set("username")} />
+        <Field label="SMTP password" type="password" autoComplete="new-password" value={f.password} onValue={set("password")} hint={c.password_set ? "Stored (never shown); leave empty to keep it." : undefined} />
+      </div>
+      <div class="row">
+        <Field label="From address" type="email" value={f.from_address} onValue={set("from_address")} />
+        <Field label="From name" value={f.from_name} onValue={set("from_name")} />
+      </div>
+      <ErrorNote error={act.error} />
+      {saved && <p class="notice">Saved.</p>}
+      <button class="primary" disabled={act.pending}>
+        Save mail settings
+      </button>
+    </form>
+  );
+}
+
+function MailTest() {
+  const { user } = useSession();
+  const [to, setTo] = useState(user?.email ?? "");
+  const act = useAction();
+  const [outcome, setOutcome] = useState<Schemas["TestMailOutcomeResponse"]["data"] | null>(null);
+  return (
+    <form
+      class="panel"
+      aria-labelledby="mailtest-h"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setOutcome(null);
+        void act.run(async () => setOutcome((await unwrap(api.POST("/mail-config/test", { body: { to } }))).data));
+      }}
+    >
+      <h2 id="mailtest-h">Send a test message</h2>
+      <Field label="Send the test to" type="email" required value={to} onValue={setTo} />
+      <ErrorNote error={act.error} />
+      {outcome && (outcome.sent ? <p class="notice">Sent to {outcome.to}.</p> : <ErrorNote error={`Not sent to ${outcome.to}: ${outcome.error}`} />)}
+      <button disabled={act.pending}>{act.pending ? "Sending…" : "Send test message"}</button>
+    </form>
+  );
+}
+
+function GlobalToolSettings() {
+  const tools = useLoad(async () => (await unwrap(api.GET("/tools"))).data.tools.filter((t) => t.settings.length > 0), []);
+  const [sel, setSel] = useState("");
+  const tool = tools.data?.find((t) => t.tool_class === sel);
+  const values = useLoad(async () => (sel ? (await unwrap(api.GET("/tools/{toolId}/settings", { params: { path: { toolId: sel } } }))).data.settings.settings : {}), [sel]);
+  const act = useAction();
+  const [saved, setSaved] = useState(false);
+  return (
+    <section class="panel" aria-labelledby="gtools-h">
+      <h2 id="gtools-h">Tool settings for everyone</h2>
+      <p class="muted small">The lowest layer: groups, users and agents can override them.</p>
+      <ErrorNote error={tools.error} />
+      <div class="field">
+        <label for="gtool">Tool</label>
+        <select id="gtool" value={sel} onChange={(e) => (setSel((e.target as HTMLSelectElement).value), setSaved(false))}>
+          <option value="">Choose a tool…</option>
+          {(tools.data ?? []).map((t) => (
+            <option key={t.tool_class} value={t.tool_class}>
+              {t.display_name}
+            </option>
+          ))}
+        </select>
+      </div>
+      <ErrorNote error={values.error} />
+      {tool && values.data && !values.loading && (
+        <SettingsForm
+          key={sel}
+          decls={tool.settings}
+          values={values.data}
+          pending={act.pending}
+          error={act.error}
+          onSave={(settings) =>
+            act.run(async () => {
+              values.set((await unwrap(api.PUT("/tools/{toolId}/settings", { params: { path: { toolId: sel } }, body: { settings } }))).data.settings.settings);
+              setSaved(true);
+            })
+          }
+        />
+      )}
+      {saved && <p class="notice">Saved.</p>}
+    </section>
+  );
+}
+
+export function PluginsPage() {
+  const { config, user } = useSession();
+  const list = useLoad(async () => (await unwrap(api.GET("/plugins"))).data.plugins, []);
+  const act = useAction();
+  return (
+    <>
+      <PageHeader title="Plugins" />
+      <p class="muted">Plugins live in folders below the server's plugins directory; they contribute tools, agent templates, skills and more.</p>
+      <ErrorNote error={list.error} />
+      <ErrorNote error={act.error} />
+      {list.data && list.data.length === 0 && <p class="muted">No plugins installed.</p>}
+      <ul class="cards" aria-label="Installed plugins">
+        {(list.data ?? []).map((p) => {
+          const c = p.contributes;
+          const parts = Object.entries(c)
+            .filter(([, n]) => n > 0)
+            .map(([k, n]) => `${n} ${k.replace(/_/g, " ")}`);
+          return (
+            <li key={p.package} class="card">
+              <div class="spread-line">
+                <h2 class="card-title">{p.name}</h2>
+                <span>
+                  <span class={`badge tone-${p.enabled ? "ok" : "neutral"}`}>{p.enabled ? "enabled" : "disabled"}</span> <span class="badge tone-neutral">{p.source}</span>
+                </span>
+              </div>
+              <p class="muted small mono">
+                {p.package} · v{p.version}
+              </p>
+              <p class="small">{p.description}</p>
+              {parts.length > 0 && <p class="muted small">Contributes {parts.join(", ")}.</p>}
+              {p.required_by.length > 0 && <p class="muted small">Required by {p.required_by.join(", ")}.</p>}
+              {p.error && <p class="error small">{p.error}</p>}
+              {user?.is_admin && config?.plugin_install_enabled && p.source === "installed" && !p.required && (
+                <button
+                  type="button"
+                  class="small danger"
+                  disabled={act.pending}
+                  onClick={() => {
+                    if (confirm(`Uninstall ${p.name}?`)) void act.run(async () => (await unwrap(api.DELETE("/plugins/{package}", { params: { path: { package: p.package } } })), await list.reload()));
+                  }}
+                >
+                  Uninstall
+                </button>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+      {user?.is_admin && config?.plugin_catalog_enabled && <Catalog installable={config.plugin_install_enabled} onChange={list.reload} />}
+    </>
+  );
+}
+
+function Catalog(props: { installable: boolean; onChange: () => Promise<void> }) {
+  const cat = useLoad(async () => (await unwrap(api.GET("/plugins/catalog"))).data, []);
+  const act = useAction();
+  const [busy, setBusy] = useState("");
+  return (
+    <section class="panel" aria-labelledby="catalog-h">
+      <h2 id="catalog-h">Catalog</h2>
+      <ErrorNote error={cat.error} />
+      <ErrorNote error={act.error} />
+      {cat.data && (
+        <p class="muted small">
+          Fetched {formatTime(cat.data.fetched_at)}
+          {cat.data.stale ? " (stale: the catalog could not be reached)" : ""}.
+        </p>
+      )}
+      <table class="table">
+        <tbody>
+          {(cat.data?.entries ?? []).map((e) => (
+            <tr key={e.package}>
+              <td>
+                <strong>{e.name}</strong>
+                <small class="muted block">{e.description}</small>
+              </td>
+              <td class="mono small">
+                {e.installed_version ? `${e.installed_version} → ` : ""}
+                {e.latest_version}
+              </td>
+              <td class="right">
+                {props.installable && (!e.installed_version || e.installed_version !== e.latest_version) && (
+                  <button
+                    type="button"
+                    class="small"
+                    disabled={act.pending}
+                    onClick={() => {
+                      setBusy(e.package);
+                      void act.run(async () => {
+                        if (e.installed_version) await unwrap(api.PATCH("/plugins/{package}", { params: { path: { package: e.package } }, body: { version: e.latest_version } }));
+                        else await unwrap(api.POST("/plugins", { body: { package: e.package } }));
+                        await cat.reload();
+                        await props.onChange();
+                      }).finally(() => setBusy(""));
+                    }}
+                  >
+                    {busy === e.package ? "Working…" : e.installed_version ? "Update" : "Install"}
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {!props.installable && <p class="muted small">Installing is disabled on this server (plugin_install_enabled).</p>}
+    </section>
+  );
+}
