@@ -96,6 +96,7 @@ type taskRow struct {
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
 	EventSeq       int64 // the last event sequence given out (taskevent.go)
+	MessageSeq     int64 // the last message sequence given out (taskmessage.go)
 }
 
 func (taskRow) TableName() string { return "tasks" }

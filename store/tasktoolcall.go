@@ -114,8 +114,15 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		msg   TaskMessage
 		calls []ToolCall
 	}
-	out, err := inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) (turn, error) {
-		stored, err := appendMessages(tx, taskID, now, []NewTaskMessage{msg})
+	out, err := inTx(ctx, s, func(tx *gorm.DB) (turn, error) {
+		// One UPDATE checks the lease and numbers the message and its events (the message, one
+		// proposal per call); one INSERT writes the events.
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1 + len(rows), messages: 1})
+		if err != nil {
+			return turn{}, err
+		}
+		stored, err := insertMessages(tx, taskID, int(row.MessageSeq)-1, now, []NewTaskMessage{msg})
 		if err != nil {
 			return turn{}, err
 		}
@@ -126,7 +133,11 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		if err := pruneDeltas(tx, taskID); err != nil { // the message holds the whole text now
 			return turn{}, err
 		}
-		return turn{stored[0], recorded}, toolCallEvents(tx, taskID, now, EventToolCallProposed, recorded)
+		evs := messageEvents(stored)
+		for i := range recorded {
+			evs = append(evs, TaskEvent{Type: EventToolCallProposed, ToolCall: &recorded[i]})
+		}
+		return turn{stored[0], recorded}, insertNumbered(tx, taskID, row.EventSeq, now, evs)
 	})
 	return out.msg, out.calls, err
 }
@@ -199,7 +210,12 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 	if err != nil {
 		return err
 	}
-	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1})
+		if err != nil {
+			return err
+		}
 		res := tx.Model(&toolCallRow{}).Where("id = ? AND task_id = ?", callID, taskID).
 			Updates(map[string]any{"status": u.Status, "result": result, "executed_at": now})
 		if res.Error != nil {
@@ -212,7 +228,7 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if err != nil {
 			return err
 		}
-		return toolCallEvents(tx, taskID, now, EventToolCallExecuted, calls)
+		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventToolCallExecuted, ToolCall: &calls[0]}})
 	})
 }
 
