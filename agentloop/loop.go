@@ -110,7 +110,7 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 			return
 		default:
 		}
-		t, err := l.tickAlive(ctx, id, workerID)
+		t, err := l.tickAlive(context.WithValue(ctx, inRun{}, true), id, workerID)
 		if err != nil {
 			if errors.Is(err, svcerr.ErrInvalidState) {
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
@@ -121,6 +121,9 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 		}
 		if t.Status != taskstate.Running {
 			return
+		}
+		if l.Lease > 0 {
+			continue // the step's last write (finish, RUNNING) renewed the lease
 		}
 		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
 			if !errors.Is(err, svcerr.ErrInvalidState) && !errors.Is(err, svcerr.ErrNotFound) {
@@ -349,9 +352,16 @@ func (l *Loop) unsettledChildren(ctx context.Context, t *store.Task, calls []sto
 	return 0, nil
 }
 
+// inRun marks the context of a step that Loop.Run runs: its finish renews the lease when the
+// task stays RUNNING, instead of a separate ExtendLease.
+type inRun struct{}
+
 // finish records the step's outcome, then resumes a parent whose sub-agents have all settled
 // (see settle; FAILED is settled by fail, once its automatic retry is decided).
 func (l *Loop) finish(ctx context.Context, t *store.Task, worker string, o store.StepOutcome) (*store.Task, error) {
+	if o.Status == taskstate.Running && ctx.Value(inRun{}) != nil {
+		o.Lease = l.Lease // Run's renewal between steps, in the same write
+	}
 	out, err := l.Store.FinishStep(ctx, t.ID, worker, o)
 	if err != nil || o.Status == taskstate.Failed {
 		return out, err

@@ -305,6 +305,9 @@ type StepOutcome struct {
 	OutputTokens int64
 	Steps        int
 	Data         map[string]any // keys merged into the task's data
+	// Lease, when positive and the task stays RUNNING, renews the lease to now+Lease in the same
+	// write (Loop.Run between steps: no separate ExtendLease).
+	Lease time.Duration
 }
 
 // FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
@@ -344,6 +347,9 @@ func checkOutcome(o StepOutcome) error {
 	if o.InputTokens < 0 || o.OutputTokens < 0 || o.Steps < 0 {
 		return invalidf("usage and steps deltas must not be negative")
 	}
+	if o.Lease < 0 {
+		return invalidf("lease must not be negative")
+	}
 	return nil
 }
 
@@ -361,6 +367,8 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 		for k, v := range transitionChanges(TaskTransition{To: o.Status}, now) {
 			ch[k] = v
 		}
+	} else if o.Lease > 0 {
+		ch["lease_expires_at"] = normTime(now.Add(o.Lease))
 	}
 	if o.Answer != nil {
 		ch["answer"] = *o.Answer
