@@ -23,7 +23,7 @@ func TestStepStatementBudget(t *testing.T) {
 		stmts, writeTxs int64
 	}{
 		{"one-step", []llm.ScriptTurn{{Text: "42"}}, 14, 2},
-		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, 34, 7},
+		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, 31, 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

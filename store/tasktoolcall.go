@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -216,7 +217,13 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if err != nil {
 			return err
 		}
-		res := tx.Model(&toolCallRow{}).Where("id = ? AND task_id = ?", callID, taskID).
+		var call toolCallRow
+		q := tx.Model(&call)
+		sqlite := tx.Dialector.Name() == DialectSQLite
+		if sqlite {
+			q = q.Clauses(clause.Returning{}) // the row as written, for its event
+		}
+		res := q.Where("id = ? AND task_id = ?", callID, taskID).
 			Updates(map[string]any{"status": u.Status, "result": result, "executed_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("update tool call %d: %w", callID, res.Error)
@@ -224,11 +231,19 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if res.RowsAffected == 0 {
 			return svcerr.New(svcerr.ErrNotFound, "tool call not found")
 		}
-		calls, err := toolCallsWhere(tx, "id = ?", callID)
-		if err != nil {
-			return err
+		var c ToolCall
+		if sqlite {
+			if c, err = call.toToolCall(); err != nil {
+				return err
+			}
+		} else {
+			calls, err := toolCallsWhere(tx, "id = ?", callID)
+			if err != nil {
+				return err
+			}
+			c = calls[0]
 		}
-		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventToolCallExecuted, ToolCall: &calls[0]}})
+		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventToolCallExecuted, ToolCall: &c}})
 	})
 }
 
