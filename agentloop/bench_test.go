@@ -2,6 +2,8 @@ package agentloop_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,17 +11,65 @@ import (
 
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
+
+// reportCounts reports what the store sent per unit (statements, write statements,
+// transactions, write transactions) as benchmark metrics.
+func reportCounts(b *testing.B, c storetest.Counts, n int, unit string) {
+	if n == 0 {
+		return
+	}
+	b.ReportMetric(float64(c.Statements)/float64(n), "stmts/"+unit)
+	b.ReportMetric(float64(c.Writes)/float64(n), "writes/"+unit)
+	b.ReportMetric(float64(c.Txs)/float64(n), "txs/"+unit)
+	b.ReportMetric(float64(c.WriteTxs)/float64(n), "wtxs/"+unit)
+}
+
+// rawCommitNs times one raw SQLite write transaction (BEGIN IMMEDIATE, one small INSERT,
+// COMMIT) on a fresh file opened with the store's pragmas: the floor a step's commits stand on.
+func rawCommitNs(b *testing.B) float64 {
+	b.Helper()
+	dsn, err := store.SQLiteDSN(filepath.Join(b.TempDir(), "raw.sqlite"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	const n = 2000
+	start := time.Now()
+	for range n {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t (v) VALUES (?)", "x"); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / n
+}
 
 // BenchmarkTickStep measures the orchestration overhead of one Loop.Tick with a zero-latency
 // scripted model whose turns alternate a calculator call and a final answer: loading the
 // task, agent, tool calls and transcript, building the request, persisting the assistant turn,
 // recording and executing the call (call steps), and finishing the step under the lease. One
 // op is one step; ns/call-step and ns/answer-step split the two kinds. Tasks are created and
-// claimed in batches with the timer stopped.
+// claimed in batches with the timer stopped. stmts/task, txs/task and wtxs/task count what one
+// two-turn task's two ticks sent to the database (the claim is not included; see BenchmarkDrain).
 func BenchmarkTickStep(b *testing.B) {
-	st := storetest.New(b)
+	st, counter := storetest.NewCounted(b)
 	seed := seedAgent(b, st)
 	turns := []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}
 	loop := newWorkerLoop(b, st, turns, nil)
@@ -28,6 +78,7 @@ func BenchmarkTickStep(b *testing.B) {
 	var queue []int64
 	var callDur, answerDur time.Duration
 	var calls, answers int
+	var callCounts, answerCounts storetest.Counts
 	b.ReportAllocs()
 	for b.Loop() {
 		if len(queue) == 0 {
@@ -42,19 +93,23 @@ func BenchmarkTickStep(b *testing.B) {
 			}
 			b.StartTimer()
 		}
+		before := counter.Counts()
 		start := time.Now()
 		t, err := loop.Tick(ctx, queue[0], wid)
 		d := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
+		c := counter.Counts().Sub(before)
 		switch t.Status {
 		case taskstate.Running:
 			calls++
 			callDur += d
+			callCounts = add(callCounts, c)
 		case taskstate.Completed:
 			answers++
 			answerDur += d
+			answerCounts = add(answerCounts, c)
 			queue = queue[1:]
 		default:
 			b.Fatalf("task %d: %s", t.ID, t.Status)
@@ -66,13 +121,23 @@ func BenchmarkTickStep(b *testing.B) {
 	if answers > 0 {
 		b.ReportMetric(float64(answerDur.Nanoseconds())/float64(answers), "ns/answer-step")
 	}
+	reportCounts(b, add(callCounts, answerCounts), answers, "task")
+	b.ReportMetric(float64(callCounts.Statements)/float64(max(calls, 1)), "stmts/call-step")
+	b.ReportMetric(float64(answerCounts.Statements)/float64(max(answers, 1)), "stmts/answer-step")
+}
+
+func add(a, b storetest.Counts) storetest.Counts {
+	return storetest.Counts{Statements: a.Statements + b.Statements, Writes: a.Writes + b.Writes, Txs: a.Txs + b.Txs, WriteTxs: a.WriteTxs + b.WriteTxs}
 }
 
 // BenchmarkDrain measures how fast worker.Daemon drains a queue of single-turn tasks
 // (claim, one Tick that answers and completes, lease handling) at a given concurrency. One op
 // drains the whole batch; tasks/s is the throughput. The "notify" cases wake the claimer when
 // a run returns; "as-wired" does not, like server/runtime.go today, so a full daemon waits for
-// its poll interval (default 1 s) before claiming again.
+// its poll interval (default 1 s) before claiming again. stmts/task, txs/task and wtxs/task
+// count what the drain sent to the database per task (claims included); on SQLite,
+// x-raw-commit is the wall time per drained task ÷ one raw commit (rawCommitNs) timed in the
+// same run.
 func BenchmarkDrain(b *testing.B) {
 	cases := []struct {
 		name       string
@@ -100,7 +165,7 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			st := storetest.New(b)
+			st, counter := storetest.NewCounted(b)
 			seed := seedAgent(b, st)
 			var before func(llm.Request)
 			if strings.HasPrefix(c.name, "latency/") {
@@ -110,6 +175,12 @@ func BenchmarkDrain(b *testing.B) {
 			ctx := context.Background()
 			var total int
 			var elapsed time.Duration
+			var counts storetest.Counts
+			var raw float64
+			if st.Dialect() == store.DialectSQLite {
+				raw = rawCommitNs(b)
+			}
+			b.ResetTimer()
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
@@ -122,6 +193,7 @@ func BenchmarkDrain(b *testing.B) {
 						close(done)
 					}
 				})
+				before := counter.Counts()
 				b.StartTimer()
 				start := time.Now()
 				d.Start(ctx)
@@ -135,8 +207,13 @@ func BenchmarkDrain(b *testing.B) {
 				if err := d.Stop(ctx); err != nil {
 					b.Fatal(err)
 				}
+				counts = add(counts, counter.Counts().Sub(before))
 			}
 			b.ReportMetric(float64(total)/elapsed.Seconds(), "tasks/s")
+			reportCounts(b, counts, total, "task")
+			if raw > 0 {
+				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(total)/raw, "x-raw-commit")
+			}
 		})
 	}
 }

@@ -115,7 +115,7 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 			return
 		default:
 		}
-		t, err := l.tickAlive(ctx, id, workerID)
+		t, err := l.tickAlive(context.WithValue(ctx, inRun{}, true), id, workerID)
 		if err != nil {
 			if errors.Is(err, svcerr.ErrInvalidState) {
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
@@ -126,6 +126,9 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 		}
 		if t.Status != taskstate.Running {
 			return
+		}
+		if l.Lease > 0 {
+			continue // the step's last write (finish, RUNNING) renewed the lease
 		}
 		if err := l.Store.ExtendLease(ctx, id, workerID, l.Lease); err != nil {
 			if !errors.Is(err, svcerr.ErrInvalidState) && !errors.Is(err, svcerr.ErrNotFound) {
@@ -237,6 +240,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 
 	// Calls approved since the last step (or interrupted by a crash) are settled first, without
 	// a model turn.
+	current := calls // the calls as the model request must show them
 	if pending := runnable(calls); len(pending) > 0 {
 		outcome, err := run.execute(ctx, pending)
 		if err != nil {
@@ -244,6 +248,9 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		}
 		if outcome != "" {
 			return l.finish(ctx, t, worker, store.StepOutcome{Status: outcome, Data: todos.flush()})
+		}
+		if current, err = l.Store.ToolCalls(ctx, t.ID); err != nil {
+			return nil, err
 		}
 	}
 	// A task resumed after a handover completes with its child's answer; one with sub-agents
@@ -253,7 +260,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	} else if answer != nil {
 		return l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.Completed, Answer: answer, Data: todos.flush()})
 	}
-	if n, err := l.Store.UnsettledChildren(ctx, t.ID); err != nil {
+	if n, err := l.unsettledChildren(ctx, t, calls); err != nil {
 		return nil, err
 	} else if n > 0 {
 		return l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.AwaitingSubAgents, Data: todos.flush()})
@@ -275,7 +282,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if err != nil {
 		return l.fail(ctx, t, worker, taskstate.CodeBadRequest, "model configuration unusable: "+err.Error(), nil)
 	}
-	req, err := l.request(ctx, t, agent, states)
+	req, err := l.request(ctx, t, agent, states, current)
 	if err != nil {
 		return nil, err
 	}
@@ -306,15 +313,20 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	for _, c := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
+	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1}
+	if len(resp.ToolCalls) == 0 {
+		// An answer: the turn and the step's outcome in one transaction.
+		answer := resp.Text
+		usage.Status, usage.Answer, usage.Data = taskstate.Completed, &answer, todos.flush()
+		out, _, err := l.Store.FinishTurn(ctx, t.ID, worker, msg, usage)
+		if err != nil {
+			return nil, err
+		}
+		return l.settle(ctx, out), nil
+	}
 	_, recorded, err := l.Store.AppendAssistantTurn(ctx, t.ID, worker, msg, run.plan(resp.ToolCalls))
 	if err != nil {
 		return nil, err
-	}
-	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1}
-	if len(resp.ToolCalls) == 0 {
-		answer := resp.Text
-		usage.Status, usage.Answer, usage.Data = taskstate.Completed, &answer, todos.flush()
-		return l.finish(ctx, t, worker, usage)
 	}
 	outcome, err := run.execute(ctx, runnable(recorded))
 	if err != nil {
@@ -336,9 +348,27 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	return l.finish(ctx, t, worker, usage)
 }
 
+// unsettledChildren counts the sub-agent tasks of t not settled yet; only a sub-agent call
+// (among the task's calls) creates children, so a task without one has none to count.
+func (l *Loop) unsettledChildren(ctx context.Context, t *store.Task, calls []store.ToolCall) (int64, error) {
+	for _, c := range calls {
+		if c.ToolClass == SubAgentClass {
+			return l.Store.UnsettledChildren(ctx, t.ID)
+		}
+	}
+	return 0, nil
+}
+
+// inRun marks the context of a step that Loop.Run runs: its finish renews the lease when the
+// task stays RUNNING, instead of a separate ExtendLease.
+type inRun struct{}
+
 // finish records the step's outcome, then resumes a parent whose sub-agents have all settled
 // (see settle; FAILED is settled by fail, once its automatic retry is decided).
 func (l *Loop) finish(ctx context.Context, t *store.Task, worker string, o store.StepOutcome) (*store.Task, error) {
+	if o.Status == taskstate.Running && ctx.Value(inRun{}) != nil {
+		o.Lease = l.Lease // Run's renewal between steps, in the same write
+	}
 	out, err := l.Store.FinishStep(ctx, t.ID, worker, o)
 	if err != nil || o.Status == taskstate.Failed {
 		return out, err
@@ -376,18 +406,18 @@ func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string
 // request builds the model request from the stored conversation: user and assistant turns in
 // order, and after each assistant turn one tool result per call, derived from the call's row
 // (executed result, failure, rejection with its reason, or the user's answers).
-func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState) (llm.Request, error) {
+// calls are the task's tool calls as the step read them (the step's own writes since are on
+// calls that are no longer runnable, which the step re-reads: see step).
+func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState, calls []store.ToolCall) (llm.Request, error) {
 	msgs, err := l.Store.Messages(ctx, t.ID, 0)
 	if err != nil {
 		return llm.Request{}, err
 	}
-	calls, err := l.Store.ToolCalls(ctx, t.ID)
-	if err != nil {
-		return llm.Request{}, err
-	}
-	batches, err := l.Store.QuestionBatches(ctx, t.ID)
-	if err != nil {
-		return llm.Request{}, err
+	var batches []store.QuestionBatch
+	if len(calls) > 0 { // a question batch belongs to a tool call
+		if batches, err = l.Store.QuestionBatches(ctx, t.ID); err != nil {
+			return llm.Request{}, err
+		}
 	}
 	byCall := map[string]store.ToolCall{}
 	for _, c := range calls {

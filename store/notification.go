@@ -182,16 +182,21 @@ func (s *Store) notifyTasks(tx *gorm.DB, now time.Time, ids ...int64) error {
 		if err := tx.Where("id = ?", id).Take(&t).Error; err != nil {
 			return fmt.Errorf("task %d: notify: %w", id, err)
 		}
-		if kind := notificationKind(&t); kind != "" {
-			if err := s.notify(tx, now, &t, kind); err != nil {
-				return err
-			}
-		}
-		if err := s.scheduledRunMail(tx, &t); err != nil {
+		if err := s.notifyRow(tx, now, &t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// notifyRow is notifyTasks for a task row tx has just written (and holds as written).
+func (s *Store) notifyRow(tx *gorm.DB, now time.Time, t *taskRow) error {
+	if kind := notificationKind(t); kind != "" {
+		if err := s.notify(tx, now, t, kind); err != nil {
+			return err
+		}
+	}
+	return s.scheduledRunMail(tx, t)
 }
 
 // notify creates notifications of kind about task t: for its user always, and for every user

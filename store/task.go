@@ -100,6 +100,7 @@ type taskRow struct {
 	FinishedAt     *time.Time
 	EventSeq       int64 // the last event sequence given out (taskevent.go)
 	TraceParent    *string
+	MessageSeq     int64 // the last message sequence given out (taskmessage.go)
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -252,6 +253,8 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			Status: taskstate.Queued, Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
 			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
 			TraceParent: s.traceParent(ctx),
+			// Numbered on insert: event 1 the QUEUED status, event 2 and message 1 the prompt.
+			EventSeq: 2, MessageSeq: 1,
 		}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
@@ -259,10 +262,15 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			}
 			return nil, fmt.Errorf("create task: %w", err)
 		}
-		if err := statusEvents(tx, now, row.ID); err != nil {
+		st, err := statusEvent(tx, &row)
+		if err != nil {
 			return nil, err
 		}
-		if _, err := appendMessages(tx, row.ID, now, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}}); err != nil {
+		msgs, err := insertMessages(tx, row.ID, 0, now, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}})
+		if err != nil {
+			return nil, err
+		}
+		if err := insertEvents(tx, row.ID, 0, now, append([]TaskEvent{{Type: EventStatus, Status: st}}, messageEvents(msgs)...)); err != nil {
 			return nil, err
 		}
 		return row.toTask()

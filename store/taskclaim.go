@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,7 +17,8 @@ import (
 
 const claimSet = "retry_count = retry_count + CASE WHEN status = 'FAILED' THEN 1 ELSE 0 END, " +
 	"error_code = NULL, error_message = NULL, next_retry_at = NULL, finished_at = NULL, " +
-	"lease_owner = ?, lease_expires_at = ?, updated_at = ?, status = 'RUNNING'" // status last: MySQL assigns left to right
+	"lease_owner = ?, lease_expires_at = ?, updated_at = ?, event_seq = event_seq + 1, " + // the claim's status event
+	"status = 'RUNNING'" // status last: MySQL assigns left to right
 
 // Each kind of claim (QUEUED tasks, then due retries) is fair across users: tasks are ranked
 // within their user by the kind's order (QUEUED: id, oldest first; due retries: (next_retry_at,
@@ -80,11 +82,8 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 			}
 			rows = append(rows, got...)
 		}
-		ids := make([]int64, len(rows))
-		for i := range rows {
-			ids[i] = rows[i].ID
-		}
-		if err := statusEvents(tx, now, ids...); err != nil {
+		// The UPDATE numbered each task's status event (event_seq + 1): one INSERT writes them.
+		if err := insertStatusEvents(tx, now, rows); err != nil {
 			return nil, err
 		}
 		return rows, nil
@@ -193,9 +192,17 @@ func (s *Store) ExtendLease(ctx context.Context, id int64, workerID string, leas
 	if lease <= 0 {
 		return invalidf("lease must be positive")
 	}
-	return s.withLease(ctx, id, workerID, func(tx *gorm.DB, now time.Time) error {
-		return tx.Model(&taskRow{}).Where("id = ?", id).Update("lease_expires_at", normTime(now.Add(lease))).Error
-	})
+	// One conditional UPDATE, no transaction: the lease check is its WHERE.
+	now, db := s.now(), s.conn(ctx)
+	res := db.Model(&taskRow{}).Where(leaseWhere, id, taskstate.Running, workerID, now).
+		Updates(map[string]any{"lease_expires_at": normTime(now.Add(lease)), "updated_at": now})
+	if res.Error != nil {
+		return TranslateError(fmt.Errorf("task %d: extend lease: %w", id, res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return TranslateError(leaseLost(db, id, workerID))
+	}
+	return nil
 }
 
 // MaxRecoveries is how many times in a row (without a finished step between) a RUNNING task is
@@ -281,35 +288,40 @@ func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code
 // Errors: ErrInvalidState when the lease was lost (aborted, reaped, claimed again: nothing is
 // written), ErrNotFound.
 func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recovered bool) (*Task, error) {
-	return inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (*Task, error) {
-		var row taskRow
-		if err := tx.Select("recoveries").Where("id = ?", id).Take(&row).Error; err != nil {
+	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+		now := s.now()
+		var cur taskRow
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("recoveries").Where("id = ?", id).Take(&cur).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return nil, errTaskNotFound()
+			}
 			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
 		}
 		ch := transitionChanges(TaskTransition{To: taskstate.Queued}, now)
 		if recovered {
-			if row.Recoveries >= MaxRecoveries {
+			if cur.Recoveries >= MaxRecoveries {
 				ch = transitionChanges(TaskTransition{To: taskstate.Failed}, now)
 				ch["error_code"], ch["error_message"] = taskstate.CodeOrphaned, "the task failed on its worker too many times in a row"
 			} else {
 				ch["recoveries"] = gorm.Expr("recoveries + 1")
 			}
 		}
-		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
-			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
-		}
-		if err := reapedEvents(tx, now, []int64{id}); err != nil {
+		row, err := leaseWrite(tx, id, workerID, now, ch, reserve{events: 1})
+		if err != nil {
 			return nil, err
 		}
-		if ch["status"] == taskstate.Failed {
-			if err := enqueueCallbacks(tx, now, id); err != nil {
-				return nil, err
-			}
-			if err := s.notifyTasks(tx, now, id); err != nil {
+		if err := pruneDeltas(tx, id); err != nil { // the turn is run again: nothing partial is kept
+			return nil, err
+		}
+		if err := insertStatusEvents(tx, now, []taskRow{*row}); err != nil {
+			return nil, err
+		}
+		if row.Status == taskstate.Failed {
+			if err := s.settled(tx, now, row); err != nil {
 				return nil, err
 			}
 		}
-		return readTask(tx, id)
+		return row.toTask()
 	})
 }
 
@@ -323,87 +335,174 @@ type StepOutcome struct {
 	OutputTokens int64
 	Steps        int
 	Data         map[string]any // keys merged into the task's data
+	// Lease, when positive and the task stays RUNNING, renews the lease to now+Lease in the same
+	// write (Loop.Run between steps: no separate ExtendLease).
+	Lease time.Duration
 }
 
 // FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
 // ErrInvalidState when the lease was lost (the task was aborted, reaped or claimed again:
 // nothing is written), ErrNotFound, ErrInvalid for an invalid outcome.
 func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o StepOutcome) (*Task, error) {
+	if err := checkOutcome(o); err != nil {
+		return nil, err
+	}
+	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+		t, _, err := s.finishStep(tx, id, workerID, s.now(), o, nil)
+		return t, err
+	})
+}
+
+// checkOutcome checks a step's outcome before anything is written.
+func checkOutcome(o StepOutcome) error {
 	if !slices.Contains(taskstate.StepOutcomes, o.Status) {
-		return nil, invalidf("a step cannot end in state %q", o.Status)
+		return invalidf("a step cannot end in state %q", o.Status)
 	}
 	if (o.Status == taskstate.Failed) != (o.Error != nil) {
-		return nil, invalidf("an error is given exactly when the step fails")
+		return invalidf("an error is given exactly when the step fails")
 	}
 	if o.Error != nil {
 		if !slices.Contains(taskstate.Codes, o.Error.Code) {
-			return nil, invalidf("unknown task error code %q", o.Error.Code)
+			return invalidf("unknown task error code %q", o.Error.Code)
 		}
 		if err := checkText("error message", o.Error.Message, MaxTaskErrorMessageLen); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.Answer != nil {
 		if err := checkText("answer", *o.Answer, MaxTaskPromptLen); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.InputTokens < 0 || o.OutputTokens < 0 || o.Steps < 0 {
-		return nil, invalidf("usage and steps deltas must not be negative")
+		return invalidf("usage and steps deltas must not be negative")
 	}
-	return inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (*Task, error) {
-		ch := map[string]any{
-			"recoveries":    0, // the task made progress: recoveries count only failures in a row
-			"input_tokens":  gorm.Expr("input_tokens + ?", o.InputTokens),
-			"output_tokens": gorm.Expr("output_tokens + ?", o.OutputTokens),
-			"steps_used":    gorm.Expr("steps_used + ?", o.Steps),
+	if o.Lease < 0 {
+		return invalidf("lease must not be negative")
+	}
+	return nil
+}
+
+// finishStep records a step's outcome in tx under workerID's lease, after storing msg (an
+// assistant turn without tool calls) when given: one UPDATE of the task row checks the lease,
+// applies the outcome and numbers the events (and the message), one INSERT writes the events.
+func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time, o StepOutcome, msg *NewTaskMessage) (*Task, *TaskMessage, error) {
+	ch := map[string]any{
+		"recoveries":    0, // the task made progress: recoveries count only failures in a row
+		"input_tokens":  gorm.Expr("input_tokens + ?", o.InputTokens),
+		"output_tokens": gorm.Expr("output_tokens + ?", o.OutputTokens),
+		"steps_used":    gorm.Expr("steps_used + ?", o.Steps),
+	}
+	if o.Status != taskstate.Running {
+		for k, v := range transitionChanges(TaskTransition{To: o.Status}, now) {
+			ch[k] = v
 		}
-		if o.Status != taskstate.Running {
-			for k, v := range transitionChanges(TaskTransition{To: o.Status}, now) {
-				ch[k] = v
-			}
+	} else if o.Lease > 0 {
+		ch["lease_expires_at"] = normTime(now.Add(o.Lease))
+	}
+	if o.Answer != nil {
+		ch["answer"] = *o.Answer
+	}
+	if o.Error != nil {
+		ch["error_code"], ch["error_message"] = o.Error.Code, o.Error.Message
+	}
+	if len(o.Data) > 0 {
+		row, err := loadTask(tx, id, true)
+		if err != nil {
+			return nil, nil, err
 		}
-		if o.Answer != nil {
-			ch["answer"] = *o.Answer
+		data, err := decodeMetadata(row.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("task %d: data: %w", id, err)
 		}
-		if o.Error != nil {
-			ch["error_code"], ch["error_message"] = o.Error.Code, o.Error.Message
+		for k, v := range o.Data {
+			data[k] = v
 		}
-		if len(o.Data) > 0 {
-			row, err := loadTask(tx, id, false)
-			if err != nil {
-				return nil, err
-			}
-			data, err := decodeMetadata(row.Data)
-			if err != nil {
-				return nil, fmt.Errorf("task %d: data: %w", id, err)
-			}
-			for k, v := range o.Data {
-				data[k] = v
-			}
-			if ch["data"], err = encodeJSON("data", data); err != nil {
-				return nil, err
-			}
+		if ch["data"], err = encodeJSON("data", data); err != nil {
+			return nil, nil, err
 		}
-		if err := tx.Model(&taskRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
-			return nil, fmt.Errorf("finish step of task %d: %w", id, err)
+	}
+	r := reserve{}
+	if msg != nil {
+		r.events, r.messages = r.events+1, 1
+	}
+	if o.Status != taskstate.Running {
+		r.events++
+	}
+	row, err := leaseWrite(tx, id, workerID, now, ch, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var evs []TaskEvent
+	var stored *TaskMessage
+	if msg != nil {
+		msgs, err := insertMessages(tx, id, int(row.MessageSeq)-1, now, []NewTaskMessage{*msg})
+		if err != nil {
+			return nil, nil, err
 		}
-		if o.Status != taskstate.Running {
-			if err := pruneDeltas(tx, id); err != nil { // a failed turn keeps nothing partial
-				return nil, err
-			}
-			if err := statusEvents(tx, now, id); err != nil {
-				return nil, err
-			}
+		stored = &msgs[0]
+		evs = append(evs, messageEvents(msgs)...)
+	}
+	if msg != nil || o.Status != taskstate.Running {
+		// The message holds the whole text now, or the turn failed and keeps nothing partial.
+		if err := pruneDeltas(tx, id); err != nil {
+			return nil, nil, err
 		}
-		if err := enqueueCallbacks(tx, now, id); err != nil {
-			return nil, err
+	}
+	if o.Status != taskstate.Running {
+		st, err := statusEvent(tx, row)
+		if err != nil {
+			return nil, nil, err
 		}
-		if o.Status != taskstate.Running {
-			if err := s.notifyTasks(tx, now, id); err != nil {
-				return nil, err
-			}
+		evs = append(evs, TaskEvent{Type: EventStatus, Status: st})
+	}
+	if err := insertNumbered(tx, id, row.EventSeq, now, evs); err != nil {
+		return nil, nil, err
+	}
+	if o.Status != taskstate.Running {
+		if err := s.settled(tx, now, row); err != nil {
+			return nil, nil, err
 		}
-		return readTask(tx, id)
+	}
+	t, err := row.toTask()
+	return t, stored, err
+}
+
+// settled writes what a task row tx has just moved to a status other than RUNNING owes: its
+// callback (a settled chat with a callback_url: enqueueCallbacks; a task without one costs no
+// query) and its notifications and mails.
+func (s *Store) settled(tx *gorm.DB, now time.Time, row *taskRow) error {
+	if row.CallbackURL != nil && row.APIKeyID != nil && slices.Contains(taskstate.Settled, row.Status) {
+		if err := enqueueCallbacks(tx, now, row.ID); err != nil {
+			return err
+		}
+	}
+	return s.notifyRow(tx, now, row)
+}
+
+// FinishTurn stores the assistant turn msg (an answer: no tool calls) of a task whose lease
+// workerID holds and records the step's outcome o, in one transaction: AppendAssistantTurn and
+// FinishStep at once. Errors: those of both.
+func (s *Store) FinishTurn(ctx context.Context, id int64, workerID string, msg NewTaskMessage, o StepOutcome) (*Task, TaskMessage, error) {
+	if msg.Role != RoleAssistant {
+		return nil, TaskMessage{}, invalidf("an assistant turn has the role %q", RoleAssistant)
+	}
+	if len(msg.ToolCalls) > 0 {
+		return nil, TaskMessage{}, invalidf("a turn with tool calls is stored with AppendAssistantTurn")
+	}
+	if err := checkOutcome(o); err != nil {
+		return nil, TaskMessage{}, err
+	}
+	type out struct {
+		t *Task
+		m *TaskMessage
+	}
+	res, err := inTx(ctx, s, func(tx *gorm.DB) (out, error) {
+		t, m, err := s.finishStep(tx, id, workerID, s.now(), o, &msg)
+		return out{t, m}, err
 	})
+	if err != nil {
+		return nil, TaskMessage{}, err
+	}
+	return res.t, *res.m, nil
 }

@@ -104,14 +104,23 @@ func (r *taskEventRow) toEvent() (TaskEvent, error) {
 // appendEvents writes evs as the next events of task taskID in tx: it bumps tasks.event_seq
 // (which locks the task row to the end of tx, so concurrent writers of one task's events
 // commit in sequence order) and inserts the rows. The store's event hook hears of the task
-// after the commit.
+// after the commit. Writers that update the task row anyway number their events in that
+// update instead (leaseWrite, then insertNumbered).
 func appendEvents(tx *gorm.DB, taskID int64, now time.Time, evs ...TaskEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	last, err := bumpEventSeq(tx, taskID, len(evs))
+	last, err := bumpSeq(tx, taskID, "event_seq", len(evs))
 	if err != nil {
 		return err
+	}
+	return insertEvents(tx, taskID, last-int64(len(evs)), now, evs)
+}
+
+// insertEvents inserts evs numbered from base+1, in one statement.
+func insertEvents(tx *gorm.DB, taskID, base int64, now time.Time, evs []TaskEvent) error {
+	if len(evs) == 0 {
+		return nil
 	}
 	rows := make([]taskEventRow, len(evs))
 	for i, e := range evs {
@@ -119,26 +128,42 @@ func appendEvents(tx *gorm.DB, taskID int64, now time.Time, evs ...TaskEvent) er
 		if err != nil {
 			return fmt.Errorf("task %d: encode %s event: %w", taskID, e.Type, err)
 		}
-		rows[i] = taskEventRow{TaskID: taskID, Sequence: last - int64(len(evs)) + int64(i) + 1, Type: e.Type, Data: string(data), CreatedAt: now}
+		rows[i] = taskEventRow{TaskID: taskID, Sequence: base + int64(i) + 1, Type: e.Type, Data: string(data), CreatedAt: now}
 	}
 	if err := tx.Create(&rows).Error; err != nil {
 		return fmt.Errorf("task %d: append events: %w", taskID, err)
 	}
-	if c := createdFrom(tx); c != nil && !slices.Contains(c.eventTasks, taskID) {
-		c.eventTasks = append(c.eventTasks, taskID)
+	for i := range evs {
+		noteEvent(tx, taskID, evs[i].Status)
 	}
 	return nil
 }
 
-// bumpEventSeq adds n to the task's event counter and returns its new value, in one
-// statement: UPDATE … RETURNING on SQLite; on MySQL/MariaDB (no UPDATE … RETURNING) the value
-// passes through LAST_INSERT_ID(expr), which the server reports in the statement's answer.
-func bumpEventSeq(tx *gorm.DB, taskID int64, n int) (int64, error) {
+// noteEvent records, for after the commit, that task taskID got an event (its streams wake)
+// and, for a QUEUED status, that work is waiting (the daemon wakes).
+func noteEvent(tx *gorm.DB, taskID int64, st *StatusEvent) {
+	c := createdFrom(tx)
+	if c == nil {
+		return
+	}
+	if !slices.Contains(c.eventTasks, taskID) {
+		c.eventTasks = append(c.eventTasks, taskID)
+	}
+	if st != nil && st.Status == taskstate.Queued {
+		c.queued = true
+	}
+}
+
+// bumpSeq adds n to a counter column of the task row (event_seq, message_seq) and returns its
+// new value, in one statement: UPDATE … RETURNING on SQLite; on MySQL/MariaDB (no UPDATE …
+// RETURNING) the value passes through LAST_INSERT_ID(expr), which the server reports in the
+// statement's answer.
+func bumpSeq(tx *gorm.DB, taskID int64, column string, n int) (int64, error) {
 	var last int64
 	if tx.Dialector.Name() == DialectSQLite {
-		res := tx.Raw("UPDATE tasks SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq", n, taskID).Scan(&last)
+		res := tx.Raw("UPDATE tasks SET "+column+" = "+column+" + ? WHERE id = ? RETURNING "+column, n, taskID).Scan(&last)
 		if res.Error != nil {
-			return 0, fmt.Errorf("task %d: number events: %w", taskID, res.Error)
+			return 0, fmt.Errorf("task %d: number %s: %w", taskID, column, res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return 0, errTaskNotFound()
@@ -149,9 +174,9 @@ func bumpEventSeq(tx *gorm.DB, taskID int64, n int) (int64, error) {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	})
 	if !ok {
-		return 0, fmt.Errorf("task %d: number events: the transaction cannot execute statements", taskID)
+		return 0, fmt.Errorf("task %d: number %s: the transaction cannot execute statements", taskID, column)
 	}
-	res, err := conn.ExecContext(tx.Statement.Context, "UPDATE tasks SET event_seq = LAST_INSERT_ID(event_seq + ?) WHERE id = ?", n, taskID)
+	res, err := conn.ExecContext(tx.Statement.Context, "UPDATE tasks SET "+column+" = LAST_INSERT_ID("+column+" + ?) WHERE id = ?", n, taskID)
 	if err == nil {
 		var rows int64
 		if rows, err = res.RowsAffected(); err == nil && rows == 0 {
@@ -162,7 +187,7 @@ func bumpEventSeq(tx *gorm.DB, taskID int64, n int) (int64, error) {
 		last, err = res.LastInsertId()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("task %d: number events: %w", taskID, err)
+		return 0, fmt.Errorf("task %d: number %s: %w", taskID, column, err)
 	}
 	return last, nil
 }
@@ -180,24 +205,12 @@ func statusEvents(tx *gorm.DB, now time.Time, ids ...int64) error {
 		return fmt.Errorf("status events: %w", err)
 	}
 	for i := range rows {
-		r := &rows[i]
-		st := &StatusEvent{Status: r.Status, Answer: r.Answer, StepsUsed: r.StepsUsed, InputTokens: r.InputTokens,
-			OutputTokens: r.OutputTokens, NextRetryAt: utcPtr(r.NextRetryAt)}
-		if r.ErrorCode != nil {
-			st.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}
-		}
-		if r.Status == taskstate.Failed && r.ErrorCode != nil && taskstate.IsTransient(*r.ErrorCode) {
-			var maxRetries int
-			if err := tx.Table("agents").Select("max_retries").Where("id = ?", r.AgentID).Row().Scan(&maxRetries); err != nil {
-				return fmt.Errorf("task %d: status event: %w", r.ID, err)
-			}
-			st.Retrying = taskstate.WillRetry(*r.ErrorCode, r.RetryCount, maxRetries)
-		}
-		if err := appendEvents(tx, r.ID, now, TaskEvent{Type: EventStatus, Status: st}); err != nil {
+		st, err := statusEvent(tx, &rows[i])
+		if err != nil {
 			return err
 		}
-		if c := createdFrom(tx); c != nil && r.Status == taskstate.Queued {
-			c.queued = true
+		if err := appendEvents(tx, rows[i].ID, now, TaskEvent{Type: EventStatus, Status: st}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -235,8 +248,13 @@ func toolCallEvents(tx *gorm.DB, taskID int64, now time.Time, typ string, calls 
 // AppendDelta records a piece of streamed model output of the turn running under workerID's
 // lease. Errors: ErrInvalidState (lease lost), ErrNotFound.
 func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
-	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
-		return appendEvents(tx, taskID, now, TaskEvent{Type: EventDelta, Delta: &d})
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1})
+		if err != nil {
+			return err
+		}
+		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventDelta, Delta: &d}})
 	})
 }
 

@@ -3,11 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/taskstate"
 )
 
 // BeginToolCall marks tool call callID of a task whose lease workerID holds as started
@@ -16,19 +14,28 @@ import (
 // (see InterruptedToolCalls). Errors: ErrInvalidState (lease lost, or the call was already
 // started or is not runnable), ErrNotFound.
 func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
-	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
-		res := tx.Model(&toolCallRow{}).
-			Where("id = ? AND task_id = ? AND executed_at IS NULL AND status IN ?", callID, taskID,
-				[]string{ToolCallPending, ToolCallApproved}).
-			Update("executed_at", now)
-		if res.Error != nil {
-			return fmt.Errorf("begin tool call %d: %w", callID, TranslateError(res.Error))
-		}
-		if res.RowsAffected == 0 {
-			return svcerr.New(svcerr.ErrInvalidState, "tool call %d of task %d was already started or is not runnable", callID, taskID)
-		}
+	// One conditional UPDATE, no transaction: the lease check is a condition of the
+	// compare-and-swap (a locking read of the task row on MySQL/MariaDB).
+	now, db := s.now(), s.conn(ctx)
+	res := db.Model(&toolCallRow{}).
+		Where("id = ? AND task_id = ? AND executed_at IS NULL AND status IN ?", callID, taskID,
+			[]string{ToolCallPending, ToolCallApproved}).
+		Where("EXISTS (SELECT 1 FROM tasks WHERE "+leaseWhere+")", taskID, taskstate.Running, workerID, now).
+		Update("executed_at", now)
+	if res.Error != nil {
+		return fmt.Errorf("begin tool call %d: %w", callID, TranslateError(res.Error))
+	}
+	if res.RowsAffected > 0 {
 		return nil
-	})
+	}
+	var held int64
+	if err := db.Model(&taskRow{}).Where(leaseWhere, taskID, taskstate.Running, workerID, now).Count(&held).Error; err != nil {
+		return TranslateError(fmt.Errorf("begin tool call %d: %w", callID, err))
+	}
+	if held == 0 {
+		return TranslateError(leaseLost(db, taskID, workerID))
+	}
+	return svcerr.New(svcerr.ErrInvalidState, "tool call %d of task %d was already started or is not runnable", callID, taskID)
 }
 
 // UserOfPrincipal returns the user whose personal principal p is. Errors: ErrNotFound (a

@@ -123,16 +123,26 @@ func messageRow(taskID int64, seq int, now time.Time, m NewTaskMessage) (*taskMe
 	return r, nil
 }
 
-// appendMessages stores msgs after the task's last message; the task row must be locked (or
-// written) in tx already.
+// appendMessages stores msgs after the task's last message (numbered through
+// tasks.message_seq, which locks the task row to the end of tx) with their message events.
 func appendMessages(tx *gorm.DB, taskID int64, now time.Time, msgs []NewTaskMessage) ([]TaskMessage, error) {
-	var last int
-	if err := tx.Model(&taskMessageRow{}).Where("task_id = ?", taskID).Select("COALESCE(MAX(sequence), 0)").Scan(&last).Error; err != nil {
-		return nil, fmt.Errorf("task %d: last message: %w", taskID, err)
+	last, err := bumpSeq(tx, taskID, "message_seq", len(msgs))
+	if err != nil {
+		return nil, err
 	}
+	out, err := insertMessages(tx, taskID, int(last)-len(msgs), now, msgs)
+	if err != nil {
+		return nil, err
+	}
+	return out, appendEvents(tx, taskID, now, messageEvents(out)...)
+}
+
+// insertMessages stores msgs numbered from base+1 (given out already on the task row) and
+// returns them; their events are the caller's.
+func insertMessages(tx *gorm.DB, taskID int64, base int, now time.Time, msgs []NewTaskMessage) ([]TaskMessage, error) {
 	out := make([]TaskMessage, 0, len(msgs))
 	for i, m := range msgs {
-		r, err := messageRow(taskID, last+i+1, now, m)
+		r, err := messageRow(taskID, base+i+1, now, m)
 		if err != nil {
 			return nil, err
 		}
@@ -148,18 +158,32 @@ func appendMessages(tx *gorm.DB, taskID int64, now time.Time, msgs []NewTaskMess
 		}
 		out = append(out, tm)
 	}
-	evs := make([]TaskEvent, len(out))
-	for i := range out {
-		evs[i] = TaskEvent{Type: EventMessage, Message: &out[i]}
+	return out, nil
+}
+
+// messageEvents are the events of stored messages.
+func messageEvents(msgs []TaskMessage) []TaskEvent {
+	evs := make([]TaskEvent, len(msgs))
+	for i := range msgs {
+		evs[i] = TaskEvent{Type: EventMessage, Message: &msgs[i]}
 	}
-	return out, appendEvents(tx, taskID, now, evs...)
+	return evs
 }
 
 // AppendMessages adds conversation turns to a task whose lease workerID holds and returns them
 // with their sequence numbers. Errors: ErrInvalidState (lease lost), ErrNotFound, ErrInvalid.
 func (s *Store) AppendMessages(ctx context.Context, taskID int64, workerID string, msgs []NewTaskMessage) ([]TaskMessage, error) {
-	return inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) ([]TaskMessage, error) {
-		return appendMessages(tx, taskID, now, msgs)
+	return inTx(ctx, s, func(tx *gorm.DB) ([]TaskMessage, error) {
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: len(msgs), messages: len(msgs)})
+		if err != nil {
+			return nil, err
+		}
+		out, err := insertMessages(tx, taskID, int(row.MessageSeq)-len(msgs), now, msgs)
+		if err != nil {
+			return nil, err
+		}
+		return out, insertNumbered(tx, taskID, row.EventSeq, now, messageEvents(out))
 	})
 }
 

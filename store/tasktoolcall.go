@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -114,8 +115,15 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		msg   TaskMessage
 		calls []ToolCall
 	}
-	out, err := inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) (turn, error) {
-		stored, err := appendMessages(tx, taskID, now, []NewTaskMessage{msg})
+	out, err := inTx(ctx, s, func(tx *gorm.DB) (turn, error) {
+		// One UPDATE checks the lease and numbers the message and its events (the message, one
+		// proposal per call); one INSERT writes the events.
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1 + len(rows), messages: 1})
+		if err != nil {
+			return turn{}, err
+		}
+		stored, err := insertMessages(tx, taskID, int(row.MessageSeq)-1, now, []NewTaskMessage{msg})
 		if err != nil {
 			return turn{}, err
 		}
@@ -126,7 +134,11 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		if err := pruneDeltas(tx, taskID); err != nil { // the message holds the whole text now
 			return turn{}, err
 		}
-		return turn{stored[0], recorded}, toolCallEvents(tx, taskID, now, EventToolCallProposed, recorded)
+		evs := messageEvents(stored)
+		for i := range recorded {
+			evs = append(evs, TaskEvent{Type: EventToolCallProposed, ToolCall: &recorded[i]})
+		}
+		return turn{stored[0], recorded}, insertNumbered(tx, taskID, row.EventSeq, now, evs)
 	})
 	return out.msg, out.calls, err
 }
@@ -199,8 +211,19 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 	if err != nil {
 		return err
 	}
-	return s.withLease(ctx, taskID, workerID, func(tx *gorm.DB, now time.Time) error {
-		res := tx.Model(&toolCallRow{}).Where("id = ? AND task_id = ?", callID, taskID).
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1})
+		if err != nil {
+			return err
+		}
+		var call toolCallRow
+		q := tx.Model(&call)
+		sqlite := tx.Dialector.Name() == DialectSQLite
+		if sqlite {
+			q = q.Clauses(clause.Returning{}) // the row as written, for its event
+		}
+		res := q.Where("id = ? AND task_id = ?", callID, taskID).
 			Updates(map[string]any{"status": u.Status, "result": result, "executed_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("update tool call %d: %w", callID, res.Error)
@@ -208,11 +231,19 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if res.RowsAffected == 0 {
 			return svcerr.New(svcerr.ErrNotFound, "tool call not found")
 		}
-		calls, err := toolCallsWhere(tx, "id = ?", callID)
-		if err != nil {
-			return err
+		var c ToolCall
+		if sqlite {
+			if c, err = call.toToolCall(); err != nil {
+				return err
+			}
+		} else {
+			calls, err := toolCallsWhere(tx, "id = ?", callID)
+			if err != nil {
+				return err
+			}
+			c = calls[0]
 		}
-		return toolCallEvents(tx, taskID, now, EventToolCallExecuted, calls)
+		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventToolCallExecuted, ToolCall: &c}})
 	})
 }
 

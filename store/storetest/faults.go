@@ -20,10 +20,84 @@ import (
 // Faults makes the writes of a store opened by NewFaulty fail on demand the way a busy
 // database fails them: SQLite's "database is locked" (SQLITE_BUSY), MySQL's lock wait timeout
 // (1205). Reads keep working. Safe for concurrent use.
+//
+// The same driver counts what the store sends (Counts): statements, transactions, and write
+// transactions (a transaction that ran a write statement, or a write outside a transaction:
+// each is one commit), for tests and benchmarks of what a code path costs.
 type Faults struct {
 	on     atomic.Bool
 	failed atomic.Int64
 	mysql  bool
+
+	statements, writes, txs, writeTxs atomic.Int64
+	trace                             atomic.Pointer[func(query string)]
+}
+
+// Trace makes every statement sent (and BEGIN/COMMIT) be told to f; nil stops.
+func (f *Faults) Trace(fn func(query string)) {
+	if fn == nil {
+		f.trace.Store(nil)
+		return
+	}
+	f.trace.Store(&fn)
+}
+
+func (f *Faults) traced(q string) {
+	if fn := f.trace.Load(); fn != nil {
+		(*fn)(q)
+	}
+}
+
+// Counts is what a store opened by NewFaulty (or NewCounted) sent to its database.
+type Counts struct {
+	Statements int64 // every statement, reads and writes (BEGIN and COMMIT not included)
+	Writes     int64 // INSERT, UPDATE, DELETE, REPLACE statements
+	Txs        int64 // transactions begun
+	WriteTxs   int64 // commits that wrote: transactions with a write, plus writes outside one
+}
+
+// Sub is c minus an earlier reading.
+func (c Counts) Sub(o Counts) Counts {
+	return Counts{Statements: c.Statements - o.Statements, Writes: c.Writes - o.Writes, Txs: c.Txs - o.Txs, WriteTxs: c.WriteTxs - o.WriteTxs}
+}
+
+// Counts reads the counters.
+func (f *Faults) Counts() Counts {
+	return Counts{Statements: f.statements.Load(), Writes: f.writes.Load(), Txs: f.txs.Load(), WriteTxs: f.writeTxs.Load()}
+}
+
+// NewCounted is NewFaulty for a test that only counts statements (it never turns faults on).
+func NewCounted(t testing.TB) (*store.Store, *Faults) {
+	t.Helper()
+	return NewFaulty(t)
+}
+
+// isWrite reports whether query writes.
+func isWrite(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+		if len(q) >= len(w) && strings.EqualFold(q[:len(w)], w) {
+			return true
+		}
+	}
+	return false
+}
+
+// counted records one statement sent on conn c.
+func (c *faultyConn) counted(query string) {
+	if c.f == nil {
+		return
+	}
+	c.f.statements.Add(1)
+	c.f.traced(query)
+	if isWrite(query) {
+		c.f.writes.Add(1)
+		if c.inTx {
+			c.txWrote = true
+		} else {
+			c.f.writeTxs.Add(1)
+		}
+	}
 }
 
 // FailWrites turns the failure of every write statement (INSERT, UPDATE, DELETE, REPLACE) on or
@@ -129,7 +203,8 @@ func (d *faultyDriver) Open(dsn string) (driver.Conn, error) {
 
 type faultyConn struct {
 	driver.Conn
-	f *Faults
+	f             *Faults
+	inTx, txWrote bool // a connection is used by one goroutine at a time
 }
 
 func (c *faultyConn) Prepare(query string) (driver.Stmt, error) {
@@ -147,11 +222,43 @@ func (c *faultyConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err != nil {
 		return nil, err
 	}
-	return &faultyStmt{Stmt: st, f: c.f, query: query}, nil
+	return &faultyStmt{Stmt: st, f: c.f, query: query, c: c}, nil
 }
 
 func (c *faultyConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts) // both drivers implement it
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts) // both drivers implement it
+	if err != nil {
+		return nil, err
+	}
+	if c.f != nil {
+		c.f.txs.Add(1)
+		c.f.traced("BEGIN")
+	}
+	c.inTx, c.txWrote = true, false
+	return &countedTx{Tx: tx, c: c}, nil
+}
+
+// countedTx counts a committed transaction that wrote.
+type countedTx struct {
+	driver.Tx
+	c *faultyConn
+}
+
+func (t *countedTx) Commit() error {
+	err := t.Tx.Commit()
+	if t.c.f != nil {
+		if err == nil && t.c.txWrote {
+			t.c.f.writeTxs.Add(1)
+		}
+		t.c.f.traced("COMMIT")
+	}
+	t.c.inTx, t.c.txWrote = false, false
+	return err
+}
+
+func (t *countedTx) Rollback() error {
+	t.c.inTx, t.c.txWrote = false, false
+	return t.Tx.Rollback()
 }
 
 func (c *faultyConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -162,7 +269,11 @@ func (c *faultyConn) ExecContext(ctx context.Context, query string, args []drive
 	if err := c.f.check(query); err != nil {
 		return nil, err
 	}
-	return e.ExecContext(ctx, query, args)
+	res, err := e.ExecContext(ctx, query, args)
+	if err != driver.ErrSkip {
+		c.counted(query)
+	}
+	return res, err
 }
 
 func (c *faultyConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -173,7 +284,11 @@ func (c *faultyConn) QueryContext(ctx context.Context, query string, args []driv
 	if err := c.f.check(query); err != nil {
 		return nil, err
 	}
-	return q.QueryContext(ctx, query, args)
+	rows, err := q.QueryContext(ctx, query, args)
+	if err != driver.ErrSkip {
+		c.counted(query)
+	}
+	return rows, err
 }
 
 func (c *faultyConn) CheckNamedValue(nv *driver.NamedValue) error {
@@ -208,12 +323,14 @@ type faultyStmt struct {
 	driver.Stmt
 	f     *Faults
 	query string
+	c     *faultyConn
 }
 
 func (s *faultyStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if err := s.f.check(s.query); err != nil {
 		return nil, err
 	}
+	s.c.counted(s.query)
 	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args) // both drivers implement it
 }
 
@@ -221,6 +338,7 @@ func (s *faultyStmt) QueryContext(ctx context.Context, args []driver.NamedValue)
 	if err := s.f.check(s.query); err != nil {
 		return nil, err
 	}
+	s.c.counted(s.query)
 	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args) // both drivers implement it
 }
 
