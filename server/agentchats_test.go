@@ -371,17 +371,7 @@ func TestAgentChatRun(t *testing.T) {
 	env := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000")
 	owner, u := env.UserClient("ada@example.com") // the first user: an administrator (scripted configs need it)
 	mk := func(group, script, tool, op string, autoApprove bool) chatKey {
-		var g struct {
-			Data struct{ Group gen.Group } `json:"data"`
-		}
-		owner.Post("/groups", map[string]any{"name": group}).Expect(t, 201).Decode(t, &g)
-		owner.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
-			"name": "script", "driver": "scripted", "model": "script", "base_url": script, "is_default": true,
-		}).Expect(t, 201)
-		a := mkAgent(t, owner, map[string]any{"name": group + " bot", "system_prompt": "Work.", "principal_id": g.Data.Group.PrincipalId})
-		ap := fmt.Sprintf("/agents/%d/tools/%s", a.Id, tool)
-		owner.Post(ap+"/enable", nil).Expect(t, 200)
-		owner.Patch(ap+"/operations/"+op, map[string]any{"enabled": true, "auto_approve": autoApprove}).Expect(t, 200)
+		a := scriptedAgent(t, owner, group, script, tool, op, autoApprove)
 		return chatKey{agent: a, key: mintKey(t, owner, a.Id, group)}
 	}
 	e := &chatEnv{env: env, owner: owner, a: mk("Calc", "approve.json", "core.CalculatorTool", "calculate", false),

@@ -27,25 +27,14 @@ func TestAgentLoopEndToEnd(t *testing.T) {
 	env := apitest.New(t)
 	c, u := env.UserClient("ada@example.com") // the first user: an administrator (scripted configs need it)
 
-	var g struct {
-		Data struct{ Group gen.Group } `json:"data"`
-	}
-	c.Post("/groups", map[string]any{"name": "Lab"}).Expect(t, 201).Decode(t, &g)
-	c.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
-		"name": "script", "driver": "scripted", "model": "script", "base_url": "script.json", "is_default": true,
-	}).Expect(t, 201)
-	var a gen.AgentResponse
-	c.Post("/agents", map[string]any{"name": "Calc", "system_prompt": "Compute.", "principal_id": g.Data.Group.PrincipalId}).Expect(t, 201).Decode(t, &a)
-	ap := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", a.Data.Agent.Id)
-	c.Post(ap+"/enable", nil).Expect(t, 200)
-	c.Patch(ap+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": false}).Expect(t, 200)
+	agent := scriptedAgent(t, c, "Lab", "script.json", "core.CalculatorTool", "calculate", false)
 
 	// Subscribe to the caller's task topic over real HTTP, and run the worker.
 	events := followTasks(t, env, c, u.Id)
 	daemon := runWorker(t, env)
 
 	var created gen.TaskResponse
-	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)
+	c.Post("/tasks", map[string]any{"agent_id": agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)
 	id := created.Data.Task.Id
 	if created.Data.Task.Status != gen.TaskStatusQUEUED {
 		t.Fatalf("created task is %s", created.Data.Task.Status)

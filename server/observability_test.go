@@ -405,21 +405,10 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 	defer collector.Close()
 	env := apitest.New(t, "SVC_OTEL_ENDPOINT="+collector.URL, "SVC_OTEL_SERVICE_NAME=svc-test", "SVC_METRICS_TOKEN="+metricsToken)
 	c, _ := env.UserClient("ada@example.com")
-	var g struct {
-		Data struct{ Group gen.Group } `json:"data"`
-	}
-	c.Post("/groups", map[string]any{"name": "Lab"}).Expect(t, 201).Decode(t, &g)
-	c.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
-		"name": "script", "driver": "scripted", "model": "script", "base_url": "script.json", "is_default": true,
-	}).Expect(t, 201)
-	var a gen.AgentResponse
-	c.Post("/agents", map[string]any{"name": "Calc", "system_prompt": "Compute.", "principal_id": g.Data.Group.PrincipalId}).Expect(t, 201).Decode(t, &a)
-	ap := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", a.Data.Agent.Id)
-	c.Post(ap+"/enable", nil).Expect(t, 200)
-	c.Patch(ap+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}).Expect(t, 200)
+	agent := scriptedAgent(t, c, "Lab", "script.json", "core.CalculatorTool", "calculate", true)
 
 	var created gen.TaskResponse
-	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)
+	c.Post("/tasks", map[string]any{"agent_id": agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)
 	id := created.Data.Task.Id
 	env.App.Start(context.Background())
 	env.App.Daemon.Notify()
@@ -433,14 +422,14 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 
 	// Metrics of the task (scraped before Close).
 	fams := scrape(t, env, "Bearer "+metricsToken)
-	agent := fmt.Sprint(a.Data.Agent.Id)
+	agentID := fmt.Sprint(agent.Id)
 	for _, m := range []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
-		{"svc_model_tokens_total", map[string]string{"agent_id": agent, "model": "script", "direction": "in"}, 42},
-		{"svc_model_tokens_total", map[string]string{"agent_id": agent, "model": "script", "direction": "out"}, 10},
+		{"svc_model_tokens_total", map[string]string{"agent_id": agentID, "model": "script", "direction": "in"}, 42},
+		{"svc_model_tokens_total", map[string]string{"agent_id": agentID, "model": "script", "direction": "out"}, 10},
 		{"svc_model_call_duration_seconds", map[string]string{"system": "scripted", "model": "script", "outcome": "ok"}, 2},
 		{"svc_tool_calls_total", map[string]string{"tool": "core.CalculatorTool", "outcome": "executed"}, 1},
 		{"svc_tool_call_duration_seconds", map[string]string{"tool": "core.CalculatorTool"}, 1},

@@ -266,24 +266,6 @@ func TestTaskEventStream(t *testing.T) {
 		Header: map[string]string{"Authorization": "Bearer " + k2.Key}}).Expect(t, http.StatusNotFound, "NOT_FOUND")
 }
 
-// scriptedCalcAgent makes a group whose default model is the scripted driver reading script,
-// an agent of it whose calculator needs approval, and a key of that agent.
-func scriptedCalcAgent(t *testing.T, owner *apitest.Client, script string) chatKey {
-	t.Helper()
-	var g struct {
-		Data struct{ Group gen.Group } `json:"data"`
-	}
-	owner.Post("/groups", map[string]any{"name": "Calc " + script}).Expect(t, 201).Decode(t, &g)
-	owner.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
-		"name": "script", "driver": "scripted", "model": "script", "base_url": script, "is_default": true,
-	}).Expect(t, 201)
-	a := mkAgent(t, owner, map[string]any{"name": "Calc bot", "system_prompt": "Work.", "principal_id": g.Data.Group.PrincipalId})
-	ap := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", a.Id)
-	owner.Post(ap+"/enable", nil).Expect(t, 200)
-	owner.Patch(ap+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": false}).Expect(t, 200)
-	return chatKey{agent: a, key: mintKey(t, owner, a.Id, "calc")}
-}
-
 // TestTaskEventStreamAcrossInstances: a client cut off one svc instance reconnects to another
 // on the same database with Last-Event-ID and receives exactly the events after it, through
 // the terminal one, including those the first instance's worker writes after the switch.
