@@ -177,14 +177,6 @@ func inLease[T any](ctx context.Context, s *Store, id int64, workerID string, fn
 	})
 }
 
-// withLease is inLease for work that produces no value.
-func (s *Store) withLease(ctx context.Context, id int64, workerID string, fn func(tx *gorm.DB, now time.Time) error) error {
-	_, err := inLease(ctx, s, id, workerID, func(tx *gorm.DB, now time.Time) (struct{}, error) {
-		return struct{}{}, fn(tx, now)
-	})
-	return err
-}
-
 // ExtendLease moves the lease of a RUNNING task held by workerID to now+lease. Errors:
 // ErrInvalidState when the lease was lost or the task left RUNNING (for example aborted),
 // ErrNotFound "task not found", ErrInvalid for a non-positive lease.
