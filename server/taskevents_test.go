@@ -490,6 +490,16 @@ func TestTaskEventStreamKeepAlive(t *testing.T) {
 	if alive < 3 {
 		t.Fatalf("%d keep-alives before the stream ended: %v", alive, sc.Err())
 	}
+	// Deleting the task ends its stream (no terminal event will come).
+	owner.Delete(fmt.Sprintf("/tasks/%d", r.Data.Chat.Id)).Expect(t, http.StatusOK)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && line != ": keep-alive" {
+			t.Fatalf("unexpected line %q", line)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the stream of a deleted task did not end")
+	}
 }
 
 // TestQueuedTaskIsClaimedAtOnce: a task this process queues (a new chat, then its approval) is

@@ -208,6 +208,12 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 			return nil
 		case <-wake:
 		case <-keep.C:
+			// A deleted task writes no terminal event: its stream ends here instead.
+			if cs, err := b.Store.EventCursors(ctx, []int64{taskID}); err != nil {
+				return err
+			} else if len(cs) == 0 {
+				return nil
+			}
 			if err := sink.KeepAlive(); err != nil {
 				return err
 			}
