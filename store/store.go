@@ -10,10 +10,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -277,13 +279,14 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	for attempt := 1; ; attempt++ {
 		c = &created{}
 		release := s.queueWriter(ctx)
-		err = s.db.WithContext(withCreated(ctx, c)).Transaction(fn)
+		err = s.db.WithContext(withCreated(ctx, c)).Transaction(fn, s.txOptions(ctx)...)
 		release()
 		// MySQL/MariaDB roll a deadlock's victim back whole; running it again is what the server
 		// asks for (two creates of one user against a claim's row locks, seen in the drill).
 		if !isDeadlock(err) || attempt == maxDeadlockAttempts || ctx.Err() != nil {
 			break
 		}
+		time.Sleep(time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.IntN(5000))*time.Microsecond)
 	}
 	err = TranslateError(err)
 	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
@@ -321,6 +324,25 @@ func (s *Store) queueWriter(ctx context.Context) (release func()) {
 	case <-t.C:
 	}
 	return func() {} // not queued: SQLite's busy timeout decides, as without the queue
+}
+
+// readCommittedKey marks a context whose transactions run under READ COMMITTED on
+// MySQL/MariaDB (readCommitted).
+type readCommittedKey struct{}
+
+// readCommitted makes the transactions run with ctx use READ COMMITTED on MySQL/MariaDB: their
+// locking reads lock the rows they return and no gaps. The claim needs it: under REPEATABLE
+// READ its FOR UPDATE held gap locks on the queue's index that concurrent task inserts
+// deadlocked against (the 10,000-task drill). SQLite has one writer and ignores it.
+func readCommitted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readCommittedKey{}, true)
+}
+
+func (s *Store) txOptions(ctx context.Context) []*sql.TxOptions {
+	if s.dialect == DialectMySQL && ctx.Value(readCommittedKey{}) != nil {
+		return []*sql.TxOptions{{Isolation: sql.LevelReadCommitted}}
+	}
+	return nil
 }
 
 // inTx is tx for a transaction that produces a value: it runs fn in a transaction bound to ctx

@@ -64,7 +64,7 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 	if limit < 1 {
 		return out, nil
 	}
-	rows, err := inTx(ctx, s, func(tx *gorm.DB) ([]taskRow, error) {
+	rows, err := inTx(readCommitted(ctx), s, func(tx *gorm.DB) ([]taskRow, error) {
 		var rows []taskRow
 		now := s.now()
 		until := normTime(now.Add(lease))
