@@ -538,3 +538,39 @@ func TestQueuedTaskIsClaimedAtOnce(t *testing.T) {
 		t.Fatalf("ended with %s", evs[len(evs)-1].Raw)
 	}
 }
+
+// TestTaskEventStreamAttachments: a message event carries its attachments with their kinds (the
+// stream looks the media up once per page of events), as the transcript does.
+func TestTaskEventStreamAttachments(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, "SVC_AGENT_API=true")
+	owner, _ := env.UserClient("ada@example.com")
+	a := mkAgent(t, owner, map[string]any{"name": "Eyes"})
+	k := mintKey(t, owner, a.Id, "eyes")
+	auth := map[string]string{"Authorization": "Bearer " + k.Key}
+	var r gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Header: auth, Body: map[string]any{
+		"text": "look", "files": []map[string]any{
+			{"filename": "p.png", "data_url": dataURL("image/png", mediaPNG(t, 4, 4))},
+			{"filename": "n.txt", "data_url": dataURL("text/plain", []byte("note"))},
+		}}}).Expect(t, http.StatusAccepted).Decode(t, &r)
+	live, _ := streamLive(t, fmt.Sprintf("http://%s%s/agent-api/chats/%d/events", serve(t, env), apitest.API, r.Data.Chat.Id), auth)
+	var msg *gen.TranscriptMessage
+	for msg == nil {
+		ev, ok := nextStreamEvent(t, live)
+		if !ok {
+			t.Fatal("stream ended before the user message")
+		}
+		msg = ev.Data.Message
+	}
+	if msg.Role != gen.TranscriptMessageRoleUser || msg.Text != "look" || msg.Attachments == nil || len(*msg.Attachments) != 2 {
+		t.Fatalf("user message event = %+v", msg)
+	}
+	kinds := map[string]bool{}
+	for _, at := range *msg.Attachments {
+		kinds[string(at.Kind)] = at.MediaId != ""
+	}
+	if !kinds["image"] || len(kinds) != 2 {
+		t.Fatalf("attachment kinds = %v", kinds)
+	}
+}
