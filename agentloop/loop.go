@@ -64,13 +64,20 @@ type Loop struct {
 // (aborted, reaped or claimed by someone else: nothing is written); other errors are
 // infrastructure failures (the task keeps its state and the reaper or a retry recovers it).
 func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task, error) {
-	l.builtins.once.Do(l.addBuiltins)
 	t, err := l.Store.Task(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	return l.tick(ctx, t, workerID)
+}
+
+// tick is Tick on task t as last read or written (the claim's row, or the previous step's
+// result within one Run: the task cannot change meanwhile except by leaving RUNNING under
+// workerID's lease, which every write of the step checks).
+func (l *Loop) tick(ctx context.Context, t *store.Task, workerID string) (*store.Task, error) {
+	l.builtins.once.Do(l.addBuiltins)
 	if t.Status != taskstate.Running || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
-		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", id, t.Status, workerID)
+		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", t.ID, t.Status, workerID)
 	}
 	sctx, observed := l.observer().StepStarted(ctx, t)
 	out, err := l.step(sctx, t, workerID)
@@ -98,7 +105,7 @@ const DefaultLease = time.Minute
 // handBackTimeout bounds the write that hands a task back after a stop or a failed step.
 const handBackTimeout = 10 * time.Second
 
-// Run ticks task id until it leaves RUNNING, its lease is lost, or stop closes. stop is checked
+// Run ticks task t (as its claim by workerID returned it) until it leaves RUNNING, its lease is lost, or stop closes. stop is checked
 // at each step boundary: the step in flight finishes, then the task is handed back (QUEUED,
 // lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
 // mid-step (a shutdown that cannot wait any longer), the step fails and the task is handed back
@@ -106,8 +113,10 @@ const handBackTimeout = 10 * time.Second
 // task back counting a recovery (store.HandBack), except for a busy database (store.IsTransient:
 // a lock timeout, too many connections), which is no fault of the task's. The hand-back is
 // retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease
-// nobody renews. A nil stop never closes.
-func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID string) {
+// nobody renews. A nil stop never closes. Each step starts from the task row the previous one
+// wrote (the claim's for the first), so a run reads the task row once per claim, not per step.
+func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, t *store.Task, workerID string) {
+	id := t.ID
 	for {
 		select {
 		case <-stop:
@@ -115,7 +124,7 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 			return
 		default:
 		}
-		t, err := l.tickAlive(context.WithValue(ctx, inRun{}, true), id, workerID)
+		out, err := l.tickAlive(context.WithValue(ctx, inRun{}, true), t, workerID)
 		if err != nil {
 			if errors.Is(err, svcerr.ErrInvalidState) {
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
@@ -124,7 +133,7 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 			l.handBack(ctx, id, workerID, !store.IsTransient(err)) // a busy database is not the task's failure
 			return
 		}
-		if t.Status != taskstate.Running {
+		if t = out; t.Status != taskstate.Running {
 			return
 		}
 		if l.Lease > 0 {
@@ -141,17 +150,17 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, id int64, workerID
 
 // tickAlive is Tick while a heartbeat extends the lease every third of it, for at most
 // StepBound: a long model call or tool keeps its task, a hung one lets the lease lapse.
-func (l *Loop) tickAlive(ctx context.Context, id int64, workerID string) (*store.Task, error) {
+func (l *Loop) tickAlive(ctx context.Context, t *store.Task, workerID string) (*store.Task, error) {
 	done := make(chan struct{})
 	beat := make(chan struct{})
-	go func() {
+	go func(id int64) {
 		defer close(beat)
 		l.heartbeat(ctx, done, id, workerID)
-	}()
-	t, err := l.Tick(ctx, id, workerID)
+	}(t.ID)
+	out, err := l.tick(ctx, t, workerID)
 	close(done)
 	<-beat
-	return t, err
+	return out, err
 }
 
 func (l *Loop) heartbeat(ctx context.Context, done <-chan struct{}, id int64, workerID string) {
@@ -309,7 +318,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		reasoning = nil
 	}
 	msg := store.NewTaskMessage{Role: store.RoleAssistant, Text: resp.Text, Reasoning: reasoning,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Streamed: deltas.wrote}
 	for _, c := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}

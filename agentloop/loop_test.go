@@ -121,8 +121,8 @@ func (f *fixture) drain() {
 		if len(claimed) == 0 {
 			return
 		}
-		for _, c := range claimed {
-			f.loop.Run(context.Background(), nil, c.ID, "w1")
+		for i := range claimed {
+			f.loop.Run(context.Background(), nil, &claimed[i], "w1")
 		}
 	}
 }
@@ -307,7 +307,7 @@ func TestInterruptedCallIsNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker dies here. Its lease expires; the reaper fails the task; a retry re-queues it.
-	f.loop.Run(ctx, nil, task.ID, "crashy")
+	f.loop.Run(ctx, nil, &claimed[0], "crashy")
 	calls, _ = f.st.ToolCalls(ctx, task.ID)
 	if calls[0].Status != store.ToolCallFailed || f.calc.n.Load() != 0 {
 		t.Fatalf("interrupted call: %s, executions %d", calls[0].Status, f.calc.n.Load())
@@ -331,4 +331,14 @@ func TestTickRefusesForeignLease(t *testing.T) {
 	if got := f.task(task.ID); got.StepsUsed != 0 {
 		t.Fatal("a refused tick wrote")
 	}
+}
+
+// claimOne claims exactly one task for worker and fails the test otherwise.
+func claimOne(t testing.TB, st *store.Store, worker string, lease time.Duration) *store.Task {
+	t.Helper()
+	claimed, err := st.ClaimQueued(context.Background(), worker, lease, 1)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim for %s = %+v, %v", worker, claimed, err)
+	}
+	return &claimed[0]
 }

@@ -74,10 +74,8 @@ func TestStopHandsTheTaskBack(t *testing.T) {
 	}}
 	task := f.newTask("x", 10)
 	ctx := context.Background()
-	if got, err := f.st.ClaimQueued(ctx, "w1", time.Minute, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim = %+v, %v", got, err)
-	}
-	f.loop.Run(ctx, stop, task.ID, "w1")
+	claimed := claimOne(t, f.st, "w1", time.Minute)
+	f.loop.Run(ctx, stop, claimed, "w1")
 	got := f.task(task.ID)
 	if got.Status != taskstate.Queued || got.LeaseOwner != nil || got.LeaseExpiresAt != nil || got.Recoveries != 0 || got.StepsUsed != 1 || f.calc.n.Load() != 1 {
 		t.Fatalf("handed back = %+v, executions %d", got, f.calc.n.Load())
@@ -100,10 +98,8 @@ func TestCancelledStepIsHandedBack(t *testing.T) {
 		return ctx.Err()
 	}}
 	task := f.newTask("x", 10)
-	if got, err := f.st.ClaimQueued(context.Background(), "w1", time.Minute, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim = %+v, %v", got, err)
-	}
-	f.loop.Run(ctx, nil, task.ID, "w1")
+	claimed := claimOne(t, f.st, "w1", time.Minute)
+	f.loop.Run(ctx, nil, claimed, "w1")
 	if got := f.task(task.ID); got.Status != taskstate.Queued || got.Error != nil || got.Recoveries != 1 || got.LeaseOwner != nil {
 		t.Fatalf("cancelled step left %+v", got)
 	}
@@ -124,11 +120,9 @@ func TestHeartbeatKeepsTheLeaseOfALongStep(t *testing.T) {
 	}}
 	task := f.newTask("x", 10)
 	ctx := context.Background()
-	if got, err := f.st.ClaimQueued(ctx, "w1", f.loop.Lease, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim = %+v, %v", got, err)
-	}
+	claimed := claimOne(t, f.st, "w1", f.loop.Lease)
 	done := make(chan struct{})
-	go func() { defer close(done); f.loop.Run(ctx, nil, task.ID, "w1") }()
+	go func() { defer close(done); f.loop.Run(ctx, nil, claimed, "w1") }()
 	<-inModel
 	for range 4 { // four minutes: past the claim's lease of three
 		clock.WaitForTimers(t, 1)
@@ -160,13 +154,11 @@ func TestBusyDatabaseNeverStrandsATask(t *testing.T) {
 	})
 	task := seed.createTasks(t, st, "busy", 1)[0]
 	ctx := context.Background()
-	if got, err := st.ClaimQueued(ctx, "w1", time.Minute, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim = %+v, %v", got, err)
-	}
+	claimed := claimOne(t, st, "w1", time.Minute)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		loop.Run(ctx, nil, task.ID, "w1")
+		loop.Run(ctx, nil, claimed, "w1")
 	}()
 	// The step's write failed, then two attempts to hand the task back; the database recovers.
 	deadline := time.Now().Add(10 * time.Second)
@@ -191,10 +183,8 @@ func TestBusyDatabaseNeverStrandsATask(t *testing.T) {
 		t.Fatalf("after the busy step: %s lease %v until %v, recoveries %d (failed writes %d)",
 			got.Status, got.LeaseOwner, got.LeaseExpiresAt, got.Recoveries, faults.Failed())
 	}
-	if claimed, err := st.ClaimQueued(ctx, "w2", time.Minute, 1); err != nil || len(claimed) != 1 {
-		t.Fatalf("claim again = %+v, %v", claimed, err)
-	}
-	loop.Run(ctx, nil, task.ID, "w2")
+	claimed = claimOne(t, st, "w2", time.Minute)
+	loop.Run(ctx, nil, claimed, "w2")
 	if got, _ = st.Task(ctx, task.ID); got.Status != taskstate.Completed {
 		t.Fatalf("after the second claim: %s", got.Status)
 	}

@@ -22,8 +22,8 @@ func TestStepStatementBudget(t *testing.T) {
 		turns           []llm.ScriptTurn
 		stmts, writeTxs int64
 	}{
-		{"one-step", []llm.ScriptTurn{{Text: "42"}}, 14, 2},
-		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, 31, 6},
+		{"one-step", []llm.ScriptTurn{{Text: "42"}}, 11, 2},
+		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, 26, 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestStepStatementBudget(t *testing.T) {
 			if err != nil || len(claimed) != 1 {
 				t.Fatal(err, len(claimed))
 			}
-			loop.Run(ctx, nil, claimed[0].ID, "w")
+			loop.Run(ctx, nil, &claimed[0], "w")
 			counter.Trace(nil)
 			got := counter.Counts().Sub(before)
 			tk, err := st.Task(ctx, claimed[0].ID)

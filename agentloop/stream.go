@@ -29,6 +29,7 @@ type deltaWriter struct {
 	text   strings.Builder
 	reason strings.Builder
 	failed bool // a write failed (lease lost, database away): the rest of the turn streams unrecorded
+	wrote  bool // a delta write was attempted: the stored turn must drop the turn's deltas
 }
 
 func newDeltaWriter(ctx context.Context, l *Loop, taskID int64, worker string) *deltaWriter {
@@ -49,6 +50,7 @@ func (w *deltaWriter) add(text, reasoning string) {
 	w.text.Reset()
 	w.reason.Reset()
 	w.last = time.Now()
+	w.wrote = true
 	if err := w.store.AppendDelta(w.ctx, w.taskID, w.worker, d); err != nil {
 		// Not the turn's failure: its message is written (or refused) under the lease as usual.
 		w.failed = true

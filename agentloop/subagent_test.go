@@ -134,7 +134,7 @@ func TestSubAgentDelegationCompletes(t *testing.T) {
 	if err != nil || len(claimed) != 1 || claimed[0].ID != parent.ID {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
-	sf.loop.Run(context.Background(), nil, parent.ID, "w1")
+	sf.loop.Run(context.Background(), nil, &claimed[0], "w1")
 	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}
@@ -239,10 +239,8 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 		{Text: "both done"},
 	})
 	parent := sf.newTask("split", 10)
-	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
-		t.Fatal(err)
-	}
-	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	claimed := claimOne(t, sf.st, "w0", time.Minute)
+	sf.loop.Run(ctx, nil, claimed, "w0")
 	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s", got.Status)
 	}
@@ -262,10 +260,10 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 			t.Fatalf("claim %s: %v %v", w, claimed, err)
 		}
 		runs.Add(1)
-		go func(id int64, w string) {
+		go func(c *store.Task, w string) {
 			defer runs.Done()
-			sf.loop.Run(ctx, nil, id, w)
-		}(claimed[0].ID, w)
+			sf.loop.Run(ctx, nil, c, w)
+		}(&claimed[0], w)
 	}
 	runs.Wait()
 	sf.drv.before = nil
@@ -294,10 +292,8 @@ func TestResumeWhenChildrenSettledOnce(t *testing.T) {
 		{ToolCalls: []llm.ScriptToolCall{subCall("a", "sub_agent", sf.children[0].ID, "go")}},
 	})
 	parent := sf.newTask("p", 10)
-	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
-		t.Fatal(err)
-	}
-	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	claimed := claimOne(t, sf.st, "w0", time.Minute)
+	sf.loop.Run(ctx, nil, claimed, "w0")
 	if ok, err := sf.st.ResumeWhenChildrenSettled(ctx, parent.ID); ok || err != nil {
 		t.Fatalf("resumed with a queued child: %v %v", ok, err)
 	}
@@ -338,10 +334,8 @@ func TestAbortSubAgentCascades(t *testing.T) {
 		{ToolCalls: []llm.ScriptToolCall{subCall("a", "sub_agent", sf.children[0].ID, "go")}},
 	})
 	parent := sf.newTask("p", 10)
-	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
-		t.Fatal(err)
-	}
-	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	claimed := claimOne(t, sf.st, "w0", time.Minute)
+	sf.loop.Run(ctx, nil, claimed, "w0")
 	kid := sf.childTasks(parent.ID)[0]
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
@@ -430,10 +424,8 @@ func TestChildAbortedByUserResumesParent(t *testing.T) {
 		{Text: "the child was stopped"},
 	})
 	parent := sf.newTask("p", 10)
-	if _, err := sf.st.ClaimQueued(ctx, "w0", time.Minute, 1); err != nil {
-		t.Fatal(err)
-	}
-	sf.loop.Run(ctx, nil, parent.ID, "w0")
+	claimed := claimOne(t, sf.st, "w0", time.Minute)
+	sf.loop.Run(ctx, nil, claimed, "w0")
 	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}

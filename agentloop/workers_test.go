@@ -89,20 +89,20 @@ func newWorkerLoop(tb testing.TB, st *store.Store, turns []llm.ScriptTurn, befor
 // newDaemon wires a daemon the way server/runtime.go does (Claim through the store, Run
 // through the loop), except that a finished run wakes the claimer when notify is set.
 // after, when set, is told each task whose run returned.
-func newDaemon(st *store.Store, loop *agentloop.Loop, workerID string, maxWorkers int, notify bool, after func(id int64)) *worker.Daemon {
-	d := &worker.Daemon{MaxWorkers: maxWorkers}
-	d.Claim = func(ctx context.Context, n int) ([]int64, error) {
+func newDaemon(st *store.Store, loop *agentloop.Loop, workerID string, maxWorkers int, notify bool, after func(id int64)) *worker.Daemon[*store.Task] {
+	d := &worker.Daemon[*store.Task]{MaxWorkers: maxWorkers}
+	d.Claim = func(ctx context.Context, n int) ([]*store.Task, error) {
 		ts, err := st.ClaimQueued(ctx, workerID, loop.Lease, n)
-		ids := make([]int64, len(ts))
-		for i, t := range ts {
-			ids[i] = t.ID
+		out := make([]*store.Task, len(ts))
+		for i := range ts {
+			out[i] = &ts[i]
 		}
-		return ids, err
+		return out, err
 	}
-	d.Run = func(ctx context.Context, stop <-chan struct{}, id int64) {
-		loop.Run(ctx, stop, id, workerID)
+	d.Run = func(ctx context.Context, stop <-chan struct{}, t *store.Task) {
+		loop.Run(ctx, stop, t, workerID)
 		if after != nil {
-			after(id)
+			after(t.ID)
 		}
 		if notify {
 			d.Notify()
@@ -139,7 +139,7 @@ func TestTwoDaemonsNeverShareATask(t *testing.T) {
 	workers := []string{"host-a:1:1", "host-b:2:2"}
 	var finished atomic.Int64
 	done := make(chan struct{})
-	daemons := make([]*worker.Daemon, len(workers))
+	daemons := make([]*worker.Daemon[*store.Task], len(workers))
 	for i, wid := range workers {
 		loop := newWorkerLoop(t, sts[i], turns, func(req llm.Request) {
 			id := byPrompt[req.Messages[0].Text]
@@ -150,11 +150,11 @@ func TestTwoDaemonsNeverShareATask(t *testing.T) {
 		})
 		d := newDaemon(sts[i], loop, wid, 2, true, nil)
 		run := d.Run
-		d.Run = func(ctx context.Context, stop <-chan struct{}, id int64) {
+		d.Run = func(ctx context.Context, stop <-chan struct{}, t *store.Task) {
 			start := time.Now()
-			run(ctx, stop, id)
+			run(ctx, stop, t)
 			mu.Lock()
-			runs[id] = append(runs[id], span{worker: wid, start: start, end: time.Now()})
+			runs[t.ID] = append(runs[t.ID], span{worker: wid, start: start, end: time.Now()})
 			mu.Unlock()
 			if finished.Add(1) == n {
 				close(done)

@@ -115,7 +115,7 @@ func runQueued(t *testing.T, app *server.App) *store.Task {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
-	app.Loop.Run(ctx, nil, got[0].ID, "test-worker")
+	app.Loop.Run(ctx, nil, &got[0], "test-worker")
 	tk, err := app.Store.Task(ctx, got[0].ID)
 	if err != nil {
 		t.Fatal(err)

@@ -46,11 +46,11 @@ import (
 // dispatcher), so a step's publish hook, the daemon and the handlers use the same instances.
 type Services struct {
 	api.Deps
-	Skills   *skill.Index    // shipped skills, then plugins' skill folders
-	Secrets  *secret.Box     // seals secrets at rest (model API keys, password-typed settings)
-	Hub      *push.Hub       // the embedded push hub; stopped by Close
-	Loop     *agentloop.Loop // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
-	Daemon   *worker.Daemon  // server mode: drains the task queue (App.Start)
+	Skills   *skill.Index                // shipped skills, then plugins' skill folders
+	Secrets  *secret.Box                 // seals secrets at rest (model API keys, password-typed settings)
+	Hub      *push.Hub                   // the embedded push hub; stopped by Close
+	Loop     *agentloop.Loop             // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
+	Daemon   *worker.Daemon[*store.Task] // server mode: drains the task queue (App.Start)
 	Webhooks *webhook.Dispatcher
 	Mails    *mailqueue.Dispatcher // sends the mail outbox (every mode; App.Start)
 	MCP      *mcp.Manager          // the MCP servers of plugins; closed by Close
@@ -266,29 +266,30 @@ const choresEvery = agentloop.DefaultLease / 4
 // maxWorkers runs at once, and running chores every choresEvery. Each process gets its own worker
 // id, so two processes on one database never run the same task at once (claims are atomic in
 // the store).
-func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon {
+func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[*store.Task] {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
 	loop := a.Loop
-	return &worker.Daemon{
+	return &worker.Daemon[*store.Task]{
 		MaxWorkers: maxWorkers,
 		Poll:       time.Second,
 		Log:        a.Logger,
 		Clock:      startstop.RealClock(a.clock),
-		Claim: func(ctx context.Context, n int) ([]int64, error) {
+		Claim: func(ctx context.Context, n int) ([]*store.Task, error) {
 			ts, err := a.Store.ClaimQueued(ctx, id, loop.Lease, n)
-			ids := make([]int64, len(ts))
+			out := make([]*store.Task, len(ts))
 			now := a.clock()
-			for i, t := range ts {
-				ids[i] = t.ID
+			for i := range ts {
+				t := &ts[i]
+				out[i] = t
 				// Claim latency is measured on first claims (queued since creation); a resumed
 				// task's wait is the user's or a retry's, not the queue's.
 				a.Metrics.Claimed(t.StepsUsed == 0 && t.RetryCount == 0 && t.Recoveries == 0, now.Sub(t.CreatedAt))
 				a.Tasks.LogTransition(ctx, task.Transition{Action: "claim", TaskID: t.ID, From: taskstate.Queued, To: t.Status, Worker: id})
 			}
-			return ids, err
+			return out, err
 		},
-		Run:         func(ctx context.Context, stop <-chan struct{}, taskID int64) { loop.Run(ctx, stop, taskID, id) },
+		Run:         func(ctx context.Context, stop <-chan struct{}, t *store.Task) { loop.Run(ctx, stop, t, id) },
 		ChoresEvery: choresEvery,
 		Chores:      func(ctx context.Context) error { _, err := chores.Run(ctx); return err },
 	}

@@ -59,14 +59,14 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]ratelimit.Checker
-	bodies   chan struct{}    // one slot per request body being received (max_request_bodies)
-	agentAPI agentAPIState    // per-agent API: per-key limiters (server/agentapi.go)
-	media    *media.Service   // inline files are spooled to its InlineDir
-	plugins  *plugins.Runtime // frontend bundles of plugins
-	metrics  *metrics.Metrics // {prefix}/metrics and the request metrics
-	tracer   *tracing.Tracer  // request spans (no-op when tracing is off)
-	pushSvc  *push.Service    // the push channel (readiness)
-	daemon   *worker.Daemon   // the server-mode worker (readiness)
+	bodies   chan struct{}               // one slot per request body being received (max_request_bodies)
+	agentAPI agentAPIState               // per-agent API: per-key limiters (server/agentapi.go)
+	media    *media.Service              // inline files are spooled to its InlineDir
+	plugins  *plugins.Runtime            // frontend bundles of plugins
+	metrics  *metrics.Metrics            // {prefix}/metrics and the request metrics
+	tracer   *tracing.Tracer             // request spans (no-op when tracing is off)
+	pushSvc  *push.Service               // the push channel (readiness)
+	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/store"
 )
 
 const hubPath = apitest.Prefix + "/.well-known/mercure"
@@ -324,7 +325,7 @@ func followTopic(t *testing.T, env *apitest.Env, c *apitest.Client, topic string
 
 // runWorker starts the service's background work (server mode: the daemon and the callback
 // dispatcher) as `svc serve` does, and drains it when the test ends; it returns the daemon.
-func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon {
+func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon[*store.Task] {
 	t.Helper()
 	env.App.Start(context.Background())
 	t.Cleanup(func() {

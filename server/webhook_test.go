@@ -96,7 +96,7 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].ID != chatID {
 			t.Fatalf("ClaimQueued = %+v, %v", got, err)
 		}
-		loop.Run(ctx, nil, chatID, "e2e")
+		loop.Run(ctx, nil, &got[0], "e2e")
 		if n, err := hooks.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("RunOnce = %d, %v; want one delivery", n, err)
 		}
@@ -170,10 +170,11 @@ func TestChatCallbacksEndToEnd(t *testing.T) {
 		Body: map[string]any{"text": "And 2*3?", "callback_url": rc.URL + "/hooks/svc"}}).
 		Expect(t, http.StatusAccepted).Decode(t, &started)
 	chatID = started.Data.Chat.Id
-	if got, err := env.App.Store.ClaimQueued(ctx, "e2e", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != chatID {
+	got, err := env.App.Store.ClaimQueued(ctx, "e2e", time.Minute, 1)
+	if err != nil || len(got) != 1 || got[0].ID != chatID {
 		t.Fatalf("ClaimQueued = %+v, %v", got, err)
 	}
-	loop.Run(ctx, nil, chatID, "e2e")
+	loop.Run(ctx, nil, &got[0], "e2e")
 	select {
 	case r := <-received:
 		if chat := verify(r); chat.Id != chatID || chat.Status != gen.TaskStatusPENDINGAPPROVAL {

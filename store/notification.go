@@ -204,21 +204,32 @@ func (s *Store) notifyRow(tx *gorm.DB, now time.Time, t *taskRow) error {
 // that principal. Created notifications are handed to the store's notification hook after the
 // transaction commits.
 func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) error {
-	var agent struct {
+	// The agent's name and principal and the subscriptions to either, in one read.
+	var rows []struct {
 		Name        string
 		PrincipalID int64
+		UserID      *int64
+		Kinds       *string
+		Email       *bool
 	}
-	if err := tx.Table("agents").Select("name", "principal_id").Where("id = ?", t.AgentID).Take(&agent).Error; err != nil {
+	if err := tx.Table("agents").
+		Select("agents.name, agents.principal_id, s.user_id, s.kinds, s.email").
+		Joins("LEFT JOIN notification_subscriptions s ON (s.target_type = ? AND s.target_id = agents.id) OR (s.target_type = ? AND s.target_id = agents.principal_id)",
+			SubscribeAgent, SubscribePrincipal).
+		Where("agents.id = ?", t.AgentID).Order("s.user_id").Scan(&rows).Error; err != nil {
 		return fmt.Errorf("task %d: notify: %w", t.ID, err)
 	}
-	var subs []subscriptionRow
-	if err := tx.Where("(target_type = ? AND target_id = ?) OR (target_type = ? AND target_id = ?)",
-		SubscribeAgent, t.AgentID, SubscribePrincipal, agent.PrincipalID).Order("user_id").Find(&subs).Error; err != nil {
-		return fmt.Errorf("task %d: notify: %w", t.ID, err)
+	if len(rows) == 0 {
+		return fmt.Errorf("task %d: notify: agent %d: %w", t.ID, t.AgentID, gorm.ErrRecordNotFound)
 	}
+	agent := rows[0]
 	recipients := []int64{t.UserID}
 	email := map[int64]bool{}
-	for _, sub := range subs {
+	for _, r := range rows {
+		if r.UserID == nil {
+			continue // no subscription
+		}
+		sub := subscriptionRow{UserID: *r.UserID, Kinds: deref(r.Kinds), Email: r.Email != nil && *r.Email}
 		if !sub.wants(kind) {
 			continue
 		}

@@ -435,7 +435,7 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 		stored = &msgs[0]
 		evs = append(evs, messageEvents(msgs)...)
 	}
-	if msg != nil || o.Status != taskstate.Running {
+	if (msg != nil && msg.Streamed) || (msg == nil && o.Status != taskstate.Running) {
 		// The message holds the whole text now, or the turn failed and keeps nothing partial.
 		if err := pruneDeltas(tx, id); err != nil {
 			return nil, nil, err

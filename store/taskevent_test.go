@@ -54,8 +54,11 @@ func TestTaskEventLog(t *testing.T) {
 	if got, want := eventLog(t, f.s, tk.ID), "1:status:QUEUED 2:message:user 3:status:RUNNING 4:delta:Hel 5:delta:lo"; got != want {
 		t.Fatalf("log = %s, want %s", got, want)
 	}
-	if _, _, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant, Text: "Hello"}, nil); err != nil {
+	if _, _, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant, Text: "Hello", Streamed: true}, nil); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := eventLog(t, f.s, tk.ID), "1:status:QUEUED 2:message:user 3:status:RUNNING 6:message:assistant"; got != want {
+		t.Fatalf("log after the streamed turn = %s, want %s", got, want)
 	}
 	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running, Steps: 1}); err != nil {
 		t.Fatal(err)

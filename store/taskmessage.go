@@ -33,6 +33,11 @@ type NewTaskMessage struct {
 	MediaIDs       []string
 	InputTokens    int64
 	OutputTokens   int64
+	// Streamed says that output deltas of this assistant turn were written to the event log
+	// (AppendDelta): storing the turn drops them. A turn that streamed nothing costs no delete,
+	// since deltas only ever exist while the run that wrote them holds the task's lease (a
+	// reaped, handed-back or aborted run's deltas are dropped at that moment).
+	Streamed bool `json:"-"`
 }
 
 // TaskMessage is one stored conversation turn; Sequence starts at 1 per task.

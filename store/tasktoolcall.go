@@ -131,8 +131,10 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		if err != nil {
 			return turn{}, err
 		}
-		if err := pruneDeltas(tx, taskID); err != nil { // the message holds the whole text now
-			return turn{}, err
+		if msg.Streamed {
+			if err := pruneDeltas(tx, taskID); err != nil { // the message holds the whole text now
+				return turn{}, err
+			}
 		}
 		evs := messageEvents(stored)
 		for i := range recorded {

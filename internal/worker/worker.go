@@ -17,15 +17,16 @@ import (
 	"github.com/agentsvc/svc/internal/startstop"
 )
 
-// Daemon drains the queue. Claim, Run and Chores are supplied by the caller (the store and the
-// agent loop), which keeps the daemon free of both.
-type Daemon struct {
-	// Claim atomically takes up to n runnable tasks and returns their ids.
-	Claim func(ctx context.Context, n int) ([]int64, error)
+// Daemon drains the queue of tasks of type T (what a claim yields: the claimed task row, so its
+// run need not read it again). Claim, Run and Chores are supplied by the caller (the store and
+// the agent loop), which keeps the daemon free of both.
+type Daemon[T any] struct {
+	// Claim atomically takes up to n runnable tasks and returns them.
+	Claim func(ctx context.Context, n int) ([]T, error)
 	// Run works on one claimed task until it is quiescent or stop closes (checked between
 	// steps; agentloop.Loop.Run). ctx ends only when Stop gives up waiting: the step in flight
 	// is then cancelled.
-	Run func(ctx context.Context, stop <-chan struct{}, id int64)
+	Run func(ctx context.Context, stop <-chan struct{}, task T)
 	// Chores runs the periodic housekeeping (Chores.Run: reaping RUNNING tasks whose lease
 	// expired, dispatching due scheduled runs, sweeping expired media) at start and then every
 	// ChoresEvery; nil disables it.
@@ -47,7 +48,7 @@ type Daemon struct {
 // LastPoll is when the claim loop last went round (wall clock; zero before Start and after the
 // loop ended): the readiness check takes a loop that has not gone round for a few Poll
 // intervals to be stuck.
-func (d *Daemon) LastPoll() time.Time {
+func (d *Daemon[T]) LastPoll() time.Time {
 	if n := d.polled.Load(); n != 0 {
 		return time.Unix(0, n)
 	}
@@ -62,7 +63,7 @@ const unlimitedBatch = 16
 
 // Start begins claiming in the background; ctx's values reach Claim, Run and Chores. A second
 // Start before Stop does nothing.
-func (d *Daemon) Start(ctx context.Context) {
+func (d *Daemon[T]) Start(ctx context.Context) {
 	if d.Poll <= 0 {
 		d.Poll = time.Second
 	}
@@ -84,13 +85,13 @@ func (d *Daemon) Start(ctx context.Context) {
 
 // Notify wakes the claimer at once (a task was queued, or a slot freed) instead of waiting for
 // the next poll.
-func (d *Daemon) Notify() { d.base.Notify() }
+func (d *Daemon[T]) Notify() { d.base.Notify() }
 
 // Stop ends claiming and waits until in-flight runs have finished their step and handed their
 // task back. When ctx ends first, the steps still running are cancelled (their tasks are handed
 // back as failed steps, a recovery each) and Stop waits a short grace for that, then returns
 // an error naming the timeout.
-func (d *Daemon) Stop(ctx context.Context) error {
+func (d *Daemon[T]) Stop(ctx context.Context) error {
 	err := d.base.Stop(ctx)
 	if err == nil {
 		return nil
@@ -109,7 +110,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	return fmt.Errorf("worker: stop timed out; in-flight steps were cancelled and their tasks handed back: %w", err)
 }
 
-func (d *Daemon) loop(ctx, runs context.Context) {
+func (d *Daemon[T]) loop(ctx, runs context.Context) {
 	defer d.running.Wait()
 	defer d.polled.Store(0)
 	var sem chan struct{}
@@ -130,24 +131,24 @@ func (d *Daemon) loop(ctx, runs context.Context) {
 		}
 		claimed := 0
 		if n > 0 {
-			ids, err := d.Claim(ctx, n)
+			tasks, err := d.Claim(ctx, n)
 			if err != nil && ctx.Err() == nil {
 				d.Log.Error("claim tasks", "err", err)
 			}
-			claimed = len(ids)
-			for _, id := range ids {
+			claimed = len(tasks)
+			for _, task := range tasks {
 				if sem != nil {
 					sem <- struct{}{}
 				}
 				d.running.Add(1)
-				go func(id int64) {
+				go func(task T) {
 					defer d.running.Done()
 					defer d.Notify() // a slot freed: claim again without waiting for the poll
 					if sem != nil {
 						defer func() { <-sem }() // before the Notify, so the woken claimer sees the slot
 					}
-					d.Run(runs, ctx.Done(), id)
-				}(id)
+					d.Run(runs, ctx.Done(), task)
+				}(task)
 			}
 		}
 		if claimed > 0 && (sem == nil || len(sem) < cap(sem)) {
@@ -166,7 +167,7 @@ func (d *Daemon) loop(ctx, runs context.Context) {
 }
 
 // chores runs the periodic chores, if any, and returns the channel of the next pass.
-func (d *Daemon) chores(ctx context.Context) <-chan time.Time {
+func (d *Daemon[T]) chores(ctx context.Context) <-chan time.Time {
 	if d.Chores == nil {
 		return nil
 	}

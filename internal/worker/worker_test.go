@@ -41,7 +41,7 @@ func TestDaemonDrainsWithBoundedConcurrency(t *testing.T) {
 	seen := sync.Map{}
 	three, done := make(chan struct{}), make(chan struct{})
 	var threeOnce sync.Once // three in flight happens again later, once the first three returned
-	d := &Daemon{
+	d := &Daemon[int64]{
 		Claim:      q.claim,
 		MaxWorkers: 3,
 		Clock:      testkit.NewClock(t0),
@@ -89,7 +89,7 @@ func TestStopWaitsForInFlightRuns(t *testing.T) {
 	q := &fakeQueue{last: 1}
 	started, sawStop, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var finished atomic.Bool
-	d := &Daemon{
+	d := &Daemon[int64]{
 		Claim: q.claim,
 		Clock: testkit.NewClock(t0),
 		Run: func(ctx context.Context, stop <-chan struct{}, _ int64) {
@@ -125,7 +125,7 @@ func TestStopCancelsStepsPastItsContext(t *testing.T) {
 	q := &fakeQueue{last: 1}
 	started := make(chan struct{})
 	var cancelled atomic.Bool
-	d := &Daemon{
+	d := &Daemon[int64]{
 		Claim: q.claim,
 		Clock: testkit.NewClock(t0),
 		Run: func(ctx context.Context, _ <-chan struct{}, _ int64) {
@@ -153,7 +153,7 @@ func TestChoresAndNotify(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(t0)
 	claims, chores := make(chan struct{}, 10), make(chan time.Time, 10)
-	d := &Daemon{
+	d := &Daemon[int64]{
 		Claim:       func(context.Context, int) ([]int64, error) { claims <- struct{}{}; return nil, nil },
 		Run:         func(context.Context, <-chan struct{}, int64) {},
 		Chores:      func(context.Context) error { chores <- clock.Now(); return nil },
