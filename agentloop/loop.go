@@ -56,7 +56,12 @@ type Loop struct {
 	// Observer watches steps, model calls and tool calls (metrics, traces); nil observes
 	// nothing.
 	Observer Observer
-	builtins builtins
+	// CacheConfig keeps what a step reads of its agent's configuration (the agent, ToolStates,
+	// the model configuration) between steps and runs, per agent, until the store's
+	// configuration version moves (Loop.config); false reads it every step.
+	CacheConfig bool
+	configs     configCache
+	builtins    builtins
 }
 
 // Tick performs one step of task id, whose lease workerID holds. It returns the task as the
@@ -228,17 +233,16 @@ func (l *Loop) log() *slog.Logger {
 
 // step is the body of Tick.
 func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.Task, error) {
-	agent, err := l.Store.Agent(ctx, t.AgentID, t.UserID)
+	conf, err := l.config(ctx, t.AgentID, t.UserID)
 	if err != nil {
-		return nil, fmt.Errorf("agent of task %d: %w", t.ID, err)
+		return nil, fmt.Errorf("configuration of task %d: %w", t.ID, err)
 	}
-	states, err := l.ToolStates(ctx, agent.ID)
-	if err != nil {
-		return nil, fmt.Errorf("tool states of agent %d: %w", agent.ID, err)
-	}
-	calls, err := l.Store.ToolCalls(ctx, t.ID)
-	if err != nil {
-		return nil, err
+	agent, states := conf.agent, conf.states
+	var calls []store.ToolCall // a task that recorded none (every first step) has none to read
+	if t.ToolCallCount > 0 {
+		if calls, err = l.Store.ToolCalls(ctx, t.ID); err != nil {
+			return nil, err
+		}
 	}
 	todos := &taskTodos{data: t.Data}
 	if l.Todos != nil {
@@ -279,13 +283,10 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 			Data: mergeData(todos.flush(), map[string]any{"max_steps_reached": true})})
 	}
 
-	cfg, err := l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
-	if errors.Is(err, svcerr.ErrNotFound) {
+	cfg := conf.llm
+	if cfg == nil {
 		return l.fail(ctx, t, worker, taskstate.CodeNoLLMConfiguration,
 			"no model configuration: add a default one to the agent's group or a global default", nil)
-	}
-	if err != nil {
-		return nil, err
 	}
 	driver, err := l.Driver(cfg)
 	if err != nil {

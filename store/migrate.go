@@ -133,6 +133,7 @@ func (s *Store) createMigrationsTable(db *gorm.DB) error {
 // (GET_LOCK) per database and a migration is recorded after its last statement succeeds.
 // Errors are uncategorised: a failing migration is an operator problem.
 func (s *Store) Migrate(ctx context.Context) error {
+	ctx = context.WithValue(ctx, migratingKey{}, true)
 	migs, err := loadMigrations(s.dialect)
 	if err != nil {
 		return err

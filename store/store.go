@@ -68,6 +68,9 @@ type Options struct {
 	// SQLDriverName is the database/sql driver to open ("" : sqlite3 or mysql). Tests register
 	// a driver wrapping the real one to inject failures.
 	SQLDriverName string
+	// ConfigVersionTTL is how long ConfigVersion trusts its last read; zero means
+	// DefaultConfigVersionTTL, negative reads every time.
+	ConfigVersionTTL time.Duration
 }
 
 // DefaultMaxOpenConns is the pool size of a dialect when Options.MaxOpenConns is zero: SQLite
@@ -102,7 +105,8 @@ type Store struct {
 	writers chan struct{}
 	// busyWait bounds a wait in writers; past it the transaction goes on to SQLite's own busy
 	// timeout, as it would without the queue.
-	busyWait time.Duration
+	busyWait   time.Duration
+	cfgVersion configVersion // ConfigVersion
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -155,6 +159,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
 	s.db = db
+	s.cfgVersion.ttl = opts.ConfigVersionTTL
+	if s.cfgVersion.ttl == 0 {
+		s.cfgVersion.ttl = DefaultConfigVersionTTL
+	}
+	if err := s.registerConfigVersion(db); err != nil {
+		return nil, err
+	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
@@ -300,6 +311,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	}
 	if err == nil && c.queued && s.onQueued != nil {
 		s.onQueued()
+	}
+	if err == nil && c.configChanged {
+		s.cfgVersion.stale.Store(true)
 	}
 	return err
 }

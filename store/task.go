@@ -69,6 +69,9 @@ type Task struct {
 	// TraceParent is the W3C traceparent of the request that created the task ("" : none);
 	// the spans of its steps link to it (Store.OnTaskTrace).
 	TraceParent string
+	// ToolCallCount is how many tool calls the task has recorded: a step of a task with none
+	// does not read them.
+	ToolCallCount int
 }
 
 type taskRow struct {
@@ -101,6 +104,7 @@ type taskRow struct {
 	EventSeq       int64 // the last event sequence given out (taskevent.go)
 	TraceParent    *string
 	MessageSeq     int64 // the last message sequence given out (taskmessage.go)
+	ToolCallCount  int   // tool calls recorded (AppendAssistantTurn)
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -117,7 +121,7 @@ func (r *taskRow) toTask() (*Task, error) {
 		OutputTokens: r.OutputTokens, Data: data, Source: r.Source, APIKeyID: r.APIKeyID, CallbackURL: r.CallbackURL,
 		LeaseOwner:     r.LeaseOwner,
 		LeaseExpiresAt: utcPtr(r.LeaseExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		FinishedAt: utcPtr(r.FinishedAt), TraceParent: deref(r.TraceParent),
+		FinishedAt: utcPtr(r.FinishedAt), TraceParent: deref(r.TraceParent), ToolCallCount: r.ToolCallCount,
 	}
 	if r.ErrorCode != nil {
 		t.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}

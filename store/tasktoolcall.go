@@ -119,7 +119,11 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		// One UPDATE checks the lease and numbers the message and its events (the message, one
 		// proposal per call); one INSERT writes the events.
 		now := s.now()
-		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1 + len(rows), messages: 1})
+		var ch map[string]any
+		if len(rows) > 0 {
+			ch = map[string]any{"tool_call_count": gorm.Expr("tool_call_count + ?", len(rows))}
+		}
+		row, err := leaseWrite(tx, taskID, workerID, now, ch, reserve{events: 1 + len(rows), messages: 1})
 		if err != nil {
 			return turn{}, err
 		}

@@ -91,13 +91,18 @@ func open(t testing.TB, opts store.Options) *store.Store {
 
 // Twin opens a second store on the database of s (a store of this package), with its own
 // connections and hooks, as a second svc process would: for tests of what crosses processes.
-func Twin(t testing.TB, s *store.Store) *store.Store {
+// Each of with may change its options (ConfigVersionTTL, say).
+func Twin(t testing.TB, s *store.Store, with ...func(*store.Options)) *store.Store {
 	t.Helper()
-	opts, ok := opened.Load(s)
+	o, ok := opened.Load(s)
 	if !ok {
 		t.Fatal("storetest: Twin of a store storetest did not open")
 	}
-	return open(t, opts.(store.Options))
+	opts := o.(store.Options)
+	for _, f := range with {
+		f(&opts)
+	}
+	return open(t, opts)
 }
 
 // MySQLDatabase creates a throwaway database on the server of dsn (removed when the test ends)
