@@ -42,7 +42,7 @@ type configCache struct {
 // config returns the configuration a step of a task of agentID (run for viewer) works with:
 // read from the store each time, or, with CacheConfig, once per configuration version: a
 // change to the agent, its tools, settings or model configuration made through any process
-// reaches the next step of every running task (within store.DefaultConfigVersionTTL when
+// reaches the next step of every running task (within store.DefaultVersionTTL when
 // another process made it). Errors: the store's (ErrNotFound for a deleted agent); a missing
 // model configuration is not an error here (stepConfig.llmErr).
 func (l *Loop) config(ctx context.Context, agentID, viewer int64) (*stepConfig, error) {

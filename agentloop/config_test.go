@@ -19,7 +19,7 @@ func TestCachedConfigFollowsOtherProcess(t *testing.T) {
 	base := storetest.New(t)
 	// The loop's process re-reads the version every time, so the test need not wait out the
 	// default TTL of a second; what it checks is that a change elsewhere moves the version.
-	st := storetest.Twin(t, base, func(o *store.Options) { o.ConfigVersionTTL = -1 })
+	st := storetest.Twin(t, base, func(o *store.Options) { o.VersionTTL = -1 })
 	other := storetest.Twin(t, base)
 	seed := seedAgent(t, base)
 	var systems []string

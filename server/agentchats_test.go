@@ -449,14 +449,15 @@ func TestAgentChatRun(t *testing.T) {
 		t.Fatalf("transcript since 1 tool calls = %+v", tr.Data.ToolCalls)
 	}
 	e.call(e.a, http.MethodPost, p+"/approve", map[string]any{"decisions": []map[string]any{{"provider_call_id": "c1", "decision": "approve"}}}).Expect(t, http.StatusConflict, "INVALID_STATE")
-	// A follow-up on the completed chat.
+	// A follow-up on the completed chat (the worker may run it before the budget is read).
+	stepsBefore := getTask(t, owner, c.Id).StepsUsed
 	var fr gen.ChatResponse
 	e.call(e.a, http.MethodPost, p+"/messages", map[string]any{"text": "And again?", "additional_steps": 500}).Expect(t, http.StatusAccepted).Decode(t, &fr)
 	if fr.Data.Chat.Status != gen.TaskStatusQUEUED || fr.Data.Chat.Answer != nil {
 		t.Fatalf("follow-up = %+v", fr.Data.Chat)
 	}
-	if task := getTask(t, owner, c.Id); task.MaxSteps != task.StepsUsed+100 {
-		t.Fatalf("follow-up budget %d after %d steps", task.MaxSteps, task.StepsUsed)
+	if task := getTask(t, owner, c.Id); task.MaxSteps != stepsBefore+100 {
+		t.Fatalf("follow-up budget %d after %d steps", task.MaxSteps, stepsBefore)
 	}
 	daemon.Notify()
 	waitEvent(t, events, c.Id, gen.TaskStatusCOMPLETED)

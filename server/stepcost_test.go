@@ -74,5 +74,5 @@ var readTable = regexp.MustCompile("(?i)\\b(?:from|join)\\s+[`\"]?(\\w+)")
 // taskTables are the tables of a task's own state, which its steps read and write every time.
 var taskTables = map[string]bool{
 	"tasks": true, "task_messages": true, "task_tool_calls": true, "task_events": true, "task_questions": true,
-	"task_media": true, "notifications": true, "notification_subscriptions": true, "config_version": true,
+	"task_media": true, "notifications": true, "notification_subscriptions": true, "versions": true,
 }

@@ -363,11 +363,11 @@ func canSeePrincipal(tx *gorm.DB, uid, p int64) (bool, error) {
 type createdKey struct{}
 
 type created struct {
-	notifications []Notification
-	mailed        bool    // a mail was queued: wake the mail dispatcher after the commit
-	eventTasks    []int64 // tasks that got events: wake their event streams after the commit
-	queued        bool    // a task became QUEUED: wake the worker daemon after the commit
-	configChanged bool    // config_version was bumped: re-read it after the commit
+	notifications  []Notification
+	mailed         bool    // a mail was queued: wake the mail dispatcher after the commit
+	eventTasks     []int64 // tasks that got events: wake their event streams after the commit
+	queued         bool    // a task became QUEUED: wake the worker daemon after the commit
+	versionsBumped bool    // a version was bumped: re-read them after the commit
 }
 
 func withCreated(ctx context.Context, c *created) context.Context {

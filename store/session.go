@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -84,39 +85,73 @@ func (s *Store) CreateSession(ctx context.Context, sess Session) (*Session, erro
 	return row.toSession(), nil
 }
 
-// SessionByDigest returns a live session and its user. Errors: ErrNotFound when no session has
-// this digest or it has expired.
+// SessionByDigest returns a live session and its user, from the session cache while nothing
+// that could end the session or change its user was written since it was cached
+// (sessioncache.go). Errors: ErrNotFound when no session has this digest or it has expired.
 func (s *Store) SessionByDigest(ctx context.Context, digest string) (*Session, *User, error) {
-	db := s.conn(ctx)
-	var row sessionRow
-	err := db.Where("token_digest = ? AND expires_at > ?", digest, s.now()).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil, sessionNotFound()
+	_, version, err := s.versions(ctx) // before the read: a change meanwhile shows as a new version
+	if err != nil {
+		return nil, nil, err
 	}
+	if sess, u, ok := s.sessions.get(digest, version); ok {
+		return sess, u, nil
+	}
+	sess, u, err := s.readSession(ctx, digest)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.sessions.put(digest, sess, u, version)
+	return sess, u, nil
+}
+
+// readSession reads the live session of digest, its user and the user's roles, in one read.
+func (s *Store) readSession(ctx context.Context, digest string) (*Session, *User, error) {
+	var rows []sessionUserRow
+	err := s.conn(ctx).Table("sessions").Select(sessionUserColumns).
+		Joins("JOIN users ON users.id = sessions.user_id").
+		Where("sessions.token_digest = ? AND sessions.expires_at > ?", digest, s.now()).Limit(1).Scan(&rows).Error
 	if err != nil {
 		return nil, nil, TranslateError(fmt.Errorf("load session: %w", err))
 	}
-	u, err := loadUser(db, row.UserID)
-	if err != nil {
-		if errors.Is(err, svcerr.ErrNotFound) { // user deleted meanwhile
-			return nil, nil, sessionNotFound()
-		}
-		return nil, nil, TranslateError(err)
+	if len(rows) == 0 { // no such session, expired, or its user deleted meanwhile
+		return nil, nil, sessionNotFound()
 	}
-	return row.toSession(), u, nil
+	r := rows[0]
+	var roles []string
+	if r.Roles != nil && *r.Roles != "" {
+		roles = strings.Split(*r.Roles, ",")
+		slices.Sort(roles) // byte order on every dialect and collation, as rolesOf
+	}
+	return r.Session.toSession(), r.User.toUser(roles), nil
 }
+
+// sessionUserRow is a session joined with its user and the user's roles (comma-separated; role
+// names have no commas).
+type sessionUserRow struct {
+	User    userRow    `gorm:"embedded"`
+	Session sessionRow `gorm:"embedded;embeddedPrefix:s_"`
+	Roles   *string
+}
+
+const sessionUserColumns = "users.*, sessions.id AS s_id, sessions.user_id AS s_user_id, " +
+	"sessions.token_digest AS s_token_digest, sessions.csrf_token AS s_csrf_token, sessions.ip AS s_ip, " +
+	"sessions.user_agent AS s_user_agent, sessions.created_at AS s_created_at, " +
+	"sessions.last_seen_at AS s_last_seen_at, sessions.expires_at AS s_expires_at, " +
+	"(SELECT GROUP_CONCAT(role) FROM user_roles WHERE user_roles.user_id = users.id) AS roles"
 
 // TouchSession records activity on a session and moves its expiry (sliding sessions).
 // Errors: ErrNotFound.
 func (s *Store) TouchSession(ctx context.Context, id int64, expiresAt time.Time) error {
+	now, exp := s.now(), normTime(expiresAt)
 	res := s.conn(ctx).Model(&sessionRow{}).Where("id = ?", id).
-		Updates(map[string]any{"last_seen_at": s.now(), "expires_at": normTime(expiresAt)})
+		Updates(map[string]any{"last_seen_at": now, "expires_at": exp})
 	if res.Error != nil {
 		return TranslateError(fmt.Errorf("touch session %d: %w", id, res.Error))
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("session %d: %w", id, svcerr.ErrNotFound)
 	}
+	s.sessions.touch(id, normTime(now), exp)
 	return nil
 }
 

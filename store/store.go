@@ -68,10 +68,17 @@ type Options struct {
 	// SQLDriverName is the database/sql driver to open ("" : sqlite3 or mysql). Tests register
 	// a driver wrapping the real one to inject failures.
 	SQLDriverName string
-	// ConfigVersionTTL is how long ConfigVersion trusts its last read; zero means
-	// DefaultConfigVersionTTL, negative reads every time.
-	ConfigVersionTTL time.Duration
+	// VersionTTL is how long the store trusts its last read of the versions that guard its
+	// caches and the callers' (ConfigVersion, sessions): a change made through another process
+	// reaches this one within it. Zero means DefaultVersionTTL; negative reads every time.
+	VersionTTL time.Duration
 }
+
+// preparedStatements bounds the statement texts kept prepared. Each is prepared on every pool
+// connection that runs it, so a process holds at most this many times db_max_open_conns on the
+// server: 128 × 32 = 4,096 on MySQL/MariaDB, a quarter of the server's default
+// max_prepared_stmt_count (16,382) shared by every process; the service's hot path uses about 60.
+const preparedStatements = 128
 
 // DefaultMaxOpenConns is the pool size of a dialect when Options.MaxOpenConns is zero: SQLite
 // has one writer at a time (WAL lets readers go on beside it), so a few connections keep it
@@ -105,8 +112,9 @@ type Store struct {
 	writers chan struct{}
 	// busyWait bounds a wait in writers; past it the transaction goes on to SQLite's own busy
 	// timeout, as it would without the queue.
-	busyWait   time.Duration
-	cfgVersion configVersion // ConfigVersion
+	busyWait time.Duration
+	vers     versions     // ConfigVersion, the session cache
+	sessions sessionCache // SessionByDigest
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -154,16 +162,24 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		SkipDefaultTransaction: true, // exported methods open their own transactions
 		NowFunc:                s.now,
 		Logger:                 newGormLogger(s.log),
+		// Statements are prepared once per connection and kept (an LRU of preparedStatements
+		// texts): compiling a statement cost SQLite more than running it on the request path and
+		// in the drain (issue 14), and on MySQL/MariaDB an uncached prepared statement is three
+		// round trips (prepare, execute, close) instead of one.
+		PrepareStmt:        true,
+		PrepareStmtMaxSize: preparedStatements,
+		PrepareStmtTTL:     time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
 	s.db = db
-	s.cfgVersion.ttl = opts.ConfigVersionTTL
-	if s.cfgVersion.ttl == 0 {
-		s.cfgVersion.ttl = DefaultConfigVersionTTL
+	s.sessions.clock = s.now
+	s.vers.ttl = opts.VersionTTL
+	if s.vers.ttl == 0 {
+		s.vers.ttl = DefaultVersionTTL
 	}
-	if err := s.registerConfigVersion(db); err != nil {
+	if err := s.registerVersions(db); err != nil {
 		return nil, err
 	}
 	sqlDB, err := db.DB()
@@ -312,8 +328,8 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if err == nil && c.queued && s.onQueued != nil {
 		s.onQueued()
 	}
-	if err == nil && c.configChanged {
-		s.cfgVersion.stale.Store(true)
+	if err == nil && c.versionsBumped {
+		s.vers.stale.Store(true)
 	}
 	return err
 }

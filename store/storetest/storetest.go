@@ -91,7 +91,7 @@ func open(t testing.TB, opts store.Options) *store.Store {
 
 // Twin opens a second store on the database of s (a store of this package), with its own
 // connections and hooks, as a second svc process would: for tests of what crosses processes.
-// Each of with may change its options (ConfigVersionTTL, say).
+// Each of with may change its options (VersionTTL, say).
 func Twin(t testing.TB, s *store.Store, with ...func(*store.Options)) *store.Store {
 	t.Helper()
 	o, ok := opened.Load(s)

@@ -12,14 +12,14 @@ import (
 )
 
 // TestConfigVersion: writes to the configuration a step reads (GORM creates, updates and
-// deletes, raw statements) bump config_version, in their transaction; other writes and refused
+// deletes, raw statements) bump the config version, in their transaction; other writes and refused
 // writes do not. The process that wrote sees the new version at once; another process sees it
 // once its last read is older than its TTL.
 func TestConfigVersion(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t)
-	eager := storetest.Twin(t, s, func(o *store.Options) { o.ConfigVersionTTL = -1 })       // reads every time
-	lazy := storetest.Twin(t, s, func(o *store.Options) { o.ConfigVersionTTL = time.Hour }) // trusts its first read
+	eager := storetest.Twin(t, s, func(o *store.Options) { o.VersionTTL = -1 })       // reads every time
+	lazy := storetest.Twin(t, s, func(o *store.Options) { o.VersionTTL = time.Hour }) // trusts its first read
 	ctx := context.Background()
 	version := func(st *store.Store) int64 {
 		t.Helper()
