@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsvc/svc/internal/netguard"
@@ -230,6 +231,28 @@ func (m *Manager) session(ctx context.Context, srv *server, secrets map[string]s
 	}
 	c.lastUsed.Store(time.Now().UnixNano())
 	return c, nil
+}
+
+// liveSession is session for a tool call: a stdio server's session is pinged first, and when
+// the ping fails at the transport (the process died while idle, before its exit was noticed)
+// the server is restarted at once, so the call is not lost to a crash it could not have caused.
+// A ping cannot run a tool, so this never executes a call twice; a server that dies during the
+// call itself still fails that call. HTTP servers are not pinged (a request to a gone server
+// fails before it is delivered, and each ping would be a network round trip). Errors: those of
+// session.
+func (m *Manager) liveSession(ctx context.Context, srv *server, secrets map[string]string) (*conn, error) {
+	c, err := m.session(ctx, srv, secrets)
+	if err != nil || srv.cfg.isHTTP() {
+		return c, err
+	}
+	perr := c.cs.Ping(ctx, &sdk.PingParams{})
+	var rpcErr *jsonrpc.Error
+	if perr == nil || ctx.Err() != nil || errors.As(perr, &rpcErr) {
+		return c, nil // alive (a server that answers the ping with an error is alive too)
+	}
+	m.log.Warn("mcp server did not answer a ping; restarting it", "server", srv.cfg.id(), "err", perr)
+	m.drop(c)
+	return m.session(ctx, srv, secrets)
 }
 
 // retire forgets a dead or idle connection and closes it in the background (which reaps a

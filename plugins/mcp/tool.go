@@ -102,7 +102,7 @@ func (t *Tool) Execute(ctx context.Context, call tools.Call) (tools.Result, erro
 	label := tools.ModelName(t.spec)
 	cctx, cancel := context.WithTimeout(ctx, t.m.opts.CallTimeout)
 	defer cancel()
-	c, err := t.m.session(cctx, t.srv, t.srv.cfg.secretValues(call.Settings))
+	c, err := t.m.liveSession(cctx, t.srv, t.srv.cfg.secretValues(call.Settings))
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
