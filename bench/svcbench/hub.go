@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// memoryAndHub runs rows 7 and 8: the idle RSS of `svc serve` on a fresh SQLite site with the
+// default settings (beside a minimal Go HTTP server's), the hub on that same process, then the
+// RSS per in-flight task on a second site.
+func (b *bench) memoryAndHub() error {
+	settle := 5 * time.Second
+	if b.o.quick {
+		settle = time.Second
+	}
+	s, err := b.newSite("sqlite", b.model)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	srv, err := s.start("serve", nil, "serve")
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	time.Sleep(settle)
+	idle, err := rss(srv.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	m0, err := scrape(s.base)
+	if err != nil {
+		return err
+	}
+	floor, err := b.minimalRSS(settle)
+	if err != nil {
+		return err
+	}
+	b.logf("idle RSS %s (Go heap in use %s, stacks %s); minimal Go HTTP server %s", mb(idle), mb(int64(m0["go_memstats_heap_inuse_bytes"])), mb(int64(m0["go_memstats_stack_inuse_bytes"])), mb(floor))
+	var inflight string
+	if b.want("rss") {
+		if inflight, err = b.inflightRSS(); err != nil {
+			return err
+		}
+		b.add("idle RSS / per in-flight task", mb(idle)+" / "+inflight,
+			fmt.Sprintf("minimal Go net/http server %s", mb(floor)), "≤ 50 MB / ≤ 60 KB")
+		b.note("idle `svc serve` (fresh SQLite, default settings, %s after start): RSS %s; Go heap in use %s, heap released to the OS %s, stacks %s, %0.f goroutines",
+			settle, mb(idle), mb(int64(m0["go_memstats_heap_inuse_bytes"])), mb(int64(m0["go_memstats_heap_released_bytes"])),
+			mb(int64(m0["go_memstats_stack_inuse_bytes"])), m0["go_goroutines"])
+	}
+	if b.want("hub") {
+		if err := b.hub(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inflightRSS holds o.inflight tasks in flight at once (the fake model answers none until
+// released) on a site whose max_workers and pool allow them, and returns (RSS in flight − RSS
+// before) / tasks.
+func (b *bench) inflightRSS() (string, error) {
+	n := b.o.inflight
+	s, err := b.newSite("sqlite", b.model, fmt.Sprintf("SVC_MAX_WORKERS=%d", n), fmt.Sprintf("SVC_DB_MAX_OPEN_CONNS=%d", n))
+	if err != nil {
+		return "", err
+	}
+	defer s.close()
+	srv, err := s.start("serve", nil, "serve")
+	if err != nil {
+		return "", err
+	}
+	defer srv.stop()
+	c, err := register(s.base)
+	if err != nil {
+		return "", err
+	}
+	agent, err := c.makeAgent("Bench", false)
+	if err != nil {
+		return "", err
+	}
+	// A first task warms what a run loads once (model client, driver, caches).
+	if _, err := c.createTask(agent, "warm up"); err != nil {
+		return "", err
+	}
+	if err := waitCount(s, "status = 'COMPLETED'", 1, 30*time.Second); err != nil {
+		return "", err
+	}
+	time.Sleep(2 * time.Second)
+	before, err := rss(srv.cmd.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	m0, err := scrape(s.base)
+	if err != nil {
+		return "", err
+	}
+	b.model.hold()
+	defer b.model.release()
+	if _, err := c.createTasks(agent, n, 8); err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for b.model.open.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("in-flight RSS: only %d of %d model calls open after 60s", b.model.open.Load(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	during, err := rss(srv.cmd.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	m1, err := scrape(s.base)
+	if err != nil {
+		return "", err
+	}
+	b.model.release()
+	if err := waitCount(s, "status = 'COMPLETED'", int64(n)+1, 60*time.Second); err != nil {
+		return "", err
+	}
+	per := float64(during-before) / float64(n)
+	goPer := (m1["go_memstats_heap_inuse_bytes"] + m1["go_memstats_stack_inuse_bytes"] - m0["go_memstats_heap_inuse_bytes"] - m0["go_memstats_stack_inuse_bytes"]) / float64(n)
+	b.note("in flight: %d tasks held by the model at once (max_workers and db_max_open_conns %d): RSS %s → %s, %s per task; Go heap + stacks in use %s per task; goroutines %.0f → %.0f",
+		n, n, mb(before), mb(during), kb(per), kb(goPer), m0["go_goroutines"], m1["go_goroutines"])
+	return kb(per), nil
+}
+
+func waitCount(s *site, where string, want int64, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		n, err := s.count(where)
+		if err != nil {
+			return err
+		}
+		if n >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d tasks with %s after %s, want %d", n, where, bound, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// subscriber is one open subscription of the bench to the hub.
+type subscriber struct {
+	mu   sync.Mutex
+	lat  []float64 // delivery latencies of COMPLETED task events, ms
+	seen atomic.Int64
+}
+
+// hub runs row 8 on the serving site: one subscriber, o.hubEvents events (one task completed
+// per o.hubPeriod, each pushed to user/{id}/tasks), then o.subscribers subscribers and the same
+// events. Latency: arrival − the event's updated_at (the commit of the step that completed the
+// task; the push follows the commit). Memory: (RSS with the subscribers − RSS before) / count.
+func (b *bench) hub(s *site) error {
+	c, err := register(s.base)
+	if err != nil {
+		return err
+	}
+	agent, err := c.makeAgent("Hub", false)
+	if err != nil {
+		return err
+	}
+	var grant struct {
+		Data struct {
+			HubURL string `json:"hub_url"`
+			Token  string `json:"token"`
+		} `json:"data"`
+	}
+	topic := fmt.Sprintf("user/%d/tasks", c.userID)
+	if err := c.do(http.MethodGet, "/sse/authorize?topic="+url.QueryEscape(topic), nil, 200, &grant); err != nil {
+		return err
+	}
+	subURL := grant.Data.HubURL + "?" + url.Values{"topic": {topic}}.Encode()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext, MaxIdleConnsPerHost: -1,
+		ReadBufferSize: 4 << 10, WriteBufferSize: 1 << 10, DisableCompression: true}
+	hc := &http.Client{Transport: tr}
+	open := func(sub *subscriber) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, subURL, nil)
+		req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			return fmt.Errorf("subscribe: %s", resp.Status)
+		}
+		go func() {
+			defer resp.Body.Close()
+			br := bufio.NewReaderSize(resp.Body, 4<<10)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok {
+					continue
+				}
+				now := time.Now()
+				sub.seen.Add(1)
+				if parseField(data, "status") != "COMPLETED" {
+					continue
+				}
+				at, err := time.Parse(time.RFC3339Nano, parseField(data, "updated_at"))
+				if err != nil {
+					continue
+				}
+				sub.mu.Lock()
+				sub.lat = append(sub.lat, float64(now.Sub(at))/float64(time.Millisecond))
+				sub.mu.Unlock()
+			}
+		}()
+		return nil
+	}
+	publish := func(k int) error {
+		t := time.NewTicker(b.o.hubPeriod)
+		defer t.Stop()
+		for i := range k {
+			if _, err := c.createTask(agent, fmt.Sprintf("hub event %d", i)); err != nil {
+				return err
+			}
+			<-t.C
+		}
+		time.Sleep(2 * time.Second) // the last deliveries
+		return nil
+	}
+	collect := func(subs []*subscriber) (lat []float64, events int64) {
+		for _, sub := range subs {
+			sub.mu.Lock()
+			lat = append(lat, sub.lat...)
+			sub.lat = sub.lat[:0]
+			sub.mu.Unlock()
+			events += sub.seen.Swap(0)
+		}
+		return lat, events
+	}
+
+	// Baseline: one subscriber.
+	one := &subscriber{}
+	if err := open(one); err != nil {
+		return err
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := publish(b.o.hubEvents); err != nil {
+		return err
+	}
+	lat1, ev1 := collect([]*subscriber{one})
+
+	// Many subscribers.
+	time.Sleep(time.Second)
+	before, err := rss(s.pid())
+	if err != nil {
+		return err
+	}
+	m0, err := scrape(s.base)
+	if err != nil {
+		return err
+	}
+	subs := make([]*subscriber, b.o.subscribers)
+	var next atomic.Int64
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(subs) {
+					return
+				}
+				subs[i] = &subscriber{}
+				if err := open(subs[i]); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return fmt.Errorf("%d of %d subscriptions failed (file limit %d): %v", f, len(subs), fileLimit(), firstErr.Load())
+	}
+	b.logf("hub: %d subscribers open in %s", len(subs), time.Since(t0).Round(time.Millisecond))
+	time.Sleep(3 * time.Second)
+	during, err := rss(s.pid())
+	if err != nil {
+		return err
+	}
+	m1, err := scrape(s.base)
+	if err != nil {
+		return err
+	}
+	if err := publish(b.o.hubEvents); err != nil {
+		return err
+	}
+	lat, ev := collect(subs)
+	cancel()
+
+	n := float64(len(subs))
+	want := int64(len(subs)) * int64(b.o.hubEvents)
+	b.add(fmt.Sprintf("embedded SSE hub, %d subscribers, one event per %s", len(subs), b.o.hubPeriod),
+		fmt.Sprintf("p99 %.0f ms, %s each", percentile(lat, 99), kb(float64(during-before)/n)),
+		fmt.Sprintf("1 subscriber: p99 %.1f ms", percentile(lat1, 99)), "p99 ≤ 100 ms, ≤ 16 KB each")
+	b.note("hub, %d subscribers (%.0f per the binary's svc_sse_subscribers): %d of %d COMPLETED events delivered (%d events in all), latency p50 %.1f / p90 %.1f / p99 %.1f / max %.1f ms; RSS %s → %s; Go heap in use %s, stacks %s per subscriber; goroutines %.0f → %.0f",
+		len(subs), m1[`svc_sse_subscribers{stream="hub"}`], len(lat), want, ev, percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), percentile(lat, 100),
+		mb(before), mb(during), kb((m1["go_memstats_heap_inuse_bytes"]-m0["go_memstats_heap_inuse_bytes"])/n),
+		kb((m1["go_memstats_stack_inuse_bytes"]-m0["go_memstats_stack_inuse_bytes"])/n), m0["go_goroutines"], m1["go_goroutines"])
+	b.note("hub, 1 subscriber: %d of %d COMPLETED events (%d in all), latency p50 %.1f / p99 %.1f / max %.1f ms",
+		len(lat1), b.o.hubEvents, ev1, percentile(lat1, 50), percentile(lat1, 99), percentile(lat1, 100))
+	if int64(len(lat)) < want {
+		b.note("hub: %d COMPLETED events were not delivered to some subscriber (or arrived after the 2 s the bench waits)", want-int64(len(lat)))
+	}
+	return nil
+}
+
+func (s *site) pid() int { return s.serving.cmd.Process.Pid }
+
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func mb(v int64) string { return fmt.Sprintf("%.1f MB", float64(v)/(1<<20)) }
+func kb(v float64) string {
+	return fmt.Sprintf("%.1f KB", v/1024)
+}
