@@ -2,16 +2,20 @@ package main
 
 import (
 	"bufio"
-	"context"
+	"bytes"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -184,28 +188,62 @@ func (b *bench) hub(s *site) error {
 	if err := c.do(http.MethodGet, "/sse/authorize?topic="+url.QueryEscape(topic), nil, 200, &grant); err != nil {
 		return err
 	}
-	subURL := grant.Data.HubURL + "?" + url.Values{"topic": {topic}}.Encode()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext, MaxIdleConnsPerHost: -1,
-		ReadBufferSize: 4 << 10, WriteBufferSize: 1 << 10, DisableCompression: true}
-	hc := &http.Client{Transport: tr}
+	u, err := url.Parse(grant.Data.HubURL)
+	if err != nil {
+		return err
+	}
+	u.RawQuery = url.Values{"topic": {topic}}.Encode()
+	var connsMu sync.Mutex
+	var conns []net.Conn
+	defer func() {
+		connsMu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		connsMu.Unlock()
+	}()
+	// open subscribes over a bare TCP connection (one goroutine per subscriber, no HTTP client
+	// machinery: the bench shares the cores with the service, so its side must cost little).
 	open := func(sub *subscriber) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, subURL, nil)
-		req.Header.Set("Authorization", "Bearer "+grant.Data.Token)
-		resp, err := hc.Do(req)
+		conn, err := net.DialTimeout("tcp", u.Host, 30*time.Second)
 		if err != nil {
 			return err
 		}
-		if resp.StatusCode != http.StatusOK {
-			_ = resp.Body.Close()
-			return fmt.Errorf("subscribe: %s", resp.Status)
+		connsMu.Lock()
+		conns = append(conns, conn)
+		connsMu.Unlock()
+		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", u.RequestURI(), u.Host, grant.Data.Token); err != nil {
+			return err
+		}
+		br := bufio.NewReaderSize(conn, 4<<10)
+		status, err := br.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("subscribe: %w", err)
+		}
+		if !strings.HasPrefix(status, "HTTP/1.1 200") {
+			return fmt.Errorf("subscribe: %s", strings.TrimSpace(status))
+		}
+		chunked := false
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("subscribe: %w", err)
+			}
+			line = strings.TrimRight(line, "\r\n")
+			if line == "" {
+				break
+			}
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Transfer-Encoding") && strings.Contains(strings.ToLower(v), "chunked") {
+				chunked = true
+			}
+		}
+		body := br
+		if chunked { // a binary that streams through net/http's ResponseWriter
+			body = bufio.NewReaderSize(httputil.NewChunkedReader(br), 4<<10)
 		}
 		go func() {
-			defer resp.Body.Close()
-			br := bufio.NewReaderSize(resp.Body, 4<<10)
 			for {
-				line, err := br.ReadString('\n')
+				line, err := body.ReadString('\n')
 				if err != nil {
 					return
 				}
@@ -310,11 +348,12 @@ func (b *bench) hub(s *site) error {
 	if err != nil {
 		return err
 	}
+	cpu0, self0 := cpuTime(s.pid()), selfCPU()
 	if err := publish(b.o.hubEvents); err != nil {
 		return err
 	}
+	cpu1, self1 := cpuTime(s.pid()), selfCPU()
 	lat, ev := collect(subs)
-	cancel()
 
 	n := float64(len(subs))
 	want := int64(len(subs)) * int64(b.o.hubEvents)
@@ -325,6 +364,11 @@ func (b *bench) hub(s *site) error {
 		len(subs), m1[`svc_sse_subscribers{stream="hub"}`], len(lat), want, ev, percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), percentile(lat, 100),
 		mb(before), mb(during), kb((m1["go_memstats_heap_inuse_bytes"]-m0["go_memstats_heap_inuse_bytes"])/n),
 		kb((m1["go_memstats_stack_inuse_bytes"]-m0["go_memstats_stack_inuse_bytes"])/n), m0["go_goroutines"], m1["go_goroutines"])
+	if ev > 0 {
+		b.note("hub CPU while publishing to %d subscribers: the service %s, the bench's subscribers %s (%.1f / %.1f µs per delivered event; the publishing tasks' own work included in the service's)",
+			len(subs), (cpu1 - cpu0).Round(time.Millisecond), (self1 - self0).Round(time.Millisecond),
+			float64(cpu1-cpu0)/float64(ev)/1e3, float64(self1-self0)/float64(ev)/1e3)
+	}
 	b.note("hub, 1 subscriber: %d of %d COMPLETED events (%d in all), latency p50 %.1f / p99 %.1f / max %.1f ms",
 		len(lat1), b.o.hubEvents, ev1, percentile(lat1, 50), percentile(lat1, 99), percentile(lat1, 100))
 	if int64(len(lat)) < want {
@@ -348,4 +392,32 @@ func percentile(v []float64, p float64) float64 {
 func mb(v int64) string { return fmt.Sprintf("%.1f MB", float64(v)/(1<<20)) }
 func kb(v float64) string {
 	return fmt.Sprintf("%.1f KB", v/1024)
+}
+
+// cpuTime is the user + system CPU time a process used so far (/proc/<pid>/stat).
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may contain spaces) start after the last ')'.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on Linux).
+const clockTicks = 100
+
+// selfCPU is the CPU time this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
