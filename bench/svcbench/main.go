@@ -76,7 +76,7 @@ func parseFlags(args []string) options {
 	fs.IntVar(&o.subscribers, "subscribers", 10000, "subscribers of the embedded hub")
 	fs.IntVar(&o.hubEvents, "hub-events", 30, "events published to the subscribers (one per -hub-period)")
 	fs.DurationVar(&o.hubPeriod, "hub-period", 300*time.Millisecond, "period of the hub's events")
-	fs.IntVar(&o.inflight, "inflight", 200, "tasks held in flight at once for the RSS per in-flight task")
+	fs.IntVar(&o.inflight, "inflight", 1000, "tasks held in flight at once for the RSS per in-flight task")
 	fs.DurationVar(&o.getFor, "get-for", 2*time.Second, "duration of each GET phase (service, bare), per round")
 	fs.IntVar(&o.getConc, "get-conc", 4, "concurrent clients of the GET row (both sides)")
 	fs.StringVar(&o.rows, "rows", "all", "rows to run: all, or a comma-separated list of drain,mysql,twoturn,get,rss,hub")

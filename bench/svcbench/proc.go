@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -199,22 +198,29 @@ func (p *proc) stop() {
 }
 
 // rss is the process's resident set (VmRSS) in bytes.
-func rss(pid int) (int64, error) {
+func rss(pid int) (int64, error) { return statusKB(pid, "VmRSS:") }
+
+// anonRSS is the process's anonymous resident memory (RssAnon: heap, stacks, C allocations),
+// without the file-backed pages of its executable, whose count depends on how the kernel maps
+// the page cache (2 MB folios on some).
+func anonRSS(pid int) (int64, error) { return statusKB(pid, "RssAnon:") }
+
+func statusKB(pid int, field string) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range bytes.SplitSeq(raw, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+		if v, ok := bytes.CutPrefix(line, []byte(field)); ok {
 			f := strings.Fields(string(v))
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("VmRSS line %q", line)
+				return 0, fmt.Errorf("%s line %q", field, line)
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // cleanEnv is the bench's environment without SVC_ settings (the site sets its own).
