@@ -30,7 +30,11 @@ type drainSettings struct {
 // drain queues o.n tasks through `svc serve --api-only`, stops it, starts `svc serve` and times
 // it until every task is COMPLETED. then, when set, runs with the drained site still serving.
 func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client, ids []int64) error) (drainResult, error) {
-	res := drainResult{n: b.o.n, stmts: math.NaN(), writeTxs: math.NaN(), readTxs: math.NaN()}
+	n := b.o.n
+	if ds.twoTurn {
+		n = b.o.twoTurnN
+	}
+	res := drainResult{n: n, stmts: math.NaN(), writeTxs: math.NaN(), readTxs: math.NaN()}
 	s, err := b.newSite(ds.dialect, b.model, ds.settings...)
 	if err != nil {
 		return res, err
@@ -51,12 +55,12 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		return res, err
 	}
 	t0 := time.Now()
-	ids, err := c.createTasks(agent, b.o.n, 8)
+	ids, err := c.createTasks(agent, n, 8)
 	api.stop()
 	if err != nil {
 		return res, err
 	}
-	b.logf("%s: %d tasks queued in %s", ds.label, b.o.n, time.Since(t0).Round(time.Millisecond))
+	b.logf("%s: %d tasks queued in %s", ds.label, n, time.Since(t0).Round(time.Millisecond))
 
 	srv, err := s.start("serve", nil, "serve")
 	if err != nil {
@@ -65,7 +69,7 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 	defer srv.stop()
 	var before map[string]float64
 	var doneBefore int64
-	deadline := srv.ready.Add(time.Duration(b.o.n)*50*time.Millisecond + time.Minute)
+	deadline := srv.ready.Add(time.Duration(n)*50*time.Millisecond + time.Minute)
 	var end time.Time
 	for {
 		open, err := s.count("status IN ('QUEUED', 'RUNNING')")
@@ -76,7 +80,7 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 			end = time.Now()
 			break
 		}
-		if before == nil && int64(b.o.n)-open >= int64(b.o.n)/10 {
+		if before == nil && int64(n)-open >= int64(n)/10 {
 			if before, err = scrape(s.base); err != nil {
 				return res, err
 			}
@@ -85,12 +89,12 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 			}
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("%s: %d of %d tasks still queued or running after %s: %s", ds.label, open, b.o.n, time.Since(srv.ready).Round(time.Second), srv.stderr())
+			return res, fmt.Errorf("%s: %d of %d tasks still queued or running after %s: %s", ds.label, open, n, time.Since(srv.ready).Round(time.Second), srv.stderr())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	res.dur = end.Sub(srv.ready)
-	res.rate = float64(b.o.n) / res.dur.Seconds()
+	res.rate = float64(n) / res.dur.Seconds()
 	after, err := scrape(s.base)
 	if err != nil {
 		return res, err
@@ -99,8 +103,8 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 	if err != nil {
 		return res, err
 	}
-	if done != int64(b.o.n) {
-		return res, fmt.Errorf("%s: %d of %d tasks COMPLETED (others FAILED or CANCELLED: see %s)", ds.label, done, b.o.n, s.dir)
+	if done != int64(n) {
+		return res, fmt.Errorf("%s: %d of %d tasks COMPLETED (others FAILED or CANCELLED: see %s)", ds.label, done, n, s.dir)
 	}
 	if before != nil {
 		d := float64(done - doneBefore)

@@ -38,6 +38,7 @@ import (
 type options struct {
 	bin         string
 	n           int
+	twoTurnN    int
 	rounds      int
 	altWorkers  int
 	mysqlDSN    string
@@ -70,6 +71,7 @@ func parseFlags(args []string) options {
 	fs := flag.NewFlagSet("svcbench", flag.ExitOnError)
 	fs.StringVar(&o.bin, "bin", "", "the svc binary (default: build ./cmd/svc into a temporary folder)")
 	fs.IntVar(&o.n, "n", 2000, "tasks queued per drain")
+	fs.IntVar(&o.twoTurnN, "twoturn-n", 1000, "tasks queued per two-turn drain")
 	fs.IntVar(&o.rounds, "rounds", 3, "alternated rounds of each drain (the table shows medians)")
 	fs.IntVar(&o.altWorkers, "alt-workers", 2, "also drain one-step tasks on SQLite with this max_workers, alternated with the default (0: not)")
 	fs.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv("SVC_TEST_MYSQL_DSN"), "a MariaDB/MySQL server (a throwaway database is created beside the DSN's; empty: the MariaDB rows are skipped)")
@@ -85,7 +87,7 @@ func parseFlags(args []string) options {
 	fs.BoolVar(&o.verbose, "v", false, "log progress")
 	_ = fs.Parse(args)
 	if o.quick {
-		o.n, o.rounds, o.subscribers, o.hubEvents, o.inflight, o.getFor = 50, 1, 100, 5, 20, 300*time.Millisecond
+		o.n, o.twoTurnN, o.rounds, o.subscribers, o.hubEvents, o.inflight, o.getFor = 50, 50, 1, 100, 5, 20, 300*time.Millisecond
 	}
 	return o
 }
@@ -168,7 +170,7 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "\n## svcbench: issue 14 on the real binary\n\n")
 	fmt.Fprintf(out, "binary %s; %d CPUs (GOMAXPROCS %d), %s %s/%s; load average %s at start, %s at end; %s in all\n",
 		b.bin, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, load0, loadavg(), time.Since(start).Round(time.Second))
-	fmt.Fprintf(out, "N = %d tasks per drain, %d rounds (medians), %d hub subscribers\n\n", o.n, o.rounds, o.subscribers)
+	fmt.Fprintf(out, "N = %d one-step and %d two-turn tasks per drain, %d rounds (medians), %d hub subscribers, %d tasks in flight\n\n", o.n, o.twoTurnN, o.rounds, o.subscribers, o.inflight)
 	fmt.Fprintln(out, "| figure | measured | baseline (same run) | goal |")
 	fmt.Fprintln(out, "|---|---|---|---|")
 	for _, r := range b.rows {
