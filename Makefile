@@ -1,10 +1,10 @@
-# Targets: generate, verify, build, web, run, test, test-go, e2e, screenshots, lint, bench, fuzz.
+# Targets: generate, verify, build, web, run, test, test-go, e2e, screenshots, lint, bench, bench-binary, fuzz.
 GO ?= go
 BIN := bin/svc
 export REDOCLY_TELEMETRY := off
 export CGO_ENABLED := 1
 
-.PHONY: generate verify build web run test test-go e2e screenshots lint bench fuzz
+.PHONY: generate verify build web run test test-go e2e screenshots lint bench bench-binary fuzz
 
 ## generate: openapi.yaml -> gen/ (oapi-codegen), then the 501 stubs of api/ (internal/stubgen)
 generate:
@@ -65,6 +65,11 @@ node_modules/.bin/redocly: package.json package-lock.json
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-binary: issue 14's table on the real binary (bench/svcbench: builds cmd/svc, SQLite, and
+## MariaDB/MySQL when SVC_TEST_MYSQL_DSN is set; about 5 minutes); BENCHFLAGS adds flags (-quick, -rows, -n …)
+bench-binary:
+	$(GO) run ./bench/svcbench -v $(BENCHFLAGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

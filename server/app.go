@@ -112,6 +112,9 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	}
 	a.mail = sender
 	a.Metrics = metrics.New()
+	if o.Store == nil {
+		a.Metrics.WatchDatabase(dbCounts.Snapshot) // what this process sent through OpenStore's counting driver
+	}
 	if a.Tracer, err = tracing.New(ctx, tracing.Options{Endpoint: cfg.OtelEndpoint, ServiceName: cfg.OtelServiceName}); err != nil {
 		return nil, a.fail(err)
 	}
@@ -203,9 +206,11 @@ func Toolbox(pluginSkills ...skill.Provider) (*tools.Registry, *skill.Index, []s
 	return reg, idx, problems, nil
 }
 
-// OpenStore opens the configured database without migrating it.
+// OpenStore opens the configured database without migrating it, through a driver that counts
+// its statements and transactions for /metrics (dbcount.go).
 func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, clock func() time.Time) (*store.Store, error) {
-	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock, MaxOpenConns: cfg.DBMaxOpenConns}
+	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock, MaxOpenConns: cfg.DBMaxOpenConns,
+		SQLDriverName: countingDriver(cfg.DBDriver)}
 	if cfg.DBDriver == "sqlite" {
 		opts.SQLitePath, opts.SQLiteBusyTimeout = cfg.SQLitePath(), cfg.SQLiteBusyTimeout
 	} else {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,8 +34,11 @@ const (
 	// keep it open.
 	DefaultHeartbeat = 25 * time.Second
 	// subscriberBuffer is how many events wait for one subscriber; a subscriber whose buffer
-	// is full is too slow: it is disconnected (and reconnects, re-reading what it shows).
-	subscriberBuffer = 64
+	// is full is too slow: it is disconnected (and reconnects, re-reading what it shows). Its
+	// writer moves events into the connection's socket buffer (tens to hundreds of KiB) at once,
+	// so the buffer fills only while the client reads nothing; each slot costs every open
+	// subscription 24 bytes (16: 384 bytes; it was 64).
+	subscriberBuffer = 16
 )
 
 // HubOptions configure the embedded hub.
@@ -90,7 +94,29 @@ type hubStream struct {
 type subscriber struct {
 	events chan []byte   // rendered frames waiting to be written
 	gone   chan struct{} // closed when the hub drops it (its buffer was full)
+	// conn is the hijacked connection the subscription writes to (set under Hub.mu once the
+	// connection is taken over); nil while it is not, or when the response is streamed through
+	// the http.ResponseWriter (HTTP/2, or a writer that cannot be hijacked).
+	conn net.Conn
 }
+
+// drop ends the delivery to sub; the caller holds Hub.mu and has removed sub from its stream.
+// A write blocked on a client that stopped reading is cut off (a past write deadline).
+func (sub *subscriber) drop() {
+	close(sub.gone)
+	sub.kick()
+}
+
+// kick cuts off a write of the hijacked connection blocked on a client that stopped reading;
+// the caller holds Hub.mu.
+func (sub *subscriber) kick() {
+	if sub.conn != nil {
+		_ = sub.conn.SetWriteDeadline(aLongTimeAgo)
+	}
+}
+
+// aLongTimeAgo is a write deadline in the past: it ends a blocked write at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 var _ Publisher = (*Hub)(nil)
 
@@ -147,7 +173,7 @@ func (h *Hub) Publish(ctx context.Context, topic string, data []byte) error {
 			case sub.events <- frame:
 			default:
 				delete(st.subs, sub)
-				close(sub.gone)
+				sub.drop()
 				dropped++
 			}
 		}
@@ -182,6 +208,13 @@ var heartbeatFrame = []byte(": heartbeat\n\n")
 // error only before the stream starts; the caller renders it. Errors: ErrBadRequest (no topic,
 // too many, too long), ErrUnauthenticated (no credentials, invalid or expired token, no
 // session), ErrForbidden (a topic the subscriber was not granted), ErrUnavailable (hub stopped).
+//
+// Over HTTP/1.x the hub takes the connection over (http.Hijacker), writes the response head
+// itself (the headers already set on w, then the stream's; the body ends with the connection)
+// and returns at once: the subscription then costs two small goroutines (one writes its events,
+// one notices the client leaving) and its buffer, instead of the request's goroutine with its
+// handler stack and the server's per-connection buffers. A response that cannot be hijacked
+// (HTTP/2) is streamed through w until the subscription ends, as before.
 func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 	topics, err := requestedTopics(r.URL.Query())
 	if err != nil {
@@ -201,6 +234,12 @@ func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 	if err := h.acquire(id, topics, sub); err != nil {
 		return err
 	}
+	if r.ProtoMajor == 1 {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			h.handOver(id, sub, conn, w.Header())
+			return nil
+		}
+	}
 	defer h.release(id, sub)
 
 	// The hub's end also ends the subscription, so Close does not wait for clients.
@@ -210,6 +249,95 @@ func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 	defer stop()
 	h.stream(ctx, cancel, w, sub)
 	return nil
+}
+
+// streamHeadTimeout bounds the writing of a hijacked stream's response head.
+const streamHeadTimeout = 10 * time.Second
+
+// handOver writes the response head on sub's hijacked connection (hdr: the headers set on the
+// ResponseWriter so far, plus the stream's) and starts the goroutines that serve it. The head is
+// written here, on the request's goroutine, so the subscription's own goroutines keep the
+// smallest stacks.
+func (h *Hub) handOver(id string, sub *subscriber, conn net.Conn, hdr http.Header) {
+	h.mu.Lock()
+	sub.conn = conn
+	stopped := h.stopped
+	h.mu.Unlock()
+	if stopped || writeStreamHead(conn, hdr) != nil {
+		_ = conn.Close()
+		h.release(id, sub)
+		return
+	}
+	go h.pump(id, sub, conn)
+}
+
+// pump writes sub's events on its hijacked connection until the client goes away, the hub
+// drops sub or the hub stops; then it closes the connection and releases sub.
+func (h *Hub) pump(id string, sub *subscriber, conn net.Conn) {
+	defer h.release(id, sub)
+	// The client sends nothing after its request: a read ends when it goes away.
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		var b [1]byte
+		for {
+			if _, err := conn.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		_ = conn.Close()
+		<-left
+	}()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-sub.gone:
+			return
+		case <-left:
+			return
+		case frame := <-sub.events:
+			select { // the end wins over events still queued
+			case <-h.ctx.Done():
+				return
+			case <-sub.gone:
+				return
+			default:
+			}
+			if _, err := conn.Write(frame); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeStreamHead writes the head of an event stream on a hijacked connection: status, the
+// headers already set (security headers of the middleware), the stream's own headers. Without
+// a length or chunking, the body is everything up to the close of the connection.
+func writeStreamHead(conn net.Conn, hdr http.Header) error {
+	hdr = hdr.Clone()
+	hdr.Del("Content-Length")
+	hdr.Del("Transfer-Encoding")
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Connection", "close")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	if err := hdr.Write(&b); err != nil {
+		return err
+	}
+	b.WriteString("\r\n")
+	if err := conn.SetWriteDeadline(time.Now().Add(streamHeadTimeout)); err != nil {
+		return err
+	}
+	if _, err := conn.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return conn.SetWriteDeadline(time.Time{})
 }
 
 // stream writes sub's events to w until ctx ends or the hub drops sub. A write blocked on a
@@ -400,6 +528,11 @@ func (h *Hub) beat() {
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	h.stopped = true
+	for _, st := range h.streams {
+		for sub := range st.subs {
+			sub.kick() // a write blocked on a client that stopped reading ends now
+		}
+	}
 	h.mu.Unlock()
 	h.cancel()
 	h.subs.Wait()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package push
+
+const raceEnabled = false

@@ -1,0 +1,30 @@
+package server
+
+import (
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/agentsvc/svc/internal/sqlcount"
+)
+
+// dbCounts counts what this process sends to the database it opened with OpenStore: the
+// statements and transactions on /metrics (svc_db_statements_total, svc_db_transactions_total).
+var dbCounts sqlcount.Counts
+
+// Names of the counting drivers the store is opened with (the real drivers, wrapped).
+const (
+	countedSQLite = "svc-sqlite3-counted"
+	countedMySQL  = "svc-mysql-counted"
+)
+
+func observeDB(string) sqlcount.Observer { return sqlcount.Observer{Counts: &dbCounts} }
+
+// countingDriver registers (once) and names the counting driver of a db_driver value.
+func countingDriver(dbDriver string) string {
+	if dbDriver == "sqlite" || dbDriver == "sqlite3" || dbDriver == "" {
+		sqlcount.Register(countedSQLite, &sqlcount.Driver{Base: &sqlite3.SQLiteDriver{}, Observe: observeDB})
+		return countedSQLite
+	}
+	sqlcount.Register(countedMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observeDB})
+	return countedMySQL
+}
