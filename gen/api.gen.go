@@ -862,40 +862,85 @@ func (e RegisteredToolCategory) Valid() bool {
 
 // Defines values for RegisteredToolSettingType.
 const (
-	Boolean     RegisteredToolSettingType = "boolean"
-	Integer     RegisteredToolSettingType = "integer"
-	IntegerList RegisteredToolSettingType = "integer_list"
-	Number      RegisteredToolSettingType = "number"
-	Password    RegisteredToolSettingType = "password"
-	Select      RegisteredToolSettingType = "select"
-	String      RegisteredToolSettingType = "string"
-	StringList  RegisteredToolSettingType = "string_list"
-	Text        RegisteredToolSettingType = "text"
-	Url         RegisteredToolSettingType = "url"
+	RegisteredToolSettingTypeBoolean     RegisteredToolSettingType = "boolean"
+	RegisteredToolSettingTypeInteger     RegisteredToolSettingType = "integer"
+	RegisteredToolSettingTypeIntegerList RegisteredToolSettingType = "integer_list"
+	RegisteredToolSettingTypeNumber      RegisteredToolSettingType = "number"
+	RegisteredToolSettingTypePassword    RegisteredToolSettingType = "password"
+	RegisteredToolSettingTypeSelect      RegisteredToolSettingType = "select"
+	RegisteredToolSettingTypeString      RegisteredToolSettingType = "string"
+	RegisteredToolSettingTypeStringList  RegisteredToolSettingType = "string_list"
+	RegisteredToolSettingTypeText        RegisteredToolSettingType = "text"
+	RegisteredToolSettingTypeUrl         RegisteredToolSettingType = "url"
 )
 
 // Valid indicates whether the value is a known member of the RegisteredToolSettingType enum.
 func (e RegisteredToolSettingType) Valid() bool {
 	switch e {
-	case Boolean:
+	case RegisteredToolSettingTypeBoolean:
 		return true
-	case Integer:
+	case RegisteredToolSettingTypeInteger:
 		return true
-	case IntegerList:
+	case RegisteredToolSettingTypeIntegerList:
 		return true
-	case Number:
+	case RegisteredToolSettingTypeNumber:
 		return true
-	case Password:
+	case RegisteredToolSettingTypePassword:
 		return true
-	case Select:
+	case RegisteredToolSettingTypeSelect:
 		return true
-	case String:
+	case RegisteredToolSettingTypeString:
 		return true
-	case StringList:
+	case RegisteredToolSettingTypeStringList:
 		return true
-	case Text:
+	case RegisteredToolSettingTypeText:
 		return true
-	case Url:
+	case RegisteredToolSettingTypeUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeSettingSource.
+const (
+	Default     RuntimeSettingSource = "default"
+	Environment RuntimeSettingSource = "environment"
+	File        RuntimeSettingSource = "file"
+	Stored      RuntimeSettingSource = "stored"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeSettingSource enum.
+func (e RuntimeSettingSource) Valid() bool {
+	switch e {
+	case Default:
+		return true
+	case Environment:
+		return true
+	case File:
+		return true
+	case Stored:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeSettingType.
+const (
+	RuntimeSettingTypeBoolean RuntimeSettingType = "boolean"
+	RuntimeSettingTypeInteger RuntimeSettingType = "integer"
+	RuntimeSettingTypeString  RuntimeSettingType = "string"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeSettingType enum.
+func (e RuntimeSettingType) Valid() bool {
+	switch e {
+	case RuntimeSettingTypeBoolean:
+		return true
+	case RuntimeSettingTypeInteger:
+		return true
+	case RuntimeSettingTypeString:
 		return true
 	default:
 		return false
@@ -2937,6 +2982,19 @@ type MediaResponse struct {
 	} `json:"data"`
 }
 
+// MessageUsage Token counts of one model call.
+type MessageUsage struct {
+	// InputTokens Prompt tokens sent (cached prompt tokens included).
+	//
+	// Example: 812
+	InputTokens int64 `json:"input_tokens"`
+
+	// OutputTokens Completion tokens received.
+	//
+	// Example: 41
+	OutputTokens int64 `json:"output_tokens"`
+}
+
 // Notification One in-app notification of the caller.
 //
 // Example: {"agent_id":7,"body":"Task \"Summarise Q3 report\" completed.","created_at":"2025-01-10T09:30:00Z","id":"ntf_01hx7a9c3b2k4e","kind":"task_completed","read_at":null,"task_id":42,"title":"Research assistant finished"}
@@ -3582,6 +3640,46 @@ type RoleListResponse struct {
 	} `json:"data"`
 }
 
+// RuntimeSetting One runtime setting an administrator may change.
+type RuntimeSetting struct {
+	// Default The built-in default.
+	//
+	// Example: false
+	Default interface{} `json:"default"`
+
+	// Description What the setting does, for the settings page.
+	Description string `json:"description"`
+
+	// Key The configuration file key (document 2, runtime configuration).
+	//
+	// Example: plugin_install_enabled
+	Key string `json:"key"`
+
+	// Source Where the effective value comes from: the built-in default, the configuration file, the environment, or a value stored by an administrator.
+	Source RuntimeSettingSource `json:"source"`
+
+	// Type The type of `value` and `default`.
+	Type RuntimeSettingType `json:"type"`
+
+	// Value The effective value (boolean, integer or string, as `type` says).
+	//
+	// Example: false
+	Value interface{} `json:"value"`
+}
+
+// RuntimeSettingSource Where the effective value comes from: the built-in default, the configuration file, the environment, or a value stored by an administrator.
+type RuntimeSettingSource string
+
+// RuntimeSettingType The type of `value` and `default`.
+type RuntimeSettingType string
+
+// RuntimeSettingsResponse defines model for RuntimeSettingsResponse.
+type RuntimeSettingsResponse struct {
+	Data struct {
+		Settings []RuntimeSetting `json:"settings"`
+	} `json:"data"`
+}
+
 // ScheduledRun A scheduled run of an agent: a prompt (inline or from a prompt template) started on a cron
 // schedule or once at `run_at`.
 //
@@ -4219,6 +4317,32 @@ type TaskUsage struct {
 	OutputTokens int64 `json:"output_tokens"`
 }
 
+// TemplateImportFindings The validator's findings of a refused template.
+type TemplateImportFindings struct {
+	// Errors Error-severity findings (each refuses the import).
+	Errors []AgentTemplateFinding `json:"errors"`
+
+	// Warnings Warning-severity findings.
+	Warnings []AgentTemplateFinding `json:"warnings"`
+}
+
+// TemplateImportRefusedError The failure envelope of a refused template import: `error` as everywhere, plus, when the template itself has error-severity findings, `details` with the validator's findings (beside `error`, which keeps only its code and message).
+type TemplateImportRefusedError struct {
+	// Details The validator's findings of a refused template.
+	Details *TemplateImportFindings `json:"details,omitempty"`
+	Error   struct {
+		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
+		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
+		// INVALID_STATE 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
+		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
+		Code ErrorCode `json:"code"`
+
+		// Message One human-readable sentence listing the error codes.
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // TestMailOutcomeResponse Outcome of a test message.
 //
 // Example: {"data":{"error":null,"sent":true,"to":"ada@example.com"}}
@@ -4314,6 +4438,9 @@ type TranscriptMessage struct {
 
 	// Text Message text, or the tool result as text.
 	Text string `json:"text"`
+
+	// Usage The tokens of the model call that wrote this `assistant` turn (zero when the model reported none); null for `user` and `tool` turns.
+	Usage *MessageUsage `json:"usage"`
 }
 
 // TranscriptMessageRole `tool` turns carry a tool call's result.
@@ -4537,6 +4664,12 @@ type UpdatePluginRequest struct {
 	Version *string `json:"version,omitempty"`
 }
 
+// UpdateRuntimeSettingsRequest Example: {"settings":{"plugin_catalog_ttl":null,"plugin_install_enabled":true}}
+type UpdateRuntimeSettingsRequest struct {
+	// Settings Key to new value (stored), or to null (the stored value is removed).
+	Settings map[string]*interface{} `json:"settings"`
+}
+
 // UpdateUserRequest Fields to change; omitted ones stay.
 //
 // Example: {"display_name":"Grace Hopper"}
@@ -4710,6 +4843,9 @@ type PayloadTooLarge = Error
 
 // ServiceUnavailable The failure envelope.
 type ServiceUnavailable = Error
+
+// TemplateImportRefused The failure envelope of a refused template import: `error` as everywhere, plus, when the template itself has error-severity findings, `details` with the validator's findings (beside `error`, which keeps only its code and message).
+type TemplateImportRefused = TemplateImportRefusedError
 
 // TooManyRequests The failure envelope.
 type TooManyRequests = Error
@@ -5215,6 +5351,9 @@ type InstallPluginJSONRequestBody = InstallPluginRequest
 // UpdatePluginJSONRequestBody defines body for UpdatePlugin for application/json ContentType.
 type UpdatePluginJSONRequestBody = UpdatePluginRequest
 
+// UpdateRuntimeSettingsJSONRequestBody defines body for UpdateRuntimeSettings for application/json ContentType.
+type UpdateRuntimeSettingsJSONRequestBody = UpdateRuntimeSettingsRequest
+
 // CreateTaskJSONRequestBody defines body for CreateTask for application/json ContentType.
 type CreateTaskJSONRequestBody = CreateTaskRequest
 
@@ -5613,6 +5752,12 @@ type ServerInterface interface {
 	// UpdatePlugin Update an installed plugin
 	// (PATCH /plugins/{package})
 	UpdatePlugin(c *gin.Context, pPackage string)
+	// GetRuntimeSettings Read the runtime settings an administrator may change
+	// (GET /runtime-settings)
+	GetRuntimeSettings(c *gin.Context)
+	// UpdateRuntimeSettings Store or clear runtime settings
+	// (PATCH /runtime-settings)
+	UpdateRuntimeSettings(c *gin.Context)
 	// SearchPalette Palette search
 	// (GET /search)
 	SearchPalette(c *gin.Context, params SearchPaletteParams)
@@ -8859,6 +9004,32 @@ func (siw *ServerInterfaceWrapper) UpdatePlugin(c *gin.Context) {
 	siw.Handler.UpdatePlugin(c, pPackage)
 }
 
+// GetRuntimeSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetRuntimeSettings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRuntimeSettings(c)
+}
+
+// UpdateRuntimeSettings operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRuntimeSettings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRuntimeSettings(c)
+}
+
 // SearchPalette operation middleware
 func (siw *ServerInterfaceWrapper) SearchPalette(c *gin.Context) {
 
@@ -9966,6 +10137,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/me/picture/image", wrapper.DeleteMyPicture)
 	router.POST(options.BaseURL+"/me/picture/image", wrapper.UploadMyPicture)
 	router.GET(options.BaseURL+"/config", wrapper.GetConfig)
+	router.GET(options.BaseURL+"/runtime-settings", wrapper.GetRuntimeSettings)
+	router.PATCH(options.BaseURL+"/runtime-settings", wrapper.UpdateRuntimeSettings)
 	router.GET(options.BaseURL+"/agents", wrapper.ListAgents)
 	router.POST(options.BaseURL+"/agents", wrapper.CreateAgent)
 	router.DELETE(options.BaseURL+"/agents/:id", wrapper.DeleteAgent)
@@ -10220,6 +10393,8 @@ type NotImplementedJSONResponse Error
 type PayloadTooLargeJSONResponse Error
 
 type ServiceUnavailableJSONResponse Error
+
+type TemplateImportRefusedJSONResponse TemplateImportRefusedError
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter *int
@@ -11996,7 +12171,9 @@ func (response ImportAgentTemplate415JSONResponse) VisitImportAgentTemplateRespo
 	return err
 }
 
-type ImportAgentTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
+type ImportAgentTemplate422JSONResponse struct {
+	TemplateImportRefusedJSONResponse
+}
 
 func (response ImportAgentTemplate422JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
 
@@ -23341,6 +23518,219 @@ func (response UpdatePlugin503JSONResponse) VisitUpdatePluginResponse(w http.Res
 	return err
 }
 
+type GetRuntimeSettingsRequestObject struct {
+}
+
+type GetRuntimeSettingsResponseObject interface {
+	VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetRuntimeSettings200JSONResponse RuntimeSettingsResponse
+
+func (response GetRuntimeSettings200JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetRuntimeSettings401JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRuntimeSettings403JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetRuntimeSettings500JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRuntimeSettings503JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettingsRequestObject struct {
+	Body *UpdateRuntimeSettingsJSONRequestBody
+}
+
+type UpdateRuntimeSettingsResponseObject interface {
+	VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateRuntimeSettings200JSONResponse RuntimeSettingsResponse
+
+func (response UpdateRuntimeSettings200JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRuntimeSettings400JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateRuntimeSettings401JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRuntimeSettings403JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateRuntimeSettings413JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateRuntimeSettings415JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateRuntimeSettings422JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateRuntimeSettings500JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateRuntimeSettings503JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SearchPaletteRequestObject struct {
 	Params SearchPaletteParams
 }
@@ -27665,6 +28055,12 @@ type StrictServerInterface interface {
 	// UpdatePlugin Update an installed plugin
 	// (PATCH /plugins/{package})
 	UpdatePlugin(ctx context.Context, request UpdatePluginRequestObject) (UpdatePluginResponseObject, error)
+	// GetRuntimeSettings Read the runtime settings an administrator may change
+	// (GET /runtime-settings)
+	GetRuntimeSettings(ctx context.Context, request GetRuntimeSettingsRequestObject) (GetRuntimeSettingsResponseObject, error)
+	// UpdateRuntimeSettings Store or clear runtime settings
+	// (PATCH /runtime-settings)
+	UpdateRuntimeSettings(ctx context.Context, request UpdateRuntimeSettingsRequestObject) (UpdateRuntimeSettingsResponseObject, error)
 	// SearchPalette Palette search
 	// (GET /search)
 	SearchPalette(ctx context.Context, request SearchPaletteRequestObject) (SearchPaletteResponseObject, error)
@@ -31777,6 +32173,72 @@ func (sh *strictHandler) UpdatePlugin(ctx *gin.Context, pPackage string) {
 	}
 }
 
+// GetRuntimeSettings operation middleware
+func (sh *strictHandler) GetRuntimeSettings(ctx *gin.Context) {
+	var request GetRuntimeSettingsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRuntimeSettings(ctx, request.(GetRuntimeSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRuntimeSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRuntimeSettingsResponseObject); ok {
+		if err := validResponse.VisitGetRuntimeSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRuntimeSettings operation middleware
+func (sh *strictHandler) UpdateRuntimeSettings(ctx *gin.Context) {
+	var request UpdateRuntimeSettingsRequestObject
+
+	var body UpdateRuntimeSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRuntimeSettings(ctx, request.(UpdateRuntimeSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRuntimeSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRuntimeSettingsResponseObject); ok {
+		if err := validResponse.VisitUpdateRuntimeSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // SearchPalette operation middleware
 func (sh *strictHandler) SearchPalette(ctx *gin.Context, params SearchPaletteParams) {
 	var request SearchPaletteRequestObject
@@ -32912,999 +33374,1026 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Ld9s4mij4V7C8vSd2N23Ljl1J7LOnr8pRUu7ya2y56laXcyWIhCSMKYBFkHZUWe9v2t+wv2wPPjwI",
-	"kqBednpm7u6cM10xxQfw4Xs/vwURn6WcEZaL4PhbMCU4Jhn884bk2bw7zkkm/4qJiDKa5pSz4Di4JRFn",
-	"sUA5R0+Y5mhExjwjKJOPUDbZDcJARFMyw/LRGWV0VsyC4/0wyOcpCY4DynIyIVnw/PwcBinO8Izk+rPd",
-	"CWF5N6WnU5yfxc1Py+uIxmgrnxKUY/GAaByimER0hhMU0wnNxbZcAJV3pzifBmHA8Aw+GwdhkJE/CpqR",
-	"ODjOs4K4CyVf8SxN5I2HB4Fdq8gzyiaBXKlZ2y1lEbklfxSERaS5xCuWzNGMCIEnRKCnKRcEDYW+fYio",
-	"QJOM4JxkKJ9ihvIpFXbBfxQkm5crFvJLA/NsBaxjns1wroD5w2EQlnDueOCsF98nszTBORFn8bUETWPt",
-	"5gaA6vC+6HTeRoIXWUTg32RPX0qKibowRDxDGI1wRpC8uov6U/kvLKZoVgiJG+ju5nyHsIjHJD6+Z8OI",
-	"Z+R/P/iUEUFwFk1JNty9Zy88MfnOvfKNEhz46zlhE7nJ/bcdAI/9WyJdnpNMfvB/bv2Od/7s7Hz4ov87",
-	"2PnyrRP+8PZ5b/vvbT/9xYsfnzNepOKUtsD2gsckQRFnYzopMiyvIhq34Gq0ZOvtx7/vPX61trZjh1/b",
-	"F/Nd1tLnPDlNsBD+Jd2QCRU5yUiMcs4TFMlbvTi5qy715ym5xDNi8HJrzDOkMQQB0u3eEBzf3ZzLLw/b",
-	"mERulrUG5rkvrqLewdFRHfXa8OauDW8kQc3IbESyNwIVgmRAnJRZrreFkXqbvCj5otxRiLBAMY+KGWE5",
-	"2kciJREdU9LKHYv12KNDQb/vSxKRdPKtE+6/b6GOs5jMUp4TFs1/JnMPeeAHIhAGKUJJjORKiMiRwGNy",
-	"DNsa00zk9voTzacIowcyRzjKBcIsRhT+K55Ids+2RI7zQl0f8Xi+LTnvA0lzJBHj4BBNeZEJlJIMRThJ",
-	"SIa2JHBDydBSku1gyTBR9/pMfmL7BFaWEpzfM/iyXJDAM6IWwOLyglmgWoiQXD43v4iUM0Fg7bzI5cLl",
-	"seEJpix0XqzkMBpamOU7NyRN8JzEx0gezBBt4URwhKWAhqWJHGd5CCt5mhKmFysQzjL6SO7Z05QmxAEj",
-	"FUjkNElQVjBG2QRAPFfyXAKoBGWIcI5mXORov4NEiEgiCDrsfLhnp1eXn87PTvvbmusbcOijiel4TDIJ",
-	"RQOSLXkQEncTyuRCEiIA3Difbht43bPDgwP0S/f87GO3f3Z1Oejd3Fzd7KKuBicfo6NOBzaKR/yRICl6",
-	"GM/V2W4pBDI4IQG7vYu6agP37ODoCD1SQUcJQd3b07MzFE1xhiOpfigpVKL52/F+9AF3yM5RtD/aOYzf",
-	"kZ0P+Gh/pxP/MN4fHUTvyOGhISV1YCUxOci+I7G9ohAtZA8uXf1vO//Xl7/5qemcRyBBfDqS+e31GLqH",
-	"iV/jiUf32d8ZYUFilOIJQayQTKtNt5G3VOASkzEukhygsESCXJPM/315FQn6J0Fb+nXo4MhF4M5263pI",
-	"Nmhf08ER8HW9qE5n6RL7WDwI+T++E+orxVUuchXFNVeveZHyKmUTyNyzBWJGCr83AmWl7B3KSwMQvi8S",
-	"qWfxv06e3gmS+aB+p2Tn96KJZ/m4YvBgyvyI4xvF9+RfEWeSj8t/4jRNqCLRvX8XcmkOAL4FJMt4ph6J",
-	"5Rd+7H4c3PT+7a5325fAUIZFcBwYpip5qmTnkgc+4oTG6B+3V5cAiXL5f8nIODgO/tteafDtqV/FXg8+",
-	"CBtoooT7dvletAUK/6xIcpriLEdFmnAcowRHDwKkxlDy9SGSP27volMeEzR09jDcDZ7D4JSzcUKjF4Lm",
-	"7BLkxOC23+33KsBRpqFAp1cX1+e9fu/ja8BD7cVIvSHaigu1XLItxdiwspyhslEzonTVN1LeSstqzLMR",
-	"lcbzlIDisQ3w+ARXY8JeBpDT25tPg/7Vz73LgV5MBSozKoRUOKR8ZwpX5BMo5w+EvSKEGqsYKqVE7nn4",
-	"P3bk7zt9+c2hUXWoQM7injLOJidIbuqeDT9d3fx49vFj79J5i1bZFNbJCziWDFnkGc55hsYJhhfJX2aY",
-	"SamQ8YRIES9VUSZFLE5einz93s1l97wCYapfjYgG0YtBesfI15REOYnRGNOkyIghKrMAiYgkxzQRoAsl",
-	"fDIhcYgYeSSZ1IaKjJFYodklzz/xgsUv2/nlVX/w6erusopckkOM4eWvxHoM6aCYE8WAyFcqcsBeze60",
-	"KpdzBykMeOwqh2brZ3JD0h4irwCAM8lYLnqXkre4YEioyMHZIswqaflZNCf564CHSjGdECwc8NgPATR4",
-	"SrSXYU5yFyjOyhVorvFc8vA+5+c4U2rV5rC57v52ftX9OOhfXQ3Ouzefe+1Ci3yNCIkF2u8cvj969wMa",
-	"zXMiXlVwmS+AcSbVwoTOqAVGY6kKHLcke6QRuWP4EdMEj5IXQuS2d/PL2WlvcHfZ/aV7dt798bwmq+Ti",
-	"SPao2GBGIkIfJSPMOZfMa44coFEiTrSFI6Y8y5P5a8HLtwIsfAuQl2mOcmWw54iziKCt4Qx/HegbB+rG",
-	"4TaYaYyDsceomJIYjEPK0BQnY2nLDad5ng4yguNBTmeEF/mwtkFzWh4wqvPqc36B2VwrW+JlhyVx4aJ7",
-	"+ZtRV26rR1U7klfB1hupFgBikthstrGM4Qkagk9+B5zyQzShj0QhNtjslCGh3PJSv6078nesJ9+3Qn33",
-	"nuPzh2XeMVzkU8Jy0HFeyDPvLrt3/Z96l/2z026dZzqfkfzKauGvANxLrpViQYSQL9/iWYg4Q8M98PDs",
-	"4JTu/XUYImZufCBzq7fWFq3w7Y6JIk15lpP4gsQU98ESeBlsbu+ur69u+r2Pg4vex7PuoP/bdY1JzFOC",
-	"3Nd+3ZmJmD8x0L61pMFRRNKcxK/JQ98INDxVO9uROx2aj0mqrsoZxRFA7dULR1IaagVNrw3JnYht8LNh",
-	"ps2HNwIugyKjdZ2Mz8CcAKGwXd9heUA+yKlz+kUeJ6ysV8J70yOqO6TapdoUC7kxeMExSjMJn3yO7gM2",
-	"w+Q+kDspSgx6jaPqIhtEM0qvMdsKVggpwdBWwR4Yf2JoTEkSh0rFBqCHKCsSgkaZVMgt5tf3K0FqV6pC",
-	"dfoobrTRK6/p3VJlAcc4x82rFkldgCtzW9vUI84TgpVBUlrkv5dPfrG38tG/kyhv3Alfbt4VBt04Bnf7",
-	"BTjUHfscxzGV4MTJtbPaMU4E8VEG+OFzjnAsNW08IzEaSXUDR3kyB9KQsk3eNaAxBMmGZIZpMgyNs5hm",
-	"yiRxfY7fArhJcsQY/3d9eTfisyAM5M3ShIOFy61Uoaof/Nay1jdCkg4vWI7gTrRFvkZJIeij8kaXawUv",
-	"jvV2qNfWfDCHDa+LWZ7jMTMrbUg7nhATqJhA3Mm66obqESnq+BOTQo5Z7Q0uAMQMijctPlg6YcVMogA8",
-	"EIQB3AbUCsv54lm73vpC6NHYCbmEyIZcpC6kNqM+ILUnnsU2JJDifNoEtsKF7RPJKLQHSWle40KQGG0d",
-	"HhxsVzBjw6BLE/8nmv3VOYiNS4Jr/Ayp8IcEImA2RmlGWURTnNQwFicJfxqMufxPkRpKjiDEHQ8AiQ46",
-	"B0c7nbc7nf1+58Px285xp/PPBl58oixW0RpRzGY4o4IIpAxAFR+Pg+PDgzCgYjDGjzyjObH0qVTPPANa",
-	"OFB/i5ykIjje78ijz7HhRVKTmfBsDlxbxYvlyyNYw4jzBwBzQvKcDB6IvC0nOJGg037CG/0UwkJQkWOW",
-	"B6G0feWng//239CdlAn3rCseII6CUc5TGql4BYpJmk/lblIa5UVGBkWWBMesSBJJzxrAgIpHkqHl2XwA",
-	"IZ7BjLICPnEUBmIucjIbpBmfpRK8v/ECDH+MIiwxKEFZY4276JTmBJFHIhVrgKpcRpHGnmM66O//cNw5",
-	"Ot4/+GeT0dTPu45Kv05JPoWglBRhCQGRj8UDmuE5GhGJaDllBQE/bJ3hVxGnkfwhfwNFg85IhU3JXezI",
-	"q4GHvCsvaeSySCMDOdfQFpml+Vy5mgomSA6U6DLATqfj+YyPgQC5aZ+zpRmJxUvdyTVEb4OycXtIVgQy",
-	"aYazBwnxKRWahqU6gsyb/ECv0E9jD0XOZzinkQ7NqpgpHOlWB8UU9Atg0jMFqQWJKBXSdEM+nTo7uM1J",
-	"ikZFPCG5FKUYPqgPYsUoTJXw/QJecasaJ8oI2ZEHhMzzKr75QOYCDQ0DGYZoKNmG/C9kncjPyz8ecUYx",
-	"yyX3GEqyv2dDh6EM0dYjTgptRSvJoc4pN7k3Cje2gaYjnEE0nLKcI/JV6ow6UNlg7Yo/1U/vIxVpgueg",
-	"o1QlipeRVdF8SazF8r1GChSYBDzbGeNIYqZESmmrILh/NQrz0liFbTYQNY4zIiBCDJJX3YvoDE/ICZJM",
-	"tvQfK5BLVZ1xBoCRvytfT0UXdb5d4c+NLT8xuVN7E9rCRnVISSYk3jk/gmAA7acq5o9W4gxewdDIp1A/",
-	"mOQ8zBCuEPK8JCuVojDGNNH+GXk9w0xQCSQwZMAXv5y6a6KpwWzhZ6R+RgKwXrluZ5Ac5UeMpr7mSK1G",
-	"8BuLHEVTzCYrS4ia7QCBwMpha9qq8on6Zg0xuCwurEtL/9lVGbDDtqpCoIr+FVFZgcmXNr2vm1J/6o3+",
-	"nsKIRvIL2lKhBOWnjDJ9LI4OuIq2J4kmeHg3fvvHh68Hs8P0fRAGCRb5QGq8tSff9vf3jzsHx4eH/ywD",
-	"tOw9Q088exgn/KmplnwHvcFH5tfFKKERQIXGoQpoqfwzGtuMyDEaiseHQfW6/lMBUN96AtlNkgYSPqly",
-	"5xqkGourgs5LBRXnXZmDUzJCdazyJdutUFnKFv1i5xLPCNoazaW69ygXwRXfBV6h3EVvRM3EqRzwSlSq",
-	"ybJCCBXALCGFU/Wg68Go20UzCnEbIIOPvduzz5dITHFK0PCbJJnjb1Q7AEJ5T4jKtYTIXcrzs7Ks/R6S",
-	"RW4fZ72/0nx6Cwi0hsejfPycirx9rz+TuVV4gBMwJSXbV13PvYEoUvN2nFKp+fhUyyiXNrH8MUSMPEn8",
-	"hPQ0MPhyMhNrACco7V2cZXjedB+ZdbzAfVR+7oY88oeFuAMJa4qnZuTRJGVt2UTBJ63D8wxcm7lSMVWQ",
-	"U5Pki+D+QOatXg3FwJSX1bgp1mNAmdq/Z9/JE54LSFOsvHElF595a2hW/ypn5dCNh8QZeUrmDqGHiLIo",
-	"KWKIwU0JGkuGCQxATKUSy1lEPKfzHyGB1juyB5/w77s7XFlumbQCZcKA60rntnKWzKvLku90lzb45x9v",
-	"H/ud0R/vo8v9+c3R0/nB15/exf84nP38QXR/SHtVT5d8/Pfuzj91Lv7fBru+nMhlElFjJQg/5Zdh5Enu",
-	"+XtIvleSaw+QObqBdOuBobiINWkDSFmUJEYqZlE1RF/MgMyLVmLipvTko85Zb0DGvu2FLGGxFLxiRGWv",
-	"Sr4NaRwvl38TU1/VpDz1mzJZqYAvryf7lks99fUXAg0Cne1QA0c5RPIAlwTJN9N14DNd+fya67tWltEd",
-	"rGGzsM6FTWmE4JmyhbQPQe2tZvWMKZC34o8jynA2V/yxaZ2oW31QA+8E2rq+/Byif1z3Pofo89knqRL8",
-	"SkbXJzZz+Qhd0B+rWrr64lKGAp9uhdtiQngl/c/EHFZAZh/yvhR3DWc5xTlO+KTH8swjB28h6gDnzuXW",
-	"Te5PhR26Nq83kFAvlATPoE7TICNVniGNeRPasNEOHeRQcYgZnjA6phC/ArvZU9+msiUHaVJMKBPB8e9f",
-	"GiEKuFHdMBBJMTGRBgO66sNqQfpjEq1s5rc8xt99mdlwqc9jDn9/CYNHkgldCbDb2e14zHQLtTr8h9bZ",
-	"6nhYHVuV50izlVKyOoBfKq0XRgFs3aNz+QQpb5QO9OlVMOJ1SamDa98TeIqdSGda/PlnQoY1C1hdXVUT",
-	"dIo10Rak4+vyTOaUwfHMOCjUYe+UtZvNu2vLaWJdY10NNGzW8SlcQ/oO5Ws0NTuUiRwnCYnRFp1JVQQ9",
-	"4YwJNLw+v/t8djm4OLu9Pbv8rEsLjFAsV4ijGdl7IjhvWV5VMm7uI/e/vUJaDZWfszyjowIqvNSdJ6X6",
-	"KUFrOYtYyf/cpNomB44eoPAGz0jpBrdwLz9oMqzEK4HVsI5mcI2mqfEpmzRHGkEIPzLwsQFmWKgbwteM",
-	"SP3gjdxXeVSDQGzhKKntH9KSWjbv4XNLAWD5XrNUfvZIMqR/N2fiFSnB/u7BbmctA6HqjzaLsOdRxdCw",
-	"ZL6aX9Xg50GxJoGvKmUX64pN6SpezdrwIIJeEyJMBTB5FkN108jY0Kvr215lYpkOXi7tlVQZayStp+J2",
-	"6yYe2rIlwgc67niiynxuYdMozvA4Rwedg87O/gHC+T0bfsNpOkgzMqZfny1sVC6lxWt1efffBWfD7V10",
-	"p3PPIIKKoVXEv6s0P5zrnISEPJKkVoL5LfiLyYwLpnmeiuO9PfEY7TqJUfLvFRYRhKUW6k9YWS8ZpRIw",
-	"71Si2gedlgBd5xUzN543yZ6x6tJOJeLrxshNHNu5GSTAhlkzYeAEw4Pj4HF/WSKNXzWVbEr+81tAmOQa",
-	"tj7P5p6qX3GR8wFO04w/Wjlae0J/fEzyaBo8f3FZoI/3P6+i1P7FLRj1uUKl5FP0hHWMevhNXRgUWfI8",
-	"bIS/D997hM7qdlSdTVhPwdpKcG1l+6unvqzUPeQYjQqa5DtSQSmELipt6qWhVg5KabGGUhveM8iM0dkT",
-	"lW4lwG/+1a1CqjS39mGaaG27PmsPcguyzuRLtq1yu2aGxwpap0/BVImbW2lFIx0+EhbzbE/+Ndw+0fHH",
-	"0gawCQo4UT5kK5bb9dzqS3drSZL6ULb+fqz/uTvY+fJXc3n773tL7/jLKuqf5k8+/RO6JJnkSnJisuD4",
-	"jOZS/vFMWZknKrcfJCKfKQggzpCyinZRD0fTe1apxsZpSnAmrItIleH0r67OB6fn3dvbwce763OoW9jW",
-	"DXbWVnIMyilWuJ7ai1lOo0WKr3tO4Nj/ffdL7R9bv/9t58vu37ynsEAtLhXhNv9Rizpls2PXzAZXSlVM",
-	"xpTBYzq1ptWP7suh1JlwPm3EJPtVEyrFihmVC3l+V6+8jeG35Do2Egb16htpfO3Jg//JUgU3ymRbNW2t",
-	"NWGrDWxLk7deNxXLuLpUTdkTziCX7fa3237vYnB9c3Vx3TeumN018sxbJdd6FHYtVU6WqwBqJUPBsWMY",
-	"RxyIRNoYnuiso9r6acDe4HogqqqpoxBjhpO5kJfBnQs6MlctYMjXNOGZrj14pIJnJohHH4nXi9HuFL1S",
-	"hSQTwkiGk1AeV1xEOX2k+Ty0xkIoOcOsYLqcKUQzElMcIgmn0GIOZycIMwDSPYMc1Np5X/T63Y/dfncg",
-	"Zcbnq5vfBneXP19e/XopoZvbmqbtEAmOaG5LshiS4EJTkpF6Dx3HWHDo5IfDhR5UU0BivaFVmPxYsFhq",
-	"C/IBn1bjfXvFOGm66hJeZEjf456/gICjPHspXniGGTSIwbqyZZIRAm4UZeyMkoJAc5GYTriUQ5QnJIe8",
-	"PfbgPfmKeVRf1i9UFDhB+p4T5YHWikOIYpLRRxW5lZL17cHOiObo0+UvO/sYTbGY1mUuojGa8bhIOHrr",
-	"7vGxI5e6L//nwLPIlan7ythia5I34LitIeSPJMtoTGr0LRUfD1FX7L2G+pUVBM0IZgKlGdnR98XAK0Aj",
-	"yxRZbJ8AVKWiRtmUZFTl4kDbOY2NfslqTctF2fnl1qhA+olNP+hX9y3gUUyiBGvHln3jFmbIFP9xRqDz",
-	"14Pjl7267t2oQj9N7ttNo2950x1XF4Nlrqx0gXK5PsrA3pboWSsdELzIPRtsihp068EJySWnM5VdpVbu",
-	"PSPXJdF+UgbNxe6LFPOS5nxeeZLnlE3EetUP8J0dcMch84YTSUCQrs2ZskuMMT3DsalpU0lTZGAeGiqr",
-	"BfKKZoXI79mIQAmUxlF9n2VTnCcnKMVCPPEs3pGbiZsOwxNDMSRGk4SPcGLMe57pckJTXpERbWCaJJeW",
-	"ugnXAdSQDPKySeGrNKQM0eJmWJrsnKd8tAfWWjXWtb22kV53Npf7KVlUBS+XkuYnKcLYxK+PPNqyajRW",
-	"99Uj46aoHbjJoPu5d9kf/Nz7rVIyXZQuYXQPDvIM50UGBdLaS61sxGlwHCjP7l55lyewDB9dg4T0Hk/l",
-	"c8/Oyupb/qmYYbaTERxDvEJqd5hhYyqVqs5qG/IoJr5mbOCCv+bQTQht3Xw6RT986Oxvm2oJPh4TWD1K",
-	"dFppLVg91jWyT1OeENsGtLrgJlCXYRbAuASVXvyq2HSqT6jFV+WglfyOcEMT27sIit+RkARN8znaUqWy",
-	"kLWmuPH2Mbru3tz2VLl6eM96F9f93wa6x0uIzlQHsrObnvpDd6aCf193+/3ezWWILrsXPec2+NPceM9+",
-	"6d3cSjlZ3mCu2JeZC/aNCvvLJy66/2Nw2+9d3w5uupefe+E9kzzgdnB51R+cn932Q+R4cMrHfG4dfbV3",
-	"2f3xvOfs7p5Zke6+t5Tz8trVj//onVavVvfevetfDbrX1zdXv/SgqYL7XvtR+AHd9vr9s8vPt0aDkNTu",
-	"XL3u3t7+enXzUV4e2G5e4T2zd5jOab90z+/015BZiuaP7lYaP5VnZI0Yd5P24tnp1aV+vVlq/+p6cN77",
-	"pXeuFt3gWuE9M9fsa37u/baLftVmk8HJY7/BHDYVLLnzn8/Oz8tbWk0vhYO3193Tnrz7ots//QltiQgz",
-	"RmLooCrVett8757pllkqPneCyFfJF4Af6GiQSj3ALLYJe9shqoogjZQ1waTR7bLX+3g7OL26/HT2+U7t",
-	"S1t92p5wqDAIgwoVBmHgkKH6q+xTVxJiEAYVbDR/l/fWSdG51LypfGuVGoMwqJFjEAZVctQXavRYvWoJ",
-	"0lyuU2QQBh6KdK862Fq9XINCgygrd7tEGYSBjyrdy36ydO9okmUQBq106futPAwPYbpXLWUGYeAlTee6",
-	"q1H4aFNuwUeKFWDpB+W9Li26a6oTo0bDKjUGYVClE4MF/qse8vF6BioS9Gy2OJ/7hogi0c5PUUQREWJc",
-	"JI6Z8i/L3wwD7U3yKNOaYe5YIa7VR5uqpFPAtoyKDGEVYFWl8hraPpEmsWl3d3d7MyvKqLkrpVAHztZe",
-	"KYtDQ3xN+6yRw2H1JLDQJKt3dCmeWbCq/A5oY1ImfagCda9xOdzeRR9JQkcS9iSZo7EtjJ+SjByXXoUM",
-	"zXAif3BMtnuWkbK4wB711tBL3UM4RogFEhxLhBgRecimI4pyaMh3qipGvUOe/UtSRmrpHb40Dpu4Ae0+",
-	"BNL1jibpN6I5QXNeZGVSxnM9K2NKklTl9m6akuFJrrAvfUkOxeskTSwmhtspf1qcjd5A+P9FC1TMh/rk",
-	"a97Sp9tAAguU4SeVscUz9Fv34hzl5GuOtnRsUFmFVZ4Qoolq7zisKGf17F8aH6Mabt4ziQnHqIZd90yf",
-	"9jGCw75nQDnH9wyhCq0co41IpZGlofqFLpOaZf+3VSSngQ+buH7ntEQdh8cYNIN4iCIb0yauoXKWLg8T",
-	"C7+XJKEawams9tmjytTXzg5DOkBGclXWC1rK1vKLbZqO010RqjgqBwH+TokaDR9Llbc9f3l+fiGNGRjV",
-	"HwCD3qMLbBEcTVHTvH9lEW9B640amEZuEHIZqi0MLdDAt2fy1XmRxJLSTHO6bb9beBO1yPlMmnHoZPud",
-	"NR0Fk9Ac2iuqPJwnlQDRwhgQePU5T8rEcUDON6IMD5n+amQ8JqqKXPl9693JPNKsljkphRrC6O7mHJ41",
-	"7xvUxKT9U9XQ6D8Ho/mglrvBy21qiWkBJfRScGJJuvGL542Lpa3+vbLc5/UiZSoCXgm96dWocTNu/ExA",
-	"vykRItiArSSoRNR0oYN21asApRPYail1WDVnxY13VfJWGuLAc5gNNgQ/gDKshumAf1VDYs2wXxOMxL69",
-	"DpJhE4GGq8HGh3kLhnnYeMvCyCJfQJsW3M36GIPfbWmDLsI3oKV/MSi01hksJpsXg2NRTMg7maxZOLW0",
-	"hKRCtMsDlLkgydiJU1ofvy3SXNJaoRIXKs+7XkVSWZcbQKqwEC8aLjkWHz36MGU1IbK4jLsH6fIVkaIy",
-	"6GthvBebEIvCvX03/L9upLciMJfJ7YXBvc0F9WJ7rIQuiGnJ1VyifR2wbgKsNuC8Cmz0DheU89eC56ai",
-	"2KCbo51UIvRJwp9IPMhxNiH5wDQN+P3wbXh4+OXZpwXcFiO7rs2aeW6WInCrI/c60i5ynqlSnrKzngLB",
-	"aI4eyLwR1dfPZQSDb2j4V/1/w9114/Or8uIapDbtKFdpnsXzKcxcNADYuIfWIj5tD2i1Dm8uhi6pwFsB",
-	"U19GwQ6hrEbA5oEG/ZofXoF8b2EopCcdVg2LdACgusQYZ6vq2gSNv5x8FRRTEXGQK9pR8EaYIsN6jzyP",
-	"1QHzLp/ISDUcAd8HZ48ky9V8DY4udLaxfFWsipQH1sHnahc1W0UXZk0SPiJODacDqi8Nv99iq2hBEVW7",
-	"dfP8paX9AI7ng5xrJWA1K6fphlhYyqRS6RZbB1WItmV+owSPSFIvC1+o2m2SdrZcnWtrMlDJh4U2VWNp",
-	"oKERjh5Mwog6hTcCboK2haytB4FBmtZS/xKLPB3kgITMHSVjgaL/KX4kesxGYVvAR1hEOCZoC+IGnCVz",
-	"M7lKSYmqw2NpJc4ydUxbAeVtuqt7go2imMV6ZuVaqpriHwvT8dbtFqCFTdktgPNEgWOFVgE1CvM6ubQY",
-	"8xwXzogJs/0H2UeLZGKFbuvmS7XiXZe5u9ZGFTIetF4xVc4e+mJDpBQs38f+aCk9k/q5FERzqLfxfHQT",
-	"9F5e5w6LeTUxvcBh2LNuPzVVUQvu0iRpsNM1pMcaDqZWt5JdX+kCQltGk9FDlOtJ39ubZX2/rlumXDn2",
-	"OWg22oMvP7xOuBt7BBSurEKBr6bb5jplfS3a8dDKS0hFmYvQMO1nylrafNqhSxdnFz01eck2uBKC5OiB",
-	"stiOTncm5FV11wf4QAC9ykyDa/onCY73f3j37t3B/g+Sjc7IAD4A1Zjyzr1/TwkwYfgjZeW/n8gotX9M",
-	"6Dj40lDvHrx76tpFuxUsZl24iKmqu4mJ/K+JE0uWDq1svrSUMqrNNA2/bAKD3A0Q9ahb06xPLgMG8cOI",
-	"qor119673YVTsx2u97Tsx9ZRhWp4BOB0NltZiBe/oHstIPHpFOebtdTTLXAxgoclrxrhPJo28sX1UK7g",
-	"+uMnlMJQy13bnAYnquF+AP96N9qPfMnfdqyXhwbUIiAsPqGPhBml2IqGWoOD5UXx1ZX5Pgr7fCPM/Gx1",
-	"61D12x2OEh49kHjXQEUMdTnnmjn+egGh3X/7QfaxeHjJGUIZu2QbqU48X3iiepQ/2JV6NP5x8EkRRxgI",
-	"kkgJowxPeebBlzKnZJXjtq/39ixUxy3VHrtGbbLbpa6k/EiQ/Zt+gwKCZhdn6ulDODL9x76/KcAmSPJC",
-	"XDDA8eKC8t6/kKo/kogKsJ105kY0xTnMuVCoobR+aYM2XCD6QZVolE2AO8NBwEAPm7FlsrV4NtlTWWQq",
-	"KKgel0C2YQj5XxqTrI45H8YHOHj+4nEb2DUs1pnNbuTb1sIZKfNPcZIYMCmu34oodYFv17fgADen5srZ",
-	"/a97YGgLI1GMpLKQEGwGpWZSmuvbtv/TnOkpuJavtYt8s2M1TzuTT1wBW2QZYfnAuOGVBZ6RKEdTnglg",
-	"RDm0l8pxCkYxI0/u3bpsHCWcTcCZn04zLHxVWI0v+fie+VXqToVodKU58mV2VVfU0JzgnEWO3ksIZDjK",
-	"SSZ873UY6/ul5U71zdRW0XKY/vF6U5zbAlLdmNGds3KsDCksHpAgMKMo48VkaocCdK/PdlE3EVwLsozc",
-	"s7JNsUR5cPfFJKGPJJs3smLhQ0Bt74yIMO5YrY3Iu6xCohLMmlNdjnY6+/39g+NO57jz9p9BWHsCYlif",
-	"MqJTF5V3qqkAzKDTclLO7+NpRR0IA+P4ljA2nwD/KY2muk8dijma8wI9YZb/PVisQHwBx49QZ/Fr96x/",
-	"dvl5cHZ5fdevj5zz7BOm1+hxsApiZhSh0MGE+ju9obga6J69WfaLRktZdXUFK8Oc8LdmmzicaBXpRPfB",
-	"13OfJIaqgTaJJCQV3CoDegKrTolLfY8OOi3iqpJQftS3fp+xf3aC7zLmrufq+tuYyXVCg11Ln7QW6Ws/",
-	"BWGDTcuWUPrX/gWzrSym2RVahDFQK49xvTFTElrdPMfRdNYyZxRak2jnA4Y7wSmJsBkZ7Zljol0By9Cp",
-	"9IVAPW9MsZecLpwV0Ng/YMw7Xm4keFLkBN3dnKMt6Fun7TmcpoMiS4bbMPrpc6+PnNnisJC9b/Cfs1j1",
-	"+rMnV2R06ZnZnYTGipfLa4P+jyX51WNPcykpAJ0FSmFMpE5KK1hChFAuIOUsowJd9y4/Spamqs2654hn",
-	"qMrndu/ZrzSfIsVamw+UZo3KnRUkP1GpItX3oKFjCIPgqjOZKj44Mqe+yTumEJnENQOVCLSl11n9+PZG",
-	"9uCPOFflFnWjz4iZJvR1egQcwBOWsB7zzPVi1eEXhHW58mWRK8Lb9jZJBMLyayqt3SiiFhb1b64ODQfX",
-	"jHK81AmlgbMEde3rPNzDWirOrrSTOERYIDWghzKN6dK21oxs6GsJ5dgzaxRgmcecwYXyxVxUOrCVe1sY",
-	"a7CIUYYuYq68iSu12TxjOcmkUM/4E6LxCZxxrIbCCtsHJsNMPSQhUrfAhqbsakWx1tJ0Uh4NdGTELmQE",
-	"IZKz1Pv241gPMWxscqVMVCcHY6XIx4Jmge2ZkCV+tGHsGUsoI5/0cI91nGpIzCQWQwE3lO1ReJUa1gv9",
-	"zXTmRTNO4R9+OoRpdKr5qVyran56MsKC/HAY6hkl85wIMxhgy/SN3P8BXdAfJd7wGFoTQf3JnwQWp2LB",
-	"ccahIFPQhLA8mUNhINyOnqZyC8q6VqV5Is8IngnoEobt1SlPYhhETJ7QqBiPSQa+7RmZ8WyOnqY4V81A",
-	"JV+U330D0YgTZe5IQ0cKDl7kcIcBEAgquw/Yxtbh/tvtWntJAI0P1+SX/Ngsz9TbMvXoaD3vnP1EWB5e",
-	"GzqtPplIMjfPyDx/UKtmostH5T9WZvNL+bp65eaxrKry1kwroSxWdq6jPL5a/Ed9vKX5SxeZ3kK2E6DR",
-	"U7XlLdn3FoilvMiYIhfdo62eAbbIvsRWaRY2TYqrvjIC9HIh6YhFRKEcmNd6ZA0VBC32w9XEXu5NTGKI",
-	"SsVEwHyanLDVDa3K2pueGa3j656EPAOdcy09w7Eonlst0FIF44l3YDpHTxnPiRFGGnc0eMtGjz4cKYHf",
-	"CBFzoTq+0oorfEpFLvnaFmXSfBLG4biCdM29VZ8aQyGKtbtUvtn1amjot8qjquFaOznC9xZzJH2TKElh",
-	"VSakaWg9PmSodBk7si9/GUdazInX2W2knYLLGa2Hsb5wF32r+i3OB4YRkKWeuP6Rrr7JMFh/Jn9fe1/e",
-	"aOGvNulVt13cqgl1uUdDmpQhQyYq6a8y9tNh6CzWFq7OhlvNWLSQbMXaxbabKmAp7R2t8ZoTWXMR7SZa",
-	"GBRG9C0zfu/UPnw46kC9si3z9rANSVdGZd3j+gVxbKT6be8Uqe56XBfP9l2m18MRYL7q8XDJnxR5qFaq",
-	"kJ79KSMsmu56RGzjVQ3WyTOC4Df5okmGWR6iffnv/U7nxCRTVUpfbRP5uMzRWafDtfEjiYUuMeUnUb3u",
-	"tPUoj5Jk0HxOiY4KAi5Llahnwbb0owYeZA8ItC7HIbiOxq2/4MUicGVWhjhvgko/6sDLjDLlgmBmVH4N",
-	"pVaaXL9ggLomephJbJDDCXCtNmB9cSfX0ky6v78NNu7s6kD2ZTAdXl/dGv+pyotxSfSVRvc4vVzcXisr",
-	"tlRxm4K/5kSf/6wzAm6nPPv/ZwTUxrasrrp8sl2T7DRIn9qy2mjCxY1hlxDzd55ykGaURTTFyaIopr2p",
-	"KuSUjIEkokxIqJY37qK+vQEaCUO3DZgdx9EMM2kWUX9gdPFx/mefyrD7Unb8OeNFuqm2xMiTaqh84hwQ",
-	"GpGIz4iKFfEnpkplWqvcLnD2QHJd2TZLSU5zniF3amuNteYEz9Ys9ZLkpXseGYSCJi3bq42uWk52aCvP",
-	"6GwG0TKeo4LRPwry/Xqkq6M7T2anoO+95PiUB97ojdW6CDjaunhNqR7UxpMEz3AQBiMsyKDM9Tre21M/",
-	"7SaYHe/vH7493IPRAZCB+jUfPFEW86fgeP/tfufdQRjEGX2E5A+eEoapVBxFvb0JLDM4DuDFb3f3j9+P",
-	"StQ45xFO0LleTk5mwKqKjATHnd23TalpttBw1Oigh9HUTtQc5h1VcUZYlM1TPZAwIyI3RWgZkVagEpvO",
-	"cR92PjSSlPQokCuWzG0TlhJ8zb4jccopy5G8RYWUsQkwS0gjnimvnvxtG45tqGA4BHoaYpZPM57SaKin",
-	"CYx5ds+g0wrA3Da4QJ/ks+rbJB6GehwdWPkQf0hxPpVafwITSkx2tFRYKZvcs5hmJJIm8/YuOp2S6KGc",
-	"LyBIJr+0dXhwsK2+g3UTdpgYohq0b9cwEPr4TbnIFTPPiOCJ+mxajBIamRl5xJQDcsl2YGQriY2fTZeq",
-	"3bNhkswGpnZevlUM0Ra8HWaOhejs2nmhhNzp2ccbxEguNwgNpnAsebbIQQTeszwrRC5CJApQ2hCGJtsJ",
-	"ugL83D5Rc2aeqCDo8OAghHdqSlPx1gzASwgjqkWRwDNyz56wbieVTwlo7YxE+S76DDCqgkjY+cjmPY0W",
-	"aC0jAutk6CszlKxS/Q7A5A+Eibom1LFp8Avkp6Htpm0rgaGxcKvEPD0UDmxaF+RonGDlHjVOWcssLJJL",
-	"VVu/x+uhdbmKI8L9g/7xg7Lgy65EUieE9IeIp0TyAM6ils4zVAwUXi//0J0wZrTS9a1Kg7YqAFCI3lL9",
-	"JTVcdUgDXuRp4dEaruC6OkoU4RT05xIlfYe7VNVVPNl/tCAVIWppyos1c91gvmC79RtqUQuRP032Vmqt",
-	"JXprcqOhdEkBCF6/8i60ZXhqZYOVKjcL0wOv1scKmBIkv05nhPsO7sKeEdL3KLdkxKUNWy4BmJy+Y1j9",
-	"9tsflh1mS/GdIl5z0u2aCPiGPpKMPoJ42FQfie0bykyHXTTMiKB/EsMahk80zqdqaP2U0Mk0H6Ityf55",
-	"Pt0+QUPdHkHffs+GSuMfNtJdrSWgK83cnmzqk5C7ihOaz4Pj950wgC8Hxz8cdho6hXlZC9mZscm2jFpV",
-	"bMNKQ4MwwpCK7s+uc1jHSh2mf1amTum6OVUxp3cAVXIezFZg8qnegCBI/S7RKqVfSWJ7LWeq8eWW+noV",
-	"p97vfzhYxiAWpGnYQxURTgjsfExh1j+FYTFxPkVf9cLcQ83IDmFq9kPOkT1bBzD26PQzXojYY22qXDCi",
-	"DekbAPgS1CDBJZiRYrClIfH+aPsE0QmD/jZW7K/rNtCo1XZCCiCvfEBrtEAyhH7JczrWI+Rui5Fd6mYU",
-	"rwI22YSAkBDqfSNQ8zCLQ6RSvnEiFTzwcVIWC0/ZKSSF51g8DKxnS4pJeUElLktCUSUd1Xph1UZJZ7zr",
-	"v4wz2vQqr3UqnWHqyzpLBJfSDpQ5AXqZhRNkWMFzJdIAOFqEud5RQ9w5r1SQkHDKSEToIzlBeKRmL+lZ",
-	"sXqmmdIpGnWhi6I47ndMomzFQR8GSubqwhZtxTiwbKSf2XIGlSbOM9fDQ3PrsHmkgmqfTelO2MBpUznJ",
-	"BueBRQyPVb8R+OMEDe2ChscaaHqtT8yYMjh3/E3u/Eczh8j86B+QVynHcxbogq6d8DaPad3mOMu1M7PS",
-	"r2h3QfWH4zLd71TCQr9/cQJeGyaXtFYxlH3rS29ShKW2QzZAg5rft8XV+18npOZo0trz910CbDQT+YuC",
-	"a07twNI4250g2abqIqxRVx5IoNXN9Lrbsdoc63OGIflFc/RgIv/+784MAOWHgjfaJbj1bqrSDaY548TW",
-	"q3k8kwtbSEEMz6Yky+O9O/MZL83SFb8kOucTyow3o0I06oFapuJh25sHjySjY2qqBBbbytmDttjhqwgL",
-	"ZJ6GQZog+yC5n7X1LykhvexrnzOsGcQQnhiijCctdnh7MeBZ7dheWgdogLuw8O8jAd2kPclG90KA4NPH",
-	"3nmv31NyJyMz6KqMwROmgoGrZdzE6pOguhhS8DcNbtSjqgc3T8foSZCowtXNKPySPJUopVt563rLyrm5",
-	"wXTyNDAEjWP83xl52q2S9Kr1rc0QfPlqbwcJvVCpyD7RHLj1ZuS3uC7WB4AlhbF1495uZAm69kxx3Joq",
-	"vdS5i4wgwh5JwlPS0u9/6ZvXH94IK146rfGKETStTmyUnImwSOWSZ0SNXYDq2zElSayGWqMZTnfXHYC4",
-	"lH4ULFrh75+IqPqnZZANodambGJNJjRDP/X717pSi4hj9GNXjRrr3fbRYacTorvL7l3/p95lH6aSfUSH",
-	"nf3wntkJX+iw8zZEp7c3nwb9q597dmKaun551R98urq7lH8ewmS6n64+wtCu7vn51a/wuqMQnV5dfjo/",
-	"O5Vf/BDeMzMp7Lbf7ffgGtJjRQb9q6vBeffmcw8d7r+Vi7u9u76+uun3Pg4ueh/PujD1Cx3uH4UI3qFn",
-	"md3cXN2Agx2G0Q0uupe/mV3eosODDyE6u+z3bi675+hIblrNbbvpnV5dXPQuP94OYKzXrZmIATfdM7mP",
-	"s4vr895F71KC5qizH6Lb3s0vZ6e9wd1l95fu2Xn3x/MeOuq8rY61c6AMY8cqIA7CwB2g1oRtEAYWsGrE",
-	"WA2q8ikN0iAMKuAMwqABS1iCD5BBGNShqEaPVSEI31DgszPvWmGnF+/ADYbENYDmdcd84tmE5y9rb9B1",
-	"GLA0xEFWkhwllD1oXuwICldIuAJiVYO/oWYtYetedcFH9KDe3PBkQ5kpn7TZgrU962IBpWc1NupPiYf3",
-	"MfC0V2YZK9WrVkPzO97584v8n87Oh8HOl2+d8O3+81+Wckz4sh8W3GQ1VTV/FT/kYzABxAnCCdQRlbET",
-	"0Jr4ExPKjBOhKQsp43CVYFq9GUaz2v/tTme/3/lw/NZUY6yZxSDN3bctyQxhkNIoLzIdBlalHdVMmf2D",
-	"VXp3h8GcF9lAHzTkXnj6b7x+Gf1qyRe1+cO6tSir9SVcCsmVSh4BdXTptn332xeULtaTrNxGv9WzbCp0",
-	"7uE2qpFvzo13TGG1vjtEZRvx8scpFhZkS7ssLM616puXvhFu0BGQxoQ6VyOeag2TxNQVoPzKPQwqmO/V",
-	"m03ymLwFuaFCXeBuXGOVqPPTlJsRXBjNyGxEKuXYisJCzVKl0gfhvC/rtnPXvhLnuEJ/A0wXldwtr9eB",
-	"AYgD8nAX1+50bS2hdYiJ0iOKy0jry0eHigUd6MsGh6n2Rq3emHa1uZ0vKQMCYK4KR4CYeDHI1GsW0PSG",
-	"IFMCdxnI9NdfCLILRSst5ZRvhCY3MaWpKtb3ZaPVfHrdGKNz/kiSqmuvruSFwb9zylrk+76W7xVtKYQa",
-	"QNUz6PBgXR+fPBa1mzcCxa2CpLb6VT1+lberOJOjl5avb0Kh4ZtofNKBk7ccNLffhnN6wsI4ZFdn3IZn",
-	"L0VMqYuqYiR9FAshAd5hqpqvxiSiM6w6vsF3oRGEnXC7j0RKIjpuTGSQZ13VcPd3Pnz5vbPzQSq3++9X",
-	"UG7NYkML5Fprcs2/S0gvoZhVWU15LC/nN/pdiyAOH3oB19HsYHndplrJqzCfxdWb5b5eCX5rwcG775du",
-	"+1qpD3fp4pHSfi8/NGTDWY7KnnJaHdFNj5v7HtM2dQzK8Y/R9eXnEP3juvc5RJ/PPiGeoV/J6Dq0/RqO",
-	"0AX9scJKRpThbB6s0lJhARwyMiYZYRERiytejYJcTrVOy0dfjBbOuzYtF1EbK5WyKKESp07Q8NvzEBUs",
-	"p4mO6Dkl+5VcfIi1qFFSg0dKniAUBgwLUlol9Ajb+fyjZzpzo6iu3M4LEXUxZb6O3jkx3oUVNCKfBvTi",
-	"PbY7XHQjC0nyju5zoqoplJcX9BJhaltKC9H0aVd67WrGSinv9DWPlIYl93VPe68/Ro81UjlTdkISDOQI",
-	"yyGtapUJnpdWphkpUnfRVecJVcaQ2SIEMxZMZaVIMyKYkTyjUX0CSfBEcD4l2e4nnpEIixcMRHvR6B4D",
-	"qvJ8mmHLzSauwQlVp3WZKWqQaV+dhKtn6mzvomvv4LV8ivN7BnnqJPeMYTtBBYM++3qUv05AUv7w7zKf",
-	"bclApVXHs2lrFlB1ww6JlUkz5UyK1eewWWJarMy5EghAo8eG/WsGwjiJL9VzWV2pM1O5vutAGPulFYRG",
-	"Ccb5v2TAhwOF1x3tccZEjpPkGiYZbZ59GeEcJ3yCUhw9gBzh0OdNFwQ4zFjfIA8xmpE9zUyD0AysD46D",
-	"/d2D3U6TW9onm4BV34RKgeEjYTHP9uQfQ8lpdCmPzYWCddYDLfuHlSyNt41ohLTUtv5+rP+5O9j58ldz",
-	"efvve0vv+IuP0dgd1zf0i57dXwKxXr8Km3gjUIJzIupjJX44XLOHgQasDz1saaBPWieYTQo8ITu+2r+G",
-	"ew8qa3VBHPhCGzVvzerAgSC2cq8sb1NxjUYV4MF7qDVZEHM5tDGXRqUgrHGggys6ebFZPejU42hS8FTM",
-	"qHo9U2g4SfOdw939nRlltKw0/Hzdl1eRvtqM0dSKDw+cwg61fb++4W6zrV5RAbVN5yj7S5TTRlVDYrhk",
-	"J0NXj68lG2uNkkTtPVfpxs3KQrQ1NKmhOKW76tx2Iz7be9wfhves8qut5JI3DLdXq0r0d4N9taq3yv4K",
-	"9sD4E4OkNtMjCAp/Te+ulmU4cY/vEX2zNXaLRNF5Mvuobnx2yaalBL/pbF0teOZtj11hMLWY3LvVXiva",
-	"B7d/NDn1CZ6EqjovPkbcmk01BkdzaF0gKtq4xVbteLhnao5Npu7YPtHv8xRiVl+oGT/8svNEY6KfuWf1",
-	"T0gTabuiLrcXEK5UMHgCmjrETUHTVVy8WUP4vUoITaNoQXyMYDXq2KykEG2NbYH/uMIy6nNLq0z9tQoN",
-	"yw/U5MMGIVnu0J8bmd0kxrp2RWP9COsljQsO8aWVjPVPV8oZrT1rC2jedjorMtx/QbN8y01bg7jVQkpH",
-	"wIYV6V49Mh9RNgRZCe8Kl3RZyHrBYas6Lunr2JJF8yKTSp65emVLrKH6vbDCw6Vgtl1uV7JRSy15mY3q",
-	"Lmxzo81p2LEw8NAE7StCdg2gtALhZTD4uEJPgOOyk8XWVUpY92xHrhXnUCA23IumON/T1X4wFGA7dNtd",
-	"oC3Td/Seda/P5I9li4GtjKQJJUJ5tWA8A0b/uL263Pute3HuKpgnSNppyuEakxkX29V8z6U9CErJYG9t",
-	"yIRzHrUUyXZRmuDIuqx0XHxryqU84uMxjQja3d3d9uRUqABwJe0/2EcXmDJ0m2eE5CG6lbxqAvnNvmVV",
-	"FdXVNFEl1NbW55raiFSg8kJlPtsNHO3vHrlMmhdqOvNSiZRwNmm+bqezW5Gjq7/PqAklaH/ifoBUhc+m",
-	"8kVLEXOoDnjcvdX4/1o8X6PgGdOK31p1WIl+utkrU+HgYsRrWuvl4asTd45Pn5m2xgHqzwtwv9GHOcdJ",
-	"S9LukbfIau2WIRD9dpuGuMBZjOd1q2aSESIQ41k+rSonBk9tFeIHtwhxR/61Hkn4v0ywyJd8eP995cvw",
-	"58rUU1fFRiT5bg2zDILXdZpVSqjMCa7eiNpy9KVqhX31CwSqfsem21p9My2Lf9HaN/Zen2YkJiynuDGQ",
-	"sj3ra+Par1WKANBWhAXZoUwQJmhOHxv939Yt97reuMRrpfKuC0yTNidxvxIr5EU+4arnI617P8DFWA5r",
-	"NA5GqGitDzew7lsxy1NQo6CjmvpkDq2gpTY2KCWHeIzqOWvyBpPuB7XityR7pJAxN+USjeDtLVV/rmMa",
-	"itOPj96/8zpl93f2O5V8f6l96e+KR8/A4bZOV0O5nCHUpIjKyEbdGG1EEv50goYJnwzBP6OazglTfW27",
-	"wuj4h9E9NQwTPvGW1LiwbSwpT8QQFekkw1A0Ns6JCU4TouxsCRx09P7d9gkaCpHAbC5ocEhxTlD//Fbf",
-	"cvjDUaUrF+MMlBo4TCES79qqh9xwTBAWk8wV0/4X+OWIftrNsjR1B2Oe2eT5Zo8cLny9Ni/610j+pJo8",
-	"Mo6ALZIQygN5lm+bl+tqhtwJm3q/U8XEVm9+haS8r3TLnAGTvWuXP+2unYAPuZ2NZHiY+SjwI4kRzU9q",
-	"9Qk6bSDiM6JMqnyqpgNBSxL2SDPOZvXhlK4evNSDXxKgd6eQ77nicdflk3HPABJoeDofrJ1ahbhq2Ozi",
-	"5lK1u+TAi3MAmmx35RkamCYr2v2OOGgkHzpv2VzYQ7eLrurC2J+ny1Lv5PMC4SgiqQ4EqyxDESqPj7pm",
-	"WtusAoyWxjrVrAd5k24NA5+G2VFqbjDkNM3TNSoQ1GYrMycX6oNqhS8FsfCyli7TACSx6sDD4yIiMdBo",
-	"E4KbWP/ka0ozIhY9s5TI3Wlb7iw44GNpPA4Wtjdb7g32hrxS/EdBdJGTStV2EuLiQWd/+vVodvDwPn73",
-	"x4cn3woeCPHUKf5M0tx0d1FakYLQCSrYg/xNI7S+LBFtWMJw2N4dSiWhvcJcqxmdkZY2SR9JTiJJeJaZ",
-	"g+OZ5QgmxFUrC9I00R2j9lrOKMVZW9OfW9XtTg1bhczHsg/gK9S51XuKrzqXl/7pkzT0TygeMzBY4UW2",
-	"s9sy5FyhJswZFFcenV6rnfwKyFjx/7SyirJl41XaMi0VZk+WByKgH9NIyqQYHJOcEWfYWjOxuGygaH13",
-	"Ykn/whn+OjA0rbvY4a/li5RXAH8daMjaRnfOLU7vQeFvCuhpIF5bcB0S/6ZbAhYCRhrq4lWpn03oI2F+",
-	"LcvueGFjSIHwI6aAHTpRlIoSqlbWbNL7sd76yQVu0weTTWAOY70fJNYNKGFShO4j5t9v5aTq7/+JTqby",
-	"/Vao6zvbX9XSFtEstN4WcY11uujStOufVl+mi2itw0jbD7hiP9Bckpe0IkZ6IKvEDxJ7sWClRpcL1Q1n",
-	"6SWmuoCvoEsVaNWjDhvkszrPaVcDP7r9YBUY6xxnFb2Pl7xtoQLs54hNoL3UYwcfWn2OpzPQcsNxnvCG",
-	"lgJbpZ5sVLflaJvLy7bkCl4IsmXlWpW5n2vBZdVdvvKu3Fab/k1RtoPTtNJO1E55s90x25o4jng8l8cs",
-	"GeG906vx394ipVDfB+UooN3Am4LZcINBCSzLx6AVv8Mforejg4dDq34cN/uwwiBnbBMg4Xf5lkNIjswT",
-	"/9wkNKaMiimJ1+kfaUvGpbIakYyROER0jDCbe9W+5faCgmHDM5tgynYg3ygmOabJ7vIIavsw1bUrZhcY",
-	"MRVMoX4XlDEh1u0Caw9y0WZmOHsgMA0xti4imhBUsKw+PXwtw9CizbeWqY+vduQaJz3kuAPjt6cEx/If",
-	"u6sFb7VWrt6qEarcTuh2yzQAXqq8N07Hr7bjKjoooq/UhK3bNDkMzEz9AWUqH0liTFwkJB5kBWu+i2fp",
-	"FLPybzVQ6Y+CFC1TGty9rS4kKw2XN5OSlVf48aza1nkjoVnh+b5Jm0Ang4gXzENpP/EnNMNsXhUCb0Rt",
-	"ZTgzBIe2cJLACsVqw4XrEdUKUGrLex3Jt/iA3QVscpLrnceC3b/Sbt2u6Us61fA034E89PrpjnihvJHN",
-	"ftrLG1k1JLoObuooq5LvYjSYjbPJ5M94PPszf/rjIHlg7Gly8DZP+SgIV+y6vlmL9aViE4JnDhhB7qgi",
-	"5xmO10icbwnrOmWcjVbuUOmom73ntrF7S0/bdjFdWT6N0dZQt3vdq3xuz71P/J3G/8fQ9oKllVa6Vem+",
-	"Wvt423A/Rjk/+e594zdvEr/qVPT/7G3faRyErb3fzcmVjULWUAJcrrK8ptRymAp6rcpdKw+1DaWuIHhF",
-	"WIWIJ3FFOK+NXhUeusz0rC739Zn4YvHlfn0TAG8OlgVgeCUoCGjVF98QvKCl9Y0aUcLHYBnAJOQkqTFV",
-	"Yxm47mMNGR1BDY7fPj+vBj37RKvuVP34EymVJWisAGPVnlDDXFlRYzLf3xzGukvLugld/9HejEZzmbV6",
-	"wbxqkxdVFr0o1KtZUgo3IgrjsXlWn82No0gy+eNAPMjVQAX8ILP9CowNGXGWZ3RkhsMqiy4nsxTqfCEc",
-	"gdNUwOCvWZQOVOaP/ptOrPv4IAyUG2RgCm/Uw+KBwvz/Tmgq9/efGy1hdFsLlaxuuoRHnKmMOm31VTpq",
-	"6C7cyi1DI3hNlPAiLutdf7V13q0F4OWBaA3SXBiM5mpciMK9ga2blttMiknZk0NakRAEBLKCAjrQJZfW",
-	"lpvzacS64TqKeMKL7MSWbeoclbHkQCMcPcAIqTSjM5zNKzOkHilPINED63YoZEYyDOnKChMyLoiS/fJZ",
-	"rx3bRJZF7UJmmNExEfkbgYbwJGRclU+rjpVUIEUaJypeABBXSWOQc4xzfM8sNgJ727J4GCKFRyG6OL3W",
-	"2WciRCUCbgPvUykCbYWJNVRfxGoUEZ66q1naK/ZCg8GdJF5WTB5VJttvr5TB3dqs5VylQph+OVWoYUh8",
-	"PNEABlhLuEjxpWwbtCUIQUMgoWFLFbXtcl8/9rnLe/T7cg5fQFswktS9wYw+GGVQeJkVCdl2s69obs5s",
-	"FT+aovP6mn4sWCxXIX9VdZYwp1VQNkkIuv3lsxoAq14j9ebizz8TMlQLkMIz4hNGRUvO22oddT05A2t3",
-	"jlAVYbDWBwJcXoljAGLBnN4WzTaElo81ZFRWEO3FxAySKZDlUuaQnLlKyFCcmfYnjJsIVn1SjfLZRalB",
-	"sC11AhWe6vX12W/RPLTtPBQu8bFepZINNIZL1bVWG7ssjSLXWbpPrKtvvhElh1HJkxjpx9BWxybpbfuD",
-	"q0pONKc3qaENSTEp01MMBz2BFm30q+kuBRITbQ3vi07nbSSfgX+RY3VBgkhdUGTsaSBSdjT/q7chiJFd",
-	"DZNzpKhqeAxhFiBzynQ2r+HjQ3v8w2NUMHly7m3m4OyAZVdM6ffLk7NS80tz5PTXHfnAziOGbEZw2yje",
-	"rDJvfrRvca+elW9c1PPE3lYeqjxSvTKz/NAmPNOIvBHm3u3lLnRAgJIVtLRFBqYWGnWgXG6lO5M6JY9g",
-	"bqBzVcw5C6oSYrhgdocWfqrjS0+qnG3+a0WpfDwGMd/sd9M6OH8Vjc/ixaCuS0HtERF55Ye38MOqut96",
-	"M/hvpzyryHUvF/YsuK3NTsk3p8SWrts0bPvrSlKxDotvzVFEUisxOK5P6z9Y2C2nniVkU9u1D/pLcXux",
-	"p0lLRwedV7FkdZszD8VoKtH7kiotz3R2sCvzVvYqecjUI+3GJI+mSz3SUqGOUcRTJzqjumuBf1q9Y3Xn",
-	"tDwJ0qqM6I+aL0S8SGKkVYrSlcHA15ahCMtvq7XBHDZY6taw3NgQCTwXaMqf5CNehbZeY6QPqQIes+wX",
-	"eBE8VoOno0yh28I/qTinwbOSbbf0mXfN8obV2NSImhqJMuQbj6apQFvjDFJkY9Onr0WpqbgAGhbQ6bVq",
-	"UqfvaEtfm7QmnV1YdWtMk7ZtNP0MTb6TkDyXeA2JGfbOlvdpF0WD68vraAxo2PJoSzPCWltI78PeToJh",
-	"46Tt8qqw90BBn28FwO1YutzT7vMvrcIBtd7U5l036hWo8zVTxOWJUntakxcu9aebpb2UxJfE9eGe9cC1",
-	"6ga9G3rJfjLud25ek0xwhhOdJCScMRpv0FB1hmdjPtT9NTGzTufq9kaUe60yiKDYOjiPUrPwV93dueEK",
-	"OL1Gh+9Qjie1kU/QBXroVV6kDPuTM8/bzrqXXSR/qr2sV8gd7v1IskTPkdqkd8J6U1YccLnAsaBw9hEC",
-	"zJcWcOmT36xtwljqq6l6wwniM5pDuQUlSSzQiEAlHcRka1YAYENwIXXwGc5pRDHQiYsMQTfGlT0eB85g",
-	"iVpfb/f4An0u55zF3DMkTGNiy4CnpkOuEy7D2loPY/pImFXhls7ArWB4bVF4RpP5Gq/anBycd789qngQ",
-	"/vJ//s/fuzv/xDt/fvl2EL5/3trRf8IEif3w/fO236XwUoJCW9GUgCcBT7CUEMB65GPgJB5h0ahO/8E7",
-	"tK4N5dcNTqUlj1zIovVtzdbyvCXYswaTnqV5X+sEvl47GSlUaz01tBp8ZMtGpR8eLGxc2vEPi7skTwLF",
-	"FEoYpDUJvdJTGu2Wc+KoGCgftGFt7kT2I2ujf8QSydWrdPcwtT0n3TfnMZ6/EYjJr6rcoW/f4HvPz4gy",
-	"9O1bAijw/IxGRZKQHEGHT1C4FnQrtXt7xBmVcBPB8e9lGQ3EWkxwSfVqh28Gz2HjpuAoMPeopQTPX9bI",
-	"+tUVXs2TOlytTd6/eiDeRze24VR/QEN1f1KPb9sKo0tv80bD7hw8a7r21C+lRQTxoSmNY8KU3zWl0QMM",
-	"YLRJoCgrmECFgMaCUzJDIpcGQFaw9raTy2f0g0GNxYNAIseZrUqkOdqqdg3UQ/u3Fw/pX54DvF4jyCbm",
-	"NQizweBbGZE9VmhGm0/R8Nu3BzJ/fh6qbmDThi21dg/81fHYoe0mFkcJBmdMbVWrGRsVdvyL/sxS46Oe",
-	"Me11a1nYuut3Uc1F+/UaZVWXvYL9V6VRURcqL2tA3+7KgKR4b2hn9UNZ3rjffv+1xPJmrYB+1POI4CAl",
-	"44F5oRItQSzUD2GhU32RaP6PEcFV8foaknRV4dTUm1tapLkSpNLJbcF4FCu1hMeb/r+sgFjc3Ky0HO7v",
-	"bzeWGic6k9UrN9CsEOAkjg37pgwNLY4NPWe+tAnb+mICbWkYPZC5OosXCo0Z/nqm3nDUWcK1tMiwoFyF",
-	"Ky30VDW5y6tw9XWZdQtzfjXebMG9rp/Dxb4SJ9X8uKWwq7K3RihQXm4ryDed+/GDpn2DpWiGWYyNO7aO",
-	"7StEC4HBemoC7TY9XofmdA8300B5BQZfSvfAwJtsUO8XQ/yF1tfFKKFRW3M39avUyaXah8YE2k1D//zW",
-	"sAlOaXsC23APbtrBKd37KySuzXjB8jaWjpOEP+kAfGaLdDz3pelA5XJUu8HsicfIG3l183oHkEU/cNK/",
-	"PH2zwPM70EG0le7V3vYl9xZi6oMWjaZI/oamxUjFd4QqXSSP9WFtZDYicQwpBzOSRUVGvEmGTzx7INlA",
-	"H+VgxnWPW9MjDiIdkPNACctXTA75FV56o955wWNya17T+OVUv7cxVbk8Ou95hw5a+XehodgK+NbTW4wH",
-	"y6hlXb/War21KvRYh9WLG2tdFzDM7laPH9tMif5Fj33jqv0gwrnKWoNJfTWV2T+KTzzs6MyQnf2Dt85A",
-	"PjpLSUaxmoFVK3XYaNKdXutoXmoxZkDAA5mfIIKjqbYAICFOqMzfEA0lax9K+2B4H9wHQxSThOQqae6e",
-	"lcPt0AMhqUDYzNERJMpIHqphd4znqvpLVVnqYRvewXf1ZCazW98pmnjnZsfXlbYFwhEUZi4dkr1wNvbG",
-	"XVIXD8G+hOkdU/7EzPT9uzM7H8s2udR99N4IaJycoBRn+Ur++1VatO76Zl6/oEFr13SGe++kJfu6tTqC",
-	"//2r9G4tg+NtIzmz2lRFcCVJUuBOTxpWEo6ipHKOg1tEinMy4dkcGrGpkHnDpf0JckAkyTyRkarKlm9X",
-	"c6YkfSEs0AXOHmL+BIZlDSlvCI7R3c15YCsRJgkfkTIbDcqO1cSMSmunb76FIKzfpdn+YDSvNxnXr4Xc",
-	"lTKvT9hS98ojQHLPX6zMUWmpyredkYjPZoTFYmCSIKDowXI2+VdlEmljmmWzBNZCvOHYUZFi9XM5DmVC",
-	"GMlwUmnFqq/B5uypybUWzJQ0w3fjQprvuouPlDFhIOYiJzOvxrGyZ9sd1AMTLbwey8U8Q/VPgtajI5LY",
-	"7VpuIV/3RkiukuWgdNfm/ThYtWIi/FnEmWTzx3aI6xsRIpII4qbkl9Ua+jeTEF8bN6RReMUcQZh/sTNW",
-	"bivVcHYIScg2A/nLX/8y3D4xq1CZzRlIOwtlmNKqUpvVbTuLUp6r63VorLHkRW2urI1f3mTG7huegngW",
-	"Kz1iJUu/yt9sGy1fcl6FJH1T3VQeGZtosGmzcMwzJAmxTC5aavZ5KN2f7iTXYt1aZbJebSRwtamXPYQn",
-	"MtpxCHZ5Kr6jQrUci7nlVQ9Fq5veMu8F03517r5b2QR93MeUZKHBXJWrrXB0V13qz1Ny2Ya4y+cDL5rg",
-	"a4IILiuqxxQsR7bJ5i7e+XAjrLZXW0n3U5BdHlbIPLlx32MgcB84DGCJSigbloAbbog3330ecBvv8Hrv",
-	"7BkhrOhTWxQ+kL6u5POpJs1pm2p4eBsLAR2L8XwKUY9HkmU0BmvG73hZJGSpKfyChv4xlXfMKAPpC9ZT",
-	"TbQaxamtjqpFk2owaJwkAj1hqib3mWdQwRIihNlT7K+L8nt2q4TrAfOSNS7HKcP6/BX/WqH24FOzPWo5",
-	"rr4xTYZgUWRkJnFJq2MmsqPs6jAApSg4Du7037bP4e/lS63t/cVTqWvOjiR6m17na/vETcALtKXmxku9",
-	"Q/5LZZJvn+iB8CXuGsBMsVB92dGlGhVB9NRGY/EMd5cqmj+RJDXBDkigUPhXeoH9rVF8ftvb0nOwW+tq",
-	"rDwb3ryzkW9MZVVdrb5ND+f1q1YtepXuH27qlsFlPlSnZUciOuqMKk2EvumLq/laNB0rvxeUQhoexAiJ",
-	"pbWnUUANUWNz5S7aRiMylroVzVUVM47nkiEqWvTzJn/XFuXgh6brDn4YgOCMIN2KXyJgjjJo2yp5YmXK",
-	"8YmF2j3LIRzAGXQNG2rQD+UdAJ5BQkU+hHcMdbjPXMoIDIlDACah6tz0+d6zIVZnpaX/MET2im7xovJ+",
-	"h7UJctYPK5HZtfrDQCniJuYYmglKoYVaaCg3DJzFl8+oP7+sEkTQ9xjMrjNRe7ufN8p/QfHE6RTnm/mv",
-	"1EuUjaWazqERzqNpjW1mBAvTzghpAJcNdWHfZkBCg52ZZz2FaU/M+p88kdqDzrpzqPSn2qHVx+LhRYDS",
-	"s381qHT+eGNqvwXXR+ghpoqQEPmak4xh3RZuU0hZzeb7QQocuIBYoMlp/eZlSSJlYog97p2EPJLEWkmm",
-	"x7AE6iLHt4+8g+PfD9+Gh4dfXsvVrYaeqvZq/tWO5srpDWJAlaFXRKLpF4ZBwiE1T0Q8VNzdoHrZkTM7",
-	"SqA/kLn2g9PcTpQHzvsKvm442s8ZL9LrjEg7mUVkw8gFNGYkT1D2rV90Unr/QfNQa1ffR09TnhCBk3oi",
-	"kPO8G3pWgapHSp6C42CSQdpZLYO+edi1d61+3p8yQnbGPJvp1YbINL/44ejo7Q9q8AASoNPV+i20HIS7",
-	"lAVncSc2DT2okqRyVBD0OKckiZXCUohG/Kjm+/2c4Yign3ia6l4rKjIxkZdrsQkVzHskGR3TspENFQP4",
-	"vPr7FeISa88h/J7xh/qeF7WRMbPoIlUgiaHUHp7bbZszryHX0D0ro5/GCZ4oy3AI9w9RxhPS0vekPWBy",
-	"KclU/6pKXqQ0kUxG26yvETip+XHsFhuQ9FODILkZvLc5P5qppi4JZQ9vhJ6Yn2Ka2WYuzIFEjToYeRo4",
-	"MTjTciThbAKPpNMMQ/chpf3xLDgODkd/HCRPs3fxn2/BKJcfDI6D376+/+fDL6P9hz/e3nXoP/Kf2OHX",
-	"nw//mPzbzNNMqfrd7xPrchfdkpYyxcnYFFA34Lc0qabpLlWgaFp9UUbytT62f/B+Pd3GbtWsIqzCuAX/",
-	"ePJIdL/7TdDvQo8xgiBJpl5XwzAaayeBZ7ZRefHDn3928CiKPbNSqK/D6F0qv7jf6dhJSuIExYUaDaSt",
-	"NczEE/gSOYuqVfrrnWqZ7+dGg9tyxsUKoF7Qv1DeFZtJCaqRkIIriDoaixfOYfiFCphqbkY8UAbdfCAF",
-	"eS0H/aKBDBKkQni9VmcwmBLnKFZWAvlKRR6iKX4kejQVTAxTjRFz9KiXq+2Acg7Bqu2DvH0Hy/W9wPPL",
-	"E7LJhF8py6rTfdfbgXp+83XfmuqZm8I7Bb5SXeOWEByXOZRblEF3eims1UT7WnLltk2NBmd3lHF2z8yb",
-	"5WOSJGEGWVYwmD+mHBUblL3Z1tLmnpGaySS/OSBfU6miqL110Dv0V/RXtL9zpGvf3nlq36DMU63K/dbb",
-	"fucHKEM7+KcpdrVTAvbf7+87yeMD4xw3UXutel7wDGrHbPo+I199nzo0n4JtKcjaBAB9tx5vocE90IV8",
-	"zdpaVaK5uLjurae47ptO+z8OumdI4DHJ5x7L479UmZyLHw1xIkgmbTUzHgOYTVawE4SLnEPlM0x5xSrx",
-	"RN2liwCc9s1UWAtkpT3WMLS+qqMdZdrIG1F5oy4zUHY0Z2RHTHkuV1uLmlTxfXmzPt+4vAozqBX9vXu1",
-	"oj+o4wOWD65UC+m4BD9Okjnaqu4X6Xwf8xo1W5hCt2cSb7dNwXfou7XBjny7GkGr+RiG0958pEiVYzRc",
-	"3Vg82E+BBZ6RiLA82XSuiI8ZLStpAeeFWoLC7Fo5i+E2lSSV71vjUu9kVSJ3g5k2Aw8ud22bIgMzxL/m",
-	"KC6I3q5qc2lQimdIpITl25ufvGHgTewHGWpEavnxocPWh6qFkvr+8qSRlt326YwoB0mFfFw+AjzG8JAN",
-	"p+a40mhZATHUUbibVnCo7HejeToLexlADQJ0JqAMPUGOPKiVNQZLBSKPOCnMpKQS7epi9V9cFes3zb4t",
-	"yZwzOcyayEs6tlUqwtaG03zKi1yyO6PKLff6tRTKuvhgyaBaJlsXgRaFK+1RPMysWlXr8vQq4dcYb0UL",
-	"WK8a19WblyfN1GrUX7MStzIDqaUcV/6ysiVXsQiWTjiofv117JDvU4pbOYNd1PuKozyZ23BshctCDFaz",
-	"oFD+dc9I7f4arupn2uyXpeZH3e5oMxLW0PHX1t8310BnlBU5QVNeZCjG8x0+3plxlk+R+l996YmQh+1m",
-	"2K7JyJ3ytPt78df7+9u/bd3fi7/Jf2x/O3yWF729azYrCAZlVrTqmUuKg1+gUv1rtKQXFv6upLCsVLv7",
-	"ygrLiSooTigx0ZNxAdWEql/20CLD8DspMd26n8OOZbOsvaGzrHfAVf3FpG3d9U8bOVs1fUal05nhA6oX",
-	"t7SoMjKWqpavAVOzJrSz82Hwt72dL3/7y8aaSLPC9eW6iYo6oy2YPaDalLjMu5y5ACVTnl27S3RqtltE",
-	"FhDZcpG1cBJPRfS8qsRfT5ovkt6vJLz7GZ1MSLZYH4LKU4xmmBU4Qbl6xPDGl2cUY/GwDC7SxG6m/8qL",
-	"LwADJM7/RPO2ftuVrqaZmk5UekyhD2gjXCKljpHoIuIZCY47ux8OwkAUIzPCts9jPD9G+wfo//m/T0OU",
-	"wAj1DCuTRN+jW2pLVlk3V8a6m7dO/DoOTJvtPf1lTxDG58o3ufSGeqc0r3ekgK7489SfI6m31wyDJOQR",
-	"s4iEaEonsAeBRhKU2Yn8hqLxsvMorXLemBejxLGldC7bswtBT4iOsxhncyRlnDvUdbnE8L/xAlOGWka3",
-	"tmUg3pJIjcwjcxRNuSDM9Gg32FLJBER6zlyIhjGPhtsnSJVeCzTJeJGWoGlaqZl/FGGmnDrqNYjhRzpR",
-	"01ywmnORkUSNSM85GuI0HRSZKnGV1s1I8EQqhXc358u7hesUQOqOq7XHY/IRFX60U147z6k1FJZIs2rg",
-	"bAqFxI1SvwRLzUOAXidvCdFo/cFyJcNYZmfBKl7CmVhssyQviBB4QjYt9h3zJOFPO0WKZupFu1L+fs3h",
-	"4IEaE4pFxYNj1oi2wLkz4vlU0SxheWiefqJMbNe7HdqFmUY8Rzpd9Ti45E8ozzATqpcPpHN8ygiLpp60",
-	"wuaLmhVwckHyN/miSYbl0qIEz1I1IWd/d3e/00FbJr1XaRS2itj1fiJVVl9kkIYxqxCdo9xBi+xWvRp+",
-	"PUEjMuc6b4NItj4NoTBB0D+JMnBhHSrzGmAaZzyVSxY0sR7jlZBRoob69ifqa4cWqmjpwBuAP4uFTXmG",
-	"0aQ4S6QkGF5f3faR06MD3jFEBUxqqzollmVT1IvvWuySLqCfMum/5qqr0JI3A0I1EEJhd9lddkn6hZfo",
-	"+kTkF5gmmybcRjQF3mv1YZFbsquSSs49FfXPzWIrX7qVStzK1SyfiNBH6+Kvfm7dBLJGdVULcwIvgsu9",
-	"PdMYI5GNBya56MNof9yJfhh3xu/IYdQZ44Nof/Ru3Infjg/JEf5BigxBMt8Y4h929vd3Dg76nSOnRep6",
-	"XQrqWXHO+OL9ekZgOchcv0+FalM1sBAqXs0lM8x1oF+kUwN+D9TrvjSjts29PK86qtIFZ1PvYKqm5n/s",
-	"nN7efNrpy9uGiDOd+i1pOkTXd/J/uv3Tn8D1pYYI+9ULfRSLuM+d8M2zFKqDTLnWl4jAHHJUfiYk3Ywa",
-	"L8mTrjnR1AjJg+ME12flyOst+aDqpzrA5a063xnEiNB1SRLcZhBcQnLoZaCyYnRwE7xXJJeKN2coJRnl",
-	"8QrVarAKL5AE6Rb5AkVKKYWQScjVAIwyDwfN8Lwc7LyqfoUfMU1Mc696Vp6YoieePQh35mCIUp4kMHtA",
-	"d6xvOuemxWip7iXIT8VI3zzwasBdo8LaTUll1lo3xegYDXWHJNB8Q8iA4epYTBcled89G37T6vHz3u4T",
-	"SZId8FDs6aeHaEvPRTF5A2nGIyJEiHiRCxoTNNyT0vNxH4p4Lm2cDFo6UYEKZuFY8z0H0zxPxfHenniM",
-	"dh0+Jv/2rWUlG4enNBLLRshDvYa8sUIeiqr39vfAA6oZ9d5+dfi4RM4NE6JKfFJoUJ6vXfcLmIiiD57R",
-	"Pxe05uuWCJOpnM6Vpw8BcYvFyQgqS1TkPBVAHZRNVo8f/osow2/l+sXNT7cHRz+gf/zaV848yPTWyLhr",
-	"3z+Uujidtby3BR3hugMz0OrFC/IFTS5tC2KF7gG+CMt+UsdUG+pneMrwuBz7ZEhtWozQFuNVjrR9Yv/W",
-	"zzimyYX6wRzXmu3fbgW5zXFeiAVWt2RO0RQzRhIk4Ob/OlJBvm4grbXsURqN4BDyjSriSQINPkD2SqlY",
-	"CGLj5pI9V7jf0dJBQk3+5V/JC9Arx9lLaybhHQjL082/o/0vhckIRw+KC1lRNuX8QdSFWa1Lcqdir3oz",
-	"zr9YX4LTLlnqX3muhpZlJOVZvpE7oRtFBEqDpT4g5rMZyTMdrbAOFOFxMJyoVBhsqsdIiiKcqjnLKjPG",
-	"bhJAqyrd/Q6GKvQa8oSMJByRKiJEW9ZhB1AOUapqInRZDxQuJ/MTtSxJLdDtNMKC7FAmCBM0p49kO1QK",
-	"gNM3QqIIlAzqgWCV4O/h+2rg6afpl9/7ufr/6/TL77fiy/HeXuAd5fJfzXuypJt0hNPv7HD6/5b/xmlL",
-	"vZH7pq+jSHXdDvC5lgy/iyBlE0emuZ14go7Dkgcff5Oa7vPz8ERp66rhKuLsnsEcrr1v8n/P4melEQ9R",
-	"hLNMmwEZUe2IND+gGYzQWZAd/y4M1MeNV8GTKn+009nv7x847g8lgp9rY/nHlFFhZk/qSf06Ab/GaFWK",
-	"leRwzr0pzmAUnkly1VeVN0SuGuSO7hpi+9Rh1cXuW4CzSTFTdc3fgir7N4yfZ5M9xaKbcWTTi69sCVj2",
-	"ADSjbvb3F7b4czrNmHgLrA92A8x18GF8gE2be9d787ZEb0e2LFi/FN0SfFA8GRx3YJhlXgiJx73Lj2eX",
-	"nwfd6+ubq1+659BygaRiIPkBILMnmd8948N/gpWlJ7xSlha58qbI03v/9jAMeJG7Fw/2D7TXRrmi1kj0",
-	"7xumpL2JBRP1eFx7brjB3EawhTKcaKI60QmqZnQ9Fg9qwjOkZ6tuRJYzIoHpakN4v8ccHq3YblKADfFx",
-	"+YJagK9MOoLWeyQelnJW5xllmCFe5L48TUvfy0PjPbjxucYE2k1SuV44Ab0udHp1cX3e6/c+huhT9+xc",
-	"/ve0e3naOz/vfZSit/vj1U2/99GOToYJ95Cts3myTmsqPY1XxMAVJz5sRZzllBUEZZgK6HoFIdCSLtHf",
-	"UF1HHLaMZK0xz1YYm4YbZQkKPAQ0Vp1ArRrR6/tfkKleY+CtiRxA6jaxTcotuQQMTYyL0Q6QotMrCKOc",
-	"p7qVRKOKYvXcbkeSLMPma31rg0+31CnZm1TduVvUsAIStSk2El6U0ZzixMma8zQxcwRBMxcCpvsiwdEY",
-	"Z2irRAbMYp1P04JnRqAsB5ey69UzpaDxEYRAW6rzJ5TebINapJbmX8Orp8NbsbZsT3dwoyvWPGdPMuUk",
-	"KUz9l0FqmitG7CC0I3oUoSg/jJVQ9ywlmb61e30GamNYfbtbXfZA5tu76EqaefJPeBMSRHXUA31vKeYt",
-	"ScOvYH4JB4sYTk6+FsRGXlTnVzk40eARVeyt8zZzXCXt2q6/ban3VQH0pUVN7xmx1iQ4qScUmc4eVZJI",
-	"MS1VbAL9DZ6oHknZyEOu9duPycqy81TeDDaXEN7Z+j8VM8x2pN4Jpdzka5pghs3so9J9X3bXtUk/tpL9",
-	"8OAD6nOOLjCbI+3IEUtzbSI148CsbCFQT3nsjQLNdQWc1sN2UT/DTECoWr5euJxJiSmcponkXKlpF6KY",
-	"6j0bavwY5yQbqERyMdwDVSdT3G64fYxuuv3e4Pzs4qwfotvezS+9m8HVL72b86vuR6lb6Eu9m5urm/Ce",
-	"fe72e792f9N/o/Pzi0H/7KJ3ddcP0dXN9U/dS/nQr1c3P/duBh/Pbk+vLi97p/3ex110TbIZZlDg3L3r",
-	"/2Rf+WP34+Cm9293vdt+iPpXV+fm5ZdXA/n+06vLT2ef7266/bOryxDdXf58efXrZbXjWrmJIAwauyiv",
-	"wZuDMKhsIwiDckFBGDibCsLAWV4QBuX6gjAwGw7CwLPjIAx8OwjCQG/B6/0FBJGGrD/VEWxcRXMSS6Cl",
-	"/kRxvyHYxEOkKsbH4DFUt4s8I3hWVmYA5pPZiCi3ou7wqHKZIURGBBzTUDEw1UpK/TtEQ43e6qr+IzRN",
-	"ZHGSDG2kLp/CEGHTx0wb6CEaGgN1AO3gnAf+X/b+fbltJMsXhV8lQ9/eYbICoi6WXVVidMynsmW3pm1Z",
-	"Y8ndM6dRW0gRKTFHYCYbCUrmOPzveYDziOdJTuRaKxMJECCpmyXbnInoskgQSORl3dfvd62Z+668OhVZ",
-	"wfEi+GcDnc2czsNrboD9osBk0bJUnxn6GAtFkh3ka7i6KpPm/tAeaRgqlcLY31bnZOln/wf97A/4FWCx",
-	"/Gsi1KApvq8N2M2uqD/cQFAsu0VBSNguz9zuSWSaLKy4v4tVBO9RmkZ+Iy0/jSdaZ6/sL4KKz6WeemIv",
-	"noV4oRn0AIrzNGS5AZqx3xnGANCW53kuryCGC24ZWHc038Y6PzwTZiDSyPrh4hpEOqYlurObHlH2GsE/",
-	"PrqvrJkt1aVUF10fr1syyreHobaWX80Qk33GUIsb0tzpqu7ZhkiglwFwFqKS5wIVtCFYC9LWDfKAvjld",
-	"JBjCW9zOl6MRtQRs8MsI3Da7mO7FyGmbqEJmlUEsFRK3E+nmEJdpGQDYeZGYypyYyzkTMjMBQbCxaQr8",
-	"17d6u3YgehcubAhOoy0HGkemLnXOjT0FHk9zGSR5ekTNhi7ft1z8qLLj5u79Yy8W25o3sBhJIRI8b03v",
-	"tsX0wDYP4nqs4yNGXcITsDtlqeDdzaNay8Zc6kbsjBfRFnzxnTW3P7LwxEa5uVcZwvVQG8FgDoLIJ5nO",
-	"1U7Gvm93vNCQ0GvOkz9MpKDgULbiowNLRFJu6t3XNaRzbJ0b6/3aig/rnNK6s+oXYO5JOWls3fgHqFGW",
-	"+MsSSiabwF7t+NBp/Rx1QwO2g0CW0FdhjDQFVwWqZCsHEWC0G5q2PXsEtRFpwjbCj1MxkOnMp+KzGEwK",
-	"+3GHB1awvTdBgYGmB7R6ROPKAQfYfppPVDcwlHsglOH+5UckcuD2VY3ZLa1mCiOREdJkd1T4hfzKOlM2",
-	"kLf+7Ssf0rtXPnNvHohLfIPKBzT+NWduL0dkWNkfx264lU/f+7FXPnZW4lH5Go3fv/Zv1Pj1fvlyle+9",
-	"RqYXbf6yfOnK92hB/kn7fz7uAba8XQjPj7xs7Q8WBoaQaIsb+RbVbcEtb18yEwaRm8/6WaYHlwYao7Ck",
-	"gJvL3fI4GcavuURyBscz0cFdzOoJvi4CDlTPigjvQOalu8HeP/YOTuwdDg6PPp10ewzqQ6Ur10YMT3st",
-	"1YbOD3PNsZQ+KR96mhkdIYYQeUZ9SLexqryv2GpamTZSj3KqmD34CFJQGeDMpN9oiLQXZh26ObwyNOLQ",
-	"NFuw1fztGyyAUlDPbKwGIyzMpS+fj9xzP2OVICRIpcb04lzejH+4avGS9ya1VkjHekyeTDP4TbfRDWxs",
-	"PVWEKl/OSq6vrVndUbrAiqpCM9QBy6ZxmsEVgAQPuut5OC0uUn9zTrN5pDiu66eOBt/OgDNbqNBkeFfj",
-	"yc+M80L6+GaupB87RoGlndR/nfvK10AsclUc5k91cB4bqJyNOv1DuXXbDot3who1kJdTWK2TcHN5CqkP",
-	"90VSkj3UDk2W6es3uRAnzYEHdp4LsV6Iz4VzYaRh3JX9nQkDfEi44b1r2VCUKnja5CAdA7EgcGL0vcT3",
-	"y1OK3+nMtnuDe7sJunaSFXLc2J4MdHRDrhDfBsmkRnzKzgRDLOE2GO9WBpkPeBN4A+ipHAy19VQghtfZ",
-	"tp/sdPt0dyibysVYoIwYsSuRn/ECC76D3oGj12/WojVfyHODNoFS7rY4o1ZnequvMqHIno0ig6WaTfWE",
-	"XXNV/NvCbe8f6de5nLBgOaLaZlu01fe8U31DbHDaqIWGZa6cjbZjYHf5aXPs7U3tAPR9mWpe26VDboiU",
-	"xr1j0sx/P9uv0HI8wqDNM8MSvG6ZasFywzVYD9hlr8OtG/m9yDp0IggcDcpx/fwknv2/O7/DoASQ3lnU",
-	"9e32TDDmRXujNVrp6keaRCBI+84WnMkyFtYQzV0Ynass+wPG6Zxu9Lv2aQTtGkQ1jLBJTsNzfj3bGtxT",
-	"oK9tZ8x30VwFzrKe2WMAqwShpiZSz0KUqUbW4YrYP5rqLxDkUVJ1vV2iXAx0nnZ7sfqPT/uf9l/vMmdP",
-	"Y8HHtc4vRd5jHz8dHh4cvt31H7GhzlIw+macidDxixUY6KV1XvONdoM9TVfiDgouPP70x+ne2/3Dk2M/",
-	"ulhBtrNSjWJ/gmV1u9AeNsZabu76M3XOzsTA+qdlcwFVtEmDwKax6kCCtjdbadjtzS3q22WFyEdS8awX",
-	"qyNwgnfdcKKZGYpqs9Bn/5pIYQaQ0CUXepxNTKwaJqGaVMdlW4vWaIXWoqaS2erjwg/K+9pPccBr0Zp/",
-	"17VoDV/Wfuje1m7T8iT7ITTmycOAjcPVu6He9k6sVpSkaSDfum+fTzMKkGFiq0M+ACj5LlKoAD6x4Mo4",
-	"VBrwDe0QTYuDWE5BLRc4Ud7viMreDCc0aa1pCBCchXv+eWsfyH75zJRFNeAsQqtFAXV65FGiH9ldwq5Y",
-	"nrmMJIsLo/oFnGEzm68VGtwpP79tUtTtxWWkaYXYjRaATlbLGYN/4lnc/3dXXbL/n/uvPlXOUVtByafm",
-	"SimAH2CFLniGrKwU18K5BF3sHOVGXVateG9rE4GvmakD1GOB/BLhgloN/SwbOBCpQRk5PoqQNqqIwttb",
-	"27eo9AtfsD6Sxp1AqCQfJsVAj+Z0MtMFtCHawUecuVDpHzFQHkTZrUZ0kiWxKkR7eV8qMgmbAfNfaJIb",
-	"yLdIg52hjp7OVfotlVI0jaVNIWjoiMuMOnBLrx9LlvwMNVCN6jZWbUJ6aYRZWcT1A7WWhfaZrjtYWnbT",
-	"vNLqXOaj+6egmqE0vFcSqZ+Z3ql5LT1dtHnHp01etHUAgDaXdS4yfcaBxbEIURwg80jMul4tPDOeA7K+",
-	"pAMNo8C7hdzzdhcRq/HumqN/XIuIUdpzUdco/NcIibD3hjAKiWK/mb9k+2Tr5e7mi92t7f+rYXvg0GbP",
-	"tPUIcBKQydWECs+/CGDR/NkoKm5Drkk4p0QPCVEvaWgYCHDaY0dVUkxiHqYKLSC1Bn5jxk3IqNlnE2W/",
-	"8uin1CLcRJxZnew2xuWq29qyIjeHvr/OZUFUTu7Vq6UU2M0l3SzdtpSi0ZmGN45oUwSLuBD4feZULYB+",
-	"dVyp8H53x34NNttcL3zm7N+AJHVpZeErG/egY37UqDT3iJMNUY18b32hrTDxdwjVZg0ySap0me5rRHey",
-	"Fwetzk2wbuVgZLq4yMrfKcKRzJ+I923l/hBqmeQ+pwPh5qG0O3v6DSqFuV+gJqwCtybwruB9udqr5aJq",
-	"TftgiVK/xY7aG3CUoFglgemLyuQU1j0Riq4soG1aCnMrc68+EtOS+MNUvi+L8XBNtbocSjVXm0uWT1TM",
-	"KZn12btnwG1P5bNUfODQx3Gi/ltL4J+vFqctRxyjm3JEwTIYalIPvEQYkF2LUHsSgJufHiq/adGjy1aE",
-	"D4a8eGbc6WEdpdV6aq0ubqS66PbYXrhl3MYgyBx8SBm6rSwcQSC65fV7rQOvie+HSvVSjIsSrwj2RTdi",
-	"RtudaIY8d4oa0Yb7LDFSDcSpe37CzmVWiNwQGEomL8WSeenFaJWRs+KCUUO6eqki6aCuHPZBNFs23XRg",
-	"GtO7EKEOZc986blcwQMtHeAw+JJrHyGD8C+6rQ1ylarYTu8cHfP1cNifLQaTouRio4JpumQeWVM5C9+q",
-	"RmOpDA7epzwIdUjt+U0pUJe2sICbrrt9gax7UBODX8InhU5YZ5yLdb8OEQPAjd14srn5fCBT+K8A3KLk",
-	"Ukzp80sxZf67Sn/6RAVjXlyVTAV4cyci5+p++90PqoHLB651uZeylnsvYsFVImXdjnreFrD9CHFZO1C8",
-	"YjmVCVK2kcPXSl8rJLBCW3wuMEtcCQkvGZRq05DHN1JrSwNyLF8IXosrL1v+E+iahkogX+VbysaoSYRX",
-	"REFFAPlF9gtUy56Gh7RVN52LHODS7sZLFUIpmY0vMv26UdDdk1oUpQpS8PtMKGM+iMEJcbzrGpjBjbvj",
-	"ZvINwVObJusTeM57A+j+vt1kfbhWjOMNGHBN1QNMs1DN7F0DQFv1svoMHVqZZiAvQyblp4PFTEnzzabK",
-	"E+fMzn1sJABdDndS0mfl+7NMnBcMaPtyq7QQU6FO9R9AnTzfjNaULuyDaZRpgC/8nthKrqS4boLCyzJ9",
-	"fYqYdpNxe8x8gAkQzyZKpTQOSaWlumxuRSmWyAWfOccLl4gNMsFzq6q6y2TXEOWA+mYaLNBKK5DvZKeM",
-	"kz9Gm3eAlfFFDPN5wZqA3Qp+F7gh9/s+EeY5ZwmDk7iFrb+dCcMz0WhW3piKbPsWVGS0SZstC52vnyPX",
-	"34jKAxlc37D2javfAEPQ4GbhF+xMnGsAwq63iC3eDGZqCjE6bUOJOYav2wFivs4XLVYRe0vrbnKGIoT2",
-	"JcuSbUd2R4ZxLkb6yvm67rs6icek0Kcuc0+5QaGspZO2oKRXfzFzEl0DhXveLgMA9cDWNxGhppOEJoRE",
-	"q/ukVhGOXaqhyIkJpsX2CiSRH3F9OPvwxQgAD2hA5Aa6B5S+OGE3dpd5ZE2/uOdH1dlp1zRvcz0Zvwf8",
-	"hDtk8uD3zwwYFLnO6muLkSJiKJhZx+Y40iHdyuleYCcKo0YAfmNfFO5qxRswNv25SAXD4xZMyO2m4g2Y",
-	"IljEbJVpWf2CRgpSASBCI6Rp6lZLjQsqvxRFBCpRFLIAwqTUGmogvnKBNEUg2aUKB7c1Y+fM049vANdC",
-	"fC76rFkvNtTgNknde2CZXFqIvctGkH6+eJyFgqmBsD//TBUUp1hPYTcWuGpru2sX42J9p7dFdKxWNE6Q",
-	"l21riSXzWdCmc+HLkfaODtilmLZoZCV67B+5LMS6Vtk0Yg4jFgFca8uxs/n7y/nrEa1BLu6DyqZeIp9x",
-	"I5qBg+04hUrHWqqC2csA+72jc0apHOAGO9c5S/ADkSbdvv1SCIXYxloR+BXrzMIM5yzJstEpGJYiPR1q",
-	"UxC4C/KYObBbXhYpz2AKL0jd0zI3tyzwzG2WQsNhLHZZQquWBBrPL8elmEYscROW0DrYn8fKXpbm0i4P",
-	"CX9MYUBuwGHuUihA+mtMj+3hIDA+bKx2ga5AGLlIIYRg2M72NuZ1fXKhrJTDXRYsZHW3Rg1bPFqz5rj4",
-	"XJxeS5Xqa+Ld1pPmQruykP1lLYkBaf1/TQR9TVuqdvOGGin4nuH3oB5geHVzuCSXnWMT46S3oZ3QknTK",
-	"HcqUECnxr1i9I00BRiUQvFSaj/VYKC6hnbwY5sCrHK25+zROlDSnnr21kftlxC8JRRJqmhDgmcCRIEXd",
-	"9/ZMufsc88ysrSLNKdUtzLZwGoAbO5tSEV0AdVh5bePKPEGOQh6+cIojKd8naSdHrm6tptIywJuBmpgB",
-	"H4M7VZb0Na35QjcIxXPzikMcE84Rxd1Cxs35fsmSGvGQj0Sd77Ji39xIRdZ0y4ybYFUWlACXV1XmbLvR",
-	"DynJL93BbpkuCKbSNfYkEu1A5RHPXy5ak3Y9/57L7C6K3rdsQR1eRSXYBQbJXDfCSCKsmVExhvM8yKf+",
-	"GEJr7nmuR6ekiuyFV4Ma9Rdc4GJPUHh/LPIrCRFMq6jo7r3qr8ZUyGO/fT7IRQGsDnmxtvvit1+xtIju",
-	"aa4GDcGsFlGW2EcldlOD4Mr15GIYEIOwM5Hp6z5LMn2RUGuWVfPG1VoYdxQyfVFBV8D5yfRFozQL520m",
-	"9phzZeyr2Q0zyWUx7bPEmAzYw+DzF7/9ipQQgGcfPlZpBQklWAljmrPE1RVqYi4TuTMmbkNZV1niltun",
-	"genrTGtrw0OdFRgqLtNeP/Gz7W3aNMUA3p8cMfsVCC1YuY7SRLsQ4TzqHOysbr9k11BareNo0Piyu6Mu",
-	"3V48rxIu/J84Nhu7//8/m/n0y43bOET3dYQbax0ZImgeSj6z0mqNlnVEtneWsVHxDDUPzc5Rx242YgjP",
-	"TBKxnZcv6G+7J7sVafbyxYvnLxapmPKoNj4VqiVvtC22X7xYGFnG40+bhd66cgxrx6LdBT7KJhfylmGh",
-	"E+QJwdYquA/DUrk+S758TegPL1MGvOCZvnhmWMahchx4N2qttV/W6NO13bWt3vNeQ1Wvv6A+4X/HL4By",
-	"Bx7NCl1lx6gP4aYlvu3a65O5bVCl3UHVCupB+XR+xuNtzgeC/VWPxx5t+tvmPTwz5kxRp7Z74k6yt86s",
-	"Oa8Anx7EIFlkrFfpftdqFBMv5ywBat3eR2imBK5PIFjVbb5pu4AEb56+nTnzVX/8tyV3XqY5sjhDDePt",
-	"9t976DnneUEULggJlpzLTCQMPq/wNQGaoRVgHsjQsJ3NzYgNhmJw6SrgBBtylWYir/M32duu7a5hYcWZ",
-	"VDyfYmHF7M7FS5th4jLxzLCzaQG4wgUbaVOwrZfsvfyjD9w9LBUFtlIBuAB03dqrq1Af+Py1G0z2vcwz",
-	"ZFhAamId7Dec9w6+MiTZCJCXKK3G6Xl3LZrHVDp/Pfqeyd+Oe3b63RNhGZZahSjgRiVXuXFi/0YBvDpL",
-	"qi+2LElSDdveYUM9yQ2lM3HqWwhSG/aAEXkBUeMTrW9J4fwKpLzBcmeMX0EmQKgin5LmxFCYYVwxivLj",
-	"155GrqXZopJEaWu1MJfrVLG/vrX9vKHhYmblF2Q6rE2TSgwj+MSGg0bGN+w4nVbagBBs7WOiBtsfFYQR",
-	"i3zaIlpv11cBy0XkEtQwcTb1qSyIqAo+GNp/laFVu5fh4oglapJlWBIWr8VrSaxSkYkCLopY2WVBr8ad",
-	"cWug6yfCrgulCwrZVRLwTR0YjRvPNHl7e2hdUnXEImiGJWv1auZC2eUBhRX6StgJWptnA5Q/mSXKXtTI",
-	"1qTwGxR3WnnO1lKlSzfR9rQtBeGOe0YdmG/s8gfcTJ15m6DFGqhSfbcRrXvErjApSSLKygAMacCmcVVb",
-	"jebU4rL2kGW8bTRUMmZf9plh9BMmR/xCsM7b/RO2Yb+iiiX6uhuWlZdTxc3yNeaLa5jciERuICjvf9FH",
-	"jFODnCegVGXB9LXC0uzgbfS1WrLUjcjWZ8r37Joj5PwQovHT8nWr1Ey4L6qV/uHZwFTmwtr/atfUMqe4",
-	"qdTO7ZDK+Q4OxczBcxMwQxMSbqF2mo4/W6RYHSFymW5f2G1Lwz8ib/wCHB285e0bndDdu/lr3J70/vZj",
-	"/QeAk/xVT4ywKkqqi/YGNVecao3TYfALcFyWBYXR+XjIFeCEjJusBoLl8GVfuTVfCcAYYjFNNBzN5agO",
-	"VPk0nyhzajc3gE82PPT1RJQYzEhDV2GpKuusFhQ91t5u3iBuu2Zg62Cw9BgifCXH3t8wT3wmeC7yN04Y",
-	"mKvL02oNO/2JRgh5WHXL6KgChwMNpu+lMVJdRGzEMytqRBqxiQI6+Ijl4krbpbJC9jrXaD0ZBpCTBCNG",
-	"GDqx2tnc6rFjYSAgM9D6UhKfKiamfX+8ViwJyER/SdAmwsCm1aXwouWqDItiDPlak5+fNLdbf3Q+U6Ev",
-	"MDjgu3JMZUBMO0DUow/HJxE7+mT/B0op7Su+3n+3f7JP2jBW7rd7Rwc9duIZxGWVJtXV9E6K4UamL6RK",
-	"4F4JqE34dCSSHttjI5xppvNY4WTi/Urf7jmOe6BTwZJXxx/fnJ58+Nv+4enB4d/33h28ppmyBk0JC0Yh",
-	"of9ct9evnxA5uROFY2m3D+wueJdXMA1NUe3KNFmvqvnVOn8tivEHKDg45iNxLAvxl3f8M+o8eye8Qzkw",
-	"czU4pYfPjsvue6nOddOAsvP1oYZaddyxOh8MBZhsdqAGUy49dnKt7QIZ7LjC5rdUD6AsfDdWsfoF9sEv",
-	"vwSr+csvrENvmgTjSwBuCJ3ycD4ThrPdtHtixWY2UDdCuFEyFIKcqrwSwEYKREgDeJN+OcIKWNUvv0Cv",
-	"SV47LKyD5wOcl2QpKZAE48EpNnbU0CSFsMA4l6bHDiAEMbLOBZxUsIQlOXnOgUqO//4K0ZJO944OAGSD",
-	"eq7sVQiMZR+QT5S1ViChay9KMCWVhH46TmftFaF2pDwVOz27jPtwpZkMBmA+07fJlxhEary2y/DNx9g2",
-	"ja/+NenTIxwHGP0wVvaX0I5hf/olBkas8i6e+ArvE7HYwYyX16DxRQ/6iqfeNayLzIherHwVpmvZZ7nI",
-	"BDeC7OSCnU1kVrCp8ACiLza3Qilw+OHk9OD90bv99/uHJ/sgAmL1d6FSsDsLoQwi4QX1mWaXJZ/Xc2st",
-	"AhG040tCAsl8fZBJmGyy/eEa8DpiVdZ4SsPMBIt+C806iZUByS7b2mS8KMRoXGDtMxbJwj/9b7t9+/wR",
-	"/7x+ptPpOoR/EmLJxGIYcmiY/R7y/h0Xst9i7+UfEBz49+MPhxF7vu0/GNWilqbbZxnPL0Ru7wPKBmYw",
-	"Vjtbz9nR3n+9+7D3+vTkw4fTd3sf3+737KAksHOvAzN4AnaICeYN24ljBRE5888/e3ZnYTkPrjXxgwu7",
-	"NNC9bmdC59zuL/uT4LDAqxFsfd+9tQE7y0yAlRiu6MDuxD1zBtQ72gj3tC6yqwOGG3dz09nZet6FlwHO",
-	"o3V8RhIrfJtjOGPrx1aK7CPLNI3CAd/BIUXYBUrtAwSz3YxCUYAikwNB1iKJceQrq3Iw67FQyE0NNMb0",
-	"I7Nhr4XqgiIrc+QfKuKbMuZW0K1FlQTQJiaAoMBmLNd21573NnvPIYFeDMEqCoTFYMixWfJCNCQB/ygl",
-	"peuJQqJu65IY30BqAt7SMn9eRQ6EE8kVgHLEyjVZ4/cdDPWAClm3F4OVG2EEqArO142YEtd2H5zL3BQR",
-	"49k1nxrAyLdTf6gR44pkCVPicwHIMbsIo09NpcxA1wNyWgNPk+lRd7ELSuGLuQ1dumkJYmnkEsIcrsOD",
-	"F0wqaBbD9fdn4iBd212z0wWL+AqmGxgf+UgU4KP9s9m9KS/ZOELasMXXidxfWmtoPP7Afnu5ueUGWXO7",
-	"myjNky4h0eJETCotLUCnuafYRI15bgSEMSH2V2qd7W0GNhcQ4SGNXmB9/WsiIH7tbByJ/Wvo01W9/ha+",
-	"9VoOsu7P/wnNauCywf7e3txE+kkIqVMbszMhNv6behjL5y8Cyqg45WCGtRM3wAxC18/O5lbbzf1oNz4p",
-	"qyuEKuzoRIq/21n8u0NdvNEThO7Y2d5e/IO/80ymMAGe02dn+/fFvzvR+j1XU8+V+TVae4HTO/93rq22",
-	"4q0hT7330/75p106A3TvUzo6gax4RgfTWsL8AkhC9pyMAUqNMdWCDHiWnfEBcmDYnxyLoqCA/Jf/5QKC",
-	"VoX8/zbctVZTfQXfvLmgxD7HB+sG2A7KkVXC43YiRUQEMOZnOgeCF4QM1daEAJAJoPq0/hFoMGnC+w10",
-	"niLr85lVlVaJu96hjtJMqCuR6bHo9tixvFAi3SXTOlbJf64fXw3W7cdQyJa4O2f6WuQDsJnEZ/bX93uv",
-	"1o//urf94iXiACZojFldZgo+GqM91sNPc34NepYM4ShWl2JaWubVWx//dW/d3jaVF6SpiZSXAvt9RmM8",
-	"cc9KYiUN+6TkZ1cbxzqI6OjyDiOPqf58c5MZTI5N9SRnAzuVXX/Pv4np+kGKN6THPjOMCqNl6q97TWB3",
-	"9uLArvMYeFZxhNC2WsUKLWDPXiWLHttTU7b9+TOaeWBS9616K41X1nluv1aDbJKKFCwR7ozoKFbY/5ay",
-	"c+vRwNyzzvNNZiK2FbHtiO1E7DcyDk23x/YKZs3eAtjwdlkq0glKLxxgw7uhsK0pmnqtQdvGMG4T9drd",
-	"5cpmWwuDNJRJ87J0JtY6S4kiP8MkBEWSbvuUC4Nm84IR+a11txEduX0T7uIaRTue2QXjwW15t8EcpB6V",
-	"xs1GFG5QNrs/5w8q2Cc3GtmfeLEwxR86nd6rPkUdWh3K12YdXg9dIQIo63A6kmUtC53Mbg81jlcqr2Ah",
-	"USGwjhP/ZdFVlom8a0c0o9ZbLeJXLv2MgtyxCiGoMZARedNoe3PbeiP2JPc9EHasIL5qRUuCQPgdjZS9",
-	"PJPcsAR7GZNuWOLQY4nvigVxP8j4aIye1Vavt7W5GauOa2uBUtFutbjL61Qq/QW8yZEdxAE4elhbYRJ0",
-	"23jB2aeP7+zRjFW1hATzwfCW9Plv4NPSdokYou+50gaZY1HDLvRFgvfyP1gTEcXKrqP9JzsTU01BESEv",
-	"hsUQVCnHigk9KYxMReU1METKMmsz2MOSA3x3rIzMhAJzXZUHF+14iYQVE5xMgimzru3EFA62wwhwdqSB",
-	"dR9wwLRIY9UpwzA729vWpwwtiSSo0EX3x9rEHXJM3AgoGdR1lEqyAA3GFeNnRmeTQjDwFqE9SJ/76d3e",
-	"3PnN3iTnA0BAQiCvof0qF0ZnVwKbD+xWQCUYq7I9CDyucS6vwFbJtB7bUUfgKa1neoAYloj5lK9f5DwV",
-	"7HDvpItR3DD6YN1m6EGHmgy29fu2d7Jp/bpNHtGxlaLeJbqxR3SQitFYF0INphAGfSDBVB2lq11ZSlJt",
-	"36t0nOdpnNB+jlhF5pC/sYRZ/gdP/at9SxdlcwlX45VW55nEpNzO1vPFPyDQxxOt3/Ec2bZ3tl4s80Zm",
-	"Mh6DwQ4Fa8gW/eQdKfuDJWaFokWfFL/iEksKbuCDwTEgzdbseEVrn9elO5Mer7oaLiw/rUY213a3N7ee",
-	"b7988fu2HVM9OIUlEyUDbrNv1qqX91DSAnEVBusxmhRGx9kedkkG0UcSz7Eihw0FOOLg1FgXWKgGNn9n",
-	"lGs6PT7ZO9m3SiEkHnFOWayA0eSZqX8NGjJxbqJntUhYh3KKu6Br+iwh4YIY3a5JOVYVWCR6V+rI87xF",
-	"aC+GzEVg2iINDANYLWpsw1ocGi34MI67MFSjqEAZv+BSsQ7ZPP3Q4GnSAUjAdH9KYHGADJ61N5b2cQfp",
-	"g6mN2os9eb2BC4ahDWCsc1yZeUm8TnTSaDC57blSMSsVcz8qBo8MC8iNQ/GFJLtL6p05SqQEQ3kCWqTO",
-	"/bFIj3xQAYXN2HqMjsAG6V6ss+IDcyUm9DP0HSugcQmxtMTKa5qSXPWff/YkYA1w5epYwO3KrNMzdYiT",
-	"TKagidAj8DByULEbK1dBCO04vr6ZcOIMUeFQffPuLO1Nt0kJwWuCc+SGcA8qCHfEj6iDam/23SkhInzG",
-	"dLFd7pUGWmmgB9RAyARPmesaMZjB6s6b+T/tegjqDm6RdV9GC8WqoYChAyHFjUq9QzciEjRgglJFSP/0",
-	"zDCdp2DmZ/piN1aJTHd9PgkufwblSA6HuzOgiidwX7Y8ql83Yglcbn9dWGdnOhZJhCgswJG3m8AwINio",
-	"z6lohbPEM+YnqGFw1Jj1x56TaTAaU0ItxmowyY3OqfvwHTfFOtxo/eC1r0PjkGlTSgygIAu+P4ZCDAQC",
-	"QFkTqzrgOMmgzV1Wlp10IRavXGgeUb5A8aHfNQUhRmQDEei+WCnNLvjYVSn4ZE6EEwh1JhC2HecayrUI",
-	"c6AYilHf7kQ9Aqw0O22x6iS7ULSwzu0IMEQMnTOoP7deeOAJdgA1KsF0sQSjRgntAnAECQtBQFCadWYY",
-	"C31P1Sx0n3UvEccyoDW09gORAnYxhlvESquBKNOp9kFDntpHU7ms0jQkSWCc5ZhxhXssSUVW8MTtAYDT",
-	"jxXinyBkChljHCF8XTlRuSzYl5RCMB63/yQHKlwqVktK5pRYdbD+p2xmATRH8LsRtp5DjzREh6EqkIwf",
-	"uhfEY5uDoXZYXlXjob2xKVI3LKLZTAkALgSHBoPGwTmWhl1AQDrHnCsEvX1t2Wa3N3OgriWUfQlFGPy5",
-	"QGDm3rxKj9MAsri0I9phdTebKsybul0Sa9s6vihuCtpBjiWuj8fibFo58VjOZ/xenJbCoTWPVpmFlsKV",
-	"rV/XqjARm+u///llK9r67WsDTsQSFSszQrxqh5VPtrb5c0hbq2LXbb9YgbxlX2KPGB2v7T6PYhhJvLYb",
-	"VGh+jVXc0GnTbL/hHJOA7hiBBymQ4Ii5wRHlnw+GzEl+K766q8KYWxXGoNAgq+SZoSPdbp5U9818A8VB",
-	"2zyMicLeO+QcqQLhEyuwOfpodiH4mxUn5Cb2Ztk/sFDP4/A0SLNYVcQZFG54Ig3MZRK5F6TaIqomxiAs",
-	"H48hj7ewos+9z32I7CV/cWynwgHWrz14tRu94aKit5NS2a3q3W53rD9Be7JKA/YBv8EXOCFB9dvDhLXC",
-	"yjd7tshl74Q2zn9rSUTGFJGxB7kblazXrONvRA+z9zexQqtxfTI2XW9nlnZj2PMwEx3rQSsNyycZWt1U",
-	"hAGlOsjxjTUVG66KImKyWt/QoVoB5ksFYJSuNCGarUWALiRYEZfjt8oSKz2CQoIeS8q++3mVGj4kd9NK",
-	"jZOSzKlWfwBiTLry7FiZwjpNUllFDJ0/i+JnQdkKVtCjzS6LYVtA7ViotC4Xf5ygWtPbraoCVgGznzJg",
-	"9opIJ5y0xQ4P5sW4UwmPVDFA3PbfZ64H2ZOCIEOZ7IHkLAIf0c2lITiyMOnfLt0XJkXw4T9gTqT2YivJ",
-	"vZLcP6XkxnPwTVIdJfnZA8QRDjWD6CIrRQnriM9FzmOFAfhcMHmhdA7mdFAD5dhMlXa8yhhwDqaBDH6X",
-	"IG+MArwVpTQ5djxrdwsBPLQnv4zkoTaklQd/y8AcSG27o86hI4z23CLvvfUMlbUcD3SOauseeW7tWHl6",
-	"4IkReRQEJaCS3gfqotDawZwY5p5KwllHMhur2XKUiIA8oHXX+Cp9SkVCtDihLri2MGCs5sUBWS0MGJXj",
-	"b2SjhqZfH8kKYoaOs9l7+IRVcilVmrQmeEI5URL1/rjhwvIdF4mbcm+vpM2tpM2bSZYFs3hDKQO7+BY+",
-	"Uh0AF0831BPYD7EUjXBZOy5ZLItdtrO5Gas/9l6fftz/j0/7xyfY2hg2ElU6RxA0aDmA1H6slmwN8sJv",
-	"6wVSxIALxws24AogRTCFy6ApzD4sVqk0l/53LzY32cHhyf7Hw713VP8GMKpnItPqwlT8sGemhNyDrmD7",
-	"gEsxLmLVSazk2kVSkiQKIVepGYg8a+T+BvRMDMnJwjCZsg5IRqjWo9oMFauxHQu0EIftTICcWgZFmc5L",
-	"R71JYtVxktfmeWQeWGTjXOejdYdwtpy8aENkXsor27q/erlgAPNFlhLXuN59tw6SdJRdiafvpq28rsfx",
-	"unCjM47y5lznUCySz8MzaAp9bf362/aLX2ciX3DWN77Afw7Srze3FD8KngKORy09M851OhlQtS3s+wgv",
-	"kaHAs7IXg02qIvuKXAjW4SWMyzPjKnOgO5IPhoSBjMAx9kSNeS5UAYVCscI0jBKV0ToUCCcZrUR0OFVo",
-	"5co0NHEjD0ubyUvBeKw8lJyiPAgCo1MRgwO/Ay4xUjrJKxQz63ZPJ1TB5j57Lc1YG8jy7FJqaa7D6GTq",
-	"3Pb89+iZgmpBEnooRRnzYlgWotCCz23jLgtDRiI93dwafn4x2r78Lf31X79f36oQ5ZeNX6qSdTE8fKMo",
-	"hXdzqPT2BbHMBp7aMLUN5D041304U3ZG/hITTr77AIEr4jUAG27vbP+6Mj7vUIOi3C6F1VhoeRZiNAYy",
-	"kVYptaemrDLPABZMnioSkliBANUa61KxTjLQudjo9XoJWkjIrbJu92wuzyaFSGPlHxv56tazKZSM9cEq",
-	"Qwwpts8HQ4KON3xqCPTLswrgnSG2VIqRjhxZrUcMb9d6kqVYFHrNc8WSo3ef3h4cnr4/OD4+OHybdOdW",
-	"lJz42XlAL63ypFc4owt9NbrcrcCdPLZb7MkqJpDXwaSnimDaqtuv/KZxE27g2rV7Qc2bEeOJYAzCUwLj",
-	"Pwnhn5OyfrIEl3hmYjULyd0NEebwQsQhOBMMtaRmI64AU3xn83lZEdElPCG/Qq4A2HoB9U2SYMGGg/i0",
-	"Kldk510oyzUs59cEOpSz/9p7/466SqWq3mjKRwTwD0WJ44xLRZXa4SCuUIiJ1CtgbqV9rBL3TWUjJrsl",
-	"ThxAS64bq9RlMWXnkgLVQ8FwwZrgFWKV1EHHkmp9SlYi1+lUmG4FdFIaV6fdYx98gg4KoV3YDJ0viBxh",
-	"tAyjzATjYM0fa6yAQ84HCEnvcD15rjwEosO/3Y3VROXiQpoCu2ohJJVxQGmwF5pLCXUpneTkw4d3p3VJ",
-	"EpUtWiUKI/3GepgfjvY/4mR8Ovzb4Yd/HNqfOH4M+zDDMj64RMZkknCOM4JabS5EQfXyOdwSxnG4v//6",
-	"+PTVh8M3B28/4RPsnZ08bJKWxJoC71J/jVjBMkDJO0DUZRnCKJen3FzawZhs4kAkqWCnkxz/7eDdu0C4",
-	"suNJfiWvoG/ZvwsCcOFZJWYLmGvHNm56DCjbPawJey//aJLTB7D5Ktt2kSH34VoBHrhnCSVbthQejSKi",
-	"AbS/21ZWXQOcX6aouolp8qGa0cLZIt8SZHpdpNzylifiM7GAeGF0tzt9+9CDGwBur6ViEF4iBTLRCZlv",
-	"H4ZYwn9+o/MzmaZCfXdxiMeLJwSg7f/8cwaFvG6Q4+4BOEJSwlAN6bfLjW0jp6Zvbh1RxxKp1lnTYIF9",
-	"EquagdL3mg4R9EOFwo2zDwg11tVQzho1sfJWDVvSqNlDiNmyamazRMd3j6VABYESg3zXBkPXxiHM7sI4",
-	"4MkQbfaowYChSmTkydHex+N9Ml0ADItIMOHGdM3++6OT/zolhOakxzoNk1hQ6Y99ALx7YC5ZCyyEkaZV",
-	"1gT7v7O5yZIgSJ9A34y1fGDBgsmxFumFKGJVGXavy9C+w5bBGVqgBGw7rIOFl1tW9/69yWhcW+ks1Flf",
-	"v5W/WArIRXrqyl/pT8pKM/2Umskd3VA3EdPAjZXSFzknwN0WOvoosKXI1TaUw3CKpsdOvH5KodK+4NLK",
-	"dJNxM7SuDwSZcmEEzwdDkSeRA8+lcJP1TjDguIGflxHIpLvrGw0/fXy3LhTQE6BIxcRpMWRGXNiRRLFK",
-	"Zt7aPvx/b7+pPN5Zf8RVPiLgHoJPserG3nZeJLrdh1mmtMDHqg7SI14MH7ayoPLE46G+Xjpg5Vf4u6gx",
-	"uEtozE4LbKdqUGy5IzY/HmsAb3pdKjpQJQcAEcnpcwfY4h3dIJA14IoZIZCV1Xm2sSqvdXsZ2C+NPRkA",
-	"mTwSozOonupG7JxfaTQryYOmexMXAERcz6YE26nSWMnUm28Q3WWdZCzy0zF0djufe/tFVJoem5vdPlYC",
-	"FjwLmYqiCoFArBoZBKqBP8XzXF8TCDfgmGs86gEHX3WyYlXOFpIiOLvQ24H2RnPjx4/BL/BBZVO/Da6V",
-	"K6OSQfHDt4hcPKTguQngP87E3aTNIwgPjKtfNPURmznthU3C4cTnj2WwI1oC47vNYa9AOFD17vyYOHg8",
-	"5XECQQMkbAAajKS610ORCweya8eVw7fpCPoiQlJTe+Sm3d36CWWzBzSgvEBMFXt7AH84m/iaIhpjQFU2",
-	"A968Bc2Am5sBmc8mlUCV8Z4hN4AegrFbiuQ2yQMEpN4jr/9BYLvLJzxm0c7SsbKV5/FTeh64TSFJ3RQC",
-	"q1pA3rdAYJhZYfcezzHQGJdM8/Vs3Guiuy7LaKrEigFplZVasQqyh7LYxRwTkiBVCTgjhh3MLEhmV5NR",
-	"Ki1zGlGsvMkUeVZiewmxVxpGmDam0GNAordDokZf6EML82ubv8eq0qlG7W9UnuMHbYWZIyztAAuKtebA",
-	"SGtMfeNsOVE1N5WC1mtrNYxcthBmZ3vt23IG4Tum84QVXdL7xjLn4fu8vp0pc3spgZM/V0pE7b4RUFlf",
-	"D7X3csqD35HqShrpCxVcIJntbO5AOq/ZL/9hD8JSOjvU1z+6tz5/ywEv8m3V0JHnmEYENYBsy60Ti8T4",
-	"aZ8lI1FwaLDBsk5ruaoiQoi9gQhxzlwDjl0gNJ3Lenm6HwPzujMB7Dzivi31KnYynYs86bYav83F6Cl/",
-	"Mvrh/u3o4PVuZEd/4zPpGQC/E1v6hy6M/16Mb9zbNzG+N/hYrlvTtDUY2ST7rJ8+Rwm7FiTywnN5MSwM",
-	"uxAFeeLvSQgSM2nYNgSU03Y8VebRPnHahQztLlQ4Nzy3B8zdZllBhtVrZiwGzwxLYFgHadL9PtU+vvui",
-	"SNrfxJQ5rfTkjeHHCtOFm9Q5c+Hpch+1h+2WMyESu7OSkHQsKgNVAf9UB6ovy1/2meIjV7B5KaYBeisE",
-	"bUuWbGrku7JLpxWFDtFE7mxvbnVdsz6WLEDq7gbU7VDkcSmmAPmFIWk3wdCuu4ssWXyWvBKfhzcrUWAd",
-	"zqs2hWMD8y2DA+t4E3qti1GSHbUoRIcn48kKhQcNHuK7P2YIEUeAQ0qXiSfalXcN7QxqN6CshzZLB+F4",
-	"MIayMpRWhtIShtJ7CcWcTpY3i/I2U2njy6WYHtxH4NJjNxW7PlfhmUahBO16iHFMnUNpGSQt7XEQn6UB",
-	"tmPADBwURD+oqV4vtKtckyDUJrA3uR6xXFxpPL9Mq8gVpplY+Uo70CEucrLVjFt1pS+fujhtY5q1r+dG",
-	"klTVGiBaL6nu2gYN+2PJcV/+ev78X79/3h7tjH+bJVofSeX+3Ho0ExKXeq6opkuARhXNc9qh3ZVNeQ/x",
-	"UpzeG0ss8dn1Wt0iltpnCfFpn7q+jr/YbZwwJQRB8o8CMWelW2iT9tgeibTkC2GhuzTK168J5YYT91HC",
-	"iIe1UjDja4li1fEVytsMixW6mIMOI18zfWYJQVEAUK00u4hZLz3jO9SQqVTkQGrsoS6crW/Pc8QSwKXV",
-	"Cn6YbPU2e5tJxJL/hUfFM3UQ7jrxvkaxKqN9HgIL64AH+kJJI9JZYY1kCD5GCGg3kHxOyl6qWFVbioL+",
-	"aS+iw06bf9jv29YSEOKRL0oV+TRWPDPaDzdxVydYNaC0WiezixjjHVW2bzcHZMSg1YdBUY7VTrHqjLkx",
-	"1zpP15GgGGvLVcqkGopcFiJlF5k+41mE+1LnVEhADyudf9zZopnudv+zbxp61AjmjPbZS9P6NPqWqeUm",
-	"sq2up766ldoeKnBY2wXsEz/OM60zwdW30CO4IkvlIe69jvCHjErghJYCkzcIz2XCfy5hPc+Wna8meuyj",
-	"GOkrkm2+rMjdmI14finyPitRDFmHbN1YJcQIs8tQGoHwqUFiXHNsq+D+no2H/pNPvv/0qW17lmrzD6hs",
-	"WonVWboXa8xu+PLAebPBl3/ctKBv3vGC1cw49EuPRU4NX+FxsksMlSTlqgP2cEyJR98XFthk1Wg9S6Q5",
-	"dT+mw9h0yN78FEds+aR5xJS+Due9Uim9Omz3cNje8/yyquf8bC+j4KgMq9UHskvpSrXkyFUUK7e8CFEE",
-	"UAPAYAERA7Lw6+hLCd0H6CC6fbazuVPXZUPQZUpYy7a5vLU8+K3FKkf0Sk/7+MFk3hNyEdzrxy9QOQlh",
-	"DP0iL7vFN2CW7h6UDM05dzI6lb1N8A6GqUmWdfuxarDt2FzTLhdk1imxqEbx+9jtD27PeRm1suPuuwqx",
-	"WO7Y3S2zuwDD1aG3OkgX++FurHY2N28Gy7rLjg7fRuzfj/bfRuztwRuIrvxDnB0h8xrEwkQKne5UEQ0U",
-	"q53jv79lFENIuzXIVmrWetEAGPvR1a0BhhDPMwlM6TiJ/UpOIzA2ZYG0rRWhsgAX9cmIgQeBZQ1fEV/6",
-	"KdemNSwlreQq/7rKvy5XqAYycDnJ24TL+nL7962dFy9nbCHfv7GeT5S5ZeYDCIegAaSaSO143MJuFdRQ",
-	"ic/FaT5Rp7xIYtWBX7oiOODb5qZwxNWytWDt2I39ox36j2rvhG+5DMNltSPnx3cCZurNqhMQnI/j6hd3",
-	"tVD2CTSG+ot8Zg6bR3m9FYpqtlzGgqgYPeOj/UvU7jjItToVn8c5CoeEdV6wcykyYIC/4tmEQP1ilRRy",
-	"JP5HK0EAowkdLtbRSqyboS76WPOVSeHc8PMJGMjYJJVIc4rVpNYTD+i/trd7gIeYSyvHsBqeO3oxiIRV",
-	"3lurbEovgwwb7u3dHUpy9li5RlIYGQL5QeIKyvXq+JHO93e+VEKghqdn02S35HkHMPwxIU3gJdT2FXR+",
-	"84IRYwgwSDIx4jLzsE9aMbsBMwGJQWw7SJQu5DmdYHMKPziltCLMiVbtNXThEf4RWwTC93ukQrnqEBaX",
-	"yFWExMoKW1lhN+nVre6eeRpmvrm18SWfqHspjDvBxtaC8SwXPJ0ij4ZIwYu9FOOG6Cg6809GNM3k/itz",
-	"2f5UmMElH/zrqqv2JwhP3eB4Rrf0dmBLzmUta0pGrM7aN3KTbuQi/Sx9vDc5FeNJcftsCEU40f6/zmUB",
-	"Zj/4LayTifNiHdz8MZLOxwo9GlbwS+FZTcAvMISrYyrs+dY6Jz08HmfTXjWaABzHuXURxpMCOogzbvy3",
-	"Ef1pHYKSHS9wJEp92drouzrFT8yJeBwZ4vqNV47EypG4RUEUCMn79yQ2ilxeXIh8PiD2PDyQUuDKiyHU",
-	"j4ArgeVSVm52e+zYfkK12RPlAHkiQJkOu28IJBHCSi7W4lCqt0qUauuP2zuzToVSvBuFIRsPPthjx6Iw",
-	"VbmOcrwi2vu+xNzOEutUtAQQEnqYiV6swCooxJidTdILbKgsESBOXUVxEmH2rwjQO5+FV4YXUDiySZGc",
-	"4CKtNMk3CgjRfC8EZLV70DnOuOnuwUBc+WYg8SaqLu2Y0tc3kXjL8XItylL5uyyXqrI7vdeYfTqCyH1I",
-	"h/Vj5p+q77lMBqqOAfcT5qDqUxDs86P6V/eHgTBR8l8TzLCEpZb2J7+zVx8O37w7eHXS7cVqH3yz5MuX",
-	"SzH9+jVhYI0MdZYCwVHYZOaAAlIxyHiOFFJBNgi1us/tXIqpiRViOMFQ6omc1hRJdZf9iEmS6hs+Upqk",
-	"PojFiZLaTv4RPZwbIwauXKIHzK3UNtx8ydlqI2z43tl7ya/UkUZZE9Bozb6J1cRQWbDPgndwGNZBQufD",
-	"O1GL8EefkICcBQmoVTq0PrdckyWf/3yVsVnhoDaleG4kJW6d5glqd26Y61kd12/vm9zQL/lpEj83PCvf",
-	"MPlD1Wyxak/+UK6H0j/jcTatujNMK8ZZOsEtJMBh79qz6/UrL2KVCQ40JbUIhMMQ8EfBF6dRIdo5kDN4",
-	"/8aR0XLPzoLppirNb3vuaCUVnq6T9VhSySWSVo7WytH6trmnu3laWmdmo6T1vnVQ9oMSCKUDzfoBII/j",
-	"66rxj4fh2ViVjOTYLYBxKrqDvS4q80weKcZB/XhSL3F+LhBKF4Fz5kLknmidfSjf+4du6q+860KOqZLj",
-	"PYRY8sBKP7y9FUyA372wQc+pfb2F5dgepdYjhjnRezpedS7/jkPGwoxtt+1wBaeoPCt2ZJ5aJSD4L7F0",
-	"Z07cwoN1DG8rfoJjhW+6MJ9il8DQpPwEHgsWANzf6fli/3OQft3AjX6fEKTUZ6x19sw0AckhxyPC7GXi",
-	"SmQldpmrMgO4ZhiZ9SpkgTA0LBeA5gwqbdQYEpTGvo3fS0/LkzgJxIZdO/o9A4La3kfB008f39mLkjYP",
-	"A9ZsyTHVb1rFBN3e3HxMUNAlwQpgm0vDUlzXVTn4vcQKcTIZv4kUuVsqNhQOe4pNVF3foqUaBg9jtYdf",
-	"XQMlv793RVY4lAPAeZdZ5pgVMURCuMNmSGyuI2wJpB+dulsmrJNAc8hpoal1bZcBwiE1DRZuJ5qCTw2b",
-	"qAlOIJLKFkMxhcEYUfRitY/gBW2Cr4bTSDeeV127r1Yi7XsQaTUDZhnR9syQCUOmodN4KzF3D2IOz83N",
-	"pNwCW6m05Te++H9/vX3ZVbsk1DnjKpAhXlKkGlH4YkWVJzWh2c4YH3qsKyFyByEyS6PtlwkozH1JEJVK",
-	"2tG1DFwHC7LM2M9FMRhWB7z1RKSen4RFgq/c1B74xWnIH9+Ps/uuerLdu8+zvO5CJviHLoaEj50H1wES",
-	"AR8MrT1iKouwG6sEkdZ0zhK0gwIbpih1F+V6IpaoSZYlLA8A3zzYtNHwN10bK9hq1hYCj65jDS/MZ03y",
-	"3L42IXRD2QcrtEtXEStFC2RvScW3EnM/t5h7UJ7Hmpx7PGCtuwpcJa7rQnfVm7XKj821p49FcUPNtcia",
-	"dr+/N6RRjI02RBYrzrbRjGcZ0B8ZRxiB6qhP8YMRVjKlzU58yMRbCW3Mxx+FM1tO2UoxfadxyRUyxcMB",
-	"p9bzAfqc/Pc51vHSZLOzciPEsPfPRMJIxoPGFYbD6kC3ZcZNsX4tlWEZn4q8RGo3A546L52qoJDqi7ho",
-	"3F8QEnDfACsN/YH4Z/2ALAfKqMRoXEzrAOClPCJI/h47qnLiBFQ3I24u7SsZlvxC/5f0YrV0JHZ+UGEl",
-	"076TwKRbqaVgWWtHcSXuWpz5O8muO5SUBkKiQvofjqVKrYV1C7sYDMjEecH0pIisl2+IEcG68RR6RKGD",
-	"+zOi0IE1stKQZourgf3cTEZQweDACJF2GGs/gWfheoi8btvbkRNXUANbCNWlUtJLMZ0NcjofM2I8Vlh4",
-	"StL2OtfqArCsIzvahJAXT82lzDKToIeqJ4WRaRWX+0oaeZYJhhdG+Lax8jcorC9QnKLZmjCZIiqiJOog",
-	"Rx9BwwBAgHEu1UCOedYigrHxT6hBPh0XqFlygVTkKnVcy1ZEB9KZnfHBJbsUYkzaCZUS3LCZRBO2wEoo",
-	"37tQvv+AQttaPXpAYUn14AykJqHXQVNjxZ+8CircqOj2Dlp0QZThjmWCS9rIcy1kTAivRPEPmLj/mSoP",
-	"tRJ3yqXnXJnzeRBMoeGrQ2e3zQqOfHkOYWA7VAbI/Bfa0QqD346WXWmtsQ5kva4VG4vcQNeV/y5inFxz",
-	"ZBdGwCZ9rRDDiacjqfqxgv9KU+S80Dlwl3R3AQ0KntTMy+WlhjWG7ZRK+Nyws0lB18WKxl1KmOdYVInT",
-	"gWahHb1MI5zvqAwIRDWg94j6GWJVQrzYaXN0z/1S2JbsuZ4URmcpvvczQzOiNMu0uhA54QzG6oRWNgdj",
-	"VlfSeThnNfrAZuwnvMkTYQS8f7Ov8oJPn5VlogD0xCWL7DKujLqVUbeMUed2eiDBC+37xL2QbaWkmxTD",
-	"DT4Y6Alu95byh1ckU8A9lhdKpOtSgS33DAqGxxknmCq2DzQGTghdWAmV68nFkCX4MGAt2MDv1+nsJ722",
-	"MgMa2YNmm/EZjyQlPpnFmHCuO5PW6TsQDauT/hD0Sym0Ol0rtxHCQz0phuGRbjpl7cbgR9zupmJNONp/",
-	"1sEA4P/7f/8/1pDq9th7LjPDOBtodS7zESZtM6kunUFitRjxrfZjBZIJRxyYU9bYcZysHTO0ryUVS8YY",
-	"p0Nyk4SNBFcAbNMtK8DxUdLEigYgUvAd3d0c/QBKqMCw+705mgeTA2ILxdwDSZvgCU9U1rwK19OO1mde",
-	"n7QZsmrofgqxJVj6ksdo4I7SAgmFW65dNJ3wS2d3iEwMCsghpKywI3OZAdyqKBY6SjMaK1NCpCIl5ib4",
-	"9lrnlwaAgq1HaSXOlZ3ziEH+BEIzY3B+4erAfcR7BHKNgTwDMPgrkctzKRop4uhIPbx0gaWipz1hU8bp",
-	"gUp1HE3p7WXNSgLcvwSoAuPhxrrB8T7X+YUu1p0RMS8QhcaEkeoiE+sT6D8zoqDjDOcTYjdDPcm7QWkG",
-	"ncMzkWl1YdDr8SYyJkipKU2aMoE4iw6eaojjaPdb4yJIZ8K6NgN9JXI43B+t+ZXJEQRtxiJng0xCMpe2",
-	"b8PxfwOz4DKVD3T0qw95rGgHsRTPEwDumlsf9O/p3O5sLyGVTrR+z9WU3tE8mfMO4PqMlz4AHMmZ4x6t",
-	"fV7PeSHW4VSs7a7Zo79WCoFMX0jVfvRfDcXg0jiErdQaghzCq2OhrEhIecHPuBHrZ3xwCe2oqNeptRN/",
-	"mZirwalx5JQDsE9i1flrUYw/AA/kMR+JY1mIv7zjnyN2bN8Y6CfHuU4nAzsUshBIWgx4nkuyOV4df3xD",
-	"tkahoYYgVtyw5D/X7TfroHQTphVVw2a8EDk7+nB8ErGjT/Z/9k5e/RXG+3r/3f7Jfo/9A3yp4HXdY3c2",
-	"t24nY97BJD+MaIF7PxYRCq7pPIHyTl9cABx0by1aGwqeQgT7y9qxKNadpfqlKatOGwl3S3UL2VuVA6zH",
-	"q79+Y3doJfG+kcR7py+YVLeRcHoyJ7Kyr9JqVCWUYYNMcKqIxZ3Yazrc9v6PrLjpnOlJcYODtg+ulPPd",
-	"wgO3zBH7VuGDb1qCbTcZLmeb2TwSrdUTJzOxd5+Rpcc+M4HCaiyTeC/WHldin8wehTul9e+SbX9F4/BT",
-	"WU7enBWqeDTN2ZIbhlORCAETNu6gUGQDhiYNEyoVKYVSfbZXCQTJaIw7gH/2wI5H9SFPNOrghsdcF9Eq",
-	"e/JTQvtja/O4PBFtB9wVoLUr9Q9jobBJGjH3g5YWqo4+xZvggQRaFHsMWCfgtN98zt58+PjHwevX+4fk",
-	"gEAfdqxcjMz6FCFYniOd54pVimF67GPwtLKgOwOTpg/13BCiHFBkXxjDL4QdFUVOKW3jnAx2Cy/ko5u1",
-	"h6rjxds/EmXJMqFNiGTeNUO7yn78MB6F27JBWPLG7gWEXZYIot40S+IMRyDXobvfT5oEjZl5Zsztohwf",
-	"7Uw8sD1TecYTjqMelVE5qOheBVSfvDB4pUdjxxpyt5hqqMpBPqglkiv2nFdsgLBao+ZUdgSh6tlroEV3",
-	"DAJBqotuD3iHIAfjqix89rPxyKr078FjHzuO8T6saXi6BQrfZqPfNeFvFxf2T5NxOce+hsunG1+cpvo6",
-	"N+JB9d1VHTazlZt1F2tQXbFq112H9dKBJkUE+3kKCf1FldNHk7NMDtiQZ+fuBexDnxlSzGMu85aqajc5",
-	"c2urg7aOlzs3hhg6FoNcFEuO7l8TkU/DhhQMkiw1tq3t3x6z5WQZ290JsZoB/z3AQFROJW7OwOJkZ1MW",
-	"7KWGMwkVOBetZ/CN4MUkF+w84xdoYV6LMxasBhwVw87EuQaAxCnEpeSFMkyqHjsEL9YuJJfKMAObzjQG",
-	"J1/hSB6SFAUOJD5n0ZaAF+7d7/KQQMgnqpAjekSwKjQBuC7QADK/l66inEB599g7aSgxijcIO2OkNQVG",
-	"YnQGSBozFMOzTTZGCMpsYjtKJ5nqSX6a6wy5XrGHXQWPmrJUMyyeyKBrXHd7sTriF46aKBnzC0Fc6WOR",
-	"n+KfHQfisf0iYrxgI20KtrW52e0zpVmhC06N7sUkVyKNgCU5VlgSypkZ6hyZkxnPc3nVjvH/Fmd1RnA3",
-	"LW55yYZ9gTUrQhddJ3K89CEFGrzDMhzIrv8el+duZs9jERpfuAVzh4RWsB0lu+1kILmn8d1mHU7cstQi",
-	"gfjTI+9Ju0NTmFgl0JOT9NhbbMviI2FA8NFeJ6rhdmph+N1DheHLJzxSeIyevTg+BjO/isD/3OS6F3QW",
-	"Zk50qfagi3UeVh2eQziV2GFZ1VwNZLlJhS03CUL3KA4A0z5W+loZ7KMyrOPaaJnOWerhs0aOJ5e9B11q",
-	"IjbSqciwH+JiQrDVEd240DqL7fTmUkCDqDgXuVAD+4d9/FgOwMIC6WM3BLyWh/rEm4SgMFQ72w6B54TN",
-	"zXQcLsNBemQdkadASEFNwdzQ3K/obh+X7rb13LbhwuHpcM6l07pqCl3n3YZj23f+g8iMYBeiaAd8eOp7",
-	"fCmVGKrDH58Cds7+aSmkaJbyJmrYOqwzzrhU5N4Yu3nYzubzbo99UBlKUsfzCghcWA3QDnB9b/vrodpW",
-	"b27vfePN7bpWvxebb9XO/nSaXJc3Egn2pDVOcnMlFMZQyBBEWiR9raS6iFWJagKNJZLAOmbiKT12o7hH",
-	"rJoDH3NDGdTMfzc5FX2H8Q948WWCILA2z5xN/+MrW4iaFDMvvsxRyrLROvowD3Weqh6Sd3SwsLH5FPXp",
-	"/Eg1yCapOEV8378gawb8DAF/m24dqzNXWEkhynOdZfqadYhV7GyK8U2tREQmgfu8Zl5olU27PQ/kgziT",
-	"ikq0XFQSasISPpanl2J6akSRzD2877LRK5ruOx/gWgwsM5plfie0zxCrTVBbwqc6+5X6bRJha7tAX+Jz",
-	"O2daZ4KrB07u+ClcRhRUJ+AnFAVNYYpAMLxv+ro90HoD67zHjl19pDS0iRIAhJ0YQmWNVYI3F2nC0lza",
-	"k9WRBcsFTw3j7FxmHpHWiPxK5N2Ick9Yuxg8DzIrAGAWqxDH9xDitkgqIP81ESBapAolGYSKXn04fPPu",
-	"4NVJ0u2xf6D0Mae0zxMcrBLX1Zny5ZkBA4/jJTYDPRa+6GqciyupJ57Th2Xa4O9iZQfe8yIkwaKpGpgt",
-	"6+ztH69vv3i5/vbV+5ITecSh2uxSTFEKV4XTgtC0P0dP0+XBkfpBPlKYO3j+4lB3ZXP8iO7Pquv+KQXV",
-	"G0T7Ysk+xwDc+DK4VQi+Ufz3MYJrJT1vtEZKQV7LQTMUiK/dz0Phmgl+JUwgYK0o1JOCcX9Jp+AGO4xV",
-	"rM55liHWNxW+0Ug8tZp9HJcZGZyHH07fvXt/anXBwdtPH/dODj4cJt0FUff7kqPRkte/kk8nXl9d0e8p",
-	"bv9dheFvddLvI8Tabzu8HaA1APsuVnUDD3v0a5Zdd7HlFhIwxOrDSBaAlQoxXIARsz+WOcL091kCzbQJ",
-	"FtXija3rkjINb8oz99MOx3+xM10MKRjsm3FFikUy2Ji3B4q8NMYq3A+EzK6V6DFoLqpZt7Gi9t6K7dgJ",
-	"BRi8qyTplUZQbpN4CdILfoeD4SMrHqnuFrKbFdv1QlpxWDVgFwS4H1dcPVRo/HZ24ua3txNdiHxlK65s",
-	"xW8YW38YW3HDiGLdB4O+3D1o0L+VsQhBg9AXl8oUPMvgp+vXMq3bfV0o/CZpxM50OnX0OpWHQjY6kOW7",
-	"DEOQQO4bdHBXfxVy14CYj1UnjMgordYbw3PIlpNlzcG7bhkzgJeOmFSxAtD4nCvDAdZmEV/isShe47v8",
-	"uKbr0qK4Mr8RU/o69DVWFuw9WLDv+WWL9Amn+uaSiFL+95qy+FAmIYAioQMSK8LroljhM7tQwaVqCNh3",
-	"qHaO1VJZP3qjnzDth2++TLCfdsVPEuUf+R2xdJ30jcL3J0EXL/pVZ1MmPvNBgVTxTJ/HKrFXnMoU2ewJ",
-	"wbmjhLSKMQKHK0LgRWYmgyHccNf6WiyB0kwIsZzuf/z44SN4PDAeNuJTq+dTX9pTjrVPVPVtZaD2t8z+",
-	"lCvmS7j3Sg4iaUp/yndGLOtG7aVpsCWfZty8OsbHrA53I1gcOKdlHsrxyhNaeUIP4gntWZFAG22Zwgja",
-	"khtfJvcZE0evgaQOSKrMaKryhjpzI7LzWHUgzl2aLo6DHaLpikh/ynAayTlidspbQmy9WPmbQOcnN44/",
-	"KJB/1ZL5ZlgGO9r7k4PLOg+fnlDcuxRYEPSmMv1Vsfpj+Bi4H+ce7vsIhYfGCTPXshgMSwPiTBTXQiiW",
-	"4N9JrMD+hzskfXaRc4WlEHhSwSQauAiyO9HPDJzgaP7Jbg6A1OmLX4uRLu560oOo8SOe9Aetpr6FlbT5",
-	"GFaSCxuvLKWVpfRtYPOcbCOptIzNRG1tc8E9XOubHPELgfSzVARqilyAmylVJpXAvJmD/A+zXs8MS+g2",
-	"p5M8S7p9trO5U9IEYLRnyCHU6g2iWarIomzHaes2OqI3euimI5iNjV+qouNc5yNerO2unUnFoTJzBje3",
-	"SVTAvX78GEjZLjj2i7TsDt2AObonq55scwrNu/3dqWxRl52IlZpkWTcM0++WXKi+lqXsD0WoGpdPWFCJ",
-	"8q1264Ob1+79vyfb+jsqKCmWOTr3EkN8P8kKOeZ5wSZjq4QxRG6lcnIuM5Ew+K6zs7kZq+SPvdenH/f/",
-	"49P+8UniD4MsCCnVyj4mDUtFIQYVDt2zaSHMLjs6fBuxfz/afxuxtwdvYDj/EGdHWLbPCSrMDnMKJLnY",
-	"cNo5/vtbRpXuadeZx1svWPLp8PjT0dGHjyf7r0/f778+2Ds9+a+j/aTvovexesHeyz9YZ2frOQ0RdZo0",
-	"nsLfMM4uxbigJm9ujCgaW72VB/Yz2BjhC4ZphZrNczul933y28ztkVvKDauX1lNe8BtaujRIHPaT7F8s",
-	"5bAnqqqI8VVL48qEXq7sAoTdMnI2Wvu8PuKf1890Ol0HSba2+3L7962dFy9nrZcSR+JeM5977DwXYt2e",
-	"a6bP/lsMCpRa59rBtBqqYTA4VSXgtLSTPc4FCOo+S758TYi1EwAz2HUui0KoJvHlbezgrZ54c38w1IUm",
-	"THnpj2+LfxTV3V5Z0SbLYlLc2eQO6jKvhxAew53bUZqNRH4hUCnHyohc8kwCFiReMuJTdiZ8Gv7lixfP",
-	"X6IVwTptqcnGQDiM4SE28UMAHTcO9jEjXzc4TWRQzR6qlSpeqeIF2QHY98tLp7rSLbTO7rnQSAkmVJFP",
-	"AQfd3p8NMm4CCMdYDbnxVVAi3fUclvYS+AV0CdoJSkFNz3Z/+95DHFPGpwABGStonsHSfcM6Dpp63fpX",
-	"KZbWGzbi5hJodIOiqMQ+9xRGmvRB+Y/5RXOXoa9aOoHJe+Ja3Q7yJrACMP8E7vUTdhSHr7/0Adr4Yv/z",
-	"ym6erw8Sd3Ojw4NlrwYUR/h4PRNXIgs2vT9F5zzLTKVBbGJEHrkKXHsb33pmD5ABOPSdWDUGm+nh7jzC",
-	"UVmQQbd77xtl1U7cAjyZMB9O1yrI90D58BKLEGf6waJ8Dma18GtqjwAPiYwQERHVXKeSrcHPJLqT5S+6",
-	"gBQAWU/DZNH3sfDtzU2G5YXsmk97sUpIDyZMU8fYpRDjKhMbqDXWAUYmHJsS1zjWrgcqMLtM8MGQXYop",
-	"M0IVsap0f4WiBO8HfofhmeizRE2yDIoggS97XEwZZmmoIdK+Q6w6Ug1FLguuBkB5PRkJ0+0DugjDrJQq",
-	"CKuAqMv6wEDrEvlWLbPkF/q/BF8lVjUdbsdfTgGZzojCbX19+7UXgN6RT8Ug47nAHgR8v1iRVYPsdfbm",
-	"kYuQbm8j4IDGWKo08zz9T2Mj8uIpyLuHqCWovNtj+lP4/KUcKdj5Kxdq5ULdAHDAy+MlVYu1A0dcZusL",
-	"6Ab2ZlGXiDXPQzrO0OaJ83MxKORVrYln19t4sTL8Cv2WOndehJmfGWwqhJuBuq3jv786fb938O70l4QJ",
-	"dSVzrUagEK54Lu2UUnm85/Wx6quCvdJnifsSQKGY4VPjvTitIE1UOngt8dH3XGYPT5FQPmVh2SOXWWPn",
-	"6hOm7p0NUupJcaGt1pp9nbATicusPVjZsGl77NgK1wbUM9bxSpg8EH0l8lymDbswVn4bojnld193ds9Z",
-	"nSvW4cRAT2IdNmgXTKJY+b2YWDfHddKHtLIR2BkzxkuhsUmeyYJgkQimKTGjYpzEikM7I/4mGWpTJEja",
-	"gIqPdexHio8EzFAEbSB214E0saK023ejtvOUGGONKBUr+x178duveLcQ13t7m9XDs6xjrxxzmRvqwSoy",
-	"k0Rs5+UL+tvet9uL1WFpr1hbq2/dPZYcfTg+YaGs2iiEfRPrEubTFtxtLCKsndCHqlUMj+ijGBjLywja",
-	"6t9bf/vKcHjY2OuNhG7NdIDj2N5f3iyLhQIMuVzwzNPfFpolhU5KALUWO8J1g/Msq/idXn/n5DNlEho6",
-	"KHYEr4ZAdcxMBgMgFNtliRU1aAHE6nooB0N0o63JwWU2yQVLhF3bhA14nktSIcHdnhkoGNdKCWjzfmYY",
-	"/IAV4rN1K9H2KHkGu8293yo9EQaMigcSVuEjHklQucd/mBQDPRKLpJXGy1z8nheF1WUrefVTyqtjMIGY",
-	"lTYNpIahbBIbmR5Qd3qbX/POXeERISqkm1GJCSRzU1Bb+dmUyQZezXfSFP5+D+kLuIcskw/xU3AnJ+DO",
-	"uQl9rcqhhNRqZN3ayZ7HHZWCnnB36NeAP/OJYITq5JA3GKEXoI/aa8HYdDP5QKLW3f5AWf/kW6Ni0sOX",
-	"6e11E7uSqT9x321WHoaW41kXqwvpoPYQ5hd+/8z4J5T0rk0sMpiYCo7mzQLR/tClj54/e73CWbx/nMXF",
-	"27QtHHSbzUjIdfe2GZ+Ektn85krGtUZ+R4pmldZ4QtGJG2inZRocq1b+M9/BMdPgGHQtKkoIGFE09iK+",
-	"n5YNHj92J+FdvIEP16qh0H7uSi5uBGzo7eu74I5ZYvVQt9xgAX9Aq+ExlLleZjO0+YTNbWuwBeyH2LvW",
-	"xyqK+W1pSPE5McAYzJU7Us2tXNVd8iCNWI/ag0UPX7bY2zXBGjhYK+/x522kWuYwL2qkskI/1/bktqrv",
-	"I/zewYY3hu1YJ0yQOg0A8Xcjim6j+qb7PqTsp0cs7kqCyx4tYAc5eFhNPyU3c7R83w8iaY3DFev7AkBa",
-	"QGy6x4x2r619J1yc+/eg6O6P4kAtuSd8b024NVaC9ud0hpY6myhOU8nba7rUtCY3Q0rAiRKfx1AfEvTF",
-	"m2pjvGfcNDX0llgZgeAwMmdjkRtgeigJOktwbipSG4op1NR6sC59DjRi18L43At0ssQqAPDdKMF7S15O",
-	"rEZx1H/2S2p25cwMdY4dMYznubwSphcrTCN7OopcjAUvgG0QuPZY4od9KtN//pmwTvJv1Y/+8jyebG5u",
-	"v6x9+mvSjZXiea6vcX4yaQoq2CmAubScvx47KOzAoVXXoJHq7Vmc12eGXUkjzzIRUJ2aXSatFpwUThP6",
-	"i4ncLBcszfV4LFJmZCZUkU2Zz0UDIllufdwupLupZ8JVDNMtgbAwFyMuFVGDQMQMKDlcLZK9Bmuf/Ewm",
-	"l1KlCaMZiFWhoaYOARbsd21dSXCo92C/3TjgdmNo5BmOxkMYL5ULeHrZcK93cI84XwNvCXXexs4rB+yY",
-	"2kIiYkR9JYO79u0iruvzdVw3u6pNa4dzJj7z0dgaSf98Hv36p/17nOlUoLpqZoqsbs4KU6QsxMhUQhBS",
-	"FS931qK1kVRyNBmt7W75aITdoRcC5OaIfz7An25tbvoLeJ7zqf3aFFM7RLhrwzwD/7eTKudI2Au7ooXq",
-	"0n5XGbZQdmT/xGjKWrTGJ6nUa9HalUyF/W+qB5ORVdDRGgR+rflZD6k8ZIIAtvGiHO0HJVAg6XOajKrY",
-	"u1sU4PFgrwOV0eH5YCivRDfM04NmmpPwbdBNSYNTHZQJgY1JEGRBBACbYZQXS7FKLoUYJ2h/oshCkSRr",
-	"2s0f1lkFZsW1mQkrxMrHFWgDuYZ1lLf+WxgqVlzmfrzPDHuFv1q3Bk03jEoghwSJY/tYAwKXej7f7p8w",
-	"1PUbPMv0tcAmE5OwDlRR72y96PaRj03+j8B7Kl0w8Xkg7KixkOmzPemOGdMeNmgjgfnMhb/Tc6A8GkkD",
-	"/KAhQFCZRtkErfoPAgei6e7onOo87d9/AVLapIvqxE1/IUZjnfN8ussStD7MKcdqVXsFiuRYUbynkCPB",
-	"xtnE2SuXYlys471yYecRqnq3d9hQT3LT9eW6/nHU0Mb4eQFdu7yI1URlAGUHFwDABg6ayk9hkqFjEt7K",
-	"0ZDCKyHviCzI06QXoDK1UmUmX+zG3WVf4GZfvwZbWIlrHB2uViJTePfrIS+IxcQrS8MKfilixQ1L4Ean",
-	"MjVJOwJRqVNvE7cSaqBTKzGtkiDvnH51ghL1l41fUBAsWTDrx/RI4Of07PleF+6Ua+7AolZ+188c4OKh",
-	"WpvVZU2xrec7Lzefb27+VnpjVQl9I9/M7sj3B+/3SQGEIikh7DQToUNFTTXe0o68jImVk/SgC6QiFaXP",
-	"qa/SWmAM3xgt0MFQDC6tlLyw9n+Bhhq4BKgnZR4rH1h3es8Osc2838MZ8FvoQWvlUO7hE+Fh8878HgHQ",
-	"0QyPRU4W6SNF4vx4nMaj2apbUeXuyoXR2ZWYU4fd5PRrfWkY9Iqxrc1N2ubggRRMq4HokY5J2FBnjh7S",
-	"eEJHNJRiNeCKGSEiZ4XpPAVPnmye3BRMD7CfZeCsGZkz6fkSHdlXJ53geiMreKxQewKt40B0+ywhAySB",
-	"jUh8YjAwXrBUk3UjTRGxIb8SzIUydA5b2n7tfWmqC6fgRQedvgE3xEguVYpu+0SaoZUm1gByXm9ilS4e",
-	"Bg8Deq3xy1jB2JqxBWCVqn7uwwAKlQ96pFrv6hDm61vavanbXM5i80s70JMMGprZWXn1Siv/pNFQWH6S",
-	"Vo14QbPyEUz3VOTyihfyCnf7soISqIlIxmHSSU/ygbMSOx7ZH8JpPXaU63QysFKktOvBBbTiDHPMuyzJ",
-	"hdXDCTMDngEAgRXC59b9UEamgiXXMi2GCfvMkqGQF8MigdZABzbAzVgMCgayJVYdDuzbpmChu3itw3a/",
-	"PrknkzE98kxMNZ0zfKFu5J3lbBqrXKw78x96czBIlPRZMtDqSuRFwtwl/gXcRazjHtu1usS5oL1YJf+a",
-	"8EwW04R1tnq9rc3NLgMZI4z9/X+PxQWc/mtxNmZ6UownBfUMQVG7HMmCRIL91dS7hjjLVm6j81pzj+vL",
-	"v4EvapI+dCGh9tGTwlDb5wigFrSCJcN7w0PpxAGejBftrGMFk1tbCKiSR9zQDukDz+VoZgIQuBzPTBl3",
-	"iADEJhnzXKgCGL1Kv9htR5lGyGxBOBamei8X/QBGCmikDj1tCP+iK93Yn4Rl83CuXvuBzwZp6/hbJbAu",
-	"Nk74+OXaSKSnm1vDzy9G25e/pb/+6/drF/4b82JYRv9kulbXWqGzOeKf3wl1UQzXdl/uQNzS/bnVEvS7",
-	"f2XbODdP2b0Ntp71cQcw/nRVmrnSvzdAnODhNgKqiLle8hxd7ITxDZziGZXcoovLtGY4WB9Li2JFOgb1",
-	"FlqepGX8hBFmmDRU7WTdgEAnEGnFGXH92juJ1Opkh2V+BrQBqRjoFG6HaqLau2q9dHItyuERUSmNLWnD",
-	"oagKng9j12v1/cnmh4wFzMzQwu7T8d37574LEMHX4dHwTZE3PM/Wumg3ql+Bk238sR1xBS3f7uQ+MzPp",
-	"1l2KxbfVEiAYFoEIWvslF2U5gaPm0rnj+Yoo5ULlBjXYGTjTUrnsLIzJRR+gQcTaie5boPWeIa2hVyp/",
-	"EwDj9Cj55DjKqWexYoF1SjFWySN0+4x+i6kTa/mZWFV+W2ggyF4+J+Jh1eByBEwL7WjiYLVGpxV7Lhxl",
-	"xRFinxlXK9BCZF6GOP5mN8bKUMQOfJwXOyWPBRWyjH3omna+l+LelVn4JPrzsTAGAIywE3s5JaJ0Ic9l",
-	"0LDf3lRaNwP7HsARi8rCW1XroljHSjQQYBNl/2m93OPJmb+/8QHiQk8GQ5FalYCiPMGHpE56Ay2sg8gk",
-	"IiRXOVXoWOHl7XRQe1l2WHnnxwd7rawBu7Zvlf403Sg8y2aK6FRtgdzGrS7cn1+jZT0WokZHa0Zfq+oT",
-	"euxwtuSR6sdmSh6BRQFKHvuLyhy7PZbgfqcqBUyb2KHECr+w5oyJ/GVkZMBg/dd9xs8A/hR/fqaLYVuS",
-	"r76zv3UVn0eRpber7mwEOoN3hIv8G2KQsaUCDW9VqUEji+FM60xw9cD+SzinN6krq26x77Kg7FaHckar",
-	"bNj1W+dZdrP86LEoDEvsb8HK1orUTMPWqmkbrD0D9RGrob623sEU5SphB/fYofaR5zOdTpsO1HueX9a1",
-	"xUfcit9ksxk7AKs9+GINMqHy7dqJG8Ed4KD9yKrETtRiRcJIjiy/cU1ootzMOCoh+IOkUFklHt44gqLE",
-	"1EF3n01jBTVoOkduCWsAF6dW5lFIij6x13SwWr4UzuxMDPjECNzzRFFFXnKsEMmSvd5/t3+yDxu/27dP",
-	"h0CZLoYQiQNENUWjkZBIqbJyOpMMyuSsyKcCdl55rxC93kn9EtocT+oQDrIS9jyGK0UucKxyMRASctO5",
-	"gMLAxlo7Rc89EwsUYHXVDlLfyBaMu00PyaoOupFLO6Mo/yZV/eFnImW4sm0jCHZCY0k2sJvYl3ZRmqba",
-	"66h9FuD3AD/qK27nj6Q2JTcqZH8KLAuV7SoNu7Bb8Ru7z98DCkxwwLCc+uEN9JqE1FnqDXTM+IKR3u0t",
-	"NIMrbua3Ut3hQ5fBi6u87eNixrXqz+og5y768kbeHiaUeHbNp1ZbgLTHMGrNdzgPNkfBzaWJVYdyp66Q",
-	"DTJAfBBahPCRhE8oXTQxeP9RxMYTM4TqtlgldhgbX+z/HqRfq2ZAAsX3FVlxrrNMXxs20rnYRbjUK1C0",
-	"+pysVDtEQsOLFYpLzz8Vseuhxr7ogufwAlarwpcJG/FiMBSuzsJ+FgXdcAndH76IVVC5wIuwUwLawIzv",
-	"A5uZUSixNKxDrqXOMQG2i7ePlf2622eJGHGZVWIv9gOcQdY5hzoNgQkEXBZWaO14ieG1PcZDc+3fLqQD",
-	"QPNAgsCXMwLbRtm86LMHVE0Y9Cz2mc88xmpnc4cdfjg5ffPh0+HrmYW7hg5AGhgxjwepB1PosXHgtVJd",
-	"9Njx5Gyd5hpfDyZxypS21pNvtoTSEKAM6UKNyV5p4RjPpmgtwcpogOQMxrLrrQBrikHRry8w4SMRq07F",
-	"DoxCI7DrCZKxf4FWHqtM7GoloUfEtjc3+1gdFavKaMoLthrzCm021sNVdbSJ1EcK37cPZ05xs8KSWLus",
-	"ldmm1aWtaG1lCvyD+L/PqpTbDHvGOlqVqqxyEjfNSXibETKkt40eLUa7nM7gB6PibYj19pl1i7GrS6bL",
-	"IGKGA1zkUIbXzqRSVXEOqdRf+e+D52fblzvi+67ruEVyA6RIuoLnvHdEL1Wd5xufLwjR3iQ8e7sjVoki",
-	"8VhV9oYre4DoLpK0WXMGXT4fB146chu+OEVtV2e3ySS4yQGOoNLlEcLJP+bxhbh1/fAuE6YeZ5MLOa9m",
-	"8xbEYXhP6wwJVeh8usvOJirNRErfgMOtR2OZgceNnd1SmcI6OpTH60zUmEPfonReHv2YpTIXA3vfbsQM",
-	"GEPWbTXZ5KJn3SV6OvpnI67kuT3gCXIqz3JgossvDUPYToaNk1ZepLzgsbKnJJdnkzLxCMM1Q+sL411P",
-	"y7u56i7rF9FAwJ8+5/CyhYb7469LVk1fE+YapnLBjRUeypGWQFibXXAHGYD3PqVJO3XsnG3Z3CNa5YcE",
-	"woJHLBOi8vviO+I1g4BWuUXHfj7d2XIzPI8DoYFB561bUVj1iQJMBGIwa11l1vGsFnbbdHeB8SYTVGmp",
-	"zwmNJaxhhMrkgU5FeVpZB1trkJUnYYXIMuMTPUTDEyu6qer22BvhAkqC2dOJFQoADlKCYwx4wTN9wTrJ",
-	"lcitzEpKFg5AI+KFMEU3itWVyOW5pGDD8V/31rdfvIwYHnyEcGg9+owXeiQHPKPj6E5tn0H4YRorx/rT",
-	"/HNpWCbOC8bhOdfc9BitYOXlSAFTUZG4gvkIBFVpuPTYnv8VnHjpc0/Bvuno3MnCbrA8v8fq1YfDN+8O",
-	"Xp2A4KD76JzRFFYm1tPJVvpWm5qU+tY08iIQhnWWC34JnE2TTMB4rMFh9wraWfRs6H7ya+tFGC4VdJSb",
-	"yShWOqeO4kyqS8j2Jb3eRuKYy4nJuCIJy9FDTz7CatjBU/KwXC/sgsKDkQlqgXcFWrB6Z2IoVdr3cCa0",
-	"XCOi5sdbb/4e3HpEiB9Kx8rNZ8kQyTruyNF3p5M8S7rEOAzlAgPoIUY2vxebz5sE7gEuN+6nB4pqVZ7x",
-	"SD1K7uEL0DBJHduT5s+BO7LfRwjo98W/eKXVeSYHxSoE9EAhINrwpTCp65tGXRxYuBvuuvuydOep7ljV",
-	"Bcms7rbHs7vLltfcsSobEYKOKJLYpqIj9Pm5yE1oHzulYsV9CCdSHkqna3wPhv+NDM4umvjuOdKwAR9g",
-	"7oul0lyyc53Pvn1RZAkzYqAhU+Rm4PnLzc1unyXnYFZgcZaj8CWVp8dTpOdLrQSJFV0ascQORySeLTB8",
-	"+RrKANULcwW53xxvCpBU9r6oEGKlNFtaIVBXsag3jsGzcEHt7fA5VtHgmIs63eGLzefseP/j3w9e7Z9+",
-	"Otz7+97Bu70/3u3bSbD66no47bE/cn0Nys0rTgWgX3NcAEes6JeIs38//nDIHKAeS77Ea27bxGu77J/l",
-	"3/bPeO1KqFTnG3avxGsRi9fKfwWHJl6LYmUvhn3j70R/4+WTPMN/mCHffvES/+3MKviFfxqctXjtz6/2",
-	"/60HhdYHQYgkvYLnvYv/wWag3v/IMaKZVG0Gdo5r7NatZ1VawgjsMdcaEpRS4erpcazwB92I0dZixTDX",
-	"k4uhI9Q80xPr7g1yIRQ1zlTxdBJ8swW+1ysvpR7YA6MHLVLLtDuetgt2R23jlQecodAVWFppfKFjMT9v",
-	"MNezazuoi0U/YeVWvTZHUF0M2aWYUmddRbqjcAeshoybIRuLfCBUQRAPaaw6CZXt+dfkg5H439tvrgW3",
-	"ZzDpljWH4c29ym1wx1SKhegYCCE/IQyd9F1qXuuM5WKgc0R/B4ADrTPjC/MgFT6FGAmzMt9Z91geHywi",
-	"ogSbbpPvZQVlaG9WOgDJBYsV3qgqzp0nVPf2yQugtxCjsXVkmSlklnk/0c6tM8Cp1CHEkdj8nR0cgpN2",
-	"enyyd7LfXIIoa/7D3GDzUbjwSSC3kwXbgHWS+qr30SLI9aQQua8eIe8z59ew63rstYAbRHbn0kWxSv7P",
-	"P/n6/2yu//5n59926Z+90/U/f3Efd/9tY+EV/yupweOuVYfYHCqnpV82Xr69VQ2YP3+Sya7AbZqUNtqT",
-	"j5Xf2Ff6PooWZc37aAv82dPw9PVDRUz0AxHh0WpnZcXR3smrv85XGFQ5BIBfpeykB1MPlAsJBm5QaYw8",
-	"My44SJCuECCceqwktAef+VghkgOZaz6OlZ0ZCAlSyMmF/zLBvRrLxZXUE+MdHakYjLnHgCXQQ7sH44cg",
-	"paGi3rn90zfSQbHitZwIq2ZESp/CN/GqtF2RQFs7md3qdrHCZuhZ++yVInpcRXT/0cNwXR+pAu5GwUMH",
-	"8OxOw49YN7aKMj4JpOAUMJHUjPXf6ikaYfXSjYCA98yl63QP8tB4IzbO9ZVMiY9iaKUmiDbIB/4rQUfL",
-	"yXHrs5xnvPj/2Pv25rZxbM+vgnJtVUuzlOw43Xe3pZq65Uncad/xa22ns7eWsyJEwhLHFMAGQDu6qXz3",
-	"WzjnACQlypHTSecx6n86lkQQj/PGOb/DEvdDrAqO2FQYy0yqtPBlyD5tOAFIpHA9g/oTL/wQd9jEEl4J",
-	"1WLLUiQU7XNjmXleAmCen2HEjKJlzHPLMAMafMQQpK1/CvP2f/oGLxhkBXj0RinXgi+ZEWII64W6sHyx",
-	"IA1odSWBLZ2mPjw4iGU655qnFqKdCLiixW1lRAYb6BZTgHwd171Oes6Tg2z1Pu0pbmerGQoaV6pyC5Om",
-	"KsA84HLZXJNB/VqTC+Wm0YNhud3gKu64L3khrP0gAh/+mFnx1o4f3Q9Wb0c772hFca1UYf3eVRS9udDr",
-	"jCCo62JRoJpg0x0e1DT300F/U+0XUGPrzTTA3ujwANqTYM3XTwdfsAAMt/5Disqt/5urzCbiI8nTkHC4",
-	"Zi/gjNh3031UxLXW48UcsRXeJwC1qm5m9+m9WAAzr6Y/mLhRKPb66jRkxoSCIigTUWWeGtZbqbmB8ook",
-	"+nAtzollKddOFGL3qTshx3DXA4LVSbIkLF/p/L+EMwvfzIWEgh8nm6pa90QsCf8GuYWFqlA8Ma+mcHMA",
-	"XkFVFBsg4K6NOKrAovx85IyveIyer1u1jBJrMeue339+NdmmCRGgnyeKpoquzCr5wvk9mYavMMToQTkG",
-	"BZQQB9LUSDSsxyX79frwp39j//HmBlPPYpkshE4rLYbh5wlLC54vCH5DvOWpxVJFNtNcohR3FN2vV1Zf",
-	"RZ3haLGcV1PWQ5uCmpvQiyb/fLCTO7HEjAU/hFhMReb8rHk1HbILKo7sYqQ1hkFGQhJ+jJWg1GoaVjFy",
-	"9oPXBVNl5+NYJvCKdhUZ/BxzRChDo873hZ9vQGFDmwTMFixEx+HwKMiDd5vEDUuO6OhhpiP2N8G10Cyu",
-	"Dg6ep/AA/FMkTOmIjBfJkuN7Ie01QO46OcLxBQlvDpawlYp5ynZxxt0tlJxJ8QCSZCpunQHVhHp7RI6w",
-	"nhGCBI+x3FYm6Y9YuxitQ3z4hYpr80Fz4gblplV4BL4hGkmxf4e9/yvHpnj4x9Q55dBgwtfgdYERqAeJ",
-	"VscHu5nBqN1NzGqbBUjuGVLhejv1Zv+yww91L/vH5xepsPmPFnCtyY1d6vO6sD8xphI1AEQtY9vCviW4",
-	"Nkt+ZKAni/1rzELI0zkIEsgUMMisvcQLVELbDtKXFDwUIzAjbBS+SuqyUkx29lkLnv0D8w/ZZYdEyGUs",
-	"Ud4NHpS+c2aTyrA/J5vC3aZ2Zkto2KuMHdg8vcPaYZBquaUNcx+7LTStjpHcqxdYb26aise7M2tqZhyS",
-	"RS3IMlUUscScUuDZ/XfufyfZe19qnLifTKBH5j0vJpQQkmy2hq7x+D4v8+JLPhiKcueSzrmUovjBMCSs",
-	"L2YSXTZmQ3PpZgIUnk+l/9MAL+ZLsWuLXT1Ib3JPqMFZ/W0/AsN9QLek8Gwu06KCOG2zMSLrJVQFCnk/",
-	"bl5CZrmcRUhNAFxTf9ofxvIIa/sBr6G7X+xoi36xCSlVqgzyc6TGAJZbMWaJyWUq2j/BgoKE4vGhr53V",
-	"ubPiYll3ocNogLRjqsSHbaKhoFDXDQe609flN00az+JZblJF/FwUIFgavPXvuIq//p/Xx6+PX6Kqhkn/",
-	"lWybfCGM5YvS2zfIgT/5LKxN2So3pGwftR8uasLw1ROwcZsc/UCg2/GkmwNx/vsNfUfx5f5uxB9CCBT7",
-	"hDVn21z98oI9f/78541hCNi2bvgZN/zAbeXeFvA3jYn5fqh4uBve62njDyDfRJ8eie9zWkruYJ8CfAeb",
-	"+R0A3gULluQzMtnj+CbrYnkdLB+EbM+p9hrdoiWOyUpqImw3JPlUFErOnB8wbsNoG3hFAx4kwHCYu9Uu",
-	"J7HE0aLGcPXsms1PsMwrFP8zFF1jxhlJPF1Jw3LrZPSCv50YK0qs2HrmO5v16t4u3DLN5UyM2I+Hh/0x",
-	"2mKEQdJ8fW3IxBICjr5PDWCFNwT0OhR4DR7SaNEJwfPlat80rCnjWfTkO1bEp3AU8WSUzVADmy7/LpZ7",
-	"n7cvipvhFyo0wFd/oLZUPAB5RmQNEXXtygt2F39bIUxYaIGMEq7HnWltMQrnU/7WxXe093aQhzJ0YoNg",
-	"cwfn57HMUS9UUU474xqqDrhcKimYKIwYUQeUZj4mTDIkVSyEMXwmTISpleDbRbEs0W52prGmktW2XT5u",
-	"d/nO4b4qq1Kwp/iSsjARn6quc4slRLGWMCW8Z4OZrKWkUPaSbaiNq9fn5yfnr1iPT51dnpMn0N8Msf1R",
-	"YhGO5wY2f+9rSOXzy/8SmIC7BL4mQDgcRacd1ukdb8mddVw2wt+ZeV7Wheb3ghciAwvKuSUmlgB+Bhlp",
-	"qigcj97yopjy9A6NGKkw2ECRmEZgmE9VZVc9uf6G8MnXzTvb6HS3999/257rucJrgg3Eua5R9kF+bgZZ",
-	"eTLd9oeMWix3SG00pKJYevGtNDt6c3Ryc3L+anL9+m+To1fH5zfX4/ohj4Z39LeLq5tjgM7TlYS2QBB+",
-	"lMrmlCkaS9QF1FxSireWObufQdkNJ831oHNbp1qSl5/bIbuQjqmFXuSSF6z34uLs8vT4Bmb7y9HJ6fHL",
-	"iL04On9xfHp6/BLLeKkku+Sguno0xYhdHp+/dAs6ury8uvjt6DSq13hyfvn6pg9LG8VyPYkf+ohNsdAO",
-	"1k+3YVqYahHu6BzX5LISndHOI/f498GwwQD3p7/TeF9A4x0hVz1VpgyCjfhppUuCbwnB4toU7aXzvMj6",
-	"iIlZiyHCYTV8ITC0aBg3yGWsRxLJ25NRlzjqjyg44YZflUh4U2sUpm9RnEOmwljIDFP3kHXv07g7Ro9i",
-	"6UMpc57LIbvxMmhNxoxYp8SgZuMwgpshLH+TZLiupkdut759CdH2QXay4muSFe2zwSIHblKeCVaVD1xn",
-	"WwoSoO0/yTqJZVtNt1uHrvAdCCKlionzkSHmh9gn7r3eXZ5ym86Zuo1lQh8NIShEXaYhBYKQRQg4hfnv",
-	"w5UOjjFdsmQueCY0ZtCUeXpnYomtGRleI8D9SWJEIVLKpOk1IX4rWQiDUiK8JDcsWVSFzctCJP1xLJNb",
-	"LcTEird4IRWKVCi31tfyhwGgAzV3G/qLFuLGPQcmTCXvJDj47T2KGC7CSbYw0YjxALpCu2HV2lYI3Anf",
-	"4XHBC2yqCmh7o+4IKYO0GLrHbp1JqH0SWaCAWHrJ7oPJ9fHncJu3NCuGXKeQhXE/SQw2+gh5/OlDtvWC",
-	"vlB5x/bWIh4che+LAg+bEJf8eUcgFqjWduU4d6Ugu4jw54gIIwsxHqRQkG1AoR8dDt7nZanVvfjTFOSq",
-	"Z/shFXkhBctEmhuPK+83wGkE32FouowlQMT7Godap/awCgPLKPEYmVYPLM/6Y4TRAj3TtJTd6zIENVkd",
-	"zvf7RVcgz5h9yFOxSXk4Txy3N0OkFV1JQ2WymMGpZwCBYhIGN4U9kDuz/F7Ipu7AclFVKgMNg+gZN3+m",
-	"xT9Faml8qDvVoiTnH6N6C5WJoo7PJwjmmHSqNphkbvwOPE2xrZ5sp2rD7fiedFu9om9OucHlDKg2OvCW",
-	"Zls7z51u2+m2z6HbXgLxBSFU3xt+vFbz4c3PpdYIEMwHpUOkF0EinZxF15VjOx28thxUpWE9dHYm+FFV",
-	"Jv2I+eCw0j700BSwAMi5GrEpy1BoUGq1KJ3ucCKeyyVepPYhQoWZOnQnG4UO8WjJJjhbwvSNMPvefZtl",
-	"0FmIFz7pZQEVl+7frOezX8YtGFXKbwGAYp+pC/ktY9bMnvFqJIG/JxD1/p9s7YWYlvx7JSofl8ebcBRg",
-	"iLBD1MIrqxbc5ildLTvtpVVZiqwzvYXo4jtSQM0lffUa6JvLhtkplG9QoXiW8Bk0KBlrKUwi8+PVCzZF",
-	"25jH/hG6JZZuG4QeXDu1cYxN13qJFW8tvm1grBZ8AWiPECDU2JotNISj9+kMQlKFmo2g3eoo3HLAz39w",
-	"stexEiSU91JVQaEfFGU8o75d5q4fsQR+7p52KoGac0GFRpJxy0cJTKPIse7qP64vziPGWeI2EmZPtfo4",
-	"a8qxh3ZeS9PsKxewNGKZVtoojWUkySk3dgADDU5eJj7oxwGqTUqRQv17oy6OQeEd2q+xxIT5SVgo2bUH",
-	"1AUO7m37lNlPTdGMr4+Dq53QlO1B59YKGRFikFRsxkusEVQsq1BiCqrVgxIdcDdLrVJhjL8qtnOxcN5a",
-	"qhYLbHguofXZCPLwB9zNIOkjCqj0KRXP6ux4dmIZ6PsaeiTUDSAVQKTXmwSx1JVs3j+ThRFqZ7hc05tW",
-	"EX807qgbBgmCjHIbSyXTRr9b96I5z9yrCQNAKppSADUPc8YTHkKfXcsTTwMp13oZS3RUVWXLylLkgDPA",
-	"ZUAiQoCIJfkrkOvEYDJA/pWWjrbJ1KFiCAV5tj0qnQJocPfjh7kqBMAXQM8GxgHoCTJmhWZGUGIbjYUI",
-	"WV2YCTCtQPHmj92FrSXwA4TVssksVPNR829u2AzSYaHSg2ofAu7BQX+4xkgPuSRAW2iL7PYSwg2PViME",
-	"RtqyNuCguzZgXUhiO+hbAuI3lijHN0ceIztMly1Ob7QEkEgRQSiEVaC8qJfR2oV2j+FQ3/nsf8EBWqe+",
-	"9kZ7////HQx+/se7Z9Gz//3+f+x9DCrfmvBuW1T1m/NsxJ7HEiWuJ7tYgpxl7+I9v/3x3uh5FMNM4r1R",
-	"vOd/ufc+lkCfq3PstMRwj0kw93z2fkNyM5wj5JvCDZOX+E5s9f8FUqBwa7jXqcJzd4e10D7eTfYCRum+",
-	"2hjrFUzPpx5AEBBDQORkEQAaCuggHn0kkfQlJBgVZI84OQUufKNSox1C7BKoOI/vyDerF7TzzHae2c4z",
-	"Iw7HsNUnDPeBCftnZaCiLR3LDwjVG39L5J+DcBYBtYdQVn0xM8+dvbqM5Z0o7dhH5aBCrRAcrp0TWOcE",
-	"nLaEzQC5ZLoERwzxOJePhMViSd2UqVQOuiiJrdoOXrkhvrN80Jag26V4/akpXldYBBTa0DkGkephu4Qu",
-	"oOcBJDp+glqmNs+3mCYXplFvFEtfwklcCG7tZJHLygqPSrTgbyf0aIIIIdCmH3x6t9MAjmxY7+ro5nhy",
-	"enJ2chPF8vr46rfjq8nFb8dXpxdHL527Th/BNXLEXh3dHL85+k//5+np2eTm5Oz44vVNxC6uLn89OocU",
-	"8zcXV38/vpq8PLl+cXF+fvzCee1jxr3vj5EwnkPkhPrbY/aVFG/thBblrH9hqToE75RTLlNRUN/+Vh3X",
-	"aD3Jvo4d9HwiPAbzV94SSwAew0toqergPb1gtB08/QuYGzK/1csXQBXfj5AKu7mTU19CTiF1tayVFb26",
-	"nciyeXq32Tp5sQ6l42TVmOUSoX7owxW89SYAF1uVdrHcWLqJ3Ue0oWQPy5plXIehLVIpNMt0fi8kJoOz",
-	"K8hd8ShxblSojKHoDV53FkqVrOe+Q18Ronf+RrQ29PqskhjOLQQ3AvNb3SZN4O+AxEMRWt5IT8dc4BBR",
-	"dA+tl36uXJeu39faRn7871UOsC72sfKb1cTe7iR/7MmBiHFUu18HHWFpQ3Yp9AAuZTW3wmMAhJDds8MD",
-	"WBPuPyqX/phNxVLBLrIfD3+mCh4QeIMjtxXbNY++ydO778OIWyWAnXBE4fjj4RYvulHqjMslee3mzzf+",
-	"Kmx3RfIOSvDUbSh2XwcW6zeE7Bv42EtZpYqng0kdryJdg1zqAag0JMYDVjTcd+BV2nQZktChaXNU+2yB",
-	"wQyW8FCn3EykBacvxlB3CyBRQ/YLNC2Fx386OIhlcnNxcXo9uTp+cXF2dnz+8npy/feT09PrydnJ9fXJ",
-	"+SvCdON1m6LFAu+BmLnLi2Klh6l4mxu7EUoJduszcu9V2FL3qm1aL68cwifBL/vAUkLQ/d0eWOT4SCbc",
-	"jB4/i73Ix9sBMFIVjECsh78oLVKOO9w8JDyi2INdD6Y6F7e5nMV7EaH5tU8OOWurvSaWX9/WF85S2Jqs",
-	"VrlgA4XBvSf+afAOhhJjDd7W+osyLEFB8FNVBJBkeLI/xs4wycn5zfHV+dFpEksEtPAYq5UUb0tMZqV2",
-	"KY6UO8CMVsmmaYTB3w3xsP/O/c8ZYcSc5smt0zzWBVpIs0JNecHueVEFxFH3ijGrA1XDTfgRShXXfhpP",
-	"1sJuOTewmEtu518FlgRtht9a9iC042q3X9kOTfTTQUXYjr1GnalU0UH+0RN6yv548JwlAc24iQ1a4003",
-	"3l/wJWLse8IHcHQ/qZ4TZnBjfXsrUpvfC1+01x+zkhvzoHQ2sMtSZMhCFFbgGprVUntUSmJYOIMg+Qv9",
-	"l0Ssci9id2JJ9TgAr7UJb+Kb4bXmTE/d7j6V6+BIduy2fpF75ajp6bxTVnZL1XDMU+xrZjBtodFzrKUn",
-	"IOHE8EKMWSKrokjQU4wlNvjA+3pKajEst2MkckR9k8gelcQeXxnrcUptcc66FtiC1zcYNgBDDpcMfcif",
-	"CC1pV9iJUMFXmNItpsYGbb1mGMsj+D4o+GC+oMHr4elauvFBK/f+ZSkiyDRBKDpMFEL8jNzEktKshuyy",
-	"U0a49QuZ6iX2O3Nb3W3oXlafg/E//cXwyjy/1O3wJ5E8DW8c0t2+x8vj3V3wp78LfuOI5cniucOyd379",
-	"YCvzfmNbjaaF3xRfiDKHVRRA7Nua+a+N0N+VqR8QXHfG/p9g7K/v9seY+53kHvnWBWu0TQ7BIyZ8LJ9m",
-	"w7M/bMJ/O3z0ZGW6fsafwpD/lszyp1J5t2H+RCofsmu+EExXBab6J2XbFktGkPQay267Hig+apnxbIMV",
-	"H61b8bEMZnzUaZSj7b1i4EdwXwYmdoZjKt0wrA0Y1rH88fDwEZv4M3DSzi5+nJV3lvHOMv5jlvHTJKSz",
-	"jZ2ge+RSrCuKcREuulieDTsvj17DqE+VGl9Vtwe3hA9dSh2FXg+wjX+2VfulukNUdLqenvC0H2kI0UVF",
-	"Px78XCda8CzTwhjIteB3WF7U1WjAvWnvc/YJcC/4Qn0C8NUf7hMAPuiuMcBOM2yTkQZETbgOHRwbNMD+",
-	"u/xxrP9OHgYP1MeLoSCv1YilkX3286bgB3H00xTFa+jj+cXjHPSTXT7RF0XF30Da299pDruCCV8tXW6j",
-	"JhoqYhdiWwWrf4RiSsDG29IKXuQWck9yUWSmfeVGIWIvGdtC8bbgs1YR8xNk5mtoGffHafPTm0/1zL6Q",
-	"E74VX1DHvW/FhNrVLH6DNhdywqNiZvuEAbhhAhHDxNtUlJYlPqSeYOtQ5K+2xInlR4ucznI+iGd+jVKn",
-	"MbWd2NmJnX/tUmlghW19vf0yT22lxaOgVPQbli8ozMXpsgQBLKDTRZFLMYb6ohDNgcuTOTdMQsXwkVwy",
-	"k8+kyAY53aws+BLv/XK70fq+pAl+PiMclrX/lzazB5iaaS45Vmxtg5ICY33/d3FHcH4/GE8aH6YzrQrx",
-	"tADzxojyFQz1NTplbmZbVTC4Few8sw1xZe6JS9NB/6EA80mdeMP83rMELJ+ELfgdXdCCPOKybRJ1CCXN",
-	"ZSDCr80Mgsm5iX0hI2hb8m8eb+OyE4Bkd5edOztnGzsHaJ1xIKIttc/+O/e/p4e3142akME8VwXmpLiR",
-	"x0yLe3XnnC8vXwDf8WMiPFduJPGHBc06OqCTfpIvRMC8K7md14h3tJ1tmdEsL1vwt6dCzux8b/T8EMD7",
-	"/J/PPgbs7osJG3dU+N5d3P7LgLk4An+cgbGad3+uKiPuhCgdUX0CPIRQRJxxsVASuZlgEpCbhcxKlUNF",
-	"RDdwQnf22JhNH0NJ+Ikq880wlleCl4YpXc65NKznu5ICAgQBdkKJM5T/R6wb5gCaWIsM8VTo1bHMdO4D",
-	"QAv2ABlkD3xJKKgIuNIEdsX6yg4UGMQ49cAVsUSsFeeyOaZdIj5LlpuSeh3hIrNKABBkVhUiA5zXHoBB",
-	"un8BKBXPF1CMoRa526QlvMY+KMCATyut3YyxxQT2YPGvgPJvNww0T+mvYCKwFUiEQxwjlp8eEeGqklhQ",
-	"/muTMD+jqFt/22NC782cWyTnkhvDsvwbSLP+FgAIBC+JYQl8yrQ4YJ3yzfawBKtT654LSDHU/x1NKdHE",
-	"itiCwLkRLCW3hjWaK5Ra3OZvnfKvdLE32nvHy3KCH77f52W+f/9sL9q75zp3RpohuqVfoNAF/tob7e2b",
-	"+3SvM62xfl1SP5ywXivhFSwqP1eOueNzZSzTStn+0FH2P8JWrYMcz9COgjZ+hZrlMmK0aSZiL66vfmHW",
-	"HW0UKtXgsMSC5wW7LdSDGdZGz1Fl5x220mtwCWubLVeS9fi6hRj5mDwFQ0y/MTbqs24c43Y07AfDSq1u",
-	"80K4FaUNgAgatzHqC5KTEONbH/yymhZ56mjQ5gvBbgWH+N1twWfNdb+Ag+p4Hvq0mhFLIW8kghhdRPHr",
-	"iFKVI3bL7xWkHLpxIz9LUEvQi9OAP429OMWiBLBsgIKv+8sD0Nmt0Nj0akb43+57yCvkrNS5TPOSF6wX",
-	"wgKl0EZJXjS+hALCmVZV2Yd6Q4LRCaCzMDRkQVLnqvBkjm/U0JmRLcRiinXKvVze5yafFuFhNAVi+ePB",
-	"j/0xZWFLPqOIQq/RzqQ5vGknZKoHGTVm22htiT+BXlyEPEfEF5qH0aJysxan6DfvgBCAGTF54R4airVj",
-	"GYq1m7XaoN48G8A6u8hJaN9TFcCYiL+BQkdMSCcqFkJaD0AWuSMaBKXJ1L3QGnEf8MdZFDtFowbU56wf",
-	"LC94zaAQ96JZ2EXPw/k5Y8JNY8ggfxXrQTBv0GNUilzHEqdaOBXYS+Lq4OB5iigU8G8xxI+cu3zOF/Rh",
-	"gvn/hPbBklRpMbwSPHt9derelnRsGIFJdLhaTgOo25oJjOXQYQ0I22sK1vtpgBd7qVbS8Y5GMQbHrqQY",
-	"mLmC1vKJruSE26TPlI7lgsvKmU/MzrWqZnOWWJ3PZmDDvKwE6h+3N5stLjKDu+wsbAUAhlZrxdct/daJ",
-	"Pl8Zd8LUK6O9AWhvvXvn1cv79wmD2wrnRgttIlbRGa7oUWifPxcylrCHYN06Bdya2yU2NPKipmt2f4ci",
-	"iFuCZvNEfXR5wnqJub+bIE3kGVID/YnFFEQg/SE7c1wfDGwpRGbWpIGSDfBHiDua2qsw0Pku6L6HObeh",
-	"2aDHAkquf3uB+GCTo8uTJPBHw5KIYukMdGdWm4pqsFO318UDXxrs3e98rKxNs5cnUAvSsTuvnERCogkC",
-	"jGCHUC4a1kM3OgEJlUQ+zhGxBH+RQJMlFG3qQVI/KxPFErpLwTIQ460lRExEFSy3WojBrdILMFSEFjIV",
-	"ePy81i/Y01kD0iaPJb6tBphwfF8jS2DFOTkFeKC+cJT+AhfCfwNj0R9IHV74oGKBHwe1MsMdI8+qgMoa",
-	"NWYrNoIRwqPAuN8P2UlQLTiAdzOdlzlm7e+akt/5XlJZL9bDQ89bJ4zH2HG+p1zOKj4Tg64TaCpdmuZL",
-	"DR1ORixRpZA8TwAYkF2UQh6dDJyxza2baSyT/XTOLdjfhaAe0J7aR/RAxC6Kgi94xO5PT88idnrGrm2V",
-	"5SqCH1ypygodsVda/R6xo/+qtOhHsUy4dAKuzNOE9c4QMMg4jiV4UFyfyBLWS7l0K9CiLACDVasF49Bi",
-	"Zv8/j85OGf6UKrycC4F9zDKxUIaAl5Opc7ArXSR4y4nk0NooZwuBu1uijeVVjzcFy6IiHBJnzAZpE/i6",
-	"KBYTjiDRE/hFwnrA7KenZ5Oj09OLN8cvJ79eXN9cJyO0hwEeKWInl/W7cOYvTl5eMSmskwmOykquOemX",
-	"VC0WHMwaU/JUmLrrmlRS9COWzkV653vSEYwC6/14eNjHsQnpiSgFuj5irwwzBqsMG5z+YAig1oq3NuwM",
-	"YbLhN9BOzsyVtrF0ZrIuLesdHhw4ItY8tSD2nZesnboOn/kKYZAnMFxliOnUg3Q7CWfzgwkLa50SQUA2",
-	"qsTpZxEur8bgvq2x1ZLzCziFFxfnv5y8en0FTVmpIRGJTWdnQU3WwJ32iAU30y3xwZFrmU/uxHJihEWh",
-	"XfeRvRPLFp+edXDhYxoVxVEmbnOZI8v28JKa5ZJlKoX2ruwwApJn19iMI9P81rLDg8ODwbNDjINl0I8n",
-	"aXl+PtKA5pdXoUP8ePhPo2TSpzBTlRfWuSw16N0Aji+fVlZksUy55YWaRew+RBiRmUq84UBgzwW4CGgc",
-	"oKGo9MBUpePdrOEuOOqR4gEX32V8PaLta6w4vfSawaxB9jVnT7jqVP/ZidIXyyZMX9Qksd6KTb5a1Sez",
-	"NV+gWWAayxUUEy8zHkMzadCYBtSlFXV/s8E4BXBO1nNiG02shp3mZg7Mg4Ylii+wSR0b1F5hkRvrfcOM",
-	"0rCde4cQMHB8KREqnyptI9/WOKL+wxGpMBQAuazgG6uX9D+E62aIJL3u2IFZkDoZKxFW8UFSXAYDvzVG",
-	"HKJ/doZyW5sFWLzrm3UcDDeoWC+EZYWazdB1DyFfgL1dRbV101+LAcWyl+CfE3LRJ+7jEf3UsZqSYgXj",
-	"Eu2eZiyc9TAc5Y7A/e0MQm83D5z97i36vjM5tg6Cu889sRoRy9psra2UDRtIAa0uIcaLAcQiUJZDJME4",
-	"F67MUyTtxLHC/rsKbq7eIxZywnrYzSig8GpBUIJwkwPNj/QSdooMgvYoUtn8loKuJhmyN9TJLFkInVaa",
-	"dL2l8JnQzFmxmXHkBGEKNq+mzJSC3/kk7jN8kJlq6hY4BU/HqlQVYw/wGTUHBDPBOLUIjbWd6PVDzKup",
-	"024hE6oeEntwUw26xT3Cu0i/gLIy8yj0tCpVUcQyeXV8w1ZApJOVGwjfGq7lOFVmvkF8tp0kZznhL7xI",
-	"hJCjiVbuQsCInAquhXZaL5ZbOlfIXt6MAFgJz9c+suIEFkrdnGDyG/MBH2MYyzPyrGAE7MSx6k9BG4tV",
-	"r8rHy4BFcmh56M4wabTV9RSXkKrkZb7/l4SVHJroBgEzZFfhTkJkgMrsrIdwO/FvB/6WAcJZscQbimhl",
-	"npMa8X9ydvR/k21uMNZ15NHlSVd0s3TamLrvlVplVQplDM6/65G3Zoywpj9iXKdzJ9ycxHeChlXwsBP7",
-	"Or/nNr8XpAqdaIolBgR5mgrQVYg24N4zrQrk4aKCq1fKbIYXbYr8QQfEWuyjfsGpBV++dldDrz9nezpF",
-	"X8f0mo4XPV9LtLZp5pbfFQgDi4Hl8l5Iq5yeyqWxvCjq4Ggl6SNyU8EYIiUxZF35BbE8aQ8CTzbG0YLN",
-	"PF9R80Qg0+BToCEzoQcmFGNLYhno7ZYXRlDUMsxpGZ6kj8KTNaFaXYHn63RvSas32BQ1Exqc3gc/jJlk",
-	"uU5YrxXDuDx9/erk/Hry8uQqiYKxnhirNJ+JfXoy6Tt/qcgay0GrM2JZrgVix/vXcXYvZKa0n4QP7+Gn",
-	"KEv28SMZQnv7SX/I/iYMhCG9tRzLwx+ML92hGE5+68wqws0w/v4ELUSnRUYsCUZnwnrIMGEyZszyzMTS",
-	"RxyLarZhQkk/Yglg3MIw+LQjaGTaa/jG/WaRltjk1f3O2CxXLAH/TmYJhAIxCxd8hF9vbi5Z4pQawU0n",
-	"KGANtFtbQeFpRUpgNsIx+iU5dyZx/vcin5Gtm/gRwSn4TWhnEYYdWFvw5Pz8/HwCqSbm9yLBzgA5L0Rq",
-	"+9CTCKLV+BJnqBR8ec4Xglqi3NPw4H3luuXTQL9TcmRYtx9DJNT0X8axrOQdKPWAI6SxAwA0BtcCXBt2",
-	"q+HK1skqmRWC9RL/ybG0eun7rcL7ne0LnmCHS0WUvb9GCL7FrecSuLU0Qk8w0xh0UxCdYPNBCjVbCC7B",
-	"AZkLLUas5OkdBENAyqGANnXCUXDDKul+WUsPUtqOsEVx2zYEcModgu+isjPlZgv3Z+2ACEbnrOMaQnTu",
-	"lnMN8crzYoPBEZyjXA54WbKWAcd6tcvBFhyC1+R65ErWlwhkSJX4EBpdqnR+MhpWiyE7Fw8rY8M2FkaB",
-	"aQXGAyFWlnn6AbOyuYfnza+6VAgvhLXuGNyZsVs8GHJFgwNM3/o4S/PS7hq+2nv/j/f/HQAA//8=",
+	"7L2Ldts4tij4KxjdnhW7m7Ilx64k9prVV+U4KXf5dWy56laXcyWIhCQcUwCLIK2oMp5vmm+YL5uFjQdB",
+	"EtTLTp9z7sxZ63TFFInHxsZ+P761Qj5LOCMsE63jb60pwRFJ4Z+3JEsXvXFGUvlXRESY0iSjnLWOW3ck",
+	"5CwSKONojmmGRmTMU4JS+Qllk71W0BLhlMyw/HRGGZ3ls9ZxN2hli4S0jluUZWRC0tbz83PQSnCKZyTT",
+	"0/YmhGW9hJ5OcXYe1aeWzxGN0E42JSjD4hHRKEARCekMxyiiE5qJXbkAKt9OcDZtBS2GZzBt1ApaKfkj",
+	"pymJWsdZmhN3oeQrniWxfPHwoGXXKrKUsklLrtSs7Y6ykNyRP3LCQlJf4jWLF2hGhMATItB8ygVBQ6Ff",
+	"HyIq0CQlOCMpyqaYoWxKhV3wHzlJF8WKhZxpYL4tgXXM0xnOFDB/OGwFBZw7HjjrxffJLIlxRsR5dCNB",
+	"U1u7eQGgOnzIO523oeB5GhL4N9nXj+J8oh4MEU8RRiOcEiSf7qH+VP4Liyma5ULiBrq/vWgTFvKIRMcP",
+	"bBjylPzvB59SIghOwylJh3sP7IUnJsfcL0aU4MBfLwibyE1233YAPPZviXRZRlI54f/c+R23/+y0P3zR",
+	"/x20v3zrBD+8fd7f/XvTT3/x4sfnlOeJOKUNsL3kEYlRyNmYTvIUy6eIRg24Gq7YevPxd73Hr9bWdOzw",
+	"a/Nivsta+pzHpzEWwr+kWzKhIiMpiVDGeYxC+aoXJ/fUo/4iIVd4Rgxe7ox5ijSGIEC6vVuCo/vbCznz",
+	"sIlIZGZZG2CeO3AZ9Q6Ojqqo14Q39014Iy/UjMxGJH0jUC5ICpeTMkv1djBSo8mHki7KHQUICxTxMJ8R",
+	"lqEuEgkJ6ZiSRuqYb0YenRv0e1deEXlPvnWC7vuG23EekVnCM8LCxc9k4bke+JEIhIGLUBIhuRIiMiTw",
+	"mBzDtsY0FZl9PqfZFGH0SBYIh5lAmEWIwn/FnKQPbEdkOMvV8xGPFruS8j6SJEMSMQ4O0ZTnqUAJSVGI",
+	"45ikaEcCN5AELSFpG0uCiXo353KK3RNYWUJw9sBgZrkggWdELYBFxQOzQLUQIal8Zn4RCWeCwNp5nsmF",
+	"y2PDE0xZ4Ays+DAaWphl7VuSxHhBomMkD2aIdnAsOMKSQcPSRIbTLICVzKeE6cUKhNOUPpEHNp/SmDhg",
+	"pAKJjMYxSnPGKJsAiBeKn0sAFaAMEM7QjIsMdTtIBIjEgqDDzocHdnp99eni/LS/q6m+AYc+moiOxySV",
+	"UDQg2ZEHIXE3pkwuJCYCwI2z6a6B1wM7PDhAv/Quzj/2+ufXV4Oz29vr2z3U0+DkY3TU6cBG8Yg/ESRZ",
+	"D+OZOtsdhUAGJyRgd/dQT23ggR0cHaEnKugoJqh3d3p+jsIpTnEoxQ/FhQo0fzvuhh9wh7SPwu6ofRi9",
+	"I+0P+Kjb7kQ/jLujg/AdOTw0V0kdWHGZHGRvS2wvCURLyYN7r/639v/15W/+23TBQ+AgPhnJ/PZ6BN1D",
+	"xG/wxCP7dNsjLEiEEjwhiOWSaDXJNvKVElwiMsZ5nAEUVnCQG5L655dPkaB/ErSjh0MHRy4Cd3Yb10PS",
+	"QfOaDo6ArutFdTorl9jH4lHI//GdUF8JrnKR6wiumRrmRcKr5E3Ac8+XsBnJ/N4IlBa8dygfDYD5voil",
+	"nkf/On56L0jqg/q94p3f6048y88VgQdV5kcc3Sq6J/8KOZN0XP4TJ0lM1RXd/3chl+YA4FuLpClP1SeR",
+	"nOHH3sfB7dm/3Z/d9SUwlGLROm4ZoippqiTnkgY+4ZhG6B9311cAiWL5f0nJuHXc+m/7hcK3r34V+2cw",
+	"IWygjhLu6HJctAMC/yyPM5rgNEN5EnMcoRiHjwK4xlDS9SGSP+7uoVMeETR09jDcaz0HrVPOxjENXwia",
+	"8yvgE4O7fq9/VgKOUg0FOr2+vLk46599fA14qL0YrjdEO1Gulkt2JRsblpYzVDpqSpSs+kbyW6lZjXk6",
+	"olJ5nhIQPHYBHp/gaUTYywByenf7adC//vnsaqAXU4LKjAohBQ7J35nCFfkFyvgjYa8IodoqhkookXse",
+	"/o+2/L3dl3MOjahDBXIWN085m5wguakHNvx0ffvj+cePZ1fOKFpkU1gnH+BIEmSRpTjjKRrHGAaSv8ww",
+	"k1wh5TGRLF6KokyyWBy/FPn6Z7dXvYsShKkeGhENoheD9J6RrwkJMxKhMaZxnhJzqcwCJCKSDNNYgCwU",
+	"88mERAFi5ImkUhrKU0YihWZXPPvEcxa9bOdX1/3Bp+v7qzJySQoxhsFfifSYq4MiThQBIl+pyAB7NbnT",
+	"olzGHaQw4LGrHJqtn8sNSX2IvAIAziVhuTy7krTFBUNMRQbGFmFWSYtp0YJkrwMeKtl0TLBwwGMnAmjw",
+	"hGgrw4JkLlCclSvQ3OCFpOF9zi9wqsSq7WFz0/vt4rr3cdC/vh5c9G4/nzUzLfI1JCQSqNs5fH/07gc0",
+	"WmREvCrjMjOAcibFwpjOqAVGbakKHHckfaIhuWf4CdMYj+IXQuTu7PaX89Ozwf1V75fe+UXvx4sKr5KL",
+	"I+mTIoMpCQl9koQw41wSrwVygEaJONEajpjyNIsXrwUv3wqw8C1APqYZypTCniHOQoJ2hjP8daBfHKgX",
+	"h7ugpjEOyh6jYkoiUA4pQ1Mcj6UuN5xmWTJICY4GGZ0RnmfDygbNaXnAqM7LGC3PZwlPs1syzsWmF1zT",
+	"T3t6onX8uz2/y97/GNz1z27uBre9qwo+g5VgT25dZCQR1uaJGdKSIRqnfIa6kkZ1Ox1lOZm2jlv78Om+",
+	"/bT1/CVozXEqlXE5/ZfnoIZJVa24hkaZsd9OsVAsSByjyvrlkVUnRzs313d9/bhtRhH7ICPI8cjXJMaU",
+	"CURwON3dAOe8h7OWxJmzXMjLFxhGXt9cW0geR7OFRK9IAs4gSxVSw5NCdrDj0EyQeIzmWOI8LCxAQ40K",
+	"QyQJuaIcGgo8fSOKiVpKqbrEbKHFfPEyMiGp0GXv6jcjKN+VT7dCDF6FTt5KKABJJJGBXG0ZwxM0BG9Q",
+	"G9xBQzShT0QBBqxFlCGhHEJSs6q6kNrWh+RboX573/E2wTLvGc6zKWEZSNcv5Nb3V737/k9nV/3z016V",
+	"WzvTSE5p9b9XAO4V1+qYIELIwXd4GiDO0FBfM5zQ/b8OA8TMi49kYTWmyqIVpbtnIk/kPSLRJYko7oMO",
+	"+jLY3N3f3Fzf9s8+Di7PPp73Bv3fbirsaZEQ5A77tT0TEZ8z0Pu0jIPDkCQZiV6Te78RaHiqdtaWOx2a",
+	"ySQ/KUs4iheBwqUX7lxfszYkdyJ2gZ5gphXXNwIegwitpWxJr6UiC+LIbnWHxQH5IKfO6RdFMChnZwW8",
+	"tz2ipUS/JE9JuoiZIo3HKEklfLIFemixGSYPLUVULQa9xlH1kHXfGipdJd9oJ2ePjM8ZGlMSR4FS7gDo",
+	"AUrzmKBRKlXB3UbSveesVDmJ9VHcanOLfKZ3S5XtJcIZrj+1SOoCXBl6tDVnxHlMsFKFC1vQ78WXX+yr",
+	"fPTvJMxqb8LM9beCVi+KwNFzCa4cxzKEo4hKcOL4xlntGMeC+G4GeIAyjnAkdTw8IxEaSUEXh1m8gKsh",
+	"pSr51oBG4J4dkhmm8TAwbgqaKmXYtXZ/a8FLkiJG+L/rx3shn7WClny5ddxSPii5lTJU9YffGtb6Rsir",
+	"w3OWIXgT7ZCvYZwL+qT8IMVawX5o7Wxq2Ir177Bm7zPLc2y1ZqU1bsdjYlxkE/B4WiPxUH0iWR2fM8nk",
+	"mNUb4AFAzKB43dYASycsn0kUgA9aQQteg9sKy/niWbve+lLo0chx9gXIOvukFK42oyaQcjtPI+uMknJm",
+	"HdgKF3ZPXAmVWvkH7RweHOyWMGNLd18d/yea/FUpiPWIg1PmHCnHmwQiYDZGSUpZSBMcVzAWxzGfD8Zc",
+	"/idPzE0OIbgiGgASHXQOjtqdt+1Ot9/5cPy2c9zp/LOGF58oi5SfUOSzGU6pIAIp04OKzIhax4cHQYuK",
+	"wRg/8ZRmxN5PpfRkKdyFA/W3EuePux159Bk2tEhKMhOeLoBqq0gFOXgIaxhx/ghgjkmWkcEjka9lBMcS",
+	"dNpCfau/QlgIKjLMslbQYlzqzMet//bf0L3kCQ+sJx7Bg4dRxhMaKk8ZikiSTeVuEhpmeUoGeRq3jlke",
+	"x/I+awADKh5JgpaliwE4FwczynKY4ihoiYXIyGyQpHyWSPD+xnMwOWEUYolBMUpra9xDp1QqEE9EqnQA",
+	"VbmMPIk8x3TQ7/5w3Dk67h78s05oquddRaVfpySbgjtUsrCYAMvH4hHN8ELqZJIFU5YT8ABUCX4ZcWph",
+	"R/I3EDTojJTIlNxFWz5tea53aZBaFJVUb5HzDO2QWZItlKKSM0EyuIkuAex0Op5pfAQErpv2dtg7I7F4",
+	"pSOjguhNUDYGN0mKgCfNcPooIT6lQt9hKY4gM5If6KX7U9tDnvEZzmiogwKUtx6OdKeDIgryBRDpmYLU",
+	"khCo0tV0nY2dKjm4y0iCRnk0IZlkpRgm1Aexpv+vfPH9DF5RqwolSglpywNC5nvlWX8kC4GGhoAMAzSU",
+	"ZEP+F+Kd5PTyjyecUswyST2G8to/sKFDUIZo5wnHubbfKM6hzskqxAo3duFOhziFOAzKMi7Vf55m2kVe",
+	"I+2KPlVP7yMVSYwXIKOUOYqXkJXRfIWXz9K9WvAdqAQ8bY9xKDFTIqXUVRC8v94N896xEtmsIWoUpURA",
+	"bAJwXvUuojM8ISdIEtnC+qBALkV1xhkARv6urIwlWdSZu0Sfa1ueM7lT+xLawUZ0SEgqJN45PwJjAOmn",
+	"zOaP1qIMXsZQi+RRP5iwUMwQLl3kRXGtVHDMGNNYWwbl8xQzQSWQQJEBL9Dq211hTTViCz8j9TMSgPXK",
+	"aTCDsDw/YtTlNYdr1cIusMhQOMVssjaHqOgO4IIuHba+W2U6Ud2suQwuiQuq3NJ/dmUC7JCtMhMoo3+J",
+	"VZZg8qVJ7usl1B/0pedTGFELu0I7yomlLORhqo/FkQHXkfbkpWk9vhu//ePD14PZYfK+FbRiLLKBlHgr",
+	"X77td7vHnYPjw8N/FqEB7D1Dc54+jmM+r4sl30Fu8F3zm3wU0xCgQqNAuVJV5CONbCzuGA3F0+Og/Fz/",
+	"qQCoXz2BuDp5B2I+KVPnCqRqiyuDznsLSsa7IvqrIITqWOUgu41QWUkW/WznCs8I2hktpLj3JBfBFd0F",
+	"WqHMRW9ERcUpHfBat1Rfy9JFKAFmxVU4VR+6FoyqXjSj4DGEa/Dx7O788xUSU5wQNPwmr8zxN6oNAIF8",
+	"J0DFWgLkLuX5WWnWfgvJMrOPs95faTa9AwTawOJRfH5BRda815/Jwgo8QAmY4pLNq65GfYH/sv46TqiU",
+	"fHyiZZhJnVj+GCBG5hI/ITASFL6MzMQGwGkV+i5OU7yom4/MOl5gPiqmuyVP/HEp7kCopKKpKXky4YA7",
+	"NkR1rmV4noJpM1MipnKv6yv5Irg/kkWjVUMRMGVlNWaKzQhQqvbv2Xc8xwsBAbKlEdcy8ZlRA7P6Vzkr",
+	"5954rjgj83jhXPQAURbGeQTe3ylBY0kwgQCIqRRiOQuJ53T+IzjQZkf26GP+fXeHa/MtE9CiVBgwXemo",
+	"as7iRXlZckx3aYN//vH2qd8Z/fE+vOoubo/mFwdff3oX/eNw9vMH0fshOStbuuTnv/fa/9RZIH8b7Pmi",
+	"cVdxRI2VwPyUXYaRudzz9+B8r8TXHiFmeQvudvZVuXmbSZNWgJRGSSKkfBZlRfTFBMgMtBYRNy7qjzpb",
+	"ogYZO9oLScJyLnjNiIqblnQbAohezv8mJrOvfvPUb0plpQJm3oz3reZ6avYXAg0cnc1QA0M5ePIAlwTJ",
+	"tpN1YJqe/H7D9d0ozege1rCdW+fSBtOC80zpQtqGoPZW0XrGFK63oo8jynC6UPSxrp2oV31QA+sE2rm5",
+	"+hygf9ycfQ7Q5/NPUiT4lYxuTmzM/BG6pD+WpXQ140qCAlM3wm35RXgl+c/4HNZAZh/yvhR3DWU5xRmO",
+	"+eSMZamHD96B1wHOncutm6izEjl0dV6vI6GaoguWQR2mQUYqMUgq88a1Yb0d2smh/BAzPGF0TMF/BXqz",
+	"J7NSxekOkjifUAahSjUXBbyoXhiIOJ8YT4MBXfljtSA9mUQrm3Mgj/F3X04APOrziMPfX4LWE0mFzkHZ",
+	"6+x1PGq6hVoV/kNrbHUsrI6uyjOkyUrBWR3Ar+TWS70ANuPWeXyClDVKO/r0KhjxmqTUwTXvCSzFjqcz",
+	"yf/8MybDigasnq4rCTppwmgHEkF0YjBzEjB5agwU6rDbRdZw/e3KcupYV1tXDQ3rGaQK15B+Q9kaTbYY",
+	"ZSLDcUwitEMhNA3NccoEGt5c3H8+vxpcnt/dnV991kkthikWK8ThjOzPCc4allfmjNvbyP2jl65WTeTn",
+	"LEvpKIfcQvXmSSF+StBayiLWsj/Xb22dAoePkPKFZ6Qwg1u4OzF3eizxSmA1pKPuXKNJYmzKJsCWhuDC",
+	"Dw18rIMZFuq68DUhUj94PfdlGlW7IDZlmVT2D2FJDZv30LmVALB0r16kYfZEUqR/N2fiZSmt7t7BXmcj",
+	"BaFsjzaLsOdRxtCgIL6aXlXg50Gx+gVfl8sulxXr3FW8mrbhQQS9JkSYcmDyNIK8upHRodeXt73CxCoZ",
+	"vFjaK4kyVknaTMTtVVU8tGOT0w+03/FEJZjdwaZRlOJxhg46B5129wDh7IENv+EkGSQpGdOvzxY25ZDl",
+	"PfV4798FZ8PdPXSvY8/Ag4qhSMm/qzA/nOmYhJg8kbiS/Put9RcTGdeaZlkijvf3xVO45wRGyb/XWEQr",
+	"KKRQf8DKZsEoJYd5p+TVPug0OOg6rxi58bxN9IwVl9olj6/rIzd+bOdl4ABbRs0ELccZ3jpuPXVXBdL4",
+	"RVNJplQyAGGSatjMUBt7qn7FecYHOElS/mT5aOULPfmYZOEUgv0LEuij/c/rCLV/cVOVfaZQyfnUfcLa",
+	"Rz38ph4M8jR+Htbc34fvPUxnfT2qSiaspWBjIbiysu76oS9r1a05RqOcxllbCii50OnMdbk00MJBwS02",
+	"EGqDBwaRMTp6olQnB+jNv7pITfnObXyYxlvbLM/ag9yBqDM5yK4VbjeM8FhD6vQJmCpwcycpSaTDJ8Ii",
+	"nu7Lv4a7J9r/WOgANkABx8qGbNlys5xbHnSvEiSpD2Xn78f6n3uD9pe/mse7f99f+cZf1hH/NH3yyZ9Q",
+	"n8sEV5ITEwXHZzST/I+nSss8UbH9wBH5TEEAcYaUVrSHznA4fWClOgA4SQhOhTURqQSw/vX1xeD0ond3",
+	"N/h4f3MBeQu7urTTxkKOQTlFCjcTezHLaLhM8HXPCQz7v+99qfxj5/e/tb/s/c17CkvE4kIQbrIfNYhT",
+	"Njp2w2hwJVRFZEwZfKZDaxrt6L4YSh0J55NGTLBfOaBSrBlRuZTm9/TKmwh+Q6xjLWBQr74WxtccPPif",
+	"LFRwq0i2dcPWGgO2msC2MnjrdUOxjKlL5ZTp9Ed099td/+xycHN7fXnTN6aYvQ3izBs512Y37EaKnCxT",
+	"DtRShIKjxzCOOFwSqWN4vLOOaOu/A/YF1wJRFk0dgRgzHC+EfAzmXJCRuSo+RL4mMU917sETFTw1Tjz6",
+	"RLxWjGaj6LVKJJkQRlIcB/K4ojzM6BPNFoFVFgJJGWY50+lMAZqRiOIASTgFFnM4O0GYAZAeGMSgVs77",
+	"8qzf+9jr9waSZ3y+vv1tcH/189X1r1cSupnNadoNkOCIZjYliyEJLjQlKalWb3KUBeee/HC41IJqEkis",
+	"NbQMkx9zFklpQX7gk2q8o5eUk7qpLuZ5ivQ77vkLcDjKs5fshaeYQWkirDNbJikhYEZRys4ozgmUtYno",
+	"hEs+RHlMMojbY4/eky+pR9Vl/UJFjmOk39Gps1pwCFBEUvqkPLeSs749aI9ohj5d/dLuYjTFYlrluYhG",
+	"aMajPOborbvHp45calf+z4FnkWvf7muji214vQHHbQ4hfyJpSiNSud9S8PFc6pK+VxO/0pygGcFMoCQl",
+	"bf1eBLQCJLJUXYvdE4CqFNQom5KUqlgcKHiosdHPWa1quSw6v9gaFUh/se2EfnHfAh5FJIyxNmzZEXcw",
+	"Qyb5jzMCNeceHbvs9c3ZrUr009d9t670rS735MpisMy1hS4QLjdHGdjbCjlrrQOCgdyzwSapQRe9nJBM",
+	"UjqT2VVI5d4zck0SzSdl0FzsvUgwL+6czypPskyVMdgk+wHmaYM5DpkRTuQFgnBtzpReYpTpGY5MTpsK",
+	"miID89FQaS0QVzTLRfbARgRSoDSO6vcsmeI8PkEJFmLO06gtNxPVDYYn5saQCE1iPsKxUe95qtMJTXpF",
+	"SrSCaYJcGvImXANQjTPIxyaEr1QKNUDLy7Dpa+d85bt7oK2VfV27GyvpVWNzsZ+CRJXwcuXV/KTKK/jl",
+	"kSebVm3KMFQ94yapHajJoPf57Ko/+Pnst1LKdF6YhNEDGMhTnOUpJEhrK3WtSkfxlsexDJNucIX0Hk/l",
+	"d8/Oyqpb/imfYdZOCY7AXwElOBg2qlIh6qy3IY9g4isDCCb4Gw51rNDO7adT9MOHTnfXZEvw8ZjA6lGs",
+	"w0orzuqxzpGdT3lMbAHa8oLrQF2FWQDjAlR68eti06k+oQZblYNWch7huiZ29xAkvyNbaWRHpcpC1Jqi",
+	"xrvH6KZ3e3em0tWDB3Z2edP/baCrCwXoXNW+O789U3/ommjw75tev392exWgq97lmfMa/GlefGC/nN3e",
+	"ST5ZvGCe2MHMAzuiwv7ii0oZmOCBSRpwN7i67g8uzu/6AXIsOMVnPrOOfnp21fvx4szZ3QOzLN0dt+Dz",
+	"8tn1j/84Oy0/Le+9d9+/HvRubm6vfzmDogruuHZS+AHdnfX751ef74wEIW+78/Smd3f36/XtR/l4YOvI",
+	"BQ/MvmFq9v3Su7jXsyGzFE0f3a3UfirOyCox7ibtw/PT6ys9vFlq//pmcHH2y9mFWnSNagUPzDyzw/x8",
+	"9tse+lWrTQYnj/0Kc1AXsOTOfz6/uCheaVS9FA7e3fROz+Tbl73+6U9oR4SYMRJB7V4p1tuyjw9MF2tT",
+	"/rkTRL5KugD0QHuDVOgBZpEN2NsNUJkFaaSsMCaNbldnZx/vBqfXV5/OP9+rfWmtT+sTzi1sBa3SLWwF",
+	"Lecaqr+KConFRWwFrRI2mr+Ld6tX0XlUf6kYtXwbW4GnqlT5OuoHlftYfmovpHlcvZGtoOW5ke5TB1vL",
+	"jytQqF3K0tvupWwFLd+tdB/7r6X7Rv1atoJW4730/VYchudiuk/tzWwFLe/VdJ67EoXvbsot+K5iCVj6",
+	"Q/muexfdNVUvo0bD8m1sBa3yPTFY4H/quT5ey0CJg5qyXU0hFbdE5LE2foo8DIkQ4zx21JR/WfymWzyt",
+	"pnSpX+rlwowKoEPAdoyIDG4VIFWF8BrYCqUmsGlvb293Oy3KiLlrhVC3nK29UhSHhviG+lkthsPKSaCh",
+	"SVLvyFI8tWBV8R1QxqQI+lAJ6l7lcri7hz6SmI4k7Em8QGObGD8lKTkurAopmuFY/uCobA8sJUVygT3q",
+	"naH3dg/hGMEXSHAkEWJE5CGbiijKoCHHVFmMthjcvyRkpBLe4QvjsIEbUO5DIJ3vaIJ+Q5oRtOB5WgRl",
+	"PFejMqYkTlRs77YhGZ7gCjvoS2IoXidoYvlluJvy+fJo9BrC/y+aoGIm6pOvWUOFeAMJLFCK5ypii6fo",
+	"t97lBcrI1wztaN+g0grLNCFAE1VYdFgSzqrRvzQ6RhXcfGASE45RBbsemD7tYwSH/cDg5hw/MIRKd+UY",
+	"bXVValEaqlLtKq5Z1H9bh3Ma+LCJa3dOCtRxC5VqNKtXKa2LnIXJw/jCH+SVUIXgVFT77ElF6mtjh7k6",
+	"cI3kqqwV1ClMWtS1bZB0qtVRSwcB9k6JGjUbS5m2PX95fn7hHTMwqn5w5i8dinYIDqeort6/Mou3oPV6",
+	"DUwhN3C5DNUWhhZoYNsz8eo8jyOoNauL0+36zcLbiEXONEnKoYbyd5Z0FEwCc2ivKPJwHpccREt9QGDV",
+	"5zwuAscBOd+Iwj1k6quR8ZioLHJl961WJ/Nws0rkpGRqCKP72wv41ow3qLBJ+6fKodF/DkaLQSV2gxfb",
+	"1BzTAkropeDYXunaL54Rl3Nb/Xtpuc+becqUB7zketOrUY2OXP+ZgHpTIkCwAZtJUPKo6UQHbapXDkrH",
+	"sdWQ6rBuzIrr7yrFrdTYgecwa2QIfgBhWLVxAvuqhsSGbr86GIkdvQqSYR2BhuvBxod5S9rIWH/LUs8i",
+	"X3I3Lbjr+TEGv5vCBl2Er0FL/2JQaKMzWH5tXgyOZT4hb0+8euLUyhSS0qVd7aBUVbILP6W18dskzRWl",
+	"FUp+oeK8q1kkpXW5DqQSCfGi4Ypj8d1HH6asx0SWp3GfQbh8iaWoCPqKG+/FKsQyd2/fdf9v6uktMcxV",
+	"fHupc297Rr1cHyugC2xaUjX30r4OWLcBVhNwXgU2eodL0vkrznOTUWzQzZFOSh76OOZzEg0ynE5INjBF",
+	"A34/fBscHn559kkBd/nIrmu7Yp7bhQjcac+99rSLjKcqlaeorKdAMFqgR7KoefX1dynBYBsa/lX/33Bv",
+	"U//8urS4AqltK8qVimfxbArdPg0Atq6htYxO2wNar8Kbi6ErMvDWwNSX3WDnoqx3gc0HtftrfniF63sH",
+	"7Ug94bCqTakDAFUlxhhbVdUmKPzlxKugiIqQA1/RhoI3wiQZVmvkebQO6LQ6JyNVcARsH5w9kTRTnV04",
+	"utTRxnKoSCUpD6yBz5UuKrqKTsyaxHxEnBxOB1Rfana/5VrRkiSqZu3m+UtD+QEcLQYZ10LAelpO3Qyx",
+	"NJVJhdIt1w7KEG2K/EYxHpG4mha+VLTbJuxstTjXVGSgFA8LZarGUkFDIxw+moARdQpvBLwEZQtZUw0C",
+	"gzSNqf4FFnkqyMEVMm8UhAWS/qf4ieg2G7ktAR9iEeKIoB3wG3AWL0zPNMUlygaPlZk4q8QxrQUUr+mq",
+	"7jE2gmIa6W6pG4lqin4sDcfbtFqAZjZFtQDOYwWONUoFVG6Y18il2ZjnuHBKjJvtP0g/WsYTS/e2qr6U",
+	"M951mrurbZQh40HrNUPl7KEvV0QKxvJ99I+G1DMpn0tGtIB8G8+k26D36jx3WMyrseklBsMza/ZT/Tw1",
+	"4y5Ukho53YB7bGBgajQr2fUVJiC0YyQZ3b67GvS9u13U9+uaZYqVY5+BZqs9+OLDqxd3a4uAwpV1buCr",
+	"ybaZDlnf6O547spLropSF6Fg2s+UNZT5tE2XLs8vz1TnJVvgSgiSoUfKItu03+nNWJZdH2GCFtQqMwWu",
+	"6Z+kddz94d27dwfdHyQZnZEBTADZmPLN/X9PCBBh+CNhxb/nZJTYPyZ03PpSE+8evXvq2UW7GSxmXTiP",
+	"qMq7iYj8r/ETS5IOpWy+NKQyqs3UFb90QkTRc8o0WTbF+uQyAik/QIuqkvbXXLvdhVO9HK73tOxkm4hC",
+	"FTwCcDqbLS3Ei19QvRaQ+HSKs+1K6ukSuBjBx5JWjXAWTmvx4ropV+vm4yeUQDvVPVucBseq4H4L/vVu",
+	"1A19wd+2rZfnDqhFgFt8Qp8IM0KxZQ2VAgerk+LLK/NNCvt8I0zndvXqUNXbHY5iHj6SaM9ARQx1OueG",
+	"Mf56AYHdf/NB9rF4fMkZQhq7JBuJDjxfeqIK5EqvVM0FpUqpLkfQEiSWHEYpnvLMW1+KmJJ1jtsO761Z",
+	"qI5bij12jVplt0tdS/iRIPs3PYICgiYX5+rrQzgy/UfXXxRgGyR5IS4Y4HhxQVnvX3irP5KQCtCddORG",
+	"OMUZ9LlQqKGkfqmD1kwg+kMVaJROgDrDQUBDDxuxZaK1eDrZV1FkyimoPpdAtm4I+V8akbSKOR/GB7j1",
+	"/MVjNrBrWC4zm93I0TbCGcnzT3EcGzApqt+IKFWGb9e35AC3v82ls/tf98DQDkYiH0lhISbYNEpNJTfX",
+	"r+3+pznTUzAt32gT+XbHar52Op+4DDZPU8KygTHDKw08JWGGpjwVQIgyKC+V4QSUYkbm7ts6bRzFnE3A",
+	"mJ9MUyx8WVi1mXx0z/wqZadc1KrSHPkiu8orqklOcM4iQ+8lBFIcZiQVvnEdwvp+ZbpTdTOVVTQcpr+9",
+	"3hRnNoFUF2Z0+6wcK0UKi0ckCPQoSnk+mdqmAL2b8z3UiwXXjCwlD6woUyxRHsx9EYnpE0kXtahYmAhu",
+	"2zvDIow5Vksj8i0rkKgAs3pXl6N2p9vvHhx3Osedt/9sBZUvwIf1KSU6dFFZp+oCwAwqLcdF/z6elMSB",
+	"oGUM3xLGZgqwn9JwquvUoYijBc/RHLPs763lAsQXMPwIdRa/9s7751efB+dXN/f9ass5zz6he41uB6sg",
+	"ZloRCu1MqI7pdcVVQPfsjbJf1lrKiqtraBnmhL/Vy8ThWItIJ7oOvu77JDFUNbSJ5UVSzq3CoSewqpS4",
+	"0vbooNMyqiovyo/61e/T9s928F1F3HVfXX8ZM7lOKLBr7yetePqaT0FYZ9OqJRT2tX9BbyuLaXaFFmEM",
+	"1Ipj3KzNlIRWL8twOJ019BmF0iTa+IDhTTBKImxaRnv6mGhTwCp0KmwhkM8bUey9TpfOCmjkbzDmbS83",
+	"EjzOM4Luby/QDtSt0/ocTpJBnsbDXWj99PnMtvDHCd2Hhex/g/+cR6rWnz25PKUrz8zuJDBavFxeE/R/",
+	"LK5f1fe0kJwC0FmgBNpE6qC0nMVECGUCUsYyKtDN2dVHSdJUtlnvAvEUlenc3gP7lWZTpEhr/YNCrVGx",
+	"s4JkJypUpDwOGjqKMDCuKpEp44PDc6qbvGcKkUlUUVCJQDt6neXJd7fSB3/EmUq3qCp9hs3Uoa/DI+AA",
+	"5ljCesxT14pVhV8rqPKVL8tMEd6yt3EsEJazqbB2I4haWFTnXB8aDq4Z4XilEUoDZwXq2uE81MNqKs6u",
+	"tJE4QFgg1aCHMo3pUrfWhGzoKwnl6DMbJGCZz5zGhXJgLkoV2Iq9LfU1WMQoXBcRV9bEtcpsnrOMpJKp",
+	"p3yOaHQCZxypprDC1oFJMVMfSYhUNbChSbtak601FJ2URwMVGbELGUGIpCzVuv040k0Ma5tcKxLVicFY",
+	"y/OxpFhgcyRkgR9NGHvOYsrIJ93cYxOjGhIzicWQwA1pexSGUs16ob6Zjryo+yn8zU+H0I1OFT+Va1XF",
+	"T09GWJAfDgPdo2SREWEaA+yYupHdH9Al/VHiDY+gNBHkn/xJYHHKFxylHBIyBY0Jy+IFJAbC62g+lVtQ",
+	"2rVKzRNZSvBMQJUwbJ9OeRxBI2IyR6N8PCYp2LZnZMbTBZpPcaaKgUq6KOd9A96IE6XuSEVHMg6eZ/CG",
+	"ARAwKrsP2MbOYfftbqW8JIDGh2tyJj82yzP1lkw9OtrMOmenCIrDa0Kn9TsTSeLmaZnnd2pVVHT5qfzH",
+	"2mR+JV1XQ27vyyoLb/WwEsoipec6wuOr+X/U5A3FX3rI1BaylQCNnKo1b0m+d4AtZXnK1HXRNdqqEWDL",
+	"9EtshWZhw6S4qisjQC4X8h6xkCiUA/Vat6yhgqDldrgK28u8gUkMUSmYCOhPkxG2vqJVWnvdMqNlfF2T",
+	"kKcgc24kZzgaxXOjBlqIYDz2NkznaJ7yjBhmpHFHg7co9OjDkQL4NRcxF6riKy2ZwqdUZJKu7VAm1Sdh",
+	"DI5rcNfMm/WpMRS8WHsr+Ztdr4aGHlUeVQXXmq8jzLecIumXRHEV1iVC+g5tRofMLV1FjuzgL6NIyynx",
+	"JrsNtVFwNaH1ENYX7qJvRb/l8cDQArKQEzc/0vU3GbQ278nf19aXN5r5q016xW0XtypMXe7RXE3KkLkm",
+	"Kuiv1PbTIegs0hqujoZbT1m0kGzE2uW6m0pgKfQdLfGaE9lwEc0qWtDKDetbpfzeq334cNSBemlbZvSg",
+	"CUnXRmVd4/oFfmyk6m2380RXPa6yZzuWqfVwBJivajxc8bm6HqqUKoRnf0oJC6d7HhZbG6pGOnlKEPwm",
+	"B5qkmGUB6sp/dzudExNMVUp9tUXkoyJGZ5MK18aOJJaaxJSdRNW609qjPEqSQvE5xTpKCLgqVKIaBdtQ",
+	"jxpokD0gkLocg+AmEreewYtFYMosNXHeBpV+1I6XGWXKBMFMq/wKSq3VuX5JA3V96aEnsUEOx8G1XoP1",
+	"5ZVcCzXp4eGutXVlVweyL4Pp8Ob6zthPVVyMe0VfqXWPU8vFrbWyZkkVtyj4a3b0+c/aI+BuytP/v0dA",
+	"pW3L+qLLJ1s1yXaD9Ikt67UmXF4YdsVl/s5dDpKUspAmOF7mxbQvlZmc4jEQRJQKCdXixT3Uty9AIWGo",
+	"tgG94ziaYSbVIup3jC4/zv/sXRn2XkqOP6c8T7aVlhiZq4LKJ84BoREJ+YwoXxGfM5Uq05jldonTR5Lp",
+	"zLZZQjKa8RS5XVsrpDUjeLZhqpe8XrrmkUEoKNKyu17rqtXXDu1kKZ3NwFvGM5Qz+kdOvl+NdHV0F/Hs",
+	"FOS9lxyfssAbubGcFwFHW2WvCdWN2ngc4xluBa0RFmRQxHod7++rn/ZizI673cO3h/vQOgAiUL9mgzll",
+	"EZ+3jrtvu513B0ErSukTBH/whDBMpeAoquVNYJmt4xYM/Have/x+VKDGBQ9xjC70cjIyA1KVp6R13Nl7",
+	"W+eaZgs1Q412ehhJ7UT1YW6rjDPCwnSR6IaEKRGZSUJLidQCFdt0jvuw86EWpKRbgVyzeGGLsBTgq9cd",
+	"iRJOWYbkK8qljI2DWUIa8VRZ9eRvu3BsQwXDIdynIWbZNOUJDYe6m8CYpw8MKq0AzG2BC/RJfqvmJtEw",
+	"0O3oQMsH/0OCs6mU+mPoUGKio6XAStnkgUU0JaFUmXf30OmUhI9FfwFBUjnTzuHBwa6aB+si7NAxRBVo",
+	"361gINTxm3KRKWKeEsFjNW2Sj2Iamh55xKQDckl2oGUriYydTaeqPbBhHM8GJndejiqGaAdGh55jATq/",
+	"cQaUkDs9/3iLGMnkBqHAFI4kzRYZsMAHlqW5yESARA5CG8JQZDtG14Cfuyeqz8ycCoIODw4CGFPfNOVv",
+	"TQG8hDCiShQJPCMPbI51OalsSkBqZyTM9tBngFEZRML2Rzbj1EqgNbQIrF5DX5qhJJXqdwAmfyRMVCWh",
+	"jg2DX8I/zd2u67YSGBoLdwrM003hQKd1QY7GMVbmUWOUtcTCIrkUtfU4XgutS1UcFu5v9I8flQZfVCWS",
+	"MiGEP4Q8IZIGcBY2VJ6hYqDwevVE98Ko0UrWtyIN2ikBQCF6Q/aXlHDVIQ14niW5R2q4hufqKFGIE5Cf",
+	"C5T0He5KUVfRZP/RAlcEr6VJL9bEdYv+gs3ab6BZLXj+9LW3XGsj1lvhGzWhSzJAsPoVb6EdQ1NLGyxl",
+	"uVmYHnilPpZDlyA5O50R7ju4S3tGSL+jzJIhlzpssQQgcvqNYXnutz+sOsyG5Dt1ec1JN0siYBv6SFL6",
+	"BOxhW3kksiMUkQ57aJgSQf8khjQM5zTKpqpp/ZTQyTQboh1J/nk23T1BQ10eQb/+wIZK4h/Wwl2tJqAz",
+	"zdyabGpKiF3FMc0WreP3naAFM7eOfzjs1GQKM1jDtTNtk20atcrYhpUGBmGEuSq6PruOYR0rcZj+Weo6",
+	"pfPmVMac3gFkyXkwW4HJJ3oDgiD1u0SrhH4lsa21nKrClztq9jJOve9+OFhFIJaEadhDFSGOCex8TKHX",
+	"P4VmMVE2RV/1wtxDTUmbMNX7IePInq0DGHt0+hsvROyx1kUuaNGG9AsAfAlq4OASzEgR2EKReH+0e4Lo",
+	"hEF9G8v2NzUbaNRqOiEFkFc+oA1KIJmLfsUzOtYt5O7ykV3qdjdeOWzSCQEmIdR4IxDzMIsCpEK+cSwF",
+	"PLBxUhYJT9opBIVnWDwOrGVLskn5QAUuy4uiUjrK+cKqjJKOeNd/GWO0qVVeqVQ6w9QXdRYLLrkdCHMC",
+	"5DILJ4iwgu8KpAFwNDBzvaMau3OGVJCQcEpJSOgTOUF4pHov6V6xuqeZkilqeaHLvDjuPCZQtmSgD1qK",
+	"5+rEFq3FOLCshZ/ZdAYVJs5T18JDM2uweaKCaptNYU7YwmhTOska5YFFDI9VvRH44wQN7YKGxxpoeq1z",
+	"ZlQZnDn2Jrf/o+lDZH70N8grpeM5C3RB13zxtvdp3WU4zbQxs1SvaG9J9odjMu12Sm6h3784Dq8tg0sa",
+	"sxiKuvWFNSnEUtohW6BBxe7bYOr9r+NScyRpbfn7Lg42morsRc41J3dgpZ/tXpB0W3ER1qgzDyTQqmp6",
+	"1exYLo71OcUQ/KIpemsi//7vTg8AZYeCEe0S3Hw3lekG3ZxxbPPVPJbJpSWkwIdnQ5Ll8d6f+5SXeuqK",
+	"nxNd8AllxppRujTqg0qk4mHTyIMnktIxNVkCy3Xl9FFr7DArwgKZr6GRJvA+CO5nTfVLCkivmu1zijWB",
+	"GMIXQ5TyuEEPb04GPK8c20vzAA1wlyb+fSQgmzQH2ehaCOB8+nh2cdY/U3wnJTOoqozBEqacgetF3ERq",
+	"ShBdzFXwFw2u5aOqD7cPxziTIFGJq9vd8CsyL1BKl/LW+Zalc3Od6WQ+MBcaR/i/MzLfK1/pdfNb6y74",
+	"YmhvBQm9UCnIzmkG1Hq767c8L9YHgBWJsVXl3m5kBbqemeS4DUV6KXPnKUGEPZGYJ6Sh3v/KkTdv3ggr",
+	"Xtmt8ZoRNC13bJSUibBQxZKnRLVdgOzbMSVxpJpaoxlO9jZtgLjy/ihYNMLf3xFR1U9LIRpCrU3pxPqa",
+	"0BT91O/f6EwtIo7Rjz3Vauzsro8OO50A3V/17vs/nV31oSvZR3TY6QYPzHb4QoedtwE6vbv9NOhf/3xm",
+	"O6ap51fX/cGn6/sr+echdKb76fojNO3qXVxc/wrDHQXo9Prq08X5qZzxQ/DATKewu36vfwbPkG4rMuhf",
+	"Xw8uerefz9Bh961c3N39zc31bf/s4+Dy7ON5D7p+ocPuUYBgDN3L7Pb2+hYM7NCMbnDZu/rN7PIOHR58",
+	"CND5Vf/s9qp3gY7kplXfttuz0+vLy7Orj3cDaOt1ZzpiwEsPTO7j/PLm4uzy7EqC5qjTDdDd2e0v56dn",
+	"g/ur3i+984vejxdn6KjzttzWzoEytB0rgbgVtNwGanXYtoKWBaxqMVaBqvxKg7QVtErgbAWtGixhCT5A",
+	"toJWFYqq9VgZgjCHAp/tedcIO714B27QJK4GNK855hNPJzx7WXmDnkOApSIOvJJkKKbsUdNih1G4TMJl",
+	"EOsq/DUxawVZ94oLvksP4s0tj7fkmfJLGy1Y2bNOFlByVm2j/pB4GI+Bpb3Uy1iJXpUcmt9x+88v8n86",
+	"7Q+D9pdvneBt9/kvKykmzOyHBTdRTWXJX/kP+RhUAHGCcAx5RIXvBKQmPmdCqXEiMGkhhR+u5EyrFsOo",
+	"Z/u/bXe6/c6H47cmG2PDKAap7r5tCGYIWgkNszzVbmCV2lGOlOkerFO7O2gteJ4O9EFD7IWn/sbrp9Gv",
+	"F3xR6T+sS4uySl3ClZBcK+URUEenbtux374gdbEaZOUW+i2fZV2gcw+3lo18e2GsYwqr9dsBKsqIFz9O",
+	"sbAgW1llYXmsVd8M+ka4TkdAGuPqXO/ylHOYJKauAeVXrmFQwnyv3GyCx+QryHUV6gR3YxoreZ3nU25a",
+	"cGE0I7MRKaVjqxsWaJIqhT5w533ZtJy7tpU4xxX4C2C6qORuebMKDHA5IA53ee5Oz+YSWoOYKCyiuPC0",
+	"vrx1qFhSgb4ocJhoa9T6hWnX69v5kjQgAOa6cASIiReDTA2z5E5vCTLFcFeBTM/+QpBdqrvSkE75Rujr",
+	"JqY0Ucn6vmi0ik2vF2F0wZ9IXDbtVYW8oPXvnLIG/t7V/L0kLQWQA6hqBh0ebGrjk8eidvNGoKiRkVRW",
+	"v67FrzS68jM5cmkxfB0KNdtEbUoHTt500MzODec0x8IYZNcn3IZmr0RMKYuqZCR9FEshAdZhqoqvRiSk",
+	"M6wqvsG8UAjCdrjtIpGQkI5rHRnkWZcl3G77w5ffO+0PUrjtvl9DuDWLDSyQK6XJNf0uIL3ixqxLaopj",
+	"eTm90WMtgzhM9AKqo8nB6rxNtZJXIT7LszeLfb0S/DaCg3ffL932jRIf7pPlLaX9Vn4oyIbTDBU15bQ4",
+	"oose1/c9pk3iGKTjH6Obq88B+sfN2ecAfT7/hHiKfiWjm8DWazhCl/THEikZUYbTRWudkgpL4JCSMUkJ",
+	"C4lYnvFqBOSiq3VSfPpitHDG2jZdRG2sEMrCmEqcOkHDb89DlLOMxtqj56Tsl2LxwdeiWkkNniiZgysM",
+	"CBaEtEroEdb+/KOnO3Mtqa7YzgsRdfnNfB25c2KsC2tIRD4J6MV7bDa46EIW8so7ss+JyqZQVl6QS4TJ",
+	"bSk0RFOnXcm16ykrBb/TzzxcGpbc1zXtvfYY3dZIxUzZDknQkCMomrSqVcZ4UWiZpqVI1URX7idUakNm",
+	"kxBMWzAVlSLViNaMZCkNqx1IWnOCsylJ9z7xlIRYvKAh2ota9xhQFedTd1tu13ENTqjcrct0UYNI+3In",
+	"XN1TZ3cP3Xgbr2VTnD0wiFMnmacN2wnKGdTZ1638dQCSsod/l/5sKxoqrdueTWuzgKpbVkgsdZopelKs",
+	"34fNXqblwpzLgQA0um3Yv6YhjBP4Uj6X9YU605XruzaEsTOtwTQKMC7+JQ0+HCi8bmuPcyYyHMc30Mlo",
+	"++jLEGc45hOU4PAR+AiHOm86IcAhxvoFeYjhjOxrYtoKTMP61nGru3ew16lTS/tlHbBqTsgUGD4RFvF0",
+	"X/4xlJRGp/LYWChYZ9XR0j0sRWm8rXkjpKa28/dj/c+9QfvLX83j3b/vr3zjLz5CY3dc3dAvund/AcRq",
+	"/ips4o1AMc6IqLaV+OFwwxoGGrA+9LCpgT5uHWM2yfGEtH25fzXzHmTW6oQ4sIXWct7q2YEDQWzmXpHe",
+	"pvwatSzAg/eQa7LE53JofS61TEFY40A7V3TwYj170MnH0VfBkzGj8vVMouEkydqHe932jDJaZBp+vunL",
+	"p0g/rftoKsmHB05ih9q+X95wt9mUr6iA2iRzFPUlim6jqiAxPLKdocvH1xCNtUFKoraeq3DjemYh2hma",
+	"0FCc0D11bnshn+0/dYfBAyv9ajO55AvD3fWyEv3VYF8t6620v5w9Mj5nENRmagRB4q+p3dWwDMfv8T28",
+	"bzbHbhkruohnH9WLz+61aUjBrxtb13OeectjlwhMxSf3br1hRXPj9o8mpj7Gk0Bl50XHiFu1qULgaAal",
+	"C0RJGrfYqg0PD0z1sUnVG7snejxPImZ5QE344Zf2nEZEf/PAqlNIFWm3JC43JxCulTB4ApI6+E1B0lVU",
+	"vJ5D+L1SCE2haEF8hGC927FdSiHaGdsE/3GJZFT7lpaJ+mslGhYTVPjDFi5Z7tw/1zO7jY9144zG6hFW",
+	"UxqXHOJLMxmrU5fSGa0+axNo3nY6axLcf0GxfEtNG5245URKh8EGJe5ePjLfpawxsgLeJSrpkpDNnMNW",
+	"dFxR17EhiuZFKpU8czVkg6+hPF9QouGSMdsqt2vpqIWUvEpHdRe2vdLmFOxY6niog/YVIbsBUBqB8DIY",
+	"fFyjJsBxUcli5zohrHfelmvFGSSIDffDKc72dbYfNAXYDdxyF2jH1B19YL2bc/ljUWJgJyVJTIlQVi1o",
+	"z4DRP+6ur/Z/611euALmCZJ6mjK4RmTGxW453nNlDYKCM9hXazzhgocNSbI9lMQ4tCYr7RffmXLJj/h4",
+	"TEOC9vb2dj0xFcoBXAr7b3XRJaYM3WUpIVmA7iStmkB8s29ZZUF1PUlUMbWN5bm6NCIFqCxXkc92A0fd",
+	"vSOXSPNcdWdeyZFizib14dqdvRIfXX88IyYUoP2J+wFSZj7b8hfNRcyhOuBx91ah/xvRfI2C50wLfhvl",
+	"YcX663qtTIWDyxGvrq0Xh69O3Dk+fWZaGweoPy/B/Vod5gzHDUG7R94kq41LhoD32y0a4gJnOZ5XtZpJ",
+	"SohAjKfZtCycGDy1WYgf3CTEtvxrsyvhn5lgka2YuPu+NDP8ufbtqYpiIxJ/t4JZBsGrMs06KVTmBNcv",
+	"RG0p+kqxwg79Aoaqx9h2W+tvpmHxL1r71tbr05REhGUU1xpSNkd9bZ37tU4SANoJsSBtygRhgmb0qVb/",
+	"bdN0r5utU7zWSu+6xDRuMhL3S75CnmcTrmo+0qr1A0yMRbNGY2CEjNZqcwNrvhWzLAExCiqqqSkzKAUt",
+	"pbFBwTnEU1iNWZMvmHA/yBW/I+kThYi5KZdoBKM3ZP25hmlITj8+ev/Oa5TttrudUry/lL70vOLJ03C4",
+	"qdLVUC5nCDkpotSyURdGG5GYz0/QMOaTIdhnVNE5YbKvbVUY7f8wsqeGYcwn3pQaF7a1JWWxGKI8maQY",
+	"ksbGGTHOaUKUni2Bg47ev9s9QUMhYujNBQUOKc4I6l/c6VcOfzgqVeVinIFQA4cpROxdW/mQa4YJwiKS",
+	"umzaP4Cfj+iv3ShLk3cw5qkNnq/XyOHCV2vzsn+D5E+qyCPjCMgiCSA9kKfZrhlcZzNkjtvUO08ZExut",
+	"+aUr5R3STXMGTPauXf60t3EAPsR21oLhoeejwE8kQjQ7qeQn6LCBkM+IUqmyqeoOBCVJ2BNNOZtVm1O6",
+	"cvBKC35xAb07hXjPNY+7yp+MeQaQQMPTmbByaqXLVcFmFzdXit0FBV4eA1Anu2v30MA0XlPvd9hBLfjQ",
+	"GWV7Zg/VLnqqCmN/kawKvZPfC4TDkCTaEayiDEWgLD7qmSltsw4wGgrrlKMe5Eu6NAxMDb2jVN9giGla",
+	"JBtkIKjNlnpOLpUH1QpfCmLhJS09pgFIIlWBh0d5SCK4o3UIbqP9k68JTYlY9s3KS+5223J7wQEdS6Jx",
+	"a2l5s9XWYK/LK8F/5EQnOalQbScgLhp0utOvR7ODx/fRuz8+zH0reCTEk6f4M0kyU91FSUUKQicoZ4/y",
+	"N43Q+rFEtGEBw2FzdSgVhPYKfa1mdEYayiR9JBkJ5cWzxBwMzyxD0CGunFmQJLGuGLXfcEYJTpuK/typ",
+	"aneq2SpEPhZ1AF8hz61aU3zdvrz0Tx+noX9C8piBwRoD2cpuq5BzjZwwp1FccXR6rbbzKyBjyf7TSCqK",
+	"ko3XSUO3VOg9WRyIgHpMI8mTIjBMckacZmv1wOKigKK13YkV9Qtn+OvA3GldxQ5/LQZSVgH8daAhawvd",
+	"Oa84tQeFvyigp4B4ZcFVSPybLgmYC2hpqJNXpXw2oU+E+aUsu+OlhSEFwk+YAnboQFEqCqhaXrNN7cdq",
+	"6ScXuHUbTDqBPozVepBYF6CEThG6jph/v6WTqo7/E51M5fiWqes3m4dqKItoFloti7jBOl10qev18/WX",
+	"6SJaYzPS5gMu6Q80k9dLahEj3ZBV4geJvFiwVqHLpeKGs/QCU13Al9ClDLTyUQe167M+zWkWAz+69WAV",
+	"GKsUZx25jxe0bakA7KeIdaC91GIHE63fx9NpaLllO08YoSHBVoknW+VtOdLm6rQtuYIXgmxVulap7+dG",
+	"cFl3l6++K7Dw3PvLFPVVnA3PdQY0L1zDOj63vBvKkjzT4QLe3gazRAfvqEpsaCdUXTeT0k+qwV21M+l7",
+	"b8jJ8j4mKmShcUWn1ntrptbFTMsBYofdDSeuylEuWKqL8p2KWwDVj2qUtXGSlIq82t57tmZpU2nNEY8W",
+	"8nQle3pwKmj+21uk1JyHVtGgaa/lDYytGSchMZllY9BV3uEP4dvRweOhFQqP69Vxob02tmGp8Lsc5RBC",
+	"VrPY380KjSmjYkqiTap62kR+qUKEJGUkChAdI8wWXmF8tRanYFhD8RhT1oYosIhkmMZ7q/3azS1uN85j",
+	"XqJaljCF+g2DRrHbtDavPchlm5nh9JFAj8rIGu5oTFDO0mpP943UdYs23xp6cb7akWuc9FzHNjRFnxIc",
+	"yX/sredS17qSGlUjVLGdwK1hagC8UqWqnY5fmcJldFCXvpSpt2kp66CF55hm8hlQOwhCmZIoj0k0SHNW",
+	"H4unyRSz4m/V5uqPnOQNvTPcva0vupTKYG8nu5SG8ONZudj2VqJMieb7+p/CPRkAM/boNXyOZpgtykzg",
+	"jaisDKfmwqEdHMewQrFey+eqn7sElMrytpdHXCgsP2B3Aduc5GbnsWT3r7Rbt5b9ivpBPMnakB1QPd0R",
+	"z5WNuF7lfHV5sRpH1y5n7ftW/F2MBrNxOpn8GY1nf2bzPw7iR8bmk4O3WcJHrWDNWvjbFb5fyTbBpemA",
+	"EfiOSj2f4WiDdIYGZ7uTXFsrsA/5p7oEf2bL7TdUGm5m06Xl0wjtDHUR3v3SdPvue+LvNPo/hrZCLy0V",
+	"OC5z9/WK+ts2CBHK+Ml3r+a/fen+dXvV/2cvxk+jVtBYkd+cXFG+ZQMhwKUqqzN9LYUpode61LX0UVOr",
+	"8BKCl5hVgHgclZjzxuhVoqGrDALl5b4+EV/OvtzZtwHw9mBZAoZXgoKAAorRLcFLCo3fqsYxfAyaAfSn",
+	"juMKUTWagWvU15DRfu3W8dvn5/WgZ79olJ3Kk89JISxBuQtodjdHNXVlTYnJzL89jHXtnE3D7P6jbUy1",
+	"kj8bVeh51dI7Kll9mQNek6QEXkQUmpbztNoxHYehJPLHLfEoVwN1CQaprSJhdMiQsyylI9OyV2l0GZkl",
+	"kH0NTiKcJAJsSLMwGah4LP03nVij/kHQUmaQgUmHUh+LRxrH6nVdT6H7XCvUo4uNqBQCU7s95EzFOWqt",
+	"r1TnRNdGV2YZGsIwYczzqMhC/tVm3zem5RcHoiVI82AwWqgmLgr3BjabXW4zzidFpRSpRYJrFq4VpDWC",
+	"LLky49+cTy0CAZ6jkMc8T09sMq2OHBpLCjTC4SM09kpSOsPpotTZ64nyGMJvsC5SQ2YkxRBErjAh5YIo",
+	"3i+/9eqxdWRZVsRlhhkdE5G9EWgIX0IcXPG1qiNKBVJX40R5cQDiKpQPIsFxhh+YxUYgbzsWDwOk8ChA",
+	"l6c3OiZQBKhAwF2gfSpwoyldtILqy0iNuoSn7mpWVvC91GBw+7sXeaxHnQ4KpzjFYUZSsbtWXH1jCZ0L",
+	"FaBiqhiVoYYhHPVEAxhgLeEi2ZfSbdCOIAQN4QoNG3Lbbe+B6rEvXNqjx8s4zIB2oFGs+4JpSDFKwUyf",
+	"5jHZdWPiaGbObB07mrrn1TX9mLNIrkL+qrJfoXuuoGwSE3T3y2fVllcNI+Xm/M8/YzJUC5DMM+QTRkVD",
+	"JOJ6dY49kRwb1/NQeXqw1kcCVF6xYwBizpyKI/XikJaO1XhUmhNtxcQMQlyQpVLmkJxuV8jcONODURgz",
+	"Eaz6pOx7tYtS7XkbsjdKNNVr67Nz0SywRVYULvGxXqXiDTSCR+W1lsvtrPTtV0m6j62rOd+IgsKokFaM",
+	"9Gdop2NDJ3f9Lm/FJ+o9tVQrjTifFEFDhoKeQOE8+tXU/AKOiXaGD3mn8zaU38C/yLF6IEGkHqhr7Cnr",
+	"UtSZ/6u3TIvhXTWVc6Ru1fAY3CxwzSnTMdaGjg/t8Q+PUc7kybmvmYOzba9dNqXHlydnueaXeiPwr235",
+	"QfsJQ4wpmG0UbVbxUD/aUdyn58WIyyrR2NeKQ5VHqldmlh/YMHQakjfCvLu72oQOCFCQgoZi1UDUAiMO",
+	"FMst1cxSp+RhzDV0LrM5Z0Hlixgs6aiimZ+qw3MmRc4m+7W6qXw8BjZfr0JUinTaVOKzeDGoylKQEUZE",
+	"VvrhLfywruznCWxawtrvpjwt8XUvFfYsuKn4UUE3p8QWFLDB8fbXtbhiFRbf6g2ipFRicFyf1n8ws1t9",
+	"e1Zcm8qufdBfidvLLU2aOzrovI4mq4vPeW6MviV6X1Kk5amO2XZ53tpWJc819XC7McnC6UqLtBSoIxTy",
+	"xPHOqJpnYJ9WY6xvnJYnQRqFET2pmSHkeRwhLVIUpgwGtrYU6fALWBt0x4Ol7gyLjQ2RwAuBpnwuP/EK",
+	"tNXML31IJfCYZb/AiuDRGjwBHSZUZa78nAbPCrLdUP3fVctrWmNdIqpLJEqRr32aJALtjFMIXI5M9cQG",
+	"oaZkAqhpQKc3qnSgfqMpqHDSGAp4acWtMY2btlG3M9TpTkyyTOI1BGbYNxvG0yaKGtWXz9EY0LDh04YS",
+	"kZVind6PvfUdg9pJ2+WVYe+Bgj7fEoCbsXS1pd1nX1qHAmq5qcm6bsQrEOcrqohLE6X0tCEtXGlPN0t7",
+	"6RVf4deHdzYD17ob9G7oJftJud+4eUNSwRmOdZCQcJqbvEFDVa+fjflQVz3FzBqdy9sbUe7VysCDYrMT",
+	"PULN0l91ze2aKeD0Bh2+QxmeVBpxQW3uoVd4kTzsT848o533rnpI/lQZ7CyXO9z/kaSx7u61TUWLzXrf",
+	"OOBygWNB4ewjAJivTKvTJ79dMYuxlFcTNcIJ4jOaQRIMJXEk0IhAfiP4ZCtaAGBD61LK4DOc0ZBiuCcu",
+	"MrR6ES7t8bjltPuoVFt3j6+lz+WCs4h7WrdpTGxou1U3yHWCVVhbqSxNnwizItzKzsQlDK8sCs9ovNhg",
+	"qO2vgzP226OSBeEv/+f//L3X/idu//nl20Hw/nmnrf+Evh7d4P3zrt+k8NILhXbCKQFLAp5gySGA9MjP",
+	"wEg8wqJWM+AHbyvBJpTf1DmVFDRyKYnWr9UL/vMGZ88GRHqWZH0tE/gqIKUkVwUPdZQyH69uYH94sLSc",
+	"bMffwu+KzAWKKCSWSG0SKtgnNNwruvdRMVA2aEPa3D75R1ZH/4glkquhdE03tT0n3DfjEV68EYjJWVXs",
+	"0LdvMN/zM6IMffsWAwo8P6NRHsckQ1B3FQSuJTVk7d6ecEol3ETr+PciuQl8Lca5pCrow5yt56D2Uuuo",
+	"Zd5RS2k9f9kg6lfn3dVP6nC94oX/6jaFH13fhpOTA2Xu/UE9vm2bOHtjbd6qBaGDZ3XTnvql0IjAPzSl",
+	"UUSYsrsmNHyEtpg2CBSlORMoF1DucUpmSGRSAUhz1lwMVKN13cpLEjTKo4lK1syweBRIZDi1uaI0Qzvl",
+	"Wo6AA2+sa0jXDuq4tYO668QAb1aes455tYtZI/CNhMgeK5QIzqZo+O3bI1k8Pw9VjbZpTZfauDPB+njs",
+	"3O06FocxBmNMZVXrKRslcvyLnmal8lGNmPaatSxs3fW7qOai/Wbly8rLXkP/K99RUWUqL2sL0GzKgKB4",
+	"r2tn/UNZ3U7Bzv9abHm7Ak0/6i5RcJCS8EAXV4mWwBaqh7DUqL6MNf/HsOAye30NTrouc6rLzQ2F61wO",
+	"Uqqvt6RpjeVawmNN/1+WQSwvOVdoDg8Pd1tzjRMdyerlG2iWCzASR4Z8U4aGFseGnjNfWRpvczaBdjSM",
+	"HslCncULmcYMfz1XIxx1VlAtzTIsKNehSkstVXXq8ipUfVNi3UCcX402W3Bvaudwsa/ASdXVbyXsyuSt",
+	"5gqUj5vKJJh+CvhR332DpWiGWYSNObaK7Wt4C4HAenIC7TY9Vod6zxU30kBZBQZfCvPAwBtsUK3iQ/zp",
+	"7zf5KKZhU8k99auUyaXYh8YEioBDV4NGtwlOaHMA23AfXmrjhO7/FQLXZjxnWRNJx3HM59oBn9okHc97",
+	"STJQsRzlGj374in0el7duN4BRNEPnPAvTzUzsPwOtBNtrXe1tX3Fu7mY+qBFwymSv6FpPlL+HaFSF8lT",
+	"tYUemY1IFEHIwYykYZ4Sb5DhnKePJB3ooxzMuK48bCr3gacDYh4oYdmawSG/wqC3asxLHpE7M0ztl1M9",
+	"bq3XdXF03vMOHLTy70JDsRHwjae3HA9W3ZZN7VrrVTwr3ccqrF5c7uwmhxaDd7op3HZC9C+6GR9XRSER",
+	"zlTUGvRPrIjM/gaJ4rGtI0Pa3YO3TptEOktISrHqTFZJddiq/6Be62hRSDGmbcMjWZwggsOp1gAgIE6o",
+	"yN8ADSVpH0r9YPjQemgNUURikqmguQdWtBxEj4QkAmHT3UiQMCVZoFoQMp6p7C+VZalboHjbEVaDmcxu",
+	"fado/J3bHV9P6hYIh5CYubJ1+dKO5VvXrl3emvwKeqpM+ZwhLRXfn9uuZbb0qK5u+EZAOesYJTjN1rLf",
+	"r1M4d8/XifwFZXN7pl7feycs2VdD12H871+lom7hHG9qlJpWel2CKUleBe5UCmLFxVE3qeiu4SaR4oxM",
+	"eLqA8njKZV4zaX+CGBB5ZeZkpLKy5eiq+5e8XwgLdInTx4jPQbGsIOUtwRG6v71o2UyEScxHpIhGg7Rj",
+	"1cekVHDrm28hCOuxNNkfjBbV0u96WIhdKeL6hE11L30CV+75i+U5KixV2bZTEvLZjLBIDEwQBCQ9WMom",
+	"/yr1h631GK2nwFqI10u1gKdY/Vw0qZkQRlIclwrk6mewOXtqcq05MynNMG+US/Vd11aSPCZoiYXIyMwr",
+	"caxt2XbbJ0ExGa/FcjnNUFWtoCDsiMR2u5ZayOHeCElV0gyE7koXJger1gyEPw85k2T+2LbWfSMCRGJB",
+	"3JD8IltD/2YC4itNoDQKrxkjCF1J2mNltlJlgIcQhGwjkL/89S/D3ROzChXZnAK3s1CG3rkqtFm91l4W",
+	"8lxer3PHakteVnzM6vjFS4Ek8g5NQTyNlByxlqZfpm+2uJkvOK90JX299lQcGZtosGm1cMxTJC9iEVy0",
+	"Uu3z3HR/uJNcizVrFcF6lUbN5VJr9hDmZNR2LuzqUHxHhGo4FvPKqx6KFje9ad5LejDr2H03swmq648p",
+	"SQODuSpWW+HonnrUXyTkqglxV3dtXtZX2TgRXFJU9SlYimyDzV288+FGUC56t5bspyC72q2QemLjvkeb",
+	"5j5QGMASFVA2LAA33BJvvnuX5iba4bXe2TNCWN1PrVH4QPq6nM8nmtR7oKqW7k0kBGQsxrMpeD2eSJrS",
+	"CLQZv+FlGZOlJvEL2ixEVL4xowy4L2hPFdZqBKemPKoGSapGoHEcCzTHVPVTNN+gnMVECLOnyJ8X5bfs",
+	"li+uB8wr1rgapwzp82f8a4Hag0/1orVQ9zlLoZtXRRggWOQpmUlc0uKY8ewovTpogVDUOm7d679t9cnf",
+	"i0Gt7v3Fk6lrzo7Eepte42tzH1TAC7SjuvlLuUP+S0WS757oNv0F7hrATLFQ1fLRlWrgQXQvTaPxDPdW",
+	"Cpo/kTgxzg4IoFD4V1iB/aVRfHbbu8JysFepNa0sG964s5GveWhZXC2Pplsm+0WrBrlKV3U3ectgMh+q",
+	"07KNKh1xRqUmQjX75dl8DZKO5d9LUiENDWKERFLb0yigWtuxhTIX7aIRGUvZimYqixlHC0kQ1V300yZ/",
+	"1RZl4IdS+A5+GIDglCDdIEEiYIZSKKYraWKp9/SJhdoDy8AdwBlUDRtq0A/lGwCeQUxFNoQxhtrdZx6l",
+	"BFr3IQCTUHlu+nwf2BCrs9Lcfxgg+0SXeFFxv8NKXz9rh5XI7Gr9QUsJ4sbnGJi+VoGFWmBubtByFl98",
+	"o/78so4TQb9jMLtKRO3rftoo/wXJE6dTnG1nv1KDKB1LFZ1DI5yF0wrZTAkWppwR0gAuyhzDvk3biho5",
+	"M996EtPmzNqfPJ7ag86m3cH0VM3Q6mPx+CJA6Y7MGlQ6fjyOm8D1EWqIqSQkRL5mJGVYl4XbFlJWsvl+",
+	"kAIDLiAWSHJavnlZkEgRGGKPux2TJxJbLclUwJVAXWb49l3v1vHvh2+Dw8Mvr2XqVq1oVXk1/2pHC2X0",
+	"Bjag0tBLLNHUC8PA4ZDq8iIeS+ZuEL1sI6C2YuiPZKHt4DSzff6B8r6CrRuO9nPK8+QmJVJPZiHZ0nMB",
+	"hRnJHNK+9UAnhfUfJA+1djU/mk95TASOq4FAzveu61k5qp4ombeOW5MUws4qEfT1w66Mtf55f0oJaY95",
+	"OtOrDZApfvHD0dHbH1Q7CCRApqvUW2g4CHcpS87iXmzrelApSUUDJ6g8T0kcKYElFzX/UcX2+znFIUE/",
+	"8STRtVaUZ2IiH1d8E8qZ90RSOqZFIRsqBjC9+vsV/BIbd4f8nv6H6p6XlZExHQJ1LW8Mqfbw3V5T938N",
+	"uZrsWWrINY7xRGmGQ3h/iFIek4a6J80Okyt5TfWvKuVFchNJZLTO+hqOk4odx26xBkn/bRAkM+0Qt6dH",
+	"M1XUJabs8Y1QRcdRgmlqi7kwBxKV28HIfOD44EzJkZizCXySTFMM1YeU9MfT1nHrcPTHQTyfvYv+fAtK",
+	"uZywddz67ev7fz7+Muo+/vH2vkP/kf3EDr/+fPjH5N9mnmJK5Xm/j6/LXXRDWMoUx2OTQF2D38qgmrq5",
+	"VIGirvWFKck2mqx78H4z2cZu1awiKMO4Af94/ER0F4Jt0O9SN5cCJ0mqhqtgGI20kcDTcap4+OHPPzt4",
+	"FEaeDjbUV2H0PpEzdjsd299KnKAoVw2btLaGmZiDLZGzsJylv9mpFvF+rje4KWZcrAHqJfUL5VuR6V+h",
+	"CgkpuAKro5F4YXeMX6iAXvOm8QZlUM0HQpA3MtAva5MhQSqE12p1Du1CcYYipSWQr1RkAZriJ6IbhkEf",
+	"N1UYMUNPerlaDyj6EKxbPshbd7BY3wssvzwm2/Rdlrys3HN5sx2o71+wbhX4tNSsaKL1rHmx2jNzhhdO",
+	"esealjzJq0Y5jaHQtH6rRCyU53uFNQ4KULkmvogTEWi9nBSqiimUvp5hTqk+bgdgaPIp1ZId03MOHQQW",
+	"MqV3K9bqxiCytYs5/TolqfIBF92KlfEr5DMiIN5cOY2r8AxMT7vKTtRzp2FpoIquqVG1zjJa1E7a9fEX",
+	"Jm1Ij5Q/2OHALMTThjL7fnubaYcJxjFYiLaF6YlKVRILO1RhpNITfPEGiXtjePsekO7ooQOkR5aQUSMF",
+	"VUOzB12XGbjUKgIHcrYwlLuu1ddUbEplXAPAen6zMllYWei4WeNelxDdmTS+29ynEpTT/NxcpuMimHuH",
+	"MmiTIbUGsApXo7x3bY4GeN3ClLMHZkaWn0nZAFpUpjmD9pTKYrpF/q2tcW/eGamWfXLOAfmaSF1J7a2D",
+	"3qG/or+ibvtIJ+G+8yThQr65WpU719t+5wfIhz34p8m6t+1Kuu+7XSeLZWC8dCZ8SOvAlzyFJFabR8TI",
+	"V99Uh2Yq2JaCrI1E0m/rPjsa3AOdUVxP8le54suzfN96sny/6fyj41bvHAk8JtnCYwL5L5Wv6+JHTa4V",
+	"JEXzKTd9eoBspzk7QTjPOJRggCbgWEXAqbd0NpJTR54KawpZa48VDK2u6qitbCzyRVS8qPOdlEGPM9IW",
+	"U57J1VYYYhnfV1cN9XVTLRGDSvbxu1fLPoaEYpA9wadjIR0V4MdxvEA75f0iHXhohlGt5ymUnSdRg+Wi",
+	"dL8bK33J0VWHck3HMJz29r2NyhSjxiCxeLRTgSkwJSFhWbxtgyMfMVqVWwdWVLUEhdmVvDpDbUrRct83",
+	"2a5aUq9A7hoxrXtAXera1M6KCsSgxZeUSJx6uwalpEySEJbtbn/yhoDXsR94qGGpxeRDh6wPVS03Nf/q",
+	"6LWG3fal7AyW2tL1cekI0BhDQ7Zs3+Vyo1WVDCChy920gkNpv1s19lpaVAWUCCiRQhmaQ7IOCO4VAksF",
+	"IlKINC3bCrSrstV/cXq+30b0bUUIr0mm0Je8uMc2XU7YIhU0m/I8k+TOiHKr3Q8NGfsuPthrUM7Xr7JA",
+	"i8KlOk0eYlZO73dpevniVwhvSQrYrCyAKzevjt6rFMt4zZIApWZsDXUB5C9rm5RKGsFKDaQ8++voId+n",
+	"JkDpDPbQ2VccZvHCxoWUqCwowJoEBfKvB0Yq71dwVX/TpL+sVD+qekeTkrCBjL+x/L69BDqjLM8ImvI8",
+	"RRFetPm4PeMsmyL1v/rRnJDH3Xr8QJ2QO3myDw/irw8Pd3/beXgQf5P/2P12+CwfeotobVeZAIRZ0Shn",
+	"rqhS8AKR6l8jJb2wAsFaAstaRQReWWA5UZUNYkqMG3ecQ1qzKtw/tMgw/E5CTK9q57D9IS1pb24u3N1c",
+	"fjHxo/f901rwaEWeUXG9pguKagogNaqUjKWo5asEV09O77Q/DP623/7yt79sLYnUU+1fLpuo8Be0A01Q",
+	"VL0kl3gXzV8gd9Oza3eJTvGIBpYFl2w1y1raEqzEel6V42/GzZdx71di3v2UTiYkXS4PQQo8RjPMchyj",
+	"TH1iaOPLUxuweFwFF6li1/MQ5MMXgAEyeH6iWVPh/1J55VS1SSssplCQuOa3lVzHcHQR8pS0jjt7Hw6C",
+	"lshHppd2n0d4cYy6B+j/+b9PAxTTyTRDKVYqiX5H1/aXpLKqrox1WwEdgXrcMvX+9/XMHm+wz6doknrM",
+	"7Z3SrFoaB9pzLBK/T0hvr+6PjckTZiEJ0JROYA8CjSQo0xM5h7rjRQlkWqa8Ec9HsaNL6aDaZxeCnlgB",
+	"ziKcLpDkcW536dUcwz/iJaYMNfSQbnLN3JFQ9e4kCxROuSDMNIsw2FIKSUa64WWAhhEPh7snSNWAEGiS",
+	"8jwpQFPXUtN4mftLDYMYfqIT1VYKq4Y7KYmxqhfI0RAnySBPVa691G5GgsdSKLy/vVjdtkC7aqjbN9se",
+	"jwmMVvjRfPOaaU6lsrlEmnU9+FOoaFDLOY6xlDwEyHXylQCNNu9wWRCMVXoWrOIllIlFNlz7kgiBJ2Tb",
+	"qgNjHsd83s4TNFMD7Un++zWDg4fbGFMsShYcs0a0A8adEc+m6s6CC1R/Paes4tpzF2Yqgh3puPnj1hWf",
+	"oyzFTKiiYhBX9iklLJx64pvrA9VTceWC5G9yoEmK5dLCGM8S1aqru7fX7XTQjskzUBKFLWfgWj+t5xfi",
+	"wWalS+cId1Crv1Guhl9P0IgsuA4gI5KsTwPIkBL0T6IUXFiHSgEBmEYpT+SSBY2txXgtZJSooeb+RH11",
+	"GQMVtjHwRgKdR8LmXkCPZJzGkhMMb67v+sgpFgRjDFEOLSPLRolVYV3VLOAGvaQH6KdU+q/Kfb1qZECo",
+	"GkIo7C7KXK+IA/Neuj4R2SWm8baR/yFNgPZaeVhk9tqVr0rGPaU9nutZn764TxVBmqmmYiGhT9bEX55u",
+	"00jWWppnA3ECK4JLvT1tYUORjgcmyvHDqDvuhD+MO+N35DDsjPFB2B29G3eit+NDcoR/kCxDkNTXD/2H",
+	"drfbPjjod46cWs2blUuphuc6fdS71dDkoKUzNgZ6POWqTVTnVEi9N49MV+mBHkjHKP3eUsN9qXtt63t5",
+	"XrdnrgvOutzBVHLf/2if3t1+avfla0PEmc5BkXc6QDf38n96/dOfwPSlupn7xQt9FMuoz73wNdYVqpRV",
+	"sdaXsMAMguV+JiTZ7jZekbkOVtG3EaKYxzGuNu2SzxsC09VPVYDLV3XiBbARoRMkJbhNR8qYZFBURYXn",
+	"aecmWK9IJgVvzlBCUsqjNdJmYRVeIAnSy7MlgpQSCiGkmatOPEVAIMSj2Q7z68pX+AnT2FQZrIYHiyma",
+	"8/RRuM1PA5TwOIYmKLp1Rt04N81HK2UvQX7KR/rlgVcC7hkR1m5KCrNWu8lHx2ioS7WB5AvRXCYEzpRz",
+	"k+89sOE3LR4/7+/NSRy3wUKxr78eoh3doMnEDSQpD4kQAeJ5JmhE0HBfcs+nLmQTXlk/GdSWowLlzMKx",
+	"YntuTbMsEcf7++Ip3HPomPzbt5a1dBye0FCs6DSvEsfki6XroW71fncfLKCaUO9390sl3CRybhmZWeCT",
+	"QoPifO26X0BE1P3gKf1zSY3QXoEwqQouX7sNGlxusTwYQYWri4wnAm4HZZP1/Yf/opvh13L97Oanu4Oj",
+	"H9A/fu0rYx6knGhk3LPjD6UsTmcN4zagIzx3YAZSvXhB4LIJ6m9ArMA9wBdh2U/qmCrdRQ1NGR4X/efM",
+	"VZvmI7TDeJki7Z7Yv/U3jmpyqX4wx7VhHco7Qe4ynOViidYtiVM4xYyRGAl4+b8OV5DDDaS2lj5JpREM",
+	"Qr6eaTyOodIQ8F7JFXNBrN9ckucS9Tta2dGsTr/8K3kBemU4fWnyNoyBsDzd7Dvq/5KZjHD4qKiQZWVT",
+	"zh9FlZlVyrV3SvqqN/Xli7UlOHXbpfyVZap7YkoSnmZbmRN6YUigRoGUB8RiNiNZqr0V1oAiPAaGExUK",
+	"g00aK0lQiBPV8F1FxthNAmhVyQ2/gaEMvRo/ISMJR6SymdGONdgBlAOUqOQsnV8IFRTixYlalrwtUHY5",
+	"xIK0KROECZrRJ7IbKAHAKWAjUQQSAnRnwpLz9/B92fH00/TL7/1M/f9N8uX3O/HleH+/5e0p9V/NerKi",
+	"rH2Ik+9scPr/lv3GqY+/lfmmr71IVdkO8LkSDL+HIGQTh6bKpphD6XNJg4+/SUn3+Xl4oqR1VfkZcfbA",
+	"oCHg/jf5v+fRs5KIhyjEaarVgJSoVAVND2gKvbyWRMe/C1pqcmNV8ITKH7U73X73wDF/KBb8bLpb60/H",
+	"lFFhmuCqRyYAv0JoVYiVpHDOuwlOoSenCXLVT5U1RK4a+I4uX2QLZmJVTvNbC6cTyPcB1CqTf0P4eTrZ",
+	"VyS67kc2RUGL2qRFMVLTc6vbXVpr1Cl5ZfwtsD7YDRDXwYfxATb9NlzrzdsCvR3esmT9knVL8EEWd+u4",
+	"A111s1xIPD67+nh+9XnQu7m5vf6ldwEpNyQRA0kPAJk9wfzuGR/+E7Qs3WqasiTPlDVFnt77t4dBi+eZ",
+	"+/Cge6CtNsoUtUGgf98QJW1NzJmo+uOaY8MN5tacLZThWF+qEx2gOlbp1hK7VFYVhGersmiWMiKB6Xrd",
+	"wL9HQzAt2G5TCQL843KAioOvCDqCGqAkGhZ8VscZpZghnme+OE17v1e7xs/gxecKEWhWSeV64QT0utDp",
+	"9eXNxVn/7GOAPvXOL+R/T3tXp2cXF2cfJevt/Xh92z/7aHu405ggFa2zfbBOYyg9jdbEwDVbz+yEnGWU",
+	"5QSlmAoovwcu0OJeor+hqow4bOgNXSGejTA2lX+KFBT4CO5YuRW+6oih339BpHqFgDcGcsBVt4Ftkm/J",
+	"JWCopp6P2nAVnaJlGGU80TVtalkU68d2O5xkFTbf6FdrdLohT8m+pApguEkNayBRk2Aj4UUZzSiOnag5",
+	"TzVFhxHUYyGgzTgSHI1xinYKZMAs0vE0DXhmGMpqcCm9Xn1TMBrfhRBoR5UghtSbXRCL1NL8a3j1cHjL",
+	"1lbt6R5edNma5+xJqowkucn/MkhNM0WIHYR2WI+6KMoOYznUA0tIql/t3ZyD2BiUR3ezyx7JYncPXUs1",
+	"T/4JIyFBVGlPkPdWYt6KMPwS5hdwsIjhxORrRmz4RbmRnoMTNRpRxt4qbTPHVdxdW368KfS+zIC+NIjp",
+	"Z4at1S+clBPyVEePKk6kiJZKNoFCK3Oqe+PW4pArjT8isjbvPJUvg84lDIpWrJ75DLO2lDuhpgT5msSY",
+	"YdOErTDfF2W+bdCPLalxePAB9TlHl5gtkDbkiJWxNqFqtmJWthSopzzyeoEWOgNOy2F7qJ9iJsBVLYcX",
+	"LmVSbAonSSwpV2LqFimi+sCGGj/+X/bedbltJMsffJUM7myYrICoi+W6iNHxX5UtuzVtSxpJrpr5N2qF",
+	"FJEScwRmspGgZI7DX/cB9hH3STbynJOJBAmQ1M2SbfaHLosEgURezv38fheFyM+wkNwk62Dq5Cjtks4O",
+	"O9493Tt7v/9h/zRiJ3vHf+wdnx3+sXf8/nD3jbUt6KO94+PD4yhW73ZP9/7c/S/6m71//+HsdP/D3uHH",
+	"04gdHh/9fffA/ujPw+N/7B2fvdk/eX14cLD3+nTvTZcdiXzIFTQ47348/bu/5e+7b86O9/7j497JacRO",
+	"Dw/fu5sfHJ7Z+78+PHi7/+7j8e7p/uFBxD4e/OPg8M+DKvRj+RKtqDXzFuVncOdW1Kq8RitqlQNqRa3g",
+	"pVpRKxheK2qV42tFLffCrahV88atqFX3Bq2oRa9QG/2FDWId2fpSR/Bx8czZXQLcHpco/RLwiROGHeMX",
+	"EDHEy02RCz4sOzNg54vhucCwIiEAYC0zpMiEgWVKUIAhph3+O2IJbW/8lP6IHJo1z7LEZ+qKAbCZO0BF",
+	"ctAjljgH9QxwKYMf3GjmviuvTkVWcLwI/lnDqzWn8/CGG6DhKTBZtCzncIY+xkKRZAf5Bq6uyqS5P7RH",
+	"GoZKpTD2t9U5WfrZ/0E/+x1+BaBQ/xoLVQe7caQN2M2uqD/cQFAsu0lBSNguL9zuSWSaLKy4v49VBO9R",
+	"mkZ+Iy0/jadaZ6/tL4KKz6WeemovngV/oBn0QBfzNGS5AepJKBjGANCW53kuryGGC24ZWHc038Y6PzwT",
+	"pi/SyPrh4gZEOqYlOrObHuE+a0Fujt1X1syW6kqqy46P1y0Z5dvFUFvDr2YYEj9hqMUNae50VfdsTSTQ",
+	"ywA4C1FJuIMK2hCsBWnrGnlA35wtEgzhLe7my9GIGgI2+GUEbptdTPdi5LSNVSGzyiCWConbiXRziMu0",
+	"DBL1vEhMZU7M1ZwJmZmAINhYNwX+6zu9XTMjhgsX1gSn0ZYDjSNTlzrnxp4CD+y7DKUFPWLKhi7ft1z8",
+	"qLLj5u79Ey8Wm5o3sBhJISUFb0zvNsX0wDYP4nqs7SNGHcITsDtlqeDd7aNay8Zcpo3YGS+iKfjiO2vu",
+	"fmThibVyc7cyhJuBNoLBHASRTzKdq52MPd/ueKkhoVefJ3+cSEHBoWzFRweWiKTc1ruf1pDOsXVurPdr",
+	"Kz6sc0qnnVW/AHNPymlt6wbgo3GW+MsSSiabwF5t+9Dp9DnqhAZsGxF1oa/CGGkKrgpUyVYOIuBXJzRt",
+	"u/YIaiPShK2HH6eiL9OZT8Un0R8X9uM2D6xge2/CJARND7QZCAuYAyC5/TQfq05gKHdBKMP9y49I5MDt",
+	"qxqzU1rNFEYiI6TO7qgQnfmVdaZsIG/921c+pHevfObePBCX+AaVD2j8LWduL8eoWtkfJ264lU8/+LFX",
+	"PnZW4lH5GrXfv/FvVPv1Xvlyle+9RqYXrf+yfOnK92hB/kX7fz7uAba8XQpP1L5s7Q8WBi4LmYaNfIvq",
+	"tuCWdy+ZCYPI9Wf9PNP9KwONUVhSwM3VTnmcDOM3XCKMoyO8aeMuZtMJvg4CDlTPigjvQOalu8Hun7v7",
+	"p/YO+wdHH087XQb1odKVayOYsL2WakPnh7nmWEoflQ89zYyOEEOIxWd6SHexqryv2GhamSZ2oXKqmD34",
+	"CFJQGeDMpN9qiLQXZh26OQRXNOLQNFuw1fztayyAUlDPbKwaIyzMpS+fj9x1P2OVICRIpdr04nKQoSUB",
+	"V2qtkLb1mDyrb/CbTq0bWNt6qojeopyVXN9Ys7qtdIEVVYVmqAOWTePUgysAGyd01/NwWlyk/vbkivPY",
+	"uVzXzzQtRTMV12yhQp3hXY0nvzDOC+nhm7mSfuwYtYIkIfU/TcLnayAWuSoO86c6OI8NVM7GNA9NuXWb",
+	"Dot3wmo1kJdTWK2TcHN1BqkP90VSss5MHZos0zdvcyFO6wMP7CIXYq0QnwrnwkjDuCv7OxcGiNlww3vX",
+	"sqYoVfC0zkE6AYZTIOfpeYnvl6cUv5OZbfcW93YdhvY4K+Sotj0ZeDEHXCG+DbLaDfmEnQuGoOZNfAKN",
+	"VFaHeBN4A+ip7A+09VQghtfesp9sd3p0dyibysVIoIwYsmuRn/MCC76D3oGjN29bUcsX8tyiTaCUuw3O",
+	"qNWZ3uqrTCjS+KPIYKlmEz1mN1wV/2vhtveP9OtcTliwHNHUZlu01Xe9U31LkgLaqIWGZa6cjaZjYHf5",
+	"WX3s7e3UAej5MtV8apcOuCF2LPeOSR1iTF2/QsPxCIM2LwxL8LplqgXLDVdjPWCXvQ63buT3ImvTiSBw",
+	"NCjH9fMD5biX8lqozvwOgxLJfntR17fbM8GYF+2Nxmilqx+pE4Eg7dubcCbLWFhNNHdhdK6y7I8Yp3O6",
+	"0e/a5xG0qxHVMMI6OQ3P+eV8s/9Agb6mnTHfRXMVOMt6Zk8BrBKEmurYhQtRphpZmyuiIaqrv0CQR0nV",
+	"9XaJctHXedrpxuo/Pu593Huzw5w9jQUfNzq/EnmXHX88ONg/eLfjP2IDnaVg9M04E6HjFysw0EvrfMo3",
+	"2gn2NF2JOyi48OTj72e77/YOTk/86GIF2c5KNYr9CZbV7UB72IjQ5F1/ps7Zuehb/7RsLqCKNmkQ2DRW",
+	"bUjQdmcrDTvduUV9O6wQ+VAqnnVjdQRO8I4bTjQzQ9HULPTYv8ZSmD4kdMmFHmVjE6uaSagm1XHZWlGL",
+	"VqgV1ZXMVh8XflDe136KA25FLf+uraiFL2s/dG9rt2l5kv0QavPkYcDG4erdUm97J1YrStLUsAA+tM+n",
+	"GQXIMLHVJh8AlHwHuZwAn1hwZRwqDfiGdoimwUEsp2AqFzhW3u+Iyt4MJzRprWkIEJyFe/51Zx/IfvnC",
+	"lEU14CxCq0UBdXrkUaIf2VnCrlieQpEkiwuj+gWcoVWcrxVq3Ck/v01S1O3FZaRphWGSFoBOVsMZg3/i",
+	"Wdz7d1ddsvefe68/Vs5RU0HJx/pKKYAfYIUueIb00BTXwrkEXewc5VpdVq14b2oTga+ZmQaoxwL5JcIF",
+	"UzX0M5YlMjpCGTk+ipA2qojCW5tbd6j0C19weiS1O4Hg8vaHI50XbyUIE3MHuXTNM5nyQucvDLug2+Du",
+	"8a1V9KjZZYGkTM1MQZJuzdg1lsWkvG3b6iG6L8obCcNfPnKHvKI0IHrrOivwhgPoas3Y/sRvZkf3wGOY",
+	"5rnDqQpGtnhVj3EBfGnkLVfW1U0KdS0yPRL1q0pLsMMSGGLCuMHDCT5gBCo8Crjs/c8KI7ILcAtF/XJD",
+	"aqjgMjNJ2RZeu93aGGpxQ3A2HsJpgEMqCwNViVgjjVmXTh1lEjxvoYFbf3jCPPTcub59UelyBaXWmB9U",
+	"i0qtNBOqLwCpzHXGYKYYqjS7968VrdupDbsTkZAOx0VfD+egJ9AFpISaAY+ci1LpWTNQkkgZ9VpEpCXx",
+	"cURzSXEqMgkKCGcSwwAGcrzSYDe64+Z11cVLlTGY2nLKEKh4yGVGXf9lpBHLJP0M1fCs6wZUcIcuVQvt",
+	"tIjoEOq7C+2z6/fw7qyieq3VhcyHD8+/OcPn/KAMmj8yt2X9WurMsWW955O6yJ2VU5n9irUvM33OgcK6",
+	"CJFjoNoBLumUpugL41nlppe0r2EUeDeIlgW82yN5BlxzLcd93YpaYwWgjq2hKHLZLwM/GTf2Y0I/7b4l",
+	"XFT7Uo2cSVunmz/vbLza2dz63zXbA4c2e6athsJJQBp7ExrZ/kUA/+qvWlFxF2ZxwlYmnjmItEtDw0BQ",
+	"5S47qjKCX+NPqCoUiP2YVS+Mm5BOvMfGyn7lEZcJlqCONbw62bUFZjP5roYVuT3dxk0uC+KxdK9eLd/C",
+	"DlLpZumu5Vu1ATx444g2RbCIC8kmZk7VArhpx74I73d/vOlgs801jGbO/iPw1ZXV1LuA0jGsVZq7REiL",
+	"SGoez6PQVpj4O4RqcwqmTap0GcQHRJSzFwfwCnVQkuVgZLrY6vJ3inAk8yfiwzyLEEqoSCVAimsg7c6e",
+	"fIXuBO4XqA4fxa0JvCtEfFy953KR/Lp9sER58eLg0FsIzkCBXALTF5UJcay1JORuWQBUgxTmTube9EhM",
+	"Q7EBlg/5UjwPETdVC0jlLdWGtuWTo3PK9H3FwAs7DFeyTwVPjvEAJ+q/tVQinS6IXY6sStflpYNlMASM",
+	"EUSmYEDGEdiS9iTQSD89VPLXoEeX7ULpD3jxwrjTw9pKq7XUWl3cSHXZ6bLdcMu4jUEwXfiQMl1UWTiC",
+	"XXXL6/daG14T3w+V6pUYFaUzDPuiEzGj7U40A547RY0I5z2WGKn64sw9P2EXMitEbgiAKZNXYslamMUI",
+	"uZGz4oJRQ4lMUzuHr+3lWXZ4AZAf84mu4VlU6PtXVGs2QFyNZjmIDsKk3OTaan67VxO/ArRa7f8RuS7D",
+	"FPhTrNcVKWzhTtC/DqgtxPcTbM/ZXT6nYwd2ezTbkFInFmoLZyD3F0pYN6PzdcVyJWU0hYB045tafA4C",
+	"EmzopNdoEaoTPrt3/sFXHCMChuiPi5LtklpS6JJ5dHjlLHytKrilcuRuj7ljP01aML/tDyp/F7bI0HV3",
+	"b0FwD6rjSE34uNAJa49ysebXIcLDsROPNzZe9mUK/xWADJdciQl9fiUmzH9XQQAZq2DMi/s+qMR57kTk",
+	"XD0sosh+NTX0yNWED1I4+OBlgrhKZJo080o0pcSOIfNlB4pXLGcggE6puxnoGisksAdGfCqwDqeSdFsy",
+	"BNdkD5zcSokvDXm0fKvNVOZu2QLLQOfU1Fr6PopSNkZ1IrwiCioCyC+yX6Cp+pTwkDbqpguRQ2Lkfsx/",
+	"IVidWf8s0y/rBd09mYoZVWFgfpsJ3MyHibGHQ4kbpqfgYm7dfzyT0Q2eWjdZHyFOsNsHfI27TdbhjWIc",
+	"b8CAzW86nDYLhs/e10BgVi+bnqEDK9MMZL7JgP64v5iLbr5XXHninNl5iI0EsPbhTkp6rHx/lomLggEx",
+	"am6VFqLWpFMTGYBJvdyIWkoX9sE0yjRAcP9AfFDXUtzUgY1mmb45Q9TQ8ag5Q9DHFLPna6ZiRYdV1VC/",
+	"O7dmH4uQg8+cm4lLxPqZ4LlVVZ1l6hcQR4Y6E2ss0EqzpccKoZy+P0Yb9wDu8mVi85kX66AzC34fQDf3",
+	"+x5RkjrXEEOxuIXZzUBnwvBM1JqVtyZ73LoD2SNt0nrLQudrF8imOqQCbAbX16x97erXAL3UOJX4BTsX",
+	"FxqoBqabcBdvBjMxhRieNeFwncDXzRBcX+aLFquIvaV1PzlD8VD7kmVTjKMTJcM4F0N97Tx79900TdK4",
+	"0GeuNooyoUJZSydt4KGo/mLmJLoWNfe8HQYUFYGtbyLipSAJTRi0VvdJrSIcu1QDkRPXVoPtFUgiP+KZ",
+	"ihD4YgiQMjQgcgPdA8rIA6HjdpZ55HTump4fVWenWdO8y/V49AEQau6Rt4TfvzBgUOQ6m15bjIsRB8zM",
+	"OtZHzQ7oVk73Av9bGCMDeDH7onBXK96AE++vRSoYHrdgQu42FW/BFME2EatMy/pCNFKQbAUxcCEpNW21",
+	"TLHt5VeiiEAlikIWQEmXWkMNxFcukAgOJLtU4eA2Z6tC5ujHt4AcJD4VPVavF2u6HOqk7gPw+C4txN5n",
+	"Q0i2Xz7NQsHUQJKDf6IatTOsWLMbC1y11k7rclSsbXc3ifDaisYxMl9uLrFkPudbdy58wefu0T67EpMG",
+	"jaxEl/2Zy0KsaZVNIuZQuBEie2o5tjd++3n+ekQtyDweqmziJfI5N6Iemt2OU6h0pKUqmL0M2DXaOmeU",
+	"uAL2RYhF4gciTTo9+6UQCtHjtSJ4QdaeBXLPWZJlwzMwLEV6NtCmIPgsZIp0cOK8bAOZQW1fUKhAy1zf",
+	"FMYzt1kKDYex2GEJrVoSaDy/HFdiErHETVhC62B/Hit7WZpLuzwk/DFhA5kQh2pOoQDprzFdtouDwGi4",
+	"sdoF+q5h5CKFEIJh21tbmMX2qZSyFhl3WbCQ1d0a1WzxqGXNcfGpOLuRKtU3LeR41uP6UuayVejnqZQN",
+	"FDH8ayzoa9pSUzevqUKF7xl+D+oBhjdtDpf03XNsYpz0JjwpWpJ2uUOZEiIlhiurd6QpwKgECq0KvIMe",
+	"CcUlAHYUgxyY66OWu0/tRElz5vmxa9m1hvyKcHqhggsh9Al+DhLyPW/PlLvPcXvN2irSnFGVxmyTvIHa",
+	"u/MJlSkHYLKV1zaukB7kKFQdFE5xJOX7JM3089WtVVdIB4heUAHU5yNwp8q0SN2aL3SDUDzXrzjEMeEc",
+	"Udwt5DSe75csqREP+FBMMwpX7Jtbqcgp3TLjJliVBUWT5VWVOduq9UNKemF3sBumC1NTeI09iUTsUnnE",
+	"y58XrUmznv/AZXYfRe+bYqHqsKIS7AKDZJ42wkgitMywGMF57ucTfwwB/OAi18MzUkX2wuv+FLkiXOBi",
+	"T9DadCLyawkRTKuo6O7d6q9GVLZkv33Zz0UBvDl50dp59esvWEhF9zTX/ZpgVoMoS+yjErupQXDlenw5",
+	"CKiX2LnI9E2PJZm+TKj51ap54ypLjDsKmb6s4Nfg/GT6slaahfM2E3vMuTL21eyGGeeymPRYYkwG/Izw",
+	"+atff0HSHajVDh+rtIKEEqyEMfU58eoK1XFDitwZE3chBa0sccPt08D0daa1teGhqgwMFVdXMH3iZxuI",
+	"tamLAXw4PWL2KxBasHJtpYnYJsJ51DnYWZ1eyV+ktFrD0aDxZXfHtHR79bJKafN/x7FZ3/m//vrp32oz",
+	"MX7j1g7RfR3hxlpDDh6ah5IxsrRao2Udka3tZWxUPEP1Q7Nz1LabDVLESZGZJGLbP7+iv+2e7FSk2c+v",
+	"Xr18tUjFlEe19qlQG3qrbbH16tXCyDIef9os9NaVYzh1LJpd4KNsfCnvGBY6RSYmbF6F+zAsDOyx5POX",
+	"hP7wMqXPC57pyxeGZRzq5IHZaAq84HOLPm3ttDa7L7s1Ncz+gukJ/wO/AFIzeDQrdJV/aHoIty1obtZe",
+	"x2NldaOrJ1x2QiuV3mXZIs7mGQ33rChK1l38RipT8Cw7q0bNvswrhawfx+fpGpDpRf6HmNgJVZ5Mtu0R",
+	"3DQgM0Bgqx2carwMJPrQVzvM+sDzCyrnlF66Kf9o7hrHao4JaAUFx3wyP8n0Lud9wf6uRyNPofB1U02e",
+	"7nmmaljbY3gvdTdNFz2vw4MexCA/Z6wj737X6IcQ2fQsq/e0i4WbKoHrE4gPdupv2qyTIIBC386I2WoI",
+	"5NclD3umeQp2HhTJ3m3/fQAgFZ4XxEuGOJfJhcxEwuDzCgkhQPRaneHReQ3b3tiIWH8g+leuxFKwAVdp",
+	"JvJpUkJ729ZOC2tZzqXi+QRrWWZ3Ll5aj32aiReGnU8KAMsv2FCbgm3+zD7I33tASMdSUWB/MCDmAJSE",
+	"vbqKX4XPb91ish9kniGpBYoKC62/4ry38ZUhr0ko88TTOEovOq1oHv32/PXoQTQA5l6amul3T4RlWGoV",
+	"ooDwm6ITtRP7D4qZTlN/+2rekvnbsK1tNtDj3FAGGae+gfW7Zg8YkRcQqD/VOrvbPngNUt5gPT2GDCH5",
+	"IlSRT8hYweijYVwxUqr4tedGbejmqWjgpl4ec7VGLSFrm1svazp6ZlZ+QXLJ6t5UYuTG55Ic3j++Ydvp",
+	"tNLsBs3cw9wY9vQriNwW+aRBtN6tcQeWixiTqCPnfOKzhxDEhuboKzEpo9l2L8PFEUusTYFVeHErbiWx",
+	"SkUmCrgoYmUbD70ad5aHgbayCNt6lC4oSlqpeahr8andeKbOwd5Fg54KUhbhDS1ZHjllLpRtRFDLoq+F",
+	"naDWPBug/Ml0/+jiTsk6hV+juNPKczaXqha7jbanbSmITMMXN8N8I3QNgEHrzNsEDdYAYo2cNRhIu2Sx",
+	"eBjKMA9MIsrKAIwiwaZxhXK15tTivgnZL4jfunk0VKVnX/aFYfQTJof8UrD2u71Ttm6/oiIx+roT9i2U",
+	"U8XN8k0Mi8vG3IhEbiAP4n/RQ+BuQ03qVqnKgukbhbX/wdvoG7VkdaFd3JoYzrFdc+RRGUACZFK+bpVv",
+	"EPdFtZUkPBuYPV7YXFJty1vmFNdVN7odUjnfwaGYOXhuAma4r8It1Mw99VeDFJuGPV6mnRx229KYxiAr",
+	"F4FC4C3v3kmH7t7tX2O5wdcM9h5j/RMQt/6ux0ZYFSXVZXMHpKsHtsbpIPgFOC7LIp3pfDTgCsCvRnVW",
+	"A2FN+Uq73JqvhMoP4a86bqn6CmDHFHCWj5U5s5sbEJVrHvpmLEpiAeRWrVAvlqVtC+pMp95u3iDuumZg",
+	"62B8+gSCqiVx7D8wNX8ueC7yt04YmOurs2rbAP2JRgh5WNOW0VEF4w06mD9IY6S6jNiQZ1bUiDRiY3Wl",
+	"9I2KWC6utV0qK2Rvco3Wk2GAo0zYmAQMF6vtjc0uOxEGYmB9ra8kkYRjLYAHYNCKJQFD9k8J2kQYS7a6",
+	"FF60XJVBUYwgRW7yi9P6fv5j5zMV+hKDA77ty1QGxLRD+T46PDmN2NFH+39QvWpf8c3e+73TPdKGsXK/",
+	"3T3a7zLfMoVOWsn97cqox8VgPdOXUlGvE6hN+HQoki7bZUOcaabzWOFk4v1K3+4ljhvAV5LXJ8dvz04P",
+	"/7F3cLZ/8Mfu+/03NFPWoCmxLikk9J9r9vo1nKBSFI6k3T6wu+BdXsM01CUSKtNkvar6V2v/vShGh1Dj",
+	"ccKH4kQW4m/v+SfUefZOeIdyYOa6f0YPnx2X3fdSXei6AWUXawMN7QG4Y3XeHwgw2exADWa5uuz0RtsF",
+	"MtjShx1rqe5DJf5OrGL1E+yDn34KVvOnn1ib3jQJxpcAAA865eF8Jgxnu273xIrNbKBOhBjaZCgEaWx5",
+	"LYBiG9j9+vAmvXKEFQTGn36C9p586rCwNp4PcF6SpaRAEowHp9jYUUNfGmLd41yaLtuHEMTQOhdwUsES",
+	"luTkOQcqOfnjNUIAnu0e7QOKC7W52asQ7dE+IMeYNOTQ7UUJZgGT0E/H6Zx6RSjXKU/Fdtcu4x5cacb9",
+	"PpjP9G3yOQaRGrd2GL75CPvy8dW/JD16hANooh/Gyv4SOmDsTz/HAN1T3sVjCOF9IhY7UJ/yGjS+6EFf",
+	"8NQ7RASRGdGNlS98dZgQLBeZ4EaQnVyw87HMCjYRHhX71cZmKAUODk/P9j8cvd/7sHdwugciIFZ/CJWC",
+	"3VkIZRDeNSiJNTss+bSWW2sxk0NZOBJAZEXO1/qZhMkm2x+uAa8jVmVZrTTMjLHOutCsnVgZkOywzQ3G",
+	"i0IMRwWWm2NdMvzT/7bTs88f8k9r5zqdrEH4JyHqZ6w/IoeG2e+h1KLtsiSb7IP8HYID/35yeBCxl1v+",
+	"g+FU1NJ0eizj+aXI7X1A2cAMxmp78yU72v2v94e7b85ODw/P3u8ev9vr2kFJlUkl1i5kZodk7RATzBv2",
+	"q8cKInLmn3917c7CCipca9RnqbBLA/AIdiZ0zu3+sj8JDgu8GnGx9NxbG7CzzBio9uGKNuxO3DPnwCen",
+	"jXBP69hV6HMAJuVubtrbmy878DJA5LeGz0hihW9zAmds7cRKEeAhMW4UDukLDinielA1BfAK2M0oFAUo",
+	"MtkXZC2SGEcSTnAiW46YX4+EMnqc95Gbn35k1u21UNBRZGVZwmFFfFORghV0raiSc9vAnBvUNI1ka6f1",
+	"srvRfQk1C8UArKJAWPQHHPtTL0VN3vX3UlK6NjT7yy6zLonxPbsmIOMuSxaqcLhwIrkC1JdYuS5+/L6N",
+	"oR5QIWv2YrByI4wAVRFnOxFT4sbugwuZmyJiPLvhEwPEL3bqDzQCN5IsYUp8KgCaaAe5YaiPlxloNIGP",
+	"kHzQdKl93QWl8MXchi7dtATBWnIJYQ7XVMMLBik9h0Hjz8R+2tpp2emCRXwN0w00xnwoCvDRGhrRy0vW",
+	"j5ALc/F1IveXTvWQnhyyX3/e2HSDnHK7EVzo1drG5unm1s7Gxs7Gxv9OOgSvjhMxrnQRAUf0rmJjNeK5",
+	"ERDGxLSh1zpbWwxsLmB3RW7YwPr611hA/NrZOBJbBtGnq3r9dYObTftO+/N/QX8guGywv7c2NhD+DkLq",
+	"1DnuTIj1/6a20fL5i5BYKk45mGHNbEQwg9Botb2x2XRzP9r1j8rqCqEKOzqR4u+2F//uQBdv9RixYba3",
+	"thb/4A+EN5RaeaK67a3fFv/uVOsPXE08AfSXqPUKp3f+71wnc8VbgwNQ+mn//MsunRkPhzyf0NEJZMUL",
+	"OpjWEuaXwHy162QM8ESNqPymz7PsnPeR2Mn+5EQUBQXkP/+bCwhaFfJ/rLtrrab6Ar55fQ2PfY4P1vWx",
+	"A5cjVZIHo0beowi4Oc4BzyEiHGxtTQhAMQH+ausfgQaTJrxfX+dQT83ZuVWVVom7dq220h4es9NlJ/JS",
+	"iXSHTOtYJf+5dnLdX7MfQ+1g4u6c6RuR98FmEp/Y3z/svl47+fvu1qufEdw2QWPM6jJT8OEI7bEufprz",
+	"G9CzZAhHsboSk9Iyr9765O+7a/a2qbwkTU1M8xTY7zEa46l7VhIradhHJT+5ckTWRphil3cYeqKQlxsb",
+	"zGBybKLHOevbqez4e/5DTNb2U7whPfaFYVSLLlN/3RtCU7QXB3adB1m0iiPEa9cqVmgBe0pGWXTZrpqw",
+	"rU+f0MwDk7pn1VtpvLL2S/u16mfjVKRgiXBnREexwpbDlF1YjwbmnrVfbjATsc2IbUVsO2K/knFoOl22",
+	"WzBr9hZA8brDUpGOUXrhAGveDYXtlKKZrjVo2hjGbaJus7tc2WytMEhDmTQvS2dirbM8X/ITTEJQl+q2",
+	"T7kwaDYvGJHfWvcb0ZHbN+EurgS/3JldMB7clvcbzH7qYY/cbEThBmWz+3P+oIJ9cquR/YUXC1P8rtPJ",
+	"g+pT1KHVoXyp1+HToSuEtWZtTkeyrGWhk9nposbxSuU1LCQqBNZ24r+sc8sykXfsiGbUeqNF/Nqln1GQ",
+	"O6o8ROoHhj1vGm1tbFlvxJ7knmd3iBXEV61oSZDdpa2Rh55nkhuWYPto0glLHLos8Y3IIO77GR+O0LPa",
+	"7HY3NzZi1XadRFCd26nW03mdStXWAGg6tIPYB0cPaytMgm4bLzj7ePzeHs1YVUtIMB8Mb0mf/wo+LW2X",
+	"iCG8oyttkDkWNexAKyp4L/+DNRFRrOw62n+yczHRFBQR8nJQDECVcqyY0OMCYJjD18AQKaAPQ0VFDpwU",
+	"sTIyEwrMdVUeXLTjJbIwjXEyCQfPurZjUzikFCPA2ZEG1r3PAUYkjVW7DMNsb21ZnzK0JJKgKBrdH2sT",
+	"t8kxcSOgZFDH8QTKAjQYV4yfG52NC8HAW4SOLH3hp3drY/tXe5Oc9wFiC5HiBvarXBidXQsCoy40KcFY",
+	"lR1Z4HGNcnkNtkqm9ciOOgJPaS3TfQRJRVCxfO0y56lgB7unHYzihtEH6zZD2z/UZLDN37a8k03r16nz",
+	"iE6sFPUu0a09ov1UDEe6EKo/gTDoIwmm6ihd7cpSkmrrQaXjPE/jlPZzxCoyh/yNJczy33nqX+1ruigb",
+	"S7gar7W6yCQm5bY3Xy7+AaGKnmr9nufgC7e2N18t80ZmPEIANihYA5rl5+9I2R8sMSsULfqo+DWXWFJw",
+	"Cx8MjgFptnrHK2p9WpPuTHpA9Gq4sPy0Gtls7WxtbL7c+vnVb1t2TNPBKSyZKGnd632zRr28i5IW2Bgx",
+	"WI/RpDA6znaxMTWIPpJ4jhU5bCjAEXpoikqIhWpg4zdGuaazk9Pd0z2rFEI2LeeUxQpoul6Y6a9BQybO",
+	"TfRUTQlrU05xB3RNjyUkXBAE3vWFx6qCREXvSk2QnowP7cWQjg9MW+Q2Y4BkRr2EWItDowUfxhHyhmoU",
+	"FSjjl1wq1iabpxcaPHU6AFkFH04JLA6QwbN2R9I+bj99NLUx9WLPXm/ggmFoA2hYHQG0T/eINEKnFg0m",
+	"tz1XKmalYh5GxeCRYQFjfyi+kDl+Sb0zR4mU+DPPQItME1ot0iOHKuBlG1mP0bGyIYeZdVZ8YK4EHX+B",
+	"vmMFpy8h6rFYeU1TMob/86+uBHgHrlwdC7hdmXV6Jg7kk8kUNBF6BB65Dyp2Y+UqCKEdx9c3EzSfIX43",
+	"qm/emeVy69QpIXhNcI7cEB5ABeGO+B510NSbfXNKCLE+KV1sl3ulgVYa6BE10BuEmMXM9RTbJXHM3c7/",
+	"adZDUHdwh6z7MlooVjUFDG0IKa5X6h06ETF7Ar2hKkJOwxeG6TwFMz/TlzuxSmS64/NJcPkLKEdyQO/t",
+	"PlU8gfuy6YEUOxFL4HL768I6O5ORSCIEvgHi150EhgHBRn1BRSucJafcXMHoE9QwOGrM+mPPySQYjSnR",
+	"LWPVH+dG59R9+J6bYg1utLb/xtehcci0KSX6UJAF359AIQZiL6CsidU0oj3JoI0dVpaddCAWr1xoHoHV",
+	"QPGh3zUBIUZsFhHovlgpzS75yFUp+GROhBMIdSYQth3lGsq1COahGIhhz+5EPQR4OjttsWonO1C0sMbt",
+	"CDBEDJ0zqD83X3msD7YPNSrBdLEEo0YJ7QJwBAl+QkBQmrVnaHh9T9UsWqJ1LxE6NODqtfYDMd1i2zEv",
+	"YqVVX5TpVPugAU/to6lcVmkakiT803LMuMJdlqQiK3ji9gDwNcQKIWcQpYaMMY6oya6cqFwW7EtKIRiP",
+	"23+cA787FaslJTVPrNpY/1M2swCAJvjdyIvAoS0dosNQFUjGD90L4rH1wVA7LK+q8dDe2hSZNiyi2UwJ",
+	"YFwEhwaDxsE5loZdQkA6x5wrBL19bdlGpztzoG4klH0JRSQPuUAs7O68So+zACW6tCOakYw36irM67pd",
+	"EmvbOkIybgraQY76tIfH4nxSOfFYzmf8XpyUwqExj1aZhYbClc1fWlVkjo213/76vBlt/vqlBppjiYqV",
+	"GSFetcPKJ1vb/CWkrVWx47ZfrEDess+xB+mOWzsvoxhGErd2ggrNL7GKazpt6u03nGMS0G0j8CAFEhxh",
+	"TjgSK/D+gDnJb8VXZ1UYc6fCGBQaZJW8MHSkm82T6r6Zb6A4NKHHMVHYBwdWJFUgfGIFNkcPzS7E27Pi",
+	"hNzE7iy9DBbqeeijGmkWq4o4g8INz2GCuUxij4NUW0TVxBiE5aMR5PEWVvS593kIkb3kL07sVDiOgNaj",
+	"V7vRGy4qejstld2q3u1ux/ojtCerNCB88Bt8gRMSVL89TlgrrHyzZ4tc9nZo4/y3lsTOTxEZe5A7EfM2",
+	"JGv7G9HD7P1NrNBqXBuPTMfbmaXdGPY8zETHutBKw/JxhlY3FWFAqY69cU41FeuuiiJislrf0KZaAeZL",
+	"BWCUrjQhmq1FgC6kKkn1ZCSw0iMoJOiypOy7n1ep4UNyt63UOC3ZwqbqD0CMSVeeHStTWKdJKquIofNn",
+	"UfwsKFvBCnq02WUxaAqonQiVTsvF7yeoVvd2q6qAVcDshwyYvSaeDydtscODeTHuVMITVQxgGfE3mutB",
+	"wqogyFAmeyA5i8BHdHNpCI4sTPo3S/eFSRF8+HeYE5l6sZXkXknuH1Jy4zn4KqmOkm/uEeIIB5pBdJGV",
+	"ooS1xaci57HCAHwumLxUAHfZC2ugHF2u0o64GwPOwTSQwe8S5LVRgHeilCYnjtrufiGAx/bkl5E81Ia0",
+	"8uDvGJgDqW131AV0hNGeW+S9N56hspbjkc7R1LpHnrw9Vp5/emxEHgVBCaik94G6KLR2MCeGuaeS49fx",
+	"+sZqthwlIiAPaN01vkqfUpEQLU6oC64pDBireXFANhUGjMrx19KdQ9Ovj2QFMUNHCu49fMIquZIqTRoT",
+	"PKGcKLmRv99wYfmOi8RNubdX0uZO0ubtOMuCWbyllIFdfAcfaRoAF0831BPYD7EUjXBZ2y5ZLIsdtr2x",
+	"Eavfd9+cHe/9x8e9k1NsbQwbiSqdIwgatBxAai9WS7YGeeG3+QpZecCF4wXrcwWQIpjCZdAUZh8Wq1Sa",
+	"K/+7VxsbbP/gdO/4YPc91b8BjOq5yLS6NBU/7IUpIfegK9g+4EqMili1Eyu5dpAHJolCyFVqBiLPGmnX",
+	"AT0TQ3KyMEymrA2SEar1qDZDxWpkxwItxGE7EyCnlkFRpvPSUa+TWNM4ya15HpkHFlm/0PlwzSGcLScv",
+	"mhCZl/LKNh+uXi4YwHyRpcQNrnfPrYMkHWVX4vm7aSuv62m8LtzojKO8udA5FIvk8/AM6kJfm7/8uvXq",
+	"l5nIF5z19c/wn/30y+0txWPBU8DxmErPjHKdjvtUbQv7PsJLZCjwrOzFYJOqyL4iF4K1eQnj8sK4yhzo",
+	"juT9AWEgI3CMPVEjngtVQKFQrDANo0RltA4FwklGKxEdThVauTINTdzIw9Jm8kowHisPJacoD4LA6FTE",
+	"4MDvgL6NlE7yGsXMmt3TCVWwuc/eSDPSBrI8O5RamuswOpk6tz3/A3qmoFqQ9x9KUUa8GJSFKLTgc9u4",
+	"y8KQoUjPNjYHn14Nt65+TX/51283dypE+Wn9p6pkXQwPXytK4d0cKr19QSyzgafWTG0NXxLOdQ/OlJ2R",
+	"v8WEk+8+QOCKuAVgw82d7V9Wxuc9alCU26WwGgstz0IMR8Df0iildtWEVeYZwILJU0VSFSsQoFpjTSrW",
+	"Tvo6F+vdbjdBCwlpVtbsns3l+bgQaaz8YyNf3Xo+gZKxHlhliCHF9nh/QNDxhk8MgX55VgG8M8SWSjHS",
+	"lkOr9YhU70aPsxSLQm94rlhy9P7ju/2Dsw/7Jyf7B++SztyKklM/O4/opVWe9BpndKGvRpe7FbiXx3aH",
+	"PVnFBPI6mPRUEUxbdfuV39RuwnVcu2YvqH4zYjwRjEF4SmD8JyH8c1LWT5bgEi9MrGYhuTshwhxeiDgE",
+	"54KhltRsyBVgim9vvCwrIjqEJ+RXyBUAWy9gepMkWLDhID6tyhXZRQfKcg3L+Q2BDuXsv3Y/vKeuUqmq",
+	"N5rwIQH8Q1HiKONSUaV2OIhrFGIi9QqYW2kfq8R9U9mIyU6JEwfQkmvGKnVZTNiFpED1QDBcsDp4hVgl",
+	"06BjSbU+JSuR63QqTKcCOimNq9PuoUMI9+eZXS6HvMR4ZrQPICepKLjMTFIC5tKb6fyFcaM2EdY9uhgY",
+	"QlPaJ9uptj5bMYjCKWqYHiIewTrwLjv0OUSo1XaRPfQPIbiFAT0MhBPShLXQrD0FMQPeR9R8Bz3Kc+VR",
+	"Gh1E706sxioXl9IU2PgLUbOMA5CEvdBcSSidaSenh4fvz6aFXVR2kZVAkfQb6wQfHu0d43p9PPjHweGf",
+	"B/YnjsLDPsywjPevkEebhLCjtaBuoEtRUEl/DreEcRzs7b05OXt9ePB2/91HfIK9sxPZdQKd5hfeZfo1",
+	"YgU7Baryib0LkZ5LQWSu7GBMNnY4l1RT1E5O/rH//n0g/9nJOL+W19Ba7d8FMcJQnBD5Bsy146A3XQZE",
+	"/h55hX2Qv9epkn04H5Wts8jWPLxRAFnuuWPJ3C7lW60Uq+EV6DRVfk9h4i9T913HP/pY/XLhbJH7C2pn",
+	"Wurd8Zan4hMRlXh5eb87ff3oiBsAbq+lwiReIgVi2wmZrx8pWcLFf6vzc5mmQj3vUMn0UoAWfNrAR4Au",
+	"/8+/ZuDSpz0HHDjgJpK1AGWbftPc2ohzCvP2Zhy1VpENMGvDLDCkYjVlSfW8vkOo/1Ct8NAksD6HK/ac",
+	"tb5i5c0vtqT1tYtYuGV5z0ZplbjHUkSF0JNBymuDMXbjoHB3YBzwZLCCPLwxgL0SUX1ytHt8skc2FqB2",
+	"EUEq3Jiu2ftwdPpfZwQlnXRZu2YSC6pRsg+Adw/sOmsqhnjX3rYii29jgyVBNiGBBh9r/8CCBZNjTedL",
+	"UcSqMuxuhywt7G2c4S9KwAjFgl14uWU18B915ltrpblQc335Wo5tGUNZpK2u/ZX+pKz004OG8r8VzeSO",
+	"bqibiBLh1krps5wTiW+KcR0L7H1yRRjlMJyi6bJTr59SaAkouLQy3WTcDKwDBNGwXBjB8/5A5EnkUH4p",
+	"LmZ9FIyMruPnZag06ez4jsiPx+/XhAJnFUUqZniLATPi0o4kilUy89b24f/n1tvK450NSDz2Q0IYIpwX",
+	"q27sbeeFzJs9mWVqIHxQbT894sXgcUsgKk88GeibpSNrfoW/iWKI+8Tw7LTAdqpG75Y7YvMDxwaAsdek",
+	"ogNVkhUQ452+cMgy3t0NIm59rpgRAuljnX8bq/Jat5eBptPYkwHYzkMxPIcyr07ELvi1RrOS/Gi6N5EW",
+	"QGj4fEL4oiqNlUy9+QZhaNZORiI/G0ELuvO8t15FpemxsdHpYcliwbOQUimqMB3EqpbqoBqhVDzP9Q2h",
+	"hQPgusajHpAFVicrVuVsIXuDswu9HWhvNDfQ/RRECIcqm/htcKNcvZcMqjS+RvziMQXPbZgJcCbuJ22e",
+	"QHhgAuCyruHZzOmDrBMOpz7RLYMd0RDB36kPfgXCgcqM5wfvweMpjxMIGmCLA3RjZP+9GYhcODRgO64c",
+	"vk2H0MARsq/aIzfp7EyfUDZ7QANuDgR/sbcHlIrzsS9+ojEGnGozKNOb0LW4sRGwDm1QrVYZ9RlwAzAn",
+	"GMGleG6dPEDk7F3y+h8FX7x8wlNWFy0dMVt5Hj+k54HbFLLpdSGwqgXkfQtEsJkVdh/wHAPfckmJP502",
+	"fEO83GW9T5UBMmDXslIrVkGaUxY7mGlCtqYqU2jEsNWaBVn3akpKpWVmI4qVN5kiT59sLyGaTcMIfMcU",
+	"egSQ+XZI1JEMDXNhInDjt1hVWuqoT4/qiPygrTBzzKptoGux1hwYabU5epwtJ6rmJlTQem0s25HLVuxs",
+	"b7W+LrkRvmM6T1jRJd2vLHMevyHt65kyd5cSOPlzpUTU7BsB5/bNQHsvpzz4bamupZG+osIFktn2xjYk",
+	"9er98u/2ICyls0N9/b176/O3HBA431UNHXkybIR6A2y53DqxyOCf9lgyFAWHTiCsP7WWqyoixALsixCQ",
+	"zXUK2QVC07ks7Kf7MTCv22MA+SOS3lKvYsvVhciTTqPxW181n/Jnox8e3o4OXu9WdvRXPpOeqvAbsaW/",
+	"6wr+b8X4xr19G+N7nY/kmjVNG4ORdbLP+ulzlLDrlSIvPJeXg8KwS1GQJ/6BhCBRqIb9TcCNbcdTpUjt",
+	"EfleSCXvQoVzw3O7QDFulhVkWGZnRqL/wrAEhrWfJp1vU+3juy+KpP1DTJjTSs/eGH6qMF24SZ0zF54u",
+	"91Fz2G45EyKxOysJ2dGiMlAVEGW1oUy0/GWPKT50laVXYhLAzELQtqTzpo7Da7t0WlHoEE3k9tbGZscV",
+	"hWLJAqTubsExD0UeV2IC2GQYknYTDH3FO0jnxWdZNvF5eLMSrtYB0mpTONoy39vYt443wey6GCXZUYtC",
+	"dHgynq1QeNTgIb77U4YQcQQ4pHSZeKJdeV91DLUbUNZDm6WNuEEYQ1kZSitDaQlD6YOEkk4ny+tFeZOp",
+	"tP75Skz2HyJw6UGmih2fq/CUqFCCdjPAOKbOobQMkpb2OIhP0gAtM4Ab9gviSdRUrxfaVa6bEWoT2Ntc",
+	"D1kurjWeX6ZV5ArTTKx8pR3oEBc52awH2LrWV89dnDZR4trXcyNJqmoNoLeXVHdNg4b9seS4r365ePmv",
+	"3z5tDbdHv84ywg+lcn9uPpkJiUs9V1TTJcD3iuY57dDOyqZ8gHgpTu+tJZb45JrC7hBL7bGEiL/PXHfH",
+	"3+w2TpgSgrgDhoGYs9IttEm7bJdEWvKZQNtdGuXLl4Ryw0nh24KIMLZSMONriWLV9hXKWwyLFTqYgw4j",
+	"XzMNcQlhZgCirjQ7CK4vPTU91JCpVOTAvuwxOZytb89zxBIA0NUKfphsdje6G0nEkn/Do+IpRQggnghq",
+	"o1iV0T7faoV1wH19qaQR6aywRtYGHyMEWB5IPidl01esqo1FQaO3F9Fhv82f9vumtYSWLiS2UkU+iVW1",
+	"M8xdnWDVgNJqjcwuorZ3nN6+Lx4gHIOGHwZFOVY7xao94sbc6DxdQyZlrC1XKZNqIHJZiJRdZvqcZxHu",
+	"S51TIQE9rHT+cWeLel7evU++dehJI5gz2mc3Taen0TdOLTeRTXU906tbqe2hAofWDoC0+HGea50Jrr6G",
+	"HsEVWSoP8eB1hN9lVAIntBSYvEZ4LhP+cwnrebbsfDXRZcdiqK9JtvmyIndjNuT5lch7rIRbZG2ydWOV",
+	"EHXNDkNpBMJnCrvjhmNbBff3rD30H33y/YdPbduzNDX/AB+nlVidpQexxuyGLw+cNxt8+cdtC/rmHS9Y",
+	"zYxDY/dI5NTwFR4nu8RQSVKuOoAkx5R49H1hgU1WjdazRJoz92M6jHWH7O0PccSWT5pHTOmbcN4rldKr",
+	"w/YAh+0Dz6+qes7P9jIKjsqwGn0gu5SuVEsOXUWxcsuLWEoAOABUGxAxIAt/GiYqofsAb0Wnx7Y3tqd1",
+	"2QB0mRLWsq0vby0PfmOxyhG90vM+fjCZDwSxBPf6/gtUTkO8Rb/Iy27xdZil+wclQ3POnYx2ZW8TyINh",
+	"apxlnV6samw7Nte0ywWZdUosqlH8Nnb7o9tzXkat7LiHrkIsljt298vsLgCbdTCzDtjFfrgTq+2Njdvh",
+	"x+6wo4N3Efv3o713EXu3/xaiK3+K8yOkiINYmEih050qooELtn3yxztGMYS0M4UtS81ar2qQbY9d3RqA",
+	"HfE8k0DpjpPYq+Q0AmNTFsgvWxEqCwBcn40YeBT82PAV8aWfc21azVLSSq7yr6v863KFaiADl5O8dQCy",
+	"P2/9trn96ucZW8j3b6zlY2XumPkAZiRoAKkmUtseYLFTRV9U4lNxlo/VGS+SWLXhl64IDojBuSkcw7Zs",
+	"LFg7cWM/tkP/Xu2d8C2XoeKsduR8/07ATL1ZdQKC83FS/eK+FsoegcZQf5HPzGHzKJ9uhaKaLZexIM5I",
+	"T01p/xJTd+znWp2JT6MchUPC2q/YhRQZUNVf82xM0H6xSgo5FP+jlSAk1IQOF2trJdbMQBc9rPnKpHBu",
+	"+MUYDGRskkqkOcNqUuuJBzxlW1tdAG7MpZVjWA3PHQ8aRMIq761VNqGXQSoQ9/buDiWLfKxcIymMDOH8",
+	"IHEF5XrTQJfO93e+VELQhmfnk2SnJKQH1P4RIU3gJdT2FXR+84IRtQlQXTIx5DLzsE9aMbsBMwGJQWw7",
+	"SJQu5AWdYHMGPzijtCLMiVbNNXThEf4eWwTC93uiQrnqEBaXyFWExMoKW1lht+nVre6eeRpmvrm1/jkf",
+	"qwcpjDvFxtaC8SwXPJ0g4YdIwYu9EqOa6Cg6889GNM3k/itz2fxUmMElH/zLqqv2BwhP3eJ4Rnf0dmBL",
+	"zqVXq0tGrM7aV3KTbuUi/Sh9vLc5FaNxcfdsCEU40f6/yWUBZj/4LaydiYtiDdz8EbLjxwo9GlbwK+Hp",
+	"V8AvMISrYyo0/9Y6Jz08GmWTbjWaAGTMuXURRuMCOogzbvy3Ef1pHYKSxi9wJEp92djouzrFz8yJeBoZ",
+	"4vqNV47EypG4Q0EUCMmH9yTWi1xeXop8PiD2PDyQUuDKywHUj4ArgeVSVm52uuzEfkK12WPlAHkiQJkO",
+	"u28IJBHCSi7W4lCqN0uUauuP2zuzdoX7vBOFIRsPPthlJ6IwVbmOcrwi2nu+xNzOEmtXtAQwJ3qYiW6s",
+	"wCooxIidj9NLbKgsESDOXEVxEmH2rwjQO1+EV4YXUDiyTpGc4iKtNMlXCgjRfC8EZLV70DnOuOkewEBc",
+	"+WYg8cZqWtoxpW9uI/GWIxBblKXyd1kuVWV3erc2+3QEkfuQt+v7zD9V33OZDNQ0BtwPmIOanoJgnx9N",
+	"f/VwGAhjJf81xgxLWGppf/Ibe3148Pb9/uvTTjdWe+CbJZ8/X4nJly8JA2tkoLMUaI7CJjMHFJCKfsZz",
+	"JJIKskGo1X1u50pMTKwQwwmGMp3IaUyRVHfZ95gkqb7hE6VJpgexOFEytZO/Rw/n1oiBK5foEXMrUxtu",
+	"vuRstBHWfe/sg+RXppFGWR3Q6JR9E6uxobJgnwVv4zCsg4TOh3eiFuGPPiMBOQsSMFXp0Pjcck2WfP7L",
+	"VcZmhYNal+K5lZS4c5onqN25Za5ndVy/vm9yS7/kh0n83PKsfMXkD1Wzxao5+UO5Hkr/jEbZpOrOMK0Y",
+	"Z+kYt5AAh71jz67Xr7yIVSY40JRMRSAchoA/Cr44jQrRLoCcwfs3jpKWe3YWTDdV+Yibc0crqfB8nayn",
+	"kkoukbRytFaO1tfNPd3P09I6M+slufedg7KHSiCUDjTrB4A8jq9rioU8DM/GquQlx24BjFPRHex1UZln",
+	"8kgxDurHk3qJiwuBULoInDMXIvdU6+ywfO/vuqm/8q4LOaZKpvcQYskDK3339lYwAX73wga9oPb1BpZj",
+	"e5QajxjmRB/oeE2dJdZ2yFiYse00Ha7gFJVnxY7MU6uUkiDA0p05cQsP1gm8rfgBjhW+6cJ8il0CQ5Py",
+	"A3gsWADwcKfns/3PfvplHTf6Q0KQUp+x1tkLUwckhxyPCLOXiWuRldhlrsoM4JphZNarkAXC0LBcAJoz",
+	"qLRhbUhQGvs2fi89L0/iNBAbdu3o9wwIarvHgqcfj9/bi5ImDwPWbMkxTd+0igm6tbHxlKCgS4IVwDaX",
+	"hqW4rqty8AeJFeJkMn4bKXK/VGwoHHYVG6tpfYuWahg8jNUufnUDlPz+3hVZ4VAOAOddZpljVsQQCeEO",
+	"mwGxuQ6xJZB+dOZumbB2As0hZ4Wm1rUdBgiH1DRYuJ1oCj4xbKzGOIFIKlsMxAQGY0TRjdUeghc0Cb4p",
+	"nEa68bzq2j21EmnfgkibMmCWEW0vDJkwZBo6jbcScw8g5vDc3E7KLbCVSlt+/bP/95e7l101S0KdM64C",
+	"GeIlRaoRhS9WVHkyJTSbGeNDj3UlRO4hRGZptP0yAYW5LwmiUkk7uoaB62BBlhn7hSj6g+qAN5+J1POT",
+	"sEjwlZvaA784Dfn9+3F231VPtnv3eZbXfcgEf9fFgPCx8+A6QCLg/YG1R0xlEXZilSDSms5ZgnZQYMMU",
+	"pe6iXE/EEjXOsoTlAeCbB5s2Gv6ma2MFW83aQuDRta3hhfmscZ7b1yaEbij7YIV26SpipWiA7C2p+FZi",
+	"7scWc4/K8zgl554OWOu+AleJm2mhu+rNWuXH5trTJ6K4peZaZE273z8Y0ijGRmsiixVn22jGswzoj4wj",
+	"jEB11KP4wRArmdJ6Jz5k4q2ENubjj8KZLadspZi+0bjkCpni8YBTp/MB+oL89znW8dJks7NyI8Sw989E",
+	"wkjGg8YVhsNqQ7dlxk2xdiOVYRmfiLxEajd9njovnaqgkOqLuGjcXxAScN8AKw39gfhnvYAsB8qoxHBU",
+	"TKYBwEt5RJD8XXZU5cQJqG6G3FzZVzIs+Yn+l3RjtXQkdn5QYSXTvpHApFuppWBZp47iStw1OPP3kl33",
+	"KCkNhESF9D8cS5VaC+sWdjAYkImLgulxEVkv3xAjgnXjKfSIQgf3Z0ShA2tkpSHNFld9+7kZD6GCwYER",
+	"Iu0w1n4Cz8LNAHndtrYiJ66gBrYQqkOlpFdiMhvkdD5mxHissPCUpO1NrtUlYFlHdrQJIS+emSuZZSZB",
+	"D1WPCyPTKi73tTTyPBMML4zwbWPlb1BYX6A4Q7M1YTJFVERJ1EGOPoKGAYAAo1yqvhzxrEEEY+OfUP18",
+	"MipQs+QCqchV6riWrYgOpDM75/0rdiXEiLQTKiW4YT2JJmyBlVB+cKH88AGFprV68oDCkurBGUh1Qq+N",
+	"psaKP3kVVLhV0e09tOiCKMM9ywSXtJHnWsiYEF6J4u8wcf8jVR5qJe6VS8+5MhfzIJhCw1eHzm6TFRz5",
+	"8hzCwHaoDJD5L7SjFQa/HS270lpjbch63Sg2ErmBriv/XcQ4uebILoyATfpGIYYTT4dS9WIF/5WmyHmh",
+	"c+Au6ewAGhQ8qZ6Xy0sNawzbKZXwuWHn44KuixWNu5QwL7GoEqcDzUI7eplGON9RGRCIpoDeI+pniFUJ",
+	"8WKnzdE990phW7LnelIYnaX43i8MzYjSLNPqUuSEMxirU1rZHIxZXUnn4ZxN0QfWYz/hTZ4JI+DDm32V",
+	"F3z+rCxjBaAnLllkl3Fl1K2MumWMOrfTAwleaN8n7oVsIyXduBis835fj3G7N5Q/vCaZAu6xvFQiXZMK",
+	"bLkXUDA8yjjBVLE9oDFwQujSSqhcjy8HLMGHAWvBOn6/Rmc/6TaVGdDIHjXbjM94Iinx0SzGhHPdmbRO",
+	"34BoWJ30x6BfSqHV6Ua5jRAe6nExCI903SlrNgaPcbubijXhaP9ZGwOA/9//8/9aQ6rTZR+4zAzjrK/V",
+	"hcyHmLTNpLpyBonVYsS32osVSCYccWBOWWPHcbK2zcC+llQsGWGcDslNEjYUXAGwTaesAMdHSRMrGoBI",
+	"wXd0d3P0AyihAsPut/poHkwOiC0Uc48kbYInPFNZ8zpcTztan3l91mbIqqH7OcSWYOlLHqO+O0oLJBRu",
+	"uWbRdMqvnN0hMtEvIIeQssKOzGUGcKuiWGgrzWisTAmRipSYm+DbG51fGQAKth6llTjXds4jBvkTCM2M",
+	"wPmFqwP3Ee8RyDUG8gzA4K9FLi+kqKWIoyP1+NIFloqe9oxNGacHKtVxNKV3lzUrCfDwEqAKjIcb6xbH",
+	"+0Lnl7pYc0bEvEAUGhNGqstMrI2h/8yIgo4znE+I3Qz0OO8EpRl0Ds9FptWlQa/Hm8iYIKWmNGnKBOIs",
+	"OniqIY6j3W+NiyCdC+va9PW1yOFwH1vzK5NDCNqMRM76mYRkLm3fmuP/FmbBZSof6ehXH/JU0Q5iKZ4n",
+	"ANw1dz7o39K53d5aQiqdav2Bqwm9o3k25x3A9RkvfQA4kjPHPWp9Wst5IdbgVLR2Wvbot0ohkOlLqZqP",
+	"/uuB6F8Zh7CVWkOQQ3h1JJQVCSkv+Dk3Yu2c96+gHRX1OrV24i8Tc90/M46csg/2Sazafy+K0SHwQJ7w",
+	"oTiRhfjbe/4pYif2jYF+cpTrdNy3QyELgaRFn+e5JJvj9cnxW7I1Cg01BLHihiX/uWa/WQOlmzCtqBo2",
+	"44XI2dHhyWnEjj7a/9s9ff13GO+bvfd7p3td9if4UsHrusdub2zeTca8h0l+HNEC934qIhRc03kC5b2+",
+	"vAQ46G4rag0ETyGC/bl1Ioo1Z6l+rsuq00bC3VLdQvZW5QCn49VfvrI7tJJ4X0nivdeXTKq7SDg9nhNZ",
+	"2VNpNaoSyrB+JjhVxOJO7NYdbnv/J1bcdM70uLjFQdsDV8r5buGBW+aIfa3wwVctwbabDJezyWweisbq",
+	"idOZ2LvPyNJjX5hAYdWWSXwQraeV2KezR+Feaf37ZNtf0zj8VJaTN2eFKh5NfbbkluFUJELAhI07KBTZ",
+	"gKFJw4RKRUqhVJ/tVQJBMmrjDuCfPbLjUX3IM406uOEx10W0yp78kND+2No8Kk9E0wF3BWjNSv1wJBQ2",
+	"SSPmftDSQtXRZ3gTPJBAi2KPAWsHnPYbL9nbw+Pf99+82TsgBwT6sGPlYmTWpwjB8hzpPFesUgzTZcfB",
+	"08qC7gxMmh7Uc0OIsk+RfWEMvxR2VBQ5pbSNczLYHbyQYzdrj1XHi7d/IsqSZUKbEMm8b4Z2lf34bjwK",
+	"t2WDsOSt3QsIuywRRL1tlsQZjkCuQ3d/mDQJGjPzzJi7RTmO7Uw8sj1TecYzjqMelVE5qOheBVSfvTB4",
+	"rYcjxxpyv5hqqMpBPqglkiv2nFdsgLBaY8qpbAtC1bPXQIvuCASCVJedLvAOQQ7GVVn47GftkVXpH8Fj",
+	"nzqO8SGsaXi+BQpfZ6PfN+FvFxf2T51xOce+hssn65+dpvoyN+JB9d1VHTazlet1F6tRXbFq1l0H06UD",
+	"dYoI9vMEEvqLKqePxueZ7LMBzy7cC9iHvjCkmEdc5g1V1W5y5tZWB20dP2/fGmLoRPRzUSw5un+NRT4J",
+	"G1IwSLLU2Da3fn3KlpNlbHcnxKYM+G8BBqJyKnFzBhYnO5+wYC/VnEmowLlsPINvBS/GuWAXGb9EC/NG",
+	"nLNgNeCoGHYuLjQAJE4gLiUvlWFSddkBeLF2IblUhhnYdKY2OPkaR/KYpChwIPE5i7YEvHD3YZeHBEI+",
+	"VoUc0iOCVaEJwHWBBpD5vXQV5QTKu8veS0OJUbxB2BkjrSkwFMNzQNKYoRiebbIxQlBmE9tR2slEj/Oz",
+	"XGfI9Yo97Cp41ISlmmHxRAZd47rTjdURv3TURMmIXwriSh+J/Az/bDsQj61XEeMFG2pTsM2NjU6PKc0K",
+	"XXBqdC/GuRJpBCzJscKSUM7MQOfInMx4nsvrZoz/dzirM4K7bnHLS9btC7SsCF10ncjx0scUaPAOy3Ag",
+	"u/57XJ77mT1PRWh86RbMHRJawWaU7KaTgeSexnebtTlxy1KLBOJPD70n7Q5NYWKVQE9O0mXvsC2LD4UB",
+	"wUd7naiGm6mF4XePFYYvn/BE4TF69uL4GMz8KgL/Y5PrXtJZmDnRpdqDLtZ5WHV4DuFUYodlVXPVkOUm",
+	"FbbcJAjdozgATPtY6RtlsI/KsLZro2U6Z6mHzxo6nlz2AXSpidhQpyLDfojLMcFWR3TjQussttObSwEN",
+	"ouJC5EL17R/28SPZBwsLpI/dEPBaHuoTbxKCwlDtbDMEnhM2t9NxuAz76ZF1RJ4DIQU1BXNDc7+iu31a",
+	"utvGc9uEC4enwzmXTuuqCXSdd2qObc/5DyIzgl2Kohnw4bnv8aVUYqgOv38K2Dn7p6GQol7Km6hm67D2",
+	"KONSkXtj7OZh2xsvO112qDKUpI7nFRC4sBqgGeD6wfbXY7Wt3t7e+8qb23Wtfis236qd/fk0uS5vJBLs",
+	"SWOc5PZKKIyhkCGItEj6Rkl1GasS1QQaSySBdczEU7rsVnGPWNUHPuaGMqiZ/35yKvoG4x/w4ssEQWBt",
+	"Xjib/vtXthA1KWZefJmjlGXDNfRhHus8VT0k7+hgYWP9KerR+ZGqn41TcYb4vn9D1gz4GQL+1t06Vueu",
+	"sJJClBc6y/QNaxOr2PkE45taiYhMAvf5lHmhVTbpdD2QD+JMKirRclFJqAlL+EieXYnJmRFFMvfwvs+G",
+	"r2m6732Ap2JgmdEs8zuheYbY1AQ1JXyqs1+p3yYR1toB+hKf2znXOhNcPXJyx0/hMqKgOgE/oCioC1ME",
+	"guFD3dfNgdZbWOddduLqI6WhTZQAIOzYECprrBK8uUgTlubSnqy2LFgueGoYZxcy84i0RuTXIu9ElHvC",
+	"2sXgeZBZAQCzWIU4vgcQt0VSAfmvsQDRIlUoySBU9Prw4O37/denSafL/kTpY85onyc4WCVuqjPlyzMD",
+	"Bh7HS2z6eiR80dUoF9dSjz2nD8u0wd/Fyg6860VIgkVTU2C2rL27d7K29erntXevP5ScyEMO1WZXYoJS",
+	"uCqcFoSm/Tl6ni4PjtQP8onC3MHzF4e6K5vje3R/Vl33zymoXiPaF0v2OQbg+uf+nULwteK/hxFcK+l5",
+	"rTVSCvKpHDRDgfjG/TwUrpng18IEAtaKQj0uGPeXtAtusMNYxeqCZxlifVPhG43EU6vZx3GZkcF5cHj2",
+	"/v2HM6sL9t99PN493T88SDoLou4PJUejJa9/LZ9PvL66ot9S3P6bCsPf6aQ/RIi113R420BrAPZdrKYN",
+	"POzRn7LsOostt5CAIVaHQ1kAVirEcAFGzP5Y5gjT32MJNNMmWFSLN7auS8o0vCnP3E/bHP/FznUxoGCw",
+	"b8YVKRbJYGPeLijy0hircD8QMrtWosuguWjKuo0VtfdWbMd2KMDgXSVJrzSCcpvES5Bu8DscDB9a8Uh1",
+	"t5DdrNiul9KKw6oBuyDA/bTi6rFC43ezEze+vp3oQuQrW3FlK37F2Prj2IrrRhRrPhj0+f5Bg96djEUI",
+	"GoS+uFSm4FkGP127kem03deBwm+SRuxcpxNHr1N5KGSjA1m+wzAECeS+QQd39Vchdw2I+Vi1w4iM0mqt",
+	"NjyHbDlZVh+865QxA3jpiEkVKwCNz7kyHGBtFvElnojiDb7L92u6Li2KK/MbMaVvQl9jZcE+gAX7gV81",
+	"SJ9wqm8viSjl/6Api8MyCQEUCW2QWBFeF8UKn9mBCi41hYB9j2rnWC2V9aM3+gHTfvjmywT7aVf8IFH+",
+	"od8RS9dJ3yp8fxp08aJfdT5h4hPvF0gVz/RFrBJ7xZlMkc2eEJzbSkirGCNwuCIEXmRm3B/ADXesr8US",
+	"KM2EEMvZ3vHx4TF4PDAeNuQTq+dTX9pTjrVHVPVNZaD2t8z+lCvmS7h3Sw4iaUp/yndGLOtG7aZpsCWf",
+	"Z9y8OsanrA53I1gcOKdlHsjRyhNaeUKP4gntWpFAG22Zwgjakuufxw8ZE0evgaQOSKrMaKryhjpzI7KL",
+	"WLUhzl2aLo6DHaLpikh/ynAayTlidsobQmzdWPmbQOcnN44/KJB/1ZL5elgGO9qHk4PLOg8fn1HcuxRY",
+	"EPSmMv1VsfpT+Bi4H+ce7ocIhYfGCTM3sugPSgPiXBQ3QiiW4N9JrMD+hzskPXaZc4WlEHhSwSTquwiy",
+	"O9EvDJzgaP7Jrg+ATNMXvxFDXdz3pAdR4yc86Y9aTX0HK2njKawkFzZeWUorS+nrwOY52UZSaRmbidra",
+	"5oJ7uNY3OeSXAulnqQjUFLkAN1OqTCqBeTMH+R9mvV4YltBtzsZ5lnR6bHtju6QJwGjPgEOo1RtEs1SR",
+	"RdmO09RtdERv9NhNRzAb6z9VRceFzoe8aO20zqXiUJk5g5tbJyrgXt9/DKRsFxz5RVp2h67DHD2QVU+2",
+	"OYXm3f5uV7aoy07ESo2zrBOG6XdKLlRfy1L2hyJUjcsnLKhE+Vq79dHNa/f+35Jt/Q0VlBTLHJ0HiSF+",
+	"GGeFHPG8YOORVcIYIrdSObmQmUgYfNfe3tiIVfL77puz473/+Lh3cpr4wyALQkq1so9Jw1JRiH6FQ/d8",
+	"Ugizw44O3kXs34/23kXs3f5bGM6f4vwIy/Y5QYXZYU6AJBcbTtsnf7xjVOmedpx5vPmKJR8PTj4eHR0e",
+	"n+69Ofuw92Z/9+z0v472kp6L3sfqFfsgf2ft7c2XNETUadJ4Cn/DOLsSo4KavLkxoqht9VYe2M9gY4Qv",
+	"GKYVqjfP7ZQ+9MlvMreHbinXrV5aS3nBb2np0iBx2M+yf7GUw56oqiLGVy2NKxN6ubILEHbLyNmo9Wlt",
+	"yD+tnet0sgaSrLXz89Zvm9uvfp61XkociQfNfO6yi1yINXuumT7/b9EvUGpdaAfTaqiGweBUlYDT0k72",
+	"KBcgqHss+fwlIdZOAMxgN7ksCqHqxJe3sYO3eubN/cFQF5ow5aXfvy1+LKq7vbKidZbFuLi3yR3UZd4M",
+	"IDyGO7etNBuK/FKgUo6VEbnkmQQsSLxkyCfsXPg0/M+vXr38Ga0I1m5KTdYGwmEMj7GJHwPouHawTxn5",
+	"usVpIoNq9lCtVPFKFS/IDsC+X146TSvdQuvsgQuNlGBCFfkEcNDt/Vk/4yaAcIzVgBtfBSXSHc9haS+B",
+	"X0CXoJ2gFNT0bPe37z3EMWV8AhCQsYLmGSzdN6ztoKnXrH+VYmm9YUNuroBGNyiKSuxzz2CkSQ+U/4hf",
+	"1ncZ+qqlU5i8Z67V7SBvAysA80/gXj9gR3H4+ksfoPXP9j+v7eb58ihxNzc6PFj2akBxhI/XMnEtsmDT",
+	"+1N0wbPMVBrExkbkkavAtbfxrWf2ABmAQ9+OVW2wmR7uziMclQUZdLv3vlJW7dQtwLMJ8+F0rYJ8j5QP",
+	"L7EIcaYfLcrnYFYLv6b2CPCQyAgREVHNtSvZGvxMojtZ/qIDSAGQ9TRMFj0fC9/a2GBYXshu+KQbq4T0",
+	"YMI0dYxdCTGqMrGBWmNtYGTCsSlxg2PteKACs8ME7w/YlZgwI1QRq0r3VyhK8H7gdxieiR5L1DjLoAgS",
+	"+LJHxYRhloYaIu07xKot1UDksuCqD5TX46EwnR6gizDMSqmCsAqIuqwHDLQukW/VMkt+ov8l+CqxmtLh",
+	"dvzlFJDpjCjc1te3X3sB6B35VPQzngvsQcD3ixVZNcheZ28euQjp1hYCDmiMpUozz9P/ODIiL56DvHuM",
+	"WoLKuz2lP4XPX8qRgp2/cqFWLtQtAAe8PF5StVg7cMhltraAbmB3FnWJWPM8pOMMbZ64uBD9Ql5PNfHs",
+	"eBsvVoZfo98yzZ0XYeZnBpsK4Wagbuvkj9dnH3b335/9lDChrmWu1RAUwjXPpZ1SKo/3vD5WfVWwV3os",
+	"cV8CKBQzfGK8F6cVpIlKB68hPvqBy+zxKRLKpywse+Qyq+1cfcbUvbNBSj0uLrXVWrOvE3YicZk1Bytr",
+	"Nm2XnVjhWoN6xtpeCZMHoq9Fnsu0ZhfGym9DNKf87uvM7jmrc8UanBjoSZyGDdoBkyhWfi8m1s1xnfQh",
+	"rWwEdsaM8VJobJJnsiBYJIJpSsywGCWx4tDOiL9JBtoUCZI2oOJjbfuR4kMBMxRBG4jddSBNrCjt9Nyo",
+	"7TwlxlgjSsXKfsde/foL3i3E9d7aYtPhWda2V464zA31YBWZSSK2/fMr+tvet9ON1UFpr1hbq2fdPZYc",
+	"HZ6cslBWrRfCvol1CfNJA+42FhFOndDHqlUMj+iTGBjLywja6t9af/vKcHjc2OuthO6U6QDHsbm/vF4W",
+	"CwUYcrngmae/LTRLCp2UAGoNdoTrBudZVvE7vf7OyWfKJDR0UOwIXg2B6pgZ9/tAKLbDEitq0AKI1c1A",
+	"9gfoRluTg8tsnAuWCLu2CevzPJekQoK7vTBQMK6VEtDm/cIw+AErxCfrVqLtUfIMdup7v1V6KgwYFY8k",
+	"rMJHPJGgco8/HBd9PRSLpJXGy1z8nheF1WUrefVDyqsTMIGYlTY1pIahbBLrme5Td3qTX/PeXeERISqk",
+	"m1GJCSRzU1Bb+fmEyRpezffSFP5+j+kLuIcskw/xU3AvJ+DeuQl9o8qhhNRqZN3ayZ7HHZWCnnB36E0B",
+	"f+ZjwQjVySFvMEIvQB+124Cx6WbykUStu/2+sv7J10bFpIcv09vrJnYlU3/gvtusPAwNx3NarC6kg9pF",
+	"mF/4/Qvjn1DSu9axyGBiKjiatwtE+0OXPnn+7M0KZ/HhcRYXb9OmcNBdNiMh1z3YZnwWSmbjqysZ1xr5",
+	"DSmaVVrjGUUnbqGdlmlwrFr5L3wHx0yDY9C1qCghYERR24v4YVI2eHzfnYT38QYOb1RNof3clVzcCFjT",
+	"29dzwR2zxOqhbrnFAn6HVsNTKHO9zGZo8gnr29ZgC9gPsXeth1UU89vSkOJzbIAxmCt3pOpbuaq75FEa",
+	"sZ60B4sevmyxt2uCNXCwVt7jj9tItcxhXtRIZYV+ru3JbVTfR/i9gw2vDduxdpggdRoA4u9GFJ1a9U33",
+	"fUzZT49Y3JUElz1ZwA5y8LCafkpu52j5vh9E0hqFK9bzBYC0gNh0jxntblP7Trg4D+9B0d2fxIFack/4",
+	"3ppwa6wE7Y/pDC11NlGcppI313SpyZTcDCkBx0p8GkF9SNAXb6qN8Z5x00yht8TKCASHkTkbidwA00NJ",
+	"0FmCc1OR2kBMoKbWg3XpC6ARuxHG516gkyVWAYDvegneW/JyYjWKo/6zX1KzK2dmoHPsiGE8z+W1MN1Y",
+	"YRrZ01HkYiR4AWyDwLXHEj/sM5n+86+EtZP/Vf3oby/j8cbG1s9Tn/6SdGKleJ7rG5yfTJqCCnYKYC4t",
+	"56/L9gs7cGjVNWikensW5/WFYdfSyPNMBFSnZodJqwXHhdOE/mIiN8sFS3M9GomUGZkJVWQT5nPRgEiW",
+	"Wx+3A+lu6plwFcN0SyAszMWQS0XUIBAxA0oOV4tkr8HaJz+TyZVUacJoBmJVaKipQ4AF+11TVxIc6l3Y",
+	"b7cOuN0aGnmGo/EAxkvlAp5eNtzrbdwjztfAW0Kdt7HzygE7ZmohETFieiWDu/bsIq7pizVcN7uqdWuH",
+	"cyY+8eHIGkn/fBn98pf9e5TpVKC6qmeKrG7OClOkLMTQVEIQUhU/b7ei1lAqORwPWzubPhphd+ilALk5",
+	"5J/28aebGxv+Ap7nfGK/NsXEDhHuWjPPwP/tpMoFEvbCrmigurTfVYYtlB3ZPzGa0opafJxK3Ypa1zIV",
+	"9r+p7o+HVkFHLQj8WvNzOqTymAkC2MaLcrSHSqBA0hc0GVWxd78owNPBXgcqo83z/kBei06YpwfNNCfh",
+	"W6ObkhqnOigTAhuTIMiCCAA2wygvlmKVXAkxStD+RJGFIklOaTd/WGcVmBXXZiasECsfV6AN5BrWUd76",
+	"b2GoWHGZ+/G+MOw1/mrNGjSdMCqBHBIkju1jDQhc6vl8t3fKUNev8yzTNwKbTEzC2lBFvb35qtNDPjb5",
+	"PwLvqXTBxKe+sKPGQqZP9qQ7Zkx72KCNBOYzF/5OL4HyaCgN8IOGAEFlGmUDtOqfBA5E093WOdV52r//",
+	"BqS0SQfViZv+QgxHOuf5ZIclaH2YM47VqvYKFMmxonhPIYeCjbKxs1euxKhYw3vlws4jVPVubbOBHuem",
+	"48t1/eOooY3xiwK6dnkRq7HKAMoOLgCADRw0lZ/CJEPHJLyVoyGFV0LeEVmQp0kvQGVqpcpMPtuNu8M+",
+	"w82+fAm2sBI3ODpcrUSm8O43A14Qi4lXloYV/ErEihuWwI3OZGqSZgSiUqfeJW4lVF+nVmJaJUHeOf3q",
+	"FCXqT+s/oSBYsmDWj+mJwM/p2fO9LtwpN9yBRa38rh85wMVDtTary+piWy+3f954ubHxa+mNVSX0rXwz",
+	"uyM/7H/YIwUQiqSEsNNMhA4VNdV4SzvyMiZWTtKDLpCKVJS+oL5Ka4ExfGO0QPsD0b+yUvLS2v8FGmrg",
+	"EqCelHmsfGDd6T07xCbzfhdnwG+hR62VQ7mHT4SHzTvzuwRARzM8EjlZpE8UifPjcRqPZmvaiip3Vy6M",
+	"zq7FnDrsOqdf6yvDoFeMbW5s0DYHD6RgWvVFl3RMwgY6c/SQxhM6oqEUqz5XzAgROStM5yl48mTz5KZg",
+	"uo/9LH1nzcicSc+X6Mi+2ukY1xtZwWOF2hNoHfui02MJGSAJbETiE4OB8YKlmqwbaYqIDfi1YC6UoXPY",
+	"0vZr70tTXTgFL9ro9PW5IUZyqVJ028fSDKw0sQaQ83oTq3TxMHgY0BuNX8YKxlaPLQCrVPVzHwdQqHzQ",
+	"E9V6V4cwX9/S7k3d5nIWm1/avh5n0NDMzsurV1r5B42GwvKTtKrFC5qVj2C6pyKX17yQ17jblxWUQE1E",
+	"Mg6TTnqc952V2PbI/hBO67KjXKfjvpUipV0PLqAVZ5hj3mFJLqweTpjp8wwACKwQvrDuhzIyFSy5kWkx",
+	"SNgnlgyEvBwUCbQGOrABbkaiXzCQLbFqc2DfNgUL3cUbHbb79cg9GY/okedioumc4Qt1Iu8sZ5NY5WLN",
+	"mf/Qm4NBoqTHkr5W1yIvEuYu8S/gLmJt99iO1SXOBe3GKvnXmGeymCSsvdntbm5sdBjIGGHs7/97JC7h",
+	"9N+I8xHT42I0LqhnCIra5VAWJBLsrybeNcRZtnIbndcp93h6+dfxRU3Sgy4k1D56XBhq+xwC1IJWsGR4",
+	"b3gonTjAk/GinbWtYHJrCwFV8ohr2iF94LkczUwAApfjhSnjDhGA2CQjngtVAKNX6Re77SjTCJktCMfC",
+	"VO/loh/ASAGN1KGnDeFfdKVr+5OwbB7O1Rs/8Nkg7TT+Vgmsi40TPn7ZGor0bGNz8OnVcOvq1/SXf/12",
+	"48J/I14MyuifTFvTWit0Nof803uhLotBa+fnbYhbuj83G4J+D69sa+fmObu3wdazPm4fxp+uSjNX+vcW",
+	"iBM83EZAFTHXS56ji50wvoVTPKOSG3RxmdYMB+tjaVGsSMeg3kLLk7SMnzDCDJOGqp2sGxDoBCKtOCeu",
+	"X3snkVqd7LDMz4E2IBV9ncLtUE1Ue1etl06uRTk8IiqlsSVNOBRVwXM4cr1W355sfsxYwMwMLew+Hd2/",
+	"f+6bABF8Ex4N3xR5y/NsrYtmo/o1ONnGH9shV9Dy7U7uCzOTbt2hWHxTLQGCYRGIoLVfclGWEzhqLp07",
+	"nq+IUi5UbjAFOwNnWiqXnYUxuegDNIhYO9F9C7TeM6Q19ErlbwJgnC4lnxxHOfUsViywdinGKnmETo/R",
+	"bzF1Yi0/E6vKbwsNBNnL50Q8rBpcjoBpoR1NHKzW6LRiz4WjrDhC7DPjagUaiMzLEMc/7MZYGYrYgY/z",
+	"YqfkqaBClrEPXdPOt1LcuzILn0V/PhbGAIARdmIvp0SULuSFDBr2m5tKp83AngdwxKKy8FbVuijWthIN",
+	"BNhY2X9aL/dkfO7vb3yAuNDj/kCkViWgKE/wIamT3kAL6yAyiQjJVU4VOlZ4eTMd1G6WHVTe+enBXitr",
+	"wG7sW6U/TDcKz7KZIjo1tUBu41YX7q8v0bIeC1GjozWjb1T1CV12MFvySPVjMyWPwKIAJY+9RWWOnS5L",
+	"cL9TlQKmTexQYoVfWHPGRP4yMjJgsP7rHuPnAH+KPz/XxaApyTe9s792FZ9HkaW3q+5sBDqDd4SL/Bti",
+	"kLGhAg1vValBI4vhXOtMcPXI/ks4p7epK6tusW+yoOxOh3JGq6zb9VvjWXa7/OiJKAxL7G/BytaK1EzN",
+	"1prSNlh7BuojVgN9Y72DCcpVwg7usgPtI8/nOp3UHagPPL+a1hbHuBW/ymYzdgBWe/DFGmRM5dtTJ24I",
+	"d4CD9j2rEjtRixUJIzmy/MY1oYlyO+OohOAPkkJllXh44wiKElMH3X0+iRXUoOkcuSWsAVycWZlHISn6",
+	"xF7Txmr5Ujizc9HnYyNwzxNFFXnJsUIkS/Zm7/3e6R5s/E7PPh0CZboYQCQOENUUjUZCIqXKyulMMiiT",
+	"syKfCth55b1C9Hon9UtoczypAzjIStjzGK4UucCxykVfSMhN5wIKA2tr7RQ991wsUIDVVdtPfSNbMO4m",
+	"PSSrOuhWLu2MovyHVNMPPxcpw5VtGkGwE2pLsoHdxL60i9LU1V5HzbMAvwf4UV9xO38kU1Nyq0L258Cy",
+	"UNmu0rBLuxW/svv8LaDABAcMy6kf30CfkpA6S72BjhlfMNI73YVmcMXN/FqqO3zoMnhxlbd9Wsy4Rv1Z",
+	"HeTcRV/eyNvFhBLPbvjEaguQ9hhGnfIdLoLNUXBzZWLVptypK2SDDBDvhxYhfCThE0oXjQ3efxix0dgM",
+	"oLotVokdxvpn+//76ZeqGZBA8X1FVlzoLNM3hg11LnYQLvUaFK2+ICvVDpHQ8GKF4tLzT0XsZqCxL7rg",
+	"ObyA1arwZcKGvOgPhKuzsJ9FQTdcQveHL2IVVC7wIuyUgDYw4/vAZmYUSiwNa5NrqXNMgO3g7WNlv+70",
+	"WCKGXGaV2Iv9AGeQtS+gTkNgAgGXhRVaO15ieG2P8VBf+7cD6QDQPJAg8OWMwLZRNi/67AFVEwY9iz3m",
+	"M4+x2t7YZgeHp2dvDz8evJlZuBvoAKSBEfN4kHowhR4ZB14r1WWXnYzP12iu8fVgEidMaWs9+WZLKA0B",
+	"ypAO1JjslhaO8WyK1hKsjAZIzmAsO94KsKYYFP36AhM+FLFqV+zAKDQCO54gGfsXaOWxysSuVhJ6RGxr",
+	"Y6OH1VGxqoymvGCzNq/QZGM9XlVHk0h9ovB983DmFDcrLIm1y1qZbVpd2orWVqbAP4j/h6xKucuwZ6yj",
+	"VanKKidx25yEtxkhQ3rX6NFitMvJDH4wKt6aWG+PWbcYu7pkugwiZjjARQ5leO1MKlUVF5BK/YX/1n95",
+	"vnW1Lb7tuo47JDdAiqQreM4HR/RS1Xm+9fmCEO1twrN3O2KVKBKPVWVvuLIHiO4iSZs1Z9Dl83HgpSO3",
+	"4YtT1HZ1dutMgtsc4AgqXZ4gnPx9Hl+IW08f3mXC1KNsfCnn1WzegTgM72mdIaEKnU922PlYpZlI6Rtw",
+	"uPVwJDPwuLGzWypTWEeH8njtsRpx6FuUzsujH7NU5qJv79uJmAFjyLqtJhtfdq27RE9H/2zIlbywBzxB",
+	"TuVZDkx0+aVhCNvJsHHSyouUFzxW9pTk8nxcJh5huGZgfWG861l5N1fdZf0iGgj40xccXrbQcH/8dcmq",
+	"6WvCXMNULrixwkM50hIIa7NL7iAD8N5nNGlnjp2zKZt7RKv8mEBY8IhlQlR+X3xDvGYQ0Cq36MjPpztb",
+	"bobncSDUMOi8cysKqz5WgIlADGaNq8zantXCbpvODjDeZIIqLfUFobGENYxQmdzXqShPK2tjaw2y8iSs",
+	"EFlmfKKHaHhiRTdVnS57K1xASTB7OrFCAcBBSnCMPi94pi9ZO7kWuZVZScnCAWhEvBCm6ESxuha5vJAU",
+	"bDj5++7a1qufI4YHHyEcGo8+44Ueyj7P6Di6U9tjEH6YxMqx/tT/XBqWiYuCcXjODTddRitYeTlSwFRU",
+	"JK5hPgJBVRouXbbrfwUnXvrcU7Bv2jp3srATLM9vsXp9ePD2/f7rUxAcdB+dM5rCysR6OtlK32pdk1LP",
+	"mkZeBMKwznPBr4CzaZwJGI81OOxeQTuLng3dT35tvQjDpYKOcjMexkrn1FGcSXUF2b6k211PHHM5MRlX",
+	"JGE5eujJR1gNO3hKHpbrhV1QeDAyQS3wrkALVu9cDKRKex7OhJZrSNT8eOuN34JbDwnxQ+lYufksGSJZ",
+	"2x05+u5snGdJhxiHoVygDz3EyOb3auNlncDdx+XG/fRIUa3KM56oR8k9fAEaJqlje9L8OXBH9tsIAf22",
+	"+BevtbrIZL9YhYAeKQREG74UJtP6plYXBxbuurvuoSzdeao7VtOCZFZ32+PZ2WHLa+5YlY0IQUcUSWxT",
+	"0RH64kLkJrSPnVKx4j6EEykPpdM1vgfD/0YGZxdNfPccaVif9zH3xVJprtjF/8/e1ze3bWP9fhWM57kT",
+	"aS8lO06699aanR3VcVNv/XZtp7nPLLsiRMIS1xTAAqQVNZPv/gzOOQBJibLlNKmTrHb/aCxRIF7OO875",
+	"HaVXV18UWcSMiBXcFLkdePHXvb3ugEU3YFZgcpZr4UsqT+ULbM+XWAkSSno0YJGdjoh8t8D64pdQBihf",
+	"mEu4+9U4KEBS2XFRIYRSKraxQqCqYrFcOAbvwgO1w+F7rKLBORfL7Q6/23vBro4ufzk+PBq9ORv+Mjw+",
+	"Gf5wcmQ3weqr+XTRZz9oNQfl5hWnBNCve1wA11jRHxFn/7g6P2MOUI9F78MdRzbhzgH7Z/W3/TPcuRMy",
+	"UXrX0kq4E7Bwp/pXjWnCnSCU9mGgGz8S/Y2PlzrDf5gp3//ur/hvZ1bBL/zbgNfCnV8/2P9bDwqtD4IQ",
+	"ifoF1/3J71gM1P89zRHNpGkzsBs8Y3dufavSIkZgj1opuKBMJZ6eykOJP+gGjEiLFVOtysnUNdQcq9K6",
+	"e7EWQlLhTBNPJ8KVPeB7HXop9Zk9MHrRQ2qZqOPLdsH+oLbxygN4qO4KbKw03hNb3H9vcK9nt45RHxb9",
+	"hJXb9Npcg+piym7FgirrGtIdhTtgNWTcTFkudCxkQRAPSSg7EaXt+WXyeCb+1/6Pc8EtD0bdKuewPrhX",
+	"uS3umEwwER0DIeQn1EMnA3c1r1TGtIiVRvR3ADhQKjM+MQ+uwhcQI2FW5jvrHtPja4eIKMGm2+Z7WUFZ",
+	"tzcbFYDkgoUSB2qKc+cJLXv75AXQKsQst44sM0WaZd5PtHvrDHBKdajjSOx9z47PwEkbXV0Pr4/aUxDT",
+	"Jf/h3mDzRf3go5rcjh4gA9aJlk99gBaBVmUhtM8eIe9T8zlQXZ+9EjBAYCmXHgpl9K9/8t7ve73vf+38",
+	"/YD+2R/1fv2L+7j7990Hn/ivaAked6c5xfZQOR39pvHy/efNgPmLL/Kyq+Y2lZWN9sXHyh/tK30dSYvp",
+	"kvexLvBnueHL1w8NMTGoiQiPVrsqKy6G14c/3a8wKHMIAL8q2UkvphooFxKsuUGVMfLMuOAgQbpCgHDh",
+	"sZLQHnzmY4XYHMjMeR5KuzMQEqSQkwv/ZYJ7NabFXapK4x2dVDKYc59Bl0AP7V6bPwQpDSX13ls//Sgd",
+	"FEq+dCfCmjcilU/hi3hlsl6RQFk7md3y42KF7dCz9t1bRfS0iujTRw/r5/pEGXCPCh46gGfHDd9i3tg2",
+	"yvhFIAUngIkkV6z/tZ4iRf56FPn7tDfpblCXhE4vg1tpCFERcJ2P7Ox3nRPTBEZhM75AEOzKi5uLMasx",
+	"8IHVHJDTbAco+K1g4uZGxIWLnkjxrnAJMxhBVICIpAUkn/fZEY+tNTITxov8UOIY6R3BkwSgCMZlmhW9",
+	"VPqLQcAK9HHHpd/QmHbifXYFSN6hrLbmTmhNeH9MyLtUKzmDXPf5NI2n/nvjgP1rG3eTwsWSfS6UzQdp",
+	"ZgYPYsbTrDoNwKStcpZqCILRrn2yR1eq3YGdZ6yhK0TCCz7mRgQI/Y/BJLDT/LiQlO4rtpvtBhD2JpS1",
+	"FaJNQHAH2E9gDbbUJdLNlaPRz4kX23zVg6nB9ByADnN2k74DmN9E6P+M0BQ0a2u5QTDtLIxWZ71rFFDa",
+	"o72PyL0mYjOeG+sqgJCJJivEArBEnDgR5VAob8XiGTbQcGyWOpB9RKVsMhNQsLvNrVEwRtILxWSZZQGk",
+	"McRTKvUk3EscE9/eWWHxJfao5AlhkUKQttsP5c92gRA9hwpZyzWl9DXcwyyDUlW05Q/wtvdWWua+FYuA",
+	"cfCl6na9b98RyrY9C5Z2jM21su4FbBjUo3iwpiWRpMUNFBZ1eCilmCCeF1Zl20GdYc+TRAtjGnOaFkVu",
+	"B7f/Nd26tR/KZXMfTsNdpvuzQ2EnxRynZwid1Uuiugpg6sZqjNSwXKtYGEPFM+5P4bUW6dIqJw1rflCt",
+	"pBpHRR2y1glpk2CfyzBeEWFPA7z9cYK0ZiwjeW/htf8zaybA2FMaQepW1EubCrHmrBFcoxbZuK/F0Nw6",
+	"4KZaWiUOZIXBXZpQe7Wptf3AU4f0tt8ivDdwgkpJwW4yXrDIPoggNwEbW1ljYjBdEVXHVcFFgPDps40w",
+	"HIT5a9hGw4QSXgngB4tcRHR5bccy0zQH/Gc3w4AZRcuYpkXN5qxyDqpHYd7uT9evEG036PZTQyYAy1uI",
+	"PqwXYA7S2YwCOoUuJTCO1YH7e3uhVUmaxwVc3iN+ICqEBDbQLiaDcMGgat3XsfoEii+7tKe4nY3efhgr",
+	"tAZ7rKQpM4h2cbmor8lguKjyfqjUgn7ol9uOFWiP+4JnoigeBJTGh1kh3hWDe/eDVdvRTKNfisMsgQr8",
+	"1obxsx634JQ6qlTYJ0A1PkS5v1fR3Hd73XVQBkCNjTfTADsH+3vQbQ8hDL7be0I8A9z6h5SJXf9XBzRE",
+	"xEeSpybgcM1OwBmxa6d7r4hrrMeJOWIrdFOBWlU7s7tqNaznnpbjZyas4R68uTzxtrCvj4eqZ5WnsWGd",
+	"pRJyqBaOgodLy48LFnNtRSE2U70VcgChBRCsVpJFfvlKp7+LqB/Kt1MhoX7dyqay0j8Bi/y/QW4h7grU",
+	"Ak/LMSTCgOFZZtkar/PKiGEJAdLPR874ivvo+aoBzSERWgTQWZ4IHGHdhAif2hFFPeJUmmXyhfN7NA1f",
+	"4o25w5jrZYCI40lTI9FYD479dLX/3V/ZP95eYyVFKKOZ0HGpRd8/HrE44+mM0OTEOx4XiLzBJppLlOKW",
+	"orvVyqrMqlMcLZTTcsw6aFNQrz560ejf82J0KxaYgOuGELOxSBKRWL7qs3PC+mhjpBWGQUZCEr6PlQA5",
+	"YOxXcWDtB6cLxqqYDkIZwSuaoAjwOKY8U8JxVb4Gj68BFUabBMwWxFXC4fAo6ELKbhI3LBrS0WPEjv0g",
+	"uBaaheXe3osYfgD/FBFTOiDjRbLo6E7I4go6SFg5wvEFEa8PFrElAChK3rbG3Q14rNYttJJkLG6sAVVH",
+	"Lr5HjrCOEYIEjyl4UZqoe8Ca2Aot4sMtVFyZB82Ja5SbhcIjcP19SYr9Hfb+bxx7POMf46g7wH5pDlKi",
+	"DVtLzSVaHQ8254VR23vyVjYLkNxzpMKdlbueejve/Yea8f76+UUqbP69eAQrcmNbybcq7I+NKUWFZ1bJ",
+	"2Kawbwiu9ZIfGejRYv8Kk2rTeAqCBBJfDTJrJ3IClZrHeOlLCh5qa63bGPivogolpesi9xj5Ifb3zN9n",
+	"Fy0SIZWhRHnXmyt9a80mlVB0bwypetqaLc6pzJUpekUa3yIUDki1tKANsx/bLTSNBujcqRdYb2rqise5",
+	"MytqZuBrnwqQZSrLQoklUsCzu+/tf46TDw45J7KPjKDl+x3PRpTfHK23hq7w+D4v8+JLHrxZtecST7mU",
+	"IntmGBLWk5lEF7XZ0FzamQCF52Pp/8Sj5TpkocpiV3PpTO4R9eutvu0GYLj3KOkPfpvKOCsh7aDe55t1",
+	"IgI1gTR2Oy8hk1ROAqQmwGGsPu32QzlEqCqAHxswhwWMvb6smWYtjwdwgfuhjEipUqG7myP1uSp4IQYs",
+	"MqmMRfMRrI+NKL3Et2kudGqtuFBWTZUxGiCLAQFLwTbRUIA7Y4cD3elgpuomjWPxJDWxIn7OMhAsNd76",
+	"O67ib//vzdGbo1eoqmHSfyPbJp0JU/BZ7uwb5MDvXFHBuuTra1K299oP5xVhuGJg2Lh1jr4n0M140s6B",
+	"OP/Dmjb6+HKX6uMOwYdyXf2FtW0ufzxkL168+H5tGAK2rR1N0Q7fs1u5swGaY21irr0/Hu6a9zra+ANA",
+	"jsGnB5b+nJaSPdjH4DjDZn4D+M3egiX5jEx2P1zfqlhe7f0EQrZjVXsF1tYQx2Ql1RvG1CT5WGRKTqwf",
+	"MGjenBp4RQ3tzqPKmdvlpn2hxNGC2nDV7Oq9/BC1wGNZMRRdA8YZSTxdSsPSwsroGX83MoXIEYDguWvU",
+	"26laFfKCaS4n4oC93N/vDtAWI0i9+usrQyaUEHB0V53Q+qYmoFc721RYeLWO8xA8Xyy3AUaIBJ4Ej04Z",
+	"RLg1SxGPBo33kC7x4mex2Pm8bf7sDJ+obhZf/QBUipgDeQZkDRF1batlt5d/m13+cV0wjhKuw61pXWAU",
+	"zlWwrIrvYOddL/WoSsQG3ub2zs99hVBOqKKctsY1JLlxuVBSMJEZcUAN/erlRTBJnyM8E8bwiTABVgqB",
+	"bxeEMke72ZrGmhBYmnb5oN6iBlAdcmzga+0pvqCiIoRbrXK3QglRrAVMCe/ZYCYrGdaUjF/U1Mblm7Oz",
+	"47PXrMPH1i5PyRPoru8Y81FiEY7nGjZ/50uoTHHLfwqI6209Sr3fDRxFqx3W6h1vyJ1VXDbA58w0zSvc",
+	"pDvBM5GABWXdEhNKwPKFAguVZZZHb3iWjXl8i0aMVBhsoEhMLTDMx6oslj257prwyZfNO5vodLv3334X",
+	"yqupwmuCNcS5qlF2QX6uxwx8NN12IaFPzUXSIrXRkApC6cS30mz4dnh8fXz2enT15ofR8PXR2fXVoPqR",
+	"A3ce/nB+eX0ESNC6lNDlEsKPUhUpFT6FEnUB9UqnxDaRM6gi56S55jotqsoh8vLTos/OpWVqoWep5Bnr",
+	"HJ6fXpwcXcNsfxwenxy9Ctjh8Ozw6OTk6BWi0hDCUM5BdXVoigG7ODp7ZRc0vLi4PP9leBJUazw+u3hz",
+	"3YWlHYRytSYV2uKOETcC1k+3YVqYcubv6CzXpLIUrdHOof35t8Gw3gB3p7/VeE+g8YbIVY+VKT1vI35a",
+	"6RLhW3ywuDJFO/E0zZIuQrxXYojaChg+ExhaNIwb5DLWIYnk7MmgTRx1Dyg4YYdflkh4U2sUpm9RnEPG",
+	"whSQGabuoIjUZQq3jB6E0oVSpjyVfXbtZNCKjDlgrRIDgwQ4gp0hLH+dZLgqx0O7W1+/hGj6IFtZ8SXJ",
+	"iubZYM0uNzFPBCvzOdfJhoIEaPtPsk5C2VTTzU74S3wHgkipbGR9ZIj5IZSffa9zl8e8iKeQqR/RR30I",
+	"CkGeC6VAEFAe4QAy972/0sExxgsWTQVPhMYMmjyNb00osdM4w2sEuD+JjMhETJk0nXrHilJmWLIgqpek",
+	"hkWzMivSPBNQLxXdaCFGhXiHF1K+5ppya12JmB9gyg2LuN3QH7UQ1/Z3YMJQ/Qak6tT2KGC4CCvZ/EQD",
+	"xj2GIO0G1Lw0t0LgTriG5TOe3ShtLaKxShYH7RFSBmkxdI/dOBNfyi8STwGhdJLdBZOr40/hNm9hlgy5",
+	"ViEL436SGGzwEfL404dsqwU9US3G5tYiHhyF77MMD5sARN15ByAWCDpm6Ti3lc3biPDniAgjCzHupZCX",
+	"bUChHx0O3uV5rtWd+NMU5LJn+5CKPJeCJSJOjWuT5DbAagTXMHO8CCV0PHI1DpVO7WAVBtax4TEyreYs",
+	"TbqDep1gzVK2r0sQo295uMAVKoIrkCasmKexWKc8rCeO25sgcKAupSHUF8zg1BOo+zYRg5vCDsidSXon",
+	"ZF13IPqJypWB0kf6jZ0/0+LfIi5ofIBR0SIn5x+jejOViKyKz0eITR61qjaYZGrcDjxOsS2fbKtqw+34",
+	"lnRbtaKvTrnB5QyoNjrwhmZbOc+tbtvqts+h214B8XkhVN0bfrxWc+HNz6XWCN/WBaV9pBcxz62cRdeV",
+	"Y3dIvLbslblhHXR2RvhRmUfdgLngsNIu9FAXsIAvvxyxyXNfaJBrNcut7rAinssFXqR2IUKFmTp0Jxtg",
+	"Lan1t8CaiHC21KIiwOx7+22SQKNMnrmklxlUXNp/s47Lfhk0ugJQfkuFbCISBvktA1bPnnFqJIK/RxD1",
+	"/t9s5YWYlvxbKUoXl8ebcBRgCBhJ1MLLQs14kcZ0tWy1l1Z53o6lcUh08Q0poPqSvngN9NVlw2wVyleo",
+	"UBxLuAwalIyVFCaR+fHqBXv8rs1j/wjdEkq7DUL3rqzaOMIewp2oEO8KfFvPFFrwGYCXQ4BQY6dh39+Y",
+	"3qcTCEllanIQyihNDvwtBzz+zMpey0qQUN6JVQmFflCU8Zza0JrbbsAieNz+2qoE6jULFRpRwgt+EME0",
+	"shTrrv5xdX4WMM4iu5Ewe6rVx1lTjj10p12Yeptkj3YRyrjURmksI4lOuCl6MFDv+FXkgn4ckIelFDHU",
+	"v9fq4hgU3qH9GkpMmB/5hZJdu0dNjeHetkuZ/dTj17j6OLja8T2G5zotCiEDAsCUik14TuArLClRYgqq",
+	"1YMSHXA3CUPFXRUXUzGz3lqsZgD8ZLctlJ3oAPLwe9zOIOoiqL10KRXPq+x4dlww0PcVOIivG0AqgEiv",
+	"MwlCqUtZv38mC6MC/ZIrerNQxB+1O+qaQYJIP7wIpZKxqCwg+6IpT+yrCQNAKpqS79FTAZrACfdZlIis",
+	"4JGjgZhrvQglOqqqLPKyoMgBZ4DLgESEABEL8lcg14nBZID8Sy0tbZOpE1WYOKHsUOkUdLoBMJ+pygTA",
+	"F0ALMsYBtxQyZoVmRlBiG42FkEttmAkwLU/x5o/dha0k8AMi66LOLFTzUfFvatgE0mGh0oNqHzzuwV63",
+	"v8JI81RSf4axskJRCww33FuN4Blpw9qAvfbagFUhCVU1JMAybgqiHOr+ngyQHcaLBqfXOlxJpAgvFPwq",
+	"UF5Uy2jsQmMVVX3n8/8DB1hY9bVzsPOvf+71vv/1/fPg+f/98F87HwMyvSK8mxZV9eY0OWAvQokS15Fd",
+	"KEHOsvfhjtv+cOfgRRDCTMKdg3DHPbnzIZRAn8tzbLXEcI9JMHdc9n5NcjOcI+Sbwg2Tk/hWbHX/A1Kg",
+	"cGu406nCcXeLtdA83nX2AkbpvtgY6yVMz6UeQBAQQ0DkZBGeLwpoLx5dJJH0JSQYZWSPWDkFLnytUqMZ",
+	"QmwTqDiPb8g3qxa09cy2ntnWMyMOx7DVJwz3gQn7Z2Wgoi0dygeE6rW7JXK/g3AW9R3yoazqYmaaWnt1",
+	"EcpbkRcDF5WDCrVMcLh2jmCdI3DaIjYB5JLxAhwxhJdf3BMWC6VGiH8qlYOmoGKjLtqXdohvLB+0Iei2",
+	"KV5/aorXJRYB+a7KlkGkmm+W0AX03INEx09Qy9Tk+QbTpMLU6o1C6Uo4iQvBrR3NUlkWwqESzfi7Ef00",
+	"QoQQzaUBQENgZ+j1YVjncnh9NDo5Pj2+DkJ5dXT5y9Hl6PyXo8uT8+Er667TR3CNHLDXw+ujt8P/dn+e",
+	"nJyOro9Pj87fXAfs/PLip+EZpJi/Pb/8+ehy9Or46vD87Ozo0HrtA8ad74+RMJ5C5OSGOiZB9pUU74oR",
+	"Lcpa/6Kg6hC8U465jEVGULWNOq6D1ST7KnbQcYnwGMxfeksoAXgML6GlqoL39IKDzbotHcLckPkLvTgE",
+	"qvh2hJTfza2cego5hdTVsFaW9OpmIqtI49v11snhKpSOlVUDlkqE+qEPl9oH1QG42LK0C+Xa0k1spqcN",
+	"JXsUrF7Gte+7fOZCs0Snd0JiMji7hNwVhxJnR4XKGIre4HVnplTOOvY79BUheuduRCtDr8tKieHcTHAj",
+	"ML/VbtII/vZIPBSh5bX0dMwF9hFF+6PV0s+l69LV+9qilh//W5kCrEtxX/nNcmJve5I/tphDxDiq3a+C",
+	"jrC0PrsQugeXspoXwmEA+JDd8/09WBPuPyqX7oCNxULBLrKX+99TBQ8IvN7QbkW0kRV3nca334YRt0wA",
+	"W+GIwvHl/gYvulbqlMsFee3mzzf+SuzeSvIOSvDUjS92XwUW69aE7Fv42ElZpbLHg0kdLSNdg1zqAKg0",
+	"JMYDVjTcd+BVGvQIwCT0jBsrlbzP5hnMYAkPgnOzRMQZpy8GUHcLIFF99iP04Ieff7e3F8ro+vz85Gp0",
+	"eXR4fnp6dPbqanT18/HJydXo9Pjq6vjsNWG68arr5myG90DM3KZZttSSX7xLTbEWSgl263MC3vstta96",
+	"CFjnGiKGjUP4JPhlDyzFB93f74BFjj9JhJ3R/WexE7h4OwBGqowRiHX/R6VFzHGH64eERxQ6sOveWKfi",
+	"JpWTcMc13WieHHLWRntNLL+6rYfWUtiYrJa5YA2Fwb0n/mnwDoYSYw3e1rqLMixBQfBTlXmQZPhld4CN",
+	"DqPjs+ujy7PhSRRKBLRwGKulFO9yTGal7n+WlFvAjJbJpm6Ewd818bD73v7HGmH1Bk+P6gTssC7QQppk",
+	"asyzZnMQ+4oBqwJV/XX4EUpltQ4Yj9TCdjnXsJgLXky/CCwJ2gzfu2IutKD2L8kWTfTTQUUULXuNOlOp",
+	"rIX8g0e0MHu594JFHs24jg1a4U3X3p/xBWLsO8IHcHQ3qY4VZs0WYFS01x2wnBszVzrpFYvc9QSisALX",
+	"0NqCuv1TEsPMGgTRX+h/UcBK+yLsdQT1OACvtQ5v4qvhtfpMT+zuPpbr4Ei27LZ6keubcz2Od/Ky2FA1",
+	"QMe8W7HAPAVdb6Hb0BOQcGJ4JgYskmWWRegphhIbfOB9PSW1GJYWAyRyRH2TRbPdFetw11YLm9MxKQQ0",
+	"g2JjyIMqQol9syB/InH9d5fYiVDBl5jSLqbCBm28ph/KIfXRIgXvzRc0eJutsVoaZ01Sq0df7u8vda8K",
+	"JaVZ9dlFq4yw6xcy1gts31tAz8I2xr8oPwfjf/qL4aV5PtXt8CeRPDVvHNLdvsXL4+1d8Ke/C35rieXR",
+	"4rnFsrd+fW8j835tW426hV8XX9QhFAJ2QOybmvlvjNDflKnvEVy3xv6fYOyv7vbHmPut5B641gUrtE0O",
+	"wT0mfCgfZ8OzP2zCfz189GhlunrGn8KQ/5rM8sdSebth/kgq77MrPhNMlxmm+kd50xaLDiDpFXrkttj1",
+	"1AW7bsazNVZ8sGrFh9Kb8UGrUY6295KBH8B9GZjYCbX61TXD2oBhHcqX+/v32MSfgZO2dvH9rLy1jLeW",
+	"8R+zjB8nIa1tbAXdPZdibVGMc3/RxdKk33p59AZGfazU+KK6PdglPHQpNfS9HmAb/2yr9qm6Q5R0uo6e",
+	"8LTvaQjRRkUv976vEi1ce/PUsILfYnlRW6MB+6adz9knwL7gifoE4Ksf7hMAPui2McBWM2ySkQZETbgO",
+	"LRzrNcDu+/R+rP9WHgYP1MWLoSCv0Yilln32/brgB3H04xTFG+jj+eRxDnpkm0/0pKj4a0h78zvNflsw",
+	"4Yuly03URE1FbENsy2D191BMDth4G1rBs7SA3JNUZIlpXrlRiNhJxqZQvMn4pFHE/AiZ+QZaxv1x2vz0",
+	"5lM1sydywjfiC+q497WYUNuaxa/Q5kJOuFfMbJ4wADdMIGKYeBeLvGCRC6lH2DoU+aspcUL50SKntZwP",
+	"4plfotSpTW0rdrZi5z+7VBpYYVNfbzdP46LU4l5QKnqGpTMKc3G6LEEAC+h0kaVSDKC+yEdz4PJkyg2T",
+	"UDE8lAtm0okUSS+lm5UZX+C9X1qstb4vaIKfzwiHZe3+pcnsHqZmnEqOFVuboKTAWN/+XdwQzu+ZcaTx",
+	"MJ1plYnHBZjXRpQvYagv0SmzM9uogsGuYOuZrYkrc0dcmg76DwWYj6vEG+b2nkVg+URsxm/pghbkEZdN",
+	"k6hFKGkuPRF+aWYQTM5O7ImMoE3Jv368tctOAJLdXnZu7ZxN7BygdcaBiDbUPrvv7X8eH95eNWp8BvNU",
+	"ZZiTYkceMC3u1K11vpx8AXzHj4nwXNqRxB8WNKvogFb6ST4THvMu58W0Qryj7WzKjHp52Yy/OxFyUkx3",
+	"Dl7sA3if+/P5x4DdPZmwsUeF793G7Z8GzMUS+P0MjNW8u1NVGnErRG6J6hPgIfgi4oSLmZLIzQSTgNws",
+	"ZJKrFCoi2oET2rPHBmx8H0rCd1SZb/qhvBQ8N0zpfMqlYR3XlRQQIAiwE0qcofw/YO0wB9DEWiSIp0Kv",
+	"DmWiUxcAmrE5ZJDN+YJQUBFwpQ7sivWVLSgwiHHqgCtCiVgr1mWzTLtAfJYkNTn1OsJFJqUAIMikzEQC",
+	"OK8dAIO0/wJQKp7OoBhDzVK7SQt4TTFXgAEfl1rbGWOLCezB4l4B5d92GGie0l3CRGBLkAj7OEYoPz0i",
+	"wmUpsaD8pzphfkZRt/q2+4Te2ykvkJxzbgxL0q8gzfprACAQPCeGJfAp0+CAVco3m8MSLE+tfS4gxVD/",
+	"tzSlRBMrYDMC50awlLQwrNZcIdfiJn1nlX+ps52Dnfc8z0f44Yddnqe7d893gp07rlNrpBmiW3oChS7w",
+	"187Bzq65i3da0xqr10XVjyPWaSS8gkXl5soxd3yqTMG0UkW3byn7V79VqyDHE7SjoI1fpiapDBhtmgnY",
+	"4dXlj6ywRxv4SjU4LDHjacZuMjU3/croGZbFtMVWegMuYWWzpUqyDl+1EAMXk6dgiOnWxkZ91o5j3IyG",
+	"PTMs1+omzYRdUVwDiKBxa6MekpyEGN/q4BflOEtjS4NFOhPsRnCI391kfFJf9yEcVMvvoU+rOWAx5I0E",
+	"EKMLKH4dUKpywG74nYKUQztu4GYJagl6cRrwp7EXp5jlAJYNUPBVf3kAOrsRGpteTQj/234PeYWc5TqV",
+	"cZrzjHV8WCAX2ijJs9qXUEA40arMu1BvSDA6HnQWhoYsSOpc5X+Z4hs1dGZkMzEbY51yJ5V3qUnHmf8x",
+	"mgKhfLn3sjugLGzJJxRR6NTamdSHN82ETDWXQW22tdaW+Aj04iLkOSI+3zyMFpWalThFt34HhADMiMkL",
+	"99BQrB1KX6xdr9UG9ebYANbZRk5Cu56qAMZE/A0UesCEtKJiJmThAMgCe0Q9rzSZuhNaI+4DPpwEoVU0",
+	"qkd9zrre8oLX9DJxJ+qFXfR7OD9rTNhp9Bnkr2I9COYNOoxKkepQ4lQzqwI7UVju7b2IEYUC/i36+JF1",
+	"l8/4jD6MMP+f0D5YFCst+peCJ28uT+zbopYNIzCJFlfLagB1UzGBKTh0WAPCdpqCdb7r4cVerJW0vKNR",
+	"jMGxKyl6ZqqgtXykSzniRdRlSodyxmVpzSdWTLUqJ1MWFTqdTMCGeVUK1D92b9ZbXGQGt9lZ2AoADK3G",
+	"iq8a+q0Vfb409oSpV0ZzA9Deev/eqZcPHyIGtxXWjRbaBKykM1zSo9A+fypkKGEPwbq1CrgxtwtsaORE",
+	"TdvsfoYiiBuCZnNEPbw4Zp3I3N2OkCbSBKmB/sRiCiKQbp+dWq73BrYUIjEr0kDJGvgjxB1N5VUY6Hzn",
+	"dd98ygvfbNBhAUVXvxwiPthoeHEcef6oWRJBKK2Bbs1qU1INdmz3OpvzhcHe/dbHSpo0e3EMtSAtu/Pa",
+	"SiQkGi/ACHYI5aJhHXSjI5BQUeDiHAGL8IkImiyhaFNzSf2sTBBK6C4Fy0CMt4YQMQFVsNxoIXo3Ss/A",
+	"UBFayFjg8fNKv2BPZw1ImzyU+LYKYMLyfYUsgRXn5BTggbrCUfoLXAj3DYxFfyB1OOGDigUe9mplgjtG",
+	"nlUGlTVqwJZsBCOEQ4Gxz/fZsVctOIBzM62XOWDN7+qS3/peUhVOrPsfvWicMB5jy/mecDkp+UT02k6g",
+	"rnRpmq80dDg5YJHKheRpBMCA7DwXcnjcs8Y2L+xMQxntxlNegP2dCeoB7aj9gH4QsPMs4zMesLuTk9OA",
+	"nZyyq6JMUhXAA5eqLIQO2GutfgvY8PdSi24QyohLK+DyNI5Y5xQBg4zlWIIHxfWJJGKdmEu7Ai3yDDBY",
+	"tZoxDi1mdv97eHrC8FGq8LIuBPYxS8RMGQJejsbWwS51FuEtJ5JDY6OsLQTubo42llM9zhTMs5JwSKwx",
+	"66WN5+ssm404gkSP4ImIdYDZT05OR8OTk/O3R69GP51fXV9FB2gPAzxSwI4vqnfhzA+PX10yKQorEyyV",
+	"5Vxz0i+xms04mDUm57EwVdc1qaToBiyeivjW9aQjGAXWebm/38WxCemJKAW6PmKvDDMAqwwbnD4zBFBb",
+	"iHeF3xnCZMNvoJ2cmSpdhNKayTovWGd/b88SseZxAWLfesnaqmv/masQBnkCw5WGmE7Npd1JOJtnxi+s",
+	"cUoEAVmrEqfHAlxehcF9U2GrRWfncAqH52c/Hr9+cwlNWakhEYlNa2dBTVbPnvYB826mXeLckmuejm7F",
+	"YmREgUK76iN7KxYNPj1t4cL7NCqKo0TcpDJFlu3gJTVLJUtUDO1d2X4AJM+usBlHovlNwfb39vd6z/cx",
+	"DpZAP56o4fm5SAOaX06F9vHj/r+NklGXwkxlmhXWZalA73pwfOm4LEQSypgXPFOTgN35CCMyU443HAjs",
+	"OQMXAY0DNBSV7pkyt7yb1NwFSz1SzHHxbcbXPdq+worTC6cZzApkX332hKtO9Z+tKH2hrMP0BXUS6yzZ",
+	"5MtVfTJZ8QXqBaahXEIxcTLjPjSTGo1pQF1aUvfXa4xTAOdkHSu20cSq2Wl25sA8aFii+AKb1LJB5RVm",
+	"qSmcb5hQGrZ17xACBo4vJkLlY6WLwLU1Dqj/cEAqDAVAKkv4ptAL+g/CdTNEkl517MAsiK2MlQirOJcU",
+	"l8HAb4URh+ifraHcxmYBFu/qZh15ww0q1jNRsExNJui6+5AvwN4uo9ra6a/EgELZifDPEbnoI/vxAT1q",
+	"WU1JsYRxiXZPPRbOOhiOskdg/7YGobObe9Z+dxZ915ocGwfB7eeOWI0IZWW2VlbKmg2kgFabEONZD2IR",
+	"KMshkmCsC5enMZJ2ZFlh930JN1cfEAs5Yh3sZuRReLUgKEG4yYHmR3oBO0UGQXMUqYr0hoKuJuqzt9TJ",
+	"LJoJHZeadH1B4TOhmbViE2PJCcIUbFqOmckFv3VJ3Kf4Q2bKsV3gGDydQsUqGziAz6A+IJgJxqpFaKxt",
+	"Ra8bYlqOrXbzmVDVkNiDm2rQC9wjvIt0C8hLMw18T6tcZVkoo9dH12wJRDpauoFwreEajlNppmvEZ9NJ",
+	"spYTPuFEIoQcTbB0FwJG5FhwLbTVeqHc0LlC9nJmBMBKOL52kRUrsFDqpgSTX5sP+Bj9UJ6SZwUjYCeO",
+	"ZX8K2lgse1UuXgYskkLLQ3uGUa2trqO4iFQlz9Pdv0Qs59BE1wuYPrv0dxIiAVRmaz3424m/7rlbBghn",
+	"hRJvKIKleY4qxP/R6fD/R5vcYKzqyOHFcVt0M7famLrv5VolZQxlDNa/65C3ZowoTPeAcR1PrXCzEt8K",
+	"GlbCj63Y1+kdL9I7QarQiqZQYkCQx7EAXYVoA/Y94zJDHs5KuHqlzGZ40brIH3RArMQ+6hecmvflK3fV",
+	"9/qztqdV9FVMr+540e8ridY0zezy2wJhYDGwVN4JWSirp1JpCp5lVXC0lPQRualgDJGS6LO2/IJQHjcH",
+	"gV/WxtGCTRxfUfNEIFPvU6AhM6IfjCjGFoXS09sNz4ygqKWf08L/kj7yv6wItdAleL5W9+a0eoNNUROh",
+	"wemdu2HMKEl1xDqNGMbFyZvXx2dXo1fHl1HgjfXIFErzidilX0Zd6y9lSW05aHUGLEm1QOx49zrO7oRM",
+	"lHaTcOE9/BRlyS5+JH1obzfq9tkPwkAY0lnLodx/ZlzpDsVw0htrVhFuhnH3J2ghWi1ywCJvdEasgwzj",
+	"J2MGLE1MKF3EMSsnayYUdQMWAcYtDIO/tgSNTHsF39hnZnGOTV7tc6ZIUsUi8O9kEkEoELNwwUf46fr6",
+	"gkVWqRHcdIQC1kC7tSUUnkakBGYjLKNfkHNnIut/z9IJ2bqRGxGcgl+Ethah34GVBY/Ozs7ORpBqYn7L",
+	"IuwMkPJMxEUXehJBtBpfYg2VjC/O+ExQS5Q7Gh68r1Q3fBrod0qODGv3Y4iE6v7LIJSlvAWl7nGENHYA",
+	"gMbgWoBrw240XNlaWSWTTLBO5D45koVeuH6r8H5r+4In2OJSEWXvrhCCa3HruARuLY3QI8w0Bt3kRSfY",
+	"fJBCzWaCS3BApkKLA5bz+BaCISDlUECbKuHIu2GltE9W0oOUtiVskd00DQGccovgOy+LibKzhfuzZkAE",
+	"o3OF5RpCdG6XczXxytNsjcHhnaNU9nies4YBxzqVy8FmHILX5HqkSlaXCGRI5fgjNLpUbv1kNKxmfXYm",
+	"5ktjwzZmRoFpBcYDIVbmafyAWVnfw7P6V20qhGeiKOwx2DNjN3gw5Ip6B5i+dXGW+qXdFXy18+HXD/8T",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

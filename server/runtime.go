@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/secret"
+	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/internal/task"
@@ -88,6 +89,7 @@ func (a *App) buildServices() {
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
+	s.Settings = settings.New(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
 	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }
