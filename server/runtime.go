@@ -71,7 +71,7 @@ func (a *App) buildServices() {
 	s.Agents = agent.New(s.Store)
 	s.Search = a.searchProviders
 	s.PluginAdmin = &plugins.Admin{Runtime: s.Plugins, Config: s.Config.Current, Clock: a.clock,
-		HTTP: netguard.Client(time.Duration(cfg.ToolHTTPTimeout)*time.Second*4, a.Net)}
+		Net: a.Net, Timeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second * 4}
 	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
 	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(
 		func() []agenttemplate.Entry { return s.Plugins.Current().Templates() },
