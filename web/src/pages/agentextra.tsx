@@ -8,6 +8,7 @@ import { navigate } from "../router";
 import { useSession } from "../session";
 import { Check, ErrorNote, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
 import { loadGroups } from "./groups";
+import { FormPanel } from "../crud";
 
 function form(file: File): FormData {
   const fd = new FormData();
@@ -72,26 +73,22 @@ export function AgentTransfer(props: { agent: Agent; onChange: (a: Agent) => voi
   const { user } = useSession();
   const groups = useLoad(loadGroups, []);
   const [to, setTo] = useState("");
-  const act = useAction();
   const [done, setDone] = useState("");
   const a = props.agent;
   const owners = [...(user ? [{ id: user.principal_id, label: "Me (personal)" }] : []), ...(groups.data ?? []).map((g) => ({ id: g.principal_id, label: `Group ${g.name}` }))].filter((o) => o.id !== a.principal_id);
   return (
-    <form
-      class="panel"
-      aria-labelledby="transfer-h"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setDone("");
-        void act.run(async () => {
-          const r = await unwrap(api.POST("/agents/{id}/transfer", { params: { path: { id: String(a.id) } }, body: { principal_id: Number(to) } }));
-          props.onChange(r.data.agent);
-          setDone(`Transferred to ${owners.find((o) => String(o.id) === to)?.label ?? `principal #${to}`}.`);
-        });
+    <FormPanel
+      title="Transfer"
+      submit="Transfer agent"
+      tone=""
+      saved={done}
+      note={<p class="muted small">Move the agent, with its tasks, keys and schedules, to another owner.</p>}
+      onSubmit={async () => {
+        const r = await unwrap(api.POST("/agents/{id}/transfer", { params: { path: { id: String(a.id) } }, body: { principal_id: Number(to) } }));
+        setDone(`Transferred to ${owners.find((o) => String(o.id) === to)?.label ?? `principal #${to}`}.`);
+        props.onChange(r.data.agent);
       }}
     >
-      <h2 id="transfer-h">Transfer</h2>
-      <p class="muted small">Move the agent, with its tasks, keys and schedules, to another owner.</p>
       <div class="field">
         <label for="transfer-to">New owner</label>
         <select id="transfer-to" required value={to} onChange={(e) => setTo((e.target as HTMLSelectElement).value)}>
@@ -103,10 +100,7 @@ export function AgentTransfer(props: { agent: Agent; onChange: (a: Agent) => voi
           ))}
         </select>
       </div>
-      <ErrorNote error={act.error} />
-      {done && <p class="notice">{done}</p>}
-      <button disabled={act.pending}>Transfer agent</button>
-    </form>
+    </FormPanel>
   );
 }
 
