@@ -31,15 +31,7 @@ func (a *API) UpdateRuntimeSettings(ctx context.Context, req gen.UpdateRuntimeSe
 	if req.Body == nil {
 		return nil, svcerr.New(svcerr.ErrBadRequest, "a JSON body is required")
 	}
-	changes := make(map[string]any, len(req.Body.Settings))
-	for k, v := range req.Body.Settings {
-		if v == nil {
-			changes[k] = nil // null: clear the stored value
-		} else {
-			changes[k] = *v
-		}
-	}
-	list, err := a.settings.Update(ctx, changes)
+	list, err := a.settings.Update(ctx, req.Body.Settings) // a null value clears the stored one
 	if err != nil {
 		return nil, err
 	}
