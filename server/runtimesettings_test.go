@@ -34,10 +34,10 @@ func TestRuntimeSettings(t *testing.T) {
 	env.Client().Get("/runtime-settings").Expect(t, 401, "UNAUTHENTICATED")
 
 	s := runtimeSettings(t, adm)
-	if got := s["plugin_install_enabled"]; got.Value != false || got.Default != false || got.Source != gen.Default || got.Type != gen.RuntimeSettingTypeBoolean || got.Description == "" {
+	if got := s["plugin_install_enabled"]; got.Value != false || got.Default != false || got.Source != gen.RuntimeSettingSourceDefault || got.Type != gen.RuntimeSettingTypeBoolean || got.Description == "" {
 		t.Fatalf("plugin_install_enabled = %+v", got)
 	}
-	if got := s["plugin_catalog_ttl"]; got.Value != float64(120) || got.Default != float64(3600) || got.Source != gen.Environment || got.Type != gen.RuntimeSettingTypeInteger {
+	if got := s["plugin_catalog_ttl"]; got.Value != float64(120) || got.Default != float64(3600) || got.Source != gen.RuntimeSettingSourceEnvironment || got.Type != gen.RuntimeSettingTypeInteger {
 		t.Fatalf("plugin_catalog_ttl = %+v", got)
 	}
 	for _, k := range []string{"db_driver", "secret_key", "mail_password", "mail_host", "listen", "app_prefix"} {
@@ -55,7 +55,7 @@ func TestRuntimeSettings(t *testing.T) {
 		t.Fatalf("PATCH answered %d settings, GET %d", len(put.Data.Settings), len(s))
 	}
 	for k, want := range map[string]any{"plugin_install_enabled": true, "plugin_catalog_ttl": float64(60), "allow_registration": false} {
-		if got := s[k]; got.Value != want || got.Source != gen.Stored {
+		if got := s[k]; got.Value != want || got.Source != gen.RuntimeSettingSourceStored {
 			t.Errorf("%s after PATCH = %+v, want %v stored", k, got, want)
 		}
 	}
@@ -113,7 +113,7 @@ func TestRuntimeSettings(t *testing.T) {
 
 	// null clears the stored value: the environment applies again.
 	adm.Patch("/runtime-settings", map[string]any{"settings": map[string]any{"plugin_catalog_ttl": nil}}).Expect(t, 200)
-	if got := runtimeSettings(t, adm)["plugin_catalog_ttl"]; got.Value != float64(120) || got.Source != gen.Environment {
+	if got := runtimeSettings(t, adm)["plugin_catalog_ttl"]; got.Value != float64(120) || got.Source != gen.RuntimeSettingSourceEnvironment {
 		t.Fatalf("plugin_catalog_ttl after clearing = %+v", got)
 	}
 	if _, ok := stored()["plugin_catalog_ttl"]; ok {
