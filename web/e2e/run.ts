@@ -613,6 +613,7 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await page.getByRole("button", { name: "Edit schedule Morning check" }).click();
   const editRun = page.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Morning check”" }) });
   expect((await editRun.getByLabel("Cron expression").inputValue()) === "0 8 * * 1-5", "the edit form holds the schedule");
+  await page.waitForFunction(() => document.activeElement?.closest("form")?.querySelector("h3")?.textContent === "Edit “Morning check”"); // focus moved into the form
   await page.keyboard.press("Escape");
   await editRun.waitFor({ state: "detached" });
   expect(await page.getByRole("button", { name: "Edit schedule Morning check" }).evaluate((b) => b === document.activeElement), "focus is back on Edit");

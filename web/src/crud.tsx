@@ -3,7 +3,7 @@
 // resources each with its own actions and an inline edit form that replaces the entry while
 // it is open (Escape or Cancel closes it, focus goes back to the entry's Edit button).
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ErrorNote, useAction, useId } from "./ui";
 
 type FormPanelProps = {
@@ -138,7 +138,7 @@ export function EditList<T>(props: EditListProps<T>) {
 /** EditSlot focuses the first field of an inline form when it opens and closes it on Escape. */
 function EditSlot(props: { children: ComponentChildren; onEscape: () => void }) {
   const ref = useRef<HTMLDivElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     ref.current?.querySelector<HTMLElement>("input, textarea, select")?.focus();
   }, []);
   return (
