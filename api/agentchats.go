@@ -255,6 +255,9 @@ func transcriptMessage(m *store.TaskMessage, atts []chat.Attachment) gen.Transcr
 		id := m.ProviderCallID
 		tm.ProviderCallId = &id
 	}
+	if m.Role == store.RoleAssistant {
+		tm.Usage = &gen.MessageUsage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens}
+	}
 	if len(atts) > 0 {
 		as := make([]gen.TranscriptAttachment, 0, len(atts))
 		for _, at := range atts {

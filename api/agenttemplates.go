@@ -3,10 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // schemaPath is where the template schema is served, below the mount prefix ({schema_url}).
@@ -177,6 +179,13 @@ func (a *API) ImportAgentTemplate(ctx context.Context, req gen.ImportAgentTempla
 		jsonBody = *req.JSONBody
 	}
 	ag, warnings, err := a.templates.Import(ctx, id.User, req.Params.PrincipalId, templateInput(ctx, jsonBody, req.TextBody, req.Body))
+	var refusal *agenttemplate.RefusedError
+	if errors.As(err, &refusal) {
+		// The contract's 422 carries the findings beside the error (TemplateImportRefusedError).
+		e := &svcerr.Error{Kind: svcerr.ErrInvalid, Msg: refusal.Error()}
+		e.Details = gen.TemplateImportFindings{Errors: toTemplateFindings(refusal.Errors), Warnings: toTemplateFindings(refusal.Warnings)}
+		return nil, e
+	}
 	if err != nil {
 		return nil, err
 	}

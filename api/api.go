@@ -24,6 +24,7 @@ import (
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
@@ -60,6 +61,7 @@ type Deps struct {
 	Tools         *tools.Registry                // registered tools (core, then plugins')
 	Search        func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
 	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
+	Settings      *settings.Service              // the runtime settings administrators may change
 	Events        *taskstream.Broker             // task event streams
 }
 
@@ -88,6 +90,7 @@ type API struct {
 	tools         *tools.Registry
 	log           *slog.Logger
 	mailConfig    *mail.ConfigService
+	settings      *settings.Service
 	events        *taskstream.Broker
 }
 
@@ -98,7 +101,7 @@ func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig, events: d.Events}
+		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

@@ -613,6 +613,16 @@ func (s strictAdapter) UpdatePlugin(ctx context.Context, request gen.UpdatePlugi
 	return s.a.UpdatePlugin(requestContext(ctx), request)
 }
 
+// GetRuntimeSettings calls API.GetRuntimeSettings with the request's context.
+func (s strictAdapter) GetRuntimeSettings(ctx context.Context, request gen.GetRuntimeSettingsRequestObject) (gen.GetRuntimeSettingsResponseObject, error) {
+	return s.a.GetRuntimeSettings(requestContext(ctx), request)
+}
+
+// UpdateRuntimeSettings calls API.UpdateRuntimeSettings with the request's context.
+func (s strictAdapter) UpdateRuntimeSettings(ctx context.Context, request gen.UpdateRuntimeSettingsRequestObject) (gen.UpdateRuntimeSettingsResponseObject, error) {
+	return s.a.UpdateRuntimeSettings(requestContext(ctx), request)
+}
+
 // SearchPalette calls API.SearchPalette with the request's context.
 func (s strictAdapter) SearchPalette(ctx context.Context, request gen.SearchPaletteRequestObject) (gen.SearchPaletteResponseObject, error) {
 	return s.a.SearchPalette(requestContext(ctx), request)

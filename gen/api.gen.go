@@ -862,40 +862,85 @@ func (e RegisteredToolCategory) Valid() bool {
 
 // Defines values for RegisteredToolSettingType.
 const (
-	Boolean     RegisteredToolSettingType = "boolean"
-	Integer     RegisteredToolSettingType = "integer"
-	IntegerList RegisteredToolSettingType = "integer_list"
-	Number      RegisteredToolSettingType = "number"
-	Password    RegisteredToolSettingType = "password"
-	Select      RegisteredToolSettingType = "select"
-	String      RegisteredToolSettingType = "string"
-	StringList  RegisteredToolSettingType = "string_list"
-	Text        RegisteredToolSettingType = "text"
-	Url         RegisteredToolSettingType = "url"
+	RegisteredToolSettingTypeBoolean     RegisteredToolSettingType = "boolean"
+	RegisteredToolSettingTypeInteger     RegisteredToolSettingType = "integer"
+	RegisteredToolSettingTypeIntegerList RegisteredToolSettingType = "integer_list"
+	RegisteredToolSettingTypeNumber      RegisteredToolSettingType = "number"
+	RegisteredToolSettingTypePassword    RegisteredToolSettingType = "password"
+	RegisteredToolSettingTypeSelect      RegisteredToolSettingType = "select"
+	RegisteredToolSettingTypeString      RegisteredToolSettingType = "string"
+	RegisteredToolSettingTypeStringList  RegisteredToolSettingType = "string_list"
+	RegisteredToolSettingTypeText        RegisteredToolSettingType = "text"
+	RegisteredToolSettingTypeUrl         RegisteredToolSettingType = "url"
 )
 
 // Valid indicates whether the value is a known member of the RegisteredToolSettingType enum.
 func (e RegisteredToolSettingType) Valid() bool {
 	switch e {
-	case Boolean:
+	case RegisteredToolSettingTypeBoolean:
 		return true
-	case Integer:
+	case RegisteredToolSettingTypeInteger:
 		return true
-	case IntegerList:
+	case RegisteredToolSettingTypeIntegerList:
 		return true
-	case Number:
+	case RegisteredToolSettingTypeNumber:
 		return true
-	case Password:
+	case RegisteredToolSettingTypePassword:
 		return true
-	case Select:
+	case RegisteredToolSettingTypeSelect:
 		return true
-	case String:
+	case RegisteredToolSettingTypeString:
 		return true
-	case StringList:
+	case RegisteredToolSettingTypeStringList:
 		return true
-	case Text:
+	case RegisteredToolSettingTypeText:
 		return true
-	case Url:
+	case RegisteredToolSettingTypeUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeSettingSource.
+const (
+	RuntimeSettingSourceDefault     RuntimeSettingSource = "default"
+	RuntimeSettingSourceEnvironment RuntimeSettingSource = "environment"
+	RuntimeSettingSourceFile        RuntimeSettingSource = "file"
+	RuntimeSettingSourceStored      RuntimeSettingSource = "stored"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeSettingSource enum.
+func (e RuntimeSettingSource) Valid() bool {
+	switch e {
+	case RuntimeSettingSourceDefault:
+		return true
+	case RuntimeSettingSourceEnvironment:
+		return true
+	case RuntimeSettingSourceFile:
+		return true
+	case RuntimeSettingSourceStored:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeSettingType.
+const (
+	RuntimeSettingTypeBoolean RuntimeSettingType = "boolean"
+	RuntimeSettingTypeInteger RuntimeSettingType = "integer"
+	RuntimeSettingTypeString  RuntimeSettingType = "string"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeSettingType enum.
+func (e RuntimeSettingType) Valid() bool {
+	switch e {
+	case RuntimeSettingTypeBoolean:
+		return true
+	case RuntimeSettingTypeInteger:
+		return true
+	case RuntimeSettingTypeString:
 		return true
 	default:
 		return false
@@ -2937,6 +2982,19 @@ type MediaResponse struct {
 	} `json:"data"`
 }
 
+// MessageUsage The tokens of the model call that wrote an `assistant` turn (zero when the model reported none); null for `user` and `tool` turns.
+type MessageUsage struct {
+	// InputTokens Prompt tokens sent (cached prompt tokens included).
+	//
+	// Example: 812
+	InputTokens int64 `json:"input_tokens"`
+
+	// OutputTokens Completion tokens received.
+	//
+	// Example: 41
+	OutputTokens int64 `json:"output_tokens"`
+}
+
 // Notification One in-app notification of the caller.
 //
 // Example: {"agent_id":7,"body":"Task \"Summarise Q3 report\" completed.","created_at":"2025-01-10T09:30:00Z","id":"ntf_01hx7a9c3b2k4e","kind":"task_completed","read_at":null,"task_id":42,"title":"Research assistant finished"}
@@ -3582,6 +3640,46 @@ type RoleListResponse struct {
 	} `json:"data"`
 }
 
+// RuntimeSetting One runtime setting an administrator may change.
+type RuntimeSetting struct {
+	// Default The built-in default.
+	//
+	// Example: false
+	Default interface{} `json:"default"`
+
+	// Description What the setting does, for the settings page.
+	Description string `json:"description"`
+
+	// Key The configuration file key (document 2, runtime configuration).
+	//
+	// Example: plugin_install_enabled
+	Key string `json:"key"`
+
+	// Source Where the effective value comes from: the built-in default, the configuration file, the environment, or a value stored by an administrator.
+	Source RuntimeSettingSource `json:"source"`
+
+	// Type The type of `value` and `default`.
+	Type RuntimeSettingType `json:"type"`
+
+	// Value The effective value (boolean, integer or string, as `type` says).
+	//
+	// Example: false
+	Value interface{} `json:"value"`
+}
+
+// RuntimeSettingSource Where the effective value comes from: the built-in default, the configuration file, the environment, or a value stored by an administrator.
+type RuntimeSettingSource string
+
+// RuntimeSettingType The type of `value` and `default`.
+type RuntimeSettingType string
+
+// RuntimeSettingsResponse defines model for RuntimeSettingsResponse.
+type RuntimeSettingsResponse struct {
+	Data struct {
+		Settings []RuntimeSetting `json:"settings"`
+	} `json:"data"`
+}
+
 // ScheduledRun A scheduled run of an agent: a prompt (inline or from a prompt template) started on a cron
 // schedule or once at `run_at`.
 //
@@ -4219,6 +4317,32 @@ type TaskUsage struct {
 	OutputTokens int64 `json:"output_tokens"`
 }
 
+// TemplateImportFindings The validator's findings of a refused template.
+type TemplateImportFindings struct {
+	// Errors Error-severity findings (each refuses the import).
+	Errors []AgentTemplateFinding `json:"errors"`
+
+	// Warnings Warning-severity findings.
+	Warnings []AgentTemplateFinding `json:"warnings"`
+}
+
+// TemplateImportRefusedError The failure envelope of a refused template import: `error` as everywhere, plus, when the template itself has error-severity findings, `details` with the validator's findings (beside `error`, which keeps only its code and message).
+type TemplateImportRefusedError struct {
+	// Details The validator's findings of a refused template.
+	Details *TemplateImportFindings `json:"details,omitempty"`
+	Error   struct {
+		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
+		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
+		// INVALID_STATE 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
+		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
+		Code ErrorCode `json:"code"`
+
+		// Message One human-readable sentence listing the error codes.
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // TestMailOutcomeResponse Outcome of a test message.
 //
 // Example: {"data":{"error":null,"sent":true,"to":"ada@example.com"}}
@@ -4314,6 +4438,9 @@ type TranscriptMessage struct {
 
 	// Text Message text, or the tool result as text.
 	Text string `json:"text"`
+
+	// Usage The tokens of the model call that wrote an `assistant` turn (zero when the model reported none); null for `user` and `tool` turns.
+	Usage *MessageUsage `json:"usage"`
 }
 
 // TranscriptMessageRole `tool` turns carry a tool call's result.
@@ -4537,6 +4664,12 @@ type UpdatePluginRequest struct {
 	Version *string `json:"version,omitempty"`
 }
 
+// UpdateRuntimeSettingsRequest Example: {"settings":{"plugin_catalog_ttl":null,"plugin_install_enabled":true}}
+type UpdateRuntimeSettingsRequest struct {
+	// Settings Key to new value (stored), or to null (the stored value is removed).
+	Settings map[string]interface{} `json:"settings"`
+}
+
 // UpdateUserRequest Fields to change; omitted ones stay.
 //
 // Example: {"display_name":"Grace Hopper"}
@@ -4710,6 +4843,9 @@ type PayloadTooLarge = Error
 
 // ServiceUnavailable The failure envelope.
 type ServiceUnavailable = Error
+
+// TemplateImportRefused The failure envelope of a refused template import: `error` as everywhere, plus, when the template itself has error-severity findings, `details` with the validator's findings (beside `error`, which keeps only its code and message).
+type TemplateImportRefused = TemplateImportRefusedError
 
 // TooManyRequests The failure envelope.
 type TooManyRequests = Error
@@ -5215,6 +5351,9 @@ type InstallPluginJSONRequestBody = InstallPluginRequest
 // UpdatePluginJSONRequestBody defines body for UpdatePlugin for application/json ContentType.
 type UpdatePluginJSONRequestBody = UpdatePluginRequest
 
+// UpdateRuntimeSettingsJSONRequestBody defines body for UpdateRuntimeSettings for application/json ContentType.
+type UpdateRuntimeSettingsJSONRequestBody = UpdateRuntimeSettingsRequest
+
 // CreateTaskJSONRequestBody defines body for CreateTask for application/json ContentType.
 type CreateTaskJSONRequestBody = CreateTaskRequest
 
@@ -5613,6 +5752,12 @@ type ServerInterface interface {
 	// UpdatePlugin Update an installed plugin
 	// (PATCH /plugins/{package})
 	UpdatePlugin(c *gin.Context, pPackage string)
+	// GetRuntimeSettings Read the runtime settings an administrator may change
+	// (GET /runtime-settings)
+	GetRuntimeSettings(c *gin.Context)
+	// UpdateRuntimeSettings Store or clear runtime settings
+	// (PATCH /runtime-settings)
+	UpdateRuntimeSettings(c *gin.Context)
 	// SearchPalette Palette search
 	// (GET /search)
 	SearchPalette(c *gin.Context, params SearchPaletteParams)
@@ -8859,6 +9004,32 @@ func (siw *ServerInterfaceWrapper) UpdatePlugin(c *gin.Context) {
 	siw.Handler.UpdatePlugin(c, pPackage)
 }
 
+// GetRuntimeSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetRuntimeSettings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRuntimeSettings(c)
+}
+
+// UpdateRuntimeSettings operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRuntimeSettings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRuntimeSettings(c)
+}
+
 // SearchPalette operation middleware
 func (siw *ServerInterfaceWrapper) SearchPalette(c *gin.Context) {
 
@@ -9966,6 +10137,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/me/picture/image", wrapper.DeleteMyPicture)
 	router.POST(options.BaseURL+"/me/picture/image", wrapper.UploadMyPicture)
 	router.GET(options.BaseURL+"/config", wrapper.GetConfig)
+	router.GET(options.BaseURL+"/runtime-settings", wrapper.GetRuntimeSettings)
+	router.PATCH(options.BaseURL+"/runtime-settings", wrapper.UpdateRuntimeSettings)
 	router.GET(options.BaseURL+"/agents", wrapper.ListAgents)
 	router.POST(options.BaseURL+"/agents", wrapper.CreateAgent)
 	router.DELETE(options.BaseURL+"/agents/:id", wrapper.DeleteAgent)
@@ -10220,6 +10393,8 @@ type NotImplementedJSONResponse Error
 type PayloadTooLargeJSONResponse Error
 
 type ServiceUnavailableJSONResponse Error
+
+type TemplateImportRefusedJSONResponse TemplateImportRefusedError
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter *int
@@ -11996,7 +12171,9 @@ func (response ImportAgentTemplate415JSONResponse) VisitImportAgentTemplateRespo
 	return err
 }
 
-type ImportAgentTemplate422JSONResponse struct{ ValidationErrorJSONResponse }
+type ImportAgentTemplate422JSONResponse struct {
+	TemplateImportRefusedJSONResponse
+}
 
 func (response ImportAgentTemplate422JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
 
@@ -23341,6 +23518,219 @@ func (response UpdatePlugin503JSONResponse) VisitUpdatePluginResponse(w http.Res
 	return err
 }
 
+type GetRuntimeSettingsRequestObject struct {
+}
+
+type GetRuntimeSettingsResponseObject interface {
+	VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetRuntimeSettings200JSONResponse RuntimeSettingsResponse
+
+func (response GetRuntimeSettings200JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetRuntimeSettings401JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRuntimeSettings403JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetRuntimeSettings500JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRuntimeSettings503JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettingsRequestObject struct {
+	Body *UpdateRuntimeSettingsJSONRequestBody
+}
+
+type UpdateRuntimeSettingsResponseObject interface {
+	VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateRuntimeSettings200JSONResponse RuntimeSettingsResponse
+
+func (response UpdateRuntimeSettings200JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRuntimeSettings400JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateRuntimeSettings401JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRuntimeSettings403JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateRuntimeSettings413JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateRuntimeSettings415JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateRuntimeSettings422JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateRuntimeSettings500JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateRuntimeSettings503JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SearchPaletteRequestObject struct {
 	Params SearchPaletteParams
 }
@@ -27665,6 +28055,12 @@ type StrictServerInterface interface {
 	// UpdatePlugin Update an installed plugin
 	// (PATCH /plugins/{package})
 	UpdatePlugin(ctx context.Context, request UpdatePluginRequestObject) (UpdatePluginResponseObject, error)
+	// GetRuntimeSettings Read the runtime settings an administrator may change
+	// (GET /runtime-settings)
+	GetRuntimeSettings(ctx context.Context, request GetRuntimeSettingsRequestObject) (GetRuntimeSettingsResponseObject, error)
+	// UpdateRuntimeSettings Store or clear runtime settings
+	// (PATCH /runtime-settings)
+	UpdateRuntimeSettings(ctx context.Context, request UpdateRuntimeSettingsRequestObject) (UpdateRuntimeSettingsResponseObject, error)
 	// SearchPalette Palette search
 	// (GET /search)
 	SearchPalette(ctx context.Context, request SearchPaletteRequestObject) (SearchPaletteResponseObject, error)
@@ -31777,6 +32173,72 @@ func (sh *strictHandler) UpdatePlugin(ctx *gin.Context, pPackage string) {
 	}
 }
 
+// GetRuntimeSettings operation middleware
+func (sh *strictHandler) GetRuntimeSettings(ctx *gin.Context) {
+	var request GetRuntimeSettingsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRuntimeSettings(ctx, request.(GetRuntimeSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRuntimeSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRuntimeSettingsResponseObject); ok {
+		if err := validResponse.VisitGetRuntimeSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRuntimeSettings operation middleware
+func (sh *strictHandler) UpdateRuntimeSettings(ctx *gin.Context) {
+	var request UpdateRuntimeSettingsRequestObject
+
+	var body UpdateRuntimeSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRuntimeSettings(ctx, request.(UpdateRuntimeSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRuntimeSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRuntimeSettingsResponseObject); ok {
+		if err := validResponse.VisitUpdateRuntimeSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // SearchPalette operation middleware
 func (sh *strictHandler) SearchPalette(ctx *gin.Context, params SearchPaletteParams) {
 	var request SearchPaletteRequestObject
@@ -32912,999 +33374,1026 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Ld9s4mij4V7C8vSd2N23Ljl1J7LOnr8pRUu7ya2y56laXcyWIhCSMKYBFkHZUWe9v2t+wv2wPPjwI",
-	"kqBednpm7u6cM10xxQfw4Xs/vwURn6WcEZaL4PhbMCU4Jhn884bk2bw7zkkm/4qJiDKa5pSz4Di4JRFn",
-	"sUA5R0+Y5mhExjwjKJOPUDbZDcJARFMyw/LRGWV0VsyC4/0wyOcpCY4DynIyIVnw/PwcBinO8Izk+rPd",
-	"CWF5N6WnU5yfxc1Py+uIxmgrnxKUY/GAaByimER0hhMU0wnNxbZcAJV3pzifBmHA8Aw+GwdhkJE/CpqR",
-	"ODjOs4K4CyVf8SxN5I2HB4Fdq8gzyiaBXKlZ2y1lEbklfxSERaS5xCuWzNGMCIEnRKCnKRcEDYW+fYio",
-	"QJOM4JxkKJ9ihvIpFXbBfxQkm5crFvJLA/NsBaxjns1wroD5w2EQlnDueOCsF98nszTBORFn8bUETWPt",
-	"5gaA6vC+6HTeRoIXWUTg32RPX0qKibowRDxDGI1wRpC8uov6U/kvLKZoVgiJG+ju5nyHsIjHJD6+Z8OI",
-	"Z+R/P/iUEUFwFk1JNty9Zy88MfnOvfKNEhz46zlhE7nJ/bcdAI/9WyJdnpNMfvB/bv2Od/7s7Hz4ov87",
-	"2PnyrRP+8PZ5b/vvbT/9xYsfnzNepOKUtsD2gsckQRFnYzopMiyvIhq34Gq0ZOvtx7/vPX61trZjh1/b",
-	"F/Nd1tLnPDlNsBD+Jd2QCRU5yUiMcs4TFMlbvTi5qy715ym5xDNi8HJrzDOkMQQB0u3eEBzf3ZzLLw/b",
-	"mERulrUG5rkvrqLewdFRHfXa8OauDW8kQc3IbESyNwIVgmRAnJRZrreFkXqbvCj5otxRiLBAMY+KGWE5",
-	"2kciJREdU9LKHYv12KNDQb/vSxKRdPKtE+6/b6GOs5jMUp4TFs1/JnMPeeAHIhAGKUJJjORKiMiRwGNy",
-	"DNsa00zk9voTzacIowcyRzjKBcIsRhT+K55Ids+2RI7zQl0f8Xi+LTnvA0lzJBHj4BBNeZEJlJIMRThJ",
-	"SIa2JHBDydBSku1gyTBR9/pMfmL7BFaWEpzfM/iyXJDAM6IWwOLyglmgWoiQXD43v4iUM0Fg7bzI5cLl",
-	"seEJpix0XqzkMBpamOU7NyRN8JzEx0gezBBt4URwhKWAhqWJHGd5CCt5mhKmFysQzjL6SO7Z05QmxAEj",
-	"FUjkNElQVjBG2QRAPFfyXAKoBGWIcI5mXORov4NEiEgiCDrsfLhnp1eXn87PTvvbmusbcOijiel4TDIJ",
-	"RQOSLXkQEncTyuRCEiIA3Difbht43bPDgwP0S/f87GO3f3Z1Oejd3Fzd7KKuBicfo6NOBzaKR/yRICl6",
-	"GM/V2W4pBDI4IQG7vYu6agP37ODoCD1SQUcJQd3b07MzFE1xhiOpfigpVKL52/F+9AF3yM5RtD/aOYzf",
-	"kZ0P+Gh/pxP/MN4fHUTvyOGhISV1YCUxOci+I7G9ohAtZA8uXf1vO//Xl7/5qemcRyBBfDqS+e31GLqH",
-	"iV/jiUf32d8ZYUFilOIJQayQTKtNt5G3VOASkzEukhygsESCXJPM/315FQn6J0Fb+nXo4MhF4M5263pI",
-	"Nmhf08ER8HW9qE5n6RL7WDwI+T++E+orxVUuchXFNVeveZHyKmUTyNyzBWJGCr83AmWl7B3KSwMQvi8S",
-	"qWfxv06e3gmS+aB+p2Tn96KJZ/m4YvBgyvyI4xvF9+RfEWeSj8t/4jRNqCLRvX8XcmkOAL4FJMt4ph6J",
-	"5Rd+7H4c3PT+7a5325fAUIZFcBwYpip5qmTnkgc+4oTG6B+3V5cAiXL5f8nIODgO/tteafDtqV/FXg8+",
-	"CBtoooT7dvletAUK/6xIcpriLEdFmnAcowRHDwKkxlDy9SGSP27volMeEzR09jDcDZ7D4JSzcUKjF4Lm",
-	"7BLkxOC23+33KsBRpqFAp1cX1+e9fu/ja8BD7cVIvSHaigu1XLItxdiwspyhslEzonTVN1LeSstqzLMR",
-	"lcbzlIDisQ3w+ARXY8JeBpDT25tPg/7Vz73LgV5MBSozKoRUOKR8ZwpX5BMo5w+EvSKEGqsYKqVE7nn4",
-	"P3bk7zt9+c2hUXWoQM7injLOJidIbuqeDT9d3fx49vFj79J5i1bZFNbJCziWDFnkGc55hsYJhhfJX2aY",
-	"SamQ8YRIES9VUSZFLE5einz93s1l97wCYapfjYgG0YtBesfI15REOYnRGNOkyIghKrMAiYgkxzQRoAsl",
-	"fDIhcYgYeSSZ1IaKjJFYodklzz/xgsUv2/nlVX/w6erusopckkOM4eWvxHoM6aCYE8WAyFcqcsBeze60",
-	"KpdzBykMeOwqh2brZ3JD0h4irwCAM8lYLnqXkre4YEioyMHZIswqaflZNCf564CHSjGdECwc8NgPATR4",
-	"SrSXYU5yFyjOyhVorvFc8vA+5+c4U2rV5rC57v52ftX9OOhfXQ3Ouzefe+1Ci3yNCIkF2u8cvj969wMa",
-	"zXMiXlVwmS+AcSbVwoTOqAVGY6kKHLcke6QRuWP4EdMEj5IXQuS2d/PL2WlvcHfZ/aV7dt798bwmq+Ti",
-	"SPao2GBGIkIfJSPMOZfMa44coFEiTrSFI6Y8y5P5a8HLtwIsfAuQl2mOcmWw54iziKCt4Qx/HegbB+rG",
-	"4TaYaYyDsceomJIYjEPK0BQnY2nLDad5ng4yguNBTmeEF/mwtkFzWh4wqvPqc36B2VwrW+JlhyVx4aJ7",
-	"+ZtRV26rR1U7klfB1hupFgBikthstrGM4Qkagk9+B5zyQzShj0QhNtjslCGh3PJSv6078nesJ9+3Qn33",
-	"nuPzh2XeMVzkU8Jy0HFeyDPvLrt3/Z96l/2z026dZzqfkfzKauGvANxLrpViQYSQL9/iWYg4Q8M98PDs",
-	"4JTu/XUYImZufCBzq7fWFq3w7Y6JIk15lpP4gsQU98ESeBlsbu+ur69u+r2Pg4vex7PuoP/bdY1JzFOC",
-	"3Nd+3ZmJmD8x0L61pMFRRNKcxK/JQ98INDxVO9uROx2aj0mqrsoZxRFA7dULR1IaagVNrw3JnYht8LNh",
-	"ps2HNwIugyKjdZ2Mz8CcAKGwXd9heUA+yKlz+kUeJ6ysV8J70yOqO6TapdoUC7kxeMExSjMJn3yO7gM2",
-	"w+Q+kDspSgx6jaPqIhtEM0qvMdsKVggpwdBWwR4Yf2JoTEkSh0rFBqCHKCsSgkaZVMgt5tf3K0FqV6pC",
-	"dfoobrTRK6/p3VJlAcc4x82rFkldgCtzW9vUI84TgpVBUlrkv5dPfrG38tG/kyhv3Alfbt4VBt04Bnf7",
-	"BTjUHfscxzGV4MTJtbPaMU4E8VEG+OFzjnAsNW08IzEaSXUDR3kyB9KQsk3eNaAxBMmGZIZpMgyNs5hm",
-	"yiRxfY7fArhJcsQY/3d9eTfisyAM5M3ShIOFy61Uoaof/Nay1jdCkg4vWI7gTrRFvkZJIeij8kaXawUv",
-	"jvV2qNfWfDCHDa+LWZ7jMTMrbUg7nhATqJhA3Mm66obqESnq+BOTQo5Z7Q0uAMQMijctPlg6YcVMogA8",
-	"EIQB3AbUCsv54lm73vpC6NHYCbmEyIZcpC6kNqM+ILUnnsU2JJDifNoEtsKF7RPJKLQHSWle40KQGG0d",
-	"HhxsVzBjw6BLE/8nmv3VOYiNS4Jr/Ayp8IcEImA2RmlGWURTnNQwFicJfxqMufxPkRpKjiDEHQ8AiQ46",
-	"B0c7nbc7nf1+58Px285xp/PPBl58oixW0RpRzGY4o4IIpAxAFR+Pg+PDgzCgYjDGjzyjObH0qVTPPANa",
-	"OFB/i5ykIjje78ijz7HhRVKTmfBsDlxbxYvlyyNYw4jzBwBzQvKcDB6IvC0nOJGg037CG/0UwkJQkWOW",
-	"B6G0feWng//239CdlAn3rCseII6CUc5TGql4BYpJmk/lblIa5UVGBkWWBMesSBJJzxrAgIpHkqHl2XwA",
-	"IZ7BjLICPnEUBmIucjIbpBmfpRK8v/ECDH+MIiwxKEFZY4276JTmBJFHIhVrgKpcRpHGnmM66O//cNw5",
-	"Ot4/+GeT0dTPu45Kv05JPoWglBRhCQGRj8UDmuE5GhGJaDllBQE/bJ3hVxGnkfwhfwNFg85IhU3JXezI",
-	"q4GHvCsvaeSySCMDOdfQFpml+Vy5mgomSA6U6DLATqfj+YyPgQC5aZ+zpRmJxUvdyTVEb4OycXtIVgQy",
-	"aYazBwnxKRWahqU6gsyb/ECv0E9jD0XOZzinkQ7NqpgpHOlWB8UU9Atg0jMFqQWJKBXSdEM+nTo7uM1J",
-	"ikZFPCG5FKUYPqgPYsUoTJXw/QJecasaJ8oI2ZEHhMzzKr75QOYCDQ0DGYZoKNmG/C9kncjPyz8ecUYx",
-	"yyX3GEqyv2dDh6EM0dYjTgptRSvJoc4pN7k3Cje2gaYjnEE0nLKcI/JV6ow6UNlg7Yo/1U/vIxVpgueg",
-	"o1QlipeRVdF8SazF8r1GChSYBDzbGeNIYqZESmmrILh/NQrz0liFbTYQNY4zIiBCDJJX3YvoDE/ICZJM",
-	"tvQfK5BLVZ1xBoCRvytfT0UXdb5d4c+NLT8xuVN7E9rCRnVISSYk3jk/gmAA7acq5o9W4gxewdDIp1A/",
-	"mOQ8zBCuEPK8JCuVojDGNNH+GXk9w0xQCSQwZMAXv5y6a6KpwWzhZ6R+RgKwXrluZ5Ac5UeMpr7mSK1G",
-	"8BuLHEVTzCYrS4ia7QCBwMpha9qq8on6Zg0xuCwurEtL/9lVGbDDtqpCoIr+FVFZgcmXNr2vm1J/6o3+",
-	"nsKIRvIL2lKhBOWnjDJ9LI4OuIq2J4kmeHg3fvvHh68Hs8P0fRAGCRb5QGq8tSff9vf3jzsHx4eH/ywD",
-	"tOw9Q088exgn/KmplnwHvcFH5tfFKKERQIXGoQpoqfwzGtuMyDEaiseHQfW6/lMBUN96AtlNkgYSPqly",
-	"5xqkGourgs5LBRXnXZmDUzJCdazyJdutUFnKFv1i5xLPCNoazaW69ygXwRXfBV6h3EVvRM3EqRzwSlSq",
-	"ybJCCBXALCGFU/Wg68Go20UzCnEbIIOPvduzz5dITHFK0PCbJJnjb1Q7AEJ5T4jKtYTIXcrzs7Ks/R6S",
-	"RW4fZ72/0nx6Cwi0hsejfPycirx9rz+TuVV4gBMwJSXbV13PvYEoUvN2nFKp+fhUyyiXNrH8MUSMPEn8",
-	"hPQ0MPhyMhNrACco7V2cZXjedB+ZdbzAfVR+7oY88oeFuAMJa4qnZuTRJGVt2UTBJ63D8wxcm7lSMVWQ",
-	"U5Pki+D+QOatXg3FwJSX1bgp1mNAmdq/Z9/JE54LSFOsvHElF595a2hW/ypn5dCNh8QZeUrmDqGHiLIo",
-	"KWKIwU0JGkuGCQxATKUSy1lEPKfzHyGB1juyB5/w77s7XFlumbQCZcKA60rntnKWzKvLku90lzb45x9v",
-	"H/ud0R/vo8v9+c3R0/nB15/exf84nP38QXR/SHtVT5d8/Pfuzj91Lv7fBru+nMhlElFjJQg/5Zdh5Enu",
-	"+XtIvleSaw+QObqBdOuBobiINWkDSFmUJEYqZlE1RF/MgMyLVmLipvTko85Zb0DGvu2FLGGxFLxiRGWv",
-	"Sr4NaRwvl38TU1/VpDz1mzJZqYAvryf7lks99fUXAg0Cne1QA0c5RPIAlwTJN9N14DNd+fya67tWltEd",
-	"rGGzsM6FTWmE4JmyhbQPQe2tZvWMKZC34o8jynA2V/yxaZ2oW31QA+8E2rq+/Byif1z3Pofo89knqRL8",
-	"SkbXJzZz+Qhd0B+rWrr64lKGAp9uhdtiQngl/c/EHFZAZh/yvhR3DWc5xTlO+KTH8swjB28h6gDnzuXW",
-	"Te5PhR26Nq83kFAvlATPoE7TICNVniGNeRPasNEOHeRQcYgZnjA6phC/ArvZU9+msiUHaVJMKBPB8e9f",
-	"GiEKuFHdMBBJMTGRBgO66sNqQfpjEq1s5rc8xt99mdlwqc9jDn9/CYNHkgldCbDb2e14zHQLtTr8h9bZ",
-	"6nhYHVuV50izlVKyOoBfKq0XRgFs3aNz+QQpb5QO9OlVMOJ1SamDa98TeIqdSGda/PlnQoY1C1hdXVUT",
-	"dIo10Rak4+vyTOaUwfHMOCjUYe+UtZvNu2vLaWJdY10NNGzW8SlcQ/oO5Ws0NTuUiRwnCYnRFp1JVQQ9",
-	"4YwJNLw+v/t8djm4OLu9Pbv8rEsLjFAsV4ijGdl7IjhvWV5VMm7uI/e/vUJaDZWfszyjowIqvNSdJ6X6",
-	"KUFrOYtYyf/cpNomB44eoPAGz0jpBrdwLz9oMqzEK4HVsI5mcI2mqfEpmzRHGkEIPzLwsQFmWKgbwteM",
-	"SP3gjdxXeVSDQGzhKKntH9KSWjbv4XNLAWD5XrNUfvZIMqR/N2fiFSnB/u7BbmctA6HqjzaLsOdRxdCw",
-	"ZL6aX9Xg50GxJoGvKmUX64pN6SpezdrwIIJeEyJMBTB5FkN108jY0Kvr215lYpkOXi7tlVQZayStp+J2",
-	"6yYe2rIlwgc67niiynxuYdMozvA4Rwedg87O/gHC+T0bfsNpOkgzMqZfny1sVC6lxWt1efffBWfD7V10",
-	"p3PPIIKKoVXEv6s0P5zrnISEPJKkVoL5LfiLyYwLpnmeiuO9PfEY7TqJUfLvFRYRhKUW6k9YWS8ZpRIw",
-	"71Si2gedlgBd5xUzN543yZ6x6tJOJeLrxshNHNu5GSTAhlkzYeAEw4Pj4HF/WSKNXzWVbEr+81tAmOQa",
-	"tj7P5p6qX3GR8wFO04w/Wjlae0J/fEzyaBo8f3FZoI/3P6+i1P7FLRj1uUKl5FP0hHWMevhNXRgUWfI8",
-	"bIS/D997hM7qdlSdTVhPwdpKcG1l+6unvqzUPeQYjQqa5DtSQSmELipt6qWhVg5KabGGUhveM8iM0dkT",
-	"lW4lwG/+1a1CqjS39mGaaG27PmsPcguyzuRLtq1yu2aGxwpap0/BVImbW2lFIx0+EhbzbE/+Ndw+0fHH",
-	"0gawCQo4UT5kK5bb9dzqS3drSZL6ULb+fqz/uTvY+fJXc3n773tL7/jLKuqf5k8+/RO6JJnkSnJisuD4",
-	"jOZS/vFMWZknKrcfJCKfKQggzpCyinZRD0fTe1apxsZpSnAmrItIleH0r67OB6fn3dvbwce763OoW9jW",
-	"DXbWVnIMyilWuJ7ai1lOo0WKr3tO4Nj/ffdL7R9bv/9t58vu37ynsEAtLhXhNv9Rizpls2PXzAZXSlVM",
-	"xpTBYzq1ptWP7suh1JlwPm3EJPtVEyrFihmVC3l+V6+8jeG35Do2Egb16htpfO3Jg//JUgU3ymRbNW2t",
-	"NWGrDWxLk7deNxXLuLpUTdkTziCX7fa3237vYnB9c3Vx3TeumN018sxbJdd6FHYtVU6WqwBqJUPBsWMY",
-	"RxyIRNoYnuiso9r6acDe4HogqqqpoxBjhpO5kJfBnQs6MlctYMjXNOGZrj14pIJnJohHH4nXi9HuFL1S",
-	"hSQTwkiGk1AeV1xEOX2k+Ty0xkIoOcOsYLqcKUQzElMcIgmn0GIOZycIMwDSPYMc1Np5X/T63Y/dfncg",
-	"Zcbnq5vfBneXP19e/XopoZvbmqbtEAmOaG5LshiS4EJTkpF6Dx3HWHDo5IfDhR5UU0BivaFVmPxYsFhq",
-	"C/IBn1bjfXvFOGm66hJeZEjf456/gICjPHspXniGGTSIwbqyZZIRAm4UZeyMkoJAc5GYTriUQ5QnJIe8",
-	"PfbgPfmKeVRf1i9UFDhB+p4T5YHWikOIYpLRRxW5lZL17cHOiObo0+UvO/sYTbGY1mUuojGa8bhIOHrr",
-	"7vGxI5e6L//nwLPIlan7ythia5I34LitIeSPJMtoTGr0LRUfD1FX7L2G+pUVBM0IZgKlGdnR98XAK0Aj",
-	"yxRZbJ8AVKWiRtmUZFTl4kDbOY2NfslqTctF2fnl1qhA+olNP+hX9y3gUUyiBGvHln3jFmbIFP9xRqDz",
-	"14Pjl7267t2oQj9N7ttNo2950x1XF4Nlrqx0gXK5PsrA3pboWSsdELzIPRtsihp068EJySWnM5VdpVbu",
-	"PSPXJdF+UgbNxe6LFPOS5nxeeZLnlE3EetUP8J0dcMch84YTSUCQrs2ZskuMMT3DsalpU0lTZGAeGiqr",
-	"BfKKZoXI79mIQAmUxlF9n2VTnCcnKMVCPPEs3pGbiZsOwxNDMSRGk4SPcGLMe57pckJTXpERbWCaJJeW",
-	"ugnXAdSQDPKySeGrNKQM0eJmWJrsnKd8tAfWWjXWtb22kV53Npf7KVlUBS+XkuYnKcLYxK+PPNqyajRW",
-	"99Uj46aoHbjJoPu5d9kf/Nz7rVIyXZQuYXQPDvIM50UGBdLaS61sxGlwHCjP7l55lyewDB9dg4T0Hk/l",
-	"c8/Oyupb/qmYYbaTERxDvEJqd5hhYyqVqs5qG/IoJr5mbOCCv+bQTQht3Xw6RT986Oxvm2oJPh4TWD1K",
-	"dFppLVg91jWyT1OeENsGtLrgJlCXYRbAuASVXvyq2HSqT6jFV+WglfyOcEMT27sIit+RkARN8znaUqWy",
-	"kLWmuPH2Mbru3tz2VLl6eM96F9f93wa6x0uIzlQHsrObnvpDd6aCf193+/3ezWWILrsXPec2+NPceM9+",
-	"6d3cSjlZ3mCu2JeZC/aNCvvLJy66/2Nw2+9d3w5uupefe+E9kzzgdnB51R+cn932Q+R4cMrHfG4dfbV3",
-	"2f3xvOfs7p5Zke6+t5Tz8trVj//onVavVvfevetfDbrX1zdXv/SgqYL7XvtR+AHd9vr9s8vPt0aDkNTu",
-	"XL3u3t7+enXzUV4e2G5e4T2zd5jOab90z+/015BZiuaP7lYaP5VnZI0Yd5P24tnp1aV+vVlq/+p6cN77",
-	"pXeuFt3gWuE9M9fsa37u/baLftVmk8HJY7/BHDYVLLnzn8/Oz8tbWk0vhYO3193Tnrz7ots//QltiQgz",
-	"RmLooCrVett8757pllkqPneCyFfJF4Af6GiQSj3ALLYJe9shqoogjZQ1waTR7bLX+3g7OL26/HT2+U7t",
-	"S1t92p5wqDAIgwoVBmHgkKH6q+xTVxJiEAYVbDR/l/fWSdG51LypfGuVGoMwqJFjEAZVctQXavRYvWoJ",
-	"0lyuU2QQBh6KdK862Fq9XINCgygrd7tEGYSBjyrdy36ydO9okmUQBq106futPAwPYbpXLWUGYeAlTee6",
-	"q1H4aFNuwUeKFWDpB+W9Li26a6oTo0bDKjUGYVClE4MF/qse8vF6BioS9Gy2OJ/7hogi0c5PUUQREWJc",
-	"JI6Z8i/L3wwD7U3yKNOaYe5YIa7VR5uqpFPAtoyKDGEVYFWl8hraPpEmsWl3d3d7MyvKqLkrpVAHztZe",
-	"KYtDQ3xN+6yRw2H1JLDQJKt3dCmeWbCq/A5oY1ImfagCda9xOdzeRR9JQkcS9iSZo7EtjJ+SjByXXoUM",
-	"zXAif3BMtnuWkbK4wB711tBL3UM4RogFEhxLhBgRecimI4pyaMh3qipGvUOe/UtSRmrpHb40Dpu4Ae0+",
-	"BNL1jibpN6I5QXNeZGVSxnM9K2NKklTl9m6akuFJrrAvfUkOxeskTSwmhtspf1qcjd5A+P9FC1TMh/rk",
-	"a97Sp9tAAguU4SeVscUz9Fv34hzl5GuOtnRsUFmFVZ4Qoolq7zisKGf17F8aH6Mabt4ziQnHqIZd90yf",
-	"9jGCw75nQDnH9wyhCq0co41IpZGlofqFLpOaZf+3VSSngQ+buH7ntEQdh8cYNIN4iCIb0yauoXKWLg8T",
-	"C7+XJKEawams9tmjytTXzg5DOkBGclXWC1rK1vKLbZqO010RqjgqBwH+TokaDR9Llbc9f3l+fiGNGRjV",
-	"HwCD3qMLbBEcTVHTvH9lEW9B640amEZuEHIZqi0MLdDAt2fy1XmRxJLSTHO6bb9beBO1yPlMmnHoZPud",
-	"NR0Fk9Ac2iuqPJwnlQDRwhgQePU5T8rEcUDON6IMD5n+amQ8JqqKXPl9693JPNKsljkphRrC6O7mHJ41",
-	"7xvUxKT9U9XQ6D8Ho/mglrvBy21qiWkBJfRScGJJuvGL542Lpa3+vbLc5/UiZSoCXgm96dWocTNu/ExA",
-	"vykRItiArSSoRNR0oYN21asApRPYail1WDVnxY13VfJWGuLAc5gNNgQ/gDKshumAf1VDYs2wXxOMxL69",
-	"DpJhE4GGq8HGh3kLhnnYeMvCyCJfQJsW3M36GIPfbWmDLsI3oKV/MSi01hksJpsXg2NRTMg7maxZOLW0",
-	"hKRCtMsDlLkgydiJU1ofvy3SXNJaoRIXKs+7XkVSWZcbQKqwEC8aLjkWHz36MGU1IbK4jLsH6fIVkaIy",
-	"6GthvBebEIvCvX03/L9upLciMJfJ7YXBvc0F9WJ7rIQuiGnJ1VyifR2wbgKsNuC8Cmz0DheU89eC56ai",
-	"2KCbo51UIvRJwp9IPMhxNiH5wDQN+P3wbXh4+OXZpwXcFiO7rs2aeW6WInCrI/c60i5ynqlSnrKzngLB",
-	"aI4eyLwR1dfPZQSDb2j4V/1/w9114/Or8uIapDbtKFdpnsXzKcxcNADYuIfWIj5tD2i1Dm8uhi6pwFsB",
-	"U19GwQ6hrEbA5oEG/ZofXoF8b2EopCcdVg2LdACgusQYZ6vq2gSNv5x8FRRTEXGQK9pR8EaYIsN6jzyP",
-	"1QHzLp/ISDUcAd8HZ48ky9V8DY4udLaxfFWsipQH1sHnahc1W0UXZk0SPiJODacDqi8Nv99iq2hBEVW7",
-	"dfP8paX9AI7ng5xrJWA1K6fphlhYyqRS6RZbB1WItmV+owSPSFIvC1+o2m2SdrZcnWtrMlDJh4U2VWNp",
-	"oKERjh5Mwog6hTcCboK2haytB4FBmtZS/xKLPB3kgITMHSVjgaL/KX4kesxGYVvAR1hEOCZoC+IGnCVz",
-	"M7lKSYmqw2NpJc4ydUxbAeVtuqt7go2imMV6ZuVaqpriHwvT8dbtFqCFTdktgPNEgWOFVgE1CvM6ubQY",
-	"8xwXzogJs/0H2UeLZGKFbuvmS7XiXZe5u9ZGFTIetF4xVc4e+mJDpBQs38f+aCk9k/q5FERzqLfxfHQT",
-	"9F5e5w6LeTUxvcBh2LNuPzVVUQvu0iRpsNM1pMcaDqZWt5JdX+kCQltGk9FDlOtJ39ubZX2/rlumXDn2",
-	"OWg22oMvP7xOuBt7BBSurEKBr6bb5jplfS3a8dDKS0hFmYvQMO1nylrafNqhSxdnFz01eck2uBKC5OiB",
-	"stiOTncm5FV11wf4QAC9ykyDa/onCY73f3j37t3B/g+Sjc7IAD4A1Zjyzr1/TwkwYfgjZeW/n8gotX9M",
-	"6Dj40lDvHrx76tpFuxUsZl24iKmqu4mJ/K+JE0uWDq1svrSUMqrNNA2/bAKD3A0Q9ahb06xPLgMG8cOI",
-	"qor119673YVTsx2u97Tsx9ZRhWp4BOB0NltZiBe/oHstIPHpFOebtdTTLXAxgoclrxrhPJo28sX1UK7g",
-	"+uMnlMJQy13bnAYnquF+AP96N9qPfMnfdqyXhwbUIiAsPqGPhBml2IqGWoOD5UXx1ZX5Pgr7fCPM/Gx1",
-	"61D12x2OEh49kHjXQEUMdTnnmjn+egGh3X/7QfaxeHjJGUIZu2QbqU48X3iiepQ/2JV6NP5x8EkRRxgI",
-	"kkgJowxPeebBlzKnZJXjtq/39ixUxy3VHrtGbbLbpa6k/EiQ/Zt+gwKCZhdn6ulDODL9x76/KcAmSPJC",
-	"XDDA8eKC8t6/kKo/kogKsJ105kY0xTnMuVCoobR+aYM2XCD6QZVolE2AO8NBwEAPm7FlsrV4NtlTWWQq",
-	"KKgel0C2YQj5XxqTrI45H8YHOHj+4nEb2DUs1pnNbuTb1sIZKfNPcZIYMCmu34oodYFv17fgADen5srZ",
-	"/a97YGgLI1GMpLKQEGwGpWZSmuvbtv/TnOkpuJavtYt8s2M1TzuTT1wBW2QZYfnAuOGVBZ6RKEdTnglg",
-	"RDm0l8pxCkYxI0/u3bpsHCWcTcCZn04zLHxVWI0v+fie+VXqToVodKU58mV2VVfU0JzgnEWO3ksIZDjK",
-	"SSZ873UY6/ul5U71zdRW0XKY/vF6U5zbAlLdmNGds3KsDCksHpAgMKMo48VkaocCdK/PdlE3EVwLsozc",
-	"s7JNsUR5cPfFJKGPJJs3smLhQ0Bt74yIMO5YrY3Iu6xCohLMmlNdjnY6+/39g+NO57jz9p9BWHsCYlif",
-	"MqJTF5V3qqkAzKDTclLO7+NpRR0IA+P4ljA2nwD/KY2muk8dijma8wI9YZb/PVisQHwBx49QZ/Fr96x/",
-	"dvl5cHZ5fdevj5zz7BOm1+hxsApiZhSh0MGE+ju9obga6J69WfaLRktZdXUFK8Oc8LdmmzicaBXpRPfB",
-	"13OfJIaqgTaJJCQV3CoDegKrTolLfY8OOi3iqpJQftS3fp+xf3aC7zLmrufq+tuYyXVCg11Ln7QW6Ws/",
-	"BWGDTcuWUPrX/gWzrSym2RVahDFQK49xvTFTElrdPMfRdNYyZxRak2jnA4Y7wSmJsBkZ7Zljol0By9Cp",
-	"9IVAPW9MsZecLpwV0Ng/YMw7Xm4keFLkBN3dnKMt6Fun7TmcpoMiS4bbMPrpc6+PnNnisJC9b/Cfs1j1",
-	"+rMnV2R06ZnZnYTGipfLa4P+jyX51WNPcykpAJ0FSmFMpE5KK1hChFAuIOUsowJd9y4/Spamqs2654hn",
-	"qMrndu/ZrzSfIsVamw+UZo3KnRUkP1GpItX3oKFjCIPgqjOZKj44Mqe+yTumEJnENQOVCLSl11n9+PZG",
-	"9uCPOFflFnWjz4iZJvR1egQcwBOWsB7zzPVi1eEXhHW58mWRK8Lb9jZJBMLyayqt3SiiFhb1b64ODQfX",
-	"jHK81AmlgbMEde3rPNzDWirOrrSTOERYIDWghzKN6dK21oxs6GsJ5dgzaxRgmcecwYXyxVxUOrCVe1sY",
-	"a7CIUYYuYq68iSu12TxjOcmkUM/4E6LxCZxxrIbCCtsHJsNMPSQhUrfAhqbsakWx1tJ0Uh4NdGTELmQE",
-	"IZKz1Pv241gPMWxscqVMVCcHY6XIx4Jmge2ZkCV+tGHsGUsoI5/0cI91nGpIzCQWQwE3lO1ReJUa1gv9",
-	"zXTmRTNO4R9+OoRpdKr5qVyran56MsKC/HAY6hkl85wIMxhgy/SN3P8BXdAfJd7wGFoTQf3JnwQWp2LB",
-	"ccahIFPQhLA8mUNhINyOnqZyC8q6VqV5Is8IngnoEobt1SlPYhhETJ7QqBiPSQa+7RmZ8WyOnqY4V81A",
-	"JV+U330D0YgTZe5IQ0cKDl7kcIcBEAgquw/Yxtbh/tvtWntJAI0P1+SX/Ngsz9TbMvXoaD3vnP1EWB5e",
-	"GzqtPplIMjfPyDx/UKtmostH5T9WZvNL+bp65eaxrKry1kwroSxWdq6jPL5a/Ed9vKX5SxeZ3kK2E6DR",
-	"U7XlLdn3FoilvMiYIhfdo62eAbbIvsRWaRY2TYqrvjIC9HIh6YhFRKEcmNd6ZA0VBC32w9XEXu5NTGKI",
-	"SsVEwHyanLDVDa3K2pueGa3j656EPAOdcy09w7Eonlst0FIF44l3YDpHTxnPiRFGGnc0eMtGjz4cKYHf",
-	"CBFzoTq+0oorfEpFLvnaFmXSfBLG4biCdM29VZ8aQyGKtbtUvtn1amjot8qjquFaOznC9xZzJH2TKElh",
-	"VSakaWg9PmSodBk7si9/GUdazInX2W2knYLLGa2Hsb5wF32r+i3OB4YRkKWeuP6Rrr7JMFh/Jn9fe1/e",
-	"aOGvNulVt13cqgl1uUdDmpQhQyYq6a8y9tNh6CzWFq7OhlvNWLSQbMXaxbabKmAp7R2t8ZoTWXMR7SZa",
-	"GBRG9C0zfu/UPnw46kC9si3z9rANSVdGZd3j+gVxbKT6be8Uqe56XBfP9l2m18MRYL7q8XDJnxR5qFaq",
-	"kJ79KSMsmu56RGzjVQ3WyTOC4Df5okmGWR6iffnv/U7nxCRTVUpfbRP5uMzRWafDtfEjiYUuMeUnUb3u",
-	"tPUoj5Jk0HxOiY4KAi5Llahnwbb0owYeZA8ItC7HIbiOxq2/4MUicGVWhjhvgko/6sDLjDLlgmBmVH4N",
-	"pVaaXL9ggLomephJbJDDCXCtNmB9cSfX0ky6v78NNu7s6kD2ZTAdXl/dGv+pyotxSfSVRvc4vVzcXisr",
-	"tlRxm4K/5kSf/6wzAm6nPPv/ZwTUxrasrrp8sl2T7DRIn9qy2mjCxY1hlxDzd55ykGaURTTFyaIopr2p",
-	"KuSUjIEkokxIqJY37qK+vQEaCUO3DZgdx9EMM2kWUX9gdPFx/mefyrD7Unb8OeNFuqm2xMiTaqh84hwQ",
-	"GpGIz4iKFfEnpkplWqvcLnD2QHJd2TZLSU5zniF3amuNteYEz9Ys9ZLkpXseGYSCJi3bq42uWk52aCvP",
-	"6GwG0TKeo4LRPwry/Xqkq6M7T2anoO+95PiUB97ojdW6CDjaunhNqR7UxpMEz3AQBiMsyKDM9Tre21M/",
-	"7SaYHe/vH7493IPRAZCB+jUfPFEW86fgeP/tfufdQRjEGX2E5A+eEoapVBxFvb0JLDM4DuDFb3f3j9+P",
-	"StQ45xFO0LleTk5mwKqKjATHnd23TalpttBw1Oigh9HUTtQc5h1VcUZYlM1TPZAwIyI3RWgZkVagEpvO",
-	"cR92PjSSlPQokCuWzG0TlhJ8zb4jccopy5G8RYWUsQkwS0gjnimvnvxtG45tqGA4BHoaYpZPM57SaKin",
-	"CYx5ds+g0wrA3Da4QJ/ks+rbJB6GehwdWPkQf0hxPpVafwITSkx2tFRYKZvcs5hmJJIm8/YuOp2S6KGc",
-	"LyBIJr+0dXhwsK2+g3UTdpgYohq0b9cwEPr4TbnIFTPPiOCJ+mxajBIamRl5xJQDcsl2YGQriY2fTZeq",
-	"3bNhkswGpnZevlUM0Ra8HWaOhejs2nmhhNzp2ccbxEguNwgNpnAsebbIQQTeszwrRC5CJApQ2hCGJtsJ",
-	"ugL83D5Rc2aeqCDo8OAghHdqSlPx1gzASwgjqkWRwDNyz56wbieVTwlo7YxE+S76DDCqgkjY+cjmPY0W",
-	"aC0jAutk6CszlKxS/Q7A5A+Eibom1LFp8Avkp6Htpm0rgaGxcKvEPD0UDmxaF+RonGDlHjVOWcssLJJL",
-	"VVu/x+uhdbmKI8L9g/7xg7Lgy65EUieE9IeIp0TyAM6ils4zVAwUXi//0J0wZrTS9a1Kg7YqAFCI3lL9",
-	"JTVcdUgDXuRp4dEaruC6OkoU4RT05xIlfYe7VNVVPNl/tCAVIWppyos1c91gvmC79RtqUQuRP032Vmqt",
-	"JXprcqOhdEkBCF6/8i60ZXhqZYOVKjcL0wOv1scKmBIkv05nhPsO7sKeEdL3KLdkxKUNWy4BmJy+Y1j9",
-	"9tsflh1mS/GdIl5z0u2aCPiGPpKMPoJ42FQfie0bykyHXTTMiKB/EsMahk80zqdqaP2U0Mk0H6Ityf55",
-	"Pt0+QUPdHkHffs+GSuMfNtJdrSWgK83cnmzqk5C7ihOaz4Pj950wgC8Hxz8cdho6hXlZC9mZscm2jFpV",
-	"bMNKQ4MwwpCK7s+uc1jHSh2mf1amTum6OVUxp3cAVXIezFZg8qnegCBI/S7RKqVfSWJ7LWeq8eWW+noV",
-	"p97vfzhYxiAWpGnYQxURTgjsfExh1j+FYTFxPkVf9cLcQ83IDmFq9kPOkT1bBzD26PQzXojYY22qXDCi",
-	"DekbAPgS1CDBJZiRYrClIfH+aPsE0QmD/jZW7K/rNtCo1XZCCiCvfEBrtEAyhH7JczrWI+Rui5Fd6mYU",
-	"rwI22YSAkBDqfSNQ8zCLQ6RSvnEiFTzwcVIWC0/ZKSSF51g8DKxnS4pJeUElLktCUSUd1Xph1UZJZ7zr",
-	"v4wz2vQqr3UqnWHqyzpLBJfSDpQ5AXqZhRNkWMFzJdIAOFqEud5RQ9w5r1SQkHDKSEToIzlBeKRmL+lZ",
-	"sXqmmdIpGnWhi6I47ndMomzFQR8GSubqwhZtxTiwbKSf2XIGlSbOM9fDQ3PrsHmkgmqfTelO2MBpUznJ",
-	"BueBRQyPVb8R+OMEDe2ChscaaHqtT8yYMjh3/E3u/Eczh8j86B+QVynHcxbogq6d8DaPad3mOMu1M7PS",
-	"r2h3QfWH4zLd71TCQr9/cQJeGyaXtFYxlH3rS29ShKW2QzZAg5rft8XV+18npOZo0trz910CbDQT+YuC",
-	"a07twNI4250g2abqIqxRVx5IoNXN9Lrbsdoc63OGIflFc/RgIv/+784MAOWHgjfaJbj1bqrSDaY548TW",
-	"q3k8kwtbSEEMz6Yky+O9O/MZL83SFb8kOucTyow3o0I06oFapuJh25sHjySjY2qqBBbbytmDttjhqwgL",
-	"ZJ6GQZog+yC5n7X1LykhvexrnzOsGcQQnhiijCctdnh7MeBZ7dheWgdogLuw8O8jAd2kPclG90KA4NPH",
-	"3nmv31NyJyMz6KqMwROmgoGrZdzE6pOguhhS8DcNbtSjqgc3T8foSZCowtXNKPySPJUopVt563rLyrm5",
-	"wXTyNDAEjWP83xl52q2S9Kr1rc0QfPlqbwcJvVCpyD7RHLj1ZuS3uC7WB4AlhbF1495uZAm69kxx3Joq",
-	"vdS5i4wgwh5JwlPS0u9/6ZvXH94IK146rfGKETStTmyUnImwSOWSZ0SNXYDq2zElSayGWqMZTnfXHYC4",
-	"lH4ULFrh75+IqPqnZZANodambGJNJjRDP/X717pSi4hj9GNXjRrr3fbRYacTorvL7l3/p95lH6aSfUSH",
-	"nf3wntkJX+iw8zZEp7c3nwb9q597dmKaun551R98urq7lH8ewmS6n64+wtCu7vn51a/wuqMQnV5dfjo/",
-	"O5Vf/BDeMzMp7Lbf7ffgGtJjRQb9q6vBeffmcw8d7r+Vi7u9u76+uun3Pg4ueh/PujD1Cx3uH4UI3qFn",
-	"md3cXN2Agx2G0Q0uupe/mV3eosODDyE6u+z3bi675+hIblrNbbvpnV5dXPQuP94OYKzXrZmIATfdM7mP",
-	"s4vr895F71KC5qizH6Lb3s0vZ6e9wd1l95fu2Xn3x/MeOuq8rY61c6AMY8cqIA7CwB2g1oRtEAYWsGrE",
-	"WA2q8ikN0iAMKuAMwqABS1iCD5BBGNShqEaPVSEI31DgszPvWmGnF+/ADYbENYDmdcd84tmE5y9rb9B1",
-	"GLA0xEFWkhwllD1oXuwICldIuAJiVYO/oWYtYetedcFH9KDe3PBkQ5kpn7TZgrU962IBpWc1NupPiYf3",
-	"MfC0V2YZK9WrVkPzO97584v8n87Oh8HOl2+d8O3+81+Wckz4sh8W3GQ1VTV/FT/kYzABxAnCCdQRlbET",
-	"0Jr4ExPKjBOhKQsp43CVYFq9GUaz2v/tTme/3/lw/NZUY6yZxSDN3bctyQxhkNIoLzIdBlalHdVMmf2D",
-	"VXp3h8GcF9lAHzTkXnj6b7x+Gf1qyRe1+cO6tSir9SVcCsmVSh4BdXTptn332xeULtaTrNxGv9WzbCp0",
-	"7uE2qpFvzo13TGG1vjtEZRvx8scpFhZkS7ssLM616puXvhFu0BGQxoQ6VyOeag2TxNQVoPzKPQwqmO/V",
-	"m03ymLwFuaFCXeBuXGOVqPPTlJsRXBjNyGxEKuXYisJCzVKl0gfhvC/rtnPXvhLnuEJ/A0wXldwtr9eB",
-	"AYgD8nAX1+50bS2hdYiJ0iOKy0jry0eHigUd6MsGh6n2Rq3emHa1uZ0vKQMCYK4KR4CYeDHI1GsW0PSG",
-	"IFMCdxnI9NdfCLILRSst5ZRvhCY3MaWpKtb3ZaPVfHrdGKNz/kiSqmuvruSFwb9zylrk+76W7xVtKYQa",
-	"QNUz6PBgXR+fPBa1mzcCxa2CpLb6VT1+lberOJOjl5avb0Kh4ZtofNKBk7ccNLffhnN6wsI4ZFdn3IZn",
-	"L0VMqYuqYiR9FAshAd5hqpqvxiSiM6w6vsF3oRGEnXC7j0RKIjpuTGSQZ13VcPd3Pnz5vbPzQSq3++9X",
-	"UG7NYkML5Fprcs2/S0gvoZhVWU15LC/nN/pdiyAOH3oB19HsYHndplrJqzCfxdWb5b5eCX5rwcG775du",
-	"+1qpD3fp4pHSfi8/NGTDWY7KnnJaHdFNj5v7HtM2dQzK8Y/R9eXnEP3juvc5RJ/PPiGeoV/J6Dq0/RqO",
-	"0AX9scJKRpThbB6s0lJhARwyMiYZYRERiytejYJcTrVOy0dfjBbOuzYtF1EbK5WyKKESp07Q8NvzEBUs",
-	"p4mO6Dkl+5VcfIi1qFFSg0dKniAUBgwLUlol9Ajb+fyjZzpzo6iu3M4LEXUxZb6O3jkx3oUVNCKfBvTi",
-	"PbY7XHQjC0nyju5zoqoplJcX9BJhaltKC9H0aVd67WrGSinv9DWPlIYl93VPe68/Ro81UjlTdkISDOQI",
-	"yyGtapUJnpdWphkpUnfRVecJVcaQ2SIEMxZMZaVIMyKYkTyjUX0CSfBEcD4l2e4nnpEIixcMRHvR6B4D",
-	"qvJ8mmHLzSauwQlVp3WZKWqQaV+dhKtn6mzvomvv4LV8ivN7BnnqJPeMYTtBBYM++3qUv05AUv7w7zKf",
-	"bclApVXHs2lrFlB1ww6JlUkz5UyK1eewWWJarMy5EghAo8eG/WsGwjiJL9VzWV2pM1O5vutAGPulFYRG",
-	"Ccb5v2TAhwOF1x3tccZEjpPkGiYZbZ59GeEcJ3yCUhw9gBzh0OdNFwQ4zFjfIA8xmpE9zUyD0AysD46D",
-	"/d2D3U6TW9onm4BV34RKgeEjYTHP9uQfQ8lpdCmPzYWCddYDLfuHlSyNt41ohLTUtv5+rP+5O9j58ldz",
-	"efvve0vv+IuP0dgd1zf0i57dXwKxXr8Km3gjUIJzIupjJX44XLOHgQasDz1saaBPWieYTQo8ITu+2r+G",
-	"ew8qa3VBHPhCGzVvzerAgSC2cq8sb1NxjUYV4MF7qDVZEHM5tDGXRqUgrHGggys6ebFZPejU42hS8FTM",
-	"qHo9U2g4SfOdw939nRlltKw0/Hzdl1eRvtqM0dSKDw+cwg61fb++4W6zrV5RAbVN5yj7S5TTRlVDYrhk",
-	"J0NXj68lG2uNkkTtPVfpxs3KQrQ1NKmhOKW76tx2Iz7be9wfhves8qut5JI3DLdXq0r0d4N9taq3yv4K",
-	"9sD4E4OkNtMjCAp/Te+ulmU4cY/vEX2zNXaLRNF5Mvuobnx2yaalBL/pbF0teOZtj11hMLWY3LvVXiva",
-	"B7d/NDn1CZ6EqjovPkbcmk01BkdzaF0gKtq4xVbteLhnao5Npu7YPtHv8xRiVl+oGT/8svNEY6KfuWf1",
-	"T0gTabuiLrcXEK5UMHgCmjrETUHTVVy8WUP4vUoITaNoQXyMYDXq2KykEG2NbYH/uMIy6nNLq0z9tQoN",
-	"yw/U5MMGIVnu0J8bmd0kxrp2RWP9COsljQsO8aWVjPVPV8oZrT1rC2jedjorMtx/QbN8y01bg7jVQkpH",
-	"wIYV6V49Mh9RNgRZCe8Kl3RZyHrBYas6Lunr2JJF8yKTSp65emVLrKH6vbDCw6Vgtl1uV7JRSy15mY3q",
-	"Lmxzo81p2LEw8NAE7StCdg2gtALhZTD4uEJPgOOyk8XWVUpY92xHrhXnUCA23IumON/T1X4wFGA7dNtd",
-	"oC3Td/Seda/P5I9li4GtjKQJJUJ5tWA8A0b/uL263Pute3HuKpgnSNppyuEakxkX29V8z6U9CErJYG9t",
-	"yIRzHrUUyXZRmuDIuqx0XHxryqU84uMxjQja3d3d9uRUqABwJe0/2EcXmDJ0m2eE5CG6lbxqAvnNvmVV",
-	"FdXVNFEl1NbW55raiFSg8kJlPtsNHO3vHrlMmhdqOvNSiZRwNmm+bqezW5Gjq7/PqAklaH/ifoBUhc+m",
-	"8kVLEXOoDnjcvdX4/1o8X6PgGdOK31p1WIl+utkrU+HgYsRrWuvl4asTd45Pn5m2xgHqzwtwv9GHOcdJ",
-	"S9LukbfIau2WIRD9dpuGuMBZjOd1q2aSESIQ41k+rSonBk9tFeIHtwhxR/61Hkn4v0ywyJd8eP995cvw",
-	"58rUU1fFRiT5bg2zDILXdZpVSqjMCa7eiNpy9KVqhX31CwSqfsem21p9My2Lf9HaN/Zen2YkJiynuDGQ",
-	"sj3ra+Par1WKANBWhAXZoUwQJmhOHxv939Yt97reuMRrpfKuC0yTNidxvxIr5EU+4arnI617P8DFWA5r",
-	"NA5GqGitDzew7lsxy1NQo6CjmvpkDq2gpTY2KCWHeIzqOWvyBpPuB7XityR7pJAxN+USjeDtLVV/rmMa",
-	"itOPj96/8zpl93f2O5V8f6l96e+KR8/A4bZOV0O5nCHUpIjKyEbdGG1EEv50goYJnwzBP6OazglTfW27",
-	"wuj4h9E9NQwTPvGW1LiwbSwpT8QQFekkw1A0Ns6JCU4TouxsCRx09P7d9gkaCpHAbC5ocEhxTlD//Fbf",
-	"cvjDUaUrF+MMlBo4TCES79qqh9xwTBAWk8wV0/4X+OWIftrNsjR1B2Oe2eT5Zo8cLny9Ni/610j+pJo8",
-	"Mo6ALZIQygN5lm+bl+tqhtwJm3q/U8XEVm9+haS8r3TLnAGTvWuXP+2unYAPuZ2NZHiY+SjwI4kRzU9q",
-	"9Qk6bSDiM6JMqnyqpgNBSxL2SDPOZvXhlK4evNSDXxKgd6eQ77nicdflk3HPABJoeDofrJ1ahbhq2Ozi",
-	"5lK1u+TAi3MAmmx35RkamCYr2v2OOGgkHzpv2VzYQ7eLrurC2J+ny1Lv5PMC4SgiqQ4EqyxDESqPj7pm",
-	"WtusAoyWxjrVrAd5k24NA5+G2VFqbjDkNM3TNSoQ1GYrMycX6oNqhS8FsfCyli7TACSx6sDD4yIiMdBo",
-	"E4KbWP/ka0ozIhY9s5TI3Wlb7iw44GNpPA4Wtjdb7g32hrxS/EdBdJGTStV2EuLiQWd/+vVodvDwPn73",
-	"x4cn3woeCPHUKf5M0tx0d1FakYLQCSrYg/xNI7S+LBFtWMJw2N4dSiWhvcJcqxmdkZY2SR9JTiJJeJaZ",
-	"g+OZ5QgmxFUrC9I00R2j9lrOKMVZW9OfW9XtTg1bhczHsg/gK9S51XuKrzqXl/7pkzT0TygeMzBY4UW2",
-	"s9sy5FyhJswZFFcenV6rnfwKyFjx/7SyirJl41XaMi0VZk+WByKgH9NIyqQYHJOcEWfYWjOxuGygaH13",
-	"Ykn/whn+OjA0rbvY4a/li5RXAH8daMjaRnfOLU7vQeFvCuhpIF5bcB0S/6ZbAhYCRhrq4lWpn03oI2F+",
-	"LcvueGFjSIHwI6aAHTpRlIoSqlbWbNL7sd76yQVu0weTTWAOY70fJNYNKGFShO4j5t9v5aTq7/+JTqby",
-	"/Vao6zvbX9XSFtEstN4WcY11uujStOufVl+mi2itw0jbD7hiP9Bckpe0IkZ6IKvEDxJ7sWClRpcL1Q1n",
-	"6SWmuoCvoEsVaNWjDhvkszrPaVcDP7r9YBUY6xxnFb2Pl7xtoQLs54hNoL3UYwcfWn2OpzPQcsNxnvCG",
-	"lgJbpZ5sVLflaJvLy7bkCl4IsmXlWpW5n2vBZdVdvvKu3Fab/k1RtoPTtNJO1E55s90x25o4jng8l8cs",
-	"GeG906vx394ipVDfB+UooN3Am4LZcINBCSzLx6AVv8Mforejg4dDq34cN/uwwiBnbBMg4Xf5lkNIjswT",
-	"/9wkNKaMiimJ1+kfaUvGpbIakYyROER0jDCbe9W+5faCgmHDM5tgynYg3ygmOabJ7vIIavsw1bUrZhcY",
-	"MRVMoX4XlDEh1u0Caw9y0WZmOHsgMA0xti4imhBUsKw+PXwtw9CizbeWqY+vduQaJz3kuAPjt6cEx/If",
-	"u6sFb7VWrt6qEarcTuh2yzQAXqq8N07Hr7bjKjoooq/UhK3bNDkMzEz9AWUqH0liTFwkJB5kBWu+i2fp",
-	"FLPybzVQ6Y+CFC1TGty9rS4kKw2XN5OSlVf48aza1nkjoVnh+b5Jm0Ang4gXzENpP/EnNMNsXhUCb0Rt",
-	"ZTgzBIe2cJLACsVqw4XrEdUKUGrLex3Jt/iA3QVscpLrnceC3b/Sbt2u6Us61fA034E89PrpjnihvJHN",
-	"ftrLG1k1JLoObuooq5LvYjSYjbPJ5M94PPszf/rjIHlg7Gly8DZP+SgIV+y6vlmL9aViE4JnDhhB7qgi",
-	"5xmO10icbwnrOmWcjVbuUOmom73ntrF7S0/bdjFdWT6N0dZQt3vdq3xuz71P/J3G/8fQ9oKllVa6Vem+",
-	"Wvt423A/Rjk/+e594zdvEr/qVPT/7G3faRyErb3fzcmVjULWUAJcrrK8ptRymAp6rcpdKw+1DaWuIHhF",
-	"WIWIJ3FFOK+NXhUeusz0rC739Zn4YvHlfn0TAG8OlgVgeCUoCGjVF98QvKCl9Y0aUcLHYBnAJOQkqTFV",
-	"Yxm47mMNGR1BDY7fPj+vBj37RKvuVP34EymVJWisAGPVnlDDXFlRYzLf3xzGukvLugld/9HejEZzmbV6",
-	"wbxqkxdVFr0o1KtZUgo3IgrjsXlWn82No0gy+eNAPMjVQAX8ILP9CowNGXGWZ3RkhsMqiy4nsxTqfCEc",
-	"gdNUwOCvWZQOVOaP/ptOrPv4IAyUG2RgCm/Uw+KBwvz/Tmgq9/efGy1hdFsLlaxuuoRHnKmMOm31VTpq",
-	"6C7cyi1DI3hNlPAiLutdf7V13q0F4OWBaA3SXBiM5mpciMK9ga2blttMiknZk0NakRAEBLKCAjrQJZfW",
-	"lpvzacS64TqKeMKL7MSWbeoclbHkQCMcPcAIqTSjM5zNKzOkHilPINED63YoZEYyDOnKChMyLoiS/fJZ",
-	"rx3bRJZF7UJmmNExEfkbgYbwJGRclU+rjpVUIEUaJypeABBXSWOQc4xzfM8sNgJ727J4GCKFRyG6OL3W",
-	"2WciRCUCbgPvUykCbYWJNVRfxGoUEZ66q1naK/ZCg8GdJF5WTB5VJttvr5TB3dqs5VylQph+OVWoYUh8",
-	"PNEABlhLuEjxpWwbtCUIQUMgoWFLFbXtcl8/9rnLe/T7cg5fQFswktS9wYw+GGVQeJkVCdl2s69obs5s",
-	"FT+aovP6mn4sWCxXIX9VdZYwp1VQNkkIuv3lsxoAq14j9ebizz8TMlQLkMIz4hNGRUvO22oddT05A2t3",
-	"jlAVYbDWBwJcXoljAGLBnN4WzTaElo81ZFRWEO3FxAySKZDlUuaQnLlKyFCcmfYnjJsIVn1SjfLZRalB",
-	"sC11AhWe6vX12W/RPLTtPBQu8bFepZINNIZL1bVWG7ssjSLXWbpPrKtvvhElh1HJkxjpx9BWxybpbfuD",
-	"q0pONKc3qaENSTEp01MMBz2BFm30q+kuBRITbQ3vi07nbSSfgX+RY3VBgkhdUGTsaSBSdjT/q7chiJFd",
-	"DZNzpKhqeAxhFiBzynQ2r+HjQ3v8w2NUMHly7m3m4OyAZVdM6ffLk7NS80tz5PTXHfnAziOGbEZw2yje",
-	"rDJvfrRvca+elW9c1PPE3lYeqjxSvTKz/NAmPNOIvBHm3u3lLnRAgJIVtLRFBqYWGnWgXG6lO5M6JY9g",
-	"bqBzVcw5C6oSYrhgdocWfqrjS0+qnG3+a0WpfDwGMd/sd9M6OH8Vjc/ixaCuS0HtERF55Ye38MOqut96",
-	"M/hvpzyryHUvF/YsuK3NTsk3p8SWrts0bPvrSlKxDotvzVFEUisxOK5P6z9Y2C2nniVkU9u1D/pLcXux",
-	"p0lLRwedV7FkdZszD8VoKtH7kiotz3R2sCvzVvYqecjUI+3GJI+mSz3SUqGOUcRTJzqjumuBf1q9Y3Xn",
-	"tDwJ0qqM6I+aL0S8SGKkVYrSlcHA15ahCMtvq7XBHDZY6taw3NgQCTwXaMqf5CNehbZeY6QPqQIes+wX",
-	"eBE8VoOno0yh28I/qTinwbOSbbf0mXfN8obV2NSImhqJMuQbj6apQFvjDFJkY9Onr0WpqbgAGhbQ6bVq",
-	"UqfvaEtfm7QmnV1YdWtMk7ZtNP0MTb6TkDyXeA2JGfbOlvdpF0WD68vraAxo2PJoSzPCWltI78PeToJh",
-	"46Tt8qqw90BBn28FwO1YutzT7vMvrcIBtd7U5l036hWo8zVTxOWJUntakxcu9aebpb2UxJfE9eGe9cC1",
-	"6ga9G3rJfjLud25ek0xwhhOdJCScMRpv0FB1hmdjPtT9NTGzTufq9kaUe60yiKDYOjiPUrPwV93dueEK",
-	"OL1Gh+9Qjie1kU/QBXroVV6kDPuTM8/bzrqXXSR/qr2sV8gd7v1IskTPkdqkd8J6U1YccLnAsaBw9hEC",
-	"zJcWcOmT36xtwljqq6l6wwniM5pDuQUlSSzQiEAlHcRka1YAYENwIXXwGc5pRDHQiYsMQTfGlT0eB85g",
-	"iVpfb/f4An0u55zF3DMkTGNiy4CnpkOuEy7D2loPY/pImFXhls7ArWB4bVF4RpP5Gq/anBycd789qngQ",
-	"/vJ//s/fuzv/xDt/fvl2EL5/3trRf8IEif3w/fO236XwUoJCW9GUgCcBT7CUEMB65GPgJB5h0ahO/8E7",
-	"tK4N5dcNTqUlj1zIovVtzdbyvCXYswaTnqV5X+sEvl47GSlUaz01tBp8ZMtGpR8eLGxc2vEPi7skTwLF",
-	"FEoYpDUJvdJTGu2Wc+KoGCgftGFt7kT2I2ujf8QSydWrdPcwtT0n3TfnMZ6/EYjJr6rcoW/f4HvPz4gy",
-	"9O1bAijw/IxGRZKQHEGHT1C4FnQrtXt7xBmVcBPB8e9lGQ3EWkxwSfVqh28Gz2HjpuAoMPeopQTPX9bI",
-	"+tUVXs2TOlytTd6/eiDeRze24VR/QEN1f1KPb9sKo0tv80bD7hw8a7r21C+lRQTxoSmNY8KU3zWl0QMM",
-	"YLRJoCgrmECFgMaCUzJDIpcGQFaw9raTy2f0g0GNxYNAIseZrUqkOdqqdg3UQ/u3Fw/pX54DvF4jyCbm",
-	"NQizweBbGZE9VmhGm0/R8Nu3BzJ/fh6qbmDThi21dg/81fHYoe0mFkcJBmdMbVWrGRsVdvyL/sxS46Oe",
-	"Me11a1nYuut3Uc1F+/UaZVWXvYL9V6VRURcqL2tA3+7KgKR4b2hn9UNZ3rjffv+1xPJmrYB+1POI4CAl",
-	"44F5oRItQSzUD2GhU32RaP6PEcFV8foaknRV4dTUm1tapLkSpNLJbcF4FCu1hMeb/r+sgFjc3Ky0HO7v",
-	"bzeWGic6k9UrN9CsEOAkjg37pgwNLY4NPWe+tAnb+mICbWkYPZC5OosXCo0Z/nqm3nDUWcK1tMiwoFyF",
-	"Ky30VDW5y6tw9XWZdQtzfjXebMG9rp/Dxb4SJ9X8uKWwq7K3RihQXm4ryDed+/GDpn2DpWiGWYyNO7aO",
-	"7StEC4HBemoC7TY9XofmdA8300B5BQZfSvfAwJtsUO8XQ/yF1tfFKKFRW3M39avUyaXah8YE2k1D//zW",
-	"sAlOaXsC23APbtrBKd37KySuzXjB8jaWjpOEP+kAfGaLdDz3pelA5XJUu8HsicfIG3l183oHkEU/cNK/",
-	"PH2zwPM70EG0le7V3vYl9xZi6oMWjaZI/oamxUjFd4QqXSSP9WFtZDYicQwpBzOSRUVGvEmGTzx7INlA",
-	"H+VgxnWPW9MjDiIdkPNACctXTA75FV56o955wWNya17T+OVUv7cxVbk8Ou95hw5a+XehodgK+NbTW4wH",
-	"y6hlXb/War21KvRYh9WLG2tdFzDM7laPH9tMif5Fj33jqv0gwrnKWoNJfTWV2T+KTzzs6MyQnf2Dt85A",
-	"PjpLSUaxmoFVK3XYaNKdXutoXmoxZkDAA5mfIIKjqbYAICFOqMzfEA0lax9K+2B4H9wHQxSThOQqae6e",
-	"lcPt0AMhqUDYzNERJMpIHqphd4znqvpLVVnqYRvewXf1ZCazW98pmnjnZsfXlbYFwhEUZi4dkr1wNvbG",
-	"XVIXD8G+hOkdU/7EzPT9uzM7H8s2udR99N4IaJycoBRn+Ur++1VatO76Zl6/oEFr13SGe++kJfu6tTqC",
-	"//2r9G4tg+NtIzmz2lRFcCVJUuBOTxpWEo6ipHKOg1tEinMy4dkcGrGpkHnDpf0JckAkyTyRkarKlm9X",
-	"c6YkfSEs0AXOHmL+BIZlDSlvCI7R3c15YCsRJgkfkTIbDcqO1cSMSmunb76FIKzfpdn+YDSvNxnXr4Xc",
-	"lTKvT9hS98ojQHLPX6zMUWmpyredkYjPZoTFYmCSIKDowXI2+VdlEmljmmWzBNZCvOHYUZFi9XM5DmVC",
-	"GMlwUmnFqq/B5uypybUWzJQ0w3fjQprvuouPlDFhIOYiJzOvxrGyZ9sd1AMTLbwey8U8Q/VPgtajI5LY",
-	"7VpuIV/3RkiukuWgdNfm/ThYtWIi/FnEmWTzx3aI6xsRIpII4qbkl9Ua+jeTEF8bN6RReMUcQZh/sTNW",
-	"bivVcHYIScg2A/nLX/8y3D4xq1CZzRlIOwtlmNKqUpvVbTuLUp6r63VorLHkRW2urI1f3mTG7huegngW",
-	"Kz1iJUu/yt9sGy1fcl6FJH1T3VQeGZtosGmzcMwzJAmxTC5aavZ5KN2f7iTXYt1aZbJebSRwtamXPYQn",
-	"MtpxCHZ5Kr6jQrUci7nlVQ9Fq5veMu8F03517r5b2QR93MeUZKHBXJWrrXB0V13qz1Ny2Ya4y+cDL5rg",
-	"a4IILiuqxxQsR7bJ5i7e+XAjrLZXW0n3U5BdHlbIPLlx32MgcB84DGCJSigbloAbbog3330ecBvv8Hrv",
-	"7BkhrOhTWxQ+kL6u5POpJs1pm2p4eBsLAR2L8XwKUY9HkmU0BmvG73hZJGSpKfyChv4xlXfMKAPpC9ZT",
-	"TbQaxamtjqpFk2owaJwkAj1hqib3mWdQwRIihNlT7K+L8nt2q4TrAfOSNS7HKcP6/BX/WqH24FOzPWo5",
-	"rr4xTYZgUWRkJnFJq2MmsqPs6jAApSg4Du7037bP4e/lS63t/cVTqWvOjiR6m17na/vETcALtKXmxku9",
-	"Q/5LZZJvn+iB8CXuGsBMsVB92dGlGhVB9NRGY/EMd5cqmj+RJDXBDkigUPhXeoH9rVF8ftvb0nOwW+tq",
-	"rDwb3ryzkW9MZVVdrb5ND+f1q1YtepXuH27qlsFlPlSnZUciOuqMKk2EvumLq/laNB0rvxeUQhoexAiJ",
-	"pbWnUUANUWNz5S7aRiMylroVzVUVM47nkiEqWvTzJn/XFuXgh6brDn4YgOCMIN2KXyJgjjJo2yp5YmXK",
-	"8YmF2j3LIRzAGXQNG2rQD+UdAJ5BQkU+hHcMdbjPXMoIDIlDACah6tz0+d6zIVZnpaX/MET2im7xovJ+",
-	"h7UJctYPK5HZtfrDQCniJuYYmglKoYVaaCg3DJzFl8+oP7+sEkTQ9xjMrjNRe7ufN8p/QfHE6RTnm/mv",
-	"1EuUjaWazqERzqNpjW1mBAvTzghpAJcNdWHfZkBCg52ZZz2FaU/M+p88kdqDzrpzqPSn2qHVx+LhRYDS",
-	"s381qHT+eGNqvwXXR+ghpoqQEPmak4xh3RZuU0hZzeb7QQocuIBYoMlp/eZlSSJlYog97p2EPJLEWkmm",
-	"x7AE6iLHt4+8g+PfD9+Gh4dfXsvVrYaeqvZq/tWO5srpDWJAlaFXRKLpF4ZBwiE1T0Q8VNzdoHrZkTM7",
-	"SqA/kLn2g9PcTpQHzvsKvm442s8ZL9LrjEg7mUVkw8gFNGYkT1D2rV90Unr/QfNQa1ffR09TnhCBk3oi",
-	"kPO8G3pWgapHSp6C42CSQdpZLYO+edi1d61+3p8yQnbGPJvp1YbINL/44ejo7Q9q8AASoNPV+i20HIS7",
-	"lAVncSc2DT2okqRyVBD0OKckiZXCUohG/Kjm+/2c4Yign3ia6l4rKjIxkZdrsQkVzHskGR3TspENFQP4",
-	"vPr7FeISa88h/J7xh/qeF7WRMbPoIlUgiaHUHp7bbZszryHX0D0ro5/GCZ4oy3AI9w9RxhPS0vekPWBy",
-	"KclU/6pKXqQ0kUxG26yvETip+XHsFhuQ9FODILkZvLc5P5qppi4JZQ9vhJ6Yn2Ka2WYuzIFEjToYeRo4",
-	"MTjTciThbAKPpNMMQ/chpf3xLDgODkd/HCRPs3fxn2/BKJcfDI6D376+/+fDL6P9hz/e3nXoP/Kf2OHX",
-	"nw//mPzbzNNMqfrd7xPrchfdkpYyxcnYFFA34Lc0qabpLlWgaFp9UUbytT62f/B+Pd3GbtWsIqzCuAX/",
-	"ePJIdL/7TdDvQo8xgiBJpl5XwzAaayeBZ7ZRefHDn3928CiKPbNSqK/D6F0qv7jf6dhJSuIExYUaDaSt",
-	"NczEE/gSOYuqVfrrnWqZ7+dGg9tyxsUKoF7Qv1DeFZtJCaqRkIIriDoaixfOYfiFCphqbkY8UAbdfCAF",
-	"eS0H/aKBDBKkQni9VmcwmBLnKFZWAvlKRR6iKX4kejQVTAxTjRFz9KiXq+2Acg7Bqu2DvH0Hy/W9wPPL",
-	"E7LJhF8py6rTfdfbgXp+83XfmuqZm8I7Bb5SXeOWEByXOZRblEF3eims1UT7WnLltk2NBmd3lHF2z8yb",
-	"5WOSJGEGWVYwmD+mHBUblL3Z1tLmnpGaySS/OSBfU6miqL110Dv0V/RXtL9zpGvf3nlq36DMU63K/dbb",
-	"fucHKEM7+KcpdrVTAvbf7+87yeMD4xw3UXutel7wDGrHbPo+I199nzo0n4JtKcjaBAB9tx5vocE90IV8",
-	"zdpaVaK5uLjurae47ptO+z8OumdI4DHJ5x7L479UmZyLHw1xIkgmbTUzHgOYTVawE4SLnEPlM0x5xSrx",
-	"RN2liwCc9s1UWAtkpT3WMLS+qqMdZdrIG1F5oy4zUHY0Z2RHTHkuV1uLmlTxfXmzPt+4vAozqBX9vXu1",
-	"oj+o4wOWD65UC+m4BD9Okjnaqu4X6Xwf8xo1W5hCt2cSb7dNwXfou7XBjny7GkGr+RiG0958pEiVYzRc",
-	"3Vg82E+BBZ6RiLA82XSuiI8ZLStpAeeFWoLC7Fo5i+E2lSSV71vjUu9kVSJ3g5k2Aw8ud22bIgMzxL/m",
-	"KC6I3q5qc2lQimdIpITl25ufvGHgTewHGWpEavnxocPWh6qFkvr+8qSRlt326YwoB0mFfFw+AjzG8JAN",
-	"p+a40mhZATHUUbibVnCo7HejeToLexlADQJ0JqAMPUGOPKiVNQZLBSKPOCnMpKQS7epi9V9cFes3zb4t",
-	"yZwzOcyayEs6tlUqwtaG03zKi1yyO6PKLff6tRTKuvhgyaBaJlsXgRaFK+1RPMysWlXr8vQq4dcYb0UL",
-	"WK8a19WblyfN1GrUX7MStzIDqaUcV/6ysiVXsQiWTjiofv117JDvU4pbOYNd1PuKozyZ23BshctCDFaz",
-	"oFD+dc9I7f4arupn2uyXpeZH3e5oMxLW0PHX1t8310BnlBU5QVNeZCjG8x0+3plxlk+R+l996YmQh+1m",
-	"2K7JyJ3ytPt78df7+9u/bd3fi7/Jf2x/O3yWF729azYrCAZlVrTqmUuKg1+gUv1rtKQXFv6upLCsVLv7",
-	"ygrLiSooTigx0ZNxAdWEql/20CLD8DspMd26n8OOZbOsvaGzrHfAVf3FpG3d9U8bOVs1fUal05nhA6oX",
-	"t7SoMjKWqpavAVOzJrSz82Hwt72dL3/7y8aaSLPC9eW6iYo6oy2YPaDalLjMu5y5ACVTnl27S3RqtltE",
-	"FhDZcpG1cBJPRfS8qsRfT5ovkt6vJLz7GZ1MSLZYH4LKU4xmmBU4Qbl6xPDGl2cUY/GwDC7SxG6m/8qL",
-	"LwADJM7/RPO2ftuVrqaZmk5UekyhD2gjXCKljpHoIuIZCY47ux8OwkAUIzPCts9jPD9G+wfo//m/T0OU",
-	"wAj1DCuTRN+jW2pLVlk3V8a6m7dO/DoOTJvtPf1lTxDG58o3ufSGeqc0r3ekgK7489SfI6m31wyDJOQR",
-	"s4iEaEonsAeBRhKU2Yn8hqLxsvMorXLemBejxLGldC7bswtBT4iOsxhncyRlnDvUdbnE8L/xAlOGWka3",
-	"tmUg3pJIjcwjcxRNuSDM9Gg32FLJBER6zlyIhjGPhtsnSJVeCzTJeJGWoGlaqZl/FGGmnDrqNYjhRzpR",
-	"01ywmnORkUSNSM85GuI0HRSZKnGV1s1I8EQqhXc358u7hesUQOqOq7XHY/IRFX60U147z6k1FJZIs2rg",
-	"bAqFxI1SvwRLzUOAXidvCdFo/cFyJcNYZmfBKl7CmVhssyQviBB4QjYt9h3zJOFPO0WKZupFu1L+fs3h",
-	"4IEaE4pFxYNj1oi2wLkz4vlU0SxheWiefqJMbNe7HdqFmUY8Rzpd9Ti45E8ozzATqpcPpHN8ygiLpp60",
-	"wuaLmhVwckHyN/miSYbl0qIEz1I1IWd/d3e/00FbJr1XaRS2itj1fiJVVl9kkIYxqxCdo9xBi+xWvRp+",
-	"PUEjMuc6b4NItj4NoTBB0D+JMnBhHSrzGmAaZzyVSxY0sR7jlZBRoob69ifqa4cWqmjpwBuAP4uFTXmG",
-	"0aQ4S6QkGF5f3faR06MD3jFEBUxqqzollmVT1IvvWuySLqCfMum/5qqr0JI3A0I1EEJhd9lddkn6hZfo",
-	"+kTkF5gmmybcRjQF3mv1YZFbsquSSs49FfXPzWIrX7qVStzK1SyfiNBH6+Kvfm7dBLJGdVULcwIvgsu9",
-	"PdMYI5GNBya56MNof9yJfhh3xu/IYdQZ44Nof/Ru3Infjg/JEf5BigxBMt8Y4h929vd3Dg76nSOnRep6",
-	"XQrqWXHO+OL9ekZgOchcv0+FalM1sBAqXs0lM8x1oF+kUwN+D9TrvjSjts29PK86qtIFZ1PvYKqm5n/s",
-	"nN7efNrpy9uGiDOd+i1pOkTXd/J/uv3Tn8D1pYYI+9ULfRSLuM+d8M2zFKqDTLnWl4jAHHJUfiYk3Ywa",
-	"L8mTrjnR1AjJg+ME12flyOst+aDqpzrA5a063xnEiNB1SRLcZhBcQnLoZaCyYnRwE7xXJJeKN2coJRnl",
-	"8QrVarAKL5AE6Rb5AkVKKYWQScjVAIwyDwfN8Lwc7LyqfoUfMU1Mc696Vp6YoieePQh35mCIUp4kMHtA",
-	"d6xvOuemxWip7iXIT8VI3zzwasBdo8LaTUll1lo3xegYDXWHJNB8Q8iA4epYTBcled89G37T6vHz3u4T",
-	"SZId8FDs6aeHaEvPRTF5A2nGIyJEiHiRCxoTNNyT0vNxH4p4Lm2cDFo6UYEKZuFY8z0H0zxPxfHenniM",
-	"dh0+Jv/2rWUlG4enNBLLRshDvYa8sUIeiqr39vfAA6oZ9d5+dfi4RM4NE6JKfFJoUJ6vXfcLmIiiD57R",
-	"Pxe05uuWCJOpnM6Vpw8BcYvFyQgqS1TkPBVAHZRNVo8f/osow2/l+sXNT7cHRz+gf/zaV848yPTWyLhr",
-	"3z+Uujidtby3BR3hugMz0OrFC/IFTS5tC2KF7gG+CMt+UsdUG+pneMrwuBz7ZEhtWozQFuNVjrR9Yv/W",
-	"zzimyYX6wRzXmu3fbgW5zXFeiAVWt2RO0RQzRhIk4Ob/OlJBvm4grbXsURqN4BDyjSriSQINPkD2SqlY",
-	"CGLj5pI9V7jf0dJBQk3+5V/JC9Arx9lLaybhHQjL082/o/0vhckIRw+KC1lRNuX8QdSFWa1Lcqdir3oz",
-	"zr9YX4LTLlnqX3muhpZlJOVZvpE7oRtFBEqDpT4g5rMZyTMdrbAOFOFxMJyoVBhsqsdIiiKcqjnLKjPG",
-	"bhJAqyrd/Q6GKvQa8oSMJByRKiJEW9ZhB1AOUapqInRZDxQuJ/MTtSxJLdDtNMKC7FAmCBM0p49kO1QK",
-	"gNM3QqIIlAzqgWCV4O/h+2rg6afpl9/7ufr/6/TL77fiy/HeXuAd5fJfzXuypJt0hNPv7HD6/5b/xmlL",
-	"vZH7pq+jSHXdDvC5lgy/iyBlE0emuZ14go7Dkgcff5Oa7vPz8ERp66rhKuLsnsEcrr1v8n/P4melEQ9R",
-	"hLNMmwEZUe2IND+gGYzQWZAd/y4M1MeNV8GTKn+009nv7x847g8lgp9rY/nHlFFhZk/qSf06Ab/GaFWK",
-	"leRwzr0pzmAUnkly1VeVN0SuGuSO7hpi+9Rh1cXuW4CzSTFTdc3fgir7N4yfZ5M9xaKbcWTTi69sCVj2",
-	"ADSjbvb3F7b4czrNmHgLrA92A8x18GF8gE2be9d787ZEb0e2LFi/FN0SfFA8GRx3YJhlXgiJx73Lj2eX",
-	"nwfd6+ubq1+659BygaRiIPkBILMnmd8948N/gpWlJ7xSlha58qbI03v/9jAMeJG7Fw/2D7TXRrmi1kj0",
-	"7xumpL2JBRP1eFx7brjB3EawhTKcaKI60QmqZnQ9Fg9qwjOkZ6tuRJYzIoHpakN4v8ccHq3YblKADfFx",
-	"+YJagK9MOoLWeyQelnJW5xllmCFe5L48TUvfy0PjPbjxucYE2k1SuV44Ab0udHp1cX3e6/c+huhT9+xc",
-	"/ve0e3naOz/vfZSit/vj1U2/99GOToYJ95Cts3myTmsqPY1XxMAVJz5sRZzllBUEZZgK6HoFIdCSLtHf",
-	"UF1HHLaMZK0xz1YYm4YbZQkKPAQ0Vp1ArRrR6/tfkKleY+CtiRxA6jaxTcotuQQMTYyL0Q6QotMrCKOc",
-	"p7qVRKOKYvXcbkeSLMPma31rg0+31CnZm1TduVvUsAIStSk2El6U0ZzixMma8zQxcwRBMxcCpvsiwdEY",
-	"Z2irRAbMYp1P04JnRqAsB5ey69UzpaDxEYRAW6rzJ5TebINapJbmX8Orp8NbsbZsT3dwoyvWPGdPMuUk",
-	"KUz9l0FqmitG7CC0I3oUoSg/jJVQ9ywlmb61e30GamNYfbtbXfZA5tu76EqaefJPeBMSRHXUA31vKeYt",
-	"ScOvYH4JB4sYTk6+FsRGXlTnVzk40eARVeyt8zZzXCXt2q6/ban3VQH0pUVN7xmx1iQ4qScUmc4eVZJI",
-	"MS1VbAL9DZ6oHknZyEOu9duPycqy81TeDDaXEN7Z+j8VM8x2pN4Jpdzka5pghs3so9J9X3bXtUk/tpL9",
-	"8OAD6nOOLjCbI+3IEUtzbSI148CsbCFQT3nsjQLNdQWc1sN2UT/DTECoWr5euJxJiSmcponkXKlpF6KY",
-	"6j0bavwY5yQbqERyMdwDVSdT3G64fYxuuv3e4Pzs4qwfotvezS+9m8HVL72b86vuR6lb6Eu9m5urm/Ce",
-	"fe72e792f9N/o/Pzi0H/7KJ3ddcP0dXN9U/dS/nQr1c3P/duBh/Pbk+vLi97p/3ex110TbIZZlDg3L3r",
-	"/2Rf+WP34+Cm9293vdt+iPpXV+fm5ZdXA/n+06vLT2ef7266/bOryxDdXf58efXrZbXjWrmJIAwauyiv",
-	"wZuDMKhsIwiDckFBGDibCsLAWV4QBuX6gjAwGw7CwLPjIAx8OwjCQG/B6/0FBJGGrD/VEWxcRXMSS6Cl",
-	"/kRxvyHYxEOkKsbH4DFUt4s8I3hWVmYA5pPZiCi3ou7wqHKZIURGBBzTUDEw1UpK/TtEQ43e6qr+IzRN",
-	"ZHGSDG2kLp/CEGHTx0wb6CEaGgN1AO3gnAf+X/b+fbltJMsXhV8lQ9/eYbICoi6WXVVidMynsmW3pm1Z",
-	"Y8ndM6dRW0gRKTFHYCYbCUrmOPzveYDziOdJTuRaKxMJECCpmyXbnInoskgQSORl3dfvd62Z+668OhVZ",
-	"wfEi+GcDnc2czsNrboD9osBk0bJUnxn6GAtFkh3ka7i6KpPm/tAeaRgqlcLY31bnZOln/wf97A/4FWCx",
-	"/Gsi1KApvq8N2M2uqD/cQFAsu0VBSNguz9zuSWSaLKy4v4tVBO9RmkZ+Iy0/jSdaZ6/sL4KKz6WeemIv",
-	"noV4oRn0AIrzNGS5AZqx3xnGANCW53kuryCGC24ZWHc038Y6PzwTZiDSyPrh4hpEOqYlurObHlH2GsE/",
-	"PrqvrJkt1aVUF10fr1syyreHobaWX80Qk33GUIsb0tzpqu7ZhkiglwFwFqKS5wIVtCFYC9LWDfKAvjld",
-	"JBjCW9zOl6MRtQRs8MsI3Da7mO7FyGmbqEJmlUEsFRK3E+nmEJdpGQDYeZGYypyYyzkTMjMBQbCxaQr8",
-	"17d6u3YgehcubAhOoy0HGkemLnXOjT0FHk9zGSR5ekTNhi7ft1z8qLLj5u79Yy8W25o3sBhJIRI8b03v",
-	"tsX0wDYP4nqs4yNGXcITsDtlqeDdzaNay8Zc6kbsjBfRFnzxnTW3P7LwxEa5uVcZwvVQG8FgDoLIJ5nO",
-	"1U7Gvm93vNCQ0GvOkz9MpKDgULbiowNLRFJu6t3XNaRzbJ0b6/3aig/rnNK6s+oXYO5JOWls3fgHqFGW",
-	"+MsSSiabwF7t+NBp/Rx1QwO2g0CW0FdhjDQFVwWqZCsHEWC0G5q2PXsEtRFpwjbCj1MxkOnMp+KzGEwK",
-	"+3GHB1awvTdBgYGmB7R6ROPKAQfYfppPVDcwlHsglOH+5UckcuD2VY3ZLa1mCiOREdJkd1T4hfzKOlM2",
-	"kLf+7Ssf0rtXPnNvHohLfIPKBzT+NWduL0dkWNkfx264lU/f+7FXPnZW4lH5Go3fv/Zv1Pj1fvlyle+9",
-	"RqYXbf6yfOnK92hB/kn7fz7uAba8XQjPj7xs7Q8WBoaQaIsb+RbVbcEtb18yEwaRm8/6WaYHlwYao7Ck",
-	"gJvL3fI4GcavuURyBscz0cFdzOoJvi4CDlTPigjvQOalu8HeP/YOTuwdDg6PPp10ewzqQ6Ur10YMT3st",
-	"1YbOD3PNsZQ+KR96mhkdIYYQeUZ9SLexqryv2GpamTZSj3KqmD34CFJQGeDMpN9oiLQXZh26ObwyNOLQ",
-	"NFuw1fztGyyAUlDPbKwGIyzMpS+fj9xzP2OVICRIpcb04lzejH+4avGS9ya1VkjHekyeTDP4TbfRDWxs",
-	"PVWEKl/OSq6vrVndUbrAiqpCM9QBy6ZxmsEVgAQPuut5OC0uUn9zTrN5pDiu66eOBt/OgDNbqNBkeFfj",
-	"yc+M80L6+GaupB87RoGlndR/nfvK10AsclUc5k91cB4bqJyNOv1DuXXbDot3who1kJdTWK2TcHN5CqkP",
-	"90VSkj3UDk2W6es3uRAnzYEHdp4LsV6Iz4VzYaRh3JX9nQkDfEi44b1r2VCUKnja5CAdA7EgcGL0vcT3",
-	"y1OK3+nMtnuDe7sJunaSFXLc2J4MdHRDrhDfBsmkRnzKzgRDLOE2GO9WBpkPeBN4A+ipHAy19VQghtfZ",
-	"tp/sdPt0dyibysVYoIwYsSuRn/ECC76D3oGj12/WojVfyHODNoFS7rY4o1ZnequvMqHIno0ig6WaTfWE",
-	"XXNV/NvCbe8f6de5nLBgOaLaZlu01fe8U31DbHDaqIWGZa6cjbZjYHf5aXPs7U3tAPR9mWpe26VDboiU",
-	"xr1j0sx/P9uv0HI8wqDNM8MSvG6ZasFywzVYD9hlr8OtG/m9yDp0IggcDcpx/fwknv2/O7/DoASQ3lnU",
-	"9e32TDDmRXujNVrp6keaRCBI+84WnMkyFtYQzV0Ynass+wPG6Zxu9Lv2aQTtGkQ1jLBJTsNzfj3bGtxT",
-	"oK9tZ8x30VwFzrKe2WMAqwShpiZSz0KUqUbW4YrYP5rqLxDkUVJ1vV2iXAx0nnZ7sfqPT/uf9l/vMmdP",
-	"Y8HHtc4vRd5jHz8dHh4cvt31H7GhzlIw+macidDxixUY6KV1XvONdoM9TVfiDgouPP70x+ne2/3Dk2M/",
-	"ulhBtrNSjWJ/gmV1u9AeNsZabu76M3XOzsTA+qdlcwFVtEmDwKax6kCCtjdbadjtzS3q22WFyEdS8awX",
-	"qyNwgnfdcKKZGYpqs9Bn/5pIYQaQ0CUXepxNTKwaJqGaVMdlW4vWaIXWoqaS2erjwg/K+9pPccBr0Zp/",
-	"17VoDV/Wfuje1m7T8iT7ITTmycOAjcPVu6He9k6sVpSkaSDfum+fTzMKkGFiq0M+ACj5LlKoAD6x4Mo4",
-	"VBrwDe0QTYuDWE5BLRc4Ud7viMreDCc0aa1pCBCchXv+eWsfyH75zJRFNeAsQqtFAXV65FGiH9ldwq5Y",
-	"nrmMJIsLo/oFnGEzm68VGtwpP79tUtTtxWWkaYXYjRaATlbLGYN/4lnc/3dXXbL/n/uvPlXOUVtByafm",
-	"SimAH2CFLniGrKwU18K5BF3sHOVGXVateG9rE4GvmakD1GOB/BLhgloN/SwbOBCpQRk5PoqQNqqIwttb",
-	"27eo9AtfsD6Sxp1AqCQfJsVAj+Z0MtMFtCHawUecuVDpHzFQHkTZrUZ0kiWxKkR7eV8qMgmbAfNfaJIb",
-	"yLdIg52hjp7OVfotlVI0jaVNIWjoiMuMOnBLrx9LlvwMNVCN6jZWbUJ6aYRZWcT1A7WWhfaZrjtYWnbT",
-	"vNLqXOaj+6egmqE0vFcSqZ+Z3ql5LT1dtHnHp01etHUAgDaXdS4yfcaBxbEIURwg80jMul4tPDOeA7K+",
-	"pAMNo8C7hdzzdhcRq/HumqN/XIuIUdpzUdco/NcIibD3hjAKiWK/mb9k+2Tr5e7mi92t7f+rYXvg0GbP",
-	"tPUIcBKQydWECs+/CGDR/NkoKm5Drkk4p0QPCVEvaWgYCHDaY0dVUkxiHqYKLSC1Bn5jxk3IqNlnE2W/",
-	"8uin1CLcRJxZnew2xuWq29qyIjeHvr/OZUFUTu7Vq6UU2M0l3SzdtpSi0ZmGN45oUwSLuBD4feZULYB+",
-	"dVyp8H53x34NNttcL3zm7N+AJHVpZeErG/egY37UqDT3iJMNUY18b32hrTDxdwjVZg0ySap0me5rRHey",
-	"Fwetzk2wbuVgZLq4yMrfKcKRzJ+I923l/hBqmeQ+pwPh5qG0O3v6DSqFuV+gJqwCtybwruB9udqr5aJq",
-	"TftgiVK/xY7aG3CUoFglgemLyuQU1j0Riq4soG1aCnMrc68+EtOS+MNUvi+L8XBNtbocSjVXm0uWT1TM",
-	"KZn12btnwG1P5bNUfODQx3Gi/ltL4J+vFqctRxyjm3JEwTIYalIPvEQYkF2LUHsSgJufHiq/adGjy1aE",
-	"D4a8eGbc6WEdpdV6aq0ubqS66PbYXrhl3MYgyBx8SBm6rSwcQSC65fV7rQOvie+HSvVSjIsSrwj2RTdi",
-	"RtudaIY8d4oa0Yb7LDFSDcSpe37CzmVWiNwQGEomL8WSeenFaJWRs+KCUUO6eqki6aCuHPZBNFs23XRg",
-	"GtO7EKEOZc986blcwQMtHeAw+JJrHyGD8C+6rQ1ylarYTu8cHfP1cNifLQaTouRio4JpumQeWVM5C9+q",
-	"RmOpDA7epzwIdUjt+U0pUJe2sICbrrt9gax7UBODX8InhU5YZ5yLdb8OEQPAjd14srn5fCBT+K8A3KLk",
-	"Ukzp80sxZf67Sn/6RAVjXlyVTAV4cyci5+p++90PqoHLB651uZeylnsvYsFVImXdjnreFrD9CHFZO1C8",
-	"YjmVCVK2kcPXSl8rJLBCW3wuMEtcCQkvGZRq05DHN1JrSwNyLF8IXosrL1v+E+iahkogX+VbysaoSYRX",
-	"REFFAPlF9gtUy56Gh7RVN52LHODS7sZLFUIpmY0vMv26UdDdk1oUpQpS8PtMKGM+iMEJcbzrGpjBjbvj",
-	"ZvINwVObJusTeM57A+j+vt1kfbhWjOMNGHBN1QNMs1DN7F0DQFv1svoMHVqZZiAvQyblp4PFTEnzzabK",
-	"E+fMzn1sJABdDndS0mfl+7NMnBcMaPtyq7QQU6FO9R9AnTzfjNaULuyDaZRpgC/8nthKrqS4boLCyzJ9",
-	"fYqYdpNxe8x8gAkQzyZKpTQOSaWlumxuRSmWyAWfOccLl4gNMsFzq6q6y2TXEOWA+mYaLNBKK5DvZKeM",
-	"kz9Gm3eAlfFFDPN5wZqA3Qp+F7gh9/s+EeY5ZwmDk7iFrb+dCcMz0WhW3piKbPsWVGS0SZstC52vnyPX",
-	"34jKAxlc37D2javfAEPQ4GbhF+xMnGsAwq63iC3eDGZqCjE6bUOJOYav2wFivs4XLVYRe0vrbnKGIoT2",
-	"JcuSbUd2R4ZxLkb6yvm67rs6icek0Kcuc0+5QaGspZO2oKRXfzFzEl0DhXveLgMA9cDWNxGhppOEJoRE",
-	"q/ukVhGOXaqhyIkJpsX2CiSRH3F9OPvwxQgAD2hA5Aa6B5S+OGE3dpd5ZE2/uOdH1dlp1zRvcz0Zvwf8",
-	"hDtk8uD3zwwYFLnO6muLkSJiKJhZx+Y40iHdyuleYCcKo0YAfmNfFO5qxRswNv25SAXD4xZMyO2m4g2Y",
-	"IljEbJVpWf2CRgpSASBCI6Rp6lZLjQsqvxRFBCpRFLIAwqTUGmogvnKBNEUg2aUKB7c1Y+fM049vANdC",
-	"fC76rFkvNtTgNknde2CZXFqIvctGkH6+eJyFgqmBsD//TBUUp1hPYTcWuGpru2sX42J9p7dFdKxWNE6Q",
-	"l21riSXzWdCmc+HLkfaODtilmLZoZCV67B+5LMS6Vtk0Yg4jFgFca8uxs/n7y/nrEa1BLu6DyqZeIp9x",
-	"I5qBg+04hUrHWqqC2csA+72jc0apHOAGO9c5S/ADkSbdvv1SCIXYxloR+BXrzMIM5yzJstEpGJYiPR1q",
-	"UxC4C/KYObBbXhYpz2AKL0jd0zI3tyzwzG2WQsNhLHZZQquWBBrPL8elmEYscROW0DrYn8fKXpbm0i4P",
-	"CX9MYUBuwGHuUihA+mtMj+3hIDA+bKx2ga5AGLlIIYRg2M72NuZ1fXKhrJTDXRYsZHW3Rg1bPFqz5rj4",
-	"XJxeS5Xqa+Ld1pPmQruykP1lLYkBaf1/TQR9TVuqdvOGGin4nuH3oB5geHVzuCSXnWMT46S3oZ3QknTK",
-	"HcqUECnxr1i9I00BRiUQvFSaj/VYKC6hnbwY5sCrHK25+zROlDSnnr21kftlxC8JRRJqmhDgmcCRIEXd",
-	"9/ZMufsc88ysrSLNKdUtzLZwGoAbO5tSEV0AdVh5bePKPEGOQh6+cIojKd8naSdHrm6tptIywJuBmpgB",
-	"H4M7VZb0Na35QjcIxXPzikMcE84Rxd1Cxs35fsmSGvGQj0Sd77Ji39xIRdZ0y4ybYFUWlACXV1XmbLvR",
-	"DynJL93BbpkuCKbSNfYkEu1A5RHPXy5ak3Y9/57L7C6K3rdsQR1eRSXYBQbJXDfCSCKsmVExhvM8yKf+",
-	"GEJr7nmuR6ekiuyFV4Ma9Rdc4GJPUHh/LPIrCRFMq6jo7r3qr8ZUyGO/fT7IRQGsDnmxtvvit1+xtIju",
-	"aa4GDcGsFlGW2EcldlOD4Mr15GIYEIOwM5Hp6z5LMn2RUGuWVfPG1VoYdxQyfVFBV8D5yfRFozQL520m",
-	"9phzZeyr2Q0zyWUx7bPEmAzYw+DzF7/9ipQQgGcfPlZpBQklWAljmrPE1RVqYi4TuTMmbkNZV1niltun",
-	"genrTGtrw0OdFRgqLtNeP/Gz7W3aNMUA3p8cMfsVCC1YuY7SRLsQ4TzqHOysbr9k11BareNo0Piyu6Mu",
-	"3V48rxIu/J84Nhu7//8/m/n0y43bOET3dYQbax0ZImgeSj6z0mqNlnVEtneWsVHxDDUPzc5Rx242YgjP",
-	"TBKxnZcv6G+7J7sVafbyxYvnLxapmPKoNj4VqiVvtC22X7xYGFnG40+bhd66cgxrx6LdBT7KJhfylmGh",
-	"E+QJwdYquA/DUrk+S758TegPL1MGvOCZvnhmWMahchx4N2qttV/W6NO13bWt3vNeQ1Wvv6A+4X/HL4By",
-	"Bx7NCl1lx6gP4aYlvu3a65O5bVCl3UHVCupB+XR+xuNtzgeC/VWPxx5t+tvmPTwz5kxRp7Z74k6yt86s",
-	"Oa8Anx7EIFlkrFfpftdqFBMv5ywBat3eR2imBK5PIFjVbb5pu4AEb56+nTnzVX/8tyV3XqY5sjhDDePt",
-	"9t976DnneUEULggJlpzLTCQMPq/wNQGaoRVgHsjQsJ3NzYgNhmJw6SrgBBtylWYir/M32duu7a5hYcWZ",
-	"VDyfYmHF7M7FS5th4jLxzLCzaQG4wgUbaVOwrZfsvfyjD9w9LBUFtlIBuAB03dqrq1Af+Py1G0z2vcwz",
-	"ZFhAamId7Dec9w6+MiTZCJCXKK3G6Xl3LZrHVDp/Pfqeyd+Oe3b63RNhGZZahSjgRiVXuXFi/0YBvDpL",
-	"qi+2LElSDdveYUM9yQ2lM3HqWwhSG/aAEXkBUeMTrW9J4fwKpLzBcmeMX0EmQKgin5LmxFCYYVwxivLj",
-	"155GrqXZopJEaWu1MJfrVLG/vrX9vKHhYmblF2Q6rE2TSgwj+MSGg0bGN+w4nVbagBBs7WOiBtsfFYQR",
-	"i3zaIlpv11cBy0XkEtQwcTb1qSyIqAo+GNp/laFVu5fh4oglapJlWBIWr8VrSaxSkYkCLopY2WVBr8ad",
-	"cWug6yfCrgulCwrZVRLwTR0YjRvPNHl7e2hdUnXEImiGJWv1auZC2eUBhRX6StgJWptnA5Q/mSXKXtTI",
-	"1qTwGxR3WnnO1lKlSzfR9rQtBeGOe0YdmG/s8gfcTJ15m6DFGqhSfbcRrXvErjApSSLKygAMacCmcVVb",
-	"jebU4rL2kGW8bTRUMmZf9plh9BMmR/xCsM7b/RO2Yb+iiiX6uhuWlZdTxc3yNeaLa5jciERuICjvf9FH",
-	"jFODnCegVGXB9LXC0uzgbfS1WrLUjcjWZ8r37Joj5PwQovHT8nWr1Ey4L6qV/uHZwFTmwtr/atfUMqe4",
-	"qdTO7ZDK+Q4OxczBcxMwQxMSbqF2mo4/W6RYHSFymW5f2G1Lwz8ib/wCHB285e0bndDdu/lr3J70/vZj",
-	"/QeAk/xVT4ywKkqqi/YGNVecao3TYfALcFyWBYXR+XjIFeCEjJusBoLl8GVfuTVfCcAYYjFNNBzN5agO",
-	"VPk0nyhzajc3gE82PPT1RJQYzEhDV2GpKuusFhQ91t5u3iBuu2Zg62Cw9BgifCXH3t8wT3wmeC7yN04Y",
-	"mKvL02oNO/2JRgh5WHXL6KgChwMNpu+lMVJdRGzEMytqRBqxiQI6+Ijl4krbpbJC9jrXaD0ZBpCTBCNG",
-	"GDqx2tnc6rFjYSAgM9D6UhKfKiamfX+8ViwJyER/SdAmwsCm1aXwouWqDItiDPlak5+fNLdbf3Q+U6Ev",
-	"MDjgu3JMZUBMO0DUow/HJxE7+mT/B0op7Su+3n+3f7JP2jBW7rd7Rwc9duIZxGWVJtXV9E6K4UamL6RK",
-	"4F4JqE34dCSSHttjI5xppvNY4WTi/Urf7jmOe6BTwZJXxx/fnJ58+Nv+4enB4d/33h28ppmyBk0JC0Yh",
-	"of9ct9evnxA5uROFY2m3D+wueJdXMA1NUe3KNFmvqvnVOn8tivEHKDg45iNxLAvxl3f8M+o8eye8Qzkw",
-	"czU4pYfPjsvue6nOddOAsvP1oYZaddyxOh8MBZhsdqAGUy49dnKt7QIZ7LjC5rdUD6AsfDdWsfoF9sEv",
-	"vwSr+csvrENvmgTjSwBuCJ3ycD4ThrPdtHtixWY2UDdCuFEyFIKcqrwSwEYKREgDeJN+OcIKWNUvv0Cv",
-	"SV47LKyD5wOcl2QpKZAE48EpNnbU0CSFsMA4l6bHDiAEMbLOBZxUsIQlOXnOgUqO//4K0ZJO944OAGSD",
-	"eq7sVQiMZR+QT5S1ViChay9KMCWVhH46TmftFaF2pDwVOz27jPtwpZkMBmA+07fJlxhEary2y/DNx9g2",
-	"ja/+NenTIxwHGP0wVvaX0I5hf/olBkas8i6e+ArvE7HYwYyX16DxRQ/6iqfeNayLzIherHwVpmvZZ7nI",
-	"BDeC7OSCnU1kVrCp8ACiLza3Qilw+OHk9OD90bv99/uHJ/sgAmL1d6FSsDsLoQwi4QX1mWaXJZ/Xc2st",
-	"AhG040tCAsl8fZBJmGyy/eEa8DpiVdZ4SsPMBIt+C806iZUByS7b2mS8KMRoXGDtMxbJwj/9b7t9+/wR",
-	"/7x+ptPpOoR/EmLJxGIYcmiY/R7y/h0Xst9i7+UfEBz49+MPhxF7vu0/GNWilqbbZxnPL0Ru7wPKBmYw",
-	"Vjtbz9nR3n+9+7D3+vTkw4fTd3sf3+737KAksHOvAzN4AnaICeYN24ljBRE5888/e3ZnYTkPrjXxgwu7",
-	"NNC9bmdC59zuL/uT4LDAqxFsfd+9tQE7y0yAlRiu6MDuxD1zBtQ72gj3tC6yqwOGG3dz09nZet6FlwHO",
-	"o3V8RhIrfJtjOGPrx1aK7CPLNI3CAd/BIUXYBUrtAwSz3YxCUYAikwNB1iKJceQrq3Iw67FQyE0NNMb0",
-	"I7Nhr4XqgiIrc+QfKuKbMuZW0K1FlQTQJiaAoMBmLNd21573NnvPIYFeDMEqCoTFYMixWfJCNCQB/ygl",
-	"peuJQqJu65IY30BqAt7SMn9eRQ6EE8kVgHLEyjVZ4/cdDPWAClm3F4OVG2EEqArO142YEtd2H5zL3BQR",
-	"49k1nxrAyLdTf6gR44pkCVPicwHIMbsIo09NpcxA1wNyWgNPk+lRd7ELSuGLuQ1dumkJYmnkEsIcrsOD",
-	"F0wqaBbD9fdn4iBd212z0wWL+AqmGxgf+UgU4KP9s9m9KS/ZOELasMXXidxfWmtoPP7Afnu5ueUGWXO7",
-	"myjNky4h0eJETCotLUCnuafYRI15bgSEMSH2V2qd7W0GNhcQ4SGNXmB9/WsiIH7tbByJ/Wvo01W9/ha+",
-	"9VoOsu7P/wnNauCywf7e3txE+kkIqVMbszMhNv6behjL5y8Cyqg45WCGtRM3wAxC18/O5lbbzf1oNz4p",
-	"qyuEKuzoRIq/21n8u0NdvNEThO7Y2d5e/IO/80ymMAGe02dn+/fFvzvR+j1XU8+V+TVae4HTO/93rq22",
-	"4q0hT7330/75p106A3TvUzo6gax4RgfTWsL8AkhC9pyMAUqNMdWCDHiWnfEBcmDYnxyLoqCA/Jf/5QKC",
-	"VoX8/zbctVZTfQXfvLmgxD7HB+sG2A7KkVXC43YiRUQEMOZnOgeCF4QM1daEAJAJoPq0/hFoMGnC+w10",
-	"niLr85lVlVaJu96hjtJMqCuR6bHo9tixvFAi3SXTOlbJf64fXw3W7cdQyJa4O2f6WuQDsJnEZ/bX93uv",
-	"1o//urf94iXiACZojFldZgo+GqM91sNPc34NepYM4ShWl2JaWubVWx//dW/d3jaVF6SpiZSXAvt9RmM8",
-	"cc9KYiUN+6TkZ1cbxzqI6OjyDiOPqf58c5MZTI5N9SRnAzuVXX/Pv4np+kGKN6THPjOMCqNl6q97TWB3",
-	"9uLArvMYeFZxhNC2WsUKLWDPXiWLHttTU7b9+TOaeWBS9616K41X1nluv1aDbJKKFCwR7ozoKFbY/5ay",
-	"c+vRwNyzzvNNZiK2FbHtiO1E7DcyDk23x/YKZs3eAtjwdlkq0glKLxxgw7uhsK0pmnqtQdvGMG4T9drd",
-	"5cpmWwuDNJRJ87J0JtY6S4kiP8MkBEWSbvuUC4Nm84IR+a11txEduX0T7uIaRTue2QXjwW15t8EcpB6V",
-	"xs1GFG5QNrs/5w8q2Cc3GtmfeLEwxR86nd6rPkUdWh3K12YdXg9dIQIo63A6kmUtC53Mbg81jlcqr2Ah",
-	"USGwjhP/ZdFVlom8a0c0o9ZbLeJXLv2MgtyxCiGoMZARedNoe3PbeiP2JPc9EHasIL5qRUuCQPgdjZS9",
-	"PJPcsAR7GZNuWOLQY4nvigVxP8j4aIye1Vavt7W5GauOa2uBUtFutbjL61Qq/QW8yZEdxAE4elhbYRJ0",
-	"23jB2aeP7+zRjFW1hATzwfCW9Plv4NPSdokYou+50gaZY1HDLvRFgvfyP1gTEcXKrqP9JzsTU01BESEv",
-	"hsUQVCnHigk9KYxMReU1METKMmsz2MOSA3x3rIzMhAJzXZUHF+14iYQVE5xMgimzru3EFA62wwhwdqSB",
-	"dR9wwLRIY9UpwzA729vWpwwtiSSo0EX3x9rEHXJM3AgoGdR1lEqyAA3GFeNnRmeTQjDwFqE9SJ/76d3e",
-	"3PnN3iTnA0BAQiCvof0qF0ZnVwKbD+xWQCUYq7I9CDyucS6vwFbJtB7bUUfgKa1neoAYloj5lK9f5DwV",
-	"7HDvpItR3DD6YN1m6EGHmgy29fu2d7Jp/bpNHtGxlaLeJbqxR3SQitFYF0INphAGfSDBVB2lq11ZSlJt",
-	"36t0nOdpnNB+jlhF5pC/sYRZ/gdP/at9SxdlcwlX45VW55nEpNzO1vPFPyDQxxOt3/Ec2bZ3tl4s80Zm",
-	"Mh6DwQ4Fa8gW/eQdKfuDJWaFokWfFL/iEksKbuCDwTEgzdbseEVrn9elO5Mer7oaLiw/rUY213a3N7ee",
-	"b7988fu2HVM9OIUlEyUDbrNv1qqX91DSAnEVBusxmhRGx9kedkkG0UcSz7Eihw0FOOLg1FgXWKgGNn9n",
-	"lGs6PT7ZO9m3SiEkHnFOWayA0eSZqX8NGjJxbqJntUhYh3KKu6Br+iwh4YIY3a5JOVYVWCR6V+rI87xF",
-	"aC+GzEVg2iINDANYLWpsw1ocGi34MI67MFSjqEAZv+BSsQ7ZPP3Q4GnSAUjAdH9KYHGADJ61N5b2cQfp",
-	"g6mN2os9eb2BC4ahDWCsc1yZeUm8TnTSaDC57blSMSsVcz8qBo8MC8iNQ/GFJLtL6p05SqQEQ3kCWqTO",
-	"/bFIj3xQAYXN2HqMjsAG6V6ss+IDcyUm9DP0HSugcQmxtMTKa5qSXPWff/YkYA1w5epYwO3KrNMzdYiT",
-	"TKagidAj8DByULEbK1dBCO04vr6ZcOIMUeFQffPuLO1Nt0kJwWuCc+SGcA8qCHfEj6iDam/23SkhInzG",
-	"dLFd7pUGWmmgB9RAyARPmesaMZjB6s6b+T/tegjqDm6RdV9GC8WqoYChAyHFjUq9QzciEjRgglJFSP/0",
-	"zDCdp2DmZ/piN1aJTHd9PgkufwblSA6HuzOgiidwX7Y8ql83Yglcbn9dWGdnOhZJhCgswJG3m8AwINio",
-	"z6lohbPEM+YnqGFw1Jj1x56TaTAaU0ItxmowyY3OqfvwHTfFOtxo/eC1r0PjkGlTSgygIAu+P4ZCDAQC",
-	"QFkTqzrgOMmgzV1Wlp10IRavXGgeUb5A8aHfNQUhRmQDEei+WCnNLvjYVSn4ZE6EEwh1JhC2HecayrUI",
-	"c6AYilHf7kQ9Aqw0O22x6iS7ULSwzu0IMEQMnTOoP7deeOAJdgA1KsF0sQSjRgntAnAECQtBQFCadWYY",
-	"C31P1Sx0n3UvEccyoDW09gORAnYxhlvESquBKNOp9kFDntpHU7ms0jQkSWCc5ZhxhXssSUVW8MTtAYDT",
-	"jxXinyBkChljHCF8XTlRuSzYl5RCMB63/yQHKlwqVktK5pRYdbD+p2xmATRH8LsRtp5DjzREh6EqkIwf",
-	"uhfEY5uDoXZYXlXjob2xKVI3LKLZTAkALgSHBoPGwTmWhl1AQDrHnCsEvX1t2Wa3N3OgriWUfQlFGPy5",
-	"QGDm3rxKj9MAsri0I9phdTebKsybul0Sa9s6vihuCtpBjiWuj8fibFo58VjOZ/xenJbCoTWPVpmFlsKV",
-	"rV/XqjARm+u///llK9r67WsDTsQSFSszQrxqh5VPtrb5c0hbq2LXbb9YgbxlX2KPGB2v7T6PYhhJvLYb",
-	"VGh+jVXc0GnTbL/hHJOA7hiBBymQ4Ii5wRHlnw+GzEl+K766q8KYWxXGoNAgq+SZoSPdbp5U9818A8VB",
-	"2zyMicLeO+QcqQLhEyuwOfpodiH4mxUn5Cb2Ztk/sFDP4/A0SLNYVcQZFG54Ig3MZRK5F6TaIqomxiAs",
-	"H48hj7ewos+9z32I7CV/cWynwgHWrz14tRu94aKit5NS2a3q3W53rD9Be7JKA/YBv8EXOCFB9dvDhLXC",
-	"yjd7tshl74Q2zn9rSUTGFJGxB7kblazXrONvRA+z9zexQqtxfTI2XW9nlnZj2PMwEx3rQSsNyycZWt1U",
-	"hAGlOsjxjTUVG66KImKyWt/QoVoB5ksFYJSuNCGarUWALiRYEZfjt8oSKz2CQoIeS8q++3mVGj4kd9NK",
-	"jZOSzKlWfwBiTLry7FiZwjpNUllFDJ0/i+JnQdkKVtCjzS6LYVtA7ViotC4Xf5ygWtPbraoCVgGznzJg",
-	"9opIJ5y0xQ4P5sW4UwmPVDFA3PbfZ64H2ZOCIEOZ7IHkLAIf0c2lITiyMOnfLt0XJkXw4T9gTqT2YivJ",
-	"vZLcP6XkxnPwTVIdJfnZA8QRDjWD6CIrRQnriM9FzmOFAfhcMHmhdA7mdFAD5dhMlXa8yhhwDqaBDH6X",
-	"IG+MArwVpTQ5djxrdwsBPLQnv4zkoTaklQd/y8AcSG27o86hI4z23CLvvfUMlbUcD3SOauseeW7tWHl6",
-	"4IkReRQEJaCS3gfqotDawZwY5p5KwllHMhur2XKUiIA8oHXX+Cp9SkVCtDihLri2MGCs5sUBWS0MGJXj",
-	"b2SjhqZfH8kKYoaOs9l7+IRVcilVmrQmeEI5URL1/rjhwvIdF4mbcm+vpM2tpM2bSZYFs3hDKQO7+BY+",
-	"Uh0AF0831BPYD7EUjXBZOy5ZLItdtrO5Gas/9l6fftz/j0/7xyfY2hg2ElU6RxA0aDmA1H6slmwN8sJv",
-	"6wVSxIALxws24AogRTCFy6ApzD4sVqk0l/53LzY32cHhyf7Hw713VP8GMKpnItPqwlT8sGemhNyDrmD7",
-	"gEsxLmLVSazk2kVSkiQKIVepGYg8a+T+BvRMDMnJwjCZsg5IRqjWo9oMFauxHQu0EIftTICcWgZFmc5L",
-	"R71JYtVxktfmeWQeWGTjXOejdYdwtpy8aENkXsor27q/erlgAPNFlhLXuN59tw6SdJRdiafvpq28rsfx",
-	"unCjM47y5lznUCySz8MzaAp9bf362/aLX2ciX3DWN77Afw7Srze3FD8KngKORy09M851OhlQtS3s+wgv",
-	"kaHAs7IXg02qIvuKXAjW4SWMyzPjKnOgO5IPhoSBjMAx9kSNeS5UAYVCscI0jBKV0ToUCCcZrUR0OFVo",
-	"5co0NHEjD0ubyUvBeKw8lJyiPAgCo1MRgwO/Ay4xUjrJKxQz63ZPJ1TB5j57Lc1YG8jy7FJqaa7D6GTq",
-	"3Pb89+iZgmpBEnooRRnzYlgWotCCz23jLgtDRiI93dwafn4x2r78Lf31X79f36oQ5ZeNX6qSdTE8fKMo",
-	"hXdzqPT2BbHMBp7aMLUN5D041304U3ZG/hITTr77AIEr4jUAG27vbP+6Mj7vUIOi3C6F1VhoeRZiNAYy",
-	"kVYptaemrDLPABZMnioSkliBANUa61KxTjLQudjo9XoJWkjIrbJu92wuzyaFSGPlHxv56tazKZSM9cEq",
-	"Qwwpts8HQ4KON3xqCPTLswrgnSG2VIqRjhxZrUcMb9d6kqVYFHrNc8WSo3ef3h4cnr4/OD4+OHybdOdW",
-	"lJz42XlAL63ypFc4owt9NbrcrcCdPLZb7MkqJpDXwaSnimDaqtuv/KZxE27g2rV7Qc2bEeOJYAzCUwLj",
-	"Pwnhn5OyfrIEl3hmYjULyd0NEebwQsQhOBMMtaRmI64AU3xn83lZEdElPCG/Qq4A2HoB9U2SYMGGg/i0",
-	"Kldk510oyzUs59cEOpSz/9p7/466SqWq3mjKRwTwD0WJ44xLRZXa4SCuUIiJ1CtgbqV9rBL3TWUjJrsl",
-	"ThxAS64bq9RlMWXnkgLVQ8FwwZrgFWKV1EHHkmp9SlYi1+lUmG4FdFIaV6fdYx98gg4KoV3YDJ0viBxh",
-	"tAyjzATjYM0fa6yAQ84HCEnvcD15rjwEosO/3Y3VROXiQpoCu2ohJJVxQGmwF5pLCXUpneTkw4d3p3VJ",
-	"EpUtWiUKI/3GepgfjvY/4mR8Ovzb4Yd/HNqfOH4M+zDDMj64RMZkknCOM4JabS5EQfXyOdwSxnG4v//6",
-	"+PTVh8M3B28/4RPsnZ08bJKWxJoC71J/jVjBMkDJO0DUZRnCKJen3FzawZhs4kAkqWCnkxz/7eDdu0C4",
-	"suNJfiWvoG/ZvwsCcOFZJWYLmGvHNm56DCjbPawJey//aJLTB7D5Ktt2kSH34VoBHrhnCSVbthQejSKi",
-	"AbS/21ZWXQOcX6aouolp8qGa0cLZIt8SZHpdpNzylifiM7GAeGF0tzt9+9CDGwBur6ViEF4iBTLRCZlv",
-	"H4ZYwn9+o/MzmaZCfXdxiMeLJwSg7f/8cwaFvG6Q4+4BOEJSwlAN6bfLjW0jp6Zvbh1RxxKp1lnTYIF9",
-	"EquagdL3mg4R9EOFwo2zDwg11tVQzho1sfJWDVvSqNlDiNmyamazRMd3j6VABYESg3zXBkPXxiHM7sI4",
-	"4MkQbfaowYChSmTkydHex+N9Ml0ADItIMOHGdM3++6OT/zolhOakxzoNk1hQ6Y99ALx7YC5ZCyyEkaZV",
-	"1gT7v7O5yZIgSJ9A34y1fGDBgsmxFumFKGJVGXavy9C+w5bBGVqgBGw7rIOFl1tW9/69yWhcW+ks1Flf",
-	"v5W/WArIRXrqyl/pT8pKM/2Umskd3VA3EdPAjZXSFzknwN0WOvoosKXI1TaUw3CKpsdOvH5KodK+4NLK",
-	"dJNxM7SuDwSZcmEEzwdDkSeRA8+lcJP1TjDguIGflxHIpLvrGw0/fXy3LhTQE6BIxcRpMWRGXNiRRLFK",
-	"Zt7aPvx/b7+pPN5Zf8RVPiLgHoJPserG3nZeJLrdh1mmtMDHqg7SI14MH7ayoPLE46G+Xjpg5Vf4u6gx",
-	"uEtozE4LbKdqUGy5IzY/HmsAb3pdKjpQJQcAEcnpcwfY4h3dIJA14IoZIZCV1Xm2sSqvdXsZ2C+NPRkA",
-	"mTwSozOonupG7JxfaTQryYOmexMXAERcz6YE26nSWMnUm28Q3WWdZCzy0zF0djufe/tFVJoem5vdPlYC",
-	"FjwLmYqiCoFArBoZBKqBP8XzXF8TCDfgmGs86gEHX3WyYlXOFpIiOLvQ24H2RnPjx4/BL/BBZVO/Da6V",
-	"K6OSQfHDt4hcPKTguQngP87E3aTNIwgPjKtfNPURmznthU3C4cTnj2WwI1oC47vNYa9AOFD17vyYOHg8",
-	"5XECQQMkbAAajKS610ORCweya8eVw7fpCPoiQlJTe+Sm3d36CWWzBzSgvEBMFXt7AH84m/iaIhpjQFU2",
-	"A968Bc2Am5sBmc8mlUCV8Z4hN4AegrFbiuQ2yQMEpN4jr/9BYLvLJzxm0c7SsbKV5/FTeh64TSFJ3RQC",
-	"q1pA3rdAYJhZYfcezzHQGJdM8/Vs3Guiuy7LaKrEigFplZVasQqyh7LYxRwTkiBVCTgjhh3MLEhmV5NR",
-	"Ki1zGlGsvMkUeVZiewmxVxpGmDam0GNAordDokZf6EML82ubv8eq0qlG7W9UnuMHbYWZIyztAAuKtebA",
-	"SGtMfeNsOVE1N5WC1mtrNYxcthBmZ3vt23IG4Tum84QVXdL7xjLn4fu8vp0pc3spgZM/V0pE7b4RUFlf",
-	"D7X3csqD35HqShrpCxVcIJntbO5AOq/ZL/9hD8JSOjvU1z+6tz5/ywEv8m3V0JHnmEYENYBsy60Ti8T4",
-	"aZ8lI1FwaLDBsk5ruaoiQoi9gQhxzlwDjl0gNJ3Lenm6HwPzujMB7Dzivi31KnYynYs86bYav83F6Cl/",
-	"Mvrh/u3o4PVuZEd/4zPpGQC/E1v6hy6M/16Mb9zbNzG+N/hYrlvTtDUY2ST7rJ8+Rwm7FiTywnN5MSwM",
-	"uxAFeeLvSQgSM2nYNgSU03Y8VebRPnHahQztLlQ4Nzy3B8zdZllBhtVrZiwGzwxLYFgHadL9PtU+vvui",
-	"SNrfxJQ5rfTkjeHHCtOFm9Q5c+Hpch+1h+2WMyESu7OSkHQsKgNVAf9UB6ovy1/2meIjV7B5KaYBeisE",
-	"bUuWbGrku7JLpxWFDtFE7mxvbnVdsz6WLEDq7gbU7VDkcSmmAPmFIWk3wdCuu4ssWXyWvBKfhzcrUWAd",
-	"zqs2hWMD8y2DA+t4E3qti1GSHbUoRIcn48kKhQcNHuK7P2YIEUeAQ0qXiSfalXcN7QxqN6CshzZLB+F4",
-	"MIayMpRWhtIShtJ7CcWcTpY3i/I2U2njy6WYHtxH4NJjNxW7PlfhmUahBO16iHFMnUNpGSQt7XEQn6UB",
-	"tmPADBwURD+oqV4vtKtckyDUJrA3uR6xXFxpPL9Mq8gVpplY+Uo70CEucrLVjFt1pS+fujhtY5q1r+dG",
-	"klTVGiBaL6nu2gYN+2PJcV/+ev78X79/3h7tjH+bJVofSeX+3Ho0ExKXeq6opkuARhXNc9qh3ZVNeQ/x",
-	"UpzeG0ss8dn1Wt0iltpnCfFpn7q+jr/YbZwwJQRB8o8CMWelW2iT9tgeibTkC2GhuzTK168J5YYT91HC",
-	"iIe1UjDja4li1fEVytsMixW6mIMOI18zfWYJQVEAUK00u4hZLz3jO9SQqVTkQGrsoS6crW/Pc8QSwKXV",
-	"Cn6YbPU2e5tJxJL/hUfFM3UQ7jrxvkaxKqN9HgIL64AH+kJJI9JZYY1kCD5GCGg3kHxOyl6qWFVbioL+",
-	"aS+iw06bf9jv29YSEOKRL0oV+TRWPDPaDzdxVydYNaC0WiezixjjHVW2bzcHZMSg1YdBUY7VTrHqjLkx",
-	"1zpP15GgGGvLVcqkGopcFiJlF5k+41mE+1LnVEhADyudf9zZopnudv+zbxp61AjmjPbZS9P6NPqWqeUm",
-	"sq2up766ldoeKnBY2wXsEz/OM60zwdW30CO4IkvlIe69jvCHjErghJYCkzcIz2XCfy5hPc+Wna8meuyj",
-	"GOkrkm2+rMjdmI14finyPitRDFmHbN1YJcQIs8tQGoHwqUFiXHNsq+D+no2H/pNPvv/0qW17lmrzD6hs",
-	"WonVWboXa8xu+PLAebPBl3/ctKBv3vGC1cw49EuPRU4NX+FxsksMlSTlqgP2cEyJR98XFthk1Wg9S6Q5",
-	"dT+mw9h0yN78FEds+aR5xJS+Due9Uim9Omz3cNje8/yyquf8bC+j4KgMq9UHskvpSrXkyFUUK7e8CFEE",
-	"UAPAYAERA7Lw6+hLCd0H6CC6fbazuVPXZUPQZUpYy7a5vLU8+K3FKkf0Sk/7+MFk3hNyEdzrxy9QOQlh",
-	"DP0iL7vFN2CW7h6UDM05dzI6lb1N8A6GqUmWdfuxarDt2FzTLhdk1imxqEbx+9jtD27PeRm1suPuuwqx",
-	"WO7Y3S2zuwDD1aG3OkgX++FurHY2N28Gy7rLjg7fRuzfj/bfRuztwRuIrvxDnB0h8xrEwkQKne5UEQ0U",
-	"q53jv79lFENIuzXIVmrWetEAGPvR1a0BhhDPMwlM6TiJ/UpOIzA2ZYG0rRWhsgAX9cmIgQeBZQ1fEV/6",
-	"KdemNSwlreQq/7rKvy5XqAYycDnJ24TL+nL7962dFy9nbCHfv7GeT5S5ZeYDCIegAaSaSO143MJuFdRQ",
-	"ic/FaT5Rp7xIYtWBX7oiOODb5qZwxNWytWDt2I39ox36j2rvhG+5DMNltSPnx3cCZurNqhMQnI/j6hd3",
-	"tVD2CTSG+ot8Zg6bR3m9FYpqtlzGgqgYPeOj/UvU7jjItToVn8c5CoeEdV6wcykyYIC/4tmEQP1ilRRy",
-	"JP5HK0EAowkdLtbRSqyboS76WPOVSeHc8PMJGMjYJJVIc4rVpNYTD+i/trd7gIeYSyvHsBqeO3oxiIRV",
-	"3lurbEovgwwb7u3dHUpy9li5RlIYGQL5QeIKyvXq+JHO93e+VEKghqdn02S35HkHMPwxIU3gJdT2FXR+",
-	"84IRYwgwSDIx4jLzsE9aMbsBMwGJQWw7SJQu5DmdYHMKPziltCLMiVbtNXThEf4RWwTC93ukQrnqEBaX",
-	"yFWExMoKW1lhN+nVre6eeRpmvrm18SWfqHspjDvBxtaC8SwXPJ0ij4ZIwYu9FOOG6Cg6809GNM3k/itz",
-	"2f5UmMElH/zrqqv2JwhP3eB4Rrf0dmBLzmUta0pGrM7aN3KTbuQi/Sx9vDc5FeNJcftsCEU40f6/zmUB",
-	"Zj/4LayTifNiHdz8MZLOxwo9GlbwS+FZTcAvMISrYyrs+dY6Jz08HmfTXjWaABzHuXURxpMCOogzbvy3",
-	"Ef1pHYKSHS9wJEp92drouzrFT8yJeBwZ4vqNV47EypG4RUEUCMn79yQ2ilxeXIh8PiD2PDyQUuDKiyHU",
-	"j4ArgeVSVm52e+zYfkK12RPlAHkiQJkOu28IJBHCSi7W4lCqt0qUauuP2zuzToVSvBuFIRsPPthjx6Iw",
-	"VbmOcrwi2vu+xNzOEutUtAQQEnqYiV6swCooxJidTdILbKgsESBOXUVxEmH2rwjQO5+FV4YXUDiySZGc",
-	"4CKtNMk3CgjRfC8EZLV70DnOuOnuwUBc+WYg8SaqLu2Y0tc3kXjL8XItylL5uyyXqrI7vdeYfTqCyH1I",
-	"h/Vj5p+q77lMBqqOAfcT5qDqUxDs86P6V/eHgTBR8l8TzLCEpZb2J7+zVx8O37w7eHXS7cVqH3yz5MuX",
-	"SzH9+jVhYI0MdZYCwVHYZOaAAlIxyHiOFFJBNgi1us/tXIqpiRViOMFQ6omc1hRJdZf9iEmS6hs+Upqk",
-	"PojFiZLaTv4RPZwbIwauXKIHzK3UNtx8ydlqI2z43tl7ya/UkUZZE9Bozb6J1cRQWbDPgndwGNZBQufD",
-	"O1GL8EefkICcBQmoVTq0PrdckyWf/3yVsVnhoDaleG4kJW6d5glqd26Y61kd12/vm9zQL/lpEj83PCvf",
-	"MPlD1Wyxak/+UK6H0j/jcTatujNMK8ZZOsEtJMBh79qz6/UrL2KVCQ40JbUIhMMQ8EfBF6dRIdo5kDN4",
-	"/8aR0XLPzoLppirNb3vuaCUVnq6T9VhSySWSVo7WytH6trmnu3laWmdmo6T1vnVQ9oMSCKUDzfoBII/j",
-	"66rxj4fh2ViVjOTYLYBxKrqDvS4q80weKcZB/XhSL3F+LhBKF4Fz5kLknmidfSjf+4du6q+860KOqZLj",
-	"PYRY8sBKP7y9FUyA372wQc+pfb2F5dgepdYjhjnRezpedS7/jkPGwoxtt+1wBaeoPCt2ZJ5aJSD4L7F0",
-	"Z07cwoN1DG8rfoJjhW+6MJ9il8DQpPwEHgsWANzf6fli/3OQft3AjX6fEKTUZ6x19sw0AckhxyPC7GXi",
-	"SmQldpmrMgO4ZhiZ9SpkgTA0LBeA5gwqbdQYEpTGvo3fS0/LkzgJxIZdO/o9A4La3kfB008f39mLkjYP",
-	"A9ZsyTHVb1rFBN3e3HxMUNAlwQpgm0vDUlzXVTn4vcQKcTIZv4kUuVsqNhQOe4pNVF3foqUaBg9jtYdf",
-	"XQMlv793RVY4lAPAeZdZ5pgVMURCuMNmSGyuI2wJpB+dulsmrJNAc8hpoal1bZcBwiE1DRZuJ5qCTw2b",
-	"qAlOIJLKFkMxhcEYUfRitY/gBW2Cr4bTSDeeV127r1Yi7XsQaTUDZhnR9syQCUOmodN4KzF3D2IOz83N",
-	"pNwCW6m05Te++H9/vX3ZVbsk1DnjKpAhXlKkGlH4YkWVJzWh2c4YH3qsKyFyByEyS6PtlwkozH1JEJVK",
-	"2tG1DFwHC7LM2M9FMRhWB7z1RKSen4RFgq/c1B74xWnIH9+Ps/uuerLdu8+zvO5CJviHLoaEj50H1wES",
-	"AR8MrT1iKouwG6sEkdZ0zhK0gwIbpih1F+V6IpaoSZYlLA8A3zzYtNHwN10bK9hq1hYCj65jDS/MZ03y",
-	"3L42IXRD2QcrtEtXEStFC2RvScW3EnM/t5h7UJ7Hmpx7PGCtuwpcJa7rQnfVm7XKj821p49FcUPNtcia",
-	"dr+/N6RRjI02RBYrzrbRjGcZ0B8ZRxiB6qhP8YMRVjKlzU58yMRbCW3Mxx+FM1tO2UoxfadxyRUyxcMB",
-	"p9bzAfqc/Pc51vHSZLOzciPEsPfPRMJIxoPGFYbD6kC3ZcZNsX4tlWEZn4q8RGo3A546L52qoJDqi7ho",
-	"3F8QEnDfACsN/YH4Z/2ALAfKqMRoXEzrAOClPCJI/h47qnLiBFQ3I24u7SsZlvxC/5f0YrV0JHZ+UGEl",
-	"076TwKRbqaVgWWtHcSXuWpz5O8muO5SUBkKiQvofjqVKrYV1C7sYDMjEecH0pIisl2+IEcG68RR6RKGD",
-	"+zOi0IE1stKQZourgf3cTEZQweDACJF2GGs/gWfheoi8btvbkRNXUANbCNWlUtJLMZ0NcjofM2I8Vlh4",
-	"StL2OtfqArCsIzvahJAXT82lzDKToIeqJ4WRaRWX+0oaeZYJhhdG+Lax8jcorC9QnKLZmjCZIiqiJOog",
-	"Rx9BwwBAgHEu1UCOedYigrHxT6hBPh0XqFlygVTkKnVcy1ZEB9KZnfHBJbsUYkzaCZUS3LCZRBO2wEoo",
-	"37tQvv+AQttaPXpAYUn14AykJqHXQVNjxZ+8CircqOj2Dlp0QZThjmWCS9rIcy1kTAivRPEPmLj/mSoP",
-	"tRJ3yqXnXJnzeRBMoeGrQ2e3zQqOfHkOYWA7VAbI/Bfa0QqD346WXWmtsQ5kva4VG4vcQNeV/y5inFxz",
-	"ZBdGwCZ9rRDDiacjqfqxgv9KU+S80Dlwl3R3AQ0KntTMy+WlhjWG7ZRK+Nyws0lB18WKxl1KmOdYVInT",
-	"gWahHb1MI5zvqAwIRDWg94j6GWJVQrzYaXN0z/1S2JbsuZ4URmcpvvczQzOiNMu0uhA54QzG6oRWNgdj",
-	"VlfSeThnNfrAZuwnvMkTYQS8f7Ov8oJPn5VlogD0xCWL7DKujLqVUbeMUed2eiDBC+37xL2QbaWkmxTD",
-	"DT4Y6Alu95byh1ckU8A9lhdKpOtSgS33DAqGxxknmCq2DzQGTghdWAmV68nFkCX4MGAt2MDv1+nsJ722",
-	"MgMa2YNmm/EZjyQlPpnFmHCuO5PW6TsQDauT/hD0Sym0Ol0rtxHCQz0phuGRbjpl7cbgR9zupmJNONp/",
-	"1sEA4P/7f/8/1pDq9th7LjPDOBtodS7zESZtM6kunUFitRjxrfZjBZIJRxyYU9bYcZysHTO0ryUVS8YY",
-	"p0Nyk4SNBFcAbNMtK8DxUdLEigYgUvAd3d0c/QBKqMCw+705mgeTA2ILxdwDSZvgCU9U1rwK19OO1mde",
-	"n7QZsmrofgqxJVj6ksdo4I7SAgmFW65dNJ3wS2d3iEwMCsghpKywI3OZAdyqKBY6SjMaK1NCpCIl5ib4",
-	"9lrnlwaAgq1HaSXOlZ3ziEH+BEIzY3B+4erAfcR7BHKNgTwDMPgrkctzKRop4uhIPbx0gaWipz1hU8bp",
-	"gUp1HE3p7WXNSgLcvwSoAuPhxrrB8T7X+YUu1p0RMS8QhcaEkeoiE+sT6D8zoqDjDOcTYjdDPcm7QWkG",
-	"ncMzkWl1YdDr8SYyJkipKU2aMoE4iw6eaojjaPdb4yJIZ8K6NgN9JXI43B+t+ZXJEQRtxiJng0xCMpe2",
-	"b8PxfwOz4DKVD3T0qw95rGgHsRTPEwDumlsf9O/p3O5sLyGVTrR+z9WU3tE8mfMO4PqMlz4AHMmZ4x6t",
-	"fV7PeSHW4VSs7a7Zo79WCoFMX0jVfvRfDcXg0jiErdQaghzCq2OhrEhIecHPuBHrZ3xwCe2oqNeptRN/",
-	"mZirwalx5JQDsE9i1flrUYw/AA/kMR+JY1mIv7zjnyN2bN8Y6CfHuU4nAzsUshBIWgx4nkuyOV4df3xD",
-	"tkahoYYgVtyw5D/X7TfroHQTphVVw2a8EDk7+nB8ErGjT/Z/9k5e/RXG+3r/3f7Jfo/9A3yp4HXdY3c2",
-	"t24nY97BJD+MaIF7PxYRCq7pPIHyTl9cABx0by1aGwqeQgT7y9qxKNadpfqlKatOGwl3S3UL2VuVA6zH",
-	"q79+Y3doJfG+kcR7py+YVLeRcHoyJ7Kyr9JqVCWUYYNMcKqIxZ3Yazrc9v6PrLjpnOlJcYODtg+ulPPd",
-	"wgO3zBH7VuGDb1qCbTcZLmeb2TwSrdUTJzOxd5+Rpcc+M4HCaiyTeC/WHldin8wehTul9e+SbX9F4/BT",
-	"WU7enBWqeDTN2ZIbhlORCAETNu6gUGQDhiYNEyoVKYVSfbZXCQTJaIw7gH/2wI5H9SFPNOrghsdcF9Eq",
-	"e/JTQvtja/O4PBFtB9wVoLUr9Q9jobBJGjH3g5YWqo4+xZvggQRaFHsMWCfgtN98zt58+PjHwevX+4fk",
-	"gEAfdqxcjMz6FCFYniOd54pVimF67GPwtLKgOwOTpg/13BCiHFBkXxjDL4QdFUVOKW3jnAx2Cy/ko5u1",
-	"h6rjxds/EmXJMqFNiGTeNUO7yn78MB6F27JBWPLG7gWEXZYIot40S+IMRyDXobvfT5oEjZl5Zsztohwf",
-	"7Uw8sD1TecYTjqMelVE5qOheBVSfvDB4pUdjxxpyt5hqqMpBPqglkiv2nFdsgLBao+ZUdgSh6tlroEV3",
-	"DAJBqotuD3iHIAfjqix89rPxyKr078FjHzuO8T6saXi6BQrfZqPfNeFvFxf2T5NxOce+hsunG1+cpvo6",
-	"N+JB9d1VHTazlZt1F2tQXbFq112H9dKBJkUE+3kKCf1FldNHk7NMDtiQZ+fuBexDnxlSzGMu85aqajc5",
-	"c2urg7aOlzs3hhg6FoNcFEuO7l8TkU/DhhQMkiw1tq3t3x6z5WQZ290JsZoB/z3AQFROJW7OwOJkZ1MW",
-	"7KWGMwkVOBetZ/CN4MUkF+w84xdoYV6LMxasBhwVw87EuQaAxCnEpeSFMkyqHjsEL9YuJJfKMAObzjQG",
-	"J1/hSB6SFAUOJD5n0ZaAF+7d7/KQQMgnqpAjekSwKjQBuC7QADK/l66inEB599g7aSgxijcIO2OkNQVG",
-	"YnQGSBozFMOzTTZGCMpsYjtKJ5nqSX6a6wy5XrGHXQWPmrJUMyyeyKBrXHd7sTriF46aKBnzC0Fc6WOR",
-	"n+KfHQfisf0iYrxgI20KtrW52e0zpVmhC06N7sUkVyKNgCU5VlgSypkZ6hyZkxnPc3nVjvH/Fmd1RnA3",
-	"LW55yYZ9gTUrQhddJ3K89CEFGrzDMhzIrv8el+duZs9jERpfuAVzh4RWsB0lu+1kILmn8d1mHU7cstQi",
-	"gfjTI+9Ju0NTmFgl0JOT9NhbbMviI2FA8NFeJ6rhdmph+N1DheHLJzxSeIyevTg+BjO/isD/3OS6F3QW",
-	"Zk50qfagi3UeVh2eQziV2GFZ1VwNZLlJhS03CUL3KA4A0z5W+loZ7KMyrOPaaJnOWerhs0aOJ5e9B11q",
-	"IjbSqciwH+JiQrDVEd240DqL7fTmUkCDqDgXuVAD+4d9/FgOwMIC6WM3BLyWh/rEm4SgMFQ72w6B54TN",
-	"zXQcLsNBemQdkadASEFNwdzQ3K/obh+X7rb13LbhwuHpcM6l07pqCl3n3YZj23f+g8iMYBeiaAd8eOp7",
-	"fCmVGKrDH58Cds7+aSmkaJbyJmrYOqwzzrhU5N4Yu3nYzubzbo99UBlKUsfzCghcWA3QDnB9b/vrodpW",
-	"b27vfePN7bpWvxebb9XO/nSaXJc3Egn2pDVOcnMlFMZQyBBEWiR9raS6iFWJagKNJZLAOmbiKT12o7hH",
-	"rJoDH3NDGdTMfzc5FX2H8Q948WWCILA2z5xN/+MrW4iaFDMvvsxRyrLROvowD3Weqh6Sd3SwsLH5FPXp",
-	"/Eg1yCapOEV8378gawb8DAF/m24dqzNXWEkhynOdZfqadYhV7GyK8U2tREQmgfu8Zl5olU27PQ/kgziT",
-	"ikq0XFQSasISPpanl2J6akSRzD2877LRK5ruOx/gWgwsM5plfie0zxCrTVBbwqc6+5X6bRJha7tAX+Jz",
-	"O2daZ4KrB07u+ClcRhRUJ+AnFAVNYYpAMLxv+ro90HoD67zHjl19pDS0iRIAhJ0YQmWNVYI3F2nC0lza",
-	"k9WRBcsFTw3j7FxmHpHWiPxK5N2Ick9Yuxg8DzIrAGAWqxDH9xDitkgqIP81ESBapAolGYSKXn04fPPu",
-	"4NVJ0u2xf6D0Mae0zxMcrBLX1Zny5ZkBA4/jJTYDPRa+6GqciyupJ57Th2Xa4O9iZQfe8yIkwaKpGpgt",
-	"6+ztH69vv3i5/vbV+5ITecSh2uxSTFEKV4XTgtC0P0dP0+XBkfpBPlKYO3j+4lB3ZXP8iO7Pquv+KQXV",
-	"G0T7Ysk+xwDc+DK4VQi+Ufz3MYJrJT1vtEZKQV7LQTMUiK/dz0Phmgl+JUwgYK0o1JOCcX9Jp+AGO4xV",
-	"rM55liHWNxW+0Ug8tZp9HJcZGZyHH07fvXt/anXBwdtPH/dODj4cJt0FUff7kqPRkte/kk8nXl9d0e8p",
-	"bv9dheFvddLvI8Tabzu8HaA1APsuVnUDD3v0a5Zdd7HlFhIwxOrDSBaAlQoxXIARsz+WOcL091kCzbQJ",
-	"FtXija3rkjINb8oz99MOx3+xM10MKRjsm3FFikUy2Ji3B4q8NMYq3A+EzK6V6DFoLqpZt7Gi9t6K7dgJ",
-	"BRi8qyTplUZQbpN4CdILfoeD4SMrHqnuFrKbFdv1QlpxWDVgFwS4H1dcPVRo/HZ24ua3txNdiHxlK65s",
-	"xW8YW38YW3HDiGLdB4O+3D1o0L+VsQhBg9AXl8oUPMvgp+vXMq3bfV0o/CZpxM50OnX0OpWHQjY6kOW7",
-	"DEOQQO4bdHBXfxVy14CYj1UnjMgordYbw3PIlpNlzcG7bhkzgJeOmFSxAtD4nCvDAdZmEV/isShe47v8",
-	"uKbr0qK4Mr8RU/o69DVWFuw9WLDv+WWL9Amn+uaSiFL+95qy+FAmIYAioQMSK8LroljhM7tQwaVqCNh3",
-	"qHaO1VJZP3qjnzDth2++TLCfdsVPEuUf+R2xdJ30jcL3J0EXL/pVZ1MmPvNBgVTxTJ/HKrFXnMoU2ewJ",
-	"wbmjhLSKMQKHK0LgRWYmgyHccNf6WiyB0kwIsZzuf/z44SN4PDAeNuJTq+dTX9pTjrVPVPVtZaD2t8z+",
-	"lCvmS7j3Sg4iaUp/yndGLOtG7aVpsCWfZty8OsbHrA53I1gcOKdlHsrxyhNaeUIP4gntWZFAG22Zwgja",
-	"khtfJvcZE0evgaQOSKrMaKryhjpzI7LzWHUgzl2aLo6DHaLpikh/ynAayTlidspbQmy9WPmbQOcnN44/",
-	"KJB/1ZL5ZlgGO9r7k4PLOg+fnlDcuxRYEPSmMv1Vsfpj+Bi4H+ce7vsIhYfGCTPXshgMSwPiTBTXQiiW",
-	"4N9JrMD+hzskfXaRc4WlEHhSwSQauAiyO9HPDJzgaP7Jbg6A1OmLX4uRLu560oOo8SOe9Aetpr6FlbT5",
-	"GFaSCxuvLKWVpfRtYPOcbCOptIzNRG1tc8E9XOubHPELgfSzVARqilyAmylVJpXAvJmD/A+zXs8MS+g2",
-	"p5M8S7p9trO5U9IEYLRnyCHU6g2iWarIomzHaes2OqI3euimI5iNjV+qouNc5yNerO2unUnFoTJzBje3",
-	"SVTAvX78GEjZLjj2i7TsDt2AObonq55scwrNu/3dqWxRl52IlZpkWTcM0++WXKi+lqXsD0WoGpdPWFCJ",
-	"8q1264Ob1+79vyfb+jsqKCmWOTr3EkN8P8kKOeZ5wSZjq4QxRG6lcnIuM5Ew+K6zs7kZq+SPvdenH/f/",
-	"49P+8UniD4MsCCnVyj4mDUtFIQYVDt2zaSHMLjs6fBuxfz/afxuxtwdvYDj/EGdHWLbPCSrMDnMKJLnY",
-	"cNo5/vtbRpXuadeZx1svWPLp8PjT0dGHjyf7r0/f778+2Ds9+a+j/aTvovexesHeyz9YZ2frOQ0RdZo0",
-	"nsLfMM4uxbigJm9ujCgaW72VB/Yz2BjhC4ZphZrNczul933y28ztkVvKDauX1lNe8BtaujRIHPaT7F8s",
-	"5bAnqqqI8VVL48qEXq7sAoTdMnI2Wvu8PuKf1890Ol0HSba2+3L7962dFy9nrZcSR+JeM5977DwXYt2e",
-	"a6bP/lsMCpRa59rBtBqqYTA4VSXgtLSTPc4FCOo+S758TYi1EwAz2HUui0KoJvHlbezgrZ54c38w1IUm",
-	"THnpj2+LfxTV3V5Z0SbLYlLc2eQO6jKvhxAew53bUZqNRH4hUCnHyohc8kwCFiReMuJTdiZ8Gv7lixfP",
-	"X6IVwTptqcnGQDiM4SE28UMAHTcO9jEjXzc4TWRQzR6qlSpeqeIF2QHY98tLp7rSLbTO7rnQSAkmVJFP",
-	"AQfd3p8NMm4CCMdYDbnxVVAi3fUclvYS+AV0CdoJSkFNz3Z/+95DHFPGpwABGStonsHSfcM6Dpp63fpX",
-	"KZbWGzbi5hJodIOiqMQ+9xRGmvRB+Y/5RXOXoa9aOoHJe+Ja3Q7yJrACMP8E7vUTdhSHr7/0Adr4Yv/z",
-	"ym6erw8Sd3Ojw4NlrwYUR/h4PRNXIgs2vT9F5zzLTKVBbGJEHrkKXHsb33pmD5ABOPSdWDUGm+nh7jzC",
-	"UVmQQbd77xtl1U7cAjyZMB9O1yrI90D58BKLEGf6waJ8Dma18GtqjwAPiYwQERHVXKeSrcHPJLqT5S+6",
-	"gBQAWU/DZNH3sfDtzU2G5YXsmk97sUpIDyZMU8fYpRDjKhMbqDXWAUYmHJsS1zjWrgcqMLtM8MGQXYop",
-	"M0IVsap0f4WiBO8HfofhmeizRE2yDIoggS97XEwZZmmoIdK+Q6w6Ug1FLguuBkB5PRkJ0+0DugjDrJQq",
-	"CKuAqMv6wEDrEvlWLbPkF/q/BF8lVjUdbsdfTgGZzojCbX19+7UXgN6RT8Ug47nAHgR8v1iRVYPsdfbm",
-	"kYuQbm8j4IDGWKo08zz9T2Mj8uIpyLuHqCWovNtj+lP4/KUcKdj5Kxdq5ULdAHDAy+MlVYu1A0dcZusL",
-	"6Ab2ZlGXiDXPQzrO0OaJ83MxKORVrYln19t4sTL8Cv2WOndehJmfGWwqhJuBuq3jv786fb938O70l4QJ",
-	"dSVzrUagEK54Lu2UUnm85/Wx6quCvdJnifsSQKGY4VPjvTitIE1UOngt8dH3XGYPT5FQPmVh2SOXWWPn",
-	"6hOm7p0NUupJcaGt1pp9nbATicusPVjZsGl77NgK1wbUM9bxSpg8EH0l8lymDbswVn4bojnld193ds9Z",
-	"nSvW4cRAT2IdNmgXTKJY+b2YWDfHddKHtLIR2BkzxkuhsUmeyYJgkQimKTGjYpzEikM7I/4mGWpTJEja",
-	"gIqPdexHio8EzFAEbSB214E0saK023ejtvOUGGONKBUr+x178duveLcQ13t7m9XDs6xjrxxzmRvqwSoy",
-	"k0Rs5+UL+tvet9uL1WFpr1hbq2/dPZYcfTg+YaGs2iiEfRPrEubTFtxtLCKsndCHqlUMj+ijGBjLywja",
-	"6t9bf/vKcHjY2OuNhG7NdIDj2N5f3iyLhQIMuVzwzNPfFpolhU5KALUWO8J1g/Msq/idXn/n5DNlEho6",
-	"KHYEr4ZAdcxMBgMgFNtliRU1aAHE6nooB0N0o63JwWU2yQVLhF3bhA14nktSIcHdnhkoGNdKCWjzfmYY",
-	"/IAV4rN1K9H2KHkGu8293yo9EQaMigcSVuEjHklQucd/mBQDPRKLpJXGy1z8nheF1WUrefVTyqtjMIGY",
-	"lTYNpIahbBIbmR5Qd3qbX/POXeERISqkm1GJCSRzU1Bb+dmUyQZezXfSFP5+D+kLuIcskw/xU3AnJ+DO",
-	"uQl9rcqhhNRqZN3ayZ7HHZWCnnB36NeAP/OJYITq5JA3GKEXoI/aa8HYdDP5QKLW3f5AWf/kW6Ni0sOX",
-	"6e11E7uSqT9x321WHoaW41kXqwvpoPYQ5hd+/8z4J5T0rk0sMpiYCo7mzQLR/tClj54/e73CWbx/nMXF",
-	"27QtHHSbzUjIdfe2GZ+Ektn85krGtUZ+R4pmldZ4QtGJG2inZRocq1b+M9/BMdPgGHQtKkoIGFE09iK+",
-	"n5YNHj92J+FdvIEP16qh0H7uSi5uBGzo7eu74I5ZYvVQt9xgAX9Aq+ExlLleZjO0+YTNbWuwBeyH2LvW",
-	"xyqK+W1pSPE5McAYzJU7Us2tXNVd8iCNWI/ag0UPX7bY2zXBGjhYK+/x522kWuYwL2qkskI/1/bktqrv",
-	"I/zewYY3hu1YJ0yQOg0A8Xcjim6j+qb7PqTsp0cs7kqCyx4tYAc5eFhNPyU3c7R83w8iaY3DFev7AkBa",
-	"QGy6x4x2r619J1yc+/eg6O6P4kAtuSd8b024NVaC9ud0hpY6myhOU8nba7rUtCY3Q0rAiRKfx1AfEvTF",
-	"m2pjvGfcNDX0llgZgeAwMmdjkRtgeigJOktwbipSG4op1NR6sC59DjRi18L43At0ssQqAPDdKMF7S15O",
-	"rEZx1H/2S2p25cwMdY4dMYznubwSphcrTCN7OopcjAUvgG0QuPZY4od9KtN//pmwTvJv1Y/+8jyebG5u",
-	"v6x9+mvSjZXiea6vcX4yaQoq2CmAubScvx47KOzAoVXXoJHq7Vmc12eGXUkjzzIRUJ2aXSatFpwUThP6",
-	"i4ncLBcszfV4LFJmZCZUkU2Zz0UDIllufdwupLupZ8JVDNMtgbAwFyMuFVGDQMQMKDlcLZK9Bmuf/Ewm",
-	"l1KlCaMZiFWhoaYOARbsd21dSXCo92C/3TjgdmNo5BmOxkMYL5ULeHrZcK93cI84XwNvCXXexs4rB+yY",
-	"2kIiYkR9JYO79u0iruvzdVw3u6pNa4dzJj7z0dgaSf98Hv36p/17nOlUoLpqZoqsbs4KU6QsxMhUQhBS",
-	"FS931qK1kVRyNBmt7W75aITdoRcC5OaIfz7An25tbvoLeJ7zqf3aFFM7RLhrwzwD/7eTKudI2Au7ooXq",
-	"0n5XGbZQdmT/xGjKWrTGJ6nUa9HalUyF/W+qB5ORVdDRGgR+rflZD6k8ZIIAtvGiHO0HJVAg6XOajKrY",
-	"u1sU4PFgrwOV0eH5YCivRDfM04NmmpPwbdBNSYNTHZQJgY1JEGRBBACbYZQXS7FKLoUYJ2h/oshCkSRr",
-	"2s0f1lkFZsW1mQkrxMrHFWgDuYZ1lLf+WxgqVlzmfrzPDHuFv1q3Bk03jEoghwSJY/tYAwKXej7f7p8w",
-	"1PUbPMv0tcAmE5OwDlRR72y96PaRj03+j8B7Kl0w8Xkg7KixkOmzPemOGdMeNmgjgfnMhb/Tc6A8GkkD",
-	"/KAhQFCZRtkErfoPAgei6e7onOo87d9/AVLapIvqxE1/IUZjnfN8ussStD7MKcdqVXsFiuRYUbynkCPB",
-	"xtnE2SuXYlys471yYecRqnq3d9hQT3LT9eW6/nHU0Mb4eQFdu7yI1URlAGUHFwDABg6ayk9hkqFjEt7K",
-	"0ZDCKyHviCzI06QXoDK1UmUmX+zG3WVf4GZfvwZbWIlrHB2uViJTePfrIS+IxcQrS8MKfilixQ1L4Ean",
-	"MjVJOwJRqVNvE7cSaqBTKzGtkiDvnH51ghL1l41fUBAsWTDrx/RI4Of07PleF+6Ua+7AolZ+188c4OKh",
-	"WpvVZU2xrec7Lzefb27+VnpjVQl9I9/M7sj3B+/3SQGEIikh7DQToUNFTTXe0o68jImVk/SgC6QiFaXP",
-	"qa/SWmAM3xgt0MFQDC6tlLyw9n+Bhhq4BKgnZR4rH1h3es8Osc2838MZ8FvoQWvlUO7hE+Fh8878HgHQ",
-	"0QyPRU4W6SNF4vx4nMaj2apbUeXuyoXR2ZWYU4fd5PRrfWkY9Iqxrc1N2ubggRRMq4HokY5J2FBnjh7S",
-	"eEJHNJRiNeCKGSEiZ4XpPAVPnmye3BRMD7CfZeCsGZkz6fkSHdlXJ53geiMreKxQewKt40B0+ywhAySB",
-	"jUh8YjAwXrBUk3UjTRGxIb8SzIUydA5b2n7tfWmqC6fgRQedvgE3xEguVYpu+0SaoZUm1gByXm9ilS4e",
-	"Bg8Deq3xy1jB2JqxBWCVqn7uwwAKlQ96pFrv6hDm61vavanbXM5i80s70JMMGprZWXn1Siv/pNFQWH6S",
-	"Vo14QbPyEUz3VOTyihfyCnf7soISqIlIxmHSSU/ygbMSOx7ZH8JpPXaU63QysFKktOvBBbTiDHPMuyzJ",
-	"hdXDCTMDngEAgRXC59b9UEamgiXXMi2GCfvMkqGQF8MigdZABzbAzVgMCgayJVYdDuzbpmChu3itw3a/",
-	"PrknkzE98kxMNZ0zfKFu5J3lbBqrXKw78x96czBIlPRZMtDqSuRFwtwl/gXcRazjHtu1usS5oL1YJf+a",
-	"8EwW04R1tnq9rc3NLgMZI4z9/X+PxQWc/mtxNmZ6UownBfUMQVG7HMmCRIL91dS7hjjLVm6j81pzj+vL",
-	"v4EvapI+dCGh9tGTwlDb5wigFrSCJcN7w0PpxAGejBftrGMFk1tbCKiSR9zQDukDz+VoZgIQuBzPTBl3",
-	"iADEJhnzXKgCGL1Kv9htR5lGyGxBOBamei8X/QBGCmikDj1tCP+iK93Yn4Rl83CuXvuBzwZp6/hbJbAu",
-	"Nk74+OXaSKSnm1vDzy9G25e/pb/+6/drF/4b82JYRv9kulbXWqGzOeKf3wl1UQzXdl/uQNzS/bnVEvS7",
-	"f2XbODdP2b0Ntp71cQcw/nRVmrnSvzdAnODhNgKqiLle8hxd7ITxDZziGZXcoovLtGY4WB9Li2JFOgb1",
-	"FlqepGX8hBFmmDRU7WTdgEAnEGnFGXH92juJ1Opkh2V+BrQBqRjoFG6HaqLau2q9dHItyuERUSmNLWnD",
-	"oagKng9j12v1/cnmh4wFzMzQwu7T8d37574LEMHX4dHwTZE3PM/Wumg3ql+Bk238sR1xBS3f7uQ+MzPp",
-	"1l2KxbfVEiAYFoEIWvslF2U5gaPm0rnj+Yoo5ULlBjXYGTjTUrnsLIzJRR+gQcTaie5boPWeIa2hVyp/",
-	"EwDj9Cj55DjKqWexYoF1SjFWySN0+4x+i6kTa/mZWFV+W2ggyF4+J+Jh1eByBEwL7WjiYLVGpxV7Lhxl",
-	"xRFinxlXK9BCZF6GOP5mN8bKUMQOfJwXOyWPBRWyjH3omna+l+LelVn4JPrzsTAGAIywE3s5JaJ0Ic9l",
-	"0LDf3lRaNwP7HsARi8rCW1XroljHSjQQYBNl/2m93OPJmb+/8QHiQk8GQ5FalYCiPMGHpE56Ay2sg8gk",
-	"IiRXOVXoWOHl7XRQe1l2WHnnxwd7rawBu7Zvlf403Sg8y2aK6FRtgdzGrS7cn1+jZT0WokZHa0Zfq+oT",
-	"euxwtuSR6sdmSh6BRQFKHvuLyhy7PZbgfqcqBUyb2KHECr+w5oyJ/GVkZMBg/dd9xs8A/hR/fqaLYVuS",
-	"r76zv3UVn0eRpber7mwEOoN3hIv8G2KQsaUCDW9VqUEji+FM60xw9cD+SzinN6krq26x77Kg7FaHckar",
-	"bNj1W+dZdrP86LEoDEvsb8HK1orUTMPWqmkbrD0D9RGrob623sEU5SphB/fYofaR5zOdTpsO1HueX9a1",
-	"xUfcit9ksxk7AKs9+GINMqHy7dqJG8Ed4KD9yKrETtRiRcJIjiy/cU1ootzMOCoh+IOkUFklHt44gqLE",
-	"1EF3n01jBTVoOkduCWsAF6dW5lFIij6x13SwWr4UzuxMDPjECNzzRFFFXnKsEMmSvd5/t3+yDxu/27dP",
-	"h0CZLoYQiQNENUWjkZBIqbJyOpMMyuSsyKcCdl55rxC93kn9EtocT+oQDrIS9jyGK0UucKxyMRASctO5",
-	"gMLAxlo7Rc89EwsUYHXVDlLfyBaMu00PyaoOupFLO6Mo/yZV/eFnImW4sm0jCHZCY0k2sJvYl3ZRmqba",
-	"66h9FuD3AD/qK27nj6Q2JTcqZH8KLAuV7SoNu7Bb8Ru7z98DCkxwwLCc+uEN9JqE1FnqDXTM+IKR3u0t",
-	"NIMrbua3Ut3hQ5fBi6u87eNixrXqz+og5y768kbeHiaUeHbNp1ZbgLTHMGrNdzgPNkfBzaWJVYdyp66Q",
-	"DTJAfBBahPCRhE8oXTQxeP9RxMYTM4TqtlgldhgbX+z/HqRfq2ZAAsX3FVlxrrNMXxs20rnYRbjUK1C0",
-	"+pysVDtEQsOLFYpLzz8Vseuhxr7ogufwAlarwpcJG/FiMBSuzsJ+FgXdcAndH76IVVC5wIuwUwLawIzv",
-	"A5uZUSixNKxDrqXOMQG2i7ePlf2622eJGHGZVWIv9gOcQdY5hzoNgQkEXBZWaO14ieG1PcZDc+3fLqQD",
-	"QPNAgsCXMwLbRtm86LMHVE0Y9Cz2mc88xmpnc4cdfjg5ffPh0+HrmYW7hg5AGhgxjwepB1PosXHgtVJd",
-	"9Njx5Gyd5hpfDyZxypS21pNvtoTSEKAM6UKNyV5p4RjPpmgtwcpogOQMxrLrrQBrikHRry8w4SMRq07F",
-	"DoxCI7DrCZKxf4FWHqtM7GoloUfEtjc3+1gdFavKaMoLthrzCm021sNVdbSJ1EcK37cPZ05xs8KSWLus",
-	"ldmm1aWtaG1lCvyD+L/PqpTbDHvGOlqVqqxyEjfNSXibETKkt40eLUa7nM7gB6PibYj19pl1i7GrS6bL",
-	"IGKGA1zkUIbXzqRSVXEOqdRf+e+D52fblzvi+67ruEVyA6RIuoLnvHdEL1Wd5xufLwjR3iQ8e7sjVoki",
-	"8VhV9oYre4DoLpK0WXMGXT4fB146chu+OEVtV2e3ySS4yQGOoNLlEcLJP+bxhbh1/fAuE6YeZ5MLOa9m",
-	"8xbEYXhP6wwJVeh8usvOJirNRErfgMOtR2OZgceNnd1SmcI6OpTH60zUmEPfonReHv2YpTIXA3vfbsQM",
-	"GEPWbTXZ5KJn3SV6OvpnI67kuT3gCXIqz3JgossvDUPYToaNk1ZepLzgsbKnJJdnkzLxCMM1Q+sL411P",
-	"y7u56i7rF9FAwJ8+5/CyhYb7469LVk1fE+YapnLBjRUeypGWQFibXXAHGYD3PqVJO3XsnG3Z3CNa5YcE",
-	"woJHLBOi8vviO+I1g4BWuUXHfj7d2XIzPI8DoYFB561bUVj1iQJMBGIwa11l1vGsFnbbdHeB8SYTVGmp",
-	"zwmNJaxhhMrkgU5FeVpZB1trkJUnYYXIMuMTPUTDEyu6qer22BvhAkqC2dOJFQoADlKCYwx4wTN9wTrJ",
-	"lcitzEpKFg5AI+KFMEU3itWVyOW5pGDD8V/31rdfvIwYHnyEcGg9+owXeiQHPKPj6E5tn0H4YRorx/rT",
-	"/HNpWCbOC8bhOdfc9BitYOXlSAFTUZG4gvkIBFVpuPTYnv8VnHjpc0/Bvuno3MnCbrA8v8fq1YfDN+8O",
-	"Xp2A4KD76JzRFFYm1tPJVvpWm5qU+tY08iIQhnWWC34JnE2TTMB4rMFh9wraWfRs6H7ya+tFGC4VdJSb",
-	"yShWOqeO4kyqS8j2Jb3eRuKYy4nJuCIJy9FDTz7CatjBU/KwXC/sgsKDkQlqgXcFWrB6Z2IoVdr3cCa0",
-	"XCOi5sdbb/4e3HpEiB9Kx8rNZ8kQyTruyNF3p5M8S7rEOAzlAgPoIUY2vxebz5sE7gEuN+6nB4pqVZ7x",
-	"SD1K7uEL0DBJHduT5s+BO7LfRwjo98W/eKXVeSYHxSoE9EAhINrwpTCp65tGXRxYuBvuuvuydOep7ljV",
-	"Bcms7rbHs7vLltfcsSobEYKOKJLYpqIj9Pm5yE1oHzulYsV9CCdSHkqna3wPhv+NDM4umvjuOdKwAR9g",
-	"7oul0lyyc53Pvn1RZAkzYqAhU+Rm4PnLzc1unyXnYFZgcZaj8CWVp8dTpOdLrQSJFV0ascQORySeLTB8",
-	"+RrKANULcwW53xxvCpBU9r6oEGKlNFtaIVBXsag3jsGzcEHt7fA5VtHgmIs63eGLzefseP/j3w9e7Z9+",
-	"Otz7+97Bu70/3u3bSbD66no47bE/cn0Nys0rTgWgX3NcAEes6JeIs38//nDIHKAeS77Ea27bxGu77J/l",
-	"3/bPeO1KqFTnG3avxGsRi9fKfwWHJl6LYmUvhn3j70R/4+WTPMN/mCHffvES/+3MKviFfxqctXjtz6/2",
-	"/60HhdYHQYgkvYLnvYv/wWag3v/IMaKZVG0Gdo5r7NatZ1VawgjsMdcaEpRS4erpcazwB92I0dZixTDX",
-	"k4uhI9Q80xPr7g1yIRQ1zlTxdBJ8swW+1ysvpR7YA6MHLVLLtDuetgt2R23jlQecodAVWFppfKFjMT9v",
-	"MNezazuoi0U/YeVWvTZHUF0M2aWYUmddRbqjcAeshoybIRuLfCBUQRAPaaw6CZXt+dfkg5H439tvrgW3",
-	"ZzDpljWH4c29ym1wx1SKhegYCCE/IQyd9F1qXuuM5WKgc0R/B4ADrTPjC/MgFT6FGAmzMt9Z91geHywi",
-	"ogSbbpPvZQVlaG9WOgDJBYsV3qgqzp0nVPf2yQugtxCjsXVkmSlklnk/0c6tM8Cp1CHEkdj8nR0cgpN2",
-	"enyyd7LfXIIoa/7D3GDzUbjwSSC3kwXbgHWS+qr30SLI9aQQua8eIe8z59ew63rstYAbRHbn0kWxSv7P",
-	"P/n6/2yu//5n59926Z+90/U/f3Efd/9tY+EV/yupweOuVYfYHCqnpV82Xr69VQ2YP3+Sya7AbZqUNtqT",
-	"j5Xf2Ff6PooWZc37aAv82dPw9PVDRUz0AxHh0WpnZcXR3smrv85XGFQ5BIBfpeykB1MPlAsJBm5QaYw8",
-	"My44SJCuECCceqwktAef+VghkgOZaz6OlZ0ZCAlSyMmF/zLBvRrLxZXUE+MdHakYjLnHgCXQQ7sH44cg",
-	"paGi3rn90zfSQbHitZwIq2ZESp/CN/GqtF2RQFs7md3qdrHCZuhZ++yVInpcRXT/0cNwXR+pAu5GwUMH",
-	"8OxOw49YN7aKMj4JpOAUMJHUjPXf6ikaYfXSjYCA98yl63QP8tB4IzbO9ZVMiY9iaKUmiDbIB/4rQUfL",
-	"yXHrs5xnvPj/2Pv25rZxbM+vgnJtVUuzlOw43Xe3pZq65Uncad/xa22ns7eWsyJEwhLHFMAGQDu6qXz3",
-	"WzjnACQlypHTSecx6n86lkQQj/PGOb/DEvdDrAqO2FQYy0yqtPBlyD5tOAFIpHA9g/oTL/wQd9jEEl4J",
-	"1WLLUiQU7XNjmXleAmCen2HEjKJlzHPLMAMafMQQpK1/CvP2f/oGLxhkBXj0RinXgi+ZEWII64W6sHyx",
-	"IA1odSWBLZ2mPjw4iGU655qnFqKdCLiixW1lRAYb6BZTgHwd171Oes6Tg2z1Pu0pbmerGQoaV6pyC5Om",
-	"KsA84HLZXJNB/VqTC+Wm0YNhud3gKu64L3khrP0gAh/+mFnx1o4f3Q9Wb0c772hFca1UYf3eVRS9udDr",
-	"jCCo62JRoJpg0x0e1DT300F/U+0XUGPrzTTA3ujwANqTYM3XTwdfsAAMt/5Disqt/5urzCbiI8nTkHC4",
-	"Zi/gjNh3031UxLXW48UcsRXeJwC1qm5m9+m9WAAzr6Y/mLhRKPb66jRkxoSCIigTUWWeGtZbqbmB8ook",
-	"+nAtzollKddOFGL3qTshx3DXA4LVSbIkLF/p/L+EMwvfzIWEgh8nm6pa90QsCf8GuYWFqlA8Ma+mcHMA",
-	"XkFVFBsg4K6NOKrAovx85IyveIyer1u1jBJrMeue339+NdmmCRGgnyeKpoquzCr5wvk9mYavMMToQTkG",
-	"BZQQB9LUSDSsxyX79frwp39j//HmBlPPYpkshE4rLYbh5wlLC54vCH5DvOWpxVJFNtNcohR3FN2vV1Zf",
-	"RZ3haLGcV1PWQ5uCmpvQiyb/fLCTO7HEjAU/hFhMReb8rHk1HbILKo7sYqQ1hkFGQhJ+jJWg1GoaVjFy",
-	"9oPXBVNl5+NYJvCKdhUZ/BxzRChDo873hZ9vQGFDmwTMFixEx+HwKMiDd5vEDUuO6OhhpiP2N8G10Cyu",
-	"Dg6ep/AA/FMkTOmIjBfJkuN7Ie01QO46OcLxBQlvDpawlYp5ynZxxt0tlJxJ8QCSZCpunQHVhHp7RI6w",
-	"nhGCBI+x3FYm6Y9YuxitQ3z4hYpr80Fz4gblplV4BL4hGkmxf4e9/yvHpnj4x9Q55dBgwtfgdYERqAeJ",
-	"VscHu5nBqN1NzGqbBUjuGVLhejv1Zv+yww91L/vH5xepsPmPFnCtyY1d6vO6sD8xphI1AEQtY9vCviW4",
-	"Nkt+ZKAni/1rzELI0zkIEsgUMMisvcQLVELbDtKXFDwUIzAjbBS+SuqyUkx29lkLnv0D8w/ZZYdEyGUs",
-	"Ud4NHpS+c2aTyrA/J5vC3aZ2Zkto2KuMHdg8vcPaYZBquaUNcx+7LTStjpHcqxdYb26aise7M2tqZhyS",
-	"RS3IMlUUscScUuDZ/XfufyfZe19qnLifTKBH5j0vJpQQkmy2hq7x+D4v8+JLPhiKcueSzrmUovjBMCSs",
-	"L2YSXTZmQ3PpZgIUnk+l/9MAL+ZLsWuLXT1Ib3JPqMFZ/W0/AsN9QLek8Gwu06KCOG2zMSLrJVQFCnk/",
-	"bl5CZrmcRUhNAFxTf9ofxvIIa/sBr6G7X+xoi36xCSlVqgzyc6TGAJZbMWaJyWUq2j/BgoKE4vGhr53V",
-	"ubPiYll3ocNogLRjqsSHbaKhoFDXDQe609flN00az+JZblJF/FwUIFgavPXvuIq//p/Xx6+PX6Kqhkn/",
-	"lWybfCGM5YvS2zfIgT/5LKxN2So3pGwftR8uasLw1ROwcZsc/UCg2/GkmwNx/vsNfUfx5f5uxB9CCBT7",
-	"hDVn21z98oI9f/78541hCNi2bvgZN/zAbeXeFvA3jYn5fqh4uBve62njDyDfRJ8eie9zWkruYJ8CfAeb",
-	"+R0A3gULluQzMtnj+CbrYnkdLB+EbM+p9hrdoiWOyUpqImw3JPlUFErOnB8wbsNoG3hFAx4kwHCYu9Uu",
-	"J7HE0aLGcPXsms1PsMwrFP8zFF1jxhlJPF1Jw3LrZPSCv50YK0qs2HrmO5v16t4u3DLN5UyM2I+Hh/0x",
-	"2mKEQdJ8fW3IxBICjr5PDWCFNwT0OhR4DR7SaNEJwfPlat80rCnjWfTkO1bEp3AU8WSUzVADmy7/LpZ7",
-	"n7cvipvhFyo0wFd/oLZUPAB5RmQNEXXtygt2F39bIUxYaIGMEq7HnWltMQrnU/7WxXe093aQhzJ0YoNg",
-	"cwfn57HMUS9UUU474xqqDrhcKimYKIwYUQeUZj4mTDIkVSyEMXwmTISpleDbRbEs0W52prGmktW2XT5u",
-	"d/nO4b4qq1Kwp/iSsjARn6quc4slRLGWMCW8Z4OZrKWkUPaSbaiNq9fn5yfnr1iPT51dnpMn0N8Msf1R",
-	"YhGO5wY2f+9rSOXzy/8SmIC7BL4mQDgcRacd1ukdb8mddVw2wt+ZeV7Wheb3ghciAwvKuSUmlgB+Bhlp",
-	"qigcj97yopjy9A6NGKkw2ECRmEZgmE9VZVc9uf6G8MnXzTvb6HS3999/257rucJrgg3Eua5R9kF+bgZZ",
-	"eTLd9oeMWix3SG00pKJYevGtNDt6c3Ryc3L+anL9+m+To1fH5zfX4/ohj4Z39LeLq5tjgM7TlYS2QBB+",
-	"lMrmlCkaS9QF1FxSireWObufQdkNJ831oHNbp1qSl5/bIbuQjqmFXuSSF6z34uLs8vT4Bmb7y9HJ6fHL",
-	"iL04On9xfHp6/BLLeKkku+Sguno0xYhdHp+/dAs6ury8uvjt6DSq13hyfvn6pg9LG8VyPYkf+ohNsdAO",
-	"1k+3YVqYahHu6BzX5LISndHOI/f498GwwQD3p7/TeF9A4x0hVz1VpgyCjfhppUuCbwnB4toU7aXzvMj6",
-	"iIlZiyHCYTV8ITC0aBg3yGWsRxLJ25NRlzjqjyg44YZflUh4U2sUpm9RnEOmwljIDFP3kHXv07g7Ro9i",
-	"6UMpc57LIbvxMmhNxoxYp8SgZuMwgpshLH+TZLiupkdut759CdH2QXay4muSFe2zwSIHblKeCVaVD1xn",
-	"WwoSoO0/yTqJZVtNt1uHrvAdCCKlionzkSHmh9gn7r3eXZ5ym86Zuo1lQh8NIShEXaYhBYKQRQg4hfnv",
-	"w5UOjjFdsmQueCY0ZtCUeXpnYomtGRleI8D9SWJEIVLKpOk1IX4rWQiDUiK8JDcsWVSFzctCJP1xLJNb",
-	"LcTEird4IRWKVCi31tfyhwGgAzV3G/qLFuLGPQcmTCXvJDj47T2KGC7CSbYw0YjxALpCu2HV2lYI3Anf",
-	"4XHBC2yqCmh7o+4IKYO0GLrHbp1JqH0SWaCAWHrJ7oPJ9fHncJu3NCuGXKeQhXE/SQw2+gh5/OlDtvWC",
-	"vlB5x/bWIh4che+LAg+bEJf8eUcgFqjWduU4d6Ugu4jw54gIIwsxHqRQkG1AoR8dDt7nZanVvfjTFOSq",
-	"Z/shFXkhBctEmhuPK+83wGkE32FouowlQMT7Godap/awCgPLKPEYmVYPLM/6Y4TRAj3TtJTd6zIENVkd",
-	"zvf7RVcgz5h9yFOxSXk4Txy3N0OkFV1JQ2WymMGpZwCBYhIGN4U9kDuz/F7Ipu7AclFVKgMNg+gZN3+m",
-	"xT9Faml8qDvVoiTnH6N6C5WJoo7PJwjmmHSqNphkbvwOPE2xrZ5sp2rD7fiedFu9om9OucHlDKg2OvCW",
-	"Zls7z51u2+m2z6HbXgLxBSFU3xt+vFbz4c3PpdYIEMwHpUOkF0EinZxF15VjOx28thxUpWE9dHYm+FFV",
-	"Jv2I+eCw0j700BSwAMi5GrEpy1BoUGq1KJ3ucCKeyyVepPYhQoWZOnQnG4UO8WjJJjhbwvSNMPvefZtl",
-	"0FmIFz7pZQEVl+7frOezX8YtGFXKbwGAYp+pC/ktY9bMnvFqJIG/JxD1/p9s7YWYlvx7JSofl8ebcBRg",
-	"iLBD1MIrqxbc5ildLTvtpVVZiqwzvYXo4jtSQM0lffUa6JvLhtkplG9QoXiW8Bk0KBlrKUwi8+PVCzZF",
-	"25jH/hG6JZZuG4QeXDu1cYxN13qJFW8tvm1grBZ8AWiPECDU2JotNISj9+kMQlKFmo2g3eoo3HLAz39w",
-	"stexEiSU91JVQaEfFGU8o75d5q4fsQR+7p52KoGac0GFRpJxy0cJTKPIse7qP64vziPGWeI2EmZPtfo4",
-	"a8qxh3ZeS9PsKxewNGKZVtoojWUkySk3dgADDU5eJj7oxwGqTUqRQv17oy6OQeEd2q+xxIT5SVgo2bUH",
-	"1AUO7m37lNlPTdGMr4+Dq53QlO1B59YKGRFikFRsxkusEVQsq1BiCqrVgxIdcDdLrVJhjL8qtnOxcN5a",
-	"qhYLbHguofXZCPLwB9zNIOkjCqj0KRXP6ux4dmIZ6PsaeiTUDSAVQKTXmwSx1JVs3j+ThRFqZ7hc05tW",
-	"EX807qgbBgmCjHIbSyXTRr9b96I5z9yrCQNAKppSADUPc8YTHkKfXcsTTwMp13oZS3RUVWXLylLkgDPA",
-	"ZUAiQoCIJfkrkOvEYDJA/pWWjrbJ1KFiCAV5tj0qnQJocPfjh7kqBMAXQM8GxgHoCTJmhWZGUGIbjYUI",
-	"WV2YCTCtQPHmj92FrSXwA4TVssksVPNR829u2AzSYaHSg2ofAu7BQX+4xkgPuSRAW2iL7PYSwg2PViME",
-	"RtqyNuCguzZgXUhiO+hbAuI3lijHN0ceIztMly1Ob7QEkEgRQSiEVaC8qJfR2oV2j+FQ3/nsf8EBWqe+",
-	"9kZ7////HQx+/se7Z9Gz//3+f+x9DCrfmvBuW1T1m/NsxJ7HEiWuJ7tYgpxl7+I9v/3x3uh5FMNM4r1R",
-	"vOd/ufc+lkCfq3PstMRwj0kw93z2fkNyM5wj5JvCDZOX+E5s9f8FUqBwa7jXqcJzd4e10D7eTfYCRum+",
-	"2hjrFUzPpx5AEBBDQORkEQAaCuggHn0kkfQlJBgVZI84OQUufKNSox1C7BKoOI/vyDerF7TzzHae2c4z",
-	"Iw7HsNUnDPeBCftnZaCiLR3LDwjVG39L5J+DcBYBtYdQVn0xM8+dvbqM5Z0o7dhH5aBCrRAcrp0TWOcE",
-	"nLaEzQC5ZLoERwzxOJePhMViSd2UqVQOuiiJrdoOXrkhvrN80Jag26V4/akpXldYBBTa0DkGkephu4Qu",
-	"oOcBJDp+glqmNs+3mCYXplFvFEtfwklcCG7tZJHLygqPSrTgbyf0aIIIIdCmH3x6t9MAjmxY7+ro5nhy",
-	"enJ2chPF8vr46rfjq8nFb8dXpxdHL527Th/BNXLEXh3dHL85+k//5+np2eTm5Oz44vVNxC6uLn89OocU",
-	"8zcXV38/vpq8PLl+cXF+fvzCee1jxr3vj5EwnkPkhPrbY/aVFG/thBblrH9hqToE75RTLlNRUN/+Vh3X",
-	"aD3Jvo4d9HwiPAbzV94SSwAew0toqergPb1gtB08/QuYGzK/1csXQBXfj5AKu7mTU19CTiF1tayVFb26",
-	"nciyeXq32Tp5sQ6l42TVmOUSoX7owxW89SYAF1uVdrHcWLqJ3Ue0oWQPy5plXIehLVIpNMt0fi8kJoOz",
-	"K8hd8ShxblSojKHoDV53FkqVrOe+Q18Ronf+RrQ29PqskhjOLQQ3AvNb3SZN4O+AxEMRWt5IT8dc4BBR",
-	"dA+tl36uXJeu39faRn7871UOsC72sfKb1cTe7iR/7MmBiHFUu18HHWFpQ3Yp9AAuZTW3wmMAhJDds8MD",
-	"WBPuPyqX/phNxVLBLrIfD3+mCh4QeIMjtxXbNY++ydO778OIWyWAnXBE4fjj4RYvulHqjMslee3mzzf+",
-	"Kmx3RfIOSvDUbSh2XwcW6zeE7Bv42EtZpYqng0kdryJdg1zqAag0JMYDVjTcd+BV2nQZktChaXNU+2yB",
-	"wQyW8FCn3EykBacvxlB3CyBRQ/YLNC2Fx386OIhlcnNxcXo9uTp+cXF2dnz+8npy/feT09PrydnJ9fXJ",
-	"+SvCdON1m6LFAu+BmLnLi2Klh6l4mxu7EUoJduszcu9V2FL3qm1aL68cwifBL/vAUkLQ/d0eWOT4SCbc",
-	"jB4/i73Ix9sBMFIVjECsh78oLVKOO9w8JDyi2INdD6Y6F7e5nMV7EaH5tU8OOWurvSaWX9/WF85S2Jqs",
-	"VrlgA4XBvSf+afAOhhJjDd7W+osyLEFB8FNVBJBkeLI/xs4wycn5zfHV+dFpEksEtPAYq5UUb0tMZqV2",
-	"KY6UO8CMVsmmaYTB3w3xsP/O/c8ZYcSc5smt0zzWBVpIs0JNecHueVEFxFH3ijGrA1XDTfgRShXXfhpP",
-	"1sJuOTewmEtu518FlgRtht9a9iC042q3X9kOTfTTQUXYjr1GnalU0UH+0RN6yv548JwlAc24iQ1a4003",
-	"3l/wJWLse8IHcHQ/qZ4TZnBjfXsrUpvfC1+01x+zkhvzoHQ2sMtSZMhCFFbgGprVUntUSmJYOIMg+Qv9",
-	"l0Ssci9id2JJ9TgAr7UJb+Kb4bXmTE/d7j6V6+BIduy2fpF75ajp6bxTVnZL1XDMU+xrZjBtodFzrKUn",
-	"IOHE8EKMWSKrokjQU4wlNvjA+3pKajEst2MkckR9k8gelcQeXxnrcUptcc66FtiC1zcYNgBDDpcMfcif",
-	"CC1pV9iJUMFXmNItpsYGbb1mGMsj+D4o+GC+oMHr4elauvFBK/f+ZSkiyDRBKDpMFEL8jNzEktKshuyy",
-	"U0a49QuZ6iX2O3Nb3W3oXlafg/E//cXwyjy/1O3wJ5E8DW8c0t2+x8vj3V3wp78LfuOI5cniucOyd379",
-	"YCvzfmNbjaaF3xRfiDKHVRRA7Nua+a+N0N+VqR8QXHfG/p9g7K/v9seY+53kHvnWBWu0TQ7BIyZ8LJ9m",
-	"w7M/bMJ/O3z0ZGW6fsafwpD/lszyp1J5t2H+RCofsmu+EExXBab6J2XbFktGkPQay267Hig+apnxbIMV",
-	"H61b8bEMZnzUaZSj7b1i4EdwXwYmdoZjKt0wrA0Y1rH88fDwEZv4M3DSzi5+nJV3lvHOMv5jlvHTJKSz",
-	"jZ2ge+RSrCuKcREuulieDTsvj17DqE+VGl9Vtwe3hA9dSh2FXg+wjX+2VfulukNUdLqenvC0H2kI0UVF",
-	"Px78XCda8CzTwhjIteB3WF7U1WjAvWnvc/YJcC/4Qn0C8NUf7hMAPuiuMcBOM2yTkQZETbgOHRwbNMD+",
-	"u/xxrP9OHgYP1MeLoSCv1YilkX3286bgB3H00xTFa+jj+cXjHPSTXT7RF0XF30Da299pDruCCV8tXW6j",
-	"JhoqYhdiWwWrf4RiSsDG29IKXuQWck9yUWSmfeVGIWIvGdtC8bbgs1YR8xNk5mtoGffHafPTm0/1zL6Q",
-	"E74VX1DHvW/FhNrVLH6DNhdywqNiZvuEAbhhAhHDxNtUlJYlPqSeYOtQ5K+2xInlR4ucznI+iGd+jVKn",
-	"MbWd2NmJnX/tUmlghW19vf0yT22lxaOgVPQbli8ozMXpsgQBLKDTRZFLMYb6ohDNgcuTOTdMQsXwkVwy",
-	"k8+kyAY53aws+BLv/XK70fq+pAl+PiMclrX/lzazB5iaaS45Vmxtg5ICY33/d3FHcH4/GE8aH6YzrQrx",
-	"tADzxojyFQz1NTplbmZbVTC4Few8sw1xZe6JS9NB/6EA80mdeMP83rMELJ+ELfgdXdCCPOKybRJ1CCXN",
-	"ZSDCr80Mgsm5iX0hI2hb8m8eb+OyE4Bkd5edOztnGzsHaJ1xIKIttc/+O/e/p4e3142akME8VwXmpLiR",
-	"x0yLe3XnnC8vXwDf8WMiPFduJPGHBc06OqCTfpIvRMC8K7md14h3tJ1tmdEsL1vwt6dCzux8b/T8EMD7",
-	"/J/PPgbs7osJG3dU+N5d3P7LgLk4An+cgbGad3+uKiPuhCgdUX0CPIRQRJxxsVASuZlgEpCbhcxKlUNF",
-	"RDdwQnf22JhNH0NJ+Ikq880wlleCl4YpXc65NKznu5ICAgQBdkKJM5T/R6wb5gCaWIsM8VTo1bHMdO4D",
-	"QAv2ABlkD3xJKKgIuNIEdsX6yg4UGMQ49cAVsUSsFeeyOaZdIj5LlpuSeh3hIrNKABBkVhUiA5zXHoBB",
-	"un8BKBXPF1CMoRa526QlvMY+KMCATyut3YyxxQT2YPGvgPJvNww0T+mvYCKwFUiEQxwjlp8eEeGqklhQ",
-	"/muTMD+jqFt/22NC782cWyTnkhvDsvwbSLP+FgAIBC+JYQl8yrQ4YJ3yzfawBKtT654LSDHU/x1NKdHE",
-	"itiCwLkRLCW3hjWaK5Ra3OZvnfKvdLE32nvHy3KCH77f52W+f/9sL9q75zp3RpohuqVfoNAF/tob7e2b",
-	"+3SvM62xfl1SP5ywXivhFSwqP1eOueNzZSzTStn+0FH2P8JWrYMcz9COgjZ+hZrlMmK0aSZiL66vfmHW",
-	"HW0UKtXgsMSC5wW7LdSDGdZGz1Fl5x220mtwCWubLVeS9fi6hRj5mDwFQ0y/MTbqs24c43Y07AfDSq1u",
-	"80K4FaUNgAgatzHqC5KTEONbH/yymhZ56mjQ5gvBbgWH+N1twWfNdb+Ag+p4Hvq0mhFLIW8kghhdRPHr",
-	"iFKVI3bL7xWkHLpxIz9LUEvQi9OAP429OMWiBLBsgIKv+8sD0Nmt0Nj0akb43+57yCvkrNS5TPOSF6wX",
-	"wgKl0EZJXjS+hALCmVZV2Yd6Q4LRCaCzMDRkQVLnqvBkjm/U0JmRLcRiinXKvVze5yafFuFhNAVi+ePB",
-	"j/0xZWFLPqOIQq/RzqQ5vGknZKoHGTVm22htiT+BXlyEPEfEF5qH0aJysxan6DfvgBCAGTF54R4airVj",
-	"GYq1m7XaoN48G8A6u8hJaN9TFcCYiL+BQkdMSCcqFkJaD0AWuSMaBKXJ1L3QGnEf8MdZFDtFowbU56wf",
-	"LC94zaAQ96JZ2EXPw/k5Y8JNY8ggfxXrQTBv0GNUilzHEqdaOBXYS+Lq4OB5iigU8G8xxI+cu3zOF/Rh",
-	"gvn/hPbBklRpMbwSPHt9derelnRsGIFJdLhaTgOo25oJjOXQYQ0I22sK1vtpgBd7qVbS8Y5GMQbHrqQY",
-	"mLmC1vKJruSE26TPlI7lgsvKmU/MzrWqZnOWWJ3PZmDDvKwE6h+3N5stLjKDu+wsbAUAhlZrxdct/daJ",
-	"Pl8Zd8LUK6O9AWhvvXvn1cv79wmD2wrnRgttIlbRGa7oUWifPxcylrCHYN06Bdya2yU2NPKipmt2f4ci",
-	"iFuCZvNEfXR5wnqJub+bIE3kGVID/YnFFEQg/SE7c1wfDGwpRGbWpIGSDfBHiDua2qsw0Pku6L6HObeh",
-	"2aDHAkquf3uB+GCTo8uTJPBHw5KIYukMdGdWm4pqsFO318UDXxrs3e98rKxNs5cnUAvSsTuvnERCogkC",
-	"jGCHUC4a1kM3OgEJlUQ+zhGxBH+RQJMlFG3qQVI/KxPFErpLwTIQ460lRExEFSy3WojBrdILMFSEFjIV",
-	"ePy81i/Y01kD0iaPJb6tBphwfF8jS2DFOTkFeKC+cJT+AhfCfwNj0R9IHV74oGKBHwe1MsMdI8+qgMoa",
-	"NWYrNoIRwqPAuN8P2UlQLTiAdzOdlzlm7e+akt/5XlJZL9bDQ89bJ4zH2HG+p1zOKj4Tg64TaCpdmuZL",
-	"DR1ORixRpZA8TwAYkF2UQh6dDJyxza2baSyT/XTOLdjfhaAe0J7aR/RAxC6Kgi94xO5PT88idnrGrm2V",
-	"5SqCH1ypygodsVda/R6xo/+qtOhHsUy4dAKuzNOE9c4QMMg4jiV4UFyfyBLWS7l0K9CiLACDVasF49Bi",
-	"Zv8/j85OGf6UKrycC4F9zDKxUIaAl5Opc7ArXSR4y4nk0NooZwuBu1uijeVVjzcFy6IiHBJnzAZpE/i6",
-	"KBYTjiDRE/hFwnrA7KenZ5Oj09OLN8cvJ79eXN9cJyO0hwEeKWInl/W7cOYvTl5eMSmskwmOykquOemX",
-	"VC0WHMwaU/JUmLrrmlRS9COWzkV653vSEYwC6/14eNjHsQnpiSgFuj5irwwzBqsMG5z+YAig1oq3NuwM",
-	"YbLhN9BOzsyVtrF0ZrIuLesdHhw4ItY8tSD2nZesnboOn/kKYZAnMFxliOnUg3Q7CWfzgwkLa50SQUA2",
-	"qsTpZxEur8bgvq2x1ZLzCziFFxfnv5y8en0FTVmpIRGJTWdnQU3WwJ32iAU30y3xwZFrmU/uxHJihEWh",
-	"XfeRvRPLFp+edXDhYxoVxVEmbnOZI8v28JKa5ZJlKoX2ruwwApJn19iMI9P81rLDg8ODwbNDjINl0I8n",
-	"aXl+PtKA5pdXoUP8ePhPo2TSpzBTlRfWuSw16N0Aji+fVlZksUy55YWaRew+RBiRmUq84UBgzwW4CGgc",
-	"oKGo9MBUpePdrOEuOOqR4gEX32V8PaLta6w4vfSawaxB9jVnT7jqVP/ZidIXyyZMX9Qksd6KTb5a1Sez",
-	"NV+gWWAayxUUEy8zHkMzadCYBtSlFXV/s8E4BXBO1nNiG02shp3mZg7Mg4Ylii+wSR0b1F5hkRvrfcOM",
-	"0rCde4cQMHB8KREqnyptI9/WOKL+wxGpMBQAuazgG6uX9D+E62aIJL3u2IFZkDoZKxFW8UFSXAYDvzVG",
-	"HKJ/doZyW5sFWLzrm3UcDDeoWC+EZYWazdB1DyFfgL1dRbV101+LAcWyl+CfE3LRJ+7jEf3UsZqSYgXj",
-	"Eu2eZiyc9TAc5Y7A/e0MQm83D5z97i36vjM5tg6Cu889sRoRy9psra2UDRtIAa0uIcaLAcQiUJZDJME4",
-	"F67MUyTtxLHC/rsKbq7eIxZywnrYzSig8GpBUIJwkwPNj/QSdooMgvYoUtn8loKuJhmyN9TJLFkInVaa",
-	"dL2l8JnQzFmxmXHkBGEKNq+mzJSC3/kk7jN8kJlq6hY4BU/HqlQVYw/wGTUHBDPBOLUIjbWd6PVDzKup",
-	"024hE6oeEntwUw26xT3Cu0i/gLIy8yj0tCpVUcQyeXV8w1ZApJOVGwjfGq7lOFVmvkF8tp0kZznhL7xI",
-	"hJCjiVbuQsCInAquhXZaL5ZbOlfIXt6MAFgJz9c+suIEFkrdnGDyG/MBH2MYyzPyrGAE7MSx6k9BG4tV",
-	"r8rHy4BFcmh56M4wabTV9RSXkKrkZb7/l4SVHJroBgEzZFfhTkJkgMrsrIdwO/FvB/6WAcJZscQbimhl",
-	"npMa8X9ydvR/k21uMNZ15NHlSVd0s3TamLrvlVplVQplDM6/65G3Zoywpj9iXKdzJ9ycxHeChlXwsBP7",
-	"Or/nNr8XpAqdaIolBgR5mgrQVYg24N4zrQrk4aKCq1fKbIYXbYr8QQfEWuyjfsGpBV++dldDrz9nezpF",
-	"X8f0mo4XPV9LtLZp5pbfFQgDi4Hl8l5Iq5yeyqWxvCjq4Ggl6SNyU8EYIiUxZF35BbE8aQ8CTzbG0YLN",
-	"PF9R80Qg0+BToCEzoQcmFGNLYhno7ZYXRlDUMsxpGZ6kj8KTNaFaXYHn63RvSas32BQ1Exqc3gc/jJlk",
-	"uU5YrxXDuDx9/erk/Hry8uQqiYKxnhirNJ+JfXoy6Tt/qcgay0GrM2JZrgVix/vXcXYvZKa0n4QP7+Gn",
-	"KEv28SMZQnv7SX/I/iYMhCG9tRzLwx+ML92hGE5+68wqws0w/v4ELUSnRUYsCUZnwnrIMGEyZszyzMTS",
-	"RxyLarZhQkk/Yglg3MIw+LQjaGTaa/jG/WaRltjk1f3O2CxXLAH/TmYJhAIxCxd8hF9vbi5Z4pQawU0n",
-	"KGANtFtbQeFpRUpgNsIx+iU5dyZx/vcin5Gtm/gRwSn4TWhnEYYdWFvw5Pz8/HwCqSbm9yLBzgA5L0Rq",
-	"+9CTCKLV+BJnqBR8ec4Xglqi3NPw4H3luuXTQL9TcmRYtx9DJNT0X8axrOQdKPWAI6SxAwA0BtcCXBt2",
-	"q+HK1skqmRWC9RL/ybG0eun7rcL7ne0LnmCHS0WUvb9GCL7FrecSuLU0Qk8w0xh0UxCdYPNBCjVbCC7B",
-	"AZkLLUas5OkdBENAyqGANnXCUXDDKul+WUsPUtqOsEVx2zYEcModgu+isjPlZgv3Z+2ACEbnrOMaQnTu",
-	"lnMN8crzYoPBEZyjXA54WbKWAcd6tcvBFhyC1+R65ErWlwhkSJX4EBpdqnR+MhpWiyE7Fw8rY8M2FkaB",
-	"aQXGAyFWlnn6AbOyuYfnza+6VAgvhLXuGNyZsVs8GHJFgwNM3/o4S/PS7hq+2nv/j/f/HQAA//8=",
+	"7L2Ldts4tij4KxjdnhW5m7Ylx64k9prVV+U4KXf5dWy56laXcyWIhCQcUwCLIK2oMp5vmm+YL5uFjQdB",
+	"EtTLTp9z7sxZ63TFFAgCGxv7/fjWCvks4YywTLSOv7WmBEckhX/ekixd9MYZSeVfERFhSpOMctY6bt2R",
+	"kLNIoIyjOaYZGpExTwlK5SuUTfZaQUuEUzLD8tUZZXSWz1rH3aCVLRLSOm5RlpEJSVvPz89BK8EpnpFM",
+	"f7Y3ISzrJfR0irPzqP5p+RzRCLWzKUEZFo+IRgGKSEhnOEYRndBM7MgFUDk6wdm0FbQYnsFno1bQSskf",
+	"OU1J1DrO0py4CyVf8SyJ5cDDg5Zdq8hSyiYtuVKztjvKQnJH/sgJC0l9idcsXqAZEQJPiEDzKRcEDYUe",
+	"PkRUoElKcEZSlE0xQ9mUCrvgP3KSLooVC/mlgXm3BNYxT2c4U8D84bAVFHDueOCsF98nsyTGGRHn0Y0E",
+	"TW3tZgBAdfiQdzpvQ8HzNCTwb7KvH8X5RD0YIp4ijEY4JUg+3UP9qfwXFlM0y4XEDXR/e7FLWMgjEh0/",
+	"sGHIU/K/H3xKiSA4DackHe49sBeemJxzv5hRggN/vSBsIjfZfdsB8Ni/JdJlGUnlB/9n+3e8+2dn98MX",
+	"/d/B7pdvneCHt8/7O39v+ukvXvz4nPI8Eae0AbaXPCIxCjkb00meYvkU0agBV8MVW28+/q73+NXamo4d",
+	"fm1ezHdZS5/z+DTGQviXdEsmVGQkJRHKOI9RKId6cXJPPeovEnKFZ8TgZXvMU6QxBAHS7d0SHN3fXsgv",
+	"D5uIRGaWtQHmuROXUe/g6KiKek14c9+EN/JCzchsRNI3AuWCpHA5KbNUr42Rmk0+lHRR7ihAWKCIh/mM",
+	"sAx1kUhISMeUNFLHfDPy6Nyg37vyish78q0TdN833I7ziMwSnhEWLn4mC8/1wI9EIAxchJIIyZUQkSGB",
+	"x+QYtjWmqcjs8znNpgijR7JAOMwEwixCFP4r5iR9YG2R4SxXz0c8WuxIyvtIkgxJxDg4RFOepwIlJEUh",
+	"jmOSorYEbiAJWkLSXSwJJurdnMtP7JzAyhKCswcGX5YLEnhG1AJYVDwwC1QLEZLKZ+YXkXAmCKyd55lc",
+	"uDw2PMGUBc7Eig+joYVZtntLkhgvSHSM5MEMURvHgiMsGTQsTWQ4zQJYyXxKmF6sQDhN6RN5YPMpjYkD",
+	"RiqQyGgcozRnjLIJgHih+LkEUAHKAOEMzbjIULeDRIBILAg67Hx4YKfXV58uzk/7O5rqG3Doo4noeExS",
+	"CUUDkrY8CIm7MWVyITERAG6cTXcMvB7Y4cEB+qV3cf6x1z+/vhqc3d5e3+6hngYnH6OjTgc2ikf8iSDJ",
+	"ehjP1Nm2FQIZnJCA3dlDPbWBB3ZwdISeqKCjmKDe3en5OQqnOMWhFD8UFyrQ/O24G37AHbJ7FHZHu4fR",
+	"O7L7AR91dzvRD+Pu6CB8Rw4PzVVSB1ZcJgfZdyW2lwSipeTBvVf/2+7/9eVv/tt0wUPgID4Zyfz2egTd",
+	"Q8Rv8MQj+3R3R1iQCCV4QhDLJdFqkm3kkBJcIjLGeZwBFFZwkBuS+r8vnyJB/ySoradDB0cuAnd2GtdD",
+	"0kHzmg6OgK7rRXU6K5fYx+JRyP/xnVBfCa5ykesIrpma5kXCq+RNwHPPl7AZyfzeCJQWvHcoHw2A+b6I",
+	"pZ5H/zp+ei9I6oP6veKd3+tOPMvXFYEHVeZHHN0quif/CjmTdFz+EydJTNUV3f93IZfmAOBbi6QpT9Ur",
+	"kfzCj72Pg9uzf7s/u+tLYCjFonXcMkRV0lRJziUNfMIxjdA/7q6vABLF8v+SknHruPXf9guFb1/9KvbP",
+	"4IOwgTpKuLPLeVEbBP5ZHmc0wWmG8iTmOEIxDh8FcI2hpOtDJH/c2UOnPCJo6OxhuNd6DlqnnI1jGr4Q",
+	"NOdXwCcGd/1e/6wEHKUaCnR6fXlzcdY/+/ga8FB7MVxviNpRrpZLdiQbG5aWM1Q6akqUrPpG8lupWY15",
+	"OqJSeZ4SEDx2AB6f4GlE2MsAcnp3+2nQv/757GqgF1OCyowKIQUOyd+ZwhX5Bsr4I2GvCKHaKoZKKJF7",
+	"Hv6PXfn7bl9+c2hEHSqQs7h5ytnkBMlNPbDhp+vbH88/fjy7cmbRIpvCOvkAR5IgiyzFGU/ROMYwkfxl",
+	"hpnkCimPiWTxUhRlksXi+KXI1z+7vepdlCBM9dSIaBC9GKT3jHxNSJiRCI0xjfOUmEtlFiARkWSYxgJk",
+	"oZhPJiQKECNPJJXSUJ4yEik0u+LZJ56z6GU7v7ruDz5d31+VkUtSiDFM/kqkx1wdFHGiCBD5SkUG2KvJ",
+	"nRblMu4ghQGPXeXQbP1cbkjqQ+QVAHAuCcvl2ZWkLS4YYioyMLYIs0pafBYtSPY64KGSTccECwc89kMA",
+	"DZ4QbWVYkMwFirNyBZobvJA0vM/5BU6VWLU9bG56v11c9z4O+tfXg4ve7eezZqZFvoaERAJ1O4fvj979",
+	"gEaLjIhXZVzmC6CcSbEwpjNqgVFbqgLHHUmfaEjuGX7CNMaj+IUQuTu7/eX89Gxwf9X7pXd+0fvxosKr",
+	"5OJI+qTIYEpCQp8kIcw4l8RrgRygUSJOtIYjpjzN4sVrwcu3Aix8C5CPaYYypbBniLOQoPZwhr8O9MCB",
+	"GjjcATWNcVD2GBVTEoFySBma4ngsdbnhNMuSQUpwNMjojPA8G1Y2aE7LA0Z1XsZoeT5LeJrdknEuNr3g",
+	"mn7a0xOt49/t+V32/sfgrn92cze47V1V8BmsBHty6yIjibA2T8yQlgzROOUz1JU0qtvpKMvJtHXc2odX",
+	"9+2rrecvQWuOU6mMy89/eQ5qmFTVimtolBn77RQLxYLEMaqsXx5Z9eOofXN919ePd80sYh9kBDkf+ZrE",
+	"mDKBCA6nOxvgnPdw1pI4c5YLefkCw8jrm9sVksfRbCHRK5KAM8hShdTwpJAd7Dw0EyQeozmWOA8LC9BQ",
+	"o8IQSUKuKIeGAk/fiOJDLaVUXWK20GK+eBmZkFTosnf1mxGU78qnWyEGr0InbyUUgCSSyECutozhCRqC",
+	"N2gX3EFDNKFPRAEGrEWUIaEcQlKzqrqQdq0PybdCPXrf8TbBMu8ZzrMpYRlI1y/k1vdXvfv+T2dX/fPT",
+	"XpVbO5+RnNLqf68A3Cuu1TFBhJCTt3kaIM7QUF8znND9vw4DxMzAR7KwGlNl0YrS3TORJ/IekeiSRBT3",
+	"QQd9GWzu7m9urm/7Zx8Hl2cfz3uD/m83Ffa0SAhyp/26OxMRnzPQ+7SMg8OQJBmJXpN7vxFoeKp2tit3",
+	"OjQfk/ykLOEoXgQKl164c33N2pDcidgBeoKZVlzfCHgMIrSWsiW9loosiCM71R0WB+SDnDqnXxTBoJyd",
+	"FfDe9oiWEv2SPCXpImaKNB6jJJXwyRboocVmmDy0FFG1GPQaR9VD1n1rqHSVfKN2zh4ZnzM0piSOAqXc",
+	"AdADlOYxQaNUqoI7jaR7z1mpchLro7jV5hb5TO+WKttLhDNcf2qR1AW4MvRoa86I85hgpQoXtqDfize/",
+	"2KF89O8kzGoj4cv1UUGrF0Xg6LkEV45jGcJRRCU4cXzjrHaMY0F8NwM8QBlHOJI6Hp6RCI2koIvDLF7A",
+	"1ZBSlRw1oBG4Z4dkhmk8DIybgqZKGXat3d9aMEhSxAj/d/14L+SzVtCSg1vHLeWDklspQ1W/+K1hrW+E",
+	"vDo8ZxmCkahNvoZxLuiT8oMUawX7obWzqWkr1r/Dmr3PLM+x1ZqV1rgdj4lxkU3A42mNxEP1imR1fM4k",
+	"k2NWb4AHADGD4nVbAyydsHwmUQBeaAUtGAa3FZbzxbN2vfWl0KOR4+wLkHX2SSlcbUZ9QMrtPI2sM0rK",
+	"mXVgK1zYOXElVGrlH9Q+PDjYKWHGlu6+Ov5PNPmrUhDrEQenzDlSjjcJRMBsjJKUspAmOK5gLI5jPh+M",
+	"ufxPnpibHEJwRTQAJDroHBztdt7udrr9zofjt53jTuefNbz4RFmk/IQin81wSgURSJkeVGRG1Do+PAha",
+	"VAzG+ImnNCP2fiqlJ0vhLhyov5U4f9ztyKPPsKFFUpKZ8HQBVFtFKsjJQ1jDiPNHAHNMsowMHokclhEc",
+	"S9BpC/WtfgthIajIMMtaQYtxqTMft/7bf0P3kic8sJ54BA8eRhlPaKg8ZSgiSTaVu0lomOUpGeRp3Dpm",
+	"eRzL+6wBDKh4JAlali4G4FwczCjL4RNHQUssREZmgyTls0SC9zeeg8kJoxBLDIpRWlvjHjqlUoF4IlKl",
+	"A6jKZeRJ5Dmmg373h+PO0XH34J91QlM97yoq/Tol2RTcoZKFxQRYPhaPaIYXUieTLJiynIAHoErwy4hT",
+	"CzuSv4GgQWekRKbkLnbl05bnepcmqUVRSfUWOc9Qm8ySbKEUlZwJksFNdAlgp9PxfMZHQOC6aW+HvTMS",
+	"i1c6MiqI3gRlY3CTpAh40gynjxLiUyr0HZbiCDIz+YFeuj+1PeQZn+GMhjooQHnr4UjbHRRRkC+ASM8U",
+	"pJaEQJWuputs7FTJwV1GEjTKownJJCvF8EF9EGv6/8oX38/gFbWqUKKUkF15QMi8rzzrj2Qh0NAQkGGA",
+	"hpJsyP9CvJP8vPzjCacUs0xSj6G89g9s6BCUIWo/4TjX9hvFOdQ5WYVY4cYO3OkQpxCHQVnGpfrP00y7",
+	"yGukXdGn6ul9pCKJ8QJklDJH8RKyMpqv8PJZulcLvgOVgKe7YxxKzJRIKXUVBOPXu2HeO1YimzVEjaKU",
+	"CIhNAM6rxiI6wxNygiSRLawPCuRSVGecAWDk78rKWJJFnW+X6HNty3Mmd2oHoTY2okNCUiHxzvkRGANI",
+	"P2U2f7QWZfAyhlokj/rBhIVihnDpIi+Ka6WCY8aYxtoyKJ+nmAkqgQSKDHiBVt/uCmuqEVv4GamfkQCs",
+	"V06DGYTl+RGjLq85XKsWdoFFhsIpZpO1OURFdwAXdOmw9d0q04nqZs1lcElcUOWW/rMrE2CHbJWZQBn9",
+	"S6yyBJMvTXJfL6H+oC/9PYURtbAr1FZOLGUhD1N9LI4MuI60Jy9N6/Hd+O0fH74ezA6T962gFWORDaTE",
+	"W3nzbb/bPe4cHB8e/rMIDWDvGZrz9HEc83ldLPkOcoPvmt/ko5iGABUaBcqVqiIfaWRjccdoKJ4eB+Xn",
+	"+k8FQD30BOLq5B2I+aRMnSuQqi2uDDrvLSgZ74ror4IQqmOVk+w0QmUlWfSznSs8I6g9Wkhx70kugiu6",
+	"C7RCmYveiIqKUzrgtW6pvpali1ACzIqrcKpedC0YVb1oRsFjCNfg49nd+ecrJKY4IWj4TV6Z429UGwAC",
+	"OSZAxVoC5C7l+Vlp1n4LyTKzj7PeX2k2vQME2sDiUbx+QUXWvNefycIKPEAJmOKSzauuRn2B/7I+HCdU",
+	"Sj4+0TLMpE4sfwwQI3OJnxAYCQpfRmZiA+C0Cn0Xpyle1M1HZh0vMB8Vn7slT/xxKe5AqKSiqSl5MuGA",
+	"bRuiOtcyPE/BtJkpEVO51/WVfBHcH8mi0aqhCJiyshozxWYEKFX79+w7nuOFgADZ0oxrmfjMrIFZ/auc",
+	"lXNvPFeckXm8cC56gCgL4zwC7++UoLEkmEAAxFQKsZyFxHM6/xEcaLMje/Qx/767w7X5lgloUSoMmK50",
+	"VDVn8aK8LDmnu7TBP/94+9TvjP54H151F7dH84uDrz+9i/5xOPv5g+j9kJyVLV3y9d97u//UWSB/G+z5",
+	"onFXcUSNlcD8lF2Gkbnc8/fgfK/E1x4hZnkL7nb2Vbl5m0mTVoCURkkipHwWZUX0xQTITLQWETcu6o86",
+	"W6IGGTvbC0nCci54zYiKm5Z0GwKIXs7/Jiazr37z1G9KZaUCvrwZ71vN9dTXXwg0cHQ2Qw0M5eDJA1wS",
+	"JNtO1oHP9OT7G67vRmlG97CG7dw6lzaYFpxnShfSNgS1t4rWM6ZwvRV9HFGG04Wij3XtRA31QQ2sE6h9",
+	"c/U5QP+4OfscoM/nn6RI8CsZ3ZzYmPkjdEl/LEvp6osrCQp8uhFuyy/CK8l/xuewBjL7kPeluGsoyynO",
+	"cMwnZyxLPXzwDrwOcO5cbt1EnZXIoavzeh0J1RRdsAzqMA0yUolBUpk3rg3r7dBODuWHmOEJo2MK/ivQ",
+	"mz2ZlSpOd5DE+YQyCFWquShgoBowEHE+MZ4GA7ryy2pB+mMSrWzOgTzG3305AfCozyMOf38JWk8kFToH",
+	"Za+z1/Go6RZqVfgPrbHVsbA6uirPkCYrBWd1AL+SWy/1AtiMW+fxCVLWKO3o06tgxGuSUgfXvCewFDue",
+	"ziT/88+YDCsasHq6riTopAmjNiSC6MRg5iRg8tQYKNRh7xZZw/XRleXUsa62rhoa1jNIFa4hPULZGk22",
+	"GGUiw3FMItSmEJqG5jhlAg1vLu4/n18NLs/v7s6vPuukFsMUixXicEb25wRnDcsrc8btbeT+2UtXqyby",
+	"c5aldJRDbqEaeVKInxK0lrKItezP9Vtbp8DhI6R84RkpzOAW7k7MnZ5LvBJYDemoO9dokhibsgmwpSG4",
+	"8EMDH+tghoW6LnxNiNQPXs99mUbVLohNWSaV/UNYUsPmPXRuJQAs3asXaZg9kRTp382ZeFlKq7t3sNfZ",
+	"SEEo26PNIux5lDE0KIivplcV+HlQrH7B1+Wyy2XFOncVr6ZteBBBrwkRphyYPI0gr25kdOj15W2vMLFK",
+	"Bi+W9kqijFWSNhNxe1UVD7VtcvqB9jueqASzO9g0ilI8ztBB56Cz2z1AOHtgw284SQZJSsb067OFTTlk",
+	"eU893vt3wdlwZw/d69gz8KBiKFLy7yrMD2c6JiEmTySuJP9+a/3FRMa1plmWiOP9ffEU7jmBUfLvNRbR",
+	"Cgop1B+wslkwSslh3il5tQ86DQ66zitGbjxvEz1jxaXdksfX9ZEbP7YzGDjAllEzQctxhreOW0/dVYE0",
+	"ftFUkimVDECYpBo2M9TGnqpfcZ7xAU6SlD9ZPlp5Q398TLJwCsH+BQn00f7ndYTav7ipyj5TqOR86j5h",
+	"7aMeflMPBnkaPw9r7u/D9x6ms74eVSUT1lKwsRBcWVl3/dCXterWHKNRTuNsVwooudDpzHW5NNDCQcEt",
+	"NhBqgwcGkTE6eqJUJwfozb+6SE35zm18mMZb2yzP2oNsQ9SZnGTHCrcbRnisIXX6BEwVuNlOShLp8Imw",
+	"iKf78q/hzon2PxY6gA1QwLGyIVu23CznlifdqwRJ6kNp//1Y/3NvsPvlr+bxzt/3V474yzrin6ZPPvkT",
+	"6nOZ4EpyYqLg+Ixmkv/xVGmZJyq2HzginykIIM6Q0or20BkOpw+sVAcAJwnBqbAmIpUA1r++vhicXvTu",
+	"7gYf728uIG9hR5d22ljIMSinSOFmYi9mGQ2XCb7uOYFh//e9L5V/tH//2+6Xvb95T2GJWFwIwk32owZx",
+	"ykbHbhgNroSqiIwpg9d0aE2jHd0XQ6kj4XzSiAn2KwdUijUjKpfS/J5eeRPBb4h1rAUM6tXXwviagwf/",
+	"k4UKbhXJtm7YWmPAVhPYVgZvvW4oljF1qZwynf6I7n67659dDm5ury9v+sYUs7dBnHkj59rsht1IkZNl",
+	"yoFailBw9BjGEYdLInUMj3fWEW39d8AOcC0QZdHUEYgxw/FCyMdgzgUZmaviQ+RrEvNU5x48UcFT48Sj",
+	"T8RrxWg2il6rRJIJYSTFcSCPK8rDjD7RbBFYZSGQlGGWM53OFKAZiSgOkIRTYDGHsxOEGQDpgUEMauW8",
+	"L8/6vY+9fm8gecbn69vfBvdXP19d/3oloZvZnKadAAmOaGZTshiS4EJTkpJq9SZHWXDuyQ+HSy2oJoHE",
+	"WkPLMPkxZ5GUFuQLPqnGO3tJOamb6mKep0iPcc9fgMNRnr1kLzzFDEoTYZ3ZMkkJATOKUnZGcU6grE1E",
+	"J1zyIcpjkkHcHnv0nnxJPaou6xcqchwjPUanzmrBIUARSemT8txKzvr2YHdEM/Tp6pfdLkZTLKZVnoto",
+	"hGY8ymOO3rp7fOrIpXbl/xx4Frn27b42utiG1xtw3OYQ8ieSpjQilfstBR/PpS7pezXxK80JmhHMBEpS",
+	"sqvHRUArQCJL1bXYOQGoSkGNsilJqYrFgYKHGhv9nNWqlsui84utUYH0G9t+0C/uW8CjiIQx1oYtO2Mb",
+	"M2SS/zgjUHPu0bHLXt+c3apEP33dd+pK3+pyT64sBstcW+gC4XJzlIG9rZCz1jogmMg9G2ySGnTRywnJ",
+	"JKUzmV2FVO49I9ck0XxSBs3F3osE8+LO+azyJMtUGYNNsh/gO7tgjkNmhhN5gSBcmzOllxhleoYjk9Om",
+	"gqbIwLw0VFoLxBXNcpE9sBGBFCiNo3qcJVOcxycowULMeRrtys1EdYPhibkxJEKTmI9wbNR7nup0QpNe",
+	"kRKtYJogl4a8CdcAVOMM8rEJ4SuVQg3Q8jJs+to5b/nuHmhrZV/XzsZKetXYXOynIFElvFx5NT+p8gp+",
+	"eeTJplWbMgxVz7hJagdqMuh9PrvqD34++62UMp0XJmH0AAbyFGd5CgnS2kpdq9JRjPI4luGjG1whvcdT",
+	"+d6zs7Lqln/KZ5jtpgRH4K+AEhwMG1WpEHXW25BHMPGVAQQT/A2HOlaoffvpFP3wodPdMdkSfDwmsHoU",
+	"67DSirN6rHNk51MeE1uAtrzgOlBXYRbAuACVXvy62HSqT6jBVuWglfyOcF0TO3sIkt+RrTTSVqmyELWm",
+	"qPHOMbrp3d6dqXT14IGdXd70fxvo6kIBOle1785vz9QfuiYa/Pum1++f3V4F6Kp3eeYMgz/NwAf2y9nt",
+	"neSTxQDzxE5mHtgZFfYXb1TKwAQPTNKAu8HVdX9wcX7XD5BjwSle85l19NOzq96PF2fO7h6YZenuvAWf",
+	"l8+uf/zH2Wn5aXnvvfv+9aB3c3N7/csZFFVw57UfhR/Q3Vm/f371+c5IEPK2O09vend3v17ffpSPB7aO",
+	"XPDA7AhTs++X3sW9/hoyS9H00d1K7afijKwS427SPjw/vb7S05ul9q9vBhdnv5xdqEXXqFbwwMwzO83P",
+	"Z7/toV+12mRw8tivMAd1AUvu/Ofzi4tiSKPqpXDw7qZ3eiZHX/b6pz+htggxYySC2r1SrLdlHx+YLtam",
+	"/HMniHyVdAHogfYGqdADzCIbsLcToDIL0khZYUwa3a7Ozj7eDU6vrz6df75X+9Jan9YnnFvYClqlW9gK",
+	"Ws41VH8VFRKLi9gKWiVsNH8XY6tX0XlUH1TMWr6NrcBTVap8HfWDyn0sP7UX0jyu3shW0PLcSPepg63l",
+	"xxUo1C5labR7KVtBy3cr3cf+a+mOqF/LVtBqvJe+34rD8FxM96m9ma2g5b2aznNXovDdTbkF31UsAUu/",
+	"KMe6d9FdU/UyajQs38ZW0CrfE4MF/qee6+O1DJQ4qCnb1RRScUtEHmvjp8jDkAgxzmNHTfmXxW+6xdNq",
+	"Spf6pV4uzKgAOgSsbURkcKsAqSqE18BWKDWBTXt7ezvbaVFGzF0rhLrlbO2Vojg0xDfUz2oxHFZOAg1N",
+	"knpHluKpBauK74AyJkXQh0pQ9yqXw5099JHEdCRhT+IFGtvE+ClJyXFhVUjRDMfyB0dle2ApKZIL7FG3",
+	"h97bPYRjBF8gwZFEiBGRh2wqoiiDhpxTZTHaYnD/kpCRSniHL4zDBm5AuQ+BdL6jCfoNaUbQgudpEZTx",
+	"XI3KmJI4UbG924ZkeIIr7KQviaF4naCJ5Zfhbsrny6PRawj/v2iCivlQn3zNGirEG0hggVI8VxFbPEW/",
+	"9S4vUEa+ZqitfYNKKyzThABNVGHRYUk4q0b/0ugYVXDzgUlMOEYV7Hpg+rSPERz2A4Obc/zAECrdlWO0",
+	"1VWpRWmoSrWruGZR/20dzmngwyau3TkpUMctVKrRrF6ltC5yFiYP4wt/kFdCFYJTUe2zJxWpr40d5urA",
+	"NZKrslZQpzBpUde2QdKpVkctHQTYOyVq1GwsZdr2/OX5+YV3zMCo+sKZv3QoahMcTlFdvX9lFm9B6/Ua",
+	"mEJu4HIZqi0MLdDAtmfi1XkeR1BrVhen2/GbhbcRi5zPJCmHGsrfWdJRMAnMob2iyMN5XHIQLfUBgVWf",
+	"87gIHAfkfCMK95Cpr0bGY6KyyJXdt1qdzMPNKpGTkqkhjO5vL+BdM9+gwibtnyqHRv85GC0GldgNXmxT",
+	"c0wLKKGXgmN7pWu/eGZczm3176XlPm/mKVMe8JLrTa9GNTpy/WcC6k2JAMEGbCZByaOmEx20qV45KB3H",
+	"VkOqw7oxK66/qxS3UmMHnsOskSH4AYRh1cYJ7KsaEhu6/epgJHb2KkiGdQQargcbH+YtaSNj/S1LPYt8",
+	"yd204K7nxxj8bgobdBG+Bi39i0Ghjc5g+bV5MTiW+YS8PfHqiVMrU0hKl3a1g1JVyS78lNbGb5M0V5RW",
+	"KPmFivOuZpGU1uU6kEokxIuGK47Fdx99mLIeE1mexn0G4fIllqIi6CtuvBerEMvcvX3X/b+pp7fEMFfx",
+	"7aXOve0Z9XJ9rIAusGlJ1dxL+zpg3QZYTcB5FdjoHS5J5684z01GsUE3RzopeejjmM9JNMhwOiHZwBQN",
+	"+P3wbXB4+OXZJwXc5SO7ru2KeW4XInCnPffa0y4ynqpUnqKyngLBaIEeyaLm1dfvpQSDbWj4V/1/w71N",
+	"/fPr0uIKpLatKFcqnsWzKXT7NADYuobWMjptD2i9Cm8uhq7IwFsDU192g52Lst4FNi/U7q/54RWu7x20",
+	"I/WEw6o2pQ4AVJUYY2xVVZug8JcTr4IiKkIOfEUbCt4Ik2RYrZHn0Tqg0+qcjFTBEbB9cPZE0kx1duHo",
+	"Ukcby6kilaQ8sAY+V7qo6Co6MWsS8xFxcjgdUH2p2f2Wa0VLkqiatZvnLw3lB3C0GGRcCwHraTl1M8TS",
+	"VCYVSrdcOyhDtCnyG8V4ROJqWvhS0W6bsLPV4lxTkYFSPCyUqRpLBQ2NcPhoAkbUKbwRMAjKFrKmGgQG",
+	"aRpT/Qss8lSQgytkRhSEBZL+p/iJ6DYbuS0BH2IR4oigNvgNOIsXpmea4hJlg8fKTJxV4pjWAophuqp7",
+	"jI2gmEa6W+pGopqiH0vD8TatFqCZTVEtgPNYgWONUgGVG+Y1cmk25jkunBLjZvsP0o+W8cTSva2qL+WM",
+	"d53m7mobZch40HrNUDl76MsVkYKxfB/9oyH1TMrnkhEtIN/G89Ft0Ht1njss5tXY9BKD4Zk1+6l+nppx",
+	"FypJjZxuwD02MDA1mpXs+goTEGobSUa3764Gfe9sF/X9umaZYuXYZ6DZag+++PDqxd3aIqBwZZ0b+Gqy",
+	"baZD1je6O5678pKrotRFKJj2M2UNZT5t06XL88sz1XnJFrgSgmTokbLINu13ejOWZddH+EALapWZAtf0",
+	"T9I67v7w7t27g+4PkozOyAA+ANmYcuT+vycEiDD8kbDi33MySuwfEzpufamJd4/ePfXsot0MFrMunEdU",
+	"5d1ERP7X+IklSYdSNl8aUhnVZuqKXzohoug5ZZosm2J9chmBlB+gRVVJ+2uu3e7CqV4O13ta9mObiEIV",
+	"PAJwOpstLcSLX1C9FpD4dIqz7Urq6RK4GMHLklaNcBZOa/HiuilX6+bjJ5RAO9U9W5wGx6rgfgv+9W7U",
+	"DX3B37atl+cOqEWAW3xCnwgzQrFlDZUCB6uT4ssr830U9vlGmM7tauhQ1dsdjmIePpJoz0BFDHU654Yx",
+	"/noBgd1/80H2sXh8yRlCGrskG4kOPF96ogrkSq9UzQWlSqkuR9ASJJYcRime8sxbX4qYknWO207vrVmo",
+	"jluKPXaNWmW3S11L+JEg+zc9gwKCJhfn6u1DODL9R9dfFGAbJHkhLhjgeHFBWe9feKs/kpAK0J105EY4",
+	"xRn0uVCooaR+qYPWTCD6RRVolE6AOsNBQEMPG7FlorV4OtlXUWTKKahel0C2bgj5XxqRtIo5H8YHuPX8",
+	"xWM2sGtYLjOb3cjZNsIZyfNPcRwbMCmq34goVYZv17fkALe/zaWz+1/3wFAbI5GPpLAQE2wapaaSm+th",
+	"O/9pzvQUTMs32kS+3bGat53OJy6DzdOUsGxgzPBKA09JmKEpTwUQogzKS2U4AaWYkbk7WqeNo5izCRjz",
+	"k2mKhS8Lq/YlH90zv0rZKRe1qjRHvsiu8opqkhOcs8jQewmBFIcZSYVvXoewvl+Z7lTdTGUVDYfpb683",
+	"xZlNINWFGd0+K8dKkcLiEQkCPYpSnk+mtilA7+Z8D/ViwTUjS8kDK8oUS5QHc19EYvpE0kUtKhY+BLft",
+	"nWERxhyrpRE5ygokKsCs3tXlaLfT7XcPjjud487bf7aCyhvgw/qUEh26qKxTdQFgBpWW46J/H09K4kDQ",
+	"MoZvCWPzCbCf0nCq69ShiKMFz9Ecs+zvreUCxBcw/Ah1Fr/2zvvnV58H51c39/1qyznPPqF7jW4HqyBm",
+	"WhEK7Uyozul1xVVA9+yNsl/WWsqKq2toGeaEv9XLxOFYi0gnug6+7vskMVQ1tInlRVLOrcKhJ7CqlLjS",
+	"9uig0zKqKi/Kj3ro92n7Zzv4riLuuq+uv4yZXCcU2LX3k1Y8fc2nIKyzadUSCvvav6C3lcU0u0KLMAZq",
+	"xTFu1mZKQquXZTiczhr6jEJpEm18wDASjJIIm5bRnj4m2hSwCp0KWwjk80YUe6/TpbMCGvkbjHnby40E",
+	"j/OMoPvbC9SGunVan8NJMsjTeLgDrZ8+n9kW/jih+7CQ/W/wn/NI1fqzJ5endOWZ2Z0ERouXy2uC/o/F",
+	"9av6nhaSUwA6C5RAm0gdlJazmAihTEDKWEYFujm7+ihJmso2610gnqIyndt7YL/SbIoUaa2/UKg1KnZW",
+	"kOxEhYqU50FDRxEGxlUlMmV8cHhOdZP3TCEyiSoKKhGorddZ/vjOVvrgjzhT6RZVpc+wmTr0dXgEHMAc",
+	"S1iPeepasarwawVVvvJlmSnCW/Y2jgXC8msqrN0IohYW1W+uDw0H14xwvNIIpYGzAnXtdB7qYTUVZ1fa",
+	"SBwgLJBq0EOZxnSpW2tCNvSVhHL0mQ0SsMxrTuNCOTEXpQpsxd6W+hosYhSui4gra+JaZTbPWUZSydRT",
+	"Pkc0OoEzjlRTWGHrwKSYqZckRKoa2NCkXa3J1hqKTsqjgYqM2IWMIERSlmrdfhzpJoa1Ta4VierEYKzl",
+	"+VhSLLA5ErLAjyaMPWcxZeSTbu6xiVENiZnEYkjghrQ9ClOpZr1Q30xHXtT9FP7mp0PoRqeKn8q1quKn",
+	"JyMsyA+Hge5RssiIMI0B2qZuZPcHdEl/lHjDIyhNBPknfxJYnPIFRymHhExBY8KyeAGJgTAczadyC0q7",
+	"Vql5IksJngmoEobt0ymPI2hETOZolI/HJAXb9ozMeLpA8ynOVDFQSRfld9+AN+JEqTtS0ZGMg+cZjDAA",
+	"AkZl9wHbaB923+5UyksCaHy4Jr/kx2Z5pt6SqUdHm1nn7CeC4vCa0Gn9zkSSuHla5vmdWhUVXb4q/7E2",
+	"mV9J19WU2/uyysJbPayEskjpuY7w+Gr+H/XxhuIvPWRqC9lKgEZO1Zq3JN9tYEtZnjJ1XXSNtmoE2DL9",
+	"EluhWdgwKa7qygiQy4W8RywkCuVAvdYta6ggaLkdrsL2Mm9gEkNUCiYC+tNkhK2vaJXWXrfMaBlf1yTk",
+	"KcicG8kZjkbx3KiBFiIYj70N0zmapzwjhhlp3NHgLQo9+nCkAH7NRcyFqvhKS6bwKRWZpGttyqT6JIzB",
+	"cQ3umnmzPjWGghdrbyV/s+vV0NCzyqOq4FrzdYTvLadIepAorsK6REjfoc3okLmlq8iRnfxlFGk5Jd5k",
+	"t6E2Cq4mtB7C+sJd9K3otzweGFpAFnLi5ke6/iaD1uY9+fva+vJGM3+1Sa+47eJWhanLPZqrSRky10QF",
+	"/ZXafjoEnUVaw9XRcOspixaSjVi7XHdTCSyFvqMlXnMiGy6iWUULWrlhfauU33u1Dx+OOlAvbcvMHjQh",
+	"6dqorGtcv8CPjVS97d080VWPq+zZzmVqPRwB5qsaD1d8rq6HKqUK4dmfUsLC6Z6HxdamqpFOnhIEv8mJ",
+	"JilmWYC68t/dTufEBFOVUl9tEfmoiNHZpMK1sSOJpSYxZSdRte609iiPkqRQfE6xjhICrgqVqEbBNtSj",
+	"BhpkDwikLscguInErb/gxSIwZZaaOG+DSj9qx8uMMmWCYKZVfgWl1upcv6SBur700JPYIIfj4Fqvwfry",
+	"Sq6FmvTwcNfaurKrA9mXwXR4c31n7KcqLsa9oq/Uusep5eLWWlmzpIpbFPw1O/r8Z+0RcDfl6f/fI6DS",
+	"tmV90eWTrZpku0H6xJb1WhMuLwy74jJ/5y4HSUpZSBMcL/Ni2kFlJqd4DAQRpUJCtRi4h/p2ABQShmob",
+	"0DuOoxlmUi2ifsfo8uP8z96VYe+l5PhzyvNkW2mJkbkqqHziHBAakZDPiPIV8TlTqTKNWW6XOH0kmc5s",
+	"myUkoxlPkdu1tUJaM4JnG6Z6yeulax4ZhIIiLTvrta5afe1QO0vpbAbeMp6hnNE/cvL9aqSro7uIZ6cg",
+	"773k+JQF3siN5bwIONoqe02obtTG4xjPcCtojbAggyLW63h/X/20F2N23O0evj3ch9YBEIH6NRvMKYv4",
+	"vHXcfdvtvDsIWlFKnyD4gyeEYSoFR1EtbwLLbB23YOK3e93j96MCNS54iGN0oZeTkRmQqjwlrePO3ts6",
+	"1zRbqBlqtNPDSGonqg/zrso4IyxMF4luSJgSkZkktJRILVCxTee4DzsfakFKuhXINYsXtghLAb563ZEo",
+	"4ZRlSA5RLmVsHMwS0oinyqonf9uBYxsqGA7hPg0xy6YpT2g41N0Exjx9YFBpBWBuC1ygT/Jd9W0SDQPd",
+	"jg60fPA/JDibSqk/hg4lJjpaCqyUTR5YRFMSSpV5Zw+dTkn4WPQXECSVX2ofHhzsqO9gXYQdOoaoAu07",
+	"FQyEOn5TLjJFzFMieKw+m+SjmIamRx4x6YBckh1o2UoiY2fTqWoPbBjHs4HJnZeziiFqw+zQcyxA5zfO",
+	"hBJyp+cfbxEjmdwgFJjCkaTZIgMW+MCyNBeZCJDIQWhDGIpsx+ga8HPnRPWZmVNB0OHBQQBz6pum/K0p",
+	"gJcQRlSJIoFn5IHNsS4nlU0JSO2MhNke+gwwKoNI2P7IZp5aCbSGFoHVa+hLM5SkUv0OwOSPhImqJNSx",
+	"YfBL+Ke523XdVgJDY2G7wDzdFA50WhfkaBxjZR41RllLLCySS1Fbz+O10LpUxWHh/kb/+FFp8EVVIikT",
+	"QvhDyBMiaQBnYUPlGSoGCq9Xf+heGDVayfpWpEHtEgAUojdkf0kJVx3SgOdZknukhmt4ro4ShTgB+blA",
+	"Sd/hrhR1FU32Hy1wRfBamvRiTVy36C/YrP0GmtWC509fe8u1NmK9Fb5RE7okAwSrXzEKtQ1NLW2wlOVm",
+	"YXrglfpYDl2C5NfpjHDfwV3aM0J6jDJLhlzqsMUSgMjpEcPyt9/+sOowG5Lv1OU1J90siYBt6CNJ6ROw",
+	"h23lkcjOUEQ67KFhSgT9kxjSMJzTKJuqpvVTQifTbIjakvzzbLpzgoa6PIIe/sCGSuIf1sJdrSagM83c",
+	"mmzqkxC7imOaLVrH7ztBC77cOv7hsFOTKcxkDdfOtE22adQqYxtWGhiEEeaq6PrsOoZ1rMRh+mep65TO",
+	"m1MZc3oHkCXnwWwFJp/oDQiC1O8SrRL6lcS21nKqCl+21dfLOPW+++FgFYFYEqZhD1WEOCaw8zGFXv8U",
+	"msVE2RR91QtzDzUlu4Sp3g8ZR/ZsHcDYo9PveCFij7UuckGLNqQHAPAlqIGDSzAjRWALReL90c4JohMG",
+	"9W0s29/UbKBRq+mEFEBe+YA2KIFkLvoVz+hYt5C7y0d2qdvdeOWwSScEmIRQ841AzMMsCpAK+caxFPDA",
+	"xklZJDxppxAUnmHxOLCWLckm5QMVuCwvikrpKOcLqzJKOuJd/2WM0aZWeaVS6QxTX9RZLLjkdiDMCZDL",
+	"LJwgwgreK5AGwNHAzPWOauzOmVJBQsIpJSGhT+QE4ZHqvaR7xeqeZkqmqOWFLvPiuN8xgbIlA33QUjxX",
+	"J7ZoLcaBZS38zKYzqDBxnroWHppZg80TFVTbbApzwhZGm9JJ1igPLGJ4rOqNwB8naGgXNDzWQNNrnTOj",
+	"yuDMsTe5/R9NHyLzo79BXikdz1mgC7rmi7e9T+suw2mmjZmlekV7S7I/HJNpt1NyC/3+xXF4bRlc0pjF",
+	"UNStL6xJIZbSDtkCDSp23wZT738dl5ojSWvL33dxsNFUZC9yrjm5Ayv9bPeCpNuKi7BGnXkggVZV06tm",
+	"x3JxrM8phuAXTdFbE/n3f3d6ACg7FMxol+Dmu6lMN+jmjGObr+axTC4tIQU+PBuSLI/3/tynvNRTV/yc",
+	"6IJPKDPWjNKlUS9UIhUPm2YePJGUjqnJEliuK6ePWmOHryIskHkbGmkC74PgftZUv6SA9KqvfU6xJhBD",
+	"eGOIUh436OHNyYDnlWN7aR6gAe7SxL+PBGST5iAbXQsBnE8fzy7O+meK76RkBlWVMVjClDNwvYibSH0S",
+	"RBdzFfxFg2v5qOrF7cMxziRIVOLqdjf8iswLlNKlvHW+ZencXGc6mQ/MhcYR/u+MzPfKV3rd/Na6C76Y",
+	"2ltBQi9UCrJzmgG13u76Lc+L9QFgRWJsVbm3G1mBrmcmOW5DkV7K3HlKEGFPJOYJaaj3v3LmzZs3wopX",
+	"dmu8ZgRNyx0bJWUiLFSx5ClRbRcg+3ZMSRypptZohpO9TRsgrrw/ChaN8Pd3RFT101KIhlBrUzqxviY0",
+	"RT/1+zc6U4uIY/RjT7UaO7vro8NOJ0D3V737/k9nV33oSvYRHXa6wQOzHb7QYedtgE7vbj8N+tc/n9mO",
+	"aer51XV/8On6/kr+eQid6X66/ghNu3oXF9e/wnRHATq9vvp0cX4qv/gheGCmU9hdv9c/g2dItxUZ9K+v",
+	"Bxe9289n6LD7Vi7u7v7m5vq2f/ZxcHn28bwHXb/QYfcoQDCH7mV2e3t9CwZ2aEY3uOxd/WZ2eYcODz4E",
+	"6Pyqf3Z71btAR3LTqm/b7dnp9eXl2dXHuwG09bozHTFg0AOT+zi/vLk4uzy7kqA56nQDdHd2+8v56dng",
+	"/qr3S+/8ovfjxRk66rwtt7VzoAxtx0ogbgUtt4FaHbatoGUBq1qMVaAq39IgbQWtEjhbQasGS1iCD5Ct",
+	"oFWFomo9VoYgfEOBz/a8a4SdXrwDN2gSVwOa1xzziacTnr2svEHPIcBSEQdeSTIUU/aoabHDKFwm4TKI",
+	"dRX+mpi1gqx7xQXfpQfx5pbHW/JM+aaNFqzsWScLKDmrtlF/SDzMx8DSXuplrESvSg7N73j3zy/yfzq7",
+	"Hwa7X751grfd57+spJjwZT8suIlqKkv+yn/Ix6ACiBOEY8gjKnwnIDXxORNKjROBSQsp/HAlZ1q1GEY9",
+	"2//tbqfb73w4fmuyMTaMYpDq7tuGYIagldAwy1PtBlapHeVIme7BOrW7g9aC5+lAHzTEXnjqb7x+Gv16",
+	"wReV/sO6tCir1CVcCcm1Uh4BdXTqtp377QtSF6tBVm6h3/JZ1gU693Br2ci3F8Y6prBajw5QUUa8+HGK",
+	"hQXZyioLy2Ot+mbSN8J1OgLSGFfnepennMMkMXUNKL9yDYMS5nvlZhM8Jocg11WoE9yNaazkdZ5PuWnB",
+	"hdGMzEaklI6tbligSaoU+sCd92XTcu7aVuIcV+AvgOmikrvlzSowwOWAONzluTs9m0toDWKisIjiwtP6",
+	"8tahYkkF+qLAYaKtUesXpl2vb+dL0oAAmOvCESAmXgwyNc2SO70lyBTDXQUy/fUXguxS3ZWGdMo3Ql83",
+	"MaWJStb3RaNVbHq9CKML/kTismmvKuQFrX/nlDXw967m7yVpKYAcQFUz6PBgUxufPBa1mzcCRY2MpLL6",
+	"dS1+pdmVn8mRS4vp61Co2SZqn3Tg5E0Hzey34ZzmWBiD7PqE29DslYgpZVGVjKSPYikkwDpMVfHViIR0",
+	"hlXFN/guFIKwHW67SCQkpONaRwZ51mUJt7v74cvvnd0PUrjtvl9DuDWLDSyQK6XJNf0uIL3ixqxLaopj",
+	"eTm90XMtgzh86AVUR5OD1XmbaiWvQnyWZ28W+3ol+G0EB+++X7rtGyU+3CfLW0r7rfxQkA2nGSpqymlx",
+	"RBc9ru97TJvEMUjHP0Y3V58D9I+bs88B+nz+CfEU/UpGN4Gt13CELumPJVIyogyni9Y6JRWWwCElY5IS",
+	"FhKxPOPVCMhFV+ukePXFaOHMtW26iNpYIZSFMZU4dYKG356HKGcZjbVHz0nZL8Xig69FtZIaPFEyB1cY",
+	"ECwIaZXQI2z384+e7sy1pLpiOy9E1OU383XkzomxLqwhEfkkoBfvsdngogtZyCvvyD4nKptCWXlBLhEm",
+	"t6XQEE2ddiXXrqesFPxOP/NwaVhyX9e099pjdFsjFTNlOyRBQ46gaNKqVhnjRaFlmpYiVRNduZ9QqQ2Z",
+	"TUIwbcFUVIpUI1ozkqU0rHYgac0JzqYk3fvEUxJi8YKGaC9q3WNAVZxP3W25Xcc1OKFyty7TRQ0i7cud",
+	"cHVPnZ09dONtvJZNcfbAIE6dZJ42bCcoZ1BnX7fy1wFIyh7+XfqzrWiotG57Nq3NAqpuWSGx1Gmm6Emx",
+	"fh82e5mWC3MuBwLQ6LZh/5qGME7gS/lc1hfqTFeu79oQxn5pDaZRgHHxL2nw4UDhdVt7nDOR4Ti+gU5G",
+	"20dfhjjDMZ+gBIePwEc41HnTCQEOMdYD5CGGM7KviWkrMA3rW8et7t7BXqdOLe2bdcCqb0KmwPCJsIin",
+	"+/KPoaQ0OpXHxkLBOquOlu5hKUrjbc0bITW19t+P9T/3Brtf/moe7/x9f+WIv/gIjd1xdUO/6N79BRCr",
+	"+auwiTcCxTgjotpW4ofDDWsYaMD60MOmBvq4dYzZJMcTsuvL/auZ9yCzVifEgS20lvNWzw4cCGIz94r0",
+	"NuXXqGUBHryHXJMlPpdD63OpZQrCGgfauaKDF+vZg04+jr4KnowZla9nEg0nSbZ7uNfdnVFGi0zDzzd9",
+	"+RTpp3UfTSX58MBJ7FDb98sb7jab8hUVUJtkjqK+RNFtVBUkhke2M3T5+BqisTZISdTWcxVuXM8sRO2h",
+	"CQ3FCd1T57YX8tn+U3cYPLDSrzaTSw4Y7qyXleivBvtqWW+l/eXskfE5g6A2UyMIEn9N7a6GZTh+j+/h",
+	"fbM5dstY0UU8+6gGPrvXpiEFv25sXc955i2PXSIwFZ/cu/WmFc2N2z+amPoYTwKVnRcdI27VpgqBoxmU",
+	"LhAladxiqzY8PDDVxyZVI3ZO9HyeRMzyhJrwwy+7cxoR/c4Dq35Cqkg7JXG5OYFwrYTBE5DUwW8Kkq6i",
+	"4vUcwu+VQmgKRQviIwTr3Y7tUgpRe2wT/MclklHtW1om6q+VaFh8oMIftnDJcuf+uZ7ZbXysG2c0Vo+w",
+	"mtK45BBfmslY/XQpndHqszaB5m2nsybB/RcUy7fUtNGJW06kdBhsUOLu5SPzXcoaIyvgXaKSLgnZzDls",
+	"RccVdR0bomhepFLJM1dTNvgayt8LSjRcMmZb5XYtHbWQklfpqO7CtlfanIIdSx0PddC+ImQ3AEojEF4G",
+	"g49r1AQ4LipZtK8Twnrnu3KtOIMEseF+OMXZvs72g6YAO4Fb7gK1Td3RB9a7OZc/FiUG2ilJYkqEsmpB",
+	"ewaM/nF3fbX/W+/ywhUwT5DU05TBNSIzLnbK8Z4raxAUnMEOrfGECx42JMn2UBLj0JqstF+8PeWSH/Hx",
+	"mIYE7e3t7XhiKpQDuBT23+qiS0wZustSQrIA3UlaNYH4Zt+yyoLqepKoYmoby3N1aUQKUFmuIp/tBo66",
+	"e0cukea56s68kiPFnE3q0+129kp8dP35jJhQgPYn7gdImflsy180FzGH6oDH3VuF/m9E8zUKnjMt+G2U",
+	"hxXrt+u1MhUOLke8urZeHL46cef49JlpbRyg/rwE92t1mDMcNwTtHnmTrDYuGQLeb7doiAuc5Xhe1Wom",
+	"KSECMZ5m07JwYvDUZiF+cJMQd+Vfm10J/5cJFtmKD3ffl74Mf659e6qi2IjE361glkHwqkyzTgqVOcH1",
+	"C1Fbir5SrLBTv4Ch6jm23db6m2lY/IvWvrX1+jQlEWEZxbWGlM1RX1vnfq2TBIDaIRZklzJBmKAZfarV",
+	"f9s03etm6xSvtdK7LjGNm4zE/ZKvkOfZhKuaj7Rq/QATY9Gs0RgYIaO12tzAmm/FLEtAjIKKauqTGZSC",
+	"ltLYoOAc4imsxqzJASbcD3LF70j6RCFibsolGsHsDVl/rmEaktOPj96/8xplu7vdTineX0pf+rviydNw",
+	"uKnS1VAuZwg5KaLUslEXRhuRmM9P0DDmkyHYZ1TROWGyr21VGO3/MLKnhmHMJ96UGhe2tSVlsRiiPJmk",
+	"GJLGxhkxzmlClJ4tgYOO3r/bOUFDIWLozQUFDinOCOpf3Okhhz8clapyMc5AqIHDFCL2rq18yDXDBGER",
+	"SV027Z/Az0f0226Upck7GPPUBs/Xa+Rw4au1edm/QfInVeSRcQRkkQSQHsjTbMdMrrMZMsdt6v1OGRMb",
+	"rfmlK+Wd0k1zBkz2rl3+tLdxAD7EdtaC4aHno8BPJEI0O6nkJ+iwgZDPiFKpsqnqDgQlSdgTTTmbVZtT",
+	"unLwSgt+cQG9O4V4zzWPu8qfjHkGkEDD0/lg5dRKl6uCzS5urhS7Cwq8PAagTnbX7qGBabym3u+wg1rw",
+	"oTPL9sweql30VBXG/iJZFXon3xcIhyFJtCNYRRmKQFl81DNT2mYdYDQU1ilHPchBujQMfBp6R6m+wRDT",
+	"tEg2yEBQmy31nFwqD6oVvhTEwktaekwDkESqAg+P8pBEcEfrENxG+ydfE5oSseydlZfc7bbl9oIDOpZE",
+	"49bS8marrcFel1eC/8iJTnJSodpOQFw06HSnX49mB4/vo3d/fJj7VvBIiCdP8WeSZKa6i5KKFIROUM4e",
+	"5W8aofVjiWjDAobD5upQKgjtFfpazeiMNJRJ+kgyEsqLZ4k5GJ5ZhqBDXDmzIEliXTFqv+GMEpw2Ff25",
+	"U9XuVLNViHws6gC+Qp5btab4un156Z8+TkP/hOQxA4M1JrKV3VYh5xo5YU6juOLo9Fpt51dAxpL9p5FU",
+	"FCUbr5OGbqnQe7I4EAH1mEaSJ0VgmOSMOM3W6oHFRQFFa7sTK+oXzvDXgbnTuood/lpMpKwC+OtAQ9YW",
+	"unOGOLUHhb8ooKeAeGXBVUj8my4JmAtoaaiTV6V8NqFPhPmlLLvjpYUhBcJPmAJ26EBRKgqoWl6zTe3H",
+	"auknF7h1G0w6gT6M1XqQWBeghE4Ruo6Yf7+lk6rO/xOdTOX8lqnrkc1TNZRFNAutlkXcYJ0uutT1+vn6",
+	"y3QRrbEZafMBl/QHmsnrJbWIkW7IKvGDRF4sWKvQ5VJxw1l6gaku4EvoUgZa+aiD2vVZn+Y0i4Ef3Xqw",
+	"CoxVirOO3McL2rZUAPZTxDrQXmqxgw+t38fTaWi5ZTtPmKEhwVaJJ1vlbTnS5uq0LbmCF4JsVbpWqe/n",
+	"RnBZd5evviuw8Nz7yxSBEgTOf+MAnDkBFNAiHHpVYoaGtm/QEDrSofafJOWFcq5eVFI0iYBv7Thp70Op",
+	"6eqWARnnsZpE7K3ssk5Zkmc6QsHbTmGWZGYPELjTDlWjz6T0k+qpV22G+t4b5bK8dYqKkmhc0al1GJtP",
+	"6/qp5Zi0w+6GH66Kbi5YqovyIYJbc9WP3ZTt4iQp1ZW17f5smdSmap4jHi0kQkmO+OAU7fy3txonHlpF",
+	"T6i9ljcWt2YPhVxolo1BPXqHP4RvRwePh1YOPa4X5IWO3thGwsLvcpZDiJLNYn8DLTSmjIopiTYpJGpr",
+	"B0itJSQpI1GA6BhhtvDK/6sVRwXDGorHmLJdCDyLSIZpvLfald7cVXfj1Okl2mwJU6jfFml0yU3LAduD",
+	"XLaZGU4fCbTFjKytkMYE5SyttpHfyEJg0eZbQ/vPVztyjZOe67gLfdinBEfyH3vrefG1eqZm1QhVbCdw",
+	"y6YaAK/U4mqn49ffcBkd1KUvJQduWj07aOE5ppl8BtQO4l6mJMpjEg3SnNXn4mkyxaz4W3XW+iMneUO7",
+	"Dndv60tLpcrb24lLpSn8eFau772V9FSi+b6Wq3BPBiHPmeem/cTnaIbZoswE3ojKynBqLhxqS7FBrlCs",
+	"12W66lovAaWyvO1FIBcKyw/YXcA2J7nZeSzZ/Svt1i2fv6JkEU+yXUhIqJ7uiOfKLF0vrL66olmNo2sv",
+	"t3a3K/4uRoPZOJ1M/ozGsz+z+R8H8SNj88nB2yzho1awZvn97Wrtr2Sb4EV1wAh8R2W7z3C0QQZFg3/f",
+	"yeet1fSHlFdd9T+zFf4bihs3s+nS8mmE2kNd93e/9Ll9d5z4O43+j6EtCkxLNZXL3H29PgK280KEMn7y",
+	"3RsIbN8tYN32+P/Z6//TqBU0NgEwJ1dUjNlACHCpyurkYkthSui1LnUtvdTUnbyE4CVmFSAeRyXmvDF6",
+	"lWjoKhtEebmvT8SXsy/369sAeHuwLAHDK0FBQM3G6JbgJbXNb1WvGj4GzQBaYsdxhagazcD1I2jIaFd6",
+	"6/jt8/N60LNvNMpO5Y/PSSEsQYUN6K83RzV1ZU2JyXx/exjrcj2bRvb9R5u1alWGNioK9KrVflR+/DKf",
+	"vyZJCQxEFPqk87TapB2HoSTyxy3xKFcDpRAGqS1cYXTIkLMspSPTJVhpdBmZJZDwDX4pnCQCbEizMBmo",
+	"EDD9N51YP8JB0FJmkIHJwFIvi0cax2q4LuHQfa7VBtL1TVTWgikXH3KmQiu11lcqraLLsSuzDA1hmjDm",
+	"eVQkPv9qE/4bKwEUB6IlSPNgMFqovjEK9wY2gV5uM84nRXEWqUWCNxiuFWRSgiy5ssiAOZ9a0AM8RyGP",
+	"eZ6e2PxdHaw0lhRohMNH6CWWpHSG00WpmdgT5TFE/GBdF4fMSIohbl1hQsoFUbxfvuvVY+vIsqxuzAwz",
+	"OiYieyPQEN6E0LvibVW6lAqkrsaJMvICxFX0IASf4ww/MIuNQN7aFg8DpPAoQJenNzoMUQSoQMAdoH0q",
+	"VqQpQ7WC6stIjbqEp+5qVhYNvtRgcFvKF6mzR50OCqc4xWFGUrGzVih/Y9WeCxUTYwonlaGGIQL2RAMY",
+	"YC3hItmX0m1QWxCChnCFhg3p9LbdQfXYFy7t0fNlHL6A2tCb1h1gemCMUsjATfPYWvGN91Cf2Tp2NHXP",
+	"q2v6MWeRXIX8VSXcQsNeQdkkJujul8+qE7CaRsrN+Z9/xmSoFiCZZ8gnjIqG4Mf1Sit7gkc2LiGiUgNh",
+	"rY8EqLxixwDEnDlFTur1KC0dq/GoNCfaiokZRNUgS6XMITkNtpC5cabtozBmIlj1SdndaxelOgI3JIyU",
+	"aKrX1me/RbPA1nVRuMTHepWKN9AIHpXXWq7wszKcoErSfWxdffONKCiMiqLFSL+G2h0brbnj97IrPlFv",
+	"46W6d8T5pIhTMhT0BGr10a+mzBhwTNQePuSdzttQvgP/IsfqgQSReqCusaeSTFHa/q/eyjCGd9VUzpG6",
+	"VcNjcLPANadMh3UbOj60xz88RjmTJ+cOMwdnO227bErPL0/Ocs0v9d7jX3flC7tPGMJawWyjaLMKwfrR",
+	"zuI+PS9mXFb8xg4rDlUeqV6ZWX5gI99pSN4IM3ZntQkdEKAgBQ31sYGoBUYcKJZbKtOlTsnDmGvoXGZz",
+	"zoLKFzFY0sRFMz9V+udMipxN9mt1U/l4DGy+XvioFFy1qcRn8WJQlaUgCY2IrPTDW/hhXdnPE0u1hLXf",
+	"TXla4uteKuxZcFO9pYJuTomtYWDj8e2va3HFKiy+1XtSSanE4Lg+rf9gZrf69qy4NpVd+6C/EreXW5o0",
+	"d3TQeR1NVte789wYfUv0vqRIq0IbRosSz1vbquS5ph5uNyZZOF1pkZYCdYRCnjjeGVVmDezTao71jdPy",
+	"JEijMKI/ar4Q8jyOkBYpClMGA1tbinT4BawNGvLBUtvDYmNDJPBCoCmfy1e8Am012UwfUgk8ZtkvsCJ4",
+	"tAZPQEeu+wPMlZ/T4FlBthsaDrhqeU1rrEtEdYlEKfK1V5NEoPY4hVjpyBRsbBBqSiaAmgZ0eqOqFeoR",
+	"TXGMk8bow0srbo1p3LSNup2hTndikmUSryEww45smE+bKGpUXz5HY0DDhlcbqlJW6oN6X/aWlAxqJ22X",
+	"V4a9Bwr6fEsAbsbS1ZZ2n31pHQqo5aYm67oRr0Ccr6giLk2U0tOGtHClPd0s7aVXfIVfH8ZsBq51N+jd",
+	"0Ev2k3K/cfOGpIIzHOsgIeH0U3mjou8GlI35UBdaxcwancvbG1Hu1crAg2ITIj1CzdJfdZnvming9AYd",
+	"vkMZnlR6f0E58KFXeJE87E/OPLOd9656SP5Umewslzvc/5GksW4otk0Rjc3a7TjgcoFjQeHsIwCYr8zk",
+	"0ye/Xf2MsZRXEzXDCeIzmkHeDSVxJNCIQEol+GQrWgBgQ+tSyuAznNGQYrgnLjK0ehEu7fG45XQYqRR4",
+	"d4+vpc/lgrOIe7rFaUxs6PRVN8h1glVYWylmTZ8IsyLcymbIJQyvLArPaLzYYKrtr4Mz99ujkgXhL//n",
+	"//y9t/tPvPvnl28Hwfvn9q7+E1qJdIP3zzt+k8JLLxRqh1MClgQ8wZJDAOmRr4GReIRFrUzBD97uhU0o",
+	"v6lzKilo5FISrYfVewzwBmfPBkR6lmR9LRP4ii6lJFc1FnWUMh+v7pl/eLC0gm3H3zXwiswFiijkskht",
+	"EormJzTcKxoGUjFQNmhD2tzW/EdWR/+IJZKrqXQZObU9J9w34xFevBGIya+q2KFv3+B7z8+IMvTtWwwo",
+	"8PyMRnkckwxBqVcQuJaUrbV7e8IplXATrePfi3wq8LUY55Iq2g/fbD0HtUGto5YZo5bSev6yQdSvTvWr",
+	"n9ThevUS/9WdET+6vg0nDQgq6/uDenzbNnH2xtq8VddDB8/qpj31S6ERgX9oSqOIMGV3TWj4CJ04bRAo",
+	"SnMmUC6gwuSUzJDIpAKQ5qy5/qhG67qVlyRolEcTlR+aYfEokMhwatNTaYba5fKRgANvrGtIlyvquOWK",
+	"uuvEAG9WEbSOebWLWSPwjYTIHitUJc6maPjt2yNZPD8PVVm4aU2X2rgZwvp47NztOhaHMQZjTGVV6ykb",
+	"JXL8i/7MSuWjGjHtNWtZ2Lrrd1HNRfvNKqaVl72G/le+o6LKVF7WiaDZlAFB8V7XzvqHsrqDg/3+a7Hl",
+	"7WpC/agbU8FBSsIDjWMlWgJbqB7CUqP6Mtb8H8OCy+z1NTjpusypLjc31MpzOUippN+SPjmWawmPNf1/",
+	"WQaxvMpdoTk8PNxtzTVOdCSrl2+gWS7ASBwZ8k0ZGlocG3rOfGU1vs3ZBGprGD2ShTqLFzKNGf56rmY4",
+	"6qygWpplWFCuQ5WWWqrq1OVVqPqmxLqBOL8abbbg3tTO4WJfgZOqkeBK2JXJW80VKB83VWYwLRzwo777",
+	"BkvRDLMIG3NsFdvX8BYCgfXkBNpteqwO9TYvbqSBsgoMvhTmgYE32KBaOIj4M+5v8lFMw6Yqf+pXKZNL",
+	"sQ+NCdQdh0YKjW4TnNDmALbhPgzaxQnd/ysErs14zrImko7jmM+1Az61STqecUkyULEc5bJA++Ip9Hpe",
+	"3bjeAUTRD5zwL08BNbD8DrQTba2x2tq+Ymwupj5o0XCK5G9omo+Uf0eo1EXyVO3aR2YjEkUQcjAjaZin",
+	"xBtkOOfpI0kH+igHM66LHZtigeDpgJgHSli2ZnDIrzDprZrzkkfkzkxT++VUz1trr10cnfe8Awet/LvQ",
+	"UGwEfOPpLceDVbdlU7vWekXWSvexCqsXV1i7yaGr4Z3uQ7edEP2L7v/HVR1KhDMVtQYtGysis78no3jc",
+	"1ZEhu92Dt05nRjpLSEqxaoZWSXXYquWhXutoUUgxplPEI1mcIILDqdYAICBOqMjfAA0laR9K/WD40Hpo",
+	"DVFEYpKpoLkHVnQ5RI+EJAJh01BJkDAlWaC6HjKeqewvlWWpu654OyBWg5nMbn2naPyd2x1fT+oWCIeQ",
+	"mLmyW/rSJulbl8td3g39Ctq4TPmcIS0V35/bRmm22qkuqPhGQAXtGCU4zday369Tq3fP1/z8BZV6e6ZE",
+	"4HsnLNlXttdh/O9fpYhv4Rxv6s2aVtprgilJXgXuFCdixcVRN6lo6OEmkeKMTHi6gIp8ymVeM2l/ghgQ",
+	"eWXmZKSysuXsquGYvF8IC3SJ08eIz0GxrCDlLcERur+9aNlMhEnMR6SIRoO0Y9U6pVTj65tvIQjruTTZ",
+	"H4wW1WrzelqIXSni+oRNdS+9Alfu+YvlOSosVdm2UxLy2YywSAxMEAQkPVjKJv8qtaSttTWtp8BaiNcM",
+	"O8pTrH4u+uJMCCMpjks1efUz2Jw9NbnWnJmUZvhulEv1XZdzkjwmaImFyMjMK3Gsbdl2OzZBIRqvxXI5",
+	"zVCFtKAG7YjEdruWWsjp3ghJVdIMhO5K4ycHq9YMhD8POZNk/th2830jAkRiQdyQ/CJbQ/9mAuIrfac0",
+	"Cq8ZIwiNUHbHymylKg8PIQjZRiB/+etfhjsnZhUqsjkFbleU+8EC6VhnNWx3Wchzeb3OHasteVm9M6vj",
+	"F4MCSeQdmoJ4Gik5Yi1Nv0zfbD01X3Be6Ur62vupODI20WBzCiDJi1gEF61U+zw33R/uJNdizVpFsF6l",
+	"N3S5ups9hDkZ7ToXdnUoviNCNRyLGfKqh6LFTW+a95K2zzp2381sgoL+Y0rSwGCuitVWOLqnHvUXCblq",
+	"QtzVjaKXtXI2TgSXFFV9CpYi22BzF+98uBGU6+ytJfspyK52K6Se2Ljv0Rm6DxQGsEQFlA0LwA23xJvv",
+	"3hi6iXZ4rXf2jBBW91NrFD6Qvi7n84km9barqot8EwkBGYvxbApejyeSpjQCbcZveFnGZKlJ/ILODhGV",
+	"I2aUAfcF7anCWo3g1JRH1SBJ1Qg0jmOB5piqFo7mHZSzmAhh9hT586L8lt3yxfWAecUaV+OUIX3+jH8t",
+	"UHvwqV4nF0pNZyk0EKsIAwSLPCUziUtaHDOeHaVXBy0QilrHrXv9ty14+XsxqdW9v3gydc3ZkVhv02t8",
+	"bW69CniB2nKaCOQO+S8VSb5zgvAILsK8CJBXgJlioQr0oyvVM4To9p1G4xnurRQ0fyJxYpwdEECh8K+w",
+	"AvtLo/jstneF5WCvUt5aWTa8cWcjX7/Ssrhank13afaLVg1ylS4kb/KWwWQ+VKdle2M64oxKTYQC+suz",
+	"+RokHcu/l6RCGhrECImktqdRQHXTYwtlLtpBIzKWshXNVBYzjhaSIKq76KdN/qotysAP1fcd/DAAwSlB",
+	"uieDRMAMpVC/V9LEUrvrEwu1B5aBO4AzqBo21KAfyhEAnkFMRaZrYmp3n3mUEugWiABMQuW56fN9YEOs",
+	"zkpz/2GA7BNd4kXF/Q4rrQStHVYis6v1By0liBufY2BaaQUWaoG5uUHLWXzxjvrzyzpOBD3GYHaViNrh",
+	"ftoo/wXJE6dTnG1nv1KTKB1LFZ1DI5yF0wrZTAkWppwR0gAuKivDvk2njBo5M+96EtPmzNqfPJ7ag86m",
+	"Dcn0p5qh1cfi8UWA0k2gNah0/HgcN4HrI9QQU0lIiHzNSMqwLgu3LaSsZPP9IAUGXEAskOS0fPOyIJEi",
+	"MMQe925MnkhstSRTbFoCdZnh23e9W8e/H74NDg+/vJapW3W/VeXV/KsdLZTRG9iASkMvsURTLwwDh0Oq",
+	"sYx4LJm7QfSyvYd2FUN/JAttB6eZMJZwoLyvYOuGo/2c8jy5SYnUk1lItvRcQGFGMoe0bz3RSWH9B8lD",
+	"rV19H82nPCYCx9VAIOd91/WsHFVPlMxbx61JCmFnlQj6+mFX5lr/vD+lhOyOeTrTqw2QKX7xw9HR2x9U",
+	"BwokQKar1FtoOAh3KUvO4l5s63pQKUlFzygodk9JHCmBJRc1/1HF9vs5xSFBP/Ek0bVWlGdiIh9XfBPK",
+	"mfdEUjqmRSEbKgbwefX3K/glNm5I+T39D9U9LysjY5oShipBEkOqPbzXUKLQQq4me5Z6gI1jPFGa4RDG",
+	"D1HKY9JQ96TZYXIlr6n+VaW8SG4iiYzWWV/DcVKx49gt1iDpvw2CZKYD4/b0aKaKusSUPb4Rqug4SjBN",
+	"bTEX5kCicjsYmQ8cH5wpORJzNoFXkmmKofqQkv542jpuHY7+OIjns3fRn29BKZcfbB23fvv6/p+Pv4y6",
+	"j3+8ve/Qf2Q/scOvPx/+Mfm3maeYUvm738fX5S66ISxliuOxSaCuwW9lUE3dXKpAUdf6wpRkG32se/B+",
+	"M9nGbtWsIijDuAH/ePxEdOODbdDvUvezAidJqqarYBiNtJHA0+SqePjhzz87eBRGnqY51Fdh9D6RX+x2",
+	"OralljhBUa56RGltDTMxB1siZ2E5S3+zUy3i/VxvcFPMuFgD1EvqF8pRkWmZoQoJKbgCq6OReGFDjl+o",
+	"gPb2ptcHZVDNB0KQNzLQL+vMIUEqhNdqdQ4dSnGGIqUlkK9UZAGa4ieie5RB6zhVGDFDT3q5Wg8o+hCs",
+	"Wz7IW3ewWN8LLL88Jtu0epa8rNzmebMdqPdfsG4V+LTUrGii9ax5sdqmc4YXTnrHmpY8yatGOY2h0LQe",
+	"VSIWyvO9whoHBahcE1/EiQi0Xk4KVcUUSl/PMKdUH7fpMPQVlWpJ27S5QweBhUxpbMVa3RhEtnYxp1+n",
+	"JFU+4KJBsjJ+hXxGBMSbK6dxFZ6BaaNX2Yl67vRIDVTRNTWr1llGi9pJuz7+wqQN6ZHyBzsdmIV4unZN",
+	"qDIWqipQH+38vl8/qW/6fjorrcM34k6vrdH2Z7qBgqEOgKLtcnrTpYqNhU2sMJjpzX7xBqx744n7nuNt",
+	"66kDpGeWp6RmCqpGb8/VWWZsU6sInFO0Rarcda0mGWJTiucaI9bz4ZVJ1Mqiy83a/7pE8c6kFN7mPvWk",
+	"nHLo5lUdF4HlbcqgZYfUYMBCXY0437H5IuABDFPOHpiZWb4m5RTo0JnmDLpzKuvtFrnAtt6+GTNSHQvl",
+	"NwfkayL1NrW3DnqH/or+irq7Rzoh+J0nIRhy39Wq3G+97Xd+gNzcg3+aCgC2dUr3fbfrZNQMjMfQhDJp",
+	"ffySp5BQa3OaGPnq+9Sh+RRsS0HWRkXp0brnjwb3QGc31wsOqLz15RnHbz0Zx990LtRxq3eOBB6TbOEx",
+	"x/yXyh128aMmYwuSovmUm55BwELSnJ0gnGccykFAD3SsovHUKJ0Z5dS0p8KaZdbaYwVDq6s62lX2HjkQ",
+	"FQN17pUyLnJGdsWUZ3K1FeZcxvfVFUx9zWRLxKCSCf3u1TKhIbkZ5GDwL1lIRwX4cRwvULu8X6SDIM00",
+	"qvM+hRL4JGqwopTud2PVMTm7atCu6RiG096+z1KZYtQYJBaP9lNglkxJSFgWb9tsyUeMVuX5gUVXLUFh",
+	"diXHz1CbUuTe9038q5b3K5C7Rkzr3liXuja11qICMWg3JiUSp/avQSkpkySEZTvbn7wh4HXsBx5qWGrx",
+	"8aFD1oeqrpz6/upIuobd9qUcD1bj0vVx6QjQGENDtmwl5nKjVVUVILnM3bSCQ2m/WzUZW1rgBRQaKNdC",
+	"GZpD4hAoERUCSwUiUog07eMKtKuy1X9xqQC/verbinBik9ihL3lxj23qnrAFM2g25XkmyZ0R5Va7Qhqq",
+	"B7j4YK9BuXZAlQVaFC7VjPIQs3KpAZemly9+hfCWpIDNShS4cvPqSMJK4Y7XLE9QagzXUKNA/rK2eauk",
+	"EazUQMpffx095PvUJyidwR46+4rDLF7YGJUSlQUFWJOgQP71wEhlfAVX9TtN+stK9aOqdzQpCRvI+BvL",
+	"79tLoDPK8oygKc9TFOHFLh/vzjjLpkj9r340J+Rxpx7L4OmDW+TsPjyIvz483P2t/fAg/ib/sfPt8Fk+",
+	"9Bb02q5KAgizolHOXFEx4QUi1b9GSnphNYS1BJa1Chq8ssByoqosxJQYl/I4hxRr1URgaJFh+J2EmF7V",
+	"zmF7VVrS3tzouLu5/GJiWe/7p7VA1oo8o2KMTUcW1aBAalQpGUtRy1eVrp4o39n9MPjb/u6Xv/1la0mk",
+	"nvb/ctlEheKgNjRkUbWbXOJdNKKBPFLPrt0lOoUsGlgWXLLVLGtpe7IS63lVjr8ZN1/GvV+JefdTOpmQ",
+	"dLk8BOn4GM0wy3GMMvWKoY0vT7PA4nEVXKSKXc+JkA9fAAbIJvqJZk1NCEqlnlPVsq2wmEJx5JoPWXId",
+	"w9FFyFPSOu7sfTgIWiIfmb7efR7hxTHqHqD/5/8+DVBMJ9MMpVipJHqM7jMgSWVVXRnrFgc6Gva4ZXoP",
+	"7OsvezzTPv+mSTAyt3dKs2qZHmgVskj8/im9vbpvOCZPmIUkQFM6gT0INJKgTE/kN9QdL8ox0zLljXg+",
+	"ih1dSgf4PrsQ9MQtcBbhdIEkj3M7Xa/mGP4ZLzFlqKGfdZNr5o6Eqo8oWaBwygVhpnGFwZZSeDTSzTcD",
+	"NIx4ONw5QaoehUCTlOdJAZq6lprGy1xxahrE8BOdqBZXWDX/SUmMVe1CjoY4SQZ5qvL+pXYzEjyWQuH9",
+	"7cXqFgraVUPdHt72eEyQtsKP5pvXTHMqVdYl0qwbTTCF6gq1/OcYS8lDgFwnhwRotHm3zYJgrNKzYBUv",
+	"oUwssqHjl0QIPCHbVkAY8zjm8908QTM10Z7kv18zOHi4jTHFomTBMWtEbTDujHg2VXcW3LH67TllFdee",
+	"uzBTnexIx/Aft674HGUpZkIVOIMYt08pYeHUE2tdn6ieFiwXJH+TE01SLJcWxniWqLZh3b29bqeD2ibn",
+	"QUkUtrSCa/20XmiITZuVLp0j3EHfgEa5Gn49QSOy4DqYjUiyPg0gW0vQP4lScGEdKh0FYBqlPJFLFjS2",
+	"FuO1kFGihvo2OJx9oS0konjgjUo6j4TNA4F+zTiNJScY3lzf9ZFTuAjmGKIc2leWjRKrQsyqGckNekkP",
+	"0E+p9F+V+3rVzIBQNYRQ2F2U3F4Rk+a9dH0isktM422zEEKaAO218rDI7LUrX5WMe8qMPNczUH0xqCqa",
+	"NVMNzkJCn6yJv/y5TaNqaymnDcQJrAgu9fa0qA1FOh6YiMsPo+64E/4w7ozfkcOwM8YHYXf0btyJ3o4P",
+	"yRH+QbIMQVJfb/Yfdrvd3YODfufIqRu9WemWaqiw09O9Ww2TDlo6e2Sg51Ou2kR1cYUyAOaR6XA90BPp",
+	"eKnfW2q6L3WvbX0vz+v273XBWZc7mEo0/B+7p3e3n3b7ctgQcabzYeSdDtDNvfyfXv/0JzB9qc7qfvFC",
+	"H8Uy6nMvfE1+hSqrVaz1JSwwg8C9nwlJtruNV2Sug1X0bYSI6nGMqw3E5POGIHn1UxXgcqhOAgE2InSy",
+	"pgS36Y4ZkwwKvKhQQe3cBOsVyaTgzRlKSEp5tEYKL6zCCyRBenm2RJBSQiGEV3PVFagIToTYONvtfl35",
+	"Cj9hGpuKh9VQZTFFc54+CrcRa4ASHsfQkEW38agb56b5aKXsJchP+UgPHngl4J4RYe2mpDBrtZt8dIyG",
+	"umwcSL4QWWbC8UxpOTnugQ2/afH4eX9vTuJ4FywU+/rtIWrrZlEmbiBJeUiECBDPM0Ejgob7kns+dSGz",
+	"8cr6yaDOHRUoZxaOFdtza5pliTje3xdP4Z5Dx+TfvrWspePwhIZiRdd7lcQmB5auh7rV+919sIBqQr3f",
+	"3S+Vk5PIuWWUaIFPCg2K87XrfgERUfeDp/TPJfVKewXCpCrQfe2WbHC5xfJgBBU6LzKeCLgdlE3W9x/+",
+	"i26GX8v1s5uf7g6OfkD/+LWvjHmQ/qKRcc/OP5SyOJ01zNuAjvDcgRlI9eIFQdQmwaABsQL3AF+EZT+p",
+	"Y6p0OjU0ZXhc9MIzV22aj1Cb8TJF2jmxf+t3HNXkUv1gjmvDmph3gtxlOMvFEq1bEqdwihkjMRIw+L8O",
+	"V5DTDaS2lj5JpREMQr7+bTyOoeoR8F7JFXNBrN9ckucS9Tta2V2tTr/8K3kBemU4fWkiOcyBsDzd7Dvq",
+	"/5KZjHD4qKiQZWVTzh9FlZlVSsd3SvqqNw3ni7UlODXkpfyVZaqTY0oSnmZbmRN6YUigXoKUB8RiNiNZ",
+	"qr0V1oAiPAaGExUKg01KLUlQiBPVfF5FxthNAmhV+Q+/gaEMvRo/ISMJR6Qyq1HbGuwAygFKVKKYznWE",
+	"ag7x4kQtS94WKAEdYkF2KROECZrRJ7ITKAHAKaYjUQSSE3SXxJLz9/B92fH00/TL7/1M/f9N8uX3O/Hl",
+	"eH+/5e1v9V/NerKixH6Ik+9scPr/lv3GqdW/lfmmr71IVdkO8LkSDL+HIGQTh6bip5hDGXZJg4+/SUn3",
+	"+Xl4oqR1VYUacfbAoDnh/jf5v+fRs5KIhyjEaarVgJSoVAVND2gKfcWWRMe/C1rq48aq4AmVP9rtdPvd",
+	"A8f8oVjws+m0rV8dU0aFacirHpkA/AqhVSFWksI5YxOcQn9QE+SqnypriFw18B1dSskW78SqtOe3Fk4n",
+	"kHsEqFUm/4bw83Syr0h03Y9sCpQWdVKLwqim/1e3u7TuqVN+y/hbYH2wGyCugw/jA2x6f7jWm7cFeju8",
+	"Zcn6JeuW4IOM8tZxBzr8ZrmQeHx29fH86vOgd3Nze/1L7wJSbkgiBpIeADJ7gvndMz78J2hZuu01ZUme",
+	"KWuKPL33bw+DFs8z9+FB90BbbZQpaoNA/74hStqamDNR9cc1x4YbzK05WyjDsb5UJzpAdaxSvyV2qQwv",
+	"CM9WJdosZUQC0/U6k3+P5mRasN2mKgX4x+UEFQdfEXQE9UhJNCz4rI4zSjFDPM98cZr2fq92jZ/BwOcK",
+	"EWhWSeV64QT0utDp9eXNxVn/7GOAPvXOL+R/T3tXp2cXF2cfJevt/Xh92z/7aPvJ05ggFa2zfbBOYyg9",
+	"jdbEwDXb4LRDzjLKcoJSTAWUAgQXaHEv0d9QVUYcNvSprhDPRhibKkRFCgq8BHes3JZfdefQ418QqV4h",
+	"4I2BHHDVbWCb5FtyCRgqu+ejXbiKTgE1jDKe6Po6tSyK9WO7HU6yCptv9NAanW7IU7KDVDEON6lhDSRq",
+	"EmwkvCijGcWxEzXnqezoMIJ6LAS0PEeCozFOUbtABswiHU/TgGeGoawGl9Lr1TsFo/FdCIHaqhwypN7s",
+	"gFikluZfw6uHw1u2tmpP9zDQZWuesyepMpLkJv/LIDXNFCF2ENphPeqiKDuM5VAPLCGpHtq7OQexMSjP",
+	"7maXPZLFzh66lmqe/BNmQoKoMqMg763EvBVh+CXML+BgEcOJydeM2PCLclM/BydqNKKMvVXaZo6ruLu2",
+	"FHpT6H2ZAX1pENPPDFurXzgpJ+Spjh5VnEgRLZVsAkVf5lT36a3FIVeakERkbd55KgeDziUMilasnvkM",
+	"s10pd0J9C/I1iTHDpiFcYb4vSo7boB9b3uPw4APq8/+XvXddbhvJ8gdfJYM7GyYrIOpiuS5idPxXZctu",
+	"TduSRpKrZv6NWiFFpMQcgZlsJCiZ4/DXfYB9xH2SjTznZCJBAiR1s2Sb/aHLIkEgkZdzP7+fZh+4mjAK",
+	"5JiFtTZ9JH5xI5s7qa91WpsFmlAHHNlhXXaac2UgVW1vb0LJhGqKj0aZlVwjh6GEQjVWCe2Pi0LkZ1hI",
+	"bpJ1MHVylHZJZ4cd757unb3f/7B/GrGTveM/9o7PDv/YO35/uPvG2hb00d7x8eFxFKt3u6d7f+7+F/3N",
+	"3r//cHa6/2Hv8ONpxA6Pj/6+e2B/9Ofh8T/2js/e7J+8Pjw42Ht9uvemy45EPuQKGpx3P57+3d/y9903",
+	"Z8d7//Fx7+Q0YqeHh+/dzQ8Oz+z9Xx8evN1/9/F493T/8CBiHw/+cXD450EVhrJ8iVbUmnmL8jO4cytq",
+	"VV6jFbXKAbWiVvBSragVDK8VtcrxtaKWe+FW1Kp541bUqnuDVtSiV6iN/sIGsY5sfakj+Lh45uwuAZ6R",
+	"S5R+CfjECcOO8QuIGOLlpsgFH5adGbDzxfBcYFiREACwlhlSZMLAMiUowBBfD/8dsYS2N35Kf0QOWZtn",
+	"WeIzdcUAmNUduCM56BFLnIN6BhiZwQ9uNHPflVenIis4XgT/rOH4mtN5eMMNUAIVmCxalv84Qx9joUiy",
+	"g3wDV1dl0twf2iMNQ6VSGPvb6pws/ez/oJ/9Dr8CgKp/jYWqgwA50gbsZlfUH24gKJbdpCAkbJcXbvck",
+	"Mk0WVtzfxyqC9yhNI7+Rlp/GU62z1/YXQcXnUk89tRfPgj/QDHqgi3kastwA9YQYDGMAaMvzPJfXEMMF",
+	"twysO5pvY50fngnTF2lk/XBxAyId0xKd2U2P0KO1gDvH7itrZkt1JdVlx8frlozy7WKoreFXM2yNnzDU",
+	"4oY0d7qqe7YmEuhlAJyFqCT/QQVtCNaCtHWNPKBvzhYJhvAWd/PlaEQNARv8MgK3zS6mezFy2saqkFll",
+	"EEuFxO1EujnEZVoGFXteJKYyJ+ZqzoTMTEAQbKybAv/1nd6umZ3DhQtrgtNoy4HGkalLnXNjT4EHGV6G",
+	"XoMeMWVDl+9bLn5U2XFz9/6JF4tNzRtYjKSQHoM3pnebYnpgmwdxPdb2EaMO4QnYnbJU8O72Ua1lYy7T",
+	"RuyMF9EUfPGdNXc/svDEWrm5WxnCzUAbwWAOgsgnmc7VTsaeb3e81JDQq8+TP06koOBQtuKjA0tEUm7r",
+	"3U9rSOfYOjfW+7UVH9Y5pdPOql+AuSfltLZ1A7DaOEv8ZQklk01gr7Z96HT6HHVCA7aN6L7QV2GMNAVX",
+	"BapkKwcRfKwTmrZdewS1EWnC1sOPU9GX6cyn4pPojwv7cZsHVrC9N+EjgqYHCg+EKMwBHN1+mo9VJzCU",
+	"uyCU4f7lRyRy4PZVjdkprWYKI5ERUmd3VEjX/Mo6UzaQt/7tKx/Su1c+c28eiEt8g8oHNP6WM7eXg3mr",
+	"7I8TN9zKpx/82CsfOyvxqHyN2u/f+Deq/XqvfLnK914j04vWf1m+dOV7tCD/ov0/H/cAW94uhSeNX7b2",
+	"BwsDl4VMw0a+RXVbcMu7l8yEQeT6s36e6f6VgcYoLCng5mqnPE6G8RsuEVLSke+0cRez6QRfBwEHqmdF",
+	"hHcg89LdYPfP3f1Te4f9g6OPp50ug/pQ6cq1EdjYXku1ofPDXHMspY/Kh55mRkeIIcQoND2ku1hV3lds",
+	"NK1ME9NROVXMHnwEKagMcGbSbzVE2guzDt0csi0acWiaLdhq/vY1FkApqGc2Vo0RFubSl89H7rqfsUoQ",
+	"EqRSbXpxOfjSkgwstVZI23pMnmE4+E2n1g2sbT1VRLVRzkqub6xZ3Va6wIqqQjPUAcumcerBFYAZFLrr",
+	"eTgtLlJ/e6LHeUxhrutnmiKjmRZstlChzvCuxpNfGOeF9PDNXEk/doxaQZKQ+p8mBPQ1EItcFYf5Ux2c",
+	"xwYqZ2OaE6fcuk2HxTthtRrIyyms1km4uTqD1If7IikZcKYOTZbpm7e5EKf1gQd2kQuxVohPhXNhpGHc",
+	"lf2dCwMkcbjhvWtZU5QqeFrnIJ0A2yoQBfW8xPfLU4rfycy2e4t7uw7Pe5wVclTbngwcnQOuEN8GGfaG",
+	"fMLOBUOA9SZug0ZarUO8CbwB9FT2B9p6KhDDa2/ZT7Y7Pbo7lE3lYiRQRgzZtcjPeYEF30HvwNGbt62o",
+	"5Qt5btEmUMrdBmfU6kxv9VUm9E9ABkORwVLNJnrMbrgq/tfCbe8f6de5nLBgOaKpzbZoq+96p/qWhAm0",
+	"UQsNy1w5G03HwO7ys/rY29upA9DzZar51C4dcENMXe4dkzrEmLp+hYbjEQZtXhiW4HXLVAuWG67GesAu",
+	"ex1u3cjvRdamE0HgaFCO6+cHynEv5bVQnfkdBiWq/vairm+3Z4IxL9objdFKVz9SJwJB2rc34UyWsbCa",
+	"aO7C6Fxl2R8xTud0o9+1zyNoVyOqYYR1chqe88v5Zv+BAn1NO2O+i+YqcJb1zJ4CWCUINdUxHReiTDWy",
+	"NldEiVRXf4Egj5Kq6+0S5aKv87TTjdV/fNz7uPdmhzl7Ggs+bnR+JfIuO/54cLB/8G7Hf8QGOkvB6Jtx",
+	"JkLHL1ZgoJfW+ZRvtBPsaboSd1Bw4cnH38923+0dnJ740cUKsp2VahT7Eyyr24H2sBEh27v+TJ2zc9G3",
+	"/mnZXEAVbdIgsGms2pCg7c5WGna6c4v6dlgh8qFUPOvG6gic4B03nGhmhqKpWeixf42lMH1I6JILPcrG",
+	"JlY1k1BNquOytaIWrVArqiuZrT4u/KC8r/0UB9yKWv5dW1ELX9Z+6N7WbtPyJPsh1ObJw4CNw9W7pd72",
+	"TqxWlKSpYSR8aJ9PMwqQYWKrTT4AKPkO8koBPrHgyjhUGvAN7RBNg4NYTsFULnCsvN8Rlb0ZTmjSWtMQ",
+	"IDgL9/zrzj6Q/fKFKYtqwFmEVosC6vTIo0Q/srOEXbE8nSNJFhdG9Qs4Q/E4XyvUuFN+fpukqNuLy0jT",
+	"CtslLQCdrIYzBv/Es7j37666ZO8/915/rJyjpoKSj/WVUgA/wApd8AypqimuhXMJutg5yrW6rFrx3tQm",
+	"Al8zMw1QjwXyS4QLpmroZyxLZJeEMnJ8FCFtVBGFtza37lDpF77g9EhqdwLB5e0PRzov3koQJuYOcuma",
+	"ZzLlhc5fGHZBt8Hd41ur6FGzywJJmZqZgiTdmrFrLItJedu21UN0X5Q3Eoa/fOQOOU5pQPTWdVbgDQfQ",
+	"1Zqx/YnfzI7ugccwzbmHUxWMbPGqHuMC+NLIW66sq5sU6lpkeiTqV5WWYIclMMSEcYOHE3zACFR4FPDq",
+	"+58VRmQX4BaK+uWG1FDBZWaSsi28dru1MdTihuBsPITTAIdUFgaqErFGGrMunTr6JnjeQgO3/vCEeei5",
+	"c337otLlCkqtMT+oFpVaaSZUXwBSmeuMwUwxVGl2718rWrdTG3YnIiEdjou+Hs5BT6ALSAk1Ax45F6XS",
+	"s2agJJEy6rWISEvi44jmkuJUZBIUEM4khgEM5HilwW50xxPsqouXKmMwteWUIVDxkMuMuv7LSCOWSfoZ",
+	"quF81w2o4A5dqhbaaRHpItR3F9pn1+/h3VlF9VqrC5kPH54LdIZb+kHZPH9kns36tdSZY8t6zyd1kTsr",
+	"pzL7FWtfZvqcA512ESLHQLUDXNIpTdEXxjPcTS9pX8Mo8G4QLQs4wEfyDHjvWo6HuxW1xgpAHVtDUeSy",
+	"XwZ+Mm7sx4R+2n1LuKj2pRo5k7ZON3/e2Xi1s7n1v2u2Bw5t9kxbDYWTgJT6JjSy/YsA/tVftaLiLizn",
+	"hK1MnHcQaZeGhoGgyl12VGUnv8afUFUokAwyq14YNyG1eY+Nlf3KIy4TLEEdg3l1smsLzGbyXQ0rcnu6",
+	"jZtcFsSp6V69Wr6FHaTSzdJdy7dqA3jwxhFtimARF5JNzJyqBXDTjgkS3u/+eNPBZptrGM2c/Ufgqyur",
+	"qXcBpWNYqzR3iRwXkdQ8nkehrTDxdwjV5hRMm1TpMogPiChnLw7gFeqgJMvByHSx1eXvFOFI5k/Eh3kW",
+	"IZRQkUqAFNdA2p09+QrdCdwvUB0+ilsTeFeI+Lh6z+Ui+XX7YIny4sXBobcQnIECuQSmLyoT4lhrScjd",
+	"sgCoBinMncy96ZGYhmIDLB/ypXgeIm6qFpDKW6oNbcsnR+eU6fuKgRd2GK5knwqeHOMBTtR/a6lEOl0Q",
+	"uxxZla7LSwfLYAgYI4hMwYCMI9Ml7UmgkX56qOSvQY8u24XSH/DihXGnh7WVVmuptbq4keqy02W74ZZx",
+	"G4NguvAhZbqosnAEu+qW1++1Nrwmvh8q1SsxKkpnGPZFJ2JG251oBjx3ihoRznssMVL1xZl7fsIuZFaI",
+	"3BAAUyavxJK1MIsRciNnxQWjhhKZpnaOpWp76QkN5b1lAwxsnmi2v6PulNXWoUAqLRRYboDzRe9yFVq0",
+	"7gAc43tEfEgf8lXo89YIZSq7Pbt3ON8X8CKghOiPi5I8kjo86JJ57HLlLHytorKlUs54n/IUTXMAzO+i",
+	"g0LahR0ndN3dK/rdg+ooRxM+LnTC2qNcrPl1iBggBO3E442Nl32Zwn8FAK0lV2JCn1+JCfPfVQA1xioY",
+	"8+I2CqoYnjsROVcPC9CxX820PHJx3oPU4T141R2uEmn6ZpqGpgzTMSSS7EDxiuX0LYjoupuB6LZCAltK",
+	"xKcCy1oqOawlI1pN6vXkVjpxaQSh5TtXphJhy9YrBjqnpnTRtyWUsjGqE+EVUVARQH6R/QJNlXuEh7RR",
+	"N12IHPIM9yPSC7HfzPpnmX5ZL+juyVQIpoqq8ttMHGQ+6oo9HErcMD2FvnLrdt6ZBGnw1LrJ+ghu924f",
+	"4CruNlmHN4pxvAEDcrzp6NQstjx7X4MoWb1seoYOrEwzkEgme/Tj/mJqt/lOZuWJc2bnITYSoMSHOynp",
+	"sfL9WSYuCgY8o7lVWggCk05NZIDN9HIjaild2AfTKNMAEP0D0StdS3FTh92ZZfrmDEE4x6PmgHsfM7ae",
+	"/phq/xz0U0M57NwSeKzpDT5zXhsuEetngudWVXWWKQdAWBZq9KuxQCu9ix56g1Lk/hht3AMHy1ddzScy",
+	"rEOiLPh98NHc73vE8Ok8LYxs4ha2znomDM9ErVl5a+7ErTtwJ9ImrbcsdL52geSkQ6pnZnB9zdrXrn4N",
+	"bkqNj4ZfsHNxoQG5f7qndfFmMBNTiOFZE6zVCXzdjGj1Zb5osYrYW1r3kzMUXrQvWfaYOHZOMoxzMdTX",
+	"zlF2302zDo0LfeZKjSixKJS1dNIGWofqL2ZOouv4cs/bYcD4ENj6JiKaB5LQBOlqdZ/UKsKxSzUQOVFX",
+	"NdhegSTyI54psIAvhoDQQgMiN9A9oHTkCWy2s8wjp1PB9PyoOjvNmuZdrsejDwD4co80IPz+hQGDItfZ",
+	"9NpimIkoVWbWsT4IdUC3croX6NTCkBOgddkXhbta8QYUc38tUsHwuAUTcrepeAumCHZdWGValuuhkYLc",
+	"JQgpCzmeaatlirwuvxJFBCpRFLIAhrfUGmogvnKBvGog2aUKB7c5W2QxRz++BSAe8anosXq9WNM0UCd1",
+	"H4AWd2kh9j4bQu768mkWCqYGcgb8E5V8nWEBmN1Y4Kq1dlqXo2Jtu7tJ/NFWNI6RSHJziSXzKdS6c+Hr",
+	"J3eP9tmVmDRoZCW67M9cFmJNq2wSMQdqjYjTU8uxvfHbz/PXI2pBIu9QZRMvkc+5EfVI53acQqUjLVXB",
+	"7GVAVtHWOaM8EJAZXuicJfiBSJNOz34phEIwdq0IrY+1Z3HRc5Zk2fAMDEuRng20KQiNCokXHTo3L7sq",
+	"ZkDQF+T9aZnre6x45jZLoeEwFjssoVVLAo3nl+NKTCKWuAlLaB3sz2NlL0tzaZeHhD/mPyCx4EDCKRQg",
+	"/TWmy3ZxEBhcNla7QBszjFykEEIwbHtrC5PCPjNRlvbiLgsWsrpbo5otHrWsOS4+FWc3UqX6poWUyXpc",
+	"Xxlcdt78PJUBgZqAf40FfU1baurmNUWd8D3D70E9wPCmzeGSDXuOTYyT3gTPREvSLncoU0KkRBhl9Y40",
+	"BRiVwEhVQUvQI6G4BPyLYpADEXzUcvepnShpzjzddC1Z1ZBfEewtFEQhIj2huUF+u+ftmXL3OaqsWVtF",
+	"mjMqepjtOTdQynY+oarfAJu18trG1aWDHIUkfuEUR1K+T9LM5l7dWnV1aQCQBQU1fT4Cd6qsQa5b84Vu",
+	"EIrn+hWHOCacI4q7hRTB8/2SJTXiAR+KaYLein1zKxU5pVtm3ASrsqAGsbyqMmdbtX5IydbrDnbDdEEw",
+	"la6xJ5F4UiqPePnzojVp1vMfuMzuo+h9jykU8VVUgl1gkMzTRhhJhJYZFiM4z/184o8hYAlc5Hp4RqrI",
+	"Xnjdn+IqhAtc7Ak6hU5Efi0hgmkVFd29W/3ViKqA7Lcv+7kogIYmL1o7r379BeuS6J7mul8TzGoQZYl9",
+	"VGI3NQiuXI8vBwGTETsXmb7psSTTlwn1klo1b1yhhnFHIdOXFTgYnJ9MX9ZKs3DeZmKPOVfGvprdMONc",
+	"FpMeS4zJgO4QPn/16y/IYQOlz+FjlVaQUIKVMKY+xVxdoTqqRZE7Y+IuHJuVJW64fRqYvs60tjY8FGmB",
+	"oeLS9NMnfrYfV5u6GMCH0yNmvwKhBSvXVpp4YiKcR52DndXplXRASqs1HA0aX3Z3TEu3Vy+rDDH/dxyb",
+	"9Z3/66+f/q02E+M3bu0Q3dcRbqw1pLSheSgJGEurNVrWEdnaXsZGxTNUPzQ7R2272SBFnBSZSSK2/fMr",
+	"+tvuyU5Fmv386tXLV4tUTHlUa58KpZa32hZbr14tjCzj8afNQm9dOYZTx6LZBT7KxpfyjmGhUyQ2wl5Q",
+	"uA/DOrseSz5/SegPL1P6vOCZvnxhWMah7ByIgqawAD636NPWTmuz+7JbUxLsL5ie8D/wC+AIg0ezQlfp",
+	"fKaHcNv64GbtdTxWVje68rxlJ7RSOF1WAeJsntFwz4qiJLHFb6QyBc+ys2rU7Mu8ysLlw8D/EBM7h8rT",
+	"sbY9BpoGbAOIZbWDg4yXgRAf+gKHWbd3fkninOJFN8sfzV1DV81hAK2gZJdP5ueV3uW8L9jf9WjkSQi+",
+	"bnbJEybP1N1qe/LupeGmCZfn9UjQgxik5Iz13d3vGl0Pomue5cWe9qpwUyVwfQIhwU79TZvVEMRM6NsZ",
+	"yVqNevy65PnONEdyfygzvdv++wBQJDwviNkLkSKTC5mJhMHnFRo/ALm1asLj2xq2vbERsf5A9K9ckaJg",
+	"A67STOTTtH72tq2dFpavnEvF8wmWr8zuXLy0Hj00Ey8MO58UADdfsKE2Bdv8mX2Qv/eA0o2losAOW8Cc",
+	"ATAGe3UVAQqf37rFZD/IPEMeC3QTlip/xXlv4ytDKpNw2onpcJRedFrRPALr+evRgwAAzL00NdPvngjL",
+	"sNQqRAFlNgUkaif2HxQmnSbP9vWwJXe2YVvbbKDHuaGkMU59A292zR4wIi8gNn+q9R2Z/V+DlDdYkY5R",
+	"Qsi3CFXkE7JPMOBoGFeM9Ch+7dlFG/phKkq3qRvGXK1RU8Xa5tbLmp6YmZVfkE+yujeVGKzx6SOHmI9v",
+	"2HY6rbS0QTP3MB2GXfEKgrVFPmkQrXezGWC5iHOIelrOJz5hCHFraC++EpMygG33MlwcscTaFFh4F7fi",
+	"VhKrVGSigIsiVjbC0KtxZ3kYaMyKsDFG6YICo5Uyh7ommdqNZ+p86l204akGZRFiz5IVkVPmQtmIA+Ur",
+	"+lrYCWrNswHKn0x3YC7uNaxT+DWKO608Z3OpArHbaHvaloLoKHwXM8w3gr8AnLLOvE3QYA0gWsdZg4G0",
+	"SxaLB3IMU78koqwMwMARbBpXG1drTi3uPJD9ghiim0dDhXn2ZV8YRj9hcsgvBWu/2ztl6/Yrqgujrzth",
+	"5X85Vdws3wawuFLMjUjkBlIf/hc9hL421OZtlaosmL5RWD0fvI2+UUsWFNrFrQnbHNs1RyaSAeQ8JuXr",
+	"Vhn7cF9UmzHCs4EJ44XtGdXGtmVOcV1Bo9shlfMdHIqZg+cmYIY9KtxCzexNfzVIsWng4GUasmG3LY0K",
+	"DLJyEawC3vLuvWjo7t3+NZYbfM1g7zHWPwGz6u96bIRVUVJdNvcQuhJga5wOgl+A47IsVpjORwOuAD5q",
+	"VGc1EFqTL67LrflKuPYQ8apjZ6ov+nVY+2f5WJkzu7kBk7jmoW/GooTmR3bSCnlhWc22oLR06u3mDeKu",
+	"awa2DoakTyCOWlKv/gOz8eeC5yJ/64SBub46q3YK0J9ohJCHNW0ZHVVQ0qAH+IM0RqrLiA15ZkWNSCM2",
+	"VldK36iI5eJa26WyQvYm12g9GQZIxIQuSdBqsdre2OyyE2Eg7NXX+koSzTam/z2EgVYsCTimf0rQJsLw",
+	"sdWl8KLlqgyKYgRZcZNfnNZ3xB87n6nQlxgc8I1TpjIgph1O9tHhyWnEjj7a/4OCVfuKb/be753ukTaM",
+	"lfvt7tF+l2Gv8pVQ6KSV7NmucnpcDNYzfSlVAvdKQG3Cp0ORdNkuG+JMM53HCicT71f6di9x3ABfkrw+",
+	"OX57dnr4j72Ds/2DP3bf77+hmbIGTYkWSSGh/1yz16/hBJWicCTt9oHdBe/yGqahLndQmSbrVdW/Wvvv",
+	"RTE6hLKOEz4UJ7IQf3vPP6HOs3fCO5QDM9f9M3r47LjsvpfqQtcNKLtYG2joCMAdq/P+QIDJZgdqMLHV",
+	"Zac32i6QwaY47E9MdR+K73diFaufYB/89FOwmj/9xNr0pkkwvgQgbNApD+czYTjbdbsnVmxmA3UiRKEm",
+	"QyHIXMtrASTVwI/XhzfplSOsYBj+9BN09ORTh4W18XyA85IsJQWSYDw4xcaOGlrREC0e59J02T6EIIbW",
+	"uYCTCpawJCfPOVDJyR+vEUTvbPdoH3BQqLPNXoV4ifYBOYahIW1uL0ow8ZeEfjpO59QrQoVOeSq2u3YZ",
+	"9+BKM+73wXymb5PPMYjUuLXD8M1H2NmOr/4l6dEjHMQR/TBW9pfQ9GJ/+jkG8JvyLh6FB+8TsdjB4pTX",
+	"oPFFD/qCp95hCojMiG6sfK2rQ1VgucgEN4Ls5IKdj2VWsInwuNKvNjZDKXBweHq2/+Ho/d6HvYPTPRAB",
+	"sfpDqBTszkIogwCpQRWs2WHJp7XcWouZHMrC0eghr3C+1s8kTDbZ/nANeB2xKitppWFmjKXVhWbtxMqA",
+	"ZIdtbjBeFGI4KrDCHEuR4Z/+t52eff6Qf1o71+lkDcI/CZEnY8kROTTMfg/VFW2XGNlkH+TvEBz495PD",
+	"g4i93PIfDKeilqbTYxnPL0Vu7wPKBmYwVtubL9nR7n+9P9x9c3Z6eHj2fvf43V7XDkqqTCqxdiEzOyRr",
+	"h5hg3rDjO1YQkTP//KtrdxYWTeFaoz5LhV0aABiwM6FzbveX/UlwWODViM2k597agJ1lxkBWD1e0YXfi",
+	"njkHRjZthHtax65CnwO0J3dz097efNmBlwEqvDV8RhIrfJsTOGNrJ1aKAJOHcaNwWFlwSBEZgwooAJnf",
+	"bkahKECRyb4ga5HEONJYVqn59Ugoo8d5H9nt6Udm3V4LNRxFVlYiHFbEN9UlWEHXiipptg1Ms0EZ00i2",
+	"dlovuxvdl1CmUAzAKgqERX/AsSX1UtSkWn8vJaXrPLO/7DLrkhjfpmsCOuuySqEKKAsnkivATYmV64PH",
+	"79sY6gEVsmYvBis3wghQFbO1EzElbuw+uJC5KSLGsxs+MUCdYqf+QCP0IckSpsSnAsB9dpBdhVp3mYHe",
+	"EvgI6ftMlxrAXVAKX8xt6NJNSxDuJJcQ5nB9NLxgkMVzKC7+TOynrZ2WnS5YxNcw3UAEzIeiAB/tn/Xu",
+	"TXnJ+hGySS6+TuT+0qm20ZND9uvPG5tukFNuN8LzvFrb2Dzd3NrZ2NjZ2PjfSYcAynEixpXGIWBZ3lVs",
+	"rEY8NwLCmJg29Fpna4uBzQX8qMiuGlhf/xoLiF87G0dilyD6dFWvv25ws5neaX/+L2gJBJcN9vfWxgYC",
+	"yEFInZrFnQmx/t/UKVo+fxGWScUpBzOsmc8HZhB6q7Y3Nptu7ke7/lFZXSFUYUcnUvzd9uLfHejirR4j",
+	"usr21tbiH/yBAIFSK0/1tr312+LfnWr9gauJp1D+ErVe4fTO/51rXq54a3AASj/tn3/ZpTPj4ZDnEzo6",
+	"gax4QQfTWsL8Erijdp2MAaalEVXc9HmWnfM+UiPZn5yIoqCA/Od/cwFBq0L+j3V3rdVUX8A3ry/bsc/x",
+	"wbo+Nt1yJBvycM7IHBQBu8W5zoH3C5GktTUhAAcEGKCtfwQaTJrwfn2dQwk1Z+dWVVol7jq02kp7gMlO",
+	"l53ISyXSHTKtY5X859rJdX/Nfgzlgom7c6ZvRN4Hm0l8Yn//sPt67eTvu1uvfkZ42ASNMavLTMGHI7TH",
+	"uvhpzm9Az5IhHMXqSkxKy7x665O/767Z26bykjQ1cbVTYL/HaIyn7llJrKRhH5X85CoQWRuBfl3eYeip",
+	"Nl5ubDCDybGJHuesb6ey4+/5DzFZ20/xhvTYF4ZR+blM/XVvCI/QXhzYdR6m0CqOEPFcq1ihBexJDWXR",
+	"ZbtqwrY+fUIzD0zqnlVvpfHK2i/t16qfjVORgiXCnREdxQq7DFN2YT0amHvWfrnBTMQ2I7YVse2I/UrG",
+	"oel02W7BrNlbAEnqDktFOkbphQOseTcUtlOKZrrWoGljGLeJus3ucmWztcIgDWXSvCydibXOMmXJTzAJ",
+	"QSmq2z7lwqDZvGBEfmvdb0RHbt+Eu7gS/HJndsF4cFvebzD7qQcOcrMRhRuUze7P+YMK9smtRvYXXixM",
+	"8btOJw+qT1GHVofypV6HT4euEBiatTkdybKWhU5mp4saxyuV17CQqBBY24n/srQty0TesSOaUeuNFvFr",
+	"l35GQe7I5hDrHjjqvGm0tbFlvRF7knueHyFWEF+1oiVBfpS2RiZ3nkluWIIdo0knLHHossT3HoO472d8",
+	"OELParPb3dzYiFXbNQ9BQW6nWkLndSoVWAMk6NAOYh8cPaytMAm6bbzg7OPxe3s0Y1UtIcF8MLwlff4r",
+	"+LS0XSKGAImutEHmWNSwA92n4L38D9ZERLGy62j/yc7FRFNQRMjLQTEAVcqxYkKPCwAyDl8DQ6SA3wsV",
+	"FTmwOsTKyEwoMNdVeXDRjpfIYzTGySQkOevajk3hwFGMAGdHGlj3PgfkkDRW7TIMs721ZX3K0JJIgjpo",
+	"dH+sTdwmx8SNgJJBHce0JwvQYFwxfm50Ni4EA28RmrD0hZ/erY3tX+1Nct4HkCrEWhvYr3JhdHYtCM65",
+	"0KQEY1U2YYHHNcrlNdgqmdYjO+oIPKW1TPcRZhRhufK1y5yngh3snnYwihtGH6zbDJ3+UJPBNn/b8k42",
+	"rV+nziM6sVLUu0S39oj2UzEc6UKo/gTCoI8kmKqjdLUrS0mqrQeVjvM8jVPazxGryBzyN5Ywy3/nqX+1",
+	"r+mibCzharzW6iKTmJTb3ny5+AeEy3mq9Xuegy/c2t58tcwbmfFoBAY7FKwBUfHzd6TsD5aYFYoWfVT8",
+	"mkssKbiFDwbHgDRbveMVtT6tSXcmPaR4NVxYflqNbLZ2tjY2X279/Oq3LTum6eAUlkyUxOj1vlmjXt5F",
+	"SQt8hhisx2hSGB1nu9iLGkQfSTzHihw2FOCINjRFxsNCNbDxG6Nc09nJ6e7pnlUKIR+Vc8piBURXL8z0",
+	"16AhE+cmerKjhLUpp7gDuqbHEhIuCKPuWsFjVQGfonelvkdPZ4f2YkhoB6YtsoMxAC+j9kGsxaHRgg/j",
+	"KG1DNYoKlPFLLhVrk83TCw2eOh2AvHwPpwQWB8jgWbsjaR+3nz6a2ph6sWevN3DBMLQBRKaOQtmne0Qa",
+	"oVOLBpPbnisVs1IxD6Ni8MiwgPM+FF/Ivb6k3pmjRErImWegRaYpoRbpkUMVMJuNrMfoeM2QBcw6Kz4w",
+	"V8J2v0DfsQLNlxB5V6y8pik5t//5V1cCogNXro4F3K7MOj0Th+vJZAqaCD0CD9YHFbuxchWE0I7j65sJ",
+	"jc8QQxrVN+/MsqF16pQQvCY4R24ID6CCcEd8jzpo6s2+OSWE8J6ULrbLvdJAKw30iBroDaLKYuZ6ii+S",
+	"WNpu5/806yGoO7hD1n0ZLRSrmgKGNoQU1yv1Dp2IuDGBIFAVISvgC8N0noKZn+nLnVglMt3x+SS4/AWU",
+	"Izmo9HafKp7Afdn02ImdiCVwuf11YZ2dyUgkEWLdAHXqTgLDgGCjvqCiFc6SU26uYPQJahgcNWb9sedk",
+	"EozGlICWseqPc6Nz6j58z02xBjda23/j69A4ZNqUEn0oyILvT6AQA+EWUNbEahoTnmTQxg4ry046EItX",
+	"LjSPWGqg+NDvmoAQIz6ICHRfrJRml3zkqhR8MifCCYQ6EwjbjnIN5VqE7FAMxLBnd6IeAiKdnbZYtZMd",
+	"KFpY43YEGCKGzhnUn5uvPLwH24calWC6WIJRo4R2ATiChDghICjN2jNEtr6nahYg0bqXiBYasN1a+4G4",
+	"YrHtmBex0qovynSqfdCAp/bRVC6rNA1JEuRpOWZc4S5LUpEVPHF7ABgPYoUoMwhMQ8YYR6BkV05ULgv2",
+	"JaUQjMftP86BIZ2K1ZKS3CZWbaz/KZtZADMT/G5kFuDQiQ7RYagKJOOH7gXx2PpgqB2WV9V4aG9tikwb",
+	"FtFspgRgLYJDg0Hj4BxLwy4hIJ1jzhWC3r62bKPTnTlQNxLKvoQimoRcIPx1d16lx1kADF3aEc3gxRt1",
+	"FeZ13S6JtW0dpRc3Be0gRx7aw2NxPqmceCznM34vTkrh0JhHq8xCQ+HK5i+tKhjHxtpvf33ejDZ//VKD",
+	"xrFExcqMEK/aYeWTrW3+EtLWqthx2y9WIG/Z59jjcsetnZdRDCOJWztBheaXWMU1nTb19hvOMQnothF4",
+	"kAIJjsgmHLkUeH/AnOS34quzKoy5U2EMCg2ySl4YOtLN5kl138w3UByA0OOYKOyDwyeSKhA+sQKbo4dm",
+	"F0LsWXFCbmJ3lqAFC/U82lGNNItVRZxB4YanLcFcJvGvQaotompiDMLy0QjyeAsr+tz7PITIXvIXJ3Yq",
+	"HC1A69Gr3egNFxW9nZbKblXvdrdj/RHak1UacDz4Db7ACQmq3x4nrBVWvtmzRS57O7Rx/ltL4reniIw9",
+	"yJ2IeRuStf2N6GH2/iZWaDWujUem4+3M0m4Mex5momNdaKVh+ThDq5uKMKBUx944p5qKdVdFETFZrW9o",
+	"U60A86UCMEpXmhDN1iJAF1KV5nkyEljpERQSdFlS9t3Pq9TwIbnbVmqclnxbU/UHIMakK8+OlSms0ySV",
+	"VcTQ+bMofhaUrWAFPdrsshg0BdROhEqn5eL3E1Sre7tVVcAqYPZDBsxeE7WHk7bY4cG8GHcq4YkqBrCM",
+	"+BvN9SBHVRBkKJM9kJxF4CO6uTQERxYm/Zul+8KkCD78O8yJTL3YSnKvJPcPKbnxHHyVVEdJMfcIcYQD",
+	"zSC6yEpRwtriU5HzWGEAPhdMXiqAu+yFNVCOcFZpR32NAedgGsjgdwny2ijAO1FKkxPHZne/EMBje/LL",
+	"SB5qQ1p58HcMzIHUtjvqAjrCaM8t8t4bz1BZy/FI52hq3SNPfx4rz+A8NiKPgqAEVNL7QF0UWjuYE8Pc",
+	"U0nr66h8YzVbjhIRkAe07hpfpU+pSIgWJ9QF1xQGjNW8OCCbCgNG5fhrCcOh6ddHsoKYoaPV9h4+YZVc",
+	"SZUmjQmeUE6UdMjfb7iwfMdF4qbc2ytpcydp83acZcEs3lLKwC6+g480DYCLpxvqCeyHWIpGuKxtlyyW",
+	"xQ7b3tiI1e+7b86O9/7j497JKbY2ho1Elc4RBA1aDiC1F6slW4O88Nt8hUQ84MLxgvW5AkgRTOEyaAqz",
+	"D4tVKs2V/92rjQ22f3C6d3yw+57q3wBG9VxkWl2aih/2wpSQe9AVbB9wJUZFrNqJlVw7SP2SRCHkKjUD",
+	"kWeNTOuAnokhOVkYJlPWBskI1XpUm6FiNbJjgRbisJ0JkFPLoCjTeemo10msaZzk1jyPzAOLrF/ofLjm",
+	"EM6WkxdNiMxLeWWbD1cvFwxgvshS4gbXu+fWQZKOsivx/N20ldf1NF4XbnTGUd5c6ByKRfJ5eAZ1oa/N",
+	"X37devXLTOQLzvr6Z/jPfvrl9pbiseAp4HhMpWdGuU7Hfaq2hX0f4SUyFHhW9mKwSVVkX5ELwdq8hHF5",
+	"YVxlDnRH8v6AMJAROMaeqBHPhSqgUChWmIZRojJahwLhJKOViA6nCq1cmYYmbuRhaTN5JRiPlYeSU5QH",
+	"QWB0KmJw4HfA2EZKJ3mNYmbN7umEKtjcZ2+kGWkDWZ4dSi3NdRidTJ3bnv8BPVNQLUj1D6UoI14MykIU",
+	"WvC5bdxlYchQpGcbm4NPr4ZbV7+mv/zrt5s7FaL8tP5TVbIuhoevFaXwbg6V3r4gltnAU2umtoYiCee6",
+	"B2fKzsjfYsLJdx8gcEXcArDh5s72Lyvj8x41KMrtUliNhZZnIYYjoGxplFK7asIq8wxgweSpIo+KFQhQ",
+	"rbEmFWsnfZ2L9W63m6CFhMwqa3bP5vJ8XIg0Vv6xka9uPZ9AyVgPrDLEkGJ7vD8g6HjDJ4ZAvzyrAN4Z",
+	"YkulGGnLodV6xKN3o8dZikWhNzxXLDl6//Hd/sHZh/2Tk/2Dd0lnbkXJqZ+dR/TSKk96jTO60Fejy90K",
+	"3Mtju8OerGICeR1MeqoIpq26/cpvajfhOq5dsxdUvxkxngjGIDwlMP6TEP45KesnS3CJFyZWs5DcnRBh",
+	"Di9EHIJzwVBLajbkCjDFtzdelhURHcIT8ivkCoCtFzC9SRIs2HAQn1bliuyiA2W5huX8hkCHcvZfux/e",
+	"U1epVNUbTfiQAP6hKHGUcamoUjscxDUKMZF6BcyttI9V4r6pbMRkp8SJA2jJNWOVuiwm7EJSoHogGC5Y",
+	"HbxCrJJp0LGkWp+Slch1OhWmUwGdlMbVaffQIYT788wul0NeYjwz2geQk1QUXGYmKQFz6c10/sK4UZsI",
+	"6x5dDAyhKe2T7VRbn60YROEUNUwPEY9gHXiXHfocItRqu8ge+ocQ3MKAHgbCCWnCWmjWnoKYAe8jar6D",
+	"HuW58iiNDqJ3J1ZjlYtLaQps/IWoWcYBSMJeaK4klM60k9PDw/dn08IuKrvISqBI+o11gg+P9o5xvT4e",
+	"/OPg8M8D+xNH4WEfZljG+1dInU1C2NFaUDfQpSiopD+HW8I4Dvb23pycvT48eLv/7iM+wd7Ziew6gU7z",
+	"C+8y/Rqxgp0CVflE2IVIz6UgMld2MCYbO5xLqilqJyf/2H//PpD/7GScX8traK3274IYYShOiHwD5trR",
+	"zpsuA+5+j7zCPsjf61TJPpyPytZZZGse3iiALPd0sWRul/KtVorV8Ap0miq/pzDxl6n7rqMcfax+uXC2",
+	"yP0FtTMt9e54y1PxiYhKvLy8352+fnTEDQC311JhEi+RArHthMzXj5Qs4eK/1fm5TFOhnneoZHopQAs+",
+	"beAjQJf/518zcOnTngMOHHATyVqAsk2/aW5txDmFeXszjlqryAaYtWEWGFKxmrKkel7fIdR/qFZ4aBJY",
+	"n8MVe85aX7Hy5hdb0vraRSzcsrxno7RK3GMpokLoySDltcEYu3FQuDswDngyWEEe3hjAXombPjnaPT7Z",
+	"IxsLULuIExVuTNfsfTg6/a8zgpJOuqxdM4kF1SjZB8C7B3adNRVDvGtvW5HFt7HBkiCbkECDj7V/YMGC",
+	"ybGm86UoYlUZdrdDlhb2Ns7wFyVghGLBLrzcshr4jzrzrbXSXKi5vnwtx7aMoSzSVtf+Sn9SVvrpQUP5",
+	"34pmckc31E1EiXBrpfRZzonEN8W4jgX2PrkijHIYTtF02anXTym0BBRcWpluMm4G1gGCaFgujOB5fyDy",
+	"JHIovxQXsz4KRkbX8fMyVJp0dnxH5Mfj92tCgbOKIhUzvMWAGXFpRxLFKpl5a/vw/3PrbeXxzgYk6voh",
+	"IQwRzotVN/a280LmzZ7MMjUQPqi2nx7xYvC4JRCVJ54M9M3SkTW/wt9EMcR9Ynh2WmA7VaN3yx2x+YFj",
+	"A8DYa1LRgSrJCojxTl84ZBnv7gYRtz5XzAiB9LHOv41Vea3by0DTaezJAGznoRieQ5lXJ2IX/FqjWUl+",
+	"NN2bSAsgNHw+IXxRlcZKpt58gzA0aycjkZ+NoAXded5br6LS9NjY6PSwZLHgWUipFFWYDmJVS3VQjVAq",
+	"nuf6htDCAXBd41EPyAKrkxWrcraQvcHZhd4OtDeaG+h+CiKEQ5VN/Da4Ua7eSwZVGl8jfvGYguc2zAQ4",
+	"E/eTNk8gPDABcFnX8Gzm9EHWCYdTn+iWwY5oiODv1Ae/AuFAZcbzg/fg8ZTHCQQNsMUBujGy/94MRC4c",
+	"GrAdVw7fpkNo4AjZV+2Rm3R2pk8omz2gATcHgr/Y2wNKxfnYFz/RGANOtRmU6U3oWtzYCFiHNqhWq4z6",
+	"DLgBmBOM4FI8t04eIHL2Lnn9j4IvXj7hKauLlo6YrTyPH9LzwG0K2fS6EFjVAvK+BSLYzAq7D3iOgW+5",
+	"pMSfThu+IV7ust6nygAZsGtZqRWrIM0pix3MNCFbU5UpNGLYas2CrHs1JaXSMrMRxcqbTJGnT7aXEM2m",
+	"YQS+Ywo9Ash8OyTqSIaGuTARuPFbrCotddSnR3VEftBWmDlm1TbQtVhrDoy02hw9zpYTVXMTKmi9Npbt",
+	"yGUrdra3Wl+X3AjfMZ0nrOiS7leWOY/fkPb1TJm7Swmc/LlSImr2jYBz+2agvZdTHvy2VNfSSF9R4QLJ",
+	"bHtjG5J69X75d3sQltLZob7+3r31+VsOCJzvqoaOPBk2Qr0BtlxunVhk8E97LBmKgkMnENafWstVFRFi",
+	"AfZFCMjmOoXsAqHpXBb20/0YmNftMYD8EUlvqVex5epC5Emn0fitr5pP+bPRDw9vRwevdys7+iufSU9V",
+	"+I3Y0t91Bf+3Ynzj3r6N8b3OR3LNmqaNwcg62Wf99DlK2PVKkReey8tBYdilKMgT/0BCkChUw/4m4Ma2",
+	"46lSpPaIfC+kknehwrnhuV2gGDfLCjIsszMj0X9hWALD2k+Tzrep9vHdF0XS/iEmzGmlZ28MP1WYLtyk",
+	"zpkLT5f7qDlst5wJkdidlYTsaFEZqAqIstpQJlr+sscUH7rK0isxCWBmIWhb0nlTx+G1XTqtKHSIJnJ7",
+	"a2Oz44pCsWQBUne34JiHIo8rMQFsMgxJuwmGvuIdpPPisyyb+Dy8WQlX6wBptSkcbZnvbexbx5tgdl2M",
+	"kuyoRSE6PBnPVig8avAQ3/0pQ4g4AhxSukw80a68rzqG2g0o66HN0kbcIIyhrAyllaG0hKH0QUJJp5Pl",
+	"9aK8yVRa/3wlJvsPEbj0IFPFjs9VeEpUKEG7GWAcU+dQWgZJS3scxCdpgJYZwA37BfEkaqrXC+0q180I",
+	"tQnsba6HLBfXGs8v0ypyhWkmVr7SDnSIi5xs1gNsXeur5y5Omyhx7eu5kSRVtQbQ20uqu6ZBw/5YctxX",
+	"v1y8/Ndvn7aG26NfZxnhh1K5PzefzITEpZ4rqukS4HtF85x2aGdlUz5AvBSn99YSS3xyTWF3iKX2WELE",
+	"32euu+NvdhsnTAlB3AHDQMxZ6RbapF22SyIt+Uyg7S6N8uVLQrnhpPBtQUQYWymY8bVEsWr7CuUthsUK",
+	"HcxBh5GvmYa4hDAzAFFXmh0E15eemh5qyFQqcmBf9pgczta35zliCQDoagU/TDa7G92NJGLJv+FR8ZQi",
+	"BBBPBLVRrMpon2+1wjrgvr5U0oh0Vlgja4OPEQIsDySfk7LpK1bVxqKg0duL6LDf5k/7fdNaQksXElup",
+	"Ip/EqtoZ5q5OsGpAabVGZhdR2ztOb98XDxCOQcMPg6Icq51i1R5xY250nq4hkzLWlquUSTUQuSxEyi4z",
+	"fc6zCPelzqmQgB5WOv+4s0U9L+/eJ9869KQRzBnts5um09PoG6eWm8imup7p1a3U9lCBQ2sHQFr8OM+1",
+	"zgRXX0OP4IoslYd48DrC7zIqgRNaCkxeIzyXCf+5hPU8W3a+muiyYzHU1yTbfFmRuzEb8vxK5D1Wwi2y",
+	"Ntm6sUqIumaHoTQC4TOF3XHDsa2C+3vWHvqPPvn+w6e27Vmamn+Aj9NKrM7Sg1hjdsOXB86bDb7847YF",
+	"ffOOF6xmxqGxeyRyavgKj5NdYqgkKVcdQJJjSjz6vrDAJqtG61kizZn7MR3GukP29oc4YssnzSOm9E04",
+	"75VK6dVhe4DD9oHnV1U952d7GQVHZViNPpBdSleqJYeuoli55UUsJQAcAKoNiBiQhT8NE5XQfYC3otNj",
+	"2xvb07psALpMCWvZ1pe3lge/sVjliF7peR8/mMwHgliCe33/BSqnId6iX+Rlt/g6zNL9g5KhOedORruy",
+	"twnkwTA1zrJOL1Y1th2ba9rlgsw6JRbVKH4bu/3R7Tkvo1Z23ENXIRbLHbv7ZXYXgM06mFkH7GI/3InV",
+	"9sbG7fBjd9jRwbuI/fvR3ruIvdt/C9GVP8X5EVLEQSxMpNDpThXRwAXbPvnjHaMYQtqZwpalZq1XNci2",
+	"x65uDcCOeJ5JoHTHSexVchqBsSkL5JetCJUFAK7PRgw8Cn5s+Ir40s+5Nq1mKWklV/nXVf51uUI1kIHL",
+	"Sd46ANmft37b3H7184wt5Ps31vKxMnfMfAAzEjSAVBOpbQ+w2KmiLyrxqTjLx+qMF0ms2vBLVwQHxODc",
+	"FI5hWzYWrJ24sR/boX+v9k74lstQcVY7cr5/J2Cm3qw6AcH5OKl+cV8LZY9AY6i/yGfmsHmUT7dCUc2W",
+	"y1gQZ6SnprR/iak79nOtzsSnUY7CIWHtV+xCigyo6q95NiZov1glhRyK/9FKEBJqQoeLtbUSa2agix7W",
+	"fGVSODf8YgwGMjZJJdKcYTWp9cQDnrKtrS4AN+bSyjGshueOBw0iYZX31iqb0MsgFYh7e3eHkkU+Vq6R",
+	"FEaGcH6QuIJyvWmgS+f7O18qIWjDs/NJslMS0gNq/4iQJvASavsKOr95wYjaBKgumRhymXnYJ62Y3YCZ",
+	"gMQgth0kShfygk6wOYMfnFFaEeZEq+YauvAIf48tAuH7PVGhXHUIi0vkKkJiZYWtrLDb9OpWd888DTPf",
+	"3Fr/nI/VgxTGnWJja8F4lgueTpDwQ6TgxV6JUU10FJ35ZyOaZnL/lblsfirM4JIP/mXVVfsDhKducTyj",
+	"O3o7sCXn0qvVJSNWZ+0ruUm3cpF+lD7e25yK0bi4ezaEIpxo/9/ksgCzH/wW1s7ERbEGbv4I2fFjhR4N",
+	"K/iV8PQr4BcYwtUxFZp/a52THh6Nskm3Gk0AMubcugijcQEdxBk3/tuI/rQOQUnjFzgSpb5sbPRdneJn",
+	"5kQ8jQxx/cYrR2LlSNyhIAqE5MN7EutFLi8vRT4fEHseHkgpcOXlAOpHwJXAcikrNztddmI/odrssXKA",
+	"PBGgTIfdNwSSCGElF2txKNWbJUq19cftnVm7wn3eicKQjQcf7LITUZiqXEc5XhHtPV9ibmeJtStaApgT",
+	"PcxEN1ZgFRRixM7H6SU2VJYIEGeuojiJMPtXBOidL8IrwwsoHFmnSE5xkVaa5CsFhGi+FwKy2j3oHGfc",
+	"dA9gIK58M5B4YzUt7ZjSN7eReMsRiC3KUvm7LJeqsju9W5t9OoLIfcjb9X3mn6rvuUwGahoD7gfMQU1P",
+	"QbDPj6a/ejgMhLGS/xpjhiUstbQ/+Y29Pjx4+37/9WmnG6s98M2Sz5+vxOTLl4SBNTLQWQo0R2GTmQMK",
+	"SEU/4zkSSQXZINTqPrdzJSYmVojhBEOZTuQ0pkiqu+x7TJJU3/CJ0iTTg1icKJnayd+jh3NrxMCVS/SI",
+	"uZWpDTdfcjbaCOu+d/ZB8ivTSKOsDmh0yr6J1dhQWbDPgrdxGNZBQufDO1GL8EefkYCcBQmYqnRofG65",
+	"Jks+/+UqY7PCQa1L8dxKStw5zRPU7twy17M6rl/fN7mlX/LDJH5ueVa+YvKHqtli1Zz8oVwPpX9Go2xS",
+	"dWeYVoyzdIxbSIDD3rFn1+tXXsQqExxoSqYiEA5DwB8FX5xGhWgXQM7g/RtHScs9Owumm6p8xM25o5VU",
+	"eL5O1lNJJZdIWjlaK0fr6+ae7udpaZ2Z9ZLc+85B2UMlEEoHmvUDQB7H1zXFQh6GZ2NV8pJjtwDGqegO",
+	"9rqozDN5pBgH9eNJvcTFhUAoXQTOmQuRe6p1dli+93fd1F9514UcUyXTewix5IGVvnt7K5gAv3thg15Q",
+	"+3oDy7E9So1HDHOiD3S8ps4SaztkLMzYdpoOV3CKyrNiR+apVQKa/xJLd+bELTxYJ/C24gc4VvimC/Mp",
+	"dgkMTcoP4LFgAcDDnZ7P9j/76Zd13OgPCUFKfcZaZy9MHZAccjwizF4mrkVWYpe5KjOAa4aRWa9CFghD",
+	"w3IBaM6g0oa1IUFp7Nv4vfS8PInTQGzYtaPfMyCo7R4Lnn48fm8vSpo8DFizJcc0fdMqJujWxsZTgoIu",
+	"CVYA21waluK6rsrBHyRWiJPJ+G2kyP1SsaFw2FVsrKb1LVqqYfAwVrv41Q1Q8vt7V2SFQzkAnHeZZY5Z",
+	"EUMkhDtsBsTmOsSWQPrRmbtlwtoJNIecFZpa13YYIBxS02DhdqIp+MSwsRrjBCKpbDEQExiMEUU3VnsI",
+	"XtAk+KZwGunG86pr99RKpH0LIm3KgFlGtL0wZMKQaeg03krMPYCYw3NzOym3wFYqbfn1z/7fX+5edtUs",
+	"CXXOuApkiJcUqUYUvlhR5cmU0GxmjA891pUQuYcQmaXR9ssEFOa+JIhKJe3oGgaugwVZZuwXougPqgPe",
+	"fCZSz0/CIsFXbmoP/OI05Pfvx9l9Vz3Z7t3nWV73IRP8XRcDwsfOg+sAiYD3B9YeMZVF2IlVgkhrOmcJ",
+	"2kGBDVOUuotyPRFL1DjLEpYHgG8ebNpo+JuujRVsNWsLgUfXtoYX5rPGeW5fmxC6oeyDFdqlq4iVogGy",
+	"t6TiW4m5H1vMPSrP45ScezpgrfsKXCVupoXuqjdrlR+ba0+fiOKWmmuRNe1+/2BIoxgbrYksVpxtoxnP",
+	"MqA/Mo4wAtVRj+IHQ6xkSuud+JCJtxLamI8/Cme2nLKVYvpG45IrZIrHA06dzgfoC/Lf51jHS5PNzsqN",
+	"EMPePxMJIxkPGlcYDqsN3ZYZN8XajVSGZXwi8hKp3fR56rx0qoJCqi/ionF/QUjAfQOsNPQH4p/1ArIc",
+	"KKMSw1ExmQYAL+URQfJ32VGVEyeguhlyc2VfybDkJ/pf0o3V0pHY+UGFlUz7RgKTbqWWgmWdOoorcdfg",
+	"zN9Ldt2jpDQQEhXS/3AsVWotrFvYwWBAJi4KpsdFZL18Q4wI1o2n0CMKHdyfEYUOrJGVhjRbXPXt52Y8",
+	"hAoGB0aItMNY+wk8CzcD5HXb2oqcuIIa2EKoDpWSXonJbJDT+ZgR47HCwlOStje5VpeAZR3Z0SaEvHhm",
+	"rmSWmQQ9VD0ujEyruNzX0sjzTDC8MMK3jZW/QWF9geIMzdaEyRRRESVRBzn6CBoGAAKMcqn6csSzBhGM",
+	"jX9C9fPJqEDNkgukIlep41q2IjqQzuyc96/YlRAj0k6olOCG9SSasAVWQvnBhfLDBxSa1urJAwpLqgdn",
+	"INUJvTaaGiv+5FVQ4VZFt/fQoguiDPcsE1zSRp5rIWNCeCWKv8PE/Y9UeaiVuFcuPefKXMyDYAoNXx06",
+	"u01WcOTLcwgD26EyQOa/0I5WGPx2tOxKa421Iet1o9hI5Aa6rvx3EePkmiO7MAI26RuFGE48HUrVixX8",
+	"V5oi54XOgbukswNoUPCkel4uLzWsMWynVMLnhp2PC7ouVjTuUsK8xKJKnA40C+3oZRrhfEdlQCCaAnqP",
+	"qJ8hViXEi502R/fcK4VtyZ7rSWF0luJ7vzA0I0qzTKtLkRPOYKxOaWVzMGZ1JZ2HczZFH1iP/YQ3eSaM",
+	"gA9v9lVe8PmzsowVgJ64ZJFdxpVRtzLqljHq3E4PJHihfZ+4F7KNlHTjYrDO+309xu3eUP7wmmQKuMfy",
+	"Uol0TSqw5V5AwfAo4wRTxfaAxsAJoUsroXI9vhywBB8GrAXr+P0anf2k21RmQCN71GwzPuOJpMRHsxgT",
+	"znVn0jp9A6JhddIfg34phVanG+U2Qniox8UgPNJ1p6zZGDzG7W4q1oSj/WdtDAD+f//P/2sNqU6XfeAy",
+	"M4yzvlYXMh9i0jaT6soZJFaLEd9qL1YgmXDEgTlljR3Hydo2A/taUrFkhHE6JDdJ2FBwBcA2nbICHB8l",
+	"TaxoACIF39HdzdEPoIQKDLvf6qN5MDkgtlDMPZK0CZ7wTGXN63A97Wh95vVZmyGrhu7nEFuCpS95jPru",
+	"KC2QULjlmkXTKb9ydofIRL+AHELKCjsylxnArYpioa00o7EyJUQqUmJugm9vdH5lACjYepRW4lzbOY8Y",
+	"5E8gNDMC5xeuDtxHvEcg1xjIMwCDvxa5vJCiliKOjtTjSxdYKnraMzZlnB6oVMfRlN5d1qwkwMNLgCow",
+	"Hm6sWxzvC51f6mLNGRHzAlFoTBipLjOxNob+MyMKOs5wPiF2M9DjvBOUZtA5PBeZVpcGvR5vImOClJrS",
+	"pCkTiLPo4KmGOI52vzUugnQurGvT19cih8N9bM2vTA4haDMSOetnEpK5tH1rjv9bmAWXqXyko199yFNF",
+	"O4ileJ4AcNfc+aB/S+d2e2sJqXSq9QeuJvSO5tmcdwDXZ7z0AeBIzhz3qPVpLeeFWINT0dpp2aPfKoVA",
+	"pi+laj76rweif2UcwlZqDUEO4dWRUFYkpLzg59yItXPev4J2VNTr1NqJv0zMdf/MOHLKPtgnsWr/vShG",
+	"h8ADecKH4kQW4m/v+aeIndg3BvrJUa7Tcd8OhSwEkhZ9nueSbI7XJ8dvydYoNNQQxIoblvznmv1mDZRu",
+	"wrSiatiMFyJnR4cnpxE7+mj/b/f09d9hvG/23u+d7nXZn+BLBa/rHru9sXk3GfMeJvlxRAvc+6mIUHBN",
+	"5wmU9/ryEuCgu62oNRA8hQj259aJKNacpfq5LqtOGwl3S3UL2VuVA5yOV3/5yu7QSuJ9JYn3Xl8yqe4i",
+	"4fR4TmRlT6XVqEoow/qZ4FQRizuxW3e47f2fWHHTOdPj4hYHbQ9cKee7hQdumSP2tcIHX7UE224yXM4m",
+	"s3koGqsnTmdi7z4jS499YQKFVVsm8UG0nlZin84ehXul9e+TbX9N4/BTWU7enBWqeDT12ZJbhlORCAET",
+	"Nu6gUGQDhiYNEyoVKYVSfbZXCQTJqI07gH/2yI5H9SHPNOrghsdcF9Eqe/JDQvtja/OoPBFNB9wVoDUr",
+	"9cORUNgkjZj7QUsLVUef4U3wQAItij0GrB1w2m+8ZG8Pj3/ff/Nm74AcEOjDjpWLkVmfIgTLc6TzXLFK",
+	"MUyXHQdPKwu6MzBpelDPDSHKPkX2hTH8UthRUeSU0jbOyWB38EKO3aw9Vh0v3v6JKEuWCW1CJPO+GdpV",
+	"9uO78Sjclg3Ckrd2LyDsskQQ9bZZEmc4ArkO3f1h0iRozMwzY+4W5Ti2M/HI9kzlGc84jnpURuWgonsV",
+	"UH32wuC1Ho4ca8j9YqqhKgf5oJZIrthzXrEBwmqNKaeyLQhVz14DLbojEAhSXXa6wDsEORhXZeGzn7VH",
+	"VqV/BI996jjGh7Cm4fkWKHydjX7fhL9dXNg/dcblHPsaLp+sf3aa6svciAfVd1d12MxWrtddrEZ1xapZ",
+	"dx1Mlw7UKSLYzxNI6C+qnD4an2eyzwY8u3AvYB/6wpBiHnGZN1RVu8mZW1sdtHX8vH1riKET0c9FseTo",
+	"/jUW+SRsSMEgyVJj29z69SlbTpax3Z0QmzLgvwUYiMqpxM0ZWJzsfMKCvVRzJqEC57LxDL4VvBjngl1k",
+	"/BItzBtxzoLVgKNi2Lm40ACQOIG4lLxUhknVZQfgxdqF5FIZZmDTmdrg5GscyWOSosCBxOcs2hLwwt2H",
+	"XR4SCPlYFXJIjwhWhSYA1wUaQOb30lWUEyjvLnsvDSVG8QZhZ4y0psBQDM8BSWOGYni2ycYIQZlNbEdp",
+	"JxM9zs9ynSHXK/awq+BRE5ZqhsUTGXSN6043Vkf80lETJSN+KYgrfSTyM/yz7UA8tl5FjBdsqE3BNjc2",
+	"Oj2mNCt0wanRvRjnSqQRsCTHCktCOTMDnSNzMuN5Lq+bMf7f4azOCO66xS0vWbcv0LIidNF1IsdLH1Og",
+	"wTssw4Hs+u9xee5n9jwVofGlWzB3SGgFm1Gym04Gknsa323W5sQtSy0SiD899J60OzSFiVUCPTlJl73D",
+	"tiw+FAYEH+11ohpuphaG3z1WGL58whOFx+jZi+NjMPOrCPyPTa57SWdh5kSXag+6WOdh1eE5hFOJHZZV",
+	"zVVDlptU2HKTIHSP4gAw7WOlb5TBPirD2q6NlumcpR4+a+h4ctkH0KUmYkOdigz7IS7HBFsd0Y0LrbPY",
+	"Tm8uBTSIiguRC9W3f9jHj2QfLCyQPnZDwGt5qE+8SQgKQ7WzzRB4TtjcTsfhMuynR9YReQ6EFNQUzA3N",
+	"/Yru9mnpbhvPbRMuHJ4O51w6rasm0HXeqTm2Pec/iMwIdimKZsCH577Hl1KJoTr8/ilg5+yfhkKKeilv",
+	"opqtw9qjjEtF7o2xm4dtb7zsdNmhylCSOp5XQODCaoBmgOsH21+P1bZ6e3vvK29u17X6rdh8q3b259Pk",
+	"uryRSLAnjXGS2yuhMIZChiDSIukbJdVlrEpUE2gskQTWMRNP6bJbxT1iVR/4mBvKoGb++8mp6BuMf8CL",
+	"LxMEgbV54Wz671/ZQtSkmHnxZY5Slg3X0Id5rPNU9ZC8o4OFjfWnqEfnR6p+Nk7FGeL7/g1ZM+BnCPhb",
+	"d+tYnbvCSgpRXugs0zesTaxi5xOMb2olIjIJ3OdT5oVW2aTT9UA+iDOpqETLRSWhJizhI3l2JSZnRhTJ",
+	"3MP7Phu+pum+9wGeioFlRrPM74TmGWJTE9SU8KnOfqV+m0RYawfoS3xu51zrTHD1yMkdP4XLiILqBPyA",
+	"oqAuTBEIhg91XzcHWm9hnXfZiauPlIY2UQKAsGNDqKyxSvDmIk1Ymkt7stqyYLngqWGcXcjMI9IakV+L",
+	"vBNR7glrF4PnQWYFAMxiFeL4HkDcFkkF5L/GAkSLVKEkg1DR68ODt+/3X58mnS77E6WPOaN9nuBglbip",
+	"zpQvzwwYeBwvsenrkfBFV6NcXEs99pw+LNMGfxcrO/CuFyEJFk1Ngdmy9u7eydrWq5/X3r3+UHIiDzlU",
+	"m12JCUrhqnBaEJr25+h5ujw4Uj/IJwpzB89fHOqubI7v0f1Zdd0/p6B6jWhfLNnnGIDrn/t3CsHXiv8e",
+	"RnCtpOe11kgpyKdy0AwF4hv381C4ZoJfCxMIWCsK9bhg3F/SLrjBDmMVqwueZYj1TYVvNBJPrWYfx2VG",
+	"BufB4dn79x/OrC7Yf/fxePd0//Ag6SyIuj+UHI2WvP61fD7x+uqKfktx+28qDH+nk/4QIdZe0+FtA60B",
+	"2HexmjbwsEd/yrLrLLbcQgKGWB0OZQFYqRDDBRgx+2OZI0x/jyXQTJtgUS3e2LouKdPwpjxzP21z/Bc7",
+	"18WAgsG+GVekWCSDjXm7oMhLY6zC/UDI7FqJLoPmoinrNlbU3luxHduhAIN3lSS90gjKbRIvQbrB73Aw",
+	"fGjFI9XdQnazYrteSisOqwbsggD304qrxwqN381O3Pj6dqILka9sxZWt+BVj649jK64bUaz5YNDn+wcN",
+	"encyFiFoEPriUpmCZxn8dO1GptN2XwcKv0kasXOdThy9TuWhkI0OZPkOwxAkkPsGHdzVX4XcNSDmY9UO",
+	"IzJKq7Xa8Byy5WRZffCuU8YM4KUjJlWsADQ+58pwgLVZxJd4Ioo3+C7fr+m6tCiuzG/ElL4JfY2VBfsA",
+	"FuwHftUgfcKpvr0kopT/g6YsDsskBFAktEFiRXhdFCt8ZgcquNQUAvY9qp1jtVTWj97oB0z74ZsvE+yn",
+	"XfGDRPmHfkcsXSd9q/D9adDFi37V+YSJT7xfIFU80xexSuwVZzJFNntCcG4rIa1ijMDhihB4kZlxfwA3",
+	"3LG+FkugNBNCLGd7x8eHx+DxwHjYkE+snk99aU851h5R1TeVgdrfMvtTrpgv4d4tOYikKf0p3xmxrBu1",
+	"m6bBlnyecfPqGJ+yOtyNYHHgnJZ5IEcrT2jlCT2KJ7RrRQJttGUKI2hLrn8eP2RMHL0GkjogqTKjqcob",
+	"6syNyC5i1YY4d2m6OA52iKYrIv0pw2kk54jZKW8IsXVj5W8CnZ/cOP6gQP5VS+brYRnsaB9ODi7rPHx8",
+	"RnHvUmBB0JvK9FfF6k/hY+B+nHu4HyIUHhonzNzIoj8oDYhzUdwIoViCfyexAvsf7pD02GXOFZZC4EkF",
+	"k6jvIsjuRL8wcIKj+Se7PgAyTV/8Rgx1cd+THkSNn/CkP2o19R2spI2nsJJc2HhlKa0spa8Dm+dkG0ml",
+	"ZWwmamubC+7hWt/kkF8KpJ+lIlBT5ALcTKkyqQTmzRzkf5j1emFYQrc5G+dZ0umx7Y3tkiYAoz0DDqFW",
+	"bxDNUkUWZTtOU7fREb3RYzcdwWys/1QVHRc6H/KitdM6l4pDZeYMbm6dqIB7ff8xkLJdcOQXadkdug5z",
+	"9EBWPdnmFJp3+7td2aIuOxErNc6yThim3ym5UH0tS9kfilA1Lp+woBLla+3WRzev3ft/S7b1N1RQUixz",
+	"dB4khvhhnBVyxPOCjUdWCWOI3Erl5EJmImHwXXt7YyNWye+7b86O9/7j497JaeIPgywIKdXKPiYNS0Uh",
+	"+hUO3fNJIcwOOzp4F7F/P9p7F7F3+29hOH+K8yMs2+cEFWaHOQGSXGw4bZ/88Y5RpXvacebx5iuWfDw4",
+	"+Xh0dHh8uvfm7MPem/3ds9P/OtpLei56H6tX7IP8nbW3N1/SEFGnSeMp/A3j7EqMCmry5saIorbVW3lg",
+	"P4ONEb5gmFao3jy3U/rQJ7/J3B66pVy3emkt5QW/paVLg8RhP8v+xVIOe6KqihhftTSuTOjlyi5A2C0j",
+	"Z6PWp7Uh/7R2rtPJGkiy1s7PW79tbr/6edZ6KXEkHjTzucsuciHW7Llm+vy/Rb9AqXWhHUyroRoGg1NV",
+	"Ak5LO9mjXICg7rHk85eEWDsBMIPd5LIohKoTX97GDt7qmTf3B0NdaMKUl37/tvixqO72yorWWRbj4t4m",
+	"d1CXeTOA8Bju3LbSbCjyS4FKOVZG5JJnErAg8ZIhn7Bz4dPwP7969fJntCJYuyk1WRsIhzE8xiZ+DKDj",
+	"2sE+ZeTrFqeJDKrZQ7VSxStVvCA7APt+eek0rXQLrbMHLjRSgglV5BPAQbf3Z/2MmwDCMVYDbnwVlEh3",
+	"PIelvQR+AV2CdoJSUNOz3d++9xDHlPEJQEDGCppnsHTfsLaDpl6z/lWKpfWGDbm5AhrdoCgqsc89g5Em",
+	"PVD+I35Z32Xoq5ZOYfKeuVa3g7wNrADMP4F7/YAdxeHrL32A1j/b/7y2m+fLo8Td3OjwYNmrAcURPl7L",
+	"xLXIgk3vT9EFzzJTaRAbG5FHrgLX3sa3ntkDZAAOfTtWtcFmerg7j3BUFmTQ7d77Slm1U7cAzybMh9O1",
+	"CvI9Uj68xCLEmX60KJ+DWS38mtojwEMiI0RERDXXrmRr8DOJ7mT5iw4gBUDW0zBZ9HwsfGtjg2F5Ibvh",
+	"k26sEtKDCdPUMXYlxKjKxAZqjbWBkQnHpsQNjrXjgQrMDhO8P2BXYsKMUEWsKt1foSjB+4HfYXgmeixR",
+	"4yyDIkjgyx4VE4ZZGmqItO8Qq7ZUA5HLgqs+UF6Ph8J0eoAuwjArpQrCKiDqsh4w0LpEvlXLLPmJ/pfg",
+	"q8RqSofb8ZdTQKYzonBbX99+7QWgd+RT0c94LrAHAd8vVmTVIHudvXnkIqRbWwg4oDGWKs08T//jyIi8",
+	"eA7y7jFqCSrv9pT+FD5/KUcKdv7KhVq5ULcAHPDyeEnVYu3AIZfZ2gK6gd1Z1CVizfOQjjO0eeLiQvQL",
+	"eT3VxLPjbbxYGX6Nfss0d16EmZ8ZbCqEm4G6rZM/Xp992N1/f/ZTwoS6lrlWQ1AI1zyXdkqpPN7z+lj1",
+	"VcFe6bHEfQmgUMzwifFenFaQJiodvIb46Acus8enSCifsrDskcustnP1GVP3zgYp9bi41FZrzb5O2InE",
+	"ZdYcrKzZtF12YoVrDeoZa3slTB6IvhZ5LtOaXRgrvw3RnPK7rzO756zOFWtwYqAncRo2aAdMolj5vZhY",
+	"N8d10oe0shHYGTPGS6GxSZ7JgmCRCKYpMcNilMSKQzsj/iYZaFMkSNqAio+17UeKDwXMUARtIHbXgTSx",
+	"orTTc6O285QYY40oFSv7HXv16y94txDXe2uLTYdnWdteOeIyN9SDVWQmidj2z6/ob3vfTjdWB6W9Ym2t",
+	"nnX3WHJ0eHLKQlm1Xgj7JtYlzCcNuNtYRDh1Qh+rVjE8ok9iYCwvI2irf2v97SvD4XFjr7cSulOmAxzH",
+	"5v7yelksFGDI5YJnnv620CwpdFICqDXYEa4bnGdZxe/0+jsnnymT0NBBsSN4NQSqY2bc7wOh2A5LrKhB",
+	"CyBWNwPZH6AbbU0OLrNxLlgi7NomrM/zXJIKCe72wkDBuFZKQJv3C8PgB6wQn6xbibZHyTPYqe/9Vump",
+	"MGBUPJKwCh/xRILKPf5wXPT1UCySVhovc/F7XhRWl63k1Q8pr07ABGJW2tSQGoaySaxnuk/d6U1+zXt3",
+	"hUeEqJBuRiUmkMxNQW3l5xMma3g130tT+Ps9pi/gHrJMPsRPwb2cgHvnJvSNKocSUquRdWsnex53VAp6",
+	"wt2hNwX8mY8FI1Qnh7zBCL0AfdRuA8amm8lHErXu9vvK+idfGxWTHr5Mb6+b2JVM/YH7brPyMDQcz2mx",
+	"upAOahdhfuH3L4x/QknvWscig4mp4GjeLhDtD1365PmzNyucxYfHWVy8TZvCQXfZjIRc92Cb8VkomY2v",
+	"rmRca+Q3pGhWaY1nFJ24hXZapsGxauW/8B0cMw2OQdeiooSAEUVtL+KHSdng8X13Et7HGzi8UTWF9nNX",
+	"cnEjYE1vX88Fd8wSq4e65RYL+B1aDU+hzPUym6HJJ6xvW4MtYD/E3rUeVlHMb0tDis+xAcZgrtyRqm/l",
+	"qu6SR2nEetIeLHr4ssXergnWwMFaeY8/biPVMod5USOVFfq5tie3UX0f4fcONrw2bMfaYYLUaQCIvxtR",
+	"dGrVN933MWU/PWJxVxJc9mQBO8jBw2r6Kbmdo+X7fhBJaxSuWM8XANICYtM9ZrS7Te074eI8vAdFd38S",
+	"B2rJPeF7a8KtsRK0P6YztNTZRHGaSt5c06UmU3IzpAQcK/FpBPUhQV+8qTbGe8ZNM4XeEisjEBxG5mwk",
+	"cgNMDyVBZwnOTUVqAzGBmloP1qUvgEbsRhife4FOllgFAL7rJXhvycuJ1SiO+s9+Sc2unJmBzrEjhvE8",
+	"l9fCdGOFaWRPR5GLkeAFsA0C1x5L/LDPZPrPvxLWTv5X9aO/vYzHGxtbP099+kvSiZXiea5vcH4yaQoq",
+	"2CmAubScvy7bL+zAoVXXoJHq7Vmc1xeGXUsjzzMRUJ2aHSatFhwXThP6i4ncLBcszfVoJFJmZCZUkU2Y",
+	"z0UDIllufdwOpLupZ8JVDNMtgbAwF0MuFVGDQMQMKDlcLZK9Bmuf/EwmV1KlCaMZiFWhoaYOARbsd01d",
+	"SXCod2G/3Trgdmto5BmOxgMYL5ULeHrZcK+3cY84XwNvCXXexs4rB+yYqYVExIjplQzu2rOLuKYv1nDd",
+	"7KrWrR3OmfjEhyNrJP3zZfTLX/bvUaZTgeqqnimyujkrTJGyEENTCUFIVfy83YpaQ6nkcDxs7Wz6aITd",
+	"oZcC5OaQf9rHn25ubPgLeJ7zif3aFBM7RLhrzTwD/7eTKhdI2Au7ooHq0n5XGbZQdmT/xGhKK2rxcSp1",
+	"K2pdy1TY/6a6Px5aBR21IPBrzc/pkMpjJghgGy/K0R4qgQJJX9BkVMXe/aIATwd7HaiMNs/7A3ktOmGe",
+	"HjTTnIRvjW5KapzqoEwIbEyCIAsiANgMo7xYilVyJcQoQfsTRRaKJDml3fxhnVVgVlybmbBCrHxcgTaQ",
+	"a1hHeeu/haFixWXux/vCsNf4qzVr0HTCqARySJA4to81IHCp5/Pd3ilDXb/Os0zfCGwyMQlrQxX19uar",
+	"Tg/52OT/CLyn0gUTn/rCjhoLmT7Zk+6YMe1hgzYSmM9c+Du9BMqjoTTADxoCBJVplA3Qqn8SOBBNd1vn",
+	"VOdp//4bkNImHVQnbvoLMRzpnOeTHZag9WHOOFar2itQJMeK4j2FHAo2ysbOXrkSo2IN75ULO49Q1bu1",
+	"zQZ6nJuOL9f1j6OGNsYvCuja5UWsxioDKDu4AAA2cNBUfgqTDB2T8FaOhhReCXlHZEGeJr0AlamVKjP5",
+	"bDfuDvsMN/vyJdjCStzg6HC1EpnCu98MeEEsJl5ZGlbwKxErblgCNzqTqUmaEYhKnXqXuJVQfZ1aiWmV",
+	"BHnn9KtTlKg/rf+EgmDJglk/picCP6dnz/e6cKfccAcWtfK7fuQAFw/V2qwuq4ttvdz+eePlxsavpTdW",
+	"ldC38s3sjvyw/2GPFEAokhLCTjMROlTUVOMt7cjLmFg5SQ+6QCpSUfqC+iqtBcbwjdEC7Q9E/8pKyUtr",
+	"/xdoqIFLgHpS5rHygXWn9+wQm8z7XZwBv4UetVYO5R4+ER4278zvEgAdzfBI5GSRPlEkzo/HaTyarWkr",
+	"qtxduTA6uxZz6rDrnH6trwyDXjG2ubFB2xw8kIJp1Rdd0jEJG+jM0UMaT+iIhlKs+lwxI0TkrDCdp+DJ",
+	"k82Tm4LpPvaz9J01I3MmPV+iI/tqp2Ncb2QFjxVqT6B17ItOjyVkgCSwEYlPDAbGC5Zqsm6kKSI24NeC",
+	"uVCGzmFL26+9L0114RS8aKPT1+eGGMmlStFtH0szsNLEGkDO602s0sXD4GFAbzR+GSsYWz22AKxS1c99",
+	"HECh8kFPVOtdHcJ8fUu7N3Wby1lsfmn7epxBQzM7L69eaeUfNBoKy0/SqhYvaFY+gumeilxe80Je425f",
+	"VlACNRHJOEw66XHed1Zi2yP7Qzity45ynY77VoqUdj24gFacYY55hyW5sHo4YabPMwAgsEL4wrofyshU",
+	"sORGpsUgYZ9YMhDyclAk0BrowAa4GYl+wUC2xKrNgX3bFCx0F2902O7XI/dkPKJHnouJpnOGL9SJvLOc",
+	"TWKVizVn/kNvDgaJkh5L+lpdi7xImLvEv4C7iLXdYztWlzgXtBur5F9jnslikrD2Zre7ubHRYSBjhLG/",
+	"/++RuITTfyPOR0yPi9G4oJ4hKGqXQ1mQSLC/mnjXEGfZym10Xqfc4+nlX8cXNUkPupBQ++hxYajtcwhQ",
+	"C1rBkuG94aF04gBPxot21raCya0tBFTJI65ph/SB53I0MwEIXI4Xpow7RABik4x4LlQBjF6lX+y2o0wj",
+	"ZLYgHAtTvZeLfgAjBTRSh542hH/Rla7tT8KyeThXb/zAZ4O00/hbJbAuNk74+GVrKNKzjc3Bp1fDratf",
+	"01/+9duNC/+NeDEoo38ybU1rrdDZHPJP74W6LAatnZ+3IW7p/txsCPo9vLKtnZvn7N4GW8/6uH0Yf7oq",
+	"zVzp31sgTvBwGwFVxFwveY4udsL4Fk7xjEpu0MVlWjMcrI+lRbEiHYN6Cy1P0jJ+wggzTBqqdrJuQKAT",
+	"iLTinLh+7Z1EanWywzI/B9qAVPR1CrdDNVHtXbVeOrkW5fCIqJTGljThUFQFz+HI9Vp9e7L5MWMBMzO0",
+	"sPt0dP/+uW8CRPBNeDR8U+Qtz7O1LpqN6tfgZBt/bIdcQcu3O7kvzEy6dYdi8U21BAiGRSCC1n7JRVlO",
+	"4Ki5dO54viJKuVC5wRTsDJxpqVx2Fsbkog/QIGLtRPct0HrPkNbQK5W/CYBxupR8chzl1LNYscDapRir",
+	"5BE6PUa/xdSJtfxMrCq/LTQQZC+fE/GwanA5AqaFdjRxsFqj04o9F46y4gixz4yrFWggMi9DHP+wG2Nl",
+	"KGIHPs6LnZKnggpZxj50TTvfSnHvyix8Fv35WBgDAEbYib2cElG6kBcyaNhvbiqdNgN7HsARi8rCW1Xr",
+	"oljbSjQQYGNl/2m93JPxub+/8QHiQo/7A5FalYCiPMGHpE56Ay2sg8gkIiRXOVXoWOHlzXRQu1l2UHnn",
+	"pwd7rawBu7Fvlf4w3Sg8y2aK6NTUArmNW124v75Ey3osRI2O1oy+UdUndNnBbMkj1Y/NlDwCiwKUPPYW",
+	"lTl2uizB/U5VCpg2sUOJFX5hzRkT+cvIyIDB+q97jJ8D/Cn+/FwXg6Yk3/TO/tpVfB5Flt6uurMR6Aze",
+	"ES7yb4hBxoYKNLxVpQaNLIZzrTPB1SP7L+Gc3qaurLrFvsmCsjsdyhmtsm7Xb41n2e3yoyeiMCyxvwUr",
+	"WytSMzVba0rbYO0ZqI9YDfSN9Q4mKFcJO7jLDrSPPJ/rdFJ3oD7w/GpaWxzjVvwqm83YAVjtwRdrkDGV",
+	"b0+duCHcAQ7a96xK7EQtViSM5MjyG9eEJsrtjKMSgj9ICpVV4uGNIyhKTB109/kkVlCDpnPklrAGcHFm",
+	"ZR6FpOgTe00bq+VL4czORZ+PjcA9TxRV5CXHCpEs2Zu993une7DxOz37dAiU6WIAkThAVFM0GgmJlCor",
+	"pzPJoEzOinwqYOeV9wrR653UL6HN8aQO4CArYc9juFLkAscqF30hITedCygMrK21U/Tcc7FAAVZXbT/1",
+	"jWzBuJv0kKzqoFu5tDOK8h9STT/8XKQMV7ZpBMFOqC3JBnYT+9IuSlNXex01zwL8HuBHfcXt/JFMTcmt",
+	"CtmfA8tCZbtKwy7tVvzK7vO3gAITHDAsp358A31KQuos9QY6ZnzBSO90F5rBFTfza6nu8KHL4MVV3vZp",
+	"MeMa9Wd1kHMXfXkjbxcTSjy74ROrLUDaYxh1yne4CDZHwc2ViVWbcqeukA0yQLwfWoTwkYRPKF00Nnj/",
+	"YcRGYzOA6rZYJXYY65/t/++nX6pmQALF9xVZcaGzTN8YNtS52EG41GtQtPqCrFQ7RELDixWKS88/FbGb",
+	"gca+6ILn8AJWq8KXCRvyoj8Qrs7CfhYF3XAJ3R++iFVQucCLsFMC2sCM7wObmVEosTSsTa6lzjEBtoO3",
+	"j5X9utNjiRhymVViL/YDnEHWvoA6DYEJBFwWVmjteInhtT3GQ33t3w6kA0DzQILAlzMC20bZvOizB1RN",
+	"GPQs9pjPPMZqe2ObHRyenr09/HjwZmbhbqADkAZGzONB6sEUemQceK1Ul112Mj5fo7nG14NJnDClrfXk",
+	"my2hNAQoQzpQY7JbWjjGsylaS7AyGiA5g7HseCvAmmJQ9OsLTPhQxKpdsQOj0AjseIJk7F+glccqE7ta",
+	"SegRsa2NjR5WR8WqMprygs3avEKTjfV4VR1NIvWJwvfNw5lT3KywJNYua2W2aXVpK1pbmQL/IP4fsirl",
+	"LsOesY5WpSqrnMRtcxLeZoQM6V2jR4vRLicz+MGoeGtivT1m3WLs6pLpMoiY4QAXOZThtTOpVFVcQCr1",
+	"F/5b/+X51tW2+LbrOu6Q3AApkq7gOR8c0UtV5/nW5wtCtLcJz97tiFWiSDxWlb3hyh4guoskbdacQZfP",
+	"x4GXjtyGL05R29XZrTMJbnOAI6h0eYJw8vd5fCFuPX14lwlTj7LxpZxXs3kH4jC8p3WGhCp0Ptlh52OV",
+	"ZiKlb8Dh1sORzMDjxs5uqUxhHR3K47XHasShb1E6L49+zFKZi769bydiBowh67aabHzZte4SPR39syFX",
+	"8sIe8AQ5lWc5MNHll4YhbCfDxkkrL1Je8FjZU5LL83GZeIThmoH1hfGuZ+XdXHWX9YtoIOBPX3B42ULD",
+	"/fHXJaumrwlzDVO54MYKD+VISyCszS65gwzAe5/RpJ05ds6mbO4RrfJjAmHBI5YJUfl98Q3xmkFAq9yi",
+	"Iz+f7my5GZ7HgVDDoPPOrSis+lgBJgIxmDWuMmt7Vgu7bTo7wHiTCaq01BeExhLWMEJlcl+nojytrI2t",
+	"NcjKk7BCZJnxiR6i4YkV3VR1uuytcAElwezpxAoFAAcpwTH6vOCZvmTt5FrkVmYlJQsHoBHxQpiiE8Xq",
+	"WuTyQlKw4eTvu2tbr36OGB58hHBoPPqMF3oo+zyj4+hObY9B+GESK8f6U/9zaVgmLgrG4Tk33HQZrWDl",
+	"5UgBU1GRuIb5CARVabh02a7/FZx46XNPwb5p69zJwk6wPL/F6vXhwdv3+69PQXDQfXTOaAorE+vpZCt9",
+	"q3VNSj1rGnkRCMM6zwW/As6mcSZgPNbgsHsF7Sx6NnQ/+bX1IgyXCjrKzXgYK51TR3Em1RVk+5Judz1x",
+	"zOXEZFyRhOXooScfYTXs4Cl5WK4XdkHhwcgEtcC7Ai1YvXMxkCrteTgTWq4hUfPjrTd+C249JMQPpWPl",
+	"5rNkiGRtd+Tou7NxniUdYhyGcoE+9BAjm9+rjZd1Ancflxv30yNFtSrPeKIeJffwBWiYpI7tSfPnwB3Z",
+	"byME9NviX7zW6iKT/WIVAnqkEBBt+FKYTOubWl0cWLjr7rqHsnTnqe5YTQuSWd1tj2dnhy2vuWNVNiIE",
+	"HVEksU1FR+iLC5Gb0D52SsWK+xBOpDyUTtf4Hgz/GxmcXTTx3XOkYf3/n72vb27bxvr9KhjPcyfSXkp2",
+	"nHTvrTU7O6rjpt767dpOc59ZdkWIhCSuKYAFSDtqJt/9GZxzAJISZctpUidZ7f7RWKJAvJx3nPM7PMa7",
+	"L5ak5oZNlF5dfVFkETMiVnBT5HbgxV/39roDFk3ArMDkLNfCl1SeyhfYni+xEiSU9GjAIjsdEflugfXF",
+	"L6EMUL4wl3D3q3FQgKSy46JCCKVUbGOFQFXFYrlwDN6FB2qHw/dYRYNzLpbbHX6394JdHV3+cnx4NHpz",
+	"NvxleHwy/OHkyG6C1Vd3s0Wf/aDVHSg3rzglgH7d4wK4xor+iDj7x9X5GXOAeix6H+44sgl3Dtg/q7/t",
+	"n+HOrZCJ0ruWVsKdgIU71b9qTBPuBKG0DwPd+JHob3y81Bn+w8z4/nd/xX87swp+4d8GvBbu/PrB/t96",
+	"UGh9EIRI1C+47k9/x2Kg/u9pjmgmTZuBTfCM3bn1rUqLGIE9aqXggjKVeHoqDyX+oBswIi1WzLQqpzPX",
+	"UHOsSuvuxVoISYUzTTydCFf2gO916KXUZ/bA6EUPqWWiji/bBfuD2sYrD+ChuiuwsdJ4T2xx/73BvZ7d",
+	"OkZ9WPQTVm7Ta3MNqosZuxELqqxrSHcU7oDVkHEzY7nQsZAFQTwkoexElLbnl8njufhf+z/eCW55MOpW",
+	"OYf1wb3KbXHHZIKJ6BgIIT+hHjoZuKt5pTKmRaw0or8DwIFSmfGJeXAVvoAYCbMy31n3mB5fO0RECTbd",
+	"Nt/LCsq6vdmoACQXLJQ4UFOcO09o2dsnL4BWIea5dWSZKdIs836i3VtngFOqQx1HYu97dnwGTtro6np4",
+	"fdSegpgu+Q/3Bpsv6gcf1eR29AAZsE60fOoDtAi0KguhffYIeZ+a3wHV9dkrAQMElnLpoVBG//on7/2+",
+	"1/v+187fD+if/VHv17+4j7t/333wif+KluBxd5pTbA+V09FvGi/ff94MmL/4Ii+7am5TWdloX3ys/NG+",
+	"0teRtJgueR/rAn+WG758/dAQE4OaiPBotauy4mJ4ffjT/QqDMocA8KuSnfRiqoFyIcGaG1QZI8+MCw4S",
+	"pCsECBceKwntwWc+VojNgcwdz0NpdwZCghRycuG/THCvxrS4TVVpvKOTSgZz7jPoEuih3WvzhyCloaTe",
+	"e+unH6WDQsmX7kRY80ak8il8Ea9M1isSKGsns1t+XKywHXrWvnuriJ5WEX366GH9XJ8oA+5RwUMH8Oy4",
+	"4VvMG9tGGb8IpOAEMJHkivW/1lOkyF+PIn+f9ibdDeqS0OllcCsNISoCrvORnf2uc2KawChszhcIgl15",
+	"cXdizGoMfGA1B+Q02wEKfiOYmExEXLjoiRTvCpcwgxFEBYhIWkDyeZ8d8dhaI3NhvMgPJY6R3hI8SQCK",
+	"YFymWdFLpb8YBKxAH3dc+g2NaSfeZ1eA5B3KamtuhdaE98eEvE21knPIdb+bpfHMf28csH9t4yYpXCzZ",
+	"50LZfJBmZvAg5jzNqtMATNoqZ6mGIBjt2id7dKXaHdh5xhq6QiS84GNuRIDQ/xhMAjvNjwtJ6b5iu9lu",
+	"AGFvQllbIdoEBHeA/QTWYEtdIt1cORr9nHixzVc9mBpMzwHoMGeT9B3A/CZC/2eEpqBZW8sNgmlnYbQ6",
+	"612jgNIe7X1E7jURm/PcWFcBhEw0XSEWgCXixIkoh0J5IxbPsIGGY7PUgewjKmWTmYCC3W1ujYIxkl4o",
+	"JsssCyCNIZ5RqSfhXuKY+PbOCosvsUclTwiLFIK03X4of7YLhOg5VMharimlr+EeZhmUqqItf4C3vTfS",
+	"MveNWASMgy9Vt+t9+45Qtu1ZsLRj7E4r617AhkE9igdrWhJJWkygsKjDQynFFPG8sCrbDuoMe54kWhjT",
+	"mNOsKHI7uP2v6dat/VAum/twGu4y3Z8dCjsp7nB6htBZvSSqqwCmJlZjpIblWsXCGCqecX8Kr7VIl1Y5",
+	"aVjzg2ol1Tgq6pC1TkibBPtchvGKCHsa4O2PE6Q1YxnJewuv/Z9ZMwHGntIIUreiXtpUiDVnjeAatcjG",
+	"fS2G5sYBN9XSKnEgKwxu04Taq82s7QeeOqS3/RbhvYETVEoKNsl4wSL7IILcBGxsZY2JwXRFVB1XBRcB",
+	"wqfPNsJwEOavYRsNE0p4JYAfLHIR0eW1HcvM0hzwn90MA2YULWOWFjWbs8o5qB6Febs/Xb9CtN2g208N",
+	"mQAsbyH6sF6AOUjncwroFLqUwDhWB+7v7YVWJWkeF3B5j/iBqBAS2EC7mAzCBYOqdV/H6hMovuzSnuJ2",
+	"Nnr7YazQGuyxkqbMINrF5aK+JoPhosr7oVIL+qFfbjtWoD3uC56JongQUBofZoV4Vwzu3Q9WbUczjX4p",
+	"DrMEKvBbG8bPetyCU+qoUmGfANX4EOX+XkVz3+1110EZADU23kwD7Bzs70G3PYQw+G7vCfEMcOsfUiZ2",
+	"/V8d0BARH0memoDDNTsBZ8Sune69Iq6xHifmiK3QTQVqVe3M7qrVsJ57Vo6fmbCGe/Dm8sTbwr4+Hqqe",
+	"VZ7GhnWWSsihWjgKHi4tPy5YzLUVhdhM9UbIAYQWQLBaSRb55Sud/i6ifijfzoSE+nUrm8pK/wQs8v8G",
+	"uYW4K1ALPCvHkAgDhmeZZWu8zisjhiUESD8fOeMr7qPnqwY0h0RoEUBneSJwhHUTInxqRxT1iFNplskX",
+	"zu/RNHyJN+YOY66XASKOJ02NRGM9OPbT1f53f2X/eHuNlRShjOZCx6UWff94xOKMp3NCkxPveFwg8gab",
+	"ai5RiluK7lYrqzKrTnG0UM7KMeugTUG9+uhFo3/fFaMbscAEXDeEmI9FkojE8lWfnRPWRxsjrTAMMhKS",
+	"8H2sBMgBY7+KA2s/OF0wVsVsEMoIXtEERYDHMeWZEo6r8jV4fA2oMNokYLYgrhIOh0dBF1J2k7hh0ZCO",
+	"HiN27AfBtdAsLPf2XsTwA/iniJjSARkvkkVHt0IWV9BBwsoRji+IeH2wiC0BQFHytjXuJuCxWrfQSpKx",
+	"mFgDqo5cfI8cYR0jBAkeU/CiNFH3gDWxFVrEh1uouDIPmhPXKDcLhUfg+vuSFPs77P3fOPZ4xj/GUXeA",
+	"/dIcpEQbtpa6k2h1PNicF0Zt78lb2SxAcs+RCndW7nrq7Xj3H2rG++vnF6mw+ffiEazIjW0l36qwPzam",
+	"FBWeWSVjm8K+IbjWS35koEeL/StMqk3jGQgSSHw1yKydyAlUah7jpS8peKittW5j4L+KKpSUrovcY+SH",
+	"2N8zf59dtEiEVIYS5V3vTukbazaphKJ7Y0jV09ZscU5lrkzRK9L4BqFwQKqlBW2Y/dhuoWk0QOdOvcB6",
+	"U1NXPM6dWVEzA1/7VIAsU1kWSiyRAp7dfW//c5x8cMg5kX1kBC3fb3k2ovzmaL01dIXH93mZF1/y4M2q",
+	"PZd4xqUU2TPDkLCezCS6qM2G5tLOBCg8H0v/Jx4t1yELVRa7upPO5B5Rv97q224AhnuPkv7gt6mMsxLS",
+	"Dup9vlknIlATSGO38xIySeU0QGoCHMbq024/lEOEqgL4sQFzWMDY68uaadbyeAAXuB/KiJQqFbq7OVKf",
+	"q4IXYsAik8pYNB/B+tiI0kt8m+ZCp9aKC2XVVBmjAbIYELAUbBMNBbgzdjjQnQ5mqm7SOBZPUhMr4ucs",
+	"A8FS462/4yr+9v/eHL05eoWqGib9N7Jt0rkwBZ/nzr5BDvzOFRWsS76+JmV7r/1wXhGGKwaGjVvn6HsC",
+	"3Ywn7RyI8z+saaOPL3epPu4QfCjX1V9Y2+byx0P24sWL79eGIWDb2tEU7fA9u5U7G6A51ibm2vvj4a55",
+	"r6ONPwDkGHx6YOnPaSnZg30MjjNs5jeA3+wtWJLPyGT3w/WtiuXV3k8gZDtWtVdgbQ1xTFZSvWFMTZKP",
+	"Rabk1PoBg+bNqYFX1NDuPKqcuVlu2hdKHC2oDVfNrt7LD1ELPJYVQ9E1YJyRxNOlNCwtrIye83cjU4gc",
+	"AQieu0a9napVIS+Y5nIqDtjL/f3uAG0xgtSrv74yZEIJAUd31Qmtb2oCerWzTYWFV+s4D8HzxXIbYIRI",
+	"4Enw6JRBhFuzFPFo0HgP6RIvfhaLnc/b5s/O8InqZvHVD0CliDsgz4CsIaKubbXs9vJvs8s/rgvGUcJ1",
+	"uDWtC4zCuQqWVfEd7LzrpR5VidjA29ze+bmvEMoJVZTT1riGJDcuF0oKJjIjDqihX728CCbpc4Tnwhg+",
+	"FSbASiHw7YJQ5mg3W9NYEwJL0y4f1FvUAKpDjg18rT3FF1RUhHCrVe5WKCGKtYAp4T0bzGQlw5qS8Yua",
+	"2rh8c3Z2fPaadfjY2uUpeQLd9R1jPkoswvFcw+bvfAmVKW75TwFxva1Hqfe7gaNotcNaveMNubOKywb4",
+	"nJmleYWbdCt4JhKwoKxbYkIJWL5QYKGyzPLohGfZmMc3aMRIhcEGisTUAsN8rMpi2ZPrrgmffNm8s4lO",
+	"t3v/7XehvJopvCZYQ5yrGmUX5Od6zMBH020XEvrUnUhapDYaUkEonfhWmg3fDo+vj89ej67e/DAavj46",
+	"u74aVD9y4M7DH84vr48ACVqXErpcQvhRqiKlwqdQoi6gXumU2CZyBlXknDTXnU6LqnKIvPy06LNzaZla",
+	"6HkqecY6h+enFydH1zDbH4fHJ0evAnY4PDs8Ojk5eoWoNIQwlHNQXR2aYsAujs5e2QUNLy4uz38ZngTV",
+	"Go/PLt5cd2FpB6FcrUmFtrhjxI2A9dNtmBamnPs7Oss1qSxFa7RzaH/+bTCsN8Dd6W813hNovCFy1WNl",
+	"Ss/biJ9WukT4Fh8srkzRTjxLs6SLEO+VGKK2AobPBYYWDeMGuYx1SCI5ezJoE0fdAwpO2OGXJRLe1BqF",
+	"6VsU55CxMAVkhqlbKCJ1mcItowehdKGUGU9ln107GbQiYw5Yq8TAIAGOYGcIy18nGa7K8dDu1tcvIZo+",
+	"yFZWfEmyonk2WLPLTcwTwcr8jutkQ0ECtP0nWSehbKrpZif8Jb4DQaRUNrI+MsT8EMrPvte5y2NexDPI",
+	"1I/ooz4EhSDPhVIgCCiPcACZ+95f6eAY4wWLZoInQmMGTZ7GNyaU2Gmc4TUC3J9ERmQipkyaTr1jRSkz",
+	"LFkQ1UtSw6J5mRVpngmol4omWohRId7hhZSvuabcWlci5geYccMibjf0Ry3Etf0dmDBUvwGpOrU9Chgu",
+	"wko2P9GAcY8hSLsBNS/NrRC4E65h+ZxnE6WtRTRWyeKgPULKIC2G7rEbZ+JL+UXiKSCUTrK7YHJ1/Cnc",
+	"5i3MkiHXKmRh3E8Sgw0+Qh5/+pBttaAnqsXY3FrEg6PwfZbhYROAqDvvAMQCQccsHee2snkbEf4cEWFk",
+	"Ica9FPKyDSj0o8PBuzzPtboVf5qCXPZsH1KR51KwRMSpcW2S3AZYjeAaZo4XoYSOR67GodKpHazCwDo2",
+	"PEam1R1Lk+6gXidYs5Tt6xLE6FseLnCFiuAKpAkr7tJYrFMe1hPH7U0QOFCX0hDqC2Zw6inUfZuIwU1h",
+	"B+TONL0Vsq47EP1E5cpA6SP9xs6fafFvERc0PsCoaJGT849RvblKRFbF5yPEJo9aVRtMMjVuBx6n2JZP",
+	"tlW14XZ8S7qtWtFXp9zgcgZUGx14Q7OtnOdWt2112+fQba+A+LwQqu4NP16rufDm51JrhG/rgtI+0ouY",
+	"51bOouvKsTskXlv2ytywDjo7I/yozKNuwFxwWGkXeqgLWMCXX47Y5LkvNMi1mudWd1gRz+UCL1K7EKHC",
+	"TB26kw2wltT6W2BNRDhbalERYPa9/TZJoFEmz1zSyxwqLu2/WcdlvwwaXQEov6VCNhEJg/yWAatnzzg1",
+	"EsHfI4h6/2+28kJMS/6tFKWLy+NNOAowBIwkauFloea8SGO6WrbaS6s8b8fSOCS6+IYUUH1JX7wG+uqy",
+	"YbYK5StUKI4lXAYNSsZKCpPI/Hj1gj1+1+axf4RuCaXdBqF7V1ZtHGEP4U5UiHcFvq1nCi34HMDLIUCo",
+	"sdOw729M79MJhKQyNT0IZZQmB/6WAx5/ZmWvZSVIKO/EqoRCPyjKeE5taM1NN2ARPG5/bVUC9ZqFCo0o",
+	"4QU/iGAaWYp1V/+4Oj8LGGeR3UiYPdXq46wpxx660y5MvU2yR7sIZVxqozSWkUQn3BQ9GKh3/CpyQT8O",
+	"yMNSihjq32t1cQwK79B+DSUmzI/8Qsmu3aOmxnBv26XMfurxa1x9HFzt+B7DdzotCiEDAsCUik15TuAr",
+	"LClRYgqq1YMSHXA3CUPFXRUXMzG33lqs5gD8ZLctlJ3oAPLwe9zOIOoiqL10KRXPq+x4dlww0PcVOIiv",
+	"G0AqgEivMwlCqUtZv38mC6MC/ZIrerNQxB+1O+qaQYJIP7wIpZKxqCwg+6IZT+yrCQNAKpqS79FTAZrA",
+	"CfdZlIis4JGjgZhrvQglOqqqLPKyoMgBZ4DLgESEABEL8lcg14nBZID8Sy0tbZOpE1WYOKHsUOkUdLoB",
+	"MJ+ZygTAF0ALMsYBtxQyZoVmRlBiG42FkEttmAkwLU/x5o/dha0k8AMi66LOLFTzUfFvatgU0mGh0oNq",
+	"HzzuwV63v8JId6mk/gxjZYWiFhhuuLcawTPShrUBe+21AatCEqpqSIBl3BREOdT9PRkgO4wXDU6vdbiS",
+	"SBFeKPhVoLyoltHYhcYqqvrO5/8HDrCw6mvnYOdf/9zrff/r++fB8//74b92PgZkekV4Ny2q6s1pcsBe",
+	"hBIlriO7UIKcZe/DHbf94c7BiyCEmYQ7B+GOe3LnQyiBPpfn2GqJ4R6TYO647P2a5GY4R8g3hRsmJ/Gt",
+	"2Or+B6RA4dZwp1OF4+4Wa6F5vOvsBYzSfbEx1kuYnks9gCAghoDIySI8XxTQXjy6SCLpS0gwysgesXIK",
+	"XPhapUYzhNgmUHEe35BvVi1o65ltPbOtZ0YcjmGrTxjuAxP2z8pARVs6lA8I1Wt3S+R+B+Es6jvkQ1nV",
+	"xcwstfbqIpQ3Ii8GLioHFWqZ4HDtHME6R+C0RWwKyCXjBThiCC+/uCcsFkqNEP9UKgdNQcVGXbQv7RDf",
+	"WD5oQ9BtU7z+1BSvSywC8l2VLYNIdbdZQhfQcw8SHT9BLVOT5xtMkwpTqzcKpSvhJC4Et3Y0T2VZCIdK",
+	"NOfvRvTTCBFCNJcGAA2BnaHXh2Gdy+H10ejk+PT4Ogjl1dHlL0eXo/Nfji5PzoevrLtOH8E1csBeD6+P",
+	"3g7/2/15cnI6uj4+PTp/cx2w88uLn4ZnkGL+9vzy56PL0avjq8Pzs7OjQ+u1Dxh3vj9GwngKkZMJdUyC",
+	"7Csp3hUjWpS1/kVB1SF4pxxzGYuMoGobdVwHq0n2Veyg4xLhMZi/9JZQAvAYXkJLVQXv6QUHm3VbOoS5",
+	"IfMXenEIVPHtCCm/m1s59RRyCqmrYa0s6dXNRFaRxjfrrZPDVSgdK6sGLJUI9UMfLrUPqgNwsWVpF8q1",
+	"pZvYTE8bSvYoWL2Ma993+cyFZolOb4XEZHB2CbkrDiXOjgqVMRS9wevOTKmcdex36CtC9M7diFaGXpeV",
+	"EsO5meBGYH6r3aQR/O2ReChCy2vp6ZgL7COK9kerpZ9L16Wr97VFLT/+tzIFWJfivvKb5cTe9iR/bDGH",
+	"iHFUu18FHWFpfXYhdA8uZTUvhMMA8CG75/t7sCbcf1Qu3QEbi4WCXWQv97+nCh4QeL2h3YpoIyvuOo1v",
+	"vg0jbpkAtsIRhePL/Q1edK3UKZcL8trNn2/8ldi9leQdlOCpiS92XwUW69aE7Fv42ElZpbLHg0kdLSNd",
+	"g1zqAKg0JMYDVjTcd+BVGvQIwCT0jBsrlbzP5hnMYAkPgnOzRMQZpy8GUHcLIFF99iP04Ieff7e3F8ro",
+	"+vz85Gp0eXR4fnp6dPbqanT18/HJydXo9Pjq6vjsNWG68arr5nyO90DM3KRZttSSX7xLTbEWSgl263MC",
+	"3vstta96CFjnGiKGjUP4JPhlDyzFB93f74BFjj9JhJ3R/WexE7h4OwBGqowRiHX/R6VFzHGH64eERxQ6",
+	"sOveWKdiksppuOOabjRPDjlro70mll/d1kNrKWxMVstcsIbC4N4T/zR4B0OJsQZva91FGZagIPipyjxI",
+	"MvyyO8BGh9Hx2fXR5dnwJAolAlo4jNVSinc5JrNS9z9Lyi1gRstkUzfC4O+aeNh9b/9jjbB6g6dHdQJ2",
+	"WBdoIU0zNeZZszmIfcWAVYGq/jr8CKWyWgeMR2phu5xrWMwFL2ZfBJYEbYbvXXEntKD2L8kWTfTTQUUU",
+	"LXuNOlOprIX8g0e0MHu594JFHs24jg1a4U3X3p/xBWLsO8IHcHQ3qY4VZs0WYFS01x2wnBtzp3TSKxa5",
+	"6wlEYQWuobUFdfunJIa5NQiiv9D/ooCV9kXY6wjqcQBeax3exFfDa/WZntjdfSzXwZFs2W31Itc353oc",
+	"7+RlsaFqgI55N2KBeQq63kK3oScg4cTwTAxYJMssi9BTDCU2+MD7ekpqMSwtBkjkiPomi2a7K9bhrq0W",
+	"NqdjUghoBsXGkAdVhBL7ZkH+ROL67y6xE6GCLzGlXUyFDdp4TT+UQ+qjRQremy9o8DZbY7U0zpqmVo++",
+	"3N9f6l4VSkqz6rOLVhlh1y9krBfYvreAnoVtjH9Rfg7G//QXw0vzfKrb4U8ieWreOKS7fYuXx9u74E9/",
+	"F/zWEsujxXOLZW/9+t5G5v3athp1C78uvqhDKATsgNg3NfPfGKG/KVPfI7hujf0/wdhf3e2PMfdbyT1w",
+	"rQtWaJscgntM+FA+zoZnf9iE/3r46NHKdPWMP4Uh/zWZ5Y+l8nbD/JFU3mdXfC6YLjNM9Y/ypi0WHUDS",
+	"K/TIbbHrqQt23Yxna6z4YNWKD6U344NWoxxt7yUDP4D7MjCxE2r1q2uGtQHDOpQv9/fvsYk/Aydt7eL7",
+	"WXlrGW8t4z9mGT9OQlrb2Aq6ey7F2qIY5/6ii6VJv/Xy6A2M+lip8UV1e7BLeOhSauh7PcA2/tlW7VN1",
+	"hyjpdB094Wnf0xCijYpe7n1fJVq49uapYQW/wfKitkYD9k07n7NPgH3BE/UJwFc/3CcAfNBtY4CtZtgk",
+	"Iw2ImnAdWjjWa4Dd9+n9WP+tPAweqIsXQ0FeoxFLLfvs+3XBD+LoxymKN9DH88njHPTINp/oSVHx15D2",
+	"5nea/bZgwhdLl5uoiZqK2IbYlsHq76GYHLDxNrSC52kBuSepyBLTvHKjELGTjE2hOMn4tFHE/AiZ+QZa",
+	"xv1x2vz05lM1sydywjfiC+q497WYUNuaxa/Q5kJOuFfMbJ4wADdMIGKYeBeLvGCRC6lH2DoU+aspcUL5",
+	"0SKntZwP4plfotSpTW0rdrZi5z+7VBpYYVNfbzdP46LU4l5QKnqGpXMKc3G6LEEAC+h0kaVSDKC+yEdz",
+	"4PJkxg2TUDE8lAtm0qkUSS+lm5U5X+C9X1qstb4vaIKfzwiHZe3+pcnsHqZmnEqOFVuboKTAWN/+XdwQ",
+	"zu+ZcaTxMJ1plYnHBZjXRpQvYagv0SmzM9uogsGuYOuZrYkrc0dcmg76DwWYj6vEG+b2nkVg+URszm/o",
+	"ghbkEZdNk6hFKGkuPRF+aWYQTM5O7ImMoE3Jv368tctOAJLdXnZu7ZxN7BygdcaBiDbUPrvv7X8eH95e",
+	"NWp8BvNMZZiTYkceMC1u1Y11vpx8AXzHj4nwXNqRxB8WNKvogFb6ST4XHvMu58WsQryj7WzKjHp52Zy/",
+	"OxFyWsx2Dl7sA3if+/P5x4DdPZmwsUeF793G7Z8GzMUS+P0MjNW8uzNVGnEjRG6J6hPgIfgi4oSLuZLI",
+	"zQSTgNwsZJKrFCoi2oET2rPHBmx8H0rCd1SZb/qhvBQ8N0zpfMalYR3XlRQQIAiwE0qcofw/YO0wB9DE",
+	"WiSIp0KvDmWiUxcAmrM7yCC74wtCQUXAlTqwK9ZXtqDAIMapA64IJWKtWJfNMu0C8VmS1OTU6wgXmZQC",
+	"gCCTMhMJ4Lx2AAzS/gtAqXg6h2IMNU/tJi3gNcWdAgz4uNTazhhbTGAPFvcKKP+2w0DzlO4SJgJbgkTY",
+	"xzFC+ekRES5LiQXlP9UJ8zOKutW33Sf03s54geScc2NYkn4FadZfAwCB4DkxLIFPmQYHrFK+2RyWYHlq",
+	"7XMBKYb6v6UpJZpYAZsTODeCpaSFYbXmCrkWk/SdVf6lznYOdt7zPB/hhx92eZ7u3j7fCXZuuU6tkWaI",
+	"bukJFLrAXzsHO7vmNt5pTWusXhdVP45Yp5HwChaVmyvH3PGZMgXTShXdvqXsX/1WrYIcT9GOgjZ+mZqm",
+	"MmC0aSZgh1eXP7LCHm3gK9XgsMScpxmbZOrO9CujZ1gWsxZb6Q24hJXNlirJOnzVQgxcTJ6CIaZbGxv1",
+	"WTuOcTMa9sywXKtJmgm7orgGEEHj1kY9JDkJMb7VwS/KcZbGlgaLdC7YRHCI300yPq2v+xAOquX30KfV",
+	"HLAY8kYCiNEFFL8OKFU5YBN+qyDl0I4buFmCWoJenAb8aezFKeY5gGUDFHzVXx6AziZCY9OrKeF/2+8h",
+	"r5CzXKcyTnOesY4PC+RCGyV5VvsSCginWpV5F+oNCUbHg87C0JAFSZ2r/C9TfKOGzoxsLuZjrFPupPI2",
+	"Nek48z9GUyCUL/dedgeUhS35lCIKnVo7k/rwppmQqe5kUJttrbUlPgK9uAh5jojPNw+jRaVmJU7Rrd8B",
+	"IQAzYvLCPTQUa4fSF2vXa7VBvTk2gHW2kZPQrqcqgDERfwOFHjAhraiYC1k4ALLAHlHPK02mboXWiPuA",
+	"DydBaBWN6lGfs663vOA1vUzcinphF/0ezs8aE3YafQb5q1gPgnmDDqNSpDqUONXMqsBOFJZ7ey9iRKGA",
+	"f4s+fmTd5TM+pw8jzP8ntA8WxUqL/qXgyZvLE/u2qGXDCEyixdWyGkBNKiYwBYcOa0DYTlOwznc9vNiL",
+	"tZKWdzSKMTh2JUXPzBS0lo90KUe8iLpM6VDOuSyt+cSKmVbldMaiQqfTKdgwr0qB+sfuzXqLi8zgNjsL",
+	"WwGAodVY8VVDv7Wiz5fGnjD1ymhuANpb79879fLhQ8TgtsK60UKbgJV0hkt6FNrnz4QMJewhWLdWATfm",
+	"doENjZyoaZvdz1AEMSFoNkfUw4tj1onM7c0IaSJNkBroTyymIALp9tmp5XpvYEshErMiDZSsgT9C3NFU",
+	"XoWBznde993NeOGbDTosoOjql0PEBxsNL44jzx81SyIIpTXQrVltSqrBju1eZ3d8YbB3v/WxkibNXhxD",
+	"LUjL7ry2EgmJxgswgh1CuWhYB93oCCRUFLg4R8AifCKCJkso2tSdpH5WJggldJeCZSDGW0OImIAqWCZa",
+	"iN5E6TkYKkILGQs8fl7pF+zprAFpk4cS31YBTFi+r5AlsOKcnAI8UFc4Sn+BC+G+gbHoD6QOJ3xQscDD",
+	"Xq1MccfIs8qgskYN2JKNYIRwKDD2+T479qoFB3BupvUyB6z5XV3yW99LqsKJdf+jF40TxmNsOd8TLqcl",
+	"n4pe2wnUlS5N85WGDicHLFK5kDyNABiQnedCDo971tjmhZ1pKKPdeMYLsL8zQT2gHbUf0A8Cdp5lfM4D",
+	"dntychqwk1N2VZRJqgJ44FKVhdABe63VbwEb/l5q0Q1CGXFpBVyexhHrnCJgkLEcS/CguD6RRKwTc2lX",
+	"oEWeAQarVnPGocXM7n8PT08YPkoVXtaFwD5miZgrQ8DL0dg62KXOIrzlRHJobJS1hcDdzdHGcqrHmYJ5",
+	"VhIOiTVmvbTxfJ1l8xFHkOgRPBGxDjD7ycnpaHhycv726NXop/Or66voAO1hgEcK2PFF9S6c+eHxq0sm",
+	"RWFlgqWynGtO+iVW8zkHs8bkPBam6romlRTdgMUzEd+4nnQEo8A6L/f3uzg2IT0RpUDXR+yVYQZglWGD",
+	"02eGAGoL8a7wO0OYbPgNtJMzM6WLUFozWecF6+zv7Vki1jwuQOxbL1lbde0/cxXCIE9guNIQ06k7aXcS",
+	"zuaZ8QtrnBJBQNaqxOmxAJdXYXBPKmy16OwcTuHw/OzH49dvLqEpKzUkIrFp7SyoyerZ0z5g3s20S7yz",
+	"5JqnoxuxGBlRoNCu+sjeiEWDT09buPA+jYriKBGTVKbIsh28pGapZImKob0r2w+A5NkVNuNINJ8UbH9v",
+	"f6/3fB/jYAn044kanp+LNKD55VRoHz/u/9soGXUpzFSmWWFdlgr0rgfHl47LQiShjHnBMzUN2K2PMCIz",
+	"5XjDgcCec3AR0DhAQ1Hpnilzy7tJzV2w1CPFHS6+zfi6R9tXWHF64TSDWYHsq8+ecNWp/rMVpS+UdZi+",
+	"oE5inSWbfLmqTyYrvkC9wDSUSygmTmbch2ZSozENqEtL6v56jXEK4JysY8U2mlg1O83OHJgHDUsUX2CT",
+	"WjaovMIsNYXzDRNKw7buHULAwPHFRKh8rHQRuLbGAfUfDkiFoQBIZQnfFHpB/0G4boZI0quOHZgFsZWx",
+	"EmEV7yTFZTDwW2HEIfpnayi3sVmAxbu6WUfecIOK9UwULFPTKbruPuQLsLfLqLZ2+isxoFB2IvxzRC76",
+	"yH58QI9aVlNSLGFcot1Tj4WzDoaj7BHYv61B6OzmnrXfnUXftSbHxkFw+7kjViNCWZmtlZWyZgMpoNUm",
+	"xHjWg1gEynKIJBjrwuVpjKQdWVbYfV/CzdUHxEKOWAe7GXkUXi0IShBucqD5kV7ATpFB0BxFqiKdUNDV",
+	"RH32ljqZRXOh41KTri8ofCY0s1ZsYiw5QZiCzcoxM7ngNy6J+xR/yEw5tgscg6dTqFhlAwfwGdQHBDPB",
+	"WLUIjbWt6HVDzMqx1W4+E6oaEntwUw16gXuEd5FuAXlpZoHvaZWrLAtl9Promi2BSEdLNxCuNVzDcSrN",
+	"bI34bDpJ1nLCJ5xIhJCjCZbuQsCIHAuuhbZaL5QbOlfIXs6MAFgJx9cusmIFFkrdlGDya/MBH6MfylPy",
+	"rGAE7MSx7E9BG4tlr8rFy4BFUmh5aM8wqrXVdRQXkarkebr7l4jlHJroegHTZ5f+TkIkgMpsrQd/O/HX",
+	"PXfLAOGsUOINRbA0z1GF+D86Hf7/aJMbjFUdObw4botu5lYbU/e9XKukjKGMwfp3HfLWjBGF6R4wruOZ",
+	"FW5W4ltBw0r4sRX7Or3lRXorSBVa0RRKDAjyOBagqxBtwL5nXGbIw1kJV6+U2QwvWhf5gw6IldhH/YJT",
+	"87585a76Xn/W9rSKvorp1R0v+n0l0ZqmmV1+WyAMLAaWylshC2X1VCpNwbOsCo6Wkj4iNxWMIVISfdaW",
+	"XxDK4+Yg8MvaOFqwqeMrap4IZOp9CjRkRvSDEcXYolB6epvwzAiKWvo5Lfwv6SP/y4pQC12C52t1b06r",
+	"N9gUNREanN47N4wZJamOWKcRw7g4efP6+Oxq9Or4Mgq8sR6ZQmk+Fbv0y6hr/aUsqS0Hrc6AJakWiB3v",
+	"XsfZrZCJ0m4SLryHn6Is2cWPpA/t7UbdPvtBGAhDOms5lPvPjCvdoRhOOrFmFeFmGHd/ghai1SIHLPJG",
+	"Z8Q6yDB+MmbA0sSE0kUcs3K6ZkJRN2ARYNzCMPhrS9DItFfwjX1mHufY5NU+Z4okVSwC/04mEYQCMQsX",
+	"fISfrq8vWGSVGsFNRyhgDbRbW0LhaURKYDbCMvoFOXcmsv73PJ2SrRu5EcEp+EVoaxH6HVhZ8Ojs7Oxs",
+	"BKkm5rcsws4AKc9EXHShJxFEq/El1lDJ+OKMzwW1RLml4cH7SnXDp4F+p+TIsHY/hkio7r8MQlnKG1Dq",
+	"HkdIYwcAaAyuBbg2bKLhytbKKplkgnUi98mRLPTC9VuF91vbFzzBFpeKKHt3hRBci1vHJXBraYQeYaYx",
+	"6CYvOsHmgxRqNhdcggMyE1ocsJzHNxAMASmHAtpUCUfeDSulfbKSHqS0LWGLbNI0BHDKLYLvvCymys4W",
+	"7s+aARGMzhWWawjRuV3O1cQrT7M1Bod3jlLZ43nOGgYc61QuB5tzCF6T65EqWV0ikCGV44/Q6FK59ZPR",
+	"sJr32Zm4WxobtjEzCkwrMB4IsTJP4wfMyvoentW/alMhPBNFYY/Bnhmb4MGQK+odYPrWxVnql3ZX8NXO",
+	"h18//E8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/plugins/catalog"
 )
@@ -23,8 +25,23 @@ import (
 type Admin struct {
 	Runtime *Runtime
 	Config  func() *config.Config
-	HTTP    *http.Client     // screened by netguard: the catalog and archives are outbound requests
+	// Net screens the catalog's and the archives' requests (outbound requests), except the host
+	// of plugin_catalog_url itself, which the administrator named (a catalog on the local
+	// network, as global model configurations are not screened either).
+	Net     netguard.Options
+	Timeout time.Duration    // of one catalog or archive request
 	Clock   func() time.Time // the cache's clock; nil: time.Now
+}
+
+// httpClient is the screened client for the catalog at catalogURL: its host is exempt.
+func (a *Admin) httpClient(catalogURL string) *http.Client {
+	opts := a.Net
+	if u, err := url.Parse(catalogURL); err == nil && u.Hostname() != "" {
+		if l, err := netguard.ParseHostList(u.Hostname()); err == nil {
+			opts.Exempt = opts.Exempt.With(l)
+		}
+	}
+	return netguard.Client(a.Timeout, opts)
 }
 
 // CatalogEntry is one package the catalog offers.
@@ -49,7 +66,7 @@ func (a *Admin) client() (*catalog.Client, error) {
 	}
 	dir := a.Runtime.Dir()
 	return catalog.New(catalog.Options{
-		URL: cfg.PluginCatalogURL, HTTPClient: a.HTTP, CacheDir: filepath.Join(dir, ".cache"),
+		URL: cfg.PluginCatalogURL, HTTPClient: a.httpClient(cfg.PluginCatalogURL), CacheDir: filepath.Join(dir, ".cache"),
 		TTL: time.Duration(cfg.PluginCatalogTTL) * time.Second, Now: a.Clock, TempDir: os.TempDir(),
 	})
 }

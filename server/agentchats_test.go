@@ -442,6 +442,16 @@ func TestAgentChatRun(t *testing.T) {
 	if d.Usage.InputTokens != 42 || d.Usage.OutputTokens != 10 || d.Chat.Id != c.Id || d.Data == nil {
 		t.Fatalf("transcript usage/chat = %+v %+v", d.Usage, d.Chat)
 	}
+	// Each assistant turn carries the tokens of the call that wrote it; other turns none.
+	if u := d.Messages[1].Usage; u == nil || *u != (gen.MessageUsage{InputTokens: 12, OutputTokens: 4}) {
+		t.Fatalf("first assistant turn usage = %+v", u)
+	}
+	if u := d.Messages[3].Usage; u == nil || *u != (gen.MessageUsage{InputTokens: 30, OutputTokens: 6}) {
+		t.Fatalf("answer turn usage = %+v", u)
+	}
+	if d.Messages[0].Usage != nil || d.Messages[2].Usage != nil {
+		t.Fatalf("user and tool turns carry usage: %+v %+v", d.Messages[0].Usage, d.Messages[2].Usage)
+	}
 	if tr := e.transcript(t, e.a, c.Id, "?since_sequence=2"); len(tr.Data.Messages) != 1 || len(tr.Data.ToolCalls) != 0 {
 		t.Fatalf("transcript since 2 = %+v", tr.Data)
 	}

@@ -460,13 +460,32 @@ func TestImportAgentTemplate(t *testing.T) {
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tplPost(c, "/agent-templates/import"+tc.query, tc.contentType, tc.body).Expect(t, tc.status, tc.code)
-			var env struct {
-				Error struct{ Message string } `json:"error"`
-			}
+			var env gen.TemplateImportRefusedError
 			r.Decode(t, &env)
 			for _, m := range tc.message {
 				if !strings.Contains(env.Error.Message, m) {
 					t.Errorf("message %q lacks %q", env.Error.Message, m)
+				}
+			}
+			// A template refused for its findings carries them all beside the error, each
+			// with its code and path, as validate reports them; other refusals carry none.
+			if tc.message == nil || tc.status != 422 {
+				if env.Details != nil {
+					t.Errorf("details on a refusal without findings: %+v", env.Details)
+				}
+				return
+			}
+			if env.Details == nil || len(env.Details.Errors) == 0 {
+				t.Fatalf("refused import without the findings: %s", r.Body)
+			}
+			var v gen.AgentTemplateValidationResponse
+			tplPost(c, "/agent-templates/validate", tc.contentType, tc.body).Expect(t, 200).Decode(t, &v)
+			if !reflect.DeepEqual(v.Data.Errors, env.Details.Errors) || !reflect.DeepEqual(v.Data.Warnings, env.Details.Warnings) {
+				t.Errorf("details %+v differ from validate's %+v", env.Details, v.Data)
+			}
+			for _, f := range env.Details.Errors {
+				if f.Code == "" || (f.Path == "" && f.Code != "PARSE_ERROR" && f.Code != "EMPTY_PAYLOAD") {
+					t.Errorf("finding without code or path: %+v", f)
 				}
 			}
 		})

@@ -49,10 +49,10 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	c, _ := env.UserClient("root@example.com")
 	ops := operations(t)
 	// The specification's endpoint tables have 152; the contract adds getAgentPicture and
-	// getGroupPicture (the targets of picture_url, docs/decisions.md) and the two task event
-	// streams (issue 13).
-	if len(ops) != 156 {
-		t.Errorf("contract has %d operations, want the specification's 152 plus 4", len(ops))
+	// getGroupPicture (the targets of picture_url, docs/decisions.md), the two task event
+	// streams (issue 13) and reading and storing the runtime settings (issue 15).
+	if len(ops) != 158 {
+		t.Errorf("contract has %d operations, want the specification's 152 plus 6", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, op := range ops {

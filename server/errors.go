@@ -38,6 +38,9 @@ var errorStatus = []struct {
 // envelope is the failure body; every error response of the service is one of these.
 type envelope struct {
 	Error envelopeError `json:"error"`
+	// Details is what the contract documents beside error for some refusals (the findings of
+	// a refused template import); absent elsewhere.
+	Details any `json:"details,omitempty"`
 }
 
 type envelopeError struct {
@@ -76,5 +79,9 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		secs := int((ra + 999_999_999) / 1_000_000_000)
 		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
-	c.AbortWithStatusJSON(status, envelope{Error: envelopeError{Code: code, Message: msg}})
+	env := envelope{Error: envelopeError{Code: code, Message: msg}}
+	if code != gen.ErrorCodeINTERNAL {
+		env.Details = svcerr.DetailsOf(err)
+	}
+	c.AbortWithStatusJSON(status, env)
 }

@@ -213,3 +213,35 @@ func TestPluginInstallGates(t *testing.T) {
 	adm.Post("/plugins", map[string]any{"package": "acme/notes"}).Expect(t, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
 	adm.Delete("/plugins/acme%2Fnotes").Expect(t, http.StatusNotFound)
 }
+
+// TestPluginCatalogHostExempt: the host the administrator named in plugin_catalog_url passes
+// the outbound screen (a catalog on the local network), archives on any other private host do
+// not; no loopback allowance is configured here.
+func TestPluginCatalogHostExempt(t *testing.T) {
+	t.Parallel()
+	cs := newCatalogServer(t)
+	plain := archivetest.TarGz(archivetest.Entry{Name: "plugin.json", Body: `{"slug":"plain","class":"X","name":"acme/plain"}`})
+	cs.offer("acme/plain", map[string][]byte{"1.0.0": plain}, "")
+	cs.offer("acme/elsewhere", map[string][]byte{"1.0.0": plain}, "")
+	// The second package's archive is served by the same server under another loopback name.
+	port := cs.srv.URL[strings.LastIndex(cs.srv.URL, ":"):]
+	v := cs.index[1]["versions"].([]map[string]any)[0]
+	v["url"] = "http://localhost" + port + "/acme-elsewhere-1.0.0.tar.gz"
+	dir := t.TempDir()
+	env := apitest.New(t, "SVC_PLUGINS_DIR="+dir, "SVC_PLUGIN_CATALOG_URL="+cs.srv.URL+"/catalog.json", "SVC_PLUGIN_INSTALL_ENABLED=true")
+	adm, _ := env.UserClient("root@example.com")
+
+	var cat gen.PluginCatalogResponse
+	adm.Get("/plugins/catalog").Expect(t, http.StatusOK).Decode(t, &cat)
+	if len(cat.Data.Entries) != 2 || cat.Data.Stale {
+		t.Fatalf("catalog = %+v", cat.Data)
+	}
+	before := listDir(t, dir)
+	if r := adm.Post("/plugins", map[string]any{"package": "acme/elsewhere"}); r.Status < 400 {
+		t.Fatalf("an archive on another private host was fetched: %d %s", r.Status, r.Body)
+	}
+	if after := listDir(t, dir); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Fatalf("the refused install wrote files: %v", after)
+	}
+	adm.Post("/plugins", map[string]any{"package": "acme/plain"}).Expect(t, http.StatusCreated)
+}

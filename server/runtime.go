@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/push"
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/secret"
+	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/internal/task"
@@ -70,7 +71,7 @@ func (a *App) buildServices() {
 	s.Agents = agent.New(s.Store)
 	s.Search = a.searchProviders
 	s.PluginAdmin = &plugins.Admin{Runtime: s.Plugins, Config: s.Config.Current, Clock: a.clock,
-		HTTP: netguard.Client(time.Duration(cfg.ToolHTTPTimeout)*time.Second*4, a.Net)}
+		Net: a.Net, Timeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second * 4}
 	s.ToolConfig = toolconfig.New(s.Store, s.Tools, s.Skills, s.Secrets)
 	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(
 		func() []agenttemplate.Entry { return s.Plugins.Current().Templates() },
@@ -88,6 +89,7 @@ func (a *App) buildServices() {
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
+	s.Settings = settings.New(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
 	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }

@@ -230,6 +230,16 @@ func TestTaskEventStream(t *testing.T) {
 	if tc := seen[9].Data.ToolCall; tc.Status != gen.TaskToolCallStatusEXECUTED || tc.Result == nil || !strings.Contains(*tc.Result, "42") {
 		t.Fatalf("executed event = %+v", tc)
 	}
+	// Message events carry the tokens of their turn: none for the user's, the call's for each
+	// assistant turn.
+	if m := seen[1].Data.Message; m == nil || m.Usage != nil {
+		t.Fatalf("user message event = %+v", m)
+	}
+	for i, want := range map[int]gen.MessageUsage{3: {InputTokens: 10, OutputTokens: 2}, 10: {InputTokens: 20, OutputTokens: 3}} {
+		if m := seen[i].Data.Message; m == nil || m.Usage == nil || *m.Usage != want {
+			t.Fatalf("assistant message event %d = %+v, want usage %+v", i, m, want)
+		}
+	}
 
 	// Replay through the session API: the same events, and the stream ends.
 	path := fmt.Sprintf("/tasks/%d/events", id)

@@ -291,6 +291,9 @@ func (e *Env) checkEnvelope(t testing.TB, req *http.Request, res *Response) {
 			Code    string `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
+		// Beside error where the operation's contract documents it (a refused template
+		// import); ValidateResponse refuses it elsewhere (Error has no other member).
+		Details json.RawMessage `json:"details"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(res.Body))
 	dec.DisallowUnknownFields()

@@ -298,17 +298,19 @@ func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64,
 		return nil, nil, err
 	}
 	if !c.report.Valid {
-		return nil, nil, refused(c.report.Errors)
+		return nil, nil, refused(c.report.Errors, c.report.Warnings)
 	}
 	plan, findings := Plan(c.template, c.catalog)
-	var errs []Finding
+	var errs, warns []Finding
 	for _, f := range findings {
 		if IsError(f.Code) {
 			errs = append(errs, f)
+		} else {
+			warns = append(warns, f)
 		}
 	}
 	if len(errs) > 0 { // Validate already reported them; kept so a disagreement never writes
-		return nil, nil, refused(errs)
+		return nil, nil, refused(errs, warns)
 	}
 	warnings, err := s.restrictTargets(ctx, p, c.template, &plan, findings)
 	if err != nil {
@@ -321,8 +323,21 @@ func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64,
 	return a, warnings, nil
 }
 
+// RefusedError is the refusal of an import whose template has error-severity findings: an
+// ErrInvalid (errors.Is) whose message names each error's code and path, carrying every
+// finding so the caller can show each next to its place.
+type RefusedError struct {
+	Errors, Warnings []Finding
+	err              error
+}
+
+func (e *RefusedError) Error() string { return e.err.Error() }
+
+// Unwrap gives the categorised error (svcerr.ErrInvalid with the message).
+func (e *RefusedError) Unwrap() error { return e.err }
+
 // refused is the 422 of an import with errors; its message names each error's code and path.
-func refused(errs []Finding) error {
+func refused(errs, warnings []Finding) error {
 	parts := make([]string, 0, min(len(errs), maxListedCodes)+1)
 	for i, f := range errs {
 		if i == maxListedCodes {
@@ -335,8 +350,8 @@ func refused(errs []Finding) error {
 			parts = append(parts, f.Code+" at "+f.Path)
 		}
 	}
-	return svcerr.New(svcerr.ErrInvalid, "the template has errors: %s (POST /agent-templates/validate explains each)",
-		strings.Join(parts, ", "))
+	return &RefusedError{Errors: errs, Warnings: warnings, err: svcerr.New(svcerr.ErrInvalid,
+		"the template has errors: %s (POST /agent-templates/validate explains each)", strings.Join(parts, ", "))}
 }
 
 // restrictTargets drops allowed_target_agents ids that are not agents of principal; a list left

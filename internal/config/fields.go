@@ -71,6 +71,37 @@ func Storable(key string) bool {
 	return ok && f.storable
 }
 
+// Value returns the value of key in c (a string, bool or int) and whether key is a key.
+func (c *Config) Value(key string) (any, bool) {
+	f, ok := byKey[key]
+	if !ok {
+		return nil, false
+	}
+	return f.get(c), true
+}
+
+// TypeOf names the type of key's values: "string", "boolean" or "integer" ("" for an unknown
+// key).
+func TypeOf(key string) string {
+	f, ok := byKey[key]
+	if !ok {
+		return ""
+	}
+	switch f.kind {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int:
+		return "integer"
+	}
+	return "string"
+}
+
+// Secret reports whether key holds a secret (never shown).
+func Secret(key string) bool {
+	f, ok := byKey[key]
+	return ok && f.secret
+}
+
 func (f *field) get(c *Config) any {
 	return reflect.ValueOf(c).Elem().Field(f.index).Interface()
 }

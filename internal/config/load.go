@@ -51,8 +51,22 @@ type Loader struct {
 	stored    typedLayer
 
 	cur       atomic.Pointer[Config]
-	lastCheck atomic.Int64 // unix nanoseconds of the last look at the file
+	sources   atomic.Pointer[map[string]Source] // where each key of cur comes from; absent: default
+	lastCheck atomic.Int64                      // unix nanoseconds of the last look at the file
+
+	storedEdit sync.Mutex // see EditStored
 }
+
+// Source says which layer a key's value comes from.
+type Source string
+
+// The layers, lowest to highest.
+const (
+	SourceDefault     Source = "default"
+	SourceFile        Source = "file"
+	SourceEnvironment Source = "environment"
+	SourceStored      Source = "stored"
+)
 
 // stamp identifies one version of the file.
 type stamp struct {
@@ -192,11 +206,12 @@ func (l *Loader) SetStored(settings map[string]any) error {
 		}
 		return nil
 	}
-	c, err := l.resolve(l.file, l.fileProbs, layer)
+	c, src, err := l.resolve(l.file, l.fileProbs, layer)
 	if err != nil {
 		return err
 	}
 	l.stored = layer
+	l.sources.Store(&src)
 	l.cur.Store(c)
 	return nil
 }
@@ -218,12 +233,13 @@ func (l *Loader) loadLocked() (*Config, error) {
 			return nil, err
 		}
 	}
-	c, err := l.resolve(file, probs, l.stored)
+	c, src, err := l.resolve(file, probs, l.stored)
 	if err != nil {
 		return nil, err
 	}
 	l.file, l.fileProbs, l.fileStamp = file, probs, st
 	l.lastCheck.Store(l.clock().UnixNano())
+	l.sources.Store(&src)
 	l.cur.Store(c)
 	return c, nil
 }
@@ -254,8 +270,9 @@ func readFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// resolve merges the layers over the defaults, normalises and validates.
-func (l *Loader) resolve(file typedLayer, fileProbs []string, stored typedLayer) (*Config, error) {
+// resolve merges the layers over the defaults, normalises and validates; it also says which
+// layer each key set by a layer comes from.
+func (l *Loader) resolve(file typedLayer, fileProbs []string, stored typedLayer) (*Config, map[string]Source, error) {
 	c := Defaults()
 	origin := map[string]string{}
 	problems := append([]string(nil), fileProbs...)
@@ -277,9 +294,42 @@ func (l *Loader) resolve(file typedLayer, fileProbs []string, stored typedLayer)
 	normalise(c)
 	problems = append(problems, validate(c, origin)...)
 	if len(problems) > 0 {
-		return nil, &ValidationError{Problems: problems}
+		return nil, nil, &ValidationError{Problems: problems}
 	}
-	return c, nil
+	src := make(map[string]Source, len(origin))
+	for k, o := range origin {
+		switch {
+		case o == "stored settings":
+			src[k] = SourceStored
+		case strings.HasPrefix(o, "config file"):
+			src[k] = SourceFile
+		default: // an environment variable's name
+			src[k] = SourceEnvironment
+		}
+	}
+	return c, src, nil
+}
+
+// SourceOf says which layer the current value of key comes from (SourceDefault for a key no
+// layer sets, and for an unknown key).
+func (l *Loader) SourceOf(key string) Source {
+	l.Current() // the file may have changed
+	if m := l.sources.Load(); m != nil {
+		if s, ok := (*m)[key]; ok {
+			return s
+		}
+	}
+	return SourceDefault
+}
+
+// EditStored runs edit while holding the lock every read-modify-write of the stored settings
+// takes (read the stored rows, SetStored with the merge, write the rows), so two
+// administrators saving different settings at once do not drop each other's keys from the
+// stored layer. It returns edit's error.
+func (l *Loader) EditStored(edit func() error) error {
+	l.storedEdit.Lock()
+	defer l.storedEdit.Unlock()
+	return edit()
 }
 
 // applyEnv sets the keys present in the environment. An empty variable sets a string key to

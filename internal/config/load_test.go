@@ -312,3 +312,40 @@ func atomicWrite(path, content string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// TestSourceOf: each key reports the highest layer that set it, and follows the file's
+// re-reads and the stored layer's changes; a refused SetStored changes no source.
+func TestSourceOf(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "config.yaml", "log_level: info\nmax_workers: 2\nllm_timeout: 30\n")
+	clock := newFakeClock()
+	l := NewLoader([]string{"SVC_CONFIG_FILE=" + path, "SVC_TOOL_HTTP_TIMEOUT=10", "SVC_LLM_TIMEOUT=40"}).WithClock(clock.Now)
+	if _, err := l.Load(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want map[string]Source) {
+		t.Helper()
+		for k, s := range want {
+			if got := l.SourceOf(k); got != s {
+				t.Errorf("%s: SourceOf(%s) = %s, want %s", when, k, got, s)
+			}
+		}
+	}
+	check("loaded", map[string]Source{"log_level": SourceFile, "max_workers": SourceFile, "tool_http_timeout": SourceEnvironment,
+		"llm_timeout": SourceEnvironment, "plugin_catalog_ttl": SourceDefault, "no_such_key": SourceDefault})
+	if err := l.SetStored(map[string]any{"max_workers": 3, "plugin_catalog_ttl": 60}); err != nil {
+		t.Fatal(err)
+	}
+	check("stored", map[string]Source{"max_workers": SourceStored, "plugin_catalog_ttl": SourceStored, "log_level": SourceFile})
+	if err := l.SetStored(map[string]any{"log_level": "loud"}); err == nil {
+		t.Fatal("invalid stored settings accepted")
+	}
+	check("refused", map[string]Source{"max_workers": SourceStored, "log_level": SourceFile})
+	rewrite(t, path, "max_workers: 5\n", time.Now().Add(time.Hour))
+	clock.Advance(time.Second)
+	check("file re-read", map[string]Source{"log_level": SourceDefault, "max_workers": SourceStored})
+	if err := l.SetStored(nil); err != nil {
+		t.Fatal(err)
+	}
+	check("cleared", map[string]Source{"max_workers": SourceFile, "plugin_catalog_ttl": SourceDefault})
+}

@@ -250,6 +250,13 @@ func validate(c *Config, origin map[string]string) []string {
 		v.add("mercure_jwt_key", "mercure_jwt_key is required when mercure_url is set")
 	}
 
+	if u := strings.TrimSpace(c.PluginCatalogURL); u != "" {
+		// As the catalog client requires (a query is allowed: some catalogs are served with one).
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			v.add("plugin_catalog_url", "plugin_catalog_url %q must be an absolute http:// or https:// URL", shown(p, u))
+		}
+	}
+
 	validateMail(v, c)
 
 	validateLLMSeed(v, c)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	netmail "net/mail"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentsvc/svc/internal/config"
@@ -92,8 +91,6 @@ type ConfigService struct {
 	Timeout time.Duration
 	// InsecureSkipVerify is passed to the SMTP sender of test messages (tests only).
 	InsecureSkipVerify bool
-
-	mu sync.Mutex // serialises saves: read settings, merge, apply, store
 }
 
 // NewConfigService returns the service over the settings store, the loader whose stored layer
@@ -216,34 +213,39 @@ func (s *ConfigService) Update(ctx context.Context, u Update) (*EffectiveConfig,
 		}
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	raw, err := s.store.Settings(ctx)
+	// One read-modify-write of the stored layer at a time, shared with the runtime settings.
+	err := s.cfg.EditStored(func() error {
+		raw, err := s.store.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		prev, _ := UnsealStored(raw, s.box) // an unopenable password is dropped, as at start-up
+		next := make(map[string]any, len(prev)+len(put))
+		for k, v := range prev {
+			next[k] = v
+		}
+		for k, v := range put {
+			next[k] = v
+		}
+		if plainPassword != nil {
+			next[keyPassword] = *plainPassword
+		}
+		if err := s.cfg.SetStored(next); err != nil {
+			var ve *config.ValidationError
+			if errors.As(err, &ve) {
+				return svcerr.New(svcerr.ErrInvalid, "%s", strings.Join(ve.Problems, "; "))
+			}
+			return err
+		}
+		if err := s.store.PutSettings(ctx, put); err != nil {
+			if rerr := s.cfg.SetStored(prev); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	prev, _ := UnsealStored(raw, s.box) // an unopenable password is dropped, as at start-up
-	next := make(map[string]any, len(prev)+len(put))
-	for k, v := range prev {
-		next[k] = v
-	}
-	for k, v := range put {
-		next[k] = v
-	}
-	if plainPassword != nil {
-		next[keyPassword] = *plainPassword
-	}
-	if err := s.cfg.SetStored(next); err != nil {
-		var ve *config.ValidationError
-		if errors.As(err, &ve) {
-			return nil, svcerr.New(svcerr.ErrInvalid, "%s", strings.Join(ve.Problems, "; "))
-		}
-		return nil, err
-	}
-	if err := s.store.PutSettings(ctx, put); err != nil {
-		if rerr := s.cfg.SetStored(prev); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
 		return nil, err
 	}
 	return s.Get(ctx)

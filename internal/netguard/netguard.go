@@ -441,6 +441,24 @@ func ParseHostList(s string) (*HostList, error) {
 	return l, nil
 }
 
+// With returns a list holding the entries of l and of other (either may be nil).
+func (l *HostList) With(other *HostList) *HostList {
+	if l == nil {
+		return other
+	}
+	if other == nil {
+		return l
+	}
+	out := &HostList{names: make(map[string]bool, len(l.names)+len(other.names))}
+	for _, src := range []*HostList{l, other} {
+		for n := range src.names {
+			out.names[n] = true
+		}
+		out.prefixes = append(out.prefixes, src.prefixes...)
+	}
+	return out
+}
+
 // hasName reports whether the normalised host name is listed.
 func (l *HostList) hasName(host string) bool { return l != nil && l.names[host] }
 

@@ -34,6 +34,10 @@ type Error struct {
 	Kind       error         // one of the sentinels above
 	Msg        string        // safe to return to the caller
 	RetryAfter time.Duration // for ErrRateLimited
+	// Details, when set, is sent beside the envelope's error as its "details" member: a value
+	// of the contract's types (the API layer sets it for the operations whose refusals the
+	// contract documents with details), safe to return to the caller.
+	Details any
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -65,6 +69,15 @@ func Public(err error) (msg string, kind error, ok bool) {
 		}
 	}
 	return "", nil, false
+}
+
+// DetailsOf returns the details carried by err, or nil.
+func DetailsOf(err error) any {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Details
+	}
+	return nil
 }
 
 // RetryAfterOf returns the retry hint carried by err, or zero.

@@ -5,9 +5,12 @@
 // CHROMIUM (default /usr/bin/chromium), SVC_E2E_SHOTS (screenshot folder, default
 // test-results/screenshots).
 import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createServer as createHttpServer, type Server } from "node:http";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
+import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 
@@ -92,6 +95,7 @@ function safeRead(p: string): string {
 }
 
 let step = "";
+const hubTopics: string[] = []; // topics the console subscribed to on the push hub
 const started = Date.now();
 function log(s: string): void {
   step = s;
@@ -108,12 +112,55 @@ function expect(cond: boolean, what: string): void {
   if (!cond) throw new Error(`expectation failed: ${what}`);
 }
 
+/** tarGz packs files (path → text) as a gzipped ustar archive, as plugin catalogs serve them. */
+function tarGz(files: Record<string, string>): Buffer {
+  const blocks: Buffer[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    const body = Buffer.from(text);
+    const h = Buffer.alloc(512);
+    h.write(name, 0, 100);
+    h.write("0000644\0", 100);
+    h.write("0000000\0", 108);
+    h.write("0000000\0", 116);
+    h.write(body.length.toString(8).padStart(11, "0") + "\0", 124);
+    h.write(Math.floor(Date.now() / 1000).toString(8).padStart(11, "0") + "\0", 136);
+    h.write("        ", 148); // the checksum counts itself as spaces
+    h.write("0", 156);
+    h.write("ustar\0" + "00", 257);
+    let sum = 0;
+    for (const b of h) sum += b;
+    h.write(sum.toString(8).padStart(6, "0") + "\0 ", 148);
+    blocks.push(h, body, Buffer.alloc((512 - (body.length % 512)) % 512));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return gzipSync(Buffer.concat(blocks));
+}
+
+/** startCatalog serves a plugin catalog with one package, acme/hello (an agent template), on 127.0.0.1. */
+async function startCatalog(): Promise<{ server: Server; url: string }> {
+  const archive = tarGz({
+    "hello-1.0.0/plugin.json": JSON.stringify({ slug: "hello", class: "Acme\\Hello", name: "acme/hello", version: "1.0.0", description: "Says hello: one agent template.", templates: ["templates"] }),
+    "hello-1.0.0/templates/greeter.json": JSON.stringify({ id: "hello/greeter", name: "Greeter", version: "1.0.0", agent: { system_prompt: "Greet people.", max_steps: 3 }, tools: [] }),
+  });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const index = { packages: [{ package: "acme/hello", name: "Hello", description: "Says hello: one agent template.", versions: [{ version: "1.0.0", url: `${base}/acme-hello-1.0.0.tar.gz`, sha256: createHash("sha256").update(archive).digest("hex") }] }] };
+  const server = createHttpServer((req, res) => {
+    if (req.url === "/catalog.json") res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(index));
+    else if (req.url === "/acme-hello-1.0.0.tar.gz") res.writeHead(200, { "Content-Type": "application/gzip" }).end(archive);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
+  return { server, url: `${base}/catalog.json` };
+}
+
 async function main(): Promise<void> {
   if (!existsSync(chromiumPath)) throw new Error(`no browser at ${chromiumPath}: install Debian's chromium (apt-get install chromium) or set CHROMIUM`);
   if (!existsSync(bin)) throw new Error(`no svc binary at ${bin}: run make build (make e2e does)`);
   mkdirSync(shots, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), "svc-e2e-"));
   const { proc, base } = await startServer(dir);
+  const catalog = await startCatalog();
   let browser: Browser | undefined;
   const problems: string[] = [];
   try {
@@ -131,6 +178,9 @@ async function main(): Promise<void> {
     });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
     page.on("dialog", (d) => void d.accept());
+    page.on("request", (r) => {
+      if (r.url().includes("/.well-known/mercure?")) hubTopics.push(...new URL(r.url()).searchParams.getAll("topic"));
+    });
 
     log("a signed-out visitor is sent to the sign-in page");
     await page.goto(`${base}/`);
@@ -308,6 +358,13 @@ async function main(): Promise<void> {
     await loc.getByLabel("Default location").check();
     await loc.getByRole("button", { name: "Add location" }).click();
     await loc.getByText("(51.507, -0.13)").waitFor();
+  await loc.getByRole("button", { name: "Edit location Office" }).click();
+  const editLoc = loc.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Office”" }) });
+  await editLoc.getByLabel("Location name").fill("Head office");
+  await editLoc.getByLabel("Longitude").fill("-0.134");
+  await editLoc.getByRole("button", { name: "Save location" }).click();
+  await loc.getByText("(51.507, -0.134)").waitFor();
+  await loc.getByRole("button", { name: "Edit location Head office" }).waitFor();
     await page.getByLabel("Upload a picture").setInputFiles({ name: "ada.png", mimeType: "image/png", buffer: png });
     await page.getByRole("img", { name: "Your picture" }).waitFor();
     await shot(page, "account");
@@ -342,7 +399,7 @@ async function main(): Promise<void> {
     const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
     expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
 
-    await adminPages(page, base);
+    await adminPages(page, base, catalog.url);
 
     await clientMode(browser, problems);
 
@@ -355,6 +412,7 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   } finally {
     await browser?.close();
+    catalog.server.close();
     proc.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });
@@ -376,7 +434,7 @@ async function expectRefusal(page: Page, scope: ReturnType<Page["locator"]>, url
 // adminPages: users, groups (members, model configurations, tool settings), notifications,
 // server settings, plugins, media, the agent's picture, export, schedules, templates import,
 // the palette and the transfer of an agent.
-async function adminPages(page: Page, base: string): Promise<void> {
+async function adminPages(page: Page, base: string, catalogURL: string): Promise<void> {
   log("users: create a user; a duplicate is refused with the API's message; grant a role");
   await page.getByRole("link", { name: "Users" }).click();
   const newUser = page.locator("form").filter({ has: page.getByRole("heading", { name: "New user" }) });
@@ -449,6 +507,22 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await page.getByRole("button", { name: "Mark all read" }).click();
   await page.getByRole("link", { name: "Notifications", exact: true }).waitFor();
 
+  log("notifications: a new one arrives through the push channel, without reloading or polling");
+  expect(hubTopics.some((t) => t.endsWith("/notifications")), `the bell follows the notifications topic: ${hubTopics.join(", ")}`);
+  const me = (await (await page.request.get(`${base}/api/v1/auth/me`)).json()) as { data: { csrf_token: string } };
+  const agents = (await (await page.request.get(`${base}/api/v1/agents`)).json()) as { data: { agents: { id: number; name: string }[] } };
+  const calcAgent = agents.data.agents.find((a) => a.name === "Calculator");
+  const polls: string[] = [];
+  const countPolls = (r: { url: () => string }) => void (r.url().includes("/notifications?") && polls.push(r.url()));
+  page.on("request", countPolls);
+  const pushed = await page.request.post(`${base}/api/v1/tasks`, { headers: { "X-CSRF-Token": me.data.csrf_token }, data: { agent_id: calcAgent?.id, prompt: "What is 2*21?" } });
+  expect(pushed.status() === 201, `task created: ${pushed.status()}`);
+  await page.locator(".note.unread").first().waitFor({ timeout: 15_000 }); // the open list follows too
+  await page.getByRole("link", { name: /^Notifications, 1 unread$/ }).waitFor();
+  page.off("request", countPolls);
+  // Each pushed notification reloads the count and the list once; the 20 s poll is off while the stream is open.
+  expect(polls.length <= 4, `reloads after the push: ${polls.join(", ")}`);
+
   log("server settings: mail configuration and its test message");
   await page.getByRole("link", { name: "Server", exact: true }).click();
   await page.getByLabel("Driver").selectOption("log");
@@ -461,12 +535,35 @@ async function adminPages(page: Page, base: string): Promise<void> {
   const outcome = (await t.json()) as { data?: { sent: boolean }; error?: { message: string } };
   if (t.ok()) await test.getByText(outcome.data?.sent ? "Sent to ada@example.com." : "Not sent to ada@example.com").waitFor();
   else await test.getByRole("alert").filter({ hasText: outcome.error?.message ?? "" }).waitFor();
+
+  log("server settings: runtime settings (a refused value stores nothing); the catalog address and plugin install, stored");
+  const runtime = page.locator("form").filter({ has: page.getByRole("heading", { name: "Runtime settings" }) });
+  await runtime.getByText("plugin_install_enabled · default").waitFor();
+  await runtime.getByLabel("Catalog cache (seconds)").fill("-5");
+  await expectRefusal(page, runtime, /\/runtime-settings$/, () => runtime.getByRole("button", { name: "Save runtime settings" }).click());
+  await runtime.getByLabel("Catalog cache (seconds)").fill("600");
+  await runtime.getByLabel("Plugin catalog address").fill(catalogURL);
+  await runtime.getByRole("checkbox", { name: "Plugin install" }).check();
+  const [saved] = await Promise.all([page.waitForRequest((r) => r.url().endsWith("/runtime-settings") && r.method() === "PATCH"), runtime.getByRole("button", { name: "Save runtime settings" }).click()]);
+  expect(Object.keys((JSON.parse(saved.postData() ?? "{}") as { settings: object }).settings).sort().join() === "plugin_catalog_ttl,plugin_catalog_url,plugin_install_enabled", `only the changed settings are sent: ${saved.postData()}`);
+  await runtime.getByText("Runtime settings saved.").waitFor();
+  await runtime.getByText("plugin_install_enabled · stored here").waitFor();
   await shot(page, "settings");
 
-  log("plugins: the inventory");
+  log("plugins: browse the catalog, install a package (its template appears), uninstall it");
   await page.getByRole("link", { name: "Plugins" }).click();
   await page.getByRole("heading", { name: "Plugins", level: 1 }).waitFor();
-  await page.locator(".cards li, p.muted").first().waitFor();
+  const entry = page.getByRole("row").filter({ hasText: "Says hello: one agent template." });
+  await entry.getByRole("button", { name: "Install Hello" }).click();
+  const card = page.getByRole("list", { name: "Installed plugins" }).getByRole("listitem").filter({ hasText: "acme/hello" });
+  await card.getByText("Contributes 1 agent templates.").waitFor({ timeout: 15_000 });
+  await entry.getByText("1.0.0 (installed)").waitFor();
+  await shot(page, "plugins");
+  const tpls = (await (await page.request.get(`${base}/api/v1/agent-templates`)).json()) as { data: { templates: { id: string }[] } };
+  expect(tpls.data.templates.some((t) => t.id === "hello/greeter"), "the package's template is offered after the install");
+  await card.getByRole("button", { name: "Uninstall" }).click();
+  await card.waitFor({ state: "detached" });
+  await entry.getByRole("button", { name: "Install Hello" }).waitFor();
 
   log("media: upload a picture into the archive");
   await page.getByRole("link", { name: "Media" }).click();
@@ -510,7 +607,49 @@ async function adminPages(page: Page, base: string): Promise<void> {
   await sched.getByLabel("Cron expression").fill("0 8 * * 1-5");
   await sched.getByRole("button", { name: "Add schedule" }).click();
   await page.getByText("cron 0 8 * * 1-5").waitFor();
+  expect((await sched.getByLabel("Schedule name").inputValue()) === "", "the new-schedule form is empty again");
+
+  log("schedules: edit a scheduled run in place (a bad cron is refused there, Escape cancels), and a prompt template");
+  await page.getByRole("button", { name: "Edit schedule Morning check" }).click();
+  const editRun = page.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Morning check”" }) });
+  expect((await editRun.getByLabel("Cron expression").inputValue()) === "0 8 * * 1-5", "the edit form holds the schedule");
+  await page.waitForFunction(() => document.activeElement?.closest("form")?.querySelector("h3")?.textContent === "Edit “Morning check”"); // focus moved into the form
+  await page.keyboard.press("Escape");
+  await editRun.waitFor({ state: "detached" });
+  expect(await page.getByRole("button", { name: "Edit schedule Morning check" }).evaluate((b) => b === document.activeElement), "focus is back on Edit");
+  await page.getByRole("button", { name: "Edit schedule Morning check" }).click();
+  await editRun.getByLabel("Schedule name").fill("Weekday check");
+  await editRun.getByLabel("Cron expression").fill("sometimes");
+  await expectRefusal(page, editRun, /\/scheduled-runs\/\d+$/, () => editRun.getByRole("button", { name: "Save schedule" }).click());
+  await editRun.getByLabel("Cron expression").fill("30 9 * * 1-5");
+  await editRun.getByLabel("Step budget (optional)").fill("5");
+  const [putRun] = await Promise.all([page.waitForRequest((r) => /\/scheduled-runs\/\d+$/.test(r.url()) && r.method() === "PUT"), editRun.getByRole("button", { name: "Save schedule" }).click()]);
+  expect((JSON.parse(putRun.postData() ?? "{}") as { prompt?: string }).prompt === "What is 2+2?", `the prompt is kept: ${putRun.postData()}`);
+  await page.getByText("cron 30 9 * * 1-5").waitFor();
+  await page.getByRole("button", { name: "Edit schedule Weekday check" }).waitFor();
+  await page.getByRole("button", { name: "Edit template Daily sum" }).click();
+  const editTpl = page.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Daily sum”" }) });
+  await editTpl.getByLabel("Template text").fill("Add up {{numbers}} and {{more}}.");
+  await expectRefusal(page, editTpl, /\/templates\/\d+$/, () => editTpl.getByRole("button", { name: "Save template" }).click());
+  await editTpl.getByLabel("Variables").fill("numbers=1, 2, 3\nmore=4");
+  await editTpl.getByRole("button", { name: "Save template" }).click();
+  await page.getByText("Add up {{numbers}} and {{more}}.").waitFor();
+  await page.getByText("Variables: numbers (1, 2, 3), more (4)").waitFor();
   await shot(page, "agent-schedules");
+  log("schedules at 390 px: the lists and an open edit form fit the width");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByRole("button", { name: "Edit schedule Weekday check" }).click();
+  const narrowEdit = page.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Weekday check”" }) });
+  await narrowEdit.getByLabel("Cron expression").waitFor();
+  const [overflow, wide] = await page.evaluate(() => {
+    const w = document.documentElement.clientWidth;
+    const culprits = Array.from(document.querySelectorAll("main *")).filter((e) => e.getBoundingClientRect().right > w + 1).map((e) => `${e.tagName.toLowerCase()}.${e.className}`);
+    return [document.documentElement.scrollWidth - w, culprits.slice(0, 6).join(", ")] as const;
+  });
+  expect(overflow <= 0, `no horizontal scrolling at 390 px (${overflow} px too wide: ${wide})`);
+  await narrowEdit.getByRole("button", { name: "Cancel" }).click();
+  await narrowEdit.waitFor({ state: "detached" });
+  await page.setViewportSize({ width: 1280, height: 800 });
 
   log("templates: the validator's findings by code and path; import the export as a new agent");
   await page.keyboard.press("Control+k");
@@ -524,8 +663,14 @@ async function adminPages(page: Page, base: string): Promise<void> {
   const codes = await findings.locator("tbody tr td:first-child").allInnerTexts();
   expect(codes.length > 0 && codes.every((c) => /^[A-Z_]+$/.test(c)), `finding codes: ${codes.join(", ")}`);
   await page.getByRole("button", { name: "Validate" }).waitFor();
+  await page.getByLabel("Template text").fill('{"id": "Not An Id", "name": "x", "version": "1.0.0", "agent": {"max_steps": 500}}'); // clears the findings
+  const validates: string[] = [];
+  const countValidates = (r: { url: () => string }) => void (r.url().includes("/agent-templates/validate") && validates.push(r.url()));
+  page.on("request", countValidates);
   await expectRefusal(page, page.locator("section").filter({ has: page.getByRole("heading", { name: "Template", exact: true }) }), /\/agent-templates\/import/, () => page.getByRole("button", { name: "Import as a new agent" }).click());
-  await findings.locator("td.mono").first().waitFor();
+  await findings.locator("tr").filter({ hasText: "MAX_STEPS_RANGE" }).filter({ hasText: "/agent/max_steps" }).waitFor();
+  page.off("request", countValidates);
+  expect(validates.length === 0, "the refused import's own details give the findings");
   await shot(page, "template-import");
   await page.getByLabel("Template text").fill(exported.replace(/"name": "Calculator"/, '"name": "Calculator copy"'));
   await page.getByRole("button", { name: "Import as a new agent" }).click();

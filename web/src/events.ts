@@ -11,7 +11,7 @@ type Ev = Schemas["TaskEvent"];
 type Usage = Schemas["TaskUsage"];
 
 export type Entry =
-  | { kind: "message"; seq: number; message: Schemas["TranscriptMessage"]; usage?: Usage; turns?: number }
+  | { kind: "message"; seq: number; message: Schemas["TranscriptMessage"] }
   | { kind: "call"; seq: number; call: Schemas["TranscriptToolCall"] }
   | { kind: "questions"; seq: number; batch: Schemas["TaskEventQuestionBatch"] }
   | { kind: "status"; seq: number; at: string; status: Schemas["TaskEventStatus"]; usage?: Usage };
@@ -38,9 +38,8 @@ export class Folder {
   t: Transcript = { entries: [], lastSeq: 0, streaming: null, status: null };
   private calls = new Map<string, Entry & { kind: "call" }>();
   private batches = new Map<string, Entry & { kind: "questions" }>();
-  // Assistant turns since the usage was last reported (by a status event): the usage between
-  // two status events is theirs (the contract has no usage per message).
-  private unbilled: (Entry & { kind: "message" })[] = [];
+  // Tokens accounted for: each assistant turn carries its own (message.usage); what a status
+  // event reports beyond them was spent by a call that left no message (a failed turn).
   private billed: Usage = { input_tokens: 0, output_tokens: 0 };
 
   apply(ev: Ev): boolean {
@@ -55,7 +54,7 @@ export class Folder {
         t.entries.push(e);
         if (m.role === "assistant") {
           t.streaming = null;
-          this.unbilled.push(e);
+          if (m.usage) this.billed = { input_tokens: this.billed.input_tokens + m.usage.input_tokens, output_tokens: this.billed.output_tokens + m.usage.output_tokens };
         }
         break;
       }
@@ -100,14 +99,9 @@ export class Folder {
         if (s.status !== "RUNNING") t.streaming = null; // a turn that failed leaves no message
         const spent = sub(s.usage, this.billed);
         let usage: Usage | undefined;
-        if (spent.input_tokens > 0 || spent.output_tokens > 0) {
-          const last = this.unbilled[this.unbilled.length - 1];
-          if (last) {
-            last.usage = spent;
-            last.turns = this.unbilled.length;
-          } else usage = spent; // tokens of a turn that left no message (a failed call)
+        if (spent.input_tokens >= 0 && spent.output_tokens >= 0 && spent.input_tokens + spent.output_tokens > 0) {
+          usage = spent; // tokens of a call that left no message (a failed turn)
           this.billed = s.usage;
-          this.unbilled = [];
         }
         if (s.status !== "QUEUED" && s.status !== "RUNNING") t.entries.push({ kind: "status", seq: ev.sequence, at: ev.at, status: s, usage });
         break;

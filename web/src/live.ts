@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, prefix, type Task } from "./api";
 import { notice, onTicked } from "./worker";
 
-type PushInfo = { available: boolean; url: string | null; topic: string | null; poll: number };
+type PushInfo = { available: boolean; url: string | null; topic: string | null; notifications: string | null; poll: number };
 let pushInfo: Promise<PushInfo> | null = null;
 
 function loadPush(): Promise<PushInfo> {
@@ -14,12 +14,13 @@ function loadPush(): Promise<PushInfo> {
     const [st, auth] = await Promise.all([api.GET("/sse/status"), api.GET("/sse/auth")]);
     const poll = st.data?.data.poll_interval_seconds ?? 5;
     const a = auth.data?.data;
-    if (!a?.available || a.hub !== "embedded" || !a.hub_url) return { available: false, url: null, topic: null, poll };
+    if (!a?.available || a.hub !== "embedded" || !a.hub_url) return { available: false, url: null, topic: null, notifications: null, poll };
     // Same origin only (the Content-Security-Policy allows nothing else): the embedded hub is
     // served by this process at {prefix}/.well-known/mercure whatever app_url says.
     const topic = a.topics.find((t) => t.endsWith("/tasks")) ?? null;
-    return { available: topic !== null, url: `${prefix}/.well-known/mercure`, topic, poll };
-  })().catch(() => ({ available: false, url: null, topic: null, poll: 5 }));
+    const notifications = a.topics.find((t) => t.endsWith("/notifications")) ?? null;
+    return { available: topic !== null || notifications !== null, url: `${prefix}/.well-known/mercure`, topic, notifications, poll };
+  })().catch(() => ({ available: false, url: null, topic: null, notifications: null, poll: 5 }));
   return pushInfo;
 }
 

@@ -49,3 +49,9 @@ export function signedOut(): void {
 export function updateUser(user: User): void {
   set({ user });
 }
+
+/** reloadConfig reads the public flags of /config again (after an administrator changed them). */
+export async function reloadConfig(): Promise<void> {
+  const cfg = await api.GET("/config");
+  if (cfg.data) set({ config: cfg.data.data.config });
+}

@@ -119,9 +119,13 @@ export function Check(props: { label: string; checked: boolean; onChange: (v: bo
   const id = useId();
   return (
     <div class="check">
-      <input id={id} type="checkbox" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange((e.target as HTMLInputElement).checked)} />
+      <input id={id} type="checkbox" checked={props.checked} disabled={props.disabled} aria-describedby={props.hint ? `${id}-hint` : undefined} onChange={(e) => props.onChange((e.target as HTMLInputElement).checked)} />
       <label for={id}>{props.label}</label>
-      {props.hint && <small class="hint">{props.hint}</small>}
+      {props.hint && (
+        <small id={`${id}-hint`} class="hint">
+          {props.hint}
+        </small>
+      )}
     </div>
   );
 }

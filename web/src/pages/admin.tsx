@@ -1,11 +1,12 @@
-// Administration: the outgoing mail configuration with a test message, the runtime flags the
-// server publishes, the global settings of each tool (password settings masked), and the plugins
+// Administration: the outgoing mail configuration with a test message, the runtime settings
+// (stored over the file and the environment), the global settings of each tool (password settings masked), and the plugins
 // (inventory; catalog, install, update and uninstall when the server enables them).
 import { useState } from "preact/hooks";
 import { api, unwrap, type Schemas } from "../api";
-import { useSession } from "../session";
+import { FormPanel } from "../crud";
+import { reloadConfig, useSession } from "../session";
 import { SettingsForm } from "../settingsform";
-import { ErrorNote, Field, PageHeader, formatTime, useAction, useLoad } from "../ui";
+import { Check, ErrorNote, Field, PageHeader, formatTime, useAction, useLoad } from "../ui";
 
 export function SettingsPage() {
   const { config } = useSession();
@@ -15,27 +16,18 @@ export function SettingsPage() {
       <div class="split">
         <MailSettings />
         <div>
-          <section class="panel" aria-labelledby="runtime-h">
-            <h2 id="runtime-h">Runtime</h2>
-            <p class="muted small">What this server runs with (its configuration file and environment, read at start and when the file changes).</p>
+          <RuntimeSettings />
+          <section class="panel" aria-labelledby="facts-h">
+            <h2 id="facts-h">Set at start</h2>
+            <p class="muted small">From the configuration file and the environment; a change needs a restart.</p>
             {config && (
               <dl class="facts">
                 <dt>Mount prefix</dt>
                 <dd class="mono">{config.app_prefix || "/"}</dd>
-                <dt>Registration</dt>
-                <dd>{config.allow_registration ? "open" : "closed"}</dd>
-                <dt>Per-agent API</dt>
-                <dd>{config.agent_api ? "on" : "off"}</dd>
                 <dt>Worker</dt>
                 <dd>{config.worker_runtime_mode === "client" ? "client (browsers tick tasks)" : "server"}</dd>
                 <dt>Push hub</dt>
                 <dd>{config.push}</dd>
-                <dt>Plugin catalog</dt>
-                <dd>{config.plugin_catalog_enabled ? "on" : "off"}</dd>
-                <dt>Plugin install</dt>
-                <dd>{config.plugin_install_enabled ? "on" : "off"}</dd>
-                <dt>Mailed notifications</dt>
-                <dd>{config.notifications_email_enabled ? "on" : "off"}</dd>
               </dl>
             )}
           </section>
@@ -43,6 +35,84 @@ export function SettingsPage() {
         </div>
       </div>
     </>
+  );
+}
+
+type RuntimeSetting = Schemas["RuntimeSetting"];
+
+// Friendly names of the runtime settings (the key is shown beside each).
+const settingLabel: Record<string, string> = {
+  allow_registration: "Open registration",
+  SVC_AGENT_API: "Per-agent API",
+  SVC_AGENT_API_RATE_LIMIT_MAX: "Per-agent API requests per minute",
+  notifications_email_enabled: "Email when a scheduled run completes",
+  plugin_catalog_enabled: "Plugin catalog",
+  plugin_catalog_url: "Plugin catalog address",
+  plugin_catalog_ttl: "Catalog cache (seconds)",
+  plugin_install_enabled: "Plugin install",
+  llm_timeout: "Model call timeout (seconds)",
+  llm_allowed_hosts: "Private hosts for model configurations",
+};
+
+const sourceText: Record<RuntimeSetting["source"], string> = { default: "default", file: "from the file", environment: "from the environment", stored: "stored here" };
+
+const shownValue = (s: RuntimeSetting) => (s.type === "boolean" ? (s.value ? "on" : "off") : String(s.value ?? "") || "(empty)");
+
+/** The runtime settings an administrator may change (GET/PATCH /runtime-settings): only the changed ones are sent; "Use default" clears a stored value. */
+function RuntimeSettings() {
+  const list = useLoad(async () => (await unwrap(api.GET("/runtime-settings"))).data.settings, []);
+  const [draft, setDraft] = useState<Record<string, unknown>>({});
+  const reset = useAction();
+  const patch = async (settings: Record<string, unknown>) => {
+    list.set((await unwrap(api.PATCH("/runtime-settings", { body: { settings } }))).data.settings);
+    setDraft({});
+    await reloadConfig();
+  };
+  const value = (s: RuntimeSetting) => (s.key in draft ? draft[s.key] : s.value);
+  const changed = Object.keys(draft).filter((k) => list.data?.find((s) => s.key === k)?.value !== draft[k]);
+  return (
+    <FormPanel
+      title="Runtime settings"
+      submit="Save runtime settings"
+      saved="Runtime settings saved."
+      note={<p class="muted small">Stored settings override the configuration file and the environment, and apply at the next request.</p>}
+      onSubmit={async () => {
+        const settings: Record<string, unknown> = {};
+        for (const k of changed) settings[k] = draft[k];
+        if (changed.length === 0) throw new Error("Nothing changed.");
+        await patch(settings);
+      }}
+    >
+      <ErrorNote error={list.error} />
+      <ErrorNote error={reset.error} />
+      {(list.data ?? []).map((s) => (
+        <div key={s.key} class="setting">
+          {s.type === "boolean" ? (
+            <Check label={settingLabel[s.key] ?? s.key} checked={value(s) === true} onChange={(v) => setDraft((d) => ({ ...d, [s.key]: v }))} hint={s.description} />
+          ) : (
+            <Field
+              label={settingLabel[s.key] ?? s.key}
+              type={s.type === "integer" ? "number" : "text"}
+              value={String(value(s) ?? "")}
+              onValue={(v) => setDraft((d) => ({ ...d, [s.key]: s.type === "integer" ? (v === "" ? v : Number(v)) : v }))}
+              hint={s.description}
+            />
+          )}
+          <p class="muted small setting-source">
+            <span class="mono">{s.key}</span> · {sourceText[s.source]}
+            {s.source !== "default" && ` · default ${shownValue({ ...s, value: s.default })}`}
+            {s.source === "stored" && (
+              <>
+                {" · "}
+                <button type="button" class="link" aria-label={`Use the default of ${settingLabel[s.key] ?? s.key}`} disabled={reset.pending} onClick={() => reset.run(() => patch({ [s.key]: null }))}>
+                  stop overriding
+                </button>
+              </>
+            )}
+          </p>
+        </div>
+      ))}
+    </FormPanel>
   );
 }
 
@@ -61,27 +131,20 @@ function MailForm(props: { cfg: Schemas["MailConfig"]; onSaved: (c: Schemas["Mai
   const c = props.cfg;
   const [f, setF] = useState({ driver: c.driver, host: c.host, port: String(c.port || ""), username: c.username ?? "", password: "", encryption: c.encryption, from_address: c.from_address, from_name: c.from_name ?? "" });
   const set = (k: keyof typeof f) => (v: string) => setF((o) => ({ ...o, [k]: v }));
-  const act = useAction();
-  const [saved, setSaved] = useState(false);
   return (
-    <form
-      class="panel"
-      aria-labelledby="mail-h"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setSaved(false);
-        void act.run(async () => {
-          const r = await unwrap(
-            api.PUT("/mail-config", {
-              body: { driver: f.driver, host: f.host, port: Number(f.port || 0), username: f.username || undefined, password: f.password || undefined, encryption: f.encryption, from_address: f.from_address, from_name: f.from_name || undefined },
-            }),
-          );
-          props.onSaved(r.data.mail_config);
-          setSaved(true);
-        });
+    <FormPanel
+      title="Outgoing mail"
+      submit="Save mail settings"
+      saved="Saved."
+      onSubmit={async () => {
+        const r = await unwrap(
+          api.PUT("/mail-config", {
+            body: { driver: f.driver, host: f.host, port: Number(f.port || 0), username: f.username || undefined, password: f.password || undefined, encryption: f.encryption, from_address: f.from_address, from_name: f.from_name || undefined },
+          }),
+        );
+        props.onSaved(r.data.mail_config);
       }}
     >
-      <h2 id="mail-h">Outgoing mail</h2>
       <div class="row">
         <div class="field">
           <label for="mail-driver">Driver</label>
@@ -111,12 +174,7 @@ function MailForm(props: { cfg: Schemas["MailConfig"]; onSaved: (c: Schemas["Mai
         <Field label="From address" type="email" value={f.from_address} onValue={set("from_address")} />
         <Field label="From name" value={f.from_name} onValue={set("from_name")} />
       </div>
-      <ErrorNote error={act.error} />
-      {saved && <p class="notice">Saved.</p>}
-      <button class="primary" disabled={act.pending}>
-        Save mail settings
-      </button>
-    </form>
+    </FormPanel>
   );
 }
 
@@ -192,6 +250,7 @@ export function PluginsPage() {
   const { config, user } = useSession();
   const list = useLoad(async () => (await unwrap(api.GET("/plugins"))).data.plugins, []);
   const act = useAction();
+  const [uninstalled, setUninstalled] = useState(0); // the catalog's installed versions change too
   return (
     <>
       <PageHeader title="Plugins" />
@@ -226,7 +285,7 @@ export function PluginsPage() {
                   class="small danger"
                   disabled={act.pending}
                   onClick={() => {
-                    if (confirm(`Uninstall ${p.name}?`)) void act.run(async () => (await unwrap(api.DELETE("/plugins/{package}", { params: { path: { package: p.package } } })), await list.reload()));
+                    if (confirm(`Uninstall ${p.name}?`)) void act.run(async () => (await unwrap(api.DELETE("/plugins/{package}", { params: { path: { package: p.package } } })), await list.reload(), setUninstalled((n) => n + 1)));
                   }}
                 >
                   Uninstall
@@ -236,7 +295,7 @@ export function PluginsPage() {
           );
         })}
       </ul>
-      {user?.is_admin && config?.plugin_catalog_enabled && <Catalog installable={config.plugin_install_enabled} onChange={list.reload} />}
+      {user?.is_admin && config?.plugin_catalog_enabled && <Catalog key={uninstalled} installable={config.plugin_install_enabled} onChange={list.reload} />}
     </>
   );
 }
@@ -264,15 +323,13 @@ function Catalog(props: { installable: boolean; onChange: () => Promise<void> })
                 <strong>{e.name}</strong>
                 <small class="muted block">{e.description}</small>
               </td>
-              <td class="mono small">
-                {e.installed_version ? `${e.installed_version} → ` : ""}
-                {e.latest_version}
-              </td>
+              <td class="mono small">{!e.installed_version ? e.latest_version : e.installed_version === e.latest_version ? `${e.latest_version} (installed)` : `${e.installed_version} → ${e.latest_version}`}</td>
               <td class="right">
                 {props.installable && (!e.installed_version || e.installed_version !== e.latest_version) && (
                   <button
                     type="button"
                     class="small"
+                    aria-label={`${e.installed_version ? "Update" : "Install"} ${e.name}`}
                     disabled={act.pending}
                     onClick={() => {
                       setBusy(e.package);

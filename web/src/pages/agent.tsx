@@ -6,7 +6,8 @@ import { navigate } from "../router";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useLoad } from "../ui";
 import { SettingsForm } from "../settingsform";
 import { AgentSettings } from "./agents";
-import { AgentExport, AgentPicture, AgentSchedules, AgentTransfer } from "./agentextra";
+import { AgentExport, AgentPicture, AgentTransfer } from "./agentextra";
+import { AgentSchedules } from "./schedules";
 
 type Tab = "chats" | "settings" | "tools" | "keys" | "schedules";
 const tabs: { id: Tab; label: string; suffix: string }[] = [

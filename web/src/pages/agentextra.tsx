@@ -1,12 +1,14 @@
 // More of an agent: its picture (upload, remove), transfer to another owner (the caller, or a
 // group), export as an agent template; importing a template as a new agent with the validator's
-// findings by code and JSON path; scheduled runs and prompt templates; and the media archive.
+// findings by code and JSON path; and the media archive. (Scheduled runs and prompt templates:
+// schedules.tsx.)
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Agent, type Schemas } from "../api";
 import { navigate } from "../router";
 import { useSession } from "../session";
-import { Check, ErrorNote, Field, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { Check, ErrorNote, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
 import { loadGroups } from "./groups";
+import { FormPanel } from "../crud";
 
 function form(file: File): FormData {
   const fd = new FormData();
@@ -71,26 +73,22 @@ export function AgentTransfer(props: { agent: Agent; onChange: (a: Agent) => voi
   const { user } = useSession();
   const groups = useLoad(loadGroups, []);
   const [to, setTo] = useState("");
-  const act = useAction();
   const [done, setDone] = useState("");
   const a = props.agent;
   const owners = [...(user ? [{ id: user.principal_id, label: "Me (personal)" }] : []), ...(groups.data ?? []).map((g) => ({ id: g.principal_id, label: `Group ${g.name}` }))].filter((o) => o.id !== a.principal_id);
   return (
-    <form
-      class="panel"
-      aria-labelledby="transfer-h"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setDone("");
-        void act.run(async () => {
-          const r = await unwrap(api.POST("/agents/{id}/transfer", { params: { path: { id: String(a.id) } }, body: { principal_id: Number(to) } }));
-          props.onChange(r.data.agent);
-          setDone(`Transferred to ${owners.find((o) => String(o.id) === to)?.label ?? `principal #${to}`}.`);
-        });
+    <FormPanel
+      title="Transfer"
+      submit="Transfer agent"
+      tone=""
+      saved={done}
+      note={<p class="muted small">Move the agent, with its tasks, keys and schedules, to another owner.</p>}
+      onSubmit={async () => {
+        const r = await unwrap(api.POST("/agents/{id}/transfer", { params: { path: { id: String(a.id) } }, body: { principal_id: Number(to) } }));
+        setDone(`Transferred to ${owners.find((o) => String(o.id) === to)?.label ?? `principal #${to}`}.`);
+        props.onChange(r.data.agent);
       }}
     >
-      <h2 id="transfer-h">Transfer</h2>
-      <p class="muted small">Move the agent, with its tasks, keys and schedules, to another owner.</p>
       <div class="field">
         <label for="transfer-to">New owner</label>
         <select id="transfer-to" required value={to} onChange={(e) => setTo((e.target as HTMLSelectElement).value)}>
@@ -102,10 +100,7 @@ export function AgentTransfer(props: { agent: Agent; onChange: (a: Agent) => voi
           ))}
         </select>
       </div>
-      <ErrorNote error={act.error} />
-      {done && <p class="notice">{done}</p>}
-      <button disabled={act.pending}>Transfer agent</button>
-    </form>
+    </FormPanel>
   );
 }
 
@@ -250,13 +245,10 @@ export function ImportTemplate() {
                     }
                     return;
                   }
-                  // A refused import names the codes in its message; the validator gives each
-                  // finding with its path.
-                  const env = r.error as { error?: { message?: string } } | undefined;
-                  if (r.response.status === 422) {
-                    const v = await api.POST("/agent-templates/validate", { body: text, ...asText });
-                    if (v.data) setResult(v.data.data);
-                  }
+                  // A refused import names the codes in its message and carries every finding,
+                  // with its code and JSON path, in the envelope's details.
+                  const env = r.error as Schemas["TemplateImportRefusedError"] | undefined;
+                  if (env?.details) setResult({ valid: false, errors: env.details.errors, warnings: env.details.warnings });
                   throw new Error(env?.error?.message ?? `The server answered ${r.response.status}`);
                 })
               }
@@ -280,169 +272,6 @@ export function ImportTemplate() {
         </section>
       </div>
     </>
-  );
-}
-
-function vars(text: string): Schemas["PromptTemplateVariable"][] {
-  return text
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .map((l) => {
-      const i = l.indexOf("=");
-      return i < 0 ? { key: l } : { key: l.slice(0, i).trim(), default_value: l.slice(i + 1).trim() };
-    });
-}
-
-export function AgentSchedules(props: { agent: Agent }) {
-  const id = String(props.agent.id);
-  const runs = useLoad(async () => (await unwrap(api.GET("/agents/{id}/scheduled-runs", { params: { path: { id } } }))).data.scheduled_runs, [id]);
-  const tpls = useLoad(async () => (await unwrap(api.GET("/agents/{id}/templates", { params: { path: { id } } }))).data.templates, [id]);
-  const [name, setName] = useState("");
-  const [prompt, setPrompt] = useState("");
-  const [tpl, setTpl] = useState("");
-  const [cron, setCron] = useState("");
-  const [runAt, setRunAt] = useState("");
-  const [tz, setTz] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC");
-  const add = useAction();
-  const act = useAction();
-  const [tName, setTName] = useState("");
-  const [tText, setTText] = useState("");
-  const [tDesc, setTDesc] = useState("");
-  const [tVars, setTVars] = useState("");
-  const addT = useAction();
-  return (
-    <div class="split">
-      <div>
-        <form
-          class="panel"
-          aria-labelledby="sched-h"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void add.run(async () => {
-              await unwrap(
-                api.POST("/agents/{id}/scheduled-runs", {
-                  params: { path: { id } },
-                  body: { name, prompt: prompt || undefined, template_id: tpl ? Number(tpl) : undefined, cron_expression: cron || undefined, run_at: runAt ? new Date(runAt).toISOString() : undefined, timezone: tz || undefined, is_active: true },
-                }),
-              );
-              setName("");
-              setPrompt("");
-              setCron("");
-              setRunAt("");
-              await runs.reload();
-            });
-          }}
-        >
-          <h2 id="sched-h">New scheduled run</h2>
-          <Field label="Schedule name" required value={name} onValue={setName} />
-          <TextArea label="Prompt" rows={3} value={prompt} onValue={setPrompt} hint="Or choose a prompt template below." />
-          <div class="field">
-            <label for="sched-tpl">Prompt template</label>
-            <select id="sched-tpl" value={tpl} onChange={(e) => setTpl((e.target as HTMLSelectElement).value)}>
-              <option value="">None</option>
-              {(tpls.data ?? []).map((t) => (
-                <option key={t.id} value={String(t.id)}>
-                  {t.name}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="row">
-            <Field label="Cron expression" value={cron} onValue={setCron} hint="e.g. 0 8 * * 1-5 (weekdays at 8:00)" />
-            <div class="field">
-              <label for="sched-at">Or once at</label>
-              <input id="sched-at" type="datetime-local" value={runAt} onInput={(e) => setRunAt((e.target as HTMLInputElement).value)} />
-            </div>
-          </div>
-          <Field label="Time zone" value={tz} onValue={setTz} />
-          <ErrorNote error={add.error} />
-          <button class="primary" disabled={add.pending}>
-            Add schedule
-          </button>
-        </form>
-        <form
-          class="panel"
-          aria-labelledby="tpl-h"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void addT.run(async () => {
-              await unwrap(api.POST("/agents/{id}/templates", { params: { path: { id } }, body: { name: tName, template: tText, description: tDesc || undefined, variables: vars(tVars) } }));
-              setTVars("");
-              setTName("");
-              setTText("");
-              setTDesc("");
-              await tpls.reload();
-            });
-          }}
-        >
-          <h2 id="tpl-h">New prompt template</h2>
-          <Field label="Template name" required value={tName} onValue={setTName} />
-          <Field label="Template description" value={tDesc} onValue={setTDesc} />
-          <TextArea label="Template text" required rows={4} value={tText} onValue={setTText} hint="Placeholders as {{name}}; declare each below." />
-          <TextArea label="Variables" rows={2} value={tVars} onValue={setTVars} hint="One per line: name, or name=default value." />
-          <ErrorNote error={addT.error} />
-          <button class="primary" disabled={addT.pending}>
-            Add template
-          </button>
-        </form>
-      </div>
-      <div>
-        <section class="panel">
-          <h2>Scheduled runs</h2>
-          <ErrorNote error={runs.error} />
-          <ErrorNote error={act.error} />
-          {runs.data && runs.data.length === 0 && <p class="muted">None.</p>}
-          <ul class="plain">
-            {(runs.data ?? []).map((r) => (
-              <li key={r.id} class="card wide">
-                <div class="wide">
-                  <strong>{r.name}</strong> {!r.is_active && <span class="badge tone-neutral">paused</span>}
-                  <p class="muted small">
-                    {r.cron_expression ? `cron ${r.cron_expression}` : `once at ${formatTime(r.run_at)}`} ({r.timezone}) · next {formatTime(r.next_run_at)} · last {formatTime(r.last_run_at)}
-                    {r.last_task_id ? (
-                      <>
-                        {" "}
-                        · <Link to={`/tasks/${r.last_task_id}`}>task #{r.last_task_id}</Link>
-                      </>
-                    ) : null}
-                  </p>
-                </div>
-                <div class="button-row">
-                  <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => navigate(`/tasks/${(await unwrap(api.POST("/agents/{id}/scheduled-runs/{runId}/trigger", { params: { path: { id, runId: String(r.id) } } }))).data.task.id}`))}>
-                    Run now
-                  </button>
-                  <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.PUT("/agents/{id}/scheduled-runs/{runId}", { params: { path: { id, runId: String(r.id) } }, body: { name: r.name, prompt: r.prompt || undefined, template_id: r.template_id ?? undefined, variables: r.variables ?? undefined, cron_expression: r.cron_expression || undefined, run_at: r.run_at ?? undefined, timezone: r.timezone, max_steps_override: r.max_steps_override ?? undefined, is_active: !r.is_active } })), await runs.reload()))}>
-                    {r.is_active ? "Pause" : "Resume"}
-                  </button>
-                  <button type="button" class="small danger" aria-label={`Delete schedule ${r.name}`} disabled={act.pending} onClick={() => confirm(`Delete the schedule “${r.name}”?`) && act.run(async () => (await unwrap(api.DELETE("/agents/{id}/scheduled-runs/{runId}", { params: { path: { id, runId: String(r.id) } } })), await runs.reload()))}>
-                    Delete
-                  </button>
-                </div>
-              </li>
-            ))}
-          </ul>
-        </section>
-        <section class="panel">
-          <h2>Prompt templates</h2>
-          <ErrorNote error={tpls.error} />
-          {tpls.data && tpls.data.length === 0 && <p class="muted">None.</p>}
-          <ul class="plain">
-            {(tpls.data ?? []).map((t) => (
-              <li key={t.id} class="card wide">
-                <div class="wide">
-                  <strong>{t.name}</strong> <span class="muted small">{t.description}</span>
-                  <pre class="code">{t.template}</pre>
-                </div>
-                <button type="button" class="small danger" aria-label={`Delete template ${t.name}`} disabled={act.pending} onClick={() => confirm(`Delete the template “${t.name}”?`) && act.run(async () => (await unwrap(api.DELETE("/agents/{id}/templates/{templateId}", { params: { path: { id, templateId: String(t.id) } } })), await tpls.reload()))}>
-                  Delete
-                </button>
-              </li>
-            ))}
-          </ul>
-        </section>
-      </div>
-    </div>
   );
 }
 

@@ -8,6 +8,7 @@ import { PictureEditor } from "./agentextra";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { SettingsForm } from "../settingsform";
+import { FormPanel } from "../crud";
 import { Check, ErrorNote, Field, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
 
 type Group = Schemas["Group"];
@@ -21,30 +22,19 @@ export function GroupList() {
   const groups = useLoad(loadGroups, []);
   const [name, setName] = useState("");
   const [desc, setDesc] = useState("");
-  const act = useAction();
   return (
     <>
       <PageHeader title="Groups" />
       <div class="split">
-        <form
-          class="panel"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void act.run(async () => {
-              const g = (await unwrap(api.POST("/groups", { body: { name, description: desc } }))).data.group;
-              navigate(`/groups/${g.id}`);
-            });
-          }}
+        <FormPanel
+          title="New group"
+          submit="Create group"
+          note={<p class="muted">A group shares agents, model configurations and tool settings among its members.</p>}
+          onSubmit={async () => navigate(`/groups/${(await unwrap(api.POST("/groups", { body: { name, description: desc } }))).data.group.id}`)}
         >
-          <h2>New group</h2>
-          <p class="muted">A group shares agents, model configurations and tool settings among its members.</p>
           <Field label="Group name" required value={name} onValue={setName} />
           <Field label="Description" value={desc} onValue={setDesc} />
-          <ErrorNote error={act.error} />
-          <button class="primary" disabled={act.pending}>
-            Create group
-          </button>
-        </form>
+        </FormPanel>
         <section class="panel">
           <h2>Your groups</h2>
           <ErrorNote error={groups.error} />
@@ -106,22 +96,18 @@ function Members(props: { group: Group }) {
   const members = useLoad(async () => (await unwrap(api.GET("/groups/{id}/members", { params: { path: { id } } }))).data.members, [id]);
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<(typeof roles)[number]>("member");
-  const add = useAction();
   const change = useAction();
   return (
     <div class="split">
-      <form
-        class="panel"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void add.run(async () => {
-            await unwrap(api.POST("/groups/{id}/members", { params: { path: { id } }, body: { email, role } }));
-            setEmail("");
-            await members.reload();
-          });
+      <FormPanel
+        title="Add a member"
+        submit="Add member"
+        onSubmit={async () => {
+          await unwrap(api.POST("/groups/{id}/members", { params: { path: { id } }, body: { email, role } }));
+          setEmail("");
+          await members.reload();
         }}
       >
-        <h2>Add a member</h2>
         <Field label="Member's email" type="email" required value={email} onValue={setEmail} hint="The person needs an account on this server." />
         <div class="field">
           <label for="new-member-role">Role</label>
@@ -131,11 +117,7 @@ function Members(props: { group: Group }) {
             ))}
           </select>
         </div>
-        <ErrorNote error={add.error} />
-        <button class="primary" disabled={add.pending}>
-          Add member
-        </button>
-      </form>
+      </FormPanel>
       <section class="panel">
         <h2>Members</h2>
         <ErrorNote error={members.error} />
@@ -411,28 +393,15 @@ function GroupSettings(props: { group: Group; onSaved: (g: Group) => void }) {
   const [desc, setDesc] = useState(g.description);
   const prefs = useLoad(async () => JSON.stringify((await unwrap(api.GET("/groups/{id}/preferences", { params: { path: { id } } }))).data.preferences, null, 2), [id]);
   const [prefText, setPrefText] = useState<string | null>(null);
-  const save = useAction();
-  const savePrefs = useAction();
   const del = useAction();
   const agents = useLoad(async () => (await unwrap(api.GET("/groups/{id}/agents", { params: { path: { id } } }))).data.agents, [id]);
   return (
     <div class="split">
       <div>
-        <form
-          class="panel"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run(async () => props.onSaved((await unwrap(api.PATCH("/groups/{id}", { params: { path: { id } }, body: { name, description: desc } }))).data.group));
-          }}
-        >
-          <h2>Group</h2>
+        <FormPanel title="Group" submit="Save" onSubmit={async () => props.onSaved((await unwrap(api.PATCH("/groups/{id}", { params: { path: { id } }, body: { name, description: desc } }))).data.group)}>
           <Field label="Group name" required value={name} onValue={setName} />
           <Field label="Description" value={desc} onValue={setDesc} />
-          <ErrorNote error={save.error} />
-          <button class="primary" disabled={save.pending}>
-            Save
-          </button>
-        </form>
+        </FormPanel>
         <PictureEditor
           title="Group picture"
           inputId="group-picture"
@@ -462,32 +431,24 @@ function GroupSettings(props: { group: Group; onSaved: (g: Group) => void }) {
         </section>
       </div>
       <div>
-        <form
-          class="panel"
-          onSubmit={(e) => {
-            e.preventDefault();
+        <FormPanel
+          title="Preferences"
+          submit="Save preferences"
+          onSubmit={async () => {
             let parsed: unknown;
             try {
               parsed = JSON.parse(prefText ?? prefs.data ?? "{}");
             } catch (err) {
-              savePrefs.setError(`Not valid JSON: ${(err as Error).message}`);
-              return;
+              throw new Error(`Not valid JSON: ${(err as Error).message}`);
             }
-            void savePrefs.run(async () => {
-              const r = await unwrap(api.PUT("/groups/{id}/preferences", { params: { path: { id } }, body: { preferences: parsed as Record<string, unknown> } }));
-              prefs.set(JSON.stringify(r.data.preferences, null, 2));
-              setPrefText(null);
-            });
+            const r = await unwrap(api.PUT("/groups/{id}/preferences", { params: { path: { id } }, body: { preferences: parsed as Record<string, unknown> } }));
+            prefs.set(JSON.stringify(r.data.preferences, null, 2));
+            setPrefText(null);
           }}
         >
-          <h2>Preferences</h2>
           <ErrorNote error={prefs.error} />
           <TextArea label="Preferences (JSON object)" mono rows={6} value={prefText ?? prefs.data ?? ""} onValue={setPrefText} />
-          <ErrorNote error={savePrefs.error} />
-          <button class="primary" disabled={savePrefs.pending}>
-            Save preferences
-          </button>
-        </form>
+        </FormPanel>
         <section class="panel">
           <h2>Agents of the group</h2>
           <ErrorNote error={agents.error} />

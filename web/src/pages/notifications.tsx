@@ -1,8 +1,9 @@
-// Notifications: the bell of the top bar (unread count, refreshed on each navigation, every
-// 20 s and after each change), the list (mark read, mark all read, delete, delete all) and the subscriptions (an
+// Notifications: the bell of the top bar (unread count, refreshed on each navigation, when the
+// push channel brings a notification, every 20 s while it cannot, and after each change), the list (mark read, mark all read, delete, delete all) and the subscriptions (an
 // agent, or every agent of a principal; kinds; also by email).
 import { useEffect, useState } from "preact/hooks";
 import { api, unwrap, type Schemas } from "../api";
+import { pushSettings } from "../live";
 import { useRoute } from "../router";
 import { useSession } from "../session";
 import { Check, ErrorNote, Link, PageHeader, formatTime, useAction, useLoad } from "../ui";
@@ -11,6 +12,7 @@ import { loadGroups } from "./groups";
 
 let unread = 0;
 const listeners = new Set<() => void>();
+const changes = new Set<() => void>();
 
 /** refreshUnread reloads the unread count shown by the bell. */
 export async function refreshUnread(): Promise<void> {
@@ -21,6 +23,38 @@ export async function refreshUnread(): Promise<void> {
   }
 }
 
+/** POLL_MS is how often the count is read while no push stream is open. */
+const POLL_MS = 20_000;
+
+/**
+ * followNotifications keeps the count (and an open notifications page) current: through the
+ * push channel's user/{id}/notifications topic when the embedded hub serves this user (each
+ * pushed notification reloads them), and by polling every 20 s while that stream is not open
+ * (no hub, connecting, or dropped: the browser reconnects by itself). Returns the stop function.
+ */
+function followNotifications(): () => void {
+  let stopped = false;
+  let source: EventSource | null = null;
+  const changed = () => {
+    void refreshUnread();
+    changes.forEach((c) => c());
+  };
+  void pushSettings().then((p) => {
+    if (stopped || !p.available || !p.url || !p.notifications) return;
+    source = new EventSource(`${p.url}?topic=${encodeURIComponent(p.notifications)}`, { withCredentials: true });
+    source.onopen = changed; // catch up with what arrived while it was closed
+    source.onmessage = changed;
+  });
+  const timer = window.setInterval(() => {
+    if (document.visibilityState !== "hidden" && source?.readyState !== EventSource.OPEN) void refreshUnread();
+  }, POLL_MS);
+  return () => {
+    stopped = true;
+    source?.close();
+    window.clearInterval(timer);
+  };
+}
+
 export function Bell() {
   const [n, setN] = useState(unread);
   const { path } = useRoute();
@@ -29,10 +63,10 @@ export function Bell() {
     const l = () => setN(unread);
     listeners.add(l);
     void refreshUnread();
-    const t = window.setInterval(() => document.visibilityState !== "hidden" && void refreshUnread(), 20_000);
+    const stop = followNotifications();
     return () => {
       listeners.delete(l);
-      window.clearInterval(t);
+      stop();
     };
   }, []);
   return (
@@ -54,6 +88,11 @@ const kindLabel = (k: string) => k.replace(/_/g, " ");
 
 export function NotificationsPage() {
   const list = useLoad(async () => (await unwrap(api.GET("/notifications", { params: { query: { per_page: 100 } } }))).data, []);
+  useEffect(() => {
+    const c = () => void list.reload();
+    changes.add(c);
+    return () => void changes.delete(c);
+  }, [list.reload]);
   const act = useAction();
   const after = async () => {
     await list.reload();

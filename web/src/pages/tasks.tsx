@@ -398,7 +398,7 @@ function MessageEntry(props: { e: Entry & { kind: "message" }; agentName: string
   const m = props.e.message;
   if (m.role === "tool") return null; // results are shown with their calls
   const calls = m.provider_call_ids.length;
-  if (m.role === "assistant" && !m.text && !m.reasoning && !props.e.usage) return null;
+  if (m.role === "assistant" && !m.text && !m.reasoning && !m.usage) return null;
   return (
     <article class={`msg ${m.role}`}>
       <h2 class="msg-who">{m.role === "user" ? "You" : props.agentName}</h2>
@@ -410,10 +410,10 @@ function MessageEntry(props: { e: Entry & { kind: "message" }; agentName: string
       )}
       {m.text ? <p class="pre">{m.text}</p> : m.role === "assistant" && <p class="muted small">Asked for {calls === 1 ? "a tool call" : `${calls} tool calls`}.</p>}
       {m.attachments && m.attachments.length > 0 && <p class="muted small">{m.attachments.length} attachment(s)</p>}
-      {props.e.usage && (
-        <p class="usage muted small" title="Tokens of the model calls of this turn">
-          {props.e.turns && props.e.turns > 1 ? `${props.e.turns} turns: ` : ""}
-          {fmtUsage(props.e.usage)}
+      {m.usage && (m.usage.input_tokens > 0 || m.usage.output_tokens > 0) && (
+        <p class="usage muted small">
+          <span class="sr-only">Tokens of this turn: </span>
+          {fmtUsage(m.usage)}
         </p>
       )}
     </article>

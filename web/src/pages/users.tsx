@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { api, unwrap, type User } from "../api";
 import { navigate } from "../router";
 import { useSession } from "../session";
+import { FormPanel } from "../crud";
 import { Check, ErrorNote, Field, Link, PageHeader, formatTime, useAction, useLoad } from "../ui";
 
 export function UserList() {
@@ -12,35 +13,27 @@ export function UserList() {
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
   const [admin, setAdmin] = useState(false);
-  const act = useAction();
   return (
     <>
       <PageHeader title="Users" />
       <div class="split">
-        <form
-          class="panel"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void act.run(async () => {
-              await unwrap(api.POST("/users", { body: { email, password, display_name: name || undefined, is_admin: admin, email_verified: true } }));
-              setEmail("");
-              setName("");
-              setPassword("");
-              setAdmin(false);
-              await users.reload();
-            });
+        <FormPanel
+          title="New user"
+          submit="Create user"
+          onSubmit={async () => {
+            await unwrap(api.POST("/users", { body: { email, password, display_name: name || undefined, is_admin: admin, email_verified: true } }));
+            setEmail("");
+            setName("");
+            setPassword("");
+            setAdmin(false);
+            await users.reload();
           }}
         >
-          <h2>New user</h2>
           <Field label="Email" type="email" required value={email} onValue={setEmail} />
           <Field label="Display name" value={name} onValue={setName} />
           <Field label="Initial password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} />
           <Check label="Administrator" checked={admin} onChange={setAdmin} />
-          <ErrorNote error={act.error} />
-          <button class="primary" disabled={act.pending}>
-            Create user
-          </button>
-        </form>
+        </FormPanel>
         <section class="panel flush">
           <ErrorNote error={users.error} />
           <table class="table">
@@ -108,34 +101,23 @@ function UserForm(props: { user: User; onSaved: (u: User) => void }) {
   const [admin, setAdmin] = useState(u.is_admin);
   const [verified, setVerified] = useState(u.email_verified);
   const [password, setPassword] = useState("");
-  const act = useAction();
-  const [saved, setSaved] = useState(false);
   return (
-    <form
-      class="panel"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setSaved(false);
-        void act.run(async () => {
-          const r = await unwrap(api.PATCH("/users/{id}", { params: { path: { id: u.id } }, body: { display_name: name, email, is_admin: admin, email_verified: verified, password: password || undefined } }));
-          setPassword("");
-          setSaved(true);
-          props.onSaved(r.data.user);
-        });
+    <FormPanel
+      title="Account"
+      submit="Save user"
+      saved="Saved."
+      onSubmit={async () => {
+        const r = await unwrap(api.PATCH("/users/{id}", { params: { path: { id: u.id } }, body: { display_name: name, email, is_admin: admin, email_verified: verified, password: password || undefined } }));
+        setPassword("");
+        props.onSaved(r.data.user);
       }}
     >
-      <h2>Account</h2>
       <Field label="Display name" value={name} onValue={setName} />
       <Field label="Email" type="email" required value={email} onValue={setEmail} />
       <Check label="Administrator" checked={admin} onChange={setAdmin} />
       <Check label="Email verified" checked={verified} onChange={setVerified} />
       <Field label="New password (optional)" type="password" autoComplete="new-password" value={password} onValue={setPassword} />
-      <ErrorNote error={act.error} />
-      {saved && <p class="notice">Saved.</p>}
-      <button class="primary" disabled={act.pending}>
-        Save user
-      </button>
-    </form>
+    </FormPanel>
   );
 }
 
