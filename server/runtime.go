@@ -138,6 +138,7 @@ func (a *App) newLoop() *agentloop.Loop {
 	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
 	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
+	execs[agentloop.ScheduleToolClass] = &agentloop.ScheduleToolExecutor{Schedules: a.Schedules, Users: a.Store}
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs, CacheConfig: true,
 		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
