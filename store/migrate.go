@@ -161,20 +161,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
-	// A named lock belongs to one connection: pin one for the whole run.
-	return s.conn(ctx).Connection(func(conn *gorm.DB) error {
-		db := conn.Session(&gorm.Session{}) // reusable: every statement starts fresh
-		const lockName = "CONCAT('svc_migrate_', MD5(DATABASE()))"
-		var got sql.NullInt64
-		if err := db.Raw("SELECT GET_LOCK(" + lockName + ", 120)").Row().Scan(&got); err != nil {
-			return fmt.Errorf("migrate: take lock: %w", err)
-		}
-		if !got.Valid || got.Int64 != 1 {
-			return fmt.Errorf("migrate: another process holds the migration lock: %w", svcerr.ErrUnavailable)
-		}
-		// Release on a fresh context so a cancelled ctx still frees the lock.
-		defer db.WithContext(context.WithoutCancel(ctx)).Exec("DO RELEASE_LOCK(" + lockName + ")")
-
+	return s.withMigrationLock(ctx, func(db *gorm.DB) error {
 		if err := s.createMigrationsTable(db); err != nil {
 			return err
 		}
@@ -191,6 +178,33 @@ func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
 			}
 		}
 		return nil
+	})
+}
+
+// withMigrationLock runs fn while this process holds the database's migration lock, on the
+// connection that holds it: on MySQL/MariaDB a named lock (GET_LOCK, waited for up to two
+// minutes), since DDL commits implicitly and a transaction cannot keep two processes from
+// applying one migration twice; on SQLite fn runs on the store's pool (its migrations run in
+// immediate transactions, which exclude each other). Errors: ErrUnavailable when another
+// process kept the lock, fn's.
+func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) error) error {
+	if s.dialect != DialectMySQL {
+		return fn(s.conn(ctx))
+	}
+	// A named lock belongs to one connection: pin one for the whole run.
+	return s.conn(ctx).Connection(func(conn *gorm.DB) error {
+		db := conn.Session(&gorm.Session{}) // reusable: every statement starts fresh
+		const lockName = "CONCAT('svc_migrate_', MD5(DATABASE()))"
+		var got sql.NullInt64
+		if err := db.Raw("SELECT GET_LOCK(" + lockName + ", 120)").Row().Scan(&got); err != nil {
+			return fmt.Errorf("migrate: take lock: %w", err)
+		}
+		if !got.Valid || got.Int64 != 1 {
+			return fmt.Errorf("migrate: another process holds the migration lock: %w", svcerr.ErrUnavailable)
+		}
+		// Release on a fresh context so a cancelled ctx still frees the lock.
+		defer db.WithContext(context.WithoutCancel(ctx)).Exec("DO RELEASE_LOCK(" + lockName + ")")
+		return fn(db)
 	})
 }
 

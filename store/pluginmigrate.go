@@ -81,30 +81,34 @@ func (s *Store) PluginSchemaVersion(ctx context.Context, slug string) (int, erro
 
 // MigratePlugin applies the migrations of plugin slug that are not recorded yet, in version
 // order, each with its record (one transaction per migration on SQLite; on MySQL/MariaDB, where
-// DDL commits implicitly, a migration is recorded after its last statement). Errors are
-// uncategorised: a failing migration is the plugin author's or operator's problem, and the
+// DDL commits implicitly, a migration is recorded after its last statement, and the whole run
+// holds the migration lock, so two processes starting at once never apply one twice). Errors
+// are uncategorised: a failing migration is the plugin author's or operator's problem, and the
 // plugin does not load.
 func (s *Store) MigratePlugin(ctx context.Context, slug string, migs []PluginMigration) (applied int, err error) {
-	for _, m := range migs {
-		err := s.conn(ctx).Transaction(func(tx *gorm.DB) error {
-			var n int64
-			if err := tx.Model(&pluginMigrationRow{}).Where("slug = ? AND version = ?", slug, m.Version).Count(&n).Error; err != nil {
+	err = s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		for _, m := range migs {
+			err := db.Transaction(func(tx *gorm.DB) error {
+				var n int64
+				if err := tx.Model(&pluginMigrationRow{}).Where("slug = ? AND version = ?", slug, m.Version).Count(&n).Error; err != nil {
+					return err
+				}
+				if n > 0 {
+					return nil
+				}
+				for i, stmt := range splitStatements(m.SQL) {
+					if err := tx.Exec(stmt).Error; err != nil {
+						return fmt.Errorf("plugin %s migration %s statement %d: %w", slug, m.Name, i+1, err)
+					}
+				}
+				applied++
+				return tx.Create(&pluginMigrationRow{Slug: slug, Version: m.Version, Name: m.Name, AppliedAt: s.now()}).Error
+			})
+			if err != nil {
 				return err
 			}
-			if n > 0 {
-				return nil
-			}
-			for i, stmt := range splitStatements(m.SQL) {
-				if err := tx.Exec(stmt).Error; err != nil {
-					return fmt.Errorf("plugin %s migration %s statement %d: %w", slug, m.Name, i+1, err)
-				}
-			}
-			applied++
-			return tx.Create(&pluginMigrationRow{Slug: slug, Version: m.Version, Name: m.Name, AppliedAt: s.now()}).Error
-		})
-		if err != nil {
-			return applied, err
 		}
-	}
-	return applied, nil
+		return nil
+	})
+	return applied, err
 }
