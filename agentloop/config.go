@@ -22,6 +22,7 @@ type stepConfig struct {
 	states  map[string]tools.ToolState
 	llm     *store.LLMConfig // nil: none (llmErr says why)
 	llmErr  error
+	owner   int64 // the user owning the agent (a personal principal's), 0 for a group's
 }
 
 // configMaxAge bounds how long a cached configuration serves steps while the version stays
@@ -92,7 +93,11 @@ func (l *Loop) loadConfig(ctx context.Context, agentID, viewer, v int64) (*stepC
 	if err != nil {
 		return nil, fmt.Errorf("tool states of agent %d: %w", agent.ID, err)
 	}
-	c := &stepConfig{version: v, loaded: time.Now(), agent: agent, states: states}
+	owner, err := l.ownerUser(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	c := &stepConfig{version: v, loaded: time.Now(), agent: agent, states: states, owner: owner}
 	c.llm, c.llmErr = l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
 	if c.llmErr != nil && !errors.Is(c.llmErr, svcerr.ErrNotFound) {
 		return nil, c.llmErr

@@ -23,6 +23,7 @@ type execution struct {
 	loop   *Loop
 	task   *store.Task
 	agent  *store.Agent
+	owner  int64 // the agent's owning user (stepConfig.owner)
 	worker string
 	states map[string]tools.ToolState
 	todos  *taskTodos
@@ -30,9 +31,18 @@ type execution struct {
 
 // plan turns the model's calls into rows: each resolved to its tool and operation, and marked
 // PENDING_APPROVAL when its operation requires approval (declared default, agent override,
-// auto_approve), PENDING otherwise.
+// auto_approve), PENDING otherwise. The first PENDING call is recorded as started (the step
+// runs it right away; see execute).
 func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 	out := make([]store.NewToolCall, 0, len(calls))
+	defer func() {
+		for i := range out {
+			if out[i].Status == store.ToolCallPending {
+				out[i].Started = true
+				return
+			}
+		}
+	}()
 	for _, c := range calls {
 		args := map[string]any{}
 		_ = json.Unmarshal(c.Arguments, &args)
@@ -58,19 +68,25 @@ func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 
 // execute runs calls in order and returns the state the task must enter because of them
 // (AWAITING_INPUT after a question, else AWAITING_SUB_AGENTS after a sub-agent call), or ""
-// when the loop may go on. Each call is started with
-// a compare-and-swap (at most once, even across crashes) and its outcome recorded at once.
-func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string, error) {
+// when the loop may go on. Each call is started with a compare-and-swap (at most once, even
+// across crashes) and its outcome recorded at once. When turn is set, calls are those the
+// step's model turn has just recorded: a call recorded as started (plan) is not started again,
+// and the last call's outcome is returned instead of written, for the step's finish to record
+// in its own transaction (a crash in between leaves it interrupted, as one during the call).
+func (e *execution) execute(ctx context.Context, calls []store.ToolCall, turn bool) (string, *store.ToolResult, error) {
 	l, outcome := e.loop, ""
-	for _, c := range calls {
-		if err := l.Store.BeginToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
+	var last *store.ToolResult
+	for i, c := range calls {
+		if turn && c.ExecutedAt != nil {
+			// started with its row (NewToolCall.Started)
+		} else if err := l.Store.BeginToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
 			if !errors.Is(err, svcerr.ErrInvalidState) {
-				return "", err
+				return "", nil, err
 			}
 			// Started before a crash and never finished: it may have had effects, so it is not
 			// run again; the model is told.
 			if err := e.record(ctx, c, store.ToolCallFailed, resultRecord{Error: "the call was interrupted by a worker restart and was not repeated"}); err != nil {
-				return "", err
+				return "", nil, err
 			}
 			continue
 		}
@@ -78,19 +94,19 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string
 		res, status, err := e.run(cctx, c)
 		observed(status, err)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if res.Pause != nil && res.Pause.Kind == tools.PauseQuestion {
 			var qs []store.Question
 			if err := json.Unmarshal(res.Pause.Questions, &qs); err != nil {
 				status, res = store.ToolCallFailed, tools.Result{}
 				if err := e.record(ctx, c, status, resultRecord{Error: "malformed question batch"}); err != nil {
-					return "", err
+					return "", nil, err
 				}
 				continue
 			}
 			if _, err := l.Store.RecordQuestions(ctx, e.task.ID, e.worker, c.ProviderCallID, qs); err != nil {
-				return "", err
+				return "", nil, err
 			}
 			outcome = taskstate.AwaitingInput
 		}
@@ -101,11 +117,19 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall) (string
 		if status == store.ToolCallFailed {
 			rec = resultRecord{Error: res.Content}
 		}
+		if turn && i == len(calls)-1 {
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return "", nil, err
+			}
+			last = &store.ToolResult{CallID: c.ID, ToolCallUpdate: store.ToolCallUpdate{Status: status, Result: raw}}
+			continue
+		}
 		if err := e.record(ctx, c, status, rec); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return outcome, nil
+	return outcome, last, nil
 }
 
 // run executes one started call. A tool's own failure (ToolError) is a FAILED call the model
@@ -151,12 +175,8 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 		args = withoutKey(args, d)
 	}
 	settings, _ := tools.Cascade(spec, st.Layers...)
-	owner, err := e.loop.ownerUser(ctx, e.agent)
-	if err != nil {
-		return tools.Result{}, "", err
-	}
 	res, err := exec.Execute(ctx, tools.Call{Operation: o.Name, Args: args, Settings: settings, TaskID: e.task.ID,
-		AgentID: e.agent.ID, OwnerUserID: owner, UserID: e.task.UserID, ProviderCallID: c.ProviderCallID})
+		AgentID: e.agent.ID, OwnerUserID: e.owner, UserID: e.task.UserID, ProviderCallID: c.ProviderCallID})
 	var te *tools.ToolError
 	switch {
 	case errors.As(err, &te):

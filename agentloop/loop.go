@@ -249,13 +249,13 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		l.Todos.m.Store(t.ID, todos)
 		defer l.Todos.m.Delete(t.ID)
 	}
-	run := &execution{loop: l, task: t, agent: agent, worker: worker, states: states, todos: todos}
+	run := &execution{loop: l, task: t, agent: agent, owner: conf.owner, worker: worker, states: states, todos: todos}
 
 	// Calls approved since the last step (or interrupted by a crash) are settled first, without
 	// a model turn.
 	current := calls // the calls as the model request must show them
 	if pending := runnable(calls); len(pending) > 0 {
-		outcome, err := run.execute(ctx, pending)
+		outcome, _, err := run.execute(ctx, pending, false)
 		if err != nil {
 			return nil, err
 		}
@@ -338,11 +338,11 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if err != nil {
 		return nil, err
 	}
-	outcome, err := run.execute(ctx, runnable(recorded))
+	outcome, last, err := run.execute(ctx, runnable(recorded), true)
 	if err != nil {
 		return nil, err
 	}
-	usage.Status = outcome
+	usage.Status, usage.ToolResult = outcome, last
 	if outcome == "" {
 		usage.Status = taskstate.Running
 	}

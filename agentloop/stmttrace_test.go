@@ -24,8 +24,8 @@ func TestStepStatementBudget(t *testing.T) {
 		turn            []llm.ScriptTurn
 		stmts, writeTxs [2]int64 // first task, second task
 	}{
-		{"one-step", []llm.ScriptTurn{{Text: "42"}}, [2]int64{11, 8}, [2]int64{2, 2}},
-		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, [2]int64{24, 21}, [2]int64{6, 6}},
+		{"one-step", []llm.ScriptTurn{{Text: "42"}}, [2]int64{12, 8}, [2]int64{2, 2}},
+		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, [2]int64{22, 18}, [2]int64{4, 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

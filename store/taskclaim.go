@@ -330,6 +330,15 @@ type StepOutcome struct {
 	// Lease, when positive and the task stays RUNNING, renews the lease to now+Lease in the same
 	// write (Loop.Run between steps: no separate ExtendLease).
 	Lease time.Duration
+	// ToolResult, when set, is the outcome of the step's last tool call, recorded in the step's
+	// transaction instead of UpdateToolCall's own.
+	ToolResult *ToolResult
+}
+
+// ToolResult is the outcome of tool call CallID.
+type ToolResult struct {
+	CallID int64
+	ToolCallUpdate
 }
 
 // FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
@@ -371,6 +380,14 @@ func checkOutcome(o StepOutcome) error {
 	}
 	if o.Lease < 0 {
 		return invalidf("lease must not be negative")
+	}
+	if r := o.ToolResult; r != nil {
+		if r.Status != ToolCallExecuted && r.Status != ToolCallFailed {
+			return invalidf("a tool call ends EXECUTED or FAILED")
+		}
+		if _, err := encodeRaw("result", r.Result); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -415,6 +432,9 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 		}
 	}
 	r := reserve{}
+	if o.ToolResult != nil {
+		r.events++
+	}
 	if msg != nil {
 		r.events, r.messages = r.events+1, 1
 	}
@@ -426,6 +446,14 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 		return nil, nil, err
 	}
 	var evs []TaskEvent
+	if tr := o.ToolResult; tr != nil {
+		result, _ := encodeRaw("result", tr.Result) // checked by checkOutcome
+		c, err := writeToolResult(tx, id, tr.CallID, now, tr.Status, result)
+		if err != nil {
+			return nil, nil, err
+		}
+		evs = append(evs, TaskEvent{Type: EventToolCallExecuted, ToolCall: &c})
+	}
 	var stored *TaskMessage
 	if msg != nil {
 		msgs, err := insertMessages(tx, id, int(row.MessageSeq)-1, now, []NewTaskMessage{*msg})

@@ -149,3 +149,44 @@ func TestTaskEventsOfReapAndDecisions(t *testing.T) {
 		t.Fatalf("after the decision: %+v", evs[9].Status)
 	}
 }
+
+// TestToolCallStartedWithItsTurn: a call recorded as started with its turn (NewToolCall.Started)
+// is never begun again (a worker that died before its result left it interrupted), and a step's
+// outcome can carry the last call's result, recorded with its event in the step's transaction.
+func TestToolCallStartedWithItsTurn(t *testing.T) {
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
+		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
+		[]store.NewToolCall{
+			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
+			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
+		})
+	if err != nil || len(calls) != 2 || calls[0].ExecutedAt == nil || calls[1].ExecutedAt != nil {
+		t.Fatalf("turn = %+v, %v", calls, err)
+	}
+	if err := f.s.BeginToolCall(ctx, tk.ID, "w1", calls[0].ID); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("begin of a call started with its turn: %v", err)
+	}
+	if err := f.s.BeginToolCall(ctx, tk.ID, "w1", calls[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running, Steps: 1,
+		ToolResult: &store.ToolResult{CallID: calls[1].ID, ToolCallUpdate: store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: []byte(`{"content":"2"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.s.ToolCalls(ctx, tk.ID)
+	if err != nil || got[1].Status != store.ToolCallExecuted || string(got[1].Result) != `{"content":"2"}` || got[0].Status != store.ToolCallPending {
+		t.Fatalf("calls after the step = %+v, %v", got, err)
+	}
+	evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 0)
+	if last := evs[len(evs)-1]; err != nil || last.Type != store.EventToolCallExecuted || last.ToolCall == nil ||
+		last.ToolCall.ProviderCallID != "c2" || last.ToolCall.Status != store.ToolCallExecuted {
+		t.Fatalf("events = %s, %v", eventLog(t, f.s, tk.ID), err)
+	}
+	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running,
+		ToolResult: &store.ToolResult{CallID: calls[1].ID, ToolCallUpdate: store.ToolCallUpdate{Status: store.ToolCallPending}}}); !errors.Is(err, svcerr.ErrInvalid) {
+		t.Fatalf("a result that is no outcome: %v", err)
+	}
+}

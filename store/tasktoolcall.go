@@ -34,6 +34,11 @@ type NewToolCall struct {
 	Operation      string
 	Status         string
 	Arguments      map[string]any
+	// Started records a PENDING call as started (executed_at) in the transaction that records
+	// it: the worker runs it right away, and BeginToolCall's separate write is saved. A crash
+	// before its result is recorded leaves it interrupted, never run again, as after
+	// BeginToolCall.
+	Started bool
 }
 
 // ToolCall is one recorded tool call with its decision and outcome.
@@ -164,6 +169,9 @@ func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
 		if err := checkKey("operation", c.Operation, false); err != nil {
 			return nil, err
 		}
+		if c.Started && c.Status != ToolCallPending {
+			return nil, invalidf("only a PENDING call can be recorded as started")
+		}
 		args := map[string]any{}
 		if c.Arguments != nil {
 			args = c.Arguments
@@ -172,10 +180,14 @@ func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, toolCallRow{
+		row := toolCallRow{
 			ProviderCallID: c.ProviderCallID, ToolClass: c.ToolClass,
 			Name: c.Name, Operation: c.Operation, Status: c.Status, ProposedArguments: enc,
-		})
+		}
+		if c.Started {
+			row.ExecutedAt = &time.Time{} // set to the transaction's time by insertToolCalls
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -185,6 +197,9 @@ func insertToolCalls(tx *gorm.DB, taskID int64, seq int, now time.Time, rows []t
 	out := make([]ToolCall, 0, len(rows))
 	for i := range rows {
 		rows[i].TaskID, rows[i].MessageSequence, rows[i].CreatedAt = taskID, seq, now
+		if rows[i].ExecutedAt != nil {
+			rows[i].ExecutedAt = &now
+		}
 		if err := tx.Create(&rows[i]).Error; err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrConflict) {
 				return nil, svcerr.New(svcerr.ErrConflict, "tool call %q is already recorded", rows[i].ProviderCallID)
@@ -223,34 +238,39 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 		if err != nil {
 			return err
 		}
-		var call toolCallRow
-		q := tx.Model(&call)
-		sqlite := tx.Dialector.Name() == DialectSQLite
-		if sqlite {
-			q = q.Clauses(clause.Returning{}) // the row as written, for its event
-		}
-		res := q.Where("id = ? AND task_id = ?", callID, taskID).
-			Updates(map[string]any{"status": u.Status, "result": result, "executed_at": now})
-		if res.Error != nil {
-			return fmt.Errorf("update tool call %d: %w", callID, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return svcerr.New(svcerr.ErrNotFound, "tool call not found")
-		}
-		var c ToolCall
-		if sqlite {
-			if c, err = call.toToolCall(); err != nil {
-				return err
-			}
-		} else {
-			calls, err := toolCallsWhere(tx, "id = ?", callID)
-			if err != nil {
-				return err
-			}
-			c = calls[0]
+		c, err := writeToolResult(tx, taskID, callID, now, u.Status, result)
+		if err != nil {
+			return err
 		}
 		return insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventToolCallExecuted, ToolCall: &c}})
 	})
+}
+
+// writeToolResult records the outcome of call callID of task taskID in tx (its lease checked by
+// the caller's lease write) and returns the call as written, for its event.
+func writeToolResult(tx *gorm.DB, taskID, callID int64, now time.Time, status string, result *string) (ToolCall, error) {
+	var call toolCallRow
+	q := tx.Model(&call)
+	sqlite := tx.Dialector.Name() == DialectSQLite
+	if sqlite {
+		q = q.Clauses(clause.Returning{}) // the row as written, for its event
+	}
+	res := q.Where("id = ? AND task_id = ?", callID, taskID).
+		Updates(map[string]any{"status": status, "result": result, "executed_at": now})
+	if res.Error != nil {
+		return ToolCall{}, fmt.Errorf("update tool call %d: %w", callID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ToolCall{}, svcerr.New(svcerr.ErrNotFound, "tool call not found")
+	}
+	if sqlite {
+		return call.toToolCall()
+	}
+	calls, err := toolCallsWhere(tx, "id = ?", callID)
+	if err != nil {
+		return ToolCall{}, err
+	}
+	return calls[0], nil
 }
 
 // ToolCalls returns every tool call of a task in the order they were recorded.
