@@ -22,7 +22,11 @@ func (a *API) StreamTaskEvents(ctx context.Context, req gen.StreamTaskEventsRequ
 	if err != nil {
 		return nil, err
 	}
-	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence)}, nil
+	release, err := a.events.Acquire(fmt.Sprintf("user:%d", id.User.ID))
+	if err != nil {
+		return nil, err
+	}
+	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release}, nil
 }
 
 // StreamAgentChatEvents streams the events of one of the key's chats (Server-Sent Events).
@@ -35,7 +39,11 @@ func (a *API) StreamAgentChatEvents(ctx context.Context, req gen.StreamAgentChat
 	if err != nil {
 		return nil, err
 	}
-	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence)}, nil
+	release, err := a.events.Acquire(fmt.Sprintf("key:%d", k.ID))
+	if err != nil {
+		return nil, err
+	}
+	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release}, nil
 }
 
 // eventCursor is where a stream starts: Last-Event-ID (an EventSource reconnecting), else
@@ -55,12 +63,13 @@ func eventCursor(lastEventID *string, since *int64) int64 {
 // eventStream is the 200 answer of both stream operations: it writes the stream itself, so
 // each event reaches the client as it is sent.
 type eventStream struct {
-	api    *API
-	ctx    context.Context // the request's: cancelled when the client goes away
-	taskID int64
-	after  int64
-	w      http.ResponseWriter
-	rc     *http.ResponseController
+	api     *API
+	ctx     context.Context // the request's: cancelled when the client goes away
+	taskID  int64
+	after   int64
+	release func() // the owner's stream slot (taskstream.Broker.Acquire)
+	w       http.ResponseWriter
+	rc      *http.ResponseController
 }
 
 func (e *eventStream) VisitStreamTaskEventsResponse(w http.ResponseWriter) error { return e.serve(w) }
@@ -70,6 +79,7 @@ func (e *eventStream) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) 
 }
 
 func (e *eventStream) serve(w http.ResponseWriter) error {
+	defer e.release()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

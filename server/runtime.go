@@ -83,6 +83,7 @@ func (a *App) buildServices() {
 	s.Store.OnMailQueued(s.Mails.Notify)
 	s.Store.OnScheduledRunFinished((&notify.ScheduledRuns{Config: s.Config.Current}).Mail)
 	s.Events = taskstream.New(s.Store, a.Logger)
+	s.Events.MaxPerOwner = cfg.EventStreamsPerUser
 	s.Store.OnEvents(s.Events.Notify)
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)

@@ -584,3 +584,43 @@ func TestTaskEventStreamAttachments(t *testing.T) {
 		t.Fatalf("attachment kinds = %v", kinds)
 	}
 }
+
+// TestEventStreamsPerOwnerCap: an agent key holds at most event_streams_per_user open streams
+// on a process; one more answers 429 TOO_MANY_REQUESTS (as the contract says), and a slot is
+// free again once a stream ends.
+func TestEventStreamsPerOwnerCap(t *testing.T) {
+	env := apitest.New(t, "SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=100000", "SVC_EVENT_STREAMS_PER_USER=2")
+	owner, _ := env.UserClient("ada@example.com")
+	k := scriptedCalcAgent(t, owner, "script.json") // no worker runs: the chat stays QUEUED, its streams open
+	addr := serve(t, env)
+	auth := map[string]string{"Authorization": "Bearer " + k.key.Key}
+	var started gen.ChatResponse
+	env.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: map[string]any{"text": "6*7?"},
+		Header: auth}).Expect(t, http.StatusAccepted).Decode(t, &started)
+	path := fmt.Sprintf("/agent-api/chats/%d/events", started.Data.Chat.Id)
+	url := fmt.Sprintf("http://%s%s%s", addr, apitest.API, path)
+	_, cancelFirst := streamLive(t, url, auth)
+	streamLive(t, url, auth)
+	env.Client().Do(apitest.Request{Method: http.MethodGet, Path: path, Header: auth}).Expect(t, http.StatusTooManyRequests, "TOO_MANY_REQUESTS")
+	cancelFirst()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", auth["Authorization"])
+		res, err := http.DefaultClient.Do(req)
+		code := 0
+		if err == nil {
+			code = res.StatusCode
+			res.Body.Close()
+		}
+		cancel()
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot after the first stream ended: %d %v", code, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -122,8 +122,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 58 {
-		t.Errorf("%d keys, want 58", len(fields))
+	if len(fields) != 59 {
+		t.Errorf("%d keys, want 59", len(fields))
 	}
 }
 

@@ -235,6 +235,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"tick_lease_seconds", c.TickLeaseSeconds},
 		{"worker_stale_minutes", c.WorkerStaleMinutes},
 		{"max_workers", c.MaxWorkers},
+		{"event_streams_per_user", c.EventStreamsPerUser},
 		{"db_max_open_conns", c.DBMaxOpenConns},
 		{"llm_timeout", c.LLMTimeout},
 		{"tool_http_timeout", c.ToolHTTPTimeout},

@@ -12,18 +12,21 @@ package taskstream
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/agentsvc/svc/internal/startstop"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 )
 
 // Defaults of a Broker.
 const (
-	DefaultPoll      = time.Second      // how soon a stream sees events another process wrote
-	DefaultKeepAlive = 15 * time.Second // a comment line this often keeps proxies from closing idle streams
+	DefaultPoll        = time.Second      // how soon a stream sees events another process wrote
+	DefaultKeepAlive   = 15 * time.Second // a comment line this often keeps proxies from closing idle streams
+	DefaultMaxPerOwner = 32               // open streams of one user or key (event_streams_per_user)
 )
 
 // Sink receives what a stream sends; the HTTP layer renders it as Server-Sent Events.
@@ -43,12 +46,47 @@ type Broker struct {
 	Store     *store.Store
 	Poll      time.Duration
 	KeepAlive time.Duration
-	Log       *slog.Logger
+	// MaxPerOwner bounds the streams one owner holds open at once (Acquire); 0 means
+	// DefaultMaxPerOwner.
+	MaxPerOwner int
+	Log         *slog.Logger
 
 	base     startstop.Base
 	mu       sync.Mutex
 	watchers map[int64]map[chan struct{}]struct{}
 	seen     map[int64]int64 // event_seq of watched tasks at the last poll
+	owners   map[string]int  // open streams per owner (Acquire)
+}
+
+// Acquire takes one of owner's stream slots (owner names a user or an agent key) for a stream
+// about to be served, and returns its release, which the stream calls once it ended. Errors:
+// svcerr.ErrRateLimited when owner holds MaxPerOwner streams already: each open stream holds a
+// goroutine and reads the database whenever its task is written, so one client cannot open
+// them without bound.
+func (b *Broker) Acquire(owner string) (release func(), err error) {
+	limit := b.MaxPerOwner
+	if limit <= 0 {
+		limit = DefaultMaxPerOwner
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.owners == nil {
+		b.owners = map[string]int{}
+	}
+	if b.owners[owner] >= limit {
+		return nil, svcerr.RateLimited(5*time.Second, fmt.Sprintf("at most %d event streams may be open at once; close one first", limit))
+	}
+	b.owners[owner]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.owners[owner]--; b.owners[owner] <= 0 {
+				delete(b.owners, owner)
+			}
+		})
+	}, nil
 }
 
 // New returns a broker over st.
