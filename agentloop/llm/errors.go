@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
@@ -84,6 +85,10 @@ func classifyTransport(ctx context.Context, provider string, timeout time.Durati
 		return newError(taskstate.CodeLLMTimeout, provider+" call timed out in the HTTP client", 0, err)
 	case errors.Is(err, context.Canceled):
 		return newError(taskstate.CodeUnknown, provider+" call cancelled", 0, err)
+	case errors.Is(err, netguard.ErrBlocked):
+		// The outbound screen refused the base URL's address: a configuration to change, not a
+		// failing gateway, so nothing is retried.
+		return newError(taskstate.CodeBadRequest, provider+" endpoint refused: the base URL's address is private or loopback and not among llm_allowed_hosts", 0, err)
 	case errors.As(err, &ne):
 		// Connection refused or reset, DNS failure: the endpoint could not be reached, which
 		// behaves like a failing gateway and deserves the same retries.

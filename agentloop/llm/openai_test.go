@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
@@ -284,5 +285,18 @@ func TestProviderErrorExcerpt(t *testing.T) {
 		if strings.ContainsFunc(msg, unicode.IsControl) {
 			t.Errorf("%s: control characters in %q", name, msg)
 		}
+	}
+}
+
+// TestOpenAIScreenedBaseURL: a base URL whose address the outbound screen refuses (loopback,
+// not among llm_allowed_hosts) fails as BAD_REQUEST, which is not retried, rather than as an
+// unreachable gateway.
+func TestOpenAIScreenedBaseURL(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, reply{body: openaiCompletion(`{"role":"assistant","content":"never"}`, "stop")})
+	d, _ := New(Config{Driver: DriverOpenAI, Model: "m", BaseURL: f.srv.URL, HTTPClient: netguard.Client(5*time.Second, netguard.Options{})})
+	_, err := d.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "x"}}})
+	if e := asError(t, err); e.Code != taskstate.CodeBadRequest || e.Transient || !strings.Contains(e.Message, "llm_allowed_hosts") {
+		t.Errorf("screened: %+v", e)
 	}
 }
