@@ -22,6 +22,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/agentsvc/svc/internal/outside"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -67,7 +68,7 @@ func (b *bench) rawCommit(n int) (time.Duration, error) {
 // modelRate is how many streamed calls per second the fake model answers to a plain client
 // with 16 concurrent callers for a second: what the model side could carry at most.
 func (b *bench) modelRate() string {
-	hc := newHTTPClient(32)
+	hc := outside.NewHTTPClient(32)
 	body := []byte(`{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	var calls atomic.Int64
 	stop := time.Now().Add(time.Second)
@@ -130,7 +131,7 @@ func (b *bench) getRow(s *site, c *client, taskID int64) (*getResult, error) {
 			Task map[string]any `json:"task"`
 		} `json:"data"`
 	}
-	if err := c.do(http.MethodGet, fmt.Sprintf("/tasks/%d", taskID), nil, 200, &env); err != nil {
+	if err := c.Do(http.MethodGet, fmt.Sprintf("/tasks/%d", taskID), nil, 200, &env); err != nil {
 		return nil, err
 	}
 	task = env.Data.Task
@@ -144,11 +145,11 @@ func (b *bench) getRow(s *site, c *client, taskID int64) (*getResult, error) {
 	res := &getResult{}
 	rounds := max(b.o.rounds, 1)
 	for range rounds {
-		sv, err := b.hammer(c.http, svcURL)
+		sv, err := b.hammer(c.HTTP, svcURL)
 		if err != nil {
 			return nil, fmt.Errorf("service GET: %w", err)
 		}
-		br, err := b.hammer(c.http, bareURL)
+		br, err := b.hammer(c.HTTP, bareURL)
 		if err != nil {
 			return nil, fmt.Errorf("bare GET: %w", err)
 		}
@@ -279,7 +280,7 @@ func (b *bench) minimalRSS(settle time.Duration) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	addr, err := freeAddr()
+	addr, err := outside.FreeAddr()
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +290,7 @@ func (b *bench) minimalRSS(settle time.Duration) (int64, error) {
 		return 0, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if err := waitHTTP("http://"+addr+"/healthz", 10*time.Second); err != nil {
+	if err := outside.WaitHTTP("http://"+addr+"/healthz", 10*time.Second); err != nil {
 		return 0, err
 	}
 	time.Sleep(settle)

@@ -2,100 +2,32 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/agentsvc/svc/internal/outside"
 )
 
 // client is a signed-in session of the session API (cookie and CSRF token), as a browser has.
-type client struct {
-	base   string // http://addr/svc
-	http   *http.Client
-	csrf   string
-	userID int64
-}
+type client struct{ *outside.Session }
 
 const (
 	benchEmail    = "bench@example.com"
 	benchPassword = "svcbench-password-1"
 )
 
-func newHTTPClient(conns int) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = conns
-	tr.MaxIdleConns = 4 * conns
-	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
-}
-
-// register creates the bench's account (the first one: an administrator) and signs in.
+// register creates the bench's account (the first one: an administrator) and signs in; base
+// is the site's http://addr{app_prefix}.
 func register(base string) (*client, error) {
-	c := &client{base: base, http: newHTTPClient(64)}
-	if err := c.do(http.MethodPost, "/auth/register", map[string]any{"email": benchEmail, "password": benchPassword, "display_name": "Bench"}, 201, nil); err != nil {
+	s, err := outside.Register(base+"/api/v1", benchEmail, benchPassword, 64)
+	if err != nil {
 		return nil, err
 	}
-	return login(base)
-}
-
-func login(base string) (*client, error) {
-	jar, _ := cookiejar.New(nil)
-	c := &client{base: base, http: newHTTPClient(64)}
-	c.http.Jar = jar
-	var out struct {
-		Data struct {
-			CsrfToken string `json:"csrf_token"`
-			User      struct {
-				ID int64 `json:"id"`
-			} `json:"user"`
-		} `json:"data"`
-	}
-	if err := c.do(http.MethodPost, "/auth/login", map[string]any{"email": benchEmail, "password": benchPassword}, 200, &out); err != nil {
-		return nil, err
-	}
-	c.csrf, c.userID = out.Data.CsrfToken, out.Data.User.ID
-	return c, nil
-}
-
-// do sends one API request (path below /api/v1) and decodes the answer into out.
-func (c *client) do(method, path string, body any, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, c.base+"/api/v1"+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.csrf != "" {
-		req.Header.Set("X-CSRF-Token", c.csrf)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
+	return &client{s}, nil
 }
 
 // makeAgent creates an agent; with calculator, its calculator tool is enabled and auto-approved
@@ -108,32 +40,20 @@ func (c *client) makeAgent(name string, calculator bool) (int64, error) {
 			} `json:"agent"`
 		} `json:"data"`
 	}
-	if err := c.do(http.MethodPost, "/agents", map[string]any{"name": name, "system_prompt": "Answer briefly."}, 201, &a); err != nil {
+	if err := c.Do(http.MethodPost, "/agents", map[string]any{"name": name, "system_prompt": "Answer briefly."}, 201, &a); err != nil {
 		return 0, err
 	}
 	id := a.Data.Agent.ID
 	if calculator {
 		tool := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", id)
-		if err := c.do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
+		if err := c.Do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
 			return 0, err
 		}
-		if err := c.do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil); err != nil {
+		if err := c.Do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil); err != nil {
 			return 0, err
 		}
 	}
 	return id, nil
-}
-
-func (c *client) createTask(agentID int64, prompt string) (int64, error) {
-	var out struct {
-		Data struct {
-			Task struct {
-				ID int64 `json:"id"`
-			} `json:"task"`
-		} `json:"data"`
-	}
-	err := c.do(http.MethodPost, "/tasks", map[string]any{"agent_id": agentID, "prompt": prompt}, 201, &out)
-	return out.Data.Task.ID, err
 }
 
 // createTasks creates n tasks of agentID with `workers` concurrent requests.
@@ -152,7 +72,7 @@ func (c *client) createTasks(agentID int64, n, workers int) ([]int64, error) {
 				if i >= n {
 					return
 				}
-				id, err := c.createTask(agentID, fmt.Sprintf("What is 6*7? (task %d)", i))
+				id, err := c.CreateTask(agentID, fmt.Sprintf("What is 6*7? (task %d)", i))
 				if err != nil {
 					once.Do(func() { first = fmt.Errorf("create task %d: %w", i, err) })
 					next.Store(int64(n))

@@ -107,7 +107,7 @@ func (b *bench) inflightRSS() (string, error) {
 	}
 	defer srv.stop()
 	// A first task warms what a run loads once (model client, driver, caches).
-	if _, err := c.createTask(agent, "warm up"); err != nil {
+	if _, err := c.CreateTask(agent, "warm up"); err != nil {
 		return "", err
 	}
 	if err := waitCount(s, "status = 'COMPLETED'", 1, 30*time.Second); err != nil {
@@ -200,8 +200,8 @@ func (b *bench) hub(s *site) error {
 			Token  string `json:"token"`
 		} `json:"data"`
 	}
-	topic := fmt.Sprintf("user/%d/tasks", c.userID)
-	if err := c.do(http.MethodGet, "/sse/authorize?topic="+url.QueryEscape(topic), nil, 200, &grant); err != nil {
+	topic := fmt.Sprintf("user/%d/tasks", c.UserID)
+	if err := c.Do(http.MethodGet, "/sse/authorize?topic="+url.QueryEscape(topic), nil, 200, &grant); err != nil {
 		return err
 	}
 	u, err := url.Parse(grant.Data.HubURL)
@@ -287,7 +287,7 @@ func (b *bench) hub(s *site) error {
 		t := time.NewTicker(b.o.hubPeriod)
 		defer t.Stop()
 		for i := range k {
-			if _, err := c.createTask(agent, fmt.Sprintf("hub event %d", i)); err != nil {
+			if _, err := c.CreateTask(agent, fmt.Sprintf("hub event %d", i)); err != nil {
 				return err
 			}
 			<-t.C

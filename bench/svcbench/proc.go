@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"database/sql"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/agentsvc/svc/internal/outside"
 )
 
 // site is one installation of the service: a fresh working folder (its SQLite file, key and
@@ -44,7 +44,7 @@ func (b *bench) newSite(dialect string, model *fakeModel, settings ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := outside.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (s *site) start(name string, settings []string, args ...string) (*proc, err
 	}
 	if args[0] == "serve" {
 		s.serving = p
-		if err := waitHTTP(s.base+"/healthz", 30*time.Second); err != nil {
+		if err := outside.WaitHTTP(s.base+"/healthz", 30*time.Second); err != nil {
 			p.stop()
 			return nil, fmt.Errorf("%s: %w: %s", name, err, p.stderr())
 		}
@@ -232,33 +232,4 @@ func cleanEnv() []string {
 		}
 	}
 	return out
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func waitHTTP(u string, bound time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer 200 within %s (%v)", u, bound, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -9,13 +9,13 @@
 // any loss, double execution or missed event.
 //
 // It is a package of its own rather than a `//go:build ignore` file so that `go build ./...` and
-// `go vet ./...` keep it compiling; it imports nothing of the service but the MySQL driver
-// (it drives bin/svc from outside, as an operator would).
+// `go vet ./...` keep it compiling; it imports nothing of the service but internal/outside
+// (a session client over HTTP, shared with bench/svcbench) and the MySQL driver: it drives
+// bin/svc from outside, as an operator would.
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -25,7 +25,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -38,6 +37,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/agentsvc/svc/internal/outside"
 )
 
 func main() {
@@ -153,9 +154,9 @@ func (d *drill) run() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	users := make([]*client, len(d.apis))
+	users := make([]*outside.Session, len(d.apis))
 	for i, base := range d.apis {
-		c, err := login(base, "drill@example.com", "drill-password-1")
+		c, err := outside.Login(base, "drill@example.com", "drill-password-1", 256)
 		if err != nil {
 			return fmt.Errorf("log in on %s: %w", base, err)
 		}
@@ -173,7 +174,7 @@ func (d *drill) run() error {
 	<-hubReady
 	streams := make([]*streamChecker, len(users))
 	for i, c := range users {
-		streams[i] = newStreamChecker(ctx, c, 64)
+		streams[i] = newStreamChecker(ctx, c, streamFollowers)
 	}
 
 	// Enqueue, alternating the API processes.
@@ -191,7 +192,7 @@ func (d *drill) run() error {
 				if i >= d.o.n {
 					return
 				}
-				id, err := users[i%len(users)].createTask(d.agentID, fmt.Sprintf("What is %d*7? (task %d)", i, i))
+				id, err := createTask(users[i%len(users)], d.agentID, fmt.Sprintf("What is %d*7? (task %d)", i, i))
 				if err != nil {
 					errc <- fmt.Errorf("create task %d: %w", i, err)
 					return
@@ -421,6 +422,8 @@ func (d *drill) setup() error {
 		"SVC_WORKER_RUNTIME_MODE=server", "SVC_LOG_LEVEL=warning",
 		"SVC_MERCURE_URL="+d.hubURL, "SVC_MERCURE_JWT_KEY="+d.hubKey,
 		"SVC_LLM_DRIVER=scripted", "SVC_LLM_BASE_URL=script.json", "SVC_LLM_MODEL=script",
+		// The drill's one user follows streamFollowers task streams at once on each API process.
+		"SVC_EVENT_STREAMS_PER_USER="+strconv.Itoa(streamFollowers),
 	)
 	if out, err := d.cmd("migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("svc migrate: %v\n%s", err, out)
@@ -436,7 +439,7 @@ func (d *drill) setup() error {
 	}
 	d.procs = map[string]*exec.Cmd{}
 	for i := range 2 {
-		addr, err := freeAddr()
+		addr, err := outside.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -445,7 +448,7 @@ func (d *drill) setup() error {
 			return err
 		}
 		base := "http://" + addr + "/svc/api/v1"
-		if err := waitHTTP("http://"+addr+"/svc/healthz", 30*time.Second); err != nil {
+		if err := outside.WaitHTTP("http://"+addr+"/svc/healthz", 30*time.Second); err != nil {
 			log, _ := os.ReadFile(filepath.Join(d.dir, name+".log"))
 			return fmt.Errorf("%s: %w\n%s", name, err, log)
 		}
@@ -495,35 +498,9 @@ func (d *drill) start(name string, args ...string) error {
 	return nil
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func waitHTTP(u string, bound time.Duration) error {
-	deadline := time.Now().Add(bound)
-	for {
-		resp, err := http.Get(u)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer 200 within %s (%v)", u, bound, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // startHub runs the Mercure hub as server/mercure_test.go does.
 func (d *drill) startHub() error {
-	addr, err := freeAddr()
+	addr, err := outside.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -582,81 +559,20 @@ http://%s {
 	}
 }
 
-// client is a signed-in session on one API process.
-type client struct {
-	base string
-	http *http.Client
-	csrf string
-}
-
-func login(base, email, password string) (*client, error) {
-	jar, _ := cookiejar.New(nil)
-	c := &client{base: base, http: &http.Client{Jar: jar, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
-	var out struct {
-		Data struct {
-			CsrfToken string `json:"csrf_token"`
-		} `json:"data"`
-	}
-	if err := c.do(http.MethodPost, "/auth/login", map[string]any{"email": email, "password": password}, 200, &out); err != nil {
-		return nil, err
-	}
-	c.csrf = out.Data.CsrfToken
-	return c, nil
-}
-
-func (c *client) do(method, path string, body any, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.csrf != "" {
-		req.Header.Set("X-CSRF-Token", c.csrf)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
-}
-
-func (c *client) createTask(agentID int64, prompt string) (int64, error) {
-	var out struct {
-		Data struct {
-			Task struct {
-				ID int64 `json:"id"`
-			} `json:"task"`
-		} `json:"data"`
-	}
+// createTask queues a task through c, retrying a refused create twice (a deadlock victim that
+// exhausted the store's own retries answers 500).
+func createTask(c *outside.Session, agentID int64, prompt string) (int64, error) {
 	for attempt := 0; ; attempt++ {
-		err := c.do(http.MethodPost, "/tasks", map[string]any{"agent_id": agentID, "prompt": prompt}, 201, &out)
+		id, err := c.CreateTask(agentID, prompt)
 		if err == nil || attempt == 2 {
-			return out.Data.Task.ID, err
+			return id, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // makeAgent creates the agent with the calculator enabled and auto-approved.
-func (d *drill) makeAgent(c *client) error {
+func (d *drill) makeAgent(c *outside.Session) error {
 	var a struct {
 		Data struct {
 			Agent struct {
@@ -664,15 +580,15 @@ func (d *drill) makeAgent(c *client) error {
 			} `json:"agent"`
 		} `json:"data"`
 	}
-	if err := c.do(http.MethodPost, "/agents", map[string]any{"name": "Drill", "system_prompt": "Compute."}, 201, &a); err != nil {
+	if err := c.Do(http.MethodPost, "/agents", map[string]any{"name": "Drill", "system_prompt": "Compute."}, 201, &a); err != nil {
 		return err
 	}
 	d.agentID = a.Data.Agent.ID
 	tool := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", d.agentID)
-	if err := c.do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
+	if err := c.Do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
 		return err
 	}
-	return c.do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil)
+	return c.Do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil)
 }
 
 // seenSet is a concurrent set of task ids.
@@ -691,14 +607,14 @@ func (s *seenSet) len() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.ids
 
 // subscribeHub subscribes to the owner's task topic on the Mercure hub with the token the API
 // hands out and records every task seen COMPLETED, FAILED, CANCELLED or ABORTED.
-func (d *drill) subscribeHub(ctx context.Context, c *client) (*seenSet, <-chan struct{}, error) {
+func (d *drill) subscribeHub(ctx context.Context, c *outside.Session) (*seenSet, <-chan struct{}, error) {
 	var grant struct {
 		Data struct {
 			HubURL string `json:"hub_url"`
 			Token  string `json:"token"`
 		} `json:"data"`
 	}
-	if err := c.do(http.MethodGet, "/sse/authorize", nil, 200, &grant); err != nil {
+	if err := c.Do(http.MethodGet, "/sse/authorize", nil, 200, &grant); err != nil {
 		return nil, nil, err
 	}
 	seen := &seenSet{ids: map[int64]bool{}}
@@ -769,7 +685,7 @@ func readSSE(r io.Reader, fn func(data string) bool) {
 // /tasks/{id}/events, from the start of the log, resumed with Last-Event-ID when cut) until its
 // terminal status event, with a bounded number of open streams.
 type streamChecker struct {
-	c        *client
+	c        *outside.Session
 	ctx      context.Context
 	queue    chan int64
 	mu       sync.Mutex
@@ -778,7 +694,10 @@ type streamChecker struct {
 	done     atomic.Int64
 }
 
-func newStreamChecker(ctx context.Context, c *client, concurrency int) *streamChecker {
+// streamFollowers is how many task event streams the drill follows at once per API process.
+const streamFollowers = 64
+
+func newStreamChecker(ctx context.Context, c *outside.Session, concurrency int) *streamChecker {
 	s := &streamChecker{c: c, ctx: ctx, queue: make(chan int64, 1<<20), terminal: map[int64]string{}, errs: map[int64]string{}}
 	for range concurrency {
 		go func() {
@@ -799,11 +718,11 @@ func (s *streamChecker) follow(id int64) {
 	last := ""
 	var lastErr string
 	for attempt := 0; attempt < 5 && s.ctx.Err() == nil; attempt++ {
-		req, _ := http.NewRequestWithContext(s.ctx, http.MethodGet, fmt.Sprintf("%s/tasks/%d/events", s.c.base, id), nil)
+		req, _ := http.NewRequestWithContext(s.ctx, http.MethodGet, fmt.Sprintf("%s/tasks/%d/events", s.c.Base, id), nil)
 		if last != "" {
 			req.Header.Set("Last-Event-ID", last)
 		}
-		resp, err := s.c.http.Do(req)
+		resp, err := s.c.HTTP.Do(req)
 		if err != nil {
 			lastErr = err.Error()
 			time.Sleep(200 * time.Millisecond)
