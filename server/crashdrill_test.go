@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -385,7 +386,7 @@ func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 			}
 			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "tool_calls"
 		}
-		writeOpenAIAnswer(w, req.Stream, "drill", msg, finish)
+		llmfake.WriteOpenAIAnswer(w, req.Stream, "drill", msg, finish)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

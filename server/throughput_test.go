@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/server"
@@ -38,7 +39,7 @@ func newCountingModel(t *testing.T) *countingModel {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		_, _ = io.Copy(io.Discard, r.Body)
 		m.calls.Add(1)
-		writeOpenAIAnswer(w, req.Stream, "m", map[string]any{"role": "assistant", "content": "done"}, "stop")
+		llmfake.WriteOpenAIAnswer(w, req.Stream, "m", map[string]any{"role": "assistant", "content": "done"}, "stop")
 	}))
 	m.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {

@@ -2,14 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 )
 
 // fakeModel is a zero-latency OpenAI-compatible /v1/chat/completions endpoint speaking the wire
@@ -118,48 +118,8 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	if calc != "" && !answered {
 		call := map[string]any{"id": "call_1", "type": "function",
 			"function": map[string]any{"name": calc, "arguments": `{"expression":"6*7"}`}}
-		writeAnswer(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "", "tool_calls": []map[string]any{call}}, "tool_calls")
+		llmfake.WriteOpenAIAnswer(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "", "tool_calls": []map[string]any{call}}, "tool_calls")
 		return
 	}
-	writeAnswer(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "The answer is 42."}, "stop")
-}
-
-// writeAnswer answers one call with msg (role, content, tool_calls as in a chat.completion
-// message), as server/llmseed_test.go's writeOpenAIAnswer does.
-func writeAnswer(w http.ResponseWriter, stream bool, model string, msg map[string]any, finish string) {
-	usage := map[string]any{"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
-	if !stream {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
-			"choices": []map[string]any{{"index": 0, "finish_reason": finish, "message": msg}},
-			"usage":   usage,
-		})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	chunk := func(choices []map[string]any, usage any) {
-		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-			"model": model, "choices": choices, "usage": usage})
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	delta := func(d map[string]any) { chunk([]map[string]any{{"index": 0, "delta": d, "finish_reason": nil}}, nil) }
-	delta(map[string]any{"role": "assistant", "content": ""})
-	if text, _ := msg["content"].(string); text != "" {
-		runes := []rune(text)
-		delta(map[string]any{"content": string(runes[:len(runes)/2])})
-		delta(map[string]any{"content": string(runes[len(runes)/2:])})
-	}
-	calls, _ := msg["tool_calls"].([]map[string]any)
-	for i, c := range calls {
-		streamed := map[string]any{"index": i}
-		for k, v := range c {
-			streamed[k] = v
-		}
-		delta(map[string]any{"tool_calls": []map[string]any{streamed}})
-	}
-	chunk([]map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil)
-	chunk([]map[string]any{}, usage)
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	llmfake.WriteOpenAIAnswer(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "The answer is 42."}, "stop")
 }
