@@ -14,8 +14,8 @@ import (
 
 // TestScheduleToolRuns: an agent with the schedule tool creates a prompt template and a
 // scheduled run from it, lists its runs, pauses the run (an update that keeps what it does not
-// name), and has a refused write (a bad cron expression) reported to the model as the
-// service's message; the run is visible through the API.
+// name), and has refusals (a bad cron expression, an unknown run, another agent's run) reported
+// to the model as the service's message; the one run is visible through the API.
 func TestScheduleToolRuns(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -27,18 +27,25 @@ func TestScheduleToolRuns(t *testing.T) {
 	  {"tool_calls": [{"id": "s2", "name": "schedule", "arguments": {"action": "create_schedule", "name": "Broken",
 	     "prompt": "x", "cron_expression": "not a cron"}}]},
 	  {"tool_calls": [{"id": "l1", "name": "schedule", "arguments": {"action": "list_schedules"}}]},
-	  {"tool_calls": [{"id": "u1", "name": "schedule", "arguments": {"action": "update_schedule", "schedule_id": 1, "is_active": false}}]},
+	  {"tool_calls": [{"id": "u1", "name": "schedule", "arguments": {"action": "update_schedule", "schedule_id": OWN, "is_active": false}}]},
+	  {"tool_calls": [{"id": "u2", "name": "schedule", "arguments": {"action": "update_schedule", "schedule_id": 999, "name": "Nope"}}]},
+	  {"tool_calls": [{"id": "r1", "name": "schedule", "arguments": {"action": "read_schedule", "schedule_id": FOREIGN}}]},
 	  {"text": "Scheduled."}
 	]`
 	env := apitest.New(t)
 	c, _ := env.UserClient("ada@example.com")
-	// The template's id is the first of a fresh database.
-	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(strings.Replace(script, "TEMPLATE", "1", 1)), 0o600); err != nil {
+	// Another agent of the same user has the first run of the database: the tool, acting for
+	// this agent, must not reach it. The template is the database's first; this agent's run its
+	// second.
+	other := mkAgent(t, c, map[string]any{"name": "Other", "system_prompt": "x"})
+	c.Post(fmt.Sprintf("/agents/%d/scheduled-runs", other.Id), map[string]any{"name": "Theirs", "prompt": "hi", "cron_expression": "0 7 * * *"}).Expect(t, 201)
+	script = strings.NewReplacer("TEMPLATE", "1", "FOREIGN", "1", "OWN", "2").Replace(script)
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a := scriptedAgent(t, c, "Planner", "s.json", "core.ScheduleTool", "create_prompt_template", true)
 	ap := fmt.Sprintf("/agents/%d/tools/core.ScheduleTool/operations/", a.Id)
-	for _, op := range []string{"create_schedule", "list_schedules", "update_schedule"} {
+	for _, op := range []string{"create_schedule", "list_schedules", "update_schedule", "read_schedule"} {
 		c.Patch(ap+op, map[string]any{"enabled": true, "auto_approve": true}).Expect(t, 200)
 	}
 	var created struct {
@@ -50,7 +57,7 @@ func TestScheduleToolRuns(t *testing.T) {
 		t.Fatalf("task %s (%+v)", tk.Status, tk.Error)
 	}
 	calls, err := env.App.Store.ToolCalls(context.Background(), tk.ID)
-	if err != nil || len(calls) != 5 {
+	if err != nil || len(calls) != 7 {
 		t.Fatalf("calls = %d, %v", len(calls), err)
 	}
 	results := map[string]string{}
@@ -63,12 +70,19 @@ func TestScheduleToolRuns(t *testing.T) {
 	if !strings.Contains(results["s2"], "cron_expression") {
 		t.Fatalf("refused create_schedule result = %s", results["s2"])
 	}
-	if !strings.Contains(results["l1"], "Mornings") || strings.Contains(results["l1"], "Broken") {
+	if !strings.Contains(results["l1"], "Mornings") || strings.Contains(results["l1"], "Broken") || strings.Contains(results["l1"], "Theirs") {
 		t.Fatalf("list_schedules result = %s", results["l1"])
 	}
 	// An update changes what it names and keeps the rest.
 	if u := results["u1"]; !strings.Contains(u, `"is_active":false`) || !strings.Contains(u, `"cron_expression":"0 7 * * *"`) || !strings.Contains(u, "Mornings") {
 		t.Fatalf("update_schedule result = %s", u)
+	}
+	// An unknown run is the service's refusal, told to the model; nothing is written.
+	if u := results["u2"]; !strings.Contains(u, "not found") {
+		t.Fatalf("update of an unknown run: %s", u)
+	}
+	if r := results["r1"]; !strings.Contains(r, "not found") || strings.Contains(r, "Theirs") {
+		t.Fatalf("read of another agent's run: %s", r)
 	}
 	var runs struct {
 		Data struct {

@@ -3,8 +3,6 @@ package push
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,17 +22,7 @@ func BenchmarkHubFanout(b *testing.B) {
 }
 
 func benchFanout(b *testing.B, n int) {
-	h, err := NewHub(HubOptions{MasterKey: testMaster, Heartbeat: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.Subscribe(w, r); err != nil {
-			http.Error(w, err.Error(), statusOf(err))
-		}
-	}))
-	defer srv.Close()
-	defer h.Close()
+	h, srv := plainHub(b)
 	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
 	var delivered atomic.Int64
 	var wg sync.WaitGroup

@@ -137,17 +137,7 @@ func TestHubSubscriptionCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 500 connections")
 	}
-	h, err := NewHub(HubOptions{MasterKey: testMaster, Heartbeat: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.Subscribe(w, r); err != nil {
-			http.Error(w, err.Error(), statusOf(err))
-		}
-	}))
-	defer srv.Close()
-	defer h.Close()
+	h, srv := plainHub(t)
 	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
 	addr := srv.Listener.Addr().String()
 	rawSubscribe(t, addr, TaskTopic(1), tok) // warm up
@@ -177,4 +167,24 @@ func goroutinesAndMemory() (int, uint64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return runtime.NumGoroutine(), ms.HeapInuse + ms.StackInuse
+}
+
+// plainHub is a hub without heartbeats behind a test server whose only handler subscribes; both
+// are closed when the test ends.
+func plainHub(tb testing.TB) (*Hub, *httptest.Server) {
+	tb.Helper()
+	h, err := NewHub(HubOptions{MasterKey: testMaster, Heartbeat: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.Subscribe(w, r); err != nil {
+			http.Error(w, err.Error(), statusOf(err))
+		}
+	}))
+	tb.Cleanup(func() {
+		_ = h.Close()
+		srv.Close()
+	})
+	return h, srv
 }
