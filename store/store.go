@@ -74,8 +74,8 @@ type Options struct {
 	VersionTTL time.Duration
 }
 
-// preparedStatements bounds the statement texts kept prepared. Each is prepared on every pool
-// connection that runs it, so a process holds at most this many times db_max_open_conns on the
+// preparedStatements bounds the statement texts kept prepared (stmtPool). Each is prepared on
+// every pool connection that runs it, so a process holds at most this many times db_max_open_conns on the
 // server: 128 × 32 = 4,096 on MySQL/MariaDB, a quarter of the server's default
 // max_prepared_stmt_count (16,382) shared by every process; the service's hot path uses about 60.
 const preparedStatements = 128
@@ -115,6 +115,7 @@ type Store struct {
 	busyWait time.Duration
 	vers     versions     // ConfigVersion, the session cache
 	sessions sessionCache // SessionByDigest
+	stmts    *stmtPool    // the statements kept prepared
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -162,17 +163,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		SkipDefaultTransaction: true, // exported methods open their own transactions
 		NowFunc:                s.now,
 		Logger:                 newGormLogger(s.log),
-		// Statements are prepared once per connection and kept (an LRU of preparedStatements
-		// texts): compiling a statement cost SQLite more than running it on the request path and
-		// in the drain (issue 14), and on MySQL/MariaDB an uncached prepared statement is three
-		// round trips (prepare, execute, close) instead of one.
-		PrepareStmt:        true,
-		PrepareStmtMaxSize: preparedStatements,
-		PrepareStmtTTL:     time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
+	}
+	// Statements are prepared once per connection and kept (stmtPool, an LRU of
+	// preparedStatements texts), in transactions too: compiling a statement cost SQLite more
+	// than running it on the request path and in the drain (issue 14), and on MySQL/MariaDB an
+	// unprepared statement with arguments is three round trips (prepare, execute, close).
+	s.stmts = newStmtPool(sqlDB, preparedStatements)
+	db.ConnPool, db.Statement.ConnPool = s.stmts, s.stmts
 	s.db = db
 	s.sessions.clock = s.now
 	s.vers.ttl = opts.VersionTTL
@@ -181,10 +185,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if err := s.registerVersions(db); err != nil {
 		return nil, err
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", s.dialect, err)
 	}
 	pool := opts.MaxOpenConns
 	if pool == 0 {
@@ -258,11 +258,8 @@ func mysqlDSN(dsn string) (string, error) {
 
 // Close releases the connection pool.
 func (s *Store) Close() error {
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		return err
-	}
-	return sqlDB.Close()
+	s.stmts.close()
+	return s.stmts.db.Close()
 }
 
 // MaxOpenConns reports the bound of the connection pool.

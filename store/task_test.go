@@ -1,10 +1,14 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -560,6 +564,75 @@ func TestClaimQueuedFair(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].ID != mine[3] || got[1].ID != mine[4] {
 		t.Fatalf("second batch %v, %v", ids(got), err)
 	}
+}
+
+// TestClaimQueuedFairOrder checks claims against the rule itself on random queues: rank 1 of
+// every user (by id within the user) before rank 2 of any, ties by id; fewer users than the
+// batch, more users than the batch, and one user with a long queue among short ones.
+func TestClaimQueuedFairOrder(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(14, 1))
+	type user struct {
+		id    int64
+		agent *store.Agent
+	}
+	var users []user
+	for range 12 {
+		u := storetest.User(t, s)
+		users = append(users, user{u.ID, storetest.Agent(t, s, u.PrincipalID)})
+	}
+	owner := map[int64]int64{} // queued task → user
+	worker := 0
+	for round := range 8 {
+		// Queue tasks for a random subset of users, interleaved, one user often far ahead.
+		active := users[:1+rng.IntN(len(users))]
+		for range 5 + rng.IntN(40) {
+			u := active[rng.IntN(len(active))]
+			if round%2 == 0 && rng.IntN(2) == 0 {
+				u = active[0]
+			}
+			owner[storetest.Task(t, s, u.agent, u.id).ID] = u.id
+		}
+		for range 3 {
+			limit := 1 + rng.IntN(16)
+			want := fairReference(owner, limit)
+			worker++
+			got, err := s.ClaimQueued(ctx, fmt.Sprintf("w%d", worker), time.Minute, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(got), want) {
+				t.Fatalf("round %d, limit %d: claimed %v, want %v", round, limit, ids(got), want)
+			}
+			for _, id := range want {
+				delete(owner, id)
+			}
+		}
+	}
+}
+
+// fairReference is the fair batch of up to limit tasks from queued (task → user), in id order.
+func fairReference(queued map[int64]int64, limit int) []int64 {
+	all := slices.Sorted(maps.Keys(queued))
+	rank := map[int64]int{}
+	type ranked struct {
+		r  int
+		id int64
+	}
+	var order []ranked
+	for _, id := range all {
+		rank[queued[id]]++
+		order = append(order, ranked{rank[queued[id]], id})
+	}
+	slices.SortFunc(order, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.r, b.r), cmp.Compare(a.id, b.id)) })
+	var out []int64
+	for _, o := range order[:min(limit, len(order))] {
+		out = append(out, o.id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func ids(ts []store.Task) []int64 {

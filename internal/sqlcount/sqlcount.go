@@ -22,7 +22,7 @@ import (
 // Counts are the counters of one wrapped driver (or one database of it). The zero value is
 // ready; safe for concurrent use.
 type Counts struct {
-	statements, writes, txs, writeTxs, readTxs atomic.Int64
+	statements, writes, txs, writeTxs, readTxs, prepares atomic.Int64
 }
 
 // Snapshot is a reading of Counts.
@@ -32,18 +32,19 @@ type Snapshot struct {
 	Txs        int64 // transactions begun
 	WriteTxs   int64 // commits that wrote: transactions with a write, plus writes outside one
 	ReadTxs    int64 // transactions that ended (committed or rolled back) without a write
+	Prepares   int64 // statements prepared through the driver (kept for reuse, or re-prepared)
 }
 
 // Sub is s minus an earlier reading o.
 func (s Snapshot) Sub(o Snapshot) Snapshot {
 	return Snapshot{Statements: s.Statements - o.Statements, Writes: s.Writes - o.Writes, Txs: s.Txs - o.Txs,
-		WriteTxs: s.WriteTxs - o.WriteTxs, ReadTxs: s.ReadTxs - o.ReadTxs}
+		WriteTxs: s.WriteTxs - o.WriteTxs, ReadTxs: s.ReadTxs - o.ReadTxs, Prepares: s.Prepares - o.Prepares}
 }
 
 // Snapshot reads the counters.
 func (c *Counts) Snapshot() Snapshot {
 	return Snapshot{Statements: c.statements.Load(), Writes: c.writes.Load(), Txs: c.txs.Load(),
-		WriteTxs: c.writeTxs.Load(), ReadTxs: c.readTxs.Load()}
+		WriteTxs: c.writeTxs.Load(), ReadTxs: c.readTxs.Load(), Prepares: c.prepares.Load()}
 }
 
 // Observer is what a wrapped connection reports to. Every field may be nil.
@@ -148,6 +149,9 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.o.Counts != nil {
+		c.o.Counts.prepares.Add(1)
 	}
 	return &stmt{Stmt: st, query: query, c: c}, nil
 }

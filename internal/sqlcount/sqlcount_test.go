@@ -93,7 +93,7 @@ func TestCounts(t *testing.T) {
 	_ = st.Close()
 
 	got := counts.Snapshot()
-	want := sqlcount.Snapshot{Statements: 8, Writes: 3, Txs: 3, WriteTxs: 3, ReadTxs: 2}
+	want := sqlcount.Snapshot{Statements: 8, Writes: 3, Txs: 3, WriteTxs: 3, ReadTxs: 2, Prepares: 1}
 	if got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
 	}

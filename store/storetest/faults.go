@@ -53,17 +53,18 @@ type Counts struct {
 	Writes     int64 // INSERT, UPDATE, DELETE, REPLACE statements
 	Txs        int64 // transactions begun
 	WriteTxs   int64 // commits that wrote: transactions with a write, plus writes outside one
+	Prepares   int64 // statements prepared (the store keeps them: once per connection)
 }
 
 // Sub is c minus an earlier reading.
 func (c Counts) Sub(o Counts) Counts {
-	return Counts{Statements: c.Statements - o.Statements, Writes: c.Writes - o.Writes, Txs: c.Txs - o.Txs, WriteTxs: c.WriteTxs - o.WriteTxs}
+	return Counts{Statements: c.Statements - o.Statements, Writes: c.Writes - o.Writes, Txs: c.Txs - o.Txs, WriteTxs: c.WriteTxs - o.WriteTxs, Prepares: c.Prepares - o.Prepares}
 }
 
 // Counts reads the counters.
 func (f *Faults) Counts() Counts {
 	c := f.counts.Snapshot()
-	return Counts{Statements: c.Statements, Writes: c.Writes, Txs: c.Txs, WriteTxs: c.WriteTxs}
+	return Counts{Statements: c.Statements, Writes: c.Writes, Txs: c.Txs, WriteTxs: c.WriteTxs, Prepares: c.Prepares}
 }
 
 // NewCounted is NewFaulty for a test that only counts statements (it never turns faults on).
