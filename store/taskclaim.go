@@ -26,31 +26,39 @@ const claimSet = "retry_count = retry_count + CASE WHEN status = 'FAILED' THEN 1
 // So a user with 100 queued tasks and a user with one share the next batch, and the one task
 // waits at most one poll interval.
 //
-// QUEUED tasks are ranked without reading the queue (queuedFair): each user's oldest task is
-// found by a walk of the (status, user_id, id) index of migration 0018, one seek per user with
-// queued tasks; when fewer users than wanted have queued tasks, their next ones are walked too,
-// only as deep as a batch could reach (want − users + 1 ranks). Ranking every queued row with
-// ROW_NUMBER() on each claim cost 12.6 ms per claim of 16 from 10,000 queued tasks on SQLite
-// (BenchmarkClaim; 4.9 ms now, the rest being the claim's writes). Due retries are few (the
-// (status, next_retry_at) index bounds them) and keep the window function.
+// On SQLite, QUEUED tasks are ranked without reading the queue (queuedFairSQLite): each
+// user's oldest task is found by a walk of the (status, user_id, id) index of migration 0018,
+// one seek per user with queued tasks; when fewer users than wanted have queued tasks, their
+// next ones are walked too, only as deep as a batch could reach (want − users + 1 ranks).
+// Ranking every queued row with ROW_NUMBER() on each claim cost 12.6 ms per claim of 16 from
+// 10,000 queued tasks (BenchmarkClaim; 4.0 ms now, the rest being the claim's writes).
+// MariaDB runs the same walk's correlated seeks as scans of the whole status (its range access
+// needs constants: 300 ms per claim from 10,000), so MySQL/MariaDB keep the window function
+// (queuedFairMySQL), an index-only pass over the queued rows. Due retries are few (the (status,
+// next_retry_at) index bounds them) and keep the window function on both.
 const (
 	claimQueuedWhere = "status = 'QUEUED'"
 	claimRetryWhere  = "status = 'FAILED' AND next_retry_at IS NOT NULL AND next_retry_at <= ?"
 )
 
-// retryFair is the SELECT of up to ? ids of FAILED tasks whose retry is due (by ?), in the fair
-// order.
-const retryFair = "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY next_retry_at, id) " +
-	"AS user_rank FROM tasks WHERE " + claimRetryWhere + ") AS ranked ORDER BY user_rank, id LIMIT ?"
+// fairWindow is the SELECT of up to ? ids of tasks matching where (with its arguments first),
+// in the fair order, ranked by a window function over every candidate.
+func fairWindow(where, order string) string {
+	return "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY " + order +
+		") AS user_rank FROM tasks WHERE " + where + ") AS ranked ORDER BY user_rank, id LIMIT ?"
+}
 
-// queuedFair is the SELECT of up to ? ids of QUEUED tasks in the fair order; its first argument
-// is the same number. claim_users walks the users with queued tasks in user_id order, one
-// index seek each (a loose index scan, which neither SQLite nor MariaDB makes of a GROUP BY
-// here); claim_ranks walks each user's tasks from the oldest, rank by rank, while a batch could
-// still reach the rank.
-// The hint lifts MySQL 8's default limit of 1,000 recursions; MariaDB (limit 2^32) and SQLite
-// (none) read it as a comment.
-const queuedFair = "WITH RECURSIVE claim_users (uid) AS (" +
+var (
+	retryFair       = fairWindow(claimRetryWhere, "next_retry_at, id")
+	queuedFairMySQL = fairWindow(claimQueuedWhere, "id")
+)
+
+// queuedFairSQLite is the SELECT of up to ? ids of QUEUED tasks in the fair order; its first
+// argument is the same number. claim_users walks the users with queued tasks in user_id order,
+// one index seek each (a loose index scan, which SQLite does not make of a GROUP BY);
+// claim_ranks walks each user's tasks from the oldest, rank by rank, while a batch could still
+// reach the rank.
+const queuedFairSQLite = "WITH RECURSIVE claim_users (uid) AS (" +
 	"SELECT MIN(user_id) FROM tasks WHERE status = 'QUEUED' " +
 	"UNION ALL SELECT (SELECT MIN(t.user_id) FROM tasks t WHERE t.status = 'QUEUED' AND t.user_id > u.uid) " +
 	"FROM claim_users u WHERE u.uid IS NOT NULL), " +
@@ -58,7 +66,7 @@ const queuedFair = "WITH RECURSIVE claim_users (uid) AS (" +
 	"SELECT uid, (SELECT MIN(t.id) FROM tasks t WHERE t.status = 'QUEUED' AND t.user_id = u.uid), 1 FROM claim_users u WHERE uid IS NOT NULL " +
 	"UNION ALL SELECT c.uid, (SELECT MIN(t.id) FROM tasks t WHERE t.status = 'QUEUED' AND t.user_id = c.uid AND t.id > c.id), c.r + 1 " +
 	"FROM claim_ranks c WHERE c.id IS NOT NULL AND c.r <= ? - (SELECT COUNT(*) FROM claim_users WHERE uid IS NOT NULL)) " +
-	"SELECT /*+ SET_VAR(cte_max_recursion_depth = 4294967295) */ id FROM claim_ranks WHERE id IS NOT NULL ORDER BY r, id LIMIT ?"
+	"SELECT id FROM claim_ranks WHERE id IS NOT NULL ORDER BY r, id LIMIT ?"
 
 // claimCandidates is how many times more candidates than wanted MySQL/MariaDB ranks before
 // locking, so that the rows concurrent claimers hold (skipped) still leave the batch full.
@@ -86,8 +94,12 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 		var rows []taskRow
 		now := s.now()
 		until := normTime(now.Add(lease))
+		queued := claimKind{where: claimQueuedWhere, fair: queuedFairSQLite, fairArgs: func(want int) []any { return []any{want, want} }}
+		if s.dialect == DialectMySQL {
+			queued.fair, queued.fairArgs = queuedFairMySQL, func(want int) []any { return []any{want} }
+		}
 		for _, k := range []claimKind{
-			{where: claimQueuedWhere, fair: queuedFair, fairArgs: func(want int) []any { return []any{want, want} }},
+			queued,
 			{where: claimRetryWhere, whereArgs: []any{now}, fair: retryFair, fairArgs: func(want int) []any { return []any{now, want} }},
 		} {
 			n := limit - len(rows)
