@@ -204,19 +204,32 @@ func (s *Store) notifyRow(tx *gorm.DB, now time.Time, t *taskRow) error {
 // that principal. Created notifications are handed to the store's notification hook after the
 // transaction commits.
 func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) error {
-	// The agent's name and principal and the subscriptions to either, in one read.
-	var rows []struct {
+	// The agent's name and principal and the subscriptions to either, in one read (by hand:
+	// it runs at the end of every task; see store/rawsql.go).
+	type subRow struct {
 		Name        string
 		PrincipalID int64
 		UserID      *int64
 		Kinds       *string
 		Email       *bool
 	}
-	if err := tx.Table("agents").
-		Select("agents.name, agents.principal_id, s.user_id, s.kinds, s.email").
-		Joins("LEFT JOIN notification_subscriptions s ON (s.target_type = ? AND s.target_id = agents.id) OR (s.target_type = ? AND s.target_id = agents.principal_id)",
-			SubscribeAgent, SubscribePrincipal).
-		Where("agents.id = ?", t.AgentID).Order("s.user_id").Scan(&rows).Error; err != nil {
+	var rows []subRow
+	res, err := rawQuery(tx, "SELECT agents.name, agents.principal_id, s.user_id, s.kinds, s.email FROM agents "+
+		"LEFT JOIN notification_subscriptions s ON (s.target_type = ? AND s.target_id = agents.id) OR "+
+		"(s.target_type = ? AND s.target_id = agents.principal_id) WHERE agents.id = ? ORDER BY s.user_id",
+		SubscribeAgent, SubscribePrincipal, t.AgentID)
+	if err != nil {
+		return fmt.Errorf("task %d: notify: %w", t.ID, err)
+	}
+	for res.Next() {
+		var r subRow
+		if err := res.Scan(&r.Name, &r.PrincipalID, &r.UserID, &r.Kinds, &r.Email); err != nil {
+			_ = res.Close()
+			return fmt.Errorf("task %d: notify: %w", t.ID, err)
+		}
+		rows = append(rows, r)
+	}
+	if err := errors.Join(res.Err(), res.Close()); err != nil {
 		return fmt.Errorf("task %d: notify: %w", t.ID, err)
 	}
 	if len(rows) == 0 {
@@ -252,7 +265,8 @@ func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) erro
 		taskID, agentID := t.ID, t.AgentID
 		n := Notification{ID: newNotificationID("ntf_"), UserID: uid, Kind: kind, Title: title, Body: body,
 			TaskID: &taskID, AgentID: &agentID, CreatedAt: now, Email: email[uid]}
-		if err := tx.Create(&n).Error; err != nil {
+		if _, err := rawExec(tx, "INSERT INTO notifications (id, user_id, kind, title, body, task_id, agent_id, read_at, created_at) "+
+			"VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)", n.ID, n.UserID, n.Kind, n.Title, n.Body, n.TaskID, n.AgentID, n.CreatedAt); err != nil {
 			return fmt.Errorf("task %d: create notification: %w", t.ID, err)
 		}
 		if n.Email {

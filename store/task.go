@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -139,18 +138,18 @@ func deref(s *string) string {
 func errTaskNotFound() error { return svcerr.New(svcerr.ErrNotFound, "task not found") }
 
 func loadTask(db *gorm.DB, id int64, lock bool) (*taskRow, error) {
-	var row taskRow
-	if lock {
-		db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	q := "SELECT " + taskColumns + " FROM tasks WHERE id = ?"
+	if lock && db.Dialector.Name() == DialectMySQL { // SQLite's immediate transaction holds the lock already
+		q += " FOR UPDATE"
 	}
-	err := db.Take(&row, id).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errTaskNotFound()
-	}
+	rows, err := queryTasks(db, q, id)
 	if err != nil {
 		return nil, fmt.Errorf("load task %d: %w", id, err)
 	}
-	return &row, nil
+	if len(rows) == 0 {
+		return nil, errTaskNotFound()
+	}
+	return &rows[0], nil
 }
 
 func readTask(db *gorm.DB, id int64) (*Task, error) {

@@ -142,12 +142,12 @@ type claimKind struct {
 // claim moves up to n tasks of kind k to RUNNING in the fair order, skipping on MySQL/MariaDB
 // those another claimer holds.
 func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now time.Time) ([]taskRow, error) {
-	var rows []taskRow
 	set := []any{worker, until, now}
 	if s.dialect == DialectSQLite {
 		// The immediate transaction holds the write lock: the ranked rows are still candidates.
-		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (" + k.fair + ") RETURNING *"
-		if err := tx.Raw(q, append(set, k.fairArgs(n)...)...).Scan(&rows).Error; err != nil {
+		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (" + k.fair + ") RETURNING " + taskColumns
+		rows, err := queryTasks(tx, q, append(set, k.fairArgs(n)...)...)
+		if err != nil {
 			return nil, wrapClaim(err)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
@@ -178,7 +178,9 @@ func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now
 	if err := tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id IN ?", append(set, ids)...).Error; err != nil {
 		return nil, wrapClaim(err)
 	}
-	if err := tx.Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
+	in, args := inList(ids)
+	rows, err := queryTasks(tx, "SELECT "+taskColumns+" FROM tasks WHERE id IN "+in+" ORDER BY id", args...)
+	if err != nil {
 		return nil, wrapClaim(err)
 	}
 	return rows, nil

@@ -130,7 +130,7 @@ func insertEvents(tx *gorm.DB, taskID, base int64, now time.Time, evs []TaskEven
 		}
 		rows[i] = taskEventRow{TaskID: taskID, Sequence: base + int64(i) + 1, Type: e.Type, Data: string(data), CreatedAt: now}
 	}
-	if err := tx.Create(&rows).Error; err != nil {
+	if err := insertEventRows(tx, rows); err != nil {
 		return fmt.Errorf("task %d: append events: %w", taskID, err)
 	}
 	for i := range evs {

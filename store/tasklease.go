@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -37,21 +36,27 @@ func leaseWrite(tx *gorm.DB, id int64, workerID string, now time.Time, ch map[st
 	if r.messages > 0 {
 		ch["message_seq"] = gorm.Expr("message_seq + ?", r.messages)
 	}
-	var row taskRow
-	q := tx.Model(&row)
-	sqlite := tx.Dialector.Name() == DialectSQLite
-	if sqlite {
-		q = q.Clauses(clause.Returning{})
+	set, args := setClause(ch)
+	args = append(args, id, taskstate.Running, workerID, now)
+	q := "UPDATE tasks SET " + set + " WHERE " + leaseWhere
+	if tx.Dialector.Name() == DialectSQLite {
+		rows, err := queryTasks(tx, q+" RETURNING "+taskColumns, args...)
+		if err != nil {
+			return nil, fmt.Errorf("task %d: write under lease: %w", id, err)
+		}
+		if len(rows) == 0 {
+			return nil, leaseLost(tx, id, workerID)
+		}
+		return &rows[0], nil
 	}
-	res := q.Where(leaseWhere, id, taskstate.Running, workerID, now).Updates(ch)
-	if res.Error != nil {
-		return nil, fmt.Errorf("task %d: write under lease: %w", id, res.Error)
+	res, err := rawExec(tx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("task %d: write under lease: %w", id, err)
 	}
-	if res.RowsAffected == 0 {
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("task %d: write under lease: %w", id, err)
+	} else if n == 0 {
 		return nil, leaseLost(tx, id, workerID)
-	}
-	if sqlite {
-		return &row, nil
 	}
 	return loadTask(tx, id, false)
 }
@@ -110,7 +115,7 @@ func insertStatusEvents(tx *gorm.DB, now time.Time, rows []taskRow) error {
 		}
 		out[i] = taskEventRow{TaskID: rows[i].ID, Sequence: rows[i].EventSeq, Type: EventStatus, Data: string(data), CreatedAt: now}
 	}
-	if err := tx.Create(&out).Error; err != nil {
+	if err := insertEventRows(tx, out); err != nil {
 		return fmt.Errorf("status events: %w", err)
 	}
 	for i := range rows {

@@ -151,7 +151,7 @@ func insertMessages(tx *gorm.DB, taskID int64, base int, now time.Time, msgs []N
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Create(r).Error; err != nil {
+		if err := insertMessageRow(tx, r); err != nil {
 			return nil, fmt.Errorf("task %d: append message: %w", taskID, err)
 		}
 		if err := attachMedia(tx, taskID, r.Sequence, now, m.MediaIDs); err != nil {

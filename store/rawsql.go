@@ -1,0 +1,133 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The statements every step of every task runs (the claim, the lease write, the task read,
+// the message and event inserts) are written and scanned here by hand instead of through
+// GORM's builders and reflection: in a drain, GORM's statement building and scanning made
+// most of the allocation of a step (AddClause, clone, ConvertToCreateValues, Scan: about 60 %
+// of 85 kB per task, docs/benchmarks.md), and the garbage collector's work followed. They run
+// on the connection (or transaction) of the gorm.DB they are given, through the store's
+// prepared-statement pool. GORM's callbacks do not see them: none of their tables is guarded
+// by a version (store/versions.go), and their errors are wrapped by their callers.
+
+// rawExec runs a statement on db's connection or transaction.
+func rawExec(db *gorm.DB, q string, args ...any) (sql.Result, error) {
+	return db.Statement.ConnPool.ExecContext(db.Statement.Context, q, args...)
+}
+
+// rawQuery runs a query on db's connection or transaction.
+func rawQuery(db *gorm.DB, q string, args ...any) (*sql.Rows, error) {
+	return db.Statement.ConnPool.QueryContext(db.Statement.Context, q, args...)
+}
+
+// taskColumns are the columns of tasks in the order of taskRow's fields (taskRow.dest).
+const taskColumns = "id, agent_id, principal_id, user_id, parent_task_id, status, prompt, answer, error_code, " +
+	"error_message, max_steps, steps_used, retry_count, next_retry_at, recoveries, input_tokens, output_tokens, " +
+	"data, source, api_key_id, callback_url, lease_owner, lease_expires_at, created_at, updated_at, finished_at, " +
+	"event_seq, trace_parent, message_seq, tool_call_count"
+
+// dest are the scan destinations of taskColumns.
+func (r *taskRow) dest() []any {
+	return []any{&r.ID, &r.AgentID, &r.PrincipalID, &r.UserID, &r.ParentTaskID, &r.Status, &r.Prompt, &r.Answer,
+		&r.ErrorCode, &r.ErrorMessage, &r.MaxSteps, &r.StepsUsed, &r.RetryCount, &r.NextRetryAt, &r.Recoveries,
+		&r.InputTokens, &r.OutputTokens, &r.Data, &r.Source, &r.APIKeyID, &r.CallbackURL, &r.LeaseOwner,
+		&r.LeaseExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.EventSeq, &r.TraceParent, &r.MessageSeq,
+		&r.ToolCallCount}
+}
+
+// queryTasks runs q, which returns taskColumns, and scans every row.
+func queryTasks(db *gorm.DB, q string, args ...any) ([]taskRow, error) {
+	rows, err := rawQuery(db, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []taskRow
+	for rows.Next() {
+		out = append(out, taskRow{})
+		if err := rows.Scan(out[len(out)-1].dest()...); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
+}
+
+// inList renders ids as the parenthesised placeholder list of an IN, with its arguments.
+func inList(ids []int64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")", args
+}
+
+// setClause renders changes (column → value, or gorm.Expr) as the SET list of an UPDATE, in
+// column order (one statement text per set of columns, so it stays prepared), with its
+// arguments.
+func setClause(changes map[string]any) (string, []any) {
+	cols := make([]string, 0, len(changes))
+	for c := range changes {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	var b strings.Builder
+	args := make([]any, 0, len(cols))
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c)
+		if e, ok := changes[c].(clause.Expr); ok {
+			b.WriteString(" = ")
+			b.WriteString(e.SQL)
+			args = append(args, e.Vars...)
+			continue
+		}
+		b.WriteString(" = ?")
+		args = append(args, changes[c])
+	}
+	return b.String(), args
+}
+
+// insertEventRows writes rows to task_events in one statement (their ids are not read).
+func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO task_events (task_id, sequence, type, data, created_at) VALUES ")
+	args := make([]any, 0, 5*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, r.TaskID, r.Sequence, r.Type, r.Data, r.CreatedAt)
+	}
+	_, err := rawExec(tx, b.String(), args...)
+	return err
+}
+
+// insertMessageRow writes r to task_messages and sets its id.
+func insertMessageRow(tx *gorm.DB, r *taskMessageRow) error {
+	res, err := rawExec(tx, "INSERT INTO task_messages (task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, "+
+		"media_ids, input_tokens, output_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.TaskID, r.Sequence, r.Role, r.Text, r.Reasoning, r.ToolCalls, r.ProviderCallID, r.MediaIDs, r.InputTokens,
+		r.OutputTokens, r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if r.ID, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("message id: %w", err)
+	}
+	return nil
+}
