@@ -10,8 +10,9 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// The statements every step of every task runs (the claim, the lease write, the task read,
-// the message and event inserts) are written and scanned here by hand instead of through
+// The statements every step of every task runs (the claim, the lease write, the task read, the
+// conversation read, the message and event inserts, the notification's read and insert) are
+// written and scanned here by hand instead of through
 // GORM's builders and reflection: in a drain, GORM's statement building and scanning made
 // most of the allocation of a step (AddClause, clone, ConvertToCreateValues, Scan: about 60 %
 // of 85 kB per task, docs/benchmarks.md), and the garbage collector's work followed. They run
@@ -115,6 +116,29 @@ func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
 	}
 	_, err := rawExec(tx, b.String(), args...)
 	return err
+}
+
+// messageColumns are the columns of task_messages in the order of taskMessageRow's fields.
+const messageColumns = "id, task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, media_ids, " +
+	"input_tokens, output_tokens, created_at"
+
+// queryMessages runs q, which returns messageColumns, and scans every row.
+func queryMessages(db *gorm.DB, q string, args ...any) ([]taskMessageRow, error) {
+	rows, err := rawQuery(db, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []taskMessageRow
+	for rows.Next() {
+		var r taskMessageRow
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.Sequence, &r.Role, &r.Text, &r.Reasoning, &r.ToolCalls, &r.ProviderCallID,
+			&r.MediaIDs, &r.InputTokens, &r.OutputTokens, &r.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // insertMessageRow writes r to task_messages and sets its id.
