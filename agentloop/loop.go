@@ -465,12 +465,12 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 			}
 		}
 	}
-	for _, spec := range l.Registry.Specs() {
-		st, ok := states[spec.Class]
+	for _, mt := range l.Registry.ModelTools() {
+		st, ok := states[mt.Class]
 		if !ok || !st.Enabled {
 			continue
 		}
-		req.Tools = append(req.Tools, llm.ToolDef{Name: tools.ModelName(spec), Description: spec.Description, Parameters: tools.Schema(spec)})
+		req.Tools = append(req.Tools, llm.ToolDef{Name: mt.Name, Description: mt.Description, Parameters: mt.Parameters})
 	}
 	return req, nil
 }

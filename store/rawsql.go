@@ -11,8 +11,8 @@ import (
 )
 
 // The statements every step of every task runs (the claim, the lease write, the task read, the
-// conversation read, the message and event inserts, the notification's read and insert) are
-// written and scanned here by hand instead of through
+// conversation read, the message and event inserts, the notification's read and insert, the
+// tool calls' insert, read and result) are written and scanned here by hand instead of through
 // GORM's builders and reflection: in a drain, GORM's statement building and scanning made
 // most of the allocation of a step (AddClause, clone, ConvertToCreateValues, Scan: about 60 %
 // of 85 kB per task, docs/benchmarks.md), and the garbage collector's work followed. They run
@@ -97,6 +97,50 @@ func setClause(changes map[string]any) (string, []any) {
 		args = append(args, changes[c])
 	}
 	return b.String(), args
+}
+
+// toolCallColumns are the columns of task_tool_calls in the order of toolCallRow's fields.
+const toolCallColumns = "id, task_id, message_sequence, provider_call_id, tool_class, name, operation, status, " +
+	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at"
+
+// queryToolCalls runs q, which returns toolCallColumns, and scans every row.
+func queryToolCalls(db *gorm.DB, q string, args ...any) ([]toolCallRow, error) {
+	rows, err := rawQuery(db, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []toolCallRow
+	for rows.Next() {
+		var r toolCallRow
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
+			&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
+			&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors
+// translated as GORM's (gorm.ErrDuplicatedKey for a provider call id recorded already).
+func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
+	res, err := rawExec(tx, "INSERT INTO task_tool_calls (task_id, message_sequence, provider_call_id, tool_class, name, "+
+		"operation, status, proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, "+
+		"created_at, executed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.TaskID, r.MessageSequence, r.ProviderCallID, r.ToolClass, r.Name, r.Operation, r.Status, r.ProposedArguments,
+		r.ApprovedArguments, r.Result, r.Reason, r.DecidedBy, r.DecidedByKey, r.DecidedAt, r.CreatedAt, r.ExecutedAt)
+	if err != nil {
+		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
+			return t.Translate(err)
+		}
+		return err
+	}
+	if r.ID, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("tool call id: %w", err)
+	}
+	return nil
 }
 
 // insertEventRows writes rows to task_events in one statement (their ids are not read).

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -200,7 +199,7 @@ func insertToolCalls(tx *gorm.DB, taskID int64, seq int, now time.Time, rows []t
 		if rows[i].ExecutedAt != nil {
 			rows[i].ExecutedAt = &now
 		}
-		if err := tx.Create(&rows[i]).Error; err != nil {
+		if err := insertToolCallRow(tx, &rows[i]); err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrConflict) {
 				return nil, svcerr.New(svcerr.ErrConflict, "tool call %q is already recorded", rows[i].ProviderCallID)
 			}
@@ -249,28 +248,22 @@ func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID strin
 // writeToolResult records the outcome of call callID of task taskID in tx (its lease checked by
 // the caller's lease write) and returns the call as written, for its event.
 func writeToolResult(tx *gorm.DB, taskID, callID int64, now time.Time, status string, result *string) (ToolCall, error) {
-	var call toolCallRow
-	q := tx.Model(&call)
-	sqlite := tx.Dialector.Name() == DialectSQLite
-	if sqlite {
-		q = q.Clauses(clause.Returning{}) // the row as written, for its event
+	q := "UPDATE task_tool_calls SET executed_at = ?, result = ?, status = ? WHERE id = ? AND task_id = ?"
+	args := []any{now, result, status, callID, taskID}
+	var rows []toolCallRow
+	var err error
+	if tx.Dialector.Name() == DialectSQLite {
+		rows, err = queryToolCalls(tx, q+" RETURNING "+toolCallColumns, args...) // the row as written, for its event
+	} else if _, err = rawExec(tx, q, args...); err == nil {
+		rows, err = queryToolCalls(tx, "SELECT "+toolCallColumns+" FROM task_tool_calls WHERE id = ? AND task_id = ?", callID, taskID)
 	}
-	res := q.Where("id = ? AND task_id = ?", callID, taskID).
-		Updates(map[string]any{"status": status, "result": result, "executed_at": now})
-	if res.Error != nil {
-		return ToolCall{}, fmt.Errorf("update tool call %d: %w", callID, res.Error)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("update tool call %d: %w", callID, err)
 	}
-	if res.RowsAffected == 0 {
+	if len(rows) == 0 {
 		return ToolCall{}, svcerr.New(svcerr.ErrNotFound, "tool call not found")
 	}
-	if sqlite {
-		return call.toToolCall()
-	}
-	calls, err := toolCallsWhere(tx, "id = ?", callID)
-	if err != nil {
-		return ToolCall{}, err
-	}
-	return calls[0], nil
+	return rows[0].toToolCall()
 }
 
 // ToolCalls returns every tool call of a task in the order they were recorded.
@@ -279,12 +272,12 @@ func (s *Store) ToolCalls(ctx context.Context, taskID int64) ([]ToolCall, error)
 }
 
 func toolCalls(db *gorm.DB, taskID int64, status string) ([]ToolCall, error) {
-	db = db.Where("task_id = ?", taskID)
+	q, args := "SELECT "+toolCallColumns+" FROM task_tool_calls WHERE task_id = ?", []any{taskID}
 	if status != "" {
-		db = db.Where("status = ?", status)
+		q, args = q+" AND status = ?", append(args, status)
 	}
-	var rows []toolCallRow
-	if err := db.Order("id").Find(&rows).Error; err != nil {
+	rows, err := queryToolCalls(db, q+" ORDER BY id", args...)
+	if err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: tool calls: %w", taskID, err))
 	}
 	return convertRows(rows, (*toolCallRow).toToolCall)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentsvc/svc/internal/svcerr"
@@ -145,5 +146,49 @@ func TestRegistryReplaceAndUnregister(t *testing.T) {
 	}
 	if got := len(r.All()); got != 2 {
 		t.Fatalf("All() has %d tools, want 2", got)
+	}
+}
+
+// ModelTools is cached, and follows every change of the registry: a registered, replaced or
+// unregistered tool is offered (or not) from the next call on, with its current description
+// and schema, ordered by class.
+func TestRegistryModelToolsFollowChanges(t *testing.T) {
+	t.Parallel()
+	r := tools.NewRegistry()
+	names := func() []string {
+		var out []string
+		for _, mt := range r.ModelTools() {
+			out = append(out, mt.Class+"="+mt.Name+":"+mt.Description)
+		}
+		return out
+	}
+	a := rawSchemaSpec()
+	if err := r.Register(fake{a}); err != nil {
+		t.Fatal(err)
+	}
+	first := r.ModelTools()
+	if len(first) != 1 || string(first[0].Parameters) != string(tools.Schema(a)) || first[0].Name != tools.ModelName(a) {
+		t.Fatalf("ModelTools = %+v", first)
+	}
+	if again := r.ModelTools(); &again[0] != &first[0] {
+		t.Fatal("ModelTools was built again without a change")
+	}
+	c := a
+	c.Class, c.Name = "weather.AaaFirst", "first"
+	if err := r.Register(fake{c}); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	b.Description = "new"
+	if err := r.Replace(fake{b}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"weather.AaaFirst=weather:first:" + a.Description, a.Class + "=weather:forecast:new"}
+	if got := names(); !slices.Equal(got, want) {
+		t.Fatalf("after Register and Replace: %v, want %v", got, want)
+	}
+	r.Unregister(c.Class)
+	if got := names(); !slices.Equal(got, want[1:]) {
+		t.Fatalf("after Unregister: %v, want %v", got, want[1:])
 	}
 }

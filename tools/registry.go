@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -24,6 +25,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	byClass map[string]entry
 	byModel map[string]string // model-facing name → class
+	offered []ModelTool       // ModelTools, built on first use after a change; nil: stale
 }
 
 type entry struct {
@@ -59,6 +61,7 @@ func (r *Registry) Register(t Tool) error {
 	}
 	r.byClass[spec.Class] = entry{tool: t, spec: spec}
 	r.byModel[name] = spec.Class
+	r.offered = nil
 	return nil
 }
 
@@ -86,6 +89,7 @@ func (r *Registry) Replace(t Tool) error {
 	}
 	r.byClass[spec.Class] = entry{tool: t, spec: spec}
 	r.byModel[name] = spec.Class
+	r.offered = nil
 	return nil
 }
 
@@ -101,7 +105,43 @@ func (r *Registry) Unregister(class string) bool {
 	}
 	delete(r.byClass, class)
 	delete(r.byModel, ModelName(e.spec))
+	r.offered = nil
 	return true
+}
+
+// ModelTool is a registered tool as models are offered it.
+type ModelTool struct {
+	Class       string
+	Name        string // ModelName
+	Description string
+	Parameters  json.RawMessage // Schema
+}
+
+// ModelTools returns every registered tool as models are offered it, ordered by class. The
+// slice is built once per change of the registry and shared: callers must not modify it.
+// Every step of every task offers its agent's tools, and building them (the specs' copy, each
+// JSON schema) was 5 kB of garbage per step.
+func (r *Registry) ModelTools() []ModelTool {
+	r.mu.RLock()
+	out := r.offered
+	r.mu.RUnlock()
+	if out != nil {
+		return out
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.offered == nil {
+		specs := make([]Spec, 0, len(r.byClass))
+		for _, e := range r.byClass {
+			specs = append(specs, e.spec)
+		}
+		sort.Slice(specs, func(i, j int) bool { return specs[i].Class < specs[j].Class })
+		r.offered = make([]ModelTool, len(specs))
+		for i, spec := range specs {
+			r.offered[i] = ModelTool{Class: spec.Class, Name: ModelName(spec), Description: spec.Description, Parameters: Schema(spec)}
+		}
+	}
+	return r.offered
 }
 
 // Lookup returns the tool registered under class.
