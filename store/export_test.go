@@ -14,3 +14,9 @@ func (s *Store) GormDBForTest() *gorm.DB { return s.db }
 func (s *Store) TxForTest(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.tx(ctx, fn)
 }
+
+// HandWrittenColumnsForTest are the column lists of the hand-written statements
+// (store/rawsql.go) by table.
+var HandWrittenColumnsForTest = map[string]string{
+	"tasks": taskColumns, "task_messages": messageColumns, "task_tool_calls": toolCallColumns,
+}
