@@ -141,23 +141,25 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.dialect == DialectMySQL {
 		return s.migrateMySQL(ctx, migs)
 	}
-	db := s.conn(ctx)
-	if err := s.createMigrationsTable(db); err != nil {
-		return err
-	}
-	for _, m := range migs {
-		err := db.Transaction(func(tx *gorm.DB) error {
-			applied, err := migrationApplied(tx, m.version)
-			if err != nil || applied {
-				return err
-			}
-			return s.applyMigration(tx, m)
-		})
-		if err != nil {
+	return s.stmts.duringMigration(s.MaxOpenConns(), func() error {
+		db := s.conn(ctx)
+		if err := s.createMigrationsTable(db); err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, m := range migs {
+			err := db.Transaction(func(tx *gorm.DB) error {
+				applied, err := migrationApplied(tx, m.version)
+				if err != nil || applied {
+					return err
+				}
+				return s.applyMigration(tx, m)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
@@ -188,6 +190,11 @@ func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
 // immediate transactions, which exclude each other). Errors: ErrUnavailable when another
 // process kept the lock, fn's.
 func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) error) error {
+	return s.stmts.duringMigration(s.MaxOpenConns(), func() error { return s.lockedMigration(ctx, fn) })
+}
+
+// lockedMigration is withMigrationLock without the statement pool's part.
+func (s *Store) lockedMigration(ctx context.Context, fn func(db *gorm.DB) error) error {
 	if s.dialect != DialectMySQL {
 		return fn(s.conn(ctx))
 	}

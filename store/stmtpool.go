@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,7 +28,8 @@ import (
 // (DDL, PRAGMA, SAVEPOINT, SET) run as they are, and so does a statement the server refuses to
 // prepare (MySQL's max_prepared_stmt_count reached, say).
 type stmtPool struct {
-	db *sql.DB
+	db     *sql.DB
+	paused atomic.Int32 // > 0 while a migration runs: nothing is prepared (duringMigration)
 
 	mu    sync.Mutex
 	max   int
@@ -65,7 +67,7 @@ func preparable(query string) bool {
 // takes a connection of the pool, and with every connection held by a transaction waiting for
 // one, none would come.
 func (p *stmtPool) stmt(ctx context.Context, query string, inTx bool) *sql.Stmt {
-	if !preparable(query) {
+	if !preparable(query) || p.paused.Load() > 0 {
 		return nil
 	}
 	p.mu.Lock()
@@ -129,6 +131,34 @@ func (p *stmtPool) prepare(ctx context.Context, c *cachedStmt) *sql.Stmt {
 		}
 	}
 	return st
+}
+
+// duringMigration runs fn, a migration, with nothing prepared meanwhile, then forgets what was
+// compiled against the schema before it: the kept statements (closed after evictedGrace, as
+// evicted ones) and the idle connections (idle: the pool's idle bound, restored). A SQLite
+// connection keeps the schema it last read and compiles a new statement against it until it
+// next runs one: a statement with a `table.*` column list compiled on a connection that sat
+// idle through a migration lists the old columns while SQLite runs it, recompiled on its first
+// step, with the new ones, so values came back under the wrong names (a session read failed
+// with "storing string into *time.Time" when a connection that a background preparation had
+// opened halfway through the migrations was reused afterwards).
+func (p *stmtPool) duringMigration(idle int, fn func() error) error {
+	p.paused.Add(1)
+	defer func() {
+		p.mu.Lock()
+		for e := p.order.Front(); e != nil; e = e.Next() {
+			if st := e.Value.(*cachedStmt).stmt; st != nil {
+				time.AfterFunc(evictedGrace, func() { _ = st.Close() })
+			}
+		}
+		p.order.Init()
+		clear(p.byKey)
+		p.mu.Unlock()
+		p.db.SetMaxIdleConns(0) // closes the idle connections
+		p.db.SetMaxIdleConns(idle)
+		p.paused.Add(-1)
+	}()
+	return fn()
 }
 
 // close closes every kept statement.

@@ -93,3 +93,52 @@ func TestStmtPoolBounded(t *testing.T) {
 		t.Fatalf("evicted statement again = %d, %v", got, err)
 	}
 }
+
+// A connection that sat idle through a migration compiles against the schema it last read:
+// `t.*` would list the old columns while SQLite runs the statement with the new ones. After
+// duringMigration no such connection is left, so a statement lists the new columns.
+func TestStmtPoolMigrationLeavesNoStaleConnection(t *testing.T) {
+	db := openPoolDB(t, 2)
+	p := newStmtPool(db, 8)
+	defer p.close()
+	ctx := context.Background()
+	if _, err := db.Exec("INSERT INTO t (v) VALUES ('a')"); err != nil {
+		t.Fatal(err)
+	}
+	// Two connections that have both read the schema; the second goes back to the pool idle.
+	c1, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*sql.Conn{c1, c2} {
+		if _, err := c.ExecContext(ctx, "SELECT * FROM t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c2.Close()
+	err = p.duringMigration(2, func() error {
+		if p.stmt(ctx, "SELECT 1", false) != nil {
+			t.Error("a statement was prepared during the migration")
+		}
+		_, err := c1.ExecContext(ctx, "ALTER TABLE t ADD COLUMN w TEXT NOT NULL DEFAULT 'x'")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c1 is still held: the query runs on another connection.
+	rows, err := p.QueryContext(ctx, "SELECT t.* FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if len(cols) != 3 {
+		t.Fatalf("columns after the migration = %v, want id, v, w", cols)
+	}
+}
