@@ -213,23 +213,12 @@ func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) erro
 		Kinds       *string
 		Email       *bool
 	}
-	var rows []subRow
-	res, err := rawQuery(tx, "SELECT agents.name, agents.principal_id, s.user_id, s.kinds, s.email FROM agents "+
-		"LEFT JOIN notification_subscriptions s ON (s.target_type = ? AND s.target_id = agents.id) OR "+
-		"(s.target_type = ? AND s.target_id = agents.principal_id) WHERE agents.id = ? ORDER BY s.user_id",
+	rows, err := queryRows(tx, func(r *subRow) []any { return []any{&r.Name, &r.PrincipalID, &r.UserID, &r.Kinds, &r.Email} },
+		"SELECT agents.name, agents.principal_id, s.user_id, s.kinds, s.email FROM agents "+
+			"LEFT JOIN notification_subscriptions s ON (s.target_type = ? AND s.target_id = agents.id) OR "+
+			"(s.target_type = ? AND s.target_id = agents.principal_id) WHERE agents.id = ? ORDER BY s.user_id",
 		SubscribeAgent, SubscribePrincipal, t.AgentID)
 	if err != nil {
-		return fmt.Errorf("task %d: notify: %w", t.ID, err)
-	}
-	for res.Next() {
-		var r subRow
-		if err := res.Scan(&r.Name, &r.PrincipalID, &r.UserID, &r.Kinds, &r.Email); err != nil {
-			_ = res.Close()
-			return fmt.Errorf("task %d: notify: %w", t.ID, err)
-		}
-		rows = append(rows, r)
-	}
-	if err := errors.Join(res.Err(), res.Close()); err != nil {
 		return fmt.Errorf("task %d: notify: %w", t.ID, err)
 	}
 	if len(rows) == 0 {

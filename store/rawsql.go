@@ -45,21 +45,28 @@ func (r *taskRow) dest() []any {
 		&r.ToolCallCount}
 }
 
-// queryTasks runs q, which returns taskColumns, and scans every row.
-func queryTasks(db *gorm.DB, q string, args ...any) ([]taskRow, error) {
+// queryRows runs q and scans every row into a T through dest (the row's fields in the order of
+// q's columns).
+func queryRows[T any](db *gorm.DB, dest func(*T) []any, q string, args ...any) ([]T, error) {
 	rows, err := rawQuery(db, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []taskRow
+	var out []T
 	for rows.Next() {
-		out = append(out, taskRow{})
-		if err := rows.Scan(out[len(out)-1].dest()...); err != nil {
+		var r T
+		if err := rows.Scan(dest(&r)...); err != nil {
 			return nil, err
 		}
+		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// queryTasks runs q, which returns taskColumns.
+func queryTasks(db *gorm.DB, q string, args ...any) ([]taskRow, error) {
+	return queryRows(db, (*taskRow).dest, q, args...)
 }
 
 // inList renders ids as the parenthesised placeholder list of an IN, with its arguments.
@@ -103,24 +110,11 @@ func setClause(changes map[string]any) (string, []any) {
 const toolCallColumns = "id, task_id, message_sequence, provider_call_id, tool_class, name, operation, status, " +
 	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at"
 
-// queryToolCalls runs q, which returns toolCallColumns, and scans every row.
-func queryToolCalls(db *gorm.DB, q string, args ...any) ([]toolCallRow, error) {
-	rows, err := rawQuery(db, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []toolCallRow
-	for rows.Next() {
-		var r toolCallRow
-		if err := rows.Scan(&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
-			&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
-			&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+// dest are the scan destinations of toolCallColumns.
+func (r *toolCallRow) dest() []any {
+	return []any{&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
+		&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
+		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt}
 }
 
 // insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors
@@ -166,23 +160,10 @@ func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
 const messageColumns = "id, task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, media_ids, " +
 	"input_tokens, output_tokens, created_at"
 
-// queryMessages runs q, which returns messageColumns, and scans every row.
-func queryMessages(db *gorm.DB, q string, args ...any) ([]taskMessageRow, error) {
-	rows, err := rawQuery(db, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []taskMessageRow
-	for rows.Next() {
-		var r taskMessageRow
-		if err := rows.Scan(&r.ID, &r.TaskID, &r.Sequence, &r.Role, &r.Text, &r.Reasoning, &r.ToolCalls, &r.ProviderCallID,
-			&r.MediaIDs, &r.InputTokens, &r.OutputTokens, &r.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+// dest are the scan destinations of messageColumns.
+func (r *taskMessageRow) dest() []any {
+	return []any{&r.ID, &r.TaskID, &r.Sequence, &r.Role, &r.Text, &r.Reasoning, &r.ToolCalls, &r.ProviderCallID,
+		&r.MediaIDs, &r.InputTokens, &r.OutputTokens, &r.CreatedAt}
 }
 
 // insertMessageRow writes r to task_messages and sets its id.

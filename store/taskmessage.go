@@ -195,7 +195,7 @@ func (s *Store) AppendMessages(ctx context.Context, taskID int64, workerID strin
 // Messages returns the turns of a task with a sequence above sinceSequence, in order.
 // Errors: none beyond the database's own (an unknown task has no messages).
 func (s *Store) Messages(ctx context.Context, taskID int64, sinceSequence int) ([]TaskMessage, error) {
-	rows, err := queryMessages(s.conn(ctx), "SELECT "+messageColumns+" FROM task_messages WHERE task_id = ? AND sequence > ? ORDER BY sequence",
+	rows, err := queryRows(s.conn(ctx), (*taskMessageRow).dest, "SELECT "+messageColumns+" FROM task_messages WHERE task_id = ? AND sequence > ? ORDER BY sequence",
 		taskID, sinceSequence)
 	if err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: messages: %w", taskID, err))

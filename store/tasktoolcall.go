@@ -253,9 +253,9 @@ func writeToolResult(tx *gorm.DB, taskID, callID int64, now time.Time, status st
 	var rows []toolCallRow
 	var err error
 	if tx.Dialector.Name() == DialectSQLite {
-		rows, err = queryToolCalls(tx, q+" RETURNING "+toolCallColumns, args...) // the row as written, for its event
+		rows, err = queryRows(tx, (*toolCallRow).dest, q+" RETURNING "+toolCallColumns, args...) // the row as written, for its event
 	} else if _, err = rawExec(tx, q, args...); err == nil {
-		rows, err = queryToolCalls(tx, "SELECT "+toolCallColumns+" FROM task_tool_calls WHERE id = ? AND task_id = ?", callID, taskID)
+		rows, err = queryRows(tx, (*toolCallRow).dest, "SELECT "+toolCallColumns+" FROM task_tool_calls WHERE id = ? AND task_id = ?", callID, taskID)
 	}
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("update tool call %d: %w", callID, err)
@@ -276,7 +276,7 @@ func toolCalls(db *gorm.DB, taskID int64, status string) ([]ToolCall, error) {
 	if status != "" {
 		q, args = q+" AND status = ?", append(args, status)
 	}
-	rows, err := queryToolCalls(db, q+" ORDER BY id", args...)
+	rows, err := queryRows(db, (*toolCallRow).dest, q+" ORDER BY id", args...)
 	if err != nil {
 		return nil, TranslateError(fmt.Errorf("task %d: tool calls: %w", taskID, err))
 	}
