@@ -71,11 +71,16 @@ func queryTasks(db *gorm.DB, q string, args ...any) ([]taskRow, error) {
 
 // inList renders ids as the parenthesised placeholder list of an IN, with its arguments.
 func inList(ids []int64) (string, []any) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")", anys(ids)
+}
+
+// anys is xs as statement arguments.
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
 	}
-	return "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")", args
+	return out
 }
 
 // setClause renders changes (column → value, or gorm.Expr) as the SET list of an UPDATE, in

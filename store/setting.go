@@ -80,7 +80,7 @@ func (s *Store) PutSettings(ctx context.Context, values map[string]any) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
 		if len(dels) > 0 {
-			if err := tx.Where(clause.IN{Column: clause.Column{Name: "key"}, Values: anySlice(dels)}).Delete(&settingRow{}).Error; err != nil {
+			if err := tx.Where(clause.IN{Column: clause.Column{Name: "key"}, Values: anys(dels)}).Delete(&settingRow{}).Error; err != nil {
 				return fmt.Errorf("delete settings: %w", err)
 			}
 		}
@@ -96,12 +96,4 @@ func (s *Store) PutSettings(ctx context.Context, values map[string]any) error {
 		}
 		return nil
 	})
-}
-
-func anySlice(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }

@@ -131,7 +131,7 @@ func (s *Store) registerVersions(db *gorm.DB) error {
 			}
 			if _, err := db.Statement.ConnPool.ExecContext(db.Statement.Context,
 				"UPDATE versions SET version = version + 1 WHERE name IN ("+strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")+")",
-				toAny(names)...); err != nil {
+				anys(names)...); err != nil {
 				_ = db.AddError(fmt.Errorf("bump versions: %w", err))
 				return
 			}
@@ -154,12 +154,4 @@ func (s *Store) registerVersions(db *gorm.DB) error {
 		}
 	}
 	return nil
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }

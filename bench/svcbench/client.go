@@ -30,32 +30,6 @@ func register(base string) (*client, error) {
 	return &client{s}, nil
 }
 
-// makeAgent creates an agent; with calculator, its calculator tool is enabled and auto-approved
-// (a two-turn task: one call, then the answer).
-func (c *client) makeAgent(name string, calculator bool) (int64, error) {
-	var a struct {
-		Data struct {
-			Agent struct {
-				ID int64 `json:"id"`
-			} `json:"agent"`
-		} `json:"data"`
-	}
-	if err := c.Do(http.MethodPost, "/agents", map[string]any{"name": name, "system_prompt": "Answer briefly."}, 201, &a); err != nil {
-		return 0, err
-	}
-	id := a.Data.Agent.ID
-	if calculator {
-		tool := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", id)
-		if err := c.Do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
-			return 0, err
-		}
-		if err := c.Do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil); err != nil {
-			return 0, err
-		}
-	}
-	return id, nil
-}
-
 // createTasks creates n tasks of agentID with `workers` concurrent requests.
 func (c *client) createTasks(agentID int64, n, workers int) ([]int64, error) {
 	ids := make([]int64, n)

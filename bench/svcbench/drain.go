@@ -49,7 +49,7 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		api.stop()
 		return res, err
 	}
-	agent, err := c.makeAgent("Bench", ds.twoTurn)
+	agent, err := c.CreateAgent("Bench", "Answer briefly.", ds.twoTurn)
 	if err != nil {
 		api.stop()
 		return res, err

@@ -96,7 +96,7 @@ func (b *bench) inflightRSS() (string, error) {
 		api.stop()
 		return "", err
 	}
-	agent, err := c.makeAgent("Bench", false)
+	agent, err := c.CreateAgent("Bench", "Answer briefly.", false)
 	api.stop()
 	if err != nil {
 		return "", err
@@ -190,7 +190,7 @@ func (b *bench) hub(s *site) error {
 	if err != nil {
 		return err
 	}
-	agent, err := c.makeAgent("Hub", false)
+	agent, err := c.CreateAgent("Hub", "Answer briefly.", false)
 	if err != nil {
 		return err
 	}

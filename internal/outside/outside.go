@@ -99,6 +99,32 @@ func (s *Session) Do(method, path string, body any, want int, out any) error {
 	return nil
 }
 
+// CreateAgent creates an agent and returns its id; with calculator, its calculator tool is
+// enabled and its operation auto-approved (a task makes one call, then answers).
+func (s *Session) CreateAgent(name, systemPrompt string, calculator bool) (int64, error) {
+	var a struct {
+		Data struct {
+			Agent struct {
+				ID int64 `json:"id"`
+			} `json:"agent"`
+		} `json:"data"`
+	}
+	if err := s.Do(http.MethodPost, "/agents", map[string]any{"name": name, "system_prompt": systemPrompt}, http.StatusCreated, &a); err != nil {
+		return 0, err
+	}
+	id := a.Data.Agent.ID
+	if calculator {
+		tool := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", id)
+		if err := s.Do(http.MethodPost, tool+"/enable", nil, http.StatusOK, nil); err != nil {
+			return 0, err
+		}
+		if err := s.Do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, http.StatusOK, nil); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
 // CreateTask queues a task of agentID and returns its id.
 func (s *Session) CreateTask(agentID int64, prompt string) (int64, error) {
 	var out struct {

@@ -162,9 +162,11 @@ func (d *drill) run() error {
 		}
 		users[i] = c
 	}
-	if err := d.makeAgent(users[0]); err != nil {
+	agentID, err := users[0].CreateAgent("Drill", "Compute.", true)
+	if err != nil {
 		return err
 	}
+	d.agentID = agentID
 
 	// Subscribers: the hub's user topic, and one event stream per task on each API process.
 	hubSeen, hubReady, err := d.subscribeHub(ctx, users[0])
@@ -569,26 +571,6 @@ func createTask(c *outside.Session, agentID int64, prompt string) (int64, error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// makeAgent creates the agent with the calculator enabled and auto-approved.
-func (d *drill) makeAgent(c *outside.Session) error {
-	var a struct {
-		Data struct {
-			Agent struct {
-				ID int64 `json:"id"`
-			} `json:"agent"`
-		} `json:"data"`
-	}
-	if err := c.Do(http.MethodPost, "/agents", map[string]any{"name": "Drill", "system_prompt": "Compute."}, 201, &a); err != nil {
-		return err
-	}
-	d.agentID = a.Data.Agent.ID
-	tool := fmt.Sprintf("/agents/%d/tools/core.CalculatorTool", d.agentID)
-	if err := c.Do(http.MethodPost, tool+"/enable", nil, 200, nil); err != nil {
-		return err
-	}
-	return c.Do(http.MethodPatch, tool+"/operations/calculate", map[string]any{"enabled": true, "auto_approve": true}, 200, nil)
 }
 
 // seenSet is a concurrent set of task ids.
