@@ -13,8 +13,9 @@ type drainResult struct {
 	n    int
 	dur  time.Duration // from the banner of `svc serve` to the last task COMPLETED
 	rate float64       // tasks/s
-	// Per task, from the binary's counters between a scrape once 10 % had completed and one at
-	// the end (NaN when the binary does not expose them).
+	// Per task, from the binary's counters between a scrape once 10 % had completed (or at the
+	// start, when the drain outran the poll) and one at the end (NaN when the binary does not
+	// expose them).
 	stmts, writeTxs, readTxs float64
 	workers                  string
 }
@@ -67,8 +68,18 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		return res, err
 	}
 	defer srv.stop()
-	var before map[string]float64
-	var doneBefore int64
+	// The counters are read from a scrape once 10 % have completed (past the start-up), or,
+	// when the drain outruns the poll (a small -quick drain can finish between two polls),
+	// from the one taken as it starts.
+	before, err := scrape(s.base)
+	if err != nil {
+		return res, err
+	}
+	doneBefore, err := s.count("status = 'COMPLETED'")
+	if err != nil {
+		return res, err
+	}
+	steady := false
 	deadline := srv.ready.Add(time.Duration(n)*50*time.Millisecond + time.Minute)
 	var end time.Time
 	for {
@@ -80,7 +91,8 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 			end = time.Now()
 			break
 		}
-		if before == nil && int64(n)-open >= int64(n)/10 {
+		if !steady && int64(n)-open >= int64(n)/10 {
+			steady = true
 			if before, err = scrape(s.base); err != nil {
 				return res, err
 			}
@@ -106,7 +118,7 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 	if done != int64(n) {
 		return res, fmt.Errorf("%s: %d of %d tasks COMPLETED (others FAILED or CANCELLED: see %s)", ds.label, done, n, s.dir)
 	}
-	if before != nil {
+	{
 		d := float64(done - doneBefore)
 		if st, ok := counter(after, before, "svc_db_statements_total"); ok && d > 0 {
 			res.stmts = st / d
