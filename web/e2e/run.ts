@@ -328,7 +328,7 @@ async function main(): Promise<void> {
     expect((await page.evaluate(() => navigator.clipboard.readText())) === key, "the key is on the clipboard");
     const chats = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
     await shot(page, "agent-keys");
-    await page.getByRole("button", { name: "Revoke n8n workflow" }).click();
+    await page.getByRole("button", { name: "Revoke key n8n workflow" }).click();
     await page.getByText("No keys.").waitFor();
     const after = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
     expect(after.status === 401 || (after.status === 404 && chats.status === 404), `revoked key answered ${after.status}`);
@@ -478,7 +478,21 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   expect((await page.getByLabel("API key").getAttribute("type")) === "password", "the API key field is masked");
   await page.getByLabel("The group's default").check();
   await page.getByRole("button", { name: "Add configuration" }).click();
-  await page.locator(".llm-list li").filter({ hasText: "Demo script" }).getByText("default").waitFor();
+  const configs = page.locator("section").filter({ has: page.getByRole("heading", { name: "Configurations" }) });
+  await configs.getByRole("listitem").filter({ hasText: "Demo script" }).getByText("default").waitFor();
+  expect((await page.getByLabel("Configuration name").inputValue()) === "", "the new-configuration form is empty again");
+
+  log("groups: a model configuration is edited in place; the stored key is kept (not sent back)");
+  await configs.getByRole("button", { name: "Edit configuration Demo script" }).click();
+  const editLlm = configs.locator("form").filter({ has: page.getByRole("heading", { name: "Edit “Demo script”" }) });
+  expect((await editLlm.getByLabel("Script file (on the server)").inputValue()) === "script.json", "the edit form holds the configuration");
+  await editLlm.getByLabel("Timeout (s)").fill("30");
+  const [patchLlm] = await Promise.all([page.waitForRequest((r) => /\/llm-configs\/\d+$/.test(r.url()) && r.method() === "PATCH"), editLlm.getByRole("button", { name: "Save configuration" }).click()]);
+  const llmBody = JSON.parse(patchLlm.postData() ?? "{}") as { timeout?: number; api_key?: string; is_default?: boolean };
+  expect(llmBody.timeout === 30 && llmBody.is_default === true && !("api_key" in llmBody), `the edit sends the form, without a key: ${patchLlm.postData()}`);
+  await editLlm.waitFor({ state: "detached" });
+  expect(await configs.getByRole("button", { name: "Edit configuration Demo script" }).evaluate((b) => b === document.activeElement), "focus is back on Edit");
+  await configs.getByRole("listitem").filter({ hasText: "Demo script" }).getByText("default").waitFor();
   await shot(page, "group-models");
 
   log("groups: tool settings of the group");

@@ -1,7 +1,8 @@
 // The two shapes most administration pages repeat: a form in a panel that sends one request
 // (its refusal shown inside it, what was typed kept; an optional "saved" notice), and a list of
-// resources each with its own actions and an inline edit form that replaces the entry while
-// it is open (Escape or Cancel closes it, focus goes back to the entry's Edit button).
+// resources each with its own actions, a confirmed Delete (or Revoke) and an inline edit form
+// that replaces the entry while it is open (Escape or Cancel closes it, focus goes back to the
+// entry's Edit button); entries the caller may not change are only shown.
 import type { ComponentChildren } from "preact";
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ErrorNote, useAction, useId } from "./ui";
@@ -10,6 +11,8 @@ type FormPanelProps = {
   title: string;
   /** The submit button's label. */
   submit: string;
+  /** The submit button's label while the request runs (default: unchanged). */
+  submitting?: string;
   /** Sends the request; a thrown error (a refusal) is shown in the form and nothing typed is lost. */
   onSubmit: () => Promise<unknown>;
   /** Shown (role status) after a successful submit until the next one. */
@@ -53,7 +56,7 @@ export function FormPanel(props: FormPanelProps) {
       )}
       <div class="button-row">
         <button class={props.tone ?? "primary"} disabled={act.pending}>
-          {props.submit}
+          {act.pending && props.submitting ? props.submitting : props.submit}
         </button>
         {props.secondary}
       </div>
@@ -75,6 +78,12 @@ type EditListProps<T> = {
   /** The inline edit form; close() ends editing (after a save, or Cancel). */
   edit?: (t: T, close: () => void) => ComponentChildren;
   remove?: (t: T) => Promise<unknown>;
+  /** The remove button's label ("Delete" by default; "Revoke" for a key). */
+  removeLabel?: string;
+  /** The question asked before remove (default: “Delete the {what} “{name}”?”). */
+  confirmRemove?: (t: T) => string;
+  /** Whether an entry offers Edit and the remove button (default: every entry); the others are only shown. */
+  editable?: (t: T) => boolean;
   /** Set when an action of the page ran for this list (shown above it). */
   busy?: boolean;
   itemClass?: string;
@@ -97,6 +106,8 @@ export function EditList<T>(props: EditListProps<T>) {
         {(props.items ?? []).map((t) => {
           const k = props.keyOf(t);
           const name = props.nameOf(t);
+          const own = props.editable?.(t) ?? true;
+          const removeLabel = props.removeLabel ?? "Delete";
           if (editing === k && props.edit)
             return (
               <li key={k} class={`${props.itemClass ?? ""} editing`}>
@@ -108,22 +119,22 @@ export function EditList<T>(props: EditListProps<T>) {
               <div class="wide">{props.view(t)}</div>
               <div class="button-row">
                 {props.actions?.(t)}
-                {props.edit && (
+                {own && props.edit && (
                   <button type="button" class="small" data-edit={String(k)} aria-label={`Edit ${props.what} ${name}`} disabled={act.pending || props.busy} onClick={() => setEditing(k)}>
                     Edit
                   </button>
                 )}
-                {props.remove && (
+                {own && props.remove && (
                   <button
                     type="button"
                     class="small danger"
-                    aria-label={`Delete ${props.what} ${name}`}
+                    aria-label={`${removeLabel} ${props.what} ${name}`}
                     disabled={act.pending || props.busy}
                     onClick={() => {
-                      if (confirm(`Delete the ${props.what} “${name}”?`)) void act.run(() => props.remove!(t));
+                      if (confirm(props.confirmRemove?.(t) ?? `Delete the ${props.what} “${name}”?`)) void act.run(() => props.remove!(t));
                     }}
                   >
-                    Delete
+                    {removeLabel}
                   </button>
                 )}
               </div>

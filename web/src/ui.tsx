@@ -1,5 +1,5 @@
-// Small shared pieces: links, form fields, refusals shown next to what caused them, status
-// badges, and a hook that runs an action while tracking its pending state and error.
+// Small shared pieces: links, section tabs, form fields, refusals shown next to what caused
+// them, status badges, and a hook that runs an action while tracking its pending state and error.
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { errorText } from "./api";
@@ -202,6 +202,19 @@ const statusTone: Record<string, string> = {
 
 export function StatusBadge(props: { status: string }) {
   return <span class={`badge tone-${statusTone[props.status] ?? "neutral"}`}>{props.status.replace(/_/g, " ").toLowerCase()}</span>;
+}
+
+/** The section tabs of a resource's page (links to base + suffix), the current one marked. */
+export function Tabs<T extends string>(props: { label: string; base: string; tabs: { id: T; label: string; suffix: string }[]; current: T }) {
+  return (
+    <nav class="tabs" aria-label={props.label}>
+      {props.tabs.map((t) => (
+        <Link key={t.id} to={`${props.base}${t.suffix}`} class={t.id === props.current ? "tab active" : "tab"} aria-current={t.id === props.current ? "page" : undefined}>
+          {t.label}
+        </Link>
+      ))}
+    </nav>
+  );
 }
 
 export function PageHeader(props: { title: string; children?: ComponentChildren; back?: { to: string; label: string } }) {

@@ -1,9 +1,11 @@
 // One agent: its chats (start a task), settings, tools (enable, per-operation enablement and
-// approval) and per-agent API keys (minted secret shown once, revoke).
+// approval) and per-agent API keys (minted secret shown once, revoke). The forms and the key
+// list are crud.tsx's FormPanel and EditList.
 import { useState } from "preact/hooks";
 import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
-import { ErrorNote, Field, Link, PageHeader, StatusBadge, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { ErrorNote, Field, Link, PageHeader, StatusBadge, Tabs, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { EditList, FormPanel } from "../crud";
 import { SettingsForm } from "../settingsform";
 import { AgentSettings } from "./agents";
 import { AgentExport, AgentPicture, AgentTransfer } from "./agentextra";
@@ -27,13 +29,7 @@ export function AgentPage(props: { id: string; tab: Tab }) {
       <ErrorNote error={agent.error} />
       {a && (
         <>
-          <nav class="tabs" aria-label="Agent sections">
-            {tabs.map((t) => (
-              <Link key={t.id} to={`/agents/${a.id}${t.suffix}`} class={t.id === props.tab ? "tab active" : "tab"} aria-current={t.id === props.tab ? "page" : undefined}>
-                {t.label}
-              </Link>
-            ))}
-          </nav>
+          <Tabs label="Agent sections" base={`/agents/${a.id}`} tabs={tabs} current={props.tab} />
           {props.tab === "chats" && <AgentChats agent={a} />}
           {props.tab === "settings" && (
             <AgentSettings agent={a} onSaved={(x) => agent.set(x)}>
@@ -66,35 +62,27 @@ export async function loadTasks(max = 300, agentId?: number): Promise<Task[]> {
 function AgentChats(props: { agent: Agent }) {
   const [prompt, setPrompt] = useState("");
   const [steps, setSteps] = useState("");
-  const act = useAction();
   const tasks = useLoad(() => loadTasks(300, props.agent.id), [props.agent.id]);
   const mine = tasks.data ?? [];
   return (
     <div class="split">
-      <section class="panel">
-        <h2>Start a task</h2>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void act.run(async () => {
-              const r = await unwrap(
-                api.POST("/tasks", {
-                  params: { header: { "Idempotency-Key": crypto.randomUUID() } },
-                  body: { agent_id: props.agent.id, prompt, max_steps: steps ? Number(steps) : undefined },
-                }),
-              );
-              navigate(`/tasks/${r.data.task.id}`);
-            });
-          }}
-        >
-          <TextArea label="Prompt" required rows={5} value={prompt} onValue={setPrompt} />
-          <Field label="Step budget for this task (optional)" type="number" min={1} max={100} value={steps} onValue={setSteps} hint={`Default: the agent's ${props.agent.max_steps}.`} />
-          <ErrorNote error={act.error} />
-          <button class="primary" disabled={act.pending}>
-            {act.pending ? "Starting…" : "Start task"}
-          </button>
-        </form>
-      </section>
+      <FormPanel
+        title="Start a task"
+        submit="Start task"
+        submitting="Starting…"
+        onSubmit={async () => {
+          const r = await unwrap(
+            api.POST("/tasks", {
+              params: { header: { "Idempotency-Key": crypto.randomUUID() } },
+              body: { agent_id: props.agent.id, prompt, max_steps: steps ? Number(steps) : undefined },
+            }),
+          );
+          navigate(`/tasks/${r.data.task.id}`);
+        }}
+      >
+        <TextArea label="Prompt" required rows={5} value={prompt} onValue={setPrompt} />
+        <Field label="Step budget for this task (optional)" type="number" min={1} max={100} value={steps} onValue={setSteps} hint={`Default: the agent's ${props.agent.max_steps}.`} />
+      </FormPanel>
       <section class="panel">
         <h2>Chats with {props.agent.name}</h2>
         <ErrorNote error={tasks.error} />
@@ -290,109 +278,84 @@ function AgentKeys(props: { agent: Agent }) {
   const keys = useLoad(async () => (await unwrap(api.GET("/agents/{id}/api-keys", { params: { path: { id: agentId } } }))).data.api_keys, [agentId]);
   const [name, setName] = useState("");
   const [minted, setMinted] = useState<Schemas["AgentApiKeyWithSecret"] | null>(null);
-  const [copied, setCopied] = useState(false);
-  const mint = useAction();
-  const revoke = useAction();
   return (
     <div class="split">
-      <section class="panel">
-        <h2>Mint a key</h2>
-        <p class="muted">Scripts and other services use a key as <code>Authorization: Bearer …</code> on the per-agent API. The full key is shown once.</p>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void mint.run(async () => {
-              const r = await unwrap(api.POST("/agents/{id}/api-keys", { params: { path: { id: agentId } }, body: { name } }));
-              setMinted(r.data);
-              setCopied(false);
-              setName("");
-              await keys.reload();
-            });
+      <div>
+        <FormPanel
+          title="Mint a key"
+          submit="Mint key"
+          note={
+            <p class="muted">
+              Scripts and other services use a key as <code>Authorization: Bearer …</code> on the per-agent API. The full key is shown once.
+            </p>
+          }
+          onSubmit={async () => {
+            const r = await unwrap(api.POST("/agents/{id}/api-keys", { params: { path: { id: agentId } }, body: { name } }));
+            setMinted(r.data);
+            setName("");
+            await keys.reload();
           }}
         >
           <Field label="Key name" required value={name} onValue={setName} hint="What uses it, e.g. “n8n workflow”." />
-          <ErrorNote error={mint.error} />
-          <button class="primary" disabled={mint.pending}>
-            Mint key
-          </button>
-        </form>
-        {minted && (
-          <div class="secret" role="region" aria-label="New key">
-            <p>
-              <strong>Copy the key “{minted.name}” now.</strong> It is not shown again.
-            </p>
-            <div class="copy-row">
-              <input readOnly class="mono" aria-label="The new key" value={minted.key} onFocus={(e) => (e.target as HTMLInputElement).select()} />
-              <button
-                type="button"
-                onClick={async () => {
-                  try {
-                    await navigator.clipboard.writeText(minted.key);
-                    setCopied(true);
-                  } catch {
-                    setCopied(false);
-                  }
-                }}
-              >
-                {copied ? "Copied" : "Copy"}
-              </button>
-            </div>
-            <button type="button" class="link" onClick={() => setMinted(null)}>
-              I have stored it, hide the key
-            </button>
-          </div>
-        )}
-      </section>
-      <section class="panel">
-        <h2>Keys</h2>
+        </FormPanel>
+        {minted && <MintedKey key={minted.id} minted={minted} onHide={() => setMinted(null)} />}
+      </div>
+      <section class="panel" aria-labelledby="keys-h">
+        <h2 id="keys-h">Keys</h2>
         <ErrorNote error={keys.error} />
-        <ErrorNote error={revoke.error} />
-        {keys.data && keys.data.length === 0 && <p class="muted">No keys.</p>}
-        {keys.data && keys.data.length > 0 && (
-          <table class="table">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col" class="hide-narrow">
-                  Id
-                </th>
-                <th scope="col" class="hide-narrow">
-                  Last used
-                </th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.map((k) => (
-                <tr key={k.id}>
-                  <td>{k.name}</td>
-                  <td class="mono hide-narrow">{k.id}</td>
-                  <td class="hide-narrow">{k.last_used_at ? formatTime(k.last_used_at) : "never"}</td>
-                  <td class="right">
-                    <button
-                      type="button"
-                      class="danger small"
-                      aria-label={`Revoke ${k.name}`}
-                      disabled={revoke.pending}
-                      onClick={() => {
-                        if (!confirm(`Revoke the key “${k.name}”? Callers using it are refused at once.`)) return;
-                        void revoke.run(async () => {
-                          await unwrap(api.DELETE("/agents/{id}/api-keys/{keyId}", { params: { path: { id: agentId, keyId: k.id } } }));
-                          await keys.reload();
-                        });
-                      }}
-                    >
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <EditList
+          items={keys.data}
+          keyOf={(k) => k.id}
+          nameOf={(k) => k.name}
+          what="key"
+          empty="No keys."
+          itemClass="card wide"
+          view={(k) => (
+            <>
+              <strong>{k.name}</strong>
+              <small class="muted block">
+                <span class="mono">{k.id}</span> · last used {k.last_used_at ? formatTime(k.last_used_at) : "never"}
+              </small>
+            </>
+          )}
+          removeLabel="Revoke"
+          confirmRemove={(k) => `Revoke the key “${k.name}”? Callers using it are refused at once.`}
+          remove={async (k) => (await unwrap(api.DELETE("/agents/{id}/api-keys/{keyId}", { params: { path: { id: agentId, keyId: k.id } } })), await keys.reload())}
+        />
       </section>
+    </div>
+  );
+}
+
+/** A key just minted: its secret, shown this once, with a copy button. It stands outside the
+ * mint form, so Enter in its field cannot mint another key. */
+function MintedKey(props: { minted: Schemas["AgentApiKeyWithSecret"]; onHide: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const m = props.minted;
+  return (
+    <div class="secret" role="region" aria-label="New key">
+      <p>
+        <strong>Copy the key “{m.name}” now.</strong> It is not shown again.
+      </p>
+      <div class="copy-row">
+        <input readOnly class="mono" aria-label="The new key" value={m.key} onFocus={(e) => (e.target as HTMLInputElement).select()} />
+        <button
+          type="button"
+          onClick={async () => {
+            try {
+              await navigator.clipboard.writeText(m.key);
+              setCopied(true);
+            } catch {
+              setCopied(false);
+            }
+          }}
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+      </div>
+      <button type="button" class="link" onClick={props.onHide}>
+        I have stored it, hide the key
+      </button>
     </div>
   );
 }

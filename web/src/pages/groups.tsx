@@ -1,15 +1,15 @@
 // Groups: the caller's groups (create), and one group with its members and roles, its model
-// configurations (the default marked; API keys write-only; the scripted driver and global
-// configurations are the administrators'), its tool entries with their settings (password
-// settings masked), its preferences and its agents.
+// configurations (the default marked; edited in place; API keys write-only; the scripted driver
+// and global configurations are the administrators'), its tool entries with their settings
+// (password settings masked), its preferences and its agents.
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Schemas } from "../api";
 import { PictureEditor } from "./agentextra";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { SettingsForm } from "../settingsform";
-import { FormPanel } from "../crud";
-import { Check, ErrorNote, Field, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { CancelButton, EditList, FormPanel } from "../crud";
+import { Check, ErrorNote, Field, Link, PageHeader, Tabs, TextArea, formatTime, useAction, useId, useLoad } from "../ui";
 
 type Group = Schemas["Group"];
 type Llm = Schemas["LlmConfig"];
@@ -72,13 +72,7 @@ export function GroupPage(props: { id: string; tab: Tab }) {
       <ErrorNote error={group.error} />
       {g && (
         <>
-          <nav class="tabs" aria-label="Group sections">
-            {tabs.map((t) => (
-              <Link key={t.id} to={`/groups/${g.id}${t.suffix}`} class={t.id === props.tab ? "tab active" : "tab"} aria-current={t.id === props.tab ? "page" : undefined}>
-                {t.label}
-              </Link>
-            ))}
-          </nav>
+          <Tabs label="Group sections" base={`/groups/${g.id}`} tabs={tabs} current={props.tab} />
           {props.tab === "members" && <Members group={g} />}
           {props.tab === "models" && <Models group={g} />}
           {props.tab === "tools" && <GroupTools group={g} />}
@@ -195,23 +189,25 @@ const emptyLlm: LlmForm = { name: "", driver: "openai", model: "", base_url: "",
 const num = (s: string) => (s === "" ? undefined : Number(s));
 const str = (v: number | null | undefined) => (v === null || v === undefined || v === 0 ? "" : String(v));
 
-function LlmEditor(props: { group: Group; editing: Llm | null; onDone: () => void }) {
+/** Adds a model configuration to the group, or (config set) edits it in place. */
+function LlmEditor(props: { group: Group; config?: Llm; onSaved: () => Promise<unknown>; onCancel?: () => void }) {
   const { user } = useSession();
-  const e = props.editing;
+  const e = props.config;
   const [f, setF] = useState<LlmForm>(
     e
       ? { name: e.name, driver: e.driver, model: e.model, base_url: e.base_url ?? "", api_key: "", temperature: str(e.temperature), max_tokens_output: str(e.max_tokens_output), context_window: str(e.context_window), timeout: str(e.timeout), is_default: e.is_default, is_global: e.is_global }
       : emptyLlm,
   );
   const set = (k: keyof LlmForm) => (v: string | boolean) => setF((o) => ({ ...o, [k]: v }));
-  const act = useAction();
+  const driverId = useId("llm-driver");
   const id = props.group.id;
   return (
-    <form
-      class="panel"
-      aria-labelledby="llm-form-h"
-      onSubmit={(ev) => {
-        ev.preventDefault();
+    <FormPanel
+      title={e ? `Edit “${e.name}”` : "New model configuration"}
+      class={e ? "" : undefined}
+      submit={e ? "Save configuration" : "Add configuration"}
+      secondary={props.onCancel && <CancelButton onClick={props.onCancel} />}
+      onSubmit={async () => {
         const body = {
           name: f.name,
           driver: f.driver,
@@ -225,19 +221,16 @@ function LlmEditor(props: { group: Group; editing: Llm | null; onDone: () => voi
           is_default: f.is_default,
           is_global: user?.is_admin ? f.is_global : undefined,
         };
-        void act.run(async () => {
-          if (e) await unwrap(api.PATCH("/groups/{id}/llm-configs/{cid}", { params: { path: { id, cid: e.id } }, body }));
-          else await unwrap(api.POST("/groups/{id}/llm-configs", { params: { path: { id } }, body }));
-          props.onDone();
-        });
+        if (e) await unwrap(api.PATCH("/groups/{id}/llm-configs/{cid}", { params: { path: { id, cid: e.id } }, body }));
+        else await unwrap(api.POST("/groups/{id}/llm-configs", { params: { path: { id } }, body }));
+        await props.onSaved();
       }}
     >
-      <h2 id="llm-form-h">{e ? `Edit “${e.name}”` : "New model configuration"}</h2>
       <Field label="Configuration name" required value={f.name} onValue={set("name")} />
       <div class="row">
         <div class="field">
-          <label for="llm-driver">Driver</label>
-          <select id="llm-driver" value={f.driver} onChange={(x) => set("driver")((x.target as HTMLSelectElement).value)}>
+          <label for={driverId}>Driver</label>
+          <select id={driverId} value={f.driver} onChange={(x) => set("driver")((x.target as HTMLSelectElement).value)}>
             <option value="openai">OpenAI-compatible</option>
             <option value="anthropic">Anthropic</option>
             <option value="scripted">Scripted (administrators; tests and demos)</option>
@@ -257,82 +250,53 @@ function LlmEditor(props: { group: Group; editing: Llm | null; onDone: () => voi
       </div>
       <Check label="The group's default" checked={f.is_default} onChange={set("is_default")} />
       {user?.is_admin && <Check label="Global (usable by every group)" checked={f.is_global} onChange={set("is_global")} />}
-      <ErrorNote error={act.error} />
-      <div class="button-row">
-        <button class="primary" disabled={act.pending}>
-          {e ? "Save configuration" : "Add configuration"}
-        </button>
-        {e && (
-          <button type="button" onClick={props.onDone}>
-            Cancel
-          </button>
-        )}
-      </div>
-    </form>
+    </FormPanel>
   );
 }
 
 function Models(props: { group: Group }) {
   const id = props.group.id;
   const list = useLoad(async () => (await unwrap(api.GET("/groups/{id}/llm-configs", { params: { path: { id }, query: { include_global: true } } }))).data.llm_configs, [id]);
-  const [editing, setEditing] = useState<Llm | null>(null);
-  const [formKey, setFormKey] = useState(0);
   const act = useAction();
-  const done = () => {
-    setEditing(null);
-    setFormKey((n) => n + 1);
-    void list.reload();
-  };
+  const [added, setAdded] = useState(0); // a new, empty form after each add (not when the list loads)
+  const path = (c: Llm) => ({ params: { path: { id, cid: c.id } } });
   return (
     <div class="split">
-      <LlmEditor key={`${formKey}-${editing?.id ?? "new"}`} group={props.group} editing={editing} onDone={done} />
-      <section class="panel">
-        <h2>Configurations</h2>
+      <LlmEditor key={`new-${added}`} group={props.group} onSaved={async () => (await list.reload(), setAdded((n) => n + 1))} />
+      <section class="panel" aria-labelledby="llm-list-h">
+        <h2 id="llm-list-h">Configurations</h2>
         <p class="muted small">Agents of this group use the default unless they name another. Global configurations come from other groups.</p>
         <ErrorNote error={list.error} />
         <ErrorNote error={act.error} />
-        {list.data && list.data.length === 0 && <p class="muted">None yet; tasks use the server's default model.</p>}
-        <ul class="plain llm-list">
-          {(list.data ?? []).map((c) => (
-            <li key={c.id} class="card">
-              <div class="spread-line wide">
-                <strong>{c.name}</strong>
-                <span>
-                  {c.is_default && c.group_id === props.group.id && <span class="badge tone-ok">default</span>}
-                  {c.is_global && <span class="badge tone-info">global</span>}
-                </span>
-              </div>
-              <p class="muted small mono wide">
+        <EditList
+          items={list.data}
+          keyOf={(c) => c.id}
+          nameOf={(c) => c.name}
+          what="configuration"
+          empty="None yet; tasks use the server's default model."
+          itemClass="card wide"
+          busy={act.pending}
+          editable={(c) => c.group_id === props.group.id}
+          view={(c) => (
+            <>
+              <strong>{c.name}</strong> {c.is_default && c.group_id === props.group.id && <span class="badge tone-ok">default</span>} {c.is_global && <span class="badge tone-info">global</span>}
+              <small class="muted block mono">
                 {c.driver} · {c.model}
                 {c.base_url ? ` · ${c.base_url}` : ""} · key {c.api_key_set ? "stored" : "none"}
-              </p>
-              {c.group_id === props.group.id && (
-                <div class="button-row">
-                  {!c.is_default && (
-                    <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/groups/{id}/llm-configs/{cid}/set-default", { params: { path: { id, cid: c.id } } })), await list.reload()))}>
-                      Make default
-                    </button>
-                  )}
-                  <button type="button" class="small" onClick={() => setEditing(c)}>
-                    Edit
-                  </button>
-                  <button
-                    type="button"
-                    class="small danger"
-                    aria-label={`Delete ${c.name}`}
-                    disabled={act.pending}
-                    onClick={() => {
-                      if (!confirm(`Delete the configuration “${c.name}”?`)) return;
-                      void act.run(async () => (await unwrap(api.DELETE("/groups/{id}/llm-configs/{cid}", { params: { path: { id, cid: c.id } } })), await list.reload()));
-                    }}
-                  >
-                    Delete
-                  </button>
-                </div>
-              )}
-            </li>
-          ))}
-        </ul>
+              </small>
+            </>
+          )}
+          actions={(c) =>
+            c.group_id === props.group.id &&
+            !c.is_default && (
+              <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/groups/{id}/llm-configs/{cid}/set-default", path(c))), await list.reload()))}>
+                Make default
+              </button>
+            )
+          }
+          edit={(c, close) => <LlmEditor group={props.group} config={c} onSaved={async () => (await list.reload(), close())} onCancel={close} />}
+          remove={async (c) => (await unwrap(api.DELETE("/groups/{id}/llm-configs/{cid}", path(c))), await list.reload())}
+        />
       </section>
     </div>
   );
