@@ -56,8 +56,8 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startServer(dir: string, extraEnv: Record<string, string> = {}): Promise<{ proc: ChildProcess; base: string }> {
-  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+async function startServer(dir: string, extraEnv: Record<string, string> = {}, turns: unknown[] = script): Promise<{ proc: ChildProcess; base: string }> {
+  writeFileSync(join(dir, "script.json"), JSON.stringify(turns));
   const port = await freePort();
   const proc = spawn(bin, ["serve"], {
     cwd: dir,
@@ -403,6 +403,8 @@ async function main(): Promise<void> {
 
     await clientMode(browser, problems);
 
+    await pushFallback(browser, problems);
+
     expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
     console.log(`e2e: all flows passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${shots}`);
   } catch (err) {
@@ -728,6 +730,37 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   void base;
 }
 
+/** apiSession signs up and in through the API of a scenario's own server (the set-up the browser
+ * part does not need to see) and returns a caller for that API. */
+async function apiSession(base: string, email: string, password: string): Promise<(method: string, path: string, body?: unknown) => Promise<Record<string, unknown>>> {
+  const api = `${base}/api/v1`;
+  let cookie = "";
+  let csrf = "";
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(api + path, {
+      method,
+      headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const set = r.headers.get("set-cookie");
+    if (set) cookie = set.split(";")[0];
+    const j = (await r.json()) as { data: Record<string, unknown> };
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+    return j.data;
+  };
+  await call("POST", "/auth/register", { email, password });
+  csrf = (await call("POST", "/auth/login", { email, password })).csrf_token as string;
+  return call;
+}
+
+async function signIn(page: Page, base: string, email: string, password: string): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+}
+
 // clientMode: a second server in client-worker mode, where no daemon runs tasks: the open
 // console discovers and ticks them (and calls housekeeping).
 async function clientMode(browser: Browser, problems: string[]): Promise<void> {
@@ -736,23 +769,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
   const { proc, base } = await startServer(dir, { SVC_WORKER_RUNTIME_MODE: "client" });
   try {
     // Set-up through the API: account, agent, tools (the browser part is what matters here).
-    const api = `${base}/api/v1`;
-    let cookie = "";
-    let csrf = "";
-    const call = async (method: string, path: string, body?: unknown) => {
-      const r = await fetch(api + path, {
-        method,
-        headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const set = r.headers.get("set-cookie");
-      if (set) cookie = set.split(";")[0];
-      const j = (await r.json()) as { data: Record<string, unknown> };
-      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
-      return j.data;
-    };
-    await call("POST", "/auth/register", { email: "bea@example.com", password: "correct horse battery" });
-    csrf = (await call("POST", "/auth/login", { email: "bea@example.com", password: "correct horse battery" })).csrf_token as string;
+    const call = await apiSession(base, "bea@example.com", "correct horse battery");
     const agent = (await call("POST", "/agents", { name: "Client calculator" })).agent as { id: number };
     for (const tool of ["core.CalculatorTool", "core.AskUserQuestionTool"]) await call("POST", `/agents/${agent.id}/tools/${tool}/enable`);
     await call("PATCH", `/agents/${agent.id}/tools/core.CalculatorTool/operations/calculate`, { enabled: true, auto_approve: false });
@@ -765,11 +782,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
     page.on("request", (r) => {
       if (r.url().endsWith("/tick")) ticks.push(r.url());
     });
-    await page.goto(`${base}/login`);
-    await page.getByLabel("Email").fill("bea@example.com");
-    await page.getByLabel("Password").fill("correct horse battery");
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+    await signIn(page, base, "bea@example.com", "correct horse battery");
     await page.getByRole("link", { name: "Client calculator" }).click();
     await page.getByLabel("Prompt").fill("What is 6*7?");
     await page.getByRole("button", { name: "Start task" }).click();
@@ -783,6 +796,72 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
     expect(ticks.length >= 3, `the page ticked the task (${ticks.length} ticks)`);
     await context.close();
   } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// pushFallback: a third server whose push channel is a Mercure hub at an address where nothing
+// listens. The console never connects to an external hub (its Content-Security-Policy allows
+// its own origin only; the bell polls instead), and the task page does not need one: the task's
+// own event stream, served by svc from the event log, carries the run. With that stream refused
+// as well, the page falls back to polling GET /tasks/{id} every poll_interval_seconds and still
+// shows the task's progress and its answer.
+async function pushFallback(browser: Browser, problems: string[]): Promise<void> {
+  log("push channel down (a Mercure hub where nothing listens): a task is followed live from its event stream");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-push-"));
+  const hubPort = await freePort(); // free, and nothing is started on it
+  const turns = [{ chunks: ["Six times seven ", "is ", "forty-two."], chunk_delay_ms: 700 }];
+  const { proc, base } = await startServer(dir, { SVC_MERCURE_URL: `http://127.0.0.1:${hubPort}/.well-known/mercure`, SVC_MERCURE_JWT_KEY: "e2e-mercure-key-e2e-mercure-key!" }, turns);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const call = await apiSession(base, "cy@example.com", "correct horse battery");
+    const status = (await call("GET", "/sse/status")) as { hub?: string; available?: boolean; poll_interval_seconds?: number };
+    expect(status.hub === "mercure" && status.available === true, `the push channel is the Mercure hub: ${JSON.stringify(status)}`);
+    const agent = (await call("POST", "/agents", { name: "Narrator" })).agent as { id: number };
+
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`push fallback page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/status of (401|503)/.test(m.text())) problems.push(`push fallback console: ${m.text()}`);
+    });
+    const toHub: string[] = [];
+    const taskReads: Promise<{ url: string; status: string }>[] = []; // GET /tasks/{id}: the status each read saw
+    page.on("request", (r) => {
+      if (r.url().includes(`:${hubPort}/`) || r.url().includes("/.well-known/mercure")) toHub.push(r.url());
+    });
+    page.on("response", (r) => {
+      if (r.request().method() === "GET" && /\/api\/v1\/tasks\/\d+$/.test(r.url()) && r.ok()) taskReads.push(r.json().then((j: { data: { task: { status: string } } }) => ({ url: r.url(), status: j.data.task.status })));
+    });
+    await signIn(page, base, "cy@example.com", "correct horse battery");
+    const startTask = async (prompt: string) => {
+      await page.goto(`${base}/agents/${agent.id}`);
+      await page.getByLabel("Prompt").fill(prompt);
+      await page.getByRole("button", { name: "Start task" }).click();
+      await page.getByRole("heading", { name: /^Task #\d+$/ }).waitFor();
+      return Number(/\/tasks\/(\d+)$/.exec(page.url())?.[1]);
+    };
+    const answer = page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "Six times seven is forty-two." });
+    await startTask("What is 6*7?");
+    await answer.waitFor();
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+
+    log("push channel down and the task's event stream refused: the page shows the task's progress and answer by polling");
+    await page.route(/\/api\/v1\/tasks\/\d+\/events/, (r) => r.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "SERVICE_UNAVAILABLE", message: "refused by the browser test" } }) }));
+    const started = Date.now();
+    const id = await startTask("And 6*7 again?");
+    await page.getByTestId("updates").filter({ hasText: `polling every ${status.poll_interval_seconds ?? 5} s` }).waitFor();
+    await page.getByText("The agent is working…").waitFor(); // the run in progress, from the first read
+    await answer.waitFor();
+    await page.locator(".page-header .badge").filter({ hasText: "completed" }).waitFor();
+    const reads = (await Promise.all(taskReads)).filter((r) => r.url.endsWith(`/tasks/${id}`)).map((r) => r.status);
+    expect(reads.length >= 2 && reads[0] !== "COMPLETED" && reads.includes("COMPLETED"), `the page polled the task to its end: ${reads.join(" → ")}`);
+    expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
+    console.log(`         the answer came by polling after ${((Date.now() - started) / 1000).toFixed(1)} s; the reads saw ${reads.join(" → ")}`);
+  } finally {
+    await context.close();
     proc.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });
