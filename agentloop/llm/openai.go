@@ -72,68 +72,37 @@ func (d *openaiDriver) Complete(ctx context.Context, req Request) (*Response, er
 // stream performs the call with stream=true, reporting each content and reasoning piece to
 // onDelta. Only a stream that reached a finish_reason gives a response: one that ended
 // without it, broke off, carried a malformed chunk or an error event fails like an
-// unreachable endpoint (or with the error event's classification).
+// unreachable endpoint (or with the error event's classification). The SDK sends the request
+// and classifies an error status; the events are read by readOpenAIStream.
 func (d *openaiDriver) stream(ctx context.Context, params openai.ChatCompletionNewParams, names *nameMap, onDelta func(Delta)) (*Response, error) {
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	st := d.svc.NewStreaming(ctx, params)
-	defer st.Close()
-	var (
-		acc       openai.ChatCompletionAccumulator
-		reasoning strings.Builder
-		usage     openai.CompletionUsage
-		finished  bool
-	)
-	for st.Next() {
-		chunk := st.Current()
-		if !acc.AddChunk(chunk) {
-			return nil, newError(taskstate.CodeGatewayError, "openai stream sent a chunk that does not continue the answer", 0, nil)
+	var raw *http.Response
+	if _, err := d.svc.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw)); err != nil {
+		if raw != nil && raw.Body != nil {
+			_ = raw.Body.Close()
 		}
-		if chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0 {
-			usage = chunk.Usage // the last report is the total (include_usage sends one)
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			var r string
-			for _, key := range []string{"reasoning_content", "reasoning"} {
-				if f, ok := ch.Delta.JSON.ExtraFields[key]; ok {
-					var s string
-					if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-						r = s
-						break
-					}
-				}
-			}
-			reasoning.WriteString(r)
-			if ch.Delta.Content != "" || r != "" {
-				onDelta(Delta{Text: ch.Delta.Content, Reasoning: r})
-			}
-			if ch.FinishReason != "" {
-				finished = true
-			}
-		}
+		return nil, d.classify(ctx, err)
 	}
-	if err := st.Err(); err != nil {
+	defer raw.Body.Close()
+	ans, err := readOpenAIStream(raw.Body, onDelta)
+	if errors.Is(err, errChunkBreak) {
+		return nil, newError(taskstate.CodeGatewayError, sanitize(err.Error(), d.cfg.APIKey), 0, err)
+	}
+	if err != nil {
 		return nil, d.classifyStream(ctx, err)
 	}
-	if !finished {
+	if ans.finish == "" {
 		if err := ctx.Err(); err != nil {
 			return nil, classifyTransport(ctx, "openai", d.cfg.Timeout, err)
 		}
 		return nil, newError(taskstate.CodeGatewayError, "openai stream ended before the answer was complete", 0, io.ErrUnexpectedEOF)
 	}
-	res := acc.ChatCompletion
-	res.Usage = usage
-	for i := range res.Choices {
-		res.Choices[i].Message.JSON.ExtraFields = nil
-	}
-	out, err := d.response(&res, names)
+	out, err := d.response(ans.completion(), names)
 	if err != nil {
 		return nil, err
 	}
-	if s := reasoning.String(); s != "" {
-		out.Reasoning = []Reasoning{{Text: s}}
+	if len(ans.reasoning) > 0 {
+		out.Reasoning = []Reasoning{{Text: string(ans.reasoning)}}
 	}
 	return out, nil
 }

@@ -29,6 +29,7 @@ func TestOpenAIStreamText(t *testing.T) {
 		openaiChunk(`{"role":"assistant","content":"","refusal":null}`, "null"),
 		openaiChunk(`{"reasoning_content":"thinking"}`, "null"),
 		openaiChunk(`{"reasoning_content":"..."}`, "null"),
+		openaiChunk(`{"reasoning":{"effort":"low"}}`, "null"), // not a string: ignored, not refused
 		openaiChunk(`{"content":"Hello"}`, "null"),
 		": keep-alive comment\n\n",
 		openaiChunk(`{"content":" there"}`, "null"),
@@ -116,6 +117,9 @@ func TestOpenAIStreamFailures(t *testing.T) {
 		{"error event with status", reply{events: with(sseData(`{"error":{"message":"overloaded","type":"server_error","code":503}}`))}, 0, taskstate.CodeServerOverloaded},
 		{"rate limit event", reply{events: with(sseData(`{"error":{"message":"slow down","type":"tokens","code":"rate_limit_exceeded"}}`))}, 0, taskstate.CodeRateLimit},
 		{"timeout", reply{events: partial, hang: 5 * time.Second}, 200 * time.Millisecond, taskstate.CodeLLMTimeout},
+		{"another completion's chunk", reply{events: with(sseData(`{"id":"chatcmpl-2","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`))}, 0, taskstate.CodeGatewayError},
+		{"tool call index out of range", reply{events: with(openaiChunk(`{"tool_calls":[{"index":100000000,"id":"c","type":"function","function":{"name":"x","arguments":""}}]}`, `"tool_calls"`))}, 0, taskstate.CodeGatewayError},
+		{"event over the line bound", reply{events: with(sseData(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", maxStreamLine) + `"}}]}`))}, 0, taskstate.CodeGatewayError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,6 +293,9 @@ func TestAnthropicStreamFailures(t *testing.T) {
 		{"api error event", reply{events: with(sseEvent("error", `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`))}, 0, taskstate.CodeServerError},
 		{"rate limit event", reply{events: with(sseEvent("error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`))}, 0, taskstate.CodeRateLimit},
 		{"timeout", reply{events: partial, hang: 5 * time.Second}, 200 * time.Millisecond, taskstate.CodeLLMTimeout},
+		{"another completion's chunk", reply{events: with(sseData(`{"id":"chatcmpl-2","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`))}, 0, taskstate.CodeGatewayError},
+		{"tool call index out of range", reply{events: with(openaiChunk(`{"tool_calls":[{"index":100000000,"id":"c","type":"function","function":{"name":"x","arguments":""}}]}`, `"tool_calls"`))}, 0, taskstate.CodeGatewayError},
+		{"event over the line bound", reply{events: with(sseData(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", maxStreamLine) + `"}}]}`))}, 0, taskstate.CodeGatewayError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
