@@ -66,7 +66,7 @@ func (s *Server) agentAPIHidden(c *gin.Context) bool {
 	if rel != agentAPISegment && !strings.HasPrefix(rel, agentAPISegment+"/") {
 		return false
 	}
-	if agentAPIMounted(s.cfg.Current()) {
+	if agentAPIMounted(s.cfg.View()) {
 		return false
 	}
 	s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
@@ -93,7 +93,7 @@ func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
 		return nil, err
 	}
 	max := defaultAgentAPIRate
-	if cfg := s.cfg.Current(); cfg != nil && cfg.AgentAPIRateLimitMax > 0 {
+	if cfg := s.cfg.View(); cfg != nil && cfg.AgentAPIRateLimitMax > 0 {
 		max = cfg.AgentAPIRateLimitMax
 	}
 	c.Set(logKeyID, k.KeyID)

@@ -24,7 +24,7 @@ const minBodyRate = 256 << 10
 // else answers 503; the caller calls release when the request is done. An operation with a
 // body cap above the default gets its read and write deadlines extended in proportion.
 func (s *Server) admitBody(c *gin.Context, limit int64) (release func(), err error) {
-	cfg := s.cfg.Current()
+	cfg := s.cfg.View()
 	wait := time.NewTimer(time.Duration(cfg.HTTPReadTimeout) * time.Second / 2)
 	defer wait.Stop()
 	select {
@@ -62,7 +62,7 @@ func (s *Server) longRunning(c *gin.Context, op *openapi3.Operation) {
 		return
 	}
 	if strings.EqualFold(op.OperationID, "tickTask") {
-		cfg := s.cfg.Current()
+		cfg := s.cfg.View()
 		s.extendDeadlines(c, 0, time.Duration(cfg.TickLeaseSeconds+cfg.HTTPWriteTimeout)*time.Second)
 	}
 }

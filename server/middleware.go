@@ -28,7 +28,7 @@ func (s *Server) securityHeaders(c *gin.Context) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("Referrer-Policy", "no-referrer")
-	if cfg := s.cfg.Current(); cfg != nil && cfg.IsProduction() {
+	if cfg := s.cfg.View(); cfg != nil && cfg.IsProduction() {
 		h.Set("Strict-Transport-Security", strictTransport)
 	}
 	c.Next()

@@ -77,7 +77,7 @@ func (a *App) buildServices() {
 		func() []agenttemplate.Entry { return s.Plugins.Current().Templates() },
 		func(pkg string) bool { return s.Plugins.Current().Installed(pkg) })
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
-	s.Push = push.NewService(s.Config.Current, s.Hub)
+	s.Push = push.NewService(s.Config.View, s.Hub)
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
 	s.Store.OnNotifications(s.Notifications.Created)
 	s.Store.OnMailQueued(s.Mails.Notify)
@@ -205,7 +205,7 @@ func (a *App) newMails() *mailqueue.Dispatcher {
 // key) and reused until the configuration or the settings it depends on change, over the
 // shared clients of a.llmClients (group configurations through the screened one).
 func (a *App) driver(c *store.LLMConfig) (llm.Driver, error) {
-	cfg := a.Config.Current()
+	cfg := a.Config.View()
 	key := driverKey(c, cfg.LLMTimeout, cfg.LLMAllowedHosts)
 	return a.llmClients.driver(c, key, func() (llm.Driver, error) { return a.buildDriver(c, cfg) })
 }

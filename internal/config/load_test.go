@@ -173,6 +173,37 @@ func TestCurrentReturnsCopies(t *testing.T) {
 	}
 }
 
+// TestViewIsTheSharedSnapshot: View hands out the loader's snapshot without copying it, a
+// re-read replaces that snapshot instead of changing it (a View taken before keeps its values),
+// and Current still returns a private copy.
+func TestViewIsTheSharedSnapshot(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	mod := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	rewrite(t, path, "log_level: debug\n", mod)
+	clock := newFakeClock()
+	l := NewLoader([]string{"SVC_CONFIG_FILE=" + path}).WithClock(clock.Now)
+	if _, err := l.Load(); err != nil {
+		t.Fatal(err)
+	}
+	before := l.View()
+	if l.View() != before {
+		t.Fatal("View copied the snapshot")
+	}
+	if c := l.Current(); c == before || *c != *before {
+		t.Fatal("Current is not a copy of the snapshot")
+	}
+	rewrite(t, path, "log_level: error\n", mod.Add(time.Minute))
+	clock.Advance(time.Second)
+	after := l.View()
+	if after == before || after.LogLevel != "error" {
+		t.Fatalf("after the re-read: %s (same snapshot: %v)", after.LogLevel, after == before)
+	}
+	if before.LogLevel != "debug" {
+		t.Fatalf("the re-read changed the earlier snapshot: %s", before.LogLevel)
+	}
+}
+
 func TestSetStored(t *testing.T) {
 	t.Parallel()
 	path := writeFile(t, "config.yaml", "log_level: info\nmax_workers: 2\n")

@@ -108,8 +108,10 @@ type Service struct {
 var _ Publisher = (*Service)(nil)
 
 // NewService returns the push service. cfg is read at every call, so an administrator's change
-// of mercure_url or worker_runtime_mode applies at once. hub is the embedded hub; nil means
-// there is none and embedded push is unavailable. Time comes from the hub's clock.
+// of mercure_url or worker_runtime_mode applies at once; the service never modifies what it
+// returns (it may be the loader's shared snapshot, config.Loader.View). hub is the embedded
+// hub; nil means there is none and embedded push is unavailable. Time comes from the hub's
+// clock.
 func NewService(cfg func() *config.Config, hub *Hub) *Service {
 	s := &Service{cfg: cfg, hub: hub, client: &http.Client{Timeout: PublishTimeout}, now: time.Now}
 	if hub != nil {
