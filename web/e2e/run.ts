@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Request } from "playwright-core";
 
 const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
@@ -111,6 +111,26 @@ async function shot(page: Page, name: string, keepScroll = false): Promise<void>
 function expect(cond: boolean, what: string): void {
   if (!cond) throw new Error(`expectation failed: ${what}`);
 }
+
+/** watch notes when the page sends a request that match accepts, from now on; stop(ms) waits
+ * until ms have passed since the watch began, stops it and returns the times (ms since then). */
+function watch(page: Page, match: (r: Request) => boolean): { stop: (ms?: number) => Promise<number[]> } {
+  const t0 = Date.now();
+  const seen: number[] = [];
+  const on = (r: Request) => void (match(r) && seen.push(Date.now() - t0));
+  page.on("request", on);
+  return {
+    stop: async (ms = 0) => {
+      const left = t0 + ms - Date.now();
+      if (left > 0) await page.waitForTimeout(left);
+      page.off("request", on);
+      return seen;
+    },
+  };
+}
+
+/** taskRead: the page reads task id's resource (GET /tasks/{id}). */
+const taskRead = (id: number) => (r: Request) => r.method() === "GET" && r.url().endsWith(`/api/v1/tasks/${id}`);
 
 /** tarGz packs files (path → text) as a gzipped ustar archive, as plugin catalogs serve them. */
 function tarGz(files: Record<string, string>): Buffer {
@@ -283,6 +303,10 @@ async function main(): Promise<void> {
     await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "the product of six and eight is forty-eight." }).waitFor({ timeout: 15_000 });
     await page.getByTestId("streaming").waitFor({ state: "detached" });
     await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+    await page.locator(".page-header .badge").filter({ hasText: "completed" }).waitFor(); // the read after the last status event
+    const firstTask = Number(/\/tasks\/(\d+)$/.exec(page.url())?.[1]);
+    await page.waitForTimeout(300);
+    const afterEnd = watch(page, taskRead(firstTask)); // checked below, after the transcript's steps
 
     log("the transcript: the call with asked and approved arguments, decider, result, answers, usage");
     const call = page.locator(".msg.tool").filter({ hasText: "calculator" });
@@ -295,6 +319,10 @@ async function main(): Promise<void> {
     await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
     await page.getByText("Completed", { exact: true }).waitFor();
     await shot(page, "task-completed", true);
+
+    log("the run has ended: the page reads the task no more (no GET /tasks/{id} for longer than the 5 s poll interval)");
+    const readsAfterEnd = await afterEnd.stop(6_500);
+    expect(readsAfterEnd.length === 0, `no read of the completed task, saw ${readsAfterEnd.length} at ${readsAfterEnd.join(", ")} ms`);
 
     log("continue: the follow-up runs on a new event stream from the last sequence");
     const [stream2] = await Promise.all([
@@ -536,7 +564,7 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await page.locator(".note.unread").first().waitFor({ timeout: 15_000 }); // the open list follows too
   await page.getByRole("link", { name: /^Notifications, 1 unread$/ }).waitFor();
   page.off("request", countPolls);
-  // Each pushed notification reloads the count and the list once; the 20 s poll is off while the stream is open.
+  // Each pushed notification reloads the count and the list once; the bell's poll is off while the stream is open.
   expect(polls.length <= 4, `reloads after the push: ${polls.join(", ")}`);
 
   log("server settings: mail configuration and its test message");
@@ -807,7 +835,8 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
 // its own origin only; the bell polls instead), and the task page does not need one: the task's
 // own event stream, served by svc from the event log, carries the run. With that stream refused
 // as well, the page falls back to polling GET /tasks/{id} every poll_interval_seconds and still
-// shows the task's progress and its answer.
+// shows the task's progress and its answer; it stops once the task has completed and polls again
+// after a follow-up. The bell polls every poll_interval_seconds too.
 async function pushFallback(browser: Browser, problems: string[]): Promise<void> {
   log("push channel down (a Mercure hub where nothing listens): a task is followed live from its event stream");
   const dir = mkdtempSync(join(tmpdir(), "svc-e2e-push-"));
@@ -858,8 +887,30 @@ async function pushFallback(browser: Browser, problems: string[]): Promise<void>
     await page.locator(".page-header .badge").filter({ hasText: "completed" }).waitFor();
     const reads = (await Promise.all(taskReads)).filter((r) => r.url.endsWith(`/tasks/${id}`)).map((r) => r.status);
     expect(reads.length >= 2 && reads[0] !== "COMPLETED" && reads.includes("COMPLETED"), `the page polled the task to its end: ${reads.join(" → ")}`);
-    expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
     console.log(`         the answer came by polling after ${((Date.now() - started) / 1000).toFixed(1)} s; the reads saw ${reads.join(" → ")}`);
+
+    log("the run has ended: the page stops polling the task; the bell polls every poll_interval_seconds (not 20 s)");
+    const poll = (status.poll_interval_seconds ?? 5) * 1000;
+    await page.waitForTimeout(300); // the read that saw COMPLETED is answered (the badge above)
+    const afterEnd = watch(page, taskRead(id));
+    const bell = watch(page, (r) => r.method() === "GET" && /\/api\/v1\/notifications\?(.*&)?unread=true/.test(r.url()));
+    const readsAfterEnd = await afterEnd.stop(poll + 1_500);
+    expect(readsAfterEnd.length === 0, `no read of the completed task for ${(poll + 1_500) / 1000} s, saw ${readsAfterEnd.length} at ${readsAfterEnd.join(", ")} ms`);
+    const updates = await page.getByTestId("updates").innerText();
+    expect(updates === "settled", `the page says it follows the task no more: "${updates}"`);
+    const bellPolls = await bell.stop(2 * poll + 1_500);
+    const gaps = bellPolls.slice(1).map((t, i) => t - bellPolls[i]);
+    expect(bellPolls.length >= 2 && gaps.every((g) => Math.abs(g - poll) < 1_000), `the bell polls every ${poll / 1000} s: ${bellPolls.length} reads at ${bellPolls.join(", ")} ms`);
+    console.log(`         the bell read the count at ${bellPolls.map((t) => (t / 1000).toFixed(1)).join(", ")} s of an ${(2 * poll + 1_500) / 1000} s wait`);
+
+    log("a follow-up runs the task again: the page polls it again, to the follow-up's answer");
+    const resumed = watch(page, taskRead(id));
+    await page.getByLabel("Follow-up message").fill("Thanks!");
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.locator(".msg.assistant").filter({ hasText: "The script has no more turns." }).waitFor();
+    const readsResumed = await resumed.stop();
+    expect(readsResumed.length >= 1, "the continued task was read again");
+    expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
   } finally {
     await context.close();
     proc.kill("SIGTERM");
