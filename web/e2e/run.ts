@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
-import { chromium, type Browser, type Page, type Request } from "playwright-core";
+import { chromium, type Browser, type Page, type Request, type Route } from "playwright-core";
 
 const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
@@ -131,6 +131,30 @@ function watch(page: Page, match: (r: Request) => boolean): { stop: (ms?: number
 
 /** taskRead: the page reads task id's resource (GET /tasks/{id}). */
 const taskRead = (id: number) => (r: Request) => r.method() === "GET" && r.url().endsWith(`/api/v1/tasks/${id}`);
+
+/** holdLists holds the page's GET requests whose URL matches until release() (a list that has
+ * not loaded yet, deterministically); release() also removes the route. */
+async function holdLists(page: Page, url: RegExp): Promise<{ release: () => Promise<void> }> {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const held: Promise<void>[] = [];
+  const hold = (route: Route) => {
+    const p = (async () => {
+      if (route.request().method() === "GET") await gate;
+      await route.continue();
+    })();
+    held.push(p);
+    return p;
+  };
+  await page.route(url, hold);
+  return {
+    release: async () => {
+      open();
+      await Promise.all(held); // each held request goes on before the route is removed
+      await page.unroute(url, hold);
+    },
+  };
+}
 
 /** tarGz packs files (path → text) as a gzipped ustar archive, as plugin catalogs serve them. */
 function tarGz(files: Record<string, string>): Buffer {
@@ -396,6 +420,16 @@ async function main(): Promise<void> {
     await page.getByLabel("Upload a picture").setInputFiles({ name: "ada.png", mimeType: "image/png", buffer: png });
     await page.getByRole("img", { name: "Your picture" }).waitFor();
     await shot(page, "account");
+
+    log("locations: what is typed into the new-location form survives the list's first load");
+    const heldLocations = await holdLists(page, /\/api\/v1\/me\/locations$/);
+    await page.getByRole("link", { name: "Agents" }).first().click();
+    await page.getByRole("link", { name: "Account" }).click();
+    await loc.getByLabel("Location name").fill("Home");
+    expect((await loc.getByRole("button", { name: "Edit location Head office" }).count()) === 0, "the list is not loaded yet");
+    await heldLocations.release();
+    await loc.getByRole("button", { name: "Edit location Head office" }).waitFor();
+    expect((await loc.getByLabel("Location name").inputValue()) === "Home", `the typed name is kept after the list loaded: "${await loc.getByLabel("Location name").inputValue()}"`);
 
     log("a second agent, marked favorite, is listed first");
     await page.getByRole("link", { name: "Agents" }).click();
@@ -694,6 +728,19 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await narrowEdit.getByRole("button", { name: "Cancel" }).click();
   await narrowEdit.waitFor({ state: "detached" });
   await page.setViewportSize({ width: 1280, height: 800 });
+
+  log("schedules: what is typed into the new-schedule and new-template forms survives the lists' first load");
+  const heldLists = await holdLists(page, /\/api\/v1\/agents\/\d+\/(scheduled-runs|templates)$/);
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Schedules" }).click();
+  await sched.getByLabel("Schedule name").fill("Evening check");
+  await tplForm.getByLabel("Template name").fill("Weekly sum");
+  expect((await page.getByRole("button", { name: "Edit schedule Weekday check" }).count()) === 0, "the lists are not loaded yet");
+  await heldLists.release();
+  await page.getByRole("button", { name: "Edit schedule Weekday check" }).waitFor();
+  await page.getByRole("button", { name: "Edit template Daily sum" }).waitFor();
+  const kept = [await sched.getByLabel("Schedule name").inputValue(), await tplForm.getByLabel("Template name").inputValue()];
+  expect(kept[0] === "Evening check" && kept[1] === "Weekly sum", `the typed names are kept after the lists loaded: ${JSON.stringify(kept)}`);
 
   log("templates: the validator's findings by code and path; import the export as a new agent");
   await page.keyboard.press("Control+k");
