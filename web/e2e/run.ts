@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Request, type Route } from "playwright-core";
 
 const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
@@ -110,6 +110,50 @@ async function shot(page: Page, name: string, keepScroll = false): Promise<void>
 
 function expect(cond: boolean, what: string): void {
   if (!cond) throw new Error(`expectation failed: ${what}`);
+}
+
+/** watch notes when the page sends a request that match accepts, from now on; stop(ms) waits
+ * until ms have passed since the watch began, stops it and returns the times (ms since then). */
+function watch(page: Page, match: (r: Request) => boolean): { stop: (ms?: number) => Promise<number[]> } {
+  const t0 = Date.now();
+  const seen: number[] = [];
+  const on = (r: Request) => void (match(r) && seen.push(Date.now() - t0));
+  page.on("request", on);
+  return {
+    stop: async (ms = 0) => {
+      const left = t0 + ms - Date.now();
+      if (left > 0) await page.waitForTimeout(left);
+      page.off("request", on);
+      return seen;
+    },
+  };
+}
+
+/** taskRead: the page reads task id's resource (GET /tasks/{id}). */
+const taskRead = (id: number) => (r: Request) => r.method() === "GET" && r.url().endsWith(`/api/v1/tasks/${id}`);
+
+/** holdLists holds the page's GET requests whose URL matches until release() (a list that has
+ * not loaded yet, deterministically); release() also removes the route. */
+async function holdLists(page: Page, url: RegExp): Promise<{ release: () => Promise<void> }> {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const held: Promise<void>[] = [];
+  const hold = (route: Route) => {
+    const p = (async () => {
+      if (route.request().method() === "GET") await gate;
+      await route.continue();
+    })();
+    held.push(p);
+    return p;
+  };
+  await page.route(url, hold);
+  return {
+    release: async () => {
+      open();
+      await Promise.all(held); // each held request goes on before the route is removed
+      await page.unroute(url, hold);
+    },
+  };
 }
 
 /** tarGz packs files (path → text) as a gzipped ustar archive, as plugin catalogs serve them. */
@@ -283,6 +327,10 @@ async function main(): Promise<void> {
     await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "the product of six and eight is forty-eight." }).waitFor({ timeout: 15_000 });
     await page.getByTestId("streaming").waitFor({ state: "detached" });
     await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+    await page.locator(".page-header .badge").filter({ hasText: "completed" }).waitFor(); // the read after the last status event
+    const firstTask = Number(/\/tasks\/(\d+)$/.exec(page.url())?.[1]);
+    await page.waitForTimeout(300);
+    const afterEnd = watch(page, taskRead(firstTask)); // checked below, after the transcript's steps
 
     log("the transcript: the call with asked and approved arguments, decider, result, answers, usage");
     const call = page.locator(".msg.tool").filter({ hasText: "calculator" });
@@ -295,6 +343,10 @@ async function main(): Promise<void> {
     await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
     await page.getByText("Completed", { exact: true }).waitFor();
     await shot(page, "task-completed", true);
+
+    log("the run has ended: the page reads the task no more (no GET /tasks/{id} for longer than the 5 s poll interval)");
+    const readsAfterEnd = await afterEnd.stop(6_500);
+    expect(readsAfterEnd.length === 0, `no read of the completed task, saw ${readsAfterEnd.length} at ${readsAfterEnd.join(", ")} ms`);
 
     log("continue: the follow-up runs on a new event stream from the last sequence");
     const [stream2] = await Promise.all([
@@ -368,6 +420,16 @@ async function main(): Promise<void> {
     await page.getByLabel("Upload a picture").setInputFiles({ name: "ada.png", mimeType: "image/png", buffer: png });
     await page.getByRole("img", { name: "Your picture" }).waitFor();
     await shot(page, "account");
+
+    log("locations: what is typed into the new-location form survives the list's first load");
+    const heldLocations = await holdLists(page, /\/api\/v1\/me\/locations$/);
+    await page.getByRole("link", { name: "Agents" }).first().click();
+    await page.getByRole("link", { name: "Account" }).click();
+    await loc.getByLabel("Location name").fill("Home");
+    expect((await loc.getByRole("button", { name: "Edit location Head office" }).count()) === 0, "the list is not loaded yet");
+    await heldLocations.release();
+    await loc.getByRole("button", { name: "Edit location Head office" }).waitFor();
+    expect((await loc.getByLabel("Location name").inputValue()) === "Home", `the typed name is kept after the list loaded: "${await loc.getByLabel("Location name").inputValue()}"`);
 
     log("a second agent, marked favorite, is listed first");
     await page.getByRole("link", { name: "Agents" }).click();
@@ -536,7 +598,7 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await page.locator(".note.unread").first().waitFor({ timeout: 15_000 }); // the open list follows too
   await page.getByRole("link", { name: /^Notifications, 1 unread$/ }).waitFor();
   page.off("request", countPolls);
-  // Each pushed notification reloads the count and the list once; the 20 s poll is off while the stream is open.
+  // Each pushed notification reloads the count and the list once; the bell's poll is off while the stream is open.
   expect(polls.length <= 4, `reloads after the push: ${polls.join(", ")}`);
 
   log("server settings: mail configuration and its test message");
@@ -666,6 +728,19 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await narrowEdit.getByRole("button", { name: "Cancel" }).click();
   await narrowEdit.waitFor({ state: "detached" });
   await page.setViewportSize({ width: 1280, height: 800 });
+
+  log("schedules: what is typed into the new-schedule and new-template forms survives the lists' first load");
+  const heldLists = await holdLists(page, /\/api\/v1\/agents\/\d+\/(scheduled-runs|templates)$/);
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Schedules" }).click();
+  await sched.getByLabel("Schedule name").fill("Evening check");
+  await tplForm.getByLabel("Template name").fill("Weekly sum");
+  expect((await page.getByRole("button", { name: "Edit schedule Weekday check" }).count()) === 0, "the lists are not loaded yet");
+  await heldLists.release();
+  await page.getByRole("button", { name: "Edit schedule Weekday check" }).waitFor();
+  await page.getByRole("button", { name: "Edit template Daily sum" }).waitFor();
+  const kept = [await sched.getByLabel("Schedule name").inputValue(), await tplForm.getByLabel("Template name").inputValue()];
+  expect(kept[0] === "Evening check" && kept[1] === "Weekly sum", `the typed names are kept after the lists loaded: ${JSON.stringify(kept)}`);
 
   log("templates: the validator's findings by code and path; import the export as a new agent");
   await page.keyboard.press("Control+k");
@@ -807,7 +882,8 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
 // its own origin only; the bell polls instead), and the task page does not need one: the task's
 // own event stream, served by svc from the event log, carries the run. With that stream refused
 // as well, the page falls back to polling GET /tasks/{id} every poll_interval_seconds and still
-// shows the task's progress and its answer.
+// shows the task's progress and its answer; it stops once the task has completed and polls again
+// after a follow-up. The bell polls every poll_interval_seconds too.
 async function pushFallback(browser: Browser, problems: string[]): Promise<void> {
   log("push channel down (a Mercure hub where nothing listens): a task is followed live from its event stream");
   const dir = mkdtempSync(join(tmpdir(), "svc-e2e-push-"));
@@ -858,8 +934,30 @@ async function pushFallback(browser: Browser, problems: string[]): Promise<void>
     await page.locator(".page-header .badge").filter({ hasText: "completed" }).waitFor();
     const reads = (await Promise.all(taskReads)).filter((r) => r.url.endsWith(`/tasks/${id}`)).map((r) => r.status);
     expect(reads.length >= 2 && reads[0] !== "COMPLETED" && reads.includes("COMPLETED"), `the page polled the task to its end: ${reads.join(" → ")}`);
-    expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
     console.log(`         the answer came by polling after ${((Date.now() - started) / 1000).toFixed(1)} s; the reads saw ${reads.join(" → ")}`);
+
+    log("the run has ended: the page stops polling the task; the bell polls every poll_interval_seconds (not 20 s)");
+    const poll = (status.poll_interval_seconds ?? 5) * 1000;
+    await page.waitForTimeout(300); // the read that saw COMPLETED is answered (the badge above)
+    const afterEnd = watch(page, taskRead(id));
+    const bell = watch(page, (r) => r.method() === "GET" && /\/api\/v1\/notifications\?(.*&)?unread=true/.test(r.url()));
+    const readsAfterEnd = await afterEnd.stop(poll + 1_500);
+    expect(readsAfterEnd.length === 0, `no read of the completed task for ${(poll + 1_500) / 1000} s, saw ${readsAfterEnd.length} at ${readsAfterEnd.join(", ")} ms`);
+    const updates = await page.getByTestId("updates").innerText();
+    expect(updates === "settled", `the page says it follows the task no more: "${updates}"`);
+    const bellPolls = await bell.stop(2 * poll + 1_500);
+    const gaps = bellPolls.slice(1).map((t, i) => t - bellPolls[i]);
+    expect(bellPolls.length >= 2 && gaps.every((g) => Math.abs(g - poll) < 1_000), `the bell polls every ${poll / 1000} s: ${bellPolls.length} reads at ${bellPolls.join(", ")} ms`);
+    console.log(`         the bell read the count at ${bellPolls.map((t) => (t / 1000).toFixed(1)).join(", ")} s of an ${(2 * poll + 1_500) / 1000} s wait`);
+
+    log("a follow-up runs the task again: the page polls it again, to the follow-up's answer");
+    const resumed = watch(page, taskRead(id));
+    await page.getByLabel("Follow-up message").fill("Thanks!");
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.locator(".msg.assistant").filter({ hasText: "The script has no more turns." }).waitFor();
+    const readsResumed = await resumed.stop();
+    expect(readsResumed.length >= 1, "the continued task was read again");
+    expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
   } finally {
     await context.close();
     proc.kill("SIGTERM");

@@ -5,7 +5,7 @@
 // it with Last-Event-ID by itself; it is closed after the status that ends the run, and
 // reopen() starts a new one after the last sequence seen (a continue or retry starts a new run).
 import { useEffect, useRef, useState } from "preact/hooks";
-import { prefix, type Schemas } from "./api";
+import { prefix, type Schemas, type Task } from "./api";
 
 type Ev = Schemas["TaskEvent"];
 type Usage = Schemas["TaskUsage"];
@@ -29,6 +29,25 @@ export type Transcript = {
 export function endsRun(s: { status: string; next_retry_at?: string | null; retrying?: boolean }): boolean {
   if (s.status === "FAILED") return !s.retrying && !s.next_retry_at;
   return s.status === "COMPLETED" || s.status === "CANCELLED" || s.status === "ABORTED";
+}
+
+/** The error codes an automatic retry applies to (the agent's retry_after_minutes and max_retries). */
+const transient = new Set(["RATE_LIMIT", "SERVER_OVERLOADED", "SERVER_ERROR", "GATEWAY_ERROR", "LLM_TIMEOUT", "ORPHANED", "WORKER_DISCONNECTED"]);
+
+/**
+ * runEnded: the task resource's run has ended and nothing changes it unless someone acts on it
+ * (a continue or a retry). A FAILED task is not ended while its automatic retry is pending
+ * (next_retry_at) or about to be scheduled: the FAILED status is written before the retry is,
+ * so the task's fields can show neither yet; the status event's `retrying` flag tells, and so
+ * does the rule behind it (a transient error code, fewer retries than the agent's max_retries).
+ * Without the agent (not loaded yet) such a failure is not taken as ended.
+ */
+export function runEnded(t: Task, last: Schemas["TaskEventStatus"] | null, agent: { max_retries: number } | undefined): boolean {
+  if (!endsRun(t)) return false;
+  if (t.status !== "FAILED") return true;
+  if (last?.status === "FAILED" && last.retrying) return false;
+  if (!t.error || !transient.has(t.error.code)) return true;
+  return agent !== undefined && t.retry_count >= agent.max_retries;
 }
 
 const sub = (a: Usage, b: Usage): Usage => ({ input_tokens: a.input_tokens - b.input_tokens, output_tokens: a.output_tokens - b.output_tokens });
@@ -121,9 +140,10 @@ export type StreamState = "connecting" | "open" | "reconnecting" | "ended" | "fa
 /**
  * useTaskEvents follows task id's event stream. onStatus is called after each status event (the
  * page reloads the task resource then). reopen() opens a new stream after the last sequence
- * seen, when the previous one ended (a continued or retried task).
+ * seen, when the previous one ended (a continued or retried task). While settled.current is
+ * true (the task resource says the run has ended: runEnded) a refused stream is not tried again.
  */
-export function useTaskEvents(id: string, onStatus: () => void): { transcript: Transcript; folder: Folder; state: StreamState; reopen: () => void } {
+export function useTaskEvents(id: string, onStatus: () => void, settled: { readonly current: boolean }): { transcript: Transcript; folder: Folder; state: StreamState; reopen: () => void } {
   const folder = useRef(new Folder());
   const [, force] = useState(0);
   const [state, setState] = useState<StreamState>("connecting");
@@ -179,9 +199,9 @@ export function useTaskEvents(id: string, onStatus: () => void): { transcript: T
       setState(es.readyState === EventSource.CLOSED ? "failed" : "reconnecting");
     };
     // A refused stream (401, 404) is not retried by the browser: try again from the last
-    // sequence every 15 s (the page polls the task meanwhile).
+    // sequence every 15 s (the page polls the task meanwhile), until the run has ended.
     const retry = window.setInterval(() => {
-      if (es.readyState === EventSource.CLOSED && !ended) setRun((n) => n + 1);
+      if (es.readyState === EventSource.CLOSED && !ended && !settled.current) setRun((n) => n + 1);
     }, 15_000);
     return () => {
       es.close();

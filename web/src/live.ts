@@ -1,7 +1,8 @@
 // Live task updates: the task resource kept current beside its event stream (events.ts), by
-// polling GET /tasks/{id} every poll_interval_seconds (5) while the stream is not open, and the
-// push channel's settings (the embedded hub at {prefix}/.well-known/mercure, same origin,
-// authenticated by the session cookie) for the pages that subscribe to it.
+// polling GET /tasks/{id} every poll_interval_seconds (5) while the stream is not open and the
+// run has not ended, and the push channel's settings (the embedded hub at
+// {prefix}/.well-known/mercure, same origin, authenticated by the session cookie, and the poll
+// interval of /sse/status) for the pages that subscribe to it or poll.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, prefix, type Task } from "./api";
 import { notice, onTicked } from "./worker";
@@ -12,7 +13,7 @@ let pushInfo: Promise<PushInfo> | null = null;
 function loadPush(): Promise<PushInfo> {
   pushInfo ??= (async () => {
     const [st, auth] = await Promise.all([api.GET("/sse/status"), api.GET("/sse/auth")]);
-    const poll = st.data?.data.poll_interval_seconds ?? 5;
+    const poll = Math.max(1, st.data?.data.poll_interval_seconds ?? 5);
     const a = auth.data?.data;
     if (!a?.available || a.hub !== "embedded" || !a.hub_url) return { available: false, url: null, topic: null, notifications: null, poll };
     // Same origin only (the Content-Security-Policy allows nothing else): the embedded hub is
@@ -35,16 +36,16 @@ export function pushSettings(): Promise<PushInfo> {
 
 /**
  * useLiveTask keeps the task resource current: the initial load, the tasks this browser ticks
- * (client-worker mode), and a poll every poll_interval_seconds (5) while the task's event
- * stream is not open (streamOpen false) — the stream's status events call refresh() instead.
+ * (client-worker mode), and a poll every poll_interval_seconds (5) while follow.current is true
+ * (the page sets it while the task's event stream is not open and the run has not ended; the
+ * stream's status events call refresh() instead, and an ended run is read again only when the
+ * page acts on the task).
  */
-export function useLiveTask(id: string, streamOpen: boolean): { task: Task | undefined; error: string | null; poll: number; refresh: () => Promise<void>; set: (t: Task) => void } {
+export function useLiveTask(id: string, follow: { readonly current: boolean }): { task: Task | undefined; error: string | null; poll: number; refresh: () => Promise<void>; set: (t: Task) => void } {
   const [task, setTask] = useState<Task>();
   const [error, setError] = useState<string | null>(null);
   const [poll, setPoll] = useState(5);
   const latest = useRef<Task | undefined>(undefined);
-  const open = useRef(streamOpen);
-  open.current = streamOpen;
   const put = (t: Task) => {
     if (latest.current && latest.current.id === t.id && latest.current.updated_at > t.updated_at) return; // an older snapshot
     latest.current = t;
@@ -71,7 +72,7 @@ export function useLiveTask(id: string, streamOpen: boolean): { task: Task | und
       if (stopped) return;
       setPoll(p.poll);
       timer = window.setInterval(() => {
-        if (document.visibilityState !== "hidden" && !open.current) void refresh();
+        if (document.visibilityState !== "hidden" && follow.current) void refresh();
       }, p.poll * 1000);
     });
     return () => {

@@ -1,6 +1,7 @@
 // Notifications: the bell of the top bar (unread count, refreshed on each navigation, when the
-// push channel brings a notification, every 20 s while it cannot, and after each change), the list (mark read, mark all read, delete, delete all) and the subscriptions (an
-// agent, or every agent of a principal; kinds; also by email).
+// push channel brings a notification, every poll_interval_seconds of /sse/status while it
+// cannot, and after each change), the list (mark read, mark all read, delete, delete all) and
+// the subscriptions (an agent, or every agent of a principal; kinds; also by email).
 import { useEffect, useState } from "preact/hooks";
 import { api, unwrap, type Schemas } from "../api";
 import { pushSettings } from "../live";
@@ -23,31 +24,31 @@ export async function refreshUnread(): Promise<void> {
   }
 }
 
-/** POLL_MS is how often the count is read while no push stream is open. */
-const POLL_MS = 20_000;
-
 /**
  * followNotifications keeps the count (and an open notifications page) current: through the
  * push channel's user/{id}/notifications topic when the embedded hub serves this user (each
- * pushed notification reloads them), and by polling every 20 s while that stream is not open
- * (no hub, connecting, or dropped: the browser reconnects by itself). Returns the stop function.
+ * pushed notification reloads them), and by polling every poll_interval_seconds of /sse/status
+ * (5 by default) while that stream is not open (no hub, connecting, or dropped: the browser
+ * reconnects by itself). Returns the stop function.
  */
 function followNotifications(): () => void {
   let stopped = false;
   let source: EventSource | null = null;
+  let timer: number | undefined;
   const changed = () => {
     void refreshUnread();
     changes.forEach((c) => c());
   };
   void pushSettings().then((p) => {
-    if (stopped || !p.available || !p.url || !p.notifications) return;
+    if (stopped) return;
+    timer = window.setInterval(() => {
+      if (document.visibilityState !== "hidden" && source?.readyState !== EventSource.OPEN) void refreshUnread();
+    }, p.poll * 1000);
+    if (!p.available || !p.url || !p.notifications) return;
     source = new EventSource(`${p.url}?topic=${encodeURIComponent(p.notifications)}`, { withCredentials: true });
     source.onopen = changed; // catch up with what arrived while it was closed
     source.onmessage = changed;
   });
-  const timer = window.setInterval(() => {
-    if (document.visibilityState !== "hidden" && source?.readyState !== EventSource.OPEN) void refreshUnread();
-  }, POLL_MS);
   return () => {
     stopped = true;
     source?.close();

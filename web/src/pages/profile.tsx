@@ -62,6 +62,7 @@ const locationBody = (l: Location) => ({ name: l.name, address: l.address || und
 export function Locations() {
   const list = useLoad(async () => (await unwrap(api.GET("/me/locations"))).data.locations, []);
   const act = useAction();
+  const [added, setAdded] = useState(0); // a new, empty form after each add (not when the list loads)
   const put = (l: Location, body: Schemas["LocationInput"]) => unwrap(api.PUT("/me/locations/{id}", { params: { path: { id: l.id } }, body }));
   return (
     <section class="panel" aria-labelledby="loc-h">
@@ -95,7 +96,7 @@ export function Locations() {
         edit={(l, close) => <LocationForm location={l} onSave={async (body) => (await put(l, body), await list.reload(), close())} onCancel={close} />}
         remove={async (l) => (await unwrap(api.DELETE("/me/locations/{id}", { params: { path: { id: l.id } } })), await list.reload())}
       />
-      <LocationForm key={`new-${list.data?.length ?? 0}`} onSave={async (body) => (await unwrap(api.POST("/me/locations", { body })), await list.reload())} />
+      <LocationForm key={`new-${added}`} onSave={async (body) => (await unwrap(api.POST("/me/locations", { body })), await list.reload(), setAdded((n) => n + 1))} />
     </section>
   );
 }

@@ -52,12 +52,15 @@ export function AgentSchedules(props: { agent: Agent }) {
   const runs = useLoad(async () => (await unwrap(api.GET("/agents/{id}/scheduled-runs", { params: { path: { id } } }))).data.scheduled_runs, [id]);
   const tpls = useLoad(async () => (await unwrap(api.GET("/agents/{id}/templates", { params: { path: { id } } }))).data.templates, [id]);
   const act = useAction();
+  // A new, empty form after each add (not when a list loads or reloads: what is typed stays).
+  const [addedRuns, setAddedRuns] = useState(0);
+  const [addedTpls, setAddedTpls] = useState(0);
   const runPath = (r: Run) => ({ params: { path: { id, runId: String(r.id) } } });
   return (
     <div class="split">
       <div>
-        <ScheduleForm key={`new-${runs.data?.length ?? 0}`} agentId={id} templates={tpls.data ?? []} onSaved={runs.reload} />
-        <TemplateForm key={`newt-${tpls.data?.length ?? 0}`} agentId={id} onSaved={tpls.reload} />
+        <ScheduleForm key={`new-${addedRuns}`} agentId={id} templates={tpls.data ?? []} onSaved={async () => (await runs.reload(), setAddedRuns((n) => n + 1))} />
+        <TemplateForm key={`newt-${addedTpls}`} agentId={id} onSaved={async () => (await tpls.reload(), setAddedTpls((n) => n + 1))} />
       </div>
       <div>
         <section class="panel" aria-labelledby="runs-h">

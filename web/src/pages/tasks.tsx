@@ -6,7 +6,7 @@
 import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, unwrap, type Schemas, type Task } from "../api";
-import { endsRun, useTaskEvents, type Entry } from "../events";
+import { endsRun, runEnded, useTaskEvents, type Entry } from "../events";
 import { useLiveTask } from "../live";
 import { useSession } from "../session";
 import { navigate } from "../router";
@@ -472,11 +472,18 @@ function SubTasks(props: { task: Task }) {
 export function TaskPage(props: { id: string }) {
   const { user } = useSession();
   const refreshRef = useRef<() => void>(() => {});
-  const stream = useTaskEvents(props.id, () => refreshRef.current());
-  const live = useLiveTask(props.id, stream.state === "open");
+  // Set below once the task resource is known: whether its run has ended (no more polling, no
+  // more tries of a refused stream), and whether to poll it (the stream is not open, the run goes on).
+  const settledRef = useRef(false);
+  const follow = useRef(true);
+  const stream = useTaskEvents(props.id, () => refreshRef.current(), settledRef);
+  const live = useLiveTask(props.id, follow);
   refreshRef.current = () => void live.refresh();
   const t = live.task;
   const agent = useLoad(async () => (t ? (await unwrap(api.GET("/agents/{id}", { params: { path: { id: String(t.agent_id) } } }))).data.agent : undefined), [t?.agent_id]);
+  const settled = t !== undefined && runEnded(t, stream.transcript.status, agent.data);
+  settledRef.current = settled;
+  follow.current = stream.state !== "open" && stream.state !== "ended" && !settled;
   // A continued or retried task starts a new run: follow it on a new stream.
   useEffect(() => {
     if (t && !endsRun(t)) stream.reopen();
@@ -486,7 +493,7 @@ export function TaskPage(props: { id: string }) {
   const mode =
     stream.state === "open"
       ? "live (event stream)"
-      : stream.state === "ended"
+      : stream.state === "ended" || settled
         ? "settled"
         : stream.state === "connecting"
           ? "connecting…"
