@@ -620,6 +620,36 @@ func (s *Service) CancelRetryChain(ctx context.Context, u *store.User, id string
 	return s.settled(ctx, v, err)
 }
 
+// missedRetryGrace is how long after a failure housekeeping leaves its retry to the process
+// that wrote it (which schedules it moments after the commit).
+const missedRetryGrace = time.Minute
+
+// ScheduleMissedRetries schedules the automatic retries that failures written more than a
+// minute before now promised but no process scheduled (a process stopped between the failure's
+// commit and ScheduleRetry: store.UnscheduledRetries), and returns the ids it scheduled, for
+// housekeeping. Errors: those of the store (a task deleted meanwhile is skipped).
+func (s *Service) ScheduleMissedRetries(ctx context.Context, now time.Time) ([]int64, error) {
+	ids, err := s.store.UnscheduledRetries(ctx, now.Add(-missedRetryGrace))
+	if err != nil {
+		return nil, err
+	}
+	var done []int64
+	for _, id := range ids {
+		ok, err := s.ScheduleRetry(ctx, id)
+		if errors.Is(err, svcerr.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		if ok {
+			s.log.WarnContext(ctx, "task retry scheduled by housekeeping (its process stopped before scheduling it)", "task_id", id)
+			done = append(done, id)
+		}
+	}
+	return done, nil
+}
+
 // ScheduleRetry is called by the loop (and housekeeping after ReapStale) when a task has
 // FAILED: for a transient error code it schedules the automatic retry after the agent's
 // retry_after_minutes while retry_count is below the agent's max_retries, and reports whether

@@ -112,6 +112,68 @@ func TestScheduleRetry(t *testing.T) {
 	}
 }
 
+// TestScheduleMissedRetries: a failure whose status event promised an automatic retry, left
+// unscheduled because its process stopped before ScheduleRetry, is scheduled by housekeeping
+// once the failure is a minute old (not before: the writing process schedules it itself), once;
+// a failure that promised nothing (no retries left then) is not retried when its agent later
+// allows more, nor is a permanent error.
+func TestScheduleMissedRetries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, st)
+	minutes, none := 5, 0
+	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &none })
+	svc := task.New(st, nil)
+	fail := func(code string) int64 {
+		t.Helper()
+		tk := storetest.Task(t, st, a, u.ID, func(nt *store.NewTask) { nt.MaxSteps = 1 })
+		if got, err := st.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		if _, err := st.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: code, Message: "m"}}); err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID // and the process stops before ScheduleRetry
+	}
+	unpromised := fail(taskstate.CodeGatewayError) // max_retries 0: its event says no retry
+	retries := 2
+	if _, err := st.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{MaxRetries: &retries}, nil); err != nil {
+		t.Fatal(err)
+	}
+	promised := fail(taskstate.CodeGatewayError)
+	permanent := fail(taskstate.CodeAuthError)
+
+	if got, err := svc.ScheduleMissedRetries(ctx, clock.Now()); err != nil || len(got) != 0 {
+		t.Fatalf("within the grace: scheduled %v, %v", got, err)
+	}
+	clock.Advance(time.Minute + time.Second)
+	if got, err := svc.ScheduleMissedRetries(ctx, clock.Now()); err != nil || len(got) != 1 || got[0] != promised {
+		t.Fatalf("after the grace: scheduled %v, %v; want [%d]", got, err, promised)
+	}
+	tk, _ := st.Task(ctx, promised)
+	if tk.NextRetryAt == nil || !tk.NextRetryAt.Equal(clock.Now().Add(5*time.Minute)) {
+		t.Fatalf("next_retry_at = %v", tk.NextRetryAt)
+	}
+	for _, id := range []int64{unpromised, permanent} {
+		if tk, _ := st.Task(ctx, id); tk.NextRetryAt != nil {
+			t.Fatalf("task %d got a retry: %v", id, tk.NextRetryAt)
+		}
+	}
+	if got, err := svc.ScheduleMissedRetries(ctx, clock.Now()); err != nil || len(got) != 0 {
+		t.Fatalf("second pass: scheduled %v, %v", got, err)
+	}
+	// The scheduled retry is announced on the task's event stream (a status event with next_retry_at).
+	evs, err := st.TaskEvents(ctx, promised, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; last.Status == nil || last.Status.NextRetryAt == nil {
+		t.Fatalf("last event = %+v", last)
+	}
+}
+
 // TestTransitionsAreLogged: every status change the service makes writes one "task
 // transition" line at info naming the task, the action and both statuses; a refused action
 // writes none.

@@ -61,15 +61,15 @@ var Codes = []string{
 	CodeNoLLMConfiguration, CodeUnknown,
 }
 
-// transient are the error codes an automatic retry applies to (the agent's
-// retry_after_minutes and max_retries).
-var transient = []string{
+// Transient lists the error codes an automatic retry applies to (the agent's
+// retry_after_minutes and max_retries). Callers must not modify it.
+var Transient = []string{
 	CodeRateLimit, CodeServerOverloaded, CodeServerError, CodeGatewayError, CodeLLMTimeout,
 	CodeOrphaned, CodeWorkerDisconnected,
 }
 
 // IsTransient reports whether a task that failed with code may be retried automatically.
-func IsTransient(code string) bool { return slices.Contains(transient, code) }
+func IsTransient(code string) bool { return slices.Contains(Transient, code) }
 
 // WillRetry reports whether a task that failed with code, retried retryCount times already by an
 // agent allowing maxRetries, gets an automatic retry (DESIGN.md §3: transient codes, within the

@@ -24,7 +24,7 @@ type Chores struct {
 	Reap func(ctx context.Context, now time.Time) (store.Reaped, error)
 	// Requeued is told when a pass queued tasks again (the daemon claims them at once); nil: no one.
 	Requeued  func()
-	Tasks     *task.Service     // schedules the automatic retry of each reaped task
+	Tasks     *task.Service     // schedules the automatic retry of each reaped task, and missed ones
 	Schedules *schedule.Service // dispatches due scheduled runs
 	Media     *media.Service    // sweeps expired media uploads
 	// Changed follows each task the reaper moved (push event, callbacks, scheduled-run mail), as
@@ -49,7 +49,8 @@ type Housekeeping struct {
 
 // Run does one pass: it reaps RUNNING tasks whose lease expired (a task that failed then gets
 // the agent's automatic retry when it applies: the failure codes are transient; every reaped
-// task is told to Changed), dispatches due scheduled runs (tasks owned by each run's creator),
+// task is told to Changed), schedules the automatic retries a stopped process promised but did
+// not schedule (task.Service.ScheduleMissedRetries; each told to Changed), dispatches due scheduled runs (tasks owned by each run's creator),
 // sweeps expired media uploads and removes read notifications and Idempotency-Key records past
 // their retention and expired rate-limit windows. A
 // failing step does not keep the later ones from running; Run returns what was done and the
@@ -79,7 +80,13 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 			}
 		}
 	}
-	var err error
+	retried, err := c.Tasks.ScheduleMissedRetries(ctx, now)
+	errs = append(errs, err)
+	if c.Changed != nil {
+		for _, id := range retried {
+			c.Changed(ctx, id)
+		}
+	}
 	h.ScheduledRunsDispatched, err = c.Schedules.DispatchDue(ctx, now)
 	errs = append(errs, err)
 	_, err = c.Media.Sweep(ctx)

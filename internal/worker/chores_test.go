@@ -59,3 +59,39 @@ func TestChoresPass(t *testing.T) {
 		t.Fatalf("pass with a failing reaper = %+v, %v; want the run dispatched and the error", h, err)
 	}
 }
+
+// TestChoresScheduleMissedRetries: a pass schedules the automatic retry a stopped process
+// promised but did not schedule (task.Service.ScheduleMissedRetries) and follows the task
+// (Changed), once.
+func TestChoresScheduleMissedRetries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	s := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, s)
+	retries := 1
+	a := storetest.Agent(t, s, u.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
+	tk := storetest.Task(t, s, a, u.ID)
+	if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
+		t.Fatalf("ClaimQueued = %+v, %v", got, err)
+	}
+	if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed,
+		Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}}); err != nil {
+		t.Fatal(err)
+	}
+	var changed []int64
+	chores := &worker.Chores{Tasks: task.New(s, nil), Schedules: schedule.New(s), Media: media.New(s, t.TempDir(), clock.Now),
+		Clock: clock.Now, Changed: func(_ context.Context, id int64) { changed = append(changed, id) }}
+	clock.Advance(2 * time.Minute)
+	for range 2 {
+		if _, err := chores.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Task(ctx, tk.ID); err != nil || got.NextRetryAt == nil {
+		t.Fatalf("task = %+v, %v; want its retry scheduled", got, err)
+	}
+	if len(changed) != 1 || changed[0] != tk.ID {
+		t.Fatalf("Changed was told %v, want the task once", changed)
+	}
+}
