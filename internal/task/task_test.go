@@ -131,8 +131,9 @@ func TestScheduleMissedRetries(t *testing.T) {
 	minutes, none := 5, 0
 	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &none })
 	svc := task.New(st, nil)
-	fail := func(code string) int64 { return failedTask(t, st, a, u.ID, code) } // and the process stops before ScheduleRetry
-	unpromised := fail(taskstate.CodeGatewayError)                              // max_retries 0: its event says no retry
+	// Each failure is left as a process that stopped before ScheduleRetry leaves it.
+	fail := func(code string) int64 { return failedTask(t, st, a, u.ID, code) }
+	unpromised := fail(taskstate.CodeGatewayError) // max_retries 0: its event says no retry
 	retries := 2
 	if _, err := st.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{MaxRetries: &retries}, nil); err != nil {
 		t.Fatal(err)
