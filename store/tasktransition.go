@@ -187,46 +187,69 @@ func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*T
 	})
 }
 
-// maxUnscheduledRetries bounds one UnscheduledRetries pass (the next pass takes the rest).
-const maxUnscheduledRetries = 100
+// Bounds of UnscheduledRetries: the ids one call returns (the next pass takes the rest), and
+// how far back it looks (a process restarts within minutes; a day-old failure stays FAILED).
+const (
+	maxUnscheduledRetries  = 100
+	unscheduledRetryWindow = 24 * time.Hour
+)
 
 // UnscheduledRetries returns the ids (ascending, at most 100) of FAILED tasks whose last status
 // event promised an automatic retry (StatusEvent.Retrying) that was never scheduled: no
-// next_retry_at, last written before before. A failure and its retry's schedule are two commits
-// (the step's finish, then task.Service.ScheduleRetry), so a process that stopped between them
-// leaves such a task, its event stream waiting for a retry; housekeeping schedules it. Only
-// tasks with a transient error and retries left under their agent's max_retries are looked at,
-// and a failure whose event promised nothing (none left then) is not returned even if its agent
-// allows more now. Errors: uncategorised (database).
+// next_retry_at, last written before before and within the day before it. A failure and its
+// retry's schedule are two commits (the step's finish, then task.Service.ScheduleRetry), so a
+// process that stopped between them leaves such a task, its event stream waiting for a retry;
+// housekeeping schedules it. Only tasks with a transient error and retries left under their
+// agent's max_retries are looked at (in pages, so failures that promised nothing cannot hide
+// later ones), and a failure whose event promised nothing (none left then) is not returned even
+// if its agent allows more now. Errors: uncategorised (database).
 func (s *Store) UnscheduledRetries(ctx context.Context, before time.Time) ([]int64, error) {
-	var ids []int64
-	err := s.conn(ctx).Table("tasks").Select("tasks.id").
-		Joins("JOIN agents ON agents.id = tasks.agent_id").
-		Where("tasks.status = ? AND tasks.next_retry_at IS NULL AND tasks.error_code IN ? AND tasks.retry_count < agents.max_retries AND tasks.updated_at < ?",
-			taskstate.Failed, taskstate.Transient, normTime(before)).
-		Order("tasks.id").Limit(maxUnscheduledRetries).Pluck("tasks.id", &ids).Error
+	var out []int64
+	for after := int64(0); ; {
+		var ids []int64
+		err := s.conn(ctx).Table("tasks").Select("tasks.id").
+			Joins("JOIN agents ON agents.id = tasks.agent_id").
+			Where("tasks.status = ? AND tasks.next_retry_at IS NULL AND tasks.error_code IN ? AND tasks.retry_count < agents.max_retries"+
+				" AND tasks.updated_at < ? AND tasks.updated_at >= ? AND tasks.id > ?",
+				taskstate.Failed, taskstate.Transient, normTime(before), normTime(before.Add(-unscheduledRetryWindow)), after).
+			Order("tasks.id").Limit(maxUnscheduledRetries).Pluck("tasks.id", &ids).Error
+		if err != nil {
+			return nil, fmt.Errorf("unscheduled retries: %w", err)
+		}
+		for _, id := range ids {
+			promised, err := s.retryPromised(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if promised {
+				if out = append(out, id); len(out) == maxUnscheduledRetries {
+					return out, nil
+				}
+			}
+		}
+		if len(ids) < maxUnscheduledRetries {
+			return out, nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// retryPromised reports whether task id's last status event is a FAILED that promised an
+// automatic retry not yet scheduled.
+func (s *Store) retryPromised(ctx context.Context, id int64) (bool, error) {
+	var row taskEventRow
+	err := s.conn(ctx).Where("task_id = ? AND type = ?", id, EventStatus).Order("sequence DESC").Limit(1).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return false, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("unscheduled retries: %w", err)
+		return false, fmt.Errorf("unscheduled retries: task %d: %w", id, err)
 	}
-	out := ids[:0]
-	for _, id := range ids {
-		var row taskEventRow
-		err := s.conn(ctx).Where("task_id = ? AND type = ?", id, EventStatus).Order("sequence DESC").Limit(1).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("unscheduled retries: task %d: %w", id, err)
-		}
-		ev, err := row.toEvent()
-		if err != nil {
-			return nil, err
-		}
-		if ev.Status != nil && ev.Status.Status == taskstate.Failed && ev.Status.Retrying && ev.Status.NextRetryAt == nil {
-			out = append(out, id)
-		}
+	ev, err := row.toEvent()
+	if err != nil {
+		return false, err
 	}
-	return out, nil
+	return ev.Status != nil && ev.Status.Status == taskstate.Failed && ev.Status.Retrying && ev.Status.NextRetryAt == nil, nil
 }
 
 // ScheduleTaskRetry sets the automatic retry of a FAILED task for now+after, unless one is

@@ -170,6 +170,38 @@ func TestScheduleMissedRetries(t *testing.T) {
 	}
 }
 
+// TestScheduleMissedRetriesPages: more failures that promised nothing than one page of
+// candidates (100) do not hide a promised one behind them, and a promise older than a day is
+// left (the task stays FAILED).
+func TestScheduleMissedRetriesPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, st)
+	none, retries := 0, 1
+	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
+	setMax := func(n *int) {
+		t.Helper()
+		if _, err := st.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{MaxRetries: n}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := failedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised, a day ago
+	clock.Advance(25 * time.Hour)
+	setMax(&none)
+	for range 101 {
+		failedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised nothing
+	}
+	setMax(&retries)
+	promised := failedTask(t, st, a, u.ID, taskstate.CodeServerError)
+	clock.Advance(2 * time.Minute)
+	svc := task.New(st, nil)
+	if got, err := svc.ScheduleMissedRetries(ctx, clock.Now()); err != nil || len(got) != 1 || got[0] != promised {
+		t.Fatalf("scheduled %v, %v; want [%d] (not the day-old %d)", got, err, promised, old)
+	}
+}
+
 // TestTransitionsAreLogged: every status change the service makes writes one "task
 // transition" line at info naming the task, the action and both statuses; a refused action
 // writes none.
