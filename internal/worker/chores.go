@@ -50,11 +50,12 @@ type Housekeeping struct {
 // Run does one pass: it reaps RUNNING tasks whose lease expired (a task that failed then gets
 // the agent's automatic retry when it applies: the failure codes are transient; every reaped
 // task is told to Changed), schedules the automatic retries a stopped process promised but did
-// not schedule (task.Service.ScheduleMissedRetries; each told to Changed), dispatches due scheduled runs (tasks owned by each run's creator),
-// sweeps expired media uploads and removes read notifications and Idempotency-Key records past
-// their retention and expired rate-limit windows. A
-// failing step does not keep the later ones from running; Run returns what was done and the
-// first error (database and file-system failures; a reaped task deleted meanwhile is none).
+// not schedule (task.Service.ScheduleMissedRetries; each told to Changed), dispatches due
+// scheduled runs (tasks owned by each run's creator), sweeps expired media uploads and removes
+// read notifications and Idempotency-Key records past their retention and expired rate-limit
+// windows. A failing step does not keep the later ones from running; Run returns what was done
+// and the first error (database and file-system failures; a reaped task deleted meanwhile is
+// none).
 func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	var h Housekeeping
 	var errs []error
