@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,13 +17,13 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
-// openaiDriver talks to any OpenAI-compatible /chat/completions endpoint through the
-// official SDK.
+// openaiDriver talks to any OpenAI-compatible /chat/completions endpoint: it builds the request
+// body (chatRequest) and reads a streamed answer (readOpenAIStream) itself, and leaves the HTTP
+// exchange to the official SDK (headers, authentication, an error status as *openai.Error).
 type openaiDriver struct {
 	cfg Config
 	svc openai.ChatCompletionService
@@ -56,17 +57,30 @@ func (d *openaiDriver) Complete(ctx context.Context, req Request) (*Response, er
 		return nil, err
 	}
 	names := newNameMap(&req)
-	params := d.params(&req, names)
+	body := d.params(&req, names)
 	ctx, cancel := withTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	if req.OnDelta != nil {
-		return d.stream(ctx, params, names, req.OnDelta)
+		return d.stream(ctx, body, names, req.OnDelta)
 	}
-	res, err := d.svc.New(ctx, params)
+	res, err := d.send(ctx, body)
 	if err != nil {
 		return nil, d.classify(ctx, err)
 	}
 	return d.response(res, names)
+}
+
+// send posts body to /chat/completions through the SDK (headers, authentication, an error
+// status as *openai.Error) and decodes the answer; with a raw destination in opts
+// (option.WithResponseBodyInto) the body is left unread for the caller.
+func (d *openaiDriver) send(ctx context.Context, body *chatRequest, opts ...option.RequestOption) (*openai.ChatCompletion, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("openai request: %w", err)
+	}
+	// The empty params are replaced by the body: the SDK's parameter types marshal through
+	// reflection and its own JSON package, a tenth of a drained step's CPU.
+	return d.svc.New(ctx, openai.ChatCompletionNewParams{}, append(opts, option.WithRequestBody("application/json", b))...)
 }
 
 // stream performs the call with stream=true, reporting each content and reasoning piece to
@@ -74,10 +88,10 @@ func (d *openaiDriver) Complete(ctx context.Context, req Request) (*Response, er
 // without it, broke off, carried a malformed chunk or an error event fails like an
 // unreachable endpoint (or with the error event's classification). The SDK sends the request
 // and classifies an error status; the events are read by readOpenAIStream.
-func (d *openaiDriver) stream(ctx context.Context, params openai.ChatCompletionNewParams, names *nameMap, onDelta func(Delta)) (*Response, error) {
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+func (d *openaiDriver) stream(ctx context.Context, body *chatRequest, names *nameMap, onDelta func(Delta)) (*Response, error) {
+	body.Stream, body.StreamOptions = true, &chatStreamOptions{IncludeUsage: true}
 	var raw *http.Response
-	if _, err := d.svc.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw)); err != nil {
+	if _, err := d.send(ctx, body, option.WithResponseBodyInto(&raw)); err != nil {
 		if raw != nil && raw.Body != nil {
 			_ = raw.Body.Close()
 		}
@@ -155,57 +169,88 @@ func (d *openaiDriver) classifyStream(ctx context.Context, err error) *Error {
 	return newError(taskstate.CodeGatewayError, "openai stream broke off: "+sanitize(err.Error(), d.cfg.APIKey), 0, err)
 }
 
-func (d *openaiDriver) params(req *Request, names *nameMap) openai.ChatCompletionNewParams {
-	p := openai.ChatCompletionNewParams{Model: d.cfg.Model}
+// chatRequest is the body of a chat completion request, in the wire format of OpenAI's
+// /chat/completions that compatible servers accept.
+type chatRequest struct {
+	Model               string             `json:"model"`
+	Messages            []chatMessage      `json:"messages"`
+	Tools               []chatTool         `json:"tools,omitempty"`
+	Temperature         *float64           `json:"temperature,omitempty"`
+	MaxTokens           int                `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int                `json:"max_completion_tokens,omitempty"`
+	Stream              bool               `json:"stream,omitempty"`
+	StreamOptions       *chatStreamOptions `json:"stream_options,omitempty"`
+}
+
+type chatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatMessage is one message; Content is left out of an assistant turn that only calls tools.
+type chatMessage struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function chatFunctionCall `json:"function"`
+}
+
+type chatFunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name        string                     `json:"name"`
+	Description string                     `json:"description,omitempty"`
+	Parameters  map[string]json.RawMessage `json:"parameters"` // raw values keep numbers and key order inside them intact
+}
+
+func (d *openaiDriver) params(req *Request, names *nameMap) *chatRequest {
+	p := &chatRequest{Model: d.cfg.Model, Messages: make([]chatMessage, 0, len(req.Messages)+1)}
+	text := func(s string) *string { return &s }
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: text(req.System)})
 	}
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
-			p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+			p.Messages = append(p.Messages, chatMessage{Role: "user", Content: text(m.Text)})
 		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Text, m.ToolCallID))
+			p.Messages = append(p.Messages, chatMessage{Role: "tool", Content: text(m.Text), ToolCallID: m.ToolCallID})
 		case RoleAssistant:
 			// Reasoning is not sent back: chat completions has no field for it.
-			a := openai.ChatCompletionAssistantMessageParam{}
+			a := chatMessage{Role: "assistant"}
 			if m.Text != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Text)
+				a.Content = text(m.Text)
 			}
 			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: c.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      names.encode(c.Name),
-							Arguments: string(toolArguments(c.Arguments)),
-						},
-					},
-				})
+				a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: c.ID, Type: "function",
+					Function: chatFunctionCall{Name: names.encode(c.Name), Arguments: string(toolArguments(c.Arguments))}})
 			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			p.Messages = append(p.Messages, a)
 		}
 	}
 	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: names.encode(t.Name)}
-		if t.Description != "" {
-			fn.Description = openai.String(t.Description)
-		}
-		schema := schemaObject(t.Parameters)
-		fn.Parameters = make(shared.FunctionParameters, len(schema))
-		for k, v := range schema {
-			fn.Parameters[k] = v // raw JSON keeps numbers and key order inside values intact
-		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+		p.Tools = append(p.Tools, chatTool{Type: "function", Function: chatFunction{Name: names.encode(t.Name),
+			Description: t.Description, Parameters: schemaObject(t.Parameters)}})
 	}
-	if t := pickTemperature(req, &d.cfg); t != nil {
-		p.Temperature = openai.Float(*t)
-	}
+	p.Temperature = pickTemperature(req, &d.cfg)
 	if n := pickMaxTokens(req, &d.cfg); n > 0 {
 		if d.maxCompletion {
-			p.MaxCompletionTokens = openai.Int(int64(n))
+			p.MaxCompletionTokens = n
 		} else {
-			p.MaxTokens = openai.Int(int64(n))
+			p.MaxTokens = n
 		}
 	}
 	return p

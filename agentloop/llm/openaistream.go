@@ -17,8 +17,8 @@ import (
 // error check and the raw fields, then the SDK's reflection-based JSON) and reconcile the whole
 // answer after each chunk, which made the stream half of a step's allocation and a sixth of the
 // worker's CPU (docs/benchmarks.md, "Closing issue 14"). A real model sends one chunk per token
-// or two, so the per-chunk cost is what matters. The SDK still builds and sends the request and
-// turns an error status into *openai.Error (classify).
+// or two, so the per-chunk cost is what matters. The SDK still sends the request and turns an
+// error status into *openai.Error (classify).
 
 // Bounds of one streamed answer: a line of the stream (one event's data) and the text the
 // answer accumulates (content, reasoning and tool-call arguments together). A server past
