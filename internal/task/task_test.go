@@ -64,21 +64,6 @@ func TestParseID(t *testing.T) {
 	}
 }
 
-// failedTask creates a one-step task of a, runs it and fails it with code, as a step's finish
-// does; the retry is left to the caller.
-func failedTask(t *testing.T, st *store.Store, a *store.Agent, userID int64, code string) int64 {
-	t.Helper()
-	ctx := context.Background()
-	tk := storetest.Task(t, st, a, userID, func(nt *store.NewTask) { nt.MaxSteps = 1 })
-	if got, err := st.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim: %v %v", got, err)
-	}
-	if _, err := st.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: code, Message: "m"}}); err != nil {
-		t.Fatal(err)
-	}
-	return tk.ID
-}
-
 func TestScheduleRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -88,7 +73,7 @@ func TestScheduleRetry(t *testing.T) {
 	minutes, retries := 5, 1
 	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &retries })
 	svc := task.New(st, nil)
-	fail := func(code string) int64 { return failedTask(t, st, a, u.ID, code) }
+	fail := func(code string) int64 { return storetest.FailedTask(t, st, a, u.ID, code) }
 	permanent := fail(taskstate.CodeAuthError)
 	if ok, err := svc.ScheduleRetry(ctx, permanent); ok || err != nil {
 		t.Fatalf("permanent error scheduled: %v %v", ok, err)
@@ -132,7 +117,7 @@ func TestScheduleMissedRetries(t *testing.T) {
 	a := storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &none })
 	svc := task.New(st, nil)
 	// Each failure is left as a process that stopped before ScheduleRetry leaves it.
-	fail := func(code string) int64 { return failedTask(t, st, a, u.ID, code) }
+	fail := func(code string) int64 { return storetest.FailedTask(t, st, a, u.ID, code) }
 	unpromised := fail(taskstate.CodeGatewayError) // max_retries 0: its event says no retry
 	retries := 2
 	if _, err := st.UpdateAgent(ctx, a.ID, u.ID, store.AgentFields{MaxRetries: &retries}, nil); err != nil {
@@ -187,14 +172,14 @@ func TestScheduleMissedRetriesPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := failedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised, a day ago
+	old := storetest.FailedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised, a day ago
 	clock.Advance(25 * time.Hour)
 	setMax(&none)
 	for range 101 {
-		failedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised nothing
+		storetest.FailedTask(t, st, a, u.ID, taskstate.CodeServerError) // promised nothing
 	}
 	setMax(&retries)
-	promised := failedTask(t, st, a, u.ID, taskstate.CodeServerError)
+	promised := storetest.FailedTask(t, st, a, u.ID, taskstate.CodeServerError)
 	clock.Advance(2 * time.Minute)
 	svc := task.New(st, nil)
 	if got, err := svc.ScheduleMissedRetries(ctx, clock.Now()); err != nil || len(got) != 1 || got[0] != promised {

@@ -71,14 +71,7 @@ func TestChoresScheduleMissedRetries(t *testing.T) {
 	u := storetest.User(t, s)
 	retries := 1
 	a := storetest.Agent(t, s, u.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
-	tk := storetest.Task(t, s, a, u.ID)
-	if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
-		t.Fatalf("ClaimQueued = %+v, %v", got, err)
-	}
-	if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed,
-		Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}}); err != nil {
-		t.Fatal(err)
-	}
+	id := storetest.FailedTask(t, s, a, u.ID, taskstate.CodeRateLimit)
 	var changed []int64
 	chores := &worker.Chores{Tasks: task.New(s, nil), Schedules: schedule.New(s), Media: media.New(s, t.TempDir(), clock.Now),
 		Clock: clock.Now, Changed: func(_ context.Context, id int64) { changed = append(changed, id) }}
@@ -88,10 +81,10 @@ func TestChoresScheduleMissedRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, err := s.Task(ctx, tk.ID); err != nil || got.NextRetryAt == nil {
+	if got, err := s.Task(ctx, id); err != nil || got.NextRetryAt == nil {
 		t.Fatalf("task = %+v, %v; want its retry scheduled", got, err)
 	}
-	if len(changed) != 1 || changed[0] != tk.ID {
+	if len(changed) != 1 || changed[0] != id {
 		t.Fatalf("Changed was told %v, want the task once", changed)
 	}
 }

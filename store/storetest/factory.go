@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -119,6 +121,23 @@ func Task(t testing.TB, s *store.Store, a *store.Agent, userID int64, opts ...fu
 		t.Fatalf("storetest.Task: %v", err)
 	}
 	return tk
+}
+
+// FailedTask queues a one-step task of agent a for userID, claims it (worker "w") and fails it
+// with code as a step's finish does (status event included), leaving any automatic retry
+// unscheduled; it returns the task's id. The claim takes the oldest queued task: call it with
+// no other task queued.
+func FailedTask(t testing.TB, s *store.Store, a *store.Agent, userID int64, code string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	tk := Task(t, s, a, userID, func(nt *store.NewTask) { nt.MaxSteps = 1 })
+	if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != tk.ID {
+		t.Fatalf("storetest.FailedTask: claim = %v, %v", got, err)
+	}
+	if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: code, Message: "m"}}); err != nil {
+		t.Fatalf("storetest.FailedTask: %v", err)
+	}
+	return tk.ID
 }
 
 // APIKey stores a per-agent API key of a minted by createdBy, with the digest of secret (key id
