@@ -10,6 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/agentsvc/svc/internal/sseread"
 )
 
 // The stream of an OpenAI-compatible chat completion is read here instead of through the SDK's
@@ -80,40 +82,20 @@ type openaiAnswer struct {
 // (finish empty when no finish_reason came), or: an *ssestream.StreamError for an error event,
 // errChunkBreak, a JSON error for a malformed chunk, the body's read error.
 func readOpenAIStream(body io.Reader, onDelta func(Delta)) (*openaiAnswer, error) {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 4096), maxStreamLine)
 	ans := &openaiAnswer{}
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) > 0 {
-			name, value, _ := bytes.Cut(line, []byte(":"))
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-			if string(name) == "data" {
-				if len(data) > 0 {
-					data = append(data, '\n')
-				}
-				data = append(data, value...)
-			}
-			continue // "event", "id", "retry" and comments carry nothing this stream needs
+	err := sseread.Read(body, maxStreamLine, func(data []byte) error {
+		switch {
+		case bytes.HasPrefix(data, []byte("[DONE]")):
+			return sseread.ErrStop
+		case len(bytes.TrimSpace(data)) == 0:
+			return nil // an empty event carries nothing
 		}
-		if len(data) == 0 {
-			continue
-		}
-		if bytes.HasPrefix(data, []byte("[DONE]")) {
-			return ans, nil
-		}
-		if err := ans.add(data, onDelta); err != nil {
-			return nil, err
-		}
-		data = data[:0]
+		return ans.add(data, onDelta)
+	})
+	if errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("openai stream sent an event over %d bytes: %w", maxStreamLine, errChunkBreak)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("openai stream sent an event over %d bytes: %w", maxStreamLine, errChunkBreak)
-		}
+	if err != nil {
 		return nil, err
 	}
 	return ans, nil

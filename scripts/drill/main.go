@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -39,6 +38,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/agentsvc/svc/internal/outside"
+	"github.com/agentsvc/svc/internal/sseread"
 )
 
 func main() {
@@ -642,25 +642,12 @@ func terminal(status string) bool {
 
 // readSSE calls fn with each event's data until fn returns false or the stream ends.
 func readSSE(r io.Reader, fn func(data string) bool) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	var data strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "data:"); ok {
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(v, " "))
-			continue
+	_ = sseread.Read(r, 4<<20, func(data []byte) error {
+		if !fn(string(data)) {
+			return sseread.ErrStop
 		}
-		if line == "" && data.Len() > 0 {
-			if !fn(data.String()) {
-				return
-			}
-			data.Reset()
-		}
-	}
+		return nil
+	})
 }
 
 // streamChecker follows the event stream of each task on one API process (GET
