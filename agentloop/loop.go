@@ -90,13 +90,6 @@ func (l *Loop) tick(ctx context.Context, t *store.Task, workerID string) (*store
 	if err != nil {
 		return nil, err
 	}
-	if out.Status != t.Status {
-		attrs := []any{"task_id", out.ID, "action", "step", "from", t.Status, "to", out.Status, "worker", workerID}
-		if out.Error != nil {
-			attrs = append(attrs, "error_code", out.Error.Code)
-		}
-		l.log().InfoContext(ctx, "task transition", attrs...)
-	}
 	if l.Publish != nil {
 		l.Publish(ctx, out)
 	}

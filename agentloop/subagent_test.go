@@ -298,9 +298,7 @@ func TestResumeWhenChildrenSettledOnce(t *testing.T) {
 		t.Fatalf("resumed with a queued child: %v %v", ok, err)
 	}
 	kid := sf.childTasks(parent.ID)[0]
-	if _, err := sf.st.TransitionTask(ctx, kid.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Completed}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.MoveTo(t, sf.st, kid.ID, taskstate.Completed)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	resumed := 0

@@ -289,7 +289,6 @@ func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[*s
 				// Claim latency is measured on first claims (queued since creation); a resumed
 				// task's wait is the user's or a retry's, not the queue's.
 				a.Metrics.Claimed(t.StepsUsed == 0 && t.RetryCount == 0 && t.Recoveries == 0, now.Sub(t.CreatedAt))
-				a.Tasks.LogTransition(ctx, task.Transition{Action: "claim", TaskID: t.ID, From: taskstate.Queued, To: t.Status, Worker: id})
 			}
 			return out, err
 		},

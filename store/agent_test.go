@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -488,7 +487,7 @@ func TestDeleteAgentRefusedWhileTaskRunning(t *testing.T) {
 	if err := s.DeleteAgent(ctx, idle.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AbortTaskChain(ctx, running.ID, []string{taskstate.Running}); err != nil {
+	if _, err := s.AbortTaskChain(ctx, running.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DeleteUser(ctx, u.ID); err != nil {

@@ -173,22 +173,6 @@ func notificationText(kind, agent string, t *taskRow) (string, string) {
 	return agent, task
 }
 
-// notifyTasks creates the notifications that the current states of tasks ids report, in tx
-// (the transaction of the transition): one per recipient, exactly once since a state is entered
-// once per transition.
-func (s *Store) notifyTasks(tx *gorm.DB, now time.Time, ids ...int64) error {
-	for _, id := range ids {
-		var t taskRow
-		if err := tx.Where("id = ?", id).Take(&t).Error; err != nil {
-			return fmt.Errorf("task %d: notify: %w", id, err)
-		}
-		if err := s.notifyRow(tx, now, &t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // notifyRow is notifyTasks for a task row tx has just written (and holds as written).
 func (s *Store) notifyRow(tx *gorm.DB, now time.Time, t *taskRow) error {
 	if kind := notificationKind(t); kind != "" {
@@ -367,10 +351,11 @@ type createdKey struct{}
 
 type created struct {
 	notifications  []Notification
-	mailed         bool    // a mail was queued: wake the mail dispatcher after the commit
-	eventTasks     []int64 // tasks that got events: wake their event streams after the commit
-	queued         bool    // a task became QUEUED: wake the worker daemon after the commit
-	versionsBumped bool    // a version was bumped: re-read them after the commit
+	mailed         bool           // a mail was queued: wake the mail dispatcher after the commit
+	eventTasks     []int64        // tasks that got events: wake their event streams after the commit
+	queued         bool           // a task became QUEUED: wake the worker daemon after the commit
+	versionsBumped bool           // a version was bumped: re-read them after the commit
+	transitions    []transitioned // status changes: logged after the commit
 }
 
 func withCreated(ctx context.Context, c *created) context.Context {

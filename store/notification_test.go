@@ -182,7 +182,8 @@ func TestScheduledRunMailInTransition(t *testing.T) {
 	}
 	// Reaped past its recoveries after its retry was spent: mailed by the reaper's transaction.
 	reaped := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { scheduled(nt) })
-	if _, err := s.TransitionTask(ctx, reaped.ID, store.TaskTransition{Action: "test", From: []string{taskstate.Queued}, To: taskstate.Queued, IncRetry: true}); err != nil {
+	storetest.MoveTo(t, s, reaped.ID, taskstate.Failed)
+	if _, err := s.TransitionTask(ctx, reaped.ID, store.TaskTransition{Action: taskstate.Retry, To: taskstate.Queued}); err != nil { // retry_count 1
 		t.Fatal(err)
 	}
 	for range store.MaxRecoveries + 1 {

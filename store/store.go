@@ -313,6 +313,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		time.Sleep(time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.IntN(5000))*time.Microsecond)
 	}
 	err = TranslateError(err)
+	if err == nil && len(c.transitions) > 0 {
+		s.logTransitions(ctx, c.transitions)
+	}
 	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
 		s.onNotify(context.WithoutCancel(ctx), c.notifications)
 	}

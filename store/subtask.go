@@ -51,14 +51,8 @@ func (s *Store) ResumeWhenChildrenSettled(ctx context.Context, parentID int64) (
 		if n > 0 {
 			return false, nil
 		}
-		res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", parentID, taskstate.AwaitingSubAgents).
-			Updates(transitionChanges(TaskTransition{To: taskstate.Queued}, s.now()))
-		if res.Error != nil {
-			return false, fmt.Errorf("task %d: resume: %w", parentID, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return false, nil
-		}
-		return true, statusEvents(tx, s.now(), parentID)
+		rows, err := s.setStatus(tx, s.now(), statusChange{action: taskstate.Resume, from: taskstate.AwaitingSubAgents,
+			to: taskstate.Queued, where: "id = ?", args: []any{parentID}, ids: []int64{parentID}})
+		return len(rows) > 0, err
 	})
 }

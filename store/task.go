@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -253,27 +252,11 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 		now := s.now()
 		row := taskRow{
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
-			Status: taskstate.Queued, Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
+			Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
 			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
 			TraceParent: s.traceParent(ctx),
-			// Numbered on insert: event 1 the QUEUED status, event 2 and message 1 the prompt.
-			EventSeq: 2, MessageSeq: 1,
 		}
-		if err := tx.Create(&row).Error; err != nil {
-			if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
-				return nil, invalidf("task refers to an unknown agent, user or parent task")
-			}
-			return nil, fmt.Errorf("create task: %w", err)
-		}
-		st, err := statusEvent(tx, &row)
-		if err != nil {
-			return nil, err
-		}
-		msgs, err := insertMessages(tx, row.ID, 0, now, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}})
-		if err != nil {
-			return nil, err
-		}
-		if err := insertEvents(tx, row.ID, 0, now, append([]TaskEvent{{Type: EventStatus, Status: st}}, messageEvents(msgs)...)); err != nil {
+		if err := s.insertTask(tx, now, &row, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}}); err != nil {
 			return nil, err
 		}
 		return row.toTask()

@@ -102,7 +102,7 @@ func TestListTasks(t *testing.T) {
 	}
 	mark := f.clock.Now()
 	f.clock.Advance(time.Second)
-	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Aborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, ids[1], store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.Task(t, f.s, f.agent, f.other.ID)
@@ -173,7 +173,7 @@ func TestTransitionTaskCAS(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.create(t, "x")
-	abort := store.TaskTransition{Action: "abort", From: []string{taskstate.Queued, taskstate.Running}, To: taskstate.Aborted}
+	abort := store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}
 
 	const n = 8
 	var wg sync.WaitGroup
@@ -203,7 +203,7 @@ func TestTransitionTaskCAS(t *testing.T) {
 
 	// continue: new user message, steps granted, answer cleared, data key dropped.
 	cont, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{
-		From: []string{taskstate.Aborted}, To: taskstate.Queued, ClearAnswer: true, ClearError: true, GrantSteps: 3,
+		Action: taskstate.Continue, To: taskstate.Queued, GrantSteps: 3,
 		UserMessage: &store.NewTaskMessage{Text: "more"}, UnsetData: []string{"max_steps_reached"},
 	})
 	if err != nil || cont.Status != taskstate.Queued || cont.MaxSteps != 3 || cont.FinishedAt != nil {
@@ -311,7 +311,7 @@ func TestFinishStepAndAbortWhileRunning(t *testing.T) {
 		}
 	}
 	// An abort takes the task away from the worker: its next write is refused.
-	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Running}, To: taskstate.Aborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Completed, Answer: ptr("done"), Steps: 1})
@@ -392,7 +392,7 @@ func TestToolCallDecisions(t *testing.T) {
 	}
 
 	// Reject-all (the first task is taken out of the queue first).
-	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Aborted}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	tk2 := f.claimOne(t, "w1")
@@ -477,8 +477,7 @@ func TestAbortTaskChain(t *testing.T) {
 	mid := mk(&root, taskstate.AwaitingSubAgents)
 	top := mk(&mid, taskstate.AwaitingSubAgents)
 	leaf := mk(&top, taskstate.Queued)
-	abortable := []string{taskstate.Queued, taskstate.Running, taskstate.AwaitingSubAgents}
-	out, err := f.s.AbortTaskChain(ctx, leaf, abortable)
+	out, err := f.s.AbortTaskChain(ctx, leaf)
 	if err != nil || out.ID != leaf || out.Status != taskstate.Aborted {
 		t.Fatalf("AbortTaskChain = %+v, %v", out, err)
 	}
@@ -488,7 +487,7 @@ func TestAbortTaskChain(t *testing.T) {
 			t.Errorf("task %d: %s, want %s", id, got.Status, want)
 		}
 	}
-	_, err = f.s.AbortTaskChain(ctx, leaf, abortable)
+	_, err = f.s.AbortTaskChain(ctx, leaf)
 	wantErr(t, err, svcerr.ErrInvalidState)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,10 +14,11 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
-const claimSet = "retry_count = retry_count + CASE WHEN status = 'FAILED' THEN 1 ELSE 0 END, " +
-	"error_code = NULL, error_message = NULL, next_retry_at = NULL, finished_at = NULL, " +
-	"lease_owner = ?, lease_expires_at = ?, updated_at = ?, event_seq = event_seq + 1, " + // the claim's status event
-	"status = 'RUNNING'" // status last: MySQL assigns left to right
+// claimLease is what a claim sets besides the status (setStatus derives the rest from
+// taskstate.Claim or taskstate.ClaimRetry): the lease.
+func claimLease(worker string, until time.Time) map[string]any {
+	return map[string]any{"lease_owner": worker, "lease_expires_at": until}
+}
 
 // Each kind of claim (QUEUED tasks, then due retries) is fair across users: tasks are ranked
 // within their user by the kind's order (QUEUED: id, oldest first; due retries: (next_retry_at,
@@ -94,13 +94,15 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 		var rows []taskRow
 		now := s.now()
 		until := normTime(now.Add(lease))
-		queued := claimKind{where: claimQueuedWhere, fair: queuedFairSQLite, fairArgs: func(want int) []any { return []any{want, want} }}
+		queued := claimKind{action: taskstate.Claim, from: taskstate.Queued, where: claimQueuedWhere, fair: queuedFairSQLite,
+			fairArgs: func(want int) []any { return []any{want, want} }}
 		if s.dialect == DialectMySQL {
 			queued.fair, queued.fairArgs = queuedFairMySQL, func(want int) []any { return []any{want} }
 		}
 		for _, k := range []claimKind{
 			queued,
-			{where: claimRetryWhere, whereArgs: []any{now}, fair: retryFair, fairArgs: func(want int) []any { return []any{now, want} }},
+			{action: taskstate.ClaimRetry, from: taskstate.Failed, where: claimRetryWhere, whereArgs: []any{now}, fair: retryFair,
+				fairArgs: func(want int) []any { return []any{now, want} }},
 		} {
 			n := limit - len(rows)
 			if n <= 0 {
@@ -111,10 +113,6 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 				return nil, err
 			}
 			rows = append(rows, got...)
-		}
-		// The UPDATE numbered each task's status event (event_seq + 1): one INSERT writes them.
-		if err := insertStatusEvents(tx, now, rows); err != nil {
-			return nil, err
 		}
 		return rows, nil
 	})
@@ -133,6 +131,8 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 
 // claimKind is one kind of claimable task.
 type claimKind struct {
+	action    taskstate.Action
+	from      string // the status of the kind's tasks
 	where     string // the condition a task of the kind meets (checked again when locking)
 	whereArgs []any
 	fair      string               // SELECT of up to want ids of the kind, in the fair order
@@ -142,16 +142,12 @@ type claimKind struct {
 // claim moves up to n tasks of kind k to RUNNING in the fair order, skipping on MySQL/MariaDB
 // those another claimer holds.
 func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now time.Time) ([]taskRow, error) {
-	set := []any{worker, until, now}
+	c := statusChange{action: k.action, from: k.from, to: taskstate.Running, set: claimLease(worker, until), worker: worker}
 	if s.dialect == DialectSQLite {
 		// The immediate transaction holds the write lock: the ranked rows are still candidates.
-		q := "UPDATE tasks SET " + claimSet + " WHERE id IN (" + k.fair + ") RETURNING " + taskColumns
-		rows, err := queryTasks(tx, q, append(set, k.fairArgs(n)...)...)
-		if err != nil {
-			return nil, wrapClaim(err)
-		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-		return rows, nil
+		c.where, c.args = "id IN ("+k.fair+")", k.fairArgs(n)
+		rows, err := s.setStatus(tx, now, c)
+		return rows, wrapClaim(err)
 	}
 	// Rank without locking (a locking read of the ranking would lock every row it reads), then
 	// lock candidates in rank order, as many as still wanted at a time, skipping those another
@@ -175,15 +171,10 @@ func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if err := tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id IN ?", append(set, ids)...).Error; err != nil {
-		return nil, wrapClaim(err)
-	}
-	in, args := inList(ids)
-	rows, err := queryTasks(tx, "SELECT "+taskColumns+" FROM tasks WHERE id IN "+in+" ORDER BY id", args...)
-	if err != nil {
-		return nil, wrapClaim(err)
-	}
-	return rows, nil
+	c.where, c.args = inList(ids)
+	c.where, c.ids = "id IN "+c.where, ids
+	rows, err := s.setStatus(tx, now, c)
+	return rows, wrapClaim(err)
 }
 
 // wrapClaim names the claim in a database error (nil stays nil).
@@ -293,29 +284,24 @@ func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code
 			}
 		}
 		at := s.now()
-		if len(out.Requeued) > 0 {
-			ch := transitionChanges(TaskTransition{To: taskstate.Queued}, at)
-			ch["recoveries"] = gorm.Expr("recoveries + 1")
-			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Requeued, taskstate.Running).Updates(ch).Error; err != nil {
+		for _, id := range append(slices.Clone(out.Requeued), out.Failed...) {
+			if err := pruneDeltas(tx, id); err != nil { // the turn is run again: nothing partial is kept
 				return out, err
 			}
-			if err := reapedEvents(tx, at, out.Requeued); err != nil {
+		}
+		if len(out.Requeued) > 0 {
+			in, args := inList(out.Requeued)
+			if _, err := s.setStatus(tx, at, statusChange{action: taskstate.Reap, from: taskstate.Running, to: taskstate.Queued,
+				where: "id IN " + in, args: args, ids: out.Requeued,
+				set: map[string]any{"recoveries": gorm.Expr("recoveries + 1")}}); err != nil {
 				return out, err
 			}
 		}
 		if len(out.Failed) > 0 {
-			ch := transitionChanges(TaskTransition{To: taskstate.Failed}, at)
-			ch["error_code"], ch["error_message"] = code, msg
-			if err := tx.Model(&taskRow{}).Where("id IN ? AND status = ?", out.Failed, taskstate.Running).Updates(ch).Error; err != nil {
-				return out, err
-			}
-			if err := reapedEvents(tx, at, out.Failed); err != nil {
-				return out, err
-			}
-			if err := enqueueCallbacks(tx, at, out.Failed...); err != nil {
-				return out, err
-			}
-			if err := s.notifyTasks(tx, at, out.Failed...); err != nil {
+			in, args := inList(out.Failed)
+			if _, err := s.setStatus(tx, at, statusChange{action: taskstate.Reap, from: taskstate.Running, to: taskstate.Failed,
+				where: "id IN " + in, args: args, ids: out.Failed,
+				set: map[string]any{"error_code": code, "error_message": msg}}); err != nil {
 				return out, err
 			}
 		}
@@ -340,30 +326,27 @@ func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recover
 			}
 			return nil, fmt.Errorf("task %d: hand back: %w", id, err)
 		}
-		ch := transitionChanges(TaskTransition{To: taskstate.Queued}, now)
+		to, set := taskstate.Queued, map[string]any{}
 		if recovered {
 			if cur.Recoveries >= MaxRecoveries {
-				ch = transitionChanges(TaskTransition{To: taskstate.Failed}, now)
-				ch["error_code"], ch["error_message"] = taskstate.CodeOrphaned, "the task failed on its worker too many times in a row"
+				to = taskstate.Failed
+				set["error_code"], set["error_message"] = taskstate.CodeOrphaned, "the task failed on its worker too many times in a row"
 			} else {
-				ch["recoveries"] = gorm.Expr("recoveries + 1")
+				set["recoveries"] = gorm.Expr("recoveries + 1")
 			}
-		}
-		row, err := leaseWrite(tx, id, workerID, now, ch, reserve{events: 1})
-		if err != nil {
-			return nil, err
 		}
 		if err := pruneDeltas(tx, id); err != nil { // the turn is run again: nothing partial is kept
 			return nil, err
 		}
-		if err := insertStatusEvents(tx, now, []taskRow{*row}); err != nil {
+		rows, err := s.setStatus(tx, now, statusChange{action: taskstate.HandBack, from: taskstate.Running, to: to,
+			where: leaseHeld, args: []any{id, workerID, now}, ids: []int64{id}, set: set, worker: workerID})
+		if err != nil {
 			return nil, err
 		}
-		if row.Status == taskstate.Failed {
-			if err := s.settled(tx, now, row); err != nil {
-				return nil, err
-			}
+		if len(rows) == 0 {
+			return nil, leaseLost(tx, id, workerID)
 		}
+		row := &rows[0]
 		return row.toTask()
 	})
 }
@@ -407,7 +390,7 @@ func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 
 // checkOutcome checks a step's outcome before anything is written.
 func checkOutcome(o StepOutcome) error {
-	if !slices.Contains(taskstate.StepOutcomes, o.Status) {
+	if o.Status != taskstate.Running && !taskstate.Allows(taskstate.Step, taskstate.Running, o.Status) {
 		return invalidf("a step cannot end in state %q", o.Status)
 	}
 	if (o.Status == taskstate.Failed) != (o.Error != nil) {
@@ -453,11 +436,7 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 		"output_tokens": gorm.Expr("output_tokens + ?", o.OutputTokens),
 		"steps_used":    gorm.Expr("steps_used + ?", o.Steps),
 	}
-	if o.Status != taskstate.Running {
-		for k, v := range transitionChanges(TaskTransition{To: o.Status}, now) {
-			ch[k] = v
-		}
-	} else if o.Lease > 0 {
+	if o.Status == taskstate.Running && o.Lease > 0 {
 		ch["lease_expires_at"] = normTime(now.Add(o.Lease))
 	}
 	if o.Answer != nil {
@@ -489,66 +468,60 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 	if msg != nil {
 		r.events, r.messages = r.events+1, 1
 	}
+	// own writes the step's tool result and message on the row as written, and returns their
+	// events (numbered by that write, before the status event when the status changes).
+	var stored *TaskMessage
+	own := func(row *taskRow) ([]TaskEvent, error) {
+		var evs []TaskEvent
+		if tr := o.ToolResult; tr != nil {
+			result, _ := encodeRaw("result", tr.Result) // checked by checkOutcome
+			c, err := writeToolResult(tx, id, tr.CallID, now, tr.Status, result)
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, TaskEvent{Type: EventToolCallExecuted, ToolCall: &c})
+		}
+		if msg != nil {
+			msgs, err := insertMessages(tx, id, int(row.MessageSeq)-1, now, []NewTaskMessage{*msg})
+			if err != nil {
+				return nil, err
+			}
+			stored = &msgs[0]
+			evs = append(evs, messageEvents(msgs)...)
+		}
+		if (msg != nil && msg.Streamed) || (msg == nil && o.Status != taskstate.Running) {
+			// The message holds the whole text now, or the turn failed and keeps nothing partial.
+			if err := pruneDeltas(tx, id); err != nil {
+				return nil, err
+			}
+		}
+		return evs, nil
+	}
 	if o.Status != taskstate.Running {
-		r.events++
+		rows, err := s.setStatus(tx, now, statusChange{action: taskstate.Step, from: taskstate.Running, to: o.Status,
+			where: leaseHeld, args: []any{id, workerID, now}, ids: []int64{id}, set: ch, reserve: r, before: own, worker: workerID})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(rows) == 0 {
+			return nil, nil, leaseLost(tx, id, workerID)
+		}
+		t, err := rows[0].toTask()
+		return t, stored, err
 	}
 	row, err := leaseWrite(tx, id, workerID, now, ch, r)
 	if err != nil {
 		return nil, nil, err
 	}
-	var evs []TaskEvent
-	if tr := o.ToolResult; tr != nil {
-		result, _ := encodeRaw("result", tr.Result) // checked by checkOutcome
-		c, err := writeToolResult(tx, id, tr.CallID, now, tr.Status, result)
-		if err != nil {
-			return nil, nil, err
-		}
-		evs = append(evs, TaskEvent{Type: EventToolCallExecuted, ToolCall: &c})
-	}
-	var stored *TaskMessage
-	if msg != nil {
-		msgs, err := insertMessages(tx, id, int(row.MessageSeq)-1, now, []NewTaskMessage{*msg})
-		if err != nil {
-			return nil, nil, err
-		}
-		stored = &msgs[0]
-		evs = append(evs, messageEvents(msgs)...)
-	}
-	if (msg != nil && msg.Streamed) || (msg == nil && o.Status != taskstate.Running) {
-		// The message holds the whole text now, or the turn failed and keeps nothing partial.
-		if err := pruneDeltas(tx, id); err != nil {
-			return nil, nil, err
-		}
-	}
-	if o.Status != taskstate.Running {
-		st, err := statusEvent(tx, row)
-		if err != nil {
-			return nil, nil, err
-		}
-		evs = append(evs, TaskEvent{Type: EventStatus, Status: st})
+	evs, err := own(row)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := insertNumbered(tx, id, row.EventSeq, now, evs); err != nil {
 		return nil, nil, err
 	}
-	if o.Status != taskstate.Running {
-		if err := s.settled(tx, now, row); err != nil {
-			return nil, nil, err
-		}
-	}
 	t, err := row.toTask()
 	return t, stored, err
-}
-
-// settled writes what a task row tx has just moved to a status other than RUNNING owes: its
-// callback (a settled chat with a callback_url: enqueueCallbacks; a task without one costs no
-// query) and its notifications and mails.
-func (s *Store) settled(tx *gorm.DB, now time.Time, row *taskRow) error {
-	if row.CallbackURL != nil && row.APIKeyID != nil && slices.Contains(taskstate.Settled, row.Status) {
-		if err := enqueueCallbacks(tx, now, row.ID); err != nil {
-			return err
-		}
-	}
-	return s.notifyRow(tx, now, row)
 }
 
 // FinishTurn stores the assistant turn msg (an answer: no tool calls) of a task whose lease

@@ -192,30 +192,6 @@ func bumpSeq(tx *gorm.DB, taskID int64, column string, n int) (int64, error) {
 	return last, nil
 }
 
-// statusEvents appends, for each of ids, an EventStatus describing the task as tx now holds it.
-// A FAILED task is marked Retrying when its agent retries the error automatically
-// (taskstate.WillRetry, the rule task.Service.ScheduleRetry applies).
-func statusEvents(tx *gorm.DB, now time.Time, ids ...int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	var rows []taskRow
-	if err := tx.Select("id", "agent_id", "status", "answer", "error_code", "error_message", "steps_used", "input_tokens", "output_tokens", "next_retry_at", "retry_count").
-		Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
-		return fmt.Errorf("status events: %w", err)
-	}
-	for i := range rows {
-		st, err := statusEvent(tx, &rows[i])
-		if err != nil {
-			return err
-		}
-		if err := appendEvents(tx, rows[i].ID, now, TaskEvent{Type: EventStatus, Status: st}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pruneDeltas deletes the streamed output deltas of task id: the turn they belong to has ended
 // (its message is stored, or it failed and nothing of it is kept).
 func pruneDeltas(tx *gorm.DB, id int64) error {
@@ -223,17 +199,6 @@ func pruneDeltas(tx *gorm.DB, id int64) error {
 		return fmt.Errorf("task %d: prune deltas: %w", id, err)
 	}
 	return nil
-}
-
-// reapedEvents records that tasks ids were taken back from their worker mid-turn: the turn's
-// deltas are dropped (it will be run again) and their new status is recorded.
-func reapedEvents(tx *gorm.DB, now time.Time, ids []int64) error {
-	for _, id := range ids {
-		if err := pruneDeltas(tx, id); err != nil {
-			return err
-		}
-	}
-	return statusEvents(tx, now, ids...)
 }
 
 // toolCallEvents appends one event of type typ per call.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +13,9 @@ import (
 // leaseWhere is the condition under which a worker's write to its task applies: the task is
 // RUNNING, leased to the worker, and the lease has not expired.
 const leaseWhere = "id = ? AND status = ? AND lease_owner = ? AND lease_expires_at >= ?"
+
+// leaseHeld is leaseWhere without the status, for setStatus (which adds status = RUNNING).
+const leaseHeld = "id = ? AND lease_owner = ? AND lease_expires_at >= ?"
 
 // reserve is what a lease write numbers on the task row in the same statement: the events and
 // the messages the transaction is about to insert.
@@ -95,31 +97,4 @@ func statusEvent(tx *gorm.DB, r *taskRow) (*StatusEvent, error) {
 		st.Retrying = taskstate.WillRetry(*r.ErrorCode, r.RetryCount, maxRetries)
 	}
 	return st, nil
-}
-
-// insertStatusEvents writes, in one INSERT, a status event for each of rows (task rows as tx has
-// just written them), numbered by that write (its event_seq + 1).
-func insertStatusEvents(tx *gorm.DB, now time.Time, rows []taskRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	out := make([]taskEventRow, len(rows))
-	for i := range rows {
-		st, err := statusEvent(tx, &rows[i])
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(eventPayload{Status: st})
-		if err != nil {
-			return fmt.Errorf("task %d: encode status event: %w", rows[i].ID, err)
-		}
-		out[i] = taskEventRow{TaskID: rows[i].ID, Sequence: rows[i].EventSeq, Type: EventStatus, Data: string(data), CreatedAt: now}
-	}
-	if err := insertEventRows(tx, out); err != nil {
-		return fmt.Errorf("status events: %w", err)
-	}
-	for i := range rows {
-		noteEvent(tx, rows[i].ID, &StatusEvent{Status: rows[i].Status})
-	}
-	return nil
 }

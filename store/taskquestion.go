@@ -145,8 +145,8 @@ func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID st
 		if err != nil {
 			return nil, err
 		}
-		if row.Status != taskstate.AwaitingInput {
-			return nil, invalidState("answer", row.Status)
+		if !taskstate.Leaves(taskstate.Answer, row.Status) {
+			return nil, invalidState(taskstate.Rules[taskstate.Answer].Verb, row.Status)
 		}
 		var qr questionRow
 		err = tx.Where("task_id = ? AND tool_call_id = ? AND answered_at IS NULL", taskID, toolCallID).Take(&qr).Error
@@ -175,6 +175,6 @@ func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID st
 		if err := appendEvents(tx, taskID, now, TaskEvent{Type: EventQuestionAnswered, Questions: &b}); err != nil {
 			return nil, err
 		}
-		return s.queueWhenSettled(tx, taskID, taskstate.AwaitingInput, now, &questionRow{}, "answered_at IS NULL")
+		return s.queueWhenSettled(tx, taskID, taskstate.Answer, row.Status, now, &questionRow{}, "answered_at IS NULL")
 	})
 }

@@ -34,33 +34,23 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 		}
 		now := s.now()
 		until := normTime(now.Add(lease))
-		var res *gorm.DB
-		claimed := false
 		switch {
-		case row.Status == taskstate.Queued, row.Status == taskstate.Failed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
-			res = tx.Exec("UPDATE tasks SET "+claimSet+" WHERE id = ? AND status = ?", workerID, until, now, id, row.Status)
-			claimed = true
+		case row.Status == taskstate.Failed && row.NextRetryAt != nil && !row.NextRetryAt.After(now):
+			return s.tickClaim(tx, now, taskstate.ClaimRetry, row, workerID, until)
 		case row.Status == taskstate.Running:
 			held := row.LeaseOwner != nil && *row.LeaseOwner != workerID &&
 				row.LeaseExpiresAt != nil && !row.LeaseExpiresAt.Before(now)
 			if held {
 				return nil, svcerr.New(svcerr.ErrInvalidState, "the task is being ticked by another caller")
 			}
-			res = tx.Model(&taskRow{}).Where("id = ? AND status = ?", id, taskstate.Running).
+			// The lease lapsed or is ours: lease it again, the status stays.
+			res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", id, taskstate.Running).
 				Updates(map[string]any{"lease_owner": workerID, "lease_expires_at": until, "updated_at": now})
-		default:
-			return nil, invalidState("tick", row.Status)
-		}
-		if res.Error != nil {
-			return nil, fmt.Errorf("task %d: acquire tick: %w", id, res.Error)
-		}
-		if res.RowsAffected == 0 { // cannot happen under the row lock; refuse rather than run unleased
-			return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
-		}
-		if claimed {
-			if err := statusEvents(tx, now, id); err != nil {
-				return nil, err
+			if res.Error != nil {
+				return nil, fmt.Errorf("task %d: acquire tick: %w", id, res.Error)
 			}
+		default:
+			return s.tickClaim(tx, now, taskstate.Tick, row, workerID, until)
 		}
 		return readTask(tx, id)
 	})
@@ -74,4 +64,18 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 // beyond the database's own.
 func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) (Reaped, error) {
 	return s.reap(ctx, now, 0, taskstate.CodeWorkerDisconnected, "the client driving the task stopped ticking it")
+}
+
+// tickClaim moves task row, locked, to RUNNING by action, leased to workerID until until.
+// Errors: ErrInvalidState when the state machine does not allow it (quiescent, terminal).
+func (s *Store) tickClaim(tx *gorm.DB, now time.Time, action taskstate.Action, row *taskRow, workerID string, until time.Time) (*Task, error) {
+	rows, err := s.setStatus(tx, now, statusChange{action: action, from: row.Status, to: taskstate.Running,
+		where: "id = ?", args: []any{row.ID}, ids: []int64{row.ID}, set: claimLease(workerID, until), worker: workerID})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 { // cannot happen under the row lock; refuse rather than run unleased
+		return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+	}
+	return rows[0].toTask()
 }

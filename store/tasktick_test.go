@@ -11,6 +11,7 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 )
 
 func TestAcquireTick(t *testing.T) {
@@ -46,9 +47,7 @@ func TestAcquireTick(t *testing.T) {
 	// Quiescent and terminal tasks are refused.
 	for _, st := range []string{taskstate.Aborted, taskstate.Completed} {
 		q := f.create(t, "q")
-		if _, err := f.s.TransitionTask(ctx, q.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: st}); err != nil {
-			t.Fatal(err)
-		}
+		storetest.MoveTo(t, f.s, q.ID, st)
 		_, err := f.s.AcquireTick(ctx, q.ID, "tick:user:1", time.Minute)
 		wantErr(t, err, svcerr.ErrInvalidState)
 	}

@@ -338,7 +338,7 @@ func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider,
 	if len(ds) == 0 {
 		return nil, invalidf("decisions must not be empty")
 	}
-	return s.decide(ctx, taskID, "approve", func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
+	return s.decide(ctx, taskID, taskstate.Approve, func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
 		seen := map[string]bool{}
 		for _, d := range ds {
 			if seen[d.ProviderCallID] {
@@ -428,7 +428,7 @@ func (s *Store) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, re
 
 // RejectToolCallsBy is RejectToolCalls recording by as the decider.
 func (s *Store) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider, reason string) (*Task, error) {
-	return s.decide(ctx, taskID, "reject", func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
+	return s.decide(ctx, taskID, taskstate.Reject, func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
 		for _, row := range pending {
 			ch := by.changes(now)
 			if err := rejectChanges(ch, &reason); err != nil {
@@ -444,14 +444,14 @@ func (s *Store) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider,
 
 // decide locks a PENDING_APPROVAL task, lets fn decide calls, and queues the task when no call
 // is left pending. The task row lock serialises concurrent decisions on one task.
-func (s *Store) decide(ctx context.Context, taskID int64, action string, fn func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error) (*Task, error) {
+func (s *Store) decide(ctx context.Context, taskID int64, action taskstate.Action, fn func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error) (*Task, error) {
 	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
 		row, err := loadTask(tx, taskID, true)
 		if err != nil {
 			return nil, err
 		}
-		if row.Status != taskstate.PendingApproval {
-			return nil, invalidState(action, row.Status)
+		if !taskstate.Leaves(action, row.Status) {
+			return nil, invalidState(taskstate.Rules[action].Verb, row.Status)
 		}
 		var rows []toolCallRow
 		if err := tx.Where("task_id = ? AND status = ?", taskID, ToolCallPendingApproval).Order("id").Find(&rows).Error; err != nil {
@@ -476,32 +476,31 @@ func (s *Store) decide(ctx context.Context, taskID int64, action string, fn func
 		if err := toolCallEvents(tx, taskID, now, EventToolCallDecided, decided); err != nil {
 			return nil, err
 		}
-		return s.queueWhenSettled(tx, taskID, taskstate.PendingApproval, now, &toolCallRow{}, "status = ?", ToolCallPendingApproval)
+		return s.queueWhenSettled(tx, taskID, action, row.Status, now, &toolCallRow{}, "status = ?", ToolCallPendingApproval)
 	})
 }
 
-// queueWhenSettled moves the task from `from` to QUEUED when no row of model matches
-// "task_id = ? AND <where>"; otherwise it only bumps updated_at. It returns the task.
-func (s *Store) queueWhenSettled(tx *gorm.DB, taskID int64, from string, now time.Time, model any, where string, args ...any) (*Task, error) {
+// queueWhenSettled moves the task, locked in status from, to QUEUED by action when no row of
+// model matches "task_id = ? AND <where>" (every call decided, every batch answered);
+// otherwise it only bumps updated_at. It returns the task.
+func (s *Store) queueWhenSettled(tx *gorm.DB, taskID int64, action taskstate.Action, from string, now time.Time, model any, where string, args ...any) (*Task, error) {
 	var n int64
 	if err := tx.Model(model).Where("task_id = ?", taskID).Where(where, args...).Count(&n).Error; err != nil {
 		return nil, fmt.Errorf("task %d: count pending: %w", taskID, err)
 	}
-	ch := map[string]any{"updated_at": now}
-	if n == 0 {
-		ch = transitionChanges(TaskTransition{To: taskstate.Queued}, now)
+	if n > 0 {
+		if err := tx.Model(&taskRow{}).Where("id = ?", taskID).Update("updated_at", now).Error; err != nil {
+			return nil, fmt.Errorf("task %d: touch: %w", taskID, err)
+		}
+		return readTask(tx, taskID)
 	}
-	res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", taskID, from).Updates(ch)
-	if res.Error != nil {
-		return nil, fmt.Errorf("task %d: queue: %w", taskID, res.Error)
+	rows, err := s.setStatus(tx, now, statusChange{action: action, from: from, to: taskstate.Queued,
+		where: "id = ?", args: []any{taskID}, ids: []int64{taskID}})
+	if err != nil {
+		return nil, err
 	}
-	if res.RowsAffected == 0 {
+	if len(rows) == 0 { // cannot happen under the row lock
 		return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
 	}
-	if n == 0 {
-		if err := statusEvents(tx, now, taskID); err != nil {
-			return nil, err
-		}
-	}
-	return readTask(tx, taskID)
+	return rows[0].toTask()
 }

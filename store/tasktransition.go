@@ -13,19 +13,17 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
-// TaskTransition is one compare-and-swap status change: it applies only while the task's
-// status is one of From. Leaving RUNNING drops the lease; entering COMPLETED, FAILED,
-// CANCELLED or ABORTED sets finished_at, entering any other state clears it; any pending
-// automatic retry (next_retry_at) is dropped.
+// TaskTransition is a status change asked for by a caller (task.Service), applied by
+// TransitionTask under the state machine's rule for Action (taskstate.Rules), which also gives
+// its effects (error and answer cleared, retry counted …).
 type TaskTransition struct {
-	Action string // names the request in the refusal message ("abort", "retry" …)
-	From   []string
-	To     string
+	Action taskstate.Action
+	// From, when set, narrows the statuses the rule allows the task to leave (a condition the
+	// caller checked, such as the agent refusing follow-ups on a COMPLETED task).
+	From []string
+	To   string
 	// RequireRetryPending applies the change only while next_retry_at is set.
 	RequireRetryPending bool
-	ClearAnswer         bool
-	ClearError          bool
-	IncRetry            bool
 	// GrantSteps > 0 sets max_steps to steps_used + GrantSteps.
 	GrantSteps int
 	// UserMessage, when set, is appended to the conversation as a user message.
@@ -34,40 +32,46 @@ type TaskTransition struct {
 	UnsetData []string
 }
 
-func invalidState(action, status string) error {
-	if action == "" {
-		return svcerr.New(svcerr.ErrInvalidState, "the task is %s", status)
-	}
-	return svcerr.New(svcerr.ErrInvalidState, "cannot %s a task that is %s", action, status)
-}
-
-// TransitionTask applies t to task id as one conditional UPDATE, so of two concurrent callers
+// TransitionTask applies t to task id under the task's row lock, so of two concurrent callers
 // at most one moves the task. Errors: ErrNotFound "task not found", ErrInvalidState when the
-// task is not in one of t.From (or has no pending retry when required), ErrInvalid for an
-// invalid user message.
+// state machine (or t.From) does not let the task leave its status, or it has no pending retry
+// when required; ErrInvalid for an invalid user message.
 func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) (*Task, error) {
 	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
-		db := tx.Model(&taskRow{}).Where("id = ? AND status IN ?", id, t.From)
-		if t.RequireRetryPending {
-			db = db.Where("next_retry_at IS NOT NULL")
+		cur, err := loadTask(tx, id, true)
+		if err != nil {
+			return nil, err
 		}
-		res := db.Updates(transitionChanges(t, now))
-		if res.Error != nil {
-			return nil, fmt.Errorf("task %d: %s: %w", id, t.Action, res.Error)
+		if t.From != nil && !slices.Contains(t.From, cur.Status) {
+			return nil, invalidState(taskstate.Rules[t.Action].Verb, cur.Status)
 		}
-		if res.RowsAffected == 0 {
-			row, err := loadTask(tx, id, false)
+		if t.RequireRetryPending && taskstate.Leaves(t.Action, cur.Status) && cur.NextRetryAt == nil {
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the task has no pending automatic retry")
+		}
+		set := map[string]any{}
+		if t.GrantSteps > 0 {
+			set["max_steps"] = gorm.Expr("steps_used + ?", t.GrantSteps)
+		}
+		if len(t.UnsetData) > 0 {
+			data, err := decodeMetadata(cur.Data)
 			if err != nil {
+				return nil, fmt.Errorf("task %d: data: %w", id, err)
+			}
+			for _, k := range t.UnsetData {
+				delete(data, k)
+			}
+			if set["data"], err = encodeJSON("data", data); err != nil {
 				return nil, err
 			}
-			if t.RequireRetryPending && slices.Contains(t.From, row.Status) {
-				return nil, svcerr.New(svcerr.ErrInvalidState, "the task has no pending automatic retry")
-			}
-			return nil, invalidState(t.Action, row.Status)
 		}
-		if err := statusEvents(tx, now, id); err != nil {
+		rows, err := s.setStatus(tx, now, statusChange{action: t.Action, from: cur.Status, to: t.To,
+			where: "id = ?", args: []any{id}, ids: []int64{id}, set: set})
+		if err != nil {
 			return nil, err
+		}
+		if len(rows) == 0 { // cannot happen under the row lock; refuse rather than guess
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
 		}
 		if t.UserMessage != nil {
 			m := *t.UserMessage
@@ -75,113 +79,47 @@ func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) 
 			if _, err := appendMessages(tx, id, now, []NewTaskMessage{m}); err != nil {
 				return nil, err
 			}
+			return readTask(tx, id)
 		}
-		if len(t.UnsetData) > 0 {
-			if err := unsetData(tx, id, t.UnsetData); err != nil {
-				return nil, err
-			}
-		}
-		if err := enqueueCallbacks(tx, now, id); err != nil {
-			return nil, err
-		}
-		return readTask(tx, id)
+		return rows[0].toTask()
 	})
 }
 
-func transitionChanges(t TaskTransition, now time.Time) map[string]any {
-	ch := map[string]any{"status": t.To, "updated_at": now, "next_retry_at": nil}
-	if t.To != taskstate.Running {
-		ch["lease_owner"], ch["lease_expires_at"] = nil, nil
-	}
-	if slices.Contains(taskstate.Finished, t.To) {
-		ch["finished_at"] = now
-	} else {
-		ch["finished_at"] = nil
-	}
-	if t.ClearAnswer {
-		ch["answer"] = nil
-	}
-	if t.ClearError {
-		ch["error_code"], ch["error_message"] = nil, nil
-	}
-	if t.IncRetry {
-		ch["retry_count"] = gorm.Expr("retry_count + 1")
-	}
-	if t.GrantSteps > 0 {
-		ch["max_steps"] = gorm.Expr("steps_used + ?", t.GrantSteps)
-	}
-	return ch
-}
-
-func unsetData(tx *gorm.DB, id int64, keys []string) error {
-	row, err := loadTask(tx, id, false)
-	if err != nil {
-		return err
-	}
-	data, err := decodeMetadata(row.Data)
-	if err != nil {
-		return fmt.Errorf("task %d: data: %w", id, err)
-	}
-	for _, k := range keys {
-		delete(data, k)
-	}
-	enc, err := encodeJSON("data", data)
-	if err != nil {
-		return err
-	}
-	return tx.Model(&taskRow{}).Where("id = ?", id).Update("data", enc).Error
-}
-
-// AbortTaskChain aborts task id when it is in one of from, then every ancestor above it that
-// is AWAITING_SUB_AGENTS, walking up parent_task_id and stopping at the first ancestor in
-// another state (it is not waiting on this branch). All in one transaction; returns the task
-// id itself. Errors: ErrNotFound "task not found", ErrInvalidState when id is not in from.
-func (s *Store) AbortTaskChain(ctx context.Context, id int64, from []string) (*Task, error) {
+// AbortTaskChain aborts task id, then every ancestor above it that is AWAITING_SUB_AGENTS,
+// walking up parent_task_id and stopping at the first ancestor in another state (it is not
+// waiting on this branch). All in one transaction; returns the task id itself. Errors:
+// ErrNotFound "task not found", ErrInvalidState when the state machine does not let id abort.
+func (s *Store) AbortTaskChain(ctx context.Context, id int64) (*Task, error) {
 	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
-		abort := TaskTransition{To: taskstate.Aborted}
-		res := tx.Model(&taskRow{}).Where("id = ? AND status IN ?", id, from).Updates(transitionChanges(abort, now))
-		if res.Error != nil {
-			return nil, fmt.Errorf("abort task %d: %w", id, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			row, err := loadTask(tx, id, false)
-			if err != nil {
-				return nil, err
-			}
-			return nil, invalidState("abort", row.Status)
-		}
-		child, err := loadTask(tx, id, false)
+		cur, err := loadTask(tx, id, true)
 		if err != nil {
 			return nil, err
 		}
-		if err := reapedEvents(tx, now, []int64{id}); err != nil { // it may have been mid-turn
+		if err := pruneDeltas(tx, id); err != nil { // it may have been mid-turn
 			return nil, err
 		}
-		if err := enqueueCallbacks(tx, now, id); err != nil {
+		rows, err := s.setStatus(tx, now, statusChange{action: taskstate.Abort, from: cur.Status, to: taskstate.Aborted,
+			where: "id = ?", args: []any{id}, ids: []int64{id}})
+		if err != nil {
 			return nil, err
 		}
+		if len(rows) == 0 {
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the task changed state meanwhile")
+		}
+		child := rows[0]
 		seen := map[int64]bool{id: true}
 		for p := child.ParentTaskID; p != nil && !seen[*p]; {
 			seen[*p] = true
-			res := tx.Model(&taskRow{}).Where("id = ? AND status = ?", *p, taskstate.AwaitingSubAgents).Updates(transitionChanges(abort, now))
-			if res.Error != nil {
-				return nil, fmt.Errorf("abort ancestor task %d: %w", *p, res.Error)
-			}
-			if res.RowsAffected == 0 {
-				break
-			}
-			parent, err := loadTask(tx, *p, false)
+			parents, err := s.setStatus(tx, now, statusChange{action: taskstate.Abort, from: taskstate.AwaitingSubAgents,
+				to: taskstate.Aborted, where: "id = ?", args: []any{*p}, ids: []int64{*p}})
 			if err != nil {
 				return nil, err
 			}
-			if err := statusEvents(tx, now, *p); err != nil {
-				return nil, err
+			if len(parents) == 0 {
+				break
 			}
-			if err := enqueueCallbacks(tx, now, *p); err != nil {
-				return nil, err
-			}
-			p = parent.ParentTaskID
+			p = parents[0].ParentTaskID
 		}
 		return child.toTask()
 	})
@@ -257,25 +195,19 @@ func (s *Store) retryPromised(ctx context.Context, id int64) (bool, error) {
 // The caller decides whether the error code is transient. Errors: ErrNotFound "task not found".
 func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Duration, maxRetries int) (bool, error) {
 	return inTx(ctx, s, func(tx *gorm.DB) (bool, error) {
-		res := tx.Model(&taskRow{}).
-			Where("id = ? AND status = ? AND next_retry_at IS NULL AND retry_count < ?", id, taskstate.Failed, maxRetries).
-			Updates(map[string]any{"next_retry_at": normTime(s.now().Add(max(after, 0))), "updated_at": s.now()})
-		if res.Error != nil {
-			return false, fmt.Errorf("schedule retry of task %d: %w", id, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			_, err := loadTask(tx, id, false)
-			return false, err
-		}
-		t, err := loadTask(tx, id, false)
+		now := s.now()
+		rows, err := s.setStatus(tx, now, statusChange{action: taskstate.ScheduleRetry, from: taskstate.Failed, to: taskstate.Failed,
+			where: "id = ? AND next_retry_at IS NULL AND retry_count < ?", args: []any{id, maxRetries}, ids: []int64{id},
+			set: map[string]any{"next_retry_at": normTime(now.Add(max(after, 0)))}})
 		if err != nil {
 			return false, err
 		}
-		if err := statusEvents(tx, s.now(), id); err != nil {
+		if len(rows) == 0 {
+			_, err := loadTask(tx, id, false)
 			return false, err
 		}
-		if t.ParentTaskID == nil {
-			if err := s.notify(tx, s.now(), t, NotifyTaskRetryQueued); err != nil {
+		if rows[0].ParentTaskID == nil {
+			if err := s.notify(tx, now, &rows[0], NotifyTaskRetryQueued); err != nil {
 				return false, err
 			}
 		}

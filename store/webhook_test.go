@@ -167,24 +167,24 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		})
 	}
 
-	t.Run("TransitionTask cancel and retry", func(t *testing.T) {
+	t.Run("TransitionTask abort and continue", func(t *testing.T) {
 		t.Parallel()
 		f := newHookFixture(t)
 		tk := f.chat(t, "https://hooks.example.com/in", nil)
-		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "cancel", From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 			t.Fatal(err)
 		}
-		if ds := f.deliveries(t, tk.ID); len(ds) != 1 || ds[0].Status != taskstate.Cancelled {
+		if ds := f.deliveries(t, tk.ID); len(ds) != 1 || ds[0].Status != taskstate.Aborted {
 			t.Fatalf("deliveries = %+v", ds)
 		}
-		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "retry", From: []string{taskstate.Cancelled}, To: taskstate.Queued}); err != nil {
+		if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Continue, To: taskstate.Queued}); err != nil {
 			t.Fatal(err)
 		}
 		if ds := f.deliveries(t, tk.ID); len(ds) != 1 {
 			t.Fatalf("QUEUED enqueued a callback: %+v", ds)
 		}
 		// A refused transition writes nothing.
-		_, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: "abort", From: []string{taskstate.Running}, To: taskstate.Aborted})
+		_, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Retry, To: taskstate.Queued})
 		wantErr(t, err, svcerr.ErrInvalidState)
 		if ds := f.deliveries(t, tk.ID); len(ds) != 1 {
 			t.Fatalf("refused transition enqueued: %+v", ds)
@@ -197,7 +197,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		parent := f.chat(t, "https://hooks.example.com/parent", nil)
 		f.setStatus(t, parent.ID, taskstate.AwaitingSubAgents)
 		child := f.chat(t, "", &parent.ID)
-		if _, err := f.s.AbortTaskChain(ctx, child.ID, []string{taskstate.Queued}); err != nil {
+		if _, err := f.s.AbortTaskChain(ctx, child.ID); err != nil {
 			t.Fatal(err)
 		}
 		if ds := f.deliveries(t, child.ID); len(ds) != 0 {
@@ -207,7 +207,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 			t.Fatalf("parent deliveries = %+v", ds)
 		}
 		direct := f.chat(t, "https://hooks.example.com/direct", nil)
-		if _, err := f.s.AbortTaskChain(ctx, direct.ID, []string{taskstate.Queued}); err != nil {
+		if _, err := f.s.AbortTaskChain(ctx, direct.ID); err != nil {
 			t.Fatal(err)
 		}
 		if ds := f.deliveries(t, direct.ID); len(ds) != 1 || ds[0].Status != taskstate.Aborted {
@@ -259,7 +259,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 			nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &revokedKey, &cb
 		})
 		for _, id := range []int64{plain.ID, session.ID, revoked.ID} {
-			if _, err := f.s.TransitionTask(ctx, id, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+			if _, err := f.s.TransitionTask(ctx, id, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 				t.Fatal(err)
 			}
 			if ds := f.deliveries(t, id); len(ds) != 0 {
@@ -276,7 +276,7 @@ func (f *hookFixture) settled(t *testing.T, n int) []int64 {
 	var ids []int64
 	for range n {
 		tk := f.chat(t, "https://hooks.example.com/in", nil)
-		if _, err := f.s.TransitionTask(context.Background(), tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+		if _, err := f.s.TransitionTask(context.Background(), tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 			t.Fatal(err)
 		}
 		ds := f.deliveries(t, tk.ID)
@@ -308,7 +308,7 @@ func TestClaimDeliveriesLease(t *testing.T) {
 		t.Fatalf("first claim = %v, %v; want %v", deliveryIDs(got), err, ids[:2])
 	}
 	if got[0].KeyID != "pubkey1" || got[0].SecretDigest != hookDigest || got[0].LeaseUntil == nil ||
-		!got[0].LeaseUntil.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) || got[0].Snapshot.Task.Status != taskstate.Cancelled {
+		!got[0].LeaseUntil.Equal(f.clock.Now().Add(time.Minute).Truncate(time.Microsecond)) || got[0].Snapshot.Task.Status != taskstate.Aborted {
 		t.Fatalf("claimed delivery = %+v", got[0])
 	}
 	got2, err := f.s.ClaimDeliveries(ctx, "d2", 25, time.Minute)
@@ -408,7 +408,7 @@ func TestClaimDeliveriesConcurrent(t *testing.T) {
 		tk := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) {
 			nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &keyID, &cb
 		})
-		if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+		if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 			t.Fatal(err)
 		}
 	}

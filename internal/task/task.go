@@ -30,61 +30,21 @@ const (
 
 // Service applies the task rules on top of the store.
 type Service struct {
-	store *store.Store
+	store Store
 	tools *tools.Registry
 	log   *slog.Logger
 }
 
 // New returns the service; reg describes tool operations for pending calls (may be nil). It
-// logs transitions to slog.Default until WithLog names another logger.
-func New(st *store.Store, reg *tools.Registry) *Service {
+// logs to slog.Default until WithLog names another logger (the store logs the transitions).
+func New(st Store, reg *tools.Registry) *Service {
 	return &Service{store: st, tools: reg, log: slog.Default()}
 }
 
-// WithLog makes the service log its transitions to l, and returns it.
+// WithLog makes the service log to l, and returns it.
 func (s *Service) WithLog(l *slog.Logger) *Service {
 	s.log = l
 	return s
-}
-
-// Transition is one status change of a task, for LogTransition.
-type Transition struct {
-	Action string // what caused it: create, claim, approve, reject, answer, continue, retry, abort, cancel, reap …
-	TaskID int64
-	From   string // the status before ("" for a new task)
-	To     string
-	Code   string // the error code of a task that failed
-	Worker string // the worker that claimed or held the task, when one did
-}
-
-// LogTransition writes the "task transition" line at info, with the attribute names of the
-// agent loop's own line (task_id, from, to, error_code) plus action and worker. Every status
-// change is logged once, by whoever made it: this service for the API's actions, the daemon for
-// claims, housekeeping for reaps, the loop for steps.
-func (s *Service) LogTransition(ctx context.Context, tr Transition) {
-	attrs := []any{"task_id", tr.TaskID, "action", tr.Action, "from", tr.From, "to", tr.To}
-	if tr.Code != "" {
-		attrs = append(attrs, "error_code", tr.Code)
-	}
-	if tr.Worker != "" {
-		attrs = append(attrs, "worker", tr.Worker)
-	}
-	s.log.InfoContext(ctx, "task transition", attrs...)
-}
-
-// changed logs the change of task before into after made by action, when the status changed.
-func (s *Service) changed(ctx context.Context, action string, before, after *store.Task) {
-	if after == nil || (before != nil && before.Status == after.Status) {
-		return
-	}
-	tr := Transition{Action: action, TaskID: after.ID, To: after.Status}
-	if before != nil {
-		tr.From = before.Status
-	}
-	if after.Error != nil && after.Status == taskstate.Failed {
-		tr.Code = after.Error.Code
-	}
-	s.LogTransition(ctx, tr)
 }
 
 // PendingCall is a tool call awaiting approval with its operation's declared description.
@@ -268,7 +228,6 @@ func (s *Service) Start(ctx context.Context, nt store.NewTask) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, "create", nil, t)
 	return s.view(ctx, t)
 }
 
@@ -320,17 +279,13 @@ func (s *Service) Delete(ctx context.Context, u *store.User, id string) error {
 // decided that whoever asks may act on it (the owner through a session, or a key of the
 // agent through the per-agent API). They hold the state machine's rules.
 
-// transition applies tr to the authorised task t.
+// transition applies tr to the authorised task t; the state machine's rule for tr.Action
+// (taskstate.Rules) decides whether t may move.
 func (s *Service) transition(ctx context.Context, t *store.Task, tr store.TaskTransition) (*View, error) {
 	nt, err := s.store.TransitionTask(ctx, t.ID, tr)
 	if err != nil {
 		return nil, err
 	}
-	action := tr.Action
-	if tr.RequireRetryPending {
-		action = "cancel" // the message's wording "cancel the retry chain of" is no action name
-	}
-	s.changed(ctx, action, t, nt)
 	return s.view(ctx, nt)
 }
 
@@ -347,7 +302,7 @@ func (s *Service) Abort(ctx context.Context, u *store.User, id string) (*View, e
 
 // AbortTask is Abort of the authorised task t.
 func (s *Service) AbortTask(ctx context.Context, t *store.Task) (*View, error) {
-	v, err := s.transition(ctx, t, store.TaskTransition{Action: "abort", From: taskstate.Abortable, To: taskstate.Aborted})
+	v, err := s.transition(ctx, t, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted})
 	return s.settled(ctx, v, err)
 }
 
@@ -366,9 +321,6 @@ func (s *Service) settled(ctx context.Context, v *View, err error) (*View, error
 // Reaped handles a task the reaper just failed: the agent's automatic retry, and the parent's
 // resumption when that leaves all its sub-agents settled. Errors: those of the store.
 func (s *Service) Reaped(ctx context.Context, id int64) error {
-	if t, err := s.store.Task(ctx, id); err == nil {
-		s.changed(ctx, "reap", &store.Task{Status: taskstate.Running}, t)
-	}
 	if _, err := s.ScheduleRetry(ctx, id); err != nil {
 		return err
 	}
@@ -383,10 +335,7 @@ func (s *Service) ResumeParent(ctx context.Context, id int64) error {
 	if err != nil || t.ParentTaskID == nil {
 		return err
 	}
-	resumed, err := s.store.ResumeWhenChildrenSettled(ctx, *t.ParentTaskID)
-	if resumed {
-		s.LogTransition(ctx, Transition{Action: "resume", TaskID: *t.ParentTaskID, From: taskstate.AwaitingSubAgents, To: taskstate.Queued})
-	}
+	_, err = s.store.ResumeWhenChildrenSettled(ctx, *t.ParentTaskID)
 	return err
 }
 
@@ -402,11 +351,10 @@ func (s *Service) AbortSubAgent(ctx context.Context, u *store.User, id string) (
 
 // AbortSubAgentTask is AbortSubAgent of the authorised task t.
 func (s *Service) AbortSubAgentTask(ctx context.Context, t *store.Task) (*View, error) {
-	nt, err := s.store.AbortTaskChain(ctx, t.ID, taskstate.Abortable)
+	nt, err := s.store.AbortTaskChain(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, "abort", t, nt)
 	return s.view(ctx, nt)
 }
 
@@ -428,7 +376,6 @@ func (s *Service) ApproveTask(ctx context.Context, t *store.Task, by store.Decid
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, "approve", t, nt)
 	return s.view(ctx, nt)
 }
 
@@ -452,7 +399,6 @@ func (s *Service) RejectTask(ctx context.Context, t *store.Task, by store.Decide
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, "reject", t, nt)
 	return s.view(ctx, nt)
 }
 
@@ -477,7 +423,6 @@ func (s *Service) AnswerTask(ctx context.Context, t *store.Task, toolCallID stri
 	if err != nil {
 		return nil, err
 	}
-	s.changed(ctx, "answer", t, nt)
 	return s.view(ctx, nt)
 }
 
@@ -570,11 +515,12 @@ func (s *Service) ContinueTask(ctx context.Context, t *store.Task, in ContinueIn
 	if err != nil {
 		return nil, err
 	}
-	from := []string{taskstate.Failed, taskstate.Aborted}
-	if a.AllowFollowup {
-		from = append(from, taskstate.Completed)
-	} else if t.Status == taskstate.Completed {
-		return nil, svcerr.New(svcerr.ErrInvalidState, "the agent does not allow follow-ups on a completed task")
+	var from []string // the state machine's, unless the agent refuses follow-ups
+	if !a.AllowFollowup {
+		if t.Status == taskstate.Completed {
+			return nil, svcerr.New(svcerr.ErrInvalidState, "the agent does not allow follow-ups on a completed task")
+		}
+		from = []string{taskstate.Failed, taskstate.Aborted}
 	}
 	steps := a.MaxSteps
 	if in.AdditionalSteps != nil {
@@ -583,14 +529,14 @@ func (s *Service) ContinueTask(ctx context.Context, t *store.Task, in ContinueIn
 	msg := &store.NewTaskMessage{Text: in.Prompt, MediaIDs: in.MediaIDs}
 	if in.Queued && t.Status == taskstate.Queued {
 		// Join the queued turn: only the message (and an explicit budget) changes.
-		tr := store.TaskTransition{Action: "continue", From: []string{taskstate.Queued}, To: taskstate.Queued, UserMessage: msg}
+		tr := store.TaskTransition{Action: taskstate.FollowUp, To: taskstate.Queued, UserMessage: msg}
 		if in.AdditionalSteps != nil {
 			tr.GrantSteps = steps
 		}
 		return s.transition(ctx, t, tr)
 	}
 	return s.transition(ctx, t, store.TaskTransition{
-		Action: "continue", From: from, To: taskstate.Queued, ClearAnswer: true, ClearError: true,
+		Action: taskstate.Continue, From: from, To: taskstate.Queued,
 		GrantSteps: steps, UserMessage: msg, UnsetData: []string{"max_steps_reached"},
 	})
 }
@@ -602,9 +548,7 @@ func (s *Service) Retry(ctx context.Context, u *store.User, id string) (*View, e
 	if err != nil {
 		return nil, err
 	}
-	return s.transition(ctx, t, store.TaskTransition{
-		Action: "retry", From: []string{taskstate.Failed}, To: taskstate.Queued, ClearError: true, IncRetry: true,
-	})
+	return s.transition(ctx, t, store.TaskTransition{Action: taskstate.Retry, To: taskstate.Queued})
 }
 
 // CancelRetryChain cancels the pending automatic retry of a FAILED task: the task becomes
@@ -614,9 +558,7 @@ func (s *Service) CancelRetryChain(ctx context.Context, u *store.User, id string
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.transition(ctx, t, store.TaskTransition{
-		Action: "cancel the retry chain of", From: []string{taskstate.Failed}, To: taskstate.Cancelled, RequireRetryPending: true,
-	})
+	v, err := s.transition(ctx, t, store.TaskTransition{Action: taskstate.CancelRetry, To: taskstate.Cancelled, RequireRetryPending: true})
 	return s.settled(ctx, v, err)
 }
 

@@ -108,7 +108,7 @@ func BenchmarkDrain(b *testing.B) {
 					tk := storetest.Task(b, s, a, u.ID, func(nt *store.NewTask) {
 						nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &k.ID, &url
 					})
-					if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+					if _, err := s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -50,7 +50,7 @@ func (f *fixture) settle(t *testing.T, url string) int64 {
 	tk := storetest.Task(t, f.s, f.agent, f.user.ID, func(nt *store.NewTask) {
 		nt.Source, nt.APIKeyID, nt.CallbackURL = store.TaskSourceAgentAPI, &f.key.ID, &url
 	})
-	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{From: []string{taskstate.Queued}, To: taskstate.Cancelled}); err != nil {
+	if _, err := f.s.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted}); err != nil {
 		t.Fatal(err)
 	}
 	return tk.ID
@@ -142,7 +142,7 @@ func TestDeliverSigned2xx(t *testing.T) {
 	if err := webhook.Verify(webhook.SecretDigest(katSecret), r.Header.Get(webhook.HeaderTimestamp), r.Header.Get(webhook.HeaderSignature), body, f.clock.Now()); err != nil {
 		t.Fatalf("signature: %v", err)
 	}
-	if want := fmt.Sprintf(`{"id":%d,"status":"CANCELLED"}`, id); string(body) != want {
+	if want := fmt.Sprintf(`{"id":%d,"status":"ABORTED"}`, id); string(body) != want {
 		t.Fatalf("body = %s, want %s", body, want)
 	}
 	if d := f.delivery(t, id); d.State != store.DeliveryDelivered || d.Attempts != 0 {

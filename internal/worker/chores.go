@@ -10,7 +10,6 @@ import (
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
-	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -64,9 +63,6 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 		r, err := c.Reap(ctx, now)
 		errs = append(errs, err)
 		h.OrphansReaped = len(r.Failed) + len(r.Requeued)
-		for _, id := range r.Requeued {
-			c.Tasks.LogTransition(ctx, task.Transition{Action: "reap", TaskID: id, From: taskstate.Running, To: taskstate.Queued})
-		}
 		if len(r.Requeued) > 0 && c.Requeued != nil {
 			c.Requeued()
 		}

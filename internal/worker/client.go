@@ -131,12 +131,8 @@ func (s *Client) Tick(ctx context.Context, u *store.User, id string) (*task.View
 	defer s.end(tid)
 	worker := WorkerID(u.ID)
 	lease := time.Duration(s.cfg().TickLeaseSeconds) * time.Second
-	held, err := s.store.AcquireTick(ctx, tid, worker, lease)
-	if err != nil {
+	if _, err := s.store.AcquireTick(ctx, tid, worker, lease); err != nil {
 		return nil, err
-	}
-	if t.Status != held.Status {
-		s.tasks.LogTransition(ctx, task.Transition{Action: "claim", TaskID: tid, From: t.Status, To: held.Status, Worker: worker})
 	}
 	// The step runs to its end even when the browser gives up: its writes are guarded by the lease.
 	out, err := s.loop.Tick(context.WithoutCancel(ctx), tid, worker)

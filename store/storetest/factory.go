@@ -156,3 +156,48 @@ func APIKey(t testing.TB, s *store.Store, a *store.Agent, createdBy int64, secre
 	}
 	return out
 }
+
+// MoveTo drives task id, QUEUED, to status through the state machine's own transitions (a
+// test leases it with AcquireTick as worker "storetest"; a FAILED task fails with SERVER_ERROR;
+// a CANCELLED one fails, gets a retry scheduled and has the retry chain cancelled), so tests
+// reach any status the way the service does. It returns the task as left.
+func MoveTo(t testing.TB, s *store.Store, id int64, status string) *store.Task {
+	t.Helper()
+	ctx := context.Background()
+	fail := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("storetest.MoveTo %s: %v", status, err)
+		}
+	}
+	var out *store.Task
+	var err error
+	switch status {
+	case taskstate.Queued:
+		out, err = s.Task(ctx, id)
+	case taskstate.Aborted:
+		out, err = s.TransitionTask(ctx, id, store.TaskTransition{Action: taskstate.Abort, To: taskstate.Aborted})
+	default:
+		out, err = s.AcquireTick(ctx, id, "storetest", time.Hour)
+		fail(err)
+		switch status {
+		case taskstate.Running:
+		case taskstate.Failed, taskstate.Cancelled:
+			out, err = s.FinishStep(ctx, id, "storetest", store.StepOutcome{Status: taskstate.Failed,
+				Error: &store.TaskError{Code: taskstate.CodeServerError, Message: "storetest"}})
+			if status == taskstate.Cancelled {
+				fail(err)
+				_, err = s.ScheduleTaskRetry(ctx, id, time.Hour, 1)
+				fail(err)
+				out, err = s.TransitionTask(ctx, id, store.TaskTransition{Action: taskstate.CancelRetry, To: taskstate.Cancelled, RequireRetryPending: true})
+			}
+		default:
+			out, err = s.FinishStep(ctx, id, "storetest", store.StepOutcome{Status: status})
+		}
+	}
+	fail(err)
+	if out.Status != status {
+		t.Fatalf("storetest.MoveTo: task %d is %s, want %s", id, out.Status, status)
+	}
+	return out
+}
