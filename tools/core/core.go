@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )
@@ -141,23 +142,33 @@ type Deps struct {
 	Net netguard.Options
 	// UserAgent is read_url's User-Agent when the user_agent setting is empty.
 	UserAgent string
+	// Media is what the media tool reads of the media an agent may see (*store.Store).
+	Media MediaSource
+	// Files opens the files of media assets for the media tool (*media.Service).
+	Files MediaFiles
+	// Schedules runs the schedule tool's operations (*schedule.Service); it needs Users too.
+	Schedules ScheduleService
+	// Agents runs the agent tool's operations (*toolconfig.Service).
+	Agents AgentService
 }
 
-// Executors returns the executors of the core tools keyed by tool class. agent, sub_agent,
-// schedule and media are not here: they act on agents, tasks, schedules and media through the
-// agent loop and are built with it.
+// Executors returns the executor of every core tool keyed by tool class: the one registry of
+// core executors the agent loop receives (agentloop.Loop.Executors), built once over deps.
 func Executors(deps Deps) map[string]tools.Executor {
 	if deps.Clock == nil {
 		deps.Clock = time.Now
 	}
 	return map[string]tools.Executor{
-		"core.TimeTool":            &timeExec{deps: deps},
-		"core.CalculatorTool":      calcExec{},
-		"core.ReadURLTool":         &readURLExec{deps: deps},
+		"core.AgentTool":           &agentExec{agents: deps.Agents},
 		"core.AskUserQuestionTool": askExec{},
+		"core.CalculatorTool":      calcExec{},
+		"core.MediaTool":           &mediaExec{media: deps.Media, files: deps.Files},
+		"core.ReadURLTool":         &readURLExec{deps: deps},
+		"core.ScheduleTool":        &scheduleExec{schedules: deps.Schedules, users: deps.Users},
 		"core.SkillTool":           &skillExec{idx: deps.Skills},
-		"core.UserInfoTool":        &userInfoExec{users: deps.Users},
+		"core.TimeTool":            &timeExec{deps: deps},
 		"core.TodoTool":            &todoExec{todos: deps.Todos},
+		"core.UserInfoTool":        &userInfoExec{users: deps.Users},
 	}
 }
 
@@ -256,4 +267,67 @@ func stringList(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// toolError turns a categorised refusal into a ToolError with its public message; other errors
+// are returned as they are.
+func toolError(err error) error {
+	if msg, _, ok := svcerr.Public(err); ok {
+		return &tools.ToolError{Msg: msg}
+	}
+	return err
+}
+
+// jsonResult is v as the model sees it (JSON) and as the transcript keeps it.
+func jsonResult(v any) (tools.Result, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Content: string(b), Data: b}, nil
+}
+
+// intOf converts a JSON-decoded whole number.
+func intOf(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+			return 0, false
+		}
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// intList reads an integer_list setting.
+func intList(v any) []int64 {
+	var out []int64
+	switch l := v.(type) {
+	case []any:
+		for _, e := range l {
+			if n, ok := intOf(e); ok {
+				out = append(out, n)
+			}
+		}
+	case []int64:
+		out = l
+	case []float64:
+		for _, e := range l {
+			if n, ok := intOf(e); ok {
+				out = append(out, n)
+			}
+		}
+	case []int:
+		for _, e := range l {
+			out = append(out, int64(e))
+		}
+	}
+	return out
 }
