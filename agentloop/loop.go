@@ -353,11 +353,12 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	return l.finish(ctx, t, worker, usage)
 }
 
-// unsettledChildren counts the sub-agent tasks of t not settled yet; only a sub-agent call
-// (among the task's calls) creates children, so a task without one has none to count.
+// unsettledChildren counts the sub-agent tasks of t not settled yet; only a call of a tool
+// whose executor delegates (tools.Delegator) creates children, so a task without one has none
+// to count.
 func (l *Loop) unsettledChildren(ctx context.Context, t *store.Task, calls []store.ToolCall) (int64, error) {
 	for _, c := range calls {
-		if c.ToolClass == SubAgentClass {
+		if _, ok := l.delegator(c.ToolClass); ok {
 			return l.Store.UnsettledChildren(ctx, t.ID)
 		}
 	}

@@ -147,6 +147,7 @@ func (a *App) newLoop() *agentloop.Loop {
 		Files:       a.Media,
 		Schedules:   a.Schedules,
 		Agents:      a.ToolConfig,
+		SubAgents:   agentloop.SubAgents{Store: a.Store},
 	})
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs, CacheConfig: true,

@@ -150,6 +150,8 @@ type Deps struct {
 	Schedules ScheduleService
 	// Agents runs the agent tool's operations (*toolconfig.Service).
 	Agents AgentService
+	// SubAgents starts and reads the sub-agent tool's child tasks (agentloop.SubAgents).
+	SubAgents SubAgents
 }
 
 // Executors returns the executor of every core tool keyed by tool class: the one registry of
@@ -166,6 +168,7 @@ func Executors(deps Deps) map[string]tools.Executor {
 		"core.ReadURLTool":         &readURLExec{deps: deps},
 		"core.ScheduleTool":        &scheduleExec{schedules: deps.Schedules, users: deps.Users},
 		"core.SkillTool":           &skillExec{idx: deps.Skills},
+		"core.SubAgentTool":        &subAgentExec{agents: deps.SubAgents},
 		"core.TimeTool":            &timeExec{deps: deps},
 		"core.TodoTool":            &todoExec{todos: deps.Todos},
 		"core.UserInfoTool":        &userInfoExec{users: deps.Users},

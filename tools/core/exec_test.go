@@ -52,8 +52,7 @@ func wantToolErr(t *testing.T, err error, want string) {
 }
 
 // TestExecutorsCoverDeclarations checks that every executor belongs to a core tool and handles
-// every operation that tool declares (no "unknown operation"), and that every core tool but the
-// sub-agent tool (run by the agent loop) has one.
+// every operation that tool declares (no "unknown operation"), and that every core tool has one.
 func TestExecutorsCoverDeclarations(t *testing.T) {
 	t.Parallel()
 	execs := core.Executors(core.Deps{})
@@ -79,12 +78,9 @@ func TestExecutorsCoverDeclarations(t *testing.T) {
 		}
 	}
 	for class := range specs {
-		if _, ok := execs[class]; !ok && class != "core.SubAgentTool" {
+		if _, ok := execs[class]; !ok {
 			t.Errorf("%s has no executor", class)
 		}
-	}
-	if _, ok := execs["core.SubAgentTool"]; ok {
-		t.Error("core.SubAgentTool has an executor; it belongs to the agent loop")
 	}
 }
 

@@ -73,16 +73,17 @@ func newFixture(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentFie
 			"core.TodoTool":            {Enabled: true},
 		}}
 	f.loop = &agentloop.Loop{
-		Store: st, Registry: reg, Executors: core.Executors(core.Deps{Todos: board}), Lease: time.Minute, Todos: board,
+		Store: st, Registry: reg, Executors: core.Executors(core.Deps{Todos: board, SubAgents: agentloop.SubAgents{Store: st}}), Lease: time.Minute, Todos: board,
 		ToolStates: func(context.Context, int64) (map[string]tools.ToolState, error) { return f.states, nil },
 		Driver:     func(*store.LLMConfig) (llm.Driver, error) { return f.rec, nil },
 	}
 	return f
 }
 
-// executors rebuilds the loop's core executors over deps (the todo board stays the loop's).
+// executors rebuilds the loop's core executors over deps (the todo board and the sub-agents
+// stay the loop's).
 func (f *fixture) executors(deps core.Deps) {
-	deps.Todos = f.loop.Todos
+	deps.Todos, deps.SubAgents = f.loop.Todos, agentloop.SubAgents{Store: f.st}
 	f.loop.Executors = core.Executors(deps)
 }
 
@@ -135,4 +136,5 @@ var (
 	_ core.ScheduleService = (*schedule.Service)(nil)
 	_ core.AgentService    = (*toolconfig.Service)(nil)
 	_ core.TodoStore       = (*agentloop.TodoBoard)(nil)
+	_ core.SubAgents       = agentloop.SubAgents{}
 )
