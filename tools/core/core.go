@@ -101,8 +101,9 @@ func prop(typ, description string) map[string]any {
 // tool_http_timeout setting gives one (the config default of tool_http_timeout).
 const DefaultHTTPTimeout = 30 * time.Second
 
-// UserInfoSource is what user_info and time read about the agent's owner; *store.Store satisfies
-// it. Each method fails with an error wrapping svcerr.ErrNotFound for an unknown user.
+// UserInfoSource is what user_info and time read about the agent's owner, and the schedule tool
+// about the task's user; *store.Store satisfies it. Each method fails with an error wrapping
+// svcerr.ErrNotFound for an unknown user.
 type UserInfoSource interface {
 	UserByID(ctx context.Context, id int64) (*store.User, error)
 	Profile(ctx context.Context, userID int64) (*store.Profile, error)
@@ -122,8 +123,11 @@ type TodoStore interface {
 	SaveTodos(ctx context.Context, taskID int64, todos []Todo) error
 }
 
-// Deps are what the core executors need. Every field may be left zero: the tools depending on
-// a missing one answer with a ToolError saying the feature is unavailable.
+// Deps are what the core executors need, given once to Executors. The services arrive behind
+// small interfaces declared here, so that tools/core depends on no service package and never on
+// the agent loop (which imports it): the server hands in its store and services, the loop its
+// own implementations (TodoStore, SubAgents). Every field may be left zero: the tools depending
+// on a missing one answer with a ToolError saying the feature is unavailable.
 type Deps struct {
 	// Clock is the time source of the time tool; nil means time.Now.
 	Clock func() time.Time

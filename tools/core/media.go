@@ -59,7 +59,9 @@ type MediaSource interface {
 	AgentMediaAsset(ctx context.Context, principalID, taskID int64, id string) (*store.MediaAsset, error)
 }
 
-// MediaFiles opens the file of an asset (*media.Service).
+// MediaFiles opens the file of an asset (*media.Service). The tool treats any error it returns,
+// whatever its category, as an infrastructure failure: the asset was found, its file should be
+// there.
 type MediaFiles interface {
 	Open(ctx context.Context, a *store.MediaAsset) (io.ReadSeekCloser, error)
 }
