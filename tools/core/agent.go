@@ -92,7 +92,8 @@ func (AgentTool) Spec() tools.Spec {
 // (*toolconfig.Service). Every method acts for the calling agent callerID (and, for a change,
 // the task's user userID) with the same rules as the API: svcerr.ErrNotFound for an agent of
 // another owner or none, svcerr.ErrForbidden for a change without the manage role,
-// svcerr.ErrInvalid for a configuration or fields the rules refuse.
+// svcerr.ErrInvalid for a configuration or fields the rules refuse. The tool shows every
+// categorised refusal to the model; other errors fail the call as infrastructure failures.
 type AgentService interface {
 	AgentDiscovery(ctx context.Context, callerID, targetID int64) (tools.Discovery, error)
 	ConfigureAgentTools(ctx context.Context, callerID, userID, targetID int64, entries []toolconfig.ToolEntry) ([]toolconfig.Manifest, error)

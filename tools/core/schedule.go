@@ -86,9 +86,10 @@ func (ScheduleTool) Spec() tools.Spec {
 
 // ScheduleService is what the schedule tool needs of the schedule service (*schedule.Service):
 // each method acts as user u on the scheduled runs or prompt templates of agent agentID (its id
-// in path form), with the same rules and error categories as the API (svcerr.ErrNotFound for an
+// in path form), with the same rules and error categories as the API: svcerr.ErrNotFound for an
 // agent, run or template u may not see, svcerr.ErrForbidden for a write without the manage role,
-// svcerr.ErrInvalid for refused fields).
+// svcerr.ErrInvalid or svcerr.ErrConflict for refused fields. The tool shows every categorised
+// refusal to the model; other errors fail the call as infrastructure failures.
 type ScheduleService interface {
 	Runs(ctx context.Context, u *store.User, agentID string) ([]store.ScheduledRun, error)
 	Run(ctx context.Context, u *store.User, agentID, id string) (*store.ScheduledRun, error)
