@@ -153,17 +153,7 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 	if enabled, _ := st.Overrides[o.Name].Effective(o); !enabled {
 		return failed(fmt.Sprintf("the operation %s of %s is disabled for this agent", o.Name, c.Name))
 	}
-	exec, ok := e.loop.Executors[spec.Class]
-	if !ok && spec.Class == SubAgentClass {
-		exec, ok = subAgentExec{loop: e.loop}, true
-	}
-	if !ok {
-		// Plugin tools come and go while the service runs (an MCP server's tools): a registered
-		// tool that runs itself needs no entry in Executors.
-		if t, found := e.loop.Registry.Lookup(spec.Class); found {
-			exec, ok = t.(tools.Executor)
-		}
-	}
+	exec, ok := e.loop.executor(spec.Class)
 	if !ok {
 		return failed(fmt.Sprintf("the tool %s cannot run in this release", c.Name))
 	}
@@ -186,6 +176,20 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 		return failed("the tool failed unexpectedly")
 	}
 	return res, store.ToolCallExecuted, nil
+}
+
+// executor returns the executor of tool class: its entry in Executors, else the registered
+// tool itself when it runs itself. Plugin tools come and go while the service runs (an MCP
+// server's tools): a registered tool that runs itself needs no entry in Executors.
+func (l *Loop) executor(class string) (tools.Executor, bool) {
+	if x, ok := l.Executors[class]; ok {
+		return x, true
+	}
+	if t, found := l.Registry.Lookup(class); found {
+		x, ok := t.(tools.Executor)
+		return x, ok
+	}
+	return nil, false
 }
 
 func (e *execution) record(ctx context.Context, c store.ToolCall, status string, r resultRecord) error {

@@ -50,9 +50,6 @@ type Loop struct {
 	// Retry schedules the agent's automatic retry of a FAILED task when its error code is
 	// transient (task.Service.ScheduleRetry); nil schedules none.
 	Retry func(ctx context.Context, taskID int64) (bool, error)
-	// AgentTools runs the agent tool (core.AgentTool) when Executors has no executor for it
-	// (*toolconfig.Service); nil leaves the tool unavailable.
-	AgentTools AgentToolService
 	// Observer watches steps, model calls and tool calls (metrics, traces); nil observes
 	// nothing.
 	Observer Observer
@@ -61,7 +58,6 @@ type Loop struct {
 	// configuration version moves (Loop.config); false reads it every step.
 	CacheConfig bool
 	configs     configCache
-	builtins    builtins
 }
 
 // Tick performs one step of task id, whose lease workerID holds. It returns the task as the
@@ -80,7 +76,6 @@ func (l *Loop) Tick(ctx context.Context, id int64, workerID string) (*store.Task
 // result within one Run: the task cannot change meanwhile except by leaving RUNNING under
 // workerID's lease, which every write of the step checks).
 func (l *Loop) tick(ctx context.Context, t *store.Task, workerID string) (*store.Task, error) {
-	l.builtins.once.Do(l.addBuiltins)
 	if t.Status != taskstate.Running || t.LeaseOwner == nil || *t.LeaseOwner != workerID {
 		return nil, svcerr.New(svcerr.ErrInvalidState, "task %d is %s and not leased by %s", t.ID, t.Status, workerID)
 	}
@@ -351,11 +346,12 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	return l.finish(ctx, t, worker, usage)
 }
 
-// unsettledChildren counts the sub-agent tasks of t not settled yet; only a sub-agent call
-// (among the task's calls) creates children, so a task without one has none to count.
+// unsettledChildren counts the sub-agent tasks of t not settled yet; only a call of a tool
+// whose executor delegates (tools.Delegator) creates children, so a task without one has none
+// to count.
 func (l *Loop) unsettledChildren(ctx context.Context, t *store.Task, calls []store.ToolCall) (int64, error) {
 	for _, c := range calls {
-		if c.ToolClass == SubAgentClass {
+		if _, ok := l.delegator(c.ToolClass); ok {
 			return l.Store.UnsettledChildren(ctx, t.ID)
 		}
 	}

@@ -87,7 +87,7 @@ func newFixtureAt(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentF
 		t.Fatal(err)
 	}
 	board := &agentloop.TodoBoard{}
-	execs := core.Executors(core.Deps{Todos: board})
+	execs := core.Executors(core.Deps{Todos: board, SubAgents: agentloop.SubAgents{Store: st}})
 	f := &fixture{t: t, st: st, rec: &recorder{d: scripted}, user: u, agent: a,
 		calc: &countingExec{inner: execs["core.CalculatorTool"]},
 		states: map[string]tools.ToolState{

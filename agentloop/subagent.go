@@ -4,184 +4,88 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/core"
 )
 
-// SubAgentClass is the tool class of the sub-agent tool. Its executor needs the store, so the
-// loop supplies it itself when Executors has none for this class.
-const SubAgentClass = "core.SubAgentTool"
+// SubAgents is the core.SubAgents the sub-agent tool is built with (core.Deps.SubAgents): the
+// child tasks it starts are tasks of this loop, created QUEUED with their parent's link, user
+// and source, for any worker to claim; the parent waits for them in AWAITING_SUB_AGENTS and
+// settle resumes it.
+type SubAgents struct{ Store *store.Store }
 
-// subAgentData is what a sub_agent or handover call keeps in its result: the child tasks it
-// started. The model's view of the call is derived from those tasks at request time
-// (subAgentResults), so it always reflects the children's latest status and answer.
-type subAgentData struct {
-	ChildTaskIDs []int64 `json:"child_task_ids"`
-	Handover     bool    `json:"handover,omitempty"`
+var _ core.SubAgents = SubAgents{}
+
+// Agent returns agent id as user userID may see it (store.Store.Agent: svcerr.ErrNotFound when
+// there is none).
+func (s SubAgents) Agent(ctx context.Context, id, userID int64) (*store.Agent, error) {
+	return s.Store.Agent(ctx, id, userID)
 }
 
-// subAgentExec runs core.SubAgentTool: each call starts one child task (QUEUED, owned by the
-// parent task's owner, parent_task_id set) and parks the parent in AWAITING_SUB_AGENTS.
-type subAgentExec struct{ loop *Loop }
-
-// Execute validates the target (listed in allowed_target_agents and owned by the same
-// principal as the calling agent; otherwise a ToolError the model sees) and creates the child.
-func (x subAgentExec) Execute(ctx context.Context, call tools.Call) (tools.Result, error) {
-	if call.Operation != "sub_agent" && call.Operation != "handover" {
-		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("unknown operation %q", call.Operation)}
-	}
-	target, ok := intOf(call.Args["agent_id"])
-	if !ok || target < 1 {
-		return tools.Result{}, &tools.ToolError{Msg: "agent_id must be a positive integer"}
-	}
-	prompt, _ := call.Args["prompt"].(string)
-	if prompt == "" {
-		return tools.Result{}, &tools.ToolError{Msg: "prompt is required"}
-	}
-	if !slices.Contains(intList(call.Settings["allowed_target_agents"]), target) {
-		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("agent %d is not among this agent's allowed target agents", target)}
-	}
-	st := x.loop.Store
-	parent, err := st.Task(ctx, call.TaskID)
+// Spawn creates the child task of parentID on agent a. Errors: svcerr.ErrNotFound when the
+// parent is gone, svcerr.ErrInvalid when the store refuses the task (store.Store.CreateTask),
+// others are infrastructure failures.
+func (s SubAgents) Spawn(ctx context.Context, parentID int64, a *store.Agent, prompt string, maxSteps int) (*store.Task, error) {
+	parent, err := s.Store.Task(ctx, parentID)
 	if err != nil {
-		return tools.Result{}, err
+		return nil, err
 	}
-	self, err := st.Agent(ctx, call.AgentID, parent.UserID)
-	if err != nil {
-		return tools.Result{}, err
-	}
-	a, err := st.Agent(ctx, target, parent.UserID)
-	if errors.Is(err, svcerr.ErrNotFound) {
-		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("there is no agent %d", target)}
-	}
-	if err != nil {
-		return tools.Result{}, err
-	}
-	if a.PrincipalID != self.PrincipalID {
-		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("agent %d belongs to another owner: only agents of the same owner can be reached", target)}
-	}
-	steps := a.MaxSteps
-	if n, ok := intOf(call.Args["max_steps"]); ok && n >= 1 && n <= store.MaxAgentMaxSteps {
-		steps = int(n)
-	}
-	child, err := st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,
-		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: steps, Source: parent.Source})
-	if errors.Is(err, svcerr.ErrInvalid) {
-		return tools.Result{}, &tools.ToolError{Msg: "the sub-agent task could not be created: " + err.Error()}
-	}
-	if err != nil {
-		return tools.Result{}, err
-	}
-	handover := call.Operation == "handover"
-	data, err := json.Marshal(subAgentData{ChildTaskIDs: []int64{child.ID}, Handover: handover})
-	if err != nil {
-		return tools.Result{}, err
-	}
-	return tools.Result{
-		Content: fmt.Sprintf("Started task %d on agent %d (%s).", child.ID, a.ID, a.Name),
-		Data:    data,
-		Pause:   &tools.Pause{Kind: tools.PauseSubAgent, AgentIDs: []int64{a.ID}, Prompts: []string{prompt}, Handover: handover},
-	}, nil
+	return s.Store.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,
+		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: maxSteps, Source: parent.Source})
 }
 
-func intOf(v any) (int64, bool) {
-	switch n := v.(type) {
-	case float64:
-		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
-			return 0, false
-		}
-		return int64(n), true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
+// Task reads a child task (svcerr.ErrNotFound once deleted).
+func (s SubAgents) Task(ctx context.Context, id int64) (*store.Task, error) {
+	return s.Store.Task(ctx, id)
 }
 
-func intList(v any) []int64 {
-	var out []int64
-	switch l := v.(type) {
-	case []any:
-		for _, e := range l {
-			if n, ok := intOf(e); ok {
-				out = append(out, n)
-			}
-		}
-	case []int64:
-		out = l
-	case []float64:
-		for _, e := range l {
-			if n, ok := intOf(e); ok {
-				out = append(out, n)
-			}
-		}
-	case []int:
-		for _, e := range l {
-			out = append(out, int64(e))
-		}
+// delegator returns the executor of tool class when its calls start child tasks.
+func (l *Loop) delegator(class string) (tools.Delegator, bool) {
+	x, ok := l.executor(class)
+	if !ok {
+		return nil, false
 	}
-	return out
+	d, ok := x.(tools.Delegator)
+	return d, ok
 }
 
-func subAgentCall(c store.ToolCall) (subAgentData, bool) {
-	if c.ToolClass != SubAgentClass || c.Status != store.ToolCallExecuted {
-		return subAgentData{}, false
+// delegation returns the children an executed call of a delegating tool started.
+func (l *Loop) delegation(c store.ToolCall) (tools.Delegator, tools.Delegation, bool) {
+	if c.Status != store.ToolCallExecuted {
+		return nil, tools.Delegation{}, false
+	}
+	x, ok := l.delegator(c.ToolClass)
+	if !ok {
+		return nil, tools.Delegation{}, false
 	}
 	var r resultRecord
-	var d subAgentData
-	if json.Unmarshal(c.Result, &r) != nil || json.Unmarshal(r.Data, &d) != nil || len(d.ChildTaskIDs) == 0 {
-		return subAgentData{}, false
+	if json.Unmarshal(c.Result, &r) != nil {
+		return nil, tools.Delegation{}, false
 	}
-	return d, true
+	d, ok := x.Delegated(r.Data)
+	return x, d, ok
 }
 
-// subAgentResults derives what the model is told about each executed sub_agent/handover call
-// (keyed by provider call id) from its child tasks: status, and answer or error.
+// subAgentResults derives what the model is told about each executed call that started child
+// tasks (keyed by provider call id) from those tasks, as its tool describes them (status, and
+// answer or error).
 func (l *Loop) subAgentResults(ctx context.Context, calls []store.ToolCall) (map[string]string, error) {
 	out := map[string]string{}
 	for _, c := range calls {
-		d, ok := subAgentCall(c)
+		x, d, ok := l.delegation(c)
 		if !ok {
 			continue
 		}
-		type childView struct {
-			TaskID  int64   `json:"task_id"`
-			AgentID int64   `json:"agent_id"`
-			Status  string  `json:"status"`
-			Answer  *string `json:"answer,omitempty"`
-			Error   string  `json:"error,omitempty"`
-		}
-		var views []childView
-		for _, id := range d.ChildTaskIDs {
-			t, err := l.Store.Task(ctx, id)
-			if errors.Is(err, svcerr.ErrNotFound) {
-				views = append(views, childView{TaskID: id, Status: "DELETED"})
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			v := childView{TaskID: t.ID, AgentID: t.AgentID, Status: t.Status, Answer: t.Answer}
-			if t.Error != nil {
-				v.Error = t.Error.Code + ": " + t.Error.Message
-			}
-			views = append(views, v)
-		}
-		raw, err := json.Marshal(map[string]any{"sub_agents": views})
+		text, err := x.Describe(ctx, d)
 		if err != nil {
 			return nil, err
 		}
-		out[c.ProviderCallID] = string(raw)
+		out[c.ProviderCallID] = text
 	}
 	return out, nil
 }
@@ -201,7 +105,7 @@ func (l *Loop) handoverAnswer(ctx context.Context, t *store.Task, calls []store.
 	}
 	var child int64
 	for _, c := range calls {
-		if d, ok := subAgentCall(c); ok && d.Handover && c.MessageSequence == last.MessageSequence {
+		if _, d, ok := l.delegation(c); ok && d.Handover && c.MessageSequence == last.MessageSequence {
 			child = d.ChildTaskIDs[0]
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstate"
@@ -374,8 +373,6 @@ func TestAbortedChildResumesParent(t *testing.T) {
 		t.Fatalf("the model saw %s", res)
 	}
 }
-
-var _ = agentloop.SubAgentClass
 
 // Without an override, delegation waits for approval (the tool's declared default).
 func TestSubAgentNeedsApprovalByDefault(t *testing.T) {

@@ -80,7 +80,7 @@ func newWorkerLoop(tb testing.TB, st *store.Store, turns []llm.ScriptTurn, befor
 	}
 	states := map[string]tools.ToolState{"core.CalculatorTool": {Enabled: true}}
 	return &agentloop.Loop{
-		Store: st, Registry: reg, CacheConfig: true, Executors: core.Executors(core.Deps{Todos: board}), Lease: time.Hour, Todos: board,
+		Store: st, Registry: reg, CacheConfig: true, Executors: core.Executors(core.Deps{Todos: board, SubAgents: agentloop.SubAgents{Store: st}}), Lease: time.Hour, Todos: board,
 		ToolStates: func(context.Context, int64) (map[string]tools.ToolState, error) { return states, nil },
 		Driver:     func(*store.LLMConfig) (llm.Driver, error) { return drv, nil },
 	}

@@ -131,22 +131,30 @@ func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)
 		}}
 }
 
-// newLoop builds the agent loop over the app's store, tools and configuration; after every
-// step it follows the task with taskChanged.
+// newLoop builds the agent loop over the app's store, tools and configuration, with the core
+// executors built once over their dependencies (core.Deps); after every step it follows the
+// task with taskChanged.
 func (a *App) newLoop() *agentloop.Loop {
 	cfg := a.Config.Current()
 	board := &agentloop.TodoBoard{}
-	execs := core.Executors(core.Deps{Skills: a.Skills, Users: a.Store, Todos: board, Net: a.Net,
-		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second})
-	execs[agentloop.MediaToolClass] = &agentloop.MediaExecutor{Store: a.Store, Files: a.Media}
-	execs[agentloop.ScheduleToolClass] = &agentloop.ScheduleToolExecutor{Schedules: a.Schedules, Users: a.Store}
+	execs := core.Executors(core.Deps{
+		Skills:      a.Skills,
+		Users:       a.Store,
+		Todos:       board,
+		Net:         a.Net,
+		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second,
+		Media:       a.Store,
+		Files:       a.Media,
+		Schedules:   a.Schedules,
+		Agents:      a.ToolConfig,
+		SubAgents:   agentloop.SubAgents{Store: a.Store},
+	})
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs, CacheConfig: true,
 		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
 		Lease: agentloop.DefaultLease, StepBound: time.Duration(cfg.WorkerStaleMinutes) * time.Minute, Clock: startstop.RealClock(a.clock),
-		AgentTools: a.ToolConfig,
-		Driver:     a.driver,
-		Observer:   loopObserver{m: a.Metrics, t: a.Tracer},
+		Driver:   a.driver,
+		Observer: loopObserver{m: a.Metrics, t: a.Tracer},
 	}
 }
 

@@ -56,3 +56,24 @@ type Pause struct {
 type ToolError struct{ Msg string }
 
 func (e *ToolError) Error() string { return e.Msg }
+
+// Delegation is what an executed call of a delegating tool started: its child tasks.
+type Delegation struct {
+	ChildTaskIDs []int64
+	Handover     bool // the calling task completes with the (first) child's answer
+}
+
+// Delegator is implemented by an executor whose calls start child tasks and park the calling
+// task until they settle (PauseSubAgent): core's sub-agent tool. The loop knows such calls by
+// their executor, never by the tool's name: it asks Delegated which children a call started, to
+// wait for them and to complete a handover with the child's answer, and Describe what the model
+// is told about the call, so that it always reflects the children's latest state.
+type Delegator interface {
+	// Delegated reads the data an executed call recorded (Result.Data); ok is false when the
+	// call started no child task.
+	Delegated(data json.RawMessage) (d Delegation, ok bool)
+	// Describe is what the model is told about a call that started d's children, as they stand
+	// now. Errors are infrastructure failures (reading the children); a child deleted since is
+	// described, not an error.
+	Describe(ctx context.Context, d Delegation) (string, error)
+}

@@ -1,4 +1,4 @@
-package agentloop_test
+package core_test
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/core"
 )
 
 // memFiles serves asset contents from memory.
@@ -39,7 +39,7 @@ func (nopCloser) Close() error { return nil }
 type mediaWorld struct {
 	*fixture
 	files                   memFiles
-	exec                    *agentloop.MediaExecutor
+	exec                    tools.Executor // the media tool over st and files
 	root, child, unrelated  *store.Task
 	stranger                *store.User
 	notes, photo, big, utf  *store.MediaAsset // the agent's owner's
@@ -59,7 +59,7 @@ func newMediaWorld(t *testing.T, turns []llm.ScriptTurn) *mediaWorld {
 	own := w.agent.PrincipalID
 	w.notes = w.asset(t, own, "Meeting_Notes.txt", "text/plain", "document", []byte("agenda: ship it"), nil)
 	w.photo = w.asset(t, own, "photo.png", "image/png", "image", []byte("\x89PNG...."), nil)
-	w.big = w.asset(t, own, "big.json", "application/json", "document", []byte(strings.Repeat("é", agentloop.MaxMediaText)), nil)
+	w.big = w.asset(t, own, "big.json", "application/json", "document", []byte(strings.Repeat("é", core.MaxMediaText)), nil)
 	w.utf = w.asset(t, own, "100%_done.md", "text/markdown", "document", []byte("# done"), nil)
 	other := w.stranger.PrincipalID
 	w.attached = w.asset(t, other, "brief.md", "text/markdown", "document", []byte("the brief"), nil)
@@ -73,7 +73,7 @@ func newMediaWorld(t *testing.T, turns []llm.ScriptTurn) *mediaWorld {
 		past := time.Now().Add(-time.Hour)
 		a.Keep, a.ExpiresAt = false, &past
 	})
-	w.exec = &agentloop.MediaExecutor{Store: w.st, Files: w.files}
+	w.exec = core.Executors(core.Deps{Media: w.st, Files: w.files})["core.MediaTool"]
 	return w
 }
 
@@ -199,7 +199,7 @@ func TestMediaToolGetMedia(t *testing.T) {
 		{"attached to the chat", w.child.ID, w.attached.ID, "the brief", false, ""},
 		{"produced in the sub-agent chat", w.root.ID, w.produced.ID, "a,b\n1,2\n", false, ""},
 		{"image: metadata only", w.root.ID, w.photo.ID, "-", false, ""},
-		{"long text is cut at a rune boundary", w.root.ID, w.big.ID, strings.Repeat("é", agentloop.MaxMediaText/2), true, ""},
+		{"long text is cut at a rune boundary", w.root.ID, w.big.ID, strings.Repeat("é", core.MaxMediaText/2), true, ""},
 		{"padded id", w.root.ID, " " + w.notes.ID + " ", "agenda: ship it", false, ""},
 		{"someone else's", w.root.ID, w.secret.ID, "", false, "no media " + w.secret.ID},
 		{"another chat's", w.root.ID, w.outsid.ID, "", false, "no media"},
@@ -265,7 +265,7 @@ func TestMediaToolInTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.rec.d = scripted
-	w.loop.Executors[agentloop.MediaToolClass] = w.exec
+	w.executors(core.Deps{Media: w.st, Files: w.files})
 	w.states["core.MediaTool"] = tools.ToolState{Enabled: true}
 	// Only the root chat runs: the others are settled first.
 	for _, id := range []int64{w.child.ID, w.unrelated.ID} {

@@ -1,4 +1,4 @@
-package agentloop_test
+package core_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -21,17 +20,6 @@ import (
 func agentCall(id string, args map[string]any) llm.ScriptToolCall {
 	raw, _ := json.Marshal(args)
 	return llm.ScriptToolCall{ID: id, Name: "agent", Arguments: raw}
-}
-
-// toolResults maps the provider call ids of a request's tool results to their text.
-func toolResults(req llm.Request) map[string]llm.Message {
-	out := map[string]llm.Message{}
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleTool {
-			out[m.ToolCallID] = m
-		}
-	}
-	return out
 }
 
 // TestAgentToolConfigureThenDiscover: the model configures its own tools (after approval),
@@ -62,9 +50,8 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 	// The fixture's agent id is only known now: point the configure calls at it.
 	svc := toolconfig.New(f.st, f.loop.Registry, nil, nil)
 	f.loop.ToolStates = svc.AgentToolStates
-	f.loop.AgentTools = svc
-	delete(f.loop.Executors, agentloop.AgentToolClass)
-	if err := f.st.SetAgentToolEnabled(ctx, f.agent.ID, agentloop.AgentToolClass, true, nil); err != nil {
+	f.executors(core.Deps{Agents: svc})
+	if err := f.st.SetAgentToolEnabled(ctx, f.agent.ID, "core.AgentTool", true, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,7 +130,7 @@ func TestAgentToolNotesAndReadAgent(t *testing.T) {
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	x := &agentloop.AgentToolExecutor{Config: toolconfig.New(st, reg, nil, nil)}
+	x := core.Executors(core.Deps{Agents: toolconfig.New(st, reg, nil, nil)})["core.AgentTool"]
 	u, v := storetest.User(t, st), storetest.User(t, st)
 	self := storetest.Agent(t, st, u.PrincipalID, storetest.AgentNamed("Self"))
 	sib := storetest.Agent(t, st, u.PrincipalID, storetest.AgentNamed("Sib"))

@@ -1,4 +1,4 @@
-package agentloop_test
+package core_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -35,7 +34,7 @@ func newAgentOpsWorld(t *testing.T) *agentOpsWorld {
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	x := &agentloop.AgentToolExecutor{Config: toolconfig.New(w.st, reg, nil, nil)}
+	x := core.Executors(core.Deps{Agents: toolconfig.New(w.st, reg, nil, nil)})["core.AgentTool"]
 	w.u, w.v = storetest.User(t, w.st), storetest.User(t, w.st)
 	w.self = storetest.Agent(t, w.st, w.u.PrincipalID, storetest.AgentNamed("Self"))
 	w.sib = storetest.Agent(t, w.st, w.u.PrincipalID, storetest.AgentNamed("Sib"))
@@ -219,13 +218,12 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 	f := newFixture(t, nil, store.AgentFields{}, false)
 	svc := toolconfig.New(f.st, f.loop.Registry, nil, nil)
 	f.loop.ToolStates = svc.AgentToolStates
-	f.loop.AgentTools = svc
-	delete(f.loop.Executors, agentloop.AgentToolClass)
+	f.executors(core.Deps{Agents: svc})
 	g := storetest.Group(t, f.st, f.user)
 	storetest.LLMConfig(t, f.st, g.ID)
 	prompt := "Be helpful."
 	a := storetest.Agent(t, f.st, g.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
-	if err := f.st.SetAgentToolEnabled(ctx, a.ID, agentloop.AgentToolClass, true, nil); err != nil {
+	if err := f.st.SetAgentToolEnabled(ctx, a.ID, "core.AgentTool", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	member := storetest.User(t, f.st)

@@ -12,6 +12,34 @@ import (
 	"github.com/agentsvc/svc/tools"
 )
 
+// SkillTool loads Agent Skills on demand: the model sees the names and descriptions of its
+// allowed skills and reads a skill's instructions and files when a task calls for them.
+type SkillTool struct{}
+
+// Spec declares the tool.
+func (SkillTool) Spec() tools.Spec {
+	return tools.Spec{
+		Class:       "core.SkillTool",
+		Name:        "skill",
+		DisplayName: "Skills",
+		Description: "Load an allowed skill: read returns its instructions, files lists or reads the files that come with it.",
+		Category:    tools.CategoryGeneral,
+		Icon:        "book-open",
+		Operations: []tools.Operation{
+			op("read", "Return the skill's instructions (SKILL.md)."),
+			op("files", "List the skill's files, or read one when path is given."),
+		},
+		Params: []tools.Param{
+			{Name: "name", Type: tools.TypeString, Description: "Skill name, one of skills.allowed."},
+			{Name: "path", Type: tools.TypeString, Description: "files: relative path of a file to read; omit to list the files.", Required: tools.Optional()},
+		},
+		Settings: []tools.Setting{{
+			Key: "allowed_skills", Label: "Allowed skills", Type: tools.SettingStringList,
+			Description: "Names of the skills this agent may load; none when empty.",
+		}},
+	}
+}
+
 type skillExec struct{ idx *skill.Index }
 
 // Execute runs read (the skill's instructions) and files (list, or read one with path). Only

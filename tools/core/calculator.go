@@ -11,6 +11,29 @@ import (
 	"github.com/agentsvc/svc/tools"
 )
 
+// CalculatorTool evaluates arithmetic expressions exactly where a model would guess.
+type CalculatorTool struct{}
+
+// Spec declares the tool.
+func (CalculatorTool) Spec() tools.Spec {
+	return tools.Spec{
+		Class:       "core.CalculatorTool",
+		Name:        "calculator",
+		DisplayName: "Calculator",
+		Description: "Evaluate an arithmetic expression: + - * / % ^, parentheses and functions such as sqrt, abs, round, min, max, log, sin, cos.",
+		Category:    tools.CategoryData,
+		Icon:        "calculator",
+		Operations:  []tools.Operation{op("calculate", "Evaluate the expression.")},
+		Params: []tools.Param{
+			{Name: "expression", Type: tools.TypeString, Description: "The expression, for example (17.5 * 3) / 4."},
+			{
+				Name: "precision", Type: tools.TypeInteger, Description: "Decimal places of the result.",
+				Default: 10, Minimum: tools.Float(0), Maximum: tools.Float(20),
+			},
+		},
+	}
+}
+
 // Calculator limits.
 const (
 	maxExprLen   = 1000 // bytes
