@@ -23,7 +23,7 @@ import (
 
 // Loop holds what a tick needs. Every field except Publish and Log is required.
 type Loop struct {
-	Store    *store.Store
+	Store    Store
 	Registry *tools.Registry
 	// ToolStates gives each registered tool's state for an agent (toolconfig.AgentToolStates).
 	ToolStates func(ctx context.Context, agentID int64) (map[string]tools.ToolState, error)

@@ -21,7 +21,7 @@ const DeltaFlushInterval = 100 * time.Millisecond
 // nothing partial: the store drops its deltas).
 type deltaWriter struct {
 	ctx    context.Context
-	store  *store.Store
+	store  Store
 	log    *slog.Logger
 	taskID int64
 	worker string

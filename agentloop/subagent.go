@@ -17,7 +17,7 @@ import (
 // child tasks it starts are tasks of this loop, created QUEUED with their parent's link, user
 // and source, for any worker to claim; the parent waits for them in AWAITING_SUB_AGENTS and
 // settle resumes it.
-type SubAgents struct{ Store *store.Store }
+type SubAgents struct{ Store Store }
 
 var _ core.SubAgents = SubAgents{}
 

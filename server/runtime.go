@@ -288,7 +288,7 @@ func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[*s
 		Log:        a.Logger,
 		Clock:      startstop.RealClock(a.clock),
 		Claim: func(ctx context.Context, n int) ([]*store.Task, error) {
-			ts, err := a.Store.ClaimQueued(ctx, id, loop.Lease, n)
+			ts, err := loop.Store.ClaimQueued(ctx, id, loop.Lease, n)
 			out := make([]*store.Task, len(ts))
 			now := a.clock()
 			for i := range ts {
