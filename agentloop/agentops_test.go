@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -102,7 +103,7 @@ func TestAgentToolCreateAgent(t *testing.T) {
 	}
 	// Defaults as POST /agents.
 	out, msg = w.run("create_agent", map[string]any{"name": "Plain"})
-	if msg != "" || out["max_steps"] != float64(store.DefaultAgentMaxSteps) || out["allow_followup"] != true {
+	if msg != "" || out["max_steps"] != float64(limits.DefaultSteps) || out["allow_followup"] != true {
 		t.Fatalf("defaults = %v %q", out, msg)
 	}
 	before := agentCount(t, w.st, w.u.PrincipalID)

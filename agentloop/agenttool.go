@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -129,11 +130,11 @@ func (x *AgentToolExecutor) Execute(ctx context.Context, call tools.Call) (tools
 		if err != nil {
 			return tools.Result{}, err
 		}
-		per, err := intArg(call.Args, "per_page", 1, 100)
+		per, err := intArg(call.Args, "per_page", 1, limits.MaxPerPage)
 		if err != nil {
 			return tools.Result{}, err
 		}
-		p, pp := 1, 25
+		p, pp := 1, limits.DefaultPerPage
 		if page != nil {
 			p = *page
 		}
@@ -181,7 +182,7 @@ func slimFields(args map[string]any) (toolconfig.SlimAgentFields, error) {
 			return f, err
 		}
 	}
-	if f.MaxSteps, err = intArg(args, "max_steps", store.MinAgentMaxSteps, store.MaxAgentMaxSteps); err != nil {
+	if f.MaxSteps, err = intArg(args, "max_steps", limits.MinSteps, limits.MaxSteps); err != nil {
 		return f, err
 	}
 	if f.RetryAfterMinutes, err = intArg(args, "retry_after_minutes", 0, store.MaxAgentRetryAfterMinute); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -67,7 +68,7 @@ func (x subAgentExec) Execute(ctx context.Context, call tools.Call) (tools.Resul
 		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("agent %d belongs to another owner: only agents of the same owner can be reached", target)}
 	}
 	steps := a.MaxSteps
-	if n, ok := intOf(call.Args["max_steps"]); ok && n >= 1 && n <= store.MaxAgentMaxSteps {
+	if n, ok := intOf(call.Args["max_steps"]); ok && n >= limits.MinSteps && n <= limits.MaxSteps {
 		steps = int(n)
 	}
 	child, err := st.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,

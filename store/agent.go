@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
@@ -25,10 +26,7 @@ const (
 	MaxAgentDescriptionLen   = 2000
 	MaxAgentSystemPromptLen  = 1 << 20
 	MaxAgentNotesLen         = 200000
-	MaxAgentMetadataLen      = 65535 // bytes of JSON
-	MinAgentMaxSteps         = 1
-	MaxAgentMaxSteps         = 100
-	DefaultAgentMaxSteps     = 10
+	MaxAgentMetadataLen      = 65535         // bytes of JSON
 	MaxAgentRetryAfterMinute = math.MaxInt32 // the INT column's range
 	MaxAgentRetries          = math.MaxInt32
 )
@@ -54,7 +52,7 @@ type Agent struct {
 }
 
 // AgentFields are the settable properties of an agent. For UpdateAgent nil means unchanged;
-// for CreateAgent nil means the default (Name is required; MaxSteps DefaultAgentMaxSteps,
+// for CreateAgent nil means the default (Name is required; MaxSteps limits.DefaultSteps,
 // AllowFollowup true, everything else empty or zero). Metadata, when set, replaces the whole
 // object.
 type AgentFields struct {
@@ -210,8 +208,8 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		ch[t.col] = *t.v
 	}
 	if f.MaxSteps != nil {
-		if *f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps {
-			return nil, invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+		if *f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps {
+			return nil, invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 		}
 		ch["max_steps"] = *f.MaxSteps
 	}
@@ -265,7 +263,7 @@ func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentField
 	if err != nil {
 		return nil, err
 	}
-	row := agentRow{PrincipalID: principalID, MaxSteps: DefaultAgentMaxSteps, AllowFollowup: true, Metadata: "{}"}
+	row := agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
 	row.Name = ch["name"].(string)
 	setStr := func(dst *string, col string) {
 		if v, ok := ch[col]; ok {

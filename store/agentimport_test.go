@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -111,7 +112,7 @@ func TestImportAgent(t *testing.T) {
 	// An agent without tools.
 	bare, err := s.ImportAgent(ctx, owner.PrincipalID, store.AgentFields{Name: ptr("Bare")}, nil)
 	wantErr(t, err, nil)
-	if bare.MaxSteps != store.DefaultAgentMaxSteps || !bare.AllowFollowup || len(bare.Metadata) != 0 {
+	if bare.MaxSteps != limits.DefaultSteps || !bare.AllowFollowup || len(bare.Metadata) != 0 {
 		t.Fatalf("bare = %+v", bare)
 	}
 	if n := countRows(t, s, "agent_tools", "agent_id = ?", bare.ID); n != 0 {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -197,9 +198,9 @@ func pageBounds(page, perPage int) (int, int) {
 		page = 1
 	}
 	if perPage < 1 {
-		perPage = 25
+		perPage = limits.DefaultPerPage
 	}
-	return page, min(perPage, 100)
+	return page, min(perPage, limits.MaxPerPage)
 }
 
 // UpdateGroup changes the fields set in upd (a new name is trimmed and renames the group's

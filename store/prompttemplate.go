@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -124,8 +125,8 @@ func checkTemplateFields(f PromptTemplateFields) (string, error) {
 			}
 		}
 	}
-	if f.MaxSteps != nil && (*f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps) {
-		return "", invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+	if f.MaxSteps != nil && (*f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps) {
+		return "", invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 	}
 	vars := f.Variables
 	if vars == nil {

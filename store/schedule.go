@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -141,8 +142,8 @@ func checkRunFields(f ScheduledRunFields) (string, error) {
 			return "", err
 		}
 	}
-	if f.MaxStepsOverride != nil && (*f.MaxStepsOverride < MinAgentMaxSteps || *f.MaxStepsOverride > MaxAgentMaxSteps) {
-		return "", invalidf("max_steps_override must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+	if f.MaxStepsOverride != nil && (*f.MaxStepsOverride < limits.MinSteps || *f.MaxStepsOverride > limits.MaxSteps) {
+		return "", invalidf("max_steps_override must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 	}
 	vars := f.Variables
 	if vars == nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/agentsvc/svc/internal/limits"
 )
 
 // ExportInput is an agent as the export needs it, in plain values.
@@ -56,7 +58,7 @@ func Export(in ExportInput, cat Catalog) *Template {
 			Description:       truncate(clean(in.Description), maxAgentDescLen),
 			SystemPrompt:      clean(in.SystemPrompt),
 			Notes:             truncate(clean(in.Notes), maxNotesLen),
-			MaxSteps:          ptr(min(max(in.MaxSteps, minMaxSteps), maxMaxSteps)),
+			MaxSteps:          ptr(min(max(in.MaxSteps, limits.MinSteps), limits.MaxSteps)),
 			AllowFollowup:     ptr(in.AllowFollowup),
 			RetryAfterMinutes: ptr(min(max(in.RetryAfterMinutes, 0), maxCount)),
 			MaxRetries:        ptr(min(max(in.MaxRetries, 0), maxCount)),

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentsvc/svc/internal/limits"
 )
 
 // Limits of the format (document 2 and openapi.yaml's AgentTemplateDocument). Lengths count
@@ -18,8 +20,6 @@ const (
 	maxDescriptionLen    = 1000
 	maxAgentDescLen      = 2000
 	maxNotesLen          = 200000
-	minMaxSteps          = 1
-	maxMaxSteps          = 100
 	maxCount             = math.MaxInt32 // retry_after_minutes, max_retries
 	maxToolClassLen      = 200
 	maxOperationNameLen  = 100
@@ -179,9 +179,9 @@ func (w *walker) agent(n *node) {
 	if v, ok := n.get("notes"); ok && !isString(v, 0, maxNotesLen) {
 		w.c.add(CodeAgentRequired, "/agent/notes", "agent.notes must be a string of at most %d characters", maxNotesLen)
 	}
-	if v, ok := n.get("max_steps"); ok && !isIntIn(v, minMaxSteps, maxMaxSteps) {
+	if v, ok := n.get("max_steps"); ok && !isIntIn(v, limits.MinSteps, limits.MaxSteps) {
 		w.c.add(CodeMaxStepsRange, "/agent/max_steps", "agent.max_steps must be an integer from %d to %d",
-			minMaxSteps, maxMaxSteps)
+			limits.MinSteps, limits.MaxSteps)
 	}
 	if v, ok := n.get("allow_followup"); ok && v.kind != kindBool {
 		w.c.add(CodeAgentRequired, "/agent/allow_followup", "agent.allow_followup must be true or false, not %s", v.kind)

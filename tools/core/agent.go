@@ -1,6 +1,9 @@
 package core
 
-import "github.com/agentsvc/svc/tools"
+import (
+	"github.com/agentsvc/svc/internal/limits"
+	"github.com/agentsvc/svc/tools"
+)
 
 // AgentTool lets an agent inspect and configure agents of its owner: discover tools, configure
 // them, create, read, list and update agents, and keep notes. Changes need approval by default.
@@ -60,7 +63,7 @@ func (AgentTool) Spec() tools.Spec {
 			{Name: "system_prompt", Type: tools.TypeString, Description: "The agent's system prompt.", Required: tools.Optional()},
 			{
 				Name: "max_steps", Type: tools.TypeInteger, Description: "Model turns per run.",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 			{Name: "allow_followup", Type: tools.TypeBoolean, Description: "Whether a finished chat accepts follow-up messages.", Required: tools.Optional()},
 			{
@@ -102,7 +105,7 @@ func (SubAgentTool) Spec() tools.Spec {
 			{Name: "prompt", Type: tools.TypeString, Description: "sub_agent: the complete task, with all context the target needs. handover: the message the target continues with."},
 			{
 				Name: "max_steps", Type: tools.TypeInteger, Description: "sub_agent: model turns the target may take (defaults to its own setting).",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 		},
 		Settings: []tools.Setting{{

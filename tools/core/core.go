@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/tools"
 )
 
@@ -62,7 +63,7 @@ var (
 		},
 		{
 			Name: "per_page", Type: tools.TypeInteger, Description: "Entries per page of a list operation.",
-			Default: 25, Minimum: tools.Float(1), Maximum: tools.Float(100),
+			Default: limits.DefaultPerPage, Minimum: tools.Float(1), Maximum: tools.Float(limits.MaxPerPage),
 		},
 	}}
 )
