@@ -18,14 +18,11 @@ import (
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
-// Agent limits and defaults (document 1: max_steps 1 to 100, default 10). The text limits are
-// the contract's; system_prompt has none there, so the store bounds it by what a MEDIUMTEXT
-// column holds in the worst case (4 bytes a character).
+// Agent limits the contract does not state (those it states, the step budget and the text
+// lengths, are internal/limits's): system_prompt has none there, so the store bounds it by what
+// a MEDIUMTEXT column holds in the worst case (4 bytes a character).
 const (
-	MaxAgentNameLen          = 200
-	MaxAgentDescriptionLen   = 2000
 	MaxAgentSystemPromptLen  = 1 << 20
-	MaxAgentNotesLen         = 200000
 	MaxAgentMetadataLen      = 65535         // bytes of JSON
 	MaxAgentRetryAfterMinute = math.MaxInt32 // the INT column's range
 	MaxAgentRetries          = math.MaxInt32
@@ -185,7 +182,7 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		if strings.TrimSpace(*f.Name) == "" {
 			return nil, invalidf("name is required")
 		}
-		if err := checkText("name", *f.Name, MaxAgentNameLen); err != nil {
+		if err := checkText("name", *f.Name, limits.AgentNameLen); err != nil {
 			return nil, err
 		}
 		ch["name"] = *f.Name
@@ -195,9 +192,9 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		v   *string
 		max int
 	}{
-		{"description", f.Description, MaxAgentDescriptionLen},
+		{"description", f.Description, limits.AgentDescriptionLen},
 		{"system_prompt", f.SystemPrompt, MaxAgentSystemPromptLen},
-		{"notes", f.Notes, MaxAgentNotesLen},
+		{"notes", f.Notes, limits.AgentNotesLen},
 	} {
 		if t.v == nil {
 			continue

@@ -138,7 +138,7 @@ func TestImportAgentRefusals(t *testing.T) {
 		{name: "no name", fields: store.AgentFields{}},
 		{name: "blank name", fields: store.AgentFields{Name: ptr("  ")}},
 		{name: "max_steps", fields: store.AgentFields{Name: name, MaxSteps: ptr(101)}},
-		{name: "long description", fields: store.AgentFields{Name: name, Description: ptr(strings.Repeat("d", store.MaxAgentDescriptionLen+1))}},
+		{name: "long description", fields: store.AgentFields{Name: name, Description: ptr(strings.Repeat("d", limits.AgentDescriptionLen+1))}},
 		{name: "empty class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("")}},
 		{name: "long class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core." + strings.Repeat("x", store.MaxToolClassLen))}},
 		{name: "class twice", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core.TimeTool"), tool("core.TimeTool")}},

@@ -15,14 +15,6 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
-// Scheduled run limits (the contract's).
-const (
-	MaxScheduledRunNameLen   = 100
-	MaxScheduledRunCronLen   = 200
-	MaxScheduledRunTZLen     = 64
-	MaxScheduledRunVariables = 50
-)
-
 // ScheduledRun starts a task of an agent on a cron schedule or once at RunAt.
 type ScheduledRun struct {
 	ID               int64
@@ -115,7 +107,7 @@ func checkRunFields(f ScheduledRunFields) (string, error) {
 	if strings.TrimSpace(f.Name) == "" {
 		return "", invalidf("name is required")
 	}
-	if err := checkText("name", f.Name, MaxScheduledRunNameLen); err != nil {
+	if err := checkText("name", f.Name, limits.ScheduleNameLen); err != nil {
 		return "", err
 	}
 	if f.Prompt != nil {
@@ -124,21 +116,21 @@ func checkRunFields(f ScheduledRunFields) (string, error) {
 		}
 	}
 	if f.CronExpression != nil {
-		if err := checkText("cron_expression", *f.CronExpression, MaxScheduledRunCronLen); err != nil {
+		if err := checkText("cron_expression", *f.CronExpression, limits.CronLen); err != nil {
 			return "", err
 		}
 	}
-	if err := checkText("timezone", f.Timezone, MaxScheduledRunTZLen); err != nil {
+	if err := checkText("timezone", f.Timezone, limits.TimezoneLen); err != nil {
 		return "", err
 	}
-	if len(f.Variables) > MaxScheduledRunVariables {
-		return "", invalidf("variables: at most %d", MaxScheduledRunVariables)
+	if len(f.Variables) > limits.PromptVariables {
+		return "", invalidf("variables: at most %d", limits.PromptVariables)
 	}
 	for k, v := range f.Variables {
-		if err := checkText("variables key", k, MaxPromptVariableKeyLen); err != nil {
+		if err := checkText("variables key", k, limits.PromptVariableKeyLen); err != nil {
 			return "", err
 		}
-		if err := checkText("variables value", v, MaxPromptVariableValueLen); err != nil {
+		if err := checkText("variables value", v, limits.PromptVariableValueLen); err != nil {
 			return "", err
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // bound is what the contract must say of one schema: each non-nil field is compared with the
 // keyword of the same name, and a keyword that is expected must be present.
 type bound struct {
-	Minimum, Maximum, Default, MaxLength, MaxItems *int
+	Minimum, Maximum, Default, MinLength, MaxLength, MaxItems, MaxProperties *int
 }
 
 func (b bound) String() string {
@@ -36,7 +36,8 @@ type field struct {
 
 func (b bound) fields() []field {
 	return []field{{"minimum", b.Minimum}, {"maximum", b.Maximum}, {"default", b.Default},
-		{"maxLength", b.MaxLength}, {"maxItems", b.MaxItems}}
+		{"minLength", b.MinLength}, {"maxLength", b.MaxLength}, {"maxItems", b.MaxItems},
+		{"maxProperties", b.MaxProperties}}
 }
 
 func n(v int) *int { return &v }
@@ -202,6 +203,144 @@ func TestContractSaysTheSame(t *testing.T) {
 	for name := range byName {
 		if found[name] == 0 {
 			t.Errorf("the contract states no %s any more: update byName", name)
+		}
+	}
+}
+
+// maxLen is a bound on a string's length.
+func maxLen(v int) bound { return bound{MaxLength: n(v)} }
+
+// in is a bound on a number.
+func in(lo, hi int) bound { return bound{Minimum: n(lo), Maximum: n(hi)} }
+
+// oas names schema properties of openapi.yaml's components: "Schema.property" each.
+func oas(props ...string) []string {
+	out := make([]string, len(props))
+	for i, p := range props {
+		schema, prop, _ := strings.Cut(p, ".")
+		out[i] = "openapi.yaml#/components/schemas/" + schema + "/properties/" + prop
+	}
+	return out
+}
+
+// tpl names schemas of agent-template.schema.json by their JSON pointer.
+func tpl(pointers ...string) []string {
+	out := make([]string, len(pointers))
+	for i, p := range pointers {
+		out[i] = "agent-template.schema.json#" + p
+	}
+	return out
+}
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// exact are the other bounds the contract states and the code checks again, each with every
+// schema that states it (a property of the same name elsewhere may mean something else: a
+// group's name is not an agent's).
+var exact = []struct {
+	constant string
+	b        bound
+	at       []string
+}{
+	{"EmailLen", maxLen(limits.EmailLen), oas("AddGroupMemberRequest.email", "CreateUserRequest.email",
+		"EmailChangeRequest.new_email", "ForgotPasswordRequest.email", "LoginRequest.email", "RegisterRequest.email",
+		"ReplaceUserRequest.email", "UpdateUserRequest.email", "SendTestMailRequest.to", "UpdateMailConfigRequest.from_address")},
+	{"DisplayNameLen", maxLen(limits.DisplayNameLen), oas("CreateUserRequest.display_name", "RegisterRequest.display_name",
+		"ReplaceUserRequest.display_name", "UpdateAccountRequest.display_name", "UpdateUserRequest.display_name")},
+	{"MinPasswordLen, MaxPasswordLen", bound{MinLength: n(limits.MinPasswordLen), MaxLength: n(limits.MaxPasswordLen)},
+		oas("ChangePasswordRequest.new_password", "CreateUserRequest.password", "RegisterRequest.password",
+			"ReplaceUserRequest.password", "ResetPasswordRequest.new_password", "UpdateUserRequest.password")},
+	{"MaxPasswordLen", maxLen(limits.MaxPasswordLen), oas("ChangePasswordRequest.current_password",
+		"EmailChangeRequest.password", "LoginRequest.password")},
+	{"ProfileNameLen", maxLen(limits.ProfileNameLen), oas("ProfileInput.first_name", "ProfileInput.last_name", "LocationInput.name")},
+	{"LocaleLen", maxLen(limits.LocaleLen), oas("ProfileInput.locale")},
+	{"TimezoneLen", maxLen(limits.TimezoneLen), oas("ProfileInput.timezone", "ScheduledRunRequest.timezone")},
+	{"AddressLen", maxLen(limits.AddressLen), oas("LocationInput.address")},
+
+	{"AgentNameLen", maxLen(limits.AgentNameLen), join(oas("Agent.name", "CreateAgentRequest.name",
+		"UpdateAgentRequest.name", "AgentTemplateDocument.name"), tpl("/properties/name"))},
+	{"AgentDescriptionLen", maxLen(limits.AgentDescriptionLen), join(oas("Agent.description",
+		"CreateAgentRequest.description", "UpdateAgentRequest.description", "AgentTemplateDocumentAgent.description"),
+		tpl("/$defs/agent/properties/description"))},
+	{"AgentNotesLen", maxLen(limits.AgentNotesLen), join(oas("Agent.notes", "CreateAgentRequest.notes",
+		"UpdateAgentRequest.notes", "AgentTemplateDocumentAgent.notes"), tpl("/$defs/agent/properties/notes"))},
+	{"TemplateIDLen", maxLen(limits.TemplateIDLen), join(oas("AgentTemplateDocument.id"), tpl("/properties/id"),
+		[]string{"openapi.yaml#/components/parameters/AgentTemplatesIdPath/schema"})},
+	{"TemplateDescriptionLen", maxLen(limits.TemplateDescriptionLen), join(oas("AgentTemplateDocument.description"),
+		tpl("/properties/description"))},
+	{"TemplateMetadataLen", maxLen(limits.TemplateMetadataLen), join(oas("AgentTemplateDocumentMetadata.category",
+		"AgentTemplateDocumentMetadata.icon"), tpl("/$defs/metadata/properties/category", "/$defs/metadata/properties/icon"))},
+	{"ToolClassLen", maxLen(limits.ToolClassLen), join(oas("AgentTemplateDocumentTool.tool_class"),
+		tpl("/$defs/tool/properties/tool_class"))},
+	{"OperationNameLen", maxLen(limits.OperationNameLen), join(oas("AgentTemplateDocumentOperation.name"),
+		tpl("/$defs/operation/properties/name"))},
+	{"URLLen", maxLen(limits.URLLen), join(oas("AgentTemplateDocument.$schema", "CreateLlmConfigRequest.base_url",
+		"UpdateLlmConfigRequest.base_url", "StartAgentChatRequest.callback_url"), tpl("/properties/$schema"))},
+
+	{"GroupNameLen", maxLen(limits.GroupNameLen), oas("CreateGroupRequest.name", "UpdateGroupRequest.name")},
+	{"GroupDescriptionLen", maxLen(limits.GroupDescriptionLen), oas("CreateGroupRequest.description", "UpdateGroupRequest.description")},
+	{"LLMConfigNameLen", maxLen(limits.LLMConfigNameLen), oas("CreateLlmConfigRequest.name", "UpdateLlmConfigRequest.name")},
+	{"LLMModelLen", maxLen(limits.LLMModelLen), oas("CreateLlmConfigRequest.model", "UpdateLlmConfigRequest.model")},
+	{"LLMAPIKeyLen", maxLen(limits.LLMAPIKeyLen), oas("CreateLlmConfigRequest.api_key", "UpdateLlmConfigRequest.api_key")},
+	{"MaxLLMTemperature", in(0, limits.MaxLLMTemperature), oas("CreateLlmConfigRequest.temperature", "UpdateLlmConfigRequest.temperature")},
+	{"MaxLLMTokensOutput", in(1, limits.MaxLLMTokensOutput), oas("CreateLlmConfigRequest.max_tokens_output", "UpdateLlmConfigRequest.max_tokens_output")},
+	{"MaxLLMContextWindow", in(1, limits.MaxLLMContextWindow), oas("CreateLlmConfigRequest.context_window", "UpdateLlmConfigRequest.context_window")},
+	{"MaxLLMTimeoutSeconds", in(1, limits.MaxLLMTimeoutSeconds), oas("CreateLlmConfigRequest.timeout", "UpdateLlmConfigRequest.timeout")},
+	{"APIKeyNameLen", maxLen(limits.APIKeyNameLen), oas("CreateAgentApiKeyRequest.name")},
+
+	{"PromptTemplateNameLen", maxLen(limits.PromptTemplateNameLen), oas("PromptTemplateRequest.name")},
+	{"PromptTemplateDescriptionLen", maxLen(limits.PromptTemplateDescriptionLen), oas("PromptTemplateRequest.description")},
+	{"PromptTemplateTextLen", maxLen(limits.PromptTemplateTextLen), oas("PromptTemplateRequest.template")},
+	{"PromptVariables", bound{MaxItems: n(limits.PromptVariables)}, oas("PromptTemplateRequest.variables")},
+	{"PromptVariables", bound{MaxProperties: n(limits.PromptVariables)}, oas("ScheduledRunRequest.variables")},
+	{"PromptVariableKeyLen", maxLen(limits.PromptVariableKeyLen), oas("PromptTemplateVariable.key")},
+	{"PromptVariableValueLen", maxLen(limits.PromptVariableValueLen), join(oas("PromptTemplateVariable.default_value"),
+		[]string{"openapi.yaml#/components/schemas/ScheduledRunRequest/properties/variables/additionalProperties"})},
+	{"ScheduleNameLen", maxLen(limits.ScheduleNameLen), oas("ScheduledRunRequest.name")},
+	{"CronLen", maxLen(limits.CronLen), oas("ScheduledRunRequest.cron_expression")},
+
+	{"HostLen", maxLen(limits.HostLen), oas("UpdateMailConfigRequest.host")},
+	{"MaxPort", in(1, limits.MaxPort), oas("UpdateMailConfigRequest.port")},
+	{"MaxDerivativeSide", in(1, limits.MaxDerivativeSide), oas("CreateMediaDerivativeRequest.width", "CreateMediaDerivativeRequest.height")},
+	{"MinQuality, MaxQuality", in(limits.MinQuality, limits.MaxQuality), oas("CreateMediaDerivativeRequest.quality")},
+}
+
+// pointer returns the schema at JSON pointer p of doc, or nil.
+func pointer(doc any, p string) map[string]any {
+	cur := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+// TestContractStatesEachLimit fails when a schema of exact states its bound differently from
+// the constant, or is gone (then the table names a schema the contract no longer has).
+func TestContractStatesEachLimit(t *testing.T) {
+	docs := map[string]any{}
+	for _, name := range []string{"openapi.yaml", "agent-template.schema.json"} {
+		docs[name] = load(t, name)
+	}
+	for _, e := range exact {
+		for _, at := range e.at {
+			name, p, _ := strings.Cut(at, "#")
+			schema := pointer(docs[name], p)
+			if schema == nil {
+				t.Errorf("%s (%s): no such schema", at, e.constant)
+				continue
+			}
+			check(t, site{where: at + " (limits." + e.constant + ")", schema: schema}, e.b, false)
 		}
 	}
 }

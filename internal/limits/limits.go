@@ -21,3 +21,72 @@ const (
 	DefaultPerPage = 25
 	MaxPerPage     = 100
 )
+
+// Accounts and profiles, in characters.
+const (
+	EmailLen       = 254 // every address: accounts, members, mail settings (RFC 5321's path less the brackets)
+	DisplayNameLen = 100
+	MinPasswordLen = 8 // a new password
+	MaxPasswordLen = 256
+	ProfileNameLen = 100 // a profile's first and last name, a location's name
+	LocaleLen      = 35
+	TimezoneLen    = 64 // an IANA zone name: profiles, scheduled runs
+	AddressLen     = 500
+)
+
+// Agents and agent templates, in characters.
+const (
+	AgentNameLen           = 200 // an agent's, and a template's, name
+	AgentDescriptionLen    = 2000
+	AgentNotesLen          = 200000
+	TemplateIDLen          = 130
+	TemplateDescriptionLen = 1000
+	TemplateMetadataLen    = 64  // a template's metadata category and icon
+	ToolClassLen           = 200 // a tool class as agents and templates name it
+	OperationNameLen       = 100 // a tool operation as agents and templates name it
+)
+
+// Groups, model configurations and per-agent API keys, in characters.
+const (
+	GroupNameLen        = 100
+	GroupDescriptionLen = 1000
+	LLMConfigNameLen    = 100
+	LLMModelLen         = 200
+	LLMAPIKeyLen        = 4096
+	APIKeyNameLen       = 100
+	URLLen              = 2048 // a URL: a model configuration's base_url, a chat's callback_url, a template's $schema
+)
+
+// Numbers of a model configuration (each at least 1, the temperature at least 0).
+const (
+	MaxLLMTemperature    = 2
+	MaxLLMTokensOutput   = 1_000_000
+	MaxLLMContextWindow  = 10_000_000
+	MaxLLMTimeoutSeconds = 3600
+)
+
+// The mail server's address (a DNS name's longest form) and TCP ports.
+const (
+	HostLen = 253
+	MaxPort = 65535
+)
+
+// Media derivatives: the largest side in pixels, the encoder quality.
+const (
+	MaxDerivativeSide = 8192
+	MinQuality        = 1
+	MaxQuality        = 100
+	DefaultQuality    = 85
+)
+
+// Prompt templates and scheduled runs.
+const (
+	PromptTemplateNameLen        = 100 // characters
+	PromptTemplateDescriptionLen = 1000
+	PromptTemplateTextLen        = 100000
+	PromptVariables              = 50 // variables of a template, values of a run
+	PromptVariableKeyLen         = 64
+	PromptVariableValueLen       = 10000
+	ScheduleNameLen              = 100
+	CronLen                      = 200
+)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -152,8 +153,8 @@ func (u *Update) Validate() error {
 	default:
 		return invalid("encryption %q is not supported (use none, tls or ssl)", u.Encryption)
 	}
-	if u.Port < 1 || u.Port > 65535 {
-		return invalid("port %d is out of range 1-65535", u.Port)
+	if u.Port < 1 || u.Port > limits.MaxPort {
+		return invalid("port %d is out of range 1-%d", u.Port, limits.MaxPort)
 	}
 	if u.Encryption == EncryptionSSL && u.Port == PortSubmission {
 		return invalid("encryption ssl cannot be used with port 587: port 587 pairs with tls (STARTTLS after the greeting), port 465 with ssl (immediate TLS)")
@@ -179,7 +180,7 @@ func (u *Update) Validate() error {
 
 // validHost accepts a host name or IP address: no scheme, port, path, user or spaces.
 func validHost(h string) bool {
-	if len(h) > 253 || strings.ContainsAny(h, "/:@?#[] \t\r\n\\") {
+	if len(h) > limits.HostLen || strings.ContainsAny(h, "/:@?#[] \t\r\n\\") {
 		return false
 	}
 	for _, label := range strings.Split(h, ".") {

@@ -31,7 +31,10 @@ func TestAdministratorsOnly(t *testing.T) {
 		"grant":  func(by *store.User, id int64) error { _, err := svc.GrantRole(ctx, by, id, "editor"); return err },
 		"revoke": func(by *store.User, id int64) error { _, err := svc.RevokeRole(ctx, by, id, "editor"); return err },
 		"create": func(by *store.User, _ int64) error { _, err := svc.Create(ctx, by, user.NewUser{}); return err },
-		"update": func(by *store.User, id int64) error { _, err := svc.Update(ctx, by, id, account.UserChanges{}); return err },
+		"update": func(by *store.User, id int64) error {
+			_, err := svc.Update(ctx, by, id, account.UserChanges{})
+			return err
+		},
 	} {
 		for _, id := range []int64{root.ID, 999999} {
 			if err := call(ada, id); !errors.Is(err, svcerr.ErrForbidden) {
