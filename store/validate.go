@@ -17,7 +17,6 @@ const (
 	MaxCSRFTokenLen    = 128
 	MaxIPLen           = 64
 	MaxUserAgentLen    = 512
-	MaxSelectorLen     = 64
 	MaxTokenPayloadLen = 4096 // bytes
 	MaxBioLen          = 10000
 	MaxSettingKeyLen   = 191
@@ -89,8 +88,8 @@ func checkDigest(field, v string) error {
 
 // checkSelector accepts URL-safe token selectors (base64url or hex alphabet).
 func checkSelector(v string) error {
-	if v == "" || len(v) > MaxSelectorLen {
-		return invalidf("selector must be 1 to %d characters", MaxSelectorLen)
+	if v == "" || len(v) > limits.SelectorLen {
+		return invalidf("selector must be 1 to %d characters", limits.SelectorLen)
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -305,6 +306,11 @@ var exact = []struct {
 	{"ScheduleNameLen", maxLen(limits.ScheduleNameLen), oas("ScheduledRunRequest.name")},
 	{"CronLen", maxLen(limits.CronLen), oas("ScheduledRunRequest.cron_expression")},
 
+	{"SelectorLen", maxLen(limits.SelectorLen), join(oas("ResetPasswordRequest.selector", "TokenConfirmRequest.selector"),
+		[]string{"openapi.yaml#/paths/~1auth~1verify~1{selector}/get/parameters/0/schema"})},
+	{"FilenameLen", maxLen(limits.FilenameLen), oas("ChatInlineFile.filename")},
+	{"DefaultSearchHits, MaxSearchHits", bound{Minimum: n(1), Maximum: n(limits.MaxSearchHits), Default: n(limits.DefaultSearchHits)},
+		[]string{"openapi.yaml#/paths/~1search/get/parameters/1/schema"}},
 	{"HostLen", maxLen(limits.HostLen), oas("UpdateMailConfigRequest.host")},
 	{"MaxPort", in(1, limits.MaxPort), oas("UpdateMailConfigRequest.port")},
 	{"MaxDerivativeSide", in(1, limits.MaxDerivativeSide), oas("CreateMediaDerivativeRequest.width", "CreateMediaDerivativeRequest.height")},
@@ -315,11 +321,18 @@ var exact = []struct {
 func pointer(doc any, p string) map[string]any {
 	cur := doc
 	for _, tok := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		m, ok := cur.(map[string]any)
-		if !ok {
+		switch v := cur.(type) {
+		case map[string]any:
+			cur = v[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil
+			}
+			cur = v[i]
+		default:
 			return nil
 		}
-		cur = m[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
 	}
 	m, _ := cur.(map[string]any)
 	return m

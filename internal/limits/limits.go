@@ -22,6 +22,13 @@ const (
 	MaxPerPage     = 100
 )
 
+// The palette search's hits (limit): DefaultSearchHits when none is asked, at most
+// MaxSearchHits.
+const (
+	DefaultSearchHits = 20
+	MaxSearchHits     = 50
+)
+
 // Accounts and profiles, in characters.
 const (
 	EmailLen       = 254 // every address: accounts, members, mail settings (RFC 5321's path less the brackets)
@@ -32,6 +39,7 @@ const (
 	LocaleLen      = 35
 	TimezoneLen    = 64 // an IANA zone name: profiles, scheduled runs
 	AddressLen     = 500
+	SelectorLen    = 64 // the selector of a mailed link (verification, password reset)
 )
 
 // Agents and agent templates, in characters.
@@ -64,6 +72,9 @@ const (
 	MaxLLMContextWindow  = 10_000_000
 	MaxLLMTimeoutSeconds = 3600
 )
+
+// A media file's name, in characters (inline files of chats, uploads, derivatives).
+const FilenameLen = 255
 
 // The mail server's address (a DNS name's longest form) and TCP ports.
 const (

@@ -241,8 +241,8 @@ func derivedName(name, format string) string {
 	if base == "" {
 		base = "image"
 	}
-	if r := []rune(base); len(r)+len(ext) > store.MaxMediaFilenameLen {
-		base = string(r[:store.MaxMediaFilenameLen-len(ext)])
+	if r := []rune(base); len(r)+len(ext) > limits.FilenameLen {
+		base = string(r[:limits.FilenameLen-len(ext)])
 	}
 	return base + ext
 }
