@@ -1,9 +1,9 @@
 // Package limits holds the bounds that the contract (openapi.yaml, agent-template.schema.json)
 // states and the Go code checks again (the store, the services, the template validator, the
-// agent loop's tools), each written once here. limits_test.go reads both documents and fails
-// when a schema property that carries one of these bounds says otherwise, so the contract and
-// the code cannot drift apart. A leaf package: it imports nothing of the project, so the store
-// may use it too.
+// agent loop's tools), each written once here. contract_test.go reads both documents and fails
+// when a schema that carries one of these bounds says otherwise (or is gone), so the contract
+// and the code cannot drift apart. Bounds only the store knows (column sizes) stay in the
+// store. A leaf package: it imports nothing of the project, so the store may use it too.
 package limits
 
 // Step budgets of a task (document 1: 1 to 100, default 10): an agent's max_steps (agents,
@@ -33,8 +33,8 @@ const (
 const (
 	EmailLen       = 254 // every address: accounts, members, mail settings (RFC 5321's path less the brackets)
 	DisplayNameLen = 100
-	MinPasswordLen = 8 // a new password
-	MaxPasswordLen = 256
+	MinPasswordLen = 8   // a new password
+	MaxPasswordLen = 256 // the account service counts it in bytes, the contract in characters
 	ProfileNameLen = 100 // a profile's first and last name, a location's name
 	LocaleLen      = 35
 	TimezoneLen    = 64 // an IANA zone name: profiles, scheduled runs
