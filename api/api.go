@@ -1,6 +1,7 @@
 // Package api implements gen.StrictServerInterface: each handler converts the generated request
 // into a service call and the result back into a generated response. Rules live in the services
-// (account, store …); errors are returned as categorised errors and rendered by the server.
+// (account, user, task …), who may call them included; errors are returned as categorised
+// errors and rendered by the server.
 package api
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstream"
+	"github.com/agentsvc/svc/internal/user"
 	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
@@ -43,6 +45,7 @@ type Deps struct {
 	Store         *store.Store
 	Logger        *slog.Logger
 	Accounts      *account.Service
+	Users         *user.Service // accounts and roles (administrators), a user's profile and locations
 	Groups        *group.Service
 	Agents        *agent.Service
 	ToolConfig    *toolconfig.Service            // tool configuration: settings layers, agent and group tools
@@ -71,6 +74,7 @@ type API struct {
 	cfg           *config.Loader
 	store         *store.Store
 	accounts      *account.Service
+	users         *user.Service
 	groups        *group.Service
 	agents        *agent.Service
 	tcfg          *toolconfig.Service
@@ -98,7 +102,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 
 // New returns the handlers over d's services (it builds none).
 func New(d Deps) *API {
-	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
+	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
 		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events}
@@ -112,18 +116,6 @@ func caller(ctx context.Context) (*account.Identity, error) {
 	id := account.IdentityFrom(ctx)
 	if id == nil {
 		return nil, svcerr.New(svcerr.ErrUnauthenticated, "authentication required")
-	}
-	return id, nil
-}
-
-// admin returns the caller when it is an administrator, ErrForbidden otherwise.
-func admin(ctx context.Context) (*account.Identity, error) {
-	id, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !id.User.IsAdmin() {
-		return nil, svcerr.New(svcerr.ErrForbidden, "administrator rights required")
 	}
 	return id, nil
 }

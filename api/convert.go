@@ -6,6 +6,7 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -61,12 +62,12 @@ func accepted() gen.AcceptedResponse {
 }
 
 func pageArgs(page, perPage *int) (int, int) {
-	p, pp := 1, 25
+	p, pp := 1, limits.DefaultPerPage
 	if page != nil && *page > 0 {
 		p = *page
 	}
 	if perPage != nil && *perPage > 0 {
-		pp = min(*perPage, 100)
+		pp = min(*perPage, limits.MaxPerPage)
 	}
 	return p, pp
 }

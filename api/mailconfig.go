@@ -13,10 +13,11 @@ import (
 // GetMailConfig answers the effective mail configuration to administrators, without the
 // password. Errors: ErrForbidden (not an administrator), ErrUnavailable.
 func (a *API) GetMailConfig(ctx context.Context, _ gen.GetMailConfigRequestObject) (gen.GetMailConfigResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	c, err := a.mailConfig.Get(ctx)
+	c, err := a.mailConfig.Get(ctx, id.User)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +28,8 @@ func (a *API) GetMailConfig(ctx context.Context, _ gen.GetMailConfigRequestObjec
 // environment; nothing is sent. Errors: ErrForbidden, ErrBadRequest (no body), ErrInvalid
 // (a field or the port/encryption pairing is wrong).
 func (a *API) UpdateMailConfig(ctx context.Context, req gen.UpdateMailConfigRequestObject) (gen.UpdateMailConfigResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
@@ -42,7 +44,7 @@ func (a *API) UpdateMailConfig(ctx context.Context, req gen.UpdateMailConfigRequ
 	if b.FromName != nil {
 		u.FromName = *b.FromName
 	}
-	c, err := a.mailConfig.Update(ctx, u)
+	c, err := a.mailConfig.Update(ctx, id.User, u)
 	if err != nil {
 		return nil, err
 	}
@@ -53,13 +55,14 @@ func (a *API) UpdateMailConfig(ctx context.Context, req gen.UpdateMailConfigRequ
 // outcome (200 either way; the mail server's error text on failure). Errors: ErrForbidden,
 // ErrBadRequest (no body), ErrInvalid (to is not an address).
 func (a *API) SendTestMail(ctx context.Context, req gen.SendTestMailRequestObject) (gen.SendTestMailResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, svcerr.New(svcerr.ErrBadRequest, "a JSON body is required")
 	}
-	r, err := a.mailConfig.SendTest(ctx, string(req.Body.To))
+	r, err := a.mailConfig.SendTest(ctx, id.User, string(req.Body.To))
 	if err != nil {
 		return nil, err
 	}

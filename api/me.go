@@ -31,7 +31,7 @@ func (a *API) GetProfile(ctx context.Context, _ gen.GetProfileRequestObject) (ge
 	if err != nil {
 		return nil, err
 	}
-	p, err := a.store.Profile(ctx, id.User.ID)
+	p, err := a.users.Profile(ctx, id.User)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (a *API) ReplaceProfile(ctx context.Context, req gen.ReplaceProfileRequestO
 		return nil, err
 	}
 	b := req.Body
-	p, err := a.accounts.PutProfile(ctx, id.User.ID, store.Profile{FirstName: deref(b.FirstName), LastName: deref(b.LastName),
+	p, err := a.users.PutProfile(ctx, id.User, store.Profile{FirstName: deref(b.FirstName), LastName: deref(b.LastName),
 		Locale: deref(b.Locale), Timezone: deref(b.Timezone), Bio: deref(b.Bio)})
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (a *API) ListLocations(ctx context.Context, _ gen.ListLocationsRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	ls, err := a.store.ListLocations(ctx, id.User.ID)
+	ls, err := a.users.Locations(ctx, id.User)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (a *API) CreateLocation(ctx context.Context, req gen.CreateLocationRequestO
 	if err != nil {
 		return nil, err
 	}
-	l, err := a.store.CreateLocation(ctx, id.User.ID, fromLocationInput(req.Body))
+	l, err := a.users.CreateLocation(ctx, id.User, fromLocationInput(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (a *API) UpdateLocation(ctx context.Context, req gen.UpdateLocationRequestO
 	if err != nil {
 		return nil, err
 	}
-	l, err := a.store.UpdateLocation(ctx, id.User.ID, req.Id, fromLocationInput(req.Body))
+	l, err := a.users.UpdateLocation(ctx, id.User, req.Id, fromLocationInput(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (a *API) DeleteLocation(ctx context.Context, req gen.DeleteLocationRequestO
 	if err != nil {
 		return nil, err
 	}
-	if err := a.store.DeleteLocation(ctx, id.User.ID, req.Id); err != nil {
+	if err := a.users.DeleteLocation(ctx, id.User, req.Id); err != nil {
 		return nil, err
 	}
 	return gen.DeleteLocation200JSONResponse(deleted()), nil

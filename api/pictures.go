@@ -33,11 +33,7 @@ func (a *API) GetUserPicture(ctx context.Context, req gen.GetUserPictureRequestO
 	if _, err := caller(ctx); err != nil {
 		return nil, err
 	}
-	u, err := a.store.UserByID(ctx, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	m, f, err := a.pictures.Open(ctx, u.PictureMediaID)
+	m, f, err := a.pictures.OpenUser(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

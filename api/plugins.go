@@ -5,19 +5,23 @@ import (
 	"net/url"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/plugins/catalog"
 )
 
-// ListPlugins is the plugin inventory (administrators).
+// ListPlugins is the plugin inventory (administrators: plugins.Admin decides).
 func (a *API) ListPlugins(ctx context.Context, _ gen.ListPluginsRequestObject) (gen.ListPluginsResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.pluginAdmin.Inventory(id.User)
+	if err != nil {
 		return nil, err
 	}
 	var r gen.ListPlugins200JSONResponse
 	r.Data.Plugins = []gen.Plugin{}
-	for _, l := range a.plugins.Current().List() {
+	for _, l := range list {
 		r.Data.Plugins = append(r.Data.Plugins, a.toPlugin(l))
 	}
 	return r, nil
@@ -79,22 +83,24 @@ func (a *API) SearchPalette(ctx context.Context, req gen.SearchPaletteRequestObj
 	return r, nil
 }
 
-// pluginPackage is the package name of a path key (`vendor%2Fname`), refused as unknown when
-// it is no package name.
-func pluginPackage(key string) (string, error) {
+// pluginPackage is the package name of a path key (`vendor%2Fname`). A key that does not
+// decode to a package name is passed on as sent: plugins.Admin refuses it (after deciding
+// whether the caller may ask at all), quoting what the client sent.
+func pluginPackage(key string) string {
 	pkg, err := url.PathUnescape(key)
 	if err != nil || !catalog.ValidPackage(pkg) {
-		return "", svcerr.New(svcerr.ErrNotFound, "plugin package %q is not installed", key)
+		return key
 	}
-	return pkg, nil
+	return pkg
 }
 
 // ListPluginCatalog browses the catalog (administrators; plugin_catalog_enabled).
 func (a *API) ListPluginCatalog(ctx context.Context, _ gen.ListPluginCatalogRequestObject) (gen.ListPluginCatalogResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	v, err := a.pluginAdmin.Catalog(ctx)
+	v, err := a.pluginAdmin.Catalog(ctx, id.User)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +116,11 @@ func (a *API) ListPluginCatalog(ctx context.Context, _ gen.ListPluginCatalogRequ
 
 // InstallPlugin installs a catalog package (administrators; plugin_install_enabled).
 func (a *API) InstallPlugin(ctx context.Context, req gen.InstallPluginRequestObject) (gen.InstallPluginResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	l, err := a.pluginAdmin.Install(ctx, req.Body.Package, deref(req.Body.Version))
+	l, err := a.pluginAdmin.Install(ctx, id.User, req.Body.Package, deref(req.Body.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +131,11 @@ func (a *API) InstallPlugin(ctx context.Context, req gen.InstallPluginRequestObj
 
 // UpdatePlugin replaces an installed package with another catalog version.
 func (a *API) UpdatePlugin(ctx context.Context, req gen.UpdatePluginRequestObject) (gen.UpdatePluginResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
-		return nil, err
-	}
-	pkg, err := pluginPackage(req.Package)
+	id, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l, err := a.pluginAdmin.Update(ctx, pkg, deref(req.Body.Version))
+	l, err := a.pluginAdmin.Update(ctx, id.User, pluginPackage(req.Package), deref(req.Body.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +146,11 @@ func (a *API) UpdatePlugin(ctx context.Context, req gen.UpdatePluginRequestObjec
 
 // UninstallPlugin removes an installed package.
 func (a *API) UninstallPlugin(ctx context.Context, req gen.UninstallPluginRequestObject) (gen.UninstallPluginResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
-		return nil, err
-	}
-	pkg, err := pluginPackage(req.Package)
+	id, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.pluginAdmin.Uninstall(ctx, pkg); err != nil {
+	if err := a.pluginAdmin.Uninstall(ctx, id.User, pluginPackage(req.Package)); err != nil {
 		return nil, err
 	}
 	var r gen.UninstallPlugin200JSONResponse

@@ -11,10 +11,11 @@ import (
 // GetRuntimeSettings answers the runtime settings administrators may change, with their
 // effective values and sources. Errors: ErrForbidden (not an administrator), ErrUnavailable.
 func (a *API) GetRuntimeSettings(ctx context.Context, _ gen.GetRuntimeSettingsRequestObject) (gen.GetRuntimeSettingsResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	list, err := a.settings.List(ctx)
+	list, err := a.settings.List(ctx, id.User)
 	if err != nil {
 		return nil, err
 	}
@@ -25,13 +26,14 @@ func (a *API) GetRuntimeSettings(ctx context.Context, _ gen.GetRuntimeSettingsRe
 // nothing. Errors: ErrForbidden, ErrBadRequest (no body), ErrInvalid (a key not editable, a
 // wrong type, a value the configuration refuses).
 func (a *API) UpdateRuntimeSettings(ctx context.Context, req gen.UpdateRuntimeSettingsRequestObject) (gen.UpdateRuntimeSettingsResponseObject, error) {
-	if _, err := admin(ctx); err != nil {
+	id, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
 		return nil, svcerr.New(svcerr.ErrBadRequest, "a JSON body is required")
 	}
-	list, err := a.settings.Update(ctx, req.Body.Settings) // a null value clears the stored one
+	list, err := a.settings.Update(ctx, id.User, req.Body.Settings) // a null value clears the stored one
 	if err != nil {
 		return nil, err
 	}

@@ -12,16 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/plugins/catalog"
+	"github.com/agentsvc/svc/store"
 )
 
-// Admin runs the administrator's plugin operations: browsing the catalog and installing,
-// updating and uninstalling its packages, each followed by a reload of the Runtime. Every gate
-// of those operations lives here: plugin_catalog_enabled for the catalog, plugin_install_enabled
-// for changes, plugin_catalog_url and plugin_catalog_ttl for where packages come from.
+// Admin runs the administrator's plugin operations: the inventory, browsing the catalog and
+// installing, updating and uninstalling its packages, each change followed by a reload of the
+// Runtime. Every gate of those operations lives here: the caller must be an administrator
+// (internal/access; checked first), plugin_catalog_enabled for the catalog,
+// plugin_install_enabled for changes, plugin_catalog_url and plugin_catalog_ttl for where
+// packages come from.
 type Admin struct {
 	Runtime *Runtime
 	Config  func() *config.Config
@@ -87,17 +91,38 @@ func (a *Admin) installer(pkg string) (*catalog.Installer, error) {
 	})
 }
 
-func (a *Admin) gateInstall() error {
+// gateInstall refuses changes of the installed packages unless by is an administrator and
+// pkg, when not "", is a package name (ErrNotFound), and plugin_install_enabled is on, in that
+// order. Errors: ErrForbidden, ErrNotFound.
+func (a *Admin) gateInstall(by *store.User, pkg string) error {
+	if err := access.Administrator(by); err != nil {
+		return err
+	}
+	if pkg != "" && !catalog.ValidPackage(pkg) {
+		return svcerr.New(svcerr.ErrNotFound, "plugin package %q is not installed", pkg)
+	}
 	if !a.Config().PluginInstallEnabled {
 		return svcerr.New(svcerr.ErrForbidden, "plugin install, update and uninstall are disabled (setting plugin_install_enabled)")
 	}
 	return nil
 }
 
-// Catalog lists the catalog's packages with the versions installed here. Errors: ErrForbidden
-// (plugin_catalog_enabled off), ErrUnavailable (no catalog configured, or it cannot be read and
-// no copy is cached).
-func (a *Admin) Catalog(ctx context.Context) (*CatalogView, error) {
+// Inventory lists the loaded plugins (those whose manifest did not parse included) to an
+// administrator (by). Errors: ErrForbidden (by is no administrator).
+func (a *Admin) Inventory(by *store.User) ([]*Loaded, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
+	return a.Runtime.Current().List(), nil
+}
+
+// Catalog lists the catalog's packages with the versions installed here, to an administrator
+// (by). Errors: ErrForbidden (by is no administrator, plugin_catalog_enabled off),
+// ErrUnavailable (no catalog configured, or it cannot be read and no copy is cached).
+func (a *Admin) Catalog(ctx context.Context, by *store.User) (*CatalogView, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	if !a.Config().PluginCatalogEnabled {
 		return nil, svcerr.New(svcerr.ErrForbidden, "the plugin catalog is disabled (setting plugin_catalog_enabled)")
 	}
@@ -126,14 +151,15 @@ func (a *Admin) Catalog(ctx context.Context) (*CatalogView, error) {
 	return v, nil
 }
 
-// Install installs version (default the latest) of catalog package pkg and loads it. A
-// package whose plugin does not load is removed again, so a failed install leaves the plugins
-// as they were. Errors: ErrForbidden (install disabled), ErrConflict (installed already, its
+// Install installs version (default the latest) of catalog package pkg and loads it, for an
+// administrator (by). A package whose plugin does not load is removed again, so a failed
+// install leaves the plugins as they were. Errors: ErrForbidden (by is no administrator,
+// install disabled), ErrConflict (installed already, its
 // slug taken, or requirements missing: never installed on their own), ErrInvalid (the catalog
 // does not list it, a bad archive or checksum, a manifest that breaks a rule, a plugin that
 // does not load), ErrUnavailable (no catalog).
-func (a *Admin) Install(ctx context.Context, pkg, version string) (*Loaded, error) {
-	if err := a.gateInstall(); err != nil {
+func (a *Admin) Install(ctx context.Context, by *store.User, pkg, version string) (*Loaded, error) {
+	if err := a.gateInstall(by, ""); err != nil { // the request's pattern has checked pkg
 		return nil, err
 	}
 	if l := a.Runtime.Current().byPackage(pkg); l != nil {
@@ -155,12 +181,13 @@ func (a *Admin) Install(ctx context.Context, pkg, version string) (*Loaded, erro
 	return l, nil
 }
 
-// Update replaces installed package pkg with version (default the latest) and loads it; on a
-// plugin that does not load, the previous version is put back. Updating to the installed
-// version changes nothing. Errors: as Install, and ErrNotFound (not installed), ErrInvalidState
-// (placed by hand or bundled: not the catalog's to replace).
-func (a *Admin) Update(ctx context.Context, pkg, version string) (*Loaded, error) {
-	if err := a.gateInstall(); err != nil {
+// Update replaces installed package pkg with version (default the latest) and loads it, for an
+// administrator (by); on a plugin that does not load, the previous version is put back.
+// Updating to the installed version changes nothing. Errors: as Install, and ErrNotFound (not
+// installed, or pkg is no package name), ErrInvalidState (placed by hand or bundled: not the
+// catalog's to replace).
+func (a *Admin) Update(ctx context.Context, by *store.User, pkg, version string) (*Loaded, error) {
+	if err := a.gateInstall(by, pkg); err != nil {
 		return nil, err
 	}
 	cur := a.Runtime.Current().byPackage(pkg)
@@ -192,12 +219,13 @@ func (a *Admin) Update(ctx context.Context, pkg, version string) (*Loaded, error
 	return l, nil
 }
 
-// Uninstall removes installed package pkg and unloads it (its tools leave the registry; agent
-// tool records stay and show as missing). Errors: ErrForbidden (install disabled), ErrNotFound
-// (not installed), ErrInvalidState (required by another plugin or an agent template; placed by
+// Uninstall removes installed package pkg and unloads it, for an administrator (caller): its
+// tools leave the registry; agent tool records stay and show as missing. Errors: ErrForbidden
+// (caller is no administrator, install disabled), ErrNotFound (not installed, or pkg is no
+// package name), ErrInvalidState (required by another plugin or an agent template; placed by
 // hand or bundled).
-func (a *Admin) Uninstall(ctx context.Context, pkg string) error {
-	if err := a.gateInstall(); err != nil {
+func (a *Admin) Uninstall(ctx context.Context, caller *store.User, pkg string) error {
+	if err := a.gateInstall(caller, pkg); err != nil {
 		return err
 	}
 	cur := a.Runtime.Current()

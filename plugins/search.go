@@ -9,14 +9,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/store"
 )
 
 // Palette search limits (document 1: q truncated to 200 characters).
 const (
 	MaxQuery       = 200
-	DefaultHits    = 20
-	MaxHits        = 50
 	ProviderBudget = 2 * time.Second // a slower provider's section is dropped
 )
 
@@ -62,9 +61,9 @@ func NormalizeQuery(q string) string {
 func Search(ctx context.Context, log *slog.Logger, providers []NamedProvider, q Query) []Hit {
 	q.Text = NormalizeQuery(q.Text)
 	if q.Limit <= 0 {
-		q.Limit = DefaultHits
+		q.Limit = limits.DefaultSearchHits
 	}
-	q.Limit = min(q.Limit, MaxHits)
+	q.Limit = min(q.Limit, limits.MaxSearchHits)
 	if q.Text == "" || len(providers) == 0 {
 		return []Hit{}
 	}

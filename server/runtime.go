@@ -33,6 +33,7 @@ import (
 	"github.com/agentsvc/svc/internal/task"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/internal/tracing"
+	"github.com/agentsvc/svc/internal/user"
 	"github.com/agentsvc/svc/internal/webhook"
 	"github.com/agentsvc/svc/internal/worker"
 	"github.com/agentsvc/svc/plugins"
@@ -69,6 +70,7 @@ func (a *App) buildServices() {
 	})
 	s.Groups.WithMedia(s.Media) // files of a deleted group's assets
 	s.Agents = agent.New(s.Store)
+	s.Users = user.New(s.Store, s.Accounts, s.Media)
 	s.Search = a.searchProviders
 	s.PluginAdmin = &plugins.Admin{Runtime: s.Plugins, Config: s.Config.Current, Clock: a.clock,
 		Net: a.Net, Timeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second * 4}

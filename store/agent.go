@@ -13,22 +13,17 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
 
-// Agent limits and defaults (document 1: max_steps 1 to 100, default 10). The text limits are
-// the contract's; system_prompt has none there, so the store bounds it by what a MEDIUMTEXT
-// column holds in the worst case (4 bytes a character).
+// Agent limits the contract does not state (those it states, the step budget and the text
+// lengths, are internal/limits's): system_prompt has none there, so the store bounds it by what
+// a MEDIUMTEXT column holds in the worst case (4 bytes a character).
 const (
-	MaxAgentNameLen          = 200
-	MaxAgentDescriptionLen   = 2000
 	MaxAgentSystemPromptLen  = 1 << 20
-	MaxAgentNotesLen         = 200000
-	MaxAgentMetadataLen      = 65535 // bytes of JSON
-	MinAgentMaxSteps         = 1
-	MaxAgentMaxSteps         = 100
-	DefaultAgentMaxSteps     = 10
+	MaxAgentMetadataLen      = 65535         // bytes of JSON
 	MaxAgentRetryAfterMinute = math.MaxInt32 // the INT column's range
 	MaxAgentRetries          = math.MaxInt32
 )
@@ -54,7 +49,7 @@ type Agent struct {
 }
 
 // AgentFields are the settable properties of an agent. For UpdateAgent nil means unchanged;
-// for CreateAgent nil means the default (Name is required; MaxSteps DefaultAgentMaxSteps,
+// for CreateAgent nil means the default (Name is required; MaxSteps limits.DefaultSteps,
 // AllowFollowup true, everything else empty or zero). Metadata, when set, replaces the whole
 // object.
 type AgentFields struct {
@@ -187,7 +182,7 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		if strings.TrimSpace(*f.Name) == "" {
 			return nil, invalidf("name is required")
 		}
-		if err := checkText("name", *f.Name, MaxAgentNameLen); err != nil {
+		if err := checkText("name", *f.Name, limits.AgentNameLen); err != nil {
 			return nil, err
 		}
 		ch["name"] = *f.Name
@@ -197,9 +192,9 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		v   *string
 		max int
 	}{
-		{"description", f.Description, MaxAgentDescriptionLen},
+		{"description", f.Description, limits.AgentDescriptionLen},
 		{"system_prompt", f.SystemPrompt, MaxAgentSystemPromptLen},
-		{"notes", f.Notes, MaxAgentNotesLen},
+		{"notes", f.Notes, limits.AgentNotesLen},
 	} {
 		if t.v == nil {
 			continue
@@ -210,8 +205,8 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		ch[t.col] = *t.v
 	}
 	if f.MaxSteps != nil {
-		if *f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps {
-			return nil, invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+		if *f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps {
+			return nil, invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 		}
 		ch["max_steps"] = *f.MaxSteps
 	}
@@ -265,7 +260,7 @@ func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentField
 	if err != nil {
 		return nil, err
 	}
-	row := agentRow{PrincipalID: principalID, MaxSteps: DefaultAgentMaxSteps, AllowFollowup: true, Metadata: "{}"}
+	row := agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
 	row.Name = ch["name"].(string)
 	setStr := func(dst *string, col string) {
 		if v, ok := ch[col]; ok {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -85,19 +86,19 @@ func TestCreateAgent(t *testing.T) {
 		}},
 		{name: "max_steps 1", in: store.AgentFields{Name: ptr("One"), MaxSteps: ptr(1)}},
 		{name: "longest texts, multibyte", in: store.AgentFields{
-			Name: ptr(strings.Repeat("é", store.MaxAgentNameLen)), Description: ptr(strings.Repeat("é", store.MaxAgentDescriptionLen)),
-			Notes: ptr(strings.Repeat("€", store.MaxAgentNotesLen)), SystemPrompt: ptr(strings.Repeat("€", 100000)),
+			Name: ptr(strings.Repeat("é", limits.AgentNameLen)), Description: ptr(strings.Repeat("é", limits.AgentDescriptionLen)),
+			Notes: ptr(strings.Repeat("€", limits.AgentNotesLen)), SystemPrompt: ptr(strings.Repeat("€", 100000)),
 		}, check: func(t *testing.T, a *store.Agent) {
-			if len([]rune(a.Notes)) != store.MaxAgentNotesLen || len([]rune(a.SystemPrompt)) != 100000 {
+			if len([]rune(a.Notes)) != limits.AgentNotesLen || len([]rune(a.SystemPrompt)) != 100000 {
 				t.Errorf("long texts were cut: notes %d, prompt %d", len([]rune(a.Notes)), len([]rune(a.SystemPrompt)))
 			}
 		}},
 		{name: "missing name", in: store.AgentFields{}, want: svcerr.ErrInvalid},
 		{name: "blank name", in: store.AgentFields{Name: ptr(" \t")}, want: svcerr.ErrInvalid},
-		{name: "name too long", in: store.AgentFields{Name: ptr(strings.Repeat("x", store.MaxAgentNameLen+1))}, want: svcerr.ErrInvalid},
+		{name: "name too long", in: store.AgentFields{Name: ptr(strings.Repeat("x", limits.AgentNameLen+1))}, want: svcerr.ErrInvalid},
 		{name: "name with NUL", in: store.AgentFields{Name: ptr("a\x00b")}, want: svcerr.ErrInvalid},
-		{name: "description too long", in: store.AgentFields{Name: ptr("x"), Description: ptr(strings.Repeat("x", store.MaxAgentDescriptionLen+1))}, want: svcerr.ErrInvalid},
-		{name: "notes too long", in: store.AgentFields{Name: ptr("x"), Notes: ptr(strings.Repeat("x", store.MaxAgentNotesLen+1))}, want: svcerr.ErrInvalid},
+		{name: "description too long", in: store.AgentFields{Name: ptr("x"), Description: ptr(strings.Repeat("x", limits.AgentDescriptionLen+1))}, want: svcerr.ErrInvalid},
+		{name: "notes too long", in: store.AgentFields{Name: ptr("x"), Notes: ptr(strings.Repeat("x", limits.AgentNotesLen+1))}, want: svcerr.ErrInvalid},
 		{name: "max_steps 0", in: store.AgentFields{Name: ptr("x"), MaxSteps: ptr(0)}, want: svcerr.ErrInvalid},
 		{name: "max_steps 101", in: store.AgentFields{Name: ptr("x"), MaxSteps: ptr(101)}, want: svcerr.ErrInvalid},
 		{name: "negative retries", in: store.AgentFields{Name: ptr("x"), MaxRetries: ptr(-1)}, want: svcerr.ErrInvalid},

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -78,7 +79,7 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	row := &agentRow{PrincipalID: principalID, MaxSteps: DefaultAgentMaxSteps, AllowFollowup: true, Metadata: "{}"}
+	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
 	row.Name = ch["name"].(string)
 	for col, dst := range map[string]*string{
 		"description": &row.Description, "system_prompt": &row.SystemPrompt, "notes": &row.Notes, "metadata": &row.Metadata,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -111,7 +112,7 @@ func TestImportAgent(t *testing.T) {
 	// An agent without tools.
 	bare, err := s.ImportAgent(ctx, owner.PrincipalID, store.AgentFields{Name: ptr("Bare")}, nil)
 	wantErr(t, err, nil)
-	if bare.MaxSteps != store.DefaultAgentMaxSteps || !bare.AllowFollowup || len(bare.Metadata) != 0 {
+	if bare.MaxSteps != limits.DefaultSteps || !bare.AllowFollowup || len(bare.Metadata) != 0 {
 		t.Fatalf("bare = %+v", bare)
 	}
 	if n := countRows(t, s, "agent_tools", "agent_id = ?", bare.ID); n != 0 {
@@ -137,7 +138,7 @@ func TestImportAgentRefusals(t *testing.T) {
 		{name: "no name", fields: store.AgentFields{}},
 		{name: "blank name", fields: store.AgentFields{Name: ptr("  ")}},
 		{name: "max_steps", fields: store.AgentFields{Name: name, MaxSteps: ptr(101)}},
-		{name: "long description", fields: store.AgentFields{Name: name, Description: ptr(strings.Repeat("d", store.MaxAgentDescriptionLen+1))}},
+		{name: "long description", fields: store.AgentFields{Name: name, Description: ptr(strings.Repeat("d", limits.AgentDescriptionLen+1))}},
 		{name: "empty class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("")}},
 		{name: "long class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core." + strings.Repeat("x", store.MaxToolClassLen))}},
 		{name: "class twice", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core.TimeTool"), tool("core.TimeTool")}},

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -29,8 +30,7 @@ type AgentAPIKey struct {
 
 // Limits of API key columns.
 const (
-	MaxAPIKeyNameLen = 100 // characters
-	MaxAPIKeyIDLen   = 64  // bytes (key_id column)
+	MaxAPIKeyIDLen = 64 // bytes (key_id column)
 	// APIKeyTouchInterval is the granularity of last_used_at: TouchAPIKey writes only when the
 	// stored value is at least this old, so busy keys do not cost a write per request.
 	APIKeyTouchInterval = time.Minute
@@ -76,7 +76,7 @@ func checkAPIKeyID(v string) error {
 
 // CreateAPIKey stores a new key of agent k.AgentID minted by k.CreatedBy, in a transaction on
 // the locked agent after check allowed it (nil: no check); CreatedAt is the store clock,
-// LastUsedAt and RevokedAt start empty. Name must be 1 to MaxAPIKeyNameLen characters and not
+// LastUsedAt and RevokedAt start empty. Name must be 1 to limits.APIKeyNameLen characters and not
 // blank. Errors: ErrInvalid (malformed key id, name or digest), ErrNotFound "agent not found",
 // ErrNotFound for an unknown minting user, ErrConflict (key id already in use), and whatever
 // check returns.
@@ -87,7 +87,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k AgentAPIKey, check AgentChec
 	if strings.TrimSpace(k.Name) == "" {
 		return nil, invalidf("name is required")
 	}
-	if err := checkText("name", k.Name, MaxAPIKeyNameLen); err != nil {
+	if err := checkText("name", k.Name, limits.APIKeyNameLen); err != nil {
 		return nil, err
 	}
 	if err := checkDigest("secret_digest", k.SecretDigest); err != nil {

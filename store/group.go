@@ -11,13 +11,12 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Group limits.
 const (
-	MaxGroupNameLen        = 100
-	MaxGroupDescriptionLen = 1000
 	// MaxGroupPreferencesLen bounds the serialised (compact JSON) preferences object, in bytes.
 	MaxGroupPreferencesLen = 65536
 )
@@ -121,7 +120,7 @@ func normGroupName(name string) (string, error) {
 	if n == "" {
 		return "", invalidf("name must not be empty")
 	}
-	if err := checkText("name", n, MaxGroupNameLen); err != nil {
+	if err := checkText("name", n, limits.GroupNameLen); err != nil {
 		return "", err
 	}
 	return n, nil
@@ -135,7 +134,7 @@ func (s *Store) CreateGroup(ctx context.Context, ownerUserID int64, name, descri
 	if err != nil {
 		return nil, err
 	}
-	if err := checkText("description", description, MaxGroupDescriptionLen); err != nil {
+	if err := checkText("description", description, limits.GroupDescriptionLen); err != nil {
 		return nil, err
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
@@ -197,9 +196,9 @@ func pageBounds(page, perPage int) (int, int) {
 		page = 1
 	}
 	if perPage < 1 {
-		perPage = 25
+		perPage = limits.DefaultPerPage
 	}
-	return page, min(perPage, 100)
+	return page, min(perPage, limits.MaxPerPage)
 }
 
 // UpdateGroup changes the fields set in upd (a new name is trimmed and renames the group's
@@ -215,7 +214,7 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 		changes["name"] = n
 	}
 	if upd.Description != nil {
-		if err := checkText("description", *upd.Description, MaxGroupDescriptionLen); err != nil {
+		if err := checkText("description", *upd.Description, limits.GroupDescriptionLen); err != nil {
 			return nil, err
 		}
 		changes["description"] = *upd.Description

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -87,18 +88,18 @@ func TestCreateAndUpdateGroup(t *testing.T) {
 	}{
 		{"create: empty name", func() error { _, err := s.CreateGroup(ctx, u.ID, "   ", ""); return err }, svcerr.ErrInvalid},
 		{"create: long name", func() error {
-			_, err := s.CreateGroup(ctx, u.ID, strings.Repeat("n", store.MaxGroupNameLen+1), "")
+			_, err := s.CreateGroup(ctx, u.ID, strings.Repeat("n", limits.GroupNameLen+1), "")
 			return err
 		}, svcerr.ErrInvalid},
 		{"create: long description", func() error {
-			_, err := s.CreateGroup(ctx, u.ID, "x", strings.Repeat("d", store.MaxGroupDescriptionLen+1))
+			_, err := s.CreateGroup(ctx, u.ID, "x", strings.Repeat("d", limits.GroupDescriptionLen+1))
 			return err
 		}, svcerr.ErrInvalid},
 		{"create: invalid utf-8", func() error { _, err := s.CreateGroup(ctx, u.ID, "\xff", ""); return err }, svcerr.ErrInvalid},
 		{"create: unknown owner", func() error { _, err := s.CreateGroup(ctx, 999999, "orphan", ""); return err }, svcerr.ErrInvalid},
 		{"update: empty name", func() error { _, err := s.UpdateGroup(ctx, g.ID, store.GroupUpdate{Name: ptr("")}); return err }, svcerr.ErrInvalid},
 		{"update: long description", func() error {
-			_, err := s.UpdateGroup(ctx, g.ID, store.GroupUpdate{Description: ptr(strings.Repeat("d", store.MaxGroupDescriptionLen+1))})
+			_, err := s.UpdateGroup(ctx, g.ID, store.GroupUpdate{Description: ptr(strings.Repeat("d", limits.GroupDescriptionLen+1))})
 			return err
 		}, svcerr.ErrInvalid},
 		{"update: unknown group", func() error { _, err := s.UpdateGroup(ctx, 999999, store.GroupUpdate{Name: ptr("x")}); return err }, svcerr.ErrNotFound},
@@ -117,8 +118,8 @@ func TestCreateAndUpdateGroup(t *testing.T) {
 		t.Fatalf("group principals after refused writes = %d", n)
 	}
 	// Exactly the limits are accepted.
-	long, err := s.CreateGroup(ctx, u.ID, strings.Repeat("ü", store.MaxGroupNameLen), strings.Repeat("ü", store.MaxGroupDescriptionLen))
-	if err != nil || len([]rune(long.Name)) != store.MaxGroupNameLen {
+	long, err := s.CreateGroup(ctx, u.ID, strings.Repeat("ü", limits.GroupNameLen), strings.Repeat("ü", limits.GroupDescriptionLen))
+	if err != nil || len([]rune(long.Name)) != limits.GroupNameLen {
 		t.Fatalf("group at the limits: %+v, %v", long, err)
 	}
 }

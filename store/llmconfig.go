@@ -14,6 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -36,14 +37,7 @@ const (
 
 // Model configuration limits.
 const (
-	MaxLLMConfigNameLen  = 100
-	MaxLLMModelLen       = 200
-	MaxLLMBaseURLLen     = 2048
-	MaxLLMSealedKeyLen   = 32768 // bytes of the sealed form (a 4096-character key fits)
-	MaxLLMTemperature    = 2
-	MaxLLMTokensOutput   = 1_000_000
-	MaxLLMContextWindow  = 10_000_000
-	MaxLLMTimeoutSeconds = 3600
+	MaxLLMSealedKeyLen = 32768 // bytes of the sealed form (a 4096-character key fits)
 )
 
 // LLMConfig is a language-model configuration owned by a group. APIKeySealed is the provider key
@@ -200,7 +194,7 @@ func checkLLMConfig(c *LLMConfig) error {
 	if c.Name == "" {
 		return invalidf("name must not be empty")
 	}
-	if err := checkText("name", c.Name, MaxLLMConfigNameLen); err != nil {
+	if err := checkText("name", c.Name, limits.LLMConfigNameLen); err != nil {
 		return err
 	}
 	if !ValidLLMDriver(c.Driver) {
@@ -210,7 +204,7 @@ func checkLLMConfig(c *LLMConfig) error {
 	if c.Model == "" {
 		return invalidf("model must not be empty")
 	}
-	if err := checkText("model", c.Model, MaxLLMModelLen); err != nil {
+	if err := checkText("model", c.Model, limits.LLMModelLen); err != nil {
 		return err
 	}
 	if err := checkBaseURL(c.Driver, c.BaseURL); err != nil {
@@ -219,17 +213,17 @@ func checkLLMConfig(c *LLMConfig) error {
 	if len(c.APIKeySealed) > MaxLLMSealedKeyLen {
 		return invalidf("the sealed api_key is too long")
 	}
-	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > MaxLLMTemperature) {
-		return invalidf("temperature must be between 0 and %d", MaxLLMTemperature)
+	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > limits.MaxLLMTemperature) {
+		return invalidf("temperature must be between 0 and %d", limits.MaxLLMTemperature)
 	}
 	for _, f := range []struct {
 		name string
 		v    *int
 		max  int
 	}{
-		{LLMFieldMaxTokensOutput, c.MaxTokensOutput, MaxLLMTokensOutput},
-		{LLMFieldContextWindow, c.ContextWindow, MaxLLMContextWindow},
-		{LLMFieldTimeout, c.Timeout, MaxLLMTimeoutSeconds},
+		{LLMFieldMaxTokensOutput, c.MaxTokensOutput, limits.MaxLLMTokensOutput},
+		{LLMFieldContextWindow, c.ContextWindow, limits.MaxLLMContextWindow},
+		{LLMFieldTimeout, c.Timeout, limits.MaxLLMTimeoutSeconds},
 	} {
 		if f.v != nil && (*f.v < 1 || *f.v > f.max) {
 			return invalidf("%s must be between 1 and %d", f.name, f.max)
@@ -252,7 +246,7 @@ func checkBaseURL(driver string, base *string) error {
 	if v == "" {
 		return invalidf("base_url must not be empty (clear it to use the driver default)")
 	}
-	if err := checkText("base_url", v, MaxLLMBaseURLLen); err != nil {
+	if err := checkText("base_url", v, limits.URLLen); err != nil {
 		return err
 	}
 	if driver == LLMDriverScripted {

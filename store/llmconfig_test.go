@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -127,10 +128,10 @@ func TestCreateLLMConfig(t *testing.T) {
 		{"name taken after trimming", g.ID, base(func(c *store.LLMConfig) { c.Name = " Claude " }), svcerr.ErrConflict},
 		{"unknown group", 999999, base(func(*store.LLMConfig) {}), svcerr.ErrNotFound},
 		{"empty name", g.ID, base(func(c *store.LLMConfig) { c.Name = "  " }), svcerr.ErrInvalid},
-		{"long name", g.ID, base(func(c *store.LLMConfig) { c.Name = strings.Repeat("n", store.MaxLLMConfigNameLen+1) }), svcerr.ErrInvalid},
+		{"long name", g.ID, base(func(c *store.LLMConfig) { c.Name = strings.Repeat("n", limits.LLMConfigNameLen+1) }), svcerr.ErrInvalid},
 		{"bad driver", g.ID, base(func(c *store.LLMConfig) { c.Driver = "gemini" }), svcerr.ErrInvalid},
 		{"empty model", g.ID, base(func(c *store.LLMConfig) { c.Model = "" }), svcerr.ErrInvalid},
-		{"long model", g.ID, base(func(c *store.LLMConfig) { c.Model = strings.Repeat("m", store.MaxLLMModelLen+1) }), svcerr.ErrInvalid},
+		{"long model", g.ID, base(func(c *store.LLMConfig) { c.Model = strings.Repeat("m", limits.LLMModelLen+1) }), svcerr.ErrInvalid},
 		{"base_url: empty", g.ID, base(func(c *store.LLMConfig) { c.BaseURL = ptr("") }), svcerr.ErrInvalid},
 		{"base_url: relative", g.ID, base(func(c *store.LLMConfig) { c.BaseURL = ptr("api.openai.com/v1") }), svcerr.ErrInvalid},
 		{"base_url: ftp", g.ID, base(func(c *store.LLMConfig) { c.BaseURL = ptr("ftp://example.com") }), svcerr.ErrInvalid},
@@ -138,7 +139,7 @@ func TestCreateLLMConfig(t *testing.T) {
 		{"base_url: credentials", g.ID, base(func(c *store.LLMConfig) { c.BaseURL = ptr("https://user:pw@example.com/v1") }), svcerr.ErrInvalid},
 		{"base_url: fragment", g.ID, base(func(c *store.LLMConfig) { c.BaseURL = ptr("https://example.com/v1#x") }), svcerr.ErrInvalid},
 		{"base_url: too long", g.ID, base(func(c *store.LLMConfig) {
-			c.BaseURL = ptr("https://example.com/" + strings.Repeat("p", store.MaxLLMBaseURLLen))
+			c.BaseURL = ptr("https://example.com/" + strings.Repeat("p", limits.URLLen))
 		}), svcerr.ErrInvalid},
 		{"scripted without a path", g.ID, base(func(c *store.LLMConfig) { c.Driver = "scripted" }), svcerr.ErrInvalid},
 		{"scripted absolute path", g.ID, base(func(c *store.LLMConfig) { c.Driver, c.BaseURL = "scripted", ptr("/etc/passwd") }), svcerr.ErrInvalid},
@@ -148,9 +149,9 @@ func TestCreateLLMConfig(t *testing.T) {
 		{"temperature above 2", g.ID, base(func(c *store.LLMConfig) { c.Temperature = ptr(2.01) }), svcerr.ErrInvalid},
 		{"temperature NaN", g.ID, base(func(c *store.LLMConfig) { c.Temperature = ptr(math.NaN()) }), svcerr.ErrInvalid},
 		{"max tokens 0", g.ID, base(func(c *store.LLMConfig) { c.MaxTokensOutput = ptr(0) }), svcerr.ErrInvalid},
-		{"max tokens too many", g.ID, base(func(c *store.LLMConfig) { c.MaxTokensOutput = ptr(store.MaxLLMTokensOutput + 1) }), svcerr.ErrInvalid},
+		{"max tokens too many", g.ID, base(func(c *store.LLMConfig) { c.MaxTokensOutput = ptr(limits.MaxLLMTokensOutput + 1) }), svcerr.ErrInvalid},
 		{"context window 0", g.ID, base(func(c *store.LLMConfig) { c.ContextWindow = ptr(0) }), svcerr.ErrInvalid},
-		{"timeout too long", g.ID, base(func(c *store.LLMConfig) { c.Timeout = ptr(store.MaxLLMTimeoutSeconds + 1) }), svcerr.ErrInvalid},
+		{"timeout too long", g.ID, base(func(c *store.LLMConfig) { c.Timeout = ptr(limits.MaxLLMTimeoutSeconds + 1) }), svcerr.ErrInvalid},
 		{"sealed key too long", g.ID, base(func(c *store.LLMConfig) { c.APIKeySealed = strings.Repeat("k", store.MaxLLMSealedKeyLen+1) }), svcerr.ErrInvalid},
 	}
 	for _, tc := range tests {
@@ -164,10 +165,10 @@ func TestCreateLLMConfig(t *testing.T) {
 	}
 	// The limits themselves are accepted.
 	edge := newLLMConfig(t, s, g.ID, store.LLMConfig{
-		Name: strings.Repeat("ü", store.MaxLLMConfigNameLen), Model: strings.Repeat("m", store.MaxLLMModelLen),
-		BaseURL:     ptr("https://example.com/" + strings.Repeat("p", store.MaxLLMBaseURLLen-len("https://example.com/"))),
-		Temperature: ptr(2.0), MaxTokensOutput: ptr(store.MaxLLMTokensOutput), ContextWindow: ptr(store.MaxLLMContextWindow),
-		Timeout: ptr(store.MaxLLMTimeoutSeconds), APIKeySealed: strings.Repeat("k", store.MaxLLMSealedKeyLen),
+		Name: strings.Repeat("ü", limits.LLMConfigNameLen), Model: strings.Repeat("m", limits.LLMModelLen),
+		BaseURL:     ptr("https://example.com/" + strings.Repeat("p", limits.URLLen-len("https://example.com/"))),
+		Temperature: ptr(2.0), MaxTokensOutput: ptr(limits.MaxLLMTokensOutput), ContextWindow: ptr(limits.MaxLLMContextWindow),
+		Timeout: ptr(limits.MaxLLMTimeoutSeconds), APIKeySealed: strings.Repeat("k", store.MaxLLMSealedKeyLen),
 	})
 	if len(edge.APIKeySealed) != store.MaxLLMSealedKeyLen || *edge.Temperature != 2 {
 		t.Fatalf("edge config = %+v", edge)

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -240,7 +241,7 @@ func freeLLMName(tx *gorm.DB, groupID int64, name string) (string, error) {
 	candidate := name
 	for n := 2; taken[candidate]; n++ {
 		suffix := fmt.Sprintf(" (%d)", n)
-		candidate = strings.TrimSpace(truncateRunes(name, MaxLLMConfigNameLen-len(suffix))) + suffix
+		candidate = strings.TrimSpace(truncateRunes(name, limits.LLMConfigNameLen-len(suffix))) + suffix
 	}
 	return candidate, nil
 }

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -23,10 +24,9 @@ const (
 
 // Media asset limits.
 const (
-	MaxMediaIDLen       = 64
-	MaxMediaFilenameLen = 255
-	MaxMediaMimeLen     = 255
-	MaxMediaStorageLen  = 255
+	MaxMediaIDLen      = 64
+	MaxMediaMimeLen    = 255
+	MaxMediaStorageLen = 255
 	// maxMediaTaskDepth bounds the walk up parent_task_id in MediaReadableByAgent.
 	maxMediaTaskDepth = 64
 )
@@ -139,7 +139,7 @@ func (s *Store) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset
 	case len(a.SHA256) != 64:
 		return nil, invalidf("sha256 must be 64 hex digits")
 	}
-	if err := checkText("filename", a.Filename, MaxMediaFilenameLen); err != nil {
+	if err := checkText("filename", a.Filename, limits.FilenameLen); err != nil {
 		return nil, err
 	}
 	row := mediaAssetRow{

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -103,8 +104,8 @@ func (s *Store) PutProfile(ctx context.Context, userID int64, p Profile) (*Profi
 		name, v string
 		max     int
 	}{
-		{"first_name", p.FirstName, MaxNameLen}, {"last_name", p.LastName, MaxNameLen},
-		{"locale", p.Locale, MaxLocaleLen}, {"timezone", p.Timezone, MaxTimezoneLen},
+		{"first_name", p.FirstName, limits.ProfileNameLen}, {"last_name", p.LastName, limits.ProfileNameLen},
+		{"locale", p.Locale, limits.LocaleLen}, {"timezone", p.Timezone, limits.TimezoneLen},
 		{"bio", p.Bio, MaxBioLen},
 	} {
 		if err := checkText(f.name, f.v, f.max); err != nil {
@@ -139,10 +140,10 @@ func checkLocation(l Location) error {
 	if l.Name == "" {
 		return invalidf("location name is required")
 	}
-	if err := checkText("name", l.Name, MaxNameLen); err != nil {
+	if err := checkText("name", l.Name, limits.ProfileNameLen); err != nil {
 		return err
 	}
-	if err := checkText("address", l.Address, MaxAddressLen); err != nil {
+	if err := checkText("address", l.Address, limits.AddressLen); err != nil {
 		return err
 	}
 	if (l.Latitude == nil) != (l.Longitude == nil) {

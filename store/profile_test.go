@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -70,8 +71,8 @@ func TestProfile(t *testing.T) {
 		want error
 	}{
 		{"unknown user", 999999, store.Profile{FirstName: "x"}, svcerr.ErrNotFound},
-		{"first name too long", u.ID, store.Profile{FirstName: strings.Repeat("x", store.MaxNameLen+1)}, svcerr.ErrInvalid},
-		{"locale too long", u.ID, store.Profile{Locale: strings.Repeat("x", store.MaxLocaleLen+1)}, svcerr.ErrInvalid},
+		{"first name too long", u.ID, store.Profile{FirstName: strings.Repeat("x", limits.ProfileNameLen+1)}, svcerr.ErrInvalid},
+		{"locale too long", u.ID, store.Profile{Locale: strings.Repeat("x", limits.LocaleLen+1)}, svcerr.ErrInvalid},
 		{"bio too long", u.ID, store.Profile{Bio: strings.Repeat("x", store.MaxBioLen+1)}, svcerr.ErrInvalid},
 		{"invalid utf-8", u.ID, store.Profile{LastName: "\xff"}, svcerr.ErrInvalid},
 	}
@@ -183,7 +184,7 @@ func TestLocations(t *testing.T) {
 			return err
 		}, svcerr.ErrInvalid},
 		{"create address too long", func() error {
-			_, err := s.CreateLocation(ctx, u.ID, store.Location{Name: "x", Address: strings.Repeat("a", store.MaxAddressLen+1)})
+			_, err := s.CreateLocation(ctx, u.ID, store.Location{Name: "x", Address: strings.Repeat("a", limits.AddressLen+1)})
 			return err
 		}, svcerr.ErrInvalid},
 		{"create for unknown user", func() error { _, err := s.CreateLocation(ctx, 999999, store.Location{Name: "x"}); return err }, svcerr.ErrNotFound},

@@ -10,17 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
-)
-
-// Prompt template limits (the contract's).
-const (
-	MaxPromptTemplateNameLen        = 100
-	MaxPromptTemplateDescriptionLen = 1000
-	MaxPromptTemplateTextLen        = 100000
-	MaxPromptTemplateVariables      = 50
-	MaxPromptVariableKeyLen         = 64
-	MaxPromptVariableValueLen       = 10000
 )
 
 // PromptVariable is a declared `{{key}}` placeholder; a nil DefaultValue makes it mandatory.
@@ -91,27 +82,27 @@ func checkTemplateFields(f PromptTemplateFields) (string, error) {
 	if strings.TrimSpace(f.Name) == "" {
 		return "", invalidf("name is required")
 	}
-	if err := checkText("name", f.Name, MaxPromptTemplateNameLen); err != nil {
+	if err := checkText("name", f.Name, limits.PromptTemplateNameLen); err != nil {
 		return "", err
 	}
-	if err := checkText("description", f.Description, MaxPromptTemplateDescriptionLen); err != nil {
+	if err := checkText("description", f.Description, limits.PromptTemplateDescriptionLen); err != nil {
 		return "", err
 	}
 	if f.Template == "" {
 		return "", invalidf("template is required")
 	}
-	if err := checkText("template", f.Template, MaxPromptTemplateTextLen); err != nil {
+	if err := checkText("template", f.Template, limits.PromptTemplateTextLen); err != nil {
 		return "", err
 	}
-	if len(f.Variables) > MaxPromptTemplateVariables {
-		return "", invalidf("variables: at most %d", MaxPromptTemplateVariables)
+	if len(f.Variables) > limits.PromptVariables {
+		return "", invalidf("variables: at most %d", limits.PromptVariables)
 	}
 	seen := map[string]bool{}
 	for _, v := range f.Variables {
 		if v.Key == "" {
 			return "", invalidf("variables: key is required")
 		}
-		if err := checkText("variables key", v.Key, MaxPromptVariableKeyLen); err != nil {
+		if err := checkText("variables key", v.Key, limits.PromptVariableKeyLen); err != nil {
 			return "", err
 		}
 		if seen[v.Key] {
@@ -119,13 +110,13 @@ func checkTemplateFields(f PromptTemplateFields) (string, error) {
 		}
 		seen[v.Key] = true
 		if v.DefaultValue != nil {
-			if err := checkText("variables default_value", *v.DefaultValue, MaxPromptVariableValueLen); err != nil {
+			if err := checkText("variables default_value", *v.DefaultValue, limits.PromptVariableValueLen); err != nil {
 				return "", err
 			}
 		}
 	}
-	if f.MaxSteps != nil && (*f.MaxSteps < MinAgentMaxSteps || *f.MaxSteps > MaxAgentMaxSteps) {
-		return "", invalidf("max_steps must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+	if f.MaxSteps != nil && (*f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps) {
+		return "", invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 	}
 	vars := f.Variables
 	if vars == nil {

@@ -11,15 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
-)
-
-// Scheduled run limits (the contract's).
-const (
-	MaxScheduledRunNameLen   = 100
-	MaxScheduledRunCronLen   = 200
-	MaxScheduledRunTZLen     = 64
-	MaxScheduledRunVariables = 50
 )
 
 // ScheduledRun starts a task of an agent on a cron schedule or once at RunAt.
@@ -114,7 +107,7 @@ func checkRunFields(f ScheduledRunFields) (string, error) {
 	if strings.TrimSpace(f.Name) == "" {
 		return "", invalidf("name is required")
 	}
-	if err := checkText("name", f.Name, MaxScheduledRunNameLen); err != nil {
+	if err := checkText("name", f.Name, limits.ScheduleNameLen); err != nil {
 		return "", err
 	}
 	if f.Prompt != nil {
@@ -123,26 +116,26 @@ func checkRunFields(f ScheduledRunFields) (string, error) {
 		}
 	}
 	if f.CronExpression != nil {
-		if err := checkText("cron_expression", *f.CronExpression, MaxScheduledRunCronLen); err != nil {
+		if err := checkText("cron_expression", *f.CronExpression, limits.CronLen); err != nil {
 			return "", err
 		}
 	}
-	if err := checkText("timezone", f.Timezone, MaxScheduledRunTZLen); err != nil {
+	if err := checkText("timezone", f.Timezone, limits.TimezoneLen); err != nil {
 		return "", err
 	}
-	if len(f.Variables) > MaxScheduledRunVariables {
-		return "", invalidf("variables: at most %d", MaxScheduledRunVariables)
+	if len(f.Variables) > limits.PromptVariables {
+		return "", invalidf("variables: at most %d", limits.PromptVariables)
 	}
 	for k, v := range f.Variables {
-		if err := checkText("variables key", k, MaxPromptVariableKeyLen); err != nil {
+		if err := checkText("variables key", k, limits.PromptVariableKeyLen); err != nil {
 			return "", err
 		}
-		if err := checkText("variables value", v, MaxPromptVariableValueLen); err != nil {
+		if err := checkText("variables value", v, limits.PromptVariableValueLen); err != nil {
 			return "", err
 		}
 	}
-	if f.MaxStepsOverride != nil && (*f.MaxStepsOverride < MinAgentMaxSteps || *f.MaxStepsOverride > MaxAgentMaxSteps) {
-		return "", invalidf("max_steps_override must be between %d and %d", MinAgentMaxSteps, MaxAgentMaxSteps)
+	if f.MaxStepsOverride != nil && (*f.MaxStepsOverride < limits.MinSteps || *f.MaxStepsOverride > limits.MaxSteps) {
+		return "", invalidf("max_steps_override must be between %d and %d", limits.MinSteps, limits.MaxSteps)
 	}
 	vars := f.Variables
 	if vars == nil {

@@ -30,6 +30,7 @@ import (
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -503,9 +504,9 @@ func expectedError(err error) bool {
 // 1 (lower values mean 1), perPage defaults to 25 below 1 and is at most 100. ok is false for a
 // page beyond any table this service holds (the page is empty).
 func pageWindow(page, perPage int) (limit, offset int, ok bool) {
-	page, per := max(page, 1), min(perPage, 100)
+	page, per := max(page, 1), min(perPage, limits.MaxPerPage)
 	if per < 1 {
-		per = 25
+		per = limits.DefaultPerPage
 	}
 	if page-1 > math.MaxInt32/per {
 		return 0, 0, false

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -144,7 +145,7 @@ func principalName(displayName, email string) string {
 }
 
 func checkNewUserFields(displayName, passwordHash string) error {
-	if err := checkText("display_name", displayName, MaxDisplayNameLen); err != nil {
+	if err := checkText("display_name", displayName, limits.DisplayNameLen); err != nil {
 		return err
 	}
 	if passwordHash != "" {
@@ -297,7 +298,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 		changes["email"] = e
 	}
 	if upd.DisplayName != nil {
-		if err := checkText("display_name", *upd.DisplayName, MaxDisplayNameLen); err != nil {
+		if err := checkText("display_name", *upd.DisplayName, limits.DisplayNameLen); err != nil {
 			return nil, err
 		}
 		changes["display_name"] = *upd.DisplayName

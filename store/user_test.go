@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/store"
@@ -44,13 +45,13 @@ func TestCreateUser(t *testing.T) {
 		{name: "not first: AdminIfFirst grants nothing", in: store.NewUser{Email: "second@example.com", AdminIfFirst: true}},
 		{name: "explicit admin", in: store.NewUser{Email: "root@example.com", Admin: true}, wantAdmin: true},
 		{name: "verified", in: store.NewUser{Email: "ok@example.com", Verified: true}, verified: true},
-		{name: "unicode display name", in: store.NewUser{Email: "u@example.com", DisplayName: strings.Repeat("é", store.MaxDisplayNameLen)}},
+		{name: "unicode display name", in: store.NewUser{Email: "u@example.com", DisplayName: strings.Repeat("é", limits.DisplayNameLen)}},
 		{name: "duplicate same case", in: store.NewUser{Email: "first@example.com"}, want: svcerr.ErrConflict, wantMsg: "email already registered"},
 		{name: "duplicate other case", in: store.NewUser{Email: "FIRST@example.com"}, want: svcerr.ErrConflict, wantMsg: "email already registered"},
 		{name: "empty email", in: store.NewUser{Email: " "}, want: svcerr.ErrInvalid},
 		{name: "email without at", in: store.NewUser{Email: "nobody"}, want: svcerr.ErrInvalid},
 		{name: "email too long", in: store.NewUser{Email: strings.Repeat("a", 250) + "@x.io"}, want: svcerr.ErrInvalid},
-		{name: "display name too long", in: store.NewUser{Email: "long@example.com", DisplayName: strings.Repeat("x", store.MaxDisplayNameLen+1)}, want: svcerr.ErrInvalid},
+		{name: "display name too long", in: store.NewUser{Email: "long@example.com", DisplayName: strings.Repeat("x", limits.DisplayNameLen+1)}, want: svcerr.ErrInvalid},
 		{name: "password hash not ascii", in: store.NewUser{Email: "hash@example.com", PasswordHash: "hásh"}, want: svcerr.ErrInvalid},
 	}
 	for _, tc := range tests {

@@ -5,26 +5,20 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // Column limits. The store checks them itself so that SQLite (which stores anything) and
 // MySQL/MariaDB (which reject oversize values in strict mode) behave the same.
 const (
-	MaxEmailLen        = 254
-	MaxDisplayNameLen  = 100
 	MaxPasswordHashLen = 255
 	MaxRoleLen         = 64
 	MaxCSRFTokenLen    = 128
 	MaxIPLen           = 64
 	MaxUserAgentLen    = 512
-	MaxSelectorLen     = 64
 	MaxTokenPayloadLen = 4096 // bytes
-	MaxNameLen         = 100  // profile first/last name, location name
-	MaxLocaleLen       = 35
-	MaxTimezoneLen     = 64
 	MaxBioLen          = 10000
-	MaxAddressLen      = 500
 	MaxSettingKeyLen   = 191
 	MaxSettingValueLen = 65535 // bytes of JSON
 )
@@ -51,7 +45,7 @@ func normEmail(field, email string) (string, error) {
 	if e == "" {
 		return "", invalidf("%s is required", field)
 	}
-	if err := checkText(field, e, MaxEmailLen); err != nil {
+	if err := checkText(field, e, limits.EmailLen); err != nil {
 		return "", err
 	}
 	at := strings.LastIndexByte(e, '@')
@@ -94,8 +88,8 @@ func checkDigest(field, v string) error {
 
 // checkSelector accepts URL-safe token selectors (base64url or hex alphabet).
 func checkSelector(v string) error {
-	if v == "" || len(v) > MaxSelectorLen {
-		return invalidf("selector must be 1 to %d characters", MaxSelectorLen)
+	if v == "" || len(v) > limits.SelectorLen {
+		return invalidf("selector must be 1 to %d characters", limits.SelectorLen)
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]

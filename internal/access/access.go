@@ -81,3 +81,14 @@ func (s *Scope) Manage(p int64, what string) error {
 	}
 	return nil
 }
+
+// Administrator returns nil when u is an administrator and ErrForbidden "administrator rights
+// required" otherwise (a nil u included): the one check of the operations reserved to
+// administrators (users and their roles, plugins, the mail configuration, runtime settings),
+// which their services make before anything else.
+func Administrator(u *store.User) error {
+	if u == nil || !u.IsAdmin() {
+		return svcerr.New(svcerr.ErrForbidden, "administrator rights required")
+	}
+	return nil
+}

@@ -101,3 +101,17 @@ func matches(err, want error) bool {
 	}
 	return errors.Is(err, want)
 }
+
+func TestAdministrator(t *testing.T) {
+	t.Parallel()
+	root := &store.User{ID: 1, Roles: []string{store.RoleAdmin}}
+	ada := &store.User{ID: 2}
+	if err := access.Administrator(root); err != nil {
+		t.Errorf("administrator refused: %v", err)
+	}
+	for name, u := range map[string]*store.User{"user": ada, "nobody": nil} {
+		if err := access.Administrator(u); !errors.Is(err, svcerr.ErrForbidden) {
+			t.Errorf("%s: %v, want ErrForbidden", name, err)
+		}
+	}
+}

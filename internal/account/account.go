@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/limits"
 	mailer "github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/svcerr"
@@ -388,15 +389,15 @@ func (s *Service) verifyPassword(u *store.User, pw string) error {
 func normaliseEmail(s string) (string, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || a.Name != "" || len(s) > 254 {
+	if err != nil || a.Address != s || a.Name != "" || len(s) > limits.EmailLen {
 		return "", svcerr.New(svcerr.ErrInvalid, "email %q is not a valid address", s)
 	}
 	return s, nil
 }
 
 func checkNewPassword(pw string) error {
-	if n := len([]rune(pw)); n < 8 || len(pw) > 256 {
-		return svcerr.New(svcerr.ErrInvalid, "password must be 8 to 256 characters long")
+	if n := len([]rune(pw)); n < limits.MinPasswordLen || len(pw) > limits.MaxPasswordLen {
+		return svcerr.New(svcerr.ErrInvalid, "password must be %d to %d characters long", limits.MinPasswordLen, limits.MaxPasswordLen)
 	}
 	return nil
 }

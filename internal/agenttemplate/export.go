@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/agentsvc/svc/internal/limits"
 )
 
 // ExportInput is an agent as the export needs it, in plain values.
@@ -42,21 +44,21 @@ type ExportTool struct {
 // unusable tool classes and operation names are left out, null settings are dropped and setting
 // values are normalised to the plain types Parse produces. cat may be nil.
 func Export(in ExportInput, cat Catalog) *Template {
-	name := truncate(clean(in.Name), maxNameLen)
+	name := truncate(clean(in.Name), limits.AgentNameLen)
 	if name == "" {
 		name = "Agent"
 	}
 	t := &Template{
-		Schema:      truncate(clean(in.SchemaURL), maxSchemaLen),
+		Schema:      truncate(clean(in.SchemaURL), limits.URLLen),
 		ID:          Slug(name),
 		Name:        name,
-		Description: truncate(clean(in.Description), maxDescriptionLen),
+		Description: truncate(clean(in.Description), limits.TemplateDescriptionLen),
 		Version:     ExportVersion,
 		Agent: Agent{
-			Description:       truncate(clean(in.Description), maxAgentDescLen),
+			Description:       truncate(clean(in.Description), limits.AgentDescriptionLen),
 			SystemPrompt:      clean(in.SystemPrompt),
-			Notes:             truncate(clean(in.Notes), maxNotesLen),
-			MaxSteps:          ptr(min(max(in.MaxSteps, minMaxSteps), maxMaxSteps)),
+			Notes:             truncate(clean(in.Notes), limits.AgentNotesLen),
+			MaxSteps:          ptr(min(max(in.MaxSteps, limits.MinSteps), limits.MaxSteps)),
 			AllowFollowup:     ptr(in.AllowFollowup),
 			RetryAfterMinutes: ptr(min(max(in.RetryAfterMinutes, 0), maxCount)),
 			MaxRetries:        ptr(min(max(in.MaxRetries, 0), maxCount)),
@@ -66,14 +68,14 @@ func Export(in ExportInput, cat Catalog) *Template {
 	seen := map[string]bool{}
 	for _, et := range in.Tools {
 		class := clean(et.ToolClass)
-		if !et.Enabled || seen[class] || class == "" || runes(class) > maxToolClassLen {
+		if !et.Enabled || seen[class] || class == "" || runes(class) > limits.ToolClassLen {
 			continue
 		}
 		seen[class] = true
 		tl := Tool{ToolClass: class, Enabled: true, Operations: []Operation{}}
 		for _, op := range et.Operations {
 			op.Name = clean(op.Name)
-			if op.Name == "" || runes(op.Name) > maxOperationNameLen {
+			if op.Name == "" || runes(op.Name) > limits.OperationNameLen {
 				continue
 			}
 			if op.Enabled != nil {
@@ -126,10 +128,10 @@ func exportMetadata(m map[string]any) *Metadata {
 		VariantKey: oneOf("variant_key", VariantKeys),
 		PaletteKey: oneOf("palette_key", PaletteKeys),
 	}
-	if s := clean(str("category")); runes(s) <= maxMetadataStringLen {
+	if s := clean(str("category")); runes(s) <= limits.TemplateMetadataLen {
 		md.Category = s
 	}
-	if s := clean(str("icon")); runes(s) <= maxMetadataStringLen {
+	if s := clean(str("icon")); runes(s) <= limits.TemplateMetadataLen {
 		md.Icon = s
 	}
 	if md == (Metadata{}) {

@@ -14,11 +14,12 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/agentsvc/svc/internal/limits"
 )
 
 // Defaults of the template format, applied where a template omits the field.
 const (
-	DefaultMaxSteps          = 10
 	DefaultAllowFollowup     = true
 	DefaultRetryAfterMinutes = 0
 	DefaultMaxRetries        = 0
@@ -152,7 +153,7 @@ func Parse(input Input) (*Template, Report) {
 func (t *Template) ApplyDefaults() {
 	a := &t.Agent
 	if a.MaxSteps == nil {
-		a.MaxSteps = ptr(DefaultMaxSteps)
+		a.MaxSteps = ptr(limits.DefaultSteps)
 	}
 	if a.AllowFollowup == nil {
 		a.AllowFollowup = ptr(DefaultAllowFollowup)

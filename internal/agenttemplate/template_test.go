@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/limits"
 )
 
 func TestVariantKey(t *testing.T) {
@@ -116,7 +117,7 @@ metadata: {icon: cloud}
 	}
 	bare, _ := agenttemplate.Parse(agenttemplate.Input{Raw: []byte(`{"id":"x","name":"X","version":"1.0.0","agent":{}}`)})
 	bare.ApplyDefaults()
-	if *bare.Agent.MaxSteps != agenttemplate.DefaultMaxSteps || !*bare.Agent.AllowFollowup || bare.Metadata.Icon != "puzzle" ||
+	if *bare.Agent.MaxSteps != limits.DefaultSteps || !*bare.Agent.AllowFollowup || bare.Metadata.Icon != "puzzle" ||
 		bare.Metadata.VariantKey != agenttemplate.VariantKey("x") || bare.Tools != nil {
 		t.Errorf("defaults of a bare template: %+v %+v", bare.Agent, bare.Metadata)
 	}

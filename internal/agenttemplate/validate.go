@@ -7,24 +7,16 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentsvc/svc/internal/limits"
 )
 
-// Limits of the format (document 2 and openapi.yaml's AgentTemplateDocument). Lengths count
-// characters (Unicode code points), as JSON Schema does.
+// Limits of the format (document 2 and openapi.yaml's AgentTemplateDocument) beyond the lengths
+// and step budget of internal/limits. Lengths count characters (Unicode code points), as JSON
+// Schema does.
 const (
-	maxSchemaLen         = 2048
-	maxIDLen             = 130
-	maxNameLen           = 200
-	maxDescriptionLen    = 1000
-	maxAgentDescLen      = 2000
-	maxNotesLen          = 200000
-	minMaxSteps          = 1
-	maxMaxSteps          = 100
-	maxCount             = math.MaxInt32 // retry_after_minutes, max_retries
-	maxToolClassLen      = 200
-	maxOperationNameLen  = 100
-	maxMetadataStringLen = 64 // category, icon
-	namespaceSeparator   = "/"
+	maxCount           = math.MaxInt32 // retry_after_minutes, max_retries
+	namespaceSeparator = "/"
 )
 
 var (
@@ -95,9 +87,9 @@ func (w *walker) unknownKeys(n *node, base string, known []string, code, where s
 }
 
 func (w *walker) root(n *node) {
-	if v, ok := n.get("$schema"); ok && !isString(v, 0, maxSchemaLen) {
+	if v, ok := n.get("$schema"); ok && !isString(v, 0, limits.URLLen) {
 		w.c.add(CodeUnknownTopLevelKey, "/$schema",
-			"$schema must be the schema address, a string of at most %d characters", maxSchemaLen)
+			"$schema must be the schema address, a string of at most %d characters", limits.URLLen)
 	}
 	w.id(n)
 
@@ -105,11 +97,11 @@ func (w *walker) root(n *node) {
 	switch {
 	case isNull(v, ok):
 		w.c.add(CodeNameRequired, "/name", "name is required")
-	case !isString(v, 1, maxNameLen):
-		w.c.add(CodeNameInvalid, "/name", "name must be a string of 1 to %d characters", maxNameLen)
+	case !isString(v, 1, limits.AgentNameLen):
+		w.c.add(CodeNameInvalid, "/name", "name must be a string of 1 to %d characters", limits.AgentNameLen)
 	}
-	if v, ok := n.get("description"); ok && !isString(v, 0, maxDescriptionLen) {
-		w.c.add(CodeNameInvalid, "/description", "description must be a string of at most %d characters", maxDescriptionLen)
+	if v, ok := n.get("description"); ok && !isString(v, 0, limits.TemplateDescriptionLen) {
+		w.c.add(CodeNameInvalid, "/description", "description must be a string of at most %d characters", limits.TemplateDescriptionLen)
 	}
 
 	v, ok = n.get("version")
@@ -151,8 +143,8 @@ func (w *walker) id(n *node) {
 		w.c.add(CodeIDRequired, "/id", "id is required")
 	case v.kind != kindString:
 		w.c.add(CodeIDInvalid, "/id", "id must be a string, not %s", v.kind)
-	case runes(v.s) < 1 || runes(v.s) > maxIDLen:
-		w.c.add(CodeIDInvalid, "/id", "id must be 1 to %d characters long", maxIDLen)
+	case runes(v.s) < 1 || runes(v.s) > limits.TemplateIDLen:
+		w.c.add(CodeIDInvalid, "/id", "id must be 1 to %d characters long", limits.TemplateIDLen)
 	case !idPattern.MatchString(v.s):
 		w.c.add(CodeIDPattern, "/id",
 			`id %s must be "<slug>" or "<source>/<slug>": each part lowercase letters, digits, "_" and "-", starting with a letter or digit, at most 64 characters`,
@@ -165,9 +157,9 @@ func (w *walker) id(n *node) {
 }
 
 func (w *walker) agent(n *node) {
-	if v, ok := n.get("description"); ok && !isString(v, 0, maxAgentDescLen) {
+	if v, ok := n.get("description"); ok && !isString(v, 0, limits.AgentDescriptionLen) {
 		w.c.add(CodeAgentRequired, "/agent/description",
-			"agent.description must be a string of at most %d characters", maxAgentDescLen)
+			"agent.description must be a string of at most %d characters", limits.AgentDescriptionLen)
 	}
 	v, ok := n.get("system_prompt")
 	switch {
@@ -176,12 +168,12 @@ func (w *walker) agent(n *node) {
 	case !ok || strings.TrimSpace(v.s) == "":
 		w.c.add(CodeSystemPromptMissing, "/agent/system_prompt", "agent.system_prompt is empty")
 	}
-	if v, ok := n.get("notes"); ok && !isString(v, 0, maxNotesLen) {
-		w.c.add(CodeAgentRequired, "/agent/notes", "agent.notes must be a string of at most %d characters", maxNotesLen)
+	if v, ok := n.get("notes"); ok && !isString(v, 0, limits.AgentNotesLen) {
+		w.c.add(CodeAgentRequired, "/agent/notes", "agent.notes must be a string of at most %d characters", limits.AgentNotesLen)
 	}
-	if v, ok := n.get("max_steps"); ok && !isIntIn(v, minMaxSteps, maxMaxSteps) {
+	if v, ok := n.get("max_steps"); ok && !isIntIn(v, limits.MinSteps, limits.MaxSteps) {
 		w.c.add(CodeMaxStepsRange, "/agent/max_steps", "agent.max_steps must be an integer from %d to %d",
-			minMaxSteps, maxMaxSteps)
+			limits.MinSteps, limits.MaxSteps)
 	}
 	if v, ok := n.get("allow_followup"); ok && v.kind != kindBool {
 		w.c.add(CodeAgentRequired, "/agent/allow_followup", "agent.allow_followup must be true or false, not %s", v.kind)
@@ -225,9 +217,9 @@ func (w *walker) tool(i int, n *node, first map[string]int) {
 	switch {
 	case isNull(v, ok):
 		w.c.add(CodeToolClassRequired, pointer(base, "tool_class"), "tools[%d].tool_class is required", i)
-	case !isString(v, 1, maxToolClassLen):
+	case !isString(v, 1, limits.ToolClassLen):
 		w.c.add(CodeToolClassRequired, pointer(base, "tool_class"),
-			"tools[%d].tool_class must be a string of 1 to %d characters", i, maxToolClassLen)
+			"tools[%d].tool_class must be a string of 1 to %d characters", i, limits.ToolClassLen)
 	default:
 		classOK, ct.class = true, v.s
 		if j, dup := first[v.s]; dup {
@@ -287,9 +279,9 @@ func (w *walker) operation(i, j int, n *node) (Operation, bool) {
 	switch {
 	case isNull(v, ok):
 		w.c.add(CodeOperationNameRequired, pointer(base, "name"), "tools[%d].operations[%d].name is required", i, j)
-	case !isString(v, 1, maxOperationNameLen):
+	case !isString(v, 1, limits.OperationNameLen):
 		w.c.add(CodeOperationNameRequired, pointer(base, "name"),
-			"tools[%d].operations[%d].name must be a string of 1 to %d characters", i, j, maxOperationNameLen)
+			"tools[%d].operations[%d].name must be a string of 1 to %d characters", i, j, limits.OperationNameLen)
 	default:
 		op.Name, nameOK = v.s, true
 	}
@@ -335,8 +327,8 @@ func (w *walker) metadata(n *node) {
 	}
 	if v, ok := n.get("category"); ok {
 		switch {
-		case !isString(v, 0, maxMetadataStringLen):
-			w.c.add(CodeMetadataNotObject, "/metadata/category", "metadata.category must be a string of at most %d characters", maxMetadataStringLen)
+		case !isString(v, 0, limits.TemplateMetadataLen):
+			w.c.add(CodeMetadataNotObject, "/metadata/category", "metadata.category must be a string of at most %d characters", limits.TemplateMetadataLen)
 		case v.s != "" && !slices.Contains(Categories, v.s):
 			w.c.add(CodeMetadataCategoryUnknown, "/metadata/category", "unknown category %s (known: %s)", quote(v.s), strings.Join(Categories, ", "))
 		}
@@ -345,8 +337,8 @@ func (w *walker) metadata(n *node) {
 		switch {
 		case v.kind != kindString:
 			w.c.add(CodeMetadataIconType, "/metadata/icon", "metadata.icon must be a string, not %s", v.kind)
-		case runes(v.s) > maxMetadataStringLen:
-			w.c.add(CodeMetadataIconType, "/metadata/icon", "metadata.icon must be an icon name of at most %d characters", maxMetadataStringLen)
+		case runes(v.s) > limits.TemplateMetadataLen:
+			w.c.add(CodeMetadataIconType, "/metadata/icon", "metadata.icon must be an icon name of at most %d characters", limits.TemplateMetadataLen)
 		}
 	}
 	for _, f := range []struct {

@@ -10,12 +10,10 @@ import (
 
 	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 )
-
-// MaxNameLen bounds a key's name, in characters after trimming.
-const MaxNameLen = store.MaxAPIKeyNameLen
 
 // unauthenticatedMsg is the one answer to every unusable key, so a caller cannot tell a
 // missing header from a malformed, unknown, revoked or wrong key.
@@ -60,17 +58,17 @@ func (s *Service) List(ctx context.Context, u *store.User, agentID string) ([]st
 	return s.store.APIKeys(ctx, aid)
 }
 
-// Create mints a key named name (trimmed; 1 to MaxNameLen characters) for agent agentID,
-// minted by u, who must be able to manage the agent. It returns the stored key and the full
-// key, which is never available again. Errors: ErrInvalid (name), ErrNotFound "agent not
-// found", ErrForbidden.
+// Create mints a key named name (trimmed; 1 to limits.APIKeyNameLen characters) for agent
+// agentID, minted by u, who must be able to manage the agent. It returns the stored key and
+// the full key, which is never available again. Errors: ErrInvalid (name), ErrNotFound "agent
+// not found", ErrForbidden.
 func (s *Service) Create(ctx context.Context, u *store.User, agentID, name string) (*store.AgentAPIKey, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return nil, "", svcerr.New(svcerr.ErrInvalid, "name is required")
 	}
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxNameLen {
-		return nil, "", svcerr.New(svcerr.ErrInvalid, "name must be 1 to %d characters", MaxNameLen)
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > limits.APIKeyNameLen {
+		return nil, "", svcerr.New(svcerr.ErrInvalid, "name must be 1 to %d characters", limits.APIKeyNameLen)
 	}
 	aid, sc, err := s.prepare(ctx, u, agentID)
 	if err != nil {

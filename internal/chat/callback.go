@@ -3,12 +3,10 @@ package chat
 import (
 	"context"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
-
-// MaxCallbackURLLen is the longest callback_url accepted (document 2, "Limits").
-const MaxCallbackURLLen = 2048
 
 // ScreenCallback screens a callback_url before a chat is queued: an absolute https URL of at
 // most 2048 characters whose host resolves only to public addresses (outside private,
@@ -17,14 +15,14 @@ const MaxCallbackURLLen = 2048
 // Errors: ErrInvalid "callback_url: …".
 func ScreenCallback(ctx context.Context, raw string, net netguard.Options) (string, error) {
 	t, err := netguard.CheckURL(ctx, raw, netguard.Options{
-		RequireHTTPS: true, MaxLength: MaxCallbackURLLen, AllowLoopback: net.AllowLoopback, Resolver: net.Resolver,
+		RequireHTTPS: true, MaxLength: limits.URLLen, AllowLoopback: net.AllowLoopback, Resolver: net.Resolver,
 	})
 	if err != nil {
 		return "", svcerr.New(svcerr.ErrInvalid, "callback_url: %s", err.Error())
 	}
 	out := t.URL.String()
-	if len(out) > MaxCallbackURLLen {
-		return "", svcerr.New(svcerr.ErrInvalid, "callback_url: URL is longer than %d characters", MaxCallbackURLLen)
+	if len(out) > limits.URLLen {
+		return "", svcerr.New(svcerr.ErrInvalid, "callback_url: URL is longer than %d characters", limits.URLLen)
 	}
 	return out, nil
 }

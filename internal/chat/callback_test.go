@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
@@ -107,8 +108,8 @@ func FuzzScreenCallback(f *testing.F) {
 			}
 			return
 		}
-		if len(got) > chat.MaxCallbackURLLen || len(raw) > chat.MaxCallbackURLLen {
-			t.Fatalf("accepted a URL longer than %d: %d/%d", chat.MaxCallbackURLLen, len(raw), len(got))
+		if len(got) > limits.URLLen || len(raw) > limits.URLLen {
+			t.Fatalf("accepted a URL longer than %d: %d/%d", limits.URLLen, len(raw), len(got))
 		}
 		u, err := url.Parse(got)
 		if err != nil || u.Scheme != "https" || u.Host == "" {

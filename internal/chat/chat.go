@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/pathid"
@@ -58,7 +59,7 @@ func invalid(format string, args ...any) error { return svcerr.New(svcerr.ErrInv
 
 // ClampSteps clamps a step budget to 1..100 (max_steps and additional_steps are never
 // refused).
-func ClampSteps(n int) int { return min(max(n, task.MinSteps), task.MaxSteps) }
+func ClampSteps(n int) int { return min(max(n, limits.MinSteps), limits.MaxSteps) }
 
 // chat returns chat id when key k may see it. Errors: ErrNotFound "chat not found" (malformed
 // id, missing, another agent's, a session task or a sub-agent task).

@@ -13,15 +13,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsvc/svc/internal/access"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/media"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 )
-
-// MaxAPIKeyLen bounds a model configuration's API key, in characters.
-const MaxAPIKeyLen = 4096
 
 // Service implements the group operations for a signed-in user.
 type Service struct {
@@ -337,8 +335,8 @@ func checkAPIKey(k string) error {
 	if !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
 		return svcerr.New(svcerr.ErrInvalid, "api_key must be valid UTF-8 text")
 	}
-	if utf8.RuneCountInString(k) > MaxAPIKeyLen {
-		return svcerr.New(svcerr.ErrInvalid, "api_key must be at most %d characters", MaxAPIKeyLen)
+	if utf8.RuneCountInString(k) > limits.LLMAPIKeyLen {
+		return svcerr.New(svcerr.ErrInvalid, "api_key must be at most %d characters", limits.LLMAPIKeyLen)
 	}
 	return nil
 }

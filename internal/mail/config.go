@@ -8,9 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/store"
 )
 
 // Stored-setting keys of the mail configuration (the file keys of internal/config). An
@@ -99,9 +102,13 @@ func NewConfigService(store SettingsStore, cfg *config.Loader, box *secret.Box) 
 	return &ConfigService{store: store, cfg: cfg, box: box}
 }
 
-// Get returns the effective configuration. Errors: ErrUnavailable when the configuration
-// cannot be resolved; uncategorised store failures.
-func (s *ConfigService) Get(ctx context.Context) (*EffectiveConfig, error) {
+// Get returns the effective configuration to an administrator (by). Errors: ErrForbidden (by
+// is no administrator), ErrUnavailable when the configuration cannot be resolved;
+// uncategorised store failures.
+func (s *ConfigService) Get(ctx context.Context, by *store.User) (*EffectiveConfig, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	c := s.cfg.Current()
 	if c == nil {
 		return nil, svcerr.New(svcerr.ErrUnavailable, "the configuration cannot be read")
@@ -146,8 +153,8 @@ func (u *Update) Validate() error {
 	default:
 		return invalid("encryption %q is not supported (use none, tls or ssl)", u.Encryption)
 	}
-	if u.Port < 1 || u.Port > 65535 {
-		return invalid("port %d is out of range 1-65535", u.Port)
+	if u.Port < 1 || u.Port > limits.MaxPort {
+		return invalid("port %d is out of range 1-%d", u.Port, limits.MaxPort)
 	}
 	if u.Encryption == EncryptionSSL && u.Port == PortSubmission {
 		return invalid("encryption ssl cannot be used with port 587: port 587 pairs with tls (STARTTLS after the greeting), port 465 with ssl (immediate TLS)")
@@ -173,7 +180,7 @@ func (u *Update) Validate() error {
 
 // validHost accepts a host name or IP address: no scheme, port, path, user or spaces.
 func validHost(h string) bool {
-	if len(h) > 253 || strings.ContainsAny(h, "/:@?#[] \t\r\n\\") {
+	if len(h) > limits.HostLen || strings.ContainsAny(h, "/:@?#[] \t\r\n\\") {
 		return false
 	}
 	for _, label := range strings.Split(h, ".") {
@@ -184,13 +191,16 @@ func validHost(h string) bool {
 	return true
 }
 
-// Update validates u, applies it to the loader's stored layer (validating the whole
-// configuration with it) and stores it as administrator settings, the password sealed. Nothing
-// is sent. On a storage failure the previous layer is restored. A stored password that cannot
-// be opened is dropped from the layer (see UnsealStored), not an error. Errors: ErrInvalid (u
-// breaks a rule, or the configuration with it would be invalid); uncategorised store or
-// sealing failures.
-func (s *ConfigService) Update(ctx context.Context, u Update) (*EffectiveConfig, error) {
+// Update validates an administrator's (by) u, applies it to the loader's stored layer
+// (validating the whole configuration with it) and stores it as administrator settings, the
+// password sealed. Nothing is sent. On a storage failure the previous layer is restored. A
+// stored password that cannot be opened is dropped from the layer (see UnsealStored), not an
+// error. Errors: ErrForbidden (by is no administrator), ErrInvalid (u breaks a rule, or the
+// configuration with it would be invalid); uncategorised store or sealing failures.
+func (s *ConfigService) Update(ctx context.Context, by *store.User, u Update) (*EffectiveConfig, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
@@ -248,7 +258,7 @@ func (s *ConfigService) Update(ctx context.Context, u Update) (*EffectiveConfig,
 	if err != nil {
 		return nil, err
 	}
-	return s.Get(ctx)
+	return s.Get(ctx, by)
 }
 
 // UnsealStored returns a copy of stored settings (as store.Settings reads them) with a sealed
@@ -273,11 +283,15 @@ func UnsealStored(stored map[string]any, box *secret.Box) (map[string]any, error
 	return out, nil
 }
 
-// SendTest sends the test message to "to" through SMTP with the effective configuration and
-// reports the outcome; delivery failures are part of the result, not errors. With the log
-// driver nothing is sent and the result says why. Errors: ErrInvalid (to is not an address);
-// ErrUnavailable (the configuration cannot be read).
-func (s *ConfigService) SendTest(ctx context.Context, to string) (*TestResult, error) {
+// SendTest sends an administrator's (by) test message to "to" through SMTP with the effective
+// configuration and reports the outcome; delivery failures are part of the result, not errors.
+// With the log driver nothing is sent and the result says why. Errors: ErrForbidden (by is no
+// administrator), ErrInvalid (to is not an address); ErrUnavailable (the configuration cannot
+// be read).
+func (s *ConfigService) SendTest(ctx context.Context, by *store.User, to string) (*TestResult, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	to = strings.TrimSpace(to)
 	if a, err := netmail.ParseAddress(to); err != nil || a.Address != to {
 		return nil, svcerr.New(svcerr.ErrInvalid, "to %q is not a valid email address", to)

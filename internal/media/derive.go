@@ -18,6 +18,7 @@ import (
 	"github.com/HugoSmits86/nativewebp"
 	"golang.org/x/image/draw"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 )
@@ -31,14 +32,6 @@ const (
 	FormatPNG  = "png"
 	FormatWebP = "webp"
 	FormatGIF  = "gif"
-)
-
-// Derivative limits.
-const (
-	MaxDerivativeSide = 8192
-	MinQuality        = 1
-	MaxQuality        = 100
-	DefaultQuality    = 85
 )
 
 var formats = []string{FormatJPEG, FormatPNG, FormatWebP, FormatGIF}
@@ -60,7 +53,7 @@ type DeriveRequest struct {
 	Width     *int   // resize: fit inside this width
 	Height    *int   // resize: fit inside this height
 	Format    string // output format; "" keeps the source's (resize only)
-	Quality   *int   // jpeg only (webp output is lossless); nil: DefaultQuality
+	Quality   *int   // jpeg only (webp output is lossless); nil: limits.DefaultQuality
 	// UploadedBy is the user asking for the derivative.
 	UploadedBy *int64
 }
@@ -87,8 +80,8 @@ func (s *Service) sourceFormat(ctx context.Context, a *store.MediaAsset) (format
 // decodable image within the pixel cap, nothing otherwise. Errors: I/O errors (the file is
 // missing).
 func (s *Service) DerivativeOptions(ctx context.Context, a *store.MediaAsset) (DerivativeOptions, error) {
-	o := DerivativeOptions{Operations: []string{}, Formats: []string{}, MaxWidth: MaxDerivativeSide,
-		MaxHeight: MaxDerivativeSide, MinQuality: MinQuality, MaxQuality: MaxQuality, DefaultQuality: DefaultQuality}
+	o := DerivativeOptions{Operations: []string{}, Formats: []string{}, MaxWidth: limits.MaxDerivativeSide,
+		MaxHeight: limits.MaxDerivativeSide, MinQuality: limits.MinQuality, MaxQuality: limits.MaxQuality, DefaultQuality: limits.DefaultQuality}
 	_, _, ok, err := s.sourceFormat(ctx, a)
 	if err != nil {
 		return o, err
@@ -122,17 +115,17 @@ func (s *Service) Derive(ctx context.Context, src *store.MediaAsset, req DeriveR
 		return nil, invalid("operation must be %s or %s", OpResize, OpConvert)
 	}
 	for _, v := range []*int{req.Width, req.Height} {
-		if v != nil && (*v < 1 || *v > MaxDerivativeSide) {
-			return nil, invalid("width and height must be 1 to %d", MaxDerivativeSide)
+		if v != nil && (*v < 1 || *v > limits.MaxDerivativeSide) {
+			return nil, invalid("width and height must be 1 to %d", limits.MaxDerivativeSide)
 		}
 	}
 	if req.Format != "" && !contains(formats, req.Format) {
 		return nil, invalid("format must be one of %s", strings.Join(formats, ", "))
 	}
-	quality := DefaultQuality
+	quality := limits.DefaultQuality
 	if req.Quality != nil {
-		if *req.Quality < MinQuality || *req.Quality > MaxQuality {
-			return nil, invalid("quality must be %d to %d", MinQuality, MaxQuality)
+		if *req.Quality < limits.MinQuality || *req.Quality > limits.MaxQuality {
+			return nil, invalid("quality must be %d to %d", limits.MinQuality, limits.MaxQuality)
 		}
 		quality = *req.Quality
 	}
@@ -248,8 +241,8 @@ func derivedName(name, format string) string {
 	if base == "" {
 		base = "image"
 	}
-	if r := []rune(base); len(r)+len(ext) > store.MaxMediaFilenameLen {
-		base = string(r[:store.MaxMediaFilenameLen-len(ext)])
+	if r := []rune(base); len(r)+len(ext) > limits.FilenameLen {
+		base = string(r[:limits.FilenameLen-len(ext)])
 	}
 	return base + ext
 }

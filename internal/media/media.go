@@ -37,6 +37,7 @@ import (
 
 	_ "golang.org/x/image/webp"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 )
@@ -359,8 +360,8 @@ func cleanFilename(name, mt string) string {
 	if name == "" || name == "." || name == ".." {
 		name = "file" + extension(mt)
 	}
-	if r := []rune(name); len(r) > store.MaxMediaFilenameLen {
-		name = string(r[:store.MaxMediaFilenameLen])
+	if r := []rune(name); len(r) > limits.FilenameLen {
+		name = string(r[:limits.FilenameLen])
 	}
 	return name
 }

@@ -163,6 +163,18 @@ func (s *Service) Open(ctx context.Context, mediaID *string) (*store.MediaAsset,
 	return a, f, nil
 }
 
+// OpenUser returns the picture of user id and its file for reading, for any signed-in user
+// (every signed-in user may see every user's picture); the caller closes it. Errors:
+// ErrNotFound (no such user: store.UserByID's; "picture not found": as Open), I/O errors
+// uncategorised.
+func (s *Service) OpenUser(ctx context.Context, id int64) (*store.MediaAsset, io.ReadSeekCloser, error) {
+	u, err := s.store.UserByID(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Open(ctx, u.PictureMediaID)
+}
+
 func notFound() error { return svcerr.New(svcerr.ErrNotFound, "picture not found") }
 
 // readErr keeps a body-limit failure a 413 and makes other read failures a 400.

@@ -17,10 +17,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/config"
 	"github.com/agentsvc/svc/internal/mail"
 	"github.com/agentsvc/svc/internal/secret"
 	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/store"
 )
 
 // Editable is the catalogue of runtime settings, in the order the settings page shows them.
@@ -79,9 +81,13 @@ func New(st Store, cfg *config.Loader, box *secret.Box) *Service {
 	return &Service{store: st, cfg: cfg, box: box}
 }
 
-// List returns every editable setting with its effective value and source. Errors:
-// ErrUnavailable when the configuration cannot be read.
-func (s *Service) List(context.Context) ([]Setting, error) {
+// List returns every editable setting with its effective value and source to an
+// administrator (by). Errors: ErrForbidden (by is no administrator), ErrUnavailable when the
+// configuration cannot be read.
+func (s *Service) List(_ context.Context, by *store.User) ([]Setting, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	c := s.cfg.Current()
 	if c == nil {
 		return nil, svcerr.New(svcerr.ErrUnavailable, "the configuration cannot be read")
@@ -97,12 +103,16 @@ func (s *Service) List(context.Context) ([]Setting, error) {
 	return out, nil
 }
 
-// Update stores each value of changes (a value of the key's type) or removes the stored value
-// of a key mapped to nil, all or nothing: the whole configuration is validated with the new
-// stored layer before anything is written, and a failed write restores the previous layer.
-// Errors: ErrInvalid (no change, a key that is not editable, a wrong type, a value the
-// configuration refuses; nothing is stored); uncategorised store failures.
-func (s *Service) Update(ctx context.Context, changes map[string]any) ([]Setting, error) {
+// Update stores, for an administrator (by), each value of changes (a value of the key's type)
+// or removes the stored value of a key mapped to nil, all or nothing: the whole configuration
+// is validated with the new stored layer before anything is written, and a failed write
+// restores the previous layer. Errors: ErrForbidden (by is no administrator), ErrInvalid (no
+// change, a key that is not editable, a wrong type, a value the configuration refuses; nothing
+// is stored); uncategorised store failures.
+func (s *Service) Update(ctx context.Context, by *store.User, changes map[string]any) ([]Setting, error) {
+	if err := access.Administrator(by); err != nil {
+		return nil, err
+	}
 	if len(changes) == 0 {
 		return nil, svcerr.New(svcerr.ErrInvalid, "settings must name at least one setting")
 	}
@@ -152,5 +162,5 @@ func (s *Service) Update(ctx context.Context, changes map[string]any) ([]Setting
 	if err != nil {
 		return nil, err
 	}
-	return s.List(ctx)
+	return s.List(ctx, by)
 }

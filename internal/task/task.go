@@ -15,17 +15,12 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/access"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/pathid"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
-)
-
-// Step budget limits of create (max_steps) and continue (additional_steps).
-const (
-	MinSteps = 1
-	MaxSteps = 100
 )
 
 // Service applies the task rules on top of the store.
@@ -181,8 +176,8 @@ func (s *Service) checkMedia(ctx context.Context, u *store.User, ids []string) e
 }
 
 func checkSteps(field string, n *int) error {
-	if n != nil && (*n < MinSteps || *n > MaxSteps) {
-		return svcerr.New(svcerr.ErrInvalid, "%s must be between %d and %d", field, MinSteps, MaxSteps)
+	if n != nil && (*n < limits.MinSteps || *n > limits.MaxSteps) {
+		return svcerr.New(svcerr.ErrInvalid, "%s must be between %d and %d", field, limits.MinSteps, limits.MaxSteps)
 	}
 	return nil
 }

@@ -112,17 +112,13 @@ func (s *Client) Tick(ctx context.Context, u *store.User, id string) (*task.View
 	if err := allow(ctx, s.ticks, strconv.FormatInt(u.ID, 10)); err != nil {
 		return nil, err
 	}
-	tid, err := task.ParseID(id)
+	// The task service decides who may drive the task (its owner; anyone else's, unknown or
+	// malformed answers ErrNotFound without revealing which).
+	t, err := s.tasks.Get(ctx, u, id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.store.Task(ctx, tid)
-	if err != nil {
-		return nil, err
-	}
-	if t.UserID != u.ID {
-		return nil, svcerr.New(svcerr.ErrNotFound, "task not found")
-	}
+	tid := t.ID
 	// Two tabs of one user share the worker id, so the lease alone does not keep their ticks
 	// apart; within this process a second tick of the same task is refused while one runs.
 	if !s.begin(tid) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/toolconfig"
@@ -69,7 +70,7 @@ func (AgentTool) Spec() tools.Spec {
 			{Name: "system_prompt", Type: tools.TypeString, Description: "The agent's system prompt.", Required: tools.Optional()},
 			{
 				Name: "max_steps", Type: tools.TypeInteger, Description: "Model turns per run.",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 			{Name: "allow_followup", Type: tools.TypeBoolean, Description: "Whether a finished chat accepts follow-up messages.", Required: tools.Optional()},
 			{
@@ -202,11 +203,11 @@ func (x *agentExec) Execute(ctx context.Context, call tools.Call) (tools.Result,
 		if err != nil {
 			return tools.Result{}, err
 		}
-		per, err := intInRange(call.Args, "per_page", 1, 100)
+		per, err := intInRange(call.Args, "per_page", 1, limits.MaxPerPage)
 		if err != nil {
 			return tools.Result{}, err
 		}
-		p, pp := 1, 25
+		p, pp := 1, limits.DefaultPerPage
 		if page != nil {
 			p = *page
 		}
@@ -254,7 +255,7 @@ func slimFields(args map[string]any) (toolconfig.SlimAgentFields, error) {
 			return f, err
 		}
 	}
-	if f.MaxSteps, err = intInRange(args, "max_steps", store.MinAgentMaxSteps, store.MaxAgentMaxSteps); err != nil {
+	if f.MaxSteps, err = intInRange(args, "max_steps", limits.MinSteps, limits.MaxSteps); err != nil {
 		return f, err
 	}
 	if f.RetryAfterMinutes, err = intInRange(args, "retry_after_minutes", 0, store.MaxAgentRetryAfterMinute); err != nil {

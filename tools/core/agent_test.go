@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -173,7 +174,7 @@ func TestAgentToolNotesAndReadAgent(t *testing.T) {
 		{"read_notes", map[string]any{"agent_id": 1.5}, "positive integer"},
 		{"write_notes", map[string]any{"agent_id": float64(foreign.ID), "notes": "x"}, "not found"},
 		{"write_notes", map[string]any{"notes": 3}, "must be a string"},
-		{"write_notes", map[string]any{"notes": strings.Repeat("n", store.MaxAgentNotesLen+1)}, "notes"},
+		{"write_notes", map[string]any{"notes": strings.Repeat("n", limits.AgentNotesLen+1)}, "notes"},
 		{"configure_tools", map[string]any{"agent_id": float64(self.ID), "tools": "all"}, "list"},
 		{"delete_agent", map[string]any{"agent_id": float64(self.ID)}, "no operation"},
 	} {

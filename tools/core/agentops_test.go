@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -101,7 +102,7 @@ func TestAgentToolCreateAgent(t *testing.T) {
 	}
 	// Defaults as POST /agents.
 	out, msg = w.run("create_agent", map[string]any{"name": "Plain"})
-	if msg != "" || out["max_steps"] != float64(store.DefaultAgentMaxSteps) || out["allow_followup"] != true {
+	if msg != "" || out["max_steps"] != float64(limits.DefaultSteps) || out["allow_followup"] != true {
 		t.Fatalf("defaults = %v %q", out, msg)
 	}
 	before := agentCount(t, w.st, w.u.PrincipalID)
@@ -113,8 +114,8 @@ func TestAgentToolCreateAgent(t *testing.T) {
 		{"missing name", map[string]any{"description": "x"}, "name is required"},
 		{"blank name", map[string]any{"name": "  "}, "name is required"},
 		{"name not a string", map[string]any{"name": 7}, "name must be a string"},
-		{"name too long", map[string]any{"name": strings.Repeat("n", store.MaxAgentNameLen+1)}, "name"},
-		{"description too long", map[string]any{"name": "x", "description": strings.Repeat("d", store.MaxAgentDescriptionLen+1)}, "description"},
+		{"name too long", map[string]any{"name": strings.Repeat("n", limits.AgentNameLen+1)}, "name"},
+		{"description too long", map[string]any{"name": "x", "description": strings.Repeat("d", limits.AgentDescriptionLen+1)}, "description"},
 		{"max_steps 0", map[string]any{"name": "x", "max_steps": 0}, "max_steps must be a whole number from 1 to 100"},
 		{"max_steps 101", map[string]any{"name": "x", "max_steps": 101}, "max_steps"},
 		{"max_steps fraction", map[string]any{"name": "x", "max_steps": 2.5}, "max_steps"},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/svcerr"
@@ -72,7 +73,7 @@ var (
 		},
 		{
 			Name: "per_page", Type: tools.TypeInteger, Description: "Entries per page of a list operation.",
-			Default: 25, Minimum: tools.Float(1), Maximum: tools.Float(100),
+			Default: limits.DefaultPerPage, Minimum: tools.Float(1), Maximum: tools.Float(limits.MaxPerPage),
 		},
 	}}
 )

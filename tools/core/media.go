@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -115,7 +116,7 @@ func (x *mediaExec) Execute(ctx context.Context, call tools.Call) (tools.Result,
 }
 
 func (x *mediaExec) search(ctx context.Context, call tools.Call, principalID int64) (tools.Result, error) {
-	q := store.AgentMediaQuery{PrincipalID: principalID, TaskID: call.TaskID, Page: 1, PerPage: 25}
+	q := store.AgentMediaQuery{PrincipalID: principalID, TaskID: call.TaskID, Page: 1, PerPage: limits.DefaultPerPage}
 	var err error
 	if q.Text, err = optString(call.Args, "query", 200); err != nil {
 		return tools.Result{}, err
@@ -133,7 +134,7 @@ func (x *mediaExec) search(ctx context.Context, call tools.Call, principalID int
 	if err != nil {
 		return tools.Result{}, err
 	}
-	per, err := intInRange(call.Args, "per_page", 1, 100)
+	per, err := intInRange(call.Args, "per_page", 1, limits.MaxPerPage)
 	if err != nil {
 		return tools.Result{}, err
 	}

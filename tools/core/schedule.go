@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )
@@ -60,7 +61,7 @@ func (ScheduleTool) Spec() tools.Spec {
 			{Name: "run_at", Type: tools.TypeString, Format: "date-time", Description: "One-shot run time (RFC 3339); or give cron_expression.", Required: tools.Optional()},
 			{
 				Name: "max_steps_override", Type: tools.TypeInteger, Description: "Model turns per run, overriding the agent's setting.",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 			{Name: "is_active", Type: tools.TypeBoolean, Description: "Whether the run or template is active.", Required: tools.Optional()},
 			{Name: "description", Type: tools.TypeString, Description: "Template description.", Required: tools.Optional()},
@@ -78,7 +79,7 @@ func (ScheduleTool) Spec() tools.Spec {
 			},
 			{
 				Name: "max_steps", Type: tools.TypeInteger, Description: "Template: model turns per run.",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 		},
 	}

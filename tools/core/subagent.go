@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -35,7 +36,7 @@ func (SubAgentTool) Spec() tools.Spec {
 			{Name: "prompt", Type: tools.TypeString, Description: "sub_agent: the complete task, with all context the target needs. handover: the message the target continues with."},
 			{
 				Name: "max_steps", Type: tools.TypeInteger, Description: "sub_agent: model turns the target may take (defaults to its own setting).",
-				Minimum: tools.Float(1), Maximum: tools.Float(100), Required: tools.Optional(),
+				Minimum: tools.Float(limits.MinSteps), Maximum: tools.Float(limits.MaxSteps), Required: tools.Optional(),
 			},
 		},
 		Settings: []tools.Setting{{
@@ -113,7 +114,7 @@ func (x *subAgentExec) Execute(ctx context.Context, call tools.Call) (tools.Resu
 		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("agent %d belongs to another owner: only agents of the same owner can be reached", target)}
 	}
 	steps := a.MaxSteps
-	if n, ok := intOf(call.Args["max_steps"]); ok && n >= 1 && n <= store.MaxAgentMaxSteps {
+	if n, ok := intOf(call.Args["max_steps"]); ok && n >= limits.MinSteps && n <= limits.MaxSteps {
 		steps = int(n)
 	}
 	child, err := x.agents.Spawn(ctx, call.TaskID, a, prompt, steps)

@@ -361,7 +361,7 @@ func (s *Service) ManagedAgent(ctx context.Context, callerID, targetID int64) (*
 
 // WriteAgentNotes replaces the notes of agent targetID for the agent callerID (the caller or an
 // agent of the same principal; targetID 0 is the caller) when the user userID the task runs for
-// may manage it. Errors: ErrNotFound, ErrForbidden, ErrInvalid (notes over store.MaxAgentNotesLen), ErrInvalidState (the target changed owner meanwhile).
+// may manage it. Errors: ErrNotFound, ErrForbidden, ErrInvalid (notes over limits.AgentNotesLen), ErrInvalidState (the target changed owner meanwhile).
 func (s *Service) WriteAgentNotes(ctx context.Context, callerID, userID, targetID int64, notes string) (*store.Agent, error) {
 	a, err := s.changeableByAgent(ctx, callerID, userID, targetID)
 	if err != nil {
