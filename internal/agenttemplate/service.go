@@ -36,6 +36,7 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 // SourcePlugin is the catalog source of a Summary from a plugin (SourceCore: shipped).
@@ -316,7 +317,14 @@ func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64,
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := s.store.ImportAgent(ctx, p, agentFields(plan), s.importedTools(plan))
+	fields, imported := agentFields(plan), s.importedTools(plan)
+	if err := agent.CheckFields(fields, true); err != nil {
+		return nil, nil, err
+	}
+	if err := toolconfig.CheckImportedTools(imported); err != nil {
+		return nil, nil, err
+	}
+	a, err := s.store.ImportAgent(ctx, p, fields, imported)
 	if err != nil {
 		return nil, nil, err
 	}
