@@ -70,7 +70,7 @@ type refusingStore struct {
 }
 
 func (r refusingStore) Memberships(context.Context, int64) (map[int64]string, error) {
-	return map[int64]string{}, nil
+	return map[int64]string{1: store.RoleSelf}, nil
 }
 
 func (r refusingStore) CreateAgent(context.Context, int64, store.AgentFields) (*store.Agent, error) {
