@@ -387,7 +387,7 @@ func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role 
 			return nil, svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
 		}
 		if err := userExists(tx, userID); err != nil {
-			return nil, invalidf("no such user")
+			return nil, invalidf("no such user") // read in the writing transaction
 		}
 		row := groupMemberRow{GroupID: groupID, UserID: userID, Role: role, CreatedAt: s.now()}
 		if err := tx.Create(&row).Error; err != nil {
