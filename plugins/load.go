@@ -216,7 +216,7 @@ func loadOne(ctx context.Context, o Options, dir string) *Loaded {
 	}
 	if m.Migrations != "" && o.Store != nil {
 		full := filepath.Join(dir, filepath.FromSlash(m.Migrations))
-		migs, err := o.Store.LoadPluginMigrations(os.DirFS(full), m.Slug)
+		migs, err := loadMigrations(os.DirFS(full), o.Store.Dialect(), m.Slug)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/group"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -38,6 +39,9 @@ func (a *App) seedLLMConfig(ctx context.Context, cfg *config.Config) error {
 			key, err := box.Open(sealed)
 			return err == nil && subtle.ConstantTimeCompare(key, []byte(cfg.LLMAPIKey)) == 1
 		}
+	}
+	if err := group.CheckLLMSeed(&seed); err != nil {
+		return fmt.Errorf("seed the global model configuration from llm_driver and llm_model: %w", err)
 	}
 	r, err := a.Store.SeedGlobalLLMConfig(ctx, seed)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/taskstate"
 )
@@ -153,6 +152,8 @@ func decodeMetadata(s string) (map[string]any, error) {
 	return out, nil
 }
 
+// encodeMetadata writes md as compact JSON. The caller has checked it (agent.CheckFields), so
+// a failure here is a programming error, not a refusal.
 func encodeMetadata(md map[string]any) (string, error) {
 	if md == nil {
 		return "{}", nil
@@ -161,69 +162,39 @@ func encodeMetadata(md map[string]any) (string, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(md); err != nil {
-		return "", invalidf("metadata must be a JSON object")
+		return "", fmt.Errorf("encode agent metadata: %w", err)
 	}
-	s := strings.TrimSuffix(buf.String(), "\n")
-	if len(s) > MaxAgentMetadataLen {
-		return "", invalidf("metadata must be at most %d bytes of JSON", MaxAgentMetadataLen)
-	}
-	if err := checkText("metadata", s, MaxAgentMetadataLen); err != nil {
-		return "", err
-	}
-	return s, nil
+	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
 func errAgentNotFound() error { return svcerr.New(svcerr.ErrNotFound, "agent not found") }
 
-// agentChanges validates f and returns the column values it sets.
+// agentChanges returns the column values f sets. The field rules are package agent's
+// (agent.CheckFields), applied by the services before they call the store.
 func agentChanges(f AgentFields) (map[string]any, error) {
 	ch := map[string]any{}
-	if f.Name != nil {
-		if strings.TrimSpace(*f.Name) == "" {
-			return nil, invalidf("name is required")
-		}
-		if err := checkText("name", *f.Name, limits.AgentNameLen); err != nil {
-			return nil, err
-		}
-		ch["name"] = *f.Name
-	}
 	for _, t := range []struct {
 		col string
 		v   *string
-		max int
 	}{
-		{"description", f.Description, limits.AgentDescriptionLen},
-		{"system_prompt", f.SystemPrompt, MaxAgentSystemPromptLen},
-		{"notes", f.Notes, limits.AgentNotesLen},
+		{"name", f.Name}, {"description", f.Description}, {"system_prompt", f.SystemPrompt}, {"notes", f.Notes},
 	} {
-		if t.v == nil {
-			continue
+		if t.v != nil {
+			ch[t.col] = *t.v
 		}
-		if err := checkText(t.col, *t.v, t.max); err != nil {
-			return nil, err
-		}
-		ch[t.col] = *t.v
 	}
-	if f.MaxSteps != nil {
-		if *f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps {
-			return nil, invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
+	for _, t := range []struct {
+		col string
+		v   *int
+	}{
+		{"max_steps", f.MaxSteps}, {"retry_after_minutes", f.RetryAfterMinutes}, {"max_retries", f.MaxRetries},
+	} {
+		if t.v != nil {
+			ch[t.col] = *t.v
 		}
-		ch["max_steps"] = *f.MaxSteps
 	}
 	if f.AllowFollowup != nil {
 		ch["allow_followup"] = *f.AllowFollowup
-	}
-	if f.RetryAfterMinutes != nil {
-		if *f.RetryAfterMinutes < 0 || *f.RetryAfterMinutes > MaxAgentRetryAfterMinute {
-			return nil, invalidf("retry_after_minutes must be between 0 and %d", MaxAgentRetryAfterMinute)
-		}
-		ch["retry_after_minutes"] = *f.RetryAfterMinutes
-	}
-	if f.MaxRetries != nil {
-		if *f.MaxRetries < 0 || *f.MaxRetries > MaxAgentRetries {
-			return nil, invalidf("max_retries must be between 0 and %d", MaxAgentRetries)
-		}
-		ch["max_retries"] = *f.MaxRetries
 	}
 	if f.Metadata != nil {
 		md, err := encodeMetadata(*f.Metadata)
@@ -236,7 +207,8 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 }
 
 // principalExists returns ErrInvalid unless the principal exists (a reference in a request
-// body, hence 422 rather than 404).
+// body, hence 422 rather than 404). It stays in the store: only the transaction that writes the
+// reference can know the principal is still there.
 func principalExists(tx *gorm.DB, id int64) error {
 	var n int64
 	if err := tx.Model(&principalRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
@@ -249,38 +221,13 @@ func principalExists(tx *gorm.DB, id int64) error {
 }
 
 // CreateAgent stores a new agent owned by principalID and returns it (not a favorite of
-// anyone). The caller decides whether the principal may be used. Errors: ErrInvalid (missing
-// or blank name, oversize or non-UTF-8 text, max_steps outside 1..100, negative or oversize
-// retry settings, metadata over MaxAgentMetadataLen bytes, unknown principal).
+// anyone). The caller decides whether the principal may be used and has checked the fields
+// (agent.CheckFields; Name is required). Errors: ErrInvalid "principal_id: no such principal"
+// (the principal is gone, known only in the transaction).
 func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentFields) (*Agent, error) {
-	if f.Name == nil {
-		return nil, invalidf("name is required")
-	}
-	ch, err := agentChanges(f)
+	row, err := newAgentRow(principalID, f)
 	if err != nil {
 		return nil, err
-	}
-	row := agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
-	row.Name = ch["name"].(string)
-	setStr := func(dst *string, col string) {
-		if v, ok := ch[col]; ok {
-			*dst = v.(string)
-		}
-	}
-	setInt := func(dst *int, col string) {
-		if v, ok := ch[col]; ok {
-			*dst = v.(int)
-		}
-	}
-	setStr(&row.Description, "description")
-	setStr(&row.SystemPrompt, "system_prompt")
-	setStr(&row.Notes, "notes")
-	setStr(&row.Metadata, "metadata")
-	setInt(&row.MaxSteps, "max_steps")
-	setInt(&row.RetryAfterMinutes, "retry_after_minutes")
-	setInt(&row.MaxRetries, "max_retries")
-	if f.AllowFollowup != nil {
-		row.AllowFollowup = *f.AllowFollowup
 	}
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		if err := principalExists(tx, principalID); err != nil {
@@ -288,7 +235,7 @@ func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentField
 		}
 		now := s.now()
 		row.CreatedAt, row.UpdatedAt = now, now
-		if err := tx.Create(&row).Error; err != nil {
+		if err := tx.Create(row).Error; err != nil {
 			return fmt.Errorf("create agent: %w", err)
 		}
 		return nil
@@ -388,8 +335,9 @@ func (s *Store) withAgent(ctx context.Context, id, viewer int64, check AgentChec
 }
 
 // UpdateAgent changes the fields set in f (after check allowed it) and returns the agent as
-// viewer sees it. Sending no field changes nothing, not even updated_at. Errors: ErrNotFound
-// "agent not found", ErrInvalid (as CreateAgent), and whatever check returns.
+// viewer sees it; the caller has checked the fields (agent.CheckFields). Sending no field
+// changes nothing, not even updated_at. Errors: ErrNotFound "agent not found", and whatever
+// check returns.
 func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields, check AgentCheck) (*Agent, error) {
 	ch, err := agentChanges(f)
 	if err != nil {

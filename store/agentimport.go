@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/svcerr"
 )
 
 // ImportedTool is one tool record written by ImportAgent: the tool is enabled for the new agent,
@@ -35,10 +35,9 @@ type importRows struct {
 // ImportAgent creates an agent owned by principalID together with its tool records, in one
 // transaction: an enabled agent_tools row per tool, its operation overrides and its agent-layer
 // settings. Either everything is written or nothing. The caller decides whether the principal
-// may be used and what the tools may hold (package templateimport applies the template rules).
-// Errors: ErrInvalid (the fields as for CreateAgent; a tool class, operation or setting key
-// that is malformed or given twice; a setting value over MaxToolSettingValueLen; an unknown
-// principal).
+// may be used and what the tools may hold (package agenttemplate applies the template rules),
+// and has checked the fields (agent.CheckFields) and the tools (toolconfig.CheckImportedTools).
+// Errors: ErrInvalid "principal_id: no such principal" (known only in the transaction).
 func (s *Store) ImportAgent(ctx context.Context, principalID int64, f AgentFields, tools []ImportedTool) (*Agent, error) {
 	row, err := newAgentRow(principalID, f)
 	if err != nil {
@@ -70,10 +69,10 @@ func (s *Store) ImportAgent(ctx context.Context, principalID int64, f AgentField
 	return row.toAgent(false)
 }
 
-// newAgentRow checks f and builds the row CreateAgent would insert.
+// newAgentRow builds the row CreateAgent inserts from checked fields (Name set).
 func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	if f.Name == nil {
-		return nil, invalidf("name is required")
+		return nil, errors.New("new agent without a name")
 	}
 	ch, err := agentChanges(f)
 	if err != nil {
@@ -101,24 +100,15 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	return row, nil
 }
 
-// prepareImportedTools checks and encodes the tool records (in class order, so the writes come
-// in a stable order).
+// prepareImportedTools encodes the tool records (in class order, so the writes come in a stable
+// order). The tool rules (class and operation shapes, a class given once, setting sizes) are
+// package toolconfig's (toolconfig.CheckImportedTools), applied before the store is called;
+// encodeSettings keeps its size guard as the last one for every settings write.
 func prepareImportedTools(tools []ImportedTool) ([]importRows, error) {
 	out := make([]importRows, 0, len(tools))
-	seen := map[string]bool{}
 	for _, t := range tools {
-		if err := checkToolClass(t.ToolClass); err != nil {
-			return nil, err
-		}
-		if seen[t.ToolClass] {
-			return nil, invalidf("tool %s is given twice", t.ToolClass)
-		}
-		seen[t.ToolClass] = true
 		r := importRows{class: t.ToolClass}
 		for op, o := range t.Operations {
-			if err := checkOperationName(op); err != nil {
-				return nil, err
-			}
 			if o.Enabled == nil && o.AutoApprove == nil {
 				continue
 			}
@@ -127,8 +117,7 @@ func prepareImportedTools(tools []ImportedTool) ([]importRows, error) {
 		sort.Slice(r.ops, func(i, j int) bool { return r.ops[i].Operation < r.ops[j].Operation })
 		enc, err := encodeSettings(t.Settings)
 		if err != nil {
-			msg, _, _ := svcerr.Public(err)
-			return nil, invalidf("tool %s: %s", t.ToolClass, msg)
+			return nil, fmt.Errorf("tool %s: %w", t.ToolClass, err)
 		}
 		r.settings = enc
 		out = append(out, r)

@@ -134,16 +134,10 @@ func TestImportAgentRefusals(t *testing.T) {
 		fields    store.AgentFields
 		tools     []store.ImportedTool
 	}{
+		// The field and tool rules are checked before the store (agent.CheckFields,
+		// toolconfig.CheckImportedTools, tested there); the store refuses an unknown principal and
+		// keeps the settings encoder's size guard.
 		{name: "unknown principal", principal: 999999, fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core.TimeTool")}},
-		{name: "no name", fields: store.AgentFields{}},
-		{name: "blank name", fields: store.AgentFields{Name: ptr("  ")}},
-		{name: "max_steps", fields: store.AgentFields{Name: name, MaxSteps: ptr(101)}},
-		{name: "long description", fields: store.AgentFields{Name: name, Description: ptr(strings.Repeat("d", limits.AgentDescriptionLen+1))}},
-		{name: "empty class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("")}},
-		{name: "long class", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core." + strings.Repeat("x", store.MaxToolClassLen))}},
-		{name: "class twice", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{tool("core.TimeTool"), tool("core.TimeTool")}},
-		{name: "long operation", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{{ToolClass: "core.TimeTool",
-			Operations: map[string]store.ToolOperationOverride{strings.Repeat("o", store.MaxToolOperationLen+1): {Enabled: ptr(true)}}}}},
 		{name: "bad setting key", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{{ToolClass: "core.ReadURLTool",
 			Settings: map[string]any{"has space": "x"}}}},
 		{name: "oversize setting", fields: store.AgentFields{Name: name}, tools: []store.ImportedTool{{ToolClass: "core.ReadURLTool",

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -59,40 +57,29 @@ func (r *apiKeyRow) toKey() *AgentAPIKey {
 
 func errAPIKeyNotFound() error { return svcerr.New(svcerr.ErrNotFound, "API key not found") }
 
-// checkAPIKeyID accepts public key ids: 1 to MaxAPIKeyIDLen ASCII letters and digits (the key
-// format splits on '_', so nothing else is allowed).
-func checkAPIKeyID(v string) error {
+// validAPIKeyID reports whether v can be a public key id: 1 to MaxAPIKeyIDLen ASCII letters
+// and digits (the key format splits on '_'). The readers use it to answer "no such key" without
+// a query; the ids written are package apikey's (apikey.Mint).
+func validAPIKeyID(v string) bool {
 	if v == "" || len(v) > MaxAPIKeyIDLen {
-		return invalidf("key_id must be 1 to %d characters", MaxAPIKeyIDLen)
+		return false
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return invalidf("key_id must use only letters and digits")
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // CreateAPIKey stores a new key of agent k.AgentID minted by k.CreatedBy, in a transaction on
 // the locked agent after check allowed it (nil: no check); CreatedAt is the store clock,
-// LastUsedAt and RevokedAt start empty. Name must be 1 to limits.APIKeyNameLen characters and not
-// blank. Errors: ErrInvalid (malformed key id, name or digest), ErrNotFound "agent not found",
-// ErrNotFound for an unknown minting user, ErrConflict (key id already in use), and whatever
+// LastUsedAt and RevokedAt start empty. The caller has minted the key id and digest and checked
+// the name (package apikey). Errors: ErrNotFound "agent not found", ErrNotFound for an unknown
+// minting user, ErrConflict (key id already in use: the unique key's answer), and whatever
 // check returns.
 func (s *Store) CreateAPIKey(ctx context.Context, k AgentAPIKey, check AgentCheck) (*AgentAPIKey, error) {
-	if err := checkAPIKeyID(k.KeyID); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(k.Name) == "" {
-		return nil, invalidf("name is required")
-	}
-	if err := checkText("name", k.Name, limits.APIKeyNameLen); err != nil {
-		return nil, err
-	}
-	if err := checkDigest("secret_digest", k.SecretDigest); err != nil {
-		return nil, err
-	}
 	var out *AgentAPIKey
 	err := s.withAgent(ctx, k.AgentID, k.CreatedBy, check, func(tx *gorm.DB, _ *Agent) error {
 		if err := userExists(tx, k.CreatedBy); err != nil {
@@ -131,7 +118,7 @@ func (s *Store) APIKeys(ctx context.Context, agentID int64) ([]AgentAPIKey, erro
 // APIKeyByKeyID returns the key with public id keyID, revoked or not (the caller refuses
 // revoked keys). Errors: ErrNotFound "API key not found" (also for a malformed id).
 func (s *Store) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey, error) {
-	if checkAPIKeyID(keyID) != nil {
+	if !validAPIKeyID(keyID) {
 		return nil, errAPIKeyNotFound()
 	}
 	var row apiKeyRow
@@ -152,7 +139,7 @@ func (s *Store) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey, 
 // returns.
 func (s *Store) RevokeAPIKey(ctx context.Context, agentID int64, keyID string, check AgentCheck) error {
 	return TranslateError(s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
-		if checkAPIKeyID(keyID) != nil {
+		if !validAPIKeyID(keyID) {
 			return nil // names no key
 		}
 		err := tx.Model(&apiKeyRow{}).

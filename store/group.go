@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -98,48 +97,13 @@ func memberNotFound(groupID, userID int64) error {
 	return svcerr.New(svcerr.ErrNotFound, "user %d is not a member of group %d", userID, groupID)
 }
 
-// ValidGroupRole reports whether role is one of owner, admin, member.
-func ValidGroupRole(role string) bool {
-	switch role {
-	case GroupRoleOwner, GroupRoleAdmin, GroupRoleMember:
-		return true
-	}
-	return false
-}
-
-func checkGroupRole(role string) error {
-	if !ValidGroupRole(role) {
-		return invalidf("role must be owner, admin or member")
-	}
-	return nil
-}
-
-// normGroupName trims a group name and checks it is present and not too long.
-func normGroupName(name string) (string, error) {
-	n := strings.TrimSpace(name)
-	if n == "" {
-		return "", invalidf("name must not be empty")
-	}
-	if err := checkText("name", n, limits.GroupNameLen); err != nil {
-		return "", err
-	}
-	return n, nil
-}
-
 // CreateGroup creates a group, its principal and the owner's membership in one transaction.
-// The name is trimmed. Errors: ErrInvalid (empty or oversize name, oversize description, unknown
-// owner).
+// The caller has checked (and trimmed) the name and description (package group). Errors:
+// ErrInvalid "the owner does not exist" (known only in the transaction).
 func (s *Store) CreateGroup(ctx context.Context, ownerUserID int64, name, description string) (*Group, error) {
-	name, err := normGroupName(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkText("description", description, limits.GroupDescriptionLen); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
 		if err := userExists(tx, ownerUserID); err != nil {
-			return nil, invalidf("the owner does not exist")
+			return nil, invalidf("the owner does not exist") // read in the writing transaction
 		}
 		now := s.now()
 		p := principalRow{Kind: PrincipalGroup, Name: name, CreatedAt: now}
@@ -201,22 +165,15 @@ func pageBounds(page, perPage int) (int, int) {
 	return page, min(perPage, limits.MaxPerPage)
 }
 
-// UpdateGroup changes the fields set in upd (a new name is trimmed and renames the group's
-// principal too) and returns the group. Errors: ErrNotFound, ErrInvalid (empty or oversize
-// name, oversize description).
+// UpdateGroup changes the fields set in upd (a new name renames the group's principal too) and
+// returns the group. The caller has checked (and trimmed) them (package group). Errors:
+// ErrNotFound.
 func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Group, error) {
 	changes := map[string]any{}
 	if upd.Name != nil {
-		n, err := normGroupName(*upd.Name)
-		if err != nil {
-			return nil, err
-		}
-		changes["name"] = n
+		changes["name"] = *upd.Name
 	}
 	if upd.Description != nil {
-		if err := checkText("description", *upd.Description, limits.GroupDescriptionLen); err != nil {
-			return nil, err
-		}
 		changes["description"] = *upd.Description
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
@@ -408,12 +365,10 @@ func (s *Store) GroupMember(ctx context.Context, groupID, userID int64) (*GroupM
 }
 
 // AddGroupMember makes the user a member of the group with role. check (may be nil) sees the
-// memberships before the change. Errors: ErrNotFound (no such group), ErrInvalid (bad role, no
-// such user), ErrConflict (already a member), and whatever check returns.
+// memberships before the change; the caller has checked role (group.ValidRole). Errors:
+// ErrNotFound (no such group), ErrInvalid "no such user" (read in the transaction), ErrConflict
+// (already a member), and whatever check returns.
 func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
-	if err := checkGroupRole(role); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
@@ -431,7 +386,7 @@ func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role 
 			return nil, svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")
 		}
 		if err := userExists(tx, userID); err != nil {
-			return nil, invalidf("no such user")
+			return nil, invalidf("no such user") // read in the writing transaction
 		}
 		row := groupMemberRow{GroupID: groupID, UserID: userID, Role: role, CreatedAt: s.now()}
 		if err := tx.Create(&row).Error; err != nil {
@@ -445,13 +400,10 @@ func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role 
 }
 
 // UpdateGroupMember changes a member's role; setting the current role again is a no-op. check
-// (may be nil) sees the memberships before the change. Errors: ErrNotFound (no such group or
-// not a member), ErrInvalid (bad role), ErrInvalidState (demoting the last owner), and whatever
-// check returns.
+// (may be nil) sees the memberships before the change; the caller has checked role
+// (group.ValidRole). Errors: ErrNotFound (no such group or not a member), ErrInvalidState
+// (demoting the last owner, read under the group's lock), and whatever check returns.
 func (s *Store) UpdateGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
-	if err := checkGroupRole(role); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
@@ -539,18 +491,15 @@ func decodePreferences(groupID int64, raw string) (map[string]any, error) {
 }
 
 // PutGroupPreferences replaces the group's preferences (nil stores an empty object) and returns
-// what was stored. Errors: ErrNotFound (no such group), ErrInvalid (not encodable as JSON, or
-// more than MaxGroupPreferencesLen bytes encoded).
+// what was stored. The caller has checked them (group.CheckPreferences), so an encoding
+// failure is a programming error. Errors: ErrNotFound (no such group).
 func (s *Store) PutGroupPreferences(ctx context.Context, groupID int64, prefs map[string]any) (map[string]any, error) {
 	if prefs == nil {
 		prefs = map[string]any{}
 	}
 	b, err := json.Marshal(prefs)
 	if err != nil {
-		return nil, invalidf("preferences cannot be encoded as JSON")
-	}
-	if len(b) > MaxGroupPreferencesLen {
-		return nil, invalidf("preferences must encode to at most %d bytes of JSON (got %d)", MaxGroupPreferencesLen, len(b))
+		return nil, fmt.Errorf("encode preferences of group %d: %w", groupID, err)
 	}
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		if _, err := lockGroup(tx, groupID); err != nil {

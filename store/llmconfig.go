@@ -5,16 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"net/url"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -93,7 +87,9 @@ type LLMConfigUpdate struct {
 
 // LLMConfigCheck decides inside a write whether it may proceed: cur is the stored
 // configuration, next what it would become (nil for a deletion). A non-nil error aborts the
-// write and is returned as it is.
+// write and is returned as it is; check may normalise next, which is what is written. Package
+// group's checks apply the permission and the field rules (group.CheckLLMConfig, which trims
+// the name and model) to next here.
 type LLMConfigCheck func(cur, next *LLMConfig) error
 
 type llmConfigRow struct {
@@ -178,96 +174,6 @@ func errLLMNameTaken(name string) error {
 	return svcerr.New(svcerr.ErrConflict, "a model configuration named %q already exists in this group", name)
 }
 
-// ValidLLMDriver reports whether d names a model driver.
-func ValidLLMDriver(d string) bool {
-	switch d {
-	case LLMDriverOpenAI, LLMDriverAnthropic, LLMDriverScripted:
-		return true
-	}
-	return false
-}
-
-// checkLLMConfig validates a complete configuration and normalises its name and model
-// (trimmed). The same rules hold for creation and for the result of an update.
-func checkLLMConfig(c *LLMConfig) error {
-	c.Name = strings.TrimSpace(c.Name)
-	if c.Name == "" {
-		return invalidf("name must not be empty")
-	}
-	if err := checkText("name", c.Name, limits.LLMConfigNameLen); err != nil {
-		return err
-	}
-	if !ValidLLMDriver(c.Driver) {
-		return invalidf("driver must be openai, anthropic or scripted")
-	}
-	c.Model = strings.TrimSpace(c.Model)
-	if c.Model == "" {
-		return invalidf("model must not be empty")
-	}
-	if err := checkText("model", c.Model, limits.LLMModelLen); err != nil {
-		return err
-	}
-	if err := checkBaseURL(c.Driver, c.BaseURL); err != nil {
-		return err
-	}
-	if len(c.APIKeySealed) > MaxLLMSealedKeyLen {
-		return invalidf("the sealed api_key is too long")
-	}
-	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > limits.MaxLLMTemperature) {
-		return invalidf("temperature must be between 0 and %d", limits.MaxLLMTemperature)
-	}
-	for _, f := range []struct {
-		name string
-		v    *int
-		max  int
-	}{
-		{LLMFieldMaxTokensOutput, c.MaxTokensOutput, limits.MaxLLMTokensOutput},
-		{LLMFieldContextWindow, c.ContextWindow, limits.MaxLLMContextWindow},
-		{LLMFieldTimeout, c.Timeout, limits.MaxLLMTimeoutSeconds},
-	} {
-		if f.v != nil && (*f.v < 1 || *f.v > f.max) {
-			return invalidf("%s must be between 1 and %d", f.name, f.max)
-		}
-	}
-	return nil
-}
-
-// checkBaseURL: the openai and anthropic drivers take an absolute http(s) URL without
-// credentials (nil means the driver default); the scripted driver needs the script's path,
-// relative to the working directory and inside it.
-func checkBaseURL(driver string, base *string) error {
-	if base == nil {
-		if driver == LLMDriverScripted {
-			return invalidf("base_url (the script path) is required for the scripted driver")
-		}
-		return nil
-	}
-	v := *base
-	if v == "" {
-		return invalidf("base_url must not be empty (clear it to use the driver default)")
-	}
-	if err := checkText("base_url", v, limits.URLLen); err != nil {
-		return err
-	}
-	if driver == LLMDriverScripted {
-		if strings.Contains(v, "://") || !filepath.IsLocal(v) {
-			return invalidf("base_url of the scripted driver must be a relative path inside the working directory")
-		}
-		return nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return invalidf("base_url must be an absolute http or https URL")
-	}
-	if u.User != nil {
-		return invalidf("base_url must not contain credentials (use api_key)")
-	}
-	if u.Fragment != "" || strings.Contains(v, "#") {
-		return invalidf("base_url must not contain a fragment")
-	}
-	return nil
-}
-
 // loadLLMConfig reads a configuration of the group. Errors: ErrNotFound.
 func loadLLMConfig(db *gorm.DB, groupID, id int64) (*LLMConfig, error) {
 	var rows []llmConfigRow
@@ -318,15 +224,12 @@ func (s *Store) ListLLMConfigs(ctx context.Context, groupID int64, includeGlobal
 }
 
 // CreateLLMConfig adds a configuration to the group (c.ID, GroupID, PrincipalID and the
-// timestamps are ignored; name and model are trimmed). With IsDefault, the previous default of
-// its scope loses the flag in the same transaction. Errors: ErrNotFound (no such group),
-// ErrInvalid (see the field rules: name, driver, model, base_url by driver, ranges),
-// ErrConflict (name already used in the group).
+// timestamps are ignored). The caller has applied the field rules (group.CheckLLMConfig). With
+// IsDefault, the previous default of its scope loses the flag in the same transaction. Errors:
+// ErrNotFound (no such group), ErrConflict (name already used in the group: read under the
+// group's lock, and the unique key's answer).
 func (s *Store) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig) (*LLMConfig, error) {
 	c.ID, c.GroupID = 0, groupID
-	if err := checkLLMConfig(&c); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
@@ -353,14 +256,11 @@ func (s *Store) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig)
 }
 
 // UpdateLLMConfig applies upd to a configuration of the group and returns the result. check
-// (may be nil) sees the stored and the resulting configuration before anything is written.
-// Errors: ErrNotFound (no such configuration in this group), ErrInvalid (a field both set and
-// cleared, an unknown field in Clear, or a result that breaks the field rules), ErrConflict
-// (name already used in the group), and whatever check returns.
+// (may be nil) sees the stored and the resulting configuration before anything is written: the
+// result is known only here, so package group applies the field rules to it in check. Errors:
+// ErrNotFound (no such configuration in this group), ErrConflict (name already used in the
+// group), and whatever check returns.
 func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMConfigUpdate, check LLMConfigCheck) (*LLMConfig, error) {
-	if err := checkLLMClear(upd); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
@@ -374,9 +274,6 @@ func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMC
 			if err := check(cur, next); err != nil {
 				return nil, err
 			}
-		}
-		if err := checkLLMConfig(next); err != nil {
-			return nil, err
 		}
 		if next.Name != cur.Name {
 			if err := checkLLMName(tx, groupID, id, next.Name); err != nil {
@@ -406,25 +303,6 @@ func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMC
 		}
 		return loadLLMConfig(tx, groupID, id)
 	})
-}
-
-var llmClearable = []string{LLMFieldAPIKey, LLMFieldBaseURL, LLMFieldTemperature, LLMFieldMaxTokensOutput, LLMFieldContextWindow, LLMFieldTimeout}
-
-func checkLLMClear(upd LLMConfigUpdate) error {
-	set := map[string]bool{
-		LLMFieldAPIKey: upd.APIKeySealed != nil, LLMFieldBaseURL: upd.BaseURL != nil,
-		LLMFieldTemperature: upd.Temperature != nil, LLMFieldMaxTokensOutput: upd.MaxTokensOutput != nil,
-		LLMFieldContextWindow: upd.ContextWindow != nil, LLMFieldTimeout: upd.Timeout != nil,
-	}
-	for _, f := range upd.Clear {
-		if !slices.Contains(llmClearable, f) {
-			return invalidf("clear: %q is not an optional field", f)
-		}
-		if set[f] {
-			return invalidf("%s is both set and cleared", f)
-		}
-	}
-	return nil
 }
 
 func applyLLMUpdate(cur *LLMConfig, upd LLMConfigUpdate) *LLMConfig {

@@ -54,17 +54,13 @@ type llmSeedState struct {
 // otherwise in a new member-less group named GroupName). It takes the installation-wide default
 // flag only when no other global configuration holds it, so a default an administrator chose is
 // kept. Concurrent callers are serialised by a lock on the settings row (SQLite: the immediate
-// transaction). Errors: ErrInvalid (the seed breaks the field rules of a configuration).
+// transaction). The caller has checked the seed (group.CheckLLMSeed: the field rules of a
+// configuration and of a group name); the configuration it updates keeps its stored, checked
+// name and settings. Errors: the database's.
 func (s *Store) SeedGlobalLLMConfig(ctx context.Context, seed LLMSeed) (*LLMSeedResult, error) {
 	want := LLMConfig{Name: seed.Name, Driver: seed.Driver, Model: seed.Model, BaseURL: cloneString(seed.BaseURL),
 		APIKeySealed: seed.APIKeySealed, IsGlobal: true}
-	if err := checkLLMConfig(&want); err != nil {
-		return nil, err
-	}
-	groupName, err := normGroupName(seed.GroupName)
-	if err != nil {
-		return nil, err
-	}
+	groupName := seed.GroupName
 	return inTx(ctx, s, func(tx *gorm.DB) (*LLMSeedResult, error) {
 		state, err := lockLLMSeed(tx, s)
 		if err != nil {
@@ -159,9 +155,6 @@ func (s *Store) updateSeededLLMConfig(tx *gorm.DB, cur *LLMConfig, want LLMConfi
 		return nil, err
 	}
 	next.IsDefault = (cur.IsGlobal && cur.IsDefault) || !taken
-	if err := checkLLMConfig(&next); err != nil {
-		return nil, err
-	}
 	if next.Driver == cur.Driver && next.Model == cur.Model && equalStrings(next.BaseURL, cur.BaseURL) &&
 		next.APIKeySealed == cur.APIKeySealed && next.IsGlobal == cur.IsGlobal && next.IsDefault == cur.IsDefault {
 		return &LLMSeedResult{Config: cur}, nil

@@ -2,11 +2,9 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
@@ -196,24 +194,6 @@ func TestSeedGlobalLLMConfigTakesAFreeName(t *testing.T) {
 	r := mustSeed(t, s, seedOf("m1"))
 	if !r.Created || r.Config.Name != "Default model (2)" {
 		t.Errorf("name %q (created %v)", r.Config.Name, r.Created)
-	}
-}
-
-func TestSeedGlobalLLMConfigRefusesInvalidSeeds(t *testing.T) {
-	t.Parallel()
-	s := storetest.New(t)
-	for name, seed := range map[string]store.LLMSeed{
-		"driver":   {GroupName: "g", Name: "n", Driver: "gemini", Model: "m"},
-		"model":    {GroupName: "g", Name: "n", Driver: store.LLMDriverOpenAI},
-		"group":    {Name: "n", Driver: store.LLMDriverOpenAI, Model: "m"},
-		"scripted": {GroupName: "g", Name: "n", Driver: store.LLMDriverScripted, Model: "m"},
-	} {
-		if _, err := s.SeedGlobalLLMConfig(context.Background(), seed); !errors.Is(err, svcerr.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
-		}
-	}
-	if n := tableRows(t, s, "llm_configs", "1 = 1"); n != 0 {
-		t.Errorf("%d configurations written", n)
 	}
 }
 

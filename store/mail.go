@@ -97,7 +97,9 @@ func mailOutbox() outbox {
 }
 
 // check validates m before it is queued: a mail that cannot be sent must fail its cause now,
-// not the dispatcher later.
+// not the dispatcher later. It stays in the store: most mails are built inside the store
+// transaction of their cause (notifications, account tokens), where no service sees them
+// before the write.
 func (m *NewMail) check() error {
 	m.To = strings.TrimSpace(m.To)
 	if m.To == "" || strings.ContainsAny(m.To, "\r\n") {

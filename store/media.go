@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -113,35 +112,11 @@ const mediaLive = "(media_assets.keep = TRUE OR media_assets.expires_at IS NULL 
 const mediaExpired = "media_assets.keep = FALSE AND media_assets.expires_at IS NOT NULL AND media_assets.expires_at <= ? AND " +
 	"NOT EXISTS (SELECT 1 FROM task_media WHERE task_media.media_id = media_assets.id)"
 
-func validMediaKind(k string) bool {
-	switch k {
-	case MediaKindImage, MediaKindAudio, MediaKindVideo, MediaKindDocument, MediaKindOther:
-		return true
-	}
-	return false
-}
-
-// CreateMediaAsset stores a new asset as given (the caller has written the file and chosen the
-// id and expiry); a zero CreatedAt means now. Errors: ErrInvalid (missing or oversize fields,
-// unknown kind, unknown principal, parent, user, agent or task), ErrConflict (id taken).
+// CreateMediaAsset stores a new asset as given (the caller has written the file, chosen the id
+// and expiry and checked the row's shape: package media); a zero CreatedAt means now. Errors:
+// ErrInvalid (unknown principal, parent, user, agent or task: the foreign keys' answer),
+// ErrConflict (id taken: the primary key's answer).
 func (s *Store) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset, error) {
-	switch {
-	case a.ID == "" || len(a.ID) > MaxMediaIDLen:
-		return nil, invalidf("media id must be 1 to %d characters", MaxMediaIDLen)
-	case a.MimeType == "" || len(a.MimeType) > MaxMediaMimeLen:
-		return nil, invalidf("mime type must be 1 to %d characters", MaxMediaMimeLen)
-	case a.StorageKey == "" || len(a.StorageKey) > MaxMediaStorageLen:
-		return nil, invalidf("storage key must be 1 to %d characters", MaxMediaStorageLen)
-	case !validMediaKind(a.Kind):
-		return nil, invalidf("unknown media kind %q", a.Kind)
-	case a.Size < 0:
-		return nil, invalidf("size must not be negative")
-	case len(a.SHA256) != 64:
-		return nil, invalidf("sha256 must be 64 hex digits")
-	}
-	if err := checkText("filename", a.Filename, limits.FilenameLen); err != nil {
-		return nil, err
-	}
 	row := mediaAssetRow{
 		ID: a.ID, PrincipalID: a.PrincipalID, Filename: a.Filename, MimeType: a.MimeType, Kind: a.Kind, Size: a.Size,
 		Width: cloneInt(a.Width), Height: cloneInt(a.Height), SHA256: a.SHA256, StorageKey: a.StorageKey, Keep: a.Keep,
@@ -158,7 +133,7 @@ func (s *Store) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset
 	err := s.conn(ctx).Create(&row).Error
 	if err != nil {
 		err = TranslateError(err)
-		if errors.Is(err, svcerr.ErrInvalid) {
+		if errors.Is(err, svcerr.ErrInvalid) { // the foreign keys' answer, known only to this write
 			return nil, invalidf("media asset refers to an unknown principal, parent, user, agent or task")
 		}
 		if errors.Is(err, svcerr.ErrConflict) {

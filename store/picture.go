@@ -74,6 +74,7 @@ func (s *Store) SetPicture(ctx context.Context, subject PictureSubject, id int64
 			Updates(map[string]any{"picture_media_id": mediaID, "updated_at": s.now()})
 		if res.Error != nil {
 			if err := TranslateError(res.Error); errors.Is(err, svcerr.ErrInvalid) {
+				// the foreign key's answer: the asset is gone, known only to this write
 				return "", invalidf("picture: no such media asset")
 			}
 			return "", fmt.Errorf("set %s picture: %w", subject.what(), res.Error)

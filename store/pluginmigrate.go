@@ -4,18 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
-	"regexp"
-	"slices"
-	"strconv"
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/agentsvc/svc/internal/svcerr"
 )
 
-// PluginMigration is one SQL migration file of a plugin, for the store's dialect.
+// PluginMigration is one SQL migration file of a plugin, for the store's dialect. Package
+// plugins reads the files and applies the naming and numbering rules (document 2).
 type PluginMigration struct {
 	Version int
 	Name    string // the file name
@@ -30,45 +25,6 @@ type pluginMigrationRow struct {
 }
 
 func (pluginMigrationRow) TableName() string { return "plugin_migrations" }
-
-// LoadPluginMigrations reads the migrations of plugin slug for this store's dialect from
-// fsys/<dialect>/ (a folder that does not exist holds none). Every file must be named
-// `<slug>_NNNN_name.sql` (document 2: file names carry the slug prefix) with versions 1..n
-// without gaps or repeats. Errors: ErrInvalid naming the file and the rule.
-func (s *Store) LoadPluginMigrations(fsys fs.FS, slug string) ([]PluginMigration, error) {
-	entries, err := fs.ReadDir(fsys, s.dialect)
-	if err != nil {
-		if _, statErr := fs.Stat(fsys, s.dialect); statErr != nil {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read plugin migrations: %w", err)
-	}
-	name := regexp.MustCompile(`^` + regexp.QuoteMeta(slug) + `_(\d{4})_[a-z0-9_]+\.sql$`)
-	var out []PluginMigration
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		m := name.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, svcerr.New(svcerr.ErrInvalid, "migration %s/%s: the name must be %s_NNNN_name.sql (the plugin's slug first)",
-				s.dialect, e.Name(), slug)
-		}
-		body, err := fs.ReadFile(fsys, s.dialect+"/"+e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("read plugin migration %s: %w", e.Name(), err)
-		}
-		v, _ := strconv.Atoi(m[1])
-		out = append(out, PluginMigration{Version: v, Name: e.Name(), SQL: string(body)})
-	}
-	slices.SortFunc(out, func(a, b PluginMigration) int { return a.Version - b.Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, svcerr.New(svcerr.ErrInvalid, "migration %s/%s: versions must run 1, 2, 3 … without gaps or repeats", s.dialect, m.Name)
-		}
-	}
-	return out, nil
-}
 
 // PluginSchemaVersion is the highest migration version applied for plugin slug (0: none).
 func (s *Store) PluginSchemaVersion(ctx context.Context, slug string) (int, error) {

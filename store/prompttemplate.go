@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -77,47 +75,10 @@ func errTemplateNotFound() error {
 	return svcerr.New(svcerr.ErrNotFound, "prompt template not found")
 }
 
-// checkTemplateFields applies the length rules both dialects must agree on.
-func checkTemplateFields(f PromptTemplateFields) (string, error) {
-	if strings.TrimSpace(f.Name) == "" {
-		return "", invalidf("name is required")
-	}
-	if err := checkText("name", f.Name, limits.PromptTemplateNameLen); err != nil {
-		return "", err
-	}
-	if err := checkText("description", f.Description, limits.PromptTemplateDescriptionLen); err != nil {
-		return "", err
-	}
-	if f.Template == "" {
-		return "", invalidf("template is required")
-	}
-	if err := checkText("template", f.Template, limits.PromptTemplateTextLen); err != nil {
-		return "", err
-	}
-	if len(f.Variables) > limits.PromptVariables {
-		return "", invalidf("variables: at most %d", limits.PromptVariables)
-	}
-	seen := map[string]bool{}
-	for _, v := range f.Variables {
-		if v.Key == "" {
-			return "", invalidf("variables: key is required")
-		}
-		if err := checkText("variables key", v.Key, limits.PromptVariableKeyLen); err != nil {
-			return "", err
-		}
-		if seen[v.Key] {
-			return "", invalidf("variables: duplicate key %q", v.Key)
-		}
-		seen[v.Key] = true
-		if v.DefaultValue != nil {
-			if err := checkText("variables default_value", *v.DefaultValue, limits.PromptVariableValueLen); err != nil {
-				return "", err
-			}
-		}
-	}
-	if f.MaxSteps != nil && (*f.MaxSteps < limits.MinSteps || *f.MaxSteps > limits.MaxSteps) {
-		return "", invalidf("max_steps must be between %d and %d", limits.MinSteps, limits.MaxSteps)
-	}
+// encodeTemplateVariables writes the variables as stored. The field rules are package
+// schedule's (schedule.CheckTemplateFields), applied before the store is called; encodeJSON's
+// ErrInvalid on an oversize column stays as the last guard of every JSON column.
+func encodeTemplateVariables(f PromptTemplateFields) (string, error) {
 	vars := f.Variables
 	if vars == nil {
 		vars = []PromptVariable{}
@@ -170,10 +131,11 @@ func duplicateName(err error) error {
 }
 
 // CreatePromptTemplate stores a template of agent agentID after check allowed it on the locked
-// agent. Errors: ErrNotFound "agent not found", ErrInvalid (lengths, duplicate variable keys,
-// max_steps), ErrConflict (name taken within the agent), and whatever check returns.
+// agent; the caller has checked the fields (schedule.CheckTemplateFields). Errors: ErrNotFound
+// "agent not found", ErrConflict (name taken within the agent, the unique key's answer), and
+// whatever check returns.
 func (s *Store) CreatePromptTemplate(ctx context.Context, agentID int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
-	vars, err := checkTemplateFields(f)
+	vars, err := encodeTemplateVariables(f)
 	if err != nil {
 		return nil, err
 	}
@@ -197,10 +159,11 @@ func (s *Store) CreatePromptTemplate(ctx context.Context, agentID int64, f Promp
 
 // UpdatePromptTemplate replaces every writable field of template id of agent agentID. A change
 // that leaves a scheduled run of the template without a value for a variable lacking a default
-// is refused. Errors: ErrNotFound (agent or template), ErrInvalid (as create, and the run
-// rule), ErrConflict (name taken), and whatever check returns.
+// is refused; it is checked here because the runs are read under the agent's lock. The caller
+// has checked the fields (schedule.CheckTemplateFields). Errors: ErrNotFound (agent or
+// template), ErrInvalid (the run rule), ErrConflict (name taken), and whatever check returns.
 func (s *Store) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
-	vars, err := checkTemplateFields(f)
+	vars, err := encodeTemplateVariables(f)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +176,7 @@ func (s *Store) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f P
 		if err != nil {
 			return err
 		}
-		for _, r := range runs {
+		for _, r := range runs { // stays here: the runs are read under the agent's lock
 			for _, v := range f.Variables {
 				if _, ok := r.Variables[v.Key]; !ok && v.DefaultValue == nil {
 					return invalidf("variables: scheduled run %d has no value for %q, which has no default", r.ID, v.Key)

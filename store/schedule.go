@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -103,40 +101,9 @@ func normPtr(t *time.Time) *time.Time {
 	return &n
 }
 
-func checkRunFields(f ScheduledRunFields) (string, error) {
-	if strings.TrimSpace(f.Name) == "" {
-		return "", invalidf("name is required")
-	}
-	if err := checkText("name", f.Name, limits.ScheduleNameLen); err != nil {
-		return "", err
-	}
-	if f.Prompt != nil {
-		if err := checkText("prompt", *f.Prompt, MaxTaskPromptLen); err != nil {
-			return "", err
-		}
-	}
-	if f.CronExpression != nil {
-		if err := checkText("cron_expression", *f.CronExpression, limits.CronLen); err != nil {
-			return "", err
-		}
-	}
-	if err := checkText("timezone", f.Timezone, limits.TimezoneLen); err != nil {
-		return "", err
-	}
-	if len(f.Variables) > limits.PromptVariables {
-		return "", invalidf("variables: at most %d", limits.PromptVariables)
-	}
-	for k, v := range f.Variables {
-		if err := checkText("variables key", k, limits.PromptVariableKeyLen); err != nil {
-			return "", err
-		}
-		if err := checkText("variables value", v, limits.PromptVariableValueLen); err != nil {
-			return "", err
-		}
-	}
-	if f.MaxStepsOverride != nil && (*f.MaxStepsOverride < limits.MinSteps || *f.MaxStepsOverride > limits.MaxSteps) {
-		return "", invalidf("max_steps_override must be between %d and %d", limits.MinSteps, limits.MaxSteps)
-	}
+// encodeRunVariables writes the variables as stored. The field rules are package schedule's
+// (schedule.CheckRunFields), applied before the store is called.
+func encodeRunVariables(f ScheduledRunFields) (string, error) {
 	vars := f.Variables
 	if vars == nil {
 		vars = map[string]string{}
@@ -172,7 +139,8 @@ func loadRun(db *gorm.DB, agentID, id int64) (*ScheduledRun, error) {
 	return row.toRun()
 }
 
-// runTemplate loads the template a run refers to; one of another agent is an invalid reference.
+// runTemplate loads the template a run refers to; one of another agent is an invalid reference
+// (ErrInvalid, checked here: the template is read in the writing transaction).
 func runTemplate(tx *gorm.DB, agentID int64, id *int64) (*PromptTemplate, error) {
 	if id == nil {
 		return nil, nil
@@ -198,10 +166,11 @@ func (s *Store) ScheduledRun(ctx context.Context, agentID, id int64) (*Scheduled
 }
 
 // CreateScheduledRun stores a run of agent agentID created by user createdBy, after check
-// allowed it on the locked agent and the run's template. Errors: ErrNotFound "agent not found",
-// ErrInvalid (lengths, a template of another agent), and whatever check returns.
+// allowed it on the locked agent and the run's template; the caller has checked the fields
+// (schedule.CheckRunFields). Errors: ErrNotFound "agent not found", ErrInvalid (a template of
+// another agent), and whatever check returns.
 func (s *Store) CreateScheduledRun(ctx context.Context, agentID, createdBy int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
-	vars, err := checkRunFields(f)
+	vars, err := encodeRunVariables(f)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +203,7 @@ func (s *Store) CreateScheduledRun(ctx context.Context, agentID, createdBy int64
 // last_task_id and created_by are kept. Errors: as CreateScheduledRun, plus ErrNotFound
 // "scheduled run not found".
 func (s *Store) UpdateScheduledRun(ctx context.Context, agentID, id int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
-	vars, err := checkRunFields(f)
+	vars, err := encodeRunVariables(f)
 	if err != nil {
 		return nil, err
 	}

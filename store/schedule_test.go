@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,17 +35,7 @@ func TestPromptTemplateCRUD(t *testing.T) {
 	if _, err := f.s.CreatePromptTemplate(ctx, f.agent.ID, fields, nil); !errors.Is(err, svcerr.ErrConflict) {
 		t.Fatalf("duplicate name: %v, want ErrConflict", err)
 	}
-	dup := fields
-	dup.Name = "Other"
-	dup.Variables = []store.PromptVariable{{Key: "a"}, {Key: "a"}}
-	if _, err := f.s.CreatePromptTemplate(ctx, f.agent.ID, dup, nil); !errors.Is(err, svcerr.ErrInvalid) {
-		t.Fatalf("duplicate key: %v, want ErrInvalid", err)
-	}
-	long := fields
-	long.Name = strings.Repeat("é", 101)
-	if _, err := f.s.CreatePromptTemplate(ctx, f.agent.ID, long, nil); !errors.Is(err, svcerr.ErrInvalid) {
-		t.Fatalf("long name: %v, want ErrInvalid", err)
-	}
+	// The field rules (lengths, duplicate keys) are schedule.CheckTemplateFields, tested there.
 	r, err := f.s.CreateScheduledRun(ctx, f.agent.ID, f.user.ID, store.ScheduledRunFields{Name: "r", TemplateID: &tp.ID,
 		Variables: map[string]string{"topic": "x"}, CronExpression: strp("* * * * *"), Timezone: "UTC", IsActive: true}, allow)
 	if err != nil {

@@ -44,8 +44,10 @@ func (s *Store) Settings(ctx context.Context) (map[string]any, error) {
 }
 
 // PutSettings stores every key of values in one transaction; a nil value deletes the key.
-// Errors: ErrInvalid (empty or oversize key, a value that cannot be encoded as JSON or whose
-// encoding exceeds MaxSettingValueLen bytes).
+// The callers (internal/settings, the mail configuration) validate keys and values with the
+// configuration's rules first (config.SetStored); the column checks stay here as the last
+// guard, in one place for both. Errors: ErrInvalid (empty or oversize key, a value that cannot
+// be encoded as JSON or whose encoding exceeds MaxSettingValueLen bytes).
 func (s *Store) PutSettings(ctx context.Context, values map[string]any) error {
 	type put struct{ key, value string }
 	var puts []put

@@ -59,6 +59,7 @@ func (sc ToolScope) Key() string {
 	return sc.Kind + ":" + strconv.FormatInt(sc.ID, 10)
 }
 
+// check guards the scope the callers build (a programming error, not user input).
 func (sc ToolScope) check() error {
 	switch sc.Kind {
 	case ToolScopeGlobal:
@@ -172,6 +173,10 @@ type toolSettingRow struct {
 
 func (toolSettingRow) TableName() string { return "tool_settings" }
 
+// checkToolClass and checkOperationName stay in the store as the last guard of the key
+// columns (both dialects refuse the same values): package toolconfig reaches the store with
+// registered classes and declared operations only, and checks the records of an import itself
+// (toolconfig.CheckClass, CheckOperation).
 func checkToolClass(class string) error { return checkASCII("tool class", class, 1, MaxToolClassLen) }
 
 func checkOperationName(op string) error {
@@ -243,6 +248,9 @@ func (s *Store) ToolSettings(ctx context.Context, scope ToolScope, class string)
 }
 
 // encodeSettings turns an edit's result into stored JSON text by key, dropping unset values.
+// Its key and size checks stay here: an edit's result is computed from the stored values inside
+// the transaction, so this is where it is first known (toolconfig.CheckValues holds the same
+// rule for values known before the call).
 func encodeSettings(next map[string]any) (map[string]string, error) {
 	out := make(map[string]string, len(next))
 	for k, v := range next {

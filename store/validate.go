@@ -5,12 +5,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/fieldcheck"
 	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
-// Column limits. The store checks them itself so that SQLite (which stores anything) and
-// MySQL/MariaDB (which reject oversize values in strict mode) behave the same.
+// Column limits of the account tables. The store checks them itself (with package fieldcheck,
+// which the domain services use for the other tables) so that SQLite (which stores anything)
+// and MySQL/MariaDB (which reject oversize values in strict mode) behave the same.
 const (
 	MaxPasswordHashLen = 255
 	MaxRoleLen         = 64
@@ -23,20 +25,10 @@ const (
 	MaxSettingValueLen = 65535 // bytes of JSON
 )
 
-func invalidf(format string, args ...any) error {
-	return svcerr.New(svcerr.ErrInvalid, format, args...)
-}
+func invalidf(format string, args ...any) error { return fieldcheck.Invalidf(format, args...) }
 
 // checkText rejects invalid UTF-8, NUL bytes and values longer than max characters.
-func checkText(field, v string, max int) error {
-	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-		return invalidf("%s must be valid UTF-8 text", field)
-	}
-	if utf8.RuneCountInString(v) > max {
-		return invalidf("%s must be at most %d characters", field, max)
-	}
-	return nil
-}
+func checkText(field, v string, max int) error { return fieldcheck.Text(field, v, max) }
 
 // normEmail trims and lowercases an address and checks its basic shape (the API validates the
 // format in full).
@@ -57,34 +49,10 @@ func normEmail(field, email string) (string, error) {
 
 // checkASCII accepts printable ASCII (no spaces) of at most max bytes; min bounds the length
 // from below.
-func checkASCII(field, v string, min, max int) error {
-	if len(v) < min || len(v) > max {
-		if min == max {
-			return invalidf("%s must be %d characters", field, min)
-		}
-		return invalidf("%s must be %d to %d characters", field, min, max)
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] <= ' ' || v[i] > '~' {
-			return invalidf("%s must be printable ASCII", field)
-		}
-	}
-	return nil
-}
+func checkASCII(field, v string, min, max int) error { return fieldcheck.ASCII(field, v, min, max) }
 
 // checkDigest accepts a hex-encoded SHA-256 digest (64 lowercase hex characters).
-func checkDigest(field, v string) error {
-	if len(v) != 64 {
-		return invalidf("%s must be a hex SHA-256 digest", field)
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return invalidf("%s must be a hex SHA-256 digest", field)
-		}
-	}
-	return nil
-}
+func checkDigest(field, v string) error { return fieldcheck.Digest(field, v) }
 
 // checkSelector accepts URL-safe token selectors (base64url or hex alphabet).
 func checkSelector(v string) error {

@@ -22,14 +22,15 @@ type Scope struct {
 	byRoles map[int64]string // principal id → store.RoleSelf or group role
 }
 
-// MembershipReader reads the principals a user is or belongs to, with their roles (the store's
-// Memberships): all For needs, declared here so a service's own store interface can embed it.
-type MembershipReader interface {
+// Memberships is the store method a scope is read with; *store.Store satisfies it, and every
+// service's own store interface embeds it.
+type Memberships interface {
+	// Memberships returns the user's role by principal id (store.Store.Memberships).
 	Memberships(ctx context.Context, userID int64) (map[int64]string, error)
 }
 
-// For loads the scope of u. Errors: those of st.Memberships.
-func For(ctx context.Context, st MembershipReader, u *store.User) (*Scope, error) {
+// For loads the scope of u. Errors: those of store.Memberships.
+func For(ctx context.Context, st Memberships, u *store.User) (*Scope, error) {
 	m, err := st.Memberships(ctx, u.ID)
 	if err != nil {
 		return nil, err

@@ -17,13 +17,26 @@ import (
 // what names the resource in not-found and forbidden messages.
 const what = "agent"
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	ListAgents(ctx context.Context, q store.AgentQuery) ([]store.Agent, error)
+	PrincipalOfGroup(ctx context.Context, groupID int64) (int64, error)
+	CreateAgent(ctx context.Context, principalID int64, f store.AgentFields) (*store.Agent, error)
+	UpdateAgent(ctx context.Context, id, viewer int64, f store.AgentFields, check store.AgentCheck) (*store.Agent, error)
+	DeleteAgent(ctx context.Context, id int64, check store.AgentCheck) error
+	SetAgentFavorite(ctx context.Context, id, userID int64, favorite bool, check store.AgentCheck) (*store.Agent, error)
+	TransferAgent(ctx context.Context, id, viewer, principalID int64, check store.AgentCheck) (*store.Agent, error)
+}
+
 // Service applies the agent rules on top of the store.
 type Service struct {
-	store *store.Store
+	store Store
 }
 
 // New returns the service.
-func New(st *store.Store) *Service { return &Service{store: st} }
+func New(st Store) *Service { return &Service{store: st} }
 
 // ParseID turns an agent id from a path (agent ids are strings in paths) into the stored id.
 // Anything but a canonical positive decimal number names no agent: ErrNotFound "agent not
@@ -86,8 +99,9 @@ func (s *Service) ListGroup(ctx context.Context, u *store.User, groupID int64, p
 
 // Create stores a new agent owned by principalID (nil: u's personal principal). The principal
 // must be one u may manage. Errors: ErrInvalid for a principal u cannot see (it is a reference
-// in the body, not the addressed resource) and for invalid fields (see store.CreateAgent),
-// ErrForbidden for a principal u sees but may not manage.
+// in the body, not the addressed resource), for invalid fields (CheckFields, checked after the
+// principal) and for a principal deleted meanwhile (store.CreateAgent), ErrForbidden for a
+// principal u sees but may not manage.
 func (s *Service) Create(ctx context.Context, u *store.User, principalID *int64, f store.AgentFields) (*store.Agent, error) {
 	p := u.PrincipalID
 	if principalID != nil {
@@ -98,6 +112,9 @@ func (s *Service) Create(ctx context.Context, u *store.User, principalID *int64,
 		return nil, err
 	}
 	if err := target(sc, p); err != nil {
+		return nil, err
+	}
+	if err := CheckFields(f, true); err != nil {
 		return nil, err
 	}
 	return s.store.CreateAgent(ctx, p, f)
@@ -137,10 +154,14 @@ func (s *Service) Get(ctx context.Context, u *store.User, id string) (*store.Age
 }
 
 // Update changes the fields set in f. Errors: ErrNotFound "agent not found", ErrForbidden
-// (visible without manage rights), ErrInvalid (see store.UpdateAgent).
+// (visible without manage rights), ErrInvalid (CheckFields; checked before the agent is read,
+// as the store did).
 func (s *Service) Update(ctx context.Context, u *store.User, id string, f store.AgentFields) (*store.Agent, error) {
 	aid, sc, err := s.prepare(ctx, u, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckFields(f, false); err != nil {
 		return nil, err
 	}
 	return s.store.UpdateAgent(ctx, aid, u.ID, f, manage(sc))

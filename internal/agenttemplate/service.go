@@ -36,6 +36,7 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
+	"github.com/agentsvc/svc/tools/toolconfig"
 )
 
 // SourcePlugin is the catalog source of a Summary from a plugin (SourceCore: shipped).
@@ -47,9 +48,19 @@ const keyAllowedTargetAgents = "allowed_target_agents"
 // maxListedCodes bounds the findings named in the message of a refused import.
 const maxListedCodes = 20
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	AgentToolConfig(ctx context.Context, agentID int64) (*store.AgentToolConfig, error)
+	AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error)
+	InheritedToolSettings(ctx context.Context, principalID int64) ([]map[string]*store.ToolSettings, error)
+	ImportAgent(ctx context.Context, principalID int64, f store.AgentFields, tools []store.ImportedTool) (*store.Agent, error)
+}
+
 // Service applies the template rules of the running service.
 type Service struct {
-	store  *store.Store
+	store  Store
 	reg    *tools.Registry
 	skills *skill.Index
 	// plugin reports whether a plugin package is installed; nil (no plugin support yet) means
@@ -68,7 +79,7 @@ func (s *Service) WithPlugins(entries func() []Entry, installed func(pkg string)
 }
 
 // New returns the service: reg holds the registered tools, skills the available skills.
-func New(st *store.Store, reg *tools.Registry, skills *skill.Index) *Service {
+func New(st Store, reg *tools.Registry, skills *skill.Index) *Service {
 	return &Service{
 		store: st, reg: reg, skills: skills,
 		core: sync.OnceValues(func() ([]Entry, error) {
@@ -279,7 +290,8 @@ func (s *Service) Validate(ctx context.Context, u *store.User, in Input) (Report
 // written. Otherwise the agent and the records of its enabled, registered tools (operation
 // overrides, agent-layer settings) are created in one transaction, and the warnings are
 // returned. Errors: ErrForbidden (a principal u may not manage, or cannot see), ErrInvalid (the
-// template has errors, the message lists their codes; an unknown principal for an
+// template has errors, the message lists their codes; the agent fields and tool records break
+// agent.CheckFields or toolconfig.CheckImportedTools; an unknown principal for an
 // administrator).
 func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64, in Input) (*store.Agent, []Finding, error) {
 	p := u.PrincipalID
@@ -316,7 +328,14 @@ func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64,
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := s.store.ImportAgent(ctx, p, agentFields(plan), s.importedTools(plan))
+	fields, imported := agentFields(plan), s.importedTools(plan)
+	if err := agent.CheckFields(fields, true); err != nil {
+		return nil, nil, err
+	}
+	if err := toolconfig.CheckImportedTools(imported); err != nil {
+		return nil, nil, err
+	}
+	a, err := s.store.ImportAgent(ctx, p, fields, imported)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/fieldcheck"
 	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -26,14 +27,25 @@ var ErrUnauthenticated = svcerr.New(svcerr.ErrUnauthenticated, unauthenticatedMs
 // digest and comparison as a wrong secret.
 var dummyDigest = Digest("no such key")
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	APIKeys(ctx context.Context, agentID int64) ([]store.AgentAPIKey, error)
+	APIKeyByKeyID(ctx context.Context, keyID string) (*store.AgentAPIKey, error)
+	CreateAPIKey(ctx context.Context, k store.AgentAPIKey, check store.AgentCheck) (*store.AgentAPIKey, error)
+	RevokeAPIKey(ctx context.Context, agentID int64, keyID string, check store.AgentCheck) error
+	TouchAPIKey(ctx context.Context, id int64, at time.Time) error
+}
+
 // Service applies the key rules on top of the store.
 type Service struct {
-	store *store.Store
+	store Store
 	clock func() time.Time
 }
 
 // New returns the service; clock (nil: time.Now) stamps last use.
-func New(st *store.Store, clock func() time.Time) *Service {
+func New(st Store, clock func() time.Time) *Service {
 	if clock == nil {
 		clock = time.Now
 	}
@@ -58,10 +70,10 @@ func (s *Service) List(ctx context.Context, u *store.User, agentID string) ([]st
 	return s.store.APIKeys(ctx, aid)
 }
 
-// Create mints a key named name (trimmed; 1 to limits.APIKeyNameLen characters) for agent
-// agentID, minted by u, who must be able to manage the agent. It returns the stored key and
-// the full key, which is never available again. Errors: ErrInvalid (name), ErrNotFound "agent
-// not found", ErrForbidden.
+// Create mints a key named name (trimmed; 1 to MaxNameLen characters, no NUL) for agent
+// agentID, minted by u, who must be able to manage the agent. It returns the stored key and the
+// full key, which is never available again. Errors: ErrInvalid (name, checked first),
+// ErrNotFound "agent not found", ErrForbidden.
 func (s *Service) Create(ctx context.Context, u *store.User, agentID, name string) (*store.AgentAPIKey, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -69,6 +81,9 @@ func (s *Service) Create(ctx context.Context, u *store.User, agentID, name strin
 	}
 	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > limits.APIKeyNameLen {
 		return nil, "", svcerr.New(svcerr.ErrInvalid, "name must be 1 to %d characters", limits.APIKeyNameLen)
+	}
+	if err := fieldcheck.Text("name", name, limits.APIKeyNameLen); err != nil {
+		return nil, "", err // a NUL byte
 	}
 	aid, sc, err := s.prepare(ctx, u, agentID)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestCreateName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
-	for _, name := range []string{"", "   ", "\t\n", strings.Repeat("x", 101), " " + strings.Repeat("é", 101)} {
+	for _, name := range []string{"", "   ", "\t\n", strings.Repeat("x", 101), " " + strings.Repeat("é", 101), "a\x00b", "\xff"} {
 		if _, _, err := w.svc.Create(ctx, w.owner, w.personalID, name); !errors.Is(err, svcerr.ErrInvalid) {
 			t.Fatalf("Create(name %q) = %v, want ErrInvalid", name, err)
 		}

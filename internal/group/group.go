@@ -21,9 +21,35 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
+// MaxAPIKeyLen bounds a model configuration's API key, in characters.
+const MaxAPIKeyLen = 4096
+
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+	UserByEmail(ctx context.Context, email string) (*store.User, error)
+	GroupByID(ctx context.Context, id int64) (*store.Group, error)
+	ListGroups(ctx context.Context, memberOf int64, page, perPage int) ([]store.Group, error)
+	CreateGroup(ctx context.Context, ownerUserID int64, name, description string) (*store.Group, error)
+	UpdateGroup(ctx context.Context, id int64, upd store.GroupUpdate) (*store.Group, error)
+	DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, err error)
+	GroupMembers(ctx context.Context, groupID int64, page, perPage int) ([]store.GroupMember, error)
+	AddGroupMember(ctx context.Context, groupID, userID int64, role string, check store.RoleCheck) (*store.GroupMember, error)
+	UpdateGroupMember(ctx context.Context, groupID, userID int64, role string, check store.RoleCheck) (*store.GroupMember, error)
+	RemoveGroupMember(ctx context.Context, groupID, userID int64, check store.RoleCheck) error
+	GroupPreferences(ctx context.Context, groupID int64) (map[string]any, error)
+	PutGroupPreferences(ctx context.Context, groupID int64, prefs map[string]any) (map[string]any, error)
+	ListLLMConfigs(ctx context.Context, groupID int64, includeGlobal bool) ([]store.LLMConfig, error)
+	CreateLLMConfig(ctx context.Context, groupID int64, c store.LLMConfig) (*store.LLMConfig, error)
+	UpdateLLMConfig(ctx context.Context, groupID, id int64, upd store.LLMConfigUpdate, check store.LLMConfigCheck) (*store.LLMConfig, error)
+	DeleteLLMConfig(ctx context.Context, groupID, id int64, check store.LLMConfigCheck) error
+	SetDefaultLLMConfig(ctx context.Context, groupID, id int64, check store.LLMConfigCheck) (*store.LLMConfig, error)
+}
+
 // Service implements the group operations for a signed-in user.
 type Service struct {
-	store *store.Store
+	store Store
 	box   *secret.Box
 	media *media.Service // removes the files of a deleted group's assets (nil: left to the sweep)
 	// llmNet is the screen of model base URLs (nil: not screened); see WithLLMNet.
@@ -31,7 +57,7 @@ type Service struct {
 }
 
 // New returns a Service. box seals model API keys at rest.
-func New(st *store.Store, box *secret.Box) *Service {
+func New(st Store, box *secret.Box) *Service {
 	return &Service{store: st, box: box}
 }
 
@@ -123,9 +149,17 @@ func (s *Service) List(ctx context.Context, u *store.User, page, perPage int) ([
 	return out, nil
 }
 
-// Create makes a group with the caller as its owner. Any signed-in user may. Errors: ErrInvalid
-// (empty or oversize name, oversize description).
+// Create makes a group with the caller as its owner; the name is trimmed. Any signed-in user
+// may. Errors: ErrInvalid (empty or oversize name, oversize description, checked before the
+// store; the caller's account deleted meanwhile).
 func (s *Service) Create(ctx context.Context, u *store.User, name, description string) (*View, error) {
+	name, err := NormName(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckDescription(description); err != nil {
+		return nil, err
+	}
 	g, err := s.store.CreateGroup(ctx, u.ID, name, description)
 	if err != nil {
 		return nil, err
@@ -142,12 +176,24 @@ func (s *Service) Get(ctx context.Context, u *store.User, id int64) (*View, erro
 	return view(sc, g), nil
 }
 
-// Update changes the name and/or description (owners, admins, administrators). Errors:
-// ErrNotFound, ErrForbidden, ErrInvalid.
+// Update changes the name (trimmed) and/or description (owners, admins, administrators).
+// Errors: ErrNotFound, ErrForbidden, ErrInvalid (NormName, CheckDescription).
 func (s *Service) Update(ctx context.Context, u *store.User, id int64, upd store.GroupUpdate) (*View, error) {
 	sc, _, err := s.managed(ctx, u, id)
 	if err != nil {
 		return nil, err
+	}
+	if upd.Name != nil {
+		n, err := NormName(*upd.Name)
+		if err != nil {
+			return nil, err
+		}
+		upd.Name = &n
+	}
+	if upd.Description != nil {
+		if err := CheckDescription(*upd.Description); err != nil {
+			return nil, err
+		}
 	}
 	g, err := s.store.UpdateGroup(ctx, id, upd)
 	if err != nil {
@@ -205,8 +251,8 @@ func (s *Service) AddMember(ctx context.Context, u *store.User, id int64, m Memb
 	if role == "" {
 		role = store.GroupRoleMember
 	}
-	if !store.ValidGroupRole(role) {
-		return nil, svcerr.New(svcerr.ErrInvalid, "role must be owner, admin or member")
+	if err := checkRole(role); err != nil {
+		return nil, err
 	}
 	sc, _, err := s.managed(ctx, u, id)
 	if err != nil {
@@ -259,8 +305,8 @@ func (s *Service) resolveUser(ctx context.Context, m Member) (int64, error) {
 // or the administrator flag. Errors: ErrNotFound (group or membership), ErrForbidden,
 // ErrInvalid (bad role), ErrInvalidState (demoting the last owner).
 func (s *Service) UpdateMember(ctx context.Context, u *store.User, id, userID int64, role string) (*store.GroupMember, error) {
-	if !store.ValidGroupRole(role) {
-		return nil, svcerr.New(svcerr.ErrInvalid, "role must be owner, admin or member")
+	if err := checkRole(role); err != nil {
+		return nil, err
 	}
 	sc, _, err := s.managed(ctx, u, id)
 	if err != nil {
@@ -318,9 +364,13 @@ func (s *Service) Preferences(ctx context.Context, u *store.User, id int64) (map
 }
 
 // ReplacePreferences stores a new preferences object (owners, admins, administrators).
-// Errors: ErrNotFound, ErrForbidden, ErrInvalid (more than store.MaxGroupPreferencesLen bytes).
+// Errors: ErrNotFound, ErrForbidden, ErrInvalid (CheckPreferences: not encodable, or more
+// than store.MaxGroupPreferencesLen bytes).
 func (s *Service) ReplacePreferences(ctx context.Context, u *store.User, id int64, prefs map[string]any) (map[string]any, error) {
 	if _, _, err := s.managed(ctx, u, id); err != nil {
+		return nil, err
+	}
+	if err := CheckPreferences(prefs); err != nil {
 		return nil, err
 	}
 	return s.store.PutGroupPreferences(ctx, id, prefs)

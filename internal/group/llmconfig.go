@@ -115,7 +115,8 @@ var errScreen = errors.New("group: base_url needs screening")
 
 // CreateLLMConfig adds a model configuration to the group (owners, admins, administrators).
 // is_global and the scripted driver need the administrator flag. Errors: ErrNotFound,
-// ErrForbidden, ErrInvalid (field rules), ErrConflict (name taken in the group).
+// ErrForbidden, ErrInvalid (field rules: CheckLLMConfig, after the permission, the base URL
+// screen and the key), ErrConflict (name taken in the group).
 func (s *Service) CreateLLMConfig(ctx context.Context, u *store.User, id int64, in LLMConfigInput) (*store.LLMConfig, error) {
 	sc, _, err := s.managed(ctx, u, id)
 	if err != nil {
@@ -139,13 +140,17 @@ func (s *Service) CreateLLMConfig(ctx context.Context, u *store.User, id int64, 
 			return nil, err
 		}
 	}
+	if err := CheckLLMConfig(&c); err != nil {
+		return nil, err
+	}
 	return s.store.CreateLLMConfig(ctx, id, c)
 }
 
 // UpdateLLMConfig changes a configuration of the group (owners, admins, administrators); a
 // global or scripted configuration, before or after the change, needs the administrator flag.
-// Errors: ErrNotFound (group or configuration), ErrForbidden, ErrInvalid (field rules, a field
-// both set and cleared), ErrConflict (name taken in the group).
+// Errors: ErrNotFound (group or configuration), ErrForbidden, ErrInvalid (a field both set and
+// cleared, checked first; the field rules on the result, CheckLLMConfig in the store's check),
+// ErrConflict (name taken in the group).
 func (s *Service) UpdateLLMConfig(ctx context.Context, u *store.User, id, cid int64, p LLMConfigPatch) (*store.LLMConfig, error) {
 	sc, _, err := s.managed(ctx, u, id)
 	if err != nil {
@@ -163,6 +168,9 @@ func (s *Service) UpdateLLMConfig(ctx context.Context, u *store.User, id, cid in
 		}
 		upd.APIKeySealed = &sealed
 	}
+	if err := checkLLMClear(upd); err != nil {
+		return nil, err
+	}
 	// The base URL the update leads to is known inside the store's transaction only: a first
 	// attempt stops there when it needs screening, the URL is screened outside the transaction
 	// (it resolves the host), and a second attempt stores it if it is still the one screened.
@@ -175,7 +183,7 @@ func (s *Service) UpdateLLMConfig(ctx context.Context, u *store.User, id, cid in
 			pending = u
 			return errScreen
 		}
-		return nil
+		return CheckLLMConfig(next) // the result of the update is known only here
 	}
 	c, err := s.store.UpdateLLMConfig(ctx, id, cid, upd, check)
 	if !errors.Is(err, errScreen) {

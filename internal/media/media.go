@@ -37,6 +37,7 @@ import (
 
 	_ "golang.org/x/image/webp"
 
+	"github.com/agentsvc/svc/internal/access"
 	"github.com/agentsvc/svc/internal/limits"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -84,9 +85,23 @@ var allowed = []Kind{
 	}},
 }
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	CreateMediaAsset(ctx context.Context, a store.MediaAsset) (*store.MediaAsset, error)
+	DiscardMediaAsset(ctx context.Context, id string) (string, error)
+	ListMedia(ctx context.Context, q store.MediaQuery) ([]store.MediaAsset, error)
+	MediaAssetAt(ctx context.Context, id string, now time.Time) (*store.MediaAsset, error)
+	MediaAssetsAt(ctx context.Context, ids []string, now time.Time) (map[string]*store.MediaAsset, error)
+	MediaReadableByAgentAt(ctx context.Context, agentID int64, mediaID string, now time.Time) (*store.MediaAsset, error)
+	MediaStorageKeys(ctx context.Context, ids []string) (map[string]string, error)
+	SetMediaKeep(ctx context.Context, id string, keep bool, now time.Time, retention time.Duration, check store.MediaCheck) (*store.MediaAsset, error)
+	SweepExpiredMedia(ctx context.Context, now time.Time, limit int) ([]string, error)
+}
+
 // Service stores and reads media assets.
 type Service struct {
-	st  *store.Store
+	st  Store
 	dir string
 	now func() time.Time
 	log *slog.Logger
@@ -103,7 +118,7 @@ const DefaultMaxPixels = 40_000_000
 
 // New returns the service storing files below dir ("" means storage/media); clock nil means
 // time.Now. The directory is created on first write.
-func New(st *store.Store, dir string, clock func() time.Time) *Service {
+func New(st Store, dir string, clock func() time.Time) *Service {
 	if dir == "" {
 		dir = filepath.Join("storage", "media")
 	}
@@ -195,7 +210,8 @@ func NewID() string {
 // Save detects the type of the bytes, checks it against the allowed table and the size limits,
 // writes the file atomically below the storage directory and records the asset.
 // Errors: ErrUnsupportedMediaType (type outside the table), ErrTooLarge (over the kind's limit
-// or MaxBytes), ErrInvalid (bad owner or references), I/O errors uncategorised.
+// or MaxBytes), ErrInvalid (an owner or reference the database does not know; a row of the
+// wrong shape, checkAsset), I/O errors uncategorised.
 func (s *Service) Save(ctx context.Context, na NewAsset) (*store.MediaAsset, error) {
 	return s.save(ctx, na, nil)
 }
@@ -246,6 +262,10 @@ func (s *Service) save(ctx context.Context, na NewAsset, expiresAt *time.Time) (
 			exp = *expiresAt
 		}
 		a.ExpiresAt = &exp
+	}
+	if err := checkAsset(&a); err != nil {
+		_ = os.Remove(full)
+		return nil, err
 	}
 	out, err := s.st.CreateMediaAsset(ctx, a)
 	if err != nil {

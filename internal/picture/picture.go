@@ -27,14 +27,23 @@ const MaxBytes = 5 * media.MiB
 // sniffLen is how many leading bytes are read to detect the type (as the media service does).
 const sniffLen = 3072
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	GroupByID(ctx context.Context, id int64) (*store.Group, error)
+	SetPicture(ctx context.Context, subject store.PictureSubject, id int64, mediaID *string, check store.PictureCheck) (string, error)
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+}
+
 // Service changes and reads pictures.
 type Service struct {
-	store *store.Store
+	store Store
 	media *media.Service
 }
 
 // New returns the service over st, storing files with m.
-func New(st *store.Store, m *media.Service) *Service { return &Service{store: st, media: m} }
+func New(st Store, m *media.Service) *Service { return &Service{store: st, media: m} }
 
 // Target is a subject whose picture the caller may change (see User, Agent, Group).
 type Target struct {

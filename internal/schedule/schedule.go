@@ -17,14 +17,33 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
+// Store is what the service needs of the store; *store.Store satisfies it. It embeds
+// agent.Store because the agent's visibility is package agent's rule.
+type Store interface {
+	agent.Store
+	PromptTemplates(ctx context.Context, agentID int64) ([]store.PromptTemplate, error)
+	PromptTemplate(ctx context.Context, agentID, id int64) (*store.PromptTemplate, error)
+	CreatePromptTemplate(ctx context.Context, agentID int64, f store.PromptTemplateFields, check store.AgentCheck) (*store.PromptTemplate, error)
+	UpdatePromptTemplate(ctx context.Context, agentID, id int64, f store.PromptTemplateFields, check store.AgentCheck) (*store.PromptTemplate, error)
+	DeletePromptTemplate(ctx context.Context, agentID, id int64, check store.AgentCheck) error
+	ScheduledRuns(ctx context.Context, agentID int64) ([]store.ScheduledRun, error)
+	ScheduledRun(ctx context.Context, agentID, id int64) (*store.ScheduledRun, error)
+	CreateScheduledRun(ctx context.Context, agentID, createdBy int64, f store.ScheduledRunFields, check store.RunCheck) (*store.ScheduledRun, error)
+	UpdateScheduledRun(ctx context.Context, agentID, id int64, f store.ScheduledRunFields, check store.RunCheck) (*store.ScheduledRun, error)
+	DeleteScheduledRun(ctx context.Context, agentID, id int64, check store.AgentCheck) error
+	RecordRunStart(ctx context.Context, id, taskID int64, at time.Time) error
+	ClaimDueRun(ctx context.Context, now time.Time, next store.NextRunFunc) (*store.ScheduledRun, error)
+	CreateTask(ctx context.Context, nt store.NewTask) (*store.Task, error)
+}
+
 // Service applies the rules on top of the store.
 type Service struct {
-	store *store.Store
+	store Store
 	clock func() time.Time
 }
 
 // New returns the service.
-func New(st *store.Store) *Service { return &Service{store: st, clock: time.Now} }
+func New(st Store) *Service { return &Service{store: st, clock: time.Now} }
 
 var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -97,7 +116,8 @@ func checkPlaceholders(f store.PromptTemplateFields) error {
 }
 
 // CreateTemplate stores a template. Errors: ErrNotFound, ErrForbidden, ErrInvalid (undeclared
-// placeholder, duplicate keys), ErrConflict (name taken within the agent).
+// placeholder, then CheckTemplateFields: lengths, duplicate keys, max_steps), ErrConflict (name
+// taken within the agent).
 func (s *Service) CreateTemplate(ctx context.Context, u *store.User, agentID string, f store.PromptTemplateFields) (*store.PromptTemplate, error) {
 	a, sc, err := s.visible(ctx, u, agentID)
 	if err != nil {
@@ -107,6 +127,9 @@ func (s *Service) CreateTemplate(ctx context.Context, u *store.User, agentID str
 		return nil, err
 	}
 	if err := checkPlaceholders(f); err != nil {
+		return nil, err
+	}
+	if err := CheckTemplateFields(f); err != nil {
 		return nil, err
 	}
 	return s.store.CreatePromptTemplate(ctx, a.ID, f, manage(sc))
@@ -127,6 +150,9 @@ func (s *Service) UpdateTemplate(ctx context.Context, u *store.User, agentID, id
 		return nil, err
 	}
 	if err := checkPlaceholders(f); err != nil {
+		return nil, err
+	}
+	if err := CheckTemplateFields(f); err != nil {
 		return nil, err
 	}
 	return s.store.UpdatePromptTemplate(ctx, a.ID, tid, f, manage(sc))
@@ -245,7 +271,8 @@ func runCheck(sc *access.Scope, f store.ScheduledRunFields) store.RunCheck {
 
 // CreateRun stores a scheduled run created by u. Errors: ErrNotFound "agent not found",
 // ErrForbidden (no manage rights), ErrInvalid (the one-of rules, cron, timezone, run_at in the
-// past, template variables, a template of another agent).
+// past, then CheckRunFields, then in the store's transaction the template variables and a
+// template of another agent).
 func (s *Service) CreateRun(ctx context.Context, u *store.User, agentID string, f store.ScheduledRunFields) (*store.ScheduledRun, error) {
 	a, sc, err := s.visible(ctx, u, agentID)
 	if err != nil {
@@ -255,6 +282,9 @@ func (s *Service) CreateRun(ctx context.Context, u *store.User, agentID string, 
 		return nil, err
 	}
 	if err := s.prepareRun(&f); err != nil {
+		return nil, err
+	}
+	if err := CheckRunFields(f); err != nil {
 		return nil, err
 	}
 	return s.store.CreateScheduledRun(ctx, a.ID, u.ID, f, runCheck(sc, f))
@@ -278,6 +308,9 @@ func (s *Service) UpdateRun(ctx context.Context, u *store.User, agentID, id stri
 		return nil, err
 	}
 	if err := s.prepareRun(&f); err != nil {
+		return nil, err
+	}
+	if err := CheckRunFields(f); err != nil {
 		return nil, err
 	}
 	return s.store.UpdateScheduledRun(ctx, a.ID, rid, f, runCheck(sc, f))

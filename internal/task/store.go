@@ -12,7 +12,7 @@ import (
 // calls and questions, transitions) and the agent and media reads its checks need. The one
 // store (*store.Store) satisfies it; a test may hand in anything smaller.
 type Store interface {
-	access.MembershipReader
+	access.Memberships
 
 	Task(ctx context.Context, id int64) (*store.Task, error)
 	ListTasks(ctx context.Context, q store.TaskQuery) ([]store.Task, error)

@@ -3,6 +3,7 @@ package toolconfig
 import (
 	"context"
 
+	"github.com/agentsvc/svc/internal/agent"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -29,14 +30,17 @@ func (f SlimAgentFields) store() store.AgentFields {
 // CreateAgentForAgent creates an agent owned by the principal of the agent callerID (the
 // calling agent acts for its owner), with the validation of POST /agents, when the user userID
 // the task runs for may manage that principal. Errors: ErrNotFound (the caller is gone),
-// ErrForbidden (the user may not manage the principal), ErrInvalid (missing or blank name, oversize text, max_steps outside
-// 1..100, negative retry settings).
+// ErrForbidden (the user may not manage the principal), ErrInvalid (agent.CheckFields: missing
+// or blank name, oversize text, max_steps outside 1..100, negative retry settings).
 func (s *Service) CreateAgentForAgent(ctx context.Context, callerID, userID int64, f SlimAgentFields) (*store.Agent, error) {
 	caller, err := s.store.Agent(ctx, callerID, 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.userManages(ctx, userID, caller.PrincipalID); err != nil {
+		return nil, err
+	}
+	if err := agent.CheckFields(f.store(), true); err != nil {
 		return nil, err
 	}
 	return s.store.CreateAgent(ctx, caller.PrincipalID, f.store())
@@ -61,6 +65,9 @@ func (s *Service) AgentsOfAgentOwner(ctx context.Context, callerID int64, page, 
 func (s *Service) UpdateAgentForAgent(ctx context.Context, callerID, userID, targetID int64, f SlimAgentFields) (*store.Agent, error) {
 	a, err := s.changeableByAgent(ctx, callerID, userID, targetID)
 	if err != nil {
+		return nil, err
+	}
+	if err := agent.CheckFields(f.store(), false); err != nil {
 		return nil, err
 	}
 	check := sameOwner(a.PrincipalID)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentsvc/svc/internal/access"
+	"github.com/agentsvc/svc/internal/agent"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -361,14 +362,20 @@ func (s *Service) ManagedAgent(ctx context.Context, callerID, targetID int64) (*
 
 // WriteAgentNotes replaces the notes of agent targetID for the agent callerID (the caller or an
 // agent of the same principal; targetID 0 is the caller) when the user userID the task runs for
-// may manage it. Errors: ErrNotFound, ErrForbidden, ErrInvalid (notes over limits.AgentNotesLen), ErrInvalidState (the target changed owner meanwhile).
+// may manage it. Errors: ErrNotFound, ErrForbidden, ErrInvalid (notes over
+// limits.AgentNotesLen, agent.CheckFields), ErrInvalidState (the target changed owner
+// meanwhile).
 func (s *Service) WriteAgentNotes(ctx context.Context, callerID, userID, targetID int64, notes string) (*store.Agent, error) {
 	a, err := s.changeableByAgent(ctx, callerID, userID, targetID)
 	if err != nil {
 		return nil, err
 	}
+	f := store.AgentFields{Notes: &notes}
+	if err := agent.CheckFields(f, false); err != nil {
+		return nil, err
+	}
 	check := sameOwner(a.PrincipalID)
-	return s.store.UpdateAgent(ctx, a.ID, 0, store.AgentFields{Notes: &notes}, check)
+	return s.store.UpdateAgent(ctx, a.ID, 0, f, check)
 }
 
 // sameOwner is the check of a write through the agent tool: the agent still has the owner

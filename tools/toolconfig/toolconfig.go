@@ -46,9 +46,33 @@ const (
 	KeyAllowedTargetAgents = "allowed_target_agents"
 )
 
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+	GroupByID(ctx context.Context, id int64) (*store.Group, error)
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	ListAgents(ctx context.Context, q store.AgentQuery) ([]store.Agent, error)
+	AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error)
+	CreateAgent(ctx context.Context, principalID int64, f store.AgentFields) (*store.Agent, error)
+	UpdateAgent(ctx context.Context, id, viewer int64, f store.AgentFields, check store.AgentCheck) (*store.Agent, error)
+	ToolSettings(ctx context.Context, scope store.ToolScope, class string) (*store.ToolSettings, error)
+	EditToolSettings(ctx context.Context, scope store.ToolScope, class string, edit store.SettingsEdit) (*store.ToolSettings, error)
+	DeleteToolSettings(ctx context.Context, scope store.ToolScope, class string) error
+	GroupTools(ctx context.Context, groupID int64) ([]store.GroupTool, error)
+	UpsertGroupTool(ctx context.Context, groupID int64, class string, enabled *bool, check store.RoleCheck, edit store.SettingsEdit) (*store.GroupTool, error)
+	RemoveGroupTool(ctx context.Context, groupID int64, class string, check store.RoleCheck) error
+	AgentToolConfig(ctx context.Context, agentID int64) (*store.AgentToolConfig, error)
+	ConfigureAgentTools(ctx context.Context, agentID int64, check store.AgentCheck, changes []store.AgentToolChange) error
+	SetAgentToolEnabled(ctx context.Context, agentID int64, class string, enabled bool, check store.AgentCheck) error
+	SetAgentToolOperation(ctx context.Context, agentID int64, class, op string, o store.ToolOperationOverride, check store.AgentCheck) error
+	ReplaceAgentToolSettings(ctx context.Context, agentID int64, class string, check store.AgentCheck, edit store.SettingsEdit) (*store.ToolSettings, error)
+	DeleteAgentToolSettings(ctx context.Context, agentID int64, class string, check store.AgentCheck) error
+}
+
 // Service applies the tool configuration rules on top of the store.
 type Service struct {
-	store  *store.Store
+	store  Store
 	reg    *tools.Registry
 	skills *skill.Index
 	box    *secret.Box
@@ -56,7 +80,7 @@ type Service struct {
 
 // New returns the service. reg holds the registered tools, skills the available skills (for
 // recommended skills and allowed_skills), box seals password-typed values at rest.
-func New(st *store.Store, reg *tools.Registry, skills *skill.Index, box *secret.Box) *Service {
+func New(st Store, reg *tools.Registry, skills *skill.Index, box *secret.Box) *Service {
 	return &Service{store: st, reg: reg, skills: skills, box: box}
 }
 
