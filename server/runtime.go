@@ -22,12 +22,11 @@ import (
 	"github.com/agentsvc/svc/internal/metrics"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/notification"
-	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/runtimesettings"
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/secret"
-	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/internal/task"
@@ -81,7 +80,7 @@ func (a *App) buildServices() {
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
 	s.Store.OnNotifications(s.Notifications.Created)
 	s.Store.OnMailQueued(s.Mails.Notify)
-	s.Store.OnScheduledRunFinished((&notify.ScheduledRuns{Config: s.Config.Current}).Mail)
+	s.Store.OnScheduledRunFinished(scheduledRunMail(s.Config.Current))
 	s.Events = taskstream.New(s.Store, a.Logger)
 	s.Events.MaxPerOwner = cfg.EventStreamsPerUser
 	s.Store.OnEvents(s.Events.Notify)
@@ -90,7 +89,7 @@ func (a *App) buildServices() {
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
-	s.Settings = settings.New(s.Store, s.Config, s.Secrets)
+	s.Settings = runtimesettings.New(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
 	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }
