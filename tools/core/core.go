@@ -1,4 +1,4 @@
-// Package core declares the core tools every installation ships (DESIGN.md section 3, "Tools").
+// Package core declares the core tools every installation ships (docs/design.md "Tools").
 // Each tool is a type whose Spec is its declaration; execution is added with the agent loop.
 // Register adds them all to a registry.
 package core
