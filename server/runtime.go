@@ -233,7 +233,7 @@ func (a *App) buildDriver(c *store.LLMConfig, cfg *config.Config) (llm.Driver, e
 }
 
 // Automatic worker concurrency (max_workers 0), per dialect, measured with BenchmarkDrain
-// (docs/decisions.md, "Worker concurrency and the connection pool"): a run waiting for its
+// (docs/benchmarks.md, "Worker concurrency sweep"): a run waiting for its
 // model holds no connection, so throughput follows the number of runs until the database is
 // the limit; the bounded pool keeps the database's contention bounded beyond that. Equal to
 // the default pools (store.DefaultMaxOpenConns).
