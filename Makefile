@@ -6,10 +6,10 @@ export CGO_ENABLED := 1
 
 .PHONY: generate verify build web run test test-go e2e screenshots lint bench bench-binary fuzz
 
-## generate: openapi.yaml -> gen/ (oapi-codegen), then the 501 stubs of api/ (internal/stubgen)
+## generate: openapi.yaml -> gen/ (oapi-codegen), then the 501 stubs of api/ (cmd/stubgen)
 generate:
 	$(GO) tool oapi-codegen -config oapi-codegen.yaml openapi.yaml
-	$(GO) run ./internal/stubgen
+	$(GO) run ./cmd/stubgen
 
 ## verify: fail when gen/, the stubs, go.mod or go.sum are stale
 verify: generate

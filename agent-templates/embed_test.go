@@ -10,8 +10,8 @@ import (
 	"github.com/agentsvc/svc/internal/agenttemplate"
 )
 
-// coreCatalog knows the core tools the shipped templates use, with their operations (DESIGN.md
-// "Tools").
+// coreCatalog knows the core tools the shipped templates use, with their operations
+// (docs/design.md "Tools").
 type coreCatalog struct{}
 
 var _ agenttemplate.Catalog = coreCatalog{}

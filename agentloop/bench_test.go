@@ -148,8 +148,8 @@ func BenchmarkDrain(b *testing.B) {
 		{"workers=4/notify", 4, true, 200},
 		{"workers=unlimited/notify", 0, true, 200},
 		{"workers=4/as-wired", 4, false, 20},
-		// The sweep behind the automatic max_workers of each dialect (docs/decisions.md,
-		// "Worker concurrency and the connection pool"), over the store's default pool.
+		// The sweep behind the automatic max_workers of each dialect (docs/benchmarks.md,
+		// "Worker concurrency sweep"), over the store's default pool.
 		{"sweep/workers=1", 1, false, 200},
 		{"sweep/workers=2", 2, false, 200},
 		{"sweep/workers=4", 4, false, 200},

@@ -24,8 +24,8 @@ import (
 	"github.com/agentsvc/svc/internal/notification"
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/runtimesettings"
 	"github.com/agentsvc/svc/internal/schedule"
-	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/spool"
 	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/task"
@@ -64,12 +64,12 @@ type Deps struct {
 	Tools         *tools.Registry                // registered tools (core, then plugins')
 	Search        func() []plugins.NamedProvider // palette search providers (compiled-in plugins, plugin MCP tools)
 	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
-	Settings      *settings.Service              // the runtime settings administrators may change
+	Settings      *runtimesettings.Service       // the runtime settings administrators may change
 	Events        *taskstream.Broker             // task event streams
 }
 
 // API implements every operation of the contract; operations not built yet live in
-// unimplemented.gen.go (written by internal/stubgen) and answer 501.
+// unimplemented.gen.go (written by cmd/stubgen) and answer 501.
 type API struct {
 	cfg           *config.Loader
 	store         *store.Store
@@ -94,7 +94,7 @@ type API struct {
 	tools         *tools.Registry
 	log           *slog.Logger
 	mailConfig    *mail.ConfigService
-	settings      *settings.Service
+	settings      *runtimesettings.Service
 	events        *taskstream.Broker
 }
 

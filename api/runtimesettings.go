@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/settings"
+	"github.com/agentsvc/svc/internal/runtimesettings"
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
@@ -40,7 +40,7 @@ func (a *API) UpdateRuntimeSettings(ctx context.Context, req gen.UpdateRuntimeSe
 	return gen.UpdateRuntimeSettings200JSONResponse(runtimeSettingsResponse(list)), nil
 }
 
-func runtimeSettingsResponse(list []settings.Setting) gen.RuntimeSettingsResponse {
+func runtimeSettingsResponse(list []runtimesettings.Setting) gen.RuntimeSettingsResponse {
 	var out gen.RuntimeSettingsResponse
 	out.Data.Settings = make([]gen.RuntimeSetting, 0, len(list))
 	for _, s := range list {

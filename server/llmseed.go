@@ -10,7 +10,7 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
-// Names of what the start-up seed creates (DESIGN.md §3 "Model configurations").
+// Names of what the start-up seed creates (docs/design.md "Model configurations").
 const (
 	seedGroupName  = "Instance defaults"
 	seedConfigName = "Default model"

@@ -22,12 +22,11 @@ import (
 	"github.com/agentsvc/svc/internal/metrics"
 	"github.com/agentsvc/svc/internal/netguard"
 	"github.com/agentsvc/svc/internal/notification"
-	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/internal/picture"
 	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/runtimesettings"
 	"github.com/agentsvc/svc/internal/schedule"
 	"github.com/agentsvc/svc/internal/secret"
-	"github.com/agentsvc/svc/internal/settings"
 	"github.com/agentsvc/svc/internal/skill"
 	"github.com/agentsvc/svc/internal/startstop"
 	"github.com/agentsvc/svc/internal/task"
@@ -83,7 +82,7 @@ func (a *App) buildServices() {
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
 	s.Store.OnNotifications(s.Notifications.Created)
 	s.Store.OnMailQueued(s.Mails.Notify)
-	s.Store.OnScheduledRunFinished((&notify.ScheduledRuns{Config: s.Config.Current}).Mail)
+	s.Store.OnScheduledRunFinished(scheduledRunMail(s.Config.Current))
 	s.Events = taskstream.New(s.Store, a.Logger)
 	s.Events.MaxPerOwner = cfg.EventStreamsPerUser
 	s.Store.OnEvents(s.Events.Notify)
@@ -92,7 +91,7 @@ func (a *App) buildServices() {
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
-	s.Settings = settings.New(s.Store, s.Config, s.Secrets)
+	s.Settings = runtimesettings.New(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
 	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }
@@ -244,7 +243,7 @@ func (a *App) buildDriver(c *store.LLMConfig, cfg *config.Config) (llm.Driver, e
 }
 
 // Automatic worker concurrency (max_workers 0), per dialect, measured with BenchmarkDrain
-// (docs/decisions.md, "Worker concurrency and the connection pool"): a run waiting for its
+// (docs/benchmarks.md, "Worker concurrency sweep"): a run waiting for its
 // model holds no connection, so throughput follows the number of runs until the database is
 // the limit; the bounded pool keeps the database's contention bounded beyond that. Equal to
 // the default pools (store.DefaultMaxOpenConns).

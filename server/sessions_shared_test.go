@@ -12,7 +12,7 @@ import (
 // TestPasswordChangeEndsSessionsAcrossInstances: two API processes on one database; a session
 // opened and used on A (so A's session cache holds it) ends on A once a password change made
 // through B ends the user's other sessions: A's cache follows another process's change within
-// its one-second window (docs/decisions.md, "Caches guarded by versions"), and the session B
+// its one-second window (docs/decisions.md, "Store and databases"), and the session B
 // changed the password with stays valid.
 func TestPasswordChangeEndsSessionsAcrossInstances(t *testing.T) {
 	t.Parallel()

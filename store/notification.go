@@ -19,7 +19,7 @@ import (
 	"github.com/agentsvc/svc/internal/text"
 )
 
-// Notification kinds (DESIGN.md "Scheduled runs, prompt templates, notifications").
+// Notification kinds (docs/design.md "Scheduled runs, prompt templates, notifications").
 const (
 	NotifyTaskCompleted         = "task_completed"
 	NotifyTaskFailed            = "task_failed"

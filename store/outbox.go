@@ -12,8 +12,9 @@ import (
 	"github.com/agentsvc/svc/internal/svcerr"
 )
 
-// The outboxes (webhook_deliveries, mail_outbox) share one shape and one machinery (DESIGN §5:
-// anything delivered outside the process goes through a durable outbox with a lease): columns
+// The outboxes (webhook_deliveries, mail_outbox) share one shape and one machinery
+// (docs/design.md "Durability and clients": anything delivered outside the process goes
+// through a durable outbox with a lease): columns
 // state ('pending' while deliverable), attempts, next_attempt_at, lease_until, last_error,
 // updated_at and finished_at; a claim leases due rows until a deadline that is also the
 // claim's fencing token; finishing an attempt either marks the row delivered or counts the

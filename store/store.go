@@ -86,7 +86,7 @@ const preparedStatements = 128
 // busy and more only wait for its lock (in the busy handler's sleeps); MySQL/MariaDB run
 // writers in parallel but refuse connections beyond max_connections (151 by default) shared
 // by every process. See
-// docs/decisions.md, "Worker concurrency and the connection pool".
+// docs/decisions.md, "Store and databases".
 func DefaultMaxOpenConns(dialect string) int {
 	if dialect == DialectMySQL {
 		return 32

@@ -22,7 +22,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
-	"github.com/agentsvc/svc/internal/outside"
+	"github.com/agentsvc/svc/bench/outside"
 	"github.com/agentsvc/svc/store"
 )
 

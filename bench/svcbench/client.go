@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentsvc/svc/internal/outside"
+	"github.com/agentsvc/svc/bench/outside"
 )
 
 // client is a signed-in session of the session API (cookie and CSRF token), as a browser has.

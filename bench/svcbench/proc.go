@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/agentsvc/svc/internal/outside"
+	"github.com/agentsvc/svc/bench/outside"
 )
 
 // site is one installation of the service: a fresh working folder (its SQLite file, key and

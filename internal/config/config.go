@@ -105,8 +105,8 @@ type Config struct {
 	// WorkerStaleMinutes is the age after which a RUNNING task is reaped; 0 disables the reaper.
 	WorkerStaleMinutes int `key:"worker_stale_minutes" env:"WORKER_STALE_MINUTES"`
 	// MaxWorkers is how many tasks the server-mode worker runs at once. 0 means automatic:
-	// 16 on SQLite, 32 on MySQL/MariaDB (measured; see docs/decisions.md, "Worker concurrency
-	// and the connection pool"). Any value is capped at the connection pool (db_max_open_conns).
+	// 16 on SQLite, 32 on MySQL/MariaDB (measured; see docs/benchmarks.md, "Worker concurrency
+	// sweep"). Any value is capped at the connection pool (db_max_open_conns).
 	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
 	// EventStreamsPerUser bounds the task event streams one user (or agent key) holds open on

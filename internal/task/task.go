@@ -1,5 +1,5 @@
 // Package task holds the rules of the task resource (a chat run of an agent): who may start,
-// see, delete and steer a task, and its state machine (DESIGN.md §3 "Task states"). Only the
+// see, delete and steer a task, and its state machine (docs/design.md "Task states"). Only the
 // task's owner sees it (document 1, rule 7: anyone else gets 404). Every status change is a
 // compare-and-swap in the store, so of two concurrent requests at most one moves a task; a
 // refused request writes nothing. The agent loop (package agentloop) drives RUNNING tasks

@@ -1,4 +1,4 @@
-// Package taskstate is the one home of the task rules of the specification (DESIGN.md §3
+// Package taskstate is the one home of the task rules of the specification (docs/design.md
 // "Task states"; document 2 for the chat callback): the task statuses, the sets of statuses the
 // rules name, the error codes a failed task may carry and which of them are transient. The
 // store, the task service, the agent loop and the model drivers all read them from here so a
@@ -72,7 +72,7 @@ var Transient = []string{
 func IsTransient(code string) bool { return slices.Contains(Transient, code) }
 
 // WillRetry reports whether a task that failed with code, retried retryCount times already by an
-// agent allowing maxRetries, gets an automatic retry (DESIGN.md §3: transient codes, within the
+// agent allowing maxRetries, gets an automatic retry (docs/design.md "Task states": transient codes, within the
 // agent's max_retries).
 func WillRetry(code string, retryCount, maxRetries int) bool {
 	return IsTransient(code) && retryCount < maxRetries

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/testkit"
 	at "github.com/agentsvc/svc/plugins/archive/archivetest"
 )
 
@@ -21,7 +22,7 @@ var weather = at.TarGz(at.Entry{Name: "plugin.json", Body: `{"slug":"weather"}`}
 func TestIndexCacheAndTTL(t *testing.T) {
 	s := newServer(t)
 	s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather})
-	clk := &clock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := newClient(t, s, clk, nil)
 
 	snap, err := c.Index(ctx)
@@ -34,7 +35,7 @@ func TestIndexCacheAndTTL(t *testing.T) {
 	// Fresh: served from the cache, even if the catalog changed meanwhile.
 	s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather},
 		pkgVersion{pkg: "acme/geo", version: "0.1.0", archive: weather})
-	clk.advance(59 * time.Minute)
+	clk.Advance(59 * time.Minute)
 	snap, err = c.Index(ctx)
 	if err != nil || len(snap.Packages) != 1 || s.hits.Load() != 1 {
 		t.Fatalf("within the TTL: %d packages, %d hits, %v", len(snap.Packages), s.hits.Load(), err)
@@ -45,7 +46,7 @@ func TestIndexCacheAndTTL(t *testing.T) {
 		t.Fatalf("second client: %v, hits %d", err, s.hits.Load())
 	}
 	// Expired: fetched again.
-	clk.advance(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	snap, err = c.Index(ctx)
 	if err != nil || len(snap.Packages) != 2 || snap.Stale || s.hits.Load() != 2 {
 		t.Fatalf("after the TTL: %+v, %v, hits %d", snap, err, s.hits.Load())
@@ -61,12 +62,12 @@ func TestIndexServesStaleCache(t *testing.T) {
 	s := newServer(t)
 	s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather})
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := &clock{now: t0}
+	clk := testkit.NewClock(t0)
 	c := newClient(t, s, clk, nil)
 	if _, err := c.Index(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	s.down.Store(true)
 	snap, err := c.Index(ctx)
 	if err != nil {
@@ -95,7 +96,7 @@ func TestIndexServesStaleCache(t *testing.T) {
 
 func TestIndexWithoutCache(t *testing.T) {
 	s := newServer(t)
-	clk := &clock{now: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	cases := map[string]struct {
 		setup func()
 		mod   func(*Options)
@@ -129,7 +130,7 @@ func TestIndexWithoutCache(t *testing.T) {
 func TestIndexThroughNetguard(t *testing.T) {
 	s := newServer(t)
 	s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather})
-	c := newClient(t, s, &clock{now: time.Now()}, func(o *Options) {
+	c := newClient(t, s, testkit.NewClock(time.Now()), func(o *Options) {
 		o.HTTPClient = netguard.Client(5*time.Second, netguard.Options{AllowLoopback: true})
 	})
 	snap, err := c.Index(ctx)
@@ -164,7 +165,7 @@ func TestFetch(t *testing.T) {
 		pkgVersion{pkg: "acme/weather", version: "1.1.0", archive: weather},
 		pkgVersion{pkg: "acme/bad", version: "1.0.0", archive: tampered, sha: strings.Repeat("ab", 32)},
 	)
-	c := newClient(t, s, &clock{now: time.Now()}, nil)
+	c := newClient(t, s, testkit.NewClock(time.Now()), nil)
 	snap, err := c.Index(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestFetch(t *testing.T) {
 	if _, err := c.Fetch(ctx, gone, ""); !isKind(err, errUnavailable) || !strings.Contains(publicMsg(err), "404") {
 		t.Fatalf("404: %v", err)
 	}
-	small := newClient(t, s, &clock{now: time.Now()}, func(o *Options) { o.MaxArchiveBytes = 16 })
+	small := newClient(t, s, testkit.NewClock(time.Now()), func(o *Options) { o.MaxArchiveBytes = 16 })
 	if _, err := small.Fetch(ctx, good, ""); !isKind(err, errInvalid) || !strings.Contains(publicMsg(err), "exceeds 16 bytes") {
 		t.Fatalf("too large: %v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentsvc/svc/internal/testkit"
 )
 
 // server is an httptest catalog: an index at /index.json and archives at /a/<name>.
@@ -86,25 +88,7 @@ func (s *server) publish(t *testing.T, vs ...pkgVersion) {
 	s.index = b
 }
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newClient(t *testing.T, s *server, clk *clock, mod func(*Options)) *Client {
+func newClient(t *testing.T, s *server, clk *testkit.Clock, mod func(*Options)) *Client {
 	t.Helper()
 	opts := Options{
 		URL: s.URL + "/index.json", HTTPClient: &http.Client{Timeout: 10 * time.Second},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/internal/testkit"
 	at "github.com/agentsvc/svc/plugins/archive/archivetest"
 )
 
@@ -25,7 +26,7 @@ func plugin(version string, extra ...at.Entry) []byte {
 func newInstaller(t *testing.T, s *server, opts InstallerOptions) (*Installer, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "plugins")
-	in, err := NewInstaller(dir, newClient(t, s, &clock{now: time.Now()}, func(o *Options) { o.TTL = 0 }), opts)
+	in, err := NewInstaller(dir, newClient(t, s, testkit.NewClock(time.Now()), func(o *Options) { o.TTL = 0 }), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 // any loss, double execution or missed event.
 //
 // It is a package of its own rather than a `//go:build ignore` file so that `go build ./...` and
-// `go vet ./...` keep it compiling; it imports nothing of the service but internal/outside
+// `go vet ./...` keep it compiling; it imports nothing of the service but bench/outside
 // (a session client over HTTP, shared with bench/svcbench) and the MySQL driver: it drives
 // bin/svc from outside, as an operator would.
 package main
@@ -37,7 +37,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/agentsvc/svc/internal/outside"
+	"github.com/agentsvc/svc/bench/outside"
 	"github.com/agentsvc/svc/internal/sseread"
 )
 

@@ -1,6 +1,6 @@
-// Package core holds the core tools every installation ships (DESIGN.md section 3, "Tools"):
-// one file per tool, holding its declaration (a type whose Spec is the tool's declaration) and
-// its executor together. Register adds the declarations to a registry; Executors builds the
+// Package core holds the core tools every installation ships (docs/design.md "Tools"): one
+// file per tool, holding its declaration (a type whose Spec is the tool's declaration) and its
+// executor together. Register adds the declarations to a registry; Executors builds the
 // executors over one Deps value.
 package core
 

@@ -42,7 +42,7 @@ func TestRegisterAll(t *testing.T) {
 	}
 }
 
-// TestDeclarations pins the names and operations DESIGN.md gives each core tool, and which
+// TestDeclarations pins the names and operations docs/design.md ("Tools") gives each core tool, and which
 // operations need approval by default.
 func TestDeclarations(t *testing.T) {
 	t.Parallel()

@@ -4,7 +4,7 @@
 // (password settings masked), its preferences and its agents.
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Schemas } from "../api";
-import { PictureEditor } from "./agentextra";
+import { PictureEditor } from "../picture";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { SettingsForm } from "../settingsform";

@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Schemas } from "../api";
 import { updateUser, useSession } from "../session";
-import { PictureEditor } from "./agentextra";
+import { PictureEditor } from "../picture";
 import { CancelButton, EditList, FormPanel } from "../crud";
 import { Check, ErrorNote, Field, TextArea, useAction, useLoad } from "../ui";
 

@@ -1,11 +1,10 @@
-package notify_test
+package server
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/notify"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -16,7 +15,7 @@ func TestScheduledRunMail(t *testing.T) {
 	t.Parallel()
 	cfg := config.Defaults()
 	cfg.AppURL = "https://svc.example/app"
-	n := &notify.ScheduledRuns{Config: func() *config.Config { return cfg }}
+	mailOf := scheduledRunMail(func() *config.Config { return cfg })
 	for _, tt := range []struct {
 		name    string
 		o       store.ScheduledRunOutcome
@@ -31,7 +30,7 @@ func TestScheduledRunMail(t *testing.T) {
 		{"run deleted meanwhile", store.ScheduledRunOutcome{TaskID: 44, To: "ada@example.com", AgentName: "Reporter"},
 			"Scheduled run completed", []string{"A scheduled run of agent \u201cReporter\u201d has completed."}},
 	} {
-		m, due := n.Mail(tt.o)
+		m, due := mailOf(tt.o)
 		if !due || m.Kind != store.MailKindScheduledRun || m.To != tt.o.To || m.Subject != tt.subject {
 			t.Errorf("%s: due %v, %+v", tt.name, due, m)
 			continue
@@ -45,12 +44,12 @@ func TestScheduledRunMail(t *testing.T) {
 			t.Errorf("%s: HTML lacks the link", tt.name)
 		}
 	}
-	long, _ := n.Mail(store.ScheduledRunOutcome{TaskID: 1, To: "ada@example.com", Detail: strings.Repeat("é", 10000)})
+	long, _ := mailOf(store.ScheduledRunOutcome{TaskID: 1, To: "ada@example.com", Detail: strings.Repeat("é", 10000)})
 	if strings.Count(long.Text, "é") > 4000 || !strings.Contains(long.Text, "…") {
 		t.Fatal("a long answer is not shortened")
 	}
 	cfg.NotificationsEmailEnabled = false
-	if _, due := n.Mail(store.ScheduledRunOutcome{TaskID: 1, To: "ada@example.com"}); due {
+	if _, due := mailOf(store.ScheduledRunOutcome{TaskID: 1, To: "ada@example.com"}); due {
 		t.Fatal("a mail with notifications_email_enabled off")
 	}
 }

@@ -1,4 +1,4 @@
-// Package settings reads and stores the runtime settings an administrator may change from the
+// Package runtimesettings reads and stores the runtime settings an administrator may change from the
 // web application (GET and PATCH /runtime-settings): the keys of the runtime configuration
 // that take effect at the next request, without a restart. Stored values are the highest layer
 // of the configuration (internal/config: default < file < environment < stored); clearing one
@@ -8,7 +8,7 @@
 // the database opens, secrets, addresses and paths, and the keys a process reads only at
 // start-up are not editable here: a value stored for them would not apply until a restart, or
 // could lock the administrator out.
-package settings
+package runtimesettings
 
 import (
 	"context"
