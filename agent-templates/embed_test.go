@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	agenttemplates "github.com/agentsvc/svc/agent-templates"
-	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
 )
 
 // coreCatalog knows the core tools the shipped templates use, with their operations

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/startstop"
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/platform/startstop"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

@@ -12,9 +12,9 @@ import (
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
-	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/internal/jobs/worker"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"

@@ -6,9 +6,9 @@ import (
 	"math"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/chat"
-	"github.com/agentsvc/svc/internal/task"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/domain/chat"
+	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 

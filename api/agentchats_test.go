@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/internal/task"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 

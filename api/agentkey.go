@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
 

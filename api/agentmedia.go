@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/domain/media"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/domain/agent"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/agenttemplate"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // schemaPath is where the template schema is served, below the mount prefix ({schema_url}).

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/domain/account"
 )
 
 const sessionCookie = "svc_session"

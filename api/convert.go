@@ -6,7 +6,7 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/limits"
+	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/store"
 )
 

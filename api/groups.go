@@ -7,9 +7,9 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/group"
-	"github.com/agentsvc/svc/internal/pathid"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/group"
+	"github.com/agentsvc/svc/internal/vocab/pathid"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // TestMemberIDCanonical: the member id of a group path follows the rule of every other path

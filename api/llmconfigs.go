@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/domain/group"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -6,8 +6,8 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/mail"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/mail"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // GetMailConfig answers the effective mail configuration to administrators, without the

@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/agent"
-	"github.com/agentsvc/svc/internal/picture"
+	"github.com/agentsvc/svc/internal/domain/agent"
+	"github.com/agentsvc/svc/internal/domain/picture"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/runtimesettings"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/runtimesettings"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // GetRuntimeSettings answers the runtime settings administrators may change, with their

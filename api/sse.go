@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/platform/push"
 )
 
 // GetSseStatus says which hub serves push and whether it is available.

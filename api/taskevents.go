@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/chat"
+	"github.com/agentsvc/svc/internal/domain/chat"
 	"github.com/agentsvc/svc/store"
 )
 

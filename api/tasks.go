@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/task"
+	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/store"
 )
 

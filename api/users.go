@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/user"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/domain/user"
 )
 
 // ListUsers pages through accounts (administrators: user.Service decides).

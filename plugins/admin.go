@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/internal/access"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/plugins/catalog"
 	"github.com/agentsvc/svc/store"
 )

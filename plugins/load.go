@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/agenttemplate"
-	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
+	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
 	"github.com/agentsvc/svc/store"
 )
 

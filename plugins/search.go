@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentsvc/svc/internal/limits"
+	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/ratelimit"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/ratelimit"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // The per-agent API (/agent-api/*, security scheme agentKey) is mounted only while the setting

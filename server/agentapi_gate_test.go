@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/apikey"
+	"github.com/agentsvc/svc/internal/domain/apikey"
 )
 
 // gateProbes are per-agent API requests that reach the gate; the handlers behind them are not

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 )
 
 // chatResolver resolves the callback hosts of the chat tests without DNS.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/domain/media"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -18,7 +18,7 @@ import (
 	agenttemplates "github.com/agentsvc/svc/agent-templates"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/agenttemplate"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

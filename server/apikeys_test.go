@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/apikey"
+	"github.com/agentsvc/svc/internal/domain/apikey"
 )
 
 var agentKeyPattern = regexp.MustCompile(`^svk_[a-z2-7]{16}_[A-Za-z0-9]{43}$`)

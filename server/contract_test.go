@@ -13,7 +13,7 @@ import (
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 type operation struct {

@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm/llmfake"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"

@@ -4,7 +4,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/agentsvc/svc/internal/sqlcount"
+	"github.com/agentsvc/svc/internal/platform/sqlcount"
 )
 
 // dbCounts counts what this process sends to the database it opened with OpenStore: the

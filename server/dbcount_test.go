@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store/storetest"
 )

@@ -18,9 +18,9 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store/storetest"
 )

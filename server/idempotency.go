@@ -14,9 +14,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/spool"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/domain/spool"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Idempotency-Key (issue 13): operations marked x-idempotent accept the header; the first

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/media"
+	"github.com/agentsvc/svc/internal/domain/media"
 )
 
 // inlineBody is a chat start carrying one inline text file of n bytes, encoded once up front so

@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/group"
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/domain/group"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/store"
 )
 

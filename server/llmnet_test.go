@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -5,8 +5,8 @@ import (
 	"crypto/subtle"
 	"fmt"
 
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/group"
+	"github.com/agentsvc/svc/internal/domain/group"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/mail/mailtest"
+	"github.com/agentsvc/svc/internal/domain/mail/mailtest"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/server"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/mail/mailtest"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/domain/mail/mailtest"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/push"
+	"github.com/agentsvc/svc/internal/platform/push"
 )
 
 // mercureBinEnv names the Mercure hub binary (Caddy with the Mercure module) the real-hub test

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/internal/account"
+	"github.com/agentsvc/svc/internal/domain/account"
 )
 
 // Keys of what the chain records for the request log (gin context values).

@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/push"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/platform/push"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // listNotifications returns the caller's notifications (query q) and the unread count.

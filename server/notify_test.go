@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/schedule"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/domain/schedule"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // A task started by a scheduled run mails its owner once when it finishes, unless

@@ -17,9 +17,9 @@ import (
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/metrics"
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/tracing"
+	"github.com/agentsvc/svc/internal/platform/metrics"
+	"github.com/agentsvc/svc/internal/platform/tracing"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/plugins/mcp"
 	"github.com/agentsvc/svc/skills"

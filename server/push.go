@@ -5,9 +5,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/push"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/platform/push"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // subscribe serves the embedded push hub at {prefix}/.well-known/mercure (Mercure's subscribe

@@ -3,8 +3,8 @@ package server
 import (
 	"strconv"
 
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/mail"
+	"github.com/agentsvc/svc/internal/domain/mail"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/store"
 )
 

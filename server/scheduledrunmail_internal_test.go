@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/store"
 )
 

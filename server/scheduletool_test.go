@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/api/apitest"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // TestScheduleToolRuns: an agent with the schedule tool creates a prompt template and a

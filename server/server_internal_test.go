@@ -15,9 +15,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/config"
-	"github.com/agentsvc/svc/internal/mail"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/mail"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 func TestPanicAnswersTheEnvelope(t *testing.T) {

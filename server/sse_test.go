@@ -19,8 +19,8 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/push"
-	"github.com/agentsvc/svc/internal/worker"
+	"github.com/agentsvc/svc/internal/jobs/worker"
+	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -19,10 +19,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/api"
-	"github.com/agentsvc/svc/internal/account"
-	"github.com/agentsvc/svc/internal/chat"
-	"github.com/agentsvc/svc/internal/spool"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/account"
+	"github.com/agentsvc/svc/internal/domain/chat"
+	"github.com/agentsvc/svc/internal/domain/spool"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Body limits. An operation may raise its own with the extension `x-max-body-bytes`.

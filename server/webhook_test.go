@@ -17,9 +17,9 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/taskstate"
-	"github.com/agentsvc/svc/internal/webhook"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/platform/webhook"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 

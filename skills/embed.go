@@ -5,7 +5,7 @@ package skills
 import (
 	"embed"
 
-	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/platform/skill"
 )
 
 // FS holds every shipped skill folder at its root (web-research/SKILL.md, …).

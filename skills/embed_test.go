@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/skills"
 )
 

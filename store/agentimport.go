@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/limits"
+	"github.com/agentsvc/svc/internal/vocab/limits"
 )
 
 // ImportedTool is one tool record written by ImportAgent: the tool is enabled for the new agent,

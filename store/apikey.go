@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // AgentAPIKey is a per-agent API key: svk_<KeyID>_<secret>. SecretDigest is the lowercase hex

@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // InternalSettingPrefix starts the keys of settings rows the service keeps for itself; Settings

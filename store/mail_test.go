@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )

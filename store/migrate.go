@@ -15,7 +15,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Migration files live in migrations/<dialect>/NNNN_name.sql. Both dialects must carry the same

@@ -14,9 +14,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
-	"github.com/agentsvc/svc/internal/text"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/text"
 )
 
 // Notification kinds (docs/design.md "Scheduled runs, prompt templates, notifications").

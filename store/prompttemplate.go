@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // PromptVariable is a declared `{{key}}` placeholder; a nil DefaultValue makes it mandatory.

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // ScheduledRun starts a task of an agent on a cron schedule or once at RunAt.

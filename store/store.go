@@ -30,8 +30,8 @@ import (
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
-	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Dialect names returned by Store.Dialect.

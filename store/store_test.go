@@ -15,8 +15,8 @@ import (
 	mysql "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
 	"github.com/agentsvc/svc/internal/testkit"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )

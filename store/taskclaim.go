@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // claimLease is what a claim sets besides the status (setStatus derives the rest from

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )

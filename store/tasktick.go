@@ -7,8 +7,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // AcquireTick gives workerID the lease of task id for one client-mode tick (POST

@@ -9,8 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // TaskTransition is a status change asked for by a caller (task.Service), applied by

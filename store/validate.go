@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentsvc/svc/internal/fieldcheck"
-	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/fieldcheck"
+	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Column limits of the account tables. The store checks them itself (with package fieldcheck,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentsvc/svc/internal/skill"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Tool is a registered tool. Execution is added with the agent loop; for now a tool is its

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 

@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // validCode reports whether code is one a model call may fail with.

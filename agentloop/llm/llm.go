@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // Roles of a [Message].

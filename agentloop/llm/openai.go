@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // openaiDriver talks to any OpenAI-compatible /chat/completions endpoint: it builds the request

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 const openaiKey = "sk-test-SECRET-0123456789"

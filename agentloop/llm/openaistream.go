@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/agentsvc/svc/internal/sseread"
+	"github.com/agentsvc/svc/internal/platform/sseread"
 )
 
 // The stream of an OpenAI-compatible chat completion is read here instead of through the SDK's

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 )
 
 // openaiChunk is one chat.completion.chunk event's data; delta and finish are JSON.

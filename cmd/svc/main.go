@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentsvc/svc/internal/agenttemplate"
-	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/domain/agenttemplate"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/server"
 )
 

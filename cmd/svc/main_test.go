@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/config"
+	"github.com/agentsvc/svc/internal/platform/config"
 )
 
 func TestTemplateValidate(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/startstop"
+	"github.com/agentsvc/svc/internal/platform/startstop"
 )
 
 // Clock is a manual clock. Its Now can also be the clock of a store (storetest.NewWithClock).

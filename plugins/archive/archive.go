@@ -45,7 +45,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Default limits, used for a zero field of Limits.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/plugins/archive"
 	at "github.com/agentsvc/svc/plugins/archive/archivetest"
 )

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Defaults for zero Options fields.

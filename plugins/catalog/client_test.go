@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/internal/testkit"
 	at "github.com/agentsvc/svc/plugins/archive/archivetest"
 )

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // packageRE is the pattern of a package name, vendor/name.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/plugins/archive"
 )
 

@@ -18,7 +18,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 

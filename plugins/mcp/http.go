@@ -12,7 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 )
 
 // httpTransport builds the SDK transport of an HTTP server: requests carry the static headers

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/plugins/mcp"
 	"github.com/agentsvc/svc/tools"
 )

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/access"
-	"github.com/agentsvc/svc/internal/text"
+	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/vocab/text"
 	"github.com/agentsvc/svc/plugins"
 	"github.com/agentsvc/svc/store"
 )

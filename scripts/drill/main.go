@@ -38,7 +38,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/agentsvc/svc/bench/outside"
-	"github.com/agentsvc/svc/internal/sseread"
+	"github.com/agentsvc/svc/internal/platform/sseread"
 )
 
 func main() {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store/storetest"
 )
 

@@ -12,7 +12,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/agentsvc/svc/internal/sqlcount"
+	"github.com/agentsvc/svc/internal/platform/sqlcount"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/skill"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

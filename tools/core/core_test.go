@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentsvc/svc/internal/skill"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/skills"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
-	"github.com/agentsvc/svc/internal/schedule"
+	"github.com/agentsvc/svc/internal/domain/schedule"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"

@@ -16,11 +16,12 @@ import (
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"github.com/agentsvc/svc/internal/netguard"
-	"github.com/agentsvc/svc/internal/svcerr"
-	"github.com/agentsvc/svc/tools"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
+
+	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/tools"
 )
 
 // ReadURLTool fetches a public web address (HTML, JSON, XML, RSS) and returns it as Markdown or

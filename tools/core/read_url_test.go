@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsvc/svc/internal/netguard"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )

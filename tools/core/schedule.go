@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentsvc/svc/internal/limits"
+	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

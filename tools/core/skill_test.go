@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/agentsvc/svc/internal/skill"
+	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/tools"
 	"github.com/agentsvc/svc/tools/core"
 )

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/agentsvc/svc/internal/limits"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

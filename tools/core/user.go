@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/tools"
 )
 

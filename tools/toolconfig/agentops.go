@@ -3,7 +3,7 @@ package toolconfig
 import (
 	"context"
 
-	"github.com/agentsvc/svc/internal/agent"
+	"github.com/agentsvc/svc/internal/domain/agent"
 	"github.com/agentsvc/svc/store"
 )
 

@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentsvc/svc/internal/access"
-	"github.com/agentsvc/svc/internal/agent"
-	"github.com/agentsvc/svc/internal/skill"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/domain/agent"
+	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
 )

@@ -3,8 +3,8 @@ package toolconfig
 import (
 	"encoding/json"
 
-	"github.com/agentsvc/svc/internal/fieldcheck"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/fieldcheck"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
 

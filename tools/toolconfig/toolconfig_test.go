@@ -9,9 +9,9 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/agentsvc/svc/internal/secret"
-	"github.com/agentsvc/svc/internal/skill"
-	"github.com/agentsvc/svc/internal/svcerr"
+	"github.com/agentsvc/svc/internal/platform/secret"
+	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 	"github.com/agentsvc/svc/tools"
