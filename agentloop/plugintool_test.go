@@ -38,23 +38,23 @@ func TestRegisteredToolRunsItselfWithoutExecutorEntry(t *testing.T) {
 		{Text: "done"},
 	}, store.AgentFields{}, true)
 	tool := &selfRunningTool{}
-	if err := f.loop.Registry.Register(tool); err != nil {
+	if err := f.Loop.Registry.Register(tool); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.loop.Executors["demo.McpShout"]; ok {
+	if _, ok := f.Loop.Executors["demo.McpShout"]; ok {
 		t.Fatal("the fixture has an executor for the plugin tool; the test would prove nothing")
 	}
-	f.states["demo.McpShout"] = tools.ToolState{Enabled: true}
-	tk := f.newTask("shout", 10)
-	f.drain()
-	if got := f.task(tk.ID); got.Status != taskstate.Completed {
+	f.States["demo.McpShout"] = tools.ToolState{Enabled: true}
+	tk := f.NewTask("shout", 10)
+	f.Drain()
+	if got := f.Task(tk.ID); got.Status != taskstate.Completed {
 		t.Fatalf("task = %s", got.Status)
 	}
 	if tool.runs.Load() != 1 {
 		t.Fatalf("plugin tool ran %d times, want 1", tool.runs.Load())
 	}
 	var sent []string
-	for _, m := range f.rec.reqs[1].Messages {
+	for _, m := range f.Rec.Requests()[1].Messages {
 		if m.Role == llm.RoleTool {
 			sent = append(sent, m.Text)
 		}
@@ -64,9 +64,9 @@ func TestRegisteredToolRunsItselfWithoutExecutorEntry(t *testing.T) {
 	}
 	// The model was offered the tool with its raw schema.
 	var offered *llm.ToolDef
-	for i, d := range f.rec.reqs[0].Tools {
+	for i, d := range f.Rec.Requests()[0].Tools {
 		if d.Name == "demo:shout" {
-			offered = &f.rec.reqs[0].Tools[i]
+			offered = &f.Rec.Requests()[0].Tools[i]
 		}
 	}
 	if offered == nil || string(offered.Parameters) != `{"properties":{"text":{"type":"string"}},"type":"object"}` {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/agentloop/looptest"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -27,15 +28,15 @@ func TestAssistantTurnAndItsCallsAreOneWrite(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, store.AgentFields{}, true)
 	args := []byte(`{"expression": "1+1"}`)
-	f.rec.d = repeatedIDs{llm.ToolCall{ID: "c1", Name: "calculator", Arguments: args}}
-	task := f.newTask("x", 10)
-	f.drain()
+	f.Rec.Driver = repeatedIDs{llm.ToolCall{ID: "c1", Name: "calculator", Arguments: args}}
+	task := f.NewTask("x", 10)
+	f.Drain()
 	ctx := context.Background()
-	msgs, err := f.st.Messages(ctx, task.ID, 0)
+	msgs, err := f.Store.Messages(ctx, task.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, err := f.st.ToolCalls(ctx, task.ID)
+	calls, err := f.Store.ToolCalls(ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestAssistantTurnAndItsCallsAreOneWrite(t *testing.T) {
 		}
 	}
 	// Each failed step handed the task back counting a recovery; past the limit it fails.
-	got := f.task(task.ID)
+	got := f.Task(task.ID)
 	if got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != taskstate.CodeOrphaned || f.calc.n.Load() != 0 {
 		t.Fatalf("task = %s %+v, executions %d", got.Status, got.Error, f.calc.n.Load())
 	}
@@ -64,7 +65,7 @@ func TestStopHandsTheTaskBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "2+3")}}, {Text: "5"}}, store.AgentFields{}, true)
 	stop := make(chan struct{})
-	f.rec.d = &hookDriver{d: f.rec.d, before: func(context.Context, llm.Request) error {
+	f.Rec.Driver = &hookDriver{d: f.Rec.Driver, before: func(context.Context, llm.Request) error {
 		select {
 		case <-stop:
 		default:
@@ -72,16 +73,16 @@ func TestStopHandsTheTaskBack(t *testing.T) {
 		}
 		return nil
 	}}
-	task := f.newTask("x", 10)
+	task := f.NewTask("x", 10)
 	ctx := context.Background()
-	claimed := claimOne(t, f.st, "w1", time.Minute)
-	f.loop.Run(ctx, stop, claimed, "w1")
-	got := f.task(task.ID)
+	claimed := claimOne(t, f.Store, "w1", time.Minute)
+	f.Loop.Run(ctx, stop, claimed, "w1")
+	got := f.Task(task.ID)
 	if got.Status != taskstate.Queued || got.LeaseOwner != nil || got.LeaseExpiresAt != nil || got.Recoveries != 0 || got.StepsUsed != 1 || f.calc.n.Load() != 1 {
 		t.Fatalf("handed back = %+v, executions %d", got, f.calc.n.Load())
 	}
-	f.drain()
-	if got := f.task(task.ID); got.Status != taskstate.Completed || f.calc.n.Load() != 1 {
+	f.Drain()
+	if got := f.Task(task.ID); got.Status != taskstate.Completed || f.calc.n.Load() != 1 {
 		t.Fatalf("resumed = %s, executions %d", got.Status, f.calc.n.Load())
 	}
 }
@@ -92,15 +93,15 @@ func TestCancelledStepIsHandedBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, []llm.ScriptTurn{{Text: "done"}}, store.AgentFields{}, true)
 	ctx, cancel := context.WithCancel(context.Background())
-	f.rec.d = &hookDriver{d: f.rec.d, before: func(ctx context.Context, _ llm.Request) error {
+	f.Rec.Driver = &hookDriver{d: f.Rec.Driver, before: func(ctx context.Context, _ llm.Request) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()
 	}}
-	task := f.newTask("x", 10)
-	claimed := claimOne(t, f.st, "w1", time.Minute)
-	f.loop.Run(ctx, nil, claimed, "w1")
-	if got := f.task(task.ID); got.Status != taskstate.Queued || got.Error != nil || got.Recoveries != 1 || got.LeaseOwner != nil {
+	task := f.NewTask("x", 10)
+	claimed := claimOne(t, f.Store, "w1", time.Minute)
+	f.Loop.Run(ctx, nil, claimed, "w1")
+	if got := f.Task(task.ID); got.Status != taskstate.Queued || got.Error != nil || got.Recoveries != 1 || got.LeaseOwner != nil {
 		t.Fatalf("cancelled step left %+v", got)
 	}
 }
@@ -110,31 +111,31 @@ func TestCancelledStepIsHandedBack(t *testing.T) {
 func TestHeartbeatKeepsTheLeaseOfALongStep(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2031, 3, 4, 5, 6, 0, 0, time.UTC))
-	f := newFixtureAt(t, []llm.ScriptTurn{{Text: "done"}}, store.AgentFields{}, true, clock.Now)
-	f.loop.Lease, f.loop.Clock = 3*time.Minute, clock
+	f := newFixture(t, []llm.ScriptTurn{{Text: "done"}}, store.AgentFields{}, true, looptest.WithClock(clock.Now))
+	f.Loop.Lease, f.Loop.Clock = 3*time.Minute, clock
 	inModel, release := make(chan struct{}), make(chan struct{})
-	f.rec.d = &hookDriver{d: f.rec.d, before: func(context.Context, llm.Request) error {
+	f.Rec.Driver = &hookDriver{d: f.Rec.Driver, before: func(context.Context, llm.Request) error {
 		close(inModel)
 		<-release
 		return nil
 	}}
-	task := f.newTask("x", 10)
+	task := f.NewTask("x", 10)
 	ctx := context.Background()
-	claimed := claimOne(t, f.st, "w1", f.loop.Lease)
+	claimed := claimOne(t, f.Store, "w1", f.Loop.Lease)
 	done := make(chan struct{})
-	go func() { defer close(done); f.loop.Run(ctx, nil, claimed, "w1") }()
+	go func() { defer close(done); f.Loop.Run(ctx, nil, claimed, "w1") }()
 	<-inModel
 	for range 4 { // four minutes: past the claim's lease of three
 		clock.WaitForTimers(t, 1)
 		clock.Advance(time.Minute)
 	}
 	clock.WaitForTimers(t, 1) // the fourth extension was written: the heartbeat waits again
-	if got := f.task(task.ID); got.LeaseExpiresAt == nil || !got.LeaseExpiresAt.Equal(clock.Now().Add(f.loop.Lease)) {
+	if got := f.Task(task.ID); got.LeaseExpiresAt == nil || !got.LeaseExpiresAt.Equal(clock.Now().Add(f.Loop.Lease)) {
 		t.Fatalf("lease = %v at %v", got.LeaseExpiresAt, clock.Now())
 	}
 	close(release)
 	<-done
-	if got := f.task(task.ID); got.Status != taskstate.Completed {
+	if got := f.Task(task.ID); got.Status != taskstate.Completed {
 		t.Fatalf("task = %s after a step longer than its first lease", got.Status)
 	}
 }

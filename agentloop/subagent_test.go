@@ -63,7 +63,7 @@ func newSubFixture(t *testing.T, parent []llm.ScriptTurn, children [][]llm.Scrip
 	var ids []any
 	for i, turns := range children {
 		prompt := "child" + strconv.Itoa(i)
-		a := storetest.Agent(t, f.st, f.agent.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
+		a := storetest.Agent(t, f.Store, f.Agent.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
 		sf.children = append(sf.children, a)
 		add(prompt, turns)
 		ids = append(ids, float64(a.ID))
@@ -75,10 +75,10 @@ func newSubFixture(t *testing.T, parent []llm.ScriptTurn, children [][]llm.Scrip
 		}
 	}
 	yes := true
-	f.states["core.SubAgentTool"] = tools.ToolState{Enabled: true,
+	f.States["core.SubAgentTool"] = tools.ToolState{Enabled: true,
 		Layers:    []map[string]any{{"allowed_target_agents": ids}},
 		Overrides: map[string]tools.OperationOverride{"sub_agent": {AutoApprove: &yes}, "handover": {AutoApprove: &yes}}}
-	f.loop.Driver = func(*store.LLMConfig) (llm.Driver, error) { return sf.drv, nil }
+	f.Loop.Driver = func(*store.LLMConfig) (llm.Driver, error) { return sf.drv, nil }
 	return sf
 }
 
@@ -103,10 +103,10 @@ func (sf *subFixture) toolResults(system string) []string {
 }
 
 func (sf *subFixture) childTasks(parent int64) []store.Task {
-	sf.t.Helper()
-	all, err := sf.st.ListTasks(context.Background(), store.TaskQuery{UserID: sf.user.ID, PerPage: 100})
+	sf.T.Helper()
+	all, err := sf.Store.ListTasks(context.Background(), store.TaskQuery{UserID: sf.User.ID, PerPage: 100})
 	if err != nil {
-		sf.t.Fatal(err)
+		sf.T.Fatal(err)
 	}
 	var out []store.Task
 	for _, t := range all {
@@ -126,15 +126,15 @@ func TestSubAgentDelegationCompletes(t *testing.T) {
 		{ToolCalls: []llm.ScriptToolCall{subCall("s1", "sub_agent", child, "research this")}},
 		{Text: "summary of the findings"},
 	})
-	parent := sf.newTask("delegate", 10)
+	parent := sf.NewTask("delegate", 10)
 
 	// One step: the parent starts its child and waits.
-	claimed, err := sf.st.ClaimQueued(context.Background(), "w1", time.Minute, 1)
+	claimed, err := sf.Store.ClaimQueued(context.Background(), "w1", time.Minute, 1)
 	if err != nil || len(claimed) != 1 || claimed[0].ID != parent.ID {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
-	sf.loop.Run(context.Background(), nil, &claimed[0], "w1")
-	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
+	sf.Loop.Run(context.Background(), nil, &claimed[0], "w1")
+	if got := sf.Task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}
 	kids := sf.childTasks(parent.ID)
@@ -143,12 +143,12 @@ func TestSubAgentDelegationCompletes(t *testing.T) {
 		t.Fatalf("children: %+v", kids)
 	}
 
-	sf.drain()
-	got := sf.task(parent.ID)
+	sf.Drain()
+	got := sf.Task(parent.ID)
 	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "summary of the findings" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
-	if c := sf.task(kids[0].ID); c.Status != taskstate.Completed || *c.Answer != "the child's findings" {
+	if c := sf.Task(kids[0].ID); c.Status != taskstate.Completed || *c.Answer != "the child's findings" {
 		t.Fatalf("child %s %v", c.Status, c.Answer)
 	}
 	res := sf.toolResults("parent")
@@ -167,9 +167,9 @@ func TestSubAgentHandover(t *testing.T) {
 		{ToolCalls: []llm.ScriptToolCall{subCall("h1", "handover", sf.children[0].ID, "take over")}},
 		{Text: "the parent must not speak again"},
 	})
-	parent := sf.newTask("hand over", 10)
-	sf.drain()
-	got := sf.task(parent.ID)
+	parent := sf.NewTask("hand over", 10)
+	sf.Drain()
+	got := sf.Task(parent.ID)
 	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "answer from the specialist" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
@@ -191,22 +191,22 @@ func TestSubAgentRefusedTargets(t *testing.T) {
 			target := sf.children[0].ID
 			switch tc.name {
 			case "not allowed":
-				sf.states["core.SubAgentTool"] = withAllowed(sf.states["core.SubAgentTool"], []any{float64(target + 1000)})
+				sf.States["core.SubAgentTool"] = withAllowed(sf.States["core.SubAgentTool"], []any{float64(target + 1000)})
 			case "other principal":
-				other := storetest.User(t, sf.st)
-				target = storetest.Agent(t, sf.st, other.PrincipalID).ID
-				sf.states["core.SubAgentTool"] = withAllowed(sf.states["core.SubAgentTool"], []any{float64(target)})
+				other := storetest.User(t, sf.Store)
+				target = storetest.Agent(t, sf.Store, other.PrincipalID).ID
+				sf.States["core.SubAgentTool"] = withAllowed(sf.States["core.SubAgentTool"], []any{float64(target)})
 			case "unknown agent":
 				target = 999999
-				sf.states["core.SubAgentTool"] = withAllowed(sf.states["core.SubAgentTool"], []any{float64(target)})
+				sf.States["core.SubAgentTool"] = withAllowed(sf.States["core.SubAgentTool"], []any{float64(target)})
 			}
 			sf.drv.scripts["parent"], _ = llm.NewScripted([]llm.ScriptTurn{
 				{ToolCalls: []llm.ScriptToolCall{subCall("s1", "sub_agent", target, "do it")}},
 				{Text: "could not delegate"},
 			})
-			parent := sf.newTask("delegate", 10)
-			sf.drain()
-			if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "could not delegate" {
+			parent := sf.NewTask("delegate", 10)
+			sf.Drain()
+			if got := sf.Task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "could not delegate" {
 				t.Fatalf("parent %s %v", got.Status, got.Answer)
 			}
 			if kids := sf.childTasks(parent.ID); len(kids) != 0 {
@@ -237,10 +237,10 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 		}},
 		{Text: "both done"},
 	})
-	parent := sf.newTask("split", 10)
-	claimed := claimOne(t, sf.st, "w0", time.Minute)
-	sf.loop.Run(ctx, nil, claimed, "w0")
-	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
+	parent := sf.NewTask("split", 10)
+	claimed := claimOne(t, sf.Store, "w0", time.Minute)
+	sf.Loop.Run(ctx, nil, claimed, "w0")
+	if got := sf.Task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s", got.Status)
 	}
 	// Both children reach their model turn before either goes on.
@@ -254,23 +254,23 @@ func TestSubAgentsFinishingTogetherResumeOnce(t *testing.T) {
 	}
 	var runs sync.WaitGroup
 	for _, w := range []string{"w1", "w2"} {
-		claimed, err := sf.st.ClaimQueued(ctx, w, time.Minute, 1)
+		claimed, err := sf.Store.ClaimQueued(ctx, w, time.Minute, 1)
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim %s: %v %v", w, claimed, err)
 		}
 		runs.Add(1)
 		go func(c *store.Task, w string) {
 			defer runs.Done()
-			sf.loop.Run(ctx, nil, c, w)
+			sf.Loop.Run(ctx, nil, c, w)
 		}(&claimed[0], w)
 	}
 	runs.Wait()
 	sf.drv.before = nil
-	if got := sf.task(parent.ID); got.Status != taskstate.Queued {
+	if got := sf.Task(parent.ID); got.Status != taskstate.Queued {
 		t.Fatalf("parent %s after both children, want QUEUED", got.Status)
 	}
-	sf.drain()
-	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "both done" {
+	sf.Drain()
+	if got := sf.Task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "both done" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if n := len(sf.drv.reqs["parent"]); n != 2 {
@@ -290,14 +290,14 @@ func TestResumeWhenChildrenSettledOnce(t *testing.T) {
 	sf.drv.scripts["parent"], _ = llm.NewScripted([]llm.ScriptTurn{
 		{ToolCalls: []llm.ScriptToolCall{subCall("a", "sub_agent", sf.children[0].ID, "go")}},
 	})
-	parent := sf.newTask("p", 10)
-	claimed := claimOne(t, sf.st, "w0", time.Minute)
-	sf.loop.Run(ctx, nil, claimed, "w0")
-	if ok, err := sf.st.ResumeWhenChildrenSettled(ctx, parent.ID); ok || err != nil {
+	parent := sf.NewTask("p", 10)
+	claimed := claimOne(t, sf.Store, "w0", time.Minute)
+	sf.Loop.Run(ctx, nil, claimed, "w0")
+	if ok, err := sf.Store.ResumeWhenChildrenSettled(ctx, parent.ID); ok || err != nil {
 		t.Fatalf("resumed with a queued child: %v %v", ok, err)
 	}
 	kid := sf.childTasks(parent.ID)[0]
-	storetest.MoveTo(t, sf.st, kid.ID, taskstate.Completed)
+	storetest.MoveTo(t, sf.Store, kid.ID, taskstate.Completed)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	resumed := 0
@@ -305,7 +305,7 @@ func TestResumeWhenChildrenSettledOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := sf.st.ResumeWhenChildrenSettled(ctx, parent.ID)
+			ok, err := sf.Store.ResumeWhenChildrenSettled(ctx, parent.ID)
 			if err != nil {
 				t.Error(err)
 			}
@@ -330,22 +330,22 @@ func TestAbortSubAgentCascades(t *testing.T) {
 	sf.drv.scripts["parent"], _ = llm.NewScripted([]llm.ScriptTurn{
 		{ToolCalls: []llm.ScriptToolCall{subCall("a", "sub_agent", sf.children[0].ID, "go")}},
 	})
-	parent := sf.newTask("p", 10)
-	claimed := claimOne(t, sf.st, "w0", time.Minute)
-	sf.loop.Run(ctx, nil, claimed, "w0")
+	parent := sf.NewTask("p", 10)
+	claimed := claimOne(t, sf.Store, "w0", time.Minute)
+	sf.Loop.Run(ctx, nil, claimed, "w0")
 	kid := sf.childTasks(parent.ID)[0]
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	v, err := task.New(sf.st, reg).AbortSubAgent(ctx, sf.user, strconv.FormatInt(kid.ID, 10))
+	v, err := task.New(sf.Store, reg).AbortSubAgent(ctx, sf.User, strconv.FormatInt(kid.ID, 10))
 	if err != nil || v == nil {
 		t.Fatalf("abort-sub-agent: %v", err)
 	}
-	if c, p := sf.task(kid.ID), sf.task(parent.ID); c.Status != taskstate.Aborted || p.Status != taskstate.Aborted {
+	if c, p := sf.Task(kid.ID), sf.Task(parent.ID); c.Status != taskstate.Aborted || p.Status != taskstate.Aborted {
 		t.Fatalf("child %s parent %s, want both ABORTED", c.Status, p.Status)
 	}
-	sf.drain()
+	sf.Drain()
 	if n := len(sf.drv.reqs["child0"]); n != 0 {
 		t.Fatalf("the aborted child ran %d turns", n)
 	}
@@ -361,12 +361,12 @@ func TestAbortedChildResumesParent(t *testing.T) {
 		{Text: "the child ran out of steps"},
 	})
 	one := 1
-	if _, err := sf.st.UpdateAgent(context.Background(), sf.children[0].ID, sf.user.ID, store.AgentFields{MaxSteps: &one}, nil); err != nil {
+	if _, err := sf.Store.UpdateAgent(context.Background(), sf.children[0].ID, sf.User.ID, store.AgentFields{MaxSteps: &one}, nil); err != nil {
 		t.Fatal(err)
 	}
-	parent := sf.newTask("p", 10)
-	sf.drain()
-	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "the child ran out of steps" {
+	parent := sf.NewTask("p", 10)
+	sf.Drain()
+	if got := sf.Task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "the child ran out of steps" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if res := strings.Join(sf.toolResults("parent"), "|"); !strings.Contains(res, taskstate.Aborted) {
@@ -379,28 +379,28 @@ func TestSubAgentNeedsApprovalByDefault(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sf := newSubFixture(t, nil, [][]llm.ScriptTurn{{{Text: "child says hi"}}}, nil)
-	st := sf.states["core.SubAgentTool"]
+	st := sf.States["core.SubAgentTool"]
 	st.Overrides = nil
-	sf.states["core.SubAgentTool"] = st
+	sf.States["core.SubAgentTool"] = st
 	sf.drv.scripts["parent"], _ = llm.NewScripted([]llm.ScriptTurn{
 		{ToolCalls: []llm.ScriptToolCall{subCall("s1", "sub_agent", sf.children[0].ID, "go")}},
 		{Text: "approved and done"},
 	})
-	parent := sf.newTask("p", 10)
-	sf.drain()
-	if got := sf.task(parent.ID); got.Status != taskstate.PendingApproval || len(sf.childTasks(parent.ID)) != 0 {
+	parent := sf.NewTask("p", 10)
+	sf.Drain()
+	if got := sf.Task(parent.ID); got.Status != taskstate.PendingApproval || len(sf.childTasks(parent.ID)) != 0 {
 		t.Fatalf("parent %s with %d children, want PENDING_APPROVAL and none", got.Status, len(sf.childTasks(parent.ID)))
 	}
 	reg := tools.NewRegistry()
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := task.New(sf.st, reg).Approve(ctx, sf.user, strconv.FormatInt(parent.ID, 10),
+	if _, err := task.New(sf.Store, reg).Approve(ctx, sf.User, strconv.FormatInt(parent.ID, 10),
 		[]store.ToolDecision{{ProviderCallID: "s1", Approve: true}}); err != nil {
 		t.Fatal(err)
 	}
-	sf.drain()
-	if got := sf.task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "approved and done" {
+	sf.Drain()
+	if got := sf.Task(parent.ID); got.Status != taskstate.Completed || *got.Answer != "approved and done" {
 		t.Fatalf("parent %s %v", got.Status, got.Answer)
 	}
 	if res := strings.Join(sf.toolResults("parent"), "|"); !strings.Contains(res, "child says hi") {
@@ -418,10 +418,10 @@ func TestChildAbortedByUserResumesParent(t *testing.T) {
 		{ToolCalls: []llm.ScriptToolCall{subCall("a", "sub_agent", sf.children[0].ID, "go")}},
 		{Text: "the child was stopped"},
 	})
-	parent := sf.newTask("p", 10)
-	claimed := claimOne(t, sf.st, "w0", time.Minute)
-	sf.loop.Run(ctx, nil, claimed, "w0")
-	if got := sf.task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
+	parent := sf.NewTask("p", 10)
+	claimed := claimOne(t, sf.Store, "w0", time.Minute)
+	sf.Loop.Run(ctx, nil, claimed, "w0")
+	if got := sf.Task(parent.ID); got.Status != taskstate.AwaitingSubAgents {
 		t.Fatalf("parent %s, want AWAITING_SUB_AGENTS", got.Status)
 	}
 	kid := sf.childTasks(parent.ID)[0]
@@ -429,14 +429,14 @@ func TestChildAbortedByUserResumesParent(t *testing.T) {
 	if err := core.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := task.New(sf.st, reg).Abort(ctx, sf.user, strconv.FormatInt(kid.ID, 10)); err != nil {
+	if _, err := task.New(sf.Store, reg).Abort(ctx, sf.User, strconv.FormatInt(kid.ID, 10)); err != nil {
 		t.Fatal(err)
 	}
-	if got := sf.task(parent.ID); got.Status != taskstate.Queued {
+	if got := sf.Task(parent.ID); got.Status != taskstate.Queued {
 		t.Fatalf("parent %s after its only child was aborted, want QUEUED", got.Status)
 	}
-	sf.drain()
-	if got := sf.task(parent.ID); got.Status != taskstate.Completed {
+	sf.Drain()
+	if got := sf.Task(parent.ID); got.Status != taskstate.Completed {
 		t.Fatalf("parent %s", got.Status)
 	}
 }

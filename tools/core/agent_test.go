@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/agentloop/looptest"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -29,7 +30,7 @@ func agentCall(id string, args map[string]any) llm.ScriptToolCall {
 func TestAgentToolConfigureThenDiscover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, []llm.ScriptTurn{
+	f := looptest.New(t, []llm.ScriptTurn{
 		{ToolCalls: []llm.ScriptToolCall{
 			agentCall("cfg", map[string]any{"action": "configure_tools", "agent_id": 0, "tools": []any{
 				map[string]any{"tool_class": "core.TimeTool", "enabled": true, "operations": []any{map[string]any{"name": "format", "enabled": false}}},
@@ -49,20 +50,20 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 		{Text: "done"},
 	}, store.AgentFields{}, true)
 	// The fixture's agent id is only known now: point the configure calls at it.
-	svc := toolconfig.New(f.st, f.loop.Registry, nil, nil)
-	f.loop.ToolStates = svc.AgentToolStates
-	f.executors(core.Deps{Agents: svc})
-	if err := f.st.SetAgentToolEnabled(ctx, f.agent.ID, "core.AgentTool", true, nil); err != nil {
+	svc := toolconfig.New(f.Store, f.Loop.Registry, nil, nil)
+	f.Loop.ToolStates = svc.AgentToolStates
+	f.Executors(core.Deps{Agents: svc})
+	if err := f.Store.SetAgentToolEnabled(ctx, f.Agent.ID, "core.AgentTool", true, nil); err != nil {
 		t.Fatal(err)
 	}
 
-	task := f.newTask("set yourself up", 10)
-	f.drain()
-	if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
+	task := f.NewTask("set yourself up", 10)
+	f.Drain()
+	if got := f.Task(task.ID); got.Status != taskstate.PendingApproval {
 		t.Fatalf("status %s, want PENDING_APPROVAL (configure_tools needs approval)", got.Status)
 	}
-	self := float64(f.agent.ID)
-	if _, err := f.st.DecideToolCalls(ctx, task.ID, f.user.ID, []store.ToolDecision{
+	self := float64(f.Agent.ID)
+	if _, err := f.Store.DecideToolCalls(ctx, task.ID, f.User.ID, []store.ToolDecision{
 		{ProviderCallID: "cfg", Approve: true, Arguments: map[string]any{"action": "configure_tools", "agent_id": self, "tools": []any{
 			map[string]any{"tool_class": "core.TimeTool", "enabled": true, "operations": []any{map[string]any{"name": "format", "enabled": false}}},
 		}}},
@@ -74,15 +75,15 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.drain()
-	got := f.task(task.ID)
+	f.Drain()
+	got := f.Task(task.ID)
 	if got.Status != taskstate.Completed {
 		t.Fatalf("status %s, want COMPLETED (%+v)", got.Status, got.Error)
 	}
-	if len(f.rec.reqs) != 3 {
-		t.Fatalf("model turns = %d", len(f.rec.reqs))
+	if len(f.Rec.Requests()) != 3 {
+		t.Fatalf("model turns = %d", len(f.Rec.Requests()))
 	}
-	res := toolResults(f.rec.reqs[2])
+	res := looptest.ToolResults(f.Rec.Requests()[2])
 	if m := res["cfg"]; m.IsError || !strings.Contains(m.Text, `"tool_class":"core.TimeTool"`) {
 		t.Fatalf("configure result = %+v", m)
 	}
@@ -92,7 +93,7 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 	if m := res["bad"]; !m.IsError || !strings.Contains(m.Text, "nope") {
 		t.Fatalf("bad configure = %+v", m)
 	}
-	if m := res["list"]; m.IsError || !strings.Contains(m.Text, fmt.Sprintf(`"id":%d`, f.agent.ID)) {
+	if m := res["list"]; m.IsError || !strings.Contains(m.Text, fmt.Sprintf(`"id":%d`, f.Agent.ID)) {
 		t.Fatalf("list_agents = %+v", m)
 	}
 	var d tools.Discovery
@@ -115,7 +116,7 @@ func TestAgentToolConfigureThenDiscover(t *testing.T) {
 		t.Fatalf("discovery = %+v", d)
 	}
 	offered := map[string]bool{}
-	for _, td := range f.rec.reqs[2].Tools {
+	for _, td := range f.Rec.Requests()[2].Tools {
 		offered[td.Name] = true
 	}
 	if !offered["time"] || offered["calculator"] || !offered["agent"] {

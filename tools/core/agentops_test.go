@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/agentloop/looptest"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -216,22 +217,22 @@ func TestAgentToolUpdateAgent(t *testing.T) {
 func TestAgentToolChangesNeedManageRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, nil, store.AgentFields{}, false)
-	svc := toolconfig.New(f.st, f.loop.Registry, nil, nil)
-	f.loop.ToolStates = svc.AgentToolStates
-	f.executors(core.Deps{Agents: svc})
-	g := storetest.Group(t, f.st, f.user)
-	storetest.LLMConfig(t, f.st, g.ID)
+	f := looptest.New(t, nil, store.AgentFields{}, false)
+	svc := toolconfig.New(f.Store, f.Loop.Registry, nil, nil)
+	f.Loop.ToolStates = svc.AgentToolStates
+	f.Executors(core.Deps{Agents: svc})
+	g := storetest.Group(t, f.Store, f.User)
+	storetest.LLMConfig(t, f.Store, g.ID)
 	prompt := "Be helpful."
-	a := storetest.Agent(t, f.st, g.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
-	if err := f.st.SetAgentToolEnabled(ctx, a.ID, "core.AgentTool", true, nil); err != nil {
+	a := storetest.Agent(t, f.Store, g.PrincipalID, func(af *store.AgentFields) { af.SystemPrompt = &prompt })
+	if err := f.Store.SetAgentToolEnabled(ctx, a.ID, "core.AgentTool", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	member := storetest.User(t, f.st)
-	if _, err := f.st.AddGroupMember(ctx, g.ID, member.ID, store.GroupRoleMember, nil); err != nil {
+	member := storetest.User(t, f.Store)
+	if _, err := f.Store.AddGroupMember(ctx, g.ID, member.ID, store.GroupRoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
-	admin := storetest.User(t, f.st, storetest.Admin)
+	admin := storetest.User(t, f.Store, storetest.Admin)
 	calls := []string{"cfg", "upd", "notes", "create"}
 	run := func(u *store.User, steps int) map[string]llm.Message {
 		t.Helper()
@@ -245,24 +246,24 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.rec = &recorder{d: scripted}
-		task := storetest.Task(t, f.st, a, u.ID)
-		f.drain()
-		if got := f.task(task.ID); got.Status != taskstate.PendingApproval {
+		f.Rec = &looptest.Recorder{Driver: scripted}
+		task := storetest.Task(t, f.Store, a, u.ID)
+		f.Drain()
+		if got := f.Task(task.ID); got.Status != taskstate.PendingApproval {
 			t.Fatalf("%s: status %s, want PENDING_APPROVAL", u.Email, got.Status)
 		}
 		ds := make([]store.ToolDecision, 0, len(calls))
 		for _, id := range calls {
 			ds = append(ds, store.ToolDecision{ProviderCallID: id, Approve: true})
 		}
-		if _, err := f.st.DecideToolCalls(ctx, task.ID, u.ID, ds); err != nil {
+		if _, err := f.Store.DecideToolCalls(ctx, task.ID, u.ID, ds); err != nil {
 			t.Fatal(err)
 		}
-		f.drain()
-		if got := f.task(task.ID); got.Status != taskstate.Completed {
+		f.Drain()
+		if got := f.Task(task.ID); got.Status != taskstate.Completed {
 			t.Fatalf("%s: status %s, want COMPLETED (%+v)", u.Email, got.Status, got.Error)
 		}
-		return toolResults(f.rec.reqs[len(f.rec.reqs)-1])
+		return looptest.ToolResults(f.Rec.Requests()[len(f.Rec.Requests())-1])
 	}
 
 	res := run(member, 99)
@@ -271,14 +272,14 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 			t.Errorf("member's %s = %+v, want a refusal naming the missing role", id, m)
 		}
 	}
-	got, err := f.st.Agent(ctx, a.ID, 0)
+	got, err := f.Store.Agent(ctx, a.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.SystemPrompt != prompt || got.MaxSteps == 99 || got.Notes != "" {
 		t.Fatalf("the member's task changed the agent: %+v", got)
 	}
-	if n := agentCount(t, f.st, g.PrincipalID); n != 1 {
+	if n := agentCount(t, f.Store, g.PrincipalID); n != 1 {
 		t.Fatalf("the member's task created agents: %d in the group", n)
 	}
 	states, err := svc.AgentToolStates(ctx, a.ID)
@@ -289,14 +290,14 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 		t.Fatal("the member's task enabled a tool")
 	}
 
-	for i, u := range []*store.User{f.user, admin} {
+	for i, u := range []*store.User{f.User, admin} {
 		res := run(u, 90+i)
 		for _, id := range calls {
 			if m := res[id]; m.IsError {
 				t.Errorf("%s's %s = %+v, want success", u.Email, id, m)
 			}
 		}
-		got, err := f.st.Agent(ctx, a.ID, 0)
+		got, err := f.Store.Agent(ctx, a.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +305,7 @@ func TestAgentToolChangesNeedManageRole(t *testing.T) {
 			t.Fatalf("%s's task did not change the agent: %+v", u.Email, got)
 		}
 	}
-	if n := agentCount(t, f.st, g.PrincipalID); n != 3 {
+	if n := agentCount(t, f.Store, g.PrincipalID); n != 3 {
 		t.Fatalf("agents in the group = %d, want 3", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/agentloop/looptest"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -37,7 +38,7 @@ func (nopCloser) Close() error { return nil }
 // mediaWorld is a fixture with assets around one chat tree: root (the chat) with a sub-agent
 // chat below it, and an unrelated chat.
 type mediaWorld struct {
-	*fixture
+	*looptest.Fixture
 	files                   memFiles
 	exec                    tools.Executor // the media tool over st and files
 	root, child, unrelated  *store.Task
@@ -51,19 +52,19 @@ type mediaWorld struct {
 func newMediaWorld(t *testing.T, turns []llm.ScriptTurn) *mediaWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &mediaWorld{fixture: newFixture(t, turns, store.AgentFields{}, true), files: memFiles{}}
-	w.stranger = storetest.User(t, w.st)
-	w.root = w.newTask("look at the files", 10)
-	w.child = storetest.Task(t, w.st, w.agent, w.user.ID, func(nt *store.NewTask) { nt.ParentTaskID = &w.root.ID })
-	w.unrelated = w.newTask("other chat", 10)
-	own := w.agent.PrincipalID
+	w := &mediaWorld{Fixture: looptest.New(t, turns, store.AgentFields{}, true), files: memFiles{}}
+	w.stranger = storetest.User(t, w.Store)
+	w.root = w.NewTask("look at the files", 10)
+	w.child = storetest.Task(t, w.Store, w.Agent, w.User.ID, func(nt *store.NewTask) { nt.ParentTaskID = &w.root.ID })
+	w.unrelated = w.NewTask("other chat", 10)
+	own := w.Agent.PrincipalID
 	w.notes = w.asset(t, own, "Meeting_Notes.txt", "text/plain", "document", []byte("agenda: ship it"), nil)
 	w.photo = w.asset(t, own, "photo.png", "image/png", "image", []byte("\x89PNG...."), nil)
 	w.big = w.asset(t, own, "big.json", "application/json", "document", []byte(strings.Repeat("é", core.MaxMediaText)), nil)
 	w.utf = w.asset(t, own, "100%_done.md", "text/markdown", "document", []byte("# done"), nil)
 	other := w.stranger.PrincipalID
 	w.attached = w.asset(t, other, "brief.md", "text/markdown", "document", []byte("the brief"), nil)
-	if err := w.st.AttachTaskMedia(ctx, w.root.ID, 1, []string{w.attached.ID}); err != nil {
+	if err := w.Store.AttachTaskMedia(ctx, w.root.ID, 1, []string{w.attached.ID}); err != nil {
 		t.Fatal(err)
 	}
 	w.produced = w.asset(t, other, "result.csv", "text/csv", "document", []byte("a,b\n1,2\n"), func(a *store.MediaAsset) { a.TaskID = &w.child.ID })
@@ -73,7 +74,7 @@ func newMediaWorld(t *testing.T, turns []llm.ScriptTurn) *mediaWorld {
 		past := time.Now().Add(-time.Hour)
 		a.Keep, a.ExpiresAt = false, &past
 	})
-	w.exec = core.Executors(core.Deps{Media: w.st, Files: w.files})["core.MediaTool"]
+	w.exec = core.Executors(core.Deps{Media: w.Store, Files: w.files})["core.MediaTool"]
 	return w
 }
 
@@ -89,7 +90,7 @@ func (w *mediaWorld) asset(t *testing.T, principal int64, name, mime, kind strin
 	if mod != nil {
 		mod(&a)
 	}
-	got, err := w.st.CreateMediaAsset(context.Background(), a)
+	got, err := w.Store.CreateMediaAsset(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestMediaToolSearch(t *testing.T) {
 		{"bad query", w.root.ID, map[string]any{"query": 3}, "", "query must be a string"},
 		{"bad page", w.root.ID, map[string]any{"page": 0}, "", "page"},
 	} {
-		res, err := w.exec.Execute(context.Background(), tools.Call{Operation: "search", Args: tc.args, TaskID: tc.task, AgentID: w.agent.ID})
+		res, err := w.exec.Execute(context.Background(), tools.Call{Operation: "search", Args: tc.args, TaskID: tc.task, AgentID: w.Agent.ID})
 		if tc.err != "" {
 			var te *tools.ToolError
 			if !errors.As(err, &te) || !strings.Contains(te.Msg, tc.err) {
@@ -212,7 +213,7 @@ func TestMediaToolGetMedia(t *testing.T) {
 		if tc.id != nil {
 			args["media_id"] = tc.id
 		}
-		res, err := w.exec.Execute(context.Background(), tools.Call{Operation: "get_media", Args: args, TaskID: tc.task, AgentID: w.agent.ID})
+		res, err := w.exec.Execute(context.Background(), tools.Call{Operation: "get_media", Args: args, TaskID: tc.task, AgentID: w.Agent.ID})
 		if tc.err != "" {
 			var te *tools.ToolError
 			if !errors.As(err, &te) || !strings.Contains(te.Msg, tc.err) {
@@ -241,7 +242,7 @@ func TestMediaToolGetMedia(t *testing.T) {
 			t.Errorf("%s: included %v truncated %v content %.40q (%d bytes)", tc.name, got.ContentIncluded, got.Truncated, got.Content, len(got.Content))
 		}
 	}
-	if _, err := w.exec.Execute(context.Background(), tools.Call{Operation: "nope", Args: map[string]any{}, TaskID: w.root.ID, AgentID: w.agent.ID}); err == nil {
+	if _, err := w.exec.Execute(context.Background(), tools.Call{Operation: "nope", Args: map[string]any{}, TaskID: w.root.ID, AgentID: w.Agent.ID}); err == nil {
 		t.Error("an unknown operation ran")
 	}
 }
@@ -264,21 +265,21 @@ func TestMediaToolInTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.rec.d = scripted
-	w.executors(core.Deps{Media: w.st, Files: w.files})
-	w.states["core.MediaTool"] = tools.ToolState{Enabled: true}
+	w.Rec.Driver = scripted
+	w.Executors(core.Deps{Media: w.Store, Files: w.files})
+	w.States["core.MediaTool"] = tools.ToolState{Enabled: true}
 	// Only the root chat runs: the others are settled first.
 	for _, id := range []int64{w.child.ID, w.unrelated.ID} {
-		if _, err := w.st.AbortTaskChain(context.Background(), id); err != nil {
+		if _, err := w.Store.AbortTaskChain(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.drain()
-	got := w.task(w.root.ID)
+	w.Drain()
+	got := w.Task(w.root.ID)
 	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "the agenda is to ship it" {
 		t.Fatalf("task = %s %v %+v", got.Status, got.Answer, got.Error)
 	}
-	res := toolResults(w.rec.reqs[2])
+	res := looptest.ToolResults(w.Rec.Requests()[2])
 	if m := res["s"]; m.IsError || !strings.Contains(m.Text, w.notes.ID) || strings.Contains(m.Text, w.photo.ID) {
 		t.Fatalf("search result = %+v", m)
 	}
@@ -286,7 +287,7 @@ func TestMediaToolInTheLoop(t *testing.T) {
 		t.Fatalf("get_media result = %+v", m)
 	}
 	offered := false
-	for _, td := range w.rec.reqs[0].Tools {
+	for _, td := range w.Rec.Requests()[0].Tools {
 		if td.Name == "media" {
 			offered = true
 			var schema struct {
