@@ -64,9 +64,35 @@ func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
 		opts.MySQLDSN = createMySQLDatabase(t, dsn)
 	} else {
 		opts.Driver = "sqlite"
-		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
+		opts.SQLitePath = filepath.Join(sqliteDir(t), "svc.sqlite")
 	}
 	return open(t, opts)
+}
+
+// sqliteDir makes the folder of a test's SQLite database, removed after the store closed (its
+// cleanup is registered first, so it runs last). Unlike t.TempDir's cleanup it retries: a
+// closing SQLite connection may still be unlinking its -wal and -shm files when the folder is
+// removed, which failed t.TempDir's cleanup with "directory not empty" on a loaded machine.
+func sqliteDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "storetest-")
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() {
+		for attempt := 0; ; attempt++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if attempt == 10 {
+				t.Logf("storetest: remove %s: %v", dir, err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // opened remembers how each store was opened, for Twin.
