@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/api/apitest"
+)
+
+// logLines parses the JSON log in buf.
+func logLines(t *testing.T, buf *syncBuffer) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// TestBodyCutShortIsBadRequest: a client that hangs up in the middle of its body (Content-Length
+// larger than what it sends) is answered 400 BAD_REQUEST and logged at info, not 500 at error —
+// also on the per-agent chat start, whose inline files are decoded while the body streams.
+func TestBodyCutShortIsBadRequest(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	env := apitest.NewWith(t, apitest.Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}, "SVC_AGENT_API=true")
+	owner, _ := env.UserClient("owner@example.com")
+	a := mkAgent(t, owner, map[string]any{"name": "Cut"})
+	k := mintKey(t, owner, a.Id, "cut")
+	addr := serve(t, env)
+
+	for _, tc := range []struct{ name, path, auth, body string }{
+		{"chat start, inside a file", "/agent-api/chats", "Bearer " + k.Key,
+			`{"text":"hello","files":[{"data_url":"data:text/plain;base64,aGVsbG8gd29ybGQ`},
+		{"chat start, before the files", "/agent-api/chats", "Bearer " + k.Key, `{"text":"hel`},
+		{"login", "/auth/login", "", `{"email":"ada@exa`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			head := fmt.Sprintf("POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+				apitest.API, tc.path, addr, len(tc.body)+1000)
+			if tc.auth != "" {
+				head += "Authorization: " + tc.auth + "\r\n"
+			}
+			if _, err := io.WriteString(conn, head+"\r\n"+tc.body); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil { // the client hangs up mid-body
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			answer, _ := io.ReadAll(conn)
+			if !strings.HasPrefix(string(answer), "HTTP/1.1 400 ") || !strings.Contains(string(answer), `"code":"BAD_REQUEST"`) {
+				t.Errorf("answer %q, want 400 BAD_REQUEST", answer)
+			}
+		})
+	}
+	found := 0
+	for _, m := range logLines(t, &buf) {
+		if m["level"] == "ERROR" {
+			t.Errorf("error line for a body cut short: %v", m)
+		}
+		if m["msg"] == "request" && m["status"] == float64(400) {
+			if m["level"] != "INFO" {
+				t.Errorf("request line %v, want level INFO", m)
+			}
+			found++
+		}
+	}
+	if found != 3 {
+		t.Errorf("%d request lines of 400, want 3: %s", found, buf.String())
+	}
+}
