@@ -88,3 +88,52 @@ func TestBodyCutShortIsBadRequest(t *testing.T) {
 		t.Errorf("%d request lines of 400, want 3: %s", found, buf.String())
 	}
 }
+
+// TestForwardedHeadersCannotRotate: behind a trusted proxy (the test peer 192.0.2.10), the
+// client address is the right-most untrusted hop; a left-most X-Forwarded-For entry the client
+// made up — rotated on every attempt — does not escape the login rate limit, whichever of the
+// two headers the proxy sets. Clients the proxy tells apart keep their own budgets.
+func TestForwardedHeadersCannotRotate(t *testing.T) {
+	t.Parallel()
+	const real = "198.51.100.7"
+	for _, tt := range []struct {
+		name    string
+		headers func(i int) map[string]string
+		limited bool
+	}{
+		{"proxy appends to X-Forwarded-For and sets X-Real-IP", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d, %s", i+1, real), "X-Real-IP": real}
+		}, true},
+		{"proxy sets X-Real-IP, passes the client's X-Forwarded-For", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i+1), "X-Real-IP": real}
+		}, true},
+		{"proxy appends to X-Forwarded-For, passes the client's X-Real-IP", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": real, "X-Real-IP": fmt.Sprintf("203.0.113.%d", i+1)}
+		}, true},
+		{"made-up entry that is not an address", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": fmt.Sprintf("client-%d", i+1)}
+		}, true},
+		{"a chain of trusted proxies", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d, %s, 10.1.2.3", i+1, real)}
+		}, true},
+		{"distinct clients", func(i int) map[string]string {
+			return map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i+1), "X-Real-IP": fmt.Sprintf("203.0.113.%d", i+1)}
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := apitest.New(t, "SVC_TRUSTED_PROXIES=192.0.2.0/24, 10.0.0.0/8")
+			c := env.Client()
+			for i := range 11 {
+				res := c.Do(apitest.Request{Method: "POST", Path: "/auth/login",
+					Body:   map[string]any{"email": "nobody@example.com", "password": "wrong password"},
+					Header: tt.headers(i)})
+				if i < 10 || !tt.limited {
+					res.Expect(t, 401, "UNAUTHENTICATED")
+				} else {
+					res.Expect(t, 429, "TOO_MANY_REQUESTS")
+				}
+			}
+		})
+	}
+}

@@ -95,7 +95,8 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.rateLimit(c, op); err != nil {
+	client := s.proxies.clientAddr(c.Request)
+	if err := s.rateLimit(c, op, client); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -108,7 +109,7 @@ func (s *Server) gate(c *gin.Context) {
 		}
 		defer release()
 	}
-	ri := api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()}
+	ri := api.RequestInfo{Request: c.Request, ClientIP: client}
 	if hasBody && isJSON(c.ContentType()) {
 		// JSON decoders replace invalid UTF-8 with U+FFFD: refuse it rather than store something
 		// other than what was sent. Checked while the body streams, without another copy.
@@ -319,8 +320,8 @@ func (s *Server) authenticate(c *gin.Context, op *openapi3.Operation) (context.C
 }
 
 // rateLimit applies the limiter named by the operation's `x-rate-limit` extension, keyed by
-// client address.
-func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
+// client address (clientAddr).
+func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation, client string) error {
 	name, _ := op.Extensions["x-rate-limit"].(string)
 	if name == "" {
 		return nil
@@ -329,7 +330,7 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
 	if !ok {
 		return fmt.Errorf("operation %s names unknown rate limit %q", op.OperationID, name)
 	}
-	ok, wait, err := lim.Check(c.Request.Context(), op.OperationID+"|"+c.ClientIP())
+	ok, wait, err := lim.Check(c.Request.Context(), op.OperationID+"|"+client)
 	if err != nil {
 		return err
 	}
