@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentsvc/svc/api/apitest"
+	"github.com/agentsvc/svc/gen"
 )
 
 // logLines parses the JSON log in buf.
@@ -135,5 +137,105 @@ func TestForwardedHeadersCannotRotate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// loopbackListener accepts connections on 127.0.0.1 and hands each to serve (nil: close at
+// once); it counts them.
+type loopbackListener struct {
+	port     int
+	accepted atomic.Int32
+}
+
+func listenLoopback(t *testing.T, serve func(net.Conn)) *loopbackListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loopbackListener{port: ln.Addr().(*net.TCPAddr).Port}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.accepted.Add(1)
+			go func() {
+				defer c.Close()
+				if serve != nil {
+					serve(c)
+				}
+			}()
+		}
+	}()
+	return l
+}
+
+type mailOutcome struct {
+	Sent  bool
+	Error *string
+}
+
+func testMail(t *testing.T, adm *apitest.Client, host string, port int) mailOutcome {
+	t.Helper()
+	adm.Put("/mail-config", map[string]any{"driver": "smtp", "host": host, "port": port, "encryption": "none",
+		"from_address": "svc@example.com"}).Expect(t, 200)
+	var res gen.TestMailOutcomeResponse
+	adm.Post("/mail-config/test", map[string]any{"to": "ada@example.com"}).Expect(t, 200).Decode(t, &res)
+	return mailOutcome{Sent: res.Data.Sent, Error: res.Data.Error}
+}
+
+// TestMailTestScreened: the SMTP host an administrator saves must pass the outbound screen;
+// a loopback host not listed in mail_allowed_hosts is refused before any connection is made.
+func TestMailTestScreened(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	adm, _ := env.UserClient("root@example.com")
+	l := listenLoopback(t, nil)
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		got := testMail(t, adm, host, l.port)
+		if got.Sent || got.Error == nil || !strings.Contains(*got.Error, "mail_allowed_hosts") {
+			t.Errorf("test mail to %s = %+v, want refused naming mail_allowed_hosts", host, got)
+		}
+	}
+	if n := l.accepted.Load(); n != 0 {
+		t.Fatalf("%d connections reached the loopback listener, want none", n)
+	}
+}
+
+// TestMailTestOneFailureMessage: with the host allowed (mail_allowed_hosts), every connection
+// failure — closed port, a port that closes at once, one that answers another protocol, one
+// that never answers — is the same message, naming no address.
+func TestMailTestOneFailureMessage(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, "SVC_MAIL_ALLOWED_HOSTS=127.0.0.1")
+	env.App.MailConfig.Timeout = time.Second
+	adm, _ := env.UserClient("root@example.com")
+	hangup := listenLoopback(t, nil)
+	http := listenLoopback(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n") })
+	silent := listenLoopback(t, func(c net.Conn) { time.Sleep(3 * time.Second) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	msgs := map[string]string{}
+	for name, port := range map[string]int{"closed": closedPort, "hangup": hangup.port, "http": http.port, "silent": silent.port} {
+		got := testMail(t, adm, "127.0.0.1", port)
+		if got.Sent || got.Error == nil {
+			t.Fatalf("%s: %+v, want a failure", name, got)
+		}
+		msgs[name] = *got.Error
+		for _, leak := range []string{"127.0.0.1", fmt.Sprint(port), "refused", "EOF", "HTTP", "timeout"} {
+			if strings.Contains(*got.Error, leak) {
+				t.Errorf("%s: message %q names %q", name, *got.Error, leak)
+			}
+		}
+	}
+	if msgs["closed"] != msgs["hangup"] || msgs["closed"] != msgs["http"] || msgs["closed"] != msgs["silent"] {
+		t.Errorf("messages differ: %q", msgs)
 	}
 }
