@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -237,5 +239,66 @@ func TestMailTestOneFailureMessage(t *testing.T) {
 	}
 	if msgs["closed"] != msgs["hangup"] || msgs["closed"] != msgs["http"] || msgs["closed"] != msgs["silent"] {
 		t.Errorf("messages differ: %q", msgs)
+	}
+}
+
+// TestSubscriberNotificationWithoutPrompt: a group member subscribed to a group agent is told
+// that a task of another member completed or failed, without its prompt or error text (that
+// task answers them 404) and without its id; the task's owner still reads the prompt. The mail
+// of an email subscription says no more than the notification.
+// Not parallel: the scripted driver reads its script from the working directory.
+func TestSubscriberNotificationWithoutPrompt(t *testing.T) {
+	work := t.TempDir()
+	t.Chdir(work)
+	if err := os.WriteFile(filepath.Join(work, "script.json"), []byte(`[{"text": "42."}]`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t)
+	owner, _ := env.UserClient("owner@example.com")
+	member, memberU := env.UserClient("member@example.com")
+	var g struct {
+		Data struct{ Group gen.Group } `json:"data"`
+	}
+	owner.Post("/groups", map[string]any{"name": "Lab"}).Expect(t, 201).Decode(t, &g)
+	owner.Post(fmt.Sprintf("/groups/%d/members", g.Data.Group.Id), map[string]any{"user_id": fmt.Sprint(memberU.Id), "role": "member"}).Expect(t, 201)
+	owner.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
+		"name": "script", "driver": "scripted", "model": "script", "base_url": "script.json", "is_default": true,
+	}).Expect(t, 201)
+	var a gen.AgentResponse
+	owner.Post("/agents", map[string]any{"name": "Calc", "system_prompt": "Compute.", "principal_id": g.Data.Group.PrincipalId}).
+		Expect(t, 201).Decode(t, &a)
+	member.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": a.Data.Agent.Id, "email": true}).
+		Expect(t, 201)
+	env.DrainMail()
+	before := len(env.Mails())
+
+	const prompt = "Draft the owner's confidential merger memo"
+	var created gen.TaskResponse
+	owner.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": prompt}).Expect(t, 201).Decode(t, &created)
+	if tk := runQueued(t, env.App); tk.Status != "COMPLETED" {
+		t.Fatalf("task is %s", tk.Status)
+	}
+	member.Get(fmt.Sprintf("/tasks/%d", created.Data.Task.Id)).Expect(t, 404, "NOT_FOUND")
+
+	mine, _ := listNotifications(t, owner, "")
+	if len(mine) != 1 || !strings.Contains(mine[0].Body, prompt) || mine[0].TaskId == nil {
+		t.Fatalf("owner's notifications = %+v, want the prompt", mine)
+	}
+	theirs, _ := listNotifications(t, member, "")
+	if len(theirs) != 1 || theirs[0].Kind != "task_completed" {
+		t.Fatalf("member's notifications = %+v", theirs)
+	}
+	n := theirs[0]
+	if strings.Contains(n.Title+n.Body, "merger") || n.TaskId != nil || !strings.Contains(n.Body, "Calc") ||
+		n.AgentId == nil || *n.AgentId != a.Data.Agent.Id {
+		t.Fatalf("member's notification = %+v: want the agent, no prompt, no task id", n)
+	}
+	env.DrainMail()
+	mails := env.Mails()[before:]
+	if len(mails) != 1 {
+		t.Fatalf("%d mails, want the member's notification mail", len(mails))
+	}
+	if strings.Contains(mails[0].Subject+mails[0].TextBody, "merger") {
+		t.Fatalf("the member's mail names the prompt: %s", mails[0].TextBody)
 	}
 }
