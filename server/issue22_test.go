@@ -46,11 +46,13 @@ func TestBodyCutShortIsBadRequest(t *testing.T) {
 	k := mintKey(t, owner, a.Id, "cut")
 	addr := serve(t, env)
 
-	for _, tc := range []struct{ name, path, auth, body string }{
-		{"chat start, inside a file", "/agent-api/chats", "Bearer " + k.Key,
+	for _, tc := range []struct{ name, path, auth, ctype, body string }{
+		{"chat start, inside a file", "/agent-api/chats", "Bearer " + k.Key, "application/json",
 			`{"text":"hello","files":[{"data_url":"data:text/plain;base64,aGVsbG8gd29ybGQ`},
-		{"chat start, before the files", "/agent-api/chats", "Bearer " + k.Key, `{"text":"hel`},
-		{"login", "/auth/login", "", `{"email":"ada@exa`},
+		{"chat start, before the files", "/agent-api/chats", "Bearer " + k.Key, "application/json", `{"text":"hel`},
+		{"login", "/auth/login", "", "application/json", `{"email":"ada@exa`},
+		{"media upload (multipart)", "/agent-api/media", "Bearer " + k.Key, "multipart/form-data; boundary=xyz",
+			"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhello wo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", addr)
@@ -58,8 +60,8 @@ func TestBodyCutShortIsBadRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			head := fmt.Sprintf("POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
-				apitest.API, tc.path, addr, len(tc.body)+1000)
+			head := fmt.Sprintf("POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n",
+				apitest.API, tc.path, addr, tc.ctype, len(tc.body)+1000)
 			if tc.auth != "" {
 				head += "Authorization: " + tc.auth + "\r\n"
 			}
@@ -88,8 +90,8 @@ func TestBodyCutShortIsBadRequest(t *testing.T) {
 			found++
 		}
 	}
-	if found != 3 {
-		t.Errorf("%d request lines of 400, want 3: %s", found, buf.String())
+	if found != 4 {
+		t.Errorf("%d request lines of 400, want 4: %s", found, buf.String())
 	}
 }
 

@@ -344,7 +344,8 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation, client string
 // a person can act on.
 func requestError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || errors.Is(err, errInvalidUTF8) {
+	var bre *bodyReadError
+	if errors.As(err, &mbe) || errors.Is(err, errInvalidUTF8) || errors.As(err, &bre) {
 		return err
 	}
 	var re *openapi3filter.RequestError
