@@ -63,11 +63,10 @@ func (ps proxies) clientAddr(r *http.Request) string {
 	var fwd netip.Addr
 	hops := forwardedHops(r.Header.Values("X-Forwarded-For"))
 	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(hops[i])
-		if err != nil {
+		a, ok := hopAddr(hops[i])
+		if !ok {
 			return last.String() // a made-up entry: the proxy did not append
 		}
-		a = a.Unmap()
 		if !ps.trusted(a) {
 			fwd = a
 			break
@@ -76,11 +75,11 @@ func (ps proxies) clientAddr(r *http.Request) string {
 	}
 	var real netip.Addr
 	if v := strings.TrimSpace(r.Header.Get("X-Real-IP")); v != "" {
-		a, err := netip.ParseAddr(v)
-		if err != nil {
+		a, ok := hopAddr(v)
+		if !ok {
 			return peer.String()
 		}
-		if a = a.Unmap(); !ps.trusted(a) {
+		if !ps.trusted(a) {
 			real = a
 		}
 	}
@@ -104,6 +103,18 @@ func forwardedHops(lines []string) []string {
 		}
 	}
 	return hops
+}
+
+// hopAddr reads one hop: an IP address, or an address with a port as some proxies write it
+// (198.51.100.7:4711, [2001:db8::7]:4711).
+func hopAddr(h string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(h); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
 }
 
 // peerAddr is the IP address of a RemoteAddr "host:port" (or a bare address).
