@@ -70,7 +70,7 @@ func (a *API) SendTestMail(ctx context.Context, req gen.SendTestMailRequestObjec
 	out.Data.Sent, out.Data.To = r.Sent, openapi_types.Email(r.To)
 	if !r.Sent {
 		out.Data.Error = &r.Error
-		a.log.Info("test mail failed", "to", r.To, "err", r.Error)
+		a.log.Info("test mail failed", "to", r.To, "err", r.Detail)
 	}
 	return gen.SendTestMail200JSONResponse(out), nil
 }

@@ -108,7 +108,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	}
 	sender := o.Mail
 	if sender == nil {
-		sender = &configuredMailer{cfg: loader.Current, log: mail.NewLog(a.Logger)}
+		sender = &configuredMailer{cfg: loader, net: o.Net, log: mail.NewLog(a.Logger)}
 	}
 	a.mail = sender
 	a.Metrics = metrics.New()
@@ -253,20 +253,25 @@ func (c tracerCloser) Close() error {
 // administrator's change applies at once) and logs the message otherwise: in full in
 // development, without its body (one-time links) in production.
 type configuredMailer struct {
-	cfg func() *config.Config
+	cfg *config.Loader
+	net netguard.Options // the screen of a mail host saved over the API (mail.ScreenSMTP)
 	log *mail.LogSender
 }
 
 func (m *configuredMailer) Send(ctx context.Context, msg mail.Message) error {
-	c := m.cfg()
+	c := m.cfg.Current()
 	if !c.MailConfigured() {
 		if c.IsProduction() {
 			return m.log.SendRedacted(ctx, msg)
 		}
 		return m.log.Send(ctx, msg)
 	}
+	dial, err := mail.ScreenSMTP(ctx, m.cfg.SourceOf("mail_host"), c, m.net)
+	if err != nil {
+		return err
+	}
 	s, err := mail.NewSMTP(mail.SMTPConfig{Host: c.MailHost, Port: c.MailPort, Username: c.MailUsername,
-		Password: c.MailPassword, Encryption: c.MailEncryption, From: c.MailFrom, FromName: c.MailFromName})
+		Password: c.MailPassword, Encryption: c.MailEncryption, From: c.MailFrom, FromName: c.MailFromName, Dial: dial})
 	if err != nil {
 		return err
 	}

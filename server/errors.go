@@ -56,6 +56,10 @@ func classify(err error) (status int, code gen.ErrorCode, msg string) {
 		return http.StatusRequestEntityTooLarge, gen.ErrorCodePAYLOADTOOLARGE,
 			"request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
 	}
+	var bre *bodyReadError
+	if errors.As(err, &bre) {
+		return http.StatusBadRequest, gen.ErrorCodeBADREQUEST, bodyUnreadMessage
+	}
 	msg, kind, ok := svcerr.Public(err)
 	if ok {
 		for _, e := range errorStatus {
@@ -74,6 +78,12 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	if status == http.StatusInternalServerError && code == gen.ErrorCodeINTERNAL {
 		log.ErrorContext(c.Request.Context(), "request failed",
 			"method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	}
+	var bre *bodyReadError
+	if errors.As(err, &bre) { // the client hung up or was too slow: its doing, not the service's
+		log.InfoContext(c.Request.Context(), "request body could not be read",
+			"method", c.Request.Method, "path", c.Request.URL.Path, "err", bre.err)
+		c.Header("Connection", "close") // the rest of the body may still arrive: not a new request
 	}
 	if ra := svcerr.RetryAfterOf(err); ra > 0 && status == http.StatusTooManyRequests {
 		secs := int((ra + 999_999_999) / 1_000_000_000)

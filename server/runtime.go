@@ -92,6 +92,7 @@ func (a *App) buildServices() {
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
 	s.APIKeys = apikey.New(s.Store, a.clock)
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
+	s.MailConfig.Net = a.Net
 	s.Settings = runtimesettings.New(s.Store, s.Config, s.Secrets)
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }

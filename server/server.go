@@ -67,6 +67,7 @@ type Server struct {
 	tracer   *tracing.Tracer             // request spans (no-op when tracing is off)
 	pushSvc  *push.Service               // the push channel (readiness)
 	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
+	proxies  proxies                     // trusted_proxies: whose forwarding headers name the client
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine
@@ -98,10 +99,14 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 			"auth": ratelimit.NewShared(d.Store, "auth", authAttemptsPerMinute, time.Minute, clock),
 		},
 	}
-	s.engine = s.routes()
-	// Client addresses (rate limits) come from X-Forwarded-For only behind a trusted proxy.
-	if err := s.engine.SetTrustedProxies(cfg.TrustedProxyList()); err != nil {
+	// Client addresses (rate limits) come from forwarding headers only behind a trusted proxy,
+	// and only from its right-most untrusted hop (clientaddr.go); gin's own reading of them is off.
+	if s.proxies, err = parseProxies(cfg.TrustedProxyList()); err != nil {
 		return nil, fmt.Errorf("trusted_proxies: %w", err)
+	}
+	s.engine = s.routes()
+	if err := s.engine.SetTrustedProxies(nil); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

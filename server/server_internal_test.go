@@ -125,7 +125,7 @@ func TestMailLogWithheldInProduction(t *testing.T) {
 		if _, err := loader.Load(); err != nil {
 			t.Fatal(err)
 		}
-		m := &configuredMailer{cfg: loader.Current, log: mail.NewLog(slog.New(slog.NewTextHandler(&buf, nil)))}
+		m := &configuredMailer{cfg: loader, log: mail.NewLog(slog.New(slog.NewTextHandler(&buf, nil)))}
 		if err := m.Send(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}

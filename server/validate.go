@@ -88,14 +88,15 @@ func (s *Server) gate(c *gin.Context) {
 	c.Set(ctxOperation, operationID(op))
 	hasBody := c.Request.Body != nil && c.Request.Body != http.NoBody
 	if hasBody {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))
+		c.Request.Body = readFailures{http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))}
 	}
 	ctx, err := s.authenticate(c, op)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	if err := s.rateLimit(c, op); err != nil {
+	client := s.proxies.clientAddr(c.Request)
+	if err := s.rateLimit(c, op, client); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -108,7 +109,7 @@ func (s *Server) gate(c *gin.Context) {
 		}
 		defer release()
 	}
-	ri := api.RequestInfo{Request: c.Request, ClientIP: c.ClientIP()}
+	ri := api.RequestInfo{Request: c.Request, ClientIP: client}
 	if hasBody && isJSON(c.ContentType()) {
 		// JSON decoders replace invalid UTF-8 with U+FFFD: refuse it rather than store something
 		// other than what was sent. Checked while the body streams, without another copy.
@@ -169,6 +170,32 @@ func (s *Server) gate(c *gin.Context) {
 	c.Next()
 }
 
+// bodyUnreadMessage answers a body whose reading failed.
+const bodyUnreadMessage = "request body could not be read (sent too slowly or cut short)"
+
+// bodyReadError is a failure to read the request body itself: the client hung up mid-body,
+// or sent it too slowly for the read deadline. The client's doing: 400, logged at info.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// readFailures marks the read errors of a request body (other than its end and the body
+// limit's 413) as bodyReadError, so that whoever reads it — the inline-file spool, the
+// validator, a handler — fails with a 400 rather than an internal error.
+type readFailures struct{ io.ReadCloser }
+
+func (b readFailures) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) {
+			err = &bodyReadError{err}
+		}
+	}
+	return n, err
+}
+
 // isJSON reports whether the media type ct is JSON (application/json or a +json type).
 func isJSON(ct string) bool {
 	return ct == "application/json" || strings.HasSuffix(ct, "+json")
@@ -201,7 +228,7 @@ func readRawBody(r *http.Request) ([]byte, error) {
 		if errors.Is(err, errInvalidUTF8) {
 			return nil, err
 		}
-		return nil, svcerr.New(svcerr.ErrBadRequest, "request body could not be read")
+		return nil, svcerr.New(svcerr.ErrBadRequest, bodyUnreadMessage)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
@@ -293,8 +320,8 @@ func (s *Server) authenticate(c *gin.Context, op *openapi3.Operation) (context.C
 }
 
 // rateLimit applies the limiter named by the operation's `x-rate-limit` extension, keyed by
-// client address.
-func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
+// client address (clientAddr).
+func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation, client string) error {
 	name, _ := op.Extensions["x-rate-limit"].(string)
 	if name == "" {
 		return nil
@@ -303,7 +330,7 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
 	if !ok {
 		return fmt.Errorf("operation %s names unknown rate limit %q", op.OperationID, name)
 	}
-	ok, wait, err := lim.Check(c.Request.Context(), op.OperationID+"|"+c.ClientIP())
+	ok, wait, err := lim.Check(c.Request.Context(), op.OperationID+"|"+client)
 	if err != nil {
 		return err
 	}
@@ -317,7 +344,8 @@ func (s *Server) rateLimit(c *gin.Context, op *openapi3.Operation) error {
 // a person can act on.
 func requestError(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || errors.Is(err, errInvalidUTF8) {
+	var bre *bodyReadError
+	if errors.As(err, &mbe) || errors.Is(err, errInvalidUTF8) || errors.As(err, &bre) {
 		return err
 	}
 	var re *openapi3filter.RequestError
@@ -327,7 +355,7 @@ func requestError(err error) error {
 			return svcerr.New(svcerr.ErrBadRequest, "request body is not valid JSON: %s", parseReason(pe))
 		}
 		if bodyUnread(re) {
-			return svcerr.New(svcerr.ErrBadRequest, "request body could not be read (sent too slowly or cut short)")
+			return svcerr.New(svcerr.ErrBadRequest, bodyUnreadMessage)
 		}
 		if re.RequestBody != nil && contentTypeRefused(re) {
 			sent := ""

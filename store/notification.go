@@ -147,12 +147,20 @@ func scheduledRunID(data string) (int64, bool) {
 	return n, err == nil
 }
 
-// notificationText is the title and body of kind for task t of the named agent.
-func notificationText(kind, agent string, t *taskRow) (string, string) {
+// notificationText is the title and body of kind for task t of the named agent. Only the
+// task's owner may read the task: for anyone else (owner false: a subscriber) the text names
+// the agent, never the task's prompt or error.
+func notificationText(kind, agent string, t *taskRow, owner bool) (string, string) {
 	task := fmt.Sprintf("Task %q", text.Clip(t.Prompt, 80))
-	why := ""
+	why, answer := "", "your answer"
 	if t.ErrorMessage != nil {
 		why = ": " + text.Clip(*t.ErrorMessage, 200)
+	}
+	if !owner {
+		task, why, answer = "A task of "+agent, "", "an answer"
+		if kind == NotifyScheduledRunCompleted {
+			task = "A scheduled run of " + agent
+		}
 	}
 	switch kind {
 	case NotifyTaskCompleted:
@@ -166,7 +174,7 @@ func notificationText(kind, agent string, t *taskRow) (string, string) {
 	case NotifyPendingApproval:
 		return agent + " needs approval", task + " waits for approval of its tool calls."
 	case NotifyAwaitingInput:
-		return agent + " has a question", task + " waits for your answer."
+		return agent + " has a question", task + " waits for " + answer + "."
 	case NotifyTaskRetryQueued:
 		return agent + " will retry", task + " failed" + why + " and is retried automatically."
 	}
@@ -233,11 +241,16 @@ func (s *Store) notify(tx *gorm.DB, now time.Time, t *taskRow, kind string) erro
 		}
 		email[sub.UserID] = email[sub.UserID] || sub.Email
 	}
-	title, body := notificationText(kind, agent.Name, t)
 	for _, uid := range recipients {
-		taskID, agentID := t.ID, t.AgentID
+		// A notification carries only what its recipient may read: a task only its owner.
+		title, body := notificationText(kind, agent.Name, t, uid == t.UserID)
+		id, agentID := t.ID, t.AgentID
+		taskID := &id
+		if uid != t.UserID {
+			taskID = nil
+		}
 		n := Notification{ID: newNotificationID("ntf_"), UserID: uid, Kind: kind, Title: title, Body: body,
-			TaskID: &taskID, AgentID: &agentID, CreatedAt: now, Email: email[uid]}
+			TaskID: taskID, AgentID: &agentID, CreatedAt: now, Email: email[uid]}
 		if _, err := rawExec(tx, "INSERT INTO notifications (id, user_id, kind, title, body, task_id, agent_id, read_at, created_at) "+
 			"VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)", n.ID, n.UserID, n.Kind, n.Title, n.Body, n.TaskID, n.AgentID, n.CreatedAt); err != nil {
 			return fmt.Errorf("task %d: create notification: %w", t.ID, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/internal/platform/secret"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -75,12 +76,14 @@ type Update struct {
 	FromName   string
 }
 
-// TestResult is the outcome of a test message. Error is the mail server's reply or the
-// connection error when Sent is false, never containing the password.
+// TestResult is the outcome of a test message. Error, when Sent is false, is the mail server's
+// reply, the screen's refusal, or ConnectFailed for every connection failure; Detail is the
+// cause for the service log. Neither contains the password.
 type TestResult struct {
-	Sent  bool
-	To    string
-	Error string
+	Sent   bool
+	To     string
+	Error  string
+	Detail string
 }
 
 // ConfigService reads and saves the mail configuration as stored settings and sends test
@@ -94,6 +97,8 @@ type ConfigService struct {
 	Timeout time.Duration
 	// InsecureSkipVerify is passed to the SMTP sender of test messages (tests only).
 	InsecureSkipVerify bool
+	// Net is the outbound screen's base (resolver, exemptions) for a saved mail host (ScreenSMTP).
+	Net netguard.Options
 }
 
 // NewConfigService returns the service over the settings store, the loader whose stored layer
@@ -309,16 +314,24 @@ func (s *ConfigService) SendTest(ctx context.Context, by *store.User, to string)
 	if timeout == 0 {
 		timeout = TestTimeout
 	}
-	sender, err := NewSMTP(SMTPConfig{Host: c.MailHost, Port: c.MailPort, Username: c.MailUsername,
-		Password: c.MailPassword, Encryption: c.MailEncryption, From: c.MailFrom, FromName: c.MailFromName,
-		Timeout: timeout, InsecureSkipVerify: s.InsecureSkipVerify})
+	ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
+	defer cancel()
+	dial, err := ScreenSMTP(ctx, s.cfg.SourceOf(keyHost), c, s.Net)
+	var sender *SMTPSender
 	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
-		defer cancel()
+		sender, err = NewSMTP(SMTPConfig{Host: c.MailHost, Port: c.MailPort, Username: c.MailUsername,
+			Password: c.MailPassword, Encryption: c.MailEncryption, From: c.MailFrom, FromName: c.MailFromName,
+			Timeout: timeout, Dial: dial, InsecureSkipVerify: s.InsecureSkipVerify})
+	}
+	if err == nil {
 		err = sender.Send(ctx, TestMessage(to))
 	}
 	if err != nil {
 		res.Error = scrub(err.Error(), c.MailPassword)
+		res.Detail = res.Error
+		if errors.Is(err, ErrConnect) {
+			res.Error = ConnectFailed
+		}
 		return res, nil
 	}
 	res.Sent = true

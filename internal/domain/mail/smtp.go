@@ -3,10 +3,12 @@ package mail
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	netmail "net/mail"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +53,9 @@ type SMTPConfig struct {
 	From       string // envelope and header sender; "Name <addr>" is accepted too
 	FromName   string // display name of the sender; overrides a name given in From
 	Timeout    time.Duration
+	// Dial, when set, opens the TCP connection (a netguard.Dialer's DialContext screening the
+	// host); nil dials directly.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// InsecureSkipVerify disables certificate verification. Tests only (the mailtest server
 	// uses a self-signed certificate); never set it from user configuration.
 	InsecureSkipVerify bool
@@ -250,8 +255,12 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 		}
 	}()
 	dial := func(dctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		conn, err := d.DialContext(dctx, network, s.Addr())
+		dialer := s.cfg.Dial
+		if dialer == nil {
+			var d net.Dialer
+			dialer = d.DialContext
+		}
+		conn, err := dialer(dctx, network, s.Addr())
 		if err != nil {
 			return nil, err
 		}
@@ -290,6 +299,10 @@ func (s *SMTPSender) wrap(ctx context.Context, to, step string, err error) error
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		kind = ctxErr
 	}
+	var reply *textproto.Error
+	if step == "connect" && !errors.As(err, &reply) {
+		kind = errors.Join(kind, ErrConnect) // no SMTP server answered
+	}
 	wrapped := fmt.Errorf("mail: send to %s via %s: %s: %w: %w", to, s.Addr(), step, kind, err)
 	if s.cfg.Password != "" && strings.Contains(wrapped.Error(), s.cfg.Password) {
 		// Drop the original chain: unwrapping it would reveal the secret again.
@@ -297,6 +310,10 @@ func (s *SMTPSender) wrap(ctx context.Context, to, step string, err error) error
 	}
 	return wrapped
 }
+
+// ErrConnect is matched (errors.Is) by a Send error where no SMTP server answered: the
+// connection was refused, cut, timed out, or what answered was not SMTP (or TLS failed).
+var ErrConnect = errors.New("mail server not reached")
 
 // redactedError carries a scrubbed message and only the failure's category.
 type redactedError struct {

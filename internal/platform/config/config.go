@@ -173,6 +173,12 @@ type Config struct {
 	MailFrom string `key:"mail_from" env:"MAIL_FROM"`
 	// MailFromName is the sender display name.
 	MailFromName string `key:"mail_from_name" env:"MAIL_FROM_NAME"`
+	// MailAllowedHosts lists the host names, IP addresses and CIDR networks (separated by
+	// commas or spaces) a mail_host saved over the API may be although not public (a relay on
+	// the local network); other saved hosts pass the outbound screen. A mail_host set in the
+	// file or environment is the operator's and is not screened. File or environment only:
+	// which internal hosts the service may reach is deployment topology.
+	MailAllowedHosts string `key:"mail_allowed_hosts" env:"MAIL_ALLOWED_HOSTS" stored:"no"`
 
 	// LLMDriver seeds the global default model configuration: "openai", "anthropic" or
 	// "scripted"; empty seeds nothing.

@@ -122,8 +122,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 59 {
-		t.Errorf("%d keys, want 59", len(fields))
+	if len(fields) != 60 {
+		t.Errorf("%d keys, want 60", len(fields))
 	}
 }
 
@@ -462,6 +462,8 @@ func TestValidation(t *testing.T) {
 		{"tool_http_timeout", []string{"SVC_TOOL_HTTP_TIMEOUT=-1"}, "tool_http_timeout must not be negative"},
 		{"llm_allowed_hosts", []string{"SVC_LLM_ALLOWED_HOSTS=localhost, 10.0.0.0/33"}, `llm_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},
 		{"llm_allowed_hosts ok", []string{"SVC_LLM_ALLOWED_HOSTS=localhost 10.0.0.0/8,ollama.lan"}, ""},
+		{"mail_allowed_hosts", []string{"SVC_MAIL_ALLOWED_HOSTS=relay.lan, 10.0.0.0/33"}, `mail_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},
+		{"mail_allowed_hosts ok", []string{"SVC_MAIL_ALLOWED_HOSTS=localhost 10.0.0.0/8,relay.lan"}, ""},
 		{"rate limit", []string{"SVC_AGENT_API_RATE_LIMIT_MAX=-1"}, "SVC_AGENT_API_RATE_LIMIT_MAX must not be negative"},
 		{"plugin_catalog_ttl", []string{"SVC_PLUGIN_CATALOG_TTL=-1"}, "plugin_catalog_ttl must not be negative"},
 		{"app_url relative", []string{"SVC_APP_URL=/svc"}, `app_url "/svc" must be an absolute http:// or https:// URL`},

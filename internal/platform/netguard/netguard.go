@@ -200,6 +200,15 @@ func CheckURL(ctx context.Context, raw string, opts Options) (*Target, error) {
 	return &Target{URL: &nu, Host: host, Port: port, Addrs: addrs}, nil
 }
 
+// CheckHost screens a bare host name or IP literal (no port, no brackets) as CheckURL screens a
+// URL's host, and returns the addresses a connection may use; it connects to nothing. Errors
+// match svcerr.ErrInvalid (and ErrBlocked when the host is refused), with one message for a host
+// that is not public and one that does not resolve.
+func CheckHost(ctx context.Context, host string, opts Options) ([]netip.Addr, error) {
+	_, addrs, err := screenHost(ctx, host, opts)
+	return addrs, err
+}
+
 // screenHost normalises a host (no brackets, no port), applies AllowHost, resolves names and
 // screens every address. A private, loopback or reserved address and a host that does not
 // resolve get one message, so the answer does not map what lies behind the server.
