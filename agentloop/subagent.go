@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -28,15 +29,20 @@ func (s SubAgents) Agent(ctx context.Context, id, userID int64) (*store.Agent, e
 }
 
 // Spawn creates the child task of parentID on agent a. Errors: svcerr.ErrNotFound when the
-// parent is gone, svcerr.ErrInvalid when the store refuses the task (store.Store.CreateTask),
-// others are infrastructure failures.
+// parent is gone, svcerr.ErrInvalid when the task's rules refuse it (task.CheckNew: a blank or
+// oversize prompt, before the store) or the store does (store.Store.CreateTask), others are
+// infrastructure failures.
 func (s SubAgents) Spawn(ctx context.Context, parentID int64, a *store.Agent, prompt string, maxSteps int) (*store.Task, error) {
 	parent, err := s.Store.Task(ctx, parentID)
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,
-		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: maxSteps, Source: parent.Source})
+	nt := store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,
+		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: maxSteps, Source: parent.Source}
+	if err := task.CheckNew(nt); err != nil {
+		return nil, err
+	}
+	return s.Store.CreateTask(ctx, nt)
 }
 
 // Task reads a child task (svcerr.ErrNotFound once deleted).

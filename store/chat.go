@@ -41,13 +41,15 @@ func attachMedia(tx *gorm.DB, taskID int64, seq int, now time.Time, ids []string
 		if seen[id] {
 			continue
 		}
-		if id == "" || len(id) > MaxMediaIDLen {
+		if id == "" || len(id) > MaxMediaIDLen { // cannot be a key: the foreign key's answer below
 			return invalidf("media_ids: no such media asset")
 		}
 		seen[id] = true
 		rows = append(rows, taskMediaRow{TaskID: taskID, MediaID: id, MessageSequence: seq, CreatedAt: now})
 	}
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		// The services check the ids before (task.checkMedia, chat's attachments); whether the
+		// asset is still there when the link is written only this transaction knows.
 		if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
 			return invalidf("media_ids: no such media asset")
 		}

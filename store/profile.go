@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
@@ -97,21 +95,9 @@ func (s *Store) Profile(ctx context.Context, userID int64) (*Profile, error) {
 }
 
 // PutProfile stores (creates or replaces) the user's profile and returns it; p.UserID and
-// p.UpdatedAt are ignored. Errors: ErrNotFound (no such user), ErrInvalid (oversize or
-// non-UTF-8 fields).
+// p.UpdatedAt are ignored. The fields are checked by the caller (account.CheckProfile, before
+// this call). Errors: ErrNotFound (no such user).
 func (s *Store) PutProfile(ctx context.Context, userID int64, p Profile) (*Profile, error) {
-	for _, f := range []struct {
-		name, v string
-		max     int
-	}{
-		{"first_name", p.FirstName, limits.ProfileNameLen}, {"last_name", p.LastName, limits.ProfileNameLen},
-		{"locale", p.Locale, limits.LocaleLen}, {"timezone", p.Timezone, limits.TimezoneLen},
-		{"bio", p.Bio, MaxBioLen},
-	} {
-		if err := checkText(f.name, f.v, f.max); err != nil {
-			return nil, err
-		}
-	}
 	row := profileRow{
 		UserID: userID, FirstName: p.FirstName, LastName: p.LastName, Locale: p.Locale,
 		Timezone: p.Timezone, Bio: p.Bio,
@@ -136,28 +122,6 @@ func (s *Store) PutProfile(ctx context.Context, userID int64, p Profile) (*Profi
 	return row.toProfile(), nil
 }
 
-func checkLocation(l Location) error {
-	if l.Name == "" {
-		return invalidf("location name is required")
-	}
-	if err := checkText("name", l.Name, limits.ProfileNameLen); err != nil {
-		return err
-	}
-	if err := checkText("address", l.Address, limits.AddressLen); err != nil {
-		return err
-	}
-	if (l.Latitude == nil) != (l.Longitude == nil) {
-		return invalidf("latitude and longitude go together")
-	}
-	if l.Latitude != nil && (math.IsNaN(*l.Latitude) || *l.Latitude < -90 || *l.Latitude > 90) {
-		return invalidf("latitude must be between -90 and 90")
-	}
-	if l.Longitude != nil && (math.IsNaN(*l.Longitude) || *l.Longitude < -180 || *l.Longitude > 180) {
-		return invalidf("longitude must be between -180 and 180")
-	}
-	return nil
-}
-
 // ListLocations returns the user's locations ordered by id. Errors: ErrNotFound (no such user).
 func (s *Store) ListLocations(ctx context.Context, userID int64) ([]Location, error) {
 	db := s.conn(ctx)
@@ -177,11 +141,8 @@ func (s *Store) ListLocations(ctx context.Context, userID int64) ([]Location, er
 
 // CreateLocation saves a location for the user and returns it; when it is the default, the
 // user's other locations lose the flag in the same transaction. Errors: ErrNotFound (no such
-// user), ErrInvalid (missing name, oversize text, coordinates out of range or only one given).
+// user). The location's fields are checked by the caller (user.CheckLocation, before this call).
 func (s *Store) CreateLocation(ctx context.Context, userID int64, l Location) (*Location, error) {
-	if err := checkLocation(l); err != nil {
-		return nil, err
-	}
 	row := locationRow{
 		UserID: userID, Name: l.Name, Address: l.Address, Latitude: cloneFloat(l.Latitude),
 		Longitude: cloneFloat(l.Longitude), IsDefault: l.IsDefault,
@@ -210,11 +171,8 @@ func (s *Store) CreateLocation(ctx context.Context, userID int64, l Location) (*
 
 // UpdateLocation replaces the name, address, coordinates and default flag of one of the user's
 // locations and returns it. Errors: ErrNotFound (no such location for this user — another
-// user's location included), ErrInvalid (as CreateLocation).
+// user's location included). The fields are checked by the caller, as for CreateLocation.
 func (s *Store) UpdateLocation(ctx context.Context, userID, id int64, l Location) (*Location, error) {
-	if err := checkLocation(l); err != nil {
-		return nil, err
-	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*Location, error) {
 		var row locationRow
 		if err := tx.Where("id = ? AND user_id = ?", id, userID).Take(&row).Error; err != nil {

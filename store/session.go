@@ -54,6 +54,8 @@ func sessionNotFound() error { return fmt.Errorf("session: %w", svcerr.ErrNotFou
 // Errors: ErrInvalid (digest not 64 hex characters, CSRF token empty or oversize, expiry not in
 // the future), ErrNotFound (no such user), ErrConflict (digest already in use).
 func (s *Store) CreateSession(ctx context.Context, sess Session) (*Session, error) {
+	// Not user input: the digest, CSRF token and expiry are account.Service's own values, guarded
+	// here for their columns; the expiry is compared with the store's clock in the transaction.
 	if err := checkDigest("token_digest", sess.TokenDigest); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -159,7 +158,10 @@ func readTask(db *gorm.DB, id int64) (*Task, error) {
 	return row.toTask()
 }
 
-// encodeJSON renders v as compact JSON (no HTML escaping) of at most MaxTaskJSONLen bytes.
+// encodeJSON renders v as compact JSON (no HTML escaping) of at most MaxTaskJSONLen bytes. Its
+// ErrInvalid is the last guard of the task tables' JSON columns: what a caller writes (a new
+// task's data, approved arguments, answers) is checked by task.CheckJSON before the store; what
+// the loop builds (tool calls, results, questions) is checked only here.
 func encodeJSON(field string, v any) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -222,24 +224,13 @@ type NewTask struct {
 	Data         map[string]any
 }
 
-// CreateTask stores a QUEUED task and its prompt as the first user message (sequence 1).
-// Errors: ErrInvalid (blank or oversize prompt, max_steps below 1, unknown source, unknown
-// agent, user or parent task).
+// CreateTask stores a QUEUED task and its prompt as the first user message (sequence 1); an
+// empty Source is TaskSourceSession. The caller has applied task.CheckNew (prompt, max_steps,
+// source, data). Errors: ErrInvalid (unknown agent, user, parent task or media asset: known
+// only to this write).
 func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
-	if strings.TrimSpace(nt.Prompt) == "" {
-		return nil, invalidf("prompt is required")
-	}
-	if err := checkText("prompt", nt.Prompt, MaxTaskPromptLen); err != nil {
-		return nil, err
-	}
-	if nt.MaxSteps < 1 || nt.MaxSteps > math.MaxInt32 {
-		return nil, invalidf("max_steps must be at least 1")
-	}
 	if nt.Source == "" {
 		nt.Source = TaskSourceSession
-	}
-	if nt.Source != TaskSourceSession && nt.Source != TaskSourceAgentAPI {
-		return nil, invalidf("source must be %q or %q", TaskSourceSession, TaskSourceAgentAPI)
 	}
 	data := "{}"
 	if nt.Data != nil {

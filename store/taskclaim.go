@@ -388,7 +388,8 @@ func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 	})
 }
 
-// checkOutcome checks a step's outcome before anything is written.
+// checkOutcome checks a step's outcome before anything is written. Not user input: it guards
+// the agent loop's own calls (the outcome it computed), so it stays with the write it guards.
 func checkOutcome(o StepOutcome) error {
 	if o.Status != taskstate.Running && !taskstate.Allows(taskstate.Step, taskstate.Running, o.Status) {
 		return invalidf("a step cannot end in state %q", o.Status)

@@ -83,6 +83,9 @@ func (r *taskMessageRow) toMessage() (TaskMessage, error) {
 	return m, nil
 }
 
+// messageRow checks and builds the row of m. The checks guard the rows the agent loop builds
+// (roles, token counts, reasoning, tool-call ids); a caller's text is checked before the store
+// (task.CheckPrompt, task.CheckFollowUp), so for it they are only the columns' last guard.
 func messageRow(taskID int64, seq int, now time.Time, m NewTaskMessage) (*taskMessageRow, error) {
 	switch m.Role {
 	case RoleUser, RoleAssistant, RoleTool:

@@ -69,6 +69,7 @@ func (r *questionRow) toBatch() (QuestionBatch, error) {
 // workerID holds. Errors: ErrInvalidState (lease lost), ErrConflict (batch already recorded),
 // ErrInvalid (no questions, oversize values), ErrNotFound.
 func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []Question) (*QuestionBatch, error) {
+	// Not user input: the loop records what the model asked; these checks guard its columns.
 	if err := checkKey("tool call id", toolCallID, true); err != nil {
 		return nil, err
 	}
@@ -130,14 +131,12 @@ type AnswerCheck func(b *QuestionBatch) error
 
 // AnswerQuestions records answers to pending batch toolCallID of a task in AWAITING_INPUT
 // after check accepted them; when no batch is left unanswered the task becomes QUEUED.
-// Errors: ErrNotFound "task not found", ErrInvalidState (not AWAITING_INPUT), ErrInvalid (no
-// such pending batch, oversize answers), and whatever check returns.
+// The caller has bounded the answers (task.CheckJSON). Errors: ErrNotFound "task not found",
+// ErrInvalidState (not AWAITING_INPUT), ErrInvalid (no such pending batch: read under the task's
+// lock), and whatever check returns.
 func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
 	enc, err := encodeJSON("answers", answers)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkText("answers", enc, MaxTaskJSONLen); err != nil {
 		return nil, err
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {

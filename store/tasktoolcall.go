@@ -311,9 +311,11 @@ func rejectionResult(reason string) (string, error) {
 // DecideToolCalls applies decisions (by provider call id) to the PENDING_APPROVAL calls of a
 // task in PENDING_APPROVAL, recording who decided and when; approved arguments are kept apart
 // from the proposed ones, a rejection's reason becomes the call's result. When no call is left
-// pending the task becomes QUEUED. Errors: ErrNotFound "task not found", ErrInvalidState (the
-// task is not PENDING_APPROVAL), ErrInvalid (unknown, already decided or repeated provider
-// call id; arguments on a rejection; oversize values) — a refused request writes nothing.
+// pending the task becomes QUEUED. The caller has applied task.CheckDecisions (at least one
+// decision, arguments only on an approval, their size, reasons). Errors: ErrNotFound "task not
+// found", ErrInvalidState (the task is not PENDING_APPROVAL), ErrInvalid (unknown, already
+// decided or repeated provider call id: the pending calls are read under the task's lock) — a
+// refused request writes nothing.
 func (s *Store) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds []ToolDecision) (*Task, error) {
 	return s.DecideToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, ds)
 }
@@ -335,10 +337,9 @@ func (d Decider) changes(now time.Time) map[string]any {
 
 // DecideToolCallsBy is DecideToolCalls recording by as the decider.
 func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider, ds []ToolDecision) (*Task, error) {
-	if len(ds) == 0 {
-		return nil, invalidf("decisions must not be empty")
-	}
 	return s.decide(ctx, taskID, taskstate.Approve, func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
+		// Which ids are pending only this transaction knows; a repeated id would find its call
+		// decided by the first one, so it is refused here with them.
 		seen := map[string]bool{}
 		for _, d := range ds {
 			if seen[d.ProviderCallID] {
@@ -368,15 +369,9 @@ func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider,
 				}
 				ch["status"], ch["approved_arguments"] = ToolCallApproved, enc
 				if d.Reason != nil {
-					if err := checkText("reason", *d.Reason, MaxTaskReasonLen); err != nil {
-						return err
-					}
 					ch["reason"] = *d.Reason
 				}
 			} else {
-				if d.Arguments != nil {
-					return invalidf("decisions: arguments are only accepted when approving (%q)", d.ProviderCallID)
-				}
 				if err := rejectChanges(ch, d.Reason); err != nil {
 					return err
 				}
@@ -391,10 +386,7 @@ func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider,
 
 func rejectChanges(ch map[string]any, reason *string) error {
 	text := DefaultRejectReason
-	if reason != nil {
-		if err := checkText("reason", *reason, MaxTaskReasonLen); err != nil {
-			return err
-		}
+	if reason != nil { // bounded by the caller (task.CheckReason)
 		ch["reason"] = *reason
 		if strings.TrimSpace(*reason) != "" {
 			text = *reason
@@ -421,7 +413,8 @@ func updatePendingCall(tx *gorm.DB, id int64, ch map[string]any) error {
 
 // RejectToolCalls rejects every PENDING_APPROVAL call of a task in PENDING_APPROVAL with
 // reason (the model sees it as the calls' result) and queues the task. Errors: ErrNotFound
-// "task not found", ErrInvalidState (not PENDING_APPROVAL), ErrInvalid (oversize reason).
+// "task not found", ErrInvalidState (not PENDING_APPROVAL); the caller has bounded the reason
+// (task.CheckReason).
 func (s *Store) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, reason string) (*Task, error) {
 	return s.RejectToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, reason)
 }

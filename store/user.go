@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
@@ -144,29 +144,30 @@ func principalName(displayName, email string) string {
 	return email
 }
 
-func checkNewUserFields(displayName, passwordHash string) error {
-	if err := checkText("display_name", displayName, limits.DisplayNameLen); err != nil {
-		return err
+// checkPasswordHash guards the password_hash column against the account service's own
+// encoding (argon2id or bcrypt, never user input): printable ASCII within its length.
+func checkPasswordHash(passwordHash string) error {
+	if passwordHash == "" {
+		return nil
 	}
-	if passwordHash != "" {
-		if err := checkASCII("password_hash", passwordHash, 1, MaxPasswordHashLen); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkASCII("password_hash", passwordHash, 1, MaxPasswordHashLen)
 }
+
+// lowerEmail is the form the unique index of users.email compares (trimmed, lowercased), so one
+// address in two letter cases is one account. The address rules are account's (normaliseEmail,
+// before the store call).
+func lowerEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
 // CreateUser creates a user with a personal principal, and grants RoleAdmin when nu.Admin is
 // set or when nu.AdminIfFirst is set and no user exists yet. Concurrent first registrations
 // are serialised (account lock on MySQL/MariaDB, immediate transaction on SQLite), so exactly
-// one becomes administrator. Errors: ErrInvalid (malformed email, oversize fields), ErrConflict
-// "email already registered" (any letter case).
+// one becomes administrator. The email address and display name are checked by the caller
+// (account.Service, before this call); the email is stored trimmed and lowercased. Errors:
+// ErrInvalid (a password hash that is not printable ASCII), ErrConflict "email already
+// registered" (any letter case).
 func (s *Store) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
-	email, err := normEmail("email", nu.Email)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNewUserFields(nu.DisplayName, nu.PasswordHash); err != nil {
+	email := lowerEmail(nu.Email)
+	if err := checkPasswordHash(nu.PasswordHash); err != nil {
 		return nil, err
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
@@ -286,25 +287,20 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 }
 
 // UpdateUser changes the fields set in upd and returns the updated user. A changed email or
-// display name also renames the personal principal. Errors: ErrNotFound, ErrInvalid (malformed
-// or oversize values), ErrConflict "email already registered".
+// display name also renames the personal principal. The addresses and the display name are
+// checked by the caller (account.Service); addresses are stored trimmed and lowercased.
+// Errors: ErrNotFound, ErrInvalid (a password hash that is not printable ASCII), ErrConflict
+// "email already registered".
 func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User, error) {
 	changes := map[string]any{}
 	if upd.Email != nil {
-		e, err := normEmail("email", *upd.Email)
-		if err != nil {
-			return nil, err
-		}
-		changes["email"] = e
+		changes["email"] = lowerEmail(*upd.Email)
 	}
 	if upd.DisplayName != nil {
-		if err := checkText("display_name", *upd.DisplayName, limits.DisplayNameLen); err != nil {
-			return nil, err
-		}
 		changes["display_name"] = *upd.DisplayName
 	}
 	if upd.PasswordHash != nil {
-		if err := checkNewUserFields("", *upd.PasswordHash); err != nil {
+		if err := checkPasswordHash(*upd.PasswordHash); err != nil {
 			return nil, err
 		}
 		changes["password_hash"] = *upd.PasswordHash
@@ -313,11 +309,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 		if *upd.PendingEmail == nil {
 			changes["pending_email"] = nil
 		} else {
-			e, err := normEmail("pending_email", **upd.PendingEmail)
-			if err != nil {
-				return nil, err
-			}
-			changes["pending_email"] = e
+			changes["pending_email"] = lowerEmail(**upd.PendingEmail)
 		}
 	}
 	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
@@ -464,11 +456,8 @@ func (s *Store) ListRoles(ctx context.Context, userID int64) ([]string, error) {
 }
 
 // GrantRole gives the user a role; granting a role already held is a no-op.
-// Errors: ErrNotFound (no such user), ErrInvalid (malformed role name).
+// The role name is checked by the caller (user.CheckRole). Errors: ErrNotFound (no such user).
 func (s *Store) GrantRole(ctx context.Context, userID int64, role string) error {
-	if err := checkRole(role); err != nil {
-		return err
-	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := userExists(tx, userID); err != nil {
 			return err

@@ -48,10 +48,6 @@ func TestCreateUser(t *testing.T) {
 		{name: "unicode display name", in: store.NewUser{Email: "u@example.com", DisplayName: strings.Repeat("é", limits.DisplayNameLen)}},
 		{name: "duplicate same case", in: store.NewUser{Email: "first@example.com"}, want: svcerr.ErrConflict, wantMsg: "email already registered"},
 		{name: "duplicate other case", in: store.NewUser{Email: "FIRST@example.com"}, want: svcerr.ErrConflict, wantMsg: "email already registered"},
-		{name: "empty email", in: store.NewUser{Email: " "}, want: svcerr.ErrInvalid},
-		{name: "email without at", in: store.NewUser{Email: "nobody"}, want: svcerr.ErrInvalid},
-		{name: "email too long", in: store.NewUser{Email: strings.Repeat("a", 250) + "@x.io"}, want: svcerr.ErrInvalid},
-		{name: "display name too long", in: store.NewUser{Email: "long@example.com", DisplayName: strings.Repeat("x", limits.DisplayNameLen+1)}, want: svcerr.ErrInvalid},
 		{name: "password hash not ascii", in: store.NewUser{Email: "hash@example.com", PasswordHash: "hásh"}, want: svcerr.ErrInvalid},
 	}
 	for _, tc := range tests {
@@ -246,7 +242,6 @@ func TestUpdateUser(t *testing.T) {
 			},
 		},
 		{name: "email taken in another case", upd: store.UserUpdate{Email: ptr("TAKEN@example.com")}, want: svcerr.ErrConflict},
-		{name: "email malformed", upd: store.UserUpdate{Email: ptr("nope")}, want: svcerr.ErrInvalid},
 		{
 			name: "display name and hash",
 			upd:  store.UserUpdate{DisplayName: ptr("Renamed"), PasswordHash: ptr("$argon2id$new")},
@@ -259,7 +254,6 @@ func TestUpdateUser(t *testing.T) {
 				}
 			},
 		},
-		{name: "display name too long", upd: store.UserUpdate{DisplayName: ptr(strings.Repeat("x", 101))}, want: svcerr.ErrInvalid},
 		{
 			name: "verify",
 			upd:  store.UserUpdate{EmailVerified: ptr(true)},
@@ -282,7 +276,6 @@ func TestUpdateUser(t *testing.T) {
 				}
 			},
 		},
-		{name: "pending email malformed", upd: store.UserUpdate{PendingEmail: ptr(ptr("x"))}, want: svcerr.ErrInvalid},
 		{
 			name: "no changes",
 			upd:  store.UserUpdate{},
@@ -359,8 +352,6 @@ func TestRoles(t *testing.T) {
 		{"grant again is a no-op", func() error { return s.GrantRole(ctx, u.ID, "operator") }, nil, ""},
 		{"grant second role", func() error { return s.GrantRole(ctx, u.ID, "auditor") }, nil, ""},
 		{"grant to unknown user", func() error { return s.GrantRole(ctx, 999999, "operator") }, svcerr.ErrNotFound, ""},
-		{"grant malformed role", func() error { return s.GrantRole(ctx, u.ID, "Bad Role") }, svcerr.ErrInvalid, ""},
-		{"grant empty role", func() error { return s.GrantRole(ctx, u.ID, "") }, svcerr.ErrInvalid, ""},
 		{"revoke not held", func() error { return s.RevokeRole(ctx, u.ID, "admin") }, svcerr.ErrNotFound, ""},
 		{"revoke from unknown user", func() error { return s.RevokeRole(ctx, 999999, "operator") }, svcerr.ErrNotFound, ""},
 		{"revoke last admin", func() error { return s.RevokeRole(ctx, admin.ID, store.RoleAdmin) }, svcerr.ErrConflict, "cannot remove the last administrator"},

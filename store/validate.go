@@ -10,9 +10,11 @@ import (
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
-// Column limits of the account tables. The store checks them itself (with package fieldcheck,
-// which the domain services use for the other tables) so that SQLite (which stores anything)
-// and MySQL/MariaDB (which reject oversize values in strict mode) behave the same.
+// Column limits of the account tables. The services check user input against them before the
+// store call (account, user: display names, roles, profiles, locations); the store checks the
+// values the services make themselves (password hashes, session and link tokens, settings)
+// with package fieldcheck, so that SQLite (which stores anything) and MySQL/MariaDB (which
+// reject oversize values in strict mode) behave the same.
 const (
 	MaxPasswordHashLen = 255
 	MaxRoleLen         = 64
@@ -30,8 +32,9 @@ func invalidf(format string, args ...any) error { return fieldcheck.Invalidf(for
 // checkText rejects invalid UTF-8, NUL bytes and values longer than max characters.
 func checkText(field, v string, max int) error { return fieldcheck.Text(field, v, max) }
 
-// normEmail trims and lowercases an address and checks its basic shape (the API validates the
-// format in full).
+// normEmail trims and lowercases an address and checks its basic shape; UserByEmail answers
+// ErrNotFound for an address that fails it, without a query (the address rules of a write are
+// account's, checked before the store).
 func normEmail(field, email string) (string, error) {
 	e := strings.ToLower(strings.TrimSpace(email))
 	if e == "" {
@@ -63,21 +66,6 @@ func checkSelector(v string) error {
 		c := v[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return invalidf("selector must use only letters, digits, '-' and '_'")
-		}
-	}
-	return nil
-}
-
-// checkRole accepts lowercase role names: a letter, then letters, digits, '_', '-' or '.'.
-func checkRole(role string) error {
-	if role == "" || len(role) > MaxRoleLen {
-		return invalidf("role must be 1 to %d characters", MaxRoleLen)
-	}
-	for i := 0; i < len(role); i++ {
-		c := role[i]
-		ok := c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.')
-		if !ok {
-			return invalidf("role %q: use lowercase letters, digits, '_', '-' and '.', starting with a letter", role)
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ const (
 
 // Options wire a Service.
 type Options struct {
-	Store *store.Store
+	Store Store
 	// MailQueued is told after a mail was queued in the outbox (the mail dispatcher's Notify),
 	// so it goes out now rather than at the next poll; nil: the poll finds it.
 	MailQueued func()
@@ -53,7 +53,7 @@ type Options struct {
 
 // Service implements the account flows.
 type Service struct {
-	store  *store.Store
+	store  Store
 	queued func()
 	cfg    func() *config.Config
 	now    func() time.Time
@@ -143,6 +143,9 @@ func (s *Service) createUser(ctx context.Context, nu store.NewUser, password str
 	if nu.DisplayName == "" {
 		nu.DisplayName = email[:strings.IndexByte(email, '@')]
 	}
+	if err := checkDisplayName(nu.DisplayName); err != nil {
+		return nil, err
+	}
 	if nu.PasswordHash, err = hashPassword(password, s.hash); err != nil {
 		return nil, err
 	}
@@ -224,6 +227,9 @@ func (s *Service) UpdateAccount(ctx context.Context, userID int64, displayName s
 	if name == "" {
 		return nil, svcerr.New(svcerr.ErrInvalid, "display_name must not be blank")
 	}
+	if err := checkDisplayName(name); err != nil {
+		return nil, err
+	}
 	return s.store.UpdateUser(ctx, userID, store.UserUpdate{DisplayName: &name})
 }
 
@@ -272,7 +278,7 @@ func (s *Service) ResetPassword(ctx context.Context, selector, verifier, next st
 	if err := checkNewPassword(next); err != nil {
 		return err
 	}
-	tok, err := s.store.ConsumeToken(ctx, kindReset, selector, secret.Digest(verifier))
+	tok, err := s.consumeLink(ctx, kindReset, selector, verifier)
 	if err != nil {
 		return err
 	}
@@ -318,7 +324,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, id *Identity, newEmail
 // ConfirmEmailChange applies a pending email change from its mailed link.
 // Errors: ErrInvalid, ErrConflict (the address was taken meanwhile).
 func (s *Service) ConfirmEmailChange(ctx context.Context, selector, verifier string) (*store.User, error) {
-	tok, err := s.store.ConsumeToken(ctx, kindEmailChange, selector, secret.Digest(verifier))
+	tok, err := s.consumeLink(ctx, kindEmailChange, selector, verifier)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +343,7 @@ func (s *Service) ResendVerification(ctx context.Context, u *store.User, linkBas
 
 // VerifyEmail marks an account verified from its mailed link. Errors: ErrInvalid.
 func (s *Service) VerifyEmail(ctx context.Context, selector, verifier string) (*store.User, error) {
-	tok, err := s.store.ConsumeToken(ctx, kindVerify, selector, secret.Digest(verifier))
+	tok, err := s.consumeLink(ctx, kindVerify, selector, verifier)
 	if err != nil {
 		return nil, err
 	}
@@ -373,6 +379,16 @@ func (s *Service) issueToken(ctx context.Context, kind string, userID int64, pay
 	}
 	s.queued()
 	return nil
+}
+
+// consumeLink redeems the link (selector, verifier) of kind: a selector of the wrong shape gets
+// the store's answer for an unusable link without a query. Errors: ErrInvalid "the link is
+// invalid or has expired".
+func (s *Service) consumeLink(ctx context.Context, kind, selector, verifier string) (*store.Token, error) {
+	if err := checkSelector(selector); err != nil {
+		return nil, err
+	}
+	return s.store.ConsumeToken(ctx, kind, selector, secret.Digest(verifier))
 }
 
 func (s *Service) verifyPassword(u *store.User, pw string) error {
@@ -449,6 +465,9 @@ func (s *Service) UpdateUser(ctx context.Context, id int64, ch UserChanges) (*st
 		if name == "" {
 			return nil, svcerr.New(svcerr.ErrInvalid, "display_name must not be blank")
 		}
+		if err := checkDisplayName(name); err != nil {
+			return nil, err
+		}
 		upd.DisplayName = &name
 	}
 	if ch.Password != nil {
@@ -487,12 +506,15 @@ func (s *Service) UpdateUser(ctx context.Context, id int64, ch UserChanges) (*st
 }
 
 // PutProfile replaces the user's profile after checking the time zone against the zone
-// database. Errors: ErrInvalid, ErrNotFound.
+// database and the fields (CheckProfile), before the store. Errors: ErrInvalid, ErrNotFound.
 func (s *Service) PutProfile(ctx context.Context, userID int64, p store.Profile) (*store.Profile, error) {
 	if p.Timezone != "" {
 		if _, err := time.LoadLocation(p.Timezone); err != nil || p.Timezone == "Local" {
 			return nil, svcerr.New(svcerr.ErrInvalid, "timezone %q is not an IANA time zone", p.Timezone)
 		}
+	}
+	if err := CheckProfile(p); err != nil {
+		return nil, err
 	}
 	return s.store.PutProfile(ctx, userID, p)
 }

@@ -266,6 +266,9 @@ func (s *Service) Start(ctx context.Context, k *store.AgentAPIKey, in StartInput
 	case in.AdditionalSteps != nil:
 		steps = ClampSteps(*in.AdditionalSteps)
 	}
+	if err := task.CheckPrompt(text); err != nil { // before any inline file is stored
+		return nil, err
+	}
 	ids, err := s.attachments(ctx, k, a, in.Input)
 	if err != nil {
 		return nil, err
@@ -349,6 +352,9 @@ func (s *Service) Send(ctx context.Context, k *store.AgentAPIKey, id string, in 
 		return nil, err
 	}
 	if err := followable(t, a); err != nil {
+		return nil, err
+	}
+	if err := task.CheckFollowUp(text); err != nil { // before any inline file is stored
 		return nil, err
 	}
 	ids, err := s.attachments(ctx, k, a, in.Input)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/agent"
+	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/vocab/pathid"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -369,9 +370,13 @@ func (s *Service) start(ctx context.Context, a *store.Agent, r *store.ScheduledR
 	if r.MaxStepsOverride != nil {
 		steps = *r.MaxStepsOverride
 	}
-	t, err := s.store.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: userID,
+	nt := store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: userID,
 		Prompt: prompt, MaxSteps: steps, Source: store.TaskSourceSession,
-		Data: map[string]any{store.DataScheduledRunID: r.ID}})
+		Data: map[string]any{store.DataScheduledRunID: r.ID}}
+	if err := task.CheckNew(nt); err != nil { // a prompt that renders blank, for one
+		return nil, err
+	}
+	t, err := s.store.CreateTask(ctx, nt)
 	if err != nil {
 		return nil, err
 	}

@@ -217,8 +217,12 @@ func (s *Service) Create(ctx context.Context, u *store.User, in CreateInput) (*V
 }
 
 // Start creates a QUEUED task as described; the caller has checked that its owner may use the
-// agent and the attached media. Errors: those of store.CreateTask.
+// agent and the attached media. Errors: ErrInvalid (CheckNew: blank or oversize prompt,
+// max_steps, source, data), those of store.CreateTask.
 func (s *Service) Start(ctx context.Context, nt store.NewTask) (*View, error) {
+	if err := CheckNew(nt); err != nil {
+		return nil, err
+	}
 	t, err := s.store.CreateTask(ctx, nt)
 	if err != nil {
 		return nil, err
@@ -367,6 +371,9 @@ func (s *Service) Approve(ctx context.Context, u *store.User, id string, ds []st
 
 // ApproveTask is Approve of the authorised task t, recording by as the decider.
 func (s *Service) ApproveTask(ctx context.Context, t *store.Task, by store.Decider, ds []store.ToolDecision) (*View, error) {
+	if err := CheckDecisions(ds); err != nil {
+		return nil, err
+	}
 	nt, err := s.store.DecideToolCallsBy(ctx, t.ID, by, ds)
 	if err != nil {
 		return nil, err
@@ -390,6 +397,9 @@ func (s *Service) RejectTask(ctx context.Context, t *store.Task, by store.Decide
 	if strings.TrimSpace(reason) == "" {
 		return nil, svcerr.New(svcerr.ErrInvalid, "reason is required")
 	}
+	if err := CheckReason(reason); err != nil {
+		return nil, err
+	}
 	nt, err := s.store.RejectToolCallsBy(ctx, t.ID, by, reason)
 	if err != nil {
 		return nil, err
@@ -412,8 +422,12 @@ func (s *Service) Answer(ctx context.Context, u *store.User, id, toolCallID stri
 }
 
 // AnswerTask records answers to batch toolCallID of the authorised task t after check (may be
-// nil) accepted them; all batches answered → QUEUED. Errors: as Answer, and those of check.
+// nil) accepted them; all batches answered → QUEUED. Errors: as Answer (ErrInvalid for answers
+// over store.MaxTaskJSONLen bytes of JSON, before the store), and those of check.
 func (s *Service) AnswerTask(ctx context.Context, t *store.Task, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*View, error) {
+	if err := CheckJSON("answers", answers); err != nil {
+		return nil, err
+	}
 	nt, err := s.store.AnswerQuestions(ctx, t.ID, toolCallID, answers, check)
 	if err != nil {
 		return nil, err
@@ -503,8 +517,9 @@ func (s *Service) Continue(ctx context.Context, u *store.User, id string, in Con
 	return s.ContinueTask(ctx, t, in)
 }
 
-// ContinueTask is Continue of the authorised task t; the caller has checked the prompt,
-// additional_steps and media_ids. Errors: ErrInvalidState, ErrInvalid (from the store).
+// ContinueTask is Continue of the authorised task t; the caller has checked that the prompt is
+// not blank, additional_steps and media_ids; the prompt's length (CheckFollowUp) is checked
+// here, before the store. Errors: ErrInvalidState, ErrInvalid.
 func (s *Service) ContinueTask(ctx context.Context, t *store.Task, in ContinueInput) (*View, error) {
 	a, err := s.store.Agent(ctx, t.AgentID, t.UserID)
 	if err != nil {
@@ -520,6 +535,9 @@ func (s *Service) ContinueTask(ctx context.Context, t *store.Task, in ContinueIn
 	steps := a.MaxSteps
 	if in.AdditionalSteps != nil {
 		steps = *in.AdditionalSteps
+	}
+	if err := CheckFollowUp(in.Prompt); err != nil {
+		return nil, err
 	}
 	msg := &store.NewTaskMessage{Text: in.Prompt, MediaIDs: in.MediaIDs}
 	if in.Queued && t.Status == taskstate.Queued {

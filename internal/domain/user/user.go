@@ -14,15 +14,32 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
+// Store is what the user service reads and writes: accounts, their roles, profiles and
+// locations. The one store (*store.Store) satisfies it; a test may hand in anything smaller.
+type Store interface {
+	ListUsers(ctx context.Context, page, perPage int) ([]store.User, error)
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+	DeleteUser(ctx context.Context, id int64) (mediaKeys []string, err error)
+	ListRoles(ctx context.Context, userID int64) ([]string, error)
+	GrantRole(ctx context.Context, userID int64, role string) error
+	RevokeRole(ctx context.Context, userID int64, role string) error
+
+	Profile(ctx context.Context, userID int64) (*store.Profile, error)
+	ListLocations(ctx context.Context, userID int64) ([]store.Location, error)
+	CreateLocation(ctx context.Context, userID int64, l store.Location) (*store.Location, error)
+	UpdateLocation(ctx context.Context, userID, id int64, l store.Location) (*store.Location, error)
+	DeleteLocation(ctx context.Context, userID, id int64) error
+}
+
 // Service applies the user rules on top of the store and the account service.
 type Service struct {
-	store    *store.Store
+	store    Store
 	accounts *account.Service
 	media    *media.Service // removes the files of a deleted user's media assets; may be nil
 }
 
 // New returns the service.
-func New(st *store.Store, accounts *account.Service, m *media.Service) *Service {
+func New(st Store, accounts *account.Service, m *media.Service) *Service {
 	return &Service{store: st, accounts: accounts, media: m}
 }
 
@@ -95,9 +112,14 @@ func (s *Service) Roles(ctx context.Context, by *store.User, id int64) ([]string
 
 // GrantRole gives account id the role (granting a role held already changes nothing) for an
 // administrator (by) and returns its roles. Errors: ErrForbidden (by is no administrator),
-// ErrNotFound, ErrInvalid (malformed role).
+// ErrNotFound, ErrInvalid (malformed role: CheckRole, after the account is found).
 func (s *Service) GrantRole(ctx context.Context, by *store.User, id int64, role string) ([]string, error) {
-	return s.roles(ctx, by, id, func() error { return s.store.GrantRole(ctx, id, role) })
+	return s.roles(ctx, by, id, func() error {
+		if err := CheckRole(role); err != nil {
+			return err
+		}
+		return s.store.GrantRole(ctx, id, role)
+	})
 }
 
 // RevokeRole takes the role from account id for an administrator (by) and returns its roles.
@@ -147,8 +169,11 @@ func (s *Service) Locations(ctx context.Context, u *store.User) ([]store.Locatio
 
 // CreateLocation adds a location of u's (the default one loses the flag when l is the
 // default). Errors: ErrInvalid (missing name, oversize text, coordinates out of range or only
-// one given), ErrNotFound (u was deleted meanwhile).
+// one given: CheckLocation, before the store), ErrNotFound (u was deleted meanwhile).
 func (s *Service) CreateLocation(ctx context.Context, u *store.User, l store.Location) (*store.Location, error) {
+	if err := CheckLocation(l); err != nil {
+		return nil, err
+	}
 	return s.store.CreateLocation(ctx, u.ID, l)
 }
 
@@ -156,6 +181,9 @@ func (s *Service) CreateLocation(ctx context.Context, u *store.User, l store.Loc
 // an unknown one does (whose it is stays unsaid). Errors: ErrNotFound, ErrInvalid (as
 // CreateLocation).
 func (s *Service) UpdateLocation(ctx context.Context, u *store.User, id int64, l store.Location) (*store.Location, error) {
+	if err := CheckLocation(l); err != nil {
+		return nil, err
+	}
 	return s.store.UpdateLocation(ctx, u.ID, id, l)
 }
 
