@@ -26,7 +26,8 @@ func (a *API) StreamTaskEvents(ctx context.Context, req gen.StreamTaskEventsRequ
 	if err != nil {
 		return nil, err
 	}
-	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release}, nil
+	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release,
+		authorized: func(ctx context.Context) error { return a.accounts.StillSignedIn(ctx, id) }}, nil
 }
 
 // StreamAgentChatEvents streams the events of one of the key's chats (Server-Sent Events).
@@ -43,7 +44,8 @@ func (a *API) StreamAgentChatEvents(ctx context.Context, req gen.StreamAgentChat
 	if err != nil {
 		return nil, err
 	}
-	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release}, nil
+	return &eventStream{api: a, ctx: ctx, taskID: v.Task.ID, after: eventCursor(req.Params.LastEventID, req.Params.SinceSequence), release: release,
+		authorized: func(ctx context.Context) error { return a.apiKeys.StillValid(ctx, k) }}, nil
 }
 
 // eventCursor is where a stream starts: Last-Event-ID (an EventSource reconnecting), else
@@ -68,8 +70,10 @@ type eventStream struct {
 	taskID  int64
 	after   int64
 	release func() // the owner's stream slot (taskstream.Broker.Acquire)
-	w       http.ResponseWriter
-	rc      *http.ResponseController
+	// authorized asks whether the session or key that opened the stream still stands.
+	authorized func(ctx context.Context) error
+	w          http.ResponseWriter
+	rc         *http.ResponseController
 }
 
 func (e *eventStream) VisitStreamTaskEventsResponse(w http.ResponseWriter) error { return e.serve(w) }
@@ -109,6 +113,9 @@ func (e *eventStream) KeepAlive() error {
 	_, err := fmt.Fprint(e.w, ": keep-alive\n\n")
 	return err
 }
+
+// Authorized reports whether the stream's credential still stands (taskstream.Sink).
+func (e *eventStream) Authorized(ctx context.Context) error { return e.authorized(ctx) }
 
 // Flush sends what was written.
 func (e *eventStream) Flush() { _ = e.rc.Flush() } // http.ErrNotSupported: nothing buffers

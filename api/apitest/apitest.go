@@ -171,6 +171,16 @@ func (e *Env) Client() *Client {
 	return &Client{env: e, cookies: map[string]*http.Cookie{}, IP: "192.0.2.10"}
 }
 
+// CookieHeader is the client's cookies as one Cookie header, for a request to a live server
+// that Do (bound to the engine) cannot make, such as an event stream read as it arrives.
+func (c *Client) CookieHeader() string {
+	parts := make([]string, 0, len(c.cookies))
+	for _, ck := range c.cookies {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Response is a recorded answer.
 type Response struct {
 	Status int

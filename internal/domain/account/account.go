@@ -212,6 +212,23 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	return &Identity{User: u, Session: sess}, nil
 }
 
+// StillSignedIn reports whether the session of id still stands (not logged out, not ended by a
+// password change, not expired, its user still there), for what outlives the request that
+// authenticated: an open event stream asks it every second. It reads the session cache, which
+// the auth version keeps current across processes. Errors: ErrUnauthenticated when it ended;
+// database errors.
+func (s *Service) StillSignedIn(ctx context.Context, id *Identity) error {
+	if id == nil || id.Session == nil {
+		return svcerr.ErrUnauthenticated
+	}
+	if _, _, err := s.store.SessionByDigest(ctx, id.Session.TokenDigest); errors.Is(err, svcerr.ErrNotFound) {
+		return svcerr.ErrUnauthenticated
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
 // Logout ends the session behind token.
 func (s *Service) Logout(ctx context.Context, token string) error {
 	err := s.store.DeleteSession(ctx, secret.Digest(token))

@@ -144,6 +144,17 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (*stor
 	return k, nil
 }
 
+// StillValid reports whether key k still authenticates (not revoked, not deleted with its
+// agent), for what outlives the request that authenticated: an open event stream asks it every
+// second. Errors: ErrUnauthenticated when it no longer does; database errors.
+func (s *Service) StillValid(ctx context.Context, k *store.AgentAPIKey) error {
+	cur, err := s.store.APIKeyByKeyID(ctx, k.KeyID)
+	if errors.Is(err, svcerr.ErrNotFound) || err == nil && (cur.RevokedAt != nil || cur.ID != k.ID) {
+		return ErrUnauthenticated
+	}
+	return err
+}
+
 // Touch records a use of k now. It writes only when the recorded last use is at least
 // store.APIKeyTouchInterval old, so last_used_at has about a minute's granularity.
 func (s *Service) Touch(ctx context.Context, k *store.AgentAPIKey) error {

@@ -12,6 +12,7 @@ package taskstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -27,6 +28,7 @@ const (
 	DefaultPoll        = time.Second      // how soon a stream sees events another process wrote
 	DefaultKeepAlive   = 15 * time.Second // a comment line this often keeps proxies from closing idle streams
 	DefaultMaxPerOwner = 32               // open streams of one user or key (event_streams_per_user)
+	DefaultRecheck     = time.Second      // how soon a stream ends after its credential did
 )
 
 // Sink receives what a stream sends; the HTTP layer renders it as Server-Sent Events.
@@ -38,6 +40,9 @@ type Sink interface {
 	KeepAlive() error
 	// Flush pushes what was sent to the client.
 	Flush()
+	// Authorized reports whether the credential that opened the stream still stands; asked
+	// every Recheck, the stream ends (nil from Serve) once it answers an error.
+	Authorized(ctx context.Context) error
 }
 
 // Broker serves the event streams of one process. Build it with New; run its poll loop with
@@ -46,6 +51,9 @@ type Broker struct {
 	Store     *store.Store
 	Poll      time.Duration
 	KeepAlive time.Duration
+	// Recheck is how often an open stream asks its sink whether the credential that opened it
+	// still stands (a logout, a password change, a revoked key end it); 0 means DefaultRecheck.
+	Recheck time.Duration
 	// MaxPerOwner bounds the streams one owner holds open at once (Acquire); 0 means
 	// DefaultMaxPerOwner.
 	MaxPerOwner int
@@ -209,6 +217,8 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 	defer b.unwatch(taskID, wake)
 	keep := time.NewTicker(b.interval(b.KeepAlive, DefaultKeepAlive))
 	defer keep.Stop()
+	recheck := time.NewTicker(b.interval(b.Recheck, DefaultRecheck))
+	defer recheck.Stop()
 	for first := true; ; first = false {
 		evs, err := b.Store.TaskEvents(ctx, taskID, after, store.MaxEventsPage)
 		if err != nil {
@@ -241,21 +251,44 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 			}
 		}
 		sink.Flush()
+		if done, err := b.wait(ctx, taskID, wake, keep.C, recheck.C, sink); done || err != nil {
+			return err
+		}
+	}
+}
+
+// wait blocks until the stream has something to read (a wake-up, or a keep-alive sent), and
+// reports done when the stream ends instead: the client went away, the task was deleted, or
+// the credential that opened it ended (asked every Recheck, without reading the task).
+func (b *Broker) wait(ctx context.Context, taskID int64, wake <-chan struct{}, keep, recheck <-chan time.Time, sink Sink) (done bool, err error) {
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return true, nil
 		case <-wake:
-		case <-keep.C:
+			return false, nil
+		case <-recheck:
+			if err := sink.Authorized(ctx); err != nil {
+				if !errors.Is(err, svcerr.ErrUnauthenticated) {
+					return true, err
+				}
+				if b.Log != nil {
+					b.Log.InfoContext(ctx, "task event stream ended: its credential ended", "task_id", taskID)
+				}
+				return true, nil
+			}
+		case <-keep:
 			// A deleted task writes no terminal event: its stream ends here instead.
 			if cs, err := b.Store.EventCursors(ctx, []int64{taskID}); err != nil {
-				return err
+				return true, err
 			} else if len(cs) == 0 {
-				return nil
+				return true, nil
 			}
 			if err := sink.KeepAlive(); err != nil {
-				return err
+				return true, err
 			}
 			sink.Flush()
+			return false, nil
 		}
 	}
 }
