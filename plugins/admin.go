@@ -23,7 +23,7 @@ import (
 // Admin runs the administrator's plugin operations: the inventory, browsing the catalog and
 // installing, updating and uninstalling its packages, each change followed by a reload of the
 // Runtime. Every gate of those operations lives here: the caller must be an administrator
-// (internal/access; checked first), plugin_catalog_enabled for the catalog,
+// (internal/domain/access; checked first), plugin_catalog_enabled for the catalog,
 // plugin_install_enabled for changes, plugin_catalog_url and plugin_catalog_ttl for where
 // packages come from.
 type Admin struct {

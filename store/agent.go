@@ -18,7 +18,7 @@ import (
 )
 
 // Agent limits the contract does not state (those it states, the step budget and the text
-// lengths, are internal/limits's): system_prompt has none there, so the store bounds it by what
+// lengths, are internal/vocab/limits's): system_prompt has none there, so the store bounds it by what
 // a MEDIUMTEXT column holds in the worst case (4 bytes a character).
 const (
 	MaxAgentSystemPromptLen  = 1 << 20

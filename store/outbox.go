@@ -90,7 +90,7 @@ func (o outbox) claim(tx *gorm.DB, dialect string, now time.Time, lease time.Dur
 // lease not positive), the database's.
 func claimOutbox[R, T any](ctx context.Context, s *Store, o outbox, workerID string, limit int, lease time.Duration,
 	due func(*R) (time.Time, int64), convert func(tx *gorm.DB, rows []R) ([]T, error)) ([]T, error) {
-	// Stays: the arguments of the dispatchers (internal/outbox), not user input; a guard of the
+	// Stays: the arguments of the dispatchers (internal/platform/outbox), not user input; a guard of the
 	// lease that fences every later write of these rows.
 	if err := checkKey("worker id", workerID, true); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 // taken back in the same transaction. The window before is closed, so it is read as it is.
 // Errors: ErrInvalid (empty key, window not positive); the database's.
 func (s *Store) RateLimitHit(ctx context.Context, key string, start, window int64, allow func(prev, curr uint64) bool) (prev, curr uint64, ok bool, err error) {
-	if key == "" || window <= 0 { // stays: the limiter's own arguments (internal/ratelimit), not user input
+	if key == "" || window <= 0 { // stays: the limiter's own arguments (internal/platform/ratelimit), not user input
 		return 0, 0, false, invalidf("rate limit: key and window are required")
 	}
 	type counts struct {

@@ -53,7 +53,7 @@
 //
 // # Errors
 //
-// Every error a caller should show belongs to an internal/svcerr category: ErrInvalid (a
+// Every error a caller should show belongs to an internal/vocab/svcerr category: ErrInvalid (a
 // refused name, document, archive or manifest; a checksum mismatch), ErrNotFound (a package or
 // version absent from the catalog, a package not installed), ErrConflict (already installed,
 // missing requirements, required by another package) and ErrUnavailable (the catalog or an

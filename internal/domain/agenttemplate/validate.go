@@ -12,7 +12,7 @@ import (
 )
 
 // Limits of the format (document 2 and openapi.yaml's AgentTemplateDocument) beyond the lengths
-// and step budget of internal/limits. Lengths count characters (Unicode code points), as JSON
+// and step budget of internal/vocab/limits. Lengths count characters (Unicode code points), as JSON
 // Schema does.
 const (
 	maxCount           = math.MaxInt32 // retry_after_minutes, max_retries

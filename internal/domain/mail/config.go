@@ -17,7 +17,7 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
-// Stored-setting keys of the mail configuration (the file keys of internal/config). An
+// Stored-setting keys of the mail configuration (the file keys of internal/platform/config). An
 // administrator's save writes all of them, so the stored layer overrides the file and the
 // environment as one block; mail_password only when the request says so.
 const (

@@ -1,10 +1,10 @@
 // Package runtimesettings reads and stores the runtime settings an administrator may change from the
 // web application (GET and PATCH /runtime-settings): the keys of the runtime configuration
 // that take effect at the next request, without a restart. Stored values are the highest layer
-// of the configuration (internal/config: default < file < environment < stored); clearing one
+// of the configuration (internal/platform/config: default < file < environment < stored); clearing one
 // lets the lower layers apply again.
 //
-// The mail settings have their own service (internal/mail, /mail-config). Keys needed before
+// The mail settings have their own service (internal/domain/mail, /mail-config). Keys needed before
 // the database opens, secrets, addresses and paths, and the keys a process reads only at
 // start-up are not editable here: a value stored for them would not apply until a restart, or
 // could lock the administrator out.

@@ -1,8 +1,8 @@
 // Package user holds the rules of user accounts as resources: the administrator's management
 // of accounts and their roles (/users), and a user's own profile and locations (/me). Who may
-// do what is decided here (internal/access), so the handlers only convert; the account flows
+// do what is decided here (internal/domain/access), so the handlers only convert; the account flows
 // themselves (registration, sign-in, passwords, the checks of a new or changed account) stay in
-// internal/account, which this service calls.
+// internal/domain/account, which this service calls.
 package user
 
 import (

@@ -1,5 +1,5 @@
 // Package mailqueue delivers the durable mail outbox (store.EnqueueMail, mail_outbox): a
-// Dispatcher on the loop shared by every outbox (internal/outbox) claims due mails with a
+// Dispatcher on the loop shared by every outbox (internal/platform/outbox) claims due mails with a
 // lease, sends each through the service's mail.Sender with a per-attempt timeout and records
 // the outcome (delivered, or a failed attempt scheduled again by store.MailBackoff and kept as
 // failed after the last). Every mail the service sends goes through it except the

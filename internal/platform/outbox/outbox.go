@@ -2,7 +2,7 @@
 // claim a batch of due items with a lease, deliver them with bounded concurrency, each
 // delivery recording its own outcome, and wait for the next poll or a Notify. The store side
 // (lease claim, fenced finish, backoff schedule) is shared in store/outbox.go; this package
-// only runs it on internal/startstop with an injected clock. Delivery is at-least-once: an
+// only runs it on internal/platform/startstop with an injected clock. Delivery is at-least-once: an
 // item whose dispatcher dies between delivering and recording is delivered again when its
 // lease lapses.
 package outbox

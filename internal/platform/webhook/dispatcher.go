@@ -56,7 +56,7 @@ func NewClient(opts netguard.Options) *http.Client {
 }
 
 // Dispatcher sends due deliveries of the outbox on the loop shared by every outbox
-// (internal/outbox). Background work has one owner: Start begins the loop, Stop ends claiming
+// (internal/platform/outbox). Background work has one owner: Start begins the loop, Stop ends claiming
 // and waits for in-flight POSTs; RunOnce sends one batch (tests, or a caller with its own
 // schedule). Several dispatchers (processes) may share one database: claims are leased.
 type Dispatcher struct {

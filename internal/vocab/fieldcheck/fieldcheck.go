@@ -3,7 +3,7 @@
 // length. The limits are the store's column limits (store.Max…Len), checked here so that
 // SQLite, which stores anything, and MySQL/MariaDB, which reject oversize values in strict
 // mode, answer the same (ErrInvalid, before anything is written). It is a leaf package: it
-// imports only internal/svcerr, so the store and every service may use it.
+// imports only internal/vocab/svcerr, so the store and every service may use it.
 package fieldcheck
 
 import (
