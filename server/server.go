@@ -67,6 +67,7 @@ type Server struct {
 	tracer   *tracing.Tracer             // request spans (no-op when tracing is off)
 	pushSvc  *push.Service               // the push channel (readiness)
 	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
+	apiOnly  bool                        // the process runs no task daemon (Options.APIOnly): readiness does not ask for one
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine

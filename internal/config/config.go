@@ -196,6 +196,10 @@ type Config struct {
 	// MetricsListen is a separate listen address (such as 127.0.0.1:9090) serving only
 	// /metrics, without a token; keep it private. Read at start-up.
 	MetricsListen string `key:"metrics_listen" env:"METRICS_LISTEN" stored:"no"`
+	// WorkerHealthListen is the address (such as 127.0.0.1:9091) on which `svc worker`, which
+	// has no API listener, answers GET /healthz and GET /readyz for a process supervisor or an
+	// orchestrator's probes; empty: none. Read at start-up.
+	WorkerHealthListen string `key:"worker_health_listen" env:"WORKER_HEALTH_LISTEN" stored:"no"`
 	// OtelEndpoint turns on OpenTelemetry traces, exported over OTLP/HTTP (protobuf) to this
 	// collector base URL (such as http://127.0.0.1:4318; /v1/traces is appended unless the path
 	// already ends with it). Set by the administrator, so not screened. Read at start-up.

@@ -122,8 +122,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 59 {
-		t.Errorf("%d keys, want 59", len(fields))
+	if len(fields) != 60 {
+		t.Errorf("%d keys, want 60", len(fields))
 	}
 }
 
@@ -508,6 +508,9 @@ func TestValidation(t *testing.T) {
 		{"metrics_listen", []string{"SVC_METRICS_LISTEN=9090"}, `metrics_listen "9090" must be a host:port address`},
 		{"metrics_listen same", []string{"SVC_METRICS_LISTEN=:8080"}, "metrics_listen must differ from listen"},
 		{"metrics_listen ok", []string{"SVC_METRICS_LISTEN=127.0.0.1:9090"}, ""},
+		{"worker_health_listen", []string{"SVC_WORKER_HEALTH_LISTEN=9091"}, `worker_health_listen "9091" must be a host:port address`},
+		{"worker_health_listen same", []string{"SVC_METRICS_LISTEN=127.0.0.1:9090", "SVC_WORKER_HEALTH_LISTEN=127.0.0.1:9090"}, "worker_health_listen must differ from metrics_listen"},
+		{"worker_health_listen ok", []string{"SVC_WORKER_HEALTH_LISTEN=127.0.0.1:9091"}, ""},
 		{"otel_endpoint", []string{"SVC_OTEL_ENDPOINT=collector:4318"}, `otel_endpoint "collector:4318" must be an absolute http:// or https:// URL`},
 		{"otel_service_name", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318", "SVC_OTEL_SERVICE_NAME="}, "otel_service_name is required when otel_endpoint is set"},
 		{"otel ok", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318"}, ""},
