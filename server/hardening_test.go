@@ -53,6 +53,21 @@ func TestUnsupportedContentType(t *testing.T) {
 	}
 }
 
+// TestTrailingBytesAfterJSONBody: a JSON body is one value; bytes after it are refused (issue 23,
+// item 7: `{…}}}` was accepted with 201).
+func TestTrailingBytesAfterJSONBody(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	c, _ := env.UserClient("root@example.com")
+	for _, body := range []string{`{"name":"trailing"}}}`, `{"name":"trailing"} {"name":"again"}`, `{"name":"trailing"}x`} {
+		res := c.Do(apitest.Request{Method: http.MethodPost, Path: "/agents", Body: []byte(body)}).Expect(t, 400, "BAD_REQUEST")
+		if !strings.Contains(string(res.Body), "after the JSON value") {
+			t.Errorf("%s: message = %s", body, res.Body)
+		}
+	}
+	c.Do(apitest.Request{Method: http.MethodPost, Path: "/agents", Body: []byte("{\"name\":\"trailing\"} \r\n\t")}).Expect(t, 201)
+}
+
 // TestSecurityHeaders: every response carries nosniff, DENY and a restrictive CSP; production
 // adds HSTS.
 func TestSecurityHeaders(t *testing.T) {
