@@ -10392,7 +10392,14 @@ type NotImplementedJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
-type ServiceUnavailableJSONResponse Error
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body Error
+
+	Headers ServiceUnavailableResponseHeaders
+}
 
 type TemplateImportRefusedJSONResponse TemplateImportRefusedError
 
@@ -10502,6 +10509,23 @@ func (response ListAgentChats500JSONResponse) VisitListAgentChatsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentChats503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentChats503JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10665,10 +10689,13 @@ type StartAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response StartAgentChat503JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10834,10 +10861,13 @@ type AnswerAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AnswerAgentChat503JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11003,10 +11033,13 @@ type ApproveAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ApproveAgentChat503JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11137,6 +11170,23 @@ func (response StreamAgentChatEvents500JSONResponse) VisitStreamAgentChatEventsR
 	return err
 }
 
+type StreamAgentChatEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamAgentChatEvents503JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentChatMessagesRequestObject struct {
 	Id     AgentApiChatId `json:"id"`
 	Params ListAgentChatMessagesParams
@@ -11229,6 +11279,23 @@ func (response ListAgentChatMessages500JSONResponse) VisitListAgentChatMessagesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentChatMessages503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentChatMessages503JSONResponse) VisitListAgentChatMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11393,10 +11460,13 @@ type SendAgentChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response SendAgentChatMessage503JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11562,10 +11632,13 @@ type RejectAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RejectAgentChat503JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11666,6 +11739,23 @@ func (response GetAgentChatStatus500JSONResponse) VisitGetAgentChatStatusRespons
 	return err
 }
 
+type GetAgentChatStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentChatStatus503JSONResponse) VisitGetAgentChatStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentChatTranscriptRequestObject struct {
 	Id     AgentApiChatId `json:"id"`
 	Params GetAgentChatTranscriptParams
@@ -11758,6 +11848,23 @@ func (response GetAgentChatTranscript500JSONResponse) VisitGetAgentChatTranscrip
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentChatTranscript503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentChatTranscript503JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11906,10 +12013,13 @@ type UploadAgentMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadAgentMedia503JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12025,6 +12135,23 @@ func (response GetAgentMedia500JSONResponse) VisitGetAgentMediaResponse(w http.R
 	return err
 }
 
+type GetAgentMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentMedia503JSONResponse) VisitGetAgentMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentTemplatesRequestObject struct {
 }
 
@@ -12070,6 +12197,23 @@ func (response ListAgentTemplates500JSONResponse) VisitListAgentTemplatesRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentTemplates503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentTemplates503JSONResponse) VisitListAgentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12206,10 +12350,13 @@ type ImportAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ImportAgentTemplate503JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12344,10 +12491,13 @@ type ValidateAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response ValidateAgentTemplate503JSONResponse) VisitValidateAgentTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12431,6 +12581,23 @@ func (response GetAgentTemplate500JSONResponse) VisitGetAgentTemplateResponse(w 
 	return err
 }
 
+type GetAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentTemplate503JSONResponse) VisitGetAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentsRequestObject struct {
 	Params ListAgentsParams
 }
@@ -12491,6 +12658,23 @@ func (response ListAgents500JSONResponse) VisitListAgentsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgents503JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12622,10 +12806,13 @@ type CreateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateAgent503JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12737,6 +12924,23 @@ func (response DeleteAgent500JSONResponse) VisitDeleteAgentResponse(w http.Respo
 	return err
 }
 
+type DeleteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgent503JSONResponse) VisitDeleteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -12811,6 +13015,23 @@ func (response GetAgent500JSONResponse) VisitGetAgentResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgent503JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12957,10 +13178,13 @@ type UpdateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateAgent503JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13054,6 +13278,23 @@ func (response ListAgentApiKeys500JSONResponse) VisitListAgentApiKeysResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentApiKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentApiKeys503JSONResponse) VisitListAgentApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13200,10 +13441,13 @@ type CreateAgentApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateAgentApiKey503JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13302,6 +13546,23 @@ func (response RevokeAgentApiKey500JSONResponse) VisitRevokeAgentApiKeyResponse(
 	return err
 }
 
+type RevokeAgentApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeAgentApiKey503JSONResponse) VisitRevokeAgentApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportAgentRequestObject struct {
 	Id     string `json:"id"`
 	Params ExportAgentParams
@@ -13391,6 +13652,23 @@ func (response ExportAgent500JSONResponse) VisitExportAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportAgent503JSONResponse) VisitExportAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13487,6 +13765,23 @@ func (response UnfavoriteAgent500JSONResponse) VisitUnfavoriteAgentResponse(w ht
 	return err
 }
 
+type UnfavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnfavoriteAgent503JSONResponse) VisitUnfavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FavoriteAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -13579,6 +13874,23 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 	return err
 }
 
+type FavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response FavoriteAgent503JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentPictureRequestObject struct {
 	Id string `json:"id"`
 }
@@ -13660,6 +13972,23 @@ func (response GetAgentPicture500JSONResponse) VisitGetAgentPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentPicture503JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13752,6 +14081,23 @@ func (response DeleteAgentPicture500JSONResponse) VisitDeleteAgentPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentPicture503JSONResponse) VisitDeleteAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13898,10 +14244,13 @@ type UploadAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadAgentPicture503JSONResponse) VisitUploadAgentPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13981,6 +14330,23 @@ func (response ListScheduledRuns500JSONResponse) VisitListScheduledRunsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScheduledRuns503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListScheduledRuns503JSONResponse) VisitListScheduledRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14127,10 +14493,13 @@ type CreateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateScheduledRun503JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14229,6 +14598,23 @@ func (response DeleteScheduledRun500JSONResponse) VisitDeleteScheduledRunRespons
 	return err
 }
 
+type DeleteScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteScheduledRun503JSONResponse) VisitDeleteScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetScheduledRunRequestObject struct {
 	Id    string `json:"id"`
 	RunId string `json:"runId"`
@@ -14304,6 +14690,23 @@ func (response GetScheduledRun500JSONResponse) VisitGetScheduledRunResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetScheduledRun503JSONResponse) VisitGetScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14451,10 +14854,13 @@ type UpdateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateScheduledRun503JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14553,6 +14959,23 @@ func (response TriggerScheduledRun500JSONResponse) VisitTriggerScheduledRunRespo
 	return err
 }
 
+type TriggerScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TriggerScheduledRun503JSONResponse) VisitTriggerScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPromptTemplatesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -14627,6 +15050,23 @@ func (response ListPromptTemplates500JSONResponse) VisitListPromptTemplatesRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPromptTemplates503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPromptTemplates503JSONResponse) VisitListPromptTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14787,10 +15227,13 @@ type CreatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response CreatePromptTemplate503JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14903,6 +15346,23 @@ func (response DeletePromptTemplate500JSONResponse) VisitDeletePromptTemplateRes
 	return err
 }
 
+type DeletePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeletePromptTemplate503JSONResponse) VisitDeletePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPromptTemplateRequestObject struct {
 	Id         string `json:"id"`
 	TemplateId string `json:"templateId"`
@@ -14978,6 +15438,23 @@ func (response GetPromptTemplate500JSONResponse) VisitGetPromptTemplateResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPromptTemplate503JSONResponse) VisitGetPromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15139,10 +15616,13 @@ type UpdatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response UpdatePromptTemplate503JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -15226,6 +15706,23 @@ func (response ListAgentToolOperations500JSONResponse) VisitListAgentToolOperati
 	return err
 }
 
+type ListAgentToolOperations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentToolOperations503JSONResponse) VisitListAgentToolOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentToolStatusesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -15300,6 +15797,23 @@ func (response ListAgentToolStatuses500JSONResponse) VisitListAgentToolStatusesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentToolStatuses503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentToolStatuses503JSONResponse) VisitListAgentToolStatusesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15397,6 +15911,23 @@ func (response DisableAgentTool500JSONResponse) VisitDisableAgentToolResponse(w 
 	return err
 }
 
+type DisableAgentTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DisableAgentTool503JSONResponse) VisitDisableAgentToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EnableAgentToolRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -15490,6 +16021,23 @@ func (response EnableAgentTool500JSONResponse) VisitEnableAgentToolResponse(w ht
 	return err
 }
 
+type EnableAgentTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response EnableAgentTool503JSONResponse) VisitEnableAgentToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentToolOperationRequestObject struct {
 	Id        string `json:"id"`
 	ToolId    string `json:"toolId"`
@@ -15566,6 +16114,23 @@ func (response GetAgentToolOperation500JSONResponse) VisitGetAgentToolOperationR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolOperation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolOperation503JSONResponse) VisitGetAgentToolOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15714,10 +16279,13 @@ type UpdateAgentToolOperation503JSONResponse struct{ ServiceUnavailableJSONRespo
 func (response UpdateAgentToolOperation503JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -15816,6 +16384,23 @@ func (response DeleteAgentToolOverride500JSONResponse) VisitDeleteAgentToolOverr
 	return err
 }
 
+type DeleteAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentToolOverride503JSONResponse) VisitDeleteAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentToolOverrideRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -15905,6 +16490,23 @@ func (response GetAgentToolOverride500JSONResponse) VisitGetAgentToolOverrideRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolOverride503JSONResponse) VisitGetAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16052,10 +16654,13 @@ type ReplaceAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONRespo
 func (response ReplaceAgentToolOverride503JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16136,6 +16741,23 @@ func (response GetAgentToolStatus500JSONResponse) VisitGetAgentToolStatusRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolStatus503JSONResponse) VisitGetAgentToolStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16282,10 +16904,13 @@ type TransferAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response TransferAgent503JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16418,10 +17043,13 @@ type UpdateAccount503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateAccount503JSONResponse) VisitUpdateAccountResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16568,10 +17196,13 @@ type RequestEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RequestEmailChange503JSONResponse) VisitRequestEmailChangeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16690,10 +17321,13 @@ type ConfirmEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ConfirmEmailChange503JSONResponse) VisitConfirmEmailChangeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16815,10 +17449,13 @@ type ForgotPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ForgotPassword503JSONResponse) VisitForgotPasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16964,10 +17601,13 @@ type Login503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response Login503JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17046,6 +17686,23 @@ func (response Logout500JSONResponse) VisitLogoutResponse(w http.ResponseWriter)
 	return err
 }
 
+type Logout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Logout503JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMeRequestObject struct {
 }
 
@@ -17091,6 +17748,23 @@ func (response GetMe500JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17222,10 +17896,13 @@ type ChangePassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ChangePassword503JSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17375,10 +18052,13 @@ type Register503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response Register503JSONResponse) VisitRegisterResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17500,10 +18180,13 @@ type ResetPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ResetPassword503JSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17603,6 +18286,23 @@ func (response ResendVerification500JSONResponse) VisitResendVerificationRespons
 	return err
 }
 
+type ResendVerification503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResendVerification503JSONResponse) VisitResendVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type VerifyEmailRequestObject struct {
 	Selector string `json:"selector"`
 	Params   VerifyEmailParams
@@ -17668,6 +18368,23 @@ func (response VerifyEmail500JSONResponse) VisitVerifyEmailResponse(w http.Respo
 	return err
 }
 
+type VerifyEmail503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response VerifyEmail503JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConfigRequestObject struct {
 }
 
@@ -17699,6 +18416,23 @@ func (response GetConfig500JSONResponse) VisitGetConfigResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetConfig503JSONResponse) VisitGetConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17763,6 +18497,23 @@ func (response ListGroups500JSONResponse) VisitListGroupsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroups503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroups503JSONResponse) VisitListGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17894,10 +18645,13 @@ type CreateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateGroup503JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18009,6 +18763,23 @@ func (response DeleteGroup500JSONResponse) VisitDeleteGroupResponse(w http.Respo
 	return err
 }
 
+type DeleteGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroup503JSONResponse) VisitDeleteGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetGroupRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -18083,6 +18854,23 @@ func (response GetGroup500JSONResponse) VisitGetGroupResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroup503JSONResponse) VisitGetGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18229,10 +19017,13 @@ type UpdateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateGroup503JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18317,6 +19108,23 @@ func (response ListGroupAgents500JSONResponse) VisitListGroupAgentsResponse(w ht
 	return err
 }
 
+type ListGroupAgents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupAgents503JSONResponse) VisitListGroupAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupLlmConfigsRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupLlmConfigsParams
@@ -18392,6 +19200,23 @@ func (response ListGroupLlmConfigs500JSONResponse) VisitListGroupLlmConfigsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupLlmConfigs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupLlmConfigs503JSONResponse) VisitListGroupLlmConfigsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18552,10 +19377,13 @@ type CreateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response CreateGroupLlmConfig503JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18650,6 +19478,23 @@ func (response DeleteGroupLlmConfig500JSONResponse) VisitDeleteGroupLlmConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroupLlmConfig503JSONResponse) VisitDeleteGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18811,10 +19656,13 @@ type UpdateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response UpdateGroupLlmConfig503JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18913,6 +19761,23 @@ func (response SetDefaultGroupLlmConfig500JSONResponse) VisitSetDefaultGroupLlmC
 	return err
 }
 
+type SetDefaultGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetDefaultGroupLlmConfig503JSONResponse) VisitSetDefaultGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupMembersRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupMembersParams
@@ -18988,6 +19853,23 @@ func (response ListGroupMembers500JSONResponse) VisitListGroupMembersResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupMembers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupMembers503JSONResponse) VisitListGroupMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19148,10 +20030,13 @@ type AddGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AddGroupMember503JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19260,6 +20145,23 @@ func (response RemoveGroupMember500JSONResponse) VisitRemoveGroupMemberResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveGroupMember503JSONResponse) VisitRemoveGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19421,10 +20323,13 @@ type UpdateGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateGroupMember503JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19511,6 +20416,23 @@ func (response GetGroupPicture500JSONResponse) VisitGetGroupPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroupPicture503JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19603,6 +20525,23 @@ func (response DeleteGroupPicture500JSONResponse) VisitDeleteGroupPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroupPicture503JSONResponse) VisitDeleteGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19749,10 +20688,13 @@ type UploadGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadGroupPicture503JSONResponse) VisitUploadGroupPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19832,6 +20774,23 @@ func (response GetGroupPreferences500JSONResponse) VisitGetGroupPreferencesRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPreferences503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroupPreferences503JSONResponse) VisitGetGroupPreferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19978,10 +20937,13 @@ type ReplaceGroupPreferences503JSONResponse struct{ ServiceUnavailableJSONRespon
 func (response ReplaceGroupPreferences503JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20061,6 +21023,23 @@ func (response ListGroupTools500JSONResponse) VisitListGroupToolsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupTools503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupTools503JSONResponse) VisitListGroupToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20154,6 +21133,23 @@ func (response RemoveGroupTool500JSONResponse) VisitRemoveGroupToolResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveGroupTool503JSONResponse) VisitRemoveGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20301,10 +21297,13 @@ type UpsertGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpsertGroupTool503JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20369,6 +21368,23 @@ func (response GetMailConfig500JSONResponse) VisitGetMailConfigResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMailConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMailConfig503JSONResponse) VisitGetMailConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20500,10 +21516,13 @@ type UpdateMailConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateMailConfig503JSONResponse) VisitUpdateMailConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20636,10 +21655,13 @@ type SendTestMail503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response SendTestMail503JSONResponse) VisitSendTestMailResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20690,6 +21712,23 @@ func (response ListLocations500JSONResponse) VisitListLocationsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListLocations503JSONResponse) VisitListLocationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20821,10 +21860,13 @@ type CreateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateLocation503JSONResponse) VisitCreateLocationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20918,6 +21960,23 @@ func (response DeleteLocation500JSONResponse) VisitDeleteLocationResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteLocation503JSONResponse) VisitDeleteLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21064,10 +22123,13 @@ type UpdateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateLocation503JSONResponse) VisitUpdateLocationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21143,6 +22205,23 @@ func (response GetMyPicture500JSONResponse) VisitGetMyPictureResponse(w http.Res
 	return err
 }
 
+type GetMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMyPicture503JSONResponse) VisitGetMyPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMyPictureRequestObject struct {
 }
 
@@ -21202,6 +22281,23 @@ func (response DeleteMyPicture500JSONResponse) VisitDeleteMyPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteMyPicture503JSONResponse) VisitDeleteMyPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21333,10 +22429,13 @@ type UploadMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadMyPicture503JSONResponse) VisitUploadMyPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21387,6 +22486,23 @@ func (response GetProfile500JSONResponse) VisitGetProfileResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetProfile503JSONResponse) VisitGetProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21518,10 +22634,13 @@ type ReplaceProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ReplaceProfile503JSONResponse) VisitReplaceProfileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21587,6 +22706,23 @@ func (response ListMediaAssets500JSONResponse) VisitListMediaAssetsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaAssets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMediaAssets503JSONResponse) VisitListMediaAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21718,10 +22854,13 @@ type UploadMediaAsset503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadMediaAsset503JSONResponse) VisitUploadMediaAssetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21772,6 +22911,23 @@ func (response ListAllowedMediaTypes500JSONResponse) VisitListAllowedMediaTypesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAllowedMediaTypes503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAllowedMediaTypes503JSONResponse) VisitListAllowedMediaTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21903,10 +23059,13 @@ type ResolveMediaAssets503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ResolveMediaAssets503JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22054,10 +23213,13 @@ type CreateMediaDerivative503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response CreateMediaDerivative503JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22137,6 +23299,23 @@ func (response GetMediaDerivativeOptions500JSONResponse) VisitGetMediaDerivative
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaDerivativeOptions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMediaDerivativeOptions503JSONResponse) VisitGetMediaDerivativeOptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22283,10 +23462,13 @@ type SetMediaAssetKeep503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response SetMediaAssetKeep503JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22355,6 +23537,23 @@ func (response DeleteAllNotifications500JSONResponse) VisitDeleteAllNotification
 	return err
 }
 
+type DeleteAllNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAllNotifications503JSONResponse) VisitDeleteAllNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListNotificationsRequestObject struct {
 	Params ListNotificationsParams
 }
@@ -22419,6 +23618,23 @@ func (response ListNotifications500JSONResponse) VisitListNotificationsResponse(
 	return err
 }
 
+type ListNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListNotifications503JSONResponse) VisitListNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MarkAllNotificationsReadRequestObject struct {
 }
 
@@ -22478,6 +23694,23 @@ func (response MarkAllNotificationsRead500JSONResponse) VisitMarkAllNotification
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkAllNotificationsRead503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response MarkAllNotificationsRead503JSONResponse) VisitMarkAllNotificationsReadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22560,6 +23793,23 @@ func (response UnsubscribeNotifications500JSONResponse) VisitUnsubscribeNotifica
 	return err
 }
 
+type UnsubscribeNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnsubscribeNotifications503JSONResponse) VisitUnsubscribeNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListNotificationSubscriptionsRequestObject struct {
 }
 
@@ -22605,6 +23855,23 @@ func (response ListNotificationSubscriptions500JSONResponse) VisitListNotificati
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNotificationSubscriptions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListNotificationSubscriptions503JSONResponse) VisitListNotificationSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22764,10 +24031,13 @@ type SubscribeNotifications503JSONResponse struct{ ServiceUnavailableJSONRespons
 func (response SubscribeNotifications503JSONResponse) VisitSubscribeNotificationsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22865,6 +24135,23 @@ func (response DeleteNotification500JSONResponse) VisitDeleteNotificationRespons
 	return err
 }
 
+type DeleteNotification503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteNotification503JSONResponse) VisitDeleteNotificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MarkNotificationReadRequestObject struct {
 	Id string `json:"id"`
 }
@@ -22957,6 +24244,23 @@ func (response MarkNotificationRead500JSONResponse) VisitMarkNotificationReadRes
 	return err
 }
 
+type MarkNotificationRead503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response MarkNotificationRead503JSONResponse) VisitMarkNotificationReadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPluginsRequestObject struct {
 }
 
@@ -23016,6 +24320,23 @@ func (response ListPlugins500JSONResponse) VisitListPluginsResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPlugins503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPlugins503JSONResponse) VisitListPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23161,10 +24482,13 @@ type InstallPlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response InstallPlugin503JSONResponse) VisitInstallPluginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23238,10 +24562,13 @@ type ListPluginCatalog503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ListPluginCatalog503JSONResponse) VisitListPluginCatalogResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23349,6 +24676,23 @@ func (response UninstallPlugin500JSONResponse) VisitUninstallPluginResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UninstallPlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UninstallPlugin503JSONResponse) VisitUninstallPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23509,10 +24853,13 @@ type UpdatePlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdatePlugin503JSONResponse) VisitUpdatePluginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23586,10 +24933,13 @@ type GetRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response GetRuntimeSettings503JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23722,10 +25072,13 @@ type UpdateRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response UpdateRuntimeSettings503JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23795,6 +25148,23 @@ func (response SearchPalette500JSONResponse) VisitSearchPaletteResponse(w http.R
 	return err
 }
 
+type SearchPalette503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SearchPalette503JSONResponse) VisitSearchPaletteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSseAuthRequestObject struct {
 }
 
@@ -23840,6 +25210,23 @@ func (response GetSseAuth500JSONResponse) VisitGetSseAuthResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSseAuth503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSseAuth503JSONResponse) VisitGetSseAuthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23936,6 +25323,23 @@ func (response AuthorizeSse500JSONResponse) VisitAuthorizeSseResponse(w http.Res
 	return err
 }
 
+type AuthorizeSse503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AuthorizeSse503JSONResponse) VisitAuthorizeSseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSseStatusRequestObject struct {
 }
 
@@ -23981,6 +25385,23 @@ func (response GetSseStatus500JSONResponse) VisitGetSseStatusResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSseStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSseStatus503JSONResponse) VisitGetSseStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24045,6 +25466,23 @@ func (response ListTasks500JSONResponse) VisitListTasksResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTasks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTasks503JSONResponse) VisitListTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24191,10 +25629,13 @@ type CreateTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateTask503JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -24306,6 +25747,23 @@ func (response DeleteTask500JSONResponse) VisitDeleteTaskResponse(w http.Respons
 	return err
 }
 
+type DeleteTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteTask503JSONResponse) VisitDeleteTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -24380,6 +25838,23 @@ func (response GetTask500JSONResponse) VisitGetTaskResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTask503JSONResponse) VisitGetTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24490,6 +25965,23 @@ func (response AbortTask500JSONResponse) VisitAbortTaskResponse(w http.ResponseW
 	return err
 }
 
+type AbortTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AbortTask503JSONResponse) VisitAbortTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AbortSubAgentTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -24592,6 +26084,23 @@ func (response AbortSubAgentTask500JSONResponse) VisitAbortSubAgentTaskResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AbortSubAgentTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AbortSubAgentTask503JSONResponse) VisitAbortSubAgentTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24753,10 +26262,13 @@ type AnswerTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AnswerTask503JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -24919,10 +26431,13 @@ type ApproveTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ApproveTask503JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25085,10 +26600,13 @@ type ContinueTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ContinueTask503JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25215,6 +26733,23 @@ func (response StreamTaskEvents500JSONResponse) VisitStreamTaskEventsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTaskEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamTaskEvents503JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25376,10 +26911,13 @@ type RejectTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RejectTask503JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25491,6 +27029,23 @@ func (response RetryTask500JSONResponse) VisitRetryTaskResponse(w http.ResponseW
 	return err
 }
 
+type RetryTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RetryTask503JSONResponse) VisitRetryTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelTaskRetryChainRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -25593,6 +27148,23 @@ func (response CancelTaskRetryChain500JSONResponse) VisitCancelTaskRetryChainRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTaskRetryChain503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CancelTaskRetryChain503JSONResponse) VisitCancelTaskRetryChainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25720,6 +27292,23 @@ func (response TickTask500JSONResponse) VisitTickTaskResponse(w http.ResponseWri
 	return err
 }
 
+type TickTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TickTask503JSONResponse) VisitTickTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListToolsRequestObject struct {
 }
 
@@ -25765,6 +27354,23 @@ func (response ListTools500JSONResponse) VisitListToolsResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTools503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTools503JSONResponse) VisitListToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25861,6 +27467,23 @@ func (response DeleteToolSettings500JSONResponse) VisitDeleteToolSettingsRespons
 	return err
 }
 
+type DeleteToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteToolSettings503JSONResponse) VisitDeleteToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -25949,6 +27572,23 @@ func (response GetToolSettings500JSONResponse) VisitGetToolSettingsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolSettings503JSONResponse) VisitGetToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26095,10 +27735,13 @@ type PutToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response PutToolSettings503JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26196,6 +27839,23 @@ func (response DeleteToolUserSettings500JSONResponse) VisitDeleteToolUserSetting
 	return err
 }
 
+type DeleteToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteToolUserSettings503JSONResponse) VisitDeleteToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolUserSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -26270,6 +27930,23 @@ func (response GetToolUserSettings500JSONResponse) VisitGetToolUserSettingsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolUserSettings503JSONResponse) VisitGetToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26416,10 +28093,13 @@ type PutToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response PutToolUserSettings503JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26499,6 +28179,23 @@ func (response ListUsers500JSONResponse) VisitListUsersResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListUsers503JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26644,10 +28341,13 @@ type CreateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateUser503JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26759,6 +28459,23 @@ func (response DeleteUser500JSONResponse) VisitDeleteUserResponse(w http.Respons
 	return err
 }
 
+type DeleteUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteUser503JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetUserRequestObject struct {
 	Id UserId `json:"id"`
 }
@@ -26847,6 +28564,23 @@ func (response GetUser500JSONResponse) VisitGetUserResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUser503JSONResponse) VisitGetUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27007,10 +28741,13 @@ type UpdateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateUser503JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27172,10 +28909,13 @@ type ReplaceUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ReplaceUser503JSONResponse) VisitReplaceUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27262,6 +29002,23 @@ func (response GetUserPicture500JSONResponse) VisitGetUserPictureResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUserPicture503JSONResponse) VisitGetUserPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27354,6 +29111,23 @@ func (response ListUserRoles500JSONResponse) VisitListUserRolesResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserRoles503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListUserRoles503JSONResponse) VisitListUserRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27500,10 +29274,13 @@ type GrantUserRole503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response GrantUserRole503JSONResponse) VisitGrantUserRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27616,6 +29393,23 @@ func (response RevokeUserRole500JSONResponse) VisitRevokeUserRoleResponse(w http
 	return err
 }
 
+type RevokeUserRole503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeUserRole503JSONResponse) VisitRevokeUserRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunWorkerHousekeepingRequestObject struct {
 }
 
@@ -27706,6 +29500,23 @@ func (response RunWorkerHousekeeping500JSONResponse) VisitRunWorkerHousekeepingR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkerHousekeeping503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkerHousekeeping503JSONResponse) VisitRunWorkerHousekeepingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -33422,997 +35233,1001 @@ var swaggerSpec = []string{
 	"mE8mJAoQI08kldJQnjISKTS74tknnrPoZTu/uu4PPl3fX5WRS1KIMQz+SqTHXB0UcaIIEPlKRQbYq8md",
 	"FuUy7iCFAY9d5dBs/VxuSOpD5BUAcC4Jy+XZlaQtLhhiKjIwtgizSlpMixYkex3wUMmmY4KFAx47EUCD",
 	"J0RbGRYkc4HirFyB5gYvJA3vc36BUyVWbQ+bm95vF9e9j4P+9fXgonf7+ayZaZGvISGRQN3O4fujdz+g",
-	"0SIj4lUZl5kBlDMpFsZ0Ri0waktV4Lgj6RMNyT3DT5jGeBS/ECJ3Z7e/nJ+eDe6ver/0zi96P15UeJVc",
-	"HEmfFBlMSUjokySEGeeSeC2QAzRKxInWcMSUp1m8eC14+VaAhW8B8jHNUKYU9gxxFhLUHs7w14F+caBe",
-	"HO6AmsY4KHuMiimJQDmkDE1xPJa63HCaZckgJTgaZHRGeJ4NKxs0p+UBozovY7Q8nyU8zW7JOBebXnBN",
-	"P+3pidbx7/b8Lnv/Y3DXP7u5G9z2rir4DFaCPbl1kZFEWJsnZkhLhmic8hnqShrV7XSU5WTaOm7tw6f7",
-	"9tPW85egNcepVMbl9F+egxomVbXiGhplxn47xUKxIHGMKuuXR1adHLVvru/6+vGuGUXsg4wgxyNfkxhT",
-	"JhDB4XRnA5zzHs5aEmfOciEvX2AYeX1zu0LyOJotJHpFEnAGWaqQGp4UsoMdh2aCxGM0xxLnYWEBGmpU",
-	"GCJJyBXl0FDg6RtRTNRSStUlZgst5ouXkQlJhS57V78ZQfmufLoVYvAqdPJWQgFIIokM5GrLGJ6gIXiD",
-	"dsEdNEQT+kQUYMBaRBkSyiEkNauqC2nX+pB8K9Rv7zveJljmPcN5NiUsA+n6hdz6/qp33//p7Kp/ftqr",
-	"cmtnGskprf73CsC94lodE0QIOXibpwHiDA31NcMJ3f/rMEDMvPhIFlZjqixaUbp7JvJE3iMSXZKI4j7o",
-	"oC+Dzd39zc31bf/s4+Dy7ON5b9D/7abCnhYJQe6wX3dnIuJzBnqflnFwGJIkI9Frcu83Ag1P1c525U6H",
-	"ZjLJT8oSjuJFoHDphTvX16wNyZ2IHaAnmGnF9Y2AxyBCaylb0mupyII4slPdYXFAPsipc/pFEQzK2VkB",
-	"722PaCnRL8lTki5ipkjjMUpSCZ9sgR5abIbJQ0sRVYtBr3FUPWTdt4ZKV8k3aufskfE5Q2NK4ihQyh0A",
-	"PUBpHhM0SqUquNNIuveclSonsT6KW21ukc/0bqmyvUQ4w/WnFkldgCtDj7bmjDiPCVaqcGEL+r348ot9",
-	"lY/+nYRZ7U2Yuf5W0OpFETh6LsGV41iGcBRRCU4c3zirHeNYEN/NAA9QxhGOpI6HZyRCIyno4jCLF3A1",
-	"pFQl3xrQCNyzQzLDNB4Gxk1BU6UMu9buby14SVLECP93/Xgv5LNW0JIvt45bygclt1KGqv7wW8Na3wh5",
-	"dXjOMgRvojb5Gsa5oE/KD1KsFeyH1s6mhq1Y/w5r9j6zPMdWa1Za43Y8JsZFNgGPpzUSD9UnktXxOZNM",
-	"jlm9AR4AxAyK120NsHTC8plEAfigFbTgNbitsJwvnrXrrS+FHo0cZ1+ArLNPSuFqM2oCKbfzNLLOKCln",
-	"1oGtcGHnxJVQqZV/UPvw4GCnhBlbuvvq+D/R5K9KQaxHHJwy50g53iQQAbMxSlLKQprguIKxOI75fDDm",
-	"8j95Ym5yCMEV0QCQ6KBzcLTbebvb6fY7H47fdo47nX/W8OITZZHyE4p8NsMpFUQgZXpQkRlR6/jwIGhR",
-	"MRjjJ57SjNj7qZSeLIW7cKD+VuL8cbcjjz7DhhZJSWbC0wVQbRWpIAcPYQ0jzh8BzDHJMjJ4JPK1jOBY",
-	"gk5bqG/1VwgLQUWGWdYKWoxLnfm49d/+G7qXPOGB9cQjePAwynhCQ+UpQxFJsqncTULDLE/JIE/j1jHL",
-	"41jeZw1gQMUjSdCydDEA5+JgRlkOUxwFLbEQGZkNkpTPEgne33gOJieMQiwxKEZpbY176JRKBeKJSJUO",
-	"oCqXkSeR55gO+t0fjjtHx92Df9YJTfW8q6j065RkU3CHShYWE2D5WDyiGV5InUyyYMpyAh6AKsEvI04t",
-	"7Ej+BoIGnZESmZK72JVPW57rXRqkFkUl1VvkPENtMkuyhVJUciZIBjfRJYCdTsczjY+AwHXT3g57ZyQW",
-	"r3RkVBC9CcrG4CZJEfCkGU4fJcSnVOg7LMURZEbyA710f2p7yDM+wxkNdVCA8tbDkbY7KKIgXwCRnilI",
-	"LQmBKl1N19nYqZKDu4wkaJRHE5JJVophQn0Qa/r/yhffz+AVtapQopSQXXlAyHyvPOuPZCHQ0BCQYYCG",
-	"kmzI/0K8k5xe/vGEU4pZJqnHUF77BzZ0CMoQtZ9wnGv7jeIc6pysQqxwYwfudIhTiMOgLONS/edppl3k",
-	"NdKu6FP19D5SkcR4ATJKmaN4CVkZzVd4+SzdqwXfgUrA090xDiVmSqSUugqC99e7Yd47ViKbNUSNopQI",
-	"iE0AzqveRXSGJ+QESSJbWB8UyKWozjgDwMjflZWxJIs6c5foc23LcyZ3al9CbWxEh4SkQuKd8yMwBpB+",
-	"ymz+aC3K4GUMtUge9YMJC8UM4dJFXhTXSgXHjDGNtWVQPk8xE1QCCRQZ8AKtvt0V1lQjtvAzUj8jAViv",
-	"nAYzCMvzI0ZdXnO4Vi3sAosMhVPMJmtziIruAC7o0mHru1WmE9XNmsvgkrigyi39Z1cmwA7ZKjOBMvqX",
-	"WGUJJl+a5L5eQv1BX3o+hRG1sCvUVk4sZSEPU30sjgy4jrQnL03r8d347R8fvh7MDpP3raAVY5ENpMRb",
-	"+fJtv9s97hwcHx7+swgNYO8ZmvP0cRzzeV0s+Q5yg++a3+SjmIYAFRoFypWqIh9pZGNxx2gonh4H5ef6",
-	"TwVA/eoJxNXJOxDzSZk6VyBVW1wZdN5bUDLeFdFfBSFUxyoH2WmEykqy6Gc7V3hGUHu0kOLek1wEV3QX",
-	"aIUyF70RFRWndMBr3VJ9LUsXoQSYFVfhVH3oWjCqetGMgsfwkSwCNPwmb8nxN6p1/kA9LqYPkDv78/MQ",
-	"tSMeiv2ICDphe7MIPbRu3Ov10AIY+M0my2xBziZ+pdn0DrBqAzNI8fkFFVkzAH4mCysFAXlginU2r7oa",
-	"CgZOzfrrOKFSHPLJm2EmFWX5Y4AYmUukhWhJ0AIzMhMbAKdVKME4TfGiblMy63iBTamY7pY88celCAXx",
-	"k4rQpuTJxAi2bdzqXAv2PAV7Z6bkTuVz1/f0RXB/JItGU4eiasr0amwXm1GlVO3fs+94jhcComZLI65l",
-	"9zOjBmb1r3JWzr3x3HtG5vGidPspC+M8ApfwlKCxpKLAHMVUSrachcRzOv8RbGmzI3v0SQR9d4drMzMT",
-	"5aL0GrBn6VBrzuJFeVlyTHdpg3/+8fap3xn98T686i5uj+YXB19/ehf943D28wfR+yE5K5u/5Oe/93b/",
-	"qVND/jbY84XormKTGiuBIypjDSNzuefvwQ5fidk9QiDzFizv7Kvy/TaTJq0VKTWTREg5Msra6YsJkBlo",
-	"LSJu/NYfdQpFDTJ2tBeShOVc8JoRFUwt6TZEFb2c/01Mul/95qnflB5LBcy8Ge9bzfXU7C8EGng/m6EG",
-	"1nNw7wEuCZJtJ+vAND35/Ybru1Hq0j2sYTtfz6WNsAWPmlKQtGFB7a2iCo0pXG9FH0eU4XSh6GNdZVGv",
-	"+qAGJgvUvrn6HKB/3Jx9DtDn809SJPiVjG5ObCD9EbqkP5ZFdzXjSoICUzfCbflFeCX5zzgi1kBmH/K+",
-	"FHcNZTnFGY755IxlqYcP3oErAs6dy62bULQSOXQVYa93oZq3C+ZCHbtBRipbSGr4xt9hXSDa86GcEzM8",
-	"YXRMwakFyrQn3VIF7w6SOJ9QBvFLNb8FvKheGIg4nxj3gwFd+WO1ID2ZRCubiCCP8XdfogA86vOIw99f",
-	"gtYTSYVOTNnr7HU8uruFWhX+Q2uBdcyujgLLM6TJSsFZHcCv5NZLXQM2Ddd5fIKUiUp7//QqGPHaqdTB",
-	"Ne8JzMeO+zPJ//wzJsOKWqyerisJOrnDqA3ZITpbmDlZmTw1Vgt12LtFKnH97cpy6lhXW1cNDetppQrX",
-	"kH5DGSBNChllIsNxTCLUphCvhuY4ZQINby7uP59fDS7P7+7Orz7rTBfDFIsV4nBG9ucEZw3LK3PG7Q3n",
-	"/tFLV6sm8nOWpXSUQ8KhevOkED8laC1lEWsZpeu3tk6Bw0fIA8MzUtjGLdydQDw9lnglsBrSUfe40SQx",
-	"hmYTdUtD8OuHBj7W6wwLdf36mhCpH7zu/DKNql0Qm8dMKvuHWKWGzXvo3EoAWLpXr9wweyIp0r+bM/Gy",
-	"lFZ372Cvs5GCUDZSm0XY8yhjaFAQX02vKvDzoFj9gq/LZZfLinXuKl5N2/Aggl4TIkx5NXkaQbLdyOjQ",
-	"68vbXmFilQxeLO2VRBmrJG0m4vaqKh4YLVXG+oF2Rp6orLM72DSKUjzO0EHnoLPbPUA4e2DDbzhJBklK",
-	"xvTrs4VNOY55Tz3e+3fB2XBnD93rgDRwq2KoXPLvKvYPZzpQISZPJK5kBH9r/cWEy7WmWZaI4/198RTu",
-	"OdFS8u81FtEKCinUH8WyWYRKyYveKbm6DzoNXrvOK4ZzPG8TUmPFpd2SG9h1nBvntvMycIAtQ2mCluMh",
-	"bx23nrqromv8oqkkUypDgDBJNWy6qA1IVb/iPOMDnCQpf7J8tPKFnnxMsnAKGQAFCfTR/ud1hNq/uPnL",
-	"PlOo5HzqPmHtuB5+Uw8GeRo/D2s+8cP3Hqazvh5VJRPWUrCxEFxZWXf9eJi1itkco1FO42xXCii50DnO",
-	"dbk00MJBwS02EGqDBwbhMjqkolQ8B+jNv7pyTfnObXyYxoXbLM/ag2xDKJocZMcKtxuGfawhdfoETBXN",
-	"2U5KEunwibCIp/vyr+HOiXZKFjqAjVrAsbIhW7bcLOeWB92rRE7qQ2n//Vj/c2+w++Wv5vHO3/dXvvGX",
-	"dcQ/TZ988icU7TIRl+TEhMbxGc0k/+Op0jJPVMA/cEQ+UxBAnCGlFe2hMxxOH1ipOABOEoJTYU1EKius",
-	"f319MTi96N3dDT7e31xAMsOOrve0sZBjUE6Rws3EXswyGi4TfN1zAsP+73tfKv9o//633S97f/OewhKx",
-	"uBCEm+xHDeKUDZndMERcCVURGVMGn+l4m0Y7ui+wUofH+aQREwFYjrIUa4ZZLqX5Pb3yJoLfEABZiyLU",
-	"q6/F9jVHFP4nix/cKrxt3Vi2xiiuJrCtjOh63fgsY+pSiWY6JxLd/XbXP7sc3NxeX970jSlmb4Pg80bO",
-	"tdkNu5EiJ8uUA7UUoeDoMYwjDpdE6hge76wj2vrvgH3BtUCURVNHIMYMxwshH4M5F2RkrioSka9JzFOd",
-	"kPBEBU+NE48+Ea8Vo9koeq2ySyaEkRTHgTyuKA8z+kSzRWCVhUBShlnOdI5TgGYkojhAEk6BxRzOThBm",
-	"AKQHBoGplfO+POv3Pvb6vYHkGZ+vb38b3F/9fHX965WEbmYTnXYCJDiimc3TYkiCC01JSqolnRxlwbkn",
-	"PxwutaCarBJrDS3D5MecRVJakB/4pBrv6CXlpG6qi3meIv2Oe/4CHI7y7CV74SlmUK8I63SXSUoImFGU",
-	"sjOKcwK1biI64ZIPUR6TDIL52KP35EvqUXVZv1CR4xjpd3Q+rRYcAhSRlD4pz63krG8Pdkc0Q5+uftnt",
-	"YjTFYlrluYhGaMajPOborbvHp45calf+z4FnkWvf7muji214vQHHbWIhfyJpSiNSud9S8PFc6pK+VxO/",
-	"0pygGcFMoCQlu/q9CGgFSGSpuhY7JwBVKahRNiUpVbE4UAVRY6Ofs1rVclnIfrE1KpD+YtsJ/eK+BTyK",
-	"SBhjbdiyI7YxQyYjkDMChegeHbvs9c3Zrcr+09d9p670ra4B5cpisMy1hS4QLjdHGdjbCjlrrQOCgdyz",
-	"wSbTQVfCnJBMUjqT7lVI5d4zck0SzSdl0FzsvUgwL+6czypPskzVNtgkJQLm2QVzHDIjnMgLBDHcnCm9",
-	"xCjTMxyZRDcVNEUG5qOh0logrmiWi+yBjQjkRWkc1e9ZMsV5fIISLMScp9Gu3ExUNxiemBtDIjSJ+QjH",
-	"Rr3nqc4xNDkXKdEKpglyaUimcA1ANc4gH5sQvlJ91AAtr82mr53zle/ugbZW9nXtbKykV43NxX4KElXC",
-	"y5VX85OqueCXR55srrWpzVD1jJtMd6Amg97ns6v+4Oez30p51HlhEkYPYCBPcZankDWtrdS10h3FWx7H",
-	"Mky6wRXSezyV3z07K6tu+ad8htluSnAE/gqoy8GwUZUKUWe9DXkEE19tQDDB33AoboXat59O0Q8fOt0d",
-	"k0LBx2MCq0exDiutOKvHOnF2PuUxsVVpywuuA3UVZgGMC1Dpxa+LTaf6hBpsVQ5ayXmE65rY2UOQEY9s",
-	"+ZG2yp+FqDVFjXeO0U3v9u5M5bAHD+zs8qb/20CXHArQuSqId357pv7QhdLg3ze9fv/s9ipAV73LM+c1",
-	"+NO8+MB+Obu9k3yyeME8sYOZB3ZEhf3FF5XaMMEDkzTgbnB13R9cnN/1A+RYcIrPfGYd/fTsqvfjxZmz",
-	"uwdmWbo7bsHn5bPrH/9xdlp+Wt57775/Pejd3Nxe/3IGlRbcce2k8AO6O+v3z68+3xkJQt525+lN7+7u",
-	"1+vbj/LxwBaXCx6YfcMU8vuld3GvZ0NmKZo+ulup/VSckVVi3E3ah+en11d6eLPU/vXN4OLsl7MLtega",
-	"1QoemHlmh/n57Lc99KtWmwxOHvsV5qAuYMmd/3x+cVG80qh6KRy8u+mdnsm3L3v9059QW4SYMRJBQV8p",
-	"1ttakA9MV3BT/rkTRL5KugD0QHuDVOgBZpEN2NsJUJkFaaSsMCaNbldnZx/vBqfXV5/OP9+rfWmtT+sT",
-	"zi1sBa3SLWwFLecaqr+KsonFRWwFrRI2mr+Ld6tX0XlUf6kYtXwbW4Gn1FT5OuoHlftYfmovpHlcvZGt",
-	"oOW5ke5TB1vLjytQqF3K0tvupWwFLd+tdB/7r6X7Rv1atoJW4730/VYchudiuk/tzWwFLe/VdJ67EoXv",
-	"bsot+K5iCVj6Q/muexfdNVUvo0bD8m1sBa3yPTFY4H/quT5ey0CJg5paXk0hFbdE5LE2foo8DIkQ4zx2",
-	"1JR/WfymW1GtpnSpX+o1xIwKoEPA2kZEBrcKkKpCeA1s2VIT2LS3t7eznRZlxNy1QqhbztZeKYpDQ3xD",
-	"/awWw2HlJNDQJKl3ZCmeWrCq+A6obVIEfaisda9yOdzZQx9JTEcS9iReoLHNlp+SlBwXVoUUzXAsf3BU",
-	"tgeWkiK5wB51e+i93UM4RvAFEhxJhBgRecimTIoyaMgxVWqjrRD3LwkZqYR3+MI4bOAG1AARSCdBmqDf",
-	"kGYELXieFkEZz9WojCmJExXbu21Ihie4wg76khiK1wmaWH4Z7qZ8vjwavYbw/4smqJiJ+uRr1lA23kAC",
-	"C5TiuYrY4in6rXd5gTLyNUNt7RtUWmGZJgRooqqNDkvCWTX6l0bHqIKbD0xiwjGqYNcD06d9jOCwHxjc",
-	"nOMHhlDprhyjra5KLUpDla9dxTWLonDrcE4DHzZx7c5JgTpu9VKNZvXSpXWRszB5GF/4g7wSqjqcimqf",
-	"PalIfW3sMFcHrpFclbWCOtVKi2K3DZJOtWRq6SDA3ilRo2ZjKdO25y/Pzy+8YwZG1Q/O/PVEUZvgcIrq",
-	"6v0rs3gLWq/XwFR3A5fLUG1haIEGtj0Tr87zOIICtLpi3Y7fLLyNWORMk6QcCit/Z0lHwSQwh/aKIg/n",
-	"cclBtNQHBFZ9zuMicByQ840o3EOm6BoZj4nKIld232rJMg83q0ROSqaGMLq/vYBvzXiDCpu0f6ocGv3n",
-	"YLQYVGI3eLFNzTEtoIReCo7tla794hlxObfVv5eW+7yZp0x5wEuuN70a1f3I9Z8JKEIlAgQbsJkEJY+a",
-	"TnTQpnrloHQcWw2pDuvGrLj+rlLcSo0deA6zRobgBxCGVW8nsK9qSGzo9quDkdjRqyAZ1hFouB5sfJi3",
-	"pLeM9bcs9SzyJXfTgrueH2Pwuyls0EX4GrT0LwaFNjqD5dfmxeBY5hPyNsqrJ06tTCEpXdrVDkpVOrvw",
-	"U1obv03SXFFaoeQXKs67mkVSWpfrQCqREC8arjgW3330Ycp6TGR5GvcZhMuXWIqKoK+48V6sQixz9/Zd",
-	"9/+mnt4Sw1zFt5c697Zn1Mv1sQK6wKYlVXMv7euAdRtgNQHnVWCjd7gknb/iPDcZxQbdHOmk5KGPYz4n",
-	"0SDD6YRkA1M04PfDt8Hh4ZdnnxRwl4/surar8LldiMCd9txrT7vIeKpSeYpyewoEowV6JIuaV19/lxIM",
-	"tqHhX/X/Dfc29c+vS4srkNq2zFypohbPptAC1ABg68Jay+i0PaD1yr65GLoiA28NTH3ZDXYuynoX2HxQ",
-	"u7/mh1e4vnfQo9QTDqt6lzoAUFVijLFVVW2a4oS48SoooiLkwFe0oeCNMEmG1cJ5Hq0D2q/OyUgVHAHb",
-	"B2dPJM1UuxeOLnW0sRwqUknKA2vgc6WLiq6iE7MmMR8RJ4fTAdWXmt1vuVa0JImqWbt5/tJQfgBHi0HG",
-	"tRCwnpZTN0MsTWVSoXTLtYMyRJsiv1GMRySupoUvFe22CTtbLc41FRkoxcNCmaqxVNDQCIePJmBEncIb",
-	"AS9BLUPWVIPAIE1jqn+BRZ4KcnCFzBsFYYGk/yl+Irr3Rm7rwodYhDgiqA1+A87ihWmkprhE2eCxMhNn",
-	"lTimtYDiNV3qPcZGUEwj3UJ1I1FN0Y+l4XibVgvQzKaoFsB5rMCxRqmAyg3zGrk0G/McF06JcbP9B+lH",
-	"y3hi6d5W1ZdyxrtOc3e1jTJkPGi9ZqicPfTlikjBWL6P/tGQeiblc8mIFpBv45l0G/RenecOi3k1Nr3E",
-	"YHhmzX6qyadm3IVKUiOnG3CPDQxMjWYlu77CBITaRpLRPb2rQd8720V9v65Zplg59hlottqDLz68enG3",
-	"tggoXFnnBr6abJvpkPWN7o7nrrzkqih1EQqm/UxZQ5lP24np8vzyTLVjsgWuhCAZeqQssp38nYaNZdn1",
-	"ESZoQa0yU/Wa/klax90f3r17d9D9QZLRGRnABJCNKd/c//eEABGGPxJW/HtORon9Y0LHrS818e7Ru6ee",
-	"XbSbwWLWhfOIqrybiMj/Gj+xJOlQyuZLQyqj2kxd8UsnRBSNqEznZVOsTy4jkPID9K0qaX/NBd1dONXL",
-	"4XpPy062iShUwSMAp7PZ0kK8+AXVawGJT6c4266kni6BixF8LGnVCGfhtBYvrjt1tW4+fkIJ9Fjds8Vp",
-	"cKyq8LfgX+9G3dAX/G17fXnugFoEuMUn9IkwIxRb1lApcLA6Kb68Mt+ksM83wrRzV68OVb3d4Sjm4SOJ",
-	"9gxUxFCnc24Y468XENj9Nx9kH4vHl5whpLFLspHowPOlJ6pArvRK1XFQqpTqcgQtQWLJYZTiKc+89aWI",
-	"KVnnuO3w3pqF6ril2GPXqFV2u9S1hB8Jsn/TIyggaHJxrr4+hCPTf3T9RQG2QZIX4oIBjhcXlPX+hbf6",
-	"IwmpAN1JR26EU5xB8wuFGkrqlzpozQSiP1SBRukEqDMcBHT5sBFbJlqLp5N9FUWmnILqcwlk64aQ/6UR",
-	"SauY82F8gFvPXzxmA7uG5TKz2Y0cbSOckTz/FMexAZOi+o2IUmX4dn1LDnD721w6u/91Dwy1MRL5SAoL",
-	"McGme2oqubl+bec/zZmegmn5RpvItztW87XTDsVlsHmaEpYNjBleaeApCTM05akAQpRBeakMJ6AUMzJ3",
-	"39Zp4yjmbALG/GSaYuHLwqrN5KN75lcpO+WiVpXmyBfZVV5RTXKCcxYZei8hkOIwI6nwjesQ1vcr052q",
-	"m6msouEw/T33pjizCaS6MKPbHeJYKVJYPCJBoHFRyvPJ1DYF6N2c76FeLLhmZCl5YEWZYonyYO6LSEyf",
-	"SLqoRcXCRHDb3hkWYcyxWhqRb1mBRAWY1Vu9HO12uv3uwXGnc9x5+89WUPkCfFifUqJDF5V1qi4AzKDS",
-	"clw09eNJSRwIWsbwLWFspgD7KQ2nuk4dijha8BzNMcv+3louQHwBw49QZ/Fr77x/fvV5cH51c9+v9qHz",
-	"7BNa2ugesQpipj+h0M6E6pheV1wFdM/eKPtl/aasuLqGlmFO+Fu9TByOtYh0ouvg62ZQEkNVl5tYXiTl",
-	"3CocegKrSokrbY8OOi2jqvKi/Khf/T69AG1b31XEXTfb9Zcxk+uEArv2ftKKp6/5FIR1Nq1aQmFf+xc0",
-	"vLKYZldoEcZArTjGzXpPSWj1sgyH01lD81EoTaKNDxjeBKMkwqaPtKePiTYFrEKnwhYC+bwRxd7rdOms",
-	"gEb+rmPennMjweM8I+j+9gK1oW6d1udwkgzyNB7uQD+oz2e2rz9O6D4sZP8b/Oc8UrX+7MnlKV15ZnYn",
-	"gdHi5fKaoP9jcf2qvqeF5BSAzgIl0DtSB6XlLCZCKBOQMpZRgW7Orj5KkqayzXoXiKeoTOf2HtivNJsi",
-	"RVrrHxRqjYqdFSQ7UaEi5XHQ0FGEgXFViUwZHxyeU93kPVOITKKKgkoEaut1liff2Uof/BFnKt2iqvQZ",
-	"NlOHvg6PgAOYYwnrMU9dK1YVfq2gyle+LDNFeMvexrFAWM6mwtqNIGphUZ1zfWg4uGaE45VGKA2cFahr",
-	"h/NQD6upOLvSRuIAYYFUgx7KNKZL3VoTsqGvJJSjz2yQgGU+c7oZyoG5KFVgK/a21NdgEaNwXURcWRPX",
-	"KrN5zjKSSqae8jmi0QmccaQ6xQpbBybFTH0kIVLVwIYm7WpNttZQdFIeDVRkxC5kBCGSslTr9uNIdzas",
-	"bXKtSFQnBmMtz8eSYoHNkZAFfjRh7DmLKSOfdHOPTYxqSMwkFkMCN6TtURhKdfCF+mY68qLup/B3RB1C",
-	"vzpV/FSuVRU/PRlhQX44DHSPkkVGhGkM0DZ1I7s/oEv6o8QbHkFpIsg/+ZPA4pQvOEo5JGQKGhOWxQtI",
-	"DITX0Xwqt6C0a5WaJ7KU4JmAKmHYPp3yOILuxGSORvl4TFKwbc/IjKcLNJ/iTBUDlXRRzvsGvBEnSt2R",
-	"io5kHDzP4A0DIGBUdh+wjfZh9+1OpbwkgMaHa3ImPzbLM/WWTD062sw6Z6cIisNrQqf1OxNJ4uZpmed3",
-	"alVUdPmp/MfaZH4lXVdDbu/LKgtv9bASyiKl5zrC46v5f9TkDcVfesjUFrKVAI2cqjVvSb7bwJayPGXq",
-	"uugabdUIsGX6JbZCs7BhUlzVlREglwt5j1hIFMqBeq1b1lBB0HI7XIXtZd7AJIaoFEwE9KfJCFtf0Sqt",
-	"vW6Z0TK+rknIU5A5N5IzHI3iuVEDLUQwHnu7qHM0T3lGDDPSuKPBWxR69OFIAfyai5gLVfGVlkzhUyoy",
-	"SdfalEn1SRiD4xrcNfNmfWoMBS/W3kr+ZteroaFHlUdVwbXm6wjzLadI+iVRXIV1iZC+Q5vRIXNLV5Ej",
-	"O/jLKNJySrzJbkNtFFxNaD2E9YW76FvRb3k8MLSALOTEzY90/U0Grc0b9fe19eWNZv5qk15x28WtClOX",
-	"ezRXkzJkrokK+iu1/XQIOou0hquj4dZTFi0kG7F2ue6mElgKfUdLvOZENlxEs4oWtHLD+lYpv/dqHz4c",
-	"daBe2pYZPWhC0rVRWde4foEfG6l627t5oqseV9mzHcvUejgCzFc1Hq74XF0PVUoVwrM/pYSF0z0Pi60N",
-	"VSOdPCUIfpMDTVLMsgB15b+7nc6JCaYqpb7aIvJREaOzSYVrY0cSS01iyk6iat1p7VEeJUmh+JxiHSUE",
-	"XBUqUY2CbahHDTTIHhBIXY5BcBOJW8/gxSIwZZaaOG+DSj9qx8uMMmWCYKZ/fgWl1mpnv6Srur700JPY",
-	"IIfj4Fqv6/rySq6FmvTwcNfaurKrA9mXwXR4c31n7KcqLsa9oq/Uusep5eLWWlmzpIpbFPw1O/r8Z+0R",
-	"cDfl6f/fI6DStmV90eWTrZpku0H6xJb1WhMuLwy74jJ/5y4HSUpZSBMcL/Ni2pfKTE7xGAgiSoWEavHi",
-	"HurbF6CQMFTbgN5xHM0wk2oR9TtGlx/nf/auDHsvJcefU54n20pLjMxVQeUT54DQiIR8RpSviM+ZSpVp",
-	"zHK7xOkjyXRm2ywhGc14ityurRXSmhE82zDVS14vXfPIIBQUadlZr3XV6muH2llKZzPwlvEM5Yz+kZPv",
-	"VyNdHd1FPDsFee8lx6cs8EZuLOdFwNFW2WtCdaM2Hsd4hltBa4QFGRSxXsf7++qnvRiz42738O3hPrQO",
-	"gAjUr9lgTlnE563j7ttu591B0IpS+gTBHzwhDFMpOIpqeRNYZuu4BQO/3esevx8VqHHBQxyjC72cjMyA",
-	"VOUpaR139t7WuabZQs1Qo50eRlI7UX2Yd1XGGWFhukh0Q8KUiMwkoaVEaoGKbTrHfdj5UAtS0q1Arlm8",
-	"sEVYCvDV645ECacsQ/IV5VLGxsEsIY14qqx68rcdOLahguEQ7tMQs2ya8oSGQ91NYMzTBwaVVgDmtsAF",
-	"+iS/VXOTaBjodnSg5YP/IcHZVEr9MXQoMdHRUmClbPLAIpqSUKrMO3vodErCx6K/gCCpnKl9eHCwo+bB",
-	"ugg7dAxRBdp3KhgIdfymXGSKmKdE8FhNm+SjmIamRx4x6YBckh1o2UoiY2fTqWoPbBjHs4HJnZejiiFq",
-	"w+jQcyxA5zfOgBJyp+cfbxEjmdwgFJjCkaTZIgMW+MCyNBeZCJDIQWhDGIpsx+ga8HPnRPWZmVNB0OHB",
-	"QQBj6pum/K0pgJcQRlSJIoFn5IHNsS4nlU0JSO2MhNke+gwwKoNI2P7IZpxaCbSGFoHVa+hLM5SkUv0O",
-	"wOSPhImqJNSxYfBL+Ke523XdVgJDY2G7wDzdFA50WhfkaBxjZR41RllLLCySS1Fbj+O10LpUxWHh/kb/",
-	"+FFp8EVVIikTQvhDyBMiaQBnYUPlGSoGCq9XT3QvjBqtZH0r0qB2CQAK0Ruyv6SEqw5pwPMsyT1SwzU8",
-	"V0eJQpyA/FygpO9wV4q6iib7jxa4IngtTXqxJq5b9Bds1n4DzWrB86evveVaG7HeCt+oCV2SAYLVr3gL",
-	"tQ1NLW2wlOVmYXrglfpYDl2C5Ox0Rrjv4C7tGSH9jjJLhlzqsMUSgMjpN4blud/+sOowG5Lv1OU1J90s",
-	"iYBt6CNJ6ROwh23lkciOUEQ67KFhSgT9kxjSMJzTKJuqpvVTQifTbIjakvzzbLpzgoa6PIJ+/YENlcQ/",
-	"rIW7Wk1AZ5q5NdnUlBC7imOaLVrH7ztBC2ZuHf9w2KnJFGawhmtn2ibbNGqVsQ0rDQzCCHNVdH12HcM6",
-	"VuIw/bPUdUrnzamMOb0DyJLzYLYCk0/0BgRB6neJVgn9SmJbazlVhS/bavYyTr3vfjhYRSCWhGnYQxUh",
-	"jgnsfEyh1z+FZjFRNkVf9cLcQ03JLmGq90PGkT1bBzD26PQ3XojYY62LXNCiDekXAPgS1MDBJZiRIrCF",
-	"IvH+aOcE0QmD+jaW7W9qNtCo1XRCCiCvfEAblEAyF/2KZ3SsW8jd5SO71O1uvHLYpBMCTEKo8UYg5mEW",
-	"BUiFfONYCnhg46QsEp60UwgKz7B4HFjLlmST8oEKXJYXRaV0lPOFVRklHfGu/zLGaFOrvFKpdIapL+os",
-	"FlxyOxDmBMhlFk4QYQXfFUgD4Ghg5npHNXbnDKkgIeGUkpDQJ3KC8Ej1XtK9YnVPMyVT1PJCl3lx3HlM",
-	"oGzJQB+0FM/ViS1ai3FgWQs/s+kMKkycp66Fh2bWYPNEBdU2m8KcsIXRpnSSNcoDixgeq3oj8McJGtoF",
-	"DY810PRa58yoMjhz7E1u/0fTh8j86G+QV0rHcxbogq754m3v07rLcJppY2apXtHekuwPx2Ta7ZTcQr9/",
-	"cRxeWwaXNGYxFHXrC2tSiKW0Q7ZAg4rdt8HU+1/HpeZI0try910cbDQV2Yuca07uwEo/270g6bbiIqxR",
-	"Zx5IoFXV9KrZsVwc63OKIfhFU/TWRP79350eAMoOBSPaJbj5birTDbo549jmq3ksk0tLSIEPz4Yky+O9",
-	"P/cpL/XUFT8nuuATyow1o3Rp1AeVSMXDppEHTySlY2qyBJbryumj1thhVoQFMl9DI03gfRDcz5rqlxSQ",
-	"XjXb5xRrAjGEL4Yo5XGDHt6cDHheObaX5gEa4C5N/PtIQDZpDrLRtRDA+fTx7OKsf6b4TkpmUFUZgyVM",
-	"OQPXi7iJ1JQgupir4C8aXMtHVR9uH45xJkGiEle3u+FXZF6glC7lrfMtS+fmOtPJfGAuNI7wf2dkvle+",
-	"0uvmt9Zd8MXQ3goSeqFSkJ3TDKj1dtdveV6sDwArEmOryr3dyAp0PTPJcRuK9FLmzlOCCHsiMU9IQ73/",
-	"lSNv3rwRVryyW+M1I2ha7tgoKRNhoYolT4lquwDZt2NK4kg1tUYznOxt2gBx5f1RsGiEv78joqqflkI0",
-	"hFqb0on1NaEp+qnfv9GZWkQcox97qtXY2V0fHXY6Abq/6t33fzq76kNXso/osNMNHpjt8IUOO28DdHp3",
-	"+2nQv/75zHZMU8+vrvuDT9f3V/LPQ+hM99P1R2ja1bu4uP4VhjsK0On11aeL81M544fggZlOYXf9Xv8M",
-	"niHdVmTQv74eXPRuP5+hw+5bubi7+5ub69v+2cfB5dnH8x50/UKH3aMAwRi6l9nt7fUtGNihGd3gsnf1",
-	"m9nlHTo8+BCg86v+2e1V7wIdyU2rvm23Z6fXl5dnVx/vBtDW6850xICXHpjcx/nlzcXZ5dmVBM1Rpxug",
-	"u7PbX85Pzwb3V71feucXvR8vztBR5225rZ0DZWg7VgJxK2i5DdTqsG0FLQtY1WKsAlX5lQZpK2iVwNkK",
-	"WjVYwhJ8gGwFrSoUVeuxMgRhDgU+2/OuEXZ68Q7coElcDWhec8wnnk549rLyBj2HAEtFHHglyVBM2aOm",
-	"xQ6jcJmEyyDWVfhrYtYKsu4VF3yXHsSbWx5vyTPllzZasLJnnSyg5KzaRv0h8TAeA0t7qZexEr0qOTS/",
-	"490/v8j/6ex+GOx++dYJ3naf/7KSYsLMflhwE9VUlvyV/5CPQQUQJwjHkEdU+E5AauJzJpQaJwKTFlL4",
-	"4UrOtGoxjHq2/9vdTrff+XD81mRjbBjFINXdtw3BDEEroWGWp9oNrFI7ypEy3YN1ancHrQXP04E+aIi9",
-	"8NTfeP00+vWCLyr9h3VpUVapS7gSkmulPALq6NRtO/bbF6QuVoOs3EK/5bOsC3Tu4daykW8vjHVMYbV+",
-	"O0BFGfHixykWFmQrqywsj7Xqm0HfCNfpCEhjXJ3rXZ5yDpPE1DWg/Mo1DEqY75WbTfCYfAW5rkKd4G5M",
-	"YyWv83zKTQsujGZkNiKldGx1wwJNUqXQB+68L5uWc9e2Eue4An8BTBeV3C1vVoEBLgfE4S7P3enZXEJr",
-	"EBOFRRQXntaXtw4VSyrQFwUOE22NWr8w7Xp9O1+SBgTAXBeOADHxYpCpYZbc6S1BphjuKpDp2V8Iskt1",
-	"VxrSKd8Ifd3ElCYqWd8XjVax6fUijC74E4nLpr2qkBe0/p1T1sDfu5q/l6SlAHIAVc2gw4NNbXzyWNRu",
-	"3ggUNTKSyurXtfiVRld+JkcuLYavQ6Fmm6hN6cDJmw6a2bnhnOZYGIPs+oTb0OyViCllUZWMpI9iKSTA",
-	"OkxV8dWIhHSGVcU3mBcKQdgOt10kEhLSca0jgzzrsoTb3f3w5ffO7gcp3HbfryHcmsUGFsiV0uSafheQ",
-	"XnFj1iU1xbG8nN7osZZBHCZ6AdXR5GB13qZayasQn+XZm8W+Xgl+G8HBu++XbvtGiQ/3yfKW0n4rPxRk",
-	"w2mGippyWhzRRY/r+x7TJnEM0vGP0c3V5wD94+bsc4A+n39CPEW/ktFNYOs1HKFL+mOJlIwow+mitU5J",
-	"hSVwSMmYpISFRCzPeDUCctHVOik+fTFaOGNtmy6iNlYIZWFMJU6doOG35yHKWUZj7dFzUvZLsfjga1Gt",
-	"pAZPlMzBFQYEC0JaJfQI2/38o6c7cy2prtjOCxF1+c18HblzYqwLa0hEPgnoxXtsNrjoQhbyyjuyz4nK",
-	"plBWXpBLhMltKTREU6ddybXrKSsFv9PPPFwaltzXNe299hjd1kjFTNkOSdCQIyiatKpVxnhRaJmmpUjV",
-	"RFfuJ1RqQ2aTEExbMBWVItWI1oxkKQ2rHUhac4KzKUn3PvGUhFi8oCHai1r3GFAV51N3W27XcQ1OqNyt",
-	"y3RRg0j7cidc3VNnZw/deBuvZVOcPTCIUyeZpw3bCcoZ1NnXrfx1AJKyh3+X/mwrGiqt255Na7OAqltW",
-	"SCx1mil6Uqzfh81epuXCnMuBADS6bdi/piGME/hSPpf1hTrTleu7NoSxM63BNAowLv4lDT4cKLxua49z",
-	"JjIcxzfQyWj76MsQZzjmE5Tg8BH4CIc6bzohwCHG+gV5iOGM7Gti2gpMw/rWcau7d7DXqVNL+2UdsGpO",
-	"yBQYPhEW8XRf/jGUlEan8thYKFhn1dHSPSxFabyteSOkptb++7H+595g98tfzeOdv++vfOMvPkJjd1zd",
-	"0C+6d38BxGr+KmzijUAxzoiotpX44XDDGgYasD70sKmBPm4dYzbJ8YTs+nL/auY9yKzVCXFgC63lvNWz",
-	"AweC2My9Ir1N+TVqWYAH7yHXZInP5dD6XGqZgrDGgXau6ODFevagk4+jr4InY0bl65lEw0mS7R7udXdn",
-	"lNEi0/DzTV8+Rfpp3UdTST48cBI71Pb98oa7zaZ8RQXUJpmjqC9RdBtVBYnhke0MXT6+hmisDVIStfVc",
-	"hRvXMwtRe2hCQ3FC99S57YV8tv/UHQYPrPSrzeSSLwx31stK9FeDfbWst9L+cvbI+JxBUJupEQSJv6Z2",
-	"V8MyHL/H9/C+2Ry7ZazoIp59VC8+u9emIQW/bmxdz3nmLY9dIjAVn9y79YYVzY3bP5qY+hhPApWdFx0j",
-	"btWmCoGjGZQuECVp3GKrNjw8MNXHJlVv7Jzo8TyJmOUBNeGHX3bnNCL6mwdWnUKqSDslcbk5gXCthMET",
-	"kNTBbwqSrqLi9RzC75VCaApFC+IjBOvdju1SClF7bBP8xyWSUe1bWibqr5VoWExQ4Q9buGS5c/9cz+w2",
-	"PtaNMxqrR1hNaVxyiC/NZKxOXUpntPqsTaB52+msSXD/BcXyLTVtdOKWEykdBhuUuHv5yHyXssbICniX",
-	"qKRLQjZzDlvRcUVdx4YomhepVPLM1ZANvobyfEGJhkvGbKvcrqWjFlLyKh3VXdj2SptTsGOp46EO2leE",
-	"7AZAaQTCy2DwcY2aAMdFJYv2dUJY73xXrhVnkCA23A+nONvX2X7QFGAncMtdoLapO/rAejfn8seixEA7",
-	"JUlMiVBWLWjPgNE/7q6v9n/rXV64AuYJknqaMrhGZMbFTjnec2UNgoIz2FdrPOGChw1Jsj2UxDi0Jivt",
-	"F29PueRHfDymIUF7e3s7npgK5QAuhf23uugSU4buspSQLEB3klZNIL7Zt6yyoLqeJKqY2sbyXF0akQJU",
-	"lqvIZ7uBo+7ekUukea66M6/kSDFnk/pwu529Eh9dfzwjJhSg/Yn7AVJmPtvyF81FzKE64HH3VqH/G9F8",
-	"jYLnTAt+G+Vhxfrreq1MhYPLEa+urReHr07cOT59ZlobB6g/L8H9Wh3mDMcNQbtH3iSrjUuGgPfbLRri",
-	"Amc5nle1mklKiECMp9m0LJwYPLVZiB/cJMRd+ddmV8I/M8EiWzFx931pZvhz7dtTFcVGJP5uBbMMgldl",
-	"mnVSqMwJrl+I2lL0lWKFHfoFDFWPse221t9Mw+JftPatrdenKYkIyyiuNaRsjvraOvdrnSQA1A6xILuU",
-	"CcIEzehTrf7bpuleN1uneK2V3nWJadxkJO6XfIU8zyZc1XykVesHmBiLZo3GwAgZrdXmBtZ8K2ZZAmIU",
-	"VFRTU2ZQClpKY4OCc4insBqzJl8w4X6QK35H0icKEXNTLtEIRm/I+nMN05Ccfnz0/p3XKNvd7XZK8f5S",
-	"+tLziidPw+GmSldDuZwh5KSIUstGXRhtRGI+P0HDmE+GYJ9RReeEyb62VWG0/8PInhqGMZ94U2pc2NaW",
-	"lMViiPJkkmJIGhtnxDinCVF6tgQOOnr/bucEDYWIoTcXFDikOCOof3GnXzn84ahUlYtxBkINHKYQsXdt",
-	"5UOuGSYIi0jqsmn/AH4+or92oyxN3sGYpzZ4vl4jhwtfrc3L/g2SP6kij4wjIIskgPRAnmY7ZnCdzZA5",
-	"blPvPGVMbLTml66Ud0g3zRkw2bt2+dPexgH4ENtZC4aHno8CP5EI0eykkp+gwwZCPiNKpcqmqjsQlCRh",
-	"TzTlbFZtTunKwSst+MUF9O4U4j3XPO4qfzLmGUACDU9nwsqplS5XBZtd3FwpdhcUeHkMQJ3srt1DA9N4",
-	"Tb3fYQe14ENnlO2ZPVS76KkqjP1Fsir0Tn4vEA5DkmhHsIoyFIGy+KhnprTNOsBoKKxTjnqQL+nSMDA1",
-	"9I5SfYMhpmmRbJCBoDZb6jm5VB5UK3wpiIWXtPSYBiCJVAUeHuUhieCO1iG4jfZPviY0JWLZNysvudtt",
-	"y+0FB3QsicatpeXNVluDvS6vBP+RE53kpEK1nYC4aNDpTr8ezQ4e30fv/vgw963gkRBPnuLPJMlMdRcl",
-	"FSkInaCcPcrfNELrxxLRhgUMh83VoVQQ2iv0tZrRGWkok/SRZCSUF88SczA8swxBh7hyZkGSxLpi1H7D",
-	"GSU4bSr6c6eq3almqxD5WNQBfIU8t2pN8XX78tI/fZyG/gnJYwYGawxkK7utQs41csKcRnHF0em12s6v",
-	"gIwl+08jqShKNl4nDd1SofdkcSAC6jGNJE+KwDDJGXGardUDi4sCitZ2J1bUL5zhrwNzp3UVO/y1GEhZ",
-	"BfDXgYasLXTnvOLUHhT+ooCeAuKVBVch8W+6JGAuoKWhTl6V8tmEPhHml7LsjpcWhhQIP2EK2KEDRako",
-	"oGp5zTa1H6uln1zg1m0w6QT6MFbrQWJdgBI6Reg6Yv79lk6qOv5PdDKV41umrt9sHqqhLKJZaLUs4gbr",
-	"dNGlrtfP11+mi2iNzUibD7ikP9BMXi+pRYx0Q1aJHyTyYsFahS6XihvO0gtMdQFfQpcy0MpHHdSuz/o0",
-	"p1kM/OjWg1VgrFKcdeQ+XtC2pQKwnyLWgfZSix1MtH4fT6eh5ZbtPGGEhgRbJZ5slbflSJur07bkCl4I",
-	"slXpWqW+nxvBZd1dvvquwMJz7y9TBEoQOP+NA3DmBFBAi3DoVYkZGtq+QUPoSIfaf5KUF8q5+lBJ0SQC",
-	"vrXjpL0PpaarWwZknMdqELG3sss6ZUme6QgFbzuFWZKZPUDgTjtUjT6T0k+qp161Gep7b5TL8tYpKkqi",
-	"cUWn1mFsptb1U8sxaYfdDSeuim4uWKqL8iGCW3PVj92U7eIkKdWVte3+bJnUpmqeIx4tJEJJjvjgFO38",
-	"t7caJx5aRU+ovZY3FrdmD4VcaJaNQT16hz+Eb0cHj4dWDj2uF+SFjt7YRsLC73KUQ4iSzWJ/Ay00poyK",
-	"KYk2KSRqawdIrSUkKSNRgOgYYbbwyv+rFUcFwxqKx5iyXQg8i0iGaby32pXe3FV349TpJdpsCVOo3xZp",
-	"dMlNywHbg1y2mRlOHwm0xYysrZDGBOUsrbaR38hCYNHmW0P7z1c7co2Tnuu4C33YpwRH8h9763nxtXqm",
-	"RtUIVWwncMumGgCv1OJqp+PX33AZHdSlLyUHblo9O2jhOaaZfAbUDuJepiTKYxIN0pzVx+JpMsWs+Ft1",
-	"1vojJ3lDuw53b+tLS6XK29uJS6Uh/HhWru+9lfRUovm+lqtwTwYhz5nnpv3E52iG2aLMBN6Iyspwai4c",
-	"akuxQa5QrNdluupaLwGlsrztRSAXCssP2F3ANie52Xks2f0r7dYtn7+iZBFPsl1ISKie7ojnyixdL6y+",
-	"uqJZjaNrL7d2tyv+LkaD2TidTP6MxrM/s/kfB/EjY/PJwdss4aNWsGb5/e1q7a9km+BFdcAIfEdlu89w",
-	"tEEGRYN/38nnrdX0h5RXXfU/sxX+G4obN7Pp0vJphNpDXfd3vzTdvvue+DuN/o+hLQpMSzWVy9x9vT4C",
-	"tvNChDJ+8t0bCGzfLWDd9vj/2ev/06gVNDYBMCdXVIzZQAhwqcrq5GJLYUrotS51LX3U1J28hOAlZhUg",
-	"Hkcl5rwxepVo6CobRHm5r0/El7Mvd/ZtALw9WJaA4ZWgIKBmY3RL8JLa5reqVw0fg2YALbHjuEJUjWbg",
-	"+hE0ZLQrvXX89vl5PejZLxplp/Lkc1IIS1BhA/rrzVFNXVlTYjLzbw9jXa5n08i+/2izVq3K0EZFgV61",
-	"2o/Kj1/m89ckKYEXEYU+6TytNmnHYSiJ/HFLPMrVQCmEQWoLVxgdMuQsS+nIdAlWGl1GZgkkfINfCieJ",
-	"ABvSLEwGKgRM/00n1o9wELSUGWRgMrDUx+KRxrF6XZdw6D7XagPp+iYqa8GUiw85U6GVWusrlVbR5diV",
-	"WYaGMEwY8zwqEp9/tQn/jZUAigPREqR5MBgtVN8YhXsDm0Avtxnnk6I4i9QiwRsM1woyKUGWXFlkwJxP",
-	"LegBnqOQxzxPT2z+rg5WGksKNMLhI/QSS1I6w+mi1EzsifIYIn6wrotDZiTFELeuMCHlgijeL7/16rF1",
-	"ZFlWN2aGGR0Tkb0RaAhfQuhd8bUqXUoFUlfjRBl5AeIqehCCz3GGH5jFRiBvbYuHAVJ4FKDL0xsdhigC",
-	"VCDgDtA+FSvSlKFaQfVlpEZdwlN3NSuLBl9qMLgt5YvU2aNOB4VTnOIwI6nYWSuUv7Fqz4WKiTGFk8pQ",
-	"wxABe6IBDLCWcJHsS+k2qC0IQUO4QsOGdHrb7qB67AuX9ujxMg4zoDb0pnVfMD0wRilk4KZ5bK34xnuo",
-	"z2wdO5q659U1/ZizSK5C/qoSbqFhr6BsEhN098tn1QlYDSPl5vzPP2MyVAuQzDPkE0ZFQ/DjeqWVPcEj",
-	"G5cQUamBsNZHAlResWMAYs6cIif1epSWjtV4VJoTbcXEDKJqkKVS5pCcBlvI3DjT9lEYMxGs+qTs7rWL",
-	"Uh2BGxJGSjTVa+uzc9EssHVdFC7xsV6l4g00gkfltZYr/KwMJ6iSdB9bV3O+EQWFUVG0GOnPULtjozV3",
-	"/F52xSfqbbxU9444nxRxSoaCnkCtPvrVlBkDjonaw4e803kbym/gX+RYPZAgUg/UNfZUkilK2//VWxnG",
-	"8K6ayjlSt2p4DG4WuOaU6bBuQ8eH9viHxyhn8uTc18zB2U7bLpvS48uTs1zzS733+Ndd+cHuE4awVjDb",
-	"KNqsQrB+tKO4T8+LEZcVv7GvFYcqj1SvzCw/sJHvNCRvhHl3Z7UJHRCgIAUN9bGBqAVGHCiWWyrTpU7J",
-	"w5hr6Fxmc86CyhcxWNLERTM/VfrnTIqcTfZrdVP5eAxsvl74qBRctanEZ/FiUJWlIAmNiKz0w1v4YV3Z",
-	"zxNLtYS13015WuLrXirsWXBTvaWCbk6JrWFg4/Htr2txxSosvtV7UkmpxOC4Pq3/YGa3+vasuDaVXfug",
-	"vxK3l1uaNHd00HkdTVbXu/PcGH1L9L6kSKtCG0aLEs9b26rkuaYebjcmWThdaZGWAnWEQp443hlVZg3s",
-	"02qM9Y3T8iRIozCiJzUzhDyPI6RFisKUwcDWliIdfgFrg4Z8sNT2sNjYEAm8EGjK5/ITr0BbTTbTh1QC",
-	"j1n2C6wIHq3BE9CR6/4Ac+XnNHhWkO2GhgOuWl7TGusSUV0iUYp87dMkEag9TiFWOjIFGxuEmpIJoKYB",
-	"nd6oaoX6jaY4xklj9OGlFbfGNG7aRt3OUKc7MckyidcQmGHfbBhPmyhqVF8+R2NAw4ZPG6pSVuqDej/2",
-	"lpQMaidtl1eGvQcK+nxLAG7G0tWWdp99aR0KqOWmJuu6Ea9AnK+oIi5NlNLThrRwpT3dLO2lV3yFXx/e",
-	"2Qxc627Qu6GX7CflfuPmDUkFZzjWQULC6afyRkXfDSgb86EutIqZNTqXtzei3KuVgQfFJkR6hJqlv+oy",
-	"3zVTwOkNOnyHMjyp9P6CcuBDr/AiedifnHlGO+9d9ZD8qTLYWS53uP8jSWPdUGybIhqbtdtxwOUCx4LC",
-	"2UcAMF+ZyadPfrv6GWMpryZqhBPEZzSDvBtK4kigEYGUSvDJVrQAwIbWpZTBZzijIcVwT1xkaPUiXNrj",
-	"ccvpMFIp8O4eX0ufywVnEfd0i9OY2NDpq26Q6wSrsLZSzJo+EWZFuJXNkEsYXlkUntF4scFQ218HZ+y3",
-	"RyULwl/+z//5e2/3n3j3zy/fDoL3z+1d/Se0EukG7593/CaFl14o1A6nBCwJeIIlhwDSIz8DI/EIi1qZ",
-	"gh+83QubUH5T51RS0MilJFq/Vu8xwBucPRsQ6VmS9bVM4Cu6lJJc1VjUUcp8vLpn/uHB0gq2HX/XwCsy",
-	"FyiikMsitUkomp/QcK9oGEjFQNmgDWlzW/MfWR39I5ZIrobSZeTU9pxw34xHePFGICZnVbFD377BfM/P",
-	"iDL07VsMKPD8jEZ5HJMMQalXELiWlK21e3vCKZVwE63j34t8KvC1GOeSKtoPc7aeg9pLraOWeUctpfX8",
-	"ZYOoX53qVz+pw/XqJf6rOyN+dH0bThoQVNb3B/X4tm3i7I21eauuhw6e1U176pdCIwL/0JRGEWHK7prQ",
-	"8BE6cdogUJTmTKBcQIXJKZkhkUkFIM1Zc/1RjdZ1Ky9J0CiPJio/NMPiUSCR4dSmp9IMtcvlIwEH3ljX",
-	"kC5X1HHLFXXXiQHerCJoHfNqF7NG4BsJkT1WqEqcTdHw27dHsnh+HqqycNOaLrVxM4T18di523UsDmMM",
-	"xpjKqtZTNkrk+Bc9zUrloxox7TVrWdi663dRzUX7zSqmlZe9hv5XvqOiylRe1omg2ZQBQfFe1876h7K6",
-	"g4Od/7XY8nY1oX7UjangICXhgcaxEi2BLVQPYalRfRlr/o9hwWX2+hqcdF3mVJebG2rluRykVNJvSZ8c",
-	"y7WEx5r+vyyDWF7lrtAcHh7utuYaJzqS1cs30CwXYCSODPmmDA0tjg09Z76yGt/mbAK1NYweyUKdxQuZ",
-	"xgx/PVcjHHVWUC3NMiwo16FKSy1VderyKlR9U2LdQJxfjTZbcG9q53Cxr8BJ1UhwJezK5K3mCpSPmyoz",
-	"mBYO+FHffYOlaIZZhI05torta3gLgcB6cgLtNj1Wh3qbFzfSQFkFBl8K88DAG2xQLRxE/Bn3N/kopmFT",
-	"lT/1q5TJpdiHxgTqjkMjhUa3CU5ocwDbcB9e2sUJ3f8rBK7NeM6yJpKO45jPtQM+tUk6nveSZKBiOcpl",
-	"gfbFU+j1vLpxvQOIoh844V+eAmpg+R1oJ9pa72pr+4p3czH1QYuGUyR/Q9N8pPw7QqUukqdq1z4yG5Eo",
-	"gpCDGUnDPCXeIMM5Tx9JOtBHOZhxXezYFAsETwfEPFDCsjWDQ36FQW/VmJc8IndmmNovp3rcWnvt4ui8",
-	"5x04aOXfhYZiI+AbT285Hqy6LZvatdYrsla6j1VYvbjC2k0OXQ3vdB+67YToX3T/P67qUCKcqag1aNlY",
-	"EZn9PRnF466ODNntHrx1OjPSWUJSilUztEqqw1YtD/VaR4tCijGdIh7J4gQRHE61BgABcUJF/gZoKEn7",
-	"UOoHw4fWQ2uIIhKTTAXNPbCiyyF6JCQRCJuGSoKEKckC1fWQ8Uxlf6ksS911xdsBsRrMZHbrO0Xj79zu",
-	"+HpSt0A4hMTMld3SlzZJ37pc7vJu6FfQxmXK5wxpqfj+3DZKs9VOdUHFNwIqaMcowWm2lv1+nVq9e77m",
-	"5y+o1NszJQLfO2HJvrK9DuN//ypFfAvneFNv1rTSXhNMSfIqcKc4ESsujrpJRUMPN4kUZ2TC0wVU5FMu",
-	"85pJ+xPEgMgrMycjlZUtR1cNx+T9QligS5w+RnwOimUFKW8JjtD97UXLZiJMYj4iRTQapB2r1imlGl/f",
-	"fAtBWI+lyf5gtKhWm9fDQuxKEdcnbKp76RO4cs9fLM9RYanKtp2SkM9mhEViYIIgIOnBUjb5V6klba2t",
-	"aT0F1kK8ZthRnmL1c9EXZ0IYSXFcqsmrn8Hm7KnJtebMpDTDvFEu1XddzknymKAlFiIjM6/EsbZl2+3Y",
-	"BIVovBbL5TRDFdKCGrQjEtvtWmohh3sjJFVJMxC6K42fHKxaMxD+PORMkvlj2833jQgQiQVxQ/KLbA39",
-	"mwmIr/Sd0ii8ZowgNELZHSuzlao8PIQgZBuB/OWvfxnunJhVqMjmFLhdUe4HC6RjndVru8tCnsvrde5Y",
-	"bcnL6p1ZHb94KZBE3qEpiKeRkiPW0vTL9M3WU/MF55WupK+9n4ojYxMNNqcAkryIRXDRSrXPc9P94U5y",
-	"LdasVQTrVXpDl6u72UOYk9Guc2FXh+I7IlTDsZhXXvVQtLjpTfNe0vZZx+67mU1Q0H9MSRoYzFWx2gpH",
-	"99Sj/iIhV02Iu7pR9LJWzsaJ4JKiqk/BUmQbbO7inQ83gnKdvbVkPwXZ1W6F1BMb9z06Q/eBwgCWqICy",
-	"YQG44ZZ4890bQzfRDq/1zp4Rwup+ao3CB9LX5Xw+0aTedlV1kW8iISBjMZ5NwevxRNKURqDN+A0vy5gs",
-	"NYlf0NkhovKNGWXAfUF7qrBWIzg15VE1SFI1Ao3jWKA5pqqFo/kG5SwmQpg9Rf68KL9lt3xxPWBescbV",
-	"OGVInz/jXwvUHnyq18mFUtNZCg3EKsIAwSJPyUzikhbHjGdH6dVBC4Si1nHrXv9tC17+Xgxqde8vnkxd",
-	"c3Yk1tv0Gl+bW68CXqC2HCYCuUP+S0WS75wgPIKLMC8C5BVgplioAv3oSvUMIbp9p9F4hnsrBc2fSJwY",
-	"ZwcEUCj8K6zA/tIoPrvtXWE52KuUt1aWDW/c2cjXr7QsrpZH012a/aJVg1ylC8mbvGUwmQ/VadnemI44",
-	"o1IToYD+8my+BknH8u8lqZCGBjFCIqntaRRQ3fTYQpmLdtCIjKVsRTOVxYyjhSSI6i76aZO/aosy8EP1",
-	"fQc/DEBwSpDuySARMEMp1O+VNLHU7vrEQu2BZeAO4Ayqhg016IfyDQDPIKYi0zUxtbvPPEoJdAtEACah",
-	"8tz0+T6wIVZnpbn/MED2iS7xouJ+h5VWgtYOK5HZ1fqDlhLEjc8xMK20Agu1wNzcoOUsvvhG/fllHSeC",
-	"fsdgdpWI2tf9tFH+C5InTqc4285+pQZROpYqOodGOAunFbKZEixMOSOkAVxUVoZ9m04ZNXJmvvUkps2Z",
-	"tT95PLUHnU0bkumpmqHVx+LxRYDSTaA1qHT8eBw3gesj1BBTSUiIfM1IyrAuC7ctpKxk8/0gBQZcQCyQ",
-	"5LR887IgkSIwxB73bkyeSGy1JFNsWgJ1meHbd71bx78fvg0OD7+8lqlbdb9V5dX8qx0tlNEb2IBKQy+x",
-	"RFMvDAOHQ6qxjHgsmbtB9LK9h3YVQ38kC20Hp5kwlnCgvK9g64aj/ZzyPLlJidSTWUi29FxAYUYyh7Rv",
-	"PdBJYf0HyUOtXc2P5lMeE4HjaiCQ873relaOqidK5q3j1iSFsLNKBH39sCtjrX/en1JCdsc8nenVBsgU",
-	"v/jh6OjtD6oDBRIg01XqLTQchLuUJWdxL7Z1PaiUpKJnFBS7pySOlMCSi5r/qGL7/ZzikKCfeJLoWivK",
-	"MzGRjyu+CeXMeyIpHdOikA0VA5he/f0KfomNG1J+T/9Ddc/LysiYpoShSpDEkGoP3zWUKLSQq8mepR5g",
-	"4xhPlGY4hPeHKOUxaah70uwwuZLXVP+qUl4kN5FERuusr+E4qdhx7BZrkPTfBkEy04Fxe3o0U0VdYsoe",
-	"3whVdBwlmKa2mAtzIFG5HYzMB44PzpQciTmbwCfJNMVQfUhJfzxtHbcOR38cxPPZu+jPt6CUywlbx63f",
-	"vr7/5+Mvo+7jH2/vO/Qf2U/s8OvPh39M/m3mKaZUnvf7+LrcRTeEpUxxPDYJ1DX4rQyqqZtLFSjqWl+Y",
-	"kmyjyboH7zeTbexWzSqCMowb8I/HT0Q3PtgG/S51PytwkqRquAqG0UgbCTxNroqHH/78s4NHYeRpmkN9",
-	"FUbvEzljt9OxLbXECYpy1SNKa2uYiTnYEjkLy1n6m51qEe/neoObYsbFGqBeUr9QvhWZlhmqkJCCK7A6",
-	"GokXNuT4hQpob296fVAG1XwgBHkjA/2yzhwSpEJ4rVbn0KEUZyhSWgL5SkUWoCl+IrpHGbSOU4URM/Sk",
-	"l6v1gKIPwbrlg7x1B4v1vcDyy2OyTatnycvKbZ4324H6/gXrVoFPS82KJlrPmherbTpneOGkd6xpyZO8",
-	"apTTGApN67dKxEJ5vldY46AAlWviizgRgdbLSaGqmELp6xnmlOrjNh2GvqJSLWmbNnfoILCQKb1bsVY3",
-	"BpGtXczp1ylJlQ+4aJCsjF8hnxEB8ebKaVyFZ2Da6FV2op47PVIDVXRNjap1ltGidtKuj78waUN6pPzB",
-	"DgdmIZ6uXROqjIWqCtRHO77v109qTt9PZ6V1+N6402trtP2ZbqBgqAOgaLuc3nSpYmNhEysMZnqzX7wB",
-	"69544r7neNt66ADpkeUpqZGCqtHbc3WWGdvUKgLnFG2RKnddq0mG2JTiucaI9Xx4ZRK1suhys/a/LlG8",
-	"MymFt7lPPSmnHLp5VcdFYHmbMmjZITUYsFBXI853bL4IeADDlLMHZkaWn0k5BTp0pjmD7pzKertFLrCt",
-	"t2/eGamOhXLOAfmaSL1N7a2D3qG/or+i7u6RTgh+50kIhtx3tSp3rrf9zg+Qm3vwT1MBwLZO6b7vdp2M",
-	"moHxGJpQJq2PX/IUEmptThMjX31THZqpYFsKsjYqSr+te/5ocA90dnO94IDKW1+ecfzWk3H8TedCHbd6",
-	"50jgMckWHnPMf6ncYRc/ajK2ICmaT7npGQQsJM3ZCcJ5xqEcBPRAxyoaT72lM6OcmvZUWLPMWnusYGh1",
-	"VUe7yt4jX0TFizr3ShkXOSO7YsozudoKcy7j++oKpr5msiViUMmEfvdqmdCQ3AxyMPiXLKSjAvw4jheo",
-	"Xd4v0kGQZhjVeZ9CCXwSNVhRSve7seqYHF01aNd0DMNpb99nqUwxagwSi0c7FZglUxISlsXbNlvyEaNV",
-	"eX5g0VVLUJhdyfEz1KYUufd9E/+q5f0K5K4R07o31qWuTa21qEAM2o1JicSp/WtQSsokCWHZzvYnbwh4",
-	"HfuBhxqWWkw+dMj6UNWVU/OvjqRr2G1fyvFgNS5dH5eOAI0xNGTLVmIuN1pVVQGSy9xNKziU9rtVk7Gl",
-	"BV5AoYFyLZShOSQOgRJRIbBUICKFSNM+rkC7Klv9F5cK8Nurvq0IJzaJHfqSF/fYpu4JWzCDZlOeZ5Lc",
-	"GVFutSukoXqAiw/2GpRrB1RZoEXhUs0oDzErlxpwaXr54lcIb0kK2KxEgSs3r44krBTueM3yBKXGcA01",
-	"CuQva5u3ShrBSg2kPPvr6CHfpz5B6Qz20NlXHGbxwsaolKgsKMCaBAXyrwdGKu9XcFV/06S/rFQ/qnpH",
-	"k5KwgYy/sfy+vQQ6oyzPCJryPEURXuzy8e6Ms2yK1P/qR3NCHnfqsQyePrhFzu7Dg/jrw8Pd39oPD+Jv",
-	"8h873w6f5UNvQa/tqiSAMCsa5cwVFRNeIFL9a6SkF1ZDWEtgWaugwSsLLCeqykJMiXEpj3NIsVZNBIYW",
-	"GYbfSYjpVe0ctlelJe3NjY67m8svJpb1vn9aC2StyDMqxth0ZFENCqRGlZKxFLV8VenqifKd3Q+Dv+3v",
-	"fvnbX7aWROpp/y+XTVQoDmpDQxZVu8kl3kUjGsgj9ezaXaJTyKKBZcElW82ylrYnK7GeV+X4m3HzZdz7",
-	"lZh3P6WTCUmXy0OQjo/RDLMcxyhTnxja+PI0CyweV8FFqtj1nAj58AVggGyin2jW1ISgVOo5VS3bCosp",
-	"FEeu+ZAl1zEcXYQ8Ja3jzt6Hg6Al8pHp693nEV4co+4B+n/+79MAxXQyzVCKlUqi39F9BiSprKorY93i",
-	"QEfDHrdM74F9PbPHM+3zb5oEI3N7pzSrlumBViGLxO+f0tur+4Zj8oRZSAI0pRPYg0AjCcr0RM6h7nhR",
-	"jpmWKW/E81Hs6FI6wPfZhaAnboGzCKcLJHmc2+l6Ncfwj3iJKUMN/aybXDN3JFR9RMkChVMuCDONKwy2",
-	"lMKjkW6+GaBhxMPhzglS9SgEmqQ8TwrQ1LXUNF7milPDIIaf6ES1uMKq+U9KYqxqF3I0xEkyyFOV9y+1",
-	"m5HgsRQK728vVrdQ0K4a6vbwtsdjgrQVfjTfvGaaU6myLpFm3WiCKVRXqOU/x1hKHgLkOvlKgEabd9ss",
-	"CMYqPQtW8RLKxCIbOn5JhMATsm0FhDGPYz7fzRM0UwPtSf77NYODh9sYUyxKFhyzRtQG486IZ1N1Z8Ed",
-	"q7+eU1Zx7bkLM9XJjnQM/3Hris9RlmImVIEziHH7lBIWTj2x1vWB6mnBckHyNznQJMVyaWGMZ4lqG9bd",
-	"2+t2Oqhtch6URGFLK7jWT+uFhti0WenSOcId9A1olKvh1xM0Iguug9mIJOvTALK1BP2TKAUX1qHSUQCm",
-	"UcoTuWRBY2sxXgsZJWqoucHh7AttIRHFA29U0nkkbB4I9GvGaSw5wfDm+q6PnMJFMMYQ5dC+smyUWBVi",
-	"Vs1IbtBLeoB+SqX/qtzXq0YGhKohhMLuouT2ipg076XrE5FdYhpvm4UQ0gRor5WHRWavXfmqZNxTZuS5",
-	"noHqi0FV0ayZanAWEvpkTfzl6TaNqq2lnDYQJ7AiuNTb06I2FOl4YCIuP4y64074w7gzfkcOw84YH4Td",
-	"0btxJ3o7PiRH+AfJMgRJfb3Zf9jtdncPDvqdI6du9GalW6qhwk5P9241TDpo6eyRgR5PuWoT1cUVygCY",
-	"R6bD9UAPpOOlfm+p4b7Uvbb1vTyv27/XBWdd7mAq0fB/7J7e3X7a7cvXhogznQ8j73SAbu7l//T6pz+B",
-	"6Ut1VveLF/oollGfe+Fr8itUWa1irS9hgRkE7v1MSLLdbbwicx2som8jRFSPY1xtICafNwTJq5+qAJev",
-	"6iQQYCNCJ2tKcJvumDHJoMCLChXUzk2wXpFMCt6coYSklEdrpPDCKrxAEqSXZ0sEKSUUQng1V12BiuBE",
-	"iI2z3e7Xla/wE6axqXhYDVUWUzTn6aNwG7EGKOFxDA1ZdBuPunFumo9Wyl6C/JSP9MsDrwTcMyKs3ZQU",
-	"Zq12k4+O0VCXjQPJFyLLTDieKS0n33tgw29aPH7e35uTON4FC8W+/nqI2rpZlIkbSFIeEiECxPNM0Iig",
-	"4b7knk9dyGy8sn4yqHNHBcqZhWPF9tyaZlkijvf3xVO459Ax+bdvLWvpODyhoVjR9V4lsckXS9dD3er9",
-	"7j5YQDWh3u/ul8rJSeTcMkq0wCeFBsX52nW/gIio+8FT+ueSeqW9AmFSFei+dks2uNxieTCCCp0XGU8E",
-	"3A7KJuv7D/9FN8Ov5frZzU93B0c/oH/82lfGPEh/0ci4Z8cfSlmczhrGbUBHeO7ADKR68YIgapNg0IBY",
-	"gXuAL8Kyn9QxVTqdGpoyPC564ZmrNs1HqM14mSLtnNi/9TeOanKpfjDHtWFNzDtB7jKc5WKJ1i2JUzjF",
-	"jJEYCXj5vw5XkMMNpLaWPkmlEQxCvv5tPI6h6hHwXskVc0Gs31yS5xL1O1rZXa1Ov/wreQF6ZTh9aSI5",
-	"jIGwPN3sO+r/kpmMcPioqJBlZVPOH0WVmVVKx3dK+qo3DeeLtSU4NeSl/JVlqpNjShKeZluZE3phSKBe",
-	"gpQHxGI2I1mqvRXWgCI8BoYTFQqDTUotSVCIE9V8XkXG2E0CaFX5D7+BoQy9Gj8hIwlHpDKrUdsa7ADK",
-	"AUpUopjOdYRqDvHiRC1L3hYoAR1iQXYpE4QJmtEnshMoAcAppiNRBJITdJfEkvP38H3Z8fTT9Mvv/Uz9",
-	"/03y5fc78eV4f7/l7W/1X816sqLEfoiT72xw+v+W/cap1b+V+aavvUhV2Q7wuRIMv4cgZBOHpuKnmEMZ",
-	"dkmDj79JSff5eXiipHVVhRpx9sCgOeH+N/m/59GzkoiHKMRpqtWAlKhUBU0PaAp9xZZEx78LWmpyY1Xw",
-	"hMof7Xa6/e6BY/5QLPjZdNrWn44po8I05FWPTAB+hdCqECtJ4Zx3E5xCf1AT5KqfKmuIXDXwHV1KyRbv",
-	"xKq057cWTieQewSoVSb/hvDzdLKvSHTdj2wKlBZ1UovCqKb/V7e7tO6pU37L+FtgfbAbIK6DD+MDbHp/",
-	"uNabtwV6O7xlyfol65bgg4zy1nEHOvxmuZB4fHb18fzq86B3c3N7/UvvAlJuSCIGkh4AMnuC+d0zPvwn",
-	"aFm67TVlSZ4pa4o8vfdvD4MWzzP34UH3QFttlClqg0D/viFK2pqYM1H1xzXHhhvMrTlbKMOxvlQnOkB1",
-	"rFK/JXapDC8Iz1Yl2ixlRALT9TqTf4/mZFqw3aYqBfjH5QAVB18RdAT1SEk0LPisjjNKMUM8z3xxmvZ+",
-	"r3aNn8GLzxUi0KySyvXCCeh1odPry5uLs/7ZxwB96p1fyP+e9q5Ozy4uzj5K1tv78fq2f/bR9pOnMUEq",
-	"Wmf7YJ3GUHoarYmBa7bBaYecZZTlBKWYCigFCC7Q4l6iv6GqjDhs6FNdIZ6NMDZViIoUFPgI7li5Lb/q",
-	"zqHff0GkeoWANwZywFW3gW2Sb8klYKjsno924So6BdQwynii6+vUsijWj+12OMkqbL7Rr9bodEOekn1J",
-	"FeNwkxrWQKImwUbCizKaURw7UXOeyo4OI6jHQkDLcyQ4GuMUtQtkwCzS8TQNeGYYympwKb1efVMwGt+F",
-	"EKityiFD6s0OiEVqaf41vHo4vGVrq/Z0Dy+6bM1z9iRVRpLc5H8ZpKaZIsQOQjusR10UZYexHOqBJSTV",
-	"r/ZuzkFsDMqju9llj2Sxs4eupZon/4SRkCCqzCjIeysxb0UYfgnzCzhYxHBi8jUjNvyi3NTPwYkajShj",
-	"b5W2meMq7q4thd4Uel9mQF8axPQzw9bqF07KCXmqo0cVJ1JESyWbQNGXOdV9emtxyJUmJBFZm3eeypdB",
-	"5xIGRStWz3yG2a6UO6G+BfmaxPj/Ze9dl9tGsnXBV8ngnAmTFRB1seyqEqPjjMqW3dplXbYkV+0+jRoi",
-	"RaREbIGZLCQomcfhv/MA84jzJBO51spEAgRI6mbJNvtHl0WCQCIv676+T3JLCFeE7wvIcVf04+A9trd+",
-	"ZWdKsQMup4wCOXphrc0AiV/syOZO6hsV12aBptQBR3ZYl51lXGpIVZvba18yoZri43FqJNfYYiihUA1l",
-	"RPvjIhdZHwvJdbQOpk6G0i7q7LCT3bO9/of9g/2zgJ3unfyxd9I/+mPv5MPR7ltjW9BHeycnRydBKN/v",
-	"nu39ufsv+pt9+HDQP9s/2Dv6eBawo5Pjf+4emh/9eXTy+95J/+3+6Zujw8O9N2d7b7vsWGQjLqHBeffj",
-	"2T/dLX/bfds/2fvPj3unZwE7Ozr6YG9+eNQ3939zdPhu//3Hk92z/aPDgH08/P3w6M/DMgxl8RKtoDXz",
-	"FsVncOdW0Cq9RitoFQNqBS3vpVpByxteK2gV42sFLfvCraBV88atoFX3Bq2gRa9QG/2FDWIc2fpSR/Bx",
-	"8cyZXQI8I5co/SLwiSOGHeMXEDHEy3WeCT4qOjNg54vRucCwIiEAYC0zpMiEhmWKUIAhvh7+O2ARbW/8",
-	"lP4ILLI2T9PIZeryITCrW3BHctADFlkHtQ8Ymd4PbhSz3xVXxyLNOV4E/6zh+JrTeXjDNVAC5ZgsWpb/",
-	"OEUfY6FIMoN8C1eXZdLcH5ojDUOlUhjz2/KcLP3s/6Sf/Qa/AoCqvydC1kGAHCsNdrMt6vc3EBTLblIQ",
-	"ErbLC7t7oiSOFlbc38cqgvcoTCO3kZafxjOl0jfmF17F51JPPTMXz4I/0Aw6oIt5GrLYAPWEGAxjAGjL",
-	"8yxLriGGC24ZWHc039o4PzwVeiDiwPjh4gZEOqYlOrObHqFHawF3TuxXxsxO5FUiLzsuXrdklG8XQ20N",
-	"v5pha/yEoRY7pLnTVd6zNZFAJwPgLAQF+Q8qaE2wFqSta+QBfdNfJBj8W9zNl6MRNQRs8MsA3DazmPbF",
-	"yGmbyDxJS4NYKiRuJtLOIS7TMqjY8yIxpTnRV3MmZGYCvGBj3RS4r+/0ds3sHDZcWBOcRlsONE4S29Q5",
-	"1+YUOJDhZeg16BEVG7p432Lxg9KOm7v3T51YbGrewGIkifQYvDG92xTTA9vci+uxtosYdQhPwOyUpYJ3",
-	"t49qLRtzqRqxM15EU/DFddbc/cjCE2vl5m5pCDdDpQWDOfAin2Q6lzsZe67d8VJBQq8+T/44kYKcQ9mK",
-	"iw4sEUm5rXdf1ZDWsbVurPNrSz6sdUqrzqpbgLkn5ay2dQOw2jiL3GURJZO1Z6+2Xei0eo46vgHbRnRf",
-	"6KvQOtE5lzmqZCMHEXys45u2XXMElRZxxNb9j2MxSOKZT8UnMZjk5uM296xgc2/CRwRNDxQeCFGYATi6",
-	"+TSbyI5nKHdBKMP9i49I5MDtyxqzU1jNFEYiI6TO7iiRrrmVtaasJ2/d25c+pHcvfWbf3BOX+AalD2j8",
-	"LWtuLwfzVtofp3a4pU8P3NhLH1sr8bh4jdrv37o3qv16r3i50vdOI9OL1n9ZvHTpe7Qg/6L9Px/3AFve",
-	"LoUjjV+29gcLA5eFTMNGvkV1W3DLu5fM+EHk+rN+nqrBlYbGKCwp4PpqpzhOmvEbniCkpCXfaeMuZtUE",
-	"XwcBB8pnRfh3IPPS3mD3z939M3OH/cPjj2edLoP60MSWayOwsbmWakPnh7nmWEofpQs9zYyOEEOIUag6",
-	"pLtYVc5XbDStdBPTUTFVzBx8BCkoDXBm0m81RNoLsw7dHLItGrFvmi3Yau72NRZAIahnNlaNEebn0pfP",
-	"R+7an7FSEBKkUm16cTn40oIMLDZWSNt4TI5h2PtNp9YNrG09lUS1UcxKpm6MWd2WKseKqlwx1AHLpnHq",
-	"wRWAGRS667k/LTZSf3uix3lMYbbrp0qR0UwLNluoUGd4l+PJL7T1Qnr4ZrakHztGjSCJSP1XCQFdDcQi",
-	"V8Vi/pQH57CBitmocuIUW7fpsDgnrFYDOTmF1ToR11d9SH3YL6KCAadyaNJU3bzLhDirDzywi0yItVx8",
-	"yq0Lk2jGbdnfudBAEocb3rmWNUWpgsd1DtIpsK0CUVDPSXy3PIX4nc5su3e4t+vwvCdpnoxr25OBo3PI",
-	"JeLbIMPeiE/ZuWAIsN7EbdBIq3WEN4E3gJ7KwVAZTwVieO0t88l2p0d3h7KpTIwFyogRuxbZOc+x4Nvr",
-	"HTh++64VtFwhzy3aBAq52+CMGp3prL7ShP4JyGAoMlis2FRN2A2X+f9cuO3dI906FxPmLUdQ2WyLtvqu",
-	"c6pvSZhAGzVXsMyls9F0DMwu79fH3t5VDkDPlalmlV065JqYuuw7RnWIMXX9Cg3Hww/avNAswuuWqRYs",
-	"NlyN9YBd9srfuoHbi6xNJ4LA0aAc180PlONeJtdCduZ3GBSo+tuLur7tnvHGvGhvNEYrbf1InQgEad/e",
-	"hDNZxMJqorkLo3OlZX/EOJ3VjW7XPo+gXY2ohhHWyWl4zs/nm4MHCvQ17Yz5LpqtwFnWM3sKYBUv1FTH",
-	"dJyLItXI2lwSJVJd/QWCPCZUXW+WKBMDlcWdbij/8+Pex723O8za01jwcaOyK5F12cnHw8P9w/c77iM2",
-	"VGkMRt+MM+E7fqEEA72wziu+0Y63p+lK3EHehacff+vvvt87PDt1owslZDtL1SjmJ1hWtwPtYWNCtrf9",
-	"mSpj52Jg/NOiuYAq2hKNwKahbEOCtjtbadjpzi3q22G5yEaJ5Gk3lMfgBO/Y4QQzMxRUZqHH/p4kQg8g",
-	"oUsu9Did6FDWTEI5qY7L1gpatEKtoK5ktvw4/4PivuZTHHAraLl3bQUtfFnzoX1bs02Lk+yGUJsn9wM2",
-	"FlfvlnrbObFKUpKmhpHwoX0+xShAhomtNvkAoOQ7yCsF+MSCS21RacA3NEPUDQ5iMQWVXOBEOr8jKHoz",
-	"rNCktaYhQHAW7vnXnX0g8+ULXRTVgLMIrRY51OmRR4l+ZGcJu2J5OkeSLDaM6hZwhuJxvlaocafc/DZJ",
-	"UbsXl5GmJbZLWgA6WQ1nDP6JZ3HvP2x1yd5/7b35WDpHTQUlH+srpQB+gOUq5ylSVVNcC+cSdLF1lGt1",
-	"WbnivalNBL5mugpQjwXyS4QLKjX0M5YlsktCGTk+ipA2yojCW5tbd6j081+wOpLanUBwefujscrydwkI",
-	"E30HuXTN0yTmucpeaHZBt8Hd41qr6FGzywJJmZqZgiTdmjZrnOTT4rZto4fovihvEhj+8pE75DilAdFb",
-	"11mBNxxAV2vG9id+Mzu6Bx5DlXMPp8ob2eJVPcEFcKWRt1xZWzcp5LVI1VjUryotwQ6LYIgR4xoPJ/iA",
-	"AajwwOPVdz/LtUgvwC0U9csNqaGcJ6mOirbw2u3WxlCLHYK18RBOAxzSJNdQlYg10ph16dTRN8HzFhq4",
-	"9YfHz0PPnevbF5UuV1BqjPlhuajUSDMhBwKQymxnDGaKoUqze/9a0bqd2rA7EQnpaJIP1GgOegJdQEqo",
-	"GfDIuiilnjUNJYmUUa9FRFoSH0c0lxTHIk1AAeFMYhhAQ4430diNbnmCbXXxUmUMurac0gcqHvEkpa7/",
-	"ItKIZZJuhmo431UDKrhFl6qFdlpEugj13bly2fV7eHdGUb1R8iLJRg/PBTrDLf2gbJ4/Ms9m/Vqq1LJl",
-	"feDTusidkVOp+Yq1L1N1zoFOO/eRY6DaAS7pFKboC+0Y7qpLOlAwCrwbRMs8DvBx0gfeu5bl4W4FrYkE",
-	"UMfWSORZMigCPynX5mNCP+2+I1xU81KNnElbZ5uvdzZe7Wxu/a+a7YFDmz3TRkPhJCClvvaNbPcigH/1",
-	"V62ouAvLOWErE+cdRNoTTcNAUOUuOy6zk1/jT6gqFEgGmVEvjGuf2rzHJtJ85RCXCZagjsG8PNm1BWYz",
-	"+a6GFbk93cZNluTEqWlfvVy+hR2kiZ2lu5Zv1Qbw4I0D2hTeIi4km5g5VQvgpi0TJLzf/fGmvc021zCa",
-	"OfuPwFdXVFPvAkrHqFZp7hI5LiKpOTyPXBlh4u7gq80KTFsi42UQHxBRzlzswSvUQUkWg0nixVaXu1OA",
-	"I5k/EQfzLEIooSKVACmuYWJ29vQrdCdwt0B1+Ch2TeBdIeJj6z2Xi+TX7YMlyosXB4feQXAGCuQimL6g",
-	"SIhjrSUhdyc5QDUkQt/J3KuORDcUG2D5kCvFcxBxlVpAKm8pN7QtnxydU6bvKgZemGHYkn0qeLKMBzhR",
-	"/60SKeJqQexyZFWqLi/tLYMmYAwvMgUD0pZMl7QngUa66aGSvwY9umwXymDI8xfanh7Wlkquxcbq4jqR",
-	"l50u2/W3jN0YBNOFDynSRaWFI9hVu7xur7XhNfH9UKleiXFeOMOwLzoB08rsRD3kmVXUiHDeY5FO5ED0",
-	"7fMjdpGkucg0ATClyZVYshZmMUJuYK04b9RQItPUzrFUbS89oaG8t2iAgc0TzPZ31J2y2joUSKX5AssO",
-	"cL7oXa5Ci9YdgGNcj4gL6UO+Cn3eGqFMZbf9e4fzXQEvAkqIwSQvyCOpw4MumccuV8zC1yoqWyrljPcp",
-	"TlGVA2B+Fx0U0i7sOKHr7l7Rbx9URzka8UmuItYeZ2LNrUPAACFoJ5xsbLwcJDH8VwDQWnQlpvT5lZgy",
-	"910JUGMivTEvbqOgiuG5E5Fx+bAAHfvlTMsjF+c9SB3eg1fd4SqRpm+maWjKMJ1AIskMFK9YTt+CiK67",
-	"GYhuIySwpUR8yrGspZTDWjKi1aReT2+lE5dGEFq+c6WSCFu2XtHTOTWli64toZCNQZ0IL4mCkgByi+wW",
-	"qFLu4R/SRt10ITLIM9yPSM/HftPrn5P4y3pOd48qIZgyqsqvM3GQ+agr5nBIccNUBX3l1u28MwlS76l1",
-	"k/UR3O7dAcBV3G2yjm4k43gDBuR41ejULLY8+1CDKFm+rDpDh0amaUgkkz36cX8xtdt8J7P0xDmz8xAb",
-	"CVDi/Z0U9Vjx/iwVFzkDntHMKC0EgYkrE+lhM73cCFpS5ebBNMrYA0Q/IHql60Tc1GF3pqm66SMI52Tc",
-	"HHAfYMbW0R9T7Z+Ffmooh51bAo81vd5n1mvDJWKDVPDMqKrOMuUACMtCjX41Fmipd9FBb1CK3B2jjXvg",
-	"YLmqq/lEhnVIlDm/Dz6a/X2PGD6tp4WRTdzCxllPheapqDUrb82duHUH7kTapPWWhcrWLpCcdET1zAyu",
-	"r1n72tWvwU2p8dHwC3YuLhQg91d7WhdvBj3VuRj1m2CtTuHrZkSrL/NFi1HEztK6n5yh8KJ5yaLHxLJz",
-	"kmGciZG6to6y/a7KOjTJVd+WGlFiUUhj6cQNtA7lX8ycRNvxZZ+3w4DxwbP1dUA0DyShCdLV6L5EyQDH",
-	"nsihyIi6qsH28iSRG/FMgQV8MQKEFhoQuYH2AYUjT2CznWUeWU0F0/OD8uw0a5r3mZqMDwDw5R5pQPj9",
-	"Cw0GRabS6tpimIkoVWbWsT4IdUi3sroX6NT8kBOgdZkXhbsa8QYUc38tUsHwuAUTcrepeAemCHZdGGVa",
-	"lOuhkYLcJQgpCzmeqtVSIa/LrkQegEoUeZIDw1tsDDUQX5lAXjWQ7In0B7c5W2QxRz++AyAe8SnvsXq9",
-	"WNM0UCd1H4AWd2kh9iEdQe768mkWCqYGcgb8E5V89bEAzGwscNVaO63Lcb623d0k/mgjGidIJLm5xJK5",
-	"FGrduXD1k7vH++xKTBs0shRd9meW5GJNyXQaMAtqjYjTleXY3vj19fz1CFqQyDuS6dRJ5HOuRT3SuRmn",
-	"kPFYJTJn5jIgq2irjFEeCMgML1TGIvxAxFGnZ74UQiIYu5KE1sfas7joGYvSdNQHw1LE/aHSOaFRIfGi",
-	"RefmRVfFDAj6grw/LXN9jxVP7WbJFRzGfIdFtGqRp/HcclyJacAiO2ERrYP5eSjNZXGWmOUh4Y/5D0gs",
-	"WJBwCgUk7hrdZbs4CAwua6NdoI0ZRi5iCCFotr21hUlhl5koSntxl3kLWd6tQc0WD1rGHBef8v5NImN1",
-	"00LKZDWprwwuOm9eVzIgUBPw90TQ17SlKjevKeqE7xl+D+oBhlc1hws27Dk2MU56EzwTLUm72KFMChET",
-	"YZTRO4nOwagERqoSWoIaC8kTwL/IhxkQwQcte5/aiUp039FN15JVjfgVwd5CQRQi0hOaG+S3e86eKXaf",
-	"pcqatVUS3aeih9mecw2lbOdTqvr1sFlLr61tXTrIUUji51ZxRMX7RM1s7uWtVVeXBgBZUFAz4GNwp4oa",
-	"5Lo1X+gGoXiuX3GIY8I5oribTxE83y9ZUiMe8pGoEvSW7JtbqciKbplxE4zKghrE4qrSnG3V+iEFW689",
-	"2A3TBcFUusacROJJKT3i5etFa9Ks5w94kt5H0bseUyjiK6kEs8AgmatGGEmElh7lYzjPg2zqjiFgCVxk",
-	"atQnVWQuvB5UuArhAht7gk6hU5FdJxDBNIqK7t4t/2pMVUDm25eDTORAQ5PlrZ1Xv/yMdUl0T309qAlm",
-	"NYiyyDwqMpsaBFemJpdDj8mInYtU3fRYlKrLiHpJjZrXtlBD26OQqssSHAzOT6oua6WZP28zsceMS21e",
-	"zWyYSZbk0x6LtE6B7hA+f/XLz8hhA6XP/mOlkpBQgpXQuj7FXF6hOqpFkVlj4i4cm6Ulbrh97Jm+1rQ2",
-	"NjwUaYGhYtP01RM/24+rdF0M4ODsmJmvQGjByrWlIp6YAOdRZWBndXoFHZBUcg1Hg8aX2R1V6fbqZZkh",
-	"5v8OQ72+83/99dP/qM3EuI1bO0T7dYAbaw0pbWgeCgLGwmoNlnVEtraXsVHxDNUPzcxR22w2SBFHeaqj",
-	"gG2/fkV/mz3ZKUmz169evXy1SMUUR7X2qVBqeattsfXq1cLIMh5/2iz01qVjWDkWzS7wcTq5TO4YFjpD",
-	"YiPsBYX7MKyz67Ho85eI/nAyZcBznqrLF5qlHMrOgSioggXwuUWftnZam92X3ZqSYHdBdcL/wC+AIwwe",
-	"zXJVpvOpDuG29cHN2utkIo1utOV5y05oqXC6qALE2ezTcPt5XpDY4jeJ1DlP0345avZlXmXh8mHg38XU",
-	"zKF0dKxth4GmANsAYllt7yDjZSDER67AYdbtnV+SOKd40c7yR33X0FVzGEBJKNnl0/l5pfcZHwj2TzUe",
-	"OxKCr5tdcoTJM3W3ypy8e2m4KuHyvB4JehCDlJw2vrv9XaPrQXTNs7zYVa8KN1UE10cQEuzU37RZDUHM",
-	"hL6dkazlqMcvS57vVHEk94cy07vtvwOAIuFZTsxeiBQZXSSpiBh8XqLxA5BboyYcvq1m2xsbARsMxeDK",
-	"FikKNuQyTkVWpfUzt23ttLB85TyRPJti+crszsVL69FDU/FCs/NpDnDzORspnbPN1+wg+a0HlG4sFjl2",
-	"2ALmDIAxmKvLCFD4/NYtJvtB5hnyWKCbsFT5K857G18ZUpmE005Mh+P4otMK5hFYz1+PHgQAYO4TXTP9",
-	"9omwDEutQuBRZlNAonZif6cwaZU829XDFtzZmm1ts6GaZJqSxjj1DbzZNXtAiyyH2PyZUndk9n8DUl5j",
-	"RTpGCSHfImSeTck+wYCjZlwy0qP4tWMXbeiHKSndpm4YfbVGTRVrm1sva3piZlZ+QT7J6N44wWCNSx9Z",
-	"xHx8w7bVaYWlDZq5h+kw7IqXEKzNs2mDaL2bzQDLRZxD1NNyPnUJQ4hbQ3vxlZgWAWyzl+HigEXGpsDC",
-	"u7AVtqJQxiIVOVwUsKIRhl6NW8tDQ2NWgI0xUuUUGC2VOdQ1ydRuPF3nU++iDU81KIsQe5asiKyYC0Uj",
-	"DpSvqGthJqg1zwYoflLtwFzca1in8GsUd1x6zuZSBWK30fa0LQXRUbguZphvBH8BOGWVOpugwRpAtI5+",
-	"g4G0SxaLA3L0U78koowMwMARbBpbG1drTi3uPEgGOTFEN4+GCvPMy77QjH7CkhG/FKz9fu+MrZuvqC6M",
-	"vu74lf/FVHG9fBvA4koxOyKRaUh9uF/0EPpaU5u3UapJztSNxOp5723UjVyyoNAsbk3Y5sSsOTKRDCHn",
-	"MS1et8zYh/ui3Izhnw1MGC9szyg3ti1ziusKGu0OKZ1v71DMHDw7ATPsUf4WamZv+qtBilWBg5dpyIbd",
-	"tjQqMMjKRbAKeMu796Khu3f711hu8DWDvcdY/wTMqn+qiRZGRSXysrmH0JYAG+N06P0CHJdlscJUNh5y",
-	"CfBR4zqrgdCaXHFdZsxXwrWHiFcdO1N90a/F2u9nE6n7ZnMDJnHNQ99ORAHNj+ykJfLCopptQWlp5e3m",
-	"DeKuawa2DoakTyGOWlCv/o7Z+HPBM5G9s8JAX1/1y50C9CcaIeRhVS2j4xJKGvQAHyRaJ/IyYCOeGlEj",
-	"4oBN5JVUNzJgmbhWZqmMkL3JFFpPmgESMaFLErRaKLc3NrvsVGgIew2UukqIZhvT/w7CQEkWeRzTP0Vo",
-	"E2H42OhSeNFiVYZ5PoasuM4uzuo74k+sz5SrSwwOuMYpXRoQUxYn+/jo9Cxgxx/N/0HBqnnFt3sf9s72",
-	"SBuG0v5293i/y7BX+UpIdNIK9mxbOT3Jh+upukxkBPeKQG3CpyMRddkuG+FMM5WFEicT71f4di9x3ABf",
-	"Er05PXnXPzv6fe+wv3/4x+6H/bc0U8agKdAiKST0X2vm+jWcoEIUjhOzfWB3wbu8gWmoyx2Upsl4VfWv",
-	"1v5nno+PoKzjlI/EaZKLf3zgn1DnmTvhHYqB6etBnx4+Oy6z7xN5oeoGlF6sDRV0BOCOVdlgKMBkMwPV",
-	"mNjqsrMbZRZIY1Mc9ifGagDF9zuhDOVPsA9++slbzZ9+Ym1608gbXwQQNuiU+/MZMZztut0TSjazgToB",
-	"olCToeBlrpNrASTVwI83gDfpFSMsYRj+9BN09GSVw8LaeD7AeYmWkgKRNx6cYm1GDa1oiBaPc6m7bB9C",
-	"ECPjXMBJBUs4ISfPOlDR6R9vEESvv3u8Dzgo1NlmrkK8RPOADMPQkDY3F0WY+It8Px2ns/KKUKFTnIrt",
-	"rlnGPbhSTwYDMJ/p2+hzCCI1bO0wfPMxdrbjq3+JevQIC3FEPwyl+SU0vZiffg4B/Ka4i0PhwfsELLSw",
-	"OMU1aHzRg77gqbeYAiLVohtKV+tqURVYJlLBtSA7OWfnkyTN2VQ4XOlXG5u+FDg8OuvvHxx/2DvYOzzb",
-	"AxEQyj+EjMHuzIXUCJDqVcHqHRZ9WsuMtZgmoyS3NHrIK5ytDdIEJptsf7gGvI5QFpW0iWZ6gqXVuWLt",
-	"yMiAaIdtbjCe52I0zrHCHEuR4Z/ut52eef6If1o7V/F0DcI/EZEnY8kROTTMfA/VFW2bGNlkB8lvEBz4",
-	"j9Ojw4C93HIfjCpRS93psZRnlyIz9wFlAzMYyu3Nl+x4918fjnbf9s+Ojvofdk/e73XNoBKZJlKsXSSp",
-	"GZKxQ7Q3b9jxHUqIyOl//9U1OwuLpnCtUZ/FwiwNAAyYmVAZN/vL/MQ7LPBqxGbSs2+twc7SEyCrhyva",
-	"sDtxz5wDI5vSwj6tY1ZhwAHak9u5aW9vvuzAywAV3ho+Iwolvs0pnLG1UyNFgMlD21FYrCw4pIiMQQUU",
-	"gMxvNqOQFKBIk4Ega5HEONJYlqn51VhIrSbZANnt6Ud63VwLNRx5WlQiHJXEN9UlGEHXCkpptg1Ms0EZ",
-	"0zhp7bRedje6L6FMIR+CVeQJi8GQY0vqpahJtf5WSErbeWZ+2WXGJdGuTVd7dNZFlUIZUBZOJJeAmxJK",
-	"2weP37cx1AMqZM1cDFZugBGgMmZrJ2BS3Jh9cJFkOg8YT2/4VAN1ipn6Q4XQhyRLmBSfcgD32UF2FWrd",
-	"ZRp6S+AjpO/TXWoAt0EpfDG7oQs3LUK4kyyBMIfto+E5gyyeRXFxZ2I/bu20zHTBIr6B6QYiYD4SOfho",
-	"/653b4pL1o+RTXLxdSJzl1baRk+P2C+vNzbtICtuN8LzvFrb2Dzb3NrZ2NjZ2PhfUYcAynEiJqXGIWBZ",
-	"3pVsIsc80wLCmJg2dFpna4uBzQX8qMiu6llff08ExK+tjZNglyD6dGWvv25ws5neqj//F7QEgssG+3tr",
-	"YwMB5CCkTs3i1oRY/2/qFC2evwjLpOSUgxnWzOcDMwi9Vdsbm003d6Nd/yiNrhAyN6MTMf5ue/HvDlX+",
-	"Tk0QXWV7a2vxD/5AgMBESUf1tr316+LfnSl1wOXUUSh/CVqvcHrn/842L5e8NTgAhZ/277/M0unJaMSz",
-	"KR0dT1a8oINpLGF+CdxRu1bGANPSmCpuBjxNz/kAqZHMT05FnlNA/vP/sAFBo0L+j3V7rdFUX8A3ry/b",
-	"Mc9xwboBNt1yJBtycM7IHBQAu8W5yoD3C5GklTEhAAcEGKCNfwQaLNH+/QYqgxJqzs6NqjRK3HZotaVy",
-	"AJOdLjtNLqWId8i0DmX0X2un14M18zGUC0b2zqm6EdkAbCbxif3zYPfN2uk/d7devUZ42AiNMaPLdM5H",
-	"Y7THuvhpxm9Az5IhHITySkwLy7x869N/7q6Z28bJJWlq4mqnwH6P0RjP7LOiUCaafZTJJ1uByNoI9Gvz",
-	"DiNHtfFyY4NpTI5N1SRjAzOVHXfP38V0bT/GG9JjX2hG5edJ7K57S3iE5mLPrnMwhUZx+IjnSoYSLWBH",
-	"apjkXbYrp2zr0yc088Ck7hn1VhivrP3SfC0H6SQWMVgi3BrRQSixyzBmF8ajgbln7ZcbTAdsM2BbAdsO",
-	"2C9kHOpOl+3mzJi9OZCk7rBYxBOUXjjAmndDYVtRNNVag6aNoe0m6ja7y6XN1vKDNJRJc7J0JtY6y5SV",
-	"fIJJ8EpR7fYpFgbN5gUjclvrfiM6tvvG38Wl4Jc9swvGg9vyfoPZjx1wkJ2NwN+gbHZ/zh+Ut09uNbK/",
-	"8GKh899UPH1QfYo6tDyUL/U6vBq6QmBo1uZ0JItaFjqZnS5qHKdU3sBCokJgbSv+i9K2NBVZx4xoRq03",
-	"WsRvbPoZBbklm0Ose+Coc6bR1saW8UbMSe45foRQQnzViJYI+VHaCpnceZpwzSLsGI06folDl0Wu9xjE",
-	"/SDlozF6Vpvd7ubGRijbtnkICnI75RI6p1OpwBogQUdmEPvg6GFthY7QbeM5Zx9PPpijGcpyCQnmg+Et",
-	"6fNfwKel7RIwBEi0pQ1JhkUNO9B9Ct7L/8aaiCCUZh3NP9m5mCoKiojkcpgPQZVyrJhQkxyAjP3XwBAp",
-	"4PdCRUUGrA6h1EkqJJjrsji4aMcnyGM0wckkJDnj2k50bsFRtABnJ9Gw7gMOyCFxKNtFGGZ7a8v4lL4l",
-	"EXl10Oj+GJu4TY6JHQElgzqWaS/JQYNxyfi5VukkFwy8RWjCUhduerc2tn8xN8n4AECqEGttaL7KhFbp",
-	"tSA451yREgxl0YQFHtc4S67BVkmVGptRB+ApraVqgDCjCMuVrV1mPBbscPesg1FcP/pg3Gbo9IeaDLb5",
-	"65Zzsmn9OnUe0amRos4lurVHtB+L0VjlQg6mEAZ9JMFUHqWtXVlKUm09qHSc52mc0X4OWEnmkL+xhFn+",
-	"G4/dq31NF2VjCVfjjZIXaYJJue3Nl4t/QLicZ0p94Bn4wq3tzVfLvJGejMdgsEPBGhAVP39HyvxgiVmh",
-	"aNFHya95giUFt/DB4BiQZqt3vILWp7XEnkkHKV4OFxafliObrZ2tjc2XW69f/bplxlQNTmHJREGMXu+b",
-	"NerlXZS0wGeIwXqMJvnRcbaLvahe9JHEcyjJYUMBjmhDFTIe5quBjV8Z5Zr6p2e7Z3tGKfh8VNYpCyUQ",
-	"Xb3Q1a9BQ0bWTXRkRxFrU05xB3RNj0UkXBBG3baCh7IEPkXvSn2Pjs4O7UWf0A5MW2QHYwBeRu2DWItD",
-	"owUfxlLa+moUFSjjlzyRrE02T883eOp0APLyPZwSWBwgg2ftjhPzuP340dRG5cWevd7ABcPQBhCZWgpl",
-	"l+4RcYBOLRpMdnuuVMxKxTyMisEjwzzOe198Iff6knpnjhIpIGeegRapUkIt0iNH0mM2GxuP0fKaIQuY",
-	"cVZcYK6A7X6BvmMJmi8i8q5QOk1TcG7/+69uAogOXNo6FnC7UuP0TC2uJ0ti0EToETiwPqjYDaWtIIR2",
-	"HFffTGh8mhjSqL55Z5YNrVOnhOA1wTmyQ3gAFYQ74nvUQZU3++aUEMJ7UrrYLPdKA6000CNqoLeIKouZ",
-	"6wpfJLG03c7/adZDUHdwh6z7MloolDUFDG0IKa6X6h06AXFjAkGgzH1WwBeaqSwGMz9VlzuhjJJ4x+WT",
-	"4PIXUI5kodLbA6p4Avdl02EndgIWweXm17lxdqZjEQWIdQPUqTsRDAOCjeqCilY4i864voLRR6hhcNSY",
-	"9ceek6k3Gl0AWoZyMMm0yqj78APX+RrcaG3/ratD45Bpk1IMoCALvj+FQgyEW0BZE8oqJjzJoI0dVpSd",
-	"dCAWL21oHrHUQPGh3zUFIUZ8EAHovlBKxS752FYpuGROgBMIdSYQth1nCsq1CNkhH4pRz+xENQJEOjNt",
-	"oWxHO1C0sMbNCDBEDJ0zqD83Xzl4D7YPNSredLEIo0YR7QJwBAlxQkBQmrVniGxdT9UsQKJxLxEt1GO7",
-	"NfYDccVi2zHPQ6nkQBTpVPOgIY/No6lcVioaUkKQp8WYcYW7LIpFmvPI7gFgPAgloswgMA0ZYxyBkm05",
-	"UbEs2JcUQzAet/8kA4Z0KlaLCnKbULax/qdoZgHMTPC7kVmAQyc6RIehKpCMH7oXxGPNKTYnG29C0dxQ",
-	"4inp0wD7Y5EB6XjE1Fi4cVs+W8L/sHvD1X693IKaDYFJU2N3VsLPv7Kzo6P+we7hv/one//5ce/07JQq",
-	"YpS04NIjWP36mK0ZhbMoULbc2mKq2j/BbEIH0De8s42xbU/cJJpdQtw8w9QwxObdNGx0ujPn/iaB6jQh",
-	"ic0hE4jS3Z1XkNL38KsLc6cZY3mjrhC+riknMia4ZR7jOqeNbjlOe3h6z6clwYRVh9odmWkhwxrTfaVZ",
-	"aKiv2fy5VcYM2Vj79a/Pm8HmL19qQEOWKKyZ0TVlc7F4snEhXkJ2XeY79pSEEtQC+xw6+PCwtfMyCGEk",
-	"YWvHKyT9EsqwpiGo3szEOSY90tYCz7unaBCAhSPlAx8MmVVQRsp2VvU7d6rfQaFBxtMLTUe62Yoq75v5",
-	"dpTFOXocS4odWBilRHrCJ5RgGvXQOkQkQCNOyJvtzvLIYD2hA2WqkWahLIkzqC9x7CqYciWaOMgIBlT0",
-	"jLFiPh5DunFh4aF9n4cQ2Uv+4tRMhWUvaD16UR694aLavLNCJ6/K8u52rD9CF7WMPSoKt8EX+Epekd7j",
-	"RN/8Aj1ztiiy0PZNsf9WCdHwU+DIHOROwJypy9ruRvQwc38dSjRu1yZj3XHmcGHe+q0ZM0G8LnT8sGyS",
-	"onNAtSJQUWRunFHpx7ot9ghYUi7DaFNJA3MVDTBKW0ERzJZMQLNUmY16OhZYkOLVO3RZVMADzCsocZHD",
-	"2xaUnBW0YJUyCRBjia0iD6XOjW+XSKOIoUFpUZjPq67BQn90LYzN2xD3OxUyrsrF7yf2V/d2q+KFVVzv",
-	"h4zrvSEGEittsRGFOTFuVcITFTZgtfM3mpJCKi0vFlLkpCCHjPhMdPNEE2qaX5vQLN0X5m7w4d9h6qby",
-	"YivJvZLcP6TkxnPwVTIyBRPeI8QRDhWD6CIrRAlri095xkOJeYJMsORSAipnzy/Vsry4UlmGboyLe9NA",
-	"Br/N49dGAd6LQpqcWtK9+4UAHtuTX0byULfUyoO/Y2AOpLbZURfQuEZ7bpH33niGipKTRzpHlXUPHEt7",
-	"KB3R9ESLLPCCElDw7wJ1gW/tYOoOU2QF+7BlHA7lbNVMQHgj0GGsXTMBZUwhWhxRs15TGDCU8+KArBIG",
-	"DIrx1/KaQ2+yi2R5MUPL/u08fIJUuUpkjFjxi+REwdr8/YYLi3dcJG6Kvb2SNneSNu8maerN4i2lDOzi",
-	"O/hIVZxePN1Q9mA+xIo5go9t25x2ku+w7Y2NUP62+9amSbED0+93KjW4ILbRcjiuvVAu2cHkhN/mK+QL",
-	"AheO52zAJSCfYKaZQe+aeVgo40Rfud+92thg+4dneyeHux+oTA/QXs9FquSlLvlhL3SBDAjNy+YBV2Kc",
-	"h7IdGcm1gww1UeAjw1LPEnnWSAgPIJ8YkktyzZKYtUEyQlEhlZDIUI7NWKDT2e+6AoDXIijKVFY46nUS",
-	"qwrn3JrnkTn8k/ULlY3WLBDbcvKiCTh6Ka9s8+HK+rwBzBdZUtzgevfsOiSko8xKPH83beV1PY3XhRud",
-	"cZQ3FyqDmpZsHuxCXehr8+dftl79PBP5grO+/hn+sx9/ub2leCJ4DHAjlfTMOFPxZEBFwbDvA7wk8QWe",
-	"kb0YbJIl2ZdnQrA2L9BmXmhbQARNnHwwJKhmxLcxJ2rMMyFzqGcKJaZhpCiN1oJVWMloJKKF00IrN4l9",
-	"Ezdw6LlpciUYD6VDvJOUB0H8dipisBh9QCxHSid6g2JmzezpiArt7GdvEz1WGrI8O5RamuswWpk6F0Xg",
-	"AD1TUC1J7EpRxjwfFoUotOBzu82LwpCRiPsbm8NPr0ZbV7/EP//9682dClF+Wv+pLFkXo9jXilJ4Nwue",
-	"b14Qy2zgqTVTW8PkhHPdgzNlZuQfIcH52w8QXyNsASZycwP+l5XxeY8aFGl3KazGQsszF6MxMMs0Sqld",
-	"OWWleQZMY/JUke7FCASo1lhLJGtHA5WJ9W63G6GFhAQwa2bPZsn5JBdxKN1jA1eEez6FkrEeWGUIdcX2",
-	"+GBICPeaTzVhkznyA7wzxJYKMdJORkbrEd3fjZqkMdau3vBMsuj4w8f3+4f9g/3T0/3D91FnbkXJmZud",
-	"R/TSSk96gzO60Fejy+0K3Mtju8OeLEMXOR1Meir3pq28/YpvajfhOq5dsxdUvxkxngjGIDzFM/4jH6U6",
-	"KuonCwyMFzqUs8jhHR8IDy9EuIRzwVBLKjbiEqDPtzdeFhURHYI9citk65SNF1DdJBEWbFgkUqNyRXrR",
-	"gephzTJ+Q9hIGfvX7sEHan5NZPlGUz4iHgIoShynPJFUUO4P4hqFmIidAuZG2ocyst+UNmK0U8DZAQLm",
-	"mjZKPcmn7CKhQPVQMFywOhSIUEZVbLSoXJ+SFgB7Kha6U8LGTLQtJ++hQwj356lZLgsQxXiqlQsgR7HI",
-	"eZLqqMD1pTdT2QttR60DrHu0MTBE0DRPNlNtfLZ8GPhT1DA9xI+C5epdduRyiFBSbiN76B9CcAsDehgI",
-	"J0AMY6EZewpiBnyA4P4WIZVn0oFJWiThnVBOZCYuE51jfzJEzVIOeBfmQn2VQOlMOzo7OvrQrwq7oGh2",
-	"K/As6TfGCT463jvB9fp4+Pvh0Z+H5ieWacQ8TLOUD66Q4ZuEsGXfoKalS5FT50EGt4RxHO7tvT3tvzk6",
-	"fLf//iM+wdzZiuw6gU7zC+9SfY1Qwk6B5gHiFUNA6kIQ6SszGJ1OLBwn1RS1o9Pf9z988OQ/O51k18k1",
-	"dIC7d0EoMxQnxBECc23Z8XWXGefbIZUA6madKtmH81HaOotszaMbCcjqjtWWzO1CvtVKsRr6g05T5XcF",
-	"un+Zuu86ZtTHauvzZ4vcX1A7Val3x1ueiU/Ep+Lk5f3u9PWjI3YAuL2WCpM4ieSJbStkvn6kZAkX/53K",
-	"zpM4FvJ5h0qqSwFa8GkDHx4I/r//mkF1r3oOOHCAdyRrAco23aa5tRFnFebtzTjqACMbYNaGWWBIhbJi",
-	"SfWcvkNGAl+tcN8kMD6HLfactb5C6cwvtqT1tYuQvUV5z0ZhldjHUkSFQJ5ByiuNMXZtEXt3YBzwZLCC",
-	"HAozYNIShX50vHtyukc2FoCLEXUr3Jiu2Ts4PvtXnxCvoy5r10xiTjVK5gHw7p5dZ0xFH5bb2VZk8W1s",
-	"sMjLJkTQ4GPsH1gwb3KM6Xwp8lCWht3tkKWFLZgzNEsRGKFYsAsvt6wG/qPOfGutNBdqri9fy7EtYiiL",
-	"tNW1u9KdlJV+etBQ/reimezR9XUTMTfcWil9TuZE4ptiXCcCe59sEUYxDKtouuzM6acYWgJynhiZrlOu",
-	"h8YBgmhYJrTg2WAosiiwYMQUFzM+CkZG1/HzIlQadXZcR+THkw9rQoKziiIVM7z5kGlxaUYShDKaeWvz",
-	"8P9z613p8dYGpA7bEQEhERyNUTfmtvNC5s2ezDI1EC6oth8f83z4uCUQpSeeDtXN0pE1t8LfRDHEfWJ4",
-	"ZlpgO5Wjd8sdsfmBYw343WuJpANVcCoQMZ+6sAA4zt31Im4DLpkWAllurX8byuJau5eBTVSbkwEQ1CMx",
-	"Oocyr07ALvi1QrOS/Gi6N3ErQGj4fEowqDIOZRI78w3C0KwdjUXWH0OnvPW8t14FhemxsdHpYclizlOf",
-	"+SkoETKEspaRoRyhlDzL1A2BmgMuvMKj7nEalicrlMVsIcmEtQudHWhuNDfQ/RR8DUcynbptcCNtvVfi",
-	"VWl8jfjFYwqe2xAo4EzcT9o8gfDABMBlXcOzntMHWScczlyiO/F2REMEf6c++OUJByoznh+8B4+nOE4g",
-	"aIDUDkCYkaT4ZigyYUGLzbgy+DYeQQOHTxJrjty0s1M9oWz2gHoUIohRY24PYBrnE1f8RGP0qN9mwLA3",
-	"oWtxY8MjR9qgWq0i6jPkGtBYMIJL8dw6eYAA37vk9T8KDHrxhKesLlo6YrbyPH5IzwO3KWTT60JgZQvI",
-	"+RYItDMr7A7wHAMtdMHcX00bviX68KLep0xU6ZGAGakVSi/NmeQ7mGlCUqkyoWnAsNWaeVn3ckpKxkVm",
-	"IwilM5kCx/JsLiE2UM0II0jnagzI/mZI1JEMDXN+InDj11CWWuqoT4/qiNygjTCzBLBtYJUx1hwYabU5",
-	"epwtK6rmJlTQem0s20mWrdjZ3mp9XQ4mfMd4nrCiS7pfWeY8fkPa1zNl7i4lcPLnSomg2TcCavCboXJe",
-	"TnHw24m8TnTiKipsIJltb2xDUq/eL/9uD8JSOtvX19+7tz5/ywHP9F3V0LHj7EZEOoDAy4wTOxhyeSni",
-	"HotGIufQCYT1p8ZylXmAkIUD4ePG2U4hs0BoOheF/XQ/BuZ1ewJYhMQlXOhVbLm6EFnUaTR+66vmY/5s",
-	"9MPD29He693Kjv7KZ9IxKn4jtvR3XcH/rRjfuLdvY3yv83GyZkzTxmBknewzfvocJWx7pcgLz5LLYa7Z",
-	"pcjJEz8gIUhMr35/E1B4m/GUmVx7xBHoM97bUOHc8NwuMKHrZQUZltnpsRi80CyCYe3HUefbVPv47osi",
-	"ab+LKbNa6dkbw08VpvM3qXXm/NNlP2oO2y1nQkRmZ0U+iVtQBKo8Pq82lIkWv+wxyUe2svRKTD00XAja",
-	"Fqzj1HF4bZZOSQodoonc3trY7NiiUCxZgNTdLajwocjjSkwBmwxD0naCoa94B1nH+CwZKD4Pb1ag6lrc",
-	"XKVzy67mehsHxvEmNGAboyQ7alGIDk/GsxUKjxo8xHd/yhAijgCHFC8TTzQr76qOoXYDynpos7QRNwhj",
-	"KCtDaWUoLWEoHSRQ0mlleb0obzKV1j9fien+QwQuHchUvuNyFY65FUrQboYYx1QZlJZB0tIcB/Ep0cAe",
-	"DeCGg5zoHBXV6/l2le1mhNoE9i5TI5aJa4XnlykZ2MI0HUpXaQc6xEZONusBtq7V1XMXp03Mveb17Eii",
-	"sloD6O0l1V3ToGF/LDnuq58vXv7966et0fb4l1ni+lEi7Z+bT2ZC4lLPFdV0CdDSonlOO7SzsikfIF6K",
-	"03triSU+2aawO8RSeywifvK+7e74h9nGEZNCEMXByBNzRrr5NmmX7ZJIiz4TaLtNo3z5ElFuOMpdWxDx",
-	"2pYKZlwtUSjbrkJ5i2GxQgdz0H7ka6YhLiLMDEDUTfQOgusnjkEfashkLDIgiXaYHNbWN+c5YBEA6CoJ",
-	"P4w2uxvdjShg0f/Ao+KYTwggnnh0g1AW0T7XaoV1wAN1KRMt4llhjeQSLkYIsDyQfI6Kpq9QlhuLvEZv",
-	"J6L9fps/zfdNawktXci/JfNsGspyZ5i9OsKqAankGpldxMBvqcddXzxAOHoNPwyKcox2CmV7zLW+UVm8",
-	"hoTPWFsuY5bIociSXMTsMlXnPA1wX6qMCgnoYYXzjztb1NMH731yrUNPGsGc0T67cVydRtc4tdxENtX1",
-	"VFe3VNtDBQ6tHQBpceM8VyoVXH4NPYIrslQe4sHrCL/LqAROaCEweY3wXCb8ZxPW82zZ+Wqiy07ESF2T",
-	"bHNlRfbGbMSzK5H1WAG3yNpk64YyIoadHYbSCIRPBbvjhmNbBXf3rD30H13y/YdPbZuzVJl/gI9TUqzO",
-	"0oNYY2bDFwfOmQ2u/OO2BX3zjhesZsqhsXssMmr48o+TWWKoJClWHUCSQ0o8ur4wzyYrR+tZlOi+/TEd",
-	"xrpD9u6HOGLLJ80DJtWNP++lSunVYXuAw3bAs6uynnOzvYyCozKsRh/ILKUt1UpGtqJY2uVFLCUAHACq",
-	"DYgYkIVfhYmK6D7AW9Hpse2N7aouG4Iuk8JYtvXlrcXBbyxWOaZXet7HDybzgSCW4F7ff4HKmY+36BZ5",
-	"2S2+DrN0/6Ckb87Zk9Eu7W0CedBMTtK00wtljW3H5pp2mSCzTopFNYrfxm5/dHvOyaiVHffQVYj5csfu",
-	"fpndBWCzFmbWAruYD3dCub2xcTv82B12fPg+YP9xvPc+YO/330F05U9xfowUcRALEzF0ulNFNFDWtk//",
-	"eM8ohhB3Ktiy1Kz1qgbZ9sTWrQHYEc/SBJjncRJ7pZyGZ2wmOdLgloTKAgDXZyMGHgU/1n9FfOnnXJtW",
-	"s5S0kqv86yr/ulyhGsjA5SRvHYDs661fN7dfvZ6xhVz/xlo2kfqOmQ9gRoIGkHIite0AFjtl9EUpPuX9",
-	"bCL7PI9C2YZf2iI44C/nOrdE4EljwdqpHfuJGfr3au/4b7kMFWe5I+f7dwJm6s3KE+Cdj9PyF/e1UPYI",
-	"NIb6i1xmDptHebUVimq2bMaCOCMdNaX5S1TuOMiU7ItP4wyFQ8Tar9hFIlJg1L/m6YSg/UIZ5clI/G8l",
-	"BSGhRnS4WFtJsaaHKu9hzVeaCOuGX0zAQMYmqSjRfawmNZ64x1O2tdUF4MYsMXIMq+G55UGDSFjpvZVM",
-	"p/QySAVi397eoSC7D6VtJIWRIZwfJK6gXK8KdGl9f+tLRQRt2D+fRjsFbz6g9o8JaQIvobYvr/Ob54yo",
-	"TYDqkokRT1IH+6QkMxswFZAYxLaDSKo8uaATrPvwgz6lFWFOlGyuofOP8PfYIuC/3xMVypWHsLhEriQk",
-	"VlbYygq7Ta9ueffM0zDzza31z9lEPkhh3Bk2tuaMp5ng8RQJP0QMXuyVGNdER9GZfzaiaSb3X5rL5qfC",
-	"DC754J9XXbU/QHjqFsczuKO3A1tyLr1aXTJidda+kpt0KxfpR+njvc2pGE/yu2dDKMKJ9v9NluRg9oPf",
-	"wtqpuMjXwM0fIzt+KNGjYTm/Eo5+BfwCTbg6ukTzb6xz0sPjcTrtlqMJQMacGRdhPMmhgzjl2n0b0J/G",
-	"ISho/DxHotCXjY2+q1P8zJyIp5Ehtt945UisHIk7FESBkHx4T2I9z5LLS5HNB8SehwdSCNzkcgj1I+BK",
-	"YLmUkZudLjs1n1Bt9kRaQJ4AUKb97hsCSYSwko21WJTqzQKl2vjj5s6sXeI+7wR+yMaBD3bZqch1Wa6j",
-	"HC+J9p4rMTezxNolLQHMiQ5mohtKsApyMWbnk/gSGyoLBIi+rSiOAsz+5R565wv/Sv8CCkfWKZIzXKSV",
-	"JvlKASGa74WArGYPWscZN90DGIgr3wwk3kRWpR2T6uY2Em85ArFFWSp3l+VSVWand2uzT8cQufd5u77P",
-	"/FP5PZfJQFUx4H7AHFR1Crx9flz96uEwECYy+XuCGRa/1NL85Ff25ujw3Yf9N2edbij3wDeLPn++EtMv",
-	"XyIG1shQpTHQHPlNZhYoIBaDlGdIJOVlg1Cru9zOlZjqUCKGEwylmshpTJGUd9n3mCQpv+ETpUmqg1ic",
-	"KKns5O/Rw7k1YuDKJXrE3Eplw82XnI02wrrrnX2Q/EoVaZTVAY1W7JtQTjSVBbsseBuHYRwkdD6cE7UI",
-	"f/QZCchZkIBKpUPjc4s1WfL5L1cZmxUOal2K51ZS4s5pHq9255a5ntVx/fq+yS39kh8m8XPLs/IVkz9U",
-	"zRbK5uQP5Xoo/TMep9OyO8OUZJzFE9xCAhz2jjm7Tr/yPJSp4EBTUolAWAwBdxRccRoVol0AOYPzbywl",
-	"LXfsLJhuKvMRN+eOVlLh+TpZTyWVbCJp5WitHK2vm3u6n6elVKrXC3LvOwdlj6RAKB1o1vcAeSxfV4WF",
-	"3A/PhrLgJcduAYxT0R3MdUGRZ3JIMRbqx5F6iYsLgVC6CJwzFyL3TKn0qHjv77qpv/SuCzmmCqZ3H2LJ",
-	"ASt99/aWNwFu98IGvaD29QaWY3OUGo8Y5kQf6HhVGf3bFhkLM7adpsPlnaLirJiROWoVj+a/wNKdOXEL",
-	"D9YpvK34AY4VvunCfIpZAk2T8gN4LFgA8HCn57P5z378ZR03+kNCkFKfsVLpC10HJIccjwizl4prkRbY",
-	"ZbbKDOCaYWTGq0hyhKFhmQA0Z1Bpo9qQYKLN27i99Lw8iTNPbJi1o98zIKjtnggefzz5YC6KmjwMWLMl",
-	"x1S9aRkTdGtj4ylBQZcEK4BtnmgW47quysEfJFaIk8n4baTI/VKxvnDYlWwiq/oWLVU/eBjKXfzqBij5",
-	"3b1LssKiHADOe5KmllkRQySEO6yHxOY6wpZA+lHf3jJi7QiaQ/q5ota1HQYIh9Q0mNudqHM+1WwiJziB",
-	"SCqbD8UUBqNF3g3lHoIXNAm+Ck4j3Xhede2eXIm0b0GkVQyYZUTbC00mDJmGVuOtxNwDiDk8N7eTcgts",
-	"pcKWX//s/v3l7mVXzZJQZYxLT4Y4SRErROELJVWeVIRmM2O877GuhMg9hMgsjbZbJqAwdyVBVCppRtcw",
-	"cOUtyDJjvxD5YFge8OYzkXpuEhYJvmJTO+AXqyG/fz/O7LvyybbvPs/yug+Z4G8qHxI+duZdB0gEfDA0",
-	"9oguLcJOKCNEWlMZi9AO8myYvNBdlOsJWCQnaRqxzAN8c2DTWsHfdG0oYasZWwg8urYxvDCfNcky89qE",
-	"0A1lHyxXNl1FrBQNkL0FFd9KzP3YYu5ReR4rcu7pgLXuK3CluKkK3VVv1io/NteePhX5LTXXImva/v7B",
-	"kEYxNloTWSw521oxnqZAf6QtYQSqox7FD0ZYyRTXO/E+E28ptDEffxTObDFlK8X0jcYlV8gUjwecWs0H",
-	"qAvy3+dYx0uTzc7KDR/D3j0TCSMZ9xpXGA6rDd2WKdf52k0iNUv5VGQFUrse8Nh66VQFhVRfxEVj/4KQ",
-	"gP0GWGnoD8Q/63lkOVBGJUbjfFoFAC/kEUHyd9lxmRPHo7oZcX1lXkmz6Cf6X9QN5dKR2PlBhZVM+0YC",
-	"k3alloJlrRzFlbhrcObvJbvuUVLqCYkS6b8/ljK1FtYt7GAwIBUXOVOTPDBeviZGBOPGU+gRhQ7uz4BC",
-	"B8bIin2aLS4H5nM9GUEFgwUjRNphrP0EnoWbIfK6bW0FVlxBDWwuZIdKSa/EdDbIaX3MgPFQYuEpSdub",
-	"TMlLwLIOzGgjQl7s66skTXWEHqqa5DqJy7jc14lOzlPB8MIA3zaU7ga58QXyPpqtEUtiREVMiDrI0kfQ",
-	"MAAQYJwlcpCMedoggrHxT8hBNh3nqFkygVTkMrZcy0ZEe9KZnfPBFbsSYkzaCZUS3LCeRBO2wEooP7hQ",
-	"fviAQtNaPXlAYUn1YA2kOqHXRlNjxZ+8Circquj2Hlp0QZThnmWCS9rIcy1kTAivRPF3mLj/kSoPlRT3",
-	"yqVnXOqLeRBMvuGrfGe3yQoOXHkOYWBbVAbI/OfK0gqD346WXWGtsTZkvW4kG4tMQ9eV+y5gnFxzZBdG",
-	"wCZ1IxHDicejRPZCCf9NdJ7xXGXAXdLZATQoeFI9L5eTGsYYNlOawOeanU9yui6UNO5CwrzEokqcDjQL",
-	"zeiTOMD5DoqAQFABeg+onyGUBcSLmTZL99wrhG3BnutIYVQa43u/0DQjUrFUyUuREc5gKM9oZTMwZlUp",
-	"nYdzVqEPrMd+wps8E0bAhzf7Si/4/FlZJhJAT2yyyCzjyqhbGXXLGHV2p3sSPFeuT9wJ2UZKukk+XOeD",
-	"gZrgdm8of3hDMgXc4+RSingtkWDLvYCC4XHKCaaK7QGNgRVCl0ZCZWpyOWQRPgxYC9bx+zU6+1G3qcyA",
-	"Rvao2WZ8xhNJiY96MSac7c6kdfoGRMPqpD8G/VIMrU430m4E/1BP8qF/pOtOWbMxeILbXZesCUv7z9oY",
-	"APz//p//1xhSnS474EmqGWcDJS+SbIRJ2zSRV9YgMVqM+FZ7oQTJhCP2zClj7FhO1rYemtdKJIvGGKdD",
-	"cpOIjQSXAGzTKSrA8VGJDiUNQMTgO9q7WfoBlFCeYfdrfTQPJgfEFoq5R5I23hOeqax546+nGa3LvD5r",
-	"M2TV0P0cYkuw9AWP0cAepQUSCrdcs2g641fW7hCpGOSQQ4hZbkZmMwO4VVEstKViNFYmhYhFTMxN8O2N",
-	"yq40AAUbj9JInGsz5wGD/AmEZsbg/MLVnvuI9/DkGgN5BmDw1yJLLhJRSxFHR+rxpQssFT3tGZsyVg+U",
-	"quNoSu8ua1YS4OElQBkYDzfWLY73hcouVb5mjYh5gSg0JnQiL1OxNoH+My1yOs5wPiF2M1STrOOVZtA5",
-	"PBepkpcavR5nImOClJrSEl0kEGfRwWMFcRxlf6ttBOlcGNdmoK5FBof7xJhfaTKCoM1YZGyQJpDMpe1b",
-	"c/zfwSzYTOUjHf3yQ54q2kEsxfMEgL3mzgf9Wzq321tLSKUzpQ64nNI76mdz3gFcn/HCB4AjOXPcg9an",
-	"tYznYg1ORWunZY5+qxACqbpMZPPRfzMUgyttEbZiYwhyCK+OhTQiIeY5P+darJ3zwRW0o6Jep9ZO/GWk",
-	"rwd9bckpB2CfhLL9zzwfHwEP5CkfidMkF//4wD8F7NS8MdBPjjMVTwZmKGQhkLQY8CxLyOZ4c3ryjmyN",
-	"XEENQSi5ZtF/rZlv1kDpRkxJqoZNeS4ydnx0ehaw44/m/3bP3vwTxvt278Pe2V6X/Qm+lPe69rHbG5t3",
-	"kzEfYJIfR7TAvZ+KCAXXdJ5A+aAuLwEOutsKWkPBY4hgf26dinzNWqqf67LqtJFwt5S3kLlVMcBqvPrL",
-	"V3aHVhLvK0m8D+qSJfIuEk5N5kRW9mRcjqr4MmyQCk4VsbgTu3WH29z/iRU3nTM1yW9x0PbAlbK+m3/g",
-	"ljliXyt88FVLsM0mw+VsMptHorF64mwm9u4ysvTYF9pTWLVlEgei9bQS+2z2KNwrrX+fbPsbGoebymLy",
-	"5qxQyaOpz5bcMpyKRAiYsLEHhSIbMLREMyFjEVMo1WV7pUCQjNq4A/hnj+x4lB/yTKMOdnjMdhGtsic/",
-	"JLQ/tjaPixPRdMBtAVqzUj8aC4lN0oi577W0UHV0H2+CBxJoUcwxYG2P037jJXt3dPLb/tu3e4fkgEAf",
-	"dihtjMz4FD5YniWd55KVimG67MR7WlHQnYJJ04N6bghRDiiyL7Tml8KMiiKnlLaxTga7gxdyYmftsep4",
-	"8fZPRFmyTGgTIpn3zdCush/fjUdht6wXlry1ewFhlyWCqLfNkljDEch16O4PkyZBY2aeGXO3KMeJmYlH",
-	"tmdKz3jGcdTjIioHFd2rgOqzFwZv1GhsWUPuF1P1VTnIB7lEcsWc85IN4FdrVJzKtiBUPXMNtOiOQSAk",
-	"8rLTBd4hyMHYKguX/aw9sjL+w3vsU8cxDvyahudboPB1Nvp9E/5mcWH/1BmXc+xruHy6/tlqqi9zIx5U",
-	"313WYTNbuV53sRrVFcpm3XVYLR2oU0Swn6eQ0F9UOX08OU+TARvy9MK+gHnoC02KecyTrKGq2k7O3Npq",
-	"r63j9fatIYZOxSAT+ZKj+3sisqnfkIJBkqXGtrn1y1O2nCxju1shVjHgvwUYiNKpxM3pWZzsfMq8vVRz",
-	"JqEC57LxDL4TPJ9kgl2k/BItzBtxzrzVgKOi2bm4UACQOIW4VHIpNUtklx2CF2sWkidSMw2bTtcGJ9/g",
-	"SB6TFAUOJD5n0ZaAF+4+7PKQQMgmMk9G9AhvVWgCcF2gAWR+L11JOYHy7rIPiabEKN7A74xJjCkwEqNz",
-	"QNKYoRiebbLRQlBmE9tR2tFUTbJ+plLkesUeduk9aspixbB4IoWucdXphvKYX1pqomjMLwVxpY9F1sc/",
-	"2xbEY+tVwHjORkrnbHNjo9NjUrFc5Zwa3fNJJkUcAEtyKLEklDM9VBkyJzOeZcl1M8b/e5zVGcFdt7jF",
-	"JevmBVpGhC66TmR46WMKNHiHZTiQbf89Ls/9zJ6nIjS+tAtmDwmtYDNKdtPJQHJP7brN2py4ZalFAvGn",
-	"R86Ttocm16GMoCcn6rL32JbFR0KD4KO9TlTDzdTC8LvHCsMXT3ii8Bg9e3F8DGZ+FYH/scl1L+kszJzo",
-	"Qu1BF+s8rDo8h3AqscOyrLlqyHKjEltu5IXuURwApn0o1Y3U2EelWdu20TKVsdjBZ40sTy47AF2qAzZS",
-	"sUixH+JyQrDVAd04VyoNzfRmiYAGUXEhMiEH5g/z+HEyAAsLpI/ZEPBaDuoTb+KDwlDtbDMEnhU2t9Nx",
-	"uAz78bFxRJ4DIQU1BXNNc7+iu31autvGc9uEC4enwzqXVuvKKXSdd2qObc/6DyLVgl2KvBnw4bnv8aVU",
-	"oq8Ov38K2Dn7p6GQol7K66Bm67D2OOWJJPdGm83DtjdedrrsSKYoSS3PKyBwYTVAM8D1g+2vx2pbvb29",
-	"95U3t+1a/VZsvlU7+/Npcl3eSCTYk8Y4ye2VkB9DIUMQaZHUjUzkZSgLVBNoLEkIrGMmntJlt4p7hLI+",
-	"8DE3lEHN/PeTU8E3GP+AF18mCAJr88La9N+/soWoST7z4sscpTQdraEP81jnqewhOUcHCxvrT1GPzk8i",
-	"B+kkFn3E9/0HsmbAzxDwt+7WoTy3hZUUorxQaapuWJtYxc6nGN9UUgRkEtjPK+aFkum003VAPogzKalE",
-	"y0YloSYs4uOkfyWmfS3yaO7h/ZCO3tB03/sAV2JgqVYsdTuheYZYZYKaEj7l2S/Vb5MIa+0AfYnL7Zwr",
-	"lQouHzm546ZwGVFQnoAfUBTUhSk8wXBQ93VzoPUW1nmXndr6yETTJooAEHaiCZU1lBHeXMQRi7PEnKx2",
-	"krNM8Fgzzi6S1CHSapFdi6wTUO4Jaxe950FmBQDMQunj+B5C3BZJBZK/JwJESyJ9SQahojdHh+8+7L85",
-	"izpd9idKH92nfR7hYKW4Kc+UK8/0GHgsL7EeqLFwRVfjTFwnauI4fViqNP4ulGbgXSdCIiyaqoDZsvbu",
-	"3una1qvXa+/fHBScyCMO1WZXYopSuCycFoSm3Tl6ni4PjtQN8onC3N7zF4e6S5vje3R/Vl33zymoXiPa",
-	"F0v2OQbg+ufBnULwteK/hxFcI+l5rTVSCPJKDpqhQHxrf+4L11Twa6E9AWtEoZrkjLtL2jnX2GEsQ3nB",
-	"0xSxvqnwjUbiqNXM43iSksF5eNT/8OGgb3TB/vuPJ7tn+0eHUWdB1P2h5Giw5PVvkucTry+v6LcUt/+m",
-	"wvB3OukPEWLtNR3eNtAagH0XyqqBhz36Fcuus9hy8wkYQnk0SnLASoUYLsCImR8nGcL091gEzbQRFtXi",
-	"jY3rEjMFb8pT+9M2x3+xc5UPKRjsmnFFjEUy2Ji3C4q8MMZK3A+EzK6k6DJoLqpYt6Gk9t6S7dj2BRi8",
-	"a0LSKw6g3CZyEqTr/Q4Hw0dGPFLdLWQ3S7brZWLEYdmAXRDgflpx9Vih8bvZiRtf3060IfKVrbiyFb9i",
-	"bP1xbMV1LfI1Fwz6fP+gQe9OxiIEDXxfPJE652kKP127SeKq3deBwm+SRuxcxVNLr1N6KGSjPVm+wzAE",
-	"CeS+Xgd3+Vc+dw2I+VC2/YiMVHKtNjyHbDlpWh+86xQxA3jpgCUylAAan3GpOcDaLOJLPBX5W3yX79d0",
-	"XVoUl+Y3YFLd+L7GyoJ9AAv2gF81SB9/qm8viSjl/6Api6MiCQEUCW2QWAFeF4QSn9mBCi5ZQcC+R7Vz",
-	"KJfK+tEb/YBpP3zzZYL9tCt+kCj/yO2IpeukbxW+P/O6eNGvOp8y8YkPcqSKZ+oilJG5op/EyGZPCM5t",
-	"KRKjGANwuAIEXmR6MhjCDXeMr8UiKM2EEEt/7+Tk6AQ8HhgPG/Gp0fOxK+0pxtojqvqmMlDzW2Z+yiVz",
-	"Jdy7BQdRogt/ynVGLOtG7caxtyWfZ9y8PManrA63I1gcOKdlHibjlSe08oQexRPaNSKBNtoyhRG0Jdc/",
-	"Tx4yJo5eA0kdkFSpVlTlDXXmWqQXoWxDnLswXSwHO0TTJZH+FOE0knPE7JQ1hNi6oXQ3gc5Pri1/kCf/",
-	"yiXz9bAMZrQPJweXdR4+PqO4dyGwIOhNZfqrYvWn8DFwP8493A8RCveNE6ZvknwwLAyIc5HfCCFZhH9H",
-	"oQT7H+4Q9dhlxiWWQuBJBZNoYCPI9kS/0HCCg/knuz4AUqUvfitGKr/vSfeixk940h+1mvoOVtLGU1hJ",
-	"Nmy8spRWltLXgc2zso2k0jI2E7W1zQX3sK1vyYhfCqSfpSJQnWcC3MxEpokUmDezkP9+1uuFZhHdpj/J",
-	"0qjTY9sb2wVNAEZ7hhxCrc4gmqWKzIt2nKZuo2N6o8duOoLZWP+pLDouVDbieWundZ5IDpWZM7i5daIC",
-	"7vX9x0CKdsGxW6Rld+g6zNEDWfVkm1No3u7vdmmL2uxEKOUkTTt+mH6n4EJ1tSxFfyhC1dh8woJKlK+1",
-	"Wx/dvLbv/y3Z1t9QQUm+zNF5kBjiwSTNkzHPcjYZGyWMIXIjlaOLJBURg+/a2xsboYx+233bP9n7z497",
-	"p2eROwxJTkipRvaxRLNY5GJQ4tA9n+ZC77Djw/cB+4/jvfcBe7//Dobzpzg/xrJ9TlBhZphTIMnFhtP2",
-	"6R/vGVW6xx1rHm++YtHHw9OPx8dHJ2d7b/sHe2/3d/tn/zrei3o2eh/KV+wg+Y21tzdf0hBRpyXaUfhr",
-	"xtmVGOfU5M21Fnltq7d0wH4aGyNcwTCtUL15bqb0oU9+k7k9sku5bvTSWsxzfktLlwaJw36W/YuFHHZE",
-	"VSUxvmppXJnQy5VdgLBbRs4GrU9rI/5p7VzF0zWQZK2d11u/bm6/ej1rvRQ4Eg+a+dxlF5kQa+ZcM3X+",
-	"32KQo9S6UBamVVMNg8apKgCnEzPZ40yAoO6x6POXiFg7ATCD3WRJngtZJ76cje291TNv7veGutCEKS79",
-	"/m3xE1He7aUVrbMsJvm9TW6vLvNmCOEx3LltqdhIZJcClXIotcgSniaABYmXjPiUnQuXhn/96tXL12hF",
-	"sHZTarI2EA5jeIxN/BhAx7WDfcrI1y1OExlUs4dqpYpXqnhBdgD2/fLSqap0c6XSBy40koIJmWdTwEE3",
-	"92eDlGsPwjGUQ65dFZSIdxyHpbkEfgFdgmaCYlDTs93frvcQx5TyKUBAhhKaZ7B0X7O2haZeM/5VjKX1",
-	"mo24vgIaXa8oKjLP7cNIox4o/zG/rO8ydFVLZzB5z1yrm0HeBlYA5p/AvX7AjmL/9Zc+QOufzX/emM3z",
-	"5VHibnZ0eLDM1YDiCB+vpeJapN6md6fogqepLjWITbTIAluBa27jWs/MAdIAh74dytpgMz3cnkc4Kgsy",
-	"6GbvfaWs2pldgGcT5sPpWgX5HikfXmAR4kw/WpTPwqzmbk3NEeA+kREiIqKaa5eyNfhZgu5k8YsOIAVA",
-	"1lOzJO+5WPjWxgbD8kJ2w6fdUEakByOmqGPsSohxmYkN1BprAyMTjk2KGxxrxwEV6B0m+GDIrsSUaSHz",
-	"UJa6v3xRgvcDv0PzVPRYJCdpCkWQwJc9zqcMszTUEGneIZTtRA5FluRcDoDyejISutMDdBGGWSmZE1YB",
-	"UZf1gIHWJvKNWmbRT/S/CF8llBUdbsZfTAGZzojCbXx987UTgM6Rj8Ug5ZnAHgR8v1CSVYPsdebmgY2Q",
-	"bm0h4IDCWGqi53n6H8daZPlzkHePUUtQeren9Kfw+Us5UrDzVy7UyoW6BeCAk8dLqhZjB454kq4toBvY",
-	"nUVdItY8B+k4Q5snLi7EIE+uK008O87GC6Xm1+i3VLnzAsz8zGBTIdwM1G2d/vGmf7C7/6H/U8SEvE4y",
-	"JUegEK55lpgppfJ4x+tj1FcJe6XHIvslgEIxzafaeXFKQpqocPAa4qMHPEkfnyKheMrCskeepLWdq8+Y",
-	"unc2SKkm+aUyWmv2dfxOJJ6kzcHKmk3bZadGuNagnrG2U8LkgahrkWVJXLMLQ+m2IZpTbvd1Zvec0bli",
-	"DU4M9CRWYYN2wCQKpduLkXFzbCe9TysbgJ0xY7zkCpvkWZITLBLBNEV6lI+jUHJoZ8TfREOl8whJG1Dx",
-	"sbb5SPKRgBkKoA3E7DqQJkaUdnp21GaeIq2NESVDab5jr375Ge/m43pvbbFqeJa1zZVjnmSaerDyVEcB",
-	"2379iv429+10Q3lY2CvG1uoZd49Fx0enZ8yXVeu5MG9iXMJs2oC7jUWElRP6WLWK/hF9EgNjeRlBW/1b",
-	"629fGQ6PG3u9ldCtmA5wHJv7y+tlsZCAIZcJnjr621yxKFdRAaDWYEfYbnCepiW/0+nvjHymNIGGDood",
-	"washUB3Tk8EACMV2WGREDVoAobwZJoMhutHG5OBJOskEi4RZ24gNeJYlpEK8u73QUDCupBTQ5v1CM/gB",
-	"y8Un41ai7VHwDHbqe79lfCY0GBWPJKz8RzyRoLKPP5rkAzUSi6SVwsts/J7nudFlK3n1Q8qrUzCBmJE2",
-	"NaSGvmwS66kaUHd6k1/zwV7hECFKpJtBgQmUZDqntvLzKUtqeDU/JDp393tMX8A+ZJl8iJuCezkB985N",
-	"qBtZDMWnViPr1kz2PO6oGPSEvUOvAvyZTQQjVCeLvMEIvQB91G4DxqadyUcStfb2+9L4J18bFZMevkxv",
-	"r53YlUz9gftu0+IwNBzPqlhdSAe1izC/8PsX2j2hoHetY5HBxJR3NG8XiHaHLn7y/NnbFc7iw+MsLt6m",
-	"TeGgu2xGQq57sM34LJTMxldXMrY18htSNKu0xjOKTtxCOy3T4Fi28l+4Do6ZBkeva1FSQkCLvLYX8WBa",
-	"NHh8352E9/EGjm5kTaH93JVc3AhY09vXs8EdvcTqoW65xQJ+h1bDUyhztcxmaPIJ69vWYAuYD7F3rYdV",
-	"FPPb0pDic6KBMZhLe6TqW7nKu+RRGrGetAeLHr5ssbdtgtVwsFbe44/bSLXMYV7USGWEfqbMyW1U38f4",
-	"vYUNrw3bsbafILUaAOLvWuSdWvVN931M2U+PWNyVBJc9WcAOcvCwmm5Kbudoub4fRNIa+yvWcwWAtIDY",
-	"dI8Z7W5T+46/OA/vQdHdn8SBWnJPuN4af2usBO2P6QwtdTZRnMYJb67pktOK3PQpASdSfBpDfYjXF6/L",
-	"jfGOcVNX0FtCqQWCwyQZG4tMA9NDQdBZgHNTkdpQTKGm1oF1qQugEbsR2uVeoJMllB6A73oB3lvwcmI1",
-	"iqX+M19Ssytneqgy7IhhPMuSa6G7ocQ0sqOjyMRY8BzYBoFrj0Vu2P0k/vdfEWtH/7P80T9ehpONja3X",
-	"lU9/jjqhlDzL1A3OT5ronAp2cmAuLeavy/ZzM3Bo1dVopDp7Fuf1hWbXiU7OU+FRneodlhgtOMmtJnQX",
-	"E7lZJlicqfFYxEwnqZB5OmUuFw2IZJnxcTuQ7qaeCVsxTLcEwsJMjHgiiRoEImZAyWFrkcw1WPvkZjK6",
-	"SmQcMZqBUOYKauoQYMF819SVBId6F/bbrQNut4ZGnuFoPITxUrmAo5f193ob94j1NfCWUOetzbxywI6p",
-	"LCQiRlRX0rtrzyzimrpYw3Uzq1q3djhn4hMfjY2R9O+Xwc9/mb/HqYoFqqt6psjy5iwxRSa5GOlSCCKR",
-	"+evtVtAaJTIZTUatnU0XjTA79FKA3BzxT/v4082NDXcBzzI+NV/rfGqGCHetmWfg/7ZS5QIJe2FXNFBd",
-	"mu9KwxbSjOzfGE1pBS0+iRPVClrXSSzMf2M1mIyMgg5aEPg15mc1pPKYCQLYxotytEdSoEBSFzQZZbF3",
-	"vyjA08FeeyqjzbPBMLkWHT9PD5ppTsK3RjdFNU61VyYENiZBkHkRAGyGkU4shTK6EmIcof2JIgtFUlLR",
-	"bu6wziowI671TFghlC6uQBvINqyjvHXfwlCx4jJz432h2Rv81ZoxaDp+VAI5JEgcm8dqELjU8/l+74yh",
-	"rl/naapuBDaZ6Ii1oYp6e/NVp4d8bMn/FnhPqXImPg2EGTUWMn0yJ90yY5rDBm0kMJ+ZcHd6CZRHo0QD",
-	"P6gPEFSkUTZAq/5J4EA03W2VUZ2n+fsfQEobdVCd2OnPxWisMp5Nd1iE1ofuc6xWNVegSA4lxXvyZCTY",
-	"OJ1Ye+VKjPM1vFcmzDxCVe/WNhuqSaY7rlzXPY4a2hi/yKFrl+ehnMgUoOzgAgDYwEFT+SlMMnRMwltZ",
-	"GlJ4JeQdSXLyNOkFqEytUJnRZ7Nxd9hnuNmXL94WluIGR4erFSUxvPvNkOfEYuKUpWY5vxKh5JpFcKN+",
-	"EuuoGYGo0Kl3iVsJOVCxkZhGSZB3Tr86Q4n60/pPKAiWLJh1Y3oi8HN69nyvC3fKDbdgUSu/60cOcHFf",
-	"rc3qsrrY1svt1xsvNzZ+KbyxsoS+lW9mduTB/sEeKQBfJEWEnaYDdKioqcZZ2oGTMaG0kh50QSJJRakL",
-	"6qs0FhjDN0YLdDAUgysjJS+N/Z+joQYuAerJJAulC6xbvWeG2GTe7+IMuC30qLVyKPfwifCweWd+lwDo",
-	"aIbHIiOL9IkicW48VuPRbFWtqGJ3ZUKr9FrMqcOuc/qVutIMesXY5sYGbXPwQHKm5EB0ScdEbKhSSw+p",
-	"HaEjGkqhHHDJtBCBtcJUFoMnTzZPpnOmBtjPMrDWTJKxxPElWrKvdjzB9UZW8FCi9gRax4Ho9FhEBkgE",
-	"G5H4xGBgPGexIusm0XnAhvxaMBvKUBlsafO186WpLpyCF210+gZcEyN5ImN02yeJHhppYgwg6/VGRuni",
-	"YXAwoDcKvwwljK0eWwBWqeznPg6gUPGgJ6r1Lg9hvr6l3RvbzWUtNre0AzVJoaGZnRdXr7TyDxoNheUn",
-	"aVWLFzQrH8F0j0WWXPM8ucbdvqygBGoiknGYdFKTbGCtxLZD9odwWpcdZyqeDIwUKex6cAGNOMMc8w6L",
-	"MmH0cMT0gKcAQGCE8IVxP6ROYsGimyTOhxH7xKKhSC6HeQStgRZsgOuxGOQMZEso2xzYt3XOfHfxRvnt",
-	"fj1yTyZjeuS5mCo6Z/hCncA5y+k0lJlYs+Y/9OZgkCjqsWig5LXI8ojZS9wL2ItY2z62Y3SJdUG7oYz+",
-	"nvA0yacRa292u5sbGx0GMkZo8/v/HotLOP034nzM1CQfT3LqGYKi9mSU5CQSzK+mzjXEWTZyG53Xintc",
-	"Xf51fFEd9aALCbWPmuSa2j5HALWgJCwZ3hseSicO8GScaGdtI5js2kJAlTzimnZIF3guRjMTgMDleKGL",
-	"uEMAIDbRmGdC5sDoVfjFdjsmcYDMFoRjocv3stEPYKSARmrf04bwL7rStf1JWDYP5+qtG/hskLaKv1UA",
-	"62LjhItftkYi7m9sDj+9Gm1d/RL//PevNzb8N+b5sIj+JXGrqrV8Z3PEP30Q8jIftnZeb0Pc0v652RD0",
-	"e3hlWzs3z9m99bae8XEHMP54VZq50r+3QJzg/jYCqoi5XvIcXWyF8S2c4hmV3KCLi7SmP1gXSwtCSToG",
-	"9RZanqRl3IQRZliiqdrJuAGeTiDSinPi+jV3ErHRyRbL/BxoA2IxUDHcDtVEuXfVeOnkWhTDI6JSGlvU",
-	"hENRFjxHY9tr9e3J5seMBczM0MLu0/H9++e+CRDBt/7RcE2RtzzPxrpoNqrfgJOt3bEdcQkt3/bkvtAz",
-	"6dYdisU31RIgGBaBCBr7JRNFOYGl5lKZ5fkKKOVC5QYV2Bk404m02VkYk40+QIOIsRPtt0DrPUNaQ69U",
-	"/MYDxulS8slylFPPYskCaxdirJRH6PQY/RZTJ8by06Es/TZXQJC9fE7EwarB5QiY5tvRxMFqjE4j9mw4",
-	"yogjxD7Ttlaggci8CHH8bjbGylDEDnycFzMlTwUVsox9aJt2vpXi3pVZ+Cz687EwBgCMsBN7OSUiVZ5c",
-	"JF7DfnNTadUM7DkARywq829VrotibSPRQIBNpPmn8XJPJ+fu/toFiHM1GQxFbFQCivIIHxJb6Q20sBYi",
-	"k4iQbOVUrkKJlzfTQe2m6WHpnZ8e7LW0BuzGvFX8w3Sj8DSdKaKTlQWyG7e8cH99CZb1WIgaHa0ZdSPL",
-	"T+iyw9mSR6ofmyl5BBYFKHnsLSpz7HRZhPudqhQwbWKGEkr8wpgzOnCXkZEBg3Vf9xg/B/hT/Pm5yodN",
-	"Sb7qzv7aVXwORZberryzEegM3hEucm+IQcaGCjS8VakGjSyGc6VSweUj+y/+nN6mrqy8xb7JgrI7HcoZ",
-	"rbJu1m+Np+nt8qOnItcsMr8FK1tJUjM1W6uibbD2DNRHKIfqxngHU5SrhB3cZYfKRZ7PVTytO1AHPLuq",
-	"aosT3IpfZbNpMwCjPfhiDTKh8u3KiRvBHeCgfc+qxEzUYkXCSI4sv3G1b6LczjgqIPi9pFBRJe7fOICi",
-	"xNhCd59PQwk1aCpDbgljAOd9I/MoJEWfmGvaWC1fCGd2LgZ8ogXueaKoIi85lIhkyd7ufdg724ON3+mZ",
-	"p0OgTOVDiMQBopqk0SSQSCmzclqTDMrkjMinAnZeei8fvd5K/QLaHE/qEA6yFOY8+itFLnAoMzEQCeSm",
-	"MwGFgbW1dpKeey4WKMDyqu3HrpHNG3eTHkrKOuhWLu2Movw9kdWHn4uY4co2jcDbCbUl2cBuYl7aRmnq",
-	"aq+D5lmA3wP8qKu4nT+SypTcqpD9ObAslLZrotml2Ypf2X3+FlBgvAOG5dSPb6BXJKRKY2egY8YXjPRO",
-	"d6EZXHIzv5bq9h+6DF5c6W2fFjOuUX+WBzl30Zc38nYxocTTGz412gKkPYZRK77Dhbc5cq6vdCjblDu1",
-	"hWyQAeID3yKEjxL4hNJFE433HwVsPNFDqG4LZWSGsf7Z/P9+/KVsBkRQfF+SFRcqTdWNZiOViR2ES70G",
-	"RasuyEo1QyQ0vFCiuHT8UwG7GSrsi855Bi9gtCp8GbERzwdDYesszGeB1w0X0f3hi1B6lQs89zsloA1M",
-	"uz6wmRmFEkvN2uRaqgwTYDt4+1Carzs9FokRT9JS7MV8gDPI2hdQpyEwgYDLwnKlLC8xvLbDeKiv/duB",
-	"dABoHkgQuHJGYNsomhdd9oCqCb2exR5zmcdQbm9ss8Ojs/67o4+Hb2cW7gY6AGlgxDzupR50rsbagtcm",
-	"8rLLTifnazTX+HowiVMmlbGeXLMllIYAZUgHakx2CwtHOzZFYwmWRgMkZzCWHWcFGFMMin5dgQkfiVC2",
-	"S3Zg4BuBHUeQjP0LtPJYZWJWK/I9Ira1sdHD6qhQlkZTXLBZm1dosrEer6qjSaQ+Ufi+eThzipsllsSa",
-	"ZS3NNq0ubUVjK1PgH8T/Q1al3GXYM9bRqlRllZO4bU7C2YyQIb1r9Ggx2uV0Bj8YFW9NrLfHjFuMXV1J",
-	"vAwipj/ARQ6lf+1MKlXmF5BK/Zn/Onh5vnW1Lb7tuo47JDdAisQreM4HR/SS5Xm+9fmCEO1twrN3O2Kl",
-	"KBIPZWlv2LIHiO4iSZsxZ9Dlc3HgpSO3/otT1HZ1dutMgtsc4AAqXZ4gnPx9Hl+IW1cP7zJh6nE6uUzm",
-	"1WzegTgM72mcISFzlU132PlExqmI6RtwuNVonKTgcWNndyJ1bhwdyuO1J3LMoW8xsV4e/ZjFSSYG5r6d",
-	"gGkwhozbqtPJZde4S/R09M9GXCYX5oBHyKk8y4GJLn+iGcJ2MmycNPIi5jkPpTklWXI+KRKPMFw9NL4w",
-	"3rVf3M1Wdxm/iAYC/vQFh5fNFdwff12warqaMNswlQmujfCQlrQEwtrsklvIALx3nyatb9k5m7K5x7TK",
-	"jwmEBY9YJkTl9sU3xGsGAa1ii47dfNqzZWd4HgdCDYPOe7uisOoTCZgIxGDWuMqs7VgtzLbp7ADjTSqo",
-	"0lJdEBqLX8MIlckDFYvitLI2ttYgK0/EcpGm2iV6iIYnlHRT2emyd8IGlAQzpxMrFAAcpADHGPCcp+qS",
-	"taNrkRmZFRUsHIBGxHOh804QymuRJRcJBRtO/7m7tvXqdcDw4COEQ+PRZzxXo2TAUzqO9tT2GIQfpqG0",
-	"rD/1P080S8VFzjg854brLqMVLL0cKWAqKhLXMB+eoCoMly7bdb+CE5+43JO3b9oqs7Kw4y3Pr6F8c3T4",
-	"7sP+mzMQHHQflTGawtLEOjrZUt9qXZNSz5hGTgTCsM4zwa+As2mSChiPMTjMXkE7i54N3U9ubZ0Iw6WC",
-	"jnI9GYVSZdRRnCbyCrJ9Ube7HlnmcmIyLknCYvTQk4+wGmbwlDws1gu7oPBgpIJa4G2BFqzeuRgmMu45",
-	"OBNarhFR8+OtN371bj0ixA+pQmnns2CIZG175Oi7/iRLow4xDkO5wAB6iJHN79XGyzqBu4/LjfvpkaJa",
-	"pWc8UY+SffgCNExSx+akuXPw/7P39c1tG0mfX2VK9VyZ3AMpWU72LmJtbTGy4mijt0eS49ta5CGGwJDE",
-	"CpxBZgDJjMvf/Wq6ewYACUqUXyLby90/YlLgYF67f93T/Wt3ZL8OF9APD//iUMlJlsbF1gX0mVxAtOEr",
-	"YbKsb1p1cQ3h7rrnPhXSvU91h3JZkKzqbns8uwdsc80dyioRoZYRRRLbNHSEmkyENnV87JSKFfd1OpHq",
-	"UDpd43Mw/G/S2tlFiO/ekxoW8xjvvliSmhs2UXp19EWRRcyIWMFNkZuBF3/d2+sOWDQBWIHBWa6EL6k8",
-	"lS+wPF9iJUgo6dGARbY7IvLVAuuDX2IZoHhhLuHuV2OjQEll20WFEEqp2MYKgbKKxXLiGLwLF9Q2h++x",
-	"igb7XCyXO/x+7wW7Orr89fjwaPT6bPjr8Phk+OPJkZ0Eq6/uZos++1GrO1BuXnFKIP26xwRwhRX9EnH2",
-	"j6vzM+YI9Vj0Ltxx2ybcOWD/qj7bj+HOrZCJ0rt2r4Q7AQt3qn/VDk24E4TSPgz7xrdEn/HxUmf4DzPj",
-	"+9//Ff/tYBX8wr8Nzlq489t7+39rQSH6IAqRqF9w3Z/+gclA/T/SHNlMmpiBTXCN3br1rUqLGJE9aqXg",
-	"gjKVuHoqDyX+oBsw2lqsmGlVTmeuoOZYldbci7UQkhJnmnw6EY7sAdvr0Eupz2yB0YseUsu0O75sE+wj",
-	"tY1XHnCG6qbAxkrjHR2L++8N7rXs1h3Uh0U/ceU2rTZXoLqYsRuxoMy6hnRH4Q5cDRk3M5YLHQtZEMVD",
-	"EspORGF7fpg8nov/tf/TneD2DEbdKuaw3rhXuS3mmEwwEB0dIWQn1F0nA3c1r1TGtIiVRvZ3IDhQKjM+",
-	"MA+uwhfgI2FW5jt0j+HxtUVElmDTbbO9rKCs481GBiCZYKHEhpri3FlCy9Y+WQE0CjHPrSHLTJFmmbcT",
-	"7dw6AE6hDnUeib0f2PEZGGmjq+vh9VF7CGK6ZD/c62y+qC98VJPb0QPbgHWi5VUfICLQqiyE9tEjZH1q",
-	"fge7rs9eCmggsDuXHgpl9D//4r0/9no//Nb5+wH9sz/q/fYX93X377sPPvFf0RI97k6zi+2uclr6Tf3l",
-	"+8+bDvMXX+RlV81sKiuM9sX7yh9tK30dQYvpkvWxzvFnT8OXrx8aYmJQExGerXZVVlwMrw9/vl9hUOQQ",
-	"EH5VspNeTDlQziVYM4MqMPLMOOcgUbqCg3DhuZIQDz7zvkIsDmTueB5KOzPgEiSXk3P/ZYJ7NabFbapK",
-	"4w2dVDLoc59BlUBP7V7rPzgpDQX13ps//SgdFEq+dCfCmjcilU3hk3hlsl6RQFo7wW75Yb7CdupZ++6t",
-	"InpaRfTpvYf1dX2iCLhHOQ8dwbM7Dd9i3NjWy/hFMAUnwIkkV9D/WkuRPH898vx92pt016gLQqeXwa00",
-	"uKiIuM57dva7zohpEqOwOV8gCXZlxd2JMasd4AOrOSCm2TZQ8BvBxGQi4sJ5T6R4W7iAGfQgKmBE0gKC",
-	"z/vsiMcWjcyF8SI/lNhGekv0JAEognGZZkUvlf5iELgCvd9x6TfUpu14n10Bk3coq6m5FVoT3x8T8jbV",
-	"Ss4h1v1ulsYz/3fjiP1rEzdJ4WLJPhfK5oPUM4MLMedpVq0GcNJWMUs1BsFo1z7ZoyvV7sD2M9ZQFSLh",
-	"BR9zIwKk/kdnEuA03y4EpfuM7Wa5AaS9CWVthIgJiO4A6wms4Za6xH1z5fbo5+SLbb7qwdBgeg5Ihzmb",
-	"pG+B5jcR+j/DNQXF2lpuEEz7EUbUWa8aBTvt0dZH5F4TsTnPjTUVQMhE05XNArREnE4iyqFQ3ojFMyyg",
-	"4Y5Z6kj2kZWyeZhgB7vb3NoORk96oZgssyyAMIZ4RqmexHuJbeLbOytHfOl4VPKEuEjBSdvth/IXO0Dw",
-	"nkOGrD01pfQ53MMsg1RVxPIHeNt7I+3hvhGLgHGwpeq43pfvCGXbnAVLM8butLLmBUwY5KN4sqYlkaTF",
-	"BBKLOjyUUkyRzwuzsm2jDtjzJNHCmEafZkWR28btf023jvZDuQz3YTXcZbpfOxR2Utxh9wyxs3pJVFcB",
-	"TE2sxkgNy7WKhTGUPOM+Cq+1SJdWMWmY84NqJdXYKuqQtUZImwT7XMB4RYQ9DfH2hwnSGljG7b2l1/7P",
-	"zJkAsKc0ktStqJc2FWLhrBFcoxbZuK7F0Nw44qZaWCU2ZIXBbZpQebWZxX5gqUN42+8R3hs4QaWkYJOM",
-	"FyyyDyLJTcDGVtaYGKArsuq4LLgIGD59tBG6gzB+DctomFDCK4H8YJGLiC6vbVtmlubA/+x6GDCjaBiz",
-	"tKhhzirmoHoU+u0+unqFiN2g2k+NmQCQtxB9GC/QHKTzOTl0Cl1KODhWB+7v7YVWJWkeF3B5j/yBqBAS",
-	"mEA7mAzcBYOqdF/H6hNIvuzSnOJ0Nmr7oa/QAvZYSVNm4O3iclEfk0F3UWX9UKoF/dAPt50r0C73Bc9E",
-	"UTxIKI0Ps0K8LQb3zgerpqMZRr/kh1kiFfi9jeNnPW/BKVVUqbhPYNd4F+X+XrXnvt/rrqMygN3YeDM1",
-	"sHOwvwfV9pDC4Pu9J+QzwKl/SJnY8X91REO0+Ujy1AQcjtkJOCN2bXfvFXGN8TgxR8cKzVTYrar9sLts",
-	"NcznnpXjZyas8R68vjzxWNjnx0PWs8rT2LDOUgo5ZAtHwcOp5ccFi7m2ohCLqd4IOQDXAghWK8kiP3yl",
-	"0z9E1A/lm5mQkL9uZVNZ6Z+ARf7fILeQdwVygWflGAJhAHiWWbbG6rwyYliCg/TzbWd8xX37+apBzSGR",
-	"WgTYWZ6IHGFdh4if2m2KusepNMvbF9bv0Xv4Em/MHcdcLwNGHL81NW4aa8Gxn6/2v/8r+8eba8ykCGU0",
-	"Fzoutej7xyMWZzydE5uceMvjApk32FRziVLc7uhuNbIqsuoUWwvlrByzDmIKqtVHLxr9+64Y3YgFBuC6",
-	"JsR8LJJEJPZc9dk5cX20HaSVA4MHCbfwfUcJmAPGfhQHFj84XTBWxWwQyghe0SRFgMcx5JkCjqv0NXh8",
-	"DakwYhKALcirhM3hUtCFlJ0kblg0pKVHjx37UXAtNAvLvb0XMfwA/ikipnRA4EWy6OhWyOIKKkhYOcLx",
-	"BRGvNxaxJQIoCt624G4CFqs1C60kGYuJBVB15uJ75AjrGCFI8JiCF6WJugesya3QIj7cQMWVeRBOXKPc",
-	"LBQugavvS1Ls7zD3f+NY4xk/jKPuAOulOUqJNm4tdScRdTxYnBdaba/JW2EW2HLPcRfurNz11Mvx7j9U",
-	"jPe3zy9SYfLv5SNYkRvbTL5VYX9sTCkqPrNKxjaFfUNwrZf8eIAeLfavMKg2jWcgSCDw1eBh7UROoFLx",
-	"GC99ScFDbq01GwP/p6hiSek6zz16fuj4+8PfZxctEiGVoUR517tT+sbCJpWQd28MoXrawhZnVObKFL0i",
-	"jW+QCgekWlrQhNmv7RSaRgF07tQLjDc1dcXjzJkVNTPwuU8FyDKVZaHEFCk4s7vv7H+Ok/eOOSeyj4yg",
-	"5Pstz0YU3xytR0NXuHyf9/DiSx68WbXrEs+4lCJ7ZhhurCeDRBe13lBf2g8BCs/H7v8Tz5brmIUqxK7u",
-	"pIPcI6rXW/21GwBw71HQH/w2lXFWQthBvc4360REagJh7LZfQiapnAa4m4CHsfq22w/lEKmqgH5swBwX",
-	"MNb6sjDNIo8HeIH7oYxIqVKiu+sj1bkqeCEGLDKpjEXzEcyPjSi8xJdpLnRqUVwoq6LK6A2QxYCIpWCa",
-	"qCngnbHNge50NFN1SOOOeJKaWNF5zjIQLLWz9Xccxd/++/XR66OXqKqh038jbJPOhSn4PHf4Bk/g9y6p",
-	"YF3w9TUp23vxw3m1MVwyMEzcOkPfb9DNzqTtA53892vK6OPLXaiPWwTvynX5FxbbXP50yF68ePHDWjcE",
-	"TFs7m6JtvmencmcDNsdax1x5f1zcNe91e+MjiByDT08s/TmRkl3Yx/A4w2R+A/zNHsGSfMZDdj9d36pY",
-	"Xq39BEK2Y1V7RdbWEMeEkuoFY2qSfCwyJafWDhg0b04NvKLGdudZ5czNctG+UGJrQa25qnf1Wn7IWuC5",
-	"rBiKrgHjjCSeLqVhaWFl9Jy/HZlC5EhA8NwV6u1UpQp5wTSXU3HAvtvf7w4QixGlXv31FZAJJTgc3VUn",
-	"lL6pCejVyjYVF16t4jw4zxfLZYCRIoEnwaNDBpFuze6IR5PGe0qXePGLWOx83jJ/todPlDeLr36AKkXc",
-	"wfYMCA3R7tpmy24v/za7/OO6YBwlXIdbaF2gF85lsKyK72DnbS/1rEp0DDzm9sbPfYlQTqiinLbgGoLc",
-	"uFwoKZjIjDiggn719CLopI8Rngtj+FSYADOFwLYLQpkjbrbQWBMDSxOXD+olaoDVIccCvhZP8QUlFSHd",
-	"ahW7FUrwYi2gS3jPBj1ZibCmYPyipjYuX5+dHZ+9Yh0+trg8JUugu75izAeJRViea5j8nS8hM8UN/yko",
-	"rrf5KPV6N7AUrTis1Tre8HRWftkAnzOzNK94k24Fz0QCCMqaJSaUwOULCRYqy+wZnfAsG/P4BkGMVOhs",
-	"IE9MzTHMx6osli257hr3yZd9djbR6Xbuv/0qlFczhdcEazbnqkbZBfm5njPw0fu2CwF96k4kLVIbgVQQ",
-	"Sie+lWbDN8Pj6+OzV6Or1z+Ohq+Ozq6vBtWPHLnz8Mfzy+sjYILWpYQql+B+lKpIKfEplKgLqFY6BbaJ",
-	"nEEWOSfNdafTosocIis/LfrsXNpDLfQ8lTxjncPz04uTo2vo7U/D45OjlwE7HJ4dHp2cHL1EVhpiGMo5",
-	"qK4OdTFgF0dnL+2AhhcXl+e/Dk+CaozHZxevr7swtINQruakQlncMfJGwPjpNkwLU879HZ09NaksRau3",
-	"c2h//m0cWA/A3epvNd4TaLwhnqrHypSex4ifVrpE+BbvLK6gaCeepVnSRYr3SgxRWQHD5wJdi4Zxg6eM",
-	"dUgiOTwZtImj7gE5J2zzyxIJb2qNwvAt8nPIWJgCIsPULSSRukjhltaDUDpXyoynss+unQxakTEHrFVi",
-	"oJMAW7A9hOGvkwxX5XhoZ+vrlxBNG2QrK74kWdFcG8zZ5SbmiWBlfsd1sqEggb39J6GTUDbVdLMS/tK5",
-	"A0GkVDayNjL4/JDKz77XmctjXsQziNSP6Ks+OIUgzoVCIIgoj3gAmfu7v9LBNsYLFs0ET4TGCJo8jW9M",
-	"KLHSOMNrBLg/iYzIREyRNJ16xYpSZpiyIKqXpIZF8zIr0jwTkC8VTbQQo0K8xQspn3NNsbUuRcw3MOOG",
-	"RdxO6E9aiGv7O4AwlL8BoTq1OQoYDsJKNt/RgHHPIUizATkvzakQOBOuYPmcZxOlLSIaq2Rx0O4hZRAW",
-	"Q/fYjTXxqfwi8TsglE6yO2dytfwp3OYtzBKQaxWy0O4n8cEGHyCPP73LthrQE+VibI4WceHIfZ9luNhE",
-	"IOrWOwCxQNQxS8u5zWzeeoQ/h0cYjxDjXgp52QY79IPdwbs8z7W6FX+agly2bB9SkedSsETEqXFlktwE",
-	"WI3gCmaOF6GEikcux6HSqR3MwsA8NlxGptUdS5PuoJ4nWEPK9nUJcvQtNxe4REUwBdKEFXdpLNYpD2uJ",
-	"4/QmSByoS2mI9QUjOPUU8r5NxOCmsANyZ5reClnXHch+onJlIPWRfmP7z7T4t4gLah9oVLTIyfhHr95c",
-	"JSKr/PMRcpNHraoNOpkaNwOPU2zLK9uq2nA6viXdVo3oq1NucDkDqo0WvKHZVtZzq9u2uu1z6LaXsPm8",
-	"EKruDT9cqzn35udSa8Rv65zS3tOLnOdWzqLpyrE6JF5b9srcsA4aOyP8qsyjbsCcc1hp53qoC1jgl1/2",
-	"2OS5TzTItZrnVndYEc/lAi9Su+ChwkgdupMNMJfU2luAJiLsLZWoCDD63v41SaBQJs9c0MscMi7tv1nH",
-	"Rb8MGlUBKL6lYjYRCYP4lgGrR884NRLB5xF4vf83W3khhiX/XorS+eXxJhwFGBJG0m7hZaHmvEhjulq2",
-	"2kurPG/n0jikffENKaD6kL54DfTVRcNsFcpXqFDckXARNCgZKylMIvPD1QvW+F0bx/4BuiWUdhqE7l1Z",
-	"tXGENYQ7USHeFvi2nim04HMgLwcHocZKw76+Mb1PJ+CSytT0IJRRmhz4Ww54/JmVvfYoQUB5J1YlJPpB",
-	"UsZzKkNrbroBi+Bx+2urEqjWLGRoRAkv+EEE3chSzLv6x9X5WcA4i+xEQu8pVx97TTH2UJ12Yeplkj3b",
-	"RSjjUhulMY0kOuGm6EFDveOXkXP6cWAellLEkP9ey4tjkHiH+DWUGDA/8gMlXLtHRY3h3rZLkf1U49e4",
-	"/Di42vE1hu90WhRCBkSAKRWb8pzIV1hSosQUlKsHKTpgbhKHirsqLmZibq21WM2B+MlOWyg70QHE4fe4",
-	"7UHURVJ76UIqnlfR8ey4YKDvK3IQnzeAuwA8vQ4ShFKXsn7/TAijIv2SK3qzUHQ+anfUNUCCTD+8CKWS",
-	"sagQkH3RjCf21cQBIBV1ydfoqQhNYIX7LEpEVvDI7YGYa70IJRqqqizysiDPAWfAy4CbCAkiFmSvQKwT",
-	"g87A9i+1tHuboE5UceKEskOpU1DpBsh8ZioTQF8AJcgYB95SiJgVmhlBgW3UFlEuUYFybIXc4qHEYzKi",
-	"Ho5yoS2o0RFTufAdZwoJ6yFxq9ocVSGF/e4AHgCclZpQ6kYw2/4P7Pr8fHQ6PPvn6PLov18fXV1fUVZJ",
-	"lfc4h+Vv5XaAXviTaT7uzm4l0QCYYxf1Q025KZWcSQ2bQtguZKRQjoYf/l63v3Lg71JJdSTGygpvLdAt",
-	"cm/WhD/wG+Yw7LXnMKwKc8j+IUGbcVPQDqcq9ckAj+140ZBItUpcEneuF15+FCjXqmE0ZqExiioP9fn/",
-	"gQUsrJrdOdj5n3/t9X747d3z4Pn/ff9fOx9Chr2iZJrIr3pzmhywF6FEzeCORyhBH7B34Y6b/nDn4EUQ",
-	"Qk/CnYNwxz258z6UsD+X+9iKGHGOSYF0XJZBTcMw7CPExcJNmNNMVrx2v45Qre/2NwCM10qdcrkgCGw+",
-	"OsQLp5Q7zCCcVGhBQ81tsQ4PoRfyi/UhX0L3XGgFODnRxUVGJPEVowLy4t95SgkPQABVRnjLyjdwUdQy",
-	"UZou0jZBjP34hmzPakBby3NreW4tTzrh6Jb7hO5MgOh/VoQt2gqhfECoXrtbMPc7cNdRXSXvqqsunmap",
-	"xeOLUN6IvBg4ryNk4GWCw7V6BOMcgVEasSkws4wXgHGRPn9xj9vPgmYoB0CpgFD0VGxUJfzSNvGNxbs2",
-	"BN02hO1PDWG7xCQnXzXaHhCp7jYLWIP93INAzk+Qq9U8841DkwpTy6cKpUtRpVMIZvtonsqyEI51ac7f",
-	"juinETKgaC4NEDbCcYZaJoZ1LofXR6OT49Pj6yCUV0eXvx5djs5/Pbo8OR++PHoZMPoKrskD9mp4ffRm",
-	"+E/38eTkdHR9fHp0/vo6YOeXFz8PzyCE/s355S9Hl6OXx1eH52dnR4fXRy/hCpx8G+jp4yl4hiZUEQqi",
-	"y6R4W4xoUNZqEAVlv+CdecxlLDKi4m3kqR2sJhFUvpGOC/THy4qlt4QSiNXwkl2q6nKCXnCwWTWpQ+gb",
-	"Hv5CLw5hV3w7QsrP5lZOPYWcwt3VQCtLenUzkVWk8c16dHK4ShVkZdWApdJ5xODLpfJIdYIxtiztQrk2",
-	"NRWLBWpDwSwFq6ep7fsqprnQLNHprZAY7M4uITbHseCBu64QufP64HVuplTOOuips7YieCfdjW8F9Lqs",
-	"lOiuzgQ3AuN37SSN4LNnGiIPNK+F32Oss/eY2h+tprYuXQev3kcXtfj/38sUaGuK+9KLlgOX25MYsIQe",
-	"MuIRN0HlVIWh9dmF0D1wlGpeCMdx4F19z/f3YEw4/6hcugM2FgsFswi+TsxQAoHXG9qpiDZCcddpfPNt",
-	"gLjlDbAVjn+6s+wjwF+Jzn6Sd5BiqCY+mX+VOK1bE7Jv4GsnZZXKHk+WdbTM5A1yqQOk2RD4D1zYcJ+D",
-	"V4VQAwGD7DNurFTyNps/YAZTlJB8nCUizjj9YQB5xUCC1Wc/8TSj4jHf7+2FMro+Pz+5Gl0eHZ6fnh6d",
-	"vbwaXf1yfHJyNTo9vro6PntFnHW8qio6n+M9FzM3aZYhJvNF0MTb1BRrqaJgtj4nob+fUvuqh4iDrsFj",
-	"2FiET8LP9sBQvLP+3Q4gcvxJImyP7l+LncD56YEQU2WMSLr7PyktYo4zXF8kXKLQkXn3xjoVk1ROwx1X",
-	"VKS5cniyNpprOvKr03pokcLG22r5FKzZYXCvix8N3t1Q4K/B22h3EYgpNkjuqjJPAg2/7A6wkGN0fHZ9",
-	"dHk2PIlCiYQdjkO2lOJtjsG6VN3QbuUWsqblbVMHYfC5Jh5239n/WBBWL2D1qErHjssDEdI0U2OeNYuf",
-	"2FcMWOWo6q/jx1Aqq1X4eKQWtsO5hsFc8GL2RXBl0GT42hx3Qgsqb5Ns2VI/HRVG0TLXqDOVylq2f/CI",
-	"Em3f7b1gkWdrrnOfVnzatfdnfIE1BNzGB/J316mOFWbNEmeUlNgdsJwbc6d00isWuat5RG4FrqF0B1bP",
-	"4RSkMbeAIPoL/S8KWGlfhLWcIN8I6MPW8Wl8NWet3tMTO7uPPXWwJNvjtnqR64uPPe7s5GWxoWqAioA3",
-	"YoHxDbpeIrihJyCgxvBMDFgkyyyL0FIMJRYwwXt+CtoxLC0GuMmR1U4WzXJerMNd2TAsvsekEFDsio0h",
-	"zqsIJdYFg7iLxNUXXjpOxHq+dCjtYCru08Zr+qEcUp0wUvAeviDgbZb+aikMNk2tHv1uf3+pOlcoKYys",
-	"zy5aZYQdv5CxXmB54gJqMrYd/Ivycxz8T38xvNTPp7od/iSSp2aNQzjft3h5vL0L/vR3wW/sZnm0eG5B",
-	"9tau720E79eWDakj/Lr4ogqo4LCDzb4pzH9thP6moL5nqN2C/T8B7K/O9ofA/dbtHrjSDCt7mwyCeyB8",
-	"KB+H4dlHQ/iv5xw9WpmurvGnAPJfEyx/7C5vB+aP3OV9dsXngukyw1SGKG9isegAgmWhBnALrqcq33UY",
-	"z9ag+GAVxYfSw/igFZQj9l4C+AHclwHETqiUsa4BawPAOpTf7e/fg4k/w0na4uL7j/IWGW+R8cch48dJ",
-	"SIuNraC751KszYtx7i+6WJr0Wy+PXkOrj5UaX1Q1CzuEhy6lhr6WBUzjn41qn6r6RUmr6/YTrvY9BS/a",
-	"dtF3ez9UgRaufHtqWMFvMC2prZCCfdPO56yDYF/wRHUQ8NUP10EAG3Rb+GCrGTaJSINNTbwVLSfWa4Dd",
-	"d+n9tQxazzBYoM5fDIl8jUIzteizH9Y5P+hEP05RvIY6pU/u56BHtvFET8r6v2Zrb36n2W9zJnyx+3IT",
-	"NVFTEVsX2zIZ/z07Jgfuvw1R8DwtIPYkFZDBXr9yIxexk4xNoTjJ+LSR/PwImfkaSuJ9/N789PCp6tkT",
-	"GeEbnQuqKPi1QKhtzuJXiLnwJNwrZjYPGIAbJhAxTLyNRV6wyLnUIyyNiuerKXFC+cEipzWdD/yZX6LU",
-	"qXVtK3a2Yuc/O1UajsKmtt5unsZFqcW9pFv0DEvn5ObidFmCBBZQySNLpRhAfpH35iCxDzdMQsbwUC6Y",
-	"SadSJL2UblbmfIH3fmmxFn1fUAc/HwiHYe3+pXnYPb3NOJUcM7Y2YVeBtr79uzhkbXpm3NZ4eJ9plYnH",
-	"OZjXepQvoakv0SizPdsog8GOYGuZrfErc7e5NC30RzmYj6vAG+bmnkWAfCI25zd0QQvyiMsmJGoRSppL",
-	"vwm/NBgEnbMdeyIQtOn2ry9v7bITiHK3l51bnLMJzoG9zjhsog21z+47+5/Hu7dXQY2PYJ6pDGNSbMsD",
-	"psWturHGl5MvwF/5IR6eS9uS+GhBs8oqaKWf5HPhufJyXswqpjyazqbMqKeXzfnbEyGnxWzn4MU+kP65",
-	"j88/hCTvyYSNXSp879Zv/zRkLnaD33+AMZt3d6ZKI26EyO2m+gR8CD6JOOFiriSeZqJJwNMsZJKrFDIi",
-	"2okT2qPHBmx8H0vC95SZb/qhvBQ8N0zpfMalYR1XdRUYIIjoE1KcIf0/YO00B1CkWyTIp0KvDmWiU+cA",
-	"mrM7iCC74wtieUXClTpxLeZXtrDAIIerI64IJXKtWJPNHtoF8rMkqcmplhMOMikFEEgmZSYS4LHtAImk",
-	"/ReQUvF0DskYap7aSVrAa4o7BRz3cam17TGW0MAaM+4VkP5tm4HiMN0lTgS2RImwj22E8tMzIlyWEhPK",
-	"f65vzM8o6lbfdp/QezPjBW7nnBvDkvQrCLP+GggIBM/pwBL5lGmcgNWdbzanJVjuWntfQIqh/m8puokQ",
-	"K2BzIh9HspS0MKxWPCLXYpK+tcq/1NnOwc47nucj/PL9Ls/T3dvnO8HOLdepBWmG9i09gUIXztfOwc6u",
-	"uY13WsMaq9dF1Y8j1mkEvAKicn3lGDs+U6ZgWqmi27c7+zc/VavkyFPEUVCmMFPTVAaMJs0E7PDq8idW",
-	"2KUNfKYaLJaY8zRjk0zdmX4FeoZlMWvBSq/BJKwwW6ok6/BVhBg4nzw5Q0y31jbqs3b+46Y37JlhuVaT",
-	"NBN2RHGNIILarbV6SHISfHyrjV+U4yyN7R4s0rlgE8HBfzfJ+LQ+7kNYqJbfQx1ac8BiiBsJwEcXkP86",
-	"oFDlgE34rYKQQ9tu4HoJaglqjRqwp7HWqJjnQAYOVPdV/XwgOpsIjUW9psRvbv8OcYWc5TqVcZrzjHW8",
-	"WyAX2ijJs9ofIYFwqlWZdyHfkGh0POksNA1RkFSZy/8yxTdqqDzJ5mI+xjzlTipvU5OOM/9jhAKh/G7v",
-	"u+6AorAln5JHoVMr11Jv3jQDMtWdDGq9rZXuxEeg1hgxz9Hm88XRaFCpWfFTdOt3QEjcjJy8cA8Nydqh",
-	"9Mna9VxtUG/uGMA427aT0K5mLJAx0fmGHXrAhLSiYi5k4QjIArtEPa80mboVWiPvAz6cBKFVNKpHddy6",
-	"HnnBa3qZuBX1xC76PayfBRO2G30G8auYD4Jxg46jUqQ6lNjVzKrAThSWe3svYmShgH+LPn5lzeUzPqcv",
-	"I4z/J7YPFsVKi/6l4MnryxP7tqhlwohMosXUshpATapDYAoOFeRgYztNwTrf9/BiL9ZK2rOjUYzBsisp",
-	"emamoHR+pEs54kXUZUqHcs5laeETK2ZaldMZiwqdTqeAYV6WAvWPnZv1iItgcBvOwlIHALQaI75q6LdW",
-	"1vrS2BWmWiDNCUC89e6dUy/v30cMbiusGS20CVhJa7ikR+3usPoilDCHgG6tAm707QILNjlR09a7XyAJ",
-	"YkLUbG5TDy+OWScytzcj3BNpgruBPmIyBW2Qbp+d2lPvAbYUIjEr0kDJGvkj+B1NZVUYqOzndd/djBe+",
-	"mKLjAoqufj1EfrDR8OI48uejhiSCUFqAbmG1KSkHO7Zznd3xhWFjtHFvXMUmt2cvjiEXpGV2XlmJhJvG",
-	"CzCiHUK5aFgHzegIJFQUOD9HwCJ8IoIiUija1J2kel0mCCVUz4JhIMdbQ4iYgDJYJlqI3kTpOQAVoYWM",
-	"BS4/r/QL1qzWwLTJQ4lvqwgm7LmvmCUw45yMAlxQlzhKn8CEcH+BtugD7g4nfFCxwMNerUxxxsiyyiCz",
-	"Rg3YEkYwQjgWGPt8nx171YINODPTWpkD1vxbXfJb20uqwol1/6MXjRXGZWxZ3xMupyWfil7bCtSVLnXz",
-	"pYYKLgcsUrmQPI2AGJCd50IOj3sWbPPC9jSU0W484wXg70xQjWu32w/oBwE7zzI+5wG7PTk5DdjJKbsq",
-	"yiRVATxwqcpC6IC90ur3gA3/KLXoBqGMuLQCLk/jiHVOkTDI2BNL9KA4PpFErBNzaUegRZ4BB6tWc8ah",
-	"hM7uP4enJwwfpQwva0JgnbZEzJUh4uVobA3sUmcR3nLidmhMlMVCYO7miLGc6nFQMM9K4iGxYNZLG3+u",
-	"s2w+4kgSPYInItaBw35ycjoanpycvzl6Ofr5/Or6KjpAPAz0SAE7vqjehT0/PH55yaQorEywuyznmpN+",
-	"idV8zgHWmJzHwlRV5aSSohuweCbiG1dzj2gUWOe7/f0utk1MT7RToKol1tgwA0BlWMD1mSGC2kK8LfzM",
-	"ECcb/gXK5ZmZ0kUoLUzWecE6+3t7dhNrHhcg9q2VrK269t+5DGGQJ9BcaejQqTtpZxLW5pnxA2usElFA",
-	"1rLE6bEAh1dxcE8qbrXo7BxW4fD87KfjV68voegsFVwisWlxFuRk9exqHzBvZtoh3tntmqejG7EYGVGg",
-	"0K7q5N6IReOcnracwvs0KoqjRExSmeKR7eAlNUslS1QM5WvZfgBbnl1hEY9E80nB9vf293rP99EPlkC9",
-	"oahh+TlPA8Ivp0L7+HX/30bJqEtupjLNCmuyVKR3PVi+dFwWIgllzAueqWnAbr2HEQ9TjjccSOw5BxMB",
-	"wQECRaV7pszt2U1q5oLdPVLc4eDbwNc92r7iitMLpxnMCmVfvffEq075n60sfaGs0/QF9S3WWcLky1l9",
-	"MlmxBeoJpqFcYjFxMuM+NpPaHtPAurSk7q/XgFMg52QdK7YRYtVwmu05HB4Elii+AJPaY1BZhVlqCmcb",
-	"JhSGbc07pICB5Ytpo/Kx0kXgyjYHVF85IBWGAiCVJfyl0Av6D9J1M2SSXjXsABbEBdSBAlrFO0l+GXT8",
-	"VhxxyP7Z6sptTBZw8a5O1pEHbpCxnomCZWo6RdPdu3yB9naZ1dZ2f8UHFMpOhB9HZKKP7NcH9Kg9akqK",
-	"JY5LxD11XzjroDvKLoH9bAGhw809i98dou9ayLGxE9x+7zarEaGsYGuFUtZMIDm02oQYz3rgi0BZDp4E",
-	"Y024PI1xa0f2KOy+K+Hm6j1yIUesg1WQPAuvFkQlCDc5UDRJL2CmCBA0W5GqSCfkdDVRn72hSm3RXOi4",
-	"1KTri5kvImZRbGLsdgI3BZuVY2ZywW9cEPcp/pCZcmwHOAZLp1CxygaO4DOoNwgwwVi1CIXDreh1TczK",
-	"sa9/ZqFd1STWGKcc9ALnCO8i3QDy0swCXwsrV1kWyujV0TVbIpGOlm4gXOm7huFUmtka8dk0kixywiec",
-	"SASXowmW7kIARI4F10JbrRfKDY0rPF4ORgCthDvXzrNiBRZK3ZRo8mv9ARujH8pTsqygBazEsWxPQRmL",
-	"ZavK+cvgiKRQ0tGuYVQrG+x2XESqkufp7l8ilnMoEuwFTJ9d+jsJkQArs0UP/nbir3vulgHcWaHEG4pg",
-	"qZ+jivF/dDr8f9EmNxirOnJ4cdzm3cytNqbqgrlWSRlDGoO17zpkrRkjCtM9YFzHMyvcrMS3goaV8GMr",
-	"9nV6y4v0VpAqtKIplOgQ5HEsQFch24B9z7jM8AxnJVy9UmQzvGid5w8qPFZiH/ULds3b8pW56msZWuxp",
-	"FX3l06sbXvT7SqI1oZkdfpsjDBADS+WtkIWyeiqVpuBZVjlHS0lfkZkKYIiURJ+1xReE8rjZCPyy1o4W",
-	"bOrOFRWHhG3qbQoEMiP6wYh8bFEo/X6b8MwI8lr6Pi38L+kr/8tqoxa6BMvX6t6cRm+w6GsiNBi9d64Z",
-	"M0pSHbFOw4dxcfL61fHZ1ejl8WUUeLAemUJpPhW79Muoa+2lLKkNB1FnwJJUC+SOd6/j7FbIRGnXCefe",
-	"w29RluziV9K79najbp/9KAy4IR1aDuX+M+NSd8iHk04srCLeDOPuTxAhWi1ywCIPOiPWwQPjO2MGLE1M",
-	"KJ3HMSunazoUdQMWAcctNIO/thsaD+0V/MU+M49zLGJrnzNFkioWgX0nkwhcgRiFCzbCz9fXFyyySo3o",
-	"piMUsAbKrS2x8DQ8JdAbYQ/6BRl3JrL29zydEtaNXItgFPwqtEWEfgZWBjw6Ozs7G0Goifk9i7AyQMoz",
-	"ERddqEkE3mp8iQUqGV+c8bmgkii31DxYX6lu2DRQz5UMGdZux9AWqtsvg1CW8gaUuucRonqgUPhcCzBt",
-	"2ETDla2VVTLJBOtE7psjWeiFqycL77fYFyzBFpOKdvbuykZwJXzdKYFbSyP0CCONQTd50QmYD0Ko2Vxw",
-	"CQbITGhxwHIe34AzBKQcCmhTBRx5M6yU9slKepDSthtbZJMmEMAutwi+87KYKttbuD9rOkTQO1fYU0OM",
-	"zu1yriZeeZqtARzeOEplj+c5awA41qlMDjbn4Lwm0yNVsrpEICCV448QdKnc2skIrOZ9dibultqGacyM",
-	"AmgF4IEYK/M0fgBW1ufwrP6nNhXCM1EUdhnsmrEJLgyZot4Apr86P0v90u4K/rTz/rf3/z8AAP//",
+	"0SIj4lUZl5kBlDMpFsZ0Ri0waktV4Lgj6RMNyT3DT5jGeBS/ECJ3Z7e/nJ+eDe6ver/0zi96P15UeNWU",
+	"oAhnWIrOEmfyYuITrc2IKU+zePEqsJGaSYpTGi/kTPr6CJI+aTW7vJSU4HAq3wrQOI/jAI1ysUAjsuBa",
+	"3waNkUtCM84FEWie0owI1MZsUaDgTmCoMUwEFzglIaFPoP8KSaQXyEEOSoR8TDOUKbtAhjgLCWoPZ/jr",
+	"QL84UC8Od0AbZBx0SkbFlESgg1KGpjgeS5VxOM2yZJASHA0yOiM8z4Z76IrLdyZoDqYSZqGttGpgVmAG",
+	"3wU7+BAJbfcGLjShT4QZTPIc8VDKmVWD+q61qPvOTr+979je4QCNVfZcnlx2C4DekIJpBmHRU7SOf7cI",
+	"etn7H4O7/tnN3eC2d1W5sGAG2ZNAFxlJhDXqYoa06IvGKZ+hrsSibqejTEPT1nFrHz7dt5+2nr8ErTlO",
+	"GWUTOf2X56B2Vapqf+2eZMZAPcVC8VhxjCrrl8hSnRy1b67v+vrxrhlF7IMQJMcjX5MYUyaQxPedDS6a",
+	"93DWEqlzlgt1s/TdqG9uV0gmTrOFROxIAs5gXBVSw5NCOLLj0EyQeAz4ra5nFKChRoUhkpxKkUYNBZ6+",
+	"EcVELaU1XmK20HqMeBkdlGT2snf1m9EE7sqny3mJCrwKI7iVUACaTyIDudoyhieVey6vtgIMEDfKzM1/",
+	"vSt9z3CeTQnLQH14oThyf9W77/90dtU/P+1VxRFnGikKWAX3FYB7xbW+KYgQcvA2TwPEGRrqa4YTuv/X",
+	"YYCYefGRLKxKWFm0Yr33TOSJvEckuiQRxX1Qsl8Gm7v7m5vr2/7Zx8Hl2cfz3qD/202F/y4Sgtxhv+7O",
+	"RMTnDBRbLcThMCRJRqLXFE/eCDQ8VTvblTsdmskkJyuLcIoLgkapF+5cX7M2JHciFK/FTGvmbwQ8Bh1B",
+	"qxGSXkvWDfLWTnWHxQH5IKfO6RdFMChnZwW8tz2ipUS/JDBKuoiZIo3HKEklfLIFemixGSYPLUVULQa9",
+	"xlH1kPVPGypdJd+onbNHxucMjSmJo0BprwD0AKV5TNAolbruTiPp3nNWqrzg+ihutT1JPtO7pcq4JIW0",
+	"+lOLpC7AlSVLm6tGnMcEK12/MHb9Xnz5xb7KR/9Owqz2Jsxcfyto9aIIPFmX4KtyTF84iqgEJ45vnNWO",
+	"cSyI72aAiyvjCEdSicUzEqGRlORxmMULuBpSnpNvDWgE/uchmWEaDwPjh6Gp0vZdc/63FrwkKWKE/7t+",
+	"vBfyWStoyZdbxy3lZJNbKUNVf/itYa1vhLw6PGcZgjdRm3wN41zQJ+XoKdYKBlJrSFTDVsybhzWDplme",
+	"Y4w2K61xOx4T4wOcgEvXWsGH6hPJ6vicSSbHrGIEDwBiBsXrxhRYOmH5TKIAfNAKWvAa3FZYzhfP2vXW",
+	"l0KPRo43M0DWmynlf7UZNYHUGHgaWW+blDPrwFa4sHPiSqjUyj+ofXhwsFPCjC39mXX8n2jyV6Ug1uUP",
+	"XqdzpDyLEoiA2RglKWUhTXBcwVgcx3w+GHP5nzwxNzmE6JFoAEh00Dk42u283e10+50Px287x53OP2t4",
+	"8YlKrUWCTeSzGU6p1NOUbUWFnkSt48ODoEXFYIyfuFTg7P1U6laWwl04UH8rcf6425FHn2FDi6QkM+Hp",
+	"Aqi2CsWQg4ewhhHnjwDmmGQZGTwS+VpGcCxBp03wt/orhIWgIsMsawUtxjM5deu//Td0L3nCA+uJR3BR",
+	"YpTxhIbKFYgikmRTuZuEhlmekkGexq1jJnXWlgUwoOKRJGhZuhiAnjeYUZbDFEdBSyxERmaDJOWzRIL3",
+	"N56DTQ2jEEsMilFaW+MeOqVSgXgiUlEHqMpl5EnkOaaDfveH487Rcffgn3VCUz3vKir9OiXZFPy9koXF",
+	"BFg+Fo9ohqVKLhEtoywn4OKoEvwy4tTiquRvIGjQGSmRKbmLXfm05bnepUFqYWJTnmbIeYbaZJZkC6Wo",
+	"5EyQDG6iSwA7nY5nGh8Bgeum3Tn2zkgsXumpqSB6E5SNRVGSIuBJM5w+SohPqdB3WIojyIzkB3rp/tT2",
+	"kGd8hjMa6qgHFY4AR9ruoIiCfAFEeqYgtSTGq3Q1XW9qp0oO7jKSoFEeTUgmWSmGCfVBrOngLF98P4NX",
+	"1KpCiVJCduUBIfO9Ch14JAuBhoaADAM0lGRD/hcCuuT08o8nnFLMMkk9hvLaP7ChQ1CGqP2E41xbjhTn",
+	"UOdkFWKFGztwp0OcQqAJZRmX6j9PMx0DUCPtij5VT+8jFUmMFyCjlDmKl5CV0XyFG9PSvVp0IagEPN0d",
+	"41BipkRKqasgeH+9G+a9YyWyWUPUKEqJgOAL4LzqXURneEJOkCSyhfVBgVyK6owzAIz8XZlRS7KoM3eJ",
+	"Pte2PGdyp/Yl1MZGdEhIKiTeOT8CYwDpp8zmj9aiDF7GUAtVUj+YuFfMEC5d5EVxrVT0zxjTWNsk5fMU",
+	"M0ElkECRATfX6ttdYU01Ygs/I/UzEoD1yisyg7hDP2LU5TWHa9XiSrDIUDjFbLI2h6joDuBjLx22vltl",
+	"OlHdrLkMLokLqtzSf3ZlAuyQrTITKKN/iVWWYPKlSe7rJdQf1abnUxhRiytDbeWlU5bxMNXH4siA60h7",
+	"8tK0Ht+N3/7x4evB7DB53wpaMRbZQEq8lS/f9rvd487B8eHhP4vYB/aeoTlPH8cxn9fFku8gN/iu+U0+",
+	"imkIUKFRoMzvKrSTRjbYeIyG4ulxUH6u/1QA1K+eQOCgvAMxn5SpcwVStcWVQee9BSXjXRHeVhBCdaxy",
+	"kJ1GqKwki362c4VnBLVHCynuPclFcEV3gVYoc9EbUVFxSge81i3V17J0EUqAWXEVTtWHrgWjqhfNKLhE",
+	"H8kiQMNv8pYcf6Na5w/U42L6ALmzPz8PUTviodiPiKATtjeL0EPrxr1eDy2Agd9ssswW5GziV5pN7wCr",
+	"NjCDFJ9fUJE1A+BnsrBSEJAHplhn86qrsW7gta2/jhMqxSGfvBlmUlGWPwaIkblEWggHBS0wIzOxAXBa",
+	"hRKM0xQv6jYls44X2JSK6W7JE39cilAQIKoIbUqeTBBk2wbmzrVgz1Owd2ZK7lRBBfqevgjuj2TRaOpQ",
+	"VE2ZXo3tYjOqlKr9e/Ydz/FCQFhwacS17H5m1MCs/lXOyrk3nnvPyDxelG4/ZWGcR1LIgwBlSUWBOYqp",
+	"lGw5C4nndP4j2NJmR/bokwj67g7XZmYmjEfpNWDP0rHknMWL8rLkmO7SBv/84+1TvzP643141V3cHs0v",
+	"Dr7+9C76x+Hs5w+i90NyVjZ/yc9/7+3+U+e+/G2w54tBXsUmNVYCR1TGGkbmcs/fgx2+ErN7hEjtLVje",
+	"2Vfl+20mTVorUmomiZByZJS10xcTIDPQWkTc+K0/6hyRGmTsaC8kCcu54DUjKlpc0m0Im3o5/5uYfMb6",
+	"zVO/KT2WCph5M963muup2V8INPB+NkMNrOfg3gNcEiTbTtaBaXry+w3Xd6PUpXtYw3a+nksbQgweNaUg",
+	"acOC2ltFFRpTuN6KPo4ow+lC0ce6yqJe9UENTBaofXP1OUD/uDn7HKDP55+kSPArGd2c2EyBI3RJfyyL",
+	"7mrGlQQFpm6E2/KL8Eryn3FErIHMPuR9Ke4aynKKMxzzyRnLUg8fvANXBJw7l1s3IW8lcugqwl7vQjUx",
+	"GcyFOnaDjFQ6lApIU5Z56wLRng/lnJjhCaNjCk4tUKY9+aQqOnmQxPmEMohfqvkt4EX1wkDE+cS4Hwzo",
+	"yh+rBenJJFrZTAt5jL/7MiHgUZ9HHP7+ErSeSCp05s1eZ6/j0d0t1KrwH1oLrGN2dRRYniFNVgrO6gB+",
+	"Jbde6hqwecbO4xOkTFTa+6dXwYjXTqUOrnlPYD523J9J/uefMRlW1GL1dF1J0EmORm1If9Hp0MxJO+Wp",
+	"sVqow94tcqXrb1eWU8e62rpqaFjPm1W4hvQbygBpcuQoExmOYxKhNoV4NTTHKRNoeHNx//n8anB5fnd3",
+	"fvVZp/IYplisEIczsj8nOGtYXpkzbm84949eulo1kZ+zLKWjHDIq1ZsnhfgpQWspi1jLKF2/tXUKHD5C",
+	"ohuekcI2buHuBOLpscQrgdWQjrrHjSaJMTSbaFsagl8/NPCxXmdYqOvX14RI/eB155dpVO2C2ERtUtk/",
+	"xCo1bN5D51YCwNK9emmK2RNJkf7dnImXpbS6ewd7nY0UhLKR2izCnkcZQ4OC+Gp6VYGfB8XqF3xdLrtc",
+	"VqxzV/Fq2oYHEfSaEGHKq8nTCLIJR0aHXl/e9goTq2TwYmmvJMpYJWkzEbdXVfHAaKlS8g+0M/JEpdXd",
+	"waZRlOJxhg46B53d7gHC2QMbfsNJMkhSMqZfny1synHMe+rx3r8LzoY7e+heB6SBWxVDaZZ/V7F/ONOB",
+	"CjF5InEl5flb6y8mXK41zbJEHO/vi6dwz4mWkn+vsYhWUEih/iiWzSJUSl70TsnVfdBp8Np1XjGc43mb",
+	"kBorLu2W3MCu49w4t52XgQNsGUoTtBwPeeu49dRdFV3jF00lmVIZAgQyRGw+rA1IVb/iPOMDnCQpf7J8",
+	"tPKFnnxMsnAKGQAFCfTR/ud1hNq/uAnaPlOo5HzqPmHtuB5+Uw8GeRo/D2s+8cP3Hqazvh5VJRPWUrCx",
+	"EFxZWXf9eJi1qvUco1FO42xXCii50Encdbk00MJBwS02EGqDBwbhMjqkolQdCOjNv7o0T/nObXyYxoXb",
+	"LM/ag2xDKJocZMcKtxuGfawhdfoETBXN2U5KEunwibCIp/vyr+HOiXZKFjqAjVrAsbIhW7bcLOeWB92r",
+	"RE7qQ2n//Vj/c2+w++Wv5vHO3/dXvvGXdcQ/TZ988idUJTMRl+TEhMbxGc0k/+Op0jJPVMA/cEQ+UxBA",
+	"nCGlFe2hMxxOH1ip+gFOEoJTYU1EKh+tf319MTi96N3dDT7e31xAMsOOLmi1sZBjUE6Rws3EXswyGi4T",
+	"fN1zAsP+73tfKv9o//633S97f/OewhKxuBCEm+xHDeKUDZndMERcCVURGVMGn+l4m0Y7ui+wUofH+aQR",
+	"EwFYjrIUa4ZZLqX5Pb3yJoLfEABZiyLUq6/F9jVHFP4nix/cKrxt3Vi2xiiuJrCtjOh63fgsY+pSiWY6",
+	"JxLd/XbXP7sc3NxeX970jSlmb4Pg80bOtdkNu5EiJ8uUA7UUoeDoMYwjDpdE6hge76wj2vrvgH3BtUCU",
+	"RVNHIMYMxwshH4M5F2Rkrkouka9JzFOdkPBEBU+NE48+Ea8Vo9koeq2ySyaEkRTHgTyuKA8z+kSzRWCV",
+	"hUBShlnOdI5TgGYkojiAzOnAYg5nJwgzANIDg8DUynlfnvV7H3v93kDyjM/Xt78N7q9+vrr+9UpCN7OJ",
+	"TjsBEhzRzOZpMSTBhaYkJdWaVY6y4NyTHw6XWlBNVom1hpZh8mPOIiktyA98Uo139JJyUjfVxTxPkX7H",
+	"PX8BDkd59pK98BQzKMiEdbrLJCUEzChK2RnFOYFiPhGdcMmHKI9JBsF87NF78iX1qLqsX6jIcYz0Ozqf",
+	"VgsOAYpISp+U51Zy1rcHuyOaoU9Xv+x2MZpiMa3yXEQjNONRHnP01t3jU0cutSv/58CzyLVv97XRxTa8",
+	"3oDjNrGQP5E0pRGp3G8p+HgudUnfq4lfaU7QjGAmUJKSXf1eBLQCJLJUXYudE4CqFNQom5KUqlgcKPOo",
+	"sdHPWa1quSxkv9gaFUh/se2EfnHfAh5FJIyxNmzZEduYIZMRyBmUURCPjl32+ubsVmX/6eu+U1f6Vhe5",
+	"cmUxWObaQhcIl5ujDOxthZy11gHBQO7ZYJPpoEt9TkgmKZ1J9yqkcu8ZuSaJ5pMyaC72XiSYF3fOZ5Un",
+	"WaZqG2ySEgHz7II5DpkRTuQFghhuzpReYpTpGY5MopsKmiID89FQaS0QVzTLRfbARgTyojSO6vcsmeI8",
+	"PkEJFmLO02hXbiaqGwxPzI0hEZrEfIRjo97zVOcYmpyLlGgF0wS5NCRTuAagGmeQj00IX6kAbICWF5/T",
+	"1875ynf3QFsr+7p2NlbSq8bmYj8FiSrh5cqr+UnVXPDLI08219rUZqh6xk2mO1CTQe/z2VV/8PPZb6U8",
+	"6rwwCaMHMJCnOMtTyJrWVupa6Y7iLY9jGSbd4ArpPZ7K756dlVW3/FM+w2w3JTgCfwXU5WDYqEqFqLPe",
+	"hjyCia/4IZjgbzhU70Lt20+n6IcPne6OSaHg4zGB1aNYh5VWnNVjnTg7n/KY2LK75QXXgboKswDGBaj0",
+	"4tfFplN9Qg22Kget5DzCdU3s7CHIiEe2/EjblPfBhhrvHKOb3u3dmcphDx7Y2eVN/7eBrqkUoHNV8e/8",
+	"9kz9oSvBwb9vev3+2e1VgK56l2fOa/CnefGB/XJ2eyf5ZPGCeWIHMw/siAr7iy8qtWGCByZpwN3g6ro/",
+	"uDi/6wfIseAUn/nMOvrp2VXvx4szZ3cPzLJ0d9yCz8tn1z/+4+y0/LS89959/3rQu7m5vf7lDCotuOPa",
+	"SeEHdHfW759ffb4zEoS87c7Tm97d3a/Xtx/l44Gtnhc8MPuGqVT4S+/iXs+GzFI0fXS3UvupOCOrxLib",
+	"tA/PT6+v9PBmqf3rm8HF2S9nF2rRNaoVPDDzzA7z89lve+hXrTYZnDz2K8xBXcCSO//5/OKieKVR9VI4",
+	"eHfTOz2Tb1/2+qc/obYIMWMkgorFUqy3xS4fmC5Rp/xzJ4h8lXQB6IH2BqnQA8wiG7C3E6AyC9JIWWFM",
+	"Gt2uzs4+3g1Or68+nX++V/vSWp/WJ5xb2ApapVvYClrONVR/FXUhi4vYClolbDR/F+9Wr6LzqP5SMWr5",
+	"NrYCT6mp8nXUDyr3sfzUXkjzuHojW0HLcyPdpw62lh9XoFC7lKW33UvZClq+W+k+9l9L9436tWwFrcZ7",
+	"6futOAzPxXSf2pvZClreq+k8dyUK392UW/BdxRKw9IfyXfcuumuqXkaNhuXb2Apa5XtisMD/1HN9vJaB",
+	"Egc1tbyaQipuichjbfwUeRgSIcZ57Kgp/7L4TbeiWk3pUr/Ua4gZFUCHgLWNiAxuFSBVhfAa2LqsJrBp",
+	"b29vZzstyoi5a4VQt5ytvVIUh4b4hvpZLYbDykmgoUlS78hSPLVgVfEdUNukCPpQWete5XK4s4c+kpiO",
+	"JOxJvEBjmy0/JSk5LqwKKZrhWP7gqGwPLCVFcoE96vbQe7uHcIzgCyQ4kggxIvKQTZkUZdCQY6rURlsh",
+	"7l8SMlIJ7/CFcdjADagBIpBOgjRBvyHNCFrwPC2CMp6rURlTEicqtnfbkAxPcIUd9CUxFK8TNLH8MtxN",
+	"+Xx5NHoN4f8XTVAxE/XJ16yhLr6BBBYoxXMVscVT9Fvv8gJl5GuG2to3qLTCMk0I0ETVOR2WhLNq9C+N",
+	"jlEFNx+YxIRjVMGuB6ZP+xjBYT8wuDnHDwyh0l05RltdlVqUhqrPu4prFkXh1uGcBj5s4tqdkwJ13Oql",
+	"Gs3qpUvrImdh8jC+8Ad5JVR1OBXVPntSkfra2GGuDlwjuSprBXWqlRbVfBsknWrJ1NJBgL1TokbNxlKm",
+	"bc9fnp9feMcMjKofnPnriaI2weEU1dX7V2bxFrRer4Gp7gYul6HawtACDWx7Jl6d53EEBWh1xbodv1l4",
+	"G7HImSZJOVSO/s6SjoJJYA7tFUUezuOSg2ipDwis+pzHReA4IOcbUbiHTNE1Mh4TlUWu7L7VkmUeblaJ",
+	"nJRMDWF0f3sB35rxBhU2af9UOTT6z8FoMajEbvBim5pjWkAJvRQc2ytd+8Uz4nJuq38vLfd5M0+Z8oCX",
+	"XG96Naq9k+s/E1CESgQINmAzCUoeNZ3ooE31ykHpOLYaUh3WjVlx/V2luJUaO/AcZo0MwQ8gDBdltg0k",
+	"NnT71cFI7OhVkAzrCDRcDzY+zFvSPMf6W5Z6FvmSu2nBXc+PMfjdFDboInwNWvoXg0IbncHya/NicCzz",
+	"CXk7AdYTp1amkJQu7WoHpSqdXfgprY3fJmmuKK1Q8gsV513NIimty3UglUiIFw1XHIvvPvowZT0msjyN",
+	"+wzC5UssRUXQV9x4L1Yhlrl7+677f1NPb4lhruLbS5172zPq5fpYAV1g05KquZf2dcC6DbCagPMqsNE7",
+	"XJLOX3Gem4xig26OdFLy0Mcxn5NokOF0QrKBKRrw++Hb4PDwy7NPCrjLR3Zd21X43C5E4E577rWnXWQ8",
+	"Vak8Rbk9BYLRAj2SRc2rr79LCQbb0PCv+v+Ge5v659elxRVIbVtmrlRRSzfroAYAWxfWWkan7QGtV/bN",
+	"xdAVGXhrYOrLbrBzUda7wOaD2v01P7zC9b2DJqyecFjVnNUBgKoSY4ytqmrTFCfEjVdBERUhB76iDQVv",
+	"hEkyrBbO82gd0F92Tkaq4AjYPjh7ImmmGs1wdKmjjeVQkUpSHlgDnytdVHQVnZg1ifmIODmcDqi+1Ox+",
+	"y7WiJUlUzdrN85eG8gM4WgwyroWA9bScuhliaSqTCqVbrh2UIdoU+Y1iPCJxNS18qWi3TdjZanGuqchA",
+	"KR4WylSNpYKGRjh8NAEj6hTeCHgJahmyphoEBmkaU/0LLPJUkIMrZN4oCAsk/U/xE9G9N3JbFz7EIsQR",
+	"QW3wG3AWL0ynOMUlygaPlZk4q8QxrQUUr+lS7zE2gmIa6R6xG4lqin4sDcfbtFqAZjZFtQDOYwWONUoF",
+	"VG6Y18il2ZjnuHBKjJvtP0g/WsYTS/e2qr6UM951mrurbZQh40HrNUPl7KEvV0QKxvJ99I+G1DMpn0tG",
+	"tIB8G8+k26D36jx3WMyrseklBsMza/ZTXUw14y5Ukho53YB7bGBgajQr2fUVJiDUNpKMblpeDfre2S7q",
+	"+3XNMsXKsc9As9UefPHh1Yu7tUVA4co6N/DVZNtMh6xvdHc8d+UlV0Wpi1Aw7WfKGsp82k5Ml+eXZ6od",
+	"ky1wJQTJ0CNlqoGJ1N6djpRl2fURJmhBrTJT9Zr+SVrH3R/evXt30P1BktEZGcAEkI0p39z/94QAEYY/",
+	"Elb8e05Gif1jQsetLzXx7tG7p55dtJvBYtaF84iqvJuIyP8aP7Ek6VDK5ktDKqPaTF3xSydEFI2oTGtp",
+	"U6xPLiOQ8gP0rSppf80F3V041cvhek/LTraJKFTBIwCns9nSQrz4BdVrAYlPpzjbrqSeLoGLEXwsadUI",
+	"Z+G0Fi+uO3W1bj5+Qgk0kd2zxWlwrKrwt+Bf70bd0Bf8bXt9ee6AWgS4xaFJphGKLWuoFDhYnRRfXplv",
+	"UtjnG2H61atXh6re7nAU8/CRRHsGKmKo0zk3jPHXCwjs/psPso/F40vOENLYJdlIdOD50hNVIFd6peo4",
+	"KFVKdTmCliCx5DBK8ZRn3vpSxJSsc9x2eG/NQnXcUuyxa9Qqu13qWsKPBNm/6REUEDS5OFdfH8KR6T+6",
+	"/qIA2yDJC3HBAMeLC8p6/8Jb/ZGEVIDupCM3winOoPmFQg0l9UsdtGYC0R+qQKN0AtQZDgK6fNiILROt",
+	"xdPJvooiU05B9bkEsnVDyP/SiKRVzPkwPsCt5y8es4Fdw3KZ2exGjrYRzkief4rj2IBJUf1GRKkyfLu+",
+	"JQe4/W0und3/ugeG2hiJfCSFhZhg0z01ldxcv7bzn+ZMT8G0fKNN5Nsdq/naaYfiMtg8TQnLBsYMrzTw",
+	"lIQZmvJUACHKoLxUhhNQihmZu2/rtHEUczYBY34yTbHwZWHVZvLRPfOrlJ1yUatKc+SL7CqvqCY5wTmL",
+	"DL2XEEhxmJFU+MZ1COv7lelO1c1UVtFwmP6ee1Oc2QRSXZjR7Q6hWp1Dhx5BoHFRyvPJ1DYF6N2c76Fe",
+	"LLhmZCl5YEWZYonyYO6LSEyfSLqoRcXCRHDb3hkWYcyxWhqRb1mBRAWY1Vu9HO12uv3uwXGnc9x5+89W",
+	"UPkCfFifUqJDF5V1qi4AzKDSclw09eNJSRwIWsbwLWFspgD7KQ2nuk4dijha8BzNMcv+3louQHwBw49Q",
+	"Z/Fr77x/fvV5cH51c9+v9qHz7BNa2ugesQpipj+h0M6E6pheV1wFdM/eKPtl/aasuLqGlmFO+Fu9TByO",
+	"tYh0ouvg62ZQEkNVl5tYXiTl3CocegKrSokrbY8OOi2jqvKi/Khf/T69AG1b31XEXTfb9Zcxk+uEArv2",
+	"ftKKp6/5FIR1Nq1aQmFf+xc0vLKYZldoEcZArTjGzXpPSWj1sgyH01lD81EoTaKNDxjeBKMkwqaPtKeP",
+	"iTYFrEKnwhYC+bwRxd7rdOmsgEb+rmPennMjweM8I+j+9gK1oW6d1udwkgzyNB7uQD+oz2e2rz9O6D4s",
+	"ZP8b/Oc8UrX+7MnlKV15ZnYngdHi5fKaoP9jcf2qvqeF5BSAzgIl0DtSB6XlLCZCKBOQMpZRgW7Orj5K",
+	"kqayzXoXiKeoTOf2HtivNJsiRVrrHxRqjYqdFSQ7UaEi5XHQ0FGEgXFViUwZHxyeU93kPVOITKKKgkoE",
+	"aut1liff2Uof/BFnKt2iqvQZNlOHvg6PgAOYYwnrMU9dK1YVfq2gyle+LDNFeMvexrFAWM6mwtqNIGph",
+	"UZ1zfWg4uGaE45VGKA2cFahrh/NQD6upOLvSRuIAYYFUgx7KNKZL3VoTsqGvJJSjz2yQgGU+c7oZyoG5",
+	"KFVgK/a21NdgEaNwXURcWRPXKrN5zjKSSqae8jmi0QmccaQ6xQpbBybFTH0kIVLVwIYm7WpNttZQdFIe",
+	"DVRkxC5kBCGSslTr9uNIdzasbXKtSFQnBmMtz8eSYoHNkZAFfjRh7DmLKSOfdHOPTYxqSMwkFkMCN6Tt",
+	"URhKdfCF+mY68qLup/B3RB1CvzpV/FSuVRU/PRlhQX44DHSPkkVGhGkM0DZ1I7s/oEv6o8QbHkFpIsg/",
+	"+ZPA4pQvOEo5JGQKGhOWxQtIDITX0Xwqt6C0a5WaJ7KU4JmAKmHYPp3yOILuxGSORvl4TFKwbc/IjKcL",
+	"NJ/iTBUDlXRRzvsGvBEnSt2Rio5kHDzP4A0DIGBUdh+wjfZh9+1OpbwkgMaHa3ImPzbLM/WWTD062sw6",
+	"Z6cIisNrQqf1OxNJ4uZpmed3alVUdPmp/MfaZH4lXVdDbu/LKgtv9bASyiKl5zrC46v5f9TkDcVfesjU",
+	"FrKVAI2cqjVvSb7bwJayPGXquugabdUIsGX6JbZCs7BhUlzVlREglwt5j1hIFMqBeq1b1lBB0HI7XIXt",
+	"Zd7AJIaoFEwE9KfJCFtf0SqtvW6Z0TK+rknIU5A5N5IzHI3iuVEDLUQwHnu7qHM0T3lGDDPSuKPBWxR6",
+	"9OFIAfyai5gLVfGVlkzhUyoySdfalEn1SRiD4xrcNfNmfWoMBS/W3kr+ZteroaFHlUdVwbXm6wjzLadI",
+	"+iVRXIV1iZC+Q5vRIXNLV5EjO/jLKNJySrzJbkNtFFxNaD2E9YW76FvRb3k8MLSALOTEzY90/U0Grc0b",
+	"9fe19eWNZv5qk15x28WtClOXezRXkzJkrokK+iu1/XQIOou0hquj4dZTFi0kG7F2ue6mElgKfUdLvOZE",
+	"NlxEs4oWtHLD+lYpv/dqHz4cdaBe2pYZPWhC0rVRWde4foEfG6l627t5oqseV9mzHcvUejgCzFc1Hq74",
+	"XF0PVUoVwrM/pYSF0z0Pi60NVSOdPCUIfpMDTVLMsgB15b+7nc6JCaYqpb7aIvJREaOzSYVrY0cSS01i",
+	"yk6iat1p7VEeJUmh+JxiHSUEXBUqUY2CbahHDTTIHhBIXY5BcBOJW8/gxSIwZZaaOG+DSj9qx8uMMmWC",
+	"YKZ/fgWl1mpnv6Srur700JPYIIfj4Fqv6/rySq6FmvTwcNfaurKrA9mXwXR4c31n7KcqLsa9oq/Uusep",
+	"5eLWWlmzpIpbFPw1O/r8Z+0RcDfl6f/fI6DStmV90eWTrZpku0H6xJb1WhMuLwy74jJ/5y4HSUpZSBMc",
+	"L/Ni2pfKTE7xGAgiSoWEavHiHurbF6CQMFTbgN5xHM0wk2oR9TtGlx/nf/auDHsvJcefU54n20pLjMxV",
+	"QeUT54DQiIR8RpSviM+ZSpVpzHK7xOkjyXRm2ywhGc14ityurRXSmhE82zDVS14vXfPIIBQUadlZr3XV",
+	"6muH2llKZzPwlvEM5Yz+kZPvVyNdHd1FPDsFee8lx6cs8EZuLOdFwNFW2WtCdaM2Hsd4hltBa4QFGRSx",
+	"Xsf7++qnvRiz42738O3hPrQOgAjUr9lgTlnE563j7ttu591B0IpS+gTBHzwhDFMpOIpqeRNYZuu4BQO/",
+	"3esevx8VqHHBQxyjC72cjMyAVOUpaR139t7WuabZQs1Qo50eRlI7UX2Yd1XGGWFhukh0Q8KUiMwkoaVE",
+	"aoGKbTrHfdj5UAtS0q1Arlm8sEVYCvDV645ECacsQ/IV5VLGxsEsIY14qqx68rcdOLahguEQ7tMQs2ya",
+	"8oSGQ91NYMzTBwaVVgDmtsAF+iS/VXOTaBjodnSg5YP/IcHZVEr9MXQoMdHRUmClbPLAIpqSUKrMO3vo",
+	"dErCx6K/gCCpnKl9eHCwo+bBugg7dAxRBdp3KhgIdfymXGSKmKdE8FhNm+SjmIamRx4x6YBckh1o2Uoi",
+	"Y2fTqWoPbBjHs4HJnZejiiFqw+jQcyxA5zfOgBJyp+cfbxEjmdwgFJjCkaTZIgMW+MCyNBeZCJDIQWhD",
+	"GIpsx+ga8HPnRPWZmVNB0OHBQQBj6pum/K0pgJcQRlSJIoFn5IHNsS4nlU0JSO2MhNke+gwwKoNI2P7I",
+	"ZpxaCbSGFoHVa+hLM5SkUv0OwOSPhImqJNSxYfBL+Ke523XdVgJDY2G7wDzdFA50WhfkaBxjZR41RllL",
+	"LCySS1Fbj+O10LpUxWHh/kb/+FFp8EVVIikTQvhDyBMiaQBnYUPlGSoGCq9XT3QvjBqtZH0r0qB2CQAK",
+	"0Ruyv6SEqw5pwPMsyT1SwzU8V0eJQpyA/FygpO9wV4q6iib7jxa4IngtTXqxJq5b9Bds1n4DzWrB86ev",
+	"veVaG7HeCt+oCV2SAYLVr3gLtQ1NLW2wlOVmYXrglfpYDl2C5Ox0Rrjv4C7tGSH9jjJLhlzqsMUSgMjp",
+	"N4blud/+sOowG5Lv1OU1J90siYBt6CNJ6ROwh23lkciOUEQ67KFhSgT9kxjSMJzTKJuqpvVTQifTbIja",
+	"kvzzbLpzgoa6PIJ+/YENlcQ/rIW7Wk1AZ5q5NdnUlBC7imOaLVrH7ztBC2ZuHf9w2KnJFGawhmtn2ibb",
+	"NGqVsQ0rDQzCCHNVdH12HcM6VuIw/bPUdUrnzamMOb0DyJLzYLYCk0/0BgRB6neJVgn9SmJbazlVhS/b",
+	"avYyTr3vfjhYRSCWhGnYQxUhjgnsfEyh1z+FZjFRNkVf9cLcQ03JLmGq90PGkT1bBzD26PQ3XojYY62L",
+	"XNCiDekXAPgS1MDBJZiRIrCFIvH+aOcE0QmD+jaW7W9qNtCo1XRCCiCvfEAblEAyF/2KZ3SsW8jd5SO7",
+	"1O1uvHLYpBMCTEKo8UYg5mEWBUiFfONYCnhg46QsEp60UwgKz7B4HFjLlmST8oEKXJYXRaV0lPOFVRkl",
+	"HfGu/zLGaFOrvFKpdIapL+osFlxyOxDmBMhlFk4QYQXfFUgD4Ghg5npHNXbnDKkgIeGUkpDQJ3KC8Ej1",
+	"XtK9YnVPMyVT1PJCl3lx3HlMoGzJQB+0FM/ViS1ai3FgWQs/s+kMKkycp66Fh2bWYPNEBdU2m8KcsIXR",
+	"pnSSNcoDixgeq3oj8McJGtoFDY810PRa58yoMjhz7E1u/0fTh8j86G+QV0rHcxbogq754m3v07rLcJpp",
+	"Y2apXtHekuwPx2Ta7ZTcQr9/cRxeWwaXNGYxFHXrC2tSiKW0Q7ZAg4rdt8HU+1/HpeZI0try910cbDQV",
+	"2Yuca07uwEo/270g6bbiIqxRZx5IoFXV9KrZsVwc63OKIfhFU/TWRP79350eAMoOBSPaJbj5birTDbo5",
+	"49jmq3ksk0tLSIEPz4Yky+O9P/cpL/XUFT8nuuATyow1o3Rp1AeVSMXDppEHTySlY2qyBJbryumj1thh",
+	"VoQFMl9DI03gfRDcz5rqlxSQXjXb5xRrAjGEL4Yo5XGDHt6cDHheObaX5gEa4C5N/PtIQDZpDrLRtRDA",
+	"+fTx7OKsf6b4TkpmUFUZgyVMOQPXi7iJ1JQgupir4C8aXMtHVR9uH45xJkGiEle3u+FXZF6glC7lrfMt",
+	"S+fmOtPJfGAuNI7wf2dkvle+0uvmt9Zd8MXQ3goSeqFSkJ3TDKj1dtdveV6sDwArEmOryr3dyAp0PTPJ",
+	"cRuK9FLmzlOCCHsiMU9IQ73/lSNv3rwRVryyW+M1I2ha7tgoKRNhoYolT4lquwDZt2NK4kg1tUYznOxt",
+	"2gBx5f1RsGiEv78joqqflkI0hFqb0on1NaEp+qnfv9GZWkQcox97qtXY2V0fHXY6Abq/6t33fzq76kNX",
+	"so/osNMNHpjt8IUOO28DdHp3+2nQv/75zHZMU8+vrvuDT9f3V/LPQ+hM99P1R2ja1bu4uP4VhjsK0On1",
+	"1aeL81M544fggZlOYXf9Xv8MniHdVmTQv74eXPRuP5+hw+5bubi7+5ub69v+2cfB5dnH8x50/UKH3aMA",
+	"wRi6l9nt7fUtGNihGd3gsnf1m9nlHTo8+BCg86v+2e1V7wIdyU2rvm23Z6fXl5dnVx/vBtDW6850xICX",
+	"Hpjcx/nlzcXZ5dmVBM1Rpxugu7PbX85Pzwb3V71feucXvR8vztBR5225rZ0DZWg7VgJxK2i5DdTqsG0F",
+	"LQtY1WKsAlX5lQZpK2iVwNkKWjVYwhJ8gGwFrSoUVeuxMgRhDgU+2/OuEXZ68Q7coElcDWhec8wnnk54",
+	"9rLyBj2HAEtFHHglyVBM2aOmxQ6jcJmEyyDWVfhrYtYKsu4VF3yXHsSbWx5vyTPllzZasLJnnSyg5Kza",
+	"Rv0h8TAeA0t7qZexEr0qOTS/490/v8j/6ex+GOx++dYJ3naf/7KSYsLMflhwE9VUlvyV/5CPQQUQJwjH",
+	"kEdU+E5AauJzJpQaJwKTFlL44UrOtGoxjHq2/9vdTrff+XD81mRjbBjFINXdtw3BDEEroWGWp9oNrFI7",
+	"ypEy3YN1ancHrQXP04E+aIi98NTfeP00+vWCLyr9h3VpUVapS7gSkmulPALq6NRtO/bbF6QuVoOs3EK/",
+	"5bOsC3Tu4daykW8vjHVMYbV+O0BFGfHixykWFmQrqywsj7Xqm0HfCNfpCEhjXJ3rXZ5yDpPE1DWg/Mo1",
+	"DEqY75WbTfCYfAW5rkKd4G5MYyWv83zKTQsujGZkNiKldGx1wwJNUqXQB+68L5uWc9e2Eue4An8BTBeV",
+	"3C1vVoEBLgfE4S7P3enZXEJrEBOFRRQXntaXtw4VSyrQFwUOE22NWr8w7Xp9O1+SBgTAXBeOADHxYpCp",
+	"YZbc6S1BphjuKpDp2V8Iskt1VxrSKd8Ifd3ElCYqWd8XjVax6fUijC74E4nLpr2qkBe0/p1T1sDfu5q/",
+	"l6SlAHIAVc2gw4NNbXzyWNRu3ggUNTKSyurXtfiVRld+JkcuLYavQ6Fmm6hN6cDJmw6a2bnhnOZYGIPs",
+	"+oTb0OyViCllUZWMpI9iKSTAOkxV8dWIhHSGVcU3mBcKQdgOt10kEhLSca0jgzzrsoTb3f3w5ffO7gcp",
+	"3HbfryHcmsUGFsiV0uSafheQXnFj1iU1xbG8nN7osZZBHCZ6AdXR5GB13qZayasQn+XZm8W+Xgl+G8HB",
+	"u++XbvtGiQ/3yfKW0n4rPxRkw2mGippyWhzRRY/r+x7TJnEM0vGP0c3V5wD94+bsc4A+n39CPEW/ktFN",
+	"YOs1HKFL+mOJlIwow+mitU5JhSVwSMmYpISFRCzPeDUCctHVOik+fTFaOGNtmy6iNlYIZWFMJU6doOG3",
+	"5yHKWUZj7dFzUvZLsfjga1GtpAZPlMzBFQYEC0JaJfQI2/38o6c7cy2prtjOCxF1+c18HblzYqwLa0hE",
+	"PgnoxXtsNrjoQhbyyjuyz4nKplBWXpBLhMltKTREU6ddybXrKSsFv9PPPFwaltzXNe299hjd1kjFTNkO",
+	"SdCQIyiatKpVxnhRaJmmpUjVRFfuJ1RqQ2aTEExbMBWVItWI1oxkKQ2rHUhac4KzKUn3PvGUhFi8oCHa",
+	"i1r3GFAV51N3W27XcQ1OqNyty3RRg0j7cidc3VNnZw/deBuvZVOcPTCIUyeZpw3bCcoZ1NnXrfx1AJKy",
+	"h3+X/mwrGiqt255Na7OAqltWSCx1mil6Uqzfh81epuXCnMuBADS6bdi/piGME/hSPpf1hTrTleu7NoSx",
+	"M63BNAowLv4lDT4cKLxua49zJjIcxzfQyWj76MsQZzjmE5Tg8BH4CIc6bzohwCHG+gV5iOGM7Gti2gpM",
+	"w/rWcau7d7DXqVNL+2UdsGpOyBQYPhEW8XRf/jGUlEan8thYKFhn1dHSPSxFabyteSOkptb++7H+595g",
+	"98tfzeOdv++vfOMvPkJjd1zd0C+6d38BxGr+KmzijUAxzoiotpX44XDDGgYasD70sKmBPm4dYzbJ8YTs",
+	"+nL/auY9yKzVCXFgC63lvNWzAweC2My9Ir1N+TVqWYAH7yHXZInP5dD6XGqZgrDGgXau6ODFevagk4+j",
+	"r4InY0bl65lEw0mS7R7udXdnlNEi0/DzTV8+Rfpp3UdTST48cBI71Pb98oa7zaZ8RQXUJpmjqC9RdBtV",
+	"BYnhke0MXT6+hmisDVIStfVchRvXMwtRe2hCQ3FC99S57YV8tv/UHQYPrPSrzeSSLwx31stK9FeDfbWs",
+	"t9L+cvbI+JxBUJupEQSJv6Z2V8MyHL/H9/C+2Ry7ZazoIp59VC8+u9emIQW/bmxdz3nmLY9dIjAVn9y7",
+	"9YYVzY3bP5qY+hhPApWdFx0jbtWmCoGjGZQuECVp3GKrNjw8MNXHJlVv7Jzo8TyJmOUBNeGHX3bnNCL6",
+	"mwdWnUKqSDslcbk5gXCthMETkNTBbwqSrqLi9RzC75VCaApFC+IjBOvdju1SClF7bBP8xyWSUe1bWibq",
+	"r5VoWExQ4Q9buGS5c/9cz+w2PtaNMxqrR1hNaVxyiC/NZKxOXUpntPqsTaB52+msSXD/BcXyLTVtdOKW",
+	"EykdBhuUuHv5yHyXssbICniXqKRLQjZzDlvRcUVdx4YomhepVPLM1ZANvobyfEGJhkvGbKvcrqWjFlLy",
+	"Kh3VXdj2SptTsGOp46EO2leE7AZAaQTCy2DwcY2aAMdFJYv2dUJY73xXrhVnkCA23A+nONvX2X7QFGAn",
+	"cMtdoLapO/rAejfn8seixEA7JUlMiVBWLWjPgNE/7q6v9n/rXV64AuYJknqaMrhGZMbFTjnec2UNgoIz",
+	"2FdrPOGChw1Jsj2UxDi0JivtF29PueRHfDymIUF7e3s7npgK5QAuhf23uugSU4buspSQLEB3klZNIL7Z",
+	"t6yyoLqeJKqY2sbyXF0akQJUlqvIZ7uBo+7ekUukea66M6/kSDFnk/pwu529Eh9dfzwjJhSg/Yn7AVJm",
+	"PtvyF81FzKE64HH3VqH/G9F8jYLnTAt+G+Vhxfrreq1MhYPLEa+urReHr07cOT59ZlobB6g/L8H9Wh3m",
+	"DMcNQbtH3iSrjUuGgPfbLRriAmc5nle1mklKiECMp9m0LJwYPLVZiB/cJMRd+ddmV8I/M8EiWzFx931p",
+	"Zvhz7dtTFcVGJP5uBbMMgldlmnVSqMwJrl+I2lL0lWKFHfoFDFWPse221t9Mw+JftPatrdenKYkIyyiu",
+	"NaRsjvraOvdrnSQA1A6xILuUCcIEzehTrf7bpuleN1uneK2V3nWJadxkJO6XfIU8zyZc1XykVesHmBiL",
+	"Zo3GwAgZrdXmBtZ8K2ZZAmIUVFRTU2ZQClpKY4OCc4insBqzJl8w4X6QK35H0icKEXNTLtEIRm/I+nMN",
+	"05Ccfnz0/p3XKNvd7XZK8f5S+tLziidPw+GmSldDuZwh5KSIUstGXRhtRGI+P0HDmE+GYJ9RReeEyb62",
+	"VWG0/8PInhqGMZ94U2pc2NaWlMViiPJkkmJIGhtnxDinCVF6tgQOOnr/bucEDYWIoTcXFDikOCOof3Gn",
+	"Xzn84ahUlYtxBkINHKYQsXdt5UOuGSYIi0jqsmn/AH4+or92oyxN3sGYpzZ4vl4jhwtfrc3L/g2SP6ki",
+	"j4wjIIskgPRAnmY7ZnCdzZA5blPvPGVMbLTml66Ud0g3zRkw2bt2+dPexgH4ENtZC4aHno8CP5EI0eyk",
+	"kp+gwwZCPiNKpcqmqjsQlCRhTzTlbFZtTunKwSst+MUF9O4U4j3XPO4qfzLmGUACDU9nwsqplS5XBZtd",
+	"3FwpdhcUeHkMQJ3srt1DA9N4Tb3fYQe14ENnlO2ZPVS76KkqjP1Fsir0Tn4vEA5DkmhHsIoyFIGy+Khn",
+	"prTNOsBoKKxTjnqQL+nSMDA19I5SfYMhpmmRbJCBoDZb6jm5VB5UK3wpiIWXtPSYBiCJVAUeHuUhieCO",
+	"1iG4jfZPviY0JWLZNysvudtty+0FB3QsicatpeXNVluDvS6vBP+RE53kpEK1nYC4aNDpTr8ezQ4e30fv",
+	"/vgw963gkRBPnuLPJMlMdRclFSkInaCcPcrfNELrxxLRhgUMh83VoVQQ2iv0tZrRGWkok/SRZCSUF88S",
+	"czA8swxBh7hyZkGSxLpi1H7DGSU4bSr6c6eq3almqxD5WNQBfIU8t2pN8XX78tI/fZyG/gnJYwYGawxk",
+	"K7utQs41csKcRnHF0em12s6vgIwl+08jqShKNl4nDd1SofdkcSAC6jGNJE+KwDDJGXGardUDi4sCitZ2",
+	"J1bUL5zhrwNzp3UVO/y1GEhZBfDXgYasLXTnvOLUHhT+ooCeAuKVBVch8W+6JGAuoKWhTl6V8tmEPhHm",
+	"l7LsjpcWhhQIP2EK2KEDRakooGp5zTa1H6uln1zg1m0w6QT6MFbrQWJdgBI6Reg6Yv79lk6qOv5PdDKV",
+	"41umrt9sHqqhLKJZaLUs4gbrdNGlrtfP11+mi2iNzUibD7ikP9BMXi+pRYx0Q1aJHyTyYsFahS6XihvO",
+	"0gtMdQFfQpcy0MpHHdSuz/o0p1kM/OjWg1VgrFKcdeQ+XtC2pQKwnyLWgfZSix1MtH4fT6eh5ZbtPGGE",
+	"hgRbJZ5slbflSJur07bkCl4IslXpWqW+nxvBZd1dvvquwMJz7y9TBEoQOP+NA3DmBFBAi3DoVYkZGtq+",
+	"QUPoSIfaf5KUF8q5+lBJ0SQCvrXjpL0PpaarWwZknMdqELG3sss6ZUme6QgFbzuFWZKZPUDgTjtUjT6T",
+	"0k+qp161Gep7b5TL8tYpKkqicUWn1mFsptb1U8sxaYfdDSeuim4uWKqL8iGCW3PVj92U7eIkKdWVte3+",
+	"bJnUpmqeIx4tJEJJjvjgFO38t7caJx5aRU+ovZY3FrdmD4VcaJaNQT16hz+Eb0cHj4dWDj2uF+SFjt7Y",
+	"RsLC73KUQ4iSzWJ/Ay00poyKKYk2KSRqawdIrSUkKSNRgOgYYbbwyv+rFUcFwxqKx5iyXQg8i0iGaby3",
+	"2pXe3FV349TpJdpsCVOo3xZpdMlNywHbg1y2mRlOHwm0xYysrZDGBOUsrbaR38hCYNHmW0P7z1c7co2T",
+	"nuu4C33YpwRH8h9763nxtXqmRtUIVWwncMumGgCv1OJqp+PX33AZHdSlLyUHblo9O2jhOaaZfAbUDuJe",
+	"piTKYxIN0pzVx+JpMsWs+Ft11vojJ3lDuw53b+tLS6XK29uJS6Uh/HhWru+9lfRUovm+lqtwTwYhz5nn",
+	"pv3E52iG2aLMBN6Iyspwai4cakuxQa5QrNdluupaLwGlsrztRSAXCssP2F3ANie52Xks2f0r7dYtn7+i",
+	"ZBFPsl1ISKie7ojnyixdL6y+uqJZjaNrL7d2tyv+LkaD2TidTP6MxrM/s/kfB/EjY/PJwdss4aNWsGb5",
+	"/e1q7a9km+BFdcAIfEdlu89wtEEGRYN/38nnrdX0h5RXXfU/sxX+G4obN7Pp0vJphNpDXfd3vzTdvvue",
+	"+DuN/o+hLQpMSzWVy9x9vT4CtvNChDJ+8t0bCGzfLWDd9vj/2ev/06gVNDYBMCdXVIzZQAhwqcrq5GJL",
+	"YUrotS51LX3U1J28hOAlZhUgHkcl5rwxepVo6CobRHm5r0/El7Mvd/ZtALw9WJaA4ZWgIKBmY3RL8JLa",
+	"5reqVw0fg2YALbHjuEJUjWbg+hE0ZLQrvXX89vl5PejZLxplp/Lkc1IIS1BhA/rrzVFNXVlTYjLzbw9j",
+	"Xa5n08i+/2izVq3K0EZFgV612o/Kj1/m89ckKYEXEYU+6TytNmnHYSiJ/HFLPMrVQCmEQWoLVxgdMuQs",
+	"S+nIdAlWGl1GZgkkfINfCieJABvSLEwGKgRM/00n1o9wELSUGWRgMrDUx+KRxrF6XZdw6D7XagPp+iYq",
+	"a8GUiw85U6GVWusrlVbR5diVWYaGMEwY8zwqEp9/tQn/jZUAigPREqR5MBgtVN8YhXsDm0Avtxnnk6I4",
+	"i9QiwRsM1woyKUGWXFlkwJxPLegBnqOQxzxPT2z+rg5WGksKNMLhI/QSS1I6w+mi1EzsifIYIn6wrotD",
+	"ZiTFELeuMCHlgijeL7/16rF1ZFlWN2aGGR0Tkb0RaAhfQuhd8bUqXUoFUlfjRBl5AeIqehCCz3GGH5jF",
+	"RiBvbYuHAVJ4FKDL0xsdhigCVCDgDtA+FSvSlKFaQfVlpEZdwlN3NSuLBl9qMLgt5YvU2aNOB4VTnOIw",
+	"I6nYWSuUv7Fqz4WKiTGFk8pQwxABe6IBDLCWcJHsS+k2qC0IQUO4QsOGdHrb7qB67AuX9ujxMg4zoDb0",
+	"pnVfMD0wRilk4KZ5bK34xnuoz2wdO5q659U1/ZizSK5C/qoSbqFhr6BsEhN098tn1QlYDSPl5vzPP2My",
+	"VAuQzDPkE0ZFQ/DjeqWVPcEjG5cQUamBsNZHAlResWMAYs6cIif1epSWjtV4VJoTbcXEDKJqkKVS5pCc",
+	"BlvI3DjT9lEYMxGs+qTs7rWLUh2BGxJGSjTVa+uzc9EssHVdFC7xsV6l4g00gkfltZYr/KwMJ6iSdB9b",
+	"V3O+EQWFUVG0GOnPULtjozV3/F52xSfqbbxU9444nxRxSoaCnkCtPvrVlBkDjonaw4e803kbym/gX+RY",
+	"PZAgUg/UNfZUkilK2//VWxnG8K6ayjlSt2p4DG4WuOaU6bBuQ8eH9viHxyhn8uTc18zB2U7bLpvS48uT",
+	"s1zzS733+Ndd+cHuE4awVjDbKNqsQrB+tKO4T8+LEZcVv7GvFYcqj1SvzCw/sJHvNCRvhHl3Z7UJHRCg",
+	"IAUN9bGBqAVGHCiWWyrTpU7Jw5hr6Fxmc86CyhcxWNLERTM/VfrnTIqcTfZrdVP5eAxsvl74qBRctanE",
+	"Z/FiUJWlIAmNiKz0w1v4YV3ZzxNLtYS13015WuLrXirsWXBTvaWCbk6JrWFg4/Htr2txxSosvtV7Ukmp",
+	"xOC4Pq3/YGa3+vasuDaVXfugvxK3l1uaNHd00HkdTVbXu/PcGH1L9L6kSKtCG0aLEs9b26rkuaYebjcm",
+	"WThdaZGWAnWEQp443hlVZg3s02qM9Y3T8iRIozCiJzUzhDyPI6RFisKUwcDWliIdfgFrg4Z8sNT2sNjY",
+	"EAm8EGjK5/ITr0BbTTbTh1QCj1n2C6wIHq3BE9CR6/4Ac+XnNHhWkO2GhgOuWl7TGusSUV0iUYp87dMk",
+	"Eag9TiFWOjIFGxuEmpIJoKYBnd6oaoX6jaY4xklj9OGlFbfGNG7aRt3OUKc7MckyidcQmGHfbBhPmyhq",
+	"VF8+R2NAw4ZPG6pSVuqDej/2lpQMaidtl1eGvQcK+nxLAG7G0tWWdp99aR0KqOWmJuu6Ea9AnK+oIi5N",
+	"lNLThrRwpT3dLO2lV3yFXx/e2Qxc627Qu6GX7CflfuPmDUkFZzjWQULC6afyRkXfDSgb86EutIqZNTqX",
+	"tzei3KuVgQfFJkR6hJqlv+oy3zVTwOkNOnyHMjyp9P6CcuBDr/AiedifnHlGO+9d9ZD8qTLYWS53uP8j",
+	"SWPdUGybIhqbtdtxwOUCx4LC2UcAMF+ZyadPfrv6GWMpryZqhBPEZzSDvBtK4kigEYGUSvDJVrQAwIbW",
+	"pZTBZzijIcVwT1xkaPUiXNrjccvpMFIp8O4eX0ufywVnEfd0i9OY2NDpq26Q6wSrsLZSzJo+EWZFuJXN",
+	"kEsYXlkUntF4scFQ218HZ+y3RyULwl/+z//5e2/3n3j3zy/fDoL3z+1d/Se0EukG7593/CaFl14o1A6n",
+	"BCwJeIIlhwDSIz8DI/EIi1qZgh+83QubUH5T51RS0MilJFq/Vu8xwBucPRsQ6VmS9bVM4Cu6lJJc1VjU",
+	"Ucp8vLpn/uHB0gq2HX/XwCsyFyiikMsitUkomp/QcK9oGEjFQNmgDWlzW/MfWR39I5ZIrobSZeTU9pxw",
+	"34xHePFGICZnVbFD377BfM/PiDL07VsMKPD8jEZ5HJMMQalXELiWlK21e3vCKZVwE63j34t8KvC1GOeS",
+	"KtoPc7aeg9pLraOWeUctpfX8ZYOoX53qVz+pw/XqJf6rOyN+dH0bThoQVNb3B/X4tm3i7I21eauuhw6e",
+	"1U176pdCIwL/0JRGEWHK7prQ8BE6cdogUJTmTKBcQIXJKZkhkUkFIM1Zc/1RjdZ1Ky9J0CiPJio/NMPi",
+	"USCR4dSmp9IMtcvlIwEH3ljXkC5X1HHLFXXXiQHerCJoHfNqF7NG4BsJkT1WqEqcTdHw27dHsnh+Hqqy",
+	"cNOaLrVxM4T18di523UsDmMMxpjKqtZTNkrk+Bc9zUrloxox7TVrWdi663dRzUX7zSqmlZe9hv5XvqOi",
+	"ylRe1omg2ZQBQfFe1876h7K6g4Od/7XY8nY1oX7UjangICXhgcaxEi2BLVQPYalRfRlr/o9hwWX2+hqc",
+	"dF3mVJebG2rluRykVNJvSZ8cy7WEx5r+vyyDWF7lrtAcHh7utuYaJzqS1cs30CwXYCSODPmmDA0tjg09",
+	"Z76yGt/mbAK1NYweyUKdxQuZxgx/PVcjHHVWUC3NMiwo16FKSy1VderyKlR9U2LdQJxfjTZbcG9q53Cx",
+	"r8BJ1UhwJezK5K3mCpSPmyozmBYO+FHffYOlaIZZhI05torta3gLgcB6cgLtNj1Wh3qbFzfSQFkFBl8K",
+	"88DAG2xQLRxE/Bn3N/kopmFTlT/1q5TJpdiHxgTqjkMjhUa3CU5ocwDbcB9e2sUJ3f8rBK7NeM6yJpKO",
+	"45jPtQM+tUk6nveSZKBiOcplgfbFU+j1vLpxvQOIoh844V+eAmpg+R1oJ9pa72pr+4p3czH1QYuGUyR/",
+	"Q9N8pPw7QqUukqdq1z4yG5EogpCDGUnDPCXeIMM5Tx9JOtBHOZhxXezYFAsETwfEPFDCsjWDQ36FQW/V",
+	"mJc8IndmmNovp3rcWnvt4ui85x04aOXfhYZiI+AbT285Hqy6LZvatdYrsla6j1VYvbjC2k0OXQ3vdB+6",
+	"7YToX3T/P67qUCKcqag1aNlYEZn9PRnF466ODNntHrx1OjPSWUJSilUztEqqw1YtD/VaR4tCijGdIh7J",
+	"4gQRHE61BgABcUJF/gZoKEn7UOoHw4fWQ2uIIhKTTAXNPbCiyyF6JCQRCJuGSoKEKckC1fWQ8Uxlf6ks",
+	"S911xdsBsRrMZHbrO0Xj79zu+HpSt0A4hMTMld3SlzZJ37pc7vJu6FfQxmXK5wxpqfj+3DZKs9VOdUHF",
+	"NwIqaMcowWm2lv1+nVq9e77m5y+o1NszJQLfO2HJvrK9DuN//ypFfAvneFNv1rTSXhNMSfIqcKc4ESsu",
+	"jrpJRUMPN4kUZ2TC0wVU5FMu85pJ+xPEgMgrMycjlZUtR1cNx+T9QligS5w+RnwOimUFKW8JjtD97UXL",
+	"ZiJMYj4iRTQapB2r1imlGl/ffAtBWI+lyf5gtKhWm9fDQuxKEdcnbKp76RO4cs9fLM9RYanKtp2SkM9m",
+	"hEViYIIgIOnBUjb5V6klba2taT0F1kK8ZthRnmL1c9EXZ0IYSXFcqsmrn8Hm7KnJtebMpDTDvFEu1Xdd",
+	"zknymKAlFiIjM6/EsbZl2+3YBIVovBbL5TRDFdKCGrQjEtvtWmohh3sjJFVJMxC6K42fHKxaMxD+PORM",
+	"kvlj2833jQgQiQVxQ/KLbA39mwmIr/Sd0ii8ZowgNELZHSuzlao8PIQgZBuB/OWvfxnunJhVqMjmFLhd",
+	"Ue4HC6RjndVru8tCnsvrde5YbcnL6p1ZHb94KZBE3qEpiKeRkiPW0vTL9M3WU/MF55WupK+9n4ojYxMN",
+	"NqcAkryIRXDRSrXPc9P94U5yLdasVQTrVXpDl6u72UOYk9Guc2FXh+I7IlTDsZhXXvVQtLjpTfNe0vZZ",
+	"x+67mU1Q0H9MSRoYzFWx2gpH99Sj/iIhV02Iu7pR9LJWzsaJ4JKiqk/BUmQbbO7inQ83gnKdvbVkPwXZ",
+	"1W6F1BMb9z06Q/eBwgCWqICyYQG44ZZ4890bQzfRDq/1zp4Rwup+ao3CB9LX5Xw+0aTedlV1kW8iISBj",
+	"MZ5NwevxRNKURqDN+A0vy5gsNYlf0NkhovKNGWXAfUF7qrBWIzg15VE1SFI1Ao3jWKA5pqqFo/kG5Swm",
+	"Qpg9Rf68KL9lt3xxPWBescbVOGVInz/jXwvUHnyq18mFUtNZCg3EKsIAwSJPyUzikhbHjGdH6dVBC4Si",
+	"1nHrXv9tC17+Xgxqde8vnkxdc3Yk1tv0Gl+bW68CXqC2HCYCuUP+S0WS75wgPIKLMC8C5BVgplioAv3o",
+	"SvUMIbp9p9F4hnsrBc2fSJwYZwcEUCj8K6zA/tIoPrvtXWE52KuUt1aWDW/c2cjXr7QsrpZH012a/aJV",
+	"g1ylC8mbvGUwmQ/VadnemI44o1IToYD+8my+BknH8u8lqZCGBjFCIqntaRRQ3fTYQpmLdtCIjKVsRTOV",
+	"xYyjhSSI6i76aZO/aosy8EP1fQc/DEBwSpDuySARMEMp1O+VNLHU7vrEQu2BZeAO4Ayqhg016IfyDQDP",
+	"IKYi0zUxtbvPPEoJdAtEACah8tz0+T6wIVZnpbn/MED2iS7xouJ+h5VWgtYOK5HZ1fqDlhLEjc8xMK20",
+	"Agu1wNzcoOUsvvhG/fllHSeCfsdgdpWI2tf9tFH+C5InTqc4285+pQZROpYqOodGOAunFbKZEixMOSOk",
+	"AVxUVoZ9m04ZNXJmvvUkps2ZtT95PLUHnU0bkumpmqHVx+LxRYDSTaA1qHT8eBw3gesj1BBTSUiIfM1I",
+	"yrAuC7ctpKxk8/0gBQZcQCyQ5LR887IgkSIwxB73bkyeSGy1JFNsWgJ1meHbd71bx78fvg0OD7+8lqlb",
+	"db9V5dX8qx0tlNEb2IBKQy+xRFMvDAOHQ6qxjHgsmbtB9LK9h3YVQ38kC20Hp5kwlnCgvK9g64aj/Zzy",
+	"PLlJidSTWUi29FxAYUYyh7RvPdBJYf0HyUOtXc2P5lMeE4HjaiCQ873relaOqidK5q3j1iSFsLNKBH39",
+	"sCtjrX/en1JCdsc8nenVBsgUv/jh6OjtD6oDBRIg01XqLTQchLuUJWdxL7Z1PaiUpKJnFBS7pySOlMCS",
+	"i5r/qGL7/ZzikKCfeJLoWivKMzGRjyu+CeXMeyIpHdOikA0VA5he/f0KfomNG1J+T/9Ddc/LysiYpoSh",
+	"SpDEkGoP3zWUKLSQq8mepR5g4xhPlGY4hPeHKOUxaah70uwwuZLXVP+qUl4kN5FERuusr+E4qdhx7BZr",
+	"kPTfBkEy04Fxe3o0U0VdYsoe3whVdBwlmKa2mAtzIFG5HYzMB44PzpQciTmbwCfJNMVQfUhJfzxtHbcO",
+	"R38cxPPZu+jPt6CUywlbx63fvr7/5+Mvo+7jH2/vO/Qf2U/s8OvPh39M/m3mKaZUnvf7+LrcRTeEpUxx",
+	"PDYJ1DX4rQyqqZtLFSjqWl+YkmyjyboH7zeTbexWzSqCMowb8I/HT0Q3PtgG/S51PytwkqRquAqG0Ugb",
+	"CTxNroqHH/78s4NHYeRpmkN9FUbvEzljt9OxLbXECYpy1SNKa2uYiTnYEjkLy1n6m51qEe/neoObYsbF",
+	"GqBeUr9QvhWZlhmqkJCCK7A6GokXNuT4hQpob296fVAG1XwgBHkjA/2yzhwSpEJ4rVbn0KEUZyhSWgL5",
+	"SkUWoCl+IrpHGbSOU4URM/Skl6v1gKIPwbrlg7x1B4v1vcDyy2OyTatnycvKbZ4324H6/gXrVoFPS82K",
+	"JlrPmherbTpneOGkd6xpyZO8apTTGApN67dKxEJ5vldY46AAlWviizgRgdbLSaGqmELp6xnmlOrjNh2G",
+	"vqJSLWmbNnfoILCQKb1bsVY3BpGtXczp1ylJlQ+4aJCsjF8hnxEB8ebKaVyFZ2Da6FV2op47PVIDVXRN",
+	"jap1ltGidtKuj78waUN6pPzBDgdmIZ6uXROqjIWqCtRHO77v109qTt9PZ6V1+N6402trtP2ZbqBgqAOg",
+	"aLuc3nSpYmNhEysMZnqzX7wB69544r7neNt66ADpkeUpqZGCqtHbc3WWGdvUKgLnFG2RKnddq0mG2JTi",
+	"ucaI9Xx4ZRK1suhys/a/LlG8MymFt7lPPSmnHLp5VcdFYHmbMmjZITUYsFBXI853bL4IeADDlLMHZkaW",
+	"n0k5BTp0pjmD7pzKertFLrCtt2/eGamOhXLOAfmaSL1N7a2D3qG/or+i7u6RTgh+50kIhtx3tSp3rrf9",
+	"zg+Qm3vwT1MBwLZO6b7vdp2MmoHxGJpQJq2PX/IUEmptThMjX31THZqpYFsKsjYqSr+te/5ocA90dnO9",
+	"4IDKW1+ecfzWk3H8TedCHbd650jgMckWHnPMf6ncYRc/ajK2ICmaT7npGQQsJM3ZCcJ5xqEcBPRAxyoa",
+	"T72lM6OcmvZUWLPMWnusYGh1VUe7yt4jX0TFizr3ShkXOSO7YsozudoKcy7j++oKpr5msiViUMmEfvdq",
+	"mdCQ3AxyMPiXLKSjAvw4jheoXd4v0kGQZhjVeZ9CCXwSNVhRSve7seqYHF01aNd0DMNpb99nqUwxagwS",
+	"i0c7FZglUxISlsXbNlvyEaNVeX5g0VVLUJhdyfEz1KYUufd9E/+q5f0K5K4R07o31qWuTa21qEAM2o1J",
+	"icSp/WtQSsokCWHZzvYnbwh4HfuBhxqWWkw+dMj6UNWVU/OvjqRr2G1fyvFgNS5dH5eOAI0xNGTLVmIu",
+	"N1pVVQGSy9xNKziU9rtVk7GlBV5AoYFyLZShOSQOgRJRIbBUICKFSNM+rkC7Klv9F5cK8Nurvq0IJzaJ",
+	"HfqSF/fYpu4JWzCDZlOeZ5LcGVFutSukoXqAiw/2GpRrB1RZoEXhUs0oDzErlxpwaXr54lcIb0kK2KxE",
+	"gSs3r44krBTueM3yBKXGcA01CuQva5u3ShrBSg2kPPvr6CHfpz5B6Qz20NlXHGbxwsaolKgsKMCaBAXy",
+	"rwdGKu9XcFV/06S/rFQ/qnpHk5KwgYy/sfy+vQQ6oyzPCJryPEURXuzy8e6Ms2yK1P/qR3NCHnfqsQye",
+	"PrhFzu7Dg/jrw8Pd39oPD+Jv8h873w6f5UNvQa/tqiSAMCsa5cwVFRNeIFL9a6SkF1ZDWEtgWaugwSsL",
+	"LCeqykJMiXEpj3NIsVZNBIYWGYbfSYjpVe0ctlelJe3NjY67m8svJpb1vn9aC2StyDMqxth0ZFENCqRG",
+	"lZKxFLV8VenqifKd3Q+Dv+3vfvnbX7aWROpp/y+XTVQoDmpDQxZVu8kl3kUjGsgj9ezaXaJTyKKBZcEl",
+	"W82ylrYnK7GeV+X4m3HzZdz7lZh3P6WTCUmXy0OQjo/RDLMcxyhTnxja+PI0CyweV8FFqtj1nAj58AVg",
+	"gGyin2jW1ISgVOo5VS3bCospFEeu+ZAl1zEcXYQ8Ja3jzt6Hg6Al8pHp693nEV4co+4B+n/+79MAxXQy",
+	"zVCKlUqi39F9BiSprKorY93iQEfDHrdM74F9PbPHM+3zb5oEI3N7pzSrlumBViGLxO+f0tur+4Zj8oRZ",
+	"SAI0pRPYg0AjCcr0RM6h7nhRjpmWKW/E81Hs6FI6wPfZhaAnboGzCKcLJHmc2+l6Ncfwj3iJKUMN/ayb",
+	"XDN3JFR9RMkChVMuCDONKwy2lMKjkW6+GaBhxMPhzglS9SgEmqQ8TwrQ1LXUNF7milPDIIaf6ES1uMKq",
+	"+U9KYqxqF3I0xEkyyFOV9y+1m5HgsRQK728vVrdQ0K4a6vbwtsdjgrQVfjTfvGaaU6myLpFm3WiCKVRX",
+	"qOU/x1hKHgLkOvlKgEabd9ssCMYqPQtW8RLKxCIbOn5JhMATsm0FhDGPYz7fzRM0UwPtSf77NYODh9sY",
+	"UyxKFhyzRtQG486IZ1N1Z8Edq7+eU1Zx7bkLM9XJjnQM/3Hris9RlmImVIEziHH7lBIWTj2x1vWB6mnB",
+	"ckHyNznQJMVyaWGMZ4lqG9bd2+t2Oqhtch6URGFLK7jWT+uFhti0WenSOcId9A1olKvh1xM0Iguug9mI",
+	"JOvTALK1BP2TKAUX1qHSUQCmUcoTuWRBY2sxXgsZJWqoucHh7AttIRHFA29U0nkkbB4I9GvGaSw5wfDm",
+	"+q6PnMJFMMYQ5dC+smyUWBViVs1IbtBLeoB+SqX/qtzXq0YGhKohhMLuouT2ipg076XrE5FdYhpvm4UQ",
+	"0gRor5WHRWavXfmqZNxTZuS5noHqi0FV0ayZanAWEvpkTfzl6TaNqq2lnDYQJ7AiuNTb06I2FOl4YCIu",
+	"P4y64074w7gzfkcOw84YH4Td0btxJ3o7PiRH+AfJMgRJfb3Zf9jtdncPDvqdI6du9GalW6qhwk5P9241",
+	"TDpo6eyRgR5PuWoT1cUVygCYR6bD9UAPpOOlfm+p4b7Uvbb1vTyv27/XBWdd7mAq0fB/7J7e3X7a7cvX",
+	"hogznQ8j73SAbu7l//T6pz+B6Ut1VveLF/oollGfe+Fr8itUWa1irS9hgRkE7v1MSLLdbbwicx2som8j",
+	"RFSPY1xtICafNwTJq5+qAJev6iQQYCNCJ2tKcJvumDHJoMCLChXUzk2wXpFMCt6coYSklEdrpPDCKrxA",
+	"EqSXZ0sEKSUUQng1V12BiuBEiI2z3e7Xla/wE6axqXhYDVUWUzTn6aNwG7EGKOFxDA1ZdBuPunFumo9W",
+	"yl6C/JSP9MsDrwTcMyKs3ZQUZq12k4+O0VCXjQPJFyLLTDieKS0n33tgw29aPH7e35uTON4FC8W+/nqI",
+	"2rpZlIkbSFIeEiECxPNM0Iig4b7knk9dyGy8sn4yqHNHBcqZhWPF9tyaZlkijvf3xVO459Ax+bdvLWvp",
+	"ODyhoVjR9V4lsckXS9dD3er97j5YQDWh3u/ul8rJSeTcMkq0wCeFBsX52nW/gIio+8FT+ueSeqW9AmFS",
+	"Fei+dks2uNxieTCCCp0XGU8E3A7KJuv7D/9FN8Ov5frZzU93B0c/oH/82lfGPEh/0ci4Z8cfSlmczhrG",
+	"bUBHeO7ADKR68YIgapNg0IBYgXuAL8Kyn9QxVTqdGpoyPC564ZmrNs1HqM14mSLtnNi/9TeOanKpfjDH",
+	"tWFNzDtB7jKc5WKJ1i2JUzjFjJEYCXj5vw5XkMMNpLaWPkmlEQxCvv5tPI6h6hHwXskVc0Gs31yS5xL1",
+	"O1rZXa1Ov/wreQF6ZTh9aSI5jIGwPN3sO+r/kpmMcPioqJBlZVPOH0WVmVVKx3dK+qo3DeeLtSU4NeSl",
+	"/JVlqpNjShKeZluZE3phSKBegpQHxGI2I1mqvRXWgCI8BoYTFQqDTUotSVCIE9V8XkXG2E0CaFX5D7+B",
+	"oQy9Gj8hIwlHpDKrUdsa7ADKAUpUopjOdYRqDvHiRC1L3hYoAR1iQXYpE4QJmtEnshMoAcAppiNRBJIT",
+	"dJfEkvP38H3Z8fTT9Mvv/Uz9/03y5fc78eV4f7/l7W/1X816sqLEfoiT72xw+v+W/cap1b+V+aavvUhV",
+	"2Q7wuRIMv4cgZBOHpuKnmEMZdkmDj79JSff5eXiipHVVhRpx9sCgOeH+N/m/59GzkoiHKMRpqtWAlKhU",
+	"BU0PaAp9xZZEx78LWmpyY1XwhMof7Xa6/e6BY/5QLPjZdNrWn44po8I05FWPTAB+hdCqECtJ4Zx3E5xC",
+	"f1AT5KqfKmuIXDXwHV1KyRbvxKq057cWTieQewSoVSb/hvDzdLKvSHTdj2wKlBZ1UovCqKb/V7e7tO6p",
+	"U37L+FtgfbAbIK6DD+MDbHp/uNabtwV6O7xlyfol65bgg4zy1nEHOvxmuZB4fHb18fzq86B3c3N7/Uvv",
+	"AlJuSCIGkh4AMnuC+d0zPvwnaFm67TVlSZ4pa4o8vfdvD4MWzzP34UH3QFttlClqg0D/viFK2pqYM1H1",
+	"xzXHhhvMrTlbKMOxvlQnOkB1rFK/JXapDC8Iz1Yl2ixlRALT9TqTf4/mZFqw3aYqBfjH5QAVB18RdAT1",
+	"SEk0LPisjjNKMUM8z3xxmvZ+r3aNn8GLzxUi0KySyvXCCeh1odPry5uLs/7ZxwB96p1fyP+e9q5Ozy4u",
+	"zj5K1tv78fq2f/bR9pOnMUEqWmf7YJ3GUHoarYmBa7bBaYecZZTlBKWYCigFCC7Q4l6iv6GqjDhs6FNd",
+	"IZ6NMDZViIoUFPgI7li5Lb/qzqHff0GkeoWANwZywFW3gW2Sb8klYKjsno924So6BdQwynii6+vUsijW",
+	"j+12OMkqbL7Rr9bodEOekn1JFeNwkxrWQKImwUbCizKaURw7UXOeyo4OI6jHQkDLcyQ4GuMUtQtkwCzS",
+	"8TQNeGYYympwKb1efVMwGt+FEKityiFD6s0OiEVqaf41vHo4vGVrq/Z0Dy+6bM1z9iRVRpLc5H8ZpKaZ",
+	"IsQOQjusR10UZYexHOqBJSTVr/ZuzkFsDMqju9llj2Sxs4eupZon/4SRkCCqzCjIeysxb0UYfgnzCzhY",
+	"xHBi8jUjNvyi3NTPwYn/l713W24bydYGXyWDsydMVkDUwbKrioyOf1S27NYuW1JLctXuv1FDpIiUiC0w",
+	"k40EJXM7fDsPMI84TzKRa61MJECApE6WXMW+6LJIEEjkYZ3X983JiPLurco2u1zF2XVQ6E2l92UF9EeD",
+	"mb5v1dr8gTN2wjSj6lHURCi0sNkEQF9uEuLpnatDrpCQxGJl3fnGXAw+l7ZbtBL1nI653DB2J+BbiM+T",
+	"lEtuCeGK8H0BOe6Kfhy8x+7Oz+xMKfaRyxmjQI5eWmszROIXO7KFk/pGxbVZoBl1wJEd1mVnGZcaUtXm",
+	"9tqXTKim+GSSGsk1sRhKKFRDGdH+uMhFNsBCch1tgqmTobSLOj12sne2P/hw8PHgLGCn+ye/7Z8Mjn7b",
+	"P/lwtPfW2Bb00f7JydFJEMr3e2f7v+/9k/5mHz58HJwdfNw/+nQWsKOT47/vHZof/X508uv+yeDtwemb",
+	"o8PD/Tdn+2+77FhkYy6hwXnv09nf3S1/2Xs7ONn/x6f907OAnR0dfbA3PzwamPu/OTp8d/D+08ne2cHR",
+	"YcA+Hf56ePT7YRmGsniJVtCae4viM7hzK2iVXqMVtIoBtYKW91KtoOUNrxW0ivG1gpZ94VbQqnnjVtCq",
+	"e4NW0KJXqI3+wgYxjmx9qSP4uHjmzC4BnpFLlH4R+MQRw47xC4gY4uU6zwQfF50ZsPPF+FxgWJEQALCW",
+	"GVJkQsMyRSjAEF8P/x2wiLY3fkp/BBZZm6dp5DJ1+QiY1S24IznoAYusgzoAjEzvBzeK2e+Kq2OR5hwv",
+	"gn/WcHwt6Dy84RoogXJMFq3Kf5yij7FUJJlBvoWryzJp4Q/NkYahUimM+W15TlZ+9j/oZ7/ArwCg6t9T",
+	"IesgQI6VBrvZFvX7GwiKZbcpCAnb5YXdPVESR0sr7u9jFcF7FKaR20irT+OZUukb8wuv4nOlp56Zi+fB",
+	"H2gGHdDFIg1ZbIB6QgyGMQC05XmWJdcQwwW3DKw7mm9tnB+eCj0UcWD8cHEDIh3TEp35TY/Qo7WAOyf2",
+	"K2NmJ/IqkZcdF69bMcq3h6G2hl/NsTV+xlCLHdLC6Srv2ZpIoJMBcBaCgvwHFbQmWAvS1jXygL4ZLBMM",
+	"/i3u5svRiBoCNvhlAG6bWUz7YuS0TWWepKVBrBQSNxNp5xCXaRVU7EWRmNKc6KsFEzI3AV6wsW4K3Nd3",
+	"ertmdg4bLqwJTqMtBxoniW3qnGtzChzI8Cr0GvSIig1dvG+x+EFpxy3c+6dOLDY1b2AxkkR6DN6Y3m2K",
+	"6YFt7sX1WNtFjDqEJ2B2ykrBu9tHtVaNuVSN2Dkvoin44jpr7n5k4Ym1cnOvNISbkdKCwRx4kU8yncud",
+	"jH3X7nipIKFXnyd/nEhBzqFsxUUHVoik3Na7r2pI69haN9b5tSUf1jqlVWfVLcDCk3JW27oBWG2cRe6y",
+	"iJLJ2rNX2y50Wj1HHd+AbSO6L/RVaJ3onMscVbKRgwg+1vFN2645gkqLOGKb/sexGCbx3KfisxhOc/Nx",
+	"m3tWsLk34SOCpgcKD4QozAAc3XyaTWXHM5S7IJTh/sVHJHLg9mWN2SmsZgojkRFSZ3eUSNfcylpT1pO3",
+	"7u1LH9K7lz6zb+6JS3yD0gc0/pY1t1eDeSvtj1M73NKnH93YSx9bK/G4eI3a79+6N6r9er94udL3TiPT",
+	"i9Z/Wbx06Xu0IP+g/b8Y9wBb3i6FI41ftfYHCwNXhUzDRr5ldVtwy7uXzPhB5Pqzfp6q4ZWGxigsKeD6",
+	"qlccJ834DU8QUtKS77RxF7Nqgq+DgAPlsyL8O5B5aW+w9/vewZm5w8Hh8aezTpdBfWhiy7UR2NhcS7Wh",
+	"i8NcCyylT9KFnuZGR4ghxChUHdJdrCrnKzaaVrqJ6aiYKmYOPoIUlAY4N+m3GiLthXmHbgHZFo3YN82W",
+	"bDV3+xoLoBDUcxurxgjzc+mr5yP37M9YKQgJUqk2vbgafGlBBhYbK6RtPCbHMOz9plPrBta2nkqi2ihm",
+	"JVM3xqxuS5VjRVWuGOqAVdM49eAKwAwK3fXcnxYbqb890eMipjDb9VOlyGimBZsvVKgzvMvx5BfaeiF9",
+	"fDNb0o8do0aQRKT+q4SArgZimatiMX/Kg3PYQMVsVDlxiq3bdFicE1argZycwmqdiOurAaQ+7BdRwYBT",
+	"OTRpqm7eZUKc1Qce2EUmxEYuPufWhUk047bs71xoIInDDe9cy5qiVMHjOgfpFNhWgSio7yS+W55C/M7m",
+	"tt073Nt1eN7TNE8mte3JwNE54hLxbZBhb8xn7FwwBFhv4jZopNU6wpvAG0BP5XCkjKcCMbz2jvlkt9On",
+	"u0PZVCYmAmXEmF2L7JznWPDt9Q4cv33XClqukOcWbQKF3G1wRo3OdFZfaUJ/B2QwFBksVmympuyGy/x/",
+	"Ld327pFunYsJ85YjqGy2ZVt9zznVtyRMoI2aK1jm0tloOgZmlw/qY2/vKgeg78pUs8ouHXFNTF32HaM6",
+	"xJi6foWG4+EHbV5oFuF1q1QLFhuuxnrALnvlb93A7UXWphNB4GhQjuvmB8pxL5NrITuLOwwKVP3dZV3f",
+	"ds94Y162NxqjlbZ+pE4EgrRvb8OZLGJhNdHcpdG50rI/YpzO6ka3a59H0K5GVMMI6+Q0POfH8+3hAwX6",
+	"mnbGYhfNVuCs6pk9BbCKF2qqYzrORZFqZG0uiRKprv4CQR4Tqq43S5SJocriTjeU//i0/2n/bY9ZexoL",
+	"Pm5UdiWyLjv5dHh4cPi+5z5iI5XGYPTNORO+4xdKMNAL67ziG/W8PU1X4g7yLjz99Mtg7/3+4dmpG10o",
+	"IdtZqkYxP8Gyuh60h00I2d72Z6qMnYuh8U+L5gKqaEs0ApuGsg0J2u58pWGnu7Cor8dykY0TydNuKI/B",
+	"Ce7Z4QRzMxRUZqHP/j1NhB5CQpdc6Ek61aGsmYRyUh2XrRW0aIVaQV3JbPlx/gfFfc2nOOBW0HLv2gpa",
+	"+LLmQ/u2ZpsWJ9kNoTZP7gdsLK7eLfW2c2KVpCRNDSPhQ/t8ilGADBNbbfIBQMl3kFcK8IkFl9qi0oBv",
+	"aIaoGxzEYgoqucCpdH5HUPRmWKFJa01DgOAs3POPO/tA5ssXuiiqAWcRWi1yqNMjjxL9yM4KdsXqdI4k",
+	"WWwY1S3gHMXjYq1Q4065+W2SonYvriJNS2yXtAB0shrOGPwTz+L+f9rqkv3/2n/zqXSOmgpKPtVXSgH8",
+	"AMtVzlOkqqa4Fs4l6GLrKNfqsnLFe1ObCHzNdBWgHgvkVwgXVGro5yxLZJeEMnJ8FCFtlBGFd7Z37lDp",
+	"579gdSS1O4Hg8g7GE5Xl7xIQJvoOcumap0nMc5W90OyCboO7x7VW0aPmlwWSMjUzBUm6DW3WOMlnxW3b",
+	"Rg/RfVHeJDD81SN3yHFKA6K3rrMCbziArtaM7Xf8Zn50DzyGKuceTpU3suWreoIL4Eojb7mytm5SyGuR",
+	"qomoX1Vagh6LYIgR4xoPJ/iAAajwwOPVdz/LtUgvwC0U9csNqaGcJ6mOirbw2u3WxlCLHYK18RBOAxzS",
+	"JNdQlYg10ph16dTRN8Hzlhq49YfHz0MvnOvbF5WuVlBqjPlRuajUSDMhhwKQymxnDGaKoUqze/9a0bqd",
+	"2rA7EQnpaJoP1XgBegJdQEqoGfDIuiilnjUNJYmUUa9FRFoRH0c0lxTHIk1AAeFMYhhAQ4430diNbnmC",
+	"bXXxSmUMurac0gcqHvMkpa7/ItKIZZJuhmo431UDKrhFl6qFdlpGugj13bly2fV7eHdGUb1R8iLJxg/P",
+	"BTrHLf2gbJ5/ZZ7N+rVUqWXL+sBndZE7I6dS8xVrX6bqnAOddu4jx0C1A1zSKUzRF9ox3FWXdKhgFHg3",
+	"iJZ5HOCTZAC8dy3Lw90KWlMJoI6tscizZFgEflKuzceEftp9R7io5qUaOZN2zrZf97Ze9bZ3/nfN9sCh",
+	"zZ9po6FwEpBSX/tGtnsRwL/6o1ZU3IXlnLCVifMOIu2JpmEgqHKXHZfZya/xJ1QVCiSDzKgXxrVPbd5n",
+	"U2m+cojLBEtQx2BenuzaArO5fFfDityebuMmS3Li1LSvXi7fwg7SxM7SXcu3agN48MYBbQpvEZeSTcyd",
+	"qiVw05YJEt7v/njT3mZbaBjNnf1H4Ksrqqn3AKVjXKs094gcF5HUHJ5HrowwcXfw1WYFpi2R8SqID4go",
+	"Zy724BXqoCSLwSTxcqvL3SnAkSyeiI+LLEIooSKVACmuUWJ29uwbdCdwt0B1+Ch2TeBdIeJj6z1Xi+TX",
+	"7YMVyouXB4feQXAGCuQimL6gSIhjrSUhdyc5QDUkQt/J3KuORDcUG2D5kCvFcxBxlVpAKm8pN7Stnhxd",
+	"UKbvKgZemGHYkn0qeLKMBzhR/60SKeJqQexqZFWqLi/tLYMmYAwvMgUD0pZMl7QngUa66aGSvwY9umoX",
+	"ynDE8xfanh7WlkpuxMbq4jqRl50u2/O3jN0YBNOFDynSRaWFI9hVu7xur7XhNfH9UKleiUleOMOwLzoB",
+	"08rsRD3imVXUiHDeZ5FO5FAM7PMjdpGkucg0ATClyZVYsRZmOUJuYK04b9RQItPUzrFSbS89oaG8t2iA",
+	"gc0TzPd31J2y2joUSKX5AssOcLHoXa1Ci9YdgGNcj4gL6UO+Cn3eGqFMZbeDe4fzXQEvAkqI4TQvyCOp",
+	"w4MuWcQuV8zCtyoqWynljPcpTlGVA2BxFx0U0i7tOKHr7l7Rbx9URzka8WmuItaeZGLDrUPAACGoF063",
+	"tl4Okxj+KwBoLboSM/r8SsyY+64EqDGV3piXt1FQxfDCici4fFiAjoNypuWRi/MepA7vwavucJVI0zfT",
+	"NDRlmE4gkWQGilespm9BRNfdDES3ERLYUiI+51jWUsphrRjRalKvp7fSiSsjCK3euVJJhK1ar+jpnJrS",
+	"RdeWUMjGoE6El0RBSQC5RXYLVCn38A9po266EBnkGe5HpOdjv+nNL0n8dTOnu0eVEEwZVeXnuTjIYtQV",
+	"czikuGGqgr5y63beuQSp99S6yfoEbvfeEOAq7jZZRzeScbwBA3K8anRqHluefahBlCxfVp2hQyPTNCSS",
+	"yR79dLCc2m2xk1l64oLZeYiNBCjx/k6K+qx4f5aKi5wBz2hmlBaCwMSVifSwmV5uBS2pcvNgGmXsAaJ/",
+	"JHql60Tc1GF3pqm6GSAI53TSHHAfYsbW0R9T7Z+Ffmooh11YAo81vd5n1mvDJWLDVPDMqKrOKuUACMtC",
+	"jX41Fmipd9FBb1CK3B2jrXvgYLmqq8VEhnVIlDm/Dz6a/X2fGD6tp4WRTdzCxllPheapqDUrb82duHMH",
+	"7kTapPWWhco2LpCcdEz1zAyur1n72tWvwU2p8dHwC3YuLhQg91d7WpdvBj3TuRgPmmCtTuHrZkSrr4tF",
+	"i1HEztK6n5yh8KJ5yaLHxLJzkmGcibG6to6y/a7KOjTN1cCWGlFiUUhj6cQNtA7lX8ydRNvxZZ/XY8D4",
+	"4Nn6OiCaB5LQBOlqdF+iZIBjT+RIZERd1WB7eZLIjXiuwAK+GANCCw2I3ED7gMKRJ7DZziqPrKaC6flB",
+	"eXaaNc37TE0nHwHw5R5pQPj9Cw0GRabS6tpimIkoVebWsT4IdUi3sroX6NT8kBOgdZkXhbsa8QYUc38s",
+	"U8HwuCUTcrepeAemCHZdGGValOuhkYLcJQgpCzmeqtVSIa/LrkQegEoUeZIDw1tsDDUQX5lAXjWQ7In0",
+	"B7c9X2SxQD++AyAe8Tnvs3q9WNM0UCd1H4AWd2Uh9iEdQ+768mkWCqYGcgb8M5V8DbAAzGwscNVavdbl",
+	"JN/Y7W4Tf7QRjVMkktxeYclcCrXuXLj6yb3jA3YlZg0aWYou+z1LcrGhZDoLmAW1RsTpynLsbv38evF6",
+	"BC1I5B3JdOYk8jnXoh7p3IxTyHiiEpkzcxmQVbRVxigPBGSGFypjEX4g4qjTN18KIRGMXUlC62PteVz0",
+	"jEVpOh6AYSniwUjpnNCokHjRonPzoqtiDgR9Sd6flrm+x4qndrPkCg5j3mMRrVrkaTy3HFdiFrDITlhE",
+	"62B+HkpzWZwlZnlI+GP+AxILFiScQgGJu0Z32R4OAoPL2mgXaGOGkYsYQgia7e7sYFLYZSaK0l7cZd5C",
+	"lndrULPFg5Yxx8XnfHCTyFjdtJAyWU3rK4OLzpvXlQwI1AT8eyroa9pSlZvXFHXC9wy/B/UAw6uawwUb",
+	"9gKbGCe9CZ6JlqRd7FAmhYiJMMronUTnYFQCI1UJLUFNhOQJ4F/kowyI4IOWvU/tRCV64Oima8mqxvyK",
+	"YG+hIAoR6QnNDfLbfWfPFLvPUmXN2yqJHlDRw3zPuYZStvMZVf162Kyl19a2Lh3kKCTxc6s4ouJ9omY2",
+	"9/LWqqtLA4AsKKgZ8gm4U0UNct2aL3WDUDzXrzjEMeEcUdzNpwhe7JesqBEP+VhUCXpL9s2tVGRFt8y5",
+	"CUZlQQ1icVVpznZq/ZCCrdce7IbpgmAqXWNOIvGklB7x8vWyNWnW8x95kt5H0bseUyjiK6kEs8AgmatG",
+	"GEmElh7nEzjPw2zmjiFgCVxkajwgVWQuvB5WuArhAht7gk6hU5FdJxDBNIqK7t4t/2pCVUDm25fDTORA",
+	"Q5Plrd6rn37EuiS6p74e1gSzGkRZZB4VmU0NgitT08uRx2TEzkWqbvosStVlRL2kRs1rW6ih7VFI1WUJ",
+	"DgbnJ1WXtdLMn7e52GPGpTavZjbMNEvyWZ9FWqdAdwifv/rpR+SwgdJn/7FSSUgowUpoXZ9iLq9QHdWi",
+	"yKwxcReOzdISN9w+9kxfa1obGx6KtMBQsWn66omf78dVui4G8PHsmJmvQGjByrWlIp6YAOdRZWBndfoF",
+	"HZBUcgNHg8aX2R1V6fbqZZkh5v8OQ73Z+7/++OE/ajMxbuPWDtF+HeDG2kBKG5qHgoCxsFqDVR2Rnd1V",
+	"bFQ8Q/VDM3PUNpsNUsRRnuooYLuvX9HfZk92StLs9atXL18tUzHFUa19KpRa3mpb7Lx6tTSyjMefNgu9",
+	"dekYVo5Fswt8nE4vkzuGhc6Q2Ah7QeE+DOvs+iz68jWiP5xMGfKcp+ryhWYph7JzIAqqYAF8adGnrV5r",
+	"u/uyW1MS7C6oTvhv+AVwhMGjWa7KdD7VIdy2PrhZe51MpdGNtjxv1QktFU4XVYA4mwMa7iDPCxJb/CaR",
+	"OudpOihHzb4uqixcPQz8q5iZOZSOjrXtMNAUYBtALKvtHWS8DIT42BU4zLu9i0sSFxQv2ln+pO8aumoO",
+	"AygJJbt8tjiv9D7jQ8H+riYTR0LwbbNLjjB5ru5WmZN3Lw1XJVxe1CNBD2KQktPGd7e/a3Q9iK55nhe7",
+	"6lXhporg+ghCgp36mzarIYiZ0LdzkrUc9fhpxfOdKo7k/lBmerf99xGgSHiWE7MXIkVGF0kqIgafl2j8",
+	"AOTWqAmHb6vZ7tZWwIYjMbyyRYqCjbiMU5FVaf3MbVu9FpavnCeSZzMsX5nfuXhpPXpoKl5odj7LAW4+",
+	"Z2Olc7b9mn1MfukDpRuLRY4dtoA5A2AM5uoyAhQ+v3WLyX6QeYY8FugmLFX+hvPexleGVCbhtBPT4SS+",
+	"6LSCRQTWi9ejDwEAmPtE10y/fSIsw0qrEHiU2RSQqJ3YXylMWiXPdvWwBXe2Zju7bKSmmaakMU59A292",
+	"zR7QIsshNn+m1B2Z/d+AlNdYkY5RQsi3CJlnM7JPMOCoGZeM9Ch+7dhFG/phSkq3qRtGX21QU8XG9s7L",
+	"mp6YuZVfkk8yujdOMFjj0kcWMR/fsG11WmFpg2buYzoMu+IlBGvzbNYgWu9mM8ByEecQ9bScz1zCEOLW",
+	"0F58JWZFANvsZbg4YJGxKbDwLmyFrSiUsUhFDhcFrGiEoVfj1vLQ0JgVYGOMVDkFRktlDnVNMrUbT9f5",
+	"1Htow1MNyjLEnhUrIivmQtGIA+Ur6lqYCWotsgGKn1Q7MJf3GtYp/BrFHZees71SgdhttD1tS0F0FK6L",
+	"GeYbwV8ATlmlziZosAYQrWPQYCDtkcXigBz91C+JKCMDMHAEm8bWxtWaU8s7D5JhTgzRzaOhwjzzsi80",
+	"o5+wZMwvBWu/3z9jm+Yrqgujrzt+5X8xVVyv3gawvFLMjkhkGlIf7hd9hL7W1OZtlGqSM3UjsXreext1",
+	"I1csKDSLWxO2OTFrjkwkI8h5zIrXLTP24b4oN2P4ZwMTxkvbM8qNbauc4rqCRrtDSufbOxRzB89OwBx7",
+	"lL+Fmtmb/miQYlXg4FUasmG3rYwKDLJyGawC3vLuvWjo7t3+NVYbfM1g7zHW3wGz6u9qqoVRUYm8bO4h",
+	"tCXAxjgdeb8Ax2VVrDCVTUZcAnzUpM5qILQmV1yXGfOVcO0h4lXHzlRf9Gux9gfZVOqB2dyASVzz0LdT",
+	"UUDzIztpibywqGZbUlpaebtFg7jrmoGtgyHpU4ijFtSrv2I2/lzwTGTvrDDQ11eDcqcA/YlGCHlYVcvo",
+	"uISSBj3AHxOtE3kZsDFPjagRccCm8kqqGxmwTFwrs1RGyN5kCq0nzQCJmNAlCVotlLtb2112KjSEvYZK",
+	"XSVEs43pfwdhoCSLPI7pHyK0iTB8bHQpvGixKqM8n0BWXGcXZ/Ud8SfWZ8rVJQYHXOOULg2IKYuTfXx0",
+	"ehaw40/m/6Bg1bzi2/0P+2f7pA1DaX+7d3zQZdirfCUkOmkFe7atnJ7mo81UXSYygntFoDbh07GIumyP",
+	"jXGmmcpCiZOJ9yt8u5c4boAvid6cnrwbnB39un84ODj8be/DwVuaKWPQFGiRFBL6rw1z/QZOUCEKJ4nZ",
+	"PrC74F3ewDTU5Q5K02S8qvpXa/89zydHUNZxysfiNMnF3z7wz6jzzJ3wDsXA9PVwQA+fH5fZ94m8UHUD",
+	"Si82Rgo6AnDHqmw4EmCymYFqTGx12dmNMguksSkO+xNjNYTi+14oQ/kD7IMffvBW84cfWJveNPLGFwGE",
+	"DTrl/nxGDGe7bveEks1toE6AKNRkKHiZ6+RaAEk18OMN4U36xQhLGIY//AAdPVnlsLA2ng9wXqKVpEDk",
+	"jQenWJtRQysaosXjXOouO4AQxNg4F3BSwRJOyMmzDlR0+tsbBNEb7B0fAA4KdbaZqxAv0TwgwzA0pM3N",
+	"RREm/iLfT8fprLwiVOgUp2K3a5ZxH67U0+EQzGf6NvoSgkgNWz2Gbz7BznZ89a9Rnx5hIY7oh6E0v4Sm",
+	"F/PTLyGA3xR3cSg8eJ+AhRYWp7gGjS960Fc89RZTQKRadEPpal0tqgLLRCq4FmQn5+x8mqQ5mwmHK/1q",
+	"a9uXAodHZ4ODj8cf9j/uH57tgwgI5W9CxmB35kJqBEj1qmB1j0WfNzJjLabJOMktjR7yCmcbwzSBySbb",
+	"H64BryOURSVtopmeYml1rlg7MjIg6rHtLcbzXIwnOVaYYyky/NP9ttM3zx/zzxvnKp5tQPgnIvJkLDki",
+	"h4aZ76G6om0TI9vsY/ILBAf+8/ToMGAvd9wH40rUUnf6LOXZpcjMfUDZwAyGcnf7JTve++eHo723g7Oj",
+	"o8GHvZP3+10zqESmiRQbF0lqhmTsEO3NG3Z8hxIicvpff3TNzsKiKVxr1GexMEsDAANmJlTGzf4yP/EO",
+	"C7wasZn07VtrsLP0FMjq4Yo27E7cM+fAyKa0sE/rmFUYcoD25HZu2rvbLzvwMkCFt4HPiEKJb3MKZ2zj",
+	"1EgRYPLQdhQWKwsOKSJjUAEFIPObzSgkBSjSZCjIWiQxjjSWZWp+NRFSq2k2RHZ7+pHeNNdCDUeeFpUI",
+	"RyXxTXUJRtC1glKabQvTbFDGNElavdbL7lb3JZQp5COwijxhMRxxbEm9FDWp1l8KSWk7z8wvu8y4JNq1",
+	"6WqPzrqoUigDysKJ5BJwU0Jp++Dx+zaGekCFbJiLwcoNMAJUxmztBEyKG7MPLpJM5wHj6Q2faaBOMVN/",
+	"qBD6kGQJk+JzDuA+PWRXodZdpqG3BD5C+j7dpQZwG5TCF7MbunDTIoQ7yRIIc9g+Gp4zyOJZFBd3Jg7i",
+	"Vq9lpgsW8Q1MNxAB87HIwUf7V717U1yyeYxsksuvE5m7tNI2enrEfnq9tW0HWXG7EZ7n1cbW9tn2Tm9r",
+	"q7e19b+jDgGU40RMS41DwLK8J9lUTnimBYQxMW3otM7ODgObC/hRkV3Vs77+PRUQv7Y2ToJdgujTlb3+",
+	"usHNZ3qr/vwf0BIILhvs752tLQSQg5A6NYtbE2Lzv6lTtHj+MiyTklMOZlgznw/MIPRW7W5tN93cjXbz",
+	"kzS6QsjcjE7E+Lvd5b87VPk7NUV0ld2dneU/+A0BAhMlHdXb7s7Py393ptRHLmeOQvlr0HqF07v4d7Z5",
+	"GX/wcvkPSMh9kvyaJxgJ8x09ODuFi/evP8yq6+l4zLMZnTpPzLygM22MaH4JtFN7VjwBSdOEinWGPE3P",
+	"+RBZlcxPTkWeUyz/y3/YWKLRPv/Hpr3WKLmv4NbXV/yY57g43xD7dTnyFDkkaCQdCoAY41xlQBmGINTK",
+	"WB8AIQLk0ca1AuWXaP9+Q5VB9TVn50bLGv1vm7vaUjlsyk6XnSaXUsQ9sspDGf3Xxun1cMN8DJWGkb1z",
+	"qm5ENgRzS3xmf/+492bj9O97O69eI7JshHacUYM65+MJmnJd/DTjN6CiyYYOQnklZoVRX7716d/3Nsxt",
+	"4+SSlDzRvFNOoM9ojGf2WVEoE80+yeSzLV5kbcQItimLsWPpeLm1xTTm1WZqmrGhmcqOu+evYrZxEOMN",
+	"6bEvNKPK9SR2170lKENzsWcSOoRDo3N8sHQlQ4nGs+NDTPIu25MztvP5M1qIYI33jWYs7F7Wfmm+lsN0",
+	"GosYjBhu7e8glNigGLML4wzB3LP2yy2mA7YdsJ2A7QbsJ7IrdafL9nJmLOYc+FV7LBbxFAUfDrDm3VBO",
+	"V3RUtUyhaWNou4m6zZ52abO1/PgOJeGcGJ4L086TbCWfYRK8Kla7fYqFQYt7yYjc1rrfiI7tvvF3cSlu",
+	"Zs/skvHgtrzfYA5ihzlkZyPwNyib35+LB+Xtk1uN7A+8WOj8FxXPHlQVo/otD+VrvfqvRr0QU5q1OR3J",
+	"ogyGTmanixrHKZU3sJCoEFjbiv+iKi5NRdYxI5qzCBqN6Tc2c42C3PLUIUw+0Ns5q2pna8c4MuYk9x21",
+	"QighNGtES4TUKm2FJPA8TbhmETabRh2/OqLLIte2DOJ+mPLxBJ2y7W53e2srlG3bdwS1vJ1y9Z3TqVSb",
+	"DWiiYzOIA/ARsSxDR+jx8ZyzTycfzNEMZbn6BFPJ8Jb0+U/gDtN2CRhiK9qqiCTDeogeNK6C4/M/WE4R",
+	"hNKso/knOxczRfEUkVyO8hGoUo7FFmqaAway/xoYXQXoXyjGyIAQIpQ6SYUES18WBxddgAQpkKY4mQRC",
+	"Z7ziqc4trooW4CclGtZ9yAF0JA5lu4jg7O7sGHfUtyQir4QaPSdjTrfJp7EjoDxSx5L0JTloMC4ZP9cq",
+	"neaCgaMJ/Vvqwk3vztbuT+YmGR8CvhXCtI3MV5nQKr0WhASdK1KCoSz6t8BZm2TJNdgqqVITM+oAnKyN",
+	"VA0RoRQRvbKNy4zHgh3unXUwAOwHLozHDSABUM7Btn/ecf45rV+nzpk6NVLUeVO3dqYOYjGeqFzI4Qwi",
+	"qI8kmMqjtGUvK0mqnQeVjouclDPazwEryRxyVVaw6H/hsXu1b+ndbK3gpbxR8iJNMJ+3u72Ct0GQnmdK",
+	"feAZuNGt3e1Xq7yRnk4mYLBDrRtwHK99MFCXcAxIs9U7XkHr80Ziz6RDIy9HGotPy0HRVm9na/vlzutX",
+	"P++YMVXjWlhtUXCq1/tmjXp5DyUtUCFinB8DUX5gne1hG6sXuCTxHEpy2FCAI1BRhceH+Wpg62dGaarB",
+	"6dne2b5RCj6VlXXKQgkcWS909WvQkJF1Ex1PUsTalI7sga7ps4iECyKw2y7yUJZwq+hdqWXSMeGhvehz",
+	"4YFpi8RiDHDPqPMQy3hotODDWDZcX42iAmX8kieStcnm6fsGT50OQEq/h1MCy2Nr8Ky9SWIedxA/mtqo",
+	"vNiz1xu4YBjaAA5Uy77sMkUiDtCpRYPJbs+1ilmrmIdRMXhkmEeX74svpG1fUe8sUCIFWs0z0CJVNqll",
+	"euRIeqRoE+MxWko0JBAzzooLzBWI3y/Qdyyh+kXE+xVKp2kKuu5//dFNAAyCS1sCA25XapyemYUEZUkM",
+	"mgg9AofzB8W+obTFh9DJ40qjCchPE7kalUb35onUOnVKCF4TnCM7hAdQQbgj/ow6qPJm350SQmRQyjSb",
+	"5V5roLUGekQN9BYBaTHpXaGaJIK32/k/zXoIShbukLBfRQuFsqb2oQ0hxc1SqUQnIFpN4BaUuU8o+EIz",
+	"lcVg5qfqshfKKIl7Lp8El7+ASiaLst4eUrEUuC/bDnaxE7AILje/zo2zM5uIKECYHGBd7UUwDAg2qguq",
+	"d+EsOuP6CkYfoYbBUWPBALarzLzR6AILM5TDaaZVRo2LH7jON+BGGwdvXQkbh0yblGIItVzw/SnUcCBS",
+	"A8qaUFbh5EkGbfVYUbHSgVi8tKF5hGEDxYd+1wyEGFFJBKD7QikVu+QTW+DgkjkBTiCUqEDYdpIpqPQi",
+	"UIh8JMZ9sxPVGMDszLSFsh31oN5hg5sRYIgYmm5Qf26/csgg7ADKW7zpYhFGjSLaBeAIEliFgKA0a89x",
+	"4Lp2rHlsReNeItCoR5Rr7AeimcWOZZ6HUsmhKNKp5kEjHptHU6WtVDSkhNBSizHjCndZFIs055HdA0CW",
+	"EEoEqEFMGzLGOGIs20qkYlmwpSmGYDxu/2kG5OpU5xYVvDihbGPpUNEHA3Cb4HcjKQGHJnaIDkNBIRk/",
+	"dC+Ix5pTbE423oSiuaHEUzKgAQ4mIgO+8oipiXDjtlS4BB1i94YrG3u5A+UeApOmxu6shJ9/ZmdHR4OP",
+	"e4f/HJzs/+PT/unZKRXTKGlxqcew+vUxWzMKZ1GgbLm1xVS1f4L5hA4Ad3hnG2PbnrhJNLuEuHmGqWGI",
+	"zbtp2Op05879TQKFbUISEUQmEOC7u6iWZeBBXxfmTjM881ZdDX1dP09kTHBLWsZ1Thvd0qP28fSez0qC",
+	"CQsWtTsys0KGNab7SrPQUJqz/WOrDDeytfHzH1+2g+2fvtbgjaxQkzOna8rmYvFk40K8hOy6zHv2lIQS",
+	"1AL7Ejrk8bDVexmEMJKw1fNqUL+GMqzpJao3M3GOSY+0tcDz7ikaxG7hyBbBhyNmFZSRsp116c+3DzvD",
+	"UnFLRCOswGkwwMpbbrEJZtGVHscIYx8teFMiPbkVSrCq+mhYIv6gkUTkCHfn2WuwitFBQdUIwlCWJCGU",
+	"pjhOF8zWEjkdJBMDKrXGMDOfTCBTubTc0b7PQ0j7FX9xaqbCcia0Hr0UkN5wWUXgWaHO18WA31wifIK2",
+	"bxl73BnubCzx0LzSwMeJ+fllgeZYUjyj7RuA/60SiSYhhauMDOgEzBnYrO1uRA8z99ehRJN6YzrRHWeE",
+	"F0a130syFzrsQosSy6YpuiRUoQJ1TObGGRWcbNoSk4Al5eKPNhVSMFdHAaO0dRvBfKEGdHeV6bNnE4Fl",
+	"MF6VRZdFBZ7BojIWF6+8bRnLWcFjVinOAAmY2LL3UOrceJSJNOofOqqWBRe9mh7sTECHxljaDdHGUyHj",
+	"qkj980Qc695uXTKxjib+JTXVG6JMsdIWO2eYE+NWJTxROQXWWH+niTDk/vIiMEUmDDLXCChFN080wbz5",
+	"FRHN0n1pxggf/idMGFVebC2515L7Lym58Rx8kzxQQd33CCGIQ8UgpskKUcLa4nOe8VBidiITLLmUACPa",
+	"9wvELJGvVJZSHKPx3jSQwW+rB2oDCO9FIU1OLUvg/aIHjx0EWEXyUI/W2vl/gipUI/DNZryATjvarssc",
+	"/8bjV9TIPNIRrGyZwDHSh9KRak+1yAIvngEdCi48GPiGEuYaMadXMC1bduVQzpf5BIStAt3U2nU/UIoX",
+	"wtsRdRc2BR9DuSj6yCrBx6AYfy2HO/Rhu/iZF6m0TOcuOEDwMVeJjBEXf5mIKRiq/7xByuIdl0mqYm+v",
+	"BdW3FlTvpmnqLcAtBRQcgDt4ZlU4YxQMUOJhPsTqQELZbdv8fZL32O7WVih/2XtrU8LYber3dpWaeRAC",
+	"ajW4234oV+zWcnJz+xXSKoHjyHM25BIAYjCrzqBPzzwslHGir9zvXm1tsYPDs/2Tw70PVJIIoLjnIlXy",
+	"Upe8vxe6AFCERm3zgCsxyUPZjozQ6yGRTxT4ALrUn0X+PPLmAxYqBgKTXLMkZm0QqlBASeUyMpQTMxbo",
+	"6vY7zAAHtwjFMpUV4YE6YVdFvW4t8gMdTMzmhcrGGxavbjVR04SvvZIvuP1wJYzeABZLOylucL37dh0S",
+	"Um9mJZ6/c7j29Z4on4SSkqO8uVAZ1O9kiyAm6gJu2z/+tPPqx7l4G5z1zS/wn4P46+2NzBPBY0BlqSSF",
+	"JpmKp0MqgIZ9H+AliS/wjOzFEJcsyb48E4K1eQHK80LbYiloWOXDESFaIwyQOVETngmZQ+1WKDH5I0Vp",
+	"tBaYw0pGIxEt6hgayEnsW8eBAxlOkyvBeCgdMKCk7AvC3FPBhoUyBP49UjrRGxQzG2ZPR1RUaD97m+iJ",
+	"0pBb6lFCa6GbamXqQsSEj+gPg2pJYld2M+H5qCi6oQVf2FlfFMGMRTzY2h59fjXeufop/vHfP9/cqejm",
+	"h80fypJ1Odh/rSiFd7McA+YFsaQInloztTWEVzjXfThTZkb+FhLrgf0AsUTCFkBHN4MNfF3brU9TbyPt",
+	"BoeFXGq05mI8Ae6eRgG3J2estESAGk3+MRLqGFkClSkbiWTtaKgysdntdiM0rpBiZ8Ns9yw5n+YiDqV7",
+	"bOBqlc9nUFnXB4MOwcTYPh+OiENA85km9DdHL4F3hmBYIYHaydgoTCJUvFHTNMYS3xueSRYdf/j0/uBw",
+	"8PHg9PTg8H3UWVg9c+Zm5xF9w9KT3uCMLvUQ6XK7AvfyE7/tdi6DQ7kvSTvm3oyXd27xTe3+3cRlb/a9",
+	"6vcxxk7BBIWneC5H5EOIR0WFaoEy8kKHch7WveOjFOKFCEhxLhjqZsXGXAIu/e7Wy6L6o0PAUm5xbSW4",
+	"8T2q+yvC4hQLE2sUvUgvOlCfrVnGbwh9KmP/3Pv4gdqLE1m+0YyPiSQCyj4nKU8klez7g7hG0Slip/a5",
+	"0TGhjOw3pT0c9QqsQYAn3dDGlEjyGbtIKCg/EgwXrA5nI5RRFbguKtfipAX6oYqF7pSASxNtC/b76IbC",
+	"/XlqlstCcDGeauWC5VEscp6kOipAl+nNVPZC21HrACtLbdAO4U3Nk81UG08xHwX+FDVMD5HXYENAlx25",
+	"fCkU7dtQJHqlEI3DCCQG/QlyxNiFxoqDSAUfIvOCha/lmXRInxbmuRfKqczEZaJz7ACHMF/KAVHEXKiv",
+	"EigTakdnR0cfBlU5GRTthAXYKP3GuN5Hx/snuF6fDn89PPr90PzE0sCYh2mW8uEV0q+T/LbUKNQWdily",
+	"6u3I4JYwjsP9/bengzdHh+8O3n/CJ5g7W2lfpwtofuFdqq8RStgp0J5BpG+IFl4IIn1lBqPTqcVKpfqp",
+	"dnT668GHD57qYKfT7Dq5hh579y4IFofihAhcYK7VtciyJBa6y4zL77BgABK1TgsdwPkobZ1lFu7RjQTY",
+	"e0c5TEZ+Id9qpVgNN0Wnqba+wquwSmV9HW3tYzVO+rNFTjeonarUu+Mtz8RnIrtx8vJ+d/r2MRk7ANxe",
+	"KwVnnETyxLYVMt8+PrOC7fFOZedJHAv5vAM01aUALfi0DobHUPCvP+Yg96tOBw4cADTJWoASVbdpbm3E",
+	"WYV5ezOOeuzIBpi3YZYYUqGsWFJ9p++QLsJXK9w3CYy7Ygtb562vUDrzi61ofe0hnnJRyrRVWCX2sRTH",
+	"IQRukPJKY2RfWzjlHowDngxWkIPIBsBg6KDSLDreOzndJxsL4NuIVxduTNfsfzw+++eA4MijLmvXTGJO",
+	"9VjmAfDunl1nTEUfM93ZVmTxbW2xyMthRNBCZewfWDBvcozpfCnyUJaG3e2QpYVNrnMcWBEYoVicDC+3",
+	"qgb+rc58a601F2qur9/KJy4iN8u01bW70p2UtX560ATC96KZ7NH1dRPRatxaKX1JFsT/m8JjJwJbxGzV",
+	"SDEMq2i67MzppxjaH3KeGJmuU65HxgGCQFomtODZcCSyKLBwzxRSMz4KxmM38fMiQBt1eq7n9NPJhw0h",
+	"wVlFkYp55XzEtLg0IwlCGc29tXn4/7nzrvR4awNSD/OYoKYI8MeoG3PbRYH6Zk9mlaINF487iI95Pnrc",
+	"mo3SE09H6mbloJxb4e+ieuOJwn9mRmEnlgN/q53OxeFqDeDqG4mks1hwZRDhorqw6ETOU/aCdUMumRYC",
+	"2YutaxzK4lp7DIAlVptDBfjgYzE+h5K2TsAu+LVCi5RccLo3cWZAQPp8Rhi1Mg5lEjvLD4LfrB1NRDaY",
+	"AIyBddp3XgWF1bK11eljZWfOU5/RKygRbYSylmmjHNyUPMvUDSHOA2i/QinhcVWWJyuUxWwheYg1KZ0J",
+	"aW60MLz+FDwcRzKduW1wI21tW+KVlXyL0MdjyqzbEGPgTNxPUH1fcgfTDpd13eh6QadpnVw5c0n9xNtM",
+	"DXmDXn3IzZMrVMi9OGUAflZxEkFGAc8hgGsjb/XNSGTCglGbcWXwbTyGFhmfN9ic1lmnVz3cbP5se6wy",
+	"iD1kbg8gKedTV+hFY/TYAOdAzrehL3Rry+PL2qK6tCLWNOIaUHYwbkxR5DpRgsDtexRreBR4++IJT1lJ",
+	"tXKcbu3v/CX9HdymkP6vC7yVjSfn0SCA0ryw+4jnGJjCXYZlLln5lhjli9qmMnepxwtnpFYoveRqkvcw",
+	"v4U8Y2WO24BhMzvzygTKiTAZF/mUIJTO2goc8be5hAhiNSPsJ52rCTA2mCFRzze0JPrpx62fQ1lqWqRO",
+	"SKqZcoM2wsxyAreBLcgYgmDf1RYV4GxZUbUwjYOGb2OJUrJqddLuTuvb0nLhO8aLhBVd0v3GMufxW/7+",
+	"5AIG122hgAmaPTIgmr8ZKedbFTKjncjrRCeuBMRGvtnu1i5kIesDCX/aM7SSuvdV/Tq80BheWLxbgfD8",
+	"rsrv2JHHI74hACpmxusejri8FHGfRWORc2jTwgpfYy/LPEAAzKHwUQhtG5dZWzTYi9YJuh8Do749BWRL",
+	"IrUutDn2w12ILOo0mtz1fQkxfzZa6eGtd+/1bmW9f+Pj7Kg9vxML/k/dI/G9aGTc27cx+Tf5JNkwBnFj",
+	"9LRO9vUYX6S/bTca+f5ZcjnKNbsUOfn/H0kIEuWw30EGXPJmPGVK4T4xTmLW3TKgYWxzYTxxDyj59aqC",
+	"DEsK9UQMX2gWwbAO4qjzfVoM+O7LQn+/ihmzWunZm+DfYVzR39/W+/QPpv2oOc64mvURmU0Z+WyCQRFZ",
+	"84jl2lBNW/yyzyQf2wLcKzHzYJkhQF0w51M76LVZdSUp1omGeXtna7tja2exsgMynOZ+kb6+GmAyMokx",
+	"FUl/4pmm7CTUwlyJGcDVYfjdTjX0i/eQ/o7Ps9Li8/BmBbyzBXBWOrc0f67xdKiuEeRNxi6oSibYspgi",
+	"HqpnK08eNdqJ7/6UMU8cAQ4pXiUAalbeFWdDiQtUP9FmaSOUFAZ91jbW2sZawcb6mEDlq5Xl9aK8ycra",
+	"/HIlZgcPEWl1uGN5zyVXHIUwVOrdjDDwqjKowIMErTkO4nOigcYc8C6HOfGKKipr9E0y22oKJRzsXabG",
+	"LBPXCs8vUzKw9Xs6lK4gEXSIjdds12OuXaur5y5OmyikzevZkURltQYY8Cuqu6ZBw/5YcdxXP168/PfP",
+	"n3fGu5OfWkFrzD9/EPIyH7V6r3ch42z/3H4y6xOXeqGopkuAHxkte9qhnbU5+rSiDlfm1sJOfLZtd3cI",
+	"/vZZRBz7A9s/8zdzAiImhSCajrEnIY1g9M3ZLtsjaRh9IeIBmzL6+jWiPHiUu8Yr4mYu1RW5aq1Qtl0N",
+	"+A7Dmo4O5tv9eNtcy2FEWCiAz5zoHhJEQEXQOTRWpdPLUMYiA6Jzh7Vi3QQjCgIWARyzkvDDaLu71d2K",
+	"Ahb9B54yx95DJAfEBR2EsogxumY2rLQeqkuZaBHPy3kkSHGRSUBqgkR7VLTVhbLcuuU18Dvp7nc0/W6+",
+	"b1pLaJpDDjmZZ7NQlnvv7NURVkhIJTfIYrvm6dRWUJn5tHgHAAjqtVQxqF0yii2U7QnX+kZl8QaSlmP1",
+	"voxZIkciS3IRs8tUnfM0wH2pMiqaoIcVIQfc2aKeAnv/s2vOetK46Zzi2ovj6jS61rTVJrKp/Km6uqUS",
+	"KCrmaPUAfMeN81ypVHD5LVQQrshKiZMHr9RcK59yLATXopC1vEburhKvtHn9RRb0Yg3TZSdirK5JLLrq",
+	"K3tjNubZlcj6rMD9ZG2ysEMZEcFUj6EgA7lVgXO54djzwt09a+XFJ1ej8JevADDHsDL/AEaopFgfw6e2",
+	"Ac1ZKc6qM1Zcgc1tSyYXnUzYCCmHhv2JyKiRzz+JZndArU6xYQDoO6Qkq+v38yzBcmaCRYke2B/TOa47",
+	"n+/+Eqdz9dqCgEl14897qYx9fU6fOCzFs6uydnULtYpapRq5RqfN7AJbR5eMbaW4tDsDQb0AgwKYZiA6",
+	"Qi5JFa8sovsAbUunz3a3dqsadAQaVApjitfXHhcyo7Ec6Jhe6XmfXJjMB8L6gnutS4AWWKFnPmao2x+r",
+	"no5NmOD7x259+9MeqnbpWBBkiGZymqadfihrjFG20BbNBNmhUiyrPf0+DsqjG6BOvK0Nz2dUXZqvdmLv",
+	"lztfgrVsUZYtwpD5sBfK3a2t28En99jx4fuA/efx/vuAvT94B0Go38X5MVI6QshQxAC5QEXywE7dPv3t",
+	"PaNQS9ypQCtT69+rGmDnE1tUCKhbPEsTkYWSJrFfyhp51nGSI+N1SR4twS9+NhLkUeCT/VfEl37OhYM1",
+	"S0kruc5wrzPcq1URggxcTfLW4Se/3vl5e/fV6zkzyrX0bGRTqe+YIAI6MugJKqeq2w4ktFNGEJXicz7I",
+	"pnLA8yiUbfilrVA0Ij7lOrec/0ljNeGpHfuJGfqf1VTy33IV6txyk9ba9bhNMWB57ryjdVr+4r7GzT4B",
+	"H1G3mst9YisyrzbWUUGdzQkRx6ujkjV/icodh5mSA/F5kqFciVj7FbtIRBrrgIlrnk4JnjKUUZ6Mxf8o",
+	"KQgIOKJzydpKig09UnkfC/LSRNi4wcUUzHJsuYsSPcAq4ahTYsnd2ekC+GiWmLnHLgdueQsh6ld6byXT",
+	"Gb0M8u/Yt7d3cCKCh9K2JcPIEJISUoNQS1kFa7XBCuvBRQTPOTifRT3Gp7ka8zwZAt/FhNBS8BJqIvQg",
+	"CHjOiE8IqGmZGPMkddBlSjKzFVMBqVdsJ4mkypMLOvx6AD8YUOIW5kTJ5gJH//T/GVs//Pd7oirG8hCW",
+	"1y+WhMTagFsbcLfp/C7vnkUaZrGltvklm8oHqVo8wzbpnPE0EzyeIVWOiMEBvhKTmnAuxgGejWiaq64o",
+	"zWXzU2EGV3zwj+se7XVQbGHL9eonO7ijjwW7eSEdYl3iZX1Mv5FzdivHbO2XLe0Kv82Bmkzzu2d+KCSL",
+	"XsdNluTgbIC3xNqpuMg3IC4Bt+VpKNGPYjm/Eo4uCbwRTdhQUPCfTVOhEcfROhNmn8265fAHULZnxjGZ",
+	"THPoR0+5dt8G9KdxQwrGTs99KbR0Y9v4WgA8M9flacSP7V5fuy9r9+UOJWcgJB/ef9nMs+TyUmSLoeQX",
+	"AdMUAje5HEGZDTgwWJBm5Gany07NJ1RzP5UWVCoAfHa/IYswQiGYZSM8Ft99u8B3l+IG7szaSC/P/vFp",
+	"/9P+207gB4oc9maXnYpcl+U6yvGSaO+71gEzS6xd0hLAdOpAS7qhBIMiFxN2Po0vsce2wBMZ2ErxKMB0",
+	"Ze7h3r7wr/QvoCBonSI5w0Vaa5JvFIai+V4KZWz2oHXXcdM9gG259gjvKyynsioomVQ3txGWqxH+LcvI",
+	"ubuslpYzh6Rbm2k7hlSDz7P358y1ld9zlWxbFQJx7dfdJt9WnT3viBxXv3o4MI6pTP49xWySXwdrfvIz",
+	"e3N0+O7DwZuzTjeU++ARRl++XInZ168RAxtopNIYaMn8lkWLWBGLYcozJH7zMl9oS7g81pWY6VAiDhkM",
+	"pZq0akwHlTfonzEhVH7DJ0oJVQexPClU2cl/Rr/q1liba0fsEfNIlQ23WHI2mhebrhP7QXJJVYxeVgfR",
+	"WzGNQjnVVHjtMv5tHIZxy9Dlca7bMuTeZyQg59EqKlUdjc8t1mTF579cZ6fWCMIPnM66lYC5c0rLK3G6",
+	"ZV5rfdK/vUd0S29o7QwtT3Ld8ph9w0QX1QuGsjnRRXktSnVNJums7EQxJRln8RR3n4AIQ8cce6fVeR7K",
+	"VHBgJKqETCwOhjtFrvyPSv0ugEzFeVWWuJo7IiZMrZVZy5vzZGuB8nxdu6cSaDZptnbv1u7dt82z3c+/",
+	"UyrVm07I3T2KfCQFwkEB9IMHKmWp+TJxmegcIsjmoX48OZSAWjRMudbYyoHRMbqDuS4ocmoO7cjCVTn+",
+	"PnFxIRCEGsGfFoJLnymVHhXv/aeGiCi961I6OTcpJZgwBw62NtWaTTVv7tzGh719QWAIDTTq5hQ2nk5M",
+	"HT/QyawcQ9a2wHCY2O40nUvvABbHzIzMsSgVQsRDoZ47rEvP5Cm8rfgLnEh806W5I7MEmiZlffgW+UlY",
+	"YvFwB++L+c9B/HUTz8hD4v5S67lS6QtdB8GIJLIIUJmKa5EWqH+2jg8w0mFkxpdJcoRSYpkACHVQpOPa",
+	"8Geizdu4bfi8/JczT+KYtaPfMyDP7p4IHn86+WAuipr8GlizFcdUvWkZiHdna+spkXhXhL6AbZ5oFuO6",
+	"rsv8nzouiuvA+G0E0P0y1r5c2ZNsKqtaHk1rP1Aayj386maktHfvkpixmBnAy5CkqaVuxZgO4YTrETFN",
+	"j7FLlH40sLeMWDuCfqFBrqibsccAVpT6SHO7iXXOZ5pN5RQnEAmv85GYwWC0yLuh3EcojCaZWQFHpRsv",
+	"Kn3el2tp+D1Iw4rZtIpUfKHJcCKD1CrLtYR8WgmJR+52AnKJhVY4H5tf3L+/3r0mrlmIqoxx6YkfJ2Ri",
+	"hfiVoaTanoq8bcS6K3nna/lzD/kzN343rZBQKIquqATWjK5h4MpbkFXGfiHy4ag84O1nIjDdJCyTmcWm",
+	"dghEVrmuHc8FjqfZsmWhYKdtkb13H7bSX1Q+Iij8zLsOIDH4cGSsIF1av14oIwQaVBmL0PryLKe80JiU",
+	"EgtYJKdpGrHMwzt0uPJawd90bShhlxoLDFzQtjH3MO03zTLz2gTGDzU5LFc2q0fcNQ0Q2wXX51pC/rUl",
+	"5KMSyVZE5NOBw91XVktxU5XX63a9dRpxoSl+KvJbaq5lhrj9/YMB7WIwtyYUWnLxtWI8TYEkTVtuGFRH",
+	"fYpajLFWLK4PHfhU36WAymL4XTizxZStFdN3GkhdQ6Q8S9zgau5DXVDUYIFhvTIR9rzI8Tkn3DORkZZx",
+	"ryGJ4bDa0Lubcp1v3CRSs5TPRFYwK+ghj21sgOrMkEuQGKvsXxCIsN8AdxX9gRh+fY9SCwrVxHiSz6qo",
+	"+4UoIwqNLjsuM2d5hFhjrq/MK2kW/UD/i7qhXDl0vDiUsRaH30kk1a7USqjElaO4lpQPH0K4l9i7R72v",
+	"J18yW/pbHUuZuw8rQ3oYgkjFRc7UNA+YyhDckiP3AcVKUV7h1g4oYGFMu9jn8eNyaD7X0zHUiFgsTqRE",
+	"x8Jc4EW5GSFx5M5OYCUdFCjnQnaozvdKzOajstazDRgPJVYFk6C+yZS8BBT4wIw2IuDRgb5K0lRH6Ber",
+	"aa6TuIxof53o5DwVDC8M8G1D6W6QGw8kH6CxHLEkRlDQhAjGLN0LDQOQKSZZIofJhKcN0ht7QYUcZrNJ",
+	"jkopEzrvm2mPLQ+8ke6eYGfnfHjFroSYkGJDfQY3rCf4hS2wlucPLs8fPozRtFZPHsZYUbNY26pO6LXR",
+	"Sllzu69DGbeqiL6HFl0S27hnIeaK5vVC4xqT32tR/CcsUlin2Faq7VRS3KtuIONSXyyCEfNtZuW72E0G",
+	"dOCqmAg93mJ8QJVDrizlOUQL0CgsDD3WhjTdjWQTkWnopnPfBYxTQACZzxF0TN1IxCHj8TiR/VDCfxOd",
+	"ZzxXGRAGdXqAaAZPqqfgcwLH2NFmShP4XLPzaU7XhZLGXQinl1i2itOBFqUZfRIHON9BEYYIKhQJAfWp",
+	"hLLAGjLTZqno+4WcLpi9HROTSmN87xeaZkQqlip5KTLCygzlGa1sBnawKuUfcc4qJKP1+GV4k2fCG/rw",
+	"FmPpBZ8/FdJUAoSOzW6ZZVzbg2t7cBV70O50T4LnykEHOCHbSCE5zUebfDhUU9zuDfUab0imgGedXEoR",
+	"byQSzMAXUJI9STnhpbF9IACxQujSSKhMTS9HLMKHAd/HJn6/QWc/6jbVRdDIHjU9js94IinxSS/HNbRd",
+	"t7RO34FoWJ/0x+A8i6EP7UbajeAf6mk+8o903SlrNgZPcLvrkjUxodAca2Ps8P/7f/5fY0h1uuwjT1LN",
+	"OBsqeZFkY8wyp4m8sgaJ0WJErdwPJUgmHLFnThljx9Ivt/XIvFYiWTTBEB/SAkVsLLgEmKROUSiPj0p0",
+	"KGkAIga3097NEneghPIMu5/rA4EwOSC2UMw9krTxnvBMZc0bfz3NaF2q+FmbIetG/ecQloKlLxjAhvYo",
+	"LZFQuOWaRdMZv7J2h0jFMIf0Q8xyMzKbVMCtimKhLRWjsTIpRCxi4jyDb29UdqUB7Np4lEbiXJs5Dxik",
+	"XiCqMwHnF6723Ee8hyfXGMgzIDS4FllykYhaXkY6Uo8vXWCp6GnP2JSxeqBUzkdTendZs5YADy8ByjCL",
+	"uLFucbwvVHap8g1rRCwKRKExoRN5mYqNKbTpaZHTcYbzCbGbkZpmHa8ghM7huUiVvNTo9TgTGXOr1LuX",
+	"6CL3OI9wHyuI4yj7W20jSOfCuDZDdS0yONwnxvxKkzEEbSYiY8M0gTwwbd+a4/8OZsEmOR/p6Jcf8lTR",
+	"DqIGXyQA7DV3Pujf07nd3VlBKp0p9ZHLGb2jfjbnHQgiGC98ADiSc8c9aH3eyHguNuBUtHotc/RbhRBI",
+	"1WUim4/+m5EYXmmLnBYbQ5BDeHUipBEJMc/5Oddi45wPr6BrF/U6dcDiLyN9PRxoS+s6BPsklO2/5/nk",
+	"CBhUT/lYnCa5+NsH/jlgp+aNgbh1kql4OjRDIQuBpMWQZ1lCNseb05N3ZGvkCsoPQsk1i/5rw3yzAUo3",
+	"YkpS+W7Kc5Gx46PTs4AdfzL/t3f25u8w3rf7H/bP9rvsd/ClvNe1j93d2r6bjPkAk/w4ogXu/VRkPrim",
+	"iwTKB3V5CeDi3VbQGgkeQwT7S+tU5BvWUv1Sl5CnjYS7pbyFzK2KAVbj1V+/sTu0lnjfSOJ9UJcskXeR",
+	"cGq6ILKyL+NyVMWXYcNUcKrDxZ3YrTvc5v5PrLjpnKlpfouDtg+ulPXd/AO3yhH7VuGD78XBNvsTd0KT",
+	"xT0WjTUbZ3Nhe5fMpce+0J6uqy3O+ChaTyvsz+ZP0b2KCZ4ox/+GXsGtQjHvCxa35EfV52huGcRFMg9M",
+	"E9njSfEUGFqimZCxiCmA63LMUiCCSW20A7zCR3Z3yg95prEOOzxmm63WOZu/JD0FdoBPihPRdMBtxVyz",
+	"KXE0ERJ7yZE3wmvfoXLuAd4EDyRQ+5hjwNquiIftbr1k745Ofjl4+3b/kNweaFcPpY3MGU/Gx088F0M1",
+	"hjIWVirB6bIT72lFBXoKhlQfCtAhMDqkfILQml8KMyqK11KyyLo27A6+z4mdtccqPMbbPxHtzioBVYif",
+	"3jcvvM65/Gn8GLtlvWDorZ0aCPasELq9bW7G2pxAEEV3f5jkDBozi8yYu8VWTsxMPLI9U3rGM47eHhex",
+	"QChBX4dxn70weKPGE0tfc79Irq/KQT7IFVI65pyXbAC/RqTij7YFQR6aa6AdeQICIZGXnS5wZ0Hmx9Z2",
+	"uJxr7ZGV8W/eY586evLRr6R4vmUR39lGv32FgtkXsPXq7NIFpjlcPtv8YpXc14VxFipIL6u/uVNQr/ZY",
+	"jdYLZbPaO6zWOtTpMDgKM6hAWFbqfTw9T5MhG/H0wr6AeegLTTp9wpOsoQzcTs7CYnCvheX17q1BnE7F",
+	"MBP5iqP791RkM7/5BuMrK41te+enp2yvWcXst/KvYvv/yYE2Sgca97Vn57LzGfO2Yc1xhmqjy8bj+07w",
+	"fJoJdpHyS7Rrb8Q58xYSTplm5+JCAfDlDKJhyaXULJFddgi+s9kDPJGaadivujaa+gZH8pjEPnCW8TnL",
+	"dhO8cPfZrCyJoWwq82RMo/MWlOYOlxT6ZBZ3K5a0KVgbXfYh0ZQ/xhv4DUSJsV3GYnwOMCdzlODzvUha",
+	"CEoAY9dOO5qpaTbIVIoEy4gSIL1HzVisGNaYpNCXrzrdUB7zS8vMFU34pYjAY4omIhvgn22LsLLzKmA8",
+	"Z2Olc7a9tdXpM6lYrnJOUAL5NJMiDoDVPJRYOcuZHqkMmc4Zz7Lkupmn4j3O6py6qFvm4pJN8wItI7iX",
+	"XScyvPQxxSi8wyqc5RbhAJfnfnbad0hAfmnX2p4vWvxmuPamQ4VkvNr187U5cUFTEwoCoY9d1MCet1yH",
+	"MoKup6jL3mPjGx8LDeKWjglRgzdTgcPvHivlUDzhiUKB9OzlsUCY+XW24a9Nhn1JZ2HuRBcaE/qEF8EX",
+	"4jmEU4k9rGWlV0NuHZXYrSMvTYHiAMgVQqlupMZONc3atlGZqYzFDhZtbHmt2UdQwzpgYxWLFDtOLqcE",
+	"gh7QjXOl0tBMb5YIaMEVFyITcmj+MI+fJEOw60D6mA0Br+XQX/EmPmIPVSc3oyJaYXM79YjLcBAfG8/p",
+	"OZCqUNs11zT3a3rq75aeuvHIN0EF4sGyjrRV2HIGkACdmhPftw6PSLVglyJvBvJ47sdjJW3qa9I1XMUC",
+	"yuYFW6+hVKVet+igZtex9iTliSR/TJt9x3a3Xna67EimKL8tLzOAsmG9RTPS+oNtzcdqR769lfmNz4Xt",
+	"Rv5eLM01TMHzaV5e3TQlOJvGwM7t9Zcf9CHzE1nB1I1M5GUoC7QaaBhKCIRlLgDUZbcK1ISyPlKzMPZC",
+	"IA33k1PBdxiwgRdfJWoDa/PCehJrPb0szJPPzdkqpzBNxxvodD3WUSy7dM4zw6rT+gPYp6OXyGE6jcUA",
+	"gab/hswv8DNEnq67dSjPbdUrhWMvVJqqG9YmPr7zGcZylRQBWRP284plomQ663QdthOilkqqn7MRWCjY",
+	"i/gkGVyJ2UCLPFp47j+k4zc03fc++5WgXaoVS91OaJ4hVpmgppRaefZLJf0k/Vo9oOBx2bNzpVLB5SOn",
+	"z9wUriJFyhOwliK3kSJ1IRlPpnys+7o5qHwLn6DLTm3da6Jp/0WATDzVBA8cyghvLuKIxVliDmU7yVkm",
+	"eKwZZxdJ6qCRtciuRdYJKLuHNane8yABBXB4ofQBpQ8hRo2cGsm/pwKkUiJ9IQhhsTdHh+8+HLw5izpd",
+	"9jsKLj2gIxLhYKW4Kc+UK7v1CKgsBbkeqolwxXSTTFwnauoorViqNP4ulGbgXSd9IiyGq6Aqs/be/unG",
+	"zqvXG+/ffCzoz8ccqgivxAwFeFmuLQnDuyP4PB0tHKkb5BOF9L3nLw/rlzbHn9HpWmM4PKcEQo1oXy7Z",
+	"F9iOm1+Gd0o31Ir/PkarjaTntYZMIcgrqXqGAvGt/bkvXFPBr4X2BKwRhWqaM+4uaedcY7+6DOUFT1ME",
+	"naeCRhqJYxY0j+NJSrbq4dHgw4ePA6MLDt5/Otk7Ozg6jDpLMgwPJUeDFa9/kzyf3ER5Rb+nHMVfJeVw",
+	"JyHxEDHhftO5bwM1B5iGoazahggWUTEKO8uNPp9EJJRH4yQH0F4IOgOenflxkiHVRJ9F0NUdYZ013tg4",
+	"TDFT8KY8tT9tc/wXO1f5iKLXritcxFiGhL2ae2ADFHZcib+E2AWUFF0G/WYVwziU1GdeMjvbvuyDd01I",
+	"8MUBFDRFTvh0vd/hYPjYSFYqxYYkcMnsvUyMJC3bvksi8k8r6R4rln83E3Pr25uYNqa/NjPXZuY3TAY8",
+	"jpm5qUW+4UJQX+4fb+jfyc6EeIPvxidS5zxN4acbN0lcNRk7UNBP0oidq3hmKaJKD4XMuyfLewwDn0CL",
+	"7TX1l3/l8y+BmA9l2w/mSCU3aoOCyPiUpvUhw04RboCXDlgiQwnsBRmXmgO+0jKm0VORv8V3+fNavSuL",
+	"4tL8BkyqG99NWRu/Tyu6PvKrBsHlr9LthRiVNzxojuWoyJoAzUcbhF2A1wWhxGd2oEZOVlDc71GKHsqV",
+	"Mpz0Rn/BFCe++SrZCdoV67TEsrTE2G2mlYvYb5VvOPPaydGbO58x8ZkP83QGkDjqIpSRuWKQxJHRmBEB",
+	"mLelSIw6DsDNCxB3lOnpcAQ37BkPj0VQNwsxocH+ycnRCfhZMB425jNjXcSuAqoYax+zi401uua3zPyU",
+	"S+bq6/cK9q5EF16c63hZ1Xnbi2NvNz/PQH95jE9Zum9HsDzST8s8SiZr/2vtfz2KEbNnRAJttFWKQGhL",
+	"bn6ZPmQQH30VkjogqVKtqAQfmgC0SC9C2YbAfGH1dLrsxFwD4X9JnFdFEI/kHBGbZQ2BvW4o3U2gj5hr",
+	"S5/lyb9yP0M9PogZ7cPJwVVdlk/PKFBfCCyI0lMPxbqT4LtjcICDt0guPETs3rdrmL5J8uGosD3ORX4j",
+	"hGQR/h2FErwOuEPUZ5cZl1j2gYccrKmhDXlbYfBCw+EPFguF+ohNlTP8rRir/L5CwgtzP6GQeNR69TsY",
+	"WFtPYWDZOPfayFobWd8G+tHKNpJKq5hb1K64EGXGtjQmY34pkPOZamV1ngnwUBOZJlJgos+SZfhpuhea",
+	"RXSbwTRLo06f7W7tFgQbGGMacYgNO1tqnmQ1L3qlmlrBjumNHrsjDGZj84ey6LhQ2ZjnrV7rPJEcCljn",
+	"EKfrRAXcax15WRB5KTpIJ259V93cmzC9D+RLkEdAaQh7NNql3W0zMaGU0zTt+CmJXkFA7Ep+ipZhhFuy",
+	"uZMlBTvfaqM/ulFv3/97suj/GnU3+Sqn7kGCnh+naZ5MeJaz6cSofkwHGF0QXSSpiBh8197d2gpl9Mve",
+	"28HJ/j8+7Z+eRe4cJTlhDBuJyxLNYpGLYYnz+nyWC91jx4fvA/afx/vvA/b+4B0M53dxfow9FZxA9sww",
+	"Z0BqjT3I7dPf3jNqQ4g71ijffsWiT4enn46Pj07O9t8OPu6/PdgbnP3zeD/q20xFKF+xj8kvrL27/ZKG",
+	"iJo00baehmvG2ZWY5AQZwLUWeS1wgHSQmBq7VlxJNq1QvVNgpvShhUaTkT+2S7lptOFGzHN+S/uaBonD",
+	"fpZ9qYUId8RyJQ2wblVdG+6rVaeAsFtFzgatzxtj/nnjXMWzDZBkrd7rnZ+3d1+9njd8ClSSB83y7rGL",
+	"TIgNc66ZOv9vMcxRal0oC3CsqdRD41QVUO2JmexJJkBQ91n05WtELLsAv8JusiTPhawTX86y997qmeM9",
+	"eENdav0Ul649gAUewIkoH5TSZqgzSqb5vQ19r/L1ZgTxPNz0banYWGSXAvV5KLXIEp4mgKKKl4z5jJ0L",
+	"V63w+tWrl6/RAGHtpjRsbdAfxvAY+/8x0MVrB/uUobpbHESyxebP41qLr7X4knQG7PvVpVNVX+dKpQ9c",
+	"jyUFEzLPZkA+YO7PhinXHgxpKEdcu2IxEfccXa25BH4BLZxmgmLQ8PNd/a4xFMeU8hnAmIYSOpuwOUKz",
+	"tsWD3zCuWYzNC5qNub4Cxmyvdiwyzx3ASKM+2A0TflnfAuqKu85g8p65QWAGeRukCZh/QplbmwW36RT3",
+	"Z27ls7f5xfznjdl3Xx8lUGhHh2fSXA1IpPDxRiquReqdF3cAL3ia6lLj31SLLLDl0eY2rqXQnD0N9AW7",
+	"oawNrNPD7VGGU7ak0MBs22+UQTyzC/Bs4pI4Xeuo5PMrGyigOHGRHi0saVGGc7cdzOnhPmcZAoKicm2X",
+	"klr4WYL+b/GLDoBHQHJYsyTvu7j/ztYWwwJOdsNn3VBGpH0jpqgT8EqISZl0EZQpawP5Go5Nihsca8dh",
+	"V+geE3w4YldixrSQeShLXX2+FML7gbejeSr6LJLTNIUyUyDkn+Qzhsks6pE17xDKdiJHIktyLofAqT8d",
+	"C93pA1YNw+SdzAm+glgK+0BxbesdjDHAoh/ofxG+SigrloMZfzEFZLAj9H2X7cHXTna6yEMshinPBPaW",
+	"4PuFkmwpJKo0Nw9sSHdnBzEoFAZ/E70oNPFpokWWPwdR+RglF6V3e0ovDp+/kvsGO3/tuK0dt1tgUDh5",
+	"vKJqMSbkmCfpxhKOj715DC8iyHTYonMMmeLiQgzz5LrSnNVz5mEoNb9Gb6lKkxlgqmoO6QwRiKC87fS3",
+	"N4OPewcfBj9ETMjrJFNyDArhmmeJmVJqQHAUXkZ9leB4+iyyXwLEGNN8pp3vqCTktQq3siGg+5En6ePz",
+	"khRPWVpYypO0tiP5z8kNPh9VVdP8UhmFNz8TfocZT9Lm6GrNfu+yUyOXa+D3WNvpb/J71LXIsiSu2cCh",
+	"dDsYLTG3cTvz29Woa7EBhw3aVKsgVD2wpkLptnFknCsLruCTTwdgoszZPblC3ASW5ASyRaBfkR7nkyiU",
+	"HDpc8TfRSOk8QqYU1JmsbT6SfCxghgLo0TEbFgSRkcKdvh21madIa2N/yVCa79irn37Eu/mI+Ds7rBpP",
+	"Zm1z5YQnmabeujzVUcB2X7+iv819O91QHhamjjHT+sbJZNHx0ekZ88XcZi7MmxhHNJs1INZjmWblcD9W",
+	"Nah/up/ENlldvNBW/94gD9Y2x+MGi28ldCtWBxzHZsiBelksJCASZoKnjiQ7VyzKVVTA8TWYIBYggKdp",
+	"yWV1qj8jdytNoNuGIlbwagh7yPR0OATuwB6LjKhB4yGUN6NkOEIP3FgrPEmnmWCRMGsbsSHPsoRUiHe3",
+	"FxpK8pWUAjr/X2gGP2C5+Gw8UjRbCjbSTj0cgIzPhAZ75JGElf+IJxJU9vFH03yoxmKZtFJ4mU048Dw3",
+	"umwtr/6S8uoUTCBmpE0Nf6kvm8RmqoaEOtDkEn2wVziQkBI1b1DARCWZzgku4HzGkhr23Q+Jzt39HtON",
+	"sA9ZJYHjpuBe/sNTJlPUjSzewqdCJMPYrNMiwrYYVIy9Q7+CQJtNBSOMMIvjwgjQAj3jbgPYq12ER5LS",
+	"9vYH0rg23xqelR6+Ss+2ndi1OP4L91OnxWFoOJ5VibyUg20P8abh9y+0e0JBAl3Hv4SZNO9o3i787Q5d",
+	"/OQJv7drwM9nBfi5fIc3BaHuso8JQvHB9vGz0E9b31w/2ZbX70hHrfMwzygmcgvFtkrjatm3eOF6ZOYa",
+	"V71uVEkZDC3y2h7Tj7OihebP3SH6RD7I0Y2s6YJYuAmWN3jW9Gz2bTRKr7DwqJZusfZ/QlvlOzMh1Cr7",
+	"qMmJrW9HhN1jPsSexD4WmyxuN0Qi4KkGXnEu7UGub9Erb7BHabB70t46eviqlfi2L1rDmVy7u3/dBrlV",
+	"DvOyBjmjLzJlTm6j0XCM31vU/NoQJWv7yWCrPCDXoEXeqTUa6L6PqTboEcu7zeCy7zE4CaUKsBHcbN7O",
+	"M3T9XIgGN/EXu+9KLGntEcIBE//dprYsf10f3uWjuz+Jx7fidnI9U/6uWsvov6b3ttLZREkcJ7y5ak7O",
+	"KiLXp/CcSvF5AmU0HlSCLmMlOHJdXYERCqUWiFKUZGwiMg0cKQUXbwFrT2WAIzGDqmWHGqcugLvvRmiX",
+	"ooIOpVB6+NWbBXZ1QcGLRTuWqtN8Sf3PnOmRyrDTifEsS66F7oYSs+2OyCUTE8FzYAcFbkwWuWEPkvhf",
+	"f0SsHf2v8kd/exlOt7Z2Xlc+/THqhFLyLFM3OD9ponOqa8qBpLiYvy47yM3AoXtbo33rTGGc1xeaXSc6",
+	"OU+Fx2qseywxCnSaWyXqLiZGwUywOFOTiYiZTlIh83TGXMoeoPEy45R3oCqAGlpsTTbdEghGMzHmiSRS",
+	"HQjxAZmNLdky12CJmJvJ6CqRccRoBkKZK6haRMwN811Ttxkc6j3Yb7eOEN4aGXyOU/UQxktVFY5J2t/r",
+	"bdwj1k3BW0IlvTbzygGJqLKQCCJSXUnvrn2ziBvqYgPXzaxq3drhnInPfDwx9tW/XgY//mH+nqQqFqiu",
+	"6pldy5uzxOya5GKsSzGTROavd1tBa5zIZDwdt3rbLnxiduilALk55p8P8KfbW1vuAp5lfGa+1vnMDBHu",
+	"WjPPQPVvpcoFcnPDrmigpjXflYYtpBnZvzD80wpafBonqhW0rpNYmP/GajgdGwUdtCBSbSzXagzoMZMh",
+	"sI2XpbKPpECBpC5oMspi736xh+8S9d3TNm2eDUfJtej4lRCg1BbkxWvUWlTjynuFWGCeEoyeF3fATiXp",
+	"JFoooyshJhGarijtUJolFcXozvm87jOSXs8FM0Lpohm09yyGAYpq9y0MFWtaMzfeF5q9wV9tGFuo48dC",
+	"kLiFJLl5rAZZTW3A7/fPGJoJmzxN1Y3ADiAdsTaUuO9uv+r0kT8x+R+B95QqZ+LzUJhRY6nYZyMkLJOt",
+	"OafQ4wPzmQl3p5fAMzZONPD5+nBTRcpoCxTy7wQ1RdPdVhlV0pq//wb801EHNZGd/lyMJyrj2azHIjRc",
+	"9IBjPbC5AqV5KCnKlCdjwSbp1Jo6V2KSb+C9MmHmEeqmd3bZSE0z3XEF0e5x1KjI+EUOjdw8D+VUpgDH",
+	"CBcAXAsOmgp8YZKhExbeytIGwysh2U+Sk39LL0CFgIW2jb6YjdtjX+BmX796W1iKGxwdrlaUxPDuNyOe",
+	"E3WQ07Oa5fxKhJJrFsGNBkmso2Y8q0Id3yVaJuRQxUbYGv1CMQH61RkK4x82f0BBsGJJshvTE2H/07MX",
+	"O2y4U264hR5bu2x/5bAa99XavC6ri6i93H299XJr66fCkStL6Fu5dWZHfjz4uE8KwBdJESHx6QB9Mep4",
+	"ckZ64GRMKK2kB12QSFJR6oKaXo3xxvCN0XgdjsTwykjJS+M65GjjgTeBejLJQunC+VbvmSE2eQZ7OANu",
+	"Cz1qNSLKPXwiPGzRmd8jOEOa4YnIyJj9/uJ/7lWssqSJrhpgxcbMhFbptVhQJF8XalDqSjPoAWTbW1t0",
+	"QsDvyZmSQ9El9RSxkUotnat2BKxoY4VyyCXTQgTWgFNZDPEDMpcynTM1xGajoTWEkowljt/UkvO14ylu",
+	"FQG7N5SoeIGGdSg6fRaR7RLBHib+PxgYz1msyDBKdB6wEb8WzAZQVAanwXztPHgq2qeQSRtdzSHX+GyW",
+	"yBiDBdNEj8waGdvJ+tqR0dd4jhyU7Y3CL0MJY6uHm4BVKnvXjwNPVTzoiQrxy0NYrKpp98Z2c1ljzy3t",
+	"UE1TaFRn58XVa4X+F43BwvKTtKpFn5qXj2D1xyJLrnmeXONuX1VQAqkXyTjMkqlpNrQGZtsRW0AQr8uO",
+	"MxVPh0aKFC4BeI9GnGFSvMeiTBgVHjE95CkASxghfGE8F6mTWLDoJonzUcQ+s2gkkstRHkHfpgWR4Hoi",
+	"hjkD2RLKNgeifZ0z39O8UX4vZp88m+mEHnkuZorOGb5QJ3B+djoLZSY2rOcAjVMYmor6LBoqeS2yPGL2",
+	"EvcC9iLWto/tGF1ivdduKKN/T3ma5LOItbe73e2trQ4DGSO0+f1/T8QlnP4bcT5happPpjk1dEHHQTJO",
+	"chIJ5lcz51XiLBu5jX5vxbOuLv8mvqiO+tAihtpHTXNNPbljgNBQEpYM7w0PpRMHEENOtLO2EUx2bSGM",
+	"S850Ta+qC3cXo5mLXeByvNBFyCIAXKNowjMhc+DCK1xqux2TOEBiF8In0eV72cAJELJAg7zvpEPQGb3w",
+	"2uYxbEyAc/XWDXw+NFxFcysQnrGrxUVNW2MRD7a2R59fjXeufop//PfPNzboOOH5qIg5JnGrqrV8P3XM",
+	"P38Q8jIftXqvdyFaav/cbgg1PryyrZ2b5+wZe1vPuMdDGH+8rmBd699bIIlwfxsBU8pCB3uBLrbC+Bb+",
+	"9JxKbtDFRTLVH6wLwwWhJB2DegstT9IybsIIRi7RVJ5l3ABPJxBnyzlxc5s7idjoZAuqfw7UF7EYqhhu",
+	"h2qi3FhsHHxyLYrhETswjS1qwhcpC56jie1m+/5k82OGEeZmaGlr8OT+zY1/dkjKt/6pcs2utxQFxjBp",
+	"tsffgH+u3Ykfcwmt/PbQv9Bz+eEeZQCaih8QH40gKY3pk4mi/sGS2qnMMuQFlOih+ogKEhGIg0TadDKM",
+	"yQYuoAXHmJj2W2Dwn6N7olcqfuNhJXUp5dVjmKGghtKS8dYuJGApe9HpM/otJmyM0ahDWfptroALf/VM",
+	"jEPag8sRQ883wYn42NirRmLaSJaRZAiHp21xQz1IgVd78KvZGGsbE5EVcF7MlDwVBMwqpqVti/peCpnX",
+	"FuWzwF3ASh4ApsI2+dWUiFR5cpF4QAzNHb9VC7LvMD2xCs6/VbmQi7WNRAMBNpXmn8ZBPp2eu/trF1vO",
+	"1XQ4ErFRCSjKI3xIbKU3cDFb1FTiAbOlXrkKJV7ezIa2l6aHpXd+eujg0hqwG/NW8bppZ4W+3zSdKxiU",
+	"lbW1e7685n98DVb1k/qIxIiGkLqR5Sd02eF8eSfVys2VdwITCJR39peVdHa6LMKjQmUVmKwxQwklfmEs",
+	"IR24y8g+gcG6r/uMnwOYLv78XOWjpqxk9VB864pFh0lMb1c+FIh9B+8IF7k3xNBmQ7Ud3qpUb0fGxrlS",
+	"qeDykb0mf05vU0NX3mJ/teK5O53nOV22aZZ+g6fp7RK6pyLXLDK/BdteSVJuNbuyouOwzg6UVihH6sb4",
+	"JDOU5gRi3WWHyoXKz1U8qzuLH3l2VdVRJ7iLv8k+1WYARmfx5XprSlXulcM6hjvAGV0rsFoFZuZ4ufpi",
+	"JL1W3/Pat6luZ80VDBReAqyow/dvHEDtZmzh589noYRSPZUhK4ux2POBkbQUfqNPzDVt7EcoVAI7F0M+",
+	"1QKPC/HCkVsfSoRUZW/3P+yf7cOZ6fTN0yEoqPIRRB0B2k/SaBJIGpVZdK0NCdWERtFQiwAvvZdP3mB1",
+	"TQHPj4d8BDJACnOU/ZUinz2UmRiKBPLwmYD6ydqSREnPPRdL1G551Q5i12XojbtJ+yVlzXcrH3xOPf+a",
+	"yOrDz0XMcGWbRuDthNqid+AFMi9tw0p11e1B8yzA7wEH1xUmLx5JZUpu1SrwHEhGSts10ezSbMVv7O//",
+	"2Ysdi7OJBeuP71FUhKtKY+dRYGIcvIpOd6ndXnKpv5XB4D90FczD0tt+t7iHjVq7/H4L98vqVukepux4",
+	"esNnRkeBjsFoc8VPuvD2Vc71lQ5lm7LTtlQQcmx86Juw8FECn1BCbqrx/uOATaZ6BPWDoYzMMDa/mP8/",
+	"iL+WjY8IOiNKEupCpam60WysMtFDtOBrUO/qgsxqM0RCdAwlCmnHFxewm5HCVvmcZ/ACRpfDlxEb83w4",
+	"EraSxXwWeF2OEd0fvgilVxvCc7+NBdr7tOvvm5tRqH/VrE1utMowxdjD24fSfN3ps0iMeZKWQlTmA5xB",
+	"1r6AShiBeRZcFpYrZSnI4bUd7Ed9dWUPsiag7yCP4gpGgaemaEp1SRaq1/R6UfvM5XZDubu1yw6Pzgbv",
+	"jj4dvp1buBvo7KSBYXO79jI0OlcTbbGbE3nZZafT8w2aa3w9mMQZk8rYbK6JFopvgGynA1U8e4VdpR37",
+	"qbE/S6MBUkIYS8/ZHsYAhIpsV8LDxyKU7ZL1GfimZ8dxoWNzCa081vGY1Yp8F47tbG31sf4slKXRFBds",
+	"16Zfmiy7x6ubaZLGT5TlaB7OgspziUXHZllLs02rS1vRWOiUHwHN8ZB1P3cZ9pxNti4GWqdubpu6ceYm",
+	"JJLvGu5ajtg6m4PPRsVbE9fuM+OMY8tdEq+C6uoPcJkb6187l3GW+QVknH/kPw9fnu9c7Yrvu3LmDjkg",
+	"kCLxGmL2OeHDyfIS3fpoQjj6NqHou53OUtiLh7K0rWxhCUSykRnRWELoaLqY98pRav/FKUK9PvZ11sRt",
+	"zn4AtURPEDpfn/y6GH313K8Skp+k08tkUS3uHYj+8J7GBRMyV9msx86nMk5FTN+Am6/GkyQFPx+b/ROp",
+	"c+NeUaa0PZUTDq2sifUt6ccsTjIxNPftBEyDCWacZZ1OL7vGSaOno1c45jK5MLIhQub1ec5aDDQkmiFq",
+	"LcNeWiNqYp7zUJoDliXn0yK1C8PVI+OB410Hxd1s6Z3xxmgg4MVfcHjZXMH98dcFC64r2LONcJng2sgd",
+	"aZmCIITPLrlFkcB7D2jSBpZNtylffkyr/JiwavCIVWJqbl/8NXgIIQJX7O6JWwp7LO3iLCIeqWG8em83",
+	"A2yYqQSEDWIcbNwgrO1YaMyO6/SAoSoVVEGrLggWyK9NhWL1oYpFcdBZG7utkEUrYrlIU+3yYUSbFUq6",
+	"qex02TthI2CCmYON5SMANVNArQx5zlN1ydrRtciMuIsK1hyAxeK50HknCOW1yJKLhKIjp3/f29h59Tpg",
+	"KDMQEKRRajD+/7P37c2NG8e+X2VKdW4tmQtSWq2dey1WKkVrZVuJXkfS2jcV+BBDYChOBM7AM4C0zNZ+",
+	"91vT3TMASFCPtTb7sJI/vJKAwbz63f3rUi9kynOiZE/wIwb+kmWsfJeu7telZbmYlYzDd265HTI6wdbi",
+	"SOxTspi4gf1o8LhaXRqycXgLmIUMIbrGvelp49lov3E838Vq//Tkh6PD/UvgOTSONoy2sLWxoXN0q5S5",
+	"q25t5BSywD1hWlMj+DX0WKtyAfNxao67K6jd0behIC6cbeB+eFSAT2CrRay0oSLzXKprCIomw+F2Aq1p",
+	"pfBNy1tMtJ49IDwgSIubPMVY6/PCwjgkjFwQoIJPvIPTm4q5VNkogOPQcS3gAvuhd75rDL0g/BilY+X3",
+	"s24Gy3qe5Ohvk8rkSZ+ai0NCRgpl5dh989udV128+hCPG+/TR3LDtb7xicrW/MfvQXQlSe4oLdCBJ9kv",
+	"w2f13f1v7Gs1y2VaPvusPpJuTBe+Ziar8qZTFjeU423/3FMpyXeJ7litMpJ12e3Is7/HHi65Y1UXmDSK",
+	"5Ihj25aM0LOZMLapWnuh4th9E5ymJkova0JtTXhHNmgXrQP/HWlZylMM1rFM2ms202Z99WWZJ8yKVENo",
+	"y+/Aqz/v7PRHLJmBWoHpb75bN4k8XSyxnWbmOEis6NGIJW46IgndPZuLXwGeoDxwriDObXBQADhz46JA",
+	"iJXS7MECgQrNxWotIXwLD9QNh99xggbnXK62J/125xW7ODj/+XD/YPLmZPzz+PBo/P3RgdsEJ69u58sh",
+	"+97oWxBuQXAqgJC7w3rwjVDDEXH2t4vTE+aRHVnyLt7y1ybe2mP/rH92P8ZbN0Jl2my7uxJvRSzeqv/V",
+	"IJp4K4qVexjuTRiJfsbHK5PjP+yc7377Z/y3V6vgjfA1oLV469f37v/O+ELtg1BlkmHJzfDq31jkNfy3",
+	"LBDgpq0zsBmesT+3oRNpCSPUUaM1RFSlwtPTRazwhX7E6Gqxcm50dTX3DXCnunKWYmqEUFQQ1UZnSnBl",
+	"95ht+4FLfWTjjT50n1im2/HHsN6AhpqmwIOFxjsii7sDHXdadpsI9X7WT6DNbavNN5Qv5+xaLKlissXd",
+	"kbkDfEfO7ZwVwqRClYT6kcWql1B2Y1gmTxfif+3+cCu4o8GkX6dmNgcPIrfDHFMZVgmgD4XshKbXZeRz",
+	"CbTOmRGpNtjBADAvtM5tyF+E2P0S3CvM8Xyv3WPtQuMQEa7a9rtsL8com/pmq7KTTLBY4UBtdu4toVVr",
+	"n6wAWoVYFM6QZbaUeR7sRLe3XgGn3IwmtMjOd+zwBIy0ycXl+PKgO1NTrtgPd7q4z5oHnzT4dnLPNWC9",
+	"ZPXUR6gRGF2VwoR0F7I+Db+FWzdkrwUMELmbSw/FKvmff/LBv3cG3/3a++se/XM4Gfz6J//r/l+3733i",
+	"v5IVnOat9hS7HfR09A/10u++bLvpX32W0bmG2VTVOtpn76F/tK301ed2yhXDZZPP0BHS5y9aWhxm1OAu",
+	"ATZ5nc2cjS/3f7pb1lCWFMDH1WyXPky1bd6b2LCgaj3mhfV+RcIWBt/iMiBvoSr5IrgZsTeWveVFrNzO",
+	"gDeRvFXec5gLHiSgETdSVzbYSFIxmPOQQWvO0J6gMX/wb1pKm76zpP5R4itWfCUSw9pxmNocCXXdKtss",
+	"gwDpgDR29WFuxm4MZPftZxn2aWXY0zsem+f6ibL9HuV39Ejjnhq+xhy5ZwflZwFZnQHCllozHDYameQ0",
+	"HJDT8Gnj935Qn3BPH4NYOHi3CAYxOIV2+97+aWPlsAVfIhp7bQDeiilrEPCekxyQv+0GKPm1YGI2E2np",
+	"HS9KvC19hg86HzXgaxkBifZDdsBTp40shA0sP1Y4hrwhxJoIBMG0knk5kCrEFAF5MrgsV96hMd3Eh+wC",
+	"IOVjVW/NjTCG0COZUDfSaLWAvP7buUzn4e/Wd5hobNxMQkzKPRer9oM0M4sHseAyr08DEI7rJKsGHmWy",
+	"7Z4cUDS2P3LzTA10Nsl4yafcigh7UKAfCvS0MC4k4IdK/HbfC0RCilVjhagTEAIGNrbYgFR2jvfmwt/R",
+	"j4k+3P7UvWnQ9BxAWHM2k28BNDoT5o/h1YKGgx3BB9tNwqh1NjufwU17tPWR+M8kbMEL60wFYDLJ1dpl",
+	"AaQqTpSIfChW12L5Aju5eDKTvtsDYpy2iQlusA8EN24wOuFLzVSV5xFkQKRzKqYlFFUcE7/eWyPxFfKo",
+	"+Qkh24J/tz+M1d/dAsHxDjXIjmoqFQrsx3kOxcCoy+9hoPhaOeK+FsuIcbClmnp96CMTq649i1Z2jN0a",
+	"7cwL2DCovQn4XSssyYgZFFH1eKyUuEKINyyZd4N6xZ5nmRHWtuY0L8vCDe7+a/tNbT9Wq+o+nIaPw4ez",
+	"Q2anxC1OzxLWb+BETRHA9MxJDGlZYXQqrKVCIf+jCFKLZGmdCYf1TShWpMFRUYZsNEK6ONjHUozXWNin",
+	"gXH/MEbaUJbxej+Dtf8x60NA2dMGcQvXxEuXCHHqrBXcoBR5cIOVsb32WF6NZE4cyDGDG5lRi8C50/3A",
+	"UofMuN8SDDl4RqWVYLOclyxxDyJ4UcSmjtfYFFRXREvyFX8J4MWGRCV0B2HqG/ZzsbGCTwK8xLIQCcW9",
+	"3Vh2LgtAE/czjJjVtIy5LBs6Z52uUD8K8/Y/+p6bqLtB26kG9gNo3kIMYb0AJCEXC3LolKZSQDhOBu7u",
+	"7MROJBmelhD3R0hJFAgZbKBbTA7uglHdfrLn5AkUmvZpT3E7W/0p0VfoFPZUK1vl4O3iatlck0V3UW39",
+	"UFkJvRiW2w0f6Y77jOeiLO+FJ8eHWSnelqM794PV29HO+1/xw6zANvzWhd20GRnimFr71MA0cGuCi3J3",
+	"p75z3+70N4FFwG1sfZkG2Nrb3YGOkQgS8e3OJ0SMwK2/T5i49f+RAKTo3hLTavBG3C7PG63Ydiu9kzu2",
+	"tsJzSKJItHDhoutuPuGL+rDsfV5NX9i4gSzx5vwoqNEBRgCKw3UhU8t6K5X2UFSdRPdX4B+WLOXGcVHs",
+	"JXwt1Ai8EsCTHRNMwvK1kf8WyTBWv8yFgjJ/x9aqenMjloR/A8tDUBwomZ5XU0i/AZ21yvMNBuuFFeMK",
+	"fKsfjxLwE3eRwkULN0Uh7gtA53x58BOb1kIY6/4+Nf1clV29+XD0j77+5xji94iFgxyQjsKtNnjfnN3I",
+	"frrY/fbP7G+/XGLVSKyShTBpZcQwPJ6wNOdyQdiE4i1PS4RFYVeGK5Qdjhj69crqVLBjHC1W82rKeqjJ",
+	"UKtK+tDkX7fl5FosMWPYDyEWU5FlInMkOWSnBMTSRYNrtIY0iLf/LioEbIZpWMWe01q8BJrqcj6KVQKf",
+	"aMNOwOOYo00Z0nWVHzy+Ad0aNSFQlhAvC4fDo6AwmNskblkypqNHPyH7XnAjDIurnZ1XKbwA/xQJ0yYi",
+	"lUmx5OBGqPICuqA4FsTxAwlvDpawFWAvyjZ3KuUM7GRnjDomNBUzp7Y1IbTvYEGsZ4UgnmVLXlY26e+x",
+	"NnpFB+fxCxUX9l4l5hJZbqnxCHxnbGKAf4W9/wvH7uj4wzTpj7BdoAft6MJM07cKdZ1721rDqN3drGtN",
+	"Ca7cS7yFW2sRpmYj69372lj/+vG5MWz+nYgPa3zjueDxSeXEobWVqCHuavbclhMtnrdZaCDtPVpiXGAC",
+	"sUznwIMgydcinfcSz4upd1Jg3KRWQPWys3Oj8KekhrDp+1ADuqqIc4TNGLKzDmYiVayQVQ5utbl2yprO",
+	"yB05hbRE45QlbwUX2paDUqbXiFMEDNEZFLBh7tduC22frEiCFCTJBOuVtimzvP21JqFGoc6rBDao8zxW",
+	"WA4G5L79zv3nMHvvYY0S98jEGRrmhucTyuVONutgF3h8H5fu8SP3hoLduaRzrpTIX1iGF+tLVMTOGguh",
+	"ZXTTD7Lsx5LOUUB89ohRtYmhb5W3ESbUJLv+az8CS2NAuZHwrlRpXkGKRbMvP+slBFYD2f5uXkJlUl1F",
+	"eBEB1bP+bX8YqzFCkAEi3Yh5PGvskueUQ6fv3INtPYxVQqKcUAj8HKlDXMlLMWKJlSoV7UewAjmhVJrQ",
+	"G7000umOsao7maPnQ5UjAgyDbaKhAE/IDQcS28OHNRUpzx0yaVNNrCDPgSc1yPKvuIq//PebgzcHr1FB",
+	"gEn/hTQquRC25IvCa1VIvN/62otNOeqXJOLv1FpO64vhy61h4zY5NcIFfRg5uzkQ0+hwtDQ+7tOa/CEE",
+	"t7UvU3Ea1fkP++zVq1ffbXS5wLZ1Y3O64QduK7cegA3amJj2eXZwuBu+6+/G74AFjZ4eHP1j6mfuYB+D",
+	"RQ6b+cfGIA8qN7F2pM+7ERzXOfp6wzXgzz2nUNT4fS1OTrpZs9VSQwhMRa7VlTNcRu0As4VPNAAQA9Cg",
+	"vV7tlBkrHC1qDFfPrtlAEyElArwZQ643YpwRszSVskyWjr0v+NuJLUWB6BAvfXfsXt0flJfMcHUl9tg3",
+	"u7v9EWqAhLLY/HytPsUK/LI+IgxNoxq8fb0nVA2PiC24J9BxWqjSLFd7byN+Bc+iR2dWIgKfuxGP7pkQ",
+	"oHrS5d/Fcuvj9tZ0M/xElcn46XsgcMQtXM+IFCm6Xc/1yM8x0ofFSLkpGUcO1+NOKy/RbehrhNbZd7T1",
+	"diADWhaRQVDXg8l1V6mZZ6rIp51eDrmAXC21EkzkVuxRF81mARdMMqRSL4S1/ErYCGuxwKKMYlWgyu20",
+	"akPwOG2VftRs7gS4GQV2zXaqGF9S2RYi8NYpbrECt9sSpoThSJjJWiI61SyUDbFx/ubk5PDkR9bjU6fS",
+	"SzIi+pt7LX0QW4TjuYTN3/ocan/88j8F1vpzxc8TdYqCU+xU4Tpt8gcSdu2DjvA5O5dFjYd1I3guMlC+",
+	"nDFkYwXI0FDCovPckfeM5/mUp9eo/yiN3hFyHTWc4Hyqq3LVfuxv8Pd83mT3EHXA7f1z19i7goBzjdGU",
+	"Dfd6XY5tA9fejED56Cvfh2xLfSuyDlmB6lsUKy80tGHjX8aHl4cnP04u3nw/Gf94cHJ5Mapf8ijj4+9P",
+	"zy8PAJLcVAq60oKrVelSUlVarFAC8RIkKGUdioIBOgAneXlrZFmXdZFbQpZDdqocPxBmIRXPWW//9Pjs",
+	"6OASZvvD+PDo4HXE9scn+wdHRwevEW2IkKMKDgKzR1OM2NnByWu3oPHZ2fnpz+OjqF7j4cnZm8s+LG0v",
+	"Vuu1xtABe4p4ILB+ChoaYatFCGU6gpOqEp2e3bF7/eug9aD2+9N/lrNflpwdI0E+lh0NglL7tIwpwa8E",
+	"x3itO/fSucyzPrYpqDkYtcawfCHQjWoZt0igrEfMzCvAURcn6++RN8UNv8rMMBZuNablkWNGpcKWkPGn",
+	"b6A42GeAd4wexcr7fuZcqiG79OxrjT3tsU5mg14NHMHNEJa/ialcVNOx260vn7m0jaZnNvOVsJn2sWIZ",
+	"N7cpzwSriltusgfyICCL/5BOFKu2ckA1g7fSinWSBR6mdT5JeZ6DfxOBId13vWtgyst0DsUbCf1qCA4w",
+	"SEKi/BSCXSRUSeb/HiJfOMZ0yZK54JkwmN5UyPTaxkpjjhlGWyDMlFiRi5TSnHrNhi2VyrGKRdQfkZYl",
+	"iyovZZELKKFLZkaISSneYtwulOFTurWvGgwDzLllCXcb+oMR4tK9B4oTlfRAHlVjjyKGi3BMMUw0Yjwg",
+	"UtJuQBlUeysE7kREvvYFz2faOD1sqrPlXrc3mEHOEmUKtM4koDuILNyAWHmh4B3n9fFLCHou7Yr62Mmf",
+	"Ydwn8TdHH8DKn949XS/oE5XnPFxHxYOjUEWe42ETHK0/7wjYAgERrRznc7H7s/f7o0hFZGs8cKHA2+CG",
+	"frDre5sXhdE34j8mIFft6ftE5KkSLBOptL5LmN8AJxF8l9rpMlbQ8MuXvdQytYeFOVjaiMfIjL5lMuuP",
+	"mqWjDSXbfS5DxMfV4SJfuwpWhMxYeStTsUl4OPsftzdDGEpTKUtAQJhea64ACsAmDKKiPeA7V/JGqKbs",
+	"QEAcXWgL1bD0jps/M+JfIi1pfEDWMaIglwO6IRc6E3kdi0gQJD/pFG0wSWn9DjxOsK2ebKdow+34mmRb",
+	"vaIvTrhBIApEGx14S7KtneezbHuWbR8ngOMuX2BCdYz0w6Wad6p+LLFGaMneFR78y4ig7/gsmq4cm6Ni",
+	"iHZQFZb10NiZ4K+qIulHzLuktfFeiyaDhW4Fq86eoghVIIXRi8LJDsfiuVpi0LgPzi3MSqL4c4Tlxc7e",
+	"Am0iwdlSr5QISyPcX7MM+sTy3Cf4LKAI1/2b9Xymz6jVY4JyeWqwG5ExyOUZsWamkBcjCfw8AV/7/2Zr",
+	"H8TE798qUfloAEb9kYEh/CjdFl6VesFLmVIY3Ukvo4uiG15ln+7FVySAmkv67CXQF5f58yxQvkCB4knC",
+	"ZwshZ6y5MLHMDxcv2OJ6Y7r/B8iWWLltEGZw4cTGAbbQ7iWleFvi1wa2NIIvAAofHIQGG22H9t70PZOB",
+	"SyrXV3uxSmS2FwIk8PgLx3sdKUHefS/VFVRhQtnLS+rCbK/7EUvgcfe2EwnUahlqYJKMl3wvgWnkEovi",
+	"/nZxehIxzhK3kTB7gm/AWVMpAjRnXtpml/AAgBKrtDJWGyzUSY64LQcw0ODwdeKdfhxwrJUSKUAiNIoW",
+	"GVRFov4aK6wrmISFkl67Qz29IVrcpwIIanFtffEiRIVCi+1bI8tSqIgwUZVmV7wgPB6WVcgxBRVSQhEU",
+	"mJsEq+MD1OVcLJy1luoFYIG5bYtVL9mDcoUBdzNI+tgiQfkckJd1EQE7LBnI+xovJpRX4C0AT69XCWJl",
+	"KtWMepOGUePAqTW5WWqij0ZkvKGQIPgTL2OlVSpqDch9aM4z92mChVCaphQ6PtUYN3DCQ5ZkIi954u9A",
+	"yo1ZxgoNVV2VRVWS54AzgOrAS4SYIUuyVyCvi8Fk4PpXRrm7TapOUsMkxapHxWnQNwnwneY6F4BoAb3w",
+	"GAcoW8gOFoZZQUl8NBahcFF/fhyF3OKxQjKZ0AwnhTBOqTEJ04UIE2ca2x9AaVx9Oeq2HLv9ETwAepa0",
+	"sTKtxL3d79jl6enkeHzyj8n5wX+/Obi4vKDim7oodQHH3wn3AbMIlGl/X7hvrR4DwISXTaKmEp6az0jL",
+	"riBFGQp3qJQlLH+nP1wj+FupqCvJVDvmbQS6Re4sLgkE/8BSj53uUo91Zg5FUsRoc25LuuFGpELeiGyE",
+	"ZDtdtjhSo6+bwpsbmFdYBfK1ehmtXWitoi4Sfvl/4ABLJ2a39rb+5587g+9+ffcyevl/3//X1odAq68J",
+	"mbbmV39ZZnvsVaxQMnjyiBXIA/Yu3vLbH2/tvYpimEm8tRdv+Se33scK7ufqHDs1RtxjEiA9X1HRkDAM",
+	"5wg5wBAJ85LJsdf+l5Fb9s3uAxTGS62PuVqSCmw/ZU4angb36obwDKVDkWrfqE2qFDowP1v38zlMzyd0",
+	"gH8UvWNkfxL6NcquIDm8k5VUCcj4yklVc6wRvBuNgp22d7WLh+M8viKztV7Qs9H6bLQ+G61E4ejRe0JP",
+	"KGj3/6mUYDQzYnUPU730ATT/Hnj6qMFX8PLVMau5dKr8MlbXoihH3mEJhYq54BCRT2CdE7BnE3YFiDvT",
+	"JajH2IxheYfH0Onb0FyCKiah+654UJP8czfEV5ag22J0z4lzXw4DgTKy0DTd0ZbStw9LkwNSGEDm6RNU",
+	"w7XZRYvepLCNirVY+SJgImBwFkwWUlWl8EBcC/52Qq8miGxjuLKAHAqcAJrqWNY7H18eTI4Ojw8vo1hd",
+	"HJz/fHA+Of354PzodPz64HXE6FcQnI/Yj+PLg1/G//A/Hh0dTy4Pjw9O31xG7PT87KfxCZQL/HJ6/veD",
+	"88nrw4v905OTg/3Lg9cQeCePCvoXuQR/1Iy6mkFOmxJvywktytkqoqQiIYzUp1ylIidM6FYl4N56wUTt",
+	"ken5ogYMkax8JVYA04ehfaXrkAh9YO9hHdH2YW7IN0qz3Idb8fXwt7CbzyzuS3Psw8Vs6Ugr0vxh3K6U",
+	"6fVmnWh/HT3KsbkRk8q78OCXKy2+mnB1bJVRxmpj3TD2yjSWsm9K1iwE3A1NfAthWGbkjVCY2M/OIZnI",
+	"YyqCf7EUhXdTYfw517pgPXQtOgsV3Kk+RF2rl31WKfSv54JbgQnHbpMm8HMAnyKXOW+UGmBydnDxupfW",
+	"645X4tfrAfSyUevwWyUBjqi8qwprNdO6u2ADO0giviIBR9ReYFjakJ0JMwDPruGl8AAUwTf5cncH1oT7",
+	"j3KpP2JTsdSwi+CcxUIu4JWDsduK5EG646VMr78O1XH1Ajzz1S/Ju/c7VM4KAxvEKqGIU88CSMM6DF+/",
+	"wZ9/gV97Bq11/nj8tINVIHtgaT3AjIciB4CCh9gVhkWhBQgWFOTcOoYWjMxAmxYruRB7n2UizTn9YQRF",
+	"34CLNmQ/cJlT76Rvd3ZilVyenh5dTM4P9k+Pjw9OXl9MLv5+eHR0MTk+vLg4PPmREBB53Y93scCYHrPX",
+	"Ms9REww9AMVbacuN6GGwWx+zn0XYUvep+7CkLsHF2TqEJ0H7u2cpITDxbgvsAHwlE25Gd5/FVuRjEoDM",
+	"qnNGGPXDH7QRKccdbh4SHlHssewHUyPFTKqreMv31GmfHFLWg/aauMX6tu47JePB12qVCjbcMIhh448W",
+	"41SU5Gwx8u6DnlhOhCjDOg9A5vBmf4R9TJPDk8uD85PxURIrBGLxYMaVEm8LTEym5p7uKj8tftfqjWuq",
+	"fvBzg7Nsv3P/capfs/Xbo9qLe3gX1Muucj3lebttkPvEiNVOueEmyBSt80ZvnEfKfrecS1jMGS/nnwV8",
+	"Cm1G6GpzK4ygxlDZM+LvZ4GOUnYcE0pqrfMOyoke0Rfxm51XLAlg5U383hpOvvH9nC+xcYenGWib4CfV",
+	"cyy03VeQyj77I1Zwa2+1yQblsvCNxsiFwg30y8GWVZzSYBZODUn+RP9LIla5D2EDNajoAjC6TRArXwyZ",
+	"Nmd65Hb3sQQLR/JMqR+nWeDjyK6oygcKJOjgeS2WmHximi29W9IJsp0sz8WIJarK8wSt4lhhwyFMwqCM",
+	"KstkOUL6QHhFVbbb77Ee923+sFkmU0JAczo2hSS8MlbYxw+SYjLfD3yFEqlfwAo9u8XU+L2tzwxjNaa+",
+	"fqSRBH0LNfR2q76ORn5X0knvb3Z3V7rpxYpy/IbsrJO9uPULlZolthMvoYdqF884qz4Gz3j60PvKPD9V",
+	"/P1JmFbD8wC5ll9jeP452v70atEv7rI8mj132BOVFWbwIKNiY8Odpl3RZF/UsRick3DZH2pcvLHCfFUG",
+	"RoBKfjYxPm8TY/2gPsTI6KSUyDc1WSMLMkPuMBxi9TjLgf1uw+HLIcFHy+H1M34K8+EPYgw8lkC6zYFH",
+	"EsiQXfCFYKbKsbolKdoaYLIH+dPQKbzDmgBiiVrGA9tgO0TrtkOsgvEQdZoCqPGvmBURRCRBsc+o4blp",
+	"qPMW1PlYfbO7e4cm/hGI8Fkbv5sLPOvjz/r479PHH8chnUbuGN0dscMu38lpiAcymQ07Y2xvYNTHco3P",
+	"qg+MW8J9sbtx6AID2/if1qW/wL4xFV0MfxXxotzRKqbrAn6z812dBcOzzAhrIRGGX2ORW1cLEvelrY/Z",
+	"QcR94BN1EMFP399BBIzm55Yhz0LlIemCcKkJBaWDYoPw2H4n7+4C0knDYPd6BzeUhbZaNDVSA7/b5K0h",
+	"in6cjHkDLYk/uWOGHnlO9vpS+2VsoIqHh36HXd6Pz/ZKP0TCNKTLszvxCdtY3HHZCsCvfKDavpAl5BRJ",
+	"ASgMzcgkedI9P26z4lnOr1oF/I/g1G+g++Xvv9ZPr7TVM/tEXoMHkRQ1D/1SFLfn4tkvUKYhJdzJZh6e",
+	"VwGBOGAxTLxNRVGyxIcPEuyCjPTV5jix+mCW01lXCg7Yz5HrNKb2zHae2c4fu2YfSOGhFuZ2IdOyMuJO",
+	"4Dh6hskF+eU4RXcQSQUa2eRSiRGUnAUfEoJTccsUlK6P1ZJZeaVENpAUClrwJcY4ZblRcT+jCX48/R2W",
+	"tf2nNrEHiKapVByL+B6CEARjPccd71C+EbTshfW36v4ranQuHudM3+g9P4ehPkdT0M3sQUUtbgXP9uDT",
+	"+9C5v5eG7sjvcqYf1llRzB8bS0DfStiCX1McG7ggV21FrIMVGq7C/f3clC+YnJvYJ1K9Hko5zeNtxIQB",
+	"Yvo5JvysXT1Eu4K7zjhcogcKru137j+Pd+Wvq1IhvXyuc0zdcSOPmBE3+tqZfJ6/APLrh/iVzt1I4ncz",
+	"mnU8Tsf9FF+IgDJZ8HJeY0zSdrZ5RrNYccHfHgl1Vc639l7tAlym//Hlh8BLfjJm444Kv/sco/jiDCtH",
+	"G3fTPpaVb891ZcW1EIW7j0+A6RGq2TMuFlohIyCoD2QEQmWFllDp0g3+0Z2fN2LTu5A+viV0CTuM1bng",
+	"hWXaFHOuLOv5BsuAYkLoulBrDxAWEeuG6hBvC0ffCCdEn45VZqT3WC3YLeTo3fIlQSsj3lATLRoLfTtA",
+	"kBA42YOvxAqhhpyN6eh9ifBEmbQFNVDDRWaVANTWrMpFBuDRPUBudf8CODcuF1BkoxfSbdISPlPeamgs",
+	"kVbGuBlj3xps7OQ/ATgEbhjoyNRfwfVgK7AeuzhGrJ4e1eO8Uohs8FPzYn5ELrn+tbv45S9zXuJ1Lri1",
+	"LJNfQPr8Vw6iIXhBtE6wbbZFPOtEYx8OrbE6te65AANEraOjvy6uOGILahaAWEGytKzR7KUwYibfOpWj",
+	"MvnW3tY7XhQT/OX7bV7I7ZuXW9HWDTfS7ZmlK09PIL8G0tza29q2N+lWZ85p/bmkfjlhvVY2Muhxfq4c",
+	"awLm2pbMaF32h44ofg1btQ5mfoXaG7QVzfWVVBGjTbMR2784/4GV7mijULwIhyUWXOZslutbO6xVrXFV",
+	"zjs0tDdgiNaaotSK9fi6Xhr5+AN5b2y/MTaKwm688rbn74VlhdEzmQu3orQBckLjNkbdJxYL/sz1wc+q",
+	"aS5TdwdLuRBsJjj4Kmc5v2quex8OquN9aDlt91gKmTkR+CMj8tVHlEcesRm/0ZAP6saN/CxBokFvYAtW",
+	"PPYGFosCwPuhNQVAbdm5LBAicCYMNuG7on4E7u+Q9MlZYaRKZcFz1gvOiEIYqxXPG3+EmtIro6uiDyWo",
+	"hCIVkJ5haEhRpU564U2JXzTQKZYtxGKKVe89qW6kldM8vIxaRKy+2fmmP6IUecWvyI/Ra7RXag5v29my",
+	"+lZFjdk2Wu3iI9AbkDAb6fKFZoa0KGnXvCP9ZrwLgdYRCBti7lD6H6tQ+t+s/AfJ6MkA1tl1nYTxPZ4B",
+	"i4zoG27oHhPKsYqFUKWH7ovcEQ2CvGX6RhiD2CX4cBbFTkbpAfVd7AelDT4zyMWNaNb60ftwfk4PcdMY",
+	"MkguxjofzMz0wLBCmljhVHMnPXtJXO3svEoRSQX+LYb4K2ekn/AF/TLB4gxCrGFJqo0YnguevTk/cl9L",
+	"OjaMUE06DDwnAfSsJgJbcuj4CBfbSwrW+3aAQczUaOVoxyAbg2PXSgzsXJeOQSamUhNeJn2mTawWXFVO",
+	"82Ll3Ojqas6S0sirK1B/XlcC5Y/bm83KGmnQXSoatiYBHa214ouWfOvsMlFZd8LUu6e9AaiqvXvnxcv7",
+	"9wmDyIwz3oWxEavoDFfkqLsdTl7ECvYQFGMngFtzO8MGa57VdM3u71ChMiNkQn+px2eHrJfYm+sJ3gmZ",
+	"4W2gH7HShS5If8iOHdUH3VwJkdk1bqBVAzYVvJ22NkgsdOIMsu92zsvQ/NTjWSUXP+8jPN5kfHaYBPpo",
+	"aBJRrJxu7zRyW1FZfur2Or/lS8umaFlf+w5r/s6eHUKhTsfu/Og4El6awMAIOgv5omU9NN4T4FBJ5L0r",
+	"EUvwiQSaviFr07eK+uvZKFbQ7Q6WgRCHLSZiIyovmhkhBjNtFqCoCCNUKvD4eS1fsMe8AYxaHiv8Wg1X",
+	"4ui+xilBEAKyJ/BAfS0x/QTWh/8LjEU/4O3wzAcFCzwcxMoV7hgZZTmUPekRW9ERrBAejsg9P2SHQbTg",
+	"AN5CdQbqiLX/1uT8zmxTuvRsPbz0qnXCeIwd53vE1VXFr8Sg6wSaQpem+dpAx6U9luhCKC4TwMVkp4VQ",
+	"48OBU7t56WYaq2Q7nfMSNPFcUE96f9v36IWIneY5X/CI3RwdHUfs6JhdlFUmdQQPnOuqFCZiPxr9W8TG",
+	"/66M6EexSrhyDK6QacJ6xwh6ZR3FErAurk9kCeulXLkVGFHkgF5s9IJxaHm1/Y/x8RHDR6n8zlkf2Fcx",
+	"EwttCe08mTrbvDJ5ghFdvA6tjXK6EFjKBepYXvR4VbDIK0K1ccps4DaBrvN8MeGIzD6BJxLWA2I/Ojqe",
+	"jI+OTn85eD356fTi8iLZQ30YIL4idnhWfwtnvn/4+pwpUTqe4G5ZwQ0n+ZLqxYKDWmMLngpbd4FUWol+",
+	"xNK5SK99j0xC1mC9b3Z3+zg2oZXRTYEutNgTx45AK8OGyy8sQTuX4m0ZdoZwBfEv0N7SzrUpY+XUZFOU",
+	"rLe7s+MuseFpCWzfGdjGievwO180DvwEhqssEZ2+VW4n4Wxe2LCw1ikRAmoDOIAei3B5NfD9rMYHTE5O",
+	"4RT2T09+OPzxzTk0iaYGacQ2nZ4FBXMDd9p7LBicbom37roWcnItlhMrSmTadV/ra7Fs0elxBxXeJVGR",
+	"HWViJpVEku1hQJ5JxTKdQrtpthvBlWcX2HQnM3xWst2d3Z3By110oWXQHyxpWX7eSYHqlxehQ/z18F9W",
+	"q6RPHqpK5qUzWWrgxgEcn5xWpchilfKS5/oqYjfBr4nEVGBcBXFtF2AioHKAiqI2A1sVjnazhrngbo8S",
+	"t7j4LuXrDmlf4x2apZcMdg12sjl7amZAxbmdSJOxakJNRs0r1lvRyVdLLlW2Zgs0q39jtQJs43nGXQA3",
+	"jTtmAMNrRdxfblBOAZuW9RzbRhWroae5mQPxoGKJ7At0UkcGtVWYS1t62zCjbHVn3iEqEBxfSheVT7Up",
+	"I99mPaJ+6BGJMGQAUlXwl9Is6T8IdM8Qg33dsAO1IC2hbxtAg94q8sugz7jGOUTw204vcGuzAIp6fbMO",
+	"guIGSAS5KFmur67QdA/eYkB9XgV1dtNf8wHFqpfgjxMy0Sfu13v0qCM1rcQKTivqPU03OuuhO8odgfvZ",
+	"KYRebx44/d1r9H2ncjzYf+5+7y+rFbGq1dZaS9mwgeTQ6mJiPB+ALwJ5OXgSrDPhCpni1U4cKWy/qyBe",
+	"9h6hwBPWw65lAYTaCILDhPgRNDkzS9gpUgjaoyhdyhn5a20yZL9QZ8VkIUxaGZL15Tw0/XNabGbddQI3",
+	"BZtXU2YLwa99wvoxvshsNXULnIKlU+pU5yMPUhs1BwQ1wTqxCI3+Hev1Q8yraehX6FS7ekh41AMElLhH",
+	"GAH1CygqO49C77pC53mskh8PLtkKhnqyErzwrSpbhlNl5xvYZ9tIcpoTPuFZIrgcbbQSRgElciq4EcZJ",
+	"vVg90LhC8vJqBMCFeLr2nhXHsJDrSmow0ZgP2BjDWB2TZQUjYPubVXsKesesWlXeXwYkIqEFqzvDpNHm",
+	"29+4hEQlL+T2nxJWcGjqHRjMkJ2HcIbIAJTcaQ8hsPHnHR+gAHdWrDC4Ea3Mc1L3ypgcj/9f8pDgx7qM",
+	"HJ8ddnk3CyeNqRtoYXRWpVCy4ey7Hllr1orS9vcYN+ncMTfH8R2jYRW87Ni+kTe8lDeCRKFjTbFChyBP",
+	"UwGyCqEg3HemVY40nFcQ8KUsbvjQJs8fdGSt2T7KF5xasOVrczX0HnW6pxP0tU+vaXjR+zVHa6tmbvld",
+	"jjDQGJhUN0KV2skpqWzJ87x2jlaKfkVmKihDJCSGrCurIVaH7UHgzcY4RrArT1fUzBWuabApUJGZ0AsT",
+	"8rElsQr3bcZzK8hrGea0DG/Sr8Kb9UUtTQWWr5O9Ba3eYpPmTBgwem/9MHaSSZOwXsuHcXb05sfDk4vJ",
+	"68PzJArKemJLbfiV2KY3k76zl/KssRzUOiOWSSOwdYL/HGc3QmXa+El49x7+FnnJNv5KBdfedtIfsu+F",
+	"BTek15ZjtfvC+jIl8uHImVOrCNTE+vgJaohOiuyxJCidCeshwYTJ2BGTmY2V9zjm1dWGCSX9iCWA0wzD",
+	"4NvuQiPRXsBf3DOLtMCm0+45W2ZSswTsO5Ul4ArEjGOwEX66vDxjiRNqBJmeIIO10ONwBV2p5SmB2QhH",
+	"6Gdk3NnE2d8LeUW6buJHBKPgZ2GcRhh2YG3Bk5OTk5MJJLjY3/IEG2NInou07EMjMPBW40ecopLz5Qlf",
+	"CGomdEPDg/UlTcumgf7LZMiwbjuGrlDTfhnFqlLXINQDPhT173VSuDACTBs2MxDtdbxKZblgvcT/5kCV",
+	"Zun7P8P3ne4LlmCHSUU3e3vtIviW255KIH5phZlgVjXIpsA6QeeDdHG2EFyBATIXRuyxgqfX4AwBLocM",
+	"2tZpTsEMq5R7suYeJLTdxRb5rK0I4JQ7GN9pVV5pN1uIn7UdIuidKx3VECp5N59rsFcu8w0KRzCOpBrw",
+	"omAtBY71apODLTg4r8n0kFrVQQRSpAp8CZUuXTg7GRWrxZCdiNuVsWEbc6tBtQLlgUBMC5neo1Y29/Ck",
+	"+acuEcJzUZbuGNyZsRkeDJmiwQCmv3o/SzNodwF/2nr/6/v/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
