@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -577,4 +578,49 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 		attr(tools[0], "svc.tool_call.status").GetStringValue() != "EXECUTED" {
 		t.Errorf("tool call span: parent %x, attributes %v", tools[0].ParentSpanId, tools[0].Attributes)
 	}
+}
+
+// TestStorageUnavailable: a database that refuses writes (full disk, busy beyond the wait)
+// answers 503 SERVICE_UNAVAILABLE with Retry-After and the envelope, not 500 INTERNAL, and
+// readiness fails while writes fail, then recovers without a restart (issue 23, item 4).
+func TestStorageUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []struct {
+		name  string
+		fault storetest.Fault
+	}{{"disk full", storetest.FaultFull}, {"busy", storetest.FaultBusy}} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			st, faults := storetest.NewFaulty(t)
+			env := apitest.NewWith(t, apitest.Options{Store: st}, "SVC_WORKER_RUNTIME_MODE=client")
+			c, _ := env.UserClient("root@example.com")
+			ready(t, env, 200)
+			faults.FailWritesAs(kind.fault)
+			res := c.Post("/agents", map[string]any{"name": "during the outage"}).Expect(t, 503, "SERVICE_UNAVAILABLE")
+			if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 {
+				t.Errorf("Retry-After = %q", res.Header.Get("Retry-After"))
+			}
+			if r := ready(t, env, 503); r.Data.Checks["database"] != "writes failing" {
+				t.Errorf("readyz while writes fail = %+v", r.Data)
+			}
+			faults.FailWritesAs(storetest.NoFault)
+			if r := ready(t, env, 200); r.Data.Checks["database"] != "ok" {
+				t.Errorf("readyz after = %+v", r.Data)
+			}
+			c.Post("/agents", map[string]any{"name": "after the outage"}).Expect(t, 201)
+		})
+	}
+	t.Run("database closed", func(t *testing.T) {
+		t.Parallel()
+		st := storetest.New(t)
+		env := apitest.NewWith(t, apitest.Options{Store: st}, "SVC_WORKER_RUNTIME_MODE=client")
+		c, _ := env.UserClient("root@example.com")
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		res := c.Post("/agents", map[string]any{"name": "dead database"}).Expect(t, 503, "SERVICE_UNAVAILABLE")
+		if res.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After")
+		}
+	})
 }

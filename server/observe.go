@@ -126,9 +126,9 @@ func (s *Server) readyz(c *gin.Context) {
 	c.JSON(status, body)
 }
 
-// readiness checks only what this process runs: the database answers and takes writes (a
-// failing write — full disk, read-only or busy database — makes the process unready while it
-// lasts), the push channel works (embedded hub running; Mercure: the last publication did not
+// readiness checks only what this process runs: the database answers and takes writes (one
+// small write is committed per check, store.ProbeWrite: a full disk, a read-only or busy
+// database makes the process unready while it lasts), the push channel works (embedded hub running; Mercure: the last publication did not
 // fail) and, when this process runs the worker daemon (server worker mode, not API-only), its
 // claim loop is alive. Details go to the log only.
 func (s *Server) readiness(ctx context.Context) (int, gin.H) {
@@ -143,6 +143,8 @@ func (s *Server) readiness(ctx context.Context) (int, gin.H) {
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		failed("database", "unreachable", err)
+	} else if err := s.store.ProbeWrite(ctx); err != nil {
+		failed("database", "writes failing", err) // full disk, read-only, busy beyond the wait
 	} else {
 		checks["database"] = "ok"
 	}
