@@ -100,7 +100,7 @@ func newFixtureAt(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentF
 		Store: st, Registry: reg, Executors: execs, Lease: time.Minute, Todos: board,
 		ToolStates: func(context.Context, int64) (map[string]tools.ToolState, error) { return f.states, nil },
 		Driver:     func(*store.LLMConfig) (llm.Driver, error) { return f.rec, nil },
-		Retry:      task.New(st, reg).ScheduleRetry,
+		Retry:      task.New(st, reg).ScheduleRetryAfter,
 	}
 	return f
 }

@@ -238,6 +238,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"event_streams_per_user", c.EventStreamsPerUser},
 		{"db_max_open_conns", c.DBMaxOpenConns},
 		{"llm_timeout", c.LLMTimeout},
+		{"llm_retry_after_max_seconds", c.LLMRetryAfterMaxSeconds},
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},
 		{"plugin_catalog_ttl", c.PluginCatalogTTL},
