@@ -46,6 +46,8 @@ func TestIsUnavailable(t *testing.T) {
 		{"closed pool", wrap(sql.ErrConnDone), true},
 		{"flattened full", errors.New("create agent: database or disk is full"), true},
 		{"flattened closed", errors.New("sql: database is closed"), true},
+		{"missing file", wrap(&os.PathError{Op: "open", Path: "/data/media/x", Err: syscall.ENOENT}), false},
+		{"permission", wrap(&os.PathError{Op: "open", Path: "/data/media/x", Err: syscall.EACCES}), false},
 		{"not found", wrap(svcerr.ErrNotFound), false},
 		{"cancelled", wrap(context.Canceled), false},
 		{"plain", errors.New("boom"), false},
