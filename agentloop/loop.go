@@ -48,8 +48,9 @@ type Loop struct {
 	// Todos must be the TodoBoard the todo executor was built with (core.Deps.Todos).
 	Todos *TodoBoard
 	// Retry schedules the agent's automatic retry of a FAILED task when its error code is
-	// transient (task.Service.ScheduleRetry); nil schedules none.
-	Retry func(ctx context.Context, taskID int64) (bool, error)
+	// transient (task.Service.ScheduleRetryAfter), waiting at least atLeast (the model
+	// provider's Retry-After, zero when none; the service bounds it); nil schedules none.
+	Retry func(ctx context.Context, taskID int64, atLeast time.Duration) (bool, error)
 	// Observer watches steps, model calls and tool calls (metrics, traces); nil observes
 	// nothing.
 	Observer Observer
@@ -197,7 +198,7 @@ func (l *Loop) handBack(ctx context.Context, id int64, workerID string, recovere
 		return
 	}
 	if t.Status == taskstate.Failed && l.Retry != nil {
-		if _, err := l.Retry(hctx, id); err != nil {
+		if _, err := l.Retry(hctx, id, 0); err != nil {
 			l.log().Error("schedule retry", "task_id", id, "err", err)
 		}
 		if t, err = l.Store.Task(hctx, id); err != nil {
@@ -296,7 +297,8 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
-			return l.fail(ctx, t, worker, le.Code, le.Message, nil)
+			// The provider's Retry-After (429, 503) holds the automatic retry back.
+			return l.failWait(ctx, t, worker, le.Code, le.Message, le.RetryAfter)
 		}
 		return l.fail(ctx, t, worker, taskstate.CodeUnknown, "model call failed", err)
 	}
@@ -381,6 +383,12 @@ func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string
 	if cause != nil {
 		l.log().Error("task failed", "task_id", t.ID, "code", code, "err", cause)
 	}
+	return l.failWait(ctx, t, worker, code, msg, 0)
+}
+
+// failWait is fail for a failure whose cause asked for a wait before the next attempt (the
+// model provider's Retry-After): the automatic retry waits at least retryAfter.
+func (l *Loop) failWait(ctx context.Context, t *store.Task, worker, code, msg string, retryAfter time.Duration) (*store.Task, error) {
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}
@@ -389,7 +397,7 @@ func (l *Loop) fail(ctx context.Context, t *store.Task, worker, code, msg string
 		return nil, err
 	}
 	if l.Retry != nil {
-		scheduled, err := l.Retry(ctx, t.ID)
+		scheduled, err := l.Retry(ctx, t.ID, retryAfter)
 		if err != nil {
 			return nil, err
 		}

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, turns []llm.ScriptTurn, agentFields store.AgentFie
 	f := &fixture{Fixture: looptest.New(t, turns, agentFields, withConfig, opts...)}
 	f.calc = &countingExec{inner: f.Loop.Executors["core.CalculatorTool"]}
 	f.Loop.Executors["core.CalculatorTool"] = f.calc
-	f.Loop.Retry = task.New(f.Store, f.Loop.Registry).ScheduleRetry
+	f.Loop.Retry = task.New(f.Store, f.Loop.Registry).ScheduleRetryAfter
 	return f
 }
 

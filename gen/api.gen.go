@@ -10394,7 +10394,14 @@ type NotImplementedJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
-type ServiceUnavailableJSONResponse Error
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body Error
+
+	Headers ServiceUnavailableResponseHeaders
+}
 
 type TemplateImportRefusedJSONResponse TemplateImportRefusedError
 
@@ -10504,6 +10511,23 @@ func (response ListAgentChats500JSONResponse) VisitListAgentChatsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentChats503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentChats503JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10667,10 +10691,13 @@ type StartAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response StartAgentChat503JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10836,10 +10863,13 @@ type AnswerAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AnswerAgentChat503JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11005,10 +11035,13 @@ type ApproveAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ApproveAgentChat503JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11139,6 +11172,23 @@ func (response StreamAgentChatEvents500JSONResponse) VisitStreamAgentChatEventsR
 	return err
 }
 
+type StreamAgentChatEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamAgentChatEvents503JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentChatMessagesRequestObject struct {
 	Id     AgentApiChatId `json:"id"`
 	Params ListAgentChatMessagesParams
@@ -11231,6 +11281,23 @@ func (response ListAgentChatMessages500JSONResponse) VisitListAgentChatMessagesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentChatMessages503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentChatMessages503JSONResponse) VisitListAgentChatMessagesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11395,10 +11462,13 @@ type SendAgentChatMessage503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response SendAgentChatMessage503JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11564,10 +11634,13 @@ type RejectAgentChat503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RejectAgentChat503JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -11668,6 +11741,23 @@ func (response GetAgentChatStatus500JSONResponse) VisitGetAgentChatStatusRespons
 	return err
 }
 
+type GetAgentChatStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentChatStatus503JSONResponse) VisitGetAgentChatStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentChatTranscriptRequestObject struct {
 	Id     AgentApiChatId `json:"id"`
 	Params GetAgentChatTranscriptParams
@@ -11760,6 +11850,23 @@ func (response GetAgentChatTranscript500JSONResponse) VisitGetAgentChatTranscrip
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentChatTranscript503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentChatTranscript503JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11908,10 +12015,13 @@ type UploadAgentMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadAgentMedia503JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12027,6 +12137,23 @@ func (response GetAgentMedia500JSONResponse) VisitGetAgentMediaResponse(w http.R
 	return err
 }
 
+type GetAgentMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentMedia503JSONResponse) VisitGetAgentMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentTemplatesRequestObject struct {
 }
 
@@ -12072,6 +12199,23 @@ func (response ListAgentTemplates500JSONResponse) VisitListAgentTemplatesRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentTemplates503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentTemplates503JSONResponse) VisitListAgentTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12208,10 +12352,13 @@ type ImportAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ImportAgentTemplate503JSONResponse) VisitImportAgentTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12346,10 +12493,13 @@ type ValidateAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response ValidateAgentTemplate503JSONResponse) VisitValidateAgentTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12433,6 +12583,23 @@ func (response GetAgentTemplate500JSONResponse) VisitGetAgentTemplateResponse(w 
 	return err
 }
 
+type GetAgentTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentTemplate503JSONResponse) VisitGetAgentTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentsRequestObject struct {
 	Params ListAgentsParams
 }
@@ -12493,6 +12660,23 @@ func (response ListAgents500JSONResponse) VisitListAgentsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgents503JSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12624,10 +12808,13 @@ type CreateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateAgent503JSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12739,6 +12926,23 @@ func (response DeleteAgent500JSONResponse) VisitDeleteAgentResponse(w http.Respo
 	return err
 }
 
+type DeleteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgent503JSONResponse) VisitDeleteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -12813,6 +13017,23 @@ func (response GetAgent500JSONResponse) VisitGetAgentResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgent503JSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12959,10 +13180,13 @@ type UpdateAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateAgent503JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13056,6 +13280,23 @@ func (response ListAgentApiKeys500JSONResponse) VisitListAgentApiKeysResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentApiKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentApiKeys503JSONResponse) VisitListAgentApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13202,10 +13443,13 @@ type CreateAgentApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateAgentApiKey503JSONResponse) VisitCreateAgentApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13304,6 +13548,23 @@ func (response RevokeAgentApiKey500JSONResponse) VisitRevokeAgentApiKeyResponse(
 	return err
 }
 
+type RevokeAgentApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeAgentApiKey503JSONResponse) VisitRevokeAgentApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportAgentRequestObject struct {
 	Id     string `json:"id"`
 	Params ExportAgentParams
@@ -13393,6 +13654,23 @@ func (response ExportAgent500JSONResponse) VisitExportAgentResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportAgent503JSONResponse) VisitExportAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13489,6 +13767,23 @@ func (response UnfavoriteAgent500JSONResponse) VisitUnfavoriteAgentResponse(w ht
 	return err
 }
 
+type UnfavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnfavoriteAgent503JSONResponse) VisitUnfavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FavoriteAgentRequestObject struct {
 	Id string `json:"id"`
 }
@@ -13581,6 +13876,23 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 	return err
 }
 
+type FavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response FavoriteAgent503JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentPictureRequestObject struct {
 	Id string `json:"id"`
 }
@@ -13662,6 +13974,23 @@ func (response GetAgentPicture500JSONResponse) VisitGetAgentPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentPicture503JSONResponse) VisitGetAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13754,6 +14083,23 @@ func (response DeleteAgentPicture500JSONResponse) VisitDeleteAgentPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentPicture503JSONResponse) VisitDeleteAgentPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13900,10 +14246,13 @@ type UploadAgentPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadAgentPicture503JSONResponse) VisitUploadAgentPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -13983,6 +14332,23 @@ func (response ListScheduledRuns500JSONResponse) VisitListScheduledRunsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScheduledRuns503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListScheduledRuns503JSONResponse) VisitListScheduledRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14129,10 +14495,13 @@ type CreateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateScheduledRun503JSONResponse) VisitCreateScheduledRunResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14231,6 +14600,23 @@ func (response DeleteScheduledRun500JSONResponse) VisitDeleteScheduledRunRespons
 	return err
 }
 
+type DeleteScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteScheduledRun503JSONResponse) VisitDeleteScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetScheduledRunRequestObject struct {
 	Id    string `json:"id"`
 	RunId string `json:"runId"`
@@ -14306,6 +14692,23 @@ func (response GetScheduledRun500JSONResponse) VisitGetScheduledRunResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetScheduledRun503JSONResponse) VisitGetScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14453,10 +14856,13 @@ type UpdateScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateScheduledRun503JSONResponse) VisitUpdateScheduledRunResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14555,6 +14961,23 @@ func (response TriggerScheduledRun500JSONResponse) VisitTriggerScheduledRunRespo
 	return err
 }
 
+type TriggerScheduledRun503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TriggerScheduledRun503JSONResponse) VisitTriggerScheduledRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPromptTemplatesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -14629,6 +15052,23 @@ func (response ListPromptTemplates500JSONResponse) VisitListPromptTemplatesRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPromptTemplates503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPromptTemplates503JSONResponse) VisitListPromptTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14789,10 +15229,13 @@ type CreatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response CreatePromptTemplate503JSONResponse) VisitCreatePromptTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -14905,6 +15348,23 @@ func (response DeletePromptTemplate500JSONResponse) VisitDeletePromptTemplateRes
 	return err
 }
 
+type DeletePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeletePromptTemplate503JSONResponse) VisitDeletePromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPromptTemplateRequestObject struct {
 	Id         string `json:"id"`
 	TemplateId string `json:"templateId"`
@@ -14980,6 +15440,23 @@ func (response GetPromptTemplate500JSONResponse) VisitGetPromptTemplateResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPromptTemplate503JSONResponse) VisitGetPromptTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15141,10 +15618,13 @@ type UpdatePromptTemplate503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response UpdatePromptTemplate503JSONResponse) VisitUpdatePromptTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -15228,6 +15708,23 @@ func (response ListAgentToolOperations500JSONResponse) VisitListAgentToolOperati
 	return err
 }
 
+type ListAgentToolOperations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentToolOperations503JSONResponse) VisitListAgentToolOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgentToolStatusesRequestObject struct {
 	Id string `json:"id"`
 }
@@ -15302,6 +15799,23 @@ func (response ListAgentToolStatuses500JSONResponse) VisitListAgentToolStatusesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentToolStatuses503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentToolStatuses503JSONResponse) VisitListAgentToolStatusesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15399,6 +15913,23 @@ func (response DisableAgentTool500JSONResponse) VisitDisableAgentToolResponse(w 
 	return err
 }
 
+type DisableAgentTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DisableAgentTool503JSONResponse) VisitDisableAgentToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EnableAgentToolRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -15492,6 +16023,23 @@ func (response EnableAgentTool500JSONResponse) VisitEnableAgentToolResponse(w ht
 	return err
 }
 
+type EnableAgentTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response EnableAgentTool503JSONResponse) VisitEnableAgentToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentToolOperationRequestObject struct {
 	Id        string `json:"id"`
 	ToolId    string `json:"toolId"`
@@ -15568,6 +16116,23 @@ func (response GetAgentToolOperation500JSONResponse) VisitGetAgentToolOperationR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolOperation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolOperation503JSONResponse) VisitGetAgentToolOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15716,10 +16281,13 @@ type UpdateAgentToolOperation503JSONResponse struct{ ServiceUnavailableJSONRespo
 func (response UpdateAgentToolOperation503JSONResponse) VisitUpdateAgentToolOperationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -15818,6 +16386,23 @@ func (response DeleteAgentToolOverride500JSONResponse) VisitDeleteAgentToolOverr
 	return err
 }
 
+type DeleteAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentToolOverride503JSONResponse) VisitDeleteAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAgentToolOverrideRequestObject struct {
 	Id     string `json:"id"`
 	ToolId string `json:"toolId"`
@@ -15907,6 +16492,23 @@ func (response GetAgentToolOverride500JSONResponse) VisitGetAgentToolOverrideRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolOverride503JSONResponse) VisitGetAgentToolOverrideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16054,10 +16656,13 @@ type ReplaceAgentToolOverride503JSONResponse struct{ ServiceUnavailableJSONRespo
 func (response ReplaceAgentToolOverride503JSONResponse) VisitReplaceAgentToolOverrideResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16138,6 +16743,23 @@ func (response GetAgentToolStatus500JSONResponse) VisitGetAgentToolStatusRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentToolStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentToolStatus503JSONResponse) VisitGetAgentToolStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16284,10 +16906,13 @@ type TransferAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response TransferAgent503JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16420,10 +17045,13 @@ type UpdateAccount503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateAccount503JSONResponse) VisitUpdateAccountResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16570,10 +17198,13 @@ type RequestEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RequestEmailChange503JSONResponse) VisitRequestEmailChangeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16692,10 +17323,13 @@ type ConfirmEmailChange503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ConfirmEmailChange503JSONResponse) VisitConfirmEmailChangeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16817,10 +17451,13 @@ type ForgotPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ForgotPassword503JSONResponse) VisitForgotPasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -16966,10 +17603,13 @@ type Login503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response Login503JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17048,6 +17688,23 @@ func (response Logout500JSONResponse) VisitLogoutResponse(w http.ResponseWriter)
 	return err
 }
 
+type Logout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Logout503JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMeRequestObject struct {
 }
 
@@ -17093,6 +17750,23 @@ func (response GetMe500JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17224,10 +17898,13 @@ type ChangePassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ChangePassword503JSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17377,10 +18054,13 @@ type Register503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response Register503JSONResponse) VisitRegisterResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17502,10 +18182,13 @@ type ResetPassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ResetPassword503JSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -17605,6 +18288,23 @@ func (response ResendVerification500JSONResponse) VisitResendVerificationRespons
 	return err
 }
 
+type ResendVerification503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResendVerification503JSONResponse) VisitResendVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type VerifyEmailRequestObject struct {
 	Selector string `json:"selector"`
 	Params   VerifyEmailParams
@@ -17670,6 +18370,23 @@ func (response VerifyEmail500JSONResponse) VisitVerifyEmailResponse(w http.Respo
 	return err
 }
 
+type VerifyEmail503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response VerifyEmail503JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetConfigRequestObject struct {
 }
 
@@ -17701,6 +18418,23 @@ func (response GetConfig500JSONResponse) VisitGetConfigResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetConfig503JSONResponse) VisitGetConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17765,6 +18499,23 @@ func (response ListGroups500JSONResponse) VisitListGroupsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroups503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroups503JSONResponse) VisitListGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17896,10 +18647,13 @@ type CreateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateGroup503JSONResponse) VisitCreateGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18011,6 +18765,23 @@ func (response DeleteGroup500JSONResponse) VisitDeleteGroupResponse(w http.Respo
 	return err
 }
 
+type DeleteGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroup503JSONResponse) VisitDeleteGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetGroupRequestObject struct {
 	Id GroupsIdPath `json:"id"`
 }
@@ -18085,6 +18856,23 @@ func (response GetGroup500JSONResponse) VisitGetGroupResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroup503JSONResponse) VisitGetGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18231,10 +19019,13 @@ type UpdateGroup503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateGroup503JSONResponse) VisitUpdateGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18319,6 +19110,23 @@ func (response ListGroupAgents500JSONResponse) VisitListGroupAgentsResponse(w ht
 	return err
 }
 
+type ListGroupAgents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupAgents503JSONResponse) VisitListGroupAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupLlmConfigsRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupLlmConfigsParams
@@ -18394,6 +19202,23 @@ func (response ListGroupLlmConfigs500JSONResponse) VisitListGroupLlmConfigsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupLlmConfigs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupLlmConfigs503JSONResponse) VisitListGroupLlmConfigsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18554,10 +19379,13 @@ type CreateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response CreateGroupLlmConfig503JSONResponse) VisitCreateGroupLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18652,6 +19480,23 @@ func (response DeleteGroupLlmConfig500JSONResponse) VisitDeleteGroupLlmConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroupLlmConfig503JSONResponse) VisitDeleteGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18813,10 +19658,13 @@ type UpdateGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse 
 func (response UpdateGroupLlmConfig503JSONResponse) VisitUpdateGroupLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -18915,6 +19763,23 @@ func (response SetDefaultGroupLlmConfig500JSONResponse) VisitSetDefaultGroupLlmC
 	return err
 }
 
+type SetDefaultGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetDefaultGroupLlmConfig503JSONResponse) VisitSetDefaultGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupMembersRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupMembersParams
@@ -18990,6 +19855,23 @@ func (response ListGroupMembers500JSONResponse) VisitListGroupMembersResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupMembers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupMembers503JSONResponse) VisitListGroupMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19150,10 +20032,13 @@ type AddGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AddGroupMember503JSONResponse) VisitAddGroupMemberResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19262,6 +20147,23 @@ func (response RemoveGroupMember500JSONResponse) VisitRemoveGroupMemberResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveGroupMember503JSONResponse) VisitRemoveGroupMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19423,10 +20325,13 @@ type UpdateGroupMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateGroupMember503JSONResponse) VisitUpdateGroupMemberResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19513,6 +20418,23 @@ func (response GetGroupPicture500JSONResponse) VisitGetGroupPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroupPicture503JSONResponse) VisitGetGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19605,6 +20527,23 @@ func (response DeleteGroupPicture500JSONResponse) VisitDeleteGroupPictureRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteGroupPicture503JSONResponse) VisitDeleteGroupPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19751,10 +20690,13 @@ type UploadGroupPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadGroupPicture503JSONResponse) VisitUploadGroupPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -19834,6 +20776,23 @@ func (response GetGroupPreferences500JSONResponse) VisitGetGroupPreferencesRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGroupPreferences503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetGroupPreferences503JSONResponse) VisitGetGroupPreferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19980,10 +20939,13 @@ type ReplaceGroupPreferences503JSONResponse struct{ ServiceUnavailableJSONRespon
 func (response ReplaceGroupPreferences503JSONResponse) VisitReplaceGroupPreferencesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20063,6 +21025,23 @@ func (response ListGroupTools500JSONResponse) VisitListGroupToolsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGroupTools503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListGroupTools503JSONResponse) VisitListGroupToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20156,6 +21135,23 @@ func (response RemoveGroupTool500JSONResponse) VisitRemoveGroupToolResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveGroupTool503JSONResponse) VisitRemoveGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20303,10 +21299,13 @@ type UpsertGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpsertGroupTool503JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20371,6 +21370,23 @@ func (response GetMailConfig500JSONResponse) VisitGetMailConfigResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMailConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMailConfig503JSONResponse) VisitGetMailConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20502,10 +21518,13 @@ type UpdateMailConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateMailConfig503JSONResponse) VisitUpdateMailConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20638,10 +21657,13 @@ type SendTestMail503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response SendTestMail503JSONResponse) VisitSendTestMailResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20692,6 +21714,23 @@ func (response ListLocations500JSONResponse) VisitListLocationsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListLocations503JSONResponse) VisitListLocationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20823,10 +21862,13 @@ type CreateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateLocation503JSONResponse) VisitCreateLocationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -20920,6 +21962,23 @@ func (response DeleteLocation500JSONResponse) VisitDeleteLocationResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteLocation503JSONResponse) VisitDeleteLocationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21066,10 +22125,13 @@ type UpdateLocation503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateLocation503JSONResponse) VisitUpdateLocationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21145,6 +22207,23 @@ func (response GetMyPicture500JSONResponse) VisitGetMyPictureResponse(w http.Res
 	return err
 }
 
+type GetMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMyPicture503JSONResponse) VisitGetMyPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMyPictureRequestObject struct {
 }
 
@@ -21204,6 +22283,23 @@ func (response DeleteMyPicture500JSONResponse) VisitDeleteMyPictureResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteMyPicture503JSONResponse) VisitDeleteMyPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21335,10 +22431,13 @@ type UploadMyPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadMyPicture503JSONResponse) VisitUploadMyPictureResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21389,6 +22488,23 @@ func (response GetProfile500JSONResponse) VisitGetProfileResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetProfile503JSONResponse) VisitGetProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21520,10 +22636,13 @@ type ReplaceProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ReplaceProfile503JSONResponse) VisitReplaceProfileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21589,6 +22708,23 @@ func (response ListMediaAssets500JSONResponse) VisitListMediaAssetsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaAssets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMediaAssets503JSONResponse) VisitListMediaAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21720,10 +22856,13 @@ type UploadMediaAsset503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UploadMediaAsset503JSONResponse) VisitUploadMediaAssetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -21774,6 +22913,23 @@ func (response ListAllowedMediaTypes500JSONResponse) VisitListAllowedMediaTypesR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAllowedMediaTypes503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAllowedMediaTypes503JSONResponse) VisitListAllowedMediaTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21905,10 +23061,13 @@ type ResolveMediaAssets503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ResolveMediaAssets503JSONResponse) VisitResolveMediaAssetsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22056,10 +23215,13 @@ type CreateMediaDerivative503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response CreateMediaDerivative503JSONResponse) VisitCreateMediaDerivativeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22139,6 +23301,23 @@ func (response GetMediaDerivativeOptions500JSONResponse) VisitGetMediaDerivative
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaDerivativeOptions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetMediaDerivativeOptions503JSONResponse) VisitGetMediaDerivativeOptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22285,10 +23464,13 @@ type SetMediaAssetKeep503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response SetMediaAssetKeep503JSONResponse) VisitSetMediaAssetKeepResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22357,6 +23539,23 @@ func (response DeleteAllNotifications500JSONResponse) VisitDeleteAllNotification
 	return err
 }
 
+type DeleteAllNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAllNotifications503JSONResponse) VisitDeleteAllNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListNotificationsRequestObject struct {
 	Params ListNotificationsParams
 }
@@ -22421,6 +23620,23 @@ func (response ListNotifications500JSONResponse) VisitListNotificationsResponse(
 	return err
 }
 
+type ListNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListNotifications503JSONResponse) VisitListNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MarkAllNotificationsReadRequestObject struct {
 }
 
@@ -22480,6 +23696,23 @@ func (response MarkAllNotificationsRead500JSONResponse) VisitMarkAllNotification
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MarkAllNotificationsRead503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response MarkAllNotificationsRead503JSONResponse) VisitMarkAllNotificationsReadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22562,6 +23795,23 @@ func (response UnsubscribeNotifications500JSONResponse) VisitUnsubscribeNotifica
 	return err
 }
 
+type UnsubscribeNotifications503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UnsubscribeNotifications503JSONResponse) VisitUnsubscribeNotificationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListNotificationSubscriptionsRequestObject struct {
 }
 
@@ -22607,6 +23857,23 @@ func (response ListNotificationSubscriptions500JSONResponse) VisitListNotificati
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNotificationSubscriptions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListNotificationSubscriptions503JSONResponse) VisitListNotificationSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22766,10 +24033,13 @@ type SubscribeNotifications503JSONResponse struct{ ServiceUnavailableJSONRespons
 func (response SubscribeNotifications503JSONResponse) VisitSubscribeNotificationsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -22867,6 +24137,23 @@ func (response DeleteNotification500JSONResponse) VisitDeleteNotificationRespons
 	return err
 }
 
+type DeleteNotification503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteNotification503JSONResponse) VisitDeleteNotificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MarkNotificationReadRequestObject struct {
 	Id string `json:"id"`
 }
@@ -22959,6 +24246,23 @@ func (response MarkNotificationRead500JSONResponse) VisitMarkNotificationReadRes
 	return err
 }
 
+type MarkNotificationRead503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response MarkNotificationRead503JSONResponse) VisitMarkNotificationReadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPluginsRequestObject struct {
 }
 
@@ -23018,6 +24322,23 @@ func (response ListPlugins500JSONResponse) VisitListPluginsResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPlugins503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPlugins503JSONResponse) VisitListPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23163,10 +24484,13 @@ type InstallPlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response InstallPlugin503JSONResponse) VisitInstallPluginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23240,10 +24564,13 @@ type ListPluginCatalog503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ListPluginCatalog503JSONResponse) VisitListPluginCatalogResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23351,6 +24678,23 @@ func (response UninstallPlugin500JSONResponse) VisitUninstallPluginResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UninstallPlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UninstallPlugin503JSONResponse) VisitUninstallPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23511,10 +24855,13 @@ type UpdatePlugin503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdatePlugin503JSONResponse) VisitUpdatePluginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23588,10 +24935,13 @@ type GetRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response GetRuntimeSettings503JSONResponse) VisitGetRuntimeSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23724,10 +25074,13 @@ type UpdateRuntimeSettings503JSONResponse struct{ ServiceUnavailableJSONResponse
 func (response UpdateRuntimeSettings503JSONResponse) VisitUpdateRuntimeSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -23797,6 +25150,23 @@ func (response SearchPalette500JSONResponse) VisitSearchPaletteResponse(w http.R
 	return err
 }
 
+type SearchPalette503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SearchPalette503JSONResponse) VisitSearchPaletteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSseAuthRequestObject struct {
 }
 
@@ -23842,6 +25212,23 @@ func (response GetSseAuth500JSONResponse) VisitGetSseAuthResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSseAuth503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSseAuth503JSONResponse) VisitGetSseAuthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23938,6 +25325,23 @@ func (response AuthorizeSse500JSONResponse) VisitAuthorizeSseResponse(w http.Res
 	return err
 }
 
+type AuthorizeSse503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AuthorizeSse503JSONResponse) VisitAuthorizeSseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSseStatusRequestObject struct {
 }
 
@@ -23983,6 +25387,23 @@ func (response GetSseStatus500JSONResponse) VisitGetSseStatusResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSseStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSseStatus503JSONResponse) VisitGetSseStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24047,6 +25468,23 @@ func (response ListTasks500JSONResponse) VisitListTasksResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTasks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTasks503JSONResponse) VisitListTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24193,10 +25631,13 @@ type CreateTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateTask503JSONResponse) VisitCreateTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -24308,6 +25749,23 @@ func (response DeleteTask500JSONResponse) VisitDeleteTaskResponse(w http.Respons
 	return err
 }
 
+type DeleteTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteTask503JSONResponse) VisitDeleteTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -24382,6 +25840,23 @@ func (response GetTask500JSONResponse) VisitGetTaskResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTask503JSONResponse) VisitGetTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24492,6 +25967,23 @@ func (response AbortTask500JSONResponse) VisitAbortTaskResponse(w http.ResponseW
 	return err
 }
 
+type AbortTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AbortTask503JSONResponse) VisitAbortTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AbortSubAgentTaskRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -24594,6 +26086,23 @@ func (response AbortSubAgentTask500JSONResponse) VisitAbortSubAgentTaskResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AbortSubAgentTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AbortSubAgentTask503JSONResponse) VisitAbortSubAgentTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24755,10 +26264,13 @@ type AnswerTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response AnswerTask503JSONResponse) VisitAnswerTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -24921,10 +26433,13 @@ type ApproveTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ApproveTask503JSONResponse) VisitApproveTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25087,10 +26602,13 @@ type ContinueTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ContinueTask503JSONResponse) VisitContinueTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25217,6 +26735,23 @@ func (response StreamTaskEvents500JSONResponse) VisitStreamTaskEventsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTaskEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamTaskEvents503JSONResponse) VisitStreamTaskEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25378,10 +26913,13 @@ type RejectTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response RejectTask503JSONResponse) VisitRejectTaskResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -25493,6 +27031,23 @@ func (response RetryTask500JSONResponse) VisitRetryTaskResponse(w http.ResponseW
 	return err
 }
 
+type RetryTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RetryTask503JSONResponse) VisitRetryTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelTaskRetryChainRequestObject struct {
 	TaskId TasksTaskId `json:"taskId"`
 }
@@ -25595,6 +27150,23 @@ func (response CancelTaskRetryChain500JSONResponse) VisitCancelTaskRetryChainRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelTaskRetryChain503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CancelTaskRetryChain503JSONResponse) VisitCancelTaskRetryChainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25722,6 +27294,23 @@ func (response TickTask500JSONResponse) VisitTickTaskResponse(w http.ResponseWri
 	return err
 }
 
+type TickTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TickTask503JSONResponse) VisitTickTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListToolsRequestObject struct {
 }
 
@@ -25767,6 +27356,23 @@ func (response ListTools500JSONResponse) VisitListToolsResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTools503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTools503JSONResponse) VisitListToolsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25863,6 +27469,23 @@ func (response DeleteToolSettings500JSONResponse) VisitDeleteToolSettingsRespons
 	return err
 }
 
+type DeleteToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteToolSettings503JSONResponse) VisitDeleteToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -25951,6 +27574,23 @@ func (response GetToolSettings500JSONResponse) VisitGetToolSettingsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolSettings503JSONResponse) VisitGetToolSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26097,10 +27737,13 @@ type PutToolSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response PutToolSettings503JSONResponse) VisitPutToolSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26198,6 +27841,23 @@ func (response DeleteToolUserSettings500JSONResponse) VisitDeleteToolUserSetting
 	return err
 }
 
+type DeleteToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteToolUserSettings503JSONResponse) VisitDeleteToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetToolUserSettingsRequestObject struct {
 	ToolId ToolsToolIdPath `json:"toolId"`
 }
@@ -26272,6 +27932,23 @@ func (response GetToolUserSettings500JSONResponse) VisitGetToolUserSettingsRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetToolUserSettings503JSONResponse) VisitGetToolUserSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26418,10 +28095,13 @@ type PutToolUserSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response PutToolUserSettings503JSONResponse) VisitPutToolUserSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26501,6 +28181,23 @@ func (response ListUsers500JSONResponse) VisitListUsersResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListUsers503JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26646,10 +28343,13 @@ type CreateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateUser503JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -26761,6 +28461,23 @@ func (response DeleteUser500JSONResponse) VisitDeleteUserResponse(w http.Respons
 	return err
 }
 
+type DeleteUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteUser503JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetUserRequestObject struct {
 	Id UserId `json:"id"`
 }
@@ -26849,6 +28566,23 @@ func (response GetUser500JSONResponse) VisitGetUserResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUser503JSONResponse) VisitGetUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27009,10 +28743,13 @@ type UpdateUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response UpdateUser503JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27174,10 +28911,13 @@ type ReplaceUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response ReplaceUser503JSONResponse) VisitReplaceUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27264,6 +29004,23 @@ func (response GetUserPicture500JSONResponse) VisitGetUserPictureResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserPicture503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUserPicture503JSONResponse) VisitGetUserPictureResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27356,6 +29113,23 @@ func (response ListUserRoles500JSONResponse) VisitListUserRolesResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserRoles503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListUserRoles503JSONResponse) VisitListUserRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27502,10 +29276,13 @@ type GrantUserRole503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response GrantUserRole503JSONResponse) VisitGrantUserRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -27618,6 +29395,23 @@ func (response RevokeUserRole500JSONResponse) VisitRevokeUserRoleResponse(w http
 	return err
 }
 
+type RevokeUserRole503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeUserRole503JSONResponse) VisitRevokeUserRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunWorkerHousekeepingRequestObject struct {
 }
 
@@ -27708,6 +29502,23 @@ func (response RunWorkerHousekeeping500JSONResponse) VisitRunWorkerHousekeepingR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunWorkerHousekeeping503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunWorkerHousekeeping503JSONResponse) VisitRunWorkerHousekeepingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -33424,999 +35235,1003 @@ var swaggerSpec = []string{
 	"mE8mJAoQI08kldJQnjISKTS74tlHnrPoZTu/uu4PPl7fX5WRS1KIMQz+SqTHXB0UcaIIEPlCRQbYq8md",
 	"FuUy7iCFAY9d5dBs/VxuSOpD5BUAcC4Jy+XZlaQtLhhiKjIwtgizSlpMixYkex3wUMmmY4KFAx47EUCD",
 	"J0RbGRYkc4HirFyB5gYvJA3vc36BUyVWbQ+bm97vF9e9D4P+9fXgonf76ayZaZEvISGRQN3O4bujH39A",
-	"o0VGxKsyLjMDKGdSLIzpjFpg1JaqwHFH0icaknuGnzCN8Sh+IUTuzm5/PT89G9xf9X7tnV/0frqo8Cq5",
-	"OJI+KTKYkpDQJ0kIM84l8VogB2iUiBOt4YgpT7N48Vrw8q0AC98C5GOaoUwp7BniLCSoPZzhLwP94kC9",
-	"ONwBNY1xUPYYFVMSgXJIGZrieCx1ueE0y5JBSnA0yOiM8DwbVjZoTssDRnVexmh5Pkt4mt2ScS42veCa",
-	"ftrTE63jP+z5Xfb+x+Cuf3ZzN7jtXVXwGawEe3LrIiOJsDZPzJCWDNE45TPUlTSq2+koy8m0ddzah0/3",
-	"7aet589Ba45TqYzL6T8/BzVMqmrFNTTKjP12ioViQeIYVdYvj6w6OWrfXN/19eNdM4rYBxlBjke+JDGm",
-	"TCCCw+nOBjjnPZy1JM6c5UJevsAw8vrmdoXkcTRbSPSKJOAMslQhNTwpZAc7Ds0EicdojiXOw8ICNNSo",
-	"MESSkCvKoaHA0zeimKillKpLzBZazBcvIxOSCl32rn43gvJd+XQrxOBV6OSthAKQRBIZyNWWMTxBQ/AG",
-	"7YI7aIgm9IkowIC1iDIklENIalZVF9Ku9SH5Vqjf3ne8TbDMe4bzbEpYBtL1C7n1/VXvvv/z2VX//LRX",
-	"5dbONJJTWv3vFYB7xbU6JogQcvA2TwPEGRrqa4YTuv/XYYCYefGRLKzGVFm0onT3TOSJvEckuiQRxX3Q",
-	"QV8Gm7v7m5vr2/7Zh8Hl2Yfz3qD/+02FPS0Sgtxhv+zORMTnDPQ+LePgMCRJRqLX5N5vBBqeqp3typ0O",
-	"zWSSn5QlHMWLQOHSC3eur1kbkjsRO0BPMNOK6xsBj0GE1lK2pNdSkQVxZKe6w+KAfJBT5/SrIhiUs7MC",
-	"3tse0VKiX5KnJF3ETJHGY5SkEj7ZAj202AyTh5YiqhaDXuOoesi6bw2VrpJv1M7ZI+NzhsaUxFGglDsA",
-	"eoDSPCZolEpVcKeRdO85K1VOYn0Ut9rcIp/p3VJle4lwhutPLZK6AFeGHm3NGXEeE6xU4cIW9Efx5Wf7",
-	"Kh/9Owmz2pswc/2toNWLInD0XIIrx7EM4SiiEpw4vnFWO8axIL6bAR6gjCMcSR0Pz0iERlLQxWEWL+Bq",
-	"SKlKvjWgEbhnh2SGaTwMjJuCpkoZdq3d31rwkqSIEf7v+vFeyGetoCVfbh23lA9KbqUMVf3ht4a1vhHy",
-	"6vCcZQjeRG3yJYxzQZ+UH6RYK9gPrZ1NDVux/h3W7H1meY6t1qy0xu14TIyLbAIeT2skHqpPJKvjcyaZ",
-	"HLN6AzwAiBkUr9saYOmE5TOJAvBBK2jBa3BbYTmfPWvXW18KPRo5zr4AWWeflMLVZtQEUm7naWSdUVLO",
-	"rANb4cLOiSuhUiv/oPbhwcFOCTO2dPfV8X+iyV+VgliPODhlzpFyvEkgAmZjlKSUhTTBcQVjcRzz+WDM",
-	"5X/yxNzkEIIrogEg0UHn4Gi383a30+133h+/7Rx3Ov+s4cVHyiLlJxT5bIZTKohAyvSgIjOi1vHhQdCi",
-	"YjDGTzylGbH3Uyk9WQp34UD9rcT5425HHn2GDS2SksyEpwug2ipSQQ4ewhpGnD8CmGOSZWTwSORrGcGx",
-	"BJ22UN/qrxAWgooMs6wVtBiXOvNx67/9N3QvecID64lH8OBhlPGEhspThiKSZFO5m4SGWZ6SQZ7GrWOW",
-	"x7G8zxrAgIpHkqBl6WIAzsXBjLIcpjgKWmIhMjIbJCmfJRK8v/McTE4YhVhiUIzS2hr30CmVCsQTkSod",
-	"QFUuI08izzEd9Ls/HHeOjrsH/6wTmup5V1HptynJpuAOlSwsJsDysXhEM7yQOplkwZTlBDwAVYJfRpxa",
-	"2JH8DQQNOiMlMiV3sSuftjzXuzRILYpKqrfIeYbaZJZkC6Wo5EyQDG6iSwA7nY5nGh8BgeumvR32zkgs",
-	"XunIqCB6E5SNwU2SIuBJM5w+SohPqdB3WIojyIzkB3rp/tT2kGd8hjMa6qAA5a2HI213UERBvgAiPVOQ",
-	"WhICVbqarrOxUyUHdxlJ0CiPJiSTrBTDhPog1vT/lS++n8EralWhRCkhu/KAkPleedYfyUKgoSEgwwAN",
-	"JdmQ/4V4Jzm9/OMJpxSzTFKPobz2D2zoEJQhaj/hONf2G8U51DlZhVjhxg7c6RCnEIdBWcal+s/TTLvI",
-	"a6Rd0afq6X2gIonxAmSUMkfxErIymq/w8lm6Vwu+A5WAp7tjHErMlEgpdRUE7693w7x3rEQ2a4gaRSkR",
-	"EJsAnFe9i+gMT8gJkkS2sD4okEtRnXEGgJG/KytjSRZ15i7R59qW50zu1L6E2tiIDglJhcQ750dgDCD9",
-	"lNn80VqUwcsYapE86gcTFooZwqWLvCiulQqOGWMaa8ugfJ5iJqgEEigy4AVafbsrrKlGbOFnpH5GArBe",
-	"OQ1mEJbnR4y6vOZwrVrYBRYZCqeYTdbmEBXdAVzQpcPWd6tMJ6qbNZfBJXFBlVv6z65MgB2yVWYCZfQv",
-	"scoSTD43yX29hPqDvvR8CiNqYVeorZxYykIepvpYHBlwHWlPXprW44/jt3++/3IwO0zetYJWjEU2kBJv",
-	"5cu3/W73uHNwfHj4zyI0gL1jaM7Tx3HM53Wx5DvIDb5rfpOPYhoCVGgUKFeqinykkY3FHaOheHoclJ/r",
-	"PxUA9asnEFcn70DMJ2XqXIFUbXFl0HlvQcl4V0R/FYRQHascZKcRKivJop/tXOEZQe3RQop7T3IRXNFd",
-	"oBXKXPRGVFSc0gGvdUv1tSxdhBJgVlyFU/Wha8Go6kUzCh7DR7II0PCbvCXH36jW+QP1uJg+QO7sz89D",
-	"1I54KPYjIuiE7c0i9NC6ca/XQwtg4DebLLMFOZv4jWbTO8CqDcwgxecXVGTNAPiFLKwUBOSBKdbZvOpq",
-	"KBg4Neuv44RKccgnb4aZVJTljwFiZC6RFqIlQQvMyExsAJxWoQTjNMWLuk3JrOMFNqViulvyxB+XIhTE",
-	"TypCm5InEyPYtnGrcy3Y8xTsnZmSO5XPXd/TF8H9kSwaTR2KqinTq7FdbEaVUrV/z77jOV4IiJotjbiW",
-	"3c+MGpjVv8pZOffGc+8ZmceL0u2nLIzzCFzCU4LGkooCcxRTKdlyFhLP6fxHsKXNjuzRJxH03R2uzcxM",
-	"lIvSa8CepUOtOYsX5WXJMd2lDf7559unfmf057vwqru4PZpfHHz5+cfoH4ezX96L3g/JWdn8JT//o7f7",
-	"T50a8rfBni9EdxWb1FgJHFEZaxiZyz1/D3b4SszuEQKZt2B5Z1+U77eZNGmtSKmZJELKkVHWTl9MgMxA",
-	"axFx47f+oFMoapCxo72QJCzngteMqGBqSbchqujl/G9i0v3qN0/9pvRYKmDmzXjfaq6nZn8h0MD72Qw1",
-	"sJ6Dew9wSZBsO1kHpunJ7zdc341Sl+5hDdv5ei5thC141JSCpA0Lam8VVWhM4Xor+jiiDKcLRR/rKot6",
-	"1Qc1MFmg9s3VpwD94+bsU4A+nX+UIsFvZHRzYgPpj9Al/aksuqsZVxIUmLoRbssvwivJf8YRsQYy+5D3",
-	"pbhrKMspznDMJ2csSz188A5cEXDuXG7dhKKVyKGrCHu9C9W8XTAX6tgNMlLZQlLDN/4O6wLRng/lnJjh",
-	"CaNjCk4tUKY96ZYqeHeQxPmEMohfqvkt4EX1wkDE+cS4Hwzoyh+rBenJJFrZRAR5jH/4EgXgUZ9HHP7+",
-	"HLSeSCp0YspeZ6/j0d0t1KrwH1oLrGN2dRRYniFNVgrO6gB+Jbde6hqwabjO4xOkTFTa+6dXwYjXTqUO",
-	"rnlPYD523J9J/vVrTIYVtVg9XVcSdHKHURuyQ3S2MHOyMnlqrBbqsHeLVOL625Xl1LGutq4aGtbTShWu",
-	"If2GMkCaFDLKRIbjmESoTSFeDc1xygQa3lzcfzq/Glye392dX33SmS6GKRYrxOGM7M8JzhqWV+aM2xvO",
-	"/aOXrlZN5OcsS+koh4RD9eZJIX5K0FrKItYyStdvbZ0Ch4+QB4ZnpLCNW7g7gXh6LPFKYDWko+5xo0li",
-	"DM0m6paG4NcPDXys1xkW6vr1NSFSP3jd+WUaVbsgNo+ZVPYPsUoNm/fQuZUAsHSvXrlh9kRSpH83Z+Jl",
-	"Ka3u3sFeZyMFoWykNouw51HG0KAgvppeVeDnQbH6BV+Xyy6XFevcVbyatuFBBL0mRJjyavI0gmS7kdGh",
-	"15e3vcLEKhm8WNoriTJWSdpMxO1VVTwwWqqM9QPtjDxRWWd3sGkUpXicoYPOQWe3e4Bw9sCG33CSDJKU",
-	"jOmXZwubchzznnq89++Cs+HOHrrXAWngVsVQueTfVewfznSgQkyeSFzJCP7W+osJl2tNsywRx/v74inc",
-	"c6Kl5N9rLKIVFFKoP4plswiVkhe9U3J1H3QavHadVwzneN4mpMaKS7slN7DrODfObedl4ABbhtIELcdD",
-	"3jpuPXVXRdf4RVNJplSGAGGSath0URuQqn7FecYHOElS/mT5aOULPfmYZOEUMgAKEuij/c/rCLV/cfOX",
-	"faZQyfnUfcLacT38ph4M8jR+HtZ84ofvPExnfT2qSiaspWBjIbiysu768TBrFbM5RqOcxtmuFFByoXOc",
-	"63JpoIWDgltsINQGDwzCZXRIRal4DtCbf3XlmvKd2/gwjQu3WZ61B9mGUDQ5yI4VbjcM+1hD6vQJmCqa",
-	"s52UJNLhE2ERT/flX8OdE+2ULHQAG7WAY2VDtmy5Wc4tD7pXiZzUh9L++7H+595g9/NfzeOdv++vfOMv",
-	"64h/mj755E8o2mUiLsmJCY3jM5pJ/sdTpWWeqIB/4Ih8piCAOENKK9pDZzicPrBScQCcJASnwpqIVFZY",
-	"//r6YnB60bu7G3y4v7mAZIYdXe9pYyHHoJwihZuJvZhlNFwm+LrnBIb9P/Y+V/7R/uNvu5/3/uY9hSVi",
-	"cSEIN9mPGsQpGzK7YYi4EqoiMqYMPtPxNo12dF9gpQ6P80kjJgKwHGUp1gyzXErze3rlTQS/IQCyFkWo",
-	"V1+L7WuOKPxPFj+4VXjburFsjVFcTWBbGdH1uvFZxtSlEs10TiS6+/2uf3Y5uLm9vrzpG1PM3gbB542c",
-	"a7MbdiNFTpYpB2opQsHRYxhHHC6J1DE83llHtPXfAfuCa4Eoi6aOQIwZjhdCPgZzLsjIXFUkIl+SmKc6",
-	"IeGJCp4aJx59Il4rRrNR9Fpll0wIIymOA3lcUR5m9Ilmi8AqC4GkDLOc6RynAM1IRHGAJJwCizmcnSDM",
-	"AEgPDAJTK+d9edbvfej1ewPJMz5d3/4+uL/65er6tysJ3cwmOu0ESHBEM5unxZAEF5qSlFRLOjnKgnNP",
-	"fjhcakE1WSXWGlqGyU85i6S0ID/wSTXe0UvKSd1UF/M8Rfod9/wFOBzl2Uv2wlPMoF4R1ukuk5QQMKMo",
-	"ZWcU5wRq3UR0wiUfojwmGQTzsUfvyZfUo+qyfqUixzHS7+h8Wi04BCgiKX1SnlvJWd8e7I5ohj5e/brb",
-	"xWiKxbTKcxGN0IxHeczRW3ePTx251K78nwPPIte+3ddGF9vwegOO28RC/kTSlEakcr+l4OO51CV9ryZ+",
-	"pTlBM4KZQElKdvV7EdAKkMhSdS12TgCqUlCjbEpSqmJxoAqixkY/Z7Wq5bKQ/WJrVCD9xbYT+sV9C3gU",
-	"kTDG2rBlR2xjhkxGIGcECtE9OnbZ65uzW5X9p6/7Tl3pW10DypXFYJlrC10gXG6OMrC3FXLWWgcEA7ln",
-	"g02mg66EOSGZpHQm3auQyr1n5Jokmk/KoLnYe5FgXtw5n1WeZJmqbbBJSgTMswvmOGRGOJEXCGK4OVN6",
-	"iVGmZzgyiW4qaIoMzEdDpbVAXNEsF9kDGxHIi9I4qt+zZIrz+AQlWIg5T6NduZmobjA8MTeGRGgS8xGO",
-	"jXrPU51jaHIuUqIVTBPk0pBM4RqAapxBPjYhfKX6qAFaXptNXzvnK9/dA22t7Ova2VhJrxqbi/0UJKqE",
-	"lyuv5kdVc8EvjzzZXGtTm6HqGTeZ7kBNBr1PZ1f9wS9nv5fyqPPCJIwewECe4ixPIWtaW6lrpTuKtzyO",
-	"ZZh0gyuk93gqv3t2Vlbd8s/5DLPdlOAI/BVQl4NhoyoVos56G/IIJr7agGCCv+FQ3Aq1bz+eoh/ed7o7",
-	"JoWCj8cEVo9iHVZacVaPdeLsfMpjYqvSlhdcB+oqzAIYF6DSi18Xm071CTXYqhy0kvMI1zWxs4cgIx7Z",
-	"8iNtlT8LUWuKGu8co5ve7d2ZymEPHtjZ5U3/94EuORSgc1UQ7/z2TP2hC6XBv296/f7Z7VWArnqXZ85r",
-	"8Kd58YH9enZ7J/lk8YJ5YgczD+yICvuLLyq1YYIHJmnA3eDquj+4OL/rB8ix4BSf+cw6+unZVe+nizNn",
-	"dw/MsnR33ILPy2fXP/3j7LT8tLz33n3/etC7ubm9/vUMKi2449pJ4Qd0d9bvn199ujMShLztztOb3t3d",
-	"b9e3H+TjgS0uFzww+4Yp5Pdr7+Jez4bMUjR9dLdS+6k4I6vEuJu0D89Pr6/08Gap/eubwcXZr2cXatE1",
-	"qhU8MPPMDvPL2e976DetNhmcPPYrzEFdwJI7/+X84qJ4pVH1Ujh4d9M7PZNvX/b6pz+jtggxYySCgr5S",
-	"rLe1IB+YruCm/HMniHyRdAHogfYGqdADzCIbsLcToDIL0khZYUwa3a7Ozj7cDU6vrz6ef7pX+9Jan9Yn",
-	"nFvYClqlW9gKWs41VH8VZROLi9gKWiVsNH8X71avovOo/lIxavk2tgJPqanyddQPKvex/NReSPO4eiNb",
-	"QctzI92nDraWH1egULuUpbfdS9kKWr5b6T72X0v3jfq1bAWtxnvp+604DM/FdJ/am9kKWt6r6Tx3JQrf",
-	"3ZRb8F3FErD0h/Jd9y66a6peRo2G5dvYClrle2KwwP/Uc328loESBzW1vJpCKm6JyGNt/BR5GBIhxnns",
-	"qCn/svhNt6JaTelSv9RriBkVQIeAtY2IDG4VIFWF8BrYsqUmsGlvb29nOy3KiLlrhVC3nK29UhSHhviG",
-	"+lkthsPKSaChSVLvyFI8tWBV8R1Q26QI+lBZ617lcrizhz6QmI4k7Em8QGObLT8lKTkurAopmuFY/uCo",
-	"bA8sJUVygT3q9tB7u4dwjOALJDiSCDEi8pBNmRRl0JBjqtRGWyHuXxIyUgnv8IVx2MANqAEikE6CNEG/",
-	"Ic0IWvA8LYIynqtRGVMSJyq2d9uQDE9whR30JTEUrxM0sfwy3E35fHk0eg3h/xdNUDET9cmXrKFsvIEE",
-	"FijFcxWxxVP0e+/yAmXkS4ba2jeotMIyTQjQRFUbHZaEs2r0L42OUQU3H5jEhGNUwa4Hpk/7GMFhPzC4",
-	"OccPDKHSXTlGW12VWpSGKl+7imsWReHW4ZwGPmzi2p2TAnXc6qUazeqlS+siZ2HyML7wB3klVHU4FdU+",
-	"e1KR+trYYa4OXCO5KmsFdaqVFsVuGySdasnU0kGAvVOiRs3GUqZtz5+fn194xwyMqh+c+euJojbB4RTV",
-	"1ftXZvEWtF6vganuBi6XodrC0AINbHsmXp3ncQQFaHXFuh2/WXgbsciZJkk5FFb+zpKOgklgDu0VRR7O",
-	"45KDaKkPCKz6nMdF4Dgg5xtRuIdM0TUyHhOVRa7svtWSZR5uVomclEwNYXR/ewHfmvEGFTZp/1Q5NPrP",
-	"wWgxqMRu8GKbmmNaQAm9FBzbK137xTPicm6rfy8t93kzT5nygJdcb3o1qvuR6z8TUIRKBAg2YDMJSh41",
-	"neigTfXKQek4thpSHdaNWXH9XaW4lRo78BxmjQzBDyAMq95OYF/VkNjQ7VcHI7GjV0EyrCPQcD3Y+DBv",
-	"SW8Z629Z6lnkS+6mBXc9P8bgd1PYoIvwNWjpXwwKbXQGy6/Ni8GxzCfkbZRXT5xamUJSurSrHZSqdHbh",
-	"p7Q2fpukuaK0QskvVJx3NYuktC7XgVQiIV40XHEsvvvow5T1mMjyNO4zCJcvsRQVQV9x471YhVjm7u27",
-	"7v9NPb0lhrmKby917m3PqJfrYwV0gU1LquZe2tcB6zbAagLOq8BG73BJOn/FeW4yig26OdJJyUMfx3xO",
-	"okGG0wnJBqZowB+Hb4PDw8/PPingLh/ZdW1X4XO7EIE77bnXnnaR8VSl8hTl9hQIRgv0SBY1r77+LiUY",
-	"bEPDv+r/G+5t6p9flxZXILVtmblSRS2eTaEFqAHA1oW1ltFpe0DrlX1zMXRFBt4amPqyG+xclPUusPmg",
-	"dn/ND69wfe+gR6knHFb1LnUAoKrEGGOrqto0xQlx41VQREXIga9oQ8EbYZIMq4XzPFoHtF+dk5EqOAK2",
-	"D86eSJqpdi8cXepoYzlUpJKUB9bA50oXFV1FJ2ZNYj4iTg6nA6rPNbvfcq1oSRJVs3bz/Lmh/ACOFoOM",
-	"ayFgPS2nboZYmsqkQumWawdliDZFfqMYj0hcTQtfKtptE3a2WpxrKjJQioeFMlVjqaChEQ4fTcCIOoU3",
-	"Al6CWoasqQaBQZrGVP8CizwV5OAKmTcKwgJJ/1P8RHTvjdzWhQ+xCHFEUBv8BpzFC9NITXGJssFjZSbO",
-	"KnFMawHFa7rUe4yNoJhGuoXqRqKaoh9Lw/E2rRagmU1RLYDzWIFjjVIBlRvmNXJpNuY5LpwS42b7D9KP",
-	"lvHE0r2tqi/ljHed5u5qG2XIeNB6zVA5e+jLFZGCsXwf/aMh9UzK55IRLSDfxjPpNui9Os8dFvNqbHqJ",
-	"wfDMmv1Uk0/NuAuVpEZON+AeGxiYGs1Kdn2FCQi1jSSje3pXg753tov6fl2zTLFy7DPQbLUHX3x49eJu",
-	"bRFQuLLODXw12TbTIesb3R3PXXnJVVHqIhRM+4WyhjKfthPT5fnlmWrHZAtcCUEy9EhZZDv5Ow0by7Lr",
-	"I0zQglplpuo1/Upax90ffvzxx4PuD5KMzsgAJoBsTPnm/r8nBIgw/JGw4t9zMkrsHxM6bn2uiXeP3j31",
-	"7KLdDBazLpxHVOXdRET+1/iJJUmHUjafG1IZ1Wbqil86IaJoRGU6L5tifXIZgZQfoG9VSftrLujuwqle",
-	"Dtd7WnayTUShCh4BOJ3NlhbixS+oXgtIfDrF2XYl9XQJXIzgY0mrRjgLp7V4cd2pq3Xz4SNKoMfqni1O",
-	"g2NVhb8F//px1A19wd+215fnDqhFgFt8Qp8IM0KxZQ2VAgerk+LLK/NNCvt8I0w7d/XqUNXbHY5iHj6S",
-	"aM9ARQx1OueGMf56AYHdf/NB9rF4fMkZQhq7JBuJDjxfeqIK5EqvVB0HpUqpLkfQEiSWHEYpnvLMW5+L",
-	"mJJ1jtsO761ZqI5bij12jVplt0tdS/iRIPs3PYICgiYX5+rrQzgy/UfXXxRgGyR5IS4Y4HhxQVnvX3ir",
-	"P5CQCtCddORGOMUZNL9QqKGkfqmD1kwg+kMVaJROgDrDQUCXDxuxZaK1eDrZV1FkyimoPpdAtm4I+V8a",
-	"kbSKOe/HB7j1/NljNrBrWC4zm93I0TbCGcnzT3EcGzApqt+IKFWGb9e35AC3v82ls/tf98BQGyORj6Sw",
-	"EBNsuqemkpvr13b+05zpKZiWb7SJfLtjNV877VBcBpunKWHZwJjhlQaekjBDU54KIEQZlJfKcAJKMSNz",
-	"922dNo5iziZgzE+mKRa+LKzaTD66Z36VslMualVpjnyRXeUV1SQnOGeRoXcSAikOM5IK37gOYX23Mt2p",
-	"upnKKhoO099zb4ozm0CqCzO63SGOlSKFxSMSBBoXpTyfTG1TgN7N+R7qxYJrRpaSB1aUKZYoD+a+iMT0",
-	"iaSLWlQsTAS37UfDIow5Vksj8i0rkKgAs3qrl6PdTrffPTjudI47b//ZCipfgA/rY0p06KKyTtUFgBlU",
-	"Wo6Lpn48KYkDQcsYviWMzRRgP6XhVNepQxFHC56jOWbZ31vLBYjPYPgR6ix+6533z68+Dc6vbu771T50",
-	"nn1CSxvdI1ZBzPQnFNqZUB3T64qrgO7ZG2W/rN+UFVfX0DLMCX+rl4nDsRaRTnQdfN0MSmKo6nITy4uk",
-	"nFuFQ09gVSlxpe3RQadlVFVelJ/0q9+nF6Bt67uKuOtmu/4yZnKdUGDX3k9a8fQ1n4KwzqZVSyjsa/+C",
-	"hlcW0+wKLcIYqBXHuFnvKQmtXpbhcDpraD4KpUm08QHDm2CURNj0kfb0MdGmgFXoVNhCIJ83oth7nS6d",
-	"FdDI33XM23NuJHicZwTd316gNtSt0/ocTpJBnsbDHegH9enM9vXHCd2Hhex/g/+cR6rWnz25PKUrz8zu",
-	"JDBavFxeE/R/Kq5f1fe0kJwC0FmgBHpH6qC0nMVECGUCUsYyKtDN2dUHSdJUtlnvAvEUlenc3gP7jWZT",
-	"pEhr/YNCrVGxs4JkJypUpDwOGjqKMDCuKpEp44PDc6qbvGcKkUlUUVCJQG29zvLkO1vpgz/hTKVbVJU+",
-	"w2bq0NfhEXAAcyxhPeapa8Wqwq8VVPnK52WmCG/Z2zgWCMvZVFi7EUQtLKpzrg8NB9eMcLzSCKWBswJ1",
-	"7XAe6mE1FWdX2kgcICyQatBDmcZ0qVtrQjb0lYRy9JkNErDMZ043QzkwF6UKbMXelvoaLGIUrouIK2vi",
-	"WmU2z1lGUsnUUz5HNDqBM45Up1hh68CkmKmPJESqGtjQpF2tydYaik7Ko4GKjNiFjCBEUpZq3X4c6c6G",
-	"tU2uFYnqxGCs5flYUiywORKywI8mjD1nMWXko27usYlRDYmZxGJI4Ia0PQpDqQ6+UN9MR17U/RT+jqhD",
-	"6Fenip/KtaripycjLMgPh4HuUbLIiDCNAdqmbmT3B3RJf5J4wyMoTQT5J18JLE75gqOUQ0KmoDFhWbyA",
-	"xEB4Hc2ncgtKu1apeSJLCZ4JqBKG7dMpjyPoTkzmaJSPxyQF2/aMzHi6QPMpzlQxUEkX5bxvwBtxotQd",
-	"qehIxsHzDN4wAAJGZfcB22gfdt/uVMpLAmh8uCZn8mOzPFNvydSjo82sc3aKoDi8JnRavzORJG6elnl+",
-	"p1ZFRZefyn+sTeZX0nU15Pa+rLLwVg8roSxSeq4jPL6a/0dN3lD8pYdMbSFbCdDIqVrzluS7DWwpy1Om",
-	"rouu0VaNAFumX2IrNAsbJsVVXRkBcrmQ94iFRKEcqNe6ZQ0VBC23w1XYXuYNTGKISsFEQH+ajLD1Fa3S",
-	"2uuWGS3j65qEPAWZcyM5w9Eonhs10EIE47G3izpH85RnxDAjjTsavEWhRx+OFMCvuYi5UBVfackUPqUi",
-	"k3StTZlUn4QxOK7BXTNv1qfGUPBi7a3kb3a9Ghp6VHlUFVxrvo4w33KKpF8SxVVYlwjpO7QZHTK3dBU5",
-	"soO/jCItp8Sb7DbURsHVhNZDWF+4i74V/ZbHA0MLyEJO3PxI199k0Nq8UX9fW1/eaOavNukVt13cqjB1",
-	"uUdzNSlD5pqooL9S20+HoLNIa7g6Gm49ZdFCshFrl+tuKoGl0He0xGtOZMNFNKtoQSs3rG+V8nuv9uHD",
-	"UQfqpW2Z0YMmJF0blXWN6xf4sZGqt72bJ7rqcZU927FMrYcjwHxV4+GKz9X1UKVUITz7Y0pYON3zsNja",
-	"UDXSyVOC4Dc50CTFLAtQV/672+mcmGCqUuqrLSIfFTE6m1S4NnYksdQkpuwkqtad1h7lUZIUis8p1lFC",
-	"wFWhEtUo2IZ61ECD7AGB1OUYBDeRuPUMXiwCU2apifM2qPSTdrzMKFMmCGb651dQaq129ku6qutLDz2J",
-	"DXI4Dq71uq4vr+RaqEkPD3etrSu7OpB9GUyHN9d3xn6q4mLcK/pKrXucWi5urZU1S6q4RcFfs6PPf9Ye",
-	"AXdTnv7/PQIqbVvWF10+2qpJthukT2xZrzXh8sKwKy7zd+5ykKSUhTTB8TIvpn2pzOQUj4EgolRIqBYv",
-	"7qG+fQEKCUO1Degdx9EMM6kWUb9jdPlx/mfvyrD3UnL8KeV5sq20xMhcFVQ+cQ4IjUjIZ0T5ivicqVSZ",
-	"xiy3S5w+kkxnts0SktGMp8jt2lohrRnBsw1TveT10jWPDEJBkZad9VpXrb52qJ2ldDYDbxnPUM7onzn5",
-	"fjXS1dFdxLNTkPdecnzKAm/kxnJeBBxtlb0mVDdq43GMZ7gVtEZYkEER63W8v69+2osxO+52D98e7kPr",
-	"AIhA/ZIN5pRFfN467r7tdn48CFpRSp8g+IMnhGEqBUdRLW8Cy2wdt2Dgt3vd43ejAjUueIhjdKGXk5EZ",
-	"kKo8Ja3jzt7bOtc0W6gZarTTw0hqJ6oP867KOCMsTBeJbkiYEpGZJLSUSC1QsU3nuA8772tBSroVyDWL",
-	"F7YISwG+et2RKOGUZUi+olzK2DiYJaQRT5VVT/62A8c2VDAcwn0aYpZNU57QcKi7CYx5+sCg0grA3Ba4",
-	"QB/lt2puEg0D3Y4OtHzwPyQ4m0qpP4YOJSY6WgqslE0eWERTEkqVeWcPnU5J+Fj0FxAklTO1Dw8OdtQ8",
-	"WBdhh44hqkD7TgUDoY7flItMEfOUCB6raZN8FNPQ9MgjJh2QS7IDLVtJZOxsOlXtgQ3jeDYwufNyVDFE",
-	"bRgdeo4F6PzGGVBC7vT8wy1iJJMbhAJTOJI0W2TAAh9YluYiEwESOQhtCEOR7RhdA37unKg+M3MqCDo8",
-	"OAhgTH3TlL81BfASwogqUSTwjDywOdblpLIpAamdkTDbQ58ARmUQCdsf2YxTK4HW0CKweg19aYaSVKrf",
-	"AZj8kTBRlYQ6Ngx+Cf80d7uu20pgaCxsF5inm8KBTuuCHI1jrMyjxihriYVFcilq63G8FlqXqjgs3N/o",
-	"Hz8qDb6oSiRlQgh/CHlCJA3gLGyoPEPFQOH16onuhVGjlaxvRRrULgFAIXpD9peUcNUhDXieJblHariG",
-	"5+ooUYgTkJ8LlPQd7kpRV9Fk/9ECVwSvpUkv1sR1i/6CzdpvoFkteP70tbdcayPWW+EbNaFLMkCw+hVv",
-	"obahqaUNlrLcLEwPvFIfy6FLkJydzgj3HdylPSOk31FmyZBLHbZYAhA5/cawPPfbH1YdZkPynbq85qSb",
-	"JRGwDX0gKX0C9rCtPBLZEYpIhz00TImgX4khDcM5jbKpalo/JXQyzYaoLck/z6Y7J2ioyyPo1x/YUEn8",
-	"w1q4q9UEdKaZW5NNTQmxqzim2aJ1/K4TtGDm1vEPh52aTGEGa7h2pm2yTaNWGduw0sAgjDBXRddn1zGs",
-	"YyUO06+lrlM6b05lzOkdQJacB7MVmHyiNyAIUr9LtEroFxLbWsupKnzZVrOXcepd9/3BKgKxJEzDHqoI",
-	"cUxg52MKvf4pNIuJsin6ohfmHmpKdglTvR8yjuzZOoCxR6e/8ULEHmtd5IIWbUi/AMCXoAYOLsGMFIEt",
-	"FIl3RzsniE4Y1LexbH9Ts4FGraYTUgB55QPaoASSuehXPKNj3ULuLh/ZpW5345XDJp0QYBJCjTcCMQ+z",
-	"KEAq5BvHUsADGydlkfCknUJQeIbF48BatiSblA9U4LK8KCqlo5wvrMoo6Yh3/ZcxRpta5ZVKpTNMfVFn",
-	"seCS24EwJ0Aus3CCCCv4rkAaAEcDM9c7qrE7Z0gFCQmnlISEPpEThEeq95LuFat7mimZopYXusyL485j",
-	"AmVLBvqgpXiuTmzRWowDy1r4mU1nUGHiPHUtPDSzBpsnKqi22RTmhC2MNqWTrFEeWMTwWNUbgT9O0NAu",
-	"aHisgabXOmdGlcGZY29y+z+aPkTmR3+DvFI6nrNAF3TNF297n9ZdhtNMGzNL9Yr2lmR/OCbTbqfkFvrj",
-	"s+Pw2jK4pDGLoahbX1iTQiylHbIFGlTsvg2m3v86LjVHktaWv+/iYKOpyF7kXHNyB1b62e4FSbcVF2GN",
-	"OvNAAq2qplfNjuXiWJ9SDMEvmqK3JvLv/+70AFB2KBjRLsHNd1OZbtDNGcc2X81jmVxaQgp8eDYkWR7v",
-	"/blPeamnrvg50QWfUGasGaVLoz6oRCoeNo08eCIpHVOTJbBcV04ftcYOsyIskPkaGmkC74PgftZUv6SA",
-	"9KrZPqVYE4ghfDFEKY8b9PDmZMDzyrG9NA/QAHdp4t8HArJJc5CNroUAzqcPZxdn/TPFd1Iyg6rKGCxh",
-	"yhm4XsRNpKYE0cVcBX/R4Fo+qvpw+3CMMwkSlbi63Q2/IvMCpXQpb51vWTo315lO5gNzoXGE/zsj873y",
-	"lV43v7Xugi+G9laQ0AuVguycZkCtt7t+y/NifQBYkRhbVe7tRlag65lJjttQpJcyd54SRNgTiXlCGur9",
-	"rxx58+aNsOKV3RqvGUHTcsdGSZkIC1UseUpU2wXIvh1TEkeqqTWa4WRv0waIK++PgkUj/P0dEVX9tBSi",
-	"IdTalE6srwlN0c/9/o3O1CLiGP3UU63Gzu766LDTCdD9Ve++//PZVR+6kn1Ah51u8MBshy902HkboNO7",
-	"24+D/vUvZ7Zjmnp+dd0ffLy+v5J/HkJnup+vP0DTrt7FxfVvMNxRgE6vrz5enJ/KGd8HD8x0Crvr9/pn",
-	"8AzptiKD/vX14KJ3++kMHXbfysXd3d/cXN/2zz4MLs8+nPeg6xc67B4FCMbQvcxub69vwcAOzegGl72r",
-	"380u79DhwfsAnV/1z26vehfoSG5a9W27PTu9vrw8u/pwN4C2XnemIwa89MDkPs4vby7OLs+uJGiOOt0A",
-	"3Z3d/np+eja4v+r92ju/6P10cYaOOm/Lbe0cKEPbsRKIW0HLbaBWh20raFnAqhZjFajKrzRIW0GrBM5W",
-	"0KrBEpbgA2QraFWhqFqPlSEIcyjw2Z53jbDTi3fgBk3iakDzmmM+8nTCs5eVN+g5BFgq4sArSYZiyh41",
-	"LXYYhcskXAaxrsJfE7NWkHWvuOC79CDe3PJ4S54pv7TRgpU962QBJWfVNuoPiYfxGFjaS72MlehVyaH5",
-	"A+9+/Sz/p7P7frD7+VsneNt9/stKigkz+2HBTVRTWfJX/kM+BhVAnCAcQx5R4TsBqYnPmVBqnAhMWkjh",
-	"hys506rFMOrZ/m93O91+5/3xW5ONsWEUg1R33zYEMwSthIZZnmo3sErtKEfKdA/Wqd0dtBY8Twf6oCH2",
-	"wlN/4/XT6NcLvqj0H9alRVmlLuFKSK6V8gioo1O37dhvX5C6WA2ycgv9ls+yLtC5h1vLRr69MNYxhdX6",
-	"7QAVZcSLH6dYWJCtrLKwPNaqbwZ9I1ynIyCNcXWud3nKOUwSU9eA8ivXMChhvlduNsFj8hXkugp1grsx",
-	"jZW8zvMpNy24MJqR2YiU0rHVDQs0SZVCH7jzPm9azl3bSpzjCvwFMF1Ucre8WQUGuBwQh7s8d6dncwmt",
-	"QUwUFlFceFpf3jpULKlAXxQ4TLQ1av3CtOv17XxJGhAAc104AsTEi0Gmhllyp7cEmWK4q0CmZ38hyC7V",
-	"XWlIp3wj9HUTU5qoZH1fNFrFpteLMLrgTyQum/aqQl7Q+ndOWQN/72r+XpKWAsgBVDWDDg82tfHJY1G7",
-	"eSNQ1MhIKqtf1+JXGl35mRy5tBi+DoWabaI2pQMnbzpoZueGc5pjYQyy6xNuQ7NXIqaURVUykj6KpZAA",
-	"6zBVxVcjEtIZVhXfYF4oBGE73HaRSEhIx7WODPKsyxJud/f95z86u++lcNt9t4ZwaxYbWCBXSpNr+l1A",
-	"esWNWZfUFMfycnqjx1oGcZjoBVRHk4PVeZtqJa9CfJZnbxb7eiX4bQQH775fuu0bJT7cJ8tbSvut/FCQ",
-	"DacZKmrKaXFEFz2u73tMm8QxSMc/RjdXnwL0j5uzTwH6dP4R8RT9RkY3ga3XcIQu6U8lUjKiDKeL1jol",
-	"FZbAISVjkhIWErE849UIyEVX66T49MVo4Yy1bbqI2lghlIUxlTh1gobfnocoZxmNtUfPSdkvxeKDr0W1",
-	"kho8UTIHVxgQLAhpldAjbPfTT57uzLWkumI7L0TU5TfzdeTOibEurCER+SSgF++x2eCiC1nIK+/IPicq",
-	"m0JZeUEuESa3pdAQTZ12Jdeup6wU/E4/83BpWHJf17T32mN0WyMVM2U7JEFDjqBo0qpWGeNFoWWaliJV",
-	"E125n1CpDZlNQjBtwVRUilQjWjOSpTSsdiBpzQnOpiTd+8hTEmLxgoZoL2rdY0BVnE/dbbldxzU4oXK3",
-	"LtNFDSLty51wdU+dnT104228lk1x9sAgTp1knjZsJyhnUGdft/LXAUjKHv5d+rOtaKi0bns2rc0Cqm5Z",
-	"IbHUaaboSbF+HzZ7mZYLcy4HAtDotmH/moYwTuBL+VzWF+pMV67v2hDGzrQG0yjAuPiXNPhwoPC6rT3O",
-	"mchwHN9AJ6Ptoy9DnOGYT1CCw0fgIxzqvOmEAIcY6xfkIYYzsq+JaSswDetbx63u3sFep04t7Zd1wKo5",
-	"IVNg+ERYxNN9+cdQUhqdymNjoWCdVUdL97AUpfG25o2Qmlr778f6n3uD3c9/NY93/r6/8o2/+AiN3XF1",
-	"Q7/q3v0FEKv5q7CJNwLFOCOi2lbih8MNaxhowPrQw6YG+rh1jNkkxxOy68v9q5n3ILNWJ8SBLbSW81bP",
-	"DhwIYjP3ivQ25deoZQEevINckyU+l0Prc6llCsIaB9q5ooMX69mDTj6OvgqejBmVr2cSDSdJtnu4192d",
-	"UUaLTMNPN335FOmndR9NJfnwwEnsUNv3yxvuNpvyFRVQm2SOor5E0W1UFSSGR7YzdPn4GqKxNkhJ1NZz",
-	"FW5czyxE7aEJDcUJ3VPnthfy2f5Tdxg8sNKvNpNLvjDcWS8r0V8N9tWy3kr7y9kj43MGQW2mRhAk/pra",
-	"XQ3LcPwe38P7ZnPslrGii3j2Qb347F6bhhT8urF1PeeZtzx2icBUfHI/rjesaG7c/sHE1Md4EqjsvOgY",
-	"cas2VQgczaB0gShJ4xZbteHhgak+Nql6Y+dEj+dJxCwPqAk//LI7pxHR3zyw6hRSRdopicvNCYRrJQye",
-	"gKQOflOQdBUVr+cQfq8UQlMoWhAfIVjvdmyXUojaY5vgPy6RjGrf0jJRf61Ew2KCCn/YwiXLnfvnema3",
-	"8bFunNFYPcJqSuOSQ3xpJmN16lI6o9VnbQLN205nTYL7LyiWb6lpoxO3nEjpMNigxN3LR+a7lDVGVsC7",
-	"RCVdErKZc9iKjivqOjZE0bxIpZJnroZs8DWU5wtKNFwyZlvldi0dtZCSV+mo7sK2V9qcgh1LHQ910L4i",
-	"ZDcASiMQXgaDD2vUBDguKlm0rxPCeue7cq04gwSx4X44xdm+zvaDpgA7gVvuArVN3dEH1rs5lz8WJQba",
-	"KUliSoSyakF7Boz+cXd9tf977/LCFTBPkNTTlME1IjMudsrxnitrEBScwb5a4wkXPGxIku2hJMahNVlp",
-	"v3h7yiU/4uMxDQna29vb8cRUKAdwKey/1UWXmDJ0l6WEZAG6k7RqAvHNvmWVBdX1JFHF1DaW5+rSiBSg",
-	"slxFPtsNHHX3jlwizXPVnXklR4o5m9SH2+3slfjo+uMZMaEA7c/cD5Ay89mWv2guYg7VAY+7twr934jm",
-	"axQ8Z1rw2ygPK9Zf12tlKhxcjnh1bb04fHXizvHpM9PaOED9eQnu1+owZzhuCNo98iZZbVwyBLzfbtEQ",
-	"FzjL8byq1UxSQgRiPM2mZeHE4KnNQnzvJiHuyr82uxL+mQkW2YqJu+9KM8Ofa9+eqig2IvF3K5hlELwq",
-	"06yTQmVOcP1C1JairxQr7NAvYKh6jG23tf5mGhb/orVvbb0+TUlEWEZxrSFlc9TX1rlf6yQBoHaIBdml",
-	"TBAmaEafavXfNk33utk6xWut9K5LTOMmI3G/5CvkeTbhquYjrVo/wMRYNGs0BkbIaK02N7DmWzHLEhCj",
-	"oKKamjKDUtBSGhsUnEM8hdWYNfmCCfeDXPE7kj5RiJibcolGMHpD1p9rmIbk9OOjdz96jbLd3W6nFO8v",
-	"pS89r3jyNBxuqnQ1lMsZQk6KKLVs1IXRRiTm8xM0jPlkCPYZVXROmOxrWxVG+z+M7KlhGPOJN6XGhW1t",
-	"SVkshihPJimGpLFxRoxzmhClZ0vgoKN3P+6coKEQMfTmggKHFGcE9S/u9CuHPxyVqnIxzkCogcMUIvau",
-	"rXzINcMEYRFJXTbtH8DPR/TXbpSlyTsY89QGz9dr5HDhq7V52b9B8idV5JFxBGSRBJAeyNNsxwyusxky",
-	"x23qnaeMiY3W/NKV8g7ppjkDJnvXLn/a2zgAH2I7a8Hw0PNR4CcSIZqdVPITdNhAyGdEqVTZVHUHgpIk",
-	"7ImmnM2qzSldOXilBb+4gN6dQrznmsdd5U/GPANIoOHpTFg5tdLlqmCzi5srxe6CAi+PAaiT3bV7aGAa",
-	"r6n3O+ygFnzojLI9s4dqFz1VhbG/SFaF3snvBcJhSBLtCFZRhiJQFh/1zJS2WQcYDYV1ylEP8iVdGgam",
-	"ht5Rqm8wxDQtkg0yENRmSz0nl8qDaoUvBbHwkpYe0wAkkarAw6M8JBHc0ToEt9H+yZeEpkQs+2blJXe7",
-	"bbm94ICOJdG4tbS82WprsNflleA/c6KTnFSothMQFw063emXo9nB47voxz/fz30reCTEk6f4C0kyU91F",
-	"SUUKQicoZ4/yN43Q+rFEtGEBw2FzdSgVhPYKfa1mdEYayiR9IBkJ5cWzxBwMzyxD0CGunFmQJLGuGLXf",
-	"cEYJTpuK/typaneq2SpEPhZ1AF8hz61aU3zdvrz0q4/T0K+QPGZgsMZAtrLbKuRcIyfMaRRXHJ1eq+38",
-	"CshYsv80koqiZON10tAtFXpPFgcioB7TSPKkCAyTnBGn2Vo9sLgooGhtd2JF/cIZ/jIwd1pXscNfioGU",
-	"VQB/GWjI2kJ3zitO7UHhLwroKSBeWXAVEv+mSwLmAloa6uRVKZ9N6BNhfinL7nhpYUiB8BOmgB06UJSK",
-	"AqqW12xT+7Fa+skFbt0Gk06gD2O1HiTWBSihU4SuI+bfb+mkquP/TCdTOb5l6vrN5qEayiKahVbLIm6w",
-	"Thdd6nr9fP1luojW2Iy0+YBL+gPN5PWSWsRIN2SV+EEiLxasVehyqbjhLL3AVBfwJXQpA6181EHt+qxP",
-	"c5rFwA9uPVgFxirFWUfu4wVtWyoA+yliHWgvtdjBROv38XQaWm7ZzhNGaEiwVeLJVnlbjrS5Om1LruCF",
-	"IFuVrlXq+7kRXNbd5avvCiw89/4yRaAEgfPfOABnTgAFtAiHXpWYoaHtGzSEjnSo/ZWkvFDO1YdKiiYR",
-	"8K0dJ+19KDVd3TIg4zxWg4i9lV3WKUvyTEcoeNspzJLM7AECd9qhavSZlH5SPfWqzVDfeaNclrdOUVES",
-	"jSs6tQ5jM7Wun1qOSTvsbjhxVXRzwVJdlA8R3JqrfuymbBcnSamurG33Z8ukNlXzHPFoIRFKcsQHp2jn",
-	"v73VOPHQKnpC7bW8sbg1eyjkQrNsDOrRj/h9+HZ08Hho5dDjekFe6OiNbSQs/C5HOYQo2Sz2N9BCY8qo",
-	"mJJok0KitnaA1FpCkjISBYiOEWYLr/y/WnFUMKyheIwp24XAs4hkmMZ7q13pzV11N06dXqLNljCF+m2R",
-	"RpfctBywPchlm5nh9JFAW8zI2gppTFDO0mob+Y0sBBZtvjW0/6wfua0emJKQJlSihRQQIfyDZscIF7Wn",
-	"0zfigVVvGWagQpsADJjEVGJRvT2gj0hRJcN0hslsR9IHpkkeT1XBNhVIsgUi6pviIRK70B1+SnAk/7G3",
-	"XmyBVhrVqBrNCyAHbjFXc+wrdcsazvi1SlxGUkWKSimLm9b0Dlp4jmkmnwENhmicKYnymESDNGf1sXia",
-	"TDEr/lb9vv7MSd7QRMTd2/oyXKke+HZCXGkIP/aXq45vJdOVOJGvESzc3kHIc+a5/z/zOZrJC1diTW9E",
-	"ZWU4NWQAtaUwI1co1ut9XXX4l4BSWd72gpkLheUH7C5gm5Pc7DyW7P6VdusW9V9RSIkn2S6kSVRPd8Rz",
-	"ZSyvl3tfXWetJmdo37sOAlBShxgNZuN0MvkajWdfs/mfB/EjY/PJwdss4aNWsGZTgO06AKxk5uDbdcAI",
-	"3FDl4M9wtEFeR0PUgZNlXOs0AIm4uhdBZvsONJRcbhYeSsunEWoPdTXi/dJ0++574u80+j+GtlQxLVV6",
-	"Lssc63U3sDw5Qhk/+e5tDbbvYbBu0/7/7F0JaNQKGlsTmJMr6thsIAS4VGV1yrOlMCX0Wpe6lj5q6ple",
-	"QvASswoQj6MSc94YvUo0dJVlpLzc1yfiy9mXO/s2AN4eLEvA8EpQEFBJMroleEnF9VvVQYePQV+BRt1x",
-	"XCGqRl9xvRsaMtrB3zp++/y8HvTsF42yU3nyOSmEJaj7AV3/5qimRK0pMZn5t4exLiK0abzhf7SxrVb7",
-	"aKNSRa9ag0hl7S+LRNAkKYEXEYXu7Tytto7HYSiJ/HFLPMrVQIGGQWrLaRgdMuQsS+nI9C5WGl1GZgmk",
-	"oYO3DCeJAMvWLEwGKjBN/00n1rtxELSUcWZg8sLUx+KRxrF6XReW6D7XKhbpqisql8IUsQ85UwGfWusr",
-	"FXzRReKVsYiGMEwY8zwq0rF/s2UIGusTFAeiJUjzYDBaqG42CvcGNq1fbjPOJ0XJGKlFgo8arhXkd4Is",
-	"ubL0gTmfWigGPEchj3mentisYh1CNZYUaITDR+hwlqR0htNFqcXZE+UxxCFhXa2HzEiKIZpeYULKBVG8",
-	"X37r1WPryLKsms0MMzomInsj0BC+hIDA4mtVUJUKpK7GiTI9A8RVTCOExOMMPzCLjUDe2hYPA6TwKECX",
-	"pzc6OFIEqEDAHaB9KoKlKW+2gurLSI26hKfualaWMr7UYHAb3RcJvUedDgqnOMVhRlKxs1aCQWMtoQsV",
-	"qWPKOZWhhiEu90QDGGAt4SLZl9JtUFsQgoZwhYYNSf62CUP12Bcu7dHjZRxmQO3C0qVfMLa1UQp5wWke",
-	"W9+C8WnqM1vHuqfueXVNP+UskquQv6o0YGgjLCibxATd/fpJ9SdWw0i5Of/6NSZDtQDJPEM+YVQ0hGSu",
-	"V/DZE9KycWETlbAIa30kQOUVOwYg5swpvVKvkmnpWI1HpTnRtlVjqLRUyhyS0/YLmRtnmlEKYyaCVZ+U",
-	"ndB2UapPcUMaS4mmem19di6aBbbajMIlPtarVLyBRvCovNZy3aGVQQ5Vku5j62rON6KgMCq2FyP9GWp3",
-	"bAzpjt/3r/hEvbmY6ikS55MiespQ0BOoIEi/mOJnwDFRe/iQdzpvQ/kN/IscqwcSROqBusae+jZFwf2/",
-	"euvVGN5VUzlH6lYNj8H5A9ecMh1sbuj40B7/8BjlTJ6c+5o5ONv/22VTenx5cpZrfq53RP+yKz/YfcIQ",
-	"bAtmG0WbVWDYT3YU9+l5MeKykjz2teJQ5ZHqlZnlBzYen4bkjTDv7qw2oQMCFKSgoWo3ELXAiAPFckvF",
-	"w9QpeRhzDZ3LbM5ZUPkiBktay2jmpwoSnUmRs8l+rW4qH4+BzdfLMZVCvjaV+CxeDKqyFKTGEZGVfngL",
-	"P6wr+3kivJaw9rspT0t83UuFPQtuqgJV0M0psZUVbJaA/XUtrliFxbd6pywplRgc16f1H8zsVt+eFdem",
-	"smsf9Ffi9nJLk+aODjqvo8nqKnyeG6Nvid6XFGlVwMVoUeJ5a1uVPNfUw+3GJAunKy3SUqCOUMgTxzuj",
-	"ir+BfVqNsb5xWp4EaRRG9KRmhpDncYS0SFGYMhjY2lKkg0JgbdAmEJbaHhYbGyKBFwJN+Vx+4hVoqylw",
-	"+pBK4DHLfoEVwaM1eMJMct21YK78nAbPCrLd0AbBVctrWmNdIqpLJEqRr32aJAK1xylEcEemjGSDUFMy",
-	"AdQ0oNMbVUNRv9EUXTlpjIm8tOLWmMZN26jbGep0JyZZJvEawkXsmw3jaRNFjerL52gMaNjwaUOtzErV",
-	"Uu/H3kKXQe2k7fLKsPdAQZ9vCcDNWLra0u6zL61DAbXc1GRdN+IViPMVVcSliVJ62pAWrrSnm6W99Iqv",
-	"8OvDO5uBa90Nejf0kv2k3G/cvCGp4AzHOnTJiV8Rb1RM4ICyMR/q8q+YWaNzeXsjyr1aGXhQbJqmR6hZ",
-	"+qsuPl4zBZzeoMMfUYYnlY5kUKR86BVeJA/7yplntPPeVQ99hTCe0mBnudzh/k8kjXWbs21Ke2zWBMgB",
-	"lwscCwpnHwHAfGV+oT757ap6jKW8mqgRThCf0QyygSiJI4FGBBI9wSdb0QIAG1qXUgaf4YyGFMM9cZGh",
-	"1YtwaY/HLafvSaXsvHt8LX0uF5xF3NPDTmNiQ/+xukGuE6zC2kqJbfpEmBXhVrZoLmF4ZVF4RuPFBkNt",
-	"fx2csd8elSwIf/k//+cfvd1/4t2vn78dBO+e27v6T2hw0g3ePe/4TQovvVCoHU4JWBLwBEsOAaRHfgZG",
-	"4hEWteIJP3h7Kjah/KbOqaSgkUtJtH6t3vmANzh7NiDSsyTra5nAVwoqJbmq/GgCCcerO/kfHiytq9vx",
-	"9zK8InOBIgoZNlKbhFL+CQ33ijaGVAyUDdqQNqfXfvfI6ugfsERyNZQubqe25wQhZzzCizcCMTmrih36",
-	"9g3me35GlKFv32JAgednNMrjmGQICtCCwLWkmK7d2xNOqYSbaB3/UWR5ga/FOJdUKwGYs/Uc1F5qHbXM",
-	"O2oprefPG8Qi6wTE+kkdrlfF8V/dr/GD69twkpOg3r8/qMe3bRP9b6zNW/VidPCsbtpTvxQaEfiHpjSK",
-	"CFN214SGj9Af1AaBojRnAuUC6l5OyQyJTCoAac6aq6JqtK5beUmCRnk0UVmrGRaPAokMpzZplmaoXS5q",
-	"CTjwxrqGdBGljltEqbtODPBmdUrrmFe7mDUC30iI7LFCreRsiobfvj2SxfPzUBWrm9Z0qY1bNKyPx87d",
-	"rmNxGGMwxlRWtZ6yUSLHv+ppViof1Yhpr1nLwtZdv4tqLtpvVsetvOw19L/yHRVVpvKy/gjNpgwI1fe6",
-	"dtY/lNV9Jez8r8WWt6tU9ZNulwUHKQkPtLOVaAlsoXoIS43qy1jzfwwLLrPX1+Ck6zKnutzcUMHP5SCl",
-	"QoNLuvdYriU81vT/ZRnE8tp7hebw8HC3Ndc40ZGsXr6BZrkAI3FkyDdlaGhxbOg585U1AjdnE6itYfRI",
-	"FuosXsg0ZvjLuRrhqLOCammWYUG5DlVaaqmqU5dXoeqbEusG4vxqtNmCe1M7h4t9BU6q9oYrYVcmbzVX",
-	"oHzcVC/CNJbAj/ruGyxFM8wibMyxVWxfw1sIBNaTqWi36bE61JvPuJEGyiow+FyYBwbeYINqOSPirwNw",
-	"k49iGjbVHlS/Splcin1oTKAaOrR3aHSb4IQ2B7AN9+GlXZzQ/b9C4NqM5yxrIuk4jvlcO+BTm6TjeS9J",
-	"BiqWo1ysaF88hV7PqxvXO4Ao+oET/uUp6waW34F2oq31rra2r3g3F1MftGg4RfI3NM1Hyr+jcx3JU7WX",
-	"IJmNSBRByMGMpGGeEm+Q4ZynjyQd6KMczLguwWxKGIKnA2IeKGHZmsEhv8Ggt2rMSx6ROzNM7ZdTPW6t",
-	"6XdxdN7zDhy08u9CQ7ER8I2ntxwPVt2WTe1a65V+K93HKqxeXPftJodei3e6O952QvSvuishV9UxEc5U",
-	"1Bo0kqyIzP5OkeJxV0eG7HYP3jr9IuksISnFqkVbJdVhq0aMeq2jRSHFmP4Vj2RxgggOp1oDgIA4oSJ/",
-	"AzSUpH0o9YPhQ+uhNUQRiUmmguYeWNF7ET0SkgiETZsnQcKUZIHqxch4prK/VJal7gXj7ctYDWYyu/Wd",
-	"ovF3bnd8PalbIBxCYubKHu5LW7dvXcR3eY/2K2guM+VzhrRUfH9u27fZGqy6zOMbAXW9Y5TgNFvLfr9O",
-	"BeE9X0v2F9QP7pnChe+csGRfMWGH8b97ldLChXO8qWNsWmn6CaYkeRW4UzKJFRdH3aSizYibRIozMuHp",
-	"AuoEKpd5zaT9EWJA5JWZk5HKypajqzZo8n4hLNAlTh8jPgfFsoKUtwRH6P72omUzESYxH5EiGg3SjlVD",
-	"l1LlsW++hSCsx9JkfzBaVGvg62EhdqWI6xM21b30CVy558+W56iwVGXbTknIZzPCIjEwQRCQ9GApm/yr",
-	"1Ci31my1ngJrIV4z7ChPsfq56NYzIYykOC5VCtbPYHP21ORac2ZSmmHeKJfquy4yJXlM0BILkZGZV+JY",
-	"27Lt9pGC8jhei+VymqHKe0Fl3BGJ7XYttZDDvRGSqqQZCN2VdlQOVq0ZCH8ecibJ/LHtMfxGBIjEgrgh",
-	"+UW2hv7NBMRXumFpFF4zRhDas+yOldlK1UMeQhCyjUD+/Ne/DHdOzCpUZHMK3K4oQoQF0rHO6rXdZSHP",
-	"5fU6d6y25GVV2KyOX7wUSCLv0BTE00jJEWtp+mX6Zqu8+YLzSlfS13RQxZGxiQabU5ZJXsQiuGil2ue5",
-	"6f5wJ7kWa9YqgvUqHavLNefsIczJaNe5sKtD8R0RquFYzCuveiha3PSmeS9pRq1j993MJmgzMKYkDQzm",
-	"qlhthaN76lF/kZCrJsRd3b56WYNp40RwSVHVp2Apsg02d/HOhxtBufrfWrKfguxqt0LqiY37Hv2q+0Bh",
-	"AEtUQNmwANxwS7z57u2qm2iH13pnzwhhdT+1RuED6etyPp9oUm8Gq3rbN5EQVRqJZ1PwejyRNKURaDN+",
-	"w8syJktN4hf0m4iofGNGGXBf0J4qrNUITk15VA2SVI1A4zgWaI6paixpvkE5i4kQZk+RPy/Kb9ktX1wP",
-	"mFescTVOGdLnz/jXArUHn+rVe6EAdpZCW7OKMECwyFMyk7ikxTHj2VF6ddACoah13LrXf9synH8Ug1rd",
-	"+7MnU9ecHYn1Nr3G1+aGsIAXqC2HiUDukP9SkeQ7JwiP4CLMiwB5BRhT2GsPXalOJkQ3FTUaz3BvpaD5",
-	"M4kT4+yAAAqFf4UV2F8axWe3vSssB3uVotvKsuGNOxv5uqiWxdXyaLp3tF+0apCrdHl7k7cMJvOhOi3b",
-	"sdMRZ1RqIpT1X57N1yDpWP69JBXS0CBGSCS1PY0CqscfWyhz0Q4akbGUrWimsphxtJAEUd1FP23yV21R",
-	"Bn7oCeDghwEITgnSnSIkAmYoharCkiaWmnCfWKg9sAzcAZxB1bChBv1QvgHgGcRUZLpSp3b3mUcpgR6G",
-	"CMAkVJ6bPt8HNsTqrDT3HwbIPtElXlTc77DS4NDaYSUyu1p/0FKCuPE5BqbBV2ChFpibG7ScxRffqD8/",
-	"r+NE0O8YzK4SUfu6nzbKf0HyxOkUZ9vZr9QgSsdSRefQCGfhtEI2U4KFKWeENICLes+wb9O/o0bOzLee",
-	"xLQ5s/Ynj6f2oLNpmzQ9VTO0+lg8vghQujW1BpWOH4/jJnB9gBpiKgkJkS8ZSRnWZeG2hZSVbL4fpMCA",
-	"C4gFkpyWb14WJFIEhtjj3o3JE4mtlmRKYEugLjN8+6536/iPw7fB4eHn1zJ1q568qryaf7WjhTJ6AxtQ",
-	"aegllmjqhWHgcEi1uxGPJXM3iF62I9KuYuiPZKHt4DQTxhIOlPcVbN1wtJ9Snic3KZF6MgvJlp4LKMxI",
-	"5pD2rQc6Kaz/IHmotav50XzKYyJwXA0Ecr53Xc/KUfVEybx13JqkEHZWiaCvH3ZlrPXP+2NKyO6YpzO9",
-	"2gCZ4hc/HB29/UH1xUACZLpKvYWGg3CXsuQs7sW2rgeVklR0soIS/JTEkRJYclHzH1Vsv59SHBL0M08S",
-	"XWtFeSYm8nHFN6GceU8kpWNaFLKhYgDTq79fwS+xcZvM7+l/qO55WRkZ0yoxVAmSGFLt4buGEoUWcjXZ",
-	"s9SZbBzjidIMh/D+EKU8Jg11T5odJlfymupfVcqL5CaSyGid9TUcJxU7jt1iDZL+2yBIZvpCbk+PZqqo",
-	"S0zZ4xuhSqGjBNPUFnNhDiQqt4OR+cDxwZmSIzFnE/gkmaYYqg8p6Y+nrePW4ejPg3g++zH6+haUcjlh",
-	"67j1+5d3/3z8ddR9/PPtfYf+I/uZHX755fDPyb/NPMWUyvN+H1+Xu+iGsJQpjscmgboGv5VBNXVzqQJF",
-	"XesLU5JtNFn34N1mso3dqllFUIZxA/7x+InodgzboN+l7rIFTpJUDVfBMBppI4Gn9Vbx8P3Xrx08CiNP",
-	"Kx/qqzB6n8gZu52ObfQlTlCUq85VWlvDTMzBlshZWM7S3+xUi3g/1xvcFDMu1gD1kvqF8q3INPJQhYQU",
-	"XIHV0Ui8sE3Ir1RA033TgYQyqOYDIcgbGeiX9QuRIBXCa7U6h76pOEOR0hLIFyqyAE3xE9Gd06ChnSqM",
-	"mKEnvVytBxTdEdYtH+StO1is7wWWXx6TbRpQS15Wbj692Q7U9y9Ytwp8WmpWNNF61rxYbR46wwsnvWNN",
-	"S57kVaOcxlBoWr9VIhbK873CGgcFqFwTX8SJCLReTgpVxRRKX88wp1QftxUydDuVaknbNN9DB4GFTOnd",
-	"irW6MYhs7WJOv01JqnzARdtmZfwK+YwIiDdXTuMqPAPT3K+yE/Xc6dwaqKJralSts4wWtZN2ffyFSRvS",
-	"I+UPdjgwC/F07ZpQZSxUVaA+2PF9v35Uc/p+Oiutw/fGnV5bo+3P9CgFQx0ARdvl9KZLFRsLm1hhMNOb",
-	"/ewNWPfGE/c9x9vWQwdIjyxPSY0UVI3enquzzNimVhE4p2iLVLnrWk0yxKYUzzVGrOfDK5OolUWXm7X/",
-	"dYninUkpvM196kk55dDNqzouAsvblEHLDqnBgIW6GnG+Y/NFwAMYppw9MDOy/EzKKdA3NM0Z9AxV1tst",
-	"coFtvX3zzkj1UZRzDsiXROptam8d9CP6K/or6u4e6YTgHz0JwZD7rlblzvW23/kBcnMP/mkqANiGLt13",
-	"3a6TUTMwHkMTyqT18UueQkKtzWli5ItvqkMzFWxLQdZGRem3dSciDe6Bzm6uFxxQeevLM47fejKOv+lc",
-	"qONW7xwJPCbZwmOO+S+VO+ziR03GFiRF8yk3nYxU052cnSCcZxzKQUBndqyi8dRbOjPKqWlPhTXLrLXH",
-	"CoZWV3W0q+w98kVUvKhzr5RxkTOyK6Y8k6utMOcyvq+uYOprcVsiBpVM6B9fLRMakptBDgb/koV0VIAf",
-	"x/ECtcv7RToI0gyDxxlJEYUS+CRqsKKU7ndj1TE5umobr+kYhtPevvtTmWLUGCQWj3YqMEumJCQsi7ft",
-	"+uUjRqvy/MCiq5agMLuS42eoTSly7/sm/lXL+xXIXSOmdW+sS12bGn5RgRg0QZMSiVP716CUlEkSwrKd",
-	"7U/eEPA69gMPNSy1mHzokPWhqiun5l8dSdew276U48FqXLo+Lh0BGmNoyJYNzlxutKqqAiSXuZtWcCjt",
-	"d6smY0sLvIBCA+VaKENzSBwCJaJCYKlARAqRpqldgXZVtvovLhXgt1d9WxFObBI79CUv7rFN3RO2YAbN",
-	"pjzPJLkzotxqV0hD9QAXH+w1KNcOqLJAi8KlmlEeYlYuNeDS9PLFrxDekhSwWYkCV25eHUlYKdzxmuUJ",
-	"So3hGmoUyF/WNm+VNIKVGkh59tfRQ75PfYLSGeyhsy84zOKFjVEpUVlQgDUJgs6ID4xU3q/gqv6mSX9Z",
-	"qX5U9Y4mJWEDGX9j+X17CXRGWZ4RNOV5iiK82OXj3Rln2RSp/9WP5oQ87tRjGTzdeYuc3YcH8deHh7u/",
-	"tR8exN/kP3a+HT7Lh96CXttVSQBhVjTKmSsqJrxApPrXSEkvrIawlsCyVkGDVxZYTlSVhZgS41Ie55Bi",
-	"rZoIDC0yDL+TENOr2jlsr0pL2pvbL3c3l19MLOt9/7QWyFqRZ1SMsenIohoUSI0qJWMpavmq0tUT5Tu7",
-	"7wd/29/9/Le/bC2J1NP+Xy6bqFAc1IaGLKp2k0u8i0Y0kEfq2bW7RKeQRQPLgku2mmUtbU9WYj2vyvE3",
-	"4+bLuPcrMe9+SicTki6XhyAdH6MZZjmOUaY+MbTx5WkWWDyugotUses5EfLhC8AA2UQ/06ypCUGp1HOq",
-	"WrYVFlMojlzzIUuuYzi6CHlKWsedvfcHQUvkI9NtvM8jvDhG3QP0//zfpwGK6WSaoRQrlUS/o/sMSFJZ",
-	"VVfGusWBjoY9bpneA/t6Zo9n2uffNAlG5vZOaVYt0wOtQhaJ3z+lt1f3DcfkCbOQBGhKJ7AHgUYSlOmJ",
-	"nEPd8aIcMy1T3ojno9jRpXSA77MLQU/cAmcRThdI8ji35fpqjuEf8RJThhr6WTe5Zu5IqPqIkgUKp1wQ",
-	"ZhpXGGwphUcj3XwzQMOIh8OdE6TqUQg0SXmeFKCpa6lpvMwVp4ZBDD/RiWpxhVXzn5TEWNUu5GiIk2SQ",
-	"pyrvX2o3I8FjKRTe316sbqGgXTXU7eFtj8cEaSv8aL55zTSnUmVdIs260QRTqK5Qy3+OsZQ8BMh18pUA",
-	"jTbvtlkQjFV6FqziJZSJRTZ0/JIIgSdk2woIYx7HfL6bJ2imBtqT/PdLBgcPtzGmWJQsOGaNqA3GnRHP",
-	"purOgjtWfz2nrOLacxdmqpMd6Rj+49YVn6MsxUyoAmcQ4/YxJSycemKt6wPV04LlguRvcqBJiuXSwhjP",
-	"EtU2rLu31+10UNvkPCiJwpZWcK2f1gsNsWmz0qVzhDvoG9AoV8OvJ2hEFlwHsxFJ1qcBZGsJ+pUoBRfW",
-	"odJRAKZRyhO5ZEFjazFeCxklaqi5weHsC20hEcUDb1TSeSRsHgj0a8ZpLDnB8Ob6ro+cwkUwxhDl0L6y",
-	"bJRYFWJWzUhu0Et6gH5Kpf+i3NerRgaEqiGEwu6i5PaKmDTvpesTkV1iGm+bhRDSBGivlYdFZq9d+apk",
-	"3FNm5LmegeqLQVXRrJlqcBYS+mRN/OXpNo2qraWcNhAnsCK41NvTojYU6XhgIi7fj7rjTvjDuDP+kRyG",
-	"nTE+CLujH8ed6O34kBzhHyTLECT19Wb/Ybfb3T046HeOnLrRm5VuqYYKOz3du9Uw6aCls0cGejzlqk1U",
-	"F1coA2AemQ7XAz2Qjpf6o6WG+1z32tb38rxu/14XnHW5g6lEw/+xe3p3+3G3L18bIs50Poy80wG6uZf/",
-	"0+uf/gymL9VZ3S9e6KNYRn3uha/Jr1BltYq1voQFZhC49wshyXa38YrMdbCKvo0QUT2OcbWBmHzeECSv",
-	"fqoCXL6qk0CAjQidrCnBbbpjxiSDAi8qVFA7N8F6RTIpeHOGEpJSHq2Rwgur8AJJkF6eLRGklFAI4dVc",
-	"dQUqghMhNs52u19XvsJPmMam4mE1VFlM0Zynj8JtxBqghMcxNGTRbTzqxrlpPlopewnycz7SLw+8EnDP",
-	"iLB2U1KYtdpNPjpGQ102DiRfiCwz4XimtJx874ENv2nx+Hl/b07ieBcsFPv66yFq62ZRJm4gSXlIhAgQ",
-	"zzNBI4KG+5J7PnUhs/HK+smgzh0VKGcWjhXbc2uaZYk43t8XT+GeQ8fk3761rKXj8ISGYkXXe5XEJl8s",
-	"XQ91q/e7+2AB1YR6v7tfKicnkXPLKNECnxQaFOdr1/0CIqLuB0/p1yX1SnsFwqQq0H3tlmxwucXyYAQV",
-	"Oi8yngi4HZRN1vcf/otuhl/L9bObn+8Ojn5A//itr4x5kP6ikXHPjj+UsjidNYzbgI7w3IEZSPXiBUHU",
-	"JsGgAbEC9wBfhGU/q2OqdDo1NGV4XPTCM1dtmo9Qm/EyRdo5sX/rbxzV5FL9YI5rw5qYd4LcZTjLxRKt",
-	"WxKncIoZIzES8PJ/Ha4ghxtIbS19kkojGIR8/dt4HEPVI+C9kivmgli/uSTPJep3tLK7Wp1++VfyAvTK",
-	"cPrSRHIYA2F5utl31P8lMxnh8FFRIcvKppw/iiozq5SO75T0VW8azmdrS3BqyEv5K8tUJ8eUJDzNtjIn",
-	"9MKQQL0EKQ+IxWxGslR7K6wBRXgMDCcqFAablFqSoBAnqvm8ioyxmwTQqvIffgNDGXo1fkJGEo5IZVaj",
-	"tjXYAZQDlKhEMZ3rCNUc4sWJWpa8LVACOsSC7FImCBM0o09kJ1ACgFNMR6IIJCfoLokl5+/hu7Lj6efp",
-	"5z/6mfr/m+TzH3fi8/H+fsvb3+q/mvVkRYn9ECff2eD0/y37jVOrfyvzTV97kaqyHeBzJRh+D0HIJg5N",
-	"xU8xhzLskgYff5OS7vPz8ERJ66oKNeLsgUFzwv1v8n/Po2clEQ9RiNNUqwEpUakKmh7QFPqKLYmO/zFo",
-	"qcmNVcETKn+02+n2uweO+UOx4GfTaVt/OqaMCtOQVz0yAfgVQqtCrCSFc95NcAr9QU2Qq36qrCFy1cB3",
-	"dCklW7wTq9Ke31o4nUDuEaBWmfwbws/Tyb4i0XU/silQWtRJLQqjmv5f3e7SuqdO+S3jb4H1wW6AuA7e",
-	"jw+w6f3hWm/eFujt8JYl65esW4IPMspbxx3o8JvlQuLx2dWH86tPg97Nze31r70LSLkhiRhIegDI7Anm",
-	"d8/48J+gZem215QleaasKfL03r09DFo8z9yHB90DbbVRpqgNAv37hihpa2LORNUf1xwbbjC35myhDMf6",
-	"Up3oANWxSv2W2KUyvCA8W5Vos5QRCUzX60z+PZqTacF2m6oU4B+XA1QcfEXQEdQjJdGw4LM6zijFDPE8",
-	"88Vp2vu92jV+Bi8+V4hAs0oq1wsnoNeFTq8vby7O+mcfAvSxd34h/3vauzo9u7g4+yBZb++n69v+2Qfb",
-	"T57GBKlone2DdRpD6Wm0Jgau2QanHXKWUZYTlGIqoBQguECLe4n+hqoy4rChT3WFeDbC2FQhKlJQ4CO4",
-	"Y+W2/Ko7h37/BZHqFQLeGMgBV90Gtkm+JZeAobJ7PtqFq+gUUMMo44mur1PLolg/ttvhJKuw+Ua/WqPT",
-	"DXlK9iVVjMNNalgDiZoEGwkvymhGcexEzXkqOzqMoB4LAS3PkeBojFPULpABs0jH0zTgmWEoq8Gl9Hr1",
-	"TcFofBdCoLYqhwypNzsgFqml+dfw6uHwlq2t2tM9vOiyNc/Zk1QZSXKT/2WQmmaKEDsI7bAedVGUHcZy",
-	"qAeWkFS/2rs5B7ExKI/uZpc9ksXOHrqWap78E0ZCgqgyoyDvrcS8FWH4Jcwv4GARw4nJ14zY8ItyUz8H",
-	"J2o0ooy9Vdpmjqu4u7YUelPofZkBfW4Q0/9f9t51uW0kWxd8lQzOmTBZAVEXy64qMTrOqGzZrV3WZUty",
-	"1e7TqCFSRErEFpjJQoKSeRz+Ow8wjzhPMpFrrUwkQICkbpZss390WSQIJPKy7uv79qxamz1wxk6YZFQ9",
-	"ipoIhRY2mwDoy01CPL0zdcgVEpJYLK0735iLwefSdotWop6TEZdrxu4EfAvxaZxyyS0hXBG+LyDHXdGP",
-	"g/fY3vqVnSnFDricMgrk6IW1NgMkfrEjmzupb1RcmwWaUgcc2WFddpZxqSFVbW6vfcmEaoqPx6mRXGOL",
-	"oYRCNZQR7Y+LXGR9LCTX0TqYOhlKu6izw052z/b6H/YP9s8Cdrp38sfeSf/oj72TD0e7b41tQR/tnZwc",
-	"nQShfL97tvfn7r/ob/bhw0H/bP9g7+jjWcCOTo7/uXtofvTn0cnveyf9t/unb44OD/fenO297bJjkY24",
-	"hAbn3Y9n/3S3/G33bf9k7z8/7p2eBezs6OiDvfnhUd/c/83R4bv99x9Pds/2jw4D9vHw98OjPw/LMJTF",
-	"S7SC1sxbFJ/BnVtBq/QaraBVDKgVtLyXagUtb3itoFWMrxW07Au3glbNG7eCVt0btIIWvUJt9Bc2iHFk",
-	"60sdwcfFM2d2CfCMXKL0i8Anjhh2jF9AxBAv13km+KjozICdL0bnAsOKhACAtcyQIhMalilCAYb4evjv",
-	"gEW0vfFT+iOwyNo8TSOXqcuHwKxuwR3JQQ9YZB3UPmBkej+4Ucx+V1wdizTneBH8s4bja07n4Q3XQAmU",
-	"Y7JoWf7jFH2MhSLJDPItXF2WSXN/aI40DJVKYcxvy3Oy9LP/k372G/wKAKr+nghZBwFyrDTYzbao399A",
-	"UCy7SUFI2C4v7O6JkjhaWHF/H6sI3qMwjdxGWn4az5RK35hfeBWfSz31zFw8C/5AM+iALuZpyGID1BNi",
-	"MIwBoC3Psyy5hhguuGVg3dF8a+P88FTogYgD44eLGxDpmJbozG56hB6tBdw5sV8ZMzuRV4m87Lh43ZJR",
-	"vl0MtTX8aoat8ROGWuyQ5k5Xec/WRAKdDICzEBTkP6igNcFakLaukQf0TX+RYPBvcTdfjkbUELDBLwNw",
-	"28xi2hcjp20i8yQtDWKpkLiZSDuHuEzLoGLPi8SU5kRfzZmQmQnwgo11U+C+vtPbNbNz2HBhTXAabTnQ",
-	"OElsU+dcm1PgQIaXodegR1Rs6OJ9i8UPSjtu7t4/dWKxqXkDi5Ek0mPwxvRuU0wPbHMvrsfaLmLUITwB",
-	"s1OWCt7dPqq1bMylasTOeBFNwRfXWXP3IwtPrJWbu6Uh3AyVFgzmwIt8kulc7mTsuXbHSwUJvfo8+eNE",
-	"CnIOZSsuOrBEJOW23n1VQ1rH1rqxzq8t+bDWKa06q24B5p6Us9rWDcBq4yxyl0WUTNaevdp2odPqOer4",
-	"Bmwb0X2hr0LrROdc5qiSjRxE8LGOb9p2zRFUWsQRW/c/jsUgiWc+FZ/EYJKbj9vcs4LNvQkfETQ9UHgg",
-	"RGEG4Ojm02wiO56h3AWhDPcvPiKRA7cva8xOYTVTGImMkDq7o0S65lbWmrKevHVvX/qQ3r30mX1zT1zi",
-	"G5Q+oPG3rLm9HMxbaX+c2uGWPj1wYy99bK3E4+I1ar9/696o9uu94uVK3zuNTC9a/2Xx0qXv0YL8i/b/",
-	"fNwDbHm7FI40ftnaHywMXBYyDRv5FtVtwS3vXjLjB5Hrz/p5qgZXGhqjsKSA66ud4jhpxm94gpCSlnyn",
-	"jbuYVRN8HQQcKJ8V4d+BzEt7g90/d/fPzB32D48/nnW6DOpDE1uujcDG5lqqDZ0f5ppjKX2ULvQ0MzpC",
-	"DCFGoeqQ7mJVOV+x0bTSTUxHxVQxc/ARpKA0wJlJv9UQaS/MOnRzyLZoxL5ptmCrudvXWACFoJ7ZWDVG",
-	"mJ9LXz4fuWt/xkpBSJBKtenF5eBLCzKw2FghbeMxOYZh7zedWjewtvVUEtVGMSuZujFmdVuqHCuqcsVQ",
-	"ByybxqkHVwBmUOiu5/602Ej97Yke5zGF2a6fKkVGMy3YbKFCneFdjie/0NYL6eGb2ZJ+7Bg1giQi9V8l",
-	"BHQ1EItcFYv5Ux6cwwYqZqPKiVNs3abD4pywWg3k5BRW60RcX/Uh9WG/iAoGnMqhSVN18y4T4qw+8MAu",
-	"MiHWcvEpty5Mohm3ZX/nQgNJHG5451rWFKUKHtc5SKfAtgpEQT0n8d3yFOJ3OrPt3uHersPznqR5Mq5t",
-	"TwaOziGXiG+DDHsjPmXngiHAehO3QSOt1hHeBN4AeioHQ2U8FYjhtbfMJ9udHt0dyqYyMRYoI0bsWmTn",
-	"PMeCb6934Pjtu1bQcoU8t2gTKORugzNqdKaz+koT+icgg6HIYLFiUzVhN1zm/3PhtnePdOtcTJi3HEFl",
-	"sy3a6rvOqb4lYQJt1FzBMpfORtMxMLu8Xx97e1c5AD1XpppVdumQa2Lqsu8Y1SHG1PUrNBwPP2jzQrMI",
-	"r1umWrDYcDXWA3bZK3/rBm4vsjadCAJHg3JcNz9QjnuZXAvZmd9hUKDqby/q+rZ7xhvzor3RGK209SN1",
-	"IhCkfXsTzmQRC6uJ5i6MzpWW/RHjdFY3ul37PIJ2NaIaRlgnp+E5P59vDh4o0Ne0M+a7aLYCZ1nP7CmA",
-	"VbxQUx3TcS6KVCNrc0mUSHX1FwjymFB1vVmiTAxUFne6ofzPj3sf997uMGtPY8HHjcquRNZlJx8PD/cP",
-	"3++4j9hQpTEYfTPOhO/4hRIM9MI6r/hGO96epitxB3kXnn78rb/7fu/w7NSNLpSQ7SxVo5ifYFndDrSH",
-	"jQnZ3vZnqoydi4HxT4vmAqpoSzQCm4ayDQna7mylYac7t6hvh+UiGyWSp91QHoMTvGOHE8zMUFCZhR77",
-	"e5IIPYCELrnQ43SiQ1kzCeWkOi5bK2jRCrWCupLZ8uP8D4r7mk9xwK2g5d61FbTwZc2H9m3NNi1OshtC",
-	"bZ7cD9hYXL1b6m3nxCpJSZoaRsKH9vkUowAZJrba5AOAku8grxTgEwsutUWlAd/QDFE3OIjFFFRygRPp",
-	"/I6g6M2wQpPWmoYAwVm451939oHMly90UVQDziK0WuRQp0ceJfqRnSXsiuXpHEmy2DCqW8AZisf5WqHG",
-	"nXLz2yRF7V5cRpqW2C5pAehkNZwx+Ceexb3/sNUle/+19+Zj6Rw1FZR8rK+UAvgBlqucp0hVTXEtnEvQ",
-	"xdZRrtVl5Yr3pjYR+JrpKkA9FsgvES6o1NDPWJbILgll5PgoQtooIwpvbW7dodLPf8HqSGp3AsHl7Y/G",
-	"KsvfJSBM9B3k0jVPk5jnKnuh2QXdBnePa62iR80uCyRlamYKknRr2qxxkk+L27aNHqL7orxJYPjLR+6Q",
-	"45QGRG9dZwXecABdrRnbn/jN7OgeeAxVzj2cKm9ki1f1BBfAlUbecmVt3aSQ1yJVY1G/qrQEOyyCIUaM",
-	"azyc4AMGoMIDj1ff/SzXIr0At1DULzekhnKepDoq2sJrt1sbQy12CNbGQzgNcEiTXENVItZIY9alU0ff",
-	"BM9baODWHx4/Dz13rm9fVLpcQakx5oflolIjzYQcCEAqs50xmCmGKs3u/WtF63Zqw+5EJKSjST5Qozno",
-	"CXQBKaFmwCPropR61jSUJFJGvRYRaUl8HNFcUhyLNAEFhDOJYQANOd5EYze65Qm21cVLlTHo2nJKH6h4",
-	"xJOUuv6LSCOWSboZquF8Vw2o4BZdqhbaaRHpItR358pl1+/h3RlF9UbJiyQbPTwX6Ay39IOyef7IPJv1",
-	"a6lSy5b1gU/rIndGTqXmK9a+TNU5Bzrt3EeOgWoHuKRTmKIvtGO4qy7pQMEo8G4QLfM4wMdJH3jvWpaH",
-	"uxW0JhJAHVsjkWfJoAj8pFybjwn9tPuOcFHNSzVyJm2dbb7e2Xi1s7n1v2q2Bw5t9kwbDYWTgJT62jey",
-	"3YsA/tVftaLiLiznhK1MnHcQaU80DQNBlbvsuMxOfo0/oapQIBlkRr0wrn1q8x6bSPOVQ1wmWII6BvPy",
-	"ZNcWmM3kuxpW5PZ0GzdZkhOnpn31cvkWdpAmdpbuWr5VG8CDNw5oU3iLuJBsYuZULYCbtkyQ8H73x5v2",
-	"Nttcw2jm7D8CX11RTb0LKB2jWqW5S+S4iKTm8DxyZYSJu4OvNiswbYmMl0F8QEQ5c7EHr1AHJVkMJokX",
-	"W13uTgGOZP5EHMyzCKGEilQCpLiGidnZ06/QncDdAtXho9g1gXeFiI+t91wukl+3D5YoL14cHHoHwRko",
-	"kItg+oIiIY61loTcneQA1ZAIfSdzrzoS3VBsgOVDrhTPQcRVagGpvKXc0LZ8cnROmb6rGHhhhmFL9qng",
-	"yTIe4ET9t0qkiKsFscuRVam6vLS3DJqAMbzIFAxIWzJd0p4EGummh0r+GvTosl0ogyHPX2h7elhbKrkW",
-	"G6uL60Redrps198ydmMQTBc+pEgXlRaOYFft8rq91obXxPdDpXolxnnhDMO+6ARMK7MT9ZBnVlEjwnmP",
-	"RTqRA9G3z4/YRZLmItMEwJQmV2LJWpjFCLmBteK8UUOJTFM7x1K1vfSEhvLeogEGNk8w299Rd8pq61Ag",
-	"leYLLDvA+aJ3uQotWncAjnE9Ii6kD/kq9HlrhDKV3fbvHc53BbwIKCEGk7wgj6QOD7pkHrtcMQtfq6hs",
-	"qZQz3qc4RVUOgPlddFBIu7DjhK67e0W/fVAd5WjEJ7mKWHuciTW3DgEDhKCdcLKx8XKQxPBfAUBr0ZWY",
-	"0udXYsrcdyVAjYn0xry4jYIqhudORMblwwJ07JczLY9cnPcgdXgPXnWHq0SavpmmoSnDdAKJJDNQvGI5",
-	"fQsiuu5mILqNkMCWEvEpx7KWUg5ryYhWk3o9vZVOXBpBaPnOlUoibNl6RU/n1JQuuraEQjYGdSK8JApK",
-	"AsgtslugSrmHf0gbddOFyCDPcD8iPR/7Ta9/TuIv6zndPaqEYMqoKr/OxEHmo66YwyHFDVMV9JVbt/PO",
-	"JEi9p9ZN1kdwu3cHAFdxt8k6upGM4w0YkONVo1Oz2PLsQw2iZPmy6gwdGpmmIZFM9ujH/cXUbvOdzNIT",
-	"58zOQ2wkQIn3d1LUY8X7s1Rc5Ax4RjOjtBAEJq5MpIfN9HIjaEmVmwfTKGMPEP2A6JWuE3FTh92Zpuqm",
-	"jyCck3FzwH2AGVtHf0y1fxb6qaEcdm4JPNb0ep9Zrw2XiA1SwTOjqjrLlAMgLAs1+tVYoKXeRQe9QSly",
-	"d4w27oGD5aqu5hMZ1iFR5vw++Gj29z1i+LSeFkY2cQsbZz0Vmqei1qy8NXfi1h24E2mT1lsWKlu7QHLS",
-	"EdUzM7i+Zu1rV78GN6XGR8Mv2Lm4UIDcX+1pXbwZ9FTnYtRvgrU6ha+bEa2+zBctRhE7S+t+cobCi+Yl",
-	"ix4Ty85JhnEmRuraOsr2uyrr0CRXfVtqRIlFIY2lEzfQOpR/MXMSbceXfd4OA8YHz9bXAdE8kIQmSFej",
-	"+xIlAxx7IociI+qqBtvLk0RuxDMFFvDFCBBaaEDkBtoHFI48gc12lnlkNRVMzw/Ks9Osad5najI+AMCX",
-	"e6QB4fcvNBgUmUqra4thJqJUmVnH+iDUId3K6l6gU/NDToDWZV4U7mrEG1DM/bVIBcPjFkzI3abiHZgi",
-	"2HVhlGlRrodGCnKXIKQs5HiqVkuFvC67EnkAKlHkSQ4Mb7Ex1EB8ZQJ51UCyJ9If3OZskcUc/fgOgHjE",
-	"p7zH6vViTdNAndR9AFrcpYXYh3QEuevLp1komBrIGfBPVPLVxwIws7HAVWvttC7H+dp2d5P4o41onCCR",
-	"5OYSS+ZSqHXnwtVP7h7vsysxbdDIUnTZn1mSizUl02nALKg1Ik5XlmN749fX89cjaEEi70imUyeRz7kW",
-	"9UjnZpxCxmOVyJyZy4Csoq0yRnkgIDO8UBmL8AMRR52e+VIIiWDsShJaH2vP4qJnLErTUR8MSxH3h0rn",
-	"hEaFxIsWnZsXXRUzIOgL8v60zPU9Vjy1myVXcBjzHRbRqkWexnPLcSWmAYvshEW0DubnoTSXxVliloeE",
-	"P+Y/ILFgQcIpFJC4a3SX7eIgMLisjXaBNmYYuYghhKDZ9tYWJoVdZqIo7cVd5i1kebcGNVs8aBlzXHzK",
-	"+zeJjNVNCymT1aS+MrjovHldyYBATcDfE0Ff05aq3LymqBO+Z/g9qAcYXtUcLtiw59jEOOlN8Ey0JO1i",
-	"hzIpREyEUUbvJDoHoxIYqUpoCWosJE8A/yIfZkAEH7TsfWonKtF9RzddS1Y14lcEewsFUYhIT2hukN/u",
-	"OXum2H2WKmvWVkl0n4oeZnvONZSynU+p6tfDZi29trZ16SBHIYmfW8URFe8TNbO5l7dWXV0aAGRBQc2A",
-	"j8GdKmqQ69Z8oRuE4rl+xSGOCeeI4m4+RfB8v2RJjXjIR6JK0Fuyb26lIiu6ZcZNMCoLahCLq0pztlXr",
-	"hxRsvfZgN0wXBFPpGnMSiSel9IiXrxetSbOeP+BJeh9F73pMoYivpBLMAoNkrhphJBFaepSP4TwPsqk7",
-	"hoAlcJGpUZ9UkbnwelDhKoQLbOwJOoVORXadQATTKCq6e7f8qzFVAZlvXw4ykQMNTZa3dl798jPWJdE9",
-	"9fWgJpjVIMoi86jIbGoQXJmaXA49JiN2LlJ102NRqi4j6iU1al7bQg1tj0KqLktwMDg/qbqslWb+vM3E",
-	"HjMutXk1s2EmWZJPeyzSOgW6Q/j81S8/I4cNlD77j5VKQkIJVkLr+hRzeYXqqBZFZo2Ju3Bslpa44fax",
-	"Z/pa09rY8FCkBYaKTdNXT/xsP67SdTGAg7NjZr4CoQUr15aKeGICnEeVgZ3V6RV0QFLJNRwNGl9md1Sl",
-	"26uXZYaY/zsM9frO//XXT/+jNhPjNm7tEO3XAW6sNaS0oXkoCBgLqzVY1hHZ2l7GRsUzVD80M0dts9kg",
-	"RRzlqY4Ctv36Ff1t9mSnJM1ev3r18tUiFVMc1dqnQqnlrbbF1qtXCyPLePxps9Bbl45h5Vg0u8DH6eQy",
-	"uWNY6AyJjbAXFO7DsM6ux6LPXyL6w8mUAc95qi5faJZyKDsHoqAKFsDnFn3a2mltdl92a0qC3QXVCf8D",
-	"vwCOMHg0y1WZzqc6hNvWBzdrr5OJNLrRluctO6GlwumiChBns0/D7ed5QWKL3yRS5zxN++Wo2Zd5lYXL",
-	"h4F/F1Mzh9LRsbYdBpoCbAOIZbW9g4yXgRAfuQKHWbd3fkninOJFO8sf9V1DV81hACWhZJdP5+eV3md8",
-	"INg/1XjsSAi+bnbJESbP1N0qc/LupeGqhMvzeiToQQxSctr47vZ3ja4H0TXP8mJXvSrcVBFcH0FIsFN/",
-	"02Y1BDET+nZGspajHr8seb5TxZHcH8pM77b/DgCKhGc5MXshUmR0kaQiYvB5icYPQG6NmnD4tpptb2wE",
-	"bDAUgytbpCjYkMs4FVmV1s/ctrXTwvKV80TybIrlK7M7Fy+tRw9NxQvNzqc5wM3nbKR0zjZfs4Pktx5Q",
-	"urFY5NhhC5gzAMZgri4jQOHzW7eY7AeZZ8hjgW7CUuWvOO9tfGVIZRJOOzEdjuOLTiuYR2A9fz16EACA",
-	"uU90zfTbJ8IyLLUKgUeZTQGJ2on9ncKkVfJsVw9bcGdrtrXNhmqSaUoa49Q38GbX7AEtshxi82dK3ZHZ",
-	"/w1IeY0V6RglhHyLkHk2JfsEA46acclIj+LXjl20oR+mpHSbumH01Ro1Vaxtbr2s6YmZWfkF+SSje+ME",
-	"gzUufWQR8/EN21anFZY2aOYepsOwK15CsDbPpg2i9W42AywXcQ5RT8v51CUMIW4N7cVXYloEsM1ehosD",
-	"FhmbAgvvwlbYikIZi1TkcFHAikYYejVuLQ8NjVkBNsZIlVNgtFTmUNckU7vxdJ1PvYs2PNWgLELsWbIi",
-	"smIuFI04UL6iroWZoNY8G6D4SbUDc3GvYZ3Cr1Hccek5m0sViN1G29O2FERH4bqYYb4R/AXglFXqbIIG",
-	"awDROvoNBtIuWSwOyNFP/ZKIMjIAA0ewaWxtXK05tbjzIBnkxBDdPBoqzDMv+0Iz+glLRvxSsPb7vTO2",
-	"br6iujD6uuNX/hdTxfXybQCLK8XsiESmIfXhftFD6GtNbd5GqSY5UzcSq+e9t1E3csmCQrO4NWGbE7Pm",
-	"yEQyhJzHtHjdMmMf7otyM4Z/NjBhvLA9o9zYtswpritotDukdL69QzFz8OwEzLBH+Vuomb3prwYpVgUO",
-	"XqYhG3bb0qjAICsXwSrgLe/ei4bu3u1fY7nB1wz2HmP9EzCr/qkmWhgVlcjL5h5CWwJsjNOh9wtwXJbF",
-	"ClPZeMglwEeN66wGQmtyxXWZMV8J1x4iXnXsTPVFvxZrv59NpO6bzQ2YxDUPfTsRBTQ/spOWyAuLarYF",
-	"paWVt5s3iLuuGdg6GJI+hThqQb36O2bjzwXPRPbOCgN9fdUvdwrQn2iEkIdVtYyOSyhp0AN8kGidyMuA",
-	"jXhqRI2IAzaRV1LdyIBl4lqZpTJC9iZTaD1pBkjEhC5J0Gqh3N7Y7LJToSHsNVDqKiGabUz/OwgDJVnk",
-	"cUz/FKFNhOFjo0vhRYtVGeb5GLLiOrs4q++IP7E+U64uMTjgGqd0aUBMWZzs46PTs4AdfzT/BwWr5hXf",
-	"7n3YO9sjbRhK+9vd4/0uw17lKyHRSSvYs23l9CQfrqfqMpER3CsCtQmfjkTUZbtshDPNVBZKnEy8X+Hb",
-	"vcRxA3xJ9Ob05F3/7Oj3vcP+/uEfux/239JMGYOmQIukkNB/rZnr13CCClE4Tsz2gd0F7/IGpqEud1Ca",
-	"JuNV1b9a+595Pj6Cso5TPhKnSS7+8YF/Qp1n7oR3KAamrwd9evjsuMy+T+SFqhtQerE2VNARgDtWZYOh",
-	"AJPNDFRjYqvLzm6UWSCNTXHYnxirARTf74QylD/BPvjpJ281f/qJtelNI298EUDYoFPuz2fEcLbrdk8o",
-	"2cwG6gSIQk2Ggpe5Tq4FkFQDP94A3qRXjLCEYfjTT9DRk1UOC2vj+QDnJVpKCkTeeHCKtRk1tKIhWjzO",
-	"pe6yfQhBjIxzAScVLOGEnDzrQEWnf7xBEL3+7vE+4KBQZ5u5CvESzQMyDEND2txcFGHiL/L9dJzOyitC",
-	"hU5xKra7Zhn34Eo9GQzAfKZvo88hiNSwtcPwzcfY2Y6v/iXq0SMsxBH9MJTml9D0Yn76OQTwm+IuDoUH",
-	"7xOw0MLiFNeg8UUP+oKn3mIKiFSLbihdratFVWCZSAXXguzknJ1PkjRnU+FwpV9tbPpS4PDorL9/cPxh",
-	"72Dv8GwPREAo/xAyBrszF1IjQKpXBat3WPRpLTPWYpqMktzS6CGvcLY2SBOYbLL94RrwOkJZVNImmukJ",
-	"llbnirUjIwOiHba5wXiei9E4xwpzLEWGf7rfdnrm+SP+ae1cxdM1CP9ERJ6MJUfk0DDzPVRXtG1iZJMd",
-	"JL9BcOA/To8OA/Zyy30wqkQtdafHUp5diszcB5QNzGAotzdfsuPdf3042n3bPzs66n/YPXm/1zWDSmSa",
-	"SLF2kaRmSMYO0d68Ycd3KCEip//9V9fsLCyawrVGfRYLszQAMGBmQmXc7C/zE++wwKsRm0nPvrUGO0tP",
-	"gKwermjD7sQ9cw6MbEoL+7SOWYUBB2hPbuemvb35sgMvA1R4a/iMKJT4NqdwxtZOjRQBJg9tR2GxsuCQ",
-	"IjIGFVAAMr/ZjEJSgCJNBoKsRRLjSGNZpuZXYyG1mmQDZLenH+l1cy3UcORpUYlwVBLfVJdgBF0rKKXZ",
-	"NjDNBmVM46S103rZ3ei+hDKFfAhWkScsBkOOLamXoibV+lshKW3nmflllxmXRLs2Xe3RWRdVCmVAWTiR",
-	"XAJuSihtHzx+38ZQD6iQNXMxWLkBRoDKmK2dgElxY/bBRZLpPGA8veFTDdQpZuoPFUIfkixhUnzKAdxn",
-	"B9lVqHWXaegtgY+Qvk93qQHcBqXwxeyGLty0COFOsgTCHLaPhucMsngWxcWdif24tdMy0wWL+AamG4iA",
-	"+Ujk4KP9u969KS5ZP0Y2ycXXicxdWmkbPT1iv7ze2LSDrLjdCM/zam1j82xza2djY2dj439FHQIox4mY",
-	"lBqHgGV5V7KJHPNMCwhjYtrQaZ2tLQY2F/CjIruqZ339PREQv7Y2ToJdgujTlb3+usHNZnqr/vxf0BII",
-	"Lhvs762NDQSQg5A6NYtbE2L9v6lTtHj+IiyTklMOZlgznw/MIPRWbW9sNt3cjXb9ozS6QsjcjE7E+Lvt",
-	"xb87VPk7NUF0le2trcU/+AMBAhMlHdXb9tavi393ptQBl1NHofwlaL3C6Z3/O9u8XPLW4AAUftq//zJL",
-	"pyejEc+mdHQ8WfGCDqaxhPklcEftWhkDTEtjqrgZ8DQ95wOkRjI/ORV5TgH5z//DBgSNCvk/1u21RlN9",
-	"Ad+8vmzHPMcF6wbYdMuRbMjBOSNzUADsFucqA94vRJJWxoQAHBBggDb+EWiwRPv3G6gMSqg5Ozeq0ihx",
-	"26HVlsoBTHa67DS5lCLeIdM6lNF/rZ1eD9bMx1AuGNk7p+pGZAOwmcQn9s+D3Tdrp//c3Xr1GuFhIzTG",
-	"jC7TOR+N0R7r4qcZvwE9S4ZwEMorMS0s8/KtT/+5u2ZuGyeXpKmJq50C+z1GYzyzz4pCmWj2USafbAUi",
-	"ayPQr807jBzVxsuNDaYxOTZVk4wNzFR23D1/F9O1/RhvSI99oRmVnyexu+4t4RGaiz27zsEUGsXhI54r",
-	"GUq0gB2pYZJ32a6csq1Pn9DMA5O6Z9RbYbyy9kvztRykk1jEYIlwa0QHocQuw5hdGI8G5p61X24wHbDN",
-	"gG0FbDtgv5BxqDtdtpszY/bmQJK6w2IRT1B64QBr3g2FbUXRVGsNmjaGtpuo2+wulzZbyw/SUCbNydKZ",
-	"WOssU1byCSbBK0W126dYGDSbF4zIba37jejY7ht/F5eCX/bMLhgPbsv7DWY/dsBBdjYCf4Oy2f05f1De",
-	"PrnVyP7Ci4XOf1Px9EH1KerQ8lC+1OvwaugKgaFZm9ORLGpZ6GR2uqhxnFJ5AwuJCoG1rfgvStvSVGQd",
-	"M6IZtd5oEb+x6WcU5JZsDrHugaPOmUZbG1vGGzEnuef4EUIJ8VUjWiLkR2krZHLnacI1i7BjNOr4JQ5d",
-	"FrneYxD3g5SPxuhZbXa7mxsboWzb5iEoyO2US+icTqUCa4AEHZlB7IOjh7UVOkK3jeecfTz5YI5mKMsl",
-	"JJgPhrekz38Bn5a2S8AQINGWNiQZFjXsQPcpeC//G2siglCadTT/ZOdiqigoIpLLYT4EVcqxYkJNcgAy",
-	"9l8DQ6SA3wsVFRmwOoRSJ6mQYK7L4uCiHZ8gj9EEJ5OQ5IxrO9G5BUfRApydRMO6Dzggh8ShbBdhmO2t",
-	"LeNT+pZE5NVBo/tjbOI2OSZ2BJQM6limvSQHDcYl4+dapZNcMPAWoQlLXbjp3drY/sXcJOMDAKlCrLWh",
-	"+SoTWqXXguCcc0VKMJRFExZ4XOMsuQZbJVVqbEYdgKe0lqoBwowiLFe2dpnxWLDD3bMORnH96INxm6HT",
-	"H2oy2OavW87JpvXr1HlEp0aKOpfo1h7RfixGY5ULOZhCGPSRBFN5lLZ2ZSlJtfWg0nGep3FG+zlgJZlD",
-	"/sYSZvlvPHav9jVdlI0lXI03Sl6kCSbltjdfLv4B4XKeKfWBZ+ALt7Y3Xy3zRnoyHoPBDgVrQFT8/B0p",
-	"84MlZoWiRR8lv+YJlhTcwgeDY0Card7xClqf1hJ7Jh2keDlcWHxajmy2drY2Nl9uvX7165YZUzU4hSUT",
-	"BTF6vW/WqJd3UdICnyEG6zGa5EfH2S72onrRRxLPoSSHDQU4og1VyHiYrwY2fmWUa+qfnu2e7Rml4PNR",
-	"WacslEB09UJXvwYNGVk30ZEdRaxNOcUd0DU9FpFwQRh12woeyhL4FL0r9T06Oju0F31COzBtkR2MAXgZ",
-	"tQ9iLQ6NFnwYS2nrq1FUoIxf8kSyNtk8Pd/gqdMByMv3cEpgcYAMnrU7Tszj9uNHUxuVF3v2egMXDEMb",
-	"QGRqKZRdukfEATq1aDDZ7blSMSsV8zAqBo8M8zjvffGF3OtL6p05SqSAnHkGWqRKCbVIjxxJj9lsbDxG",
-	"y2uGLGDGWXGBuQK2+wX6jiVovojIu0LpNE3Buf3vv7oJIDpwaetYwO1KjdMztbieLIlBE6FH4MD6oGI3",
-	"lLaCENpxXH0zofFpYkij+uadWTa0Tp0SgtcE58gO4QFUEO6I71EHVd7sm1NCCO9J6WKz3CsNtNJAj6iB",
-	"3iKqLGauK3yRxNJ2O/+nWQ9B3cEdsu7LaKFQ1hQwtCGkuF6qd+gExI0JBIEy91kBX2imshjM/FRd7oQy",
-	"SuIdl0+Cy19AOZKFSm8PqOIJ3JdNh53YCVgEl5tf58bZmY5FFCDWDVCn7kQwDAg2qgsqWuEsOuP6CkYf",
-	"oYbBUWPWH3tOpt5odAFoGcrBJNMqo+7DD1zna3Cjtf23rg6NQ6ZNSjGAgiz4/hQKMRBuAWVNKKuY8CSD",
-	"NnZYUXbSgVi8tKF5xFIDxYd+1xSEGPFBBKD7QikVu+RjW6XgkjkBTiDUmUDYdpwpKNciZId8KEY9sxPV",
-	"CBDpzLSFsh3tQNHCGjcjwBAxdM6g/tx85eA92D7UqHjTxSKMGkW0C8ARJMQJAUFp1p4hsnU9VbMAica9",
-	"RLRQj+3W2A/EFYttxzwPpZIDUaRTzYOGPDaPpnJZqWhICUGeFmPGFe6yKBZpziO7B4DxIJSIMoPANGSM",
-	"cQRKtuVExbJgX1IMwXjc/pMMGNKpWC0qyG1C2cb6n6KZBTAzwe9GZgEOnegQHYaqQDJ+6F4QjzWn2Jxs",
-	"vAlFc0OJp6RPA+yPRQak4xFTY+HGbflsCf/D7g1X+/VyC2o2BCZNjd1ZCT//ys6OjvoHu4f/6p/s/efH",
-	"vdOzU6qIUdKCS49g9etjtmYUzqJA2XJri6lq/wSzCR1A3/DONsa2PXGTaHYJcfMMU8MQm3fTsNHpzpz7",
-	"mwSq04QkNodMIEp3d15BSt/Dry7MnWaM5Y26Qvi6ppzImOCWeYzrnDa65Tjt4ek9n5YEE1YdandkpoUM",
-	"a0z3lWahob5m8+dWGTNkY+3Xvz5vBpu/fKkBDVmisGZG15TNxeLJxoV4Cdl1me/YUxJKUAvsc+jgw8PW",
-	"zssghJGErR2vkPRLKMOahqB6MxPnmPRIWws8756iQQAWjpQPfDBkVkEZKdtZ1e/cqX4HhQYZTy80Helm",
-	"K6q8b+bbURbn6HEsKXZgYZQS6QmfUIJp1EPrEJEAjTghb7Y7yyOD9YQOlKlGmoWyJM6gvsSxq2DKlWji",
-	"ICMYUNEzxor5eAzpxoWFh/Z9HkJkL/mLUzMVlr2g9ehFefSGi2rzzgqdvCrLu9ux/ghd1DL2qCjcBl/g",
-	"K3lFeo8TffML9MzZoshC2zfF/lslRMNPgSNzkDsBc6Yua7sb0cPM/XUo0bhdm4x1x5nDhXnrt2bMBPG6",
-	"0PHDskmKzgHVikBFkblxRqUf67bYI2BJuQyjTSUNzFU0wChtBUUwWzIBzVJlNurpWGBBilfv0GVRAQ8w",
-	"r6DERQ5vW1ByVtCCVcokQIwltoo8lDo3vl0ijSKGBqVFYT6vugYL/dG1MDZvQ9zvVMi4Khe/n9hf3dut",
-	"ihdWcb0fMq73hhhIrLTFRhTmxLhVCU9U2IDVzt9oSgqptLxYSJGTghwy4jPRzRNNqGl+bUKzdF+Yu8GH",
-	"f4epm8qLrST3SnL/kJIbz8FXycgUTHiPEEc4VAyii6wQJawtPuUZDyXmCTLBkksJqJw9v1TL8uJKZRm6",
-	"MS7uTQMZ/DaPXxsFeC8KaXJqSffuFwJ4bE9+GclD3VIrD/6OgTmQ2mZHXUDjGu25Rd574xkqSk4e6RxV",
-	"1j1wLO2hdETTEy2ywAtKQMG/C9QFvrWDqTtMkRXsw5ZxOJSzVTMB4Y1Ah7F2zQSUMYVocUTNek1hwFDO",
-	"iwOyShgwKMZfy2sOvckukuXFDC37t/PwCVLlKpExYsUvkhMFa/P3Gy4s3nGRuCn29kra3EnavJukqTeL",
-	"t5QysIvv4CNVcXrxdEPZg/kQK+YIPrZtc9pJvsO2NzZC+dvuW5smxQ5Mv9+p1OCC2EbL4bj2QrlkB5MT",
-	"fpuvkC8IXDieswGXgHyCmWYGvWvmYaGME33lfvdqY4PtH57tnRzufqAyPUB7PRepkpe65Ie90AUyIDQv",
-	"mwdciXEeynZkJNcOMtREgY8MSz1L5FkjITyAfGJILsk1S2LWBskIRYVUQiJDOTZjgU5nv+sKAF6LoChT",
-	"WeGo10msKpxza55H5vBP1i9UNlqzQGzLyYsm4OilvLLNhyvr8wYwX2RJcYPr3bPrkJCOMivx/N20ldf1",
-	"NF4XbnTGUd5cqAxqWrJ5sAt1oa/Nn3/ZevXzTOQLzvr6Z/jPfvzl9pbiieAxwI1U0jPjTMWTARUFw74P",
-	"8JLEF3hG9mKwSZZkX54Jwdq8QJt5oW0BETRx8sGQoJoR38acqDHPhMyhnimUmIaRojRaC1ZhJaORiBZO",
-	"C63cJPZN3MCh56bJlWA8lA7xTlIeBPHbqYjBYvQBsRwpnegNipk1s6cjKrSzn71N9FhpyPLsUGpprsNo",
-	"ZepcFIED9ExBtSSxK0UZ83xYFKLQgs/tNi8KQ0Yi7m9sDj+9Gm1d/RL//PevN3cqRPlp/aeyZF2MYl8r",
-	"SuHdLHi+eUEss4Gn1kxtDZMTznUPzpSZkX+EBOdvP0B8jbAFmMjNDfhfVsbnPWpQpN2lsBoLLc9cjMbA",
-	"LNMopXbllJXmGTCNyVNFuhcjEKBaYy2RrB0NVCbWu91uhBYSEsCsmT2bJeeTXMShdI8NXBHu+RRKxnpg",
-	"lSHUFdvjgyEh3Gs+1YRN5sgP8M4QWyrESDsZGa1HdH83apLGWLt6wzPJouMPH9/vH/YP9k9P9w/fR525",
-	"FSVnbnYe0UsrPekNzuhCX40utytwL4/tDnuyDF3kdDDpqdybtvL2K76p3YTruHbNXlD9ZsR4IhiD8BTP",
-	"+I98lOqoqJ8sMDBe6FDOIod3fCA8vBDhEs4FQy2p2IhLgD7f3nhZVER0CPbIrZCtUzZeQHWTRFiwYZFI",
-	"jcoV6UUHqoc1y/gNYSNl7F+7Bx+o+TWR5RtN+Yh4CKAocZzyRFJBuT+IaxRiInYKmBtpH8rIflPaiNFO",
-	"AWcHCJhr2ij1JJ+yi4QC1UPBcMHqUCBCGVWx0aJyfUpaAOypWOhOCRsz0bacvIcOIdyfp2a5LEAU46lW",
-	"LoAcxSLnSaqjAteX3kxlL7QdtQ6w7tHGwBBB0zzZTLXx2fJh4E9Rw/QQPwqWq3fZkcshQkm5jeyhfwjB",
-	"LQzoYSCcADGMhWbsKYgZ8AGC+1uEVJ5JByZpkYR3QjmRmbhMdI79yRA1SzngXZgL9VUCpTPt6Ozo6EO/",
-	"KuyCotmtwLOk3xgn+Oh47wTX6+Ph74dHfx6an1imEfMwzVI+uEKGbxLCln2DmpYuRU6dBxncEsZxuLf3",
-	"9rT/5ujw3f77j/gEc2crsusEOs0vvEv1NUIJOwWaB4hXDAGpC0Gkr8xgdDqxcJxUU9SOTn/f//DBk//s",
-	"dJJdJ9fQAe7eBaHMUJwQRwjMtWXH111mnG+HVAKom3WqZB/OR2nrLLI1j24kIKs7Vlsytwv5VivFaugP",
-	"Ok2V3xXo/mXqvuuYUR+rrc+fLXJ/Qe1Upd4db3kmPhGfipOX97vT14+O2AHg9loqTOIkkie2rZD5+pGS",
-	"JVz8dyo7T+JYyOcdKqkuBWjBpw18eCD4//5rBtW96jngwAHekawFKNt0m+bWRpxVmLc346gDjGyAWRtm",
-	"gSEVyool1XP6DhkJfLXCfZPA+By22HPW+gqlM7/YktbXLkL2FuU9G4VVYh9LERUCeQYprzTG2LVF7N2B",
-	"ccCTwQpyKMyASUsU+tHx7snpHtlYAC5G1K1wY7pm7+D47F99QryOuqxdM4k51SiZB8C7e3adMRV9WG5n",
-	"W5HFt7HBIi+bEEGDj7F/YMG8yTGm86XIQ1kadrdDlha2YM7QLEVghGLBLrzcshr4jzrzrbXSXKi5vnwt",
-	"x7aIoSzSVtfuSndSVvrpQUP534pmskfX103E3HBrpfQ5mROJb4pxnQjsfbJFGMUwrKLpsjOnn2JoCch5",
-	"YmS6TrkeGgcIomGZ0IJng6HIosCCEVNczPgoGBldx8+LUGnU2XEdkR9PPqwJCc4qilTM8OZDpsWlGUkQ",
-	"ymjmrc3D/8+td6XHWxuQOmxHBIREcDRG3ZjbzguZN3syy9RAuKDafnzM8+HjlkCUnng6VDdLR9bcCn8T",
-	"xRD3ieGZaYHtVI7eLXfE5geONeB3ryWSDlTBqUDEfOrCAuA4d9eLuA24ZFoIZLm1/m0oi2vtXgY2UW1O",
-	"BkBQj8ToHMq8OgG74NcKzUryo+nexK0AoeHzKcGgyjiUSezMNwhDs3Y0Fll/DJ3y1vPeehUUpsfGRqeH",
-	"JYs5T33mp6BEyBDKWkaGcoRS8ixTNwRqDrjwCo+6x2lYnqxQFrOFJBPWLnR2oLnR3ED3U/A1HMl06rbB",
-	"jbT1XolXpfE14hePKXhuQ6CAM3E/afMEwgMTAJd1Dc96Th9knXA4c4nuxNsRDRH8nfrglyccqMx4fvAe",
-	"PJ7iOIGgAVI7AGFGkuKbociEBS0248rg23gEDRw+Saw5ctPOTvWEstkD6lGIIEaNuT2AaZxPXPETjdGj",
-	"fpsBw96ErsWNDY8caYNqtYqoz5BrQGPBCC7Fc+vkAQJ875LX/ygw6MUTnrK6aOmI2crz+CE9D9ymkE2v",
-	"C4GVLSDnWyDQzqywO8BzDLTQBXN/NW34lujDi3qfMlGlRwJmpFYovTRnku9gpglJpcqEpgHDVmvmZd3L",
-	"KSkZF5mNIJTOZAocy7O5hNhANSOMIJ2rMSD7myFRRzI0zPmJwI1fQ1lqqaM+PaojcoM2wswSwLaBVcZY",
-	"c2Ck1ebocbasqJqbUEHrtbFsJ1m2Ymd7q/V1OZjwHeN5woou6X5lmfP4DWlfz5S5u5TAyZ8rJYJm3wio",
-	"wW+Gynk5xcFvJ/I60YmrqLCBZLa9sQ1JvXq//Ls9CEvpbF9ff+/e+vwtBzzTd1VDx46zGxHpAAIvM07s",
-	"YMjlpYh7LBqJnEMnENafGstV5gFCFg6EjxtnO4XMAqHpXBT20/0YmNftCWAREpdwoVex5epCZFGn0fit",
-	"r5qP+bPRDw9vR3uvdys7+iufSceo+I3Y0t91Bf+3Ynzj3r6N8b3Ox8maMU0bg5F1ss/46XOUsO2VIi88",
-	"Sy6HuWaXIidP/ICEIDG9+v1NQOFtxlNmcu0RR6DPeG9DhXPDc7vAhK6XFWRYZqfHYvBCswiGtR9HnW9T",
-	"7eO7L4qk/S6mzGqlZ28MP1WYzt+k1pnzT5f9qDlst5wJEZmdFfkkbkERqPL4vNpQJlr8ssckH9nK0isx",
-	"9dBwIWhbsI5Tx+G1WTolKXSIJnJ7a2OzY4tCsWQBUne3oMKHIo8rMQVsMgxJ2wmGvuIdZB3js2Sg+Dy8",
-	"WYGqa3Fzlc4tu5rrbRwYx5vQgG2MkuyoRSE6PBnPVig8avAQ3/0pQ4g4AhxSvEw80ay8qzqG2g0o66HN",
-	"0kbcIIyhrAyllaG0hKF0kEBJp5Xl9aK8yVRa/3wlpvsPEbh0IFP5jstVOOZWKEG7GWIcU2VQWgZJS3Mc",
-	"xKdEA3s0gBsOcqJzVFSv59tVtpsRahPYu0yNWCauFZ5fpmRgC9N0KF2lHegQGznZrAfYulZXz12cNjH3",
-	"mtezI4nKag2gt5dUd02Dhv2x5Livfr54+fevn7ZG2+NfZonrR4m0f24+mQmJSz1XVNMlQEuL5jnt0M7K",
-	"pnyAeClO760llvhkm8LuEEvtsYj4yfu2u+MfZhtHTApBFAcjT8wZ6ebbpF22SyIt+kyg7TaN8uVLRLnh",
-	"KHdtQcRrWyqYcbVEoWy7CuUthsUKHcxB+5GvmYa4iDAzAFE30TsIrp84Bn2oIZOxyIAk2mFyWFvfnOeA",
-	"RQCgqyT8MNrsbnQ3ooBF/wOPimM+IYB44tENQllE+1yrFdYBD9SlTLSIZ4U1kku4GCHA8kDyOSqavkJZ",
-	"bizyGr2diPb7bf403zetJbR0If+WzLNpKMudYfbqCKsGpJJrZHYRA7+lHnd98QDh6DX8MCjKMdoplO0x",
-	"1/pGZfEaEj5jbbmMWSKHIktyEbPLVJ3zNMB9qTIqJKCHFc4/7mxRTx+898m1Dj1pBHNG++zGcXUaXePU",
-	"chPZVNdTXd1SbQ8VOLR2AKTFjfNcqVRw+TX0CK7IUnmIB68j/C6jEjihhcDkNcJzmfCfTVjPs2Xnq4ku",
-	"OxEjdU2yzZUV2RuzEc+uRNZjBdwia5OtG8qIGHZ2GEojED4V7I4bjm0V3N2z9tB/dMn3Hz61bc5SZf4B",
-	"Pk5JsTpLD2KNmQ1fHDhnNrjyj9sW9M07XrCaKYfG7rHIqOHLP05miaGSpFh1AEkOKfHo+sI8m6wcrWdR",
-	"ovv2x3QY6w7Zux/iiC2fNA+YVDf+vJcqpVeH7QEO2wHPrsp6zs32MgqOyrAafSCzlLZUKxnZimJplxex",
-	"lABwAKg2IGJAFn4VJiqi+wBvRafHtje2q7psCLpMCmPZ1pe3Fge/sVjlmF7peR8/mMwHgliCe33/BSpn",
-	"Pt6iW+Rlt/g6zNL9g5K+OWdPRru0twnkQTM5SdNOL5Q1th2ba9plgsw6KRbVKH4bu/3R7Tkno1Z23ENX",
-	"IebLHbv7ZXYXgM1amFkL7GI+3Anl9sbG7fBjd9jx4fuA/cfx3vuAvd9/B9GVP8X5MVLEQSxMxNDpThXR",
-	"QFnbPv3jPaMYQtypYMtSs9arGmTbE1u3BmBHPEsTYJ7HSeyVchqesZnkSINbEioLAFyfjRh4FPxY/xXx",
-	"pZ9zbVrNUtJKrvKvq/zrcoVqIAOXk7x1ALKvt37d3H71esYWcv0ba9lE6jtmPoAZCRpAyonUtgNY7JTR",
-	"F6X4lPeziezzPAplG35pi+CAv5zr3BKBJ40Fa6d27Cdm6N+rveO/5TJUnOWOnO/fCZipNytPgHc+Tstf",
-	"3NdC2SPQGOovcpk5bB7l1VYoqtmyGQvijHTUlOYvUbnjIFOyLz6NMxQOEWu/YheJSIFR/5qnE4L2C2WU",
-	"JyPxv5UUhIQa0eFibSXFmh6qvIc1X2kirBt+MQEDGZukokT3sZrUeOIeT9nWVheAG7PEyDGshueWBw0i",
-	"YaX3VjKd0ssgFYh9e3uHguw+lLaRFEaGcH6QuIJyvSrQpfX9rS8VEbRh/3wa7RS8+YDaPyakCbyE2r68",
-	"zm+eM6I2AapLJkY8SR3sk5LMbMBUQGIQ2w4iqfLkgk6w7sMP+pRWhDlRsrmGzj/C32OLgP9+T1QoVx7C",
-	"4hK5kpBYWWErK+w2vbrl3TNPw8w3t9Y/ZxP5IIVxZ9jYmjOeZoLHUyT8EDF4sVdiXBMdRWf+2Yimmdx/",
-	"aS6bnwozuOSDf1511f4A4albHM/gjt4ObMm59Gp1yYjVWftKbtKtXKQfpY/3NqdiPMnvng2hCCfa/zdZ",
-	"koPZD34La6fiIl8DN3+M7PihRI+G5fxKOPoV8As04eroEs2/sc5JD4/H6bRbjiYAGXNmXITxJIcO4pRr",
-	"921AfxqHoKDx8xyJQl82NvquTvEzcyKeRobYfuOVI7FyJO5QEAVC8uE9ifU8Sy4vRTYfEHseHkghcJPL",
-	"IdSPgCuB5VJGbna67NR8QrXZE2kBeQJAmfa7bwgkEcJKNtZiUao3C5Rq44+bO7N2ifu8E/ghGwc+2GWn",
-	"ItdluY5yvCTae67E3MwSa5e0BDAnOpiJbijBKsjFmJ1P4ktsqCwQIPq2ojgKMPuXe+idL/wr/QsoHFmn",
-	"SM5wkVaa5CsFhGi+FwKymj1oHWfcdA9gIK58M5B4E1mVdkyqm9tIvOUIxBZlqdxdlktVmZ3erc0+HUPk",
-	"3uft+j7zT+X3XCYDVcWA+wFzUNUp8Pb5cfWrh8NAmMjk7wlmWPxSS/OTX9mbo8N3H/bfnHW6odwD3yz6",
-	"/PlKTL98iRhYI0OVxkBz5DeZWaCAWAxSniGRlJcNQq3ucjtXYqpDiRhOMJRqIqcxRVLeZd9jkqT8hk+U",
-	"JqkOYnGipLKTv0cP59aIgSuX6BFzK5UNN19yNtoI66539kHyK1WkUVYHNFqxb0I50VQW7LLgbRyGcZDQ",
-	"+XBO1CL80WckIGdBAiqVDo3PLdZkyee/XGVsVjiodSmeW0mJO6d5vNqdW+Z6Vsf16/smt/RLfpjEzy3P",
-	"yldM/lA1Wyibkz+U66H0z3icTsvuDFOScRZPcAsJcNg75uw6/crzUKaCA01JJQJhMQTcUXDFaVSIdgHk",
-	"DM6/sZS03LGzYLqpzEfcnDtaSYXn62Q9lVSyiaSVo7VytL5u7ul+npZSqV4vyL3vHJQ9kgKhdKBZ3wPk",
-	"sXxdFRZyPzwbyoKXHLsFME5FdzDXBUWeySHFWKgfR+olLi4EQukicM5ciNwzpdKj4r2/66b+0rsu5Jgq",
-	"mN59iCUHrPTd21veBLjdCxv0gtrXG1iOzVFqPGKYE32g41Vl9G9bZCzM2HaaDpd3ioqzYkbmqFU8mv8C",
-	"S3fmxC08WKfwtuIHOFb4pgvzKWYJNE3KD+CxYAHAw52ez+Y/+/GXddzoDwlBSn3GSqUvdB2QHHI8Isxe",
-	"Kq5FWmCX2SozgGuGkRmvIskRhoZlAtCcQaWNakOCiTZv4/bS8/IkzjyxYdaOfs+AoLZ7Inj88eSDuShq",
-	"8jBgzZYcU/WmZUzQrY2NpwQFXRKsALZ5olmM67oqB3+QWCFOJuO3kSL3S8X6wmFXsoms6lu0VP3gYSh3",
-	"8asboOR39y7JCotyADjvSZpaZkUMkRDusB4Sm+sIWwLpR317y4i1I2gO6eeKWtd2GCAcUtNgbneizvlU",
-	"s4mc4AQiqWw+FFMYjBZ5N5R7CF7QJPgqOI1043nVtXtyJdK+BZFWMWCWEW0vNJkwZBpajbcScw8g5vDc",
-	"3E7KLbCVClt+/bP795e7l101S0KVMS49GeIkRawQhS+UVHlSEZrNjPG+x7oSIvcQIrM02m6ZgMLclQRR",
-	"qaQZXcPAlbcgy4z9QuSDYXnAm89E6rlJWCT4ik3tgF+shvz+/Tiz78on2777PMvrPmSCv6l8SPjYmXcd",
-	"IBHwwdDYI7q0CDuhjBBpTWUsQjvIs2HyQndRridgkZykacQyD/DNgU1rBX/TtaGErWZsIfDo2sbwwnzW",
-	"JMvMaxNCN5R9sFzZdBWxUjRA9hZUfCsx92OLuUfleazIuacD1rqvwJXipip0V71Zq/zYXHv6VOS31FyL",
-	"rGn7+wdDGsXYaE1kseRsa8V4mgL9kbaEEaiOehQ/GGElU1zvxPtMvKXQxnz8UTizxZStFNM3GpdcIVM8",
-	"HnBqNR+gLsh/n2MdL002Oys3fAx790wkjGTca1xhOKw2dFumXOdrN4nULOVTkRVI7XrAY+ulUxUUUn0R",
-	"F439C0IC9htgpaE/EP+s55HlQBmVGI3zaRUAvJBHBMnfZcdlThyP6mbE9ZV5Jc2in+h/UTeUS0di5wcV",
-	"VjLtGwlM2pVaCpa1chRX4q7Bmb+X7LpHSaknJEqk//5YytRaWLewg8GAVFzkTE3ywHj5mhgRjBtPoUcU",
-	"Org/AwodGCMr9mm2uByYz/VkBBUMFowQaYex9hN4Fm6GyOu2tRVYcQU1sLmQHSolvRLT2SCn9TEDxkOJ",
-	"hackbW8yJS8Byzowo40IebGvr5I01RF6qGqS6yQu43JfJzo5TwXDCwN821C6G+TGF8j7aLZGLIkRFTEh",
-	"6iBLH0HDAECAcZbIQTLmaYMIxsY/IQfZdJyjZskEUpHL2HItGxHtSWd2zgdX7EqIMWknVEpww3oSTdgC",
-	"K6H84EL54QMKTWv15AGFJdWDNZDqhF4bTY0Vf/IqqHCrott7aNEFUYZ7lgkuaSPPtZAxIbwSxd9h4v5H",
-	"qjxUUtwrl55xqS/mQTD5hq/ynd0mKzhw5TmEgW1RGSDznytLKwx+O1p2hbXG2pD1upFsLDINXVfuu4Bx",
-	"cs2RXRgBm9SNRAwnHo8S2Qsl/DfRecZzlQF3SWcH0KDgSfW8XE5qGGPYTGkCn2t2PsnpulDSuAsJ8xKL",
-	"KnE60Cw0o0/iAOc7KAICQQXoPaB+hlAWEC9m2izdc68QtgV7riOFUWmM7/1C04xIxVIlL0VGOIOhPKOV",
-	"zcCYVaV0Hs5ZhT6wHvsJb/JMGAEf3uwrveDzZ2WZSAA9sckis4wro25l1C1j1Nmd7knwXLk+cSdkGynp",
-	"JvlwnQ8GaoLbvaH84Q3JFHCPk0sp4rVEgi33AgqGxyknmCq2BzQGVghdGgmVqcnlkEX4MGAtWMfv1+js",
-	"R92mMgMa2aNmm/EZTyQlPurFmHC2O5PW6RsQDauT/hj0SzG0Ot1IuxH8Qz3Jh/6RrjtlzcbgCW53XbIm",
-	"LO0/a2MA8P/7f/5fY0h1uuyAJ6lmnA2UvEiyESZt00ReWYPEaDHiW+2FEiQTjtgzp4yxYzlZ23poXiuR",
-	"LBpjnA7JTSI2ElwCsE2nqADHRyU6lDQAEYPvaO9m6QdQQnmG3a/10TyYHBBbKOYeSdp4T3imsuaNv55m",
-	"tC7z+qzNkFVD93OILcHSFzxGA3uUFkgo3HLNoumMX1m7Q6RikEMOIWa5GZnNDOBWRbHQlorRWJkUIhYx",
-	"MTfBtzcqu9IAFGw8SiNxrs2cBwzyJxCaGYPzC1d77iPew5NrDOQZgMFfiyy5SEQtRRwdqceXLrBU9LRn",
-	"bMpYPVCqjqMpvbusWUmAh5cAZWA83Fi3ON4XKrtU+Zo1IuYFotCY0Im8TMXaBPrPtMjpOMP5hNjNUE2y",
-	"jleaQefwXKRKXmr0epyJjAlSakpLdJFAnEUHjxXEcZT9rbYRpHNhXJuBuhYZHO4TY36lyQiCNmORsUGa",
-	"QDKXtm/N8X8Hs2AzlY909MsPeapoB7EUzxMA9po7H/Rv6dxuby0hlc6UOuBySu+on815B3B9xgsfAI7k",
-	"zHEPWp/WMp6LNTgVrZ2WOfqtQgik6jKRzUf/zVAMrrRF2IqNIcghvDoW0oiEmOf8nGuxds4HV9COinqd",
-	"Wjvxl5G+HvS1JaccgH0SyvY/83x8BDyQp3wkTpNc/OMD/xSwU/PGQD85zlQ8GZihkIVA0mLAsywhm+PN",
-	"6ck7sjVyBTUEoeSaRf+1Zr5ZA6UbMSWpGjblucjY8dHpWcCOP5r/2z17808Y79u9D3tne132J/hS3uva",
-	"x25vbN5NxnyASX4c0QL3fioiFFzTeQLlg7q8BDjobitoDQWPIYL9uXUq8jVrqX6uy6rTRsLdUt5C5lbF",
-	"AKvx6i9f2R1aSbyvJPE+qEuWyLtIODWZE1nZk3E5quLLsEEqOFXE4k7s1h1uc/8nVtx0ztQkv8VB2wNX",
-	"yvpu/oFb5oh9rfDBVy3BNpsMl7PJbB6JxuqJs5nYu8vI0mNfaE9h1ZZJHIjW00rss9mjcK+0/n2y7W9o",
-	"HG4qi8mbs0Ilj6Y+W3LLcCoSIWDCxh4UimzA0BLNhIxFTKFUl+2VAkEyauMO4J89suNRfsgzjTrY4THb",
-	"RbTKnvyQ0P7Y2jwuTkTTAbcFaM1K/WgsJDZJI+a+19JC1dF9vAkeSKBFMceAtT1O+42X7N3RyW/7b9/u",
-	"HZIDAn3YobQxMuNT+GB5lnSeS1YqhumyE+9pRUF3CiZND+q5IUQ5oMi+0JpfCjMqipxS2sY6GewOXsiJ",
-	"nbXHquPF2z8RZckyoU2IZN43Q7vKfnw3HoXdsl5Y8tbuBYRdlgii3jZLYg1HINehuz9MmgSNmXlmzN2i",
-	"HCdmJh7Znik94xnHUY+LqBxUdK8Cqs9eGLxRo7FlDblfTNVX5SAf5BLJFXPOSzaAX61RcSrbglD1zDXQ",
-	"ojsGgZDIy04XeIcgB2OrLFz2s/bIyvgP77FPHcc48Gsanm+BwtfZ6PdN+JvFhf1TZ1zOsa/h8un6Z6up",
-	"vsyNeFB9d1mHzWzlet3FalRXKJt112G1dKBOEcF+nkJCf1Hl9PHkPE0GbMjTC/sC5qEvNCnmMU+yhqpq",
-	"Ozlza6u9to7X27eGGDoVg0zkS47u74nIpn5DCgZJlhrb5tYvT9lysoztboVYxYD/FmAgSqcSN6dncbLz",
-	"KfP2Us2ZhAqcy8Yz+E7wfJIJdpHyS7Qwb8Q581YDjopm5+JCAUDiFOJSyaXULJFddgherFlInkjNNGw6",
-	"XRucfIMjeUxSFDiQ+JxFWwJeuPuwy0MCIZvIPBnRI7xVoQnAdYEGkPm9dCXlBMq7yz4kmhKjeAO/MyYx",
-	"psBIjM4BSWOGYni2yUYLQZlNbEdpR1M1yfqZSpHrFXvYpfeoKYsVw+KJFLrGVacbymN+aamJojG/FMSV",
-	"PhZZH/9sWxCPrVcB4zkbKZ2zzY2NTo9JxXKVc2p0zyeZFHEALMmhxJJQzvRQZciczHiWJdfNGP/vcVZn",
-	"BHfd4haXrJsXaBkRuug6keGljynQ4B2W4UC2/fe4PPcze56K0PjSLpg9JLSCzSjZTScDyT216zZrc+KW",
-	"pRYJxJ8eOU/aHppchzKCnpyoy95jWxYfCQ2Cj/Y6UQ03UwvD7x4rDF884YnCY/TsxfExmPlVBP7HJte9",
-	"pLMwc6ILtQddrPOw6vAcwqnEDsuy5qohy41KbLmRF7pHcQCY9qFUN1JjH5VmbdtGy1TGYgefNbI8uewA",
-	"dKkO2EjFIsV+iMsJwVYHdONcqTQ005slAhpExYXIhByYP8zjx8kALCyQPmZDwGs5qE+8iQ8KQ7WzzRB4",
-	"VtjcTsfhMuzHx8YReQ6EFNQUzDXN/Yru9mnpbhvPbRMuHJ4O61xarSun0HXeqTm2Pes/iFQLdinyZsCH",
-	"577Hl1KJvjr8/ilg5+yfhkKKeimvg5qtw9rjlCeS3BttNg/b3njZ6bIjmaIktTyvgMCF1QDNANcPtr8e",
-	"q2319vbeV97ctmv1W7H5Vu3sz6fJdXkjkWBPGuMkt1dCfgyFDEGkRVI3MpGXoSxQTaCxJCGwjpl4Spfd",
-	"Ku4RyvrAx9xQBjXz309OBd9g/ANefJkgCKzNC2vTf//KFqIm+cyLL3OU0nS0hj7MY52nsofkHB0sbKw/",
-	"RT06P4kcpJNY9BHf9x/ImgE/Q8DfuluH8twWVlKI8kKlqbphbWIVO59ifFNJEZBJYD+vmBdKptNO1wH5",
-	"IM6kpBItG5WEmrCIj5P+lZj2tcijuYf3Qzp6Q9N97wNciYGlWrHU7YTmGWKVCWpK+JRnv1S/TSKstQP0",
-	"JS63c65UKrh85OSOm8JlREF5An5AUVAXpvAEw0Hd182B1ltY5112ausjE02bKAJA2IkmVNZQRnhzEUcs",
-	"zhJzstpJzjLBY804u0hSh0irRXYtsk5AuSesXfSeB5kVADALpY/jewhxWyQVSP6eCBAtifQlGYSK3hwd",
-	"vvuw/+Ys6nTZnyh9dJ/2eYSDleKmPFOuPNNj4LG8xHqgxsIVXY0zcZ2oieP0YanS+LtQmoF3nQiJsGiq",
-	"AmbL2rt7p2tbr16vvX9zUHAijzhUm12JKUrhsnBaEJp25+h5ujw4UjfIJwpze89fHOoubY7v0f1Zdd0/",
-	"p6B6jWhfLNnnGIDrnwd3CsHXiv8eRnCNpOe11kghyCs5aIYC8a39uS9cU8GvhfYErBGFapIz7i5p51xj",
-	"h7EM5QVPU8T6psI3GomjVjOP40lKBufhUf/Dh4O+0QX77z+e7J7tHx1GnQVR94eSo8GS179Jnk+8vryi",
-	"31Lc/psKw9/ppD9EiLXXdHjbQGsA9l0oqwYe9uhXLLvOYsvNJ2AI5dEoyQErFWK4ACNmfpxkCNPfYxE0",
-	"00ZYVIs3Nq5LzBS8KU/tT9sc/8XOVT6kYLBrxhUxFslgY94uKPLCGCtxPxAyu5Kiy6C5qGLdhpLae0u2",
-	"Y9sXYPCuCUmvOIBym8hJkK73OxwMHxnxSHW3kN0s2a6XiRGHZQN2QYD7acXVY4XG72Ynbnx9O9GGyFe2",
-	"4spW/Iqx9cexFde1yNdcMOjz/YMGvTsZixA08H3xROqcpyn8dO0miat2XwcKv0kasXMVTy29TumhkI32",
-	"ZPkOwxAkkPt6HdzlX/ncNSDmQ9n2IzJSybXa8Byy5aRpffCuU8QM4KUDlshQAmh8xqXmAGuziC/xVORv",
-	"8V2+X9N1aVFcmt+ASXXj+xorC/YBLNgDftUgffypvr0kopT/g6YsjookBFAktEFiBXhdEEp8ZgcquGQF",
-	"Afse1c6hXCrrR2/0A6b98M2XCfbTrvhBovwjtyOWrpO+Vfj+zOviRb/qfMrEJz7IkSqeqYtQRuaKfhIj",
-	"mz0hOLelSIxiDMDhChB4kenJYAg33DG+FougNBNCLP29k5OjE/B4YDxsxKdGz8eutKcYa4+o6pvKQM1v",
-	"mfkpl8yVcO8WHESJLvwp1xmxrBu1G8felnyecfPyGJ+yOtyOYHHgnJZ5mIxXntDKE3oUT2jXiATaaMsU",
-	"RtCWXP88eciYOHoNJHVAUqVaUZU31JlrkV6Esg1x7sJ0sRzsEE2XRPpThNNIzhGzU9YQYuuG0t0EOj+5",
-	"tvxBnvwrl8zXwzKY0T6cHFzWefj4jOLehcCCoDeV6a+K1Z/Cx8D9OPdwP0Qo3DdOmL5J8sGwMCDORX4j",
-	"hGQR/h2FEux/uEPUY5cZl1gKgScVTKKBjSDbE/1CwwkO5p/s+gBIlb74rRip/L4n3YsaP+FJf9Rq6jtY",
-	"SRtPYSXZsPHKUlpZSl8HNs/KNpJKy9hM1NY2F9zDtr4lI34pkH6WikB1nglwMxOZJlJg3sxC/vtZrxea",
-	"RXSb/iRLo06PbW9sFzQBGO0Zcgi1OoNolioyL9pxmrqNjumNHrvpCGZj/aey6LhQ2YjnrZ3WeSI5VGbO",
-	"4ObWiQq41/cfAynaBcdukZbdoeswRw9k1ZNtTqF5u7/bpS1qsxOhlJM07fhh+p2CC9XVshT9oQhVY/MJ",
-	"CypRvtZufXTz2r7/t2Rbf0MFJfkyR+dBYogHkzRPxjzL2WRslDCGyI1Uji6SVEQMvmtvb2yEMvpt923/",
-	"ZO8/P+6dnkXuMCQ5IaUa2ccSzWKRi0GJQ/d8mgu9w44P3wfsP4733gfs/f47GM6f4vwYy/Y5QYWZYU6B",
-	"JBcbTtunf7xnVOked6x5vPmKRR8PTz8eHx+dnO297R/svd3f7Z/963gv6tnofShfsYPkN9be3nxJQ0Sd",
-	"lmhH4a8ZZ1dinFOTN9da5LWt3tIB+2lsjHAFw7RC9ea5mdKHPvlN5vbILuW60UtrMc/5LS1dGiQO+1n2",
-	"LxZy2BFVlcT4qqVxZUIvV3YBwm4ZORu0Pq2N+Ke1cxVP10CStXZeb/26uf3q9az1UuBIPGjmc5ddZEKs",
-	"mXPN1Pl/i0GOUutCWZhWTTUMGqeqAJxOzGSPMwGCuseiz18iYu0EwAx2kyV5LmSd+HI2tvdWz7y53xvq",
-	"QhOmuPT7t8VPRHm3l1a0zrKY5Pc2ub26zJshhMdw57alYiORXQpUyqHUIkt4mgAWJF4y4lN2Llwa/vWr",
-	"Vy9foxXB2k2pydpAOIzhMTbxYwAd1w72KSNftzhNZFDNHqqVKl6p4gXZAdj3y0unqtLNlUofuNBICiZk",
-	"nk0BB93cnw1Srj0Ix1AOuXZVUCLecRyW5hL4BXQJmgmKQU3Pdn+73kMcU8qnAAEZSmiewdJ9zdoWmnrN",
-	"+FcxltZrNuL6Cmh0vaKoyDy3DyONeqD8x/yyvsvQVS2dweQ9c61uBnkbWAGYfwL3+gE7iv3XX/oArX82",
-	"/3ljNs+XR4m72dHhwTJXA4ojfLyWimuRepvenaILnqa61CA20SILbAWuuY1rPTMHSAMc+nYoa4PN9HB7",
-	"HuGoLMigm733lbJqZ3YBnk2YD6drFeR7pHx4gUWIM/1oUT4Ls5q7NTVHgPtERoiIiGquXcrW4GcJupPF",
-	"LzqAFABZT82SvOdi4VsbGwzLC9kNn3ZDGZEejJiijrErIcZlJjZQa6wNjEw4NilucKwdB1Sgd5jggyG7",
-	"ElOmhcxDWer+8kUJ3g/8Ds1T0WORnKQpFEECX/Y4nzLM0lBDpHmHULYTORRZknM5AMrryUjoTg/QRRhm",
-	"pWROWAVEXdYDBlqbyDdqmUU/0f8ifJVQVnS4GX8xBWQ6Iwq38fXN104AOkc+FoOUZwJ7EPD9QklWDbLX",
-	"mZsHNkK6tYWAAwpjqYme5+l/HGuR5c9B3j1GLUHp3Z7Sn8LnL+VIwc5fuVArF+oWgANOHi+pWowdOOJJ",
-	"uraAbmB3FnWJWPMcpOMMbZ64uBCDPLmuNPHsOBsvlJpfo99S5c4LMPMzg02FcDNQt3X6x5v+we7+h/5P",
-	"ERPyOsmUHIFCuOZZYqaUyuMdr49RXyXslR6L7JcACsU0n2rnxSkJaaLCwWuIjx7wJH18ioTiKQvLHnmS",
-	"1nauPmPq3tkgpZrkl8pordnX8TuReJI2BytrNm2XnRrhWoN6xtpOCZMHoq5FliVxzS4MpduGaE653deZ",
-	"3XNG54o1ODHQk1iFDdoBkyiUbi9Gxs2xnfQ+rWwAdsaM8ZIrbJJnSU6wSATTFOlRPo5CyaGdEX8TDZXO",
-	"IyRtQMXH2uYjyUcCZiiANhCz60CaGFHa6dlRm3mKtDZGlAyl+Y69+uVnvJuP6721xarhWdY2V455kmnq",
-	"wcpTHQVs+/Ur+tvct9MN5WFhrxhbq2fcPRYdH52eMV9WrefCvIlxCbNpA+42FhFWTuhj1Sr6R/RJDIzl",
-	"ZQRt9W+tv31lODxu7PVWQrdiOsBxbO4vr5fFQgKGXCZ46uhvc8WiXEUFgFqDHWG7wXmalvxOp78z8pnS",
-	"BBo6KHYEr4ZAdUxPBgMgFNthkRE1aAGE8maYDIboRhuTgyfpJBMsEmZtIzbgWZaQCvHu9kJDecg0sFN5",
-	"bgxepgeZEPKFNo7qxUTzlLU5Q7vHyF2WD3luPesx8BAFbCJToTUARSKYSGSe0wcKYxH3ze901AE3UEkR",
-	"ylx8wkQwtq4MlJRigOYSjb2Nlo/HckjOv1apGQqVcHbq+9FlfCY0GDqPJED9RzyR8LSPP5rkAzUSiySo",
-	"wstsToHnudGvKxn6Q8rQUzDLmJGANUSLvrwU66kaUMd8k6/1wV7hUCpKRKBBgVOUZDqnVvfzKUtquD4/",
-	"JDp393tM/8Q+ZJkcjZuCezkm986XqBtZDMWneyOL20z2PD6rGHSXvUOvAkaaTQQjpCmLBsIIUQH95m4D",
-	"7qedyUcStfb2+9L4TF8bqZMevky/sZ3YlUz9gXuB0+IwNBzPqlhdSFG1i9DD8PsX2j2hoJytY7bBZJl3",
-	"NG8XHHeHLn7ynN7bFfbjw2M/Lt6mTSGqu2xGQtN7sM34LJTMxldXMrZd8xtSNKtUyzOKmNxCOy3TdFm2",
-	"8l+4rpKZpkuvk1JSkkKLvLY/8mBaNJ18392N9/EGjm5kTfH/3JVc3JxY02/YswEnvcTqoW65xQJ+h1bD",
-	"UyhztcxmaPIJ61vpYAuYD7GfroeVHfNb5ZB2dKKBxZhLe6Tq28vKu+RRmsOetC+MHr5sAbptzNVwsFbe",
-	"44/b3LXMYV7U3GWEfqbMyW1U38f4vYUyrw3bsbaftLUaAKLyWuSdWvVN931M2U+PWNwpBZc9WcAO6gJg",
-	"Nd2U3M7Rcr1ImCIZ+yvWc0WJtIAIBIBZ9m5TS5G/OA/vQdHdn8SBWnJPuH4ff2usBO2P6QwtdTZRnMYJ",
-	"b64zk9OK3PRpCidSfBpDzYrXq6/LzfqOBVRXEGVCqQUC1iQZG4tMA/tEQRpaAIZT4dxQTKHO1wGIqQug",
-	"NrsR2uVeoLsmlB6o8HoBKFxwhWKFjKUjNF9SAy5neqgy7NJhPMuSa6G7ocTUtqPIyMRY8BwYEIH/j0Vu",
-	"2P0k/vdfEWtH/7P80T9ehpONja3XlU9/jjqhlDzL1A3OT5ronIqIcmBTLeavy/YhMw3twxqNVGfP4ry+",
-	"0Ow60cl5Kjz6Vb3DEqMFJ7nVhO5iIlzLBIszNR6LmOkkFTJPp0WGGlDSMuPjdiAFT30ctoqZbgkkipkY",
-	"8UQSXQlEzIAmxNZHmWuwHsvNZHSVyDhiNAOhzBXU+SHog/muqVMKDvUu7LdbB9xuDdc8wxt5COOlEgZH",
-	"eevv9TbuEetr4C2hJkCbeeWAZ1NZSESxqK6kd9eeWcQ1dbGG62ZWtW7tcM7EJz4aGyPp3y+Dn/8yf49T",
-	"FQtUV/XsleXNWWKvTHIx0qUQRCLz19utoDVKZDKajFo7my4aYXbopQC5OeKf9vGnmxsb7gKeZXxqvtb5",
-	"1AwR7lozz8BJbqXKBZIIw65ooN8035WGLaQZ2b8xmtIKWnwSJ6oVtK6TWJj/xmowGRkFHbQg8GvMz2pI",
-	"5TETBLCNF+Voj6RAgaQuaDLKYu9+UYCng+L2VEabZ4Nhci06fp4eNNOchG+NbopqnGqvdAlsTIJF8yIA",
-	"2KAjnVgKZXQlxDhC+xNFFoqkpKLd3GGdVWBGXOuZsEIoXVyBNpBtokd5676FoWIVaObG+0KzN/irNWPQ",
-	"dPyoBPJakDg2j3UFS+dTFr3fO2Oo69epbAkaX3TE2lDZvb35qtNDjrjkfwu8p1Q5E58Gwowai6s+mZNu",
-	"2TrNYYPWFpjPTLg7vQQaplGigbPUBy0q0igboFX/JMAimu62yqj21Pz9DyDKjTqoTuz052I0VhnPpjss",
-	"QutD9zlW0JorUCSHkuI9eTISbJxOrL1yJcb5Gt4rE2YeodJ4a5sN1STTHVdC7B5HTXaMX+TQSczzUFI5",
-	"WAIXAOgHDppKYmGSoYsT3spSo8IrIRdKkpOnSS9ApXOFyow+m427wz7Dzb588bawFDc4OlytKInh3W+G",
-	"PCdmFacsNcv5lQgl1yyCG/WTWEfNqEiFTr1L3ErIgYqNxDRKgrxz+tUZStSf1n9CQbBkEa8b0xMBstOz",
-	"53tduFNuuAWwWvldP3KAi/tqbVaX1cW2Xm6/3ni5sfFL4Y2VJfStfDOzIw/2D/ZIAfgiKSI8Nx2gQ0WN",
-	"Ps7SDpyMCaWV9KALEkkqSl1Qr6exwBi+MVqgg6EYXBkpeWns/xwNNXAJUE8mWShdYN3qPTPEJvN+F2fA",
-	"baFHrZVDuYdPhIfNO/O7BIpHMzwWGVmkTxSJc+OxGo9mq2pFFbuLiozn1IbXOf1KXWkG/Wtsc2ODtjl4",
-	"IDlTciC6pGMiNlSppazUjmQSDaVQDrhkWojAWmEqi8GTJ5sn0zlTA+yxGVhrJslY4jgcLQFZO57geiNT",
-	"eShRewLV5EB0eiwiAySCjUgcZzAwnrNYkXWT6DxgQ34tmA1lqAy2tPna+dJUq07BizY6fQOuiSU9kTG6",
-	"7ZNED400MQaQ9Xojo3TxMDho0huFX4YSxlaPdwCrVPZzHwfkqHjQE9V6l4cwX98WJfK4uazF5pZ2oCYp",
-	"NFmz8+LqlVb+QaOhsPwkrWoxjGblI5jusciSa54n17jblxWUQJdEMg6TTmqSDayV2HZsAxBO67LjTMWT",
-	"gZEihV0PLqARZ5hj3mFRJowejpge8BRAEYwQvjDuh9RJLFh0k8T5MGKfWDQUyeUwj6Bd0QIgcD0Wg5yB",
-	"bAllmwMjuM6Z7y7eKL8FsUfuyWRMjzwXU0XnDF+oEzhnOZ2GMhNr1vyHfiEMEkU9Fg2UvBZZHjF7iXsB",
-	"exFr28d2jC6xLmg3lNHfE54m+TRi7c1ud3Njo8NAxghtfv/fY3EJp/9GnI+ZmuTjSU59TFDUnoySnESC",
-	"+dXUuYY4y0Zuo/NacY+ry7+OL6qjHjTooPZRk1xTK+qI+n5gyfDe8FA6cYBx40Q7axvBZNcWAqrkEde0",
-	"aLrAczGamQAELscLXcQdAgDWicY8EzIHlrHCL7bbMYkDZNsgbA1dvpeNfgBLBjR3+542hH/Rla7tT8Ky",
-	"eThXb93AZ4O0VUywAuwXGydc/LI1EnF/Y3P46dVo6+qX+Oe/f72x4b8xz4dF9C+JW1Wt5TubI/7pg5CX",
-	"+bC183ob4pb2z82GoN/DK9vauXnO7q239YyPO4Dxx6vSzJX+vQUKBve3EdBXzPWS5+hiK4xv4RTPqOQG",
-	"XVykNf3BulhaEErSMai30PIkLeMmjHDMEk3VTsYN8HQCEWmcE/+wuZOIjU62+OrnQGUQi4GK4XaoJsr9",
-	"tMZLJ9eiGB6Rp9LYoiZsjLLgORrbXqtvTzY/ZixgZoYWdp+O798/900AG771j4ZrirzleTbWRbNR/Qac",
-	"bO2O7YhLaEO3J/eFnkm37lAsvqmWAAG6CNjQ2C+ZKMoJLF2Yyiz3WEApFyo3qEDhwJlOpM3Owphs9AEa",
-	"RIydaL8FqvEZIh16peI3HlhPl5JPljedehZLFli7EGOlPEKnx+i3mDoxlp8OZem3uQLS7uVzIg7qDS5H",
-	"EDffjiZeWGN0GrFnw1FGHCEem7a1Ag3k6kWI43ezMVaGInbg47yYKXkq+JJl7EPbtPOtFPeuzMJn0Z+P",
-	"hTEAqoSd2MspEany5CLxGvabm0qrZmDPgUpiUZl/q3JdFGsbiQYCbCLNP42Xezo5d/fXLkCcq8lgKGKj",
-	"ElCUR/iQ2EpvoKq1sJ1EzmQrp3IVSry8maJqN00PS+/89AC0pTVgN+at4h+mG4Wn6UwRnawskN245YX7",
-	"60uwrMdCdO1ozagbWX5Clx3OljxS/dhMySMwO0DJY29RmWOnyyLc71SlgGkTM5RQ4hfGnNGBu4yMDBis",
-	"+7rH+DlAsuLPz1U+bEryVXf2167ic8i29HblnY3ga/COcJF7QwwyNlSg4a1KNWhkMZwrlQouH9l/8ef0",
-	"NnVl5S32TRaU3elQzmiVdbN+azxNb5cfPRW5ZpH5LVjZSpKaqdlaFW2DtWegPkI5VDfGO5iiXCU84y47",
-	"VC7yfK7iad2BOuDZVVVbnOBW/CqbTZsBGO3BF2uQCZVvV07cCO4AB+17ViVmohYrEkZyZPmNq30T5XbG",
-	"UUEL4CWFiipx/8YBFCXGFk78fBpKqEFTGfJdGAM47xuZRyEp+sRc08Zq+UI4s3Mx4BMtcM8TbRZ5yaFE",
-	"dE32du/D3tkebPxOzzwdAmUqH0IkTgOwHI0mgURKmSnUmmRQJmdEPhWw89J7+Yj6VuoXcOt4UodwkKUw",
-	"59FfKXKBQ5mJgUggN50JKAysrbWT9NxzsUABlldtP3aNbN64m/RQUtZBt3JpZxTl74msPvxcxAxXtmkE",
-	"3k6oLckGxhXz0jZKU1d7HTTPAvweIFFdxe38kVSm5FaF7M+B+aG0XRPNLs1W/Mru87eAAuMdMCynfnwD",
-	"vSIhVRo7Ax0zvmCkd7oLzeCSm/m1VLf/0GXw4kpv+7SYcY36szzIuYu+vJG3iwklnt7wqdEWIO0xjFrx",
-	"HS68zZFzfaVD2abcqS1kgwwQH/gWIXyUwCeULppovP8oYOOJHkJ1WygjM4z1z+b/9+MvZTMgguL7kqy4",
-	"UGmqbjQbqUzsIITrNShadUFWqhkioeGFEsWl48QK2M1QYV90zjN4AaNV4cuIjXg+GApbZ2E+C7xuuIju",
-	"D1+E0qtc4LnfKQFtYNr1gc3MKJRYatYm11JlmADbwduH0nzd6bFIjHiSlmIv5gOcQda+QHxWTCDgsrBc",
-	"KcuVDK/tMB7qa/92IB0AmgcSBK6cEeBbi+ZFlz2gakKvZ7HHXOYxlNsb2+zw6Kz/7ujj4duZhbuBDkAa",
-	"GLGhe6kHnauxtoC6ibzsstPJ+RrNNb4eTOKUSWWsJ9dsCaUhQGPSgRqT3cLC0Y7h0ViCpdEA8RqMZcdZ",
-	"AcYUg6JfV2DCRyKU7ZIdGPhGYMeRNmP/Aq08VpmY1Yp8j4htbWz0sDoqlKXRFBds1uYVmmysx6vqaBKp",
-	"TxS+bx7OnOJmiSWxZllLs02rS1vR2MoU+Afx/5BVKXcZ9ox1tCpVWeUkbpuTcDYjZEjvGj1ajHY5ncEP",
-	"RsVbE+vtMeMWY1dXEi+DiOkPcJFD6V87k0qV+QWkUn/mvw5enm9dbYtvu67jDskNkCLxCp7zwRG9ZHme",
-	"b32+IER7m/Ds3Y5YKYrEQ1naG7bsAaK7SBxnzBl0+VwceOnIrf/iFLVdnd06k+A2BziASpcnCCd/n8cX",
-	"4tbVw7tMmHqcTi6TeTWbdyAzw3saZ0jIXGXTHXY+kXEqYvoGHG41GicpeNzY2Z1InRtHh/J47Ykcc+hb",
-	"TKyXRz9mcZKJgblvJ2AajCHjtup0ctk17hI9Hf2zEZfJhTngEfI8z/JyosufaIawnQwbJ428iHnOQ2lO",
-	"SZacT4rEIwxXD40vjHftF3ez1V3GL6KBgD99weFlcwX3x18XTJ+uJsw2TGWCayM8pCVSgbA2u+QWMgDv",
-	"3adJ61vG0KZs7jGt8mMCYcEjlglRuX3xDXGtQUCr2KJjN5/2bNkZnseBUMPq896uKKz6RAImArGqNa4y",
-	"aztWC7NtOjvAwpMKqrRUF4TG4tcwQmXyQMWiOK2sja01yBQUsVykqXaJHqIGCiXdVHa67J2wASXBzOnE",
-	"CgUABynAMQY856m6ZO3oWmRGZkUFCwegEfFc6LwThPJaZMlFQsGG03/urm29eh0wPPgI4dB49BnP1SgZ",
-	"8JSOoz21PQbhh2koLZtP/c8TzVJxkTMOz7nhustoBUsvRwqYiorENcyHJ6gKw6XLdt2vLE2RtUOKX7RV",
-	"ZmVhx1ueX0P55ujw3Yf9N2cgOOg+KmM0haWJdRS3pb7VuialnjGNnAiEYZ1ngl8Bj9QkFTAeY3CYvYJ2",
-	"Fj0bup/c2joRhksFHeX6/2fv25vbRo59v8qU6twymQtSsrzOvStWKsWVtV4leh1JXt9UsIcYAkMSETiD",
-	"nQEkMy5/91vT3TMASFCi/FjZDpM/1iLBwTz6Pd2/LuehVJoqirNU3sBtX9Tv70aumzp1V25Iwmr2UJOP",
-	"sBp28nR5WJ0XVkEhY2SCSuBdghac3ljMUpkMPJwJHdccCNgNvfdjbeg5IX5IFUq3n1XXStZxLEffjUqd",
-	"RV3qggzpAjHUEGOHwZd7L9oE7jEeN9LTF4pqNd7xRDVK7uUPoGGSOrac5vnAsey3EQL68eFfHCo5ydK4",
-	"2IaAvlAIiAi+EibL+qZVF9cs3F333OeydO9T3aFcFiSrutuyZ/eAba65Q1kVItQqokhim4aOUJOJ0KZu",
-	"HzulYsV9HU6kYkqna3wNhv9NWuNdNPHde1LDYh7j3RdLUnPDJkqvrr4osogZESu4KXI78OLPe3vdAYsm",
-	"YFZgcpZrK0wqT+ULbBmYWAkSSno0YJGdjoh8B8P64pdQBihfmEu4+9U4KEBS2XFRIYRSKraxQnDdBJcL",
-	"x+BdeKB2OHyPVTQ452K5BePLvRfs6ujy1+PDo9Gbs+Gvw+OT4U8nR3YTrL66my367Cet7kC5ecUpAfTr",
-	"HhfANXv0R8TZ367Oz5gD1GPR+3DHkU24c8D+Wf1t/wx3boVMlN61tBLuBCzcqf5VY5pwJwilfRjoxo9E",
-	"f+Pjpc7wH2bG91/+Gf/tzCr4hX8b8Fq489sH+3/rQaH1QRAiUb/guj/9NxYD9f+d5ohm0rQZ2ATP2J1b",
-	"36q0iBHYo1YKLihTiaen8lDiD7oBI9JixUyrcjpr60xJhTNNPJ0IV/aA73XopdQX9sDoRQ+pZaKOr9sF",
-	"+0Rt45UH8FDdFdhYabwntrj/3uBez24doz4s+gkrt+m1uabZxYzdiAVV1jWkOwp3wGrIuJmxXOhYyIIg",
-	"HpJQdiJK2/PL5PFc/K/9n+8EtzwYdaucw/rgXuW2uGMywUR0DISQn1APnQzc1bxSGdMiVhrR3wHgQKnM",
-	"+MQ8uApfQIyEWZnvrHtMj68dIqIEm26b72UFZd3ebFQAkgsWShyoKc6dJ7Ts7ZMXQKsQ89w6sswUaZZ5",
-	"P9HurTPAKdWhjiOx9yM7PgMnbXR1Pbw+ak9BTJf8h3uDzRf1g49qcjt6gAxYJ1o+9QFaBFqVhdA+e4S8",
-	"T83vgOr67JWAAQJLufRQKKP/+Sfv/Xuv9+Nvnb8e0D/7o95vf3Ifd/+6++AT/xUtwePuNKfYHiqno980",
-	"Xr7/vBkwf/FVXnbV3KaystG++lj5o32lbyNpMV3yPtYF/iw3fP36oSEmBjUR4dFqV2XFxfD68Jf7FQZl",
-	"DgHgVyU76cVUA+VCgjU3qDJGnhkXHCRIVwgQLjxWEtqDz3ysEJsDmTueh9LuDIQEKeTkwn+Z4F6NaXGb",
-	"qtJ4RyeVDObcZ9Al0EO71+YPQUpDSb331k8/SgeFki/dibDmjUjlU/giXpmsVyRQ1k5mt/y4WGE79Kx9",
-	"91YRPa0i+vzRw/q5PlEG3KOChw7g2XHD95g3to0yfhVIwQlgIskV63+tp0iRvx5F/j7vTbob1CWh08vg",
-	"VhpCVARc5yM7+13nxDSBUdicLxAEu/Li7sSY1Rj4wGoOyGm2AxT8RjAxmYi4cNETKd4VLmEGI4gKEJG0",
-	"gOTzPjvisbVG5sJ4kR9KHCO9JXiSABTBuEyzopdKfzEIWIE+7rj0GxrTTrzPrgDJO5TV1twKrQnvjwl5",
-	"m2ol55DrfjdL45n/3jhg/9rGTVK4WLLPhbL5IM3M4EHMeZpVpwGYtFXOUg1BMNq1T/boSrU7sPOMNXSF",
-	"SHjBx9yIAKH/MZgEdpofF5LSfcV2s90Awt6EsrZCtAkI7gD7CazBlrpEurlyNPol8WKbr3owNZieA9Bh",
-	"zibpO4D5TYT+zwhNQbO2lhsE087CaHXWu0YBpT3a+4jcayI257mxrgIImWi6QiwAS8SJE1EOhfJGLJ5h",
-	"Aw3HZqkD2UdUyiYzAQW729waBWMkvVBMllkWQBpDPKNST8K9xDHx7Z0VFl9ij0qeEBYpBGm7/VD+3S4Q",
-	"oudQIWu5ppS+hnuYZVCqirb8Ad723kjL3DdiETAOvlTdrvftO0LZtmfB0o6xO62sewEbBvUoHqxpSSRp",
-	"MYHCog4PpRRTxPPCqmw7qDPseZJoYUxjTrOiyO3g9r+mW7f2Q7ls7sNpuMt0f3Yo7KS4w+kZQmf1kqiu",
-	"ApiaWI2RGpZrFQtjqHjG/Sm81iJdWuWkYc0PqpVU46ioQ9Y6IW0S7EsZxisi7GmAtz9OkNaMZSTvLbz2",
-	"f2bNBBh7SiNI3Yp6aVMh1pw1gmvUIhv3tRiaGwfcVEurxIGsMLhNE2qvNrO2H3jqkN72e4T3Bk5QKSnY",
-	"JOMFi+yDCHITsLGVNSYG0xVRdVwVXAQInz7bCMNBmL+GbTRMKOGVAH6wyEVEl9d2LDNLc8B/djMMmFG0",
-	"jFla1GzOKuegehTm7f50/QrRdoNuPzVkArC8hejDegHmIJ3PKaBT6FIC41gduL+3F1qVpHlcwOU94gei",
-	"QkhgA+1iMggXDKrWfR2rT6D4skt7itvZ6O2HsUJrsMdKmjKDaBeXi/qaDIaLKu+HSi3oh3657ViB9rgv",
-	"eCaK4kFAaXyYFeJdMbh3P1i1Hc00+qU4zBKowO9tGD/rcQtOqaNKhX0CVONDlPt7Fc293OuugzIAamy8",
-	"mQbYOdjfg257CGHwcu8J8Qxw6x9SJnb93xzQEBEfSZ6agMM1OwFnxK6d7r0irrEeJ+aIrdBNBWpV7czu",
-	"qtWwnntWjp+ZsIZ78ObyxNvCvj4eqp5VnsaGdZZKyKFaOAoeLi0/LljMtRWF2Ez1RsgBhBZAsFpJFvnl",
-	"K53+W0T9UL6dCQn161Y2lZX+CVjk/w1yC3FXoBZ4Vo4hEQYMzzLL1nidV0YMSwiQfjlyxlfcR89XDWgO",
-	"idAigM7yROAI6yZE+NSOKOoRp9Isky+c36Np+BJvzB3GXC8DRBxPmhqJxnpw7Jer/Zd/Zn97e42VFKGM",
-	"5kLHpRZ9/3jE4oync0KTE+94XCDyBptqLlGKW4ruViurMqtOcbRQzsox66BNQb366EWjf90VoxuxwARc",
-	"N4SYj0WSiMTyVZ+dE9ZHGyOtMAwyEpLwfawEyAFjv4oDaz84XTBWxWwQyghe0QRFgMcx5ZkSjqvyNXh8",
-	"Dagw2iRgtiCuEg6HR0EXUnaTuGHRkI4eI3bsJ8G10Cws9/ZexPAD+KeImNIBGS+SRUe3QhZX0EHCyhGO",
-	"L4h4fbCILQFAUfK2Ne4m4LFat9BKkrGYWAOqjlx8jxxhHSMECR5T8KI0UfeANbEVWsSHW6i4Mg+aE9co",
-	"NwuFR+D6+5IU+yvs/V849njGP8ZRd4D90hykRBu2lrqTaHU82JwXRm3vyVvZLEByz5EKd1bueurtePcf",
-	"asb725cXqbD59+IRrMiNbSXfqrA/NqYUFZ5ZJWObwr4huNZLfmSgR4v9K0yqTeMZCBJIfDXIrJ3ICVRq",
-	"HuOlLyl4qK21bmPgv4oqlJSui9xj5IfY3zN/n120SIRUhhLlXe9O6RtrNqmEontjSNXT1mxxTmWuTNEr",
-	"0vgGoXBAqqUFbZj92G6haTRA5069wHpTU1c8zp1ZUTMDX/tUgCxTWRZKLJECnt19b/9znHxwyDmRfWQE",
-	"Ld9veTai/OZovTV0hcf3ZZkXX/Lgzao9l3jGpRTZM8OQsJ7MJLqozYbm0s4EKDwfS/8nHi3XIQtVFru6",
-	"k87kHlG/3urbbgCGe4+S/uC3qYyzEtIO6n2+WSciUBNIY7fzEjJJ5TRAagIcxurTbj+UQ4SqAvixAXNY",
-	"wNjry5pp1vJ4ABe4H8qIlCoVurs5Up+rghdiwCKTylg0H8H62IjSS3yb5kKn1ooLZdVUGaMBshgQsBRs",
-	"Ew0FuDN2ONCdDmaqbtI4Fk9SEyvi5ywDwVLjrb/iKv7y32+O3hy9QlUNk/4L2TbpXJiCz3Nn3yAHvnRF",
-	"BeuSr69J2d5rP5xXhOGKgWHj1jn6nkA340k7B+L8D2va6OPLXaqPOwQfynX1F9a2ufz5kL148eLHtWEI",
-	"2LZ2NEU7fM9u5c4GaI61ibn2/ni4a97raOMTgByDzw8s/SUtJXuwj8Fxhs38DvCbvQVL8hmZ7H64vlWx",
-	"vNr7CYRsx6r2CqytIY7JSqo3jKlJ8rHIlJxaP2DQvDk18Ioa2p1HlTM3y037QomjBbXhqtnVe/khaoHH",
-	"smIougaMM5J4upSGpYWV0XP+bmQKkSMAwXPXqLdTtSrkBdNcTsUB+2F/vztAW4wg9eqvrwyZUELA0V11",
-	"QuubmoBe7WxTYeHVOs5D8Hyx3AYYIRJ4Ejw6ZRDh1ixFPBo03kO6xIu/i8XOl23zZ2f4RHWz+OoHoFLE",
-	"HZBnQNYQUde2WnZ7+bfZ5R/XBeMo4TrcmtYFRuFcBcuq+A523vVSj6pEbOBtbu/83FcI5YQqymlrXEOS",
-	"G5cLJQUTmREH1NCvXl4Ek/Q5wnNhDJ8KE2ClEPh2QShztJutaawJgaVplw/qLWoA1SHHBr7WnuILKipC",
-	"uNUqdyuUEMVawJTwng1mspJhTcn4RU1tXL45Ozs+e806fGzt8pQ8ge76jjEfJRbheK5h83e+hsoUt/yn",
-	"gLje1qPU+93AUbTaYa3e8YbcWcVlA3zOzNK8wk26FTwTCVhQ1i0xoQQsXyiwUFlmeXTCs2zM4xs0YqTC",
-	"YANFYmqBYT5WZbHsyXXXhE++bt7ZRKfbvf/+u1BezRReE6whzlWNsgvycz1m4KPptgsJfepOJC1SGw2p",
-	"IJROfCvNhm+Hx9fHZ69HV29+Gg1fH51dXw2qHzlw5+FP55fXR4AErUsJXS4h/ChVkVLhUyhRF1CvdEps",
-	"EzmDKnJOmutOp0VVOUReflr02bm0TC30PJU8Y53D89OLk6NrmO3Pw+OTo1cBOxyeHR6dnBy9QlQaQhjK",
-	"OaiuDk0xYBdHZ6/sgoYXF5fnvw5PgmqNx2cXb667sLSDUK7WpEJb3DHiRsD66TZMC1PO/R2d5ZpUlqI1",
-	"2jm0P/8+GNYb4O70txrvCTTeELnqsTKl523EzytdInyLDxZXpmgnnqVZ0kWI90oMUVsBw+cCQ4uGcYNc",
-	"xjokkZw9GbSJo+4BBSfs8MsSCW9qjcL0LYpzyFiYAjLD1C0UkbpM4ZbRg1C6UMqMp7LPrp0MWpExB6xV",
-	"YmCQAEewM4Tlr5MMV+V4aHfr25cQTR9kKyu+JlnRPBus2eUm5olgZX7HdbKhIAHa/oOsk1A21XSzE/4S",
-	"34EgUiobWR8ZYn4I5Wff69zlMS/iGWTqR/RRH4JCkOdCKRAElEc4gMx97690cIzxgkUzwROhMYMmT+Mb",
-	"E0rsNM7wGgHuTyIjMhFTJk2n3rGilBmWLIjqJalh0bzMijTPBNRLRRMtxKgQ7/BCytdcU26tKxHzA8y4",
-	"YRG3G/qzFuLa/g5MGKrfgFSd2h4FDBdhJZufaMC4xxCk3YCal+ZWCNwJ17B8zrOJ0tYiGqtkcdAeIWWQ",
-	"FkP32I0z8aX8IvEUEEon2V0wuTr+FG7zFmbJkGsVsjDuZ4nBBh8hjz9/yLZa0BPVYmxuLeLBUfg+y/Cw",
-	"CUDUnXcAYoGgY5aOc1vZvI0If4mIMLIQ414KedkGFPrR4eBdnuda3Yo/TEEue7YPqchzKVgi4tS4Nklu",
-	"A6xGcA0zx4tQQscjV+NQ6dQOVmFgHRseI9PqjqVJd1CvE6xZyvZ1CWL0LQ8XuEJFcAXShBV3aSzWKQ/r",
-	"ieP2JggcqEtpCPUFMzj1FOq+TcTgprADcmea3gpZ1x2IfqJyZaD0kX5j58+0+JeICxofYFS0yMn5x6je",
-	"XCUiq+LzEWKTR62qDSaZGrcDj1NsyyfbqtpwO74n3Vat6JtTbnA5A6qNDryh2VbOc6vbtrrtS+i2V0B8",
-	"XghV94Yfr9VcePNLqTXCt3VBaR/pRcxzK2fRdeXYHRKvLXtlblgHnZ0RflTmUTdgLjistAs91AUs4Msv",
-	"R2zy3Bca5FrNc6s7rIjncoEXqV2IUGGmDt3JBlhLav0tsCYinC21qAgw+95+myTQKJNnLullDhWX9t+s",
-	"47JfBo2uAJTfUiGbiIRBfsuA1bNnnBqJ4O8RRL3/N1t5IaYl/16K0sXl8SYcBRgCRhK18LJQc16kMV0t",
-	"W+2lVZ63Y2kcEl18RwqovqSvXgN9c9kwW4XyDSoUxxIugwYlYyWFSWR+vHrBHr9r89g/QreE0m6D0L0r",
-	"qzaOsIdwJyrEuwLf1jOFFnwO4OUQINTYadj3N6b36QRCUpmaHoQySpMDf8sBjz+zsteyEiSUd2JVQqEf",
-	"FGU8pza05qYbsAget7+2KoF6zUKFRpTwgh9EMI0sxbqrv12dnwWMs8huJMyeavVx1pRjD91pF6beJtmj",
-	"XYQyLrVRGstIohNuih4M1Dt+FbmgHwfkYSlFDPXvtbo4BoV3aL+GEhPmR36hZNfuUVNjuLftUmY/9fg1",
-	"rj4OrnZ8j+E7nRaFkAEBYErFpjwn8BWWlCgxBdXqQYkOuJuEoeKuiouZmFtvLVZzAH6y2xbKTnQAefg9",
-	"bmcQdRHUXrqUiudVdjw7Lhjo+wocxNcNIBVApNeZBKHUpazfP5OFUYF+yRW9WSjij9oddc0gQaQfXoRS",
-	"yVhUFpB90Ywn9tWEASAVTcn36KkATeCE+yxKRFbwyNFAzLVehBIdVVUWeVlQ5IAzwGVAIkKAiAX5K5Dr",
-	"xGAyQP6llpa2ydSJKkycUHaodAo63QCYz0xlAuALoAUZ44BbChmzQjMjKLGNxiLIJWpQjqNQWDyUyCYj",
-	"muEoF9oaNTpiKhd+4kwhYD0UblXEUTVS2O8O4AGws1ITSt1IZtv/kV2fn49Oh2f/GF0e/febo6vrK6oq",
-	"qeoe53D8rdgOMAvPmebT7uxWCg0AOXZRZ2qqTankTGrYFNJ2oSKFajT88ve6/RWGv0sl9ZEYKyu8tcCw",
-	"yL1VE57hN6xh2GuvYVgV5lD9Q4I246YgCqcu9ckA2Xa8aEikWicuiZTrhZdfBcq1ahmNXWisoqpDff5/",
-	"4AALq2Z3Dnb+5597vR9/e/88eP5/P/zXzseAYa8omablV705TQ7Yi1CiZnDsEUrQB+x9uOO2P9w5eBGE",
-	"MJNw5yDccU/ufAgl0OfyHFstRtxjUiAdV2VQ0zAM5wh5sXAT5jSTFa/dbyNV64f9DQzGa6VOuVyQCWw+",
-	"OcULt5Q7m0E4qdBiDTXJYp09hFHIrzaGfAnTc6kVEOTEEBc5kYRXjArIi38XKSV7ABKoMrK3rHyDEEWt",
-	"EqUZIm0TxDiP78j3rBa09Ty3nufW8yQOx7DcZwxngon+R2XYoq8QygeE6rW7BXO/g3Ad9VXyobrq4mmW",
-	"Wnt8EcobkRcDF3WECrxMcLhWj2CdI3BKIzYFZJbxAmxchM9f3BP2s0YztAOgUkBoeio26hJ+aYf4zvJd",
-	"G4Jum8L2h6awXWKRk+8abRlEqrvNEtaAnnuQyPkZarWaPN9gmlSYWj1VKF2JKnEhuO2jeSrLQjjUpTl/",
-	"N6KfRoiAork0ANgI7Ay9TAzrXA6vj0Ynx6fH10Eor44ufz26HJ3/enR5cj58dfQqYPQRXJMH7PXw+ujt",
-	"8B/uz5OT09H18enR+ZvrgJ1fXvwyPIMU+rfnl38/uhy9Or46PD87Ozq8PnoFV+AU28BIH08hMjShjlCQ",
-	"XSbFu2JEi7Jegyio+gXvzGMuY5ERFG+jTu1gtYigio10XKI/XlYsvSWUAKyGl+xSVZcT9IKDzbpJHcLc",
-	"kPkLvTgEqvh+hJTfza2cego5hdTVsFaW9OpmIqtI45v11snhKlSQlVUDlkoXEYMPl9oj1QHG2LK0C+Xa",
-	"0lRsFqgNJbMUrF6mtu+7mOZCs0Snt0Jisju7hNwch4IH4bpC5C7qg9e5mVI562CkzvqKEJ10N76Voddl",
-	"pcRwdSa4EZi/azdpBH97pCGKQPNa+j3mOvuIqf3Ramnr0nXw6n10Ucv//71MAbamuK+8aDlxub2IAVvo",
-	"ISIeYRNUQVVYWp9dCN2DQKnmhXAYBz7U93x/D9aE+4/KpTtgY7FQsIsQ68QKJRB4vaHdimgjK+46jW++",
-	"DyNumQC2wvEPD5Z9gvFXYrCf5B2UGKqJL+ZfBU7r1oTsW/jYSVmlsseDZR0tI3mDXOoAaDYk/gMWNtzn",
-	"4FUh9EDAJPuMGyuVvM/mGcxgiRKCj7NExBmnLwZQVwwgWH32M08zah7zcm8vlNH1+fnJ1ejy6PD89PTo",
-	"7NXV6OrvxycnV6PT46ur47PXhFnHq66i8zneczFzk2YZ2mS+CZp4l5piLVQU7NaXBPT3W2pf9RBw0DVE",
-	"DBuH8Fnw2R5Yig/Wv98Bixx/kgg7o/vPYidwcXoAxFQZI5Du/s9Ki5jjDtcPCY8odGDevbFOxSSV03DH",
-	"NRVpnhxy1kZ7TSy/uq2H1lLYmKyWuWANhcG9Lv5p8O6GEn8N3ka7i0AssUFwV5V5EGj4ZXeAjRyj47Pr",
-	"o8uz4UkUSgTscBiypRTvckzWpe6GlpRbwJqWyaZuhMHfNfGw+97+xxph9QZWj+p07LA80EKaZmrMs2bz",
-	"E/uKAasCVf11+BhKZbUOH4/UwnY517CYC17MvgqsDNoM35vjTmhB7W2SLVrq54PCKFr2GnWmUlkL+QeP",
-	"aNH2w94LFnm05jr2aYWnXXt/xhfYQ8ARPoC/u0l1rDBrtjijosTugOXcmDulk16xyF3PIworcA2tO7B7",
-	"Dqckjbk1CKI/0f+igJX2RdjLCeqNAD5sHZ7GN8Nr9Zme2N19LNfBkWzZbfUi1zcfexzv5GWxoWqAjoA3",
-	"YoH5DbreIrihJyChxvBMDFgkyyyL0FMMJTYwwXt+StoxLC0GSOSIaieLZjsv1uGubRg232NSCGh2xcaQ",
-	"51WEEvuCQd5F4voLL7EToZ4vMaVdTIV92nhNP5RD6hNGCt6bL2jwNlt/tTQGm6ZWj/6wv7/UnSuUlEbW",
-	"ZxetMsKuX8hYL7A9cQE9GdsY/6L8Eoz/+S+Gl+b5VLfDn0Xy1LxxSOf7Hi+Pt3fBn/8u+K0llkeL5xbL",
-	"3vr1vY3M+7VtQ+oWfl18UQdUCNgBsW9q5r8xQn9Xpr5HqN0a+3+Asb+62x9j7reSe+BaM6zQNjkE95jw",
-	"oXycDc8+2YT/dvjo0cp09Yw/hyH/LZnlj6XydsP8kVTeZ1d8LpguMyxliPKmLRYdQLIs9ABuseupy3fd",
-	"jGdrrPhg1YoPpTfjg1ajHG3vJQM/gPsyMLETamWsa4a1AcM6lD/s799jE38BTtraxfez8tYy3lrGn2YZ",
-	"P05CWtvYCrp7LsXaohjn/qKLpUm/9fLoDYz6WKnxVXWzsEt46FJq6HtZwDb+0VbtU3W/KOl0HT3had/T",
-	"8KKNin7Y+7FKtHDt21PDCn6DZUltjRTsm3a+ZB8E+4In6oOAr364DwL4oNvGB1vNsElGGhA14Va0cKzX",
-	"ALvv0/t7GbTyMHigLl4MhXyNRjO17LMf1wU/iKMfpyjeQJ/SJ49z0CPbfKInRf1fQ9qb32n224IJXy1d",
-	"bqImaipiG2JbBuO/h2JywP7b0AqepwXknqQCKtjrV24UInaSsSkUJxmfNoqfHyEz30BLvE+nzc9vPlUz",
-	"eyInfCO+oI6C34oJta1Z/AZtLuSEe8XM5gkDcMMEIoaJd7HICxa5kHqErVGRv5oSJ5QfLXJay/kgnvk1",
-	"Sp3a1LZiZyt2/rNLpYEVNvX1dvM0Lkot7gXdomdYOqcwF6fLEgSwgE4eWSrFAOqLfDQHgX24YRIqhody",
-	"wUw6lSLppXSzMucLvPdLi7XW9wVN8MsZ4bCs3T81md3D24xTybFiaxN0FRjr+7+LQ9SmZ8aRxsN0plUm",
-	"HhdgXhtRvoShvkanzM5sowoGu4KtZ7YmrswdcWk66E8KMB9XiTfM7T2LwPKJ2Jzf0AUtyCMumyZRi1DS",
-	"XHoi/NrMIJicndgTGUGbkn/9eGuXnQCUu73s3No5m9g5QOuMAxFtqH1239v/PD68vWrU+AzmmcowJ8WO",
-	"PGBa3Kob63w5+QL4lR8T4bm0I4lPFjSrqIJW+kk+Fx4rL+fFrELKo+1syox6edmcvzsRclrMdg5e7APo",
-	"n/vz+ceA5D2ZsLFHhe/dxu2fBszFEvj9DIzVvLszVRpxI0Ruieoz4CH4IuKEi7mSyM0Ek4DcLGSSqxQq",
-	"ItqBE9qzxwZsfB9KwkuqzDf9UF4KnhumdD7j0rCO67oKCBAE9AklzlD+H7B2mANo0i0SxFOhV4cy0akL",
-	"AM3ZHWSQ3fEFobwi4EoduBbrK1tQYBDD1QFXhBKxVqzLZpl2gfgsSWpy6uWEi0xKAQCSSZmJBHBsOwAi",
-	"af8FoFQ8nUMxhpqndpMW8JriTgHGfVxqbWeMLTSwx4x7BZR/22GgOUx3CROBLUEi7OMYofz8iAiXpcSC",
-	"8l/qhPkFRd3q2+4Tem9nvEByzrkxLEm/gTTrbwGAQPCcGJbAp0yDA1Yp32wOS7A8tfa5gBRD/d/SdBNN",
-	"rIDNCXwcwVLSwrBa84hci0n6zir/Umc7BzvveZ6P8MMPuzxPd2+f7wQ7t1yn1kgzRLf0BApd4K+dg51d",
-	"cxvvtKY1Vq+Lqh9HrNNIeAWLys2VY+74TJmCaaWKbt9S9m9+q1bBkadoR0GbwkxNUxkw2jQTsMOry59Z",
-	"YY828JVqcFhiztOMTTJ1Z/qV0TMsi1mLrfQGXMLKZkuVZB2+aiEGLiZPwRDTrY2N+qwd/7gZDXtmWK7V",
-	"JM2EXVFcA4igcWujHpKchBjf6uAX5ThLY0uDRToXbCI4xO8mGZ/W130IB9Xye+hDaw5YDHkjAcToAopf",
-	"B5SqHLAJv1WQcmjHDdwsQS1Br1ED/jT2GhXzHMDAAeq+6p8PQGcTobGp15Twze33kFfIWa5TGac5z1jH",
-	"hwVyoY2SPKt9CQWEU63KvAv1hgSj40FnYWjIgqTOXP6XKb5RQ+dJNhfzMdYpd1J5m5p0nPkfoykQyh/2",
-	"fugOKAtb8ilFFDq1di314U0zIVPdyaA221rrTnwEeo0R8hwRn2+ORotKzUqcolu/A0LgZsTkhXtoKNYO",
-	"pS/Wrtdqg3pzbADrbCMnoV3PWABjIv4GCj1gQlpRMReycABkgT2inleaTN0KrRH3AR9OgtAqGtWjPm5d",
-	"b3nBa3qZuBX1wi76PZyfNSbsNPoM8lexHgTzBh1GpUh1KHGqmVWBnSgs9/ZexIhCAf8WffzIustnfE4f",
-	"Rpj/T2gfLIqVFv1LwZM3lyf2bVHLhhGYRIurZTWAmlRMYAoOHeSAsJ2mYJ2XPbzYi7WSlnc0ijE4diVF",
-	"z8wUtM6PdClHvIi6TOlQzrksrfnEiplW5XTGokKn0ynYMK9KgfrH7s16i4vM4DY7C1sdgKHVWPFVQ7+1",
-	"otaXxp4w9QJpbgDaW+/fO/Xy4UPE4LbCutFCm4CVdIZLetRSh9UXoYQ9BOvWKuDG3C6wYZMTNW2z+zsU",
-	"QUwIms0R9fDimHUic3szQppIE6QG+hOLKYhAun12arneG9hSiMSsSAMla+CPEHc0lVdhoLOf1313M174",
-	"ZooOCyi6+vUQ8cFGw4vjyPNHzZIIQmkNdGtWm5JqsGO719kdXxg2Rh/3xnVscjR7cQy1IC2789pKJCQa",
-	"L8AIdgjlomEddKMjkFBR4OIcAYvwiQiaSKFoU3eS+nWZIJTQPQuWgRhvDSFiAqpgmWghehOl52CoCC1k",
-	"LPD4eaVfsGe1BqRNHkp8WwUwYfm+QpbAinNyCvBAXeEo/QUuhPsGxqI/kDqc8EHFAg97tTLFHSPPKoPK",
-	"GjVgSzaCEcKhwNjn++zYqxYcwLmZ1sscsOZ3dclvfS+pCifW/Y9eNE4Yj7HlfE+4nJZ8KnptJ1BXujTN",
-	"Vxo6uBywSOVC8jQCYEB2ngs5PO5ZY5sXdqahjHbjGS/A/s4E9bh21H5APwjYeZbxOQ/Y7cnJacBOTtlV",
-	"USapCuCBS1UWQgfstVa/B2z471KLbhDKiEsr4PI0jljnFAGDjOVYggfF9YkkYp2YS7sCLfIMMFi1mjMO",
-	"LXR2/zE8PWH4KFV4WRcC+7QlYq4MAS9HY+tglzqL8JYTyaGxUdYWAnc3RxvLqR5nCuZZSTgk1pj10sbz",
-	"dZbNRxxBokfwRMQ6wOwnJ6ej4cnJ+dujV6Nfzq+ur6IDtIcBHilgxxfVu3Dmh8evLpkUhZUJlspyrjnp",
-	"l1jN5xzMGpPzWJiqq5xUUnQDFs9EfON67hGMAuv8sL/fxbEJ6YkoBbpaYo8NMwCrDBu4PjMEUFuId4Xf",
-	"GcJkw2+gXZ6ZKV2E0prJOi9YZ39vzxKx5nEBYt96ydqqa/+ZqxAGeQLDlYaYTt1Ju5NwNs+MX1jjlAgC",
-	"slYlTo8FuLwKg3tSYatFZ+dwCofnZz8fv35zCU1nqeESiU1rZ0FNVs+e9gHzbqZd4p0l1zwd3YjFyIgC",
-	"hXbVJ/dGLBp8etrChfdpVBRHiZikMkWW7eAlNUslS1QM7WvZfgAkz66wiUei+aRg+3v7e73n+xgHS6Df",
-	"UNTw/FykAc0vp0L7+HH/X0bJqEthpjLNCuuyVKB3PTi+dFwWIgllzAueqWnAbn2EEZkpxxsOBPacg4uA",
-	"xgEaikr3TJlb3k1q7oKlHinucPFtxtc92r7CitMLpxnMCmRfffaEq071n60ofaGsw/QFdRLrLNnky1V9",
-	"MlnxBeoFpqFcQjFxMuM+NJMajWlAXVpS99drjFMA52QdK7bRxKrZaXbmwDxoWKL4ApvUskHlFWapKZxv",
-	"mFAatnXvEAIGji8mQuVjpYvAtW0OqL9yQCoMBUAqS/im0Av6D8J1M0SSXnXswCyIC+gDBbCKd5LiMhj4",
-	"rTDiEP2zNZTb2CzA4l3drCNvuEHFeiYKlqnpFF13H/IF2NtlVFs7/ZUYUCg7Ef45Ihd9ZD8+oEctqykp",
-	"ljAu0e6px8JZB8NR9gjs39YgdHZzz9rvzqLvWpNj4yC4/dwRqxGhrMzWykpZs4EU0GoTYjzrQSwCZTlE",
-	"Eox14fI0RtKOLCvsvi/h5uoDYiFHrINdkDwKrxYEJQg3OdA0SS9gp8ggaI4iVZFOKOhqoj57S53aornQ",
-	"calJ1xcz30TMWrGJseQEYQo2K8fM5ILfuCTuU/whM+XYLnAMnk6hYpUNHMBnUB8QzARj1SI0Drei1w0x",
-	"K8e+/5k17aohscc41aAXuEd4F+kWkJdmFvheWLnKslBGr4+u2RKIdLR0A+Fa3zUcp9LM1ojPppNkLSd8",
-	"wolECDmaYOkuBIzIseBaaKv1Qrmhc4Xs5cwIgJVwfO0iK1ZgodRNCSa/Nh/wMfqhPCXPCkbAThzL/hS0",
-	"sVj2qly8DFgkhZaO9gyjWttgR3ERqUqep7t/iljOoUmwFzB9dunvJEQCqMzWevC3E3/ec7cMEM4KJd5Q",
-	"BEvzHFWI/6PT4f+LNrnBWNWRw4vjtuhmbrUxdRfMtUrKGMoYrH/XIW/NGFGY7gHjOp5Z4WYlvhU0rIQf",
-	"W7Gv01tepLeCVKEVTaHEgCCPYwG6CtEG7HvGZYY8nJVw9UqZzfCidZE/6PBYiX3ULzg178tX7qrvZWht",
-	"T6voq5he3fGi31cSrWma2eW3BcLAYmCpvBWyUFZPpdIUPMuq4Ggp6SNyU8EYIiXRZ235BaE8bg4Cv6yN",
-	"owWbOr6i5pBApt6nQENmRD8YUYwtCqWntwnPjKCopZ/Twv+SPvK/rAi10CV4vlb35rR6g01fE6HB6b1z",
-	"w5hRkuqIdRoxjIuTN6+Pz65Gr44vo8Ab65EplOZTsUu/jLrWX8qS2nLQ6gxYkmqB2PHudZzdCpko7Sbh",
-	"wnv4KcqSXfxI+tDebtTts5+EgTCks5ZDuf/MuNIdiuGkE2tWEW6GcfcnaCFaLXLAIm90RqyDDOMnYwYs",
-	"TUwoXcQxK6drJhR1AxYBxi0Mg7+2BI1MewXf2GfmcY5NbO1zpkhSxSLw72QSQSgQs3DBR/jl+vqCRVap",
-	"Edx0hALWQLu1JRSeRqQEZiMso1+Qc2ci63/P0ynZupEbEZyCX4W2FqHfgZUFj87Ozs5GkGpifs8i7AyQ",
-	"8kzERRd6EkG0Gl9iDZWML874XFBLlFsaHryvVDd8GujnSo4Ma/djiITq/ssglKW8AaXucYSoHyg0PtcC",
-	"XBs20XBla2WVTDLBOpH75EgWeuH6ycL7re0LnmCLS0WUvbtCCK6Fr+MSuLU0Qo8w0xh0kxedYPNBCjWb",
-	"Cy7BAZkJLQ5YzuMbCIaAlEMBbaqEI++GldI+WUkPUtqWsEU2aRoCOOUWwXdeFlNlZwv3Z82ACEbnCss1",
-	"hOjcLudq4pWn2RqDwztHqezxPGcNA451KpeDzTkEr8n1SJWsLhHIkMrxR2h0qdz6yWhYzfvsTNwtjQ3b",
-	"mBkFphUYD4RYmafxA2ZlfQ/P6l+1qRCeiaKwx2DPjE3wYMgV9Q4wfeviLPVLuyv4aufDbx/+fwAAAP//",
+	"o0VGxKsyLjMDKGdSLIzpjFpg1JaqwHFH0icaknuGnzCN8Sh+IUTuzm5/PT89G9xf9X7tnV/0frqo8Kop",
+	"QRHOsBSdJc7kxcQnWpsRU55m8eJVYCM1kxSnNF7ImfT1ESR90mp2eSkpweFUvhWgcR7HARrlYoFGZMG1",
+	"vg0aI5eEZpwLItA8pRkRqI3ZokDBncBQY5gILnBKQkKfQP8VkkgvkIMclAj5mGYoU3aBDHEWEtQezvCX",
+	"gX5xoF4c7oA2yDjolIyKKYlAB6UMTXE8lirjcJplySAlOBpkdEZ4ng330BWX70zQHEwlzEJbadXArMAM",
+	"vgt28CES2u4NXGhCnwgzmOQ54qGUM6sG9V1rUfednX5737G9wwEaq+y5PLnsFgC9IQXTDMKip2gd/2ER",
+	"9LL3PwZ3/bObu8Ft76pyYcEMsieBLjKSCGvUxQxp0ReNUz5DXYlF3U5HmYamrePWPny6bz9tPX8OWnOc",
+	"MsomcvrPz0HtqlTV/to9yYyBeoqF4rHiGFXWL5GlOjlq31zf9fXjXTOK2AchSI5HviQxpkwgie87G1w0",
+	"7+GsJVLnLBfqZum7Ud/crpBMnGYLidiRBJzBuCqkhieFcGTHoZkg8RjwW13PKEBDjQpDJDmVIo0aCjx9",
+	"I4qJWkprvMRsofUY8TI6KMnsZe/qd6MJ3JVPl/MSFXgVRnAroQA0n0QGcrVlDE8q91xebQUYIG6UmZv/",
+	"elf6nuE8mxKWgfrwQnHk/qp33//57Kp/ftqriiPONFIUsAruKwD3imt9UxAh5OBtngaIMzTU1wwndP+v",
+	"wwAx8+IjWViVsLJoxXrvmcgTeY9IdEkiivugZL8MNnf3NzfXt/2zD4PLsw/nvUH/95sK/10kBLnDftmd",
+	"iYjPGSi2WojDYUiSjESvKZ68EWh4qna2K3c6NJNJTlYW4RQXBI1SL9y5vmZtSO5EKF6LmdbM3wh4DDqC",
+	"ViMkvZasG+StneoOiwPyQU6d06+KYFDOzgp4b3tES4l+SWCUdBEzRRqPUZJK+GQL9NBiM0weWoqoWgx6",
+	"jaPqIeufNlS6Sr5RO2ePjM8ZGlMSR4HSXgHoAUrzmKBRKnXdnUbSveesVHnB9VHcanuSfKZ3S5VxSQpp",
+	"9acWSV2AK0uWNleNOI8JVrp+Yez6o/jys32Vj/6dhFntTZi5/lbQ6kUReLIuwVflmL5wFFEJThzfOKsd",
+	"41gQ380AF1fGEY6kEotnJEIjKcnjMIsXcDWkPCffGtAI/M9DMsM0HgbGD0NTpe275vxvLXhJUsQI/3f9",
+	"eC/ks1bQki+3jlvKySa3Uoaq/vBbw1rfCHl1eM4yBG+iNvkSxrmgT8rRU6wVDKTWkKiGrZg3D2sGTbM8",
+	"xxhtVlrjdjwmxgc4AZeutYIP1SeS1fE5k0yOWcUIHgDEDIrXjSmwdMLymUQB+KAVtOA1uK2wnM+eteut",
+	"L4UejRxvZoCsN1PK/2ozagKpMfA0st42KWfWga1wYefElVCplX9Q+/DgYKeEGVv6M+v4P9Hkr0pBrMsf",
+	"vE7nSHkWJRABszFKUspCmuC4grE4jvl8MObyP3libnII0SPRAJDooHNwtNt5u9vp9jvvj992jjudf9bw",
+	"4iOVWosEm8hnM5xSqacp24oKPYlax4cHQYuKwRg/canA2fup1K0shbtwoP5W4vxxtyOPPsOGFklJZsLT",
+	"BVBtFYohBw9hDSPOHwHMMckyMngk8rWM4FiCTpvgb/VXCAtBRYZZ1gpajGdy6tZ/+2/oXvKEB9YTj+Ci",
+	"xCjjCQ2VKxBFJMmmcjcJDbM8JYM8jVvHTOqsLQtgQMUjSdCydDEAPW8woyyHKY6ClliIjMwGScpniQTv",
+	"7zwHmxpGIZYYFKO0tsY9dEqlAvFEpKIOUJXLyJPIc0wH/e4Px52j4+7BP+uEpnreVVT6bUqyKfh7JQuL",
+	"CbB8LB7RDEuVXCJaRllOwMVRJfhlxKnFVcnfQNCgM1IiU3IXu/Jpy3O9S4PUwsSmPM2Q8wy1ySzJFkpR",
+	"yZkgGdxElwB2Oh3PND4CAtdNu3PsnZFYvNJTU0H0Jigbi6IkRcCTZjh9lBCfUqHvsBRHkBnJD/TS/ant",
+	"Ic/4DGc01FEPKhwBjrTdQREF+QKI9ExBakmMV+lqut7UTpUc3GUkQaM8mpBMslIME+qDWNPBWb74fgav",
+	"qFWFEqWE7MoDQuZ7FTrwSBYCDQ0BGQZoKMmG/C8EdMnp5R9POKWYZZJ6DOW1f2BDh6AMUfsJx7m2HCnO",
+	"oc7JKsQKN3bgToc4hUATyjIu1X+eZjoGoEbaFX2qnt4HKpIYL0BGKXMULyEro/kKN6ale7XoQlAJeLo7",
+	"xqHETImUUldB8P56N8x7x0pks4aoUZQSAcEXwHnVu4jO8IScIElkC+uDArkU1RlnABj5uzKjlmRRZ+4S",
+	"fa5tec7kTu1LqI2N6JCQVEi8c34ExgDST5nNH61FGbyMoRaqpH4wca+YIVy6yIviWqnonzGmsbZJyucp",
+	"ZoJKIIEiA26u1be7wppqxBZ+RupnJADrlVdkBnGHfsSoy2sO16rFlWCRoXCK2WRtDlHRHcDHXjpsfbfK",
+	"dKK6WXMZXBIXVLml/+zKBNghW2UmUEb/EqssweRzk9zXS6g/qk3PpzCiFleG2spLpyzjYaqPxZEB15H2",
+	"5KVpPf44fvvn+y8Hs8PkXStoxVhkAynxVr582+92jzsHx4eH/yxiH9g7huY8fRzHfF4XS76D3OC75jf5",
+	"KKYhQIVGgTK/q9BOGtlg4zEaiqfHQfm5/lMBUL96AoGD8g7EfFKmzhVI1RZXBp33FpSMd0V4W0EI1bHK",
+	"QXYaobKSLPrZzhWeEdQeLaS49yQXwRXdBVqhzEVvREXFKR3wWrdUX8vSRSgBZsVVOFUfuhaMql40o+AS",
+	"fSSLAA2/yVty/I1qnT9Qj4vpA+TO/vw8RO2Ih2I/IoJO2N4sQg+tG/d6PbQABn6zyTJbkLOJ32g2vQOs",
+	"2sAMUnx+QUXWDIBfyMJKQUAemGKdzauuxrqB17b+Ok6oFId88maYSUVZ/hggRuYSaSEcFLTAjMzEBsBp",
+	"FUowTlO8qNuUzDpeYFMqprslT/xxKUJBgKgitCl5MkGQbRuYO9eCPU/B3pkpuVMFFeh7+iK4P5JFo6lD",
+	"UTVlejW2i82oUqr279l3PMcLAWHBpRHXsvuZUQOz+lc5K+feeO49I/N4Ubr9lIVxHkkhDwKUJRUF5iim",
+	"UrLlLCSe0/mPYEubHdmjTyLouztcm5mZMB6l14A9S8eScxYvysuSY7pLG/zzz7dP/c7oz3fhVXdxezS/",
+	"OPjy84/RPw5nv7wXvR+Ss7L5S37+R2/3nzr35W+DPV8M8io2qbESOKIy1jAyl3v+HuzwlZjdI0Rqb8Hy",
+	"zr4o328zadJakVIzSYSUI6Osnb6YAJmB1iLixm/9QeeI1CBjR3shSVjOBa8ZUdHikm5D2NTL+d/E5DPW",
+	"b576TemxVMDMm/G+1VxPzf5CoIH3sxlqYD0H9x7gkiDZdrIOTNOT32+4vhulLt3DGrbz9VzaEGLwqCkF",
+	"SRsW1N4qqtCYwvVW9HFEGU4Xij7WVRb1qg9qYLJA7ZurTwH6x83ZpwB9Ov8oRYLfyOjmxGYKHKFL+lNZ",
+	"dFczriQoMHUj3JZfhFeS/4wjYg1k9iHvS3HXUJZTnOGYT85Ylnr44B24IuDcudy6CXkrkUNXEfZ6F6qJ",
+	"yWAu1LEbZKTSoVRAmrLMWxeI9nwo58QMTxgdU3BqgTLtySdV0cmDJM4nlEH8Us1vAS+qFwYizifG/WBA",
+	"V/5YLUhPJtHKZlrIY/zDlwkBj/o84vD356D1RFKhM2/2Onsdj+5uoVaF/9BaYB2zq6PA8gxpslJwVgfw",
+	"K7n1UteAzTN2Hp8gZaLS3j+9Cka8dip1cM17AvOx4/5M8q9fYzKsqMXq6bqSoJMcjdqQ/qLToZmTdspT",
+	"Y7VQh71b5ErX364sp451tXXV0LCeN6twDek3lAHS5MhRJjIcxyRCbQrxamiOUybQ8Obi/tP51eDy/O7u",
+	"/OqTTuUxTLFYIQ5nZH9OcNawvDJn3N5w7h+9dLVqIj9nWUpHOWRUqjdPCvFTgtZSFrGWUbp+a+sUOHyE",
+	"RDc8I4Vt3MLdCcTTY4lXAqshHXWPG00SY2g20bY0BL9+aOBjvc6wUNevrwmR+sHrzi/TqNoFsYnapLJ/",
+	"iFVq2LyHzq0EgKV79dIUsyeSIv27ORMvS2l19w72OhspCGUjtVmEPY8yhgYF8dX0qgI/D4rVL/i6XHa5",
+	"rFjnruLVtA0PIug1IcKUV5OnEWQTjowOvb687RUmVsngxdJeSZSxStJmIm6vquKB0VKl5B9oZ+SJSqu7",
+	"g02jKMXjDB10Djq73QOEswc2/IaTZJCkZEy/PFvYlOOY99TjvX8XnA139tC9DkgDtyqG0iz/rmL/cKYD",
+	"FWLyROJKyvO31l9MuFxrmmWJON7fF0/hnhMtJf9eYxGtoJBC/VEsm0WolLzonZKr+6DT4LXrvGI4x/M2",
+	"ITVWXNotuYFdx7lxbjsvAwfYMpQmaDke8tZx66m7KrrGL5pKMqUyBAhkiNh8WBuQqn7FecYHOElS/mT5",
+	"aOULPfmYZOEUMgAKEuij/c/rCLV/cRO0faZQyfnUfcLacT38ph4M8jR+HtZ84ofvPExnfT2qSiaspWBj",
+	"Ibiysu768TBrVes5RqOcxtmuFFByoZO463JpoIWDgltsINQGDwzCZXRIRak6ENCbf3VpnvKd2/gwjQu3",
+	"WZ61B9mGUDQ5yI4VbjcM+1hD6vQJmCqas52UJNLhE2ERT/flX8OdE+2ULHQAG7WAY2VDtmy5Wc4tD7pX",
+	"iZzUh9L++7H+595g9/NfzeOdv++vfOMv64h/mj755E+oSmYiLsmJCY3jM5pJ/sdTpWWeqIB/4Ih8piCA",
+	"OENKK9pDZzicPrBS9QOcJASnwpqIVD5a//r6YnB60bu7G3y4v7mAZIYdXdBqYyHHoJwihZuJvZhlNFwm",
+	"+LrnBIb9P/Y+V/7R/uNvu5/3/uY9hSVicSEIN9mPGsQpGzK7YYi4EqoiMqYMPtPxNo12dF9gpQ6P80kj",
+	"JgKwHGUp1gyzXErze3rlTQS/IQCyFkWoV1+L7WuOKPxPFj+4VXjburFsjVFcTWBbGdH1uvFZxtSlEs10",
+	"TiS6+/2uf3Y5uLm9vrzpG1PM3gbB542ca7MbdiNFTpYpB2opQsHRYxhHHC6J1DE83llHtPXfAfuCa4Eo",
+	"i6aOQIwZjhdCPgZzLsjIXJVcIl+SmKc6IeGJCp4aJx59Il4rRrNR9Fpll0wIIymOA3lcUR5m9Ilmi8Aq",
+	"C4GkDLOc6RynAM1IRHEAmdOBxRzOThBmAKQHBoGplfO+POv3PvT6vYHkGZ+ub38f3F/9cnX925WEbmYT",
+	"nXYCJDiimc3TYkiCC01JSqo1qxxlwbknPxwutaCarBJrDS3D5KecRVJakB/4pBrv6CXlpG6qi3meIv2O",
+	"e/4CHI7y7CV74SlmUJAJ63SXSUoImFGUsjOKcwLFfCI64ZIPUR6TDIL52KP35EvqUXVZv1KR4xjpd3Q+",
+	"rRYcAhSRlD4pz63krG8Pdkc0Qx+vft3tYjTFYlrluYhGaMajPOborbvHp45calf+z4FnkWvf7muji214",
+	"vQHHbWIhfyJpSiNSud9S8PFc6pK+VxO/0pygGcFMoCQlu/q9CGgFSGSpuhY7JwBVKahRNiUpVbE4UOZR",
+	"Y6Ofs1rVclnIfrE1KpD+YtsJ/eK+BTyKSBhjbdiyI7YxQyYjkDMooyAeHbvs9c3Zrcr+09d9p670rS5y",
+	"5cpisMy1hS4QLjdHGdjbCjlrrQOCgdyzwSbTQZf6nJBMUjqT7lVI5d4zck0SzSdl0FzsvUgwL+6czypP",
+	"skzVNtgkJQLm2QVzHDIjnMgLBDHcnCm9xCjTMxyZRDcVNEUG5qOh0logrmiWi+yBjQjkRWkc1e9ZMsV5",
+	"fIISLMScp9Gu3ExUNxiemBtDIjSJ+QjHRr3nqc4xNDkXKdEKpglyaUimcA1ANc4gH5sQvlIB2AAtLz6n",
+	"r53zle/ugbZW9nXtbKykV43NxX4KElXCy5VX86OqueCXR55srrWpzVD1jJtMd6Amg96ns6v+4Jez30t5",
+	"1HlhEkYPYCBPcZankDWtrdS10h3FWx7HMky6wRXSezyV3z07K6tu+ed8htluSnAE/gqoy8GwUZUKUWe9",
+	"DXkEE1/xQzDB33Co3oXatx9P0Q/vO90dk0LBx2MCq0exDiutOKvHOnF2PuUxsWV3ywuuA3UVZgGMC1Dp",
+	"xa+LTaf6hBpsVQ5ayXmE65rY2UOQEY9s+ZG2Ke+DDTXeOUY3vdu7M5XDHjyws8ub/u8DXVMpQOeq4t/5",
+	"7Zn6Q1eCg3/f9Pr9s9urAF31Ls+c1+BP8+ID+/Xs9k7yyeIF88QOZh7YERX2F19UasMED0zSgLvB1XV/",
+	"cHF+1w+QY8EpPvOZdfTTs6veTxdnzu4emGXp7rgFn5fPrn/6x9lp+Wl57737/vWgd3Nze/3rGVRacMe1",
+	"k8IP6O6s3z+/+nRnJAh5252nN727u9+ubz/IxwNbPS94YPYNU6nw197FvZ4NmaVo+uhupfZTcUZWiXE3",
+	"aR+en15f6eHNUvvXN4OLs1/PLtSia1QreGDmmR3ml7Pf99BvWm0yOHnsV5iDuoAld/7L+cVF8Uqj6qVw",
+	"8O6md3om377s9U9/Rm0RYsZIBBWLpVhvi10+MF2iTvnnThD5IukC0APtDVKhB5hFNmBvJ0BlFqSRssKY",
+	"NLpdnZ19uBucXl99PP90r/altT6tTzi3sBW0SrewFbSca6j+KupCFhexFbRK2Gj+Lt6tXkXnUf2lYtTy",
+	"bWwFnlJT5euoH1TuY/mpvZDmcfVGtoKW50a6Tx1sLT+uQKF2KUtvu5eyFbR8t9J97L+W7hv1a9kKWo33",
+	"0vdbcRiei+k+tTezFbS8V9N57koUvrspt+C7iiVg6Q/lu+5ddNdUvYwaDcu3sRW0yvfEYIH/qef6eC0D",
+	"JQ5qank1hVTcEpHH2vgp8jAkQozz2FFT/mXxm25FtZrSpX6p1xAzKoAOAWsbERncKkCqCuE1sHVZTWDT",
+	"3t7eznZalBFz1wqhbjlbe6UoDg3xDfWzWgyHlZNAQ5Ok3pGleGrBquI7oLZJEfShsta9yuVwZw99IDEd",
+	"SdiTeIHGNlt+SlJyXFgVUjTDsfzBUdkeWEqK5AJ71O2h93YP4RjBF0hwJBFiROQhmzIpyqAhx1SpjbZC",
+	"3L8kZKQS3uEL47CBG1ADRCCdBGmCfkOaEbTgeVoEZTxXozKmJE5UbO+2IRme4Ao76EtiKF4naGL5Zbib",
+	"8vnyaPQawv8vmqBiJuqTL1lDXXwDCSxQiucqYoun6Pfe5QXKyJcMtbVvUGmFZZoQoImqczosCWfV6F8a",
+	"HaMKbj4wiQnHqIJdD0yf9jGCw35gcHOOHxhCpbtyjLa6KrUoDVWfdxXXLIrCrcM5DXzYxLU7JwXquNVL",
+	"NZrVS5fWRc7C5GF84Q/ySqjqcCqqffakIvW1scNcHbhGclXWCupUKy2q+TZIOtWSqaWDAHunRI2ajaVM",
+	"254/Pz+/8I4ZGFU/OPPXE0VtgsMpqqv3r8ziLWi9XgNT3Q1cLkO1haEFGtj2TLw6z+MICtDqinU7frPw",
+	"NmKRM02Scqgc/Z0lHQWTwBzaK4o8nMclB9FSHxBY9TmPi8BxQM43onAPmaJrZDwmKotc2X2rJcs83KwS",
+	"OSmZGsLo/vYCvjXjDSps0v6pcmj0n4PRYlCJ3eDFNjXHtIASeik4tle69otnxOXcVv9eWu7zZp4y5QEv",
+	"ud70alR7J9d/JqAIlQgQbMBmEpQ8ajrRQZvqlYPScWw1pDqsG7Pi+rtKcSs1duA5zBoZgh9AGC7KbBtI",
+	"bOj2q4OR2NGrIBnWEWi4Hmx8mLekeY71tyz1LPIld9OCu54fY/C7KWzQRfgatPQvBoU2OoPl1+bF4Fjm",
+	"E/J2AqwnTq1MISld2tUOSlU6u/BTWhu/TdJcUVqh5BcqzruaRVJal+tAKpEQLxquOBbfffRhynpMZHka",
+	"9xmEy5dYioqgr7jxXqxCLHP39l33/6ae3hLDXMW3lzr3tmfUy/WxArrApiVVcy/t64B1G2A1AedVYKN3",
+	"uCSdv+I8NxnFBt0c6aTkoY9jPifRIMPphGQDUzTgj8O3weHh52efFHCXj+y6tqvwuV2IwJ323GtPu8h4",
+	"qlJ5inJ7CgSjBXoki5pXX3+XEgy2oeFf9f8N9zb1z69LiyuQ2rbMXKmilm7WQQ0Ati6stYxO2wNar+yb",
+	"i6ErMvDWwNSX3WDnoqx3gc0HtftrfniF63sHTVg94bCqOasDAFUlxhhbVdWmKU6IG6+CIipCDnxFGwre",
+	"CJNkWC2c59E6oL/snIxUwRGwfXD2RNJMNZrh6FJHG8uhIpWkPLAGPle6qOgqOjFrEvMRcXI4HVB9rtn9",
+	"lmtFS5KomrWb588N5QdwtBhkXAsB62k5dTPE0lQmFUq3XDsoQ7Qp8hvFeETialr4UtFum7Cz1eJcU5GB",
+	"UjwslKkaSwUNjXD4aAJG1Cm8EfAS1DJkTTUIDNI0pvoXWOSpIAdXyLxREBZI+p/iJ6J7b+S2LnyIRYgj",
+	"gtrgN+AsXphOcYpLlA0eKzNxVoljWgsoXtOl3mNsBMU00j1iNxLVFP1YGo63abUAzWyKagGcxwoca5QK",
+	"qNwwr5FLszHPceGUGDfbf5B+tIwnlu5tVX0pZ7zrNHdX2yhDxoPWa4bK2UNfrogUjOX76B8NqWdSPpeM",
+	"aAH5Np5Jt0Hv1XnusJhXY9NLDIZn1uynuphqxl2oJDVyugH32MDA1GhWsusrTECobSQZ3bS8GvS9s13U",
+	"9+uaZYqVY5+BZqs9+OLDqxd3a4uAwpV1buCrybaZDlnf6O547spLropSF6Fg2i+UNZT5tJ2YLs8vz1Q7",
+	"JlvgSgiSoUfKVAMTqb07HSnLsusjTNCCWmWm6jX9SlrH3R9+/PHHg+4PkozOyAAmgGxM+eb+vycEiDD8",
+	"kbDi33MySuwfEzpufa6Jd4/ePfXsot0MFrMunEdU5d1ERP7X+IklSYdSNp8bUhnVZuqKXzohomhEZVpL",
+	"m2J9chmBlB+gb1VJ+2su6O7CqV4O13tadrJNRKEKHgE4nc2WFuLFL6heC0h8OsXZdiX1dAlcjOBjSatG",
+	"OAuntXhx3amrdfPhI0qgieyeLU6DY1WFvwX/+nHUDX3B37bXl+cOqEWAWxyaZBqh2LKGSoGD1Unx5ZX5",
+	"JoV9vhGmX716dajq7Q5HMQ8fSbRnoCKGOp1zwxh/vYDA7r/5IPtYPL7kDCGNXZKNRAeeLz1RBXKlV6qO",
+	"g1KlVJcjaAkSSw6jFE955q3PRUzJOsdth/fWLFTHLcUeu0atstulriX8SJD9mx5BAUGTi3P19SEcmf6j",
+	"6y8KsA2SvBAXDHC8uKCs9y+81R9ISAXoTjpyI5ziDJpfKNRQUr/UQWsmEP2hCjRKJ0Cd4SCgy4eN2DLR",
+	"Wjyd7KsoMuUUVJ9LIFs3hPwvjUhaxZz34wPcev7sMRvYNSyXmc1u5Ggb4Yzk+ac4jg2YFNVvRJQqw7fr",
+	"W3KA29/m0tn9r3tgqI2RyEdSWIgJNt1TU8nN9Ws7/2nO9BRMyzfaRL7dsZqvnXYoLoPN05SwbGDM8EoD",
+	"T0mYoSlPBRCiDMpLZTgBpZiRufu2ThtHMWcTMOYn0xQLXxZWbSYf3TO/StkpF7WqNEe+yK7yimqSE5yz",
+	"yNA7CYEUhxlJhW9ch7C+W5nuVN1MZRUNh+nvuTfFmU0g1YUZ3e4QqtU5dOgRBBoXpTyfTG1TgN7N+R7q",
+	"xYJrRpaSB1aUKZYoD+a+iMT0iaSLWlQsTAS37UfDIow5Vksj8i0rkKgAs3qrl6PdTrffPTjudI47b//Z",
+	"CipfgA/rY0p06KKyTtUFgBlUWo6Lpn48KYkDQcsYviWMzRRgP6XhVNepQxFHC56jOWbZ31vLBYjPYPgR",
+	"6ix+6533z68+Dc6vbu771T50nn1CSxvdI1ZBzPQnFNqZUB3T64qrgO7ZG2W/rN+UFVfX0DLMCX+rl4nD",
+	"sRaRTnQdfN0MSmKo6nITy4uknFuFQ09gVSlxpe3RQadlVFVelJ/0q9+nF6Bt67uKuOtmu/4yZnKdUGDX",
+	"3k9a8fQ1n4KwzqZVSyjsa/+ChlcW0+wKLcIYqBXHuFnvKQmtXpbhcDpraD4KpUm08QHDm2CURNj0kfb0",
+	"MdGmgFXoVNhCIJ83oth7nS6dFdDI33XM23NuJHicZwTd316gNtSt0/ocTpJBnsbDHegH9enM9vXHCd2H",
+	"hex/g/+cR6rWnz25PKUrz8zuJDBavFxeE/R/Kq5f1fe0kJwC0FmgBHpH6qC0nMVECGUCUsYyKtDN2dUH",
+	"SdJUtlnvAvEUlenc3gP7jWZTpEhr/YNCrVGxs4JkJypUpDwOGjqKMDCuKpEp44PDc6qbvGcKkUlUUVCJ",
+	"QG29zvLkO1vpgz/hTKVbVJU+w2bq0NfhEXAAcyxhPeapa8Wqwq8VVPnK52WmCG/Z2zgWCMvZVFi7EUQt",
+	"LKpzrg8NB9eMcLzSCKWBswJ17XAe6mE1FWdX2kgcICyQatBDmcZ0qVtrQjb0lYRy9JkNErDMZ043Qzkw",
+	"F6UKbMXelvoaLGIUrouIK2viWmU2z1lGUsnUUz5HNDqBM45Up1hh68CkmKmPJESqGtjQpF2tydYaik7K",
+	"o4GKjNiFjCBEUpZq3X4c6c6GtU2uFYnqxGCs5flYUiywORKywI8mjD1nMWXko27usYlRDYmZxGJI4Ia0",
+	"PQpDqQ6+UN9MR17U/RT+jqhD6Fenip/KtaripycjLMgPh4HuUbLIiDCNAdqmbmT3B3RJf5J4wyMoTQT5",
+	"J18JLE75gqOUQ0KmoDFhWbyAxEB4Hc2ncgtKu1apeSJLCZ4JqBKG7dMpjyPoTkzmaJSPxyQF2/aMzHi6",
+	"QPMpzlQxUEkX5bxvwBtxotQdqehIxsHzDN4wAAJGZfcB22gfdt/uVMpLAmh8uCZn8mOzPFNvydSjo82s",
+	"c3aKoDi8JnRavzORJG6elnl+p1ZFRZefyn+sTeZX0nU15Pa+rLLwVg8roSxSeq4jPL6a/0dN3lD8pYdM",
+	"bSFbCdDIqVrzluS7DWwpy1Omrouu0VaNAFumX2IrNAsbJsVVXRkBcrmQ94iFRKEcqNe6ZQ0VBC23w1XY",
+	"XuYNTGKISsFEQH+ajLD1Fa3S2uuWGS3j65qEPAWZcyM5w9Eonhs10EIE47G3izpH85RnxDAjjTsavEWh",
+	"Rx+OFMCvuYi5UBVfackUPqUik3StTZlUn4QxOK7BXTNv1qfGUPBi7a3kb3a9Ghp6VHlUFVxrvo4w33KK",
+	"pF8SxVVYlwjpO7QZHTK3dBU5soO/jCItp8Sb7DbURsHVhNZDWF+4i74V/ZbHA0MLyEJO3PxI199k0Nq8",
+	"UX9fW1/eaOavNukVt13cqjB1uUdzNSlD5pqooL9S20+HoLNIa7g6Gm49ZdFCshFrl+tuKoGl0He0xGtO",
+	"ZMNFNKtoQSs3rG+V8nuv9uHDUQfqpW2Z0YMmJF0blXWN6xf4sZGqt72bJ7rqcZU927FMrYcjwHxV4+GK",
+	"z9X1UKVUITz7Y0pYON3zsNjaUDXSyVOC4Dc50CTFLAtQV/672+mcmGCqUuqrLSIfFTE6m1S4NnYksdQk",
+	"puwkqtad1h7lUZIUis8p1lFCwFWhEtUo2IZ61ECD7AGB1OUYBDeRuPUMXiwCU2apifM2qPSTdrzMKFMm",
+	"CGb651dQaq129ku6qutLDz2JDXI4Dq71uq4vr+RaqEkPD3etrSu7OpB9GUyHN9d3xn6q4mLcK/pKrXuc",
+	"Wi5urZU1S6q4RcFfs6PPf9YeAXdTnv7/PQIqbVvWF10+2qpJthukT2xZrzXh8sKwKy7zd+5ykKSUhTTB",
+	"8TIvpn2pzOQUj4EgolRIqBYv7qG+fQEKCUO1Degdx9EMM6kWUb9jdPlx/mfvyrD3UnL8KeV5sq20xMhc",
+	"FVQ+cQ4IjUjIZ0T5ivicqVSZxiy3S5w+kkxnts0SktGMp8jt2lohrRnBsw1TveT10jWPDEJBkZad9VpX",
+	"rb52qJ2ldDYDbxnPUM7onzn5fjXS1dFdxLNTkPdecnzKAm/kxnJeBBxtlb0mVDdq43GMZ7gVtEZYkEER",
+	"63W8v69+2osxO+52D98e7kPrAIhA/ZIN5pRFfN467r7tdn48CFpRSp8g+IMnhGEqBUdRLW8Cy2wdt2Dg",
+	"t3vd43ejAjUueIhjdKGXk5EZkKo8Ja3jzt7bOtc0W6gZarTTw0hqJ6oP867KOCMsTBeJbkiYEpGZJLSU",
+	"SC1QsU3nuA8772tBSroVyDWLF7YISwG+et2RKOGUZUi+olzK2DiYJaQRT5VVT/62A8c2VDAcwn0aYpZN",
+	"U57QcKi7CYx5+sCg0grA3Ba4QB/lt2puEg0D3Y4OtHzwPyQ4m0qpP4YOJSY6WgqslE0eWERTEkqVeWcP",
+	"nU5J+Fj0FxAklTO1Dw8OdtQ8WBdhh44hqkD7TgUDoY7flItMEfOUCB6raZN8FNPQ9MgjJh2QS7IDLVtJ",
+	"ZOxsOlXtgQ3jeDYwufNyVDFEbRgdeo4F6PzGGVBC7vT8wy1iJJMbhAJTOJI0W2TAAh9YluYiEwESOQht",
+	"CEOR7RhdA37unKg+M3MqCDo8OAhgTH3TlL81BfASwogqUSTwjDywOdblpLIpAamdkTDbQ58ARmUQCdsf",
+	"2YxTK4HW0CKweg19aYaSVKrfAZj8kTBRlYQ6Ngx+Cf80d7uu20pgaCxsF5inm8KBTuuCHI1jrMyjxihr",
+	"iYVFcilq63G8FlqXqjgs3N/oHz8qDb6oSiRlQgh/CHlCJA3gLGyoPEPFQOH16onuhVGjlaxvRRrULgFA",
+	"IXpD9peUcNUhDXieJblHariG5+ooUYgTkJ8LlPQd7kpRV9Fk/9ECVwSvpUkv1sR1i/6CzdpvoFkteP70",
+	"tbdcayPWW+EbNaFLMkCw+hVvobahqaUNlrLcLEwPvFIfy6FLkJydzgj3HdylPSOk31FmyZBLHbZYAhA5",
+	"/cawPPfbH1YdZkPynbq85qSbJRGwDX0gKX0C9rCtPBLZEYpIhz00TImgX4khDcM5jbKpalo/JXQyzYao",
+	"Lck/z6Y7J2ioyyPo1x/YUEn8w1q4q9UEdKaZW5NNTQmxqzim2aJ1/K4TtGDm1vEPh52aTGEGa7h2pm2y",
+	"TaNWGduw0sAgjDBXRddn1zGsYyUO06+lrlM6b05lzOkdQJacB7MVmHyiNyAIUr9LtEroFxLbWsupKnzZ",
+	"VrOXcepd9/3BKgKxJEzDHqoIcUxg52MKvf4pNIuJsin6ohfmHmpKdglTvR8yjuzZOoCxR6e/8ULEHmtd",
+	"5IIWbUi/AMCXoAYOLsGMFIEtFIl3RzsniE4Y1LexbH9Ts4FGraYTUgB55QPaoASSuehXPKNj3ULuLh/Z",
+	"pW5345XDJp0QYBJCjTcCMQ+zKEAq5BvHUsADGydlkfCknUJQeIbF48BatiSblA9U4LK8KCqlo5wvrMoo",
+	"6Yh3/ZcxRpta5ZVKpTNMfVFnseCS24EwJ0Aus3CCCCv4rkAaAEcDM9c7qrE7Z0gFCQmnlISEPpEThEeq",
+	"95LuFat7mimZopYXusyL485jAmVLBvqgpXiuTmzRWowDy1r4mU1nUGHiPHUtPDSzBpsnKqi22RTmhC2M",
+	"NqWTrFEeWMTwWNUbgT9O0NAuaHisgabXOmdGlcGZY29y+z+aPkTmR3+DvFI6nrNAF3TNF297n9ZdhtNM",
+	"GzNL9Yr2lmR/OCbTbqfkFvrjs+Pw2jK4pDGLoahbX1iTQiylHbIFGlTsvg2m3v86LjVHktaWv+/iYKOp",
+	"yF7kXHNyB1b62e4FSbcVF2GNOvNAAq2qplfNjuXiWJ9SDMEvmqK3JvLv/+70AFB2KBjRLsHNd1OZbtDN",
+	"Gcc2X81jmVxaQgp8eDYkWR7v/blPeamnrvg50QWfUGasGaVLoz6oRCoeNo08eCIpHVOTJbBcV04ftcYO",
+	"syIskPkaGmkC74PgftZUv6SA9KrZPqVYE4ghfDFEKY8b9PDmZMDzyrG9NA/QAHdp4t8HArJJc5CNroUA",
+	"zqcPZxdn/TPFd1Iyg6rKGCxhyhm4XsRNpKYE0cVcBX/R4Fo+qvpw+3CMMwkSlbi63Q2/IvMCpXQpb51v",
+	"WTo315lO5gNzoXGE/zsj873ylV43v7Xugi+G9laQ0AuVguycZkCtt7t+y/NifQBYkRhbVe7tRlag65lJ",
+	"jttQpJcyd54SRNgTiXlCGur9rxx58+aNsOKV3RqvGUHTcsdGSZkIC1UseUpU2wXIvh1TEkeqqTWa4WRv",
+	"0waIK++PgkUj/P0dEVX9tBSiIdTalE6srwlN0c/9/o3O1CLiGP3UU63Gzu766LDTCdD9Ve++//PZVR+6",
+	"kn1Ah51u8MBshy902HkboNO724+D/vUvZ7Zjmnp+dd0ffLy+v5J/HkJnup+vP0DTrt7FxfVvMNxRgE6v",
+	"rz5enJ/KGd8HD8x0Crvr9/pn8AzptiKD/vX14KJ3++kMHXbfysXd3d/cXN/2zz4MLs8+nPeg6xc67B4F",
+	"CMbQvcxub69vwcAOzegGl72r380u79DhwfsAnV/1z26vehfoSG5a9W27PTu9vrw8u/pwN4C2XnemIwa8",
+	"9MDkPs4vby7OLs+uJGiOOt0A3Z3d/np+eja4v+r92ju/6P10cYaOOm/Lbe0cKEPbsRKIW0HLbaBWh20r",
+	"aFnAqhZjFajKrzRIW0GrBM5W0KrBEpbgA2QraFWhqFqPlSEIcyjw2Z53jbDTi3fgBk3iakDzmmM+8nTC",
+	"s5eVN+g5BFgq4sArSYZiyh41LXYYhcskXAaxrsJfE7NWkHWvuOC79CDe3PJ4S54pv7TRgpU962QBJWfV",
+	"NuoPiYfxGFjaS72MlehVyaH5A+9+/Sz/p7P7frD7+VsneNt9/stKigkz+2HBTVRTWfJX/kM+BhVAnCAc",
+	"Qx5R4TsBqYnPmVBqnAhMWkjhhys506rFMOrZ/m93O91+5/3xW5ONsWEUg1R33zYEMwSthIZZnmo3sErt",
+	"KEfKdA/Wqd0dtBY8Twf6oCH2wlN/4/XT6NcLvqj0H9alRVmlLuFKSK6V8gioo1O37dhvX5C6WA2ycgv9",
+	"ls+yLtC5h1vLRr69MNYxhdX67QAVZcSLH6dYWJCtrLKwPNaqbwZ9I1ynIyCNcXWud3nKOUwSU9eA8ivX",
+	"MChhvlduNsFj8hXkugp1grsxjZW8zvMpNy24MJqR2YiU0rHVDQs0SZVCH7jzPm9azl3bSpzjCvwFMF1U",
+	"cre8WQUGuBwQh7s8d6dncwmtQUwUFlFceFpf3jpULKlAXxQ4TLQ1av3CtOv17XxJGhAAc104AsTEi0Gm",
+	"hllyp7cEmWK4q0CmZ38hyC7VXWlIp3wj9HUTU5qoZH1fNFrFpteLMLrgTyQum/aqQl7Q+ndOWQN/72r+",
+	"XpKWAsgBVDWDDg82tfHJY1G7eSNQ1MhIKqtf1+JXGl35mRy5tBi+DoWabaI2pQMnbzpoZueGc5pjYQyy",
+	"6xNuQ7NXIqaURVUykj6KpZAA6zBVxVcjEtIZVhXfYF4oBGE73HaRSEhIx7WODPKsyxJud/f95z86u++l",
+	"cNt9t4ZwaxYbWCBXSpNr+l1AesWNWZfUFMfycnqjx1oGcZjoBVRHk4PVeZtqJa9CfJZnbxb7eiX4bQQH",
+	"775fuu0bJT7cJ8tbSvut/FCQDacZKmrKaXFEFz2u73tMm8QxSMc/RjdXnwL0j5uzTwH6dP4R8RT9RkY3",
+	"ga3XcIQu6U8lUjKiDKeL1jolFZbAISVjkhIWErE849UIyEVX66T49MVo4Yy1bbqI2lghlIUxlTh1gobf",
+	"nocoZxmNtUfPSdkvxeKDr0W1kho8UTIHVxgQLAhpldAjbPfTT57uzLWkumI7L0TU5TfzdeTOibEurCER",
+	"+SSgF++x2eCiC1nIK+/IPicqm0JZeUEuESa3pdAQTZ12Jdeup6wU/E4/83BpWHJf17T32mN0WyMVM2U7",
+	"JEFDjqBo0qpWGeNFoWWaliJVE125n1CpDZlNQjBtwVRUilQjWjOSpTSsdiBpzQnOpiTd+8hTEmLxgoZo",
+	"L2rdY0BVnE/dbbldxzU4oXK3LtNFDSLty51wdU+dnT104228lk1x9sAgTp1knjZsJyhnUGdft/LXAUjK",
+	"Hv5d+rOtaKi0bns2rc0Cqm5ZIbHUaaboSbF+HzZ7mZYLcy4HAtDotmH/moYwTuBL+VzWF+pMV67v2hDG",
+	"zrQG0yjAuPiXNPhwoPC6rT3OmchwHN9AJ6Ptoy9DnOGYT1CCw0fgIxzqvOmEAIcY6xfkIYYzsq+JaSsw",
+	"Detbx63u3sFep04t7Zd1wKo5IVNg+ERYxNN9+cdQUhqdymNjoWCdVUdL97AUpfG25o2Qmlr778f6n3uD",
+	"3c9/NY93/r6/8o2/+AiN3XF1Q7/q3v0FEKv5q7CJNwLFOCOi2lbih8MNaxhowPrQw6YG+rh1jNkkxxOy",
+	"68v9q5n3ILNWJ8SBLbSW81bPDhwIYjP3ivQ25deoZQEevINckyU+l0Prc6llCsIaB9q5ooMX69mDTj6O",
+	"vgqejBmVr2cSDSdJtnu4192dUUaLTMNPN335FOmndR9NJfnwwEnsUNv3yxvuNpvyFRVQm2SOor5E0W1U",
+	"FSSGR7YzdPn4GqKxNkhJ1NZzFW5czyxE7aEJDcUJ3VPnthfy2f5Tdxg8sNKvNpNLvjDcWS8r0V8N9tWy",
+	"3kr7y9kj43MGQW2mRhAk/praXQ3LcPwe38P7ZnPslrGii3j2Qb347F6bhhT8urF1PeeZtzx2icBUfHI/",
+	"rjesaG7c/sHE1Md4EqjsvOgYcas2VQgczaB0gShJ4xZbteHhgak+Nql6Y+dEj+dJxCwPqAk//LI7pxHR",
+	"3zyw6hRSRdopicvNCYRrJQyegKQOflOQdBUVr+cQfq8UQlMoWhAfIVjvdmyXUojaY5vgPy6RjGrf0jJR",
+	"f61Ew2KCCn/YwiXLnfvnema38bFunNFYPcJqSuOSQ3xpJmN16lI6o9VnbQLN205nTYL7LyiWb6lpoxO3",
+	"nEjpMNigxN3LR+a7lDVGVsC7RCVdErKZc9iKjivqOjZE0bxIpZJnroZs8DWU5wtKNFwyZlvldi0dtZCS",
+	"V+mo7sK2V9qcgh1LHQ910L4iZDcASiMQXgaDD2vUBDguKlm0rxPCeue7cq04gwSx4X44xdm+zvaDpgA7",
+	"gVvuArVN3dEH1rs5lz8WJQbaKUliSoSyakF7Boz+cXd9tf977/LCFTBPkNTTlME1IjMudsrxnitrEBSc",
+	"wb5a4wkXPGxIku2hJMahNVlpv3h7yiU/4uMxDQna29vb8cRUKAdwKey/1UWXmDJ0l6WEZAG6k7RqAvHN",
+	"vmWVBdX1JFHF1DaW5+rSiBSgslxFPtsNHHX3jlwizXPVnXklR4o5m9SH2+3slfjo+uMZMaEA7c/cD5Ay",
+	"89mWv2guYg7VAY+7twr934jmaxQ8Z1rw2ygPK9Zf12tlKhxcjnh1bb04fHXizvHpM9PaOED9eQnu1+ow",
+	"ZzhuCNo98iZZbVwyBLzfbtEQFzjL8byq1UxSQgRiPM2mZeHE4KnNQnzvJiHuyr82uxL+mQkW2YqJu+9K",
+	"M8Ofa9+eqig2IvF3K5hlELwq06yTQmVOcP1C1JairxQr7NAvYKh6jG23tf5mGhb/orVvbb0+TUlEWEZx",
+	"rSFlc9TX1rlf6yQBoHaIBdmlTBAmaEafavXfNk33utk6xWut9K5LTOMmI3G/5CvkeTbhquYjrVo/wMRY",
+	"NGs0BkbIaK02N7DmWzHLEhCjoKKamjKDUtBSGhsUnEM8hdWYNfmCCfeDXPE7kj5RiJibcolGMHpD1p9r",
+	"mIbk9OOjdz96jbLd3W6nFO8vpS89r3jyNBxuqnQ1lMsZQk6KKLVs1IXRRiTm8xM0jPlkCPYZVXROmOxr",
+	"WxVG+z+M7KlhGPOJN6XGhW1tSVkshihPJimGpLFxRoxzmhClZ0vgoKN3P+6coKEQMfTmggKHFGcE9S/u",
+	"9CuHPxyVqnIxzkCogcMUIvaurXzINcMEYRFJXTbtH8DPR/TXbpSlyTsY89QGz9dr5HDhq7V52b9B8idV",
+	"5JFxBGSRBJAeyNNsxwyusxkyx23qnaeMiY3W/NKV8g7ppjkDJnvXLn/a2zgAH2I7a8Hw0PNR4CcSIZqd",
+	"VPITdNhAyGdEqVTZVHUHgpIk7ImmnM2qzSldOXilBb+4gN6dQrznmsdd5U/GPANIoOHpTFg5tdLlqmCz",
+	"i5srxe6CAi+PAaiT3bV7aGAar6n3O+ygFnzojLI9s4dqFz1VhbG/SFaF3snvBcJhSBLtCFZRhiJQFh/1",
+	"zJS2WQcYDYV1ylEP8iVdGgamht5Rqm8wxDQtkg0yENRmSz0nl8qDaoUvBbHwkpYe0wAkkarAw6M8JBHc",
+	"0ToEt9H+yZeEpkQs+2blJXe7bbm94ICOJdG4tbS82WprsNflleA/c6KTnFSothMQFw063emXo9nB47vo",
+	"xz/fz30reCTEk6f4C0kyU91FSUUKQicoZ4/yN43Q+rFEtGEBw2FzdSgVhPYKfa1mdEYayiR9IBkJ5cWz",
+	"xBwMzyxD0CGunFmQJLGuGLXfcEYJTpuK/typaneq2SpEPhZ1AF8hz61aU3zdvrz0q4/T0K+QPGZgsMZA",
+	"trLbKuRcIyfMaRRXHJ1eq+38CshYsv80koqiZON10tAtFXpPFgcioB7TSPKkCAyTnBGn2Vo9sLgooGht",
+	"d2JF/cIZ/jIwd1pXscNfioGUVQB/GWjI2kJ3zitO7UHhLwroKSBeWXAVEv+mSwLmAloa6uRVKZ9N6BNh",
+	"finL7nhpYUiB8BOmgB06UJSKAqqW12xT+7Fa+skFbt0Gk06gD2O1HiTWBSihU4SuI+bfb+mkquP/TCdT",
+	"Ob5l6vrN5qEayiKahVbLIm6wThdd6nr9fP1luojW2Iy0+YBL+gPN5PWSWsRIN2SV+EEiLxasVehyqbjh",
+	"LL3AVBfwJXQpA6181EHt+qxPc5rFwA9uPVgFxirFWUfu4wVtWyoA+yliHWgvtdjBROv38XQaWm7ZzhNG",
+	"aEiwVeLJVnlbjrS5Om1LruCFIFuVrlXq+7kRXNbd5avvCiw89/4yRaAEgfPfOABnTgAFtAiHXpWYoaHt",
+	"GzSEjnSo/ZWkvFDO1YdKiiYR8K0dJ+19KDVd3TIg4zxWg4i9lV3WKUvyTEcoeNspzJLM7AECd9qhavSZ",
+	"lH5SPfWqzVDfeaNclrdOUVESjSs6tQ5jM7Wun1qOSTvsbjhxVXRzwVJdlA8R3JqrfuymbBcnSamurG33",
+	"Z8ukNlXzHPFoIRFKcsQHp2jnv73VOPHQKnpC7bW8sbg1eyjkQrNsDOrRj/h9+HZ08Hho5dDjekFe6OiN",
+	"bSQs/C5HOYQo2Sz2N9BCY8qomJJok0KitnaA1FpCkjISBYiOEWYLr/y/WnFUMKyheIwp24XAs4hkmMZ7",
+	"q13pzV11N06dXqLNljCF+m2RRpfctBywPchlm5nh9JFAW8zI2gppTFDO0mob+Y0sBBZtvjW0/6wfua0e",
+	"mJKQJlSihRQQIfyDZscIF7Wn0zfigVVvGWagQpsADJjEVGJRvT2gj0hRJcN0hslsR9IHpkkeT1XBNhVI",
+	"sgUi6pviIRK70B1+SnAk/7G3XmyBVhrVqBrNCyAHbjFXc+wrdcsazvi1SlxGUkWKSimLm9b0Dlp4jmkm",
+	"nwENhmicKYnymESDNGf1sXiaTDEr/lb9vv7MSd7QRMTd2/oyXKke+HZCXGkIP/aXq45vJdOVOJGvESzc",
+	"3kHIc+a5/z/zOZrJC1diTW9EZWU4NWQAtaUwI1co1ut9XXX4l4BSWd72gpkLheUH7C5gm5Pc7DyW7P6V",
+	"dusW9V9RSIkn2S6kSVRPd8RzZSyvl3tfXWetJmdo37sOAlBShxgNZuN0MvkajWdfs/mfB/EjY/PJwdss",
+	"4aNWsGZTgO06AKxk5uDbdcAI3FDl4M9wtEFeR0PUgZNlXOs0AIm4uhdBZvsONJRcbhYeSsunEWoPdTXi",
+	"/dJ0++574u80+j+GtlQxLVV6Lssc63U3sDw5Qhk/+e5tDbbvYbBu0/7/7F0JaNQKGlsTmJMr6thsIAS4",
+	"VGV1yrOlMCX0Wpe6lj5q6pleQvASswoQj6MSc94YvUo0dJVlpLzc1yfiy9mXO/s2AN4eLEvA8EpQEFBJ",
+	"MroleEnF9VvVQYePQV+BRt1xXCGqRl9xvRsaMtrB3zp++/y8HvTsF42yU3nyOSmEJaj7AV3/5qimRK0p",
+	"MZn5t4exLiK0abzhf7SxrVb7aKNSRa9ag0hl7S+LRNAkKYEXEYXu7Tytto7HYSiJ/HFLPMrVQIGGQWrL",
+	"aRgdMuQsS+nI9C5WGl1GZgmkoYO3DCeJAMvWLEwGKjBN/00n1rtxELSUcWZg8sLUx+KRxrF6XReW6D7X",
+	"Khbpqisql8IUsQ85UwGfWusrFXzRReKVsYiGMEwY8zwq0rF/s2UIGusTFAeiJUjzYDBaqG42CvcGNq1f",
+	"bjPOJ0XJGKlFgo8arhXkd4IsubL0gTmfWigGPEchj3mentisYh1CNZYUaITDR+hwlqR0htNFqcXZE+Ux",
+	"xCFhXa2HzEiKIZpeYULKBVG8X37r1WPryLKsms0MMzomInsj0BC+hIDA4mtVUJUKpK7GiTI9A8RVTCOE",
+	"xOMMPzCLjUDe2hYPA6TwKECXpzc6OFIEqEDAHaB9KoKlKW+2gurLSI26hKfualaWMr7UYHAb3RcJvUed",
+	"DgqnOMVhRlKxs1aCQWMtoQsVqWPKOZWhhiEu90QDGGAt4SLZl9JtUFsQgoZwhYYNSf62CUP12Bcu7dHj",
+	"ZRxmQO3C0qVfMLa1UQp5wWkeW9+C8WnqM1vHuqfueXVNP+UskquQv6o0YGgjLCibxATd/fpJ9SdWw0i5",
+	"Of/6NSZDtQDJPEM+YVQ0hGSuV/DZE9KycWETlbAIa30kQOUVOwYg5swpvVKvkmnpWI1HpTnRtlVjqLRU",
+	"yhyS0/YLmRtnmlEKYyaCVZ+UndB2UapPcUMaS4mmem19di6aBbbajMIlPtarVLyBRvCovNZy3aGVQQ5V",
+	"ku5j62rON6KgMCq2FyP9GWp3bAzpjt/3r/hEvbmY6ikS55MiespQ0BOoIEi/mOJnwDFRe/iQdzpvQ/kN",
+	"/IscqwcSROqBusae+jZFwf2/euvVGN5VUzlH6lYNj8H5A9ecMh1sbuj40B7/8BjlTJ6c+5o5ONv/22VT",
+	"enx5cpZrfq53RP+yKz/YfcIQbAtmG0WbVWDYT3YU9+l5MeKykjz2teJQ5ZHqlZnlBzYen4bkjTDv7qw2",
+	"oQMCFKSgoWo3ELXAiAPFckvFw9QpeRhzDZ3LbM5ZUPkiBktay2jmpwoSnUmRs8l+rW4qH4+BzdfLMZVC",
+	"vjaV+CxeDKqyFKTGEZGVfngLP6wr+3kivJaw9rspT0t83UuFPQtuqgJV0M0psZUVbJaA/XUtrliFxbd6",
+	"pywplRgc16f1H8zsVt+eFdemsmsf9Ffi9nJLk+aODjqvo8nqKnyeG6Nvid6XFGlVwMVoUeJ5a1uVPNfU",
+	"w+3GJAunKy3SUqCOUMgTxzujir+BfVqNsb5xWp4EaRRG9KRmhpDncYS0SFGYMhjY2lKkg0JgbdAmEJba",
+	"HhYbGyKBFwJN+Vx+4hVoqylw+pBK4DHLfoEVwaM1eMJMct21YK78nAbPCrLd0AbBVctrWmNdIqpLJEqR",
+	"r32aJAK1xylEcEemjGSDUFMyAdQ0oNMbVUNRv9EUXTlpjIm8tOLWmMZN26jbGep0JyZZJvEawkXsmw3j",
+	"aRNFjerL52gMaNjwaUOtzErVUu/H3kKXQe2k7fLKsPdAQZ9vCcDNWLra0u6zL61DAbXc1GRdN+IViPMV",
+	"VcSliVJ62pAWrrSnm6W99Iqv8OvDO5uBa90Nejf0kv2k3G/cvCGp4AzHOnTJiV8Rb1RM4ICyMR/q8q+Y",
+	"WaNzeXsjyr1aGXhQbJqmR6hZ+qsuPl4zBZzeoMMfUYYnlY5kUKR86BVeJA/7yplntPPeVQ99hTCe0mBn",
+	"udzh/k8kjXWbs21Ke2zWBMgBlwscCwpnHwHAfGV+oT757ap6jKW8mqgRThCf0QyygSiJI4FGBBI9wSdb",
+	"0QIAG1qXUgaf4YyGFMM9cZGh1YtwaY/HLafvSaXsvHt8LX0uF5xF3NPDTmNiQ/+xukGuE6zC2kqJbfpE",
+	"mBXhVrZoLmF4ZVF4RuPFBkNtfx2csd8elSwIf/k//+cfvd1/4t2vn78dBO+e27v6T2hw0g3ePe/4TQov",
+	"vVCoHU4JWBLwBEsOAaRHfgZG4hEWteIJP3h7Kjah/KbOqaSgkUtJtH6t3vmANzh7NiDSsyTra5nAVwoq",
+	"Jbmq/GgCCcerO/kfHiytq9vx9zK8InOBIgoZNlKbhFL+CQ33ijaGVAyUDdqQNqfXfvfI6ugfsERyNZQu",
+	"bqe25wQhZzzCizcCMTmrih369g3me35GlKFv32JAgednNMrjmGQICtCCwLWkmK7d2xNOqYSbaB3/UWR5",
+	"ga/FOJdUKwGYs/Uc1F5qHbXMO2oprefPG8Qi6wTE+kkdrlfF8V/dr/GD69twkpOg3r8/qMe3bRP9b6zN",
+	"W/VidPCsbtpTvxQaEfiHpjSKCFN214SGj9Af1AaBojRnAuUC6l5OyQyJTCoAac6aq6JqtK5beUmCRnk0",
+	"UVmrGRaPAokMpzZplmaoXS5qCTjwxrqGdBGljltEqbtODPBmdUrrmFe7mDUC30iI7LFCreRsiobfvj2S",
+	"xfPzUBWrm9Z0qY1bNKyPx87drmNxGGMwxlRWtZ6yUSLHv+ppViof1Yhpr1nLwtZdv4tqLtpvVsetvOw1",
+	"9L/yHRVVpvKy/gjNpgwI1fe6dtY/lNV9Jez8r8WWt6tU9ZNulwUHKQkPtLOVaAlsoXoIS43qy1jzfwwL",
+	"LrPX1+Ck6zKnutzcUMHP5SClQoNLuvdYriU81vT/ZRnE8tp7hebw8HC3Ndc40ZGsXr6BZrkAI3FkyDdl",
+	"aGhxbOg585U1AjdnE6itYfRIFuosXsg0ZvjLuRrhqLOCammWYUG5DlVaaqmqU5dXoeqbEusG4vxqtNmC",
+	"e1M7h4t9BU6q9oYrYVcmbzVXoHzcVC/CNJbAj/ruGyxFM8wibMyxVWxfw1sIBNaTqWi36bE61JvPuJEG",
+	"yiow+FyYBwbeYINqOSPirwNwk49iGjbVHlS/Splcin1oTKAaOrR3aHSb4IQ2B7AN9+GlXZzQ/b9C4NqM",
+	"5yxrIuk4jvlcO+BTm6TjeS9JBiqWo1ysaF88hV7PqxvXO4Ao+oET/uUp6waW34F2oq31rra2r3g3F1Mf",
+	"tGg4RfI3NM1Hyr+jcx3JU7WXIJmNSBRByMGMpGGeEm+Q4ZynjyQd6KMczLguwWxKGIKnA2IeKGHZmsEh",
+	"v8Ggt2rMSx6ROzNM7ZdTPW6t6XdxdN7zDhy08u9CQ7ER8I2ntxwPVt2WTe1a65V+K93HKqxeXPftJode",
+	"i3e6O952QvSvuishV9UxEc5U1Bo0kqyIzP5OkeJxV0eG7HYP3jr9IuksISnFqkVbJdVhq0aMeq2jRSHF",
+	"mP4Vj2RxgggOp1oDgIA4oSJ/AzSUpH0o9YPhQ+uhNUQRiUmmguYeWNF7ET0SkgiETZsnQcKUZIHqxch4",
+	"prK/VJal7gXj7ctYDWYyu/WdovF3bnd8PalbIBxCYubKHu5LW7dvXcR3eY/2K2guM+VzhrRUfH9u27fZ",
+	"Gqy6zOMbAXW9Y5TgNFvLfr9OBeE9X0v2F9QP7pnChe+csGRfMWGH8b97ldLChXO8qWNsWmn6CaYkeRW4",
+	"UzKJFRdH3aSizYibRIozMuHpAuoEKpd5zaT9EWJA5JWZk5HKypajqzZo8n4hLNAlTh8jPgfFsoKUtwRH",
+	"6P72omUzESYxH5EiGg3SjlVDl1LlsW++hSCsx9JkfzBaVGvg62EhdqWI6xM21b30CVy558+W56iwVGXb",
+	"TknIZzPCIjEwQRCQ9GApm/yr1Ci31my1ngJrIV4z7ChPsfq56NYzIYykOC5VCtbPYHP21ORac2ZSmmHe",
+	"KJfquy4yJXlM0BILkZGZV+JY27Lt9pGC8jhei+VymqHKe0Fl3BGJ7XYttZDDvRGSqqQZCN2VdlQOVq0Z",
+	"CH8ecibJ/LHtMfxGBIjEgrgh+UW2hv7NBMRXumFpFF4zRhDas+yOldlK1UMeQhCyjUD+/Ne/DHdOzCpU",
+	"ZHMK3K4oQoQF0rHO6rXdZSHP5fU6d6y25GVV2KyOX7wUSCLv0BTE00jJEWtp+mX6Zqu8+YLzSlfS13RQ",
+	"xZGxiQabU5ZJXsQiuGil2ue56f5wJ7kWa9YqgvUqHavLNefsIczJaNe5sKtD8R0RquFYzCuveiha3PSm",
+	"eS9pRq1j993MJmgzMKYkDQzmqlhthaN76lF/kZCrJsRd3b56WYNp40RwSVHVp2Apsg02d/HOhxtBufrf",
+	"WrKfguxqt0LqiY37Hv2q+0BhAEtUQNmwANxwS7z57u2qm2iH13pnzwhhdT+1RuED6etyPp9oUm8Gq3rb",
+	"N5EQVRqJZ1PwejyRNKURaDN+w8syJktN4hf0m4iofGNGGXBf0J4qrNUITk15VA2SVI1A4zgWaI6paixp",
+	"vkE5i4kQZk+RPy/Kb9ktX1wPmFescTVOGdLnz/jXArUHn+rVe6EAdpZCW7OKMECwyFMyk7ikxTHj2VF6",
+	"ddACoah13LrXf9synH8Ug1rd+7MnU9ecHYn1Nr3G1+aGsIAXqC2HiUDukP9SkeQ7JwiP4CLMiwB5BRhT",
+	"2GsPXalOJkQ3FTUaz3BvpaD5M4kT4+yAAAqFf4UV2F8axWe3vSssB3uVotvKsuGNOxv5uqiWxdXyaLp3",
+	"tF+0apCrdHl7k7cMJvOhOi3bsdMRZ1RqIpT1X57N1yDpWP69JBXS0CBGSCS1PY0CqscfWyhz0Q4akbGU",
+	"rWimsphxtJAEUd1FP23yV21RBn7oCeDghwEITgnSnSIkAmYoharCkiaWmnCfWKg9sAzcAZxB1bChBv1Q",
+	"vgHgGcRUZLpSp3b3mUcpgR6GCMAkVJ6bPt8HNsTqrDT3HwbIPtElXlTc77DS4NDaYSUyu1p/0FKCuPE5",
+	"BqbBV2ChFpibG7ScxRffqD8/r+NE0O8YzK4SUfu6nzbKf0HyxOkUZ9vZr9QgSsdSRefQCGfhtEI2U4KF",
+	"KWeENICLes+wb9O/o0bOzLeexLQ5s/Ynj6f2oLNpmzQ9VTO0+lg8vghQujW1BpWOH4/jJnB9gBpiKgkJ",
+	"kS8ZSRnWZeG2hZSVbL4fpMCAC4gFkpyWb14WJFIEhtjj3o3JE4mtlmRKYEugLjN8+6536/iPw7fB4eHn",
+	"1zJ1q568qryaf7WjhTJ6AxtQaegllmjqhWHgcEi1uxGPJXM3iF62I9KuYuiPZKHt4DQTxhIOlPcVbN1w",
+	"tJ9Snic3KZF6MgvJlp4LKMxI5pD2rQc6Kaz/IHmotav50XzKYyJwXA0Ecr53Xc/KUfVEybx13JqkEHZW",
+	"iaCvH3ZlrPXP+2NKyO6YpzO92gCZ4hc/HB29/UH1xUACZLpKvYWGg3CXsuQs7sW2rgeVklR0soIS/JTE",
+	"kRJYclHzH1Vsv59SHBL0M08SXWtFeSYm8nHFN6GceU8kpWNaFLKhYgDTq79fwS+xcZvM7+l/qO55WRkZ",
+	"0yoxVAmSGFLt4buGEoUWcjXZs9SZbBzjidIMh/D+EKU8Jg11T5odJlfymupfVcqL5CaSyGid9TUcJxU7",
+	"jt1iDZL+2yBIZvpCbk+PZqqoS0zZ4xuhSqGjBNPUFnNhDiQqt4OR+cDxwZmSIzFnE/gkmaYYqg8p6Y+n",
+	"rePW4ejPg3g++zH6+haUcjlh67j1+5d3/3z8ddR9/PPtfYf+I/uZHX755fDPyb/NPMWUyvN+H1+Xu+iG",
+	"sJQpjscmgboGv5VBNXVzqQJFXesLU5JtNFn34N1mso3dqllFUIZxA/7x+InodgzboN+l7rIFTpJUDVfB",
+	"MBppI4Gn9Vbx8P3Xrx08CiNPKx/qqzB6n8gZu52ObfQlTlCUq85VWlvDTMzBlshZWM7S3+xUi3g/1xvc",
+	"FDMu1gD1kvqF8q3INPJQhYQUXIHV0Ui8sE3Ir1RA033TgYQyqOYDIcgbGeiX9QuRIBXCa7U6h76pOEOR",
+	"0hLIFyqyAE3xE9Gd06ChnSqMmKEnvVytBxTdEdYtH+StO1is7wWWXx6TbRpQS15Wbj692Q7U9y9Ytwp8",
+	"WmpWNNF61rxYbR46wwsnvWNNS57kVaOcxlBoWr9VIhbK873CGgcFqFwTX8SJCLReTgpVxRRKX88wp1Qf",
+	"txUydDuVaknbNN9DB4GFTOndirW6MYhs7WJOv01JqnzARdtmZfwK+YwIiDdXTuMqPAPT3K+yE/Xc6dwa",
+	"qKJralSts4wWtZN2ffyFSRvSI+UPdjgwC/F07ZpQZSxUVaA+2PF9v35Uc/p+Oiutw/fGnV5bo+3P9CgF",
+	"Qx0ARdvl9KZLFRsLm1hhMNOb/ewNWPfGE/c9x9vWQwdIjyxPSY0UVI3enquzzNimVhE4p2iLVLnrWk0y",
+	"xKYUzzVGrOfDK5OolUWXm7X/dYninUkpvM196kk55dDNqzouAsvblEHLDqnBgIW6GnG+Y/NFwAMYppw9",
+	"MDOy/EzKKdA3NM0Z9AxV1tstcoFtvX3zzkj1UZRzDsiXROptam8d9CP6K/or6u4e6YTgHz0JwZD7rlbl",
+	"zvW23/kBcnMP/mkqANiGLt133a6TUTMwHkMTyqT18UueQkKtzWli5ItvqkMzFWxLQdZGRem3dSciDe6B",
+	"zm6uFxxQeevLM47fejKOv+lcqONW7xwJPCbZwmOO+S+VO+ziR03GFiRF8yk3nYxU052cnSCcZxzKQUBn",
+	"dqyi8dRbOjPKqWlPhTXLrLXHCoZWV3W0q+w98kVUvKhzr5RxkTOyK6Y8k6utMOcyvq+uYOprcVsiBpVM",
+	"6B9fLRMakptBDgb/koV0VIAfx/ECtcv7RToI0gyDxxlJEYUS+CRqsKKU7ndj1TE5umobr+kYhtPevvtT",
+	"mWLUGCQWj3YqMEumJCQsi7ft+uUjRqvy/MCiq5agMLuS42eoTSly7/sm/lXL+xXIXSOmdW+sS12bGn5R",
+	"gRg0QZMSiVP716CUlEkSwrKd7U/eEPA69gMPNSy1mHzokPWhqiun5l8dSdew276U48FqXLo+Lh0BGmNo",
+	"yJYNzlxutKqqAiSXuZtWcCjtd6smY0sLvIBCA+VaKENzSBwCJaJCYKlARAqRpqldgXZVtvovLhXgt1d9",
+	"WxFObBI79CUv7rFN3RO2YAbNpjzPJLkzotxqV0hD9QAXH+w1KNcOqLJAi8KlmlEeYlYuNeDS9PLFrxDe",
+	"khSwWYkCV25eHUlYKdzxmuUJSo3hGmoUyF/WNm+VNIKVGkh59tfRQ75PfYLSGeyhsy84zOKFjVEpUVlQ",
+	"gDUJgs6ID4xU3q/gqv6mSX9ZqX5U9Y4mJWEDGX9j+X17CXRGWZ4RNOV5iiK82OXj3Rln2RSp/9WP5oQ8",
+	"7tRjGTzdeYuc3YcH8deHh7u/tR8exN/kP3a+HT7Lh96CXttVSQBhVjTKmSsqJrxApPrXSEkvrIawlsCy",
+	"VkGDVxZYTlSVhZgS41Ie55BirZoIDC0yDL+TENOr2jlsr0pL2pvbL3c3l19MLOt9/7QWyFqRZ1SMsenI",
+	"ohoUSI0qJWMpavmq0tUT5Tu77wd/29/9/Le/bC2J1NP+Xy6bqFAc1IaGLKp2k0u8i0Y0kEfq2bW7RKeQ",
+	"RQPLgku2mmUtbU9WYj2vyvE34+bLuPcrMe9+SicTki6XhyAdH6MZZjmOUaY+MbTx5WkWWDyugotUses5",
+	"EfLhC8AA2UQ/06ypCUGp1HOqWrYVFlMojlzzIUuuYzi6CHlKWsedvfcHQUvkI9NtvM8jvDhG3QP0//zf",
+	"pwGK6WSaoRQrlUS/o/sMSFJZVVfGusWBjoY9bpneA/t6Zo9n2uffNAlG5vZOaVYt0wOtQhaJ3z+lt1f3",
+	"DcfkCbOQBGhKJ7AHgUYSlOmJnEPd8aIcMy1T3ojno9jRpXSA77MLQU/cAmcRThdI8ji35fpqjuEf8RJT",
+	"hhr6WTe5Zu5IqPqIkgUKp1wQZhpXGGwphUcj3XwzQMOIh8OdE6TqUQg0SXmeFKCpa6lpvMwVp4ZBDD/R",
+	"iWpxhVXzn5TEWNUu5GiIk2SQpyrvX2o3I8FjKRTe316sbqGgXTXU7eFtj8cEaSv8aL55zTSnUmVdIs26",
+	"0QRTqK5Qy3+OsZQ8BMh18pUAjTbvtlkQjFV6FqziJZSJRTZ0/JIIgSdk2woIYx7HfL6bJ2imBtqT/PdL",
+	"BgcPtzGmWJQsOGaNqA3GnRHPpurOgjtWfz2nrOLacxdmqpMd6Rj+49YVn6MsxUyoAmcQ4/YxJSycemKt",
+	"6wPV04LlguRvcqBJiuXSwhjPEtU2rLu31+10UNvkPCiJwpZWcK2f1gsNsWmz0qVzhDvoG9AoV8OvJ2hE",
+	"FlwHsxFJ1qcBZGsJ+pUoBRfWodJRAKZRyhO5ZEFjazFeCxklaqi5weHsC20hEcUDb1TSeSRsHgj0a8Zp",
+	"LDnB8Ob6ro+cwkUwxhDl0L6ybJRYFWJWzUhu0Et6gH5Kpf+i3NerRgaEqiGEwu6i5PaKmDTvpesTkV1i",
+	"Gm+bhRDSBGivlYdFZq9d+apk3FNm5LmegeqLQVXRrJlqcBYS+mRN/OXpNo2qraWcNhAnsCK41NvTojYU",
+	"6XhgIi7fj7rjTvjDuDP+kRyGnTE+CLujH8ed6O34kBzhHyTLECT19Wb/Ybfb3T046HeOnLrRm5VuqYYK",
+	"Oz3du9Uw6aCls0cGejzlqk1UF1coA2AemQ7XAz2Qjpf6o6WG+1z32tb38rxu/14XnHW5g6lEw/+xe3p3",
+	"+3G3L18bIs50Poy80wG6uZf/0+uf/gymL9VZ3S9e6KNYRn3uha/Jr1BltYq1voQFZhC49wshyXa38YrM",
+	"dbCKvo0QUT2OcbWBmHzeECSvfqoCXL6qk0CAjQidrCnBbbpjxiSDAi8qVFA7N8F6RTIpeHOGEpJSHq2R",
+	"wgur8AJJkF6eLRGklFAI4dVcdQUqghMhNs52u19XvsJPmMam4mE1VFlM0Zynj8JtxBqghMcxNGTRbTzq",
+	"xrlpPlopewnycz7SLw+8EnDPiLB2U1KYtdpNPjpGQ102DiRfiCwz4XimtJx874ENv2nx+Hl/b07ieBcs",
+	"FPv66yFq62ZRJm4gSXlIhAgQzzNBI4KG+5J7PnUhs/HK+smgzh0VKGcWjhXbc2uaZYk43t8XT+GeQ8fk",
+	"3761rKXj8ISGYkXXe5XEJl8sXQ91q/e7+2AB1YR6v7tfKicnkXPLKNECnxQaFOdr1/0CIqLuB0/p1yX1",
+	"SnsFwqQq0H3tlmxwucXyYAQVOi8yngi4HZRN1vcf/otuhl/L9bObn+8Ojn5A//itr4x5kP6ikXHPjj+U",
+	"sjidNYzbgI7w3IEZSPXiBUHUJsGgAbEC9wBfhGU/q2OqdDo1NGV4XPTCM1dtmo9Qm/EyRdo5sX/rbxzV",
+	"5FL9YI5rw5qYd4LcZTjLxRKtWxKncIoZIzES8PJ/Ha4ghxtIbS19kkojGIR8/dt4HEPVI+C9kivmgli/",
+	"uSTPJep3tLK7Wp1++VfyAvTKcPrSRHIYA2F5utl31P8lMxnh8FFRIcvKppw/iiozq5SO75T0VW8azmdr",
+	"S3BqyEv5K8tUJ8eUJDzNtjIn9MKQQL0EKQ+IxWxGslR7K6wBRXgMDCcqFAablFqSoBAnqvm8ioyxmwTQ",
+	"qvIffgNDGXo1fkJGEo5IZVajtjXYAZQDlKhEMZ3rCNUc4sWJWpa8LVACOsSC7FImCBM0o09kJ1ACgFNM",
+	"R6IIJCfoLokl5+/hu7Lj6efp5z/6mfr/m+TzH3fi8/H+fsvb3+q/mvVkRYn9ECff2eD0/y37jVOrfyvz",
+	"TV97kaqyHeBzJRh+D0HIJg5NxU8xhzLskgYff5OS7vPz8ERJ66oKNeLsgUFzwv1v8n/Po2clEQ9RiNNU",
+	"qwEpUakKmh7QFPqKLYmO/zFoqcmNVcETKn+02+n2uweO+UOx4GfTaVt/OqaMCtOQVz0yAfgVQqtCrCSF",
+	"c95NcAr9QU2Qq36qrCFy1cB3dCklW7wTq9Ke31o4nUDuEaBWmfwbws/Tyb4i0XU/silQWtRJLQqjmv5f",
+	"3e7SuqdO+S3jb4H1wW6AuA7ejw+w6f3hWm/eFujt8JYl65esW4IPMspbxx3o8JvlQuLx2dWH86tPg97N",
+	"ze31r70LSLkhiRhIegDI7Anmd8/48J+gZem215QleaasKfL03r09DFo8z9yHB90DbbVRpqgNAv37hihp",
+	"a2LORNUf1xwbbjC35myhDMf6Up3oANWxSv2W2KUyvCA8W5Vos5QRCUzX60z+PZqTacF2m6oU4B+XA1Qc",
+	"fEXQEdQjJdGw4LM6zijFDPE888Vp2vu92jV+Bi8+V4hAs0oq1wsnoNeFTq8vby7O+mcfAvSxd34h/3va",
+	"uzo9u7g4+yBZb++n69v+2QfbT57GBKlone2DdRpD6Wm0Jgau2QanHXKWUZYTlGIqoBQguECLe4n+hqoy",
+	"4rChT3WFeDbC2FQhKlJQ4CO4Y+W2/Ko7h37/BZHqFQLeGMgBV90Gtkm+JZeAobJ7PtqFq+gUUMMo44mu",
+	"r1PLolg/ttvhJKuw+Ua/WqPTDXlK9iVVjMNNalgDiZoEGwkvymhGcexEzXkqOzqMoB4LAS3PkeBojFPU",
+	"LpABs0jH0zTgmWEoq8Gl9Hr1TcFofBdCoLYqhwypNzsgFqml+dfw6uHwlq2t2tM9vOiyNc/Zk1QZSXKT",
+	"/2WQmmaKEDsI7bAedVGUHcZyqIf/l713W24bydYGXyWDsydMVkDUwbKrioyOf1S27NYuW1JLctXuv1FD",
+	"pIiUiC0wk40EJXM7fDsPMI84TzKRa61MJECApE6WXMW+6LJIEEjkYZ3X98mJyOjSveMDMBuD8t397rIr",
+	"Met02ZFx88yfcCemBcKMgr23dOctKcMv7fxiHtzG8GrySRFbfVEm9fP2xJyMKO/eqmyzy1WcXQeF3lR6",
+	"X1ZAfzSY6ftWrc0fOGMnTDOqHkVNhEILm00A9OUmIZ7euTrkCglJLFbWnW/MxeBzabtFK1HP6ZjLDWN3",
+	"Ar6F+DxJueSWEK4I3xeQ467ox8F77O78zM6UYh+5nDEK5OiltTZDJH6xI1s4qW9UXJsFmlEHHNlhXXaW",
+	"cakhVW1ur33JhGqKTyapkVwTi6GEQjWUEe2Pi1xkAywk19EmmDoZSruo02Mne2f7gw8HHw/OAna6f/Lb",
+	"/sng6Lf9kw9He2+NbUEf7Z+cHJ0EoXy/d7b/+94/6W/24cPHwdnBx/2jT2cBOzo5/vveofnR70cnv+6f",
+	"DN4enL45Ojzcf3O2/7bLjkU25hIanPc+nf3d3fKXvbeDk/1/fNo/PQvY2dHRB3vzw6OBuf+bo8N3B+8/",
+	"neydHRwdBuzT4a+HR78flmEoi5doBa25tyg+gzu3glbpNVpBqxhQK2h5L9UKWt7wWkGrGF8raNkXbgWt",
+	"mjduBa26N2gFLXqF2ugvbBDjyNaXOoKPi2fO7BLgGblE6ReBTxwx7Bi/gIghXq7zTPBx0ZkBO1+MzwWG",
+	"FQkBAGuZIUUmNCxThAIM8fXw3wGLaHvjp/RHYJG1eZpGLlOXj4BZ3YI7koMesMg6qAPAyPR+cKOY/a64",
+	"OhZpzvEi+GcNx9eCzsMbroESKMdk0ar8xyn6GEtFkhnkW7i6LJMW/tAcaRgqlcKY35bnZOVn/4N+9gv8",
+	"CgCq/j0Vsg4C5FhpsJttUb+/gaBYdpuCkLBdXtjdEyVxtLTi/j5WEbxHYRq5jbT6NJ4plb4xv/AqPld6",
+	"6pm5eB78gWbQAV0s0pDFBqgnxGAYA0BbnmdZcg0xXHDLwLqj+dbG+eGp0EMRB8YPFzcg0jEt0Znf9Ag9",
+	"Wgu4c2K/MmZ2Iq8Sedlx8boVo3x7GGpr+NUcW+NnDLXYIS2crvKerYkEOhkAZyEoyH9QQWuCtSBtXSMP",
+	"6JvBMsHg3+JuvhyNqCFgg18G4LaZxbQvRk7bVOZJWhrESiFxM5F2DnGZVkHFXhSJKc2JvlowIXMT4AUb",
+	"66bAfX2nt2tm57DhwprgNNpyoHGS2KbOuTanwIEMr0KvQY+o2NDF+xaLH5R23MK9f+rEYlPzBhYjSaTH",
+	"4I3p3aaYHtjmXlyPtV3EqEN4AmanrBS8u31Ua9WYS9WInfMimoIvrrPm7kcWnlgrN/dKQ7gZKS0YzIEX",
+	"+STTudzJ2HftjpcKEnr1efLHiRTkHMpWXHRghUjKbb37qoa0jq11Y51fW/JhrVNadVbdAiw8KWe1rRuA",
+	"1cZZ5C6LKJmsPXu17UKn1XPU8Q3YNqL7Ql+F1onOucxRJRs5iOBjHd+07ZojqLSII7bpfxyLYRLPfSo+",
+	"i+E0Nx+3uWcFm3sTPiJoeqDwQIjCDMDRzafZVHY8Q7kLQhnuX3xEIgduX9aYncJqpjASGSF1dkeJdM2t",
+	"rDVlPXnr3r70Ib176TP75p64xDcofUDjb1lzezWYt9L+OLXDLX360Y299LG1Eo+L16j9/q17o9qv94uX",
+	"K33vNDK9aP2XxUuXvkcL8g/a/4txD7Dl7VI40vhVa3+wMHBVyDRs5FtWtwW3vHvJjB9Erj/r56kaXmlo",
+	"jMKSAq6vesVx0ozf8AQhJS35Tht3Masm+DoIOFA+K8K/A5mX9gZ7v+8dnJk7HBwefzrrdBnUhya2XBuB",
+	"jc21VBu6OMy1wFL6JF3oaW50hBhCjELVId3FqnK+YqNppZuYjoqpYubgI0hBaYBzk36rIdJemHfoFpBt",
+	"0Yh902zJVnO3r7EACkE9t7FqjDA/l756PnLP/oyVgpAglWrTi6vBlxZkYLGxQtrGY3IMw95vOrVuYG3r",
+	"qSSqjWJWMnVjzOq2VDlWVOWKoQ5YNY1TD64AzKDQXc/9abGR+tsTPS5iCrNdP1WKjGZasPlChTrDuxxP",
+	"fqGtF9LHN7Ml/dgxagRJROq/SgjoaiCWuSoW86c8OIcNVMxGlROn2LpNh8U5YbUayMkprNaJuL4aQOrD",
+	"fhEVDDiVQ5Om6uZdJsRZfeCBXWRCbOTic25dmEQzbsv+zoUGkjjc8M61rClKFTyuc5BOgW0ViIL6TuK7",
+	"5SnE72xu273DvV2H5z1N82RS254MHJ0jLhHfBhn2xnzGzgVDgPUmboNGWq0jvAm8AfRUDkfKeCoQw2vv",
+	"mE92O326O5RNZWIiUEaM2bXIznmOBd9e78Dx23etoOUKeW7RJlDI3QZn1OhMZ/WVJvR3QAZDkcFixWZq",
+	"ym64zP/X0m3vHunWuZgwbzmCymZbttX3nFN9S8IE2qi5gmUunY2mY2B2+aA+9vaucgD6rkw1q+zSEdfE",
+	"1GXfMapDjKnrV2g4Hn7Q5oVmEV63SrVgseFqrAfsslf+1g3cXmRtOhEEjgbluG5+oBz3MrkWsrO4w6BA",
+	"1d9d1vVt94w35mV7ozFaaetH6kQgSPv2NpzJIhZWE81dGp0rLfsjxumsbnS79nkE7WpENYywTk7Dc348",
+	"3x4+UKCvaWcsdtFsBc6qntlTAKt4oaY6puNcFKlG1uaSKJHq6i8Q5DGh6nqzRJkYqizudEP5j0/7n/bf",
+	"9pi1p7Hg40ZlVyLrspNPh4cHh+977iM2UmkMRt+cM+E7fqEEA72wziu+Uc/b03Ql7iDvwtNPvwz23u8f",
+	"np260YUSsp2lahTzEyyr60F72ISQ7W1/psrYuRga/7RoLqCKtkQjsGko25Cg7c5XGna6C4v6eiwX2TiR",
+	"PO2G8hic4J4dTjA3Q0FlFvrs39NE6CEkdMmFnqRTHcqaSSgn1XHZWkGLVqgV1JXMlh/nf1Dc13yKA24F",
+	"LfeuraCFL2s+tG9rtmlxkt0QavPkfsDG4urdUm87J1ZJStLUMBI+tM+nGAXIMLHVJh8AlHwHeaUAn1hw",
+	"qS0qDfiGZoi6wUEspqCSC5xK53cERW+GFZq01jQECM7CPf+4sw9kvnyhi6IacBah1SKHOj3yKNGP7Kxg",
+	"V6xO50iSxYZR3QLOUTwu1go17pSb3yYpavfiKtK0xHZJC0Anq+GMwT/xLO7/p60u2f+v/TefSueoqaDk",
+	"U32lFMAPsFzlPEWqaopr4VyCLraOcq0uK1e8N7WJwNdMVwHqsUB+hXBBpYZ+zrJEdkkoI8dHEdJGGVF4",
+	"Z3vnDpV+/gtWR1K7Ewgu72A8UVn+LgFhou8gl655msQ8V9kLzS7oNrh7XGsVPWp+WSApUzNTkKTb0GaN",
+	"k3xW3LZt9BDdF+VNAsNfPXKHHKc0IHrrOivwhgPoas3Yfsdv5kf3wGOocu7hVHkjW76qJ7gArjTylitr",
+	"6yaFvBapmoj6VaUl6LEIhhgxrvFwgg8YgAoPPF5997Nci/QC3EJRv9yQGsp5kuqoaAuv3W5tDLXYIVgb",
+	"D+E0wCFNcg1ViVgjjVmXTh19EzxvqYFbf3j8PPTCub59UelqBaXGmB+Vi0qNNBNyKACpzHbGYKYYqjS7",
+	"968VrdupDbsTkZCOpvlQjRegJ9AFpISaAY+si1LqWdNQkkgZ9VpEpBXxcURzSXEs0gQUEM4khgE05HgT",
+	"jd3olifYVhevVMaga8spfaDiMU9S6vovIo1YJulmqIbzXTWgglt0qVpop2Wki1DfnSuXXb+Hd2cU1Rsl",
+	"L5Js/PBcoHPc0g/K5vlX5tmsX0uVWrasD3xWF7kzcio1X7H2ZarOOdBp5z5yDFQ7wCWdwhR9oR3DXXVJ",
+	"hwpGgXeDaJnHAT5JBsB717I83K2gNZUA6tgaizxLhkXgJ+XafEzop913hItqXqqRM2nnbPt1b+tVb3vn",
+	"f9dsDxza/Jk2GgonASn1tW9kuxcB/Ks/akXFXVjOCVuZOO8g0p5oGgaCKnfZcZmd/Bp/QlWhQDLIjHph",
+	"XPvU5n02leYrh7hMsAR1DOblya4tMJvLdzWsyO3pNm6yJCdOTfvq5fIt7CBN7CzdtXyrNoAHbxzQpvAW",
+	"cSnZxNypWgI3bZkg4f3ujzftbbaFhtHc2X8EvrqimnoPUDrGtUpzj8hxEUnN4XnkyggTdwdfbVZg2hIZ",
+	"r4L4gIhy5mIPXqEOSrIYTBIvt7rcnQIcyeKJ+LjIIoQSKlIJkOIaJWZnz75BdwJ3C1SHj2LXBN4VIj62",
+	"3nO1SH7dPlihvHh5cOgdBGegQC6C6QuKhDjWWhJyd5IDVEMi9J3MvepIdEOxAZYPuVI8BxFXqQWk8pZy",
+	"Q9vqydEFZfquYuCFGYYt2aeCJ8t4gBP13yqRIq4WxK5GVqXq8tLeMmgCxvAiUzAgbcl0SXsSaKSbHir5",
+	"a9Cjq3ahDEc8f6Ht6WFtqeRGbKwurhN52emyPX/L2I1BMF34kCJdVFo4gl21y+v2WhteE98PleqVmOSF",
+	"Mwz7ohMwrcxO1COeWUWNCOd9FulEDsXAPj9iF0mai0wTAFOaXIkVa2GWI+QG1orzRg0lMk3tHCvV9tIT",
+	"Gsp7iwYY2DzBfH9H3SmrrUOBVJovsOwAF4ve1Sq0aN0BOMb1iLiQPuSr0OetEcpUdju4dzjfFfAioIQY",
+	"TvOCPJI6POiSRexyxSx8q6KylVLOeJ/iFFU5ABZ30UEh7dKOE7ru7hX99kF1lKMRn+YqYu1JJjbcOgQM",
+	"EIJ64XRr6+UwieG/AoDWoisxo8+vxIy570qAGlPpjXl5GwVVDC+ciIzLhwXoOChnWh65OO9B6vAevOoO",
+	"V4k0fTNNQ1OG6QQSSWageMVq+hZEdN3NQHQbIYEtJeJzjmUtpRzWihGtJvV6eiuduDKC0OqdK5VE2Kr1",
+	"ip7OqSlddG0JhWwM6kR4SRSUBJBbZLdAlXIP/5A26qYLkUGe4X5Eej72m978ksRfN3O6e1QJwZRRVX6e",
+	"i4MsRl0xh0OKG6Yq6Cu3buedS5B6T62brE/gdu8NAa7ibpN1dCMZxxswIMerRqfmseXZhxpEyfJl1Rk6",
+	"NDJNQyKZ7NFPB8up3RY7maUnLpidh9hIgBLv76Soz4r3Z6m4yBnwjGZGaSEITFyZSA+b6eVW0JIqNw+m",
+	"UcYeIPpHole6TsRNHXZnmqqbAYJwTifNAfchZmwd/THV/lnop4Zy2IUl8FjT631mvTZcIjZMBc+Mquqs",
+	"Ug6AsCzU6FdjgZZ6Fx30BqXI3THaugcOlqu6WkxkWIdEmfP74KPZ3/eJ4dN6WhjZxC1snPVUaJ6KWrPy",
+	"1tyJO3fgTqRNWm9ZqGzjAslJx1TPzOD6mrWvXf0a3JQaHw2/YOfiQgFyf7Wndflm0DOdi/GgCdbqFL5u",
+	"RrT6uli0GEXsLK37yRkKL5qXLHpMLDsnGcaZGKtr6yjb76qsQ9NcDWypESUWhTSWTtxA61D+xdxJtB1f",
+	"9nk9BowPnq2vA6J5IAlNkK5G9yVKBjj2RI5ERtRVDbaXJ4nciOcKLOCLMSC00IDIDbQPKBx5ApvtrPLI",
+	"aiqYnh+UZ6dZ07zP1HTyEQBf7pEGhN+/0GBQZCqtri2GmYhSZW4d64NQh3Qrq3uBTs0POQFal3lRuKsR",
+	"b0Ax98cyFQyPWzIhd5uKd2CKYNeFUaZFuR4aKchdgpCykOOpWi0V8rrsSuQBqESRJzkwvMXGUAPxlQnk",
+	"VQPJnkh/cNvzRRYL9OM7AOIRn/M+q9eLNU0DdVL3AWhxVxZiH9Ix5K4vn2ahYGogZ8A/U8nXAAvAzMYC",
+	"V63Va11O8o3d7jbxRxvROEUiye0VlsylUOvOhauf3Ds+YFdi1qCRpeiy37MkFxtKprOAWVBrRJyuLMfu",
+	"1s+vF69H0IJE3pFMZ04in3Mt6pHOzTiFjCcqkTkzlwFZRVtljPJAQGZ4oTIW4Qcijjp986UQEsHYlSS0",
+	"Ptaex0XPWJSm4wEYliIejJTOCY0KiRctOjcvuirmQNCX5P1pmet7rHhqN0uu4DDmPRbRqkWexnPLcSVm",
+	"AYvshEW0DubnoTSXxVliloeEP+Y/ILFgQcIpFJC4a3SX7eEgMLisjXaBNmYYuYghhKDZ7s4OJoVdZqIo",
+	"7cVd5i1kebcGNVs8aBlzXHzOBzeJjNVNCymT1bS+MrjovHldyYBATcC/p4K+pi1VuXlNUSd8z/B7UA8w",
+	"vKo5XLBhL7CJcdKb4JloSdrFDmVSiJgIo4zeSXQORiUwUpXQEtRESJ4A/kU+yoAIPmjZ+9ROVKIHjm66",
+	"lqxqzK8I9hYKohCRntDcIL/dd/ZMsfssVda8rZLoARU9zPecayhlO59R1a+HzVp6bW3r0kGOQhI/t4oj",
+	"Kt4namZzL2+turo0AMiCgpohn4A7VdQg1635UjcIxXP9ikMcE84Rxd18iuDFfsmKGvGQj0WVoLdk39xK",
+	"RVZ0y5ybYFQW1CAWV5XmbKfWDynYeu3BbpguCKbSNeYkEk9K6REvXy9bk2Y9/5En6X0UvesxhSK+kkow",
+	"CwySuWqEkURo6XE+gfM8zGbuGAKWwEWmxgNSRebC62GFqxAusLEn6BQ6Fdl1AhFMo6jo7t3yryZUBWS+",
+	"fTnMRA40NFne6r366UesS6J76uthTTCrQZRF5lGR2dQguDI1vRx5TEbsXKTqps+iVF1G1Etq1Ly2hRra",
+	"HoVUXZbgYHB+UnVZK838eZuLPWZcavNqZsNMsySf9VmkdQp0h/D5q59+RA4bKH32HyuVhIQSrITW9Snm",
+	"8grVUS2KzBoTd+HYLC1xw+1jz/S1prWx4aFICwwVm6avnvj5flyl62IAH8+OmfkKhBasXFsq4okJcB5V",
+	"BnZWp1/QAUklN3A0aHyZ3VGVbq9elhli/u8w1Ju9/+uPH/6jNhPjNm7tEO3XAW6sDaS0oXkoCBgLqzVY",
+	"1RHZ2V3FRsUzVD80M0dts9kgRRzlqY4Ctvv6Ff1t9mSnJM1ev3r18tUyFVMc1dqnQqnlrbbFzqtXSyPL",
+	"ePxps9Bbl45h5Vg0u8DH6fQyuWNY6AyJjbAXFO7DsM6uz6IvXyP6w8mUIc95qi5faJZyKDsHoqAKFsCX",
+	"Fn3a6rW2uy+7NSXB7oLqhP+GXwBHGDya5apM51Mdwm3rg5u118lUGt1oy/NWndBS4XRRBYizOaDhDvK8",
+	"ILHFbxKpc56mg3LU7OuiysLVw8C/ipmZQ+noWNsOA00BtgHEstreQcbLQIiPXYHDvNu7uCRxQfGineVP",
+	"+q6hq+YwgJJQsstni/NK7zM+FOzvajJxJATfNrvkCJPn6m6VOXn30nBVwuVFPRL0IAYpOW18d/u7RteD",
+	"6JrnebGrXhVuqgiujyAk2Km/abMagpgJfTsnWctRj59WPN+p4kjuD2Wmd9t/HwGKhGc5MXshUmR0kaQi",
+	"YvB5icYPQG6NmnD4tprtbm0FbDgSwytbpCjYiMs4FVmV1s/cttVrYfnKeSJ5NsPylfmdi5fWo4em4oVm",
+	"57Mc4OZzNlY6Z9uv2cfklz5QurFY5NhhC5gzAMZgri4jQOHzW7eY7AeZZ8hjgW7CUuVvOO9tfGVIZRJO",
+	"OzEdTuKLTitYRGC9eD36EACAuU90zfTbJ8IyrLQKgUeZTQGJ2on9lcKkVfJsVw9bcGdrtrPLRmqaaUoa",
+	"49Q38GbX7AEtshxi82dK3ZHZ/w1IeY0V6RglhHyLkHk2I/sEA46acclIj+LXjl20oR+mpHSbumH01QY1",
+	"VWxs77ys6YmZW/kl+SSje+MEgzUufWQR8/EN21anFZY2aOY+psOwK15CsDbPZg2i9W42AywXcQ5RT8v5",
+	"zCUMIW4N7cVXYlYEsM1ehosDFhmbAgvvwlbYikIZi1TkcFHAikYYejVuLQ8NjVkBNsZIlVNgtFTmUNck",
+	"U7vxdJ1PvYc2PNWgLEPsWbEismIuFI04UL6iroWZoNYiG6D4SbUDc3mvYZ3Cr1Hccek52ysViN1G29O2",
+	"FERH4bqYYb4R/AXglFXqbIIGawDROgYNBtIeWSwOyNFP/ZKIMjIAA0ewaWxtXK05tbzzIBnmxBDdPBoq",
+	"zDMv+0Iz+glLxvxSsPb7/TO2ab6iujD6uuNX/hdTxfXqbQDLK8XsiESmIfXhftFH6GtNbd5GqSY5UzcS",
+	"q+e9t1E3csWCQrO4NWGbE7PmyEQygpzHrHjdMmMf7otyM4Z/NjBhvLQ9o9zYtsopritotDukdL69QzF3",
+	"8OwEzLFH+Vuomb3pjwYpVgUOXqUhG3bbyqjAICuXwSrgLe/ei4bu3u1fY7XB1wz2HmP9HTCr/q6mWhgV",
+	"lcjL5h5CWwJsjNOR9wtwXFbFClPZZMQlwEdN6qwGQmtyxXWZMV8J1x4iXnXsTPVFvxZrf5BNpR6YzQ2Y",
+	"xDUPfTsVBTQ/spOWyAuLarYlpaWVt1s0iLuuGdg6GJI+hThqQb36K2bjzwXPRPbOCgN9fTUodwrQn2iE",
+	"kIdVtYyOSyhp0AP8MdE6kZcBG/PUiBoRB2wqr6S6kQHLxLUyS2WE7E2m0HrSDJCICV2SoNVCubu13WWn",
+	"QkPYa6jUVUI025j+dxAGSrLI45j+IUKbCMPHRpfCixarMsrzCWTFdXZxVt8Rf2J9plxdYnDANU7p0oCY",
+	"sjjZx0enZwE7/mT+DwpWzSu+3f+wf7ZP2jCU9rd7xwddhr3KV0Kik1awZ9vK6Wk+2kzVZSIjuFcEahM+",
+	"HYuoy/bYGGeaqSyUOJl4v8K3e4njBviS6M3pybvB2dGv+4eDg8Pf9j4cvKWZMgZNgRZJIaH/2jDXb+AE",
+	"FaJwkpjtA7sL3uUNTENd7qA0Tcarqn+19t/zfHIEZR2nfCxOk1z87QP/jDrP3AnvUAxMXw8H9PD5cZl9",
+	"n8gLVTeg9GJjpKAjAHesyoYjASabGajGxFaXnd0os0Aam+KwPzFWQyi+74UylD/APvjhB281f/iBtelN",
+	"I298EUDYoFPuz2fEcLbrdk8o2dwG6gSIQk2Ggpe5Tq4FkFQDP94Q3qRfjLCEYfjDD9DRk1UOC2vj+QDn",
+	"JVpJCkTeeHCKtRk1tKIhWjzOpe6yAwhBjI1zAScVLOGEnDzrQEWnv71BEL3B3vEB4KBQZ5u5CvESzQMy",
+	"DEND2txcFGHiL/L9dJzOyitChU5xKna7Zhn34Uo9HQ7BfKZvoy8hiNSw1WP45hPsbMdX/xr16REW4oh+",
+	"GErzS2h6MT/9EgL4TXEXh8KD9wlYaGFximvQ+KIHfcVTbzEFRKpFN5Su1tWiKrBMpIJrQXZyzs6nSZqz",
+	"mXC40q+2tn0pcHh0Njj4ePxh/+P+4dk+iIBQ/iZkDHZnLqRGgFSvClb3WPR5IzPWYpqMk9zS6CGvcLYx",
+	"TBOYbLL94RrwOkJZVNImmukpllbnirUjIwOiHtveYjzPxXiSY4U5liLDP91vO33z/DH/vHGu4tkGhH8i",
+	"Ik/GkiNyaJj5Hqor2jYxss0+Jr9AcOA/T48OA/Zyx30wrkQtdafPUp5diszcB5QNzGAod7dfsuO9f344",
+	"2ns7ODs6GnzYO3m/3zWDSmSaSLFxkaRmSMYO0d68Ycd3KCEip//1R9fsLCyawrVGfRYLszQAMGBmQmXc",
+	"7C/zE++wwKsRm0nfvrUGO0tPgawermjD7sQ9cw6MbEoL+7SOWYUhB2hPbuemvbv9sgMvA1R4G/iMKJT4",
+	"NqdwxjZOjRQBJg9tR2GxsuCQIjIGFVAAMr/ZjEJSgCJNhoKsRRLjSGNZpuZXEyG1mmZDZLenH+lNcy3U",
+	"cORpUYlwVBLfVJdgBF0rKKXZtjDNBmVMk6TVa73sbnVfQplCPgKryBMWwxHHltRLUZNq/aWQlLbzzPyy",
+	"y4xLol2brvborIsqhTKgLJxILgE3JZS2Dx6/b2OoB1TIhrkYrNwAI0BlzNZOwKS4MfvgIsl0HjCe3vCZ",
+	"BuoUM/WHCqEPSZYwKT7nAO7TQ3YVat1lGnpL4COk79NdagC3QSl8MbuhCzctQriTLIEwh+2j4TmDLJ5F",
+	"cXFn4iBu9VpmumAR38B0AxEwH4scfLR/1bs3xSWbx8gmufw6kblLK22jp0fsp9db23aQFbcb4XlebWxt",
+	"n23v9La2eltb/zvqEEA5TsS01DgELMt7kk3lhGdaQBgT04ZO6+zsMLC5gB8V2VU96+vfUwHxa2vjJNgl",
+	"iD5d2euvG9x8prfqz/8BLYHgssH+3tnaQgA5CKlTs7g1ITb/mzpFi+cvwzIpOeVghjXz+cAMQm/V7tZ2",
+	"083daDc/SaMrhMzN6ESMv9td/rtDlb9TU0RX2d3ZWf6D3xAgMFHSUb3t7vy8/HdnSn3kcuYolL8GrVc4",
+	"vYt/Z5uX8Qcvl/+AhNwnya95gpEw39GDs1O4eP/6w6y6no7HPJvRqfPEzAs608aI5pdAO7VnxROQNE2o",
+	"WGfI0/ScD5FVyfzkVOQ5xfK//IeNJRrt839s2muNkvsKbn19xY95jovzDbFflyNPkUOCRtKhAIgxzlUG",
+	"lGEIQq2M9QEQIkAebVwrUH6J9u83VBlUX3N2brSs0f+2uastlcOm7HTZaXIpRdwjqzyU0X9tnF4PN8zH",
+	"UGkY2Tun6kZkQzC3xGf29497bzZO/7638+o1IstGaMcZNahzPp6gKdfFTzN+AyqabOgglFdiVhj15Vuf",
+	"/n1vw9w2Ti5JyRPNO+UE+ozGeGafFYUy0eyTTD7b4kXWRoxgm7IYO5aOl1tbTGNebaamGRuaqey4e/4q",
+	"ZhsHMd6QHvtCM6pcT2J33VuCMjQXeyahQzg0OscHS1cylGg8Oz7EJO+yPTljO58/o4UI1njfaMbC7mXt",
+	"l+ZrOUynsYjBiOHW/g5CiQ2KMbswzhDMPWu/3GI6YNsB2wnYbsB+IrtSd7psL2fGYs6BX7XHYhFPUfDh",
+	"AGveDeV0RUdVyxSaNoa2m6jb7GmXNlvLj+9QEs6J4bkw7TzJVvIZJsGrYrXbp1gYtLiXjMhtrfuN6Nju",
+	"G38Xl+Jm9swuGQ9uy/sN5iB2mEN2NgJ/g7L5/bl4UN4+udXI/sCLhc5/UfHsQVUxqt/yUL7Wq/9q1Asx",
+	"pVmb05EsymDoZHa6qHGcUnkDC4kKgbWt+C+q4tJUZB0zojmLoNGYfmMz1yjILU8dwuQDvZ2zqna2dowj",
+	"Y05y31ErhBJCs0a0REit0lZIAs/ThGsWYbNp1PGrI7oscm3LIO6HKR9P0Cnb7na3t7ZC2bZ9R1DL2ylX",
+	"3zmdSrXZgCY6NoM4AB8RyzJ0hB4fzzn7dPLBHM1QlqtPMJUMb0mf/wTuMG2XgCG2oq2KSDKsh+hB4yo4",
+	"Pv+D5RRBKM06mn+yczFTFE8RyeUoH4Eq5VhsoaY5YCD7r4HRVYD+hWKMDAghQqmTVEiw9GVxcNEFSJAC",
+	"aYqTSSB0xiue6tziqmgBflKiYd2HHEBH4lC2iwjO7s6OcUd9SyLySqjRczLmdJt8GjsCyiN1LElfkoMG",
+	"45Lxc63SaS4YOJrQv6Uu3PTubO3+ZG6S8SHgWyFM28h8lQmt0mtBSNC5IiUYyqJ/C5y1SZZcg62SKjUx",
+	"ow7AydpI1RARShHRK9u4zHgs2OHeWQcDwH7gwnjcABIA5Rxs++cd55/T+nXqnKlTI0WdN3VrZ+ogFuOJ",
+	"yoUcziCC+kiCqTxKW/aykqTaeVDpuMhJOaP9HLCSzCFXZQWL/hceu1f7lt7N1gpeyhslL9IE83m72yt4",
+	"GwTpeabUB56BG93a3X61yhvp6WQCBjvUugHH8doHA3UJx4A0W73jFbQ+byT2TDo08nKksfi0HBRt9Xa2",
+	"tl/uvH71844ZUzWuhdUWBad6vW/WqJf3UNICFSLG+TEQ5QfW2R62sXqBSxLPoSSHDQU4AhVVeHyYrwa2",
+	"fmaUphqcnu2d7Rul4FNZWacslMCR9UJXvwYNGVk30fEkRaxN6cge6Jo+i0i4IAK77SIPZQm3it6VWiYd",
+	"Ex7aiz4XHpi2SCzGAPeMOg+xjIdGCz6MZcP11SgqUMYveSJZm2yevm/w1OkApPR7OCWwPLYGz9qbJOZx",
+	"B/GjqY3Kiz17vYELhqEN4EC17MsuUyTiAJ1aNJjs9lyrmLWKeRgVg0eGeXT5vvhC2vYV9c4CJVKg1TwD",
+	"LVJlk1qmR46kR4o2MR6jpURDAjHjrLjAXIH4/QJ9xxKqX0S8X6F0mqag6/7XH90EwCC4tCUw4HalxumZ",
+	"WUhQlsSgidAjcDh/UOwbSlt8CJ08rjSagPw0katRaXRvnkitU6eE4DXBObJDeAAVhDviz6iDKm/23Skh",
+	"RAalTLNZ7rUGWmugR9RAbxGQFpPeFapJIni7nf/TrIegZOEOCftVtFAoa2of2hBS3CyVSnQCotUEbkGZ",
+	"+4SCLzRTWQxmfqoue6GMkrjn8klw+QuoZLIo6+0hFUuB+7LtYBc7AYvgcvPr3Dg7s4mIAoTJAdbVXgTD",
+	"gGCjuqB6F86iM66vYPQRahgcNRYMYLvKzBuNLrAwQzmcZlpl1Lj4get8A260cfDWlbBxyLRJKYZQywXf",
+	"n0INByI1oKwJZRVOnmTQVo8VFSsdiMVLG5pHGDZQfOh3zUCIEZVEALovlFKxSz6xBQ4umRPgBEKJCoRt",
+	"J5mCSi8ChchHYtw3O1GNAczOTFso21EP6h02uBkBhoih6Qb15/YrhwzCDqC8xZsuFmHUKKJdAI4ggVUI",
+	"CEqz9hwHrmvHmsdWNO4lAo16RLnGfiCaWexY5nkolRyKIp1qHjTisXk0VdpKRUNKCC21GDOucJdFsUhz",
+	"Htk9AGQJoUSAGsS0IWOMI8ayrUQqlgVbmmIIxuP2n2ZArk51blHBixPKNpYOFX0wALcJfjeSEnBoYofo",
+	"MBQUkvFD94J4rDnF5mTjTSiaG0o8JQMa4GAiMuArj5iaCDduS4VL0CF2b7iysZc7UO4hMGlq7M5K+Pln",
+	"dnZ0NPi4d/jPwcn+Pz7tn56dUjGNkhaXegyrXx+zNaNwFgXKlltbTFX7J5hP6ABwh3e2MbbtiZtEs0uI",
+	"m2eYGobYvJuGrU537tzfJFDYJiQRQWQCAb67i2pZBh70dWHuNMMzb9XV0Nf180TGBLekZVzntNEtPWof",
+	"T+/5rCSYsGBRuyMzK2RYY7qvNAsNpTnbP7bKcCNbGz//8WU72P7paw3eyAo1OXO6pmwuFk82LsRLyK7L",
+	"vGdPSShBLbAvoUMeD1u9l0EIIwlbPa8G9Wsow5peonozE+eY9EhbCzzvnqJB7BaObBF8OGJWQRkp21mX",
+	"/nz7sDMsFbdENMIKnAYDrLzlFptgFl3pcYww9tGCNyXSk1uhBKuqj4Yl4g8aSUSOcHeevQarGB0UVI0g",
+	"DGVJEkJpiuN0wWwtkdNBMjGgUmsMM/PJBDKVS8sd7fs8hLRf8RenZiosZ0Lr0UsB6Q2XVQSeFep8XQz4",
+	"zSXCJ2j7lrHHneHOxhIPzSsNfJyYn18WaI4lxTPavgH43yqRaBJSuMrIgE7AnIHN2u5G9DBzfx1KNKk3",
+	"phPdcUZ4YVT7vSRzocMutCixbJqiS0IVKlDHZG6cUcHJpi0xCVhSLv5oUyEFc3UUMEpbtxHMF2pAd1eZ",
+	"Pns2EVgG41VZdFlU4BksKmNx8crblrGcFTxmleIMkICJLXsPpc6NR5lIo/6ho2pZcNGr6cHOBHRojKXd",
+	"EG08FTKuitQ/T8Sx7u3WJRPraOJfUlO9IcoUK22xc4Y5MW5VwhOVU2CN9XeaCEPuLy8CU2TCIHONgFJ0",
+	"80QTzJtfEdEs3ZdmjPDhf8KEUeXF1pJ7Lbn/kpIbz8E3yQMV1H2PEII4VAximqwQJawtPucZDyVmJzLB",
+	"kksJMKJ9v0DMEvlKZSnFMRrvTQMZ/LZ6oDaA8F4U0uTUsgTeL3rw2EGAVSQP9Witnf8nqEI1At9sxgvo",
+	"tKPtuszxbzx+RY3MIx3BypYJHCN9KB2p9lSLLPDiGdCh4MKDgW8oYa4Rc3oF07JlVw7lfJlPQNgq0E2t",
+	"XfcDpXghvB1Rd2FT8DGUi6KPrBJ8DIrx13K4Qx+2i595kUrLdO6CAwQfc5XIGHHxl4mYgqH6zxukLN5x",
+	"maQq9vZaUH1rQfVumqbeAtxSQMEBuINnVoUzRsEAJR7mQ6wOJJTdts3fJ3mP7W5thfKXvbc2JYzdpn5v",
+	"V6mZByGgVoO77YdyxW4tJze3XyGtEjiOPGdDLgEgBrPqDPr0zMNCGSf6yv3u1dYWOzg82z853PtAJYkA",
+	"insuUiUvdcn7e6ELAEVo1DYPuBKTPJTtyAi9HhL5RIEPoEv9WeTPI28+YKFiIDDJNUti1gahCgWUVC4j",
+	"QzkxY4Gubr/DDHBwi1AsU1kRHqgTdlXU69YiP9DBxGxeqGy8YfHqVhM1TfjaK/mC2w9XwugNYLG0k+IG",
+	"17tv1yEh9WZW4vk7h2tf74nySSgpOcqbC5VB/U62CGKiLuC2/eNPO69+nIu3wVnf/AL/OYi/3t7IPBE8",
+	"BlSWSlJokql4OqQCaNj3AV6S+ALPyF4MccmS7MszIVibF6A8L7QtloKGVT4cEaI1wgCZEzXhmZA51G6F",
+	"EpM/UpRGa4E5rGQ0EtGijqGBnMS+dRw4kOE0uRKMh9IBA0rKviDMPRVsWChD4N8jpRO9QTGzYfZ0REWF",
+	"9rO3iZ4oDbmlHiW0FrqpVqYuREz4iP4wqJYkdmU3E56PiqIbWvCFnfVFEcxYxIOt7dHnV+Odq5/iH//9",
+	"882dim5+2PyhLFmXg/3XilJ4N8sxYF4QS4rgqTVTW0N4hXPdhzNlZuRvIbEe2A8QSyRsAXR0M9jA17Xd",
+	"+jT1NtJucFjIpUZrLsYT4O5pFHB7csZKSwSo0eQfI6GOkSVQmbKRSNaOhioTm91uN0LjCil2Nsx2z5Lz",
+	"aS7iULrHBq5W+XwGlXV9MOgQTIzt8+GIOAQ0n2lCf3P0EnhnCIYVEqidjI3CJELFGzVNYyzxveGZZNHx",
+	"h0/vDw4HHw9OTw8O30edhdUzZ252HtE3LD3pDc7oUg+RLrcrcC8/8dtu5zI4lPuStGPuzXh55xbf1O7f",
+	"TVz2Zt+rfh9j7BRMUHiK53JEPoR4VFSoFigjL3Qo52HdOz5KIV6IgBTngqFuVmzMJeDS7269LKo/OgQs",
+	"5RbXVoIb36O6vyIsTrEwsUbRi/SiA/XZmmX8htCnMvbPvY8fqL04keUbzfiYSCKg7HOS8kRSyb4/iGsU",
+	"nSJ2ap8bHRPKyH5T2sNRr8AaBHjSDW1MiSSfsYuEgvIjwXDB6nA2QhlVgeuici1OWqAfqljoTgm4NNG2",
+	"YL+Pbijcn6dmuSwEF+OpVi5YHsUi50mqowJ0md5MZS+0HbUOsLLUBu0Q3tQ82Uy18RTzUeBPUcP0EHkN",
+	"NgR02ZHLl0LRvg1FolcK0TiMQGLQnyBHjF1orDiIVPAhMi9Y+FqeSYf0aWGee6GcykxcJjrHDnAI86Uc",
+	"EEXMhfoqgTKhdnR2dPRhUJWTQdFOWICN0m+M6310vH+C6/Xp8NfDo98PzU8sDYx5mGYpH14h/TrJb0uN",
+	"Qm1hlyKn3o4MbgnjONzff3s6eHN0+O7g/Sd8grmzlfZ1uoDmF96l+hqhhJ0C7RlE+oZo4YUg0ldmMDqd",
+	"WqxUqp9qR6e/Hnz44KkOdjrNrpNr6LF374JgcShOiMAF5lpdiyxLYqG7zLj8DgsGIFHrtNABnI/S1llm",
+	"4R7dSIC9d5TDZOQX8q1WitVwU3SaausrvAqrVNbX0dY+VuOkP1vkdIPaqUq9O97yTHwmshsnL+93p28f",
+	"k7EDwO21UnDGSSRPbFsh8+3jMyvYHu9Udp7EsZDPO0BTXQrQgk/rYHgMBf/6Yw5yv+p04MABQJOsBShR",
+	"dZvm1kacVZi3N+Oox45sgHkbZokhFcqKJdV3+g7pIny1wn2TwLgrtrB13voKpTO/2IrW1x7iKRelTFuF",
+	"VWIfS3EcQuAGKa80Rva1hVPuwTjgyWAFOYhsAAyGDirNouO9k9N9srEAvo14deHGdM3+x+Ozfw4Ijjzq",
+	"snbNJOZUj2UeAO/u2XXGVPQx051tRRbf1haLvBxGBC1Uxv6BBfMmx5jOlyIPZWnY3Q5ZWtjkOseBFYER",
+	"isXJ8HKrauDf6sy31lpzoeb6+q184iJys0xbXbsr3UlZ66cHTSB8L5rJHl1fNxGtxq2V0pdkQfy/KTx2",
+	"IrBFzFaNFMOwiqbLzpx+iqH9IeeJkek65XpkHCAIpGVCC54NRyKLAgv3TCE146NgPHYTPy8CtFGn53pO",
+	"P5182BASnFUUqZhXzkdMi0szkiCU0dxbm4f/nzvvSo+3NiD1MI8JaooAf4y6MbddFKhv9mRWKdpw8biD",
+	"+Jjno8et2Sg98XSkblYOyrkV/i6qN54o/GdmFHZiOfC32ulcHK7WAK6+kUg6iwVXBhEuqguLTuQ8ZS9Y",
+	"N+SSaSGQvdi6xqEsrrXHAFhitTlUgA8+FuNzKGnrBOyCXyu0SMkFp3sTZwYEpM9nhFEr41AmsbP8IPjN",
+	"2tFEZIMJwBhYp33nVVBYLVtbnT5WduY89Rm9ghLRRihrmTbKwU3Js0zdEOI8gPYrlBIeV2V5skJZzBaS",
+	"h1iT0pmQ5kYLw+tPwcNxJNOZ2wY30ta2JV5ZybcIfTymzLoNMQbOxP0E1fcldzDtcFnXja4XdJrWyZUz",
+	"l9RPvM3UkDfo1YfcPLlChdyLUwbgZxUnEWQU8BwCuDbyVt+MRCYsGLUZVwbfxmNokfF5g81pnXV61cPN",
+	"5s+2xyqD2EPm9gCScj51hV40Ro8NcA7kfBv6Qre2PL6sLapLK2JNI64BZQfjxhRFrhMlCNy+R7GGR4G3",
+	"L57wlJVUK8fp1v7OX9LfwW0K6f+6wFvZeHIeDQIozQu7j3iOgSncZVjmkpVviVG+qG0qc5d6vHBGaoXS",
+	"S64meQ/zW8gzVua4DRg2szOvTKCcCJNxkU8JQumsrcARf5tLiCBWM8J+0rmaAGODGRL1fENLop9+3Po5",
+	"lKWmReqEpJopN2gjzCwncBvYgowhCPZdbVEBzpYVVQvTOGj4NpYoJatWJ+3utL4tLRe+Y7xIWNEl3W8s",
+	"cx6/5e9PLmBw3RYKmKDZIwOi+ZuRcr5VITPaibxOdOJKQGzkm+1u7UIWsj6Q8Kc9Qyupe1/Vr8MLjeGF",
+	"xbsVCM/vqvyOHXk84hsCoGJmvO7hiMtLEfdZNBY5hzYtrPA19rLMAwTAHAofhdC2cZm1RYO9aJ2g+zEw",
+	"6ttTQLYkUutCm2M/3IXIok6jyV3flxDzZ6OVHt56917vVtb7Nz7OjtrzO7Hg/9Q9Et+LRsa9fRuTf5NP",
+	"kg1jEDdGT+tkX4/xRfrbdqOR758ll6Ncs0uRk///kYQgUQ77HWTAJW/GU6YU7hPjJGbdLQMaxjYXxhP3",
+	"gJJfryrIsKRQT8TwhWYRDOsgjjrfp8WA774s9PermDGrlZ69Cf4dxhX9/W29T/9g2o+a44yrWR+R2ZSR",
+	"zyYYFJE1j1iuDdW0xS/7TPKxLcC9EjMPlhkC1AVzPrWDXptVV5JinWiYt3e2tju2dhYrOyDDae4X6eur",
+	"ASYjkxhTkfQnnmnKTkItzJWYAVwdht/tVEO/eA/p7/g8Ky0+D29WwDtbAGelc0vz5xpPh+oaQd5k7IKq",
+	"ZIItiynioXq28uRRo5347k8Z88QR4JDiVQKgZuVdcTaUuED1E22WNkJJYdBnbWOtbawVbKyPCVS+Wlle",
+	"L8qbrKzNL1didvAQkVaHO5b3XHLFUQhDpd7NCAOvKoMKPEjQmuMgPicaaMwB73KYE6+oorJG3ySzraZQ",
+	"wsHeZWrMMnGt8PwyJQNbv6dD6QoSQYfYeM12Pebatbp67uK0iULavJ4dSVRWa4ABv6K6axo07I8Vx331",
+	"48XLf//8eWe8O/mpFbTG/PMHIS/zUav3ehcyzvbP7SezPnGpF4pqugT4kdGypx3aWZujTyvqcGVuLezE",
+	"Z9t2d4fgb59FxLE/sP0zfzMnIGJSCKLpGHsS0ghG35ztsj2ShtEXIh6wKaOvXyPKg0e5a7wibuZSXZGr",
+	"1gpl29WA7zCs6ehgvt2Pt821HEaEhQL4zInuIUEEVASdQ2NVOr0MZSwyIDp3WCvWTTCiIGARwDErCT+M",
+	"trtb3a0oYNF/4Clz7D1EckBc0EEoixija2bDSuuhupSJFvG8nEeCFBeZBKQmSLRHRVtdKMutW14Dv5Pu",
+	"fkfT7+b7prWEpjnkkJN5NgtluffOXh1hhYRUcoMstmueTm0FlZlPi3cAgKBeSxWD2iWj2ELZnnCtb1QW",
+	"byBpOVbvy5glciSyJBcxu0zVOU8D3Jcqo6IJelgRcsCdLeopsPc/u+asJ42bzimuvTiuTqNrTVttIpvK",
+	"n6qrWyqBomKOVg/Ad9w4z5VKBZffQgXhiqyUOHnwSs218inHQnAtClnLa+TuKvFKm9dfZEEv1jBddiLG",
+	"6prEoqu+sjdmY55diazPCtxP1iYLO5QREUz1GAoykFsVOJcbjj0v3N2zVl58cjUKf/kKAHMMK/MPYIRK",
+	"ivUxfGob0JyV4qw6Y8UV2Ny2ZHLRyYSNkHJo2J+IjBr5/JNodgfU6hQbBoC+Q0qyun4/zxIsZyZYlOiB",
+	"/TGd47rz+e4vcTpXry0ImFQ3/ryXytjX5/SJw1I8uyprV7dQq6hVqpFrdNrMLrB1dMnYVopLuzMQ1Asw",
+	"KIBpBqIj5JJU8coiug/QtnT6bHdrt6pBR6BBpTCmeH3tcSEzGsuBjumVnvfJhcl8IKwvuNe6BGiBFXrm",
+	"Y4a6/bHq6diECb5/7Na3P+2hapeOBUGGaCanadrph7LGGGULbdFMkB0qxbLa0+/joDy6AerE29rwfEbV",
+	"pflqJ/Z+ufMlWMsWZdkiDJkPe6Hc3dq6HXxyjx0fvg/Yfx7vvw/Y+4N3EIT6XZwfI6UjhAxFDJALVCQP",
+	"7NTt09/eMwq1xJ0KtDK1/r2qAXY+sUWFgLrFszQRWShpEvulrJFnHSc5Ml6X5NES/OJnI0EeBT7Zf0V8",
+	"6edcOFizlLSS6wz3OsO9WhUhyMDVJG8dfvLrnZ+3d1+9njOjXEvPRjaV+o4JIqAjg56gcqq67UBCO2UE",
+	"USk+54NsKgc8j0LZhl/aCkUj4lOuc8v5nzRWE57asZ+Yof9ZTSX/LVehzi03aa1dj9sUA5bnzjtap+Uv",
+	"7mvc7BPwEXWrudwntiLzamMdFdTZnBBxvDoqWfOXqNxxmCk5EJ8nGcqViLVfsYtEpLEOmLjm6ZTgKUMZ",
+	"5clY/I+SgoCAIzqXrK2k2NAjlfexIC9NhI0bXEzBLMeWuyjRA6wSjjolltydnS6Aj2aJmXvscuCWtxCi",
+	"fqX3VjKd0csg/459e3sHJyJ4KG1bMowMISkhNQi1lFWwVhussB5cRPCcg/NZ1GN8mqsxz5Mh8F1MCC0F",
+	"L6EmQg+CgOeM+ISAmpaJMU9SB12mJDNbMRWQesV2kkiqPLmgw68H8IMBJW5hTpRsLnD0T/+fsfXDf78n",
+	"qmIsD2F5/WJJSKwNuLUBd5vO7/LuWaRhFltqm1+yqXyQqsUzbJPOGU8zweMZUuWIGBzgKzGpCediHODZ",
+	"iKa56orSXDY/FWZwxQf/uO7RXgfFFrZcr36ygzv6WLCbF9Ih1iVe1sf0Gzlnt3LM1n7Z0q7w2xyoyTS/",
+	"e+aHQrLoddxkSQ7OBnhLrJ2Ki3wD4hJwW56GEv0olvMr4eiSwBvRhA0FBf/ZNBUacRytM2H22axbDn8A",
+	"ZXtmHJPJNId+9JRr921Afxo3pGDs9NyXQks3to2vBcAzc12eRvzY7vW1+7J2X+5QcgZC8uH9l808Sy4v",
+	"RbYYSn4RME0hcJPLEZTZgAODBWlGbna67NR8QjX3U2lBpQLAZ/cbsggjFIJZNsJj8d23C3x3KW7gzqyN",
+	"9PLsH5/2P+2/7QR+oMhhb3bZqch1Wa6jHC+J9r5rHTCzxNolLQFMpw60pBtKMChyMWHn0/gSe2wLPJGB",
+	"rRSPAkxX5h7u7Qv/Sv8CCoLWKZIzXKS1JvlGYSia76VQxmYPWncdN90D2JZrj/C+wnIqq4KSSXVzG2G5",
+	"GuHfsoycu8tqaTlzSLq1mbZjSDX4PHt/zlxb+T1XybZVIRDXft1t8m3V2fOOyHH1q4cD45jK5N9TzCb5",
+	"dbDmJz+zN0eH7z4cvDnrdEO5Dx5h9OXLlZh9/RoxsIFGKo2BlsxvWbSIFbEYpjxD4jcv84W2hMtjXYmZ",
+	"DiXikMFQqkmrxnRQeYP+GRNC5Td8opRQdRDLk0KVnfxn9KtujbW5dsQeMY9U2XCLJWejebHpOrEfJJdU",
+	"xehldRC9FdMolFNNhdcu49/GYRi3DF0e57otQ+59RgJyHq2iUtXR+NxiTVZ8/st1dmqNIPzA6axbCZg7",
+	"p7S8Eqdb5rXWJ/3be0S39IbWztDyJNctj9k3THRRvWAomxNdlNeiVNdkks7KThRTknEWT3H3CYgwdMyx",
+	"d1qd56FMBQdGokrIxOJguFPkyv+o1O8CyFScV2WJq7kjYsLUWpm1vDlPthYoz9e1eyqBZpNma/du7d59",
+	"2zzb/fw7pVK96YTc3aPIR1IgHBRAP3igUpaaLxOXic4hgmwe6seTQwmoRcOUa42tHBgdozuY64Iip+bQ",
+	"jixclePvExcXAkGoEfxpIbj0mVLpUfHef2qIiNK7LqWTc5NSgglz4GBrU63ZVPPmzm182NsXBIbQQKNu",
+	"TmHj6cTU8QOdzMoxZG0LDIeJ7U7TufQOYHHMzMgci1IhRDwU6rnDuvRMnsLbir/AicQ3XZo7MkugaVLW",
+	"h2+Rn4QlFg938L6Y/xzEXzfxjDwk7i+1niuVvtB1EIxIIosAlam4FmmB+mfr+AAjHUZmfJkkRygllgmA",
+	"UAdFOq4NfybavI3bhs/LfznzJI5ZO/o9A/Ls7ong8aeTD+aiqMmvgTVbcUzVm5aBeHe2tp4SiXdF6AvY",
+	"5olmMa7rusz/qeOiuA6M30YA3S9j7cuVPcmmsqrl0bT2A6Wh3MOvbkZKe/cuiRmLmQG8DEmaWupWjOkQ",
+	"TrgeEdP0GLtE6UcDe8uItSPoFxrkiroZewxgRamPNLebWOd8ptlUTnECkfA6H4kZDEaLvBvKfYTCaJKZ",
+	"FXBUuvGi0ud9uZaG34M0rJhNq0jFF5oMJzJIrbJcS8inlZB45G4nIJdYaIXzsfnF/fvr3WvimoWoyhiX",
+	"nvhxQiZWiF8ZSqrtqcjbRqy7kne+lj/3kD9z43fTCgmFouiKSmDN6BoGrrwFWWXsFyIfjsoD3n4mAtNN",
+	"wjKZWWxqh0Bkleva8VzgeJotWxYKdtoW2Xv3YSv9ReUjgsLPvOsAEoMPR8YK0qX164UyQqBBlbEIrS/P",
+	"csoLjUkpsYBFcpqmEcs8vEOHK68V/E3XhhJ2qbHAwAVtG3MP037TLDOvTWD8UJPDcmWzesRd0wCxXXB9",
+	"riXkX1tCPiqRbEVEPh043H1ltRQ3VXm9btdbpxEXmuKnIr+l5lpmiNvfPxjQLgZza0KhJRdfK8bTFEjS",
+	"tOWGQXXUp6jFGGvF4vrQgU/1XQqoLIbfhTNbTNlaMX2ngdQ1RMqzxA2u5j7UBUUNFhjWKxNhz4scn3PC",
+	"PRMZaRn3GpIYDqsNvbsp1/nGTSI1S/lMZAWzgh7y2MYGqM4MuQSJscr+BYEI+w1wV9EfiOHX9yi1oFBN",
+	"jCf5rIq6X4gyotDosuMyc5ZHiDXm+sq8kmbRD/S/qBvKlUPHi0MZa3H4nURS7UqthEpcOYprSfnwIYR7",
+	"ib171Pt68iWzpb/VsZS5+7AypIchiFRc5ExN84CpDMEtOXIfUKwU5RVu7YACFsa0i30ePy6H5nM9HUON",
+	"iMXiREp0LMwFXpSbERJH7uwEVtJBgXIuZIfqfK/EbD4qaz3bgPFQYlUwCeqbTMlLQIEPzGgjAh4d6Ksk",
+	"TXWEfrGa5jqJy4j214lOzlPB8MIA3zaU7ga58UDyARrLEUtiBAVNiGDM0r3QMACZYpIlcphMeNogvbEX",
+	"VMhhNpvkqJQyofO+mfbY8sAb6e4JdnbOh1fsSogJKTbUZ3DDeoJf2AJref7g8vzhwxhNa/XkYYwVNYu1",
+	"reqEXhutlDW3+zqUcauK6Hto0SWxjXsWYq5oXi80rjH5vRbFf8IihXWKbaXaTiXFveoGMi71xSIYMd9m",
+	"Vr6L3WRAB66KidDjLcYHVDnkylKeQ7QAjcLC0GNtSNPdSDYRmYZuOvddwDgFBJD5HEHH1I1EHDIejxPZ",
+	"DyX8N9F5xnOVAWFQpweIZvCkego+J3CMHW2mNIHPNTuf5nRdKGnchXB6iWWrOB1oUZrRJ3GA8x0UYYig",
+	"QpEQUJ9KKAusITNtloq+X8jpgtnbMTGpNMb3fqFpRqRiqZKXIiOszFCe0cpmYAerUv4R56xCMlqPX4Y3",
+	"eSa8oQ9vMZZe8PlTIU0lQOjY7JZZxrU9uLYHV7EH7U73JHiuHHSAE7KNFJLTfLTJh0M1xe3eUK/xhmQK",
+	"eNbJpRTxRiLBDHwBJdmTlBNeGtsHAhArhC6NhMrU9HLEInwY8H1s4vcbdPajblNdBI3sUdPj+IwnkhKf",
+	"9HJcQ9t1S+v0HYiG9Ul/DM6zGPrQbqTdCP6hnuYj/0jXnbJmY/AEt7suWRMTCs2xNsYO/7//5/81hlSn",
+	"yz7yJNWMs6GSF0k2xixzmsgra5AYLUbUyv1QgmTCEXvmlDF2LP1yW4/MayWSRRMM8SEtUMTGgkuASeoU",
+	"hfL4qESHkgYgYnA77d0scQdKKM+w+7k+EAiTA2ILxdwjSRvvCc9U1rzx19OM1qWKn7UZsm7Ufw5hKVj6",
+	"ggFsaI/SEgmFW65ZNJ3xK2t3iFQMc0g/xCw3I7NJBdyqKBbaUjEaK5NCxCImzjP49kZlVxrAro1HaSTO",
+	"tZnzgEHqBaI6E3B+4WrPfcR7eHKNgTwDQoNrkSUXiajlZaQj9fjSBZaKnvaMTRmrB0rlfDSld5c1awnw",
+	"8BKgDLOIG+sWx/tCZZcq37BGxKJAFBoTOpGXqdiYQpueFjkdZzifELsZqWnW8QpC6Byei1TJS41ejzOR",
+	"MbdKvXuJLnKP8wj3sYI4jrK/1TaCdC6MazNU1yKDw31izK80GUPQZiIyNkwTyAPT9q05/u9gFmyS85GO",
+	"fvkhTxXtIGrwRQLAXnPng/49ndvdnRWk0plSH7mc0TvqZ3PegSCC8cIHgCM5d9yD1ueNjOdiA05Fq9cy",
+	"R79VCIFUXSay+ei/GYnhlbbIabExBDmEVydCGpEQ85yfcy02zvnwCrp2Ua9TByz+MtLXw4G2tK5DsE9C",
+	"2f57nk+OgEH1lI/FaZKLv33gnwN2at4YiFsnmYqnQzMUshBIWgx5liVkc7w5PXlHtkauoPwglFyz6L82",
+	"zDcboHQjpiSV76Y8Fxk7Pjo9C9jxJ/N/e2dv/g7jfbv/Yf9sv8t+B1/Ke1372N2t7bvJmA8wyY8jWuDe",
+	"T0Xmg2u6SKB8UJeXAC7ebQWtkeAxRLC/tE5FvmEt1S91CXnaSLhbylvI3KoYYDVe/fUbu0NrifeNJN4H",
+	"dckSeRcJp6YLIiv7Mi5HVXwZNkwFpzpc3IndusNt7v/EipvOmZrmtzho++BKWd/NP3CrHLFvFT74Xhxs",
+	"sz9xJzRZ3GPRWLNxNhe2d8lceuwL7em62uKMj6L1tML+bP4U3auY4Ily/G/oFdwqFPO+YHFLflR9juaW",
+	"QVwk88A0kT2eFE+BoSWaCRmLmAK4LscsBSKY1EY7wCt8ZHen/JBnGuuww2O22Wqds/lL0lNgB/ikOBFN",
+	"B9xWzDWbEkcTIbGXHHkjvPYdKuce4E3wQAK1jzkGrO2KeNju1kv27ujkl4O3b/cPye2BdvVQ2sic8WR8",
+	"/MRzMVRjKGNhpRKcLjvxnlZUoKdgSPWhAB0Co0PKJwit+aUwo6J4LSWLrGvD7uD7nNhZe6zCY7z9E9Hu",
+	"rBJQhfjpffPC65zLn8aPsVvWC4be2qmBYM8Kodvb5maszQkEUXT3h0nOoDGzyIy5W2zlxMzEI9szpWc8",
+	"4+jtcRELhBL0dRj32QuDN2o8sfQ194vk+qoc5INcIaVjznnJBvBrRCr+aFsQ5KG5BtqRJyAQEnnZ6QJ3",
+	"FmR+bG2Hy7nWHlkZ/+Y99qmjJx/9SornWxbxnW3021comH0BW6/OLl1gmsPls80vVsl9XRhnoYL0svqb",
+	"OwX1ao/VaL1QNqu9w2qtQ50Og6MwgwqEZaXex9PzNBmyEU8v7AuYh77QpNMnPMkaysDt5CwsBvdaWF7v",
+	"3hrE6VQMM5GvOLp/T0U285tvML6y0ti2d356yvaaVcx+K/8qtv+fHGijdKBxX3t2LjufMW8b1hxnqDa6",
+	"bDy+7wTPp5lgFym/RLv2RpwzbyHhlGl2Li4UAF/OIBqWXErNEtllh+A7mz3AE6mZhv2qa6Opb3Akj0ns",
+	"A2cZn7NsN8ELd5/NypIYyqYyT8Y0Om9Bae5wSaFPZnG3YkmbgrXRZR8STfljvIHfQJQY22UsxucAczJH",
+	"CT7fi6SFoAQwdu20o5maZoNMpUiwjCgB0nvUjMWKYY1JCn35qtMN5TG/tMxc0YRfigg8pmgisgH+2bYI",
+	"KzuvAsZzNlY6Z9tbW50+k4rlKucEJZBPMyniAFjNQ4mVs5zpkcqQ6ZzxLEuum3kq3uOszqmLumUuLtk0",
+	"L9AygnvZdSLDSx9TjMI7rMJZbhEOcHnuZ6d9hwTkl3at7fmixW+Ga286VEjGq10/X5sTFzQ1oSAQ+thF",
+	"Dex5y3UoI+h6irrsPTa+8bHQIG7pmBA1eDMVOPzusVIOxROeKBRIz14eC4SZX2cb/tpk2Jd0FuZOdKEx",
+	"oU94EXwhnkM4ldjDWlZ6NeTWUYndOvLSFCgOgFwhlOpGauxU06xtG5WZyljsYNHGlteafQQ1rAM2VrFI",
+	"sePkckog6AHdOFcqDc30ZomAFlxxITIhh+YP8/hJMgS7DqSP2RDwWg79FW/iI/ZQdXIzKqIVNrdTj7gM",
+	"B/Gx8ZyeA6kKtV1zTXO/pqf+bumpG498E1QgHizrSFuFLWcACdCpOfF96/CIVAt2KfJmII/nfjxW0qa+",
+	"Jl3DVSygbF6w9RpKVep1iw5qdh1rT1KeSPLHtNl3bHfrZafLjmSK8tvyMgMoG9ZbNCOtP9jWfKx25Ntb",
+	"md/4XNhu5O/F0lzDFDyf5uXVTVOCs2kM7Nxef/lBHzI/kRVM3chEXoayQKuBhqGEQFjmAkBddqtATSjr",
+	"IzULYy8E0nA/ORV8hwEbePFVojawNi+sJ7HW08vCPPncnK1yCtN0vIFO12MdxbJL5zwzrDqtP4B9OnqJ",
+	"HKbTWAwQaPpvyPwCP0Pk6bpbh/LcVr1SOPZCpam6YW3i4zufYSxXSRGQNWE/r1gmSqazTtdhOyFqqaT6",
+	"ORuBhYK9iE+SwZWYDbTIo4Xn/kM6fkPTfe+zXwnapVqx1O2E5hlilQlqSqmVZ79U0k/Sr9UDCh6XPTtX",
+	"KhVcPnL6zE3hKlKkPAFrKXIbKVIXkvFkyse6r5uDyrfwCbrs1Na9Jpr2XwTIxFNN8MChjPDmIo5YnCXm",
+	"ULaTnGWCx5pxdpGkDhpZi+xaZJ2AsntYk+o9DxJQAIcXSh9Q+hBi1Mipkfx7KkAqJdIXghAWe3N0+O7D",
+	"wZuzqNNlv6Pg0gM6IhEOVoqb8ky5sluPgMpSkOuhmghXTDfJxHWipo7SiqVK4+9CaQbeddInwmK4Cqoy",
+	"a+/tn27svHq98f7Nx4L+fMyhivBKzFCAl+XakjC8O4LP09HCkbpBPlFI33v+8rB+aXP8GZ2uNYbDc0og",
+	"1Ij25ZJ9ge24+WV4p3RDrfjvY7TaSHpea8gUgrySqmcoEN/an/vCNRX8WmhPwBpRqKY54+6Sds419qvL",
+	"UF7wNEXQeSpopJE4ZkHzOJ6kZKseHg0+fPg4MLrg4P2nk72zg6PDqLMkw/BQcjRY8fo3yfPJTZRX9HvK",
+	"UfxVUg53EhIPERPuN537NlBzgGkYyqptiGARFaOws9zo80lEQnk0TnIA7YWgM+DZmR8nGVJN9FkEXd0R",
+	"1lnjjY3DFDMFb8pT+9M2x3+xc5WPKHrtusJFjGVI2Ku5BzZAYceV+EuIXUBJ0WXQb1YxjENJfeYls7Pt",
+	"yz5414QEXxxAQVPkhE/X+x0Oho+NZKVSbEgCl8zey8RI0rLtuyQi/7SS7rFi+XczMbe+vYlpY/prM3Nt",
+	"Zn7DZMDjmJmbWuQbLgT15f7xhv6d7EyIN/hufCJ1ztMUfrpxk8RVk7EDBf0kjdi5imeWIqr0UMi8e7K8",
+	"xzDwCbTYXlN/+Vc+/xKI+VC2/WCOVHKjNiiIjE9pWh8y7BThBnjpgCUylMBekHGpOeArLWMaPRX5W3yX",
+	"P6/Vu7IoLs1vwKS68d2UtfH7tKLrI79qEFz+Kt1eiFF5w4PmWI6KrAnQfLRB2AV4XRBKfGYHauRkBcX9",
+	"HqXooVwpw0lv9BdMceKbr5KdoF2xTkssS0uM3WZauYj9VvmGM6+dHL258xkTn/kwT2cAiaMuQhmZKwZJ",
+	"HBmNGRGAeVuKxKjjANy8AHFHmZ4OR3DDnvHwWAR1sxATGuyfnBydgJ8F42FjPjPWRewqoIqx9jG72Fij",
+	"a37LzE+5ZK6+fq9g70p04cW5jpdVnbe9OPZ28/MM9JfH+JSl+3YEyyP9tMyjZLL2v9b+16MYMXtGJNBG",
+	"W6UIhLbk5pfpQwbx0VchqQOSKtWKSvChCUCL9CKUbQjMF1ZPp8tOzDUQ/pfEeVUE8UjOEbFZ1hDY64bS",
+	"3QT6iLm29Fme/Cv3M9Tjg5jRPpwcXNVl+fSMAvWFwIIoPfVQrDsJvjsGBzh4i+TCQ8TufbuG6ZskH44K",
+	"2+Nc5DdCSBbh31EoweuAO0R9dplxiWUfeMjBmhrakLcVBi80HP5gsVCoj9hUOcPfirHK7yskvDD3EwqJ",
+	"R61Xv4OBtfUUBpaNc6+NrLWR9W2gH61sI6m0irlF7YoLUWZsS2My5pcCOZ+pVlbnmQAPNZFpIgUm+ixZ",
+	"hp+me6FZRLcZTLM06vTZ7tZuQbCBMaYRh9iws6XmSVbzoleqqRXsmN7osTvCYDY2fyiLjguVjXne6rXO",
+	"E8mhgHUOcbpOVMC91pGXBZGXooN04tZ31c29CdP7QL4EeQSUhrBHo13a3TYTE0o5TdOOn5LoFQTEruSn",
+	"aBlGuCWbO1lSsPOtNvqjG/X2/b8ni/6vUXeTr3LqHiTo+XGa5smEZzmbTozqx3SA0QXRRZKKiMF37d2t",
+	"rVBGv+y9HZzs/+PT/ulZ5M5RkhPGsJG4LNEsFrkYljivz2e50D12fPg+YP95vP8+YO8P3sFwfhfnx9hT",
+	"wQlkzwxzBqTW2IPcPv3tPaM2hLhjjfLtVyz6dHj66fj46ORs/+3g4/7bg73B2T+P96O+zVSE8hX7mPzC",
+	"2rvbL2mIqEkTbetpuGacXYlJTpABXGuR1wIHSAeJqbFrxZVk0wrVOwVmSh9aaDQZ+WO7lJtGG27EPOe3",
+	"tK9pkDjsZ9mXWohwRyxX0gDrVtW14b5adQoIu1XkbND6vDHmnzfOVTzbAEnW6r3e+Xl799XrecOnQCV5",
+	"0CzvHrvIhNgw55qp8/8Wwxyl1oWyAMeaSj00TlUB1Z6YyZ5kAgR1n0VfvkbEsgvwK+wmS/JcyDrx5Sx7",
+	"762eOd6DN9Sl1k9x6doDWOABnIjyQSlthjqjZJrf29D3Kl9vRhDPw03floqNRXYpUJ+HUoss4WkCKKp4",
+	"yZjP2Llw1QqvX716+RoNENZuSsPWBv1hDI+x/x8DXbx2sE8ZqrvFQSRbbP48rrX4WosvSWfAvl9dOlX1",
+	"da5U+sD1WFIwIfNsBuQD5v5smHLtwZCGcsS1KxYTcc/R1ZpL4BfQwmkmKAYNP9/V7xpDcUwpnwGMaSih",
+	"swmbIzRrWzz4DeOaxdi8oNmY6ytgzPZqxyLz3AGMNOqD3TDhl/UtoK646wwm75kbBGaQt0GagPknlLm1",
+	"WXCbTnF/5lY+e5tfzH/emH339VEChXZ0eCbN1YBECh9vpOJapN55cQfwgqepLjX+TbXIAlsebW7jWgrN",
+	"2dNAX7AbytrAOj3cHmU4ZUsKDcy2/UYZxDO7AM8mLonTtY5KPr+ygQKKExfp0cKSFmU4d9vBnB7uc5Yh",
+	"ICgq13YpqYWfJej/Fr/oAHgEJIc1S/K+i/vvbG0xLOBkN3zWDWVE2jdiijoBr4SYlEkXQZmyNpCv4dik",
+	"uMGxdhx2he4xwYcjdiVmTAuZh7LU1edLIbwfeDuap6LPIjlNUygzBUL+ST5jmMyiHlnzDqFsJ3IksiTn",
+	"cgic+tOx0J0+YNUwTN7JnOAriKWwDxTXtt7BGAMs+oH+F+GrhLJiOZjxF1NABjtC33fZHnztZKeLPMRi",
+	"mPJMYG8Jvl8oyZZCokpz88CGdHd2EINCYfA30YtCE58mWmT5cxCVj1FyUXq3p/Ti8PkruW+w89eO29px",
+	"uwUGhZPHK6oWY0KOeZJuLOH42JvH8CKCTIctOseQKS4uxDBPrivNWT1nHoZS82v0lqo0mQGmquaQzhCB",
+	"CMrbTn97M/i4d/Bh8EPEhLxOMiXHoBCueZaYKaUGBEfhZdRXCY6nzyL7JUCMMc1n2vmOSkJeq3ArGwK6",
+	"H3mSPj4vSfGUpYWlPElrO5L/nNzg81FVNc0vlVF48zPhd5jxJG2Ortbs9y47NXK5Bn6PtZ3+Jr9HXYss",
+	"S+KaDRxKt4PREnMbtzO/XY26Fhtw2KBNtQpC1QNrKpRuG0fGubLgCj75dAAmypzdkyvETWBJTiBbBPoV",
+	"6XE+iULJocMVfxONlM4jZEpBncna5iPJxwJmKIAeHbNhQRAZKdzp21GbeYq0NvaXDKX5jr366Ue8m4+I",
+	"v7PDqvFk1jZXTniSaeqty1MdBWz39Sv629y30w3lYWHqGDOtb5xMFh0fnZ4xX8xt5sK8iXFEs1kDYj2W",
+	"aVYO92NVg/qn+0lsk9XFC2317w3yYG1zPG6w+FZCt2J1wHFshhyol8VCAiJhJnjqSLJzxaJcRQUcX4MJ",
+	"YgECeJqWXFan+jNyt9IEum0oYgWvhrCHTE+HQ+AO7LHIiBo0HkJ5M0qGI/TAjbXCk3SaCRYJs7YRG/Is",
+	"S0iFeHd7oaEUZhbYqTw3tjLTw0wI+UIbH/diqnnK2pyhyWTkLstHPLdO+QTIvwI2lanQGhBLEV8mMs8Z",
+	"ANG5iAfmdzrqgAeppAhlLj5j0hv7ioZKSjFES4vG3kajyeNCpbiBVqkZChXJduohCmR8JjTYSI8kQP1H",
+	"PJHwtI8/muZDNRbLJKjCy2wShOe50a9rGfqXlKGnYJYxIwFrOFV9eSk2UzUkJIQmN+2DvcIBl5TogoMC",
+	"uirJdE4QBuczltQwAn9IdO7u95iujX3IKkklNwX38mmeMsGjbmTxFj49IxnrZp0WkcjFoPbsHfoVVNxs",
+	"KhjhlllsGUYgG+itdxsAaO0iPJKUtrc/kMbd+taQsfTwVfrI7cSuxfFfuMc7LQ5Dw/GsSuSlvHB7iIEN",
+	"v3+h3RMKYuo6TijM7nlH83YheXfo4idPQr5dg5A+KxDS5Tu8KTB2l31MsI4Pto+fhX7a+ub6ybbhfkc6",
+	"ap0bekZxmlsotlWaacu+xQvXtzPXTOt1yErKqmiR1/a9fpwVbT1/7q7VJ/JBjm5kTWfGwk2wvOm0po+0",
+	"byNkeoWFR7V0i7X/E9oq35kJoVbZR01ObH2LJOwe8yH2SfaxAGZxCySSE081cJ1zaQ9yfdtgeYM9StPf",
+	"k/b70cNX7Q6wvdoazuTa3f3rNu2tcpiXNe0ZfZEpc3IbjYZj/N4i+deGKFnbT1Bb5QEZCC3yTq3RQPd9",
+	"TLVBj1jeAQeXfY/BSSifgI3gZvN2nqHrMcNM0sRf7L4r+6S1R1gJLEboNrWK+ev68C4f3f1JPL4Vt5Pr",
+	"4/J31VpG/zW9t5XOJkriOOHNlXxyVhG5Pq3oVIrPEyjt8eAbdBm/wRH+6gq0USi1QOSkJGMTkWngbSn4",
+	"gQuofSpNHIkZVFI7JDt1AXyCN0K7FBV0TYXSw9TeLPC0C1pgLCSy9KHmS+rJ5kyPVIbdV4xnWXItdDeU",
+	"WAHgyGUyMRE8B8ZS4OtkkRv2IIn/9UfE2tH/Kn/0t5fhdGtr53Xl0x+jTiglzzJ1g/OTJjqnWqsciJOL",
+	"+euyA0jgQ0e5RvvWmcI4ry80u050cp4Kj2lZ91hiFOg0t0rUXUwsh5lgcaYmExEznaRC5umsSOQDXF9m",
+	"nPIOVCpQk42tE6dbAulpJsY8kUT0AyE+INixZWTmGixbczMZXSUyjhjNQChzBZWUiANivmvqgINDvQf7",
+	"7dYRwlujlc/xvB7CeKnSw7Fb+3u9jXvEuil4Syid0GZeOaAjVRYSgU2qK+ndtW8WcUNdbOC6mVWtWzuc",
+	"M/GZjyfGvvrXy+DHP8zfk1TFAtVVPdtseXOW2GaTXIx1KWaSyPz1bitojROZjKfjVm/bhU/MDr0UIDfH",
+	"/PMB/nR7a8tdwLOMz8zXOp+ZIcJda+b5CIoZSapcIF847IoGulzzXWnYQpqR/QvDP62gxadxolpB6zqJ",
+	"hflvrIbTsVHQQQsi1cZyrcaAHjMZAtt4WSr7SAoUSOqCJqMs9u4Xe/gukeg9bdPm2XCUXIuOXwkBSm1B",
+	"XrxGrUU1rrxXHAbmKUH7eXEH7J6STqKFMroSYhKh6YrSDqVZUlGM7pzP6z4j6fVcMCOULppBe8/iKqCo",
+	"dt/CULHONnPjfaHZG/zVhrGFOn4sBMlkSJKbx7qSsPMZi97vnzE0EzapMAy6knTE2lB2v7v9qtNHTsfk",
+	"fwTeU6qcic9DYUaN5WufjZCw7LrmnELfEcxnJtydXgL32TjRwDHsQ2AVKaMtUMi/E/wVTXdbZVTda/7+",
+	"G3BiRx3URHb6czGeqIxnsx6L0HDRA441yuYKlOahpChTnowFm6RTa+pciUm+gffKhJlHqOXe2WUjNc10",
+	"xxVpu8dR8yTjFzk0l/M8lFRwl8AFACGDg6aiY5hk6M6Ft7JUxvBKSECU5OTf0gtQcWKhbaMvZuP22Be4",
+	"2dev3haW4gZHh6sVJTG8+82I50Rn5PSsZjm/EqHkmkVwo0ES66gZY6tQx3eJlgk5VLERtka/UEyAfnWG",
+	"wviHzR9QEKxYJu3G9ER8BPTsxQ4b7pQbbuHQ1i7bXzmsxn21Nq/L6iJqL3dfb73c2vqpcOTKEvpWbp3Z",
+	"kR8PPu6TAvBFUkTogDpAX4y6sJyRHjgZE0or6UEXJJJUlLqgRlxjvDF8YzRehyMxvDJS8tK4DjnaeOBN",
+	"oJ5MslC6cL7Ve2aITZ7BHs6A20KPWo2Icg+fCA9bdOb3CGKRZngiMjJmv7/4n3sVqyxpoqsGWLExqQJ8",
+	"QeF+XahBqSvNoC+RbW9t0QkBvydnSg5Fl9RTxEYqtRSz2pHCoo0VyiGXTAsRWANOZTHED8hcynTO1BAb",
+	"oIbWEEoyljjOVUsY2I6nuFUE7N5QouIFatih6PRZRLZLBHuYOAlhYDxnsSLDKNF5wEb8WjAbQFEZnAbz",
+	"tfPgqZGAQiZtdDWHXOOzWSJjDBZMEz0ya2RsJ+trR0Zf4zly8Lo3Cr8MJYytHgIDVqnsXT8OZFbxoCcq",
+	"xC8PYbGqLvoXcHNZY88t7VBNU2ieZ+fF1WuF/heNwcLyk7SqRcSal49g9cciS655nlzjbl9VUALRGMk4",
+	"zJKpaTa0BmbbkW1AEK/LjjMVT4dGihQuAXiPRpxhUrzHokwYFR4xPeQpgF0YIXxhPBepk1iw6CaJ81HE",
+	"PrNoJJLLUR5BL6kFtuB6IoY5A9kSyjYH8n+dM9/TvFF+f2ifPJvphB55LmaKzhm+UCdwfnY6C2UmNqzn",
+	"AM1cGJqK+iwaKnktsjxi9hL3AvYi1raP7RhdYr3Xbiijf095muSziLW3u93tra0OAxkjtPn9f0/EJZz+",
+	"G3E+YWqaT6Y5NZlBx0EyTnISCeZXM+dV4iwbuY1+b8Wzri7/Jr6ojvrQPYXaR01zTX3CY2rKgiXDe8ND",
+	"6cQB7JET7axtBJNdWwjjkjNd0z/rwt3FaOZiF7gcL3QRsggAayma8EzIHPj5CpfabsckDpBshjBTdPle",
+	"NnACJDHQtO876RB0Ri+8tnkMGxPgXL11A58PDVcR5grUaexqcVHT1ljEg63t0edX452rn+If//3zjQ06",
+	"Tng+KmKOSdyqai3fTx3zzx+EvMxHrd7rXYiW2j+3G0KND69sa+fmOXvG3tYz7vEQxh+vK1jX+vcW6Cbc",
+	"30bA3rLQwV6gi60wvoU/PaeSG3RxkUz1B+vCcEEoSceg3kLLk7SMmzCCtks0lWcZN8DTCcQjc0584eZO",
+	"IjY62QL9nwMdRyyGKobboZooNzsbB59ci2J4xFhMY4uaME/KgudoYrvZvj/Z/JhhhLkZWtoaPLl/c+Of",
+	"HSbzrX+qXLPrLUWBMUya7fE34J9rd+LHXAK8gD30L/RcfrhHGYCm4gfEbCOYTGP6ZKKof7BEeyqzrH0B",
+	"JXqoPqKCjgTiIJE2nQxjsoELaMExJqb91pjn8xRU9ErFbzz8pi6lvHoMMxTUUFoy3tqFBCxlLzp9Rr/F",
+	"hI0xGnUoS7/NFfDzr56Jceh/cDni+vkmOJExG3vVSEwbyTKSDCH6tC1uqAcp8GoPfjUbY21jIrICzouZ",
+	"kqeCpVnFtLRtUd9LIfPaonwWuAtYyQNgWdgmv5oSkSpPLhIPiKG547dqQfYdzihWwfm3KhdysbaRaCDA",
+	"ptL80zjIp9Nzd3/tYsu5mg5HIjYqAUV5hA+JrfQGfmiL5ErcZLbUK1ehxMubGdr20vSw9M5PD2dcWgN2",
+	"Y94qXjftrND3m6ZzBYOysrZ2z5fX/I+vwap+Uh/RIdEQUjey/IQuO5wv76RaubnyTmAngfLO/rKSzk6X",
+	"RXhUqKwCkzVmKKHEL4wlpAN3GdknMFj3dZ/xcwD4xZ+fq3zUlJWsHopvXbHocJLp7cqHAvH44B3hIveG",
+	"GNpsqLbDW5Xq7cjYOFcqFVw+stfkz+ltaujKW+yvVjx3p/M8p8s2zdJv8DS9XUL3VOSaRea3YNsrScqt",
+	"ZldWdBzW2YHSCuVI3RifZIbSnIC1u+xQuVD5uYpndWfxI8+uqjrqBHfxN9mn2gzA6Cy+XG9Nqcq9cljH",
+	"cAc4o2sFVqvAzBwvV1+MpNfqe177NtXtrLmCFcNLgBV1+P6NA6jdjC0k/vkslFCqpzJkijEWez4wkpbC",
+	"b/SJuaaN/QiFSmDnYsinWuBxIa46cutDiTCv7O3+h/2zfTgznb55OgQFVT6CqKMGhEMaTQJJozKzr7Uh",
+	"oZrQKBpqEeCl9/IJJayuKSgD8JCPQAZIYY6yv1Lks4cyE0ORQB4+E1A/WVuSKOm552KJ2i2v2kHsugy9",
+	"cTdpv6Ss+W7lg8+p518TWX34uYgZrmzTCLydUFv0DlxF5qVtWKmuuj1ongX4PWDzusLkxSOpTMmtWgWe",
+	"A/FJabsmml2arfiN/f0/e7FjcTaxYP3xPYqKcFVp7DwKTIyDV9HpLrXbSy71tzIY/IeugnlYetvvFvew",
+	"UWuX32/hflndKt3DlB1Pb/jM6CjQMRhtrvhJF96+yrm+0qFsU3balgpCjo0PfRMWPkrgE0rITTXefxyw",
+	"yVSPoH4wlJEZxuYX8/8H8dey8RFBZ0RJQl2oNFU3mo1VJnqIYHwN6l1dkFlthkiIjqFEIe047AJ2M1LY",
+	"Kp/zDF7A6HL4MmJjng9HwlaymM8Cr8sxovvDF6H0akN47rexQHufdv19czMK9a+atcmNVhmmGHt4+1Ca",
+	"rzt9FokxT9JSiMp8gDPI2hcIT4x5FlwWlitladHhtR3sR311ZQ+yJqDvII/iCkYBvbhoSnVJFqrX9HpR",
+	"+8zldkO5u7XLDo/OBu+OPh2+nVu4G+jspIFhc7v2MjQ6VxNt8aQTedllp9PzDZprfD2YxBmTythsrokW",
+	"im+AAKgDVTx7hV2lHSOrsT9LowGiRBhLz9kexgCEimxXwsPHIpTtkvUZ+KZnx/GzY3MJrTzW8ZjVinwX",
+	"ju1sbfWx/iyUpdEUF2zXpl+aLLvHq5tpksZPlOVoHs6CynOJRcdmWUuzTatLW9FY6JQfAc3xkHU/dxn2",
+	"nE22LgZap25um7px5iYkku8a7lqO2Dqbg89GxVsT1+4z44xjy10Sr4Lq6g9wmRvrXzuXcZb5BWScf+Q/",
+	"D1+e71ztiu+7cuYOOSCQIvEaYvY54cPJ8hLd+mhCOPo2oei7nc5S2IuHsrStbGEJRLKRrdFYQuhoupj3",
+	"ylFq/8UpQr0+9nXWxG3OfgC1RE8QOl+f/LoYffXcrxKSn6TTy2RRLe4dyAfxnsYFEzJX2azHzqcyTkVM",
+	"34Cbr8aTJAU/H5v9E6lz415RprQ9lRMOrayJ9S3pxyxOMjE09+0ETIMJZpxlnU4vu8ZJo6ejVzjmMrkw",
+	"siFCNvh5Hl0MNCSaIWotw15aI2pinvNQmgOWJefTIrULw9Uj44HjXQfF3WzpnfHGaCDgxV9weNlcwf3x",
+	"1wUzryvYs41wmeDayB1p2YsghM8uuUWRwHsPaNIGluG3KV9+TKv8mLBq8IhVYmpuX/w1uBEhAlfs7olb",
+	"Cnss7eIsIh6pYeF6bzcDbJipBIQNYkFs3CCs7VhozI7r9IA1K/3/2fv25saNY9+vMqU6t5bMBSmt1pt7",
+	"LVYqRWtlW4leR9LaNxX4EENgKCICZ+CZgbTMlr/7renuGQAkqMdam31YyR9eScBgXv3u/rWgDFo1I1ig",
+	"Zm4qJKunKhM1obMeVlthZ6+EWVEUJsTDqJVXLGlQ2R+y74X3gAnmCBvTRwBqpoZaSbnlhbpiveRGaMfu",
+	"krprDsBicSuM7UexvBE6n+XkHbn4cTzYff3niCHPQECQjVyDcasWecoLomRP8CMG/pJlLH33re7Xc8MK",
+	"MbOMw3duuRkyOsHW4kjsU7KYuIH9aPC4Wl0asnF4y7cV89pP/UZPac9G+43j+TaW+6cn3x8d7l8Cz6Fx",
+	"lGa0ha2NDd2sW6XMXXVrI6eQBe4J05pqwa+h71tVCJiPU3PcXUHtjr4NBXHhbAP3w6MCfAJTLWKpNBWZ",
+	"F7m8hqBoMhxuJ9AuNxe+kXqLidazB4QHBGlxk6cYa31eWBiHhFEIAlTwiXdwelMxz2U2CuA4dFwLuMB+",
+	"6J1vG0MvCD9Gqlj6/awb1LKeJzn626TSRdKnhueQkJFCWTl2BH2986qLVx/iceN9+khuuNY3PlHZmv/4",
+	"PYiuJMkdpQU68CT7Zfisvr3/jX0lZ0We2mef1UfSjenC18xkVd50yuKGcrztn3sqJfku0R3LVUayLrsd",
+	"efb32MMldyzrApNGkRxxbNOSEWo2E9o0VWsvVBy7b4LT1ETpZU2orQnv5A3aRevAfyc3LOUpButYlptr",
+	"NlN6ffXWFgkzIlUQ2vI78OrPOzv9EUtmoFZg+pvvIE4iT5VLbPGZOQ4SS3o0YombjkhCx9Hm4leAJygP",
+	"nEuIc2scFADO3LgoEGIpFXuwQPDdP1drCeFbeKBuOPyOEzQ4Z7vaMvX1zit2cXD+0+H+weTtyfin8eHR",
+	"+LujA7cJTl7dzpdD9p1WtyDcguCUACF3h/Xgm7OGI+LsbxenJ8wjO7Lkfbzlr028tcf+Wf/sfoy3boTM",
+	"lN52dyXeili8Vf+rQTTxVhRL9zDcmzAS/YyPV7rAf5g53339Z/y3V6vgjfA1oLV465ff3P+d8YXaB6HK",
+	"JEPL9fDq31jkNfx3XiLATVtnYDM8Y39uQyfSEkaoo1opiKjmEk9PlbHEF/oRo6vF7Fyr6mre1UmWCqLa",
+	"6EwJruwes20/cKmPbLzRh+4Ty3Q7/hjWG9BQ0xR4sNB4T2Rxd6DjTstuE6Hez/oJtLlttfkm93bOrsWS",
+	"KiZb3B2ZO8B3FNzMWSl0KqQl1I8slr2EshvDMnm6EP9r9/tbwR0NJv06NbM5eBC5HeaYzLBKAH0oZCc0",
+	"vS4jn0ugVMG0SJXGDgaAeaFUYUL+IsTul+BeYY7ne+0eaxcah4hw1abfZXs5RtnUN1uVnWSCxRIHarNz",
+	"bwmtWvtkBdAqxKJ0hiwzNi+KYCe6vfUKOOVmNKFFdr5lhydgpE0uLseXB92ZmvmK/XCni/usefBJg28n",
+	"91wD1ktWT32EGoFWlRU6pLuQ9an5Ldy6IXsjYIDI3Vx6KJbJ//yTD/69M/j2l95f9+ifw8nglz/5X/f/",
+	"un3vE/+VrOA0b7Wn2O2gp6N/qJd+92XbTf/qs4zONcymqtbRPnsP/aNtpa8+tzNfMVw2+QwdIX3+oqXF",
+	"YUYN7hJgk9fZzNn4cv/Hu2UNZUkBfFzNdunDVNvmvYkNC6rWY14Y71ckbGHwLS4D8haqki+CmxF7Y5lb",
+	"XsbS7Qx4E8lb5T2HheBBAmpxk6vKBBsplwzmPGTQmjO0J2jMH/ybhtKm7yypf5T4iiVficSwdhymNkdC",
+	"XbfMNssgQDogjV1+mJuxGwPZfftZhn1aGfb0jsfmuX6ibL9H+R090rinhq8xR+7ZQflZQFZngLAl1wyH",
+	"jUYmOQ0H5DR82vi9H9Qn3NPHIBYO3i2CQQxOod2+t3/aWDlswZeIxl4bgLdiyhoEvOckB+RvuwEsvxZM",
+	"zGYitd7xIsU76zN80PmoAF9LC0i0H7IDnjptZCFMYPmxxDHyG0KsiUAQTKu8sINchpgiIE8Gl+XKOzSm",
+	"m/iQXQCkfCzrrbkRWhN6JBPyJtdKLiCv/3aep/Pwd+M7TDQ2bpZDTMo9F8v2gzQzgwex4HlRnwYgHNdJ",
+	"Vg08ymTbPTmgaGx/5OaZauhsknHLp9yICHtQoB8K9LQwLiTgh0r8dt8LREKKZWOFqBMQAgY2ttiAVHaO",
+	"9+bC39GPiT7c/tS9adD0HEBYczbL3wFodCb0H8OrBQ0HO4IPppuEUetsdj6Dm/Zo6yPxn0nYgpfGmQrA",
+	"ZJKrtcsCSFWcKBH5UCyvxfIFdnLxZJb7bg+IcdomJrjBPhDcuMHohLeKyaooIsiASOdUTEsoqjgmfr23",
+	"RuIr5FHzE0K2Bf9ufxjLv7sFguMdapAd1VQyFNiPiwKKgVGX38NA8bV0xH0tlhHjYEs19frQRyaWXXsW",
+	"rewYu9XKmRewYVB7E/C7VliSFjMoourxWEpxhRBvWDLvBvWKPc8yLYxpzWlubekGd/81/aa2H8tVdR9O",
+	"w8fhw9khs5PiFqdnCOs3cKKmCGBq5iRGblipVSqMoUIh/6MIUotkaZ0Jh/VNKFZyjaOiDNlohHRxsI+l",
+	"GK+xsE8D4/5hjLShLOP1fgZr/2PWh4CypzTiFq6Jly4R4tRZI7hGKfLgBitjc+2xvBrJnDiQYwY3eUYt",
+	"AudO9wNLHTLjfk0w5OAZlZKCzQpuWeIeRPCiiE0drzEpqK6IluQr/hLAiw2JSugOwtQ37OdiYgmfBHiJ",
+	"ZSkSinu7scw8LwFN3M8wYkbRMua5beicdbpC/SjM2//oe26i7gZtpxrYD6B5CzGE9QKQRL5YkEPH6koC",
+	"4TgZuLuzEzuRpHlqIe6PkJIoEDLYQLeYAtwFo7r9ZM/JEyg07dOe4na2+lOir9Ap7KmSpirA28Xlsrkm",
+	"g+6i2vqhshJ6MSy3Gz7SHfcZL4S198KT48PMind2dOd+sHo72nn/K36YFdiGX7uwmzYjQxxTa58amAZu",
+	"TXBR7u7Ud+71Tn8TWATcxtaXaYCtvd0d6BiJIBGvdz4hYgRu/X3CxK3/jwQgRfeWmFaDN+J2ed5oxLZb",
+	"6Z3csbUVnkMSRaKFCxdddfMJX9SHZe/zavrCxA1kibfnR0GNDjACUByuyjw1rLdSaQ9F1Ul0fwX+oWUp",
+	"146LYi/hayFH4JUAnuyYYBKWr3T+b5EMY/nzXEgo83dsrao3N2JJ+DewPATFgZLpeTWF9BvQWaui2GCw",
+	"XhgxrsC3+vEoAT9xFylctHBTJOK+AHTOlwc/sWkthLHu71PTz1WZ1ZsPR//o63+OIX6PWDgoAOko3GqN",
+	"983ZjezHi93Xf2Z/+/kSq0ZimSyETisthuHxhKUFzxeETSje8dQiLAq70lyi7HDE0K9XVqeCHeNosZxX",
+	"U9ZDTYZaVdKHJv+6tZNrscSMYT+EWExFlonMkeSQnRIQSxcNrtEa0iDe/ruoELAZpmEVe05r8RJoqux8",
+	"FMsEPtGGnYDHMUebMqTrKj94fAO6NWpCoCwhXhYOh0dBYTC3SdywZExHj35C9p3gWmgWVzs7r1J4Af4p",
+	"EqZ0RCqTZMnBjZD2ArqgOBbE8QMJbw6WsBVgL8o2dyrlDOxkZ4w6JjQVM6e2NSG072BBrGeEIJ5lLLeV",
+	"Sfp7rI1e0cF5/ELFhblXiblElmsVHoHvjE0M8K+w93/h2B0df5gm/RG2C/SgHV2YaepWoq5zb1trGLW7",
+	"m3WtKcGVe4m3cGstwtRsZL17XxvrXz4+N4bNvxPxYY1vPBc8PqmcODSmEjXEXc2e23KixfM2Cw2kvUdL",
+	"jAtMIM7TOfAgSPI1SOe9xPNi6p0UGDepFVC97OzcKPwpqSFs+j7UgK4q4hxhM4bsrIOZ5DKWyCoHt0pf",
+	"O2VNZeSOnEJaonbKkreCS2XswObpNeIUAUN0BgVsmPu120LTJyuSIAVJMsF6c9OUWd7+WpNQo1DnZYEN",
+	"qqKIJZaDAblvv3f/Ocx+87BGiXtk4gwNfcOLCeVyJ5t1sAs8vo9L9/iRe0PB7lzSOZdSFC8Mw4v1JSpi",
+	"Z42F0DK66QdZ9mNJ5yggPnvEqNrEULfS2wgTapJd/7UfgaUxoNxIeDeXaVFBikWzLz/rJQRWA9n+bl5C",
+	"Zrm8ivAiAqpn/dv+MJZjhCADRLoR83jW2CXPKYdO37kH23oYy4REOaEQ+DlShzjLrRixxOQyFe1HsAI5",
+	"oVSa0Bvd6tzpjrGsO5mj50PaEQGGwTbRUIAn5IYDie3hw5qKlOcOWW5SRaygKIAnNcjyr7iKv/z324O3",
+	"B29QQYBJ/4U0qnwhjOWL0mtVSLyvfe3Fphz1SxLxd2otp/XF8OXWsHGbnBrhgj6MnN0ciGl0OFoaH/dp",
+	"Tf4Qgtval6k4jer8+3326tWrbze6XGDburE53fADt5VbD8AGbUxM+Tw7ONwN3/V343fAgkZPD47+MfUz",
+	"d7CPwSKHzfxjY5AHlZtYO9Ln3QiO6xx9veEa8OeeUyhq/L4WJyfdrNlqqSEEpqJQ8soZLqN2gNnAJxoA",
+	"iAFo0FyvdsqMJY4WNYarZ9dsoImQEgHejCHXGzHOiFnqShqWW8feF/zdxFhRIjrES98du1f3B+WWaS6v",
+	"xB77Zne3P0INkFAWm5+v1adYgl/WR4ShaVSDt6/3hKrhEbEF9wQ6Tgtp9XK19zbiV/AsenRmJSLwuRvx",
+	"6J4JAaonXf5dLLc+bm9NN8NPVJmMn74HAkfcwvWMSJGi2/Vcj/wcI31YjJRryzhyuB53WrlFt6GvEVpn",
+	"39HWu0Ee0LKIDIK6Hkyuu0rNPFNFPu30csgF5HKppGCiMGKPumg2C7hgkiGVeiGM4VfCRFiLBRZlFMsS",
+	"VW6nVWuCx2mr9KNmcyfAzSixa7ZTxfiSyrYQgbdOcYsluN2WMCUMR8JM1hLRqWbBNsTG+duTk8OTH1iP",
+	"T51Kn5MR0d/ca+mD2CIczyVs/tbnUPvjl/8psNafK36eqFMUnGKnCtdpkz+QsGsfdITPmXle1nhYN4IX",
+	"IgPlyxlDJpaADA0lLKooHHnPeFFMeXqN+o9U6B0h11HDCc6nqrKr9mN/g7/n8ya7h6gDbu+fu8beFQSc",
+	"K4ymbLjX63JsG7j2ZgTKR1/5PmRbqluRdcgKVN+iWHqhoTQb/zw+vDw8+WFy8fa7yfiHg5PLi1H9kkcZ",
+	"H393en55AJDkupLQlRZcrVLZnKrSYokSiFuQoJR1KEoG6ACc5OWtzm1d1kVuidwO2al0/EDoRS55wXr7",
+	"p8dnRweXMNvvx4dHB28itj8+2T84Ojp4g2hDhBxVchCYPZpixM4OTt64BY3Pzs5PfxofRfUaD0/O3l72",
+	"YWl7sVyvNYYO2FPEA4H1U9BQC1MtQijTEVwuK9Hp2R27178OWg9qvz/9Zzn7ZcnZMRLkY9nRICi1T8uY",
+	"EvxKcIzXunMvnedF1sc2BTUHo9YYhi8EulEN4wYJlPWImXkFOOriZP098qa44VeZGcbCjcK0PHLMyFQY",
+	"Cxl/6gaKg30GeMfoUSy972fOczlkl559rbGnPdbJbNCrgSO4GcLyNzGVi2o6drv15TOXttH0zGa+EjbT",
+	"PlYs4+Ym5ZlgVXnLdfZAHgRk8R/SiWLZVg6oZvA2N2KdZIGHKVVMUl4U4N9EYEj3Xe8amHKbzqF4I6Ff",
+	"DcEBBklIlJ9CsIuEKsn830PkC8eYLlkyFzwTGtObyjy9NrFUmGOG0RYIMyVGFCKlNKdes2FLJQusYhH1",
+	"R3LDkkVV2LwsBJTQJTMtxMSKdxi3C2X4lG7tqwbDAHNuWMLdhn6vhbh074HiRCU9kEfV2KOI4SIcUwwT",
+	"jRgPiJS0G1AG1d4KgTsRka99wYuZ0k4Pm6psudftDWaQs0SZAq0zCegOIgs3IJZeKHjHeX38OQQ9l2ZF",
+	"fezkzzDuk/ibow9g5U/vnq4X9InKcx6uo+LBUaiiKPCwCY7Wn3cEbIGAiFaO87nY/dn7/VGkIrI1HrhQ",
+	"4G1wQz/Y9b3Ny1KrG/EfE5Cr9vR9IvJUCpaJNDe+S5jfACcRfJfa6TKW0PDLl73UMrWHhTlY2ojHyLS6",
+	"ZXnWHzVLRxtKtvtchoiPq8NFvnYVrIg8Y/Y2T8Um4eHsf9zeDGEodSUNAQFheq2+AigAkzCIivaA71zl",
+	"N0I2ZQcC4qhSGaiGpXfc/JkW/xKppfEBWUeLklwO6IZcqEwUdSwiQZD8pFO0wSRz43fgcYJt9WQ7RRtu",
+	"x9ck2+oVfXHCDQJRINrowFuSbe08n2Xbs2z7OAEcd/kCE6pjpB8u1bxT9WOJNUJL9q7w4F9GBH3HZ9F0",
+	"5dgcFUO0g6o0rIfGzgR/VZVJP2LeJa2091o0GSx0K1h19pRlqAIptVqUTnY4Fs/lEoPGfXBuYVYSxZ8j",
+	"LC929hZoEwnOlnqlRFga4f6aZdAnlhc+wWcBRbju36znM31GrR4TlMtTg92IjEEuz4g1M4W8GEng5wn4",
+	"2v83W/sgJn7/WonKRwMw6o8MDOFH6bbwyqoFt3lKYXQnvbQqy254lX26F1+RAGou6bOXQF9c5s+zQPkC",
+	"BYonCZ8thJyx5sLEMj9cvGCL643p/h8gW2LptkHowYUTGwfYQruXWPHO4tcGxmrBFwCFDw5CjY22Q3tv",
+	"+p7OwCVVqKu9WCZ5thcCJPD4C8d7HSlB3n0vVRVUYULZy0vqwmyu+xFL4HH3thMJ1GoZamCSjFu+l8A0",
+	"ihyL4v52cXoSMc4St5Ewe4JvwFlTKQI0Z16aZpfwAIASy7TSRmks1EmOuLEDGGhw+CbxTj8OONZSihQg",
+	"ERpFiwyqIlF/jSXWFUzCQkmv3aGe3hAt7lMBBLW4Nr54EaJCocX2rc6tFTIiTFSp2BUvCY+HZRVyTEGF",
+	"lFAEBeYmwer4ALWdi4Wz1lK1ACwwt22x7CV7UK4w4G4GSR9bJEifA/KyLiJgh5aBvK/xYkJ5Bd4C8PR6",
+	"lSCWupLNqDdpGDUOnFyTm1YRfTQi4w2FBMGfuI2lkqmoNSD3oTnP3KcJFkIqmlLo+FRj3MAJD1mSicLy",
+	"xN+BlGu9jCUaqqqyZWXJc8AZQHXgJULMkCXZK5DXxWAycP0rLd3dJlUnqWGSYtmj4jTomwT4TnNVCEC0",
+	"gF54jAOULWQHC82MoCQ+GotQuKg/P45CbvFYIplMaIaTUmin1OiEqVKEiTOF7Q+gNK6+HHVbjt3+CB4A",
+	"PSs3sdStxL3db9nl6enkeHzyj8n5wX+/Pbi4vKDim7oodQHH3wn3AbMIlGl+X7hvrR4DwISXTaKmEp6a",
+	"z+SGXUGKMhTuUClLWP5Of7hG8Le5pK4kU+WYtxboFrmzuCQQ/ANLPXa6Sz3WmTkUSRGjLbixdMO1SEV+",
+	"I7IRku102eJIjb5uEm9uYF5hFcjX6mW0dqG1irpI+OX/gQO0Tsxu7W39zz93Bt/+8v5l9PL//vZfWx8C",
+	"rb4mZNqaX/3lPNtjr2KJksGTRyxBHrD38Zbf/nhr71UUw0zirb14yz+59Vss4X6uzrFTY8Q9JgHS8xUV",
+	"DQnDcI6QAwyRMC+ZHHvtfxm5Zd/sPkBhvFTqmMslqcDmU+ak4Wlwr24Iz1A6FKn2jdqkSqED87N1P5/D",
+	"9HxCB/hH0TtG9iehX6PsCpLDO1lJlYCMr4JUNccawbvRKNhpe1e7eDjO4ysyW+sFPRutz0brs9FKFI4e",
+	"vSf0hIJ2/59KCUYzI5b3MNVLH0Dz74Gnjxp8BS9fHbOa506VX8byWpR25B2WUKhYCA4R+QTWOQF7NmFX",
+	"gLgzXYJ6jM0Ylnd4DJ2+Dc0lqGISuu+KBzXJP3dDfGUJui1G95w49+UwECgjC03THW1JdfuwNDkghQFk",
+	"nj5BNVybXbToLRemUbEWS18ETAQMzoLJIpeVFR6Ia8HfTejVBJFtNJcGkEOBE0BTHcN65+PLg8nR4fHh",
+	"ZRTLi4Pznw7OJ6c/HZwfnY7fHLyJGP0KgvMR+2F8efDz+B/+x6Oj48nl4fHB6dvLiJ2en/04PoFygZ9P",
+	"z/9+cD55c3ixf3pycrB/efAGAu/kUUH/Is/BHzWjrmaQ0ybFOzuhRTlbRVgqEsJIfcplKgrChG5VAu6t",
+	"F0zUHpmeL2rAEMnKV2IJMH0Y2peqDonQB/Ye1hFtH+aGfMPq5T7ciq+Hv4XdfGZxX5pjHy5mS0dakeYP",
+	"43Y2T68360T76+hRjs2NWC69Cw9+udLiqwlXx1YZZSw31g1jr0xtKPvGsmYh4G5o4lsKzTKd3wiJif3s",
+	"HJKJPKYi+BetKL2bCuPPhVIl66Fr0Vmo4E71IepaveyzSqJ/vRDcCEw4dps0gZ8D+BS5zHmj1ACTs4OL",
+	"1720Xne8Er9eD6DbRq3Dr1UOcET2riqs1Uzr7oIN7CCJ+IoEHFF7gWFpQ3Ym9AA8u5pb4QEogm/y5e4O",
+	"rAn3H+VSf8SmYqlgF8E5i4VcwCsHY7cVyYN0x8s8vf46VMfVC/DMV78k797vUDkrDGwQq4QiTjULIA3r",
+	"MHz9Bn/+GX7tGbRSxePx0w5WgeyBpfUAMx6KHAAKHmJXGBaFFiBYUFBw4xhaMDIDbRqs5ELsfZaJtOD0",
+	"hxEUfQMu2pB9z/OCeie93tmJZXJ5enp0MTk/2D89Pj44eXMxufj74dHRxeT48OLi8OQHQkDkdT/exQJj",
+	"esxc50WBmmDoASje5cZuRA+D3fqY/SzClrpP3YcldQkuztYhPAna3z1LCYGJ91tgB+ArmXAzuvsstiIf",
+	"kwBkVlUwwqgffq+0SDnucPOQ8Ihij2U/mOpczHJ5FW/5njrtk0PKetBeE7dY39Z9p2Q8+FqtUsGGGwYx",
+	"bPzRYJyKkpwNRt590BPLiRBlWBUByBze7I+wj2lyeHJ5cH4yPkpiiUAsHsy4kuJdiYnJ1NzTXeWnxe9a",
+	"vXFN1Q9+bnCW7ffuP071a7Z+e1R7cQ/vgnrZVaGmvGi3DXKfGLHaKTfcBJmiVNHojfNI2e+WcwmLOeN2",
+	"/lnAp9BmhK42t0ILagyVPSP+fhboKLbjmFBSK1V0UE70iL6I3+y8YkkAK2/i99Zw8o3vF3yJjTs8zUDb",
+	"BD+pnmOh7b6CVPbZH7GSG3OrdDawy9I3GiMXCtfQLwdbVnFKg1k4NST5E/0viVjlPoQN1KCiC8DoNkGs",
+	"fDFk2pzpkdvdxxIsHMkzpX6cZoGPI7uysg8USNDB81osMflEN1t6t6QTZDsZXogRS2RVFAlaxbHEhkOY",
+	"hEEZVYbldoT0gfCK0rbb77Ee923+sFkmk0JAczo2hSQ8G0vs4wdJMZnvB75CidQvYIWe3WJq/N7WZ4ax",
+	"HFNfP9JIgr6FGnq7VV9HI7+r3Envb3Z3V7rpxZJy/IbsrJO9uPULmeolthO30EO1i2ecVR+DZzx96H1l",
+	"np8q/v4kTKvheYBcy68xPP8cbX96tehnd1kezZ477InKCD14kFGxseFO065osi/qWAzOSbjsDzUu3hqh",
+	"vyoDI0AlP5sYn7eJsX5QH2JkdFJK5JuarJEFmSF3GA6xfJzlwH634fDlkOCj5fD6GT+F+fAHMQYeSyDd",
+	"5sAjCWTILvhCMF0VWN2SlG0NMNmD/GnoFN5hTQCxRC3jgW2wHaJ12yGWwXiIOk0B1PhXzIoIIpKg2GfU",
+	"8Fw31HkD6nwsv9ndvUMT/whE+KyN380FnvXxZ3389+njj+OQTiN3jO6O2GGX7+Q0xANZng07Y2xvYdTH",
+	"co3Pqg+MW8J9sbtx6AID2/if1qW/wL4xFV0MfxXxotzRKqbrAn6z822dBcOzTAtjIBGGX2ORW1cLEvel",
+	"rY/ZQcR94BN1EMFP399BBIzm55Yhz0LlIemCcKkJBaWDYoPw2H6f390FpJOGwe71Dm4oC221aGqkBn67",
+	"yVtDFP04GfMWWhJ/cscMPfKc7PWl9svYQBUPD/0Ou7wfn+2VfoiEaUiXZ3fiE7axuOOylYBf+UC1fZFb",
+	"yCnKBaAwNCOT5En3/LjNimcFv2oV8D+CU7+F7pe//1o/vdJWz+wTeQ0eRFLUPPRLUdyei2e/QJmGlHAn",
+	"m3l4XgUE4oDFMPEuFaVliQ8fJNgFGemrzXFi+cEsp7OuFBywnyPXaUztme08s50/ds0+kMJDLcztMk9t",
+	"pcWdwHH0DMsX5JfjFN1BJBVoZFPkUoyg5Cz4kBCcihsmoXR9LJfM5FdSZIOcQkELvsQYZ243Ku5nNMGP",
+	"p7/Dsrb/1Cb2ANE0zSXHIr6HIATBWM9xxzuUbwQte2H8rbr/impViMc50zd6z89hqM/RFHQze1BRi1vB",
+	"sz349D507u+lpjvyu5zph3VWFPPHxhLQtxK24NcUxwYuyGVbEetghZrLcH8/N+ULJucm9olUr4dSTvN4",
+	"GzFhgJh+jgk/a1cP0a7grjMOl+iBgmv7vfvP413566pUSC+fqwJTd9zII6bFjbp2Jp/nL4D8+iF+pXM3",
+	"kvjdjGYdj9NxP8kXIqBMltzOa4xJ2s42z2gWKy74uyMhr+x8a+/VLsBl+h9ffgi85CdjNu6o8LvPMYov",
+	"zrBytHE37WNZ+fZcVUZcC1G6+/gEmB6hmj3jYqEkMgKC+kBGIGRWqhwqXbrBP7rz80ZsehfSx2tClzDD",
+	"WJ4LXhqmdDnn0rCeb7AMKCaErgu19gBhEbFuqA7xrnT0jXBC9OlYZjr3HqsFu4UcvVu+JGhlxBtqokVj",
+	"oW8HCBICJ3vwlVgi1JCzMR29LxGeKMtNSQ3UcJFZJQC1NasKkQF4dA+QW92/AM6N5wsoslGL3G3SEj5j",
+	"bxU0lkgrrd2MsW8NNnbynwAcAjcMdGTqr+B6sBVYj10cI5ZPj+pxXklENvixeTE/Ipdc/9pd/PLnObd4",
+	"nUtuDMvyLyB9/isH0RC8JFon2DbTIp51ojEPh9ZYnVr3XIABotbR0V8XVxyxBTULQKyg3BrWaPZSajHL",
+	"3zmVo9LF1t7We16WE/zlb9u8zLdvXm5FWzdc527PDF15egL5NZDm1t7WtrlJtzpzTuvPJfXLCeu1spFB",
+	"j/Nz5VgTMFfGMq2U7Q8dUfwStmodzPwKtTdoK1qoq1xGjDbNRGz/4vx7Zt3RRqF4EQ5LLHhesFmhbs2w",
+	"VrXGlZ13aGhvwRCtNcVcSdbj63pp5OMP5L0x/cbYKAq78crbnr8XhpVazfJCuBWlDZATGrcx6j6xWPBn",
+	"rg9+Vk2LPHV30OYLwWaCg69yVvCr5rr34aA63oeW02aPpZCZE4E/MiJffUR55BGb8RsF+aBu3MjPEiQa",
+	"9AY2YMVjb2CxKAG8H1pTANSWmeclQgTOhMYmfFfUj8D9HZI+OSt1LtO85AXrBWdEKbRRkheNP0JN6ZVW",
+	"VdmHElRCkQpIzzA0pKhSJ73wZo5f1NApli3EYopV771c3uQmnxbhZdQiYvnNzjf9EaXIS35Ffoxeo71S",
+	"c3jTzpZVtzJqzLbRahcfgd6AhNlIly80M6RF5WbNO9JvxrsQaB2BsCHmDqX/sQyl/83Kf5CMngxgnV3X",
+	"SWjf4xmwyIi+4YbuMSEdq1gIaT10X+SOaBDkLVM3QmvELsGHsyh2MkoNqO9iPyht8JlBIW5Es9aP3ofz",
+	"c3qIm8aQQXIx1vlgZqYHhhW5jiVOtXDSs5fE1c7OqxSRVODfYoi/ckb6CV/QLxMsziDEGpakSovhueDZ",
+	"2/Mj97WkY8MI1aTDwHMSQM1qIjCWQ8dHuNheUrDe6wEGMVOtpKMdjWwMjl1JMTBzZR2DTHQlJ9wmfaZ0",
+	"LBdcVk7zYnauVXU1Z4nV+dUVqD9vKoHyx+3NZmWNNOguFQ1bk4CO1lrxRUu+dXaZqIw7Yerd094AVNXe",
+	"v/fi5bffEgaRGWe8C20iVtEZrshRdzucvIgl7CEoxk4At+Z2hg3WPKvpmt3foUJlRsiE/lKPzw5ZLzE3",
+	"1xO8E3mGt4F+xEoXuiD9ITt2VB90cylEZta4gZIN2FTwdpraIDHQiTPIvts5t6H5qcezSi5+2kd4vMn4",
+	"7DAJ9NHQJKJYOt3eaeSmorL81O11ccuXhk3Rsr72Hdb8nT07hEKdjt35wXEkvDSBgRF0FvJFw3povCfA",
+	"oZLIe1ciluATCTR9Q9ambiX11zNRLKHbHSwDIQ5bTMREVF4000IMZkovQFERWshU4PHzWr5gj3kNGLU8",
+	"lvi1Gq7E0X2NU4IgBGRP4IH6WmL6CawP/xcYi37A2+GZDwoWeDiIlSvcMTLKCih7UiO2oiMYITwckXt+",
+	"yA6DaMEBvIXqDNQRa/+tyfmd2SaV9Ww9vPSqdcJ4jB3ne8TlVcWvxKDrBJpCl6b5RkPHpT2WqFJInieA",
+	"i8lOSyHHhwOndnPrZhrLZDudcwuaeCGoJ72/7Xv0QsROi4IveMRujo6OI3Z0zC5sleUqggfOVWWFjtgP",
+	"Wv0asfG/Ky36USwTLh2DK/M0Yb1jBL0yjmIJWBfXJ7KE9VIu3Qq0KAtAL9ZqwTi0vNr+x/j4iOGjVH7n",
+	"rA/sq5iJhTKEdp5MnW1e6SLBiC5eh9ZGOV0ILOUSdSwverwqWBYVodo4ZTZwm0DXRbGYcERmn8ATCesB",
+	"sR8dHU/GR0enPx+8mfx4enF5keyhPgwQXxE7PKu/hTPfP3xzzqSwjie4W1ZyzUm+pGqx4KDWmJKnwtRd",
+	"IKWSoh+xdC7Sa98jk5A1WO+b3d0+jk1oZXRToAst9sQxI9DKsOHyC0PQzla8s2FnCFcQ/wLtLc1caRtL",
+	"pybr0rLe7s6Ou8SapxbYvjOwtRPX4Xe+aBz4CQxXGSI6dSvdTsLZvDBhYa1TIgTUBnAAPRbh8mrg+1mN",
+	"D5icnMIp7J+efH/4w9tzaBJNDdKIbTo9CwrmBu6091gwON0Sb911LfPJtVhOjLDItOu+1tdi2aLT4w4q",
+	"vEuiIjvKxCyXOZJsDwPyLJcsUym0m2a7EVx5doFNdzLNZ5bt7uzuDF7uogstg/5gScvy804KVL+8CB3i",
+	"r4f/MkomffJQVXlhnclSAzcO4PjyaWVFFsuUW16oq4jdBL8mElOJcRXEtV2AiYDKASqKSg9MVTrazRrm",
+	"grs9Utzi4ruUrzukfY13qJdeMpg12Mnm7KmZARXndiJNxrIJNRk1r1hvRSdfLbmU2Zot0Kz+jeUKsI3n",
+	"GXcB3DTumAYMrxVxf7lBOQVsWtZzbBtVrIae5mYOxIOKJbIv0EkdGdRWYZEb623DjLLVnXmHqEBwfCld",
+	"VD5V2ka+zXpE/dAjEmHIAHJZwV+sXtJ/EOieIQb7umEHakFqoW8bQIPeSvLLoM+4xjlE8NtOL3BrswCK",
+	"en2zDoLiBkgEhbCsUFdXaLoHbzGgPq+COrvpr/mAYtlL8McJmegT9+s9etSRmpJiBacV9Z6mG5310B3l",
+	"jsD97BRCrzcPnP7uNfq+Uzke7D93v/eX1YhY1mprraVs2EByaHUxMV4MwBeBvBw8CcaZcGWe4tVOHCls",
+	"v68gXvYbQoEnrIddywIItRYEhwnxI2hyppewU6QQtEeRyuYz8teaZMh+ps6KyULotNIk6+08NP1zWmxm",
+	"3HUCNwWbV1NmSsGvfcL6Mb7ITDV1C5yCpWNVqoqRB6mNmgOCmmCcWIRG/471+iHm1TT0K3SqXT0kPOoB",
+	"AizuEUZA/QLKysyj0LuuVEURy+SHg0u2gqGerAQvfKvKluFUmfkG9tk2kpzmhE94lgguRxOthFFAiZwK",
+	"roV2Ui+WDzSukLy8GgFwIZ6uvWfFMSzkujk1mGjMB2yMYSyPybKCEbD9zao9Bb1jVq0q7y8DEsmhBas7",
+	"w6TR5tvfuIREJS/z7T8lrOTQ1DswmCE7D+EMkQEoudMeQmDjzzs+QAHurFhicCNameek7pUxOR7/v+Qh",
+	"wY91GTk+O+zybpZOGlM30FKrrEqhZMPZdz2y1owR1vT3GNfp3DE3x/Edo2EVvOzYvs5vuM1vBIlCx5pi",
+	"iQ5BnqYCZBVCQbjvTKsCabioIOBLWdzwoU2eP+jIWrN9lC84tWDL1+Zq6D3qdE8n6GufXtPwovdrjtZW",
+	"zdzyuxxhoDGwXN4IaZWTU7k0lhdF7RytJP2KzFRQhkhIDFlXVkMsD9uDwJuNcbRgV56uqJkrXNNgU6Ai",
+	"M6EXJuRjS2IZ7tuMF0aQ1zLMaRnepF+FN+uLanUFlq+TvSWt3mCT5kxoMHpv/TBmkuU6Yb2WD+Ps6O0P",
+	"hycXkzeH50kUlPXEWKX5ldimN5O+s5eKrLEc1DojluVaYOsE/znOboTMlPaT8O49/C3ykm38lQyuve2k",
+	"P2TfCQNuSK8tx3L3hfFlSuTDyWdOrSJQE+PjJ6ghOimyx5KgdCashwQTJmNGLM9MLL3HsaiuNkwo6Ucs",
+	"AZxmGAbfdhcaifYC/uKeWaQlNp12zxmb5YolYN/JLAFXIGYcg43w4+XlGUucUCPI9AQZrIEehyvoSi1P",
+	"CcxGOEI/I+POJM7+XuRXpOsmfkQwCn4S2mmEYQfWFjw5OTk5mUCCi/m1SLAxRs4Lkdo+NAIDbzV+xCkq",
+	"BV+e8IWgZkI3NDxYX7lu2TTQf5kMGdZtx9AVatovo1hW8hqEesCHov69TgqXWoBpw2Yaor2OV8msEKyX",
+	"+N8cSKuXvv8zfN/pvmAJdphUdLO31y6Cb7ntqQTil0boCWZVg2wKrBN0PkgXZwvBJRggc6HFHit5eg3O",
+	"EOByyKBNneYUzLBKuidr7kFC211sUczaigBOuYPxnVb2SrnZQvys7RBB75x1VEOo5N18rsFeeV5sUDiC",
+	"cZTLAS9L1lLgWK82OdiCg/OaTI9cyTqIQIpUiS+h0qVKZyejYrUYshNxuzI2bGNhFKhWoDwQiGmZp/eo",
+	"lc09PGn+qUuE8EJY647BnRmb4cGQKRoMYPqr97M0g3YX8Ket33757f8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -41,6 +41,9 @@ type Options struct {
 	// MediaDir is where media files are stored; "": storage/media (relative to the working
 	// directory).
 	MediaDir string
+	// APIOnly builds an API-only process (`svc serve --api-only`): Start starts no task daemon
+	// and readiness does not ask for one (svc worker processes run the tasks).
+	APIOnly bool
 }
 
 // App is the assembled service: configuration, store, services and HTTP server.
@@ -52,6 +55,7 @@ type App struct {
 	clock      func() time.Time // Options.Clock, or time.Now
 	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer; the outbox's sender, and the test message's
 	llmClients *llmClients      // model HTTP clients: screened for group configurations
+	apiOnly    bool             // Options.APIOnly
 	closers    []io.Closer
 }
 
@@ -63,7 +67,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Services: &Services{}, Net: o.Net, clock: o.Clock}
+	a := &App{Services: &Services{}, Net: o.Net, clock: o.Clock, apiOnly: o.APIOnly}
 	a.Config, a.Logger = loader, o.Logger
 	if a.clock == nil {
 		a.clock = time.Now
@@ -154,6 +158,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 	if a.HTTP, err = New(a.Services, a.clock); err != nil {
 		return nil, a.fail(err)
 	}
+	a.HTTP.apiOnly = o.APIOnly
 	return a, nil
 }
 
@@ -161,10 +166,11 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 // out in client mode too) and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
-// passes a context that outlives its shutdown signal.
+// passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
+// what StartAPI starts.
 func (a *App) Start(ctx context.Context) {
 	a.StartAPI(ctx)
-	if a.Config.Current().WorkerRuntimeMode == "server" {
+	if a.Config.Current().WorkerRuntimeMode == "server" && !a.apiOnly {
 		a.Daemon.Start(ctx)
 	}
 }

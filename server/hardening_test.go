@@ -44,13 +44,31 @@ func TestUnsupportedContentType(t *testing.T) {
 	}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			for _, status := range []int{http.StatusUnsupportedMediaType, http.StatusServiceUnavailable} {
-				if op.RequestBody != nil && op.Responses.Status(status) == nil {
-					t.Errorf("%s %s (%s) takes a body but does not document %d", method, path, op.OperationID, status)
-				}
+			if op.RequestBody != nil && op.Responses.Status(http.StatusUnsupportedMediaType) == nil {
+				t.Errorf("%s %s (%s) takes a body but does not document 415", method, path, op.OperationID)
+			}
+			// Every operation reads the database (at least the session): storage that is
+			// unavailable answers 503 with Retry-After anywhere.
+			if r := op.Responses.Status(http.StatusServiceUnavailable); r == nil || r.Value == nil || r.Value.Headers["Retry-After"] == nil {
+				t.Errorf("%s %s (%s) does not document 503 with Retry-After", method, path, op.OperationID)
 			}
 		}
 	}
+}
+
+// TestTrailingBytesAfterJSONBody: a JSON body is one value; bytes after it are refused (issue 23,
+// item 7: `{…}}}` was accepted with 201).
+func TestTrailingBytesAfterJSONBody(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	c, _ := env.UserClient("root@example.com")
+	for _, body := range []string{`{"name":"trailing"}}}`, `{"name":"trailing"} {"name":"again"}`, `{"name":"trailing"}x`} {
+		res := c.Do(apitest.Request{Method: http.MethodPost, Path: "/agents", Body: []byte(body)}).Expect(t, 400, "BAD_REQUEST")
+		if !strings.Contains(string(res.Body), "after the JSON value") {
+			t.Errorf("%s: message = %s", body, res.Body)
+		}
+	}
+	c.Do(apitest.Request{Method: http.MethodPost, Path: "/agents", Body: []byte("{\"name\":\"trailing\"} \r\n\t")}).Expect(t, 201)
 }
 
 // TestSecurityHeaders: every response carries nosniff, DENY and a restrictive CSP; production

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +284,67 @@ func TestReadyz(t *testing.T) {
 			t.Errorf("readyz = %+v", r.Data)
 		}
 	})
+	t.Run("api only", func(t *testing.T) {
+		t.Parallel()
+		// `svc serve --api-only` runs no task daemon: it is ready when its database answers
+		// (issue 23, item 1: it answered 503 {"worker":"not running"} forever).
+		env := apitest.NewWith(t, apitest.Options{APIOnly: true}, "SVC_WORKER_RUNTIME_MODE=server")
+		env.App.Start(context.Background())
+		t.Cleanup(func() { _ = env.App.Stop(context.Background()) })
+		r := ready(t, env, 200)
+		if r.Data.Checks["worker"] != "api only" || r.Data.Checks["database"] != "ok" {
+			t.Errorf("readyz = %+v", r.Data)
+		}
+		if env.App.Daemon.LastPoll() != (time.Time{}) {
+			t.Error("an API-only app started the task daemon")
+		}
+	})
+	t.Run("worker health listener", func(t *testing.T) {
+		t.Parallel()
+		// What worker_health_listen serves for `svc worker`: unready until the claim loop runs.
+		env := apitest.New(t, "SVC_WORKER_RUNTIME_MODE=server")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- env.App.HTTP.ServeHealth(ctx, ln) }()
+		base := "http://" + ln.Addr().String()
+		get := func(path string) (int, readiness) {
+			t.Helper()
+			res, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var r readiness
+			_ = json.NewDecoder(res.Body).Decode(&r)
+			return res.StatusCode, r
+		}
+		if code, _ := get("/healthz"); code != 200 {
+			t.Fatalf("worker /healthz = %d", code)
+		}
+		if code, r := get("/readyz"); code != 503 || r.Data.Checks["worker"] != "not running" {
+			t.Fatalf("worker /readyz before start = %d %+v", code, r.Data)
+		}
+		runWorker(t, env)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			code, r := get("/readyz")
+			if code == 200 && r.Data.Checks["worker"] == "ok" && r.Data.Checks["database"] == "ok" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("worker /readyz = %d %+v", code, r.Data)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("client mode", func(t *testing.T) {
 		t.Parallel()
 		env := apitest.New(t, "SVC_WORKER_RUNTIME_MODE=client")
@@ -516,4 +578,49 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 		attr(tools[0], "svc.tool_call.status").GetStringValue() != "EXECUTED" {
 		t.Errorf("tool call span: parent %x, attributes %v", tools[0].ParentSpanId, tools[0].Attributes)
 	}
+}
+
+// TestStorageUnavailable: a database that refuses writes (full disk, busy beyond the wait)
+// answers 503 SERVICE_UNAVAILABLE with Retry-After and the envelope, not 500 INTERNAL, and
+// readiness fails while writes fail, then recovers without a restart (issue 23, item 4).
+func TestStorageUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []struct {
+		name  string
+		fault storetest.Fault
+	}{{"disk full", storetest.FaultFull}, {"busy", storetest.FaultBusy}} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			st, faults := storetest.NewFaulty(t)
+			env := apitest.NewWith(t, apitest.Options{Store: st}, "SVC_WORKER_RUNTIME_MODE=client")
+			c, _ := env.UserClient("root@example.com")
+			ready(t, env, 200)
+			faults.FailWritesAs(kind.fault)
+			res := c.Post("/agents", map[string]any{"name": "during the outage"}).Expect(t, 503, "SERVICE_UNAVAILABLE")
+			if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 {
+				t.Errorf("Retry-After = %q", res.Header.Get("Retry-After"))
+			}
+			if r := ready(t, env, 503); r.Data.Checks["database"] != "writes failing" {
+				t.Errorf("readyz while writes fail = %+v", r.Data)
+			}
+			faults.FailWritesAs(storetest.NoFault)
+			if r := ready(t, env, 200); r.Data.Checks["database"] != "ok" {
+				t.Errorf("readyz after = %+v", r.Data)
+			}
+			c.Post("/agents", map[string]any{"name": "after the outage"}).Expect(t, 201)
+		})
+	}
+	t.Run("database closed", func(t *testing.T) {
+		t.Parallel()
+		st := storetest.New(t)
+		env := apitest.NewWith(t, apitest.Options{Store: st}, "SVC_WORKER_RUNTIME_MODE=client")
+		c, _ := env.UserClient("root@example.com")
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		res := c.Post("/agents", map[string]any{"name": "dead database"}).Expect(t, 503, "SERVICE_UNAVAILABLE")
+		if res.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After")
+		}
+	})
 }

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/platform/metrics"
 	"github.com/agentsvc/svc/internal/platform/tracing"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -115,12 +119,20 @@ const (
 	readyPollFactor = 3               // the worker's claim loop must have gone round within this many poll intervals
 )
 
-// readyz answers whether this process can do its work: the database answers, the push channel
-// works (embedded hub running; Mercure: the last publication did not fail) and, in server
-// worker mode, the worker daemon's claim loop is alive. 200 when all are, else 503 naming the
-// failing parts; details go to the log only.
+// readyz answers whether this process can do its work (readiness), as the envelope-less
+// {data:{status,checks}}: 200 when every part it runs is ready, else 503 naming the failing parts.
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
+	status, body := s.readiness(c.Request.Context())
+	c.JSON(status, body)
+}
+
+// readiness checks only what this process runs: the database answers and takes writes (one
+// small write is committed per check, store.ProbeWrite: a full disk, a read-only or busy
+// database makes the process unready while it lasts), the push channel works (embedded hub running; Mercure: the last publication did not
+// fail) and, when this process runs the worker daemon (server worker mode, not API-only), its
+// claim loop is alive. Details go to the log only.
+func (s *Server) readiness(ctx context.Context) (int, gin.H) {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	checks := map[string]string{}
 	ready := true
@@ -131,6 +143,8 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	if err := s.store.Ping(ctx); err != nil {
 		failed("database", "unreachable", err)
+	} else if err := s.store.ProbeWrite(ctx); err != nil {
+		failed("database", "writes failing", err) // full disk, read-only, busy beyond the wait
 	} else {
 		checks["database"] = "ok"
 	}
@@ -146,9 +160,12 @@ func (s *Server) readyz(c *gin.Context) {
 			checks["push"] = "ok"
 		}
 	}
-	if s.cfg.Current().WorkerRuntimeMode != "server" || s.daemon == nil {
+	switch {
+	case s.apiOnly:
+		checks["worker"] = "api only" // svc worker processes run the tasks; they answer for themselves
+	case s.cfg.Current().WorkerRuntimeMode != "server" || s.daemon == nil:
 		checks["worker"] = "client mode"
-	} else {
+	default:
 		last := s.daemon.LastPoll()
 		poll := s.daemon.Poll
 		if poll <= 0 {
@@ -167,7 +184,55 @@ func (s *Server) readyz(c *gin.Context) {
 	if !ready {
 		status, word = http.StatusServiceUnavailable, "unavailable"
 	}
-	c.JSON(status, gin.H{"data": gin.H{"status": word, "checks": checks}})
+	return status, gin.H{"data": gin.H{"status": word, "checks": checks}}
+}
+
+// HealthHandler is what worker_health_listen serves for `svc worker` (which has no API
+// listener): GET /healthz (the database answers) and GET /readyz (readiness, as above), without
+// the mount prefix.
+func (s *Server) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, status int, body any) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(body)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			s.log.ErrorContext(ctx, "health check", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, envelope{Error: envelopeError{Code: gen.ErrorCodeSERVICEUNAVAILABLE, Message: "database unreachable"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, gin.H{"data": gin.H{"status": "ok"}})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		status, body := s.readiness(r.Context())
+		writeJSON(w, status, body)
+	})
+	return mux
+}
+
+// ServeHealth serves HealthHandler on ln until ctx ends; it closes ln.
+func (s *Server) ServeHealth(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.HealthHandler(), ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // loopObserver records the agent loop's steps, model calls and tool calls as metrics and spans.

@@ -78,7 +78,9 @@ func (a *App) buildServices() {
 	s.Templates = agenttemplate.New(s.Store, s.Tools, s.Skills).WithPlugins(
 		func() []agenttemplate.Entry { return s.Plugins.Current().Templates() },
 		func(pkg string) bool { return s.Plugins.Current().Installed(pkg) })
-	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger)
+	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger).WithRetryAfterMax(func() time.Duration {
+		return time.Duration(s.Config.Current().LLMRetryAfterMaxSeconds) * time.Second // read at every retry
+	})
 	s.Push = push.NewService(s.Config.View, s.Hub)
 	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
 	s.Store.OnNotifications(s.Notifications.Created)
@@ -154,7 +156,7 @@ func (a *App) newLoop() *agentloop.Loop {
 	})
 	return &agentloop.Loop{
 		Store: a.Store, Registry: a.Tools, ToolStates: a.ToolConfig.AgentToolStates, Executors: execs, CacheConfig: true,
-		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetry, Log: a.Logger,
+		Todos: board, Publish: a.taskChanged, Retry: a.Tasks.ScheduleRetryAfter, Log: a.Logger,
 		Lease: agentloop.DefaultLease, StepBound: time.Duration(cfg.WorkerStaleMinutes) * time.Minute, Clock: startstop.RealClock(a.clock),
 		Driver:   a.driver,
 		Observer: loopObserver{m: a.Metrics, t: a.Tracer},

@@ -39,6 +39,9 @@ import (
 func init() {
 	// Agent templates arrive as raw YAML text; validate them as strings, not as YAML documents.
 	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
+	// JSON bodies (and +json types, which fall back to it) are one value: bytes after it
+	// (`{"a":1}}}`) are refused, where the stock decoder reads the first value and stops.
+	openapi3filter.RegisterBodyDecoder("application/json", wholeJSONBodyDecoder)
 	gin.SetMode(gin.ReleaseMode)
 }
 
@@ -68,6 +71,7 @@ type Server struct {
 	pushSvc  *push.Service               // the push channel (readiness)
 	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
 	proxies  proxies                     // trusted_proxies: whose forwarding headers name the client
+	apiOnly  bool                        // the process runs no task daemon (Options.APIOnly): readiness does not ask for one
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -387,6 +388,24 @@ func requestError(err error) error {
 		return svcerr.New(svcerr.ErrInvalid, "%s: %s", where, reason)
 	}
 	return svcerr.New(svcerr.ErrInvalid, "invalid request: %v", err)
+}
+
+// wholeJSONBodyDecoder is kin-openapi's JSON body decoder over the whole body, which must hold
+// exactly one JSON value: anything but white space after it is a parse error (400 BAD_REQUEST),
+// so the generated handlers, whose decoders stop after the first value too, never see it.
+func wholeJSONBodyDecoder(body io.Reader, h http.Header, schema *openapi3.SchemaRef, enc openapi3filter.EncodingFn) (any, error) {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	v, err := openapi3filter.JSONBodyDecoder(bytes.NewReader(raw), h, schema, enc)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(raw) { // the first value parsed: what makes the whole invalid follows it
+		return nil, &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Reason: "unexpected data after the JSON value"}
+	}
+	return v, nil
 }
 
 // bodyUnread reports a body whose reading failed (read timeout, connection cut), as opposed to

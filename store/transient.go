@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"net"
+	"syscall"
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/mattn/go-sqlite3"
@@ -37,8 +38,14 @@ func IsTransient(err error) bool {
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) {
 		return true
 	}
+	// A network error (refused, reset, timed out, DNS). Not a bare errno: syscall.Errno has the
+	// methods of net.Error too, so a missing file (ENOENT) would pass for a network failure.
 	var ne net.Error
-	return errors.As(err, &ne)
+	if errors.As(err, &ne) {
+		_, errno := ne.(syscall.Errno)
+		return !errno
+	}
+	return false
 }
 
 // maxDeadlockAttempts bounds how often a transaction that lost a deadlock runs.

@@ -78,6 +78,8 @@ type Options struct {
 	// Store is the database to run on (storetest.Twin of another Env's store: a second svc
 	// process on the same database); nil: a fresh one.
 	Store *store.Store
+	// APIOnly builds the service as `svc serve --api-only` does (server.Options.APIOnly).
+	APIOnly bool
 }
 
 // NewWith starts a service with o.
@@ -109,11 +111,12 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	app, err := server.Open(context.Background(), config.NewLoader(environ), server.Options{
-		Store:  st,
-		Clock:  clock.Now,
-		Logger: logger,
-		Hash:   account.HashParams{MemoryKiB: 1024, Time: 1, Threads: 1},
-		Net:    o.Net,
+		Store:   st,
+		Clock:   clock.Now,
+		Logger:  logger,
+		Hash:    account.HashParams{MemoryKiB: 1024, Time: 1, Threads: 1},
+		Net:     o.Net,
+		APIOnly: o.APIOnly,
 		// Media files live in the test's directory.
 		MediaDir: filepath.Join(dir, "media"),
 	})

@@ -84,17 +84,15 @@ func run(args, environ []string, stdin io.Reader, stdout io.Writer) error {
 func serve(loader *config.Loader, apiOnly bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	app, err := server.Open(ctx, loader, server.Options{})
+	app, err := server.Open(ctx, loader, server.Options{APIOnly: apiOnly})
 	if err != nil {
 		return err
 	}
 	defer app.Close()
 	cfg := loader.Current()
-	if apiOnly {
-		app.StartAPI(context.WithoutCancel(ctx)) // callbacks, mails, event streams: no task daemon
-	} else {
-		app.Start(context.WithoutCancel(ctx)) // the worker daemon and callbacks in server mode; drained after the HTTP server
-	}
+	// The worker daemon and callbacks in server mode (API-only: callbacks, mails, event
+	// streams, no task daemon); drained after the HTTP server.
+	app.Start(context.WithoutCancel(ctx))
 	defer stopWork(app)
 	releaseStartupMemory()
 	fmt.Fprintln(os.Stderr, banner(cfg))
@@ -133,11 +131,26 @@ func work(loader *config.Loader) error {
 	if mode := loader.Current().WorkerRuntimeMode; mode != "server" {
 		return fmt.Errorf("svc worker needs worker_runtime_mode=server (it is %q: browsers tick tasks)", mode)
 	}
+	var health chan error // worker_health_listen: /healthz and /readyz of this worker
+	if addr := loader.Current().WorkerHealthListen; addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("worker_health_listen: %w", err)
+		}
+		health = make(chan error, 1)
+		go func() { health <- app.HTTP.ServeHealth(ctx, ln) }()
+		fmt.Fprintln(os.Stderr, "svc: worker health on http://"+ln.Addr().String()+"/readyz")
+	}
 	app.Start(context.WithoutCancel(ctx))
 	releaseStartupMemory()
 	fmt.Fprintln(os.Stderr, "svc: worker running")
 	<-ctx.Done()
 	stopWork(app)
+	if health != nil {
+		if err := <-health; err != nil {
+			return fmt.Errorf("worker_health_listen: %w", err)
+		}
+	}
 	return nil
 }
 

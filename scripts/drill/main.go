@@ -439,7 +439,6 @@ func (d *drill) setup() error {
 	if _, err := fmt.Sscanf(string(out), "created user %d", &d.userID); err != nil {
 		return fmt.Errorf("svc user create said %q", out)
 	}
-	d.procs = map[string]*exec.Cmd{}
 	for i := range 2 {
 		addr, err := outside.FreeAddr()
 		if err != nil {
@@ -494,10 +493,20 @@ func (d *drill) start(name string, args ...string) error {
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	d.mu.Lock()
-	d.procs[name] = c
-	d.mu.Unlock()
+	d.track(name, c)
 	return nil
+}
+
+// track adds a started process to the ones cleanup stops. Every process goes through here: the
+// map is made once and only ever added to (setup used to replace it after the hub had been
+// started, so the hub was never stopped after a passing run).
+func (d *drill) track(name string, c *exec.Cmd) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.procs == nil {
+		d.procs = map[string]*exec.Cmd{}
+	}
+	d.procs[name] = c
 }
 
 // startHub runs the Mercure hub as server/mercure_test.go does.
@@ -543,7 +552,7 @@ http://%s {
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start the Mercure hub: %w", err)
 	}
-	d.procs = map[string]*exec.Cmd{"mercure": c}
+	d.track("mercure", c)
 	d.hubURL = "http://" + addr + "/.well-known/mercure"
 	deadline := time.Now().Add(15 * time.Second)
 	for {

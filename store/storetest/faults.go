@@ -24,7 +24,7 @@ import (
 // transactions (a transaction that ran a write statement, or a write outside a transaction:
 // each is one commit), for tests and benchmarks of what a code path costs.
 type Faults struct {
-	on     atomic.Bool
+	on     atomic.Int32 // a Fault
 	failed atomic.Int64
 	mysql  bool
 
@@ -73,23 +73,50 @@ func NewCounted(t testing.TB) (*store.Store, *Faults) {
 	return NewFaulty(t)
 }
 
+// Fault is how injected write failures fail.
+type Fault int32
+
+const (
+	NoFault   Fault = iota // writes work
+	FaultBusy              // SQLite SQLITE_BUSY ("database is locked"), MySQL 1205 (lock wait timeout)
+	FaultFull              // SQLite SQLITE_FULL ("database or disk is full"), MySQL 1021 (ER_DISK_FULL)
+)
+
 // FailWrites turns the failure of every write statement (INSERT, UPDATE, DELETE, REPLACE) on or
-// off.
-func (f *Faults) FailWrites(on bool) { f.on.Store(on) }
+// off, as a busy database fails them (FaultBusy).
+func (f *Faults) FailWrites(on bool) {
+	if on {
+		f.FailWritesAs(FaultBusy)
+	} else {
+		f.FailWritesAs(NoFault)
+	}
+}
+
+// FailWritesAs makes every write statement fail the way kind says (NoFault: none).
+func (f *Faults) FailWritesAs(kind Fault) { f.on.Store(int32(kind)) }
 
 // Failed is how many write statements failed so far.
 func (f *Faults) Failed() int64 { return f.failed.Load() }
 
 func (f *Faults) check(query string) error {
-	if f == nil || !f.on.Load() {
+	if f == nil {
+		return nil
+	}
+	kind := Fault(f.on.Load())
+	if kind == NoFault {
 		return nil
 	}
 	q := strings.ToUpper(strings.TrimSpace(query))
 	for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
 		if strings.HasPrefix(q, w) {
 			f.failed.Add(1)
-			if f.mysql {
+			switch {
+			case f.mysql && kind == FaultFull:
+				return &gomysql.MySQLError{Number: 1021, Message: "Disk full (/var/lib/mysql); waiting for someone to free some space... (injected)"}
+			case f.mysql:
 				return &gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction (injected)"}
+			case kind == FaultFull:
+				return sqlite3.Error{Code: sqlite3.ErrFull}
 			}
 			return sqlite3.Error{Code: sqlite3.ErrBusy}
 		}

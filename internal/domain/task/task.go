@@ -25,9 +25,10 @@ import (
 
 // Service applies the task rules on top of the store.
 type Service struct {
-	store Store
-	tools *tools.Registry
-	log   *slog.Logger
+	store         Store
+	tools         *tools.Registry
+	log           *slog.Logger
+	retryAfterMax func() time.Duration // bound of a provider's Retry-After (ScheduleRetryAfter)
 }
 
 // New returns the service; reg describes tool operations for pending calls (may be nil). It
@@ -35,6 +36,17 @@ type Service struct {
 func New(st Store, reg *tools.Registry) *Service {
 	return &Service{store: st, tools: reg, log: slog.Default()}
 }
+
+// WithRetryAfterMax bounds the provider's wait ScheduleRetryAfter honours by what max returns
+// at each retry (llm_retry_after_max_seconds; zero or less ignores the provider's wait), and
+// returns the service. Without it the bound is DefaultRetryAfterMax.
+func (s *Service) WithRetryAfterMax(max func() time.Duration) *Service {
+	s.retryAfterMax = max
+	return s
+}
+
+// DefaultRetryAfterMax bounds a provider's Retry-After when WithRetryAfterMax was not called.
+const DefaultRetryAfterMax = 10 * time.Minute
 
 // WithLog makes the service log to l, and returns it.
 func (s *Service) WithLog(l *slog.Logger) *Service {
@@ -610,6 +622,13 @@ func (s *Service) ScheduleMissedRetries(ctx context.Context, now time.Time) ([]i
 // retry_after_minutes while retry_count is below the agent's max_retries, and reports whether
 // it did. Errors: ErrNotFound "task not found".
 func (s *Service) ScheduleRetry(ctx context.Context, taskID int64) (bool, error) {
+	return s.ScheduleRetryAfter(ctx, taskID, 0)
+}
+
+// ScheduleRetryAfter is ScheduleRetry for a failure whose cause asked for a wait (a model
+// provider's Retry-After on a 429 or 503): the retry waits at least atLeast, cut to the bound
+// of WithRetryAfterMax, or the agent's retry_after_minutes when that is longer.
+func (s *Service) ScheduleRetryAfter(ctx context.Context, taskID int64, atLeast time.Duration) (bool, error) {
 	t, err := s.store.Task(ctx, taskID)
 	if err != nil {
 		return false, err
@@ -624,10 +643,19 @@ func (s *Service) ScheduleRetry(ctx context.Context, taskID int64) (bool, error)
 	if !taskstate.WillRetry(t.Error.Code, t.RetryCount, a.MaxRetries) {
 		return false, nil
 	}
-	ok, err := s.store.ScheduleTaskRetry(ctx, t.ID, time.Duration(a.RetryAfterMinutes)*time.Minute, a.MaxRetries)
+	after := max(time.Duration(a.RetryAfterMinutes)*time.Minute, min(atLeast, s.maxRetryAfter()))
+	ok, err := s.store.ScheduleTaskRetry(ctx, t.ID, after, a.MaxRetries)
 	if ok {
 		s.log.InfoContext(ctx, "task retry scheduled", "task_id", t.ID, "error_code", t.Error.Code,
-			"retry_count", t.RetryCount, "after_minutes", a.RetryAfterMinutes)
+			"retry_count", t.RetryCount, "after_minutes", a.RetryAfterMinutes, "provider_retry_after", atLeast, "after", after)
 	}
 	return ok, err
+}
+
+// maxRetryAfter is the bound of a provider's wait (never negative).
+func (s *Service) maxRetryAfter() time.Duration {
+	if s.retryAfterMax == nil {
+		return DefaultRetryAfterMax
+	}
+	return max(s.retryAfterMax(), 0)
 }

@@ -244,3 +244,43 @@ func TestTransitionsAreLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleRetryAfter: a provider's Retry-After holds the automatic retry back at least that
+// long, cut to the bound (llm_retry_after_max_seconds); the agent's retry_after_minutes wins
+// when longer (issue 23, item 5: a 429 with Retry-After: 30 was retried at once).
+func TestScheduleRetryAfter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, st)
+	agent := func(minutes int) *store.Agent {
+		retries := 3
+		return storetest.Agent(t, st, u.PrincipalID, func(f *store.AgentFields) { f.RetryAfterMinutes, f.MaxRetries = &minutes, &retries })
+	}
+	bound := 60 * time.Second
+	svc := task.New(st, nil).WithRetryAfterMax(func() time.Duration { return bound })
+	for _, tc := range []struct {
+		name      string
+		minutes   int
+		bound     time.Duration
+		asked     time.Duration
+		wantAfter time.Duration
+	}{
+		{"provider's wait", 0, time.Minute, 30 * time.Second, 30 * time.Second},
+		{"bounded", 0, 10 * time.Second, 30 * time.Second, 10 * time.Second},
+		{"bound zero ignores it", 0, 0, 30 * time.Second, 0},
+		{"agent's longer wait", 5, time.Minute, 30 * time.Second, 5 * time.Minute},
+		{"no wait asked", 0, time.Minute, 0, 0},
+	} {
+		bound = tc.bound
+		id := storetest.FailedTask(t, st, agent(tc.minutes), u.ID, taskstate.CodeRateLimit)
+		if ok, err := svc.ScheduleRetryAfter(ctx, id, tc.asked); !ok || err != nil {
+			t.Fatalf("%s: not scheduled: %v %v", tc.name, ok, err)
+		}
+		tk, _ := st.Task(ctx, id)
+		if tk.NextRetryAt == nil || !tk.NextRetryAt.Equal(clock.Now().Add(tc.wantAfter)) {
+			t.Errorf("%s: next_retry_at = %v, want now+%s", tc.name, tk.NextRetryAt, tc.wantAfter)
+		}
+	}
+}

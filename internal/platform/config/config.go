@@ -115,6 +115,11 @@ type Config struct {
 	EventStreamsPerUser int `key:"event_streams_per_user" env:"EVENT_STREAMS_PER_USER"`
 	// LLMTimeout is the timeout of model calls, in seconds.
 	LLMTimeout int `key:"llm_timeout" env:"LLM_TIMEOUT"`
+	// LLMRetryAfterMaxSeconds bounds how long a task's automatic retry waits for a provider that
+	// answered with Retry-After (429, 503): the retry waits the longer of the agent's
+	// retry_after_minutes and the provider's wait, the latter cut to this many seconds; 0
+	// ignores the provider's wait. Read at every retry.
+	LLMRetryAfterMaxSeconds int `key:"llm_retry_after_max_seconds" env:"LLM_RETRY_AFTER_MAX_SECONDS"`
 	// ToolHTTPTimeout is the timeout of tool HTTP requests, in seconds.
 	ToolHTTPTimeout int `key:"tool_http_timeout" env:"TOOL_HTTP_TIMEOUT"`
 
@@ -202,6 +207,10 @@ type Config struct {
 	// MetricsListen is a separate listen address (such as 127.0.0.1:9090) serving only
 	// /metrics, without a token; keep it private. Read at start-up.
 	MetricsListen string `key:"metrics_listen" env:"METRICS_LISTEN" stored:"no"`
+	// WorkerHealthListen is the address (such as 127.0.0.1:9091) on which `svc worker`, which
+	// has no API listener, answers GET /healthz and GET /readyz for a process supervisor or an
+	// orchestrator's probes; empty: none. Read at start-up.
+	WorkerHealthListen string `key:"worker_health_listen" env:"WORKER_HEALTH_LISTEN" stored:"no"`
 	// OtelEndpoint turns on OpenTelemetry traces, exported over OTLP/HTTP (protobuf) to this
 	// collector base URL (such as http://127.0.0.1:4318; /v1/traces is appended unless the path
 	// already ends with it). Set by the administrator, so not screened. Read at start-up.
@@ -210,6 +219,10 @@ type Config struct {
 	// start-up.
 	OtelServiceName string `key:"otel_service_name" env:"OTEL_SERVICE_NAME" stored:"no"`
 }
+
+// DefaultLLMRetryAfterMaxSeconds is llm_retry_after_max_seconds's default: a provider may hold
+// a task's automatic retry back by up to ten minutes.
+const DefaultLLMRetryAfterMaxSeconds = 600
 
 // Defaults returns the built-in defaults, the lowest layer.
 func Defaults() *Config {
@@ -234,6 +247,7 @@ func Defaults() *Config {
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
 		LLMTimeout:                300,
+		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,
 		LogLevel:                  "info",
 		LogPath:                   "storage/svc.log",

@@ -78,6 +78,7 @@ func TestDefaults(t *testing.T) {
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
 		LLMTimeout:                300,
+		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,
 		MercureURL:                "",
 		MercurePublishURL:         "",
@@ -122,8 +123,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 60 {
-		t.Errorf("%d keys, want 60", len(fields))
+	if len(fields) != 62 {
+		t.Errorf("%d keys, want 62", len(fields))
 	}
 }
 
@@ -459,6 +460,7 @@ func TestValidation(t *testing.T) {
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=-1"}, "db_max_open_conns must not be negative (got -1)"},
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=1001"}, "db_max_open_conns must be at most 1000 (got 1001)"},
 		{"llm_timeout", []string{"SVC_LLM_TIMEOUT=-1"}, "llm_timeout must not be negative"},
+		{"llm_retry_after_max_seconds", []string{"SVC_LLM_RETRY_AFTER_MAX_SECONDS=-1"}, "llm_retry_after_max_seconds must not be negative"},
 		{"tool_http_timeout", []string{"SVC_TOOL_HTTP_TIMEOUT=-1"}, "tool_http_timeout must not be negative"},
 		{"llm_allowed_hosts", []string{"SVC_LLM_ALLOWED_HOSTS=localhost, 10.0.0.0/33"}, `llm_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},
 		{"llm_allowed_hosts ok", []string{"SVC_LLM_ALLOWED_HOSTS=localhost 10.0.0.0/8,ollama.lan"}, ""},
@@ -510,6 +512,9 @@ func TestValidation(t *testing.T) {
 		{"metrics_listen", []string{"SVC_METRICS_LISTEN=9090"}, `metrics_listen "9090" must be a host:port address`},
 		{"metrics_listen same", []string{"SVC_METRICS_LISTEN=:8080"}, "metrics_listen must differ from listen"},
 		{"metrics_listen ok", []string{"SVC_METRICS_LISTEN=127.0.0.1:9090"}, ""},
+		{"worker_health_listen", []string{"SVC_WORKER_HEALTH_LISTEN=9091"}, `worker_health_listen "9091" must be a host:port address`},
+		{"worker_health_listen same", []string{"SVC_METRICS_LISTEN=127.0.0.1:9090", "SVC_WORKER_HEALTH_LISTEN=127.0.0.1:9090"}, "worker_health_listen must differ from metrics_listen"},
+		{"worker_health_listen ok", []string{"SVC_WORKER_HEALTH_LISTEN=127.0.0.1:9091"}, ""},
 		{"otel_endpoint", []string{"SVC_OTEL_ENDPOINT=collector:4318"}, `otel_endpoint "collector:4318" must be an absolute http:// or https:// URL`},
 		{"otel_service_name", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318", "SVC_OTEL_SERVICE_NAME="}, "otel_service_name is required when otel_endpoint is set"},
 		{"otel ok", []string{"SVC_OTEL_ENDPOINT=http://127.0.0.1:4318"}, ""},

@@ -58,7 +58,7 @@ func normalise(c *Config) {
 	for _, p := range []*string{
 		&c.Listen, &c.AppURL, &c.KeyPath, &c.DBHost, &c.DBName, &c.DBUser, &c.MercureURL,
 		&c.MercurePublishURL, &c.LogPath, &c.ComposerBinary, &c.MailHost, &c.MailFrom,
-		&c.LLMBaseURL, &c.LLMModel, &c.SecretKey, &c.MetricsToken, &c.MetricsListen, &c.OtelEndpoint,
+		&c.LLMBaseURL, &c.LLMModel, &c.SecretKey, &c.MetricsToken, &c.MetricsListen, &c.WorkerHealthListen, &c.OtelEndpoint,
 		&c.OtelServiceName,
 	} {
 		*p = strings.TrimSpace(*p)
@@ -238,6 +238,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"event_streams_per_user", c.EventStreamsPerUser},
 		{"db_max_open_conns", c.DBMaxOpenConns},
 		{"llm_timeout", c.LLMTimeout},
+		{"llm_retry_after_max_seconds", c.LLMRetryAfterMaxSeconds},
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},
 		{"plugin_catalog_ttl", c.PluginCatalogTTL},
@@ -283,6 +284,13 @@ func validateObservability(v *validator, c *Config) {
 			v.add("metrics_listen", "metrics_listen %q must be a host:port address such as 127.0.0.1:9090", c.MetricsListen)
 		} else if c.MetricsListen == c.Listen {
 			v.add("metrics_listen", "metrics_listen must differ from listen")
+		}
+	}
+	if c.WorkerHealthListen != "" {
+		if _, _, err := net.SplitHostPort(c.WorkerHealthListen); err != nil {
+			v.add("worker_health_listen", "worker_health_listen %q must be a host:port address such as 127.0.0.1:9091", c.WorkerHealthListen)
+		} else if c.WorkerHealthListen == c.MetricsListen {
+			v.add("worker_health_listen", "worker_health_listen must differ from metrics_listen")
 		}
 	}
 	v.httpURL("otel_endpoint", c.OtelEndpoint)
