@@ -65,7 +65,9 @@ const (
 	// PollInterval is how often clients poll GET /tasks/{taskId} without push, in seconds.
 	PollInterval = 5
 	// TokenTTL is the lifetime of a subscriber token: a client asks for a new one before it
-	// ends. An open subscription outlives its token; a reconnect needs a valid one.
+	// ends. On the embedded hub an open subscription outlives its token but not its session
+	// (the token's sid); a reconnect needs a valid token of a session that stands. An external
+	// Mercure hub knows no sessions: there this lifetime bounds what a token opens after logout.
 	TokenTTL = time.Hour
 	// PublishTimeout bounds one publication to a Mercure hub.
 	PublishTimeout = 5 * time.Second
