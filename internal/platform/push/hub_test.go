@@ -63,6 +63,8 @@ func statusOf(err error) int {
 		return 401
 	case errors.Is(err, svcerr.ErrForbidden):
 		return 403
+	case errors.Is(err, svcerr.ErrRateLimited):
+		return 429
 	case errors.Is(err, svcerr.ErrUnavailable):
 		return 503
 	}
