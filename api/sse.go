@@ -35,13 +35,18 @@ func (a *API) GetSseAuth(ctx context.Context, _ gen.GetSseAuthRequestObject) (ge
 	return r, nil
 }
 
-// AuthorizeSse issues a subscriber token for the caller's own topics.
+// AuthorizeSse issues a subscriber token for the caller's own topics, bound to the caller's
+// session: the embedded hub refuses it, and ends what it opened, once that session ended.
 func (a *API) AuthorizeSse(ctx context.Context, req gen.AuthorizeSseRequestObject) (gen.AuthorizeSseResponseObject, error) {
 	id, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g, err := a.push.Authorize(id.User.ID, deref(req.Params.Topic), a.publicBase(ctx))
+	var sessionID int64
+	if id.Session != nil {
+		sessionID = id.Session.ID
+	}
+	g, err := a.push.Authorize(id.User.ID, sessionID, deref(req.Params.Topic), a.publicBase(ctx))
 	if err != nil {
 		return nil, err
 	}

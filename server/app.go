@@ -132,6 +132,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	if a.Hub, err = push.NewHub(push.HubOptions{MasterKey: a.MasterKey, Session: sessionUser(a.Accounts),
+		SessionStands: a.Accounts.SessionStands, MaxPerUser: func() int { return loader.Current().EventStreamsPerUser },
 		Clock: o.Clock, Logger: a.Logger}); err != nil {
 		return nil, a.fail(err)
 	}

@@ -24,17 +24,17 @@ func (s *Server) subscribe(c *gin.Context) {
 	}
 }
 
-// sessionUser authenticates a push subscriber by its session cookie.
-func sessionUser(accounts *account.Service) func(*http.Request) (int64, error) {
-	return func(r *http.Request) (int64, error) {
+// sessionUser authenticates a push subscriber by its session cookie: the user and the session.
+func sessionUser(accounts *account.Service) func(*http.Request) (int64, int64, error) {
+	return func(r *http.Request) (int64, int64, error) {
 		ck, err := r.Cookie(sessionCookieName)
 		if err != nil {
-			return 0, svcerr.ErrUnauthenticated
+			return 0, 0, svcerr.ErrUnauthenticated
 		}
 		id, err := accounts.Authenticate(r.Context(), ck.Value)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return id.User.ID, nil
+		return id.User.ID, id.Session.ID, nil
 	}
 }

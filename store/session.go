@@ -183,3 +183,31 @@ func (s *Store) PurgeExpiredSessions(ctx context.Context) (int64, error) {
 	}
 	return res.RowsAffected, nil
 }
+
+// LiveSessionByID returns the live session id, through the session cache like SessionByDigest
+// (its digest is remembered from the session's last authentication, else read): an open push
+// subscription asks it every second. Errors: ErrNotFound when it ended (logged out, expired, its
+// user deleted).
+func (s *Store) LiveSessionByID(ctx context.Context, id int64) (*Session, error) {
+	s.sessions.mu.Lock()
+	digest, ok := s.sessions.byID[id]
+	s.sessions.mu.Unlock()
+	if !ok {
+		var digests []string
+		if err := s.conn(ctx).Table("sessions").Where("id = ?", id).Limit(1).Pluck("token_digest", &digests).Error; err != nil {
+			return nil, TranslateError(fmt.Errorf("load session %d: %w", id, err))
+		}
+		if len(digests) == 0 {
+			return nil, sessionNotFound()
+		}
+		digest = digests[0]
+	}
+	sess, _, err := s.SessionByDigest(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	if sess.ID != id {
+		return nil, sessionNotFound()
+	}
+	return sess, nil
+}

@@ -229,6 +229,21 @@ func (s *Service) StillSignedIn(ctx context.Context, id *Identity) error {
 	return nil
 }
 
+// SessionStands reports whether the session sessionID still stands, like StillSignedIn but by
+// the session's id (what a push subscriber token carries): through the session cache the auth
+// version keeps current. Errors: ErrUnauthenticated when it ended; database errors.
+func (s *Service) SessionStands(ctx context.Context, sessionID int64) error {
+	if sessionID <= 0 {
+		return svcerr.ErrUnauthenticated
+	}
+	if _, err := s.store.LiveSessionByID(ctx, sessionID); errors.Is(err, svcerr.ErrNotFound) {
+		return svcerr.ErrUnauthenticated
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
 // Logout ends the session behind token.
 func (s *Service) Logout(ctx context.Context, token string) error {
 	err := s.store.DeleteSession(ctx, secret.Digest(token))

@@ -20,6 +20,7 @@ type Store interface {
 
 	CreateSession(ctx context.Context, sess store.Session) (*store.Session, error)
 	SessionByDigest(ctx context.Context, digest string) (*store.Session, *store.User, error)
+	LiveSessionByID(ctx context.Context, id int64) (*store.Session, error)
 	TouchSession(ctx context.Context, id int64, expiresAt time.Time) error
 	DeleteSession(ctx context.Context, digest string) error
 	DeleteUserSessions(ctx context.Context, userID, keepID int64) error

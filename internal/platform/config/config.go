@@ -110,8 +110,10 @@ type Config struct {
 	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
 	// EventStreamsPerUser bounds the task event streams one user (or agent key) holds open on
-	// one process at once; one more is refused with 429 (each holds a goroutine and reads the
-	// database when woken). 0 means taskstream.DefaultMaxPerOwner (32). Read at start-up.
+	// one process at once, and separately the embedded push hub's subscriptions of one user; one
+	// more is refused with 429 (each holds a goroutine and reads the database when woken). 0
+	// means taskstream.DefaultMaxPerOwner (32). Read at start-up (the hub's cap at every
+	// subscription).
 	EventStreamsPerUser int `key:"event_streams_per_user" env:"EVENT_STREAMS_PER_USER"`
 	// LLMTimeout is the timeout of model calls, in seconds.
 	LLMTimeout int `key:"llm_timeout" env:"LLM_TIMEOUT"`

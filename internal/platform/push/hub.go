@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,14 @@ const (
 	// so the buffer fills only while the client reads nothing; each slot costs every open
 	// subscription 24 bytes (16: 384 bytes; it was 64).
 	subscriberBuffer = 16
+	// DefaultRecheck is how often the hub asks whether the sessions of its open subscriptions
+	// still stand (HubOptions.SessionStands): a subscription ends within it of its session.
+	DefaultRecheck = time.Second
+	// DefaultMaxPerUser is how many subscriptions one user may hold open at once when
+	// HubOptions.MaxPerUser says nothing (event_streams_per_user's default).
+	DefaultMaxPerUser = 32
+	// capRetryAfter is the Retry-After of a subscription refused by the per-user cap.
+	capRetryAfter = 5 * time.Second
 )
 
 // HubOptions configure the embedded hub.
@@ -47,8 +56,21 @@ type HubOptions struct {
 	// HKDF-SHA256 and a fixed label. Required.
 	MasterKey []byte
 	// Session authenticates a subscriber without a token by its session cookie; it returns the
-	// user's id or an error (ErrUnauthenticated when there is no valid session). nil: tokens only.
-	Session func(r *http.Request) (userID int64, err error)
+	// user's id and the session's or an error (ErrUnauthenticated when there is no valid
+	// session). nil: tokens only.
+	Session func(r *http.Request) (userID, sessionID int64, err error)
+	// SessionStands reports whether the session sessionID (a subscriber token's sid claim, or the
+	// cookie's session) still stands: ErrUnauthenticated when it ended (logout, a password change
+	// ending it, its user deleted). A token is refused once its session ended, and an open
+	// subscription ends within Recheck of its session. nil: tokens live until they expire.
+	SessionStands func(ctx context.Context, sessionID int64) error
+	// Recheck is how often open subscriptions' sessions are asked (one SessionStands per
+	// session, not per subscription); 0 means DefaultRecheck.
+	Recheck time.Duration
+	// MaxPerUser returns how many subscriptions one user may hold open at once (read at every
+	// subscription, so a configuration change applies at once); nil or a value ≤ 0 means
+	// DefaultMaxPerUser. Beyond it Subscribe answers ErrRateLimited (429 with Retry-After).
+	MaxPerUser func() int
 	// Clock is the time source of token checks; nil means time.Now.
 	Clock func() time.Time
 	// Heartbeat is the period of keep-alive comments; 0 means DefaultHeartbeat, negative none.
@@ -70,7 +92,10 @@ type HubOptions struct {
 // no history: events published while nobody listens are dropped.
 type Hub struct {
 	key       []byte
-	session   func(*http.Request) (int64, error)
+	session   func(*http.Request) (int64, int64, error)
+	stands    func(context.Context, int64) error
+	recheck   time.Duration
+	maxUser   func() int
 	now       func() time.Time
 	log       *slog.Logger
 	ctx       context.Context // ends when the hub stops; ends every subscription
@@ -79,9 +104,11 @@ type Hub struct {
 
 	mu      sync.Mutex
 	streams map[string]*hubStream // by stream id (the sorted topic set joined by newlines)
+	perUser map[int64]int         // open subscriptions by user
 	stopped bool
 	subs    sync.WaitGroup // running subscriptions
 	done    chan struct{}  // closed when the heartbeat loop ends
+	checked chan struct{}  // closed when the session recheck loop ends
 }
 
 type hubStream struct {
@@ -98,6 +125,9 @@ type subscriber struct {
 	// connection is taken over); nil while it is not, or when the response is streamed through
 	// the http.ResponseWriter (HTTP/2, or a writer that cannot be hijacked).
 	conn net.Conn
+	// user and session authenticated the subscription (session 0: a token without one, on a hub
+	// without SessionStands).
+	user, session int64
 }
 
 // drop ends the delivery to sub; the caller holds Hub.mu and has removed sub from its stream.
@@ -129,8 +159,9 @@ func NewHub(o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push: derive subscriber key: %w", err)
 	}
-	h := &Hub{key: key, session: o.Session, now: o.Clock, log: o.Logger,
-		heartbeat: o.Heartbeat, streams: map[string]*hubStream{}, done: make(chan struct{})}
+	h := &Hub{key: key, session: o.Session, stands: o.SessionStands, recheck: o.Recheck, maxUser: o.MaxPerUser,
+		now: o.Clock, log: o.Logger, heartbeat: o.Heartbeat, streams: map[string]*hubStream{}, perUser: map[int64]int{},
+		done: make(chan struct{}), checked: make(chan struct{})}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -140,15 +171,20 @@ func NewHub(o HubOptions) (*Hub, error) {
 	if h.heartbeat == 0 {
 		h.heartbeat = DefaultHeartbeat
 	}
+	if h.recheck <= 0 {
+		h.recheck = DefaultRecheck
+	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	go h.beat()
+	go h.check()
 	return h, nil
 }
 
-// Token issues a subscriber token of this hub for topics, valid for ttl. It does not check
-// whose topics they are: Service.Authorize does.
-func (h *Hub) Token(userID int64, topics []string, ttl time.Duration) (token string, expiresAt time.Time, err error) {
-	return subscriberToken(h.key, userID, topics, h.now(), ttl)
+// Token issues a subscriber token of this hub for topics, valid for ttl and bound to the
+// session sessionID (see HubOptions.SessionStands). It does not check whose topics they are:
+// Service.Authorize does.
+func (h *Hub) Token(userID, sessionID int64, topics []string, ttl time.Duration) (token string, expiresAt time.Time, err error) {
+	return subscriberToken(h.key, userID, sessionID, topics, h.now(), ttl)
 }
 
 // Publish queues data as one event for every current subscriber of topic and never blocks: a
@@ -207,7 +243,9 @@ var heartbeatFrame = []byte(": heartbeat\n\n")
 // its topics and streams events until the client goes away or the hub stops. It returns an
 // error only before the stream starts; the caller renders it. Errors: ErrBadRequest (no topic,
 // too many, too long), ErrUnauthenticated (no credentials, invalid or expired token, no
-// session), ErrForbidden (a topic the subscriber was not granted), ErrUnavailable (hub stopped).
+// session, or the token's session ended), ErrForbidden (a topic the subscriber was not granted),
+// ErrRateLimited (the user holds HubOptions.MaxPerUser subscriptions open), ErrUnavailable (hub
+// stopped).
 //
 // Over HTTP/1.x the hub takes the connection over (http.Hijacker), writes the response head
 // itself (the headers already set on w, then the stream's; the body ends with the connection)
@@ -220,7 +258,7 @@ func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	allowed, err := h.authenticate(r)
+	allowed, user, session, err := h.authenticate(r)
 	if err != nil {
 		return err
 	}
@@ -230,7 +268,7 @@ func (h *Hub) Subscribe(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	id := strings.Join(topics, "\n")
-	sub := &subscriber{events: make(chan []byte, subscriberBuffer), gone: make(chan struct{})}
+	sub := &subscriber{events: make(chan []byte, subscriberBuffer), gone: make(chan struct{}), user: user, session: session}
 	if err := h.acquire(id, topics, sub); err != nil {
 		return err
 	}
@@ -400,15 +438,16 @@ func requestedTopics(q url.Values) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// authenticate returns the topics the request's credentials grant: a token's mercure.subscribe
-// claim, or the session user's own topics. A token, when present, is used even if a session
-// cookie is sent too.
-func (h *Hub) authenticate(r *http.Request) ([]string, error) {
+// authenticate returns the topics the request's credentials grant (a token's mercure.subscribe
+// claim, or the session user's own topics), the user and the session they stand for. A token,
+// when present, is used even if a session cookie is sent too; it is refused once its session
+// ended (HubOptions.SessionStands).
+func (h *Hub) authenticate(r *http.Request) (topics []string, user, session int64, err error) {
 	tok := ""
 	if a := r.Header.Get("Authorization"); a != "" {
 		scheme, rest, ok := strings.Cut(a, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return nil, svcerr.New(svcerr.ErrUnauthenticated, "the Authorization header must be a Bearer token")
+			return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "the Authorization header must be a Bearer token")
 		}
 		tok = strings.TrimSpace(rest)
 	} else {
@@ -417,21 +456,33 @@ func (h *Hub) authenticate(r *http.Request) ([]string, error) {
 	if tok != "" {
 		c, err := h.verify(tok)
 		if err != nil {
-			return nil, svcerr.New(svcerr.ErrUnauthenticated, "invalid or expired subscriber token")
+			return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "invalid or expired subscriber token")
 		}
-		return c.Mercure.Subscribe, nil
+		uid, err := strconv.ParseInt(c.Subject, 10, 64)
+		if err != nil {
+			return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "invalid or expired subscriber token")
+		}
+		if h.stands != nil {
+			if err := h.stands(r.Context(), c.Session); err != nil {
+				if errors.Is(err, svcerr.ErrUnauthenticated) {
+					return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "the session this subscriber token was issued to has ended")
+				}
+				return nil, 0, 0, err
+			}
+		}
+		return c.Mercure.Subscribe, uid, c.Session, nil
 	}
 	if h.session == nil {
-		return nil, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token is required")
+		return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token is required")
 	}
-	uid, err := h.session(r)
+	uid, sid, err := h.session(r)
 	if err != nil {
 		if errors.Is(err, svcerr.ErrUnauthenticated) {
-			return nil, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token or a session is required")
+			return nil, 0, 0, svcerr.New(svcerr.ErrUnauthenticated, "a subscriber token or a session is required")
 		}
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return OwnTopics(uid), nil
+	return OwnTopics(uid), uid, sid, nil
 }
 
 // verify checks a subscriber token's signature (HS256 with the hub's key only) and expiry.
@@ -454,6 +505,17 @@ func (h *Hub) acquire(id string, topics []string, sub *subscriber) error {
 	if h.stopped {
 		return svcerr.New(svcerr.ErrUnavailable, "the push hub is shutting down")
 	}
+	limit := 0
+	if h.maxUser != nil {
+		limit = h.maxUser()
+	}
+	if limit <= 0 {
+		limit = DefaultMaxPerUser
+	}
+	if h.perUser[sub.user] >= limit {
+		return svcerr.RateLimited(capRetryAfter, fmt.Sprintf("at most %d push subscriptions may be open at once; close one first", limit))
+	}
+	h.perUser[sub.user]++
 	st := h.streams[id]
 	if st == nil {
 		st = &hubStream{topics: topics, subs: map[*subscriber]struct{}{}}
@@ -474,6 +536,9 @@ func (h *Hub) release(id string, sub *subscriber) {
 		if st.refs--; st.refs == 0 {
 			delete(h.streams, id)
 		}
+	}
+	if h.perUser[sub.user]--; h.perUser[sub.user] <= 0 {
+		delete(h.perUser, sub.user)
 	}
 	h.subs.Done()
 }
@@ -523,6 +588,64 @@ func (h *Hub) beat() {
 	}
 }
 
+// check ends, every Recheck, the open subscriptions whose session ended: it asks SessionStands
+// once per session (not holding the hub's lock), then drops that session's subscribers, which
+// end as a slow one does (the hijacked connection's pump or the streaming handler returns).
+func (h *Hub) check() {
+	defer close(h.checked)
+	if h.stands == nil {
+		return
+	}
+	t := time.NewTicker(h.recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		sessions := map[int64]struct{}{}
+		for _, st := range h.streams {
+			for sub := range st.subs {
+				sessions[sub.session] = struct{}{}
+			}
+		}
+		h.mu.Unlock()
+		ended := map[int64]struct{}{}
+		for sid := range sessions {
+			err := h.stands(h.ctx, sid)
+			switch {
+			case err == nil:
+			case errors.Is(err, svcerr.ErrUnauthenticated):
+				ended[sid] = struct{}{}
+			case h.ctx.Err() != nil:
+				return
+			default: // a database hiccup ends nothing; the next pass asks again
+				h.log.Warn("push: session check failed", "error", err)
+			}
+		}
+		if len(ended) == 0 {
+			continue
+		}
+		n := 0
+		h.mu.Lock()
+		for _, st := range h.streams {
+			for sub := range st.subs {
+				if _, ok := ended[sub.session]; ok {
+					delete(st.subs, sub)
+					sub.drop()
+					n++
+				}
+			}
+		}
+		h.mu.Unlock()
+		if n > 0 {
+			h.log.Info("push: subscriptions ended with their session", "subscribers", n)
+		}
+	}
+}
+
 // Close stops the hub: it refuses new subscriptions, ends the open ones and waits for them to
 // finish. It is safe to call more than once and always returns nil.
 func (h *Hub) Close() error {
@@ -537,5 +660,6 @@ func (h *Hub) Close() error {
 	h.cancel()
 	h.subs.Wait()
 	<-h.done
+	<-h.checked
 	return nil
 }

@@ -23,7 +23,7 @@ func BenchmarkHubFanout(b *testing.B) {
 
 func benchFanout(b *testing.B, n int) {
 	h, srv := plainHub(b)
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	var delivered atomic.Int64
 	var wg sync.WaitGroup
 	for range n {

@@ -27,18 +27,18 @@ func newTestHub(t *testing.T) (*Hub, *httptest.Server, *testkit.Clock) {
 	t.Helper()
 	clock := testkit.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	h, err := NewHub(HubOptions{MasterKey: testMaster, Clock: clock.Now, Heartbeat: -1,
-		Session: func(r *http.Request) (int64, error) {
+		Session: func(r *http.Request) (int64, int64, error) {
 			c, err := r.Cookie("uid")
 			if err != nil {
-				return 0, svcerr.ErrUnauthenticated
+				return 0, 0, svcerr.ErrUnauthenticated
 			}
 			switch c.Value {
 			case "1":
-				return 1, nil
+				return 1, 1, nil
 			case "2":
-				return 2, nil
+				return 2, 2, nil
 			}
-			return 0, svcerr.ErrUnauthenticated
+			return 0, 0, svcerr.ErrUnauthenticated
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +63,8 @@ func statusOf(err error) int {
 		return 401
 	case errors.Is(err, svcerr.ErrForbidden):
 		return 403
+	case errors.Is(err, svcerr.ErrRateLimited):
+		return 429
 	case errors.Is(err, svcerr.ErrUnavailable):
 		return 503
 	}
@@ -162,7 +164,7 @@ func topics(ts ...string) url.Values { return url.Values{"topic": ts} }
 func TestHubDeliversOwnTopic(t *testing.T) {
 	t.Parallel()
 	h, srv, _ := newTestHub(t)
-	tok, _, err := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, err := h.Token(1, 0, OwnTopics(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func TestHubDeliversOwnTopic(t *testing.T) {
 func TestHubMergesTopicsAndAuthenticatesByQueryAndSession(t *testing.T) {
 	t.Parallel()
 	h, srv, _ := newTestHub(t)
-	tok, _, _ := h.Token(2, OwnTopics(2), time.Hour)
+	tok, _, _ := h.Token(2, 0, OwnTopics(2), time.Hour)
 	q := topics(TaskTopic(2), NotificationTopic(2))
 	q.Set("authorization", tok)
 	byQuery, status := subscribe(t, srv.URL, q, nil)
@@ -222,10 +224,10 @@ func TestHubMergesTopicsAndAuthenticatesByQueryAndSession(t *testing.T) {
 func TestHubRefusals(t *testing.T) {
 	t.Parallel()
 	h, srv, clock := newTestHub(t)
-	own, _, _ := h.Token(1, OwnTopics(1), time.Hour)
-	tasksOnly, _, _ := h.Token(1, []string{TaskTopic(1)}, time.Hour)
-	short, _, _ := h.Token(1, OwnTopics(1), time.Minute)
-	other, _, _ := subscriberToken([]byte("another key of thirty-two bytes!"), 1, OwnTopics(1), clock.Now(), time.Hour)
+	own, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
+	tasksOnly, _, _ := h.Token(1, 0, []string{TaskTopic(1)}, time.Hour)
+	short, _, _ := h.Token(1, 0, OwnTopics(1), time.Minute)
+	other, _, _ := subscriberToken([]byte("another key of thirty-two bytes!"), 1, 0, OwnTopics(1), clock.Now(), time.Hour)
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, claims{Mercure: mercureClaim{Subscribe: OwnTopics(1)},
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(clock.Now().Add(time.Hour))}}).
 		SignedString(jwt.UnsafeAllowNoneSignatureType)
@@ -273,7 +275,7 @@ func TestHubRefusals(t *testing.T) {
 func TestHubLifecycle(t *testing.T) {
 	t.Parallel()
 	h, srv, _ := newTestHub(t)
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	if err := h.Publish(context.Background(), TaskTopic(1), nil); !errors.Is(err, svcerr.ErrInvalid) {
 		t.Fatalf("empty data: %v", err)
 	}
@@ -325,7 +327,7 @@ func TestHubHeartbeat(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"?topic="+TaskTopic(1), nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
@@ -363,7 +365,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestHubSlowSubscriberOnlyLosesItsOwnEvents(t *testing.T) {
 	t.Parallel()
 	h, srv, _ := newTestHub(t)
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 
 	// The slow subscriber: sends its request and never reads a byte.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))

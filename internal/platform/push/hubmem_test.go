@@ -56,7 +56,7 @@ func TestHubHijackedStream(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer h.Close()
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	_, br, head := rawSubscribe(t, srv.Listener.Addr().String(), TaskTopic(1), tok)
 	joined := strings.Join(head, "\n")
 	for _, want := range []string{"HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
@@ -104,7 +104,7 @@ func TestHubStreamsWithoutHijack(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer h.Close()
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	s, _ := subscribe(t, srv.URL, topics(TaskTopic(1)), bearer(tok))
 	if s.resp.TransferEncoding == nil || s.resp.TransferEncoding[0] != "chunked" {
 		t.Errorf("transfer encoding %v: not streamed through the ResponseWriter", s.resp.TransferEncoding)
@@ -138,7 +138,7 @@ func TestHubSubscriptionCost(t *testing.T) {
 		t.Skip("opens 500 connections")
 	}
 	h, srv := plainHub(t)
-	tok, _, _ := h.Token(1, OwnTopics(1), time.Hour)
+	tok, _, _ := h.Token(1, 0, OwnTopics(1), time.Hour)
 	addr := srv.Listener.Addr().String()
 	rawSubscribe(t, addr, TaskTopic(1), tok) // warm up
 	waitFor(t, func() bool { return h.Subscribers() == 1 })
@@ -169,11 +169,12 @@ func goroutinesAndMemory() (int, uint64) {
 	return runtime.NumGoroutine(), ms.HeapInuse + ms.StackInuse
 }
 
-// plainHub is a hub without heartbeats behind a test server whose only handler subscribes; both
-// are closed when the test ends.
+// plainHub is a hub without heartbeats nor a per-user cap (its tests open hundreds of one user's
+// subscriptions) behind a test server whose only handler subscribes; both are closed when the
+// test ends.
 func plainHub(tb testing.TB) (*Hub, *httptest.Server) {
 	tb.Helper()
-	h, err := NewHub(HubOptions{MasterKey: testMaster, Heartbeat: -1})
+	h, err := NewHub(HubOptions{MasterKey: testMaster, Heartbeat: -1, MaxPerUser: func() int { return 1 << 30 }})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -65,7 +65,9 @@ const (
 	// PollInterval is how often clients poll GET /tasks/{taskId} without push, in seconds.
 	PollInterval = 5
 	// TokenTTL is the lifetime of a subscriber token: a client asks for a new one before it
-	// ends. An open subscription outlives its token; a reconnect needs a valid one.
+	// ends. On the embedded hub an open subscription outlives its token but not its session
+	// (the token's sid); a reconnect needs a valid token of a session that stands. An external
+	// Mercure hub knows no sessions: there this lifetime bounds what a token opens after logout.
 	TokenTTL = time.Hour
 	// PublishTimeout bounds one publication to a Mercure hub.
 	PublishTimeout = 5 * time.Second
@@ -196,11 +198,13 @@ type Grant struct {
 	ExpiresAt time.Time
 }
 
-// Authorize issues userID a subscriber token for topics (default: both own topics; duplicates
+// Authorize issues userID a subscriber token for topics, bound to the session sessionID (the
+// embedded hub refuses it, and ends its subscriptions, once that session ended; a Mercure hub
+// cannot, so there the token's lifetime bounds a subscription) (default: both own topics; duplicates
 // are dropped), signed for the hub in use. base is the public origin with the mount prefix (see
 // HubURL). Errors: ErrNotFound when push is unavailable, ErrForbidden when a topic is not one of
 // userID's own.
-func (s *Service) Authorize(userID int64, topics []string, base string) (*Grant, error) {
+func (s *Service) Authorize(userID, sessionID int64, topics []string, base string) (*Grant, error) {
 	st := s.Status()
 	if !st.Available {
 		return nil, svcerr.New(svcerr.ErrNotFound, "push is not available; poll GET /tasks/{taskId} instead")
@@ -214,7 +218,7 @@ func (s *Service) Authorize(userID int64, topics []string, base string) (*Grant,
 		key = s.hub.key
 	}
 	now := s.now()
-	tok, exp, err := subscriberToken(key, userID, granted, now, TokenTTL)
+	tok, exp, err := subscriberToken(key, userID, sessionID, granted, now, TokenTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +248,9 @@ func ownTopics(userID int64, topics []string) ([]string, error) {
 // receive (subscribe) or a publisher may send to (publish).
 type claims struct {
 	Mercure mercureClaim `json:"mercure"`
+	// Session is the id of the session the token was issued to (never its token or digest):
+	// the embedded hub ends with it what the token opened.
+	Session int64 `json:"sid,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -252,11 +259,13 @@ type mercureClaim struct {
 	Publish   []string `json:"publish,omitempty"`
 }
 
-// subscriberToken signs an HS256 subscriber JWT for topics, valid from now for ttl.
-func subscriberToken(key []byte, userID int64, topics []string, now time.Time, ttl time.Duration) (string, time.Time, error) {
+// subscriberToken signs an HS256 subscriber JWT for topics, valid from now for ttl, bound to the
+// session sessionID.
+func subscriberToken(key []byte, userID, sessionID int64, topics []string, now time.Time, ttl time.Duration) (string, time.Time, error) {
 	exp := now.Add(ttl).Truncate(time.Second)
 	c := claims{
 		Mercure: mercureClaim{Subscribe: topics},
+		Session: sessionID,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.FormatInt(userID, 10),
 			IssuedAt:  jwt.NewNumericDate(now),

@@ -97,7 +97,7 @@ func TestAuthorizeEmbedded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := s.Authorize(4, tc.in, "https://svc.test/svc")
+			g, err := s.Authorize(4, 0, tc.in, "https://svc.test/svc")
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
@@ -129,7 +129,7 @@ func TestAuthorizeMercureAndUnavailable(t *testing.T) {
 	s := NewService(cfgOf(func(c *config.Config) {
 		c.MercureURL, c.MercureJWTKey = "https://hub.test/.well-known/mercure", "mercure-secret"
 	}), h)
-	g, err := s.Authorize(4, nil, "https://svc.test/svc")
+	g, err := s.Authorize(4, 0, nil, "https://svc.test/svc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestAuthorizeMercureAndUnavailable(t *testing.T) {
 	}
 
 	off := NewService(cfgOf(func(c *config.Config) { c.WorkerRuntimeMode = "client" }), h)
-	if _, err := off.Authorize(4, nil, "https://svc.test/svc"); !errors.Is(err, svcerr.ErrNotFound) {
+	if _, err := off.Authorize(4, 0, nil, "https://svc.test/svc"); !errors.Is(err, svcerr.ErrNotFound) {
 		t.Fatalf("unavailable: %v", err)
 	}
 	if err := off.Publish(context.Background(), TaskTopic(4), []byte("x")); err != nil {
