@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -155,7 +154,7 @@ func (l *Loop) settle(ctx context.Context, t *store.Task) *store.Task {
 			}
 		}
 	default:
-		if t.ParentTaskID != nil && slices.Contains(taskstate.Finished, t.Status) {
+		if t.ParentTaskID != nil && taskstate.IsFinished(t.Status) {
 			resume(*t.ParentTaskID)
 		}
 	}

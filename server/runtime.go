@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/agentsvc/svc/internal/platform/taskstream"
@@ -177,7 +176,7 @@ func (a *App) taskChanged(ctx context.Context, t *store.Task) {
 	if err != nil {
 		a.Logger.Warn("publish task", "task_id", t.ID, "err", err)
 	}
-	if t.CallbackURL != nil && slices.Contains(taskstate.Settled, t.Status) {
+	if t.CallbackURL != nil && taskstate.IsSettled(t.Status) {
 		a.Webhooks.Notify() // the change enqueued a callback: send it now rather than at the next poll
 	}
 }

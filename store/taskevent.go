@@ -46,7 +46,7 @@ type StatusEvent struct {
 // Ends reports whether the status ends the task's run: a finished status with no automatic
 // retry to follow. An event stream ends with it.
 func (e *StatusEvent) Ends() bool {
-	return slices.Contains(taskstate.Finished, e.Status) && !e.Retrying && e.NextRetryAt == nil
+	return taskstate.IsFinished(e.Status) && !e.Retrying && e.NextRetryAt == nil
 }
 
 // Delta is a piece of model output that arrived while a turn streams; deltas are coalesced
@@ -254,7 +254,7 @@ func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, e
 	out := make([]EventCursor, len(rows))
 	for i, r := range rows {
 		out[i] = EventCursor{TaskID: r.ID, EventSeq: r.EventSeq,
-			Ended: slices.Contains(taskstate.Finished, r.Status) && r.NextRetryAt == nil}
+			Ended: taskstate.IsFinished(r.Status) && r.NextRetryAt == nil}
 	}
 	return out, nil
 }

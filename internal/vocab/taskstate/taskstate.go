@@ -34,8 +34,6 @@ var (
 	// Settled statuses are those in which a per-agent chat settles (terminal, aborted, or blocked
 	// for approval or input): entering one fires the chat's callback (document 2).
 	Settled = slices.Concat(Terminal, Paused)
-	// StepOutcomes are the statuses one step of the agent loop may leave a RUNNING task in.
-	StepOutcomes = []string{Running, Completed, PendingApproval, AwaitingInput, AwaitingSubAgents, Failed, Aborted}
 )
 
 // Error codes of a failed task (the contract's TaskErrorCode).
