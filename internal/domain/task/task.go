@@ -1,8 +1,9 @@
 // Package task holds the rules of the task resource (a chat run of an agent): who may start,
-// see, delete and steer a task, and its state machine (docs/design.md "Task states"). Only the
-// task's owner sees it (document 1, rule 7: anyone else gets 404). Every status change is a
-// compare-and-swap in the store, so of two concurrent requests at most one moves a task; a
-// refused request writes nothing. The agent loop (package agentloop) drives RUNNING tasks
+// see, delete and steer a task (docs/design.md "Task states"). Only the task's owner sees it
+// (document 1, rule 7: anyone else gets 404). Which status an action may leave and enter is
+// taskstate.Rules; every status change is applied by the store's one writer under the task's
+// row lock, so of two concurrent requests at most one moves a task; a refused request writes
+// nothing. The agent loop (package agentloop) drives RUNNING tasks
 // through the store's lease-guarded methods; this package only adds ScheduleRetry for it.
 package task
 

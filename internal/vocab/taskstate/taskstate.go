@@ -1,8 +1,9 @@
 // Package taskstate is the one home of the task rules of the specification (docs/design.md
 // "Task states"; document 2 for the chat callback): the task statuses, the sets of statuses the
-// rules name, the error codes a failed task may carry and which of them are transient. The
-// store, the task service, the agent loop and the model drivers all read them from here so a
-// rule is written once. It imports nothing of the project.
+// rules name, the state machine (Rules, machine.go: what each action may leave, enter and
+// change), the error codes a failed task may carry and which of them are transient. The store's
+// one writer of the status applies Rules; the task service, the agent loop and the model
+// drivers read the rest from here, so a rule is written once. It imports nothing of the project.
 package taskstate
 
 import "slices"
