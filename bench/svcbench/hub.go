@@ -27,7 +27,9 @@ func (b *bench) memoryAndHub() error {
 	if b.o.quick {
 		settle = time.Second
 	}
-	s, err := b.newSite("sqlite", b.model)
+	// The default settings, but for the per-user cap on push subscriptions (event_streams_per_user):
+	// the hub row subscribes one user -subscribers times.
+	s, err := b.newSite("sqlite", b.model, fmt.Sprintf("SVC_EVENT_STREAMS_PER_USER=%d", b.o.subscribers+1))
 	if err != nil {
 		return err
 	}
