@@ -164,7 +164,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too) and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too), the notification fan-out and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
@@ -181,6 +181,7 @@ func (a *App) Start(ctx context.Context) {
 // run the tasks (and run the chores).
 func (a *App) StartAPI(ctx context.Context) {
 	a.Mails.Start(ctx)
+	a.Notifications.Start(ctx)
 	a.Events.Start(ctx)
 	if a.Config.Current().WorkerRuntimeMode == "server" {
 		a.Webhooks.Start(ctx)
@@ -191,7 +192,7 @@ func (a *App) StartAPI(ctx context.Context) {
 // in-flight callbacks are answered and in-flight mails sent, and each is recorded, until ctx
 // ends (then an error: work was still in flight). It returns nil when nothing was started.
 func (a *App) Stop(ctx context.Context) error {
-	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Mails.Stop(ctx), a.Events.Stop(ctx))
+	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Notifications.Stop(ctx), a.Mails.Stop(ctx), a.Events.Stop(ctx))
 }
 
 // DrainMail sends every due mail of the outbox now, synchronously, and returns how many
@@ -199,7 +200,17 @@ func (a *App) Stop(ctx context.Context) error {
 // right after an action without starting the background work, and for tools. It may run
 // beside the started dispatcher (claims are leased). Errors: the store's.
 func (a *App) DrainMail(ctx context.Context) (int, error) {
+	if _, err := a.Notifications.Drain(ctx); err != nil { // the notices' mails first
+		return 0, err
+	}
 	return a.Mails.Drain(ctx)
+}
+
+// DrainNotifications fans out every due notice of the notification outbox now, synchronously
+// (tests read notifications right after an action without starting the background work), and
+// returns how many it handled. Errors: the store's.
+func (a *App) DrainNotifications(ctx context.Context) (int, error) {
+	return a.Notifications.Drain(ctx)
 }
 
 // Toolbox builds the tool registry (core tools) and the skill index: the shipped skills first,
