@@ -88,7 +88,7 @@ type NotificationQuery struct {
 }
 
 // Notifications returns one page of q.UserID's notifications, newest first.
-func (s *Store) Notifications(ctx context.Context, q NotificationQuery) ([]Notification, error) {
+func (s *Inbox) Notifications(ctx context.Context, q NotificationQuery) ([]Notification, error) {
 	out := []Notification{}
 	limit, offset, ok := pageWindow(q.Page, q.PerPage)
 	if !ok {
@@ -112,7 +112,7 @@ func (s *Store) Notifications(ctx context.Context, q NotificationQuery) ([]Notif
 }
 
 // UnreadNotifications counts userID's unread notifications.
-func (s *Store) UnreadNotifications(ctx context.Context, userID int64) (int64, error) {
+func (s *Inbox) UnreadNotifications(ctx context.Context, userID int64) (int64, error) {
 	var n int64
 	err := s.conn(ctx).Model(&Notification{}).Where("user_id = ? AND read_at IS NULL", userID).Count(&n).Error
 	return n, err
@@ -130,8 +130,8 @@ func notificationNotFound() error { return svcerr.New(svcerr.ErrNotFound, "notif
 
 // MarkNotificationRead sets read_at of userID's notification id (kept when already read) and
 // returns it. Errors: ErrNotFound for an id that is not the user's.
-func (s *Store) MarkNotificationRead(ctx context.Context, userID int64, id string) (*Notification, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Notification, error) {
+func (s *Inbox) MarkNotificationRead(ctx context.Context, userID int64, id string) (*Notification, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Notification, error) {
 		var n Notification
 		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ? AND user_id = ?", id, userID).Take(&n).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -154,13 +154,13 @@ func (s *Store) MarkNotificationRead(ctx context.Context, userID int64, id strin
 
 // MarkAllNotificationsRead marks every unread notification of userID read and returns how
 // many changed.
-func (s *Store) MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error) {
+func (s *Inbox) MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error) {
 	res := s.conn(ctx).Model(&Notification{}).Where("user_id = ? AND read_at IS NULL", userID).Update("read_at", s.now())
 	return res.RowsAffected, res.Error
 }
 
 // DeleteNotification deletes userID's notification id. Errors: ErrNotFound.
-func (s *Store) DeleteNotification(ctx context.Context, userID int64, id string) error {
+func (s *Inbox) DeleteNotification(ctx context.Context, userID int64, id string) error {
 	res := s.conn(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Notification{})
 	if res.Error != nil {
 		return res.Error
@@ -172,19 +172,19 @@ func (s *Store) DeleteNotification(ctx context.Context, userID int64, id string)
 }
 
 // DeleteNotifications deletes every notification of userID.
-func (s *Store) DeleteNotifications(ctx context.Context, userID int64) error {
+func (s *Inbox) DeleteNotifications(ctx context.Context, userID int64) error {
 	return s.conn(ctx).Where("user_id = ?", userID).Delete(&Notification{}).Error
 }
 
 // DeleteReadNotificationsBefore removes read notifications read before t (retention) and
 // returns how many.
-func (s *Store) DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
+func (s *Inbox) DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
 	res := s.conn(ctx).Where("read_at IS NOT NULL AND read_at < ?", normTime(t)).Delete(&Notification{})
 	return res.RowsAffected, res.Error
 }
 
 // Subscriptions returns userID's subscriptions, oldest first.
-func (s *Store) Subscriptions(ctx context.Context, userID int64) ([]NotificationSubscription, error) {
+func (s *Inbox) Subscriptions(ctx context.Context, userID int64) ([]NotificationSubscription, error) {
 	var rows []subscriptionRow
 	if err := s.conn(ctx).Where("user_id = ?", userID).Order("created_at").Order("id").Find(&rows).Error; err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (s *Store) Subscriptions(ctx context.Context, userID int64) ([]Notification
 
 // SubscriptionsTo returns the subscriptions to agent agentID or to principal principalID (its
 // agent's), ordered by user: the candidates of a notification about one of its tasks.
-func (s *Store) SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]NotificationSubscription, error) {
+func (s *Inbox) SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]NotificationSubscription, error) {
 	var rows []subscriptionRow
 	err := s.conn(ctx).Where("(target_type = ? AND target_id = ?) OR (target_type = ? AND target_id = ?)",
 		SubscribeAgent, agentID, SubscribePrincipal, principalID).Order("user_id").Order("id").Find(&rows).Error
@@ -215,7 +215,7 @@ func (s *Store) SubscriptionsTo(ctx context.Context, agentID, principalID int64)
 // Subscribe creates userID's subscription to the target, or replaces the kinds and email flag
 // of the existing one; created says which. The caller (the notification service) has checked
 // the target type, the kinds and that the target is visible.
-func (s *Store) Subscribe(ctx context.Context, sub NotificationSubscription) (out NotificationSubscription, created bool, err error) {
+func (s *Inbox) Subscribe(ctx context.Context, sub NotificationSubscription) (out NotificationSubscription, created bool, err error) {
 	kinds := sub.Kinds
 	if kinds == nil {
 		kinds = []string{}
@@ -225,7 +225,7 @@ func (s *Store) Subscribe(ctx context.Context, sub NotificationSubscription) (ou
 		row     subscriptionRow
 		created bool
 	}
-	r, err := inTx(ctx, s, func(tx *gorm.DB) (result, error) {
+	r, err := inTx(ctx, s.Store, func(tx *gorm.DB) (result, error) {
 		now := s.now()
 		var row subscriptionRow
 		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
@@ -250,7 +250,7 @@ func (s *Store) Subscribe(ctx context.Context, sub NotificationSubscription) (ou
 
 // Unsubscribe removes userID's subscription to the target (targetType and targetID), or the one
 // with id when id is set; it reports whether one was removed.
-func (s *Store) Unsubscribe(ctx context.Context, userID int64, id, targetType string, targetID int64) (bool, error) {
+func (s *Inbox) Unsubscribe(ctx context.Context, userID int64, id, targetType string, targetID int64) (bool, error) {
 	db := s.conn(ctx).Where("user_id = ?", userID)
 	if id != "" {
 		db = db.Where("id = ?", id)

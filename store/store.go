@@ -96,6 +96,14 @@ func DefaultMaxOpenConns(dialect string) int {
 
 // Store is the database handle. It is safe for concurrent use.
 type Store struct {
+	// The aggregates (aggregates.go): each holds its exported methods, promoted here.
+	Tasks
+	Agents
+	Principals
+	Outboxes
+	Inbox
+	Media
+
 	db        *gorm.DB
 	dialect   string
 	clock     func() time.Time
@@ -118,6 +126,7 @@ type Store struct {
 // returned uncategorised.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{clock: opts.Clock, log: opts.Logger}
+	s.Tasks, s.Agents, s.Principals, s.Outboxes, s.Inbox, s.Media = Tasks{s}, Agents{s}, Principals{s}, Outboxes{s}, Inbox{s}, Media{s}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

@@ -232,7 +232,7 @@ type NewTask struct {
 // empty Source is TaskSourceSession. The caller has applied task.CheckNew (prompt, max_steps,
 // source, data). Errors: ErrInvalid (unknown agent, user, parent task or media asset: known
 // only to this write).
-func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
+func (s *Tasks) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 	if nt.Source == "" {
 		nt.Source = TaskSourceSession
 	}
@@ -243,7 +243,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			return nil, err
 		}
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
 		row := taskRow{
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
@@ -259,7 +259,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 }
 
 // Task returns one task. Errors: ErrNotFound "task not found".
-func (s *Store) Task(ctx context.Context, id int64) (*Task, error) {
+func (s *Tasks) Task(ctx context.Context, id int64) (*Task, error) {
 	t, err := readTask(s.conn(ctx), id)
 	return t, TranslateError(err)
 }
@@ -277,7 +277,7 @@ type TaskQuery struct {
 
 // ListTasks returns one page of the tasks q.UserID owns (sub-agent tasks included), newest
 // first (created_at, then id, descending). Errors: none beyond the database's own.
-func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
+func (s *Tasks) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	db := s.conn(ctx).Where("user_id = ?", q.UserID)
 	if q.AgentID != 0 {
 		db = db.Where("agent_id = ?", q.AgentID)
@@ -317,7 +317,7 @@ func listTasks(db *gorm.DB, what string, since *time.Time, page, perPage int) ([
 
 // DeleteTask removes a task with its messages, tool calls, questions and sub-agent tasks.
 // Errors: ErrNotFound "task not found", ErrInvalidState while the task is RUNNING.
-func (s *Store) DeleteTask(ctx context.Context, id int64) error {
+func (s *Tasks) DeleteTask(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ? AND status <> ?", id, taskstate.Running).Delete(&taskRow{})
 		if res.Error != nil {

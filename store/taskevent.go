@@ -212,7 +212,7 @@ func toolCallEvents(tx *gorm.DB, taskID int64, now time.Time, typ string, calls 
 
 // AppendDelta records a piece of streamed model output of the turn running under workerID's
 // lease. Errors: ErrInvalidState (lease lost), ErrNotFound.
-func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
+func (s *Tasks) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
 		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1})
@@ -225,7 +225,7 @@ func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, 
 
 // TaskEvents returns up to limit (at most MaxEventsPage) events of task id with a sequence
 // above after, in order. An unknown task has no events.
-func (s *Store) TaskEvents(ctx context.Context, id, after int64, limit int) ([]TaskEvent, error) {
+func (s *Tasks) TaskEvents(ctx context.Context, id, after int64, limit int) ([]TaskEvent, error) {
 	if limit <= 0 || limit > MaxEventsPage {
 		limit = MaxEventsPage
 	}
@@ -246,7 +246,7 @@ type EventCursor struct {
 
 // EventCursors reads the event cursors of ids (unknown ids are left out) in one query, for
 // the event streams of every process to notice events other processes wrote.
-func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, error) {
+func (s *Tasks) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, error) {
 	var rows []taskRow
 	if err := s.conn(ctx).Select("id", "event_seq", "status", "next_retry_at").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("event cursors: %w", err)

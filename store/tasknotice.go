@@ -94,8 +94,8 @@ func noteNotices(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) err
 // ClaimTaskNotices leases up to limit due notices until now+lease, oldest first, with their
 // facts. A notice whose task or status event is gone is dropped. Errors: ErrInvalid (empty or
 // oversize worker id, lease not positive), the database's.
-func (s *Store) ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]TaskNotice, error) {
-	return claimOutbox(ctx, s, noticeOutbox(), workerID, limit, lease,
+func (s *Outboxes) ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]TaskNotice, error) {
+	return claimOutbox(ctx, s.Store, noticeOutbox(), workerID, limit, lease,
 		func(r *noticeRow) (time.Time, int64) { return r.NextAttemptAt, r.ID },
 		func(tx *gorm.DB, rows []noticeRow) ([]TaskNotice, error) {
 			out := make([]TaskNotice, 0, len(rows))
@@ -182,7 +182,7 @@ func scheduledRunID(data string) (int64, bool) {
 // was taken over writes nothing. It returns the notifications as stored. Errors:
 // ErrInvalidState when the notice is no longer held under n.Lease, ErrInvalid for a mail that
 // cannot be sent, the database's.
-func (s *Store) FinishTaskNotice(ctx context.Context, n TaskNotice, notifications []Notification, mails []NewMail) ([]Notification, error) {
+func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, notifications []Notification, mails []NewMail) ([]Notification, error) {
 	for i := range mails {
 		if err := mails[i].check(); err != nil {
 			return nil, err
@@ -221,7 +221,7 @@ func (s *Store) FinishTaskNotice(ctx context.Context, n TaskNotice, notification
 // FailTaskNotice records a failed fan-out of notice n (errText, bounded): it is due again after
 // NoticeBackoff's delay, or kept as failed after the last attempt. Errors: ErrInvalidState when
 // the notice is no longer held under n.Lease.
-func (s *Store) FailTaskNotice(ctx context.Context, n TaskNotice, errText string) error {
+func (s *Outboxes) FailTaskNotice(ctx context.Context, n TaskNotice, errText string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		_, err := noticeOutbox().finish(tx, s.now(), n.ID, n.Lease, false, errText)
 		return err
