@@ -33,9 +33,6 @@ type Notification struct {
 	AgentID   *int64
 	ReadAt    *time.Time
 	CreatedAt time.Time
-	// Email is true when the recipient asked for this kind by email too (a subscription with
-	// email on); the notification's mail is queued with it.
-	Email bool `gorm:"-"`
 }
 
 func (Notification) TableName() string { return "notifications" }

@@ -93,12 +93,13 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	// Finishing writes the notifications and mails once.
 	mail := store.NewMail{To: string(u.Email), Subject: "done", Text: "done\n", Kind: store.MailKindNotification}
 	agentID := a.ID
-	stored, err := s.FinishTaskNotice(ctx, n, []store.Notification{{UserID: u.ID, Kind: "task_completed", Title: "t", Body: "b", TaskID: &tk.ID, AgentID: &agentID}},
-		[]store.NewMail{mail})
+	stored, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{
+		Notifications: []store.Notification{{UserID: u.ID, Kind: "task_completed", Title: "t", Body: "b", TaskID: &tk.ID, AgentID: &agentID}},
+		Mails:         []store.NewMail{mail}})
 	if err != nil || len(stored) != 1 || stored[0].ID == "" || !stored[0].CreatedAt.Equal(clock.Now()) {
 		t.Fatalf("finish = %+v, %v", stored, err)
 	}
-	if _, err := s.FinishTaskNotice(ctx, n, []store.Notification{{UserID: u.ID, Kind: "task_completed"}}, nil); !errors.Is(err, svcerr.ErrInvalidState) {
+	if _, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{Notifications: []store.Notification{{UserID: u.ID, Kind: "task_completed"}}}); !errors.Is(err, svcerr.ErrInvalidState) {
 		t.Fatalf("a second finish = %v", err)
 	}
 	if got, _ := s.Notifications(ctx, store.NotificationQuery{UserID: u.ID, PerPage: 10}); len(got) != 1 {
@@ -120,7 +121,7 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	if len(second) != 1 {
 		t.Fatalf("the lapsed notice was not claimed again: %+v", second)
 	}
-	if _, err := s.FinishTaskNotice(ctx, first[0], nil, nil); !errors.Is(err, svcerr.ErrInvalidState) {
+	if _, err := s.FinishTaskNotice(ctx, first[0], store.NoticeDecision{}); !errors.Is(err, svcerr.ErrInvalidState) {
 		t.Fatalf("the lapsed holder's finish = %v", err)
 	}
 	if err := s.FailTaskNotice(ctx, second[0], "boom"); err != nil {
@@ -134,7 +135,7 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	if len(retried) != 1 {
 		t.Fatalf("a failed notice was not retried: %+v", retried)
 	}
-	if _, err := s.FinishTaskNotice(ctx, retried[0], nil, nil); err != nil {
+	if _, err := s.FinishTaskNotice(ctx, retried[0], store.NoticeDecision{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -182,7 +183,7 @@ func TestNotificationRetention(t *testing.T) {
 		t.Fatalf("notices = %+v, %v", ns, err)
 	}
 	for _, n := range ns {
-		if _, err := s.FinishTaskNotice(ctx, n, []store.Notification{{UserID: u.ID, Kind: "task_failed", Title: "t", Body: "b"}}, nil); err != nil {
+		if _, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{Notifications: []store.Notification{{UserID: u.ID, Kind: "task_failed", Title: "t", Body: "b"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,9 +14,9 @@ import (
 )
 
 // The notification outbox (notification_outbox): the one status writer leaves a notice in the
-// transaction of every transition that may notify someone — a top-level task entering a
-// settled status, or an automatic retry scheduled —, naming the task and the status event
-// that announces it. Who is told what is not decided here: the notification service claims
+// transaction of every transition that may notify someone or settle a notification — a
+// top-level task entering a settled status, leaving a pause, or an automatic retry
+// scheduled —, naming the task and the status event that announces it. Who is told what is not decided here: the notification service claims
 // the notices, reads the facts they carry, and hands back the notifications and mails it
 // decided, written with the notice's removal in one transaction (FinishTaskNotice).
 
@@ -56,6 +57,7 @@ type TaskNotice struct {
 	UserID      int64 // the task's owner
 	OwnerEmail  string
 	Prompt      string
+	Source      string // TaskSourceSession or TaskSourceAgentAPI
 	AgentID     int64
 	AgentName   string
 	PrincipalID int64 // the agent's
@@ -66,13 +68,14 @@ type TaskNotice struct {
 }
 
 // noteNotices writes, in tx, the notices rows owe after c moved them: a top-level task
-// entering a settled status, or a retry scheduled. The status event of each row is its last
+// entering a settled status or leaving a pause, or a retry scheduled. The status event of each row is its last
 // (sequence event_seq).
 func noteNotices(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) error {
 	var notices []noticeRow
 	for i := range rows {
 		r := &rows[i]
-		announced := (c.from != c.to && taskstate.IsSettled(r.Status)) || c.action == taskstate.ScheduleRetry
+		moved := c.from != c.to && (taskstate.IsSettled(r.Status) || slices.Contains(taskstate.Paused, c.from))
+		announced := moved || c.action == taskstate.ScheduleRetry
 		if r.ParentTaskID != nil || !announced {
 			continue
 		}
@@ -122,6 +125,7 @@ func noticeFacts(tx *gorm.DB, r *noticeRow) (TaskNotice, bool, error) {
 		UserID      int64
 		Email       string
 		Prompt      string
+		Source      string
 		Data        string
 		AgentID     int64
 		AgentName   string
@@ -129,8 +133,8 @@ func noticeFacts(tx *gorm.DB, r *noticeRow) (TaskNotice, bool, error) {
 		Event       string
 	}
 	facts, err := queryRows(tx, func(f *factRow) []any {
-		return []any{&f.UserID, &f.Email, &f.Prompt, &f.Data, &f.AgentID, &f.AgentName, &f.PrincipalID, &f.Event}
-	}, "SELECT t.user_id, u.email, t.prompt, t.data, t.agent_id, a.name, a.principal_id, e.data FROM tasks t "+
+		return []any{&f.UserID, &f.Email, &f.Prompt, &f.Source, &f.Data, &f.AgentID, &f.AgentName, &f.PrincipalID, &f.Event}
+	}, "SELECT t.user_id, u.email, t.prompt, t.source, t.data, t.agent_id, a.name, a.principal_id, e.data FROM tasks t "+
 		"JOIN users u ON u.id = t.user_id JOIN agents a ON a.id = t.agent_id "+
 		"JOIN task_events e ON e.task_id = t.id AND e.sequence = ? WHERE t.id = ?", r.EventSequence, r.TaskID)
 	if err != nil {
@@ -145,7 +149,7 @@ func noticeFacts(tx *gorm.DB, r *noticeRow) (TaskNotice, bool, error) {
 		return TaskNotice{}, false, fmt.Errorf("notice %d: event %d of task %d is not a status event", r.ID, r.EventSequence, r.TaskID)
 	}
 	n := TaskNotice{ID: r.ID, Lease: *r.LeaseUntil, At: r.CreatedAt.UTC(), Status: *ev.Status, TaskID: r.TaskID, UserID: f.UserID,
-		OwnerEmail: f.Email, Prompt: f.Prompt, AgentID: f.AgentID, AgentName: f.AgentName, PrincipalID: f.PrincipalID}
+		OwnerEmail: f.Email, Prompt: f.Prompt, Source: f.Source, AgentID: f.AgentID, AgentName: f.AgentName, PrincipalID: f.PrincipalID}
 	if runID, ok := scheduledRunID(f.Data); ok {
 		n.ScheduledRunID = runID
 		var run struct{ Name string }
@@ -175,20 +179,28 @@ func scheduledRunID(data string) (int64, bool) {
 	return v, err == nil
 }
 
-// FinishTaskNotice writes what the notification service decided about notice n — the
-// notifications (the store gives each its id, and the transition's time as their creation
-// time) and the mails — and removes
-// the notice, in one transaction fenced by the claim's lease: a service whose lease lapsed and
-// was taken over writes nothing. It returns the notifications as stored. Errors:
-// ErrInvalidState when the notice is no longer held under n.Lease, ErrInvalid for a mail that
-// cannot be sent, the database's.
-func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, notifications []Notification, mails []NewMail) ([]Notification, error) {
-	for i := range mails {
-		if err := mails[i].check(); err != nil {
+// NoticeDecision is what the notification service decided about a notice.
+type NoticeDecision struct {
+	// Notifications to create (the store gives each its id, and the transition's time as their
+	// creation time); all are about the notice's task.
+	Notifications []Notification
+	Mails         []NewMail
+	// Settled are the kinds of the task's earlier notifications that asked for something now
+	// done (a decision, an answer): unread ones are marked read, for every recipient.
+	Settled []string
+}
+
+// FinishTaskNotice writes decision d about notice n and removes the notice, in one transaction
+// fenced by the claim's lease: a service whose lease lapsed and was taken over writes nothing.
+// It returns the notifications as stored. Errors: ErrInvalidState when the notice is no longer
+// held under n.Lease, ErrInvalid for a mail that cannot be sent, the database's.
+func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, d NoticeDecision) ([]Notification, error) {
+	for i := range d.Mails {
+		if err := d.Mails[i].check(); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]Notification, len(notifications))
+	out := make([]Notification, len(d.Notifications))
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ? AND state = ? AND lease_until = ?", n.ID, outboxPending, normTime(n.Lease)).Delete(&noticeRow{})
 		if res.Error != nil {
@@ -197,15 +209,21 @@ func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, notificat
 		if res.RowsAffected == 0 {
 			return noticeOutbox().lostLease(n.ID)
 		}
-		for i, x := range notifications {
+		if len(d.Settled) > 0 {
+			if err := tx.Model(&Notification{}).Where("about_task_id = ? AND kind IN ? AND read_at IS NULL", n.TaskID, d.Settled).
+				Update("read_at", s.now()).Error; err != nil {
+				return fmt.Errorf("notice %d: settle notifications: %w", n.ID, err)
+			}
+		}
+		for i, x := range d.Notifications {
 			x.ID, x.CreatedAt, x.ReadAt = newNotificationID("ntf_"), normTime(n.At), nil
-			if _, err := rawExec(tx, "INSERT INTO notifications (id, user_id, kind, title, body, task_id, agent_id, read_at, created_at) "+
-				"VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)", x.ID, x.UserID, x.Kind, x.Title, x.Body, x.TaskID, x.AgentID, x.CreatedAt); err != nil {
+			if _, err := rawExec(tx, "INSERT INTO notifications (id, user_id, kind, title, body, task_id, agent_id, about_task_id, read_at, created_at) "+
+				"VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)", x.ID, x.UserID, x.Kind, x.Title, x.Body, x.TaskID, x.AgentID, n.TaskID, x.CreatedAt); err != nil {
 				return fmt.Errorf("notice %d: create notification: %w", n.ID, err)
 			}
 			out[i] = x
 		}
-		for _, m := range mails {
+		for _, m := range d.Mails {
 			if err := s.enqueueMailTx(tx, m); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/mail"
@@ -60,10 +61,10 @@ func Kind(n *store.TaskNotice) string {
 
 // Text is the title and body of kind about notice n's task. Only the task's owner may read
 // the task: for anyone else (owner false: a subscriber) the text names the agent, never the
-// task's prompt or error.
+// task's prompt or error. The prompt is shown as text: its first 80 characters on one line.
 func Text(kind string, n *store.TaskNotice, owner bool) (title, body string) {
 	agent := n.AgentName
-	task := fmt.Sprintf("Task %q", text.Clip(n.Prompt, 80))
+	task := "Task \u201c" + text.Clip(strings.Join(strings.Fields(n.Prompt), " "), 80) + "\u201d"
 	why, answer := "", "your answer"
 	if n.Status.Error != nil && n.Status.Error.Message != "" {
 		why = ": " + text.Clip(n.Status.Error.Message, 200)
@@ -93,23 +94,45 @@ func Text(kind string, n *store.TaskNotice, owner bool) (title, body string) {
 	return agent, task
 }
 
+// OwnerDefaults are the kinds a task's owner is told without a subscription: what needs them
+// — a decision, an answer — and the failure of a run nobody watches (a scheduled run's, a
+// per-agent API chat's). Anything else (a completion, a retry) is opted into through a
+// subscription, as the specification says of in-app notifications.
+func OwnerDefaults(n *store.TaskNotice) []string {
+	kinds := []string{KindPendingApproval, KindAwaitingInput}
+	if n.ScheduledRunID != 0 || n.Source == store.TaskSourceAgentAPI {
+		kinds = append(kinds, KindTaskFailed, KindTaskOrphaned)
+	}
+	return kinds
+}
+
 // Decide is who is told what about notice n: a notification of its kind for the task's owner
-// always, and for every user whose subscription to the task's agent or its principal covers
-// the kind and who can still see that principal (a subscription to a target that became
-// invisible stops delivering); a mail with each notification whose recipient subscribed by
-// email; and the mail of a scheduled run that finished for good (COMPLETED, or FAILED with no
-// automatic retry to come) when notifications_email_enabled is on. A notification carries only
-// what its recipient may read: the task (its id, prompt and error) only for its owner.
+// when the kind is one of OwnerDefaults or their own subscription covers it, and for every
+// other user whose subscription to the task's agent or its principal covers the kind and who
+// can still see that principal (a subscription to a target that became invisible stops
+// delivering); a mail with each notification whose recipient subscribed by email; the mail of
+// a scheduled run that finished for good (COMPLETED, or FAILED with no automatic retry to come)
+// when notifications_email_enabled is on; and the earlier notifications of the task that asked
+// for what is now done (a pause the task left) settled, for everyone. A notification carries
+// only what its recipient may read: the task (its id, prompt and error) only for its owner.
 // Errors: the store's.
-func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) ([]store.Notification, []store.NewMail, error) {
-	var ns []store.Notification
-	var mails []store.NewMail
+func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.NoticeDecision, error) {
+	var d store.NoticeDecision
+	for kind, status := range map[string]string{KindPendingApproval: taskstate.PendingApproval, KindAwaitingInput: taskstate.AwaitingInput} {
+		if n.Status.Status != status {
+			d.Settled = append(d.Settled, kind)
+		}
+	}
+	slices.Sort(d.Settled)
 	if kind := Kind(n); kind != "" {
 		subs, err := s.store.SubscriptionsTo(ctx, n.AgentID, n.PrincipalID)
 		if err != nil {
-			return nil, nil, err
+			return d, err
 		}
-		recipients := []int64{n.UserID}
+		var recipients []int64
+		if slices.Contains(OwnerDefaults(n), kind) {
+			recipients = append(recipients, n.UserID)
+		}
 		email := map[int64]bool{}
 		for _, sub := range subs {
 			if len(sub.Kinds) > 0 && !slices.Contains(sub.Kinds, kind) {
@@ -118,7 +141,7 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) ([]store.Noti
 			if sub.UserID != n.UserID {
 				visible, err := s.canSee(ctx, sub.UserID, n.PrincipalID)
 				if err != nil {
-					return nil, nil, err
+					return d, err
 				}
 				if !visible {
 					continue
@@ -138,24 +161,24 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) ([]store.Noti
 				taskID := n.TaskID
 				x.TaskID = &taskID
 			}
-			ns = append(ns, x)
+			d.Notifications = append(d.Notifications, x)
 			if email[uid] {
 				to := n.OwnerEmail
 				if !owner {
 					u, err := s.store.UserByID(ctx, uid)
 					if err != nil {
-						return nil, nil, err
+						return d, err
 					}
 					to = u.Email
 				}
-				mails = append(mails, store.NewMail{To: to, Subject: title, Text: body + "\n", Kind: store.MailKindNotification})
+				d.Mails = append(d.Mails, store.NewMail{To: to, Subject: title, Text: body + "\n", Kind: store.MailKindNotification})
 			}
 		}
 	}
 	if m, due := s.scheduledRunMail(n); due {
-		mails = append(mails, m)
+		d.Mails = append(d.Mails, m)
 	}
-	return ns, mails, nil
+	return d, nil
 }
 
 // canSee reports whether user uid may see the resources of principal p (access.Scope.CanSee).
@@ -208,9 +231,10 @@ func ScheduledRunMail(cfg *config.Config, taskID int64, to, agentName, runName s
 // fanOut decides notice n and writes the decision with the notice's removal, then pushes the
 // notifications it created. A failure is recorded on the notice (retried with backoff).
 func (s *Service) fanOut(ctx context.Context, n store.TaskNotice) {
-	ns, mails, err := s.Decide(ctx, &n)
+	d, err := s.Decide(ctx, &n)
+	var ns []store.Notification
 	if err == nil {
-		ns, err = s.store.FinishTaskNotice(ctx, n, ns, mails)
+		ns, err = s.store.FinishTaskNotice(ctx, n, d)
 	}
 	if errors.Is(err, svcerr.ErrInvalidState) {
 		s.log.InfoContext(ctx, "notification fan-out: the notice's lease was taken over", "notice_id", n.ID)

@@ -15,12 +15,15 @@ import (
 	"github.com/agentsvc/svc/store/storetest"
 )
 
-// TestFanOut walks who is told what as tasks settle: the owner always, with the task's prompt
-// and error; a group member subscribed to the agent with the agent's name only and no task id,
-// by mail too when they asked, and only for the kinds they follow; nobody once the agent is no
-// longer visible to them; the kinds of a completion, a failure, an orphaned task, a scheduled
-// retry and a scheduled run; none for a sub-agent's task; the scheduled run's mail once its task
-// finished for good. Each notice is fanned out once: a second drain writes nothing.
+// TestFanOut walks who is told what as tasks settle. Without a subscription the owner is told
+// only what needs them (a pause; the failure of an unattended run), with the task's prompt as
+// text and its error; a group member subscribed to the agent gets the agent's name only and no
+// task id, by mail too when they asked, only for the kinds they follow, and nothing once the
+// agent is no longer visible to them; a pause's notification is read, for everyone, once the
+// task left the pause. With a subscription to every kind the owner gets the kinds of a
+// completion, a failure, an orphaned task, a scheduled retry and a scheduled run; none for a
+// sub-agent's task; the scheduled run's mail once its task finished for good. Each notice is
+// fanned out once: a second drain writes nothing.
 func TestFanOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,11 +40,14 @@ func TestFanOut(t *testing.T) {
 	}
 	retries := 1
 	a := storetest.Agent(t, st, g.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
-	member1 := &store.User{ID: member.ID, PrincipalID: member.PrincipalID}
-	if _, _, err := svc.Subscribe(ctx, member1, store.NotificationSubscription{TargetType: store.SubscribeAgent, TargetID: a.ID,
-		Kinds: []string{notification.KindTaskFailed, notification.KindTaskFailed}, Email: true}); err != nil {
-		t.Fatal(err)
+	subscribe := func(u *store.User, kinds ...string) {
+		t.Helper()
+		if _, _, err := svc.Subscribe(ctx, &store.User{ID: u.ID, PrincipalID: u.PrincipalID}, store.NotificationSubscription{
+			TargetType: store.SubscribeAgent, TargetID: a.ID, Kinds: kinds, Email: u.ID == member.ID}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	subscribe(member, notification.KindTaskFailed, notification.KindTaskFailed)
 	drain := func() {
 		t.Helper()
 		if _, err := svc.Drain(ctx); err != nil {
@@ -75,33 +81,52 @@ func TestFanOut(t *testing.T) {
 		clock.Advance(time.Second) // notifications of one instant have no order among themselves
 	}
 
+	// No subscription: a completion and an attended failure tell the owner nothing; an
+	// unattended failure and a pause do.
 	answer := "42"
-	done := storetest.Task(t, st, a, owner.ID, func(nt *store.NewTask) { nt.Prompt = "What is 6*7?" })
+	done := storetest.Task(t, st, a, owner.ID)
 	finish(done.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer})
 	failed := storetest.Task(t, st, a, owner.ID, func(nt *store.NewTask) { nt.Prompt = "Secret plan" })
 	finish(failed.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeAuthError, Message: "bad key"}})
+	chat := storetest.Task(t, st, a, owner.ID, func(nt *store.NewTask) { nt.Prompt = "Chat \"from\"\n  a script"; nt.Source = store.TaskSourceAgentAPI })
+	finish(chat.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeAuthError, Message: "bad key"}})
+	paused := storetest.Task(t, st, a, owner.ID, func(nt *store.NewTask) { nt.Prompt = "Delete it" })
+	storetest.MoveTo(t, st, paused.ID, taskstate.PendingApproval)
 	drain()
 	drain() // nothing twice
 	ns := list(owner)
-	if got := kinds(ns); !slices.Equal(got, []string{notification.KindTaskCompleted, notification.KindTaskFailed}) {
+	if got := kinds(ns); !slices.Equal(got, []string{notification.KindTaskFailed, notification.KindPendingApproval}) {
 		t.Fatalf("owner's kinds = %v", got)
 	}
-	if ns[0].Body != `Task "What is 6*7?" completed.` || ns[0].TaskID == nil || *ns[0].TaskID != done.ID ||
-		ns[1].Body != `Task "Secret plan" failed: bad key.` {
+	if ns[0].Body != "Task \u201cChat \"from\" a script\u201d failed: bad key." || ns[0].TaskID == nil || *ns[0].TaskID != chat.ID ||
+		ns[1].Body != "Task \u201cDelete it\u201d waits for approval of its tool calls." || ns[1].ReadAt != nil {
 		t.Fatalf("owner's notifications = %+v", ns)
 	}
 	ms := list(member)
-	if len(ms) != 1 || ms[0].Kind != notification.KindTaskFailed || ms[0].TaskID != nil || strings.Contains(ms[0].Body, "Secret") ||
+	if len(ms) != 2 || ms[0].Kind != notification.KindTaskFailed || ms[0].TaskID != nil || strings.Contains(ms[0].Body, "Secret") ||
 		ms[0].Body != "A task of "+a.Name+" failed." {
 		t.Fatalf("member's notifications = %+v", ms)
 	}
-	if mails, _ := st.Mails(ctx, string(member.Email)); len(mails) != 1 || strings.Contains(mails[0].Text, "Secret") {
+	if mails, _ := st.Mails(ctx, string(member.Email)); len(mails) != 2 || strings.Contains(mails[0].Text, "Secret") {
 		t.Fatalf("member's mails = %+v", mails)
 	}
 	if mails, _ := st.Mails(ctx, string(owner.Email)); len(mails) != 0 {
 		t.Fatalf("the owner asked for no mail: %+v", mails)
 	}
+	// The pause ends (its calls rejected): its notification is read.
+	if _, err := st.RejectToolCallsBy(ctx, paused.ID, store.Decider{UserID: owner.ID}, "no"); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if ns := list(owner); len(ns) != 2 || ns[1].ReadAt == nil || ns[0].ReadAt != nil {
+		t.Fatalf("after the pause ended: %+v", ns)
+	}
 
+	finish(paused.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer}) // it ran on
+	drain()                                                                            // (subscriptions apply when a notice is fanned out)
+
+	// With a subscription to every kind.
+	subscribe(owner)
 	// Orphaned, then the retry scheduled; a scheduled run; a sub-agent's task tells nobody.
 	orphan := storetest.Task(t, st, a, owner.ID)
 	for range store.MaxRecoveries + 1 {
@@ -133,7 +158,7 @@ func TestFanOut(t *testing.T) {
 	flaky := storetest.Task(t, st, a, owner.ID, scheduled)
 	finish(flaky.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}})
 	drain()
-	want := []string{notification.KindTaskCompleted, notification.KindTaskFailed, notification.KindTaskOrphaned,
+	want := []string{notification.KindTaskFailed, notification.KindPendingApproval, notification.KindTaskOrphaned,
 		notification.KindTaskRetryQueued, notification.KindScheduledRunCompleted, notification.KindTaskFailed}
 	if got := kinds(list(owner)); !slices.Equal(got, want) {
 		t.Fatalf("owner's kinds = %v, want %v", got, want)

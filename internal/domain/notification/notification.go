@@ -35,7 +35,7 @@ type Store interface {
 	UserByID(ctx context.Context, id int64) (*store.User, error)
 	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
 	ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.TaskNotice, error)
-	FinishTaskNotice(ctx context.Context, n store.TaskNotice, ns []store.Notification, mails []store.NewMail) ([]store.Notification, error)
+	FinishTaskNotice(ctx context.Context, n store.TaskNotice, d store.NoticeDecision) ([]store.Notification, error)
 	FailTaskNotice(ctx context.Context, n store.TaskNotice, errText string) error
 	SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]store.NotificationSubscription, error)
 	Notifications(ctx context.Context, q store.NotificationQuery) ([]store.Notification, error)

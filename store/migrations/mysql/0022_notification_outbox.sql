@@ -22,3 +22,8 @@ CREATE TABLE notification_outbox (
     CONSTRAINT notification_outbox_task_id_fk FOREIGN KEY (task_id) REFERENCES tasks (id) ON DELETE CASCADE,
     CONSTRAINT notification_outbox_state_check CHECK (state IN ('pending', 'failed'))
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+-- The task a notification is about, for every recipient (task_id is its owner's only, the one
+-- they may read): a notification that asked for a decision is marked read, for everyone, once
+-- the task left the pause (issue 24).
+ALTER TABLE notifications ADD COLUMN about_task_id BIGINT NULL, ADD KEY notifications_about_task_idx (about_task_id);

@@ -19,3 +19,9 @@ CREATE TABLE notification_outbox (
 );
 CREATE INDEX notification_outbox_due_idx ON notification_outbox (state, next_attempt_at);
 CREATE INDEX notification_outbox_task_idx ON notification_outbox (task_id);
+
+-- The task a notification is about, for every recipient (task_id is its owner's only, the one
+-- they may read): a notification that asked for a decision is marked read, for everyone, once
+-- the task left the pause (issue 24).
+ALTER TABLE notifications ADD COLUMN about_task_id INTEGER NULL;
+CREATE INDEX notifications_about_task_idx ON notifications (about_task_id);
