@@ -109,26 +109,9 @@ func (d *opsDrill) cmd(args ...string) *exec.Cmd {
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *syncBuffer
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start runs `svc args…` with the extra settings env; the process is killed when the test ends
@@ -137,7 +120,7 @@ func (d *opsDrill) start(name string, env []string, args ...string) *proc {
 	c := d.cmd(args...)
 	c.Env = append(c.Env, "SVC_LOG_PATH="+filepath.Join(d.dir, name+".log"))
 	c.Env = append(c.Env, env...)
-	p := &proc{name: name, cmd: c, out: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: c, out: &syncBuffer{}, exited: make(chan struct{})}
 	c.Stdout, c.Stderr = p.out, p.out
 	if err := c.Start(); err != nil {
 		d.t.Fatalf("start %s: %v", name, err)
@@ -588,27 +571,12 @@ func newDrillLLM(t *testing.T) *drillLLM {
 }
 
 func (m *drillLLM) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Stream   bool `json:"stream"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	req, err := readChatRequest(r)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	prompt, results := "", 0
-	for _, msg := range req.Messages {
-		if msg.Role == "user" && prompt == "" {
-			b, _ := json.Marshal(msg.Content)
-			prompt = string(b)
-		}
-		if msg.Role == "tool" {
-			results++
-		}
-	}
+	prompt, results := req.Prompt, req.ToolResults
 	answer := map[string]any{"role": "assistant", "content": "Done."}
 	switch {
 	case strings.Contains(prompt, "[approve]") && results == 0:
@@ -633,6 +601,37 @@ func (m *drillLLM) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	llmfake.WriteOpenAIAnswer(w, req.Stream, "drill", answer, "stop")
+}
+
+// chatRequest is what the drills' fake models read of a /chat/completions call.
+type chatRequest struct {
+	Stream      bool   // the answer is streamed (chat.completion.chunk events)
+	Prompt      string // the first user message's content, as JSON
+	ToolResults int    // the tool results the conversation holds so far
+}
+
+func readChatRequest(r *http.Request) (chatRequest, error) {
+	var req struct {
+		Stream   bool `json:"stream"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return chatRequest{}, err
+	}
+	out := chatRequest{Stream: req.Stream}
+	for _, msg := range req.Messages {
+		if msg.Role == "user" && out.Prompt == "" {
+			b, _ := json.Marshal(msg.Content)
+			out.Prompt = string(b)
+		}
+		if msg.Role == "tool" {
+			out.ToolResults++
+		}
+	}
+	return out, nil
 }
 
 func (m *drillLLM) release()     { m.once.Do(func() { close(m.released) }) }
