@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 	"github.com/agentsvc/svc/bench/outside"
+	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/internal/platform/sseread"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -39,9 +41,9 @@ import (
 //  2. a database outage (its write lock held from outside beyond sqlite_busy_timeout) answers
 //     503 SERVICE_UNAVAILABLE with Retry-After, /readyz 503, and both recover once it ends,
 //     without a restart; SIGTERM stops both processes with exit status 0;
-//  3. SIGTERM on `svc serve` with an open event stream of a task waiting for approval, four
-//     steps in flight (two of whose model calls finish after the signal, two never answer) and
-//     six tasks queued: the stream ends at once, the process exits 0 within
+//  3. SIGTERM on `svc serve` with an open event stream of a task waiting for approval and a
+//     push subscription, four steps in flight (two of whose model calls finish after the
+//     signal, two never answer) and six tasks queued: the stream and the subscription end at once, the process exits 0 within
 //     shutdown_grace_seconds, no task is left RUNNING, nothing is claimed after the signal, the
 //     hung steps are handed back (QUEUED, no recovery counted), and a reconnect with
 //     Last-Event-ID on the next process resumes the stream without a gap while every task
@@ -343,6 +345,7 @@ func (d *opsDrill) stopWithOpenStream() {
 		t.Fatalf("task %d is %s, want PENDING_APPROVAL", waiting, st)
 	}
 	stream := followStream(s, waiting, "")
+	hub := subscribeHub(t, s, root)
 
 	plain, err := s.CreateAgent("Plain", "Answer.", false)
 	if err != nil {
@@ -379,6 +382,11 @@ func (d *opsDrill) stopWithOpenStream() {
 		t.Logf("the event stream ended %s after SIGTERM (last event %s)", time.Since(signalled).Round(time.Millisecond), stream.last())
 	case <-time.After(drillGrace):
 		t.Errorf("the event stream of task %d was still open %s after SIGTERM", waiting, drillGrace)
+	}
+	select {
+	case <-hub:
+	case <-time.After(drillGrace):
+		t.Errorf("the push subscription was still open %s after SIGTERM", drillGrace)
 	}
 	d.model.release() // the two finishing steps answer now, after the signal
 	took := d.waitExit(srv, signalled, drillGrace+3*time.Second)
@@ -480,6 +488,30 @@ func consecutive(seqs []int64) bool {
 		}
 	}
 	return true
+}
+
+// subscribeHub opens the user's task topic on the embedded push hub of the process at root and
+// returns a channel closed when the subscription ends.
+func subscribeHub(t *testing.T, s *outside.Session, root string) <-chan struct{} {
+	t.Helper()
+	client := *s.HTTP
+	client.Timeout = 0 // a subscription lasts
+	resp, err := client.Get(root + "/.well-known/mercure?" + url.Values{"topic": {push.TaskTopic(s.UserID)}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, b)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	return ended
 }
 
 // streamFollower reads one task's event stream (GET /tasks/{id}/events) until it ends.
