@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 	"github.com/agentsvc/svc/bench/outside"
+	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/internal/platform/sseread"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
@@ -33,14 +35,17 @@ import (
 	"github.com/agentsvc/svc/store/storetest"
 )
 
-// TestOperationsDrill is issue 23's drill against real processes of bin/svc (built by the test,
-// SQLite, a loopback model), one part per guarantee of docs/reliability.md "Operating it":
+// TestOperationsDrill is issue 23's drill against real processes of bin/svc (built by the test;
+// SQLite, or a throwaway MariaDB/MySQL database behind a loopback proxy when
+// SVC_TEST_MYSQL_DSN is set; a loopback model), one part per guarantee of docs/reliability.md
+// "Operating it":
 //
 //  1. readiness: `svc serve --api-only` answers /readyz 200, and `svc worker` answers /readyz
 //     200 on worker_health_listen;
-//  2. a database outage (its write lock held from outside beyond sqlite_busy_timeout) answers
-//     503 SERVICE_UNAVAILABLE with Retry-After, /readyz 503, and both recover once it ends,
-//     without a restart; SIGTERM stops both processes with exit status 0;
+//  2. a database outage (SQLite: its write lock held from outside beyond sqlite_busy_timeout;
+//     MariaDB: the proxy cut, every connection closed and new ones refused) answers 503
+//     SERVICE_UNAVAILABLE with Retry-After, /readyz 503, and both recover once it ends, without
+//     a restart; SIGTERM stops both processes with exit status 0;
 //  3. SIGTERM on `svc serve` with an open event stream of a task waiting for approval and a
 //     push subscription, four steps in flight (two of whose model calls finish after the
 //     signal, two never answer) and six tasks queued: the stream and the subscription end at once, the process exits 0 within
@@ -49,13 +54,10 @@ import (
 //     Last-Event-ID on the next process resumes the stream without a gap while every task
 //     completes.
 //
-// It takes some 20 s besides the build, so -short skips it.
+// It takes some 30 s (40 s on MariaDB), so -short skips it.
 func TestOperationsDrill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the operations drill drives real processes; skipped with -short")
-	}
-	if os.Getenv(storetest.EnvMySQLDSN) != "" {
-		t.Skip("the operations drill runs on SQLite (its outage is the database's write lock held from outside): it runs in the SQLite pass")
 	}
 	d := newOpsDrill(t)
 	d.readiness()
@@ -67,17 +69,25 @@ func TestOperationsDrill(t *testing.T) {
 const drillGrace = 6 * time.Second
 
 type opsDrill struct {
-	t                   *testing.T
-	bin                 string
-	dir                 string
-	env                 []string
-	model               *drillLLM
+	t     *testing.T
+	bin   string
+	dir   string
+	env   []string
+	model *drillLLM
+	// db is the drill's database: SQLite, or a throwaway MariaDB/MySQL database reached through
+	// a proxy the drill can cut when SVC_TEST_MYSQL_DSN is set.
+	db                  drillDB
 	apiOnly, worker     *proc  // the readiness part's processes, which the outage part uses and stops
 	apiRoot, workerRoot string // their roots: http://addr/svc, http://worker_health_listen
 }
 
 func newOpsDrill(t *testing.T) *opsDrill {
 	d := &opsDrill{t: t, dir: t.TempDir(), model: newDrillLLM(t)}
+	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
+		d.db = newMySQLDrillDB(t, dsn)
+	} else {
+		d.db = &sqliteDrillDB{path: filepath.Join(d.dir, "storage", "drill.sqlite")}
+	}
 	d.bin = filepath.Join(d.dir, "svc")
 	build := exec.Command("go", "build", "-o", d.bin, "github.com/agentsvc/svc/cmd/svc")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -85,11 +95,12 @@ func newOpsDrill(t *testing.T) *opsDrill {
 	}
 	d.env = append(os.Environ(),
 		"SVC_CONFIG_FILE="+filepath.Join(d.dir, "none.yaml"), "SVC_KEY_PATH="+filepath.Join(d.dir, "secret.key"),
-		"SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drill", "SVC_LOG_LEVEL=info",
+		"SVC_LOG_LEVEL=info",
 		"SVC_WORKER_RUNTIME_MODE=server", "SVC_MAX_WORKERS=4",
 		"SVC_SHUTDOWN_GRACE_SECONDS="+strconv.Itoa(int(drillGrace/time.Second)),
 		"SVC_LLM_DRIVER=openai", "SVC_LLM_BASE_URL="+d.model.srv.URL+"/v1", "SVC_LLM_MODEL=drill",
 	)
+	d.env = append(d.env, d.db.settings()...)
 	if out, err := d.cmd("migrate").CombinedOutput(); err != nil {
 		t.Fatalf("svc migrate: %v\n%s", err, out)
 	}
@@ -193,7 +204,7 @@ func (d *opsDrill) serve(name string, env []string, args ...string) (*proc, stri
 // readiness: an API-only process and a worker each answer their readiness 200.
 func (d *opsDrill) readiness() {
 	d.t.Helper()
-	// The outage below holds the write lock beyond this wait, so writes fail fast.
+	// On SQLite the outage below holds the write lock beyond this wait, so writes fail fast.
 	d.apiOnly, d.apiRoot = d.serve("api-only", []string{"SVC_SQLITE_BUSY_TIMEOUT=300"}, "--api-only")
 	health, err := outside.FreeAddr()
 	if err != nil {
@@ -207,8 +218,8 @@ func (d *opsDrill) readiness() {
 	d.t.Logf("ready: svc serve --api-only (%s/readyz 200), svc worker (%s/readyz 200)", d.apiRoot, d.workerRoot)
 }
 
-// outage: the database's write lock, held from outside, makes writes answer 503 with
-// Retry-After and readiness 503; once released both recover without a restart.
+// outage: a database outage (drillDB.cut) makes writes answer 503 with Retry-After and
+// readiness 503; once it ends both recover without a restart.
 func (d *opsDrill) outage() {
 	t := d.t
 	t.Helper()
@@ -217,19 +228,7 @@ func (d *opsDrill) outage() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(d.dir, "storage", "drill.sqlite")+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	restore := d.db.cut(t)
 	for _, probe := range []struct {
 		name string
 		do   func() (*http.Response, error)
@@ -251,10 +250,7 @@ func (d *opsDrill) outage() {
 			t.Errorf("%s during the outage: %s (Retry-After %q), want the SERVICE_UNAVAILABLE envelope with Retry-After", probe.name, body, resp.Header.Get("Retry-After"))
 		}
 	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.Close()
+	restore()
 	// Recovered without a restart: the same processes answer again (bounded: a few retries).
 	if err := outside.WaitHTTP(d.apiRoot+"/readyz", 10*time.Second); err != nil {
 		t.Errorf("readiness did not recover after the outage: %v", err)
@@ -396,7 +392,7 @@ func (d *opsDrill) stopWithOpenStream() {
 	}
 
 	// The database as the process left it.
-	st, err := store.Open(context.Background(), store.Options{Driver: "sqlite", SQLitePath: filepath.Join(d.dir, "storage", "drill.sqlite")})
+	st, err := store.Open(context.Background(), d.db.options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,4 +681,159 @@ func (m *drillLLM) waitHeld(t *testing.T, n int64, bound time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// drillDB is the drill's database and the outage it can cause.
+type drillDB interface {
+	settings() []string     // the SVC_DB_* settings of the processes
+	options() store.Options // the drill's own access, for its checks
+	// cut starts the outage and returns its end.
+	cut(t *testing.T) (restore func())
+}
+
+// sqliteDrillDB is storage/drill.sqlite; its outage is the write lock held from outside beyond
+// the API process's sqlite_busy_timeout (300 ms): writes and the readiness probe's write fail.
+type sqliteDrillDB struct{ path string }
+
+func (s *sqliteDrillDB) settings() []string {
+	return []string{"SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drill"}
+}
+
+func (s *sqliteDrillDB) options() store.Options {
+	return store.Options{Driver: "sqlite", SQLitePath: s.path}
+}
+
+func (s *sqliteDrillDB) cut(t *testing.T) func() {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+s.path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Error(err)
+		}
+		_ = conn.Close()
+		_ = db.Close()
+	}
+}
+
+// mysqlDrillDB is a throwaway database on the server of SVC_TEST_MYSQL_DSN, which the
+// processes reach through a loopback TCP proxy; its outage closes the proxy's listener and
+// every connection through it (the server is shared: it is never stopped), as a database
+// host that went away.
+type mysqlDrillDB struct {
+	cfg   *config.Config // the database's address and credentials (db_* keys)
+	proxy *tcpProxy
+}
+
+func newMySQLDrillDB(t *testing.T, dsn string) *mysqlDrillDB {
+	host, port, name, user, password := storetest.MySQLDatabase(t, dsn)
+	cfg := config.Defaults()
+	cfg.DBDriver, cfg.DBHost, cfg.DBPort, cfg.DBName, cfg.DBUser, cfg.DBPassword = "mysql", host, port, name, user, password
+	return &mysqlDrillDB{cfg: cfg, proxy: newTCPProxy(t, net.JoinHostPort(host, strconv.Itoa(port)))}
+}
+
+func (m *mysqlDrillDB) settings() []string {
+	host, port, _ := net.SplitHostPort(m.proxy.addr)
+	return []string{"SVC_DB_DRIVER=mysql", "SVC_DB_HOST=" + host, "SVC_DB_PORT=" + port, "SVC_DB_NAME=" + m.cfg.DBName,
+		"SVC_DB_USER=" + m.cfg.DBUser, "SVC_DB_PASSWORD=" + m.cfg.DBPassword}
+}
+
+func (m *mysqlDrillDB) options() store.Options {
+	return store.Options{Driver: "mysql", MySQLDSN: m.cfg.MySQLDSN()}
+}
+
+func (m *mysqlDrillDB) cut(t *testing.T) func() {
+	t.Helper()
+	m.proxy.cut()
+	return func() { m.proxy.restore(t) }
+}
+
+// tcpProxy forwards loopback connections to target until cut.
+type tcpProxy struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]bool
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.forward(c)
+		}
+	}()
+}
+
+func (p *tcpProxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.ln == nil { // cut meanwhile
+		p.mu.Unlock()
+		_ = c.Close()
+		_ = up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+	_, _ = io.Copy(c, up)
+	_ = c.Close()
+}
+
+// cut closes the listener (new connections are refused) and every open connection.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// restore listens again on the same address.
+func (p *tcpProxy) restore(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatalf("proxy: listen again on %s: %v", p.addr, err)
+	}
+	p.serve(ln)
 }
