@@ -165,7 +165,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too) and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too), the notification fan-out and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
@@ -182,6 +182,7 @@ func (a *App) Start(ctx context.Context) {
 // run the tasks (and run the chores).
 func (a *App) StartAPI(ctx context.Context) {
 	a.Mails.Start(ctx)
+	a.Notifications.Start(ctx)
 	a.Events.Start(ctx)
 	if a.Config.Current().WorkerRuntimeMode == "server" {
 		a.Webhooks.Start(ctx)
@@ -190,10 +191,10 @@ func (a *App) StartAPI(ctx context.Context) {
 
 // Stop drains the background work Start started. At once: the daemon claims nothing more, the
 // event streams end and their poll stops. Then in-flight steps finish; in-flight callbacks are
-// answered and mails sent, each recorded; the trace exporter flushes. With a deadline on ctx
-// (the stop's grace, shutdown_grace_seconds), each part has its own share of it (stopShares):
-// steps still running when theirs ends are cancelled and their tasks handed back, and the
-// outboxes and the flush keep their shares whatever the steps took. Without a deadline each
+// answered, notices fanned out and mails sent, each recorded; the trace exporter flushes. With
+// a deadline on ctx (the stop's grace, shutdown_grace_seconds), each part has its own share of
+// it (stopShares): steps still running when theirs ends are cancelled and their tasks handed
+// back, and the outboxes and the flush keep their shares whatever the steps took. Without a deadline each
 // part waits for its work. It returns nil when nothing was started, and the parts' errors:
 // work still in flight when its share ended (steps cancelled and handed back are named too).
 func (a *App) Stop(ctx context.Context) error {
@@ -214,9 +215,10 @@ func (a *App) Stop(ctx context.Context) error {
 	// flight get their own share, starting when the daemon is done, never eating the flush's.
 	octx, cancel := sh.until(ctx, minTime(time.Now().Add(sh.Outboxes), deadline.Add(-sh.Flush)))
 	defer cancel()
-	outboxes := make(chan error, 1)
+	outboxes := make(chan error, 2)
 	go func() { outboxes <- a.Webhooks.Stop(octx) }()
-	errs = append(errs, a.Mails.Stop(octx), <-outboxes)
+	go func() { outboxes <- a.Notifications.Stop(octx) }()
+	errs = append(errs, a.Mails.Stop(octx), <-outboxes, <-outboxes)
 	if a.Tracer.Enabled() {
 		fctx, cancel := sh.until(ctx, deadline)
 		defer cancel()
@@ -232,7 +234,17 @@ func (a *App) Stop(ctx context.Context) error {
 // right after an action without starting the background work, and for tools. It may run
 // beside the started dispatcher (claims are leased). Errors: the store's.
 func (a *App) DrainMail(ctx context.Context) (int, error) {
+	if _, err := a.Notifications.Drain(ctx); err != nil { // the notices' mails first
+		return 0, err
+	}
 	return a.Mails.Drain(ctx)
+}
+
+// DrainNotifications fans out every due notice of the notification outbox now, synchronously
+// (tests read notifications right after an action without starting the background work), and
+// returns how many it handled. Errors: the store's.
+func (a *App) DrainNotifications(ctx context.Context) (int, error) {
+	return a.Notifications.Drain(ctx)
 }
 
 // Toolbox builds the tool registry (core tools) and the skill index: the shipped skills first,

@@ -139,8 +139,7 @@ func (s *Store) EnqueueMail(ctx context.Context, m NewMail) error {
 }
 
 // enqueueMailTx queues m, due at once, in tx (the transaction of the mail's cause). The
-// dispatcher sees it after tx commits; callers wake it then (or it finds the mail at its next
-// poll). Errors: ErrInvalid as EnqueueMail.
+// dispatcher sees it after tx commits, woken by the commit's listeners (Commit.MailQueued). Errors: ErrInvalid as EnqueueMail.
 func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 	if err := m.check(); err != nil {
 		return err
@@ -150,6 +149,9 @@ func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 		State: MailPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 	if err := tx.Create(&row).Error; err != nil {
 		return fmt.Errorf("enqueue %s mail: %w", m.Kind, err)
+	}
+	if c := createdFrom(tx); c != nil {
+		c.MailQueued = true
 	}
 	return nil
 }

@@ -96,17 +96,11 @@ func DefaultMaxOpenConns(dialect string) int {
 
 // Store is the database handle. It is safe for concurrent use.
 type Store struct {
-	db       *gorm.DB
-	dialect  string
-	clock    func() time.Time
-	log      *slog.Logger
-	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
-	onEvents func(taskIDs []int64)                        // OnEvents
-	onQueued func()                                       // OnTaskQueued
-	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
-	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
-	onMailQueued   func()                           // OnMailQueued
-	onTaskTrace    func(ctx context.Context) string // OnTaskTrace
+	db        *gorm.DB
+	dialect   string
+	clock     func() time.Time
+	log       *slog.Logger
+	listeners []func(Commit) // AfterCommit
 	// writers queues this process's transactions on SQLite (one token): a waiter is woken when
 	// the one before it ends, instead of polling the write lock in SQLite's busy handler (which
 	// sleeps 1 to 100 ms between tries). nil on MySQL/MariaDB.
@@ -314,23 +308,8 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		time.Sleep(time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.IntN(5000))*time.Microsecond)
 	}
 	err = TranslateError(err)
-	if err == nil && len(c.transitions) > 0 {
-		s.logTransitions(ctx, c.transitions)
-	}
-	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
-		s.onNotify(context.WithoutCancel(ctx), c.notifications)
-	}
-	if err == nil && c.mailed && s.onMailQueued != nil {
-		s.onMailQueued()
-	}
-	if err == nil && len(c.eventTasks) > 0 && s.onEvents != nil {
-		s.onEvents(c.eventTasks)
-	}
-	if err == nil && c.queued && s.onQueued != nil {
-		s.onQueued()
-	}
-	if err == nil && c.versionsBumped {
-		s.vers.stale.Store(true)
+	if err == nil {
+		s.committed(ctx, c)
 	}
 	return err
 }

@@ -64,7 +64,7 @@ type Task struct {
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
 	// TraceParent is the W3C traceparent of the request that created the task ("" : none);
-	// the spans of its steps link to it (Store.OnTaskTrace).
+	// the spans of its steps link to it (NewTask.TraceParent).
 	TraceParent string
 	// ToolCallCount is how many tool calls the task has recorded: a step of a task with none
 	// does not read them.
@@ -222,6 +222,10 @@ type NewTask struct {
 	CallbackURL  *string // agent_api: screened callback target
 	MediaIDs     []string
 	Data         map[string]any
+	// TraceParent is the W3C traceparent of the request creating the task ("" : none), stored
+	// so the spans of its steps link back to the request across the queue; longer than 128
+	// bytes it is not stored.
+	TraceParent string
 }
 
 // CreateTask stores a QUEUED task and its prompt as the first user message (sequence 1); an
@@ -245,7 +249,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
 			Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
 			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
-			TraceParent: s.traceParent(ctx),
+			TraceParent: traceParent(nt.TraceParent),
 		}
 		if err := s.insertTask(tx, now, &row, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}}); err != nil {
 			return nil, err

@@ -146,11 +146,11 @@ func noteEvent(tx *gorm.DB, taskID int64, st *StatusEvent) {
 	if c == nil {
 		return
 	}
-	if !slices.Contains(c.eventTasks, taskID) {
-		c.eventTasks = append(c.eventTasks, taskID)
+	if !slices.Contains(c.EventTasks, taskID) {
+		c.EventTasks = append(c.EventTasks, taskID)
 	}
 	if st != nil && st.Status == taskstate.Queued {
-		c.queued = true
+		c.TaskQueued = true
 	}
 }
 
@@ -258,12 +258,3 @@ func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, e
 	}
 	return out, nil
 }
-
-// OnTaskQueued sets the hook told, after each commit that made a task QUEUED (created, resumed,
-// handed back, taken back), that work is waiting: the worker daemon claims at once instead of
-// at its next poll. Set it while the service is assembled.
-func (s *Store) OnTaskQueued(f func()) { s.onQueued = f }
-
-// OnEvents sets the hook told, after each commit, which tasks got new events (the in-process
-// event streams). Set it while the service is assembled.
-func (s *Store) OnEvents(f func(taskIDs []int64)) { s.onEvents = f }

@@ -206,11 +206,6 @@ func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Dura
 			_, err := loadTask(tx, id, false)
 			return false, err
 		}
-		if rows[0].ParentTaskID == nil {
-			if err := s.notify(tx, now, &rows[0], NotifyTaskRetryQueued); err != nil {
-				return false, err
-			}
-		}
 		return true, nil
 	})
 }

@@ -4,7 +4,7 @@
 //
 // Events live in the database (store.TaskEvents), so a stream served by one process sees the
 // events every other process writes: the process's Broker wakes its streams at once when this
-// process wrote events (the store's OnEvents hook), and within Poll when another did (one query
+// process wrote events (the store's commit listeners, Commit.EventTasks), and within Poll when another did (one query
 // of the watched tasks' event counters per interval, however many streams are open). A stream
 // reads only by sequence after its cursor, so it never skips or repeats an event, whatever
 // woke it.
