@@ -121,14 +121,8 @@ func TestTricklingBodyIsCutOff(t *testing.T) {
 		t.Fatalf("the trickling request: %d %s, want 400 naming the minimum rate", status, body)
 	}
 
-	res, err := http.Post("http://"+addr+apitest.API+"/auth/login", "application/json",
-		strings.NewReader(`{"email":"ada@example.com","password":"correct horse"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 401 {
-		t.Fatalf("the next body after the cut: %d, want 401 (the slot is free)", res.StatusCode)
+	if status := failedLogin(t, addr); status != 401 {
+		t.Fatalf("the next body after the cut: %d, want 401 (the slot is free)", status)
 	}
 }
 
