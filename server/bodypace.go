@@ -36,15 +36,17 @@ type pacedBody struct {
 	total       time.Time
 	now         func() time.Time
 	setDeadline func(time.Time) error // the connection's read deadline (http.ResponseController)
+	onEnd       func()                // called once when the body has been read to its end
 
 	windowEnd time.Time // when the current window's quota is due
 	owed      int64     // bytes the current window still needs
 	done      bool      // the body was read to its end
 }
 
-// newPacedBody starts the first window now. length is the body's Content-Length (-1 unknown).
-func newPacedBody(body io.ReadCloser, rate, length int64, total time.Time, now func() time.Time, setDeadline func(time.Time) error) *pacedBody {
-	b := &pacedBody{body: body, rate: rate, remaining: length, total: total, now: now, setDeadline: setDeadline}
+// newPacedBody starts the first window now. length is the body's Content-Length (-1 unknown);
+// onEnd (nil: nothing) is called once the body has been read to its end.
+func newPacedBody(body io.ReadCloser, rate, length int64, total time.Time, now func() time.Time, setDeadline func(time.Time) error, onEnd func()) *pacedBody {
+	b := &pacedBody{body: body, rate: rate, remaining: length, total: total, now: now, setDeadline: setDeadline, onEnd: onEnd}
 	b.nextWindow(now())
 	return b
 }
@@ -83,6 +85,9 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF || b.remaining == 0 {
 		b.done = true
+		if b.onEnd != nil {
+			b.onEnd()
+		}
 		return n, err
 	}
 	if now.Before(due) || !paced {

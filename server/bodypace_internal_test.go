@@ -120,8 +120,12 @@ func TestPacedBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakeConn{now: start, steps: tc.steps, honour: tc.honour}
-			b := newPacedBody(f, tc.rate, tc.length, start.Add(time.Minute), f.clock, f.setDeadline)
+			ended := 0
+			b := newPacedBody(f, tc.rate, tc.length, start.Add(time.Minute), f.clock, f.setDeadline, func() { ended++ })
 			n, err := readAll(b)
+			if whole := !tc.slow && !tc.timeout; (ended == 1) != whole || ended > 1 {
+				t.Errorf("onEnd called %d times, want %d", ended, map[bool]int{true: 1}[whole])
+			}
 			var slow *bodyTooSlowError
 			switch {
 			case tc.slow && !errors.As(err, &slow):
@@ -142,12 +146,14 @@ func TestPacedBody(t *testing.T) {
 }
 
 // TestPacedBodyLeavesTheDeadlineAfterTheEnd: once the body has been read to its end the
-// connection's deadline is the HTTP server's again (its background read must not time out).
+// connection's deadline is the HTTP server's again (its background read must not time out), and
+// onEnd (which frees the body slot) has run once.
 func TestPacedBodyLeavesTheDeadlineAfterTheEnd(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	f := &fakeConn{now: start, steps: []step{{time.Second, 10}}, honour: true}
-	b := newPacedBody(f, 100, 10, start.Add(time.Minute), f.clock, f.setDeadline)
+	ended := 0
+	b := newPacedBody(f, 100, 10, start.Add(time.Minute), f.clock, f.setDeadline, func() { ended++ })
 	if n, err := readAll(b); n != 10 || err != nil {
 		t.Fatalf("read %d, %v", n, err)
 	}
@@ -157,5 +163,8 @@ func TestPacedBodyLeavesTheDeadlineAfterTheEnd(t *testing.T) {
 	}
 	if f.deadlines != before {
 		t.Errorf("the deadline was set %d more times after the end", f.deadlines-before)
+	}
+	if ended != 1 {
+		t.Errorf("onEnd called %d times, want 1", ended)
 	}
 }

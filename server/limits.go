@@ -59,7 +59,8 @@ func (b *bodySlots) unclaim(client string) {
 // waiting up to half of http_read_timeout (its own read time runs meanwhile), else answers 503.
 // Admitted, its body is capped at limit (413) and must arrive at min_body_bytes_per_second
 // (pacedBody: 400 when slower); an operation with a body cap above the default gets its read and
-// write deadlines extended in proportion. The caller calls release when the request is done.
+// write deadlines extended in proportion. The slot is released when the body has been read to
+// its end, or when the caller calls release (when the request is done), whichever comes first.
 // Errors: ErrUnavailable (with the default Retry-After).
 func (s *Server) admitBody(c *gin.Context, limit int64, client string, arrived time.Time) (release func(), err error) {
 	cfg := s.cfg.View()
@@ -85,14 +86,15 @@ func (s *Server) admitBody(c *gin.Context, limit int64, client string, arrived t
 		read += time.Duration(limit/minBodyRate) * time.Second
 		s.extendDeadlines(c, 0, read+time.Duration(cfg.HTTPWriteTimeout)*time.Second)
 	}
-	rc := http.NewResponseController(c.Writer)
-	paced := newPacedBody(c.Request.Body, int64(cfg.MinBodyBytesPerSecond), c.Request.ContentLength,
-		arrived.Add(read), time.Now, rc.SetReadDeadline)
-	c.Request.Body = readFailures{http.MaxBytesReader(c.Writer, paced, limit)}
-	return func() {
+	release = sync.OnceFunc(func() {
 		<-s.bodies.slots
 		s.bodies.unclaim(client)
-	}, nil
+	})
+	rc := http.NewResponseController(c.Writer)
+	paced := newPacedBody(c.Request.Body, int64(cfg.MinBodyBytesPerSecond), c.Request.ContentLength,
+		arrived.Add(read), time.Now, rc.SetReadDeadline, release) // received: the slot is free for the next body
+	c.Request.Body = readFailures{http.MaxBytesReader(c.Writer, paced, limit)}
+	return release, nil
 }
 
 // extendDeadlines moves the connection's read and write deadlines to now plus read and write.
