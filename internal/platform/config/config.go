@@ -67,7 +67,7 @@ type Config struct {
 	// HTTPIdleTimeout closes a keep-alive connection idle that long, in seconds. Read at start-up.
 	HTTPIdleTimeout int `key:"http_idle_timeout" env:"HTTP_IDLE_TIMEOUT"`
 	// MaxRequestBodies caps the request bodies being received at once; further requests with a
-	// body wait for a slot up to http_read_timeout, then answer 503. Read at start-up.
+	// body wait for a slot up to half of http_read_timeout, then answer 503. Read at start-up.
 	MaxRequestBodies int `key:"max_request_bodies" env:"MAX_REQUEST_BODIES"`
 	// MaxRequestBodiesPerClient caps the bodies one client address sends (or waits to send) at
 	// once, so that one address cannot take every max_request_bodies slot; beyond it a request
