@@ -63,7 +63,7 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]ratelimit.Checker
-	bodies   chan struct{}               // one slot per request body being received (max_request_bodies)
+	bodies   *bodySlots                  // one slot per request body being received (max_request_bodies)
 	agentAPI agentAPIState               // per-agent API: per-key limiters (server/agentapi.go)
 	media    *media.Service              // inline files are spooled to its InlineDir
 	plugins  *plugins.Runtime            // frontend bundles of plugins
@@ -99,7 +99,7 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 		handlers: api.New(d.Deps), clock: clock, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media, plugins: d.Plugins,
 		metrics: d.Metrics, tracer: d.Tracer, pushSvc: d.Push, daemon: d.Daemon, events: d.Events,
-		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
+		bodies: newBodySlots(cfg.MaxRequestBodies),
 		// Shared through the database: the budgets hold across every API process.
 		limiters: map[string]ratelimit.Checker{
 			"auth": ratelimit.NewShared(d.Store, "auth", authAttemptsPerMinute, time.Minute, clock),

@@ -68,8 +68,16 @@ type Config struct {
 	// HTTPIdleTimeout closes a keep-alive connection idle that long, in seconds. Read at start-up.
 	HTTPIdleTimeout int `key:"http_idle_timeout" env:"HTTP_IDLE_TIMEOUT"`
 	// MaxRequestBodies caps the request bodies being received at once; further requests with a
-	// body wait for a slot up to http_read_timeout, then answer 503. Read at start-up.
+	// body wait for a slot up to half of http_read_timeout, then answer 503. Read at start-up.
 	MaxRequestBodies int `key:"max_request_bodies" env:"MAX_REQUEST_BODIES"`
+	// MaxRequestBodiesPerClient caps the bodies one client address sends (or waits to send) at
+	// once, so that one address cannot take every max_request_bodies slot; beyond it a request
+	// answers 503 at once. Read at every request.
+	MaxRequestBodiesPerClient int `key:"max_request_bodies_per_client" env:"MAX_REQUEST_BODIES_PER_CLIENT"`
+	// MinBodyBytesPerSecond is the slowest a request body may arrive: every 10 s window must
+	// bring this many bytes a second (or the rest of the body), else the request fails with 400
+	// and its slot is freed. 0 leaves only http_read_timeout. Read at every request.
+	MinBodyBytesPerSecond int `key:"min_body_bytes_per_second" env:"MIN_BODY_BYTES_PER_SECOND"`
 	// AllowRegistration opens self-registration.
 	AllowRegistration bool `key:"allow_registration" env:"ALLOW_REGISTRATION"`
 
@@ -254,6 +262,8 @@ func Defaults() *Config {
 		HTTPWriteTimeout:          60,
 		HTTPIdleTimeout:           120,
 		MaxRequestBodies:          64,
+		MaxRequestBodiesPerClient: 8,
+		MinBodyBytesPerSecond:     1024,
 		KeyPath:                   "storage/secret.key",
 		DBDriver:                  "sqlite",
 		DBHost:                    "127.0.0.1",
