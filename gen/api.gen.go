@@ -905,6 +905,24 @@ func (e RegisteredToolSettingType) Valid() bool {
 	}
 }
 
+// Defines values for ResolvedLlmConfigResponseDataSource.
+const (
+	ResolvedLlmConfigResponseDataSourceGlobal ResolvedLlmConfigResponseDataSource = "global"
+	ResolvedLlmConfigResponseDataSourceGroup  ResolvedLlmConfigResponseDataSource = "group"
+)
+
+// Valid indicates whether the value is a known member of the ResolvedLlmConfigResponseDataSource enum.
+func (e ResolvedLlmConfigResponseDataSource) Valid() bool {
+	switch e {
+	case ResolvedLlmConfigResponseDataSourceGlobal:
+		return true
+	case ResolvedLlmConfigResponseDataSourceGroup:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RuntimeSettingSource.
 const (
 	RuntimeSettingSourceDefault     RuntimeSettingSource = "default"
@@ -2763,6 +2781,39 @@ type LlmConfigResponse struct {
 	} `json:"data"`
 }
 
+// LlmConfigTest What one minimal model call answered.
+type LlmConfigTest struct {
+	// DurationMs How long the call took.
+	DurationMs int `json:"duration_ms"`
+
+	// ErrorCode When not `ok`, the task error code a step would fail with (`TaskErrorCode`, for example `AUTH_ERROR` for a refused key, `BAD_REQUEST` for an address the outbound screen refuses or a model the provider does not know, `GATEWAY_ERROR` for an unreachable endpoint).
+	ErrorCode *string `json:"error_code,omitempty"`
+
+	// Message When not `ok`, the provider's or the outbound screen's refusal, precise.
+	Message *string `json:"message,omitempty"`
+
+	// Model The configured model name that was called.
+	Model *string `json:"model,omitempty"`
+
+	// Ok The provider answered the call.
+	Ok bool `json:"ok"`
+
+	// Reply The model's reply text (cut to 200 characters), when `ok`.
+	Reply *string `json:"reply,omitempty"`
+
+	// StatusCode The provider's HTTP status, when it answered.
+	StatusCode *int `json:"status_code,omitempty"`
+}
+
+// LlmConfigTestResponse The outcome of a test call.
+type LlmConfigTestResponse struct {
+	// Data Payload.
+	Data struct {
+		// Test What one minimal model call answered.
+		Test LlmConfigTest `json:"test"`
+	} `json:"data"`
+}
+
 // LlmDriver Model driver: `openai` (OpenAI-compatible `/chat/completions`), `anthropic` (Messages
 // API), `scripted` (replies read from a JSON/YAML script file; tests and demos).
 //
@@ -3637,6 +3688,23 @@ type ResolveMediaResponse struct {
 		Missing []string `json:"missing"`
 	} `json:"data"`
 }
+
+// ResolvedLlmConfigResponse The model configuration that resolves, if any.
+type ResolvedLlmConfigResponse struct {
+	// Data Payload.
+	Data struct {
+		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
+		//
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		LlmConfig *LlmConfig `json:"llm_config,omitempty"`
+
+		// Source Where it comes from (the owning group's default or the global default); absent with `llm_config`.
+		Source *ResolvedLlmConfigResponseDataSource `json:"source,omitempty"`
+	} `json:"data"`
+}
+
+// ResolvedLlmConfigResponseDataSource Where it comes from (the owning group's default or the global default); absent with `llm_config`.
+type ResolvedLlmConfigResponseDataSource string
 
 // RoleListResponse defines model for RoleListResponse.
 type RoleListResponse struct {
@@ -5481,6 +5549,9 @@ type ServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(c *gin.Context, id string)
+	// GetAgentLlmConfig The model configuration the agent runs with
+	// (GET /agents/{id}/llm-config)
+	GetAgentLlmConfig(c *gin.Context, id string)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(c *gin.Context, id string)
@@ -5628,6 +5699,9 @@ type ServerInterface interface {
 	// SetDefaultGroupLlmConfig Make a model configuration the default
 	// (POST /groups/{id}/llm-configs/{cid}/set-default)
 	SetDefaultGroupLlmConfig(c *gin.Context, id GroupsIdPath, cid GroupsCidPath)
+	// TestGroupLlmConfig Test a model configuration
+	// (POST /groups/{id}/llm-configs/{cid}/test)
+	TestGroupLlmConfig(c *gin.Context, id GroupsIdPath, cid GroupsCidPath)
 	// ListGroupMembers List members
 	// (GET /groups/{id}/members)
 	ListGroupMembers(c *gin.Context, id GroupsIdPath, params ListGroupMembersParams)
@@ -5664,6 +5738,9 @@ type ServerInterface interface {
 	// UpsertGroupTool Create or update a group tool entry
 	// (POST /groups/{id}/tools/{toolClass})
 	UpsertGroupTool(c *gin.Context, id GroupsIdPath, toolClass GroupsToolClassPath)
+	// GetDefaultLlmConfig The installation's default model configuration
+	// (GET /llm-configs/default)
+	GetDefaultLlmConfig(c *gin.Context)
 	// GetMailConfig Read the outgoing mail configuration
 	// (GET /mail-config)
 	GetMailConfig(c *gin.Context)
@@ -6733,6 +6810,31 @@ func (siw *ServerInterfaceWrapper) FavoriteAgent(c *gin.Context) {
 	}
 
 	siw.Handler.FavoriteAgent(c, id)
+}
+
+// GetAgentLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetAgentLlmConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetAgentLlmConfig(c, id)
 }
 
 // GetAgentPicture operation middleware
@@ -8035,6 +8137,40 @@ func (siw *ServerInterfaceWrapper) SetDefaultGroupLlmConfig(c *gin.Context) {
 	siw.Handler.SetDefaultGroupLlmConfig(c, id, cid)
 }
 
+// TestGroupLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) TestGroupLlmConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id GroupsIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "cid" -------------
+	var cid GroupsCidPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cid", c.Param("cid"), &cid, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter cid: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestGroupLlmConfig(c, id, cid)
+}
+
 // ListGroupMembers operation middleware
 func (siw *ServerInterfaceWrapper) ListGroupMembers(c *gin.Context) {
 
@@ -8388,6 +8524,19 @@ func (siw *ServerInterfaceWrapper) UpsertGroupTool(c *gin.Context) {
 	}
 
 	siw.Handler.UpsertGroupTool(c, id, toolClass)
+}
+
+// GetDefaultLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetDefaultLlmConfig(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetDefaultLlmConfig(c)
 }
 
 // GetMailConfig operation middleware
@@ -10149,6 +10298,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PATCH(options.BaseURL+"/runtime-settings", wrapper.UpdateRuntimeSettings)
 	router.GET(options.BaseURL+"/agents", wrapper.ListAgents)
 	router.POST(options.BaseURL+"/agents", wrapper.CreateAgent)
+	router.GET(options.BaseURL+"/llm-configs/default", wrapper.GetDefaultLlmConfig)
+	router.GET(options.BaseURL+"/agents/:id/llm-config", wrapper.GetAgentLlmConfig)
 	router.DELETE(options.BaseURL+"/agents/:id", wrapper.DeleteAgent)
 	router.GET(options.BaseURL+"/agents/:id", wrapper.GetAgent)
 	router.PATCH(options.BaseURL+"/agents/:id", wrapper.UpdateAgent)
@@ -10194,6 +10345,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/groups/:id/llm-configs/:cid", wrapper.DeleteGroupLlmConfig)
 	router.PATCH(options.BaseURL+"/groups/:id/llm-configs/:cid", wrapper.UpdateGroupLlmConfig)
 	router.POST(options.BaseURL+"/groups/:id/llm-configs/:cid/set-default", wrapper.SetDefaultGroupLlmConfig)
+	router.POST(options.BaseURL+"/groups/:id/llm-configs/:cid/test", wrapper.TestGroupLlmConfig)
 	router.GET(options.BaseURL+"/groups/:id/members", wrapper.ListGroupMembers)
 	router.POST(options.BaseURL+"/groups/:id/members", wrapper.AddGroupMember)
 	router.DELETE(options.BaseURL+"/groups/:id/members/:uid", wrapper.RemoveGroupMember)
@@ -13887,6 +14039,101 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 type FavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response FavoriteAgent503JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfigRequestObject struct {
+	Id string `json:"id"`
+}
+
+type GetAgentLlmConfigResponseObject interface {
+	VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type GetAgentLlmConfig200JSONResponse ResolvedLlmConfigResponse
+
+func (response GetAgentLlmConfig200JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentLlmConfig401JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAgentLlmConfig404JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetAgentLlmConfig422JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentLlmConfig500JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentLlmConfig503JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19822,6 +20069,133 @@ func (response SetDefaultGroupLlmConfig503JSONResponse) VisitSetDefaultGroupLlmC
 	return err
 }
 
+type TestGroupLlmConfigRequestObject struct {
+	Id  GroupsIdPath  `json:"id"`
+	Cid GroupsCidPath `json:"cid"`
+}
+
+type TestGroupLlmConfigResponseObject interface {
+	VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type TestGroupLlmConfig200JSONResponse LlmConfigTestResponse
+
+func (response TestGroupLlmConfig200JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestGroupLlmConfig401JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestGroupLlmConfig403JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestGroupLlmConfig404JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response TestGroupLlmConfig422JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestGroupLlmConfig429JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestGroupLlmConfig500JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestGroupLlmConfig503JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupMembersRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupMembersParams
@@ -21339,6 +21713,72 @@ func (response UpsertGroupTool500JSONResponse) VisitUpsertGroupToolResponse(w ht
 type UpsertGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response UpsertGroupTool503JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfigRequestObject struct {
+}
+
+type GetDefaultLlmConfigResponseObject interface {
+	VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type GetDefaultLlmConfig200JSONResponse ResolvedLlmConfigResponse
+
+func (response GetDefaultLlmConfig200JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetDefaultLlmConfig401JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetDefaultLlmConfig500JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDefaultLlmConfig503JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -29648,6 +30088,9 @@ type StrictServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(ctx context.Context, request FavoriteAgentRequestObject) (FavoriteAgentResponseObject, error)
+	// GetAgentLlmConfig The model configuration the agent runs with
+	// (GET /agents/{id}/llm-config)
+	GetAgentLlmConfig(ctx context.Context, request GetAgentLlmConfigRequestObject) (GetAgentLlmConfigResponseObject, error)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(ctx context.Context, request GetAgentPictureRequestObject) (GetAgentPictureResponseObject, error)
@@ -29795,6 +30238,9 @@ type StrictServerInterface interface {
 	// SetDefaultGroupLlmConfig Make a model configuration the default
 	// (POST /groups/{id}/llm-configs/{cid}/set-default)
 	SetDefaultGroupLlmConfig(ctx context.Context, request SetDefaultGroupLlmConfigRequestObject) (SetDefaultGroupLlmConfigResponseObject, error)
+	// TestGroupLlmConfig Test a model configuration
+	// (POST /groups/{id}/llm-configs/{cid}/test)
+	TestGroupLlmConfig(ctx context.Context, request TestGroupLlmConfigRequestObject) (TestGroupLlmConfigResponseObject, error)
 	// ListGroupMembers List members
 	// (GET /groups/{id}/members)
 	ListGroupMembers(ctx context.Context, request ListGroupMembersRequestObject) (ListGroupMembersResponseObject, error)
@@ -29831,6 +30277,9 @@ type StrictServerInterface interface {
 	// UpsertGroupTool Create or update a group tool entry
 	// (POST /groups/{id}/tools/{toolClass})
 	UpsertGroupTool(ctx context.Context, request UpsertGroupToolRequestObject) (UpsertGroupToolResponseObject, error)
+	// GetDefaultLlmConfig The installation's default model configuration
+	// (GET /llm-configs/default)
+	GetDefaultLlmConfig(ctx context.Context, request GetDefaultLlmConfigRequestObject) (GetDefaultLlmConfigResponseObject, error)
 	// GetMailConfig Read the outgoing mail configuration
 	// (GET /mail-config)
 	GetMailConfig(ctx context.Context, request GetMailConfigRequestObject) (GetMailConfigResponseObject, error)
@@ -31018,6 +31467,32 @@ func (sh *strictHandler) FavoriteAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(FavoriteAgentResponseObject); ok {
 		if err := validResponse.VisitFavoriteAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAgentLlmConfig operation middleware
+func (sh *strictHandler) GetAgentLlmConfig(ctx *gin.Context, id string) {
+	var request GetAgentLlmConfigRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentLlmConfig(ctx, request.(GetAgentLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetAgentLlmConfigResponseObject); ok {
+		if err := validResponse.VisitGetAgentLlmConfigResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -32645,6 +33120,33 @@ func (sh *strictHandler) SetDefaultGroupLlmConfig(ctx *gin.Context, id GroupsIdP
 	}
 }
 
+// TestGroupLlmConfig operation middleware
+func (sh *strictHandler) TestGroupLlmConfig(ctx *gin.Context, id GroupsIdPath, cid GroupsCidPath) {
+	var request TestGroupLlmConfigRequestObject
+
+	request.Id = id
+	request.Cid = cid
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestGroupLlmConfig(ctx, request.(TestGroupLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestGroupLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestGroupLlmConfigResponseObject); ok {
+		if err := validResponse.VisitTestGroupLlmConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListGroupMembers operation middleware
 func (sh *strictHandler) ListGroupMembers(ctx *gin.Context, id GroupsIdPath, params ListGroupMembersParams) {
 	var request ListGroupMembersRequestObject
@@ -33034,6 +33536,30 @@ func (sh *strictHandler) UpsertGroupTool(ctx *gin.Context, id GroupsIdPath, tool
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(UpsertGroupToolResponseObject); ok {
 		if err := validResponse.VisitUpsertGroupToolResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetDefaultLlmConfig operation middleware
+func (sh *strictHandler) GetDefaultLlmConfig(ctx *gin.Context) {
+	var request GetDefaultLlmConfigRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDefaultLlmConfig(ctx, request.(GetDefaultLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDefaultLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetDefaultLlmConfigResponseObject); ok {
+		if err := validResponse.VisitGetDefaultLlmConfigResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -35246,1042 +35772,1057 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ldts4tij4KxjdnhW5m7Ilx65K7DWrr8txUu7y69hy1a0u50oQCUk4pgAWQVpRMp5vmm+YL5uFjQdB",
-	"EtTLTp9z7sxZ63TFFInHxsZ+P761Qj5LOCMsE62jb60pwRFJ4Z+3JEsXJ+OMpPKviIgwpUlGOWsdte5I",
-	"yFkkUMbRHNMMjciYpwSl8hPKJrutoCXCKZlh+emMMjrLZ62jXtDKFglpHbUoy8iEpK3n5+egleAUz0im",
-	"pz2ZEJadJPR0irPzqD61fI5ohNrZlKAMi0dEowBFJKQzHKOITmgmduQCqHw7wdm0FbQYnsG0UStopeTP",
-	"nKYkah1laU7chZIveJbE8sWD/ZZdq8hSyiYtuVKztjvKQnJH/swJC0l9idcsXqAZEQJPiEDzKRcEDYV+",
-	"fYioQJOU4IykKJtihrIpFXbBf+YkXRQrFnKmgfm2BNYxT2c4U8D84aAVFHDueuCsF98nsyTGGRHn0Y0E",
-	"TW3t5gWA6vAh73bfhoLnaUjg32RPP4rziXowRDxFGI1wSpB8uov6U/kvLKZolguJG+j+9qJDWMgjEh09",
-	"sGHIU/K/739MiSA4DackHe4+sBeemBxzrxhRggN/uSBsIjfZe9sF8Ni/JdJlGUnlhP+z/QfufO123n/W",
-	"/x10Pn/rBj+8fd7b+XvTT3/x4senlOeJOKUNsL3kEYlRyNmYTvIUy6eIRg24Gq7YevPx97zHr9bWdOzw",
-	"a/Nivsta+pzHpzEWwr+kWzKhIiMpiVDGeYxC+aoXJ3fVo/4iIVd4Rgxetsc8RRpDECDd7i3B0f3thZx5",
-	"2EQkMrOsDTDPHbiMevuHh1XUa8Kb+ya8kRdqRmYjkr4RKBckhctJmaV6bYzUaPKhpItyRwHCAkU8zGeE",
-	"ZaiHREJCOqakkTrmm5FH5wb90ZNXRN6Tb92g967hdpxHZJbwjLBw8QtZeK4HfiQCYeAilERIroSIDAk8",
-	"JkewrTFNRWafz2k2RRg9kgXCYSYQZhGi8F8xJ+kDa4sMZ7l6PuLRYkdS3keSZEgixv4BmvI8FSghKQpx",
-	"HJMUtSVwA0nQEpJ2sCSY6OTmXE6xcwwrSwjOHhjMLBck8IyoBbCoeGAWqBYiJJXPzC8i4UwQWDvPM7lw",
-	"eWx4gikLnIEVH0ZDC7Osc0uSGC9IdITkwQxRG8eCIywZNCxNZDjNAljJfEqYXqxAOE3pE3lg8ymNiQNG",
-	"KpDIaByjNGeMsgmAeKH4uQRQAcoA4QzNuMhQr4tEgEgsCDrovn9gp9dXHy/OT/s7muobcOijieh4TFIJ",
-	"RQOStjwIibsxZXIhMREAbpxNdwy8HtjB/j769eTi/MNJ//z6anB2e3t9u4tONDj5GB12u7BRPOJPBEnW",
-	"w3imzratEMjghATszi46URt4YPuHh+iJCjqKCTq5Oz0/R+EUpziU4ofiQgWavx33wve4SzqHYW/UOYh+",
-	"JJ33+LDX6UY/jHuj/fBHcnBgrpI6sOIyOcjekdheEoiWkgf3Xv1vnf/r89/8t+mCh8BBfDKS+e31CLqH",
-	"iN/giUf26XVGWJAIJXhCEMsl0WqSbeQrJbhEZIzzOAMorOAgNyT1zy+fIkG/EtTWw6H9QxeBuzuN6yHp",
-	"oHlN+4dA1/Wiut2VS+xj8Sjk//hOqK8EV7nIdQTXTA3zIuFV8ibguedL2Ixkfm8ESgveO5SPBsB8X8RS",
-	"z6N/HT+9FyT1Qf1e8c7vdSee5eeKwDuqzM35Fc8+8pzBgkLOJDWX/8RJElN1Uff+XcgFOmD41iJpylP1",
-	"SSTnOfl0dtUfnNycDz6c3538dHH2QUJGaRkSxpLtl7gWlaRyfIQwQziSyCqyFGc8RVmeMoG4EhUEyYAF",
-	"3f16OrBToPadeiyAG8r3CHuiKWdSmNgBIBeQ+UtKxq2j1n/bK3TJPfWr2DuDXQBs6tiWEiXGoYgTASSc",
-	"fKEik1NS9bch1RmHRTySxRtJ1OUW2xIuaHh13R98vL6/+jDcsWv1wcG8XwfjMNCcByRNRJ5IukDDPRig",
-	"gxO699chMCij5eI8mxKW6aM7hhn1OSCJSqIE12EJsEO7xjlPH0kqmW9GZwTN5OKAb4O0QAUahjElLJOX",
-	"6jlo/YSjW8VDX4ZFP518GNye/dv92V2/hD6GQUv+bIGPYxqhf9xdX73Wgbujy3FRG5THWR5nNMFphvIk",
-	"5jhCMQ4fBUggQykjSPinmTpfmqGQ53EEY4wkDuEItcM8Q2LKpQDEUyTk0YuYz42KPZxRNpCTD0aLjIiB",
-	"JPUCbBhDdX4hZ4yEimfC+TEUxlyQaGcXnQLeOIAbwomccjaOafjC8zi/AkFncNc/6Z+VLzSwCIFOry9v",
-	"Ls76Zx9e4xDUXozYNkTtKFfLJTsScMPScobKyGJu6RspMOKMSOlwRCOF5lJyVhj6EZ5GhL0MIKd3tx8H",
-	"/etfzq4GejElqMyoEPJaSUxgCkHlFyjjj4S9IoRqqxia20nQ8H905O+dvpxzaGR1KpCzuHnK2eQYyU09",
-	"sOHH69ufzj98OLtyRtE6h0J1+aBMpMcxnhhaMcNMEpeUx0TKqFKXYlJGxPFLka9/dnt1clGCMNVDI6JB",
-	"9GKQ3jPyJSFhRiI0xjTOU2IulVmARESSYRoLEOZjPpmQKEBM0mIpzucpk1dR7vx1mKnlGqWtS5IyhsH/",
-	"oxicQgoDnoK3ma2fyw1JHkxeAQDnkrBcnl31K6JETEUGsoswq6TFtGhBstcBD5VyZkywcMBjJwJo8IRo",
-	"M9mCZC5QnJUr0NzghWQcfc4vcKr0gu1hc3Py+8X1yYdB//p6cHFy++msmVOSLyEhkUC97sG7wx9/QMBe",
-	"XpVbmhlAppB6TUxn1AKjtlQFjjuSPtGQ3DP8hGmMR/ELIXJ3dvvr+enZ4P7q5NeT8wspNtWEzwhnWOp+",
-	"EmfyYuJjrY4Dd44XrwIbqVqnOKXxQs6kr48g6ZO2E5WXkhIcTuVbARrncRygUS4WaEQWXBuMwOTBJaEZ",
-	"54IINE9pRgRqY7YoULCQLmEiuMApCQl9AgOOkER6gRzkoETIxzRDmTJsZYizkKD2cIa/DPSLA/XicAfM",
-	"GYyDUYRRMSURGFEoQ1McjxEfo+E0y5KBFHcGUmLkeVYIk0pURDiKUiLg1uJYvrmQolAEYmh9UpCCtJBp",
-	"Fty2krBe7s4uuuJyHRM0B3sisyeqTE/AEMFX1AFn0RAJ7RwCTjehT4QZbPWg0VAqY1WvU8e6nXz4od/e",
-	"cxxUgCTGdXEusSO7hcPckEpqJmSvgGgd/WEvweXJ/xjc9c9u7ga3J1cVogDKwq6EschIIqznAzOk9UM0",
-	"TvkM9SSm9rpdZT+dto5aSs/Ys5+2nj8HrTlOmdS+Wkd/fH4Oatexahur3cXMeHGmWCg+Lo5QZf3yhKuT",
-	"o/bN9V1fP+6YUcQeCFpyPPIliTFlAsk7tYke6D2ctXSFnOVC3V6N7PXNdYQUFGi2kJdHorswGFeF1PC4",
-	"EMDsODQTJB4DfisSEAVoqFFhiCQ3VORXQ4Gnb0QxUUuZVi4xW2gFTbyM1kpSfnly9bvRNu7Kp8t5idK8",
-	"CrO5lVAAvkIiA7naMobHlXsur7YCDBBQyszNf70rfc8cZfulIs/91cl9/+ezq/756UlV5Cnr9MhagV4B",
-	"uFdcK9KCCCEHb/M0QJxVTAwBYubFR7Kwamdl0Yq93zORJ/IekeiSRBT3wRL1Mtjc3d/cXN/2zz4MLs8+",
-	"nJ8M+r/fVHj8IiHIHfZLZyYiPmegsWtBEYchSTISvaYI9Eag4anaWUfudGgmk9yyLCYqTtt2LTLF9TVr",
-	"Q3InQvFzzLTJ4Y2Ax6CHaFVF0mspHoBMt1PdYXFAPsipc/pVEQzK2VkB722PaCnRLwmlki5ipkjjEUpS",
-	"CZ9sgR5abIbJQ0sRVYtBr3FUJ8gGcRgqXSXfqJ2zR8bnDI0piaNAacgA9ACleUzQKJX69E4j6d51Vqrs",
-	"q/oobrXRVT7Tu6XKAisFwfpTi6QuwJW5V9t0R5zHBCt7QmER/qP48rN9lY/+nYRZ7U2Yuf5W0DqJInD3",
-	"XoJD17Hp4SiiEpw4vnFWO8axIL6bAX7gjEuZLwCzY4RGUlvAYRYv4GpImVG+NaARBGkMyQzTeBgYZyVN",
-	"lUXB9Xl9a8FLkiJG+L/rx7shn7WClny5ddRSnmi5lTJU9YffGtb6Rsirw3OWIXgTtcmXMM4FfVLe0GKt",
-	"4EWw1nY1bMUHcFCz+pvlOR4bs9Iat+MxMY7yCcQ9WFfRUH0iWR2fM8nkmFW+4AFAzKB43WADSycsn0kU",
-	"gA9aQQteg9sKy/nsWbve+lLo0chx+QfIuvyljsG0EVpOILUSnkbWJQ2m6xqwFS7sHLsSKrXyD2of7O/v",
-	"lDBjS6d/Hf8nmvxVKYiNiwHX7Lm28ksgAmZjlKSUhTTBcQVjcRzz+WDM5X/yxNzkEEKsogEg0X53/7DT",
-	"fdvp9vrd90dvu0fd7j9rePGRSq1Fgk3ksxlOqdQFlf1GxWdFraOD/aBFxWCMn7hUEu39VNpVlsJd2Fd/",
-	"K3H+qNeVR59hQ4ukJDPh6QKotopXkoOHsIYR548A5phkGRk8EvlaRnAsQaf9VLf6K4SFoCLDLGsFLcYz",
-	"OXXrv/03dC95wgM7EY/gx8co4wkNlb8cRSTJpnI3CQ2zPCWDPI1bR0zqxS0LYEDFQ0nQsnQxAD1vMKMs",
-	"hykOg5ZYiIzMBknKZ4kE7+88B7sdRiGWGBSjtLbGXXRKpQIB3hUFVbmMPIk8x7Tf7/1w1D086u3/s05o",
-	"quddRaXfpiSbQlCEZGExAZaPxSOaYan2S0TLKMsJ+AGrBL+MOLXgQ/kbCBp0RkpkSu6iI5+2PNe7NEgt",
-	"lnLK0ww5z1CbzJJsoRSVnAmSwU10CWC32/VM4yMgcN20z9PeGYnFK92ZFURvgrKxWkpSBDxphtNHCfEp",
-	"NZ46KY4gM5If6KX7U9tDnvEZzmioQ4NUzA4cabuLIgryBRDpmYLUkkDI0tV0Qw66VXJwl5EEjfJoQjLJ",
-	"SjFMqA9izSiA8sX3M3hFrSqUKCWkIw8Ime9VfM0jWQg0NARkGKChJBvyvxD1KKeXfzzhlGKWSeoxlNf+",
-	"gQ0dgjJE7Scc59o6pTiHOierECvc2IE7HeIUorEoy7hU/3ma6UCZGmlX9Kl6eh+oSGK8ABmlzFG8hKyM",
-	"5it8/Zbu1UJwQSXgaWeMQ4mZEimlroLg/fVumPeOlchmDVG1/Y2PFedV7yI6wxNyjCSRLawPCuRSVGec",
-	"AWDk78pUW5JFnblL9Lm25TmTO7UvoTY2okNCUiHxzvkRGANIP2U2f7gWZfAyhlo8n/rBus0ZwqWLvCiu",
-	"lXJ6jzGNtd1TPk8xE2DWBEUGXGmrb3eFNdWILfyM1M/KT6w9LzMIzvUjRl1ec7hWLfgKiwyFU8wma3OI",
-	"iu4AgSilw9Z3q0wnqps1l8ElcUGVW/rPrkyAHbJVZgJl9C+xyhJMPjfJfScJ9Yd+6vkURtSCL1FbeQKV",
-	"9T1M9bE4MuA60p68NK3HH8dv/3z/ZX92kLxrBa0Yi2wgJd7Kl2/7vd5Rd//o4OCfRYAQe8cgbGMc83ld",
-	"LPkOcoPvmt/ko5iGABUaBcr8ruKfaWQj8sdoKJ4eB+Xn+k8FQP3qMUTXyjsQ80mZOlcgVVtcGXTeW1Ay",
-	"3hUxoAUhVMeaQ5xFE1RWkkU/27nCM4Lao4UU957kInS8E9AKZS56IyoqTumA17ql+lqWLkIJMCuuwqn6",
-	"0LVgVPWiGQW36yNZBGj4Td6So29U6/yBelxMHyB39ufnIWpHPBR7ERF0wnZnEXpo3bjX66EFMPCbTZbZ",
-	"gpxN/Eaz6R1g1QZmkOLzCyqyZgD8QhZWCgLywBTrbF51NSAUPMP113FCpTjkkzfDTCrK8scAMTKXSAsx",
-	"06AFZmQmNgBOq1CCcZriRd2mZNbxAptSMd0teeKPSxEKHHyK0KbkyUQKt230+lwL9jwFe6cOu1OBC/qe",
-	"vgjuj2TRaOpQVE2ZXo3tYjOqlKr9e/Ydz/FCQOx8acS17H5m1MCs/lXOyrk3nnvPyDxelG4/ZWGcgzcX",
-	"ovglFQXmKKZSslXe2tZ/Bra02ZE9+iSCvrvDtZmZCRVSeg3Ys3TCBWfxorwsOaa7tME//3z71O+O/nwX",
-	"XvUWt4fzi/0vP/8Y/eNg9st7cfJDclY2f8nP/zjp/FMniP1tsOsL1F/FJjVWAkdUxhpG5nLP34MdvhKz",
-	"e4R0hi1Y3tkX5fttJk1aK1JqJomQcmSUtdMXEyAz0FpE3PitP+hEqhpk7GgvJAnLueA1IyqlQtJtCM16",
-	"Of+bmKTf+s1Tvyk9lgqYeTPet5rrqdlfCDTwfjZDDazn4N4DXBIk207WgWlO5Pcbru9GqUv3sIbtfD2X",
-	"NjYaPGpKQdKGBbW3iio0pnC9FX0cUYbThaKPdZVFveqDGpgsUPvm6lOA/nFz9ilAn84/SpHgNzK6Obbp",
-	"NIfokv5UFt3VjCsJCkzdCLflF+GV5D/jiFgDmX3I+1LcNZTlFGc45pMzlqUePngHrgg4dy63bsLqSuTQ",
-	"VYS93oVq9j6YC3XsBhmpnEEV9KYs89YFoj0fyjkxwxNGxxScWqBMe5KuVQT0IInzCWUQv1TzW8CL6oWB",
-	"iPOJcT8Y0JU/VgvSk0m0sulI8hj/8KULwaM+jzj8/TloPZFU6PS03e5u16O7W6hV4T+0FljH7OoosDxD",
-	"mqwUnNUB/EpuvdQ1YJPxncfHSJmotPdPr4IRr51KHVzznsB87Lg/k/zr15gMK2qxerquJOhUEEBtyBHT",
-	"NQOYk5vNU2O1UIfdKQoK1N+uLKeOdbV11dCwnlyucA3pN5QB0iSSUiYyHMckQm0K8WpojlMm0PDm4v7T",
-	"+dXg8vzu7vzqk853M0yxWCEOZ2RvTnDWsLwyZ9zecO4fvXS1aiI/Z1lKRznkJqk3jwvxU4LWUhaxllG6",
-	"fmvrFDh8LHKjjG3cwt0JxNNjiVcCqyEddY8bTRJjaDYRvTQEv35o4GO9zrBQ16+vCZH6wevOL9Oo2gWx",
-	"1QxIZf8Qq9SweQ+dWwkAS/fq9VtmTyRF+ndzJl6W0urt7u92N1IQykZqswh7HmUMDQriq+lVBX4eFKtf",
-	"8HW57HJZsc5dxatpGx5E0GtChCmvJk8jCL0eGR16fXnbK0ysksGLpb2SKGOVpM1E3JOqigdGS1W3Yl87",
-	"I49VvuAdbBpFKR5naL+73+309hHOHtjwG06SQZKSMf3ybGFTjmPeVY93/11wNtzZRfc6IA3cqhjqF/27",
-	"iv3DmQ5UiMkTiSt1Ab61/mLC5VrTLEvE0d6eeAp3nWgp+fcai2gFhRTqj2LZLEKl5EXvllzd+90Gr133",
-	"FcM5nrcJqbHiUqfkBnYd58a57bwMHGDLUJqg5XjIW0etp96q6Bq/aCrJlMoQIJCFYpPGbUCq+hXnGR/g",
-	"JEn5k+WjlS/05GOShVPIAChIoI/2P68j1P7FrWLgM4VKzqfuk0kcGX5TDwZ5Gj8Paz7xg3ceprO+HlUl",
-	"E9ZSsLEQXFlZb/14mLVKWh2hUU7jrCMFlFzoSgd1uTTQwkHBLTYQaoMHBuEyOqSiVEIL6M2/un5V+c5t",
-	"fJjGhdssz9qDbEMomhxkxwq3G4Z9rCF1+gRMFc3ZTkoS6fCJsIine/Kv4c6xdkoWOoCNWsCxsiFbttws",
-	"55YH3a1ETupDaf/9SP9zd9D5/FfzeOfveyvf+Ms64p+mTz75E0r3mYhLcmxC4/iMZpL/8VRpmccq4B84",
-	"Ip8pCCDOkNKKdtEZDqcPrFQiBCcJwamwJiKV89a/vr4YnF6c3N0NPtzfXEAyw46u+raxkGNQTpHCzcRe",
-	"zDIaLhN83XMCw/4fu58r/2j/8bfO592/eU9hiVhcCMJN9qMGccqGzG4YIq6EqoiMKYPPdLxNox3dF1ip",
-	"w+N80oiJACxHWYo1wyyX0vwTvfImgt8QAFmLItSrr8X2NUcU/ieLH9wqvG3dWLbGKK4msK2M6Hrd+Cxj",
-	"6lKJZjonEt39ftc/uxzc3F5f3vSNKWZ3g+DzRs612Q27kSIny5QDtRSh4OgxjCMOl0TqGB7vrCPa+u+A",
-	"fcG1QJRFU0cgxgzHCyEfgzkXZGSu6pKRL0nMU52Q8EQFT40Tjz4RrxWj2Sh6rbJLJoSRFMeBPK4oDzP6",
-	"RLNFYJWFQFKGWc50jlOAZiSiOIDs7MBiDmfHCDMA0gODwNTKeV+e9U8+nPRPBpJnfLq+/X1wf/XL1fVv",
-	"VxK6mU102gmQ4IhmNk+LIQkuNCUpqRZ2c5QF5578cLDUgmqySqw1tAyTn3IWSWlBfuCTaryjl5STuqku",
-	"5nmK9Dvu+QtwOMqzl+yFp5hB1TKs010mKSFgRlHKzijOCVS8iuiESz5EeUwyCOZjj96TL6lH1WX9SkWO",
-	"Y6Tf0fm0WnAIUERS+qQ8t5Kzvt3vjGiGPl792ulhNMViWuW5iEZoxqM85uitu8enrlxqT/7PvmeRa9/u",
-	"a6OLbXi9AcdtYiF/ImlKI1K531Lw8Vzqkr5XE7/SnKAZwUygJCUd/V4EtAIkslRdi51jgKoU1CibkpSq",
-	"WByohaqx0c9ZrWq5LGS/2BoVSH+x7YR+cd8CHkUkjLE2bNkR25ghkxHIGZRqEI+OXfb65uxWZf/p675T",
-	"V/pWV4JzZTFY5tpCFwiXm6MM7G2FnLXWAcFA7tlgk+mg6+FOSCYpnUn3KqRy7xm5JonmkzJoLnZfJJgX",
-	"d85nldeV5TZLiYB5OmCOM6XVxLG8QBDDzZnSS4wyPcORSXRTQVNkYD4aKq0F4opmucge2IhAXpTGUVO3",
-	"zZApzuNjlGAh5jyNOnIzUd1geGxuDInQJOYjHBv1nqc6x9DkXKREK5gmyKUhmcI1ANU4g3xsQvhKVZID",
-	"tLxCo752zle+uwfaWtnXtbOxkl41Nhf7KUhUCS9XXs2PquaCXx55srnWpjZD1TNuMt2BmuiSfL+c/V7K",
-	"o84LkzB6AAN5irM8haxpbaWule4o3vI4lmHSDa6Q3uOp/O7ZWVl1yz/nM8w6KcER+CugLgfDRlUqRJ31",
-	"NuQRTHwVQsEEf8OhQhhq3348RT+87/Z2TAoFH491tZmYm+KIJWf12NQ+nPKY2NrU5QXXgboKswDGBaj0",
-	"4tfFplN9Qg22Kget5DzCdU3s7CLIiEe2/EjblBDChhrvHKGbk9u7M5XDHjyws8ub/u8DXbcpQOeqquD5",
-	"7Zn6Q1ebg3/fnPT7Z7dXAbo6uTxzXoM/zYsP7Nez2zvJJ4sXzBM7mHlgR1TYX3xRqQ0TPDBJA+4GV9f9",
-	"wcX5XT9AjgWn+Mxn1tFPz66guGbx8gOzLN0dt+Dz8tn1T/84Oy0/Le/95L5/PTi5ubm9/vUMKi2449pJ",
-	"4Qd0d9bvn199ujMShLztztObk7u7365vP8jHA1uhL3hg9g1TDfHXk4t7PRsyS9H00d1K7afijKwS427S",
-	"Pjw/vb7Sw5ul9q9vBhdnv55dqEXXqFbwwMwzO8wvZ7/vot+02mRw8sivMAd1AUvu/Jfzi4vilUbVS+Hg",
-	"3c3J6Zl8+/Kkf/ozaosQM0YiKOstxXpbxfOB6TJ4yj93jMgXSReAHmhvkAo9wCyyAXs7ASqzII2UFcak",
-	"0e3q7OzD3eD0+urj+ad7tS+t9Wl9wrmFraBVuoWtoOVcQ/VXUXuyuIitoFXCRvN38W71KjqP6i8Vo5Zv",
-	"YyvwlJoqX0f9oHIfy0/thTSPqzeyFbQ8N9J96mBr+XEFCrVLWXrbvZStoOW7le5j/7V036hfy1bQaryX",
-	"vt+Kw/BcTPepvZmtoOW9ms5zV6Lw3U25Bd9VLAFLfyjfde+iu6bqZdRoWL6NraBVvicGC/xPPdfHaxko",
-	"cVBTy6sppOKWiDzWxk+RhyERYpzHjpryL4vfdCuq1ZQu9Uu9hphRAXQIWNuIyOBWAVJVCK+Brf1qApt2",
-	"d3d3ttOijJi7Vgh1y9naK0VxaIhvqJ/VYjisnAQamiT1jizFUwtWFd8BtU2KoA+Vte5VLoc7u+gDielI",
-	"wp7ECzS22fJTkpKjwqqQohmO5Q+OyvbAUlIkF9ijbg+9t3sIxwi+QIIjiRAjIg/ZlElRBg05pkpttBXi",
-	"/iUhI5XwDl8Yhw3cgBogtui7CfoNaUbQgudpEZTxXI3KmJI4UbG924ZkeIIr7KAviaF4naCJ5Zfhbsrn",
-	"y6PRawj/v2iCipmoT75kDc0jDCSwQCmeq4gtnqLfTy4vUEa+ZKitfYNKKyzThABNVC3VYUk4q0b/0ugI",
-	"VXDzgUlMOEIV7Hpg+rSPEBz2A4Obc/TAECrdlSO01VWpRWmoGsCruGZRFG4dzmngwyau3TkpUMetXqrR",
-	"rF66tC5yFiYP4wt/kFdCVYdTUe2zJxWpr40d5urANZKrslZQp1ppUTG4QdKplkwtHQTYOyVq1GwsZdr2",
-	"/Pn5+YV3zMCo+sGZv54oahMcTlFdvX9lFm9B6/UamOpu4HIZqi0MLdDAtmfi1aFFwqgoerjjNwtvIxY5",
-	"0yQph+rU31nSUTAJzKG9osjDeVxyEC31AYFVn/O4CBwH5HwjCveQKbpGxmOissiV3bdasszDzSqRk5Kp",
-	"IYzuby/gWzPeoMIm7Z8qh0b/ORgtBpXYDV5sU3NMCyihl4Jje6Vrv3hGXM5t9e+l5T5v5ilTHvCS602v",
-	"RvVAc/1nAopQiQDBBmwmQcmjphMdtKleOSgdx1ZDqsO6MSuuv6sUt1JjB57DrJEh+AGE4aLMtoHEhm6/",
-	"OhiJHb0KkmEdgYbrwcaHeUs6TFl/y1LPIl9yNy246/kxBr+bwgZdhK9BS/9iUGijM1h+bV4MjmU+IW+7",
-	"zHri1MoUktKlXe2gVKWzCz+ltfHbJM0VpRVKfqHivKtZJKV1uQ6kEgnxouGKY/HdRx+mrMdElqdxn0G4",
-	"fImlqAj6ihvvxSrEMndv33X/b+rpLTHMVXx7qXNve0a9XB8roAtsWlI199K+Dli3AVYTcF4FNnqHS9L5",
-	"K85zk1Fs0M2RTkoe+jjmcxINMpxOSDYwRQP+OHgbHBx8fvZJAXf5yK5ruwqf24UI6JZ1xtMuMq77WBTl",
-	"9hQIRgv0SBY1r77+DhqKYYGGf9X/N9zd1D+/Li2uQGrbMnOlilq6WQc1ANi6sNYyOm0PaL2yby6GrsjA",
-	"WwNTX3aDnYuy3gU2H9Tur/nhFa7vHXQq9oTDqg7GDgBUlRhjbFVVm6Y4IW68CoqoCDnwFW0oeCNMkmG1",
-	"cJ5H64AmzHMyUgVHwPbB2RNJM9XMhqNLHW0sh4pUkvLAGvhc6aKiq+jErEnMR8TJ4XRA9blm91uuFS1J",
-	"omrWbp4/N5QfwNFikHEtBKyn5dTNEEtTmVQo3XLtoAzRpshvFOMRiatp4UtFu23CzlaLc01FBkrxsFCm",
-	"aiwVNDTC4aMJGFGn8EbAS4Fqu9hQg8AgTWOqf4FFngpycIXMGwVhgaT/KX4iuvdGbuvCh1iEOCKoDX4D",
-	"zuKF6UanuETZ4LEyE2eVOKa1gOI1Xeo9xkZQTCPdSHkjUU3Rj6XheJtWC9DMpqgWwHmswLFGqYDKDfMa",
-	"uTQb8xwXTolxs/0H6UfLeGLp3lbVl3LGu05zd7WNMmQ8aL1mqJw99OWKSMFYvo/+0ZB6JuVzyYgWkG/j",
-	"mXQb9F6d5w6LeTU2vcRgeGbNfqpTqmbchUpSI6cbcI8NDEyNZiW7vsIEhNpGktGd/atB3zvbRX2/rlmm",
-	"WDn2GWi22oMvPrx6cbe2CChcWecGvppsm+mQ9Y3ujueuvOSqKHURCqb9QllDmU/bieny/PJMtWOyBa6E",
-	"IBl6pEw1MJHau9P1siy7PsIELahVZqpe06+kddT74ccff9zv/SDJ6IwMYALIxpRv7v17QoAIwx8JK/49",
-	"J6PE/jGh49bnmnj36N3TiV20m8Fi1oXziKq8m4jI/xo/sSTpUMrmc0Mqo9pMXfFLJ0QUjahMz2xTrE8u",
-	"I5DyA/StKml/zQXdXTjVy+F6T8tOtokoVMEjAKez2dJCvPgF1WsBiU+nONuupJ4ugYsRfCxp1Qhn4bQW",
-	"L647dbVuPnxECTSq3bXFaXCsqvC34F8/jnqhL/jb9vry3AG1CHCLQ5NMIxRb1lApcLA6Kb68Mt+ksM83",
-	"Ag3dV4eq3u5wFPPwkUS7BipiqNM5N4zx1wsI7P6bD7KPxeNLzhDS2CXZSHTg+dITVSBXeqXqOChVSnU5",
-	"gpYgseoAD6Ti5sPH1ucipmSd47bDe2sWquOWYo9do1bZ7VLXEn4kyP5Nj6CAoMnFufr6AI5M/9HzFwXY",
-	"BkleiAsGOF5cUNb7F97qDySkAnQnHbkRTnEGzS8UaiipX+qgNROI/lAFGqUToM5wENDlw0ZsmWgtnk72",
-	"VBSZcgqqzyWQrRtC/pdGJK1izvvxPm49f/aYDewalsvMZjdytI1wRvL8UxzHBkyK6jciSpXh2/UtOcDt",
-	"b3Pp7P7XPTDUxkjkIyksxASb7qmp5Ob6tZ3/NGd6CqblG20i3+5YzddOOxSXweZpSlg2MGZ4pYGnJMzQ",
-	"lKcCCFEG5aUynIBSzMjcfVunjaOYswkY85NpioUvC6s2k4/umV+l7JSLWlWaQ19kV3lFNckJzllk6J2E",
-	"QIrDjKTCN65DWN+tTHeqbqayiobD9Pfcm+LMJpDqwoxudwjVTh069AgCjYtSnk+mtinAyc35LjqJBdeM",
-	"LCUPrChTLFEezH0RiekTSRe1qFiYCG7bj4ZFGHOslkbkW1YgUQFm9VYvh51ur9/bP+p2j7pv/9kKKl+A",
-	"D+tjSnToorJO1QWAGVRajoumfjwpiQNByxi+JYzNFGA/peFU16lDEUcLnqM5ZtnfW8sFiM9g+BHqLH47",
-	"Oe+fX30anF/d3Perfeg8+4SWNrpHrIKY6U8otDOhOqbXFVcB3bM3yn5Zvykrrq6hZZgT/lYvE4djLSId",
-	"6zr4uhmUxFDV5SaWF0k5twqHnsCqUuJK26ODTsuoqrwoP+lXv08vQNvWdxVx1812/WXM5DqhwK69n7Ti",
-	"6Ws+BWGdTauWUNjX/gUNryym2RVahDFQK45xs95TElonWYbD6ayh+SiUJtHGBwxvglESYdNH2tPHRJsC",
-	"VqFTYQuBfN6IYu91unRWQCN/1zFvz7mR4HGeEXR/e4HaULdO63M4SQZ5Gg93oB/UpzPb1x8ndA8WsvcN",
-	"/nMeqVp/9uTylK48M7uTwGjxcnlN0P+puH5V39NCcgpAZ4ES6B2pg9JyFhMhlAlIGcuoQDdnVx8kSVPZ",
-	"ZicXiKeoTOd2H9hvNJsiRVrrHxRqjYqdFSQ7VqEi5XHQ0FGEgXFViUwZHxyeU93kPVOITKKKgkoEaut1",
-	"liff2Uof/AlnKt2iqvQZNlOHvg6PgAOYYwnrMU9dK1YVfq2gylc+LzNFeMvexrFAWM6mwtqNIGphUZ1z",
-	"fWg4uGaE45VGKA2cFahrh/NQD6upOLvSRuIAYYFUgx7KNKZL3VoTsqGvJJSjz2yQgGU+c7oZyoG5KFVg",
-	"K/a21NdgEaNwXURcWRPXKrN5zjKSSqae8jmi0TGccaQ6xQpbBybFTH0kIVLVwIYm7WpNttZQdFIeDVRk",
-	"xC5kBCGSslTr9uNIdzasbXKtSFQnBmMtz8eSYoHNkZAFfjRh7DmLKSMfdXOPTYxqSMwkFkMCN6TtURhK",
-	"dfCF+mY68qLup/B3RB1CvzpV/FSuVRU/PR5hQX44CHSPkkVGhGkM0DZ1I3s/oEv6k8QbHkFpIsg/+Upg",
-	"ccoXHKUcEjIFjQnL4gUkBsLraD6VW1DatUrNE1lK8ExAlTBsn055HEF3YjJHo3w8JinYtmdkxtMFmk9x",
-	"poqBSroo530D3ohjpe5IRUcyDp5n8IYBEDAquw/YRvug93anUl4SQOPDNTmTH5vlmXpLph4ebmads1ME",
-	"xeE1odP6nYkkcfO0zPM7tSoquvxU/mNtMr+Srqsht/dllYW3elgJZZHScx3h8dX8P2ryhuIvJ8jUFrKV",
-	"AI2cqjVvSb7bwJayPGXquugabdUIsGX6JbZCs7BhUlzVlREglwt5j1hIFMqBeq1b1lBB0HI7XIXtZd7A",
-	"JIaoFEwE9KfJCFtf0SqtvW6Z0TK+rknIU5A5N5IzHI3iuVEDLUQwHnu7qHM0T3lGDDPSuKPBWxR69OFI",
-	"Afyai5gLVfGVlkzhUyoySdfalEn1SRiD4xrcNfNmfWoMBS/W7kr+ZteroaFHlUdVwbXm6wjzLadI+iVR",
-	"XIV1iZC+Q5vRIXNLV5EjO/jLKNJySrzJbkNtFFxNaD2E9YW76FvRb3k8MLSALOTEzY90/U0Grc0b9fe1",
-	"9eWNZv5qk15x28WtClOXezRXkzJkrokK+iu1/XQIOou0hquj4dZTFi0kG7F2ue6mElgKfUdLvOZENlxE",
-	"s4oWtHLD+lYpv/dqHz4cdaBe2pYZPWhC0rVRWde4foEfG6l625080VWPq+zZjmVqPRwC5qsaD1d8rq6H",
-	"KqUK4dkfU8LC6a6HxdaGqpFOnhIEv8mBJilmWYB68t+9bvfYBFOVUl9tEfmoiNHZpMK1sSOJpSYxZSdR",
-	"te609iiPkqRQfE6xjhICrgqVqEbBNtSjBhpkDwikLscguInErWfwYhGYMktNnLdBpZ+042VGmTJBMNM/",
-	"v4JSa7WzX9JVXV966ElskMNxcK3XdX15JddCTXp4uGttXdnVgezLYDq8ub4z9lMVF+Ne0Vdq3ePUcnFr",
-	"raxZUsUtCv6aHX3+s/YIuJvy9P/vEVBp27K+6PLRVk2y3SB9Yst6rQmXF4ZdcZm/c5eDJKUspAmOl3kx",
-	"7UtlJqd4DAQRpUJCtXhxF/XtC1BIGKptQO84jmaYSbWI+h2jy4/zP3tXht2XkuNPKc+TbaUlRuaqoPKx",
-	"c0BoREI+I8pXxOdMpco0Zrld4vSRZDqzbZaQjGY8RW7X1gppzQiebZjqJa+XrnlkEAqKtOys17pq9bVD",
-	"7Sylsxl4y3iGckb/zMn3q5Guju4inp2CvPeS41MWeCM3lvMi4Gir7DWhulEbj2M8w62gNcKCDIpYr6O9",
-	"PfXTbozZUa938PZgD1oHQATql2wwpyzi89ZR722v++N+0IpS+gTBHzwhDFMpOIpqeRNYZuuoBQO/3e0d",
-	"vRsVqHHBQxyjC72cjMyAVOUpaR11d9/WuabZQs1Qo50eRlI7Vn2YOyrjjLAwXSS6IWFKRGaS0FIitUDF",
-	"Np3jPui+rwUp6VYg1yxe2CIsBfjqdUeihFOWIfmKcilj42CWkEY8VVY9+dsOHNtQwXAI92mIWTZNeULD",
-	"oe4mMObpA4NKKwBzW+ACfZTfqrlJNAx0OzrQ8sH/kOBsKqX+GDqUmOhoKbBSNnlgEU1JKFXmnV10OiXh",
-	"Y9FfQJBUztQ+2N/fUfNgXYQdOoaoAu07FQyEOn5TLjJFzFMieKymTfJRTEPTI4+YdEAuyQ60bCWRsbPp",
-	"VLUHNozj2cDkzstRxRC1YXToORag8xtnQAm50/MPt4iRTG4QCkzhSNJskQELfGBZmotMBEjkILQhDEW2",
-	"Y3QN+LlzrPrMzKkg6GB/P4Ax9U1T/tYUwEsII6pEkcAz8sDmWJeTyqYEpHZGwmwXfQIYlUEkbH9kM06t",
-	"BFpDi8DqNfSlGUpSqX4HYPJHwkRVEuraMPgl/NPc7bpuK4GhsbBdYJ5uCgc6rQtyNI6xMo8ao6wlFhbJ",
-	"paitx/FaaF2q4rBwf6N//Kg0+KIqkZQJIfwh5AmRNICzsKHyDBUDhderJ7oXRo1Wsr4VaVC7BACF6A3Z",
-	"X1LCVYc04HmW5B6p4Rqeq6NEIU5Afi5Q0ne4K0VdRZP9RwtcEbyWJr1YE9ct+gs2a7+BZrXg+dPX3nKt",
-	"jVhvhW/UhC7JAMHqV7yF2oamljZYynKzMN33Sn0shy5BcnY6I9x3cJf2jJB+R5klQy512GIJQOT0G8Py",
-	"3G9/WHWYDcl36vKak26WRMA29IGk9AnYw7bySGRHKCIddtEwJYJ+JYY0DOc0yqaqaf2U0Mk0G6K2JP88",
-	"m+4co6Euj6Bff2BDJfEPa+GuVhPQmWZuTTY1JcSu4phmi9bRu27QgplbRz8cdGsyhRms4dqZtsk2jVpl",
-	"bMNKA4MwwlwVXZ9dx7COlThMv5a6Tum8OZUxp3cAWXIezFZg8onegCBI/S7RKqFfSGxrLaeq8GVbzV7G",
-	"qXe99/urCMSSMA17qCLEMYGdjyn0+qfQLCbKpuiLXph7qCnpEKZ6P2Qc2bN1AGOPTn/jhYg91rrIBS3a",
-	"kH4BgC9BDRxcghkpAlsoEu8Od44RnTCob2PZ/qZmA41aTSekAPLKB7RBCSRz0a94Rse6hdxdPrJL3e7G",
-	"K4dNOiHAJIQabwRiHmZRgFTIN46lgAc2Tsoi4Uk7haDwDIvHgbVsSTYpH6jAZXlRVEpHOV9YlVHSEe/6",
-	"L2OMNrXKK5VKZ5j6os5iwSW3A2FOgFxm4QQRVvBdgTQAjgZmrndUY3fOkAoSEk4pCQl9IscIj1TvJd0r",
-	"Vvc0UzJFLS90mRfHnccEypYM9EFL8Vyd2KK1GAeWtfAzm86gwsR56lp4aGYNNk9UUG2zKcwJWxhtSidZ",
-	"ozywiOGRqjcCfxyjoV3Q8EgDTa91zowqgzPH3uT2fzR9iMyP/gZ5pXQ8Z4Eu6Jov3vY+rbsMp5k2Zpbq",
-	"Fe0uyf5wTKa9bskt9Mdnx+G1ZXBJYxZDUbe+sCaFWEo7ZAs0qNh9G0y9/3Vcao4krS1/38XBRlORvci5",
-	"5uQOrPSz3QuSbisuwhp15oEEWlVNr5ody8WxPqUYgl80RW9N5N//3ekBoOxQMKJdgpvvpjLdoJszjm2+",
-	"mscyubSEFPjwbEiyPN77c5/yUk9d8XOiCz6hzFgzSpdGfVCJVDxoGnnwRFI6piZLYLmunD5qjR1mRVgg",
-	"8zU00gTeB8H9rKl+SQHpVbN9SrEmEEP4YohSHjfo4c3JgOeVY3tpHqAB7tLEvw8EZJPmIBtdCwGcTx/O",
-	"Ls76Z4rvpGQGVZUxWMKUM3C9iJtITQmii7kK/qLBtXxU9eH24RhnEiQqcXW7G35F5gVK6VLeOt+ydG6u",
-	"M53MB+ZC4wj/d0bmu+UrvW5+a90FXwztrSChFyoF2TnNgFpvd/2W58X6ALAiMbaq3NuNrEDXM5Mct6FI",
-	"L2XuPCWIsCcS84Q01PtfOfLmzRthxSu7NV4zgqbljo2SMhEWqljylKi2C5B9O6YkjlRTazTDye6mDRBX",
-	"3h8Fi0b4+zsiqvppKURDqLUpnVhfE5qin/v9G52pRcQR+ulEtRo7u+ujg243QPdXJ/f9n8+u+tCV7AM6",
-	"6PaCB2Y7fKGD7tsAnd7dfhz0r385sx3T1POr6/7g4/X9lfzzADrT/Xz9AZp2nVxcXP8Gwx0G6PT66uPF",
-	"+amc8X3wwEynsLv+Sf8MnunOhyc354MP53fQmEyNqNuNDPrX14OLk9tPZ+ig91Yu+u7+5ub6tn/2YXB5",
-	"9uH8BLqBoYPeYYBgbN3j7Pb2+hYM79CkbnB5cvW72f0dOth/H6Dzq/7Z7dXJBTqUwFD93G7PTq8vL8+u",
-	"PtwNoN3XnemUAS89MLm/88ubi7PLsysJssNuL0B3Z7e/np+eDe6vTn49Ob+Qe0CH3bfldncO9KEdWQn0",
-	"raDlNlarw7wVtCzAVeuxCrTlVxrUraBVArPtZ+fCuBW0agCGdfmg2wpaVdCqPmVlsMLECqa2QV4jQPWO",
-	"HGBCR7kaJL22m488nfDsZbUQThxqLbV2YKwkQzFlj5pwO1zF5SguN1nXOlCTyVbwAK9s4aMQIAvd8nhL",
-	"Biu/tKGFlT3rzAIllNU26o+fh/EYmOVLjY+VnFZJuPkDd75+lv/T7bwfdD5/6wZve89/WUleYWY/LLgJ",
-	"gSqrCcrZyMegL4hjhGNIOiocLSBi8TkTSucTgckhKZx2Jc9btXJGvTTA20631+++P3prUjc2DHmQuvHb",
-	"hsiHoJXQMMtT7TNWeSDlsJre/jqFvoPWgufpQB80BGp4inW8fs79epEalWbFug4pqxQxXAnJtfIjAXV0",
-	"nrcd++0L8hyrEVluVeDyWdalP/dwa6nLtxfGlKawWr8doKLmePHjFAsLspUlGZYHZvXNoG+E66EEpDF+",
-	"0fUuTznhSWLqGlB+5YIHJcz3Ctkm0ky+gly/os6GN3a0kot6PuWmXxdGMzIbkVLutrphgSapUkIE39/n",
-	"TWu/a8OKc1yBv1qmi0ruljcr1wCXA4J2lyf6nNjEQ2s9E4X5FBdu2Zf3GRVLytUX1RATbbpav4rtek0+",
-	"X5IzBMBcF44AMfFikKlhltzpLUGmGO4qkOnZXwiyS3VXGnIv3wh93cSUJiqz3xe6VjEAnkQYXfAnEpft",
-	"gFUhL2j9O6esgb/3NH8vSUsBJAyqAkMH+5saBOWxqN28EShqZCSV1a9rHiyNrpxSjlxaDF+HQs2QUZvS",
-	"gZM3dzSzc8M5zbEw1tv1Cbeh2SsRU8qiKnNJH8VSSIApmapKrREJ6Qyr8nAwL1SNsO1we0gkJKTjWvsG",
-	"edZlCbfXef/5j27nvRRue+/WEG7NYgML5Eodc02/C0ivuDHrkpriWF5Ob/RYyyAOE72A6mhysDrJU63k",
-	"VYjP8lTPYl+vBL+N4ODd90u3faPEh/tkef9pv0sAqrfhNENFATotjugKyfV9j2mTOAa5+0fo5upTgP5x",
-	"c/YpQJ/OPyKeot/I6CawxR0O0SX9qURKRpThdNFap/7CEjikZExSwkIilqfHGgG5aIGdFJ++GC2csbbN",
-	"LVEbK4SyMKYSp47R8NvzEOUso7F2/zn5/aXAfXDMqL5TgydK5uA3A4IF8a8SeoR1Pv3kaeVcy8ArtvNC",
-	"RF1+M19H7pwY68IaEpFPAnrxHpsNLrrqhbzyjuxzrFIvlEkY5BJhEmEKDdEUdVdy7XrKSsHv9DMPl4Yl",
-	"93UBfK89RvdAUgFWtp0SdO8Iio6uapUxXhRapuk/UjXRlZsPlXqW2YwF00NMhbBINaI1I1lKw2q7ktac",
-	"4GxK0t2PPCUhFi/onvaiPj8GVMX51H2c27VngxMqt/YyLdcgLL/cNlc34NnZRTfeLm3ZFGcPDILaSebp",
-	"2XaMcgZF+XXffx2tpIzk36WZ24ruS+v2ctPaLKDqluUUS21pigYW6zdts5dpuTDnciAAje4x9q/pHuNE",
-	"yZTPZX2hzrTw+q7dY+xMazCNAoyLf0k3EAcKr9sH5JyJDMfxDbQ92j5UM8QZjvkEJTh8BD7CoSiczh5w",
-	"iLF+QR5iOCN7mpi2AtPdvnXU6u3u73br1NJ+WQesmhPSCoZPhEU83ZN/DCWl0Xk/NnAK1ll1tPQOSiEd",
-	"b2veCKmptf9+pP+5O+h8/qt5vPP3vZVv/MVHaOyOqxv6VTf6L4BYTXaFTbwRKMYZEdUeFD8cbFjwQAPW",
-	"hx42j9DHrWPMJjmekI4vUbBm3oM0XJ09B7bQWoJcPZVwIIhN8yty4ZRfo5YyuP8OElOW+FwOrM+lllYI",
-	"axxo54qOdKynGjrJO/oqeNJrVHKfyUqcJFnnYLfXmVFGi7TETzd9+RTpp3UfTSVTcd/JAlHb98sb7jab",
-	"khsVUJtkjqIYRdGaVFUvhke2jXT5+BpCtzbIX9TWcxWbXE9DRO2hiSPFCd1V57Yb8tneU28YPLDSrzbt",
-	"S74w3FkvhdFfOvbVUuRK+8vZI+NzBhFwpqAQZAmbQl8Ny3D8Ht/D+2YT8paxoot49kG9+Oxem4Z8/bqx",
-	"dT3nmbeWdonAVHxyP643rGju8v7BBODHeBKoVL7oCHGrNlUIHM2gzoEoSeMWW7Xh4YGppjepemPnWI/n",
-	"ydosD6gJP/zSmdOI6G8eWHUKqSLtlMTl5mzDtbILj0FSB78pSLqKitcTDr9XvqGpKi2IjxCsdzu2yz9E",
-	"7bGtBjAukYxqk9MyUX+trMRiggp/2MIly53753pmt/Gxbpz+WD3Cav7jkkN8adpjdepS7qPVZ222zdtu",
-	"d02C+y+orG+paaMTt5x16TDYoMTdy0fmu5Q1RlbAu0QlXRKymXPYio4rikA2RNG8SKWSZ66GbPA1lOcL",
-	"SjRcMmZbEnctHbWQklfpqO7CtlfanOoeSx0PddC+ImQ3AEojEF4Ggw9rFBA4KspetK8Twk7OO3KtOINs",
-	"suFeOMXZnk4NhA4CO4FbGwO1TZHSB3Zycy5/LOoRtFOSxJQIZdWCXg4Y/ePu+mrv95PLC1fAPEZST1MG",
-	"14jMuNgpB4GuLFhQcAb7ao0nXPCwIaP2BCUxDq3JSvvF21Mu+REfj2lI0O7u7o4npkI5gEs5Aq0eusSU",
-	"obssJSQL0J2kVRMIhvYtqyyorieJKqa2sTxXl0akAJXlKkzabuCwt3voEmmeq1bOKzlSzNmkPlynu1vi",
-	"o+uPZ8SEArQ/cz9AysxnW/6iuYg5VAc87t4q9H8jmq9R8JxpwW+jpK1Yf10vrKlwcDni1bX14vDViTvH",
-	"p89Ma+MA9ecluF8r2pzhuCFo99CbkbVxfRHwfrsVRlzgLMfzqlYzSQkRiPE0m5aFE4OnNmXxvZux2JF/",
-	"bXYl/DMTLLIVE/felWaGP9e+PVVRbETi71ZdyyB4VaZZJ9/KnOD6VastRV8pVtihX8BQ9Rjbbmv9zTQs",
-	"/kVr39p6fZqSiLCM4lr3yuaor60TxdZJAkDtEAvSoUwQJmhGn2rF4jbNDbvZOh9srVywS0zjJiNxv+Qr",
-	"5Hk24apAJK1aP8DEWHR2NAZGSH+tdkKw5lsxyxIQo6D8mpoyg7rRUhobFJxDPIXVmDX5ggn3g8TyO5I+",
-	"UYiYm3KJRjB6Q4qga5iGTPajw3c/eo2yvU6vW4r3l9KXnlc8eboTN5XFGsrlDCEnRZT6O+oqaiMS8/kx",
-	"GsZ8MgT7jKpQJ0yqti0ho/0fRvbUMIz5xJtS48K2tqQsFkOUJ5MUQ4bZOCPGOU2I0rMlcNDhux93jtFQ",
-	"iBgaeUE1RIozgvoXd/qVgx8OSyW8GGcg1MBhChF711Y+5JphgrCIpC6b9g/g5yP6azfK0uQdjHlqg+fr",
-	"BXW48BXmvOzfIPmTqgjJOAKySALIJeRptmMG19kMmeM29c5TxsRGa37pSnmHdHOiAZO9a5c/7W4cgA+x",
-	"nbVgeGgQKfATiRDNjiv5CTpsIOQzolSqbKpaCUH9EvZEU85m1U6Wrhy80oJfXEDvTiHec83jrvInY54B",
-	"JNDwdCasnFrpclWw2cXNlWJ3QYGXxwDUye7aDTcwjdfU+x12UAs+dEbZntlDaYwTVbKxv0hWhd7J7wXC",
-	"YUgS7QhWUYYiUBYf9czUwVkHGA1VeMpRD/IlXUcGpoZGU6rJMMQ0LZINMhDUZksNKpfKg2qFLwWx8JKW",
-	"E6YBSCJVrodHeUgiuKN1CG6j/ZMvCU2JWPbNykvutuZyG8cBHUuicWtpLbTV1mCvyyvBf+ZEJzmpUG0n",
-	"IC4adHvTL4ez/cd30Y9/vp/7VvBIiCdP8ReSZKYUjJKKFISOUc4e5W8aofVjiWjDAobD5lJSKgjtFZpg",
-	"zeiMNNRU+kAyEsqLZ4k5GJ5ZhqCdXDmzIEliXV5qr+GMEpw2VQi6U6XxVGdWiHwsiga+Qp5btQD5uk18",
-	"6Vcfp6FfIXnMwGCNgWwZuFXIuUZOmNNVrjg6vVbbJhaQsWT/aSQVRX3H66ShtSo0qiwOREDxppHkSREY",
-	"JjkjTme2emBxUW3R2u7EimKHM/xlYO60LnmHvxQDKasA/jLQkLVV8ZxXnEKFwl9B0FNtvLLgKiT+TdcP",
-	"zAX0P9TJq1I+m9AnwvxSlt3x0iqSAuEnTAE7dKAoFQVULa/ZplBktU6UC9y6DSadQNPGavFIrKtVQlsJ",
-	"XXTMv9/SSVXH/5lOpnJ8y9T1m81DNdRQNAut1lDcYJ0uutT1+vn6y3QRrbFzafMBl/QHmsnrJbWIke7e",
-	"KvGDRF4sWKsq5lJxw1l6gaku4EvoUgZa+aiD2vVZn+Y0i4Ef3OKxCoxVirOO3McL2rZUAPZTxDrQXmqx",
-	"g4nWb/rpdL/csvcnjNCQYKvEk63ythxpc3XallzBC0G2Kl2r1CR0I7isu8tX3xVYeO79NY1ACQLnv3EA",
-	"zpwACugnDo0tMUND22RoCO3rUPsrSXmhnKsPlRRNIuBbO07a+1Bqurq/QMZ5rAYRuytbslOW5JmOUPD2",
-	"XpglmdkDBO60Q9UVNCn9pBrwVTunvvNGuSzvs6KiJBpXdGodxmZqXWy1HJN20Ntw4qro5oKluigfIrgF",
-	"Wv3YTVkHJ0mpCK3tDWhrqjaV/hzxaCERSnLEB6fC57+91Tjx0CoaSO22vLG4NXso5EKzbAzq0Y/4ffh2",
-	"tP94YOXQo3r1Xmj/jW0kLPwuRzmAKNks9nfbQmPKqJiSaJOqo7Z2gNRaQpIyEgWIjhFmC6/8v1pxVDCs",
-	"oXiMKetA4FlEMkzj3dWu9OYWvBunTi/RZkuYQv22SKNLblo72B7kss3McPpIoIdmZG2FNCYoZ2m15/xG",
-	"FgKLNt8aeoXWj9yWGkxJSBMq0UIKiBD+QbMjhItC1ekb8cCqtwwzUKFNAAZMYiqxqEYg0HSkqJJh2shk",
-	"tn3pA9Mkj6equpsKJNkCEfVN8RCJDrSSnxIcyX/srhdboJVGNapG8wLIgVv51Rz7St2yhjN+rRKXkVSR",
-	"olLK4qYFwIMWnmOayWdAgyEaZ0qiPCbRIM1ZfSyeJlPMir9Vc7A/c5I3dBxx97a+DFcqHr6dEFcawo/9",
-	"5RLlW8l0JU7k6xoLt3cQ8px57v/PfI5m8sKVWNMbUVkZTg0ZQG0pzMgVivUaZVcd/iWgVJa3vWDmQmH5",
-	"AbsL2OYkNzuPJbt/pd26HQBWFFLiSdaBNInq6Y54rozl9drwq+us1eQM7XvXQQBK6hCjwWycTiZfo/Hs",
-	"azb/cz9+ZGw+2X+bJXzUCtbsILBdu4CVzBx8uw4YgRuqHPwZjjbI62iIOnCyjGttCSARVzcuyGyTgob6",
-	"zM3CQ2n5NELtoS5dvFeabs99T/ydRv/H0NY1pqWy0GWZY71WCJYnRyjjx9+9B8L2DQ/W7fD/n72FAY1a",
-	"QWMfA3NyRR2bDYQAl6qsTnm2FKaEXutS19JHTQ3WSwheYlYB4nFUYs4bo1eJhq6yjJSX+/pEfDn7cmff",
-	"BsDbg2UJGF4JCgIqSUa3BC8pz36r2u3wMegr0NU7jitE1egrrndDQ0Y7+FtHb5+f14Oe/aJRdipPPieF",
-	"sAR1P6BF4BzVlKg1JSYz//Yw1kWENo03/I82ttVqH21UquhVaxCprP1lkQiaJCXwIqLQ6p2n1T7zOAwl",
-	"kT9qiUe5GijQMEhtOQ2jQ4acZSkdmUbHSqPLyCyBNHTwluEkEWDZmoXJQAWm6b/pxHo39oOWMs4MTF6Y",
-	"+lg80jhWr+vCEr3nWsUiXXVF5VKYivchZyrgU2t9pYIvuqK8MhbREIYJY55HRTr2b7YMQWN9guJAtARp",
-	"HgxGC9X6RuHewKb1y23G+aQoGSO1SPBRw7WC/E6QJVeWPjDnUwvFgOco5DHP02ObVaxDqMaSAo1w+Ajt",
-	"0JKUznC6KPVDe6I8hjgkrKv1kBlJMUTTK0xIuSCK98tvvXpsHVmWVbOZYUbHRGRvBBrClxAQWHytCqpS",
-	"gdTVOFamZ4C4immEkHic4QdmsRHIW9viYYAUHgXo8vRGB0eKABUIuAO0T0WwNOXNVlB9GalRl/DUXc3K",
-	"UsaXGgxuV/wiofew20XhFKc4zEgqdtZKMGisJXShInVMOacy1DDE5R5rAAOsJVwk+1K6DWoLQtAQrtCw",
-	"IcnfdmyoHvvCpT16vIzDDKhdWLr0C8a2NkohLzjNY+tbMD5NfWbrWPfUPa+u6aecRXIV8leVBgw9hwVl",
-	"k5igu18/qWbGahgpN+dfv8ZkqBYgmWfIJ4yKhpDM9Qo+e0JaNi5sohIWYa2PBKi8YscAxJw5pVfqVTIt",
-	"HavxqDQn2rZqDJWWSplDcnqEIXPjTOdKYcxEsOrjshPaLko1NW5IYynRVK+tz85Fs8BWm1G4xMd6lYo3",
-	"0Agelddarju0MsihStJ9bF3N+UYUFEbF9mKkP0Ptro0h3fH7/hWfqHciUw1I4nxSRE8ZCnoMFQTpF1P8",
-	"DDgmag8f8m73bSi/gX+RI/VAgkg9UNfYU9+mKLj/V2+9GsO7airnSN2q4RE4f+CaU6aDzQ0dH9rjHx6h",
-	"nMmTc18zB2ebhbtsSo8vT85yzc/19ulfOvKDzhOGYFsw2yjarALDfrKjuE/PixGXleSxrxWHKo9Ur8ws",
-	"P7Dx+DQkb4R5d2e1CR0QoCAFDVW7gagFRhwollsqHqZOycOYa+hcZnPOgsoXMVjSh0YzP1WQ6EyKnE32",
-	"a3VT+XgMbL5ejqkU8rWpxGfxYlCVpSA1jois9MNb+GFd2c8T4bWEtd9NeVri614q7FlwUxWogm5Oia2s",
-	"YLME7K9rccUqLL7V22pJqcTguD6t/2Bmt/r2rLg2lV37oL8St5dbmjR3dNB5HU1WV+Hz3Bh9S/S+pEir",
-	"Ai5GixLPW9uq5LmmHm43Jlk4XWmRlgJ1hEKeON4ZVfwN7NNqjPWN0/IkSKMwoic1M4Q8jyOkRYrClMHA",
-	"1pYiHRQCa4OegrDU9rDY2BAJvBBoyufyE69AW02B04dUAo9Z9gusCB6twRNmkuuuBXPl5zR4VpDthjYI",
-	"rlpe0xrrElFdIlGKfO3TJBGoPU4hgjsyZSQbhJqSCaCmAZ3eqBqK+o2m6MpJY0zkpRW3xjRu2kbdzlCn",
-	"OzHJMonXEC5i32wYT5soalRfPkdjQMOGTxtqZVaqlno/9ha6DGonbZdXhr0HCvp8SwBuxtLVlnaffWkd",
-	"CqjlpibruhGvQJyvqCIuTZTS04a0cKU93SztpVd8hV8f3tkMXOtu0Luhl+wn5X7j5g1JBWc41qFLTvyK",
-	"eKNiAgeUjflQl3/FzBqdy9sbUe7VysCDYtM0PULN0l918fGaKeD0Bh38iDI8qXQkgyLlQ6/wInnYV848",
-	"o52fXJ2grxDGUxrsLJc73PuJpLFuc7ZNaY/NmgA54HKBY0Hh7CMAmK/ML9Qnv11Vj7GUVxM1wjHiM5pB",
-	"NhAlcSTQiECiJ/hkK1oAYEPrUsrgM5zRkGK4Jy4ytE4iXNrjUcvpe1IpO+8eX0ufywVnEff0sNOY2NB/",
-	"rG6Q6warsLZSYps+EWZFuJX9nEsYXlkUntF4scFQ218HZ+y3hyULwl/+z//5x0nnn7jz9fO3/eDdc7uj",
-	"/4QGJ73g3fOO36Tw0guF2uGUgCUBT7DkEEB65GdgJB5hUSue8IO3p2ITym/qnEoKGrmUROvX6p0PeIOz",
-	"ZwMiPUuyvpYJfKWgUpKryo8mkHC8uu3/wf7Surpdfy/DKzIXKKKQYSO1SSjln9Bwt2hjSMVA2aANaXMa",
-	"8/cOrY7+AUskV0Pp4nZqe04QcsYjvHgjEJOzqtihb99gvudnRBn69i0GFHh+RqM8jkmGoAAtCFxLiuna",
-	"vT3hlEq4idbRH0WWF/hajHNJtRKAOVvPQe2l1mHLvKOW0nr+vEEssk5ArJ/UwXpVHP/V/Ro/uL4NJzkJ",
-	"6v37g3p82zbR/8bavFUvRgfP6qY99UuhEYF/aEqjiDBld01o+Aj9QW0QKEpzJlAuoO7llMyQyKQCkOas",
-	"uSqqRuu6lZckaJRHE5W1mmHxKJDIcGqTZmmG2uWiloADb6xrSBdR6rpFlHrrxABvVqe0jnm1i1kj8I2E",
-	"yB4r1ErOpmj47dsjWTw/D1WxumlNl9q4RcP6eOzc7ToWhzEGY0xlVespGyVy/KueZqXyUY2Y9pq1LGzd",
-	"9buo5qL9ZnXcysteQ/8r31FRZSov64/QbMqAUH2va2f9Q1ndV8LO/1psebtKVT/pdllwkJLwQDtbiZbA",
-	"FqqHsNSovow1/8ew4DJ7fQ1Oui5zqsvNDRX8XA5SKjS4pHuP5VrCY03/X5ZBLK+9V2gODw93W3ONYx3J",
-	"6uUbaJYLMBJHhnxThoYWx4aeM19ZI3BzNoHaGkaPZKHO4oVMY4a/nKsRDrsrqJZmGRaU61ClpZaqOnV5",
-	"Faq+KbFuIM6vRpstuDe1c7jYV+Ckam+4EnZl8lZzBcrHTfUiTGMJ/KjvvsFSNMMswsYcW8X2NbyFQGA9",
-	"mYp2mx6rQ735jBtpoKwCg8+FeWDgDTaoljMi/joAN/kopmFT7UH1q5TJpdiHxgSqoUN7h0a3CU5ocwDb",
-	"cA9e6uCE7v0VAtdmPGdZE0nHcczn2gGf2iQdz3tJMlCxHOViRXviKfR6Xt243gFE0Q+c8C9PWTew/A60",
-	"E22td7W1fcW7uZj6oEXDKZK/oWk+Uv4dnetInqq9BMlsRKIIQg5mJA3zlHiDDOc8fSTpQB/lYMZ1CWZT",
-	"whA8HRDzQAnL1gwO+Q0GvVVjXvKI3Jlhar+c6nFrTb+Lo/Oed+CglX8XGoqNgG88veV4sOq2bGrXWq/0",
-	"W+k+VmH14rpvNzn0WrzT3fG2E6J/1V0JuaqOiXCmotagkWRFZPZ3ihSPHR0Z0untv3X6RdJZQlKKVYu2",
-	"SqrDVo0Y9VpHi0KKMf0rHsniGBEcTrUGAAFxQkX+BmgoSftQ6gfDh9ZDa4giEpNMBc09sKL3InokJBEI",
-	"mzZPgoQpyQLVi5HxTGV/qSxL3QvG25exGsxkdus7RePv3O74TqRugXAIiZkre7gvbd2+dRHf5T3ar6C5",
-	"zJTPGdJS8f25bd9ma7DqMo9vBNT1jlGC02wt+/06FYR3fS3ZX1A/+MQULnznhCX7igk7jP/dq5QWLpzj",
-	"TR1j00rTTzAlyavAnZJJrLg46iYVbUbcJFKckQlPF1AnULnMaybtjxADIq/MnIxUVrYcXbVBk/cLYYEu",
-	"cfoY8TkolhWkvCU4Qve3Fy2biTCJ+YgU0WiQdqwaupQqj33zLQRhPZYm+4PRoloDXw8LsStFXJ+wqe6l",
-	"T+DKPX+2PEeFpSrbdkpCPpsRFomBCYKApAdL2eRfpUa5tWar9RRYC/GaYUd5itXPRbeeCWEkxXGpUrB+",
-	"BpuzpybXmjOT0gzzRrlU33WRKcljgpZYiIzMvBLH2pZtt48UlMfxWiyX0wxV3gsq445IbLdrqYUc7o2Q",
-	"VCXNQOiutKNysGrNQPjzkDNJ5o9sj+E3IkAkFsQNyS+yNfRvJiC+0g1Lo/CaMYLQnqUzVmYrVQ95CEHI",
-	"NgL581//Mtw5NqtQkc0pcLuiCBEWSMc6q9c6y0Key+t17lhtycuqsFkdv3gpkETeoSmIp5GSI9bS9Mv0",
-	"zVZ58wXnla6kr+mgiiNjEw02pyyTvIhFcNFKtc9z0/3hTnIt1qxVBOtVOlaXa87ZQ5iTUce5sKtD8R0R",
-	"quFYzCuveiha3PSmeS9pRq1j993MJmgzMKYkDQzmqlhthaO76lF/kZCrJsRd3b56WYNp40RwSVHVp2Ap",
-	"sg02d/HOhxtBufrfWrKfguxqt0LqiY37Hv2q+0BhAEtUQNmwANxwS7z57u2qm2iH13pnzwhhdT+1RuED",
-	"6etyPp9oUm8Gq3rbN5EQVRqJZ1PwejyRNKURaDN+w8syJktN4hf0m4iofGNGGXBf0J4qrNUITk15VA2S",
-	"VI1A4zgWaI6paixpvkE5i4kQZk+RPy/Kb9ktX1wPmFescTVOGdLnz/jXArUHn+rVe6EAdpZCW7OKMECw",
-	"yFMyk7ikxTHj2VF6ddACoah11LrXf9synH8Ug1rd+7MnU9ecHYn1Nr3G1+aGsIAXqC2HiUDukP9SkeQ7",
-	"xwiP4CLMiwB5BRhT2GsXXalOJkQ3FTUaz3B3paD5M4kT4+yAAAqFf4UV2F8axWe3vSssB7uVotvKsuGN",
-	"Oxv5uqiWxdXyaLp3tF+0apCrdHl7k7cMJvOhOi3bsdMRZ1RqIpT1X57N1yDpWP69JBXS0CBGSCS1PY0C",
-	"qscfWyhz0Q4akbGUrWimsphxtJAEUd1FP23yV21RBn7oCeDghwEITgnSnSIkAmYoharCkiaWmnAfW6g9",
-	"sAzcAZxB1bChBv1QvgHgGcRUZLpSp3b3mUcpgR6GCMAkVJ6bPt8HNsTqrDT3HwbIPtElXlTc77DS4NDa",
-	"YSUyu1p/0FKCuPE5BqbBV2ChFpibG7ScxRffqD8/r+NE0O8YzK4SUfu6nzbKf0HyxOkUZ9vZr9QgSsdS",
-	"RefQCGfhtEI2U4KFKWeENICLes+wb9O/o0bOzLeexLQ5s/Ynj6d2v7tpmzQ9VTO0+lg8vghQujW1BpWO",
-	"H4/jJnB9gBpiKgkJkS8ZSRnWZeG2hZSVbL4fpMCAC4gFkpyWb14WJFIEhtjj7sTkicRWSzIlsCVQlxm+",
-	"fde7dfTHwdvg4ODza5m6VU9eVV7Nv9rRQhm9gQ2oNPQSSzT1wjBwOKTa3YjHkrkbRC/bEamjGPojWWg7",
-	"OM2EsYQD5X0FWzcc7aeU58lNSqSezEKypecCCjOSOaR964GOC+s/SB5q7Wp+NJ/ymAgcVwOBnO9d17Ny",
-	"VD1RMm8dtSYphJ1VIujrh10Za/3z/pgS0hnzdKZXGyBT/OKHw8O3P6i+GEiATFept9BwEO5SlpzFvdjW",
-	"9aBSkopOVlCCn5I4UgJLLmr+o4rt91OKQ4J+5kmia60oz8REPq74JpQz74mkdEyLQjZUDGB69fcr+CU2",
-	"bpP5Pf0P1T0vKyNjWiWGKkESQ6o9fNdQotBCriZ7ljqTjWM8UZrhEN4fopTHpKHuSbPD5EpeU/2rSnmR",
-	"3EQSGa2zvobjpGLHsVusQdJ/GwTJTF/I7enRTBV1iSl7fCNUKXSUYJraYi7MgUTldjAyHzg+OFNyJOZs",
-	"Ap8k0xRD9SEl/fG0ddQ6GP25H89nP0Zf34JSLidsHbV+//Lun4+/jnqPf76979J/ZD+zgy+/HPw5+beZ",
-	"p5hSed7v4+tyF90QljLF8dgkUNfgtzKopm4uVaCoa31hSrKNJuvtv9tMtrFbNasIyjBuwD8ePxHdjmEb",
-	"9LvUXbbASZKq4SoYRiNtJPC03ioevv/6tYtHYeRp5UN9FUbvEzljr9u1jb7EMYpy1blKa2uYiTnYEjkL",
-	"y1n6m51qEe/neoObYsbFGqBeUr9QvhWZRh6qkJCCK7A6GokXtgn5lQpoum86kFAG1XwgBHkjA/2yfiES",
-	"pEJ4rVbn0DcVZyhSWgL5QkUWoCl+IrpzGjS0U4URM/Skl6v1gKI7wrrlg7x1B4v1vcDyy2OyTQNqycvK",
-	"zac324H6/gXrVoFPS82KJlrPmherzUNneOGkd6xpyZO8apTTGApN67dKxEJ5vldY46AAlWviizgRgdbL",
-	"SaGqmELp6xnmlOrjtkKGbqdSLWmb5ntoP7CQKb1bsVY3BpGtXczptylJlQ+4aNusjF8hnxEB8ebKaVyF",
-	"Z2Ca+1V2op47nVsDVXRNjap1ltGidtKuj78waUN6pPzBDgdmIZ6uXROqjIWqCtQHO77v149qTt9PZ6V1",
-	"+N6402trtP2ZHqVgqAOgaLuc3nSpYmNhEysMZnqzn70B69544r7neNt66ADpkeUpqZGCqtHbc3WWGdvU",
-	"KgLnFG2RKnddq0mG2JTiucaI9Xx4ZRK1suhys/a/LlG8MymFt7lPPSmnHLp5VUdFYHmbMmjZITUYsFBX",
-	"I853bL4IeADDlLMHZkaWn0k5BfqGpjmDnqHKertFLrCtt2/eGak+inLOAfmSSL1N7a2LfkR/RX9Fvc6h",
-	"Tgj+0ZMQDLnvalXuXG/73R8gN3f/n6YCgG3o0nvX6zkZNQPjMTShTFofv+QpJNTanCZGvvimOjBTwbYU",
-	"ZG1UlH5bdyLS4B7o7OZ6wQGVt7484/itJ+P4m86FOmqdnCOBxyRbeMwx/6Vyh138qMnYgqRoPuWmk5Fq",
-	"upOzY4TzjEM5COjMjlU0nnpLZ0Y5Ne2psGaZtfZYwdDqqg47yt4jX0TFizr3ShkXOSMdMeWZXG2FOZfx",
-	"fXUFU1+L2xIxqGRC//hqmdCQ3AxyMPiXLKSjAvw4jheoXd4v0kGQZhg8zkiKKJTAJ1GDFaV0vxurjsnR",
-	"Vdt4TccwnPb23Z/KFKPGILF4tFOBWTIlIWFZvG3XLx8xWpXnBxZdtQSF2ZUcP0NtSpF73zfxr1rer0Du",
-	"GjGte2Nd6trU8IsKxKAJmpRInNq/BqWkTJIQlu1sf/KGgNexH3ioYanF5EOHrA9VXTk1/+pIuobd9qUc",
-	"D1bj0vVx6QjQGENDtmxw5nKjVVUVILnM3bSCQ2m/WzUZW1rgBRQaKNdCGZpD4hAoERUCSwUiUog0Te0K",
-	"tKuy1X9xqQC/verbinBik9ihL3lxj23qnrAFM2g25XkmyZ0R5Va7QhqqB7j4YK9BuXZAlQVaFC7VjPIQ",
-	"s3KpAZemly9+hfCWpIDNShS4cvPqSMJK4Y7XLE9QagzXUKNA/rK2eaukEazUQMqzv44e8n3qE5TOYBed",
-	"fcFhFi9sjEqJyoICrEkQdEZ8YKTyfgVX9TdN+stK9aOqdzQpCRvI+BvL79tLoDPK8oygKc9TFOFFh487",
-	"M86yKVL/qx/NCXncqccyeLrzFjm7Dw/irw8Pd39rPzyIv8l/7Hw7eJYPvQW9tquSAMKsaJQzV1RMeIFI",
-	"9a+Rkl5YDWEtgWWtggavLLAcqyoLMSXGpTzOIcVaNREYWmQYfich5qRq57C9Ki1pb26/3NtcfjGxrPf9",
-	"01oga0WeUTHGpiOLalAgNaqUjKWo5atKV0+U73beD/621/n8t79sLYnU0/5fLpuoUBzUhoYsqnaTS7yL",
-	"RjSQR+rZtbtEp5BFA8uCS7aaZS1tT1ZiPa/K8Tfj5su49ysx735KJxOSLpeHIB0foxlmOY5Rpj4xtPHl",
-	"aRZYPK6Ci1Sx6zkR8uELwADZRD/TrKkJQanUc6pathUWUyiOXPMhS65jOLoIeUpaR93d9/tBS+Qj0228",
-	"zyO8OEK9ffT//N+nAYrpZJqhFCuVRL+j+wxIUllVV8a6xYGOhj1qmd4De3pmj2fa5980CUbm9k5pVi3T",
-	"A61CFonfP6W3V/cNx+QJs5AEaEonsAeBRhKU6bGcQ93xohwzLVPeiOej2NGldIDvswtBT9wCZxFOF0jy",
-	"OLfl+mqO4R/xElOGGvpZN7lm7kio+oiSBQqnXBBmGlcYbCmFRyPdfDNAw4iHw51jpOpRCDRJeZ4UoKlr",
-	"qWm8zBWnhkEMP9GJanGFVfOflMRY1S7kaIiTZJCnKu9fajcjwWMpFN7fXqxuoaBdNdTt4W2PxwRpK/xo",
-	"vnnNNKdSZV0izbrRBFOorlDLf46xlDwEyHXylQCNNu+2WRCMVXoWrOIllIlFNnT8kgiBJ2TbCghjHsd8",
-	"3skTNFMD7Ur++yWDg4fbGFMsShYcs0bUBuPOiGdTdWfBHau/nlNWce25CzPVyQ51DP9R64rPUZZiJlSB",
-	"M4hx+5gSFk49sdb1geppwXJB8jc50CTFcmlhjGeJahvW293tdbuobXIelERhSyu41k/rhYbYtFnp0jnC",
-	"HfQNaJSr4ddjNCILroPZiCTr0wCytQT9SpSCC+tQ6SgA0yjliVyyoLG1GK+FjBI11NzgcPaFtpCI4oE3",
-	"Kuk8EjYPBPo14zSWnGB4c33XR07hIhhjiHJoX1k2SqwKMatmJDfoJSeAfkql/6Lc16tGBoSqIYTC7qLk",
-	"9oqYNO+l6xORXWIab5uFENIEaK+Vh0Vmr135qmTcU2bkuZ6B6otBVdGsmWpwFhL6ZE385ek2jaqtpZw2",
-	"ECewIrjU29OiNhTpeGAiLt+PeuNu+MO4O/6RHITdMd4Pe6Mfx93o7fiAHOIfJMsQJPX1Zv+h0+t19vf7",
-	"3UOnbvRmpVuqocJOT/deNUw6aOnskYEeT7lqE9XFFcoAmEemw/VAD6Tjpf5oqeE+17229b08r9u/1wVn",
-	"Xe5gKtHwf3RO724/dvrytSHiTOfDyDsdoJt7+T8n/dOfwfSlOqv7xQt9FMuoz73wNfkVqqxWsdaXsMAM",
-	"Avd+ISTZ7jZekbkOVtG3ESKqxzGuNhCTzxuC5NVPVYDLV3USCLARoZM1JbhNd8yYZFDgRYUKaucmWK9I",
-	"JgVvzlBCUsqjNVJ4YRVeIAlykmdLBCklFEJ4NVddgYrgRIiNs93u15Wv8BOmsal4WA1VFlM05+mjcBux",
-	"BijhcQwNWXQbj7pxbpqPVspegvycj/TLA68EfGJEWLspKcxa7SYfHaGhLhsHki9ElplwPFNaTr73wIbf",
-	"tHj8vLc7J3HcAQvFnv56iNq6WZSJG0hSHhIhAsTzTNCIoOGe5J5PPchsvLJ+MqhzRwXKmYVjxfbcmmZZ",
-	"Io729sRTuOvQMfm3by1r6Tg8oaFY0fVeJbHJF0vXQ93qvd4eWEA1od7r7ZXKyUnk3DJKtMAnhQbF+dp1",
-	"v4CIqPvBU/p1Sb3SkwJhUhXovnZLNrjcYnkwggqdFxlPBNwOyibr+w//RTfDr+X62c3Pd/uHP6B//NZX",
-	"xjxIf9HIuGvHH0pZnM4axm1AR3juwAykevGCIGqTYNCAWIF7gC/Csp/VMVU6nRqaMjwqeuGZqzbNR6jN",
-	"eJki7Rzbv/U3jmpyqX4wx7VhTcw7Qe4ynOViidYtiVM4xYyRGAl4+b8OV5DDDaS2lj5JpREMQr7+bTyO",
-	"oeoR8F7JFXNBrN9ckucS9Ttc2V2tTr/8K3kBemU4fWkiOYyBsDzd7Dvq/5KZjHD4qKiQZWVTzh9FlZlV",
-	"Ssd3S/qqNw3ns7UlODXkpfyVZaqTY0oSnmZbmRNOwpBAvQQpD4jFbEayVHsrrAFFeAwMxyoUBpuUWpKg",
-	"ECeq+byKjLGbBNCq8h9+A0MZejV+QkYSjkhlVqO2NdgBlAOUqEQxnesI1RzixbFalrwtUAI6xIJ0KBOE",
-	"CZrRJ7ITKAHAKaYjUQSSE3SXxJLz9+Bd2fH08/TzH/1M/f9N8vmPO/H5aG+v5e1v9V/NerKixH6Ik+9s",
-	"cPr/lv3GqdW/lfmmr71IVdkO8LkSDL+LIGQTh6bip5hDGXZJg4++SUn3+Xl4rKR1VYUacfbAoDnh3jf5",
-	"v+fRs5KIhyjEaarVgJSoVAVND2gKfcWWRMf/GLTU5Maq4AmVP+x0e/3evmP+UCz42XTa1p+OKaPCNORV",
-	"j0wAfoXQqhArSeGcdxOcQn9QE+SqnypriFw18B1dSskW78SqtOe3Fk4nkHsEqFUm/4bw83Syp0h03Y9s",
-	"CpQWdVKLwqim/1evt7TuqVN+y/hbYH2wGyCug/fjfWx6f7jWm7cFeju8Zcn6JeuW4IOM8tZRFzr8ZrmQ",
-	"eHx29eH86tPg5Obm9vrXkwtIuSGJGEh6AMjsCeZ3z/jgn6Bl6bbXlCV5pqwp8vTevT0IWjzP3If7vX1t",
-	"tVGmqA0C/fuGKGlrYs5E1R/XHBtuMLfmbKEMx/pSHesA1bFK/ZbYpTK8IDxblWizlBEJTNfrTP49mpNp",
-	"wXabqhTgH5cDVBx8RdAR1CMl0bDgszrOKMUM8TzzxWna+73aNX4GLz5XiECzSirXCyeg14VOry9vLs76",
-	"Zx8C9PHk/OL/Ze9ft9s2tn1B/FVq8H/+w2Qaoi6WnYQca5xWbNlLO7akLcnJXmchTZSIkogtsIpBgZJ5",
-	"PPy1H6AfsZ+kR805q1AAAZK6WXLC9WHFIkGgUJd5/c3fNP99s3f4Zv/Dh/23RvXu/XJ0crb/1vWTT1LB",
-	"EK1zd7BOI5Q+iVfcgSu2wWkPlcwTORUs44kGKkBIgRbnkv0frGojRg19qivCs3GOLQtRUYICP4IzVm7L",
-	"j9056Pp7INUrArwRyAFH3QHbjN4yQ+DA7D4934Cj6BGocZarCfHrzFVRrI7t9jTJst18TJfOyemGOiV3",
-	"EZJx+EUNK2yiJsPGzFcikzzhqYeaq2F29BTBPBYCWp4zrdgFz1i72AxcxoSnadhnVqEsny706/E3haKp",
-	"OxCatZEOGUpvOmAW4dDqx/DgcHin1pa90ye40FdrNWsvMgySTG39l93USY6C2NvQnurBg4JxGKehQjkR",
-	"GV26d3wAZmNQvrtfXXYlZp0uOzJunvkT7sS0QJpRsPeW7rwlMPzSzi/mwW0MD5NPitjqi3JTP29PzMmI",
-	"8u6tyja7XMXZdVToTdD7sgL6o8FM37dqbf7AGTthmhF6FDURCi0sNgHSl5uE+vTO4ZArTUhisbLufGMu",
-	"Bp9L2y1aiXpOx1xuGLsT+C3E50nKJbcN4YrwfUE57kA/jt5jd+dndqYU+8jljFEgRy/F2gyx8Ysd2cJJ",
-	"faPi2izQjCrgyA7rsrOMSw2panN77UsmVFN8MkmN5JpYDiUUqqGMaH9c5CIbIJBcR5tg6mQo7aJOj53s",
-	"ne0PPhx8PDgL2On+yW/7J4Oj3/ZPPhztvTW2BX20f3JydBKE8v3e2f7ve/+iv9mHDx8HZwcf948+nQXs",
-	"6OT4n3uH5ke/H538un8yeHtw+ubo8HD/zdn+2y47FtmYSyhw3vt09k93y1/23g5O9v/z0/7pWcDOjo4+",
-	"2JsfHg3M/d8cHb47eP/pZO/s4OgwYJ8Ofz08+v2wTENZvEQraM29RfEZ3LkVtEqv0QpaxYBaQct7qVbQ",
-	"8obXClrF+FpBy75wK2jVvHEraNW9QSto0SvURn9hgxhHth7qCD4unjmzS6DPyCVKvwh84ohhxfgFRAzx",
-	"cp1ngo+LygzY+WJ8LjCsSAwAiGWGFJnQsEwRCjDk18N/Byyi7Y2f0h+BZdbmaRq5TF0+gs7qltyRHPSA",
-	"RdZBHQBHpveDG8Xsd8XVsUhzjhfBP2t6fC2oPLzhGloC5ZgsWrX/cYo+xlKRZAb5Fq4uy6SFPzRHGoZK",
-	"UBjz2/KcrPzs/6Sf/QK/AoKqP6dC1lGAHCsNdrMF9fsbCMCy2xSEhO3ywu6eKImjpYj7+1hF8B6FaeQ2",
-	"0urTeKZU+sb8wkN8rvTUM3PxPPkDzaAjulikIYsNUN8Qg2EMAG15nmXJNcRwwS0D647mWxvnh6dCD0Uc",
-	"GD9c3IBIx7REZ37TI/VoLeHOif3KmNmJvErkZcfF61aM8u1hqK3hV3PdGj9jqMUOaeF0lfdsTSTQyQA4",
-	"C0HR/AcVtCZaC9LWNfKAvhksEwz+Le7my9GIGgI2+GUAbptZTPti5LRNZZ6kpUGsFBI3E2nnEJdpFVbs",
-	"RZGY0pzoqwUTMjcBXrCxbgrc13d6u+buHDZcWBOcRlsONE4S29Q51+YUOJLhVdpr0CMqNnTxvsXiB6Ud",
-	"t3Dvnzqx2FS8gWAkie0xeGN6tymmB7a5F9djbRcx6hCfgNkpKwXvbh/VWjXmUjVi57yIpuCLq6y5+5GF",
-	"J9bKzb3SEG5GSgsGc+BFPsl0Llcy9l2546WChF59nvxxIgU5B9iKiw6sEEm5rXdf1ZDWsbVurPNrSz6s",
-	"dUqrzqpbgIUn5ay2dAO42jiL3GURJZO1Z6+2Xei0eo46vgHbRnZfqKvQOtE5lzmqZCMHkXys45u2XXME",
-	"lRZxxDb9j2MxTOK5T8VnMZzm5uM296xgc2/iRwRNDy08kKIwA3J082k2lR3PUO6CUIb7Fx+RyIHblzVm",
-	"p7CaKYxERkid3VFquuZW1pqynrx1b1/6kN699Jl9c09c4huUPqDxt6y5vRrNW2l/nNrhlj796MZe+tha",
-	"icfFa9R+/9a9Ue3X+8XLlb53GpletP7L4qVL36MF+Qft/8W8B1jydilc0/hVsT8IDFyVMg0L+ZbhtuCW",
-	"d4fM+EHk+rN+nqrhlYbCKIQUcH3VK46TZvyGJ0gpaZvvtHEXs2qCr4OEA+WzIvw7kHlpb7D3+97BmbnD",
-	"weHxp7NOlwE+NLFwbSQ2NtcSNnRxmGuBpfRJutDT3OiIMYQ6ClWHdBeryvmKjaaVbup0VEwVMwcfSQpK",
-	"A5yb9FsNkfbCvEO3oNkWjdg3zZZsNXf7GgugENRzG6vGCPNz6avnI/fsz1gpCAlSqTa9uBp9adEMLDZW",
-	"SNt4TK7DsPebTq0bWFt6KqnVRjErmboxZnVbqhwRVbliqANWTePUkytAZ1Coruf+tNhI/e0bPS7qFGar",
-	"fqotMprbgs0DFeoM73I8+YW2Xkgf38xC+rFi1AiSiNR/tSGgw0Asc1Us5095cI4bqJiNak+cYus2HRbn",
-	"hNVqICenEK0TcX01gNSH/SIqOuBUDk2aqpt3mRBn9YEHdpEJsZGLz7l1YRLNuIX9nQsNTeJwwzvXsgaU",
-	"Knhc5yCdQrdVaBTUdxLfLU8hfmdz2+4d7u06Pu9pmieT2vJk6NE54hL5bbDD3pjP2LlgSLDe1Nugsa3W",
-	"Ed4E3gBqKocjZTwViOG1d8wnu50+3R1gU5mYCJQRY3YtsnOeI+Dbqx04fvuuFbQckOcWZQKF3G1wRo3O",
-	"dFZfaUJ/B2YwFBksVmympuyGy/x/Lt327pFunYsJ85YjqGy2ZVt9zznVt2yYQBs1V7DMpbPRdAzMLh/U",
-	"x97eVQ5A38FUs8ouHXFNnbrsO0Z1jDF19QoNx8MP2rzQLMLrVkELFhuuxnrAKnvlb93A7UXWphNB5GgA",
-	"x3XzA3Dcy+RayM7iCoOCVX93WdW33TPemJftjcZopcWP1IlAkPbtbTiTRSysJpq7NDpXWvZHjNNZ3eh2",
-	"7fMI2tWIahhhnZyG5/x4vj18oEBf085Y7KJZBM6qntlTEKt4oaa6Tse5KFKNrM0ltUSqw18gyWNC6Hqz",
-	"RJkYqizudEP5n5/2P+2/7TFrTyPg40ZlVyLrspNPh4cHh+977iM2UmkMRt+cM+E7fqEEA72wziu+Uc/b",
-	"03Ql7iDvwtNPvwz23u8fnp260YUSsp0lNIr5CcLqelAeNiFme1ufqTJ2LobGPy2KCwjRlmgkNg1lGxK0",
-	"3XmkYae7ENTXY7nIxonkaTeUx+AE9+xwgrkZCiqz0Gd/ThOhh5DQJRd6kk51KGsmoZxUx2VrBS1aoVZQ",
-	"B5ktP87/oLiv+RQH3Apa7l1bQQtf1nxo39Zs0+IkuyHU5sn9gI3l1bul3nZOrJKUpKnpSPjQPp9iFCDD",
-	"xFabfABQ8h3sKwX8xIJLbVlpwDc0Q9QNDmIxBZVc4FQ6vyMoajOs0KS1piFAcBbu+cedfSDz5QtdgGrA",
-	"WYRSixxweuRRoh/ZWcGuWL2dI0kWG0Z1CzjX4nGxVqhxp9z8NklRuxdXkaalbpe0AHSyGs4Y/BPP4v5/",
-	"WHTJ/n/tv/lUOkdNgJJP9UgpoB9gucp5iq2qKa6Fcwm62DrKtbqsjHhvKhOBr5muEtQjQH6FcEEFQz9n",
-	"WWJ3SYCR46OIaaPMKLyzvXMHpJ//gtWR1O4Eoss7GE9Ulr9LQJjoO8ila54mMc9V9kKzC7oN7h5XWkWP",
-	"ml8WSMrUzBQk6Ta0WeMknxW3bRs9RPdFeZPA8FeP3GGPUxoQvXWdFXjDgXS1Zmy/4zfzo3vgMVR77uFU",
-	"eSNbvqonuAAOGnnLlbW4SSGvRaomon5VaQl6LIIhRoxrPJzgAwagwgOvr777Wa5FegFuoahfbkgN5TxJ",
-	"dVSUhddutzaGWuwQrI2HdBrgkCa5BlQiYqQx69Kpa98Ez1tq4NYfHj8PvXCubw8qXQ1Qaoz5URlUaqSZ",
-	"kEMBTGW2MgYzxYDS7N4fK1q3Uxt2JzIhHU3zoRovYE+gC0gJNRMeWRelVLOmAZJIGfVaRqQV+XFEM6Q4",
-	"FmkCCghnEsMAGnK8icZqdNsn2KKLV4Ix6Fo4pU9UPOZJSlX/RaQRYZJuhmp6vqsGVnDLLlVL7bSs6SLg",
-	"u3Plsuv38O6Monqj5EWSjR++F+hcb+kH7eb5d+6zWb+WKrXdsj7wWV3kzsip1HzF2pepOufQTjv3mWMA",
-	"7QCXdApT9IV2He6qSzpUMAq8G0TLvB7gk2QAfe9atg93K2hNJZA6tsYiz5JhEfhJuTYfE/tp9x3xopqX",
-	"auyZtHO2/bq39aq3vfO/arYHDm3+TBsNhZOALfW1b2S7FwH+qz9qRcVdupwTtzL1vINIe6JpGEiq3GXH",
-	"5e7k1/gTQoVCk0Fm1Avj2m9t3mdTab5yjMtES1DXwbw82bUAs7l8V8OK3L7dxk2W5NRT0756Gb6FFaSJ",
-	"naW7wrdqA3jwxgFtCm8RlzabmDtVS+imbSdIeL/78017m22hYTR39h+hX12Bpt4Dlo5xrdLco+a4yKTm",
-	"+DxyZYSJu4OvNis0bYmMV2F8QEY5c7FHr1BHJVkMJomXW13uTgGOZPFEfFxkEQKEilQCpLhGidnZs29Q",
-	"ncDdAtXxo9g1gXeFiI/Fe64Wya/bByvAi5cHh95BcAYAchFMX1AkxBFrSczdSQ5UDYnQdzL3qiPRDWAD",
-	"hA85KJ6jiKtgAQneUi5oWz05ugCm7xADL8wwLGSfAE+24wFO1H+rRIq4CohdrVmVqstLe8ugiRjDi0zB",
-	"gLRtpkvak0gj3fQQ5K9Bj65ahTIc8fyFtqeHtaWSG7GxurhO5GWny/b8LWM3BtF04UOKdFFp4Yh21S6v",
-	"22tteE18P1SqV2KSF84w7ItOwLQyO1GPeGYVNTKc91mkEzkUA/v8iF0kaS4yTQRMaXIlVsTCLGfIDawV",
-	"540aIDJN5RwrYXvpCQ3w3qIABjZPMF/fUXfKanEokErzBZYd4GLRuxpCi9YdiGNcjYgL6UO+Cn3eGqFM",
-	"sNvBvcP5DsCLhBJiOM2L5pFU4UGXLOouV8zCtwKVrZRyxvsUp6jaA2BxFR0AaZdWnNB1d0f02wfVtRyN",
-	"+DRXEWtPMrHh1iFgwBDUC6dbWy+HSQz/FUC0Fl2JGX1+JWbMfVci1JhKb8zLyygIMbxwIjIuH5ag46Cc",
-	"aXlkcN6D4PAeHHWHq0SavrlNQ1OG6QQSSWageMVq+hZEdN3NQHQbIYElJeJzjrCWUg5rxYhWk3o9vZVO",
-	"XJlBaPXKlUoibFW8oqdzaqCLriyhkI1BnQgviYKSAHKL7BaoAvfwD2mjbroQGeQZ7tdIz+d+05tfkvjr",
-	"Zk53jyohmDKrys9zcZDFrCvmcEhxw1SFfeXW5bxzCVLvqXWT9Qnc7r0h0FXcbbKObiTjeAMGzfGq0al5",
-	"bnn2oYZRsnxZdYYOjUzTkEgme/TTwfLWboudzNITF8zOQ2wkYIn3d1LUZ8X7s1Rc5Az6jGZGaSEJTFyZ",
-	"SI+b6eVW0JIqNw+mUcYeIfpHaq90nYibOu7ONFU3AyThnE6aA+5DzNi69seE/bPUTw1w2IUQeMT0ep9Z",
-	"rw2XiA1TwTOjqjqrwAGQloUK/Wos0FLtoqPeoBS5O0Zb9+DBcqirxY0M65goc34ffjT7+z51+LSeFkY2",
-	"cQsbZz0Vmqei1qy8de/EnTv0TqRNWm9ZqGzjApuTjgnPzOD6mrWvXf0a3pQaHw2/YOfiQgFzf7Wmdflm",
-	"0DOdi/GgidbqFL5uZrT6uli0GEXsLK37yRkKL5qXLGpMbHdOMowzMVbX1lG231W7Dk1zNbBQI0osCmks",
-	"nbihrUP5F3Mn0VZ82ef1GHR88Gx9HVCbB5LQROlqdF+iZIBjT+RIZNS6qsH28iSRG/EcwAK+GANDCw2I",
-	"3ED7gMKRJ7LZziqPrKaC6flBeXaaNc37TE0nH4Hw5R5pQPj9Cw0GRabS6tpimIlaqsytY30Q6pBuZXUv",
-	"tFPzQ07A1mVeFO5qxBu0mPtjmQqGxy2ZkLtNxTswRbDqwijTAq6HRgr2LkFKWcjxVK2WSvO67ErkAahE",
-	"kSc5dHiLjaEG4isT2FcNJHsi/cFtz4MsFujHd0DEIz7nfVavF2uKBuqk7gO0xV1ZiH1Ix5C7vnyahYKp",
-	"gZwB/0yQrwECwMzGAlet1WtdTvKN3e429Y82onGKjSS3V1gyl0KtOxcOP7l3fMCuxKxBI0vRZb9nSS42",
-	"lExnAbOk1sg4XVmO3a2fXy9ej6AFibwjmc6cRD7nWtQznZtxChlPVCJzZi6DZhVtlTHKA0EzwwuVsQg/",
-	"EHHU6ZsvhZBIxq4ksfWx9jwvesaiNB0PwLAU8WCkdE5sVNh40bJz86KqYo4EfUnen5a5vsaKp3az5AoO",
-	"Y95jEa1a5Gk8txxXYhawyE5YROtgfh5Kc1mcJWZ5SPhj/gMSC5YknEIBibtGd9keDgKDy9poFyhjhpGL",
-	"GEIImu3u7GBS2GUmCmgv7jJvIcu7NajZ4kHLmOPicz64SWSsblrYMllN65HBReXN60oGBDABf04FfU1b",
-	"qnLzGlAnfM/we1APMLyqOVx0w15gE+OkN9Ez0ZK0ix3KpBAxNYwyeifRORiV0JGqxJagJkLyBPgv8lEG",
-	"jeCDlr1P7UQleuDaTdc2qxrzK6K9BUAUMtITmxvkt/vOnil2n22VNW+rJHpAoIf5mnMNULbzGaF+PW7W",
-	"0mtri0sHOQpJ/Nwqjqh4n6i5m3t5a9Xh0oAgCwA1Qz4Bd6rAINet+VI3CMVz/YpDHBPOEcXd/BbBi/2S",
-	"FTXiIR+LaoPekn1zKxVZ0S1zboJRWYBBLK4qzdlOrR9SdOu1B7thuiCYSteYk0h9UkqPePl62Zo06/mP",
-	"PEnvo+hdjSmA+EoqwSwwSOaqEUYSoaXH+QTO8zCbuWMIXAIXmRoPSBWZC6+HlV6FcIGNPUGl0KnIrhOI",
-	"YBpFRXfvln81IRSQ+fblMBM5tKHJ8lbv1U8/Ii6J7qmvhzXBrAZRFplHRWZTg+DK1PRy5HUyYuciVTd9",
-	"FqXqMqJaUqPmtQVqaHsUUnVZooPB+UnVZa008+dtLvaYcanNq5kNM82SfNZnkdYptDuEz1/99CP2sAHo",
-	"s/9YqSQklGAltK5PMZdXqK7VosisMXGXHpulJW64feyZvta0NjY8gLTAULFp+uqJn6/HVbouBvDx7JiZ",
-	"r0Bowcq1paI+MQHOo8rAzur0i3ZAUskNHA0aX2Z3VKXbq5flDjH/Vxjqzd7/+ccP/6M2E+M2bu0Q7dcB",
-	"bqwNbGlD81A0YCys1mBVR2RndxUbFc9Q/dDMHLXNZoMUcZSnOgrY7utX9LfZk52SNHv96tXLV8tUTHFU",
-	"a58KUMtbbYudV6+WRpbx+NNmobcuHcPKsWh2gY/T6WVyx7DQGTY2wlpQuA9DnF2fRV++RvSHkylDnvNU",
-	"Xb7QLOUAO4dGQRUugC8t+rTVa213X3ZrIMHuguqE/4ZfQI8weDTLVbmdT3UIt8UHN2uvk6k0utHC81ad",
-	"0BJwukAB4mwOaLiDPC+a2OI3idQ5T9NBOWr2dRGycPUw8K9iZuZQunasbceBpoDbAGJZbe8g42UgxMcO",
-	"4DDv9i6GJC4AL9pZ/qTvGrpqDgMoCZBdPlucV3qf8aFg/1STiWtC8G2zS65h8hzuVpmTdy8NV224vKhG",
-	"gh7EICWnje9uf9foelC75vm+2FWvCjdVBNdHEBLs1N+0WQ1BzIS+nZOs5ajHTyue71RxbO4PMNO77b+P",
-	"QEXCs5w6eyFTZHSRpCJi8HmpjR+Q3Bo14fhtNdvd2grYcCSGVxakKNiIyzgVWbWtn7ltq9dC+Mp5Ink2",
-	"Q/jK/M7FS+vZQ1PxQrPzWQ508zkbK52z7dfsY/JLH1q6sVjkWGELnDNAxmCuLjNA4fNbt5jsB5lnyGOB",
-	"bkKo8jec9za+MqQyiaedOh1O4otOK1jUwHrxevQhAABzn+ia6bdPhGVYaRUCr2U2BSRqJ/ZXCpNWm2c7",
-	"PGzRO1uznV02UtNMU9IYp76hb3bNHtAiyyE2f6bUHTv7vwEprxGRjlFCyLcImWczsk8w4KgZl4z0KH7t",
-	"uos21MOUlG5TNYy+2qCiio3tnZc1NTFzK78kn2R0b5xgsMaljyxjPr5h2+q0wtIGzdzHdBhWxUsI1ubZ",
-	"rEG03s1mgOWinkNU03I+cwlDiFtDefGVmBUBbLOX4eKARcamQOBd2ApbUShjkYocLgpYUQhDr8at5aGh",
-	"MCvAwhipcgqMlmAOdUUytRtP1/nUe2jDEwZlGWPPiojIirlQFOIAfEVdCzNBrUU2QPGTagXm8lrDOoVf",
-	"o7jj0nO2VwKI3Ubb07YU1I7CVTHDfCP5C9Apq9TZBA3WALJ1DBoMpD2yWByRo5/6JRFlZAAGjmDTWGxc",
-	"rTm1vPIgGebUIbp5NATMMy/7QjP6CUvG/FKw9vv9M7ZpviJcGH3d8ZH/xVRxvXoZwHKkmB2RyDSkPtwv",
-	"+kh9ranM2yjVJGfqRiJ63nsbdSNXBBSaxa0J25yYNcdOJCPIecyK1y137MN9US7G8M8GJoyXlmeUC9tW",
-	"OcV1gEa7Q0rn2zsUcwfPTsBc9yh/CzV3b/qjQYpViYNXKciG3bYyKzDIymW0CnjLu9eiobt3+9dYbfA1",
-	"g73HWH8Hzqp/qqkWRkUl8rK5htBCgI1xOvJ+AY7LqlxhKpuMuAT6qEmd1UBsTQ5clxnzlXjtIeJV152p",
-	"HvRrufYH2VTqgdncwElc89C3U1FQ82N30lLzwgLNtgRaWnm7RYO465qBrYMh6VOIoxatV3/FbPy54JnI",
-	"3llhoK+vBuVKAfoTjRDysKqW0XGJJQ1qgD8mWifyMmBjnhpRI+KATeWVVDcyYJm4VmapjJC9yRRaT5oB",
-	"EzGxSxK1Wih3t7a77FRoCHsNlbpKqM02pv8dhYGSLPJ6TP8QoU2E4WOjS+FFi1UZ5fkEsuI6uzirr4g/",
-	"sT5Tri4xOOAKp3RpQExZnuzjo9OzgB1/Mv8HgFXzim/3P+yf7ZM2DKX97d7xQZdhrfKVkOikFd2zLXJ6",
-	"mo82U3WZyAjuFYHahE/HIuqyPTbGmWYqCyVOJt6v8O1e4riBviR6c3rybnB29Ov+4eDg8Le9DwdvaaaM",
-	"QVOwRVJI6L82zPUbOEGFKJwkZvvA7oJ3eQPTUJc7KE2T8arqX639zzyfHAGs45SPxWmSi3984J9R55k7",
-	"4R2Kgenr4YAePj8us+8TeaHqBpRebIwUVATgjlXZcCTAZDMD1ZjY6rKzG2UWSGNRHNYnxmoI4PteKEP5",
-	"A+yDH37wVvOHH1ib3jTyxhcBhQ065f58Rgxnu273hJLNbaBOgCzUZCh4mevkWkCTauiPN4Q36RcjLHEY",
-	"/vADVPRklcPC2ng+wHmJVpICkTcenGJtRg2laMgWj3Opu+wAQhBj41zASQVLOCEnzzpQ0elvb5BEb7B3",
-	"fAA8KFTZZq5CvkTzgAzD0JA2NxdFmPiLfD8dp7PyioDQKU7Frn8q3HONrtj75cP+WyABUtrxopCp5o24",
-	"a7bBPjxJT4dDML/p7tGXEERy2OoxnLkJVsbj1H2N+jRES5FEPwyl+SUUzZiffgmBPKe4i2PxwfsELLS0",
-	"OsU1aLzRg76i1LCcBCLVohtKh5W1rAwsE6ngWpCdnbPzaZLmbCYcL/WrrW1/vg6PzgYHH48/7H/cPzzb",
-	"BxESyt+EjMFuzYXUSLDqoWh1j0WfNzJjbabJOMkjb0bNFh2mCSwW+Q5wDXgtoSyQuIlmeorQ7FyxdmRk",
-	"SNRj21uM57kYT3JEqCOUGf7pftvpm+eP+eeNcxXPNiB8FJm11AhYIneImW8Bm9G2aZVt9jH5BUIL/3F6",
-	"dBiwlzvug3El5qkD9hP7NfnFvHmJp96W1QpIWVr90emzlGeXIjNPBcUGsx3K3e2X7HjvXx+O9t4Ozo6O",
-	"Bh/2Tt7vdxnuNhjheKptkzXGcxaNEzkwXwzgxQYTkQ0QvhB5L7K1s9uBpg58ODKTpgl2FMo2RVkyMwUA",
-	"wvHRHHiVbarkz5YXQWRe/0h3bodKSiwsC2Wi2TCFGk2zEolMEyk2LpLUrIMx3rQ/XXD4QglhTP3vP7rm",
-	"OCHSDDc4GgGxMPsRWBnM8quMm0NlfuJJGJgvagHTt4uNr6mn0OEfrmjDkcSDcg5t7Mzxp6d1zNYbcuBD",
-	"5XZLtHe3X3bgZaB/4AY+Iwolvs0pCKaNUyN6of2JtqOwBGMwt0gnQqgTaGdgTqCQFNVJk6EgE5t0H/b+",
-	"BM8bzBjd29xUEyG1mmZD0VXZ5Sb9SG+aawH4kqcFfOOopPMIzGG0Qyso5Sa3MDcJ2K9J0uq1Xna3ui8B",
-	"25GPwJT0JOxwxLGO91LU5Kd/KdSLLdczv+wy48dpV9usvR7gBbSjzMILYohLIJsJpSUPwO/bGB+Dw7Vh",
-	"LgbXIMCwWZnothMwKW7MPrhIMp0HjKc3fKah34yZ+kOFfJEkQJkUn3NgROphSxqqd2YaCnLgIzyOuktV",
-	"8zaShy9mN3Th20bIEZMlEBuyxUc8Z5D6tNQ37kwcxK1ey0wXLOIbmG7onszHIgfH9t/1PmFxyeYxtuBc",
-	"fp3I3KWVWtvTI/bT661tO8hKrAI5jV5tbG2fbe/0trZ6W1v/K+oQqztOxLRUbQWtqfckm8oJz7SA2C/m",
-	"Wp1o2dlhYKhCU1lsSeuZrH9OBQT9rWGYYGklOsLlUEnd4ObT49UgyB9QRwl+Luzvna0tZN2DPARV2Fu7",
-	"a/O/qby2eP4yAphSJANs1+YmSDCDUJC2u7XddHM32s1P0ihIIXMzOhHj73aX/w522N7xwaHK36kpUtPs",
-	"7uws/+FvyK6YKOn65O3u/Lz8d2dKfeRy5vpPfw1ar3CaF//OVn7jD14u/wEJu0+SX/MEw4i+lwxnqPCP",
-	"//2HWX09HY95NqPT54mbF3S2jQfCL6Fn154VU9DhakJIpyFP03M+xJZU5ienIs8pEfLlf9hArNFC/79N",
-	"e61Rdl8hJlIPlzLPcUHSIRY7c2zy5Gi0sWNTAF1FzlUG/daQwVsZ0wv4V6DztvFLQQkm2r/fUGUAXefs",
-	"3GhbY/7Yyri2VI7Ys9Nlp8mlFHGPXJpQRv+1cXo93DAfA0wzsndO1Y3IhmBris/snx/33myc/nNv59Vr",
-	"pOWN0Ig16lDnfDxBO7aLn2b8BlQ1OSBBKK/ErPCIyrc+/efehrltnFySsqce+ZRQ6TMa45l9VgQmyieZ",
-	"fLbIT9ZGgmWb7xm7Ficvt4z1BEnJmZpmxrAZXnXcPX8Vs42DGG9Ij32hGcH+k9hd95Z4IM3Fnj3s6CGN",
-	"7vGZ5o0ZhZ6DayaZ5F22J2ds5/NnNI/BFekbDVkY/az90nwth+k0FjEYM9w6H0EosbozZhfGmoS5Z+2X",
-	"W0wHbDtgOwHbNWYt1Qd2umwvZ8ZdyKE5bY/FIp6iAMQB1rwbyuuKrqpiPJo2hrabqNscpihttpYfHKMM",
-	"phPHczHu+Q5lyWeYBA8CbLdPsTDobiwZkdta9xvRsd03/i4uBR3tmV0yHtyW9xvMQewIm+xsBP4GZfP7",
-	"c/GgvH1yq5H9gRcLnf+i4tmDqmRUw+WhfK03A6ohQyTkZm1OR7LAENHJ7HRR4zil8gYWEhUCa1vxX0AK",
-	"01RkHTOiOcug0ah+Y9P+KMhtkz/sMQC9AZ11tbO1Yxwac5L7ri9FKCGubURLhH1pjH8IyJE04ZpFWKkb",
-	"dXxoSZdFruYbxP0w5eMJOmfb3e721lYo27ZoC4DQnTJ00elUArYDFevYDOIAfEXEtOgIPT+ec/bp5IM5",
-	"mqEsQ3fQv4W3pM9/glgAbZeAITGlhZQkGYJJelD1Cw7Q/0YsShBKs47mn+xczBQ5tSK5HOUjUKUckSpq",
-	"mgOBtP8aGJoG3mRAsmTQTSOUOkmFBItfFgcXXYEE+0dNcTKJwc94x8bZJ1IaLcBfSjSs+5ADY0tsPHgX",
-	"/trd2TFuqW9JRB7+HD0oY1a3ybexI6AkXMd2OExy0GBcMn6uVTrNBQOHE4rf1IWb3p2t3Z/MTTI+BHIw",
-	"jJyNzFeZ0Cq9FkSjnStSgqEsit/AaZtkyTXYKqlSEzPqAJytjVQNkd4V6dCyjcuMx4Id7p11MHrux22M",
-	"5w0MC4CFYds/7zg/ndavU+dUnRop6ryqWztVB7EYT1Qu5HAG4edHEkzlUVrM0EqSaudBpeMiZ+WM9nPA",
-	"SjKHXJYVLPpfeOxe7Sm8nK0VvJU3Sl6kCSZFd7dX8DqIF/VMqQ88A7e6tbv9apU309PJBAx3AAxCo+i1",
-	"LwZqE44Dabh6Byxofd5I7Nl0lO7lyGPxaTky3OrtbG2/3Hn96ucdM6ZqnAshK0Vj+nofrVE/76HEhX6S",
-	"mCzBwJSXneiyPawF9gKZJKZDSY4bCnJke6o0Q2K+Otj6mVGub3B6tne2b5SD3w/MOmehhEZjL3T1a9CU",
-	"kXUXXbOpiLUpp9sDndNnEQkZpLG3pfihLJF/0btS3alrJ4h2o99QEExc7M7GgDyOyjcRC0WjBV/GthT2",
-	"1SkqUsYveSJZm2yfvm/41OkC7Iv4cMpgeawNxdAkMY87iB9NfVRe7NnrD1wwDHFAI1nbwtqly0RMCQk0",
-	"nOz2XKuatap5WFWDR4fxQjj5Ygx74K+ofxYok4L65xlok2prrmX65Eh6HeYmxoO0/eWwG5txXlygrqBP",
-	"f4G+ZIkiMaImaqF0Gqfoff7vP7oJMGtwafFE4IalxgmaWX5VlsSgkdBDcKSJgJwOpUVyQlmUw5kTK6Km",
-	"TnWEM+/Nd6Xr1CkjeE1wluwQHkAV4Y74K+qiypt9d8oIaVYpA22We62J1proG2iit8jyi0nxSv9O6pp3",
-	"O3+oWR8BpOEOCf1VtFEoa7ARbQg1bpagFJ2AepVCw0aZ+10aX2imshjM/lRd9kIZJXHP5Zng8hcAD7PU",
-	"9e0hIdDAndl2XJadgEVwufl1bpyf2UREAXIPQSvbXgTDgCCkuiAYEGfRGddXMPoINQ2OGgEFWAM080aj",
-	"C4LRUA6nmVYZVYN+4DrfgBttHLx1uEAOGTjEz8hLnKZTwHgg/QXKnFBWOfpJFm31WIFo6UCMXtqQPXLb",
-	"gQJEP2wGwoz6cwSgA0MpFbvkEwuAcEmeACcQICwQzp1kCuBvxLSRj8S4b3aiGgNDoJm2ULajHuAhNrgZ",
-	"AYaOoZIJ9ej2K0e3wg4A/uJNF4swmhTRLgDHkBhABASrWXuusbCrcZsnrDTuJrK3et2HjR1BvXuxDJzn",
-	"oVRyKIo0q3nQiMfm0QRfloqGlBAFbTFmXOEui2KR5jyyewA6UIQSWX+QKIiMMo7E1RapVCwL1onFEKTH",
-	"7T/NoGM9gf+iotlQKNsILSqKi4DDFPxw7PTAgRkAosaA0iQjyOIclUxn5hSbk403oShvKPGUDGiAgDGb",
-	"apFFTE2EG7ftL0x8LHZvOBDayx2AgwhMphr7sxKW/pmdHR0NPu4d/suiyU4JbKOkJfsew+rXx3LNKJxl",
-	"gbLl1pZT1Q4K5hM9wIbinW2MeXviJtHsEuLpGaaMIWbvpmGr05079zcJAN+EpO4amUDW9O4irMvA4xMv",
-	"zJ5mzuutusKEuiKpyJjithMc1zltdNtzto+n93xWEkyI4tTuyMwKGdaYBizNQgN0Z/vHVpnDZWvj5z++",
-	"bAfbP32tIXFZAbMzp2vKZmPxZONKvISsu8x79pSEEtQC+xI6Ovew1XsZhDCSsNXzgLlfQxnWFGjVm5s4",
-	"x6RH2lrgefcUDRLicGzBwYcjZhWUkbKdNTTo6cLRsGTcdvkRVvA0GGLlrbfYFLPUVY9jjLGPlhkrkZ78",
-	"CiVYV300MJHc0Ugkcoy7862BEO3oeLZqBGIoSxIRoCuuYQ5mc6nzHyQbA8KhY/iZTyaQyVwKi7Tv8xBS",
-	"f8VfnJqpsA0pWo8OGaQ3XIYcPCvU+ho0+GSS4RPU1svYa1DizsgSj82DED5OLNCHD5rjSXGOtm8Q/rdK",
-	"JJqIFMYysqATMGdws7a7ET3M3F+HEk3sjelEd5xRXhjZfsHOXEixC3VgLJum6KIQkgXwTubGGQFTNi0U",
-	"JWBJGSTSJsAFc3gLGKXFdwTzgA4ooSv3KJ9NBMJlPDRGl0UFacQiuIuLY94W7nJWNIurgDhAEiYWJh9K",
-	"nRsPM5HGHICytWVBRw/7g5UM6OAYy7shCnkqZFwVrX+dSGTd262hFeso499aY72h/jRW6mLFDXPi3KqG",
-	"J4JdICb7O02UYaM1LzJTZMogw92n8jq4eaKJU89HTjRL+aUZJXz4XzChVHmxtQRfS/C/tQTH8/BN8kRF",
-	"v8RHCE0cKgYxT1aIFNYWn/OMhxKzF5lgyaUE7ta+Dyiz3ZOlsn3cMVrvTQM5ABZlUBtYeC8KqXJqWzPe",
-	"L6rw2MGBVSQQ1XatgwJPiF41CsBsyguo1KNtuywg0HgMC0zNIx3FytbBmp+LaZqG0nU0n2qRBV6cAyoc",
-	"XPgw8A0nzEli7q9oc21bW4dyHhYUELENVGVrVz1BqWAIg0dUndgUnAzlougkqwQng2L8tQ30oZ7bxde8",
-	"SKZtM++CBsTdc5XIGJsSLBM1RXvwv24Qs3jHZRKr2NtrgfVUAuvdNE29hbiloIKDcAePrcopjQICICHm",
-	"Q0QVEtVx2+b7k7zHdre2QukRkmDVql8jVioKQh6u1TiH+6FcserLyc/tV9jbChxKnrMhl8Cyg1l4BvV+",
-	"5mGhjBN95X73amuLHRye7Z8c7n0gKCMwE5+LVMlLXfIKX+iCxRIKvs0DrsQkD2U7MsKvh92UosBnMaY6",
-	"L/LzOUgwIKTFQGGSa5bErA3CFYCXBK+RoZyYsUB1uF+pBmTERaiWqawIG9QJvSr1eGuRf+jYdjYvVDbe",
-	"sKSBq4mcJpLzlXzE7YeDPnoDWCz1pLjB9e7bdUhIzZmV+H6cxrUP+ER5J5SYHOXOhcoA95MtoqyoC8ht",
-	"//jTzqsf5+JxcOY3v8B/DuKvtzc6TwSPge2lkjyaZCqeDglADfs/wEsSX/AZGYwhMFmSgXkmBGvzguzn",
-	"hbYgKyiA5cMR0YsjvZA5WROeCZkD5iuUmCRyQKMy0YeVkEYyWgo3NJiT2LeWA8f4nCZXgvFQOpZGSVka",
-	"7DlAQA/LKwnNEEn5RG9Q3GyYPR0RGNF+9jbRE6UhB9WjxNdC99XK1oUMDB/RTwYVk8QOrjPh+agA69CC",
-	"L6zUL8AzYxEPtrZHn1+Nd65+in/88+ebO4F1ftj8oSxhl3deqBWp8G624YN5QYQiwVNrpram+xjOdR/O",
-	"lJmRf4TUgsJ+gNwkYQt4vJvJC76u7dinxelIu9FhQZcasbkYT6ChUqOg25MzVloqoPImvxm7HBmZAoiW",
-	"jUSydjRUmdjsdrsRGlvY92jDbPssOZ/mIg6le2zgsM7nM0Dm9cHAQ7Iyts+HI2rsoPlME7uc6/mBd4Zg",
-	"WSGJ2snYKE7qcnmjpmmMEOEbnkkWHX/49P7gcPDx4PT04PB91FmIujlzs/OIPmPpSW9wRpd6jnS5XYF7",
-	"+Y/fdjuXSafcl6Qlc2/Gyzu3+KZ2/27isjf7YvX7GGOrYJLCUzwXJPJ53T22yYK95IUO5TzXfsdnQcQL",
-	"kejiXDDU0YqNuYRmAbtbLwu0SIcIq9ziWiS58UWq+ytCMIvl7jUKX6QXHcB3a5bxG2K1yti/9j5+oHLl",
-	"RJZvNONj6twBsNFJyhNJkH9/ENcoOkXs1D83uiaUkf2mtIejXsFlCJyvG9qYFEk+YxcJBe1HguGC1fF3",
-	"hDKqEuNFZexOWrArqljoTokNNtEW8N9HtxTuz1OzXJbai/FUKxdMj2KR8yTVUcGETW+mshfajloHiEy1",
-	"wTzkjDVPNlNtPMd8FPhT1DA91FEICwq67MjlVQH0b0OU6KVClA4jk5gUICoTYx8aaw4iF3yI7TAspzDP",
-	"pGMStdzbvVBOZSYuE51jRTmE/1IOTCXmQn2VAKyoHZ0dHX0YVOVkUJQlFmSm9Bvjih8d75/gen06/PXw",
-	"6PdD8xPbm8c8TLOUD6+wJz7Jb9uvhsrLLkVOtSEZ3BLGcbi///Z08Obo8N3B+0/4BHNnK+3rdAHNL7xL",
-	"9TVCCTsFyjuoEx9SuBeCSF+Zweh0arlYCW/Vjk5/PfjwwVMd7HSaXSfXULPv3gVJ6FCcUFcdmGt1LbIs",
-	"iYXusl9UPHMcM0C5WqeFDuB8lLbOMkv36EZCLwLXB5qM/UK+1UqxmoYhnSZsfqXZxSrI/Lpewo9VgOnP",
-	"FjnfoHaqUu+OtzwTn6kDkZOX97vTt4/R2AHg9lopWOMkkie2rZD59vGaFWyPdyo7T+JYyOcdqKkuBWjB",
-	"p3UwvLYR//5jrg9C1enAgQMxJ1kLAGl1m+bWRpxVmLc346hGj2yAeRtmiSEVyool1Xf6Dnt4+GqF+yaB",
-	"cVcsEHbe+gqlM7/YitbXHvI1F5CnrcIqsY+leA4xfIOUVxoj/drSNfdgHPBksIIcBTcQEkMFlmbR8d7J",
-	"6T7ZWEALR82O4cZ0zf7H47N/DYi3Peqyds0k5oTbMg+Ad/fsOmMq+uTqzrYii29ri0VeTiOCEixj/8CC",
-	"eZNjTOdLkYeyNOxuhywtLJKda0wWgRGKYGZ4uVU18G915ltrrblQc339Vj5xEblZpq2u3ZXupKz104Mm",
-	"Er4XzWSPrq+bqFfJrZXSl2RBHqApPHYisLTMokmKYVhF02VnTj/FUC6R88TIdJ1yPTIOEATSMqEFz4Yj",
-	"kUWBpZGmkJrxUTAuu4mfF4HaqNNzNaufTj5sCAnOKopUzDPnI6bFpRlJEMpo7q3Nw///O+9Kj7c2INVA",
-	"j4m6ioiDjLoxt10UsG/2ZFYBc7h43EF8zPPR42I5Sk88HamblYNyboUfPTH5EFHwJwr/mRmFnVgO/K12",
-	"OheHqzWQtm8kks5i0YuDumCqC8ty5DxlL1g35JJpIbCltHWNQ1lca48BtO7V5lAB7/hYjM8B6tYJ2AW/",
-	"VmiRkgtO96aeHBCQPp8R962MQ5nEzvKD4DdrRxORDSZAg2Cd9p1XQWG1bG11+oj8zHnqt1kLSo08Qlnb",
-	"yaMc3JQ8y9QNMdlDMwCFUsJrIFqerFAWs4XNSaxJ6UxIc6OF4fWn6PNxJNOZ2wY30mLeEg9m8i1CH48p",
-	"s27TeANn4n6C6vuSO5h2uKyrYtcLKlPr5MqZS+4n3mZqyBv06kNunlwhoPfilAH4WcVJBBkFzSeBtBub",
-	"id+MRCYsybUZVwbfxmMopfGbOZvTOuv0qoebzZ9tr2sNcheZ2wPJyvnUAb9ojF6Lxjny9G2oI93a8rt3",
-	"EU6tiDWNuAaWHowbUxS5TpQgIfwexRoehTa/eMJTIqtWjtOt/Z2/pb+D2xTS/3WBt7Lx5DwaJGCaF3Yf",
-	"8RxD+3aXYZlLVr6lNv8FxqncUNbrO2ekVii95GqS9zC/hX3Myo2HA4bF78yDCZQTYTIu8ilBKJ21Fbhu",
-	"7OYS6tqrGXFH6VxNoBOEGRLViEPpop9+3Po5lKXiRqqYJOyUG7QRZrZRcxu6EBlDEOy7WlABzpYVVQvT",
-	"OGj4NkKVklVRSrs7rW/b9gvfMV4krOiS7jeWObd2pm5dEvgXFzC4bgsFTNDskUH3/5uRcr5VITPaibxO",
-	"dOIgIDbyzXa3diELWR9I+MueoZXUva/q1+GFxvDC4t0KXejvqvyOXUd/5EcEQsbMeN3DEZeXIu6zaCxy",
-	"DuVbiPQ19rLMAyTQHAqfxdCWd5m1RYO9KKWg+zEw6ttTYMakTuOFNsc6uQuRRZ1Gk7u+TiHmz0YrPbz1",
-	"7r3eraz3b3ycXevQ78SCv7XsWJv8D6+RcW/fxuTf5JNkwxjEjdHTOtnXY3yR/rbVaeT7Z8nlKNfsUuTk",
-	"/38kIUgtjf2KMmjwb8ZTblncp06WmHW3ndUwtrkwnrg3SX41b7eiIENIoZ6I4QvNIhjWQRx1vk+LAd99",
-	"WejvVzFjVis9exP8O4wr+vvbep/+wbQfNccZV7M+IrMpI79LYVBE1ryGdW1A0xa/7DPJxxaAeyVmHq0z",
-	"BKipdbrtlqvktVl1JSnWiYZ5e2dru2Oxs4jsgAynuV+kr68GmIxMYkxF0p94pik7CViYKzEDejsMv9up",
-	"hjryHrbV4/PdbvF5eLOCHtoSQCud2/aBrhB1qK6RFE7GLqhKJtiymCIeqmcrTx412onv/pQxTxwBDile",
-	"JQBqVt6BswHiAugn2ixtpJzCoM/axlrbWCvYWB8TQL5aWV4vypusrM0vV2J28BCRVsdPlvdccsW1Jgak",
-	"3s0IA68qAwQeJGjNcRCfEw3t0YEfc5hTv1JFsEbfJLMlpwDhYO8yNWaZuFZ4fpmSgcXv6VA6QCLoEBuv",
-	"2a7nZrtWV89dnDa1pjavZ0cSldUacMivqO6aBg37Y8VxX/148fLPnz/vjHcnP7WC1ph//iDkZT5q9V7v",
-	"QsbZ/rn9ZNYnLvVCUU2XQN9ltOxph3bW5ujTijpcmVsLO/HZlt3dIfjbZxH17h/Y+pl/mBMQMSkEtfkY",
-	"exLSCEbfnO2yPZKG0RdqXGBTRl+/RpQHj3JXeEU9n0u4IofWCmXbYcB3GGI6Ophv9+NtcyWHEXGjAJ9z",
-	"onvYYAIQQedQWJVOL0MZiwwaqDvuFesmGFEQsAjom5WEH0bb3a3uVhSw6H/gKXPdf6hJAvWYDkJZxBhd",
-	"MRsirYfqUiZaxPNyHhusuMgkMDhBoj0qyupCWS7d8gr5nXT3K5p+N983rSUUzWEvOplns1CWa+/s1REi",
-	"JKSSG2SxXfN0ahFUZj4t7wEQh3olVQywS0axhbI94VrfqCzewGboiN6XMUvkSGRJLmJ2mapznga4L1VG",
-	"oAl6WBFywJ0t6ltr7392xVlPGjedU1x7cVydRleattpENsGfqqtbgkARmKPVAzIeN85zpVLB5bdQQbgi",
-	"KyVOHhypuVY+5VgIrkUha3mN3F0lXmnz+oss6MUapstOxFhdk1h06Ct7Yzbm2ZXI+qzgBWVtsrBDGVGD",
-	"qh5DQQZyq0LrcsOx5oW7e9bKi08Oo/C3RwCYY1iZfyApVFKsj+FT24DmrBRn1RkrDmBzW8jkopMJGyHl",
-	"ULA/ERkV8vkn0ewOwOoUGwYIwUNKsrp6P88SLGcmWJTogf0xneO68/nub3E6V8cWBEyqG3/eSzD29Tl9",
-	"4rAUz67K2tUt1CpqlTByjU6b2QUWR5eMLVJc2p2B5F7AQQGdaSA6Qi5JlbcsovtAm5dOn+1u7VY16Ag0",
-	"qBTGFK/HHhcyoxEOdEyv9LxPLkzmA3F+wb3WEKAFVuiZzyHq9seqp2MTJvj+sVvf/rSHql06FkQZopmc",
-	"pmmnH8oaY5QttEUzQXaoFMuwp9/HQXl0A9SJt7Xh+YzQpflqJ/Z+ufMl3MuWddkyDJkPe6Hc3dq6HZ1y",
-	"jx0fvg/Yfxzvvw/Y+4N3EIT6XZwfYytICBmKGCgXCCQP3a3bp7+9ZxRqiTsVqmUq/XtVQ/R8YkGFwLrF",
-	"szQRWShpEvulrJFnHSc5dswuyaMlfMbPRoI8Cp2y/4r40s8ZOFizlLSS6wz3OsO9GooQZOBqkreOR/n1",
-	"zs/bu69ez5lRrqRnI5tKfccEEbQtg5qgcqq67UhCO2UGUSk+54NsKgc8j0LZhl9ahKIR8SnXeYfqr5NG",
-	"NOGpHfuJGfpf1VTy33KVlrvlIq2163EbMGB57ryjdVr+4r7GzT4RH1G1mst9YikyrxbWEaDO5oSoJ6xr",
-	"PWv+EpU7DjMlB+LzJEO5ErH2K3aRiDTWARPXPJ0SPWUoozwZi/+tpCAi4IjOJWsrKTb0SOV9BOSlibBx",
-	"g4spmOVYchcleoAo4ahT6qq7s9MF8tEsMXOPVQ7c9jeEqF/pvZVMZ/Qy2JfHvr29gxMRPJS2LBlGhpSU",
-	"kBoELGWVrNUGK6wHFxE95+B8FvUYn+ZqzPNkCP0vJsSWgpdQEaFHQcBzRn2GoJUtE2OepI66TElmtmIq",
-	"IPWK5SSRVHlyQYdfD+AHA0rcwpwo2Qxw9E//X7H0w3+/J0IxloewHL9YEhJrA25twN2m8ru8exZpmMWW",
-	"2uaXbCofBLV4hmXSOeNpJng8w9Y5IgYH+EpMasK5GAd4NqJpDl1Rmsvmp8IMrvjgH9c12uug2MKS69VP",
-	"dnBHHwt288I2iXWJl/Ux/UbO2a0cs7VftrQq/DYHajLN7575oZAseh03WZKDswHeEmun4iLfgLgE3Jan",
-	"oUQ/iuX8Sri2SeCNaOKGAsB/Nk2FRh5H60yYfTbrlsMf0No9M47JZJpDPXrKtfs2oD+NG1J08vTcl0JL",
-	"N5aNrwXAM3Ndnkb82Or1tfuydl/uADkDIfnw/stmniWXlyJbTCW/iJimELjJ5QhgNuDAICDNyM1Ol52a",
-	"TwhzP5WWVCoAfna/IIs4QiGYZSM8lt99u+B3l+IG7sza2H6e/een/U/7bzuBHyhy3JtddipyXZbrKMdL",
-	"or3vSgfMLLF2SUtA51NHWtINJRgUuZiw82l8iTW2BZ/IwCLFowDTlbnHe/vCv9K/gIKgdYrkDBdprUm+",
-	"URiK5nsplbHZg9Zdx033ALbl2iO8r7CcyqqgZFLd3EZYrtbwb1lGzt1ltbScOSTd2kzbMaQa/D57f81c",
-	"W/k9V8m2VSkQ137dbfJt1dnzjshx9auHI+OYyuTPKWaTfBys+cnP7M3R4bsPB2/OOt1Q7oNHGH35ciVm",
-	"X79GDGygkUpjaEvmlyxaxopYDFOeYeM3L/OFtoTLY12JmQ4l8pDBUKpJq8Z0UHmD/hUTQuU3fKKUUHUQ",
-	"y5NClZ38V/Srbs21uXbEHjGPVNlwiyVno3mx6SqxHySXVOXoZXUUvRXTKJRTTcBrl/Fv4zCMW4Yuj3Pd",
-	"ljH3PiMBOc9WUUF1ND63WJMVn/9ynZ1aMwg/cDrrVgLmziktD+J0y7zW+qR/e4/olt7Q2hlanuS65TH7",
-	"hokuwguGsjnRRXktSnVNJums7EQxJRln8RR3n4AIQ8cce6fVeR7KVHDoSFQJmVgeDHeKHPyPoH4X0EzF",
-	"eVW2cTV3jZgwtVbuWt6cJ1sLlOfr2j2VQLNJs7V7t3bvvm2e7X7+nVKp3nRC7u5R5CMpkA4KqB88Uinb",
-	"mi8Tl4nOIYJsHurHk0MJrEXDlGuNpRwYHaM7mOuCIqfm2I4sXZXr3ycuLgSSUCP500Jy6TOl0qPivf/S",
-	"FBGld13aTs5NSokmzJGDrU21ZlPNmzu38WFvXxAZQkMbdXMKG08npo4f6GRWjiFrW2I4TGx3ms6ldwCL",
-	"Y2ZG5rooFULEY6GeO6xLz+QpvK34G5xIfNOluSOzBJomZX34FvlJCLF4uIP3xfznIP66iWfkIXl/qfRc",
-	"qfSFrqNgxCaySFCZimuRFqx/FscHHOkwMuPLJDlSKbFMAIU6KNJxbfgz0eZt3DZ8Xv7LmSdxzNrR7xk0",
-	"z+6eCB5/OvlgLoqa/BpYsxXHVL1pmYh3Z2vrKZl4V6S+gG2eaBbjuq5h/k8dF8V1YPw2Auh+GWtfruxJ",
-	"NpVVLY+mtR8oDeUefnUzUtq7d0nMWM4M6MuQpKlt3YoxHeIJ1yPqND3GKlH60cDeMmLtCOqFBrmiasYe",
-	"A1pRqiPN7SbWOZ9pNpVTnEBseJ2PxAwGo0XeDeU+UmE0ycwKOSrdeBH0eV+upeH3IA0rZtMqUvGFJsOJ",
-	"DFKrLNcS8mklJB652wnIJRZa4XxsfnH//np3TFyzEFUZ49ITP07IxAr5K0NJ2J6KvG3kuit552v5cw/5",
-	"Mzd+N62QUChAVwSBNaNrGLjyFmSVsV+IfDgqD3j7mQhMNwnLZGaxqR0DkVWua8dzgeNptmxZKNhpW2Tv",
-	"3adb6S8qHxEVfuZdB5QYfDgyVpAurV8vlBESDaqMRWh9eZZTXmhMSokFLJLTNI1Y5vEdOl55reBvujaU",
-	"sEuNBQYuaNuYe5j2m2aZeW0i4wdMDsuVzepR75oGiu2i1+daQv69JeSjNpKtiMinI4e7r6yW4qYqr9fl",
-	"eus04kJT/FTkt9Rcywxx+/sHI9rFYG5NKLTk4mvFeJpCkzRte8OgOupT1GKMWLG4PnTgt/ouBVQW0+/C",
-	"mS2mbK2YvtNA6poi5VnyBldzH+qCogYLDOuVG2HPixy/54R7JnakZdwrSGI4rDbU7qZc5xs3idQs5TOR",
-	"FZ0V9JDHNjZAODPsJUgdq+xfEIiw30DvKvoDOfz6XkstAKqJ8SSfVVn3C1FGLTS67LjcOctriDXm+sq8",
-	"kmbRD/S/qBvKlUPHi0MZa3H4nURS7UqtxEpcOYprSfnwIYR7ib174H09+ZJZ6G91LOXefYgM6WEIIhUX",
-	"OVPTPGAqQ3JLjr0PKFaK8gq3dkABC2PaxX4fPy6H5nM9HQNGxHJxYkt0BOZCX5SbETaO3NkJrKQDgHIu",
-	"ZIdwvldiNh+VtZ5twHgoERVMgvomU/ISWOADM9qIiEcH+ipJUx2hX6ymuU7iMqP9daKT81QwvDDAtw2l",
-	"u0FuPJB8gMZyxJIYSUETajBm273QMICZYpIlcphMeNogvbEWVMhhNpvkqJQyofO+mfbY9oE30t0T7Oyc",
-	"D6/YlRATUmyoz+CG9Q1+YQus5fmDy/OHD2M0rdWThzFW1CzWtqoTem20Uta93dehjFshou+hRZfENu4J",
-	"xFzRvF5oXGPyey2K/4IghXWKbSVsp5LiXriBjEt9sYhGzLeZle9iNxnQgUMxEXu85fgAlEOubMtziBag",
-	"UVgYeqwNabobySYi01BN574LGKeAAHY+R9IxdSORh4zH40T2Qwn/TXSe8Vxl0DCo0wNGM3hSfQs+J3CM",
-	"HW2mNIHPNTuf5nRdKGnchXB6ibBVnA60KM3okzjA+Q6KMERQaZEQUJ1KKAuuITNtthV9v5DTRWdv14lJ",
-	"pTG+9wtNMyIVS5W8FBlxZYbyjFY2AztYlfKPOGeVJqP1/GV4k2fSN/ThLcbSCz7/VkhTCRQ6NrtllnFt",
-	"D67twVXsQbvTPQmeK0cd4IRsYwvJaT7a5MOhmuJ2b8BrvCGZAp51cilFvJFIMANfACR7knLiS2P70ADE",
-	"CqFLI6EyNb0csQgfBv0+NvH7DTr7UbcJF0Eje9T0OD7jiaTEJ72c19BW3dI6fQeiYX3SH6PnWQx1aDfS",
-	"bgT/UE/zkX+k605ZszF4gttdl6yJCYXmWBtjh//v//3/GEOq02UfeZJqxtlQyYskG2OWOU3klTVIjBaj",
-	"1sr9UIJkwhF75pQxdmz75bYemddKJIsmGOLDtkARGwsugSapUwDl8VGJDiUNQMTgdtq72cYdKKE8w+7n",
-	"+kAgTA6ILRRzjyRtvCc8U1nzxl9PM1qXKn7WZsi6UP85hKVg6YsOYEN7lJZIKNxyzaLpjF9Zu0OkYphD",
-	"+iFmuRmZTSrgVkWx0JaK0ViZFCIWMfU8g29vVHalgezaeJRG4lybOQ8YpF4gqjMB5xeu9txHvIcn1xjI",
-	"M2hocC2y5CIxQujECOg0GRu3LpQT44ylCaSK8Ee1RJY4A48vf2Ax6WnP2NixmqIE+LPzd2dp9FeWEbs7",
-	"K7zdmVIfuZzRpOinlC1lAkfckEsFR10T15+2f94xn2c8Fxtw7Fq9lhEurULMXKjsUuUb1phZFBBDo0Yn",
-	"8jIVG1MoF9QiJ7ECcgJiSCM1zToeMIXkwblIlbzU6H05Ux1zvFRDmOgiBzrPtB8riCcp+1ttI1nnwrhY",
-	"Q3UtMuC696UMW03IvINZsMnWRxIw5Yc8VdSFWpQvEjP2mjuLk7V0+EbSARpVMF74InAkH0w4pOoykc0i",
-	"4c1IDK+0ZXaLjaHKIfw7EdKIipjn/JxrsXHOh1dQVYx2B1Xo4i8jfT0caNt2dgj2Uyjb/8zzyRF0eD3l",
-	"Y3Ga5OIfH/jngJ2amYDGspNMxdOhGQpZMCRFhjzLErKJ3pyevCNbKFcAjwgl1yz6rw3zzQao/IgpSfDi",
-	"lOciY8dHp2cBO/5k/m/v7M0/Ybxv9z/sn+132e/g63mvax+7u7V9N9nzASb5cUQO3Pupmg3hmi4SNB/U",
-	"5SWQn3dbQWskeAwR9i+tU5FvWEv6Sx1ggDYS7pbyFjK3KgZYjad//cbu2loSfiNJ+EFdskQ+pORT0wUR",
-	"oX0Zl6NBvmwbpoITfhh3aLfu0Jv7P7Gip/OnpvktDuA+uIDW5/QP4ipH71uFPb6XwIDZt7gTmgIBY9GI",
-	"NTmbSze4JDQ99oX2dGAtqOSjaD2tEjibP0X3AkE8ETbhDb2CW4Vi3hcsbsnvqs8t3TL4jE1IML1ljyfF",
-	"gWBoiWZCxiKmwLPLjUuBzCu1MRjwOR/ZPSo/5JlGYOzwmC0SW+ea/pZtNbByfVKciKYDbpF+zabE0URI",
-	"rIHHfhde2RHB0Ad4EzyQ0JLIHAPWduAjtrv1kr07Ovnl4O3b/UNyh6DMPpQ2Xmg8HJ/38VwM1RjgN6wE",
-	"HeqyE+9pBXI+BQOrD8B5COgOKQ8itOaXwoyK4syU5LIuD7uDT3RiZ+2xANN4+ydqF7RKmBeiuvfNZ69z",
-	"RX8Z/8ZuWS94+mDODgSNVggB3zbXZG1RaHhFd3+YZBMaOYvMm7vFYk7MTDyynVN6xjOOAh8XMUWA1K/D",
-	"wd9Bsmg8se14Hici7Kt+kBtyhZSROf8lm8HHwlT817YgakdzDZRdT0BQJPKy04UeYZBZshgWl1uuPcoy",
-	"/s177FNHWz76iJHnC//4zg7A7ZEYZl/A1quzYxeY8nD5bPOLVX5fF8ZlCHhfVotzp6BeHbIabRjKZnV4",
-	"WMV03MnohrMyA6DFMsz78fQ8TYZsxNML+4ZmVC80GQMTnmQNeHg7ewtR8V4tz+vdW7NZnYphJvIVR/fn",
-	"VGQzvwoJAzYrjW1756enrDNaxY+wArLiTHyjOqHvWpviefAMbnY+Y972ndeoDZoTQFyXjdLineD5NBPs",
-	"IuWXaF7fiHPmbQs41JqdiwsFfKIzCNYll1KzRHbZIbj2ZkfxRGqmYffr2mDvGxzJY/ZLAsmAz1m2N+GF",
-	"u89mvUmoZVOZJ2ManbfMNHeoEKD8aHERaEl5g3HTZR8STWlvvIFfl5UYU2ksxufAHjPXaX2+xEsLQXlr",
-	"LIZqRzM1zQaZSrFvNZIvSO9RMxYrhpCZFOgOVKcbymN+aRueRRN+KSJw3KKJyAb4Z9sS1+y8ChjP2Vjp",
-	"nG1vbXX6TCqWq5wTQ0M+zaSIA2gWH0oEJHOmRyrDBvKMZ1ly3dz+4z3O6pzyqVvm4pJN8wItowaWXScy",
-	"vPQxhTK8wyqt4C1xBC7P/czC77Cv+6Vda3u+aPGbWfCbDhX2ONauTLLNqcU21fYgv/zYBS/sect1KCMo",
-	"Jou67D3WE/Kx0CBu6ZhQx/XmDuvwu8fKiBRPeKJIJT17eagSZn6dDPl79xi/pLMwd6ILjQnl14tYIfEc",
-	"wqnE0uCy0qvpGR6VmoZHXhYFxQH0rAilupEaCwA1a9v6b6YyFju2ubFtF84+ghrWARurWKRYyHM5JW75",
-	"gG6cK5WGZnqzREBls7gQmZBD84d5/CQZgl0H0sdsCHgtR6qLN/GJkAjS3Uw2aYXN7dQjLsNBfGz8sOfQ",
-	"q4aq2bmmuV93/f5uu343HvkmBkY8WNYttwpbzoBpoVNz4vvW4RGpFuxS5M38KM/9eKykTX1NumYBWdAJ",
-	"e8HWa0DS1OsWHdTsOtaepDyR5I9ps+/Y7tbLTpcdyRTlt213DVx3CAdpJrB/sK35WFXet7cyv/G5sEXe",
-	"34uluWZ/eD414aubpsQS1BjYub3+8oM+ZH5iszV1IxN5GcqCBAjqnxLitpkLAHXZrQI1oayP1CyMvRD3",
-	"xf3kVPAdBmzgxVeJ2sDavLCexFpPLwvz5HNztsopTNPxBjpdj3UUyy6d88wQFFt/APt09BI5TKexGCB/",
-	"9z+woQ78DAm9624dynMLyqVw7IVKU3XD2tTm8HyGsVwlRUDWhP28Ypkomc46XUeZhWSwkuB9NgILeMKI",
-	"T5LBlZgNtMijhef+Qzp+Q9N977NfCdqlWrHU7YTmGWKVCWpK0JVnv1RxQNKv1YPORi4Xd65UKrh85GSc",
-	"m8JVpEh5AtZS5DZSpC4k48mUj3VfNweVb+ETdNmpheUmmvZfBITPU02sy6GM8OYijlicJeZQtpOcZYLH",
-	"mnF2kaSOcVqL7FpknYCyewiZ9Z4HCShgGQylz9N9CDFqbFWS/DkVIJUS6QtBCIu9OTp89+HgzVnU6bLf",
-	"UXDpAR2RCAcrxU15phwq2OvrZTu766GaCIfpm2TiOlFT1ymMpUrj70JpBt510idCTF6FrJq19/ZPN3Ze",
-	"vd54/+Zj0VV+zAHkeCVmKMDLcm1JGN4dwefpaOFI3SCfKKTvPX95WL+0Of6KTteaHOc5JRBqRPtyyb7A",
-	"dtz8MrxTuqFW/PcxWm0kPa81ZApBXknVMxSIb+3PfeGaCn4ttCdgjShU05xxd0k75xrL7GUoL3iaIpc/",
-	"4SdpJK5ho3kcT1KyVQ+PBh8+fBwYXXDw/tPJ3tnB0WHUWZJheCg5Gqx4/Zvk+eQmyiv6PeUo/i4phzsJ",
-	"iYeICfebzn0bOp6AaRjKqm2IHBcVo7Cz3Ojze7OE8mic5MCFDEFnoAk0P04y7ODRZxEUnUcI98YbG4cp",
-	"ZgrelKf2p22O/2LnKh9R9NoVrYsYYUhYSroHNkBhx5XawlDTBiVFl0E5XMUwDiWVwZfMzrYv++BdExJ8",
-	"cQCApsgJn673OxwMHxvJSshvSAKXzN7LxEjSsu27JCL/tJLusWL5dzMxt769iWlj+mszc21mfsNkwOOY",
-	"mZta5BsuBPXl/vGG/p3sTIg3+G58InXO0xR+unGTxFWTsQP1AySN2LmKZ7bzVumhkHn3ZHmPYeATuo17",
-	"nAPlX/ltrUDMh7LtB3Okkhu1QUFspJWm9SHDThFugJcOWCJDCU0hMi41B1qoZQ1cT0X+Ft/lr2v1riyK",
-	"S/MbMKlufDdlbfw+rej6yK8aBJe/SrcXYgRveNAcy1GRNYHuKW0QdgFeF4QSn9kBjJyskOPfA4oeypUy",
-	"nPRGf8MUJ775KtkJ2hXrtMSytMTYbaaVQey3yjeceVXt6M2dz5j4zId5OgPGHnURyshcMUjiyGjMiHjh",
-	"21IkRh0H4OYFSKPK9HQ4ghv2jIfHIsDNQkxosH9ycnQCfhaMh435zFgXsUNAFWPtY3axEaNrfsvMT7lk",
-	"Dl+/VzRFS3ThxbmKl1Wdt7049nbz8wz0l8f4lNB9O4LlkX5a5lEyWftfa//rUYyYPSMSaKOtAgKhLbn5",
-	"ZfqQQXz0VUjqgKRKtSIIPhQBaJFehLINgfnC6ul02Ym5BsL/klqJFUE8knPULy5rCOx1Q+luAlXJXNuu",
-	"ZJ78K9cz1NOUmNE+nBxc1WX59IwC9YXAgig91VCsKwm+u8YYcPAWyYWHiN37dg3TN0k+HBW2x7nIb4SQ",
-	"LMK/o1CC1wF3iPrsMuMSYR94yMGaGtqQtxUGLzQc/mCxUKiP2FRbsb8VY5XfV0h4Ye4nFBKPile/g4G1",
-	"9RQGlo1zr42stZH1bZgprWwjqbSKuUXligtJbWxJYzLmlwJbaRNWVueZAA81kWkiBSb6bO8PP033QrOI",
-	"bjOYZmnU6bPdrd2iXwjGmEYcYsPOlprvXZsXtVJNpWDH9EaPXREGs7H5Q1l0XKhszPNWr3WeSA4A1jlC",
-	"7DpRAfdaR14WRF6KCtKJW99VN/cmTO8D+RLkEVAawh6Ndml320xMKOU0TTt+SqJX9HV2kJ+iZBjZnWzu",
-	"ZAlg51tt9Ec36u37f08W/d8Dd5OvcuoeJOj5cZrmyYRnOZtOjOrHdIDRBdFFkoqIwXft3a2tUEa/7L0d",
-	"nOz/56f907PInaMkJwpkI3FZolkscjEstRIHysMeOz58H7D/ON5/H7D3B+9gOL+L82OsqeDE6WeGOYNe",
-	"4ViD3D797T2jMoS4Y43y7Vcs+nR4+un4+OjkbP/t4OP+24O9wdm/jvejvs1UhPIV+5j8wtq72y9piKhJ",
-	"E23xNFwzzq7EJCfKAK61yGuJA6Rj5tRYteIg2bRC9U6BmdKHFhpNRv7YLuWm0YYbMc/5Le1rGiQO+1nW",
-	"pRYi3HXjK2mAdanq2nBfDZ0Cwm4VOVtH3vp65+ft3Vev5w2fgpXkQbO8e+wiE2LDnGumzv9bDHOUWhfK",
-	"Uk1qgnponKqCST4xkz3JBAjqPou+fI2oeTHQr7CbLMlzIevEl7Psvbd65nwP3lCXWj/FpWsPYIEHcCLK",
-	"B6W0GeqMkml+b0PfQ77ejCCeh5u+LRUbi+xSoD4PpRZZwtMESFvxkjGfsXPh0AqvX716+RoNENZuSsPW",
-	"Bv1hDI+x/x+D5Lx2sE8ZqrvFQSRbbP48rrX4WosvSWfAvl9dOlX1da5U+sB4LCmYkHk2Axpoc382TLn2",
-	"aEhDOeLagcVE3HPdd80l8Aso4TQTFIOGn6/qd4WhOKaUz4DGNJRQ2YTFEZq1LS39hnHNYixe0GzM9RU0",
-	"IvewY5F57gBGGvXBbpjwy/oSUAfuOoPJe+YGgRnkbZgmYP6JZW5tFtymUtyfuZXP3uYX8583Zt99fZRA",
-	"oR0dnklzNTCRwscbqbgWqXde3AG84GmqS4V/Uy2ywMKjzW1cSaE5exq6JeyGsjawTg+3RxlO2RKggdm2",
-	"3yiDeGYX4NnEJXG61lHJ5wcbKKg4cZEeLSxpWYZztx3M6eF+SzUkBEXl2i4ltfCzBP3f4hcdII+A5LBm",
-	"Sd53cf+drS2GAE52w2fdUEakfSOmqBLwSohJuSckKFPWht5wODYpbnCsHcddoXtM8OGIXYkZ00LmoSxV",
-	"9flSCO8H3o7mqeizSE7TFGCmXDIxnuQzhsksqpE17xDKdiJHIktyLoeCZUJPx0J3+sBVwzB5J3Oir6Am",
-	"in3ozG3xDsYYYNEP9L8IXyWUFcvBjL+YAjLYkfq+y/bgayc7XeQhFsOUZwJrS/D9Qkm2FPbRNDcPbEh3",
-	"Zwc5KBQGfxO9KDTxaaJFlj8HUfkYkIvSuz2lF4fPX8l9g52/dtzWjtstOCicPF5RtRgTcsyTdGNJj4+9",
-	"eQ4v6t/puEXnGniKiwsxzJPrSnFWz5mHodT8Gr2lahfPAFNVc0xnyEAE8LbT394MPu4dfBj8EDEhr5NM",
-	"yTEohGueJWZKqQDBdRIz6qtEx9Nnkf0SKMaY5jPtfEclIa9VuJUNAd2PPEkfvy9J8ZSlwFKepLUVyX/N",
-	"1uXzUVU1zS+VUXjzM+FXmPEkbY6u1uz3Ljs1crmGfo+1nf4mv0ddiyxL4poNHEq3g9EScxu3M79djboW",
-	"G3DYoEy1SkLVA2sqlG4bR8a5suQKfm/sAEyUObsnV8ibwJKcSLaI9CvS43wShZJDhSv+JhopnUfYKQV1",
-	"JmubjyQfC5ihAGp0zIYFQWSkcKdvR23mKdLa2F8ylOY79uqnH/FuPiP+zg6rxpNZ21w54UmmqbYuT3UU",
-	"sN3Xr+hvc99ON5SHhaljzLS+cTJZdHx0esZ8MbeZC/MmxhHNZg2M9QjTrBzux0KD+qf7SWyT1cULbfXv",
-	"jfJgbXM8brD4VkK3YnXAcWymHKiXxUICI2EmeOp6eOeKRbmKCjq+BhPEEgTwNC25rE71Z+RupQlU21DE",
-	"Cl4NaQ+Zng6H0KqwxyIjatB4COXNKBmO0AM31gpP0mkmWCTM2kZsyLMsIRXi3e2FBijMLLBTeW5sZaaH",
-	"mRDyhTY+7sVU85S1OUOTychdlo94bp3yCTT/CthUpkJrYCxFfpnIPGcAfdhFPDC/01EHPEglRShz8RmT",
-	"3lhXNFRSiiFaWjT2NhpNXktWihtolZqhEEi2U09RIOMzocFGeiQB6j/iiYSnffzRNB+qsVgmQRVeZpMg",
-	"PM+Nfl3L0L+lDD0Fs4wZCVjTwtWXl2IzVUNiQmhy0z7YKxxxSak7cVBQVyWZzonC4HzGkpoGxB8Snbv7",
-	"PaZrYx+ySlLJTcG9fJqnTPCoG1m8hd+ekYx1s06LmsjFoPbsHfoVVtxsKhjxllluGUYkG+itdxsIaO0i",
-	"PJKUtrc/kMbd+taUsfTwVerI7cSuxfHfuMY7LQ5Dw/GsSuSlfeH2kAMbfv9CuycUfbDrekJhds87mrcL",
-	"ybtDFz95EvLtmoT0WZGQLt/hTYGxu+xjonV8sH38LPTT1jfXT7YM9zvSUevc0DOK09xCsa1STFv2LV64",
-	"up25YlqvQlZSVkWLvLbu9eOsKOv5a1etPpEPcnQjayozFm6C5UWnNXWkfRsh0yssPKqlW6z9X9BW+c5M",
-	"CLXKPmpyYutLJGH3mA+xTrKPAJjFJZDYnHiqodc5l/Yg15cNljfYoxT9PWm9Hz181eoAW6ut4Uyu3d2/",
-	"b9HeKod5WdGe0ReZMie30Wg4xu8tk39tiJK1/QS1VR6QgdAi79QaDXTfx1Qb9IjlFXBw2fcYnAT4BGwE",
-	"N5u38wxdjRlmkib+Yvcd7JPWHmklEIzQbSoV89f14V0+uvuTeHwrbidXx+XvqrWM/nt6byudTZTEccKb",
-	"kXxyVhG5flvRqRSfJwDt8egbdJm/wTX81RVqo1BqgcxJScYmItPQt6XoD1xQ7RM0cSRmgKR2THbqAvoJ",
-	"3gjtUlRQNRVKj1N7s+DTLtoCI5DItg81X1JNNmd6pDKsvmI8y5JrobuhRASAay6TiYngOXQshX6dLHLD",
-	"HiTxv/+IWDv6n+WP/vEynG5t7byufPpj1Aml5FmmbnB+0kTnhLXKoXFyMX9ddgAJfKgo12jfOlMY5/WF",
-	"ZteJTs5T4XVa1j2WGAU6za0SdRdTl8NMsDhTk4mImU5SIfN0ViTyga4vM055B5AKVGRjceJ0S2h6mokx",
-	"TyQ1+oEQHzTYsTAycw3C1txMRleJjCNGMxDKXAGSEnlAzHdNFXBwqPdgv906QnhrtvK5Pq+HMF5Cerju",
-	"1v5eb+MesW4K3hKgE9rMKwd2pMpCIrFJdSW9u/bNIm6oiw1cN7OqdWuHcyY+8/HE2Ff/fhn8+If5e5Kq",
-	"WKC6qu82W96cpW6zSS7GuhQzSWT+ercVtMaJTMbTcau37cInZodeCpCbY/75AH+6vbXlLuBZxmfma53P",
-	"zBDhrjXzfARgRpIqF9gvHHZFQ7tc811p2EKakf0bwz+toMWncaJaQes6iYX5b6yG07FR0EELItXGcq3G",
-	"gB4zGQLbeFkq+0gKFEjqgiajLPbuF3v4LpnoPW3T5tlwlFyLjo+EAKW2IC9eo9aiGlfeA4eBeUrUfl7c",
-	"AaunpJNooYyuhJhEaLqitENpllQUozvn87rPSHo9F8wIpYtm0N6zvAooqt23MFTE2WZuvC80e4O/2jC2",
-	"UMePhWAzGZLk5rEOEnY+Y9H7/TOGZsImAcOgKklHrA2w+93tV50+9nRM/rfAe0qVM/F5KMyoEb722QgJ",
-	"213XnFOoO4L5zIS700vofTZONPQY9imwipTRFijk34n+iqa7rTJC95q//wE9saMOaiI7/bkYT1TGs1mP",
-	"RWi46AFHjLK5AqV5KCnKlCdjwSbp1Jo6V2KSb+C9MmHmEbDcO7tspKaZ7jiQtnscFU8yfpFDcTnPQ0mA",
-	"uwQuAAoZHDSBjmGSoToX3sq2MoZXwgZESU7+Lb0AgRMLbRt9MRu3x77Azb5+9bawFDc4OlytKInh3W9G",
-	"PKd2Rk7PapbzKxFKrlkENxoksY6aObYKdXyXaJmQQxUbYWv0C8UE6FdnKIx/2PwBBcGKMGk3pifqR0DP",
-	"Xuyw4U654ZYObe2y/Z3DatxXa/O6rC6i9nL39dbLra2fCkeuLKFv5daZHfnx4OM+KQBfJEXEDqgD9MWo",
-	"CssZ6YGTMaG0kh50QSJJRakLKsQ1xhvDN0bjdTgSwysjJS+N65CjjQfeBOrJJAulC+dbvWeG2OQZ7OEM",
-	"uC30qGhElHv4RHjYojO/RxSLNMMTkZEx+/3F/9yrWGVJE101wIqNSQjwBcD9ulCDUleaQV0i297aohMC",
-	"fk/OlByKLqmniI1UalvMatcUFm2sUA65ZFqIwBpwKoshfkDmUqZzpoZYADW0hlCSscT1XLUNA9vxFLeK",
-	"gN0bSlS80Bp2KDp9FpHtEsEepp6EMDCes1iRYZToPGAjfi2YDaCoDE6D+dp58FRIQCGTNrqaQ67x2SyR",
-	"MQYLpokemTUytpP1tSOjr/EcOXrdG4VfhhLGVk+BAatU9q4fhzKreNATAfHLQ1isqov6Bdxc1thzSztU",
-	"0xSK59l5cfVaof9NY7Cw/CStahmx5uUjWP2xyJJrnifXuNtXFZTQaIxkHGbJ1DQbWgOz7ZptQBCvy44z",
-	"FU+HRooULgF4j0acYVK8x6JMGBUeMT3kKZBdGCF8YTwXqZNYsOgmifNRxD6zaCSSy1EeQS2pJbbgeiKG",
-	"OQPZEso2h+b/Ome+p3mj/PrQPnk20wk98lzMFJ0zfKFO4PzsdBbKTGxYzwGKuTA0FfVZNFTyWmR5xOwl",
-	"7gXsRaxtH9sxusR6r91QRn9OeZrks4i1t7vd7a2tDgMZI7T5/X9PxCWc/htxPmFqmk+mORWZQcVBMk5y",
-	"EgnmVzPnVeIsG7mNfm/Fs64u/ya+qI76UD2F2kdNc011wmMqyoIlw3vDQ+nEAe2RE+2sbQSTXVsI45Iz",
-	"XVM/68LdxWjmYhe4HC90EbIIgGspmvBMyBz68xUutd2OSRxgsxniTNHle9nACTSJgaJ930mHoDN64bXF",
-	"Y1iYAOfqrRv4fGi4yjBXsE5jVYuLmrbGIh5sbY8+vxrvXP0U//jnzzc26Djh+aiIOSZxq6q1fD91zD9/",
-	"EPIyH7V6r3chWmr/3G4INT68sq2dm+fsGXtbz7jHQxh/vEawrvXvLdhNuL+NoHvLQgd7gS62wvgW/vSc",
-	"Sm7QxUUy1R+sC8MFoSQdg3oLLU/SMm7CiNou0QTPMm6ApxOoj8w59Qs3dxKx0cmW6P8c2nHEYqhiuB2q",
-	"iXKxs3HwybUohkcdi2lsURPnSVnwHE1sNdv3J5sfM4wwN0NLS4Mn9y9u/KvTZL71T5Urdr2lKDCGSbM9",
-	"/gb8c+1O/JhLoBewh/6FnssP9ygD0AR+QM42osk0pk8mCvyDbbSnMtu1L6BED+EjKuxIIA4SadPJMCYb",
-	"uIASHGNi2m+NeT7fgopeqfiNx9/UpZRXj2GGggpKS8Zbu5CApexFp8/ot5iwMUajDmXpt7mC/vyrZ2Ic",
-	"+x9cjrx+vglOzZiNvWokpo1kGUmGFH3aghvqSQo87MGvZmOsbUxkVsB5MVPyVLQ0q5iWtizqewEyry3K",
-	"Z8G7gEgeIMvCMvnVlIhUeXKReEQMzRW/VQuy73hGEQXn36oM5GJtI9FAgE2l+adxkE+n5+7+2sWWczUd",
-	"jkRsVAKK8ggfElvpDf2hLZMr9SazUK9chRIvb+7Qtpemh6V3fno649IasBvzVvG6aGeFut80nQMMysra",
-	"2j1fXvM/vgar+kl9ZIdEQ0jdyPITuuxwHt5JWLk5eCd0JwF4Z38ZpLPTZREeFYJVYLLGDCWU+IWxhHTg",
-	"LiP7BAbrvu4zfg4Ev/jzc5WPmrKS1UPxrRGLjieZ3q58KJCPD94RLnJviKHNBrQd3qqEtyNj41ypVHD5",
-	"yF6TP6e3wdCVt9jfDTx3p/M8p8s2zdJv8DS9XUL3VOSaRea3YNsrScqtZldWdBzi7EBphXKkboxPMkNp",
-	"TsTaXXaoXKj8XMWzurP4kWdXVR11grv4m+xTbQZgdBZfrremhHKvHNYx3AHO6FqB1SowM8fL1Rcj6bX6",
-	"nte+TXU7a67oiuElwAocvn/jALCbsaXEP5+FEqB6KsNOMcZizwdG0lL4jT4x17SxHqFQCexcDPlUCzwu",
-	"1KuO3PpQIs0re7v/Yf9sH85Mp2+eDkFBlY8g6qiB4ZBGk0DSqNzZ19qQgCY0ioZKBHjpvfyGElbXFC0D",
-	"8JCPQAZIYY6yv1Lks4cyE0ORQB4+E4CfrIUkSnruuViidsurdhC7KkNv3E3aLylrvlv54HPq+ddEVh9+",
-	"LmKGK9s0Am8n1ILeoVeReWkbVqpDtwfNswC/B25eB0xePJLKlNyqVOA5ND4pbddEs0uzFb+xv/9XBzsW",
-	"ZxMB64/vUVSEq0pj51FgYhy8ik53qd1ecqm/lcHgP3QVzsPS2363vIeNWrv8fgv3y+pW6R6m7Hh6w2dG",
-	"R4GOwWhzxU+68PZVzvWVDmWbstMWKgg5Nj70TVj4KIFPKCE31Xj/ccAmUz0C/GAoIzOMzS/m/w/ir2Xj",
-	"I4LKiJKEulBpqm40G6tM9JDB+BrUu7ogs9oMkRgdQ4lC2vWwC9jNSGGpfM4zeAGjy+HLiI15PhwJi2Qx",
-	"nwVelWNE94cvQulhQ3jul7FAeZ929X1zMwr4V83a5EarDFOMPbx9KM3XnT6LxJgnaSlEZT7AGWTtC6Qn",
-	"xjwLLgvLlbJt0eG1He1HPbqyB1kT0HeQR3GAUWAvLopSXZKF8JpeLWqfudxuKHe3dtnh0dng3dGnw7dz",
-	"C3cDlZ00MCxu116GRudqoi2fdCIvu+x0er5Bc42vB5M4Y1IZm80V0QL4BhoAdQDFs1fYVdp1ZDX2Z2k0",
-	"0CgRxtJztocxAAGR7SA8fCxC2S5Zn4FvenZcf3YsLqGVRxyPWa3Id+HYztZWH/FnoSyNprhguzb90mTZ",
-	"PR5upkkaP1GWo3k4C5DnEkHHZllLs02rS1vRWOiUHwHN8ZC4n7sMe84m+//Ye/unxo1sb/xf6aLut2Lv",
-	"VxiGSfY+wbW1RRiSsMsAF5jk2VrlWm2pbfcidyvdEox3Kv/7U33O6ZZky2AmzM5LvPtDBpBa/Xbez/mc",
-	"bTLQNnTz1NBNUDchkPy+7q7HEVsXK/DZKHg7/NpD5oxxLLmT2Saors0JPmbGNp9diTircgIR5//m36Yv",
-	"xwe3X4vPO3PmPWJAwEWyLcTsp4QPp9pH9GTSBHf0U1zR70edLbcXj1XrWvnEEvBkY7dGpwmhoRl83ht7",
-	"qZsLJw/1luy7tImn0H4EuUQfwXW+pfwuH/0y3W/iki/yaiofysV9j+aDOKYzwYQqtVkcsnGlslxk9Bcw",
-	"8/W8kDnY+VjsL5UtnXlFkdJepQoOpazS25b0MsukEakbtx8xCyqYM5ZtXk0Hzkijr6NVOOdKThxvSLAb",
-	"/GofXXQ0SMsQtZZhLa1jNRkveawcgRk5rurQLkzXzpwFjqOO6tF86p2zxmgiYMVPOCy21DA+vl135g0J",
-	"e74QzghuHd9RvnsRuPDZlHsUCRx7RJs28h1+18XLL+mUPySsGnxiE59auBd/jN6I4IGrb3cRjsKTpT+c",
-	"hxqPdHTh+sFfBrgwlQKEDeqCuPaCsF7oQuNuXP8QumblgjJo9YRggZq5qZCsnupM1ITOelhthZ29ElaK",
-	"PLchHkatvGJFg6r+gH0vvAdMMEfYmD4CUDM11ErKS57rKesld8I4dpfUXXMAFouXwpb9KFZ3wsiJJO/I",
-	"9Y9Huwff/DliyDMQEGQt12C81HOZ8pwo2RP8kIG/ZBEr332r+3VpWS4mJePwnXtuB4xOsLU4EvuULCbu",
-	"YD8aPK5WlwbsKLzl24p57ad+o6eNZ6P9xvF8G6vji/Pvz06Pb4Dn0DjaMNrC1saGbtatUuauurWhU8gC",
-	"94RpjY3gt9D3rcoFzMepOe6uoHZH34aCuHC2gfvhUQE+ga3msdKGisxzqW4hKJoMBnsJtMuVwjdSbzHR",
-	"evaA8IAgLW7yFGOtzwsL45AwckGACj7xDk5vLGZSZcMAjkPHNYcL7Ife/7Yx9JzwY5SOld/PukEt63mS",
-	"o7+NKpMnfWp4DgkZKZSVY0fQb/ZfdvHqUzxuvE8fyA3X+sZHKlvzH38E0ZUkuaO0QAeeZD8Pn9W3j79x",
-	"rNUkl2m59Vl9IN2YLnzNTJblTacsbijHe/6551KSHxLdsVpmJKuy25Fn/5BtLrljVReYNIrkiGPblozQ",
-	"k4kwtqlae6Hi2H0TnKYmSi9rQm1NeEc2aBetA/8daVnKUwzWsUzaWzbRZnX1ZZknzIpUQ2jL78DLP+/v",
-	"94csmYBagelvvoM4iTxdLLDFZ+Y4SKzo0YglbjoiCR1Hm4tfAp6gPHCuIM5tcFAAOHPjokCIldJsY4Hg",
-	"u38u1xLCt/BA3XD4HSdocM7lcsvUb/ZfsuuTq59Oj09Gb86Pfjo6PTv67uzEbYKTV/ezxYB9Z/Q9CLcg",
-	"OBVAyD1gPfjmrOGIOPvb9cU588iOLHkX7/hrE+8csn/WP7sf4507oTJt9txdiXciFu/U/2oQTbwTxco9",
-	"DPcmjEQ/4+OVyfEfdsYPvvkz/turVfBG+BrQWrzzy2/u/874Qu2DUGWSQcnNYPpvLPIa/FsWCHDT1hnY",
-	"BM/Yn9vAibSEEeqo0RoiqlLh6ekiVvhCP2J0tVg5M7qazro6yVJBVBudKcGVPWK2HQcu9YGNN/rQY2KZ",
-	"bscfw3oDGmqaAhsLjXdEFg8HOh607NYR6uOsn0Cb21abb3JfztitWFDFZIu7I3MH+I6c2xkrhEmFKgn1",
-	"I4tVL6HsxrBMns7F/3fw/b3gjgaTfp2a2Rw8iNwOc0xlWCWAPhSyE5pel6HPJdA6Z0ak2mAHA8C80Dq3",
-	"IX8RYvcLcK8wx/O9do+1C41DRLhq2++yvRyjbOqbrcpOMsFihQO12bm3hJatfbICaBViXjhDltlS5nmw",
-	"E93eegWccjOa0CL737LTczDSRtc3Rzcn3Zmacsl+eNDFfdk8+KTBt5NHrgHrJcunPkSNwOiqFCaku5D1",
-	"afg93LoBeyVggMjdXHooVsn//pPv/nt/99tfen89pH8ORru//Mn/uv/XvUef+K9kCad5pz3Fbgc9Hf2m",
-	"XvqDF203/ctPMjrXMJuqWkf75D30T7aVvvjcTrlkuKzzGTpC+vRFS4vDDBvcJcAmr7KZy6Ob4x8fljWU",
-	"JQXwcTXbpQ9TbZv3JjYsqFqP+cp6vyJhC4NvcRGQt1CV/Cq4GbE3lr3nRazczoA3kbxV3nOYCx4koBF3",
-	"Ulc22EhSMZjzgEFrztCeoDF/8G9aSpt+sKT+SeIrVnwpEsPacZjaHAl13SpbL4MA6YA0dvV+bsZuDGT3",
-	"7a0M+7gy7Pkdj81z/UjZfk/yO3qkcU8NX2KO3NZB+UlAVmeAsKVWDIe1RiY5DXfJafi88Xs/qE+4p49B",
-	"LBy8WwSDGJxCB31v/7SxcticLxCNvTYA78WYNQj40EkOyN92A5T8VjAxmYi09I4XJd6WPsMHnY8a8LWM",
-	"gET7ATvhqdNG5sIGlh8rHEPeEWJNBIJgXMm83JUqxBQBeTK4LJfeoTHdxAfsGiDlY1VvzZ0whtAjmVB3",
-	"0mg1h7z++5lMZ+Hv1neYaGzcREJMyj0Xq/aDNDOLBzHnMq9PAxCO6ySrBh5lsuee3KVobH/o5pka6GyS",
-	"8ZKPuRUR9qBAPxToaWFcSMAPlfjtvheIhBSrxgpRJyAEDGxssQap7ArvzbW/ox8Sfbj9qUfToOk5gLDm",
-	"bCLfAmh0Jswfw6sFDQc7gg+2m4RR62x2PoOb9mTrI/GfSdicF9aZCsBkkunKZQGkKk6UiHwoVrdi8RV2",
-	"cvFkJn23B8Q4bRMT3GAfCG7cYHTCl5qpKs8jyIBIZ1RMSyiqOCZ+vbdC4kvkUfMTQrYF/25/EKu/uwWC",
-	"4x1qkB3VVCoU2B/lORQDoy5/iIHiW+WI+1YsIsbBlmrq9aGPTKy69ixa2jF2b7QzL2DDoPYm4HctsSQj",
-	"JlBE1eOxUmKKEG9YMu8G9Yo9zzIjrG3NaVaWhRvc/df2m9p+rJbVfTgNH4cPZ4fMTol7nJ4lrN/AiZoi",
-	"gOmJkxjSssLoVFhLhUL+RxGkFsnSOhMO65tQrEiDo6IMWWuEdHGwD6UYr7CwjwPj/n6MtKEs4/XegrX/",
-	"MetDQNnTBnELV8RLlwhx6qwV3KAU2bjBypG99VhejWROHMgxgzuZUYvAmdP9wFKHzLhfEww5eEallWCT",
-	"nJcscQ8ieFHExo7X2BRUV0RL8hV/CeDFhkQldAdh6hv2c7Gxgk8CvMSiEAnFvd1YdiYLQBP3M4yY1bSM",
-	"mSwbOmedrlA/CvP2P/qem6i7QdupBvYDaN5CDGC9ACQh53Ny6JSmUkA4TgYe7O/HTiQZnpYQ90dISRQI",
-	"GWygW0wO7oJh3X6y5+QJFJr2aU9xO1v9KdFX6BT2VCtb5eDt4mrRXJNFd1Ft/VBZCb0YltsNH+mO+5Ln",
-	"oiwfhSfHh1kp3pbDB/eD1dvRzvtf8sMswTb82oXdtB4Z4jW19qmBaeDWBBflwX59577Z768Di4Db2Poy",
-	"DbBzeLAPHSMRJOKb/Y+IGIFb/5gwcev/IwFI0b0lptXgjbhdnjdasedW+iB3bG2F55BEkWjhwkXX3XzC",
-	"F/Vh2fusGn9l4wayxJurs6BGBxgBKA7XhUwt6y1V2kNRdRI9XoF/WrKUG8dFsZfwrVBD8EoAT3ZMMAnL",
-	"10b+WySDWP08EwrK/B1bq+rNjVgS/g0sD0FxoGR6Vo0h/QZ01irP1xis11YcVeBb/XCUgJ94iBSuW7gp",
-	"CnFfADrn84OfWLcWwlj396np56rs8s2Ho3/y9b/CEL9HLNzNAeko3GqD983ZjezH64Nv/sz+9vMNVo3E",
-	"KpkLk1ZGDMLjCUtzLueETSje8rREWBQ2NVyh7HDE0K9XVqeCvcbRYjWrxqyHmgy1qqQPjf51X45uxQIz",
-	"hv0QYj4WWSYyR5IDdkFALF00uEJrSIN4+x+iQsBmGIdVHDqtxUugsS5nw1gl8Ik27AQ8jjnalCFdV/nB",
-	"42vQrVETAmUJ8bJwODwKCoO5TeKWJUd09OgnZN8JboRhcbW//zKFF+CfImHaRKQyKZac3AlVXkMXFMeC",
-	"OH4g4c3BErYE7EXZ5k6lnICd7IxRx4TGYuLUtiaE9gMsiPWsEMSzbMnLyib9Q9ZGr+jgPH6h4to+qsTc",
-	"IMstNR6B74xNDPCvsPd/4dgdHX8YJ/0htgv0oB1dmGn6XqGu82hbaxi1u5t1rSnBlXuBt3BnJcLUbGR9",
-	"8Fgb618+PDeGzX8Q8WGFb2wLHp9VTpxaW4ka4q5mz2050eJ564UG0t6TJcY1JhDLdAY8CJJ8LdJ5L/G8",
-	"mHonBcZNagVULzs7Nwp/SmoIm74PNaCrijhH2IwBu+xgJlLFClnl7r02t05Z0xm5I8eQlmicsuSt4ELb",
-	"creU6S3iFAFDdAYFbJj7tdtC2ycrkiAFSTLBeqVtyixvf61IqGGo8yqBDeo8jxWWgwG5771z/znNfvOw",
-	"Rol7ZOQMDXPH8xHlcifrdbBrPL4PS/f4kUdDwe5c0hlXSuRfWYYX63NUxC4bC6FldNMPsuynks5ZQHz2",
-	"iFG1iaHvlbcRRtQku/5rPwJLY5dyI+FdqdK8ghQL1cCrZr2EwGog29/NS6hMqmmEFxFQPevf9gexOkII",
-	"MkCkGzKPZ41d8pxy6PSdR7CtB7FKSJQTCoGfI3WIK3kphiyxUqWi/QhWICeUShN6o5dGOt0xVnUnc/R8",
-	"qHJIgGGwTTQU4Am54UBie/iwpiLluUMmbaqJFeQ58KQGWf4VV/GX/3lz8ubkFSoIMOm/kEYl58KWfF54",
-	"rQqJ9xtfe7EuR/2GRPyDWstFfTF8uTVs3DqnRrigm5GzmwMxjQ5HS+PjPq3JH0JwW/syFadRXX1/zF6+",
-	"fPntWpcLbFs3Nqcbftdt5c4G2KCNiWmfZweHu+a7/m78DljQ6PnB0T+kfuYO9ilY5LCZf2wM8qByE2tH",
-	"+nwYwXGVo682XAP+3HMKRY3f1+LkpJs1Wy01hMBY5FpNneEybAeYLXyiAYAYgAbt7XKnzFjhaFFjuHp2",
-	"zQaaCCkR4M0Ycr0h44yYpamUZbJ07H3O345sKQpEh3jhu2P36v6gvGSGq6k4ZF8fHPSHqAESymLz87X6",
-	"FCvwy/qIMDSNavD21Z5QNTwituAeQcdpoUqzWO69jfgVPIuenFmJCHzuRjy5Z0KA6kkXfxeLnQ/bW9PN",
-	"8CNVJuOnH4HAEfdwPSNSpOh2beuRtzHSzWKk3JSMI4frcaeVl+g29DVCq+w72nm7KwNaFpFBUNeDyfVQ",
-	"qZlnqsinnV4OuYBcLbQSTORWHFIXzWYBF0wypFLPhbV8KmyEtVhgUUaxKlDldlq1IXictko/bDZ3AtyM",
-	"ArtmO1WML6hsCxF46xS3WIHbbQFTwnAkzGQlEZ1qFsqG2Lh6c35+ev4D6/GxU+klGRH99b2W3ostwvHc",
-	"wObvfAq1P375HwNrfVvx80ydouAUO1W4Tpt8Q8KufdARPmdnsqjxsO4Ez0UGypczhmysABkaSlh0njvy",
-	"nvA8H/P0FvUfpdE7Qq6jhhOcj3VVLtuP/TX+nk+b7DZRB9zeb7vGPhQEnGmMpqy516tybA+49noEyidf",
-	"+T5kW+p7kXXIClTfolh5oaENO/r56PTm9PyH0fWb70ZHP5yc31wP65c8yvjRdxdXNycASW4qBV1pwdWq",
-	"dCmpKi1WKIF4CRKUsg5FwQAdgJO8vDeyrMu6yC0hywG7UI4fCDOXiuesd3zx+vLs5AZm+/3R6dnJq4gd",
-	"H50fn5ydnbxCtCFCjio4CMweTTFilyfnr9yCji4vry5+OjqL6jWenl++uenD0g5jtVprDB2wx4gHAuun",
-	"oKERtpqHUKYjOKkq0enZPXKvfxm0HtR+f/pbOft5ydkjJMinsqPdoNQ+L2NK8CvBMV7rzr10JvOsj20K",
-	"ag5GrTEsnwt0o1rGLRIo6xEz8wpw1MXJ+ofkTXHDLzMzjIVbjWl55JhRqbAlZPzpOygO9hngHaNHsfK+",
-	"nxmXasBuPPtaYU+HrJPZoFcDR3AzhOWvYyrX1fjI7dbnz1zaRtOWzXwhbKZ9rFjGzW3KM8Gq4p6bbEMe",
-	"BGTxH9KJYtVWDqhm8F5asUqywMO0zkcpz3PwbyIwpPuudw2MeZnOoHgjoV8NwAEGSUiUn0Kwi4Qqyfzf",
-	"Q+QLxxgvWDITPBMG05sKmd7aWGnMMcNoC4SZEitykVKaU6/ZsKVSOVaxiPoj0rJkXuWlLHIBJXTJxAgx",
-	"KsVbjNuFMnxKt/ZVg2GAGbcs4W5DvzdC3Lj3QHGikh7Io2rsUcRwEY4pholGjAdEStoNKINqb4XAnYjI",
-	"1z7n+UQbp4eNdbY47PYGM8hZokyB1pkEdAeRhRsQKy8UvOO8Pn4JQc+FXVIfO/kzjPss/uboPVj587un",
-	"6wV9pPKczXVUPDgKVeQ5HjbB0frzjoAtEBDR0nFui9233u8PIhWRrfHAhQJvgxv63q7vPV4URt+J/5iA",
-	"XLanHxORF0qwTKTS+i5hfgOcRPBdaseLWEHDL1/2UsvUHhbmYGkjHiMz+p7JrD9slo42lGz3uQwRH5eH",
-	"i3ztKlgRMmPlvUzFOuHh7H/c3gxhKE2lLAEBYXqtmQIUgE0YREV7wHem8k6opuxAQBxdaAvVsPSOmz8z",
-	"4l8iLWl8QNYxoiCXA7oh5zoTeR2LSBAkP+kUbTBJaf0OPE2wLZ9sp2jD7fiSZFu9os9OuEEgCkQbHXhL",
-	"sq2c51a2bWXbhwnguMsXmFAdI31/qeadqh9KrBFasneFB/8yIug7PoumK8fmqBii3a0Ky3po7IzwV1WR",
-	"9CPmXdLaeK9Fk8FCt4JlZ09RhCqQwuh54WSHY/FcLTBo3AfnFmYlUfw5wvJiZ2+BNpHgbKlXSoSlEe6v",
-	"WQZ9YnnuE3zmUITr/s16PtNn2OoxQbk8NdiNyBjk8gxZM1PIi5EEfh6Br/3/ZysfxMTvXytR+WgARv2R",
-	"gSH8KN0WXpV6zkuZUhjdSS+ji6IbXuWY7sUXJICaS/rkJdBnl/mzFSifoUDxJOGzhZAz1lyYWOb7ixds",
-	"cb023f89ZEus3DYIs3vtxMYJttDuJaV4W+LXdm1pBJ8DFD44CA022g7tvel7JgOXVK6nh7FKZHYYAiTw",
-	"+FeO9zpSgrz7XqorqMKEspcX1IXZ3vYjlsDj7m0nEqjVMtTAJBkv+WEC08glFsX97friPGKcJW4jYfYE",
-	"34CzplIEaM68sM0u4QEAJVZpZaw2WKiTnHFb7sJAu6evEu/044BjrZRIARKhUbTIoCoS9ddYYV3BKCyU",
-	"9Np96ukN0eI+FUBQi2vrixchKhRabN8bWZZCRYSJqjSb8oLweFhWIccUVEgJRVBgbhKsjg9QlzMxd9Za",
-	"queABea2LVa95BDKFXa5m0HSxxYJyueAvKiLCNhpyUDe13gxobwCbwF4er1KECtTqWbUmzSMGgdOrcjN",
-	"UhN9NCLjDYUEwZ94GSutUlFrQO5DM565TxMshNI0pdDxqca4gRMesCQTeckTfwdSbswiVmio6qosqpI8",
-	"B5wBVAdeIsQMWZC9AnldDCYD178yyt1tUnWSGiYpVj0qToO+SYDvNNO5AEQL6IXHOEDZQnawMMwKSuKj",
-	"sQiFi/rz4yjkFo8VksmIZjgqhHFKjUmYLkSYONPY/gBK4+rLUbflOOgP4QHQs6SNlWkl7h18y24uLkav",
-	"j87/Mbo6+Z83J9c311R8UxelzuH4O+E+YBaBMu3vC/et1GMAmPCiSdRUwlPzGWnZFFKUoXCHSlnC8vf7",
-	"gxWCv5eKupKMtWPeRqBb5MHikkDwG5Z67HeXeqwycyiSIkabc1vSDTciFfJOZEMk2/GixZEafd0U3tzA",
-	"vMIqkK/Vy2jtQmsVdZHwi/+GAyydmN053Pnff+7vfvvLuxfRi//z23/tvA+0+oqQaWt+9Zdldshexgol",
-	"gyePWIE8YO/iHb/98c7hyyiGmcQ7h/GOf3Lnt1jB/VyeY6fGiHtMAqTnKyoaEobhHCEHGCJhXjI59tr/",
-	"PHLLvj7YQGG80fo1VwtSge3HzEnD0+Be3RCeoXQoUu0btU6VQgfmJ+t+voLp+YQO8I+id4zsT0K/RtkV",
-	"JId3spIqARlfOalqjjWCd6NRsNP2rnbxcJzHF2S21gvaGq1bo3VrtBKFo0fvGT2hoN3/p1KC0cyI1SNM",
-	"9cYH0Px74OmjBl/By1fHrGbSqfKLWN2Kohx6hyUUKuaCQ0Q+gXWOwJ5N2BQQd8YLUI+xGcPiAY+h07eh",
-	"uQRVTEL3XbFRk/wrN8QXlqDbYnTbxLnPh4FAGVlomu5oS+n7zdLkgBR2IfP0Garh2uyiRW9S2EbFWqx8",
-	"ETARMDgLRnOpqlJ4IK45fzuiVxNEtjFcWUAOBU4ATXUs610d3ZyMzk5fn95Esbo+ufrp5Gp08dPJ1dnF",
-	"0auTVxGjX0FwPmI/HN2c/Hz0D//j2dnr0c3p65OLNzcRu7i6/PHoHMoFfr64+vvJ1ejV6fXxxfn5yfHN",
-	"ySsIvJNHBf2LXII/akJdzSCnTYm35YgW5WwVUVKREEbqU65SkRMmdKsS8HC1YKL2yPR8UQOGSJa+EiuA",
-	"6cPQvtJ1SIQ+cLhZR7RjmBvyjdIsjuFWfDn8LezmlsV9bo59uJgtHWlJmm/G7UqZ3q7XiY5X0aMcmxsy",
-	"qbwLD3651OKrCVfHlhllrNbWDWOvTGMp+6ZkzULAg9DEtxCGZUbeCYWJ/ewKkok8piL4F0tReDcVxp9z",
-	"rQvWQ9eis1DBnepD1LV62WeVQv96LrgVmHDsNmkEPwfwKXKZ80apASZnBxeve2m17ngpfr0aQC8btQ6/",
-	"VhLgiMqHqrCWM627CzawgyTiKxJwRO0FhqUN2KUwu+DZNbwUHoAi+CZfHOzDmnD/US71h2wsFhp2EZyz",
-	"WMgFvHL3yG1FspHueCPT2y9DdVy+AFu++jl5936HyllhYINYJRRx6kkAaViF4es3+PPP8GvPoLXOn46f",
-	"drIMZA8srQeY8VDkAFDwELvCsCi0AMGCgpxbx9CCkRlo02IlF2Lvs0ykOac/DKHoG3DRBux7LnPqnfTN",
-	"/n6skpuLi7Pr0dXJ8cXr1yfnr65H138/PTu7Hr0+vb4+Pf+BEBB53Y93PseYHrO3Ms9REww9AMVbacu1",
-	"6GGwWx+yn0XYUvepx7CkbsDF2TqEZ0H7e2QpITDxbgfsAHwlE25GD5/FTuRjEoDMqnNGGPWD77URKccd",
-	"bh4SHlHssex3x0aKiVTTeMf31GmfHFLWRntN3GJ1W4+dkrHxtVqmgjU3DGLY+KPFOBUlOVuMvPugJ5YT",
-	"IcqwzgOQObzZH2If0+T0/Obk6vzoLIkVArF4MONKibcFJiZTc093lZ8Xv2v5xjVVP/i5wVn23rn/ONWv",
-	"2frtSe3FPbwL6mXTXI953m4b5D4xZLVTbrAOMkXrvNEb54my3y3nBhZzycvZJwGfQpsRutrcCyOoMVS2",
-	"Rfz9JNBRyo5jQkmtdd5BOdET+iJ+vf+SJQGsvInfW8PJN76f8wU27vA0A20T/KR6joW2+wpS2Wd/yApu",
-	"7b022W65KHyjMXKhcAP9crBlFac0mLlTQ5I/0f+SiFXuQ9hADSq6AIxuHcTKZ0OmzZmeud19KsHCkWwp",
-	"9cM0C3wa2RVVuaFAgg6et2KBySem2dK7JZ0g28nyXAxZoqo8T9AqjhU2HMIkDMqoskyWQ6QPhFdUZbv9",
-	"Hutx3+YPm2UyJQQ0p2NjSMIrY4V9/CApJvP9wJcokfoFLNGzW0yN39v6zCBWR9TXjzSSoG+hht5u1dfR",
-	"yG8qnfT++uBgqZterCjHb8AuO9mLW79QqVlgO/ESeqh28YzL6kPwjOcPvS/N82PF35+FaTU8D5Br+SWG",
-	"57fR9udXi352l+XJ7LnDnqisMLsbGRVrG+407Yom+6KOxeCchMu+qXHxxgrzRRkYASp5a2J82ibG6kG9",
-	"j5HRSSmRb2qyQhZkhjxgOMTqaZYD+92Gw+dDgk+Ww6tn/Bzmwx/EGHgqgXSbA08kkAG75nPBTJVjdUtS",
-	"tDXA5BDyp6FTeIc1AcQStYwHtsZ2iFZth1gF4yHqNAVQ418yKyKISIJin1HDc9NQ5y2o87H6+uDgAU38",
-	"AxDhVht/mAts9fGtPv779PGncUinkTtG90DssMt3chHigUxmg84Y2xsY9alc45PqA+OW8Fjs7ih0gYFt",
-	"/E/r0p9h35iKLoa/inhRHmgV03UBv97/ts6C4VlmhLWQCMNvscitqwWJ+9LOh+wg4j7wkTqI4Kcf7yAC",
-	"RvO2ZchWqGySLgiXmlBQOig2CI+9d/LhLiCdNAx2r3dwQ1loq0VTIzXw23XeGqLop8mYN9CS+KM7ZuiR",
-	"bbLX59ovYw1VbB76HXR5Pz7ZK72JhGlIl6078RnbWDxw2QrAr9xQbZ/LEnKKpAAUhmZkkjzpnh+3WfEk",
-	"59NWAf8TOPUb6H75+6/18ytt9cw+ktdgI5Ki5qGfi+K2LZ79DGUaUsKDbGbzvAoIxAGLYeJtKoqSJT58",
-	"kGAXZKSvNseJ1XuznM66UnDAfopcpzG1LdvZsp0/ds0+kMKmFuZeIdOyMuJB4Dh6hsk5+eU4RXcQSQUa",
-	"2eRSiSGUnAUfEoJTccsUlK4fqQWzcqpEtispFDTnC4xxynKt4n5JE/xw+jssa+9PbWIPEE1jqTgW8W2C",
-	"EARjbeOODyjfCFr2lfW36vEranQunuZMX+s9v4KhPkVT0M1so6IWt4KtPfj8PnTu76WhO/K7nOmndVYU",
-	"88fGEtC3EjbntxTHBi7IVVsR62CFhqtwfz815Qsm5yb2kVSvTSmnebyNmDBATG9jwlvtahPtCu4643CJ",
-	"NhRce+/cf57uyl9VpUJ6+UznmLrjRh4yI+70rTP5PH8B5Nf38StduZHE72Y0q3icjvspPhcBZbLg5azG",
-	"mKTtbPOMZrHinL89E2paznYOXx4AXKb/8cX7wEt+NGbjjgq/u41RfHaGlaONh2kfy8r3Zrqy4laIwt3H",
-	"Z8D0CNXsGRdzrZARENQHMgKhskJLqHTpBv/ozs8bsvFDSB/fELqEHcTqSvDCMm2KGVeW9XyDZUAxIXRd",
-	"qLUHCIuIdUN1iLeFo2+EE6JPxyoz0nus5uwecvTu+YKglRFvqIkWjYW+HSBICJzswVdihVBDzsZ09L5A",
-	"eKJM2oIaqOEis0oAamtW5SID8OgeILe6fwGcG5dzKLLRc+k2aQGfKe81NJZIK2PcjLFvDTZ28p8AHAI3",
-	"DHRk6i/herAlWI8DHCNWz4/qcVUpRDb4sXkxPyCXXP3aQ/zy5xkv8ToX3FqWyc8gff4LB9EQvCBaJ9g2",
-	"2yKeVaKxm0NrLE+tey7AAFHr6OiviyuO2JyaBSBWkCwtazR7KYyYyLdO5ahMvnO4844XxQh/+dseL+Te",
-	"3YudaOeOG+n2zNKVpyeQXwNp7hzu7Nm7dKcz57T+XFK/nLBeKxsZ9Dg/V441ATNtS2a0LvsDRxS/hK1a",
-	"BTOfovYGbUVzPZUqYrRpNmLH11ffs9IdbRSKF+GwxJzLnE1yfW8Htap1VJWzDg3tDRiitaYotWI9vqqX",
-	"Rj7+QN4b22+MjaKwG6+87fn7yrLC6InMhVtR2gA5oXEbox4TiwV/5urgl9U4l6m7g6WcCzYRHHyVk5xP",
-	"m+s+hoPqeB9aTttDlkJmTgT+yIh89RHlkUdswu805IO6cSM/S5Bo0BvYghWPvYHFvADwfmhNAVBbdiYL",
-	"hAicCINN+KbUj8D9HZI+OSuMVKkseM56wRlRCGO14nnjj1BTOjW6KvpQgkooUgHpGYaGFFXqpBfelPhF",
-	"A51i2VzMx1j13pPqTlo5zsPLqEXE6uv9r/tDSpFXfEp+jF6jvVJzeNvOltX3KmrMttFqFx+B3oCE2UiX",
-	"LzQzpEVJu+Id6TfjXQi0jkDYEHOH0v9YhdL/ZuU/SEZPBrDOruskjO/xDFhkRN9wQw+ZUI5VzIUqPXRf",
-	"5I5oN8hbpu+EMYhdgg9nUexklN6lvov9oLTBZ3ZzcSeatX70Ppyf00PcNAYMkouxzgczMz0wrJAmVjjV",
-	"3EnPXhJX+/svU0RSgX+LAf7KGennfE6/TLA4gxBrWJJqIwZXgmdvrs7c15KODSNUkw4Dz0kAPamJwJYc",
-	"Oj7CxfaSgvW+2cUgZmq0crRjkI3BsWsldu1Ml45BJqZSI14mfaZNrOZcVU7zYuXM6Go6Y0lp5HQK6s+r",
-	"SqD8cXuzXlkjDbpLRcPWJKCjtVZ83ZJvnV0mKutOmHr3tDcAVbV377x4+e23hEFkxhnvwtiIVXSGS3LU",
-	"3Q4nL2IFewiKsRPArbldYoM1z2q6Zvd3qFCZEDKhv9RHl6esl9i72xHeCZnhbaAfsdKFLkh/wF47qg+6",
-	"uRIisyvcQKsGbCp4O21tkFjoxBlk3/2Ml6H5qcezSq5/OkZ4vNHR5WkS6KOhSUSxcrq908htRWX5qdvr",
-	"/J4vLBujZX3rO6z5O3t5CoU6Hbvzg+NIeGkCAyPoLOSLlvXQeE+AQyWR965ELMEnEmj6hqxN3yvqr2ej",
-	"WEG3O1gGQhy2mIiNqLxoYoTYnWgzB0VFGKFSgcfPa/mCPeYNYNTyWOHXargSR/c1TgmCEJA9gQfqa4np",
-	"J7A+/F9gLPoBb4dnPihY4OEgVqa4Y2SU5VD2pIdsSUewQng4Ivf8gJ0G0YIDeAvVGahD1v5bk/M7s03p",
-	"0rP18NLL1gnjMXac7xlX04pPxW7XCTSFLk3zlYGOS4cs0YVQXCaAi8kuCqGOTned2s1LN9NYJXvpjJeg",
-	"ieeCetL7235IL0TsIs/5nEfs7uzsdcTOXrPrssqkjuCBK12VwkTsB6N/jdjRvysj+lGsEq4cgytkmrDe",
-	"awS9so5iCVgX1yeyhPVSrtwKjChyQC82es44tLza+8fR6zOGj1L5nbM+sK9iJubaEtp5Mna2eWXyBCO6",
-	"eB1aG+V0IbCUC9SxvOjxqmCRV4Rq45TZwG0CXef5fMQRmX0ETySsB8R+dvZ6dHR2dvHzyavRjxfXN9fJ",
-	"IerDAPEVsdPL+ls48+PTV1dMidLxBHfLCm44yZdUz+cc1Bpb8FTYuguk0kr0I5bORHrre2QSsgbrfX1w",
-	"0MexCa2Mbgp0ocWeOHYIWhk2XP7KErRzKd6WYWcIVxD/Au0t7UybMlZOTTZFyXoH+/vuEhuelsD2nYFt",
-	"nLgOv/NF48BPYLjKEtHpe+V2Es7mKxsW1jolQkBtAAfQYxEurwa+n9T4gMn5BZzC8cX596c/vLmCJtHU",
-	"II3YptOzoGBu1532IQsGp1vivbuuhRzdisXIihKZdt3X+lYsWnT6uoMKH5KoyI4yMZFKIsn2MCDPpGKZ",
-	"TqHdNDuI4Mqza2y6kxk+KdnB/sH+7osDdKFl0B8saVl+3kmB6pcXoQP89eBfVqukTx6qSualM1lq4MZd",
-	"OD45rkqRxSrlJc/1NGJ3wa+JxFRgXAVxbedgIqBygIqiNru2KhztZg1zwd0eJe5x8V3K1wPSvsY7NAsv",
-	"GewK7GRz9tTMgIpzO5EmY9WEmoyaV6y3pJMvl1yqbMUWaFb/xmoJ2MbzjIcAbhp3zACG15K4v1mjnAI2",
-	"Les5to0qVkNPczMH4kHFEtkX6KSODGqrMJe29LZhRtnqzrxDVCA4vpQuKh9rU0a+zXpE/dAjEmHIAKSq",
-	"4C+lWdB/EOieIQb7qmEHakFaQt82gAa9V+SXQZ9xjXOI4LedXuDWZgEU9epmnQTFDZAIclGyXE+naLoH",
-	"bzGgPi+DOrvpr/iAYtVL8McRmegj9+tDetSRmlZiCacV9Z6mG5310B3ljsD97BRCrzfvOv3da/R9p3Js",
-	"7D93v/eX1YpY1WprraWs2UByaHUxMZ7vgi8CeTl4Eqwz4QqZ4tVOHCnsvasgXvYbQoEnrIddywIItREE",
-	"hwnxI2hyZhawU6QQtEdRupQT8tfaZMB+ps6KyVyYtDIk68tZaPrntNjMuusEbgo2q8bMFoLf+oT11/gi",
-	"s9XYLXAMlk6pU50PPUht1BwQ1ATrxCI0+nes1w8xq8ahX6FT7eoh4VEPEFDiHmEE1C+gqOwsCr3rCp3n",
-	"sUp+OLlhSxjqyVLwwreqbBlOlZ2tYZ9tI8lpTviEZ4ngcrTRUhgFlMix4EYYJ/VitaFxheTl1QiAC/F0",
-	"7T0rjmEh15XUYKIxH7AxBrF6TZYVjIDtb5btKegds2xVeX8ZkIiEFqzuDJNGm29/4xISlbyQe39KWMGh",
-	"qXfNYOqgTBK+Onp1en303dnJq2QNhmvAV3QXAJX8fsTGYoISqxWtkloN2FWImYgMkM+dihKiJ3/e91EQ",
-	"8JnFCiMo0dJmjOqGHKPXR/832STCsiqIjy5Pu1yohRP51HK0MDqrUqgLcUZkj0xCa0Vp+4eMm3TmOKgT",
-	"K46bsQpedrLFyDteyjtB8tbxv1ih15GnqQCBiHgT7jvjKkdGkVe4TZgqDh9a516Etq+1bEEhhlMLDoPa",
-	"Jg4NTp2C686mdhw2rTt6v2abbf3PLb/L2wZqCZPqTqhSO2EolS15ntce2ErRr8gWBo2LJNGAdaVOxOq0",
-	"PQi82RjHCDb1xEsdY4EWguGC2tKIXhiRIy+JVbhvE55bQa7RMKdFeJN+Fd6sL2ppKjCvnYAvaPUWO0Fn",
-	"woBlfe+HsaNMmoT1Wo6Sy7M3P5yeX49enV4lUbAIEltqw6dij95M+s4oy7PGclC1jVgmjcD+DP5znN0J",
-	"lWnjJ+F9iPhbZFh7+CsV/Id7SX/AvhMWfJ1eJY/VwVfW10KRo0hOnO5GyCnWB2lQDXWi6pAlQbNNWA8J",
-	"JkzGDpnMbKy8WzOvpmsmlPQjlgAYNAyDb7sLjUR7DX9xz8zTAjtbu+dsmUnNEjAiVZaAvxHTmsEQ+fHm",
-	"5pIlTnISLnuCXNxCI8UlCKeWOwZmIxyhX5IFaRNn5M/llBTqxI8IlsdPwji1M+zAyoJH5+fn5yPIorG/",
-	"5gl235A8F2nZh25j4BLHjzhtKOeLcz4X1LHojoYHE0+aluEETZ7JWmLdxhJdoaaRNIxVpW5BcwggVNQk",
-	"2In6wgiwn9jEQEjZ8SqV5YL1Ev+bE1WahW8yDd93CjaYmx12G93svZWL4Pt6eyqBIKkVZoSp2yAAA+sE",
-	"xRJy0tlccAVWzkwYccgKnt6CxwW4HDJoW+dSBVuvUu7JmnuQZuAutsgnbW0Dp9zB+C6qcqrdbCFI1/a6",
-	"oAuwdFRDYrObzzXYK5f5Gq0mWGBS7fKiYC0tkfVqu4bNOXjIyb6RWtWRCtLWCnwJNTtdOGMctbf5gJ2L",
-	"+6WxYRtzq0F/Aw2FkFILmT6iuzb38Lz5py4RwnNRlu4Y3JmxCR4M2bvByqa/emdOMzJ4DX/a+e2X3/5f",
-	"AAAA//8=",
+	"7L2Ldts4tij4KxjdnhW5m7Zlx65K7DWrr8txUu7y69hy1a0u50oQCUk4pgAVAVpRMp5vmm+YL5uFjQdB",
+	"EtTLTp9z7sxZ63TFFInHxsZ+P761Yj6ZckaYFK2jb60xwQnJ4J+3RGbzk6EkmforISLO6FRSzlpHrTsS",
+	"c5YIJDmaYSrRgAx5RlCmPqFstNOKWiIekwlWn04oo5N80jrai1pyPiWtoxZlkoxI1np+fo5aU5zhCZFm",
+	"2pMRYfJkSk/HWJ4n9anVc0QT1JZjgiQWj4gmEUpITCc4RQkdUSm21AKoenuK5bgVtRiewLRJK2pl5M+c",
+	"ZiRpHcksJ/5CyRc8mabqxYP9llurkBllo5ZaqV3bHWUxuSN/5oTFpL7Ea5bO0YQIgUdEoNmYC4L6wrze",
+	"R1SgUUawJBmSY8yQHFPhFvxnTrJ5sWKhZurZb0tgHfJsgqUG5g8HraiAcycAZ7P4LplMUyyJOE9uFGhq",
+	"a7cvAFT7D3mn8zYWPM9iAv8mu+ZRmo/0gz7iGcJogDOC1NMd1B2rf2ExRpNcKNxA97cX24TFPCHJ0QPr",
+	"xzwj//v+x4wIgrN4TLL+zgN74YmpMXeLERU48JcLwkZqk3tvOwAe97dCOilJpib8n+0/8PbXzvb7z+a/",
+	"ve3P3zrRD2+fd7f+3vTTX4L48Snj+VSc0gbYXvKEpCjmbEhHeYbVU0STBlyNl2y9+fj3gsev19Z07PBr",
+	"82K+y1q6nKenKRYivKRbMqJCkowkSHKeoli9GsTJHf2oO5+SKzwhFi/bQ54hgyEIkG7nluDk/vZCzdxv",
+	"IhLSLmsNzPMHLqPe/uFhFfWa8Oa+CW/UhZqQyYBkbwTKBcngclLmqF4bIz2aeqjootpRhLBACY/zCWES",
+	"7SExJTEdUtJIHfP1yKN3g/7YU1dE3ZNvnWjvXcPtOE/IZMolYfH8FzIPXA/8SATCwEUoSZBaCRESCTwk",
+	"R7CtIc2EdM9nVI4RRo9kjnAsBcIsQRT+K2Yke2BtIbHM9fMBT+ZbivI+kqlECjH2D9CY55lAU5KhGKcp",
+	"yVBbATdSBG1Ksm2sCCY6uTlXU2wdw8qmBMsHBjOrBQk8IXoBLCke2AXqhQhF5aX9RUw5EwTWznOpFq6O",
+	"DY8wZZE3sObDqO9gJrdvyTTFc5IcIXUwfdTGqeAIKwYNSxMSZzKClczGhJnFCoSzjD6RBzYb05R4YKQC",
+	"CUnTFGU5Y5SNAMRzzc8VgApQRghLNOFCor0OEhEiqSDooPP+gZ1eX328OD/tbhmqb8FhjiahwyHJFBQt",
+	"SNrqIBTuppSphaREALixHG9ZeD2wg/199OvJxfmHk+759VXv7Pb2+nYHnRhw8iE67HRgo3jAnwhSrIdx",
+	"qc+2rRHI4oQC7NYOOtEbeGD7h4foiQo6SAk6uTs9P0fxGGc4VuKH5kIFmr8d7sXvcYdsH8Z7g+2D5Eey",
+	"/R4f7m13kh+Ge4P9+EdycGCvkj6w4jJ5yL6tsL0kEC0kD/69+t+2/6/PfwvfpgseAwcJyUj2t9cj6AEi",
+	"foNHAdlnb3uABUnQFI8IYrkiWk2yjXqlBJeEDHGeSoDCEg5yQ7Lw/OopEvQrQW0zHNo/9BG4s9W4HpL1",
+	"mte0fwh03Syq01m6xC4Wj0L9T+iEulpwVYtcRXCVepgXCa+KNwHPPV/AZhTzeyNQVvDevnrUA+b7IpZ6",
+	"nvzr+Om9IFkI6vead36vO/GsPtcE3lNlbs6vuPzIcwYLijlT1Fz9E0+nKdUXdfffhVqgB4ZvLZJlPNOf",
+	"JGqek09nV93eyc1578P53clPF2cfFGS0lqFgrNh+iWtRRSqHRwgzhBOFrEJmWPIMyTxjAnEtKggigQXd",
+	"/Xrac1Og9p1+LIAbqvcIe6IZZ0qY2AIgF5D5S0aGraPWf9stdMld/avYPYNdAGzq2JYRLcahhBMBJJx8",
+	"oUKqKan+25JqyWERj2T+RhF1tcW2ggvqX113ex+v768+9LfcWkNwsO/XwdiPDOcBSRORJ5LNUX8XBtjG",
+	"U7r71z4wKKvl4lyOCZPm6I5hRnMOSKGSKMG1XwJs361xxrNHkinmK+mEoIlaHPBtkBaoQP04pYRJdame",
+	"o9ZPOLnVPPRlWPTTyYfe7dm/3Z/ddUvoYxm04s8O+DilCfrH3fXVax24P7oaF7VBeZzkqaRTnEmUT1OO",
+	"E5Ti+FGABNJXMoKCfyb1+VKJYp6nCYwxUDiEE9SOc4nEmCsBiGdIqKMXKZ9ZFbs/oaynJu8N5pKIniL1",
+	"AmwYfX1+MWeMxJpnwvkxFKdckGRrB50C3niA68OJnHI2TGn8wvM4vwJBp3fXPemelS80sAiBTq8vby7O",
+	"umcfXuMQ9F6s2NZH7STXyyVbCnD90nL62shib+kbJTBiSZR0OKCJRnMlOWsM/QhPE8JeBpDTu9uPve71",
+	"L2dXPbOYElQmVAh1rRQmMI2g6gsk+SNhrwih2ir69nYS1P8f2+r37a6as29ldSqQt7hZxtnoGKlNPbD+",
+	"x+vbn84/fDi78kYxOodGdfWgTKSHKR5ZWjHBTBGXjKdEyahKl2JKRsTpS5Gve3Z7dXJRgjA1QyNiQPRi",
+	"kN4z8mVKYkkSNMQ0zTNiL5VdgEJEIjFNBQjzKR+NSBIhpmixEufzjKmrqHb+OszUcY3S1hVJGcLg/1EM",
+	"TiOFBU/B2+zWz9WGFA8mrwCAc0VYLs+uuhVRIqVCguwi7CppMS2aE/k64KFKzkwJFh543EQADT4lxkw2",
+	"J9IHirdyDZobPFeMo8v5Bc60XrA5bG5Ofr+4PvnQ615f9y5Obj+dNXNK8iUmJBFor3Pw7vDHHxCwl1fl",
+	"lnYGkCmUXpPSCXXAqC1Vg+OOZE80JvcMP2Ga4kH6Qojcnd3+en561ru/Ovn15PxCiU014TPBEivdT+FM",
+	"Xkx8bNRx4M7p/FVgo1TrDGc0nauZzPURJHsydqLyUjKC47F6K0LDPE0jNMjFHA3InBuDEZg8uCI0w1wQ",
+	"gWYZlUSgNmbzAgUL6RImgguckZjQJzDgCEWk58hDDkqEekwlktqwJRFnMUHt/gR/6ZkXe/rF/haYMxgH",
+	"owijYkwSMKJQhsY4HSI+RP2xlNOeEnd6SmLkuSyESS0qIpwkGRFwa3Gq3pwrUSgBMbQ+KUhBRsi0C247",
+	"Sdgsd2sHXXG1jhGagT2RuRPVpidgiOAr2gZnUR8J4xwCTjeiT4RZbA2gUV8pY1Wv07ZzO4Xww7y96zmo",
+	"AEms6+JcYYe8hcNck0oaJuSugGgd/eEuweXJ/+jddc9u7nq3J1cVogDKwo6CsZBkKpznAzNk9EM0zPgE",
+	"7SlM3et0tP103DpqaT1j133aev4ctWY4Y0r7ah398fk5ql3Hqm2sdhel9eKMsdB8XByhyvrVCVcnR+2b",
+	"67uuebxtRxG7IGip8ciXaYopE0jdqXX0wODhrKQr5CwX+vYaZK9vblsoQYHKubo8Ct2FxbgqpPrHhQDm",
+	"xqFSkHQI+K1JQBKhvkGFPlLcUJNfAwWevRHFRC1tWrnEbG4UNPEyWqtI+eXJ1e9W27grny7nJUrzKszm",
+	"VkEB+ApJLORqy+gfV+65utoaMEBAKbM3//Wu9D3zlO2Xijz3Vyf33Z/PrrrnpydVkaes0yNnBXoF4F5x",
+	"o0gLIoQavM2zCHFWMTFEiNkXH8ncqZ2VRWv2fs9EPlX3iCSXJKG4C5aol8Hm7v7m5vq2e/ahd3n24fyk",
+	"1/39psLj51OC/GG/bE9EwmcMNHYjKOI4JlNJktcUgd4I1D/VO9tWO+3byRS3LIuJmtO2fYtMcX3t2pDa",
+	"idD8HDNjcngj4DHoIUZVUfRaiQcg021Vd1gcUAhy+px+1QSDcnZWwHvTI1pI9EtCqaKLmGnSeISmmYKP",
+	"nKOHFptg8tDSRNVh0Gsc1QlyQRyWSlfJN2rn7JHxGUNDStIk0hoyAD1CWZ4SNMiUPr3VSLp3vJVq+6o5",
+	"iltjdFXPzG6ptsAqQbD+1CGpD3Bt7jU23QHnKcHanlBYhP8ovvzsXuWDfyexrL0JM9ffilonSQLu3ktw",
+	"6Ho2PZwkVIETpzfeaoc4FSR0M8APLLmS+SIwOyZooLQFHMt0DldDyYzqrR5NIEijTyaYpv3IOitppi0K",
+	"vs/rWwteUhQxwf/dPN6J+aQVtdTLraOW9kSrrZShaj781rDWN0JdHZ4zieBN1CZf4jQX9El7Q4u1ghfB",
+	"Wdv1sBUfwEHN6m+X53ls7Epr3I6nxDrKRxD34FxFff2JYnV8xhSTY075ggcAMYvidYMNLJ2wfKJQAD5o",
+	"RS14DW4rLOdzYO1m6wuhRxPP5R8h5/JXOgYzRmg1gdJKeJY4lzSYrmvA1riwdexLqNTJP6h9sL+/VcKM",
+	"DZ3+dfwfGfJXpSAuLgZcs+fGyq+ACJiN0TSjLKZTnFYwFqcpn/WGXP0nn9qbHEOIVdIDJNrv7B9ud95u",
+	"d/a6nfdHbztHnc4/a3jxkSqtRYFN5JMJzqjSBbX9RsdnJa2jg/2oRUVviJ+4UhLd/dTalczgLuzrv7U4",
+	"f7TXUUcvsaVFSpIZ8WwOVFvHK6nBY1jDgPNHAHNKpCS9R6JekwSnCnTGT3VrvkJYCCokZrIVtRiXaurW",
+	"f/tv6F7xhAd2Ih7Bj4+R5FMaa385SshUjtVupjSWeUZ6eZa2jpjSi1sOwICKh4qgyWzeAz2vN6EshykO",
+	"o5aYC0kmvWnGJ1MF3t95DnY7jGKsMChFWW2NO+iUKgUCvCsaqmoZ+TQJHNN+d++Ho87h0d7+P+uEpnre",
+	"VVT6bUzkGIIiFAtLCbB8LB7RBCu1XyGapCwn4AesEvwy4tSCD9VvIGjQCSmRKbWLbfW0FbjepUFqsZRj",
+	"nknkPUNtMpnKuVZUciaIhJvoE8BOpxOYJkRA4LoZn6e7MwqLl7ozK4jeBGVrtVSkCHjSBGePCuJjaj11",
+	"ShxBdqQw0Ev3p7aHXPIJljQ2oUE6ZgeOtN1BCQX5Aoj0RENqQSBk6Wr6IQedKjm4k2SKBnkyIlKxUgwT",
+	"moNYMQqgfPHDDF5TqwolygjZVgeE7Pc6vuaRzAXqWwLSj1BfkQ31X4h6VNOrP55wRjGTinr01bV/YH2P",
+	"oPRR+wmnubFOac6hz8kpxBo3tuBOxziDaCzKJFfqP8+kCZSpkXZNn6qn94GKaYrnIKOUOUqQkJXRfImv",
+	"39G9WgguqAQ82x7iWGGmQkqlqyB4f7UbFrxjJbJZQ1Rjf+NDzXn1u4hO8IgcI0VkC+uDBrkS1RlnABj1",
+	"uzbVlmRRb+4Sfa5tecbUTt1LqI2t6DAlmVB45/0IjAGknzKbP1yJMgQZQy2eT//g3OYM4dJFnhfXSju9",
+	"h5imxu6pnmeYCTBrgiIDrrTlt7vCmmrEFn5G+mftJzaelwkE54YRoy6veVyrFnyFhUTxGLPRyhyiojtA",
+	"IErpsM3dKtOJ6mbtZfBJXFTlluGzKxNgj2yVmUAZ/UussgSTz01y38mUhkM/zXwaI2rBl6itPYHa+h5n",
+	"5lg8GXAVaU9dmtbjj8O3f77/sj85mL5rRa0UC9lTEm/ly7fdvb2jzv7RwcE/iwAh9o5B2MYw5bO6WPId",
+	"5IbQNb/JBymNASo0ibT5Xcc/08RF5A9RXzw99srPzZ8agObVY4iuVXcg5aMyda5Aqra4MuiCt6BkvCti",
+	"QAtCqI81hziLJqgsJYthtnOFJwS1B3Ml7j2pRZh4J6AV2lz0RlRUnNIBr3RLzbUsXYQSYJZchVP9oW/B",
+	"qOpFEwpu10cyj1D/m7olR9+o0fkj/biYPkL+7M/PfdROeCx2EyLoiO1MEvTQuvGv10MLYBA2myyyBXmb",
+	"+I3K8R1g1RpmkOLzCypkMwB+IXMnBQF5YJp1Nq+6GhAKnuH663hKlTgUkjdjqRRl9WOEGJkppIWYadAC",
+	"JZmINYDTKpRgnGV4Xrcp2XW8wKZUTHdLnvjjQoQCB58mtBl5spHCbRe9PjOCPc/A3mnC7nTggrmnL4L7",
+	"I5k3mjo0VdOmV2u7WI8qZXr/gX2nMzwXEDtfGnElu58dNbKrf5Wz8u5N4N4zMkvnpdtPWZzm4M2FKH5F",
+	"RYE5irGSbLW3tvWfgS2td2SPIYmg6+9wZWZmQ4W0XgP2LJNwwVk6Ly9LjekvrffPP98+dTuDP9/FV3vz",
+	"28PZxf6Xn39M/nEw+eW9OPlhelY2f6nP/zjZ/qdJEPtbbycUqL+MTRqsBI6ojTWMzNSevwc7fCVm9wjp",
+	"DBuwvLMv2vfbTJqMVqTVTJIg7cgoa6cvJkB2oJWIuPVbfzCJVDXIuNFeSBIWc8FrRnRKhaLbEJr1cv43",
+	"skm/9Zunf9N6LBUw83q8bznX07O/EGjg/WyGGljPwb0HuCSI3EzWgWlO1Pdrru9Gq0v3sIbNfD2XLjYa",
+	"PGpaQTKGBb23iio0pHC9NX0cUIazuaaPdZVFvxqCGpgsUPvm6lOE/nFz9ilCn84/KpHgNzK4OXbpNIfo",
+	"kv5UFt31jEsJCkzdCLfFF+GV5D/riFgBmUPI+1LctZTlFEuc8tEZk1mAD96BKwLOnaut27C6Ejn0FeGg",
+	"d6GavQ/mQhO7QQY6Z1AHvWnLvHOBGM+Hdk5M8IjRIQWnFijTgaRrHQHdm6b5iDKIX6r5LeBF/UJPpPnI",
+	"uh8s6Mof6wWZyRRauXQkdYx/hNKF4FGXJxz+/hy1nkgmTHraTmenE9DdHdSq8O87C6xndvUUWC6RISsF",
+	"Z/UAv5RbL3QNuGR87/Ex0iYq4/0zq2AkaKfSB9e8JzAfe+7Paf71a0r6FbVYP11VEvQqCKA25IiZmgHM",
+	"y83mmbVa6MPeLgoK1N+uLKeOdbV11dCwnlyucQ2ZN7QB0iaSUiYkTlOSoDaFeDU0wxkTqH9zcf/p/Kp3",
+	"eX53d371yeS7WaZYrBDHE7I7I1g2LK/MGTc3nIdHL12tmsjPmczoIIfcJP3mcSF+KtA6yiJWMkrXb22d",
+	"AsePRW6UtY07uHuBeGYs8UpgtaSj7nGj06k1NNuIXhqDXz+28HFeZ1io79c3hEj/EHTnl2lU7YK4agak",
+	"sn+IVWrYfIDOLQWAo3v1+i2TJ5Ih87s9kyBLae3t7O901lIQykZquwh3HmUMjQria+hVBX4BFKtf8FW5",
+	"7GJZsc5dxatpGwFEMGtChGmvJs8SCL0eWB16dXk7KEwsk8GLpb2SKOOUpPVE3JOqigdGS123Yt84I491",
+	"vuAdbBolGR5KtN/Z72zv7SMsH1j/G55Oe9OMDOmXZwebchzzjn688++Cs/7WDro3AWngVsVQv+jfdewf",
+	"liZQISVPJK3UBfjW+osNl2uNpZyKo91d8RTveNFS6u8VFtGKCik0HMWyXoRKyYveKbm69zsNXrvOK4Zz",
+	"PG8SUuPEpe2SG9h3nFvntvcycIANQ2miluchbx21nvaWRdeERVNFpnSGAIEsFJc07gJS9a84l7yHp9OM",
+	"Pzk+WvnCTD4kMh5DBkBBAkO0/3kVofYvfhWDkClUcT59n2ziSP+bftDLs/S5X/OJH7wLMJ3V9agqmXCW",
+	"grWF4MrK9laPh1mppNURGuQ0ldtKQMmFqXRQl0sjIxwU3GINoTZ6YBAuY0IqSiW0gN78q+tXle/c2odp",
+	"XbjN8qw7yDaEoqlBtpxwu2bYxwpSZ0jA1NGc7WlJIu0/EZbwbFf91d86Nk7JQgdwUQs41TZkx5ab5dzy",
+	"oDuVyElzKO2/H5l/7vS2P//VPt76++7SN/6yivhn6FNI/oTSfTbikhzb0Dg+oVLxP55pLfNYB/wDR+QT",
+	"DQHEGdJa0Q46w/H4gZVKhODplOBMOBORznnrXl9f9E4vTu7ueh/uby4gmWHLVH1bW8ixKKdJ4XpiL2aS",
+	"xosEX/+cwLD/x87nyj/af/xt+/PO34KnsEAsLgThJvtRgzjlQmbXDBHXQlVChpTBZybeptGOHgqsNOFx",
+	"IWnERgCWoyzFimGWC2n+iVl5E8FvCICsRRGa1ddi+5ojCv+TxQ9uFN62aixbYxRXE9iWRnS9bnyWNXXp",
+	"RDOTE4nufr/rnl32bm6vL2+61hSzs0bweSPnWu+G3SiRk0ntQC1FKHh6DOOIwyVROkbAO+uJtuE74F7w",
+	"LRBl0dQTiDHD6Vyox2DOBRmZ67pk5Ms05ZlJSHiigmfWiUefSNCK0WwUvdbZJSPCSIbTSB1XkseSPlE5",
+	"j5yyECnKMMmZyXGK0IQkFEeQnR05zOHsGGEGQHpgEJhaOe/Ls+7Jh5PuSU/xjE/Xt7/37q9+ubr+7UpB",
+	"V7pEp60ICY6odHlaDClwoTHJSLWwm6csePfkh4OFFlSbVeKsoWWY/JSzREkL6oOQVBMcvaSc1E11Kc8z",
+	"ZN7xz1+Aw1GdvWIvPMMMqpZhk+4yyggBM4pWdgZpTqDiVUJHXPEhylMiIZiPPQZPvqQeVZf1KxU5TpF5",
+	"x+TTGsEhQgnJ6JP23CrO+nZ/e0Al+nj16/YeRmMsxlWei2iCJjzJU47e+nt86qil7qn/2Q8scuXbfW11",
+	"sTWvN+C4SyzkTyTLaEIq91sJPoFLXdL3auJXlhM0IZgJNM3ItnkvAVoBElmmr8XWMUBVCWqUjUlGdSwO",
+	"1EI12BjmrE61XBSyX2yNCmS+2HTCsLjvAI8SEqfYGLbciG3MkM0I5AxKNYhHzy57fXN2q7P/zHXfqit9",
+	"yyvB+bIYLHNloQuEy/VRBva2RM5a6YBgIP9ssM10MPVwR0QqSmfTvQqpPHhGvkmi+aQsmoudFwnmxZ0L",
+	"WeVNZbn1UiJgnm0wx9nSauJYXSCI4eZM6yVWmZ7gxCa66aAp0rMf9bXWAnFFk1zIBzYgkBdlcNTWbbNk",
+	"ivP0GE2xEDOeJdtqM0ndYHhsbwxJ0CjlA5xa9Z5nJsfQ5lxkxCiYNsilIZnCNwDVOIN6bEP4SlWSI7S4",
+	"QqO5dt5XobsH2lrZ17W1tpJeNTYX+ylIVAkvl17Nj7rmQlgeeXK51rY2Q9UzbjPdgZqYkny/nP1eyqPO",
+	"C5MwegADeYZlnkHWtLFS10p3FG8FHMsw6RpXyOzxVH337K2suuWf8wlm2xnBCfgroC4Hw1ZVKkSd1TYU",
+	"EExCFULBBH/DoUIYat9+PEU/vO/sbdkUCj4cmmozKbfFEUvO6qGtfTjmKXG1qcsLrgN1GWYBjAtQmcWv",
+	"ik2n5oQabFUeWql5hO+a2NpBkBGPXPmRti0hhC013jpCNye3d2c6hz16YGeXN93fe6ZuU4TOdVXB89sz",
+	"/YepNgf/vjnpds9uryJ0dXJ55r0Gf9oXH9ivZ7d3ik8WL9gnbjD7wI2osb/4olIbJnpgigbc9a6uu72L",
+	"87tuhDwLTvFZyKxjnp5dQXHN4uUH5li6P27B59Wz65/+cXZaflre+8l997p3cnNze/3rGVRa8Md1k8IP",
+	"6O6s2z2/+nRnJQh1272nNyd3d79d335Qj3uuQl/0wNwbthrirycX92Y2ZJdi6KO/ldpPxRk5JcbfpHt4",
+	"fnp9ZYa3S+1e3/Quzn49u9CLrlGt6IHZZ26YX85+30G/GbXJ4uRRWGGO6gKW2vkv5xcXxSuNqpfGwbub",
+	"k9Mz9fblSff0Z9QWMWaMJFDWW4n1rornAzNl8LR/7hiRL4ouAD0w3iAdeoBZ4gL2tiJUZkEGKSuMyaDb",
+	"1dnZh7ve6fXVx/NP93pfRusz+oR3C1tRq3QLW1HLu4b6r6L2ZHERW1GrhI327+Ld6lX0HtVfKkYt38ZW",
+	"FCg1Vb6O5kHlPpafugtpH1dvZCtqBW6k/9TD1vLjChRql7L0tn8pW1ErdCv9x+Fr6b9Rv5atqNV4L0O/",
+	"FYcRuJj+U3czW1EreDW9575EEbqbaguhq1gClvlQvevfRX9N1cto0LB8G1tRq3xPLBaEnwauT9AyUOKg",
+	"tpZXU0jFLRF5aoyfIo9jIsQwTz015V8Wv+lXVKspXfqXeg0xqwKYELC2FZHBrQKkqhBeI1f71QY27ezs",
+	"bG2mRVkxd6UQ6pa3tVeK4jAQX1M/q8VwODkJNDRF6j1ZimcOrDq+A2qbFEEfOms9qFz2t3bQB5LSgYI9",
+	"Sedo6LLlxyQjR4VVIUMTnKofPJXtgWWkSC5wR93uB293H44RfIEEJwohBkQdsi2Tog0aakyd2ugqxP1L",
+	"QkYq4R2hMA4XuAE1QFzRdxv0G1NJ0JznWRGU8VyNyhiTdKpjezcNyQgEV7hBXxJD8TpBE4svw92YzxZH",
+	"o9cQ/n/RBBU7UZd8kQ3NIywksEAZnumILZ6h308uL5AkXyRqG9+g1grLNCFCI11LtV8SzqrRvzQ5QhXc",
+	"fGAKE45QBbsemDntIwSH/cDg5hw9MIRKd+UIbXRValEaugbwMq5ZFIVbhXNa+LCRb3eeFqjjVy81aFYv",
+	"XVoXOQuTh/WFP6groavD6aj2yZOO1DfGDnt14BqpVTkrqFettKgY3CDpVEumlg4C7J0KNWo2ljJte/78",
+	"/PzCO2ZhVP3gLFxPFLUJjseort6/Mot3oA16DWx1N3C59PUW+g5oYNuz8erQImFQFD3cCpuFNxGLvGmm",
+	"GYfq1N9Z0tEwieyhvaLIw3lachAt9AGBVZ/ztAgcB+R8Iwr3kC26RoZDorPItd23WrIswM0qkZOKqSGM",
+	"7m8v4Fs7Xq/CJt2fOofG/NkbzHuV2A1ebNNwTAcoYZaCU3ela78ERlzMbc3vpeU+r+cp0x7wkuvNrEb3",
+	"QPP9ZwKKUIkIwQZcJkHJo2YSHYypXjsoPcdWQ6rDqjErvr+rFLdSYweBw6yRIfgBhOGizLaFxJpuvzoY",
+	"iRu9CpJ+HYH6q8EmhHkLOkw5f8tCzyJfcDcduOv5MRa/m8IGfYSvQcv8YlForTNYfG1eDI5FPqFgu8x6",
+	"4tTSFJLSpV3uoNSlsws/pbPxuyTNJaUVSn6h4ryrWSSldfkOpBIJCaLhkmMJ3ccQpqzGRBancZ9BuHyJ",
+	"pegI+oob78UqxCJ3b9d3/6/r6S0xzGV8e6Fzb3NGvVgfK6ALbFpRNf/Svg5YNwFWE3BeBTZmhwvS+SvO",
+	"c5tRbNHNk05KHvo05TOS9CTORkT2bNGAPw7eRgcHn59DUsBdPnDr2qzC52YhAqZlnfW0C8lNH4ui3J4G",
+	"wWCOHsm85tU330FDMSxQ/6/m//o76/rnV6XFFUhtWmauVFHLNOugFgAbF9ZaRKfdAa1W9s3H0CUZeCtg",
+	"6stusHdRVrvA9oPa/bU/vML1vYNOxYFwWN3B2AOArhJjja26atMYT4kfr4ISKmIOfMUYCt4Im2RYLZwX",
+	"0DqgCfOMDHTBEbB9cPZEMqmb2XB0aaKN1VCJTlLuOQOfL11UdBWTmDVK+YB4OZweqD7X7H6LtaIFSVTN",
+	"2s3z54byAziZ9yQ3QsBqWk7dDLEwlUmH0i3WDsoQbYr8RikekLSaFr5QtNsk7Gy5ONdUZKAUDwtlqoZK",
+	"QUMDHD/agBF9Cm8EvBTptosNNQgs0jSm+hdYFKggB1fIvlEQFkj6H+MnYnpv5K4ufIxFjBOC2uA34Cyd",
+	"2250mkuUDR5LM3GWiWNGCyheM6XeU2wFxSwxjZTXEtU0/VgYjrdutQDDbIpqAZynGhwrlAqo3LCgkcuw",
+	"scBx4YxYN9t/kH60iCeW7m1VfSlnvJs0d1/bKEMmgNYrhsq5Q1+siBSM5fvoHw2pZ0o+V4xoDvk2gUk3",
+	"Qe/lee6wmFdj0wsMhmfO7Kc7pRrGXagkNXK6BvdYw8DUaFZy6ytMQKhtJRnT2b8a9L21WdT365plipXj",
+	"kIFmoz2E4sOrF3dji4DGlVVu4KvJttKErK91dwJ35SVXRauLUDDtF8oayny6TkyX55dnuh2TK3AlBJHo",
+	"kTLdwERp717Xy7Ls+ggTtKBWma16Tb+S1tHeDz/++OP+3g+KjE5IDyaAbEz15u6/TwkQYfhjyop/z8hg",
+	"6v4Y0WHrc028ewzu6cQt2s9gsevCeUJ13k1C1H+tn1iRdChl87khlVFvpq74ZSMiikZUtme2LdanlhEp",
+	"+QH6VpW0v+aC7j6c6uVwg6flJltHFKrgEYDT22xpIUH8guq1gMSnYyw3K6lnSuBiBB8rWjXAMh7X4sVN",
+	"p67WzYePaAqNandccRqc6ir8LfjXj4O9OBT87Xp9Be6AXgS4xaFJphWKHWuoFDhYnhRfXlloUtjnG4H6",
+	"/qt9XW+3P0h5/EiSHQsV0TfpnGvG+JsFRG7/zQfZxeLxJWcIaeyKbExN4PnCE9Ug13ql7jioVEp9OaKW",
+	"IKnuAA+k4ubDx9bnIqZkleN2wwdrFurjVmKPW6NR2d1SVxJ+FMj+zYyggWDIxbn++gCOzPyxFy4KsAmS",
+	"vBAXLHCCuKCt9y+81R9ITAXoTiZyIx5jCc0vNGpoqV/poDUTiPlQBxplI6DOcBDQ5cNFbNloLZ6NdnUU",
+	"mXYK6s8VkJ0bQv2XJiSrYs774T5uPX8OmA3cGhbLzHY3arS1cEbx/FOcphZMmuo3IkqV4bv1LTjAzW9z",
+	"6ez+1z0w1MZI5AMlLKQE2+6pmeLm5rWt/zRnegqm5RtjIt/sWO3XXjsUn8HmWUaY7FkzvNbAMxJLNOaZ",
+	"AEIkobyUxFNQihmZ+W+btHGUcjYCY/50nGERysKqzRSie/ZXJTvlolaV5jAU2VVeUU1ygnMWEr1TEMhw",
+	"LEkmQuN6hPXd0nSn6mYqq2g4zHDPvTGWLoHUFGb0u0PodurQoUcQaFyU8Xw0dk0BTm7Od9BJKrhhZBl5",
+	"YEWZYoXyYO5LSEqfSDavRcXCRHDbfrQswppjjTSi3nICiQ4wq7d6Odzu7HX39o86naPO23+2osoX4MP6",
+	"mBETuqitU3UBYAKVltOiqR+flsSBqGUN3wrGdgqwn9J4bOrUoYSjOc/RDDP599ZiAeIzGH6EPovfTs67",
+	"51efeudXN/fdah+6wD6hpY3pEashZvsTCuNMqI4ZdMVVQPccjLJf1G/KiasraBn2hL/Vy8Th1IhIx6YO",
+	"vmkGpTBUd7lJ1UXSzq3CoSewrpS41PboodMiqqouyk/m1e/TC9C19V1G3E2z3XAZM7VOKLDr7ietePqa",
+	"T0E4Z9OyJRT2tX9BwyuHaW6FDmEs1IpjXK/3lILWiZQ4Hk8amo9CaRJjfMDwJhglEbZ9pAN9TIwpYBk6",
+	"FbYQyOdNKA5ep0tvBTQJdx0L9pwbCJ7mkqD72wvUhrp1Rp/D02kvz9L+FvSD+nTm+vrjKd2Fhex+g/+c",
+	"J7rWnzu5PKNLz8ztJLJavFpeE/R/Kq5f1fc0V5wC0FmgKfSONEFpOUuJENoEpI1lVKCbs6sPiqTpbLOT",
+	"C8QzVKZzOw/sNyrHSJPW+geFWqNjZwWRxzpUpDwO6nuKMDCuKpEp44PHc6qbvGcakUlSUVCJQG2zzvLk",
+	"Wxvpgz9hqdMtqkqfZTN16JvwCDiAGVawHvLMt2JV4deKqnzl8yJTRLDsbZoKhNVsOqzdCqIOFtU5V4eG",
+	"h2tWOF5qhDLAWYK6brgA9XCaircrYySOEBZIN+ihzGC60q0NIeuHSkJ5+swaCVj2M6+boRqYi1IFtmJv",
+	"C30NDjEK10XCtTVxpTKb50ySTDH1jM8QTY7hjBPdKVa4OjAZZvojBZGqBta3aVcrsrWGopPqaKAiI/Yh",
+	"IwhRlKVatx8nprNhbZMrRaJ6MRgreT4WFAtsjoQs8KMJY89ZShn5aJp7rGNUQ2KisBgSuCFtj8JQuoMv",
+	"1DczkRd1P0W4I2of+tXp4qdqrbr46fEAC/LDQWR6lMwlEbYxQNvWjdz7AV3SnxTe8ARKE0H+yVcCi9O+",
+	"4CTjkJApaEqYTOeQGAivo9lYbUFr1zo1T8iM4ImAKmHYPR3zNIHuxGSGBvlwSDKwbU/IhGdzNBtjqYuB",
+	"Krqo5n0D3ohjre4oRUcxDp5LeMMCCBiV2wdso32w93arUl4SQBPCNTVTGJvVmQZLph4ermedc1NExeE1",
+	"odPqnYkUcQu0zAs7tSoquvpU/WNlMr+UrushN/dllYW3elgJZYnWcz3h8dX8P3ryhuIvJ8jWFnKVAK2c",
+	"ajRvRb7bwJZknjF9XUyNtmoE2CL9EjuhWbgwKa7rygiQy4W6RywmGuVAvTYta6ggaLEdrsL2ZDAwiSGq",
+	"BBMB/WkkYasrWqW11y0zRsY3NQl5BjLnWnKGp1E8N2qghQjG02AXdY5mGZfEMiODOwa8RaHHEI4UwK+5",
+	"iLnQFV9pyRQ+pkIqutamTKlPwhocV+CuMpj1aTAUvFg7S/mbW6+BhhlVHVUF15qvI8y3mCKZl0RxFVYl",
+	"QuYOrUeH7C1dRo7c4C+jSIsp8Tq7jY1RcDmhDRDWF+6i60S/xfHA0AKykBPXP9LVNxm11m/U3zXWlzeG",
+	"+etNBsVtH7cqTF3t0V5NypC9Jjror9T20yPoLDEaromGW01ZdJBsxNrFuptOYCn0HSPx2hNZcxHNKlrU",
+	"yi3rW6b83ut9hHDUg3ppW3b0qAlJV0ZlU+P6BX5spOttb+dTU/W4yp7dWLbWwyFgvq7xcMVn+nroUqoQ",
+	"nv0xIywe7wRYbG2oGunkGUHwmxpolGEmI7Sn/r3X6RzbYKpS6qsrIp8UMTrrVLi2diSx0CSm7SS61p3R",
+	"HtVRkgyKz2nWUULAZaES1SjYhnrUQIPcAYHU5RkE15G4zQxBLAJTZqmJ8yao9JNxvEwo0yYIZvvnV1Bq",
+	"pXb2C7qqm0sPPYktcngOrtW6ri+u5FqoSQ8Pd62NK7t6kH0ZTPs313fWfqrjYvwr+kqte7xaLn6tlRVL",
+	"qvhFwV+zo89/1h4Bd2Oe/f89AiptW1YXXT66qkmuG2RIbFmtNeHiwrBLLvN37nIwzSiL6RSni7yY7qUy",
+	"k9M8BoKIMqGgWry4g7ruBSgkDNU2oHccRxPMlFpEw47Rxcf5n70rw85LyfGnjOfTTaUlRma6oPKxd0Bo",
+	"QGI+IdpXxGdMp8o0Zrld4uyRSJPZNpkSSSXPkN+1tUJaJcGTNVO91PUyNY8sQkGRlq3VWlctv3aoLTM6",
+	"mYC3jEuUM/pnTr5fjXR9dBfp5BTkvZccn7bAW7mxnBcBR1tlr1NqGrXxNMUT3IpaAyxIr4j1Otrd1T/t",
+	"pJgd7e0dvD3YhdYBEIH6RfZmlCV81jrae7vX+XE/aiUZfYLgDz4lDFMlOIpqeRNYZuuoBQO/3dk7ejco",
+	"UOOCxzhFF2Y5kkyAVOUZaR11dt7WuabdQs1QY5weVlI71n2Yt3XGGWFxNp+ahoQZEdImoWVEaYGabXrH",
+	"fdB5XwtSMq1Arlk6d0VYCvDV644kU06ZROoV7VLG1sGsII14pq166rctOLa+hmEf7lMfMznO+JTGfdNN",
+	"YMizBwaVVgDmrsAF+qi+1XOTpB+ZdnSg5YP/YYrlWEn9KXQosdHRSmClbPTAEpqRWKnMWzvodEzix6K/",
+	"gCCZmql9sL+/pefBpgg7dAzRBdq3KhgIdfzGXEhNzDMieKqnneaDlMa2Rx6x6YBckR1o2UoSa2czqWoP",
+	"rJ+mk57NnVejij5qw+jQcyxC5zfegApyp+cfbhEjUm0QCkzhRNFsIYEFPjCZ5UKKCIkchDaEoch2iq4B",
+	"P7eOdZ+ZGRUEHezvRzCmuWna35oBeAlhRJcoEnhCHtgMm3JSckxAamckljvoE8CoDCLh+iPbcWol0Bpa",
+	"BFavYSjNUJFK/TsAkz8SJqqSUMeFwS/gn/Zu13VbBQyDhe0C80xTONBpfZCjYYq1edQaZR2xcEiuRG0z",
+	"TtBC61MVj4WHG/3jR63BF1WJlEwI4Q8xnxJFAziLGyrPUNHTeL18onth1Wgt6zuRBrVLANCI3pD9pSRc",
+	"fUg9nstpHpAaruG5PkoU4ynIzwVKhg53qairaXL4aIErgtfSphcb4rpBf8Fm7TcyrBY8f+baO661Fuut",
+	"8I2a0KUYIFj9irdQ29LU0gZLWW4OpvtBqY/l0CVIzU4nhIcO7tKdETLvaLNkzJUOWywBiJx5o1+e++0P",
+	"yw6zIflOX1570s2SCNiGPpCMPgF72FQeSdwIRaTDDupnRNCvxJKG/owmcqyb1o8JHY1lH7UV+edyvHWM",
+	"+qY8gnn9gfW1xN+vhbs6TcBkmvk12fSUELuKUyrnraN3nagFM7eOfjjo1GQKO1jDtbNtk10atc7YhpVG",
+	"FmGEvSqmPruJYR1qcZh+LXWdMnlzOmPO7ACy5AKYrcEUEr0BQZD+XaHVlH4hqau1nOnCl209exmn3u29",
+	"319GIBaEabhDFTFOCex8SKHXP4VmMYkcoy9mYf6hZmSbMN37QXLkztYDjDs6800QIu5Y6yIXtGhD5gUA",
+	"vgI1cHAFZqQJbKFIvDvcOkZ0xKC+jWP765oNDGo1nZAGyCsf0BolkOxFv+KSDk0Lubt84Ja62Y3XDpts",
+	"RIBJCD3eAMQ8zJII6ZBvnCoBD2yclCUikHYKQeESi8ees2wpNqke6MBldVF0Skc5X1iXUTIR7+Yva4y2",
+	"tcorlUonmIaizlLBFbcDYU6AXObgBBFW8F2BNACOBmZudlRjd96QGhIKThmJCX0ixwgPdO8l0yvW9DTT",
+	"MkUtL3SRF8efxwbKlgz0UUvzXJPYYrQYD5a18DOXzqDDxHnmW3iodAabJyqosdkU5oQNjDalk6xRHlhE",
+	"/0jXG4E/jlHfLah/ZIBm1jpjVpXB0rM3+f0fbR8i+2O4QV4pHc9boA+65ou3uU/rTuJMGmNmqV7RzoLs",
+	"D89kutcpuYX++Ow5vDYMLmnMYijq1hfWpBgraYdsgAYVu2+Dqfe/jkvNk6SN5e+7ONhoJuSLnGte7sBS",
+	"P9u9INmm4iKs0WQeKKBV1fSq2bFcHOtThiH4xVD01kj9/d+9HgDaDgUjuiX4+W460w26OePU5asFLJML",
+	"S0iBD8+FJKvjvT8PKS/11JUwJ7rgI8qsNaN0afQHlUjFg6aRe08ko0NqswQW68rZo9HYYVaEBbJfQyNN",
+	"4H0Q3M+a6pcUkF4226cMGwLRhy/6KONpgx7enAx4Xjm2l+YBWuAuTPz7QEA2aQ6yMbUQwPn04ezirHum",
+	"+U5GJlBVGYMlTDsDV4u4SfSUILrYqxAuGlzLR9Ufbh6OcaZAohNXN7vhV2RWoJQp5W3yLUvn5jvTyaxn",
+	"LzRO8H9nZLZTvtKr5rfWXfDF0MEKEmahSpCdUQnUerPrtzgvNgSAJYmxVeXebWQJup7Z5Lg1RXolc+cZ",
+	"QYQ9kZRPSUO9/6Ujr9+8EVa8tFvjNSNoXO7YqCgTYbGOJc+IbrsA2bdDStJEN7VGEzzdWbcB4tL7o2HR",
+	"CP9wR0RdPy2DaAi9Nq0Tm2tCM/Rzt3tjMrWIOEI/nehWY2d3XXTQ6UTo/urkvvvz2VUXupJ9QAedveiB",
+	"uQ5f6KDzNkKnd7cfe93rX85cxzT9/Oq62/t4fX+l/jyAznQ/X3+Apl0nFxfXv8FwhxE6vb76eHF+qmZ8",
+	"Hz0w2ynsrnvSPYNnpvPhyc1578P5HTQm0yOadiO97vV17+Lk9tMZOth7qxZ9d39zc33bPfvQuzz7cH4C",
+	"3cDQwd5hhGBs0+Ps9vb6Fgzv0KSud3ly9bvd/R062H8fofOr7tnt1ckFOlTA0P3cbs9Ory8vz64+3PWg",
+	"3ded7ZQBLz0wtb/zy5uLs8uzKwWyw85ehO7Obn89Pz3r3V+d/HpyfqH2gA47b8vt7jzoQzuyEuhbUctv",
+	"rFaHeStqOYDr1mMVaKuvDKhbUasEZtfPzodxK2rVAAzrCkG3FbWqoNV9yspghYk1TF2DvEaAmh15wISO",
+	"cjVIBm03H3k24vJltRBOPGqttHZgrESilLJHQ7g9ruJzFJ+brGodqMlkS3hAULYIUQiQhW55uiGDVV+6",
+	"0MLKnk1mgRbKahsNx8/DeAzM8qXGx1pOqyTc/IG3v35W/9PZft/b/vytE73de/7LUvIKM4dhwW0IVFlN",
+	"0M5GPgR9QRwjnELSUeFoARGLz5jQOp+IbA5J4bQred6qlTPqpQHebnf2up33R29t6saaIQ9KN37bEPkQ",
+	"taY0lnlmfMY6D6QcVrO3v0qh76g153nWMwcNgRqBYh2vn3O/WqRGpVmxqUPKKkUMl0JypfxIQB2T5+3G",
+	"fvuCPMdqRJZfFbh8lnXpzz/cWury7YU1pWmsNm9HqKg5Xvw4xsKBbGlJhsWBWV076BvheygBaaxfdLXL",
+	"U054Upi6ApRfueBBCfODQraNNFOvIN+vaLLhrR2t5KKejbnt14XRhEwGpJS7rW9YZEiqkhDB9/d53drv",
+	"xrDiHVcUrpbpo5K/5fXKNcDlgKDdxYk+Jy7x0FnPRGE+xYVb9uV9RsWCcvVFNcSpMV2tXsV2tSafL8kZ",
+	"AmCuCkeAmHgxyPQwC+70hiDTDHcZyMzsLwTZpb4rDbmXb4S5bmJMpzqzPxS6VjEAniQYXfAnkpbtgFUh",
+	"L2r9O6esgb/vGf5ekpYiSBjUBYYO9tc1CKpj0bt5I1DSyEgqq1/VPFgaXTulPLm0GL4OhZohozalB6dg",
+	"7qh0c8M5zbCw1tvVCbel2UsRU8miOnPJHMVCSIApmepKrQmJ6QTr8nAwL1SNcO1w95CYkpgOa+0b1FmX",
+	"Jdy97fef/+hsv1fC7d67FYRbu9jIAblSx9zQ7wLSS27MqqSmOJaX0xsz1iKIw0QvoDqGHCxP8tQreRXi",
+	"szjVs9jXK8FvLTgE9/3Sbd9o8eF+urj/dNglANXbcCZRUYDOiCOmQnJ930PaJI5B7v4Rurn6FKF/3Jx9",
+	"itCn84+IZ+g3MriJXHGHQ3RJfyqRkgFlOJu3Vqm/sAAOGRmSjLCYiMXpsVZALlpgT4tPX4wW3lib5pbo",
+	"jRVCWZxShVPHqP/tuY9yJmlq3H9efn8pcB8cM7rvVO+Jkhn4zYBgQfyrgh5h259+CrRyrmXgFdt5IaIu",
+	"vpmvI3eOrHVhBYkoJAG9eI/NBhdT9UJdeU/2OdapF9okDHKJsIkwhYZoi7pruXY1ZaXgd+ZZgEvDkrum",
+	"AH7QHmN6IOkAK9dOCbp3REVHV73KFM8LLdP2H6ma6MrNh0o9y1zGgu0hpkNYlBrRmhCZ0bjarqQ1I1iO",
+	"SbbzkWckxuIF3dNe1OfHgqo4n7qPc7P2bHBC5dZetuUahOWX2+aaBjxbO+gm2KVNjrF8YBDUTmSgZ9sx",
+	"yhkU5Td9/020kjaSf5dmbku6L63ay81os4CqG5ZTLLWlKRpYrN60zV2mxcKcz4EANKbH2L+me4wXJVM+",
+	"l9WFOtvC67t2j3EzrcA0CjDO/yXdQDwovG4fkHMmJE7TG2h7tHmoZowlTvkITXH8CHyEQ1E4kz3gEWPz",
+	"gjrEeEJ2DTFtRba7feuotbezv9OpU0v3ZR2wek5IK+g/EZbwbFf90VeUxuT9uMApWGfV0bJ3UArpeFvz",
+	"RihNrf33I/PPnd7257/ax1t/3136xl9ChMbtuLqhX02j/wKI1WRX2MQbgVIsiaj2oPjhYM2CBwawIfRw",
+	"eYQhbp1iNsrxiGyHEgVr5j1IwzXZc2ALrSXI1VMJe4K4NL8iF077NWopg/vvIDFlgc/lwPlcammFsMae",
+	"ca6YSMd6qqGXvGOuQiC9Rif32azE0VRuH+zsbU8oo0Va4qebrnqKzNO6j6aSqbjvZYHo7YflDX+bTcmN",
+	"GqhNMkdRjKJoTaqrF8Mj10a6fHwNoVtr5C8a67mOTa6nIaJ238aR4ind0ee2E/PJ7tNeP3pgpV9d2pd6",
+	"ob+1WgpjuHTsq6XIlfaXs0fGZwwi4GxBIcgStoW+Gpbh+T2+h/fNJeQtYkUX6eSDfvHZvzYN+fp1Y+tq",
+	"zrNgLe0Sgan45H5cbVjR3OX9gw3AT/Eo0ql8yRHiTm2qEDgqoc6BKEnjDluN4eGB6aY3mX5j69iMF8ja",
+	"LA9oCD/8sj2jCTHfPLDqFEpF2iqJy83ZhitlFx6DpA5+U5B0NRWvJxx+r3xDW1VakBAhWO12bJZ/iNpD",
+	"Vw1gWCIZ1SanZaL+WlmJxQQV/rCBS5Z798/3zG7iY107/bF6hNX8xwWH+NK0x+rUpdxHp8+6bJu3nc6K",
+	"BPdfUFnfUdNGJ24569JjsFGJu5ePLHQpa4ysgHeJSvokZD3nsBMdlxSBbIiieZFKpc5cD9ngayjPF5Vo",
+	"uGLMriTuSjpqISUv01H9hW2utHnVPRY6HuqgfUXIrgGURiC8Bgy6RmMN1EVXvBcycHDq8Rdka/wHgGHA",
+	"1JsE8OZnPtN5HTYDB0nOH3eCFBMCb3txMED3N9P+H/X5o5FFIQGrCNZFGGr7oRnP0wRiprXds913/UZO",
+	"eUL6lVi6k/vuzzoKs296s2RkmAuS6ApwfS/UtF+EqZhoR8UycjngOUtM2QjztYDyxQZ+ZWLOiQ5pUcJs",
+	"hPqfTrpnv538XloCQznLCI7HIGwQI/VvBevTN0ZlByBmF/EGlhdY/Ruh14/TCE0zEpvE2/qkYUnBJxLE",
+	"hiuB4CB1BwahI4HCDUD4Y0PnKgs612bC4lJYmMrINJ03eEvVimCT03RuChjFIFWh/VKVv61IB38p2AUX",
+	"qyPBG5C1W4a1FzpuhqWydJ+WJRI/Ki7m3bKlV3uxVZPnMuYT4+iQRHFhA8yXmeQMTVmJvgEBqpnl1MMX",
+	"UbcPK5RHOSqK+rSvp4SdnG+rlWIJubL93XiM5a5JfIb+KFuRX/kHtW0J5gd2cnOufiyqrbQVZlEitM0e",
+	"OtVg9I+766vd308uL3z1+Rggr91JCZlwsVUOcV9ajqWQe92rNSy94HFDvYATNE1x7AzyJuqnPeZK2ubD",
+	"IY0J2tnZ2QpEjGniV8qAau2hS0wZupMZITJCd0oSG0GqR2hZZTV8NT1bi+xra6t18qDUQ5nra+s2cLi3",
+	"c+iLoDzXjeqXytuKt9WH2+7slLSE1cezSlAB2p95GCBl0XpT6dnIyPZQPfD4e6tIt2tJtAYFz5lRa9dK",
+	"SU3N1/WywRoHFyNe3RZZHL4+ce/4zJkZWyNA/XkB7tdK0kucNqQkHAbzTdeungSxPX79JB84i/G8arMZ",
+	"ZQSkkEyOy6qXxVOXkP3ez8feVn+tdyXCMxMs5JKJ996VZoY/V749VUVzQNLvVjvQInhVY1slm9Se4Oo1",
+	"+R1FX6o0uaFfwFDNGJtua/XNNCz+RWvf2Dd3mpGEMElxrTdvc0zrxmmwq6Q4oXaMBdmmTBAmqKRPtVKY",
+	"62a+3myc7bpSpuslpmmTC6xbioTguRxxXf6WVm274EAp+tZa9wkk91f7vDjnlJjIKYhRUFxSTymhKr6S",
+	"xnoF5xBPcTUiV71gg5mhbMYdyZ4oxAOPuUIjGL0hAdp3u0GdjqPDdz8GXU5723udUjaTkr7MvOIp0Hu9",
+	"qehfXy2nDxl3otS91tSIHJCUz45RP+WjPlifdf1NYQtRuAJZxrtrZU8Dw5SPggmDPmxrS5Kp6KN8Osow",
+	"5M8OJbGhN4RoK6ICDjp89+PWMeoLkUKbQqj1SrEkqHtxZ145+OGwVKCQcQZCDRymEGlwbeVDrpldCQNF",
+	"smDT4QHCfMR87ceQ26wqpbbb1KB6uTAeMrbcXXZvkPpJ17tlHAFZJBFkSvNMbtnBZ1aTL3Tr4DxlTGz0",
+	"VZauVHBIv+IDYHJw7eqnnbXTi8AsUUv1gfa3Aj+RBFF5XMm+MkFRoLOCSiXHulEaVGdiTzTjbFLt0+vL",
+	"wUv9k8UFDO4UotlXPO4qf7LGZ0ACA09vwsqplS5XBZt93FwqdhcUeLEtoE52V24nhGm6olXTYwe10Gpv",
+	"lM2ZPRT+OdEFabvz6bLAYvW9QDiOydSEuegYahFpe7Z+Zqt8rQKMhhpj5Zgu9ZKpkgVTQxs93UIdIjbn",
+	"0zXyq/RmS+13F8qDeoUvBbEIkpYTZgBIEl2MjCd5TBK4o3UIbqL9ky9TmhGx6Jull9xvPOi3xQQ6Nk2G",
+	"rYWVHpf7uoIO/Sn+MycmhVMnonjhvkmvszf+cjjZf3yX/Pjn+1loBY+EBLKwfyFTaQtdaalIQ+gY5exR",
+	"/WYQ2jxWiNYvYNhvLpSnQ2xfocXfhE5IQ8W4D0SSWF08R8zBrcYkgmaZ5byp6TQ1xfN2G85oirOm+md3",
+	"uvCn7jsN5s6iJOorZPFW2yus2qKcfg1xGvoVUmMtDFYYyBW5XIacK2S8ej0zi6Mza3VNsAEZS/afRlJR",
+	"VK+9njY0jgZ3U3EgAkrTDRRPSsAwyRnx+k7W0yaKWrLOdieWlHKd4C89e6dNQU/8pRhIWwXwl56BrKv5",
+	"6b3ilWEV4fqogV4KlQVXIfFvpjoq+J1car6Sz0b0ibCwlOV2vLBGrkD4CVPADhMGT0UBVcdrNimDW62C",
+	"5wO3boPJRtCStloaF5tavNA0x5RUDO+3dFI1PyMdjdX4jqmbN5uHaqgQaxdarRC7xjp9dKnr9bPVl+kj",
+	"WmNf5uYDLukPVKrrpbSIgelNrfCDJEEsWKnm70Jxw1t6gak+4EvoUgZa+aij2vVZneY0i4Ef/NLYGoxV",
+	"irOK3McL2rZQAA5TxDrQXmqxg4lWb2ns9fbdsLMxjNBQPkCLJxtlpXrS5vKkVLWCF4JsWTJqqQXyWnBZ",
+	"dZevviuw8NyHYwNACYLQJusA9CI9tK8e2vZihvquhVofmnOi9leS8UI51x9qKZokwLe2vKIefaXpmu4p",
+	"kvNUDyJCwlcZgJRNc2nir4KdZSZTafcAYYntWPc8npZ+0u1Fq32h3wVj+BZ3kdIxYI0rOnUOYzu1KSVd",
+	"jrg92Ftz4qro5oOluqgQIvjlp8PYTdk2nk5LJbZd51NXMbqpsPGAJ3OFUIojPnj1i//trcGJh1bRHm+n",
+	"Fcw0qNlDodIDk0NQj37E7+O3g/3HAyeHHtVrk2cE6yF1nD/8rkY5gBwAmYZ7CaIhZVSMSbJOTWVXGUVp",
+	"LTHJGEkiRIcIs3lQ/l+uOGoY1lA8xZRtQ4xKQiSm6c5yV3pzg/G1C0Ms0GZLmELDtkirS65bGd0d5KLN",
+	"THD2SKBDcOJshTQlOmoq2dwM6NDmW0Mn5PqRu0KqGYnplCq0UAIihH9QeYRwUYY/eyMeWPWWYQYqtA3A",
+	"gElsnSnd5ghaKhU1gGyTLOmaMz8wQ/J4psPhdCDJBohobkqASGynlBE0JjhR/9hZLbbAKI16VIPmBZAj",
+	"v661PfalumUNZ8JaJS4jqSZFpYTsddsbRC08w1SqZ0CDIRpnTJI8JUkvy1l9LJ5Nx5gVf+vWh3/mJG/o",
+	"p+TvbXUZrtQaYTMhrjREGPvLDRg2kulKnCjUExtuby/mOZPhQNKJunAl1vRGVFaGM0sGUFsJM2qFuq7M",
+	"UntK1eFfAkpleZsLZj4UFh+wv4BNTnK981iw+1fard/fZEmZOD6V25AEVj3dAc+1sbze+WJ5FcmanGF8",
+	"7yYIQEsdYtCbDLPR6GsynHyVsz/300fGZqP9t3LKB61oxf4omzVDWcrMwbfrgRG4oa4wMsHJGllrDVEH",
+	"Xg2FWtMVKDNg2rJI14Klofp8s/BQWj5NULtvCrPvlqbb9d8Tf6fJ/9F3VdtpQyj06o1eHE9OkOTH373D",
+	"y+btXFa0KP+nb9BCk1bU2KXFnlxRpWsNIcCnKssLOjgKU0KvValr6aNAeq5uLu4jeIlZRYinSYk5r41e",
+	"JRq6zDJSXu7rE/HF7MuffRMAbw6WBWB4JSgIqJOb3BK8oPnErW4mxoegr1A2QkogKRNVq6/43g0DGePg",
+	"bx29fX5eDXrui0bZqTz5jBTCElQ1ggaoM1RTolaUmOz8m8PYlEhbN97wP9rYVqvstlYhtletsKZrkiyK",
+	"RDAkaQovIsqeCJNcV2TxjTxxrIj8UUs8qtVA+Zle5ooFWR0y5kxmdGDbuGuNTpLJFIpsgLcMT6cCLFuT",
+	"eNrTgWnmbzpy3o39qKWNMz2bN6M/Fo80TfXrpmzO3nOtHpupKaVzKWw/j5gzHfBptL5SOSvTL0Mbi2gM",
+	"w8Qpz5Oi2MRvrshKY/WV4kCMBGkf9AZz3dhL417PFS1R20zzUVEQS2mR4KOGawXZ6yBLLi3sYs+nFooB",
+	"z1HMU55nx65mggmhGioKNMDxIzR7nGZ0grN5qdvjE+UpxCFhU4uMTEiGIZpeY0LGBdG8X30b1GPryLKo",
+	"VtcEMzokQr4RqA9fQkBg8bUuF00F0lfjWJueAeI6phFC4rHED8xhI5C3tsPDCGk8itDl6Y0JjhQRKhBw",
+	"C2ifjmBpqgpQQfVFpEZfwlN/NUsLtV8aMCDvcVGu4LCcnbZSgkFjpbQLHalji9WVoYYhLvfYABhgreCi",
+	"2JfWbVBbEIL6cIX6DSVMXD+a6rHPfdpjxpMcZkDtwtJlXrC2tUEGVQ+yPHW+BevTNGe2inVP3/Pqmn7K",
+	"WaJWoX7VuYqQuSkoG6UE3f36Sbdq18MouTn/+jUlfb0AxTxjPmJUNIRkrlbOPhDSsnbZJpPhqdb6SIDK",
+	"a3YMQMyZV1iqXgPY0bEaj8pyYmyr1lDpqJQ9JK8DIrI3zvblFdZMBKs+Ljuh3aJ0Ridryub0aGrQ1ufm",
+	"ojJytbQ0LvGhWaXmDTSBR+W1lquqLQ1yqJL0YO4nzPlGFBRGx/ZiZD5D7Y6LId0K+/41n6j3WdTtldJ8",
+	"VERPWQp6DPVR6Rdb2hE4Jmr3H/JO522svoF/kSP9QIFIP9DXOFC9q2gn8tdgNS7Lu2oq50Dfqv4ROH/g",
+	"mlNmgs0tHe+74+8foZypk/NfsweX0IzETkIxbMqMr07Occ0aK4paX7bVB9tPGIJtwWyjabMODPvJjeI/",
+	"PS9GXFRwzL1WHKo6UrMyu/zIxePTmLwR9t2t5SZ0QICCFDT0JACiFllxoFhuqTSiPqUAY66hc5nNeQsq",
+	"X8RoQZctw/x0ubUzJXI22a/1TeXDIbD5erG5UsjXuhKfw4teVZaC1DgiZOmHt/DDqrJfIMJrAWu/G/Os",
+	"xNeDVDiw4KYadwXdHBNXN8ZlCbhfV+KKVVh8qzcNVFKJxXFzWv/BzG757VlybSq7DkF/KW4vtjQZ7uih",
+	"8yqarKkxGrgx5paYfSmRVgdcDOYlnreyVSlwTQPcbkhkPF5qkVYCdYJiPvW8M7q0Jdin9RirG6fVSZBG",
+	"YcRMameIodyHESkKUwYDW1uGTFAIrA06psJS2/1iY30k8FygMZ+pT4ICbTUFzhxSCTx22S+wIgS0hkCY",
+	"SW56ssy0n9PiWUG2G5q8+Gp5TWusS0R1iUQr8rVPp1OB2sMMIrgTWyS3QagpmQBqGtDpja4Qa95oiq4c",
+	"NcZEXjpxa0jTpm3U7Qx1upMSKRVeQ7iIe7NhPGOiqFF99RwNAQ0bPm2oBFypySxWKBGiR4pqJ+2WV4Z9",
+	"AArmfEsAbsbS5Zb2kH1pFQpo5KYm67oVr0Ccr6giPk1U0tOatHCpPd0u7aVXfIlfH95ZD1yrbjC4oZfs",
+	"J+Nh4+YNyQRnODWhS178inijYwJ7lA153xS3xswZncvbG1Ae1MrAg+LSNANCzcJfTWuFming9AYd/Igk",
+	"HlVqREELhnAdIMXDvnIWGO385OoEfYUwntJgZ7na4e5PJEtNE8dNSnus1+LMA5cPHAcKbx8RwHxpfqE5",
+	"+c2qegyVvDrVIxwjPqESsoEoSROBBgQSPcEnW9ECABtal0oGn2BJY4rhnvjI0DpJcGmPRy2vq1OlqYZ/",
+	"fC1zLhecJTzQodNgYkN3xbpBrhMtw9pKAwH6RJgT4ZZ2qy9heGVReELT+RpDbX4dvLHfHpYsCH/5P//n",
+	"Hyfb/8TbXz9/24/ePbe3zZ/Qvmkveve8FTYpvPRCoXY8JmBJwCOsOASQHvUZGIkHWNSKJ/wQ7BjbhPLr",
+	"OqemBY1cSKLNa/W+LrzB2bMGkZ5MZdfIBKFSUBnJdV1bG0g4dCa9xtjfg/2FVcM74U6tV2QmUEIhw0Zp",
+	"k9CoZErjnaJJKxU9bYO2pG2Cv/SEJEr43Dt0OvoHrJBcD2VKd+rteUHIkid4/kYgpmbVsUPfvsF8z8+I",
+	"MvTtWwoo8PyMBnmaEomg0B4IXAtKhbu9PeGMKriJ1tEfRZYX+Fqsc0k3SoE5W89R7aXWYcu+o5fSev68",
+	"RiyySUCsn9TBajVq/9XdaD/4vg0vOQm6mYSDekLbttH/1tq8UadZD8/qpj39S6ERgX9oTJOEMG13ndL4",
+	"EbofuyBQlOVMoFxQXexygoRUCkCWs+aazwat61ZeMkWDPBnprFWJxaNAQuLMJc1Sidrlkr2AA2+ca8gU",
+	"Uer4RZT2VokBXq8Kcx3zahezRuAbCZE7VqgEL8eo/+3bI5k/P/d1sbpxTZdauwHN6njs3e06FscpBmNM",
+	"ZVWrKRslcvyrmWap8lGNmA6atRxs/fX7qOaj/Xp13MrLXkH/K99RUWUqLyw12WjKgFD9oGtn9UNZ3jXH",
+	"zf9abHmzSlU/mWaAcJCK8ECzboWWwBaqh7DQqL6INf/HsOAye30NTroqc6rLzQ0V/HwOUio0uKA3meNa",
+	"ImBN/1+WQSyuvVdoDg8PdxtzjWMTyRrkG2iSCzASJ5Z8U4b6Dsf6gTNfWiNwfTaB2gZGj2Suz+KFTGOC",
+	"v5zrEQ47S6iWYRkOlKtQpYWWqjp1eRWqvi6xbiDOr0abHbjXtXP42FfgpG7euhR2ZfJWcwWqx031Imzb",
+	"HPxo7r7FUjTBLMHWHFvF9hW8hUBgA5mKbpsBq0O9tZYfaaCtAr3PhXmgFww2qJYzIuE6ADf5IKVxU+1B",
+	"/auSyZXYh4YEej1A85pGtwme0uYAtv4uvLSNp3T3rxC4NuE5k00kHacpnxkHfOaSdALvTac9HctRLla0",
+	"K57ioOfVj+vtQRR9zwv/CpR1A8tvzzjRVnrXWNuXvJuLcQhaNB4j9Rsa5wPt3zG5juSp2imVTAYkSSDk",
+	"YEKyOM9IMMhwxrNHkvXMUfYmphC7K2EIng6IeaCEyRWDQ36DQW/1mJc8IXd2mNovp2bcKmJ6Rxc878hD",
+	"q/AuDBQbAd94eovxYNltWdeutVrpt9J9rMLqxXXfbnLoJHtnen9uJkT/anqucl0dE2Gpo9agTW5FZA73",
+	"wRWP2yYyZHtv/63XDZdOpiSjWDegrKQ6bNRm1qx1MC+kGNud55HMjxHB8dhoABAQJ3Tkb4T6irT3lX7Q",
+	"f2g9tPooISmROmjugRWdZdEjIVMBvTS4Hj3OiIx0p1nGpc7+0lmWptNVsOtsNZjJ7jZ0itbfudnxnSjd",
+	"AuEYEjOrGo7f7d/6Br5DEd/yPCHZWFetRUYqvj93zSldDVZT5vGNgLreKZriTK5kv1+lgnDJ7mGzrF5Q",
+	"P/jEFi5854Ulh4oJe4z/3auUFi6c4039sLNKS2MwJamrwL2SSay4OPomFU2U/CRSLMmIZ3OoE6hd5jWT",
+	"9keIAVFXZkYGOitbja6bPApo9SHQJc4eEz4DxbKClLcEJ+j+9qLlMhFGKR+QIhoN0o51u6pS5bFvoYUg",
+	"bMYyZL83mFdr4JthIXaliOsTLtW99AlcuefPjufosFRt285IzCcTwhLRs0EQkPTgKJv6q9QGvNZKup4C",
+	"6yBeM+xoT7H+uehFNiKMZDgtVQo2z2Bz7tTUWnNmU5ph3iRX6rspMqV4TNQScyHJJChxrGzZ9rvkQXmc",
+	"oMVyMc3Q5b2gMu6ApG67jlqo4d4IRVUyCUJ3pdmeh1UrBsKfx5wpMn/kOqi/EREiqSB+SH6RrWF+swHx",
+	"lV5/BoVXjBGE9izbQ2220vWQ+xCE7CKQP//1L/2tY7sKHdkMLZK8IkRYIBPrrF/bXhTyXF6vd8fqfYkW",
+	"VGFzOn7xUqSIvEdTEM8SLUespOmX6Zur8hYKzitdyVBLVR1HxkYGbF5ZJnURi+CipWpf4KaHw53UWpxZ",
+	"qwjWq/TjL9ecc4cwI4Nt78IuD8X3RKiGY7GvvOqhGHEzmOa9oNW+id33M5ugzcCQkiyymKtjtTWO7uhH",
+	"3fmUXDUh7vLm/Iva51sngk+Kqj4FR5FdsLmPdyHciMrV/1aS/TRkl7sVskBs3Pfoxt8FCgNYogPK+gXg",
+	"+hvizXdvxt9EO4LWO3dGCOv7aTSKEEhfl/OFRJN6q2t4p5GE6NJIXI7B6/FEsowmoM2EDS+LmCy1iV/Q",
+	"byKh6o0JZcB9QXuqsFYrODXlUTVIUjUCjdNUoBmmum2u/QblLCVC2D0l4byosGW3fHEDYF6yxuU4ZUlf",
+	"OOPfCNQBfKpX74UC2DKDtmYVYYBgkWdkonDJiGPWs6P16qgFQlHrqHVv/nZlOP8oBnW69+dApq49O5Ka",
+	"bQaNr83trgEvUFsNk4Dcof6lI8m3jhEewEWYFQHyGjC2sNcOutKdTIhpmWw1nv7OUkHzZ5JOrbMDAig0",
+	"/hVW4HBplJDd9q6wHOxUim5ry0Yw7mwQ6vxYFlfLo5nO+GHRqkGuMuXtbd4ymMz7+rRcP2JPnNGpiVDW",
+	"f3E2X4Ok4/j3glRIS4MYIYnS9gwK6B5/bK7NRVtoQIZKtqJSZzHjZK4Ior6LYdoUrtqiDfzQE8DDDwsQ",
+	"nBFkOkUoBJQog6rCiiYCZmntkyTHDmoPTII7gDOoGtY3oO+rNwA8vZQKaSp1GneffZQR6GGIAExC57mZ",
+	"831gfazPynD/foTcE1PiRcf99isNDp0dViGzr/VHLS2IW59jZBt8RQ5qkb25UctbfPGN/vPzKk4E847F",
+	"7CoRda+HaaP6FyRPnI6x3Mx+pQfROpYuOocGWMbjCtnMCBa2nBEyAC7qPcO+bf+OGjmz3wYS02bM2Z8C",
+	"ntr9zrpt0sxUzdDqYvH4IkCZxvsGVCZ+PE2bwPUBaojpJCREvkiSMWzKwm0KKSfZfD9IgQEXEAskOSPf",
+	"vCxIpAgMcce9nZInkjotyZbAVkBdZPgOXe/W0R8Hb6ODg8+vZerWzYR1ebXwagdzbfQGNqDT0Ess0dYL",
+	"w8DhkG53Ix5L5m7d8tnSnm3N0B/J3NjBqRTWEg6U9xVs3XC0nzKeT28yovRkFpMNPRdQmJHMIO3bDHRc",
+	"WP9B8tBr1/Oj2ZinROC0Ggjkfe+7nrWj6omSWeuoNcog7KwSQV8/7MpYq5/3x4yQ7SHPJma1EbLFL344",
+	"PHz7g+6LgQTIdJV6Cw0H4S9lwVnci01dDzolqehkBSX4KUkTLbDkouY/qth+P2U4JuhnPp2aWivaMzFS",
+	"jyu+Ce3MeyIZHdKikA0VPZhe//0Kfom122R+T/9Ddc+LysjYVomxTpDEkGoP3zWUKHSQq8mepc5kwxSP",
+	"tGbYh/f7KOMpaah70uwwuVLX1PyqU14UN1FExuisr+E4qdhx3BZrkAzfBkGk7Qu5OT2a6KIuKWWPb4Qu",
+	"hY6mmGaumAvzIFG5HYzMep4PzpYcSTkbwSfTcYah+pCW/njWOmodDP7cT2eTH5Ovb0EpVxO2jlq/f3n3",
+	"z8dfB3uPf76979B/yJ/ZwZdfDv4c/dskUEypPO/38XX5i24ISxnjdGgTqGvwWxpUUzeXalDUtb44I3Kt",
+	"yfb2360n27it2lVEZRg34B9Pn4hpx7AJ+l2aLlvgJMn0cBUMo4kxEgRabxUP33/92sGDOAm08qGhCqP3",
+	"UzXjXqfjGn2JY5TkunOV0dZsv3/EWVzO0l/vVIt4P98b3BQzLlYA9YL6heqtxDby0IWENFyB1dFEvLBN",
+	"yK9UQNN924GEMqjmAyHIaxnoF/ULUSAVImi1Ooe+qViiRGsJ5AsVMkJj/ERM5zRoaKcLI0r0ZJZr9ICi",
+	"O8Kq5YOCdQeL9b3E8qvP6iKdrNT1UXf7KHXblbqWEowj/I4GLzKvp+lkxSaRbumLCgv9NibauBLzCRE6",
+	"1BmYM9eZUNC+8Y1wLdK5aT6b8gEkI8NTz0IHWSbFGkul8GCsVtTSH4etCZseF0/JJv3ClehR7hW+HsLp",
+	"71+AZjpObaEV2AZXOmtwtdfrBM+9bJwVDa8Kawc5TaEuuHmrRNt1oMIS4ynUC/MtsglXuD40aOI0S1vX",
+	"fjU7qtZU/bsEzWmVFtm2vRLRfuQgU3q34lxojPlbufaWviKy1GVb2yqLO6N9/FV4RrYXY2Un+rnXaDfS",
+	"NfL0qEbFHMxrJ+1fpsIDAdms6gc3HFjxeLZyCa8yFuqiXR/c+KFfP+o5Qz+dldYReuPOrK3RVGtbyoJd",
+	"FYBizKhm0yWqUpgwC/um2eznYH5BMPy7Gzjethk6QmZkdUp6pKjqowhcnUW2Ub2KyDtFV1PMX9dykiHW",
+	"pXi+7Wg1l2uZRC2tkd1srFmVKN7ZDNDbPKRNljNE/TS4oyIPoE0ZdFhRCic4FKoJAlsuvQcctnHG2QOz",
+	"I6vPlFgJbV6znEGLV21s3yB127VHsO8MdNtLNWePfJkqNVvvrYN+RH9Ff0V724cmf/vHQP42lCrQq/Ln",
+	"etvt/ACp1Pv/tAUbXP+dvXd7e14CVM86eG3kmTGfXPIMuL5LQWPkS2iqAzsVbEtD1gWxmbdN4ygD7p5J",
+	"Rq/Xh9BlBhYniL8NJIh/M6lrR62TcyTwkMh5wHr2XyrV28ePmkokSIZmY24bT+keSTk7RjiXHKp3QCN9",
+	"rIMn9Vsmkc1rQUCFs6KttMcKhlZXdbitzXPqRVS8aFLltC2YM7Itxlyq1VaYcxnflxecDXUkLhGDSuL6",
+	"j6+WuA656KC2gDvQQTopwI/TdI7a5f0iE7Nqh8FDSTIlbg8VFWwwepXud2ORODW67vJv6BiG0968WVeZ",
+	"YtQYJBaPbiqwImckJkymmzZpCxGjZWmZYIDXS9CYXUnJtNSmFGj5ffM0q9UYC+SuEdO689ynrk392ahA",
+	"DHrWKYnEK9VsUUrJJFPC5NbmJ28JeB37gYdallpM3vfIel+XAdTzLw98bNhtV8nxYOQvXR+fjgCNsTRk",
+	"w350PjdaVgQDcgH9TWs4lPa7UU+4hfV4QKGB6jqUoRnkeYESUSGwVCCihEjbg7BAuypb/RdXdgibF78t",
+	"if62eTjmkhf32GVaClffhMoxz6Uid1aUW+65aij24OODuwblUg9VFuhQuFTiK0DMypUhfJpevvgVwluS",
+	"AtarKOHLzcsDPyt1Vl6zmkSpj19DSQn1y8rWyJJGsFQDKc/+OnrI9yknUTqDHXT2BccynbuQohKVBQXY",
+	"kCBoZPnASOX9Cq6ab5r0l6XqR1XvaFIS1pDx15bfN5dAJ5TlkqAxzzOU4Pk2H25POJNjpP/XPJoR8rhV",
+	"Dz0JNFMuUqwfHsRfHx7u/tZ+eBB/U//Y+nbwrB4G669tVtQChFnRKGcuKXDxApHqXyMlvbB4xUoCy0r1",
+	"J15ZYDnWRTFSSmwEwDCHjHjd86HvkKH/nYSYk6qdw7UWdaS9uVv23vryiw09vu+e1uKOK/KMDgm3DXR0",
+	"PwmlUWVkqEStUBHBel2Dzvb73t92tz//7S8bSyL1Kg0vl0105BRqQ/8c7QTxiXfRNwjSfgO79pfo1R1p",
+	"YFlwyZazrIXd5Eqs51U5/nrcfBH3fiXm3c3oaESyxfIQVE/AaIJZjlMk9SeWNr48KwaLx2VwUSp2PYVF",
+	"PXwBGCD562cqm3pGlCpzZ7rDXmExhVrWNZe/4jqWo4uYZ6R11Nl5vx+1RD6wzeG7PMHzI7S3j/6f//s0",
+	"QikdjSXKsFZJzDumLYQilVV1ZWg6Upjg5aOWbRWxa2YOBBKE3NE2H8ze3jGV1apK0NllPg37p8z26q78",
+	"lDxhFpMIjekI9iDQQIEyO1Zz6DteVM+mZcqb8HyQerqUicd+9iEYCDPhLMHZHCke5/uTl3OM8IiXmDLU",
+	"0H68yTVzR2Ld9pXMUTzmgjDbZ8RiSymaHZleqRHqJzzubx0jXT5EaMdyAZq6lpqli1xxehjE8BMd6Y5k",
+	"WPdqykiKdalJjvp4Ou3lmS7ToLSbgeCpEgrvby+Wd7wwrhrqt1x3x2Nj6jV+NN+8ZppTKYqvkGbV4I8x",
+	"FMOopaunWEkeAuQ69UqEBus3Ry0IxjI9C1bxEsrEEhfpf0mEwCOyacGKIU9TPtvOp2iiB9pR/PeLhIOH",
+	"25hSLEoWHLtG1AbjzoDLsb6z4I41X88oq7j2/IXZYnKHJuXiqHXFZ0hmmAldjw5CEj9mhMXjQGh8faB6",
+	"FrdakPpNDTTKsFpanOLJVHd529vZ2et0UNumqGiJwlXC8K2fzgsNoYST0qXzhDto89AoV8Ovx2hA5tzE",
+	"HhJF1scRJNcJ+pVoBRfWobOHAKZJxqdqyYKmzmK8EjIq1NBzg8M5FIlEEop7wSCy80S4tB1or42zVHGC",
+	"/s31XRd5daZgjD7Kodto2SixLCKwmkDeoJecAPpplf6Ldl8vGxkQqoYQGruLCulLQgiDl65LhLzENN00",
+	"aSSmU6C9Th4W0l278lWRPFAV5rmeMBwKGdbBxyaGKib0yZn4y9OtGwRdyxBuIE5gRfCpd6CjcCyyYc8G",
+	"yL4f7A078Q/DzvBHchB3hng/3hv8OOwkb4cH5BD/oFiGIFmolf4P23t72/v73c6hV+Z7vUo71churwX/",
+	"XjWqPWqZZJ+eGU+7aqe66S5UbbCPbEPynhnIxEv90dLDfa57bet7eV613bIPzrrcwXRe6P/YPr27/bjd",
+	"Va/1EWcmfUnd6Qjd3Kv/Oeme/gymL90IPyxemKNYRH3uRagns9BV0Iq1voQFSoiz/IWQ6Wa38YrMTLCK",
+	"uY0QAD9McbXfm3rekNOgf6oCXL1qcnaAjQiTW6vAbZuZpkRCPR4d2Wmcm2C9IlIJ3pyhKckoT1bIuIZV",
+	"BIEkyEkuFwhSWiiEaHiumzgVsaQQG2f6lQ/IqvIVfsI0tQUqq5HlYoxmPHsUft/cCE15mkL/HNN1pW6c",
+	"G+eDpbKXID/nA/NyLygBn1gR1m1KCbNOu8kHR6hvqvyB5AuRZTYcz1YCVO89sP43Ix4/7+7MSJpug4Vi",
+	"13zdR23T28vGDUwzHhMhIsRzKWhCUH9Xcc+nPUhEvXJ+MihLSAXKmYNjxfbcGks5FUe7u+Ip3vHomPo7",
+	"tJaVdBw+pXGDr0HjwhsIhNA1mMs59PpW7+7tggXUEOrdvd1S9T+FnBtGiRb4pNGgOF+37hcQEX0/eEa/",
+	"Ligve1IgTKbzElbuoAeXWywORtCZDkLyqYDbQdlodf/hv+hmhLXcMLv5+W7/8Af0j9+62pgH2UoGGXfc",
+	"+H0li9NJw7gN6AjPPZiBVC9eEPNu80EaECvyD/BFWPazPqZKY1pLU/pHRetCe9XG+QC1GS9TpK1j97f5",
+	"xlNNLvUP9rjWLGF6J8idxDIXC7RuRZziMWaMpEjAy/91uIIarqe0texJKY1gEAq12+NpCkWqgPcqrpgL",
+	"4vzmijyXqN/h0mZ4dfoVXskL0Evi7KV5/zAGwup05XfU/xUzGeD4UVMhx8rGnD+KKjOrVPrvlPTVYNbU",
+	"Z2dL8Er+K/lLSt14MyNTnsmNzAkncUygvIWSB8R8MiEyM94KZ0ARAQPDsQ6FwTYDmkxRjKdI+zogMsZt",
+	"EkCrc0HCBoYy9Gr8hAwUHJFOhEdtZ7ADKEdoqvP6TGoqFN9I58d6Weq2QMXuGAuyTZkgTFBJn8hWpAUA",
+	"r/aRQhFITjBNLUvO34N3ZcfTz+PPf3Sl/v+b6ec/7sTno93dVrAd2X8168mSjggxnn5ng9P/t+w3XmuF",
+	"jcw3XeNFqsp2gM+VYPgdBCGbOLYFWsUMquYrGnz0TUm6z8/9Yy2t66LhiLMHBr0kd7+p/z1PnrVE3Ecx",
+	"zrL/l713XW4byfIHXyWDOxsmayHqYtlVJUbHf1W27NaUbiPJVdPTqCVSRErECMxkI0HJHIe/7gPsI+6T",
+	"/CPPOZlIgABJ3Sy5iv2hyyJBIJGXcz+/H7kBmcBWBZIHSQY0cHOq438MWvhwG1WoKZV/s7axeb655YU/",
+	"UAV/tcTo9NPLRCba8ifjR7YAvyJoscTKSDjv2jHPgM7VFrnSpxgNMaMGvUPIVw5rlSMS65cWz66g9wi2",
+	"Vln8W8Gvsqt1FNGzeWSLJ1vA2hY4tpaubXNzLkyth5Zm8y0wPngbEK79ny+3uKVq8aM3r4vt7emWOeM3",
+	"qttMHwAAtHY2gJA5n2izj/eO3u8ffezvnpycHv+2ewAtN2Ks+0YewGauKeb313j7v8DLIpbyRI4nOUZT",
+	"zOr99Ho7aKlJ7n+4tblFURsMRd2h0P/cCiWKJk6krubjmmvD7c6dSbYkkqd0qHpUoHqJnfpmd2GHF5Rn",
+	"I6Kek4xM82Q5Ivmn4JIjw/Y+ICKQHzc3qCT4iqIjgI8VcVToWaozyrhkapLX1Wm68704Nb4HF36tCIFm",
+	"l9SMF1aAxsXeHR+eHOyd770P2Ifd/QPz33e7R+/2Dg723hvVu/vL8en53ntH/5+kgmG1zv2LdRpL6ZN4",
+	"yR24JGtRe6BknsiJYBlPNCA3Qgq0OJfs/2JVGzFqoBWvCM/GObagUUULCvwIzpibRo9Mha5/QKV6RYA3",
+	"FnLAUXeFbUZvmSFwAOKfXKzBUfTw7jjL1ZjgkGa6KJav7fY0yaLdfEKXzsjphj4ldxG2Z/tNDUtsoibD",
+	"xsxXIpM84alXNVcDxOkpgtlaCGCoZ1qxS56xdrEZuIypnqZhn1mFsni60K/H3xSKpu5AaNbGbnxovemA",
+	"WYRDqx/Do5fDO7W26J0+wYW+WqtZe5FhkGRi+7/spk5yFMTehvZUDx4UjMM4DRXKscjo0t2TfTAbg/Ld",
+	"/e6yazHtdNmxcfMIEQAgNhEVFuy9hTtvQRl+aecX8+A2hleTT4rY6osyB6O3J2ZkRHn3VmWbXa7i7Drk",
+	"+qbS+7IC+qPBTN+zam32wBk7YZJR9ShqIhRa2GwCGD23CdEqz9QhVzhjYrG07nxnLgafS9stWol6TkZc",
+	"rhm7E+BIxOdxyiW3/H1F+L5AiHdFPw6NZXvrZ3auFDvkcsookKMX1toMkKfHjmzupL5TcW0WaEodcGSH",
+	"ddl5xqWGVLW5vfYlE6opPh6nRnKNLeQVCtVQRrQ/LnOR9bGQXEfrYOpkKO2izg473T3f6x/sH+6fB+xs",
+	"7/S3vdP+8W97pwfHu++NbUEf7Z2eHp8Gofy4e773++4/6G92cHDYP98/3Dv+dB6w49OTv+8emR/9fnz6",
+	"695p//3+2bvjo6O9d+d777vsRGQjLqHBeffT+d/dLX/Zfd8/3fuPT3tn5wE7Pz4+sDc/Ou6b+787Pvqw",
+	"//HT6e75/vFRwD4d/Xp0/PtRGTW0eIlW0Jp5i+IzuHMraJVeoxW0igG1gpb3Uq2g5Q2vFbSK8bWCln3h",
+	"VtCqeeNW0Kp7g1bQoleojf7CBjGObH2pI/i4eObMLgFamCuUfhH4xBHDjvFLiBji5TrPBB8VnRmw88Xo",
+	"QmBYkRAAsJYZUmRCwzJFKMAQDhH/HbCItjd+Sn8EFgidp2nkMnX5EIjwLRYnOegBi6yD2gdIU+8Ht4rZ",
+	"74qrY5HmHC+Cf9ZQss3pPLzlGhicckwWLUtXnaKPsVAkmUG+h6vLMmnuD82RhqFSKYz5bXlOln72f9DP",
+	"foFfAZ7YvyZC1kGAnCgNdrMt6vc3EBTLblIQErbLK7t7oiSOFlbcP8QqgvcoTCO3kZafxnOl0nfmF17F",
+	"51JPPTcXz4I/0Aw6oIt5GrLYAPX8JQxjAGjL8yxLbiCGC24ZWHc039o4PzwVeiDiwPjh4hZEOqYlOrOb",
+	"HpFiawF3Tu1XxsxO5HUirzouXrdklG8XQ20Nv5oh1/yMoRY7pLnTVd6zNZFAJwPgLAQFVxMqaE2wFqSt",
+	"a+QBfdNfJBj8W9zPl6MRNQRs8MsA3DazmPbFyGmbyDxJS4NYKiRuJtLOIS7TMiDm8yIxpTnR13MmZGYC",
+	"vGBj3RS4r+/1ds1kKjZcWBOcRlsONE4S29Q51+YUOEzoZdhQ6BEVG7p432Lxg9KOm7v3z5xYbGrewGIk",
+	"iWwmvDG92xTTA9vci+uxtosYdQhPwOyUpYJ3d49qLRtzqRqxM15EU/DFddbc/8jCE2vl5m5pCLdDpQWD",
+	"OfAin2Q6lzsZe67d8UpBQq8+T/40kYKcQ9mKiw4sEUm5q3df1ZDWsbVurPNrSz6sdUqrzqpbgLkn5by2",
+	"dQOw2jiL3GURJZO1Z6+2Xei0eo46vgHbRjBm6KvQOtE5lzmqZCMHEXys45u2XXMElRZxxNb9j2MxSOKZ",
+	"T8VnMZjk5uM296xgc2+CswRND4wriCiZAZa9+TSbyI5nKHdBKMP9i49I5MDtyxqzU1jNFEYiI6TO7ihx",
+	"5LmVtaasJ2/d25c+pHcvfWbf3BOX+AalD2j8LWtuLwfzVtofZ3a4pU8P3dhLH1sr8aR4jdrv37s3qv16",
+	"r3i50vdOI9OL1n9ZvHTpe7Qg/6D9Px/3AFveroTj+F+29gcLA5eFTMNGvkV1W3DL+5fM+EHk+rN+karB",
+	"tYbGKCwp4Pp6pzhOmvFbniCkpOVKauMuZtUEXwcBB8pnRfh3IPPS3mD39939c3OH/aOTT+edLoP60MSW",
+	"ayMOtbmWakPnh7nmWEqfpAs9zYyOEEOIAKo6pPtYVc5XbDStdBMxVTFVzBx8BCkoDXBm0u80RNoLsw7d",
+	"HG40GrFvmi3Yau72NRZAIahnNlaNEebn0pfPR+7an7FSEBKkUm16cTn40oK7LTZWSNt4TI4Q2vtNp9YN",
+	"rG09lcSMUsxKpm6NWd2WKseKqlwx1AHLpnHqwRWAyBW667k/LTZSf3deznnEbrbrp8po0sziNluo0Iyg",
+	"bK99pa0X0sM3syX92DFqBElE6r/K3+hqIBa5Khbzpzw4hw1UzEaVwqjYuk2HxTlhtRrIySms1om4vu5D",
+	"6sN+ERWERZVDk6bq9kMmxHl94IFdZkKs5eJzbl2YRDNuy/4uhAZOP9zwzrWsKUoVPK5zkM6AHBd4nXpO",
+	"4rvlKcTvdGbbfcC9XQe/PknzZFzbngyUqkMuEd8GCRFHfMouBEM8/CYqikYWtGO8CbwB9FQOhsp4Kgh7",
+	"vWU+2e706O5QNpWJsUAZMWI3IrvgORZ8e70DJ+8/tIKWK+S5Q5tAIXcbnFGjM53VV5rQ3wEZDEUGixWb",
+	"qgm75TL/Xwu3vXukW+diwrzlCCqbbdFW33VO9R35LWij5gqWuXQ2mo6B2eX9+tjbh8oB6Lky1ayyS4dc",
+	"E7GafceoDjGmrl+h4Xj4QZtXmkV43TLVgsWGq7EesMte+Vs3cHuRtelEEDgalOO6+YFy3KvkRsjO/A6D",
+	"ggRhe1HXt90z3pgX7Y3GaKWtH6kTgSDt25twJotYWE00d2F0rrTsTxins7rR7dqXEbSrEdUwwjo5Dc/5",
+	"8WJz8EiBvqadMd9FsxU4y3pmzwGs4oWa6oipc1GkGlmbS2Kwqqu/QJDHhKrrzRJlYqCyuNMN5X982vu0",
+	"936HWXsaCz5uVXYtsi47/XR0tH/0ccd9xIYqjcHom3EmfMcvlGCgF9Z5xTfa8fY0XYk7yLvw7NMv/d2P",
+	"e0fnZ250oYRsZ6kaxfwEy+p2oD1sTMj2tj9TZexCDIx/WjQXUEVbohHYNJRtSNB2ZysNO925RX07LBfZ",
+	"KJE87YbyBJzgHTucYGaGgsos9Ni/JonQA0jokgs9Tic6lDWTUE6q47K1ghatUCuoK5ktP87/oLiv+RQH",
+	"3Apa7l1bQQtf1nxo39Zs0+IkuyHU5sn9gI3F1buj3nZOrJKUpKkhkHxsn08xCpBhYqtNPgAo+Q7SgAE+",
+	"seBSW1Qa8A3NEHWDg1hMQSUXOJHO7wiK3gwrNGmtaQgQnIV7/nFvH8h8+UoXRTXgLEKrRQ51euRRoh/Z",
+	"WcKuWJ59kySLDaO6BZxh5JyvFWrcKTe/TVLU7sVlpGmJnJQWgE5WwxmDf+JZ3Pt3W12y95977z6VzlFT",
+	"Qcmn+kopgB9gucp5isziFNciHiCji62jXKvLyhXvTW0i8DXTVYB6LJBfIlxQqaGfsSyRDBTKyPFRhLRR",
+	"RhTe2ty6R6Wf/4LVkdTuBILL2x+NVZZ/SECY6HvIpRueJjHPVfZKs0u6De4e11pFj5pdFkjK1MwUJOnW",
+	"tFnjJJ8Wt20bPUT3RXmTwPCXj9whJS0NiN66zgq85QC6WjO23/Gb2dE98hiqFIk4Vd7IFq/qKS6AK428",
+	"48raukkhb0SqxqJ+VWkJdlgEQ4wY13g4wQcMQIUHRYtC8bNci/QS3EJRv9yQGsp5kuqoaAuv3W5tDLXY",
+	"IVgbD+E0wCFNcg1ViVgjjVmXTh19EzxvoYFbf3j8PPTcub57UelyBaXGmB+Wi0qNNBNyIACpzHbGYKYY",
+	"qjS7D68VrdupDbsTkZCOJ/lAjeagJ9AFpISaAY+si1LqWdNQkkgZ9VpEpCXxcURzSXEs0gQUEM4khgE0",
+	"5HgTjd3oltbZVhcvVcaga8spfaDiEU9S6vovIo1YJulmqIaiXzWgglt0qVpop0UcmVDfnSuXXX+Ad2cU",
+	"FbDnZaPHp26doQJ/VPLVvzItav1aqtSyZR3waV3kzsip1HzF2sRsSIUrDjkGqh3gkk5hir7SjuGuuqQD",
+	"BaMgqsOgTNk+TvrAe9eytOmtoDWRAOrYGok8SwZF4Cfl2nxM6KfdD4SLal6qkTNp63zz7c7Gm53Nrf+q",
+	"2R44tNkzbTQUTgL0SyW6xN1oXwTwr/6oFRX3IaUnbGXivINIe6JpGAiq3GUnZTL5G/wJVYUCySAz6oVx",
+	"7TPR99hEmq8c4jLBEtQRzpcnu7bAbCbf1bAid6fbuM2SnChQ7auXy7ewgzSxs3Tf8q3aAB68cUCbwlvE",
+	"hWQTM6dqAdy0ZYKE93s43rS32eYaRjNn/wn46opq6l1A6RjVKs1d4jJGJDWH55ErI0zcHXy1WYFpS2S8",
+	"DOIDIsqZiz14hTooyWIwSbzY6nJ3CnAk8yficJ5FCCVUpBIgxTVMzM6efoPuBO4WqA4fxa4JvCtEfGy9",
+	"53KR/Lp9sER58eLg0AcIzkCBXATTFxQJcay1JOTuJAeohkToe5l71ZHohmIDLB9ypXgOIq5SC0jlLeWG",
+	"tuWTo3PK9F3FwCszDFuyTwVPlvEAJ+q/VSJFXC2IXY6sStXlpb1l0ASM4UWmYEDakumS9iTQSDc9VPLX",
+	"oEeX7UIZDHn+StvTw9pSybXYWF1cJ/Kq02W7/paxG4NguvAhRbqotHAEu2qX1+21Nrwmvh8q1Wsxzgtn",
+	"GPZFJ2BamZ2ohzyzihoRznss0okciL59fsQukzQXmSYApjS5FkvWwixGyA2sFeeNGkpkmto5lqrtpSc0",
+	"lPcWDTCweYLZ/o66U1ZbhwKpNF9g2QHOF73LVWjRugNwjOsRcSF9yFehz1sjlKnstv/gcL4r4EVACTGY",
+	"5AV5JHV40CXz2OWKWfhWRWVLpZzxPsUpqnIAzO+ig0LahR0ndN39K/rtg+ooRyM+yVXE2uNMrLl1CBgg",
+	"BO2Ek42N14Mkhv8KAFqLrsWUPr8WU+a+KwFqTKQ35sVtFFQxPHciMi4fF6Bjv5xpeeLivEepw3v0qjtc",
+	"JdL0zTQNTRmmU0gkmYHiFcvpWxDRdTcD0W2EBLaUiM85lrWUclhLRrSa1OvZnXTi0ghCy3euVBJhy9Yr",
+	"ejqnpnTRtSUUsjGoE+ElUVASQG6R3QJVyj38Q9qomy5FBnmGhxHp+dhvev1LEn9dz+nuUSUEU0ZV+Xkm",
+	"DjIfdcUcDilumaqgr9y5nXcmQeo9tW6yPoHbvTsAuIr7TdbxrWQcb8CAHK8anZrFlmcHNYiS5cuqM3Rk",
+	"ZJqGRDLZo5/2F1O7zXcyS0+cMzuPsZEAJd7fSVGPFe/PUnGZM+AZzYzSQhCYuDKRHjbT642gJVVuHkyj",
+	"jD1A9EOiV7pJxG0ddmeaqts+gnBOxs0B9wFmbB39MdX+WeinhnLYuSXwWNPrfWa9NlwiNkgFz4yq6ixT",
+	"DoCwLNToV2OBlnoXHfQGpcjdMdp4AA6Wq7qaT2RYh0SZ84fgo9nf94jh03paGNnELWyc9VRonopas/LO",
+	"3Ilb9+BOpE1ab1mobO0SyUlHVM/M4Pqata9d/RrclBofDb9gF+JSAXJ/tad18WbQU52LUb8J1uoMvm5G",
+	"tPo6X7QYRewsrYfJGQovmpcsekwsOycZxpkYqRvrKNvvqqxDk1z1bakRJRaFNJZO3EDrUP7FzEm0HV/2",
+	"eTsMGB88W18HRPNAEpogXY3uS5QMcOyJHIqMqKsabC9PErkRzxRYwBcjQGihAZEbaB9QOPIENttZ5pHV",
+	"VDA9PyjPTrOm+ZipyfgQAF8ekAaE37/SYFBkKq2uLYaZiFJlZh3rg1BHdCure4FOzQ85AVqXeVG4qxFv",
+	"QDH3xyIVDI9bMCH3m4oPYIpg14VRpkW5HhopyF2CkLKQ46laLRXyuuxa5AGoRJEnOTC8xcZQA/GVCeRV",
+	"A8meSH9wm7NFFnP04wcA4hGf8x6r14s1TQN1UvcRaHGXFmIH6Qhy11fPs1AwNZAz4J+p5KuPBWBmY4Gr",
+	"1tppXY3zte3uJvFHG9E4QSLJzSWWzKVQ686Fq5/cPdln12LaoJGl6LLfsyQXa0qm04BZUGtEnK4sx/bG",
+	"z2/nr0fQgkTesUynTiJfcC3qkc7NOIWMxyqROTOXAVlFW2WM8kBAZnipMhbhByKOOj3zpRASwdiVJLQ+",
+	"1p7FRc9YlKajPhiWIu4Plc4JjQqJFy06Ny+6KmZA0Bfk/WmZ63useGo3S67gMOY7LKJVizyN55bjWkwD",
+	"FtkJi2gdzM9DaS6Ls8QsDwl/zH9AYsGChFMoIHHX6C7bxUFgcFkb7QJtzDByEUMIQbPtrS1MCrvMRFHa",
+	"i7vMW8jybg1qtnjQMua4+Jz3bxMZq9sWUiarSX1lcNF587aSAYGagH9NBH1NW6py85qiTvie4fegHmB4",
+	"VXO4YMOeYxPjpDfBM9GStIsdyqQQMRFGGb2T6ByMSmCkKqElqLGQPAH8i3yYARF80LL3qZ2oRPcd3XQt",
+	"WdWIXxPsLRREISI9oblBfrvn7Jli91mqrFlbJdF9KnqY7TnXUMp2MaWqXw+btfTa2talgxyFJH5uFUdU",
+	"vE/UzOZe3lp1dWkAkAUFNQM+BneqqEGuW/OFbhCK5/oVhzgmnCOKu/kUwfP9kiU14hEfiSpBb8m+uZOK",
+	"rOiWGTfBqCyoQSyuKs3ZVq0fUrD12oPdMF0QTKVrzEkknpTSI16/XbQmzXr+kCfpQxS96zGFIr6SSjAL",
+	"DJK5aoSRRGjpUT6G8zzIpu4YApbAZaZGfVJF5sKbQYWrEC6wsSfoFDoT2U0CEUyjqOju3fKvxlQFZL59",
+	"PchEDjQ0Wd7aefPTj1iXRPfUN4OaYFaDKIvMoyKzqUFwZWpyNfSYjNiFSNVtj0Wpuoqol9SoeW0LNbQ9",
+	"Cqm6KsHB4Pyk6qpWmvnzNhN7zLjU5tXMhplkST7tsUjrFOgO4fM3P/2IHDZQ+uw/VioJCSVYCa3rU8zl",
+	"FaqjWhSZNSbuw7FZWuKG28ee6WtNa2PDQ5EWGCo2TV898bP9uErXxQAOz0+Y+QqEFqxcWyriiQlwHlUG",
+	"dlanV9ABSSXXcDRofJndUZVub16XGWL+nzDU6zv/9x8//FttJsZt3Noh2q8D3FhrSGlD81AQMBZWa7Cs",
+	"I7K1vYyNimeofmhmjtpms0GKOMpTHQVs++0b+tvsyU5Jmr198+b1m0UqpjiqtU+FUss7bYutN28WRpbx",
+	"+NNmobcuHcPKsWh2gU/SyVVyz7DQORIbYS8o3IdhnV2PRV++RvSHkykDnvNUXb3SLOVQdg5EQRUsgC8t",
+	"+rS109rsvu7WlAS7C6oT/ht+ARxh8GiWqzKdT3UId60PbtZepxNpdKMtz1t2QkuF00UVIM5mn4bbz/OC",
+	"xBa/SaTOeZr2y1Gzr/MqC5cPA/8qpmYOpaNjbTsMNAXYBhDLansHGS8DIT5yBQ6zbu/8ksQ5xYt2lj/p",
+	"+4aumsMASkLJLp/Ozyt9zPhAsL+r8diREHzb7JIjTJ6pu1Xm5D1Iw1UJl+f1SNCDGKTktPHd7e8aXQ+i",
+	"a57lxa56VbipIrg+gpBgp/6mzWoIYib07YxkLUc9flryfKeKI7k/lJneb/8dAhQJz3Ji9kKkyOgySUXE",
+	"4PMSjR+A3Bo14fBtNdve2AjYYCgG17ZIUbAhl3Eqsiqtn7lta6eF5SsXieTZFMtXZncuXlqPHpqKV5pd",
+	"THOAm8/ZSOmcbb5lh8kvPaB0Y7HIscMWMGcAjMFcXUaAwue37jDZjzLPkMcC3YSlyt9w3tv4ypDKJJx2",
+	"Yjocx5edVjCPwHr+evQgAABzn+ia6bdPhGVYahUCjzKbAhK1E/srhUmr5NmuHrbgztZsa5sN1STTlDTG",
+	"qW/gza7ZA1pkOcTmz5W6J7P/O5DyGivSMUoI+RYh82xK9gkGHDXjkpEexa8du2hDP0xJ6TZ1w+jrNWqq",
+	"WNvcel3TEzOz8gvySUb3xgkGa1z6yCLm4xu2rU4rLG3QzD1Mh2FXvIRgbZ5NG0Tr/WwGWC7iHKKeloup",
+	"SxhC3Brai6/FtAhgm70MFwcsMjYFFt6FrbAVhTIWqcjhooAVjTD0atxaHhoaswJsjJEqp8Boqcyhrkmm",
+	"duPpOp96F214qkFZhNizZEVkxVwoGnGgfEXdCDNBrXk2QPGTagfm4l7DOoVfo7jj0nM2lyoQu4u2p20p",
+	"iI7CdTHDfCP4C8Apq9TZBA3WAKJ19BsMpF2yWByQo5/6JRFlZAAGjmDT2Nq4WnNqcedBMsiJIbp5NFSY",
+	"Z172lWb0E5aM+JVg7Y9752zdfEV1YfR1x6/8L6aK6+XbABZXitkRiUxD6sP9oofQ15ravI1STXKmbiVW",
+	"z3tvo27lkgWFZnFrwjanZs2RiWQIOY9p8bplxj7cF+VmDP9sYMJ4YXtGubFtmVNcV9Bod0jpfHuHYubg",
+	"2QmYYY/yt1Aze9MfDVKsChy8TEM27LalUYFBVi6CVcBb3r8XDd29u7/GcoOvGewDxvo7YFb9XU20MCoq",
+	"kVfNPYS2BNgYp0PvF+C4LIsVprLxkEuAjxrXWQ2E1uSK6zJjvhKuPUS86tiZ6ot+LdZ+P5tI3TebGzCJ",
+	"ax76fiIKaH5kJy2RFxbVbAtKSytvN28Q910zsHUwJH0GcdSCevVXzMZfCJ6J7IMVBvrmul/uFKA/0Qgh",
+	"D6tqGZ2UUNKgB/gw0TqRVwEb8dSIGhEHbCKvpbqVAcvEjTJLZYTsbabQetIMkIgJXZKg1UK5vbHZZWdC",
+	"Q9hroNR1QjTbmP53EAZKssjjmP4hQpsIw8dGl8KLFqsyzPMxZMV1dnle3xF/an2mXF1hcMA1TunSgJiy",
+	"ONknx2fnATv5ZP4PClbNK77fO9g73yNtGEr7292T/S7DXuVrIdFJK9izbeX0JB+up+oqkRHcKwK1CZ+O",
+	"RNRlu2yEM81UFkqcTLxf4du9xnEDfEn07uz0Q//8+Ne9o/7+0W+7B/vvaaaMQVOgRVJI6D/XzPVrOEGF",
+	"KBwnZvvA7oJ3eQfTUJc7KE2T8arqX6399zwfH0NZxxkfibMkF3874J9R55k74R2KgembQZ8ePjsus+8T",
+	"eanqBpRerg0VdATgjlXZYCjAZDMD1ZjY6rLzW2UWSGNTHPYnxmoAxfc7oQzlD7APfvjBW80ffmBtetPI",
+	"G18EEDbolPvzGTGc7brdE0o2s4E6AaJQk6HgZa6TGwEk1cCPN4A36RUjLGEY/vADdPRklcPC2ng+wHmJ",
+	"lpICkTcenGJtRg2taIgWj3Opu2wfQhAj41zASQVLOCEnzzpQ0dlv7xBEr797sg84KNTZZq5CvETzgAzD",
+	"0JA2NxdFmPiLfD8dp7PyilChU5yKbf9UuOcaXbH7y8HeewABUtrhopCp5o24a7bBHjxJTwYDML/p7tGX",
+	"EERy2NphOHNj7IzHqfsa9WiIFiKJfhhK80tomjE//RICeE5xF4fig/cJWGhhdYpr0HijB31FqWExCUSq",
+	"RTeUrlbWojKwTKSCa0F2ds4uJkmas6lwuNRvNjb9+To6Pu/vH54c7B3uHZ3vgQgJ5W9CxmC35kJqBFj1",
+	"qmj1Dos+r2XG2kyTUZJH3oyaLTpIE1gs8h3gGvBaQllU4iaa6QmWZueKtSMjQ6IdtrnBeJ6L0TjHCnUs",
+	"ZYZ/ut92eub5I/557ULF0zUIH0VmLTUWLJE7xMy3UJvRtmmVTXaY/AKhhX8/Oz4K2Ost98GoEvPUAfuJ",
+	"/Zr8Yt68hFNv22oFpCyt/uj0WMqzK5GZp4Jig9kO5fbma3ay+4+D4933/fPj4/7B7unHvS7D3QYjHE20",
+	"JVljPGfRKJF980UfXqw/Flkfyxci70U2trY7QOrAB0MzaZrKjkLZpihLZqYAinD8ag68ypIq+bPlRRCZ",
+	"xx/pzu1ASYmNZaFMNBuk0KNpViKRaSLF2mWSmnUwxpv2pwsOXyghjKn/+UfXHCesNMMNjkZALMx+BFQG",
+	"s/wq4+ZQmZ94Egbmiyhgenax8TX1BBj+4Yo2HEk8KBdAY2eOPz2tY7begAMeKrdbor29+boDLwP8gWv4",
+	"jCiU+DZnIJjWzozoBfoTbUdhAcZgbhFOhKpOgM7AnEAhKaqTJgNBJjbpPuT+BM8bzBi9s76uxkJqNckG",
+	"oquyq3X6kV4310LhS54W5RvHJZ1HxRxGO7SCUm5yA3OTUPs1Tlo7rdfdje5rqO3Ih2BKehJ2MOTYx3sl",
+	"avLTvxTqxbbrmV92mfHjtOtt1h4HeFHaUUbhBTHEJYDNhNKCB+D3bYyPweFaMxeDaxBg2KwMdNsJmBS3",
+	"Zh9cJpnOA8bTWz7VwDdjpv5IIV4kCVAmxeccEJF2kJKG+p2ZhoYc+AiPo+5S17yN5OGL2Q1d+LYRYsRk",
+	"CcSGbPMRzxmkPi30jTsT+3Frp2WmCxbxHUw3sCfzkcjBsf1nvU9YXLJ+ghSci68Tmbu00mt7dsx+erux",
+	"aQdZiVUgptGbtY3N882tnY2NnY2N/4o6hOqOEzEpdVsBNfWuZBM55pkWEPvFXKsTLVtbDAxVIJVFSlrP",
+	"ZP3XREDQ3xqGCbZWoiNcDpXUDW42PV4NgvwBfZTg58L+3trYQNQ9yENQh721u9b/m9pri+cvAoApRTLA",
+	"dm0mQYIZhIa07Y3Nppu70a5/kkZBCpmb0YkYf7e9+Heww3ZP9o9U/kFNEJpme2tr8Q9/Q3TFREnHk7e9",
+	"9fPi350rdcjl1PFPfw1ab3Ca5//Odn7jD14v/gEJu0+S3/AEw4i+lwxnqPCP//mHWX09GY14NqXT54mb",
+	"V3S2jQfCr4Cza9eKKWC4GlOl04Cn6QUfICWV+cmZyHNKhHz5NxuINVro/1i31xpl9xViIvXlUuY5Lkg6",
+	"wGZnjiRPDkYbGZsCYBW5UBnwrSGCtzKmF+CvAPO28UtBCSbav99AZVC6ztmF0bbG/LGdcW2pHLBnp8vO",
+	"kisp4h1yaUIZ/efa2c1gzXwMZZqRvXOqbkU2AFtTfGZ/P9x9t3b2992tN28RljdCI9aoQ53z0Rjt2C5+",
+	"mvFbUNXkgAShvBbTwiMq3/rs77tr5rZxckXKnjjyKaHSYzTGc/usCEyUTzL5bCs/WRsBlm2+Z+QoTl5v",
+	"GOsJkpJTNcmMYTO47rh7/iqma/sx3pAe+0ozKvtPYnfde8KBNBd79rCDhzS6x0eaN2YUeg6OTDLJu2xX",
+	"TtnW589oHoMr0jMasjD6Wfu1+VoO0kksYjBmuHU+glBid2fMLo01CXPP2q83mA7YZsC2ArZtzFrqD+x0",
+	"2W7OjLuQAzntDotFPEEBiAOseTeU1xVdVa3xaNoY2m6ibnOYorTZWn5wjDKYThzPxLhnGcqSzzAJXgmw",
+	"3T7FwqC7sWBEbms9bEQndt/4u7gUdLRndsF4cFs+bDD7sQNssrMR+BuUze7P+YPy9smdRvYHXix0/ouK",
+	"p4+qklENl4fytd4MqIYMEZCbtTkdyaKGiE5mp4saxymVd7CQqBBY24r/oqQwTUXWMSOasQwajep3Nu2P",
+	"gtyS/CHHAHADOutqa2PLODTmJPccL0UoIa5tREuEvDTGP4TKkTThmkXYqRt1/NKSLotczzeI+0HKR2N0",
+	"zja73c2NjVC2bdMWFEJ3yqWLTqdSYTtAsY7MIPbBV8SaFh2h58dzzj6dHpijGcpy6Q76t/CW9PlPEAug",
+	"7RIwBKa0JSVJhsUkO9D1Cw7Q/2AtShBKs47mn+xCTBU5tSK5GuZDUKUcK1XUJAcAaf81MDQNuMlQyZIB",
+	"m0YodZIKCRa/LA4uugIJ8kdNcDIJwc94x8bZJ1AaLcBfSjSs+4ADYktsPHgX/tre2jJuqW9JRF79OXpQ",
+	"xqxuk29jR0BJuI5lOExy0GBcMn6hVTrJBQOHE5rf1KWb3q2N7Z/MTTI+AHAwjJwNzVeZ0Cq9EQSjnStS",
+	"gqEsmt/AaRtnyQ3YKqlSYzPqAJyttVQNEN4V4dCytauMx4Id7Z53MHrux22M5w0IC1ALwzZ/3nJ+Oq1f",
+	"p86pOjNS1HlVd3aq9mMxGqtcyMEUws9PJJjKo7Q1Q0tJqq1HlY7znJVz2s8BK8kcclmWsOh/4bF7tefw",
+	"cjaW8FbeKXmZJpgU3d5cwusgXNRzpQ54Bm51a3vzzTJvpifjMRjuUDAIRNErXwzUJhwH0nD1DljQ+ryW",
+	"2LPpIN3Lkcfi03JkuLWztbH5euvtm5+3zJiqcS4sWSmI6et9tEb9vIsSF/gkMVmCgSkvO9Flu9gL7AUy",
+	"SUyHkhw3FOSI9lQhQ2K+Otj4mVGur392vnu+Z5SDzwdmnbNQAtHYK139GjRlZN1FRzYVsTbldHdA5/RY",
+	"REIGYextK34oS+Bf9K7Ud+roBNFu9AkFwcRFdjYG4HHUvom1UDRa8GUspbCvTlGRMn7FE8naZPv0fMOn",
+	"ThcgL+LjKYPFsTYUQ+PEPG4/fjL1UXmxF68/cMEwxAFEspbC2qXLREwJCTSc7PZcqZqVqnlcVYNHh/FC",
+	"OPliDDnwl9Q/c5RJAf3zArRJlZprkT45lh7D3Nh4kJZfDtnYjPPiAnUFfPor9CVLEIkRkaiF0mmcgvv8",
+	"n390E0DW4NLWE4EblhonaGrxVVkSg0ZCD8GBJkLldChtJSe0Rbk6c0JF1MRUR3XmO7OsdJ06ZQSvCc6S",
+	"HcIjqCLcEX9GXVR5s+9OGSHMKmWgzXKvNNFKE30DTfQeUX4xKV7h7yTWvLv5Q836CEoa7pHQX0YbhbKm",
+	"NqINocb1UilFJyCuUiBslLnP0vhKM5XFYPan6monlFES77g8E1z+CsrDLHR9e0AVaODObDosy07AIrjc",
+	"/Do3zs90LKIAsYeAynYngmFAEFJdUhkQZ9E519cw+gg1DY4aCwqwB2jqjUYXAKOhHEwyrTLqBj3gOl+D",
+	"G63tv3d1gRwycFg/I69wms6gxgPhL1DmhLKK0U+yaGOHFRUtHYjRSxuyR2w7UIDoh01BmBE/RwA6MJRS",
+	"sSs+tgUQLskT4ARCCQuEc8eZgvI3QtrIh2LUMztRjQAh0ExbKNvRDtRDrHEzAgwdQycT6tHNNw5uhe1D",
+	"+Ys3XSzCaFJEuwAcQ0IAERCsZu0ZYmHX4zYLWGncTURv9diHjR1B3L3YBs7zUCo5EEWa1TxoyGPzaCpf",
+	"loqGlBAEbTFmXOEui2KR5jyyewAYKEKJqD8IFERGGUfgalupVCwL9onFEKTH7T/JgLGeiv+igmwolG0s",
+	"LSqaiwDDFPxwZHrggAwAUWOo0iQjyNY5KplOzSk2JxtvQlHeUOIp6dMAocZsokUWMTUWbtyWX5jwWOze",
+	"cEVor7egHERgMtXYn5Ww9M/s/Pi4f7h79A9bTXZGxTZKWrDvEax+fSzXjMJZFihb7mw5Ve2gYDbRA2go",
+	"3tnGmLcnbhLNriCenmHKGGL2bho2Ot2Zc3+bQOGbkMSukQlETe/Oq3Xpe3jihdnTjHm9UdeYUNckFRlT",
+	"3DLBcZ3TRrecsz08vRfTkmDCKk7tjsy0kGGNacDSLDSU7mz+2CpjuGys/fzHl81g86evNSAuS9TszOia",
+	"stlYPNm4Eq8h6y7zHXtKQglqgX0JHZx72Np5HYQwkrC14xXmfg1lWNOgVW9u4hyTHmlrgefdUzQIiMOR",
+	"goMPhswqKCNlO6vSoOcLR8OSccvyI6zgaTDEyltvvilmoauexhhjhxYZK5Ge/AolWFc9NDAR3NFIJHKM",
+	"u7PUQFjt6HC2agRiKEsSEUpXHGEOZnOJ+Q+SjQHVoWP4mY/HkMlcWBZp3+cxpP6SvzgzU2EJKVpPXjJI",
+	"b7iocvC8UOurosFnkwyfoLdexh5BiTsjCzw2r4TwaWKBfvmgOZ4U52j7BuF/q0SiiUhhLCMLOgFzBjdr",
+	"uxvRw8z9dSjRxF6bjHXHGeWFke037MyEFLvQB8aySYouClWyQL2TuXFGhSnrthQlYEm5SKRNBRfM1VvA",
+	"KG19RzBb0AEtdGWO8ulYYLmMV43RZVEBGjGv3MXFMe9a7nJekMVVijhAEia2TD6UOjceZiKNOQBta4uC",
+	"jl7tD3YyoINjLO+GKOSZkHFVtP55IpF1b7cqrVhFGf/SGusd8dNYqYsdN8yJc6sanqnsAmuyv9NEGRKt",
+	"eZGZIlMGGe4etdfBzRNNmHp+5USzlF+YUcKH/wkTSpUXW0nwlQT/S0twPA/fJE9U8CU+QWjiSDGIebJC",
+	"pLC2+JxnPJSYvcgES64kYLf2/IIyy54sleVxx2i9Nw3kANgqg9rAwkdRSJUzS834sKjCUwcHlpFA1Nu1",
+	"Cgo8Y/WqUQBmU15Cpx5t20UBgcZjWNTUPNFRrGwd7Pm5nKRpKB2j+USLLPDiHNDh4MKHgW84YU4Sc38F",
+	"zbWltg7lbFlQQMA20JWtXfcEpYIhDB5Rd2JTcDKU86KTrBKcDIrx1xLoQz+3i695kUxLM++CBoTdc53I",
+	"GEkJFomagh78zxvELN5xkcQq9vZKYD2XwPowSVNvIe4oqOAg3MNjq2JKo4CAkhDzIVYVEtRx2+b7k3yH",
+	"bW9shNIDJMGuVb9HrNQUhDhcy2EO90K5ZNeXk5+bb5DbChxKnrMBl4Cyg1l4Bv1+5mGhjBN97X73ZmOD",
+	"7R+d750e7R5QKSMgE1+IVMkrXfIKX+kCxRIavs0DrsU4D2U7MsJvB9mUosBHMaY+L/LzOUgwAKTFQGGS",
+	"a5bErA3CFQovqbxGhnJsxgLd4X6nGoARF6FaprIibFAn9KrQ4615/qFD21m/VNlozYIGLidymkDOl/IR",
+	"Nx+v9NEbwHypJ8UtrnfPrkNCas6sxPfjNK58wGfKO6HE5Ch3LlUGdT/ZPMiKuoDc5o8/bb35cSYeB2d+",
+	"/Qv8Zz/+enej81TwGNBeKsmjcabiyYAKqGH/B3hJ4gs+I4MxBCZLMjDPhGBtXoD9vNK2yAoaYPlgSPDi",
+	"CC9kTtaYZ0LmUPMVSkwSuUKjMtCHlZBGMloINzSYk9i3lgOH+Jwm14LxUDqURklZGuQcoEIPiysJZIik",
+	"fKJ3KG7WzJ6OqBjRfvY+0WOlIQe1Q4mvue6rla1zERgO0U8GFZPErlxnzPNhUaxDCz63U78onhmJuL+x",
+	"Ofz8ZrR1/VP8479+vr1Xsc4P6z+UJexi5oVakQrvZgkfzAtiKRI8tWZqa9jHcK57cKbMjPwtJAoK+wFi",
+	"k4QtwPFuBi/4urJjn7dOR9qNDgu60IjNxWgMhEqNgm5XTllpqQDKm/xmZDkyMgUqWtYSydrRQGVivdvt",
+	"RmhsIe/Rmtn2WXIxyUUcSvfYwNU6X0yhMq8HBh6ClbE9PhgSsYPmU03oco7zA+8MwbJCErWTkVGcxHJ5",
+	"qyZpjCXCtzyTLDo5+PRx/6h/uH92tn/0MerMrbo5d7PzhD5j6UnvcEYXeo50uV2BB/mP33Y7l0Gn3Jek",
+	"JXNvxss7t/imdv+u47I3+2L1+xhjq2CSwlM8FyTycd09tMkCveSVDuUs1n7HR0HECxHo4kIw1NGKjbgE",
+	"soDtjddFtUiHAKvc4tpKcuOLVPdXhMUsFrvXKHyRXnagvluzjN8SqlXG/rF7eEDtyoks32jKR8TcAWWj",
+	"45Qnkkr+/UHcoOgUsVP/3OiaUEb2m9IejnYKLEPAfF3TxqRI8im7TChoPxQMF6wOvyOUURUYLyrX7qQF",
+	"uqKKhe6U0GATbQv+e+iWwv15apbLQnsxnmrlgulRLHKepDoqkLDpzVT2SttR6wArU20wDzFjzZPNVBvP",
+	"MR8G/hQ1TA8xCmFDQZcdu7wqFP3bECV6qRClw8gkJgUIysTYh8aag8gFHyAdhsUU5pl0SKIWe3snlBOZ",
+	"iatE59hRDuG/lANSiblQXydQVtSOzo+PD/pVORkUbYkFmCn9xrjixyd7p7hen45+PTr+/cj8xHLzmIdp",
+	"lvLBNXLik/y2fDXUXnYlcuoNyeCWMI6jvb33Z/13x0cf9j9+wieYO1tpX6cLaH7hXaqvEUrYKdDeQUx8",
+	"COFeCCJ9bQaj04nFYqV6q3Z09uv+wYGnOtjZJLtJbqBn370LgtChOCFWHZhrdSOyLImF7rJfVDx1GDMA",
+	"uVqnhfbhfJS2ziJL9/hWAheB44EmY7+Qb7VSrIYwpNNUm18hu1imMr+OS/ipGjD92SLnG9ROVerd85bn",
+	"4jMxEDl5+bA7ffsYjR0Abq+lgjVOInli2wqZbx+vWcL2+KCyiySOhXzZgZrqUoAWfF4Hw6ON+OcfMzwI",
+	"VacDBw7AnGQtQEmr2zR3NuKswry7GUc9emQDzNowCwypUFYsqZ7Td8jh4asV7psExl2xhbCz1lconfnF",
+	"lrS+dhGvuSh52iisEvtYiucQwjdIeaUx0q8tXPMOjAOeDFaQg+AGQGLowNIsOtk9PdsjGwtg4YjsGG5M",
+	"1+wdnpz/o0+47VGXtWsmMae6LfMAeHfPrjOmog+u7mwrsvg2Nljk5TQiaMEy9g8smDc5xnS+EnkoS8Pu",
+	"dsjSwibZGWKyCIxQLGaGl1tWA/9WZ761VpoLNdfXb+UTF5GbRdrqxl3pTspKPz1qIuF70Uz26Pq6ibhK",
+	"7qyUviRz8gBN4bFTga1ltpqkGIZVNF127vRTDO0SOU+MTNcp10PjAEEgLRNa8GwwFFkUWBhpCqkZHwXj",
+	"suv4eRGojTo7rmf10+nBmpDgrKJIxTxzPmRaXJmRBKGMZt7aPPz/3PpQery1AakHekTQVQQcZNSNue28",
+	"gH2zJ7NMMYeLx+3HJzwfPm0tR+mJZ0N1u3RQzq3wkycmHyMK/kzhPzOjsBPLgb/lTuf8cLUG0Pa1RNJZ",
+	"LLg4iAVTXVqUI+cpe8G6AZdMC4GU0tY1DmVxrT0GQN2rzaEC3PGRGF1AqVsnYJf8RqFFSi443Zs4OSAg",
+	"fTEl7FsZhzKJneUHwW/WjsYi648BBsE67VtvgsJq2djo9LDyM+epT7MWlIg8QlnL5FEObkqeZeqWkOyB",
+	"DEChlPAIRMuTFcpitpCcxJqUzoQ0N5obXn8Ono9jmU7dNriVtuYt8cpMvkXo4yll1l2IN3AmHiaovi+5",
+	"g2mHq7oudj2nM7VOrpy75H7ibaaGvMFOfcjNkytU6D0/ZQB+VnESQUYB+SSAdiOZ+O1QZMKCXJtxZfBt",
+	"PIJWGp/M2ZzWaWenerjZ7Nn2WGsQu8jcHkBWLiau8IvG6FE0zoCnb0If6caGz95FdWpFrGnINaD0YNyY",
+	"osh1ogQB4Xcp1vAksPnFE56zsmrpON3K3/lL+ju4TSH9Xxd4KxtPzqNBAKZZYXeI5xjo212GZSZZ+Z5o",
+	"/osapzKhrMc7Z6RWKL3kapLvYH4LeczKxMMBw+Z35pUJlBNhMi7yKUEonbUVODZ2cwmx9mpG2FE6V2Ng",
+	"gjBDoh5xaF30048bP4ey1NxIHZNUO+UGbYSZJWpuAwuRMQTBvqstKsDZsqJqbhoHDd/GUqVk2Sql7a3W",
+	"t6X9wneM5wkruqT7jWXOnZ2pO7cE/skFDK7bXAETNHtkwP5/O1TOtypkRjuRN4lOXAmIjXyz7Y1tyELW",
+	"BxL+tGdoKXXvq/pVeKExvDB/twIL/X2V34lj9Ed8RABkzIzXPRhyeSXiHotGIufQvoWVvsZelnmAAJoD",
+	"4aMY2vYus7ZosBetFHQ/BkZ9ewLImMQ0Xmhz7JO7FFnUaTS56/sUYv5itNLjW+/e693Jev/Gx9lRh34n",
+	"FvydZcfK5H98jYx7+y4m/zofJ2vGIG6MntbJvh3G5+lv251Gvn+WXA1zza5ETv7/IQlBojT2O8qA4N+M",
+	"p0xZ3CMmS8y6W2Y1jG3OjSfujpNfzdstKciwpFCPxeCVZhEMaz+OOt+nxYDvvij096uYMquVXrwJ/h3G",
+	"Ff39bb1P/2Daj5rjjMtZH5HZlJHPUhgUkTWPsK4N1bTFL3tM8pEtwL0WUw/WGQLURJ1u2XKVvDGrriTF",
+	"OtEwb29tbHZs7SxWdkCG09wv0jfXfUxGJjGmIulPPNOUnYRamGsxBXg7DL/bqYY+8h2k1eOzbLf4PLxZ",
+	"AQ9tAaCVzi19oGtEHagbBIWTsQuqkgm2KKaIh+rFypMnjXbiuz9nzBNHgEOKlwmAmpV3xdlQ4gLVT7RZ",
+	"2gg5hUGflY21srGWsLEOE6h8tbK8XpQ3WVnrX67FdP8xIq0OnyzfcckVR00MlXq3Qwy8qgwq8CBBa46D",
+	"+JxooEcHfMxBTnylisoafZPMtpxCCQf7kKkRy8SNwvPLlAxs/Z4OpStIBB1i4zWb9dhsN+r6pYvTJmpq",
+	"83p2JFFZrQGG/JLqrmnQsD+WHPf1j5ev//Xz563R9vinVtAa8c8HQl7lw9bO223IONs/N5/N+sSlniuq",
+	"6RLgXUbLnnZoZ2WOPq+ow5W5s7ATn23b3T2Cvz0WEXd/3/bP/M2cgIhJIYjmY+RJSCMYfXO2y3ZJGkZf",
+	"iLjApoy+fo0oDx7lrvGKOJ9LdUWuWiuUbVcDvsWwpqOD+XY/3jbTchgRNgrgOSd6BwkmoCLoAhqr0slV",
+	"KGORAYG6w16xboIRBQGLAL5ZSfhhtNnd6G5EAYv+DU+ZY/8hkgTimA5CWcQYXTMbVloP1JVMtIhn5TwS",
+	"rLjIJCA4QaI9KtrqQllu3fIa+Z109zuafjffN60lNM0hF53Ms2koy7139uoIKySkkmtksd3wdGIrqMx8",
+	"WtwDAA71WqoY1C4ZxRbK9phrfauyeA3J0LF6X8YskUORJbmI2VWqLnga4L5UGRVN0MOKkAPubFFPrb33",
+	"2TVnPWvcdEZx7cZxdRpda9pyE9lU/lRd3VIJFBVztHYAjMeN80KpVHD5LVQQrshSiZNHr9RcKZ9yLATX",
+	"opC1vEbuLhOvtHn9eRb0fA3TZadipG5ILLrqK3tjNuLZtch6rMAFZW2ysEMZEUHVDkNBBnKrAutyy7Hn",
+	"hbt71sqLT65G4S9fAWCOYWX+AaRQSbE6hs9tA5qzUpxVZ6y4Apu7lkzOO5mwEVIODftjkVEjn38Sze6A",
+	"Wp1iwwAgeEhJVtfv51mC5cwEixLdtz+mc1x3Pj/8JU7n8rUFAZPq1p/3Uhn76pw+c1iKZ9dl7eoWahm1",
+	"mqajNWRnafTbfoeCOSRztEQuvEwRbnwXCK/mYkw4OxMt0Ii3tb20a9DCBldK3UrvjBKlJ1wDVrn9ZY/x",
+	"C2jZBXUrRQLRLYgVaCx6xiI8fO4lTwhjNzo67h8cHFYBI4x4mCuM5rQsHaSjdzhZf1axcCq0Sm9E7N50",
+	"IdR2ZUcAxgrcQwcsuWRcTlfFSXPsYyAwm3e2oAwWdvQy55lqXhsPs3mcrYtNRrbzQ9ojiGB9gCkDTFMQ",
+	"7aQQQxWHMKL7AG1Tp8e2N7arFvEQLGIpjGtd30tQHLvGQ3dCr/SyjxxM5iNh+MG9VqdmwalxmMBufyx7",
+	"OtZhgh+ei/H9SXuo2qVjQRBAmslJmnZ6oaxxLtlc3zIT5FdKsaiW/Ps4KE/uUDrxtnIkX1C1eL7ciX1Y",
+	"LcwCLHWLom4Rw8yHO6Hc3ti4Gzz6Djs5+hiwfz/Z+xiwj/sfIKj8u7g4QWpXSAGIGCBUqOkFTNv22W8f",
+	"GYVO404FOp1aed/UALef2iJhQNHjWZqILJQ0ib1SFtjzdo1hLMVtWU0vwCd/MRLkSeDR/VfEl37JhcA1",
+	"S0kruapYWVWsLFcVDDJwOclbh4v+duvnze03b2fMKNeit2Z8k3smfIGGEJ2bUulJ24H+dsqIwFJ8zvvZ",
+	"RPZ5HoWy7dwiNclBxKdc5x3CU0gaq4PP7NhPzdD/rKaS/5bLUGiXmy5XrsddinvLc+cdrbPyFw81bvYI",
+	"yIy6T10tA0IL8GqjLBXI2hwvcTw7Kmnzl6jccZAp2RefxxnKlYi137DLRKSxDpi44emE4GZDGeXJSPyP",
+	"koKAvSM6l6ytpFjTQ5X3sMA2TYSNG1xOwCzHFtoo0X2s+o86JZbsra0ugAlniZl77Frilq8Uwnql91Yy",
+	"ndLLIM+WfXt7BycieChtKBJGhhCzkOqH2ugq+LINVlgPLiK43f7FNNphfJKrEc+TAfDZjAn9CC+heKQH",
+	"KcJzRrxhQE3NxIgnqYMiVJKZrZgKCPxge1gkVZ5c0uHXffhBnwoxYE6UbC5Y9k//n7GVy3+/Z6pKLg9h",
+	"cT1ySUisDLiVAXcXJIfy7pmnYeZbautfsol8lCrkc4Q9yBlPM8HjKVJhiRgc4GsxrgnnYhzgxYimmWqp",
+	"0lw2PxVmcMkH/7jCXFgFxeZCKCx/soN7+liwm+fSntYlXlbH9Bs5Z3dyzFZ+2UKUh7scqPEkv3/mh0Ky",
+	"6HXcZkkOzgZ4S6ydist8DeIScFuehhL9KJbza+Fo0MAb0YT1Bg082SQVGnFZrTNh9tm0Ww5/sESHMjOO",
+	"yXiSA75EyrX7NqA/jRtSMPN67kuhpRthIFYC4IW5Ls8jfiwaxcp9Wbkv9yghBSH5+P7Lep4lV1cim08N",
+	"MQ9oqhC4ydUQyubAgcECUyM3O112Zj6hHpqJtCBxAfAt+A2WhPkLwSwb4bF8DZsFX4MUt3Bn1tZIjP8f",
+	"n/Y+7b3vBH6gyGHpdtmZyHVZrqMcL4n2nmsFMrPE2iUtAUzGDoSoG0owKHIxZheT+Ap75gt8oL7t/Ii8",
+	"SjwbTnvlX+lfQEHQOkVyjou00iTfKAxF870QmtzsQeuu46Z7BNty5RE+VFhOZFVQMqlu7yIslyPwXJSR",
+	"c3dZLi1nDkm3NtN2AqkGnzfzz5lrK7/nMtm2KqTpyq+7S76tOnveETmpfvV44DoTmfxrgtkkvw7W/ORn",
+	"9u746MPB/rvzTjeUe+ARRl++XIvp168RAxtoqNIYaAb9FmSLQBOLQcozJHL0Ml9oS7g81rWY6lAiriAM",
+	"pZq0akwHlTfonzEhVH7DZ0oJVQexOClU2cl/Rr/qzti5K0fsCfNIlQ03X3I2mhfrDlnhUXJJVcxtVge5",
+	"XTGNQjnRVHjtMv5tHIZxy9Dlca7bIiTuFyQgZ9FnKlUdjc8t1mTJ579eZadWiOCPnM66k4C5d0rLK3G6",
+	"Y15rddK/vUd0R29o5QwtTnLd8Zh9w0QX1QuGsjnRRXktSnWNx+m07EQxJRln8QR3n4AIQ8cce6fVeR7K",
+	"VHBgGKuETCyujTtFrvyPSv0ugRzJeVWWiJ67PmVMrfkmCZQkNuTJVgLl5bp2zyXQbNJs5d6t3Ltvm2d7",
+	"mH+nVKrXnZC7fxT5WAqEdwMoFw8kzlJtZuIq0TlEkM1D/XhyKAGFbJByrbGVA6NjdAdzXVDk1Bx6mYWf",
+	"c3yc4vJSIKg8grnNBYs/Vyo9Lt77Tw35UnrXhfSQblJKsH8O7G9lqjWbat7cuY0Pe/uSwBBqqRoQZLHx",
+	"dGLq+JFOZuUYsrYFesTEdqfpXHoHsDhmZmSOFa0QIh6q/MxhXXgmz+BtxV/gROKbLswdmSXQNCmrwzfP",
+	"T8ISi8c7eF/Mf/bjr+t4Rh4Tx5taz5VKX+k6SFUkhUbA2VTciLRA8bR1fMB5ACMzvkySIzQaywRQIoAi",
+	"HdWGPxNt3sZtw5flv5x7EsesHf2eARl+91Tw+NPpgbkoavJrYM2WHFP1pmVg7a2NjedE1l4S+gK2eaJZ",
+	"jOu6KvN/7rgorgPjdxFAD8tY+3JlV7KJrGp5NK39QGkod/Gr26HS3r1LYsZiZgDPSpKmlooZYzqE+6+H",
+	"xBw/wi5R+lHf3jJi7Qj6hfq5om7GHQYwwdRHmttNrHM+1WwiJziBSGCfD8UUBqNF3g3lHkJhNMnMCtgx",
+	"3Xhe6fOeXEnD70EaVsymZaTiK02GExmkVlmuJOTzSkg8cncTkAsstML5WP/i/v31/jVxzUJUZYxLT/w4",
+	"IRMrxKMNJdX2VORtI9ZdyTtfyZ8HyJ+Z8btphYRCUXRFJbBmdA0DV96CLDP2S5EPhuUBb74QgekmYZHM",
+	"LDa1QyCyynXleM5xPM2WLQsFO23z7L2HsA//ovIhUVtk3nUAicEHQ2MF6dL67YQyQqBBlbEIrS/PcsoL",
+	"jUkpsYBFcpKmEcs8vEPHE6GVD/MbStilxgIDF7RtzD1M+02yzLw2kWtATQ7Llc3qERdVA2R+wd27kpB/",
+	"bQn5pMTQFRH5fOBwD5XVUtxW5fWqXW+VRpxrip+J/I6aa5Ehbn//aEC7GMytCYWWXHytGE9TID3UlusJ",
+	"1VGPohYjrBWL60MHPnV/KaAyH34XzmwxZSvF9J0GUlcQKS8SN7ia+1CXFDWYY1gvTWw/K3J8Dhn3TGSY",
+	"ZtxrSGI4rDb07qZc52u3idQs5VORFUwpesBjGxugOjPkBrVcF/QXBCLsN8CUQX8ghl/Po8iDQjUxGufT",
+	"Kup+IcqIEqfLTspMeB7B3Yjra/NKmkU/0P+ibiiXDh3PD2WsxOF3Ekm1K7UUKnHlKK4k5eOHEB4k9h5Q",
+	"7+vJl8yW/lbHUubixMqQHQxBpOIyZ2qSB0xlCG7JkfuAYqUor3BrBxSwMKZd7PNycjkwn+vJCGpELBYn",
+	"SzSzhbnAc3Q7RCLYra3ASjooUM6F7FCd77WYzkZlrWcbMB5KrAomQX2bKXkFKPCBGW1EwKN9fZ2kqY7Q",
+	"L1aTXCdxGdH+JtHJRSoYXhjg24bS3SA3HkjeR2M5YkmMoKAJEQZa+iYaBiBTjLNEDpIxTxukN/aCCjnI",
+	"puMclVImdN4z0x6bqUDGXH3tCXZ2wQfX7FqIMSk21Gdww3rCbtgCK3n+6PL88cMYTWv17GGMJTWLta3q",
+	"hF4brZTOKpSxCmXcpSL6AVp0QWzjgYWYS5rXc41rTH6vRPGfsEhhlWJbqrZTSfGguoGMS305D0bMt5nL",
+	"nHwNBnTgqpgIPd5ifECVQ67YCO8I0QI0CgtDD8ks1a1kY5Fp6KZz3wWMU0DgFjjBEHRM3UrEIePxKJG9",
+	"UMJ/E51nPFcZEAZ1dgDRDJ5UT8HnBI6xo82UJvC5ZheTnK4LJY27EE6vsWwVpwMtSjP6JA5wvoMiDBFU",
+	"KBIC6lMJZYE1ZKZt92QfvIheIacLpn7HxKTSGN/7laYZkYqlSl6JjLAyQ3lOK5uBHaxK+UecswppcD1+",
+	"Gd7khfAAP77FWHrBl0+FNJEAoWOzW2YZV/bgyh5cxh60O92T4Lly0AFOyDZSSE7y4TofDNQEt3tDvcY7",
+	"kingWSdXUsRriQQz8BWUZI9TTnhpbA8IQKwQujISKlOTqyGL8GHA97GO36/R2Y+6TXURNLInTY/jM55J",
+	"SnzSi3ENbdctrdN3IBpWJ/0pOM9i6EO7lXYj+Id6kg/9I113ypqNwVPc7rpkTYwpNMfaGDv8///f/88Y",
+	"Up0uO+RJqhlHWudshFnmNJHX1iAxWoyolXuhBMmEI/bMKWPsWPrlth6a10oki8YY4kNaoIiNBJcAk9Qp",
+	"CuXxUYkOJQ1AxOB22rtZ4g6UUJ5h93N9IBAmB8QWirknkjbeE16orHnnr6cZrUsVv2gzZNWo/xLCUrD0",
+	"BQPYwB6lBRIKt1yzaDrn19buEKkY5JB+iFluRmaTCrhVUSy0pWI0ViaFiEVMnGfw7a3KrjWAXRuP0kic",
+	"GzPnAYPUC0R1xuD8wtWe+4j38OQaA3kGhAY3IksuEyOETo2ATpORcetCOTbOWJpAqgh/VAtkiTPw9PIH",
+	"FpOe9oKNHaspSgV/dv7uLY3+zDJie2uJtztX6pDLKU2Kfk7ZUgZwxA25UHDUkbj+tPnzlvk847lYg2PX",
+	"2mkZ4dIqxMylyq5UvmaNmXkBMTRqdCKvUrE2gXZBLXISKyAnIIY0VJOs4xWmkDy4EKmSVxq9L2eqY46X",
+	"eggTXeRAZ5H2YwXxJGV/q20k60IYF2ugbkQGWPe+lGHLCZkPMAs22fpEAqb8kOeKuhBF+TwxY6+5tzhZ",
+	"SYdvJB2AqILxwheBI/lowiFVV4lsFgnvhmJwrS2yW2wMVQ7h37GQRlTEPOcXXIu1Cz64hq5itDuoQxd/",
+	"GembQV9b2tkB2E+hbP89z8fHwPB6xkfiLMnF3w7454CdmZkAYtlxpuLJwAyFLBiSIgOeZQnZRO/OTj+Q",
+	"LZQrKI8IJdcs+s81880aqPyIKUnlxSnPRcZOjs/OA3byyfzf7vm7v8N43+8d7J3vddnv4Ot5r2sfu72x",
+	"eT/ZcwCT/DQiB+79XGRDuKbzBM2BuroC8PNuK2gNBY8hwv6ldSbyNWtJf6krGKCNhLulvIXMrYoBVuPp",
+	"X7+xu7aShN9IEh6oK5bIx5R8ajInIrQn43I0yJdtg1Rwqh/GHdqtO/Tm/s+s6On8qUl+hwO4By6g9Tn9",
+	"g7jM0ftWYY/vJTBg9i3uhKZAwEg01pqcz6QbXBKaHvtKezqwtqjkULSeVwmcz56iBxVBPFNtwjt6BbcK",
+	"xbzPWdyS31WfW7pj8BlJSDC9ZY8nxYFgaIlmQsYipsCzy41LgcgrtTEY8Dmf2D0qP+SFRmDs8JhtElvl",
+	"mv6StBrYuT4uTkTTAbeVfs2mxPFYSOyBR74Lr+2IytD7eBM8kEBJZI4Ba7viI7a98Zp9OD79Zf/9+70j",
+	"coegzT6UNl5oPBwf9/FCDNQIym9YqXSoy069pxWV8ykYWD0onIeA7oDyIEJrfiXMqCjOTEku6/Kwe/hE",
+	"p3bWnqpgGm//THRBy4R5Iar70Hz2Klf0p/Fv7Jb1gqeP5uxA0GiJEPBdc03WFgXCK7r74ySb0MiZZ97c",
+	"LxZzambiie2c0jNecBT4pIgpQkn9Khz8HSSLRmNLx/M0EWFf9YPckEukjMz5L9kMfi1MxX9tC4J2NNdA",
+	"2/UYBEUirzpd4AiDzJKtYXG55dqjLOPfvMc+d7Tl0K8YebnlH9/ZAbh7JYbZF7D16uzYOaY8XD5d/2KV",
+	"39e5cRkqvC+rxZlTUK8OWY02DGWzOjyq1nTcy+iGszKFQotFNe8nk4s0GbAhTy/tG5pRvdJkDIx5kjXU",
+	"w9vZm1sV7/XyvN2+M5rVmRhkIl9ydP+aiGzqdyFhwGapsW1u/fScfUbL+BFWQFaciW/UJ/Rda1M8D57B",
+	"zS6mzNu+sxq1QXNCEddVo7T4IHg+yQS7TPkVmte34oJ52wIOtWYX4lIBnugUgnXJldQskV12BK692VE8",
+	"kZpp2P26Ntj7DkfylHxJIBnwOYv2Jrxw98WsNwm1bCLzZESj85aZ5g4VArQfzW8CLSlvMG667CDRlPbG",
+	"G/h9WYkxlUZidAHoMTNM67MtXloIyltjM1Q7mqpJ1s9UirzVCL4gvUdNWawYlsykAHegOt1QnvArS3gW",
+	"jfmViMBxi8Yi6+OfbQtcs/UmYDxnI6Vztrmx0ekxqViuck4IDfkkkyIOgCw+lFiQzJkeqgwJ5BnPsuSm",
+	"mf7jI87qjPKpW+biknXzAi2jBhZdJzK89CmFMrzDMlTwFjgCl+dhZuF3yOt+Zdfani9a/GYU/KZDhRzH",
+	"2rVJtjlRbFNvD+LLj1zwwp63XIcygmayqMs+Yj8hHwkN4paOCTGuNzOsw++eKiNSPOGZIpX07MWhSpj5",
+	"VTLkr80xfkVnYeZEFxoT2q/noULiOYRTia3BZaVXwxkelUjDIy+LguIAOCtCqW6lxgZAzdq2/5upjMUO",
+	"bW5k6cLZIahhHbCRikWKjTxXE8KWD+jGuVJpaKY3SwR0NotLkQk5MH+Yx4+TAdh1IH3MhoDXcqC6eBMf",
+	"CIlKupvBJq2wuZt6xGXYj0+MH/YSuGqom51rmvsV6/d3y/rdeOSbEBjxYFm33CpsOQWkhU7Nie9Zh0ek",
+	"WrArkTfjo7z047GUNvU16QoFZA4T9pyt11BJU69bdFCz61h7nPJEkj+mzb5j2xuvO112LFOU35buGrDu",
+	"sBykGcD+0bbmU3V5393K/MbnwjZ5fy+W5gr94eX0hC9vmhJKUGNg5+76yw/6kPmJZGvqVibyKpQFCBD0",
+	"PyWEbTMTAOqyOwVqQlkfqZkbeyHsi4fJqeA7DNjAiy8TtYG1eWU9iZWeXhTmyWfmbJlTmKajNXS6nuoo",
+	"ll0655lhUWz9AezR0UvkIJ3Eoo/43X9DQh34GQJ61906lBe2KJfCsZcqTdUtaxPN4cUUY7lKioCsCft5",
+	"xTJRMp12ug4yC8FgJZX32Qgs1BNGfJz0r8W0r0UezT33B+noHU33g89+JWiXasVStxOaZ4hVJqgpQVee",
+	"/VLHAUm/1g4wG7lc3IVSqeDyiZNxbgqXkSLlCVhJkbtIkbqQjCdTDuu+bg4q38En6LIzW5abaNp/EQA+",
+	"TzShLocywpuLOGJxlphD2U5ylgkea8bZZZI6xGktshuRdQLK7mHJrPc8SEABymAofZzuI4hRI1VJ8q+J",
+	"AKmUSF8IQljs3fHRh4P9d+dRp8t+R8Gl+3REIhysFLflmXJVwR6vl2V21wM1Fq6mb5yJm0RNHFMYS5XG",
+	"34XSDLzrpE+ENXkVsGrW3t07W9t683bt47vDglV+xKHI8VpMUYCX5dqCMLw7gi/T0cKRukE+U0jfe/7i",
+	"sH5pc/wZna4VOM5LSiDUiPbFkn2O7bj+ZXCvdEOt+O9htNpIel5ryBSCvJKqZygQ39uf+8I1FfxGaE/A",
+	"GlGoJjnj7pJ2zjW22ctQXvI0RSx/qp+kkTjCRvM4nqRkqx4d9w8ODvtGF+x//HS6e75/fBR1FmQYHkuO",
+	"Bkte/y55ObmJ8op+TzmKv0rK4V5C4jFiwr2mc98GxhMwDUNZtQ0R46JiFHYWG30+N0soj0dJDljIEHQG",
+	"mEDz4yRDBo8ei6DpPMJyb7yxcZhipuBNeWp/2ub4L3ah8iFFr13TuoixDAlbSXfBBijsuBItDJE2KCm6",
+	"DNrhKoZxKKkNvmR2tn3ZB++akOCLAyhoipzw6Xq/w8HwkZGsVPkNSeCS2XuVGElatn0XROSfV9I9VSz/",
+	"fibmxrc3MW1Mf2VmrszMb5gMeBozc12LfM2FoL48PN7Qu5edCfEG341PpM55msJP126TuGoydqB/gKQR",
+	"u1Dx1DJvlR4KmXdPlu8wDHwC27iHOVD+lU9rBWI+lG0/mCOVXKsNCiKRVprWhww7RbgBXjpgiQwlkEJk",
+	"XGoOsFCLCFzPRP4e3+XPa/UuLYpL8xswqW59N2Vl/D6v6Drk1w2Cy1+lxxBi+Vwg7HMjIgZKSgEnbAdg",
+	"QzLB04AZOTTiqR2jObrtEOiYpkV4DzoSj38NW14d+VumJvl4kmNzju44QHwnONBmDtjfz89PXB+TBNyi",
+	"C7MDmB5kQkikBjTOMrDpCKgERtOwPGWZ4IOhwEwKG2PVP/VFER+JefRQ6RyyS1GajvqWzg8+NfbocVWE",
+	"lxNRc8W58RfII2gS7awugnAOgVd1k8RALACUiJg3Ji5BYTa2pWcsKK53WJK7jrGtjQ0KDqjrHQapkggL",
+	"Fs3U0S0GimgOYR5v1SSN2ZDfCIgt2CR0EQt2Q7JoEG3yfHBlirF2uuwdzqskakdi1LX3qKVjEfqvIKLN",
+	"a84T078PeUHkQ8v5541L/Nn7UEGULrJFbYJ8TnOZL86pWu1RU+bHRRIcyLDaYLsGeF0QSnxmBySIrHCd",
+	"PKCzKJRLFazQG/0FK1bwzZdJNtOuWGWZF2WZR24zLd2TdKf08bkHUoLBuYspE5/5IE+noBDVZSgjc0U/",
+	"iSNjJURE89GWIjHeVQBRuwBRsZmeDIZwwx22vbXFImiDgBB/f+/09PgUwmZom4z41DiLsStoLcbaQzuo",
+	"seXC/NaYR0CLbNuldguOy0QXQTnXwLhsLG43jr3d/DLztuUxPmcnlh3B4sQtLfMwGa/Caatw2pMYMLtG",
+	"JNBGW6amj7bk+pfJY+ZkMfREUgckVaoVdVRBT5cW6WUo25BnLayeTpedmmsgmyuJGbJwvkjOEf1n1uSQ",
+	"hdLdBEAmuLYkk578K7en1aNOmdE+nhxc1r359ILyroXAgqQrtcStGsO+O54jOHjz5MJjpGJ9u4bp2yQf",
+	"DAvb40Lkt0JIFuHfUSjB64A7RD12lXGJVXx4yMGaGtgMphUGrzQc/mC+UKgPwFeyt+y9GKn8oULCy1o+",
+	"o5B40vajexhYG89hYNm05crIWhlZ3wZo2Mo2kkrLmFvUfT4Xo8x2qCcjfgV1ydy2Pug8E+ChJjJNpMC6",
+	"DUvl5FddvNIsotv0J1kadXpse2O7oH/CGNOQQ6rP2VKzVOR50fra1Nl7Qm/01A2+MBvrP5RFx6XKRjxv",
+	"7bQuEsmhH2GG36BOVMC9VpGXOZGXAhBg7NZ32c29DtP7SL4EeQSUVbZHo13a3TaxHko5SdOOn2HeKWj6",
+	"XQVngQCBqReb0VpQf/mtNvqTG/X2/b8ni/6vUUaZL3PqHiXoeThJ82TMs5xNxkb1YzrA6ILoMklFxOC7",
+	"9vbGRiijX3bf90/3/uPT3tl55M5RkhOivZG4LNEsFrkYQDVkpkbwKoBgu8NOjj4G7N9P9j4G7OP+BxjO",
+	"7+LiBFvkOEG0mmFO86GxxwFSon3220dGXWVxxxrlm29Y9Ono7NPJyfHp+d77/uHe+/3d/vk/Tvains1U",
+	"hPINO0x+Ye3tzdc0RNSkibblkZCSvhbjnBBguNYir8WBkQ5oWWMTouuwoRWqdwrMlD620Ggy8kd2KdeN",
+	"NlyLec7vaF/TIHHYLxJmoBDhjly1pAFWyAMrw325YkMQdsvI2Tos7rdbP29uv3k7a/gUIFOPmuXdZZeZ",
+	"EGvmXDN18d9ikKPUulQWOVhT5Z7GqSqIQRIz2eNMgKDusejL14i46AFNi91mSZ4LWSe+nGXvvdULh+/x",
+	"hrrQ+ikuXXkAczyAU1E+KKXNUGeUTPIHG/peI8PtEOJ5uOnbUrGRyK4E6vNQapElPE0AgxsvGfEpuxCu",
+	"WuHtmzev36IBwtpNadjaoD+M4Sn2/1NwVtQO9jlDdXc4iGSLzZ7HlRZfafEF6QzY98tLp6q+zpVKH7ke",
+	"SwomZJ5NAdXf3J8NUq49VOlQDrl2JWUi3nFk6lDkaX4BHflmgmLQ8LMgLa62E8eU8imgUocSGlWx102z",
+	"tmUZWTOuWYy9aJqNuL4WcadUOxaZ5/ZhpFEP7IYxv6rv6HfFXecweS/cIDCDvAtwEMw/gYauzIK7AH/4",
+	"M7f02Vv/Yv7zzuy7r08SKLSjwzNprgZgafh4LRU3IvXOizuAlzxNdamPe6JFFtgCcXMb1yFuzp4G8pvt",
+	"UNYG1unh9ijDKVtQaGC27TfKIJ7bBXgxcUmcrlVU8uWVDRTIyrhITxaWtKDxudsO5vRwnyET8Z1RubZL",
+	"SS38jNouil90AAsIksOaJXmv1HKBBZzslk+7oYxI+0ZMUWP3tRDjMsUvKFPWBqpPHJsUtzjWjoMi0jtM",
+	"8MGQXYsp00LmoSw1aftSCO8H3o7mqeixSE7SFMpMuWRiNM6nDJNZBHlg3iGU7UQORZbkXA4Ey4SejITu",
+	"9AB6jGHyTuaERkScuD3zWWzrHYwxwKIf6H8RvkooK5aDGX8xBWSwI5NJl+3C1052ushDLAYpzwS2CuL7",
+	"hZJsKaRFNjcPbEh3awshhRQGfxM9LzTxaaxFlr8EUfkUJReld3tOLw6fv5T7Bjt/5bitHLc7QAo5ebyk",
+	"ajEmpN8T6bVzNxZRlLup6xp6AnY7TAZDqlUFB8tLEuO47M+zidTwZY/xC5CtVutkAjUOVWNILP9Hd+0V",
+	"Q4ygxcg/bFdOK5yLmLkaKKlVKl5pDNuuZRPJBkMxuAbwRgSwq+cm+Oj6qP3+vCeTG6dCq/RGxEu3NlcR",
+	"kpJLxuX0QSbfM9ZK+O38r/S8bde0wUc8SdcWcJLtzmKOEt+4w0KfIRwXl5dikCc3lWbyHef/hFLzGwwH",
+	"VFnHA8zFziCzImIi1G+e/fauf7i7f9D/IWJC3iSZkiOweG54lpjJog4bx3xqTksJPrDHIvslQKIyzafa",
+	"BUfMwUr8uEnDXj/kSfr0u7x4ysLKaXPm6xBUvpXGe+60gZrkV8pYdLMz4XfE8yRtTh/U7PcuOzOGRw1c",
+	"MGs7A5Uce3UjsiyJazZwKN0ORlfDbdzO7HY19qhYg8MGsBpV0MwdcBdC6bZxxHLlwKCc5wAYwsByWjXs",
+	"c4U4T0aSIygogZRGepSPo1ByQOTA30RDpfMImd3QKGRt85HkIwEzFEATmtmwoGmNmdHp2VGbeYq0Ng6G",
+	"DKX5jr356Ue8m8/gs7XFqgkT1jZXjnmSaVJmeaqjgG2/fUN/m/t2uqE8Kmx5oyt7Rp+x6OT47Jz5Yg5Q",
+	"DWCujKNXr8WwDrlyuJ+q3Nk/3c9ifC8vXmirf28QTSuj+mmzIXcSuhWrYwHISL0sFhIQlDPBU4cykSsW",
+	"5Soq8EUaTBALaFTgJhAMhlX9GcUT0gRMdArJwqshTLMxtgdArbzDIiNq0HgIJVj2GGIy1gpP0kkmWAQo",
+	"GhEb8CxLSIV4dwM8jLERoDSVPozJKx1Ki+zR5gxNJiN3WT7kuY06IWxJwCYyFVoDwjri4UXmOVW4EgiR",
+	"KClCmYvPWNWBzkiB5eLG3kajyaOQp8AYmt22CrxTD6kk43OhwUZ6IgHqP+KZhKd9/PEkH6iRWCRBFV5m",
+	"s3w8z41+XcnQv6QMPQOzjBkJWEM578tLsZ6qASE3NblpB/YKB7RW8uyDAmrT+PSE0XExZUncrU27uvs9",
+	"pWtjH7JM1tRNwfforkMGU93K4i18Omky1s06zSO9jUHt2Tv0Kij+2UQwwlm1WHiMQMHQW+82AObbRXgi",
+	"KW1vvy+Nu/WtIe7p4csAJdiJXYnjvzCIQVochobjWZXIC3lsd5GzA37/SrsnOPOzlsMS09fe0bxbzskd",
+	"uvjZs+zvV6DpLwo0ffEObwqM3WcfEwz1o+3jF6GfNr65frJ95t+RjlolP19QnOYOim2ZbvGyb/HKNabN",
+	"dIt7LeCSsipa5LWN3YfTom/tz92W/Uw+yPGtrGk9mrsJFndV1zRK92yETC+x8KiW7rD2f0Jb5TszIdQy",
+	"+6jJia3vAYbdYz7ERuAeVnjN7/GFQOtoonNowZH2INf3xZY32JN0tT5rQys9fNn2FwtGoOFMrtzdv25X",
+	"6jKHeVFXqtEXmTInt9FoOMHvLfNQbYiStf0EtVUekIHQIu/UGg1036dUG/SIxS2ecNn3GJyE8gnYCG42",
+	"7+YZuiZKzCSN/cXuubpmWnvETcFihG5TL6S/ro/v8tHdn8XjW3I7uUZFf1etZPRf03tb6myiJI4T3lzJ",
+	"V1PvWdCgT6T4PIbSHg+fRJcBSsZZIgfJmKe6gt0VSi2wGDXJ2FhkGnjm3OUeNRDV3g7FFFoFHFSjugT+",
+	"41uhXYoK2gJD6YHGrxeA8T1mUeGxkMjSnZsvCXSAMz1UGbYXMp5lyY3Q3VBiBYAjw8vEWPAcGNaBX5xF",
+	"btj9JP7nHxFrR/+r/NHfXoeTjY2tt5VPf4w6oZQ8y9Qtzk+a6JxqrfKh0v78ddk+JPABMkGjfetMYZzX",
+	"V5rdJDq5SEUoix/usMQo0Elulai7mFiZM8HiTI3HImY6SYXM02mRyAc8ysw45R2oVKAuMtsIQbekOt8R",
+	"TyQxkECIDwgBbRmZuQbL1txMRteJjCNGMxDKXEElJQLdmO+aWjzhUO/CfrtzhPDOcPwzvPRHMF6q9NBw",
+	"2sxceHu9jXvEuil4Syid0GZegctkv7KQiNxTXUnvrj2ziGvqcg3Xzaxq3drhnInPfDQ29tU/Xwc//mH+",
+	"HqcqFqiu6tnxy5uzxI6f5GKkSzGTROZvt1tBC6h7JqPWzqYLn5gdeiVAbo7453386ebGhruAZxmfmq91",
+	"PjVDhLvWzPMxFDOSVCFeGtgVDfT+5rvSsIU0I/snhn9aQYtP4kS1gtZNEgvz31gNJiOjoIMWRKqN5VqN",
+	"AT1lMgS28aJU9rEUKJDUJU1GWew9LPbwXVIteNqmzbPBMLkRHb8SApTanLx4jVqLalx5rzgMzFPCrvTi",
+	"DtgeKJ1EC2V0LcQ4QtMVpR1Ks6SiGN05n9V9RtLrmWBGKF00g/aeBQ5BUe2+haFinW3mxvtKs3f4qzVj",
+	"C3X8WAiS35EkN491JWEXUxZ93DtnaCasU2EYtN3piLWh7H57802nhxzUyf8IvKdUOROfB8KMGsvXPhsh",
+	"YZ5hLjTnFBrrbG+KvdNr4GodJVoDxrKH8VakjDZAIf9OLTA03W2VUXWv+ftvSEzVQU1kpz8Xo7HKeDbd",
+	"YREaLrrPsUbZXIHSPJQUZcqTkWDjdGJNnWsxztfwXpkw8wi13FvbbKgmme64Im33OOoOZvwyB/QEnoeS",
+	"Cu4SuAAwknDQVHQMkwzt5/BWVGWNr4SEiUlO/i29ABUnFto2+mI27g77Ajf7+tXbwlLc4uhwtaIkhne/",
+	"HfKc6BedntUs59cilFyzCG7UT2IdNYPIFer4PtEyIQcqNsLW6BeKCdCvzlEY/7D+AwqCJcuk3ZieiXCD",
+	"nj3fYcOdcsst3t/KZfsrh9W4r9ZmdVldRO319tuN1xsbPxWOXFlC38mtMzvycP9wjxSAL5Iigr/UAfpi",
+	"1IXljPTAyZhQWkkPuiCRpKLUJXWaG+ON4Ruj8QpdgkZKXhnXIUcbD7wJ1JNJFkoXzrd6zwyxyTPYxRlw",
+	"W+hJqxFR7uET4WHzzvwuYYjSDI9FRsbs9xf/c69ilSVNdNUAKzYmVYDPKdyvCzUoda0ZNN6yzY0NOiHg",
+	"9+RMyYHoknqK2FCllvtSOxJ7tLFCOeCSaSECa8CpLBaZNXgQaFANsAFqYA2hJGOJ44i3BMfteIJbRcDu",
+	"DaUlUoTRdHosItslgj1MHMowMJ6zWJFhlOg8QEZMG0BRGZwG87Xz4KmRgEImbXQ1B1zjs1kiYwwWTBI9",
+	"NGsE/bnka0dGX+M5cvjRtwq/DCWMrR7jBVap7F0/DSZc8aBnKsQvD2G+qi76F3BzWWPPLe0ASE7N8l0U",
+	"V68U+l80BgvLT9KqFvJtVj6C1R+LLLnheXKDu31ZQQlMeiTjMEumJtnAGphtxyYDQbwuO8lUPBkYKVK4",
+	"BOA9GnGGSfEdFmXCqPCI6QFPAc3FCOFL47lIncSCRbdJnA8j9plFQ5FcDfMIekktcgvXYzHIGciWULZ5",
+	"zlIB5DWep3mr/P7QHnk2kzE98kJMFZ0zfKFO4PzsdBrKTKxZzwGauTA0FfVYNFDyRmR5xOwl7gXsRaxt",
+	"H9sxusR6r91QRv+a8DTJpxFrb3a7mxsbHQYyRmjz+/8eiys4/bfiYmy5p7HJDDoOklGSk0gwv5o6rxJn",
+	"2cht9HsrnnV1+dfxRXXUg+4p1D5qkmvqEx5RUxYsGd4bHkonDnC9nGhnbWJ4hrWFMC450zX9sy7cXYxm",
+	"JnaBy/FKFyGLAMDEojHPhMyBgLJwqe12TOIA2ZQIFEiX72UDJ8CCBE37vpMOQWf0wmubx7AxAc7Vezfw",
+	"2dBwFUKxgFXHrhYXNW2NRNzf2Bx+fjPauv4p/vFfP9/aoOOY58Mi5pjErarW8v3UEf98IORVPmztvN2G",
+	"aKn9c7Mh1Pj4yrZ2bl6yZ+xtPeMeD2D88aqCdaV/7wDfw/1tBPREcx3sObrYCuM7+NMzKrlBFxfJVH+w",
+	"LgwXhJJ0DOottDxJy7gJI+zGRFN5lnEDPJ1AREkXguUZl9rcScRGJ1smiwuAEorFQMVwO1QTs5z/5FoU",
+	"wyNKbhpb1IR5UhY8x2Pbzfb9yeanDCPMzNDC1uDxw5sb/+w4sO/9U+WaXe8oCoxh0myPvwP/XLsTP+IS",
+	"4AXsoX+lZ/LDO5QBaCp+QFBCwoE1pk8mivoHyySpMktLGVCih+ojKuhIIA4SadPJMCYbuIAWHGNi2m+N",
+	"eT7LsUavVPzGw2/qUsprh2GGghpKS8Zbu5CApexFp8fot5iwMUajDmXpt7liUt3eIRPj4C3hcgSu9E1w",
+	"Yhs39qqRmDaSZSQZYlBqW9xQD1Lg1R78ajbGysZEZAWcFzMlzwVLs4xpaduivpdC5pVF+SJwF7CSB8Cy",
+	"sE1+OSUiVZ5cJh4QQ3PHb9WC7DkgXayC829VLuRibSPRQIBNpPmncZDPJhfu/trFlnM1GQxFbFQCivII",
+	"HxJb6Q0E6B5o5C130pDlKpR4eTMF4W6aHpXe+fnxuktrwG7NW8Wrpp0l+n7TdKZgUFbW1u758pr/8TVY",
+	"1k/qITokGkLqVpaf0GVHs+WdVCs3U94J9DtQ3tlbVNLZ6bIIjwqVVWCyxgwllPiFsYR04C4j+wQG6752",
+	"KKv48wuVD/83e2/D3LiN5I1/FZTr/hVp/5Ts8Uz2nli1taV4nMQbj+2zPcmztcyJEAlJXFMAA5DWaKfy",
+	"3Z9CdwMkJcqWJ3bmJbqr2owlCsRbv3f/elNUcpUo/uiMRQ8ETqtrEgXi8cEa4SG/QnRtbsi2w6Ea+Xak",
+	"bIyVygSXz2w11ff0MTl0zSv2Z0ue+yB6XpNl+/boezzLHhfQvRaFYZH9Lej2SpJwa7mVKzIO8+xAaIVy",
+	"phbWJlkiNyfk+D47V95VPlbJso0W33B9uyqjrvAW/yH31NgJWJnFH5ZbJWW5rxDrHEYAGt0JsFYBZvf4",
+	"YfHFiHttf+dNXad6nDZXtX2pBcCqPPz6wAHkbiau58N4GUpI1VMaWyFZjb0YWU5L7jf6xD7TwXqESiSw",
+	"sYh5aQSSCzVjJLM+lAjzyl6fnJ3cnADNdAf27eAUVMUMvI4GEA5pNikEjZqtq50OCdmEVtBQiQBvrKve",
+	"McXJmqonBhL5DHiAFJaU6ydFNnsotYhFCnF4LSB/sjUlUdJ7x+IBsds8tdPEVxnW5r1J+qVNyfcoG3xN",
+	"PP+YytWXj0XC8GQ3zaB2E1qT3gHd3S7auZXastuDzbuAWPNK1xKT75/JypY8qlTgU+js07iuqWFTexX/",
+	"YHv/S092rGgTE9af36JYYa4qS7xFgYFxsCq6/Qf19oZJ/UcpDPWXboN52FjtZ4t7uFFqN9d3733ZXisd",
+	"YsiOZwu+tDIKZAx6m1fspEntXkHTjFB2KDrtUgUhxsbjugoLH6XwCQXkSoPjzwOWl2YG+YOhjOw09t/b",
+	"/z1NfmsqH9B9o8mhJirL1MKwudLiCBGM70C8qwmp1XaKhOgYSmTSvkljwBYzhaXyBdewACvL4cuIzXkR",
+	"z4TLZLGfBbUqx6jejSSUtdwQXtTLWKC8z/j6vrUdhfxXwzpkRiuNIcYjHD6U9uvugEViztOs4aKyH+AO",
+	"ss4E4YkxzkK9TAqlXN9/WLaH/WjPrjyCqAnIO4ij+IRRQC+uilJ9kIXyNWu1qAPmY7uhfHXwip1f3Iy+",
+	"u3h7/nrt4BZQ2UkTw+J2U4vQmELlxuFJp3LaZ9fluEd7jcuDTVwyqazO5otoIfkGOlx1IYtnWOlVxrcc",
+	"tvpnYzbQCRTmcuR1D6sAQka2T+HhcxHKTkP7DOqqZ5f53mFQXEInj3k89rSiugnHDg8OBph/FsrGbKoH",
+	"XrSGXzZpds+XN7OJG3+kKMfm6dyTeS4x6dgea2O36XTpKloNneIjIDmeMu/nQ6a9ppPtkoF2oZvHhm68",
+	"ugmB5A91dz2M2Lpcg89Gwdvi1x4wa4xjyV2abIPqWp/gQ2Zs/dm1iLMsJhBx/m/+TfxyfHj7SnzemTMf",
+	"EAMCLpLsIGY/JXw42TyiR5MmuKMf44r+MOpsuL14KBvXyiWWgCcb25FaTQgNTe/z3tpLXV84eah3ZN+m",
+	"TTyG9gPIJfoIrvMd5bf56FfpfhuXfJ6V0/S+XNwPaD6IY1oTTMhC6eURG5cyyURC34CZr+Z5moGdj8X+",
+	"1EtRUKS0U8qcQylr6mxL+jFLUi1iO243YAZUMGssm6yc9q2RRm9Hq3DOZTqxvCGCPtHReqNodDSkhiFq",
+	"LcNaWstqEl7wUFoC0+m4rEK7MF0zsxY4jjqqRnOpd9Yao4mAFT/hsNhCwfj466r1tE/Yc4VwWnBj+Y50",
+	"3YvAhc+m3KFI4Ngj2rSRa2G9KV5+Saf8nLBq8IptfGr+Xvw5eiOCB6663bk/CkeW7nDuazzS0oXre3cZ",
+	"4MKUEhA2qAvixgvCOr4Ljb1x3SPompUJyqBVE4IFquemQrJ6rBJRETrrYLUVdvaKWCGyzPh4GLXyCiUN",
+	"Krt99p1wHjDBLGFj+ghAzVRQKzEveKamrBPdCW3ZXVR1zQFYLF4IU3SDUN4JnU5S8o5c/zDsHX7914Ah",
+	"z0BAkI1cg/FCzdOYZ0TJjuAHDPwly1C67lvtP08Ny8SkYBzes+Cmz+gEG4sjsU/JYuIO9qPG4yp1qc+G",
+	"/leurZjTfqpfdJR2bLRbO55vQnl8cf7d2enxDfAcGkdpRlvY2Fjfrr1RytxWtzawCpnnnjCtsRb8Fvq+",
+	"lZmA+Vg1x94V1O7o3VAQ58/Wcz88KsAnMOU8lEpTkXmWylsIikb9/n4E/aBTYbCNW5OJVrMHhAcEabGT",
+	"pxhrdV5YGIeEkQkCVHCJd3B6YzFLZTLw4Dh0XHO4wG7og29qQ88JP0aqULr9rBrUso4jOfpuVOos6lJH",
+	"f0jIiKGsHDuCfn3wso1Xn+Jx4316Jjdc4x0fqWzNvfwBRFeS5JbSPB04kv08fFbfPPyLYyUnWRoXO5/V",
+	"M+nGdOErZrIqb1plcU053nfPPZWSfJ/oDuUqI1mX3ZY8u0dse8kdyqrApFYkRxzbNGSEmkyENnXV2gkV",
+	"y+7r4DQVUTpZ42tr/G/SGu1Sc3t6T2pYzGMM1rEkNbdsovT66osii5gRsYLQltuBl389OOgOWDQBtQLT",
+	"31wHcRJ5Kl9ii8/EcpBQ0qMBi+x0ROQ7jtYXvwI8QXngXEKcW+OgAHBmx0WBEEqp2NYCwXX/XK0lhHfh",
+	"gdrh8D1W0OCci9WWqV8fvGTXJ1c/nR6fjN6eD38anp4Nvz07sZtg5dVituyzb7VagHDzglMChNw91oNr",
+	"zuqPiLN/XF+cM4fsyKL34Z67NuHeEftX9bf9M9y7EzJRet/elXAvYOFe9a8a0YR7QSjtw3Bv/Ej0Nz5e",
+	"6gz/YWb88Ou/4r+dWgW/8G8DWgv3fvnN/r81vlD7IFSZqF9w3Z/+B4u8+v9JcwS4aeoMbIJn7M6tb0Va",
+	"xAh1VCsFEdVU4umpPJT4g27A6GqxYqZVOZ21dZKlgqgmOlOEK3vAbDv2XOqZjTd60UNimW7Hn8N6Axqq",
+	"mwJbC433RBb3Bzrutew2EerDrJ9Am5tWm2tyX8zYrVhSxWSDuyNzB/iOjJsZy4WOhSwI9SMJZSei7Ea/",
+	"TB7Pxf93+N1CcEuDUbdKzawP7kVuizkmE6wSQB8K2Ql1r8vA5RIolTEtYqWxgwFgXiiVGZ+/CLH7JbhX",
+	"mOX5TrvH2oXaISJctem22V6WUdb1zUZlJ5lgocSBmuzcWUKr1j5ZAbQKMc+tIctMkWaZtxPt3joFnHIz",
+	"6tAiB9+w03Mw0kbXN8Obk/ZMzXTFfrjXxX1ZP/ioxrejB64B60Srpz5AjUCrshDap7uQ9an5Am5dn70W",
+	"MEBgby49FMrof//Fe/856H3zS+fvR/TP/qj3y1/cx92/7z/4xH9FKzjNe80ptjvo6ei39dIfvmi66V9+",
+	"ktG5mtlUVjraJ++hf7St9MXndqYrhssmn6ElpE9ftDQ4zKDGXTxs8jqbuRzeHP9wv6yhLCmAj6vYLr2Y",
+	"atucN7FmQVV6zFfG+RUJWxh8i0uPvIWq5FfezYi9scyC56G0OwPeRPJWOc9hJriXgFrcpao03kZKJYM5",
+	"9xm05vTtCWrzB/+mobTpe0vqHyW+QslXIjGsGYepzBFf1y2TzTIIkA5IY5cf5mZsx0C2797JsI8rw57e",
+	"8Vg/14+U7fcov6NDGnfU8CXmyO0clJ8EZHUCCFtyzXDYaGSS07BHTsOnjd+7QV3CPb0MYuHg3SIYRO8U",
+	"Ouw6+6eJlcPmfIlo7JUBuBBjViPgIys5IH/bDlDwW8HEZCLiwjlepHhXuAwfdD4qwNfSAhLt++yEx1Yb",
+	"mQvjWX4ocYz0jhBrAhAE4zLNil4qfUwRkCe9y3LlNzSmnXifXQOkfCirrbkTWhN6JBPyLtVKziGvfzFL",
+	"45n/3rgOE7WNm6QQk7LPhbL5IM3M4EHMeZpVpwEIx1WSVQ2PMtq3T/YoGtsd2HnGGjqbJLzgY25EgD0o",
+	"0A8FepofFxLwfSV+s+8FIiGFsrZC1AkIAQMbW2xAKrvCe3Pt7uhzog83X/VgGjQ9BxDWnE3SdwAanQj9",
+	"5/BqQcPBluCDaSdh1Drrnc/gpj3a+ojcayI257mxpgIwmWi6dlkAqYoTJSIfCuWtWH6FnVwcmaWu2wNi",
+	"nDaJCW6wCwTXbjA64QvFZJllAWRAxDMqpiUUVRwT395ZI/EV8qj4CSHbgn+32w/lj3aB4HiHGmRLNaX0",
+	"BfbDLINiYNTljzBQfCstcd+KZcA42FJ1vd73kQll254FKzvGFlpZ8wI2DGpvPH7XCkvSYgJFVB0eSimm",
+	"CPGGJfN2UKfY8yTRwpjGnGZFkdvB7X9Nt67th3JV3YfTcHF4f3bI7KRY4PQMYf16TlQXAUxNrMRIDcu1",
+	"ioUxVCjk/hReapEsrTLhsL4JxUqqcVSUIRuNkDYO9lyK8RoL+zgw7h/GSGvKMl7vHVj7n7M+BJQ9pRG3",
+	"cE28tIkQq84awTVKka0brAzNrcPyqiVz4kCWGdylCbUInFndDyx1yIz7NcKQg2NUSgo2yXjBIvsgghcF",
+	"bGx5jYlBdUW0JFfxFwFerE9UQncQpr5hPxcTSnglwEsscxFR3NuOZWZpDmjiboYBM4qWMUuLms5ZpStU",
+	"j8K83Z+u5ybqbtB2qob9AJq3EH1YLwBJpPM5OXQKXUogHCsDDw8OQiuSNI8LiPsjpCQKhAQ20C4mA3fB",
+	"oGo/2bHyBApNu7SnuJ2N/pToK7QKe6ykKTPwdnG5rK/JoLuosn6orIR+6JfbDh9pj/uSZ6IoHoQnx4dZ",
+	"Id4Vg3v3g1Xb0cz7X/HDrMA2/NqG3bQZGeINtfapgGng1ngX5eFBdee+PuhuAouA29h4Mw2wd3R4AB0j",
+	"ESTi64OPiBiBW/+QMLHr/zMBSNG9JaZV4424XY43GrFvV3ovd2xsheOQRJFo4cJFV+18whX1Ydn7rBx/",
+	"ZcIassTbqzOvRnsYASgOV3kaG9ZZqbSHouooeLgC/7RgMdeWi2Iv4VshB+CVAJ5smWDkl690+h8R9UP5",
+	"80xIKPO3bK2sNjdgkf83sDwExYGS6Vk5hvQb0FnLLNtgsF4bMSzBt/p8lICvuI8Urhu4KRJxXwA65/OD",
+	"n9i0FsJYd/ep7ucqzerNh6N/9PW/whC/QyzsZYB05G+1xvtm7Ub2w/Xh139l//j5BqtGQhnNhY5LLfr+",
+	"8YjFGU/nhE0o3vG4QFgUNtVcouywxNCtVlalgr3B0UI5K8esg5oMtaqkF43+vShGt2KJGcNuCDEfiyQR",
+	"iSXJPrsgIJY2GlyjNaRBvP33USFgM4z9Ko6s1uIk0FgVs0EoI3hFE3YCHsccbcqQrqr84PEN6NaoCYGy",
+	"hHhZOBweBYXB7CZxw6IhHT36Cdm3gmuhWVgeHLyM4QfwTxExpQNSmSSLTu6ELK6hC4plQRxfEPH6YBFb",
+	"AfaibHOrUk7ATrbGqGVCYzGxalsdQvseFsQ6RgjiWabgRWmi7hFrole0cB63UHFtHlRibpDlFgqPwHXG",
+	"Jgb4d9j7v3Hsjo5/jKPuANsFOtCONsw0tZCo6zzY1hpGbe9mXWlKcOVe4C3cW4sw1RtZHz7UxvqX5+fG",
+	"sPn3Ij6s8Y1dweOTyolTY0pRQdxV7LkpJxo8b7PQQNp7tMS4xgTiNJ4BD4IkX4N03okcL6beSZ5xk1oB",
+	"1cvWzg38V1EFYdN1oQZ0VRHn8JvRZ5ctzCSVoURW2VsofWuVNZWQO3IMaYnaKkvOCs6VKXpFGt8iThEw",
+	"RGtQwIbZj+0Wmi5ZkQQpSJIJ1puausxy9teahBr4Oq8C2KDKslBiORiQ+/57+5/T5DcHaxTZR0bW0NB3",
+	"PBtRLne0WQe7xuN7XrrHlzwYCrbnEs+4lCL7yjC8WJ+jInZZWwgto51+kGU/lnTOPOKzQ4yqTAy1kM5G",
+	"GFGT7OrbbgCWRo9yI+G3qYyzElIs6n35WScisBrI9rfzEjJJ5TTAiwiontWn3X4ohwhBBoh0A+bwrLFL",
+	"nlUOrb7zALZ1P5QRiXJCIXBzpA5xBS/EgEUmlbFoPoIVyBGl0vje6IVOre4YyqqTOXo+ZDEgwDDYJhoK",
+	"8ITscCCxHXxYXZFy3CFJTayIFWQZ8KQaWf4dV/G3/3l78vbkNSoIMOm/kUaVzoUp+Dx3WhUS79eu9mJT",
+	"jvoNifh7tZaL6mK4cmvYuE1ODX9BtyNnOwdiGi2OltrLXVqTOwTvtnZlKlajuvrumL18+fKbjS4X2LZ2",
+	"bE47fM9u5d4W2KC1iSmXZweHu+G97m78DljQ4OnB0Z9TP7MH+xgsctjMPzcGuVe5ibUjfd6P4LjO0dcb",
+	"rgF/7liFosLva3By0s3qrZZqQmAsMiWn1nAZNAPMBl5RA0D0QIPmdrVTZihxtKA2XDW7egNNhJTw8GYM",
+	"ud6AcUbMUpfSsLSw7H3O341MIXJEh3jhumN3qv6gvGCay6k4Yq8OD7sD1AAJZbH++kp9CiX4ZV1EGJpG",
+	"1Xj7ek+oCh4RW3CPoOO0kIVervbeRvwKngSPzqxEBD57Ix7dM8FD9cTLH8Vy73l7a9oZfqTKZHz1AxA4",
+	"YgHXMyBFim7Xrh55FyPdLkbKdcE4crgOt1p5gW5DVyO0zr6DvXe91KNlERl4dd2bXPeVmjmminza6uWQ",
+	"C8jlUknBRGbEEXXRrBdwwSR9KvVcGMOnwgRYiwUWZRDKHFVuq1VrgsdpqvSDenMnwM3IsWu2VcX4ksq2",
+	"EIG3SnELJbjdljAlDEfCTNYS0almoaiJjau35+en59+zDh9blT4lI6K7udfSB7FFOJ4b2Py9T6H2xy3/",
+	"Y2Ct7yp+nqhTFJxiqwrXapNvSdiVDzrA58wszSs8rDvBM5GA8mWNIRNKQIaGEhaVZZa8JzzLxjy+Rf1H",
+	"KvSOkOuo5gTnY1UWq/Zjd4O/59Mmu23UAbv3u66x9wUBZwqjKRvu9boc2weuvRmB8tFXvgvZlmohkhZZ",
+	"gepbEEonNJRmw5+Hpzen59+Prt9+Oxp+f3J+cz2ofuRQxoffXlzdnAAkuS4ldKUFV6tURUpVaaFECcQL",
+	"kKCUdShyBugAnOTlQqdFVdZFbom06LMLafmB0PNU8ox1ji/eXJ6d3MBsvxuenp28Dtjx8Pz45Ozs5DWi",
+	"DRFyVM5BYHZoigG7PDl/bRc0vLy8uvhpeBZUazw9v3x704WlHYVyvdYYOmCPEQ8E1k9BQy1MOfehTEtw",
+	"qSxFq2d3aH/+ZdC6V/vd6e/k7OclZ4dIkI9lRz2v1D4tY4rwLd4xXunOnXiWZkkX2xRUHIxaYxg+F+hG",
+	"NYwbJFDWIWbmFOCgjZN1j8ibYodfZWYYCzcK0/LIMSNjYQrI+FN3UBzsMsBbRg9C6Xw/M57KPrtx7GuN",
+	"PR2xVmaDXg0cwc4Qlr+JqVyX46Hdrc+fuTSNph2b+ULYTPNYsYybm5gngpX5gutkSx4EZPEH6UShbCoH",
+	"VDO4SI1YJ1ngYUplo5hnGfg3ERjSvte5Bsa8iGdQvBHRR31wgEESEuWnEOwioUoy972PfOEY4yWLZoIn",
+	"QmN6U57GtyaUCnPMMNoCYabIiEzElObUqTdsKWWGVSyieklqWDQvsyLNMwEldNFECzEqxDuM2/kyfEq3",
+	"dlWDfoAZNyzidkO/00Lc2N+B4kQlPZBHVdujgOEiLFP0Ew0Y94iUtBtQBtXcCoE7EZCvfc6zidJWDxur",
+	"ZHnU7g1mkLNEmQKNM/HoDiLxNyCUTig4x3l1/CkEPZdmRX1s5c8w7pP4m4MPYOVP756uFvSRynO211Hx",
+	"4ChUkWV42ARH6847ALZAQEQrx7krdt95v59FKiJb454Led4GN/SDXd/7PM+1uhN/mIBctacfEpEXUrBE",
+	"xKlxXcLcBliJ4LrUjpehhIZfruylkqkdLMzB0kY8RqbVgqVJd1AvHa0p2fZ1CSI+rg4XuNpVsCLShBWL",
+	"NBabhIe1/3F7E4Sh1KU0BASE6bV6ClAAJmIQFe0A35mmd0LWZQcC4qhcGaiGpd/Y+TMt/i3igsYHZB0t",
+	"cnI5oBtyrhKRVbGICEHyo1bRBpNMjduBxwm21ZNtFW24HV+SbKtW9NkJNwhEgWijA29ItrXz3Mm2nWx7",
+	"ngCOvXyeCVUx0g+Xas6p+lxijdCSnSvc+5cRQd/yWTRdOTZHxRBtr8wN66CxM8KPyjzqBsy5pJV2Xos6",
+	"g4VuBavOnjz3VSC5VvPcyg7L4rlcYtC4C84tzEqi+HOA5cXW3gJtIsLZUq+UAEsj7LdJAn1ieeYSfOZQ",
+	"hGv/zTou02fQ6DFBuTwV2I1IGOTyDFg9U8iJkQj+HoGv/f9nay/ExO9fS1G6aABG/ZGBIfwo3RZeFmrO",
+	"izSmMLqVXlrleTu8yjHdiy9IANWX9MlLoM8u82cnUD5DgeJIwmULIWesuDCxzA8XL9jiemO6/wfIllDa",
+	"bRC6d23Fxgm20O5EhXhX4Nt6ptCCzwEKHxyEGhtt+/be9D6dgEsqU9OjUEZpcuQDJPD4V5b3WlKCvPtO",
+	"rEqowoSylxfUhdncdgMWweP211YkUKtlqIGJEl7wowimkaVYFPeP64vzgHEW2Y2E2RN8A86aShGgOfPS",
+	"1LuEewCUUMalNkpjoU50xk3Rg4F6p68j5/TjgGMtpYgBEqFWtMigKhL111BiXcHIL5T02gPq6Q3R4i4V",
+	"QFCLa+OKFyEq5FtsL3RaFEIGhIkqFZvynPB4WFIixxRUSAlFUGBuEqyOC1AXMzG31lqs5oAFZrctlJ3o",
+	"CMoVetzOIOpiiwTpckBeVEUE7LRgIO8rvBhfXoG3ADy9TiUIpS5lPepNGkaFAyfX5GahiD5qkfGaQoLg",
+	"T7wIpZKxqDQg+6IZT+yrCRZCKpqS7/hUYdzACfdZlIis4JG7AzHXehlKNFRVWeRlQZ4DzgCqAy8RYoYs",
+	"yV6BvC4Gk4HrX2pp7zapOlEFkxTKDhWnQd8kwHeaqUwAogX0wmMcoGwhO1hoZgQl8dFYhMJF/flxFHKL",
+	"hxLJZEQzHOVCW6VGR0zlwk+cKWx/AKVx1eWo2nIcdgfwAOhZqQmlbiTuHX7Dbi4uRm+G5/8cXZ38z9uT",
+	"65trKr6pilLncPytcB8wC0+Z5veF+9bqMQBMeFknairhqfhMatgUUpShcIdKWfzyD7r9NYJfpJK6koyV",
+	"Zd5aoFvk3uIST/BblnoctJd6rDNzKJIiRptxU9AN1yIW6Z1IBki242WDI9X6ukm8uZ55+VUgX6uW0diF",
+	"xiqqIuEX/w0HWFgxu3e097//Ouh988v7F8GL//Pbf+19CLT6mpBpan7Vm9PkiL0MJUoGRx6hBHnA3od7",
+	"bvvDvaOXQQgzCfeOwj335N5voYT7uTrHVo0R95gESMdVVNQkDMM5Qg4wRMKcZLLstft55Ja9OtxCYbxR",
+	"6g2XS1KBzcfMScPT4E7dEI6htChSzRu1SZVCB+Yn636+gum5hA7wj6J3jOxPQr9G2eUlh3OykioBGV8Z",
+	"qWqWNYJ3o1aw0/SutvFwnMcXZLZWC9oZrTujdWe0EoWjR+8JPaGg3f9RKcFoZoTyAaZ64wJo7nfg6aMG",
+	"X97LV8WsZqlV5ZehvBV5MXAOSyhUzASHiHwE6xyBPRuxKSDujJegHmMzhuU9HkOrb0NzCaqYhO67Yqsm",
+	"+Vd2iC8sQbfB6HaJc58PA4EyMt803dKWVIvt0uSAFHqQefoE1XBNdtGgt1SYWsVaKF0RMBEwOAtG81SW",
+	"hXBAXHP+bkQ/jRDZRnNpADkUOAE01TGsczW8ORmdnb45vQlCeX1y9dPJ1ejip5Ors4vh65PXAaOPIDgf",
+	"sO+HNyc/D//p/jw7ezO6OX1zcvH2JmAXV5c/DM+hXODni6sfT65Gr0+vjy/Oz0+Ob05eQ+CdPCroX+Qp",
+	"+KMm1NUMctqkeFeMaFHWVhEFFQlhpD7mMhYZYUI3KgGP1gsmKo9MxxU1YIhk5S2hBJg+DO1LVYVE6AVH",
+	"23VEO4a5Id8o9PIYbsWXw9/8bu5Y3Ofm2IeL2dCRVqT5dtyuSOPbzTrR8Tp6lGVzA5ZK58KDD1dafNXh",
+	"6tgqowzlxrph7JWpDWXfFKxeCHjom/jmQrNEp3dCYmI/u4JkIoepCP7FQuTOTYXx50ypnHXQtWgtVHCn",
+	"uhB1pV52WSnRv54JbgQmHNtNGsHfHnyKXOa8VmqAydnexWt/tF53vBK/Xg+gF7Vah1/LFOCIivuqsFYz",
+	"rdsLNrCDJOIrEnBE5QWGpfXZpdA98OxqXggHQOF9ky8OD2BNuP8ol7oDNhZLBbsIzlks5AJe2RvarYi2",
+	"0h1v0vj2y1AdVy/Ajq9+Tt6936FylhjYIFYJRZxq4kEa1mH4ujX+/DN87Bi0Utnj8dNOVoHsgaV1ADMe",
+	"ihwACh5iVxgWhRYgWFCQcWMZmjcyPW0arORC7H2WiDjj9MUAir4BF63PvuNpRr2Tvj44CGV0c3Fxdj26",
+	"Ojm+ePPm5Pz19ej6x9Ozs+vRm9Pr69Pz7wkBkVf9eOdzjOkxc5tmGWqCvgegeJeaYiN6GOzWc/az8Ftq",
+	"X/UQltQNuDgbh/AkaH8PLMUHJt7vgR2AP0mEndH9Z7EXuJgEILOqjBFGff87pUXMcYfrh4RHFDos+95Y",
+	"p2KSymm453rqNE8OKWurvSZusb6tx1bJ2PparVLBhhsGMWz802CcipKcDUbeXdATy4kQZVhlHsgcftkd",
+	"YB/T6PT85uTqfHgWhRKBWByYcSnFuxwTk6m5p73KT4vftXrj6qof/F3jLPvv7X+s6ldv/fao9uIO3gX1",
+	"smmmxjxrtg2yrxiwyinX3wSZolRW643zSNlvl3MDi7nkxeyTgE+hzfBdbRZCC2oMlewQfz8JdJSi5ZhQ",
+	"UiuVtVBO8Ii+iK8OXrLIg5XX8XsrOPna+zO+xMYdjmagbYKbVMey0GZfQSr77A5Yzo1ZKJ30imXuGo2R",
+	"C4Vr6JeDLas4pcHMrRoS/YX+LwpYaV+EDdSgogvA6DZBrHw2ZFqf6Znd3ccSLBzJjlKfp1ng48guL4st",
+	"BRJ08LwVS0w+0fWW3g3pBNlOhmdiwCJZZlmEVnEoseEQJmFQRpVhaTFA+kB4RVk02++xDndt/rBZJpNC",
+	"QHM6NoYkvCKU2McPkmIS1w98hRKpX8AKPdvFVPi9jdf0Qzmkvn6kkXh9CzX0Zqu+lkZ+09RK71eHhyvd",
+	"9EJJOX59dtnKXuz6hYz1EtuJF9BDtY1nXJbPwTOePvS+Ms+PFX9/EqZV8zxAruWXGJ7fRdufXi362V6W",
+	"R7PnFnuiNEL3tjIqNjbcqdsVdfZFHYvBOQmXfVvj4q0R+osyMDxU8s7E+LRNjPWD+hAjo5VSAtfUZI0s",
+	"yAy5x3AI5eMsB/a7DYfPhwQfLYfXz/gpzIc/iTHwWAJpNwceSSB9ds3ngukyw+qWKG9qgNER5E9Dp/AW",
+	"awKIJWgYD2yD7RCs2w6h9MZD0GoKoMa/YlYEEJEExT6hhue6ps4bUOdD+erw8B5N/BmIcKeN388Fdvr4",
+	"Th//ffr44zik1cgto7sndtjmO7nw8UCWJv3WGNtbGPWxXOOT6gNjl/BQ7G7ou8DANv7RuvRn2DempIvh",
+	"riJelHtaxbRdwFcH31RZMDxJtDAGEmH4LRa5tbUgsW/ae84OIvYFH6mDCL764Q4iYDTvWobshMo26YJw",
+	"qQkFpYVivfDYf5/e3wWklYbB7nUObigLbbRoqqUGfrPJW0MU/TgZ8xZaEn90xww9skv2+lz7ZWygiu1D",
+	"v/0278cne6W3kTA16bJzJz5hG4t7LlsO+JVbqu3ztICcolQACkM9MkmedMePm6x4kvFpo4D/EZz6LXS/",
+	"/P3X+umVtmpmH8lrsBVJUfPQz0Vx2xXPfoYyDSnhXjazfV4FBOKAxTDxLhZ5wSIXPoiwCzLSV5PjhPKD",
+	"WU5rXSk4YD9FrlOb2o7t7NjOn7tmH0hhWwtzP0/jotTiXuA4eoalc/LLcYruIJIKNLLJUikGUHLmfUgI",
+	"TsUNk1C6PpRLZtKpFEkvpVDQnC8xxpkWGxX3S5rg8+nvsKz9vzSJ3UM0jVPJsYhvG4QgGGsXd7xH+UbQ",
+	"sq+Mu1UPX1GtMvE4Z/pG7/kVDPUpmoJ2ZlsVtdgV7OzBp/ehc3cvNd2R3+VMP62yopg7NhaBvhWxOb+l",
+	"ODZwQS6bilgLK9Rc+vv7qSlfMDk7sY+kem1LOfXjrcWEAWJ6FxPeaVfbaFdw1xmHS7Sl4Np/b//zeFf+",
+	"uirl08tnKsPUHTvygGlxp26tyef4CyC/fohf6cqOJH43o1nH47TcT/K58CiTOS9mFcYkbWeTZ9SLFef8",
+	"3ZmQ02K2d/TyEOAy3Z8vPgRe8qMxG3tU+N5djOKzM6wsbdxP+1hWvj9TpRG3QuT2Pj4BpoevZk+4mCuJ",
+	"jICgPpARCJnkKoVKl3bwj/b8vAEb34f08TWhS5h+KK8Ezw1TOp9xaVjHNVgGFBNC14Vae4CwCFg7VId4",
+	"l1v6RjghenUoE506j9WcLSBHb8GXBK2MeEN1tGgs9G0BQULgZAe+EkqEGrI2pqX3JcITJanJqYEaLjIp",
+	"BaC2JmUmEgCP7gByq/0XwLnxdA5FNmqe2k1awmuKhYLGEnGptZ0x9q3Bxk7uFYBDYIeBjkzdFVwPtgLr",
+	"cYhjhPLpUT2uSonIBj/UL+Yzcsn1t93HL3+e8QKvc86NYUn6GaTPf+EgGoLnROsE22YaxLNONGZ7aI3V",
+	"qbXPBRggah0t/XVxxQGbU7MAxApKC8NqzV5yLSbpO6tylDrbO9p7z/N8hB/+ts/zdP/uxV6wd8d1avfM",
+	"0JWnJ5BfA2nuHe3tm7t4rzXntHpdVP04Yp1GNjLocW6uHGsCZsoUTCtVdPuWKH7xW7UOZj5F7Q3aimZq",
+	"msqA0aaZgB1fX33HCnu0gS9ehMMSc55mbJKphelXqtawLGYtGtpbMEQrTTFVknX4ul4auPgDeW9MtzY2",
+	"isJ2vPKm5+8rw3KtJmkm7IriGsgJjVsb9ZhYLPgz1we/LMdZGts7WKRzwSaCg69ykvFpfd3HcFAtv4eW",
+	"0+aIxZCZE4A/MiBffUB55AGb8DsF+aB23MDNEiQa9AY2YMVjb2AxzwG8H1pTANSWmaU5QgROhMYmfFPq",
+	"R2C/h6RPznKdyjjNecY63hmRC22U5FntS6gpnWpV5l0oQSUUKY/0DENDiip10vO/TPGNGjrFsrmYj7Hq",
+	"vZPKu9Sk48z/GLWIUL46eNUdUIq85FPyY3Rq7ZXqw5tmtqxayKA221qrXXwEegMSZiNdPt/MkBaVmjXv",
+	"SLce70KgdQTChpg7lP6H0pf+1yv/QTI6MoB1tl0noV2PZ8AiI/qGG3rEhLSsYi5k4aD7AntEPS9vmboT",
+	"WiN2CT6cBKGVUapHfRe7XmmD1/QycSfqtX70ezg/q4fYafQZJBdjnQ9mZjpgWJHqUOJUMys9O1FYHhy8",
+	"jBFJBf4t+viRNdLP+Zw+jLA4gxBrWBQrLfpXgidvr87s26KWDSNUkxYDz0oANamIwBQcOj7CxXaSgnW+",
+	"7mEQM9ZKWtrRyMbg2JUUPTNThWWQkS7liBdRlykdyjmXpdW8WDHTqpzOWFTodDoF9ed1KVD+2L3ZrKyR",
+	"Bt2momFrEtDRGiu+bsi31i4TpbEnTL17mhuAqtr79068/PZbxCAyY413oU3ASjrDFTlqb4eVF6GEPQTF",
+	"2ArgxtwuscGaYzVts/sRKlQmhEzoLvXw8pR1InN3O8I7kSZ4G+hPrHShC9LtszeW6r1uLoVIzBo3ULIG",
+	"mwreTlMZJAY6cXrZt5jxwjc/dXhW0fVPxwiPNxpenkaePmqaRBBKq9tbjdyUVJYf273OFnxp2Bgt61vX",
+	"Yc3d2ctTKNRp2Z3vLUfCS+MZGEFnIV80rIPGewQcKgqcdyVgET4RQdM3ZG1qIam/nglCCd3uYBkIcdhg",
+	"Iiag8qKJFqI3UXoOiorQQsYCj59X8gV7zGvAqOWhxLdVcCWW7iucEgQhIHsCD9TVEtNfYH24b2As+gNv",
+	"h2M+KFjgYS9WprhjZJRlUPakBmxFRzBCODgi+3yfnXrRggM4C9UaqAPW/K7O+a3ZJlXh2Lr/0cvGCeMx",
+	"tpzvGZfTkk9Fr+0E6kKXpvlaQ8elIxapXEieRoCLyS5yIYenPat288LONJTRfjzjBWjimaCe9O62H9EP",
+	"AnaRZXzOA3Z3dvYmYGdv2HVRJqkK4IErVRZCB+x7rX4N2PA/pRbdIJQRl5bB5Wkcsc4bBL0ylmIJWBfX",
+	"J5KIdWIu7Qq0yDNAL9Zqzji0vNr/5/DNGcNHqfzOWh/YVzERc2UI7TwaW9u81FmEEV28Do2NsroQWMo5",
+	"6lhO9DhVMM9KQrWxyqznNp6us2w+4ojMPoInItYBYj87ezManp1d/HzyevTDxfXNdXSE+jBAfAXs9LJ6",
+	"F878+PT1FZOisDzB3rKca07yJVbzOQe1xuQ8FqbqAimVFN2AxTMR37oemYSswTqvDg+7ODahldFNgS60",
+	"2BPHDEArw4bLXxmCdi7Eu8LvDOEK4jfQ3tLMlC5CadVknResc3hwYC+x5nEBbN8a2NqKa/+ZKxoHfgLD",
+	"lYaITi2k3Uk4m6+MX1jjlAgBtQYcQI8FuLwK+H5S4QNG5xdwCscX59+dfv/2CppEU4M0YptWz4KCuZ49",
+	"7SPmDU67xIW9rnk6uhXLkREFMu2qr/WtWDbo9E0LFd4nUZEdJWKSyhRJtoMBeZZKlqgY2k2zwwCuPLvG",
+	"pjuJ5pOCHR4cHvReHKILLYH+YFHD8nNOClS/nAjt48f9fxsloy55qMo0K6zJUgE39uD40nFZiCSUMS94",
+	"pqYBu/N+TSSmHOMqiGs7BxMBlQNUFJXumTK3tJvUzAV7e6RY4OLblK97pH2Fd6iXTjKYNdjJ+uypmQEV",
+	"57YiTYayDjUZ1K9YZ0UnXy25lMmaLVCv/g3lCrCN4xn3AdzU7pgGDK8VcX+zQTkFbFrWsWwbVayanmZn",
+	"DsSDiiWyL9BJLRlUVmGWmsLZhgllq1vzDlGB4Phiuqh8rHQRuDbrAfVDD0iEIQNIZQnfFHpJ/0Gge4YY",
+	"7OuGHagFcQF92wAadCHJL4M+4wrnEMFvW73Ajc0CKOr1zTrxihsgEWSiYJmaTtF0995iQH1eBXW201/z",
+	"AYWyE+GfIzLRR/bjI3rUkpqSYgWnFfWeuhudddAdZY/A/m0VQqc396z+7jT6rlU5tvaf28/dZTUilJXa",
+	"WmkpGzaQHFptTIxnPfBFIC8HT4KxJlyexni1I0sK++9LiJf9hlDgEetg1zIPQq0FwWFC/AianOkl7BQp",
+	"BM1RpCrSCflrTdRnP1NnxWgudFxqkvXFzDf9s1psYux1AjcFm5VjZnLBb13C+hv8ITPl2C5wDJZOoWKV",
+	"DRxIbVAfENQEY8UiNPq3rNcNMSvHvl+hVe2qIeFRBxBQ4B5hBNQtIC/NLPC963KVZaGMvj+5YSsY6tFK",
+	"8MK1qmwYTqWZbWCfTSPJak74hGOJ4HI0wUoYBZTIseBaaCv1QrmlcYXk5dQIgAtxdO08K5ZhIddNqcFE",
+	"bT5gY/RD+YYsKxgB29+s2lPQO2bVqnL+MiCRFFqw2jOMam2+3Y2LSFTyPN3/S8RyDk29KwZTBWUi/9bR",
+	"69Pr4bdnJ6+jDRiuHl/RXgBU8rsBG4sJSqxGtCpVss+ufMxEJIB8blUUHz3564GLgoDPLJQYQQlWNmNU",
+	"NeQYvRn+32ibCMu6IB5enra5UHMr8qnlaK5VUsZQF2KNyA6ZhMaIwnSPGNfxzHJQK1YsN2Ml/NjKFp3e",
+	"8SK9EyRvLf8LJXodeRwLEIiIN2HfMy4zZBRZiduEqeLwok3uRWj7WskWFGI4Ne8wqGxi3+DUKrj2bCrH",
+	"Yd26o99XbLOp/9nlt3nbQC1hqbwTslBWGKbSFDzLKg9sKekjsoVB4yJJ1GdtqROhPG0OAr+sjaMFmzri",
+	"pY6xQAvecEFtaUQ/GJEjLwqlv28TnhlBrlE/p6X/JX3kf1ld1EKXYF5bAZ/T6g12gk6EBst64YYxoyTV",
+	"Ees0HCWXZ2+/Pz2/Hr0+vYoCbxFEplCaT8U+/TLqWqMsS2rLQdU2YEmqBfZncK/j7E7IRGk3CedDxE+R",
+	"Ye3jR9L7D/ejbp99Kwz4Op1KHsrDr4yrhSJHUTqxuhshpxgXpEE11IqqIxZ5zTZiHSQYPxkzYGliQunc",
+	"mlk53TChqBuwCMCgYRj8tb3QSLTX8I19Zh7n2NnaPmeKJFUsAiNSJhH4GzGtGQyRH25uLllkJSfhskfI",
+	"xQ00UlyBcGq4Y2A2whL6JVmQJrJG/jydkkIduRHB8vhJaKt2+h1YW/Do/Pz8fARZNObXLMLuGynPRFx0",
+	"odsYuMTxJVYbyvjynM8FdSy6o+HBxEt1w3CCJs9kLbF2Y4muUN1IGoSylLegOXgQKmoSbEV9rgXYT2yi",
+	"IaRseZVMMsE6kfvkRBZ66ZpMw/utgg3mZovdRjd7f+0iuL7ejkogSGqEHmHqNghAzzpBsYScdDYXXIKV",
+	"MxNaHLGcx7fgcQEuhwzaVLlU3tYrpX2y4h6kGdiLLbJJU9vAKbcwvouymCo7WwjSNb0u6AIsLNWQ2Gzn",
+	"czX2ytNsg1bjLbBU9nies4aWyDqVXcPmHDzkZN+kSlaRCtLWcvwRanYqt8Y4am/zPjsXi5WxYRszo0B/",
+	"Aw2FkFLzNH5Ad63v4Xn9qzYRwjNRFPYY7JmxCR4M2bveyqZvnTOnHhm8hq/2fvvlt/8XAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -294,3 +294,10 @@ func httpClient(c *http.Client) *http.Client {
 	}
 	return &http.Client{}
 }
+
+// Probe makes the smallest real call a configuration answers ("Reply with the word OK.", at
+// most 16 output tokens, no tools), so an administrator sees at once whether the endpoint,
+// key and model work. Errors: the driver's [*Error].
+func Probe(ctx context.Context, d Driver) (*Response, error) {
+	return d.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "Reply with the word OK."}}, MaxTokens: 16})
+}
