@@ -198,11 +198,7 @@ func (a *API) GetDefaultLlmConfig(ctx context.Context, _ gen.GetDefaultLlmConfig
 
 // GetAgentLlmConfig shows the model configuration the agent's tasks run with, if any.
 func (a *API) GetAgentLlmConfig(ctx context.Context, req gen.GetAgentLlmConfigRequestObject) (gen.GetAgentLlmConfigResponseObject, error) {
-	id, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ag, err := a.agents.Get(ctx, id.User, req.Id)
+	ag, err := a.visibleAgent(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -871,7 +871,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
       if (r.url().endsWith("/tick")) ticks.push(r.url());
     });
     await signIn(page, base, "bea@example.com", "correct horse battery");
-    await page.getByRole("link", { name: "Client calculator" }).click();
+    await page.getByRole("link", { name: "Client calculator", exact: true }).click();
     await page.getByLabel("Prompt").fill("What is 6*7?");
     await page.getByRole("button", { name: "Start task" }).click();
     await page.getByRole("heading", { name: "Approval needed" }).waitFor();
@@ -1073,7 +1073,7 @@ async function firstHour(browser: Browser, problems: string[]): Promise<void> {
     await page.locator(".msg.assistant").filter({ hasText: "OK" }).first().waitFor();
     await page.goto(`${base}/`);
     await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
-    await page.getByRole("link", { name: "Helper" }).waitFor();
+    await page.getByRole("link", { name: "Helper", exact: true }).waitFor();
     expect((await checklist.count()) === 0, "the checklist is gone once every step is done");
   } finally {
     await context.close();

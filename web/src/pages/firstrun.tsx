@@ -3,6 +3,7 @@
 // all three are done. The model step creates a global (or a group's) default model
 // configuration from a preset, may admit a local server's host in llm_allowed_hosts when the
 // administrator confirms, and tests the connection with a real call.
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { api, unwrap, type Agent, type Schemas } from "../api";
 import { TestConnection } from "../llmtest";
@@ -46,56 +47,38 @@ export function FirstRun(props: { agents: Agent[] | undefined }) {
       <p class="muted">Three steps to a first chat. This list disappears when they are done.</p>
       <ErrorNote error={model.error ?? chats.error} />
       <ol>
-        <li class={steps.model ? "done" : ""}>
-          <span class="tick" aria-hidden="true">
-            {steps.model ? "✓" : "1"}
-          </span>
-          <div>
-            <strong>Add a model</strong> {steps.model && <span class="sr-only">(done)</span>}
-            <p class="muted small">
-              {steps.model ? (
-                <>
-                  Agents without a group default use <span class="mono">{model.data.config?.model}</span> ({model.data.config?.name}).
-                </>
-              ) : (
-                <>Every task calls a language model; without one it fails with NO_LLM_CONFIGURATION. Add a model for every agent (a global default), or start the server with SVC_LLM_DRIVER, SVC_LLM_MODEL and SVC_LLM_API_KEY.</>
-              )}
-            </p>
-            {!steps.model && !setup && (
-              <button type="button" class="primary" onClick={() => setSetup(true)}>
-                Add a model
-              </button>
+        <Step n={1} done={steps.model} title="Add a model">
+          <p class="muted small">
+            {steps.model ? (
+              <>
+                Agents without a group default use <span class="mono">{model.data.config?.model}</span> ({model.data.config?.name}).
+              </>
+            ) : (
+              <>Every task calls a language model; without one it fails with NO_LLM_CONFIGURATION. Add a model for every agent (a global default), or start the server with SVC_LLM_DRIVER, SVC_LLM_MODEL and SVC_LLM_API_KEY.</>
             )}
-          </div>
-        </li>
-        <li class={steps.agent ? "done" : ""}>
-          <span class="tick" aria-hidden="true">
-            {steps.agent ? "✓" : "2"}
-          </span>
-          <div>
-            <strong>Create an agent</strong> {steps.agent && <span class="sr-only">(done)</span>}
-            <p class="muted small">A system prompt, a step budget and a set of tools.</p>
-            {!steps.agent && (
-              <Link to="/agents/new" class="button">
-                Create an agent
-              </Link>
-            )}
-          </div>
-        </li>
-        <li class={steps.chat ? "done" : ""}>
-          <span class="tick" aria-hidden="true">
-            {steps.chat ? "✓" : "3"}
-          </span>
-          <div>
-            <strong>Start a chat</strong>
-            <p class="muted small">Give an agent a prompt and follow its run.</p>
-            {!steps.chat && first && (
-              <Link to={`/agents/${first.id}`} class="button">
-                Chat with {first.name}
-              </Link>
-            )}
-          </div>
-        </li>
+          </p>
+          {!steps.model && !setup && (
+            <button type="button" class="primary" onClick={() => setSetup(true)}>
+              Add a model
+            </button>
+          )}
+        </Step>
+        <Step n={2} done={steps.agent} title="Create an agent">
+          <p class="muted small">A system prompt, a step budget and a set of tools.</p>
+          {!steps.agent && (
+            <Link to="/agents/new" class="button">
+              Create an agent
+            </Link>
+          )}
+        </Step>
+        <Step n={3} done={steps.chat} title="Start a chat">
+          <p class="muted small">Give an agent a prompt and follow its run.</p>
+          {!steps.chat && first && (
+            <Link to={`/agents/${first.id}`} class="button">
+              Chat with {first.name}
+            </Link>
+          )}
+        </Step>
       </ol>
       {(setup || created) && (
         <ModelSetup
@@ -108,6 +91,21 @@ export function FirstRun(props: { agents: Agent[] | undefined }) {
         />
       )}
     </section>
+  );
+}
+
+/** One step of the checklist: its number, or a tick once done. */
+function Step(props: { n: number; done: boolean; title: string; children: ComponentChildren }) {
+  return (
+    <li class={props.done ? "done" : ""}>
+      <span class="tick" aria-hidden="true">
+        {props.done ? "✓" : String(props.n)}
+      </span>
+      <div>
+        <strong>{props.title}</strong> {props.done && <span class="sr-only">(done)</span>}
+        {props.children}
+      </div>
+    </li>
   );
 }
 
