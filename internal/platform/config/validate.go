@@ -246,6 +246,19 @@ func validate(c *Config, origin map[string]string) []string {
 		v.nonNegative(n.key, n.val)
 	}
 
+	for _, n := range []struct {
+		key string
+		val int
+	}{
+		{"mcp_max_processes_per_server", c.MCPMaxProcessesPerServer},
+		{"mcp_max_processes", c.MCPMaxProcesses},
+		{"mcp_idle_seconds", c.MCPIdleSeconds},
+	} {
+		if n.val < 1 {
+			v.add(n.key, "%s must be at least 1 (got %d)", n.key, n.val)
+		}
+	}
+
 	v.httpURL("mercure_url", c.MercureURL)
 	v.httpURL("mercure_publish_url", c.MercurePublishURL)
 	if c.MercureURL != "" && c.MercureJWTKey == "" {
