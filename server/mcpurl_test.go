@@ -50,7 +50,7 @@ func TestPluginMCPServerByURL(t *testing.T) {
 
 	plugins := pluginDir(t, map[string]string{
 		"calc/plugin.json": fmt.Sprintf(`{"slug":"calc","class":"Acme\\Calc","name":"acme/calc","version":"1.0.0",
-			"mcpServers":[{"name":"web","url":%q,"headers":{"X-Plugin":"calc"},"requireApproval":false}]}`, mcpSrv.URL+"/mcp"),
+			"mcpServers":[{"name":"web","url":%q,"headers":{"X-Plugin":"calc"}}]}`, mcpSrv.URL+"/mcp"),
 	})
 	work := t.TempDir()
 	t.Chdir(work)
@@ -74,18 +74,8 @@ func TestPluginMCPServerByURL(t *testing.T) {
 		t.Fatal("calc:web_multiply is not registered: the URL server was not declared")
 	}
 
-	var g struct {
-		Data struct{ Group gen.Group } `json:"data"`
-	}
-	c.Post("/groups", map[string]any{"name": "Lab"}).Expect(t, 201).Decode(t, &g)
-	c.Post(fmt.Sprintf("/groups/%d/llm-configs", g.Data.Group.Id), map[string]any{
-		"name": "script", "driver": "scripted", "model": "script", "base_url": "script.json", "is_default": true,
-	}).Expect(t, 201)
-	var a gen.AgentResponse
-	c.Post("/agents", map[string]any{"name": "Calc", "system_prompt": "Multiply.", "principal_id": g.Data.Group.PrincipalId}).
-		Expect(t, 201).Decode(t, &a)
-	c.Post(fmt.Sprintf("/agents/%d/tools/%s/enable", a.Data.Agent.Id, tool.Spec().Class), nil).Expect(t, 200)
-	c.Post("/tasks", map[string]any{"agent_id": a.Data.Agent.Id, "prompt": "6 times 7?"}).Expect(t, 201)
+	a := scriptedAgent(t, c, "Lab", "script.json", tool.Spec().Class, "call", true)
+	c.Post("/tasks", map[string]any{"agent_id": a.Id, "prompt": "6 times 7?"}).Expect(t, 201)
 	tk := runQueued(t, env.App)
 	if tk.Status != taskstate.Completed {
 		t.Fatalf("task is %s (%+v), want COMPLETED", tk.Status, tk.Error)
