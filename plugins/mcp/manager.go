@@ -106,10 +106,10 @@ type server struct {
 	registered map[string]*Tool // by class; guarded by syncMu
 
 	// home is the server's private folder (HOME, TMPDIR, and the working directory when the
-	// declaration names none), made at the first start and removed with the server.
-	homeOnce sync.Once
-	home     string
-	homeErr  error
+	// declaration names none), made at the first start and removed with the server (removed).
+	homeMu  sync.Mutex
+	home    string
+	removed bool
 }
 
 // conn is one session with a server, for one set of secret values.

@@ -24,13 +24,12 @@ import (
 // (SVC_*), a secret or the path of one.
 var passedEnv = []string{"PATH", "LANG", "LC_ALL", "SYSTEMROOT"}
 
-// command builds the process of a stdio server. Errors: svcerr.ErrUnavailable when the
-// server's private folder cannot be made.
+// command builds the process of a stdio server. Errors: those of privateDir.
 func (m *Manager) command(srv *server, secrets map[string]string) (*exec.Cmd, error) {
 	cfg := srv.cfg
 	home, err := srv.privateDir()
 	if err != nil {
-		return nil, fmt.Errorf("mcp server %s: %w: private folder: %w", cfg.id(), svcerr.ErrUnavailable, err)
+		return nil, err
 	}
 	markCloseOnExec() // at every start: a library (cgo) may have opened one without since
 	cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -44,17 +43,31 @@ func (m *Manager) command(srv *server, secrets map[string]string) (*exec.Cmd, er
 	return cmd, nil
 }
 
-// privateDir makes (once) the server's own folder, readable by the service's user only.
+// privateDir makes (once) the server's own folder, readable by the service's user only. Errors:
+// svcerr.ErrUnavailable for a removed server (a call that was under way when its plugin left)
+// or a folder that cannot be made.
 func (s *server) privateDir() (string, error) {
-	s.homeOnce.Do(func() {
-		s.home, s.homeErr = os.MkdirTemp("", "svc-mcp-"+s.cfg.Slug+"-")
-	})
-	return s.home, s.homeErr
+	s.homeMu.Lock()
+	defer s.homeMu.Unlock()
+	switch {
+	case s.removed:
+		return "", svcerr.New(svcerr.ErrUnavailable, "mcp server %s was removed", s.cfg.id())
+	case s.home == "":
+		home, err := os.MkdirTemp("", "svc-mcp-"+s.cfg.Slug+"-")
+		if err != nil {
+			return "", fmt.Errorf("mcp server %s: %w: private folder: %w", s.cfg.id(), svcerr.ErrUnavailable, err)
+		}
+		s.home = home
+	}
+	return s.home, nil
 }
 
-// removeHome deletes the server's private folder, if it was made.
+// removeHome deletes the server's private folder, if it was made; no process of the server
+// starts after it.
 func (m *Manager) removeHome(s *server) {
-	s.homeOnce.Do(func() {}) // a later start makes no folder
+	s.homeMu.Lock()
+	defer s.homeMu.Unlock()
+	s.removed = true
 	if s.home == "" {
 		return
 	}

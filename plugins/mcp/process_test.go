@@ -146,3 +146,17 @@ func realPython(t *testing.T) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestRemovedServerStartsNoProcess: a call that still holds a tool of a removed plugin (a task
+// under way when the plugin left) starts no process of it: its private folder is gone.
+func TestRemovedServerStartsNoProcess(t *testing.T) {
+	t.Parallel()
+	m, reg := syncedPy(t, mcp.Options{})
+	echo := executor(t, reg, "demo:py_echo")
+	m.Remove("demo")
+	_, err := echo.Execute(context.Background(), tools.Call{Operation: mcp.Operation, Args: map[string]any{"text": "x"}})
+	toolErr(t, err, "was removed")
+	if st := m.Stats(); st.Processes != 0 {
+		t.Fatalf("%d processes of a removed server", st.Processes)
+	}
+}
