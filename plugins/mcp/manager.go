@@ -61,7 +61,8 @@ type Options struct {
 	// become idle, then fails with a tool error saying the server is busy.
 	MaxProcessesPerServer int
 	MaxProcesses          int
-	// BusyWait is how long a call waits for a process slot; 0 means CallTimeout.
+	// BusyWait is how long a call waits for a process slot; 0 means half of CallTimeout (the
+	// wait and the call share CallTimeout, so the call keeps the other half).
 	BusyWait time.Duration
 	// Net screens the connections to HTTP servers (SSRF): every request goes through
 	// netguard.GuardedTransport(Net) unless its host is in AllowedHosts.
@@ -141,7 +142,7 @@ func NewManager(opts Options) *Manager {
 		opts.MaxProcesses = DefaultMaxProcesses
 	}
 	if opts.BusyWait <= 0 {
-		opts.BusyWait = opts.CallTimeout
+		opts.BusyWait = opts.CallTimeout / 2
 	}
 	log := opts.Logger
 	if log == nil {

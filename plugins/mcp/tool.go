@@ -108,10 +108,10 @@ func (t *Tool) Execute(ctx context.Context, call tools.Call) (tools.Result, erro
 		switch {
 		case ctx.Err() != nil:
 			return tools.Result{}, ctx.Err()
-		case cctx.Err() != nil:
-			return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q did not start within %s (timed out)", label, t.srv.cfg.Name, t.m.opts.CallTimeout)}
 		case errors.Is(err, errBusy):
 			return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q is busy: %s", label, t.srv.cfg.Name, errBusy)}
+		case cctx.Err() != nil:
+			return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q did not start within %s (timed out)", label, t.srv.cfg.Name, t.m.opts.CallTimeout)}
 		}
 		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q is unavailable: %s", label, t.srv.cfg.Name, publicMsg(err))}
 	}

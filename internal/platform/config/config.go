@@ -157,7 +157,7 @@ type Config struct {
 	// MCPMaxProcessesPerServer and MCPMaxProcesses bound the stdio MCP server processes of one
 	// server and of all (one runs per distinct set of secret values, and users set their own):
 	// beyond, the least recently used idle process is stopped, or the call waits for one, up to
-	// tool_http_timeout. At least 1. Read at start-up.
+	// half of tool_http_timeout. At least 1. Read at start-up.
 	MCPMaxProcessesPerServer int `key:"mcp_max_processes_per_server" env:"MCP_MAX_PROCESSES_PER_SERVER"`
 	MCPMaxProcesses          int `key:"mcp_max_processes" env:"MCP_MAX_PROCESSES"`
 	// MCPIdleSeconds stops an MCP connection (a stdio process) unused that long. At least 1.
