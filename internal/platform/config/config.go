@@ -170,6 +170,15 @@ type Config struct {
 	// servers declared with a URL that may be private or loopback (an MCP server on the local
 	// network); every other MCP connection passes the outbound screen.
 	MCPAllowedHosts string `key:"mcp_allowed_hosts" env:"MCP_ALLOWED_HOSTS"`
+	// MCPMaxProcessesPerServer and MCPMaxProcesses bound the stdio MCP server processes of one
+	// server and of all (one runs per distinct set of secret values, and users set their own):
+	// beyond, the least recently used idle process is stopped, or the call waits for one, up to
+	// half of tool_http_timeout. At least 1. Read at start-up.
+	MCPMaxProcessesPerServer int `key:"mcp_max_processes_per_server" env:"MCP_MAX_PROCESSES_PER_SERVER"`
+	MCPMaxProcesses          int `key:"mcp_max_processes" env:"MCP_MAX_PROCESSES"`
+	// MCPIdleSeconds stops an MCP connection (a stdio process) unused that long. At least 1.
+	// Read at start-up.
+	MCPIdleSeconds int `key:"mcp_idle_seconds" env:"MCP_IDLE_SECONDS"`
 	// PluginInstallEnabled enables plugin install, uninstall and update in the web UI.
 	PluginInstallEnabled bool `key:"plugin_install_enabled" env:"PLUGIN_INSTALL_ENABLED"`
 	// ComposerBinary is accepted for compatibility and has no meaning here: plugins are
@@ -289,6 +298,9 @@ func Defaults() *Config {
 		PluginCatalogEnabled:      true,
 		PluginCatalogTTL:          3600,
 		PluginsDir:                "storage/plugins",
+		MCPMaxProcessesPerServer:  4,
+		MCPMaxProcesses:           32,
+		MCPIdleSeconds:            120,
 		MailPort:                  587,
 		OtelServiceName:           "svc",
 	}

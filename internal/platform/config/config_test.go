@@ -96,6 +96,9 @@ func TestDefaults(t *testing.T) {
 		PluginCatalogEnabled:      true,
 		PluginCatalogTTL:          3600,
 		PluginsDir:                "storage/plugins",
+		MCPMaxProcessesPerServer:  4,
+		MCPMaxProcesses:           32,
+		MCPIdleSeconds:            120,
 		MailDriver:                "",
 		MailHost:                  "",
 		MailPort:                  587,
@@ -126,8 +129,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 65 {
-		t.Errorf("%d keys, want 65", len(fields))
+	if len(fields) != 68 {
+		t.Errorf("%d keys, want 68", len(fields))
 	}
 }
 
@@ -476,6 +479,10 @@ func TestValidation(t *testing.T) {
 		{"mail_allowed_hosts ok", []string{"SVC_MAIL_ALLOWED_HOSTS=localhost 10.0.0.0/8,relay.lan"}, ""},
 		{"rate limit", []string{"SVC_AGENT_API_RATE_LIMIT_MAX=-1"}, "SVC_AGENT_API_RATE_LIMIT_MAX must not be negative"},
 		{"plugin_catalog_ttl", []string{"SVC_PLUGIN_CATALOG_TTL=-1"}, "plugin_catalog_ttl must not be negative"},
+		{"mcp_max_processes_per_server", []string{"SVC_MCP_MAX_PROCESSES_PER_SERVER=0"}, "mcp_max_processes_per_server must be at least 1 (got 0)"},
+		{"mcp_max_processes", []string{"SVC_MCP_MAX_PROCESSES=-3"}, "mcp_max_processes must be at least 1 (got -3)"},
+		{"mcp_idle_seconds", []string{"SVC_MCP_IDLE_SECONDS=0"}, "mcp_idle_seconds must be at least 1 (got 0)"},
+		{"mcp limits ok", []string{"SVC_MCP_MAX_PROCESSES_PER_SERVER=1", "SVC_MCP_MAX_PROCESSES=1", "SVC_MCP_IDLE_SECONDS=1"}, ""},
 		{"app_url relative", []string{"SVC_APP_URL=/svc"}, `app_url "/svc" must be an absolute http:// or https:// URL`},
 		{"app_url scheme", []string{"SVC_APP_URL=ftp://example.com"}, `app_url "ftp://example.com" must be an absolute http:// or https:// URL`},
 		{"app_url no host", []string{"SVC_APP_URL=http://"}, "must be an absolute http:// or https:// URL"},

@@ -105,6 +105,12 @@ func (v *validator) nonNegative(key string, n int) {
 	}
 }
 
+func (v *validator) positive(key string, n int) {
+	if n < 1 {
+		v.add(key, "%s must be at least 1 (got %d)", key, n)
+	}
+}
+
 func (v *validator) port(key string, n int) {
 	if n < 1 || n > 65535 {
 		v.add(key, "%s must be between 1 and 65535 (got %d)", key, n)
@@ -248,6 +254,10 @@ func validate(c *Config, origin map[string]string) []string {
 	} {
 		v.nonNegative(n.key, n.val)
 	}
+
+	v.positive("mcp_max_processes_per_server", c.MCPMaxProcessesPerServer)
+	v.positive("mcp_max_processes", c.MCPMaxProcesses)
+	v.positive("mcp_idle_seconds", c.MCPIdleSeconds)
 
 	v.httpURL("mercure_url", c.MercureURL)
 	v.httpURL("mercure_publish_url", c.MercurePublishURL)
