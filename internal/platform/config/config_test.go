@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,8 +124,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 62 {
-		t.Errorf("%d keys, want 62", len(fields))
+	if len(fields) != 63 {
+		t.Errorf("%d keys, want 63", len(fields))
 	}
 }
 
@@ -468,6 +469,13 @@ func TestValidation(t *testing.T) {
 		{"mail_allowed_hosts ok", []string{"SVC_MAIL_ALLOWED_HOSTS=localhost 10.0.0.0/8,relay.lan"}, ""},
 		{"rate limit", []string{"SVC_AGENT_API_RATE_LIMIT_MAX=-1"}, "SVC_AGENT_API_RATE_LIMIT_MAX must not be negative"},
 		{"plugin_catalog_ttl", []string{"SVC_PLUGIN_CATALOG_TTL=-1"}, "plugin_catalog_ttl must not be negative"},
+		{"plugin_catalog_url plain http", []string{"SVC_PLUGIN_CATALOG_URL=http://catalog.example/index.json"}, `plugin_catalog_url "http://catalog.example/index.json" must use https (plain http only on a loopback host`},
+		{"plugin_catalog_url loopback http", []string{"SVC_PLUGIN_CATALOG_URL=http://127.0.0.1:8081/index.json"}, ""},
+		{"plugin_catalog_url localhost http", []string{"SVC_PLUGIN_CATALOG_URL=http://localhost:8081/index.json"}, ""},
+		{"plugin_catalog_url https", []string{"SVC_PLUGIN_CATALOG_URL=https://catalog.example/index.json"}, ""},
+		{"plugin_catalog_public_key short", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=AAAA"}, "plugin_catalog_public_key must be a 32-byte ed25519 public key"},
+		{"plugin_catalog_public_key base64", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32))}, ""},
+		{"plugin_catalog_public_key hex", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + strings.Repeat("ab", 32)}, ""},
 		{"app_url relative", []string{"SVC_APP_URL=/svc"}, `app_url "/svc" must be an absolute http:// or https:// URL`},
 		{"app_url scheme", []string{"SVC_APP_URL=ftp://example.com"}, `app_url "ftp://example.com" must be an absolute http:// or https:// URL`},
 		{"app_url no host", []string{"SVC_APP_URL=http://"}, "must be an absolute http:// or https:// URL"},
