@@ -223,6 +223,15 @@ func loadOne(ctx context.Context, o Options, dir string) *Loaded {
 		if len(migs) != m.SchemaVersion {
 			return fail("schemaVersion is %d but the migrations run to %d (bump schemaVersion with each new migration file)", m.SchemaVersion, len(migs))
 		}
+		if len(migs) > 0 {
+			migrated, err := o.Store.PluginMigrationSlugs(ctx)
+			if err != nil {
+				return fail("%v", err)
+			}
+			if other := sharedPrefix(m.Slug, migrated); other != "" {
+				return fail("migrations: the table prefix %s_ overlaps that of plugin %s, whose tables exist; choose another slug", m.Slug, other)
+			}
+		}
 		if _, err := o.Store.MigratePlugin(ctx, m.Slug, migs); err != nil {
 			return fail("migrate: %v", err)
 		}
