@@ -170,10 +170,13 @@ func TestSignedCatalog(t *testing.T) {
 			s.index = []byte(strings.Replace(string(s.index), `"acme/weather"`, `"acme/weathex"`, 1))
 			s.mu.Unlock()
 		}, "does not verify"},
-		"other key": {func() { s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather}); signed(s, other) }, "does not verify"},
-		"garbled":   {func() { s.mu.Lock(); s.sig = []byte("not base64!"); s.mu.Unlock() }, "not the base64 text"},
-		"too long":  {func() { s.mu.Lock(); s.sig = []byte(strings.Repeat("A", 2000)); s.mu.Unlock() }, "exceeds 1024 bytes"},
-		"missing":   {func() { s.mu.Lock(); s.sig = nil; s.mu.Unlock() }, "answered HTTP 404"},
+		"other key": {func() {
+			s.publish(t, pkgVersion{pkg: "acme/weather", version: "1.0.0", archive: weather})
+			signed(s, other)
+		}, "does not verify"},
+		"garbled":  {func() { s.mu.Lock(); s.sig = []byte("not base64!"); s.mu.Unlock() }, "not the base64 text"},
+		"too long": {func() { s.mu.Lock(); s.sig = []byte(strings.Repeat("A", 2000)); s.mu.Unlock() }, "exceeds 1024 bytes"},
+		"missing":  {func() { s.mu.Lock(); s.sig = nil; s.mu.Unlock() }, "answered HTTP 404"},
 	}
 	for name, r := range refusals {
 		t.Run(name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func oracle(t *testing.T, stmts []string) {
 	for _, table := range []string{"users", "demo_users"} {
 		var n int
 		var name string
-		if err := db.QueryRow("SELECT COUNT(*), MAX(name) FROM " + table).Scan(&n, &name); err != nil || n != 1 || name != "ada" {
+		if err := db.QueryRow("SELECT COUNT(*), MAX(name) FROM "+table).Scan(&n, &name); err != nil || n != 1 || name != "ada" {
 			t.Fatalf("after %q: %s holds %d rows, name %q, %v", stmts, table, n, name, err)
 		}
 	}
