@@ -117,6 +117,8 @@ type checker struct {
 	t      []token
 	tables map[int]bool // indexes of tokens checked as table or index names
 	head   string       // the statement kind, e.g. "CREATE INDEX"
+	match  []int        // for a '(' the index of its ')'
+	opener []int        // for every token the index of the innermost '(' around it, or -1
 }
 
 func (s Scope) statement(toks []token) error {
@@ -153,25 +155,34 @@ func (c *checker) isPunct(i int, p string) bool {
 	return t.kind == punct && t.value == p
 }
 
-// parens checks that parentheses balance and nest at most MaxDepth deep.
+// parens checks that parentheses balance and nest at most MaxDepth deep, and records which
+// parenthesis closes which and encloses each token (so no rule walks the statement again: a
+// file is checked in time linear in its size).
 func (c *checker) parens() error {
-	depth := 0
-	for _, t := range c.t {
+	c.match, c.opener = make([]int, len(c.t)), make([]int, len(c.t))
+	var open []int
+	for i, t := range c.t {
+		c.opener[i] = -1
+		if len(open) > 0 {
+			c.opener[i] = open[len(open)-1]
+		}
 		if t.kind != punct {
 			continue
 		}
 		switch t.value {
 		case "(":
-			if depth++; depth > MaxDepth {
+			if open = append(open, i); len(open) > MaxDepth {
 				return fmt.Errorf("parentheses nest deeper than %d", MaxDepth)
 			}
 		case ")":
-			if depth--; depth < 0 {
+			if len(open) == 0 {
 				return fmt.Errorf("unbalanced parentheses")
 			}
+			c.match[open[len(open)-1]] = i
+			open = open[:len(open)-1]
 		}
 	}
-	if depth != 0 {
+	if len(open) != 0 {
 		return fmt.Errorf("unbalanced parentheses")
 	}
 	return nil
@@ -330,7 +341,7 @@ func (c *checker) tableList(i int) error {
 			if !c.at(i + 1).is("SELECT") {
 				return fmt.Errorf("only a subquery (SELECT …) may stand in parentheses among tables")
 			}
-			i = c.closing(i) + 1
+			i = c.match[i] + 1
 		} else {
 			if err := c.name(i, "table"); err != nil {
 				return err
@@ -356,21 +367,6 @@ func (c *checker) tableList(i int) error {
 			return fmt.Errorf("unexpected %q after a table reference", t.text)
 		}
 	}
-}
-
-// closing returns the index of the ')' closing the '(' at i (parens has checked they balance).
-func (c *checker) closing(i int) int {
-	depth := 0
-	for j := i; j < len(c.t); j++ {
-		if c.isPunct(j, "(") {
-			depth++
-		} else if c.isPunct(j, ")") {
-			if depth--; depth == 0 {
-				return j
-			}
-		}
-	}
-	return len(c.t)
 }
 
 // denied are words refused wherever they appear bare (quote a column named like one of them).
@@ -487,23 +483,11 @@ func (c *checker) prefixLength(i int) bool {
 	if c.at(i+2).kind != number || !c.isPunct(i+3, ")") {
 		return false
 	}
-	depth := 0
-	for j := i - 1; j >= 0; j-- {
-		if c.isPunct(j, ")") {
-			depth++
-			continue
-		}
-		if !c.isPunct(j, "(") {
-			continue
-		}
-		if depth > 0 {
-			depth--
-			continue
-		}
-		o := c.at(j - 1)
-		return indexWord(o) || c.indexName(j-1) || (c.head == "CREATE INDEX" && c.tables[j-1])
+	j := c.opener[i]
+	if j < 0 {
+		return false
 	}
-	return false
+	return indexWord(c.at(j-1)) || c.indexName(j-1) || (c.head == "CREATE INDEX" && c.tables[j-1])
 }
 
 // indexWord reports the words that precede an index's name or column list in a table

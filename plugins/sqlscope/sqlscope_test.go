@@ -187,3 +187,15 @@ func TestLimits(t *testing.T) {
 		t.Errorf("many tokens: %v", err)
 	}
 }
+
+// TestLargeFile: a file near the token limit whose every call needs the enclosing list (index
+// prefix lengths) is checked in one pass (each rule looks its parenthesis up; walking back
+// from every call took 50 s for 180 kB).
+func TestLargeFile(t *testing.T) {
+	t.Parallel()
+	n := sqlscope.MaxTokens/5 - 100
+	src := "CREATE TABLE demo_a (a INT, KEY demo_k (" + strings.Repeat("a(1), ", n) + "a(1)))"
+	if stmts, err := scope.Check(src); err != nil || len(stmts) != 1 {
+		t.Fatalf("%d bytes: %v", len(src), err)
+	}
+}
