@@ -297,7 +297,10 @@ func (c *checker) headRule() error {
 		}
 		i = c.skipWords(i, "LOW_PRIORITY", "IGNORE")
 		c.tables[0] = true // the statement's UPDATE is no ON UPDATE
-		return c.tableList(i)
+		if err := c.tableList(i); err != nil {
+			return err
+		}
+		return c.joins(i)
 	case "DELETE":
 		c.head = "DELETE"
 		if i := c.skipWords(1, "LOW_PRIORITY", "QUICK", "IGNORE"); !c.at(i).is("FROM") {
@@ -369,6 +372,29 @@ func (c *checker) tableList(i int) error {
 	}
 }
 
+// clauseEnd are the words that end a FROM clause (or an UPDATE's table list): reserved in both
+// dialects, so none can stand for a column inside a join condition.
+var clauseEnd = set("WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "SET", "UPDATE")
+
+// joins checks the rest of the join clause that starts at i: a comma at the clause's own depth,
+// also after a join condition (FROM a JOIN b ON a.id = b.id, users), starts another table
+// reference. The clause ends at a word of clauseEnd, the ')' around it or the statement's end.
+func (c *checker) joins(i int) error {
+	for j := i; j < len(c.t); j++ {
+		switch t := c.t[j]; {
+		case t.kind == punct && t.value == "(":
+			j = c.match[j]
+		case t.kind == punct && t.value == ")", t.kind == word && clauseEnd[t.value]:
+			return nil
+		case t.kind == punct && t.value == ",":
+			if err := c.tableList(j + 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // denied are words refused wherever they appear bare (quote a column named like one of them).
 var denied = set("TRIGGER", "VIEW", "PRAGMA", "ATTACH", "DETACH", "GRANT", "REVOKE", "CALL", "PROCEDURE",
 	"FUNCTION", "LOAD", "HANDLER", "LOCK", "OUTFILE", "DUMPFILE", "INFILE", "DATABASE", "SCHEMA", "PREPARE",
@@ -408,6 +434,9 @@ func (c *checker) tokenRule(i int, t token) error {
 		if err := c.tableList(i + 1); err != nil {
 			return err
 		}
+		if err := c.joins(i + 1); err != nil {
+			return err
+		}
 	case "TABLE":
 		j := c.ifExists(i + 1)
 		for {
@@ -434,6 +463,9 @@ func (c *checker) tokenRule(i int, t token) error {
 	case "USING":
 		if !c.isPunct(i+1, "(") && !c.at(i+1).is("BTREE") && !c.at(i+1).is("HASH") {
 			if err := c.tableList(i + 1); err != nil {
+				return err
+			}
+			if err := c.joins(i + 1); err != nil {
 				return err
 			}
 		}
