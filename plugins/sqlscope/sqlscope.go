@@ -16,11 +16,12 @@
 //     tables, PRAGMA, ATTACH, GRANT, procedures, CTEs (WITH), UNION, SELECT … INTO, and none of
 //     the MySQL table options that reach outside the table (ENGINE other than InnoDB, UNION,
 //     CONNECTION, DATA/INDEX DIRECTORY, TABLESPACE);
-//   - names: every table after FROM, JOIN, INTO, UPDATE, TABLE, REFERENCES, USING, LIKE (in
-//     CREATE), RENAME, an index statement's ON, and in comma lists after them, and every index
-//     name of CREATE INDEX and DROP INDEX, is a bare or quoted identifier of lowercase letters,
-//     digits, '_' and '-' that starts with `<slug>_`, is not reserved (the service's tables and
-//     indexes, sqlite_*), and is not followed by a '.';
+//   - names: every table after FROM, JOIN, INTO, UPDATE, TABLE, REFERENCES, USING, IN (SQLite's
+//     x IN users), LIKE (in CREATE), RENAME, an index statement's ON, and in comma lists after
+//     them (join conditions included), and every index name of CREATE INDEX and DROP INDEX, is
+//     a bare or quoted identifier of lowercase letters, digits, '_' and '-' that starts with
+//     `<slug>_`, is not reserved (the service's tables and indexes, sqlite_*), and is not
+//     followed by a '.';
 //   - calls: a word followed by '(' is a type (VARCHAR(20)), a keyword (VALUES, IN, KEY …), a
 //     plain function from a short list (LOWER, COALESCE, COUNT, DATETIME …), or a column
 //     prefix length in an index (body(191)); anything else (load_extension, LOAD_FILE, SLEEP,
@@ -459,6 +460,13 @@ func (c *checker) tokenRule(i int, t token) error {
 	case "REFERENCES":
 		if err := c.name(i+1, "table"); err != nil {
 			return err
+		}
+	case "IN":
+		// SQLite reads x IN users as x IN (SELECT * FROM users).
+		if n := c.at(i + 1); n.kind == word || n.kind == quoted || n.kind == str {
+			if err := c.name(i+1, "table"); err != nil {
+				return err
+			}
 		}
 	case "USING":
 		if !c.isPunct(i+1, "(") && !c.at(i+1).is("BTREE") && !c.at(i+1).is("HASH") {
