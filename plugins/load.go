@@ -216,14 +216,18 @@ func loadOne(ctx context.Context, o Options, dir string) *Loaded {
 	}
 	if m.Migrations != "" && o.Store != nil {
 		full := filepath.Join(dir, filepath.FromSlash(m.Migrations))
-		migs, err := loadMigrations(os.DirFS(full), o.Store.Dialect(), m.Slug)
+		applied, err := o.Store.PluginSchemaVersion(ctx, m.Slug)
+		if err != nil {
+			return fail("%v", err)
+		}
+		migs, err := loadMigrations(os.DirFS(full), o.Store.Dialect(), m.Slug, applied)
 		if err != nil {
 			return fail("%v", err)
 		}
 		if len(migs) != m.SchemaVersion {
 			return fail("schemaVersion is %d but the migrations run to %d (bump schemaVersion with each new migration file)", m.SchemaVersion, len(migs))
 		}
-		if len(migs) > 0 {
+		if len(migs) > applied {
 			migrated, err := o.Store.PluginMigrationSlugs(ctx)
 			if err != nil {
 				return fail("%v", err)

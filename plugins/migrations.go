@@ -16,10 +16,13 @@ import (
 // that does not exist holds none). Every file must be named `<slug>_NNNN_name.sql` (document 2:
 // file names carry the slug prefix) with versions 1..n without gaps or repeats, and every
 // statement must touch only the plugin's `<slug>_` tables (plugins/sqlscope; the service's own
-// names are reserved, store.ReservedSchemaName). All files are checked before any runs; the
-// store only applies the checked statements (store.MigratePlugin). Errors name the file and the
-// rule (the plugin does not load, an install is undone).
-func loadMigrations(fsys fs.FS, dialect, slug string) ([]store.PluginMigration, error) {
+// names are reserved, store.ReservedSchemaName). All pending files (versions above applied)
+// are checked before any runs; the store only applies the checked statements
+// (store.MigratePlugin). Files already applied are not read: they never run again, and a
+// plugin installed before the check keeps loading; they carry no statements, so even a record
+// lost since runs nothing unchecked. Errors name the file and the rule (the plugin does not
+// load, an install is undone).
+func loadMigrations(fsys fs.FS, dialect, slug string, applied int) ([]store.PluginMigration, error) {
 	entries, err := fs.ReadDir(fsys, dialect)
 	if err != nil {
 		if _, statErr := fs.Stat(fsys, dialect); statErr != nil {
@@ -38,6 +41,11 @@ func loadMigrations(fsys fs.FS, dialect, slug string) ([]store.PluginMigration, 
 		if m == nil {
 			return nil, fmt.Errorf("migration %s/%s: the name must be %s_NNNN_name.sql (the plugin's slug first)", dialect, e.Name(), slug)
 		}
+		v, _ := strconv.Atoi(m[1])
+		if v <= applied {
+			out = append(out, store.PluginMigration{Version: v, Name: e.Name()})
+			continue
+		}
 		if info, err := e.Info(); err == nil && info.Size() > sqlscope.MaxBytes {
 			return nil, fmt.Errorf("migration %s/%s: larger than %d bytes", dialect, e.Name(), sqlscope.MaxBytes)
 		}
@@ -49,7 +57,6 @@ func loadMigrations(fsys fs.FS, dialect, slug string) ([]store.PluginMigration, 
 		if err != nil {
 			return nil, fmt.Errorf("migration %s/%s: %w", dialect, e.Name(), err)
 		}
-		v, _ := strconv.Atoi(m[1])
 		out = append(out, store.PluginMigration{Version: v, Name: e.Name(), Statements: stmts})
 	}
 	slices.SortFunc(out, func(a, b store.PluginMigration) int { return a.Version - b.Version })

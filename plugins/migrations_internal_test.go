@@ -18,11 +18,11 @@ func TestLoadMigrations(t *testing.T) {
 		"sqlite/demo_0001_first.sql": file("SELECT 1;"),
 		"mysql/demo_0001_first.sql":  file("SELECT 1;"),
 	}
-	migs, err := loadMigrations(ok, "sqlite", "demo")
+	migs, err := loadMigrations(ok, "sqlite", "demo", 0)
 	if err != nil || len(migs) != 2 || migs[0].Version != 1 || migs[1].Name != "demo_0002_more.sql" || !slices.Equal(migs[1].Statements, []string{"SELECT 2"}) {
 		t.Fatalf("loadMigrations = %+v, %v", migs, err)
 	}
-	if migs, err := loadMigrations(ok, "postgres", "demo"); err != nil || len(migs) != 0 {
+	if migs, err := loadMigrations(ok, "postgres", "demo", 0); err != nil || len(migs) != 0 {
 		t.Fatalf("missing dialect folder = %+v, %v", migs, err)
 	}
 	for name, tc := range map[string]struct {
@@ -36,7 +36,7 @@ func TestLoadMigrations(t *testing.T) {
 		"core index": {fstest.MapFS{"sqlite/demo_0001_a.sql": file("DROP INDEX users_email_key;")}, "index users_email_key is not one of the plugin's"},
 		"too big":    {fstest.MapFS{"sqlite/demo_0001_a.sql": file(strings.Repeat(" ", sqlscope.MaxBytes+1))}, "larger than"},
 	} {
-		if _, err := loadMigrations(tc.fs, "sqlite", "demo"); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := loadMigrations(tc.fs, "sqlite", "demo", 0); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
@@ -55,7 +55,7 @@ func TestReservedPrefix(t *testing.T) {
 		"schema": "DROP TABLE schema_migrations;",
 	} {
 		fsys := fstest.MapFS{"mysql/" + slug + "_0001_x.sql": file(sql)}
-		if _, err := loadMigrations(fsys, "mysql", slug); err == nil || !strings.Contains(err.Error(), "belongs to the service") {
+		if _, err := loadMigrations(fsys, "mysql", slug, 0); err == nil || !strings.Contains(err.Error(), "belongs to the service") {
 			t.Errorf("%s: %q: %v", slug, sql, err)
 		}
 	}
@@ -69,5 +69,24 @@ func TestReservedPrefix(t *testing.T) {
 		if got := sharedPrefix(tc.slug, tc.migrated); got != tc.want {
 			t.Errorf("sharedPrefix(%s, %v) = %q, want %q", tc.slug, tc.migrated, got, tc.want)
 		}
+	}
+}
+
+// TestAppliedMigrationsNotChecked: files already applied are neither read nor checked (they
+// never run again; a plugin installed before the check keeps loading) and carry no statements;
+// the pending ones are checked.
+func TestAppliedMigrationsNotChecked(t *testing.T) {
+	t.Parallel()
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	fsys := fstest.MapFS{
+		"sqlite/demo_0001_old.sql": file("CREATE INDEX idx_old ON demo_a (x);"),
+		"sqlite/demo_0002_new.sql": file("CREATE TABLE demo_b (id INT);"),
+	}
+	migs, err := loadMigrations(fsys, "sqlite", "demo", 1)
+	if err != nil || len(migs) != 2 || migs[0].Statements != nil || !slices.Equal(migs[1].Statements, []string{"CREATE TABLE demo_b (id INT)"}) {
+		t.Fatalf("loadMigrations after version 1 = %+v, %v", migs, err)
+	}
+	if _, err := loadMigrations(fsys, "sqlite", "demo", 0); err == nil || !strings.Contains(err.Error(), "index idx_old is not one of the plugin's") {
+		t.Fatalf("pending: %v", err)
 	}
 }
