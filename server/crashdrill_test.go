@@ -351,28 +351,14 @@ func (h *hitCounter) twice() int {
 // drillRounds rounds of drillCalls read_url calls of the hit counter, then answers.
 func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Stream   bool `json:"stream"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		req, err := readChatRequest(r)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		n, results := "", 0
-		for _, m := range req.Messages {
-			if m.Role == "user" && n == "" {
-				b, _ := json.Marshal(m.Content)
-				if g := drillPrompt.FindStringSubmatch(string(b)); g != nil {
-					n = g[1]
-				}
-			}
-			if m.Role == "tool" {
-				results++
-			}
+		n, results := "", req.ToolResults
+		if g := drillPrompt.FindStringSubmatch(req.Prompt); g != nil {
+			n = g[1]
 		}
 		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
 		msg := map[string]any{"role": "assistant", "content": "done " + n}

@@ -13,7 +13,7 @@ import (
 // at most once even across crashes: a call found started but unfinished is never run again
 // (see InterruptedToolCalls). Errors: ErrInvalidState (lease lost, or the call was already
 // started or is not runnable), ErrNotFound.
-func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
+func (s *Tasks) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
 	// One conditional UPDATE, no transaction: the lease check is a condition of the
 	// compare-and-swap (a locking read of the task row on MySQL/MariaDB).
 	now, db := s.now(), s.conn(ctx)
@@ -40,7 +40,7 @@ func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string
 
 // UserOfPrincipal returns the user whose personal principal p is. Errors: ErrNotFound (a
 // group's principal, or none).
-func (s *Store) UserOfPrincipal(ctx context.Context, p int64) (int64, error) {
+func (s *Tasks) UserOfPrincipal(ctx context.Context, p int64) (int64, error) {
 	var ids []int64
 	if err := s.conn(ctx).Table("users").Where("principal_id = ?", p).Limit(1).Pluck("id", &ids).Error; err != nil {
 		return 0, TranslateError(err)

@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is one resolved, validated runtime configuration. Each field carries its file key
@@ -112,6 +113,13 @@ type Config struct {
 	// sweep"). Any value is capped at the connection pool (db_max_open_conns).
 	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
+	// ShutdownGraceSeconds is the whole time a stop (SIGTERM, SIGINT) may take, in seconds: the
+	// claim loop ends at once and open event streams end at once; steps in flight finish within
+	// the larger part of it, then the model and tool calls still running are cancelled and
+	// their tasks handed back; the outboxes and the trace exporter get their own share at the
+	// end. Keep it below the orchestrator's grace (30 s for Kubernetes, 10 s for docker stop).
+	// File or environment only: it belongs to the deployment. Read when the stop begins.
+	ShutdownGraceSeconds int `key:"shutdown_grace_seconds" env:"SHUTDOWN_GRACE_SECONDS" stored:"no"`
 	// EventStreamsPerUser bounds the task event streams one user (or agent key) holds open on
 	// one process at once, and separately the embedded push hub's subscriptions of one user; one
 	// more is refused with 429 (each holds a goroutine and reads the database when woken). 0
@@ -229,6 +237,15 @@ type Config struct {
 	OtelServiceName string `key:"otel_service_name" env:"OTEL_SERVICE_NAME" stored:"no"`
 }
 
+// DefaultShutdownGraceSeconds is shutdown_grace_seconds's default: a stop ends within a
+// Kubernetes pod's default grace of 30 s, with time to spare before SIGKILL.
+const DefaultShutdownGraceSeconds = 25
+
+// ShutdownGrace is shutdown_grace_seconds as a duration.
+func (c *Config) ShutdownGrace() time.Duration {
+	return time.Duration(c.ShutdownGraceSeconds) * time.Second
+}
+
 // DefaultLLMRetryAfterMaxSeconds is llm_retry_after_max_seconds's default: a provider may hold
 // a task's automatic retry back by up to ten minutes.
 const DefaultLLMRetryAfterMaxSeconds = 600
@@ -255,6 +272,7 @@ func Defaults() *Config {
 		TickLeaseSeconds:          600,
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
+		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,

@@ -78,6 +78,7 @@ func TestDefaults(t *testing.T) {
 		TickLeaseSeconds:          600,
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
+		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,
@@ -124,8 +125,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 63 {
-		t.Errorf("%d keys, want 63", len(fields))
+	if len(fields) != 64 {
+		t.Errorf("%d keys, want 64", len(fields))
 	}
 }
 
@@ -461,6 +462,8 @@ func TestValidation(t *testing.T) {
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=-1"}, "db_max_open_conns must not be negative (got -1)"},
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=1001"}, "db_max_open_conns must be at most 1000 (got 1001)"},
 		{"llm_timeout", []string{"SVC_LLM_TIMEOUT=-1"}, "llm_timeout must not be negative"},
+		{"shutdown_grace_seconds", []string{"SVC_SHUTDOWN_GRACE_SECONDS=0"}, "shutdown_grace_seconds must be at least 1 (got 0)"},
+		{"shutdown_grace_seconds ok", []string{"SVC_SHUTDOWN_GRACE_SECONDS=8"}, ""},
 		{"llm_retry_after_max_seconds", []string{"SVC_LLM_RETRY_AFTER_MAX_SECONDS=-1"}, "llm_retry_after_max_seconds must not be negative"},
 		{"tool_http_timeout", []string{"SVC_TOOL_HTTP_TIMEOUT=-1"}, "tool_http_timeout must not be negative"},
 		{"llm_allowed_hosts", []string{"SVC_LLM_ALLOWED_HOSTS=localhost, 10.0.0.0/33"}, `llm_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},

@@ -200,6 +200,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"http_write_timeout", c.HTTPWriteTimeout},
 		{"http_idle_timeout", c.HTTPIdleTimeout},
 		{"max_request_bodies", c.MaxRequestBodies},
+		{"shutdown_grace_seconds", c.ShutdownGraceSeconds},
 	} {
 		if n.val < 1 {
 			v.add(n.key, "%s must be at least 1 (got %d)", n.key, n.val)
