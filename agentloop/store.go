@@ -27,6 +27,8 @@ type Store interface {
 	// The conversation and the step's writes under the lease.
 	Task(ctx context.Context, id int64) (*store.Task, error)
 	Messages(ctx context.Context, taskID int64, sinceSequence int) ([]store.TaskMessage, error)
+	SummaryAt(ctx context.Context, taskID, seq int64) (*store.Summary, error)
+	AppendSummary(ctx context.Context, taskID int64, workerID string, sm store.Summary) error
 	QuestionBatches(ctx context.Context, taskID int64) ([]store.QuestionBatch, error)
 	ToolCalls(ctx context.Context, taskID int64) ([]store.ToolCall, error)
 	AppendDelta(ctx context.Context, taskID int64, workerID string, d store.Delta) error

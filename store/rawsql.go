@@ -34,7 +34,7 @@ func rawQuery(db *gorm.DB, q string, args ...any) (*sql.Rows, error) {
 const taskColumns = "id, agent_id, principal_id, user_id, parent_task_id, status, prompt, answer, error_code, " +
 	"error_message, max_steps, steps_used, retry_count, next_retry_at, recoveries, input_tokens, output_tokens, " +
 	"data, source, api_key_id, callback_url, lease_owner, lease_expires_at, created_at, updated_at, finished_at, " +
-	"event_seq, trace_parent, message_seq, tool_call_count"
+	"event_seq, trace_parent, message_seq, tool_call_count, summary_seq"
 
 // dest are the scan destinations of taskColumns.
 func (r *taskRow) dest() []any {
@@ -42,7 +42,7 @@ func (r *taskRow) dest() []any {
 		&r.ErrorCode, &r.ErrorMessage, &r.MaxSteps, &r.StepsUsed, &r.RetryCount, &r.NextRetryAt, &r.Recoveries,
 		&r.InputTokens, &r.OutputTokens, &r.Data, &r.Source, &r.APIKeyID, &r.CallbackURL, &r.LeaseOwner,
 		&r.LeaseExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.EventSeq, &r.TraceParent, &r.MessageSeq,
-		&r.ToolCallCount}
+		&r.ToolCallCount, &r.SummarySeq}
 }
 
 // queryRows runs q and scans every row into a T through dest (the row's fields in the order of
