@@ -150,6 +150,18 @@ func TestTaskEventsOfReapAndDecisions(t *testing.T) {
 	}
 }
 
+// turnOfTwoCalls records, under w1's lease, an assistant turn with two calculator calls, c1
+// started with its row and c2 not.
+func turnOfTwoCalls(f *taskFixture, taskID int64) ([]store.ToolCall, error) {
+	_, calls, err := f.s.AppendAssistantTurn(context.Background(), taskID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
+		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
+		[]store.NewToolCall{
+			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
+			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
+		})
+	return calls, err
+}
+
 // TestToolCallStartedWithItsTurn: a call recorded as started with its turn (NewToolCall.Started)
 // is never begun again (a worker that died before its result left it interrupted), and a step's
 // outcome can carry the last call's result, recorded with its event in the step's transaction.
@@ -157,12 +169,7 @@ func TestToolCallStartedWithItsTurn(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.claimOne(t, "w1")
-	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
-		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
-		[]store.NewToolCall{
-			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
-			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
-		})
+	calls, err := turnOfTwoCalls(f, tk.ID)
 	if err != nil || len(calls) != 2 || calls[0].ExecutedAt == nil || calls[1].ExecutedAt != nil {
 		t.Fatalf("turn = %+v, %v", calls, err)
 	}
@@ -198,12 +205,7 @@ func TestRestartToolCall(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.claimOne(t, "w1")
-	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
-		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
-		[]store.NewToolCall{
-			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
-			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
-		})
+	calls, err := turnOfTwoCalls(f, tk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
