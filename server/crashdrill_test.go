@@ -88,7 +88,7 @@ type drillFigures struct {
 	tasks, kills, workers        int
 	lost, twice, dropped         int
 	interrupted, resumedTotal    int
-	rerun, fetchedTwice          int
+	rerun, fetchedTwice, records int
 	maxResume, medianResume      time.Duration
 	runningAfterTerm, failedTask int
 	elapsed                      time.Duration
@@ -132,6 +132,7 @@ func TestCrashDrill(t *testing.T) {
 	}
 	defer app.Close()
 	agentID, principalID, userID := drillAgent(t, app)
+	enableLedger(t, app, agentID, userID)
 
 	procs := make([]*exec.Cmd, workers)
 	start := func(i int) {
@@ -253,6 +254,7 @@ func TestCrashDrill(t *testing.T) {
 					f.fetchedTwice++
 				}
 			default: // the ledger's record: at most once
+				f.records++
 				if interrupted {
 					f.interrupted++
 				} else if c.Status != store.ToolCallExecuted || !strings.Contains(string(c.Result), "recorded") {
@@ -271,6 +273,9 @@ func TestCrashDrill(t *testing.T) {
 				}
 			}
 		}
+	}
+	if want := len(tasks) * drillRounds; f.records != want {
+		t.Errorf("%d calls of the ledger's record, want %d (one per round)", f.records, want)
 	}
 	f.twice = ledger.twice()
 	if f.twice > 0 {
@@ -294,8 +299,7 @@ func TestCrashDrill(t *testing.T) {
 		f.resumedTotal, f.medianResume.Round(time.Millisecond), f.maxResume.Round(time.Millisecond), f.runningAfterTerm)
 }
 
-// drillAgent creates the drill's user and agent: read_url enabled, its fetch auto-approved, and
-// the ledger's record (auto-approved by its manifest).
+// drillAgent creates the drill's user and agent: read_url enabled, its fetch auto-approved.
 func drillAgent(t *testing.T, app *server.App) (agentID, principalID, userID int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -317,14 +321,24 @@ func drillAgent(t *testing.T, app *server.App) (agentID, principalID, userID int
 		tools.OperationOverride{Enabled: &on, AutoApprove: &on}); err != nil {
 		t.Fatal(err)
 	}
+	return a.ID, a.PrincipalID, u.ID
+}
+
+// enableLedger enables the ledger's record for the agent (auto-approved by its manifest).
+func enableLedger(t *testing.T, app *server.App, agentID, userID int64) {
+	t.Helper()
+	ctx := context.Background()
 	record, ok := app.Tools.LookupModelName(ledgerTool)
 	if !ok {
 		t.Fatalf("the ledger's tool %s is not registered", ledgerTool)
 	}
-	if _, err := app.ToolConfig.Enable(ctx, u, id, record.Spec().Class); err != nil {
+	u, err := app.Store.UserByID(ctx, userID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return a.ID, a.PrincipalID, u.ID
+	if _, err := app.ToolConfig.Enable(ctx, u, strconv.FormatInt(agentID, 10), record.Spec().Class); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mysqlEnv creates a throwaway database on dsn's server (removed when the test ends) and
@@ -437,8 +451,8 @@ func newLedger(t *testing.T) *ledger {
 }
 
 // newDrillModel is an OpenAI-compatible endpoint: for the task "drill-N" it asks for
-// drillRounds rounds of drillCalls calls — the ledger's record, then read_url calls of the hit
-// counter —, then answers.
+// drillRounds rounds of drillCalls calls — the ledger's record when the request offers it, then
+// read_url calls of the hit counter —, then answers.
 func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -482,7 +496,7 @@ func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 			var calls []map[string]any
 			for i := range drillCalls {
 				name, args := "read_url", map[string]any{"url": fmt.Sprintf("%s/hit/%s/%d/%d", hitBase, n, round, i)}
-				if i == 0 {
+				if i == 0 && record != "" {
 					name, args = record, map[string]any{"key": fmt.Sprintf("%s/%d", n, round)}
 				}
 				raw, _ := json.Marshal(args)
