@@ -24,13 +24,14 @@ func (s *Set) MCPPlugins() []*Loaded {
 }
 
 // MCPServerConfig is the MCP manager's declaration of a plugin's MCP server: a stdio server runs
-// from the plugin folder; an HTTP server has no folder (the manager refuses a Dir on one).
+// from the plugin folder (its command and args may name the plugin's files relative to it); a
+// URL server has no folder (the manager refuses a directory for one).
 func MCPServerConfig(l *Loaded, s MCPServer) mcp.ServerConfig {
 	c := mcp.ServerConfig{
 		Slug: l.Slug, Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env,
 		URL: s.URL, Headers: s.Headers, RequireApproval: s.RequireApproval,
 	}
-	if s.URL == "" {
+	if s.Command != "" {
 		c.Dir = l.Dir
 	}
 	for _, sec := range s.Secrets {
