@@ -102,8 +102,9 @@ const handBackTimeout = 10 * time.Second
 // Run ticks task t (as its claim by workerID returned it) until it leaves RUNNING, its lease is lost, or stop closes. stop is checked
 // at each step boundary: the step in flight finishes, then the task is handed back (QUEUED,
 // lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
-// mid-step (a shutdown that cannot wait any longer), the step fails and the task is handed back
-// too. A step that fails for a reason of the worker's (database, a cancelled context) hands the
+// mid-step after stop closed (a shutdown that cannot wait any longer), the step's calls are
+// cancelled and the task is handed back too, counting no recovery (the model is asked again; a
+// tool call cancelled after it started is treated as after a crash: run again when repeatable, else reported interrupted). A step that fails for a reason of the worker's (database, a cancelled context) hands the
 // task back counting a recovery (store.HandBack), except for a busy database (store.IsTransient:
 // a lock timeout, too many connections), which is no fault of the task's. The hand-back is
 // retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease
@@ -123,6 +124,13 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, t *store.Task, wor
 			if errors.Is(err, svcerr.ErrInvalidState) {
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
 			}
+			if stopping(ctx, stop) {
+				// The stop's grace ran out mid-step (its model or tool call was cancelled): the
+				// worker's doing, not the task's, so no recovery is counted.
+				l.log().Warn("step cancelled by the stop; handing the task back", "task_id", id, "worker", workerID)
+				l.handBack(ctx, id, workerID, false)
+				return
+			}
 			l.log().Error("task step failed; handing the task back", "task_id", id, "worker", workerID, "err", err)
 			l.handBack(ctx, id, workerID, !store.IsTransient(err)) // a busy database is not the task's failure
 			return
@@ -139,6 +147,20 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, t *store.Task, wor
 			}
 			return // aborted or reaped meanwhile: nothing more to do
 		}
+	}
+}
+
+// stopping reports whether the run was told to stop and its context has ended: the step in
+// flight was cancelled by a stop that could wait no longer.
+func stopping(ctx context.Context, stop <-chan struct{}) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 

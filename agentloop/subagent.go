@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/agentsvc/svc/internal/platform/tracing"
+
 	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
@@ -37,7 +39,8 @@ func (s SubAgents) Spawn(ctx context.Context, parentID int64, a *store.Agent, pr
 		return nil, err
 	}
 	nt := store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: parent.UserID,
-		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: maxSteps, Source: parent.Source}
+		ParentTaskID: &parent.ID, Prompt: prompt, MaxSteps: maxSteps, Source: parent.Source,
+		TraceParent: tracing.TraceParent(ctx)}
 	if err := task.CheckNew(nt); err != nil {
 		return nil, err
 	}

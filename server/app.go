@@ -56,6 +56,7 @@ type App struct {
 	mail       mail.Sender      // outgoing mail: Options.Mail, else the configured mailer; the outbox's sender, and the test message's
 	llmClients *llmClients      // model HTTP clients: screened for group configurations
 	apiOnly    bool             // Options.APIOnly
+	stopBy     time.Time        // the deadline of the last bounded Stop: Close's tracer shutdown keeps within it
 	closers    []io.Closer
 }
 
@@ -123,7 +124,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 		return nil, a.fail(err)
 	}
 	if a.Tracer.Enabled() {
-		a.closers = append(a.closers, tracerCloser{a.Tracer})
+		a.closers = append(a.closers, tracerCloser{a})
 		a.Logger.Info("tracing on", "otel_endpoint", cfg.OtelEndpoint, "service_name", cfg.OtelServiceName)
 	}
 	a.Mails = a.newMails()
@@ -164,7 +165,7 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too) and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too), the notification fan-out and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
@@ -181,17 +182,51 @@ func (a *App) Start(ctx context.Context) {
 // run the tasks (and run the chores).
 func (a *App) StartAPI(ctx context.Context) {
 	a.Mails.Start(ctx)
+	a.Notifications.Start(ctx)
 	a.Events.Start(ctx)
 	if a.Config.Current().WorkerRuntimeMode == "server" {
 		a.Webhooks.Start(ctx)
 	}
 }
 
-// Stop drains the background work Start started: no new claims, in-flight steps finish,
-// in-flight callbacks are answered and in-flight mails sent, and each is recorded, until ctx
-// ends (then an error: work was still in flight). It returns nil when nothing was started.
+// Stop drains the background work Start started. At once: the daemon claims nothing more, the
+// event streams end and their poll stops. Then in-flight steps finish; in-flight callbacks are
+// answered, notices fanned out and mails sent, each recorded; the trace exporter flushes. With
+// a deadline on ctx (the stop's grace, shutdown_grace_seconds), each part has its own share of
+// it (stopShares): steps still running when theirs ends are cancelled and their tasks handed
+// back, and the outboxes and the flush keep their shares whatever the steps took. Without a deadline each
+// part waits for its work. It returns nil when nothing was started, and the parts' errors:
+// work still in flight when its share ended (steps cancelled and handed back are named too).
 func (a *App) Stop(ctx context.Context) error {
-	return errors.Join(a.Daemon.Stop(ctx), a.Webhooks.Stop(ctx), a.Mails.Stop(ctx), a.Events.Stop(ctx))
+	a.Events.EndStreams()
+	start := time.Now()
+	deadline, bounded := ctx.Deadline()
+	sh := stopShares{}
+	if bounded {
+		sh = sharesOf(deadline.Sub(start))
+		a.Daemon.HandBack = sh.HandBack
+		a.stopBy = deadline
+	}
+	errs := []error{a.Events.Stop(ctx)}
+	dctx, cancel := sh.until(ctx, start.Add(sh.Steps))
+	errs = append(errs, a.Daemon.Stop(dctx))
+	cancel()
+	// The outboxes sent what the finishing steps queued meanwhile; now their deliveries in
+	// flight get their own share, starting when the daemon is done, never eating the flush's.
+	octx, cancel := sh.until(ctx, minTime(time.Now().Add(sh.Outboxes), deadline.Add(-sh.Flush)))
+	defer cancel()
+	outboxes := make(chan error, 2)
+	go func() { outboxes <- a.Webhooks.Stop(octx) }()
+	go func() { outboxes <- a.Notifications.Stop(octx) }()
+	errs = append(errs, a.Mails.Stop(octx), <-outboxes, <-outboxes)
+	if a.Tracer.Enabled() {
+		fctx, cancel := sh.until(ctx, deadline)
+		defer cancel()
+		if err := a.Tracer.ForceFlush(fctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush traces: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // DrainMail sends every due mail of the outbox now, synchronously, and returns how many
@@ -199,7 +234,17 @@ func (a *App) Stop(ctx context.Context) error {
 // right after an action without starting the background work, and for tools. It may run
 // beside the started dispatcher (claims are leased). Errors: the store's.
 func (a *App) DrainMail(ctx context.Context) (int, error) {
+	if _, err := a.Notifications.Drain(ctx); err != nil { // the notices' mails first
+		return 0, err
+	}
 	return a.Mails.Drain(ctx)
+}
+
+// DrainNotifications fans out every due notice of the notification outbox now, synchronously
+// (tests read notifications right after an action without starting the background work), and
+// returns how many it handled. Errors: the store's.
+func (a *App) DrainNotifications(ctx context.Context) (int, error) {
+	return a.Notifications.Drain(ctx)
 }
 
 // Toolbox builds the tool registry (core tools) and the skill index: the shipped skills first,
@@ -247,13 +292,18 @@ func (a *App) Close() error {
 const tracerShutdown = 5 * time.Second
 
 // tracerCloser flushes and stops the tracer provider at Close. It is closed before the
-// database and the log (closers run in reverse), after Stop drained the work that makes spans.
-type tracerCloser struct{ t *tracing.Tracer }
+// database and the log (closers run in reverse), after Stop drained the work that makes spans
+// and flushed them within the stop's grace, which bounds this shutdown too.
+type tracerCloser struct{ a *App }
 
 func (c tracerCloser) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), tracerShutdown)
+	by := time.Now().Add(tracerShutdown)
+	if !c.a.stopBy.IsZero() {
+		by = minTime(by, c.a.stopBy)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
-	return c.t.Shutdown(ctx)
+	return c.a.Tracer.Shutdown(ctx)
 }
 
 // configuredMailer sends through SMTP when mail_driver is smtp (read at each message, so an

@@ -455,41 +455,22 @@ func newLedger(t *testing.T) *ledger {
 // read_url calls of the hit counter —, then answers.
 func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Stream   bool `json:"stream"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-			Tools []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tools"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		req, err := readChatRequest(r)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		n, results := "", 0
-		for _, m := range req.Messages {
-			if m.Role == "user" && n == "" {
-				b, _ := json.Marshal(m.Content)
-				if g := drillPrompt.FindStringSubmatch(string(b)); g != nil {
-					n = g[1]
-				}
-			}
-			if m.Role == "tool" {
-				results++
-			}
+		n, results := "", req.ToolResults
+		if g := drillPrompt.FindStringSubmatch(req.Prompt); g != nil {
+			n = g[1]
 		}
 		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
 		msg := map[string]any{"role": "assistant", "content": "done " + n}
 		finish := "stop"
 		record := "" // the ledger tool's name on the wire (the driver encodes the ':')
-		for _, tl := range req.Tools {
-			if strings.HasSuffix(tl.Function.Name, "ledger_record") {
-				record = tl.Function.Name
+		for _, name := range req.Tools {
+			if strings.HasSuffix(name, "ledger_record") {
+				record = name
 			}
 		}
 		if round := results / drillCalls; round < drillRounds && n != "" {

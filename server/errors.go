@@ -88,6 +88,10 @@ func classify(err error) (status int, code gen.ErrorCode, msg string) {
 	}
 	var bre *bodyReadError
 	if errors.As(err, &bre) {
+		var slow *bodyTooSlowError
+		if errors.As(err, &slow) {
+			return http.StatusBadRequest, gen.ErrorCodeBADREQUEST, slow.Error()
+		}
 		return http.StatusBadRequest, gen.ErrorCodeBADREQUEST, bodyUnreadMessage
 	}
 	msg, kind, ok := svcerr.Public(err)

@@ -253,15 +253,22 @@ func TestRequestBodyCap(t *testing.T) {
 	}
 	// Once the slow request is gone, bodies are received again.
 	time.Sleep(2 * time.Second)
-	res2, err := http.Post("http://"+addr+apitest.API+"/auth/login", "application/json",
+	if status := failedLogin(t, addr); status != 401 {
+		t.Fatalf("after the slot freed: %d, want 401", status)
+	}
+}
+
+// failedLogin posts a login with wrong credentials to the server on addr and returns the status:
+// 401 when its body was received.
+func failedLogin(t *testing.T, addr string) int {
+	t.Helper()
+	res, err := http.Post("http://"+addr+apitest.API+"/auth/login", "application/json",
 		strings.NewReader(`{"email":"ada@example.com","password":"correct horse"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2.Body.Close()
-	if res2.StatusCode != 401 {
-		t.Fatalf("after the slot freed: %d, want 401", res2.StatusCode)
-	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // TestEventStreamOutlivesWriteTimeout: the write timeout does not end an event stream.

@@ -246,7 +246,8 @@ func TestMailTestOneFailureMessage(t *testing.T) {
 
 // TestSubscriberNotificationWithoutPrompt: a group member subscribed to a group agent is told
 // that a task of another member completed or failed, without its prompt or error text (that
-// task answers them 404) and without its id; the task's owner still reads the prompt. The mail
+// task answers them 404) and without its id; the task's owner, following the agent too, still
+// reads the prompt. The mail
 // of an email subscription says no more than the notification.
 // Not parallel: the scripted driver reads its script from the working directory.
 func TestSubscriberNotificationWithoutPrompt(t *testing.T) {
@@ -271,6 +272,7 @@ func TestSubscriberNotificationWithoutPrompt(t *testing.T) {
 		Expect(t, 201).Decode(t, &a)
 	member.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": a.Data.Agent.Id, "email": true}).
 		Expect(t, 201)
+	owner.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": a.Data.Agent.Id}).Expect(t, 201)
 	env.DrainMail()
 	before := len(env.Mails())
 

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -14,32 +15,86 @@ import (
 // readHeaderTimeout bounds the reading of a request's headers.
 const readHeaderTimeout = 10 * time.Second
 
-// minBodyRate is the slowest rate, in bytes per second, a body larger than the default cap may
-// arrive at: an operation with a larger cap gets http_read_timeout plus cap/minBodyRate to
-// receive its body (and as much more to answer).
+// minBodyRate is the rate, in bytes per second, by which an operation with a body cap above the
+// default gets more total read time: http_read_timeout plus cap/minBodyRate to receive its body
+// (and as much more to answer). The slowest rate a body may arrive at is another matter:
+// min_body_bytes_per_second (pacedBody).
 const minBodyRate = 256 << 10
 
-// admitBody runs before a request body is read. It takes one of the max_request_bodies slots,
-// waiting up to half of http_read_timeout (the waiting request's own read time runs meanwhile),
-// else answers 503; the caller calls release when the request is done. An operation with a
-// body cap above the default gets its read and write deadlines extended in proportion.
-func (s *Server) admitBody(c *gin.Context, limit int64) (release func(), err error) {
+// bodySlots are the max_request_bodies slots and who holds them: no client address holds (or
+// waits for) more than max_request_bodies_per_client, so one address trickling bodies cannot
+// make everyone else wait.
+type bodySlots struct {
+	slots chan struct{}
+	mu    sync.Mutex
+	held  map[string]int // client address → slots held or waited for
+}
+
+func newBodySlots(n int) *bodySlots {
+	return &bodySlots{slots: make(chan struct{}, max(n, 1)), held: map[string]int{}}
+}
+
+// claim counts one more body of client, unless it already has perClient.
+func (b *bodySlots) claim(client string, perClient int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[client] >= perClient {
+		return false
+	}
+	b.held[client]++
+	return true
+}
+
+func (b *bodySlots) unclaim(client string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[client]--; b.held[client] <= 0 {
+		delete(b.held, client)
+	}
+}
+
+// admitBody runs before a request body is read; arrived is when the request came in (its read
+// time runs from there). A client address that already sends max_request_bodies_per_client
+// bodies is refused at once; otherwise the request takes one of the max_request_bodies slots,
+// waiting up to half of http_read_timeout (its own read time runs meanwhile), else answers 503.
+// Admitted, its body is capped at limit (413) and must arrive at min_body_bytes_per_second
+// (pacedBody: 400 when slower); an operation with a body cap above the default gets its read and
+// write deadlines extended in proportion. The slot is released when the body has been read to
+// its end, or when the caller calls release (when the request is done), whichever comes first.
+// Errors: ErrUnavailable (with the default Retry-After).
+func (s *Server) admitBody(c *gin.Context, limit int64, client string, arrived time.Time) (release func(), err error) {
 	cfg := s.cfg.View()
+	if !s.bodies.claim(client, cfg.MaxRequestBodiesPerClient) {
+		s.log.InfoContext(c.Request.Context(), "request body refused: the client address sends max_request_bodies_per_client already",
+			"max_request_bodies_per_client", cfg.MaxRequestBodiesPerClient)
+		return nil, svcerr.New(svcerr.ErrUnavailable, "this client address is already sending %d request bodies; retry shortly", cfg.MaxRequestBodiesPerClient)
+	}
 	wait := time.NewTimer(time.Duration(cfg.HTTPReadTimeout) * time.Second / 2)
 	defer wait.Stop()
 	select {
-	case s.bodies <- struct{}{}:
+	case s.bodies.slots <- struct{}{}:
 	case <-wait.C:
-		s.log.WarnContext(c.Request.Context(), "request body refused: max_request_bodies are being received", "max_request_bodies", cap(s.bodies))
+		s.bodies.unclaim(client)
+		s.log.WarnContext(c.Request.Context(), "request body refused: max_request_bodies are being received", "max_request_bodies", cap(s.bodies.slots))
 		return nil, svcerr.New(svcerr.ErrUnavailable, "the server is receiving too many request bodies; retry shortly")
 	case <-c.Request.Context().Done():
+		s.bodies.unclaim(client)
 		return nil, svcerr.New(svcerr.ErrUnavailable, "request cancelled while waiting to send its body")
 	}
+	read := time.Duration(cfg.HTTPReadTimeout) * time.Second
 	if limit > defaultBodyLimit {
-		read := time.Duration(cfg.HTTPReadTimeout)*time.Second + time.Duration(limit/minBodyRate)*time.Second
-		s.extendDeadlines(c, read, read+time.Duration(cfg.HTTPWriteTimeout)*time.Second)
+		read += time.Duration(limit/minBodyRate) * time.Second
+		s.extendDeadlines(c, 0, read+time.Duration(cfg.HTTPWriteTimeout)*time.Second)
 	}
-	return func() { <-s.bodies }, nil
+	release = sync.OnceFunc(func() {
+		<-s.bodies.slots
+		s.bodies.unclaim(client)
+	})
+	rc := http.NewResponseController(c.Writer)
+	paced := newPacedBody(c.Request.Body, int64(cfg.MinBodyBytesPerSecond), c.Request.ContentLength,
+		arrived.Add(read), time.Now, rc.SetReadDeadline, release) // received: the slot is free for the next body
+	c.Request.Body = readFailures{http.MaxBytesReader(c.Writer, paced, limit)}
+	return release, nil
 }
 
 // extendDeadlines moves the connection's read and write deadlines to now plus read and write.

@@ -72,6 +72,9 @@ func runQueued(t *testing.T, app *server.App) *store.Task {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
 	app.Loop.Run(ctx, nil, &got[0], "test-worker")
+	if _, err := app.DrainNotifications(ctx); err != nil { // what the run's transitions tell
+		t.Fatal(err)
+	}
 	tk, err := app.Store.Task(ctx, got[0].ID)
 	if err != nil {
 		t.Fatal(err)

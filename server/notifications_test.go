@@ -24,8 +24,9 @@ func listNotifications(t *testing.T, c *apitest.Client, q string) ([]gen.Notific
 }
 
 // TestNotifications is issue 12's walkthrough for in-app notifications: the owner of a task is
-// notified when it pauses for approval and when it completes (pushed on their notification
-// topic as well); a group member subscribed to the agent is notified of the owner's task too,
+// notified when it pauses for approval and, following completions, when it completes (pushed
+// on their notification topic as well), the approval's notification read once decided; a group
+// member subscribed to the agent is notified of the owner's task too,
 // and stops being notified once the agent is no longer visible to them; a subscription to an
 // invisible agent is 404; read, read-all, delete and delete-all act on the caller's own only.
 // Not parallel: the scripted driver reads its script from the working directory.
@@ -72,6 +73,10 @@ func TestNotifications(t *testing.T) {
 	outsider.Post("/notifications/subscriptions", map[string]any{"target_type": "principal", "target_id": g.Data.Group.PrincipalId}).Expect(t, http.StatusNotFound, "NOT_FOUND")
 	member.Post("/notifications/subscriptions", map[string]any{"target_type": "agent", "target_id": agentID, "kinds": []string{"nope"}}).Expect(t, http.StatusUnprocessableEntity)
 
+	// The owner is told of approvals without a subscription; of completions when they follow
+	// them (here through the group's principal).
+	owner.Post("/notifications/subscriptions", map[string]any{"target_type": "principal", "target_id": g.Data.Group.PrincipalId,
+		"kinds": []string{"task_completed"}}).Expect(t, http.StatusCreated)
 	events := followTopic(t, env, owner, push.NotificationTopic(ownerU.Id))
 
 	var created gen.TaskResponse
@@ -102,11 +107,12 @@ func TestNotifications(t *testing.T) {
 	if err := json.Unmarshal([]byte(nextEvent(t, events)), &pushed); err != nil || pushed.Kind != "task_completed" {
 		t.Fatalf("pushed %+v, %v", pushed, err)
 	}
+	// The approval was decided: its notification is read, the owner's and the member's.
 	ns, unread := listNotifications(t, owner, "")
-	if len(ns) != 2 || unread != 2 || ns[0].Kind != "task_completed" || ns[1].Kind != "pending_approval" {
+	if len(ns) != 2 || unread != 1 || ns[0].Kind != "task_completed" || ns[1].Kind != "pending_approval" || ns[1].ReadAt == nil {
 		t.Fatalf("owner's notifications = %+v", ns)
 	}
-	if ms, _ := listNotifications(t, member, ""); len(ms) != 1 {
+	if ms, _ := listNotifications(t, member, ""); len(ms) != 1 || ms[0].ReadAt == nil {
 		t.Fatalf("the member's pending_approval subscription delivered %+v", ms)
 	}
 

@@ -81,13 +81,9 @@ func (a *App) buildServices() {
 		return time.Duration(s.Config.Current().LLMRetryAfterMaxSeconds) * time.Second // read at every retry
 	})
 	s.Push = push.NewService(s.Config.View, s.Hub)
-	s.Notifications = notification.New(s.Store, s.Push, a.Logger)
-	s.Store.OnNotifications(s.Notifications.Created)
-	s.Store.OnMailQueued(s.Mails.Notify)
-	s.Store.OnScheduledRunFinished(scheduledRunMail(s.Config.Current))
+	s.Notifications = notification.New(s.Store, s.Push, s.Config.Current, a.Logger)
 	s.Events = taskstream.New(s.Store, a.Logger)
 	s.Events.MaxPerOwner = cfg.EventStreamsPerUser
-	s.Store.OnEvents(s.Events.Notify)
 	s.Schedules = schedule.New(s.Store)
 	s.Pictures = picture.New(s.Store, s.Media)
 	s.Chats = chat.New(s.Store, s.Tasks, a.Net).WithMedia(s.Media)
@@ -101,9 +97,6 @@ func (a *App) buildServices() {
 	s.Metrics.WatchQueues(s.Store.QueueStats, nil)
 	s.Metrics.WatchSubscribers("hub", s.Hub.Subscribers)
 	s.Metrics.WatchSubscribers("task_events", s.Events.Subscribers)
-	if s.Tracer.Enabled() {
-		s.Store.OnTaskTrace(s.Tracer.TraceParent)
-	}
 	workers := a.workers(cfg.MaxWorkers)
 	a.llmClients = newLLMClients(a.Net, workers)
 	s.Loop = a.newLoop()
@@ -118,9 +111,23 @@ func (a *App) buildServices() {
 	chores := a.chores(reap)
 	s.Daemon = a.newDaemon(workers, chores)
 	chores.Requeued = s.Daemon.Notify
-	// A task queued by this process (created, approved, answered, continued, handed back) is
-	// claimed at once; the poll finds those other processes queue.
-	s.Store.OnTaskQueued(s.Daemon.Notify)
+	// What a commit of this process changed wakes the work waiting for it at once (a task
+	// queued, created, approved, handed back: the daemon claims; events: the streams; a
+	// notice: the fan-out; a mail: the dispatcher); the polls find what other processes wrote.
+	s.Store.AfterCommit(func(c store.Commit) {
+		if c.TaskQueued {
+			s.Daemon.Notify()
+		}
+		if len(c.EventTasks) > 0 {
+			s.Events.Notify(c.EventTasks)
+		}
+		if c.Noticed {
+			s.Notifications.Notify()
+		}
+		if c.MailQueued {
+			s.Mails.Notify()
+		}
+	})
 }
 
 // chores is the housekeeping pass of a worker mode, reaping with reap.

@@ -30,6 +30,7 @@ import (
 	"github.com/agentsvc/svc/internal/platform/metrics"
 	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/internal/platform/ratelimit"
+	"github.com/agentsvc/svc/internal/platform/taskstream"
 	"github.com/agentsvc/svc/internal/platform/tracing"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/plugins"
@@ -62,13 +63,14 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]ratelimit.Checker
-	bodies   chan struct{}               // one slot per request body being received (max_request_bodies)
+	bodies   *bodySlots                  // one slot per request body being received (max_request_bodies)
 	agentAPI agentAPIState               // per-agent API: per-key limiters (server/agentapi.go)
 	media    *media.Service              // inline files are spooled to its InlineDir
 	plugins  *plugins.Runtime            // frontend bundles of plugins
 	metrics  *metrics.Metrics            // {prefix}/metrics and the request metrics
 	tracer   *tracing.Tracer             // request spans (no-op when tracing is off)
 	pushSvc  *push.Service               // the push channel (readiness)
+	events   *taskstream.Broker          // the task event streams, ended when the server shuts down
 	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
 	proxies  proxies                     // trusted_proxies: whose forwarding headers name the client
 	apiOnly  bool                        // the process runs no task daemon (Options.APIOnly): readiness does not ask for one
@@ -96,8 +98,8 @@ func New(d *Services, clock func() time.Time) (*Server, error) {
 		cfg: d.Config, store: d.Store, accounts: d.Accounts, keys: d.APIKeys, log: d.Logger, push: d.Hub,
 		handlers: api.New(d.Deps), clock: clock, contract: k,
 		prefix: cfg.AppPrefix, apiBase: cfg.AppPrefix + "/api/v1", media: d.Media, plugins: d.Plugins,
-		metrics: d.Metrics, tracer: d.Tracer, pushSvc: d.Push, daemon: d.Daemon,
-		bodies: make(chan struct{}, max(cfg.MaxRequestBodies, 1)),
+		metrics: d.Metrics, tracer: d.Tracer, pushSvc: d.Push, daemon: d.Daemon, events: d.Events,
+		bodies: newBodySlots(cfg.MaxRequestBodies),
 		// Shared through the database: the budgets hold across every API process.
 		limiters: map[string]ratelimit.Checker{
 			"auth": ratelimit.NewShared(d.Store, "auth", authAttemptsPerMinute, time.Minute, clock),
@@ -223,8 +225,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		IdleTimeout:  time.Duration(cfg.HTTPIdleTimeout) * time.Second,
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// Open event streams and push subscriptions would hold Shutdown until their clients go
+	// away: they end at once (between two events; clients reconnect elsewhere, the task
+	// streams with Last-Event-ID).
 	if s.push != nil {
-		hs.RegisterOnShutdown(func() { _ = s.push.Close() }) // end open subscriptions so Shutdown can finish
+		hs.RegisterOnShutdown(func() { _ = s.push.Close() })
+	}
+	if s.events != nil {
+		hs.RegisterOnShutdown(s.events.EndStreams)
 	}
 	var ms *http.Server // metrics_listen: /metrics alone, without a token
 	if cfg.MetricsListen != "" {

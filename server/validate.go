@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -71,6 +72,7 @@ func (k *contract) route(r *http.Request, base string) (*routers.Route, map[stri
 // contract, caps the body, authenticates by the operation's security requirements, applies the
 // operation's rate limit and validates the request. Anything that fails leaves as the envelope.
 func (s *Server) gate(c *gin.Context) {
+	arrived := time.Now()    // the request's read time runs from here (admitBody)
 	if s.agentAPIHidden(c) { // an unmounted per-agent API answers as unknown paths do
 		return
 	}
@@ -88,9 +90,6 @@ func (s *Server) gate(c *gin.Context) {
 	op := route.Operation
 	c.Set(ctxOperation, operationID(op))
 	hasBody := c.Request.Body != nil && c.Request.Body != http.NoBody
-	if hasBody {
-		c.Request.Body = readFailures{http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(op))}
-	}
 	ctx, err := s.authenticate(c, op)
 	if err != nil {
 		s.fail(c, err)
@@ -103,7 +102,7 @@ func (s *Server) gate(c *gin.Context) {
 	}
 	s.longRunning(c, op)
 	if hasBody {
-		release, err := s.admitBody(c, bodyLimit(op))
+		release, err := s.admitBody(c, bodyLimit(op), client, arrived)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -226,7 +225,8 @@ func readRawBody(r *http.Request) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, err
 		}
-		if errors.Is(err, errInvalidUTF8) {
+		var bre *bodyReadError
+		if errors.Is(err, errInvalidUTF8) || errors.As(err, &bre) {
 			return nil, err
 		}
 		return nil, svcerr.New(svcerr.ErrBadRequest, bodyUnreadMessage)

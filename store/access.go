@@ -16,7 +16,7 @@ const (
 // Memberships returns every principal the user is or belongs to, with the user's role there:
 // RoleSelf for the personal principal, the member role for each group's principal.
 // Errors: ErrNotFound (no such user).
-func (s *Store) Memberships(ctx context.Context, userID int64) (map[int64]string, error) {
+func (s *Principals) Memberships(ctx context.Context, userID int64) (map[int64]string, error) {
 	var self []int64
 	db := s.conn(ctx)
 	if err := db.Table("users").Where("id = ?", userID).Pluck("principal_id", &self).Error; err != nil {

@@ -224,7 +224,7 @@ func principalExists(tx *gorm.DB, id int64) error {
 // anyone). The caller decides whether the principal may be used and has checked the fields
 // (agent.CheckFields; Name is required). Errors: ErrInvalid "principal_id: no such principal"
 // (the principal is gone, known only in the transaction).
-func (s *Store) CreateAgent(ctx context.Context, principalID int64, f AgentFields) (*Agent, error) {
+func (s *Agents) CreateAgent(ctx context.Context, principalID int64, f AgentFields) (*Agent, error) {
 	row, err := newAgentRow(principalID, f)
 	if err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func loadAgent(db *gorm.DB, id, viewer int64, lock bool) (*Agent, error) {
 }
 
 // Agent returns one agent with viewer's favorite marker. Errors: ErrNotFound "agent not found".
-func (s *Store) Agent(ctx context.Context, id, viewer int64) (*Agent, error) {
+func (s *Agents) Agent(ctx context.Context, id, viewer int64) (*Agent, error) {
 	a, err := loadAgent(s.conn(ctx), id, viewer, false)
 	return a, TranslateError(err)
 }
@@ -286,7 +286,7 @@ func (s *Store) Agent(ctx context.Context, id, viewer int64) (*Agent, error) {
 // the viewer's favorites first when q.FavoritesFirst, then by name (byte order on both
 // dialects) and id. An empty Principals list without All selects nothing. Errors: none beyond
 // the database's own.
-func (s *Store) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
+func (s *Agents) ListAgents(ctx context.Context, q AgentQuery) ([]Agent, error) {
 	out := []Agent{}
 	limit, offset, ok := pageWindow(q.Page, q.PerPage)
 	if !ok || (!q.All && len(q.Principals) == 0) {
@@ -338,7 +338,7 @@ func (s *Store) withAgent(ctx context.Context, id, viewer int64, check AgentChec
 // viewer sees it; the caller has checked the fields (agent.CheckFields). Sending no field
 // changes nothing, not even updated_at. Errors: ErrNotFound "agent not found", and whatever
 // check returns.
-func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields, check AgentCheck) (*Agent, error) {
+func (s *Agents) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields, check AgentCheck) (*Agent, error) {
 	ch, err := agentChanges(f)
 	if err != nil {
 		return nil, err
@@ -369,7 +369,7 @@ func (s *Store) UpdateAgent(ctx context.Context, id, viewer int64, f AgentFields
 // refused: a worker is running it and would lose its rows mid-step; abort the task first.
 // Errors: ErrNotFound "agent not found", ErrInvalidState "the agent has a running task", and
 // whatever check returns.
-func (s *Store) DeleteAgent(ctx context.Context, id int64, check AgentCheck) error {
+func (s *Agents) DeleteAgent(ctx context.Context, id int64, check AgentCheck) error {
 	return s.withAgent(ctx, id, 0, check, func(tx *gorm.DB, _ *Agent) error {
 		running, err := lockRunningTasks(tx, "agent_id = ?", id)
 		if err != nil {
@@ -415,7 +415,7 @@ func deleteAgentsOf(tx *gorm.DB, principal int64, now time.Time) error {
 // SetAgentFavorite marks (favorite true) or unmarks the agent as a favorite of userID, after
 // check allowed it, and returns the agent as userID sees it. Both directions are idempotent.
 // Errors: ErrNotFound "agent not found" (also for an unknown user), and whatever check returns.
-func (s *Store) SetAgentFavorite(ctx context.Context, id, userID int64, favorite bool, check AgentCheck) (*Agent, error) {
+func (s *Agents) SetAgentFavorite(ctx context.Context, id, userID int64, favorite bool, check AgentCheck) (*Agent, error) {
 	var out *Agent
 	err := s.withAgent(ctx, id, userID, check, func(tx *gorm.DB, a *Agent) error {
 		if a.IsFavorite == favorite {
@@ -447,7 +447,7 @@ func (s *Store) SetAgentFavorite(ctx context.Context, id, userID int64, favorite
 // viewer sees it; the id and everything belonging to the agent stay. Transferring to the
 // current owner changes nothing. Errors: ErrNotFound "agent not found", ErrInvalid (unknown
 // principal), and whatever check returns.
-func (s *Store) TransferAgent(ctx context.Context, id, viewer, principalID int64, check AgentCheck) (*Agent, error) {
+func (s *Agents) TransferAgent(ctx context.Context, id, viewer, principalID int64, check AgentCheck) (*Agent, error) {
 	var out *Agent
 	err := s.withAgent(ctx, id, viewer, check, func(tx *gorm.DB, a *Agent) error {
 		if a.PrincipalID == principalID {
@@ -475,7 +475,7 @@ func (s *Store) TransferAgent(ctx context.Context, id, viewer, principalID int64
 
 // PrincipalOfGroup returns the principal of group groupID (principal_groups.id).
 // Errors: ErrNotFound "group not found".
-func (s *Store) PrincipalOfGroup(ctx context.Context, groupID int64) (int64, error) {
+func (s *Agents) PrincipalOfGroup(ctx context.Context, groupID int64) (int64, error) {
 	var ids []int64
 	if err := s.conn(ctx).Table("principal_groups").Where("id = ?", groupID).Pluck("principal_id", &ids).Error; err != nil {
 		return 0, TranslateError(fmt.Errorf("principal of group %d: %w", groupID, err))

@@ -38,7 +38,7 @@ type importRows struct {
 // may be used and what the tools may hold (package agenttemplate applies the template rules),
 // and has checked the fields (agent.CheckFields) and the tools (toolconfig.CheckImportedTools).
 // Errors: ErrInvalid "principal_id: no such principal" (known only in the transaction).
-func (s *Store) ImportAgent(ctx context.Context, principalID int64, f AgentFields, tools []ImportedTool) (*Agent, error) {
+func (s *Agents) ImportAgent(ctx context.Context, principalID int64, f AgentFields, tools []ImportedTool) (*Agent, error) {
 	row, err := newAgentRow(principalID, f)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func insertImportedTool(tx *gorm.DB, agentID int64, t importRows, now time.Time)
 // principal) or the owning group's layer (a group's principal). The agent layer is not among
 // them. An unknown principal inherits the global layer only. Values are as stored (numbers as
 // json.Number, password values sealed). Errors: none beyond the database's own.
-func (s *Store) InheritedToolSettings(ctx context.Context, principalID int64) ([]map[string]*ToolSettings, error) {
+func (s *Agents) InheritedToolSettings(ctx context.Context, principalID int64) ([]map[string]*ToolSettings, error) {
 	db := s.conn(ctx)
 	scopes := []ToolScope{GlobalToolScope()}
 	var ids []int64

@@ -31,7 +31,7 @@ type AgentOperationChange struct {
 // allowed it on the locked agent: either all of them are written or none. Errors: ErrNotFound
 // "agent not found", ErrInvalid (malformed class, key or operation, a value over
 // MaxToolSettingValueLen), and whatever check or a SettingsEdit return.
-func (s *Store) ConfigureAgentTools(ctx context.Context, agentID int64, check AgentCheck, changes []AgentToolChange) error {
+func (s *Agents) ConfigureAgentTools(ctx context.Context, agentID int64, check AgentCheck, changes []AgentToolChange) error {
 	for _, c := range changes {
 		if err := checkToolClass(c.ToolClass); err != nil {
 			return err

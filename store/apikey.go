@@ -79,7 +79,7 @@ func validAPIKeyID(v string) bool {
 // the name (package apikey). Errors: ErrNotFound "agent not found", ErrNotFound for an unknown
 // minting user, ErrConflict (key id already in use: the unique key's answer), and whatever
 // check returns.
-func (s *Store) CreateAPIKey(ctx context.Context, k AgentAPIKey, check AgentCheck) (*AgentAPIKey, error) {
+func (s *Agents) CreateAPIKey(ctx context.Context, k AgentAPIKey, check AgentCheck) (*AgentAPIKey, error) {
 	var out *AgentAPIKey
 	err := s.withAgent(ctx, k.AgentID, k.CreatedBy, check, func(tx *gorm.DB, _ *Agent) error {
 		if err := userExists(tx, k.CreatedBy); err != nil {
@@ -101,7 +101,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k AgentAPIKey, check AgentChec
 
 // APIKeys lists the active (not revoked) keys of agent agentID, newest first. An unknown agent
 // has none. Errors: none beyond the database's own.
-func (s *Store) APIKeys(ctx context.Context, agentID int64) ([]AgentAPIKey, error) {
+func (s *Agents) APIKeys(ctx context.Context, agentID int64) ([]AgentAPIKey, error) {
 	var rows []apiKeyRow
 	err := s.conn(ctx).Where("agent_id = ? AND revoked_at IS NULL", agentID).
 		Order("created_at DESC").Order("id DESC").Find(&rows).Error
@@ -117,7 +117,7 @@ func (s *Store) APIKeys(ctx context.Context, agentID int64) ([]AgentAPIKey, erro
 
 // APIKeyByKeyID returns the key with public id keyID, revoked or not (the caller refuses
 // revoked keys). Errors: ErrNotFound "API key not found" (also for a malformed id).
-func (s *Store) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey, error) {
+func (s *Agents) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey, error) {
 	if !validAPIKeyID(keyID) {
 		return nil, errAPIKeyNotFound()
 	}
@@ -137,7 +137,7 @@ func (s *Store) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey, 
 // unknown key id, a key of another agent and an already revoked key (whose revoked_at stays)
 // change nothing and are no error. Errors: ErrNotFound "agent not found", and whatever check
 // returns.
-func (s *Store) RevokeAPIKey(ctx context.Context, agentID int64, keyID string, check AgentCheck) error {
+func (s *Agents) RevokeAPIKey(ctx context.Context, agentID int64, keyID string, check AgentCheck) error {
 	return TranslateError(s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
 		if !validAPIKeyID(keyID) {
 			return nil // names no key
@@ -155,7 +155,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, agentID int64, keyID string, c
 // TouchAPIKey records that key id authenticated at now: last_used_at becomes now unless it is
 // already within APIKeyTouchInterval of it (so a busy key is written about once a minute, also
 // under concurrent requests). A missing key is no error. Errors: none beyond the database's own.
-func (s *Store) TouchAPIKey(ctx context.Context, id int64, now time.Time) error {
+func (s *Agents) TouchAPIKey(ctx context.Context, id int64, now time.Time) error {
 	now = normTime(now)
 	err := s.conn(ctx).Model(&apiKeyRow{}).
 		Where("id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", id, now.Add(-APIKeyTouchInterval)).

@@ -14,7 +14,7 @@ import (
 
 // LastAssistantText returns the text of the last assistant turn of a task that has text (the
 // per-agent API's answer of a failed chat), nil when there is none.
-func (s *Store) LastAssistantText(ctx context.Context, taskID int64) (*string, error) {
+func (s *Tasks) LastAssistantText(ctx context.Context, taskID int64) (*string, error) {
 	var row taskMessageRow
 	err := s.conn(ctx).Where("task_id = ? AND role = ? AND text <> ''", taskID, RoleAssistant).
 		Order("sequence DESC").Limit(1).Take(&row).Error
@@ -69,7 +69,7 @@ type ChatQuery struct {
 // ListChats returns one page of the chats of q.AgentID: top-level tasks started through the
 // per-agent API (source agent_api, no parent), newest first (created_at, then id,
 // descending). Errors: none beyond the database's own.
-func (s *Store) ListChats(ctx context.Context, q ChatQuery) ([]Task, error) {
+func (s *Tasks) ListChats(ctx context.Context, q ChatQuery) ([]Task, error) {
 	db := s.conn(ctx).Where("agent_id = ? AND source = ? AND parent_task_id IS NULL", q.AgentID, TaskSourceAgentAPI)
 	return listTasks(db, "list chats", q.Since, q.Page, q.PerPage)
 }

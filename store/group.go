@@ -100,8 +100,8 @@ func memberNotFound(groupID, userID int64) error {
 // CreateGroup creates a group, its principal and the owner's membership in one transaction.
 // The caller has checked (and trimmed) the name and description (package group). Errors:
 // ErrInvalid "the owner does not exist" (known only in the transaction).
-func (s *Store) CreateGroup(ctx context.Context, ownerUserID int64, name, description string) (*Group, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
+func (s *Principals) CreateGroup(ctx context.Context, ownerUserID int64, name, description string) (*Group, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Group, error) {
 		if err := userExists(tx, ownerUserID); err != nil {
 			return nil, invalidf("the owner does not exist") // read in the writing transaction
 		}
@@ -123,7 +123,7 @@ func (s *Store) CreateGroup(ctx context.Context, ownerUserID int64, name, descri
 }
 
 // GroupByID returns a group. Errors: ErrNotFound.
-func (s *Store) GroupByID(ctx context.Context, id int64) (*Group, error) {
+func (s *Principals) GroupByID(ctx context.Context, id int64) (*Group, error) {
 	var row groupRow
 	if err := s.conn(ctx).Take(&row, id).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -138,7 +138,7 @@ func (s *Store) GroupByID(ctx context.Context, id int64) (*Group, error) {
 // memberOf belongs to, or every group when memberOf is 0. page starts at 1 (lower values mean
 // 1); perPage below 1 means 25 and is capped at 100. Both dialects order ASCII names alike;
 // beyond ASCII, MySQL/MariaDB fold case (and accents) where SQLite compares bytes.
-func (s *Store) ListGroups(ctx context.Context, memberOf int64, page, perPage int) ([]Group, error) {
+func (s *Principals) ListGroups(ctx context.Context, memberOf int64, page, perPage int) ([]Group, error) {
 	page, perPage = pageBounds(page, perPage)
 	q := s.conn(ctx).Model(&groupRow{})
 	if memberOf != 0 {
@@ -168,7 +168,7 @@ func pageBounds(page, perPage int) (int, int) {
 // UpdateGroup changes the fields set in upd (a new name renames the group's principal too) and
 // returns the group. The caller has checked (and trimmed) them (package group). Errors:
 // ErrNotFound.
-func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Group, error) {
+func (s *Principals) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Group, error) {
 	changes := map[string]any{}
 	if upd.Name != nil {
 		changes["name"] = *upd.Name
@@ -176,7 +176,7 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 	if upd.Description != nil {
 		changes["description"] = *upd.Description
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Group, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Group, error) {
 		row, err := lockGroup(tx, id)
 		if err != nil {
 			return nil, err
@@ -204,8 +204,8 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, upd GroupUpdate) (*Gr
 // (the picture included): DeleteGroup returns their storage keys for the caller to remove the
 // files once the deletion is committed. Errors: ErrNotFound, ErrInvalidState (the group's
 // principal still owns agents).
-func (s *Store) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, err error) {
-	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
+func (s *Principals) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, err error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) ([]string, error) {
 		mediaKeys = nil
 		row, err := lockGroup(tx, id)
 		if err != nil {
@@ -246,7 +246,7 @@ func (s *Store) DeleteGroup(ctx context.Context, id int64) (mediaKeys []string, 
 
 // PrincipalOwnsAgents reports whether any agent is owned by the principal (a group with agents
 // cannot be deleted). Errors: uncategorised database failures only.
-func (s *Store) PrincipalOwnsAgents(ctx context.Context, principalID int64) (bool, error) {
+func (s *Principals) PrincipalOwnsAgents(ctx context.Context, principalID int64) (bool, error) {
 	owns, err := principalOwnsAgents(s.conn(ctx), principalID)
 	return owns, TranslateError(err)
 }
@@ -338,7 +338,7 @@ func loadMember(db *gorm.DB, groupID, userID int64) (*GroupMember, error) {
 
 // GroupMembers returns one page of the group's members ordered by role (owner, admin, member),
 // then display name ignoring case, then user id; paging as ListGroups. Errors: ErrNotFound (no such group).
-func (s *Store) GroupMembers(ctx context.Context, groupID int64, page, perPage int) ([]GroupMember, error) {
+func (s *Principals) GroupMembers(ctx context.Context, groupID int64, page, perPage int) ([]GroupMember, error) {
 	page, perPage = pageBounds(page, perPage)
 	db := s.conn(ctx)
 	if _, err := s.GroupByID(ctx, groupID); err != nil {
@@ -359,7 +359,7 @@ func (s *Store) GroupMembers(ctx context.Context, groupID int64, page, perPage i
 }
 
 // GroupMember returns one membership. Errors: ErrNotFound (no such group or not a member).
-func (s *Store) GroupMember(ctx context.Context, groupID, userID int64) (*GroupMember, error) {
+func (s *Principals) GroupMember(ctx context.Context, groupID, userID int64) (*GroupMember, error) {
 	m, err := loadMember(s.conn(ctx), groupID, userID)
 	return m, TranslateError(err)
 }
@@ -368,8 +368,8 @@ func (s *Store) GroupMember(ctx context.Context, groupID, userID int64) (*GroupM
 // memberships before the change; the caller has checked role (group.ValidRole). Errors:
 // ErrNotFound (no such group), ErrInvalid "no such user" (read in the transaction), ErrConflict
 // (already a member), and whatever check returns.
-func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
+func (s *Principals) AddGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
 		}
@@ -403,8 +403,8 @@ func (s *Store) AddGroupMember(ctx context.Context, groupID, userID int64, role 
 // (may be nil) sees the memberships before the change; the caller has checked role
 // (group.ValidRole). Errors: ErrNotFound (no such group or not a member), ErrInvalidState
 // (demoting the last owner, read under the group's lock), and whatever check returns.
-func (s *Store) UpdateGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*GroupMember, error) {
+func (s *Principals) UpdateGroupMember(ctx context.Context, groupID, userID int64, role string, check RoleCheck) (*GroupMember, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*GroupMember, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
 		}
@@ -436,7 +436,7 @@ func (s *Store) UpdateGroupMember(ctx context.Context, groupID, userID int64, ro
 // RemoveGroupMember ends a membership. check (may be nil) sees the memberships before the
 // change. Errors: ErrNotFound (no such group or not a member), ErrInvalidState (the last
 // owner), and whatever check returns.
-func (s *Store) RemoveGroupMember(ctx context.Context, groupID, userID int64, check RoleCheck) error {
+func (s *Principals) RemoveGroupMember(ctx context.Context, groupID, userID int64, check RoleCheck) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return err
@@ -465,7 +465,7 @@ func (s *Store) RemoveGroupMember(ctx context.Context, groupID, userID int64, ch
 
 // GroupPreferences returns the group's preferences, an empty object until first written.
 // Errors: ErrNotFound (no such group); uncategorised when the stored value is not JSON.
-func (s *Store) GroupPreferences(ctx context.Context, groupID int64) (map[string]any, error) {
+func (s *Principals) GroupPreferences(ctx context.Context, groupID int64) (map[string]any, error) {
 	if _, err := s.GroupByID(ctx, groupID); err != nil {
 		return nil, err
 	}
@@ -493,7 +493,7 @@ func decodePreferences(groupID int64, raw string) (map[string]any, error) {
 // PutGroupPreferences replaces the group's preferences (nil stores an empty object) and returns
 // what was stored. The caller has checked them (group.CheckPreferences), so an encoding
 // failure is a programming error. Errors: ErrNotFound (no such group).
-func (s *Store) PutGroupPreferences(ctx context.Context, groupID int64, prefs map[string]any) (map[string]any, error) {
+func (s *Principals) PutGroupPreferences(ctx context.Context, groupID int64, prefs map[string]any) (map[string]any, error) {
 	if prefs == nil {
 		prefs = map[string]any{}
 	}

@@ -188,7 +188,7 @@ func loadLLMConfig(db *gorm.DB, groupID, id int64) (*LLMConfig, error) {
 
 // LLMConfig returns one configuration of the group. Errors: ErrNotFound (no such configuration
 // in this group).
-func (s *Store) LLMConfig(ctx context.Context, groupID, id int64) (*LLMConfig, error) {
+func (s *Agents) LLMConfig(ctx context.Context, groupID, id int64) (*LLMConfig, error) {
 	c, err := loadLLMConfig(s.conn(ctx), groupID, id)
 	return c, TranslateError(err)
 }
@@ -196,8 +196,8 @@ func (s *Store) LLMConfig(ctx context.Context, groupID, id int64) (*LLMConfig, e
 // ListLLMConfigs returns the group's configurations ordered by name ignoring case, followed,
 // when includeGlobal is set, by the global configurations of other groups in the same order.
 // Errors: ErrNotFound (no such group).
-func (s *Store) ListLLMConfigs(ctx context.Context, groupID int64, includeGlobal bool) ([]LLMConfig, error) {
-	if _, err := s.GroupByID(ctx, groupID); err != nil {
+func (s *Agents) ListLLMConfigs(ctx context.Context, groupID int64, includeGlobal bool) ([]LLMConfig, error) {
+	if _, err := s.Store.GroupByID(ctx, groupID); err != nil {
 		return nil, err
 	}
 	db := s.conn(ctx)
@@ -228,9 +228,9 @@ func (s *Store) ListLLMConfigs(ctx context.Context, groupID int64, includeGlobal
 // IsDefault, the previous default of its scope loses the flag in the same transaction. Errors:
 // ErrNotFound (no such group), ErrConflict (name already used in the group: read under the
 // group's lock, and the unique key's answer).
-func (s *Store) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig) (*LLMConfig, error) {
+func (s *Agents) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig) (*LLMConfig, error) {
 	c.ID, c.GroupID = 0, groupID
-	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
 		}
@@ -260,8 +260,8 @@ func (s *Store) CreateLLMConfig(ctx context.Context, groupID int64, c LLMConfig)
 // result is known only here, so package group applies the field rules to it in check. Errors:
 // ErrNotFound (no such configuration in this group), ErrConflict (name already used in the
 // group), and whatever check returns.
-func (s *Store) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMConfigUpdate, check LLMConfigCheck) (*LLMConfig, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
+func (s *Agents) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLMConfigUpdate, check LLMConfigCheck) (*LLMConfig, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
 		}
@@ -392,8 +392,8 @@ func clearLLMDefault(tx *gorm.DB, c *LLMConfig, now time.Time) error {
 // non-global configurations, or every global one); the others of that scope lose the flag in
 // the same transaction. Idempotent. check (may be nil) sees the stored configuration and the
 // result. Errors: ErrNotFound (no such configuration in this group), and whatever check returns.
-func (s *Store) SetDefaultLLMConfig(ctx context.Context, groupID, id int64, check LLMConfigCheck) (*LLMConfig, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*LLMConfig, error) {
+func (s *Agents) SetDefaultLLMConfig(ctx context.Context, groupID, id int64, check LLMConfigCheck) (*LLMConfig, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*LLMConfig, error) {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return nil, err
 		}
@@ -426,7 +426,7 @@ func (s *Store) SetDefaultLLMConfig(ctx context.Context, groupID, id int64, chec
 // DeleteLLMConfig removes a configuration of the group; deleting a default leaves its scope
 // without one. check (may be nil) sees the stored configuration (next is nil). Errors:
 // ErrNotFound (no such configuration in this group), and whatever check returns.
-func (s *Store) DeleteLLMConfig(ctx context.Context, groupID, id int64, check LLMConfigCheck) error {
+func (s *Agents) DeleteLLMConfig(ctx context.Context, groupID, id int64, check LLMConfigCheck) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if _, err := lockGroup(tx, groupID); err != nil {
 			return err
@@ -451,7 +451,7 @@ func (s *Store) DeleteLLMConfig(ctx context.Context, groupID, id int64, check LL
 // principal is groupPrincipalID (nil, or a principal that is not a group, skips this step),
 // else the global default. Errors: ErrNotFound (neither exists: the task fails with
 // NO_LLM_CONFIGURATION).
-func (s *Store) ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*LLMConfig, error) {
+func (s *Agents) ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*LLMConfig, error) {
 	db := s.conn(ctx)
 	var rows []llmConfigRow
 	if groupPrincipalID != nil {

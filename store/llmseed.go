@@ -57,12 +57,12 @@ type llmSeedState struct {
 // transaction). The caller has checked the seed (group.CheckLLMSeed: the field rules of a
 // configuration and of a group name); the configuration it updates keeps its stored, checked
 // name and settings. Errors: the database's.
-func (s *Store) SeedGlobalLLMConfig(ctx context.Context, seed LLMSeed) (*LLMSeedResult, error) {
+func (s *Agents) SeedGlobalLLMConfig(ctx context.Context, seed LLMSeed) (*LLMSeedResult, error) {
 	want := LLMConfig{Name: seed.Name, Driver: seed.Driver, Model: seed.Model, BaseURL: cloneString(seed.BaseURL),
 		APIKeySealed: seed.APIKeySealed, IsGlobal: true}
 	groupName := seed.GroupName
-	return inTx(ctx, s, func(tx *gorm.DB) (*LLMSeedResult, error) {
-		state, err := lockLLMSeed(tx, s)
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*LLMSeedResult, error) {
+		state, err := lockLLMSeed(tx, s.Store)
 		if err != nil {
 			return nil, err
 		}

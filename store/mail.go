@@ -131,7 +131,7 @@ func (m *NewMail) check() error {
 // that changes state a mail reports uses enqueueMailTx in that transaction instead, so the
 // mail commits with its cause or not at all. Errors: ErrInvalid (empty or multi-line
 // recipient or subject, oversize or invalid text, bad kind).
-func (s *Store) EnqueueMail(ctx context.Context, m NewMail) error {
+func (s *Outboxes) EnqueueMail(ctx context.Context, m NewMail) error {
 	if err := m.check(); err != nil {
 		return err
 	}
@@ -139,8 +139,7 @@ func (s *Store) EnqueueMail(ctx context.Context, m NewMail) error {
 }
 
 // enqueueMailTx queues m, due at once, in tx (the transaction of the mail's cause). The
-// dispatcher sees it after tx commits; callers wake it then (or it finds the mail at its next
-// poll). Errors: ErrInvalid as EnqueueMail.
+// dispatcher sees it after tx commits, woken by the commit's listeners (Commit.MailQueued). Errors: ErrInvalid as EnqueueMail.
 func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 	if err := m.check(); err != nil {
 		return err
@@ -151,6 +150,9 @@ func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 	if err := tx.Create(&row).Error; err != nil {
 		return fmt.Errorf("enqueue %s mail: %w", m.Kind, err)
 	}
+	if c := createdFrom(tx); c != nil {
+		c.MailQueued = true
+	}
 	return nil
 }
 
@@ -159,8 +161,8 @@ func (s *Store) enqueueMailTx(tx *gorm.DB, m NewMail) error {
 // concurrent dispatchers (processes) never receive the same mail while its lease runs.
 // workerID names the claimer in errors only. Errors: ErrInvalid (empty or oversize worker id,
 // lease not positive).
-func (s *Store) ClaimMails(ctx context.Context, workerID string, limit int, lease time.Duration) ([]Mail, error) {
-	return claimOutbox(ctx, s, mailOutbox(), workerID, limit, lease,
+func (s *Outboxes) ClaimMails(ctx context.Context, workerID string, limit int, lease time.Duration) ([]Mail, error) {
+	return claimOutbox(ctx, s.Store, mailOutbox(), workerID, limit, lease,
 		func(r *mailRow) (time.Time, int64) { return r.NextAttemptAt, r.ID },
 		func(_ *gorm.DB, rows []mailRow) ([]Mail, error) {
 			out := make([]Mail, len(rows))
@@ -177,7 +179,7 @@ func (s *Store) ClaimMails(ctx context.Context, workerID string, limit int, leas
 // last_error; the mail is due again after MailBackoff's delay, or kept as failed after the
 // last attempt (gaveUp reports that, for the log). Errors: ErrNotFound "mail not found",
 // ErrInvalidState when the mail is no longer pending under that lease.
-func (s *Store) FinishMail(ctx context.Context, id int64, lease time.Time, ok bool, errText string) (gaveUp bool, err error) {
+func (s *Outboxes) FinishMail(ctx context.Context, id int64, lease time.Time, ok bool, errText string) (gaveUp bool, err error) {
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		var ferr error
 		gaveUp, ferr = mailOutbox().finish(tx, s.now(), id, lease, ok, errText)
@@ -188,7 +190,7 @@ func (s *Store) FinishMail(ctx context.Context, id int64, lease time.Time, ok bo
 
 // Mails returns the outbox's mails to an address (every address when to is ""), oldest first,
 // for tests and operators. Errors: none beyond the database's own.
-func (s *Store) Mails(ctx context.Context, to string) ([]Mail, error) {
+func (s *Outboxes) Mails(ctx context.Context, to string) ([]Mail, error) {
 	var rows []mailRow
 	q := s.conn(ctx).Order("id")
 	if to != "" {

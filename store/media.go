@@ -116,7 +116,7 @@ const mediaExpired = "media_assets.keep = FALSE AND media_assets.expires_at IS N
 // and expiry and checked the row's shape: package media); a zero CreatedAt means now. Errors:
 // ErrInvalid (unknown principal, parent, user, agent or task: the foreign keys' answer),
 // ErrConflict (id taken: the primary key's answer).
-func (s *Store) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset, error) {
+func (s *Media) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset, error) {
 	row := mediaAssetRow{
 		ID: a.ID, PrincipalID: a.PrincipalID, Filename: a.Filename, MimeType: a.MimeType, Kind: a.Kind, Size: a.Size,
 		Width: cloneInt(a.Width), Height: cloneInt(a.Height), SHA256: a.SHA256, StorageKey: a.StorageKey, Keep: a.Keep,
@@ -145,13 +145,13 @@ func (s *Store) CreateMediaAsset(ctx context.Context, a MediaAsset) (*MediaAsset
 }
 
 // MediaAsset returns an asset live now (the store clock); see MediaAssetAt.
-func (s *Store) MediaAsset(ctx context.Context, id string) (*MediaAsset, error) {
+func (s *Media) MediaAsset(ctx context.Context, id string) (*MediaAsset, error) {
 	return s.MediaAssetAt(ctx, id, s.now())
 }
 
 // MediaAssetAt returns an asset live at now. Errors: ErrNotFound "media asset not found"
 // (missing or expired).
-func (s *Store) MediaAssetAt(ctx context.Context, id string, now time.Time) (*MediaAsset, error) {
+func (s *Media) MediaAssetAt(ctx context.Context, id string, now time.Time) (*MediaAsset, error) {
 	return readMediaAsset(s.conn(ctx), id, normTime(now), false)
 }
 
@@ -174,13 +174,13 @@ func readMediaAsset(db *gorm.DB, id string, now time.Time, lock bool) (*MediaAss
 }
 
 // MediaAssets is MediaAssetsAt now (the store clock).
-func (s *Store) MediaAssets(ctx context.Context, ids []string) (map[string]*MediaAsset, error) {
+func (s *Media) MediaAssets(ctx context.Context, ids []string) (map[string]*MediaAsset, error) {
 	return s.MediaAssetsAt(ctx, ids, s.now())
 }
 
 // MediaAssetsAt returns the assets among ids live at now, keyed by id (missing and expired ids
 // are absent). Errors: none beyond the database's own.
-func (s *Store) MediaAssetsAt(ctx context.Context, ids []string, now time.Time) (map[string]*MediaAsset, error) {
+func (s *Media) MediaAssetsAt(ctx context.Context, ids []string, now time.Time) (map[string]*MediaAsset, error) {
 	out := map[string]*MediaAsset{}
 	valid := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -212,7 +212,7 @@ type MediaQuery struct {
 
 // ListMedia returns one page of the live assets owned by q.PrincipalIDs, newest first
 // (created_at, then id, descending). Errors: none beyond the database's own.
-func (s *Store) ListMedia(ctx context.Context, q MediaQuery) ([]MediaAsset, error) {
+func (s *Media) ListMedia(ctx context.Context, q MediaQuery) ([]MediaAsset, error) {
 	out := []MediaAsset{}
 	limit, offset, ok := pageWindow(q.Page, q.PerPage)
 	if !ok || len(q.PrincipalIDs) == 0 {
@@ -244,10 +244,10 @@ type MediaCheck func(a *MediaAsset) error
 // it to now plus retention. Setting the value the asset already has changes nothing. check
 // (may be nil) runs on the locked row first. Errors: ErrNotFound "media asset not found",
 // those of check.
-func (s *Store) SetMediaKeep(ctx context.Context, id string, keep bool, now time.Time, retention time.Duration, check MediaCheck) (*MediaAsset, error) {
+func (s *Media) SetMediaKeep(ctx context.Context, id string, keep bool, now time.Time, retention time.Duration, check MediaCheck) (*MediaAsset, error) {
 	now = normTime(now)
 	expiresAt := now.Add(retention)
-	return inTx(ctx, s, func(tx *gorm.DB) (*MediaAsset, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*MediaAsset, error) {
 		a, err := readMediaAsset(tx, id, now, true)
 		if err != nil {
 			return nil, err
@@ -278,12 +278,12 @@ func (s *Store) SetMediaKeep(ctx context.Context, id string, keep bool, now time
 // AttachTaskMedia records that message seq of task taskID attaches the assets ids (task_media)
 // and makes them permanent, as a message written with media_ids does (attachMedia). Links
 // already present are kept. Errors: ErrInvalid (unknown task or asset).
-func (s *Store) AttachTaskMedia(ctx context.Context, taskID int64, seq int, ids []string) error {
+func (s *Media) AttachTaskMedia(ctx context.Context, taskID int64, seq int, ids []string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error { return attachMedia(tx, taskID, seq, s.now(), ids) })
 }
 
 // MediaReadableByAgent is MediaReadableByAgentAt now (the store clock).
-func (s *Store) MediaReadableByAgent(ctx context.Context, agentID int64, mediaID string) (*MediaAsset, error) {
+func (s *Media) MediaReadableByAgent(ctx context.Context, agentID int64, mediaID string) (*MediaAsset, error) {
 	return s.MediaReadableByAgentAt(ctx, agentID, mediaID, s.now())
 }
 
@@ -291,7 +291,7 @@ func (s *Store) MediaReadableByAgent(ctx context.Context, agentID int64, mediaID
 // live at now and the agent produced or uploaded it (agent_id), or it belongs to a task of the agent's
 // tree (task_id is a task of the agent, or a sub-agent task below one), or a task of that tree
 // attaches it (task_media). Errors: ErrNotFound "media asset not found" in every other case.
-func (s *Store) MediaReadableByAgentAt(ctx context.Context, agentID int64, mediaID string, now time.Time) (*MediaAsset, error) {
+func (s *Media) MediaReadableByAgentAt(ctx context.Context, agentID int64, mediaID string, now time.Time) (*MediaAsset, error) {
 	db := s.conn(ctx)
 	a, err := readMediaAsset(db, mediaID, normTime(now), false)
 	if err != nil {
@@ -347,11 +347,11 @@ func (s *Store) MediaReadableByAgentAt(ctx context.Context, agentID int64, media
 // SweepExpiredMedia deletes up to limit assets expired at now (unkept, expires_at at or before
 // now, no chat attaching them) and returns their storage keys, for the caller to delete the
 // files. Errors: none beyond the database's own.
-func (s *Store) SweepExpiredMedia(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *Media) SweepExpiredMedia(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	if limit < 1 {
 		limit = 100
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) ([]string, error) {
 		var keys []string
 		now := normTime(now)
 		var rows []mediaAssetRow
@@ -412,7 +412,7 @@ func expireAgentPictures(tx *gorm.DB, now time.Time, where string, args ...any) 
 // MediaStorageKeys returns the storage key of every id among ids that has an asset row, live
 // or expired (missing ids are absent); the media sweep uses it to tell orphan files from files
 // of assets. Errors: none beyond the database's own.
-func (s *Store) MediaStorageKeys(ctx context.Context, ids []string) (map[string]string, error) {
+func (s *Media) MediaStorageKeys(ctx context.Context, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	valid := make([]string, 0, len(ids))
 	for _, id := range ids {

@@ -27,7 +27,7 @@ type AgentMediaQuery struct {
 
 // SearchAgentMedia returns one page of the media q may see, newest first (created_at, then id,
 // descending). Errors: none beyond the database's own.
-func (s *Store) SearchAgentMedia(ctx context.Context, q AgentMediaQuery) ([]MediaAsset, error) {
+func (s *Media) SearchAgentMedia(ctx context.Context, q AgentMediaQuery) ([]MediaAsset, error) {
 	out := []MediaAsset{}
 	limit, offset, ok := pageWindow(q.Page, q.PerPage)
 	if !ok {
@@ -58,7 +58,7 @@ func (s *Store) SearchAgentMedia(ctx context.Context, q AgentMediaQuery) ([]Medi
 // AgentMediaAsset returns asset id when the media tool of an agent owned by principalID may see
 // it in chat taskID (see AgentMediaQuery). Errors: ErrNotFound "media asset not found" in every
 // other case.
-func (s *Store) AgentMediaAsset(ctx context.Context, principalID, taskID int64, id string) (*MediaAsset, error) {
+func (s *Media) AgentMediaAsset(ctx context.Context, principalID, taskID int64, id string) (*MediaAsset, error) {
 	if id == "" || len(id) > MaxMediaIDLen {
 		return nil, errMediaNotFound()
 	}

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,37 +14,37 @@ import (
 	"github.com/agentsvc/svc/store/storetest"
 )
 
-// TestNotificationsFollowTransitions: a transition creates its notification in its own
-// transaction and hands it on only after the commit; a refused transition (a lost lease)
-// creates none; a reaped task past its recoveries reports task_orphaned, a scheduled retry
-// task_retry_queued, a completed scheduled run scheduled_run_completed; sub-agent tasks notify
-// nobody.
-func TestNotificationsFollowTransitions(t *testing.T) {
+// TestNoticesFollowTransitions: the status writer leaves a notice in the transaction of a
+// top-level task's settling transition or scheduled retry, naming the status event as written
+// (a refused transition, a step that stays RUNNING and a sub-agent's task leave none); the
+// commit's listeners are told. FinishTaskNotice writes the notifications and mails with the
+// notice's removal, once: a second finish, or one whose lease was taken over, writes nothing.
+func TestNoticesFollowTransitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
 	s := storetest.NewWithClock(t, clock.Now)
 	var mu sync.Mutex
-	var hooked []store.Notification
-	s.OnNotifications(func(_ context.Context, ns []store.Notification) {
+	var commits []store.Commit
+	s.AfterCommit(func(c store.Commit) {
 		mu.Lock()
 		defer mu.Unlock()
-		hooked = append(hooked, ns...)
+		commits = append(commits, c)
 	})
+	noticed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, c := range commits {
+			if c.Noticed {
+				n++
+			}
+		}
+		return n
+	}
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
-	kinds := func() []string {
-		ns, err := s.Notifications(ctx, store.NotificationQuery{UserID: u.ID, PerPage: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := []string{}
-		for i := len(ns) - 1; i >= 0; i-- { // oldest first
-			out = append(out, ns[i].Kind)
-		}
-		return out
-	}
-	claim := func() int64 {
+	claimTask := func() int64 {
 		t.Helper()
 		got, err := s.ClaimQueued(ctx, "w", time.Minute, 1)
 		if err != nil || len(got) != 1 {
@@ -53,150 +52,154 @@ func TestNotificationsFollowTransitions(t *testing.T) {
 		}
 		return got[0].ID
 	}
+	notices := func() []store.TaskNotice {
+		t.Helper()
+		ns, err := s.ClaimTaskNotices(ctx, "fanout", 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
 
 	tk := storetest.Task(t, s, a, u.ID)
-	claim()
+	claimTask()
 	if _, err := s.FinishStep(ctx, tk.ID, "someone-else", store.StepOutcome{Status: taskstate.Completed}); !errors.Is(err, svcerr.ErrInvalidState) {
 		t.Fatalf("finish with a lost lease = %v", err)
 	}
-	if got := kinds(); len(got) != 0 || len(hooked) != 0 {
-		t.Fatalf("a refused transition notified: %v", got)
-	}
 	if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Running, Steps: 1}); err != nil {
 		t.Fatal(err)
+	}
+	if ns := notices(); len(ns) != 0 || noticed() != 0 {
+		t.Fatalf("a refused transition or a running step left notices: %+v", ns)
 	}
 	answer := "done"
 	if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
 		t.Fatal(err)
 	}
-	if got := kinds(); len(got) != 1 || got[0] != store.NotifyTaskCompleted || len(hooked) != 1 || hooked[0].UserID != u.ID {
-		t.Fatalf("after completion: %v, hooked %+v", got, hooked)
+	ns := notices()
+	if len(ns) != 1 || noticed() != 1 {
+		t.Fatalf("after completion: %+v", ns)
+	}
+	n := ns[0]
+	if n.TaskID != tk.ID || n.UserID != u.ID || n.OwnerEmail != string(u.Email) || n.AgentID != a.ID || n.AgentName != a.Name ||
+		n.PrincipalID != a.PrincipalID || n.Prompt != tk.Prompt || n.Status.Status != taskstate.Completed ||
+		n.Status.Answer == nil || *n.Status.Answer != answer || n.ScheduledRunID != 0 {
+		t.Fatalf("notice = %+v", n)
+	}
+	if again := notices(); len(again) != 0 {
+		t.Fatalf("a leased notice was claimed twice: %+v", again)
 	}
 
-	// Reaped past its recoveries: orphaned; then the automatic retry is scheduled.
-	orphan := storetest.Task(t, s, a, u.ID)
-	for range store.MaxRecoveries + 1 {
-		claim()
-		clock.Advance(2 * time.Minute)
-		if _, err := s.ReapStale(ctx, clock.Now()); err != nil {
-			t.Fatal(err)
-		}
+	// Finishing writes the notifications and mails once.
+	mail := store.NewMail{To: string(u.Email), Subject: "done", Text: "done\n", Kind: store.MailKindNotification}
+	agentID := a.ID
+	stored, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{
+		Notifications: []store.Notification{{UserID: u.ID, Kind: "task_completed", Title: "t", Body: "b", TaskID: &tk.ID, AgentID: &agentID}},
+		Mails:         []store.NewMail{mail}})
+	if err != nil || len(stored) != 1 || stored[0].ID == "" || !stored[0].CreatedAt.Equal(clock.Now()) {
+		t.Fatalf("finish = %+v, %v", stored, err)
 	}
-	clock.Advance(time.Second) // notifications of one instant have no order among themselves
-	if ok, err := s.ScheduleTaskRetry(ctx, orphan.ID, time.Minute, 3); err != nil || !ok {
+	if _, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{Notifications: []store.Notification{{UserID: u.ID, Kind: "task_completed"}}}); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("a second finish = %v", err)
+	}
+	if got, _ := s.Notifications(ctx, store.NotificationQuery{UserID: u.ID, PerPage: 10}); len(got) != 1 {
+		t.Fatalf("notifications = %+v", got)
+	}
+	if ms, _ := s.Mails(ctx, string(u.Email)); len(ms) != 1 {
+		t.Fatalf("mails = %+v", ms)
+	}
+
+	// A lapsed lease taken over: the first holder's finish writes nothing; a failed fan-out is
+	// due again after the backoff.
+	failing := storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
+	first := notices()
+	if len(first) != 1 || first[0].TaskID != failing || first[0].Status.Error == nil || first[0].Status.Error.Code != taskstate.CodeAuthError {
+		t.Fatalf("failure notice = %+v", first)
+	}
+	clock.Advance(2 * time.Minute)
+	second := notices()
+	if len(second) != 1 {
+		t.Fatalf("the lapsed notice was not claimed again: %+v", second)
+	}
+	if _, err := s.FinishTaskNotice(ctx, first[0], store.NoticeDecision{}); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("the lapsed holder's finish = %v", err)
+	}
+	if err := s.FailTaskNotice(ctx, second[0], "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if again := notices(); len(again) != 0 {
+		t.Fatalf("a failed notice is due at once: %+v", again)
+	}
+	clock.Advance(store.NoticeBackoff.Delays[0])
+	retried := notices()
+	if len(retried) != 1 {
+		t.Fatalf("a failed notice was not retried: %+v", retried)
+	}
+	if _, err := s.FinishTaskNotice(ctx, retried[0], store.NoticeDecision{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A scheduled retry leaves its own notice (the status event carries next_retry_at); a
+	// scheduled run's task names its run; a sub-agent's task leaves none.
+	if ok, err := s.ScheduleTaskRetry(ctx, failing, time.Minute, 3); err != nil || !ok {
 		t.Fatalf("schedule retry: %v %v", ok, err)
 	}
-	if got := kinds(); len(got) != 3 || got[1] != store.NotifyTaskOrphaned || got[2] != store.NotifyTaskRetryQueued {
-		t.Fatalf("after the reaper and the retry: %v", got)
-	}
-
-	// A scheduled run's task; a sub-agent task notifies nobody.
-	clock.Advance(time.Second)
-	run := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { nt.Data = map[string]any{"scheduled_run_id": 7} })
-	claim()
-	if _, err := s.FinishStep(ctx, run.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
-		t.Fatal(err)
-	}
-	parent := run.ID
-	kid := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { nt.ParentTaskID = &parent })
-	claim()
-	if _, err := s.FinishStep(ctx, kid.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
-		t.Fatal(err)
-	}
-	if got := kinds(); len(got) != 4 || got[3] != store.NotifyScheduledRunCompleted {
-		t.Fatalf("after the scheduled run and the sub-agent: %v", got)
-	}
-	if n, err := s.UnreadNotifications(ctx, u.ID); err != nil || n != 4 {
-		t.Fatalf("unread = %d, %v", n, err)
-	}
-	// Retention: read ones older than the cutoff go.
-	if n, err := s.MarkAllNotificationsRead(ctx, u.ID); err != nil || n != 4 {
-		t.Fatalf("read all = %d, %v", n, err)
-	}
-	clock.Advance(time.Hour)
-	if n, err := s.DeleteReadNotificationsBefore(ctx, clock.Now()); err != nil || n != 4 {
-		t.Fatalf("retention removed %d, %v", n, err)
-	}
-}
-
-// TestScheduledRunMailInTransition: the mail of a finished scheduled run is queued in the
-// transaction of the transition (a refused transition queues none), not for a failure whose
-// automatic retry is to come, and also for a task the reaper fails; the dispatcher is woken
-// after the commit.
-func TestScheduledRunMailInTransition(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
-	s := storetest.NewWithClock(t, clock.Now)
-	var outcomes []store.ScheduledRunOutcome
-	woken := 0
-	s.OnScheduledRunFinished(func(o store.ScheduledRunOutcome) (store.NewMail, bool) {
-		outcomes = append(outcomes, o)
-		return store.NewMail{To: o.To, Subject: "run " + o.RunName, Text: o.Detail + "\n", Kind: store.MailKindScheduledRun}, true
-	})
-	s.OnMailQueued(func() { woken++ })
-	u := storetest.User(t, s)
-	retries := 1
-	a := storetest.Agent(t, s, u.PrincipalID, func(f *store.AgentFields) { f.MaxRetries = &retries })
 	run, err := s.CreateScheduledRun(ctx, a.ID, u.ID, store.ScheduledRunFields{Name: "Digest", Prompt: ptrTo("Digest"),
 		RunAt: ptrTo(clock.Now()), Timezone: "UTC", IsActive: true}, func(*store.Agent, *store.PromptTemplate) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheduled := func(nt *store.NewTask) { nt.Data = map[string]any{"scheduled_run_id": run.ID} }
-	mails := func() []store.Mail {
-		ms, err := s.Mails(ctx, string(u.Email))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ms
-	}
-	finish := func(id int64, o store.StepOutcome) {
-		t.Helper()
-		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
-		if _, err := s.FinishStep(ctx, id, "w", o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	answer := "All quiet."
-	done := storetest.Task(t, s, a, u.ID, scheduled)
-	finish(done.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer})
-	if ms := mails(); len(ms) != 1 || ms[0].Subject != "run Digest" || woken != 1 || outcomes[0].Detail != answer || outcomes[0].Failed {
-		t.Fatalf("after a completed run: %+v, woken %d, outcomes %+v", ms, woken, outcomes)
-	}
-	// A transient failure with a retry to come: no mail yet.
-	flaky := storetest.Task(t, s, a, u.ID, scheduled)
-	finish(flaky.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}})
-	if ms := mails(); len(ms) != 1 {
-		t.Fatalf("a failure with a retry to come was mailed: %+v", ms)
-	}
-	// A permanent failure: mailed with its code; an ordinary task: never.
-	broken := storetest.Task(t, s, a, u.ID, scheduled)
-	finish(broken.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeAuthError, Message: "bad key"}})
-	plain := storetest.Task(t, s, a, u.ID)
-	finish(plain.ID, store.StepOutcome{Status: taskstate.Completed, Answer: &answer})
-	if ms := mails(); len(ms) != 2 || outcomes[1].Detail != "AUTH_ERROR: bad key" || !outcomes[1].Failed {
-		t.Fatalf("after a permanent failure and a plain task: %d mails, outcomes %+v", len(ms), outcomes)
-	}
-	// Reaped past its recoveries after its retry was spent: mailed by the reaper's transaction.
-	reaped := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { scheduled(nt) })
-	storetest.MoveTo(t, s, reaped.ID, taskstate.Failed)
-	if _, err := s.TransitionTask(ctx, reaped.ID, store.TaskTransition{Action: taskstate.Retry, To: taskstate.Queued}); err != nil { // retry_count 1
+	scheduled := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { nt.Data = map[string]any{store.DataScheduledRunID: run.ID} })
+	claimTask()
+	if _, err := s.FinishStep(ctx, scheduled.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
 		t.Fatal(err)
 	}
-	for range store.MaxRecoveries + 1 {
-		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
-		clock.Advance(2 * time.Minute)
-		if _, err := s.ReapStale(ctx, clock.Now()); err != nil {
+	parent := scheduled.ID
+	kid := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { nt.ParentTaskID = &parent })
+	claimTask()
+	if _, err := s.FinishStep(ctx, kid.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
+		t.Fatal(err)
+	}
+	last := notices()
+	if len(last) != 2 || last[0].TaskID != failing || last[0].Status.NextRetryAt == nil ||
+		last[1].TaskID != scheduled.ID || last[1].ScheduledRunID != run.ID || last[1].ScheduledRunName != "Digest" {
+		t.Fatalf("retry and scheduled-run notices = %+v", last)
+	}
+}
+
+// TestNotificationRetention: read notifications older than the cutoff go, unread ones stay.
+func TestNotificationRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))
+	s := storetest.NewWithClock(t, clock.Now)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	for range 3 {
+		storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
+	}
+	ns, err := s.ClaimTaskNotices(ctx, "fanout", 10, time.Minute)
+	if err != nil || len(ns) != 3 {
+		t.Fatalf("notices = %+v, %v", ns, err)
+	}
+	for _, n := range ns {
+		if _, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{Notifications: []store.Notification{{UserID: u.ID, Kind: "task_failed", Title: "t", Body: "b"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ms := mails(); len(ms) != 3 || !strings.HasPrefix(outcomes[2].Detail, taskstate.CodeOrphaned) {
-		t.Fatalf("after the reaper: %d mails, outcomes %+v", len(ms), outcomes)
+	got, err := s.Notifications(ctx, store.NotificationQuery{UserID: u.ID, PerPage: 10})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("notifications = %+v, %v", got, err)
+	}
+	if _, err := s.MarkNotificationRead(ctx, u.ID, got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	if n, err := s.DeleteReadNotificationsBefore(ctx, clock.Now()); err != nil || n != 1 {
+		t.Fatalf("retention removed %d, %v", n, err)
+	}
+	if n, err := s.UnreadNotifications(ctx, u.ID); err != nil || n != 2 {
+		t.Fatalf("unread = %d, %v", n, err)
 	}
 }
 

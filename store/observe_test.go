@@ -2,15 +2,14 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
-type traceKey struct{}
-
-// CreateTask stores the traceparent OnTaskTrace finds in the creating context; Task reads it
+// CreateTask stores the new task's traceparent (an oversize one is dropped); Task reads it
 // back, and a task created outside a trace has none.
 func TestTaskTraceParent(t *testing.T) {
 	t.Parallel()
@@ -19,13 +18,16 @@ func TestTaskTraceParent(t *testing.T) {
 	a := storetest.Agent(t, s, u.PrincipalID)
 	plain := storetest.Task(t, s, a, u.ID)
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	s.OnTaskTrace(func(ctx context.Context) string { v, _ := ctx.Value(traceKey{}).(string); return v })
-	ctx := context.WithValue(context.Background(), traceKey{}, tp)
-	traced, err := s.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 3})
+	ctx := context.Background()
+	traced, err := s.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 3, TraceParent: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	untraced := storetest.Task(t, s, a, u.ID)
+	untraced, err := s.CreateTask(ctx, store.NewTask{AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: u.ID, Prompt: "x", MaxSteps: 3,
+		TraceParent: strings.Repeat("0", 129)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		id   int64
 		want string
@@ -77,8 +79,8 @@ func TestQueueStats(t *testing.T) {
 	if st.Tasks["QUEUED"] != 2 || st.Tasks["RUNNING"] != 1 || len(st.Tasks) != 2 {
 		t.Errorf("tasks = %v", st.Tasks)
 	}
-	want := map[string]store.OutboxStats{"webhook": {Name: "webhook"}, "mail": {Name: "mail", Pending: 1}}
-	if len(st.Outboxes) != 2 {
+	want := map[string]store.OutboxStats{"webhook": {Name: "webhook"}, "mail": {Name: "mail", Pending: 1}, "notification": {Name: "notification"}}
+	if len(st.Outboxes) != len(want) {
 		t.Fatalf("outboxes = %+v", st.Outboxes)
 	}
 	for _, o := range st.Outboxes {

@@ -45,13 +45,13 @@ type PictureCheck func(principalID int64) error
 // file once the write is committed. check (may be nil) runs on the locked row first.
 // Errors: ErrNotFound "<subject> not found", ErrInvalid (mediaID names no asset), those of
 // check.
-func (s *Store) SetPicture(ctx context.Context, subject PictureSubject, id int64, mediaID *string, check PictureCheck) (string, error) {
+func (s *Agents) SetPicture(ctx context.Context, subject PictureSubject, id int64, mediaID *string, check PictureCheck) (string, error) {
 	switch subject {
 	case PictureOfUser, PictureOfAgent, PictureOfGroup:
 	default:
 		return "", fmt.Errorf("set picture: unknown subject %q", subject)
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (string, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (string, error) {
 		var rows []struct {
 			PrincipalID    int64
 			PictureMediaID *string
@@ -89,8 +89,8 @@ func (s *Store) SetPicture(ctx context.Context, subject PictureSubject, id int64
 
 // DiscardMediaAsset deletes an asset row whatever its state (a picture whose write failed) and
 // returns its storage key for the caller to remove the file ("" when there was no such row).
-func (s *Store) DiscardMediaAsset(ctx context.Context, id string) (string, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (string, error) {
+func (s *Agents) DiscardMediaAsset(ctx context.Context, id string) (string, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (string, error) {
 		return deleteMediaRow(tx, id)
 	})
 }

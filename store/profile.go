@@ -78,7 +78,7 @@ func (r *locationRow) toLocation() *Location {
 
 // Profile returns the user's profile, or an empty one (zero UpdatedAt) when none was stored.
 // Errors: ErrNotFound (no such user).
-func (s *Store) Profile(ctx context.Context, userID int64) (*Profile, error) {
+func (s *Principals) Profile(ctx context.Context, userID int64) (*Profile, error) {
 	db := s.conn(ctx)
 	if err := userExists(db, userID); err != nil {
 		return nil, TranslateError(err)
@@ -97,7 +97,7 @@ func (s *Store) Profile(ctx context.Context, userID int64) (*Profile, error) {
 // PutProfile stores (creates or replaces) the user's profile and returns it; p.UserID and
 // p.UpdatedAt are ignored. The fields are checked by the caller (account.CheckProfile, before
 // this call). Errors: ErrNotFound (no such user).
-func (s *Store) PutProfile(ctx context.Context, userID int64, p Profile) (*Profile, error) {
+func (s *Principals) PutProfile(ctx context.Context, userID int64, p Profile) (*Profile, error) {
 	row := profileRow{
 		UserID: userID, FirstName: p.FirstName, LastName: p.LastName, Locale: p.Locale,
 		Timezone: p.Timezone, Bio: p.Bio,
@@ -123,7 +123,7 @@ func (s *Store) PutProfile(ctx context.Context, userID int64, p Profile) (*Profi
 }
 
 // ListLocations returns the user's locations ordered by id. Errors: ErrNotFound (no such user).
-func (s *Store) ListLocations(ctx context.Context, userID int64) ([]Location, error) {
+func (s *Principals) ListLocations(ctx context.Context, userID int64) ([]Location, error) {
 	db := s.conn(ctx)
 	if err := userExists(db, userID); err != nil {
 		return nil, TranslateError(err)
@@ -142,7 +142,7 @@ func (s *Store) ListLocations(ctx context.Context, userID int64) ([]Location, er
 // CreateLocation saves a location for the user and returns it; when it is the default, the
 // user's other locations lose the flag in the same transaction. Errors: ErrNotFound (no such
 // user). The location's fields are checked by the caller (user.CheckLocation, before this call).
-func (s *Store) CreateLocation(ctx context.Context, userID int64, l Location) (*Location, error) {
+func (s *Principals) CreateLocation(ctx context.Context, userID int64, l Location) (*Location, error) {
 	row := locationRow{
 		UserID: userID, Name: l.Name, Address: l.Address, Latitude: cloneFloat(l.Latitude),
 		Longitude: cloneFloat(l.Longitude), IsDefault: l.IsDefault,
@@ -172,8 +172,8 @@ func (s *Store) CreateLocation(ctx context.Context, userID int64, l Location) (*
 // UpdateLocation replaces the name, address, coordinates and default flag of one of the user's
 // locations and returns it. Errors: ErrNotFound (no such location for this user — another
 // user's location included). The fields are checked by the caller, as for CreateLocation.
-func (s *Store) UpdateLocation(ctx context.Context, userID, id int64, l Location) (*Location, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Location, error) {
+func (s *Principals) UpdateLocation(ctx context.Context, userID, id int64, l Location) (*Location, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Location, error) {
 		var row locationRow
 		if err := tx.Where("id = ? AND user_id = ?", id, userID).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -203,7 +203,7 @@ func (s *Store) UpdateLocation(ctx context.Context, userID, id int64, l Location
 
 // DeleteLocation removes one of the user's locations. Errors: ErrNotFound (no such location for
 // this user).
-func (s *Store) DeleteLocation(ctx context.Context, userID, id int64) error {
+func (s *Principals) DeleteLocation(ctx context.Context, userID, id int64) error {
 	res := s.conn(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&locationRow{})
 	if res.Error != nil {
 		return TranslateError(fmt.Errorf("delete location %d: %w", id, res.Error))

@@ -100,7 +100,7 @@ func loadTemplate(db *gorm.DB, agentID, id int64) (*PromptTemplate, error) {
 
 // PromptTemplates returns every template of agent agentID by name (byte order) and id. The
 // caller has checked visibility. Errors: none beyond the database's own.
-func (s *Store) PromptTemplates(ctx context.Context, agentID int64) ([]PromptTemplate, error) {
+func (s *Agents) PromptTemplates(ctx context.Context, agentID int64) ([]PromptTemplate, error) {
 	var rows []promptTemplateRow
 	if err := s.conn(ctx).Where("agent_id = ?", agentID).Order("name").Order("id").Find(&rows).Error; err != nil {
 		return nil, TranslateError(fmt.Errorf("list prompt templates: %w", err))
@@ -118,7 +118,7 @@ func (s *Store) PromptTemplates(ctx context.Context, agentID int64) ([]PromptTem
 
 // PromptTemplate returns template id of agent agentID. Errors: ErrNotFound "prompt template
 // not found" (unknown, or of another agent).
-func (s *Store) PromptTemplate(ctx context.Context, agentID, id int64) (*PromptTemplate, error) {
+func (s *Agents) PromptTemplate(ctx context.Context, agentID, id int64) (*PromptTemplate, error) {
 	t, err := loadTemplate(s.conn(ctx), agentID, id)
 	return t, TranslateError(err)
 }
@@ -134,7 +134,7 @@ func duplicateName(err error) error {
 // agent; the caller has checked the fields (schedule.CheckTemplateFields). Errors: ErrNotFound
 // "agent not found", ErrConflict (name taken within the agent, the unique key's answer), and
 // whatever check returns.
-func (s *Store) CreatePromptTemplate(ctx context.Context, agentID int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
+func (s *Agents) CreatePromptTemplate(ctx context.Context, agentID int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
 	vars, err := encodeTemplateVariables(f)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (s *Store) CreatePromptTemplate(ctx context.Context, agentID int64, f Promp
 // is refused; it is checked here because the runs are read under the agent's lock. The caller
 // has checked the fields (schedule.CheckTemplateFields). Errors: ErrNotFound (agent or
 // template), ErrInvalid (the run rule), ErrConflict (name taken), and whatever check returns.
-func (s *Store) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
+func (s *Agents) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f PromptTemplateFields, check AgentCheck) (*PromptTemplate, error) {
 	vars, err := encodeTemplateVariables(f)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func (s *Store) UpdatePromptTemplate(ctx context.Context, agentID, id int64, f P
 
 // DeletePromptTemplate removes template id of agent agentID. Errors: ErrNotFound (agent or
 // template), ErrInvalidState while a scheduled run uses it, and whatever check returns.
-func (s *Store) DeletePromptTemplate(ctx context.Context, agentID, id int64, check AgentCheck) error {
+func (s *Agents) DeletePromptTemplate(ctx context.Context, agentID, id int64, check AgentCheck) error {
 	return TranslateError(s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
 		if _, err := loadTemplate(tx, agentID, id); err != nil {
 			return err

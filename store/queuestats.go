@@ -14,7 +14,7 @@ type QueueStats struct {
 
 // OutboxStats counts the items of one outbox.
 type OutboxStats struct {
-	Name     string // "webhook", "mail"
+	Name     string // "webhook", "mail", "notification"
 	Pending  int64  // still to deliver (state pending)
 	Retrying int64  // pending after at least one failed attempt
 	GaveUp   int64  // given up after the last attempt (abandoned, failed)
@@ -38,7 +38,7 @@ func (s *Store) QueueStats(ctx context.Context) (*QueueStats, error) {
 	for _, o := range []struct {
 		name string
 		box  outbox
-	}{{"webhook", webhookOutbox()}, {"mail", mailOutbox()}} {
+	}{{"webhook", webhookOutbox()}, {"mail", mailOutbox()}, {"notification", noticeOutbox()}} {
 		var states []struct {
 			State    string
 			N        int64

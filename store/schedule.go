@@ -154,13 +154,13 @@ func runTemplate(tx *gorm.DB, agentID int64, id *int64) (*PromptTemplate, error)
 
 // ScheduledRuns returns every run of agent agentID by next_run_at (runs without one last), then
 // id. The caller has checked visibility. Errors: none beyond the database's own.
-func (s *Store) ScheduledRuns(ctx context.Context, agentID int64) ([]ScheduledRun, error) {
+func (s *Agents) ScheduledRuns(ctx context.Context, agentID int64) ([]ScheduledRun, error) {
 	runs, err := runsWhere(s.conn(ctx).Order("next_run_at IS NULL").Order("next_run_at").Order("id"), "agent_id = ?", agentID)
 	return runs, TranslateError(err)
 }
 
 // ScheduledRun returns run id of agent agentID. Errors: ErrNotFound "scheduled run not found".
-func (s *Store) ScheduledRun(ctx context.Context, agentID, id int64) (*ScheduledRun, error) {
+func (s *Agents) ScheduledRun(ctx context.Context, agentID, id int64) (*ScheduledRun, error) {
 	r, err := loadRun(s.conn(ctx), agentID, id)
 	return r, TranslateError(err)
 }
@@ -169,7 +169,7 @@ func (s *Store) ScheduledRun(ctx context.Context, agentID, id int64) (*Scheduled
 // allowed it on the locked agent and the run's template; the caller has checked the fields
 // (schedule.CheckRunFields). Errors: ErrNotFound "agent not found", ErrInvalid (a template of
 // another agent), and whatever check returns.
-func (s *Store) CreateScheduledRun(ctx context.Context, agentID, createdBy int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
+func (s *Agents) CreateScheduledRun(ctx context.Context, agentID, createdBy int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
 	vars, err := encodeRunVariables(f)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (s *Store) CreateScheduledRun(ctx context.Context, agentID, createdBy int64
 // UpdateScheduledRun replaces the writable fields of run id of agent agentID; last_run_at,
 // last_task_id and created_by are kept. Errors: as CreateScheduledRun, plus ErrNotFound
 // "scheduled run not found".
-func (s *Store) UpdateScheduledRun(ctx context.Context, agentID, id int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
+func (s *Agents) UpdateScheduledRun(ctx context.Context, agentID, id int64, f ScheduledRunFields, check RunCheck) (*ScheduledRun, error) {
 	vars, err := encodeRunVariables(f)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (s *Store) UpdateScheduledRun(ctx context.Context, agentID, id int64, f Sch
 
 // DeleteScheduledRun removes run id of agent agentID; tasks it started are kept. Errors:
 // ErrNotFound (agent or run), and whatever check returns.
-func (s *Store) DeleteScheduledRun(ctx context.Context, agentID, id int64, check AgentCheck) error {
+func (s *Agents) DeleteScheduledRun(ctx context.Context, agentID, id int64, check AgentCheck) error {
 	return TranslateError(s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
 		if _, err := loadRun(tx, agentID, id); err != nil {
 			return err
@@ -251,7 +251,7 @@ func (s *Store) DeleteScheduledRun(ctx context.Context, agentID, id int64, check
 
 // RecordRunStart notes that run id started task taskID at `at` (last_run_at, last_task_id);
 // the schedule is unchanged. A run deleted meanwhile is no error.
-func (s *Store) RecordRunStart(ctx context.Context, id, taskID int64, at time.Time) error {
+func (s *Agents) RecordRunStart(ctx context.Context, id, taskID int64, at time.Time) error {
 	err := s.conn(ctx).Model(&scheduledRunRow{}).Where("id = ?", id).
 		Updates(map[string]any{"last_run_at": normTime(at), "last_task_id": taskID}).Error
 	return TranslateError(err)
@@ -266,9 +266,9 @@ type NextRunFunc func(r *ScheduledRun, after time.Time) *time.Time
 // time twice (SQLite's write lock, row locks with SKIP LOCKED on MySQL/MariaDB, and a
 // compare-and-swap on next_run_at). It returns the run as it was before the claim, or nil
 // when nothing is due. Errors: database failures only.
-func (s *Store) ClaimDueRun(ctx context.Context, now time.Time, next NextRunFunc) (*ScheduledRun, error) {
+func (s *Agents) ClaimDueRun(ctx context.Context, now time.Time, next NextRunFunc) (*ScheduledRun, error) {
 	now = normTime(now)
-	return inTx(ctx, s, func(tx *gorm.DB) (*ScheduledRun, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*ScheduledRun, error) {
 		q := tx.Where("is_active = ? AND next_run_at IS NOT NULL AND next_run_at <= ?", true, now).
 			Order("next_run_at").Order("id").Limit(1)
 		if s.dialect != DialectSQLite {

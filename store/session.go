@@ -53,7 +53,7 @@ func sessionNotFound() error { return fmt.Errorf("session: %w", svcerr.ErrNotFou
 // store. IP and UserAgent are truncated to their column sizes rather than rejected.
 // Errors: ErrInvalid (digest not 64 hex characters, CSRF token empty or oversize, expiry not in
 // the future), ErrNotFound (no such user), ErrConflict (digest already in use).
-func (s *Store) CreateSession(ctx context.Context, sess Session) (*Session, error) {
+func (s *Principals) CreateSession(ctx context.Context, sess Session) (*Session, error) {
 	// Not user input: the digest, CSRF token and expiry are account.Service's own values, guarded
 	// here for their columns; the expiry is compared with the store's clock in the transaction.
 	if err := checkDigest("token_digest", sess.TokenDigest); err != nil {
@@ -90,7 +90,7 @@ func (s *Store) CreateSession(ctx context.Context, sess Session) (*Session, erro
 // SessionByDigest returns a live session and its user, from the session cache while nothing
 // that could end the session or change its user was written since it was cached
 // (sessioncache.go). Errors: ErrNotFound when no session has this digest or it has expired.
-func (s *Store) SessionByDigest(ctx context.Context, digest string) (*Session, *User, error) {
+func (s *Principals) SessionByDigest(ctx context.Context, digest string) (*Session, *User, error) {
 	_, version, err := s.versions(ctx) // before the read: a change meanwhile shows as a new version
 	if err != nil {
 		return nil, nil, err
@@ -143,7 +143,7 @@ const sessionUserColumns = "users.*, sessions.id AS s_id, sessions.user_id AS s_
 
 // TouchSession records activity on a session and moves its expiry (sliding sessions).
 // Errors: ErrNotFound.
-func (s *Store) TouchSession(ctx context.Context, id int64, expiresAt time.Time) error {
+func (s *Principals) TouchSession(ctx context.Context, id int64, expiresAt time.Time) error {
 	now, exp := s.now(), normTime(expiresAt)
 	res := s.conn(ctx).Model(&sessionRow{}).Where("id = ?", id).
 		Updates(map[string]any{"last_seen_at": now, "expires_at": exp})
@@ -159,7 +159,7 @@ func (s *Store) TouchSession(ctx context.Context, id int64, expiresAt time.Time)
 
 // DeleteSession ends the session with this digest (logout). Ending a session that does not
 // exist is not an error.
-func (s *Store) DeleteSession(ctx context.Context, digest string) error {
+func (s *Principals) DeleteSession(ctx context.Context, digest string) error {
 	if err := s.conn(ctx).Where("token_digest = ?", digest).Delete(&sessionRow{}).Error; err != nil {
 		return TranslateError(fmt.Errorf("delete session: %w", err))
 	}
@@ -168,7 +168,7 @@ func (s *Store) DeleteSession(ctx context.Context, digest string) error {
 
 // DeleteUserSessions ends every session of a user except exceptID (0 keeps none), e.g. after a
 // password change. A user without sessions is not an error.
-func (s *Store) DeleteUserSessions(ctx context.Context, userID, exceptID int64) error {
+func (s *Principals) DeleteUserSessions(ctx context.Context, userID, exceptID int64) error {
 	if err := s.conn(ctx).Where("user_id = ? AND id <> ?", userID, exceptID).Delete(&sessionRow{}).Error; err != nil {
 		return TranslateError(fmt.Errorf("delete sessions of user %d: %w", userID, err))
 	}
@@ -176,7 +176,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID, exceptID int64) 
 }
 
 // PurgeExpiredSessions deletes sessions whose expiry has passed and returns how many.
-func (s *Store) PurgeExpiredSessions(ctx context.Context) (int64, error) {
+func (s *Principals) PurgeExpiredSessions(ctx context.Context) (int64, error) {
 	res := s.conn(ctx).Where("expires_at <= ?", s.now()).Delete(&sessionRow{})
 	if res.Error != nil {
 		return 0, TranslateError(fmt.Errorf("purge sessions: %w", res.Error))
@@ -188,7 +188,7 @@ func (s *Store) PurgeExpiredSessions(ctx context.Context) (int64, error) {
 // (its digest is remembered from the session's last authentication, else read): an open push
 // subscription asks it every second. Errors: ErrNotFound when it ended (logged out, expired, its
 // user deleted).
-func (s *Store) LiveSessionByID(ctx context.Context, id int64) (*Session, error) {
+func (s *Principals) LiveSessionByID(ctx context.Context, id int64) (*Session, error) {
 	s.sessions.mu.Lock()
 	digest, ok := s.sessions.byID[id]
 	s.sessions.mu.Unlock()

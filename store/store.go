@@ -96,17 +96,19 @@ func DefaultMaxOpenConns(dialect string) int {
 
 // Store is the database handle. It is safe for concurrent use.
 type Store struct {
-	db       *gorm.DB
-	dialect  string
-	clock    func() time.Time
-	log      *slog.Logger
-	onNotify func(ctx context.Context, ns []Notification) // OnNotifications
-	onEvents func(taskIDs []int64)                        // OnEvents
-	onQueued func()                                       // OnTaskQueued
-	// onScheduledRun builds the mail of a finished scheduled run (OnScheduledRunFinished).
-	onScheduledRun func(o ScheduledRunOutcome) (NewMail, bool)
-	onMailQueued   func()                           // OnMailQueued
-	onTaskTrace    func(ctx context.Context) string // OnTaskTrace
+	// The aggregates (aggregates.go): each holds its exported methods, promoted here.
+	Tasks
+	Agents
+	Principals
+	Outboxes
+	Inbox
+	Media
+
+	db        *gorm.DB
+	dialect   string
+	clock     func() time.Time
+	log       *slog.Logger
+	listeners []func(Commit) // AfterCommit
 	// writers queues this process's transactions on SQLite (one token): a waiter is woken when
 	// the one before it ends, instead of polling the write lock in SQLite's busy handler (which
 	// sleeps 1 to 100 ms between tries). nil on MySQL/MariaDB.
@@ -124,6 +126,7 @@ type Store struct {
 // returned uncategorised.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{clock: opts.Clock, log: opts.Logger}
+	s.Tasks, s.Agents, s.Principals, s.Outboxes, s.Inbox, s.Media = Tasks{s}, Agents{s}, Principals{s}, Outboxes{s}, Inbox{s}, Media{s}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -314,23 +317,8 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		time.Sleep(time.Duration(attempt)*5*time.Millisecond + time.Duration(rand.IntN(5000))*time.Microsecond)
 	}
 	err = TranslateError(err)
-	if err == nil && len(c.transitions) > 0 {
-		s.logTransitions(ctx, c.transitions)
-	}
-	if err == nil && len(c.notifications) > 0 && s.onNotify != nil {
-		s.onNotify(context.WithoutCancel(ctx), c.notifications)
-	}
-	if err == nil && c.mailed && s.onMailQueued != nil {
-		s.onMailQueued()
-	}
-	if err == nil && len(c.eventTasks) > 0 && s.onEvents != nil {
-		s.onEvents(c.eventTasks)
-	}
-	if err == nil && c.queued && s.onQueued != nil {
-		s.onQueued()
-	}
-	if err == nil && c.versionsBumped {
-		s.vers.stale.Store(true)
+	if err == nil {
+		s.committed(ctx, c)
 	}
 	return err
 }

@@ -20,7 +20,7 @@ func unsettledArgs(parentID int64) []any {
 
 // UnsettledChildren counts the sub-agent tasks of parentID that have not settled yet (see
 // ResumeWhenChildrenSettled). Errors: none beyond the database's own.
-func (s *Store) UnsettledChildren(ctx context.Context, parentID int64) (int64, error) {
+func (s *Tasks) UnsettledChildren(ctx context.Context, parentID int64) (int64, error) {
 	var n int64
 	err := s.conn(ctx).Model(&taskRow{}).Where(unsettledChild, unsettledArgs(parentID)...).Count(&n).Error
 	if err != nil {
@@ -35,8 +35,8 @@ func (s *Store) UnsettledChildren(ctx context.Context, parentID int64) (int64, e
 // did. The parent row is locked first and the move is a conditional UPDATE, so when two
 // children settle at once on two workers the parent is queued exactly once; a parent in any
 // other state is left alone (false). Errors: ErrNotFound "task not found".
-func (s *Store) ResumeWhenChildrenSettled(ctx context.Context, parentID int64) (bool, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (bool, error) {
+func (s *Tasks) ResumeWhenChildrenSettled(ctx context.Context, parentID int64) (bool, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (bool, error) {
 		row, err := loadTask(tx, parentID, true)
 		if err != nil {
 			return false, err

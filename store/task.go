@@ -64,7 +64,7 @@ type Task struct {
 	UpdatedAt      time.Time
 	FinishedAt     *time.Time
 	// TraceParent is the W3C traceparent of the request that created the task ("" : none);
-	// the spans of its steps link to it (Store.OnTaskTrace).
+	// the spans of its steps link to it (NewTask.TraceParent).
 	TraceParent string
 	// ToolCallCount is how many tool calls the task has recorded: a step of a task with none
 	// does not read them.
@@ -222,13 +222,17 @@ type NewTask struct {
 	CallbackURL  *string // agent_api: screened callback target
 	MediaIDs     []string
 	Data         map[string]any
+	// TraceParent is the W3C traceparent of the request creating the task ("" : none), stored
+	// so the spans of its steps link back to the request across the queue; longer than 128
+	// bytes it is not stored.
+	TraceParent string
 }
 
 // CreateTask stores a QUEUED task and its prompt as the first user message (sequence 1); an
 // empty Source is TaskSourceSession. The caller has applied task.CheckNew (prompt, max_steps,
 // source, data). Errors: ErrInvalid (unknown agent, user, parent task or media asset: known
 // only to this write).
-func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
+func (s *Tasks) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 	if nt.Source == "" {
 		nt.Source = TaskSourceSession
 	}
@@ -239,13 +243,13 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			return nil, err
 		}
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
 		row := taskRow{
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
 			Prompt: nt.Prompt, MaxSteps: nt.MaxSteps, Data: data, Source: nt.Source,
 			APIKeyID: nt.APIKeyID, CallbackURL: nt.CallbackURL, CreatedAt: now, UpdatedAt: now,
-			TraceParent: s.traceParent(ctx),
+			TraceParent: traceParent(nt.TraceParent),
 		}
 		if err := s.insertTask(tx, now, &row, []NewTaskMessage{{Role: RoleUser, Text: nt.Prompt, MediaIDs: nt.MediaIDs}}); err != nil {
 			return nil, err
@@ -255,7 +259,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 }
 
 // Task returns one task. Errors: ErrNotFound "task not found".
-func (s *Store) Task(ctx context.Context, id int64) (*Task, error) {
+func (s *Tasks) Task(ctx context.Context, id int64) (*Task, error) {
 	t, err := readTask(s.conn(ctx), id)
 	return t, TranslateError(err)
 }
@@ -273,7 +277,7 @@ type TaskQuery struct {
 
 // ListTasks returns one page of the tasks q.UserID owns (sub-agent tasks included), newest
 // first (created_at, then id, descending). Errors: none beyond the database's own.
-func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
+func (s *Tasks) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	db := s.conn(ctx).Where("user_id = ?", q.UserID)
 	if q.AgentID != 0 {
 		db = db.Where("agent_id = ?", q.AgentID)
@@ -313,7 +317,7 @@ func listTasks(db *gorm.DB, what string, since *time.Time, page, perPage int) ([
 
 // DeleteTask removes a task with its messages, tool calls, questions and sub-agent tasks.
 // Errors: ErrNotFound "task not found", ErrInvalidState while the task is RUNNING.
-func (s *Store) DeleteTask(ctx context.Context, id int64) error {
+func (s *Tasks) DeleteTask(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ? AND status <> ?", id, taskstate.Running).Delete(&taskRow{})
 		if res.Error != nil {

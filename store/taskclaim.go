@@ -79,7 +79,7 @@ const claimCandidates = 4
 // one UPDATE … RETURNING per kind inside an immediate transaction; MySQL/MariaDB ranks the
 // candidates without locking, then locks them with FOR UPDATE SKIP LOCKED (re-checking the
 // kind's condition) and updates the first ones in rank order in the same transaction. Errors: ErrInvalid (empty or oversize worker id, lease not positive).
-func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Duration, limit int) ([]Task, error) {
+func (s *Tasks) ClaimQueued(ctx context.Context, workerID string, lease time.Duration, limit int) ([]Task, error) {
 	if err := checkKey("worker id", workerID, true); err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *Store) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 	if limit < 1 {
 		return out, nil
 	}
-	rows, err := inTx(readCommitted(ctx), s, func(tx *gorm.DB) ([]taskRow, error) {
+	rows, err := inTx(readCommitted(ctx), s.Store, func(tx *gorm.DB) ([]taskRow, error) {
 		var rows []taskRow
 		now := s.now()
 		until := normTime(now.Add(lease))
@@ -222,7 +222,7 @@ func inLease[T any](ctx context.Context, s *Store, id int64, workerID string, fn
 // ExtendLease moves the lease of a RUNNING task held by workerID to now+lease. Errors:
 // ErrInvalidState when the lease was lost or the task left RUNNING (for example aborted),
 // ErrNotFound "task not found", ErrInvalid for a non-positive lease.
-func (s *Store) ExtendLease(ctx context.Context, id int64, workerID string, lease time.Duration) error {
+func (s *Tasks) ExtendLease(ctx context.Context, id int64, workerID string, lease time.Duration) error {
 	if lease <= 0 {
 		return invalidf("lease must be positive")
 	}
@@ -257,7 +257,7 @@ type Reaped struct {
 // (calls it had started are not run again); the others fail ORPHANED (an automatic retry may
 // follow; see task.Service.ScheduleRetry). Ids are in ascending order. Errors: none beyond the
 // database's own.
-func (s *Store) ReapStale(ctx context.Context, now time.Time) (Reaped, error) {
+func (s *Tasks) ReapStale(ctx context.Context, now time.Time) (Reaped, error) {
 	return s.reap(ctx, now, MaxRecoveries, taskstate.CodeOrphaned, "the worker running the task stopped answering")
 }
 
@@ -316,8 +316,8 @@ func (s *Store) reap(ctx context.Context, now time.Time, maxRecoveries int, code
 // and, past MaxRecoveries, the task fails ORPHANED instead. It returns the task as left.
 // Errors: ErrInvalidState when the lease was lost (aborted, reaped, claimed again: nothing is
 // written), ErrNotFound.
-func (s *Store) HandBack(ctx context.Context, id int64, workerID string, recovered bool) (*Task, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+func (s *Tasks) HandBack(ctx context.Context, id int64, workerID string, recovered bool) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
 		var cur taskRow
 		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("recoveries").Where("id = ?", id).Take(&cur).Error; err != nil {
@@ -378,11 +378,11 @@ type ToolResult struct {
 // FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
 // ErrInvalidState when the lease was lost (the task was aborted, reaped or claimed again:
 // nothing is written), ErrNotFound, ErrInvalid for an invalid outcome.
-func (s *Store) FinishStep(ctx context.Context, id int64, workerID string, o StepOutcome) (*Task, error) {
+func (s *Tasks) FinishStep(ctx context.Context, id int64, workerID string, o StepOutcome) (*Task, error) {
 	if err := checkOutcome(o); err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		t, _, err := s.finishStep(tx, id, workerID, s.now(), o, nil)
 		return t, err
 	})
@@ -528,7 +528,7 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 // FinishTurn stores the assistant turn msg (an answer: no tool calls) of a task whose lease
 // workerID holds and records the step's outcome o, in one transaction: AppendAssistantTurn and
 // FinishStep at once. Errors: those of both.
-func (s *Store) FinishTurn(ctx context.Context, id int64, workerID string, msg NewTaskMessage, o StepOutcome) (*Task, TaskMessage, error) {
+func (s *Tasks) FinishTurn(ctx context.Context, id int64, workerID string, msg NewTaskMessage, o StepOutcome) (*Task, TaskMessage, error) {
 	if msg.Role != RoleAssistant {
 		return nil, TaskMessage{}, invalidf("an assistant turn has the role %q", RoleAssistant)
 	}
@@ -542,7 +542,7 @@ func (s *Store) FinishTurn(ctx context.Context, id int64, workerID string, msg N
 		t *Task
 		m *TaskMessage
 	}
-	res, err := inTx(ctx, s, func(tx *gorm.DB) (out, error) {
+	res, err := inTx(ctx, s.Store, func(tx *gorm.DB) (out, error) {
 		t, m, err := s.finishStep(tx, id, workerID, s.now(), o, &msg)
 		return out{t, m}, err
 	})

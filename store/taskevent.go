@@ -146,11 +146,11 @@ func noteEvent(tx *gorm.DB, taskID int64, st *StatusEvent) {
 	if c == nil {
 		return
 	}
-	if !slices.Contains(c.eventTasks, taskID) {
-		c.eventTasks = append(c.eventTasks, taskID)
+	if !slices.Contains(c.EventTasks, taskID) {
+		c.EventTasks = append(c.EventTasks, taskID)
 	}
 	if st != nil && st.Status == taskstate.Queued {
-		c.queued = true
+		c.TaskQueued = true
 	}
 }
 
@@ -212,7 +212,7 @@ func toolCallEvents(tx *gorm.DB, taskID int64, now time.Time, typ string, calls 
 
 // AppendDelta records a piece of streamed model output of the turn running under workerID's
 // lease. Errors: ErrInvalidState (lease lost), ErrNotFound.
-func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
+func (s *Tasks) AppendDelta(ctx context.Context, taskID int64, workerID string, d Delta) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
 		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: 1})
@@ -225,7 +225,7 @@ func (s *Store) AppendDelta(ctx context.Context, taskID int64, workerID string, 
 
 // TaskEvents returns up to limit (at most MaxEventsPage) events of task id with a sequence
 // above after, in order. An unknown task has no events.
-func (s *Store) TaskEvents(ctx context.Context, id, after int64, limit int) ([]TaskEvent, error) {
+func (s *Tasks) TaskEvents(ctx context.Context, id, after int64, limit int) ([]TaskEvent, error) {
 	if limit <= 0 || limit > MaxEventsPage {
 		limit = MaxEventsPage
 	}
@@ -246,7 +246,7 @@ type EventCursor struct {
 
 // EventCursors reads the event cursors of ids (unknown ids are left out) in one query, for
 // the event streams of every process to notice events other processes wrote.
-func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, error) {
+func (s *Tasks) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, error) {
 	var rows []taskRow
 	if err := s.conn(ctx).Select("id", "event_seq", "status", "next_retry_at").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("event cursors: %w", err)
@@ -258,12 +258,3 @@ func (s *Store) EventCursors(ctx context.Context, ids []int64) ([]EventCursor, e
 	}
 	return out, nil
 }
-
-// OnTaskQueued sets the hook told, after each commit that made a task QUEUED (created, resumed,
-// handed back, taken back), that work is waiting: the worker daemon claims at once instead of
-// at its next poll. Set it while the service is assembled.
-func (s *Store) OnTaskQueued(f func()) { s.onQueued = f }
-
-// OnEvents sets the hook told, after each commit, which tasks got new events (the in-process
-// event streams). Set it while the service is assembled.
-func (s *Store) OnEvents(f func(taskIDs []int64)) { s.onEvents = f }

@@ -15,7 +15,7 @@ import (
 // at most once even across crashes: a call found started but unfinished is not begun again
 // (only RestartToolCall, for a repeatable operation, starts it again). Errors: ErrInvalidState
 // (lease lost, or the call was already started or is not runnable), ErrNotFound.
-func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
+func (s *Tasks) BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
 	return s.startToolCall(ctx, taskID, workerID, callID, "executed_at IS NULL",
 		map[string]any{}, "was already started or is not runnable")
 }
@@ -26,7 +26,7 @@ func (s *Store) BeginToolCall(ctx context.Context, taskID int64, workerID string
 // UPDATE. The caller restarts only calls of repeatable operations (tools.Operation.Repeatable):
 // those are run at least once, every other call at most once (BeginToolCall). Errors:
 // ErrInvalidState (lease lost, or the call is not an interrupted one), ErrNotFound.
-func (s *Store) RestartToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
+func (s *Tasks) RestartToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error {
 	return s.startToolCall(ctx, taskID, workerID, callID, "executed_at IS NOT NULL",
 		map[string]any{"restarts": gorm.Expr("restarts + 1")}, "is not an interrupted call")
 }
@@ -35,7 +35,7 @@ func (s *Store) RestartToolCall(ctx context.Context, taskID int64, workerID stri
 // lease: one conditional UPDATE, no transaction — the lease check is a condition of the
 // compare-and-swap (a locking read of the task row on MySQL/MariaDB). refused completes the
 // ErrInvalidState message of a call the condition does not match.
-func (s *Store) startToolCall(ctx context.Context, taskID int64, workerID string, callID int64, started string, set map[string]any, refused string) error {
+func (s *Tasks) startToolCall(ctx context.Context, taskID int64, workerID string, callID int64, started string, set map[string]any, refused string) error {
 	now, db := s.now(), s.conn(ctx)
 	set["executed_at"] = now
 	res := db.Model(&toolCallRow{}).
@@ -61,7 +61,7 @@ func (s *Store) startToolCall(ctx context.Context, taskID int64, workerID string
 
 // UserOfPrincipal returns the user whose personal principal p is. Errors: ErrNotFound (a
 // group's principal, or none).
-func (s *Store) UserOfPrincipal(ctx context.Context, p int64) (int64, error) {
+func (s *Tasks) UserOfPrincipal(ctx context.Context, p int64) (int64, error) {
 	var ids []int64
 	if err := s.conn(ctx).Table("users").Where("principal_id = ?", p).Limit(1).Pluck("id", &ids).Error; err != nil {
 		return 0, TranslateError(err)

@@ -180,8 +180,8 @@ func messageEvents(msgs []TaskMessage) []TaskEvent {
 
 // AppendMessages adds conversation turns to a task whose lease workerID holds and returns them
 // with their sequence numbers. Errors: ErrInvalidState (lease lost), ErrNotFound, ErrInvalid.
-func (s *Store) AppendMessages(ctx context.Context, taskID int64, workerID string, msgs []NewTaskMessage) ([]TaskMessage, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) ([]TaskMessage, error) {
+func (s *Tasks) AppendMessages(ctx context.Context, taskID int64, workerID string, msgs []NewTaskMessage) ([]TaskMessage, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) ([]TaskMessage, error) {
 		now := s.now()
 		row, err := leaseWrite(tx, taskID, workerID, now, nil, reserve{events: len(msgs), messages: len(msgs)})
 		if err != nil {
@@ -197,7 +197,7 @@ func (s *Store) AppendMessages(ctx context.Context, taskID int64, workerID strin
 
 // Messages returns the turns of a task with a sequence above sinceSequence, in order.
 // Errors: none beyond the database's own (an unknown task has no messages).
-func (s *Store) Messages(ctx context.Context, taskID int64, sinceSequence int) ([]TaskMessage, error) {
+func (s *Tasks) Messages(ctx context.Context, taskID int64, sinceSequence int) ([]TaskMessage, error) {
 	rows, err := queryRows(s.conn(ctx), (*taskMessageRow).dest, "SELECT "+messageColumns+" FROM task_messages WHERE task_id = ? AND sequence > ? ORDER BY sequence",
 		taskID, sinceSequence)
 	if err != nil {

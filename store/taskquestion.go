@@ -68,7 +68,7 @@ func (r *questionRow) toBatch() (QuestionBatch, error) {
 // RecordQuestions stores a question batch asked by tool call toolCallID of a task whose lease
 // workerID holds. Errors: ErrInvalidState (lease lost), ErrConflict (batch already recorded),
 // ErrInvalid (no questions, oversize values), ErrNotFound.
-func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []Question) (*QuestionBatch, error) {
+func (s *Tasks) RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []Question) (*QuestionBatch, error) {
 	// Not user input: the loop records what the model asked; these checks guard its columns.
 	if err := checkKey("tool call id", toolCallID, true); err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, too
 	if err := checkText("questions", enc, MaxTaskJSONLen); err != nil {
 		return nil, err
 	}
-	out, err := inLease(ctx, s, taskID, workerID, func(tx *gorm.DB, now time.Time) (QuestionBatch, error) {
+	out, err := inLease(ctx, s.Store, taskID, workerID, func(tx *gorm.DB, now time.Time) (QuestionBatch, error) {
 		row := questionRow{TaskID: taskID, ToolCallID: toolCallID, Questions: enc, CreatedAt: now}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(TranslateError(err), svcerr.ErrConflict) {
@@ -104,12 +104,12 @@ func (s *Store) RecordQuestions(ctx context.Context, taskID int64, workerID, too
 }
 
 // PendingQuestions returns the unanswered question batches of a task, oldest first.
-func (s *Store) PendingQuestions(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
+func (s *Tasks) PendingQuestions(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
 	return questionBatches(s.conn(ctx), taskID, true)
 }
 
 // QuestionBatches returns every question batch of a task (answered ones with their answers).
-func (s *Store) QuestionBatches(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
+func (s *Tasks) QuestionBatches(ctx context.Context, taskID int64) ([]QuestionBatch, error) {
 	return questionBatches(s.conn(ctx), taskID, false)
 }
 
@@ -134,12 +134,12 @@ type AnswerCheck func(b *QuestionBatch) error
 // The caller has bounded the answers (task.CheckJSON). Errors: ErrNotFound "task not found",
 // ErrInvalidState (not AWAITING_INPUT), ErrInvalid (no such pending batch: read under the task's
 // lock), and whatever check returns.
-func (s *Store) AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
+func (s *Tasks) AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
 	enc, err := encodeJSON("answers", answers)
 	if err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		row, err := loadTask(tx, taskID, true)
 		if err != nil {
 			return nil, err

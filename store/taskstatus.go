@@ -151,9 +151,9 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64) ([]taskRow, err
 }
 
 // statusWritten writes what rows, just moved by c, owe: their status events (after the
-// caller's own, in one INSERT), the callbacks of chats that settled and the notifications,
-// and the log lines for after the commit. A change that keeps the status (follow-up, retry
-// scheduled) owes only its status event.
+// caller's own, in one INSERT), the notices of the notification outbox (noteNotices), the
+// callbacks of chats that settled, and the log lines for after the commit. A change that
+// keeps the status (follow-up, retry scheduled) owes no callback and no log line.
 func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) error {
 	var evRows []taskEventRow
 	for i := range rows {
@@ -184,6 +184,9 @@ func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows [
 	if err := insertEventRows(tx, evRows); err != nil {
 		return fmt.Errorf("status events: %w", err)
 	}
+	if err := noteNotices(tx, now, c, rows); err != nil {
+		return err
+	}
 	if c.from == c.to {
 		return nil
 	}
@@ -192,9 +195,6 @@ func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows [
 		r := &rows[i]
 		if r.CallbackURL != nil && r.APIKeyID != nil && taskstate.IsSettled(r.Status) {
 			callbacks = append(callbacks, r.ID)
-		}
-		if err := s.notifyRow(tx, now, r); err != nil {
-			return err
 		}
 	}
 	if err := enqueueCallbacks(tx, now, callbacks...); err != nil {

@@ -20,14 +20,14 @@ import (
 // another worker holds an unexpired lease ("being ticked by another caller") or the task is
 // quiescent (PENDING_APPROVAL, AWAITING_INPUT, AWAITING_SUB_AGENTS, ABORTED) or terminal;
 // ErrInvalid for an empty or oversize worker id or a lease that is not positive.
-func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, lease time.Duration) (*Task, error) {
+func (s *Tasks) AcquireTick(ctx context.Context, id int64, workerID string, lease time.Duration) (*Task, error) {
 	if err := checkKey("worker id", workerID, true); err != nil {
 		return nil, err
 	}
 	if lease <= 0 {
 		return nil, invalidf("lease must be positive")
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		row, err := loadTask(tx, id, true)
 		if err != nil {
 			return nil, err
@@ -62,7 +62,7 @@ func (s *Store) AcquireTick(ctx context.Context, id int64, workerID string, leas
 // WORKER_DISCONNECTED (the code is transient, so an automatic retry may follow — see
 // task.Service.ScheduleRetry). Their ids are in Reaped.Failed, in ascending order. Errors: none
 // beyond the database's own.
-func (s *Store) ReapDisconnected(ctx context.Context, now time.Time) (Reaped, error) {
+func (s *Tasks) ReapDisconnected(ctx context.Context, now time.Time) (Reaped, error) {
 	return s.reap(ctx, now, 0, taskstate.CodeWorkerDisconnected, "the client driving the task stopped ticking it")
 }
 

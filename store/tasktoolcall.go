@@ -111,7 +111,7 @@ func (r *toolCallRow) toToolCall() (ToolCall, error) {
 // (never a turn whose calls have no row, which the model would be told produced no result).
 // Each call row gets the turn's sequence. Errors: ErrInvalidState (lease lost), ErrConflict (a
 // provider call id already recorded for the task), ErrInvalid, ErrNotFound.
-func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID string, msg NewTaskMessage, calls []NewToolCall) (TaskMessage, []ToolCall, error) {
+func (s *Tasks) AppendAssistantTurn(ctx context.Context, taskID int64, workerID string, msg NewTaskMessage, calls []NewToolCall) (TaskMessage, []ToolCall, error) {
 	if msg.Role != RoleAssistant {
 		return TaskMessage{}, nil, invalidf("an assistant turn has the role %q", RoleAssistant)
 	}
@@ -123,7 +123,7 @@ func (s *Store) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 		msg   TaskMessage
 		calls []ToolCall
 	}
-	out, err := inTx(ctx, s, func(tx *gorm.DB) (turn, error) {
+	out, err := inTx(ctx, s.Store, func(tx *gorm.DB) (turn, error) {
 		// One UPDATE checks the lease and numbers the message and its events (the message, one
 		// proposal per call); one INSERT writes the events.
 		now := s.now()
@@ -227,7 +227,7 @@ type ToolCallUpdate struct {
 // UpdateToolCall records the outcome of tool call callID of a task whose lease workerID holds;
 // executed_at becomes now. Errors: ErrInvalidState (lease lost), ErrNotFound "tool call not
 // found", ErrInvalid.
-func (s *Store) UpdateToolCall(ctx context.Context, taskID int64, workerID string, callID int64, u ToolCallUpdate) error {
+func (s *Tasks) UpdateToolCall(ctx context.Context, taskID int64, workerID string, callID int64, u ToolCallUpdate) error {
 	if u.Status != ToolCallExecuted && u.Status != ToolCallFailed {
 		return invalidf("a tool call ends EXECUTED or FAILED")
 	}
@@ -271,7 +271,7 @@ func writeToolResult(tx *gorm.DB, taskID, callID int64, now time.Time, status st
 }
 
 // ToolCalls returns every tool call of a task in the order they were recorded.
-func (s *Store) ToolCalls(ctx context.Context, taskID int64) ([]ToolCall, error) {
+func (s *Tasks) ToolCalls(ctx context.Context, taskID int64) ([]ToolCall, error) {
 	return toolCalls(s.conn(ctx), taskID, "")
 }
 
@@ -320,7 +320,7 @@ func rejectionResult(reason string) (string, error) {
 // found", ErrInvalidState (the task is not PENDING_APPROVAL), ErrInvalid (unknown, already
 // decided or repeated provider call id: the pending calls are read under the task's lock) — a
 // refused request writes nothing.
-func (s *Store) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds []ToolDecision) (*Task, error) {
+func (s *Tasks) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds []ToolDecision) (*Task, error) {
 	return s.DecideToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, ds)
 }
 
@@ -340,7 +340,7 @@ func (d Decider) changes(now time.Time) map[string]any {
 }
 
 // DecideToolCallsBy is DecideToolCalls recording by as the decider.
-func (s *Store) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider, ds []ToolDecision) (*Task, error) {
+func (s *Tasks) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider, ds []ToolDecision) (*Task, error) {
 	return s.decide(ctx, taskID, taskstate.Approve, func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
 		// Which ids are pending only this transaction knows; a repeated id would find its call
 		// decided by the first one, so it is refused here with them.
@@ -419,12 +419,12 @@ func updatePendingCall(tx *gorm.DB, id int64, ch map[string]any) error {
 // reason (the model sees it as the calls' result) and queues the task. Errors: ErrNotFound
 // "task not found", ErrInvalidState (not PENDING_APPROVAL); the caller has bounded the reason
 // (task.CheckReason).
-func (s *Store) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, reason string) (*Task, error) {
+func (s *Tasks) RejectToolCalls(ctx context.Context, taskID, decidedBy int64, reason string) (*Task, error) {
 	return s.RejectToolCallsBy(ctx, taskID, Decider{UserID: decidedBy}, reason)
 }
 
 // RejectToolCallsBy is RejectToolCalls recording by as the decider.
-func (s *Store) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider, reason string) (*Task, error) {
+func (s *Tasks) RejectToolCallsBy(ctx context.Context, taskID int64, by Decider, reason string) (*Task, error) {
 	return s.decide(ctx, taskID, taskstate.Reject, func(tx *gorm.DB, pending map[string]*toolCallRow, now time.Time) error {
 		for _, row := range pending {
 			ch := by.changes(now)

@@ -36,8 +36,8 @@ type TaskTransition struct {
 // at most one moves the task. Errors: ErrNotFound "task not found", ErrInvalidState when the
 // state machine (or t.From) does not let the task leave its status, or it has no pending retry
 // when required; ErrInvalid for an invalid user message.
-func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) (*Task, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+func (s *Tasks) TransitionTask(ctx context.Context, id int64, t TaskTransition) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
 		cur, err := loadTask(tx, id, true)
 		if err != nil {
@@ -89,8 +89,8 @@ func (s *Store) TransitionTask(ctx context.Context, id int64, t TaskTransition) 
 // walking up parent_task_id and stopping at the first ancestor in another state (it is not
 // waiting on this branch). All in one transaction; returns the task id itself. Errors:
 // ErrNotFound "task not found", ErrInvalidState when the state machine does not let id abort.
-func (s *Store) AbortTaskChain(ctx context.Context, id int64) (*Task, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (*Task, error) {
+func (s *Tasks) AbortTaskChain(ctx context.Context, id int64) (*Task, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		now := s.now()
 		cur, err := loadTask(tx, id, true)
 		if err != nil {
@@ -141,7 +141,7 @@ const (
 // agent's max_retries are looked at (in pages, so failures that promised nothing cannot hide
 // later ones), and a failure whose event promised nothing (none left then) is not returned even
 // if its agent allows more now. Errors: uncategorised (database).
-func (s *Store) UnscheduledRetries(ctx context.Context, before time.Time) ([]int64, error) {
+func (s *Tasks) UnscheduledRetries(ctx context.Context, before time.Time) ([]int64, error) {
 	var out []int64
 	for after := int64(0); ; {
 		var ids []int64
@@ -193,8 +193,8 @@ func (s *Store) retryPromised(ctx context.Context, id int64) (bool, error) {
 // ScheduleTaskRetry sets the automatic retry of a FAILED task for now+after, unless one is
 // already pending or retry_count has reached maxRetries. It reports whether a retry was scheduled.
 // The caller decides whether the error code is transient. Errors: ErrNotFound "task not found".
-func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Duration, maxRetries int) (bool, error) {
-	return inTx(ctx, s, func(tx *gorm.DB) (bool, error) {
+func (s *Tasks) ScheduleTaskRetry(ctx context.Context, id int64, after time.Duration, maxRetries int) (bool, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (bool, error) {
 		now := s.now()
 		rows, err := s.setStatus(tx, now, statusChange{action: taskstate.ScheduleRetry, from: taskstate.Failed, to: taskstate.Failed,
 			where: "id = ? AND next_retry_at IS NULL AND retry_count < ?", args: []any{id, maxRetries}, ids: []int64{id},
@@ -205,11 +205,6 @@ func (s *Store) ScheduleTaskRetry(ctx context.Context, id int64, after time.Dura
 		if len(rows) == 0 {
 			_, err := loadTask(tx, id, false)
 			return false, err
-		}
-		if rows[0].ParentTaskID == nil {
-			if err := s.notify(tx, now, &rows[0], NotifyTaskRetryQueued); err != nil {
-				return false, err
-			}
 		}
 		return true, nil
 	})

@@ -68,7 +68,7 @@ func errBadLink() error { return svcerr.New(svcerr.ErrInvalid, "the link is inva
 // (selector already in use). mails (the link's message) are queued in the same transaction
 // (enqueueMailTx), so a link is mailed exactly when its token exists; their ErrInvalid
 // fails the whole call.
-func (s *Store) CreateToken(ctx context.Context, t Token, mails ...NewMail) error {
+func (s *Principals) CreateToken(ctx context.Context, t Token, mails ...NewMail) error {
 	// Not user input: kind, selector, digest and expiry are account.Service's own values and the
 	// payload an address it has checked; guarded here for their columns (the expiry against the
 	// store's clock, in the transaction).
@@ -122,11 +122,11 @@ func (s *Store) CreateToken(ctx context.Context, t Token, mails ...NewMail) erro
 // cancel a link). Errors: ErrInvalid "the link is invalid or has expired" for a missing,
 // expired, wrong-kind, wrong-verifier or already-used token (the selector's shape is checked by
 // the caller, account.Service, with the same answer; one that names no token gets it here).
-func (s *Store) ConsumeToken(ctx context.Context, kind, selector, verifierDigest string) (*Token, error) {
+func (s *Principals) ConsumeToken(ctx context.Context, kind, selector, verifierDigest string) (*Token, error) {
 	if !validTokenKind(kind) { // the caller's constant, not user input
 		return nil, errBadLink()
 	}
-	out, err := inTx(ctx, s, func(tx *gorm.DB) (*Token, error) {
+	out, err := inTx(ctx, s.Store, func(tx *gorm.DB) (*Token, error) {
 		var row tokenRow
 		if err := tx.Where("selector = ?", selector).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -166,7 +166,7 @@ func (s *Store) ConsumeToken(ctx context.Context, kind, selector, verifierDigest
 
 // TokenBySelector returns an unexpired token without consuming it (for example to show which
 // address an email-change link confirms). Errors: ErrNotFound when missing or expired.
-func (s *Store) TokenBySelector(ctx context.Context, selector string) (*Token, error) {
+func (s *Principals) TokenBySelector(ctx context.Context, selector string) (*Token, error) {
 	var row tokenRow
 	err := s.conn(ctx).Where("selector = ? AND expires_at > ?", selector, s.now()).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -180,7 +180,7 @@ func (s *Store) TokenBySelector(ctx context.Context, selector string) (*Token, e
 
 // DeleteUserTokens removes a user's tokens of one kind, or of every kind when kind is empty
 // (for example after a password change). Errors: ErrInvalid for an unknown kind.
-func (s *Store) DeleteUserTokens(ctx context.Context, userID int64, kind string) error {
+func (s *Principals) DeleteUserTokens(ctx context.Context, userID int64, kind string) error {
 	db := s.conn(ctx).Where("user_id = ?", userID)
 	if kind != "" {
 		if !validTokenKind(kind) {
@@ -195,7 +195,7 @@ func (s *Store) DeleteUserTokens(ctx context.Context, userID int64, kind string)
 }
 
 // PurgeExpiredTokens deletes expired tokens and returns how many.
-func (s *Store) PurgeExpiredTokens(ctx context.Context) (int64, error) {
+func (s *Principals) PurgeExpiredTokens(ctx context.Context) (int64, error) {
 	res := s.conn(ctx).Where("expires_at <= ?", s.now()).Delete(&tokenRow{})
 	if res.Error != nil {
 		return 0, TranslateError(fmt.Errorf("purge tokens: %w", res.Error))

@@ -236,7 +236,7 @@ func loadToolSettings(db *gorm.DB, scope ToolScope, class string) (*ToolSettings
 
 // ToolSettings returns one layer of one tool's settings (empty when nothing is stored). It does
 // not check that the owner exists. Errors: ErrInvalid (malformed scope or class).
-func (s *Store) ToolSettings(ctx context.Context, scope ToolScope, class string) (*ToolSettings, error) {
+func (s *Agents) ToolSettings(ctx context.Context, scope ToolScope, class string) (*ToolSettings, error) {
 	if err := scope.check(); err != nil {
 		return nil, err
 	}
@@ -384,14 +384,14 @@ func lockSettingsOwner(tx *gorm.DB, scope ToolScope) error {
 // edit computes the new values from the stored ones (see SettingsEdit). Writes to one layer are
 // serialised. Errors: ErrInvalid (a group or agent scope, malformed class or key, a value
 // over MaxToolSettingValueLen), ErrNotFound (unknown user), and whatever edit returns.
-func (s *Store) EditToolSettings(ctx context.Context, scope ToolScope, class string, edit SettingsEdit) (*ToolSettings, error) {
+func (s *Agents) EditToolSettings(ctx context.Context, scope ToolScope, class string, edit SettingsEdit) (*ToolSettings, error) {
 	if err := scope.check(); err != nil {
 		return nil, err
 	}
 	if err := checkToolClass(class); err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*ToolSettings, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*ToolSettings, error) {
 		if err := lockSettingsOwner(tx, scope); err != nil {
 			return nil, err
 		}
@@ -401,7 +401,7 @@ func (s *Store) EditToolSettings(ctx context.Context, scope ToolScope, class str
 
 // DeleteToolSettings removes every value of the global layer or a user's layer of a tool;
 // idempotent. Errors: ErrInvalid (a group or agent scope, malformed class).
-func (s *Store) DeleteToolSettings(ctx context.Context, scope ToolScope, class string) error {
+func (s *Agents) DeleteToolSettings(ctx context.Context, scope ToolScope, class string) error {
 	if err := scope.check(); err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func (s *Store) DeleteToolSettings(ctx context.Context, scope ToolScope, class s
 // locked agent; edit computes the new values from the stored ones. Errors: ErrNotFound "agent
 // not found", ErrInvalid (malformed class or key, a value over MaxToolSettingValueLen), and
 // whatever check or edit return.
-func (s *Store) ReplaceAgentToolSettings(ctx context.Context, agentID int64, class string, check AgentCheck, edit SettingsEdit) (*ToolSettings, error) {
+func (s *Agents) ReplaceAgentToolSettings(ctx context.Context, agentID int64, class string, check AgentCheck, edit SettingsEdit) (*ToolSettings, error) {
 	if err := checkToolClass(class); err != nil {
 		return nil, err
 	}
@@ -437,7 +437,7 @@ func (s *Store) ReplaceAgentToolSettings(ctx context.Context, agentID int64, cla
 // DeleteAgentToolSettings removes the agent layer of a tool after check allowed it;
 // idempotent. Errors: ErrNotFound "agent not found", ErrInvalid (malformed class), and
 // whatever check returns.
-func (s *Store) DeleteAgentToolSettings(ctx context.Context, agentID int64, class string, check AgentCheck) error {
+func (s *Agents) DeleteAgentToolSettings(ctx context.Context, agentID int64, class string, check AgentCheck) error {
 	if err := checkToolClass(class); err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func (s *Store) DeleteAgentToolSettings(ctx context.Context, agentID int64, clas
 // SetAgentToolEnabled records whether the agent has the tool enabled, after check allowed it;
 // idempotent. Operation overrides and settings are untouched. Errors: ErrNotFound "agent not
 // found", ErrInvalid (malformed class), and whatever check returns.
-func (s *Store) SetAgentToolEnabled(ctx context.Context, agentID int64, class string, enabled bool, check AgentCheck) error {
+func (s *Agents) SetAgentToolEnabled(ctx context.Context, agentID int64, class string, enabled bool, check AgentCheck) error {
 	if err := checkToolClass(class); err != nil {
 		return err
 	}
@@ -481,7 +481,7 @@ func (s *Store) SetAgentToolEnabled(ctx context.Context, agentID int64, class st
 // SetAgentToolOperation stores the agent's override of one operation after check allowed it;
 // an override with both fields nil removes the row. Errors: ErrNotFound "agent not found",
 // ErrInvalid (malformed class or operation), and whatever check returns.
-func (s *Store) SetAgentToolOperation(ctx context.Context, agentID int64, class, op string, o ToolOperationOverride, check AgentCheck) error {
+func (s *Agents) SetAgentToolOperation(ctx context.Context, agentID int64, class, op string, o ToolOperationOverride, check AgentCheck) error {
 	if err := checkToolClass(class); err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func (s *Store) SetAgentToolOperation(ctx context.Context, agentID int64, class,
 
 // AgentToolConfig reads everything stored about the agent's tools (see AgentToolConfig).
 // Errors: ErrNotFound "agent not found".
-func (s *Store) AgentToolConfig(ctx context.Context, agentID int64) (*AgentToolConfig, error) {
+func (s *Agents) AgentToolConfig(ctx context.Context, agentID int64) (*AgentToolConfig, error) {
 	out, err := agentToolConfig(s.conn(ctx), agentID)
 	return out, TranslateError(err)
 }
@@ -612,7 +612,7 @@ func agentToolConfig(db *gorm.DB, agentID int64) (*AgentToolConfig, error) {
 
 // AgentsOfPrincipal returns those of ids that are agents owned by principalID, ascending (the
 // same-owner rule of allowed_target_agents). Errors: none beyond the database's own.
-func (s *Store) AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error) {
+func (s *Agents) AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error) {
 	out := []int64{}
 	if len(ids) == 0 {
 		return out, nil
@@ -639,7 +639,7 @@ func (r *groupToolRow) toGroupTool(settings map[string]any) *GroupTool {
 // GroupTools returns the group's tool entries ordered by class, each with its group layer. It
 // does not check that the group exists (an unknown group has no entries). Errors: none beyond
 // the database's own.
-func (s *Store) GroupTools(ctx context.Context, groupID int64) ([]GroupTool, error) {
+func (s *Agents) GroupTools(ctx context.Context, groupID int64) ([]GroupTool, error) {
 	db := s.conn(ctx)
 	var rows []groupToolRow
 	if err := db.Where("group_id = ?", groupID).Order("tool_class").Find(&rows).Error; err != nil {
@@ -670,11 +670,11 @@ func (s *Store) GroupTools(ctx context.Context, groupID int64) ([]GroupTool, err
 // settings from the stored ones. The entry's updated_at moves on every call. Errors:
 // ErrNotFound (group), ErrInvalid (malformed class or key, a value over
 // MaxToolSettingValueLen), and whatever check or edit return.
-func (s *Store) UpsertGroupTool(ctx context.Context, groupID int64, class string, enabled *bool, check RoleCheck, edit SettingsEdit) (*GroupTool, error) {
+func (s *Agents) UpsertGroupTool(ctx context.Context, groupID int64, class string, enabled *bool, check RoleCheck, edit SettingsEdit) (*GroupTool, error) {
 	if err := checkToolClass(class); err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*GroupTool, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*GroupTool, error) {
 		if err := lockGroupForCheck(tx, groupID, check); err != nil {
 			return nil, err
 		}
@@ -718,7 +718,7 @@ func (s *Store) UpsertGroupTool(ctx context.Context, groupID int64, class string
 // RemoveGroupTool deletes the group's entry for a tool class and its group layer of settings,
 // after check allowed it. Errors: ErrNotFound (group, or no entry for the class), and whatever
 // check returns.
-func (s *Store) RemoveGroupTool(ctx context.Context, groupID int64, class string, check RoleCheck) error {
+func (s *Agents) RemoveGroupTool(ctx context.Context, groupID int64, class string, check RoleCheck) error {
 	if err := checkToolClass(class); err != nil {
 		return groupToolNotFound(groupID, class)
 	}

@@ -165,12 +165,12 @@ func lowerEmail(email string) string { return strings.ToLower(strings.TrimSpace(
 // (account.Service, before this call); the email is stored trimmed and lowercased. Errors:
 // ErrInvalid (a password hash that is not printable ASCII), ErrConflict "email already
 // registered" (any letter case).
-func (s *Store) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
+func (s *Principals) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
 	email := lowerEmail(nu.Email)
 	if err := checkPasswordHash(nu.PasswordHash); err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*User, error) {
 		if err := lockAccounts(tx); err != nil {
 			return nil, err
 		}
@@ -212,14 +212,14 @@ func (s *Store) CreateUser(ctx context.Context, nu NewUser) (*User, error) {
 }
 
 // UserByID returns a user with its roles. Errors: ErrNotFound.
-func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
+func (s *Principals) UserByID(ctx context.Context, id int64) (*User, error) {
 	u, err := loadUser(s.conn(ctx), id)
 	return u, TranslateError(err)
 }
 
 // UserByEmail returns the user with this address, compared case-insensitively.
 // Errors: ErrNotFound (also for an empty or malformed address).
-func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
+func (s *Principals) UserByEmail(ctx context.Context, email string) (*User, error) {
 	e, err := normEmail("email", email)
 	if err != nil {
 		return nil, fmt.Errorf("user with email: %w", svcerr.ErrNotFound)
@@ -242,7 +242,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
 // ListUsers returns one page of users ordered by id. page starts at 1 (values below are
 // treated as 1); perPage below 1 means 20 and is capped at 500. Errors: none beyond the
 // database's own.
-func (s *Store) ListUsers(ctx context.Context, page, perPage int) ([]User, error) {
+func (s *Principals) ListUsers(ctx context.Context, page, perPage int) ([]User, error) {
 	if page < 1 {
 		page = 1
 	}
@@ -278,7 +278,7 @@ func (s *Store) ListUsers(ctx context.Context, page, perPage int) ([]User, error
 }
 
 // CountUsers returns the number of accounts.
-func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+func (s *Principals) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.conn(ctx).Model(&userRow{}).Count(&n).Error; err != nil {
 		return 0, TranslateError(fmt.Errorf("count users: %w", err))
@@ -291,7 +291,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 // checked by the caller (account.Service); addresses are stored trimmed and lowercased.
 // Errors: ErrNotFound, ErrInvalid (a password hash that is not printable ASCII), ErrConflict
 // "email already registered".
-func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User, error) {
+func (s *Principals) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User, error) {
 	changes := map[string]any{}
 	if upd.Email != nil {
 		changes["email"] = lowerEmail(*upd.Email)
@@ -312,7 +312,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, upd UserUpdate) (*User
 			changes["pending_email"] = lowerEmail(**upd.PendingEmail)
 		}
 	}
-	return inTx(ctx, s, func(tx *gorm.DB) (*User, error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) (*User, error) {
 		var row userRow
 		if err := tx.Take(&row, id).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -381,8 +381,8 @@ func guardLastGroupOwner(tx *gorm.DB, userID int64) error {
 // while a task of the user or of one of its personal agents is RUNNING.
 // The cascade also deletes the principal's media assets (pictures included): DeleteUser returns
 // their storage keys for the caller to remove the files once the deletion is committed.
-func (s *Store) DeleteUser(ctx context.Context, id int64) (mediaKeys []string, err error) {
-	return inTx(ctx, s, func(tx *gorm.DB) ([]string, error) {
+func (s *Principals) DeleteUser(ctx context.Context, id int64) (mediaKeys []string, err error) {
+	return inTx(ctx, s.Store, func(tx *gorm.DB) ([]string, error) {
 		mediaKeys = nil
 		if err := lockAccounts(tx); err != nil {
 			return nil, err
@@ -440,7 +440,7 @@ func guardLastAdmin(tx *gorm.DB, userID int64) error {
 }
 
 // ListRoles returns the user's roles, sorted. Errors: ErrNotFound.
-func (s *Store) ListRoles(ctx context.Context, userID int64) ([]string, error) {
+func (s *Principals) ListRoles(ctx context.Context, userID int64) ([]string, error) {
 	db := s.conn(ctx)
 	if err := userExists(db, userID); err != nil {
 		return nil, TranslateError(err)
@@ -457,7 +457,7 @@ func (s *Store) ListRoles(ctx context.Context, userID int64) ([]string, error) {
 
 // GrantRole gives the user a role; granting a role already held is a no-op.
 // The role name is checked by the caller (user.CheckRole). Errors: ErrNotFound (no such user).
-func (s *Store) GrantRole(ctx context.Context, userID int64, role string) error {
+func (s *Principals) GrantRole(ctx context.Context, userID int64, role string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := userExists(tx, userID); err != nil {
 			return err
@@ -472,7 +472,7 @@ func (s *Store) GrantRole(ctx context.Context, userID int64, role string) error 
 
 // RevokeRole takes a role away. Errors: ErrNotFound (no such user, or the role is not held),
 // ErrConflict "cannot remove the last administrator".
-func (s *Store) RevokeRole(ctx context.Context, userID int64, role string) error {
+func (s *Principals) RevokeRole(ctx context.Context, userID int64, role string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := lockAccounts(tx); err != nil {
 			return err

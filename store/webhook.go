@@ -181,8 +181,8 @@ func webhookOutbox() outbox {
 // (the outbox claim shared with the mail outbox). workerID names the claimer in errors only
 // (the table keeps no owner: the lease expiry is the claim's token).
 // Errors: ErrInvalid (empty or oversize worker id, lease not positive).
-func (s *Store) ClaimDeliveries(ctx context.Context, workerID string, limit int, lease time.Duration) ([]WebhookDelivery, error) {
-	return claimOutbox(ctx, s, webhookOutbox(), workerID, limit, lease,
+func (s *Outboxes) ClaimDeliveries(ctx context.Context, workerID string, limit int, lease time.Duration) ([]WebhookDelivery, error) {
+	return claimOutbox(ctx, s.Store, webhookOutbox(), workerID, limit, lease,
 		func(r *webhookDeliveryRow) (time.Time, int64) { return r.NextAttemptAt, r.ID }, withKeys)
 }
 
@@ -223,7 +223,7 @@ func withKeys(db *gorm.DB, rows []webhookDeliveryRow) ([]WebhookDelivery, error)
 // it is due again after DeliveryRetryDelays[attempts-1]. The lease is released either way.
 // Errors: ErrNotFound "webhook delivery not found", ErrInvalidState when the delivery is no
 // longer pending under that lease.
-func (s *Store) FinishDelivery(ctx context.Context, id int64, lease time.Time, ok bool, errText string) error {
+func (s *Outboxes) FinishDelivery(ctx context.Context, id int64, lease time.Time, ok bool, errText string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		_, err := webhookOutbox().finish(tx, s.now(), id, lease, ok, errText)
 		return err
@@ -232,7 +232,7 @@ func (s *Store) FinishDelivery(ctx context.Context, id int64, lease time.Time, o
 
 // WebhookDeliveries returns every callback delivery of a task, oldest first (for tests and
 // operators). Errors: none beyond the database's own.
-func (s *Store) WebhookDeliveries(ctx context.Context, taskID int64) ([]WebhookDelivery, error) {
+func (s *Outboxes) WebhookDeliveries(ctx context.Context, taskID int64) ([]WebhookDelivery, error) {
 	var rows []webhookDeliveryRow
 	db := s.conn(ctx)
 	if err := db.Where("task_id = ?", taskID).Order("id").Find(&rows).Error; err != nil {

@@ -433,6 +433,8 @@ func (d *drill) setup() error {
 		"SVC_LLM_DRIVER=scripted", "SVC_LLM_BASE_URL=script.json", "SVC_LLM_MODEL=script",
 		// The drill's one user follows streamFollowers task streams at once on each API process.
 		"SVC_EVENT_STREAMS_PER_USER="+strconv.Itoa(streamFollowers),
+		// Every client of the drill is one address: its enqueuers may all send bodies at once.
+		"SVC_MAX_REQUEST_BODIES_PER_CLIENT=64",
 	)
 	if out, err := d.cmd("migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("svc migrate: %v\n%s", err, out)

@@ -1,18 +1,26 @@
 // Package notification holds the rules of in-app notifications and subscriptions (issue 12):
-// a user sees only their own notifications; a subscription follows an agent or a principal the
-// user can see (anything else is 404, like every invisible resource); notifications are pushed
-// on the user's notification topic as soon as the transaction that created them committed, and
-// read ones are removed after a retention period. The store creates notifications in the
-// transaction of the task transition that causes them (store.notify).
+// who is told what when a task settles (fanout.go), a user sees only their own notifications,
+// a subscription follows an agent or a principal the user can see (anything else is 404, like
+// every invisible resource), notifications are pushed on the user's notification topic once
+// stored, and read ones are removed after a retention period.
+//
+// The fan-out is durable: the store's status writer leaves a notice in the notification outbox
+// in the transaction of each transition that may notify someone; the service's loop (Start,
+// Stop, Drain) claims notices with a lease, decides, and writes the notifications and mails
+// with the notice's removal in one transaction, so a crash never loses a notification and none
+// is written twice.
 package notification
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/platform/outbox"
 	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -21,20 +29,64 @@ import (
 // Retention is how long a read notification is kept.
 const Retention = 30 * 24 * time.Hour
 
-// Service applies the notification rules over the store.
-type Service struct {
-	store *store.Store
-	push  *push.Service
-	log   *slog.Logger
+// Store is what the service needs of the store; *store.Store satisfies it.
+type Store interface {
+	access.Memberships
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.TaskNotice, error)
+	FinishTaskNotice(ctx context.Context, n store.TaskNotice, d store.NoticeDecision) ([]store.Notification, error)
+	FailTaskNotice(ctx context.Context, n store.TaskNotice, errText string) error
+	SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]store.NotificationSubscription, error)
+	Notifications(ctx context.Context, q store.NotificationQuery) ([]store.Notification, error)
+	UnreadNotifications(ctx context.Context, userID int64) (int64, error)
+	MarkNotificationRead(ctx context.Context, userID int64, id string) (*store.Notification, error)
+	MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error)
+	DeleteNotification(ctx context.Context, userID int64, id string) error
+	DeleteNotifications(ctx context.Context, userID int64) error
+	DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error)
+	Subscriptions(ctx context.Context, userID int64) ([]store.NotificationSubscription, error)
+	Subscribe(ctx context.Context, sub store.NotificationSubscription) (store.NotificationSubscription, bool, error)
+	Unsubscribe(ctx context.Context, userID int64, id, targetType string, targetID int64) (bool, error)
 }
 
-// New returns the service; push may be nil (nothing pushed).
-func New(st *store.Store, p *push.Service, log *slog.Logger) *Service {
+var _ Store = (*store.Store)(nil)
+
+// Service applies the notification rules over the store.
+type Service struct {
+	store  Store
+	push   *push.Service
+	log    *slog.Logger
+	config func() *config.Config // the scheduled-run mail's settings, read at each message
+	// notices is the loop fanning out the notification outbox.
+	notices outbox.Loop[store.TaskNotice]
+}
+
+// New returns the service; push may be nil (nothing pushed), config nil (no scheduled-run
+// mail).
+func New(st Store, p *push.Service, config func() *config.Config, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, push: p, log: log}
+	s := &Service{store: st, push: p, log: log, config: config}
+	s.notices = outbox.Loop[store.TaskNotice]{Name: "notification", Claim: st.ClaimTaskNotices, Deliver: s.fanOut, Logger: log}
+	return s
 }
+
+// Start begins fanning out the notification outbox in the background (every poll, and at
+// once on Notify); Stop ends it, waiting for the fan-outs in flight until ctx ends.
+func (s *Service) Start(ctx context.Context) { s.notices.Start(ctx) }
+
+// Stop ends the fan-out loop; errors when ctx ended with fan-outs in flight.
+func (s *Service) Stop(ctx context.Context) error { return s.notices.Stop(ctx) }
+
+// Notify wakes the fan-out loop: a committed transition left a notice.
+func (s *Service) Notify() { s.notices.Notify() }
+
+// Drain fans out every due notice now, synchronously, and returns how many it handled: for
+// tests, which read notifications right after an action without starting the background work.
+// Errors: the store's.
+func (s *Service) Drain(ctx context.Context) (int, error) { return s.notices.Drain(ctx) }
 
 // Event is the JSON pushed on user/{id}/notifications for each new notification.
 type Event struct {
@@ -48,8 +100,7 @@ type Event struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Created pushes notifications a committed transaction created to their users' topics (the
-// store's OnNotifications hook). Push failures are logged: the notification is stored anyway.
+// Created pushes stored notifications to their users' topics. Push failures are logged: the notification is stored anyway.
 func (s *Service) Created(ctx context.Context, ns []store.Notification) {
 	if s.push == nil {
 		return
@@ -122,7 +173,16 @@ func (s *Service) Subscribe(ctx context.Context, u *store.User, sub store.Notifi
 	default:
 		return sub, false, svcerr.New(svcerr.ErrInvalid, "target_type must be agent or principal")
 	}
-	sub.UserID = u.ID
+	kinds := []string{}
+	for _, k := range sub.Kinds {
+		if !slices.Contains(Kinds, k) {
+			return sub, false, svcerr.New(svcerr.ErrInvalid, "unknown notification kind %q", k)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	sub.UserID, sub.Kinds = u.ID, kinds
 	return s.store.Subscribe(ctx, sub)
 }
 

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsvc/svc/internal/platform/tracing"
+
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/pathid"
@@ -235,6 +237,9 @@ func (s *Service) Create(ctx context.Context, u *store.User, in CreateInput) (*V
 func (s *Service) Start(ctx context.Context, nt store.NewTask) (*View, error) {
 	if err := CheckNew(nt); err != nil {
 		return nil, err
+	}
+	if nt.TraceParent == "" {
+		nt.TraceParent = tracing.TraceParent(ctx) // the request's trace, continued by the steps
 	}
 	t, err := s.store.CreateTask(ctx, nt)
 	if err != nil {

@@ -37,6 +37,10 @@ type Daemon[T any] struct {
 	ChoresEvery time.Duration   // default 1 minute
 	Clock       startstop.Clock // paces Poll and ChoresEvery; nil: startstop.RealClock(nil)
 	Log         *slog.Logger
+	// HandBack is how long Stop waits, once its context ended and the steps still running were
+	// cancelled, for their runs to hand their tasks back (0: DefaultHandBack). A stop's owner
+	// carves it out of the process's grace (server.App.Stop).
+	HandBack time.Duration
 
 	base    startstop.Base
 	running sync.WaitGroup
@@ -55,9 +59,8 @@ func (d *Daemon[T]) LastPoll() time.Time {
 	return time.Time{}
 }
 
-// stopGrace is how long Stop waits, once its context ended, for cancelled steps to hand their
-// tasks back.
-const stopGrace = 10 * time.Second
+// DefaultHandBack is Daemon.HandBack's default.
+const DefaultHandBack = 10 * time.Second
 
 const unlimitedBatch = 16
 
@@ -87,10 +90,11 @@ func (d *Daemon[T]) Start(ctx context.Context) {
 // the next poll.
 func (d *Daemon[T]) Notify() { d.base.Notify() }
 
-// Stop ends claiming and waits until in-flight runs have finished their step and handed their
-// task back. When ctx ends first, the steps still running are cancelled (their tasks are handed
-// back as failed steps, a recovery each) and Stop waits a short grace for that, then returns
-// an error naming the timeout.
+// Stop ends claiming at once (a claim after Stop began would run work the stop then has to hand
+// back) and waits until in-flight runs have finished their step and handed their task back.
+// When ctx ends first, the steps still running are cancelled (model and tool calls with them;
+// their runs hand the tasks back) and Stop waits HandBack for that, then returns an error
+// naming the timeout, and whether runs were still in flight after it.
 func (d *Daemon[T]) Stop(ctx context.Context) error {
 	err := d.base.Stop(ctx)
 	if err == nil {
@@ -102,7 +106,11 @@ func (d *Daemon[T]) Stop(ctx context.Context) error {
 	if abandon != nil {
 		abandon()
 	}
-	gctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	grace := d.HandBack
+	if grace <= 0 {
+		grace = DefaultHandBack
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if gerr := d.base.Stop(gctx); gerr != nil {
 		return fmt.Errorf("worker: stop timed out with runs in flight, still running after cancelling them: %w", err)

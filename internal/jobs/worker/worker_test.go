@@ -184,3 +184,45 @@ func TestChoresAndNotify(t *testing.T) {
 	}
 	<-claims
 }
+
+// TestNoClaimOnceStopBegan: once Stop began, the claimer never claims again, not even when a
+// run that finishes its step frees a slot and wakes it (issue 23: a worker kept claiming while
+// its process stopped). The wiring that calls Stop at the signal is checked against the real
+// binary by server.TestOperationsDrill.
+func TestNoClaimOnceStopBegan(t *testing.T) {
+	t.Parallel()
+	q := &fakeQueue{last: 10}
+	var stopping atomic.Bool
+	var after atomic.Int64
+	started, release := make(chan struct{}), make(chan struct{})
+	d := &Daemon[int64]{
+		Claim: func(ctx context.Context, n int) ([]int64, error) {
+			if stopping.Load() {
+				after.Add(1)
+			}
+			return q.claim(ctx, n)
+		},
+		MaxWorkers: 1,
+		Clock:      testkit.NewClock(t0),
+		Run: func(_ context.Context, stop <-chan struct{}, _ int64) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-stop
+			<-release // the step finishes after the stop began, freeing the slot
+		},
+	}
+	d.Start(context.Background())
+	<-started
+	stopping.Store(true)
+	errc := make(chan error, 1)
+	go func() { errc <- d.Stop(context.Background()) }()
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if n := after.Load(); n != 0 {
+		t.Fatalf("%d claims after Stop began", n)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is one resolved, validated runtime configuration. Each field carries its file key
@@ -67,8 +68,16 @@ type Config struct {
 	// HTTPIdleTimeout closes a keep-alive connection idle that long, in seconds. Read at start-up.
 	HTTPIdleTimeout int `key:"http_idle_timeout" env:"HTTP_IDLE_TIMEOUT"`
 	// MaxRequestBodies caps the request bodies being received at once; further requests with a
-	// body wait for a slot up to http_read_timeout, then answer 503. Read at start-up.
+	// body wait for a slot up to half of http_read_timeout, then answer 503. Read at start-up.
 	MaxRequestBodies int `key:"max_request_bodies" env:"MAX_REQUEST_BODIES"`
+	// MaxRequestBodiesPerClient caps the bodies one client address sends (or waits to send) at
+	// once, so that one address cannot take every max_request_bodies slot; beyond it a request
+	// answers 503 at once. Read at every request.
+	MaxRequestBodiesPerClient int `key:"max_request_bodies_per_client" env:"MAX_REQUEST_BODIES_PER_CLIENT"`
+	// MinBodyBytesPerSecond is the slowest a request body may arrive: every 10 s window must
+	// bring this many bytes a second (or the rest of the body), else the request fails with 400
+	// and its slot is freed. 0 leaves only http_read_timeout. Read at every request.
+	MinBodyBytesPerSecond int `key:"min_body_bytes_per_second" env:"MIN_BODY_BYTES_PER_SECOND"`
 	// AllowRegistration opens self-registration.
 	AllowRegistration bool `key:"allow_registration" env:"ALLOW_REGISTRATION"`
 
@@ -109,6 +118,13 @@ type Config struct {
 	// sweep"). Any value is capped at the connection pool (db_max_open_conns).
 	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
+	// ShutdownGraceSeconds is the whole time a stop (SIGTERM, SIGINT) may take, in seconds: the
+	// claim loop ends at once and open event streams end at once; steps in flight finish within
+	// the larger part of it, then the model and tool calls still running are cancelled and
+	// their tasks handed back; the outboxes and the trace exporter get their own share at the
+	// end. Keep it below the orchestrator's grace (30 s for Kubernetes, 10 s for docker stop).
+	// File or environment only: it belongs to the deployment. Read when the stop begins.
+	ShutdownGraceSeconds int `key:"shutdown_grace_seconds" env:"SHUTDOWN_GRACE_SECONDS" stored:"no"`
 	// EventStreamsPerUser bounds the task event streams one user (or agent key) holds open on
 	// one process at once, and separately the embedded push hub's subscriptions of one user; one
 	// more is refused with 429 (each holds a goroutine and reads the database when woken). 0
@@ -222,6 +238,15 @@ type Config struct {
 	OtelServiceName string `key:"otel_service_name" env:"OTEL_SERVICE_NAME" stored:"no"`
 }
 
+// DefaultShutdownGraceSeconds is shutdown_grace_seconds's default: a stop ends within a
+// Kubernetes pod's default grace of 30 s, with time to spare before SIGKILL.
+const DefaultShutdownGraceSeconds = 25
+
+// ShutdownGrace is shutdown_grace_seconds as a duration.
+func (c *Config) ShutdownGrace() time.Duration {
+	return time.Duration(c.ShutdownGraceSeconds) * time.Second
+}
+
 // DefaultLLMRetryAfterMaxSeconds is llm_retry_after_max_seconds's default: a provider may hold
 // a task's automatic retry back by up to ten minutes.
 const DefaultLLMRetryAfterMaxSeconds = 600
@@ -237,6 +262,8 @@ func Defaults() *Config {
 		HTTPWriteTimeout:          60,
 		HTTPIdleTimeout:           120,
 		MaxRequestBodies:          64,
+		MaxRequestBodiesPerClient: 8,
+		MinBodyBytesPerSecond:     1024,
 		KeyPath:                   "storage/secret.key",
 		DBDriver:                  "sqlite",
 		DBHost:                    "127.0.0.1",
@@ -248,6 +275,7 @@ func Defaults() *Config {
 		TickLeaseSeconds:          600,
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
+		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,

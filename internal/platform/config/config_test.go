@@ -64,6 +64,8 @@ func TestDefaults(t *testing.T) {
 		HTTPWriteTimeout:          60,
 		HTTPIdleTimeout:           120,
 		MaxRequestBodies:          64,
+		MaxRequestBodiesPerClient: 8,
+		MinBodyBytesPerSecond:     1024,
 		SecretKey:                 "",
 		KeyPath:                   "storage/secret.key",
 		DBDriver:                  "sqlite",
@@ -77,6 +79,7 @@ func TestDefaults(t *testing.T) {
 		TickLeaseSeconds:          600,
 		WorkerStaleMinutes:        60,
 		MaxWorkers:                0,
+		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,
@@ -123,8 +126,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 62 {
-		t.Errorf("%d keys, want 62", len(fields))
+	if len(fields) != 65 {
+		t.Errorf("%d keys, want 65", len(fields))
 	}
 }
 
@@ -433,6 +436,9 @@ func TestValidation(t *testing.T) {
 		{"production with secret_key and app_url", []string{"SVC_APP_ENV=production", "SVC_SECRET_KEY=" + testKey, "SVC_APP_URL=https://svc.example"}, ""},
 		{"http_read_timeout", []string{"SVC_HTTP_READ_TIMEOUT=0"}, "http_read_timeout must be at least 1 (got 0)"},
 		{"max_request_bodies", []string{"SVC_MAX_REQUEST_BODIES=-1"}, "max_request_bodies must be at least 1 (got -1)"},
+		{"max_request_bodies_per_client", []string{"SVC_MAX_REQUEST_BODIES_PER_CLIENT=0"}, "max_request_bodies_per_client must be at least 1 (got 0)"},
+		{"min_body_bytes_per_second", []string{"SVC_MIN_BODY_BYTES_PER_SECOND=-1"}, "min_body_bytes_per_second must not be negative"},
+		{"min_body_bytes_per_second off", []string{"SVC_MIN_BODY_BYTES_PER_SECOND=0"}, ""},
 		{"trusted_proxies", []string{"SVC_TRUSTED_PROXIES=10.0.0.0/8, 192.168.1.1 ,::1"}, ""},
 		{"trusted_proxies bad", []string{"SVC_TRUSTED_PROXIES=10.0.0.0/8,proxy.local"}, `trusted_proxies entry "proxy.local" is neither an IP address nor a CIDR`},
 		{"secret_key raw std", []string{"SVC_SECRET_KEY=" + strings.TrimRight(testKey, "=")}, ""},
@@ -460,6 +466,8 @@ func TestValidation(t *testing.T) {
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=-1"}, "db_max_open_conns must not be negative (got -1)"},
 		{"db_max_open_conns", []string{"SVC_DB_MAX_OPEN_CONNS=1001"}, "db_max_open_conns must be at most 1000 (got 1001)"},
 		{"llm_timeout", []string{"SVC_LLM_TIMEOUT=-1"}, "llm_timeout must not be negative"},
+		{"shutdown_grace_seconds", []string{"SVC_SHUTDOWN_GRACE_SECONDS=0"}, "shutdown_grace_seconds must be at least 1 (got 0)"},
+		{"shutdown_grace_seconds ok", []string{"SVC_SHUTDOWN_GRACE_SECONDS=8"}, ""},
 		{"llm_retry_after_max_seconds", []string{"SVC_LLM_RETRY_AFTER_MAX_SECONDS=-1"}, "llm_retry_after_max_seconds must not be negative"},
 		{"tool_http_timeout", []string{"SVC_TOOL_HTTP_TIMEOUT=-1"}, "tool_http_timeout must not be negative"},
 		{"llm_allowed_hosts", []string{"SVC_LLM_ALLOWED_HOSTS=localhost, 10.0.0.0/33"}, `llm_allowed_hosts: "10.0.0.0/33" is not a network in CIDR notation`},

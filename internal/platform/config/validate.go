@@ -200,6 +200,8 @@ func validate(c *Config, origin map[string]string) []string {
 		{"http_write_timeout", c.HTTPWriteTimeout},
 		{"http_idle_timeout", c.HTTPIdleTimeout},
 		{"max_request_bodies", c.MaxRequestBodies},
+		{"shutdown_grace_seconds", c.ShutdownGraceSeconds},
+		{"max_request_bodies_per_client", c.MaxRequestBodiesPerClient},
 	} {
 		if n.val < 1 {
 			v.add(n.key, "%s must be at least 1 (got %d)", n.key, n.val)
@@ -239,6 +241,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"db_max_open_conns", c.DBMaxOpenConns},
 		{"llm_timeout", c.LLMTimeout},
 		{"llm_retry_after_max_seconds", c.LLMRetryAfterMaxSeconds},
+		{"min_body_bytes_per_second", c.MinBodyBytesPerSecond},
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},
 		{"plugin_catalog_ttl", c.PluginCatalogTTL},

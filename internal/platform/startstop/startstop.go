@@ -75,8 +75,9 @@ func (b *Base) Start(ctx context.Context, loop func(ctx context.Context)) bool {
 }
 
 // Stop cancels the loop's context and waits until the loop returned. It returns nil at once
-// when no loop runs, and ctx's error when ctx ends first (the loop is then still draining; a
-// later Stop waits for it again).
+// when no loop runs, and ctx's error when ctx ends while the loop is still draining (a later
+// Stop waits for it again); a loop that has returned is never reported as draining, even under
+// a context that had already ended.
 func (b *Base) Stop(ctx context.Context) error {
 	b.mu.Lock()
 	cancel, done := b.cancel, b.done
@@ -88,7 +89,14 @@ func (b *Base) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return ctx.Err()
+		// A loop that has returned by now stopped in time, whatever ctx says: select picks at
+		// random among ready cases, and a stop handed an ended context must not report work
+		// in flight that is not.
+		select {
+		case <-done:
+		default:
+			return ctx.Err()
+		}
 	}
 	b.mu.Lock()
 	if b.done == done { // not restarted meanwhile

@@ -4,7 +4,7 @@
 //
 // Events live in the database (store.TaskEvents), so a stream served by one process sees the
 // events every other process writes: the process's Broker wakes its streams at once when this
-// process wrote events (the store's OnEvents hook), and within Poll when another did (one query
+// process wrote events (the store's commit listeners, Commit.EventTasks), and within Poll when another did (one query
 // of the watched tasks' event counters per interval, however many streams are open). A stream
 // reads only by sequence after its cursor, so it never skips or repeats an event, whatever
 // woke it.
@@ -60,6 +60,8 @@ type Broker struct {
 	Log         *slog.Logger
 
 	base     startstop.Base
+	ending   chan struct{} // closed by EndStreams
+	endOnce  sync.Once
 	mu       sync.Mutex
 	watchers map[int64]map[chan struct{}]struct{}
 	seen     map[int64]int64 // event_seq of watched tasks at the last poll
@@ -99,8 +101,16 @@ func (b *Broker) Acquire(owner string) (release func(), err error) {
 
 // New returns a broker over st.
 func New(st *store.Store, log *slog.Logger) *Broker {
-	return &Broker{Store: st, Log: log, watchers: map[int64]map[chan struct{}]struct{}{}, seen: map[int64]int64{}}
+	return &Broker{Store: st, Log: log, watchers: map[int64]map[chan struct{}]struct{}{}, seen: map[int64]int64{},
+		ending: make(chan struct{})}
 }
+
+// EndStreams ends every open stream, and every stream served from now on once it has sent
+// what its replay found: the process is stopping, and an open stream would hold the HTTP
+// server's Shutdown until the client goes away. A stream ends between two events, after a
+// flush, so the client's reconnect (to another process) with Last-Event-ID resumes after the
+// last event it received, missing none. Safe to call more than once and from any goroutine.
+func (b *Broker) EndStreams() { b.endOnce.Do(func() { close(b.ending) }) }
 
 // Notify wakes the streams of tasks ids (events were committed for them).
 func (b *Broker) Notify(ids []int64) {
@@ -210,7 +220,7 @@ func (b *Broker) poll(ctx context.Context) {
 
 // Serve streams the events of task taskID after sequence after into sink until the run ends
 // (the event that ends it was sent, or the run had ended with nothing left after the cursor)
-// or ctx is cancelled (the client went away). The caller has checked that the client may see
+// or ctx is cancelled (the client went away), or the process stops (EndStreams). The caller has checked that the client may see
 // the task. Errors: the store's, and the sink's (the client is gone).
 func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) error {
 	wake := b.watch(taskID)
@@ -258,12 +268,14 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 }
 
 // wait blocks until the stream has something to read (a wake-up, or a keep-alive sent), and
-// reports done when the stream ends instead: the client went away, the task was deleted, or
-// the credential that opened it ended (asked every Recheck, without reading the task).
+// reports done when the stream ends instead: the client went away, the process stops
+// (EndStreams), the task was deleted, or the credential that opened it ended (asked every Recheck, without reading the task).
 func (b *Broker) wait(ctx context.Context, taskID int64, wake <-chan struct{}, keep, recheck <-chan time.Time, sink Sink) (done bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
+			return true, nil
+		case <-b.ending:
 			return true, nil
 		case <-wake:
 			return false, nil

@@ -118,12 +118,10 @@ func (t *Tracer) Extract(ctx context.Context, carrier propagation.TextMapCarrier
 	return t.prop.Extract(ctx, carrier)
 }
 
-// TraceParent is the W3C traceparent of ctx's span, "" when there is none (tracing off, or
-// ctx is outside a span). CreateTask stores it with the task (store.Store.OnTaskTrace).
-func (t *Tracer) TraceParent(ctx context.Context) string {
-	if !t.Enabled() {
-		return ""
-	}
+// TraceParent is the W3C traceparent of ctx's span, "" when there is none (ctx is outside a
+// span, or tracing is off: then no span context is ever valid). A new task stores it
+// (store.NewTask.TraceParent), so the spans of its steps link back to the request.
+func TraceParent(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return ""

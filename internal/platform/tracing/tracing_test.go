@@ -29,7 +29,7 @@ func TestOffIsNoop(t *testing.T) {
 	}
 	ctx, span := tr.Start(context.Background(), "x")
 	defer span.End()
-	if tr.Enabled() || span.SpanContext().IsValid() || tr.TraceParent(ctx) != "" {
+	if tr.Enabled() || span.SpanContext().IsValid() || TraceParent(ctx) != "" {
 		t.Error("tracing off still makes spans")
 	}
 	var nilTracer *Tracer
@@ -49,7 +49,7 @@ func TestTraceParentRoundTrip(t *testing.T) {
 	defer func() { _ = tr.Shutdown(context.Background()) }()
 	ctx, span := tr.Start(context.Background(), "request")
 	defer span.End()
-	tp := tr.TraceParent(ctx)
+	tp := TraceParent(ctx)
 	l, ok := Link(tp)
 	if !ok || l.SpanContext.TraceID() != span.SpanContext().TraceID() || l.SpanContext.SpanID() != span.SpanContext().SpanID() {
 		t.Fatalf("traceparent %q links to %v", tp, l.SpanContext)

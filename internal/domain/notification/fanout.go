@@ -1,0 +1,251 @@
+package notification
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/domain/mail"
+	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/internal/vocab/text"
+	"github.com/agentsvc/svc/store"
+)
+
+// Notification kinds (docs/design.md "Scheduled runs, prompt templates, notifications").
+const (
+	KindTaskCompleted         = "task_completed"
+	KindTaskFailed            = "task_failed"
+	KindPendingApproval       = "pending_approval"
+	KindAwaitingInput         = "awaiting_input"
+	KindScheduledRunCompleted = "scheduled_run_completed"
+	KindTaskOrphaned          = "task_orphaned"
+	KindTaskRetryQueued       = "task_retry_queued"
+)
+
+// Kinds lists every kind.
+var Kinds = []string{KindTaskCompleted, KindTaskFailed, KindPendingApproval, KindAwaitingInput,
+	KindScheduledRunCompleted, KindTaskOrphaned, KindTaskRetryQueued}
+
+// Kind is the notification kind notice n announces ("" for none). The store writes a notice
+// for a top-level task entering a settled status or an automatic retry scheduled; the status
+// event it names says which.
+func Kind(n *store.TaskNotice) string {
+	st := &n.Status
+	switch st.Status {
+	case taskstate.Completed:
+		if n.ScheduledRunID != 0 {
+			return KindScheduledRunCompleted
+		}
+		return KindTaskCompleted
+	case taskstate.Failed:
+		if st.NextRetryAt != nil {
+			return KindTaskRetryQueued
+		}
+		if st.Error != nil && st.Error.Code == taskstate.CodeOrphaned {
+			return KindTaskOrphaned
+		}
+		return KindTaskFailed
+	case taskstate.PendingApproval:
+		return KindPendingApproval
+	case taskstate.AwaitingInput:
+		return KindAwaitingInput
+	}
+	return ""
+}
+
+// Text is the title and body of kind about notice n's task. Only the task's owner may read
+// the task: for anyone else (owner false: a subscriber) the text names the agent, never the
+// task's prompt or error. The prompt is shown as text: its first 80 characters on one line.
+func Text(kind string, n *store.TaskNotice, owner bool) (title, body string) {
+	agent := n.AgentName
+	task := "Task \u201c" + text.Clip(strings.Join(strings.Fields(n.Prompt), " "), 80) + "\u201d"
+	why, answer := "", "your answer"
+	if n.Status.Error != nil && n.Status.Error.Message != "" {
+		why = ": " + text.Clip(n.Status.Error.Message, 200)
+	}
+	if !owner {
+		task, why, answer = "A task of "+agent, "", "an answer"
+		if kind == KindScheduledRunCompleted {
+			task = "A scheduled run of " + agent
+		}
+	}
+	switch kind {
+	case KindTaskCompleted:
+		return agent + " finished", task + " completed."
+	case KindScheduledRunCompleted:
+		return agent + ": scheduled run finished", task + " completed."
+	case KindTaskFailed:
+		return agent + " failed", task + " failed" + why + "."
+	case KindTaskOrphaned:
+		return agent + " lost its worker", task + " failed" + why + "."
+	case KindPendingApproval:
+		return agent + " needs approval", task + " waits for approval of its tool calls."
+	case KindAwaitingInput:
+		return agent + " has a question", task + " waits for " + answer + "."
+	case KindTaskRetryQueued:
+		return agent + " will retry", task + " failed" + why + " and is retried automatically."
+	}
+	return agent, task
+}
+
+// OwnerDefaults are the kinds a task's owner is told without a subscription: what needs them
+// — a decision, an answer — and the failure of a run nobody watches (a scheduled run's, a
+// per-agent API chat's). Anything else (a completion, a retry) is opted into through a
+// subscription, as the specification says of in-app notifications.
+func OwnerDefaults(n *store.TaskNotice) []string {
+	kinds := []string{KindPendingApproval, KindAwaitingInput}
+	if n.ScheduledRunID != 0 || n.Source == store.TaskSourceAgentAPI {
+		kinds = append(kinds, KindTaskFailed, KindTaskOrphaned)
+	}
+	return kinds
+}
+
+// Decide is who is told what about notice n: a notification of its kind for the task's owner
+// when the kind is one of OwnerDefaults or their own subscription covers it, and for every
+// other user whose subscription to the task's agent or its principal covers the kind and who
+// can still see that principal (a subscription to a target that became invisible stops
+// delivering); a mail with each notification whose recipient subscribed by email; the mail of
+// a scheduled run that finished for good (COMPLETED, or FAILED with no automatic retry to come)
+// when notifications_email_enabled is on; and the earlier notifications of the task that asked
+// for what is now done (a pause the task left) settled, for everyone. A notification carries
+// only what its recipient may read: the task (its id, prompt and error) only for its owner.
+// Errors: the store's.
+func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.NoticeDecision, error) {
+	var d store.NoticeDecision
+	for kind, status := range map[string]string{KindPendingApproval: taskstate.PendingApproval, KindAwaitingInput: taskstate.AwaitingInput} {
+		if n.Status.Status != status {
+			d.Settled = append(d.Settled, kind)
+		}
+	}
+	slices.Sort(d.Settled)
+	if kind := Kind(n); kind != "" {
+		subs, err := s.store.SubscriptionsTo(ctx, n.AgentID, n.PrincipalID)
+		if err != nil {
+			return d, err
+		}
+		var recipients []int64
+		if slices.Contains(OwnerDefaults(n), kind) {
+			recipients = append(recipients, n.UserID)
+		}
+		email := map[int64]bool{}
+		for _, sub := range subs {
+			if len(sub.Kinds) > 0 && !slices.Contains(sub.Kinds, kind) {
+				continue
+			}
+			if sub.UserID != n.UserID {
+				visible, err := s.canSee(ctx, sub.UserID, n.PrincipalID)
+				if err != nil {
+					return d, err
+				}
+				if !visible {
+					continue
+				}
+			}
+			if !slices.Contains(recipients, sub.UserID) {
+				recipients = append(recipients, sub.UserID)
+			}
+			email[sub.UserID] = email[sub.UserID] || sub.Email
+		}
+		for _, uid := range recipients {
+			owner := uid == n.UserID
+			title, body := Text(kind, n, owner)
+			agentID := n.AgentID
+			x := store.Notification{UserID: uid, Kind: kind, Title: title, Body: body, AgentID: &agentID}
+			if owner {
+				taskID := n.TaskID
+				x.TaskID = &taskID
+			}
+			d.Notifications = append(d.Notifications, x)
+			if email[uid] {
+				to := n.OwnerEmail
+				if !owner {
+					u, err := s.store.UserByID(ctx, uid)
+					if err != nil {
+						return d, err
+					}
+					to = u.Email
+				}
+				d.Mails = append(d.Mails, store.NewMail{To: to, Subject: title, Text: body + "\n", Kind: store.MailKindNotification})
+			}
+		}
+	}
+	if m, due := s.scheduledRunMail(n); due {
+		d.Mails = append(d.Mails, m)
+	}
+	return d, nil
+}
+
+// canSee reports whether user uid may see the resources of principal p (access.Scope.CanSee).
+func (s *Service) canSee(ctx context.Context, uid, p int64) (bool, error) {
+	u, err := s.store.UserByID(ctx, uid)
+	if err != nil {
+		return false, fmt.Errorf("subscriber %d: %w", uid, err)
+	}
+	sc, err := access.For(ctx, s.store, u)
+	if err != nil {
+		return false, err
+	}
+	return sc.CanSee(p), nil
+}
+
+// scheduledRunMail is the mail that tells the owner of a task started by a scheduled run that
+// it reached COMPLETED, or FAILED with no automatic retry to come (notifications_email_enabled,
+// default true); due is false when none is owed. It goes through the durable mail outbox with
+// the notice's fan-out, so a crash never loses it, a reaped task is mailed like a finished step,
+// and a slow or dead mail server never holds the worker that finished the task. The message
+// names the run and the outcome in the subject, carries the answer or the error and a link to
+// the task under the public base (app_url); the configuration is read at each message.
+func (s *Service) scheduledRunMail(n *store.TaskNotice) (m store.NewMail, due bool) {
+	st := &n.Status
+	if n.ScheduledRunID == 0 || s.config == nil || st.Retrying || st.NextRetryAt != nil ||
+		(st.Status != taskstate.Completed && st.Status != taskstate.Failed) {
+		return m, false
+	}
+	cfg := s.config()
+	if !cfg.NotificationsEmailEnabled {
+		return m, false
+	}
+	failed, detail := st.Status == taskstate.Failed, ""
+	if failed && st.Error != nil {
+		detail = st.Error.Code + ": " + st.Error.Message
+	} else if st.Answer != nil {
+		detail = *st.Answer
+	}
+	return ScheduledRunMail(cfg, n.TaskID, n.OwnerEmail, n.AgentName, n.ScheduledRunName, failed, detail), true
+}
+
+// ScheduledRunMail builds the mail of a finished scheduled run's task for its owner at to
+// (runName "" when the run was deleted meanwhile; detail the answer, or "CODE: message").
+func ScheduledRunMail(cfg *config.Config, taskID int64, to, agentName, runName string, failed bool, detail string) store.NewMail {
+	link := cfg.PublicBase() + "/tasks/" + strconv.FormatInt(taskID, 10)
+	msg := mail.ScheduledRunFinishedMessage(to, agentName, runName, failed, detail, link)
+	return store.NewMail{To: msg.To, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML, Kind: store.MailKindScheduledRun}
+}
+
+// fanOut decides notice n and writes the decision with the notice's removal, then pushes the
+// notifications it created. A failure is recorded on the notice (retried with backoff).
+func (s *Service) fanOut(ctx context.Context, n store.TaskNotice) {
+	d, err := s.Decide(ctx, &n)
+	var ns []store.Notification
+	if err == nil {
+		ns, err = s.store.FinishTaskNotice(ctx, n, d)
+	}
+	if errors.Is(err, svcerr.ErrInvalidState) {
+		s.log.InfoContext(ctx, "notification fan-out: the notice's lease was taken over", "notice_id", n.ID)
+		return
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "notification fan-out", "task_id", n.TaskID, "notice_id", n.ID, "err", err)
+		if ferr := s.store.FailTaskNotice(ctx, n, err.Error()); ferr != nil {
+			s.log.WarnContext(ctx, "record a failed notification fan-out", "notice_id", n.ID, "err", ferr)
+		}
+		return
+	}
+	s.Created(ctx, ns)
+}
