@@ -105,7 +105,8 @@ func inputSchema(v any) (map[string]any, error) {
 // Text content is joined into Result.Content and structured content kept in Result.Data. What the
 // model should see is a *tools.ToolError: an MCP result with isError, a protocol error from the
 // server (unknown tool, bad arguments), a timeout, a server that cannot be started or reached or
-// dies during the call (the next call restarts it), a closed Manager. Only the caller's own
+// dies during the call (the next call restarts it), every process slot of the server busy beyond
+// the wait (Options.BusyWait), a closed Manager. Only the caller's own
 // cancellation is returned as is (ctx's error).
 func (t *Tool) Execute(ctx context.Context, call tools.Call) (tools.Result, error) {
 	label := tools.ModelName(t.spec)
@@ -116,11 +117,14 @@ func (t *Tool) Execute(ctx context.Context, call tools.Call) (tools.Result, erro
 		switch {
 		case ctx.Err() != nil:
 			return tools.Result{}, ctx.Err()
+		case errors.Is(err, errBusy):
+			return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q is busy: %s", label, t.srv.cfg.Name, errBusy)}
 		case cctx.Err() != nil:
 			return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q did not start within %s (timed out)", label, t.srv.cfg.Name, t.m.opts.CallTimeout)}
 		}
 		return tools.Result{}, &tools.ToolError{Msg: fmt.Sprintf("%s: the MCP server %q is unavailable: %s", label, t.srv.cfg.Name, publicMsg(err))}
 	}
+	defer t.m.release(c)
 	args := call.Args
 	if args == nil {
 		args = map[string]any{}
