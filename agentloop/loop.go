@@ -104,7 +104,7 @@ const handBackTimeout = 10 * time.Second
 // lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
 // mid-step after stop closed (a shutdown that cannot wait any longer), the step's calls are
 // cancelled and the task is handed back too, counting no recovery (the model is asked again; a
-// tool call cancelled after it started is reported interrupted, as after a crash). A step that fails for a reason of the worker's (database, a cancelled context) hands the
+// tool call cancelled after it started is treated as after a crash: run again when repeatable, else reported interrupted). A step that fails for a reason of the worker's (database, a cancelled context) hands the
 // task back counting a recovery (store.HandBack), except for a busy database (store.IsTransient:
 // a lock timeout, too many connections), which is no fault of the task's. The hand-back is
 // retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease

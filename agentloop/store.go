@@ -34,6 +34,7 @@ type Store interface {
 	AppendDelta(ctx context.Context, taskID int64, workerID string, d store.Delta) error
 	AppendAssistantTurn(ctx context.Context, taskID int64, workerID string, msg store.NewTaskMessage, calls []store.NewToolCall) (store.TaskMessage, []store.ToolCall, error)
 	BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error
+	RestartToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error
 	UpdateToolCall(ctx context.Context, taskID int64, workerID string, callID int64, u store.ToolCallUpdate) error
 	RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []store.Question) (*store.QuestionBatch, error)
 	FinishStep(ctx context.Context, id int64, workerID string, o store.StepOutcome) (*store.Task, error)
