@@ -23,11 +23,16 @@ func (s *Set) MCPPlugins() []*Loaded {
 	return out
 }
 
-// MCPServerConfig is the MCP manager's declaration of a plugin's MCP server (run from the plugin folder).
+// MCPServerConfig is the MCP manager's declaration of a plugin's MCP server: a stdio server runs
+// from the plugin folder (its command and args may name the plugin's files relative to it); a
+// URL server has no folder (the manager refuses a directory for one).
 func MCPServerConfig(l *Loaded, s MCPServer) mcp.ServerConfig {
 	c := mcp.ServerConfig{
-		Slug: l.Slug, Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: l.Dir,
+		Slug: l.Slug, Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env,
 		URL: s.URL, Headers: s.Headers, RequireApproval: s.RequireApproval,
+	}
+	if s.Command != "" {
+		c.Dir = l.Dir
 	}
 	for _, sec := range s.Secrets {
 		c.Secrets = append(c.Secrets, mcp.SecretDecl{Key: sec.Key, Label: sec.Label, Required: sec.Required, Header: sec.Header, Env: sec.Env})

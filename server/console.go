@@ -20,9 +20,10 @@ import (
 // answered with the page: they keep the JSON 404 envelope.
 
 // consoleCSP is the Content-Security-Policy of the console's responses: scripts, styles and
-// connections from this origin only, no inline script or style, no framing.
+// connections from this origin only, no inline script or style, no framing of the console; the
+// only frames it shows are plugin pages of this origin (sandboxed by pluginPageCSP).
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self' data: blob:; font-src 'self'; manifest-src 'self'; base-uri 'none'; " +
+	"img-src 'self' data: blob:; font-src 'self'; manifest-src 'self'; frame-src 'self'; base-uri 'none'; " +
 	"form-action 'self'; frame-ancestors 'none'"
 
 // consolePrefixToken is replaced in index.html by the HTML-escaped mount prefix, so one build
@@ -76,7 +77,9 @@ func (c *console) serve(ctx *gin.Context) bool {
 		return false
 	}
 	for _, r := range c.reserved {
-		if strings.HasPrefix(p, r) || p+"/" == r {
+		// The bare path of a reserved folder is not the console's either, except /plugins: the
+		// plugin frontends live below it, the console's Plugins page at it.
+		if strings.HasPrefix(p, r) || (p+"/" == r && r != c.prefix+"/plugins/") {
 			return false
 		}
 	}

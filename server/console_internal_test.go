@@ -46,13 +46,16 @@ func TestConsoleServesBundleWithFallback(t *testing.T) {
 		"assets/nested/x.js": {Data: []byte("x")},
 	}
 	e := consoleEngine("/svc", files)
-	for _, p := range []string{"/svc/", "/svc/agents/3", "/svc/reset-password?selector=a&token=b", "/svc/confirm-email?selector=a&token=b"} {
+	// /svc/plugins is the console's Plugins page (reloading it answered the JSON 404: the plugin
+	// frontends below /svc/plugins/ took the bare path too); /svc/apps/x shows a plugin's page.
+	for _, p := range []string{"/svc/", "/svc/agents/3", "/svc/reset-password?selector=a&token=b", "/svc/confirm-email?selector=a&token=b", "/svc/plugins", "/svc/apps/maps"} {
 		rec := get(e, http.MethodGet, p)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `content="/svc"`) || !strings.Contains(rec.Body.String(), `src="/svc/assets/app-X.js"`) {
 			t.Fatalf("%s: %d %s", p, rec.Code, rec.Body)
 		}
 		csp := rec.Header().Get("Content-Security-Policy")
-		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "connect-src 'self'") {
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "connect-src 'self'") ||
+			!strings.Contains(csp, "frame-src 'self'") {
 			t.Fatalf("%s: CSP %q", p, csp)
 		}
 		if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {

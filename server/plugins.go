@@ -23,6 +23,8 @@ func (a *App) startMCP(ctx context.Context, cfg *config.Config) {
 	a.MCP = mcp.NewManager(mcp.Options{
 		Logger: a.Logger, CallTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second, RefreshInterval: mcpRefresh,
 		Net: a.Net, AllowedHosts: strings.FieldsFunc(cfg.MCPAllowedHosts, func(r rune) bool { return r == ',' || r == ' ' }),
+		IdleTimeout:           time.Duration(cfg.MCPIdleSeconds) * time.Second,
+		MaxProcessesPerServer: cfg.MCPMaxProcessesPerServer, MaxProcesses: cfg.MCPMaxProcesses,
 	})
 	a.closers = append(a.closers, closerFunc(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

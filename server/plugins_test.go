@@ -99,6 +99,21 @@ func TestPluginInventory(t *testing.T) {
 	if string(res.Body) != "console.log('maps')" {
 		t.Fatalf("frontend entry = %q", res.Body)
 	}
+	// Issue 22, item 9: the bundle runs (its own scripts allowed, framed by the console) in a
+	// sandbox (an opaque origin: not the administrator's session); it was served under the
+	// API's default-src 'none', so no script of it could run.
+	csp := res.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"script-src 'self'", "sandbox allow-scripts", "frame-ancestors 'self'", "default-src 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("plugin page CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "allow-same-origin") || strings.Contains(csp, "unsafe-") {
+		t.Errorf("plugin page CSP %q gives the page the console's origin or inline code", csp)
+	}
+	if res.Header.Get("X-Frame-Options") != "SAMEORIGIN" || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("plugin page headers %v", res.Header)
+	}
 	env.Client().Do(apitest.Request{Method: http.MethodGet, Path: apitest.Prefix + "/plugins/maps/style.css"}).Expect(t, http.StatusOK)
 	env.Client().Do(apitest.Request{Method: http.MethodGet, Path: apitest.Prefix + "/plugins/maps/../plugin.json"}).Expect(t, http.StatusNotFound)
 	env.Client().Do(apitest.Request{Method: http.MethodGet, Path: apitest.Prefix + "/plugins/weather/"}).Expect(t, http.StatusNotFound)

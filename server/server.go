@@ -282,9 +282,23 @@ func constantTimeEqual(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
+// pluginPageCSP is the policy of a plugin's frontend files. A plugin's page is code its
+// author wrote, served from the console's origin; the `sandbox allow-scripts` directive gives
+// it an opaque origin wherever it is shown (the console's sandboxed frame, or opened directly),
+// so its scripts run but cannot read the console's cookies, storage or pages, and its requests
+// to the API carry no session (they come from origin "null"; the session cookie is SameSite=Lax
+// and changes need the CSRF token). Its own files only: scripts, styles, images, fonts and
+// fetches of the bundle; no forms, no plugins; framed only by this origin.
+const pluginPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"font-src 'self'; media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+	"frame-ancestors 'self'; sandbox allow-scripts"
+
 // pluginFrontend serves, read-only, the prebuilt frontend bundle of an enabled plugin: the files
 // of the folder holding its frontendEntry, under {prefix}/plugins/<slug>/ (the entry itself at
-// that address's index). http.Dir keeps every path inside the folder; folders are not listed.
+// that address's index), sandboxed by pluginPageCSP. The files are public (no session is
+// needed), so they allow any origin: a sandboxed page's origin is "null", and module scripts
+// and fetches are CORS requests. http.Dir keeps every path inside the folder; folders are not
+// listed.
 func (s *Server) pluginFrontend(c *gin.Context) {
 	l, ok := s.plugins.Current().Get(c.Param("slug"))
 	if !ok || !l.Enabled() || l.Manifest == nil || l.Manifest.FrontendEntry == "" {
@@ -308,6 +322,10 @@ func (s *Server) pluginFrontend(c *gin.Context) {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no such file in the frontend of plugin %q", l.Slug))
 		return
 	}
-	c.Header("X-Content-Type-Options", "nosniff")
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", pluginPageCSP)
+	h.Set("X-Frame-Options", "SAMEORIGIN")
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Cache-Control", "no-cache")
 	http.ServeContent(c.Writer, c.Request, fi.Name(), fi.ModTime(), f)
 }

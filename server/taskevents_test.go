@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
@@ -622,5 +623,43 @@ func TestEventStreamsPerOwnerCap(t *testing.T) {
 			t.Fatalf("no slot after the first stream ended: %d %v", code, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEventStreamReplaysEveryRun: the replay of a task that ran twice (a follow-up) delivers
+// both runs and ends after the second's terminal event; a cursor inside the first run goes on
+// into the second. Before, the replay ended at the first run's COMPLETED.
+// Not parallel: the scripted driver reads its script from the working directory.
+func TestEventStreamReplaysEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(`[{"text": "First."}, {"text": "Second."}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t)
+	owner, _ := env.UserClient("ada@example.com")
+	a := scriptedAgent(t, owner, "Runs", "script.json", "core.CalculatorTool", "calculate", false)
+	owner.Patch(fmt.Sprintf("/agents/%d", a.Id), map[string]any{"allow_followup": true}).Expect(t, http.StatusOK)
+	var created gen.TaskResponse
+	owner.Post("/tasks", map[string]any{"agent_id": a.Id, "prompt": "one"}).Expect(t, http.StatusCreated).Decode(t, &created)
+	id := created.Data.Task.Id
+	if tk := runQueued(t, env.App); tk.Status != taskstate.Completed {
+		t.Fatalf("first run: %s", tk.Status)
+	}
+	owner.Post(taskPath(id, "continue"), map[string]any{"prompt": "two"}).Expect(t, http.StatusOK)
+	if tk := runQueued(t, env.App); tk.Status != taskstate.Completed {
+		t.Fatalf("second run: %s", tk.Status)
+	}
+	path := fmt.Sprintf("/tasks/%d/events", id)
+	all := parseSSE(t, string(owner.Get(path).Expect(t, http.StatusOK).Body))
+	want := "status:QUEUED message:user status:RUNNING message:assistant status:COMPLETED " +
+		"status:QUEUED message:user status:RUNNING message:assistant status:COMPLETED"
+	if got := eventKinds(all); got != want {
+		t.Fatalf("replay:\n got %s\nwant %s", got, want)
+	}
+	from := parseSSE(t, string(owner.Get(path+"?since_sequence=4").Expect(t, http.StatusOK).Body))
+	if len(from) != len(all)-4 || from[len(from)-1].Data.Status == nil || from[len(from)-1].Data.Status.Answer == nil ||
+		*from[len(from)-1].Data.Status.Answer != "Second." {
+		t.Fatalf("from 4: %s", eventKinds(from))
 	}
 }

@@ -110,6 +110,12 @@ type Request struct {
 	// OnDelta, when set, makes the driver stream the call and report each piece of output, in
 	// order, on the calling goroutine, before Complete returns. The Response is the same as without it.
 	OnDelta func(Delta)
+	// Summary marks a compaction call (the model is asked to summarise the conversation in
+	// Messages); the scripted driver answers it without spending a turn.
+	Summary bool
+	// Compacted is how many assistant turns a summary replaces in Messages; the scripted driver
+	// counts them among the turns already answered, so compaction never changes its script.
+	Compacted int
 }
 
 // Delta is a piece of model output that arrived while a turn streams.

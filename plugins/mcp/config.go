@@ -36,10 +36,12 @@ type ServerConfig struct {
 	Command string
 	Args    []string
 	// Env is added to the process environment. The service's own environment is not inherited
-	// (it holds the service's secrets); only PATH, HOME, TMPDIR, LANG and LC_ALL are passed on.
+	// (its SVC_* settings may hold secrets); only PATH, LANG and LC_ALL are passed on, and HOME
+	// and TMPDIR name the server's private folder. The process still runs as the service's
+	// user: see process.go for what it can reach.
 	Env map[string]string
-	// Dir is the working directory of the process (the plugin folder); empty means the
-	// service's.
+	// Dir is the working directory of the process (the plugin folder); empty means the server's
+	// private folder, never the service's working directory.
 	Dir string
 
 	// URL is the endpoint of a streamable HTTP server (http or https).

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -29,7 +27,11 @@ import (
 // Defaults of Options.
 const (
 	DefaultCallTimeout = 30 * time.Second
-	DefaultIdleTimeout = 10 * time.Minute
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxProcessesPerServer and DefaultMaxProcesses bound the stdio processes: one runs
+	// per distinct set of secret values, and each user may set their own.
+	DefaultMaxProcessesPerServer = 4
+	DefaultMaxProcesses          = 32
 )
 
 // clientName and clientVersion identify the service to MCP servers.
@@ -52,6 +54,16 @@ type Options struct {
 	// IdleTimeout closes a connection unused for that long (a stdio process per distinct set of
 	// secret values would otherwise accumulate); 0 means DefaultIdleTimeout, negative never.
 	IdleTimeout time.Duration
+	// MaxProcessesPerServer and MaxProcesses bound the stdio processes of one server and of all
+	// servers (HTTP connections are not processes and are not counted); 0 means the defaults,
+	// negative no bound. Beyond a bound the least recently used idle process is stopped for the
+	// new one; when every process in the way is busy the call waits up to BusyWait for one to
+	// become idle, then fails with a tool error saying the server is busy.
+	MaxProcessesPerServer int
+	MaxProcesses          int
+	// BusyWait is how long a call waits for a process slot; 0 means half of CallTimeout (the
+	// wait and the call share CallTimeout, so the call keeps the other half).
+	BusyWait time.Duration
 	// Net screens the connections to HTTP servers (SSRF): every request goes through
 	// netguard.GuardedTransport(Net) unless its host is in AllowedHosts.
 	Net netguard.Options
@@ -77,6 +89,9 @@ type Manager struct {
 	servers map[string]*server // by ServerConfig.id()
 	conns   map[string]*conn   // by server id + secrets digest
 	reg     *tools.Registry    // the registry of the last Sync, refreshed in the background
+	// idled is closed (and replaced) whenever a stdio connection becomes idle or goes away, to
+	// wake the calls waiting for a process slot.
+	idled chan struct{}
 
 	changed chan string
 	done    chan struct{}
@@ -90,6 +105,12 @@ type server struct {
 	// listing is never applied over a newer one.
 	syncMu     sync.Mutex
 	registered map[string]*Tool // by class; guarded by syncMu
+
+	// home is the server's private folder (HOME, TMPDIR, and the working directory when the
+	// declaration names none), made at the first start and removed with the server (removed).
+	homeMu  sync.Mutex
+	home    string
+	removed bool
 }
 
 // conn is one session with a server, for one set of secret values.
@@ -101,6 +122,7 @@ type conn struct {
 	err      error
 	dead     atomic.Bool
 	lastUsed atomic.Int64 // unix nanoseconds
+	inUse    int          // callers holding the connection (session to release); guarded by Manager.mu
 }
 
 // NewManager returns a Manager with no servers and starts its background loop (periodic refresh,
@@ -113,12 +135,21 @@ func NewManager(opts Options) *Manager {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.MaxProcessesPerServer == 0 {
+		opts.MaxProcessesPerServer = DefaultMaxProcessesPerServer
+	}
+	if opts.MaxProcesses == 0 {
+		opts.MaxProcesses = DefaultMaxProcesses
+	}
+	if opts.BusyWait <= 0 {
+		opts.BusyWait = opts.CallTimeout / 2
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	m := &Manager{opts: opts, log: log.With("component", "mcp"), servers: map[string]*server{},
-		conns: map[string]*conn{}, changed: make(chan string, 64), done: make(chan struct{})}
+		conns: map[string]*conn{}, idled: make(chan struct{}), changed: make(chan string, 64), done: make(chan struct{})}
 	m.wg.Add(1)
 	go m.background()
 	return m
@@ -176,6 +207,7 @@ func (m *Manager) Remove(slug string) {
 			delete(s.registered, class)
 		}
 		s.syncMu.Unlock()
+		m.removeHome(s)
 		m.log.Info("mcp server removed", "server", s.cfg.id())
 	}
 }
@@ -196,41 +228,162 @@ func (m *Manager) Servers() []ServerConfig {
 func errClosed() error { return svcerr.New(svcerr.ErrUnavailable, "mcp: the manager is closed") }
 
 // session returns a live session with srv for these secret values, starting the server (or
-// reconnecting) when there is none or the last one died. The handshake is shared by concurrent
-// callers and bounded by CallTimeout, not by ctx: a caller that gives up does not fail the
-// others. Errors: svcerr.ErrUnavailable when the server cannot be started or reached (or after
-// Close), svcerr.ErrInvalid with netguard.ErrBlocked when an HTTP URL is refused by the screen,
-// or ctx's error.
+// reconnecting) when there is none or the last one died; the caller holds it until release.
+// A new stdio process needs a slot below MaxProcessesPerServer and MaxProcesses: the least
+// recently used idle process in the way is stopped, and when all of them are busy the caller
+// waits (at most BusyWait) for one to become idle. The handshake is shared by concurrent callers
+// and bounded by CallTimeout, not by ctx: a caller that gives up does not fail the others.
+// Errors: svcerr.ErrUnavailable when the server cannot be started or reached (or after Close),
+// svcerr.ErrRateLimited (wrapping errBusy) when no process slot freed in time,
+// svcerr.ErrInvalid with netguard.ErrBlocked when an HTTP URL is refused by the screen, or ctx's
+// error.
 func (m *Manager) session(ctx context.Context, srv *server, secrets map[string]string) (*conn, error) {
 	key := srv.cfg.id() + "\x00" + digest(secrets)
+	var busy <-chan time.Time
 	m.mu.Lock()
-	if m.closed {
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return nil, errClosed()
+		}
+		c := m.conns[key]
+		if c != nil && c.dead.Load() {
+			m.retire(c)
+			c = nil
+		}
+		if c != nil {
+			c.inUse++
+			m.mu.Unlock()
+			return m.await(ctx, c)
+		}
+		if srv.cfg.isHTTP() || m.makeRoom(srv) {
+			c = &conn{key: key, srv: srv, ready: make(chan struct{}), inUse: 1}
+			c.lastUsed.Store(time.Now().UnixNano())
+			m.conns[key] = c
+			m.wg.Add(1)
+			go m.connect(c, maps.Clone(secrets))
+			m.mu.Unlock()
+			return m.await(ctx, c)
+		}
+		// Every process in the way is busy: wait for one to become idle or go away.
+		if busy == nil {
+			t := time.NewTimer(m.opts.BusyWait)
+			defer t.Stop()
+			busy = t.C
+		}
+		idled := m.idled
 		m.mu.Unlock()
-		return nil, errClosed()
+		select {
+		case <-idled:
+		case <-busy:
+			return nil, fmt.Errorf("mcp server %s: %w: %w", srv.cfg.id(), svcerr.ErrRateLimited, errBusy)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		m.mu.Lock()
 	}
-	c := m.conns[key]
-	if c != nil && c.dead.Load() {
-		m.retire(c)
-		c = nil
-	}
-	if c == nil {
-		c = &conn{key: key, srv: srv, ready: make(chan struct{})}
-		c.lastUsed.Store(time.Now().UnixNano())
-		m.conns[key] = c
-		m.wg.Add(1)
-		go m.connect(c, maps.Clone(secrets))
-	}
-	m.mu.Unlock()
+}
+
+// errBusy is the reason of a call that found every process slot of its server busy.
+var errBusy = errors.New("every process of the server is busy with other calls; try again later")
+
+// await waits for the handshake of c, which the caller holds; on failure c is released.
+func (m *Manager) await(ctx context.Context, c *conn) (*conn, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
+		m.release(c)
 		return nil, ctx.Err()
 	}
 	if c.err != nil {
+		m.release(c)
 		return nil, c.err
 	}
 	c.lastUsed.Store(time.Now().UnixNano())
 	return c, nil
+}
+
+// release ends a caller's hold of c (from session); an idle stdio connection wakes the callers
+// waiting for a process slot.
+func (m *Manager) release(c *conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c.inUse--
+	c.lastUsed.Store(time.Now().UnixNano())
+	if c.inUse == 0 && !c.srv.cfg.isHTTP() {
+		m.wake()
+	}
+}
+
+// wake wakes the callers waiting for a process slot. The caller holds m.mu.
+func (m *Manager) wake() {
+	close(m.idled)
+	m.idled = make(chan struct{})
+}
+
+// makeRoom reports whether a new stdio process of srv fits under the bounds, stopping the least
+// recently used idle process in the way when one is needed: one of srv's when srv is at its
+// bound, any server's when the total is. It reports false when every candidate is busy. The
+// caller holds m.mu.
+func (m *Manager) makeRoom(srv *server) bool {
+	for {
+		var mine, all int
+		var lruMine, lruAll *conn
+		for _, c := range m.conns {
+			if c.srv.cfg.isHTTP() {
+				continue
+			}
+			all++
+			idle := c.inUse == 0 && !c.dead.Load()
+			if idle && (lruAll == nil || c.lastUsed.Load() < lruAll.lastUsed.Load()) {
+				lruAll = c
+			}
+			if c.srv == srv {
+				mine++
+				if idle && (lruMine == nil || c.lastUsed.Load() < lruMine.lastUsed.Load()) {
+					lruMine = c
+				}
+			}
+		}
+		victim := (*conn)(nil)
+		switch {
+		case m.opts.MaxProcessesPerServer > 0 && mine >= m.opts.MaxProcessesPerServer:
+			victim = lruMine
+		case m.opts.MaxProcesses > 0 && all >= m.opts.MaxProcesses:
+			victim = lruAll
+		default:
+			return true
+		}
+		if victim == nil {
+			return false
+		}
+		m.log.Info("mcp server process stopped for another (process limit)", "server", victim.srv.cfg.id())
+		m.retire(victim)
+	}
+}
+
+// Stats counts the connections of the Manager: stdio processes (running or starting) and those
+// of them serving a call or listing right now.
+type Stats struct {
+	Processes int
+	Busy      int
+}
+
+// Stats returns the current counts (for metrics and tests).
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var st Stats
+	for _, c := range m.conns {
+		if c.srv.cfg.isHTTP() {
+			continue
+		}
+		st.Processes++
+		if c.inUse > 0 {
+			st.Busy++
+		}
+	}
+	return st
 }
 
 // liveSession is session for a tool call: a stdio server's session is pinged first, and when
@@ -238,8 +391,8 @@ func (m *Manager) session(ctx context.Context, srv *server, secrets map[string]s
 // the server is restarted at once, so the call is not lost to a crash it could not have caused.
 // A ping cannot run a tool, so this never executes a call twice; a server that dies during the
 // call itself still fails that call. HTTP servers are not pinged (a request to a gone server
-// fails before it is delivered, and each ping would be a network round trip). Errors: those of
-// session.
+// fails before it is delivered, and each ping would be a network round trip). The caller
+// releases the connection. Errors: those of session.
 func (m *Manager) liveSession(ctx context.Context, srv *server, secrets map[string]string) (*conn, error) {
 	c, err := m.session(ctx, srv, secrets)
 	if err != nil || srv.cfg.isHTTP() {
@@ -252,6 +405,7 @@ func (m *Manager) liveSession(ctx context.Context, srv *server, secrets map[stri
 	}
 	m.log.Warn("mcp server did not answer a ping; restarting it", "server", srv.cfg.id(), "err", perr)
 	m.drop(c)
+	m.release(c)
 	return m.session(ctx, srv, secrets)
 }
 
@@ -260,6 +414,9 @@ func (m *Manager) liveSession(ctx context.Context, srv *server, secrets map[stri
 func (m *Manager) retire(c *conn) {
 	if m.conns[c.key] == c {
 		delete(m.conns, c.key)
+		if !c.srv.cfg.isHTTP() {
+			m.wake()
+		}
 	}
 	c.dead.Store(true)
 	if c.cs != nil {
@@ -286,12 +443,15 @@ func (m *Manager) connect(c *conn, secrets map[string]string) {
 	cfg := c.srv.cfg
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.CallTimeout)
 	defer cancel()
-	cs, err := m.dial(ctx, cfg, secrets)
+	cs, err := m.dial(ctx, c.srv, secrets)
 	m.mu.Lock()
 	if err != nil {
 		c.err = err
 		if m.conns[c.key] == c {
 			delete(m.conns, c.key)
+			if !cfg.isHTTP() {
+				m.wake()
+			}
 		}
 		c.dead.Store(true)
 		m.mu.Unlock()
@@ -324,7 +484,8 @@ func (m *Manager) connect(c *conn, secrets map[string]string) {
 }
 
 // dial starts a stdio server or connects to an HTTP one and runs the MCP handshake.
-func (m *Manager) dial(ctx context.Context, cfg ServerConfig, secrets map[string]string) (*sdk.ClientSession, error) {
+func (m *Manager) dial(ctx context.Context, srv *server, secrets map[string]string) (*sdk.ClientSession, error) {
+	cfg := srv.cfg
 	id := cfg.id()
 	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{},
@@ -343,10 +504,10 @@ func (m *Manager) dial(ctx context.Context, cfg ServerConfig, secrets map[string
 		}
 		transport = t
 	} else {
-		cmd := exec.Command(cfg.Command, cfg.Args...)
-		cmd.Dir = cfg.Dir
-		cmd.Env = processEnv(cfg, secrets)
-		cmd.Stderr = &stderrLog{log: m.log, server: id}
+		cmd, err := m.command(srv, secrets)
+		if err != nil {
+			return nil, err
+		}
 		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
 	cs, err := client.Connect(ctx, transport, nil)
@@ -357,33 +518,6 @@ func (m *Manager) dial(ctx context.Context, cfg ServerConfig, secrets map[string
 		return nil, fmt.Errorf("mcp server %s: %w: %w", id, svcerr.ErrUnavailable, err)
 	}
 	return cs, nil
-}
-
-// passedEnv are the variables of the service's environment a stdio server inherits: enough to
-// find programs and a home, nothing that could hold the service's own secrets.
-var passedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SYSTEMROOT"}
-
-func processEnv(cfg ServerConfig, secrets map[string]string) []string {
-	var env []string
-	for _, k := range passedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	keys := make([]string, 0, len(cfg.Env))
-	for k := range cfg.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+cfg.Env[k])
-	}
-	for _, s := range cfg.Secrets {
-		if v, ok := secrets[s.Key]; ok {
-			env = append(env, s.envName()+"="+v)
-		}
-	}
-	return env
 }
 
 // stderrLog logs a stdio server's stderr line by line (lines are capped).
@@ -499,6 +633,7 @@ func (m *Manager) refresh(ctx context.Context, id string) {
 	}
 }
 
+// closeIdle stops the connections unused for IdleTimeout; one serving a call is not idle.
 func (m *Manager) closeIdle() {
 	cutoff := time.Now().Add(-m.opts.IdleTimeout).UnixNano()
 	m.mu.Lock()
@@ -509,7 +644,7 @@ func (m *Manager) closeIdle() {
 		default:
 			continue // still connecting
 		}
-		if c.lastUsed.Load() < cutoff {
+		if c.inUse == 0 && c.lastUsed.Load() < cutoff {
 			m.log.Info("mcp server connection idle; closing", "server", c.srv.cfg.id())
 			m.retire(c)
 		}
@@ -529,10 +664,14 @@ func (m *Manager) Close(ctx context.Context) error {
 			m.retire(c)
 		}
 	}
+	srvs := slices.Collect(maps.Values(m.servers))
 	m.mu.Unlock()
 	stopped := make(chan struct{})
 	go func() {
 		m.wg.Wait()
+		for _, s := range srvs {
+			m.removeHome(s)
+		}
 		close(stopped)
 	}()
 	select {

@@ -56,6 +56,7 @@ func (m *Manager) listTools(ctx context.Context, srv *server) ([]*sdk.Tool, erro
 	if err != nil {
 		return nil, err
 	}
+	defer m.release(c)
 	var out []*sdk.Tool
 	for t, err := range c.cs.Tools(ctx, nil) {
 		if err != nil {

@@ -4,17 +4,15 @@
 // screenshots in docs/screenshots). Settings: SVC_BIN (the binary, default ../bin/svc),
 // CHROMIUM (default /usr/bin/chromium), SVC_E2E_SHOTS (screenshot folder, default
 // test-results/screenshots).
-import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createServer as createHttpServer, type Server } from "node:http";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page, type Request, type Route } from "playwright-core";
+import { bin, freePort, safeRead, signIn, startServer } from "./serve";
 
-const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
@@ -45,54 +43,6 @@ const script = [
     usage: { input_tokens: 990, output_tokens: 28 },
   },
 ];
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => (typeof a === "object" && a ? res(a.port) : rej(new Error("no port"))));
-    });
-  });
-}
-
-async function startServer(dir: string, extraEnv: Record<string, string> = {}, turns: unknown[] = script): Promise<{ proc: ChildProcess; base: string }> {
-  writeFileSync(join(dir, "script.json"), JSON.stringify(turns));
-  const port = await freePort();
-  const proc = spawn(bin, ["serve"], {
-    cwd: dir,
-    stdio: "ignore",
-    env: {
-      ...process.env,
-      SVC_LISTEN: `127.0.0.1:${port}`,
-      SVC_APP_URL: `http://127.0.0.1:${port}/svc`,
-      SVC_LLM_DRIVER: "scripted",
-      SVC_LLM_MODEL: "script",
-      SVC_LLM_BASE_URL: "script.json",
-      SVC_LOG_PATH: join(dir, "svc.log"),
-      SVC_MAIL_DRIVER: "",
-      ...extraEnv,
-    },
-  });
-  const base = `http://127.0.0.1:${port}/svc`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return { proc, base };
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`svc did not start; log:\n${safeRead(join(dir, "svc.log"))}`);
-}
-
-function safeRead(p: string): string {
-  try {
-    return readFileSync(p, "utf8").split("\n").slice(-30).join("\n");
-  } catch {
-    return "(none)";
-  }
-}
 
 let step = "";
 const hubTopics: string[] = []; // topics the console subscribed to on the push hub
@@ -203,7 +153,7 @@ async function main(): Promise<void> {
   if (!existsSync(bin)) throw new Error(`no svc binary at ${bin}: run make build (make e2e does)`);
   mkdirSync(shots, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), "svc-e2e-"));
-  const { proc, base } = await startServer(dir);
+  const { proc, base } = await startServer(dir, {}, script);
   const catalog = await startCatalog();
   let browser: Browser | undefined;
   const problems: string[] = [];
@@ -841,20 +791,12 @@ async function apiSession(base: string, email: string, password: string): Promis
   return call;
 }
 
-async function signIn(page: Page, base: string, email: string, password: string): Promise<void> {
-  await page.goto(`${base}/login`);
-  await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
-}
-
 // clientMode: a second server in client-worker mode, where no daemon runs tasks: the open
 // console discovers and ticks them (and calls housekeeping).
 async function clientMode(browser: Browser, problems: string[]): Promise<void> {
   log("client-worker mode: the page itself ticks the task to its answer");
   const dir = mkdtempSync(join(tmpdir(), "svc-e2e-client-"));
-  const { proc, base } = await startServer(dir, { SVC_WORKER_RUNTIME_MODE: "client" });
+  const { proc, base } = await startServer(dir, { SVC_WORKER_RUNTIME_MODE: "client" }, script);
   try {
     // Set-up through the API: account, agent, tools (the browser part is what matters here).
     const call = await apiSession(base, "bea@example.com", "correct horse battery");

@@ -15,6 +15,7 @@ import { GroupList, GroupPage } from "./pages/groups";
 import { UserList, UserPage } from "./pages/users";
 import { Bell, NotificationsPage } from "./pages/notifications";
 import { PluginsPage, SettingsPage } from "./pages/admin";
+import { PluginApp } from "./pages/pluginapp";
 import { Palette } from "./palette";
 import { Locations, ProfilePanel } from "./pages/profile";
 import { ImportTemplate, MediaPage } from "./pages/agentextra";
@@ -206,6 +207,7 @@ function routeOf(path: string) {
   if (path === "/notifications") return <NotificationsPage />;
   if (path === "/settings") return <SettingsPage />;
   if (path === "/plugins") return <PluginsPage />;
+  if ((m = match("/apps/:slug", path))) return <PluginApp slug={m.slug} />;
   if (path === "/media") return <MediaPage />;
   if ((m = match("/agents/:id/schedules", path))) return <AgentPage id={m.id} tab="schedules" />;
 

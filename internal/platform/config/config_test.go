@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,9 @@ func TestDefaults(t *testing.T) {
 		PluginCatalogEnabled:      true,
 		PluginCatalogTTL:          3600,
 		PluginsDir:                "storage/plugins",
+		MCPMaxProcessesPerServer:  4,
+		MCPMaxProcesses:           32,
+		MCPIdleSeconds:            120,
 		MailDriver:                "",
 		MailHost:                  "",
 		MailPort:                  587,
@@ -126,8 +130,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 65 {
-		t.Errorf("%d keys, want 65", len(fields))
+	if len(fields) != 69 {
+		t.Errorf("%d keys, want 69", len(fields))
 	}
 }
 
@@ -476,6 +480,17 @@ func TestValidation(t *testing.T) {
 		{"mail_allowed_hosts ok", []string{"SVC_MAIL_ALLOWED_HOSTS=localhost 10.0.0.0/8,relay.lan"}, ""},
 		{"rate limit", []string{"SVC_AGENT_API_RATE_LIMIT_MAX=-1"}, "SVC_AGENT_API_RATE_LIMIT_MAX must not be negative"},
 		{"plugin_catalog_ttl", []string{"SVC_PLUGIN_CATALOG_TTL=-1"}, "plugin_catalog_ttl must not be negative"},
+		{"mcp_max_processes_per_server", []string{"SVC_MCP_MAX_PROCESSES_PER_SERVER=0"}, "mcp_max_processes_per_server must be at least 1 (got 0)"},
+		{"mcp_max_processes", []string{"SVC_MCP_MAX_PROCESSES=-3"}, "mcp_max_processes must be at least 1 (got -3)"},
+		{"mcp_idle_seconds", []string{"SVC_MCP_IDLE_SECONDS=0"}, "mcp_idle_seconds must be at least 1 (got 0)"},
+		{"mcp limits ok", []string{"SVC_MCP_MAX_PROCESSES_PER_SERVER=1", "SVC_MCP_MAX_PROCESSES=1", "SVC_MCP_IDLE_SECONDS=1"}, ""},
+		{"plugin_catalog_url plain http", []string{"SVC_PLUGIN_CATALOG_URL=http://catalog.example/index.json"}, `plugin_catalog_url "http://catalog.example/index.json" must use https (plain http only on a loopback host`},
+		{"plugin_catalog_url loopback http", []string{"SVC_PLUGIN_CATALOG_URL=http://127.0.0.1:8081/index.json"}, ""},
+		{"plugin_catalog_url localhost http", []string{"SVC_PLUGIN_CATALOG_URL=http://localhost:8081/index.json"}, ""},
+		{"plugin_catalog_url https", []string{"SVC_PLUGIN_CATALOG_URL=https://catalog.example/index.json"}, ""},
+		{"plugin_catalog_public_key short", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=AAAA"}, "plugin_catalog_public_key must be a 32-byte ed25519 public key"},
+		{"plugin_catalog_public_key base64", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32))}, ""},
+		{"plugin_catalog_public_key hex", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + strings.Repeat("ab", 32)}, ""},
 		{"app_url relative", []string{"SVC_APP_URL=/svc"}, `app_url "/svc" must be an absolute http:// or https:// URL`},
 		{"app_url scheme", []string{"SVC_APP_URL=ftp://example.com"}, `app_url "ftp://example.com" must be an absolute http:// or https:// URL`},
 		{"app_url no host", []string{"SVC_APP_URL=http://"}, "must be an absolute http:// or https:// URL"},

@@ -218,10 +218,11 @@ func (b *Broker) poll(ctx context.Context) {
 	}
 }
 
-// Serve streams the events of task taskID after sequence after into sink until the run ends
-// (the event that ends it was sent, or the run had ended with nothing left after the cursor)
-// or ctx is cancelled (the client went away), or the process stops (EndStreams). The caller has checked that the client may see
-// the task. Errors: the store's, and the sink's (the client is gone).
+// Serve streams the events of task taskID after sequence after into sink until the task's
+// latest run ends (its ending event was sent with nothing stored after it, or the run had
+// ended with nothing left after the cursor: a replay delivers every stored run), ctx is
+// cancelled (the client went away), or the process stops (EndStreams). The caller has checked
+// that the client may see the task. Errors: the store's, and the sink's (the client is gone).
 func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) error {
 	wake := b.watch(taskID)
 	defer b.unwatch(taskID, wake)
@@ -243,9 +244,14 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 				return err
 			}
 			after = evs[i].Sequence
-			if evs[i].Ends() {
-				sink.Flush()
-				return nil
+			// A run's end ends the stream only when it is the task's last event: a replay of a
+			// task that ran again (a follow-up, a retry) delivers every run, and a stream that
+			// reaches a later run goes on with it.
+			if evs[i].Ends() && i == len(evs)-1 {
+				if more, err := b.hasMore(ctx, taskID, after); err != nil || !more {
+					sink.Flush()
+					return err
+				}
 			}
 		}
 		if len(evs) == store.MaxEventsPage {
@@ -265,6 +271,16 @@ func (b *Broker) Serve(ctx context.Context, taskID, after int64, sink Sink) erro
 			return err
 		}
 	}
+}
+
+// hasMore reports whether task taskID has events after sequence after (false when the task is
+// gone). Errors: the store's.
+func (b *Broker) hasMore(ctx context.Context, taskID, after int64) (bool, error) {
+	cs, err := b.Store.EventCursors(ctx, []int64{taskID})
+	if err != nil {
+		return false, err
+	}
+	return len(cs) == 1 && cs[0].EventSeq > after, nil
 }
 
 // wait blocks until the stream has something to read (a wake-up, or a keep-alive sent), and

@@ -6,7 +6,8 @@ Tools: echo (text back, with the process id as structured content), fail (an isE
 slow (sleeps), crash (the process exits without answering), and whoami (the MCP_TOKEN
 environment variable, to check secrets reach the process).
 
-Switches: --late-tool SECONDS adds the tool "late_tool" and removes "fail" that many seconds
+Switches: --with-inspect adds the tool "inspect" (the process's working directory, environment and
+open file descriptors, to check what a server inherits). --late-tool SECONDS adds the tool "late_tool" and removes "fail" that many seconds
 after initialisation, and sends notifications/tools/list_changed (unless --silent).
 """
 import json
@@ -97,6 +98,15 @@ def call_tool(rid, params):
         result(rid, text(os.environ.get("MCP_TOKEN", "")))
     elif name == "late_tool" and name in tools:
         result(rid, text("late"))
+    elif name == "inspect" and name in tools:
+        fds = {}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                fds[fd] = os.readlink("/proc/self/fd/" + fd)
+            except OSError:
+                pass  # the descriptor listdir itself used, closed by now
+        info = {"cwd": os.getcwd(), "env": dict(os.environ), "fds": fds}
+        result(rid, text(json.dumps(info), structured=info))
     elif name == "search" and name in tools:
         q = str(args.get("q", ""))
         hits = [{"type": "doc", "id": "doc-" + q, "title": "Notes on " + q, "url": "/docs/" + q, "score": 0.7}]
@@ -118,6 +128,13 @@ def add_late_tool(delay, silent):
 
 
 argv = sys.argv[1:]
+
+if "--with-inspect" in argv:
+    tools["inspect"] = {
+        "name": "inspect",
+        "description": "Reports the working directory, environment and open descriptors.",
+        "inputSchema": {"type": "object"},
+    }
 
 if "--with-search" in argv:  # a palette search provider: {q, limit} -> {hits: [...]}
     tools["search"] = {

@@ -6,7 +6,7 @@ import { api, unwrap, type Schemas } from "../api";
 import { FormPanel } from "../crud";
 import { reloadConfig, useSession } from "../session";
 import { SettingsForm } from "../settingsform";
-import { Check, ErrorNote, Field, PageHeader, formatTime, useAction, useLoad } from "../ui";
+import { Check, ErrorNote, Field, Link, PageHeader, formatTime, useAction, useLoad } from "../ui";
 
 export function SettingsPage() {
   const { config } = useSession();
@@ -48,6 +48,7 @@ const settingLabel: Record<string, string> = {
   notifications_email_enabled: "Email when a scheduled run completes",
   plugin_catalog_enabled: "Plugin catalog",
   plugin_catalog_url: "Plugin catalog address",
+  plugin_catalog_public_key: "Plugin catalog signing key",
   plugin_catalog_ttl: "Catalog cache (seconds)",
   plugin_install_enabled: "Plugin install",
   llm_timeout: "Model call timeout (seconds)",
@@ -277,6 +278,11 @@ export function PluginsPage() {
               </p>
               <p class="small">{p.description}</p>
               {parts.length > 0 && <p class="muted small">Contributes {parts.join(", ")}.</p>}
+              {p.enabled && c.apps > 0 && (
+                <p class="small">
+                  <Link to={`/apps/${encodeURIComponent(p.slug)}`}>Open its page</Link>
+                </p>
+              )}
               {p.required_by.length > 0 && <p class="muted small">Required by {p.required_by.join(", ")}.</p>}
               {p.error && <p class="error small">{p.error}</p>}
               {user?.is_admin && config?.plugin_install_enabled && p.source === "installed" && !p.required && (

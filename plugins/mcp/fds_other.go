@@ -1,0 +1,6 @@
+//go:build !unix
+
+package mcp
+
+// markCloseOnExec does nothing where descriptors are not inherited by default.
+func markCloseOnExec() {}

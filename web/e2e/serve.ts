@@ -1,0 +1,67 @@
+// Starting the real `svc serve` for the browser tests: a fresh SQLite database in dir, the
+// scripted model driver reading turns, a free loopback port. Settings: SVC_BIN (the binary,
+// default ../bin/svc).
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import type { Page } from "playwright-core";
+
+export const bin = resolve(process.env.SVC_BIN ?? "../bin/svc");
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => (typeof a === "object" && a ? res(a.port) : rej(new Error("no port"))));
+    });
+  });
+}
+
+export async function startServer(dir: string, extraEnv: Record<string, string> = {}, turns: unknown[] = []): Promise<{ proc: ChildProcess; base: string }> {
+  writeFileSync(join(dir, "script.json"), JSON.stringify(turns));
+  const port = await freePort();
+  const proc = spawn(bin, ["serve"], {
+    cwd: dir,
+    stdio: "ignore",
+    env: {
+      ...process.env,
+      SVC_LISTEN: `127.0.0.1:${port}`,
+      SVC_APP_URL: `http://127.0.0.1:${port}/svc`,
+      SVC_LLM_DRIVER: "scripted",
+      SVC_LLM_MODEL: "script",
+      SVC_LLM_BASE_URL: "script.json",
+      SVC_LOG_PATH: join(dir, "svc.log"),
+      SVC_MAIL_DRIVER: "",
+      ...extraEnv,
+    },
+  });
+  const base = `http://127.0.0.1:${port}/svc`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return { proc, base };
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`svc did not start; log:\n${safeRead(join(dir, "svc.log"))}`);
+}
+
+export function safeRead(p: string): string {
+  try {
+    return readFileSync(p, "utf8").split("\n").slice(-30).join("\n");
+  } catch {
+    return "(none)";
+  }
+}
+
+/** signIn signs an existing account in through the console's form. */
+export async function signIn(page: Page, base: string, email: string, password: string): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+}
