@@ -49,6 +49,9 @@ type MemoryQuery struct {
 	// Text ranks by its words (see memoryTerms); empty lists the most recent first.
 	Text          string
 	Offset, Limit int
+	// Total asks RecallMemories to count every memory selected (a second pass over the scope's
+	// rows: an operator's paged list needs it, the memory tool does not).
+	Total bool
 }
 
 type memoryRow struct {
@@ -147,7 +150,8 @@ func (s *Agents) Remember(ctx context.Context, m NewMemory, check AgentCheck) (*
 	return &out, nil
 }
 
-// RecallMemories returns a page of the memories q selects and how many it selects in all.
+// RecallMemories returns a page of the memories q selects and, when q.Total, how many it
+// selects in all (else 0).
 // Ranking (docs/design.md "Memory"): a memory matches when one of the query's terms starts one
 // of its words; matches are ordered by the number of distinct query terms they contain, then
 // most recent first. The same LIKE matching runs on SQLite and MariaDB. Without query terms the
@@ -176,8 +180,10 @@ func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, i
 			Order("score DESC").Order("id DESC")
 	}
 	var total int64
-	if err := db.Count(&total).Error; err != nil {
-		return nil, 0, fmt.Errorf("count memories: %w", err)
+	if q.Total {
+		if err := db.Count(&total).Error; err != nil {
+			return nil, 0, fmt.Errorf("count memories: %w", err)
+		}
 	}
 	var rows []memoryRow
 	if err := order.Offset(q.Offset).Limit(q.Limit).Find(&rows).Error; err != nil {

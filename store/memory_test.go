@@ -41,7 +41,7 @@ func TestRecallRanking(t *testing.T) {
 	remember(t, f.s, f.agent.ID, nil, "The team's favourite colour is blue (agent-wide).")
 	remember(t, f.s, f.agent.ID, &f.other.ID, "Other user: favourite colour red.")
 
-	got, total, err := f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, UserID: uid, Text: "What is the favourite COFFEE?", Limit: 10})
+	got, total, err := f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, UserID: uid, Text: "What is the favourite COFFEE?", Limit: 10, Total: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +57,11 @@ func TestRecallRanking(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Text != "The team's favourite colour is blue (agent-wide)." {
 		t.Fatalf("agent-wide recall = %q, %v", texts(got), err)
 	}
-	got, total, err = f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, AllUsers: true, Text: "colour", Limit: 2})
+	got, total, err = f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, AllUsers: true, Text: "colour", Limit: 2, Total: true})
 	if err != nil || total != 3 || len(got) != 2 {
 		t.Fatalf("operator recall = %q (total %d), %v", texts(got), total, err)
 	}
-	got, total, err = f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, UserID: uid, Text: "the is", Limit: 10})
+	got, total, err = f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: f.agent.ID, UserID: uid, Text: "the is", Limit: 10, Total: true})
 	if err != nil || total != 3 || got[0].Text != want[0] {
 		t.Fatalf("stop words only list the most recent: %q (total %d), %v", texts(got), total, err)
 	}

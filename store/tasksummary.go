@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Summary is a compaction of a task's conversation (issue 25): the model's summary of the
