@@ -1525,6 +1525,66 @@ type AgentMediaResponse struct {
 	Data MediaAsset `json:"data"`
 }
 
+// AgentMemory One fact an agent remembered (the memory tool).
+type AgentMemory struct {
+	// AgentId The agent.
+	//
+	// Example: 42
+	AgentId int64 `json:"agent_id"`
+
+	// CreatedAt When it was remembered.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Memory id.
+	//
+	// Example: 7
+	Id int64 `json:"id"`
+
+	// MessageSequence The sequence of the assistant message that requested the call.
+	MessageSequence *int `json:"message_sequence"`
+
+	// TaskId The task whose tool call remembered it (null when not from a task, or the task was deleted).
+	TaskId *int64 `json:"task_id"`
+
+	// Text The fact.
+	//
+	// Example: The user drinks their coffee black.
+	Text string `json:"text"`
+
+	// UpdatedAt Last edit.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// UserId The user the memory belongs to (scope agent_user); null for a memory of the whole agent (scope agent).
+	UserId *int64 `json:"user_id"`
+}
+
+// AgentMemoryListResponse One page of an agent's memories.
+type AgentMemoryListResponse struct {
+	// Data Payload.
+	Data struct {
+		// Memories The memories of the page.
+		Memories []AgentMemory `json:"memories"`
+
+		// Total How many memories the query selects in all.
+		Total int64 `json:"total"`
+	} `json:"data"`
+}
+
+// AgentMemoryRequest A memory's new text.
+type AgentMemoryRequest struct {
+	// Text The fact.
+	Text string `json:"text"`
+}
+
+// AgentMemoryResponse One memory.
+type AgentMemoryResponse struct {
+	// Data Payload.
+	Data struct {
+		// Memory One fact an agent remembered (the memory tool).
+		Memory AgentMemory `json:"memory"`
+	} `json:"data"`
+}
+
 // AgentPictureUploadRequest Multipart body of a picture upload.
 //
 // Example: {"file":"\u003cbinary\u003e"}
@@ -5016,6 +5076,18 @@ type ExportAgentParams struct {
 	IncludeSettings *bool `form:"include_settings,omitempty" json:"include_settings,omitempty"`
 }
 
+// ListAgentMemoriesParams defines parameters for ListAgentMemories.
+type ListAgentMemoriesParams struct {
+	// Page 1-based page number.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Page size (default 25, at most 100).
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// Q Words to search for (at most 500 characters).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+}
+
 // VerifyEmailParams defines parameters for VerifyEmail.
 type VerifyEmailParams struct {
 	// Token Secret half of the link's token pair.
@@ -5271,6 +5343,9 @@ type UpdateAgentJSONRequestBody = UpdateAgentRequest
 // CreateAgentApiKeyJSONRequestBody defines body for CreateAgentApiKey for application/json ContentType.
 type CreateAgentApiKeyJSONRequestBody = CreateAgentApiKeyRequest
 
+// UpdateAgentMemoryJSONRequestBody defines body for UpdateAgentMemory for application/json ContentType.
+type UpdateAgentMemoryJSONRequestBody = AgentMemoryRequest
+
 // UploadAgentPictureMultipartRequestBody defines body for UploadAgentPicture for multipart/form-data ContentType.
 type UploadAgentPictureMultipartRequestBody = AgentPictureUploadRequest
 
@@ -5507,6 +5582,15 @@ type ServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(c *gin.Context, id string)
+	// ListAgentMemories List or search the agent's memories
+	// (GET /agents/{id}/memories)
+	ListAgentMemories(c *gin.Context, id string, params ListAgentMemoriesParams)
+	// DeleteAgentMemory Delete a memory
+	// (DELETE /agents/{id}/memories/{memoryId})
+	DeleteAgentMemory(c *gin.Context, id string, memoryId string)
+	// UpdateAgentMemory Edit a memory
+	// (PATCH /agents/{id}/memories/{memoryId})
+	UpdateAgentMemory(c *gin.Context, id string, memoryId string)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(c *gin.Context, id string)
@@ -6759,6 +6843,126 @@ func (siw *ServerInterfaceWrapper) FavoriteAgent(c *gin.Context) {
 	}
 
 	siw.Handler.FavoriteAgent(c, id)
+}
+
+// ListAgentMemories operation middleware
+func (siw *ServerInterfaceWrapper) ListAgentMemories(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAgentMemoriesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "per_page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "per_page", c.Request.URL.Query(), &params.PerPage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter per_page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", c.Request.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter q: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListAgentMemories(c, id, params)
+}
+
+// DeleteAgentMemory operation middleware
+func (siw *ServerInterfaceWrapper) DeleteAgentMemory(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "memoryId" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memoryId", c.Param("memoryId"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter memoryId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteAgentMemory(c, id, memoryId)
+}
+
+// UpdateAgentMemory operation middleware
+func (siw *ServerInterfaceWrapper) UpdateAgentMemory(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "memoryId" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memoryId", c.Param("memoryId"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter memoryId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateAgentMemory(c, id, memoryId)
 }
 
 // GetAgentPicture operation middleware
@@ -10191,6 +10395,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/agents/:id/scheduled-runs/:runId", wrapper.GetScheduledRun)
 	router.PUT(options.BaseURL+"/agents/:id/scheduled-runs/:runId", wrapper.UpdateScheduledRun)
 	router.POST(options.BaseURL+"/agents/:id/scheduled-runs/:runId/trigger", wrapper.TriggerScheduledRun)
+	router.GET(options.BaseURL+"/agents/:id/memories", wrapper.ListAgentMemories)
+	router.DELETE(options.BaseURL+"/agents/:id/memories/:memoryId", wrapper.DeleteAgentMemory)
+	router.PATCH(options.BaseURL+"/agents/:id/memories/:memoryId", wrapper.UpdateAgentMemory)
 	router.GET(options.BaseURL+"/agents/:id/templates", wrapper.ListPromptTemplates)
 	router.POST(options.BaseURL+"/agents/:id/templates", wrapper.CreatePromptTemplate)
 	router.DELETE(options.BaseURL+"/agents/:id/templates/:templateId", wrapper.DeletePromptTemplate)
@@ -13911,6 +14118,351 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 type FavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response FavoriteAgent503JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemoriesRequestObject struct {
+	Id     string `json:"id"`
+	Params ListAgentMemoriesParams
+}
+
+type ListAgentMemoriesResponseObject interface {
+	VisitListAgentMemoriesResponse(w http.ResponseWriter) error
+}
+
+type ListAgentMemories200JSONResponse AgentMemoryListResponse
+
+func (response ListAgentMemories200JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListAgentMemories401JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAgentMemories403JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAgentMemories404JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListAgentMemories422JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListAgentMemories500JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentMemories503JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemoryRequestObject struct {
+	Id       string `json:"id"`
+	MemoryId string `json:"memoryId"`
+}
+
+type DeleteAgentMemoryResponseObject interface {
+	VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error
+}
+
+type DeleteAgentMemory200JSONResponse DeletedResponse
+
+func (response DeleteAgentMemory200JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteAgentMemory401JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteAgentMemory403JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAgentMemory404JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteAgentMemory422JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteAgentMemory500JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentMemory503JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemoryRequestObject struct {
+	Id       string `json:"id"`
+	MemoryId string `json:"memoryId"`
+	Body     *UpdateAgentMemoryJSONRequestBody
+}
+
+type UpdateAgentMemoryResponseObject interface {
+	VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error
+}
+
+type UpdateAgentMemory200JSONResponse AgentMemoryResponse
+
+func (response UpdateAgentMemory200JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAgentMemory400JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateAgentMemory401JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateAgentMemory403JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAgentMemory404JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateAgentMemory422JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateAgentMemory500JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAgentMemory503JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -29672,6 +30224,15 @@ type StrictServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(ctx context.Context, request FavoriteAgentRequestObject) (FavoriteAgentResponseObject, error)
+	// ListAgentMemories List or search the agent's memories
+	// (GET /agents/{id}/memories)
+	ListAgentMemories(ctx context.Context, request ListAgentMemoriesRequestObject) (ListAgentMemoriesResponseObject, error)
+	// DeleteAgentMemory Delete a memory
+	// (DELETE /agents/{id}/memories/{memoryId})
+	DeleteAgentMemory(ctx context.Context, request DeleteAgentMemoryRequestObject) (DeleteAgentMemoryResponseObject, error)
+	// UpdateAgentMemory Edit a memory
+	// (PATCH /agents/{id}/memories/{memoryId})
+	UpdateAgentMemory(ctx context.Context, request UpdateAgentMemoryRequestObject) (UpdateAgentMemoryResponseObject, error)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(ctx context.Context, request GetAgentPictureRequestObject) (GetAgentPictureResponseObject, error)
@@ -31042,6 +31603,105 @@ func (sh *strictHandler) FavoriteAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(FavoriteAgentResponseObject); ok {
 		if err := validResponse.VisitFavoriteAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListAgentMemories operation middleware
+func (sh *strictHandler) ListAgentMemories(ctx *gin.Context, id string, params ListAgentMemoriesParams) {
+	var request ListAgentMemoriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAgentMemories(ctx, request.(ListAgentMemoriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAgentMemories")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListAgentMemoriesResponseObject); ok {
+		if err := validResponse.VisitListAgentMemoriesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteAgentMemory operation middleware
+func (sh *strictHandler) DeleteAgentMemory(ctx *gin.Context, id string, memoryId string) {
+	var request DeleteAgentMemoryRequestObject
+
+	request.Id = id
+	request.MemoryId = memoryId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAgentMemory(ctx, request.(DeleteAgentMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAgentMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteAgentMemoryResponseObject); ok {
+		if err := validResponse.VisitDeleteAgentMemoryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateAgentMemory operation middleware
+func (sh *strictHandler) UpdateAgentMemory(ctx *gin.Context, id string, memoryId string) {
+	var request UpdateAgentMemoryRequestObject
+
+	request.Id = id
+	request.MemoryId = memoryId
+
+	var body UpdateAgentMemoryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAgentMemory(ctx, request.(UpdateAgentMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAgentMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateAgentMemoryResponseObject); ok {
+		if err := validResponse.VisitUpdateAgentMemoryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -35270,1060 +35930,1072 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L35cuM4mjj4KlhNb6TcTduS087Djo0el9OZ5S5fbctVU13OnwSRkIQ2BbAI0kplrjf2afbvfYZ9lH2S",
-	"DXw4CJKgLjtremZ/EzFdaYrE8eHDdx/fWiGfJpwRlonW4bfWhOCIpPDPG5Kl8+NRRlL5V0REmNIko5y1",
-	"Dlu3JOQsEijjaIZphoZkxFOCUvkJZeOdVtAS4YRMsfx0Shmd5tPWYTdoZfOEtA5blGVkTNLW09NT0Epw",
-	"iqck09MejwnLjhN6MsHZWVSfWj5HNELtbEJQhsUDolGAIhLSKY5RRMc0E1tyAVS+neBs0gpaDE9h2qgV",
-	"tFLye05TErUOszQn7kLJFzxNYvni/l7LrlVkKWXjllypWdstZSG5Jb/nhIWkvsQrFs/RlAiBx0Sg2YQL",
-	"ggZCvz5AVKBxSnBGUpRNMEPZhAq74N9zks6LFQs5U998WwLriKdTnClgvtlvBQWcOx4468X3yDSJcUbE",
-	"WXQtQVNbu3kBoDq4zzud16HgeRoS+DfZ1Y/ifKweDBBPEUZDnBIkn+6g3kT+C4sJmuZC4ga6uznfJizk",
-	"EYkO79kg5Cn5X/c+pkQQnIYTkg527tkzT0yOuVuMKMGBv5wTNpab7L7uAHjs3xLpsoykcsL/0f4Nb3/t",
-	"bL//rP/b3/78rRO8ef20u/XXpp/+5MWPTynPE3FCG2B7wSMSo5CzER3nKZZPEY0acDVcsvXm4+96j1+t",
+	"7L35cuM4mjj4KlhNb6TcTduy087Djo0eldOZ5S5fbctVU13OnwSRkIQ2BbAI0kplrjf2afbvfYZ9lH2S",
+	"DXw4CJKgLjtremZ/EzFdaYrE8eHDdx/fWiGfJpwRlonW0bfWhOCIpPDPG5Kl8+4oI6n8KyIiTGmSUc5a",
+	"R61bEnIWCZRxNMM0Q0My4ilBqfyEsvFOK2iJcEKmWH46pYxO82nraC9oZfOEtI5alGVkTNLW09NT0Epw",
+	"iqck09N2x4Rl3YSeTHB2FtWnls8RjVA7mxCUYfGAaBSgiIR0imMU0THNxJZcAJVvJzibtIIWw1OYNmoF",
+	"rZT8ntOURK2jLM2Ju1DyBU+TWL54sN+yaxVZStm4JVdq1nZLWUhuye85YSGpL/GKxXM0JULgMRFoNuGC",
+	"oIHQrw8QFWicEpyRFGUTzFA2ocIu+PecpPNixULO1DfflsA64ukUZwqYbw5aQQHnjgfOevE9Mk1inBFx",
+	"Fl1L0NTWbl4AqA7u807ndSh4noYE/k129aM4H6sHA8RThNEQpwTJpzuoN5H/wmKCprmQuIHubs63CQt5",
+	"RKKjezYIeUr+1/2PKREEp+GEpIOde/bME5Nj7hYjSnDgL+eEjeUm9153ADz2b4l0WUZSOeH/aP+Gt792",
+	"tt9/1v/tb3/+1gnevH7a3fpr009/8uLHp5TniTihDbC94BGJUcjZiI7zFMuniEYNuBou2Xrz8e95j1+t",
 	"renY4dfmxXyXtfQ4j09iLIR/STdkTEVGUhKhjPMYhfJVL07uqEe9eUIu8ZQYvGyPeIo0hiBAup0bgqO7",
-	"m3M586CJSGRmWWtgnjtwGfX2Dg6qqNeEN3dNeCMv1JRMhyR9JVAuSAqXkzJL9doYqdHkQ0kX5Y4ChAWK",
-	"eJhPCctQF4mEhHRESSN1zNcjj84N+q0rr4i8J986Qfddw+04i8g04Rlh4fwnMvdcD/xABMLARSiJkFwJ",
-	"ERkSeEQOYVsjmorMPp/RbIIweiBzhMNMIMwiROG/YkbSe9YWGc5y9XzIo/mWpLwPJMmQRIy9fTTheSpQ",
-	"QlIU4jgmKWpL4AaSoCUk3caSYKLj6zM5xdYRrCwhOLtnMLNckMBTohbAouKBWaBaiJBUPjO/iIQzQWDt",
-	"PM/kwuWx4TGmLHAGVnwYDSzMsu0bksR4TqJDJA9mgNo4FhxhyaBhaSLDaRbASmYTwvRiBcJpSh/JPZtN",
-	"aEwcMFKBREbjGKU5Y5SNAcRzxc8lgApQBghnaMpFhrodJAJEYkHQfuf9PTu5uvx4fnbS29JU34BDH01E",
-	"RyOSSigakLTlQUjcjSmTC4mJAHDjbLJl4HXP9vf20M/H52cfjntnV5f905ubq5sddKzByUfooNOBjeIh",
-	"fyRIsh7GM3W2bYVABickYLd20LHawD3bOzhAj1TQYUzQ8e3J2RkKJzjFoRQ/FBcq0Pz1qBu+xx2yfRB2",
-	"h9v70Vuy/R4fdLc70ZtRd7gXviX7++YqqQMrLpOD7NsS20sC0ULy4N6r/2X7//j8F/9tOuchcBCfjGR+",
-	"ezmC7iHi13jskX2620MsSIQSPCaI5ZJoNck28pUSXCIywnmcARSWcJBrkvrnl0+RoF8Jauvh0N6Bi8Cd",
-	"rcb1kLTfvKa9A6DrelGdztIl9rB4EPJ/fCfUU4KrXOQqgmumhnmW8Cp5E/DcswVsRjK/VwKlBe8dyEd9",
-	"YL7PYqln0R/HT+8ESX1Qv1O883vdiSf5uSLwoMr8gKMbRffkXyFnko7Lf+Ikiam6orv/FHJpDgC+tUia",
-	"8lR9EskZfjj+0L85/fvd6W1PAkMpFq3DliGqkqZKci5p4COOaYT+dnt1CZAolv+nlIxah61/2y0Uvl31",
-	"q9g9hQlhA3WUcEeX46I2CPzTPM5ogtMM5UnMcYRiHD4I4BoDSdcHSP64BdyUZijkeRzBGEPJBnGE2mGe",
-	"ITHhkmnxFAnJJkTMZ0YtGkwp68vJ+8N5RkRfXk8BeufgCNhYyBkjoaJzkskShsKYCxJt7aATHhE0cAA3",
-	"2Gk9Ba0TzkYxDZ95HmeXwJz6t73j3mnpRJQ+KtDJ1cX1+Wnv9MNLHILai2G1A9SOcrVcsiUBNygtZ6AU",
-	"45QoAfmVZPJSnRvxdEgjoQCH43gL4PERnkaEPQ8gJ7c3H/u9q59OL/t6MSWoTKkQUsqRmMAUgsovUMYf",
-	"CHtBCNVWMVCSkNzz4D+25e/bPTnnwMhXVCBncbOUs/ERkpu6Z4OPVzc/nH34cHrpjKLlRIXq8gGOJBcQ",
-	"WYoznqJRjGEg+csUM8mKUh4TKVdI+ZdJvo7j5yJf7/Tm8vi8BGGqh0ZEg+jZIL1j5EtCwoxEaIRpnKfE",
+	"m3M586CJSGRmWWtgnjtwGfX2Dw+rqNeEN3dNeCMv1JRMhyR9JVAuSAqXkzJL9doYqdHkQ0kX5Y4ChAWK",
+	"eJhPCcvQHhIJCemIkkbqmK9HHp0b9NuevCLynnzrBHvvGm7HWUSmCc8IC+c/kbnneuAHIhAGLkJJhORK",
+	"iMiQwCNyBNsa0VRk9vmMZhOE0QOZIxxmAmEWIQr/FTOS3rO2yHCWq+dDHs23JOV9IEmGJGLsH6AJz1OB",
+	"EpKiEMcxSVFbAjeQBC0h6TaWBBN1r8/kFFvHsLKE4OyewcxyQQJPiVoAi4oHZoFqIUJS+cz8IhLOBIG1",
+	"8zyTC5fHhseYssAZWPFhNLAwy7ZvSBLjOYmOkDyYAWrjWHCEJYOGpYkMp1kAK5lNCNOLFQinKX0k92w2",
+	"oTFxwEgFEhmNY5TmjFE2BhDPFT+XACpAGSCcoSkXGdrrIBEgEguCDjrv79nJ1eXH87OT3pam+gYc+mgi",
+	"OhqRVELRgKQtD0LibkyZXEhMBIAbZ5MtA697drC/j37unp996PbOri77pzc3Vzc7qKvByUfosNOBjeIh",
+	"fyRIsh7GM3W2bYVABickYLd2UFdt4J7tHx6iRyroMCaoe3tydobCCU5xKMUPxYUKNH892gvf4w7ZPgz3",
+	"htsH0Vuy/R4f7m13ojejveF++JYcHJirpA6suEwOsm9LbC8JRAvJg3uv/pft/+PzX/y36ZyHwEF8MpL5",
+	"7eUIuoeIX+OxR/bZ2x5iQSKU4DFBLJdEq0m2ka+U4BKREc7jDKCwhINck9Q/v3yKBP1KUFsPh/YPXQTu",
+	"bDWuh6T95jXtHwJd14vqdJYusYfFg5D/4zuhnhJc5SJXEVwzNcyzhFfJm4Dnni1gM5L5vRIoLXjvQD7q",
+	"A/N9Fks9i/44fnonSOqD+p3ind/rTjzJzxWBB1XmBxzdKLon/wo5k3Rc/hMnSUzVFd39p5BLcwDwrUXS",
+	"lKfqk0jO8EP3Q//m9O93p7c9CQylWLSOWoaoSpoqybmkgY84phH62+3VJUCiWP6fUjJqHbX+bbdQ+HbV",
+	"r2L3FCaEDdRRwh1djovaIPBP8zijCU4zlCcxxxGKcfgggGsMJF0fIPnjFnBTmqGQ53EEYwwlG8QRaod5",
+	"hsSES6bFUyQkmxAxnxm1aDClrC8n7w/nGRF9eT0F6J2DY2BjIWeMhIrOSSZLGApjLki0tYNOeETQwAHc",
+	"YKf1FLROOBvFNHzmeZxdAnPq3/a6vdPSiSh9VKCTq4vr89Pe6YeXOAS1F8NqB6gd5Wq5ZEsCblBazkAp",
+	"xilRAvIryeSlOjfi6ZBGQgEOx/EWwOMjPI0Iex5ATm5vPvZ7Vz+dXvb1YkpQmVIhpJQjMYEpBJVfoIw/",
+	"EPaCEKqtYqAkIbnnwX9sy9+3e3LOgZGvqEDO4mYpZ+NjJDd1zwYfr25+OPvw4fTSGUXLiQrV5QMcSS4g",
+	"shRnPEWjGMNA8pcpZpIVpTwmUq6Q8i+TfB3Hz0W+3unNZfe8BGGqh0ZEg+jZIL1j5EtCwoxEaIRpnKfE",
 	"XCqzAImIJMM0FiCAxXw8JlGAGHkkqRTB8pTJqyh3fsmzjzxn0fN2fnnV63+8urssI5ckKSMY/IXonbk6",
 	"KOJEUT3yhYoMsFfTWC0/ZtxBCgMeu8qB2fqZ3JBUwsgLAOBMEpaL00tJW1wwxFRkYOERZpW0mBbNSfYy",
-	"4KFSNogJFg547EQADZ4QbdqYk8wFirNyBZprPJeMo8f5OU6VLLc5bK6Pfz2/Ov7Q711d9c+Pbz6dNnNK",
-	"8iUkJBKo29l/d/D2DQL28qLc0swAGqGURWM6pRYYtaUqcNyS9JGG5I7hR0xjPIyfCZHb05ufz05O+3eX",
-	"xz8fn50f/3Be4VUTgiKcYSmvS5zJi4mPtAoF3DmevwhspDqU4pTGczmTvj6CpI9aty8vJSU4nMi3AjTK",
-	"4zhAw1zM0ZDMuVbyQU3lktCMckEEmqU0IwK1MZsXKKikDzgFORFc4JSEhD6C0i0kkZ4jBzkoEfIxzVCm",
-	"jBEZ4iwkqD2Y4i99/WJfvTjYAhWUcVBkGRUTEoHiSxma4Hgk9dTBJMuSvhR3+hmdEp5nA7ukMKbyzuAo",
-	"SomAW4tj+eZcikKRXKBnUpCC1JcDs+C20ptJZJa7tYMuuVzHGM3ABsTsiSpzATBEsO9vg4F/gIQ26AOn",
-	"G9NHwgy2etBoIAXoqqdg27oKfPih3951nAqAJMbcfCaxI7uBw1yTSmomZK+AaB3+Zi/BxfF/9G97p9e3",
-	"/ZvjywpRAPvOjoSxyEgirLUaM6RlejRK+RR1JaZ2Ox1l85q0Dlu78Omu/bT19DlozXDKKBvL6T8/BbXr",
-	"WLVn1O5iZizvEywUHxeHqLJ+ecLVyVH7+uq2px9vm1HELghacjzyJYkxZQLJO7W1xmX2Hs5KukLOcqFu",
-	"r0b2+ua2hRQUaDaXl0eiuzAYV4XU4KgQwOw4NBMkHgF+KxIQBWigUWGAJDdU5FdDgaevRDFRS6nDF5jN",
-	"tYImnkdrJSm/OL781Wgbt+XT5bxEaV6E2dxIKABfIZGBXG0Zg6PKPZdXWwEGCChl5ua/3JW+YziXylgG",
-	"KsozRZ67y+O73o+nl72zk+OqyONMI8UNq7m/AHAvuVakBRFCDt7maYA4QwN9zXBCd/88CBAzLz6QuVU7",
-	"K4tW7P2OiTyR94hEFySiuAfWg+fB5vbu+vrqpnf6oX9x+uHsuN/79brC4+cJQe6wX7anIuIzBhq7FhRx",
-	"GJIkI9FLikCvBBqcqJ1ty50OzGSSW5bFRMVpQWvVC3eur1kbkjsRip9jpk0OrwQ8Bj1EqyqSXkvxAGS6",
-	"reoOiwPyQU6d08+KYFDOTgt4b3pEC4l+SSiVdBEzRRoPUZJK+GRzdN9iU0zuW4qoWgx6iaM6Rtbxbqh0",
-	"lXyjds4eGJ8xNKIkjgKlIQPQA5TmMUHDVOrTW42ke8dZqXLv66O40YYy+UzvliqrmRQE608tkroAVyY6",
-	"bYcbch4TrOwJhRXvt+LLz/ZVPvwnCbPamzBz/a2gdRxF4KK7ACecY9PDUUQlOHF87ax2hGNBfDcDfHcZ",
-	"lzJfgBiekggNpbaAwyyew9WQMqN8q08jcKwPyBTTeBAYBxNNlUXB9VN8a8FLkiJG+N/1452QT1tBS77c",
-	"Omwp76HcShmq+sNvDWt9JeTV4TnLELyJ2uRLGOeCPioPVrFWsPxaC6katmK33a9Zas3yHCu7WWmN2/GY",
-	"GOfmGHzV1rw/UJ9IVsdnTDI5ZpUveAAQMyheN9jA0gnLpxIF4INW0ILX4LbCcj571q63vhB6NHLctAGy",
-	"blqpY6jNqAmkVsLTyLoRpZxZB7bCha0jV0KlVv5B7f29va0SZmzoqK3j/1iTvyoFsbEM4E47Q8plKoEI",
-	"mI1RklIW0gTHFYzFccxn/RGX/8kTc5NDCIuJ+oBEe529g+3O6+1Ot9d5f/i6c9jp/KOGFx+p1Fok2EQ+",
-	"neKUSl1Q2W9UTE3UOtzfC1pU9Ef4kUsl0d5PpV1lKdyFPfW3EucPux159Bk2tEhKMmOezoFqqxgTOXgI",
-	"axhy/gBgjkmWkf4Dka9lBMcSdNq3cKO/QlgIKjLMslbQYjyTU7f+7d/QneQJ9+xYPIDvFaOMJzRUPk4U",
-	"kSSbyN0kNMzylPTzNG4dMqkXtyyAARUPJEHL0nkf9Lz+lLIcpjgIWmIuMjLtJymfJhK8v/Ic7HYYhVhi",
-	"UIzS2hp30AmVCsQjSecaqnIZeRJ5jmmv131z2Dk47O79o05oquddRaVfJiSbgCNbsrCYAMvH4gFNsVT7",
-	"JaJllOUEfDdVgl9GnFrAmPwNBA06JSUyJXexLZ+2PNe7NEgt/m3C0ww5z1CbTJNsrhSVnAmSwU10CWCn",
-	"0/FM4yMgcN20n8reGYnFS11QFURvgrKxWkpSBDxpitMHCfEJFfoOS3EEmZH8QC/dn9oe8oxPcUZDHc6h",
-	"4izgSNsdFFGQL4BITxWkFgSvla6m6ybuVMnBbUYSNMyjMckkK8UwoT6IFT235YvvZ/CKWlUoUUrItjwg",
-	"ZL5XMREPZC7QwBCQQYAGkmzI/0Kkmpxe/vGIU4pZJqnHQF77ezZwCMoAtR9xnGvrlOIc6pysQqxwYwvu",
-	"dIhTiKChLONS/edppoMbaqRd0afq6X2gIonxHGSUMkfxErIymi/xz1q6VwubBJWAp9sjHErMlEgpdRUE",
-	"7692w7x3rEQ2a4iq7W98pDivehfRKR6TIySJbGF9UCCXojrjDAAjf1em2pIs6sxdos+1Lc+Y3Kl9CbWx",
-	"ER0SkgqJd86PwBhA+imz+YOVKIOXMdRisNQPJqAXM4RLF3leXCsV1jTCNNZ2T/k8xUyAWRMUGXClLb/d",
-	"FdZUI7bwM1I/Kz+x9rxMIaDSjxh1ec3hWrWAGSwyFE4wG6/MISq6AwQPlA5b360ynahu1lwGl8QFVW7p",
-	"P7syAXbIVpkJlNG/xCpLMPncJPcdJ9QfrqfnUxhRC5hDbeUJVNb3MNXH4siAq0h78tK0Ht6OXv/+/sve",
-	"dD951wpaMRZZX0q8lS9f97rdw87e4f7+P4qgDvaOoRlPH0Yxn9XFku8gN/iu+XU+jGkIUKFRoMzvKmaV",
-	"RjaKeoQG4vGhX36u/1QA1K8eQUSkvAMxH5epcwVStcWVQee9BSXjXRG3VxBCdaw5xFk0QWUpWfSznUs8",
-	"Jag9nEtx71Eugiu6C7RCmYteiYqKUzrglW6pvpali1ACzJKrcKI+dC0YVb1oSsHt+kDmARp8k7fk8BvV",
-	"On+gHhfTB8id/elpgNoRD8VuRAQds51phO5b1+71um8BDPxmk0W2IGcTv9BscgtYtYYZpPj8nIqsGQA/",
-	"kbmVgoA8MMU6m1ddDeIDz3D9dZxQKQ755M0wk4qy/DFAjMwk0kKcK2iBGZmKNYDTKpRgnKZ4XrcpmXU8",
-	"w6ZUTHdDHvnDQoQCB58itCl5NNGdbRtxPNOCPU/B3pkpuVMFLuh7+iy4P5B5o6lDUTVlejW2i/WoUqr2",
-	"79l3PMNzAfHOpRFXsvuZUQOz+hc5K+feeO49I7N4Xrr9lIVxDt5ciLyWVBSYo5hIyVZ5a1v/CmxpvSN7",
-	"8EkEPXeHKzMzEyqk9BqwZ+kgec7ieXlZckx3af1//P76sdcZ/v4uvOzObw5m53tffnwb/W1/+tN7cfwm",
-	"OS2bv+Tnvx1v/0Mn9fylv+MLrl7GJjVWAkdUxhpGZnLP34MdvhCze4AQ9A1Y3ukX5fttJk1aK1JqJomQ",
-	"cmSUtdNnEyAz0EpE3PitP+jklxpk7GjPJAmLueAVIyoMXtJtCM16Pv8bm0TN+s1Tvyk9lgqYeT3et5zr",
-	"qdmfCTTwfjZDDazn4N4DXBIk20zWgWmO5fdrru9aqUt3sIbNfD0XNjYaPGpKQdKGBbW3iio0onC9FX0c",
-	"UobTuaKPdZVFveqDGpgsUPv68lOA/nZ9+ilAn84+SpHgFzK8PrIpEAfogv5QFt3VjEsJCkzdCLfFF+GF",
-	"5D/jiFgBmX3I+1zcNZTlBGc45uNTlqUePngLrgg4dy63bsLqSuTQVYS93oVqxjWYC3XsBhmqPC8V9KYs",
-	"89YFoj0fyjkxxWNGRxScWqBMexJlVQR0P4nzMWUQv1TzW8CL6oW+iPOxcT8Y0JU/VgvSk0m0sikk8hh/",
-	"86V4wKMejzj8/TloPZJU6JSinc5Ox6O7W6hV4T+wFljH7OoosDxDmqwUnNUB/FJuvdA1YBOoncdHSJmo",
-	"tPdPr4IRr51KHVzznsB87Lg/k/zr15gMKmqxerqqJOhkfaM25PXoPG/m5NPy1Fgt1GFvF0ng9bcry6lj",
-	"XW1dNTSsJwQrXEP6DWWANMl/lIkMxzGJUJtCvBqa4ZQJNLg+v/t0dtm/OLu9Pbv8pHOUDFMsVojDKdmd",
-	"EZw1LK/MGTc3nPtHL12tmsjPWZbSYQ6pourNo0L8lKC1lEWsZJSu39o6BQ4fIIMPT0lhG7dwdwLx9Fji",
-	"hcBqSEfd40aTxBiaTUQvDcGvHxr4WK8zLNT162tCpH7wuvPLNKp2QWwGOqnsH2KVGjbvoXNLAWDpXr3m",
-	"xvSRpEj/bs7Ey1Ja3Z29nc5aCkLZSG0WYc+jjKFBQXw1varAz4Ni9Qu+KpddLCvWuat4MW3Dgwh6TYgw",
-	"5dXkaQSh10OjQ68ub3uFiWUyeLG0FxJlrJK0noh7XFXxwGipag3saWfkkcoXvIVNoyjFowztdfY62909",
-	"hLN7NviGk6SfpGREvzxZ2JTjmHfU451/Cs4GWzvoTgekgVsVQ82Zf6rYP5zpQIWYPJK4ksv9rfUnEy7X",
-	"mmRZIg53d8VjuONES8m/V1hEKyikUH8Uy3oRKiUveqfk6t7rNHjtOi8YzvG0SUiNFZe2S25g13FunNvO",
-	"y8ABNgylCVqOh7x12HrsLouu8YumkkypDAECWSg20dcGpKpfcZ7xPk6SlD9aPlr5Qk8+Ilk4gQyAggT6",
-	"aP/TKkLtn9zMc58pVHI+dZ9M4sjgm3rQz9P4aVDzie+/8zCd1fWoKpmwloK1heDKyrqrx8OsVIboEA1z",
-	"GmfbUkDJhc5Or8ulgRYOCm6xhlAb3DMIl9EhFaWyR0Bv/uiaQ+U7t/ZhGhduszxrD7INoWhykC0r3K4Z",
-	"9rGC1OkTMFU0ZzspSaSDR8Iinu7KvwZbR9opWegANmoBx8qGbNlys5xbHnSnEjmpD6X910P9z53+9uc/",
-	"m8dbf91d+safVhH/NH3yyZ9Qbs1EXJIjExrHpzST/I+nSss8UgH/wBH5VEEAcYaUVrSDTnE4uWelsg44",
-	"SQhOhTURqZy33tXVef/k/Pj2tv/h7vockhm2dKWutYUcg3KKFK4n9mKW0XCR4OueExj2f9v5XPlH+7e/",
-	"bH/e+Yv3FBaIxYUg3GQ/ahCnbMjsmiHiSqiKyIgy+EzH2zTa0X2BlTo8zieNmAjAcpSlWDHMciHNP9Yr",
-	"byL4DQGQtShCvfpabF9zROG/WPzgRuFtq8ayNUZxNYFtaUTXy8ZnGVOXSjTTOZHo9tfb3ulF//rm6uK6",
-	"Z0wxO2sEnzdyrvVu2LUUOVmmHKilCAVHj2EccbgkUsfweGcd0dZ/B+wLrgWiLJo6AjFmOJ4L+RjMuSAj",
-	"c1VLinxJYp7qhIRHKnhqnHj0kXitGM1G0SuVXTImjKQ4DuRxRXmY0UeazQOrLASSMkxzpnOcAjQlEcUB",
-	"ZGcHFnM4O0KYAZDuGQSmVs774rR3/OG4d9yXPOPT1c2v/bvLny6vfrmU0M1sotNWgARHNLN5WgxJcKEJ",
-	"SUm1GJejLDj35M3+QguqySqx1tAyTH7IWSSlBfmBT6rxjl5STuqmupjnKdLvuOcvwOEoz16yF55iBpWm",
-	"sE53GaeEgBlFKTvDOCdQpSiiYy75EOUxySCYjz14T76kHlWX9TMVOY6Rfkfn02rBIUARSemj8txKzvp6",
-	"b3tIM/Tx8uftLkYTLCZVnotohKY8ymOOXrt7fOzIpXbl/+x5Frny7b4yutia1xtw3CYW8keSpjQilfst",
-	"BR/PpS7pezXxK80JmhLMBEpSsq3fi4BWgESWqmuxdQRQlYIaZROSUhWLA/UrNTb6OatVLReF7BdbowLp",
-	"Lzad0C/uW8CjiIQx1oYtO2IbM2QyAjmDUg3iwbHLXl2f3qjsP33dt+pK3/LqXa4sBstcWegC4XJ9lIG9",
-	"LZGzVjogGMg9G2wyHXQN0zHJJKUz6V6FVO49I9ck0XxSBs3FzrME8+LO+azyJMtUbYN1UiJgnm0wxyEz",
-	"wpG8QBDDzZnSS4wyPcWRSXRTQVOkbz4aKK0F4oqmucju2ZBAXpTGUf2eJVOcx0cowULMeBpty81EdYPh",
-	"kbkxJELjmA9xbNR7nuocQ5NzkRKtYJogl4ZkCtcAVOMM8rEJ4StVtg3Q4qp6+to5X/nuHmhrZV/X1tpK",
-	"etXYXOynIFElvFx6NT+qmgt+eeTR5lqb2gxVz7jJdAdq0j/+dHrZ6/90+mspjzovTMLoHgzkKc7yFLKm",
-	"tZW6VrqjeMvjWIZJ17hCeo8n8rsnZ2XVLf+YTzHbTgmOwF8BdTkYNqpSIeqstiGPYOKr6ggm+GsOFcJQ",
-	"++bjCXrzvtPdMikUfDTS1WZiHVZacVaPdOLsbMJjYusJlxdcB+oyzAIYF6DSi18Vm070CTXYqhy0kvMI",
-	"1zWxtYMgIx7Z8iNtU0IIG2q8dYiuj29uT1UOe3DPTi+ue7/2dd2mAJ2pqoJnN6fqD11tDv59fdzrnd5c",
-	"Bujy+OLUeQ3+NC/es59Pb24lnyxeME/sYOaBHVFhf/FFpTZMcM8kDbjtX171+udnt70AORac4jOfWUc/",
-	"Pb08/uH81NndPbMs3R234PPy2dUPfzs9KT8t7/34rnfVP76+vrn6+RQqLbjj2knhB3R72uudXX66NRKE",
-	"vO3O0+vj29tfrm4+yMd9W6EvuGf2DVMN8efj8zs9GzJL0fTR3Urtp+KMrBLjbtI+PDu5utTDm6X2rq77",
-	"56c/n56rRdeoVnDPzDM7zE+nv+6gX7TaZHDy0K8wB3UBS+78p7Pz8+KVRtVL4eDt9fHJqXz74rh38iNq",
-	"ixAzRiIoxSzFelvF857pMnjKP3eEyBdJF4AeaG+QCj3ALLIBe1sBKrMgjZQVxqTR7fL09MNt/+Tq8uPZ",
-	"pzu1L631aX3CuYWtoFW6ha2g5VxD9VdRe7K4iK2gVcJG83fxbvUqOo/qLxWjlm9jK/CUmipfR/2gch/L",
-	"T+2FNI+rN7IVtDw30n3qYGv5cQUKtUtZetu9lK2g5buV7mP/tXTfqF/LVtBqvJe+34rD8FxM96m9ma2g",
-	"5b2aznNXovDdTbkF31UsAUt/KN9176K7pupl1GhYvo2toFW+JwYL/E8918drGShxUFPLqymk4oaIPNbG",
-	"T5GHIRFilMeOmvKHxW+6FdVqSpf6pV5DzKgAOgSsbURkcKsAqSqE18DWfjWBTTs7O1ubaVFGzF0phLrl",
-	"bO2Fojg0xNfUz2oxHFZOAg1NknpHluKpBauK74DaJkXQh8pa9yqXg60d9IHEdChhT+I5Gtls+QlJyWFh",
-	"VUjRFMfyB0dlu2cpKZIL7FG3B97bPYBjBF8gwZFEiCGRh2zKpCiDhhxTpTbaCnF/SMhIJbzDF8ZhAzeg",
-	"BohAOgnSBP2GNCNozvO0CMp4qkZlTEicqNjeTUMyPMEVdtDnxFC8TNDE4stwO+GzxdHoNYT/b5qgYibq",
-	"kS9ZQ8F/AwksUIpnKmKLp+jX44tzlJEvGWpr36DSCss0IUBjVUt1UBLOqtG/NDpEFdy8ZxITDlEFu+6Z",
-	"Pu1DBId9z+DmHN4zhEp35RBtdFVqURqqBvAyrlkUhVuFcxr4sLFrd04K1HGrl2o0q5curYuchcnD+MLv",
-	"5ZVQ1eFUVPv0UUXqa2OHuTpwjeSqrBXUqVZaVAxukHSqJVNLBwH2TokaNRtLmbY9fX56euYdMzCqfnDq",
-	"ryeK2gSHE1RX71+YxVvQer0GprobuFwGagsDCzSw7Zl4dWiRMCyKHm75zcKbiEXONEnKoTr1d5Z0FEwC",
-	"c2gvKPJwHpccRAt9QGDV5zwuAscBOV+Jwj1kiq6R0YioLHJl962WLPNws0rkpGRqCKO7m3P41ozXr7BJ",
-	"+6fKodF/9ofzfiV2gxfb1BzTAkropeDYXunaL54RF3Nb/XtpuU/recqUB7zketOrUX2rXP+ZgCJUIkCw",
-	"AZtJUPKo6UQHbapXDkrHsdWQ6rBqzIrr7yrFrdTYgecwa2QIfgBhuCizbSCxptuvDkZiR6+CZFBHoMFq",
-	"sPFh3oKuQNbfstCzyBfcTQvuen6Mwe+msEEX4WvQ0r8YFFrrDBZfm2eDY5FPyNvisJ44tTSFpHRplzso",
-	"Venswk9pbfw2SXNJaYWSX6g472oWSWldrgOpREK8aLjkWHz30YcpqzGRxWncpxAuX2IpKoK+4sZ7tgqx",
-	"yN3bc93/63p6SwxzGd9e6NzbnFEv1scK6AKbllTNvbQvA9ZNgNUEnBeBjd7hgnT+ivPcZBQbdHOkk5KH",
-	"Po75jET9DKdjkvVN0YDf9l8H+/ufn3xSwG0+tOvarMLnZiECt9pzrz3tIuO6j0VRbk+BYDhHD2Re8+rr",
-	"76ChGBZo8Gf9f4Oddf3zq9LiCqQ2LTNXqqilm3VQA4CNC2stotP2gFYr++Zi6JIMvBUw9Xk32Lkoq11g",
-	"80Ht/pofXuD63kJ3WU84rOo66wBAVYkxxlZVtWmCE+LGq6CIipADX9GGglfCJBlWC+d5tA5onDsjQ1Vw",
-	"BGwfnD2SNFPNbDi60NHGcqhIJSn3rYHPlS4quopOzBrHfEicHE4HVJ9rdr/FWtGCJKpm7ebpc0P5ARzN",
-	"+xnXQsBqWk7dDLEwlUmF0i3WDsoQbYr8RjEekriaFr5QtNsk7Gy5ONdUZKAUDwtlqkZSQUNDHD6YgBF1",
-	"Cq8EvBSotosNNQgM0jSm+hdY5KkgB1fIvFEQFkj6n+BHontv5LYufIhFiCOC2uA34Cyem250ikuUDR5L",
-	"M3GWiWNaCyhe06XeY2wExTTSzW/XEtUU/VgYjrdutQDNbIpqAZzHChwrlAqo3DCvkUuzMc9x4ZQYN9t/",
-	"kn60iCeW7m1VfSlnvOs0d1fbKEPGg9YrhsrZQ1+siBSM5fvoHw2pZ1I+l4xoDvk2nkk3Qe/lee6wmBdj",
-	"0wsMhqfW7Kc6pWrGXagkNXK6BvdYw8DUaFay6ytMQKhtJBndjb0a9L21WdT3y5plipVjn4Fmoz344sOr",
-	"F3dji4DClVVu4IvJtpkOWV/r7njuynOuilIXoWDaT5Q1lPm0nZguzi5OVTsmW+BKCJKhB8pUAxOpvTtd",
-	"L8uy6wNM0IJaZabqNf1KWofdN2/fvt3rvpFkdEr6MAFkY8o3d/+ZECDC8EfCin/PyDCxf4zpqPW5Jt49",
-	"ePd0bBftZrCYdeE8oirvJiLyv8ZPLEk6lLL53JDKqDZTV/zSMRFFIyrTM9sU65PLCKT8AH2rStpfc0F3",
-	"F071crje07KTrSMKVfAIwOlstrQQL35B9VpA4pMJzjYrqadL4GIEH0taNcRZOKnFi+tOXa3rDx9RAo1q",
-	"d2xxGhyrKvwt+NfbYTf0BX/bXl+eO6AWAW5xaJJphGLLGioFDpYnxZdX5psU9vlKmEb86tWBqrc7GMY8",
-	"fCDRjoGKGOh0zjVj/PUCArv/5oPsYfHwnDOENHZJNhIdeL7wRBXIlV6pOg5KlVJdjqAlSKw6wAOpuP7w",
-	"sfW5iClZ5bjt8N6aheq4pdhj16hVdrvUlYQfCbK/6xEUEDS5OFNf78OR6T+6/qIAmyDJM3HBAMeLC8p6",
-	"/8xb/YGEVIDupCM3wgnOoPmFQg0l9UsdtGYC0R+qQKN0DNQZDgK6fNiILROtxdPxrooiU05B9bkEsnVD",
-	"yP/SiKRVzHk/2sOtp88es4Fdw2KZ2exGjrYWzkief4Lj2IBJUf1GRKkyfLu+BQe4+W0und1/3wNDbYxE",
-	"PpTCQkyw6Z6aSm6uX9v6lznTEzAtX2sT+WbHar522qG4DDZPU8KyvjHDKw08JWGGJjwVQIgyKC+V4QSU",
-	"YkZm7ts6bRzFnI3BmJ9MUix8WVi1mXx0z/wqZadc1KrSHPgiu8orqklOcM4iQ+8kBFIcZiQVvnEdwvpu",
-	"abpTdTOVVTQcpr/n3gRnNoFUF2Z0u0OodurQoUcQaFyU8nw8sU0Bjq/PdtBxLLhmZCm5Z0WZYonyYO6L",
-	"SEwfSTqvRcXCRHDb3hoWYcyxWhqRb1mBRAWY1Vu9HGx3ur3u3mGnc9h5/Y9WUPkCfFgfU6JDF5V1qi4A",
-	"TKHSclw09eNJSRwIWsbwLWFspgD7KQ0nuk4dijia8xzNMMv+2losQHwGw49QZ/HL8Vnv7PJT/+zy+q5X",
-	"7UPn2Se0tNE9YhXETH9CoZ0J1TG9rrgK6J68UfaL+k1ZcXUFLcOc8Ld6mTgcaxHpSNfB182gJIaqLjex",
-	"vEjKuVU49ARWlRKX2h4ddFpEVeVF+UG/+n16Adq2vsuIu2626y9jJtcJBXbt/aQVT1/zKQjrbFq2hMK+",
-	"9gc0vLKYZldoEcZArTjG9XpPSWgdZxkOJ9OG5qNQmkQbHzC8CUZJhE0faU8fE20KWIZOhS0E8nkjir3X",
-	"6cJZAY38Xce8PeeGgsd5RtDdzTlqQ906rc/hJOnnaTzYgn5Qn05tX3+c0F1YyO43+M9ZpGr92ZPLU7r0",
-	"zOxOAqPFy+U1Qf+H4vpVfU9zySkAnQVKoHekDkrLWUyEUCYgZSyjAl2fXn6QJE1lmx2fI56iMp3buWe/",
-	"0GyCFGmtf1CoNSp2VpDsSIWKlMdBA0cRBsZVJTJlfHB4TnWTd0whMokqCioRqK3XWZ58ayN98AecqXSL",
-	"qtJn2Ewd+jo8Ag5ghiWsRzx1rVhV+LWCKl/5vMgU4S17G8cCYTmbCms3gqiFRXXO1aHh4JoRjpcaoTRw",
-	"lqCuHc5DPaym4uxKG4kDhAVSDXoo05gudWtNyAa+klCOPrNGApb5zOlmKAfmolSBrdjbQl+DRYzCdRFx",
-	"ZU1cqczmGctIKpl6ymeIRkdwxpHqFCtsHZgUM/WRhEhVAxuYtKsV2VpD0Ul5NFCREbuQEYRIylKt248j",
-	"3dmwtsmVIlGdGIyVPB8LigU2R0IW+NGEsWcspox81M091jGqITGVWAwJ3JC2R2Eo1cEX6pvpyIu6n8Lf",
-	"EXUA/epU8VO5VlX89GiIBXmzH+geJfOMCNMYoG3qRnbfoAv6g8QbHkFpIsg/+UpgccoXHKUcEjIFjQnL",
-	"4jkkBsLraDaRW1DatUrNE1lK8FRAlTBsn054HEF3YjJDw3w0IinYtqdkytM5mk1wpoqBSroo530F3ogj",
-	"pe5IRUcyDp5n8IYBEDAquw/YRnu/+3qrUl4SQOPDNTmTH5vlmXpLph4crGeds1MExeE1odPqnYkkcfO0",
-	"zPM7tSoquvxU/mNlMr+UrqshN/dllYW3elgJZZHScx3h8cX8P2ryhuIvx8jUFrKVAI2cqjVvSb7bwJay",
-	"PGXquugabdUIsEX6JbZCs7BhUlzVlREglwt5j1hIFMqBeq1b1lBB0GI7XIXtZd7AJIaoFEwE9KfJCFtd",
-	"0SqtvW6Z0TK+rknIU5A515IzHI3iqVEDLUQwHnu7qHM0S3lGDDPSuKPBWxR69OFIAfyai5gLVfGVlkzh",
-	"EyoySdfalEn1SRiD4wrcNfNmfWoMBS/WzlL+ZteroaFHlUdVwbXm6wjzLaZI+iVRXIVViZC+Q+vRIXNL",
-	"l5EjO/jzKNJiSrzObkNtFFxOaD2E9Zm76FnRb3E8MLSALOTE9Y909U0GrfUb9fe09eWVZv5qk15x28Wt",
-	"ClOXezRXkzJkrokK+iu1/XQIOou0hquj4VZTFi0kG7F2se6mElgKfUdLvOZE1lxEs4oWtHLD+pYpv3dq",
-	"Hz4cdaBe2pYZPWhC0pVRWde4foYfG6l629t5oqseV9mzHcvUejgAzFc1Hi75TF0PVUoVwrM/poSFkx0P",
-	"i60NVSOdPCUIfpMDjVPMsgB15b+7nc6RCaYqpb7aIvJREaOzToVrY0cSC01iyk6iat1p7VEeJUmh+Jxi",
-	"HSUEXBYqUY2CbahHDTTIHhBIXY5BcB2JW8/gxSIwZZaaOG+CSj9ox8uUMmWCYKZ/fgWlVmpnv6Crur70",
-	"0JPYIIfj4Fqt6/riSq6FmnR/f9vauLKrA9nnwXRwfXVr7KcqLsa9oi/Uusep5eLWWlmxpIpbFPwlO/r8",
-	"q/YIuJ3w9H/2CKi0bVlddPloqybZbpA+sWW11oSLC8MuuczfuctBklIW0gTHi7yY9qUyk1M8BoKIUiGh",
-	"Wry4g3r2BSgkDNU2oHccR1PMpFpE/Y7Rxcf5r96VYee55PhTyvNkU2mJkZkqqHzkHBAakpBPifIV8RlT",
-	"qTKNWW4XOH0gmc5smyYkoxlPkdu1tUJaM4Kna6Z6yeulax4ZhIIiLVurta5afu1QO0vpdAreMp6hnNHf",
-	"c/L9aqSrozuPpycg7z3n+JQF3siN5bwIONoqe02obtTG4xhPcStoDbEg/SLW63B3V/20E2N22O3uv97f",
-	"hdYBEIH6JevPKIv4rHXYfd3tvN0LWlFKHyH4gyeEYSoFR1EtbwLLbB22YODXO93Dd8MCNc55iGN0rpeT",
-	"kSmQqjwlrcPOzus61zRbqBlqtNPDSGpHqg/ztso4IyxM54luSJgSkZkktJRILVCxTee49zvva0FKuhXI",
-	"FYvntghLAb563ZEo4ZRlSL6iXMrYOJglpBFPlVVP/rYFxzZQMBzAfRpglk1SntBwoLsJjHh6z6DSCsDc",
-	"FrhAH+W3am4SDQLdjg60fPA/JDibSKk/hg4lJjpaCqyUje9ZRFMSSpV5awedTEj4UPQXECSVM7X39/a2",
-	"1DxYF2GHjiGqQPtWBQOhjt+Ei0wR85QIHqtpk3wY09D0yCMmHZBLsgMtW0lk7Gw6Ve2eDeJ42je583JU",
-	"MUBtGB16jgXo7NoZUELu5OzDDWIkkxuEAlM4kjRbZMAC71mW5iITARI5CG0IQ5HtGF0Bfm4dqT4zMyoI",
-	"2t/bC2BMfdOUvzUF8BLCiCpRJPCU3LMZ1uWksgkBqZ2RMNtBnwBGZRAJ2x/ZjFMrgdbQIrB6DX1phpJU",
-	"qt8BmPyBMFGVhDo2DH4B/zR3u67bSmBoLGwXmKebwoFO64IcjWKszKPGKGuJhUVyKWrrcbwWWpeqOCzc",
-	"3+gfPygNvqhKJGVCCH8IeUIkDeAsbKg8Q0Vf4fXyie6EUaOVrG9FGtQuAUAhekP2l5Rw1SH1eZ4luUdq",
-	"uILn6ihRiBOQnwuU9B3uUlFX0WT/0QJXBK+lSS/WxHWD/oLN2m+gWS14/vS1t1xrLdZb4Rs1oUsyQLD6",
-	"FW+htqGppQ2WstwsTPe8Uh/LoUuQnJ1OCfcd3IU9I6TfUWbJkEsdtlgCEDn9xqA89+s3yw6zIflOXV5z",
-	"0s2SCNiGPpCUPgJ72FQeiewIRaTDDhqkRNCvxJCGwYxG2UQ1rZ8QOp5kA9SW5J9nk60jNNDlEfTr92yg",
-	"JP5BLdzVagI608ytyaamhNhVHNNs3jp81wlaMHPr8M1+pyZTmMEarp1pm2zTqFXGNqw0MAgjzFXR9dl1",
-	"DOtIicP0a6nrlM6bUxlzegeQJefBbAUmn+gNCILU7xKtEvqFxLbWcqoKX7bV7GWcetd9v7eMQCwI07CH",
-	"KkIcE9j5iEKvfwrNYqJsgr7ohbmHmpJtwlTvh4wje7YOYOzR6W+8ELHHWhe5oEUb0i8A8CWogYNLMCNF",
-	"YAtF4t3B1hGiYwb1bSzbX9dsoFGr6YQUQF74gNYogWQu+iXP6Ei3kLvNh3apm9145bBJxwSYhFDjDUHM",
-	"wywKkAr5xrEU8MDGSVkkPGmnEBSeYfHQt5YtySblAxW4LC+KSuko5wurMko64l3/ZYzRplZ5pVLpFFNf",
-	"1FksuOR2IMwJkMssnCDCCr4rkAbA0cDM9Y5q7M4ZUkFCwiklIaGP5Ajhoeq9pHvF6p5mSqao5YUu8uK4",
-	"85hA2ZKBPmgpnqsTW7QW48CyFn5m0xlUmDhPXQsPzazB5pEKqm02hTlhA6NN6SRrlAcWMThU9UbgjyM0",
-	"sAsaHGqg6bXOmFFlcObYm9z+j6YPkfnR3yCvlI7nLNAFXfPF29yndZvhNNPGzFK9op0F2R+OybTbKbmF",
-	"fvvsOLw2DC5pzGIo6tYX1qQQS2mHbIAGFbtvg6n3v45LzZGkteXvuzjYaCqyZznXnNyBpX62O0HSTcVF",
-	"WKPOPJBAq6rpVbNjuTjWpxRD8Ium6K2x/PvfnR4Ayg4FI9oluPluKtMNujnj2OareSyTC0tIgQ/PhiTL",
-	"47078ykv9dQVPyc652PKjDWjdGnUB5VIxf2mkfuPJKUjarIEFuvK6YPW2GFWhAUyX0MjTeB9ENzPmuqX",
-	"FJBeNtunFGsCMYAvBijlcYMe3pwMeFY5tufmARrgLkz8+0BANmkOstG1EMD59OH0/LR3qvhOSqZQVRmD",
-	"JUw5A1eLuInUlCC6mKvgLxpcy0dVH24ejnEqQaISVze74ZdkVqCULuWt8y1L5+Y608msby40jvC/MzLb",
-	"KV/pVfNb6y74YmhvBQm9UCnIzmgG1Hqz67c4L9YHgCWJsVXl3m5kCbqemuS4NUV6KXPnKUGEPZKYJ6Sh",
-	"3v/Skddv3ggrXtqt8YoRNCl3bJSUibBQxZKnRLVdgOzbESVxpJpaoylOdtZtgLj0/ihYNMLf3xFR1U9L",
-	"IRpCrU3pxPqa0BT92Otd60wtIg7RD8eq1djpbQ/tdzoBurs8vuv9eHrZg65kH9B+pxvcM9vhC+13Xgfo",
-	"5PbmY7939dOp7Zimnl9e9fofr+4u5Z/70Jnux6sP0LTr+Pz86hcY7iBAJ1eXH8/PTuSM74N7ZjqF3faO",
-	"e6fwDOm2Iv3e1VX//Pjm0yna776Wi7u9u76+uumdfuhfnH44O4auX2i/exAgGEP3Mru5uboBAzs0o+tf",
-	"HF/+anZ5i/b33gfo7LJ3enN5fI4O5KZV37ab05Ori4vTyw+3fWjrdWs6YsBL90zu4+zi+vz04vRSguag",
-	"0w3Q7enNz2cnp/27y+Ofj8/Oj384P0UHndfltnYOlKHtWAnEraDlNlCrw7YVtCxgVYuxClTlVxqkraBV",
-	"AmcraNVgCUvwAbIVtKpQVK3HyhCEORT4bM+7RtjpxTtwgyZxNaB5zTEfeTrm2fPKGxw7BFgq4sArSYZi",
-	"yh40LXYYhcskXAaxqsJfE7OWkHWvuOC79CDe3PB4Q54pv7TRgpU962QBJWfVNuoPiYfxGFjaS72MlehV",
-	"yaH5DW9//Sz/p7P9vr/9+VsneN19+tNSigkz+2HBTVRTWfJX/kM+AhVAHCEcQx5R4TsBqYnPmFBqnAhM",
-	"Wkjhhys506rFMOrZ/q+3O91e5/3ha5ONsWYUg1R3XzcEMwSthIZZnmo3sErtKEfKdPdWqd0dtOY8T/v6",
-	"oCH2wlN/4+XT6FcLvqj0H9alRVmlLuFSSK6U8gioo1O37divn5G6WA2ycgv9ls+yLtC5h1vLRr45N9Yx",
-	"hdX67QAVZcSLHydYWJAtrbKwONaqZwZ9JVynIyCNcXWudnnKOUwSU1eA8gvXMChhvlduNsFj8hXkugp1",
-	"grsxjZW8zrMJNy24MJqS6ZCU0rHVDQs0SZVCH7jzPq9bzl3bSpzjCvwFMF1Ucre8XgUGuBwQh7s4d+fY",
-	"5hJag5goLKK48LQ+v3WoWFCBvihwmGhr1OqFaVfr2/mcNCAA5qpwBIiJZ4NMDbPgTm8IMsVwl4FMz/5M",
-	"kF2ou9KQTvlK6OsmJjRRyfq+aLSKTe84wuicP5K4bNqrCnlB65+csgb+3tX8vSQtBZADqGoG7e+ta+OT",
-	"x6J280qgqJGRVFa/qsWvNLryMzlyaTF8HQo120RtSgdO3nTQzM4N5zTDwhhkVyfchmYvRUwpi6pkJH0U",
-	"CyEB1mGqiq9GJKRTrCq+wbxQCMJ2uO0ikZCQjmodGeRZlyXc7vb7z791tt9L4bb7bgXh1iw2sECulCbX",
-	"9LuA9JIbsyqpKY7l+fRGj7UI4jDRM6iOJgfL8zbVSl6E+CzO3iz29ULwWwsO3n0/d9vXSny4Sxa3lPZb",
-	"+aEgG04zVNSU0+KILnpc3/eINoljkI5/iK4vPwXob9ennwL06ewj4in6hQyvA1uv4QBd0B9KpGRIGU7n",
-	"rVVKKiyAQ0pGJCUsJGJxxqsRkIuu1knx6bPRwhlr03QRtbFCKAtjKnHqCA2+PQ1QzjIaa4+ek7JfisUH",
-	"X4tqJdV/pGQGrjAgWBDSKqFH2PanHzzdmWtJdcV2nomoi2/my8idY2NdWEEi8klAz95js8FFF7KQV96R",
-	"fY5UNoWy8oJcIkxuS6EhmjrtSq5dTVkp+J1+5uHSsOSermnvtcfotkYqZsp2SIKGHEHRpFWtMsbzQss0",
-	"LUWqJrpyP6FSGzKbhGDagqmoFKlGtKYkS2lY7UDSmhGcTUi685GnJMTiGQ3RntW6x4CqOJ+623Kzjmtw",
-	"QuVuXaaLGkTalzvh6p46Wzvo2tt4LZvg7J5BnDrJPG3YjlDOoM6+buWvA5CUPfy79Gdb0lBp1fZsWpsF",
-	"VN2wQmKp00zRk2L1Pmz2Mi0W5lwOBKDRbcP+mIYwTuBL+VxWF+pMV67v2hDGzrQC0yjAOP9DGnw4UHjZ",
-	"1h5nTGQ4jq+hk9Hm0ZchznDMxyjB4QPwEQ513nRCgEOM9QvyEMMp2dXEtBWYhvWtw1Z3Z2+nU6eW9ss6",
-	"YNWckCkweCQs4umu/GMgKY1O5bGxULDOqqOlu1+K0nhd80ZITa3910P9z53+9uc/m8dbf91d+saffITG",
-	"7ri6oZ917/4CiNX8VdjEK4FinBFRbSvxZn/NGgYasD70sKmBPm4dYzbO8Zhs+3L/auY9yKzVCXFgC63l",
-	"vNWzA/uC2My9Ir1N+TVqWYB77yDXZIHPZd/6XGqZgrDGvnau6ODFevagk4+jr4InY0bl65lEw3GSbe/v",
-	"dLenlNEi0/DTdU8+Rfpp3UdTST7ccxI71Pb98oa7zaZ8RQXUJpmjqC9RdBtVBYnhke0MXT6+hmisNVIS",
-	"tfVchRvXMwtRe2BCQ3FCd9S57YR8uvvYHQT3rPSrzeSSLwy2VstK9FeDfbGst9L+cvbA+IxBUJupEQSJ",
-	"v6Z2V8MyHL/H9/C+2Ry7RazoPJ5+UC8+udemIQW/bmxdzXnmLY9dIjAVn9zb1YYVzY3bP5iY+hiPA5Wd",
-	"Fx0ibtWmCoGjGZQuECVp3GKrNjzcM9XHJlVvbB3p8TyJmOUBNeGHX7ZnNCL6m3tWnUKqSFslcbk5gXCl",
-	"hMEjkNTBbwqSrqLi9RzC75VCaApFC+IjBKvdjs1SClF7ZBP8RyWSUe1bWibqL5VoWExQ4Q8buGS5c/9c",
-	"z+wmPta1MxqrR1hNaVxwiM/NZKxOXUpntPqsTaB53emsSHD/gGL5lpo2OnHLiZQOgw1K3L18ZL5LWWNk",
-	"BbxLVNIlIes5h63ouKSuY0MUzbNUKnnmasgGX0N5vqBEwyVjtlVuV9JRCyl5mY7qLmxzpc0p2LHQ8VAH",
-	"7QtCdg2gNALheTD4sEJNgMOikkX7KiHs+GxbrhVnkCA22A0nONvV2X7QFGArcMtdoLapO3rPjq/P5I9F",
-	"iYF2SpKYEqGsWtCeAaO/3V5d7v56fHHuCphHSOppyuAakSkXW+V4z6U1CArOYF+t8YRzHjYkyR6jJMah",
-	"NVlpv3h7wiU/4qMRDQna2dnZ8sRUKAdwKey/1UUXmDJ0m6WEZAG6lbRqDPHNvmWVBdXVJFHF1NaW5+rS",
-	"iBSgslxFPtsNHHR3DlwizXPVnXkpR4o5G9eH2+7slPjo6uMZMaEA7Y/cD5Ay89mUv2guYg7VAY+7twr9",
-	"X4vmaxQ8Y1rwWysPK9Zf12tlKhxcjHh1bb04fHXizvHpM9PaOED9aQHu1+owZzhuCNo98CZZrV0yBLzf",
-	"btEQFziL8byq1YxTQgRiPM0mZeHE4KnNQnzvJiFuy7/WuxL+mQkW2ZKJu+9KM8OfK9+eqig2JPF3K5hl",
-	"ELwq06ySQmVOcPVC1JaiLxUr7NDPYKh6jE23tfpmGhb/rLVvbL0+SUlEWEZxrSFlc9TXxrlfqyQBoHaI",
-	"BdmmTBAmaEYfa/Xf1k33ut44xWul9K4LTOMmI3Gv5CvkeTbmquYjrVo/wMRYNGs0BkbIaK02N7DmWzHN",
-	"EhCjoKKamjKDUtBSGusXnEM8htWYNfmCCfeDXPFbkj5SiJibcIlGMHpD1p9rmIbk9MODd2+9RtnudrdT",
-	"iveX0peeVzx6Gg43VboayOUMICdFlFo26sJoQxLz2REaxHw8APuMKjonTPa1rQqj/R9G9tQwjPnYm1Lj",
-	"wra2pCwWA5Qn4xRD0tgoI8Y5TYjSsyVw0MG7t1tHaCBEDL25oMAhxRlBvfNb/cr+m4NSVS7GGQg1cJhC",
-	"xN61lQ+5ZpggLCKpy6b9A/j5iP7ajbI0eQcjntrg+XqNHC58tTYvetdI/qSKPDKOgCySANIDeZptmcF1",
-	"NkPmuE2985QxsdGaX7pS3iHdNGfAZO/a5U87awfgQ2xnLRgeej4K/EgiRLOjSn6CDhsI+ZQolSqbqO5A",
-	"UJKEPdKUs2m1OaUrBy+14BcX0LtTiPdc8bir/MmYZwAJNDydCSunVrpcFWx2cXOp2F1Q4MUxAHWyu3IP",
-	"DUzjFfV+hx3Ugg+dUTZn9lDt4lhVYezNk2Whd/J7gXAYkkQ7glWUoQiUxUc9M6VtVgFGQ2GdctSDfEmX",
-	"hoGpoXeU6hsMMU3zZI0MBLXZUs/JhfKgWuFzQSy8pOWYaQCSSFXg4VEekgjuaB2Cm2j/5EtCUyIWfbP0",
-	"krvdttxecEDHkmjUWljebLk12OvySvDvOdFJTipU2wmIi/qd7uTLwXTv4V309vf3M98KHgjx5Cn+RJLM",
-	"VHdRUpGC0BHK2YP8TSO0fiwRbVDAcNBcHUoFob1AX6spnZKGMkkfSEZCefEsMQfDM8sQdIgrZxYkSawr",
-	"Ru02nFGC06aiP7eq2p1qtgqRj0UdwBfIc6vWFF+1Ly/96uM09CskjxkYrDCQrey2DDlXyAlzGsUVR6fX",
-	"aju/AjKW7D+NpKIo2XiVNHRLhd6TxYEIqMc0lDwpAsMkZ8RptlYPLC4KKFrbnVhSv3CKv/TNndZV7PCX",
-	"YiBlFcBf+hqyttCd84pTe1D4iwJ6CohXFlyFxN91ScBcQEtDnbwq5bMxfSTML2XZHS8sDCkQfsQUsEMH",
-	"ilJRQNXymk1qP1ZLP7nArdtg0jH0YazWg8S6ACV0itB1xPz7LZ1Udfwf6Xgix7dMXb/ZPFRDWUSz0GpZ",
-	"xDXW6aJLXa+frb5MF9Eam5E2H3BJf6CZvF5SixjqhqwSP0jkxYKVCl0uFDecpReY6gK+hC5loJWPOqhd",
-	"n9VpTrMY+MGtB6vAWKU4q8h9vKBtCwVgP0WsA+25FjuYaPU+nk5Dyw3becIIDQm2SjzZKG/LkTaXp23J",
-	"FTwTZMvStUp9P9eCy6q7fPFdgYXnzl+mCJQgcP4bB+DUCaCAFuHQqxIzNLB9gwbQkQ61v5KUF8q5+lBJ",
-	"0SQCvrXlpL0PpKarWwZknMdqELGztMs6ZUme6QgFbzuFaZKZPUDgTjtUjT6T0k+qp161Geo7b5TL4tYp",
-	"KkqicUUn1mFsptb1U8sxafvdNSeuim4uWKqL8iGCW3PVj92UbeMkKdWVte3+bJnUpmqeQx7NJUJJjnjv",
-	"FO38+2uNE/etoifUTssbi1uzh0IuNMtGoB69xe/D18O9h30rhx7WC/JCR29sI2HhdznKPkTJZrG/gRYa",
-	"UUbFhETrFBK1tQOk1hKSlJEoQHSEMJt75f/liqOCYQ3FY0zZNgSeRSTDNN5Z7kpv7qq7dur0Am22hCnU",
-	"b4s0uuS65YDtQS7azBSnDwTaYkbWVkhjgnKWVtvIr2UhsGjzraH9Z/3IbfXAlIQ0oRItpIAI4R80O0S4",
-	"qD2dvhL3rHrLMAMV2gRgwCSmEovq7QF9RIoqGaYzTGY7kt4zTfJ4qgq2qUCSDRBR3xQPkdiG7vATgiP5",
-	"j53VYgu00qhG1WheADlwi7maY1+qW9Zwxq9V4jKSKlJUSllct6Z30MIzTDP5DGgwRONMSJTHJOqnOauP",
-	"xdNkglnxt+r39XtO8oYmIu7eVpfhSvXANxPiSkP4sb9cdXwjma7EiXyNYOH29kOeM8/9/5HP0FReuBJr",
-	"eiUqK8OpIQOoLYUZuUKxWu/rqsO/BJTK8jYXzFwoLD5gdwGbnOR657Fg9y+0W7eo/5JCSjzJtiFNonq6",
-	"Q54rY3m93PvyOms1OUP73nUQgJI6xLA/HaXj8ddoNP2azX7fix8Ym433XmcJH7aCFZsCbNYBYCkzB9+u",
-	"A0bghioHf4qjNfI6GqIOnCzjWqcBSMTVvQgy23egoeRys/BQWj6NUHugqxHvlqbbdd8Tf6XR/zawpYpp",
-	"qdJzWeZYrbuB5ckRyvjRd29rsHkPg1Wb9v+rdyWgUStobE1gTq6oY7OGEOBSleUpz5bClNBrVepa+qip",
-	"Z3oJwUvMKkA8jkrMeW30KtHQZZaR8nJfnogvZl/u7JsAeHOwLADDC0FBQCXJ6IbgBRXXb1QHHT4CfQUa",
-	"dcdxhagafcX1bmjIaAd/6/D109Nq0LNfNMpO5clnpBCWoO4HdP2boZoStaLEZObfHMa6iNC68Yb/2ca2",
-	"Wu2jtUoVvWgNIpW1vygSQZOkBF5EFLq387TaOh6HoSTyhy3xIFcDBRr6qS2nYXTIkLMspUPTu1hpdBmZ",
-	"JpCGDt4ynCQCLFvTMOmrwDT9Nx1b78Ze0FLGmb7JC1Mfiwcax+p1XVii+1SrWKSrrqhcClPEPuRMBXxq",
-	"ra9U8EUXiVfGIhrCMGHM86hIx/7FliForE9QHIiWIM2D/nCuutko3OvbtH65zTgfFyVjpBYJPmq4VpDf",
-	"CbLk0tIH5nxqoRjwHIU85nl6ZLOKdQjVSFKgIQ4foMNZktIpTuelFmePlMcQh4R1tR4yJSmGaHqFCSkX",
-	"RPF++a1Xj60jy6JqNlPM6IiI7JVAA/gSAgKLr1VBVSqQuhpHyvQMEFcxjRASjzN8zyw2AnlrWzwMkMKj",
-	"AF2cXOvgSBGgAgG3gPapCJamvNkKqi8iNeoSnrirWVrK+EKDwW10XyT0HnQ6KJzgFIcZScXWSgkGjbWE",
-	"zlWkjinnVIYahrjcIw1ggLWEi2RfSrdBbUEIGsAVGjQk+dsmDNVjn7u0R4+XcZgBtQtLl37B2NaGKeQF",
-	"p3lsfQvGp6nPbBXrnrrn1TX9kLNIrkL+qtKAoY2woGwcE3T78yfVn1gNI+Xm/OvXmAzUAiTzDPmYUdEQ",
-	"krlawWdPSMvahU1UwiKs9YEAlVfsGICYM6f0Sr1KpqVjNR6V5kTbVo2h0lIpc0hO2y9kbpxpRimMmQhW",
-	"fVR2QttFqT7FDWksJZrqtfXZuWgW2GozCpf4SK9S8QYawaPyWst1h5YGOVRJuo+tqzlfiYLCqNhejPRn",
-	"qN2xMaRbft+/4hP15mKqp0icj4voKUNBj6CCIP1iip8Bx0TtwX3e6bwO5TfwL3KoHkgQqQfqGnvq2xQF",
-	"9//srVdjeFdN5RyqWzU4BOcPXHPKdLC5oeMDe/yDQ5QzeXLua+bgbP9vl03p8eXJWa75ud4R/cu2/GD7",
-	"EUOwLZhtFG1WgWE/2FHcp2fFiItK8tjXikOVR6pXZpYf2Hh8GpJXwry7tdyEDghQkIKGqt1A1AIjDhTL",
-	"LRUPU6fkYcw1dC6zOWdB5YsYLGgto5mfKkh0KkXOJvu1uql8NAI2Xy/HVAr5Wlfis3jRr8pSkBpHRFb6",
-	"4TX8sKrs54nwWsDabyc8LfF1LxX2LLipClRBNyfEVlawWQL215W4YhUW3+qdsqRUYnBcn9Z/MrNbfnuW",
-	"XJvKrn3QX4rbiy1Nmjs66LyKJqur8HlujL4lel9SpFUBF8N5ieetbFXyXFMPtxuRLJwstUhLgTpCIU8c",
-	"74wq/gb2aTXG6sZpeRKkURjRk5oZQp7HEdIiRWHKYGBrS5EOCoG1QZtAWGp7UGxsgASeCzThM/mJV6Ct",
-	"psDpQyqBxyz7GVYEj9bgCTPJddeCmfJzGjwryHZDGwRXLa9pjXWJqC6RKEW+9mmSCNQepRDBHZkykg1C",
-	"TckEUNOATq5VDUX9RlN05bgxJvLCilsjGjdto25nqNOdmGSZxGsIF7FvNoynTRQ1qi+foxGgYcOnDbUy",
-	"K1VLvR97C10GtZO2yyvD3gMFfb4lADdj6XJLu8++tAoF1HJTk3XdiFcgzldUEZcmSulpTVq41J5ulvbc",
-	"K77Erw/vrAeuVTfo3dBz9pNyv3HzmqSCMxzr0CUnfkW8UjGBfcpGfKDLv2Jmjc7l7Q0p92pl4EGxaZoe",
-	"oWbhr7r4eM0UcHKN9t+iDI8rHcmgSPnAK7xIHvaVM89oZ8eXx+grhPGUBjvN5Q53fyBprNucbVLaY70m",
-	"QA64XOBYUDj7CADmS/ML9clvVtVjJOXVRI1whPiUZpANREkcCTQkkOgJPtmKFgDY0LqQMvgUZzSkGO6J",
-	"iwyt4wiX9njYcvqeVMrOu8fX0udyzlnEPT3sNCY29B+rG+Q6wTKsrZTYpo+EWRFuaYvmEoZXFoWnNJ6v",
-	"MdTm18EZ+/VByYLwp//9f/x2vP0PvP3187e94N1Te1v/CQ1OusG7py2/SeG5Fwq1wwkBSwIeY8khgPTI",
-	"z8BIPMSiVjzhjbenYhPKr+ucSgoauZBE69fqnQ94g7NnDSI9TbKelgl8paBSkqvKjyaQcLS8k//+3sK6",
-	"uh1/L8NLMhMoopBhI7VJKOWf0HCnaGNIRV/ZoA1pc3rtdw+sjv4BSyRXQ+nidmp7ThByxiM8fyUQk7Oq",
-	"2KFv32C+pydEGfr2LQYUeHpCwzyOSYagAC0IXAuK6dq9PeKUSriJ1uFvRZYX+FqMc0m1EoA5W09B7aXW",
-	"Qcu8o5bSevq8RiyyTkCsn9T+alUc/+h+jR9c34aTnAT1/v1BPb5tm+h/Y23eqBejg2d10576pdCIwD80",
-	"oVFEmLK7JjR8gP6gNggUpTkTKBdQ93JCpkhkUgFIc9ZcFVWjdd3KSxI0zKOxylrNsHgQSGQ4tUmzNEPt",
-	"clFLwIFX1jWkiyh13CJK3VVigNerU1rHvNrFrBH4RkJkjxVqJWcTNPj27YHMn54GqljdpKZLrd2iYXU8",
-	"du52HYvDGIMxprKq1ZSNEjn+WU+zVPmoRkx7zVoWtu76XVRz0X69Om7lZa+g/5XvqKgylef1R2g2ZUCo",
-	"vte1s/qhLO8rYed/Kba8WaWqH3S7LDhISXigna1ES2AL1UNYaFRfxJr/c1hwmb2+BCddlTnV5eaGCn4u",
-	"BykVGlzQvcdyLeGxpv+3ZRCLa+8VmsP9/e3GXONIR7J6+Qaa5gKMxJEh35ShgcWxgefMl9YIXJ9NoLaG",
-	"0QOZq7N4JtOY4i9naoSDzhKqpVmGBeUqVGmhpapOXV6Eqq9LrBuI84vRZgvude0cLvYVOKnaGy6FXZm8",
-	"1VyB8nFTvQjTWAI/6LtvsBRNMYuwMcdWsX0FbyEQWE+mot2mx+pQbz7jRhooq0D/c2Ee6HuDDarljIi/",
-	"DsB1Poxp2FR7UP0qZXIp9qERgWro0N6h0W2CE9ocwDbYhZe2cUJ3/wyBa1Oes6yJpOM45jPtgE9tko7n",
-	"vSTpq1iOcrGiXfEYej2vblxvH6Lo+074l6esG1h++9qJttK72tq+5N1cTHzQouEEyd/QJB8q/47OdSSP",
-	"1V6CZDokUQQhB1OShnlKvEGGM54+kLSvj7I/5boEsylhCJ4OiHmghGUrBof8AoPeqDEveERuzTC1X070",
-	"uLWm38XRec87cNDKvwsNxUbAN57eYjxYdlvWtWutVvqtdB+rsHp23bfrHHot3urueJsJ0T/rroRcVcdE",
-	"OFNRa9BIsiIy+ztFiodtHRmy3d177fSLpNOEpBSrFm2VVIeNGjHqtQ7nhRRj+lc8kPkRIjicaA0AAuKE",
-	"ivwN0ECS9oHUDwb3rfvWAEUkJpkKmrtnRe9F9EBIIhA2bZ4ECVOSBaoXI+OZyv5SWZa6F4y3L2M1mMns",
-	"1neKxt+52fEdS90C4RASM5f2cF/Yun3jIr6Le7RfQnOZCZ8xpKXiuzPbvs3WYNVlHl8JqOsdowSn2Ur2",
-	"+1UqCO/4WrI/o37wsSlc+M4JS/YVE3YY/7sXKS1cOMebOsamlaafYEqSV4E7JZNYcXHUTSrajLhJpDgj",
-	"Y57OoU6gcpnXTNofIQZEXpkZGaqsbDm6aoMm7xfCAl3g9CHiM1AsK0h5Q3CE7m7OWzYTYRzzISmi0SDt",
-	"WDV0KVUe++ZbCMJ6LE32+8N5tQa+HhZiVyCuLyE4c6U+E1Brk99Lg8AlfPpsuZAKVFXW7pSEfDolLBJ9",
-	"ExYBaRCW1sm/Sq1za+1X60mx9gxqph7lO1Y/F/17xoSRFMel2sH6GWzXnqNca85MkjPMG+VSoddlpyTX",
-	"CVpiLjIy9cogK9u63c5SUDDHa8NcTEVUwS+olTsksd2upR9yuFdC0pk0AzG80qDKwbMVQ+PPQs4k4T+0",
-	"XYdfiQCRWBA3SL/I39C/mRD5Sn8sjdQrRg1Cw5btkTJkqQrJAwhLtjHJn//8p8HWkVmFinVOgf8VZYmw",
-	"QDr6Wb22vSgIurxe59bVlryoLpvV+ouXAkn2HSqDeBopyWIl3b9M8WzdN1+4XulK+toQqsgyNtZgcwo1",
-	"yYtYhBstVQQ9N90fACXXYg1dRfhepYd1uQqdPYQZGW47F3Z5cL4jVDUci3nlRQ9FC6DexO8F7al1NL+b",
-	"6wSNB0aUpIHBXBW9rXB0Rz3qzRNy2YS4yxtaL2o5bdwKLimqehksRbbh5y7e+XAjKNcDXEkaVJBd7mhI",
-	"PdFy36ODdQ8oDGCJCjEbFIAbbIg3372BdRPt8Nrz7BkhrO6n1jF8IH1ZzucTVurtYVW3+yYSoool8WwC",
-	"fpBHkqY0Av3Gb4pZxGSpSQWDDhQRlW9MKQPuC/pUhbUaUcpDJQvZqt4kcQRNsdOcqVAVxWaLQ4DkRsmG",
-	"RKD9OtrJQzNdIgqN8hTMUKqfBmpjhmwULeRZ4YxEaCAHuWLx/EfKMqUD0ohME54RlsGzrR10rIr/YaRM",
-	"EihMsZggyjKSpjmUKqWiWKvJv3OEapW1afYLqYumtnlIjmwZhFdCrgd8FWKAQhXOTLMtVewKcsxmVBBI",
-	"DhTovuWu4P/9P/8v0EHVNCS6b7ktT0OytTCFrEGerbFJHMcCzTBVDT/NNyhnMRHCYFbkz1fzW9zL5NOD",
-	"7EvWWEKk5dfccCN/WQat9XiueL3EMlQpz1LoPVeRzwgWeUqm8nprCdm435TxI2iBnNo6bN3pv22t1N+K",
-	"Qa2B5LMnndpcJxLrbXot5M1de+GqorYcJgJRUP5LhftvHSE8BNo0K7IYFGBM9bUddKnazRDd+dWopYOd",
-	"pbL/jyROjEcKolwUSShM9f76NT7j+m1h3tmpVEZX5idvcODQ1+q2rEGUR9MNvv3SboOoq3sQmORy8GsM",
-	"1GnZtqqOhKnyR6H3wuKUywbh04pUC/JVDVtghERSJdcooBoxsrmy6W2hIRlJcZdmimjhaC4psbqYfhri",
-	"L62jvDDQuMHBDwMQnBKk23lIBJR0S6guyuVO6UcWavcsA58NZ1DabaBBP5BvAHj6MRWZLqeqfbLmUUqg",
-	"0SQCMAmVjKjP954NsDorLZANAmSf6Do8Kjh7UOlCaY3lEpld00zQUrqRcQwHpgtbYKEWmJsbtJzFF9+o",
-	"Pz+v4unR7xjMrlJU+7qfNsp/QYbLyQRnmxkZ1SBK7VWVAdEQZ+GkQjZTgoWpOYU0gIui3LBv02SlRs7M",
-	"t57swRmzRkKPO32vs24vOz1VM7R6WDw8C1C6f7gGlQ7yj+MmcH2AQm8qUwyRLxlJGda1+zaFlBU2vx+k",
-	"wMoOiAXCtRY5nxfJU0Tv2OPejskjia3iauqUS6Au8k74rnfr8Lf918H+/ueX8keoxsmqBp5/tcO58kwA",
-	"G1C1Akos0RR1w8DhkOpJJB5KPgmQw2zbqm3F0B/IXDsrpBiq3RVAeV/AIQFH+ynleXKdkhFJCQvJhu4l",
-	"qJ5JZpCbrwc6Klw0IHmotav50WzCYyJwXI3Wcr534wOUN/GRklnrsDVOITawkuZQP+zKWKuf98eUkO0R",
-	"T6d6tQEy8vebg4PXb1TzEiRApqsUxWg4CHcpC87iTmzqH1J5Y0W7MeiTQEkcKYElFzUnX8VA/ynFIUE/",
-	"8iTRBXGU+2gsH1ccSMrj+khSOqJFtSEq+jC9+vsFnEdr9zL9nk6i6p4X1fox/Sy12oehHgJ811BH0kKu",
-	"JnuW2seNYjxWyvoA3h+glMdN6mCzV+tSXlP9q8pLktxEEhltRngJ71bFtGa3WIOk/zYIkpnmnZvTo6mq",
-	"vBNT9vBKqHr1KME0tRV3mAOJyu1gZNZ3HKWmLkzM2Rg+SSYphhJRSvrjaeuwtT/8fS+eTd9GX1+DnURO",
-	"2Dps/frl3T8efh52H35/fdehf8t+ZPtfftr/ffz3qafiVXne7+OQdBfdEDs0wfHIZLnX4Lc08qluwVag",
-	"qGt9YUqytSbr7r1bT7axWzWrCMowbsA/Hj8S3TNjE/S70K3QwG+VquEqGEYjbSTw9EcrHr7/+rWDh2Hk",
-	"6bdEfWVg7xI5Y7fTsd3YxBGKctVeTGtrmIkZmHc5C8ulFNY71SIo03XZNwX2ixVAvaDIpHwrMt1WVLUn",
-	"BVdgdTQSz+zl8jMVVI5k2sRQBiWXIE58LZ/JoqYuEqRCeK1WZ9DcFmcoUloC+UJFFqAJfiS6vR10HVTV",
-	"KzP0qJer9YCihcWqNZ68xSGL9T3DGM9jskmXcMnLyh3C19uB+v4Z61bRaQvNiiak0poXqx1ep3ju5OCs",
-	"aMmTvGqY0xiqgeu3SsRCBSMsscZBlTDXxBdxIgKtl5NCVTHV7FczzCnVx+1XDS1ppVrSNh0S0V5gIVN6",
-	"t+JAaIz0W7ni1i8Tkiq3fNFbWxm/Qj4lApIClIOhCs/AdGCs7EQ9d9rrBqoynhpV6yzDee2k3bCLwoAN",
-	"OazyBzscmIV4unLhrjIWqlJdH+z4vl8/qjl9P52W1uF741avrdH2ZxrJgqEOgKLtcnrTpbKahU2sMJjp",
-	"zX72ZhV4g757nuNt66EDpEeWp6RGCqpGb8/VWWRsU6sInFO0lcTcdS0nGWJdiucaI1Zzq5ZJ1NLK2M3a",
-	"/6pE8dbkfd7kPvWknBfqJr8dFtH/bcqgr4rUYMBCXU0L2LJJPeCUDVPO7pkZWX4m5RRo7prmDBq7Kuvt",
-	"BgnbtimCeWeoml3KOfvkSyL1NrW3DnqL/oz+jLrbBzpr+60naxsKFKhVuXO97nXeQAL13j9MmQbbdaf7",
-	"rtt10p76xolrosu0Pn7BU8h6tolnjHzxTbVvpoJtKcjaQDX9tm4XpcHd1yno9aoQqrjA4rTw15608G86",
-	"Ye2wdXyGBB6RbO4xx/yXSvB28aMmYwuSotmEm3ZTqjNSzo4QzjMONTugfT5WIZPqLZ2+5jQeoMKaZVba",
-	"YwVDq6s62Fb2HvkiKl7UCXLKuMgZ2RYTnsnVVphzGd+Xl5n19SEuEYNKuvrbF0tXhwx0kIPBv2QhHRXg",
-	"x3E8R+3yfpGOVDXD4FFGUkShTwGJGqwopfvdWBpOjq56+2s6huG0N2/RVaYYNQaJxYOdCsySKQkJy+JN",
-	"W7P5iNGyZEyw6KolKMyuJGIaalMKpvy+2ZnVGowFcteIad0b61LXpq5sVCAGneqkROIUaDYoJWWShLBs",
-	"a/OTNwS8jv3AQw1LLSYfOGR9oIr/qfmXBzc27LYn5XiwGpeuj0tHgMYYGrJhFzqXGy0rfQEZgO6mFRxK",
-	"+92oE9zCKjyg0EBNHQgFojrotkpgqUBECpGm82CBdlW2+gfXc/Dbq74tifA22Tf6khf32OZXClvVhGYT",
-	"nmeS3BlRbrkrpKHEg4sP9hqUCzxUWaBF4VJhLw8xK9eDcGl6+eJXCG9JClivjoQrNy8P7qxUV3nJGhKl",
-	"7n0NhSTkLyubt0oawVINpDz7y+gh36eIROkMdtDpFxxm8dzGqJSoLCjAmgRBRN89I5X3K7iqv2nSX5aq",
-	"H1W9o0lJWEPGX1t+31wCnVKWZwRNeJ6iCM+3+Wh7ylk2Qep/9aMZIQ9b9VgGTwvlIrH6/l78+f7+9i/t",
-	"+3vxF/mPrW/7T/Kht+raZqUsQJgVjXLmkrIWzxCp/hgp6ZklK1YSWFaqOvHCAsuRKoURU2JcyqMc8uBV",
-	"p4eBRYbBdxJijqt2DttQ1JL25h7Z3fXlFxPLetc7qQWyVuQZFfZt2uaoLhJSo0rJSIpavtKB9WoGne33",
-	"/b/sbn/+y582lkTqtRmeL5uoUBzUhsByVWDLJd5FtyBI9vXs2l2iU22kgWXBJVvOshb2kCuxnhfl+Otx",
-	"80Xc+4WYdy+l4zFJF8tDUDMBoylmOY5Rpj4xtPH5mS9YPCyDi1Sx62kq8uEzwAAJXj/SrKlTRKked6r6",
-	"6hUWU6hgXfMhS65jOLoIeUpah52d93tBS+RD0xK+xyM8P0TdPfT//N8nAYrpeJKhFCuVRL+jm0FIUllV",
-	"V0a6D4WOhj1smQYRu3pmj2fa5980OV/m9k5oVq2lBP1c5onfP6W3V/cNx+QRs5AEaELHsAeBhhKU6ZGc",
-	"Q93xomY2LVPeiOfD2NGldIDvkwtBT9wCZxFO50jyOLcv/nKO4R/xAlOGGpqON7lmbkmomr2SOQonXBBm",
-	"uosYbCmFRyPdITVAg4iHg60jpIqGCDROeZ4UoKlrqWm8yBWnhkEMP9Kx6kOGVYemlMRYFZjkaICTpJ+n",
-	"qjiD1G6GgsdSKLy7OV/e50K7aqjbaN0ejwnSVvjRfPOaaU6lFL5EmlWjCSZQAqOWpB5jKXkIkOvkKwEa",
-	"rt8StSAYy/QsWMVzKBOLbOj4BRECj8mmZSpGPI75bDtP0FQNtCP57xeVkQW3MaZYlCw4Zo2oDcadIc8m",
-	"6s6CO1Z/PaOs4tpzF2ZKyB3oGP7D1iWfoSzFTKgqdBDj9jElLJx4Yq3rA9UzteWC5G9yoHGK5dLCGE8T",
-	"1dutu7PT7XRQ2+Q8KInC1r9wrZ/WCw2xadPSpXOEO2ju0ChXw69HaEjmXAezEUnWJwGkbgn6lSgFF9ah",
-	"0lEAplHKE7lkQWNrMV4JGSVqqLnB4ewLbSERxX1vVNJZJGweCDTVxmksOcHg+uq2h5zqUjDGAOXQY7Rs",
-	"lFgWYlZNEm/QS44B/ZRK/0W5r5eNDAhVQwiF3UVd9CUxad5L1yMiu8A03jQLIaQJ0F4rD4vMXrvyVcm4",
-	"pxbMUz0p2BeDqqJZM9WFLiT00Zr4y9OtG1VbywJuIE5gRXCpt6ePcCjSUd9EXL4fdked8M2oM3pL9sPO",
-	"CO+F3eHbUSd6PdonB/iNZBmCpL4G+m+2u93tvb1e58Ap7r1efZ1qqLDTeL9bDZMOWjp7pK/HU67aRLXa",
-	"hcoM5pFpQ97XA+l4qd9aarjPda9tfS9PqzZZdsFZlzuYSjT8j+2T25uP2z352gBxpvNh5J0O0PWd/J/j",
+	"4KFSNogJFg547EQADZ4QbdqYk8wFirNyBZprPJeMo8f5OU6VLLc5bK67v55fdT/0e1dX/fPuzafTZk5J",
+	"voSERALtdQ7eHb59g4C9vCi3NDOARihl0ZhOqQVGbakKHLckfaQhuWP4EdMYD+NnQuT29Obns5PT/t1l",
+	"9+fu2Xn3h/MKr5oQFOEMS3ld4kxeTHysVSjgzvH8RWAj1aEUpzSey5n09REkfdS6fXkpKcHhRL4VoFEe",
+	"xwEa5mKOhmTOtZIPaiqXhGaUCyLQLKUZEaiN2bxAQSV9wCnIieACpyQk9BGUbiGJ9Bw5yEGJkI9phjJl",
+	"jMgQZyFB7cEUf+nrF/vqxcEWqKCMgyLLqJiQCBRfytAExyOppw4mWZb0pbjTz+iU8Dwb2CWFMZV3BkdR",
+	"SgTcWhzLN+dSFIrkAj2TghSkvhyYBbeV3kwis9ytHXTJ5TrGaAY2IGZPVJkLgCGCfX8bDPwDJLRBHzjd",
+	"mD4SZrDVg0YDKUBXPQXb1lXgww/99q7jVAAkMebmM4kd2Q0c5ppUUjMhewVE6+g3ewkuuv/Rv+2dXt/2",
+	"b7qXFaIA9p0dCWORkURYazVmSMv0aJTyKdqTmLrX6Sib16R11NqFT3ftp62nz0FrhlNG2VhO//kpqF3H",
+	"qj2jdhczY3mfYKH4uDhClfXLE65OjtrXV7c9/XjbjCJ2QdCS45EvSYwpE0jeqa01LrP3cFbSFXKWC3V7",
+	"NbLXN7ctpKBAs7m8PBLdhcG4KqQGx4UAZsehmSDxCPBbkYAoQAONCgMkuaEivxoKPH0liolaSh2+wGyu",
+	"FTTxPForSflF9/JXo23clk+X8xKleRFmcyOhAHyFRAZytWUMjiv3XF5tBRggoJSZm/9yV/qO4VwqYxmo",
+	"KM8Uee4uu3e9H08ve2cn3arI40wjxQ2rub8AcC+5VqQFEUIO3uZpgDhDA33NcEJ3/zwIEDMvPpC5VTsr",
+	"i1bs/Y6JPJH3iEQXJKK4B9aD58Hm9u76+uqmd/qhf3H64azb7/16XeHx84Qgd9gv21MR8RkDjV0LijgM",
+	"SZKR6CVFoFcCDU7UzrblTgdmMskty2Ki4rSgteqFO9fXrA3JnQjFzzHTJodXAh6DHqJVFUmvpXgAMt1W",
+	"dYfFAfkgp87pZ0UwKGenBbw3PaKFRL8klEq6iJkijUcoSSV8sjm6b7EpJvctRVQtBr3EUXWRdbwbKl0l",
+	"36idswfGZwyNKImjQGnIAPQApXlM0DCV+vRWI+necVaq3Pv6KG60oUw+07ulymomBcH6U4ukLsCViU7b",
+	"4YacxwQre0Jhxfut+PKzfZUP/0nCrPYmzFx/K2h1owhcdBfghHNsejiKqAQnjq+d1Y5wLIjvZoDvLuNS",
+	"5gsQw1MSoaHUFnCYxXO4GlJmlG/1aQSO9QGZYhoPAuNgoqmyKLh+im8teElSxAj/u368E/JpK2jJl1tH",
+	"LeU9lFspQ1V/+K1hra+EvDo8ZxmCN1GbfAnjXNBH5cEq1gqWX2shVcNW7LYHNUutWZ5jZTcrrXE7HhPj",
+	"3ByDr9qa9wfqE8nq+IxJJses8gUPAGIGxesGG1g6YflUogB80Apa8BrcVljOZ8/a9dYXQo9Gjps2QNZN",
+	"K3UMtRk1gdRKeBpZN6KUM+vAVriwdexKqNTKP6h9sL+/VcKMDR21dfwfa/JXpSA2lgHcaWdIuUwlEAGz",
+	"MUpSykKa4LiCsTiO+aw/4vI/eWJucghhMVEfkGi/s3+43Xm93dnrdd4fve4cdTr/qOHFRyq1Fgk2kU+n",
+	"OKVSF1T2GxVTE7WODvaDFhX9EX7kUkm091NpV1kKd2Ff/a3E+aO9jjz6DBtaJCWZMU/nQLVVjIkcPIQ1",
+	"DDl/ADDHJMtI/4HI1zKCYwk67Vu40V8hLAQVGWZZK2gxnsmpW//2b+hO8oR71hUP4HvFKOMJDZWPE0Uk",
+	"ySZyNwkNszwl/TyNW0dM6sUtC2BAxUNJ0LJ03gc9rz+lLIcpDoOWmIuMTPtJyqeJBO+vPAe7HUYhlhgU",
+	"o7S2xh10QqUC8UjSuYaqXEaeRJ5j2u/tvTnqHB7t7f+jTmiq511FpV8mJJuAI1uysJgAy8fiAU2xVPsl",
+	"omWU5QR8N1WCX0acWsCY/A0EDTolJTIld7Etn7Y817s0SC3+bcLTDDnPUJtMk2yuFJWcCZLBTXQJYKfT",
+	"8UzjIyBw3bSfyt4ZicVLXVAVRG+CsrFaSlIEPGmK0wcJ8QkV+g5LcQSZkfxAL92f2h7yjE9xRkMdzqHi",
+	"LOBI2x0UUZAvgEhPFaQWBK+VrqbrJu5UycFtRhI0zKMxySQrxTChPogVPbfli+9n8IpaVShRSsi2PCBk",
+	"vlcxEQ9kLtDAEJBBgAaSbMj/QqSanF7+8YhTilkmqcdAXvt7NnAIygC1H3Gca+uU4hzqnKxCrHBjC+50",
+	"iFOIoKEs41L952mmgxtqpF3Rp+rpfaAiifEcZJQyR/ESsjKaL/HPWrpXC5sElYCn2yMcSsyUSCl1FQTv",
+	"r3bDvHesRDZriKrtb3ykOK96F9EpHpNjJIlsYX1QIJeiOuMMACN/V6bakizqzF2iz7Utz5jcqX0JtbER",
+	"HRKSCol3zo/AGED6KbP5w5Uog5cx1GKw1A8moBczhEsXeV5cKxXWNMI01nZP+TzFTIBZExQZcKUtv90V",
+	"1lQjtvAzUj8rP7H2vEwhoNKPGHV5zeFatYAZLDIUTjAbr8whKroDBA+UDlvfrTKdqG7WXAaXxAVVbuk/",
+	"uzIBdshWmQmU0b/EKksw+dwk93UT6g/X0/MpjKgFzKG28gQq63uY6mNxZMBVpD15aVoPb0evf3//ZX96",
+	"kLxrBa0Yi6wvJd7Kl697e3tHnf2jg4N/FEEd7B1DM54+jGI+q4sl30Fu8F3z63wY0xCgQqNAmd9VzCqN",
+	"bBT1CA3E40O//Fz/qQCoXz2GiEh5B2I+LlPnCqRqiyuDznsLSsa7Im6vIITqWHOIs2iCylKy6Gc7l3hK",
+	"UHs4l+Leo1wEV3QXaIUyF70SFRWndMAr3VJ9LUsXoQSYJVfhRH3oWjCqetGUgtv1gcwDNPgmb8nRN6p1",
+	"/kA9LqYPkDv709MAtSMeit2ICDpmO9MI3beu3et13wIY+M0mi2xBziZ+odnkFrBqDTNI8fk5FVkzAH4i",
+	"cysFAXlginU2r7oaxAee4frrOKFSHPLJm2EmFWX5Y4AYmUmkhThX0AIzMhVrAKdVKME4TfG8blMy63iG",
+	"TamY7oY88oeFCAUOPkVoU/JoojvbNuJ4pgV7noK9M1Nypwpc0Pf0WXB/IPNGU4eiasr0amwX61GlVO3f",
+	"s+94hucC4p1LI65k9zOjBmb1L3JWzr3x3HtGZvG8dPspC+McvLkQeS2pKDBHMZGSrfLWtv4V2NJ6R/bg",
+	"kwh67g5XZmYmVEjpNWDP0kHynMXz8rLkmO7S+v/4/fVjrzP8/V14uTe/OZyd73/58W30t4PpT+9F901y",
+	"WjZ/yc9/627/Qyf1/KW/4wuuXsYmNVYCR1TGGkZmcs/fgx2+ELN7gBD0DVje6Rfl+20mTVorUmomiZBy",
+	"ZJS102cTIDPQSkTc+K0/6OSXGmTsaM8kCYu54BUjKgxe0m0IzXo+/xubRM36zVO/KT2WCph5Pd63nOup",
+	"2Z8JNPB+NkMNrOfg3gNcEiTbTNaBabry+7XXNwVLr+84RzjMCuxOibLek8i4L+WXEEO/1XB2jVzUykfr",
+	"GvwW8YpfpLxOMx0lYRb7PKahwFNlGG9XWqv2fRb5rF5QmF+NScZamqx/GCwPWjUhkTVnLjDIOIvIsHho",
+	"PAYwbKiMXZV0iOPYPWdaVoV4puQeZREpol1gFCxQRMCUXVaUDHxWWCr5kjWwWRyWsaXwL0YpZSo6maYo",
+	"5KMRIWgY4/BhNYP0UjMJiWi2Ogot9ZIh5+YMSczZGNLK2yLkib4WkkulW8cux9UfaAyZTXhsrHPuh5vB",
+	"3cdG7eUtdqSPp0AoD35vYG5R92sNzqKp0SuhgELJ89mMGagxFRV+tSbTtTmNJrE1fhO0Mp5hj5H2Rz5T",
+	"EVR2bjkx5G8hQWISZmAW1zRglew194Ttds38z+ZwcnubhQl0NWq/EiBVShTzSUPL6ELtni9LmSqLR1+y",
+	"5btbhJxqDy+Dh/O1UMp3tPPnHui1sqDegViy2ble2HQpCLJRNlPta1DiTsU6OqJA1pXKNKQMp3OlMtWt",
+	"mOpVHzqAFwO1ry8/Behv16efAvTp7KPkUr+Q4fWxzYo8RBf0hzKxVDMu1TFg6ka4LUaSFzIJmdiEFeRb",
+	"nzz7XNwwysYJznDMx6cs8wmPtxCdAOfO5dZNpH1JQ3Jt496Ag2oRFvAg6nBOMlSp3yoOXjnrbVSEDoZQ",
+	"8QpTPGZ0RCHOBezrntoZKimqn8T5mDIIaa6FMsCL6oW+iPOxiUgwoCt/rBakJwNCa7JK5TH+5sv6hEc9",
+	"HnH4+3PQeiSp0FnGO52djsecb6FWhf/AOmUdT2xZkNOaRiFROYBfqsAvjBawNVWcx8dIea10QJBeBSNe",
+	"15U6uOY9gUfZiYhK8q9fYzKoWMrV01XlfKcQDGpDqq8u/cKcEhs8NY4MddjbRV2Y+tuV5dSxrrauGhrW",
+	"a4QoXEP6DaUZmHoAlIkMx7FUzyiEsKMZTplAg+vzu09nl/2Ls9vbs8tPOm3ZSC/FCnE4JbszgrOG5VWF",
+	"l0196f7RS1erZgXkLEvpMIfqEepNRz6WoLWURazkp67f2joFDh8gqR9PHdnPwt2JzddjiRcCqyEd9SAc",
+	"miTG92ySfGgIoX6hgY8NRIOFuqF+mhCpH7wRfmUaVbsgtigNqewfwpcbNu+hc0sBYOlevQzX9JGkSP9u",
+	"zsTLUlp7O/s7nbVshmW/tVmEPY8yhgYF8dX0qgI/D4rVL/iqXHax+ajOXcWLGSA9iKDXhAhTgU48jcBW",
+	"MDRWktUVI68wscwsVyzthUQZazddU3WpWn3Bj6nKD+3r+KRjVULgFjaNohSPMrTf2e9s7+0jnN2zwTec",
+	"JP0kJSP65cnCppzatKMe7/xTcDbY2kF3OkYdIq0wlKH7p0oHwJmOXYzJI4kr5V2+tf5kIuhbkyxLxNHu",
+	"rngMd5wAavn3Cosw9oHmwNb1glZLgXWdUvTbfqchkKfzghGeT5tE2VpxabsUGebG0pl4N+dl4AAbRtcG",
+	"LSdornXUetxbFnDrF00lmVJJgwQSU23tD5ujon7Fecb7OElS/mj5aOULPfmIZOEEkgILEuij/U+rCLV/",
+	"covR+LyjkvOp+2RySQff1IN+nsZPg5o94OCdh+msrkdVyYR1HqwtBFdWtrd6iOxKlQmP0DCncbYtBZRc",
+	"6II1dbk00MJBwS3WEGqDewZWTB1lWaqECPTmjy5DWL5zax+miepqlmftQbYhOh3srFa4XTMSdAWp0ydg",
+	"qgSPdlKSSAePhEU83ZV/DbaOdZxSoQPYQEYcK7eyZcvNcm550J1KMoU+lPZfj/Q/d/rbn/9sHm/9dXfp",
+	"G39aRfzT9Mknf4Kp3CRhkGMTLc+nNJP8j6dKyzxWOYDAEflUQQBxhpRWtINOcTi5Z6VKTzhJCE6FNRGp",
+	"NPje1dV5/+S8e3vb/3B3fQ75jVu6eOfaQo5BOUUK1xN7MctouEjwdc8JfP2/7Xyu/KP921+2P+/8xXsK",
+	"C8TiQhBush81iFM2i2bNrDElVEVkRBl8pkNwG13rvlwLHTHvk0ZMUkA58UKsmHmxkOZ39cqbCH6DC6qW",
+	"WKBXXwv3b04y+BdLKdgo4n3V8PbGwO4msC0N8n7ZkG1j6lK557pMArr99bZ3etG/vrm6uO4ZU8zOGvlo",
+	"jZxrvRt2LUVOlqmYqlLQoqPHMI44XBKpY/h8+4Vo678D9gXXAlEWTR2BGDMcz4V8DOZckJG5Ki9JviQx",
+	"T3WO4iMVPDVORvpIvFaMZqPolUo4HRNGUhwH8riiPMzoI83mgVUWAkkZpjnTac8BmpKI4gAKtgQWczg7",
+	"RpgBkO4Z5KpUzvvitNf90O11+5JnfLq6+bV/d/nT5dUvlxK6mc193gqQ4IhmNnWbIQkuNCEpqdbndJQF",
+	"5568OVhoQTWJptYaWobJDzmLpLQgP/BJNd7RS8pJ3VQX8zxF+h33/AXEIMmzl+yFp5hB8UmsM2DHKSFg",
+	"RlHKzjDOCRQujOiYSz5EeUwyiO9nD96TL6lH1WX9TEWOY6Tf0SU2tOAQoIik9FEFc0nO+np/e0gz9PHy",
+	"5+09jCZYTKo8F9EITXmUxxy9dvf42JFL3ZP/s+9Z5Mq3+8roYmteb8BxW2uAP5I0pRGp3G8p+HgudUnf",
+	"q4lfaU7QlGAmUJKSbf1eBLQCJLJUXYutY4CqFNQom5CUqvBciC7R2OjnrFa1XJTFV2yNCqS/2HRCv7hv",
+	"AY8iEsZYG7bsiG3MkCkSwBlUbxIPjl326vr0RhUE0Nd9q670reedhmWuLHSBcLk+ysDelshZKx0QDOSe",
+	"DTbJj7qs+ZhkktKZDPBCKveekWuSaD4pg+Zi51mCeXHnfFZ5kmWq3NE6WZIwzzaY45AZ4VheIEjr4kzp",
+	"JUaZnuLI5L6rOGrSNx8NlNYCocbTXGT3bEggVVrjqH7PkinO42OUYCFmPI225WaiusHw2NwYEqFxzIc4",
+	"Nuo9T3XZAZOGmRKtYJq414b8StcAVOMM8rGJ6i8Vuw/Q4kK7+to5X/nuHmhrZV/X1tpKetXYXOynIFEl",
+	"vFx6NT+qMkx+eeTRll8x5ZqqnnFT/AaoSb/76fSy1//p9NdSaZW8MAmjezCQpzjLUyikoq3UtWpexVse",
+	"xzJMusYV0ns8kd89OSurBTblU8y2U4Ij8FdAqS6GjapUiDqrbcgjmPgKPYMJ/ppD0VDUvvl4gt687+xt",
+	"maxKPhrpAnSxzjSpOKtHOsxRhd0ZG395wXWgLsMsgHEBKr34VbHpRJ9Qg63KQSs5j3BdE1s7CIrkIFuR",
+	"rG2qCmJDjbeO0HX35vZUlbUJ7tnpxXXv174u5RigM1Vo+OzmVP2hC9DCv6+7vd7pzWWALrsXp85r8Kd5",
+	"8Z79fHpzK/lk8YJ5YgczD+yICvuLLyrl4oJ7JmnAbf/yqtc/P7vtBcix4BSf+cw6+unpZfeH81Nnd/fM",
+	"snR33ILPy2dXP/zt9KT8tLz37l3vqt+9vr65+vkUii+549pJ4Qd0e9rrnV1+ujUShLztztPr7u3tL1c3",
+	"H+Tjvi3aG9wz+4YpkPxz9/xOz4bMUjR9dLdS+6k4I6vEuJu0D89Ori718Gapvavr/vnpz6fnatE1qhXc",
+	"M/PMDvPT6a876BetNhmcPPIrzEFdwJI7/+ns/Lx4pVH1Ujh4e909OZVvX3R7Jz+itggxYySC7gxSrLeF",
+	"ve+Zroyr/HPHiHyRdAHogfYGqdADzCIbw78VoDIL0khZYUwa3S5PTz/c9k+uLj+efbpT+9Jan9YnnFvY",
+	"ClqlW9gKWs41VH8V5aiLi9gKWiVsNH8X71avovOo/lIxavk2tgJP9cnyddQPKvex/NReSPO4eiNbQctz",
+	"I92nDraWH1egULuUpbfdS9kKWr5b6T72X0v3jfq1bAWtxnvp+604DM/FdJ/am9kKWt6r6Tx3JQrf3ZRb",
+	"8F3FErD0h/Jd9y66a6peRo2G5dvYClrle2KwwP/Uc328loESBzXlPZtCKm6IyGNt/BR5GBIhRnnsqCl/",
+	"WPymW2S1pnSpX+plRY0KoEPA2kZEBrcKkKpCeA1sOXgT2LSzs7O1mRZlxNyVsqpaztZeKIpDQ3xN/awW",
+	"w2HlJNDQJKl3ZCmeWrCq+A4od1YEfahCNl7lcrC1gz6QmA4l7Ek8RyNbQGdCUnJUWBVSNMWx/MFR2e5Z",
+	"Sop8Q3vU7YH3dg/gGMEXSHAkEWJI5CGbymnKoCHHVNUObNHYPyRkpBLe4QvjsIEbUBZMIF0XwQT9hjQj",
+	"aM7ztAjKeKpGZUxInKjY3k1DMjzBFXbQ58RQvEzQxOLLcDvhs8XR6DWE/2+as2om6jXmkFhIYIFSPFMR",
+	"WzxFv3YvziEhBbW1b1BphWWaEKCxKq8+KAln1ehfGh2hCm7eM4kJR6iCXfdMn/YRgsO+Z3Bzju4ZQqW7",
+	"coQ2uiq1KA3VFmAZ1yzqxK7COQ182Ni1OycF6rgFzTWa1auZ10XOwuRhfOH38kqogrEqqn36qCL1tbHD",
+	"XB24RnJV1grqFDAvmgg0SDrVKuqlgwB7p0SNmo2lTNuePj89PfOOGRhVPzj1lxhHbYLDCaqr9y/M4i1o",
+	"vV4DU/AVXC4DtYWBBRrY9ky8OnRNGhZ1kLf8ZuFNxCJnmiTl0LDiO0s6CiaBObQXFHk4j0sOooU+ILDq",
+	"cx4XgeMmgdK6h0wdVjIaEVVYRtl9q1VMPdysEjkpmRrC6O7mHL414/UrbNL+qXJo9J/94bxfid3gxTY1",
+	"x7SAEnopOLZXuvaLZ8TF3Fb/Xlru03qeMuUBL7ne9GpUK0vXfyYg41oECDZgMwlKHjWd6KBN9cpB6Ti2",
+	"GlIdVo1Zcf1dpbiVGjvwHGaNDMEPIAwXnTcMJNZ0+9XBSOzoVZAM6gg0WA02Psxb0CjQ+lsWehb5grtp",
+	"wV3PjzH43RQ26CJ8DVr6F4NCa53B4mvzbHAs8gl5ux7XE6eWppCULu1yB6XqplH4Ka2N3yZpLqm2VPIL",
+	"FeddzSIprct1IJVIiBcNlxyL7z76MGU1JrI4//4UwuVLLEVF0FfceM9WIRa5e3uu+39dT2+JYS7j2wud",
+	"e5sz6sX6WAFdYNOSqrmX9mXAugmwmoDzIrDRO1xQI6biPDcZxQbdHOmk5KGPYz4jUT/D6ZhkfVNH6LeD",
+	"18HBwecnnxRwmw/tujYr+r1ZiMCt9txrT7vIuG5tVVTgVSAYztEDmde8+vo76DGKBRr8Wf/fYGdd//yq",
+	"tLgCqU0rz1Yqy0D/LmoAsHGtzUV02h7QaqVJXAxdkoG3AqY+7wY7F2W1C2w+qN1f88MLXN9baDjvCYdV",
+	"jegdAKgyNsbYqgo5TnBC3HgVFFERcuAr2lDwSpgkw2otXY/WAb30Z2SoKsWA7YOzR5Jmqr8dRxc62lgO",
+	"Fakk5b418LnSRUVX0YlZ45gPiZPD6YDqc83ut1grWpBE1azdPH1uKD+Ao3k/41oIWE3LqZshFqYyqVC6",
+	"xdpBGaJNkd8oxkMSV9PCF4p2m4SdLRfnmooMlOJhoXLlSCpoaIjDBxMwok7hlYCXAtWJuaEGgUGaxlT/",
+	"Aos8RWXhCpk3CsICSf8T/Eh0O67ctooJsQhxRFAb/AacxXPToFZxibLBY2kmzjJxTGsBxWu6+0uMjaCY",
+	"Rrof/lqimqIfC8Px1q0WoJlNUS2A81iBY4VSAZUb5jVyaTbmOS6cEuNm+0/SjxbxxNK9raov5Yx3nebu",
+	"ahtlyHjQesVQOXvoixWRgrF8H/2jIfVMyueSEc0h38Yz6SbovTzPHRbzYmx6gcHw1Jr9VPN0zbgLlaRG",
+	"TtfgHmsYmBrNSnZ9hQkItY0kEyASC1IL+t7aLOr7Zc0yxcqxz0Cz0R588eHVi7uxRUDhyio38MVk20yH",
+	"rK91dzx35TlXRamLUEP1J8qaapaa5owXZxenqkOjLXAlBMnQA2Wqp5nU3p1G2GXZ9QEmaEGtMtMIg34l",
+	"raO9N2/fvt3feyPJ6JT0YQLIxpRv7v4zIUCE4Y+EFf+ekWFi/xjTUetzTbx78O6paxftZrCYdeE8oirv",
+	"JiLyv8ZPLEk6lLL53JDKqDZTV/zSMRFFb0odMGfr98plBFJ+gFaWK5U1LMOpXiHfe1p2snVEoQoeATid",
+	"zZYW4sUvKGgPSHwywdmGpRJVVXyM4GNJq4Y4Cye1eHHdvLN1/eEjSqB3/Y4tToNj1ZinBf96O9wLfcHf",
+	"tv2n5w6oRYBbHPpmG6HYsoZKgYPlSfHllfkmhX2+EmjgvjpQpWgHw5iHDyTaMVARA53OuWaMv15AYPff",
+	"fJA9LB6ec4aQxi7JRqIDzxeeqAK50itVE2KpUqrLEbRUOVCteMozb30uYkpWOW47vLdmoTpuKfbYNWqV",
+	"3S51JeFHguzvegQFBE0uztTXB3Bk+o89f1GATZDkmbhggOPFBWW9f+at/kBCKkB30pEb4QRn0A9LoYYt",
+	"yyxqJhD9oQo0SsdAneEgoPGXjdgy0Vo8He+qKDLlFFSfSyBbN4T8L41IWsWc96N93Hr67DEb2DUslpnN",
+	"bkzZ6pVxRvL8ExzHBkyK6jciSpXh2/UtOMDNb3Pp7P77HhhqYyTyoRQWYoJNQ/VUcnP92ta/zJmegGn5",
+	"WpvINztW87XTIc1lsHmaEpb1jRleaeApCTM04akAQpRBeakMJ6AUMzJz39Zp4yjmbAzG/GSSYuHLwqrN",
+	"5KN75lcpO+WiVpXm0BfZVV5RTXKCcxYZeichkOIwI6nwjesQ1ndL052qm6msouEw/W14VT18lUCqCzO6",
+	"DaOOiqr0gkAvw5Tn44ntE9S9PttB3VhwzchScs+KMsUS5cHcF5GYPpJ0XouKLVobvDUswphjtTQi37IC",
+	"iQowq3d/O9zu7PX29o86naPO63+0gsoX4MP6mBIduqisU3UBYAqVluOizy9PSuJA0DKGbwljMwXYT2k4",
+	"0XXqUMTRnOdohln219ZiAeIzGH6EOotfume9s8tP/bPL67tetT+DZ5/Q5U63jVcQMy2LhXYmVMf0uuIq",
+	"oHtavfmEbkFpxdUVtAxzwt/qZeJwrEWkY12oX/eHlBiqGt/F8iIp51bh0BNYVUpcant00GkRVZUX5Qf9",
+	"6vdpD2w7/S8j7rr/vr+MmVwnFNi195M2NIvwlGCxzqZlSyjsa39AD0ynU4JeoUUYA7XiGNfrjyCh1c0y",
+	"HE6mDf3IoTSJNj5geBOMktAwAgJWPa3NtClgGToVthDI540o7vvboxQroJG/Eam3De1Q8DjPCLq7OUdt",
+	"qFun9TmcJP08jQdb0CLy02kP6bwCnNBdWMjuN/jPWaRq/dmTy1O69MzsTgKjxcvlNUH/h+L6VX1Pc8kp",
+	"AJ0FSqCdtA5Ky1lMhFAmIGUsowJdn15+kCRNZZt1zxFPUZnO7dyzX2g2QYq01j8o1BoVOytIdqxCRcrj",
+	"oIGjCAPjqhKZMj44PKe6yTumEJlEFQWVCNTW6yxPvrWRPvgDzlS6RVXpM2ymDn0dHgEHMMMS1iOeulas",
+	"KvxaQZWvfF5kivCWvY1jgbCcTYW1G0HUwqI65+rQcHDNCMdLjVAaOEtQ1w7noR5Fx59iV9pIHCAskOrZ",
+	"R5nGdKlba0I28JWEcvSZNRKwzGdOg2M5MBelCmzF3hb6GixiFK6LiCtr4kplNs9YRlLJ1FM+QzQ6hjOO",
+	"VLclYevApJipjyREqhrYwKRdrcjWGopOyqOBiozYhYwgRFKWat1+HOlmx7VNrhSJ6sRgrOT5WFAssDkS",
+	"ssCPJow9YzFl5KNu7rFWDxkxlVgMCdyQtkdhKNXUH+qb6ciLup/C3yR9AC1sVfFTuVZV/PR4iAV5cxDo",
+	"HiXzjAjTGKBt6kbuvUEX9AeJNzyC0kSQf/KVwOKULzhKOSRkChoTlsVzSAyE19FsIregtGuVmieylOCp",
+	"gCph2D6d8DiSexuRGRrmoxFJwbatu0TNJjhTxUAlXZTzvgJvxLFSd6SiIxkHzzN4wwAIGJXdB2yjfbD3",
+	"eqtSXhJA48M1OZMfm+WZekumHh6uZ52zUwTF4TWh0+otpSRx83TR9Tu1Kiq6/FT+Y2Uyv5SuqyE392WV",
+	"hbd6WAllkdJzHeHxxfw/avKG4i9dZGoL1VvcKc1bku82sKUsT5m6LrpGWzUCbJF+ia3QLGyYFFd1ZQTI",
+	"5UVDvj3TdU63rKGCoMV2uArbW9KGcJbK1bPVFa3S2uuWGS3j65qEPAWZcy05w9Eonho10EIE476Il18m",
+	"HM1SnhHDjDTuaPAWhR59ONLcDfGaC1XxlZZM4RMqMknX2pRJ9UkYg+MK3NXfOezC9FXU3cYWEx2nux1A",
+	"wzbCw1kF15qvI8y3mCLpl0RxFVYlQvoOrUeHzC1dRo7s4M+jSIsp8Tq7DbVRcDmh9RDWZ+6iZ0W/xfHA",
+	"0BW6kBPXP9LVNxm0FheB9QndpvPnK8381Sa94raLWxWmLvdoriZlThvTNCJpqRO4Q9BZpDVcHQ23mrJo",
+	"IdmItYt1N5XAUug7WuI1J7LmIppVtKCVG9a3TPm9U/vw4agD9dK2zOhBE5KujMq6xvUz/NhI1dvezhNd",
+	"9bjKnu1YptbDIWC+qvFwyWfqeqhSqhCe/TElLJzseFhsbaga6eQpQfCbHGicYpYFaE/+e6/TOTbBVKXU",
+	"V1tEPipidNapcG3sSGKhSUzZSVStO609yqMkKRSfU6yjhIDLQiWqUbAN9aiBBtkDAqnLMQiuI3HrGbxY",
+	"BKZMcH93E/oT2bAD6A/a8TKlTJkgGOpen5n+8g5K6Tj5Uk/4GrI0d5Y3l/6BzAvkcBxcqD2cq5QBpuzj",
+	"E4LgwJVC+0qsUMm1UJPu729bG1d2dSD7PJgOrq9ujf1UxcW4V/SFWvc4tVzcWisrllRxi4K/ZEeff9Ue",
+	"AbcTnv7PHgGVti2riy4fbdUk2w3SJ7as1ppwcWHYJZf5O3c5SFLKQprgeJEX075UZnKKx0AQUSokVIsX",
+	"d1DPvgCFhKHaBvSO42iKmVSLqN8xuvg4/9W7Muw8lxx/SnmebCotMTJTBZWPnQNCQxLyKVG+Ij5jKlWm",
+	"McvtAqcPJNOZbdOEZDTjKXK7tlZIa0bwdM1UL3m9dM0jg1BQpGVrtdZVy68damcpnU7BW8YzlDP6e06+",
+	"X410dXTn8fQE5L3nHJ+ywBu5sZwXAUdbZa8J1Y3aeBzjKW4FrSEWpF/Eeh3t7qqfdmLMjvb2Dl4f7ELr",
+	"AIhA/ZL1Z5RFfNY62nu913m7H7SilD5C8AdPCMNUCo6iWt4Eltk6asHAr3f2jt4NC9Q45yGO0bleTkam",
+	"QKrylLSOOjuv61zTbKFmqNFODyOpHas+zNsq44ywMJ0nuiFhSkRmktBSIrVAxTad4z7ovK8FKelWIFcs",
+	"ntsiLAX46nVHooRTliH5inIpY+NglpBGPFVWPfnbFhzbQMFwAPdpgFk2SXlCw4HuJjDi6T2DSisAc1vg",
+	"An2U36q5STQIdDs60PLB/5DgbCKl/hg6lJjoaCmwUja+ZxFNSShV5q0ddDIh4UPRX0CQVM7UPtjf31Lz",
+	"YF2EHTqGqALtWxUMhDp+Ey4yRcxTInispk3yYUxD0yOPmHRALskOtGwlkbGz6VS1ezaI42nf5M7LUcUA",
+	"tWF06DkWoLNrZ0AJuZOzDzeIkUxuEApM4UjSbJEBC7xnWZqLTARI5CC0IQxFtmN0Bfi5daz6zMyoIOhg",
+	"fz+AMfVNU/7WFMBLCCOqRJHAU3LPZliXk8omBKR2RsJsB30CGJVBJGx/ZDNOrQRaQ4vA6jX0pRlKUql+",
+	"B2DyB8JEVRLq2DD4BfzT3O26biuBobGwXWCebgoHOq0LcjSKsTKPGqOsJRYWyaWorcfxWmhdquKwcH+j",
+	"f/ygNPiiKpGUCSH8IeQJkTSAs7Ch8gwVfYXXyye6E0aNVrK+FWlQuwQAhegN2V9SwlWH1Od5luQeqeEK",
+	"nqujRCFOQH4uUNJ3uEtFXUWT/UcLXBG8lia9WBPXDfoLNmu/gWa14PnT195yrbVYb4Vv1IQuyQDB6le8",
+	"hdqGppY2WMpyszDd90p9LIcuQXJ2OiXcd3AX9oyQfkeZJUMuddhiCUDk9BuD8tyv3yw7zIbkO3V5zUk3",
+	"SyJgG/pAUvoI7GFTeSSyIxSRDjtokBJBvxJDGgYzGmUT1bR+Quh4kg1QW5J/nk22jtFAl0fQr9+zgZL4",
+	"B7VwV6sJ6EwztyabmhJiV3FMs3nr6F0naMHMraM3B52aTGEGa7h2pm2yTaNWGduw0sAgjDBXRddn1zGs",
+	"IyUO06+lrlM6b05lzOkdQJacB7MVmHyiNyAIUr9LtEroFxLbWsupKnzZVrOXcerd3vv9ZQRiQZiGPVQR",
+	"4pjAzkcUev1TaBYTZRP0RS/MPdSUbBOmej9kHNmzdQBjj05/44WIPda6yAUt2pB+AYAvQQ0cXIIZKQJb",
+	"KBLvDreOER0zqG9j2f66ZgONWk0npADywge0Rgkkc9EveUZHuoXcbT60S93sxiuHTTomwCSEGm8IYh5m",
+	"UYBUyDeOpYAHNk7KIuFJO4Wg8AyLh761bEk2KR+owGV5UVRKRzlfWJVR0hHv+i9jjDa1yiuVSqeY+qLO",
+	"YsEltwNhToBcZuEEEVbwXYE0AI4GZq53VGN3zpAKEhJOKQkJfSTHCA9V7yXdK1b3NFMyRS0vdJEXx53H",
+	"BMqWDPRBS/FcndiitRgHlrXwM5vOoMLEeepaeGhmDTaPVFBtsynMCRsYbUonWaM8sIjBkao3An8co4Fd",
+	"0OBIA02vdcaMKoMzx97k9n80fYjMj/4GeaV0PGeBLuiaL97mPq3bDKeZNmaW6hXtLMj+cEyme52SW+i3",
+	"z47Da8PgksYshqJufWFNCrGUdsgGaFCx+zaYev/ruNQcSVpb/r6Lg42mInuWc83JHVjqZ7sTJN1UXIQ1",
+	"6swDCbSqml41O5aLY31KMQS/aIreGsu//93pAaDsUDCiXYKb76Yy3aCbM45tvprHMrmwhBT48GxIsjze",
+	"uzOf8lJPXfFzonM+psxYM0qXRn1QiVQ8aBq5/0hSOqImS2Cxrpw+aI0dZkVYIPM1NNIE3gfB/aypfkkB",
+	"6WWzfUqxJhAD+GKAUh436OHNyYBnlWN7bh6gAe7CxL8PBGST5iAbXQsBnE8fTs9Pe6eK76RkClWVMVjC",
+	"lDNwtYibSE0Joou5Cv6iwbV8VPXh5uEYpxIkKnF1sxt+SWYFSulS3jrfsnRurjOdzPrmQuMI/zsjs53y",
+	"lV41v7Xugi+G9laQ0AuVguyMZkCtN7t+i/NifQBYkhhbVe7tRpag66lJjltTpJcyd54SRNgjiXlCGur9",
+	"Lx15/eaNsOKl3RqvGEGTcsdGSZkIC1UseUpU2wXIvh1REkeqqTWa4mRn3QaIS++PgkUj/P0dEVX9tBSi",
+	"IdTalE6srwlN0Y+93rXO1CLiCP3QVa3GTm976KDTCdDdZfeu9+PpZQ+6kn1AB5294J7ZDl/ooPM6QCe3",
+	"Nx/7vaufTm3HNPX88qrX/3h1dyn/PIDOdD9efYCmXd3z86tfYLjDAJ1cXX48PzuRM74P7pnpFHbb6/ZO",
+	"4RnSbUX6vaur/nn35tMpOth7LRd3e3d9fXXTO/3Qvzj9cNaFrl/oYO8wQDCG7mV2c3N1AwZ2aEbXv+he",
+	"/mp2eYsO9t8H6Oyyd3pz2T1Hh3LTqm/bzenJ1cXF6eWH2z609bo1HTHgpXsm93F2cX1+enF6KUFz2NkL",
+	"0O3pzc9nJ6f9u8vuz92z8+4P56fosPO63NbOgTK0HSuBuBW03AZqddi2gpYFrGoxVoGq/EqDtBW0SuBs",
+	"Ba0aLGEJPkC2glYViqr1WBmCMIcCn+151wg7vXgHbtAkrgY0rznmI0/HPHteeYOuQ4ClIg68kmQopuxB",
+	"02KHUbhMwmUQqyr8NTFrCVn3igu+Sw/izQ2PN+SZ8ksbLVjZs04WUHJWbaP+kHgYj4GlvdTLWIlelRya",
+	"3/D218/yfzrb7/vbn791gtd7T39aSjFhZj8suIlqKkv+yn/IR6ACiGOEY8gjKnwnIDXxGRNKjROBSQsp",
+	"/HAlZ1q1GEY92//1dmev13l/9NpkY6wZxSDV3dcNwQxBK6FhlqfaDaxSO8qRMnv7q9TuDlpznqd9fdAQ",
+	"e+Gpv/HyafSrBV9U+g/r0qKsUpdwKSRXSnkE1NGp23bs189IXawGWbmFfstnWRfo3MOtZSPfnBvrmMJq",
+	"/XaAijLixY8TLCzIllZZWBxr1TODvhKu0xGQxrg6V7s85RwmiakrQPmFaxiUMN8rN5vgMfkKcl2FOsHd",
+	"mMZKXufZhJsWXBhNyXRISunY6oYFmqRKoQ/ceZ/XLeeubSXOcQX+ApguKrlbXq8CA1wOiMNdnLvTtbmE",
+	"1iAmCosoLjytz28dKhZUoC8KHCbaGrV6YdrV+nY+Jw0IgLkqHAFi4tkgU8MsuNMbgkwx3GUg07M/E2QX",
+	"6q40pFO+Evq6iQlNVLK+LxqtYtPrRhid80cSl017VSEvaP2TU9bA3/c0fy9JSwHkAKqaQQf769r45LGo",
+	"3bwSKGpkJJXVr2rxK42u/EyOXFoMX4dCzTZRm9KBkzcdNLNzwznNsDAG2dUJt6HZSxFTyqIqGUkfxUJI",
+	"gHWYquKrEQnpFKuKbzAvFIKwHW73kEhISEe1jgzyrMsS7t72+8+/dbbfS+F2790Kwq1ZbGCBXClNrul3",
+	"AeklN2ZVUlMcy/PpjR5rEcRhomdQHU0OludtqpW8CPFZnL1Z7OuF4LcWHLz7fu62r5X4cJcsbintt/JD",
+	"QTacZqioKafFEV30uL7vEW0SxyAd/whdX34K0N+uTz8F6NPZR8RT9AsZXge2XsMhuqA/lEjJkDKczlur",
+	"lFRYAIeUjEhKWEjE4oxXIyAXXa2T4tNno4Uz1qbpImpjhVAWxlTi1DEafHsaoJxlNNYePSdlvxSLD74W",
+	"1Uqq/0jJDFxhQLAgpFVCj7DtTz94ujPXkuqK7TwTURffzJeRO8fGurCCROSTgJ69x2aDiy5kIa+8I/sc",
+	"q2wKZeUFuUSY3JZCQzR12pVcu5qyUvA7/czDpWHJPV3T3muP0W2NVMyU7ZAEDTmCokmrWmWM54WWaVqK",
+	"VE105X5CpTZkNgnBtAVTUSlSjWhNSZbSsNqBpDUjOJuQdOcjT0mIxTMaoj2rdY8BVXE+dbflZh3X4ITK",
+	"3bpMFzWItC93wtU9dbZ20LW38Vo2wdk9gzh1knnasB2jnEGdfd3KXwcgKXv4d+nPtqSh0qrt2bQ2C6i6",
+	"YYXEUqeZoifF6n3Y7GVaLMy5HAhAo9uG/TENYZzAl/K5rC7Uma5c37UhjJ1pBaZRgHH+hzT4cKDwsq09",
+	"zpjIcBxfQyejzaMvQ5zhmI9RgsMH4CMc6rzphACHGOsX5CGGU7KriWkrMA3rW0etvZ39nU6dWtov64BV",
+	"c0KmwOCRsIinu/KPgaQ0OpXHxkLBOquOlr2DUpTG65o3Qmpq7b8e6X/u9Lc//9k83vrr7tI3/uQjNHbH",
+	"1Q39rHv3F0Cs5q/CJl4JFOOMiGpbiTcHa9Yw0ID1oYdNDfRx6xizcY7HZNuX+1cz70FmrU6IA1toLeet",
+	"nh3YF8Rm7hXpbcqvUcsC3H8HuSYLfC4H1udSyxSENfa1c0UHL9azB518HH0VPBkzKl/PJBqOk2z7YGdv",
+	"e0oZLTINP1335FOkn9Z9NJXkw30nsUNt3y9vuNtsyldUQG2SOYr6EkW3UVWQGB7ZztDl42uIxlojJVFb",
+	"z1W4cT2zELUHJjQUJ3RHndtOyKe7j3uD4J6VfrWZXPKFwdZqWYn+arAvlvVW2l/OHhifMQhqMzWCIPHX",
+	"1O5qWIbj9/ge3jebY7eIFZ3H0w/qxSf32jSk4NeNras5z7zlsUsEpuKTe7vasKK5cfsHE1Mf43GgsvOi",
+	"I8St2lQhcDSD0gWiJI1bbNWGh3um+tik6o2tYz2eJxGzPKAm/PDL9oxGRH9zz6pTSBVpqyQuNycQrpQw",
+	"eAySOvhNQdJVVLyeQ/i9UghNoWhBfIRgtduxWUohao9sgv+oRDKqfUvLRP2lEg2LCSr8YQOXLHfun+uZ",
+	"3cTHunZGY/UIqymNCw7xuZmM1alL6YxWn7UJNK87nRUJ7h9QLN9S00YnbjmR0mGwQYm7l4/MdylrjKyA",
+	"d4lKuiRkPeewFR2X1HVsiKJ5lkolz1wN2eBrKM8XlGi4ZMy2yu1KOmohJS/TUd2Fba60OQU7Fjoe6qB9",
+	"QciuAZRGIDwPBh9WqAlwVFSyaF8lhHXPtuVacQYJYoPdcIKzXZ3tB00BtgK33AVqm7qj96x7fSZ/LEoM",
+	"tFOSxJQIZdWC9gwY/e326nL31+7FuStgHiOppymDa0SmXGyV4z2X1iAoOIN9tcYTznnYkCTbRUmMQ2uy",
+	"0n7x9oRLfsRHIxoStLOzs+WJqVAO4FLYf2sPXWDK0G2WEpIF6FbSqjHEN/uWVRZUV5NEFVNbW56rSyNS",
+	"gMpyFflsN3C4t3PoEmmeq+7MSzlSzNm4Ptx2Z6fER1cfz4gJBWh/5H6AlJnPpvxFcxFzqA543L1V6P9a",
+	"NF+j4BnTgt9aeVix/rpeK1Ph4GLEq2vrxeGrE3eOT5+Z1sYB6k8LcL9WhznDcUPQ7qE3yWrtkiHg/XaL",
+	"hrjAWYznVa1mnBIiEONpNikLJwZPbRbiezcJcVv+td6V8M9MsMiWTLz3rjQz/Lny7amKYkMSf7eCWQbB",
+	"qzLNKilU5gRXL0RtKfpSscIO/QyGqsfYdFurb6Zh8c9a+8bW65OURIRlFNcaUjZHfW2c+7VKEgBqh1iQ",
+	"bcoEYYJm9LFW/23ddK/rjVO8VkrvusA0bjIS90q+Qp5nY65qPtKq9QNMjEWzRmNghIzWanMDa74V0ywB",
+	"MQoqqqkpMygFLaWxfsE5xGNYjVmTL5hwP8gVvyXpI4WIuQmXaASjN2T9uYZpSE4/Onz31muU3dve65Ti",
+	"/aX0pecVj56Gw02VrgZyOQPISRGllo26MNqQxHx2jAYxHw/APqOKzgmTfW2rwmj/h5E9NQxjPvam1Liw",
+	"rS0pi8UA5ck4xZA0NsqIcU4TovRsCRx0+O7t1jEaCBFDby4ocEhxRlDv/Fa/cvDmsFSVi3EGQg0cphCx",
+	"d23lQ64ZJgiLSOqyaf8Afj6iv3ajLE3ewYinNni+XiOHC1+tzYveNZI/qSKPjCMgiySA9ECeZltmcJ3N",
+	"kDluU+88ZUxstOaXrpR3SDfNGTDZu3b5087aAfgQ21kLhoeejwI/kgjR7LiSn6DDBkI+JUqlyiaqOxCU",
+	"JGGPNOVsWm1O6crBSy34xQX07hTiPVc87ip/MuYZQAINT2fCyqmVLlcFm13cXCp2FxR4cQxAneyu3EMD",
+	"03hFvd9hB7XgQ2eUzZk9VLvoqiqMvXmyLPROfi8QDkOSaEewijIUgbL4qGemtM0qwGgorFOOepAv6dIw",
+	"MDX0jlJ9gyGmaZ6skYGgNlvqOblQHlQrfC6IhZe0dJkGIIlUBR4e5SGJ4I7WIbiJ9k++JDQlYtE3Sy+5",
+	"223L7QUHdCyJRq2F5c2WW4O9Lq8E/54TneSkQrWdgLio39mbfDmc7j+8i97+/n7mW8EDIZ48xZ9Ikpnq",
+	"LkoqUhA6Rjl7kL9phNaPJaINChgOmqtDqSC0F+hrNaVT0lAm6QPJSCgvniXmYHhmGYIOceXMgiSJdcWo",
+	"3YYzSnDaVPTnVlW7U81WIfKxqAP4Anlu1Zriq/blpV99nIZ+heQxA4MVBrKV3ZYh5wo5YU6juOLo9Fpt",
+	"51dAxpL9p5FUFCUbr5KGbqnQe7I4EAH1mIaSJ0VgmOSMOM3W6oHFRQFFa7sTS+oXTvGXvrnTuood/lIM",
+	"pKwC+EtfQ9YWunNecWoPCn9RQE8B8cqCq5D4uy4JmAtoaaiTV6V8NqaPhPmlLLvjhYUhBcKPmAJ26EBR",
+	"KgqoWl6zSe3HauknF7h1G0w6hj6M1XqQWBeghE4Ruo6Yf7+lk6qO/yMdT+T4lqnrN5uHaiiLaBZaLYu4",
+	"xjpddKnr9bPVl+kiWmMz0uYDLukPNJPXS2oRQ92QVeIHibxYsFKhy4XihrP0AlNdwJfQpQy08lEHteuz",
+	"Os1pFgM/uPVgFRirFGcVuY8XtG2hAOyniHWgPddiBxOt3sfTaWi5YTtPGKEhwVaJJxvlbTnS5vK0LbmC",
+	"Z4JsWbpWqe/nWnBZdZcvviuw8Nz5yxSBEgTOf+MAnDoBFNAiHHpVYoYGtm/QADrSofZXkvJCOVcfKima",
+	"RMC3tpy094HUdHXLgIzzWA0idpZ2WacsyTMdoeBtpzBNMrMHCNxph6rRZ1L6SfXUqzZDfeeNclncOkVF",
+	"STSu6MQ6jM3Uun5qOSbtYG/NiauimwuW6qJ8iODWXPVjN2XbOElKdWVtuz9bJrWpmueQR3OJUJIj3jtF",
+	"O//+WuPEfavoCbXT8sbi1uyhkAvNshGoR2/x+/D1cP/hwMqhR/WCvNDRG9tIWPhdjnIAUbJZ7G+ghUaU",
+	"UTEh0TqFRG3tAKm1hCRlJAoQHSHM5l75f7niqGBYQ/EYU7YNgWcRyTCNd5a70pu76q6dOr1Amy1hCvXb",
+	"Io0uuW45YHuQizYzxekDgbaYkbUV0pignKXVNvJrWQgs2nxraP9ZP3JbPTAlIU2oRAspIEL4B82OEC5q",
+	"T6evxD2r3jLMQIU2ARgwianEonp7QB+RokqG6QyT2Y6k90yTPJ6qgm0qkGQDRNQ3xUMktqE7/ITgSP5j",
+	"Z7XYAq00qlE1mhdADtxirubYl+qWNZzxa5W4jKSKFJVSFtet6R208AzTTD4DGgzROBMS5TGJ+mnO6mPx",
+	"NJlgVvyt+n39npO8oYmIu7fVZbhSPfDNhLjSEH7sL1cd30imK3EiXyNYuL39kOfMc/9/5DM0lReuxJpe",
+	"icrKcGrIAGpLYUauUKzW+7rq8C8BpbK8zQUzFwqLD9hdwCYnud55LNj9C+3WLeq/pJAST7JtSJOonu6Q",
+	"58pYXi/3vrzOWk3O0L53HQSgpA4x7E9H6Xj8NRpNv2az3/fjB8Zm4/3XWcKHrWDFpgCbdQBYyszBt+uA",
+	"EbihysGf4miNvI6GqAMny7jWaQAScXUvgsz2HWgoudwsPJSWTyPUHuhqxLul6Xbd98RfafS/DWypYlqq",
+	"9FyWOVbrbmB5coQyfvzd2xps3sNg1ab9/+pdCWjUChpbE5iTK+rYrCEEuFRlecqzpTAl9FqVupY+auqZ",
+	"XkLwErMKEI+jEnNeG71KNHSZZaS83Jcn4ovZlzv7JgDeHCwLwPBCUBBQSTK6IXhBxfUb1UGHj0BfgUbd",
+	"cVwhqkZfcb0bGjLawd86ev30tBr07BeNslN58hkphCWo+wFd/2aopkStKDGZ+TeHsS4itG684X+2sa1W",
+	"+2itUkUvWoNIZe0vikTQJCmBFxGF7u08rbaOx2EoifxRSzzI1UCBhn5qy2kYHTLkLEvp0PQuVhpdRqYJ",
+	"pKGDtwwniQDL1jRM+iowTf9Nx9a7sR+0lHGmb/LC1Mfigcaxel0Xlth7qlUs0lVXVC6FKWIfcqYCPrXW",
+	"Vyr4oovEK2MRDWGYMOZ5VKRj/2LLEDTWJygOREuQ5kF/OFfdbBTu9W1av9xmnI+LkjFSiwQfNVwryO8E",
+	"WXJp6QNzPrVQDHiOQh7zPD22WcU6hGokKdAQhw/Q4SxJ6RSn81KLs0fKY4hDwrpaD5mSFEM0vcKElAui",
+	"eL/81qvH1pFlUTWbKWZ0RET2SqABfAkBgcXXqqAqFUhdjWNlegaIq5hGCInHGb5nFhuBvLUtHgZI4VGA",
+	"Lk6udXCkCFCBgFtA+1QES1PebAXVF5EadQlP3NUsLWV8ocHgNrovEnoPOx0UTnCKw4ykYmulBIPGWkLn",
+	"KlLHlHMqQw1DXO6xBjDAWsJFsi+l26C2IAQN4AoNGpL8bROG6rHPXdqjx8s4zIDahaVLv2Bsa8MU8oLT",
+	"PLa+BePT1Ge2inVP3fPqmn7IWSRXIX9VacDQRlhQNo4Juv35k+pPrIaRcnP+9WtMBmoBknmGfMyoaAjJ",
+	"XK3gsyekZe3CJiphEdb6QIDKK3YMQMyZU3qlXiXT0rEaj0pzom2rxlBpqZQ5JKftFzI3zjSjFMZMBKs+",
+	"Ljuh7aJUn+KGNJYSTfXa+uxcNAtstRmFS3ykV6l4A43gUXmt5bpDS4McqiTdx9bVnK9EQWFUbC9G+jPU",
+	"7tgY0i2/71/xiXpzMdVTJM7HRfSUoaDHUEGQfjHFz4BjovbgPu90XofyG/gXOVIPJIjUA3WNPfVtioL7",
+	"f/bWqzG8q6ZyDtWtGhyB8weuOWU62NzQ8YE9/sERypk8Ofc1c3C2/7fLpvT48uQs1/xc74j+ZVt+sP2I",
+	"IdgWzDaKNqvAsB/sKO7Ts2LERSV57GvFocoj1Sszyw9sPD4NySth3t1abkIHBChIQUPVbiBqgREHiuWW",
+	"ioepU/Iw5ho6l9mcs6DyRQwWtJbRzE8VJDqVImeT/VrdVD4aAZuvl2MqhXytK/FZvOhXZSlIjSMiK/3w",
+	"Gn5YVfbzRHgtYO23E56W+LqXCnsW3FQFqqCbE2IrK9gsAfvrSlyxCotv9U5ZUioxOK5P6z+Z2S2/PUuu",
+	"TWXXPugvxe3FlibNHR10XkWT1VX4PDdG3xK9LynSqoCL4bzE81a2KnmuqYfbjUgWTpZapKVAHaGQJ453",
+	"RhV/A/u0GmN147Q8CdIojOhJzQwhz+MIaZGiMGUwsLWlSAeFwNqgTSAstT0oNjZAAs8FmvCZ/MQr0FZT",
+	"4PQhlcBjlv0MK4JHa/CEmeS6a8FM+TkNnhVku6ENgquW17TGukRUl0iUIl/7NEkEao9SiOCOTBnJBqGm",
+	"ZAKoaUAn16qGon6jKbpy3BgTeWHFrRGNm7ZRtzPU6U5MskziNYSL2DcbxtMmihrVl8/RCNCw4dOGWpmV",
+	"qqXej72FLoPaSdvllWHvgYI+3xKAm7F0uaXdZ19ahQJquanJum7EKxDnK6qISxOl9LQmLVxqTzdLe+4V",
+	"X+LXh3fWA9eqG/Ru6Dn7SbnfuHlNUsEZjnXokhO/Il6pmMA+ZSM+0OVfMbNG5/L2hpR7tTLwoNg0TY9Q",
+	"s/BXXXy8Zgo4uUYHb1GGx5WOZFCkfOAVXiQP+8qZZ7Sz7mUXfYUwntJgp7nc4e4PJI11m7NNSnus1wTI",
+	"AZcLHAsKZx8BwHxpfqE++c2qeoykvJqoEY4Rn9IMsoEoiSOBhgQSPcEnW9ECABtaF1IGn+KMhhTDPXGR",
+	"odWNcGmPRy2n70ml7Lx7fC19LuecRdzTw05jYkP/sbpBrhMsw9pKiW36SJgV4Za2aC5heGVReErj+RpD",
+	"bX4dnLFfH5YsCH/63//Hb93tf+Dtr5+/7Qfvntrb+k9ocLIXvHva8psUnnuhUDucELAk4DGWHAJIj/wM",
+	"jMRDLGrFE954eyo2ofy6zqmkoJELSbR+rd75gDc4e9Yg0tMk62mZwFcKKiW5qvxoAglHyzv5H+wvrKvb",
+	"8fcyvCQzgSIKGTZSm4RS/gkNd4o2hlT0lQ3akDan1/7eodXRP2CJ5GooXdxObc8JQs54hOevBGJyVhU7",
+	"9O0bzPf0hChD377FgAJPT2iYxzHJEBSgBYFrQTFdu7dHnFIJN9E6+q3I8gJfi3EuqVYCMGfrKai91Dps",
+	"mXfUUlpPn9eIRdYJiPWTOlitiuMf3a/xg+vbcJKToN6/P6jHt20T/W+szRv1YnTwrG7aU78UGhH4hyY0",
+	"ighTdteEhg/QH9QGgaI0ZwLlAupeTsgUiUwqAGnOmquiarSuW3lJgoZ5NFZZqxkWDwKJDKc2aZZmqF0u",
+	"agk48Mq6hnQRpY5bRGlvlRjg9eqU1jGvdjFrBL6RENljhVrJ2QQNvn17IPOnp4EqVjep6VJrt2hYHY+d",
+	"u13H4jDGYIyprGo1ZaNEjn/W0yxVPqoR016zloWtu34X1Vy0X6+OW3nZK+h/5Tsqqkzlef0Rmk0ZEKrv",
+	"de2sfijL+0rY+V+KLW9WqeoH3S4LDlISHmhnK9ES2EL1EBYa1Rex5v8cFlxmry/BSVdlTnW5uaGCn8tB",
+	"SoUGF3TvsVxLeKzp/20ZxOLae4XmcH9/uzHXONaRrF6+gaa5ACNxZMg3ZWhgcWzgOfOlNQLXZxOorWH0",
+	"QObqLJ7JNKb4y5ka4bCzhGpplmFBuQpVWmipqlOXF6Hq6xLrBuL8YrTZgntdO4eLfQVOqvaGS2FXJm81",
+	"V6B83FQvwjSWwA/67hssRVPMImzMsVVsX8FbCATWk6lot+mxOtSbz7iRBsoq0P9cmAf63mCDajkj4q8D",
+	"cJ0PYxo21R5Uv0qZXIp9aESgGjq0d2h0m+CENgewDXbhpW2c0N0/Q+DalOcsayLpOI75TDvgU5uk43kv",
+	"SfoqlqNcrGhXPIZez6sb19uHKPq+E/7lKesGlt++dqKt9K62ti95NxcTH7RoOEHyNzTJh8q/o3MdyWO1",
+	"lyCZDkkUQcjBlKRhnhJvkOGMpw8k7euj7E+5LsFsShiCpwNiHihh2YrBIb/AoDdqzAsekVszTO2XEz1u",
+	"rel3cXTe8w4ctPLvQkOxEfCNp7cYD5bdlnXtWquVfivdxyqsnl337TqHXou3ujveZkL0z7orIVfVMRHO",
+	"VNQaNJKsiMz+TpHiYVtHhmzv7b92+kXSaUJSilWLtkqqw0aNGPVah/NCijH9Kx7I/BgRHE60BgABcUJF",
+	"/gZoIEn7QOoHg/vWfWuAIhKTTAXN3bOi9yJ6ICQRCJs2T4KEKckC1YuR8Uxlf6ksS90LxtuXsRrMZHbr",
+	"O0Xj79zs+LpSt0A4hMTMpT3cF7Zu37iI7+Ie7ZfQXGbCZwxpqfjuzLZvszVYdZnHVwLqescowWm2kv1+",
+	"lQrCO76W7M+oH9w1hQvfOWHJvmLCDuN/9yKlhQvneFPH2LTS9BNMSfIqcKdkEisujrpJRZsRN4kUZ2TM",
+	"0znUCVQu85pJ+yPEgMgrMyNDlZUtR1dt0OT9QligC5w+RHwGimUFKW8IjtDdzXnLZiKMYz4kRTQapB2r",
+	"hi6lymPffAtBWI+lyX5/OK/WwNfDQuwKxPUlBGeu1GcCam3ye2kQuIRPny0XUoGqytqdkpBPp4RFom/C",
+	"IiANwtI6+VepdW6t/Wo9KdaeQc3Uo3zH6ueif8+YMJLiuFQ7WD+D7dpzlGvNmUlyhnmjXCr0uuyU5DpB",
+	"S8xFRqZeGWRlW7fbWQoK5nhtmIupiCr4BbVyhyS227X0Qw73Skg6k2YghlcaVDl4tmJo/FnImST8R7br",
+	"8CsRIBIL4gbpF/kb+jcTIl/pj6WResWoQWjYsj1ShixVIXkAYck2Jvnzn/802Do2q1Cxzinwv6IsERZI",
+	"Rz+r17YXBUGX1+vcutqSF9Vls1p/8VIgyb5DZRBPIyVZrKT7lymerfvmC9crXUlfG0IVWcbGGmxOoSZ5",
+	"EYtwo6WKoOem+wOg5FqsoasI36v0sC5XobOHMCPDbefCLg/Od4SqhmMxr7zooWgB1Jv4vaA9tY7md3Od",
+	"oPHAiJI0MJirorcVju6oR715Qi6bEHd5Q+tFLaeNW8ElRVUvg6XINvzcxTsfbgTleoArSYMKsssdDakn",
+	"Wu57dLDuAYUBLFEhZoMCcIMN8ea7N7Buoh1ee549I4TV/dQ6hg+kL8v5fMJKvT2s6nbfREJUsSSeTcAP",
+	"8kjSlEag3/hNMYuYLDWpYNCBIqLyjSllwH1Bn6qwViNKeahkIVvVmySOoCl2mjMVqqLYbHEIkNwo2ZAI",
+	"tF9HO3lopktEoVGeghlK9dNAbcyQjaKFPCuckQgN5CBXLJ7/SFmmdEAakWnCM8IyeLa1g7qq+B9GyiSB",
+	"whSLCaIsI2maQ6lSKoq1mvw7R6hWWZtmv5C6aGqbh+TYlkF4JeR6wFchBihU4cw021LFriDHbEYFgeRA",
+	"ge5b7gr+3//z/wIdVE1DovuW2/I0JFsLU8ga5Nkam8RxLNAMU9Xw03yDchYTIQxmRf58Nb/FvUw+Pci+",
+	"ZI0lRFp+zQ038pdl0FqP54rXSyxDlfIshd5zFfmMYJGnZCqvt5aQjftNGT+CFsipraPWnf7b1kr9rRjU",
+	"Gkg+e9KpzXUisd6m10Le3LUXripqy2EiEAXlv1S4/9YxwkOgTbMii0EBxlRf20GXqt0M0Z1fjVo62Fkq",
+	"+/9I4sR4pCDKRZGEwlTvr1/jM67fFuadnUpldGV+8gYHDn2tbssaRHk03eDbL+02iLq6B4FJLge/xkCd",
+	"lm2r6kiYKn8Uei8sTrlsED6tSLUgX9WwBUZIJFVyjQKqESObK5veFhqSkRR3aaaIFo7mkhKri+mnIf7S",
+	"OsoLA40bHPwwAMEpQbqdh0RASbeE6qJc7pR+bKF2zzLw2XAGpd0GGvQD+QaApx9Tkelyqtonax6lBBpN",
+	"IgCTUMmI+nzv2QCrs9IC2SBA9omuw6OCsweVLpTWWC6R2TXNBC2lGxnHcGC6sAUWaoG5uUHLWXzxjfrz",
+	"8yqeHv2OwewqRbWv+2mj/BdkuJxMcLaZkVENotReVRkQDXEWTipkMyVYmJpTSAO4KMoN+zZNVmrkzHzr",
+	"yR6cMWsk9LjT9zvr9rLTUzVDq4fFw7MApfuHa1DpIP84bgLXByj0pjLFEPmSkZRhXbtvU0hZYfP7QQqs",
+	"7IBYIFxrkfN5kTxF9I497u2YPJLYKq6mTrkE6iLvhO96t45+O3gdHBx8fil/hGqcrGrg+Vc7nCvPBLAB",
+	"VSugxBJNUTcMHA6pnkTioeSTADnMtq3aVgz9gcy1s0KKodpdAZT3BRwScLSfUp4n1ykZkZSwkGzoXoLq",
+	"mWQGufl6oOPCRQOSh1q7mh/NJjwmAsfVaC3nezc+QHkTHymZtY5a4xRiAytpDvXDroy1+nl/TAnZHvF0",
+	"qlcbICN/vzk8fP1GNS9BAmS6SlGMhoNwl7LgLO7Epv4hlTdWtBuDPgmUxJESWHJRc/JVDPSfUhwS9CNP",
+	"El0QR7mPxvJxxYGkPK6PJKUjWlQboqIP06u/X8B5tHYv0+/pJKrueVGtH9PPUqt9GOohwHcNdSQt5Gqy",
+	"Z6l93CjGY6WsD+D9AUp53KQONnu1LuU11b+qvCTJTSSR0WaEl/BuVUxrdos1SPpvgyCZad65OT2aqso7",
+	"MWUPr4SqV48STFNbcYc5kKjcDkZmfcdRaurCxJyN4ZNkkmIoEaWkP562jloHw9/349n0bfT1NdhJ5ISt",
+	"o9avX9794+Hn4d7D76/vOvRv2Y/s4MtPB7+P/z71VLwqz/t9HJLuohtihyY4Hpks9xr8lkY+1S3YChR1",
+	"rS9MSbbWZHv779aTbexWzSqCMowb8I/Hj0T3zNgE/S50KzTwW6VquAqG0UgbCTz90YqH779+7eBhGHn6",
+	"LVFfGdi7RM641+nYbmziGEW5ai+mtTXMxAzMu5yF5VIK651qEZTpuuybAvvFCqBeUGRSvhWZbiuq2pOC",
+	"K7A6Goln9nL5mQoqRzJtYiiDkksQJ76Wz2RRUxcJUiG8VqszaG6LMxQpLYF8oSIL0AQ/Et3eDroOquqV",
+	"GXrUy9V6QNHCYtUaT97ikMX6nmGM5zHZpEu45GXlDuHr7UB9/4x1q+i0hWZFE1JpzYvVDq9TPHdycFa0",
+	"5EleNcxpDNXA9VslYqGCEZZY46BKmGviizgRgdbLSaGqmGr2qxnmlOrj9quGlrRSLWmbDoloP7CQKb1b",
+	"cSA0RvqtXHHrlwlJlVu+6K2tjF8hnxIBSQHKwVCFZ2A6MFZ2op477XUDVRlPjap1luG8dtJu2EVhwIYc",
+	"VvmDHQ7MQjxduXBXGQtVqa4Pdnzfrx/VnL6fTkvr8L1xq9fWaPszjWTBUAdA0XY5velSWc3CJlYYzPRm",
+	"P3uzCrxB3z3P8bb10AHSI8tTUiMFVaO35+osMrapVQTOKdpKYu66lpMMsS7Fc40Rq7lVyyRqaWXsZu1/",
+	"VaJ4a/I+b3KfelLOC3WT346K6P82ZdBXRWowYKGupgVs2aQecMqGKWf3zIwsP5NyCjR3TXMGjV2V9XaD",
+	"hG3bFMG8M1TNLuWcffIlkXqb2lsHvUV/Rn9Ge9uHOmv7rSdrGwoUqFW5c73udd5AAvX+P0yZBtt1Z+/d",
+	"3p6T9tQ3TlwTXab18QueQtazTTxj5ItvqgMzFWxLQdYGqum3dbsoDe6+TkGvV4VQxQUWp4W/9qSFf9MJ",
+	"a0et7hkSeESyuccc818qwdvFj5qMLUiKZhNu2k2pzkg5O0Y4zzjU7ID2+ViFTKq3dPqa03iACmuWWWmP",
+	"FQytrupwW9l75IuoeFEnyCnjImdkW0x4JldbYc5lfF9eZtbXh7hEDCrp6m9fLF0dMtBBDgb/koV0VIAf",
+	"x/Ectcv7RTpS1QyDRxlJEYU+BSRqsKKU7ndjaTg5uurtr+kYhtPevEVXmWLUGCQWD3YqMEumJCQsizdt",
+	"zeYjRsuSMcGiq5agMLuSiGmoTSmY8vtmZ1ZrMBbIXSOmdW+sS12burJRgRh0qpMSiVOg2aCUlEkSwrKt",
+	"zU/eEPA69gMPNSy1mHzgkPWBKv6n5l8e3Niw256U48FqXLo+Lh0BGmNoyIZd6FxutKz0BWQAuptWcCjt",
+	"d6NOcAur8IBCAzV1IBSI6qDbKoGlAhEpRJrOgwXaVdnqH1zPwW+v+rYkwttk3+hLXtxjm18pbFUTmk14",
+	"nklyZ0S55a6QhhIPLj7Ya1Au8FBlgRaFS4W9PMSsXA/Cpenli18hvCUpYL06Eq7cvDy4s1Jd5SVrSJS6",
+	"9zUUkpC/rGzeKmkESzWQ8uwvo4d8nyISpTPYQadfcJjFcxujUqKyoABrEgQRffeMVN6v4Kr+pkl/Wap+",
+	"VPWOJiVhDRl/bfl9cwl0SlmeETTheYoiPN/mo+0pZ9kEqf/Vj2aEPGzVYxk8LZSLxOr7e/Hn+/vbv7Tv",
+	"78Vf5D+2vh08yYfeqmublbIAYVY0yplLylo8Q6T6Y6SkZ5asWElgWanqxAsLLMeqFEZMiXEpj3LIg1ed",
+	"HgYWGQbfSYjpVu0ctqGoJe3NPbL31pdfTCzrXe+kFshakWdU2Ldpm6O6SEiNKiUjKWr5SgfWqxl0tt/3",
+	"/7K7/fkvf9pYEqnXZni+bKJCcVAbAstVgS2XeBfdgiDZ17Nrd4lOtZEGlgWXbDnLWthDrsR6XpTjr8fN",
+	"F3HvF2LevZSOxyRdLA9BzQSMppjlOEaZ+sTQxudnvmDxsAwuUsWup6nIh88AAyR4/Uizpk4RpXrcqeqr",
+	"V1hMoYJ1zYcsuY7h6CLkKWkddXbe7wctkQ9NS/gej/D8CO3to//n/z4JUEzHkwylWKkk+h3dDEKSyqq6",
+	"MtJ9KHQ07FHLNIjY1TN7PNM+/6bJ+TK3d0Kzai0l6OcyT/z+Kb29um84Jo+YhSRAEzqGPQg0lKBMj+Uc",
+	"6o4XNbNpmfJGPB/Gji6lA3yfXAh64hY4i3A6R5LHuX3xl3MM/4gXmDLU0HS8yTVzS0LV7JXMUTjhgjDT",
+	"XcRgSyk8GukOqQEaRDwcbB0jVTREoHHK86QATV1LTeNFrjg1DGL4kY5VHzKsOjSlJMaqwCRHA5wk/TxV",
+	"xRmkdjMUPJZC4d3N+fI+F9pVQ91G6/Z4TJC2wo/mm9dMcyql8CXSrBpNMIESGLUk9RhLyUOAXCdfCdBw",
+	"/ZaoBcFYpmfBKp5DmVhkQ8cviBB4TDYtUzHiccxn23mCpmqgHcl/v6iMLLiNMcWiZMExa0RtMO4MeTZR",
+	"dxbcsfrrGWUV1567MFNC7lDH8B+1LvkMZSlmQlWhgxi3jylh4cQTa10fqJ6pLRckf5MDjVMslxbGeJqo",
+	"3m57Ozt7nQ5qm5wHJVHY+heu9dN6oSE2bVq6dI5wB80dGuVq+PUYDcmc62A2Isn6JIDULUG/EqXgwjpU",
+	"OgrANEp5IpcsaGwtxisho0QNNTc4nH2hLSSiuO+NSjqLhM0DgabaOI0lJxhcX932kFNdCsYYoBx6jJaN",
+	"EstCzKpJ4g16SRfQT6n0X5T7etnIgFA1hFDYXdRFXxKT5r10PSKyC0zjTbMQQpoA7bXysMjstStflYx7",
+	"asE81ZOCfTGoKpo1U13oQkIfrYm/PN26UbW1LOAG4gRWBJd6e/oIhyId9U3E5fvh3qgTvhl1Rm/JQdgZ",
+	"4f1wb/h21Ilejw7IIX4jWYYgqa+B/pvtvb3t/f1e59Ap7r1efZ1qqLDTeH+vGiYdtHT2SF+Pp1y1iWq1",
+	"C5UZzCPThryvB9LxUr+11HCf617b+l6eVm2y7IKzLncwlWj4H9sntzcft3vytQHiTOfDyDsdoOs7+T/d",
 	"3smPYPpS7e/94oU+ikXU5074OjELVfusWOtzWGAGgXs/EZJsdhsvyUwHq+jbCBHVoxhXu7zJ5w1B8uqn",
-	"KsDlqzoJBNiI0MmaEtymhWlMIMFYhwpq5yZYr0gmBW/OUEJSyqMV8nlhFV4gCXKcZwsEKSUUQng1V62b",
-	"iuBEiI3TXcqHZFX5Cj9iGvtTy69zMYE8buF2yw1QwuMYuuboXit149wkHy6VvQT5MR/ql/teCfjYiLB2",
-	"U1KYtdpNPjxEA13bDyRfiCwz4Xim/p98754Nvmnx+Gl3Z0bieBssFLv66wFq645eJm4gSXlIhAgQzzNB",
-	"I4IGu5J7PnYhs/HS+smgGCEVKGcWjhXbc2uSZYk43N0Vj+GOQ8fk3761rKTj8ISGDb4GhQuvIBBCVV4u",
-	"J2WrW73b3QULqCbUu93dUs0/iZwbRokW+KTQoDhfu+5nEBF1P3hKvy4oKntcIEyqAt1X7psHl1ssDkZQ",
-	"ofMi44mA20HZeHX/4R90M/xarp/d/Hi7d/AG/e2XnjLmQfqLRsYdO/5AyuJ02jBuAzrCcwdmINWLZwRR",
-	"mwSDBsQK3AN8Fpb9qI6p0o7W0JTBYdGw0Fy1ST5EbcbLFGnryP6tv3FUkwv1gzmuNQuX3gpym+EsFwu0",
-	"bkmcwglmjMRIwMv/dbiCHK4PVTsepdIIBiFfkz0ex1CICniv5Iq5INZvLslzifodLG2BV6df/pU8A70y",
+	"KsDlqzoJBNiI0MmaEtymhWlMIMFYhwpq5yZYr0gmBW/OUEJSyqMV8nlhFV4gCdLNswWClBIKIbyaq9ZN",
+	"RXAixMbpLuVDsqp8hR8xjf2p5de5mEAet3C75QYo4XEMXXN0r5W6cW6SD5fKXoL8mA/1y32vBNw1Iqzd",
+	"lBRmrXaTD4/QQNf2A8kXIstMOJ6p/yffu2eDb1o8ftrdmZE43gYLxa7+eoDauqOXiRtIUh4SIQLE80zQ",
+	"iKDBruSej3uQ2Xhp/WRQjJAKlDMLx4rtuTXJskQc7e6Kx3DHoWPyb99aVtJxeELDBl+DwoVXEAihKi+X",
+	"k7LVrd7d2wULqCbUu3u7pZp/Ejk3jBIt8EmhQXG+dt3PICLqfvCUfl1QVLZbIEyqAt1X7psHl1ssDkZQ",
+	"ofMi44mA20HZeHX/4R90M/xarp/d/Hi7f/gG/e2XnjLmQfqLRsYdO/5AyuJ02jBuAzrCcwdmINWLZwRR",
+	"mwSDBsQK3AN8Fpb9qI6p0o7W0JTBUdGw0Fy1ST5EbcbLFGnr2P6tv3FUkwv1gzmuNQuX3gpym+EsFwu0",
+	"bkmcwglmjMRIwMv/dbiCHK4PVTsepdIIBiFfkz0ex1CICniv5Iq5INZvLslzifodLm2BV6df/pU8A70y",
 	"nD43kRzGQFiebvYd9X/JTIY4fFBUyLKyCecPosrMKvX9OyV91ZuG89naEpxC/1L+yjLVbjMlCU+zjcwJ",
-	"x2FIoF6ClAfEfDolWaq9FdaAIjwGhiMVCoNNSi1JUIgTVURHRcbYTQJoVfkPv4GhDL0aPyFDCUekMqtR",
-	"2xrsAMoBSlSimM51hGoO8VwVwIHbAnW6QyzINmWCMEEz+ki2AiUAOPWNJIpAcoJuZVly/u6/Kzuefpx8",
-	"/q2Xqf+/Tj7/dis+H+7utrxNyP6rWU+W9EEIcfKdDU7//7LfOA0VNjLf9LQXqSrbAT5XguF3EIRs4tCU",
-	"ZRUzqJUvafDhNynpPj0NjpS0rkqFI87uGXSQ3P0m//cselIS8QCFOE21GpASlaqg6QFNofnbguj4t0FL",
-	"TW6sCp5Q+YPtTrfX3XPMH4oFP5l26PrTEWVUmK7J6pEJwK8QWhViJSmc826CU2jiaoJc9VNlDZGrBr6j",
-	"SynZeqpYVVv91sLpGHKPALXK5N8Qfp6OdxWJrvuRTRXZophtUb3WNGnrdhcWp3Uqohl/C6wPdgPEtf9+",
-	"tIdNgxbXevO6QG+HtyxYv2TdEnyQUd467EAb5iwXEo9PLz+cXX7qH19f31z9fHwOKTckEX1JDwCZPcH8",
-	"7hnv/wO0LN2bnLIkz5Q1RZ7eu9f7QYvnmftwr7unrTbKFLVGoH/PECVtTcyZqPrjmmPDDebWnC2U4Vhf",
-	"qiMdoDpSqd8Su1SGF4Rnq6p5ljIigelq7eO/Rwc5LdhuUpUC/OP/H3v/utw2ku0L4q+Swf8+YbL+EHWx",
-	"7KoSo+OMypbd2qXbluSq3adRQ6SIlIgtMJONBCVzOxwxn+YB5iHmwc6TTORaKxMJECCpmyVXsT90WSQI",
-	"JPKy7uv3MzeoJPiKoiOAiBVxVOhZqjPKuGRqktfVabrzvTg1vgcXfq0IgWaX1IwXVoDGxd4dH54c7J3v",
-	"vQ/Yh939A/Pfd7tH7/YODvbeG9W7+8vx6fnee0f6n6SCYbXO/Yt1Gkvpk3jJHbgkV1F7oGSeyIlgGU80",
-	"oDNCCrQ4l+z/z6o2YtRAJl4Rno1zbFGIihYU+BGcMTeNHoUKXf+ASvWKAG8s5ICj7grbjN4yQ+AAvz+5",
-	"WIOj6AGocZarMeHrzHRRLF/b7WmSRbv5hC6dkdMNfUruIgTj8JsalthETYaNma9EJnnCU69qrgZs01ME",
-	"s7UQwEvPtGKXPGPtYjNwGVM9TcM+swpl8XShX4+/KRRN3YHQrI0I1dB60wGzCIdWP4ZHL4d3am3RO32C",
-	"C321VrP2IsMgycT2f9lNneQoiL0N7akePCgYh3EaKpRjkdGluyf7YDYG5bv73WXXYtrpsmPj5gF8qrkT",
-	"0wKRX8HeW7jzFpThl3Z+MQ9uY3g1+aSIrb4oMy96e2JGRpR3b1W22eUqzq5Dp28qvS8roD8azPQ9q9Zm",
-	"D5yxEyYZVY+iJkKhhc0mDqi1tqOmyhQTi6V15ztzMfhc2m7RStRzMuJyzdidgG8hPo9TLrll7SvC9wUK",
-	"vCv6cfAe21s/s3Ol2CGXU0aBHL2w1maA7Dx2ZHMn9Z2Ka7NAU+qAIzusy84zLjWkqs3ttS+ZUE3x8Tg1",
-	"kmtsMZRQqIYyov1xmYusj4XkOloHUydDaRd1dtjp7vle/2D/cP88YGd7p7/tnfaPf9s7PTjefW9sC/po",
-	"7/T0+DQI5cfd873fd/9Bf7ODg8P++f7h3vGn84Adn578fffI/Oj349Nf90777/fP3h0fHe29O99732Un",
-	"IhtxCQ3Ou5/O/+5u+cvu+/7p3n982js7D9j58fGBvfnRcd/c/93x0Yf9j59Od8/3j48C9u746HzvP8/7",
-	"58fH/YPjo48B+3T069Hx70fdUFa/c5HZG5FpNDVjJZCn5jLJCxxA9PSJWFbG6hacScoFmt2IDihqLSD2",
-	"zFHa0FoHJUPCwRlqi5eUZFSVqBlPQYcjmD6gIlUgNYsFaQWtmRUpPoNZagWt0pK0glYxua2g5S1QK2h5",
-	"U90KWsVct4KWXbxW0KpZvVbQqluNVtCqTnkraNF61Aa3Yf8bP72+khNceBQp5hAA180VTm4ELn/EsCH+",
-	"EgKieLnOM8FHReMJrKoYXQiMmhLAAZZqQwZQaNiFEcpnhA/EfwcsohXFT93yRs6JjlwiMh8Cu79dbIo/",
-	"BCyy/ncfIEC9H9wqZr8rro5FmnO8CP4ZsEiDZzulkeEfNfRzc/otb7kGtqocU2TLUnOn6FktFMRm7O/h",
-	"6rIknvtDI8hgqFQAZH5bnqqln/0f9LNf4FcAy/WviZB1wCcnSicIP154VHZfQYnwJoVeYRe9spsqSuJo",
-	"YZ/BQ2xBeA/PIMRVXv6XdP1XL76z/AqcK5W+M7/wSmSXeuy5uXgWLYMm3yGDzDMpir1TT+rCMGiCzg/P",
-	"suQGgt7gx4I5TEuljbfIU6EHIg4YZ5fiFnQg5nE6s+cFsVprEYpO7VdGwifyOpFXHRfgXDIsuouxyYZf",
-	"zXCQfsbYlB3S3Okqb/ea0KmTKnCMgoLSCi0aTTggZN7UiBL6pr9Ipvi3uJ/zSyNqiHDhlwH4uWYx7YuR",
-	"lzuReZKWBrFUDsFMpJ1DXKZlYMTnha5Kc6Kv50zIzAR40dm6KXBf3+vtmhlmbHy1JpqPxi/osCS2tQZc",
-	"m1PgUJmXoYihR1ScjuJ9i8UPSjtu7t4/cxK1qdsFq7ckUrzwxnx4UxAUnBkvEMraLsTWIQAGs1OWinbe",
-	"PQy4bJCqavXPuF1N0SrXinT/IwtPrJWbu6Uh3A6VFgzmwAsVk69Rbv3suf7QKwUZ0PrCgqcJreQc6nxc",
-	"OGWJ0NNdwyFVDWkjAdbvd4GAktNvvfiqd+8WYP5JKUyImdRa4cLQ8fadoh3Ld8DJIQZRcKsmaQyIrc7a",
-	"1UOVxt4dCkS4V5pF5EH10YOKWPunDfY/0FRnqaDb4Iu/ggycyG5EwIx0GHFiQOAXapKzbQ+jFf1adS1k",
-	"BwHmXH2mc9tdthmKNhF5kmvnX6H/gBg29KINbhwzIokM7kTbqkHBNB/ZWEHprbvsg7Egc3PeFLGE4CKU",
-	"Abzp9ppNAGM0yoeZmlwN+9ZwihAmg+eIyiFzMkmBN4VCmkHjoI2PifXDhS/iIHqcJUBdcYBimt7yKT4I",
-	"0cS7bD8n5FjCXq5YyxNbqF4BBDVTUi9RKXpp3uk2U9BHcgdb6tybSa6XJImqzmr9bTGd5SxhN4tt8BXd",
-	"inRqV3O+R7DxBJJj5qUc1QZOvn3AXMlwXtsFB7CXnEXusojqcrTnG7ddFqqqYTu+s9xGoHQ4oFonOudm",
-	"xYyxbiwkxHHs+G501+wkpUUcsXX/41gMknjmU/FZDCa5+bjNvV1u7k0HHnwAoEZCtNcMeCbMp9nESA7n",
-	"lHfBXIP7Fx+RMQK3L9vSncJDp4g8uSd1HknH993bSHiPcgcEC0lhEe+g52nlBq+VGqOqUCidAJQQ3j7G",
-	"KneUA7QsJYZTp4Ksu+4Zhm4xSh/SUpQ+swvh2XU4oaUPaDpbNqRQuLfLQXmWNu6ZHXjp00P3FqWPrWN7",
-	"UrxQ7ffv3bvVfr1XvGbpe+dE0CvXf1m8fun79zQX5bezE0PndT7kDXY7X2GjhAW6WKbsE2vCl0XLxB7u",
-	"RSW7cMv7V0v6+cN62XSRqsG1hp5Y1O9cX++Uoqu3PEE0YUvC1sZtzqq1HR3EmimfbeHfgRxle4Pd33f3",
-	"z80d9o9OPp13ugxaAxLbqYOY9uZaaguYn+GY4/N9ki7rMDM6AosiZrnqkO7jH7qAWaOTqJsY74qpYkYy",
-	"ID5NaYAzk36nIdJemA1NzaG+pBH7TuaCreZuX2Mle+ZTdWPVuJN+GdXypSi79meslH8CYVVbWbIccnXB",
-	"sggJDjBmYktp6/2mU2s51aIOSGJZKmYlU7csiVlbqhyLaXPFUEksm8Gvx9UBnm4AVuH+tNgk7d1pl+fx",
-	"dtqGzyo7UjNJ52yNWrPBa699pW08pYdvZru5ECzACJKIzJUqPa8rf1sUdLFwb+XBOVi4YjaqdGjF1m06",
-	"LC6cVKuBnJzCQs2I6+s+ZL3tF1FBflY5NGmqbj9kQpzXh1DZZSbEGuThKBiTaMZtxfeF0EDZihveBclq",
-	"+hEEj+tCPWfAfQ4ccT0n8d3yFOJ3OrPtPuDerqNymKR5Mq5FpkBPk0uENkO+2xGfsgvBkFujidamkVHx",
-	"GG8CbwDt9IOhUlqgOdneMp9sd3p0d6iYRWJQtCdvRHbBc+z18drGTt5/aAUtV8N5hw6xQu42hNWMznRm",
-	"YWlCfwdQSBQZLFZsqibslsv8fy7c9u6Rbp2LCfOWI6hstkVbfdeFB+/IlUMbNVewzKWz0XQMzC7v13u+",
-	"HyoHoOc6FLLKLh1yTSSN9h2jOrCwula1huPhh59faRbhdcsUihcbrsZ6QIAV5W/dwO1F1qYTQbiY0Inh",
-	"5gc6Ma6SGyE785vLCkKV7UWAH3bPeGNetDca8y42418nAkHatzfhTBZR/Zq81MI8Q2nZnzDjYHWj27Uv",
-	"I/1QI6phhHVyGp7z48Xm4JFSFk07Y76LZosvl/XMngNTywua14TJCXOPapHaQL1t/qwrvUN830QXodJM",
-	"DFQWd7qh/I9Pe5/23u8wa09jrR9SiHfZ6aejo/2jjzsFq/hQpTEYfTPOhO/4hRIM9MI6r/hGO96epitx",
-	"B3kXnn36pb/7ce/o/MyNLpRYb+EXIpqfYEX1DnQGj4nUxLbmq4xdiIHxT4u+MipmTjRiWoeyDcUr3dki",
-	"8053bj33DstFNkokT7uhPAEneMcOJ5iZoaAyCz32r0ki9ACKXciFHqcTHcqaSSjXIOGytYIWrVArqOuW",
-	"KD/O/6C4r/kUBwzFQvSuraCFL2s+tG9rtmlxkt0QamuI/DiOhVS9o952TqySlG6uIaN9bJ9PMYqgYWC+",
-	"TT4AKPkOUgoCNL3gUtskB/iGZoi6wUEspqBS1TCRzu8IirY8KzRprWkIkGaCe/5xbx+I+PtdYgacReiy",
-	"y6FEmzxK9CM7S9gVyzP5kmSxYV+3gDPsvvO1Qo075ea3SYravbiMNC0RHdMC0MlqOGPwTzyLe/9ui/H2",
-	"/nPv3afSOWoqtvtUXyQLyDMsVzlPNXRu2shxkf+zjnKtLis3OzV1CGJCSVe5SbA3aolwQaV9asayRGJh",
-	"6CDCRxHIUhlMfmtz6x5F3v4LVkdSuxMIKXV/NFZZ/iEBYaLvIZdueJrEPFfZK80u6Ta4e1yekx41uyyQ",
-	"Xq6ZKSg3WNNmjZN8Wty2bfQQ3RflTQLDXz5yh/TWNCB66zor8JYD3nbN2H7Hb2ZH98hjqNKt4lR5I1u8",
-	"qqe4AK4q/o4ra0vmhbwRqRqL+lWlJdhhEQwxYpzSOuADBqDCg6I7rfhZrkV6CW6hqF9uSGXlPEl1VCCC",
-	"1G63NoZa7BCsjYc5JnBIk1xDQTq2x3j5pipzHzxvoYFbf3j8ipq5c333foLlegmMMT8s9xMYaSbkQABI",
-	"pW2KxJoXKNDvPrxNoG6nNuxOBME7nuQDNZoDnEMXkBJqxrqzLkqpXVlDuTbVBtWC4S0JjSaau0likSag",
-	"gHAmMQygISedaAQisRTxtrFkqYIsXVtq7mPUj3iSEuBLEWn0ijbqI3R1cH9ACGGBBWtR/Rbx7UJrT65c",
-	"ndADvDujqN4peZlko8enga7smkcmcv4rUyzXr6VKLVHiAZ/WRe6MnErNV6x9laoLnjIqwXOgYVCdAZd0",
-	"ClP0lXbkptUlHSgYBd4NomUF4yIfJ32gPG39QP9rBa2JBDzf1kjkWTIoAj8p1+ZjAr7ufiBIbPNSjXR5",
-	"W+ebb3c23uxsbv2vmu2BQ5s900ZD4SRAq2yifSPbvQhAH/5RKyq8N1zatyNYfaI7hUh7omkYiKffZZaP",
-	"fc08M0aoQ23r24Fflhn1wrgOZWSnFOD2zVcObJ8QaUJZ5wX6k11bKjuT72pYkbszLd1mSU50yvbVy4Wo",
-	"CB6Q2Fm6byFqbQAP3jigTeEt4kKeoZlTtYBpwJIAw/s9nGrA22xzDaOZs/8EVKVFX8guADSNapXmLvGi",
-	"I4img3LKlREmM/V0s698nch4GbAfBBM1F3vIOnUowsVgknix1eXuFOBI5k/E4TyLEEq+SCVAimuYmJ39",
-	"LVq0uFugOmgsuybwrhDxsZXry0Xy6/bBEo0Si4NDHyA4AwV9EUxfUCTEsWqcylOTHFB6EqHvZe5VR6Ib",
-	"ig2wfMiVDjp00ErtIpW3lHuZl0+Ozmk4Ovc6T91ltuDJkt3gRP2XSqSIq6X9y/EUqrq8tLcMmjCRvMjU",
-	"K1sq7GtPwgt200M1gQ16dNlWvMGQ56+0PT2sLZVci43VxXUirzpdtutvGbsxCKERH1Kki0oLR4jbdnnd",
-	"XmvDa7pW3EywazHOC2cY9kUnYFqZnaiHPLOKGskteizSiRwIr3L7MkmhTB2x99LkWixZC7MYHD2wVpw3",
-	"aiiRaWpMW6rWmJ7Q0KhQlBnD5glmO9XqTlltHQqk0nyBNbdWebY3cW6Flm1CgAJzW+PuQvqQr0Kft0Yo",
-	"U5lw/8HhfFdwjFhCYjDJC95g6lWjS+YRixaz8K2KypZKOeN9ilNUpX+Z30oM9bULe+fouvv3JtkH1bFN",
-	"R3ySq4i1x5lYc+sQMACH2wknGxuvB0kM/xWAsRldiyl9fi2mzH1XwlKaSG/MixvCqJB47kRkXD4uNtN+",
-	"OdPyxMV5j1KH9+hVd7hKpOmbGXqaMkynkEgyA8UrltO3AnBtdD3RnvZsHq6h+Y1f8US6BLLLgg8yroeY",
-	"L8smY4uTA3FX7sQfp9ouiEoW9Z+J7rEN32Rhu/iTnFoJpMr9XxpRaYZTepomhnA3xh0icaZ2P5C4Ycv/",
-	"zf/+v/5f79YiDlvYmembE3dsncEf1q0NaEIjc7HXUHzOsUpopkloiQBhk7VydicTY2ksvuVbGit5xWXL",
-	"Pz0VXlMJ6tpAClUT1GnEkmQtyXN3ZtwCVapnfJnnnYlGrX8pMsjgPIyd1gdU1etfkvjrek53jyrBrTJU",
-	"2c8zEab5UGZG7Ehxy1QF0uzOaBEzqWfvqXWT9QkCGrsDaNC732Qd30rG8QYMGGercb9ZwhZ2UAPTXL6s",
-	"OkNHRltoSNGTpf9pfzFf6nz3vfTEObPzGBsJqFf8nRT1WPH+LBWXOQPy7syYA4isFlcm0gM8fL0RtKTK",
-	"zYNplLHXxXpInIU3ibitA8ROU3XbR2Trybg5lTHAXLglwLV1xhZPsaHQeG5zAVZLe59ZfxiXiA1SwTMj",
-	"4jvLFFog1hk1g9fY9qX+dodnRcUH8/XEkuCSrp5tPjtwHbxzzh8COmp/3yt3BVPMGLcwNuJqnopag/3O",
-	"hMRb9yAkpk1ab7OpbO0SGb9HVCnO4Pqata9d/RowshrvF79w/eiyinuweDNg03S/CSvyzO+pro8azhMt",
-	"Ric7G/ZhcoYCt+YlC+vNUl6Ty5GJkbqxIQj7XZXKb5Krvi3iopStkMboiRu4ksq/mDmJtpfOPm+HAY2S",
-	"50XpgLiTSEITTrrRfYmSAY49kUORER9kgxnmSSI34pnSFfhiBLhgNCBysO0DihAJIbh3lnlkNclOzw/K",
-	"s9OsaT5majI+BJixByRY4fevNBgUmUqra4sBPOIpm1nH+vDeEd3K6l7gKPWDeQCBaV4U7mrEG/C2/rFI",
-	"BcPjFkzI/abiA5gi2M9ilGlRCIlGChKCIY4eZM+qVkuFETa7FnkAKlHkSQ60qbEx1EB8ZQLJSkGyJ9If",
-	"3OZs+coc/fgB4N/E57zH6vViTTtGndR9BK75pYXYQTqCqoCr51komBrIxvDPVEzXx9I6s7EITqJ1Nc7X",
-	"trubLWSJN6JxguzMm0ssmUtO150LV5m6e7LPrsW0QSNL0WW/Z0ku1ozPHVhnmGgcKsuxvfHz2/nrEbQg",
-	"RXos06mTyBdci3r6EDNOIeOxSmTOzGXAANVWGaMMGzAEX6qMRfiBiKNOz3wphESGEyUJApe1Z8lGMhal",
-	"6agPhqWI+0Olc8JARDbjEsKJ7tQyiyyoqKBlru9e46ndLLmCw5jvsIhWLfI0nluOazENWGQnLKJ1MD8P",
-	"pbkszhKzPCT8MbME8Q/LvEFRgcRdo7tsFweBYXtAV4AGcRi5iCGaoNn21ham213Opyiaxl3mLWR5twY1",
-	"WzxolSFygJJ5JNSkvua66Gl6W8ktQbXFvyaCvqYtVbl5TblsCeE0sVWzVXOYLLj5NjFOehOEHy1Ju9ih",
-	"TAoREwSQ0TuJzsGoBJrHElCFGgvJE8BIyoeZGicDyO/jfWonKtF9WtgGBsgRvyYseSg1Q5oXwhCFyoGe",
-	"s2eK3Wf5J2dtlUT3qZxktptfQ1DtYkr11B7geem1ta34BzkK5RG5VRxR8T5R/QBmt1ZdxR+AKEKp0oCP",
-	"wZ0qqrvr1nyhG1SP9oMrDhFiH6XE592f75csqRGP+EhUWe9L9s2dVGRFt8y4CUZlQXVncVVpzrZq/ZCC",
-	"At8e7IbpwogsXmNOIpGPlR7x+u2iNWnW84c8SR+i6F33LpRHllSCWWCQzFUjjCRCS4/yMZznQTZ1xxBQ",
-	"Gi4zNeqTKjIX3gwqBMBwgY09QQ/WmchuEghmGkVFd++WfzWm+irz7etBJnLgdsvy1s6bn37Eii+6p74Z",
-	"1ASzGkRZZB4VmU0NggtwmDx6QHYhUnXbY1GqriLq0jVqXhdwX3QUUnVVQuLB+UnVVa008+dtJvaYcanN",
-	"q5kNM8mSfNpjkdYpcAjD529++hGJ4aCo3H+sVBJSdbASWtcn78srVMdfLDJrTNyHuLq0xA23jz3T15rW",
-	"xoaH8jcwVGwBRPXEz3Y6K10XAzg8P2HmKxBasHJtqYh8LcB5VBnYWZ1ewbEnlVzD0aDxZXZHVbq9eV2m",
-	"Xfs/w1Cv7/wff/zwb7U5Lrdxa4dovw5wY60hTxzNQ8FqXFitwbKOyNb2MjYqnqH6oZk5apvNBqmgKE91",
-	"FLDtt2/ob7MnOyVp9vbNm9dvFqmY4qjWPhWKWO+0LbbevFkYWcbjT5uF3rp0DCvHotkFPkknV8k9w0Ln",
-	"yBaIXbZwH4YVjD0Wffka0R9Opgx4zlN19UpbSEBg36ugLHxp0aetndZm93W3ptjaXVCd8N/wCyDehEez",
-	"XJU58qpDuGvldbP2Op1Ioxtt4eOyE1oqSS/qK3E2+zTcfp4XzPD4TSJ1ztO0X46afZ1Xs7l8GPhXMTVz",
-	"KB3Heduh4SlAjYBYVts7yHgZCPGRKx2ZdXvnF3vOKQu1s/xJ3zd01RwGUBKKofl0fl7pY8YHgv1djceO",
-	"2efbZpcCUlizFc3KnLwHaTi4sH8jsuQyqYto+t0n9CAE3dTGd7e/a3Q9MGw3G7ad8apwU0VwfQQhwU79",
-	"TZvVEMRM6NsZyVqOevy05PlOFY/BtIMC3vvtv0MAeeFZTnSZCIYYXSapiBh8XuLGBSB0oyYcBrpm2xsb",
-	"ARsMxeC6gHkdchmnIqty5ZrbtnZaWBh0kUieTbEwaHbn4qX1CNOpeKXZxTQHDpecjZTO2eZbdpj80gOe",
-	"VBaLHHuXLTgkXl3G1sLnt+4w2Y8yz5DHAt2EReDfcN7b+MpI0ILsIEQfPI4vO62gZSyhhkzH/PXoQQAA",
-	"5j7RNdNvnwjLsNQq2MGYJ1JAonZif6UwKdWvX6pM3ADWjy3bAUhzpDxnW9tsqCaZpqQxTn3dSa7fA1pk",
-	"OcTmz5VK77cP3oGU11jrj1FCyLcImWdTsk8w4KgZl4z0KH7tKLsbOo1KSrepz0hfr1G7ytrm1uuabqOZ",
-	"lV+QTzK6N04wWOPSR5anBd+wbXVaYWmDZu5hOgzxBiQEa/Ns2iBa72czwHIRkR91C11MXcIQ4tbQuH0t",
-	"PMhYs5fh4oBFxqbAksawFbaiUMYiFTlcFLCixYhejVvLQ0PLW4AtR1LlFBgtlTnUtR/Vbjxd51Pvog1P",
-	"NSiLsJCWrDWtmAtFixOUr6gbYSaoNc8GKH5S7W1d3MVZp/BrFHdces7mUrVid9H2tC0FkSC5/nCYb4TV",
-	"AXx0lTqboMEaQByUfoOBtEsWi4PI9FO/JKKMDMDAEWwaWyZXa04t7ulIBvkka0iW2NFQjZ552Vea0U9Y",
-	"MgJk749752zdfEV1YfR1x++pKKaK6+UbLBZXitkRiUxD6sP9oof0CJoa6I1STXKmbiX2JXhvo27lkrWF",
-	"ZnFrwjanZs2R/2oIOY9p8bplGlzcF+U2F/9sYMJ4YeNLuWVwmVNcV9tod0jpfHuHYubg2QmYoWT0t1Az",
-	"JeIfDVKsCsm8TKs77Lal8ZZBVi4CrMBb3r/LD929u7/GcoOvGewDxvo71EH/XU20MCoqkVfN3Zm2GtgY",
-	"p0PvF+C4LIvCprLxkEsA5hrXWQ2Eg+WK6zJjvvrF0HWUh/X1v5aPpZ9NpO6bzQ1ozzUPfT8RBX0LUn6X",
-	"GIGLarYFpaWVt5s3iPuuGdg6GJI+gzhqwWf+K2bjLwTPRPbBCgN9c90v92DQn2iEkIdVtYxOSvhz0F19",
-	"mGidyKuAjXhqRI2IAzaR11LdyoBl4kaZpYIq90yh9aQZYDwTbieB1oVye2Ozy86EhrDXQKlrYK3JBKX/",
-	"HTiEkizC6tA1Pk7Wf4jQJsLwsdGl8KLFqgzzfAxZcZ1dntdjDZxanylXVxgccC1pujQgpiwC+cnx2XnA",
-	"Tj6Z/4OCVfOK7/cO9s73SBuG0v5292S/y7AL/FpIdNKwlsHoAls5PcmH66m6SmQE94pAbcKnIxF12S4b",
-	"4UwzlYUSJxPvV/h2r3HcAAwTvTs7/dA/P/5176i/f/Tb7sH+e5opY9AUOJwUEvrPNXP9Gk5QIQrHidk+",
-	"sLvgXd7BNNTlDkrTZLyq+ldr/z3Px8dQ1nHGR+IsycXfDvhn1HnmTniHYmD6ZtCnh8+Oy+z7RF6qugGl",
-	"l2tDBc0BuGNVNhgKMNnMQDUmtrrs/FaZBdLYboidn7EaQB3+TihD+QPsgx9+8Fbzhx9Ym9408sYXATgQ",
-	"OuX+fEYMZ7tu94SSzWygToD43mQoeJnr5EawW3GBpLMDeJNeMcISOuQPP0CvVFY5LKyN5wOcl2gpKRB5",
-	"48Ep1mbU0OSHOPw4l7rL9iEEMTLOBZxUsIQTcvKsAxWd/fYO4Qn7uyf7gDBDPYPmKuzBMQ/IMAwNaXNz",
-	"UYSJv8j303E6K68IFTrFqdjummXcgyv1ZDAA85m+jb6EIFLD1g7DNx8jZgC++teoR4+w4FH0w1CaX0L/",
-	"i/nplxBghYq7OHwjvE/AQgs4VFyDxhc96CueeovWIFItuqF0ta4Wr4JlIhVcC7KTc3YxSdKcTYVD7H6z",
-	"selLgaPj8/7+4cnB3uHe0fkeiIBQ/iZkDHZnLqRG6FmvClbvsOjzWmasxTQZJbklb0WO3WxtkCYw2WT7",
-	"wzXgdYTS74NieoKl1bli7cjIgGiHbW4wnudiNM6xwhxLkeGf7rednnn+iH9eu1DxdA3CP5HZPRoLjizH",
-	"lPkWaivaNi2yyQ6TXyA08O9nx0cBe73lPhhVYpY6YD+xX5NfLHGUqsy0FJBytPK/02Mpz65EZp4Kiglm",
-	"O5Tbm6/Zye4/Do533yMJ7+7px70uw90GIxxNtCXSZDxn0SiRffNFH16sPxZZH8sPIu9FNra2O0B3wQdD",
-	"M2mayoZC2aYoSWamANm9vGoMvMoS55UYuYoIIPOIiN25GygpseUulIlmgxS6V81KJDJNpFi7TFKzDsb4",
-	"0v50AYBAKCEMqf/5R9ccJ6wUww2OSjwWZj8CXoVZfpVxc6jMTzwJAfNFZD49u9j4mnoyGDKOV7ThSOJB",
-	"uQCqUqWFfVrHbL0BB6RYbrdEe3vzdQdeBuhl1/AZUSjxbc5AsKydGdEJ1DDajsJCr8HcItAKVY04Jmsh",
-	"KSqTJgNBJjLpLiSRBs8ZzBC9s76uxkJqNckGoquyq3X6kV4310LhSp4W5RfHJZ1FxRhGureCUm5xA3OL",
-	"ULs1Tlo7rdfdje5rqM3Ih2AKehJyMOTYI3klavLLvxTqwXbemV92mfHDtOv61s4M9kszyvjEIIa4BBie",
-	"UFpYBfy+jfEtOFxr5mIw7QMMe5UhgDsBk+LW7IPLJNN5YAnUxhwDYkcKkTRJgDIpPueAFbWDZD3UCc40",
-	"NNTAR3gcdZfwBGwkDl/MbujCN40QPSdLILZjm4d4ziB1aUGB3JnYj1s7LTNdsIjvYLrNUmR8JHJwTP9Z",
-	"79MVl6yfIEPz4utE5i6tdCGfHbOf3m5s2kFWYg2I9vRmbWPzfHNrZ2NjZ2Pjf0UdwrvHiZiUuqUS85q7",
-	"kk3kmGdaQOwWc6VOtGxtMTA0gZ0cuc09k/NfEwFBe2vYJdgliY5sOdRRN7jZ9HY1iPEHtDuCnwr7e2tj",
-	"A/EIIY9A2APWblr/L2o8Lp6/CBqnFIkA27OZHgpmEBrKtjc2m27uRrv+SRoFKWRuRidi/N324t8dqfyD",
-	"miBYz/bW1uIf/IZ4k4mSjgN1e+vnxb87V+qQyyklMAAb8g1O7/zf2V54/MHrxT8gIfdJ8hueYPjP927h",
-	"7BR+7T//MKvu2Lvh1Hli5hWdaeM58CsgN9u14gk4v8ZUoTTgaXrBB0jSZX5yJvKcEhhf/s0GUI32+f+t",
-	"22uNkvsKsYz6MifkdxQF2ApD3HENIJAILI4cVgHwrFyoDBjzENNcGZMLEGmMGj43/iQov0T79xuoDErO",
-	"ObswWtaYPbajrS2VgzrtdNlZciVFvEOuSCij/1w7uxmsmY+hvDKyd07VrcgGYGOKz+zvh7vv1s7+vrv1",
-	"5i0CFUdovBo1qHM+GqP92sVPM34LKpochyCU12JaeDLlW5/9fXfN3DZOrkjJm2uM4kHvo8dojOf2WRGY",
-	"Jp9k8tlWbLI2Qk7bPM3Ikb683jBWEyQTp2qSGYNmcN1x9/xVTNf2Y7whPfaVZlSun8TuuveEjGku9uxg",
-	"B5hpdI6PvW/MJ/QYHFFwknfZrpyyrc+f0SwGF6RnNGNh7LP2a/O1HKSTWMRgxHDrdAShxK7MmF0aKxLm",
-	"nrVfbzAdsM2AbQVs25iz1NfX6bLdnBk3IQfi8R0Wi3iCgg8HWPNuKKcrOqpam9G0MbTdRN3m8EJps7X8",
-	"oBZlHp0YnolNz3K2JZ9hErzSXbt9ioVBN2PBiNzWetiITuy+8XdxKVhoz+yC8eC2fNhg9mMHYWVnI/A3",
-	"KJvdn/MH5e2TO43sD7xY6PwXFU8fVRWj+i0P5Wu9+q+G+hCinLU5Hcmi9odOZqeLGscplXewkKgQWNuK",
-	"/6IUME1F1jEjmrEIGo3pdzZdj4Lc0h4i6wKwJTqramtjyzgy5iT3HEZJKCEebURLhEw9xi+Eio804ZpF",
-	"2GEbdfySkC6LXK82iPtBykdjdMo2u93NjY1Qtm2zFRQwd8olh06nUkE6gNOOzCD2wUfEWhQdocfHc84+",
-	"nR6YoxnKcskN+rXwlvT5TxADoO0SMITqtKUgSYZFIDvQrQuOz39jDUkQSrOO5p/sQkwVObMiuRrmQySs",
-	"xgoTNckBUtt/DQwpA5I0VKBkwC8SSp2kQoKlL4uDiy5AgoxaE5xMwjQ0XrFx8gmmRwvwkxIN6z7ggGET",
-	"G8/dha22t7aMO+pbEpFXN46ekzGn2+TT2BFQ8qxjOR+THDQYl4xfaJVOcsHA0YSmNXXppndrY/snn9Ub",
-	"Uf+G5qtMaJXeCAIWzxUpwVAWTWvgrI2z5AZslVSpsRl1AE7WWqoGCHiLAHHZ2lXGY8GOds87GPX24zXG",
-	"4wZkBKTi3vx5y/nntH6dOmfqzEhR503d2Znaj8VorHIhB1MIGz+RYCqP0tb6LCWpth5VOs5zUs5pPwes",
-	"JHPIVVnCov+Fx+7VvqV3s7GEl/JOycs0wSTm9uYS3gYhxJ4rdcAzcKNb25tvlnkjPRmPwWCHAj+g+F75",
-	"YKAu4RiQZqt3vILW57XEnkkHbl+ONBafliPBrZ2tjc3XW2/f/LxlxlSNa2GJCXdsgvW+WaNe3kVJC8ya",
-	"mNzAQJSfTWC72LvrBS5JPIeSHDYU4AjUVKGFYr4a2PiZUW6uf3a+e75nlILPjGadslAC5dorXf0aNGRk",
-	"3URHuxWxNuVgd0DX9FhEwgUB/W3rfChLuF30rtQn6ogV0V70qRXBtEWeOgYwetRuibVLNFrwYSy5sq9G",
-	"UYES+lqbbJ6eb/DU6QBkiHw8JbA4tgbP2h0n5nH78ZOpjcqLvXi9gQuGoQ2g1LVk3i49JmJKQKDBZLfn",
-	"SsWsVMzjqBg8MowXQskXX9dQZLOk3pmjRAqInhegRarkZIv0yLH0OPbGxmO0DHvIR2ecFReYKwDkX6Hv",
-	"WEI1jIhGLpRO0xTs7//8o5sAAgaXtu4H3K7UOD1TizDLkhg0EXoEDucQKpxDaSsuoX3J1YMTkKEmrj6q",
-	"B9+Z5eXr1CkheE1wjuwQHkEF4Y74M+qgypt9d0oIgWYp02yWe6WBVhroCTXQe8Q3xqR3hbmU+ALv5v80",
-	"6yEoWbhHwn4ZLRTKmtqHNoQU10ulEp2AWFqBqlLmPj/lK81UFoOZn6qrnVBGSbzj8klw+Sso37Kg/e0B",
-	"VYiB+7LpsCY7AYvgcvPr3Dg707GIAsQGAhLfnQiGAcFGdUllPpxF51xfw+gj1DA4aiwYwB6dqTcaXQCA",
-	"hnIwybTKqFvzgOt8DW60tv/e1e1xyLRhfYy8wmk6gxoOhKdAWRPKKjsByaCNHVZUrHQgFi9taB6x50Dx",
-	"od81BSFGzCQB6L5QSsWu+NgWOLhkToATCCUqELYdZwrK2wgJIx+KUc/sRDUCBD8zbaFsRztQ77DGzQgw",
-	"RAydRqg/N984OBS2D+Ut3nSxCKNGEe0CcAQJoUOEknYD9cRnE8naMwTLriNtFl7SOJuIteqxMEO9K5EY",
-	"dywDBz0+KaifqEYBY74YLi+yr2YkQx6bkVI1sr0FWAgAKVu8I+6IHYT4TvnUo+JG2GkuGbA78tTm4nDU",
-	"a5Oxdsk63SnWmDIuE9llUSzSnEd2IwIBSCgRGgjRhMgi5Ah0bcuhir2BzWQxviKcwUkmzQGjCsOomJZQ",
-	"trF+qehAAqBTcP6RaIPDakGIGko5yQKje0FQ2IgSI17wJhRSDiUe1T4NEArZJlpkEVNj4cZt6Z0JtMVu",
-	"UFfp9noLak4EZm6N8VuJgf/Mzo+P+4e7R/+wJWtnVNGjpAUHH8EWrA8cm1E4swYF3J3NtqoRFsxmlWCf",
-	"eAIGA+yezEs0u4LgfYb5aUgQuGnY6HRnhM9tAtV1QhK5SSYQZb07r6Cm7+GPFzbXnZDfZ1/PSNTI+AGW",
-	"iI/rnE6gpfztoQi5mJakI5aKancQp4Ugbcw5lmahoT5o88dWGehlY+3nP75sBps/fa1BelmiMGhG4ZVt",
-	"1uLJxo95DSl+me/YUxJK0E3sS+jg38PWzusghJGErR2v+vdrKMOaLq56WxfnmJRZWws87562Q9Qcjgwo",
-	"fDBkVksaUd9Z1R99+9g3LBW35ErCCpwGK7C85ebbgRbX6mksQXZoYbMS6cmtUIJp10PrFpEfjSQib7w7",
-	"y8iEpZQOhKtGEIayJAmhPsbxFGHKmAgXIaMZUJE7xrr5eAzp0oU1l/Z9HkPaL/mLMzMVlrii9eT1iPSG",
-	"i8oSzwt1vqpI/OYS4RM03MvYIzBxZ2OBm+jVJz5N4NGvTTTHkoIqbd8A/C+VSDQJKWZmZEAnYM6uZ213",
-	"I3qYub8OZWETd5ztrzJGprzfxTMTv+xCcxjLJin6RVQmA8VU5sYZVb2s2zqXgCXlCpQ2VXMwV8wBo7TF",
-	"I8FstQj4GWVK+OlYYC2OV+rRZVGBJDGvlsYFTe9aS3NecPNVKkRAAia29j6UOjdubSKN+odetkURTq+w",
-	"CNsj0E0ylnZDyPNMyLgqUv88Yc+6t1vVbaxCmn9JTfWOyGqstMX2HebEuFUJz1TTgYXe32k2DvnsvAhM",
-	"kY6D9HmPevXg5okmgD2/LKNZui9MW+HD/4RZq8qLrST3SnL/JSU3noNvkowq+BOfIARxpBjENFkhSlhb",
-	"fM4zHkpMkWSCJVcSAFx7fpWaJaeWytLkY4zfmwYy+G0JQ20A4aMopMmZpWp8WPTgqYMAy0geahRbOf/P",
-	"UAprBL7ZjJfQ7kfbdZHj33j8ikKdJzqClS2DjUOXkzQNpSOKn2iRBV48A9okXHgw8A0lTHhi+qtgD7eM",
-	"4aGcrTUKCNUGWrq1a8GgzCKEtyNqcWwKPoZyXvSRVYKPQTF+FBQFqyxUR0EzuIufeZFKy97vggME3HOd",
-	"yBgZCRaJmIJ1/c8bpCzecZGkKvb2SlB9a0H1YZKm3gLcUUDBAbiHZ1YFkkbBAHUm5kMsUSR847YtG0jy",
-	"Hba9sRFKD8UEW179BrNSRxGCby0HNNwL5ZItY05ubr5BQitwHHnOBlwCNA9m1Rk0C5qHhTJO9LX73ZuN",
-	"DbZ/dL53erR7QHWRAEd8IVIlr3TJ+3ulC+jKwNKIX4txHsp2ZITeDlIoRYEPXUxNYuTPc5BcgEKLgcAk",
-	"1yyJWRuEKlRxUs2ODOXYjAVay/02N0AgLkKxTGVFeKBO2FXxxlvz/EAH0bN+qbLRmkUKXE7UNCGbL+UL",
-	"bj5eHaU3gPnSTopbXO+eXYeE1JtZiZfvHK58vWfKJ6Gk5ChvLlUG9TvZPJyLuoDb5o8/bb35cSbeBmd9",
-	"/Qv8Zz/+encj81TwGKBhKkmhcabiyYCqsGHfB3hJ4gs8I3sxxCVLsi/PhGBtXiADvdK2WAq6ZvlgSFji",
-	"iEVkTtSYZ0LmwPMRSkz+uIKhMjqIlYxGIlq8NzSQk9i3jgMH75wm14LxUDpIRknZFyQYoIINCyIJzIek",
-	"dKJ3KGbWzJ6OqLLRfvY+0WOlIbe0QwmtuW6qlalzYRsO0R8G1ZLEruxmzPNhUXRDCz63vb8oghmJuL+x",
-	"Ofz8ZrR1/VP8479+vr1X0c0P6z+UJetimoVaUQrvZtkdzAtiSRE8tWZqa6jGcK57cKbMjPwtJL4J+wEC",
-	"moQtAO1uRjz4urJbn6feRtoNDgu50GjNxWgMRaqNAm5XTllpiQCvm/xjpDIysgQqU9YSydrRQGVivdvt",
-	"RmhcIbnRmtnuWXIxyUUcSvfYwBVMX0yhsq4HBh0imrE9PhgSe4PmU00QdI7YA+8MwbBCArWTkVGYRGV5",
-	"qyZpjHXGtzyTLDo5+PRx/6h/uH92tn/0MerMrZ45d7PzhL5h6UnvcEYXeoh0uV2BB/mJ33Y7lxGq3Jek",
-	"HXNvxss7t/imdv+u47I3+171+xhjp2CCwlM8lyPywds9SMoC6uSVDuUsoH7Hh0rECxEV40Iw1M2KjbgE",
-	"RoDtjddF9UeH0K3c4tpydON7VPdXhMUpFqDXKHqRXnag6FuzjN8SBFbG/rF7eEA9zoks32jKR0TPAWWf",
-	"45QnkvoG/EHcoOgUsVP73OiYUEb2m9IejnYKwEMAhl2DGvEkn7LLhILyQ8FwwerAPkIZVdHzonItTlpA",
-	"MKpY6E4JMjbRtmugR2Xq5v48NctlccAYT7VywfIoFjlPUh0VcNf0Zip7pe2odYCVpTZoh8Cy5slmqo2n",
-	"mA8Df4oapodog7ArocuOXb4UOgdsKBK9UojGYQQSg/6Ee2LsQmPFQaSCD5DzwgIH80w6uFELsL0TyonM",
-	"xFWic2xDhzBfygHWxFyorxMoE2pH58fHB/2qnAyKnsYC8ZR+Y1zv45O9U1yvT0e/Hh3/fmR+Ygl4zMM0",
-	"S/ngGonvSX5bUhrqTbsSOTWYZHBLGMfR3t77s/6746MP+x8/4RPMna20r9MFNL/wLtXXCCXsFOgRIbo9",
-	"xGkvBJG+NoPR6cQCtlL9VDs6+3X/4MBTHexskt0kN9Do794FEetQnBB1Dsy1uhFZlsRCd5lx+R0gDeCy",
-	"1mmhfTgfpa2zyMI9vpVAOODInsnIL+RbrRSrYQXpNNXWVxgtlqmsryMMfqruTX+2yOkGtVOVeve85bn4",
-	"TDRDTl4+7E7fPiZjB4Dba6ngjJNInti2Qubbx2eWsD0+qOwiiWMhX3aAproUoAWf18HwuCH++ccM2UHV",
-	"6cCBA4onWQtQouo2zZ2NOKsw727GUaMf2QCzNswCQyqUFUuq5/QdEnX4aoX7JoFxV2xh66z1FUpnfrEl",
-	"ra9dBHUuSpk2CqvEPpbiOAQDDlJeaYzsa4vpvAPjgCeDFeRwugG1GDqoNItOdk/P9sjGAgw5YjSGG9M1",
-	"e4cn5//oE7h71GXtmknMqR7LPADe3bPrjKnoI7A724osvo0NFnk5jAhaqIz9AwvmTY4xna9EHsrSsLsd",
-	"srSw03aGfSwCIxSLk+HlltXAv9WZb62V5kLN9fVb+cRF5GaRtrpxV7qTstJPj5pA+F40kz26vm4iQpM7",
-	"K6UvyZz4f1N47FRgi5itGimGYRVNl507/RRD+0POEyPTdcr10DhAEEjLhBY8GwxFFgUWc5pCasZHwXjs",
-	"On5eBGijzo7rOf10erAmJDirKFIxr5wPmRZXZiRBKKOZtzYP/x9bH0qPtzYg9TCPCO+KUIeMujG3nReo",
-	"b/ZklinacPG4/fiE58OnrdkoPfFsqG6XDsq5Ff4uqjeeKfxnZhR2Yjnwt9zpnB+u1oDwvpZIOosFYQdR",
-	"XapLC5HkPGUvWDcAVAOBvNHWNQ5lca09BsDPq82hApDykRhdQElbJ2CX/EahRUouON2biDsgIH0xJaBc",
-	"GYcyiZ3lB8Fv1o7GIuuPAcbAOu1bb4LCatnY6PSwsjPnqc+lFpTYPkJZS/dRDm5KnmXqlmDvgTlAoZTw",
-	"WELLkxXKYraQwcSalM6ENDeaG15/DjKQY5lO3Ta4lba2LfHKSr5F6OMpZdZd2DlwJh4mqL4vuYNph6u6",
-	"bnQ9p9O0Tq6cu6R+4m2mhrzBTn3IzZMrVMg9P2UAflZxEkFGAcMkIHwjY/jtUGTCImKbcWXwbTyCFhmf",
-	"sdmc1mlnp3q42ezZ9qhtEADJ3B5AUi4mrtCLxujxMM4grW9CX+jGhk/xRXVpRaxpyDVA/WDcmKLIdaIE",
-	"0eN3KdbwJBj7xROes5Jq6Tjdyt/5S/o7uE0h/V8XeCsbT86jQQClWWF3iOcYONpdhmUmWfmeuPyL2qYy",
-	"a6xHTmekVii95GqS72B+C8nOyuzCAcNmduaVCZQTYTIu8ilBKJ21FTjKdXMJUfNqRthPOldjoI0wQ6Ke",
-	"b2hJ9NOPGz+HstS0SJ2QVDPlBm2EmWVjbgNlkTEEwb6rLSrA2bKiam4aBw3fxhKlZNnqpO2t1rflBsN3",
-	"jOcJK7qk+41lztO3/P3JBQyu21wBEzR7ZEDxfztUzrcqZEY7kTeJTlwJiI18s+2NbchC1gcS/rRnaCl1",
-	"76v6VXihMbwwf7cC1fx9ld+Jo+1H0ETAccyM1z0Ycnkl4h6LRiLn0KaFFb7GXpZ5gFiKA+GjENo2LrO2",
-	"aLAXrRN0PwZGfXsC8JpEJ15oc+yHuxRZ1Gk0uev7EmL+YrTS41vv3uvdyXr/xsfZ8Yt+Jxb8n7pH4nvR",
-	"yLi372Lyr/NxsmYM4sboaZ3s22F8nv623Wjk+2fJ1TDX7Erk5P8fkhAk3mO/gwxY/M14yrzGPaK9xKy7",
-	"pWHD2ObceOLuOPnVvN2SggxLCvVYDF5pFsGw9uOo831aDPjui0J/v4ops1rpxZvg32Fc0d/f1vv0D6b9",
-	"qDnOuJz1EZlNGfmUhkERWfPY7dpQTVv8ssckH9kC3Gsx9bCeIUBN/OqWWlfJG7PqSlKsEw3z9tbGZsfW",
-	"zmJlB2Q4zf0ifXPdx2RkEmMqkv7EM03ZSaiFuRZTgKvD8LudaugX30EOPj5LjYvPw5sV8M4WwFnp3HIN",
-	"usbTgbpBkDcZu6AqmWCLYop4qF6sPHnSaCe++3PGPHEEOKR4mQCoWXlXnA0lLlD9RJuljVBSGPRZ2Vgr",
-	"G2sJG+swgcpXK8vrRXmTlbX+5VpM9x8j0upwx/Idl1xxPMZQqXc7xMCryqACDxK05jiIz4kGLnXAuxzk",
-	"RG6qqKzRN8lsqymUcLAPmRqxTNwoPL9MycDW7+lQuoJE0CE2XrNZj7l2o65fujht4rE2r2dHEpXVGmDA",
-	"L6numgYN+2PJcV//ePn6Xz9/3hptj39qBa0R/3wg5FU+bO283YaMs/1z89msT1zquaKaLgGSZrTsaYd2",
-	"Vubo84o6XJk7Czvx2bbd3SP422MREf33bf/M38wJiJgUgmg6Rp6ENILRN2e7bJekYfSFiAdsyujr14jy",
-	"4FHuGq+IILpUV+SqtULZdjXgWwxrOjqYb/fjbTMthxFhoQA+c6J3kCACKoIuoLEqnVyFMhYZsK07rBXr",
-	"JhhRELAI4JiVhB9Gm92N7kYUsOjf8JQ5CiEiOSBC6iCURYzRNbNhpfVAXclEi3hWziNBiotMAlITJNqj",
-	"oq0ulOXWLa+B30l3v6Ppd/N901pC0xwS2ck8m4ay3Htnr46wQkIquUYW2w1PJ7aCysynxTsAQFCvpYpB",
-	"7ZJRbKFsj7nWtyqL15A5Hav3ZcwSORRZkouYXaXqgqcB7kuVUdEEPawIOeDOFvU83HufXXPWs8ZNZxTX",
-	"bhxXp9G1pi03kU3lT9XVLZVAUTFHawfAd9w4L5RKBZffQgXhiiyVOHn0Ss2V8inHQnAtClnLa+TuMvFK",
-	"m9efZ0HP1zBddipG6obEoqu+sjdmI55di6zHCtxP1iYLO5QREUztMBRkILcqcC63HHteuLtnrbz45GoU",
-	"/vIVAOYYVuYfwAiVFKtj+Nw2oDkrxVl1xoorsLlryeS8kwkbIeXQsD8WGTXy+SfR7A6o1Sk2DAB9h5Rk",
-	"df1+niVYzkywKNF9+2M6x3Xn88Nf4nQuX1sQMKlu/XkvlbGvzukzh6V4dl3Wrm6hllGrVCPX6LSZXWDr",
-	"6JKRrRSXdmcgqBdgUADTDERHyCWp4pVFdB+gben02PbGdlWDDkGDSmFM8fra40JmNJYDndArveyTC5P5",
-	"SFhfcK9VCdAcK/Tcxwx1+2PZ07EOE/zw2K1vf9pD1S4dC4IM0UxO0rTTC2WNMcrm2qKZIDtUikW1p9/H",
-	"QXlyA9SJt5Xh+YKqS/PlTuzDcucLsJYtyrJFGDIf7oRye2PjbvDJO+zk6GPA/v1k72PAPu5/gCDU7+Li",
-	"BCkdIWQoYoBcoCJ5oMhun/32kVGoJe5UoJWp9e9NDbDzqS0qBNQtnqWJyEJJk9grZY086zjJkXa7JI8W",
-	"4Be/GAnyJPDJ/iviS7/kwsGapaSVXGW4Vxnu5aoIQQYuJ3nr8JPfbv28uf3m7YwZ5Vp61rKJ1PdMEAEd",
-	"GfQElVPVbQcS2ikjiErxOe9nE9nneRTKNvzSVigaEZ9ynXeo/zpprCY8s2M/NUP/s5pK/lsuQ51bbtJa",
-	"uR53KQYsz513tM7KXzzUuNkj4CPqVnO5T2xF5tXGOiqoszkh4nh1VLLmL1G54yBTsi8+jzOUKxFrv2GX",
-	"iUhjHTBxw9MJwVOGMsqTkfhvJQUBAUd0LllbSbGmhyrvYUFemggbN7icgFmOLXdRovtYJRx1Siy5W1td",
-	"AB/NEjP32OXALW8hRP1K761kOqWXQf4d+/b2Dk5E8FDatmQYGUJSQmoQaimrYK02WGE9uIjgOfsX02iH",
-	"8UmuRjxPBsB3MSa0FLyEmgg9CAKeM+ITAmpaJkY8SR10mZLMbMVUQOoV20kiqfLkkg6/7sMP+pS4hTlR",
-	"srnA0T/9f8bWD//9nqmKsTyExfWLJSGxMuBWBtxdOr/Lu2eehplvqa1/ySbyUaoWz7FNOmc8zQSPp0iV",
-	"I2JwgK/FuCaci3GAFyOaZqorSnPZ/FSYwSUf/OOqR3sVFJvbcr38yQ7u6WPBbp5Lh1iXeFkd02/knN3J",
-	"MVv5ZQu7wu9yoMaT/P6ZHwrJotdxmyU5OBvgLbF2Ki7zNYhLwG15Gkr0o1jOr4WjSwJvRBM2FBT8Z5NU",
-	"aMRxtM6E2WfTbjn8AZTtmXFMxpMc+tFTrt23Af1p3JCCsdNzXwot3dg2vhIAL8x1eR7xY7vXV+7Lyn25",
-	"R8kZCMnH91/W8yy5uhLZfCj5ecA0hcBNroZQZgMODBakGbnZ6bIz8wnV3E+kBZUKAJ/db8gijFAIZtkI",
-	"j8V33yzw3aW4hTuzNtLLs//4tPdp730n8ANFDnuzy85ErstyHeV4SbT3XOuAmSXWLmkJYDp1oCXdUIJB",
-	"kYsxu5jEV9hjW+CJ9G2leBRgujL3cG9f+Vf6F1AQtE6RnOMirTTJNwpD0XwvhDI2e9C667jpHsG2XHmE",
-	"DxWWE1kVlEyq27sIy+UI/xZl5NxdlkvLmUPSrc20nUCqwefZ+3Pm2srvuUy2rQqBuPLr7pJvq86ed0RO",
-	"ql89HhjHRCb/mmA2ya+DNT/5mb07PvpwsP/uvNMN5R54hNGXL9di+vVrxMAGGqo0Bloyv2XRIlbEYpDy",
-	"DInfvMwX2hIuj3UtpjqUiEMGQ6kmrRrTQeUN+mdMCJXf8JlSQtVBLE4KVXbyn9GvujPW5soRe8I8UmXD",
-	"zZecjebFuuvEfpRcUhWjl9VB9FZMo1BONBVeu4x/G4dh3DJ0eZzrtgi59wUJyFm0ikpVR+NzizVZ8vmv",
-	"V9mpFYLwI6ez7iRg7p3S8kqc7pjXWp30b+8R3dEbWjlDi5Ncdzxm3zDRRfWCoWxOdFFei1Jd43E6LTtR",
-	"TEnGWTzB3ScgwtAxx95pdZ6HMhUcGIkqIROLg+FOkSv/o1K/SyBTcV6VJa7mjogJU2tl1vLmPNlKoLxc",
-	"1+65BJpNmq3cu5V7923zbA/z75RK9boTcvePIh9LgXBQAP3ggUpZar5MXCU6hwiyeagfTw4loBYNUq41",
-	"tnJgdIzuYK4LipyaQzuycFWOv09cXgoEoUbwp7ng0udKpcfFe/+pISJK77qQTs5NSgkmzIGDrUy1ZlPN",
-	"mzu38WFvXxIYQgONujmFjacTU8ePdDIrx5C1LTAcJrY7TefSO4DFMTMjcyxKhRDxUKhnDuvCM3kGbyv+",
-	"AicS33Rh7sgsgaZJWR2+eX4Sllg83sH7Yv6zH39dxzPymLi/1HquVPpK10EwIoksAlSm4kakBeqfreMD",
-	"jHQYmfFlkhyhlFgmAEIdFOmoNvyZaPM2bhu+LP/l3JM4Zu3o9wzIs7ungsefTg/MRVGTXwNrtuSYqjct",
-	"A/FubWw8JxLvktAXsM0TzWJc11WZ/3PHRXEdGL+LAHpYxtqXK7uSTWRVy6Np7QdKQ7mLX90OlfbuXRIz",
-	"FjMDeBmSNLXUrRjTIZxwPSSm6RF2idKP+vaWEWtH0C/UzxV1M+4wgBWlPtLcbmKd86lmEznBCUTC63wo",
-	"pjAYLfJuKPcQCqNJZlbAUenG80qf9+RKGn4P0rBiNi0jFV9pMpzIILXKciUhn1dC4pG7m4BcYKEVzsf6",
-	"F/fvr/eviWsWoipjXHrixwmZWCF+ZSiptqcibxux7kre+Ur+PED+zIzfTSskFIqiKyqBNaNrGLjyFmSZ",
-	"sV+KfDAsD3jzhQhMNwmLZGaxqR0CkVWuK8dzjuNptmxZKNhpm2fvPYSt9BeVDwkKP/OuA0gMPhgaK0iX",
-	"1m8nlBECDaqMRWh9eZZTXmhMSokFLJKTNI1Y5uEdOlx5reBvujaUsEuNBQYuaNuYe5j2m2SZeW0C44ea",
-	"HJYrm9Uj7poGiO2C63MlIf/aEvJJiWQrIvL5wOEeKquluK3K61W73iqNONcUPxP5HTXXIkPc/v7RgHYx",
-	"mFsTCi25+FoxnqZAkqYtNwyqox5FLUZYKxbXhw58qu9SQGU+/C6c2WLKVorpOw2kriBSXiRucDX3oS4p",
-	"ajDHsF6aCHtW5PicE+6ZyEjLuNeQxHBYbejdTbnO124TqVnKpyIrmBX0gMc2NkB1ZsglSIxV9i8IRNhv",
-	"gLuK/kAMv55HqQWFamI0zqdV1P1ClBGFRpedlJmzPEKsEdfX5pU0i36g/0XdUC4dOp4fyliJw+8kkmpX",
-	"ailU4spRXEnKxw8hPEjsPaDe15MvmS39rY6lzN2HlSE7GIJIxWXO1CQPmMoQ3JIj9wHFSlFe4dYOKGBh",
-	"TLvY5/HjcmA+15MR1IhYLE6kRMfCXOBFuR0iceTWVmAlHRQo50J2qM73Wkxno7LWsw0YDyVWBZOgvs2U",
-	"vAIU+MCMNiLg0b6+TtJUR+gXq0muk7iMaH+T6OQiFQwvDPBtQ+lukBsPJO+jsRyxJEZQ0IQIxizdCw0D",
-	"kCnGWSIHyZinDdIbe0GFHGTTcY5KKRM675lpjy0PvJHunmBnF3xwza6FGJNiQ30GN6wn+IUtsJLnjy7P",
-	"Hz+M0bRWzx7GWFKzWNuqTui10UpZcbuvQhl3qoh+gBZdENt4YCHmkub1XOMak98rUfwnLFJYpdiWqu1U",
-	"UjyobiDjUl/OgxHzbWblu9hNBnTgqpgIPd5ifECVQ64s5TlEC9AoLAw91oY03a1kY5Fp6KZz3wWMU0AA",
-	"mc8RdEzdSsQh4/Eokb1Qwn8TnWc8VxkQBnV2ANEMnlRPwecEjrGjzZQm8LlmF5OcrgsljbsQTq+xbBWn",
-	"Ay1KM/okDnC+gyIMEVQoEgLqUwllgTVkps1S0fcKOV0wezsmJpXG+N6vNM2IVCxV8kpkhJUZynNa2Qzs",
-	"YFXKP+KcVUhG6/HL8CYvhDf08S3G0gu+fCqkiQQIHZvdMsu4sgdX9uAy9qDd6Z4Ez5WDDnBCtpFCcpIP",
-	"1/lgoCa43RvqNd6RTAHPOrmSIl5LJJiBr6Ake5xywktje0AAYoXQlZFQmZpcDVmEDwO+j3X8fo3OftRt",
-	"qougkT1pehyf8UxS4pNejGtou25pnb4D0bA66U/BeRZDH9qttBvBP9STfOgf6bpT1mwMnuJ21yVrYkyh",
-	"OdbG2OH//r//H2NIdbrskCepZpwNlLxMshFmmdNEXluDxGgxolbuhRIkE47YM6eMsWPpl9t6aF4rkSwa",
-	"Y4gPaYEiNhJcAkxSpyiUx0clOpQ0ABGD22nvZok7UEJ5ht3P9YFAmBwQWyjmnkjaeE94obLmnb+eZrQu",
-	"VfyizZBVo/5LCEvB0hcMYAN7lBZIKNxyzaLpnF9bu0OkYpBD+iFmuRmZTSrgVkWx0JaK0ViZFCIWMXGe",
-	"wbe3KrvWAHZtPEojcW7MnAcMUi8Q1RmD8wtXe+4j3sOTawzkGRAa3IgsuUyMEDo1AjpNRsatC+XYOGNp",
-	"Aqki/FEtkCXOwNPLH1hMetoLNnaspigV/Nn5u7c0+jPLiO2tJd7uXKlDLqc0Kfo5ZUsZwBE35ELBUUfi",
-	"+tPmz1vm84znYg2OXWunZYRLqxAzlyq7UvmaNWbmBcTQqNGJvErF2gTaBbXISayAnIAY0lBNso5XmELy",
-	"4EKkSl5p9L6cqY45XuohTHSRA51F2o8VxJOU/a22kawLYVysgboRGWDd+1KGLSdkPsAs2GTrEwmY8kOe",
-	"K+pCFOXzxIy95t7iZCUdvpF0AKIKxgtfBI7kowmHVF0lslkkvBuKwbW2yG6xMVQ5hH/HQhpREfOcX3At",
-	"1i744Bq6itHuoA5d/GWkbwZ9bWlnB2A/hbL99zwfHwPD6xkfibMkF3874J8DdmZmAohlx5mKJwMzFLJg",
-	"SIoMeJYlZBO9Ozv9QLZQrqA8IpRcs+g/18w3a6DyI6YklRenPBcZOzk+Ow/YySfzf7vn7/4O432/d7B3",
-	"vtdlv4Ov572ufez2xub9ZM8BTPLTiBy493ORDeGazhM0B+rqCsDPu62gNRQ8hgj7l9aZyNesJf2lrmCA",
-	"NhLulvIWMrcqBliNp3/9xu7aShJ+I0l4oK5YIh9T8qnJnIjQnozL0SBftg1Swal+GHdot+7Qm/s/s6Kn",
-	"86cm+R0O4B64gNbn9A/iMkfvW4U9vpfAgNm3uBOaAgEj0Vhrcj6TbnBJaHrsK+3pwNqikkPRel4lcD57",
-	"ih5UBPFMtQnv6BXcKhTzPmdxS35XfW7pjsFnJCHB9JY9nhQHgqElmgkZi5gCzy43LgUir9TGYMDnfGL3",
-	"qPyQFxqBscNjtklslWv6S9JqYOf6uDgRTQfcVvo1mxLHYyGxBx75Lry2IypD7+NN8EACJZE5Bqztio/Y",
-	"9sZr9uH49Jf99+/3jsgdgjb7UNp4ofFwfNzHCzFQIyi/YaXSoS479Z5WVM6nYGD1oHAeAroDyoMIrfmV",
-	"MKOiODMluazLw+7hE53aWXuqgmm8/TPRBS0T5oWo7kPz2atc0Z/Gv7Fb1guePpqzA0GjJULAd801WVsU",
-	"CK/o7o+TbEIjZ555c79YzKmZiSe2c0rPeMFR4JMipggl9atw8HeQLBqNLR3P00SEfdUPckMukTIy579k",
-	"M/i1MBX/tS0I2tFcA23XYxAUibzqdIEjDDJLtobF5ZZrj7KMf/Me+9zRlkO/YuTlln98Zwfg7pUYZl/A",
-	"1quzY+eY8nD5dP2LVX5f58ZlqPC+rBZnTkG9OmQ12jCUzerwqFrTcS+jG87KFAotFtW8n0wu0mTAhjy9",
-	"tG9oRvVKkzEw5knWUA9vZ29uVbzXy/N2+85oVmdikIl8ydH9ayKyqd+FhAGbpca2ufXTc/YZLeNHWAFZ",
-	"cSa+UZ/Qd61N8Tx4Bje7mDJv+85q1AbNCUVcV43S4oPg+SQT7DLlV2he34oL5m0LONSaXYhLBXiiUwjW",
-	"JVdSs0R22RG49mZH8URqpmH369pg7zscyVPyJYFkwOcs2pvwwt0Xs94k1LKJzJMRjc5bZpo7VAjQfjS/",
-	"CbSkvMG46bKDRFPaG2/g92UlxlQaidEFoMfMMK3PtnhpIShvjc1Q7WiqJlk/UynyViP4gvQeNWWxYlgy",
-	"kwLcgep0Q3nCryzhWTTmVyICxy0ai6yPf7YtcM3Wm4DxnI2Uztnmxkanx6Riuco5ITTkk0yKOACy+FBi",
-	"QTJneqgyJJBnPMuSm2b6j484qzPKp26Zi0vWzQu0jBpYdJ3I8NKnFMrwDstQwVvgCFyeh5mF3yGv+5Vd",
-	"a3u+aPGbUfCbDhVyHGvXJtnmRLFNvT2ILz9ywQt73nIdygiayaIu+4j9hHwkNIhbOibEuN7MsA6/e6qM",
-	"SPGEZ4pU0rMXhyph5lfJkL82x/gVnYWZE11oTGi/nocKiecQTiW2BpeVXg1neFQiDY+8LAqKA+CsCKW6",
-	"lRobADVr2/5vpjIWO7S5kaULZ4eghnXARioWKTbyXE0IWz6gG+dKpaGZ3iwR0NksLkUm5MD8YR4/TgZg",
-	"14H0MRsCXsuB6uJNfCAkKuluBpu0wuZu6hGXYT8+MX7YS+CqoW52rmnuV6zf3y3rd+ORb0JgxINl3XKr",
-	"sOUUkBY6NSe+Zx0ekWrBrkTejI/y0o/HUtrU16QrFJA5TNhztl5DJU29btFBza5j7XHKE0n+mDb7jm1v",
-	"vO502bFMUX5bumvAusNykGYA+0fbmk/V5X13K/Mbnwvb5P29WJor9IeX0xO+vGlKKEGNgZ276y8/6EPm",
-	"J5KtqVuZyKtQFiBA0P+UELbNTACoy+4UqAllfaRmbuyFsC8eJqeC7zBgAy++TNQG1uaV9SRWenpRmCef",
-	"mbNlTmGajtbQ6Xqqo1h26ZxnhkWx9QewR0cvkYN0Eos+4nf/DQl14GcI6F1361Be2KJcCsdeqjRVt6xN",
-	"NIcXU4zlKikCsibs5xXLRMl02uk6yCwEg5VU3mcjsFBPGPFx0r8W074WeTT33B+ko3c03Q8++5WgXaoV",
-	"S91OaJ4hVpmgpgRdefZLHQck/Vo7wGzkcnEXSqWCyydOxrkpXEaKlCdgJUXuIkXqQjKeTDms+7o5qHwH",
-	"n6DLzmxZbqJp/0UA+DzRhLocyghvLuKIxVliDmU7yVkmeKwZZ5dJ6hCntchuRNYJKLuHJbPe8yABBSiD",
-	"ofRxuo8gRo1UJcm/JgKkUiJ9IQhhsXfHRx8O9t+dR50u+x0Fl+7TEYlwsFLclmfKVQV7vF6W2V0P1Fi4",
-	"mr5xJm4SNXFMYSxVGn8XSjPwrpM+EdbkVcCqWXt372xt683btY/vDgtW+RGHIsdrMUUBXpZrC8Lw7gi+",
-	"TEcLR+oG+Uwhfe/5i8P6pc3xZ3S6VuA4LymBUCPaF0v2Obbj+pfBvdINteK/h9FqI+l5rSFTCPJKqp6h",
-	"QHxvf+4L11TwG6E9AWtEoZrkjLtL2jnX2GYvQ3nJ0xSx/Kl+kkbiCBvN43iSkq16dNw/ODjsG12w//HT",
-	"6e75/vFR1FmQYXgsORosef275OXkJsor+j3lKP4qKYd7CYnHiAn3ms59GxhPwDQMZdU2RIyLilHYWWz0",
-	"+dwsoTweJTlgIUPQGWACzY+TDBk8eiyCpvMIy73xxsZhipmCN+Wp/Wmb47/YhcqHFL12TesixjIkbCXd",
-	"BRugsONKtDBE2qCk6DJoh6sYxqGkNviS2dn2ZR+8a0KCLw6goClywqfr/Q4Hw0dGslLlNySBS2bvVWIk",
-	"adn2XRCRf15J91Sx/PuZmBvf3sS0Mf2VmbkyM79hMuBpzMx1LfI1F4L68vB4Q+9edibEG3w3PpE652kK",
-	"P127TeKqydiB/gGSRuxCxVPLvFV6KGTePVm+wzDwCWzjHuZA+Vc+rRWI+VC2/WCOVHKtNiiIRFppWh8y",
-	"7BThBnjpgCUylEAKkXGpOcBCLSJwPRP5e3yXP6/Vu7QoLs1vwKS69d2UlfH7vKLrkF83CC5/le4uxKi8",
-	"4VFzLMdF1gTYU9og7AK8LgglPrMDNXKyAo7/gFL0UC6V4aQ3+gumOPHNl8lO0K5YpSUWpSVGbjMtXcR+",
-	"p3zDudfVjt7cxZSJz3yQp1NA7FGXoYzMFf0kjozGjAgXvi1FYtRxAG5egDCqTE8GQ7jhjvHwWAR1sxAT",
-	"6u+dnh6fgp8F42EjPjXWRewqoIqx9jC72Fija37LzE+5ZK6+frcgRUt04cW5jpdlnbfdOPZ288sM9JfH",
-	"+Jyl+3YEiyP9tMzDZLzyv1b+15MYMbtGJNBGW6YIhLbk+pfJYwbx0VchqQOSKtWKSvChCUCL9DKUbQjM",
-	"F1ZPp8tOzTUQ/pdEJVYE8UjOEV9c1hDY64bS3QS6krm2rGSe/Cv3M9TDlJjRPp4cXNZl+fSCAvWFwIIo",
-	"PfVQrDoJvjtiDDh48+TCY8TufbuG6dskHwwL2+NC5LdCSBbh31EoweuAO0Q9dpVxiWUfeMjBmhrYkLcV",
-	"Bq80HP5gvlCoj9hUqdjfi5HKHyokvDD3MwqJJ61Xv4eBtfEcBpaNc6+MrJWR9W2QKa1sI6m0jLlF7Ypz",
-	"QW1sS2My4lcCqbSpVlbnmQAPNZFpIgUm+iz3h5+me6VZRLfpT7I06vTY9sZ2wReCMaYhh9iws6VmuWvz",
-	"oleqqRXshN7oqTvCYDbWfyiLjkuVjXje2mldJJJDAesMIHadqIB7rSIvcyIvRQfp2K3vspt7Hab3kXwJ",
-	"8ggoDWGPRru0u20mJpRykqYdPyWxU/A6u5KfomUY0Z1s7mRBwc632uhPbtTb9/+eLPq/Rt1Nvsype5Sg",
-	"5+EkzZMxz3I2GRvVj+kAowuiyyQVEYPv2tsbG6GMftl93z/d+49Pe2fnkTtHSU4QyEbiskSzWORiUKIS",
-	"B8jDHXZy9DFg/36y9zFgH/c/wHB+Fxcn2FPBCdPPDHMKXOHYg9w+++0jozaEuGON8s03LPp0dPbp5OT4",
-	"9Hzvff9w7/3+bv/8Hyd7Uc9mKkL5hh0mv7D29uZrGiJq0kTbehquGWfXYpwTZADXWuS1wAHSIXNq7Fpx",
-	"Jdm0QvVOgZnSxxYaTUb+yC7lutGGazHP+R3taxokDvtF9qUWItyx8ZU0wKpVdWW4L1edAsJuGTlbB976",
-	"duvnze03b2cNnwKV5FGzvLvsMhNizZxrpi7+SwxylFqXykJNair10DhVBZJ8YiZ7nAkQ1D0WffkaEXkx",
-	"wK+w2yzJcyHrxJez7L23euF4D95QF1o/xaUrD2COB3AqygeltBnqjJJJ/mBD36t8vR1CPA83fVsqNhLZ",
-	"lUB9HkotsoSnCYC24iUjPmUXwlUrvH3z5vVbNEBYuykNWxv0hzE8xf5/CpDz2sE+Z6juDgeRbLHZ87jS",
-	"4istviCdAft+eelU1de5Uukj12NJwYTMsynAQJv7s0HKtQdDGsoh165YTMQ7jn3XXAK/gBZOM0ExaPjZ",
-	"rn7XGIpjSvkUYExDCZ1N2ByhWdvC0q8Z1yzG5gXNRlxfAxG5VzsWmef2YaRRD+yGMb+qbwF1xV3nMHkv",
-	"3CAwg7wL0gTMP6HMrcyCu3SK+zO39Nlb/2L+887su69PEii0o8Mzaa4GJFL4eC0VNyL1zos7gJc8TXWp",
-	"8W+iRRbY8mhzG9dSaM6eBraE7VDWBtbp4fYowylbUGhgtu03yiCe2wV4MXFJnK5VVPLllQ0UUJy4SE8W",
-	"lrQow7nbDub0cJ9SDQFBUbm2S0kt/CxB/7f4RQfAIyA5rFmS91zcf2tjg2EBJ7vl024oI9K+EVPUCXgt",
-	"xLjMCQnKlLWBGw7HJsUtjrXjsCv0DhN8MGTXYsq0kHkoS119vhTC+4G3o3kqeiySkzSFMlMumRiN8ynD",
-	"ZBb1yJp3CGU7kUORJTmXA8EyoScjoTs9wKphmLyTOcFXEIliD5i5bb2DMQZY9AP9L8JXCWXFcjDjL6aA",
-	"DHaEvu+yXfjayU4XeYjFIOWZwN4SfL9Qki2FPJrm5oEN6W5tIQaFwuBvoueFJj6NtcjylyAqn6LkovRu",
-	"z+nF4fOXct9g568ct5XjdgcMCiePl1QtxoQc8SRdW8DxsTuL4UX8nQ5bdIbAU1xeikGe3FSas3aceRhK",
-	"zW/QW6qyeAaYqppBOkMEIihvO/vtXf9wd/+g/0PEhLxJMiVHoBBueJaYKaUGBMckZtRXCY6nxyL7JUCM",
-	"Mc2n2vmOSkJeq3ArGwK6hzxJn56XpHjKwsJSnqS1Hcl/Tury2aiqmuRXyii82ZnwO8x4kjZHV2v2e5ed",
-	"GblcA7/H2k5/k9+jbkSWJXHNBg6l28FoibmN25ndrkZdizU4bNCmWgWh2gFrKpRuG0fGubLgCj43dgAm",
-	"yozdkyvETWBJTiBbBPoV6VE+jkLJocMVfxMNlc4jZEpBncna5iPJRwJmKIAeHbNhQRAZKdzp2VGbeYq0",
-	"NvaXDKX5jr356Ue8m4+Iv7XFqvFk1jZXjnmSaeqty1MdBWz77Rv629y30w3lUWHqGDOtZ5xMFp0cn50z",
-	"X8yt58K8iXFEs2kDYj2WaVYO91NVg/qn+1lsk+XFC2317w3yYGVzPG2w+E5Ct2J1wHFshhyol8VCAiJh",
-	"JnjqOLxzxaJcRQUcX4MJYgECeJqWXFan+jNyt9IEum0oYgWvhrCHTE8GA6Aq3GGRETVoPITydpgMhuiB",
-	"G2uFJ+kkEywSZm0jNuBZlpAK8e72SkMpzDSwU3lhbGWmB5kQ8pU2Pu7lRPOUtTlDk8nIXZYPeW6d8jGQ",
-	"fwVsIlOhNSCWIr5MZJ7TBx52EffN73TUAQ9SSRHKXHzGpDf2FQ2UlGKAlhaNvY1Gk0fJSnEDrVIzFCqS",
-	"7dRDFMj4XGiwkZ5IgPqPeCbhaR9/PMkHaiQWSVCFl9kkCM9zo19XMvQvKUPPwCxjRgLWULj68lKsp2pA",
-	"SAhNbtqBvcIBl5TYiYMCuirJdE4QBhdTltQQEB8kOnf3e0rXxj5kmaSSm4IH+TTPmeBRt7J4C5+ekYx1",
-	"s07zSORiUHv2Dr0KKm42EYxwyyy2DCOQDfTWuw0AtHYRnkhK29vvS+NufWvIWHr4Mn3kdmJX4vgv3OOd",
-	"Foeh4XhWJfJCXrhdxMCG37/S7gkFD3YdJxRm97yjebeQvDt08bMnId+vQEhfFAjp4h3eFBi7zz4mWMdH",
-	"28cvQj9tfHP9ZNtwvyMdtcoNvaA4zR0U2zLNtGXf4pXr25lppvU6ZCVlVbTIa/teD6dFW8+fu2v1mXyQ",
-	"41tZ05kxdxMsbjqt6SPt2QiZXmLhUS3dYe3/hLbKd2ZCqGX2UZMTW98iCbvHfIh9kj0sgJnfAonkxBMN",
-	"XOdc2oNc3zZY3mBP0vT3rP1+9PBluwNsr7aGM7lyd/+6TXvLHOZFTXtGX2TKnNxGo+EEv7dI/rUhStb2",
-	"E9RWeUAGQou8U2s00H2fUm3QIxZ3wMFl32NwEsonYCO42bybZ+h6zDCTNPYXu+fKPmntEVYCixG6Ta1i",
-	"/ro+vstHd38Wj2/J7eT6uPxdtZLRf03vbamziZI4TnhzJZ+cVkSuTys6keLzGEp7PPgGXcZvcIS/ugJt",
-	"FEotEDkpydhYZBp4Wwp+4AJqn0oTh2IKldQOyU5dAp/grdAuRQVdU6H0MLXXCzztghYYC4ksfaj5knqy",
-	"OdNDlWH3FeNZltwI3Q0lVgA4cplMjAXPgbEU+DpZ5IbdT+J//hGxdvQ/yx/97XU42djYelv59MeoE0rJ",
-	"s0zd4vykic6p1ioH4uRi/rpsHxL40FGu0b51pjDO6yvNbhKdXKTCY1rWOywxCnSSWyXqLiaWw0ywOFPj",
-	"sYiZTlIh83RaJPIBri8zTnkHKhWoycbWidMtgfQ0EyOeSCL6gRAfEOzYMjJzDZatuZmMrhMZR4xmIJS5",
-	"gkpKxAEx3zV1wMGh3oX9ducI4Z3Rymd4Xo9gvFTp4dit/b3exj1i3RS8JZROaDOvHNCRKguJwCbVlfTu",
-	"2jOLuKYu13DdzKrWrR3OmfjMR2NjX/3zdfDjH+bvcapigeqqnm22vDlLbLNJLka6FDNJZP52uxW0RolM",
-	"RpNRa2fThU/MDr0SIDdH/PM+/nRzY8NdwLOMT83XOp+aIcJda+b5GIoZSapcIl847IoGulzzXWnYQpqR",
-	"/RPDP62gxSdxolpB6yaJhflvrAaTkVHQQQsi1cZyrcaAnjIZAtt4USr7WAoUSOqSJqMs9h4We/gukeg9",
-	"bdPm2WCY3IiOXwkBSm1OXrxGrUU1rrxXHAbmKUH7eXEH7J6STqKFMroWYhyh6YrSDqVZUlGM7pzP6j4j",
-	"6fVMMCOULppBe8/iKqCodt/CULHONnPjfaXZO/zVmrGFOn4sBMlkSJKbx7qSsIspiz7unTM0E9apMAy6",
-	"knTE2lB2v735ptNDTsfkvwXeU6qcic8DYUaN5WufjZCw7LrmnELfEcxnJtydXgP32SjRwDHsQ2AVKaMN",
-	"UMi/E/wVTXdbZVTda/7+G3BiRx3URHb6czEaq4xn0x0WoeGi+xxrlM0VKM1DSVGmPBkJNk4n1tS5FuN8",
-	"De+VCTOPUMu9tc2GapLpjivSdo+j5knGL3NoLud5KKngLoELAEIGB01FxzDJ0J0Lb2WpjOGVkIAoycm/",
-	"pReg4sRC20ZfzMbdYV/gZl+/eltYilscHa5WlMTw7rdDnhOdkdOzmuX8WoSSaxbBjfpJrKNmjK1CHd8n",
-	"WibkQMVG2Br9QjEB+tU5CuMf1n9AQbBkmbQb0zPxEdCz5ztsuFNuuYVDW7lsf+WwGvfV2qwuq4uovd5+",
-	"u/F6Y+OnwpErS+g7uXVmRx7uH+6RAvBFUkTogDpAX4y6sJyRHjgZE0or6UEXJJJUlLqkRlxjvDF8YzRe",
-	"B0MxuDZS8sq4DjnaeOBNoJ5MslC6cL7Ve2aITZ7BLs6A20JPWo2Icg+fCA+bd+Z3CWKRZngsMjJmv7/4",
-	"n3sVqyxpoqsGWLExqQJ8TuF+XahBqWvNoC+RbW5s0AkBvydnSg5El9RTxIYqtRSz2pHCoo0VygGXTAsR",
-	"WANOZTHED8hcynTO1AAboAbWEEoyljjOVUsY2I4nuFUE7N5QouIFatiB6PRYRLZLBHuYOAlhYDxnsSLD",
-	"KNF5wIb8RjAbQFEZnAbztfPgqZGAQiZtdDUHXOOzWSJjDBZMEj00a2RsJ+trR0Zf4zly8Lq3Cr8MJYyt",
-	"HgIDVqnsXT8NZFbxoGcqxC8PYb6qLvoXcHNZY88t7UBNUmieZxfF1SuF/heNwcLyk7SqRcSalY9g9cci",
-	"S254ntzgbl9WUALRGMk4zJKpSTawBmbbkW1AEK/LTjIVTwZGihQuAXiPRpxhUnyHRZkwKjxiesBTALsw",
-	"QvjSeC5SJ7Fg0W0S58OIfWbRUCRXwzyCXlILbMH1WAxyBrIllG0O5P86Z76neav8/tAeeTaTMT3yQkwV",
-	"nTN8oU7g/Ox0GspMrFnPAZq5MDQV9Vg0UPJGZHnE7CXuBexFrG0f2zG6xHqv3VBG/5rwNMmnEWtvdrub",
-	"GxsdBjJGaPP7/xqLKzj9t+JizNQkH09yajKDjoNklOQkEsyvps6rxFk2chv93opnXV3+dXxRHfWgewq1",
-	"j5rkmvqER9SUBUuG94aH0okD2CMn2lnbCCa7thDGJWe6pn/WhbuL0czELnA5XukiZBEA1lI05pmQOfDz",
-	"FS613Y5JHCDZDGGm6PK9bOAESGKgad930iHojF54bfMYNibAuXrvBj4bGq4izBWo09jV4qKmrZGI+xub",
-	"w89vRlvXP8U//uvnWxt0HPN8WMQck7hV1Vq+nzrinw+EvMqHrZ232xAttX9uNoQaH1/Z1s7NS/aMva1n",
-	"3OMBjD9eVbCu9O8d0E24v42AvWWugz1HF1thfAd/ekYlN+jiIpnqD9aF4YJQko5BvYWWJ2kZN2EEbZdo",
-	"Ks8yboCnE4hH5oL4ws2dRGx0sgX6vwA6jlgMVAy3QzVRbnY2Dj65FsXwiLGYxhY1YZ6UBc/x2HazfX+y",
-	"+SnDCDMztLA1ePzw5sY/O0zme/9UuWbXO4oCY5g02+PvwD/X7sSPuAR4AXvoX+mZ/PAOZQCaih8Qs41g",
-	"Mo3pk4mi/sES7anMsvYFlOih+ogKOhKIg0TadDKMyQYuoAXHmJj2W2Oez1JQ0SsVv/Hwm7qU8tphmKGg",
-	"htKS8dYuJGApe9HpMfotJmyM0ahDWfptroCff/lMjEP/g8sR1883wYmM2dirRmLaSJaRZAjRp21xQz1I",
-	"gVd78KvZGCsbE5EVcF7MlDwXLM0ypqVti/peCplXFuWLwF3ASh4Ay8I2+eWUiFR5cpl4QAzNHb9VC7Ln",
-	"cEaxCs6/VbmQi7WNRAMBNpHmn8ZBPptcuPtrF1vO1WQwFLFRCSjKI3xIbKU38ENbJFfiJrOlXrkKJV7e",
-	"zNC2m6ZHpXd+fjjj0hqwW/NW8appZ4m+3zSdKRiUlbW1e7685n98DZb1k3qIDomGkLqV5Sd02dFseSfV",
-	"ys2UdwI7CZR39haVdHa6LMKjQmUVmKwxQwklfmEsIR24y8g+gcG6r3uMXwDAL/78QuXDpqxk9VB864pF",
-	"h5NMb1c+FIjHB+8IF7k3xNBmQ7Ud3qpUb0fGxoVSqeDyib0mf07vUkNX3mJ/teK5e53nGV22bpZ+jafp",
-	"3RK6ZyLXLDK/BdteSVJuNbuyouOwzg6UViiH6tb4JFOU5gSs3WVHyoXKL1Q8rTuLhzy7ruqoU9zF32Sf",
-	"ajMAo7P4Yr01oSr3ymEdwR3gjK4UWK0CM3O8WH0xkl7L73nt21R3s+YKVgwvAVbU4fs3DqB2M7aQ+BfT",
-	"UEKpnsqQKcZY7HnfSFoKv9En5po29iMUKoFdiAGfaIHHhbjqyK0PJcK8svd7B3vne3BmOj3zdAgKqnwI",
-	"UUcNCIc0mgSSRmVmX2tDQjWhUTTUIsBL7+UTSlhdU1AG4CEfggyQwhxlf6XIZw9lJgYigTx8JqB+srYk",
-	"UdJzL8QCtVtetf3/j71vcW7bxvr9VzCe706kvbTsOEn3izQ7O67jtt46tj/bae/Osp8IkZCENQWwAGlH",
-	"m+n/fgfnHICkRPmRJs2j3s5sLInEG+d9ficLWYaNcW/ifrLN+R6kg6+x5x+lWu18IjKGO7tpBI2T0Bn0",
-	"DrWK3KS9Wakruj3avArwPmDzhsDk20eysiQPShX4HAqftI6rtGzmjuIfrO9/7cGO9d3EgPWPr1GsEFed",
-	"Z0GjQMc4aBX9wZ1ye0ul/qMEhman98E8bM32i8U93Mi12/O79bzcXyrdR5cdz2/40vEo4DFobV7Rk6aN",
-	"c1Vye2Vj1SPvtA8VBB8bT5siLHwl4RtyyFUW219ErKjsHOIHY5W4Yey8c/9/lP3WFj4SyIxoUaipznN9",
-	"Y9lCGzFEBONrYO96SmK1GyIhOsYKiXSoYRexm7nGVPmSG5iA4+XwY8IWvEznwkeyuO+iRpZjQu3DD7Fq",
-	"xIbwspnGAul9NuT3ra0oxL9a1iM1Wht0MQ6x+Vi5n/sjlogFl3nLROW+wBVkvSnCE6OfBbeFlVr7sugw",
-	"7QD70R1dOQSvCfA78KOEgFFAL66TUoOTheI1G7moIxZ8u7F6vvucnZxejr87fXPyam3jbiCzkwaGye22",
-	"4aGxpS6sx5OWajZgF9Vkm9YapweLuGRKO5ktJNFC8A0UAOpDFM9+LVfZUJHVyZ+t0UChRBjLMMgeTgCE",
-	"iOwQwsMXIla9lvQZNUXPfqjPjskltPMYx+N2K2mqcGxvd3eE8Wexao2mfuBpp/tlk2T38eJmNlHjT+Tl",
-	"2DycWyLPFQYdu21trTbtLh1FJ6GTfwQ4x4eM+3mfYa/JZI/BQI+um4e6boK4CY7k9zV33Y3YulyDz0bG",
-	"22HXHjGnjGPKnczug+raHOBdamzz2TWPsyqn4HH+K3+ZPpvsXT0XX3bkzHv4gICKZI8Qs58TPpxqb9GD",
-	"ryaYox9iin6/29kye/FYtY6VDywBSzZWa3SSECqaweZ9byt1c+JkoX689l3SxEPufgSxRJ/AdP5487ts",
-	"9Kv3/j4m+SKvZvK2WNz3KD6IbToVTKhSm+WQTSqV5SKjX0DN14tC5qDnY7K/VLZ06hV5SnuVKjikskqv",
-	"W9LLLJNGpK7dfsQsiGBOWbZ5NRs4JY16R61wwZWcOtqQYDX49Tq6aGiQliFqLcNcWkdqMl7yWLkLZuSk",
-	"ql27MFw7dxo4tjquW/Ohd04bo4GAFj/lMNlSQ/v4dl2ZNwTs+UQ4I7h1dEf56kVgwmcz7lEksO0xLdrY",
-	"V/jd5C8/o13+mLBq0MV9bGrhXPw5aiOCBa4+3UXYCn8t/ebcVnikowrX9/4wwIGpFCBsUBXEjQeE9UIV",
-	"Gnfi+kOompULiqDVU4IFasamQrB6qjNRX3TWw2wrrOyVsFLkuQ3+MCrlFStqVPUH7DvhLWCCuYuN4SMA",
-	"NVNDraS85LmesV5yLYwjd0ldNQdgsXgpbNmPYnUtjJxKso5c/LC/vffim4ghzUBAkI1Ug/FSL2TKc7rJ",
-	"/sKPGNhLlrHy1be6X5eW5WJaMg793HA7YLSDrckR26dgMXEN69GgcbW4NGD74S1fVsxLP/UbPW08Ge03",
-	"tudlrA5OT747Pjq4BJpD7WjDaAlbCxuqWbdSmbvy1kZOIAvUE4Y1MYJfQd23KhcwHifmuLOC0h31DQlx",
-	"YW8D9cOtAnwCWy1ipQ0lmedSXYFTNBkMdhIolyuFL6TeIqL16AHhAUFa3ODJx1rvFybG4cXIBQEq+MA7",
-	"2L2JmEuVsR5faHxzwThQ/Al3bEPOKNcPOqZ5MgCpi2m65ZyrRpdkL03ianf3Weq4Efwlxgm+Zsn6aUte",
-	"igXYZ+v8Q0ZAE2jBHVLROXe9xVRDEPqyMSZTKdsfBVwfOmkLuHt+VXZfNlZlQdA3SsfKH4W6ti7reWpB",
-	"v40rkye4jRBJkkI+PJYyReNwqBsKHp95WRZuw2Llh6QN7DkYyORMcQA7RkKz2hcWzxtfiaWHDupH7MXu",
-	"sy5WdoS3Aa/bR7JStvr4RFl9vvM7AG9J0HGEKJAJT9G+DJPey7vfONBqmsu0fDTpfSTVgQ58TWtX2XGn",
-	"qNLQHXb8cx9Kh7hNsonVKgFZF23c9ewP2f0Fm1jV+TeNHEJiaLbFQvV0Koxtah6e5zou0cTuqS+lZ8Uh",
-	"9Si8Ixt3F5Un34+0LOUp+jJZJu0Vm2qzPvuyzBNmRarB8+dX4Nk3u7v9EUumIHVhdKAvsE4SgS6WWAE1",
-	"cxQkVvRoxBI3HJGEgqzNya/gclCYPFcQBmCwUSDirl1kOrFSmj2A6RCDWUm1hL5wQ11z2I9jZjjmcrWi",
-	"7IvdZ+zi8Pyno4PD8ZuT/Z/2j473vz0+dIvgmNLNfDlg3xp9A9wqyBUKEPZuUa587VoYcQQSDQk6toGw",
-	"awRKi+glraxADsl6Rc6lgg8UVaGhLowuJjy9itVc23IIdWJy92fEnu79dbDr/tv574gNh08jCCfOxLXI",
-	"dQF1y8lN6gvBkri5Lj04iQIoPPBWynANM/HIeLewZivKqHUU3DaDDXCImIRSZeItAlBAtHO+xKvAWSZK",
-	"PMgi23vx4unLhkhAkK747pvzY8LvG1g5S2LFi0KoDNVmt9QFL+eY/OaEtG+eMyig24Cyx0bpC/GWpyU1",
-	"DbBZfZIp7xBTmkeoR2cAPeBYFcNv+BOW2Dnfe/FNgqU8U70QBCrJaWmYB0RdPTog4rN/XJyehEdY8i7e",
-	"8hQn3hqyf9Wf3cd461qoTJsdR2birYjFW/VfDXobb0Wxcg8DyQkt0Wd8vDI5/oETwL+9wgJvhN7geMVb",
-	"v/zm/ktGjeNuRKySQcnNYPYfTJ8c/EcWCB3VlsbZFMmDv/IDJw0lfvON1hCrIBVefF3ECl/oR4yoEivn",
-	"RlezeVeNZko1bOOe+a253SByEBjcRzaLUEd3SXT+Ov4p7CJAfptK9r3ljXd0LW53Id5qM9lE4++WGggO",
-	"vW0PIbuno09XYkm5yC3BACkbAOPk3M5ZIUwqVEl4OlmsegnFDYdp8nQh/s/edzeCuzuY9Oug52bjQVrr",
-	"MHSoDPNv0DpJGnjTnjnyUTpa58yIVBusDQJoMlrnNkQGA91dguGSOXHBk1DMCmpsIgLB236XVcPx2Kaq",
-	"0sqZJuNGrLChtiTgbQyrdjTQqUOskVgUOS8Fs6XM82CBcWvrdTeKemqC9uy+ZEcnYP4YX1zuXx52x0DL",
-	"FdXzVufRWXPjkwbdTu44BqyXrO76CIVJo6tSmBBIRnYdw2/g1A3YKwENOJnEPxSr5H//xbf/s7v98pfe",
-	"34f052C8/ctf/Nf9v+/c+cR/JSsI6FvtIXa7vmjr7+v/2nvadoA9+yz93g2Nu6rF+8/e9/VgNfurj5qW",
-	"KzrvJmu8u0ifP2tpUZhRg7oEQPJ1MnO2f3nww+28huIPUUAPZJc6pqxRb6dvKN+1HPPEeos9oXaD1X4Z",
-	"MO1QlHwSDPgoX9sbXsTKrQzY6ckO7G3yueCBAxpxLXVlg3otFYMxDxgUvQ2FPxrjB8+BpYSEW8EqHsS+",
-	"YsVXfJys7eGsNdmAmKCyzTwIMERIYlfvZ8DvRhd3fT/ysE/Lwz68zbq5r58ojvZBJmuP4e9vw9cYffpo",
-	"2/4swOAzwK5Ta4rDRiWT7M3bZG/+sJExvlFvo6LOIMoEDKMEMBqMQnt9r/+0UajYgi+xzkGtAN6ICWtc",
-	"YLDLQWaEa6DkV4KJ6VSkpTe8KPG2ZMEseEMVQDgzAlJYBuyQp3OG6RSe5McK25DXhAWFRtBJJfNyW6rg",
-	"rQdM12DtXnmH2nQDH7ALKNYQq3pproUx3i8q1LU0Wi0gY+ZmLtN5+N362i2NhZtK8Pa652LVfpBGZnEj",
-	"Flzm9W4AdngdvthAek123JPbFOfQH7lxpgZqBnlncYTVXdAOBXJaaBdSWwLGRbuiDFpgY9WYIcoEhC2D",
-	"JWM2YACe47m58Gf0Y+J6t7u6M8GAngNweM6m8i3AsWfC/DmsWlDKs8NvZbuvMEqdzZqCcNIerH0kvpuE",
-	"LXhhnaoARCaZrR2WBN0OeBORDsXqSiyfYI0kf82kr6OC6MHtywQn2IdYNE4w+m9KzVSV5xHEFqVzSlMn",
-	"fGJsE3vvrV3xletR0xPCjAb7bn8Qqx/dBMFnA9n97tZUKkBX7Oc5pNmjLD/ESIYr5S73lVhGjIMu1ZTr",
-	"Q4WmWHWtWbSyYuzGQNwILBjEdQRkvBWShL4Yy3o8VkrMEDwRwShco16wJwdOa0zoNYJImbIs2t4ihh4i",
-	"Xgd0oLdmbWLP9qhoiFTebeIaFG95JlK54Hm/qUbEalWPgG32oTPhUCAVVeIG520JnjuQuCZvYXrqWJG0",
-	"rDA6FdZ6pxV9FIEdEpOug1cpMKck4gytInPaqN10kcaPJXGv0cZPU3nh/Sh0QwrHe/NYX+HPmdIFUqQ2",
-	"CDW6xre6eJOTk63gBtnTvWsi7dsrG1zkIf4aG3LE4FpmVNVz7oRKMAFAMOuvCfoyPKHSSrBpzkuWuAcR",
-	"byxiE0drbAoyMQKc+STdBCCeQ2wh2pkwWhVLMNlYQZeACLMsREKxGK4tO5dAhcMII2Y1TWMuy4YwW4fQ",
-	"1I/CuP1HXyaX3ONz3kzNR5FeiAHMF7Bf5GJBlqLSVAoujuMCe7u7seN1hqclxKIgCqz3+rsFdJPJwQ4x",
-	"qivG9hyjgtzwPq0pLmerpCwaIZ0mkGplqxzMaFwtm3OyaIeq1SrKBKMXw3S7EV/ddp/xXJTlnRUF8GHw",
-	"849uXQ9WL0c7VWfFwLOCtPJrF9zaZjCX11SNq8aSglMTbJ97u/WZe7Hb34TvAqex1TM1sDXc24Uir4jr",
-	"8mL3E4K84NLfxUzc/P9MmG90boloNWgjLpenjVbsuJneSh1bS+EpJN1IVJ3hoOtuOuHzcBGpYl5Nnti4",
-	"AQbz5vw4yOcB+QPwHHQhU8t6K+AYgIOQRHeDZhyVLOXGUVEs/30l1AjMHUCTHRFMwvS1kf8RySBWP8+F",
-	"AmQOR9aqenEjloS/geQhjhWgHMyrCYSEgRxb5fkGTfjCiv0KjLYf7yZgF7ddhYsW1JFCqCZAu/ryEGM2",
-	"zaURNObOU9OAVtnVkw9b/+Djf46xAx5kdDsHcLJwqg2eN6eQsh8u9l58w/7x8yUmesUqWQiTVkYMwuMJ",
-	"S3MuFwQnCuFgiGTEZoYr5B3uMvTrmdXhia+xtVjNqwnrUTgXRqdRR+N/35QQG9eHODJqQiwmIstE5q7k",
-	"gJ0SdlLXHVy7a3gH8fTfdgsBTmUSZjF0UovnQBNdzkexSqCLNlIMPI4hcJQZUCfmwuMbAOlREgJhCSHu",
-	"sDncCvKvuUXiliX7tPVogGTfCm6EYZgSAS9gTkTCtIlIZFIsObwWqryAwkWOBHHsIOHNxhK2gsVHwXxO",
-	"pJyCAu6UUUeEKOixiXp/CwliPSsE0Sxb8rKySX/I2oAzHZTHT1Rc2DuFmEskuaXGLfDF7IkA/h3W/m/c",
-	"rczeN/hhkvRHWOHT4+x0wRzqG4Wyzp2V6KHV7gL0taQER+4pnsKtNddVs/b83l2V53/5+NQYFv9WkJY1",
-	"uvGYo/xB+cSRtZWoUSlr8tzmEy2at5lp4N17MMe4wKB2mc6BBkHgucV73ks8LaZyZ4Fwk1gBgAMY2Ox/",
-	"SmrUqb73YaCpiihHWIwBO+sgJlLFCknl9o02V05Y0xnZOScQ72icsOS14ELbcruU6RVCiwFBdAoFLJj7",
-	"2i0hxS0HFFDiTDBfaZs8y+tfaxxqFFIzIVK50HkeK8zghOu+8879c5T95pHIEvfI2Cka5prnY8ovSDbL",
-	"YBe4fR/33mMnd/qY3b6kc66UyJ9YhgfrSxTEzhoToWl03x8k2Q+9OscBpN2DvNUqhr5RXkcYU137+td+",
-	"BJrGNgVdwrtSpXkFsRuqATHPegnhS0EGihuXUJlUswgPIgDx1t/2B7HaR9RAAJEcMQ9Bj3kFTjh08s4d",
-	"cPSDWCXEygk4xI+RijqWvBQjllipUtF+BEEDEorRgUGDydtIJzvGyptMOQUCqXJEGH+wTNQUQIC55oBj",
-	"e8S/piDlqUMmbaqJFOQ50KTGtfw7zuJv//Pm8M3hKxQQYNB/I4lKLoQt+aLwUhVe3hc+H2hT8Pslsfhb",
-	"pZbT+mB4hARYuE1GjXBA73ed3RiIaHQYWhqd+3gpvwnBbO1Tp5xEdf7dAXv27NnLjSYXWLZuOF3X/LZb",
-	"yq17wPk2BqZ9AB9s7oZ+/dn4HUi+0YevZ/Ax5TO3sQ8pHwCL+ecuGxBEbiLteD9vB11dp+jrNRKBPvcg",
-	"cypAbrYoOclmzepoDSYwEblWM6e4jNqeawtdNDBLAzaovVotbhsrbC1qNFePrlnzFlFgAiIhQ6o3YpwR",
-	"sTSVskyWjrwv+NuxLUWBgC5PfUH7Xp1Sz0tmuJqJIXu+t9cfoQRIwKjN7mvxKVZgl/WuZqjz1qDt62Xc",
-	"akRTrJo/hiLxQpVmuVouHyFneBY9OGQTQTPdiXhwmZOArpUufxTLrY9bDteN8BNly2PXd6BWiRs4nhEJ",
-	"UnS6HnPkH32k9/ORclMCAIi9Yj3upPISzYY++WidfEdbb7dlALijaxDE9aBy3ZbD5okq0mknl0OQIVdL",
-	"rQQTuRVDKnzbzAyDQYYY7YWwls+EjTDJCzTKKFYFitxOqjaEaNUW6UfNemwAdVNgoXsnivEl5YMhaHYd",
-	"OxcrMLstYUjojoSRrEW4UzJE2WAb529OTo5Ovmc9PnEivSQlor+5PNp7kUXYnktY/K3PIanIT/9TlEd4",
-	"TCX6QMXdYBc7RbhOnfyeF7u2QUf4nJ3LooawuxY8FxkIX04ZsrECMHfIjdE5pLVPeZ5DuBjIP0qjdYRM",
-	"Rw0jOJ/oqlzVH/sb7D2f97W7jzjg1v6x0PNtTsC5Rm/KhnO9zsd2gGpvBo198JHvQxgnoGKt8woU36JY",
-	"eaahDdv/ef/o8ujk+/HFm2/H+98fnlxejOqXfGGA/W9Pzy8PoYqAqRQUkgZTq9KlpHS3WCEH4iVwUIo6",
-	"FAUD2AFO/PLGyLLOFyOzhCwH7FQ5eiDMQiqes97B6euz48NLGO13+0fHh68idrB/cnB4fHz4CnyHHuyt",
-	"4IipRUOM2NnhySs3of2zs/PTn/aPo3qORydnby77MLVhrNaTmKFo/QQxamD+5DQ0wlaL4Mp0F06qSnRa",
-	"dvfd61/HXQ9iv9/9Rz77ZfHZfbyQDyVH20Go/bCEKcFegmG8lp176VzmWR8ri9QUjKrZWL4QaEa1jFu8",
-	"oKxHxMwLwFEXJesPyZriml8lZugLtxrD8sgwo1JhS4j409eQdeyjwjtaj2LlbT9zLtWAXXrytUaehqyT",
-	"2KBVA1twI4TpbyIqF9Vk363Wl09c2krTI5n5SshMe1sxP5zblGeCVcUNN9k9aRBciz9IJopVWzigZMQb",
-	"acX6lQUapnU+Tnmeg30TMU5dv940MOFlOofkjYS+GoABDIKQKD6F4EY9QKr/PXi+sI3JkiVzwTNhMLyp",
-	"kOmVjZXGGDP0toCbKbEiFymFOfWaNZYqlWN6jKg7kZYliyovZZELyM1LpkaIcSneot8u5PdTuLVPRwwN",
-	"zLllCUCvfmeEuHTvgeBEuUIQR9VYo4jhJBxRDAONGA9IrLQakKjTXgqBKxGRrX3B86k2Tg6b6Gw57LYG",
-	"M4hZokiB1p4E2AiRhRMQK88UvOG83n4JTs+lXREfO+kztPtB7M3Re5DyD2+erif0idJz7i+j4saRqyLP",
-	"cbMJ0s/vdwRkgRCOVrbzMYv+0fr9UbgikjUeqFCgbXBC39v0vcOLwuhr8YcxyFV9+i4WeaoEy0QqrS/s",
-	"5xfAcQRfWHqyjBXU6PNpLzVP7WFiDqY24jYyo2+YzPqjZk5qQ8h23WWIQrraXOSTYkGLkBkrb2QqNjEP",
-	"p//j8mYIjWoqZQlhCMNrzQwwBmzCwCvaA7ozk9dCNXkHIu3oQltIs6V33PiZEf8WaUntA2SPEQWZHNAM",
-	"udCZyGtfRIJ1LZJO1gaDlNavwMMY2+rOdrI2XI6vibfVM/rimBs4ooC10Ya3ONvafj7ytkfe9nEcOO7w",
-	"BSJU+0jfn6t5o+rHYmuE4O1N4cG+jEUvAJMaVFeO9YzRRbtdFZb1UNkZ41dVkfQj5k3S2nirRZPAQoGR",
-	"VWMPwDJ7DDa9KBzvAKhntUSncR+MWxiVRP7nCNOLnb4F0kSCo6XyRhGmRrhfswxKO/PcB/gsIAnX/c16",
-	"PtJn1CoLQ7E8NYqOyBjE8oxYM1LIs5EEPo/B1v5/2VqHGPj9ayUq7w1Arz8SMMQ1pdPCq1IveClTcqM7",
-	"7mV0UXTjthzQufiKGFBzSp89B/riIn8eGcoXyFD8lfDRQgSCH6gwkcz3Zy9YlX5juP978JZYuWUQZvvC",
-	"sY1DrHrfS0rxtsTetm1pBF9AeQYwEBqsjR8q8lN/JgOTVK5nw1glMhsGBwk8/sTRXneVIO6+l+oKsjAh",
-	"7eUpFU63V/2IJfC4e9uxBKqODjkwScZLPkxgGLnEpLh/XJyeRIyzxC0kjJ7gG3DUlIoA9dSXtlnYPwCg",
-	"xCqtjNUGE3WSY27LbWho++hV4o1+HACylRIpQCI0khYZZEWi/BorzCsYh4mSXLtLZfjBW9ynBAiqSm99",
-	"8iJ4hUJV/Bsjy1KoiMBWlWYzXhAeD8sqpJiCEikhCQrUTYLV8Q7qci4WTltL9QJAxtyyxaqXDCFdYZu7",
-	"ESR9LNuhfAzI0zqJgB2VDPh9jRcT0ivwFICl14sEyC4D9KtTO5s+cJI3arg5tcZFS023peEnZ9rEiuST",
-	"fghmwe5rpCrvg0cza8m0SkUtMLmRzHnGsKYELSM0AborFnWrMXHgRAxh293JcSeNrrSPLmbWLRbPGSRi",
-	"sF4taUWxcnORwvbrPSbkk0oNWJKJvOSJP4gpN2YZK9SWdVUWVUnmC84ALwRPMgKXLElpguAynCLcwcoo",
-	"d8FI3krqZYlVjzLkoN4aoFfNdS4AVgNqaDIOuwUhysIwKyiSkNoijLF9FOiwFbLNxwrv6phGOC6EcZKV",
-	"SZguRBg401jcAfLz6hNa16vZ64/gARD2pK0LoGH04N5Ldnl6On69f/LP8fnh/7w5vLi8oAygOjN2AWew",
-	"E3MERhHIg/19Pse1pJBzPCANykJ5RDWxk5bNIE461I2Tjenv9gdrVOdGKirXM9GOgxiBtplbM1wC1bln",
-	"vslud77JOkeBTC2i9jm3JV09I1Ihr0U2QtoxWbbIYqMepMKTGyhomAUS13oarVVozaLOVH76V9jA0vH6",
-	"reHW//5rd/vlL++eRk//+7f/2nof4Pg1TtcWP+ueZTZkz2KF7Mlfj1gBU2Lv4i2//PHW8FkUw0jirWG8",
-	"5Z/c+i1WcD5Xx9gptuIaExfr+bSOBptjOEYIRAZ3nGePjsb3v4wAt+d795BaL7V+zdWS5HD7KQPjcDe4",
-	"l3mEJygd0lz7RG2S59CK+tnawM9heJ57gZEWTXSkBBO2N/KuwDm8pZfkGQg7y0ledKQRTCyNrKG2ibeL",
-	"huM4viLduZ7Qo+b8qDk/as50w9Gs+AHNsaBU/FFxyajdxOoOonrpvXj+PTA3UvmyYGqsHWdz6UT5Zayu",
-	"RFGOvNUUsiVzwSEsIIF5jkGpTtgMYH8mSxCPsdTE8hazpZO3oXQGpW1C1W4xYCc6gLhOdLbspsulWX5l",
-	"UcItQvcYvfflEBDIZYNaMT7sXemb+8XqwVXYhvDXD5CS1yYXrfsmhW2kzcXKZyLTBQYLxHghVVUKjwa2",
-	"4G/H9GqC8DqGKwvwpUAJoGSQZb3z/cvD8fHR66PLKFYXh+c/HZ6PT386PD8+3X91+Cpi9BVECETs+/3L",
-	"w5/3/+k/Hh+/Hl8evT48fXMZsdPzsx/2TyBn4efT8x8Pz8evji4OTk9ODg8uD1+B958MOWjk5BKMYlOq",
-	"2QaBdUq8Lcc0qRIqiFKmEoYLpFylIifE61Y64nA9a6M2BPV8ZgX6aVZ6iRVgBWJ8gdK1X4Y6GN6v3tsB",
-	"jA3pRmmWB3Aqvh76FlbzkcR9ad4FOJgtGWmFm9+P2pUyvdosEx2sQ1g5MjdiUnkTHny5UsCsiZnHVgll",
-	"rDYmL2MlUGMpBKhkzWzEvVDduhCGZUZeC4XZBewcIpo8sCPYF0tReDMVOsFzrQvWQ9Oi01DBnOr95LV4",
-	"2WeVQiN/LrgVGPXsFmkMnwMCFtnteSPfASPEg93YvbSe/LziRF/34peNhItfKwmYSOVtqWCr4d7dWSNY",
-	"HxNBHgm9orYCw9QG7EyYbbDsGl4Kj4IRbJNP93ZhTrj+yJf6IzYRSw2rCMZZzCYDWrm975YiuZfseCnT",
-	"q69DdFw9AI909Uuy7v0OkbNCxwaRSsgkrR1FvXUswH6DPv8MX3sCrXX+cBC3w1U0fSBpvVQTfDTi0UNZ",
-	"FvTNQoETzGrIuXUELSiZ4W5iLXsqAMAykeacfhhB5jmAsw3Yd1zmVBnqxe5urJLL09Pji/H54cHp69eH",
-	"J68uxhc/Hh0fX4xfH11cHJ18TzCMvK42vFigY5HZK5nnKAmGCofirbTlRggzWK2PWVQjLKnr6i5Aq0sw",
-	"cbY24YNADt4xleCYeLcFegC+kgk3otv3YivyPgmAh9U5I6D8wXfaiJTjCjc3Cbco9oD62xMjxVSqWbzl",
-	"Kwa1dw5v1r3WmqjF+rIeOCHj3sdq9RZsOGHgSMePFv1UFGlt0f3vnZ6Y04RQxzoPaOrwZn+EVVqTo5PL",
-	"w/OT/eMkVogG4xGVKyXeFhgdTaVL3VH+sCBiqyeuKfrB5wZl2Xnn/nGiX7Ow3YOKp3uMGZTLZrme8Lxd",
-	"FMl1MWK1UW6wCbdF67xRoOeBvN9N5xImc8bL+WeB4UKLEUrr3AgjqOxV9gg7/FlAtJQd24ScWuu84+ZE",
-	"D6j6+Hz3GUsCYnoTRLjGtG/0n/MlVg/xdwZqN/hB9RwJbVdNpNzT/ogV3NobbbLtcln4MmpkQuEGivZg",
-	"3SxOsTgLJ4Ykf6H/JRGrXEdYHg7SygARbxPOyxdzTZsjPXar+9ALC1vyeFM/TinEh127oirvyZCgPumV",
-	"WGLwiWkWLG9xJ4h2sjwXI5aoKs8T1IpjhVWPMAiDIqosk+UI7wdiPKqyXVyQ9bgPN8NSoEwJARXy2AQi",
-	"ActYYZVCCIrJfLXzlZtIRQtW7rObTA0i3OpmEKt9Ku5HEkmQt1BCbxci7ChTOJOOez/f21sp6RcrCjQc",
-	"sLNO8uLmL1RqllgsvYQKsV0046z6GDTjw7veV8b5qfzvH4RoNSwPEPD5NbrnH73tH14s+tkdlgeT5w59",
-	"orLCbN9LqdhY9aepVzTJF9VjBuMkHPb7KhdvrDBflYIR8JofVYzPW8VY36j3UTI6b0rkK6usXQtSQ25R",
-	"HGL1MM2B/W7F4cu5gg/mw+t7/CHUhz+JMvDQC9KtDjzwggzYBV8IZqocU2ySoi0BJkOIn4Y66B3aBFyW",
-	"qKU8sA26Q7SuO8QqKA9RpyqAEv+KWhGBRxIE+4zKuZuGOG9BnI/V8729WyTxj3AJH6Xx26nAozz+KI//",
-	"Pnn8YRTSSeSO0N3iO+yynZwGfyCT2aDTx/YGWn0o1fisitG4Kdzlu9sPpWhgGf9oWfoLLF5T0cHwRxEP",
-	"yi31aroO4PPdl3UUDM8yI6yFQBh+hUluXXVQXE9bH7OMievgE5Uxwa7vLmMCSvNj3ZJHpnKfcEE41ATF",
-	"0nFjA/PYeSdvL0XSeYdB7/UGbkgLbdWJaoQGvtxkraEb/TAe8wbqIn9ywww98hjs9aUW7dhwK+7v+h10",
-	"WT8+2yN9Hw7T4C6P5sQPWEvjlsNWAIjmPcX2hSwhpkgKQGFoeibJku7pcZsUT3M+ayXwP4BSv4ESnL//",
-	"WH94oa0e2SeyGtzrSlEF0y9FcHtMnv0CeRrehFvJzP3jKsARBySGibepKEqWePdBgqWY8X61KU6s3pvk",
-	"dOaVggH2c6Q6jaE9kp1HsvPnztmHq3BfDXOnkGlZGXEreh09w+SC7HKcvDuIpALVdHKpxAhSzoINCcGp",
-	"uGUKUtf31ZJZOVMi25bkClrwJfo4ZblRcD+jAX48+R2mtfOX9mUPEE0TqTgm8d0HIQjaevQ73iJ8I2jZ",
-	"E+tP1d1H1OhcPMyYvtF6fg5NfY6qoBvZvZJa3Awe9cEPb0Pn/lwaOiO/y5h+VEdFMb9tLAF5K2ELfkV+",
-	"bKCCXLUFsQ5SaLgK5/dzE75gcG5gn0j0uu/NaW5vwycMONePPuFH6eo+0hWcdcbhEN2Tce28c/883JS/",
-	"LkqF8PK5zjF0x7U8YkZc6yun8nn6AvCz72NXOnctid9NaNbxOB31U3whAspkwct5jTFJy9mmGc1kxQV/",
-	"eyzUrJxvDZ/tAVym//j0feAlPxmxcVuF/T76KL44xcrdjdvvPqaV78x1ZcWVEIU7jx8A0yNks2dcLLRC",
-	"QkBQH0gIhMoKLSHTpRv8ozs+b8QmtyF9vCB0CTuI1bnghWXaFHOuLOv5Ks+AYkLoupBrDxAWEeuG6hBv",
-	"C3e/EU6Iuo5VZqS3WC3YDcTo3fAlQSsj3lATpBoTfTtAkBA42YOvIODzEnRMd9+XCE+USVtQFTecZFYJ",
-	"QG3NqlxkCI4NyK3uL4Bz43IBSTZ6Id0iLaGb8kZDdYu0MsaNGIvnYHUp3wXgELhmoCxUfwXXg63Aeuxh",
-	"G7H68Kge55VCZIMfmgfzI1LJ9d5uo5c/z3mJx7ng1rJMfgHh8185iIbgBd11gm2zrcuzfmns/aE1VofW",
-	"PRYggCh1dBT5xRlHbEEVCxArSJaWNSrOFEZM5VsnclQm3xpuveNFMcYvf9vhhdy5froVbV1zI92aWTry",
-	"9ATSa7iaW8OtHXudbnXGnNbdJfXLCeu1opFBjvNj5ZgTMNe2ZEbrsj9wl+KXsFTrYOYzlN6gtmmuZ1JF",
-	"jBbNRuzg4vw7VrqtjULyImyWWHCZs2mub+ygFrX2q3LeIaG9AUW0lhSlVqzH1+XSyPsfyHpj+422kRV2",
-	"45W3LX9PLCuMnspcuBmlDZATarfR6gGRWLBnrjd+Vk1ymbozWMqFYFPBwVY5zfmsOe8D2KiO96HutR2y",
-	"FCJzIrBHRmSrjyiOPGJTfq0hHtS1G/lRAkeDAsUWtHgsUCwWBYD3Q30MgNqyc1kgROBUGKwEOKNCCe53",
-	"CPrkrDBSpbLgOesFY0QhjNWK540fIad0ZnRV9CEFlVCkAtIzNA0hqlTOL7wpsUcD5WrZQiwmmPXek+pa",
-	"WjnJw8soRcTq+e7z/ohC5BWfkR2j16jx1GzetqNl9Y2KGqNt1PvFR6DIA2E20uELFRVpUtKuWUf6TX8X",
-	"Aq0jEDb43CH1P1Yh9b+Z+Q+c0V8DmGfXcRLGF5oGLDK633BCh0woRyoWQpUeui9yW7Qd+C3T18IYxC7B",
-	"h7ModjxKb1Pxx34Q2qCb7Vxci2auH70P++fkEDeMAYPgYszzwchMDwwrpIkVDjV33LOXxNXu7rMUkVTg",
-	"bzHAr5ySfsIX9GWCyRmEWMOSVBsxOBc8e3N+7HpLOhaMUE06FDzHAfS0vgS25FB2Eg625xSs92IbnZip",
-	"0crdHYNkDLZdK7Ft57p0BDIxlRrzMulDmZEFV5WTvFg5N7qazVlSGjmbgfjzqhLIf9zabBbWSILuEtFi",
-	"FWS01owvWvyts8pEZd0OUwGh9gKgqPbunWcvv/2WMPDMOOVdGBuxivZwhY+60+H4RaxgDUEwdgy4NbYz",
-	"rPLmSU3X6H6EDJUpIRP6Q71/dsR6ib2+GuOZkBmeBvqImS50QPoD9trd+iCbKyEyu0YNtGrApoK109YK",
-	"iYVyoIH33cx5GSqwejyr5OKnA4THG++fHSXhfjQkiShWTrZ3ErmtKC0/dWud3/ClZRPUrK98mTd/Zs+O",
-	"IFGnY3W+dxQJD00gYASdhXTRsh4q7wlQqCTy1pWIJfhEApXnkLTpG0VF/mwUKyi5B9NAiMMWEbERpRdN",
-	"jRDbU20WIKgII1QqcPt5zV+w0L0BjFoeK+ythitx977GKUEQAtIncEN9LjF9Au3D/wJt0Qc8HZ74IGOB",
-	"hwNbmeGKkVKWQ9qTHrEVGcEK4eGI3PMDdhRYCzbgNVSnoI5Y+7cm5Xdqm9KlJ+vhpWetHcZt7NjfY65m",
-	"FZ+J7a4daDJdGuYrAyWBhizRhVBcJoCLyU4LofaPtp3YzUs30lglO+mclyCJ54IK4/vTPqQXInaa53zB",
-	"I3Z9fPw6Ysev2UVZZVJH8MC5rkphIva90b9GbP8/lRH9KFYJV47AFTJNWO81gl5Zd2MJWBfnJ7KE9VKu",
-	"3AyMKHJALzZ6wTjU3dr55/7rY4aPUvqd0z6wuGMmFtoS2nkycbp5ZfIEPbp4HFoL5WQh0JQLlLE86/Gi",
-	"YJFXhGrjhNlAbcK9zvPFmCMy+xieSFgPLvvx8evx/vHx6c+Hr8Y/nF5cXiRDlIcB4itiR2d1Xzjyg6NX",
-	"50yJ0tEEd8oKbjjxl1QvFhzEGlvwVNi6FKXSSvQjls5FeuULdRKyBus939vrY9uEVkYnBUrhYk0cOwKp",
-	"DKs+P7EE7VyKt2VYGcIVxF+gxqada1PGyonJpihZb2931x1iw9MSyL5TsI1j1+E7nzQO9ASaqyxdOn2j",
-	"3ErC3jyxYWKtXSIE1AZwAD0W4fRq4PtpjQ+YnJzCLhycnnx39P2bc6hUTVXaiGw6OQsS5rbdbg9ZUDjd",
-	"FG/ccS3k+Eosx1aUSLTr4tpXYtm6p687buFtHBXJUSamUkm8sj10yDOpWKZTqHnN9iI48uwCi+5khk9L",
-	"tre7t7v9dA9NaE4UiFXS0vy8kQLFL89CB/j14N9Wq6RPFqpK5qVTWWrgxm3YPjmpSpHFKuUlz/UsYtfB",
-	"romXqUC/CuLaLkBFQOEABUVttm1VuLubNdQFd3qUuMHJdwlft3D7Gu/QLD1nsGuwk83RUzEDSs7tRJqM",
-	"VRNqMmoesd6KTL6acqmyNV2gmf0bqxVgG08zbgO4aZwxAxheK+z+coNwCti0rJdCkbgVQdWNHC4PCpZI",
-	"vkAmddeg1gpzaUuvG2YUre7UO0QFgu1L6aDyiTZl5Gu9R1SUPSIWhgRAqgp+Kc2S/kGge4YY7OuKHYgF",
-	"aQl12wAa9EaRXQZtxjXOIYLfdlqBW4sFUNTri3UYBDdAIshFyXI9m6HqHqzFgPq8Curshr9mA4pVL8GP",
-	"Y1LRx+7rIT3qrppWYgWnFeWephmd9dAc5bbAfXYCoZebt5387iX6vhM57m0/d9/7w2pFrGqxtZZSNiwg",
-	"GbS6iBjPt8EWgbQcLAnWqXCFTPFoJ+4q7LyrwF/2G0KBJ6yHVcsCCLURBIcJ/iMocmaWsFIkELRbUbqU",
-	"U7LX2mTAfqaCjslCmLQyxOvLeSj656TYzLrjBGYKNq8mzBaCX/mA9df4IrPVxE1wAppOqVOdjzxIbdRs",
-	"EMQE69hiqQnZ0zcxryahXqET7eom4VEPEFDiGqEH1E+gqOw8CrXrCp3nsUq+P7xkKxjqyYrzwtfLbClO",
-	"lZ1vIJ9tJclJTviEJ4lgcrTRihsFhMiJ4EYYx/VidU/limpWkhgBcCH+XnvLiiNYSHUlFZhojAd0jEGs",
-	"XpNmBS1g+ZtVfQpqx6xqVd5eBldEQh1Yt4dJo9a4P3EJsUpeyJ2/JKzgUFk8EJgBOw/uDJEBKLmTHoJj",
-	"45td76AAc1as0LkRrYxzXNfKGL/e/3/JfZwf6zxy/+yoy7pZOG5MNUYLo7MqhZQNp9/1SFuzVpS2P2Tc",
-	"pHNH3BzFd4SGVfCyI/tGXvNSXgtihY40xQoNgjxNBfAqhIJw/UyqHO9wXoHDl6K4oaNNlj8oC1uTfeQv",
-	"OLSgy9fqaqg96mRPx+hrm15T8aL3a4rWFs3c9LsMYSAxMKmuhSq141NS2ZLneW0crRR9RWoqCEPEJAas",
-	"K6ohVkftRuDNRjtGsJm/V1QiFo5p0ClQkBnTC2OysSWxCudtynMryGoZxrQMb9JX4c36oJamAs3X8d6C",
-	"Zm+xUnQmDCi9N74ZO86kSVivZcM4O37z/dHJxfjV0XkSBWE9saU2fCZ26M2k7/SlPGtMB6XOiGXSCCyd",
-	"4Lvj7FqoTBs/CG/ew2+RluzgVyqY9naS/oB9KyyYIb20HKu9J9anKZENR06dWEWgJtb7T1BCdFxkyJIg",
-	"dCashxcmDMaOmMxsrLzFMa9mGwaU9COWAE4zNINvuwONl/YCfnHPLNICK1+752yZSc0S0O9UloApECOO",
-	"QUf44fLyjCWOqRFkeoIE1kKNwxV0pZalBEYj3EU/I+XOJk7/XsgZybqJbxGUgp+EcRJhWIG1CY9PTk5O",
-	"xhDgYn/NEyyMIXku0rIPhcDAWo2dOEEl58sTvhBUTOiamgftS5qWTgNFoEmRYd16DB2hpv4yilWlroCp",
-	"B3woqt/ruHBhBKg2bGrA2+tolcpywXqJ/+ZQlWbpi1BD/072BU2wQ6Wik72zdhCSiFmusol+KzLWO7g4",
-	"Ywl9ZmAY2CaWlgwD9/NMzlQqVlir3alN/NfK0TkJ3i9fq7ohrvdRZnSqqfLEI9XKakcAV5eOF8X6YB07",
-	"wSP3+uCMRBoYhkfgIhHgiUUxhurIQ+lenjOhrqXRChRTMuIBvxB0W0ZAzJFeK12yK1GUdaRW3TYcMSpI",
-	"54kLuH2tMGMMRgeWHjgOiMoQZc8WgivQ2+bCiCEreHoFNiRgDsjXbN1n0F4r5Z6siS4Nxm2JyKdt+Ql3",
-	"uoNfnFblTLvRgtuxbUfC9YDq4wTm3s0eGlyJy3yDnBZ0Sqm2eVGwltzLerWmxhYcbP6ksblDUoPGo/xZ",
-	"4Esoq+qiZFKhPLoYsBNxs9I2LGNuNUikIHMR9msh0zuk8eYanjR/6uK8PBdl6bbB7Rmb4saQBh/sBvSr",
-	"N081fZ0X8NPWb7/89v8DAAD//w==",
+	"3TAkUC9BygNiPp2SLNXeCmtAER4Dw7EKhcEmpZYkKMSJKqKjImPsJgG0qvyH38BQhl6Nn5ChhCNSmdWo",
+	"bQ12AOUAJSpRTOc6QjWHeK4K4MBtgTrdIRZkmzJBmKAZfSRbgRIAnPpGEkUgOUG3siw5fw/elR1PP04+",
+	"/9bL1P9fJ59/uxWfj3Z3W94mZP/VrCdL+iCEOPnOBqf/f9lvnIYKG5lvetqLVJXtAJ8rwfA7CEI2cWjK",
+	"sooZ1MqXNPjom5R0n54Gx0paV6XCEWf3DDpI/n/s/ety28a2L4q/Shf/e5fJ/CHqYtlJpJq1j2LLnlqx",
+	"LkuSk7X2RA7RIlpiL4HdDBqUzO1y1fl0HuA8xHmw/SSneozRjQYJkJQsWXLC+WHGIkGg0ZdxH7/f+mf7",
+	"/wfpF7SIE9bneU5uQC6wVYHkgcyB/G1OdfyPUQsf7qIKNaXyr9Y2Ns83t4LwB6rgL44OnX56KZU0jjUZ",
+	"P3IF+FOCFkusrIQLrh3xHEhcXZErfYrREDtq0DsEpeTxVDmirX5u8fwKeo9ga1XFvxP8Or9aRxE9m0d2",
+	"KLIlmG2JXutI2jY354LTBohoLt8C44O3AeHa+/lyizuCljB687Lc3oFumTN+q7rt9EFHeWtnA2iYi7Gx",
+	"+3j/6O3B0fve3snJ6fFvex+g5UaMTM/KA9jMNcX84Rpv/0/wsoibXKrRuMBoil29n15uRy09LsIPtza3",
+	"KGqDoag7FPqfO6FE0cSxMtP5uObacLdzZ5ItUvGMDtUuFaheYuu33V3Y4QXl2Yia5yUjM1wuRx//GAxy",
+	"ZNjeB5UC8uP2BlMJvrLoCCBiRZqUepbqjHKumB4XdXWa/nwvTo3vw4VfpoRAs0tqxwsrQONib44PTz7s",
+	"n++/jdi7vYMP9r9v9o7e7H/4sP/Wqt69X45Pz/ffetJ/mQmG1Tr3L9ZpLKWX6ZI7cEmuonZfq0KqsWA5",
+	"lwbQGSEFWp5L9v9n0zZi0kAmPiU8G+fYoRCVLSjwIzhjfhoDChW6/isq1acEeGMhBxx1X9hm9ZYdAgf4",
+	"/fHFGhzFAECNs0KPCF9npoti+druQJMs2s0ndOmMnG7oU/IXIRhH2NSwxCZqMmzsfEklC8mzoGquBmwz",
+	"UASztRDAS8+MZpc8Z+1yM3CVUj1Nwz5zCmXxdKFfj78pFU3dgTCsjQjV0HrTAbMIh1Y/hgcvh/dqbdE7",
+	"fYQLQ7VWs/YixyDJ2PV/uU0tCxTEwYYOVA8eFIzDeA0Vq5HI6dK9kwMwG6Pq3cPusmsx6XTZsXXzAD7V",
+	"3okZgcivYO8t3HkLyvArO7+cB78xgpp8UsROX1SZF4M9MSMjqrt3Wra55SrPrkenbyq9ryqgPxrM9H2n",
+	"1mYPnLUTxjlVj6ImQqGFzSYeqLW2o2aaKSYVS+vON/Zi8LmM26JTUc/xkKs1a3cCvoX4NMq44o61rwzf",
+	"lyjwvujHw3tsb/3MzrVmh1xNGAVyzMJamz6y87iRzZ3UNzqtzQJNqAOO7LAuO8+5MpCqtrc3oWRCNcVH",
+	"o8xKrpHDUEKhGquE9sdlIfIeFpKbZB1MnRylXdLZYad75/u9DweHB+cRO9s//W3/tHf82/7ph+O9t9a2",
+	"oI/2T0+PT6NYvd873/997z/pb/bhw2Hv/OBw//jjecSOT0/+uXdkf/T78emv+6e9twdnb46PjvbfnO+/",
+	"7bITkQ+5ggbnvY/n//S3/GXvbe90/98/7p+dR+z8+PiDu/nRcc/e/83x0buD9x9P984Pjo8i9ub46Hz/",
+	"P85758fHvQ/HR+8j9vHo16Pj34+6sZr+zkdmb0Ru0NRMtUCemktZlDiA6OkTsaxK9S04k5QLtLsRHVDU",
+	"WkDsWaC0obWOKoaEhzM0Di9J5lSVaBjPQIcjmD6gIk1BapYL0opaMytSfgaz1IpalSVpRa1ycltRK1ig",
+	"VtQKproVtcq5bkUtt3itqFWzeq2oVbcarag1PeWtqEXrURvchv1v/fT6Sk5w4VGk2EMAXDdXOLkJuPwJ",
+	"w4b4SwiI4uWmyAUflo0nsKpieCEwakoAB1iqDRlAYWAXJiifET4Q/x2xhFYUP/XLm3gnOvGJyGIA7P5u",
+	"sSn+ELHE+d89gAANfnCrmfuuvDoVWcHxIvhnxBIDnu2ERoZ/1NDPzem3vOUG2KoKTJEtS82doWe1UBDb",
+	"sb+Fq6uSeO4PrSCDoVIBkP1tdaqWfva/089+gV8BLNefY6HqgE9OtJEIP156VG5fQYnwJoVeYRe9cJsq",
+	"kWmysM/ga2xBeI/AIMRVXv6XdP2XIL6z/Aqca529sb8ISmSXeuy5vXgWLYMm3yODzDMpyr1TT+rCMGiC",
+	"zg/Pc3kDQW/wY8EcpqUy1lvkmTB9kUaMs0txCzoQ8zid2fOCWK21CEWn7isr4aW6luqq4wOcS4ZF9zA2",
+	"2fCrGQ7STxibckOaO13V7V4TOvVSBY5RVFJaoUVjCAeEzJsaUULf9BbJlPAW93N+aUQNES78MgI/1y6m",
+	"ezHycseqkFllEEvlEOxEujnEZVoGRnxe6KoyJ+Z6zoTMTEAQna2bAv/1vd6umWHGxVdrovlo/IIOk6mr",
+	"NeDGngKPyrwMRQw9YsrpKN+3XPyosuPm7v0zL1Gbul2wekshxQtvzIc3BUHBmQkCoaztQ2wdAmCwO2Wp",
+	"aOfdw4DLBqmmrf4Zt6spWuVbke5/ZOGJtXJzrzKE24E2gsEcBKFi8jWqrZ+7vj/0SkMGtL6w4HFCKwWH",
+	"Oh8fTlki9HTXcMi0hnSRAOf3+0BAxel3Xvy0d+8XYP5JKU2ImdRa6cLQ8Q6doh3Hd8DJIQZRcKvHWQqI",
+	"rd7aNQOdpcEdSkS4F4Yl5EH10INKWPunDfbf0VRnmaDb4Iu/gAycyG9ExKx0GHJiQOAXelyw7QCjFf1a",
+	"fS1UBwHmfH2md9t9thmKNhF5khvvX6H/gBg29KINbhyzIokMbmlc1aBghg9drKDy1l32zlqQhT1vmlhC",
+	"cBGqAN50e8PGgDGaFINcj68GPWc4JQiTwQtE5VAFmaTAm0Ihzahx0NbHxPrh0hfxED3eEqCuOEAxzW75",
+	"BB+EaOJddlAQcixhL09Zy2NXqD4FCGqnpF6iUvTSvtNtrqGP5A621Hkwk9wsSRI1Pav1t8V0lreE/Sy2",
+	"wVf0K9KpXc35HsHGI0iOmZfyVBs4+e4BcyXDeW0XHMBecpb4yxKqyzGBb9z2WahpDdsJneU2AqXDATVG",
+	"moLbFbPGurWQEMexE7rRXbuTtBFpwtbDj1PRl+nMp+KT6I8L+3GbB7vc3psOPPgAQI2EaK858EzYT/Ox",
+	"lRzeKe+CuQb3Lz8iYwRuX7WlO6WHThF5ck/qPJJO6Lu3kfAe5Q4IFpLCIt1Bz9PJDV4rNYbTQqFyAlBC",
+	"BPsYq9xRDtCyVBhOvQpy7npgGPrFqHxIS1H5zC1EYNfhhFY+oOlsuZBC6d4uB+VZ2bhnbuCVTw/9W1Q+",
+	"do7tSflCtd+/9e9W+/V++ZqV770TQa9c/2X5+pXv39JcVN/OTQyd1/mQN9jtfIWNEg7oYpmyT6wJXxYt",
+	"E3u4F5Xswi3vXy0Z5g/rZdNFpvvXBnpiUb9zc71Tia7ecolowo6ErY3bnE3XdnQQa6Z6tkV4B3KU3Q32",
+	"ft87OLd3ODg6+Xje6TJoDZCuUwcx7e211BYwP8Mxx+f7qHzWYWZ0BBZFzHLTQ7qPf+gDZo1OomlivCun",
+	"ilnJgPg0lQHOTPqdhkh7YTY0NYf6kkYcOpkLtpq/fY2VHJhP0xurxp0My6iWL0XZcz9jlfwTCKvaypLl",
+	"kKtLlkVIcIAxkzpK2+A3nVrLqRZ1QBHLUjkrub5lMmVtpQsspi00QyWxbAa/HlcHeLoBWIWH0+KStHen",
+	"XZ7H2+kaPqfZkZpJOmdr1JoNXnftC+PiKbv4Zq6bC8ECrCBJyFyZpuf15W+Lgi4O7q06OA8LV87GNB1a",
+	"uXWbDosPJ9VqIC+nsFAz4ea6B1lv90VSkp9NHZos07fvciHO60Oo7DIXYg3ycBSMkYZxV/F9IQxQtuKG",
+	"90Gymn4EwdO6UM8ZcJ8DR9yul/h+eUrxO5nZdu9wb9dROYyzQo5qkSnQ0+QKoc2Q73bIJ+xCMOTWaKK1",
+	"aWRUPMabwBtAO31/oLURaE62t+wn251dujtUzCIxKNqTNyK/4AX2+gRtYydv37Wilq/hvEOHWCl3G8Jq",
+	"Vmd6s7Ayob8DKCSKDJZqNtFjdstV8T8Wbnv/SL/O5YQFyxFNbbZFW33PhwfvyJVDG7XQsMyVs9F0DOwu",
+	"79V7vu+mDsCu71DIp3bpgBsiaXTvmNSBhdW1qjUcjzD8/MKwBK9bplC83HA11gMCrOhw60Z+L7I2nQjC",
+	"xYRODD8/0IlxJW+E6sxvLisJVbYXAX64PROMedHeaMy7uIx/nQgEad/ehDNZRvVr8lIL8wyVZX/EjIPT",
+	"jX7XPo/0Q42ohhHWyWl4zo8Xm/0HSlk07Yz5LporvlzWM3sKTK0gaF4TJifMPapFagP1tv2zrvQO8X2l",
+	"KUOluejrPO10Y/XvH/c/7r/dYc6exlo/pBDvstOPR0cHR+93Slbxgc5SMPpmnInQ8YsVGOildT7lG+0E",
+	"e5quxB0UXHj28Zfe3vv9o/MzP7pYYb1FWIhof4IV1TvQGTwiUhPXmq9zdiH61j8t+8qomFkaxLSOVRuK",
+	"V7qzRead7tx67h1WiHwoFc+6sToBJ3jHDSeamaFoahZ22Z9jKUwfil3IhR5lYxOrmkmo1iDhsrWiFq1Q",
+	"K6rrlqg+LvygvK/9FAcMxUL0rq2ohS9rP3Rva7dpeZL9EGpriMI4joNUvaPe9k6sVpRuriGjfWifTzOK",
+	"oGFgvk0+ACj5DlIKAjS94Mq4JAf4hnaIpsFBLKdgqqphrLzfEZVteU5o0lrTECDNBPf8494+EPH3+8QM",
+	"OIvQZVdAiTZ5lOhHdpawK5Zn8iXJ4sK+fgFn2H3na4Uad8rPb5MUdXtxGWlaITqmBaCT1XDG4J94Fvf/",
+	"zRXj7f/H/puPlXPUVGz3sb5IFpBnWKELnhno3HSR4zL/5xzlWl1WbXZq6hDEhJKZ5ibB3qglwgVT7VMz",
+	"liUSC0MHET6KQJaqYPJbm1v3KPIOX3B6JLU7gZBSD4YjnRfvJAgTcw+5dMMzmfJC5y8Mu6Tb4O7xeU56",
+	"1OyyQHq5Zqag3GDN2DWWxaS8bdvqIbovyhsJw18+cof01jQgeus6K/CWA952zdh+x29mR/fAY5imW8Wp",
+	"Cka2eFVPcQF8VfwdV9aVzAt1IzI9EvWrSkuwwxIYYsI4pXXAB4xAhUdld1r5s8KI7BLcQlG/3JDKKrjM",
+	"TFIigtRutzaGWtwQnI2HOSZwSGVhoCAd22OCfNM0cx88b6GBW394woqauXN9936C5XoJrDE/qPYTWGkm",
+	"VF8ASKVrisSaFyjQ7359m0DdTm3YnQiCdzwu+no4BziHLiAl1Ix151yUSruygXJtqg2qBcNbEhpNNHeT",
+	"pCKToIBwJjEMYCAnLQ0CkTiKeNdYslRBlqktNQ8x6odcZgT4UkYag6KN+ghdHdwfEEI4YMFaVL9FfLvQ",
+	"2lNoXyf0Fd6dVVRvtLqU+fDhaaCnds0DEzn/nSmW69dSZ44o8QOf1EXurJzK7FesfZXpC54xKsHzoGFQ",
+	"nQGXdEpT9IXx5KbTS9rXMAq8G0TLSsZFPpI9oDxt/UD/a0WtsQI839ZQFLnsl4GfjBv7MQFfd98RJLZ9",
+	"qUa6vK3zzdc7G692Nrf+Z832wKHNnmmroXASoFVWmtDI9i8C0Id/1IqK4A2X9u0IVp/oTiHSLg0NA/H0",
+	"u8zxsa/ZZ6YIdWhcfTvwyzKrXhg3sUrclALcvv3Kg+0TIk2s6rzAcLJrS2Vn8l0NK3J3pqXbXBZEp+xe",
+	"vVqIiuAB0s3SfQtRawN48MYRbYpgERfyDM2cqgVMA44EGN7v66kGgs021zCaOfuPQFVa9oXsAUDTsFZp",
+	"7hEvOoJoeiinQlthMlNPN/vK11Kly4D9IJiovThA1qlDES4HI9PFVpe/U4QjmT8Rh/MsQij5IpUAKa6B",
+	"tDv7W7Rocb9AddBYbk3gXSHi4yrXl4vk1+2DJRolFgeH3kFwBgr6Epi+qEyIY9U4lafKAlB6pDD3Mvem",
+	"R2Iaig2wfMiXDnp00KnaRSpvqfYyL58cndNwdB50nvrLXMGTI7vBifovLZVIp0v7l+Mp1HV56WAZDGEi",
+	"BZGpF65UONSehBfsp4dqAhv06LKteP0BL14Yd3pYW2m1llqrixuprjpdthduGbcxCKERH1KmiyoLR4jb",
+	"bnn9XmvDa/pW3FywazEqSmcY9kUnYkbbnWgGPHeKGsktdllipOqLoHL7UmZQpo7Ye5m8FkvWwiwGR4+c",
+	"FReMGkpkmhrTlqo1pic0NCqUZcaweaLZTrW6U1ZbhwKptFBgza1Vnu1NnFuh5ZoQoMDc1bj7kD7kq9Dn",
+	"rRHKVCbc++pwvi84Riwh0R8XJW8w9arRJfOIRctZ+FZFZUulnPE+5Smapn+Z30oM9bULe+fouvv3JrkH",
+	"1bFNJ3xc6IS1R7lY8+sQMQCH24nHGxsv+zKF/wrA2EyuxYQ+vxYT5r+rYCmNVTDmxQ1hVEg8dyJyrh4W",
+	"m+mgmml55OK8B6nDe/CqO1wl0vTNDD1NGaZTSCTZgeIVy+lbAbg2pp5ozwQ2DzfQ/MavuFQ+geyz4P2c",
+	"mwHmy/LxyOHkQNyVe/HHqbYLopJl/ac0u2wjNFnYHv6koFYCpYvwl1ZU2uFUnmaIIdyPcYdInKndDyRu",
+	"3Ap/87//r/83uLVI4xZ2ZobmxB1bZ/CHdWsDmtDKXOw1FJ8KrBKaaRJaIkDYZK2c3cnEWBqLb/mWxqm8",
+	"4rLln4EKr6kE9W0gpaqJ6jRiRbJW5Lk/M36BpqpnQpkXnIlGrX8pcsjgfB07bQioatY/y/TLekF3T6aC",
+	"W1Wosp9nIkzzocys2FHilukpSLM7o0XMpJ6Dp9ZN1kcIaOz1oUHvfpN1fKsYxxswYJydjvvNErawDzUw",
+	"zdXLpmfoyGoLAyl6svQ/HizmS53vvleeOGd2HmIjAfVKuJOSXVa+P8vEZcGAvDu35gAiq6VTExkAHr7c",
+	"iFpKF/bBNMo06GI9JM7CGylu6wCxs0zf9hDZejxqTmX0MRfuCHBdnbHDU2woNJ7bXIDV0sFnzh/GJWL9",
+	"TPDcivjOMoUWiHVGzeA1tn2lv93jWVHxwXw9sSS4pK9nm88OXAfvXPCvAR11v9+tdgVTzBi3MDbiGp6J",
+	"WoP9zoTEW/cgJKZNWm+z6XztEhm/h1QpzuD6mrWvXf0aMLIa7xe/8P3oahr3YPFmwKbpXhNW5FnYU10f",
+	"NZwnWqxO9jbs18kZCtzalyytN0d5TS5HLob6xoUg3HfTVH7jQvdcERelbIWyRk/awJVU/cXMSXS9dO55",
+	"OwxolAIvykTEnUQSmnDSre6TWkU4dqkGIic+yAYzLJBEfsQzpSvwxRBwwWhA5GC7B5QhEkJw7yzzyOkk",
+	"Oz0/qs5Os6Z5n+vx6BBgxr4iwQq/f2HAoMh1Nr22GMAjnrKZdawP7x3RrZzuBY7SMJgHEJj2ReGuVrwB",
+	"b+sfi1QwPG7BhNxvKt6BKYL9LFaZloWQaKQgIRji6EH2bNpqmWKEza9FEYFKFIUsgDY1tYYaiK9cIFkp",
+	"SHapwsFtzpavzNGP7wD+TXwqdlm9Xqxpx6iTug/ANb+0EPuQDaEq4OppFgqmBrIx/BMV0/WwtM5uLIKT",
+	"aF2NirXt7mYLWeKtaBwjO/PmEkvmk9N158JXpu6dHLBrMWnQyEp02e+5LMSa9bkj5wwTjcPUcmxv/Px6",
+	"/npELUiRHqts4iXyBTeinj7EjlOodKSlKpi9DBig2jpnlGEDhuBLnbMEPxBp0tm1XwqhkOFEK4LAZe1Z",
+	"spGcJVk27IFhKdLeQJuCMBCRzbiCcGI6tcwiCyoqaJnru9d45jZLoeEwFjssoVVLAo3nl+NaTCKWuAlL",
+	"aB3sz2NlL0tzaZeHhD9mliD+4Zg3KCog/TWmy/ZwEBi2B3QFaBCHkYsUogmGbW9tYbrd53zKomncZcFC",
+	"VndrVLPFo1YVIgcomYdCj+trrsueptdTuSWotvhzLOhr2lJTN68pl60gnEpXNTttDpMFN98mxklvgvCj",
+	"JWmXO5QpIVKCALJ6R5oCjEqgeawAVeiRUFwCRlIxyPVI9iG/j/epnShperSwDQyQQ35NWPJQaoY0L4Qh",
+	"CpUDu96eKXef45+ctVWk6VE5yWw3v4Gg2sWE6qkDwPPKaxtX8Q9yFMojCqc4kvJ9kvoBzG6tuoo/AFGE",
+	"UqU+H4E7VVZ31635QjeoHu0HVxwixCFKSci7P98vWVIjHvGhmGa9r9g3d1KRU7plxk2wKguqO8urKnO2",
+	"VeuHlBT47mA3TBdGZPEaexKJfKzyiJevF61Js54/5DL7GkXvu3ehPLKiEuwCg2SeNsJIIrTMsBjBee7n",
+	"E38MAaXhMtfDHqkie+FNf4oAGC5wsSfowToT+Y2EYKZVVHT3bvVXI6qvst++7OeiAG63vGjtvPrpR6z4",
+	"onuam35NMKtBlCX2UYnd1CC4AIcpoAdkFyLTt7ssyfRVQl26Vs2bEu6LjkKmrypIPDg/mb6qlWbhvM3E",
+	"HnOujH01u2HGuSwmuywxJgMOYfj81U8/IjEcFJWHj1VaQaoOVsKY+uR9dYXq+ItF7oyJ+xBXV5a44fZp",
+	"YPo609ra8FD+BoaKK4CYPvGznc7a1MUADs9PmP0KhBasXFtpIl+LcB51DnZWZ7fk2FNareFo0Piyu2Na",
+	"ur16WaVd+z/j2Kzv/B9//PDfanNcfuPWDtF9HeHGWkOeOJqHktW4tFqjZR2Rre1lbFQ8Q/VDs3PUtpsN",
+	"UkFJkZkkYtuvX9Hfdk92KtLs9atXL18tUjHlUa19KhSx3mlbbL16tTCyjMefNgu9deUYTh2LZhf4JBtf",
+	"yXuGhc6RLRC7bOE+DCsYd1ny+UtCf3iZ0ucFz/TVC+MgAYF9bwpl4XOLPm3ttDa7L7s1xdb+gukJ/w2/",
+	"AOJNeDQrdJUjb3oId628btZep2NldaMrfFx2Qisl6WV9Jc5mj4bbK4qSGR6/kcoUPMt61ajZl3k1m8uH",
+	"gX8VEzuHynOctz0angbUCIhltYODjJeBEB/60pFZt3d+seecslA3yx/NfUNXzWEAraAYmk/m55Xe57wv",
+	"2D/1aOSZfb5tdikihTVb0aztyfsqDQcX9m5ELi9lXUQz7D6hByHoprG+u/tdo+uBYbvZsO2MV4WbKoHr",
+	"EwgJdupv2qyGIGZC385I1mrU46clz3emeQqmHRTw3m//HQLIC88LostEMMTkUmYiYfB5hRsXgNCtmvAY",
+	"6IZtb2xErD8Q/esS5nXAVZqJfJor1962tdPCwqALqXg+wcKg2Z2Ll9YjTGfihWEXkwI4XAo21KZgm6/Z",
+	"ofxlF3hSWSoK7F124JB4dRVbC5/fusNkP8g8Qx4LdBMWgX/DeW/jKyNBC7KDEH3wKL3stKKWtYQaMh3z",
+	"12MXAgAw99LUTL97IizDUqvgBmOfSAGJ2on9lcKkVL9+qXNxA1g/rmwHIM2R8pxtbbOBHueGksY49XUn",
+	"uX4PGJEXEJs/1zq73z54A1LeYK0/Rgkh3yJUkU/IPsGAo2FcMdKj+LWn7G7oNKoo3aY+I3O9Ru0qa5tb",
+	"L2u6jWZWfkE+yereVGKwxqePHE8LvmHb6bTS0gbNvIvpMMQbUBCsLfJJg2i9n80Ay0VEftQtdDHxCUOI",
+	"W0Pj9rUIIGPtXoaLI5ZYmwJLGuNW3EpilYpMFHBRxMoWI3o17iwPAy1vEbYcKV1QYLRS5lDXflS78Uyd",
+	"T72HNjzVoCzCQlqy1nTKXChbnKB8Rd8IO0GteTZA+ZPp3tbFXZx1Cr9GcaeV52wuVSt2F21P21IQCZLv",
+	"D4f5RlgdwEfXmbcJGqwBxEHpNRhIe2SxeIjMMPVLIsrKAAwcwaZxZXK15tTing7ZL8Z5Q7LEjYZq9OzL",
+	"vjCMfsLkEJC93++fs3X7FdWF0dedsKeinCpulm+wWFwp5kYkcgOpD/+LXaRHMNRAb5WqLJi+VdiXELyN",
+	"vlVL1hbaxa0J25zaNUf+qwHkPCbl61ZpcHFfVNtcwrOBCeOFjS/VlsFlTnFdbaPbIZXzHRyKmYPnJmCG",
+	"kjHcQs2UiH80SLFpSOZlWt1hty2NtwyychFgBd7y/l1+6O7d/TWWG3zNYL9irL9DHfQ/9dgIq6Kkumru",
+	"znTVwNY4HQS/AMdlWRQ2nY8GXAEw16jOaiAcLF9cl1vzNSyGrqM8rK//dXwsvXysTM9ubkB7rnno27Eo",
+	"6VuQ8rvCCFxWsy0oLZ16u3mDuO+aga2DIekziKOWfOa/Yjb+QvBc5O+cMDA3171qDwb9iUYIeVjTltFJ",
+	"BX8OuqsPpTFSXUVsyDMrakQasbG6VvpWRSwXN9ouFVS55xqtJ8MA45lwOwm0LlbbG5tddiYMhL36Wl8D",
+	"a00uKP3vwSG0YglWh67xkVz/IUGbCMPHVpfCi5arMiiKEWTFTX55Xo81cOp8pkJfYXDAt6SZyoCYdgjk",
+	"J8dn5xE7+Wj/DwpW7Su+3f+wf75P2jBW7rd7Jwddhl3g10Khk4a1DFYXuMrpcTFYz/SVVAncKwG1CZ8O",
+	"RdJle2yIM810HiucTLxf6du9xHEDMEzy5uz0Xe/8+Nf9o97B0W97Hw7e0kxZg6bE4aSQ0H+s2evXcIJK",
+	"UTiSdvvA7oJ3eQPTUJc7qEyT9arqX639z6IYHUNZxxkfijNZiH984J9Q59k74R3KgZmbfo8ePjsuu++l",
+	"utR1A8ou1wYamgNwx+q8PxBgstmBGkxsddn5rbYLZLDdEDs/U92HOvydWMXqB9gHP/wQrOYPP7A2vWkS",
+	"jC8BcCB0ysP5TBjOdt3uiRWb2UCdCPG9yVAIMtfyRrBbcYGks314k91yhBV0yB9+gF6pfOqwsDaeD3Be",
+	"kqWkQBKMB6fY2FFDkx/i8ONcmi47gBDE0DoXcFLBEpbk5DkHKjn77Q3CE/b2Tg4AYYZ6Bu1V2INjH5Bj",
+	"GBrS5vaiBBN/Sein43ROvSJU6JSnYrtrl3EfrjTjfh/MZ/o2+RyDSI1bOwzffISYAfjqX5JdeoQDj6If",
+	"xsr+Evpf7E8/xwArVN7F4xvhfSIWO8Ch8ho0vuhBX/DUO7QGkRnRjZWvdXV4FSwXmeBGkJ1csIuxzAo2",
+	"ER6x+9XGZigFjo7PeweHJx/2D/ePzvdBBMTqN6FSsDsLoQxCzwZVsGaHJZ/WcmstZnIoC0feihy7+Vo/",
+	"kzDZZPvDNeB1xCrsg2JmjKXVhWbtxMqAZIdtbjBeFGI4KrDCHEuR4Z/+t51d+/wh/7R2odPJGoR/Ert7",
+	"DBYcOY4p+y3UVrRdWmSTHcpfIDTwb2fHRxF7ueU/GE7FLE3EfmK/yl8ccZSemmklIOXo5H9nl2U8vxK5",
+	"fSooJpjtWG1vvmQne//54XjvLZLw7p2+3+8y3G0wwuHYOCJNxguWDKXq2S968GK9kch7WH6QBC+ysbXd",
+	"AboL3h/YSTNUNhSrNkVJcjsFyO4VVGPgVY44r8LIVUYAWUBE7M9dXyuFLXexkob1M+hetSshVSaVWLuU",
+	"mV0Ha3yZcLoAQCBWEIY0//qja48TVorhBkclngq7HwGvwi6/zrk9VPYngYSA+SIyn1232PiaZtwfMI5X",
+	"tOFI4kG5AKpSbYR7WsduvT4HpFjutkR7e/NlB14G6GXX8BlJrPBtzkCwrJ1Z0QnUMMaNwkGvwdwi0ApV",
+	"jXgma6EoKpPJviATmXQXkkiD5wxmiNlZX9cjoYwe533R1fnVOv3IrNtroXClyMryi+OKzqJiDCvdW1El",
+	"t7iBuUWo3RrJ1k7rZXej+xJqM4oBmIKBhOwPOPZIXoma/PIvpXpwnXf2l11m/TDju76NN4PD0owqPjGI",
+	"Ia4AhidWDlYBv29jfAsO15q9GEz7CMNeVQjgTsSUuLX74FLmpogcgdqIY0DsSCOSJglQpsSnArCidpCs",
+	"hzrBmYGGGvgIj6PpEp6Ai8Thi7kNXfqmCaLn5BJiO655iBcMUpcOFMifiYO0tdOy0wWL+Aam2y5Fzoei",
+	"AMf0X/U+XXnJ+gkyNC++TuT+0qku5LNj9tPrjU03yKlYA6I9vVrb2Dzf3NrZ2NjZ2PifSYfw7nEixpVu",
+	"KWlfc0+xsRrx3AiI3WKu1IuWrS0GhiawkyO3eWBy/jkWELR3hp3ELkl0ZKuhjrrBzaa3p4MYf0C7I/ip",
+	"sL+3NjYQjxDyCIQ94Oym9f+ixuPy+YugcSqRCLA9m+mhYAahoWx7Y7Pp5n606x+VVZBCFXZ0IsXfbS/+",
+	"3ZEu3ukxgvVsb20t/sFviDcptfIcqNtbPy/+3bnWh1xNKIEB2JCvcHrn/871wuMPXi7+AQm5j4rfcInh",
+	"v9C7hbNT+rX/+sOuumfvhlMXiJkXdKat58CvgNxsz4kn4PwaUYVSn2fZBe8jSZf9yZkoCkpgfP5vLoBq",
+	"tc//b91da5XcF4hl1Jc5Ib+jKMFWGOKOGwCBRGBx5LCKgGflQufAmIeY5tqaXIBIY9XwufUnQflJE96v",
+	"r3MoOefswmpZa/a4jra20h7qtNNlZ/JKiXSHXJFYJf+xdnbTX7MfQ3ll4u6c6VuR98HGFJ/YPw/33qyd",
+	"/XNv69VrBCpO0Hi1atAUfDhC+7WLn+b8FlQ0OQ5RrK7FpPRkqrc+++femr1tKq9IydtrrOJB72OX0RjP",
+	"3bMSME0+KvnJVWyyNkJOuzzN0JO+vNywVhMkEyd6nFuDpn/d8ff8VUzWDlK8IT32hWFUri9Tf91bQsa0",
+	"Fwd2sAfMtDonxN635hN6DJ4oWBZdtqcmbOvTJzSLwQXZtZqxNPZZ+6X9WvWzcSpSMGK4czqiWGFXZsou",
+	"rRUJc8/aLzeYidhmxLYitm3NWerr63TZXsGsm1AA8fgOS0U6RsGHA6x5N5TTUzpqujajaWMYt4m6zeGF",
+	"ymZrhUEtyjx6MTwTm57lbJOfYBKC0l23fcqFQTdjwYj81vq6EZ24fRPu4kqw0J3ZBePBbfl1gzlIPYSV",
+	"m40o3KBsdn/OH1SwT+40sj/wYmGKX3Q6eVBVjOq3OpQv9ep/OtSHEOWszelIlrU/dDI7XdQ4Xqm8gYVE",
+	"hcDaTvyXpYBZJvKOHdGMRdBoTL9x6XoU5I72EFkXgC3RW1VbG1vWkbEneddjlMQK4tFWtCTI1GP9Qqj4",
+	"yCQ3LMEO26QTloR0WeJ7tUHc9zM+HKFTttntbm5sxKrtmq2ggLlTLTn0OpUK0gGcdmgHcQA+ItaimAQ9",
+	"Pl5w9vH0gz2asaqW3KBfC29Jn/8EMQDaLhFDqE5XCiJzLALZgW5dcHz+F9aQRLGy62j/yS7ERJMzK+TV",
+	"oBggYTVWmOhxAZDa4WtgSBmQpKECJQd+kVgZmQkFlr4qDy66ABIZtcY4mYRpaL1i6+QTTI8R4CdJA+ve",
+	"54Bhk1rP3Yettre2rDsaWhJJUDeOnpM1p9vk07gRUPKs4zgfZQEajCvGL4zOxoVg4GhC05q+9NO7tbH9",
+	"U8jqjah/A/tVLozObgQBixealGCsyqY1cNZGubwBWyXTemRHHYGTtZbpPgLeIkBcvnaV81Swo73zDka9",
+	"w3iN9bgBGQGpuDd/3vL+Oa1fp86ZOrNS1HtTd3amDlIxHOlCqP4EwsaPJJiqo3S1PktJqq0HlY7znJRz",
+	"2s8Rq8gcclWWsOh/4al/tW/p3Wws4aW80eoyk5jE3N5cwtsghNhzrT/wHNzo1vbmq2XeyIxHIzDYocAP",
+	"KL5XPhioSzgGpNnqHa+o9WlNujPpwe2rkcby02okuLWztbH5cuv1q5+37Jim41pYYsI9m2C9b9aol/dQ",
+	"0gKzJiY3MBAVZhPYHvbuBoFLEs+xIocNBTgCNU3RQrFQDWz8zCg31zs73zvft0ohZEZzTlmsgHLthZn+",
+	"GjRk4txET7uVsDblYHdA1+yyhIQLAvq71vlYVXC76F2pT9QTK6K9GFIrgmmLPHUMYPSo3RJrl2i04MM4",
+	"cuVQjaICJfS1Ntk8u6HBU6cDkCHy4ZTA4tgaPGtvJO3jDtJHUxtTL/bs9QYuGIY2gFLXkXn79JhIKQGB",
+	"BpPbnisVs1IxD6Ni8MgwXgqlUHxdQ5HNknpnjhIpIXqegRaZJidbpEeOVcCxN7Ieo2PYQz4666z4wFwJ",
+	"IP8CfccKqmFCNHKx8pqmZH//1x9dCQgYXLm6H3C7Muv0TBzCLJMpaCL0CDzOIVQ4x8pVXEL7kq8HJyBD",
+	"Q1x9VA++M8vL16lTQvCa4By5ITyACsId8VfUQVNv9t0pIQSapUyzXe6VBlppoEfUQG8R3xiT3lPMpcQX",
+	"eDf/p1kPQcnCPRL2y2ihWNXUPrQhpLheKZXoRMTSClSVqgj5KV8YpvMUzPxMX+3EKpHpjs8nweUvoHzL",
+	"gfa3+1QhBu7Lpsea7EQsgcvtrwvr7ExGIokQGwhIfHcSGAYEG/Ullflwlpxzcw2jT1DD4KixYAB7dCbB",
+	"aEwJABqr/jg3OqduzQ/cFGtwo7WDt75uj0OmDetj1BVO0xnUcCA8BcqaWE2zE5AM2thhZcVKB2LxyoXm",
+	"EXsOFB/6XRMQYsRMEoHui5XS7IqPXIGDT+ZEOIFQogJh21GuobyNkDCKgRju2p2oh4DgZ6ctVu1kB+od",
+	"1rgdAYaIodMI9efmKw+Hwg6gvCWYLpZg1CihXQCOICF0iFjRbqCe+HysWHuGYNl3pM3CS1pnE7FWAxZm",
+	"qHclEuOOY+Cgx8uS+olqFDDmi+HyMvtqRzLgqR0pVSO7W4CFAJCy5TvijthBiO+MTwIqboSd5ooBuyPP",
+	"XC4OR702HhmfrDOdco0p4zJWXZakIit44jYiEIDECqGBEE2ILEKOQNeuHKrcG9hMluIrwhkc58oeMKow",
+	"TMppiVUb65fKDiQAOgXnH4k2OKwWhKihlJMsMLoXBIWtKLHiBW9CIeVY4VHt0QChkG1sRJ4wPRJ+3I7e",
+	"mUBb3Ab1lW4vt6DmRGDm1hq/UzHwn9n58XHvcO/oP13J2hlV9GjlwMGHsAXrA8d2FN6sQQF3Z7Nt2giL",
+	"ZrNKsE8CAYMB9kDmScOuIHifY34aEgR+GjY63Rnhcyuhuk4oIjfJBaKsd+cV1PQC/PHS5roT8vvs61mJ",
+	"mlg/wBHxcVPQCXSUv7soQi4mFemIpaLGH8RJKUgbc46VWWioD9r8sVUFetlY+/mPz5vR5k9fapBeligM",
+	"mlF4VZu1fLL1Y15Cil8VO+6UxAp0E/sce/j3uLXzMophJHFrJ6j+/RKruKaLq97WxTkmZdY2As97oO0Q",
+	"NYcjAwrvD5jTklbUd1b1R98+9g1LxR25knACp8EKrG65+Xagw7V6HEuQHTrYLKkCuRUrMO120bpF5Ecr",
+	"icgb784yMmEppQfhqhGEsapIQqiP8TxFmDImwkXIaEZU5I6xbj4aQbp0Yc2le5+HkPZL/uLMToUjrmg9",
+	"ej0iveGissTzUp2vKhK/uUT4CA33Kg0ITPzZWOAmBvWJjxN4DGsT7bGkoEo7NAD/S0uFJiHFzKwM6ETM",
+	"2/Ws7W9ED7P3N7EqbeKOt/11zsiUD7t4ZuKXXWgOY/k4Q7+IymSgmMreOKeql3VX5xIxWa1AaVM1B/PF",
+	"HDBKVzwSzVaLgJ9RpYSfjATW4gSlHl2WlEgS82ppfND0rrU05yU331SFCEhA6WrvY2UK69ZKZdU/9LIt",
+	"inAGhUXYHoFukrW0G0KeZ0Kl0yL1rxP2rHu7Vd3GKqT5t9RUb4isxklbbN9hXow7lfBENR1Y6P2dZuOQ",
+	"zy6IwJTpOEif71KvHtxcGgLYC8symqX7wrQVPvwvmLWaerGV5F5J7r+l5MZz8E2SUSV/4iOEII40g5gm",
+	"K0UJa4tPRc5jhSmSXDB5pQDAdTesUnPk1EoTmBPF+INpIIPflTDUBhDei1KanDmqxq+LHjx2EGAZyUON",
+	"Yivn/wlKYa3At5vxEtr9aLsucvwbj19ZqPNIR3Bqy2Dj0OU4y2LlieLHRuRREM+ANgkfHoxCQwkTnpj+",
+	"KtnDHWN4rGZrjSJCtYGWbuNbMCizCOHthFocm4KPsZoXfWRTwceoHD8KipJVFqqjoBncx8+CSKVj7/fB",
+	"AQLuuZYqRUaCRSKmZF3/6wYpy3dcJKnKvb0SVN9aUL0bZ1mwAHcUUHAA7uGZTQNJo2CAOhP7IZYoEr5x",
+	"25UNyGKHbW9sxCpAMcGW17DBrNJRhOBbywEN78ZqyZYxLzc3XyGhFTiOvGB9rgCaB7PqDJoF7cNilUpz",
+	"7X/3amODHRyd758e7X2gukiAI74QmVZXpuL9vTAldGXkaMSvxaiIVTuxQm8HKZSSKIQupiYx8uc5SC5A",
+	"ocVAoCwMkylrg1CFKk6q2VGxGtmxQGt52OYGCMRlKJbpvAwP1Am7abzx1jw/0EP0rF/qfLjmkAKXEzVN",
+	"yOZL+YKbD1dHGQxgvrRT4hbXe9etgyT1Zlfi+TuHK1/vifJJKCk5yptLnUP9Tj4P56Iu4Lb5409br36c",
+	"ibfBWV//DP85SL/c3cg8FTwFaJippNAo1+m4T1XYsO8jvESGAs/KXgxxqYrsK3IhWJuXyEAvjCuWgq5Z",
+	"3h8QljhiEdkTNeK5UAXwfMQKkz++YKiKDuIko5WIDu8NDWSZhtZx5OGdM3ktGI+Vh2RUlH1BggEq2HAg",
+	"ksB8SEoneYNiZs3u6YQqG91nb6UZaQO5pR1KaM11U51MnQvbcIj+MKgWmfqymxEvBmXRDS343Pb+sghm",
+	"KNLexubg06vh1vVP6Y9//nx7r6KbH9Z/qErWxTQLtaIU3s2xO9gXxJIieGrN1NZQjeFc78KZsjPyj5j4",
+	"JtwHCGgStwC0uxnx4MvKbn2aehvlNjgs5EKjtRDDERSpNgq4PTVhlSUCvG7yj5HKyMoSqExZk4q1k77O",
+	"xXq3203QuEJyozW73XN5MS5EGiv/2MgXTF9MoLJuFww6RDRj+7w/IPYGwyeGIOg8sQfeGYJhpQRqy6FV",
+	"mERleavHWYp1xrc8Vyw5+fDx/cFR7/Dg7Ozg6H3SmVs9c+5n5xF9w8qT3uCMLvQQ6XK3Al/lJ37b7VxF",
+	"qPJfknYsghmv7tzym9r9u47L3ux71e9jjJ2CCQpPCVyOJARvDyApS6iTFyZWs4D6nRAqES9EVIwLwVA3",
+	"azbkChgBtjdeltUfHUK38ovrytGt7zG9vxIsTnEAvVbRi+yyA0XfhuX8liCwcvafe4cfqMdZquqNJnxI",
+	"9BxQ9jnKuFTUNxAO4gZFp0i92udWx8Qqcd9U9nCyUwIeAjDsGtSIy2LCLiUF5QeC4YLVgX3EKplGz0uq",
+	"tThZCcGoU2E6FchYaVzXwC6Vqdv788wul8MBYzwz2gfLk1QUXGYmKeGu6c10/sK4UZsIK0td0A6BZe2T",
+	"7VRbT7EYROEUNUwP0QZhV0KXHft8KXQOuFAkeqUQjcMIJAb9CffE2oXWioNIBe8j54UDDua58nCjDmB7",
+	"J1ZjlYsraQpsQ4cwX8YB1sReaK4llAm1k/Pj4w+9aTkZlT2NJeIp/ca63scn+6e4Xh+Pfj06/v3I/sQR",
+	"8NiHGZbx/jUS35P8dqQ01Jt2JQpqMMnhljCOo/39t2e9N8dH7w7ef8Qn2Ds7aV+nC2h+4V2mXyNWsFOg",
+	"R4To9hCnvRRE5toOxmRjB9hK9VPt5OzXgw8fAtXBzsb5jbyBRn//LohYh+KEqHNgrvWNyHOZCtNl1uX3",
+	"gDSAy1qnhQ7gfFS2ziIL9/hWAeGAJ3smI7+Ub7VSrIYVpNNUWz/FaLFMZX0dYfBjdW+Gs0VON6idaal3",
+	"z1uei09EM+Tl5dfd6dvHZNwAcHstFZzxEikQ207IfPv4zBK2xzudX8g0Fep5B2imlwK04NM6GAE3xL/+",
+	"mCE7mHY6cOCA4knWApSo+k1zZyPOKcy7m3HU6Ec2wKwNs8CQitWUJbXr9R0SdYRqhYcmgXVXXGHrrPUV",
+	"K29+sSWtrz0EdS5LmTZKq8Q9luI4BAMOUl4bjOwbh+m8A+OAJ4MV5HG6AbUYOqgMS072Ts/2ycYCDDli",
+	"NIYb0zX7hyfn/9kjcPeky9o1k1hQPZZ9ALx7YNdZUzFEYPe2FVl8GxssCXIYCbRQWfsHFiyYHGs6X4ki",
+	"VpVhdztkaWGn7Qz7WAJGKBYnw8stq4F/qzPfWivNhZrry7fyicvIzSJtdeOv9CdlpZ8eNIHwvWgmd3RD",
+	"3USEJndWSp/lnPh/U3jsVGCLmKsaKYfhFE2XnXv9lEL7Q8Gllekm42ZgHSAIpOXCCJ73ByJPIoc5TSE1",
+	"66NgPHYdPy8DtElnx/ecfjz9sCYUOKsoUjGvXAyYEVd2JFGskpm3tg//71vvKo93NiD1MA8J74pQh6y6",
+	"sbedF6hv9mSWKdrw8biD9IQXg8et2ag88Wygb5cOyvkV/i6qN54o/GdnFHZiNfC33OmcH642gPC+JhWd",
+	"xZKwg6gu9aWDSPKechCs6wOqgUDeaOcax6q81h0D4Oc19lABSPlQDC+gpK0TsUt+o9EiJRec7k3EHRCQ",
+	"vpgQUK5KYyVTb/lB8Ju1k5HIeyOAMXBO+9arqLRaNjY6u1jZWfAs5FKLKmwfsaql+6gGNxXPc31LsPfA",
+	"HKBRSgQsodXJilU5W8hg4kxKb0LaG80Nrz8FGcixyiZ+G9wqV9smg7KSbxH6eEyZdRd2DpyJrxNU35fc",
+	"wbTDVV03upnTaVonV859Ul8Gm6khb7BTH3IL5AoVcs9PGYCfVZ5EkFHAMAkI38gYfjsQuXCI2HZcOXyb",
+	"DqFFJmRstqd10tmZPtxs9mwH1DYIgGRvDyApF2Nf6EVjDHgYZ5DWN6EvdGMjpPiiurQy1jTgBqB+MG5M",
+	"UeQ6UYLo8XsUa3gUjP3yCU9ZSbV0nG7l7/wt/R3cppD+rwu8VY0n79EggNKssDvEcwwc7T7DMpOsfEtc",
+	"/mVtU5U1NiCns1IrVkFyVRY7mN9CsrMqu3DEsJmdBWUC1USYSst8ShQrb21FnnLdXkLUvIYR9pMp9Aho",
+	"I+yQqOcbWhLD9OPGz7GqNC1SJyTVTPlBW2Hm2JjbQFlkDUGw72qLCnC2nKiam8ZBw7exREkuW520vdX6",
+	"ttxg+I7pPGFFl3S/scx5/Ja/v7iAwXWbK2CiZo8MKP5vB9r7VqXMaEt1I430JSAu8s22N7YhC1kfSPjL",
+	"nqGl1H2o6lfhhcbwwvzdClTz91V+J562H0ETAccxt153f8DVlUh3WTIUBYc2LazwtfayKiLEUuyLEIXQ",
+	"tXHZtUWDvWydoPsxMOrbY4DXJDrxUptjP9ylyJNOo8ld35eQ8mejlR7eeg9e707W+zc+zp5f9Dux4P/S",
+	"PRLfi0bGvX0Xk3+dj+SaNYgbo6d1sm+H8Xn623Wjke+fy6tBYdiVKMj/PyQhSLzHYQcZsPjb8VR5jXeJ",
+	"9hKz7o6GDWObc+OJeyP5q327JQUZlhSakei/MCyBYR2kSef7tBjw3ReF/n4VE+a00rM3wb/DuGK4v533",
+	"GR5M91FznHE56yOxmzIJKQ2jMrIWsNu1oZq2/OUuU3zoCnCvxSTAeoYANfGrO2pdrW7sqmtFsU40zNtb",
+	"G5sdVzuLlR2Q4bT3S8zNdQ+TkTLFVCT9iWeaspNQC3MtJgBXh+F3N9XQL76DHHx8lhoXn4c3K+GdHYCz",
+	"NoXjGvSNp319gyBvKvVBVTLBFsUU8VA9W3nyqNFOfPenjHniCHBI6TIBULvyvjgbSlyg+ok2SxuhpDDo",
+	"s7KxVjbWEjbWoYTKVyfL60V5k5W1/vlaTA4eItLqcceKHZ9c8TzGUKl3O8DAq86hAg8StPY4iE/SAJc6",
+	"4F32CyI31VTWGJpkrtUUSjjYu1wPWS5uNJ5fplXk6vdMrHxBIugQF6/ZrMdcu9HXz12cNvFY29dzI0mq",
+	"ag0w4JdUd02Dhv2x5Livf7x8+efPn7aG26OfWlFryD99EOqqGLR2Xm9Dxtn9uflk1icu9VxRTZcASTNa",
+	"9rRDOytz9GlFHa7MnYWd+OTa7u4R/N1lCRH991z/zD/sCUiYEoJoOoaBhLSCMTRnu2yPpGHymYgHXMro",
+	"y5eE8uBJ4RuviCC6Ulfkq7Vi1fY14FsMazo6mG8P420zLYcJYaEAPrM0O0gQARVBF9BYlY2vYpWKHNjW",
+	"PdaKcxOsKIhYAnDMWsEPk83uRncjiVjy3/CUeQohIjkgQuooVmWM0TezYaV1X18paUQ6K+eRIMVHJgGp",
+	"CRLtSdlWF6tq61bQwO+le9jR9Lv9vmktoWkOiexUkU9iVe29c1cnWCGhtFoji+2GZ2NXQWXn0+EdACBo",
+	"0FLFoHbJKrZYtUfcmFudp2vInI7V+yplUg1ELguRsqtMX/Aswn2pcyqaoIeVIQfc2aKeh3v/k2/OetK4",
+	"6Yzi2kvT6Wn0rWnLTWRT+dP06lZKoKiYo7UD4Dt+nBdaZ4Krb6GCcEWWSpw8eKXmSvlUYyG4FqWs5TVy",
+	"d5l4pcvrz7Og52uYLjsVQ31DYtFXX7kbsyHPr0W+y0rcT9YmCztWCRFM7TAUZCC3puBcbjn2vHB/z1p5",
+	"8dHXKPztKwDsMZyafwAj1EqsjuFT24D2rJRn1RsrvsDmriWT804mbISMQ8P+SOTUyBeeRLs7oFan3DAA",
+	"9B1TktX3+wWWYDUzwRJpeu7HdI7rzue7v8XpXL62IGJK34bzXiljX53TJw5L8fy6ql39Qi2jVodiqK3t",
+	"vVQasEIp3hSi2mHunmzIkR+R3VrPKfQ67Pk2rLDfyaIbq31owYAfVsHTorJBA+QHQX/AddZefWGY6euR",
+	"6EQOKOh3SkImfyboNAIvYy76IMUwqYji4M+E5VxdYxfv7H1zAbi89hLDrD9o1lNh5JXqDlMWtw7h4rjV",
+	"2YkVMYarMXV9EGL3LVQoFiU0JIeP3Avi46gDBBo5wlHOTW8eumV7Yofj0Xs0fscp1AxbzwDbr+36Xl5V",
+	"MlyNOBV/VtyTIFr2amPjCYQubpy7dGa4A7WStQ+fptW521qhfBqW52tpEbr+GQ/0HcL8SwnU7rz6YdxM",
+	"zyvugGOah6uI07TkQ39cVS7/Pc6jqysmxXjvSs3lThU7DWsv8ZEvDIBkIPow2BXYX5DLK6msDp9055VN",
+	"/p0P4yPBYODwn7Jg041gvqckUogn42z+FUsKvrOoYyqLuYJkWolTr1CjG2TX2PUTyaHrmFXOSUFwY8Di",
+	"A8ZNcFMoNTON25zQfYC+srPLtje2pyOJA4gkKmGtk/oezDJ20tgWcUKv9LwjGDCZD4R5DPdatULMORfn",
+	"IXeC3x/Lno51mOCvr2EJ4/DuULUrx4KgEw1T4yzr7MaqJijP5sbkc0HxeCUW9eB9Hwfl0QPxXrytAvDP",
+	"qMuuWO7Efl0N8QLOGcc245BW7Yc7sdre2LgbjcwOOzl6H7F/O9l/H7H3B+/AuP5dXJwgtT2UTogUoOeo",
+	"WVhkRrD22W/vGaWc084UxYwLBdUQ3HgDH9CHeZ5JkceKJnG3Uj0XZAms6a/EbVVNL+BxeTYS5FFoZMJX",
+	"xJd+zg1UNUtJK7mq9F1V+i7XTQUycDnJW8cj83rr583tV69nzCgPbbCWj5W5Z6Ec0DIDNkK1ZLftyRI6",
+	"VSYFJT4VvXyserxIYtWGX7pOLSviM26KDmUhZGNX1Zkb+6kd+l/VVArfclGE/pyK8EqwipXrcZemqOrc",
+	"BUfrrPrF1xo3+wQAS6gdvgYUIZn4NMAINRa52jjkE0jwIqqRFFN37Oda9cSnUY5yJWHtV+xSiiw1ERM3",
+	"PBsTTH+skkIOxf/SShAhSkLnkrW1EmtmoItdbEzKpHBxg8sxmOUIPZJI08NuyaSzywJ+9a2tLpAw5NLO",
+	"PXZ7c8ffDunOyntrlU3oZZCH1L29u4MXETxWDp4JRobQ/FAiCT1l06QVLljhPLiEaAp6F5Nkh/FxoYe8",
+	"kH3g/RsRaiReQmAqARQbLxjxqqoUweS4zDyEs1bMbsVMQAkqttUnShfykg6/6cEPelTACnOiVXOjV3j6",
+	"/4ot8OH7PVE3V3UIi/u4KkJiZcCtDLi7IGBVd888DTPfUlv/nI/Vg3RvnSNcVMF4lgueTrAuRKTgAF+L",
+	"UdGU7H02omkmwVSZy+anwgyuMr6roNiDQE8tf7Kje/pYsJvn0sLXJV5Wx/QbOWd3csxWftlCdKy7HKjR",
+	"uLh/5odCsuh13OayAGcDvCXWzsRlsQZxCbgtz2KFfhQr+LXwtLHgjRjCyIXG53ycCYN49s6ZsPts0q2G",
+	"P5g0UAqqh6NxAbhcGTf+24j+tG4IOEngoQXuS6mlG+GzVgLgmbkuTyN+HIrXyn1ZuS/3aL0BIfnw/st6",
+	"kcurK5HPp9SaB9BZClx5NYB2A3BgsDHHys1Ol53ZT6j3eKwcuG4EPFUhMAVxJUAwy0V4HM/VZslzpcQt",
+	"3Jm1TcGLsWH//nH/4/7bThQGijwHQZedicJU5TrK8Ypo3/Ut1HaWWLuiJTp2XB68sRsrMCgKMWIX4/QK",
+	"sYZKXMWe65hNIkxXFgH/x4vwyvACCoLWKZJzXKSVJvlGYSia74WULnYPOnedGj6+3rZceYRfKyzHalpQ",
+	"MqVv7yIslyM+X5SR83dZLi1nD0m3NtN2AqmGkG/8r5lrq77nMtm2aSj4lV93l3zb9OwFR+Rk+quHAyUc",
+	"K/nnGLNJYR2s/cnP7M3x0bsPB2/OO74FMPn8+VpMvnxJGNhAA52lQM8cQrc45L5U9DOeIwF2kPlCW8Ln",
+	"sa7FxMQK8ZhhKNNJq8Z0UHWD/hUTQtU3fKKU0PQgFieFpnbyX9GvujPnwMoRe8Q80tSGmy85G82LdY9I",
+	"9SC5pGmuElZHVTJlGsVqbKjw2mf82zgM65ahy+Ndt0UMJs9IQM6i9k1VdTQ+t1yTJZ//cpWdWjGpPHA6",
+	"604C5t4praDE6Y55rdVJ//Ye0R29oZUztDjJdcdj9g0TXVQvGKvmRBfltSjVNRplk6oTxbRinKVj3H0C",
+	"Igwde+y9VudFrDLBgZl1KmTi8AD9KfLlf1Tqdwmkkt6rynif4JhccSCm1kKTBEoSG/JkK4HyfF27pxJo",
+	"Lmm2cu9W7t23zbN9nX+ndWbWvZC7fxT5WAmExQUIvABc1yFg5eJKmgIiyPahYTw5VoDe2s+4MdjKgdEx",
+	"uoO9Lipzah711cH2eh5zcXkpkIwHQXDnolCda50dl+/9l4bKq7zrQvAmPykVuGQPkrwy1ZpNtWDu/MaH",
+	"vX1JYAi1FFcITt14OjF1/EAnc+oYsrYDyMbEdqfpXAYHsDxmdmSeTbYUIgEbz8xhXXgmz+Btxd/gROKb",
+	"Lswd2SUwNCmrwzfPT8ISi4c7eJ/tfw7SL+t4Rh6S/4RazxGssQaK3uq0WCFQfyZuRFain7s6PuCKgpFZ",
+	"X0YWCCnLcgFUUqBIh7XhT2ns2/ht+Lz8l/NA4ti1o9+zpK9z0T0VPP14+sFelDT5NbBmS45p+qZVQpKt",
+	"jY2nZCRZEvoCtrk0LMV1XZX5P3VcFNeB8bsIoK/LWIdyZU+xsZrW8mhah4HSWO3hV7cDbYJ7V8SMw8wA",
+	"fjqZZYyMBYzpEF+SGehblDbYJUo/6rlbJqydQL9Qr9DUzbjDgF6B+kgLt4lNwSeGjdUYJ3CsCpnZbycw",
+	"GCMAbBehMJpk5hRJBN14XunzvlpJw+9BGk6ZTctIxReGDCcySJ2yXEnIp5WQeOTuJiAXWGil87H+2f/7",
+	"y/1r4pqFqM4ZV4H48UIm1YjjHyuq7ZmSt41YdxXvfCV/vkL+zIzfTyskFMqiKyqBtaNrGLgOFmSZsV+K",
+	"oj+oDnjzmQhMPwmLZGa5qT0CkVOuK8dzjuNpt2xVKLhpm2fvLcYCbjb4ftHFgCjB8uA6gMTg/YG1gkxl",
+	"/XZilSDQoM5ZgtZXYDkVpcaklFjEEjXOsoTlAd6h59cyGv6ma2MFu9RaYOCCtq25h2m/cZ7b1yZSMqjJ",
+	"YYV2WT3i8GygGiqxiVcS8u8tIR8+w9i0uZ4SHO5rZbUSt9PyetWut0ojzjXFz0RxR821yBB3v38woF0M",
+	"5taEQisuvtGMZxmQRRvHkYnqaJeiFkOsFUvrQwdQYu+65sKAynz4XTiz5ZStFNN3GkhdQaQ8S9zg6dyH",
+	"vqSowRzDeiETWLPICbn3/DMhnZKykASM4bDa0LubcVOs3UplWMYnyKCFsPemz1MXG6A6M+RUJ+Ze9xcE",
+	"Itw3wOFLfyCG325ALQyFamI4KibTqPulKCMqwS47qTIIB8TAQ26IOSz5gf6XdGO1dOh4fihjJQ6/k0iq",
+	"W6mlUImnjuJKUj58COGrxN5X1PsG8iUPeYXCsVQ5zLEyZAdDEJm4LJgeFxHykSGToxpnGcVKUV7h1o4o",
+	"YGFNuzTkM+eqbz834yHUiDgsTiYNc4W5wA95O0AC/a2tyEk6KFAuhOpQne+1mMxGZZ1nGzEeK6wKJkF9",
+	"m2t1BSjwkR1tQsCjPXMts8wk6BfrcWFkWkW0v5FGXmSC4YURvm2s/A0K64EUPTSWEyZTBAWVRLTsaC9p",
+	"GIBMMcql6ssRzxqkN/aCCtXPJ6MClVIuTLFrpz21UwF0UNxcB4KdXfD+NbsWYkSKDfUZ3LBOllNl4Uqe",
+	"P7g8f/gwRtNaPXkYY0nN4myrOqHXRiulswplrEIZd6mI/gotuiC28ZWFmEua13ONa0x+r0TxX7BIYZVi",
+	"W6q2UyvxVXUDOVfmch6M2J3ZOCNfxUTo8Q7jA6ocCs2GeEeIFqBRWBp6rA1pulvFRiI30E3nv4sYp4DA",
+	"LXCCIeiYvlWIQ8bToVS7sYL/SlPkvNA5EAZ1dgDRDJ5UT8HnBY61o+2USvjcsItxQdfFisZdCqeXWLaK",
+	"04EWpR29TCOc76gMQ0RTFAkR9anEqsQastO2d3IAXsRuKafJIwiZmHSW4nu/MDQjSrNMqyuRE1ZmrM5p",
+	"ZXOwg3Ul/4hzhuHdMkJSi1+GN9mjTfWXQ02pvODzp0IaK4DQcdktu4wre3BlDy5jD7qdHkjwQnvoAC9k",
+	"Gykkx8Vgnff7eozbvaFe4w3JFPCs5ZUS6ZpUYAa+gJLsUcYJL43tAwGIE0JXVkLlenw1YAk+DPg+1vH7",
+	"NTr7SSNnM43sUdPj+IwnkhIfzWJcQ9d1S+v0HYiG1Ul/DM6zFPrQbpXbCOGhHheD8EjXnbJmY/AUt7up",
+	"WBMjCs2xNsYO//f//f9YQ6rTZYdcZoZx1tfqUuZDzDJnUl07g8RqMaJW3o0VSCYccWBOWWPH0S+3zcC+",
+	"llQsGWGID2mBEjYUXAFMUqcslMdHSRMrGoBIwe10d3PEHSihAsPu5/pAIEwOiC0Uc48kbYInPFNZ8yZc",
+	"Tztanyp+1mbIqlH/OYSlYOlLBrC+O0oLJBRuuWbRdM6vnd0hMtEvIP2QssKOzCUVcKuiWGgrzWisTAmR",
+	"ipQ4z+DbW51fGwC7th6llTg3ds4jBqkXiOqMwPmFqwP3Ee8RyDUG8gwIDW5ELi+lFUKnVkBncmjduliN",
+	"rDOWSUgV4Y9qgSxxBh5f/sBi0tOesbHjNEWl4M/N372l0V9ZRmxvLfF251ofcjWhSTFPKVuqAI64IRcK",
+	"jjoS1582f96yn+e8EGtw7Fo7LStcWqWYudT5lS7WnDEzLyCGRo2R6ioTa2NoFzSiILECcgJiSAM9zjtB",
+	"YQrJgwuRaXVl0PvypjrmeKmHUJoyBzqLtJ9qiCdp91vjIlkXwrpYfX0jcsC6D6UMW07IvINZcMnWRxIw",
+	"1Yc8VdSFKMrniRl3zb3FyUo6fCPpAEQVjJe+CBzJBxMOmb6SqlkkvBmI/rVxyG6pNVQ5hH9HQllRkfKC",
+	"X3Aj1i54/xq6itHuoA5d/GVibvo942hn+2A/xar9z6IYHQPD6xkfijNZiH984J8idmZnAohlR7lOx307",
+	"FLJgSIr0eZ5LsonenJ2+I1uo0FAeEStuWPIfa/abNVD5CdOKyoszXoicnRyfnUfs5KP9v73zN/+E8b7d",
+	"/7B/vt9lv4OvF7yue+z2xub9ZM8HmOTHETlw76ciG8I1nSdoPuirKwA/77ai1kDwFCLsn1tnolhzlvTn",
+	"uoIB2ki4W6pbyN6qHOB0PP3LN3bXVpLwG0nCD/qKSfWQkk+P50SE9lVajQaFsq2fCU71w7hDu3WH3t7/",
+	"iRU9nT89Lu5wAPfBBXQ+Z3gQlzl63yrs8b0EBuy+xZ3QFAgYisZak/OZdINPQtNjX5hAB9YWlRyK1tMq",
+	"gfPZU/RVRRBPVJvwhl7Br0I573MWt+J31eeW7hh8RhISTG+540lxIBiaNEyoVKQUePa5cSUQeaU2BgM+",
+	"5yO7R9WHPNMIjBsec01iq1zT35JWAzvXR+WJaDrgrtKv2ZQ4HgmFPfDIdxG0HVEZeg9vggcSKInsMWBt",
+	"X3zEtjdesnfHp78cvH27f0TuELTZx8rFC62HE+I+Xoi+HkL5DauUDnXZafC0snI+AwNrFwrnIaDbpzyI",
+	"MIZfCTsqijNTksu5POwePtGpm7XHKpjG2z8RXdAyYV6I6n5tPnuVK/rL+DduywbB0wdzdiBotEQI+K65",
+	"JmeLAuEV3f1hkk1o5Mwzb+4Xizm1M/HIdk7lGc84CnxSxhShpH4VDv4OkkXDkaPjeZyIcKj6QW6oJVJG",
+	"9vxXbIawFmbKf20Lgna010Db9QgEhVRXnS5whEFmydWw+Nxy7VFW6W/BY5862nIYVow83/KP7+wA3L0S",
+	"w+4L2Hp1duwcUx4un6x/dsrvy9y4DBXeV9XizCmoV4esRhvGqlkdHk3XdNzL6IazMoFCi0U17yfji0z2",
+	"2YBnl+4N7aheGDIGRlzmDfXwbvbmVsUHvTyvt++MZnUm+rkolhzdn2ORT8IuJAzYLDW2za2fnrLPaBk/",
+	"wgnIKWfiG/UJfdfaFM9DYHCziwkLtu+sRm3QnFDEddUoLd4JXoxzwS4zfoXm9a24YMG2gENt2IW41IAn",
+	"OoFgnbxShknVZUfg2tsdxaUyzMDuN7XB3jc4ksfkSwLJgM9ZtDfhhbvPZr1JqOVjVcghjS5YZpo7VAjQ",
+	"fjS/CbSivMG46bIP0lDaG28Q9mVJayoNxfAC0GNmmNZnW7yMEJS3xmaodjLR47yX6wx5qxF8QQWPmrBU",
+	"MyyZyQDuQHe6sTrhV47wLBnxK5GA45aMRN7DP9sOuGbrVcR4wYbaFGxzY6Ozy5RmhS44ITQU41yJNAKy",
+	"+FhhQTJnZqBzJJBnPM/lTTP9x3uc1RnlU7fM5SXr9gVaVg0suk7keOljCmV4h2Wo4B1wBC7P15mF3yGv",
+	"+5Vba3e+aPGbUfCbDhVyHBvfJtnmRLFNvT2ILz/0wQt33goTqwSayZIue4/9hHwoDIhbOibEuN7MsA6/",
+	"e6yMSPmEJ4pU0rMXhyph5lfJkL83x/gVnYWZE11qTGi/nocKiecQTiW2BleVXg1neFIhDU+CLAqKA+Cs",
+	"iJW+VQYbAA1ru/5vpnOWerS5oaMLZ4eghk3EhjoVGTbyXI0JWz6iGxdaZ7Gd3lwK6GwWlyIXqm//sI8f",
+	"yT7YdSB97IaA1/KguniTEAiJSrqbwSadsLmbesRlOEhPrB/2HLhqqJudG5r7Fev3d8v63XjkmxAY8WA5",
+	"t9wpbDUBpIVOzYnfdQ6PyIxgV6Joxkd57sdjKW0aatIVCsgcJuw5W6+hkqZet5ioZtex9ijjUpE/Zuy+",
+	"Y9sbLztddqwylN+O7hqw7rAcpBnA/sG25mN1ed/dyvzG58I1eX8vluYK/eH59IQvb5oSSlBjYOfu+isM",
+	"+pD5iWRr+lZJdRWrEgQI+p8kYdvMBIC67E6BmljVR2rmxl4I++Lr5FT0HQZs4MWXidrA2rxwnsRKTy8K",
+	"8xQzc7bMKcyy4Ro6XY91FKsunffMsCi2/gDu0tGTqp+NU9FD/O5/IKEO/AwBvetuHasLV5RL4dhLnWX6",
+	"lrWJ5vBigrFcrURE1oT7fMoy0SqbdLoeMgvBYBWV97kILNQTJnwke9di0jOiSOae+w/Z8A1N91ef/amg",
+	"XWY0y/xOaJ4hNjVBTQm66uxXOg5I+rV2gNnI5+IutM4EV4+cjPNTuIwUqU7ASorcRYrUhWQCmXJY93Vz",
+	"UPkOPkGXnbmyXGlo/yUA+Dw2hLocqwRvLtKEpbm0h7ItC5YLnhrG2aXMPOK0EfmNyDsRZfewZDZ4HiSg",
+	"AGUwViFO9xHEqJGqRP45FiCVpAqFIITF3hwfvftw8OY86XTZ7yi4TI+OSIKDVeK2OlO+Kjjg9XLM7qav",
+	"R8LX9I1ycSP12DOFsUwb/F2s7MC7XvokWJM3BVbN2nv7Z2tbr16vvX9zWLLKDzkUOV6LCQrwqlxbEIb3",
+	"R/B5Olo4Uj/IJwrpB89fHNavbI6/otO1Asd5TgmEGtG+WLLPsR3XP/fvlW6oFf+7GK22kp7XGjKlIJ9K",
+	"1TMUiG/dz0Phmgl+I0wgYK0o1OOCcX9Ju+AG2+xVrC55liGWP9VP0kg8YaN9HJcZ2apHx70PHw57Vhcc",
+	"vP94und+cHyUdBZkGB5KjkZLXv9GPp/cRHVFv6ccxd8l5XAvIfEQMeHdpnPfBsYTMA1jNW0bIsbFlFHY",
+	"WWz0hdwssToeygKwkCHoDDCB9scyRwaPXZZA03mC5d54Y+swpUzDm/LM/bTN8V/sQhcDil77pnWRYhkS",
+	"tpLugQ1Q2nEVWhgibdBKdBm0w00ZxrGiNviK2dkOZR+8qyTBl0ZQ0JR44dMNfoeD4UMrWanyG5LAFbP3",
+	"SlpJWrV9F0Tkn1bSPVYs/34m5sa3NzFdTH9lZq7MzG+YDHgcM3PdiGLNh6A+f328YfdedibEG0I3XipT",
+	"8CyDn67dynTaZOxA/wBJI3ah04lj3qo8FDLvgSzfYRj4BLbxAHOg+quQ1grEfKzaYTBHabVWGxREIq0s",
+	"qw8ZdspwA7x0xKSKFZBC5FwZDrBQiwhcz0TxFt/lr2v1Li2KK/MbMaVvQzdlZfw+reg65NcNgitcpbsL",
+	"MSpveNAcy3GZNQH2lDYIuwivi2KFz+xAjZyaAsf/ilL0WC2V4aQ3+humOPHNl8lO0K5YpSUWpSWGfjMt",
+	"XcR+p3zDedDVjt7cxYSJT7xfZBNA7NGXsUrsFT2ZJlZjJoQL31ZCWnUcgZsXIYwqM+P+AG64Yz08lkDd",
+	"LMSEevunp8en4GfBeNiQT6x1kfoKqHKsu5hdbKzRtb9l9qdcMV9fv1eSoklTenG+42VZ520vTYPd/DwD",
+	"/dUxPmXpvhvB4kg/LfNAjlb+18r/ehQjZs+KBNpoyxSB0JZc/zx+yCA++iokdUBSZUZTCT40ARiRXcaq",
+	"DYH50urpdNmpvQbC/4qoxMogHsk54ovLGwJ73Vj5m0BXMjeOlSyQf9V+hnqYEjvah5ODy7osH59RoL4U",
+	"WBClpx6KVSfBd0eMAQdvnlx4iNh9aNcwcyuL/qC0PS5EcSuEYgn+ncQKvA64Q7LLrnKusOwDDzlYU30X",
+	"8nbC4IWBwx/NFwr1EZtpKva3YqiLrxUSQZj7CYXEo9ar38PA2ngKA8vFuVdG1srI+jbIlE62kVRaxtyi",
+	"dsW5oDaupVEO+ZVAKm2qlTVFLsBDlSqTSmCiz3F/hGm6F4YldJveOM+Szi7b3tgu+UIwxjTgEBv2ttQs",
+	"d21R9ko1tYKd0Bs9dkcYzMb6D1XRcanzIS9aO60LqTgUsM4AYteJCrjXKvIyJ/JSdpCO/Pouu7nXYXof",
+	"yJcgj4DSEO5otCu722ViYqXGWdYJUxI7Ja+zL/kpW4YR3cnlThYU7Hyrjf7oRr17/+/Jov971N0Uy5y6",
+	"Bwl6Ho6zQo54XrDxyKp+TAdYXZBcykwkDL5rb29sxCr5Ze9t73T/3z/un50n/hzJgiCQrcRl0rBUFKJf",
+	"oRIHyMMddnL0PmL/drL/PmLvD97BcH4XFyfYU8EJ088OcwJc4diD3D777T2jNoS044zyzVcs+Xh09vHk",
+	"5Pj0fP9t73D/7cFe7/w/T/aTXZepiNUrdih/Ye3tzZc0RNSk0rh6Gm4YZ9diVBBkADdGFLXAAcojcxrs",
+	"WvEl2bRC9U6BndKHFhpNRv7QLeW61YZrKS/4He1rGiQO+1n2pZYi3LPxVTTAqlV1ZbgvV50Cwm4ZOVsH",
+	"3vp66+fN7VevZw2fEpXkQbO8e+wyF2LNnmumL/5L9AuUWpfaQU0aKvUwOFUlkry0kz3KBQjqXZZ8/pIQ",
+	"eTHAr7DbXBaFUHXiy1v2wVs9c7yHYKgLrZ/y0pUHMMcDOBXVg1LZDHVGybj4akM/qHy9HUA8Dzd9W2k2",
+	"FPmVQH0eKyNyyTMJoK14yZBP2IXw1QqvX716+RoNENZuSsPWBv1hDI+x/x8D5Lx2sE8ZqrvDQSRbbPY8",
+	"rrT4SosvSGfAvl9eOk3r60Lr7IHrsZRgQhX5BGCg7f1ZP+MmgCGN1YAbXywm0h3PvmsvgV9AC6edoBQ0",
+	"/GxXv28MxTFlfAIwprGCziZsjjCs7WDp16xrlmLzgmFDbq6BiDyoHUvsc3sw0mQX7IYRv6pvAfXFXecw",
+	"ec/cILCDvAvSBMw/ocytzIK7dIqHM7f02Vv/bP/zxu67L48SKHSjwzNprwYkUvh4LRM3IgvOiz+AlzzL",
+	"TKXxb2xEHrnyaHsb31Joz54BtoTtWNUG1unh7ijDKVtQaGC37TfKIJ67BXg2cUmcrlVU8vmVDZRQnLhI",
+	"jxaWdCjDhd8O9vTwkFINAUFRubYrSS38TKL/W/6iA+ARkBw2TBa7Pu6/tbHBsICT3fJJN1YJad+EaeoE",
+	"vBZiVOWEBGXK2sANh2NT4hbH2vHYFWaHCd4fsGsxYUaoIlaVrr5QCuH9wNsxPBO7LFHjLIMyU66YGI6K",
+	"CcNkFvXI2neIVVuqgchlwVVfsFyY8VCYzi5g1TBM3qmC4CuIRHEXmLldvYM1BljyA/0vwVeJ1ZTlYMdf",
+	"TgEZ7Ah932V78LWXnT7ykIp+xnOBvSX4frEiWwp5NO3NIxfS3dpCDAqNwV9p5oUmPo6MyIvnICofo+Si",
+	"8m5P6cXh85dy32Dnrxy3leN2BwwKL4+XVC3WhBxyma0t4PjYm8XwIv5Ojy06Q+ApLi9Fv5A3U81ZO948",
+	"jJXhN+gtTbN4RpiqmkE6QwQiKG87++1N73Dv4EPvh4QJdSNzrYagEG54Lu2UUgOCZxKz6qsCx7PLEvcl",
+	"QIwxwyfG+45aQV6rdCsbArqHXGaPz0tSPmVhYSmXWW1H8l+Tunw2qqrHxZW2Cm92JsIOMy6z5uhqzX7v",
+	"sjMrl2vg91jb62/ye/SNyHOZ1mzgWPkdjJaY37id2e1q1bVYg8MGbarTIFQ7YE3Fym/jxDpXDlwh5MaO",
+	"wESZsXsKjbgJTBYEskWgX4kZFqMkVhw6XPE3yUCbIkGmFNSZrG0/UnwoYIYi6NGxGxYEkZXCnV03ajtP",
+	"iTHW/lKxst+xVz/9iHcLEfG3tth0PJm17ZUjLnNDvXVFZpKIbb9+RX/b+3a6sToqTR1rpu1aJ5MlJ8dn",
+	"5ywUc+uFsG9iHdF80oBYj2WaU4f7sapBw9P9JLbJ8uKFtvr3BnmwsjkeN1h8J6E7ZXXAcWyGHKiXxUIB",
+	"ImEueOY5vAvNkkInJRxfgwniAAJ4llVcVq/6c3K3MgndNhSxgldD2ENmxv0+UBXusMSKGjQeYnU7kP0B",
+	"euDWWuEyG+eCJcKubcL6PM8lqZDgbi8MlMJMIjeVF9ZWZqafC6FeGOvjXo4Nz1ibMzSZrNxlxYAXzikf",
+	"AflXxMYqE8YAYiniyyT2OT3gYRdpz/7OJB3wILUSsSrEJ0x6Y19RXysl+mhp0djbaDQFlKwUNzA6s0Oh",
+	"ItlOPUSBSs+FARvpkQRo+IgnEp7u8cfjoq+HYpEE1XiZS4LworD6dSVD/5Yy9AzMMmYlYA2FaygvxXqm",
+	"+4SE0OSmfXBXeOCSCjtxVEJXydwUBGFwMWGyhoD4gzSFv99jujbuIcsklfwUfJVP85QJHn2ryrcI6RnJ",
+	"WLfrNI9ELgW15+6wO4WKm48FI9wyhy3DCGQDvfVuAwCtW4RHktLu9gfKulvfGjKWHr5MH7mb2JU4/hv3",
+	"eGflYWg4ntMSeSEv3B5iYMPvXxj/hJIHu44TCrN7wdG8W0jeH7r0yZOQb1cgpM8KhHTxDm8KjN1nHxOs",
+	"44Pt42ehnza+uX5ybbjfkY5a5YaeUZzmDoptmWbaqm/xwvftzDTTBh2yirIqRhS1fa+Hk7Kt56/dtfpE",
+	"PsjxrarpzJi7CRY3ndb0ke66CJlZYuFRLd1h7f+Ctsp3ZkLoZfZRkxNb3yIJu8d+iH2Su1gAM78FEsmJ",
+	"xwa4zrlyB7m+bbC6wR6l6e9J+/3o4ct2B7hebQNncuXu/n2b9pY5zIua9qy+yLU9uY1Gwwl+75D8a0OU",
+	"rB0mqJ3ygAyEEUWn1mig+z6m2qBHLO6Ag8u+x+AklE/ARvCzeTfP0PeYYSZpFC72ri/7pLVHWAksRug2",
+	"tYqF6/rwLh/d/Uk8viW3k+/jCnfVSkb/Pb23pc4mSuJU8uZKPjWZErkhrehYiU8jKO0J4BtMFb/BE/6a",
+	"KWijWBmByEkyZyORG+BtKfmBS6h9Kk0ciAlUUnskO30JfIK3wvgUFXRNxSrA1F4v8bRLWmAsJHL0ofZL",
+	"6snmzAx0jt1XjOe5vBGmGyusAPDkMrkYCV4AYynwdbLED7sn03/9kbB28j+qH/3jZTze2Nh6PfXpj0kn",
+	"Vornub7F+cmkKajWqgDi5HL+uuwAEvjQUW7QvvWmMM7rC8NupJEXmQiYls0Ok1aBjgunRP3FxHKYC5bm",
+	"ejQSKTMyE6rIJmUiH+D6cuuUd6BSgZpsXJ043RJIT3Mx5FIR0Q+E+IBgx5WR2WuwbM3PZHItVZowmoFY",
+	"FRoqKREHxH7X1AEHh3oP9tudI4R3Riuf4Xk9gvFSpYdntw73ehv3iHNT8JZQOmHsvHJAR5paSAQ2mV7J",
+	"4K67dhHX9OUarptd1bq1wzkTn/hwZO2rf72MfvzD/j3KdCpQXdWzzVY3Z4VtVhZiaCoxE6mK19utqDWU",
+	"Sg7Hw9bOpg+f2B16JUBuDvmnA/zp5saGv4DnOZ/Yr00xsUOEu9bM8zEUM5JUuUS+cNgVDXS59rvKsIWy",
+	"I/sXhn9aUYuPU6lbUetGpsL+N9X98dAq6KgFkWpruU7HgB4zGQLbeFEq+1gJFEj6kiajKva+LvbwXSLR",
+	"B9qmzfP+QN6ITlgJAUptTl68Rq0lNa58UBwG5ilB+wVxB+yeUl6ixSq5FmKUoOmK0g6lmZxSjP6cz+o+",
+	"K+nNTDAjVj6aQXvP4SqgqPbfwlCxzjb3431h2Bv81Zq1hTphLATJZEiS28f6krCLCUve758zNBPWqTAM",
+	"upJMwtpQdr+9+aqzi5yO8n8JvKfSBROf+sKOGsvXPlkh4dh17TmFviOYz1z4O70E7rOhNMAxHEJglSmj",
+	"DVDIvxP8FU13W+dU3Wv//gdwYicd1ERu+gsxHOmc55MdlqDhYnoca5TtFSjNY0VRpkIOBRtlY2fqXItR",
+	"sYb3yoWdR6jl3tpmAz3OTccXafvHUfMk45cFNJfzIlZUcCfhAoCQwUFT0TFMMnTnwls5KmN4JSQgkgX5",
+	"t/QCVJxYatvks924O+wz3OzLl2ALK3GLo8PVSmQK73474AXRGXk9a1jBr0WsuGEJ3KgnU5M0Y2yV6vg+",
+	"0TKh+jq1wtbqF4oJ0K/OURj/sP4DCoIly6T9mJ6Ij4CePd9hw51yyx0c2spl+zuH1Xio1mZ1WV1E7eX2",
+	"642XGxs/lY5cVULfya2zO/Lw4HCfFEAokhJCBzQR+mLUheWN9MjLmFg5SQ+6QCpSUfqSGnGt8cbwjdF4",
+	"7Q9E/9pKySvrOhRo44E3gXpS5rHy4Xyn9+wQmzyDPZwBv4UetRoR5R4+ER4278zvEcQizfBI5GTMfn/x",
+	"P/8qTlnSRE8bYOXGpArwOYX7daEGra8Ng75EtrmxQScE/J6CadUXXVJPCRvozFHMGk8KizZWrPpcMSNE",
+	"5Aw4nacQPyBzKTcF031sgOo7Q0jmTHrOVUcY2E7HuFUE7N5YoeIFati+6OyyhGyXBPYwcRLCwHjBUk2G",
+	"kTRFxAb8RjAXQNE5nAb7tffgqZGAQiZtdDX73OCzmVQpBgvG0gzsGlnbyfnaidXXeI48vO6txi9jBWOr",
+	"h8CAVap6148DmVU+6IkK8atDmK+qy/4F3FzO2PNL29fjDJrn2UV59Uqh/01jsLD8JK1qEbFm5SNY/anI",
+	"5Q0v5A3u9mUFJRCNkYzDLJke531nYLY92QYE8brsJNfpuG+lSOkSgPdoxRkmxXdYkgurwhNm+jwDsAsr",
+	"hC+t56KMTAVLbmVaDBL2iSUDIa8GRQK9pA7YgpuR6BcMZEus2hzI/03BQk/zVof9obvk2YxH9MgLMdF0",
+	"zvCFOpH3s7NJrHKx5jwHaObC0FSyy5K+VjciLxLmLvEv4C5ibffYjtUlznvtxir5c8wzWUwS1t7sdjc3",
+	"NjoMZIww9vf/NRJXcPpvxcWI6XExGhfUZAYdB3IoCxIJ9lcT71XiLFu5jX7vlGc9vfzr+KIm2YXuKdQ+",
+	"elwY6hMeUlMWLBneGx5KJw5gj7xoZ20rmNzaQhiXnOma/lkf7i5HMxO7wOV4YcqQRQRYS8mI50IVwM9X",
+	"utRuO8o0QrIZwkwx1Xu5wAmQxEDTfuikQ9AZvfDa5jFsTIBz9dYPfDY0PI0wV6JOY1eLj5q2hiLtbWwO",
+	"Pr0abl3/lP7458+3Lug44sWgjDnKtDWttUI/dcg/fRDqqhi0dl5vQ7TU/bnZEGp8eGVbOzfP2TMOtp51",
+	"j/sw/nRVwbrSv3dAN+HhNgL2lrkO9hxd7ITxHfzpGZXcoIvLZGo4WB+Gi2JFOgb1FlqepGX8hBG0nTRU",
+	"nmXdgEAnEI/MBfGF2zuJ1OpkB/R/AXQcqejrFG6HaqLa7GwdfHItyuERYzGNLWnCPKkKnv+Pve9hbttI",
+	"8v0qU6p7ZXIfRMmynTuTdbWlyEqiiyzpJDl5V4scMQSGJFbgDDIDiOa6/N1fTXfPACBBiXKs2HJ4W3Wx",
+	"SGIw//p/96/Pc1fN9vR482O6EVZ26N7S4PyPFzd+6zCZb+pU5YtdH8gKrGKyXh8/AvvceIqfcQnwAo7o",
+	"n5mV+HCfIgDrkh8Qs41gMq3qo0WV/+Aa7SntuvYFFOih/IgldCRgB6l04WSYk3NcQAmOVTHdt1Y9X21B",
+	"RUuqnqnhN/Uo5NVnGKGggtKG8tapOGAjetEdMHoWAzZWaTShbDxbKOjPv3kkxqP/wc8R16+uglMzZquv",
+	"Wo7pPFmWkyFEn3HJDe0gBbXcg5/txdjqmIisgPtit+RLwdJsolq6sqinksi81Si/CtwFzOQBsCwsk99M",
+	"iEhVpOO0BsSwvuJ3WYMceJxRzIKrD9VM5GIdy9GAgZXS/tMayFflyI9vvG+5UGU8FYkVCcjKI3xJ4rg3",
+	"9Id2SK7Um8ylehUqlPjz9R3aDrPsrLHmLw9n3DgDNrerSrZFOxvU/WbZSsKgXDpbd+ebZ/7bx2BTO2mA",
+	"6JCoCKm5bL6hx85W0zspV24lvRO6k0B65+C+lM5uj0VIKpRWgcEaO5VQ4hdWEzKB/xnpJzBZ//WA8REA",
+	"/OLjI1VM10Ull4niz85Y9DjJtLomUSAeH6wRfuRXiK7NNdl2OFQj346UjZFSmeDyka2m+p4+JIeuecX+",
+	"aslzn0TPK7Jszx79Ls+yhwV0r0RhWGSfBd1eSRJuLbdyScZhnh0IrVBO1dzaJAvk5gSs3WNnyrvKRypZ",
+	"tNHiW65vlmXUJd7iP+WeGjsBK7P4/XKrpCz3JWKdwQhAo1sB1irA7B7fL74Yca/N77yp61QP0+aqrhi1",
+	"AFiVh18fOIDczcRB4o8WoYRUPaWxU4zV2Iuh5bTkfqNP7G86WI9QiQQ2EjEvjUByoV51ZNaHEmFe2Zvj",
+	"0+PrY6CZ7sC+HZyCqpiC19EAwiHNJoWgUbOzr9MhIZvQChoqEeCNddUbSjhZU7UMQCKfAg+QwpJy/aTI",
+	"Zg+lFrFIIQ6vBeRPtqYkSnrvSNwjdpundpL4KsPavNdJv7Qp+R5kg6+I559TufzykUgYnuy6GdRuQmvS",
+	"O/Qqsot2bqW27PZg/S7A84DN6xOT757J0pY8qFTga2h80riuqWETexX/ZHv/W092rGgTE9Yf36JYYq4q",
+	"S7xFgYFxsCq6vXv19oZJ/WcpDPWXboJ52Fjtk8U9XCu1m+u7875srpUeYsiOZ3O+sDIKZAx6m5fspHHt",
+	"XhXc3JhQdig67VIFIcbG47oKCx+l8AkF5EqD488ClpdmCvmDoYzsNPY+2P9/knxsKh8RVEY0ONRYZZma",
+	"GzZTWvQRwfgWxLsak1ptp0iIjqFEJu172AVsPlVYKl9wDQuwshy+jNiMF/FUuEwW+1lQq3KMaHz4IpS1",
+	"3BBe1MtYoLzP+Pq+lR2F/FfDOmRGK40hxj4OH0r7dXfAIjHjadZwUdkPcAdZZ4zwxBhnwWNhhVKuLTos",
+	"28N+tGdX9iFqAvIO4ig+YRTQi6uiVB9koXzNWi3qgPnYbihf7r9kZ+fXwx/O3529WTm4OVR20sSwuN3U",
+	"IjSmULlxeNKpnPTYVTnapb3G5cEmLphUVmfzRbSQfAMNgLqQxXNY6VXGd2S1+mdjNtAoEebS97qHVQAh",
+	"I9un8PCZCGWnoX0GddWz6/uzY3EJnTzm8djTiuomHDvY3x9g/lkoG7OpfvC8NfyyTrN7vLyZddz4C0U5",
+	"1k/njsxziUnH9lgbu02nS1fRaugUHwHJ8Tnzfj5l2is62TYZaBu6eWjoxqubEEj+VHfX/YitixX4bBS8",
+	"LX7tAbPGOJbcpckmqK71Cd5nxtZ/uxJxlsUYIs7/zl/HL0YHNy/F086c+YQYEHCRZAsx+zXhw8nmET2Y",
+	"NMEd/RBX9KdRZ8PtxUPZuFYusQQ82dit0WpCaGh6n/fGXur6wslDvSX7Nm3iIbQfQC7RF3Cdbym/zUe/",
+	"TPebuOTzrJykd+XifkLzQRzTmmBCFkov+mxUyiQTCX0DZr6a5WkGdj4W+6fSFNa8okhpp5Q5h1LW1NmW",
+	"9DBLUi1iO243YAZUMGssm6yc9KyRRm9Hq3DGZTq2vCHCbvCrfXTR0ZAahqi1DGtpLatJeMFDaQlMp6Oy",
+	"Cu3CdM3UWuA46rAazaXeWWuMJgJW/JjDYgsF4+PTVWden7DnCuG04MbyHem6F4ELn024Q5HAsYe0aUPX",
+	"4XddvPyCTvkxYdXgFZv41Py9+Gv0RgQPXHW7c38Ujizd4dzVeKSlC9eP7jLAhSklIGxQF8S1F4R1fBca",
+	"e+O6feialQnKoFVjggWq56ZCsnqsElEROutgtRV29opYIbLM+HgYtfIKJQ0quz32g3AeMMEsYWP6CEDN",
+	"VFArMS94piasE90KbdldVHXNAVgsXghTdINQ3gqdjlPyjlz9dLh78Oq7gCHPQECQtVyD8ULN0phnRMmO",
+	"4AcM/CWLULruW+2Pp4ZlYlwwDu+Zc9NjdIKNxZHYp2QxcQv7UeNxlbrUY4f+KddWzGk/1RMdpR0b7daO",
+	"53Uoj87Pfjg9OboGnkPjKM1oCxsb67tZN0qZ2+rWBlYh89wTpjXSgt9A37cyEzAfq+bYu4LaHb0bCuL8",
+	"2Xruh0cF+ASmnIVSaSoyz1J5A0HRqNfbi6BdbipcI/UGE61mDwgPCNJiJ08x1uq8sDAOCSMTBKjgEu/g",
+	"9EZimsqEdfhM4ZMzxoHjj7gVG+mEav3gxbROBiB1IS23mHJZeyX5S6Ow3N9/EVtpBP8SwwgfM+T9NAUv",
+	"xAz8s1X9ISOgCfTg9qnpnCVvMVaQhL6ozUmX0nQHHteHbtoMaM/tyv7r2q7MCPpGqlC6q1D11mUdxy3o",
+	"u2GpswiPETJJYqiHx1am6Bz2fUMh4jMtitweWCjdlJSGMwcHWTqRHMCOkdEsvwub5w1vxMJBB3UD9mr/",
+	"RZsoO0FqQHJ7JC9l4x1fqKrPvfwewFtSdCwj8mzCcbSn4dJ7ff8TR0qOszQuti69RzId6MJXvHZZHLeq",
+	"KjXbYc/97nPZEHdpNqFcZiCrqo0lz26fba7YhLKqv6nVEJJAMw0RqsZjoU3d8nAy10qJOnZPRZROFPvS",
+	"I/9MWqNdNJ7ce1LDYh5jLJMlqblhY6VXV18UWcSMiBVE/twOvPhuf787YNEYtC7MDnQN1kkjUPkCO6Am",
+	"loOEkn4asMhOR0S+IWt98Uu4HJQmzyWkAWgcFJi4HReFTiilYg8QOiRglkot4V14oHY4fI8VZjjnYrmj",
+	"7Kv9F+zq+PKXk6Pj4buzw18OT04Pvz89tptghdJ8uuix77Wag7TyeoUEhL07jCvXuxZmHIBGQ4qOqSHs",
+	"aoHaIkZJSyNQQrJOnvFUwh+UVaGgL4zKRzy+CeVUmaIPfWIy+8+APT/4996+/d/efwSs338eQDpxIm5F",
+	"pnLoW05hUtcIltTNVe3BahTA4UG2UoWrX4lDxrtDNBtRBI2rYI8ZfIB9xCRMZSLeIwAFZDtnCyQFzhJR",
+	"4EUWycGrV89f11QCgnTFZ99dnhJ+X8+kkyiUPM+FTNBstlud82KKxW9WSfvuJYMGujUoexyUPhDveVzQ",
+	"0ACb1SWd8h41pX6FOnQHMAKOXTHcgT9jkZnyg1ffRdjKM1YzQaCSnLaGOUDU5asDKj77r6vzM/8TFn0I",
+	"dxzHCXf67B/V3/bPcOdWyETpPctmwp2AhTvVv2r8NtwJQml/DCzHj0R/489LneE/cAH4b2ewwBP+bXC9",
+	"wp3fPtr/RYPaddcilFGv4Lo3+ReWT/b+leYIHdXUxtkY2YMj+Z7VhiJ3+FopyFVIJRK+ykOJD3QDRlyJ",
+	"FVOtysm0rUczlRo2cc/c0dztEDnyAu6R3SL0ovs0OkeOfwm/CLDfupG9sb7xgcji7hDinT6TdTz+fq2B",
+	"4NCb/hDye1r+dCMWVIvcUAyQswEwTsbNlOVCx0IWhKeThLITUd6wXyaPZ+L/HPwwF9zSYNStkp7rg3tt",
+	"rcXRIROsv0HvJFngdX/mwGXpKJUxLWKlsTcIoMkolRmfGQx8dwGOS2bVBcdCsSqodogIBG+6bV4NK2Pr",
+	"pkqjZpqcG6HEgZqagPMxLPvRwKb2uUZilme8EMwUaZZ5D4zdW2e7UdZTHbRn/zU7OQP3x/Dq+vD6uD0H",
+	"Ol0yPe8MHl3UDz6q8e3onmvAOtHyqQ9QmdSqLIT2iWTk19F8Dreux94IGMDqJO5HoYz+9x9891/7u69/",
+	"6/y9T//sDXd/+5v7uPv3vXt/8W/REgL6TnOK7aEvOvpN418Hz5sBsBdfZdy7ZnGXlXr/1ce+Hmxmf/NZ",
+	"0+mSzbvOG28J6esXLQ0OM6hxFw9IvspmLg6vj366W9ZQ/iEq6J7t0oupatT56WvGd6XHPDPOY0+o3eC1",
+	"X3hMO1Qln3kHPurXZs7zUNqdAT89+YGdTz4T3EtALW5TVRpvXqeSwZx7DJre+sYftflD5MBQQcKdYBUP",
+	"El+h5EsxTtaMcFaWrEdMkMl6GQQYIqSxy09z4Leji9t3b2XYl5Vhn99nXT/XL5RH+yCXtcPwd9TwLWaf",
+	"bn3bXwUYfALYdXLFcFhrZJK/eZf8zZ83M8YN6nxU9DLIMgHHKAGMeqfQQdfZP00UKjbjC+xzUBmAczFi",
+	"NQIGvxxURtgBCn4jmBiPRVw4x4sU7wvm3YJz6gDCmRZQwtJjxzyeMiyncCw/lDhGektYUOgEHZVpVuym",
+	"0kfrAdPVe7uXnqEx7cR77AqaNYSy2ppbobWLiwp5m2olZ1AxM5+m8dR/b1zvltrGjVOI9trfhbL5Q5qZ",
+	"wYOY8TSrTgOww6v0xRrSa7Rnf7lLeQ7dgZ1nrKFnkAsWB9jdBf1QoKf5caG0xWNcNDvKoAc2lLUVok5A",
+	"2DLYMmYNBuAl3psrd0cfE9e7+ap7CwzodwAOz9k4fQ9w7InQfw2vFrTybIlbmXYSRq2z3lMQbtqDrY/I",
+	"vSZiM54bayoAk4kmK5clwrADUiLyoVDeiMUz7JHkyCx1fVQQPbhJTHCDXYpF7QZj/KZQTJZZFkBuUTyl",
+	"MnXCJ8Yx8e2dFRJfIo+KnxBmNPh3u71Q/mwXCDEbqO63VFNKD11xmGVQZo+6fB8zGW6kJe4bsQgYB1uq",
+	"rtf7Dk2hbNuzYGnH2FxD3ghsGOR1eGS8JZaEsRjDOjyUUkwQPBHBKOygTrGnAE5jThg1gkyZosib0SKG",
+	"ESJeJXRgtGZlYS8OqGlIKl3YxA4o3vNExOmMZ926GRHKZTsCjtmlzvhLgVxUijmu2xA8t2dxddnC1NiK",
+	"otSwXKtYGOOCVvSn8OKQhHSVvEqJOQUxZxgVhdNa66aNNT6Wxr3CG79M54VP49A1LRzpZttf4a9Z0gVa",
+	"pNIINboit9pkk9WTjeAaxdPGPZEOzY3xIXKff40DWWZwmybU1XNqlUpwAUAy6+8RxjIco1JSsHHGCxbZ",
+	"HyLeWMBGlteYGHRiBDhzRboRQDz73EL0M2G2KrZgMqGEVwIizCIXEeVi2LHMNAUu7GcYMKNoGdO0qCmz",
+	"VQpN9VOYt/vTtcml8PiU10vzUaUXogfrBeyXdDYjT1GhSwmEY6XAwf5+aGWd5nEBuSiIAuui/nYD7WIy",
+	"8EMMqo6xHSuooDa8S3uK29loKYtOSGsJxEqaMgM3GpeL+poM+qEqs4oqwehBv9x2xFd73Bc8E0Vxb0cB",
+	"/DHE+Qd37gertqNZqrPk4FlCWvm9DW5tPZjLW+rGVWFJwa3xvs+D/erOvdrvrsN3gdvYeDMNsNM/2Icm",
+	"r4jr8mr/C4K84NbfJ0zs+v9KmG90b4lp1XgjbpfjjUbs2ZXeyR0bW+E4JFEkms5w0VU7n3B1uIhUMS1H",
+	"z0xYA4N5d3nq9XOP/AF4DipPY8M6S+AYgIMQBfeDZpwULObaclFs/30j5ADcHcCTLROM/PKVTv8lol4o",
+	"f50KCcgclq2V1eYGLPL/BpaHOFaAcjAtR5ASBnpsmWVrLOErIw5LcNo+HiXgK+4ihasG1JFEqCZAu3p6",
+	"iDHr1lJLGrP3qe5AK83yzYejf/D1v8TcAQcyupsBOJm/1RrvmzVI2U9XB6++Y//16zUWeoUymgkdl1r0",
+	"/M8jFmc8nRGcKKSDIZIRm2guUXZYYuhWK6vSE9/iaKGcliPWoXQuzE6jFw3/OS8gN64LeWQ0hJiNRJKI",
+	"xJJkj50TdlIbDa7QGtIg3v67qBDgVEZ+FX2rtTgJNFLFdBDKCF7RRIqBn2MKHFUGVIW58PM1gPSoCYGy",
+	"hBB3OBweBcXX7CZxw6JDOnp0QLLvBddCMyyJgAewJiJiSgekMkkWHd8KWVxB4yLLgji+IOL1wSK2hMVH",
+	"yXxWpRyDAW6NUcuEKOmxjnp/BwtiHSME8SxT8KI0UbfPmoAzLZzHLVRcmXuVmGtkuYXCI3DN7IkB/h32",
+	"/j+53ZmD7/CPUdQdYIdPh7PTBnOo5hJ1nXs70cOo7Q3oK00JrtxzvIU7K6Greu/5g/s6z//2+NwYNv9O",
+	"kJYVvrGtUf6scuLEmFJUqJQVe27KiQbPWy80kPYeLDGuMKk9jafAgyDx3CCddyLHi6ndmWfcpFYA4AAm",
+	"Nruvogp1qutiGOiqIs7hN6PHLlqYSSpDiaxyd670jVXWVEJ+zhHkO2qrLDkrOFem2C3S+AahxYAhWoMC",
+	"Nsx+bLeQ8pY9CihJJlhvauoyy9lfKxJq4EszIVM5V1kWSqzgBHLf+2D/c5J8dEhkkf3J0Boa+pZnQ6ov",
+	"iNbrYFd4fI9L9/iSe2PM9lziKZdSZM8Mw4v1FBWxi9pCaBnt9IMs+6Gkc+pB2h3IW2ViqLl0NsKQ+tpX",
+	"33YDsDR2KekSnk1lnJWQuyFrEPOsExG+FFSg2HkJmaRyEuBFBCDe6tNuL5SHiBoIIJID5iDosa7AKodW",
+	"37kHjr4XyohEOQGHuDlSU8eCF2LAIpPKWDR/gqABEeXowKTB5a1TqzuG0rlMOSUCyWJAGH+wTTQUQIDZ",
+	"4UBiO8S/uiLluEOSmlgRK8gy4Ek1svw7ruI///vd8bvjN6ggwKT/kzSqdCZMwWe506qQeF+5eqB1ye/X",
+	"JOLv1FrOq4vhEBJg49Y5NfwF3Yyc7RyIabQ4Wmovd/lS7hC829qVTlmN6vKHI/bixYvXa10usG3tcLp2",
+	"+F27lTsbwPnWJqZcAh8c7pr3urvxB5B8g8/fz+Ax9TN7sA9pHwCb+dduG+BVbmLtSJ93g66ucvTVHonA",
+	"nztQOeUhNxucnHSzene0mhAYiUzJiTVcBs3ItYFX1DBLPTaouVlubhtKHC2oDVfNrt7zFlFgPCIhQ643",
+	"YJwRs9SlNCwtLHuf8fdDU4gcAV2eu4b2naqknhdMczkRffby4KA7QA2QgFHrr6/Up1CCX9aFmqHPW423",
+	"r7ZxqxBNsWv+EJrEC1noxXK7fISc4Unw4JRNBM20N+LBbU48ula8+Fksdh63Ha6d4ReqlsdX34NaJeZw",
+	"PQNSpOh2bWvktzHSzWKkXBcAAGJuWIdbrbxAt6ErPlpl38HO+93UA9wRGXh13Ztcd9WwOaaKfNrq5ZBk",
+	"yOVCScFEZkSfGt/WK8Ngkj5HeyaM4RNhAizyAosyCGWOKrfVqjUhWjVV+kG9HxtA3eTY6N6qYnxB9WAI",
+	"ml3lzoUS3G4LmBKGI2EmKxnuVAxR1MTG5buzs5OzH1mHj6xKn5IR0V3fHu2T2CIczzVs/s7XUFTklv8l",
+	"2iNsS4k+U3M3OMVWFa7VJt+QsCsfdIC/M9M0ryDsbgXPRALKlzWGTCgBzB1qY1QGZe1jnmWQLgb6j1To",
+	"HSHXUc0JzkeqLJbtx+4af8/XTXabqAN277eNnu8KAk4VRlPW3OtVObYHXHs9aOyDr3wX0jgBFWtVVqD6",
+	"FoTSCQ2l2eGvhyfXJ2c/Dq/efT88/PH47PpqUD3kGgMcfn9+eX0MXQR0KaGRNLhapSpSKncLJUogXoAE",
+	"paxDkTOAHeAkL+c6Lap6MXJLpEWPnUvLD4SepZJnrHN0/vbi9PgaZvvD4cnp8ZuAHR2eHR2fnh6/gdih",
+	"A3vLOWJq0RQDdnF89sYu6PDi4vL8l8PToFrjydnFu+suLK0fytUiZmhaP0KMGlg/BQ21MOXMhzItwaWy",
+	"FK2e3UP7+LdB617td6e/lbNPS84eIkE+lB3teqX28zKmCN/iHeOV7tyJp2mWdLGzSMXBqJuN4TOBblTD",
+	"uEECZR1iZk4BDto4WbdP3hQ7/DIzw1i4UZiWR44ZGQtTQMafuoWqY5cV3jJ6EErn+5nyVPbYtWNfK+yp",
+	"z1qZDXo1cAQ7Q1j+OqZyVY4O7W49febSNJq2bOYbYTPNY8X6cG5inghW5nOukw15EJDFn6QThbKpHFAx",
+	"4jw1YpVkgYcplQ1jnmXg30SMU/te5xoY8SKeQvFGRB/1wAEGSUiUn0Jwow4g1X3vI184xmjBoqngidCY",
+	"3pSn8Y0JpcIcM4y2QJgpMiITMaU5deo9lkqZYXmMqF6SGhbNyqxI80xAbV401kIMC/Ee43a+vp/SrV05",
+	"oh9gyg2LAHr1By3EtX0OFCeqFYI8qtoeBQwXYZmin2jAuEdipd2AQp3mVgjciYB87TOejZW2ethIJYt+",
+	"uzeYQc4SZQo0zsTDRojE34BQOqHgHOfV8acQ9FyYJfWxlT/DuJ/F3xx8Aiv//O7pakFfqDxncx0VD45C",
+	"FVmGh02Qfu68A2ALhHC0dJzbKvqt9/tRpCKyNe65kOdtcEM/2fW9x/Ncq1vxpwnIZXv6PhF5LgVLRJwa",
+	"19jPbYCVCK6x9GgRSujR58peKpnawcIcLG3EY2RazVmadAf1mtSakm1flyAK6fJwgSuKBSsiTVgxT2Ox",
+	"TnhY+x+3N0FoVF1KQwhDmF6rJ4AxYCIGUdEO8J1JeitkXXYg0o7KlYEyW3rGzp9p8U8RFzQ+QPZokZPL",
+	"Ad2QM5WIrIpFRNjXImoVbTDJ1LgdeJhgWz7ZVtGG2/EtybZqRU9OuEEgCkQbHXhDsq2c51a2bWXb4wRw",
+	"7OXzTKiKkX66VHNO1ccSa4Tg7Vzh3r+MTS8AkxpMV479jDFEu1vmhnXQ2BniR2UedQPmXNJKO69FncFC",
+	"g5FlZw/AMjsMNjXLrewAqGe5wKBxF5xbmJVE8ecAy4utvQXaRISzpfZGAZZG2G+TBFo788wl+MygCNf+",
+	"m3Vcps+g0RaGcnkqFB2RMMjlGbB6ppATIxH8PQRf+/9lKy/ExO/fS1G6aABG/ZGBIa4p3RZeFmrGizSm",
+	"MLqVXlrleTtuyxHdi29IANWX9NVLoCeX+bMVKE9QoDiScNlCBILvuTCxzE8XL9iVfm26/yfIllDabRB6",
+	"98qKjWPset+JCvG+wLftmkILPoP2DOAg1Ngb33fkp/fpBFxSmZr0QxmlSd8HSODnzyzvtaQEefedWJVQ",
+	"hQllL8+pcbq56QYsgp/bp61IoO7oUAMTJbzg/QimkaVYFPdfV+dnAeMsshsJsyf4Bpw1lSJAP/WFqTf2",
+	"9wAooYxLbZTGQp3olJtiFwbaPXkTOacfB4BsKUUMkAi1okUGVZGov4YS6wqGfqGk1+5TG36IFnepAIK6",
+	"0htXvAhRId8Vf67TohAyILBVqdiE54THw5ISOaagQkooggJzk2B1XIC6mIqZtdZiNQOQMbttoexEfShX",
+	"2OV2BlEX23ZIlwPyvCoiYCcFA3lf4cX48gq8BeDpdSoBiksP/WrNznoMnPSNCm5OrkjRQhG11OLkTOlQ",
+	"kn7S9cks+PoKqcrF4NHNWjAlY1EpTHYmU54w7ClB2whDgO2KTd0qTBy4EX04dntz7E0jknbZxczYzeIZ",
+	"g0IM1qk0rSCUdi2pMN3qjAn5pJQ9FiUiK3jkLmLMtV6EEq1lVRZ5WZD7gjPAC8GbjMAlCzKaILkMlwg0",
+	"WGppCYz0rajallB2qEIO+q0BetVUZQJgNaCHJuNwWpCiLDQzgjIJaSzCGDtEhQ5HId98KJFWhzTDYS60",
+	"1ax0xFQu/MSZwuYOUJ9X3dCqX81BdwA/AGUvNVUDNMwePHjNrs/Ph28Pz/5neHn83++Or66vqAKoqoyd",
+	"wR1sxRyBWXj2YP5YzHGlKOQSL0iNs1AdUcXsUsMmkCft+8alteXvd3srXGeeSmrXM1JWgmiBvpk7K1w8",
+	"19mw3mS/vd5kVaJApRZx+4ybgkhPi1iktyIZIO8YLRpssdYPUuLN9RzUrwKZa7WMxi40VlFVKj//dzjA",
+	"wsr6nf7O//5jf/f1bx+eB8//4+O/7XwKcPyKpGuqn9Wb06TPXoQSxZMjj1CCUGIfwh23/eFO/0UQwkzC",
+	"nX6443658zGUcD+X59iqtuIekxTruLKOmphjOEdIRIZwnBOPlsd3n0aC28uDDbTWa6XecrkgPdx8ycQ4",
+	"PA3udB7hGEqLNte8Uev0OfSifrU+8EuYnpNe4KRFFx0ZwYTtjbLLSw7n6SV9BtLOMtIXLWsEF0utaqjp",
+	"4m3j4TiPb8h2rha0tZy3lvPWciYKR7fiZ3THglHxZ+Ulo3UTynuY6rWL4rnnwN1I7cu8q7EKnE1Tq8ov",
+	"Qnkj8mLgvKZQLZkJDmkBEaxzCEZ1xCYA+zNagHqMrSYWd7gtrb4NrTOobBO6doseO1MexHWkkkU7Xy70",
+	"4hvLEm4wum323tNhIFDLBr1iXNq7VPPNcvWAFHYh/fUzlOQ12UWD3lJhamVzoXSVyETA4IEYzlJZFsKh",
+	"gc34+yE9GiG8jubSAHwpcAJoGWRY5/Lw+nh4evL25DoI5dXx5S/Hl8PzX44vT88P3xy/CRh9BBkCAfvx",
+	"8Pr418P/cX+enr4dXp+8PT5/dx2w88uLnw7PoGbh1/PLn48vh29Oro7Oz86Oj66P30D0nxw56OTkKTjF",
+	"xtSzDRLrpHhfDGlRBXQQpUolTBeIuYxFRojXjXLE/mrVRuUI6rjKCozTLL0llIAViPkFUlVxGXpBf7N+",
+	"b0cwN+QbhV4cwa34dvib380ti3tq0QW4mA0daUmab8btijS+Wa8THa1CWFk2N2CpdC48+HCpgVkdM48t",
+	"M8pQri1exk6g2lAKUMHq1YgHvrt1LjRLdHorJFYXsEvIaHLAjuBfLETu3FQYBM+UylkHXYvWQgV3qouT",
+	"V+pll5USnfyZ4EZg1rPdpCH87RGwyG/Pa/UOmCHu/cb2odXi56Ug+moUv6gVXPxepoCJVNxVCrac7t1e",
+	"NYL9MRHkkdArKi8wLK3HLoTeBc+u5oVwKBjeN/n8YB/WhPuPcqk7YCOxULCL4JzFajLglbuHdiuijXTH",
+	"6zS++TZUx+ULsOWrT8m79wdUzhIDG8QqoZK0ChR1VrEAuzX+/Ct87Bi0UtnDQdyOl9H0gaV1YkXw0YhH",
+	"D21ZMDYLDU6wqiHjxjI0b2R62sRe9tQAgCUizjh9MYDKcwBn67EfeJpRZ6hX+/uhjK7Pz0+vhpfHR+dv",
+	"3x6fvbkaXv18cnp6NXx7cnV1cvYjwTDyqtvwbIaBRWZu0ixDTdB3OBTvU1OshTCD3XrMphp+S+2r7gO0",
+	"ugYXZ+MQPgvk4D1L8YGJDztgB+AjibAzuvssdgIXkwB4WJUxAsrv/aC0iDnucP2Q8IhCB6i/O9KpGKdy",
+	"Eu64jkHNk0PK2miviVusbuuRVTI2vlbLVLDmhkEgHf80GKeiTGuD4X8X9MSaJoQ6VplHU4cnuwPs0hqd",
+	"nF0fX54dnkahRDQYh6hcSvE+x+xoal1qr/LnBRFbvnF11Q/+rnGWvQ/2P1b1qze2e1DzdIcxg3rZJFMj",
+	"njWbItlXDFjllOutw21RKqs16Hmg7LfLuYbFXPBi+lVguNBm+NY6c6EFtb1KtrDDXwVES9FyTCiplcpa",
+	"KCd4QNfHl/svWOQR0+sgwhWmfe39GV9g9xBHM9C7wU2qY1los2si1Z52ByznxsyVTnaLRe7aqJELhWto",
+	"2oN9szjl4sysGhL9jf4vClhpX4Tt4aCsDBDx1uG8PBkyrc/01O7uQwkWjmRLqY/TCvFhZJeXxYYCCfqT",
+	"3ogFJp/oesPyhnSCbCfDMzFgkSyzLEKrOJTY9QiTMCijyrC0GCB9IMajLJrNBVmHu3QzbAXKpBDQIY+N",
+	"IBOwCCV2KYSkmMR1O1+iRGpasETPdjEViHDjNb1QHlJzP9JIvL6FGnqzEWFLm8JJaqX3y4ODpZZ+oaRE",
+	"wx67aGUvdv1CxnqBzdIL6BDbxjMuysfgGZ8/9L40zy8Vf/8sTKvmeYCEz28xPL+Ntn9+tehXe1kezJ5b",
+	"7InSCL27kVGxtutP3a6osy/qxwzOSbjsmxoX74zQ35SB4fGatybG121irB7UpxgZrZQSuM4qK2RBZsgd",
+	"hkMoH2Y5sD9sODwdEnywHF49489hPvxFjIGHEki7OfBAAumxKz4TTJcZlthEeVMDjPqQPw190FusCSCW",
+	"oGE8sDW2Q7BqO4TSGw9BqymAGv+SWRFARBIU+4TaueuaOm9AnQ/ly4ODOzTxRyDCrTZ+NxfY6uNbffyP",
+	"6eMP45BWI7eM7o7YYZvv5NzHA1ma9FpjbO9g1Idyja+qGY1dwn2xu0Pfiga28c/WpZ9g85qSLoa7inhR",
+	"7uhX03YBX+6/rrJgeJJoYQwkwvAbLHJr64Ni37TzmG1M7Au+UBsTfPX9bUzAaN72LdkKlU3SBeFSExRL",
+	"C8V64bH3Ib27FUkrDYPd6xzcUBba6BNVSw18vc5bQxT9MBnzDvoif3HHDP1km+z1VJt2rKGKzUO/vTbv",
+	"x1d7pTeRMDXpsnUnfsZeGndcthxANDdU22dpATlFqQAUhnpkkjzpjh83WfE445NGAf8DOPU7aMH5x6/1",
+	"51faqpl9Ia/BRiRFHUyfiuK2LZ59gjINKeFONrN5XgUE4oDFMPE+FnnBIhc+iLAVM9JXk+OE8pNZTmtd",
+	"KThgv0auU5valu1s2c5fu2YfSGFTC3MvT+Oi1OJO9Dr6DUtn5JfjFN1BJBXoppOlUgyg5Mz7kBCcihsm",
+	"oXT9UC6YSSdSJLsphYJmfIExzrRYq7hf0AQfT3+HZe39rUnsHqJplEqORXybIATBWNu44x3KN4KWPTPu",
+	"Vt1/RbXKxMOc6Wu955cw1NdoCtqZbVTUYlewtQc/vw+du3up6Y78IWf6SZUVxdyxsQj0rYjN+A3FsYEL",
+	"ctlUxFpYoebS39+vTfmCydmJfSHVa1PKqR9vLSYMONfbmPBWu9pEu4K7zjhcog0F194H+5+Hu/JXVSmf",
+	"Xj5VGabu2JEHTItbdWNNPsdfAH72U/xKl3Yk8YcZzSoep+V+ks+ER5nMeTGtMCZpO5s8o16sOOPvT4Wc",
+	"FNOd/osDgMt0fz7/FHjJL8Zs7FHhe7cxiidnWFnauJv2sax8b6pKI26EyO19/AyYHr6aPeFipiQyAoL6",
+	"QEYgZJKrFCpd2sE/2vPzBmx0F9LHK0KXML1QXgqeG6Z0PuXSsI7r8gwoJoSuC7X2AGERsHaoDvE+t/SN",
+	"cEL06lAmOnUeqxmbQ47enC8IWhnxhuog1Vjo2wKChMDJDnwFAZ8XYGNael8gPFGSmpy6uOEik1IAamtS",
+	"ZiJBcGxAbrX/Ajg3ns6gyEbNUrtJC3hNMVfQ3SIutbYzxuY52F3KvQJwCOww0Baqu4TrwZZgPQ5wjFB+",
+	"flSPy1IissFP9Yv5iFxy9W138ctfp7zA65xzY1iSPoH0+W8cREPwnGidYNtMg3hWicZsDq2xPLX2uQAD",
+	"RK2jpckvrjhgM+pYgFhBaWFYreNMrsU4fW9VjlJnO/2dDzzPh/jhxz2ep3u3z3eCnVuuU7tnhq48/QL5",
+	"NZDmTn9nz9zGO605p9XrourhiHUa2cigx7m5cqwJmCpTMK1U0e1ZovjNb9UqmPkEtTfobZqpSSoDRptm",
+	"AnZ0dfkDK+zRBr54EQ5LzHiasXGm5qZXqVqHZTFt0dDegSFaaYqpkqzDV/XSwMUfyHtjurWxURS245U3",
+	"PX/PDMu1GqeZsCuKayAnNG5t1CNiseDPXB38ohxlaWzvYJHOBBsLDr7KccYn9XUfwUG1PA99r02fxZCZ",
+	"E4A/MiBffUB55AEb81sF+aB23MDNEiQaNCg2YMVjg2IxywG8H/pjANSWmaY5QgSOhcZOgBNqlGC/h6RP",
+	"znKdyjjNecY63hmRC22U5FntS6gpnWhV5l0oQSUUKY/0DENDiiq18/NPpvhGDe1q2UzMRlj13knlbWrS",
+	"UeYfRi0ilC/3X3YHlCIv+YT8GJ1aj6f68KaZLavmMqjNttbvF38CTR4Is5Eun++oSItKzYp3pFuPdyHQ",
+	"OgJhQ8wdSv9D6Uv/65X/IBkdGcA6266T0K7RNGCREX3DDe0zIS2rmAlZOOi+wB7Rrpe3TN0KrRG7BH+c",
+	"BKGVUWqXmj92vdIGr9nNxK2o1/rR83B+Vg+x0+gxSC7GOh/MzHTAsCLVocSpZlZ6dqKw3N9/ESOSCvxb",
+	"9PAja6Sf8Rl9GGFxBiHWsChWWvQuBU/eXZ7at0UtG0aoJi0GnpUAalwRgSk4tJ2Ei+0kBeu82sUgZqyV",
+	"tLSjkY3BsSspds1UFZZBRrqUQ15EXWgzMuOytJoXK6ZalZMpiwqdTiag/rwpBcofuzfrlTXSoNtUtFB6",
+	"Ha2x4quGfGvtMlEae8LUQKi5AaiqffjgxMvHjxGDyIw13oU2ASvpDJfkqL0dVl6EEvYQFGMrgBtzu8Au",
+	"b47VtM3uZ6hQGRMyobvUhxcnrBOZ25sh3ok0wdtAf2KlC12Qbo+9tVTvdXMpRGJWuIGSNdhU8HaayiAx",
+	"0A7Uy775lBe+A6vDs4qufjlCeLzh4cVJ5OmjpkkEobS6vdXITUll+bHd62zOF4aN0LK+cW3e3J29OIFC",
+	"nZbd+dFyJLw0noERdBbyRcM6aLxHwKGiwHlXAhbhLyLoPIesTc0lNfkzQSih5R4sAyEOG0zEBFReNNZC",
+	"7I6VnoGiIrSQscDj55V8wUb3GjBqeSjxbRVciaX7CqcEQQjInsADdbXE9BdYH+4bGIv+wNvhmA8KFvix",
+	"FysT3DEyyjIoe1IDtqQjGCEcHJH9fY+deNGCAzgL1RqoA9b8rs75rdkmVeHYun/oReOE8RhbzveUy0nJ",
+	"J2K37QTqQpem+UZDS6A+i1QuJE8jwMVk57mQhye7Vu3mhZ1pKKO9eMoL0MQzQY3x3W3v0wMBO88yPuMB",
+	"uz09fRuw07fsqiiTVAXwg0tVFkIH7Eetfg/Y4b9KLbpBKCMuLYPL0zhinbcIemUsxRKwLq5PJBHrxFza",
+	"FWiRZ4BerNWMcei7tfc/h29PGf6Uyu+s9YHNHRMxU4bQzqORtc1LnUUY0cXr0NgoqwuBpZyjjuVEj1MF",
+	"86wkVBurzHpu4+k6y2ZDjsjsQ/hFxDpA7Kenb4eHp6fnvx6/Gf50fnV9FfVRHwaIr4CdXFTvwpkfnby5",
+	"ZFIUlifYW5ZzzUm+xGo246DWmJzHwlStKKWSohuweCriG9eok5A1WOflwUEXxya0Mrop0AoXe+KYAWhl",
+	"2PX5mSFo50K8L/zOEK4gfgM9Ns1U6SKUVk3WecE6B/v79hJrHhfA9q2Bra249p+5onHgJzBcaYjo1Fza",
+	"nYSzeWb8whqnRAioNeAA+lmAy6uA78cVPmB0dg6ncHR+9sPJj+8uoVM1dWkjtmn1LCiY27Wn3Wfe4LRL",
+	"nNvrmqfDG7EYGlEg066aa9+IRYNO37ZQ4V0SFdlRIsapTJFkOxiQZ6lkiYqh5zU7CODKsytsupNoPi7Y",
+	"wf7B/u7zA3ShWVUglFHD8nNOClS/nAjt4ce9fxoloy55qMo0K6zJUgE37sLxpaOyEEkoY17wTE0Cduv9",
+	"mkhMOcZVENd2BiYCKgeoKCq9a8rc0m5SMxfs7ZFijotvU77ukPYV3qFeOMlgVmAn67OnZgZUnNuKNBnK",
+	"OtRkUL9inSWdfLnkUiYrtkC9+jeUS8A2jmfcBXBTu2MaMLyWxP31GuUUsGlZJ4YmcUuKqp05EA8qlsi+",
+	"QCe1ZFBZhVlqCmcbJpStbs07RAWC44vpovKR0kXger0H1JQ9IBGGDCCVJXxT6AX9B4HuGWKwrxp2oBbE",
+	"BfRtA2jQuSS/DPqMK5xDBL9t9QI3NgugqFc369grboBEkImCZWoyQdPde4sB9XkZ1NlOf8UHFMpOhH8O",
+	"yUQf2o/79FNLakqKJZxW1HvqbnTWQXeUPQL7t1UInd68a/V3p9F3rcqxsf/cfu4uqxGhrNTWSktZs4Hk",
+	"0GpjYjzbBV8E8nLwJBhrwuVpjFc7sqSw96GEeNlHhAKPWAe7lnkQai0IDhPiR9DkTC9gp0ghaI4iVZGO",
+	"yV9roh77lRo6RjOh41KTrC+mvumf1WITY68TuCnYtBwxkwt+4xLW3+KDzJQju8ARWDqFilU2cCC1QX1A",
+	"UBOMFYuFImRPN8S0HPl+hVa1q4aEnzqAgAL3CCOgbgF5aaaB712XqywLZfTj8TVbwlCPloIXrl9mw3Aq",
+	"zXQN+2waSVZzwl84lgguRxMshVFAiRwJroW2Ui+UGxpX1LOS1AiAC3F07TwrlmEh102pwURtPmBj9EL5",
+	"liwrGAHb3yzbU9A7Ztmqcv4yIJEU+sDaM4xqvcbdjYtIVPI83ftbxHIOncU9g+mxSx/OEAmAklvtwQc2",
+	"vtt3AQpwZ4USgxvB0jyHVa+M4dvD/xdtEvxYlZGHFydt3s3cSmPqMZprlZQxlGxY+65D1poxojDdPuM6",
+	"nlrmZjm+ZTSshIct29fpLS/SW0Gi0LKmUKJDkMexAFmFUBD2PaMyQxrOSgj4UhY3vGid5w/awlZsH+UL",
+	"Ts3b8pW56nuPWt3TCvrKp1c3vOj5iqM1VTO7/DZHGGgMLJW3QhbKyqlUmoJnWeUcLSV9RGYqKEMkJHqs",
+	"LashlCfNQeDJ2jhasImjK2oRC9fU2xSoyAzpgSH52KJQ+vs25pkR5LX0c1r4J+kj/2R1UQtdguVrZW9O",
+	"qzfYKToRGozeuRvGDJNUR6zT8GFcnL778eTsavjm5DIKvLIemUJpPhF79GTUtfZSltSWg1pnwJJUC2yd",
+	"4F7H2a2QidJuEs69h58iL9nDj6R37e1F3R77XhhwQzptOZQHz4wrUyIfTjq2ahWBmhgXP0EN0UqRPou8",
+	"0hmxDhKMn4wZsDQxoXQex6ycrJlQ1A1YBDjNMAw+bS80Eu0VfGN/M4tz7Hxtf2eKJFUsAvtOJhG4AjHj",
+	"GGyEn66vL1hkhRpBpkfIYA30OFxCV2p4SmA2whL6BRl3JrL29yydkK4buRHBKPhFaKsR+h1YWfDw7Ozs",
+	"bAgJLub3LMLGGCnPRFx0oREYeKvxJVZRyfjijM8ENRO6peHB+kp1w6aBJtBkyLB2O4auUN1+GYSylDcg",
+	"1D0+FPXvtVI41wJMGzbWEO21vEommWCdyH1yLAu9cE2o4f1W9wVLsMWkopu9t3IRooAZLpORei8S1jm6",
+	"umAR/c3AMbBLIi3qe+nnhJwuZSixV7s1m/jvpeVzKUS/XK/qmrreRZ3RmqbSMY9YSaMsA1zeOp7nq5O1",
+	"4gSv3NujC1JpYBoOgYtUgGcG1RjqIw+te3nGhLxNtZJgmJITD+SFIGoZADNHfi1VwW5EXlSZWtXYcMWo",
+	"IZ1jLhD2NUIPMRkdRLqXOKAqQ5Y9mwkuwW6bCi36LOfxDfiQQDigXDPVO731Wkr7y4rp0mTskYhs3NSf",
+	"8KRb5MV5WUyUnS2EHZt+JNwP6D5OYO7t4qEmlXiardHTvE2Zyl2e56yh97JOZamxGQefP1ls9pJUoPGo",
+	"f+b4EOqqKi9YKlEfnfXYmZgvjQ3bmBkFGinoXIT9mqfxPdp4fQ/P6l+1SV6eiaKwx2DPjI3xYMiC934D",
+	"+ta5p+qxziv4aufjbx//fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
