@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,5 +68,53 @@ func TestAgentMemoriesAPI(t *testing.T) {
 	w.owner.Delete(agentPath(a.Id)).Expect(t, 200)
 	if _, err := st.Memory(ctx, a.Id, ids[2]); err == nil {
 		t.Fatal("a memory outlived its agent")
+	}
+}
+
+// TestAgentTemplateCarriesMemories: an export by a manager carries the agent's agent-wide
+// memories (oldest first), never a single user's; a viewer's export carries none; importing the
+// export gives the new agent those memories, in the same order, without an origin.
+func TestAgentTemplateCarriesMemories(t *testing.T) {
+	t.Parallel()
+	w := newAgentWorld(t)
+	ctx := context.Background()
+	a := mkAgent(t, w.owner, map[string]any{"name": "Team agent", "principal_id": w.teamP, "system_prompt": "Help."})
+	st := w.env.App.Store
+	for _, m := range []store.NewMemory{
+		{AgentID: a.Id, Text: "The team meets on Mondays."},
+		{AgentID: a.Id, UserID: &w.memberU.Id, Text: "The member's private fact."},
+		{AgentID: a.Id, Text: "Reports go out on Fridays."},
+	} {
+		if _, err := st.Remember(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r gen.AgentExportResponse
+	res := w.owner.Get(agentPath(a.Id)+"/export").Expect(t, 200)
+	res.Decode(t, &r)
+	if got := r.Data.Template.Agent.Memories; got == nil || strings.Join(*got, "|") != "The team meets on Mondays.|Reports go out on Fridays." {
+		t.Fatalf("exported memories = %v", got)
+	}
+	var viewer gen.AgentExportResponse
+	w.member.Get(agentPath(a.Id)+"/export").Expect(t, 200).Decode(t, &viewer)
+	if viewer.Data.Template.Agent.Memories != nil {
+		t.Fatalf("a viewer's export carries memories: %v", *viewer.Data.Template.Agent.Memories)
+	}
+	var raw struct {
+		Data struct {
+			Template json.RawMessage `json:"template"`
+		} `json:"data"`
+	}
+	res.Decode(t, &raw)
+	imp := tplImport(t, w.owner, "", "application/json", string(raw.Data.Template))
+	var l gen.AgentMemoryListResponse
+	w.owner.Get(memPath(imp.Data.Agent.Id, "")).Expect(t, 200).Decode(t, &l)
+	if l.Data.Total != 2 || l.Data.Memories[0].Text != "Reports go out on Fridays." || l.Data.Memories[1].Text != "The team meets on Mondays." ||
+		l.Data.Memories[0].UserId != nil || l.Data.Memories[0].TaskId != nil {
+		t.Fatalf("imported memories = %+v", l.Data)
+	}
+	bad := strings.Replace(string(raw.Data.Template), `"memories":[`, `"memories":["",`, 1)
+	if v := tplValidate(t, w.owner, "application/json", bad); v.Data.Valid || tplFindings(v.Data.Errors)[0] != "AGENT_REQUIRED /agent/memories/0" {
+		t.Fatalf("blank memory: %+v", v.Data.Errors)
 	}
 }

@@ -61,6 +61,7 @@ const (
 	MemoryQueryLen      = 500
 	MaxMemoriesPerAgent = 100_000
 	MaxMemoryQueryTerms = 16
+	TemplateMemories    = 1000 // the agent-wide memories an agent template carries
 )
 
 // Groups, model configurations and per-agent API keys, in characters.
