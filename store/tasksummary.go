@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"gorm.io/gorm"
-
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"gorm.io/gorm"
 )
 
 // Summary is a compaction of a task's conversation (issue 25): the model's summary of the
