@@ -192,7 +192,7 @@ func (e *execution) run(ctx context.Context, c store.ToolCall) (tools.Result, st
 	}
 	settings, _ := tools.Cascade(spec, st.Layers...)
 	res, err := exec.Execute(ctx, tools.Call{Operation: o.Name, Args: args, Settings: settings, TaskID: e.task.ID,
-		AgentID: e.agent.ID, OwnerUserID: e.owner, UserID: e.task.UserID, ProviderCallID: c.ProviderCallID})
+		MessageSequence: c.MessageSequence, AgentID: e.agent.ID, OwnerUserID: e.owner, UserID: e.task.UserID, ProviderCallID: c.ProviderCallID})
 	var te *tools.ToolError
 	switch {
 	case errors.As(err, &te):

@@ -48,6 +48,9 @@ func toTemplateDocument(t *agenttemplate.Template) gen.AgentTemplateDocument {
 			RetryAfterMinutes: t.Agent.RetryAfterMinutes, MaxRetries: t.Agent.MaxRetries,
 		},
 	}
+	if len(t.Agent.Memories) > 0 {
+		d.Agent.Memories = &t.Agent.Memories
+	}
 	if len(t.Tools) > 0 {
 		list := make([]gen.AgentTemplateDocumentTool, 0, len(t.Tools))
 		for _, tl := range t.Tools {

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/group"
 	"github.com/agentsvc/svc/internal/domain/mail"
 	"github.com/agentsvc/svc/internal/domain/media"
+	"github.com/agentsvc/svc/internal/domain/memory"
 	"github.com/agentsvc/svc/internal/domain/notification"
 	"github.com/agentsvc/svc/internal/domain/picture"
 	"github.com/agentsvc/svc/internal/domain/runtimesettings"
@@ -87,6 +88,7 @@ type API struct {
 	push          *push.Service
 	ticks         *worker.Client
 	schedules     *schedule.Service
+	memories      *memory.Service
 	chats         *chat.Service
 	media         *media.Service
 	pictures      *picture.Service
@@ -108,7 +110,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 // New returns the handlers over d's services (it builds none).
 func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
-		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
+		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
 		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver}
 }

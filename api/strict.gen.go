@@ -153,6 +153,21 @@ func (s strictAdapter) GetAgentLlmConfig(ctx context.Context, request gen.GetAge
 	return s.a.GetAgentLlmConfig(requestContext(ctx), request)
 }
 
+// ListAgentMemories calls API.ListAgentMemories with the request's context.
+func (s strictAdapter) ListAgentMemories(ctx context.Context, request gen.ListAgentMemoriesRequestObject) (gen.ListAgentMemoriesResponseObject, error) {
+	return s.a.ListAgentMemories(requestContext(ctx), request)
+}
+
+// DeleteAgentMemory calls API.DeleteAgentMemory with the request's context.
+func (s strictAdapter) DeleteAgentMemory(ctx context.Context, request gen.DeleteAgentMemoryRequestObject) (gen.DeleteAgentMemoryResponseObject, error) {
+	return s.a.DeleteAgentMemory(requestContext(ctx), request)
+}
+
+// UpdateAgentMemory calls API.UpdateAgentMemory with the request's context.
+func (s strictAdapter) UpdateAgentMemory(ctx context.Context, request gen.UpdateAgentMemoryRequestObject) (gen.UpdateAgentMemoryResponseObject, error) {
+	return s.a.UpdateAgentMemory(requestContext(ctx), request)
+}
+
 // GetAgentPicture calls API.GetAgentPicture with the request's context.
 func (s strictAdapter) GetAgentPicture(ctx context.Context, request gen.GetAgentPictureRequestObject) (gen.GetAgentPictureResponseObject, error) {
 	return s.a.GetAgentPicture(requestContext(ctx), request)

@@ -1546,6 +1546,66 @@ type AgentMediaResponse struct {
 	Data MediaAsset `json:"data"`
 }
 
+// AgentMemory One fact an agent remembered (the memory tool).
+type AgentMemory struct {
+	// AgentId The agent.
+	//
+	// Example: 42
+	AgentId int64 `json:"agent_id"`
+
+	// CreatedAt When it was remembered.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Memory id.
+	//
+	// Example: 7
+	Id int64 `json:"id"`
+
+	// MessageSequence The sequence of the assistant message that requested the call.
+	MessageSequence *int `json:"message_sequence"`
+
+	// TaskId The task whose tool call remembered it (null when not from a task, or the task was deleted).
+	TaskId *int64 `json:"task_id"`
+
+	// Text The fact.
+	//
+	// Example: The user drinks their coffee black.
+	Text string `json:"text"`
+
+	// UpdatedAt Last edit.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// UserId The user the memory belongs to (scope agent_user); null for a memory of the whole agent (scope agent).
+	UserId *int64 `json:"user_id"`
+}
+
+// AgentMemoryListResponse One page of an agent's memories.
+type AgentMemoryListResponse struct {
+	// Data Payload.
+	Data struct {
+		// Memories The memories of the page.
+		Memories []AgentMemory `json:"memories"`
+
+		// Total How many memories the query selects in all.
+		Total int64 `json:"total"`
+	} `json:"data"`
+}
+
+// AgentMemoryRequest A memory's new text.
+type AgentMemoryRequest struct {
+	// Text The fact.
+	Text string `json:"text"`
+}
+
+// AgentMemoryResponse One memory.
+type AgentMemoryResponse struct {
+	// Data Payload.
+	Data struct {
+		// Memory One fact an agent remembered (the memory tool).
+		Memory AgentMemory `json:"memory"`
+	} `json:"data"`
+}
+
 // AgentPictureUploadRequest Multipart body of a picture upload.
 //
 // Example: {"file":"\u003cbinary\u003e"}
@@ -1673,6 +1733,9 @@ type AgentTemplateDocumentAgent struct {
 
 	// MaxSteps Step budget of a task.
 	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// Memories The agent's agent-wide memories (the memory tool's scope agent), oldest first; exported for callers who manage the agent, imported as memories without an origin. Memories of single users never travel with a template.
+	Memories *[]string `json:"memories,omitempty"`
 
 	// Notes Operator-facing markdown notes.
 	Notes *string `json:"notes,omitempty"`
@@ -5090,6 +5153,18 @@ type ExportAgentParams struct {
 	IncludeSettings *bool `form:"include_settings,omitempty" json:"include_settings,omitempty"`
 }
 
+// ListAgentMemoriesParams defines parameters for ListAgentMemories.
+type ListAgentMemoriesParams struct {
+	// Page 1-based page number.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Page size (default 25, at most 100).
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+
+	// Q Words to search for (at most 500 characters).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+}
+
 // VerifyEmailParams defines parameters for VerifyEmail.
 type VerifyEmailParams struct {
 	// Token Secret half of the link's token pair.
@@ -5345,6 +5420,9 @@ type UpdateAgentJSONRequestBody = UpdateAgentRequest
 // CreateAgentApiKeyJSONRequestBody defines body for CreateAgentApiKey for application/json ContentType.
 type CreateAgentApiKeyJSONRequestBody = CreateAgentApiKeyRequest
 
+// UpdateAgentMemoryJSONRequestBody defines body for UpdateAgentMemory for application/json ContentType.
+type UpdateAgentMemoryJSONRequestBody = AgentMemoryRequest
+
 // UploadAgentPictureMultipartRequestBody defines body for UploadAgentPicture for multipart/form-data ContentType.
 type UploadAgentPictureMultipartRequestBody = AgentPictureUploadRequest
 
@@ -5584,6 +5662,15 @@ type ServerInterface interface {
 	// GetAgentLlmConfig The model configuration the agent runs with
 	// (GET /agents/{id}/llm-config)
 	GetAgentLlmConfig(c *gin.Context, id string)
+	// ListAgentMemories List or search the agent's memories
+	// (GET /agents/{id}/memories)
+	ListAgentMemories(c *gin.Context, id string, params ListAgentMemoriesParams)
+	// DeleteAgentMemory Delete a memory
+	// (DELETE /agents/{id}/memories/{memoryId})
+	DeleteAgentMemory(c *gin.Context, id string, memoryId string)
+	// UpdateAgentMemory Edit a memory
+	// (PATCH /agents/{id}/memories/{memoryId})
+	UpdateAgentMemory(c *gin.Context, id string, memoryId string)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(c *gin.Context, id string)
@@ -6867,6 +6954,126 @@ func (siw *ServerInterfaceWrapper) GetAgentLlmConfig(c *gin.Context) {
 	}
 
 	siw.Handler.GetAgentLlmConfig(c, id)
+}
+
+// ListAgentMemories operation middleware
+func (siw *ServerInterfaceWrapper) ListAgentMemories(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAgentMemoriesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "per_page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "per_page", c.Request.URL.Query(), &params.PerPage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter per_page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", c.Request.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter q: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListAgentMemories(c, id, params)
+}
+
+// DeleteAgentMemory operation middleware
+func (siw *ServerInterfaceWrapper) DeleteAgentMemory(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "memoryId" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memoryId", c.Param("memoryId"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter memoryId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteAgentMemory(c, id, memoryId)
+}
+
+// UpdateAgentMemory operation middleware
+func (siw *ServerInterfaceWrapper) UpdateAgentMemory(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "memoryId" -------------
+	var memoryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memoryId", c.Param("memoryId"), &memoryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter memoryId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateAgentMemory(c, id, memoryId)
 }
 
 // GetAgentPicture operation middleware
@@ -10348,6 +10555,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/agents/:id/scheduled-runs/:runId", wrapper.GetScheduledRun)
 	router.PUT(options.BaseURL+"/agents/:id/scheduled-runs/:runId", wrapper.UpdateScheduledRun)
 	router.POST(options.BaseURL+"/agents/:id/scheduled-runs/:runId/trigger", wrapper.TriggerScheduledRun)
+	router.GET(options.BaseURL+"/agents/:id/memories", wrapper.ListAgentMemories)
+	router.DELETE(options.BaseURL+"/agents/:id/memories/:memoryId", wrapper.DeleteAgentMemory)
+	router.PATCH(options.BaseURL+"/agents/:id/memories/:memoryId", wrapper.UpdateAgentMemory)
 	router.GET(options.BaseURL+"/agents/:id/templates", wrapper.ListPromptTemplates)
 	router.POST(options.BaseURL+"/agents/:id/templates", wrapper.CreatePromptTemplate)
 	router.DELETE(options.BaseURL+"/agents/:id/templates/:templateId", wrapper.DeletePromptTemplate)
@@ -14166,6 +14376,367 @@ func (response GetAgentLlmConfig500JSONResponse) VisitGetAgentLlmConfigResponse(
 type GetAgentLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetAgentLlmConfig503JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemoriesRequestObject struct {
+	Id     string `json:"id"`
+	Params ListAgentMemoriesParams
+}
+
+type ListAgentMemoriesResponseObject interface {
+	VisitListAgentMemoriesResponse(w http.ResponseWriter) error
+}
+
+type ListAgentMemories200JSONResponse AgentMemoryListResponse
+
+func (response ListAgentMemories200JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListAgentMemories401JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAgentMemories403JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAgentMemories404JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListAgentMemories422JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListAgentMemories500JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgentMemories503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAgentMemories503JSONResponse) VisitListAgentMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemoryRequestObject struct {
+	Id       string `json:"id"`
+	MemoryId string `json:"memoryId"`
+}
+
+type DeleteAgentMemoryResponseObject interface {
+	VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error
+}
+
+type DeleteAgentMemory200JSONResponse DeletedResponse
+
+func (response DeleteAgentMemory200JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteAgentMemory401JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteAgentMemory403JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAgentMemory404JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteAgentMemory422JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteAgentMemory500JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAgentMemory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAgentMemory503JSONResponse) VisitDeleteAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemoryRequestObject struct {
+	Id       string `json:"id"`
+	MemoryId string `json:"memoryId"`
+	Body     *UpdateAgentMemoryJSONRequestBody
+}
+
+type UpdateAgentMemoryResponseObject interface {
+	VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error
+}
+
+type UpdateAgentMemory200JSONResponse AgentMemoryResponse
+
+func (response UpdateAgentMemory200JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAgentMemory400JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateAgentMemory401JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateAgentMemory403JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAgentMemory404JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAgentMemory415JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateAgentMemory422JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateAgentMemory500JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentMemory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAgentMemory503JSONResponse) VisitUpdateAgentMemoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30123,6 +30694,15 @@ type StrictServerInterface interface {
 	// GetAgentLlmConfig The model configuration the agent runs with
 	// (GET /agents/{id}/llm-config)
 	GetAgentLlmConfig(ctx context.Context, request GetAgentLlmConfigRequestObject) (GetAgentLlmConfigResponseObject, error)
+	// ListAgentMemories List or search the agent's memories
+	// (GET /agents/{id}/memories)
+	ListAgentMemories(ctx context.Context, request ListAgentMemoriesRequestObject) (ListAgentMemoriesResponseObject, error)
+	// DeleteAgentMemory Delete a memory
+	// (DELETE /agents/{id}/memories/{memoryId})
+	DeleteAgentMemory(ctx context.Context, request DeleteAgentMemoryRequestObject) (DeleteAgentMemoryResponseObject, error)
+	// UpdateAgentMemory Edit a memory
+	// (PATCH /agents/{id}/memories/{memoryId})
+	UpdateAgentMemory(ctx context.Context, request UpdateAgentMemoryRequestObject) (UpdateAgentMemoryResponseObject, error)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(ctx context.Context, request GetAgentPictureRequestObject) (GetAgentPictureResponseObject, error)
@@ -31525,6 +32105,105 @@ func (sh *strictHandler) GetAgentLlmConfig(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetAgentLlmConfigResponseObject); ok {
 		if err := validResponse.VisitGetAgentLlmConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListAgentMemories operation middleware
+func (sh *strictHandler) ListAgentMemories(ctx *gin.Context, id string, params ListAgentMemoriesParams) {
+	var request ListAgentMemoriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAgentMemories(ctx, request.(ListAgentMemoriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAgentMemories")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListAgentMemoriesResponseObject); ok {
+		if err := validResponse.VisitListAgentMemoriesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteAgentMemory operation middleware
+func (sh *strictHandler) DeleteAgentMemory(ctx *gin.Context, id string, memoryId string) {
+	var request DeleteAgentMemoryRequestObject
+
+	request.Id = id
+	request.MemoryId = memoryId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAgentMemory(ctx, request.(DeleteAgentMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAgentMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteAgentMemoryResponseObject); ok {
+		if err := validResponse.VisitDeleteAgentMemoryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateAgentMemory operation middleware
+func (sh *strictHandler) UpdateAgentMemory(ctx *gin.Context, id string, memoryId string) {
+	var request UpdateAgentMemoryRequestObject
+
+	request.Id = id
+	request.MemoryId = memoryId
+
+	var body UpdateAgentMemoryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAgentMemory(ctx, request.(UpdateAgentMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAgentMemory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateAgentMemoryResponseObject); ok {
+		if err := validResponse.VisitUpdateAgentMemoryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -35804,1080 +36483,1093 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rdts4uij4KhidnhW5m7Zlx65K7DWrj8txUu7ybdty1aku50gQCUnYpgAVAVpRMp41TzO/5xnmUeZJ",
-	"ZuHDhSAJ6man9z5nTf/oiikSlw8fvvvlWyvmkylnhEnROvrWGhOckAz+eUtkNj8ZSpKpvxIi4oxOJeWs",
-	"ddS6IzFniUCSoxmmEg3IkGcEZeoTykY7ragl4jGZYPXphDI6ySeto72oJedT0jpqUSbJiGSt5+fnqDXF",
-	"GZ4QaaY9GREmT6b0dIzleVKfWj1HNEFtOSZIYvGIaBKhhMR0glOU0BGVYkstgKq3p1iOW1GL4QlMm7Si",
-	"Vkb+zGlGktaRzHLiL5R8wZNpql482G+5tQqZUTZqqZXatd1RFpM78mdOWEzqS7xm6RxNiBB4RASajbkg",
-	"qC/M631EBRplBEuSITnGDMkxFW7Bf+YkmxcrFmqmnv22BNYhzyZYamD+cNCKCjh3AnA2i++SyTTFkojz",
-	"5EaBprZ2+wJAtf+QdzpvY8HzLCbwb7JrHqX5SD/oI54hjAY4I0g93UHdsfoXFmM0yYXCDXR/e7FNWMwT",
-	"khw9sH7MM/K/7n/MiCA4i8ck6+88sBeemBpztxhRgQN/uSBspDa597YD4HF/K6STkmRqwv/e/gNvf+1s",
-	"v/9s/tvb/vytE/3w9nl36+9NP/0liB+fMp5PxSltgO0lT0iKYs6GdJRnWD1FNGnA1XjJ1puPfy94/Hpt",
-	"TccOvzYv5ruspct5eppiIcJLuiUjKiTJSIIk5ymK1atBnNzRj7rzKbnCE2Lxsj3kGTIYggDpdm4JTu5v",
-	"L9TM/SYiIe2y1sA8f+Ay6u0fHlZRrwlv7pvwRl2oCZkMSPZGoFyQDC4nZY7qtTHSo6mHii6qHUUIC5Tw",
-	"OJ8QJtEeElMS0yEljdQxX488ejfojz11RdQ9+daJ9t413I7zhEymXBIWz38h88D1wI9EIAxchJIEqZUQ",
-	"IZHAQ3IE2xrSTEj3fEblGGH0SOYIx1IgzBJE4b9iRrIH1hYSy1w/H/BkvqUo7yOZSqQQY/8AjXmeCTQl",
-	"GYpxmpIMtRVwI0XQpiTbxopgopObczXF1jGsbEqwfGAws1qQwBOiF8CS4oFdoF6IUFRe2l/ElDNBYO08",
-	"l2rh6tjwCFMWeQNrPoz6DmZy+5ZMUzwnyRFSB9NHbZwKjrBi0LA0IXEmI1jJbEyYWaxAOMvoE3lgszFN",
-	"iQdGKpCQNE1RljNG2QhAPNf8XAGoAGWEsEQTLiTa6yARIZIKgg467x/Y6fXVx4vz0+6WofoWHOZoEjoc",
-	"kkxB0YKkrQ5C4W5KmVpISgSAG8vxloXXAzvY30e/nlycfzjpnl9f9c5ub69vd9CJAScfosNOBzaKB/yJ",
-	"IMV6GJf6bNsagSxOKMBu7aATvYEHtn94iJ6ooIOUoJO70/NzFI9xhmMlfmguVKD52+Fe/B53yPZhvDfY",
-	"Pkh+JNvv8eHedif5Ybg32I9/JAcH9irpAysuk4fs2wrbSwLRQvLg36v/Zfv/+Py38G264DFwkJCMZH97",
-	"PYIeIOI3eBSQffa2B1iQBE3xiCCWK6LVJNuoV0pwScgQ56kEKCzhIDckC8+vniJBvxLUNsOh/UMfgTtb",
-	"jeshWa95TfuHQNfNojqdpUvsYvEo1P+FTqirBVe1yFUEV6mHeZHwqngT8NzzBWxGMb83AmUF7+2rRz1g",
-	"vi9iqefJv46f3guShaB+r3nn97oTz+pzTeA9Vebm/IrLjzxnsKCYM0XN1T/xdJpSfVF3/12oBXpg+NYi",
-	"WcYz/Umi5jn5dHbV7Z3cnPc+nN+d/HRx9kFBRmsZCsaK7Ze4FlWkcniEMEM4UcgqZIYlz5DMMyYQ16KC",
-	"IBJY0N2vpz03BWrf6ccCuKF6j7AnmnGmhIktAHIBmb9kZNg6av2X3UKX3NW/it0z2AXApo5tGdFiHEo4",
-	"EUDCyRcqpJqS6r8tqZYcFvFI5m8UUVdbbCu4oP7Vdbf38fr+6kN/y601BAf7fh2M/chwHpA0EXki2Rz1",
-	"d2GAbTylu3/tA4OyWi7O5ZgwaY7uGGY054AUKokSXPslwPbdGmc8eySZYr6STgiaqMUB3wZpgQrUj1NK",
-	"mFSX6jlq/YSTW81DX4ZFP5186N2e/dv92V23hD6WQSv+7ICPU5qgf9xdX73Wgfujq3FRG5THSZ5KOsWZ",
-	"RPk05ThBKY4fBUggfSUjKPhnUp8vlSjmeZrAGAOFQzhB7TiXSIy5EoB4hoQ6epHymVWx+xPKemry3mAu",
-	"iegpUi/AhtHX5xdzxkiseSacH0NxygVJtnbQKeCNB7g+nMgpZ8OUxi88j/MrEHR6d92T7ln5QgOLEOj0",
-	"+vLm4qx79uE1DkHvxYptfdROcr1csqUA1y8tp6+NLPaWvlECI5ZESYcDmmg0V5KzxtCP8DQh7GUAOb27",
-	"/djrXv9ydtUziylBZUKFUNdKYQLTCKq+QJI/EvaKEKqtom9vJ0H9/7atft/uqjn7VlanAnmLm2WcjY6R",
-	"2tQD63+8vv3p/MOHsytvFKNzaFRXD8pEepjikaUVE8wUccl4SpSMqnQppmREnL4U+bpnt1cnFyUIUzM0",
-	"IgZELwbpPSNfpiSWJEFDTNM8I/ZS2QUoRCQS01SAMJ/y0YgkEWKKFitxPs+Yuopq56/DTB3XKG1dkZQh",
-	"DP4fxeA0UljwFLzNbv1cbUjxYPIKADhXhOXy7KpbESVSKiTILsKukhbTojmRrwMequTMlGDhgcdNBNDg",
-	"U2LMZHMifaB4K9egucFzxTi6nF/gTOsFm8Pm5uT3i+uTD73u9XXv4uT201kzpyRfYkISgfY6B+8Of/wB",
-	"AXt5VW5pZwCZQuk1KZ1QB4zaUjU47kj2RGNyz/ATpikepC+EyN3Z7a/np2e9+6uTX0/OL5TYVBM+Eyyx",
-	"0v0UzuTFxMdGHQfunM5fBTZKtc5wRtO5mslcH0GyJ2MnKi8lIzgeq7ciNMzTNEKDXMzRgMy5MRiByYMr",
-	"QjPMBRFollFJBGpjNi9QsJAuYSK4wBmJCX0CA45QRHqOPOSgRKjHVCKpDVsScRYT1O5P8JeeebGnX+xv",
-	"gTmDcTCKMCrGJAEjCmVojNMh4kPUH0s57Slxp6ckRp7LQpjUoiLCSZIRAbcWp+rNuRKFEhBD65OCFGSE",
-	"TLvgtpOEzXK3dtAVV+sYoRnYE5k7UW16AoYIvqJtcBb1kTDOIeB0I/pEmMXWABr1lTJW9TptO7dTCD/M",
-	"27uegwqQxLouzhV2yFs4zDWppGFC7gqI1tEf7hJcnvy33l337Oaud3tyVSEKoCzsKBgLSabCeT4wQ0Y/",
-	"RMOMT9CewtS9TkfbT8eto5bWM3bdp63nz1FrhjOmtK/W0R+fn6Padazaxmp3UVovzhgLzcfFEaqsX51w",
-	"dXLUvrm+65rH23YUsQuClhqPfJmmmDKB1J1aRw8MHs5KukLOcqFvr0H2+ua2hRIUqJyry6PQXViMq0Kq",
-	"f1wIYG4cKgVJh4DfmgQkEeobVOgjxQ01+TVQ4NkbUUzU0qaVS8zmRkETL6O1ipRfnlz9brWNu/Lpcl6i",
-	"NK/CbG4VFICvkMRCrraM/nHlnqurrQEDBJQye/Nf70rfM0/ZfqnIc391ct/9+eyqe356UhV5yjo9clag",
-	"VwDuFTeKtCBCqMHbPIsQZxUTQ4SYffGRzJ3aWVm0Zu/3TORTdY9IckkSirtgiXoZbO7ub26ub7tnH3qX",
-	"Zx/OT3rd328qPH4+Jcgf9sv2RCR8xkBjN4IijmMylSR5TRHojUD9U72zbbXTvp1MccuymKg5bdu3yBTX",
-	"164NqZ0Izc8xMyaHNwIegx5iVBVFr5V4ADLdVnWHxQGFIKfP6VdNMChnZwW8Nz2ihUS/JJQquoiZJo1H",
-	"aJop+Mg5emixCSYPLU1UHQa9xlGdIBfEYal0lXyjds4eGZ8xNKQkTSKtIQPQI5TlKUGDTOnTW42ke8db",
-	"qbavmqO4NUZX9czslmoLrBIE608dkvoA1+ZeY9MdcJ4SrO0JhUX4j+LLz+5VPvh3EsvamzBz/a2odZIk",
-	"4O69BIeuZ9PDSUIVOHF64612iFNBQjcD/MCSK5kvArNjggZKW8CxTOdwNZTMqN7q0QSCNPpkgmnaj6yz",
-	"kmbaouD7vL614CVFERP8X83jnZhPWlFLvdw6amlPtNpKGarmw28Na30j1NXhOZMI3kRt8iVOc0GftDe0",
-	"WCt4EZy1XQ9b8QEc1Kz+dnmex8autMbteEqso3wEcQ/OVdTXnyhWx2dMMTnmlC94ABCzKF432MDSCcsn",
-	"CgXgg1bUgtfgtsJyPgfWbra+EHo08Vz+EXIuf6VjMGOEVhMorYRniXNJg+m6BmyNC1vHvoRKnfyD2gf7",
-	"+1slzNjQ6V/H/5Ehf1UK4uJiwDV7bqz8CoiA2RhNM8piOsVpBWNxmvJZb8jVf/KpvckxhFglPUCi/c7+",
-	"4Xbn7XZnr9t5f/S2c9Tp/LOGFx+p0loU2EQ+meCMKl1Q2290fFbSOjrYj1pU9Ib4iSsl0d1PrV3JDO7C",
-	"vv5bi/NHex119BJbWqQkmRHP5kC1dbySGjyGNQw4fwQwp0RK0nsk6jVJcKpAZ/xUt+YrhIWgQmImW1GL",
-	"cammbv2X/4LuFU94YCfiEfz4GEk+pbH2l6OETOVY7WZKY5lnpJdnaeuIKb245QAMqHioCJrM5j3Q83oT",
-	"ynKY4jBqibmQZNKbZnwyVeD9nedgt8MoxgqDUpTV1riDTqlSIMC7oqGqlpFPk8Ax7Xf3fjjqHB7t7f+z",
-	"Tmiq511Fpd/GRI4hKEKxsJQAy8fiEU2wUvsVoknKcgJ+wCrBLyNOLfhQ/QaCBp2QEplSu9hWT1uB610a",
-	"pBZLOeaZRN4z1CaTqZxrRSVngki4iT4B7HQ6gWlCBASum/F5ujujsHipO7OC6E1QtlZLRYqAJ01w9qgg",
-	"PqbWU6fEEWRHCgO9dH9qe8gln2BJYxMapGN24EjbHZRQkC+ASE80pBYEQpauph9y0KmSgztJpmiQJyMi",
-	"FSvFMKE5iBWjAMoXP8zgNbWqUKKMkG11QMh+r+NrHslcoL4lIP0I9RXZUP+FqEc1vfrjCWcUM6moR19d",
-	"+wfW9whKH7WfcJob65TmHPqcnEKscWML7nSMM4jGokxypf7zTJpAmRpp1/SpenofqJimeA4ySpmjBAlZ",
-	"Gc2X+Pod3auF4IJKwLPtIY4VZiqkVLoKgvdXu2HBO1YimzVENfY3PtScV7+L6ASPyDFSRLawPmiQK1Gd",
-	"cQaAUb9rU21JFvXmLtHn2pZnTO3UvYTa2IoOU5IJhXfej8AYQPops/nDlShDkDHU4vn0D85tzhAuXeR5",
-	"ca2003uIaWrsnup5hpkAsyYoMuBKW367K6ypRmzhZ6R/1n5i43mZQHBuGDHq8prHtWrBV1hIFI8xG63M",
-	"ISq6AwSilA7b3K0ynahu1l4Gn8RFVW4ZPrsyAfbIVpkJlNG/xCpLMPncJPedTGk49NPMpzGiFnyJ2toT",
-	"qK3vcWaOxZMBV5H21KVpPf44fPvn+y/7k4Ppu1bUSrGQPSXxVr58293bO+rsHx0c/LMIEGLvGIRtDFM+",
-	"q4sl30FuCF3zm3yQ0higQpNIm991/DNNXET+EPXF02Ov/Nz8qQFoXj2G6Fp1B1I+KlPnCqRqiyuDLngL",
-	"Ssa7Iga0IIT6WHOIs2iCylKyGGY7V3hCUHswV+Lek1qEiXcCWqHNRW9ERcUpHfBKt9Rcy9JFKAFmyVU4",
-	"1R/6FoyqXjSh4HZ9JPMI9b+pW3L0jRqdP9KPi+kj5M/+/NxH7YTHYjchgo7YziRBD60b/3o9tAAGYbPJ",
-	"IluQt4nfqBzfAVatYQYpPr+gQjYD4Bcyd1IQkAemWWfzqqsBoeAZrr+Op1SJQyF5M5ZKUVY/RoiRmUJa",
-	"iJkGLVCSiVgDOK1CCcZZhud1m5JdxwtsSsV0t+SJPy5EKHDwaUKbkScbKdx20eszI9jzDOydJuxOBy6Y",
-	"e/oiuD+SeaOpQ1M1bXq1tov1qFKm9x/YdzrDcwGx86URV7L72VEju/pXOSvv3gTuPSOzdF66/ZTFaQ7e",
-	"XIjiV1QUmKMYK8lWe2tb/xnY0npH9hiSCLr+DldmZjZUSOs1YM8yCRecpfPystSY/tJ6//zz7VO3M/jz",
-	"XXy1N789nF3sf/n5x+QfB5Nf3ouTH6ZnZfOX+vyPk+1/mgSxv/V2QoH6y9ikwUrgiNpYw8hM7fl7sMNX",
-	"YnaPkM6wAcs7+6J9v82kyWhFWs0kCdKOjLJ2+mICZAdaiYhbv/UHk0hVg4wb7YUkYTEXvGZEp1Qoug2h",
-	"WS/nfyOb9Fu/efo3rcdSATOvx/uWcz09+wuBBt7PZqiB9Rzce4BLgsjNZB2Y5kR9v+b6brS6dA9r2MzX",
-	"c+lio8GjphUkY1jQe6uoQkMK11vTxwFlOJtr+lhXWfSrIaiByQK1b64+RegfN2efIvTp/KMSCX4jg5tj",
-	"l05ziC7pT2XRXc+4lKDA1I1wW3wRXkn+s46IFZA5hLwvxV1LWU6xxCkfnTGZBfjgHbgi4Ny52roNqyuR",
-	"Q18RDnoXqtn7YC40sRtkoHMGddCbtsw7F4jxfGjnxASPGB1ScGqBMh1IutYR0L1pmo8og/ilmt8CXtQv",
-	"9ESaj6z7wYKu/LFekJlMoZVLR1LH+EcoXQgedXnC4e/PUeuJZMKkp+10djoB3d1BrQr/vrPAemZXT4Hl",
-	"EhmyUnBWD/BLufVC14BLxvceHyNtojLeP7MKRoJ2Kn1wzXsC87Hn/pzmX7+mpF9Ri/XTVSVBr4IAakOO",
-	"mKkZwLzcbJ5Zq4U+7O2ioED97cpy6lhXW1cNDevJ5RrXkHlDGyBtIillQuI0JQlqU4hXQzOcMYH6Nxf3",
-	"n86vepfnd3fnV59MvptlisUKcTwhuzOCZcPyypxxc8N5ePTS1aqJ/JzJjA5yyE3Sbx4X4qcCraMsYiWj",
-	"dP3W1ilw/FjkRlnbuIO7F4hnxhKvBFZLOuoeNzqdWkOzjeilMfj1Ywsf53WGhfp+fUOI9A9Bd36ZRtUu",
-	"iKtmQCr7h1ilhs0H6NxSADi6V6/fMnkiGTK/2zMJspTW3s7+TmctBaFspLaLcOdRxtCoIL6GXlXgF0Cx",
-	"+gVflcsulhXr3FW8mrYRQASzJkSY9mryLIHQ64HVoVeXt4PCxDIZvFjaK4kyTklaT8Q9qap4YLTUdSv2",
-	"jTPyWOcL3sGmUZLhoUT7nf3O9t4+wvKB9b/h6bQ3zciQfnl2sCnHMe/oxzv/Ljjrb+2gexOQBm5VDPWL",
-	"/l3H/mFpAhVS8kTSSl2Ab62/2HC51ljKqTja3RVP8Y4XLaX+XmERraiQQsNRLOtFqJS86J2Sq3u/0+C1",
-	"67xiOMfzJiE1TlzaLrmBfce5dW57LwMH2DCUJmp5HvLWUetpb1l0TVg0VWRKZwgQyEJxSeMuIFX/inPJ",
-	"e3g6zfiT46OVL8zkQyLjMWQAFCQwRPufVxFq/+JXMQiZQhXn0/fJJo70v+kHvTxLn/s1n/jBuwDTWV2P",
-	"qpIJZylYWwiurGxv9XiYlUpaHaFBTlO5rQSUXJhKB3W5NDLCQcEt1hBqowcG4TImpKJUQgvozb+6flX5",
-	"zq19mNaF2yzPuoNsQyiaGmTLCbdrhn2sIHWGBEwdzdmeliTS/hNhCc921V/9rWPjlCx0ABe1gFNtQ3Zs",
-	"uVnOLQ+6U4mcNIfS/vuR+edOb/vzX+3jrb/vLn3jL6uIf4Y+heRPKN1nIy7JsQ2N4xMqFf/jmdYyj3XA",
-	"P3BEPtEQQJwhrRXtoDMcjx9YqUQInk4JzoQzEemct+719UXv9OLk7q734f7mApIZtkzVt7WFHItymhSu",
-	"J/ZiJmm8SPD1zwkM+3/sfK78o/3H37Y/7/wteAoLxOJCEG6yHzWIUy5kds0QcS1UJWRIGXxm4m0a7eih",
-	"wEoTHheSRmwEYDnKUqwYZrmQ5p+YlTcR/IYAyFoUoVl9LbavOaLwP1n84EbhbavGsjVGcTWBbWlE1+vG",
-	"Z1lTl040MzmR6O73u+7ZZe/m9vrypmtNMTtrBJ83cq71btiNEjmZ1A7UUoSCp8cwjjhcEqVjBLyznmgb",
-	"vgPuBd8CURZNPYEYM5zOhXoM5lyQkbmuS0a+TFOemYSEJyp4Zp149IkErRjNRtFrnV0yIoxkOI3UcSV5",
-	"LOkTlfPIKQuRogyTnJkcpwhNSEJxBNnZkcMczo4RZgCkBwaBqZXzvjzrnnw46Z70FM/4dH37e+/+6per",
-	"69+uFHSlS3TaipDgiEqXp8WQAhcak4xUC7t5yoJ3T344WGhBtVklzhpahslPOUuUtKA+CEk1wdFLyknd",
-	"VJfyPEPmHf/8BTgc1dkr9sIzzKBqGTbpLqOMEDCjaGVnkOYEKl4ldMQVH6I8JRKC+dhj8ORL6lF1Wb9S",
-	"keMUmXdMPq0RHCKUkIw+ac+t4qxv97cHVKKPV79u72E0xmJc5bmIJmjCkzzl6K2/x6eOWuqe+r/9wCJX",
-	"vt3XVhdb83oDjrvEQv5EsowmpHK/leATuNQlfa8mfmU5QROCmUDTjGyb9xKgFSCRZfpabB0DVJWgRtmY",
-	"ZFTH4kAtVIONYc7qVMtFIfvF1qhA5otNJwyL+w7wKCFxio1hy43YxgzZjEDOoFSDePTsstc3Z7c6+89c",
-	"96260re8Epwvi8EyVxa6QLhcH2Vgb0vkrJUOCAbyzwbbTAdTD3dEpKJ0Nt2rkMqDZ+SbJJpPyqK52HmR",
-	"YF7cuZBV3lSWWy8lAubZBnOcLa0mjtUFghhuzrReYpXpCU5sopsOmiI9+1Ffay0QVzTJhXxgAwJ5UQZH",
-	"bd02S6Y4T4/RFAsx41myrTaT1A2Gx/bGkASNUj7AqVXveWZyDG3ORUaMgmmDXBqSKXwDUI0zqMc2hK9U",
-	"JTlCiys0mmvnfRW6e6CtlX1dW2sr6VVjc7GfgkSV8HLp1fyoay6E5ZEnl2ttazNUPeM20x2oiSnJ98vZ",
-	"76U86rwwCaMHMJBnWOYZZE0bK3WtdEfxVsCxDJOucYXMHk/Vd8/eyqpb/jmfYLadEZyAvwLqcjBsVaVC",
-	"1FltQwHBJFQhFEzwNxwqhKH27cdT9MP7zt6WTaHgw6GpNpNyWxyx5Kwe2tqHY54SV5u6vOA6UJdhFsC4",
-	"AJVZ/KrYdGpOqMFW5aGVmkf4romtHQQZ8ciVH2nbEkLYUuOtI3Rzcnt3pnPYowd2dnnT/b1n6jZF6FxX",
-	"FTy/PdN/mGpz8O+bk2737PYqQlcnl2fea/CnffGB/Xp2e6f4ZPGCfeIGsw/ciBr7iy8qtWGiB6ZowF3v",
-	"6rrbuzi/60bIs+AUn4XMOubp2RUU1yxefmCOpfvjFnxePbv+6R9np+Wn5b2f3Heveyc3N7fXv55BpQV/",
-	"XDcp/IDuzrrd86tPd1aCULfde3pzcnf32/XtB/W45yr0RQ/MvWGrIf56cnFvZkN2KYY++lup/VSckVNi",
-	"/E26h+en11dmeLvU7vVN7+Ls17MLvega1YoemH3mhvnl7Pcd9JtRmyxOHoUV5qguYKmd/3J+cVG80qh6",
-	"aRy8uzk5PVNvX550T39GbRFjxkgCZb2VWO+qeD4wUwZP++eOEfmi6ALQA+MN0qEHmCUuYG8rQmUWZJCy",
-	"wpgMul2dnX24651eX308/3Sv92W0PqNPeLewFbVKt7AVtbxrqP8qak8WF7EVtUrYaP8u3q1eRe9R/aVi",
-	"1PJtbEWBUlPl62geVO5j+am7kPZx9Ua2olbgRvpPPWwtP65AoXYpS2/7l7IVtUK30n8cvpb+G/Vr2Ypa",
-	"jfcy9FtxGIGL6T91N7MVtYJX03vuSxShu6m2ELqKJWCZD9W7/l3011S9jAYNy7exFbXK98RiQfhp4PoE",
-	"LQMlDmpreTWFVNwSkafG+CnyOCZCDPPUU1P+ZfGbfkW1mtKlf6nXELMqgAkBa1sRGdwqQKoK4TVytV9t",
-	"YNPOzs7WZlqUFXNXCqFueVt7pSgOA/E19bNaDIeTk0BDU6Tek6V45sCq4zugtkkR9KGz1oPKZX9rB30g",
-	"KR0o2JN0joYuW35MMnJUWBUyNMGp+sFT2R5YRorkAnfU7X7wdvfhGMEXSHCiEGJA1CHbMinaoKHG1KmN",
-	"rkLcvyRkpBLeEQrjcIEbUAPEFX23Qb8xlQTNeZ4VQRnP1aiMMUmnOrZ305CMQHCFG/QlMRSvEzSx+DLc",
-	"jflscTR6DeH/J01QsRN1yRfZ0DzCQgILlOGZjtjiGfr95PICSfJForbxDWqtsEwTIjTStVT7JeGsGv1L",
-	"kyNUwc0HpjDhCFWw64GZ0z5CcNgPDG7O0QNDqHRXjtBGV6UWpaFrAC/jmkVRuFU4p4UPG/l252mBOn71",
-	"UoNm9dKldZGzMHlYX/iDuhK6OpyOap886Uh9Y+ywVweukVqVs4J61UqLisENkk61ZGrpIMDeqVCjZmMp",
-	"07bnz8/PL7xjFkbVD87C9URRm+B4jOrq/SuzeAfaoNfAVncDl0tfb6HvgAa2PRuvDi0SBkXRw62wWXgT",
-	"scibZppxqE79nSUdDZPIHtorijycpyUH0UIfEFj1OU+LwHFAzjeicA/ZomtkOCQ6i1zbfaslywLcrBI5",
-	"qZgawuj+9gK+teP1KmzS/alzaMyfvcG8V4nd4MU2Dcd0gBJmKTh1V7r2S2DExdzW/F5a7vN6njLtAS+5",
-	"3sxqdA80338moAiViBBswGUSlDxqJtHBmOq1g9JzbDWkOqwas+L7u0pxKzV2EDjMGhmCH0AYLspsW0is",
-	"6farg5G40asg6dcRqL8abEKYt6DDlPO3LPQs8gV304G7nh9j8bspbNBH+Bq0zC8WhdY6g8XX5sXgWOQT",
-	"CrbLrCdOLU0hKV3a5Q5KXTq78FM6G79L0lxSWqHkFyrOu5pFUlqX70AqkZAgGi45ltB9DGHKakxkcRr3",
-	"GYTLl1iKjqCvuPFerEIscvd2fff/up7eEsNcxrcXOvc2Z9SL9bECusCmFVXzL+3rgHUTYDUB51VgY3a4",
-	"IJ2/4jy3GcUW3TzppOShT1M+I0lP4mxEZM8WDfjj4G10cPD5OSQF3OUDt67NKnxuFiJgWtZZT7uQ3PSx",
-	"KMrtaRAM5uiRzGteffMdNBTDAvX/av7X31nXP78qLa5AatMyc6WKWqZZB7UA2Liw1iI67Q5otbJvPoYu",
-	"ycBbAVNfdoO9i7LaBbYf1O6v/eEVru8ddCoOhMPqDsYeAHSVGGts1VWbxnhK/HgVlFARc+ArxlDwRtgk",
-	"w2rhvIDWAU2YZ2SgC46A7YOzJ5JJ3cyGo0sTbayGSnSScs8Z+HzpoqKrmMSsUcoHxMvh9ED1uWb3W6wV",
-	"LUiiatZunj83lB/AybwnuRECVtNy6maIhalMOpRusXZQhmhT5DdK8YCk1bTwhaLdJmFny8W5piIDpXhY",
-	"KFM1VAoaGuD40QaM6FN4I+ClSLddbKhBYJGmMdW/wKJABTm4QvaNgrBA0v8YPxHTeyN3deFjLGKcENQG",
-	"vwFn6dx2o9NcomzwWJqJs0wcM1pA8Zop9Z5iKyhmiWmkvJaopunHwnC8dasFGGZTVAvgPNXgWKFUQOWG",
-	"BY1cho0FjgtnxLrZ/oP0o0U8sXRvq+pLOePdpLn72kYZMgG0XjFUzh36YkWkYCzfR/9oSD1T8rliRHPI",
-	"twlMugl6L89zh8W8GpteYDA8c2Y/3SnVMO5CJamR0zW4xxoGpkazkltfYQJCbSvJmM7+1aDvrc2ivl/X",
-	"LFOsHIcMNBvtIRQfXr24G1sENK6scgNfTbaVJmR9rbsTuCsvuSpaXYSCab9Q1lDm03Viujy/PNPtmFyB",
-	"KyGIRI+U6QYmSnv3ul6WZddHmKAFtcps1Wv6lbSO9n748ccf9/d+UGR0QnowAWRjqjd3/31KgAjDH1NW",
-	"/HtGBlP3x4gOW59r4t1jcE8nbtF+BotdF84TqvNuEqL+a/3EiqRDKZvPDamMejN1xS8bEVE0orI9s22x",
-	"PrWMSMkP0LeqpP01F3T34VQvhxs8LTfZOqJQBY8AnN5mSwsJ4hdUrwUkPh1juVlJPVMCFyP4WNGqAZbx",
-	"uBYvbjp1tW4+fERTaFS744rT4FRX4W/Bv34c7MWh4G/X6ytwB/QiwC0OTTKtUOxYQ6XAwfKk+PLKQpPC",
-	"Pt8I1Pdf7et6u/1ByuNHkuxYqIi+SedcM8bfLCBy+28+yC4Wjy85Q0hjV2RjagLPF56oBrnWK3XHQaVS",
-	"6ssRtQRJdQd4IBU3Hz62PhcxJasctxs+WLNQH7cSe9wajcrulrqS8KNA9m9mBA0EQy7O9dcHcGTmj71w",
-	"UYBNkOSFuGCBE8QFbb1/4a3+QGIqQHcykRvxGEtofqFRQ0v9SgetmUDMhzrQKBsBdYaDgC4fLmLLRmvx",
-	"bLSro8i0U1B/roDs3BDqvzQhWRVz3g/3cev5c8Bs4NawWGa2u1GjrYUziuef4jS1YNJUvxFRqgzfrW/B",
-	"AW5+m0tn9z/vgaE2RiIfKGEhJdh2T80UNzevbf2nOdNTMC3fGBP5Zsdqv/baofgMNs8ywmTPmuG1Bp6R",
-	"WKIxzwQQIgnlpSSeglLMyMx/26SNo5SzERjzp+MMi1AWVm2mEN2zvyrZKRe1qjSHociu8opqkhOcs5Do",
-	"nYJAhmNJMhEa1yOs75amO1U3U1lFw2GGe+6NsXQJpKYwo98dQrdThw49gkDjoozno7FrCnByc76DTlLB",
-	"DSPLyAMryhQrlAdzX0JS+kSyeS0qFiaC2/ajZRHWHGukEfWWE0h0gFm91cvhdmevu7d/1Okcdd7+sxVV",
-	"vgAf1seMmNBFbZ2qCwATqLScFk39+LQkDkQta/hWMLZTgP2UxmNTpw4lHM15jmaYyb+3FgsQn8HwI/RZ",
-	"/HZy3j2/+tQ7v7q571b70AX2CS1tTI9YDTHbn1AYZ0J1zKArrgK652CU/aJ+U05cXUHLsCf8rV4mDqdG",
-	"RDo2dfBNMyiFobrLTaouknZuFQ49gXWlxKW2Rw+dFlFVdVF+Mq9+n16Arq3vMuJumu2Gy5ipdUKBXXc/",
-	"acXT13wKwjmbli2hsK/9CxpeOUxzK3QIY6FWHON6vacUtE6kxPF40tB8FEqTGOMDhjfBKImw7SMd6GNi",
-	"TAHL0KmwhUA+b0Jx8DpdeiugSbjrWLDn3EDwNJcE3d9eoDbUrTP6HJ5Oe3mW9regH9SnM9fXH0/pLixk",
-	"9xv85zzRtf7cyeUZXXpmbieR1eLV8pqg/1Nx/aq+p7niFIDOAk2hd6QJSstZSoTQJiBtLKMC3ZxdfVAk",
-	"TWebnVwgnqEyndt5YL9ROUaatNY/KNQaHTsriDzWoSLlcVDfU4SBcVWJTBkfPJ5T3eQ904hMkoqCSgRq",
-	"m3WWJ9/aSB/8CUudblFV+iybqUPfhEfAAcywgvWQZ74Vqwq/VlTlK58XmSKCZW/TVCCsZtNh7VYQdbCo",
-	"zrk6NDxcs8LxUiOUAc4S1HXDBaiH01S8XRkjcYSwQLpBD2UG05VubQhZP1QSytNn1kjAsp953QzVwFyU",
-	"KrAVe1voa3CIUbguEq6tiSuV2TxnkmSKqWd8hmhyDGec6E6xwtWByTDTHymIVDWwvk27WpGtNRSdVEcD",
-	"FRmxDxlBiKIs1br9ODGdDWubXCkS1YvBWMnzsaBYYHMkZIEfTRh7zlLKyEfT3GMdoxoSE4XFkMANaXsU",
-	"htIdfKG+mYm8qPspwh1R+9CvThc/VWvVxU+PB1iQHw4i06NkLomwjQHatm7k3g/okv6k8IYnUJoI8k++",
-	"Elic9gUnGYeETEFTwmQ6h8RAeB3NxmoLWrvWqXlCZgRPBFQJw+7pmKcJdCcmMzTIh0OSgW17QiY8m6PZ",
-	"GEtdDFTRRTXvG/BGHGt1Ryk6inHwXMIbFkDAqNw+YBvtg723W5XykgCaEK6pmcLYrM40WDL18HA965yb",
-	"IioOrwmdVu9MpIhboGVe2KlVUdHVp+ofK5P5pXRdD7m5L6ssvNXDSihLtJ7rCY+v5v/RkzcUfzlBtraQ",
-	"qwRo5VSjeSvy3Qa2JPOM6etiarRVI8AW6ZfYCc3ChUlxXVdGgFwu1D1iMdEoB+q1aVlDBUGL7XAVtieD",
-	"gUkMUSWYCOhPIwlbXdEqrb1umTEyvqlJyDOQOdeSMzyN4rlRAy1EMJ4Gu6hzNMu4JJYZGdwx4C0KPYZw",
-	"pAB+zUXMha74Skum8DEVUtG1NmVKfRLW4LgCd5XBrE+DoeDF2lnK39x6DTTMqOqoKrjWfB1hvsUUybwk",
-	"iquwKhEyd2g9OmRv6TJy5AZ/GUVaTInX2W1sjILLCW2AsL5wF10n+i2OB4YWkIWcuP6Rrr7JqLV+o/6u",
-	"sb68McxfbzIobvu4VWHqao/2alKG7DXRQX+ltp8eQWeJ0XBNNNxqyqKDZCPWLtbddAJLoe8YideeyJqL",
-	"aFbRolZuWd8y5fde7yOEox7US9uyo0dNSLoyKpsa1y/wYyNdb3s7n5qqx1X27MaytR4OAfN1jYcrPtPX",
-	"Q5dShfDsjxlh8XgnwGJrQ9VIJ88Igt/UQKMMMxmhPfXvvU7n2AZTlVJfXRH5pIjRWafCtbUjiYUmMW0n",
-	"0bXujPaojpJkUHxOs44SAi4LlahGwTbUowYa5A4IpC7PILiOxG1mCGIRmDJLTZw3QaWfjONlQpk2QTDb",
-	"P7+CUiu1s1/QVd1ceuhJbJHDc3Ct1nV9cSXXQk16eLhrbVzZ1YPsy2Dav7m+s/ZTHRfjX9FXat3j1XLx",
-	"a62sWFLFLwr+mh19/rP2CLgb8+z/7xFQaduyuujy0VVNct0gQ2LLaq0JFxeGXXKZv3OXg2lGWUynOF3k",
-	"xXQvlZmc5jEQRJQJBdXixR3UdS9AIWGotgG94ziaYKbUIhp2jC4+zv/sXRl2XkqOP2U8n24qLTEy0wWV",
-	"j70DQgMS8wnRviI+YzpVpjHL7RJnj0SazLbJlEgqeYb8rq0V0ioJnqyZ6qWul6l5ZBEKirRsrda6avm1",
-	"Q22Z0ckEvGVcopzRP3Py/Wqk66O7SCenIO+95Pi0Bd7KjeW8CDjaKnudUtOojacpnuBW1BpgQXpFrNfR",
-	"7q7+aSfF7Ghv7+DtwS60DoAI1C+yN6Ms4bPW0d7bvc6P+1EryegTBH/wKWGYKsFRVMubwDJbRy0Y+O3O",
-	"3tG7QYEaFzzGKbowy5FkAqQqz0jrqLPzts417RZqhhrj9LCS2rHuw7ytM84Ii7P51DQkzIiQNgktI0oL",
-	"1GzTO+6DzvtakJJpBXLN0rkrwlKAr153JJlyyiRSr2iXMrYOZgVpxDNt1VO/bcGx9TUM+3Cf+pjJccan",
-	"NO6bbgJDnj0wqLQCMHcFLtBH9a2emyT9yLSjAy0f/A9TLMdK6k+hQ4mNjlYCK2WjB5bQjMRKZd7aQadj",
-	"Ej8W/QUEydRM7YP9/S09DzZF2KFjiC7QvlXBQKjjN+ZCamKeEcFTPe00H6Q0tj3yiE0H5IrsQMtWklg7",
-	"m0lVe2D9NJ30bO68GlX0URtGh55jETq/8QZUkDs9/3CLGJFqg1BgCieKZgsJLPCBySwXUkRI5CC0IQxF",
-	"tlN0Dfi5daz7zMyoIOhgfz+CMc1N0/7WDMBLCCO6RJHAE/LAZtiUk5JjAlI7I7HcQZ8ARmUQCdcf2Y5T",
-	"K4HW0CKweg1DaYaKVOrfAZj8kTBRlYQ6Lgx+Af+0d7uu2ypgGCxsF5hnmsKBTuuDHA1TrM2j1ijriIVD",
-	"ciVqm3GCFlqfqngsPNzoHz9qDb6oSqRkQgh/iPmUKBrAWdxQeYaKnsbr5RPdC6tGa1nfiTSoXQKARvSG",
-	"7C8l4epD6vFcTvOA1HANz/VRohhPQX4uUDJ0uEtFXU2Tw0cLXBG8lja92BDXDfoLNmu/kWG14Pkz195x",
-	"rbVYb4Vv1IQuxQDB6le8hdqWppY2WMpyczDdD0p9LIcuQWp2OiE8dHCX7oyQeUebJWOudNhiCUDkzBv9",
-	"8txvf1h2mA3Jd/ry2pNulkTANvSBZPQJ2MOm8kjiRigiHXZQPyOCfiWWNPRnNJFj3bR+TOhoLPuorcg/",
-	"l+OtY9Q35RHM6w+sryX+fi3c1WkCJtPMr8mmp4TYVZxSOW8dvetELZi5dfTDQacmU9jBGq6dbZvs0qh1",
-	"xjasNLIII+xVMfXZTQzrUIvD9Gup65TJm9MZc2YHkCUXwGwNppDoDQiC9O8Krab0C0ldreVMF75s69nL",
-	"OPVu7/3+MgKxIEzDHaqIcUpg50MKvf4pNItJ5Bh9MQvzDzUj24Tp3g+SI3e2HmDc0ZlvghBxx1oXuaBF",
-	"GzIvAPAVqIGDKzAjTWALReLd4dYxoiMG9W0c21/XbGBQq+mENEBe+YDWKIFkL/oVl3RoWsjd5QO31M1u",
-	"vHbYZCMCTELo8QYg5mGWREiHfONUCXhg46QsEYG0UwgKl1g89pxlS7FJ9UAHLquLolM6yvnCuoySiXg3",
-	"f1ljtK1VXqlUOsE0FHWWCq64HQhzAuQyByeIsILvCqQBcDQwc7OjGrvzhtSQUHDKSEzoEzlGeKB7L5le",
-	"saanmZYpanmhi7w4/jw2ULZkoI9amueaxBajxXiwrIWfuXQGHSbOM9/CQ6Uz2DxRQY3NpjAnbGC0KZ1k",
-	"jfLAIvpHut4I/HGM+m5B/SMDNLPWGbOqDJaevcnv/2j7ENkfww3ySul43gJ90DVfvM19WncSZ9IYM0v1",
-	"inYWZH94JtO9Tskt9Mdnz+G1YXBJYxZDUbe+sCbFWEk7ZAM0qNh9G0y9/+O41DxJ2lj+vouDjWZCvsi5",
-	"5uUOLPWz3QuSbSouwhpN5oECWlVNr5ody8WxPmUYgl8MRW+N1N//1esBoO1QMKJbgp/vpjPdoJszTl2+",
-	"WsAyubCEFPjwXEiyOt7785DyUk9dCXOiCz6izFozSpdGf1CJVDxoGrn3RDI6pDZLYLGunD0ajR1mRVgg",
-	"+zU00gTeB8H9rKl+SQHpZbN9yrAhEH34oo8ynjbo4c3JgOeVY3tpHqAF7sLEvw8EZJPmIBtTCwGcTx/O",
-	"Ls66Z5rvZGQCVZUxWMK0M3C1iJtETwmii70K4aLBtXxU/eHm4RhnCiQ6cXWzG35FZgVKmVLeJt+ydG6+",
-	"M53MevZC4wT/V0ZmO+UrvWp+a90FXwwdrCBhFqoE2RmVQK03u36L82JDAFiSGFtV7t1GlqDrmU2OW1Ok",
-	"VzJ3nhFE2BNJ+ZQ01PtfOvL6zRthxUu7NV4zgsbljo2KMhEW61jyjOi2C5B9O6QkTXRTazTB0511GyAu",
-	"vT8aFo3wD3dE1PXTMoiG0GvTOrG5JjRDP3e7NyZTi4gj9NOJbjV2dtdFB51OhO6vTu67P59ddaEr2Qd0",
-	"0NmLHpjr8IUOOm8jdHp3+7HXvf7lzHVM08+vrru9j9f3V+rPA+hM9/P1B2jadXJxcf0bDHcYodPrq48X",
-	"56dqxvfRA7Odwu66J90zeGY6H57cnPc+nN9BYzI9omk30uteX/cuTm4/naGDvbdq0Xf3NzfXt92zD73L",
-	"sw/nJ9ANDB3sHUYIxjY9zm5vr2/B8A5N6nqXJ1e/293foYP99xE6v+qe3V6dXKBDBQzdz+327PT68vLs",
-	"6sNdD9p93dlOGfDSA1P7O7+8uTi7PLtSIDvs7EXo7uz21/PTs9791cmvJ+cXag/osPO23O7Ogz60IyuB",
-	"vhW1/MZqdZi3opYDuG49VoG2+sqAuhW1SmB2/ex8GLeiVg3AsK4QdFtRqwpa3aesDFaYWMPUNchrBKjZ",
-	"kQdM6ChXg2TQdvORZyMuX1YL4cSj1kprB8ZKJEopezSE2+MqPkfxucmq1oGaTLaEBwRlixCFAFnolqcb",
-	"Mlj1pQstrOzZZBZooay20XD8PIzHwCxfanys5bRKws0fePvrZ/V/ne33ve3P3zrR273nvywlrzBzGBbc",
-	"hkCV1QTtbORD0BfEMcIpJB0VjhYQsfiMCa3zicjmkBROu5LnrVo5o14a4O12Z6/beX/01qZurBnyoHTj",
-	"tw2RD1FrSmOZZ8ZnrPNAymE1e/urFPqOWnOeZz1z0BCoESjW8fo596tFalSaFZs6pKxSxHApJFfKjwTU",
-	"MXnebuy3L8hzrEZk+VWBy2dZl/78w62lLt9eWFOaxmrzdoSKmuPFj2MsHMiWlmRYHJjVtYO+Eb6HEpDG",
-	"+kVXuzzlhCeFqStA+ZULHpQwPyhk20gz9Qry/YomG97a0Uou6tmY235dGE3IZEBKudv6hkWGpCoJEXx/",
-	"n9et/W4MK95xReFqmT4q+Vter1wDXA4I2l2c6HPiEg+d9UwU5lNcuGVf3mdULChXX1RDnBrT1epVbFdr",
-	"8vmSnCEA5qpwBIiJF4NMD7PgTm8IMs1wl4HMzP5CkF3qu9KQe/lGmOsmxnSqM/tDoWsVA+BJgtEFfyJp",
-	"2Q5YFfKi1r9zyhr4+57h7yVpKYKEQV1g6GB/XYOgOha9mzcCJY2MpLL6Vc2DpdG1U8qTS4vh61CoGTJq",
-	"U3pwCuaOSjc3nNMMC2u9XZ1wW5q9FDGVLKozl8xRLIQEmJKprtSakJhOsC4PB/NC1QjXDncPiSmJ6bDW",
-	"vkGddVnC3dt+//mPzvZ7JdzuvVtBuLWLjRyQK3XMDf0uIL3kxqxKaopjeTm9MWMtgjhM9AKqY8jB8iRP",
-	"vZJXIT6LUz2Lfb0S/NaCQ3DfL932jRYf7qeL+0+HXQJQvQ1nEhUF6Iw4Yiok1/c9pE3iGOTuH6Gbq08R",
-	"+sfN2acIfTr/iHiGfiODm8gVdzhEl/SnEikZUIazeWuV+gsL4JCRIckIi4lYnB5rBeSiBfa0+PTFaOGN",
-	"tWluid5YIZTFKVU4dYz63577KGeSpsb95+X3lwL3wTGj+071niiZgd8MCBbEvyroEbb96adAK+daBl6x",
-	"nRci6uKb+Tpy58haF1aQiEIS0Iv32GxwMVUv1JX3ZJ9jnXqhTcIglwibCFNoiLaou5ZrV1NWCn5nngW4",
-	"NCy5awrgB+0xpgeSDrBy7ZSge0dUdHTVq0zxvNAybf+Rqomu3Hyo1LPMZSzYHmI6hEWpEa0JkRmNq+1K",
-	"WjOC5ZhkOx95RmIsXtA97UV9fiyoivOp+zg3a88GJ1Ru7WVbrkFYfrltrmnAs7WDboJd2uQYywcGQe1E",
-	"Bnq2HaOcQVF+0/ffRCtpI/l3aea2pPvSqr3cjDYLqLphOcVSW5qigcXqTdvcZVoszPkcCEBjeoz9a7rH",
-	"eFEy5XNZXaizLby+a/cYN9MKTKMA4/xf0g3Eg8Lr9gE5Z0LiNL2Btkebh2rGWOKUj9AUx4/ARzgUhTPZ",
-	"Ax4xNi+oQ4wnZNcQ01Zku9u3jlp7O/s7nTq1dF/WAavnhLSC/hNhCc921R99RWlM3o8LnIJ1Vh0tewel",
-	"kI63NW+E0tTafz8y/9zpbX/+q3289ffdpW/8JURo3I6rG/rVNPovgFhNdoVNvBEoxZKIag+KHw7WLHhg",
-	"ABtCD5dHGOLWKWajHI/IdihRsGbegzRckz0HttBaglw9lbAniEvzK3LhtF+jljK4/w4SUxb4XA6cz6WW",
-	"Vghr7Bnniol0rKcaesk75ioE0mt0cp/NShxN5fbBzt72hDJapCV+uumqp8g8rftoKpmK+14WiN5+WN7w",
-	"t9mU3KiB2iRzFMUoitakunoxPHJtpMvH1xC6tUb+orGe69jkehoiavdtHCme0h19bjsxn+w+7fWjB1b6",
-	"1aV9qRf6W6ulMIZLx75ailxpfzl7ZHzGIALOFhSCLGFb6KthGZ7f43t431xC3iJWdJFOPugXn/1r05Cv",
-	"Xze2ruY8C9bSLhGYik/ux9WGFc1d3j/YAPwUjyKdypccIe7UpgqBoxLqHIiSNO6w1RgeHphuepPpN7aO",
-	"zXiBrM3ygIbwwy/bM5oQ880Dq06hVKStkrjcnG24UnbhMUjq4DcFSVdT8XrC4ffKN7RVpQUJEYLVbsdm",
-	"+YeoPXTVAIYlklFtclom6q+VlVhMUOEPG7hkuXf/fM/sJj7WtdMfq0dYzX9ccIgvTXusTl3KfXT6rMu2",
-	"edvprEhw/wWV9R01bXTilrMuPQYblbh7+chCl7LGyAp4l6ikT0LWcw470XFJEciGKJoXqVTqzPWQDb6G",
-	"8nxRiYYrxuxK4q6koxZS8jId1V/Y5kqbV91joeOhDtpXhOwaQGkEwmvAoGs01kBddMV7IQMHpx5/QbbG",
-	"fwAYBky9SQBvfuYznddhM3CQ5PxxJ0gxIfC2FwcDdH8z7f9Rnz8aWRQSsIpgXYShth+a8TxNIGZa2z3b",
-	"fddv5JQnpF+JpTu57/6sozD7pjdLRoa5IImuANf3Qk37RZiKiXZULCOXA56zxJSNMF8LKF9s4Fcm5pzo",
-	"kBYlzEao/+mke/bbye+lJTCUs4zgeAzCBjFS/1awPn1jVHYAYnYRb2B5gdW/EXr9OI3QNCOxSbytTxqW",
-	"FHwiQWy4EggOUndgEDoSKNwAhD82dK6yoHNtJiwuhYWpjEzTeYO3VK0INjlN56aAUQxSFdovVfnbinTw",
-	"l4JdcLE6ErwBWbtlWHuh42ZYKkv3aVki8aPiYt4tW3q1F1s1eS5jPjGODkkUFzbAfJlJztCUlegbEKCa",
-	"WU49fBF1+7BCeZSjoqhP+3pK2Mn5tloplpAr29+Nx1jumsRn6I+yFfmVf1DblmB+YCc35+rHotpKW2EW",
-	"JULb7KFTDUb/uLu+2v395PLCV5+PAfLanZSQCRdb5RD3peVYCrnXvVrD0gseN9QLOEHTFMfOIG+iftpj",
-	"rqRtPhzSmKCdnZ2tQMSYJn6lDKjWHrrElKE7mREiI3SnJLERpHqEllVWw1fTs7XIvra2WicPSj2Uub62",
-	"bgOHezuHvgjKc92ofqm8rXhbfbjtzk5JS1h9PKsEFaD9mYcBUhatN5WejYxsD9UDj7+3inS7lkRrUPCc",
-	"GbV2rZTU1HxdLxuscXAx4tVtkcXh6xP3js+cmbE1AtSfF+B+rSS9xGlDSsJhMN907epJENvj10/ygbMY",
-	"z6s2m1FGQArJ5Liselk8dQnZ7/187G3113pXIjwzwUIumXjvXWlm+HPl21NVNAck/W61Ay2CVzW2VbJJ",
-	"7QmuXpPfUfSlSpMb+gUM1Yyx6bZW30zD4l+09o19c6cZSQiTFNd68zbHtG6cBrtKihNqx1iQbcoEYYJK",
-	"+lQrhblu5uvNxtmuK2W6XmKaNrnAuqVICJ7LEdflb2nVtgsOlKJvrXWfQHJ/tc+Lc06JiZyCGAXFJfWU",
-	"EqriK2msV3AO8RRXI3LVCzaYGcpm3JHsiUI88JgrNILRGxKgfbcb1Ok4Onz3Y9DltLe91yllMynpy8wr",
-	"ngK915uK/vXVcvqQcSdK3WtNjcgBSfnsGPVTPuqD9VnX3xS2EIUrkGW8u1b2NDBM+SiYMOjDtrYkmYo+",
-	"yqejDEP+7FASG3pDiLYiKuCgw3c/bh2jvhAptCmEWq8US4K6F3fmlYMfDksFChlnINTAYQqRBtdWPuSa",
-	"2ZUwUCQLNh0eIMxHzNd+DLnNqlJqu00NqpcL4yFjy91l9wapn3S9W8YRkEUSQaY0z+SWHXxmNflCtw7O",
-	"U8bERl9l6UoFh/QrPgAmB9euftpZO70IzBK1VB9ofyvwE0kQlceV7CsTFAU6K6hUcqwbpUF1JvZEM84m",
-	"1T69vhy81D9ZXMDgTiGafcXjrvIna3wGJDDw9CasnFrpclWw2cfNpWJ3QYEX2wLqZHfldkKYpitaNT12",
-	"UAut9kbZnNlD4Z8TXZC2O58uCyxW3wuE45hMTZiLjqEWkbZn62e2ytcqwGioMVaO6VIvmSpZMDW00dMt",
-	"1CFicz5dI79Kb7bUfnehPKhX+FIQiyBpOWEGgCTRxch4ksckgTtah+Am2j/5MqUZEYu+WXrJ/caDfltM",
-	"oGPTZNhaWOlxua8r6NCf4j9zYlI4dSKKF+6b9Dp74y+Hk/3Hd8mPf76fhVbwSEggC/sXMpW20JWWijSE",
-	"jlHOHtVvBqHNY4Vo/QKG/eZCeTrE9hVa/E3ohDRUjPtAJInVxXPEHNxqTCJollnOm5pOU1M8b7fhjKY4",
-	"a6p/dqcLf+q+02DuLEqivkIWb7W9wqotyunXEKehXyE11sJghYFckctlyLlCxqvXM7M4OrNW1wQbkLFk",
-	"/2kkFUX12utpQ+NocDcVByKgNN1A8aQEDJOcEa/vZD1toqgl62x3Ykkp1wn+0rN32hT0xF+KgbRVAH/p",
-	"Gci6mp/eK14ZVhGujxropVBZcBUS/2aqo4LfyaXmK/lsRJ8IC0tZbscLa+QKhJ8wBewwYfBUFFB1vGaT",
-	"MrjVKng+cOs2mGwELWmrpXGxqcULTXNMScXwfksnVfMz0tFYje+YunmzeaiGCrF2odUKsWus00eXul4/",
-	"W32ZPqI19mVuPuCS/kClul5KixiY3tQKP0gSxIKVav4uFDe8pReY6gO+hC5loJWPOqpdn9VpTrMY+MEv",
-	"ja3BWKU4q8h9vKBtCwXgMEWsA+2lFjuYaPWWxl5v3w07G8MIDeUDtHiyUVaqJ20uT0pVK3ghyJYlo5Za",
-	"IK8Fl1V3+eq7AgvPfTg2AJQgCG2yDkAv0kP76qFtL2ao71qo9aE5J2p/JRkvlHP9oZaiSQJ8a8sr6tFX",
-	"mq7pniI5T/UgIiR8lQFI2TSXJv4q2FlmMpV2DxCW2I51z+Np6SfdXrTaF/pdMIZvcRcpHQPWuKJT5zC2",
-	"U5tS0uWI24O9NSeuim4+WKqLCiGCX346jN2UbePptFRi23U+dRWjmwobD3gyVwilOOKDV7/4394anHho",
-	"Fe3xdlrBTIOaPRQqPTA5BPXoR/w+fjvYfzxwcuhRvTZ5RrAeUsf5w+9qlAPIAZBpuJcgGlJGxZgk69RU",
-	"dpVRlNYSk4yRJEJ0iDCbB+X/5YqjhmENxVNM2TbEqCREYpruLHelNzcYX7swxAJttoQpNGyLtLrkupXR",
-	"3UEu2swEZ48EOgQnzlZIU6KjppLNzYAObb41dEKuH7krpJqRmE6pQgslIEL4B5VHCBdl+LM34oFVbxlm",
-	"oELbAAyYxNaZ0m2OoKVSUQPINsmSrjnzAzMkj2c6HE4HkmyAiOamBIjEdkoZQWOCE/WPndViC4zSqEc1",
-	"aF4AOfLrWttjX6pb1nAmrFXiMpJqUlRKyF63vUHUwjNMpXoGNBiiccYkyVOS9LKc1cfi2XSMWfG3bn34",
-	"Z07yhn5K/t5Wl+FKrRE2E+JKQ4Sxv9yAYSOZrsSJQj2x4fb2Yp4zGQ4knagLV2JNb0RlZTizZAC1lTCj",
-	"Vqjryiy1p1Qd/iWgVJa3uWDmQ2HxAfsL2OQk1zuPBbt/pd36/U2WlInjU7kNSWDV0x3wXBvL650vlleR",
-	"rMkZxvduggC01CEGvckwG42+JsPJVzn7cz99ZGw22n8rp3zQilbsj7JZM5SlzBx8ux4YgRvqCiMTnKyR",
-	"tdYQdeDVUKg1XYEyA6Yti3QtWBqqzzcLD6Xl0wS1+6Yw+25pul3/PfF3mvxvfVe1nTaEQq/e6MXx5ARJ",
-	"fvzdO7xs3s5lRYvyf/oGLTRpRY1dWuzJFVW61hACfKqyvKCDozAl9FqVupY+CqTn6ubiPoKXmFWEeJqU",
-	"mPPa6FWiocssI+Xlvj4RX8y+/Nk3AfDmYFkAhleCgoA6ucktwQuaT9zqZmJ8CPoKZSOkBJIyUbX6iu/d",
-	"MJAxDv7W0dvn59Wg575olJ3Kk89IISxBVSNogDpDNSVqRYnJzr85jE2JtHXjDf+jjW21ym5rFWJ71Qpr",
-	"uibJokgEQ5Km8CKi7IkwyXVFFt/IE8eKyB+1xKNaDZSf6WWuWJDVIWPOZEYHto271ugkmUyhyAZ4y/B0",
-	"KsCyNYmnPR2YZv6mI+fd2I9a2jjTs3kz+mPxSNNUv27K5uw91+qxmZpSOpfC9vOIOdMBn0brK5WzMv0y",
-	"tLGIxjBMnPI8KYpN/OaKrDRWXykOxEiQ9kFvMNeNvTTu9VzRErXNNB8VBbGUFgk+arhWkL0OsuTSwi72",
-	"fGqhGPAcxTzleXbsaiaYEKqhokADHD9Cs8dpRic4m5e6PT5RnkIcEja1yMiEZBii6TUmZFwQzfvVt0E9",
-	"to4si2p1TTCjQyLkG4H68CUEBBZf63LRVCB9NY616RkgrmMaISQeS/zAHDYCeWs7PIyQxqMIXZ7emOBI",
-	"EaECAbeA9ukIlqaqABVUX0Rq9CU89VeztFD7pQED8h4X5QoOy9lpKyUYNFZKu9CROrZYXRlqGOJyjw2A",
-	"AdYKLop9ad0GtQUhqA9XqN9QwsT1o6ke+9ynPWY8yWEG1C4sXeYFa1sbZFD1IMtT51uwPk1zZqtY9/Q9",
-	"r67pp5wlahXqV52rCJmbgrJRStDdr590q3Y9jJKb869fU9LXC1DMM+YjRkVDSOZq5ewDIS1rl20yGZ5q",
-	"rY8EqLxmxwDEnHmFpeo1gB0dq/GoLCfGtmoNlY5K2UPyOiAie+NsX15hzUSw6uOyE9otSmd0sqZsTo+m",
-	"Bm19bi4qI1dLS+MSH5pVat5AE3hUXmu5qtrSIIcqSQ/mfsKcb0RBYXRsL0bmM9TuuBjSrbDvX/OJep9F",
-	"3V4pzUdF9JSloMdQH5V+saUdgWOidv8h73Texuob+Bc50g8UiPQDfY0D1buKdiJ/DVbjsryrpnIO9K3q",
-	"H4HzB645ZSbY3NLxvjv+/hHKmTo5/zV7cAnNSOwkFMOmzPjq5BzXrLGiqPVlW32w/YQh2BbMNpo268Cw",
-	"n9wo/tPzYsRFBcfca8WhqiM1K7PLj1w8Po3JG2Hf3VpuQgcEKEhBQ08CIGqRFQeK5ZZKI+pTCjDmGjqX",
-	"2Zy3oPJFjBZ02TLMT5dbO1MiZ5P9Wt9UPhwCm68XmyuFfK0r8Tm86FVlKUiNI0KWfngLP6wq+wUivBaw",
-	"9rsxz0p8PUiFAwtuqnFX0M0xcXVjXJaA+3UlrliFxbd600AllVgcN6f1H8zslt+eJdemsusQ9Jfi9mJL",
-	"k+GOHjqvosmaGqOBG2NuidmXEml1wMVgXuJ5K1uVAtc0wO2GRMbjpRZpJVAnKOZTzzujS1uCfVqPsbpx",
-	"Wp0EaRRGzKR2hhjKfRiRojBlMLC1ZcgEhcDaoGMqLLXdLzbWRwLPBRrzmfokKNBWU+DMIZXAY5f9AitC",
-	"QGsIhJnkpifLTPs5LZ4VZLuhyYuvlte0xrpEVJdItCJf+3Q6Fag9zCCCO7FFchuEmpIJoKYBnd7oCrHm",
-	"jaboylFjTOSlE7eGNG3aRt3OUKc7KZFS4TWEi7g3G8YzJooa1VfP0RDQsOHThkrAlZrMYoUSIXqkqHbS",
-	"bnll2AegYM63BOBmLF1uaQ/Zl1ahgEZuarKuW/EKxPmKKuLTRCU9rUkLl9rT7dJeesWX+PXhnfXAteoG",
-	"gxt6yX4yHjZu3pBMcIZTE7rkxa+INzomsEfZkPdNcWvMnNG5vL0B5UGtDDwoLk0zINQs/NW0VqiZAk5v",
-	"0MGPSOJRpUYUtGAI1wFSPOwrZ4HRzk+uTtBXCOMpDXaWqx3u/kSy1DRx3KS0x3otzjxw+cBxoPD2EQHM",
-	"l+YXmpPfrKrHUMmrUz3CMeITKiEbiJI0EWhAINETfLIVLQCwoXWpZPAJljSmGO6JjwytkwSX9njU8ro6",
-	"VZpq+MfXMudywVnCAx06DSY2dFesG+Q60TKsrTQQoE+EORFuabf6EoZXFoUnNJ2vMdTm18Eb++1hyYLw",
-	"l//9v/9xsv1PvP3187f96N1ze9v8Ce2b9qJ3z1thk8JLLxRqx2MClgQ8wopDAOlRn4GReIBFrXjCD8GO",
-	"sU0ov65zalrQyIUk2rxW7+vCG5w9axDpyVR2jUwQKgWVkVzXtbWBhENn0muM/T3YX1g1vBPu1HpFZgIl",
-	"FDJslDYJjUqmNN4pmrRS0dM2aEvaJvhLT0iihM+9Q6ejf8AKyfVQpnSn3p4XhCx5gudvBGJqVh079O0b",
-	"zPf8jChD376lgALPz2iQpymRCArtgcC1oFS429sTzqiCm2gd/VFkeYGvxTqXdKMUmLP1HNVeah227Dt6",
-	"Ka3nz2vEIpsExPpJHaxWo/Zf3Y32g+/b8JKToJtJOKgntG0b/W+tzRt1mvXwrG7a078UGhH4h8Y0SQjT",
-	"dtcpjR+h+7ELAkVZzgTKBdXFLidISKUAZDlrrvls0Lpu5SVTNMiTkc5alVg8CiQkzlzSLJWoXS7ZCzjw",
-	"xrmGTBGljl9EaW+VGOD1qjDXMa92MWsEvpEQuWOFSvByjPrfvj2S+fNzXxerG9d0qbUb0KyOx97drmNx",
-	"nGIwxlRWtZqyUSLHv5ppliof1YjpoFnLwdZfv49qPtqvV8etvOwV9L/yHRVVpvLCUpONpgwI1Q+6dlY/",
-	"lOVdc9z8r8WWN6tU9ZNpBggHqQgPNOtWaAlsoXoIC43qi1jzfwwLLrPX1+CkqzKnutzcUMHP5yClQoML",
-	"epM5riUC1vT/aRnE4tp7hebw8HC3Mdc4NpGsQb6BJrkAI3FiyTdlqO9wrB8486U1AtdnE6htYPRI5vos",
-	"Xsg0JvjLuR7hsLOEahmW4UC5ClVaaKmqU5dXoerrEusG4vxqtNmBe107h499BU7q5q1LYVcmbzVXoHrc",
-	"VC/Cts3Bj+buWyxFE8wSbM2xVWxfwVsIBDaQqei2GbA61Ftr+ZEG2irQ+1yYB3rBYINqOSMSrgNwkw9S",
-	"GjfVHtS/KplciX1oSKDXAzSvaXSb4CltDmDr78JL23hKd/8KgWsTnjPZRNJxmvKZccBnLkkn8N502tOx",
-	"HOViRbviKQ56Xv243h5E0fe88K9AWTew/PaME22ld421fcm7uRiHoEXjMVK/oXE+0P4dk+tInqqdUslk",
-	"QJIEQg4mJIvzjASDDGc8eyRZzxxlb2IKsbsShuDpgJgHSphcMTjkNxj0Vo95yRNyZ4ep/XJqxq0ipnd0",
-	"wfOOPLQK78JAsRHwjae3GA+W3ZZ17VqrlX4r3ccqrF5c9+0mh06yd6b352ZC9K+m5yrX1TERljpqDdrk",
-	"VkTmcB9c8bhtIkO29/bfet1w6WRKMop1A8pKqsNGbWbNWgfzQoqx3XkeyfwYERyPjQYAAXFCR/5GqK9I",
-	"e1/pB/2H1kOrjxKSEqmD5h5Y0VkWPRIyFdBLg+vR44zISHeaZVzq7C+dZWk6XQW7zlaDmexuQ6do/Z2b",
-	"Hd+J0i0QjiExs6rh+N3+rW/gOxTxLc8Tko111VpkpOL7c9ec0tVgNWUe3wio652iKc7kSvb7VSoIl+we",
-	"NsvqBfWDT2zhwndeWHKomLDH+N+9Smnhwjne1A87q7Q0BlOSugrcK5nEioujb1LRRMlPIsWSjHg2hzqB",
-	"2mVeM2l/hBgQdWVmZKCzstXousmjgFYfAl3i7DHhM1AsK0h5S3CC7m8vWi4TYZTyASmi0SDtWLerKlUe",
-	"+xZaCMJmLEP2e4N5tQa+GRZiVyCub0qw9KU+G1Drkt9Lg8AlfP7suJAOVNXW7ozEfDIhLBE9GxYBaRCO",
-	"1qm/So3Ba82l60mx7gxqph7tO9Y/F93JRoSRDKel2sHmGWzXnaNaa85skjPMm+RKoTdlpxTXiVpiLiSZ",
-	"BGWQlW3dft88KJgTtGEupiK64BfUyh2Q1G3X0Q813Buh6EwmQQyvtN/z8GzF0PjzmDNF+I9cT/U3IkIk",
-	"FcQP0i/yN8xvNkS+0v3PIPWKUYPQsGV7qA1ZukJyH8KSXUzy57/+pb91bFehY52haZJXlggLZKKf9Wvb",
-	"i4Kgy+v1bl29U9GCumxO6y9eihTZ96gM4lmiJYuVdP8yxXN130LheqUrGWqyqiPL2MiAzSvUpC5iEW60",
-	"VBEM3PRwAJRaizN0FeF7lQ795Sp07hBmZLDtXdjlwfmeUNVwLPaVVz0UI4AGE78XNN830fx+rhM0HhhS",
-	"kkUWc3X0tsbRHf2oO5+SqybEXd6uf1FDfetW8ElR1cvgKLILP/fxLoQbUbke4ErSoIbsckdDFoiW+x79",
-	"+btAYQBLdIhZvwBcf0O8+e7t+ZtoR9Ce584IYX0/jY4RAunrcr6QsFJvfg3vNJIQXSyJyzH4QZ5IltEE",
-	"9JuwKWYRk6U2FQw6UCRUvTGhDLgv6FMV1mpFqQCVLGSregvYIbT8z3KmQ1U0my0OAZIbFRsSkfHrGCcP",
-	"laZEFBrmGZihdD8N1MYMuShayLPCkiSorwa5Zun8Z8qk1gFpQiZTLgmT8GxrB52YNo9ImyRQnGExRpRJ",
-	"kmU5lCqlolirzb/zhGqdtWn3C6mLtrZ5TI5dGYQ3Qq0HfBWij2Idzkzlli52BTlmMyoIJAcK9NDyV/D/",
-	"/p//F+igehqSPLT8hs4x2VqYQtYgz9bYJE5TgWaY6nbG9huUs5QIYTErCeerhS3uZfIZQPYlaywh0vJr",
-	"brlRuCyD0XoCV7xeYhmqlMsMes9V5DOCRZ6RibreRkK27jdt/IhaIKe2jlr35m9XK/WPYlBnIPkcSKe2",
-	"14mkZptBC3lzT3K4qqithklAFFT/0uH+W8cID4A2zYosBg0YW31tB13pdjPE9LW2aml/Z6ns/zNJp9Yj",
-	"BVEumiQUpvpw/ZqQcf2uMO/sVCqja/NTMDhwEGrPWdYgyqOd3JyjhtF4U70T04PAJpeDX6OvT8s1jfYk",
-	"TJ0/Cr0XFqdcNgifTqRakK9q2QIjJFEquUEB3YiRzbVNbwsNyFCJu1RqooWTuaLE+mKGaUi4tI72wkDj",
-	"Bg8/LEBwRpBp56EQUNEtoXvE6xJ+2kRAkmMHtQcmwWfDGZR26xvQ99UbAJ5eSoU05VSNT9Y+ygg0mkQA",
-	"JqGTEc35PrA+1mdlBLJ+hNwTU4dHB2f3K10onbFcIbNvmolaWjeyjuHIdmGLHNQie3Ojlrf44hv95+dV",
-	"PD3mHYvZVYrqXg/TRvUvyHA5HWO5mZFRD6LVXl0ZEA2wjMcVspkRLGzNKWQAXBTlhn3bJis1cma/DWQP",
-	"zpgzEgbc6fuddXvZmamaodXF4vFFgNJ+eAsqE+Sfpk3g+gCF3nSmGCJfJMkYNrX7NoWUEza/H6TAyg6I",
-	"BcK1ETlfFslTRO+4495OyRNJneJq65QroC7yToSud+voj4O30cHB59fyR+iOz7oGXni1g7n2TAAb0LUC",
-	"SizRFnXDwOGQ7kkkHks+Cd2X29Kebc3QH8ncOCuUGGrcFUB5X8EhAUf7KeP59CYjQ5IRFpMN3UtQPZPM",
-	"IDffDHRcuGhA8tBr1/Oj2ZinROC0Gq3lfe/HB2hv4hMls9ZRa5RBbGAlzaF+2JWxVj/vjxkh20OeTcxq",
-	"I2Tl7x8OD9/+oJuXIAEyXaUoRsNB+EtZcBb3YlP/kM4bK9qNQZ8EStJECyy5qDn5Kgb6TxmOCfqZT6em",
-	"II52H43U44oDSXtcn0hGh7SoNkRFD6bXf7+C82jtXqbf00lU3fOiWj+2n6VR+zDUQ4DvGupIOsjVZM9S",
-	"+7hhikdaWe/D+32U8bRJHWz2al2pa2p+1XlJipsoImPMCK/h3aqY1twWa5AM3wZBpG3euTk9mujKOyll",
-	"j2+ErlePpphmruIO8yBRuR2MzHqeo9TWhUk5G8En03GGoUSUlv541jpqHQz+3E9nkx+Tr2/BTqImbB21",
-	"fv/y7p+Pvw72Hv98e9+h/5A/s4Mvvxz8Ofq3SaDiVXne7+OQ9BfdEDs0xunQZrnX4Lc08qluwdagqGt9",
-	"cUbkWpPt7b9bT7ZxW7WriMowbsA/nj4R0zNjE/S7NK3QwG+V6eEqGEYTYyQI9EcrHr7/+rWDB3ES6LdE",
-	"Q2Vg76dqxr1Ox3VjE8coyXV7MaOtYSZmYN7lLC6XUljvVIugTN9l3xTYL1YA9YIik+qtxHZb0dWeNFyB",
-	"1dFEvLCXy69UUDWSbRNDGZRcgjjxtXwmi5q6KJAKEbRanUNzWyxRorUE8oUKGaExfiKmvR10HdTVKyV6",
-	"Mss1ekDRwmLVGk/B4pDF+l5ijNdndZFOVmrNqVuylFoiS13wCsYRftuJF3k80nSyYidPt/RF1Z9+GxNt",
-	"XIn5hAgdjw7Mmet0Neix+Ua4PvbcdAhO+QAyxuGpZ6GDVKBijaV6hTBWK2rpj8PWhE2Pi6dkk6buSvQo",
-	"N3RfD+H09y9AMx1MuNAKbCNgnTW42pB3gudeytSKhleFtYOcplC83bxVou06dmSJ8RSKuvkW2YQrXB8a",
-	"NHGapW0+sJodVWuq/l2CDsJKi2zbhpZoP3KQKb1b8fc0BmauXCBNXxFZaoWubZXFndH+oCo8I9sws7IT",
-	"/dzrhhzpQoZ6VKNiDua1k/YvU+FvgJRj9YMbDqx4PFu5zloZC3VltQ9u/NCvH/WcoZ/OSusIvXFn1tZo",
-	"qrV9f8GuCkAxZlSz6RJVKUyYhX3TbPZzMAkkGKPfDRxv2wwdITOyOiU9UlT1UQSuziLbqF5F5J2iK/zm",
-	"r2s5yRDrUjzfdrSaF7xMopYWMm821qxKFO9smu5tHtImy2m8fq7iUZGs0aYM2uAohRMcCtUsji2XgwU+",
-	"9Djj7IHZkdVnSqyEXrxZzqAPrza2b5Bf73pY2HcGujepmrNHvkyVmq331kE/or+iv6K97UOTZP9jIMke",
-	"6knoVflzve12foB89/1/2qoarknS3ru9PS9LrWd97jYY0JhPLnkGXN/lCTLyJTTVgZ0KtqUh6+IKzdum",
-	"u5cBd89UDKgX8dC1IBZn8b8NZPF/M/mFR62TcyTwkMh5wHr2P1Q+vo8fNZVIkAzNxtx2B9ONrHJ2jHAu",
-	"OZRYQQkVU6wjXPVbJtvQ6xNBhbOirbTHCoZWV3W4rc1z6kVUvGjyGbUtmDOyLcZcqtVWmHMZ35dXBQ61",
-	"jS4Rg0p1gR9frboAFAwAtQXcgQ7SSQF+nKZz1C7vF5nAYjsMHkqSKXF7qKhgg9GrdL8bK/mp0dWbjo5h",
-	"OO3NO6qVKUaNQWLx6KYCK3JGYsJkumknvRAxWpY7CwZ4vQSN2ZW8WUttSrGv3zeZtloys0DuGjGtO899",
-	"6trURI8KxKCxoJJIvHraFqWUTDIlTG5tfvKWgNexH3ioZanF5H2PrPd1rUY9//JY1IbddpUcD0b+0vXx",
-	"6QjQGEtDNmwa6HOjZZVKIGHT37SGQ2m/GzXuW1g0CRQaKIEEkVvUxEhXCSwViCgh0jaKLNCuylb/xeU3",
-	"wubFb0sC8m2ylLnkxT126bDCFaGhcsxzqcidFeWWe64aKnL4+OCuQbkeR5UFOhQu1WELELNy+Q6fppcv",
-	"foXwlqSA9cp++HLz8ljcSjGc1yz5UWq22FD3Q/2ysjWypBEs1UDKs7+OHvJ9an6UzmAHnX3BsUznLqSo",
-	"RGVBATYkCAIwHxipvF/BVfNNk/6yVP2o6h1NSsIaMv7a8vvmEuiEslwSNOZ5hhI83+bD7Qlncoz0/5tH",
-	"M0Iet+qhJ4GO10Ue/MOD+OvDw93f2g8P4m/qH1vfDp7Vw2CRvM0qj4AwKxrlzCVVSF4gUv1rpKQXVhhZ",
-	"SWBZqUjIKwssx7pySUqJjQAY5lC2QDfm6Dtk6H8nIeakaudw/V8daW9uab63vvxiQ4/vu6e1uOOKPKOj",
-	"9G2XI930Q2lUGRkqUStU6bFefKKz/b73t93tz3/7y8aSSL2UxstlEx05hdqQB6CdID7xLpo7QW52YNf+",
-	"Er3iMA0sCy7Zcpa1sOVfifW8Ksdfj5sv4t6vxLy7GR2NSLZYHoISFxhNMMtxiqT+xNLGlycqYfG4DC5K",
-	"xa5nFamHLwAD5OP9TGVTY49S+fRMt0EsLKZQcLzm8ldcx3J0EfOMtI46O+/3o5bIB7aDf5cneH6E9vbR",
-	"//N/n0YopaOxRBnWKol5x/TuUKSyqq4MTdsQE7x81LL9PHbNzIFAgpA72qbo2ds7prJa+gra78ynYf+U",
-	"2V7dlZ+SJ8xiEqExHcEeBBooUGbHag59x4sS57RMeROeD1JPlzLx2M8+BANhJpwlOJsjxeN8f/JyjhEe",
-	"8RJThhp6xDe5Zu5IrHvzkjmKx1wQZpvBWGwpRbMj09A2Qv2Ex/2tY6RrvAjtWC5AU9dSs3SRK04Pgxh+",
-	"oiPdNg7rhloZSbGuB8pRH0+nvTzTtTSUdjMQPFVC4f3txfK2JMZVQ/2++O54bEy9xo/mm9dMcyqdCxTS",
-	"rBr8MYaKJbWaAilWkocAuU69EqHB+h1sC4KxTM+CVbyEMrHERfpfEiHwiGxaVWTI05TPtvMpmuiBdhT/",
-	"/aIT6OA2phSLkgXHrhG1wbgz4HKs7yy4Y83XM8oqrj1/Ybbi36FJuThqXfEZkhlmQhcNhJDEjxlh8TgQ",
-	"Gl8fqJ5YrxakflMDjTKslhaneDLVrfj2dnb2Oh3UtikqWqJw5Up866fzQkMo4aR06TzhDnpxNMrV8Osx",
-	"GpA5N7GHRJH1cQSZdoJ+JVrBhXXo7CGAaZLxqVqyoKmzGK+EjAo19NzgcA5FIpGE4l4wiOw8ES5tB3qg",
-	"4yxVnKB/c33XRV4xMBijj3JoCVs2SiyLCKzm9DfoJSeAflql/6Ld18tGBoSqIYTG7qKM/ZIQwuCl6xIh",
-	"LzFNN00aiekUaK+Th4V01658VSQPlO55rudwh0KGdfCxiaGKCX1yJv7ydOsGQdeSthuIE1gRfOodaPsc",
-	"i2zYswGy7wd7w078w7Az/JEcxJ0h3o/3Bj8OO8nb4QE5xD8oliFIpo0aZV/xD9t7e9v7+93OoVeLfb1y",
-	"SNXIbnN24PutRrVHLZPs0zPjaVftVHdGhkIa9pHtGt8zA5l4qT9aerjPda9tfS/Pq/bE9sFZlzuYzgv9",
-	"b9und7cft7vqtT7izKQvqTsdoZt79X8n3dOfwfT14ezirHsWFi/MUSyiPvci1Dhb6FJ1xVpfwgIlxFn+",
-	"Qsh0s9t4RWYmWMXcRgiAH6a42pRPPW/IadA/VQGuXjU5O8BGhMmtVeC2HWdTAvngJrLTODfBekWkErw5",
-	"Q1OSUZ6skH4NqwgCSZCTXC4QpLRQCNHwXHfaKmJJITbONJUfkFXlK/yEaRquBHCTizGk3Qu/uXGEpjxN",
-	"ocmRaY1TN86N88FS2UuQn/OBebkXlIBPrAjrNqWEWafd5IMj1DelGEHyhcgyG45nyzWq9x5Y/5sRj593",
-	"d2YkTbfBQrFrvu6jtmnAZuMGphmPiRAR4rkUNCGov6u459MeJKJeOT8Z1I6kAuXMwbFie26NpZyKo91d",
-	"8RTveHRM/R1ay0o6Dp/SuMHXoHHhDQRC6ELZ5Rx6fat393bBAmoI9e7ebqlEo0LODaNEC3zSaFCcr1v3",
-	"C4iIvh88o18X1AA+KRAm03kJK7c5hMstFgcj6EwHIflUwO2gbLS6//BfdDPCWm6Y3fx8t3/4A/rHb11t",
-	"zINsJYOMO278vpLF6aRh3AZ0hOcezECqFy+Iebf5IA2IFfkH+CIs+1kfU6V7sKUp/aOiv6S9auN8gNqM",
-	"lynS1rH723zjqSaX+gd7XGvWmb0T5E5imYsFWrciTvEYM0ZSJODl/3G4ghquB0VWnpTSCAahUE9EnqZQ",
-	"Nwx4r+KKuSDOb67Ic4n6HS7tWFinX+GVvAC9JM5emvcPYyCsTld+R/1fMZMBjh81FXKsbMz5o6gys0o7",
-	"hk5JXw1mTX12tgSvL4OSv6TU3VEzMuWZ3MiccBLHBMpbKHlAzCcT8v+x9+/LbSNbviD8Khn8zgmT9UHU",
-	"xbKriowdZ1S27FKXLKkluar7bNQQKSIlogVmciNByTwOR8xf8wDzEPNg50kmcq2ViQQIkJQsWXIVO6J3",
-	"WSQIJPKy7uv3yzPKVrgAiq4JMPSxFIbbDmgxYUM+QcwjrIxxLwlTi70g9QGG8uzN6RNxYeaRYSM8a7uA",
-	"HcxywCbY10etqQC+kc4QrwhOC8CqD7kWG4nUQuokT25EJ0ADwIOjMlsEmhOIebSU/N39qZx4+nX05z/P",
-	"c/z/k8mf/zzTf/Y2N1u1nHHfW/RkCW3FkE8eOeD094rfePwX9wrfnFMWqWrbwX6uFMN3GZRs8qFF0dW3",
-	"QG1gZHDvs7F0v3yJ+mitI7I7UzKUQPi5+dn870H8BS3iiA15lpEbkAlsVSB5kGTA1begOv7HoIUPt1GF",
-	"mlL5Vxtb2+fbO174A1XwF8teTz+9TGSiLck1fmQL8CuCFkusjITzrp3wDDh3bZErfYrREDNq0DuEfOXg",
-	"bzmC435u8ewKeo9ga5XFvxX8KrvaRBE9n0e2oL8F9nABNmw59ba3F2IJewB2Nt8C44O3AeE6+Plyh1s+",
-	"HT9687LY3p5uWTB+o7rN9AEAQKu3BazZ+VSbfbx/9Pbg6P1g7+Tk9Pj3vUNouRETPTDyADZzTTG/v8a7",
-	"/xO8LKKST+RkmmM0xazeTy93g5aa5v6HO9s7FLXBUNQdCv3PrVCiaOJU6mo+rrk23O7cuWRLInlKh6pP",
-	"BaqX2Klvdhd2eEF5NoIcOsnINE9WY/t/DMI/MmzvAyIC+XFzg0qCryg6AkRfEUeFnqU6o4xLpqZ5XZ2m",
-	"O9/LU+P7cOGXihBodknNeGEFaFzszfGHk8P98/23AXu3d3Bo/vtm7+jN/uHh/lujevd+OT49339L+DdY",
-	"sYPVOvcv1mkspU/iFXfgitRS7aGSeSKngmU80QCmCSnQ4lyy/z+r2ohRA/d7RXg2zrEFjSpaUOBHcMbc",
-	"NHqMN3T9V1SqVwR4YyEHHHVX2Gb0lhkCB7aE6cUGHEUP746zXE0IDmmui2L12m5PkyzbzSd06ZycbuhT",
-	"chdhe7bf1LDCJmoybMx8JTLJE556VXM12KieIpivhcizRGimFbvkGWsXm4HLmOppGvaZVSjLpwv9evxN",
-	"oWjqDoRmbezGh9abDphFOLT6MTx4ObxTa8ve6SNc6Ku1mrUXGQZJprb/y27qJEdB7G1oT/XgQcE4jNNQ",
-	"oZyIjC7dOzkAszEo393vLrsWs06XHRs3jxABAGITgXrB3lu685aU4Zd2fjEPbmN4NfmkiK2+KBNlenti",
-	"TkaUd29VttnlKs6uIxNoKr0vK6A/G8z0favW5g+csROmGVWPoiZCoYXNJg5Xt7ajpkrsE4uVdecbczH4",
-	"XNpu0UrUczrmcsPYnQBHIj5NUi65JVkswvcFaL8r+nFoLLs7P7NzpdgHLmeMAjl6aa3NEMmU7MgWTuob",
-	"FddmgWbUAUd2WJedZ1xqSFWb22tfMqGa4pNJaiTXxEJeoVANZUT74zIX2QALyXW0CaZOhtIu6vTY6d75",
-	"/uDw4MPBecDO9k9/3z8dHP++f3p4vPfW2Bb00f7p6fFpEMr3e+f7f+z9J/3NDg8/DM4PPuwffzwP2PHp",
-	"ya97R+ZHfxyf/rZ/Onh7cPbm+Oho/835/tsuOxHZmEtocN77eP6ru+Uve28Hp/v//nH/7Dxg58fHh/bm",
-	"R8cDc/83x0fvDt5/PN07Pzg+Ctib46Pz/f84H5wfHw8Oj4/eB+zj0W9Hx38cdUNZ/c5FZm9EptHUjJVA",
-	"WqHLJC9gG9HTJx5gGatbcCYpF2h2IzqgqLWAhzVHaUNrHZQMCYc+qS28VZJRVaJmPAUdjtwHAGJVQUAt",
-	"FqQVtOZWpPgMZqkVtEpL0gpaxeS2gpa3QK2g5U11K2gVc90KWnbxWkGrZvVaQatuNVpBqzrlraBF61Eb",
-	"3Ib9b/z0+kpOcOFRpJhDANREVzi5Ebj8EcOG+EsIiOLlOs8EHxeNJ7CqYnwhMGpKAAdYqg0ZQKFhF0Yo",
-	"nxHtEf8dsIhWFD91yxs5Jzpyich8lAlRLDbFHwIWWf97AIit3g9uFbPfFVfHIs05XgT/DFikwbOd0cjw",
-	"jxq2wAX9lrdcA7lYjimyVZnUU/SslgpiM/a3cHVZEi/8oRFkMFQqADK/LU/Vys/+d/rZL/ArQFH711TI",
-	"OuCTE6UTRIsvPCq7r6BEeJtCr7CLXthNFSVxtLTP4GtsQXgPzyDEVV79l3T9Fy++s/oKnCuVvjG/8Epk",
-	"V3rsubl4Hi2DJt8hgywyKYq9U8/BwzBogs4Pz7LkBoLe4MeCOUxLpY23yFOhhyIOGGeX4hZ0IOZxOvPn",
-	"BaF1axGKTu1XRsIn8jqRVx0X4FwxLLqHscmGX81Rxn7C2JQd0sLpKm/3mtCpkypwjIKCgQwtGk04IGTe",
-	"1IgS+mawTKb4t7if80sjaohw4ZcB+LlmMe2LkZc7lXmSlgaxUg7BTKSdQ1ymVVDfF4WuSnOirxdMyNwE",
-	"eNHZuilwX9/r7ZoJgWx8tSaaj8Yv6LAktrUGXJtT4EC0V2H0oUdUnI7ifYvFD0o7buHeP3MStanbBau3",
-	"JDLy8MZ8eFMQFJwZLxDK2i7E1iEABrNTVop23j0MuGqQqmr1z7ldTdEq14p0/yMLT6yVm3ulIdyOlBYM",
-	"5sALFZOvUW797Lv+0CsFGdD6woLHCa3kHOp8XDhlhdDTXcMhVQ1pIwHW73eBgJLTb734qnfvFmDxSSlM",
-	"iLnUWuHC0PH2naKepafgFgLSiIJbNU1jANh11q4eqTT27lAgwr3QLCIPaoAeVMTaP22x/46mOksF3QZf",
-	"/AVk4ER2IwJmpMOYE2EFv1DTnO16kLro16prITsIMOfqM53b7rLNULSJQKFcO/8K/QfEsKEXbXDjmBFJ",
-	"ZHAn2lYNCqb5uBYds8veGQsyN+dNEakLLkIZb51ur9kUIGGjfJSp6dVoYA2nCGEyeI6oHDInkxRobiik",
-	"GTQO2viYWD9c+CIOosdZAtQVB6Cz6S2f4YMQ/L3LDnIC+iWo7Iq1PLWF6hX8VjMli7BEwYa7zRT0kdzB",
-	"ljr3ZpLrFTm9qrNaf1tMZzlL2M1iG3xFtyKd2tVc7BFsPYLkmHspx4yCk28fsFAynNd2wQHsJWeRuyyi",
-	"uhzt+cZtl4WqatiO7yy3EdceDqjWic65WTFjrBsLCXEcO74b3TU7SWkRR2zT/zgWwySe+1R8EsNpbj5u",
-	"c2+Xm3vTgQcfAJisEJw3A1oQ82k2NZLDOeVdMNfg/sVHZIzA7cu2dKfw0CkiT+5JnUfS8X33tkqNcEK5",
-	"A4KFpLCIe+h5WrnBa6XGuCoUSicAJYS3j7HKHeUALUuJkNapIOuue4ahW4zSh7QUpc/sQnh2HU5o6QOa",
-	"zpYNKRTu7WpQnqWNe2YHXvr0g3uL0sfWsT0pXqj2+7fu3Wq/3i9es/S9cyLoleu/LF6/9P1bmovy29mJ",
-	"ofO6GPIGu52vsFHCAl2sUvaJNeGromViD/eykl245f2rJf38Yb1sukjV8FpDTyzqd66ve6Xo6i1PEE3Y",
-	"cua1cZuzam1HB7Fmymdb+HcgR9neYO+PvYNzc4eDo5OP550ug9aAxHbqIAWBuZbaAhZnOBb4fB+lyzrM",
-	"jY7AoogIsDqk+/iHLmDW6CTqJoLCYqqYkQyIT1Ma4Nyk32mItBfmQ1MLmEppxL6TuWSrudvXWMme+VTd",
-	"WDXupF9GtXopyp79GSvln0BY1VaWrIZcXZBiQoIDjJnYMhB7v+nUWk61qAOSSLGKWcnULUti1pYqx2La",
-	"XDFUEqtm8OtxdYBWHYBVuD8tNkl7d5bsRTSrtuGzSmbVzKk6X6PWbPDaa19oG0/p45vZbi4ECzCCJCJz",
-	"pcqm7MrflgVdLNxbeXAOFq6YjSp7XbF1mw6LCyfVaiAnp7BQM+L6egBZb/tFVHDVVQ5Nmqrbd5kQ5/Uh",
-	"VHaZCbEBeTgKxiSacVvxfSE0MOzihndBspp+BMHjulDPGVDVA6Vf30l8tzyF+J3Nbbt3uLfrmDemaZ5M",
-	"apEp0NPkEqHNkJ54zGfsQjCkQmliIWokwDzGm8AbQDv9cKSUFsR4sGM+2e306e5QMYs8rmhP3ojsgufY",
-	"6+O1jZ28fdcKWq6G8w4dYoXcbQirGZ3pzMLShP4BoJAoMlis2ExN2S2X+f9Yuu3dI906FxPmLUdQ2WzL",
-	"tvqeCw/ekdqINmquYJlLZ6PpGJhdPqj3fN9VDkDfdShklV064po4Ne07RnVgYXWtag3Hww8/v9AswutW",
-	"KRQvNlyN9YAAK8rfuoHbi6xNJ4JwMaETw80PdGJcJTdCdhY3lxX8N7vLAD/snvHGvGxvNOZdbMa/TgSC",
-	"tG9vw5ksovo1eamleYbSsj9ixsHqRrdrn0f6oUZUwwjr5DQ858eL7eEDpSyadsZiF80WX67qmT0FppYX",
-	"NK8JkxPmHtUitYEp3fxZV3qH+L6JLkKlmRiqLO50Q/nvH/c/7r/tMWtPY60fMr532enHo6ODo/e9ggR+",
-	"pNIYjL45Z8J3/EIJBnphnVd8o563p+lK3EHehWcffxnsvd8/Oj9zowsl1lv4hYjmJ1hR3YPO4AmRmtjW",
-	"fJWxCzE0/mnRV0bFzIlGTOtQtqF4pTtfZN7pLqzn7rFcZONE8rQbyhNwgnt2OMHcDAWVWeizf00ToYdQ",
-	"7EIu9CSd6lDWTEK5BgmXrRW0aIVaQV23RPlx/gfFfc2nOGAoFqJ3bQUtfFnzoX1bs02Lk+yGUFtD5Mdx",
-	"LKTqHfW2c2KVpHRzDXfwQ/t8ilEEDQPzbfIBQMl3kAESoOkFl9omOcA3NEPUDQ5iMQWVqoapdH5HULTl",
-	"WaFJa01DgDQT3PPPe/tA5ssXukjMgLMIXXY5lGiTR4l+ZGcFu2J14mWSLDbs6xZwjox5sVaocafc/DZJ",
-	"UbsXV5GmJV5qWgA6WQ1nDP6JZ3H/32wx3v5/7L/5WDpHTcV2H+uLZAF5huUq56mGzk0bOS7yf9ZRrtVl",
-	"5Wanpg5BTCjpKjcJ9katEC6otE/NWZbIAw0dRPgoAlkqg8nvbO/co8jbf8HqSGp3AiGlHownKsvfJSBM",
-	"9D3k0g1Pk5jnKnuh2SXdBnePy3PSo+aXBdLLNTMF5QYb2qxxks+K27aNHqL7orxJYPirR+6QjZwGRG9d",
-	"ZwXecsDbrhnbH/jN/OgeeAxVdlycKm9ky1f1FBfAVcXfcWVtybyQNyJVE1G/qrQEPRbBECPGKa0DPmAA",
-	"KjwoutOKn+VapJfgFor65YZUVs6TVEcFIkjtdmtjqMUOwdp4mGMChzTJNRSkY3uMl2+qMvfB85YauPWH",
-	"x6+oWTjXd+8nWK2XwBjzo3I/gZFmQg4FgFTapkiseYEC/e7XtwnU7dSG3YkgeMfTfKjGC4Bz6AJSQs1Y",
-	"d9ZFKbUrayjXptqgWjC8FaHRRHM3SSzSBBQQziSGATTkpBONQCSW0d82lqxUkKVrS819jPoxT1ICfCki",
-	"jV7RRn2Erg7uDwghLLBgLarfMnpkaO3JlasT+grvzigqIE7Nxg/P2l3ZNQ/Mu/13ZsSuX0uVWqLEQz6r",
-	"i9wZOZWar1ibSG2pBM+BhkF1BlzSKUzRF9qRm1aXdKhgFMRyG5QYF/kkGQDlaesH+r9W0JpKwPNtjUWe",
-	"JcMi8JNybT4m4OvuO4LENi/VSJe3c779urf1qre98z9rtgcObf5MGw2FkwCtsoku0fbaFwHowz9rRYX3",
-	"hiv7dgSrT3SnEGlPNA0D8fS7zNLnb5hnxgh1qG19O/DLMqNeGNehjOyUAty++cqB7RMiTSjrvEB/smtL",
-	"ZefyXQ0rcnempdssyYn92r56uRAVwQMSO0v3LUStDeDBGwe0KbxFXMozNHeqljANWBJgeL+vpxrwNttC",
-	"w2ju7D8CVWnRF7IHAE3jWqW5RzT2CKLpoJxyZYTJXD3d/CtfJzJeBewHwUTNxR6yTh2KcDGYJF5udbk7",
-	"BTiSxRPxYZFFCCVfpBIgxTVKzM7+Fi1a3C1QHTSWXRN4V4j42Mr11SL5dftghUaJ5cGhdxCcgYK+CKYv",
-	"KBLiWDVO5alJDig9idD3MveqI9ENxQZYPuRKBx06aKV2kcpbyr3MqydHFzQcnXudp+4yW/BkyW5wov5L",
-	"JVLE1dL+1XgKVV1e2lsGTZhIXmTqhS0V9rUn4QW76aGawAY9umor3nDE8xfanh7WlkpuxMbq4jqRV50u",
-	"2/O3jN0YhNCIDynSRaWFI8Rtu7xur7XhNV0rbibYtZjkhTMM+6ITMK3MTtQjnllFjeQWfRbpRA6FV7l9",
-	"maRQpo7Ye2lyLVashVkOjh5YK84bNZTINDWmrVRrTE9oaFQoyoxh8wTznWp1p6y2DgVSab7AWlirPN+b",
-	"uLBCyzYhQIG5rXF3IX3IV6HPWyOUqUx48NXhfFdwjFhCYjjNC95g6lWjSxYRixaz8K2KylZKOeN9ilNU",
-	"pX9Z3EoM9bVLe+fouvv3JtkH1bFNR3yaq4i1J5nYcOsQMACH64XTra2XwySG/wrA2IyuxYw+vxYz5r4r",
-	"YSlNpTfm5Q1hVEi8cCIyLh8Wm+mgnGl55OK8B6nDe/CqO1wl0vTNDD1NGaZTSCSZgeIVq+lbAbg2up5o",
-	"T3s2D9fQ/MaveCJdAtllwYcZ1yPMl2XTicXJgbgrd+KPU20XRCWL+s9E99mWb7KwPfxJTq0EUuX+L42o",
-	"NMMpPU0TQ7gbY49InKndDyRu2PJ/87//r//Xu7WIwxZ2ZvrmxB1bZ/CHdWsDmtDIXOw1FJ9yrBKaaxJa",
-	"IUDYZK2c3cnEWBmLb/WWxkpecdXyT0+F11SCujaQQtUEdRqxJFlL8tydGbdAleoZX+Z5Z6JR61+KDDI4",
-	"X8dO6wOq6s3PSfxlM6e7R5XgVhmq7Oe5CNNiKDMjdqS4ZaoCaXZntIi51LP31LrJ+ggBjb0hNOjdb7KO",
-	"byXjeAMGjLPVuN88YQs7rIFpLl9WnaEjoy00pOjJ0v94sJwvdbH7Xnrigtl5iI0E1Cv+Tor6rHh/lorL",
-	"nAF5d2bMAURWiysT6QEevtwKWlLl5sE0ytjrYv1AnIU3ibitA8ROU3U7QGTr6aQ5lTHEXLglwLV1xhZP",
-	"saHQeGFzAVZLe59ZfxiXiA1TwTMj4jurFFog1hk1g9fY9qX+dodnRcUHi/XEiuCSrp5tMTtwHbxzzr8G",
-	"dNT+vl/uCqaYMW5hbMTVPBW1BvudCYl37kFITJu03mZT2cYlMn6PqVKcwfU1a1+7+jVgZDXeL37h+tFl",
-	"Ffdg+WbApulBE1bkmd9TXR81XCRajE52NuzXyRkK3JqXLKw3S3lNLkcmxurGhiDsd1Uqv2muBraIi1K2",
-	"QhqjJ27gSir/Yu4k2l46+7weAxolz4vSAXEnkYQmnHSj+xIlAxx7IkciIz7IBjPMk0RuxHOlK/DFGHDB",
-	"aEDkYNsHFCESQnDvrPLIapKdnh+UZ6dZ07zP1HTyAWDGviLBCr9/ocGgyFRaXVsM4BFP2dw61of3juhW",
-	"VvcCR6kfzAMITPOicFcj3oC39c9lKhget2RC7jcV78AUwX4Wo0yLQkg0UpAQDHH0IHtWtVoqjLDZtcgD",
-	"UIkiT3KgTY2NoQbiKxNIVgqSPZH+4Lbny1cW6Md3AP8mPuV9Vq8Xa9ox6qTuA3DNryzEDtMxVAVcPc1C",
-	"wdRANoZ/omK6AZbWmY1FcBKtq0m+sdvdbiFLvBGNU2Rn3l5hyVxyuu5cuMrUvZMDdi1mDRpZii77I0ty",
-	"sWF87sA6w0TjUFmO3a2fXy9ej6AFKdJjmc6cRL7gWtTTh5hxChlPVCJzZi4DBqi2yhhl2IAh+FJlLMIP",
-	"RBx1+uZLISQynChJELisPU82krEoTccDMCxFPBgpnRMGIrIZlxBOdKeWWWRJRQUtc333Gk/tZskVHMa8",
-	"xyJatcjTeG45rsUsYJGdsIjWwfw8lOayOEvM8pDwx8wSxD8s8wZFBRJ3je6yPRwEhu0BXQEaxGHkIoZo",
-	"gma7OzuYbnc5n6JoGneZt5Dl3RrUbPGgVYbIAUrmsVDT+prroqfpdSW3BNUW/5oK+pq2VOXmNeWyJYTT",
-	"xFbNVs1hsuAW28Q46U0QfrQk7WKHMilETBBARu8kOgejEmgeS0AVaiIkTwAjKR9lapIMIb+P96mdqEQP",
-	"aGEbGCDH/Jqw5KHUDGleCEMUKgf6zp4pdp/ln5y3VRI9oHKS+W5+DUG1ixnVU3uA56XX1rbiH+QolEfk",
-	"VnFExftE9QOY31p1FX8AogilSkM+AXeqqO6uW/OlblA92g+uOESIfZQSn3d/sV+yokY84mNRZb0v2Td3",
-	"UpEV3TLnJhiVBdWdxVWlOdup9UMKCnx7sBumCyOyeI05iUQ+VnrEy9fL1qRZz3/gSfo1it5170J5ZEkl",
-	"mAUGyVw1wkgitPQ4n8B5HmYzdwwBpeEyU+MBqSJz4c2wQgAMF9jYE/RgnYnsJoFgplFUdPdu+VcTqq8y",
-	"374cZiIHbrcsb/Ve/fQjVnzRPfXNsCaY1SDKIvOoyGxqEFyAw+TRA7ILkarbPotSdRVRl65R87qA+6Kj",
-	"kKqrEhIPzk+qrmqlmT9vc7HHjEttXs1smGmW5LM+i7ROgUMYPn/1049IDAdF5f5jpZKQqoOV0Lo+eV9e",
-	"oTr+YpFZY+I+xNWlJW64feyZvta0NjY8lL+BoWILIKonfr7TWem6GMCH8xNmvgKhBSvXlorI1wKcR5WB",
-	"ndXpFxx7UskNHA0aX2Z3VKXbq5dl2rX/Mwz1Zu//+POH/1ab43Ibt3aI9usAN9YG8sTRPBSsxoXVGqzq",
-	"iOzsrmKj4hmqH5qZo7bZbJAKivJURwHbff2K/jZ7slOSZq9fvXr5apmKKY5q7VOhiPVO22Ln1aulkWU8",
-	"/rRZ6K1Lx7ByLJpd4JN0epXcMyx0jmyB2GUL92FYwdhn0ecvEf3hZMqQ5zxVVy+0hQQE9r0KysLnFn3a",
-	"6rW2uy+7NcXW7oLqhP+OXwDxJjya5arMkVcdwl0rr5u11+lUGt1oCx9XndBSSXpRX4mzOaDhDvK8YIbH",
-	"bxKpc56mg3LU7Muims3Vw8C/iZmZQ+k4ztsODU8BagTEstreQcbLQIiPXenIvNu7uNhzQVmoneWP+r6h",
-	"q+YwgJJQDM1ni/NK7zM+FOxXNZk4Zp9vm10KSGHNVzQrc/K+SsPBhYMbkSWXSV1E0+8+oQch6KY2vrv9",
-	"XaPrgWG7+bDtnFeFmyqC6yMICXbqb9qshiBmQt/OSdZy1OOnFc93qngMph0U8N5v/30AkBee5USXiWCI",
-	"0WWSiojB5yVuXABCN2rCYaBrtru1FbDhSAyvC5jXEZdxKrIqV665bavXwsKgi0TybIaFQfM7Fy+tR5hO",
-	"xQvNLmY5cLjkbKx0zrZfsw/JL33gSWWxyLF32YJD4tVlbC18fusOk/0g8wx5LNBNWAT+Dee9ja+MBC3I",
-	"DkL0wZP4stMKWsYSash0LF6PPgQAYO4TXTP99omwDCutgh2MeSIFJGon9jcKk1L9+qXKxA1g/diyHYA0",
-	"R8pztrPLRmqaaUoa49TXneT6PaBFlkNs/lyp9H774A1IeY21/hglhHyLkHk2I/sEA46acclIj+LXjrK7",
-	"odOopHSb+oz09Qa1q2xs77ys6TaaW/kl+SSje+MEgzUufWR5WvAN21anFZY2aOY+psMQb0BCsDbPZg2i",
-	"9X42AywXEflRt9DFzCUMIW4NjdvXwoOMNXsZLg5YZGwKLGkMW2ErCmUsUpHDRQErWozo1bi1PDS0vAXY",
-	"ciRVToHRUplDXftR7cbTdT71HtrwVIOyDAtpxVrTirlQtDhB+Yq6EWaCWotsgOIn1d7W5V2cdQq/RnHH",
-	"pedsr1QrdhdtT9tSEAmS6w+H+UZYHcBHV6mzCRqsAcRBGTQYSHtksTiITD/1SyLKyAAMHMGmsWVytebU",
-	"8p6OZJhPs4ZkiR0N1eiZl32hGf2EJWNA9n6/f842zVdUF0Zfd/yeimKquF69wWJ5pZgdkcg0pD7cL/pI",
-	"j6Cpgd4o1SRn6lZiX4L3NupWrlhbaBa3JmxzatYc+a9GkPOYFa9bpsHFfVFuc/HPBiaMlza+lFsGVznF",
-	"dbWNdoeUzrd3KOYOnp2AOUpGfws1UyL+2SDFqpDMq7S6w25bGW8ZZOUywAq85f27/NDdu/trrDb4msF+",
-	"xVj/gDroX9VUC6OiEnnV3J1pq4GNcTryfgGOy6oobCqbjLgEYK5JndVAOFiuuC4z5qtfDF1HeVhf/2v5",
-	"WAbZVOqB2dyA9lzz0LdTUdC3IOV3iRG4qGZbUlpaebtFg7jvmoGtgyHpM4ijFnzmv2E2/kLwTGTvrDDQ",
-	"N9eDcg8G/YlGCHlYVcvopIQ/B93VHxKtE3kVsDFPjagRccCm8lqqWxmwTNwos1RQ5Z4ptJ40A4xnwu0k",
-	"0LpQ7m5td9mZ0BD2Gip1Daw1maD0vwOHUJJFWB26wSfJ5g8R2kQYPja6FF60WJVRnk8gK66zy/N6rIFT",
-	"6zPl6gqDA64lTZcGxJRFID85PjsP2MlH8z9QsGpe8e3+4f75PmnDUNrf7p0cdBl2gV8LiU4a1jIYXWAr",
-	"p6f5aDNVV4mM4F4RqE34dCyiLttjY5xpprJQ4mTi/Qrf7iWOG4Bhojdnp+8G58e/7R8NDo5+3zs8eEsz",
-	"ZQyaAoeTQkL/sWGu38AJKkThJDHbB3YXvMsbmIa63EFpmoxXVf9q7V/zfHIMZR1nfCzOklz845B/Qp1n",
-	"7oR3KAamb4YDevj8uMy+T+SlqhtQerkxUtAcgDtWZcORAJPNDFRjYqvLzm+VWSCN7YbY+RmrIdTh90IZ",
-	"yh9gH/zwg7eaP/zA2vSmkTe+CMCB0Cn35zNiONt1uyeUbG4DdQLE9yZDwctcJzeC3YoLJJ0dwpv0ixGW",
-	"0CF/+AF6pbLKYWFtPB/gvEQrSYHIGw9OsTajhiY/xOHHudRddgAhiLFxLuCkgiWckJNnHajo7Pc3CE84",
-	"2Ds5AIQZ6hk0V2EPjnlAhmFoSJubiyJM/EW+n47TWXlFqNApTsWufyrcc42u2PvlcP8twCsp7RBnyFTz",
-	"Rtw122AfnqSnwyGY33T36HMIIjls9RjO3AQxB3DqvkR9GqIFn6IfhtL8EvpnzE8/hwBLVNzF4SPhfQIW",
-	"WsCi4ho03uhBX1BqWLQHkWrRDaWrlbV4FywTqeBakJ2ds4tpkuZsJhzi96utbX++jo7PBwcfTg73P+wf",
-	"ne+DCAnl70LGYLfmQmqErvWqaHWPRZ82MmNtpsk4ySNvRs0WHaYJLBb5DnANeC2h9PuomJ5iaXauWDsy",
-	"MiTqse0txvNcjCc5VqhjKTP80/220zfPH/NPGxcqnm1A+Cgya6mxYMlyVJlvoTajbdMq2+xD8guEFv7t",
-	"7PgoYC933AfjSsxTB+wn9lvyiyWeUpWZlgJSllZ/dPos5dmVyMxTQbHBbIdyd/slO9n7z8PjvbdI4rt3",
-	"+n6/y3C3wQjHU22JOBnPWTRO5MB8MYAXG0xENsDyhch7ka2d3Q7QZfDhyEyaprKjULYpypKZKUB2MK+a",
-	"A6+yxHslRq8igsg8ImN3bodKSmzZC2Wi2TCF7lezEolMEyk2LpPUrIMx3rQ/XXD4QglhTP3PP7vmOGGl",
-	"GW5wNAJiYfYj4F2Y5VcZN4fK/MSTMDBfRAbUt4uNr6mnwxHjeEUbjiQelAugOjXHn57WMVtvyAFpltst",
-	"0d7dftmBlwF62g18RhRKfJszEEwbZ0b0ArWMtqOw0G0wtwjUQlUnjglbSIrqpMlQkIlNug9JqMHzBjNG",
-	"9zY31URIrabZUHRVdrVJP9Kb5loofMnTonzjuKTzqJjDaIdWUMpNbmFuEmq/Jkmr13rZ3eq+hNqOfASm",
-	"pCdhhyOOPZZXoiY//UuhXmznnvlllxk/Truuce3MaL+0o4xvDGKIS4DxCaWFZcDv2xgfg8O1YS4G1yDA",
-	"sFkZQrgTMCluzT64TDKdB5aAbcIxoHakEImTBCiT4lMOWFM9JPuhTnKmoSEHPsLjqLuER2AjefhidkMX",
-	"vm2E6DtZArEh23zEcwapTwsq5M7EQdzqtcx0wSK+gek2S5HxscjBsf1nvU9YXLJ5ggzPy68Tmbu00sV8",
-	"dsx+er21bQdZiVUgWtSrja3t8+2d3tZWb2vrf0YdwsvHiZiWuq0S85p7kk3lhGdaQOwXc61OtOzsMDBU",
-	"gd0cudE9k/VfUwFBf2sYJthliY5wOVRSN7j59Hg1CPIntEuCnwv7e2drC/EMIQ9B2AXW7tr8L2pcLp6/",
-	"DFqnFMkA27WZXgpmEBrSdre2m27uRrv5URoFKWRuRidi/N3u8t/BDts7OThS+Ts1RdCf3Z2d5T/8HXEr",
-	"EyUdl+ruzs/Lf3eu1AcuZ5QIAYzJVzjNi39ne+rxBy+X/4CE3UfJb3iCYUTfS4YzVPjH//zTrL5jAYfT",
-	"54mbF3S2jQfCr4Akbc+KKeAOm1Cl05Cn6QUfItmX+cmZyHNKhHz+bzYQa7TQ/2/TXmuU3ReIidSXSyFP",
-	"pChAWxjil2sAk0SAcuTCCoCv5UJlwLyH2OjKmF6AbGPU8bnxS0EJJtq/31BlULrO2YXRtsb8sZ1xbakc",
-	"ZGqny86SKyniHrk0oYz+Y+PsZrhhPoYyzcjeOVW3IhuCrSk+sV8/7L3ZOPt1b+fVawQ8jtCINepQ53w8",
-	"QTu2i59m/BZUNTkgQSivxazwiMq3Pvt1b8PcNk6uSNmba4wCQi+mz2iM5/ZZEZgoH2XyyVZ+sjZCV9t8",
-	"z9iRx7zcMtYTJCVnapoZw2Z43XH3/E3MNg5ivCE99oVmVPafxO66t4SwaS727GEHvGl0j4/hb8wo9Bwc",
-	"4XCSd9menLGdT5/QPAZXpG80ZGH0s/ZL87UcptNYxGDMcOt8BKHE7s6YXRprEuaetV9uMR2w7YDtBGzX",
-	"mLXUH9jpsr2cGXchBwLzHotFPEUBiAOseTeU1xVdVa3xaNoY2m6ibnOYorTZWn5wjDKYThzPxbjnud+S",
-	"TzAJXgmw3T7FwqC7sWREbmt93YhO7L7xd3Ep6GjP7JLx4Lb8usEcxA4Ky85G4G9QNr8/Fw/K2yd3Gtmf",
-	"eLHQ+S8qnj2oSkY1XB7Kl3ozoBoyRKhz1uZ0JIsaIjqZnS5qHKdU3sBCokJgbSv+i5LCNBVZx4xozjJo",
-	"NKrf2LQ/CnJLn4jsDcC66Kyrna0d49CYk9x3WCehhLi2ES0RMv4Y/xAqR9KEaxZhp27U8UtLuixyPd8g",
-	"7ocpH0/QOdvudre3tkLZtk1bUAjdKZcuOp1Khe0Acjs2gzgAXxFrWnSEnh/POft4emiOZijLpTvo38Jb",
-	"0uc/QSyAtkvAEPLTlpQkGRaT9KDrFxyg/4W1KEEozTqaf7ILMVPk1IrkapSPkPgaK1XUNAdobv81MDQN",
-	"iNRQyZIBT0kodZIKCRa/LA4uugIJMnNNcTIJG9F4x8bZJ7gfLcBfSjSs+5ADFk5sPHgX/trd2TFuqW9J",
-	"RF79OXpQxqxuk29jR0BJuI7ljkxy0GBcMn6hVTrNBQOHE5rf1KWb3p2t3Z98dnCMnI3MV5nQKr0RBFCe",
-	"K1KCoSya38Bpm2TJDdgqqVITM+oAnK2NVA0ROBeB5rKNq4zHgh3tnXcweu7HbYznDQgLSOm9/fOO89Np",
-	"/Tp1TtWZkaLOq7qzU3UQi/FE5UIOZxB+fiTBVB6lrRlaSVLtPKh0XOSsnNN+DlhJ5pDLsoJF/wuP3as9",
-	"hZeztYK38kbJyzTBpOju9gpeByHOnit1yDNwq1u7269WeTM9nUzAcIeCQaAMX/tioDbhOJCGq3fAgtan",
-	"jcSeTQeWX448Fp+WI8Ot3s7W9sud169+3jFjqsa5sGSFO3bCeh+tUT/vocQFpk5MlmBgystOdNke9gJ7",
-	"gUwS06Ekxw0FOQI/VWimmK8Otn5mlOsbnJ3vne8b5eAzrVnnLJRA4fZCV78GTRlZd9HReEWsTTndHuic",
-	"PotIyCBBgG3FD2UJB4zelfpOHVEj2o0+VSOYuMh7xwCWj9o3sRaKRgu+jCVr9tUpKlJCc2uT7dP3DZ86",
-	"XYCMkw+nDJbH2lAMTRLzuIP40dRH5cWevf7ABcMQB1D0WnJwly4TMSUk0HCy23Otataq5mFVDR4dxgvh",
-	"5IuxayjeWVH/LFAmBfTPM9AmVdKzZfrkWHrcfRPjQVrmPuS5M86LC9QVwPQv0JcsoSVGRE8XSqdxClb5",
-	"f/7ZTQBZg0tbTwRuWGqcoJlFrmVJDBoJPQSHnwiV06G0lZzQFuXqzAkgURMHINWZ9+b5/jp1ygheE5wl",
-	"O4QHUEW4I/6KuqjyZt+dMkIAW8pAm+Vea6K1JvoGmugt4idjUrzCjEp8hHfzh5r1EZQ03COhv4o2CmVN",
-	"bUQbQo2bpVKKTkAssECFKXOf//KFZiqLwexP1VUvlFES91yeCS5/AeVhlhSgPaQKNHBnth2WZSdgEVxu",
-	"fp0b52c2EVGA2ENAEtyLYBgQhFSXVAbEWXTO9TWMPkJNg6PGggLsAZp5o9EFwGgoh9NMq4y6QQ+5zjfg",
-	"RhsHb11dIIcMHNbPyCucpjOo8UD4C5Q5oayyH5As2uqxoqKlAzF6aUP2iG0HChD9sBkIM2I+CUAHhlIq",
-	"dsUntgDCJXkCnEAoYYFw7iRTUP5GSBv5SIz7ZieqMSAEmmkLZTvqQT3EBjcjwNAxdDKhHt1+5eBW2AGU",
-	"v3jTxSKMJkW0C8AxJAQQEUraDdRzn00la88ROLuOt3n4SuN8Iparx/IM9bREktyxDB/0+KSglqIaBowF",
-	"Yxi9yMqakYx4bEZK1c72FmApAGRt8Y64I3oIIZ7ymUf1jbDWXDJgj+SpzdHhqDemE+2SeLpTrDFlYqay",
-	"y6JYpDmP7EYEgpFQIvQQohWRZcgRSNuWSxV7A5vVYnxFOIPTTJoDRhWIUTEtoWxjfVPR4QRAqhAMQCIP",
-	"DqsFoWsoFSVLzBZbKpnOjCgx4gVvQqHmUOJRHdAAodBtqkUWMTURbtyWPppAYewGdZVwL3egJkVgRtcY",
-	"wZXY+M/s/Ph48GHv6D9tSdsZVfwoacHHx7AF6wPKZhTOvEEBd2fzrWqMBfPZJtgnnoDBwLsn8xLNriCo",
-	"n2HeGhIHbhq2Ot054XObQPWdkESekglEce8uKrgZePjmhe11J2T5+dczEjUy/oAl+uM6pxNoKYX7KEIu",
-	"ZiXpiKWk2h3EWSFIG3ORpVloqB/a/rFVBpLZ2vj5z8/bwfZPX2qQZFYoHJpTeGXbtXiy8WdeQupf5j17",
-	"SkIJuol9Dh28fNjqvQxCGEnY6nnVwV9CGdZ0idXbvDjHpMzaWuB597QdovJwZFjhwxGzWtKI+s66Punp",
-	"YuKwZNySOAkreBqswfLWW2wPWvysx7EI2QcLz5VIT36FEky8Plq5iDBpJBJ559155icsuXRgXzUCMZQl",
-	"iQj1M44PCVPKROwIGc+AiuExBs4nE0inLq3NtO/zEFJ/xV+cmamwBBmtR69bpDdcVr54Xqj1deXik0mG",
-	"j9DgL2OPMMWdkSVuo1fH+DgBSb+G0RxPCra0fYPwv1Qi0USkWJqRBZ2AOTuftd2N6GHm/jqUhY3ccb6A",
-	"yhiZ9n7X0FxcswvNaCybpugnUTkNFF2ZG2dUHbNp62EClpQrVdpU9cFc0QeM0haZBPNVJeB3lCnoZxOB",
-	"NTteSUiXRQVyxaKaGxdMvWvNzXnBBVipJAFJmNha/VDq3Li5iTTmAPTOLYt8egVI2E6BbpOxvBtCoWdC",
-	"xlXR+tcJh9a93bq+Yx3q/FtrrDdEkmOlLrb9MCfOrWp4otoPLAz/TrN1yKPnRWaKdB2k2fvU4wc3TzQB",
-	"+/nlG81SfmlaCx/+F8xqVV5sLcHXEvxvLcHxPHyTZFXB3/gIoYkjxSDmyQqRwtriU57xUGIKJRMsuZIA",
-	"INv3q9osObZUlqYfcwDeNJADYEsdagML70UhVc4sVeTXRRUeOziwigSiBrN1UOAJS2iNAjCb8hLaBWnb",
-	"LgsINB7DorDnkY5iZetg49HlNE1D6Qjrp1pkgRfngDYLFz4MfMMJE6OYJitYzC1zeSjna5MCQteB1nDt",
-	"WjgoAwlh8IhaJJuCk6FcFJ1kleBkUIwfBUbBbgvVVNBU7uJrXiSTknxF0IAAhK4TGSMzwjJRU7C//3WD",
-	"mMU7LpNYxd5eC6ynEljvpmnqLcQdBRUchHt4bFVgaxQQUJdiPsTSRsJbbtsygyTvsd2trVB6qCjYOus3",
-	"qpU6kxAMbDXg434oV2w9c/Jz+xUSbIFDyXM25BKgfjALz6Dp0DwslHGir93vXm1tsYOj8/3To71DqqcE",
-	"eOQLkSp5pUte4QtdQGkGltb8WkzyULYjI/x6SOkUBT6UMjWbkZ/PQYIBKi4GCpNcsyRmbRCuUP1JNT4y",
-	"lBMzFmhR99vlABG5CNUylRVhgzqhV8U/by3yDx3kz+alysYbFrlwNZHThLS+ko+4/XD1l94AFks9KW5x",
-	"vft2HRJSc2Ylvh+nce0DPlHeCSUmR7lzqTKo+8kW4WbUBeS2f/xp59WPc/E4OPObn+E/B/GXuxudp4LH",
-	"ADlTSR5NMhVPh1TFDfs/wEsSX/AZGYwhMFmSgXkmBGvzAnHohbZFVtCFy4cjwjhHjCNzsiY8EzIH/pFQ",
-	"YpLIFRqV0UashDSS0eLIocGcxL61HDjY6TS5FoyH0kFFSsrSIPEBFXpYcEtgZCTlE71BcbNh9nREFZH2",
-	"s7eJnigNOageJb4Wuq9Wti6EgfiAfjKomCR25ToTno+KYh1a8IVwAUXxzFjEg63t0adX453rn+If//Xz",
-	"7b2KdX7Y/KEsYZfTP9SKVHg3yzphXhBLkeCpNVNbQ4GGc92HM2Vm5B8h8WDYDxAgJWwBmHgzgsKXtR37",
-	"tHU60m50WNClRmwuxhMocm0UdHtyxkpLBXji5Dcj1ZKRKVDRspFI1o6GKhOb3W43QmMLyZc2zLbPkotp",
-	"LuJQuscGruD6YgaVeX0w8BAxje3z4YjYJTSfaYK4c8QjeGcIlhWSqJ2MjeIkqs1bNU1jrFO+5Zlk0cnh",
-	"x/cHR4MPB2dnB0fvo87CqptzNzuP6DOWnvQGZ3Sp50iX2xX4Kv/x227nMvKV+5K0ZO7NeHnnFt/U7t9N",
-	"XPZmX6x+H2NsFUxSeIrngkQ+uLwHeVlAqLzQoZwH/O/4UIx4IaJtXAiGOlqxMZfAWLC79bKoFukQapZb",
-	"XFvObnyR6v6KsJjFAggbhS/Syw4UjWuW8VuC1srYf+59OKSe6USWbzTjY6IPgbLRScoTSX0H/iBuUHSK",
-	"2Kl/bnRNKCP7TWkPR70CUBGAZzegxjzJZ+wyoaD9SDBcsDoQkVBGVXS+qFy7kxYQjyoWulOCpE207Tro",
-	"U5m7uT9PzXJZfDHGU61cMD2KRc6TVEcFHDe9mcpeaDtqHWBlqg3mIXCtebKZauM55qPAn6KG6SFaI+xq",
-	"6LJjl1eFzgMbokQvFaJ0GJnEpADhqRj70FhzELngQ+TksMDGPJMOztQCgPdCOZWZuEp0jm3tEP5LOcCl",
-	"mAv1dQJlRe3o/Pj4cFCVk0HRG1kgqtJvjCt+fLJ/iuv18ei3o+M/jsxPLEGQeZhmKR9eIzE/yW9LmkM9",
-	"blcipwaVDG4J4zja3397NnhzfPTu4P1HfIK5s5X2dbqA5hfepfoaoYSdAj0mRAeIOPKFINLXZjA6nVpA",
-	"WKq3akdnvx0cHnqqg51Ns5vkBoAD3LsgEh6KE6L2gblWNyLLkljoLvtFxTMHdAO4r3Va6ADOR2nrLLN0",
-	"j28lECI4Mmoy9gv5VivFalhLOk21+RXGjVUq8+sIjR+rC9SfLXK+Qe1Upd49b3kuPhENkpOXX3enbx+j",
-	"sQPA7bVSsMZJJE9sWyHz7eM1K9ge71R2kcSxkM87UFNdCtCCT+tgeNwV//xzjoyh6nTgwAEdlKwFKGl1",
-	"m+bORpxVmHc346hRkGyAeRtmiSEVyool1Xf6DolEfLXCfZPAuCu2EHbe+gqlM7/YitbXHoJGFyVPW4VV",
-	"Yh9L8RyCGQcprzRG+rXFjO7BOODJYAU5HHBARYYOLM2ik73Ts32ysQCbjhiX4cZ0zf6Hk/P/HBB4fNRl",
-	"7ZpJzKluyzwA3t2z64yp6CO8O9uKLL6tLRZ5OY0IWrCM/QML5k2OMZ2vRB7K0rC7HbK0sFN3jh0tAiMU",
-	"i5nh5VbVwL/XmW+tteZCzfXlW/nEReRmmba6cVe6k7LWTw+aSPheNJM9ur5uIsKUOyulz8mCPEBTeOxU",
-	"YGuZrSYphmEVTZedO/0UQ7tEzhMj03XK9cg4QBBIy4QWPBuORBYFFsuaQmrGR8G47CZ+XgRqo07P9ax+",
-	"PD3cEBKcVRSpmGfOR0yLKzOSIJTR3Fubh//3nXelx1sbkHqgx4SfRehFRt2Y2y4K2Dd7MqsUc7h43EF8",
-	"wvPR49ZylJ54NlK3Kwfl3Ao/emLyIaLgTxT+MzMKO7Ec+FvtdC4OV2tAjt9IJJ3FghCEqDjVpYVacp6y",
-	"F6wbAiqCQF5r6xqHsrjWHgPgD9bmUAH4+ViML6DUrROwS36j0CIlF5zuTcQgEJC+mBEAr4xDmcTO8oPg",
-	"N2tHE5ENJgCDYJ32nVdBYbVsbXX6WPmZ89TnegtKbCKhrKUTKQc3Jc8ydUtw+sBIoFBKeCym5ckKZTFb",
-	"yJBiTUpnQpobLQyvPwXZyLFMZ24b3Epb85Z4ZSbfIvTxmDLrLuwfOBNfJ6i+L7mDaYerui52vaAztU6u",
-	"nLvkfuJtpoa8Qa8+5ObJFSr0XpwyAD+rOIkgo4ABE5DDkdH8diQyYZG2zbgy+DYeQyuNzyhtTuus06se",
-	"bjZ/tj3qHARQMrcHkJWLqSv8ojF6PJFzCO7b0Ee6teVTiFGdWhFrGnENUEEYN6Yocp0oQVT6PYo1PAp2",
-	"f/GEp6ysWjlOt/Z3/pb+Dm5TSP/XBd7KxpPzaBCAaV7YfcBzDBzyLsMyl6x8C7/2DKsKq61HfmekVii9",
-	"5GqS9zC/hWRqZfbjgGHzO/PKBMqJMBkX+ZQglM7aChwlvLmEqIM1I+wonasJ0FGYIVGPOLQu+unHrZ9D",
-	"WWpupI5Jqp1ygzbCzLJFt4EKyRiCYN/VFhXgbFlRtTCNg4ZvY6lSsmqV0u5O69tyj+E7xouEFV3S/cYy",
-	"587O1J1bAv/iAgbXbaGACZo9MmMvsduRcr5VITPaibxJdOJKQGzkm+1u7UIWsj6Q8Jc9Qyupe1/Vr8ML",
-	"jeGFxbsVqPDvq/xOMrMv80QQ6CLgQGbG6x6OuLwScZ9FY5FzaN/CSl9jL8s8QCzGofBRDG17l1lbNNiL",
-	"Vgq6HwOjvj0FeE6iOy+0OfbJXYos6jSa3PV9CjF/Nlrp4a137/XuZL1/4+Ps+Eu/Ewv+zrJjbfI/vEbG",
-	"vX0Xk3+TT5INYxA3Rk/rZF+P8UX623anke+fJVejXLMrkZP//4GEIPEq+x1leXIDxIO6zJvcJzpNzLpb",
-	"ejeMbS6MJ+5Nkt/M260oyLCkUE/E8IVmEQzrII4636fFgO++LPT3m5gxq5WevQn+HcYV/f1tvU//YNqP",
-	"muOMq1kfkdmUkU+VGBSRNY81rw3VtMUv+0zysS3AvRYzDysaAtTE324pe5W8MauuJMU60TBv72xtd2zt",
-	"LFZ2QIbT3C/SN9cDTEYmMaYi6U8805SdhFqYazEDeDsMv9uphj7yHnL78XnKXXwe3qyAh7YA0ErnlsPQ",
-	"NaIO1Q2CwsnYBVXJBFsWU8RD9WzlyaNGO/HdnzLmiSPAIcWrBEDNyrvibChxgeon2ixthJzCoM/axlrb",
-	"WCvYWB8SqHy1srxelDdZWZufr8Xs4CEirQ6fLO+55IrjR4ZKvdsRBl5VBhV4kKA1x0F8SjRwtAM+5jAn",
-	"0lRFZY2+SWZbTqGEg73L1Jhl4kbh+WVKBrZ+T4fSFSSCDrHxmu16bLYbdf3cxWkTP7Z5PTuSqKzWAEN+",
-	"RXXXNGjYHyuO+/rHy5f/+vnTznh38lMraI35p0Mhr/JRq/d6FzLO9s/tJ7M+cakXimq6BMif0bKnHdpZ",
-	"m6NPK+pwZe4s7MQn23Z3j+Bvn0WJHKbTWAxs/8w/zAmImBSCaD7GnoQ0gtE3Z7tsj6Rh9JmIC2zK6MuX",
-	"iPLgUe4ar4h4ulRX5Kq1Qtl2NeA7DGs6Ophv9+Ntcy2HEWGjAJ5zontIMAEVQRfQWJVOr0IZiwxY3B32",
-	"inUTjCgIWATwzUrCD6Pt7lZ3KwpY9N/wlDkKIiJJIKLrIJRFjNE1s2Gl9VBdyUSLeF7OI8GKi0wCghMk",
-	"2qOirS6U5dYtr5HfSXe/o+kP833TWkLTHBLiyTybhbLce2evjrBCQiq5QRbbDU+ntoLKzKfFPQDgUK+l",
-	"ikHtklFsoWxPuNa3Kos3kJEdq/dlzBI5ElmSi5hdpeqCpwHuS5VR0QQ9rAg54M4W9fze+59cc9aTxk3n",
-	"FNdeHFen0bWmrTaRTeVP1dUtlUBRMUerB2A8bpwXSqWCy2+hgnBFVkqcPHil5lr5lGMhuBaFrOU1cneV",
-	"eKXN6y+yoBdrmC47FWN1Q2LRVV/ZG7Mxz65F1mcFLihrk4UdyogIqnoMBRnIrQqsyy3Hnhfu7lkrLz66",
-	"GoW/fQWAOYaV+QeQQiXF+hg+tQ1ozkpxVp2x4gps7loyuehkwkZIOTTsT0RGjXz+STS7A2p1ig0DgOAh",
-	"JVldv59nCZYzEyxK9MD+mM5x3fl897c4navXFgRMqlt/3ktl7Otz+sRhKZ5dl7WrW6hV1GqajjeQnaXR",
-	"b/sDCuaQzNESufAyT7nxXSC8mosJ4exMtUAj3tb20q5BCxtcKXUrvTNKvKJwDVjl9pd9xi+gZRdpMkUC",
-	"0S2IFWgsesYiPHzuJU8IYzc6Oh4cHn6oAkYY8bBQGC1oWTpMx29wsv6qYuFUaJXeiNi96VKo7cqOAIwV",
-	"uIcOWHLJuJyti5MW2MdAYLbobEEZLOzoVc4z1bw2HmbzOFsXm4xt54e0RxDB+gBTBpimINpJIYYqDmFE",
-	"9wHapk6f7W7tVi3iEVjEUhjXur6XoDh2jYfuhF7peR85mMwHwvCDe61PzZJT4zCB3f5Y9XRswgR/fS7G",
-	"9yftoWqXjgVBAGkmp2na6YeyxrlkC33LTJBfKcWyWvLv46A8ukPpxNvakXxG1eL5aif262phlmCpWxR1",
-	"ixhmPuyFcndr627w6D12cvQ+YP92sv8+YO8P3kFQ+Q9xcYLUrpACEDFAqFDTC5i27bPf3zMKncadCnQ6",
-	"tfK+qgFuP7VFwoCix7M0EVkoaRL7pSyw5+0aw1iK27KaXoJP/mwkyKPAo/uviC/9nAuBa5aSVnJdsbKu",
-	"WFmtKhhk4GqStw4X/fXOz9u7r17PmVGuRW/D+Cb3TPgCDSE6N6XSk7YD/e2UEYGl+JQPsqkc8DwKZdu5",
-	"RWqag4hPuc47hKeQNFYHn9mxn5qh/1VNJf8tV6HQLjddrl2PuxT3lufOO1pn5S++1rjZJyAz6j51tQwI",
-	"LcCrjbJUIGtzvMTx7KikzV+icsdhpuRAfJpkKFci1n7FLhORxjpg4oanU4KbDWWUJ2Pxv5QUBOwd0blk",
-	"bSXFhh6pvI8FtmkibNzgcgpmObbQRokeYNV/1CmxZO/sdAFMOEvM3GPXErd8pRDWK723kumMXgZ5tuzb",
-	"2zs4EcFDaUORMDKEmIVUP9RGV8GXbbDCenARwe0OLmZRj/FprsY8T4bAZzMh9CO8hOKRHqQIzxnxhgE1",
-	"NRNjnqQOilBJZrZiKiDwg+1hkVR5ckmHXw/gBwMqxIA5UbK5YNk//X/FVi7//Z6oKrk8hOX1yCUhsTbg",
-	"1gbcXZAcyrtnkYZZbKltfs6m8kGqkM8R9iBnPM0Ej2dIhSVicICvxaQmnItxgGcjmuaqpUpz2fxUmMEV",
-	"H/zjGnNhHRRbCKGw+skO7uljwW5eSHtal3hZH9Nv5JzdyTFb+2VLUR7ucqAm0/z+mR8KyaLXcZslOTgb",
-	"4C2xdiou8w2IS8BteRpK9KNYzq+Fo0EDb0QT1hs08GTTVGjEZbXOhNlns245/MESHcrMOCaTaQ74EinX",
-	"7tuA/jRuSMHM67kvhZZuhIFYC4Bn5ro8jfixaBRr92XtvtyjhBSE5MP7L5t5llxdiWwxNcQioKlC4CZX",
-	"IyibAwcGC0yN3Ox02Zn5hHpoptKCxAXAt+A3WBLmLwSzbITH8jVsF3wNUtzCnVlbIzH+v3/c/7j/thP4",
-	"gSKHpdtlZyLXZbmOcrwk2vuuFcjMEmuXtAQwGTsQom4owaDIxYRdTOMr7Jkv8IEGtvMj8irxbDjthX+l",
-	"fwEFQesUyTku0lqTfKMwFM33Umhyswetu46b7gFsy7VH+LXCciqrgpJJdXsXYbkageeyjJy7y2ppOXNI",
-	"urWZthNINfi8mX/NXFv5PVfJtlUhTdd+3V3ybdXZ847ISfWrhwPXmcrkX1PMJvl1sOYnP7M3x0fvDg/e",
-	"nHe6odwHjzD6/PlazL58iRjYQCOVxkAz6LcgWwSaWAxTniGRo5f5QlvC5bGuxUyHEnEFYSjVpFVjOqi8",
-	"Qf+KCaHyGz5RSqg6iOVJocpO/iv6VXfGzl07Yo+YR6psuMWSs9G82HTICg+SS6pibrM6yO2KaRTKqabC",
-	"a5fxb+MwjFuGLo9z3ZYhcT8jATmPPlOp6mh8brEmKz7/5To7tUYEf+B01p0EzL1TWl6J0x3zWuuT/u09",
-	"ojt6Q2tnaHmS647H7BsmuqheMJTNiS7Ka1GqazJJZ2UniinJOIunuPsERBg65tg7rc7zUKaCA8NYJWRi",
-	"cW3cKXLlf1TqdwnkSM6rskT03PUpY2rNN0mgJLEhT7YWKM/XtXsqgWaTZmv3bu3efds829f5d0qletMJ",
-	"uftHkY+lQHg3gHLxQOIs1WYmrhKdQwTZPNSPJ4cSUMiGKdcaWzkwOkZ3MNcFRU7NoZdZ+DnHxykuLwWC",
-	"yiOY20Kw+HOl0uPivf/SkC+ld11KD+kmpQT758D+1qZas6nmzZ3b+LC3LwkMoZaqAUEWG08npo4f6GRW",
-	"jiFrW6BHTGx3ms6ldwCLY2ZG5ljRCiHiocrPHdalZ/IM3lb8DU4kvunS3JFZAk2Tsj58i/wkLLF4uIP3",
-	"2fznIP6yiWfkIXG8qfVcqfSFroNURVJoBJxNxY1ICxRPW8cHnAcwMuPLJDlCo7FMACUCKNJxbfgz0eZt",
-	"3DZ8Xv7LuSdxzNrR7xmQ4XdPBY8/nh6ai6ImvwbWbMUxVW9aBtbe2dp6SmTtFaEvYJsnmsW4rusy/6eO",
-	"i+I6MH4XAfR1GWtfruxJNpVVLY+mtR8oDeUefnU7Utq7d0nMWMwM4FlJ0tRSMWNMh3D/9YiY48fYJUo/",
-	"GthbRqwdQb/QIFfUzdhjABNMfaS53cQ65zPNpnKKE4gE9vlIzGAwWuTdUO4jFEaTzKyAHdONF5U+78u1",
-	"NPwepGHFbFpFKr7QZDiRQWqV5VpCPq2ExCN3NwG5xEIrnI/Nz+7fX+5fE9csRFXGuPTEjxMysUI82lBS",
-	"bU9F3jZi3ZW887X8+Qr5Mzd+N62QUCiKrqgE1oyuYeDKW5BVxn4p8uGoPODtZyIw3SQsk5nFpnYIRFa5",
-	"rh3PBY6n2bJloWCnbZG99zXsw7+ofETUFpl3HUBi8OHIWEG6tH69UEYINKgyFqH15VlOeaExKSUWsEhO",
-	"0zRimYd36HgitPJhfkMJu9RYYOCCto25h2m/aZaZ1yZyDajJYbmyWT3iomqAzC+4e9cS8u8tIR+VGLoi",
-	"Ip8OHO5rZbUUt1V5vW7XW6cRF5riZyK/o+ZaZojb3z8Y0C4Gc2tCoSUXXyvG0xRID7XlekJ11KeoxRhr",
-	"xeL60IFP3V8KqCyG34UzW0zZWjF9p4HUNUTKs8QNruY+1CVFDRYY1isT28+LHJ9Dxj0TGaYZ9xqSGA6r",
-	"Db27Kdf5xm0iNUv5TGQFU4oe8tjGBqjODLlBLdcF/QWBCPsNMGXQH4jh1/co8qBQTYwn+ayKul+IMqLE",
-	"6bKTMhOeR3A35vravJJm0Q/0f1E3lCuHjheHMtbi8DuJpNqVWgmVuHIU15Ly4UMIXyX2vqLe15MvmS39",
-	"rY6lzMWJlSE9DEGk4jJnapoHTGUIbsmR+4BipSivcGsHFLAwpl3s83JyOTSf6+kYakQsFidLNLOFucBz",
-	"dDtCItidncBKOihQzoXsUJ3vtZjNR2WtZxswHkqsCiZBfZspeQUo8IEZbUTAowN9naSpjtAvVtNcJ3EZ",
-	"0f4m0clFKhheGODbhtLdIDceSD5AYzliSYygoAkRBlr6JhoGIFNMskQOkwlPG6Q39oIKOcxmkxyVUiZ0",
-	"3jfTHpupQMZcfe0JdnbBh9fsWogJKTbUZ3DDesJu2AJref7g8vzhwxhNa/XkYYwVNYu1reqEXhutlM46",
-	"lLEOZdylIvortOiS2MZXFmKuaF4vNK4x+b0WxX/BIoV1im2l2k4lxVfVDWRc6stFMGK+zVzm5GswoANX",
-	"xUTo8RbjA6occsXGeEeIFqBRWBh6SGapbiWbiExDN537LmCcAgK3wAmGoGPqViIOGY/HieyHEv6b6Dzj",
-	"ucqAMKjTA0QzeFI9BZ8TOMaONlOawOeaXUxzui6UNO5COL3EslWcDrQozeiTOMD5DoowRFChSAioTyWU",
-	"BdaQmba9kwPwIvqFnC6Y+h0Tk0pjfO8XmmZEKpYqeSUywsoM5TmtbAZ2sCrlH3HOKqTB9fhleJNnwgP8",
-	"8BZj6QWfPxXSVAKEjs1umWVc24Nre3AVe9DudE+C58pBBzgh20ghOc1Hm3w4VFPc7g31Gm9IpoBnnVxJ",
-	"EW8kEszAF1CSPUk54aWxfSAAsULoykioTE2vRizChwHfxyZ+v0FnP+o21UXQyB41PY7PeCIp8VEvxzW0",
-	"Xbe0Tt+BaFif9MfgPIuhD+1W2o3gH+ppPvKPdN0pazYGT3G765I1MaHQHGtj7PB//9//jzGkOl32gSep",
-	"ZhxpnbMxZpnTRF5bg8RoMaJW7ocSJBOO2DOnjLFj6ZfbemReK5EsmmCID2mBIjYWXAJMUqcolMdHJTqU",
-	"NAARg9tp72aJO1BCeYbdz/WBQJgcEFso5h5J2nhPeKay5o2/nma0LlX8rM2QdaP+cwhLwdIXDGBDe5SW",
-	"SCjccs2i6ZxfW7tDpGKYQ/ohZrkZmU0q4FZFsdCWitFYmRQiFjFxnsG3tyq71gB2bTxKI3FuzJwHDFIv",
-	"ENWZgPMLV3vuI97Dk2sM5BkQGtyILLlMjBA6NQI6TcbGrQvlxDhjaQKpIvxRLZAlzsDjyx9YTHraMzZ2",
-	"rKYoFfzZ+bu3NPory4jdnRXe7lypD1zOaFL0U8qWMoAjbsilgqOOxPWn7Z93zOcZz8UGHLtWr2WES6sQ",
-	"M5cqu1L5hjVmFgXE0KjRibxKxcYU2gW1yEmsgJyAGNJITbOOV5hC8uBCpEpeafS+nKmOOV7qIUx0kQOd",
-	"R9qPFcSTlP2ttpGsC2FcrKG6ERlg3ftShq0mZN7BLNhk6yMJmPJDnirqQhTli8SMvebe4mQtHb6RdACi",
-	"CsYLXwSO5IMJh1RdJbJZJLwZieG1tshusTFUOYR/J0IaURHznF9wLTYu+PAauorR7qAOXfxlpG+GA21p",
-	"Z4dgP4Wy/WueT46B4fWMj8VZkot/HPJPATszMwHEspNMxdOhGQpZMCRFhjzLErKJ3pydviNbKFdQHhFK",
-	"rln0Hxvmmw1Q+RFTksqLU56LjJ0cn50H7OSj+Z+98ze/wnjf7h/un+932R/g63mvax+7u7V9P9lzCJP8",
-	"OCIH7v1UZEO4posEzaG6ugLw824raI0EjyHC/rl1JvINa0l/risYoI2Eu6W8hcytigFW4+lfvrG7tpaE",
-	"30gSHqorlsiHlHxquiAitC/jcjTIl23DVHCqH8Yd2q079Ob+T6zo6fypaX6HA7gPLqD1Of2DuMrR+1Zh",
-	"j+8lMGD2Le6EpkDAWDTWmpzPpRtcEpoe+0J7OrC2qOSDaD2tEjifP0VfVQTxRLUJb+gV3CoU875gcUt+",
-	"V31u6Y7BZyQhwfSWPZ4UB4KhJZoJGYuYAs8uNy4FIq/UxmDA53xk96j8kGcagbHDY7ZJbJ1r+lvSamDn",
-	"+qQ4EU0H3Fb6NZsSxxMhsQce+S68tiMqQx/gTfBAAiWROQas7YqP2O7WS/bu+PSXg7dv94/IHYI2+1Da",
-	"eKHxcHzcxwsxVGMov2Gl0qEuO/WeVlTOp2Bg9aFwHgK6Q8qDCK35lTCjojgzJbmsy8Pu4ROd2ll7rIJp",
-	"vP0T0QWtEuaFqO7X5rPXuaK/jH9jt6wXPH0wZweCRiuEgO+aa7K2KBBe0d0fJtmERs4i8+Z+sZhTMxOP",
-	"bOeUnvGMo8AnRUwRSurX4eDvIFk0nlg6nseJCPuqH+SGXCFlZM5/yWbwa2Eq/mtbELSjuQbaricgKBJ5",
-	"1ekCRxhklmwNi8st1x5lGf/uPfapoy0f/IqR51v+8Z0dgLtXYph9AVuvzo5dYMrD5bPNz1b5fVkYl6HC",
-	"+7JanDsF9eqQ1WjDUDarw6NqTce9jG44KzMotFhW834yvUiTIRvx9NK+oRnVC03GwIQnWUM9vJ29hVXx",
-	"Xi/P6907o1mdiWEm8hVH96+pyGZ+FxIGbFYa2/bOT0/ZZ7SKH2EFZMWZ+EZ9Qt+1NsXz4Bnc7GLGvO07",
-	"r1EbNCcUcV01Sot3gufTTLDLlF+heX0rLpi3LeBQa3YhLhXgic4gWJdcSc0S2WVH4NqbHcUTqZmG3a9r",
-	"g71vcCSPyZcEkgGfs2xvwgt3n816k1DLpjJPxjQ6b5lp7lAhQPvR4ibQkvIG46bLDhNNaW+8gd+XlRhT",
-	"aSzGF4AeM8e0Pt/ipYWgvDU2Q7WjmZpmg0ylyFuN4AvSe9SMxYphyUwKcAeq0w3lCb+yhGfRhF+JCBy3",
-	"aCKyAf7ZtsA1O68CxnM2Vjpn21tbnT6TiuUq54TQkE8zKeIAyOJDiQXJnOmRypBAnvEsS26a6T/e46zO",
-	"KZ+6ZS4u2TQv0DJqYNl1IsNLH1MowzusQgVvgSNweb7OLPwOed2v7Frb80WL34yC33SokONYuzbJNieK",
-	"bertQXz5sQte2POW61BG0EwWddl77CfkY6FB3NIxIcb1ZoZ1+N1jZUSKJzxRpJKevTxUCTO/Tob8vTnG",
-	"r+gszJ3oQmNC+/UiVEg8h3AqsTW4rPRqOMOjEml45GVRUBwAZ0Uo1a3U2ACoWdv2fzOVsdihzY0tXTj7",
-	"AGpYB2ysYpFiI8/VlLDlA7pxrlQamunNEgGdzeJSZEIOzR/m8ZNkCHYdSB+zIeC1HKgu3sQHQqKS7maw",
-	"SSts7qYecRkO4hPjhz0HrhrqZuea5n7N+v3dsn43HvkmBEY8WNYttwpbzgBpoVNz4vvW4RGpFuxK5M34",
-	"KM/9eKykTX1NukYBWcCEvWDrNVTS1OsWHdTsOtaepDyR5I9ps+/Y7tbLTpcdyxTlt6W7Bqw7LAdpBrB/",
-	"sK35WF3ed7cyv/G5sE3e34uluUZ/eD494aubpoQS1BjYubv+8oM+ZH4i2Zq6lYm8CmUBAgT9Twlh28wF",
-	"gLrsToGaUNZHahbGXgj74uvkVPAdBmzgxVeJ2sDavLCexFpPLwvz5HNztsopTNPxBjpdj3UUyy6d88yw",
-	"KLb+APbp6CVymE5jMUD87n8goQ78DAG9624dygtblEvh2EuVpuqWtYnm8GKGsVwlRUDWhP28Ypkomc46",
-	"XQeZhWCwksr7bAQW6gkjPkkG12I20CKPFp77w3T8hqb7q89+JWiXasVStxOaZ4hVJqgpQVee/VLHAUm/",
-	"Vg+YjVwu7kKpVHD5yMk4N4WrSJHyBKylyF2kSF1IxpMpH+q+bg4q38En6LIzW5abaNp/EQA+TzWhLocy",
-	"wpuLOGJxlphD2U5ylgkea8bZZZI6xGktshuRdQLK7mHJrPc8SEABymAofZzuI4hRI1VJ8q+pAKmUSF8I",
-	"QljszfHRu8ODN+dRp8v+QMGlB3REIhysFLflmXJVwR6vl2V210M1Ea6mb5KJm0RNHVMYS5XG34XSDLzr",
-	"pE+ENXkVsGrW3ts/29h59Xrj/ZsPBav8mEOR47WYoQAvy7UlYXh3BJ+no4UjdYN8opC+9/zlYf3S5vgr",
-	"Ol1rcJznlECoEe3LJfsC23Hz8/Be6YZa8d/HaLWR9LzWkCkEeSVVz1AgvrU/94VrKviN0J6ANaJQTXPG",
-	"3SXtnGtss5ehvORpilj+VD9JI3GEjeZxPEnJVj06HhwefhgYXXDw/uPp3vnB8VHUWZJheCg5Gqx4/Zvk",
-	"+eQmyiv6PeUo/i4ph3sJiYeICfebzn0bGE/ANAxl1TZEjIuKUdhZbvT53CyhPB4nOWAhQ9AZYALNj5MM",
-	"GTz6LIKm8wjLvfHGxmGKmYI35an9aZvjv9iFykcUvXZN6yLGMiRsJd0DG6Cw40q0METaoKToMmiHqxjG",
-	"oaQ2+JLZ2fZlH7xrQoIvDqCgKXLCp+v9DgfDx0ayUuU3JIFLZu9VYiRp2fZdEpF/Wkn3WLH8+5mYW9/e",
-	"xLQx/bWZuTYzv2Ey4HHMzE0t8g0Xgvr89fGG/r3sTIg3+G58InXO0xR+unGbxFWTsQP9AySN2IWKZ5Z5",
-	"q/RQyLx7srzHMPAJbOMe5kD5Vz6tFYj5ULb9YI5UcqM2KIhEWmlaHzLsFOEGeOmAJTKUQAqRcak5wEIt",
-	"I3A9E/lbfJe/rtW7siguzW/ApLr13ZS18fu0ousDv24QXP4qPYQQyxcCYZ8bETFUUgo4YT2ADckETwNm",
-	"5NCYp3aM5ui2Q6BjmhXhPehIPP4tbHl15K+ZmuaTaY7NObrjAPGd4ECbOWC/np+fuD4mCbhFF2YHMD3M",
-	"hJBIDWicZWDTEVAJjKZhecoywYcjgZkUNsGqf+qLIj4S8+iR0jlkl6I0HQ8snR98auzR46oILyeiFopz",
-	"4y+QR9Ak2lldBOEcAq/qJomBWAAoETFvTFyCwmxsS89YUFz3WJK7jrGdrS0KDqjrHoNUSYQFi2bq6BZD",
-	"RTSHMI+3aprGbMRvBMQWbBK6iAW7IVk0iDZ5PrgyxVg7XfYG51UStSMx6tp71NKxCP13ENHmNReJ6T9G",
-	"vCDyoeX868Yl/up9qCBKl9miNkG+oLnMF+dUrfagKfPjIgkOZFhtsF0DvC4IJT6zAxJEVrhOvqKzKJQr",
-	"FazQG/0NK1bwzVdJNtOuWGeZl2WZx24zrdyTdKf08bkHUoLBuYsZE5/4ME9noBDVZSgjc8UgiSNjJURE",
-	"89GWIjHeVQBRuwBRsZmeDkdwwx7b3dlhEbRBQIh/sH96enwKYTO0TcZ8ZpzF2BW0FmPtox3U2HJhfmvM",
-	"I6BFtu1SewXHZaKLoJxrYFw1FrcXx95ufp552/IYn7ITy45geeKWlnmUTNbhtHU47VEMmD0jEmijrVLT",
-	"R1ty8/P0IXOyGHoiqQOSKtWKOqqgp0uL9DKUbcizFlZPp8tOzTWQzZXEDFk4XyTniP4za3LIQuluAiAT",
-	"XFuSSU/+ldvT6lGnzGgfTg6u6t58fEZ510JgQdKVWuLWjWHfHc8RHLxFcuEhUrG+XcP0bZIPR4XtcSHy",
-	"WyEki/DvKJTgdcAdoj67yrjEKj485GBNDW0G0wqDFxoOf7BYKNQH4CvZW/ZWjFX+tULCy1o+oZB41Paj",
-	"exhYW09hYNm05drIWhtZ3wZo2Mo2kkqrmFvUfb4Qo8x2qCdjfgV1ydy2Pug8E+ChJjJNpMC6DUvl5Fdd",
-	"vNAsotsMplkadfpsd2u3oH/CGNOIQ6rP2VLzVOR50fra1Nl7Qm/02A2+MBubP5RFx6XKxjxv9VoXieTQ",
-	"jzDHb1AnKuBe68jLgshLAQgwceu76ubehOl9IF+CPALKKtuj0S7tbptYD6WcpmnHzzD3Cpp+V8FZIEBg",
-	"6sVmtJbUX36rjf7oRr19/+/Jov97lFHmq5y6Bwl6fpimeTLhWc6mE6P6MR1gdEF0maQiYvBde3drK5TR",
-	"L3tvB6f7//5x/+w8cucoyQnR3khclmgWi1wMoRoyU2N4FUCw7bGTo/cB+7eT/fcBe3/wDobzh7g4wRY5",
-	"ThCtZpizfGTscYCUaJ/9/p5RV1ncsUb59isWfTw6+3hycnx6vv928GH/7cHe4Pw/T/ajvs1UhPIV+5D8",
-	"wtq72y9piKhJE23LIyElfS0mOSHAcK1FXosDIx3QssYmRNdhQytU7xSYKX1oodFk5I/tUm4abbgR85zf",
-	"0b6mQeKwnyXMQCHCHblqSQOskQfWhvtqxYYg7FaRs3VY3K93ft7effV63vApQKYeNMu7xy4zITbMuWbq",
-	"4r/EMEepdakscrCmyj2NU1UQgyRmsieZAEHdZ9HnLxFx0QOaFrvNkjwXsk58Ocvee6tnDt/jDXWp9VNc",
-	"uvYAFngAp6J8UEqboc4omeZfbeh7jQy3I4jn4aZvS8XGIrsSqM9DqUWW8DQBDG68ZMxn7EK4aoXXr169",
-	"fI0GCGs3pWFrg/4whsfY/4/BWVE72KcM1d3hIJItNn8e11p8rcWXpDNg368unar6OlcqfeB6LCmYkHk2",
-	"A1R/c382TLn2UKVDOeLalZSJuOfI1KHI0/wCOvLNBMWg4edBWlxtJ44p5TNApQ4lNKpir5tmbcsysmFc",
-	"sxh70TQbc30t4k6pdiwyzx3ASKM+2A0TflXf0e+Ku85h8p65QWAGeRfgIJh/Ag1dmwV3Af7wZ27ls7f5",
-	"2fznjdl3Xx4lUGhHh2fSXA3A0vDxRipuROqdF3cAL3ma6lIf91SLLLAF4uY2rkPcnD0N5De7oawNrNPD",
-	"7VGGU7ak0MBs22+UQTy3C/Bs4pI4Xeuo5PMrGyiQlXGRHi0saUHjc7cdzOnhPkMm4jujcm2Xklr4GbVd",
-	"FL/oABYQJIc1S/J+qeUCCzjZLZ91QxmR9o2YosbuayEmZYpfUKasDVSfODYpbnGsHQdFpHtM8OGIXYsZ",
-	"00LmoSw1aftSCO8H3o7mqeizSE7TFMpMuWRiPMlnDJNZBHlg3iGU7USORJbkXA4Fy4SejoXu9AF6jGHy",
-	"TuaERkScuH3zWWzrHYwxwKIf6P8ifJVQViwHM/5iCshgRyaTLtuDr53sdJGHWAxTnglsFcT3CyXZUkiL",
-	"bG4e2JDuzg5CCikM/iZ6UWji40SLLH8OovIxSi5K7/aUXhw+fyX3DXb+2nFbO253gBRy8nhF1WJMSL8n",
-	"0mvnbiyiKHdT1zX0BOx2lAxHVKsKDpaXJMZx2Z9nU6nhyz7jFyBbrdbJBGocqsaQWP6P7toLhhhBy5F/",
-	"2J6cVTgXMXM1VFKrVLzQGLbdyKaSDUdieA3gjQhgV89N8N71Ufv9eY8mN06FVumNiFduba4iJCWXjMvZ",
-	"V5l8T1gr4bfzv9CLtl3TBh/zJN1Ywkm2N485SnzjDgt9jnBcXF6KYZ7cVJrJe87/CaXmNxgOqLKOB5iL",
-	"nUNmRcREqN88+/3N4MPeweHgh4gJeZNkSo7B4rnhWWImizpsHPOpOS0l+MA+i+yXAInKNJ9pFxwxByvx",
-	"4yYNe/0DT9LH3+XFU5ZWTpszX4eg8q003lOnDdQ0v1LGopufCb8jnidpc/qgZr932ZkxPGrgglnbGajk",
-	"2KsbkWVJXLOBQ+l2MLoabuN25rersUfFBhw2gNWogmb2wF0IpdvGEcuVA4NyngNgCAPLadWwzxXiPBlJ",
-	"jqCgBFIa6XE+iULJAZEDfxONlM4jZHZDo5C1zUeSjwXMUABNaGbDgqY1Zkanb0dt5inS2jgYMpTmO/bq",
-	"px/xbj6Dz84OqyZMWNtcOeFJpkmZ5amOArb7+hX9be7b6YbyqLDlja7sG33GopPjs3PmizlANYC5Mo5e",
-	"vRbDOuTK4X6scmf/dD+J8b26eKGt/r1BNK2N6sfNhtxJ6FasjiUgI/WyWEhAUM4ETx3KRK5YlKuowBdp",
-	"MEEsoFGBm0AwGFb1ZxRPSBMw0SkkC6+GMM3G2B4CtXKPRUbUoPEQSrDsMcRkrBWepNNMsAhQNCI25FmW",
-	"kArx7gZ4GBMjQGkqfRiTFzqUFtmjzRmaTEbusnzEcxt1QtiSgE1lKrQGhHXEw4vMc6pwJRAiUVKEMhef",
-	"sKoDnZECy8WNvY1Gk0chT4ExNLttFXinHlJJxudCg430SALUf8QTCU/7+ONpPlRjsUyCKrzMZvl4nhv9",
-	"upahf0sZegZmGTMSsIZy3peXYjNVQ0JuanLTDu0VDmit5NkHBdSm8ekJo+NixpK4W5t2dfd7TNfGPmSV",
-	"rKmbgu/RXYcMprqVxVv4dNJkrJt1WkR6G4Pas3foV1D8s6lghLNqsfAYgYKht95tAMy3i/BIUtre/kAa",
-	"d+tbQ9zTw1cBSrATuxbHf2MQg7Q4DA3HsyqRl/LY7iFnB/z+hXZPcOZnLYclpq+9o3m3nJM7dPGTZ9nf",
-	"rkHTnxVo+vId3hQYu88+JhjqB9vHz0I/bX1z/WT7zL8jHbVOfj6jOM0dFNsq3eJl3+KFa0yb6xb3WsAl",
-	"ZVW0yGsbuz/Mir61v3Zb9hP5IMe3sqb1aOEmWN5VXdMo3bcRMr3CwqNausPa/wVtle/MhFCr7KMmJ7a+",
-	"Bxh2j/kQG4H7WOG1uMcXAq3jqc6hBUfag1zfF1veYI/S1fqkDa308FXbXywYgYYzuXZ3/75dqasc5mVd",
-	"qUZfZMqc3Eaj4QS/t8xDtSFK1vYT1FZ5QAZCi7xTazTQfR9TbdAjlrd4wmXfY3ASyidgI7jZvJtn6Joo",
-	"MZM08Re77+qaae0RNwWLEbpNvZD+uj68y0d3fxKPb8Xt5BoV/V21ltF/T+9tpbOJkjhOeHMlX029Z0GD",
-	"PpXi0wRKezx8El0GKJlkiRwmE57qCnZXKLXAYtQkYxORaeCZc5d71EBUezsSM2gVcFCN6hL4j2+Fdikq",
-	"aAsMpQcav1kAxveZRYXHQiJLd26+JNABzvRIZdheyHiWJTdCd0OJFQCODC8TE8FzYFgHfnEWuWEPkvif",
-	"f0asHf2P8kf/eBlOt7Z2Xlc+/THqhFLyLFO3OD9ponOqtcpHSvvz12UHkMAHyASN9q0zhXFeX2h2k+jk",
-	"IhWhLH7YY4lRoNPcKlF3MbEyZ4LFmZpMRMx0kgqZp7MikQ94lJlxyjtQqUBdZLYRgm5Jdb5jnkhiIIEQ",
-	"HxAC2jIycw2WrbmZjK4TGUeMZiCUuYJKSgS6Md81tXjCod6D/XbnCOGd4fjneOmPYLxU6aHhtJm58PZ6",
-	"G/eIdVPwllA6oc28ApfJQWUhEbmnupLeXftmETfU5Qaum1nVurXDOROf+Hhi7Kt/vgx+/NP8PUlVLFBd",
-	"1bPjlzdniR0/ycVYl2Imicxf77aCFlD3TMet3rYLn5gdeiVAbo75pwP86fbWlruAZxmfma91PjNDhLvW",
-	"zPMxFDOSVCFeGtgVDfT+5rvSsIU0I/snhn9aQYtP40S1gtZNEgvz31gNp2OjoIMWRKqN5VqNAT1mMgS2",
-	"8bJU9rEUKJDUJU1GWex9Xezhu6Ra8LRNm2fDUXIjOn4lBCi1BXnxGrUW1bjyXnEYmKeEXenFHbA9UDqJ",
-	"FsroWohJhKYrSjuUZklFMbpzPq/7jKTXc8GMULpoBu09CxyCotp9C0PFOtvMjfeFZm/wVxvGFur4sRAk",
-	"vyNJbh7rSsIuZix6v3/O0EzYpMIwaLvTEWtD2f3u9qtOHzmok/8l8J5S5Ux8Ggozaixf+2SEhHmGudCc",
-	"U2iss70p9k4vgat1nGgNGMsexluRMtoChfwHtcDQdLdVRtW95u9/IDFVBzWRnf5cjCcq49msxyI0XPSA",
-	"Y42yuQKleSgpypQnY8Em6dSaOtdikm/gvTJh5hFquXd22UhNM91xRdrucdQdzPhlDugJPA8lFdwlcAFg",
-	"JOGgqegYJhnaz+GtqMoaXwkJE5Oc/Ft6ASpOLLRt9Nls3B77DDf78sXbwlLc4uhwtaIkhne/HfGc6Bed",
-	"ntUs59cilFyzCG40SGIdNYPIFer4PtEyIYcqNsLW6BeKCdCvzlEY/7D5AwqCFcuk3ZieiHCDnr3YYcOd",
-	"csst3t/aZfs7h9W4r9bmdVldRO3l7uutl1tbPxWOXFlC38mtMzvyw8GHfVIAvkiKCP5SB+iLUReWM9ID",
-	"J2NCaSU96IJEkopSl9Rpbow3hm+Mxit0CRopeWVchxxtPPAmUE8mWShdON/qPTPEJs9gD2fAbaFHrUZE",
-	"uYdPhIctOvN7hCFKMzwRGRmz31/8z72KVZY00VUDrNiYVAG+oHC/LtSg1LVm0HjLtre26ISA35MzJYei",
-	"S+opYiOVWu5L7Ujs0cYK5ZBLpoUIrAGnslhk1uBBoEE1xAaooTWEkowljiPeEhy34yluFQG7N5SWSBFG",
-	"0+mziGyXCPYwcSjDwHjOYkWGUaLzABkxbQBFZXAazNfOg6dGAgqZtNHVHHKNz2aJjDFYME30yKwR9OeS",
-	"rx0ZfY3nyOFH3yr8MpQwtnqMF1ilsnf9OJhwxYOeqBC/PITFqrroX8DNZY09t7RDIDk1y3dRXL1W6H/T",
-	"GCwsP0mrWsi3efkIVn8ssuSG58kN7vZVBSUw6ZGMwyyZmmZDa2C2HZsMBPG67CRT8XRopEjhEoD3aMQZ",
-	"JsV7LMqEUeER00OeApqLEcKXxnOROokFi26TOB9F7BOLRiK5GuUR9JJa5BauJ2KYM5AtoWzznKUCyGs8",
-	"T/NW+f2hffJsphN65IWYKTpn+EKdwPnZ6SyUmdiwngM0c2FoKuqzaKjkzf/H3vcwt20k+X6VKdW9MrkP",
-	"omTZzp7JutpSZCXRRZZ0kpy8q0OOGAJDEitwBpkBRHNd/u6vprtnAJCgRDlWbDncVK1FEpj/0//710IX",
-	"EXOP+Am4h1jHddu1vMRpr71QRr+XPEuLRcQ6z3u95/v7XQY0Rhj7/j9zMYHbPxej3NWexiQzyDhIZ2lB",
-	"JMG+tfBaJa6ypduo9y5p1svbv4cTNdEAsqeQ+6iyMJQnPKOkLNgybBs6pRsHuF6etLMOVXiGvQUzLinT",
-	"Lfmz3txdjWbFdoHb8cxUJosAwMSinGshCyhAWanU7jimSYDVlAgUyDTbcoYTqIIESft1JR2MzqiFtyaP",
-	"YWIC3Ks3fuCrpuFlCMUKVh2zWrzVdGcmkuH+8+n7V7ODm39P/v7767kzOua8mFY2xzTZWeZadT11xt+f",
-	"Cjkppjv9716CtdR9fL7G1Pj5mW3r2nzNmnHt6Fn1OIbxJ9sI1i3/fQB8D68fIyhPdKeCfQcvdsT4Afr0",
-	"Cktew4srZ2p9sN4MF4SSeAzyLZQ8icv4BSPsxtRQeJZVA2o8gQoljQQrNJfGtiQSy5NdJYsRQAklIlYJ",
-	"NIdsYrXmP6kW1fCoJDeNLVqHedIkPOe5y2Z7erT5Mc0IKyt0b2pw/seTG791HNg39Vvlk10fSAqsYLJe",
-	"Hj8C/dz4Gz/jEuAF3KV/Zlb8w33yAKwLfkBQQsKBtaKPFlX8g6skqbQrSxmQo4fiI5bQkYAcpNK5k2FM",
-	"znABKThWxHS/WvF8tcYaTal6p4bf1COXV5+hh4ISShvCW6eigA3vRXfA6F102Fih0YSy8W6hmFTzB3hi",
-	"PLwlPI7AlXURnKqNW3nVUkxnybKUDDEojQtuaAcpqMUe/GwPxlbGRGQFXBe7JF8KlmYT0dKlRT2VQOat",
-	"RPlV4C5gJA+AZWGa/GZMRKoiHac1IIb1Gb/LEuTAA+liFFy9qWYgF+tYigYErJT2T6sgX5Uj377xtuVC",
-	"lfFUJJYlICmPsJPEUW8ogF4DjZxzTw1ZoUKJj68vQXiYZWeNOX95vO7GHrC5nVWyTdrZIO83y1YCBuXS",
-	"3roz39zz3z4Gm+pJA0SHREFIzWWzhx47Ww3vpFi5lfBOKL8D4Z2D+0I6uz0W4VWhsAp01tihhBJ/sJKQ",
-	"CfxjJJ/AYP3PHmUVXx+pYrrOK7l8Kf7siEUPBE6za14KxOODOcJDfoZo2lwTbYdNNeLtSNgYKZUJLh9Z",
-	"a6qv6UNi6JpH7K8WPPdJ93mFl+3Zrd/lWfYwh+6VKAyL7Lsg2ytJzK3lVC7xOIyzA6YVyqmaW51kgdSc",
-	"kON77Ex5U/lIJYu2u/iW65tlHnWJp/hPOafGDsDyLH4/3yopyn3pss6gBbijWwbWysDsGt/PvhhRr83P",
-	"vKnLVA+T5qqyLzUHWBWHX284gNjNxNV8GC1CCaF6SmMpJCuxF0NLacn8Rt/YZzqYj1CxBDYSMS+NwOtC",
-	"xRhJrQ8lwryyN8enx9fHcGe6A9s7GAVVMQWrowGEQxpNCk6jZulqJ0NCNKFlNJQiwBvzqldMcbymqomB",
-	"l3wKNEAKe5XrO0U6eyi1iEUKfngtIH6yNSRRUr8jcQ/bbe7aSeKzDGvjXsf90ibne5AOvsKef07lcucj",
-	"kTDc2XUjqJ2E1qB3QHe3k3Zmpbbo9mD9KiDWvNK1wOS7R7K0JA9KFfgaKvs0jmtq2MQexT9Z3//Wgx2r",
-	"u4kB64+vUSwRV5UlXqNAxzhoFd3evXJ7Q6X+swSGeqebYB42ZvtkcQ/Xcu3m/O48L5tLpYfosuPZnC8s",
-	"jwIeg9bmJT1pXDtXUDQjlB3yTrtQQfCx8bguwsJXKXxDDrnSYPuzgOWlmUL8YCgjO4y9D/b/T5KPTeED",
-	"qm80KdRYZZmaGzZTWvQRwfgW2Lsak1hth0iIjqFEIu2LNAZsPlWYKl9wDROwvBx+jNiMF/FUuEgW+11Q",
-	"y3KM6tVIQlmLDeFFPY0F0vuMz+9bWVGIfzWsQ2q00uhi7GPzobQ/dwcsEjOeZg0Tlf0CV5B1xghPjH4W",
-	"qmVSKOXq/sO0PexHe3RlH7wmwO/Aj+IDRgG9uEpK9U4Wites5aIOmPfthvLl/kt2dn49/OH83dmblY2b",
-	"Q2YnDQyT203NQ2MKlRuHJ53KSY9dlaNdWmucHizigkllZTafRAvBN1DhqgtRPIeVXGV8yWErfzZGA5VA",
-	"YSx9L3tYARAisn0ID5+JUHYa0mdQFz27zNcOg+QS2nmM47G7FdVVOHawvz/A+LNQNkZTPfC81f2yTrJ7",
-	"vLiZddT4C3k51g/njshziUHHdlsbq027S0fRSujkHwHO8Tnjfj5l2Csy2TYYaOu6eajrxoub4Ej+VHPX",
-	"/YitixX4bGS8LXbtAbPKOKbcpckmqK71Ad6nxtafXfE4y2IMHue/89fxi9HBzUvxtCNnPsEHBFQk2ULM",
-	"fk34cLK5RQ++mmCOfogp+tNuZ8PsxUPZOFYusAQs2ViO1EpCqGh6m/fGVur6xMlCvb32bdLEQ+5+ALFE",
-	"X8B0vr35bTb65Xu/iUk+z8pJelcs7icUH8Q2rQomZKH0os9GpUwykdAvoOarWZ5moOdjsj/VUhTkKe2U",
-	"MueQypo63ZJeZkmqRWzb7QbMgAhmlWWTlZOeVdKod9QKZ1ymY0sbIqgTHa0WikZDQ2oYotYyzKW1pCbh",
-	"BQ+lvWA6HZWVaxeGa6ZWA8dWh1VrLvTOamM0ENDixxwmWyhoH9+uSk/7gD2XCKcFN5buSFe9CEz4bMId",
-	"igS2PaRFG7oS1uv85Re0y48JqwZdbGJT8+fir1EbESxw1enO/Va4a+k2567CIy1VuH50hwEOTCkBYYOq",
-	"IK49IKzjq9DYE9ftQ9WsTFAErRoTLFA9NhWC1WOViOqisw5mW2Flr4gVIsuM94dRKa9QUqOy22M/CGcB",
-	"E8xebAwfAaiZCmol5gXP1IR1oluhLbmLqqo5AIvFC2GKbhDKW6HTcUrWkaufDncPXn0XMKQZCAiylmow",
-	"XqhZGvOMbrK78AMG9pJFKF31rfbXU8MyMS4Yh37m3PQY7WBjcsT2KVhM3MJ61GhcJS712KF/y5UVc9JP",
-	"9UZHaUdGu7XteR3Ko/OzH05Pjq6B5lA7SjNawsbC+nLtjVTmtry1gRXIPPWEYY204DdQ963MBIzHijn2",
-	"rKB0R31DQpzfW0/9cKsAn8CUs1AqTUnmWSpvwCka9Xp7EdSDToXBMm5NIlqNHhAeEKTFDp58rNV+YWIc",
-	"XoxMEKCCC7yD3RuJaSoT1uEzhW/OGAeKP+KWbaQTyvWDjmmeDEDqQppuMeWy1iXZS6Ow3N9/EVtuBH+J",
-	"YYSvGbJ+moIXYgb22Sr/kBHQBFpw+1R0zl5vMVYQhL6ojUmX0nQHHteHTtoM7p5blf3XtVWZEfSNVKF0",
-	"R6Gqrcs6jlrQb8NSZxFuI0SSxJAPj6VM0Tjs64aCx2daFLndsFC6ISkNew4GsnQiOYAdI6FZ7guL5w1v",
-	"xMJBB3UD9mr/RRsrO8HbgNftkayUjT6+UFaf6/wewFsSdCwh8mTCUbSnYdJ7ff8bR0qOszQutia9R1Id",
-	"6MBXtHaZHbeKKjXdYc8997l0iLskm1AuE5BV0cZez26fbS7YhLLKv6nlEBJDMw0WqsZjoU1d83A813KJ",
-	"OnZPdSkdK/apR/6dtHZ3qfY/9ZMaFvMYfZksSc0NGyu9OvuiyCJmRKzA8+dW4MV3+/vdAYvGIHVhdKAr",
-	"sE4SgcoXWAE1sRQklPRowCI7HBH5gqz1yS/hclCYPJcQBqCxUSDitl1kOqGUij2A6RCDWUq1hL5wQ21z",
-	"2I9lZjjmYrmi7Kv9F+zq+PKXk6Pj4buzw18OT04Pvz89totgmdJ8uuix77WaA7fycoUEhL07lCtXuxZG",
-	"HIBEQ4KOqSHsaoHSInpJSyOQQ7JOnvFUwgeKqlBQF0blIx7fhHKqTNGHOjGZ/TNgzw/+3tu3/+39e8D6",
-	"/ecBhBMn4lZkKoe65eQmdYVgSdxclR6sRAEUHngrZbj6mThkvDtYsxFF0DgKdpvBBthHTMJUJuI9AlBA",
-	"tHO2wKvAWSIKPMgiOXj16vnrmkhAkK747rvLU8Lv65l0EoWS57mQCarNdqlzXkwx+c0Kad+9ZFBAtwZl",
-	"j43SF+I9jwtqGmCzuiRT3iOm1I9Qh84AesCxKobb8GcsMlN+8Oq7CEt5xmomCFSS09IwB4i6fHRAxGf/",
-	"eXV+5h9h0Ydwx1GccKfP/qf6bD+GO7dCJkrvWTIT7gQs3Kn+qtHbcCcIpX0YSI5viT7j46XO8A+cAP7t",
-	"FBZ4w/cGxyvc+e2j/S8a1I67FqGMegXXvcm/MH2y9680R+iopjTOxkge3JXvWWkocpuvlYJYhVTixVd5",
-	"KPGFbsCIKrFiqlU5mbbVaKZUwybumduauw0iR57BPbJZhDq6T6Jz1/EvYRcB8ltXsjeWNz7QtbjbhXin",
-	"zWQdjb9faiA49KY9hOyelj7diAXlIjcEA6RsAIyTcTNludCxkAXh6SSh7EQUN+ynyeOZ+D8HP8wFt3cw",
-	"6lZBz/XGvbTWYuiQCebfoHWSNPC6PXPgonSUypgWsdJYGwTQZJTKjI8MBrq7AMMls+KCI6GYFVTbRASC",
-	"N902q4blsXVVpZEzTcaNUGJDTUnA2RiW7WigU/tYIzHLM14IZoo0y7wFxq6t090o6qkO2rP/mp2cgflj",
-	"eHV9eH3cHgOdLqmedzqPLuobH9XodnTPMWCdaHnXByhMalUWQvtAMrLraD6HU9djbwQ0YGUS91Aoo//9",
-	"H777r/3d1791/tGnP3vD3d/+5r7u/mPv3if+LVpCQN9pDrHd9UVbv6n/6+B50wH24qv0e9c07rIS7796",
-	"39eD1exvPmo6XdJ511nj7UX6+llLg8IMatTFA5KvkpmLw+ujn+7mNRR/iAK6J7vUMWWNOjt9Tfmu5Jhn",
-	"xlnsCbUbrPYLj2mHouQzb8BH+drMeR5KuzJgpyc7sLPJZ4J7DqjFbapK49XrVDIYc49B0Vtf+KM2fvAc",
-	"GEpIuBOs4kHsK5R8ycfJmh7OSpP1iAkyWc+DAEOEJHb5aQb8dnRx2/eWh31ZHvb5bdb1ff1CcbQPMlk7",
-	"DH93G77F6NOtbfurAINPALtOrigOa5VMsjfvkr3580bGuEadjYo6gygTMIwSwKg3Ch10nf7TRKFiM77A",
-	"OgeVAjgXI1a7wGCXg8wI20DBbwQT47GIC2d4keJ9wbxZcE4VQDjTAlJYeuyYx1OG6RSO5IcS20hvCQsK",
-	"jaCjMs2K3VR6bz1gunpr99I71KYdeI9dQbGGUFZLcyu0dn5RIW9TreQMMmbm0zSe+t+Nq91SW7hxCt5e",
-	"+1womw/SyAxuxIynWbUbgB1ehS/WkF6jPfvkLsU5dAd2nLGGmkHOWRxgdRe0Q4Gc5tuF1BaPcdGsKIMW",
-	"2FDWZogyAWHLYMmYNRiAl3hurtwZfUxc72ZX9yYY0HMADs/ZOH0PcOyJ0H8NqxaU8mzxW5n2K4xSZ72m",
-	"IJy0B2sfkesmYjOeG6sqAJGJJiuHJUK3A95EpEOhvBGLZ1gjyV2z1NVRQfTg5mWCE+xCLGonGP03hWKy",
-	"zLIAYoviKaWpEz4xtom9d1au+NL1qOgJYUaDfbfbC+XPdoLgs4HsfntrSumhKw6zDNLsUZbvYyTDjbSX",
-	"+0YsAsZBl6rL9b5CUyjb1ixYWjE21xA3AgsGcR0eGW+JJKEvxrAOD6UUEwRPRDAK26gT7MmB0xgTeo0g",
-	"UqYo8qa3iKGHiFcBHeitWZnYiwMqGpJK5zaxDYr3PBFxOuNZt65GhHJZj4BtdqEz/lAgFZVijvM2BM/t",
-	"SVydtzA1tqwoNSzXKhbGOKcVfRSeHRKTroJXKTCnIOIMrSJzWqvdtJHGx5K4V2jjl6m88GkUuiaF473Z",
-	"1lf4a6Z0gRSpNEKNrvCtNt5k5WQjuEb2tHFNpENzY7yL3MdfY0OWGNymCVX1nFqhEkwAEMz6e4S+DEeo",
-	"lBRsnPGCRfZBxBsL2MjSGhODTIwAZy5JNwKIZx9biHYmjFbFEkwmlNAlIMIschFRLIZty0xToMJ+hAEz",
-	"iqYxTYuaMFuF0FSPwrjdR1cml9zjU15PzUeRXogezBewX9LZjCxFhS4lXBzLBQ7290PL6zSPC4hFQRRY",
-	"5/W3C2gnk4EdYlBVjO1YRgW54V1aU1zORklZNEJaTSBW0pQZmNG4XNTnZNAOValVlAlGL/rptiO+2u2+",
-	"4JkoinsrCuDD4Ocf3LkerFqOZqrOkoFnCWnl9za4tfVgLm+pGleFJQWnxts+D/arM/dqv7sO3wVOY6Nn",
-	"amCnf7APRV4R1+XV/hcEecGlv4+Z2Pn/lTDf6NwS0arRRlwuRxuN2LMzvZM6NpbCUUi6kag6w0FX7XTC",
-	"5eEiUsW0HD0zYQ0M5t3lqZfPPfIH4DmoPI0N6yyBYwAOQhTcD5pxUrCYa0tFsfz3jZADMHcATbZEMPLT",
-	"Vzr9l4h6ofx1KiQgc1iyVlaLG7DI/w0kD3GsAOVgWo4gJAzk2DLL1mjCV0YclmC0fbybgF3cdRWuGlBH",
-	"EqGaAO3q6SHGrJtLLWjMnqe6Aa00yycftv7Bx/8SYwccyOhuBuBk/lRrPG9WIWU/XR28+o7956/XmOgV",
-	"ymgmdFxq0fOPRyzOeDojOFEIB0MkIzbRXCLvsJehW82sCk98i62FclqOWIfCuTA6jToa/nNeQGxcF+LI",
-	"qAkxG4kkEYm9kj12TthJbXdw5a7hHcTTf9ctBDiVkZ9F30otjgONVDEdhDKCLppIMfA4hsBRZkCVmAuP",
-	"rwGkR0kIhCWEuMPmcCvIv2YXiRsWHdLWowGSfS+4FpphSgS8gDkREVM6IJFJsuj4VsjiCgoXWRLEsYOI",
-	"1xuL2BIWHwXzWZFyDAq4VUYtEaKgxzrq/R0kiHWMEESzTMGL0kTdPmsCzrRQHjdRcWXuFWKukeQWCrfA",
-	"FbMnAvgPWPv/4HZlDr7DD6OoO8AKnw5npw3mUM0lyjr3VqKHVtsL0FeSEhy553gKd1ZcV/Xa8wf3VZ7/",
-	"7fGpMSz+nSAtK3Rjm6P8WfnEiTGlqFApK/Lc5BMNmreeaeDdezDHuMKg9jSeAg2CwHOD97wTOVpM5c48",
-	"4SaxAgAHMLDZ/RRVqFNd58NAUxVRDr8YPXbRQkxSGUoklbtzpW+ssKYSsnOOIN5RW2HJacG5MsVukcY3",
-	"CC0GBNEqFLBg9mu7hBS37FFAiTPBfFNT51lO/1rhUAOfmgmRyrnKslBiBidc970P9p+T5KNDIovsI0Or",
-	"aOhbng0pvyBaL4Nd4fY97r3HTu71Mdt9iadcSpE9MwwP1lMUxC5qE6FptN8fJNkPvTqnHqTdgbxVKoaa",
-	"S6cjDKmuffVrNwBNY5eCLuHdVMZZCbEbsgYxzzoR4UtBBoodl5BJKicBHkQA4q2+7fZCeYiogQAiOWAO",
-	"gh7zCqxwaOWde+Doe6GMiJUTcIgbIxV1LHghBiwyqYxF8xEEDYgoRgcGDSZvnVrZMZTOZMopEEgWA8L4",
-	"g2WipgACzDYHHNsh/tUFKUcdktTEikhBlgFNql3Lf+As/uO/3h2/O36DAgIM+j9IokpnwhR8ljupCi/v",
-	"K5cPtC74/ZpY/J1Sy3l1MBxCAizcOqOGP6CbXWc7BiIaLYaWWucuXsptgjdbu9QpK1Fd/nDEXrx48Xqt",
-	"yQWWrR1O1za/a5dyZwM439rAlAvgg81d0687G38AyTf4/PUMHlM+sxv7kPIBsJh/7bIBXuQm0o73827Q",
-	"1VWKvlojEehzBzKnPORmg5KTbFavjlZjAiORKTmxisug6bk20EUNs9Rjg5qb5eK2ocTWglpz1ejqNW8R",
-	"BcYjEjKkegPGGRFLXUrD0sKS9xl/PzSFyBHQ5bkraN+pUup5wTSXE9FnLw8OugOUAAkYtd59JT6FEuyy",
-	"ztUMdd5qtH21jFuFaIpV84dQJF7IQi+Wy+Uj5AxPggeHbCJopj0RDy5z4tG14sXPYrHzuOVw7Qi/ULY8",
-	"dn0PapWYw/EMSJCi07XNkd/6SDfzkXJdAACIuWEdbqXyAs2GLvlolXwHO+93Uw9wR9fAi+te5borh80R",
-	"VaTTVi6HIEMuF0oKJjIj+lT4tp4ZBoP0MdozYQyfCBNgkhdolEEocxS5rVStCdGqKdIP6vXYAOomx0L3",
-	"VhTjC8oHQ9DsKnYulGB2W8CQ0B0JI1mJcKdkiKLGNi7fnZ2dnP3IOnxkRfqUlIju+vJon0QWYXuuYfF3",
-	"voakIjf9L1EeYZtK9JmKu8EutopwrTr5hhe7skEH+JyZpnkFYXcreCYSEL6sMmRCCWDukBujMkhrH/Ms",
-	"g3AxkH+kQusImY5qRnA+UmWxrD9219h7vu5rt4k4YNd+W+j5LifgVKE3Zc25XuVje0C114PGPvjIdyGM",
-	"E1CxVnkFim9BKB3TUJod/np4cn1y9uPw6t33w8Mfj8+urwbVS64wwOH355fXx1BFQJcSCkmDqVWqIqV0",
-	"t1AiB+IFcFCKOhQ5A9gBTvxyrtOiyhcjs0Ra9Ni5tPRA6FkqecY6R+dvL06Pr2G0PxyenB6/CdjR4dnR",
-	"8enp8RvwHTqwt5wjphYNMWAXx2dv7IQOLy4uz385PA2qOZ6cXby77sLU+qFcTWKGovUjxKiB+ZPTUAtT",
-	"zrwr0164VJai1bJ7aF//Nu66F/vd7m/57NPis4d4IR9Kjna9UPt5CVOEvXjDeCU7d+JpmiVdrCxSUTCq",
-	"ZmP4TKAZ1TBu8IKyDhEzJwAHbZSs2ydrim1+mZihL9woDMsjw4yMhSkg4k/dQtaxiwpvaT0IpbP9THkq",
-	"e+zaka8V8tRnrcQGrRrYgh0hTH8dUbkqR4d2tZ4+cWkqTVsy842Qmea2Yn44NzFPBCvzOdfJhjQIrsWf",
-	"JBOFsikcUDLiPDVi9coCDVMqG8Y8y8C+iRintl9nGhjxIp5C8kZEX/XAAAZBSBSfQnCjDiDV/e49X9jG",
-	"aMGiqeCJ0BjelKfxjQmlwhgz9LaAmykyIhMxhTl16jWWSplheoyoOkkNi2ZlVqR5JiA3LxprIYaFeI9+",
-	"O5/fT+HWLh3RNzDlhkUAvfqDFuLavgeCE+UKQRxVbY0ChpOwRNEPNGDcI7HSakCiTnMpBK5EQLb2Gc/G",
-	"Sls5bKSSRb/dGswgZokiBRp74mEjROJPQCgdU3CG82r7U3B6LsyS+NhKn6Hdz2JvDj6BlH9+83Q1oS+U",
-	"nrO5jIobR66KLMPNJkg/t98BkAVCOFrazm0W/db6/ShcEcka91TI0zY4oZ9s+t7jea7VrfjTGOSyPn0f",
-	"izyXgiUiTo0r7OcWwHIEV1h6tAgl1OhzaS8VT+1gYg6mNuI2Mq3mLE26g3pOak3Itt0liEK63FzgkmJB",
-	"i0gTVszTWKxjHlb/x+VNEBpVl9IQwhCG1+oJYAyYiIFXtAN0Z5LeClnnHYi0o3JlIM2W3rHjZ1r8U8QF",
-	"tQ+QPVrkZHJAM+RMJSKrfBER1rWIWlkbDDI1bgUextiWd7aVteFyfEu8rZrRk2Nu4IgC1kYb3uBsK/u5",
-	"5W1b3vY4Dhx7+DwRqnykn87VnFH1sdgaIXg7U7i3L2PRC8CkBtWVYz1jdNHulrlhHVR2hvhVmUfdgDmT",
-	"tNLOalEnsFBgZNnYA7DMDoNNzXLLOwDqWS7QadwF4xZGJZH/OcD0YqtvgTQR4WipvFGAqRH21ySB0s48",
-	"cwE+M0jCtX+zjov0GTTKwlAsT4WiIxIGsTwDVo8Ucmwkgs9DsLX/X7bSIQZ+/16K0nkD0OuPBAxxTem0",
-	"8LJQM16kMbnRLffSKs/bcVuO6Fx8QwyoPqWvngM9ucifLUN5ggzFXQkXLUQg+J4KE8n8dPaCVenXhvt/",
-	"Am8JpV0GoXevLNs4xqr3nagQ7wvsbdcUWvAZlGcAA6HG2vi+Ij/1pxMwSWVq0g9llCZ97yCBx59Z2muv",
-	"EsTdd2JVQhYmpL08p8Lp5qYbsAget29blkDV0SEHJkp4wfsRDCNLMSnuP6/OzwLGWWQXEkZP8A04akpF",
-	"gHrqC1Mv7O8BUEIZl9oojYk60Sk3xS40tHvyJnJGPw4A2VKKGCARakmLDLIiUX4NJeYVDP1ESa7dpzL8",
-	"4C3uUgIEVaU3LnkRvEK+Kv5cp0UhZEBgq1KxCc8Jj4clJVJMQYmUkAQF6ibB6jgHdTEVM6utxWoGIGN2",
-	"2ULZifqQrrDL7QiiLpbtkC4G5HmVRMBOCgb8vsKL8ekVeArA0utEAmSXHvrVqp11HzjJGxXcnFzhooWi",
-	"21LzkzOlQ0nySdcHs2D3FVKV88GjmbVgSsaiEpjsSKY8YVhTgpYRmgDdFYu6VZg4cCL6sO325NiTRlfa",
-	"RRczYxeLZwwSMVinkrSCUNq5pMJ0qz0m5JNS9liUiKzgkTuIMdd6EUrUllVZ5GVB5gvOAC8ETzIClyxI",
-	"aYLgMpwi3MFSS3vBSN6KqmUJZYcy5KDeGqBXTVUmAFYDamgyDrsFIcpCMyMokpDaIoyxQxTosBWyzYcS",
-	"7+qQRjjMhbaSlY6YyoUfOFNY3AHy86oTWtWrOegO4AEQ9lJTFUDD6MGD1+z6/Hz49vDsv4eXx//17vjq",
-	"+ooygKrM2BmcwVbMERiFJw/mj/kcV5JCLvGA1CgL5RFVxC41bAJx0r5uXFqb/n63t0J15qmkcj0jZTmI",
-	"FmibuTPDxVOdDfNN9tvzTVY5CmRqEbXPuCno6mkRi/RWJAOkHaNFgyzW6kFKPLmegvpZIHGtptFYhcYs",
-	"qkzl53+HDSwsr9/p7/zv/+zvvv7tw/Pg+b9//LedTwGOX+F0TfGz6jlN+uxFKJE9uesRSmBK7EO445Y/",
-	"3Om/CEIYSbjTD3fckzsfQwnnc3mMrWIrrjFxsY5L66ixOYZjhEBkcMc59mhpfPdpBLi9PNhAar1W6i2X",
-	"C5LDzZcMjMPd4E7mEY6gtEhzzRO1Tp5DK+pXawO/hOE57gVGWjTRkRJM2N7IuzzncJZekmcg7CwjedGS",
-	"RjCx1LKGmibeNhqO4/iGdOdqQlvNeas5bzVnuuFoVvyM5lhQKv6suGTUbkJ5D1G9dl489x6YG6l8mTc1",
-	"Vo6zaWpF+UUob0ReDJzVFLIlM8EhLCCCeQ5BqY7YBGB/RgsQj7HUxOIOs6WVt6F0BqVtQtVu0WNnyoO4",
-	"jlSyaKfLhV58Y1HCDUK3jd57OgQEctmgVowLe5dqvlmsHlyFXQh//QwpeU1y0bhvqTC1tLlQukxkusBg",
-	"gRjOUlkWwqGBzfj7Ib0aIbyO5tIAfClQAigZZFjn8vD6eHh68vbkOgjl1fHlL8eXw/Nfji9Pzw/fHL8J",
-	"GH0FEQIB+/Hw+vjXw/92H09P3w6vT94en7+7Dtj55cVPh2eQs/Dr+eXPx5fDNydXR+dnZ8dH18dvwPtP",
-	"hhw0cvIUjGJjqtkGgXVSvC+GNKkCKohSphKGC8RcxiIjxOtGOmJ/NWujMgR1XGYF+mmWegklYAVifIFU",
-	"lV+GOuhvVu/tCMaGdKPQiyM4Fd8OffOruSVxT827AAezISMtcfPNqF2RxjfrZaKjVQgrS+YGLJXOhAdf",
-	"LhUwq2PmsWVCGcq1yctYCVQbCgEqWD0b8cBXt86FZolOb4XE7AJ2CRFNDtgR7IuFyJ2ZCp3gmVI566Bp",
-	"0WqoYE51fvJKvOyyUqKRPxPcCIx6tos0hM8eAYvs9ryW74AR4t5ubF9aTX5ecqKvevGLWsLF72UKmEjF",
-	"Xalgy+He7VkjWB8TQR4JvaKyAsPUeuxC6F2w7GpeCIeC4W2Tzw/2YU64/siXugM2EgsFqwjGWcwmA1q5",
-	"e2iXItpIdrxO45tvQ3RcPgBbuvqUrHt/QOQs0bFBpBIySStHUWcVC7Bbo8+/wteOQCuVPRzE7XgZTR9I",
-	"WidWBB+NePRQlgV9s1DgBLMaMm4sQfNKpr+bWMueCgCwRMQZpx8GkHkO4Gw99gNPM6oM9Wp/P5TR9fn5",
-	"6dXw8vjo/O3b47M3V8Orn09OT6+Gb0+urk7OfiQYRl5VG57N0LHIzE2aZSgJ+gqH4n1qirUQZrBaj1lU",
-	"wy+p7eo+QKtrMHE2NuGzQA7eMxXvmPiwA3oAvpIIO6K792IncD4JgIdVGSOg/N4PSouY4wrXNwm3KHSA",
-	"+rsjnYpxKifhjqsY1Nw5vFkbrTVRi9VlPbJCxsbHavkWrDlh4EjHjwb9VBRpbdD975yemNOEUMcq82jq",
-	"8GZ3gFVao5Oz6+PLs8PTKJSIBuMQlUsp3ucYHU2lS+1R/rwgYssnri76wecaZdn7YP+xol+9sN2Diqc7",
-	"jBmUyyaZGvGsWRTJdjFglVGutw63RamsVqDngbzfTucaJnPBi+lXgeFCi+FL68yFFlT2KtnCDn8VEC1F",
-	"yzYhp1Yqa7k5wQOqPr7cf8Eij5heBxGuMO1r/Wd8gdVD3J2B2g1uUB1LQptVEyn3tDtgOTdmrnSyWyxy",
-	"V0aNTChcQ9EerJvFKRZnZsWQ6G/0vyhgpe0Iy8NBWhkg4q3DeXky17Q+0lO7ug+9sLAl25v6OKUQH3bt",
-	"8rLYkCFBfdIbscDgE10vWN7gThDtZHgmBiySZZZFqBWHEqseYRAGRVQZlhYDvB+I8SiLZnFB1uEu3AxL",
-	"gTIpBFTIYyOIBCxCiVUKISgmcdXOl24iFS1Yus92MhWIcKObXigPqbgfSSRe3kIJvVmIsKVM4SS13Pvl",
-	"wcFSSb9QUqBhj120khc7fyFjvcBi6QVUiG2jGRflY9CMz+96Xxrnl/K/fxaiVbM8QMDnt+ie33rbP79Y",
-	"9Ks9LA8mzy36RGmE3t1IqVhb9aeuV9TJF9VjBuMkHPZNlYt3RuhvSsHweM1bFePrVjFWN+pTlIzWmxK4",
-	"yior14LUkDsUh1A+THNgf1hxeDpX8MF8eHWPP4f68BdRBh56QdrVgQdekB674jPBdJlhik2UNyXAqA/x",
-	"01AHvUWbgMsSNJQHtkZ3CFZ1h1B65SFoVQVQ4l9SKwLwSIJgn1A5d10T5w2I86F8eXBwhyT+CJdwK43f",
-	"TQW28vhWHv9j8vjDKKSVyC2hu8N32GY7Off+QJYmvVYf2zto9aFU46sqRmOncJ/v7tCXooFl/LNl6SdY",
-	"vKakg+GOIh6UO+rVtB3Al/uvqygYniRaGAOBMPwGk9za6qDYnnYes4yJ7eALlTHBru8vYwJK87ZuyZap",
-	"bBIuCIeaoFhabqxnHnsf0rtLkbTeYdB7nYEb0kIbdaJqoYGv11lr6EY/jMe8g7rIX9wwQ49sg72eatGO",
-	"Nbdic9dvr8368dUe6U04TI27bM2Jn7GWxh2HLQcQzQ3F9llaQExRKgCFoe6ZJEu6o8dNUjzO+KSRwP8A",
-	"Sv0OSnD+8WP9+YW2amRfyGqw0ZWiCqZPRXDbJs8+QZ6GN+FOMrN5XAU44oDEMPE+FnnBIuc+iLAUM96v",
-	"JsUJ5SeTnNa8UjDAfo1Upza0LdnZkp2/ds4+XIVNNcy9PI2LUos70evoGZbOyC7HybuDSCpQTSdLpRhA",
-	"ypm3ISE4FTdMQur6oVwwk06kSHZTcgXN+AJ9nGmxVnC/oAE+nvwO09r7W/Oye4imUSo5JvFtghAEbW39",
-	"jncI3wha9sy4U3X/EdUqEw8zpq+1nl9CU1+jKmhHtlFSi53BVh/8/DZ07s6lpjPyh4zpJ1VUFHPbxiKQ",
-	"tyI24zfkxwYqyGVTEGshhZpLf36/NuELBmcH9oVEr01vTn17az5hwLne+oS30tUm0hWcdcbhEG3IuPY+",
-	"2H8ebspfFaV8ePlUZRi6Y1seMC1u1Y1V+Rx9AfjZT7ErXdqWxB8mNKt4nJb6ST4THmUy58W0wpik5WzS",
-	"jHqy4oy/PxVyUkx3+i8OAC7TfXz+KfCSX4zY2K3Cfrc+iienWNm7cffdx7TyvakqjbgRIrfn8TNgevhs",
-	"9oSLmZJICAjqAwmBkEmuUsh0aQf/aI/PG7DRXUgfrwhdwvRCeSl4bpjS+ZRLwzquyjOgmBC6LuTaA4RF",
-	"wNqhOsT73N5vhBOirkOZ6NRZrGZsDjF6c74gaGXEG6qDVGOibwsIEgInO/AVBHxegI5p7/sC4YmS1ORU",
-	"xQ0nmZQCUFuTMhMJgmMDcqv9C+DceDqDJBs1S+0iLaCbYq6gukVcam1HjMVzsLqU6wJwCGwzUBaqu4Tr",
-	"wZZgPQ6wjVB+flSPy1IissFP9YP5iFRytbe76OWvU17gcc65MSxJn0D4/DcOoiF4TnedYNtM4/KsXhqz",
-	"ObTG8tDaxwIEEKWOliK/OOOAzahiAWIFpYVhtYozuRbj9L0VOUqd7fR3PvA8H+KXH/d4nu7dPt8Jdm65",
-	"Tu2aGTry9ATSa7iaO/2dPXMb77TGnFbdRdXLEes0opFBjnNj5ZgTMFWmYFqpotuzl+I3v1SrYOYTlN6g",
-	"tmmmJqkMGC2aCdjR1eUPrLBbG/jkRdgsMeNpxsaZmpteJWodlsW0RUJ7B4poJSmmSrIOX5VLA+d/IOuN",
-	"6dbaRlbYjlfetPw9MyzXapxmws4oroGcULu1Vo+IxII9c7Xxi3KUpbE9g0U6E2wsONgqxxmf1Od9BBvV",
-	"8j7UvTZ9FkNkTgD2yIBs9QHFkQdszG8VxIPadgM3SuBoUKDYgBaPBYrFLAfwfqiPAVBbZprmCBE4Fhor",
-	"AU6oUIL9HYI+Oct1KuM05xnreGNELrRRkme1HyGndKJVmXchBZVQpDzSMzQNIapUzs+/mWKPGsrVspmY",
-	"jTDrvZPK29Sko8y/jFJEKF/uv+wOKERe8gnZMTq1Gk/15k0zWlbNZVAbba3eLz4CRR4Is5EOn6+oSJNK",
-	"zYp1pFv3dyHQOgJhg88dUv9D6VP/65n/wBndNYB5th0noV2hacAio/sNJ7TPhLSkYiZk4aD7ArtFu57f",
-	"MnUrtEbsEnw4CULLo9QuFX/seqENutnNxK2o5/rR+7B/Vg6xw+gxCC7GPB+MzHTAsCLVocShZpZ7dqKw",
-	"3N9/ESOSCvwteviVVdLP+Iy+jDA5gxBrWBQrLXqXgifvLk9tb1HLghGqSYuCZzmAGleXwBQcyk7CwXac",
-	"gnVe7aITM9ZK2rujkYzBtispds1UFZZARrqUQ15EXSgzMuOytJIXK6ZalZMpiwqdTiYg/rwpBfIfuzbr",
-	"hTWSoNtEtFB6Ga0x46sGf2utMlEau8NUQKi5ACiqffjg2MvHjxEDz4xV3oU2AStpD5f4qD0dll+EEtYQ",
-	"BGPLgBtju8Aqb47UtI3uZ8hQGRMyoTvUhxcnrBOZ25shnok0wdNAHzHThQ5It8fe2lvvZXMpRGJWqIGS",
-	"NdhUsHaaSiExUA7U8775lBe+AqvDs4qufjlCeLzh4cVJ5O9HTZIIQmlleyuRm5LS8mO71tmcLwwboWZ9",
-	"48q8uTN7cQKJOi2r86OlSHhoPAEj6Cyki4Z1UHmPgEJFgbOuBCzCJyKoPIekTc0lFfkzQSih5B5MAyEO",
-	"G0TEBJReNNZC7I6VnoGgIrSQscDt5xV/wUL3GjBqeSixtwquxN77CqcEQQhIn8ANdbnE9Am0D/cLtEUf",
-	"8HQ44oOMBR72bGWCK0ZKWQZpT2rAlmQEI4SDI7LP99iJZy3YgNNQrYI6YM3f6pTfqm1SFY6s+5deNHYY",
-	"t7Flf0+5nJR8InbbdqDOdGmYbzSUBOqzSOVC8jQCXEx2ngt5eLJrxW5e2JGGMtqLp7wASTwTVBjfnfY+",
-	"vRCw8yzjMx6w29PTtwE7fcuuijJJVQAPXKqyEDpgP2r1e8AO/1Vq0Q1CGXFpCVyexhHrvEXQK2NvLAHr",
-	"4vxEErFOzKWdgRZ5BujFWs0Yh7pbe/99+PaU4aOUfme1DyzumIiZMoR2Ho2sbl7qLEKPLh6HxkJZWQg0",
-	"5RxlLMd6nCiYZyWh2lhh1lMbf6+zbDbkiMw+hCci1oHLfnr6dnh4enr+6/Gb4U/nV9dXUR/lYYD4CtjJ",
-	"RdUXjvzo5M0lk6KwNMGespxrTvwlVrMZB7HG5DwWpipFKZUU3YDFUxHfuEKdhKzBOi8PDrrYNqGV0UmB",
-	"UrhYE8cMQCrDqs/PDEE7F+J94VeGcAXxF6ixaaZKF6G0YrLOC9Y52N+3h1jzuACybxVsbdm1/84ljQM9",
-	"geZKQ5dOzaVdSdibZ8ZPrLFLhIBaAw6gxwKcXgV8P67wAaOzc9iFo/OzH05+fHcJlaqpShuRTStnQcLc",
-	"rt3tPvMKp53i3B7XPB3eiMXQiAKJdlVc+0YsGvf0bcstvIujIjlKxDiVKV7ZDjrkWSpZomKoec0OAjjy",
-	"7AqL7iSajwt2sH+wv/v8AE1oVhQIZdTQ/JyRAsUvx0J7+HXvn0bJqEsWqjLNCquyVMCNu7B96agsRBLK",
-	"mBc8U5OA3Xq7Jl6mHP0qiGs7AxUBhQMUFJXeNWVu725SUxfs6ZFijpNvE77u4PYV3qFeOM5gVmAn66On",
-	"YgaUnNuKNBnKOtRkUD9inSWZfDnlUiYrukA9+zeUS8A2jmbcBXBTO2MaMLyW2P31GuEUsGlZJ4YicUuC",
-	"qh05XB4ULJF8gUxqr0GlFWapKZxumFC0ulXvEBUIti+mg8pHSheBq/UeUFH2gFgYEoBUlvBLoRf0DwLd",
-	"M8RgX1XsQCyIC6jbBtCgc0l2GbQZVziHCH7bagVuLBZAUa8u1rEX3ACJIBMFy9Rkgqq7txYD6vMyqLMd",
-	"/ooNKJSdCD8OSUUf2q/79Ki9akqKJZxWlHvqZnTWQXOU3QL72QqETm7etfK7k+i7VuTY2H5uv3eH1YhQ",
-	"VmJrJaWsWUAyaLURMZ7tgi0CaTlYEoxV4fI0xqMd2auw96EEf9lHhAKPWAerlnkQai0IDhP8R1DkTC9g",
-	"pUggaLYiVZGOyV5roh77lQo6RjOh41ITry+mvuiflWITY48TmCnYtBwxkwt+4wLW3+KLzJQjO8ERaDqF",
-	"ilU2cCC1Qb1BEBOMZYuFImRP18S0HPl6hVa0q5qERx1AQIFrhB5QN4G8NNPA167LVZaFMvrx+JotYahH",
-	"S84LVy+zoTiVZrqGfDaVJCs54ROOJILJ0QRLbhQQIkeCa6Et1wvlhsoV1awkMQLgQty9dpYVS7CQ6qZU",
-	"YKI2HtAxeqF8S5oVtIDlb5b1Kagds6xVOXsZXJEU6sDaPYxqtcbdiYuIVfI83ftbxHIOlcUrAlM5ZSLf",
-	"6/DNydXh96fHb6I1GK4eX9EeABTyuwEbiTFyrIa3KlWyxy69z0QkgHxuRRTvPflu33lBwGYWSvSgBEuL",
-	"MawKcgzfHv6/aBMPyyojPrw4aTOh5pblUyHTXKukjCEvxCqRHVIJjRGF6fYZ1/HUUlDLViw1YyW8bHmL",
-	"Tm95kd4K4reW/oUSrY48jgUwRMSbsP2MygwJRVbiMmGoOHS0zrwItWcr3oJMDIfmDQaVTuwLnFoB1+5N",
-	"ZTisa3f0fkU2m/KfnX6btQ3EEpbKWyELZZlhKk3Bs6yywJaSviJdGCQu4kQ91hY6EcqTZiPwZq0dLdjE",
-	"XV6qQwt3wSsuKC0N6YUhGfKiUPrzNuaZEWQa9WNa+DfpK/9mdVALXYJ6bRl8TrM3WI46ERo067lrxgyT",
-	"VEes0zCUXJy++/Hk7Gr45uQyCrxGEJlCaT4Re/Rm1LVKWZbUpoOibcCSVAusz+C64+xWyERpNwhnQ8Rv",
-	"kWDt4VfS2w/3om6PfS8M2DqdSB7Kg2fG5UKRoSgdW9mNkFOMc9KgGGpZVZ9FXrKNWAcvjB+MGbA0MaF0",
-	"Zs2snKwZUNQNWARg0NAMvm0PNF7aK/jFPjOLcyyvbZ8zRZIqFoESKZMI7I0Y1gyKyE/X1xcsspyTcNkj",
-	"pOIGCikuQTg1zDEwGmEv+gVpkCaySv4snZBAHbkWQfP4RWgrdvoVWJnw8Ozs7GwIUTTm9yzC6hspz0Rc",
-	"dKHaGJjEsRMrDWV8ccZngioW3VLzoOKluqE4QaVp0pZYu7JER6iuJA1CWcobkBw8CBUVCbasPtcC9Cc2",
-	"1uBStrRKJplgnch9cywLvXCVrqF/K2CDutmit9HJ3ls5CFHADJfJSL0XCescXV2wiD4zsD7sEt+M+p7F",
-	"Ok6qSxlKLAhvdTP+e2npXAouNlcQu6YTdFEwtfqvdMQjVtIoSwCXl47n+epgLTvBI/f26ILkJhiGg/ki",
-	"OeOZQVmJitVDfWCeMSFvU60kaL9kKQR+Iei2DICYI72WqmA3Ii+qcLCqbThiVPXOERfwLRuhhxjxDnKD",
-	"5zggj0MoP5sJLkE5nAot+izn8Q0YqoA5IF8zVZ9eRS6lfbIiujQYuyUiGzeFNNzpFn5xXhYTZUcLvs2m",
-	"sQrXA0qck7TRzh5qXImn2Rph0Cuuqdzlec4awjXrVOogm3FwLJBaaA9JhUyPQm6OL6FArPKCpRKF3lmP",
-	"nYn5UtuwjJlRIPaCYEcAs3ka3yPy19fwrP5TG+flmSgKuw12z9gYN4bMBN44Qb86G1jdoXoFP+18/O3j",
-	"/w8AAP//",
+	"7L3rduM2uij4KhidnlVyN+2SXXZSsdesPorLVXHHt23LyUnHdSSIhCRsU4BCgFYpNZ41TzO/5xnmUeZJ",
+	"ZuHDhSAJ6mZX733Omv7RKVMkLh8+fPfL11bMpzPOCJOidfy1NSE4IRn885bIbNEdSZKpvxIi4ozOJOWs",
+	"ddy6IzFniUCSozmmEg3JiGcEZeoTysZ7ragl4gmZYvXplDI6zaet4/2oJRcz0jpuUSbJmGSt5+fnqDXD",
+	"GZ4SaabtjgmT3Rk9nWB5ntSnVs8RTVBbTgiSWDwimkQoITGd4hQldEyl2FELoOrtGZaTVtRieArTJq2o",
+	"lZE/cpqRpHUss5z4CyVf8HSWqhcPD1purUJmlI1baqV2bXeUxeSO/JETFpP6Eq9ZukBTIgQeE4HmEy4I",
+	"Ggjz+gBRgcYZwZJkSE4wQ3JChVvwHznJFsWKhZqpb78tgXXEsymWGpjfHbaiAs6dAJzN4ntkOkuxJOI8",
+	"uVGgqa3dvgBQHTzknc67WPA8iwn8m7w1j9J8rB8MEM8QRkOcEaSe7qHeRP0Liwma5kLhBrq/vdglLOYJ",
+	"SY4f2CDmGflfDz5mRBCcxROSDfYe2AtPTI35thhRgQN/uSBsrDa5/64D4HF/K6STkmRqwv/e/h3v/tnZ",
+	"/eGz+W9/9/PXTvTdu+e3O39v+ukvQfz4lPF8Jk5pA2wveUJSFHM2ouM8w+opokkDrsYrtt58/PvB49dr",
+	"azp2+LV5Md9kLT3O09MUCxFe0i0ZUyFJRhIkOU9RrF4N4uSeftRbzMgVnhKLl+0Rz5DBEARIt3dLcHJ/",
+	"e6FmHjQRCWmXtQHm+QOXUe/g6KiKek14c9+EN+pCTcl0SLI3AuWCZHA5KXNUr42RHk09VHRR7ShCWKCE",
+	"x/mUMIn2kZiRmI4oaaSO+Wbk0btBv++rK6LuyddOtP++4XacJ2Q645KwePEzWQSuB34kAmHgIpQkSK2E",
+	"CIkEHpFj2NaIZkK653MqJwijR7JAOJYCYZYgCv8Vc5I9sLaQWOb6+ZAnix1FeR/JTCKFGAeHaMLzTKAZ",
+	"yVCM05RkqK2AGymCNiPZLlYEE3VvztUUOyewshnB8oHBzGpBAk+JXgBLigd2gXohQlF5aX8RM84EgbXz",
+	"XKqFq2PDY0xZ5A2s+TAaOJjJ3VsyS/GCJMdIHcwAtXEqOMKKQcPShMSZjGAl8wlhZrEC4SyjT+SBzSc0",
+	"JR4YqUBC0jRFWc4YZWMA8ULzcwWgApQRwhJNuZBov4NEhEgqCDrs/PDATq+vPl6cn/Z2DNW34DBHk9DR",
+	"iGQKihYkbXUQCndTytRCUiIA3FhOdiy8HtjhwQH6pXtx/qHbO7++6p/d3l7f7qGuAScfoaNOBzaKh/yJ",
+	"IMV6GJf6bNsagSxOKMDu7KGu3sADOzg6Qk9U0GFKUPfu9PwcxROc4ViJH5oLFWj+brQf/4A7ZPco3h/u",
+	"Hibfk90f8NH+bif5brQ/PIi/J4eH9irpAysuk4fsuwrbSwLRUvLg36v/Zff/+Py38G264DFwkJCMZH97",
+	"PYIeIOI3eByQffZ3h1iQBM3wmCCWK6LVJNuoV0pwScgI56kEKKzgIDckC8+vniJB/ySobYZDB0c+And2",
+	"GtdDsn7zmg6OgK6bRXU6K5fYw+JRqP8LnVBPC65qkesIrlIP8yLhVfEm4LnnS9iMYn5vBMoK3jtQj/rA",
+	"fF/EUs+Tfx0/vRckC0H9XvPOb3UnntXnmsB7qszN+RWXH3nOYEExZ4qaq3/i2Syl+qK+/XehFuiB4WuL",
+	"ZBnP9CeJmqf76eyq1+/enPc/nN91f7w4+6Ago7UMBWPF9ktciypSOTpGmCGcKGQVMsOSZ0jmGROIa1FB",
+	"EAks6O6X076bArXv9GMB3FC9R9gTzThTwsQOALmAzF8yMmodt/7L20KXfKt/FW/PYBcAmzq2ZUSLcSjh",
+	"RAAJJ1+okGpKqv+2pFpyWMQjWbxRRF1tsa3gggZX173+x+v7qw+DHbfWEBzs+3UwDiLDeUDSROSJZAs0",
+	"eAsD7OIZffvXATAoq+XiXE4Ik+boTmBGcw5IoZIowXVQAuzArXHOs0eSKeYr6ZSgqVoc8G2QFqhAgzil",
+	"hEl1qZ6j1o84udU89GVY9GP3Q//27N/uz+56JfSxDFrxZwd8nNIE/ePu+uq1DtwfXY2L2qA8TvNU0hnO",
+	"JMpnKccJSnH8KEACGSgZQcE/k/p8qUQxz9MExhgqHMIJase5RGLClQDEMyTU0YuUz62KPZhS1leT94cL",
+	"SURfkXoBNoyBPr+YM0ZizTPh/BiKUy5IsrOHTgFvPMAN4EROORulNH7heZxfgaDTv+t1e2flCw0sQqDT",
+	"68ubi7Pe2YfXOAS9Fyu2DVA7yfVyyY4C3KC0nIE2sthb+kYJjFgSJR0OaaLRXEnOGkM/wtOEsJcB5PTu",
+	"9mO/d/3z2VXfLKYElSkVQl0rhQlMI6j6Akn+SNgrQqi2ioG9nQQN/tuu+n23p+YcWFmdCuQtbp5xNj5B",
+	"alMPbPDx+vbH8w8fzq68UYzOoVFdPSgT6VGKx5ZWTDFTxCXjKVEyqtKlmJIRcfpS5Oud3V51L0oQpmZo",
+	"RAyIXgzSe0a+zEgsSYJGmKZ5RuylsgtQiEgkpqkAYT7l4zFJIsQULVbifJ4xdRXVzl+HmTquUdq6Iikj",
+	"GPw/isFppLDgKXib3fq52pDiweQVAHCuCMvl2VWvIkqkVEiQXYRdJS2mRQsiXwc8VMmZKcHCA4+bCKDB",
+	"Z8SYyRZE+kDxVq5Bc4MXinH0OL/AmdYLtofNTfe3i+vuh37v+rp/0b39dNbMKcmXmJBEoP3O4fuj779D",
+	"wF5elVvaGUCmUHpNSqfUAaO2VA2OO5I90ZjcM/yEaYqH6Qshcnd2+8v56Vn//qr7S/f8QolNNeEzwRIr",
+	"3U/hTF5MfGLUceDO6eJVYKNU6wxnNF2omcz1ESR7Mnai8lIyguOJeitCozxNIzTMxQINyYIbgxGYPLgi",
+	"NKNcEIHmGZVEoDZmiwIFC+kSJoILnJGY0Ccw4AhFpBfIQw5KhHpMJZLasCURZzFB7cEUf+mbF/v6xcEO",
+	"mDMYB6MIo2JCEjCiUIYmOB0hPkKDiZSzvhJ3+kpi5LkshEktKiKcJBkRcGtxqt5cKFEoATG0PilIQUbI",
+	"tAtuO0nYLHdnD11xtY4xmoM9kbkT1aYnYIjgK9oFZ9EACeMcAk43pk+EWWwNoNFAKWNVr9OuczuF8MO8",
+	"/dZzUAGSWNfFucIOeQuHuSGVNEzIXQHROv7dXYLL7n/r3/XObu76t92rClEAZWFPwVhIMhPO84EZMvoh",
+	"GmV8ivYVpu53Otp+Omkdt7Se8dZ92nr+HLXmOGNK+2od//75Oapdx6ptrHYXpfXiTLDQfFwco8r61QlX",
+	"J0ftm+u7nnm8a0cRb0HQUuORL7MUUyaQulOb6IHBw1lLV8hZLvTtNche39yuUIIClQt1eRS6C4txVUgN",
+	"TgoBzI1DpSDpCPBbk4AkQgODCgOkuKEmvwYKPHsjiola2rRyidnCKGjiZbRWkfLL7tVvVtu4K58u5yVK",
+	"8yrM5lZBAfgKSSzkassYnFTuubraGjBAQCmzN//1rvQ985Ttl4o891fd+95PZ1e989NuVeQp6/TIWYFe",
+	"AbhX3CjSggihBm/zLEKcVUwMEWL2xUeycGpnZdGavd8zkc/UPSLJJUko7oEl6mWwubu/ubm+7Z196F+e",
+	"fTjv9nu/3VR4/GJGkD/sl92pSPicgcZuBEUcx2QmSfKaItAbgQaneme7aqcDO5nilmUxUXPatm+RKa6v",
+	"XRtSOxGan2NmTA5vBDwGPcSoKopeK/EAZLqd6g6LAwpBTp/TL5pgUM7OCnhve0RLiX5JKFV0ETNNGo/R",
+	"LFPwkQv00GJTTB5amqg6DHqNo+oiF8RhqXSVfKN2zh4ZnzM0oiRNIq0hA9AjlOUpQcNM6dM7jaR7z1up",
+	"tq+ao7g1Rlf1zOyWagusEgTrTx2S+gDX5l5j0x1ynhKs7QmFRfj34svP7lU+/HcSy9qbMHP9rajVTRJw",
+	"916CQ9ez6eEkoQqcOL3xVjvCqSChmwF+YMmVzBeB2TFBQ6Ut4FimC7gaSmZUb/VpAkEaAzLFNB1E1llJ",
+	"M21R8H1eX1vwkqKICf6v5vFezKetqKVebh23tCdabaUMVfPh14a1vhHq6vCcSQRvojb5Eqe5oE/aG1qs",
+	"FbwIztquh634AA5rVn+7PM9jY1da43Y8JdZRPoa4B+cqGuhPFKvjc6aYHHPKFzwAiFkUrxtsYOmE5VOF",
+	"AvBBK2rBa3BbYTmfA2s3W18KPZp4Lv8IOZe/0jGYMUKrCZRWwrPEuaTBdF0DtsaFnRNfQqVO/kHtw4OD",
+	"nRJmbOn0r+P/2JC/KgVxcTHgmj03Vn4FRMBsjGYZZTGd4bSCsThN+bw/4uo/+cze5BhCrJI+INFB5+Bo",
+	"t/Nut7Pf6/xw/K5z3On8s4YXH6nSWhTYRD6d4owqXVDbb3R8VtI6PjyIWlT0R/iJKyXR3U+tXckM7sKB",
+	"/luL88f7HXX0EltapCSZMc8WQLV1vJIaPIY1DDl/BDCnRErSfyTqNUlwqkBn/FS35iuEhaBCYiZbUYtx",
+	"qaZu/Zf/gu4VT3hgXfEIfnyMJJ/RWPvLUUJmcqJ2M6OxzDPSz7O0dcyUXtxyAAZUPFIETWaLPuh5/Sll",
+	"OUxxFLXEQkgy7c8yPp0p8P7Gc7DbYRRjhUEpympr3EOnVCkQ4F3RUFXLyGdJ4JgOevvfHXeOjvcP/lkn",
+	"NNXzrqLSrxMiJxAUoVhYSoDlY/GIplip/QrRJGU5AT9gleCXEacWfKh+A0GDTkmJTKld7KqnrcD1Lg1S",
+	"i6Wc8Ewi7xlqk+lMLrSikjNBJNxEnwB2Op3ANCECAtfN+DzdnVFYvNKdWUH0Jihbq6UiRcCTpjh7VBCf",
+	"UOupU+IIsiOFgV66P7U95JJPsaSxCQ3SMTtwpO0OSijIF0CkpxpSSwIhS1fTDznoVMnBnSQzNMyTMZGK",
+	"lWKY0BzEmlEA5YsfZvCaWlUoUUbIrjogZL/X8TWPZCHQwBKQQYQGimyo/0LUo5pe/fGEM4qZVNRjoK79",
+	"Axt4BGWA2k84zY11SnMOfU5OIda4sQN3OsYZRGNRJrlS/3kmTaBMjbRr+lQ9vQ9UzFK8ABmlzFGChKyM",
+	"5it8/Y7u1UJwQSXg2e4IxwozFVIqXQXB++vdsOAdK5HNGqIa+xsfac6r30V0isfkBCkiW1gfNMiVqM44",
+	"A8Co37WptiSLenOX6HNty3OmdupeQm1sRYcZyYTCO+9HYAwg/ZTZ/NFalCHIGGrxfPoH5zZnCJcu8qK4",
+	"VtrpPcI0NXZP9TzDTIBZExQZcKWtvt0V1lQjtvAz0j9rP7HxvEwhODeMGHV5zeNateArLCSKJ5iN1+YQ",
+	"Fd0BAlFKh23uVplOVDdrL4NP4qIqtwyfXZkAe2SrzATK6F9ilSWYfG6S+7ozGg79NPNpjKgFX6K29gRq",
+	"63ucmWPxZMB1pD11aVqP34/e/fHDl4Pp4ex9K2qlWMi+kngrX77r7e8fdw6ODw//WQQIsfcMwjZGKZ/X",
+	"xZJvIDeErvlNPkxpDFChSaTN7zr+mSYuIn+EBuLpsV9+bv7UADSvnkB0rboDKR+XqXMFUrXFlUEXvAUl",
+	"410RA1oQQn2sOcRZNEFlJVkMs50rPCWoPVwoce9JLcLEOwGt0OaiN6Ki4pQOeK1baq5l6SKUALPiKpzq",
+	"D30LRlUvmlJwuz6SRYQGX9UtOf5Kjc4f6cfF9BHyZ39+HqB2wmPxNiGCjtneNEEPrRv/ej20AAZhs8ky",
+	"W5C3iV+pnNwBVm1gBik+v6BCNgPgZ7JwUhCQB6ZZZ/OqqwGh4Bmuv45nVIlDIXkzlkpRVj9GiJG5QlqI",
+	"mQYtUJKp2AA4rUIJxlmGF3Wbkl3HC2xKxXS35Ik/LkUocPBpQpuRJxsp3HbR63Mj2PMM7J0m7E4HLph7",
+	"+iK4P5JFo6lDUzVterW2i82oUqb3H9h3OscLAbHzpRHXsvvZUSO7+lc5K+/eBO49I/N0Ubr9lMVpDt5c",
+	"iOJXVBSYo5goyVZ7a1v/GdjSZkf2GJIIev4O12ZmNlRI6zVgzzIJF5yli/Ky1Jj+0vr//OPdU68z/ON9",
+	"fLW/uD2aXxx8+en75B+H059/EN3vZmdl85f6/Pfu7j9Ngtjf+nuhQP1VbNJgJXBEbaxhZK72/C3Y4Ssx",
+	"u0dIZ9iC5Z190b7fZtJktCKtZpIEaUdGWTt9MQGyA61FxK3f+oNJpKpBxo32QpKwnAteM6JTKhTdhtCs",
+	"l/O/sU36rd88/ZvWY6mAmTfjfau5np79hUAD72cz1MB6Du49wCVB5HayDkzTVd9vvL4pWHpDxznCsSyw",
+	"OyPaek8S675UX0I+xk7D2TVyUScfbWrwW8YrflXyOpUmSsIu9mVMQ4OnyjC+X2utxvdZ5EYHQWF/tSYZ",
+	"Z2ly/mGwPBjVhCTOnLnEIOMtQmLx2HgMYNjQ2d86gRWnqX/OtKwKcanlHm0RKaJdYBQsUELAlF1WlCx8",
+	"1lgq+SIb2CyOy9hS+BeTjDIdnUwzFPPRiBA0THH8uJ5BeqWZhCRUro9CK71kyLs5Q5JyNoYSBW0R85m5",
+	"FopLZTsnPsc1HxgMmU94aq1z/ofbwT3ERt3lLXZkjqdAqAB+b2Fu0fdrA85iqNEboYFCycvZjB2oMa0Z",
+	"fnUm0405jSGxNX4TtSSXOGCk/YnPdQSVm1tNDLmASJCUxBLM4oYGrJMJ6Z+w266d/8UcTm1vuzCBrkHt",
+	"NwKkSoViIWloFV2o3fNV6Xdl8eiLXL27Zcip9/A6eLjYCKVCR7t46YHeaAvqPYgl253rpUuXgiAbbTM1",
+	"vgYt7lSsoyMKZF2rTEPKcLbQKlPdiqlfDaEDeDFQ++bqU4T+cXP2KUKfzj8qLvUrGd6cuAzbI3RJfywT",
+	"Sz3jSh0Dpm6E23IkeSWTkI1NWEO+DcmzL8UNq2ycYolTPj5jMiQ83kF0Apw7V1u3kfYlDcm3jQcDDqoF",
+	"fcCDaMI5yVCXEdBx8NpZ76IiTDCEjleY4jGjIwpxLmBfD9Rh0UlR/VmajymDkOZaKAO8qF/oizQf24gE",
+	"C7ryx3pBZjIgtDZDWR3j76EMYnjU4wmHvz9HrSeSCZOxvtfZ6wTM+Q5qVfgPnFPW88SWBTmjaRQSlQf4",
+	"lQr80mgBV5/He3yCtNfKBASZVTASdF3pg2veE3iUvYioWf7nnykZVCzl+um6cr5XVAi1IW3clBFiXrkW",
+	"nllHhj7s3aLGUP3tynLqWFdbVw0N6/VmNK4h84bWDGxtCcqExGmq1DMKIexojjMm0ODm4v7T+VX/8vzu",
+	"7vzqk0mBt9JLsUIcT8nbOcGyYXlV4WVbX3p49NLVqlkBOZMZHeaQrqzf9ORjBVpHWcRafur6ra1T4Pix",
+	"SJe2sp+Duxebb8YSrwRWSzrqQTh0NrO+Z5vkQ2MI9YstfFwgGizUD/UzhEj/EIzwK9Oo2gVxBY5IZf8Q",
+	"vtyw+QCdWwkAR/fqJd2mTyRD5nd7JkGW0trfO9jrbGQzLPut7SLceZQxNCqIr6FXFfgFUKx+wdflssvN",
+	"R3XuKl7NABlABLMmRJgOdOJZAraCobWSrK8YBYWJVWa5YmmvJMo4u+mGqkvV6gt+TF3K6sDEJ53oEgJ3",
+	"sGmUZHgk0UHnoLO7f4CwfGCDr3g2688yMqJfnh1syqlNe/rx3r8LzgY7e+jexKhDpBWGkob/rtMBsDSx",
+	"iyl5ImmlVNDX1l9sBH1rIuVMHL99K57iPS+AWv29xiKsfaA5sHWzoNVSYF2nFP120GkI5Om8YoTn8zZR",
+	"tk5c2i1FhvmxdDbezXsZOMCW0bVRywuaax23nvZXBdyGRVNFpnTSIIHEVFdHxuWo6F9xLnkfz2YZf3J8",
+	"tPKFmXxEZDyBpMCCBIZo//M6Qu1f/MJGIe+o4nz6Ptlc0sFX/aCfZ+nzoGYPOHwfYDrr61FVMuGcBxsL",
+	"wZWV7a8fIrtWlctjNMxpKneVgJILU/yoLpdGRjgouMUGQm30wMCKaaIsS1U1gd78q0talu/cxodpo7qa",
+	"5Vl3kG2ITgc7qxNuN4wEXUPqDAmYOsGjPStJpIMnwhKevVV/DXZOTJxSoQO4QEacareyY8vNcm550L1K",
+	"MoU5lPbfj80/9/q7n/9qH+/8/e3KN/6yjvhn6FNI/gRTuU3CICc2Wp5PqVT8j2dayzzROYDAEflUQwBx",
+	"hrRWtIfOcDx5YKWqYXg2IzgTzkSk0+B719cX/dOL7t1d/8P9zQXkN+6YQrAbCzkW5TQp3EzsxUzSeJng",
+	"658T+Pp/3/tc+Uf797/tft77W/AUlojFhSDcZD9qEKdcFs2GWWNaqErIiDL4zITgNrrWQ7kWJmI+JI3Y",
+	"pIBy4oVYM/NiKc3vmpU3EfwGF1QtscCsvhbu35xk8J8upWCZQ8X6b7SEOaeJ52OpOpbfCOQ7uCLE08TF",
+	"up0UURhgBoDCNFDN2pYjclHskbn8OmDDTedqnDLEM6o0ZnTpuXuUspZqv50wBFZm+ImkLgDcw0pHETZz",
+	"RgBkz/W3JYmgsLNskz+wbrJAY5h8ExKuDJl/3QB4azjUmfym6AS6++2ud3bZv7m9vrzpWcPW3gbZfY1y",
+	"wGb06kYJ8EzqCLVSCKinFTKOOJAcpbGFIiUKRSFMUdwLvj2nLOh76gVmOF0I9RiM46BxcF34lXyZpTwz",
+	"GZ9PVPDMumzpEwnahJpNzNc6fXdMGMlwGqnjSvJY0icqF5FTvSJFZ6c5M0nkEZqShOIIyt9EDnM4O0GY",
+	"AZAeGGT+VM778qzX/dDtdfuKA3+6vv2tf3/189X1r1cKutJlku9ESHBEpUuEZ0iBC01IRqqVcz3Vy7sn",
+	"3x0utUfbtF1nWy7D5MecJUr2Uh+EZMTg6CVVr274THmeIfOOf/4CIrrU2StmzTPMoCwsNvnE44wQMEpp",
+	"1XGY5gRKiiZ0zBVXpzwlErIl2GPw5EvKZnVZv1CR4xSZd0zBEiOGRSghGX3SlFYR4HcHu0Mq0cerX3b3",
+	"MZpgMalKMIgmaMqTPOXonb/Hp45a6r76v4PAIte+3ddWs93wegOOu8oN/IlkmeJW5fut2FTgUpe05xob",
+	"zHLF5jATaJaRXfNeArQC5NtMX4udE4CqEnspm5CM6mBniNUx2BiWU5yiviwnstgaFch8se2EYeXJAR4l",
+	"JE6xMRO6EduYIVtygTOohSUePSv39c3ZrS6vYK77Tl2F3szXD8tcW4QFUX1zlIG9rZBa1zogGMg/G2xT",
+	"SU3DgTGRitLZfPpCxwmekW/gaT4pi+Zi70VqTnHnQj4OU7p3s5xTmGcXjJu2dq04URcIkuQ401qeNU1M",
+	"cWIrCeiodNK3Hw20DgiB29NcyAc2JJB4bnDUFsa1ZIrz9ATNsBBzniW7ajNJ3fx6Ym8MSdA45UOcWmMJ",
+	"z0wRB5vUmhEjTVr5tSFb1Ten1TiDemxzJEptKCK0vAS2uXbeV6G7B7pv2XO4s7HJo2q6L/ZTkKgSXq68",
+	"mh91UauwPPLkitnY4lfVOANbSgioial5/PPZb6VCNXlhYEcP4G7IsMwzKEtjbP612mjFWwE3PUy6wRUy",
+	"ezxV3z17K6uFieVTzHYzghPw/kDhM4at4lmIOuttKCCYhEqwg0PjhkMJVtS+/XiKvvuhs79jc1T5aGTK",
+	"+aXcVp8uuf5Htrg0BDFaj0l5wXWgrsIsgHEBKrP4dbHp1JxQg+XPQys1j/AdPTt7CEoOIVffrW1rNGJL",
+	"jXeO0U339u5MFwmKHtjZ5U3vt74pjBmhc122+fz2TP9hyvnCv2+6vd7Z7VWErrqXZ95r8Kd98YH9cnZ7",
+	"p/hk8YJ94gazD9yIGvuLLyrF96IHpmjAXf/qute/OL/rRcizhxWfhYxk5unZFVQvL15+YI6l++MWfF49",
+	"u/7xH2en5aflvXfve9f97s3N7fUvZ1DKyh/XTQo/oLuzXu/86tOdlSDUbfee3nTv7n69vv2gHvddCeTo",
+	"gbk3bLnpX7oX92Y2ZJdi6KO/ldpPxRk5JcbfpHt4fnp9ZYa3S+1d3/Qvzn45u9CLrlGt6IHZZ26Yn89+",
+	"20O/GrXJ4uRxWGGO6gKW2vnP5xcXxSuNqpfGwbub7umZevuy2zv9CbVFjBkjCfRNUWK9K5P+wEydYe3t",
+	"PEHki6ILQA+Mb00HcmCWuIyInQiVWZBBygpjMuh2dXb24a5/en318fzTvd6X0fqMPuHdwlbUKt3CVtTy",
+	"rqH+qyjuXVzEVtQqYaP9u3i3ehW9R/WXilHLt7EVBWp5lq+jeVC5j+Wn7kLax9Ub2YpagRvpP/Wwtfy4",
+	"AoXapSy97V/KVtQK3Ur/cfha+m/Ur2UrajXey9BvxWEELqb/1N3MVtQKXk3vuS9RhO6m2kLoKpaAZT5U",
+	"7/p30V9T9TIaNCzfxlbUKt8TiwXhp4HrE7QMlDioLZbaFKByS0SeGlOyyOOYCDHKU09N+ZdFw/ola2tK",
+	"l/6lXqTVqgAmoK5tRWRwUgGpKoTXyBXXt2Fie3t7O9tpUVbMXStHreVt7ZViYgzEN9TPahExTk4CDU2R",
+	"ek+W4pkDq46WgeJxRQiNLgsUVC4HO3voA0npUMGepAs0cuWIJiQjx4VVIUNTnKofPJXtgWWkcAa4o24P",
+	"grd7AMcInlWCE4UQQ6IO2dah0wYNNaauHeFK8P5LAnAqwTKhoBgXBgNF1lxXHRtCHVNJ0ILnWRHi8lyN",
+	"cZmQdKYjpbcNcAmEqrhBXxKR8johKMsvw92Ez5fH9tcQ/n/SDGA7Ua8xI8dBAguU4bmOf+MZ+q17eQHp",
+	"PahtPK1aKyzThAiNdbH6QUk4q8ZS0+QYVXDzgSlMOEYV7Hpg5rSPERz2A4Obc/zAECrdlWO01VWpxbzo",
+	"JguruGZRdXcdzmnhw8a+3XlWoI5fHt6gWb02fF3kLEweNrLgQV0JXX5X5whMn3TegzF22KsD10ityllB",
+	"vXLwRUuGBkmnWpO+dBBg71SoUbOxlGnb8+fn5xfeMQuj6gdn4YLtqE1wPEF19f6VWbwDbdBrYMvngstl",
+	"oLcwcEAD256N/oceVMOiqvRO2Cy8jVjkTTPLOLT/+MaSjoZJZA/tFUUeztOSg2ipDwis+pynRRi+DWdw",
+	"7iFb1ZaMRkSX6dF232pN2AA3q8ShKqaGMLq/vYBv7Xj9Cpt0f+qMJPNnf7joVyJheLFNwzEdoIRZCk7d",
+	"la79EhhxObc1v5eW+7yZp0x7wEuuN7Ma3WTW958JCAEREYINuLyMkkfNpI0YU712UHqOrYbEkXUjgHx/",
+	"VykKqMYOAodZI0PwAwjDRR8TC4kN3X51MBI3ehUkgzoCDdaDTQjzlrTwdP6WpZ5FvuRuOnDXs40sfjcF",
+	"YfoIX4OW+cWi0EZnsPzavBgcy3xCwX7k9TS0lQk5pUu72kGpe5MUfkpn43cprytqV5X8QsV5V3NySuvy",
+	"HUglEhJEwxXHErqPIUxZj4ksr2ZwBskHJZai8xEqbrwXqxDL3L093/2/qae3xDBX8e2lzr3tGfVyfayA",
+	"LrBpRdX8S/s6YN0GWE3AeRXYmB0uibqsOM9tfrZFN086KXno05TPSdKXOBsT2bdVmX4/fBcdHn5+DkkB",
+	"d/nQrWu7EurbhQiYnsDW0y4kN43CinrGGgTDBXoki5pX33wHHVuxQIO/mv8N9jb1z69LiyuQ2raOb6VO",
+	"D3RDoxYAW1cuXUan3QGtV+jFx9AV+YxrYOrLbrB3Uda7wPaD2v21P7zC9b2TWOYBRNLPfQDookDW2KrL",
+	"Yk7wjPjxKiihIubAV4yh4I2wKZvVysQBrUPpt2D2gLo7YPvg7IlkUncL5OjSRBuroRKd8t13Bj5fuqjo",
+	"KibNbZzyIfEyYj1Qfa7Z/ZZrRUtS0pq1m+fPDcUccLLoS26EgPW0nLoZYmlimA6lW64dlCHaFPmNUjwk",
+	"aTXJfqlot03Y2WpxrqlkQykeFuqAjpSChoY4frQBI/oU3gh4KdJ9rRsqOlikaSycUGBRoEQvXCH7RkFY",
+	"oITCBD8R09wsd413YixinBDUBr8BZ+nCtvvVXKJs8FiZ17RKHDNaQPGa6aWTYisoZgnJNhfVNP1YGo63",
+	"ae0Fw2yK2gucpxocaxReqNywoJHLsLHAceGMWDfbf5B+tIwnlu5tVX0p1w8wRQN8baMMmQBarxkq5w59",
+	"uSJSMJZvo380JPIp+VwxogVkLwUm3Qa9V1cNgMW8GpteYjA8c2Y/3YreMO5CJamR0w24xwYGpkazkltf",
+	"YQJCbSvJRIikgtSCvne2i/p+XbNMsXIcMtBstYdQfHj14m5tEdC4ss4NfDXZVpqQ9Y3uTuCuvOSqaHUR",
+	"KtL+TFlTBVjb6vLy/PJM97t05cKEIBI9UqY7xCnt3WsrXpZdH2GCFlR+s21F6J+kdbz/3ffff3+w/50i",
+	"o1PShwkgt1W9+fbfZwSIMPwxY8W/52Q4c3+M6aj1uSbePQb31HWL9jNY7LpwnlCdd5MQ9V/rJ1YkHQoD",
+	"fW5IDNWbqSt+2ZiIotOnCZhz1ZDVMiIlP0Bj0LWKRJbhVO83EDwtN9kmolAFjwCc3mZLCwniF7QHACQ+",
+	"nWC5ZeFJ3WMAI/hY0aohlvGkFi9uWqG2bj58RLOUYKGtvsD0carbHLXgX98P9+NQ8Ldrphq4A3oR4BaH",
+	"LuRWKHasoVIuYnUyaXlloUlhn28EGvivDnRh38Ew5fEjSfYsVMTApHNuGONvFhC5/TcfZA+Lx5ecIRQF",
+	"UGRjZgLPl56oBrnWK3VLZ6VS6ssRtXRxVaN4qjNvfS5iStY5bjd8sAKkPm4l9rg1GpXdLXUt4UeB7N/M",
+	"CBoI5TziQzgym1QcLrGwDZK8EBcscIK4oK33L7zVH0hMBehOJnIjnmAJ3cU0argi16JmAjEf6kCjbAzU",
+	"GQ4C2qi5iC0brcWz8VsdRaadgvpzBWTnhlD/pQnJqpjzw+gAt54/B8wGbg3LZWa7G1sEfG2cUTz/FKep",
+	"BZOm+o2IUmX4bn1LDnD721w6u/95Dwy1MRL5UAkLKcG2PX2muLl5bec/zZmegmn5xpjItztW+7XXb85n",
+	"sHmWESb71gyvNfCMxBJNeCaAEEko1iXxDJRiRub+2yZtHKWcjcGYP5tkWISysGozheie/VXJTrmo1fg5",
+	"CkV2lVdUk5zgnIVE7xUEMhxLkonQuB5hfb8y3am6mcoqGg4z3NRYdxfQCaSmzKXffuu4qPEvCHSGzHg+",
+	"nriuS92b8z3UTQU3jCwjD6wo+qxQHsx9CUnpE8kWtajYolHE95ZFWHOskUbUW04g0QFm9V56R7ud/d7+",
+	"wXGnc9x5989WVPkCfFgfM2JCF7V1qi4ATKFudVp0TeazkjgQtazhW8HYTgH2UxpPTNU/lHC04DmaYyb/",
+	"3louQHwGw4/QZ/Fr97x3fvWpf351c9+rdrsI7BN6Bpom/BpitgG0MM6E6phBV1wFdM/rt/IwDT2duLqG",
+	"lmFP+Gu96B5OjYh0YtoemG6bCkN1G8FUXSTt3CocegLrupMrbY8eOi2jquqi/Ghe/TbNls2RrSbuEInY",
+	"VBROrRPKFbv7SRtabwRKsDhn06olFPa1f0FHUa/vhFmhQxgLteIYN+s2oaDVlRLHk2lDd3coTWKMDxje",
+	"BKMktN+AgNVAozhjCliFToUtBPJ5E4r74WYzxQpoEm7rGmzqOxQ8zSVB97cXqA1VAI0+h2ezfp6lgx1o",
+	"uPnprIdMXgGe0bewkLdf4T/nia6c6E4uz+jKM3M7iawWr5bXBP0fi+tX9T0tFKcAdBZoBs25TVBazlIi",
+	"hDYBaWMZFejm7OqDImk626x7gXiGynRu74H9SuUEadJa/6BQa3TsrCDyRIeKlMdBA08RBsZVJTJlfPB4",
+	"TnWT90wjMkkqCioRqG3WWZ58Zyt98EcsdbpFVemzbKYOfRMeAQcwxwrWI575Vqwq/FpRla98XmaKCBYR",
+	"TlOBsJpNh7VbQdTBojrn+tDwcM0KxyuNUAY4K1DXDRegHkX/pGJXxkgcISyQ7oBImcF0pVsbQjYIlYTy",
+	"9JkNErDsZ167aDUwF6V6dsXelvoaHGIUrouEa2viWkVLz5kkmWLqGZ8jmpzAGSe6d5VwdWAyzPRHCiJV",
+	"DWxg067WZGsNJTzV0UB9S+xDRhCiKEu1CwJOTOvo2ibXikT1YjDW8nwsKb3YHAlZ4EcTxp6zlDLy0bRK",
+	"2agjj5gqLIYEbkjbozAUNDqEul028qLupwi3nB9AQ2BdSlatVZeSPRliQb47jEzHl4UkwrZZaNsqnPvf",
+	"oUv6o8IbnkBpIsg/+ZPA4rQvOMk4JGQKmhIm0wUkBsLraD5RW9DatU7NEzIjeCqgShh2Tyc8TdTeRmSO",
+	"hvloRDKwbZsqhPMJlrq0qqKLat434I040eqOUnRsFUH1hgUQMCq3D9hG+3D/3U6lWCeAJoRraqYwNqsz",
+	"DRagPTrazDrnpoiKw2tCp/UbdCniFuhJHHZqVVR09an6x9pkfiVd10Nu78sqC2/1sBLKEq3nesLjq/l/",
+	"9OQNxV+6yNYWqjcM1Jq3It9tYEsyz5i+LqZGWzUCbJl+iZ3QLFyYFNd1ZQTI5UV7w33bw880AKKCoOV2",
+	"uArbW9HUcZ6p1bP1Fa3S2uuWGSPjm5qEPAOZcyM5w9Monhs10EIE46GIl18nHM0zLollRgZ3DHiLQo8h",
+	"HGnuLXnDha6fS0um8AkVUtG1NmVKfRLW4LgGdw33Ybu0XSpN77blRMfrFQjQcG0FsazgWvN1hPmWUyTz",
+	"kiiuwrpEyNyhzeiQvaWryJEb/GUUaTkl3mS3sTEKria0AcL6wl30nOi3PB4YemwXcuLmR7r+JqPW8iKw",
+	"IaHb9lF9Y5i/3mRQ3PZxq8LU1R7t1aTMawqbJSQr9VX3CDpLjIZrouHWUxYdJBuxdrnuphNYCn3HSLz2",
+	"RDZcRLOKFrVyy/pWKb/3eh8hHPWgXtqWHT1qQtK1UdlUDH+BHxvp6uW7+cxUPa6yZzeWrfVwBJivazxc",
+	"8bm+HrqUKoRnf8wIiyd7ARZbG6pGOnlGEPymBhpnmMkI7at/73c6JzaYqpT66kryJ0WMzmb1wrUdSSw1",
+	"iWk7ia51Z7RHXfIbis9p1lEuxL0iVKIaBdtQjxpokDsgkLo8g+AmEreZIYhFYMoE93d3Rn8mW/ZT/dE4",
+	"XqaUaRMEQ92bc9ut30MpEydf6rBfQ5bmPv320j+SRYEcnoMLtYcLnTLAtH18QhAcuFZo34g1KrkWatLD",
+	"w11r68quHmRfBtPBzfWdtZ/quBj/ir5SIySvlotfa2XNkip+UfDX7I/0n7Xjwt2EZ/9/x4VKE5z1RZeP",
+	"rmqS660ZElvWa/S4vDDsisv8jbsczDLKYjrD6TIvpnupzOQ0j4EgokwoqBYv7qGeewEKCUO1DejE51pQ",
+	"0LBjdPlx/mfvyrD3UnL8KeP5bFtpiZG5Lqh84h0QGpKYT4n2FfE506kyjVlulzh7JNJktk1nRFLJM+T3",
+	"wK2QVknwdMNUL3W9TM0ji1BQpGVnvUZgq68dasuMTqfgLeMS5Yz+kZNvVyNdH91FOj0Fee8lx6ct8FZu",
+	"LOdFwNFW2euMmrZ3PE3xFLei1hAL0i9ivY7fvtU/7aWYHe/vH747fAutAyAC9YvszylL+Lx1vP9uv/P9",
+	"QdRKMvoEwR98RhimSnAU1fImsMzWcQsGfre3f/x+WKDGBY9xii7MciSZAqnKM9I67uy9q3NNu4WaocY4",
+	"PaykdqK7Wu/qjDPC4mwxM+0dMyKkTULLiNICNdv0jvuw80MtSMm0Arlm6cIVYSnAV687ksw4ZRKpV7RL",
+	"GVsHs4I04pm26qnfduDYBhqGA7hPA8zkJOMzGg9MN4ERzx4YVFoBmLsCF+ij+lbPTZJBZJr7gZYP/ocZ",
+	"lhMl9afQocRGRyuBlbLxA0toRmKlMu/sodMJiR+L/gKCZGqm9uHBwY6eB5si7NAxRBdo36lgINTxm3Ah",
+	"NTHPiOCpnnaWD1Ma246DxKYDckV2oAEuSaydzaSqPbBBmk77NndejSoGqA2jQwe3CJ3feAMqyJ2ef7hF",
+	"jEi1QSgwhRNFs4UEFvjAZJYLKSIkchDaEIYi2ym6BvzcOdF9ZuZUEHR4cBDBmOamaX9rBuAlhBFdokjg",
+	"KXlgc2zKSckJAamdkVjuoU8AozKIhOs2bceplUBraLhYvYahNENFKvXvAEz+SJioSkIdFwa/hH/au13X",
+	"bRUwDBa2C8wzLfZAp/VBjkYp1uZRa5R1xMIhuRK1zThBC61PVTwWHiSOl/hRa/BFVSIlE0L4g26DpVvT",
+	"NSThir7G69UT3QurRmtZ34k0qF0CgEb0huwvJeHqQ+rzXM7ygNRwDc/1UaIYz0B+LlAydLgrRV1Nk8NH",
+	"C1wRvJY2vdgQ1y26NTZrv5FhteD5M9feca2NWG+Fb9SELsUAwepXvIXalqaWNljKcnMwPQhKfSyHLkFq",
+	"djolPHRwl+6MkHlHmyVjrnTYYglA5Mwbg/Lc775bdZgNyXf68tqTbpZEwDb0gWT0CdjDtvJI4kYoIh32",
+	"0CAjgv5JLGkYzGkiJwNF8QcTQscTOUBtRf65nOycoIEpj2Bef2ADLfEPauGuThMwmWZ+TTY9JcSu4pTK",
+	"Rev4fSdqwcyt4+8OOzWZwg7WcO1sE2qXRq0ztmGlkUUYYa+Kqc9uYlhHWhymf5a6Tpm8OZ0xZ3YAWXIB",
+	"zNZgConegCBI/67Qaka/kNTVWs504cu2nr2MU+/3fzhYRSCWhGm4QxUxTgnsfETVEgSFZjGJnKAvZmH+",
+	"oWZklzDd+0Fy5M7WA4w7OvNNECLuWOsiF7RoQ+YFAL4CNXBwBWakCWyhSLw/2jlBdMygvo1j+5uaDQxq",
+	"NZ2QBsgrH9AGJZDsRb/iko5MC7m7fOiWut2N1w6bbEyASQg93hDEPMySCOmQb5wqAQ9snJQlIpB2CkHh",
+	"EovHvrNsKTapHujAZXVRdEpHOV9Yl1EyEe/mL2uMtrXKK5VKp5iGos5SwRW3A2FOgFzm4AQRVvBdgTQA",
+	"jgZmbnZUY3fekBoSCk4ZiQl9IicID3XvJdN51/Q00zJFLS90mRfHn8cGypYM9FFL81yT2GK0GA+WtfAz",
+	"l86gw8R55lt4qHQGmycqqLHZFOaELYw2pZOsUR5YxOBY1xuBP07QwC1ocGyAZtY6Z1aVwdKzN/n9H20f",
+	"IvtjuEFeKR3PW6APuuaLt71P607iTBpjZqle0d6S7A/PZLrfKbmFfv/sOby2DC5pzGIo6tYX1qQYK2mH",
+	"bIEGFbtvg6n3fxyXmidJG8vfN3Gw0UzIFznXvNyBlX62e0GybcVFWKPJPFBAq6rpVbNjuTjWpwxD8Iuh",
+	"6K2x+vu/ej0AtB0KRnRL8PPddKYb9MbGqctXC1gml5aQAh+eC0lWx3t/HlJe6qkrYU50wceUWWtG6dLo",
+	"DyqRiodNI/efSEZH1GYJLNeVs0ejscOsCAtkv4ZGmsD7ILifNdUvKSC9arZPGTYEYgBfDFDG0wY9vDkZ",
+	"8LxybC/NA7TAXZr494GAbNIcZGNqIYDz6cPZxVnvTPOdjEyhqjIGS5h2Bq4XcZPoKUF0sVchXDS4lo+q",
+	"P9w+HONMgUQnrm53w6/IvEApU8rb5FuWzs13ppN5315onOD/ysh8r3yl181vrbvgi6GDFSTMQpUgO6cS",
+	"qPV21295XmwIACsSY6vKvdvICnQ9s8lxG4r0SubOM4IIeyIpn5GGev8rR968eSOseGW3xmtG0KTcsVFR",
+	"JsJiHUueEd12AbJvR5SkiW5qjaZ4trdpA8SV90fDohH+4Y6Iun5aBtEQem1aJzbXhGbop17vxmRqEXGM",
+	"fuzqVmNndz102OlE6P6qe9/76eyqB13JPqDDzn70wFyHL3TYeReh07vbj/3e9c9nrmOafn513et/vL6/",
+	"Un8eQme6n64/QNOu7sXF9a8w3FGETq+vPl6cn6oZf4gemO0Udtfr9s7gmel82L057384v4PGZHpE026k",
+	"37u+7l90bz+docP9d2rRd/c3N9e3vbMP/cuzD+dd6AaGDvePIgRjmx5nt7fXt2B4hyZ1/cvu1W9293fo",
+	"8OCHCJ1f9c5ur7oX6EgBQ/dzuz07vb68PLv6cNeHdl93tlMGvPTA1P7OL28uzi7PrhTIjjr7Ebo7u/3l",
+	"/PSsf3/V/aV7fqH2gI4678rt7jzoQzuyEuhbUctvrFaHeStqOYDr1mMVaKuvDKhbUasEZtfPzodxK2rV",
+	"AAzrCkG3FbWqoNV9yspghYk1TF2DvEaAmh15wISOcjVIBm03H3k25vJltRC6HrVWWjswViJRStmjIdwe",
+	"V/E5is9N1rUO1GSyFTwgKFuEKATIQrc83ZLBqi9daGFlzyazQAtltY2G4+dhPAZm+VLjYy2nVRJufse7",
+	"f35W/9fZ/aG/+/lrJ3q3//yXleQVZg7DgtsQqLKaoJ2NfAT6gjhBOIWko8LRAiIWnzOhdT4R2RySwmlX",
+	"8rxVK2fUSwO82+3s9zo/HL+zqRsbhjwo3fhdQ+RD1JrRWOaZ8RnrPJByWM3+wTqFvqPWgudZ3xw0BGoE",
+	"inW8fs79epEalWbFpg4pqxQxXAnJtfIjAXVMnrcb+90L8hyrEVl+VeDyWdalP/9wa6nLtxfWlKax2rwd",
+	"oaLmePHjBAsHspUlGZYHZvXsoG+E76EEpLF+0fUuTznhSWHqGlB+5YIHJcwPCtk20ky9gny/osmGt3a0",
+	"kot6PuG2XxdGUzIdklLutr5hkSGpSkIE39/nTWu/G8OKd1xRuFqmj0r+ljcr1wCXA4J2lyf6dF3iobOe",
+	"icJ8igu37Mv7jIol5eqLaogzY7pav4rtek0+X5IzBMBcF44AMfFikOlhltzpLUGmGe4qkJnZXwiyS31X",
+	"GnIv3whz3cSEznRmfyh0rWIA7CYYXfAnkpbtgFUhL2r9O6esgb/vG/5ekpYiSBjUBYYODzY1CKpj0bt5",
+	"I1DSyEgqq1/XPFgaXTulPLm0GL4OhZohozalB6dg7qh0c8M5zbGw1tv1Cbel2SsRU8miOnPJHMVSSIAp",
+	"mepKrQmJ6RTr8nAwL1SNcO1w95GYkZiOau0b1FmXJdz93R8+/97Z/UEJt/vv1xBu7WIjB+RKHXNDvwtI",
+	"r7gx65Ka4lheTm/MWMsgDhO9gOoYcrA6yVOv5FWIz/JUz2JfrwS/jeAQ3PdLt32jxYf72fL+02GXAFRv",
+	"w5lERQE6I46YCsn1fY9okzgGufvH6ObqU4T+cXP2KUKfzj8inqFfyfAmcsUdjtAl/bFESoaU4WzRWqf+",
+	"whI4ZGREMsJiIpanx1oBuWiBPSs+fTFaeGNtm1uiN1YIZXFKFU6doMHX5wHKmaSpcf95+f2lwH1wzOi+",
+	"U/0nSubgNwOCBfGvCnqE7X76MdDKuZaBV2znhYi6/Ga+jtw5ttaFNSSikAT04j02G1xM1Qt15T3Z50Sn",
+	"XmiTMMglwibCFBqiLequ5dr1lJWC35lnAS4NS+6ZAvhBe4zpgaQDrFw7JejeERUdXfUqU7wotEzbf6Rq",
+	"ois3Hyr1LHMZC7aHmA5hUWpEa0pkRuNqu5LWnGA5IdneR56RGIsXdE97UZ8fC6rifOo+zu3as8EJlVt7",
+	"2ZZrEJZfbptrGvDs7KGbYJc2OcHygUFQO5GBnm0nKGdQlN/0/TfRStpI/k2aua3ovrRuLzejzQKqbllO",
+	"sdSWpmhgsX7TNneZlgtzPgcC0JgeY/+a7jFelEz5XNYX6mwLr2/aPcbNtAbTKMC4+Jd0A/Gg8Lp9QM6Z",
+	"kDhNb6Dt0fahmjGWOOVjNMPxI/ARDkXhTPaAR4zNC+oQ4yl5a4hpK7Ld7VvHrf29g71OnVq6L+uA1XNC",
+	"WsHgibCEZ2/VHwNFaUzejwucgnVWHS37h6WQjnc1b4TS1Np/Pzb/3Ovvfv6rfbzz97cr3/hLiNC4HVc3",
+	"9Itp9F8AsZrsCpt4I1CKJRHVHhTfHW5Y8MAANoQeLo8wxK1TzMY5HpPdUKJgzbwHabgmew5sobUEuXoq",
+	"YV8Ql+ZX5MJpv0YtZfDgPSSmLPG5HDqfSy2tENbYN84VE+lYTzX0knfMVQik1+jkPpuVOJ7J3cO9/d0p",
+	"ZbRIS/x001NPkXla99FUMhUPvCwQvf2wvOFvsym5UQO1SeYoilEUrUl19WJ45NpIl4+vIXRrg/xFYz3X",
+	"scn1NETUHtg4Ujyje/rc9mI+ffu0P4geWOlXl/alXhjsrJfCGC4d+2opcqX95eyR8TmDCDhbUAiyhG2h",
+	"r4ZleH6Pb+F9cwl5y1jRRTr9oF989q9NQ75+3di6nvMsWEu7RGAqPrnv1xtWNHd5/2AD8FM8jnQqX3KM",
+	"uFObKgSOSqhzIErSuMNWY3h4YLrpTabf2Dkx4wWyNssDGsIPv+zOaULMNw+sOoVSkXZK4nJztuFa2YUn",
+	"IKmD3xQkXU3F6wmH3yrf0FaVFiRECNa7HdvlH6L2yFUDGJVIRrXJaZmov1ZWYjFBhT9s4ZLl3v3zPbPb",
+	"+Fg3Tn+sHmE1/3HJIb407bE6dSn30emzLtvmXaezJsH9F1TWd9S00Ylbzrr0GGxU4u7lIwtdyhojK+Bd",
+	"opI+CdnMOexExxVFIBuiaF6kUqkz10M2+BrK80UlGq4YsyuJu5aOWkjJq3RUf2HbK21edY+ljoc6aF8R",
+	"shsApREIrwGDntFYA3XRFe+FDBycevwF2Rr/AWAYMPWnAbz5ic91XofNwEGS88e9IMWEwNt+HAzQ/dW0",
+	"/0cD/mhkUUjAKoJ1EYbafmjO8zSBmGlt92wPXL+RU56QQSWWrnvf+0lHYQ5Mb5aMjHJBEl0BbuCFmg6K",
+	"MBUT7ahYRi6HPGeJKRthvhZQvtjAr0zMOdEhLUqYjdDgU7d39mv3t9ISGMpZRnA8AWGDGKl/J1ifvjEq",
+	"OwAxu4g3sLzA6t8IvX6cRmiWkdgk3tYnDUsKPpEgNlwJBAepOzAIHQkUbgDCHxs6V1nQuTYTFpfCwlRG",
+	"ZumiwVuqVgSbnKULU8AoBqkKHZSq/O1EOvhLwS64WB0J3oCsvTKsvdBxMyyVpfu0KpH4UXEx75atvNrL",
+	"rZo8lzGfGkeHJIoLG2C+zCRnaMpa9A0IUM0spx6+iLp9WKM8ynFR1Kd9PSOse76rVool5MoO3sYTLN+a",
+	"xGfoj7IT+ZV/UNuWYH5g3Ztz9WNRbaWtMIsSoW320KkGo3/cXV+9/a17eeGrzycAee1OSsiUi51yiPvK",
+	"ciyF3OterWHpBY8b6gV00SzFsTPIm6if9oQraZuPRjQmaG9vbycQMaaJXykDqrWPLjFl6E5mhMgI3SlJ",
+	"bAypHqFlldXw9fRsLbJvrK3WyYNSD2Wur63bwNH+3pEvgvJcN6pfKW8r3lYfbrezV9IS1h/PKkEFaH/i",
+	"YYCURettpWcjI9tD9cDj760i3W4k0RoUPGdGrd0oJTU1X9fLBmscXI54dVtkcfj6xL3jM2dmbI0A9ecl",
+	"uF8rSS9x2pCScBTMN924ehLE9vj1k3zgLMfzqs1mnBGQQjI5KateFk9dQvYPfj72rvprsysRnplgIVdM",
+	"vP++NDP8ufbtqSqaQ5J+s9qBFsGrGts62aT2BNevye8o+kqlyQ39AoZqxth2W+tvpmHxL1r71r6504wk",
+	"hEmKa715m2Nat06DXSfFCbVjLMguZYIwQSV9qpXC3DTz9WbrbNe1Ml0vMU2bXGC9UiQEz+WY6/K3tGrb",
+	"BQdK0bfWuk8gub/a58U5p8RUzkCMguKSekoJVfGVNNYvOId4iqsRueoFG8wMZTPuSPZEIR54whUawegN",
+	"CdC+2w3qdBwfvf8+6HLa393vlLKZlPRl5hVPgd7rTUX/Bmo5A8i4E6XutaZG5JCkfH6CBikfD8D6rOtv",
+	"CluIwhXIMt5dK3saGKZ8HEwY9GFbW5JMxQDls3GGIX92JIkNvSFEWxEVcNDR++93TtBAiBTaFEKtV4ol",
+	"Qb2LO/PK4XdHpQKFjDMQauAwhUiDaysfcs3sShgokgWbDg8Q5iPmaz+G3GZVKbXdpgbVy4XxkLHl7rJ3",
+	"g9RPut4t4wjIIokgU5pncscOPreafKFbB+cpY2Kjr7J0pYJD+hUfAJODa1c/7W2cXgRmiVqqD7S/FfiJ",
+	"JIjKk0r2lQmKAp0VVCo50Y3SoDoTe6IZZ9Nqn15fDl7pnywuYHCnEM2+5nFX+ZM1PgMSGHh6E1ZOrXS5",
+	"Ktjs4+ZKsbugwMttAXWyu3Y7IUzTNa2aHjuohVZ7o2zP7KHwT1cXpO0tZqsCi9X3AuE4JjMT5qJjqEWk",
+	"7dn6ma3ytQ4wGmqMlWO61EumShZMDW30dAt1iNhczDbIr9KbLbXfXSoP6hW+FMQiSFq6zACQJLoYGU/y",
+	"mCRwR+sQ3Eb7J19mNCNi2TcrL7nfeNBviwl0bJaMWksrPa72dQUd+jP8R05MCqdORPHCfZN+Z3/y5Wh6",
+	"8Pg++f6PH+ahFTwSEsjC/pnMpC10paUiDaETlLNH9ZtBaPNYIdqggOGguVCeDrF9hRZ/UzolDRXjPhBJ",
+	"YnXxHDEHtxqTCJpllvOmZrPUFM9723BGM5w11T+704U/dd9pMHcWJVFfIYu32l5h3Rbl9M8Qp6F/Qmqs",
+	"hcEaA7kil6uQc42MV69nZnF0Zq2uCTYgY8n+00gqiuq117OGxtHgbioOREBpuqHiSQkYJjkjXt/JetpE",
+	"UUvW2e7EilKuU/ylb++0KeiJvxQDaasA/tI3kHU1P71XvDKsIlwfNdBLobLgKiT+zVRHBb+TS81X8tmY",
+	"PhEWlrLcjpfWyBUIP2EK2GHC4KkooOp4zTZlcKtV8Hzg1m0w2Rha0lZL42JTixea5piSiuH9lk6q5mek",
+	"44ka3zF182bzUA0VYu1CqxViN1injy51vX6+/jJ9RGvsy9x8wCX9gUp1vZQWMTS9qRV+kCSIBWvV/F0q",
+	"bnhLLzDVB3wJXcpAKx91VLs+69OcZjHwg18aW4OxSnHWkft4QduWCsBhilgH2kstdjDR+i2Nvd6+W3Y2",
+	"hhEaygdo8WSrrFRP2lydlKpW8EKQrUpGLbVA3ggu6+7y1XcFFp77cGwAKEEQ2mQdgF6kh/bVQ9tezNDA",
+	"tVAbQHNO1P6TZLxQzvWHWoomCfCtHa+ox0BpuqZ7iuQ81YOIkPBVBiBls1ya+KtgZ5npTNo9QFhiO9Y9",
+	"j2eln3R70Wpf6PfBGL7lXaR0DFjjik6dw9hObUpJlyNuD/c3nLgquvlgqS4qhAh++ekwdlO2i2ezUolt",
+	"1/nUVYxuKmw85MlCIZTiiA9e/eJ/e2dw4qFVtMfbawUzDWr2UKj0wOQI1KPv8Q/xu+HB46GTQ4/rtckz",
+	"gvWQOs4fflejHEIOgEzDvQTRiDIqJiTZpKayq4yitJaYZIwkEaIjhNkiKP+vVhw1DGsonmLKdiFGJSES",
+	"03RvtSu9ucH4xoUhlmizJUyhYVuk1SU3rYzuDnLZZqY4eyTQIThxtkKaEh01lWxvBnRo87WhE3L9yF0h",
+	"1YzEdEYVWigBEcI/qDxGuCjDn70RD6x6yzADFdoGYMAkts6UbnMELZWKGkC2SZZ0zZkfmCF5PNPhcDqQ",
+	"ZAtENDclQCR2U8oImhCcqH/srRdbYJRGPapB8wLIkV/X2h77St2yhjNhrRKXkVSTolJC9qbtDaIWnmMq",
+	"1TOgwRCNMyFJnpKkn+WsPhbPZhPMir9168M/cpI39FPy97a+DFdqjbCdEFcaIoz95QYMW8l0JU4U6okN",
+	"t7cf85zJcCDpVF24Emt6Iyorw5klA6ithBm1Ql1XZqU9perwLwGlsrztBTMfCssP2F/ANie52Xks2f0r",
+	"7dbvb7KiTByfyV1IAque7pDn2lhe73yxuopkTc4wvncTBKClDjHsT0fZePxnMpr+Ked/HKSPjM3HB+/k",
+	"jA9b0Zr9UbZrhrKSmYNv1wMjcENdYWSKkw2y1hqiDrwaCrWmK1BmwLRlka4FS0P1+WbhobR8mqD2wBRm",
+	"f1ua7q3/nvg7Tf63gavaThtCoddv9OJ4coIkP/nmHV62b+eypkX5P32DFpq0osYuLfbkiipdGwgBPlVZ",
+	"XdDBUZgSeq1LXUsfBdJzdXNxH8FLzCpCPE1KzHlj9CrR0FWWkfJyX5+IL2df/uzbAHh7sCwBwytBQUCd",
+	"3OSW4CXNJ251MzE+An2FsjFSAkmZqFp9xfduGMgYB3/r+N3z83rQc180yk7lyeekEJagqhE0QJ2jmhK1",
+	"psRk598exqZE2qbxhv/RxrZaZbeNCrG9aoU1XZNkWSSCIUkzeBFR9kSY5Loii2/kiWNF5I9b4lGtBsrP",
+	"9DNXLMjqkDFnMqND28Zda3SSTGdQZAO8ZXg2E2DZmsazvg5MM3/TsfNuHEQtbZzp27wZ/bF4pGmqXzdl",
+	"c/afa/XYTE0pnUth+3nEnOmAT6P1lcpZmX4Z2lhEYxgmTnmeFMUmfnVFVhqrrxQHYiRI+6A/XOjGXhr3",
+	"+q5oidpmmo+LglhKiwQfNVwryF4HWXJlYRd7PrVQDHiOYp7yPDtxNRNMCNVIUaAhjh+h2eMso1OcLUrd",
+	"Hp8oTyEOCZtaZGRKMgzR9BoTMi6I5v3q26AeW0eWZbW6ppjRERHyjUAD+BICAouvdbloKpC+Gifa9AwQ",
+	"1zGNEBKPJX5gDhuBvLUdHkZI41GELk9vTHCkiFCBgDtA+3QES1NVgAqqLyM1+hKe+qtZWaj90oABeY+L",
+	"cgVH5ey0tRIMGiulXehIHVusrgw1DHG5JwbAAGsFF8W+tG6D2oIQNIArNGgoYeL60VSPfeHTHjOe5DAD",
+	"aheWLvOCta0NM6h6kOWp8y1Yn6Y5s3Wse/qeV9f0Y84StQr1q85VhMxNQdk4Jejul0+6VbseRsnN+Z9/",
+	"pmSgF6CYZ8zHjIqGkMz1ytkHQlo2LttkMjzVWh8JUHnNjgGIOfMKS9VrADs6VuNRWU6MbdUaKh2Vsofk",
+	"dUBE9sbZvrzCmolg1SdlJ7RblM7oZE3ZnB5NDdr63FxURq6WlsYlPjKr1LyBJvCovNZyVbWVQQ5Vkh7M",
+	"/YQ534iCwujYXozMZ6jdcTGkO2Hfv+YT9T6Lur1Smo+L6ClLQU+gPir9Yks7AsdE7cFD3um8i9U38C9y",
+	"rB8oEOkH+hoHqncV7UT+GqzGZXlXTeUc6ls1OAbnD1xzykywuaXjA3f8g2OUM3Vy/mv24BKakdhJKIZN",
+	"mfHVyTmuWWNFUevLrvpg9wlDsC2YbTRt1oFhP7pR/KfnxYjLCo6514pDVUdqVmaXH7l4fBqTN8K+u7Pa",
+	"hA4IUJCChp4EQNQiKw4Uyy2VRtSnFGDMNXQuszlvQeWLGC3psmWYny63dqZEzib7tb6pfDQCNl8vNlcK",
+	"+dpU4nN40a/KUpAaR4Qs/fAOflhX9gtEeC1h7XcTnpX4epAKBxbcVOOuoJsT4urGuCwB9+taXLEKi6/1",
+	"poFKKrE4bk7rP5jZrb49K65NZdch6K/E7eWWJsMdPXReR5M1NUYDN8bcErMvJdLqgIvhosTz1rYqBa5p",
+	"gNuNiIwnKy3SSqBOUMxnnndGl7YE+7QeY33jtDoJ0iiMmEntDDGU+zAiRWHKYGBry5AJCoG1QcdUWGp7",
+	"UGxsgAReCDThc/VJUKCtpsCZQyqBxy77BVaEgNYQCDPJTU+WufZzWjwryHZDkxdfLa9pjXWJqC6RaEW+",
+	"9ulsJlB7lEEEd2KL5DYINSUTQE0DOr3RFWLNG03RlePGmMhLJ26NaNq0jbqdoU53UiKlwmsIF3FvNoxn",
+	"TBQ1qq+eoxGgYcOnDZWAKzWZxRolQvRIUe2k3fLKsA9AwZxvCcDNWLra0h6yL61DAY3c1GRdt+IViPMV",
+	"VcSniUp62pAWrrSn26W99Iqv8OvDO5uBa90NBjf0kv1kPGzcvCGZ4AynJnTJi18Rb3RMYJ+yER+Y4taY",
+	"OaNzeXtDyoNaGXhQXJpmQKhZ+qtprVAzBZzeoMPvkcTjSo0oaMEQrgOkeNifnAVGO+9eddGfEMZTGuws",
+	"Vzt8+yPJUtPEcZvSHpu1OPPA5QPHgcLbRwQwX5lfaE5+u6oeIyWvzvQIJ4hPqYRsIErSRKAhgURP8MlW",
+	"tADAhtalksGnWNKYYrgnPjK0ugku7fG45XV1qjTV8I+vZc7lgrOEBzp0Gkxs6K5YN8h1olVYW2kgQJ8I",
+	"cyLcym71JQyvLApPabrYYKjtr4M39rujkgXhL//7f/+9u/tPvPvn568H0fvn9q75E9o37Ufvn3fCJoWX",
+	"XijUjicELAl4jBWHANKjPgMj8RCLWvGE74IdY5tQflPn1KygkUtJtHmt3teFNzh7NiDS05nsGZkgVAoq",
+	"I7mua2sDCUfOpNcY+3t4sLRqeCfcqfWKzAVKKGTYKG0SGpXMaLxXNGmloq9t0Ja0TfGXvpBECZ/7R05H",
+	"/4AVkuuhTOlOvT0vCFnyBC/eCMTUrDp26OtXmO/5GVGGvn5NAQWen9EwT1MiERTaA4FrSalwt7cnnFEF",
+	"N9E6/r3I8gJfi3Uu6UYpMGfrOaq91Dpq2Xf0UlrPnzeIRTYJiPWTOlyvRu2/uhvtB9+34SUnQTeTcFBP",
+	"aNs2+t9am7fqNOvhWd20p38pNCLwD01okhCm7a4zGj9C92MXBIqynAmUC6qLXU6RkEoByHLWXPPZoHXd",
+	"yktmaJgnY521KrF4FEhInLmkWSpRu1yyF3DgjXMNmSJKHb+I0v46McCbVWGuY17tYtYIfCMhcscKleDl",
+	"BA2+fn0ki+fngS5WN6npUhs3oFkfj727XcfiOMVgjKmsaj1lo0SOfzHTrFQ+qhHTQbOWg62/fh/VfLTf",
+	"rI5bedlr6H/lOyqqTOWFpSYbTRkQqh907ax/KKu75rj5X4stb1ep6kfTDBAOUhEeaNat0BLYQvUQlhrV",
+	"l7Hm/xgWXGavr8FJ12VOdbm5oYKfz0FKhQaX9CZzXEsErOn/0zKI5bX3Cs3h4eFua65xYiJZg3wDTXMB",
+	"RuLEkm/K0MDh2CBw5itrBG7OJlDbwOiRLPRZvJBpTPGXcz3CUWcF1TIsw4FyHaq01FJVpy6vQtU3JdYN",
+	"xPnVaLMD96Z2Dh/7CpzUzVtXwq5M3mquQPW4qV6EbZuDH83dt1iKppgl2Jpjq9i+hrcQCGwgU9FtM2B1",
+	"qLfW8iMNtFWg/7kwD/SDwQbVckYkXAfgJh+mNG6qPah/VTK5EvvQiECvB2he0+g2wTPaHMA2eAsv7eIZ",
+	"fftXCFyb8pzJJpKO05TPjQM+c0k6gfdms76O5SgXK3ornuKg59WP6+1DFH3fC/8KlHUDy2/fONHWetdY",
+	"21e8m4tJCFo0niD1G5rkQ+3fMbmO5KnaKZVMhyRJIORgSrI4z0gwyHDOs0eS9c1R9qemELsrYQieDoh5",
+	"oITJNYNDfoVBb/WYlzwhd3aY2i+nZtwqYnpHFzzvyEOr8C4MFBsB33h6y/Fg1W3Z1K61Xum30n2swurF",
+	"dd9ucugke2d6f24nRP9ieq5yXR0TYamj1qBNbkVkDvfBFY+7JjJkd//gndcNl05nJKNYN6CspDps1WbW",
+	"rHW4KKQY253nkSxOEMHxxGgAEBAndORvhAaKtA+UfjB4aD20BighKZE6aO6BFZ1l0SMhMwG9NLgePc6I",
+	"jHSnWcalzv7SWZam01Ww62w1mMnuNnSK1t+53fF1lW6BcAyJmVUNx+/2b30D36CIb3mekGysq9YiIxXf",
+	"n7vmlK4Gqynz+EZAXe8UzXAm17Lfr1NBuGT3sFlWL6gf3LWFC997YcmhYsIe43//KqWFC+d4Uz/srNLS",
+	"GExJ6ipwr2QSKy6OvklFEyU/iRRLMubZAuoEapd5zaT9EWJA1JWZk6HOylaj6yaPAlp9CHSJs8eEz0Gx",
+	"rCDlLcEJur+9aLlMhHHKh6SIRoO0Y92uqlR57GtoIQibsQzZ7w8X1Rr4ZliIXYG4vhnB0pf6bECtS34v",
+	"DQKX8Pmz40I6UFVbuzMS8+mUsET0bVgEpEE4Wqf+KjUGrzWXrifFujOomXq071j/XHQnGxNGMpyWageb",
+	"Z7Bdd45qrTmzSc4wb5Irhd6UnVJcJ2qJhZBkGpRB1rZ1+33zoGBO0Ia5nIrogl9QK3dIUrddRz/UcG+E",
+	"ojOZBDG80n7Pw7M1Q+PPY84U4T92PdXfiAiRVBA/SL/I3zC/2RD5Svc/g9RrRg1Cw5bdkTZk6QrJAwhL",
+	"djHJn//6l8HOiV2FjnWGpkleWSIskIl+1q/tLguCLq/Xu3X1TkVL6rI5rb94KVJk36MyiGeJlizW0v3L",
+	"FM/VfQuF65WuZKjJqo4sY2MDNq9Qk7qIRbjRSkUwcNPDAVBqLc7QVYTvVTr0l6vQuUOYk+Gud2FXB+d7",
+	"QlXDsdhXXvVQjAAaTPxe0nzfRPP7uU7QeGBESRZZzNXR2xpH9/Sj3mJGrpoQd3W7/mUN9a1bwSdFVS+D",
+	"o8gu/NzHuxBuROV6gGtJgxqyqx0NWSBa7lv05+8BhQEs0SFmgwJwgy3x5pu352+iHUF7njsjhPX9NDpG",
+	"CKSvy/lCwkq9+TW800hCdLEkLifgB3kiWUYT0G/CpphlTJbaVDDoQJFQ9caUMuC+oE9VWKsVpQJUspCt",
+	"6i1gR9DyP8uZDlXRbLY4BEhuVGxIRMavY5w8VJoSUWiUZ2CG0v00UBsz5KJoIc8KS5KggRrkmqWLnyiT",
+	"WgekCZnOuCRMwrOdPdQ1bR6RNkmgOMNigiiTJMtyKFVKRbFWm3/nCdU6a9PuF1IXbW3zmJy4MghvhFoP",
+	"+CrEAMU6nJnKHV3sCnLM5lQQSA4U6KHlr+D//T//L9BB9TQkeWj5DZ1jsrM0haxBnq2xSZymAs0x1e2M",
+	"7TcoZykRwmJWEs5XC1vcy+QzgOwr1lhCpNXX3HKjcFkGo/UErni9xDJUKZcZ9J6ryGcEizwjU3W9jYRs",
+	"3W/a+BG1QE5tHbfuzd+uVurvxaDOQPI5kE5trxNJzTaDFvLmnuRwVVFbDZOAKKj+pcP9d04QHgJtmhdZ",
+	"DBowtvraHrrS7WaI6Wtt1dLB3krZ/yeSzqxHCqJcNEkoTPXh+jUh4/pdYd7Zq1RG1+anYHDgMNSes6xB",
+	"lEfr3pyjhtF4U70T04PAJpeDX2OgT8s1jfYkTJ0/Cr0XlqdcNgifTqRakq9q2QIjJFEquUEB3YiRLbRN",
+	"bwcNyUiJu1RqooWThaLE+mKGaUi4tI72wkDjBg8/LEBwRpBp56EQUNEtoXvE6xJ+2kRAkhMHtQcmwWfD",
+	"GZR2GxjQD9QbAJ5+SoU05VSNT9Y+ygg0mkQAJqGTEc35PrAB1mdlBLJBhNwTU4dHB2cPKl0onbFcIbNv",
+	"molaWjeyjuHIdmGLHNQie3Ojlrf44hv95+d1PD3mHYvZVYrqXg/TRvUvyHA5nWC5nZFRD6LVXl0ZEA2x",
+	"jCcVspkRLGzNKWQAXBTlhn3bJis1cma/DWQPzpkzEgbc6QedTXvZmamaodXD4vFFgNJ+eAsqE+Sfpk3g",
+	"+gCF3nSmGCJfJMkYNrX7toWUEza/HaTAyg6IBcK1ETlfFslTRO+4495NyRNJneJq65QroC7zToSud+v4",
+	"98N30eHh59fyR+iOz7oGXni1w4X2TAAb0LUCSizRFnXDwOGQ7kkkHks+Cd2X29KeXc3QH8nCOCuUGGrc",
+	"FUB5X8EhAUf7KeP57CYjI5IRFpMt3UtQPZPMITffDHRSuGhA8tBr1/Oj+YSnROC0Gq3lfe/HB2hv4hMl",
+	"89Zxa5xBbGAlzaF+2JWx1j/vjxkhuyOeTc1qI2Tl7++Ojt59p5uXIAEyXaUoRsNB+EtZchb3Ylv/kM4b",
+	"K9qNQZ8EStJECyy5qDn5Kgb6TxmOCfqJz2amII52H43V44oDSXtcn0hGR7SoNkRFH6bXf7+C82jjXqbf",
+	"0klU3fOyWj+2n6VR+zDUQ4DvGupIOsjVZM9S+7hRisdaWR/A+wOU8bRJHWz2al2pa2p+1XlJipsoImPM",
+	"CK/h3aqY1twWa5AM3wZBpG3euT09murKOyllj2+ErlePZphmruIO8yBRuR2MzPueo9TWhUk5G8Mns0mG",
+	"oUSUlv541jpuHQ7/OEjn0++TP9+BnURN2Dpu/fbl/T8ffxnuP/7x7r5D/yF/Yodffj78Y/xv00DFq/K8",
+	"38Yh6S+6IXZogtORzXKvwW9l5FPdgq1BUdf64ozIjSbbP3i/mWzjtmpXEZVh3IB/PH0ipmfGNuh3aVqh",
+	"gd8q08NVMIwmxkgQ6I9WPPzhzz87eBgngX5LNFQG9n6mZtzvdFw3NnGCkly3FzPaGmZiDuZdzuJyKYXN",
+	"TrUIyvRd9k2B/WINUC8pMqneSmy3FV3tScMVWB1NxAt7ufxCBVUj2TYxlEHJJYgT38hnsqypiwKpEEGr",
+	"1Tk0t8USJVpLIF+okBGa4Cdi2ttB10FdvVKiJ7NcowcULSzWrfEULA5ZrO8lxnh9VhfpdK3WnLolS6kl",
+	"stQFr2Ac4bedeJHHI02na3bydEtfVv3p1wnRxpWYT4nQ8ejAnLlOV4Mem2+E62PPTYfglA8hYxyeehY6",
+	"SAUq1liqVwhjtaKW/jhsTdj2uHhKtmnqrkSPckP3zRBOf/8CNNPBhEutwDYC1lmDqw15p3jhpUytaXhV",
+	"WDvMaQrF281bJdquY0dWGE+hqJtvkU24wvWRQROnWdrmA+vZUbWm6t8l6CCstMi2bWiJDiIHmdK7FX9P",
+	"Y2Dm2gXS9BWRpVbo2lZZ3BntD6rCM7INMys70c+9bsiRLmSoRzUq5nBRO2n/MhX+Bkg5Vj+44cCKx7O1",
+	"66yVsVBXVvvgxg/9+lHPGfrprLSO0Bt3Zm2Nplrb9xfsqgAUY0Y1my5RlcKEWdg3zWY/B5NAgjH6vcDx",
+	"ts3QETIjq1PSI0VVH0Xg6iyzjepVRN4pusJv/rpWkwyxKcXzbUfrecHLJGplIfNmY826RPHOpune5iFt",
+	"spzG6+cqHhfJGm3KoA2OUjjBoVDN4thxOVjgQ48zzh6YHVl9psRK6MWb5Qz68Gpj+xb59a6HhX1nqHuT",
+	"qjn75MtMqdl6bx30Pfor+iva3z0ySfbfB5LsoZ6EXpU/17te5zvIdz/4p62q4Zok7b/f3/ey1PrW526D",
+	"AY355JJnwPVdniAjX0JTHdqpYFsasi6u0LxtunsZcPdNxYB6EQ9dC2J5Fv+7QBb/V5NfeNzqniOBR0Qu",
+	"Ataz/6Hy8X38qKlEgmRoPuG2O5huZJWzE4RzyaHECkqomGEd4arfMtmGXp8IKpwVba09VjC0uqqjXW2e",
+	"Uy+i4kWTz6htwZyRXTHhUq22wpzL+L66KnCobXSJGFSqC3z/atUFoGAAqC3gDnSQTgrw4zRdoHZ5v8gE",
+	"Ftth8EiSTInbI0UFG4xepfvdWMlPja7edHQMw2lv31GtTDFqDBKLRzcVWJEzEhMm02076YWI0arcWTDA",
+	"6yVozK7kzVpqU4p9/bbJtNWSmQVy14hp3XnuU9emJnpUIAaNBZVE4tXTtiilZJIZYXJn+5O3BLyO/cBD",
+	"LUstJh94ZH2gazXq+VfHojbstqfkeDDyl66PT0eAxlgasmXTQJ8brapUAgmb/qY1HEr73apx39KiSaDQ",
+	"QAkkiNyiJka6SmCpQEQJkbZRZIF2Vbb6Ly6/ETYvfl0RkG+TpcwlL+6xS4cVrggNlROeS0XurCi32nPV",
+	"UJHDxwd3Dcr1OKos0KFwqQ5bgJiVy3f4NL188SuEtyQFbFb2w5ebV8fiVorhvGbJj1KzxYa6H+qXta2R",
+	"JY1gpQZSnv119JBvU/OjdAZ76OwLjmW6cCFFJSoLCrAhQRCA+cBI5f0KrppvmvSXlepHVe9oUhI2kPE3",
+	"lt+3l0CnlOWSoAnPM5TgxS4f7U45kxOk/988mhPyuFMPPQl0vC7y4B8exF8fHu7+1n54EH9T/9j5evis",
+	"HgaL5G1XeQSEWdEoZ66oQvICkepfIyW9sMLIWgLLWkVCXllgOdGVS1JKbATAKIeyBboxx8Ahw+AbCTHd",
+	"qp3D9X91pL25pfn+5vKLDT2+753W4o4r8oyO0rddjnTTD6VRZWSkRK1Qpcd68YnO7g/9v73d/fy3v2wt",
+	"idRLabxcNtGRU6gNeQDaCeIT76K5E+RmB3btL9ErDtPAsuCSrWZZS1v+lVjPq3L8zbj5Mu79Ssy7l9Hx",
+	"mGTL5SEocYHRFLMcp0jqTyxtfHmiEhaPq+CiVOx6VpF6+AIwQD7eT1Q2NfYolU/PdBvEwmIKBcdrLn/F",
+	"dSxHFzHPSOu4s/fDQdQS+dB28O/xBC+O0f4B+n/+79MIpXQ8kSjDWiUx75jeHYpUVtWVkWkbYoKXj1u2",
+	"n8dbM3MgkCDkjrYpevb2Tqislr6C9juLWdg/ZbZXd+Wn5AmzmERoQsewB4GGCpTZiZpD3/GixDktU96E",
+	"58PU06VMPPazD8FAmAlnCc4WSPE435+8mmOER7zElKGGHvFNrpk7EuvevGSB4gkXhNlmMBZbStHsyDS0",
+	"jdAg4fFg5wTpGi9CO5YL0NS11Cxd5orTwyCGn+hYt43DuqFWRlKs64FyNMCzWT/PdC0Npd0MBU+VUHh/",
+	"e7G6LYlx1VC/L747HhtTr/Gj+eY105xK5wKFNOsGf0ygYkmtpkCKleQhQK5Tr0RouHkH24JgrNKzYBUv",
+	"oUwscZH+l0QIPCbbVhUZ8TTl8918hqZ6oD3Ff7/oBDq4jSnFomTBsWtEbTDuDLmc6DsL7ljz9ZyyimvP",
+	"X5it+HdkUi6OW1d8jmSGmdBFAyEk8WNGWDwJhMbXB6on1qsFqd/UQOMMq6XFKZ7OdCu+/b29/U4HtW2K",
+	"ipYoXLkS3/rpvNAQSjgtXTpPuINeHI1yNfx6goZkwU3sIVFkfRJBpp2gfxKt4MI6dPYQwDTJ+EwtWdDU",
+	"WYzXQkaFGnpucDiHIpFIQnE/GER2ngiXtgM90HGWKk4wuLm+6yGvGBiMMUA5tIQtGyVWRQRWc/ob9JIu",
+	"oJ9W6b9o9/WqkQGhagihsbsoY78ihDB46XpEyEtM022TRmI6A9rr5GEh3bUrXxXJA6V7nus53KGQYR18",
+	"bGKoYkKfnIm/PN2mQdC1pO0G4gRWBJ96B9o+xyIb9W2A7A/D/VEn/m7UGX1PDuPOCB/E+8PvR53k3eiQ",
+	"HOHvFMsQJNNGjbKv+Lvd/f3dg4Ne58irxb5ZOaRqZLc5O/D9VqPao5ZJ9umb8bSrdqY7I0MhDfvIdo3v",
+	"m4FMvNTvLT3c57rXtr6X53V7YvvgrMsdTOeF/rfd07vbj7s99doAcWbSl9SdjtDNvfq/bu/0JzB9fTi7",
+	"OOudhcULcxTLqM+9CDXOFrpUXbHWl7BACXGWPxMy2+42XpG5CVYxtxEC4EcprjblU88bchr0T1WAq1dN",
+	"zg6wEWFyaxW4bcfZlEA+uInsNM5NsF4RqQRvztCMZJQna6RfwyqCQBKkm8slgpQWCiEanutOW0UsKcTG",
+	"mabyQ7KufIWfME3DlQBucjGBtHvhNzeO0IynKTQ5Mq1x6sa5ST5cKXsJ8lM+NC/3gxJw14qwblNKmHXa",
+	"TT48RgNTihEkX4gss+F4tlyjeu+BDb4a8fj57d6cpOkuWCjemq8HqG0asNm4gVnGYyJEhHguBU0I+v/Y",
+	"+/fltpEtXxB+lQx+54TJ+iDqYtlVRcWOMypbdqlLt5bkqt69UUOkiJSIFpjJQoKS2Q5HzF/zAPMQ82Dn",
+	"SSZyrZWJBAiQ1M2yXeyI3mWRIJDIy7qv3y9aN9rzZhMaUY9cngywIxPNJtLNYyX23Brm+Vj31tf1zaDr",
+	"yTHzd91YlvJx1DgZNOQacC+8gEIIBMou99DjqV7fXIcIKAnq9c31EkSj2Zz3rBIt9hNug2J93bgfIETw",
+	"fKgs+e85GMC7xYbJsC9haZpDONx6fjECdjroXI01nI5EXi2fP/xCJ6Pey61XN7+ebb16zf7tj3MM5kG3",
+	"Em3Grrt/ZGzxZNRw34btCJ97cwZWvX5AzbvtB2nYWIG/gA/aZb/iMlXYg61MiXoFv6Q9asPJBWtLVZZI",
+	"nR33N/3Gc00O8Qu7XHfEmT3T4izn+UTP8bqNcBoMuZQiZRou/na0grldH0BWbozTCAGhOk5ElaaAGwa6",
+	"12jFiRYub27Ec0n6vVrIWDgrv+pH8oDtlfPsoX3/cA/GzermT+j/G2VywQfXKIWcKhsqda2ryqxCx7BR",
+	"8ldru6b+dLEEj5fB2F95juyomRirLL9XOGF3MBAAb2HsAT0djUSeUbbCBVB0TYBhB0thuO2AFmM24GPE",
+	"PMLKGPeSMLXYC1IfYCjP3ow+ERdmHhk2wrO2C9jBLAdsjH191JoK4BvpFPGK4LQArPqAa7GWSC2kTvLk",
+	"RnQCNAA8OCqzRaA5gZhHS8nf7Z/Kiadfh3/+6zzH/z8Z//mvM/1nb329VcsZ961FTxbQVgz4+IkDTn+v",
+	"+I3Hf3Gv8M05ZZGqth3s50oxfJdBySYfWBRdfQvUBkYG9z4ZS/fz52gHrXVEdmdKhhIIP9c/mf/djz+j",
+	"RRyxAc8ycgMyga0KJA+SDLj65lTH/xi08OE2qlBTKv9qbWPzfHPLC3+gCv5s2evpp5eJTLQlucaPbAF+",
+	"RdBiiZWRcN61Y54B564tcqVPMRpiRg16h5CvHPwtR3DcTy2eXUHvEWytsvi3gl9lV+soomfzyBb0t8Ae",
+	"LsCGLafe5uZcLGEPwM7mW2B88DYgXPs/X25xy6fjR29eFtvb0y1zxm9Ut5k+AABo9TaANTufaLOP947e",
+	"7h+97++enJwe/757AC03Yqz7Rh7AZq4p5vfXePs/wcsiKvlEjic5RlPM6v30cjtoqUnuf7i1uUVRGwxF",
+	"3aHQ/9wKJYomTqSu5uOaa8Ptzp1JtiSSp3SodqhA9RI79c3uwg4vKM9GkEMnGZnmyXJs/09B+EeG7X1A",
+	"RCA/bm5QSfAVRUeA6CviqNCzVGeUccnUJK+r03Tne3FqfA8u/FwRAs0uqRkvrACNi705Pjw52Dvfexuw",
+	"d7v7B+a/b3aP3uwdHOy9Nap395fj0/O9t4R/gxU7WK1z/2KdxlL6JF5yBy5JLdUeKJknciJYxhMNYJqQ",
+	"Ai3OJfv/s6qNGDVwv1eEZ+McW9CoogUFfgRnzE2jx3hD1z+gUr0iwBsLOeCou8I2o7fMEDiwJUwu1uAo",
+	"enh3nOVqTHBIM10Uy9d2e5pk0W4+oUtn5HRDn5K7CNuz/aaGJTZRk2Fj5iuRSZ7w1Kuaq8FG9RTBbC1E",
+	"niVCM63YJc9Yu9gMXMZUT9Owz6xCWTxd6NfjbwpFU3cgNGtjNz603nTALMKh1Y/h0cvhnVpb9E4f4EJf",
+	"rdWsvcgwSDKx/V92Uyc5CmJvQ3uqBw8KxmGchgrlWGR06e7JPpiNQfnufnfZtZh2uuzYuHmECAAQmwjU",
+	"C/bewp23oAy/tPOLeXAbw6vJJ0Vs9UWZKNPbEzMyorx7q7LNLldxdh2ZQFPpfVkB/dlgpu9ZtTZ74Iyd",
+	"MMmoehQ1EQotbDZxuLq1HTVVYp9YLK0735iLwefSdotWop6TEZdrxu4EOBLxcZxyyS3JYhG+L0D7XdGP",
+	"Q2PZ3vqZnSvFDrmcMgrk6IW1NgMkU7Ijmzupb1RcmwWaUgcc2WFddp5xqSFVbW6vfcmEaoqPx6mRXGML",
+	"eYVCNZQR7Y/LXGR9LCTX0TqYOhlKu6jTY6e753v9g/3D/fOAne2d/r532j/+fe/04Hj3rbEt6KO909Pj",
+	"0yCU73fP9/7Y/Sf9zQ4ODvvn+4d7xx/OA3Z8evLr7pH50R/Hp7/tnfbf7p+9OT462ntzvve2y05ENuIS",
+	"Gpx3P5z/6m75y+7b/unev3/YOzsP2Pnx8YG9+dFx39z/zfHRu/33H053z/ePjwL25vjofO8/zvvnx8f9",
+	"g+Oj9wH7cPTb0fEfR91QVr9zkdkbkWk0NWMlkFboMskL2Eb09IkHWMbqFpxJygWa3YgOKGot4GHNUdrQ",
+	"WgclQ8KhT2oLb5VkVJWoGU9BhyP3AYBYVRBQiwVpBa2ZFSk+g1lqBa3SkrSCVjG5raDlLVAraHlT3Qpa",
+	"xVy3gpZdvFbQqlm9VtCqW41W0KpOeSto0XrUBrdh/xs/vb6SE1x4FCnmEAA10RVObgQuf8SwIf4SAqJ4",
+	"uc4zwUdF4wmsqhhdCIyaEsABlmpDBlBo2IURymdEe8R/ByyiFcVP3fJGzomOXCIyH2ZCFItN8YeARdb/",
+	"7gNiq/eDW8Xsd8XVsUhzjhfBPwMWafBspzQy/KOGLXBOv+Ut10AulmOKbFkm9RQ9q4WC2Iz9LVxdlsRz",
+	"f2gEGQyVCoDMb8tTtfSz/51+9gv8ClDU/poIWQd8cqJ0gmjxhUdl9xWUCG9S6BV20Qu7qaIkjhb2GTzE",
+	"FoT38AxCXOXlf0nXf/biO8uvwLlS6RvzC69EdqnHnpuLZ9EyaPIdMsg8k6LYO/UcPAyDJuj88CxLbiDo",
+	"DX4smMO0VNp4izwVeiDigHF2KW5BB2IepzN7XhBatxah6NR+ZSR8Iq8TedVxAc4lw6K7GJts+NUMZexH",
+	"jE3ZIc2drvJ2rwmdOqkCxygoGMjQotGEA0LmTY0ooW/6i2SKf4v7Ob80ooYIF34ZgJ9rFtO+GHm5E5kn",
+	"aWkQS+UQzETaOcRlWgb1fV7oqjQn+nrOhMxMgBedrZsC9/W93q6ZEMjGV2ui+Wj8gg5LYltrwLU5BQ5E",
+	"exlGH3pExeko3rdY/KC04+bu/TMnUZu6XbB6SyIjD2/MhzcFQcGZ8QKhrO1CbB0CYDA7Zalo593DgMsG",
+	"qapW/4zb1RStcq1I9z+y8MRaublbGsLtUGnBYA68UDH5GuXWzx3XH3qlIANaX1jwNKGVnEOdjwunLBF6",
+	"ums4pKohbSTA+v0uEFBy+q0XX/Xu3QLMPymFCTGTWitcGDrevlPUs/QU3EJAGlFwqyZpDAC7ztrVQ5XG",
+	"3h0KRLgXmkXkQfXRg4pY+6cN9j/RVGepoNvgi7+ADJzIbkTAjHQYcSKs4BdqkrNtD1IX/Vp1LWQHAeZc",
+	"faZz2122GYo2ESiUa+dfof+AGDb0og1uHDMiiQzuRNuqQcE0H9WiY3bZO2NB5ua8KSJ1wUUo463T7TWb",
+	"ACRslA8zNbka9q3hFCFMBs8RlUPmZJICzQ2FNIPGQRsfE+uHC1/EQfQ4S4C64gB0Nr3lU3wQgr932X5O",
+	"QL8ElV2xlie2UL2C32qmZB6WKNhwt5mCPpI72FLn3kxyvSSnV3VW62+L6SxnCbtZbIOv6FakU7ua8z2C",
+	"jSeQHDMv5ZhRcPLtA+ZKhvPaLjiAveQscpdFVJejPd+47bJQVQ3b8Z3lNuLawwHVOtE5NytmjHVjISGO",
+	"Y8d3o7tmJykt4oit+x/HYpDEM5+Kj2Iwyc3Hbe7tcnNvOvDgAwCTFYLzZkALYj7NJkZyOKe8C+Ya3L/4",
+	"iIwRuH3Zlu4UHjpF5Mk9qfNIOr7v3lapEU4od0CwkBQWcQ89Tys3eK3UGFWFQukEoITw9jFWuaMcoGUp",
+	"EdI6FWTddc8wdItR+pCWovSZXQjPrsMJLX1A09myIYXCvV0OyrO0cc/swEufHrq3KH1sHduT4oVqv3/r",
+	"3q32673iNUvfOyeCXrn+y+L1S9+/pbkov52dGDqv8yFvsNv5ChslLNDFMmWfWBO+LFom9nAvKtmFW96/",
+	"WtLPH9bLpotUDa419MSifuf6uleKrt7yBNGELWdeG7c5q9Z2dBBrpny2hX8HcpTtDXb/2N0/N3fYPzr5",
+	"cN7pMmgNSGynDlIQmGupLWB+hmOOz/dBuqzDzOgILIqIAKtDuo9/6AJmjU6ibiIoLKaKGcmA+DSlAc5M",
+	"+p2GSHthNjQ1h6mURuw7mQu2mrt9jZXsmU/VjVXjTvplVMuXouzan7FS/gmEVW1lyXLI1QUpJiQ4wJiJ",
+	"LQOx95tOreVUizogiRSrmJVM3bIkZm2pciymzRVDJbFsBr8eVwdo1QFYhfvTYpO0d2fJnkezahs+q2RW",
+	"zZyqszVqzQavvfaFtvGUHXwz282FYAFGkERkrlTZlF3526Kgi4V7Kw/OwcIVs1Flryu2btNhceGkWg3k",
+	"5BQWakZcX/ch622/iAquusqhSVN1+y4T4rw+hMouMyHWIA9HwZhEM24rvi+EBoZd3PAuSFbTjyB4XBfq",
+	"OQOqeqD023ES3y1PIX6nM9vuHe7tOuaNSZon41pkCvQ0uURoM6QnHvEpuxAMqVCaWIgaCTCP8SbwBtBO",
+	"PxgqpQUxHmyZT7Y7O3R3qJhFHle0J29EdsFz7PXx2sZO3r5rBS1Xw3mHDrFC7jaE1YzOdGZhaUL/AFBI",
+	"FBksVmyqJuyWy/x/Ldz27pFunYsJ85YjqGy2RVt914UH70htRBs1V7DMpbPRdAzMLu/Xe77vKgdgx3Uo",
+	"ZJVdOuSaODXtO0Z1YGF1rWoNx8MPP7/QLMLrlikULzZcjfWAACvK37qB24usTSeCcDGhE8PND3RiXCU3",
+	"QnbmN5cV/DfbiwA/7J7xxrxobzTmXWzGv04EgrRvb8KZLKL6NXmphXmG0rI/YcbB6ka3a7+O9EONqIYR",
+	"1slpeM6PF5uDR0pZNO2M+S6aLb5c1jN7DkwtL2heEyYnzD2qRWoDU7r5s670DvF9E12ESjMxUFnc6Yby",
+	"3z/sfdh722PWnsZaP2R877LTD0dH+0fvewUJ/FClMRh9M86E7/iFEgz0wjqv+EY9b0/TlbiDvAvPPvzS",
+	"332/d3R+5kYXSqy38AsRzU+woroHncFjIjWxrfkqYxdiYPzToq+MipkTjZjWoWxD8Up3tsi8051bz91j",
+	"uchGieRpN5Qn4AT37HCCmRkKKrOww/6aJEIPoNiFXOhxOtGhrJmEcg0SLlsraNEKtYK6bony4/wPivua",
+	"T3HAUCxE79oKWviy5kP7tmabFifZDaG2hsiP41hI1TvqbefEKknp5hru4Mf2+RSjCBoG5tvkA4CS7yAD",
+	"JEDTCy61TXKAb2iGqBscxGIKKlUNE+n8jqBoy7NCk9aahgBpJrjnn/f2gcyXL3SRmAFnEbrscijRJo8S",
+	"/cjOEnbF8sTLJFls2Nct4AwZ83ytUONOufltkqJ2Ly4jTUu81LQAdLIazhj8E8/i3r/ZYry9/9h786F0",
+	"jpqK7T7UF8kC8gzLVc5TDZ2bNnJc5P+so1yry8rNTk0dgphQ0lVuEuyNWiJcUGmfmrEskQcaOojwUQSy",
+	"VAaT39rcukeRt/+C1ZHU7gRCSt0fjVWWv0tAmOh7yKUbniYxz1X2QrNLug3uHpfnpEfNLgukl2tmCsoN",
+	"1rRZ4ySfFrdtGz1E90V5k8Dwl4/cIRs5DYjeus4KvOWAt10ztj/wm9nRPfIYquy4OFXeyBav6ikugKuK",
+	"v+PK2pJ5IW9EqsaiflVpCXosgiFGjFNaB3zAAFR4UHSnFT/LtUgvwS0U9csNqaycJ6mOCkSQ2u3WxlCL",
+	"HYK18TDHBA5pkmsoSMf2GC/fVGXug+ctNHDrD49fUTN3ru/eT7BcL4Ex5oflfgIjzYQcCACptE2RWPMC",
+	"Bfrdh7cJ1O3Uht2JIHjHk3ygRnOAc+gCUkLNWHfWRSm1K2so16baoFowvCWh0URzN0ks0gQUEM4khgE0",
+	"5KQTjUAkltHfNpYsVZCla0vNfYz6EU9SAnwpIo1e0UZ9hK4O7g8IISywYC2q3yJ6ZGjtyZWrE3qAd2cU",
+	"FRCnZqPHZ+2u7JpH5t3+OzNi16+lSi1R4gGf1kXujJxKzVesTaS2VILnQMOgOgMu6RSm6AvtyE2rSzpQ",
+	"MApiuQ1KjIt8nPSB8rT1A/1fK2hNJOD5tkYiz5JBEfhJuTYfE/B19x1BYpuXaqTL2zrffN3beNXb3PrP",
+	"mu2BQ5s900ZD4SRAq2yiS7S99kUA+vDPWlHhveHSvh3B6hPdKUTaE03DQDz9LrP0+WvmmTFCHWpb3w78",
+	"ssyoF8Z1KCM7pQC3b75yYPuESBPKOi/Qn+zaUtmZfFfDitydaek2S3Jiv7avXi5ERfCAxM7SfQtRawN4",
+	"8MYBbQpvERfyDM2cqgVMA5YEGN7v4VQD3mabaxjNnP0noCot+kJ2AaBpVKs0d4nGHkE0HZRTrowwmamn",
+	"m33l60TGy4D9IJioudhD1qlDES4Gk8SLrS53pwBHMn8iDudZhFDyRSoBUlzDxOzsL9Gixd0C1UFj2TWB",
+	"d4WIj61cXy6SX7cPlmiUWBwcegfBGSjoi2D6giIhjlXjVJ6a5IDSkwh9L3OvOhLdUGyA5UOudNChg1Zq",
+	"F6m8pdzLvHxydE7D0bnXeeouswVPluwGJ+q/VCJFXC3tX46nUNXlpb1l0ISJ5EWmXthSYV97El6wmx6q",
+	"CWzQo8u24g2GPH+h7elhbankWmysLq4TedXpsl1/y9iNQQiN+JAiXVRaOELctsvr9lobXtO14maCXYtx",
+	"XjjDsC86AdPK7EQ95JlV1EhuscMinciB8Cq3L5MUytQRey9NrsWStTCLwdEDa8V5o4YSmabGtKVqjekJ",
+	"DY0KRZkxbJ5gtlOt7pTV1qFAKs0XWHNrlWd7E+dWaNkmBCgwtzXuLqQP+Sr0eWuEMpUJ9x8czncFx4gl",
+	"JAaTvOANpl41umQesWgxC1+qqGyplDPepzhFVfqX+a3EUF+7sHeOrrt/b5J9UB3bdMQnuYpYe5yJNbcO",
+	"AQNwuF442dh4OUhi+K8AjM3oWkzp82sxZe67EpbSRHpjXtwQRoXEcyci4/JxsZn2y5mWJy7Oe5Q6vEev",
+	"usNVIk3fzNDTlGE6hUSSGShesZy+FYBro+uJ9rRn83ANzW/8iifSJZBdFnyQcT3EfFk2GVucHIi7cif+",
+	"ONV2QVSyqP9M9A7b8E0Wtos/yamVQKrc/6URlWY4padpYgh3Y+wRiTO1+4HEDVv+b/73//X/ercWcdjC",
+	"zkzfnLhj6wz+sG5tQBMamYu9huJjjlVCM01CSwQIm6yVszuZGEtj8S3f0ljJKy5b/ump8JpKUNcGUqia",
+	"oE4jliRrSZ67M+MWqFI948s870w0av1LkUEG52HstD6gql7/lMSf13O6e1QJbpWhyn6eiTDNhzIzYkeK",
+	"W6YqkGZ3RouYST17T62brA8Q0NgdQIPe/Sbr+FYyjjdgwDhbjfvNErawgxqY5vJl1Rk6MtpCQ4qeLP0P",
+	"+4v5Uue776Unzpmdx9hIQL3i76RohxXvz1JxmTMg786MOYDIanFlIj3Aw5cbQUuq3DyYRhl7XayHxFl4",
+	"k4jbOkDsNFW3fUS2noybUxkDzIVbAlxbZ2zxFBsKjec2F2C1tPeZ9YdxidggFTwzIr6zTKEFYp1RM3iN",
+	"bV/qb3d4VlR8MF9PLAku6erZ5rMD18E75/whoKP29zvlrmCKGeMWxkZczVNRa7DfmZB46x6ExLRJ6202",
+	"la1dIuP3iCrFGVxfs/a1q18DRlbj/eIXrh9dVnEPFm8GbJruN2FFnvk91fVRw3mixehkZ8M+TM5Q4Na8",
+	"ZGG9WcprcjkyMVI3NgRhv6tS+U1y1bdFXJSyFdIYPXEDV1L5FzMn0fbS2ef1GNAoeV6UDog7iSQ04aQb",
+	"3ZcoGeDYEzkUGfFBNphhniRyI54pXYEvRoALRgMiB9s+oAiREIJ7Z5lHVpPs9PygPDvNmuZ9pibjQ4AZ",
+	"e0CCFX7/QoNBkam0urYYwCOespl1rA/vHdGtrO4FjlI/mAcQmOZF4a5GvAFv65+LVDA8bsGE3G8q3oEp",
+	"gv0sRpkWhZBopCAhGOLoQfasarVUGGGza5EHoBJFnuRAmxobQw3EVyaQrBQkeyL9wW3Olq/M0Y/vAP5N",
+	"fMx3WL1erGnHqJO6j8A1v7QQO0hHUBVw9TwLBVMD2Rj+kYrp+lhaZzYWwUm0rsb52nZ3s4Us8UY0TpCd",
+	"eXOJJXPJ6bpz4SpTd0/22bWYNmhkKbrsjyzJxZrxuQPrDBONQ2U5tjd+fj1/PYIWpEiPZTp1EvmCa1FP",
+	"H2LGKWQ8VonMmbkMGKDaKmOUYQOG4EuVsQg/EHHU2TFfCiGR4URJgsBl7VmykYxFaTrqg2Ep4v5Q6Zww",
+	"EJHNuIRwoju1zCILKipomeu713hqN0uu4DDmPRbRqkWexnPLcS2mAYvshEW0DubnoTSXxVliloeEP2aW",
+	"IP5hmTcoKpC4a3SX7eIgMGwP6ArQIA4jFzFEEzTb3trCdLvL+RRF07jLvIUs79agZosHrTJEDlAyj4Sa",
+	"1NdcFz1Nryu5Jai2+Gsi6GvaUpWb15TLlhBOE1s1WzWHyYKbbxPjpDdB+NGStIsdyqQQMUEAGb2T6ByM",
+	"SqB5LAFVqLGQPAGMpHyYqXEygPw+3qd2ohLdp4VtYIAc8WvCkodSM6R5IQxRqBzYcfZMsfss/+SsrZLo",
+	"PpWTzHbzawiqXUypntoDPC+9trYV/yBHoTwit4ojKt4nqh/A7Naqq/gDEEUoVRrwMbhTRXV33ZovdIPq",
+	"0X5wxSFC7KOU+Lz78/2SJTXiER+JKut9yb65k4qs6JYZN8GoLKjuLK4qzdlWrR9SUODbg90wXRiRxWvM",
+	"SSTysdIjXr5etCbNev6QJ+lDFL3r3oXyyJJKMAsMkrlqhJFEaOlRPobzPMim7hgCSsNlpkZ9UkXmwptB",
+	"hQAYLrCxJ+jBOhPZTQLBTKOo6O7d8q/GVF9lvn05yEQO3G5Z3uq9+ulHrPiie+qbQU0wq0GUReZRkdnU",
+	"ILgAh8mjB2QXIlW3OyxK1VVEXbpGzesC7ouOQqquSkg8OD+puqqVZv68zcQeMy61eTWzYSZZkk93WKR1",
+	"ChzC8Pmrn35EYjgoKvcfK5WEVB2shNb1yfvyCtXxF4vMGhP3Ia4uLXHD7WPP9LWmtbHhofwNDBVbAFE9",
+	"8bOdzkrXxQAOz0+Y+QqEFqxcWyoiXwtwHlUGdlZnp+DYk0qu4WjQ+DK7oyrdXr0s0679n2Go13v/x58/",
+	"/I/aHJfbuLVDtF8HuLHWkCeO5qFgNS6s1mBZR2RrexkbFc9Q/dDMHLXNZoNUUJSnOgrY9utX9LfZk52S",
+	"NHv96tXLV4tUTHFUa58KRax32hZbr14tjCzj8afNQm9dOoaVY9HsAp+kk6vknmGhc2QLxC5buA/DCsYd",
+	"Fn36HNEfTqYMeM5TdfVCW0hAYN+roCx8atGnrV5rs/uyW1Ns7S6oTvjv+AUQb8KjWa7KHHnVIdy18rpZ",
+	"e51OpNGNtvBx2QktlaQX9ZU4m30abj/PC2Z4/CaROudp2i9HzT7Pq9lcPgz8m5iaOZSO47zt0PAUoEZA",
+	"LKvtHWS8DIT4yJWOzLq984s955SF2ln+oO8bumoOAygJxdB8Oj+v9D7jA8F+VeOxY/b5stmlgBTWbEWz",
+	"MifvQRoOLuzfiCy5TOoimn73CT0IQTe18d3t7xpdDwzbzYZtZ7wq3FQRXB9BSLBTf9NmNQQxE/p2RrKW",
+	"ox4/LXm+U8VjMO2ggPd+++8QQF54lhNdJoIhRpdJKiIGn5e4cQEI3agJh4Gu2fbGRsAGQzG4LmBeh1zG",
+	"qciqXLnmtq1eCwuDLhLJsykWBs3uXLy0HmE6FS80u5jmwOGSs5HSOdt8zQ6TX3aAJ5XFIsfeZQsOiVeX",
+	"sbXw+a07TPajzDPksUA3YRH4F5z3Nr4yErQgOwjRB4/jy04raBlLqCHTMX89diAAAHOf6Jrpt0+EZVhq",
+	"FexgzBMpIFE7sb9RmJTq1y9VJm4A68eW7QCkOVKes61tNlSTTFPSGKe+7iTX7wEtshxi8+dKpffbB29A",
+	"ymus9ccoIeRbhMyzKdknGHDUjEtGehS/dpTdDZ1GJaXb1Gekr9eoXWVtc+tlTbfRzMovyCcZ3RsnGKxx",
+	"6SPL04Jv2LY6rbC0QTPvYDoM8QYkBGvzbNogWu9nM8ByEZEfdQtdTF3CEOLW0Lh9LTzIWLOX4eKARcam",
+	"wJLGsBW2olDGIhU5XBSwosWIXo1by0NDy1uALUdS5RQYLZU51LUf1W48XedT76INTzUoi7CQlqw1rZgL",
+	"RYsTlK+oG2EmqDXPBih+Uu1tXdzFWafwaxR3XHrO5lK1YnfR9rQtBZEguf5wmG+E1QF8dJU6m6DBGkAc",
+	"lH6DgbRLFouDyPRTvySijAzAwBFsGlsmV2tOLe7pSAb5JGtIltjRUI2eedkXmtFPWDICZO/3e+ds3XxF",
+	"dWH0dcfvqSimiuvlGywWV4rZEYlMQ+rD/WIH6RE0NdAbpZrkTN1K7Evw3kbdyiVrC83i1oRtTs2aI//V",
+	"EHIe0+J1yzS4uC/KbS7+2cCE8cLGl3LL4DKnuK620e6Q0vn2DsXMwbMTMEPJ6G+hZkrEPxukWBWSeZlW",
+	"d9htS+Mtg6xcBFiBt7x/lx+6e3d/jeUGXzPYB4z1D6iD/lVNtDAqKpFXzd2ZthrYGKdD7xfguCyLwqay",
+	"8ZBLAOYa11kNhIPliusyY776xdB1lIf19b+Wj6WfTaTum80NaM81D307EQV9C1J+lxiBi2q2BaWllbeb",
+	"N4j7rhnYOhiSPoM4asFn/htm4y8Ez0T2zgoDfXPdL/dg0J9ohJCHVbWMTkr4c9BdfZhoncirgI14akSN",
+	"iAM2kddS3cqAZeJGmaWCKvdMofWkGWA8E24ngdaFcntjs8vOhIaw10Cpa2CtyQSl/x04hJIswurQNT5O",
+	"1n+I0CbC8LHRpfCixaoM83wMWXGdXZ7XYw2cWp8pV1cYHHAtabo0IKYsAvnJ8dl5wE4+mP+BglXzim/3",
+	"DvbO90gbhtL+dvdkv8uwC/xaSHTSsJbB6AJbOT3Jh+upukpkBPeKQG3CpyMRddkuG+FMM5WFEicT71f4",
+	"di9x3AAME705O33XPz/+be+ov3/0++7B/luaKWPQFDicFBL6jzVz/RpOUCEKx4nZPrC74F3ewDTU5Q5K",
+	"02S8qvpXa/+a5+NjKOs44yNxluTiHwf8I+o8cye8QzEwfTPo08Nnx2X2fSIvVd2A0su1oYLmANyxKhsM",
+	"BZhsZqAaE1tddn6rzAJpbDfEzs9YDaAOvxfKUP4A++CHH7zV/OEH1qY3jbzxRQAOhE65P58Rw9mu2z2h",
+	"ZDMbqBMgvjcZCl7mOrkR7FZcIOnsAN5kpxhhCR3yhx+gVyqrHBbWxvMBzku0lBSIvPHgFGszamjyQxx+",
+	"nEvdZfsQghgZ5wJOKljCCTl51oGKzn5/g/CE/d2TfUCYoZ5BcxX24JgHZBiGhrS5uSjCxF/k++k4nZVX",
+	"hAqd4lRs+6fCPdfoit1fDvbeAryS0g5xhkw1b8Rdsw324El6MhiA+U13jz6FIJLDVo/hzI0RcwCn7nO0",
+	"Q0O04FP0w1CaX0L/jPnppxBgiYq7OHwkvE/AQgtYVFyDxhs96DNKDYv2IFItuqF0tbIW74JlIhVcC7Kz",
+	"c3YxSdKcTYVD/H61senP19HxeX//8ORg73Dv6HwPREgofxcyBrs1F1IjdK1XRat7LPq4lhlrM01GSR55",
+	"M2q26CBNYLHId4BrwGsJpd9HxfQES7NzxdqRkSFRj21uMJ7nYjTOsUIdS5nhn+63nR3z/BH/uHah4uka",
+	"hI8is5YaC5YsR5X5Fmoz2jatsskOk18gtPBvZ8dHAXu55T4YVWKeOmA/sd+SXyzxlKrMtBSQsrT6o7PD",
+	"Up5dicw8FRQbzHYotzdfspPdfx4c775FEt/d0/d7XYa7DUY4mmhLxMl4zqJRIvvmiz68WH8ssj6WL0Te",
+	"i2xsbXeALoMPhmbSNJUdhbJNUZbMTAGyg3nVHHiVJd4rMXoVEUTmERm7cztQUmLLXigTzQYpdL+alUhk",
+	"mkixdpmkZh2M8ab96YLDF0oIY+p//dk1xwkrzXCDoxEQC7MfAe/CLL/KuDlU5ieehIH5IjKgHbvY+Jp6",
+	"Mhgyjle04UjiQbkAqlNz/OlpHbP1BhyQZrndEu3tzZcdeBmgp13DZ0ShxLc5A8G0dmZEL1DLaDsKC90G",
+	"c4tALVR14piwhaSoTpoMBJnYpPuQhBo8bzBjdG99XY2F1GqSDURXZVfr9CO9bq6Fwpc8Lco3jks6j4o5",
+	"jHZoBaXc5AbmJqH2a5y0eq2X3Y3uS6jtyIdgSnoSdjDk2GN5JWry078U6sV27plfdpnx47TrGtfOjPZL",
+	"O8r4xiCGuAQYn1BaWAb8vo3xMThca+ZicA0CDJuVIYQ7AZPi1uyDyyTTeWAJ2MYcA2pHCpE4SYAyKT7m",
+	"gDXVQ7If6iRnGhpy4CM8jrpLeAQ2kocvZjd04dtGiL6TJRAbss1HPGeQ+rSgQu5M7MetXstMFyziG5hu",
+	"sxQZH4kcHNt/1fuExSXrJ8jwvPg6kblLK13MZ8fsp9cbm3aQlVgFokW9WtvYPN/c6m1s9DY2/jPqEF4+",
+	"TsSk1G2VmNfclWwixzzTAmK/mGt1omVri4GhCuzmyI3umax/TQQE/a1hmGCXJTrC5VBJ3eBm0+PVIMif",
+	"0C4Jfi7s762NDcQzhDwEYRdYu2v9v6hxuXj+ImidUiQDbNdmeimYQWhI297YbLq5G+36B2kUpJC5GZ2I",
+	"8Xfbi38HO2z3ZP9I5e/UBEF/tre2Fv/wd8StTJR0XKrbWz8v/t25UodcTikRAhiTr3Ca5//O9tTjD14u",
+	"/gEJuw+S3/AEw4i+lwxnqPCP//WnWX3HAg6nzxM3L+hsGw+EXwFJ2q4VU8AdNqZKpwFP0ws+QLIv85Mz",
+	"keeUCPn0P2wg1mih/9+6vdYou88QE6kvl0KeSFGAtjDEL9cAJokA5ciFFQBfy4XKgHkPsdGVMb0A2cao",
+	"43Pjl4ISTLR/v4HKoHSdswujbY35Yzvj2lI5yNROl50lV1LEPXJpQhn9x9rZzWDNfAxlmpG9c6puRTYA",
+	"W1N8ZL8e7r5ZO/t1d+vVawQ8jtCINepQ53w0Rju2i59m/BZUNTkgQSivxbTwiMq3Pvt1d83cNk6uSNmb",
+	"a4wCQi9mh9EYz+2zIjBRPsjko638ZG2Errb5npEjj3m5YawnSEpO1SQzhs3guuPu+ZuYru3HeEN67AvN",
+	"qOw/id11bwlh01zs2cMOeNPoHh/D35hR6Dk4wuEk77JdOWVbHz+ieQyuyI7RkIXRz9ovzddykE5iEYMx",
+	"w63zEYQSuztjdmmsSZh71n65wXTANgO2FbBtY9ZSf2Cny3ZzZtyFHAjMeywW8QQFIA6w5t1QXld0VbXG",
+	"o2ljaLuJus1hitJma/nBMcpgOnE8E+Oe5X5LPsIkeCXAdvsUC4PuxoIRua31sBGd2H3j7+JS0NGe2QXj",
+	"wW35sMHsxw4Ky85G4G9QNrs/5w/K2yd3GtmfeLHQ+S8qnj6qSkY1XB7K53ozoBoyRKhz1uZ0JIsaIjqZ",
+	"nS5qHKdU3sBCokJgbSv+i5LCNBVZx4xoxjJoNKrf2LQ/CnJLn4jsDcC66KyrrY0t49CYk7zjsE5CCXFt",
+	"I1oiZPwx/iFUjqQJ1yzCTt2o45eWdFnker5B3A9SPhqjc7bZ7W5ubISybZu2oBC6Uy5ddDqVCtsB5HZk",
+	"BrEPviLWtOgIPT+ec/bh9MAczVCWS3fQv4W3pM9/glgAbZeAIeSnLSlJMiwm6UHXLzhA/421KEEozTqa",
+	"f7ILMVXk1IrkapgPkfgaK1XUJAdobv81MDQNiNRQyZIBT0kodZIKCRa/LA4uugIJMnNNcDIJG9F4x8bZ",
+	"J7gfLcBfSjSs+4ADFk5sPHgX/tre2jJuqW9JRF79OXpQxqxuk29jR0BJuI7ljkxy0GBcMn6hVTrJBQOH",
+	"E5rf1KWb3q2N7Z98dnCMnA3NV5nQKr0RBFCeK1KCoSya38BpG2fJDdgqqVJjM+oAnK21VA0QOBeB5rK1",
+	"q4zHgh3tnncweu7HbYznDQgLSOm9+fOW89Np/Tp1TtWZkaLOq7qzU7Ufi9FY5UIOphB+fiLBVB6lrRla",
+	"SlJtPap0nOesnNN+DlhJ5pDLsoRF/wuP3as9h5ezsYS38kbJyzTBpOj25hJeByHOnit1wDNwq1vbm6+W",
+	"eTM9GY/BcIeCQaAMX/lioDbhOJCGq3fAgtbHtcSeTQeWX448Fp+WI8Ot3tbG5sut169+3jJjqsa5sGSF",
+	"O3bCeh+tUT/vosQFpk5MlmBgystOdNku9gJ7gUwS06Ekxw0FOQI/VWimmK8ONn5mlOvrn53vnu8Z5eAz",
+	"rVnnLJRA4fZCV78GTRlZd9HReEWsTTndHuicHRaRkEGCANuKH8oSDhi9K/WdOqJGtBt9qkYwcZH3jgEs",
+	"H7VvYi0UjRZ8GUvW7KtTVKSE5tYm22fHN3zqdAEyTj6eMlgca0MxNE7M4/bjJ1MflRf76vUHLhiGOICi",
+	"15KDu3SZiCkhgYaT3Z4rVbNSNY+ravDoMF4IJ1+MXUPxzpL6Z44yKaB/vgJtUiU9W6RPjqXH3Tc2HqRl",
+	"7kOeO+O8uEBdAUz/An3JElpiRPR0oXQap2CV/9ef3QSQNbi09UTghqXGCZpa5FqWxKCR0ENw+IlQOR1K",
+	"W8kJbVGuzpwAEjVxAFKdeW+W769Tp4zgNcFZskN4BFWEO+J71EWVN/vmlBEC2FIG2iz3ShOtNNEX0ERv",
+	"ET8Zk+IVZlTiI7ybP9Ssj6Ck4R4J/WW0UShraiPaEGpcL5VSdAJigQUqTJn7/JcvNFNZDGZ/qq56oYyS",
+	"uOfyTHD5CygPs6QA7QFVoIE7s+mwLDsBi+By8+vcOD/TsYgCxB4CkuBeBMOAIKS6pDIgzqJzrq9h9BFq",
+	"Ghw1FhRgD9DUG40uAEZDOZhkWmXUDXrAdb4GN1rbf+vqAjlk4LB+Rl7hNJ1BjQfCX6DMCWWV/YBk0UaP",
+	"FRUtHYjRSxuyR2w7UIDoh01BmBHzSQA6MJRSsSs+tgUQLskT4ARCCQuEc8eZgvI3QtrIh2K0Y3aiGgFC",
+	"oJm2ULajHtRDrHEzAgwdQycT6tHNVw5uhe1D+Ys3XSzCaFJEuwAcQ0IAEaGk3UA999lEsvYMgbPreJuF",
+	"rzTOJ2K5eizPUE9LJMkdy/BBj08KaimqYcBYMIbRi6ysGcmQx2akVO1sbwGWAkDWFu+IO6KHEOIpn3pU",
+	"3whrzSUD9kie2hwdjnptMtYuiac7xRpTJmYiuyyKRZrzyG5EIBgJJUIPIVoRWYYcgbRtuVSxN7BZLcZX",
+	"hDM4yaQ5YFSBGBXTEso21jcVHU4ApArBACTy4LBaELqGUlGyxGyxpZLp1IgSI17wJhRqDiUe1T4NEArd",
+	"JlpkEVNj4cZt6aMJFMZuUFcJ93ILalIEZnSNEVyJjf/Mzo+P+4e7R/+0JW1nVPGjpAUfH8EWrA8om1E4",
+	"8wYF3J3Nt6oxFsxmm2CfeAIGA++ezEs0u4KgfoZ5a0gcuGnY6HRnhM9tAtV3QhJ5SiYQxb07r+Cm7+Gb",
+	"F7bXnZDlZ1/PSNTI+AOW6I/rnE6gpRTeQRFyMS1JRywl1e4gTgtB2piLLM1CQ/3Q5o+tMpDMxtrPf37a",
+	"DDZ/+lyDJLNE4dCMwivbrsWTjT/zElL/Mu/ZUxJK0E3sU+jg5cNW72UQwkjCVs+rDv4cyrCmS6ze5sU5",
+	"JmXW1gLPu6ftEJWHI8MKHwyZ1ZJG1HdW9UnPFxOHJeOWxElYwdNgDZa33nx70OJnPY1FyA4tPFciPfkV",
+	"SjDxdtDKRYRJI5HIO+/OMj9hyaUD+6oRiKEsSUSon3F8SJhSJmJHyHgGVAyPMXA+HkM6dWFtpn2fx5D6",
+	"S/7izEyFJchoPXndIr3hovLF80KtryoXn00yfIAGfxl7hCnujCxwG706xqcJSPo1jOZ4UrCl7RuE/6US",
+	"iSYixdKMLOgEzNn5rO1uRA8z99ehLGzkjvMFVMbItPe7hmbiml1oRmPZJEU/icppoOjK3Dij6ph1Ww8T",
+	"sKRcqdKmqg/mij5glLbIJJitKgG/o0xBPx0LrNnxSkK6LCqQK+bV3Lhg6l1rbs4LLsBKJQlIwsTW6odS",
+	"58bNTaQxB6B3blHk0ytAwnYKdJuM5d0QCj0TMq6K1u8nHFr3dqv6jlWo82+tsd4QSY6Vutj2w5w4t6rh",
+	"mWo/sDD8G83WIY+eF5kp0nWQZt+hHj+4eaIJ2M8v32iW8gvTWvjw7zCrVXmxlQRfSfC/tQTH8/BFklUF",
+	"f+MThCaOFIOYJytECmuLj3nGQ4kplEyw5EoCgOyOX9VmybGlsjT9mAPwpoEcAFvqUBtYeC8KqXJmqSIf",
+	"FlV46uDAMhKIGsxWQYFnLKE1CsBsyktoF6Rtuygg0HgMi8KeJzqKla2DjUeXkzQNpSOsn2iRBV6cA9os",
+	"XPgw8A0nTIximqxgMbfM5aGcrU0KCF0HWsO1a+GgDCSEwSNqkWwKToZyXnSSVYKTQTF+FBgFuy1UU0FT",
+	"uYuveZFMSvIVQQMCELpOZIzMCItETcH+/v0GMYt3XCSxir29EljPJbDeTdLUW4g7Cio4CPfw2KrA1igg",
+	"oC7FfIiljYS33LZlBkneY9sbG6H0UFGwddZvVCt1JiEY2HLAxzuhXLL1zMnPzVdIsAUOJc/ZgEuA+sEs",
+	"PIOmQ/OwUMaJvna/e7WxwfaPzvdOj3YPqJ4S4JEvRKrklS55hS90AaUZWFrzazHOQ9mOjPDrIaVTFPhQ",
+	"ytRsRn4+BwkGqLgYKExyzZKYtUG4QvUn1fjIUI7NWKBF3W+XA0TkIlTLVFaEDeqEXhX/vDXPP3SQP+uX",
+	"KhutWeTC5UROE9L6Uj7i5uPVX3oDmC/1pLjF9d6x65CQmjMr8e04jSsf8JnyTigxOcqdS5VB3U82Dzej",
+	"LiC3+eNPW69+nInHwZlf/wT/2Y8/393oPBU8BsiZSvJonKl4MqAqbtj/AV6S+ILPyGAMgcmSDMwzIVib",
+	"F4hDL7QtsoIuXD4YEsY5YhyZkzXmmZA58I+EEpNErtCojDZiJaSRjBZHDg3mJPat5cDBTqfJtWA8lA4q",
+	"UlKWBokPqNDDglsCIyMpn+gNips1s6cjqoi0n71N9FhpyEH1KPE11321snUuDMQh+smgYpLYleuMeT4s",
+	"inVowefCBRTFMyMR9zc2hx9fjbauf4p//Ovn23sV6/yw/kNZwi6mf6gVqfBulnXCvCCWIsFTa6a2hgIN",
+	"53oHzpSZkX+ExINhP0CAlLAFYOLNCAqfV3bs89bpSLvRYUEXGrG5GI2hyLVR0O3KKSstFeCJk9+MVEtG",
+	"pkBFy1oiWTsaqEysd7vdCI0tJF9aM9s+Sy4muYhD6R4buILriylU5u2AgYeIaWyPD4bELqH5VBPEnSMe",
+	"wTtDsKyQRO1kZBQnUW3eqkkaY53yLc8ki04OPrzfP+of7p+d7R+9jzpzq27O3ew8oc9YetIbnNGFniNd",
+	"blfgQf7jl93OZeQr9yVpydyb8fLOLb6p3b/ruOzNvlj9PsbYKpik8BTPBYl8cHkP8rKAUHmhQzkL+N/x",
+	"oRjxQkTbuBAMdbRiIy6BsWB742VRLdIh1Cy3uLac3fgi1f0VYTGLBRA2Cl+klx0oGtcs47cErZWxf+4e",
+	"HlDPdCLLN5ryEdGHQNnoOOWJpL4DfxA3KDpF7NQ/N7omlJH9prSHo14BqAjAs2tQY57kU3aZUNB+KBgu",
+	"WB2ISCijKjpfVK7dSQuIRxUL3SlB0ibadh3sUJm7uT9PzXJZfDHGU61cMD2KRc6TVEcFHDe9mcpeaDtq",
+	"HWBlqg3mIXCtebKZauM55sPAn6KG6SFaI+xq6LJjl1eFzgMbokQvFaJ0GJnEpADhqRj70FhzELngA+Tk",
+	"sMDGPJMOztQCgPdCOZGZuEp0jm3tEP5LOcClmAv1dQJlRe3o/Pj4oF+Vk0HRG1kgqtJvjCt+fLJ3iuv1",
+	"4ei3o+M/jsxPLEGQeZhmKR9cIzE/yW9LmkM9blcipwaVDG4J4zja23t71n9zfPRu//0HfIK5s5X2dbqA",
+	"5hfepfoaoYSdAj0mRAeIOPKFINLXZjA6nVhAWKq3akdnv+0fHHiqg51NspvkBoAD3LsgEh6KE6L2gblW",
+	"NyLLkljoLvtFxVMHdAO4r3VaaB/OR2nrLLJ0j28lECI4Mmoy9gv5VivFalhLOk21+RXGjWUq8+sIjZ+q",
+	"C9SfLXK+Qe1Upd49b3kuPhINkpOXD7vTl4/R2AHg9loqWOMkkie2rZD58vGaJWyPdyq7SOJYyK87UFNd",
+	"CtCCz+tgeNwV//pzhoyh6nTgwAEdlKwFKGl1m+bORpxVmHc346hRkGyAWRtmgSEVyoolteP0HRKJ+GqF",
+	"+yaBcVdsIeys9RVKZ36xJa2vXQSNLkqeNgqrxD6W4jkEMw5SXmmM9GuLGd2DccCTwQpyOOCAigwdWJpF",
+	"J7unZ3tkYwE2HTEuw43pmr3Dk/N/9gk8Puqyds0k5lS3ZR4A7+7ZdcZU9BHenW1FFt/GBou8nEYELVjG",
+	"/oEF8ybHmM5XIg9ladjdDlla2Kk7w44WgRGKxczwcstq4N/rzLfWSnOh5vr8pXziInKzSFvduCvdSVnp",
+	"p0dNJHwrmskeXV83EWHKnZXSp2ROHqApPHYqsLXMVpMUw7CKpsvOnX6KoV0i54mR6TrlemgcIAikZUIL",
+	"ng2GIosCi2VNITXjo2Bcdh0/LwK1UafnelY/nB6sCQnOKopUzDPnQ6bFlRlJEMpo5q3Nw//n1rvS460N",
+	"SD3QI8LPIvQio27MbecF7Js9mWWKOVw8bj8+4fnwaWs5Sk88G6rbpYNyboWfPDH5GFHwZwr/mRmFnVgO",
+	"/C13OueHqzUgx68lks5iQQhCVJzq0kItOU/ZC9YNABVBIK+1dY1DWVxrjwHwB2tzqAD8fCRGF1Dq1gnY",
+	"Jb9RaJGSC073JmIQCEhfTAmAV8ahTGJn+UHwm7Wjscj6Y4BBsE771qugsFo2Njo7WPmZ89TnegtKbCKh",
+	"rKUTKQc3Jc8ydUtw+sBIoFBKeCym5ckKZTFbyJBiTUpnQpobzQ2vPwfZyLFMp24b3Epb85Z4ZSZfIvTx",
+	"lDLrLuwfOBMPE1TfltzBtMNVXRe7ntOZWidXzl1yP/E2U0PeoFcfcvPkChV6z08ZgJ9VnESQUcCACcjh",
+	"yGh+OxSZsEjbZlwZfBuPoJXGZ5Q2p3Xa6VUPN5s92x51DgIomdsDyMrFxBV+0Rg9nsgZBPdN6CPd2PAp",
+	"xKhOrYg1DbkGqCCMG1MUuU6UICr9LsUangS7v3jCc1ZWLR2nW/k7f0t/B7cppP/rAm9l48l5NAjANCvs",
+	"DvEcA4e8y7DMJCvfwq89w6rCauuR3xmpFUovuZrkPcxvIZlamf04YNj8zrwygXIiTMZFPiUIpbO2AkcJ",
+	"by4h6mDNCDtK52oMdBRmSNQjDq2Lfvpx4+dQlpobqWOSaqfcoI0ws2zRbaBCMoYg2He1RQU4W1ZUzU3j",
+	"oOHbWKqULFultL3V+rLcY/iO8TxhRZd0v7DMubMzdeeWwO9cwOC6zRUwQbNHZuwldjtUzrcqZEY7kTeJ",
+	"TlwJiI18s+2NbchC1gcSvtsztJS691X9KrzQGF6Yv1uBCv++yu8kM/syTwSBLgIOZGa87sGQyysR77Bo",
+	"JHIO7VtY6WvsZZkHiMU4ED6KoW3vMmuLBnvRSkH3Y2DUtycAz0l054U2xz65S5FFnUaTu75PIeZfjVZ6",
+	"fOvde707We9f+Dg7/tJvxIK/s+xYmfyPr5Fxb9/F5F/n42TNGMSN0dM62ddjfJ7+tt1p5PtnydUw1+xK",
+	"5OT/H5IQJF5lv6MsT26AeFCXeZN3iE4Ts+6W3g1jm3Pjibvj5DfzdksKMiwp1GMxeKFZBMPaj6POt2kx",
+	"4LsvCv39JqbMaqWv3gT/BuOK/v623qd/MO1HzXHG5ayPyGzKyKdKDIrImsea14Zq2uKXO0zykS3AvRZT",
+	"DysaAtTE324pe5W8MauuJMU60TBvb21sdmztLFZ2QIbT3C/SN9d9TEYmMaYi6U8805SdhFqYazEFeDsM",
+	"v9uphj7yHnL78VnKXXwe3qyAh7YA0ErnlsPQNaIO1A2CwsnYBVXJBFsUU8RD9dXKkyeNduK7P2fME0eA",
+	"Q4qXCYCalXfF2VDiAtVPtFnaCDmFQZ+VjbWysZawsQ4TqHy1srxelDdZWeufrsV0/zEirQ6fLO+55Irj",
+	"R4ZKvdshBl5VBhV4kKA1x0F8TDRwtAM+5iAn0lRFZY2+SWZbTqGEg73L1Ihl4kbh+WVKBrZ+T4fSFSSC",
+	"DrHxms16bLYbdf21i9MmfmzzenYkUVmtAYb8kuquadCwP5Yc9/WPly//+vnj1mh7/FMraI34xwMhr/Jh",
+	"q/d6GzLO9s/NZ7M+cannimq6BMif0bKnHdpZmaPPK+pwZe4s7MRH23Z3j+DvDosSOUgnsejb/pl/mBMQ",
+	"MSkE0XyMPAlpBKNvznbZLknD6BMRF9iU0efPEeXBo9w1XhHxdKmuyFVrhbLtasC3GNZ0dDDf7sfbZloO",
+	"I8JGATznRPeQYAIqgi6gsSqdXIUyFhmwuDvsFesmGFEQsAjgm5WEH0ab3Y3uRhSw6H/gKXMURESSQETX",
+	"QSiLGKNrZsNK64G6kokW8aycR4IVF5kEBCdItEdFW10oy61bXiO/k+5+R9Mf5vumtYSmOSTEk3k2DWW5",
+	"985eHWGFhFRyjSy2G55ObAWVmU+LewDAoV5LFYPaJaPYQtkec61vVRavISM7Vu/LmCVyKLIkFzG7StUF",
+	"TwPclyqjogl6WBFywJ0t6vm99z665qxnjZvOKK7dOK5Oo2tNW24im8qfqqtbKoGiYo5WD8B43DgvlEoF",
+	"l19CBeGKLJU4efRKzZXyKcdCcC0KWctr5O4y8Uqb159nQc/XMF12KkbqhsSiq76yN2Yjnl2LbIcVuKCs",
+	"TRZ2KCMiqOoxFGQgtyqwLrcce164u2etvPjgahT+9hUA5hhW5h9ACpUUq2P43DagOSvFWXXGiiuwuWvJ",
+	"5LyTCRsh5dCwPxYZNfL5J9HsDqjVKTYMAIKHlGR1/X6eJVjOTLAo0X37YzrHdefz3d/idC5fWxAwqW79",
+	"eS+Vsa/O6TOHpXh2XdaubqGWUatpOlpDdpZGv+0PKJhDMkdL5MLLPOXGd4Hwai7GhLMz0QKNeFvbS7sG",
+	"LWxwpdSt9M4o8YrCNWCV21/uMH4BLbtIkykSiG5BrEBj0TMW4eFzL3lCGLvR0XH/4OCwChhhxMNcYTSn",
+	"ZekgHb3ByfpexcKp0Cq9EbF704VQ25UdARgrcA8dsOSScTldFSfNsY+BwGze2YIyWNjRy5znkRgp40sv",
+	"ldYvP6Yh5Nxj9p5sxJEvld2aZfZPvzlOmuXmu8ScoD1oqYIflkERg6LhCo4gQfnAdcb/fKGZHqix6AQW",
+	"+OsPKiqI/oowCAQ8rZkYgFWCRQJ43v+KWMblNXblz943E4C/bS7RrB2rgV6PhU6uZHcUs7B1CBeHrU4v",
+	"lBdIeyon1MVFCP23UHGcF9CvHD6yL4iPo44uaMzyRzm3XOHQLtszBxCevOfqD5xCxbCVFDA727aP7VUp",
+	"Y92IO/NXKdzgRb9fbWw8gxGFG+cunVb2QK1sp8cvu1CZ3Vq+fBoV52tpEbr+CQ/0HdJ2SwnU7rx+ANxM",
+	"X1ccEcc0Dy8Vp2nJh/646kT4e5xH2ydAivHeldfLnSp26tdS4yNfaAC9QXRxsCuwXyhLrhJpdPi0O68M",
+	"+u98GJ8I1gaH/5wF2HYE890aEUN+CGfzuywR+u5LfYoURJzkc6VQ1QKgxsFGH8psENtcmIxs+7y0Hg4i",
+	"ngMwJ9D1go9DedoqmHtE9wHu284O297YrqYVhpBWkMKYNvUN2UXsojFycUKv9HXHLWAyHwkIHe61Cj0s",
+	"CD04YhW3P5Y9HeswwQ8vaPOTcvZQtUvHgnBUNZOTNO3shLImQ8fmJugyQck5KRY15H4bB+XJs3JOvK2y",
+	"cV9Ry22+3Il9WEPBAkIqS0VlYZfNh71Qbm9s3I1jqsdOjt4H7N9O9t4H7P3+O7DM/xAXJ1B3g3VUIgYc",
+	"SkIOgPxA++z394zqT+JOhX/KxpFq2K+cdwBQ5DxLE5GFkiZxp1RK66UMjd8gxW1ZTS8gefpqJMiTcEz5",
+	"r4gv/TV3U9YsJa3kqux/Vfa/XGslyMDlJG8dudTrrZ83t1+9njGjHM7JWjaR+p5Vs8DljhmiUv1+2zGn",
+	"dMq0KlJ8zPvZRPZ5HoWy7XJLapKDiE+5zjuUwkgaWyzP7NhPzdC/V1PJf8tF4f1zqsgtkGtWrsddOiTL",
+	"c+cdrbPyFw81bvYIDZogfFxBOOKz8SraEHUZ2kJZJBeJ8CIqmBaVOw4yJfvi4zhDuRKx9it2mYg01gET",
+	"NzydEGdHKKM8GYn/VlIQO1JE55K1lRRreqjyHexSTBNh4waXEzDLEYcoSnQfW6ejzk7xmmx7a6sLjCxZ",
+	"YuYeoR94mqpbC21Ufm8l0ym9DJIV27e3d3AigofS1nPAyJCnA+qlocG0ymBjgxXWg4uIs6R/MY16jE9y",
+	"NeJ5MgBS0DFByOIlVNTh4TLynBH5sowRWZInqcNzV5KZrZgKyJ4jxkYkVZ5c0uHXffhBn6rZYU6UbO76",
+	"9E//94iH4b/fM7V2loewuKmzJCRWBtzKgLsLHF5598zTMPMttfVP2UQ+SivnOWLH5YynmeDxFItKRAwO",
+	"8LUY502Z4q9GNM1kp0pz2fxUmMFVungVFHsUHLrlT3ZwTx8LdjPkeJAK19IgOTbc2sTL6ph+IefsTo7Z",
+	"yi9bCJV3lwM1nuT3z/xQSBa9jtssycHZAG+JtVNxma9BXAJuy9NQoh/Fcn4tHJc0eCOaALMBBSGbpEIj",
+	"uYV1Jsw+m3bL4Q+WaKgjVaPxJAeQvpRr921Afxo3BJwk8NA896XQ0o1YeisB8JW5Ls8jfiyk38p9Wbkv",
+	"9+jDAyH5+P7Lep4lV1cim8+vNw+ttxC4ydUQeo/AgcEuPSM3O112Zj4hIIKJtEjbAZDW+Sg1RJwCwSwb",
+	"4bGkd5sF6Z0Ut3Bn1tY5zyea/fuHvQ97bzuBHyhyhCRddiZyXZbrKMdLon3H4SmYWWLtkpbomHE5JNdu",
+	"KMGgyMWYXUziKwQeK0BW+7Z9PvLamWw47YV/pX8BBUHrFMk5LtJKk3yhMBTN90J+J7MHrbtO3SIPty1X",
+	"HuFDheVEVgUlk+r2LsKy4Jh6SEbO3WW5tJw5JN3aTNsJpBrOPSr87zPXVn7PZbJtVV6IlV93l3xbdfa8",
+	"I3JS/erxEEonMvlrgtkkvw7W/ORn9ub46N3B/pvzjusfjD59uhbTz58jBjbQUKUxcLX7OE4WxjMWg5Rn",
+	"yIbvZb7QlnB5rGsx1aFEcHYYSjVp1ZgOKm/Q7zEhVH7DZ0oJVQexOClU2cnfo191ZwKSlSP2hHmkyoab",
+	"LzkbzYt1B0/3KLmkKnERq+MtqphGoZxoKrx2Gf82DsO4ZejyONdtEZ3RVyQgZyE8K1Udjc8t1mTJ579c",
+	"ZadWtEqPnM66k4C5d0rLK3G6Y15rddK/vEd0R29o5QwtTnLd8Zh9wUQX1QuGsjnRRXktSnWNx+m07EQx",
+	"JRln8QR3n4AIQ8cce6fVeR7KVHCgaa6ETCw4qDtFrvyPSv0ugWHWeVUpHxA2my0OxNSab5JASWJDnmwl",
+	"UL5e1+65BJpNmq3cu5V792XzbA/z75RK9boTcvePIh9LgRjZgIfpIW1b+KxMXCU6hwiyeagfTw4lQDkP",
+	"Uq41tnJgdIzuYK4Lipyag4C2GN4QMjPfiMtLgcxciIg9F8LqXKn0uHjv7xo3s/SuC5Gf3KSUsNMdYvrK",
+	"VGs21by5cxsf9vYlgSHU8t0hUn3j6cTU8SOdzMoxZG2Llo+J7U7TufQOYHHMzMgctXQhRDxqrpnDuvBM",
+	"nsHbir/BicQ3XZg7MkugaVJWh2+en4QlFo938D6Z/+zHn9fxjDwmGRK1niPSYw0vhdFpoUTWjlTciLSg",
+	"QrB1fEAcByMzvkySI740ywTwyoEiHdWGPxNt3sZtw6/Lfzn3JI5ZO/o9iwYqE91TweMPpwfmoqjJr4E1",
+	"W3JM1ZuW2Ym2Njaek55oSegL2OaJZjGu66rM/7njorgOjN9FAD0sY+3LlV3JJrKq5dG09gOlodzFr26H",
+	"Snv3LokZi5kBZJVJmjIyFjCmQ+RpeqhuUdpglyj9qG9vGbF2BP1C/VxRN2OPAdcK9ZHmdhPrnE81m8gJ",
+	"TuBE5klqvp3CYLQApF6EwmiSmRXGGLrxvNLnPbmSht+CNKyYTctIxReaDCcySK2yXEnI55WQeOTuJiAX",
+	"WGiF87H+yf378/1r4pqFqMoYl574cUImVkjqEUqq7anI20asu5J3vpI/D5A/M+N30woJhaLoikpgzega",
+	"Bq68BVlm7JciHwzLA978SgSmm4RFMrPY1A6ByCrXleM5x/E0W7YsFOy0zbP3FgMJNxt8v6h8SPyAmXcd",
+	"QGLwwdBYQbq0fr1QRgg0qDIWofXlWU55oTEpJRawSE7SNGKZh3foyPa08rlSQgm71Fhg4IK2jbmHab9J",
+	"lpnXJoZCqMlhubJZPSL0beAdK4CNVxLy7y0hHz/D2LS5nhMc7qGyWorbqrxeteut0ohzTfEzkd9Rcy0y",
+	"xO3vHw1oF4O5NaHQkouvFeNpCszx2hLmojraoajFCGvF4vrQAZTY2645P6AyH34XzmwxZSvF9I0GUlcQ",
+	"KV8lbnA196EuKWowx7BeSCPWLHJ8Ik73TEinxMxnEGM4rDb07qZc52u3idQs5VOk30LYez3gsY0NUJ1Z",
+	"ONnYeDmwhIH0FwQi7DdAN0h/IIbfjsczDoVqYjTOp1XU/UKUEa9ol52U6cQ9lvAR10Q7Fv1A/xd1Q7l0",
+	"6Hh+KGMlDr+RSKpdqaVQiStHcSUpHz+E8CCx94B6X0++ZD4pkT8Wkh5UaouVIT0MQaTiMmdqkgdIZoa0",
+	"rnKSphQrRXmFWzuggIUx7TBeQbYalwPzuZ6MoEbEYnGyRDNbmAtksbdD8y7t7a2twEo6KFDOhexQne+1",
+	"mM5GZa1nGzAeSqwKJkF9myl5BSjwgRltRMCjfX2dpKmO0C9Wk1wncRnR/ibRyUUqGF4Y4NuG0t0gNx5I",
+	"3kdjOWJJjKCgCbGuWw5cGgYgU4yzRA6SMU8bpDf2ggo5yKbjHJVSJnS+Y6Y9NlMBXFJcX3uCnV3wwTW7",
+	"FmJMig31GdywTpZTZeFKnj+6PH/8MEbTWj17GGNJzWJtqzqh10YrpbMKZaxCGXepiH6AFl0Q23hgIeaS",
+	"5vVc4xqT3ytR/B0WKaxSbEvVdiopHlQ3kHGpL+fBiN2ZyjNwVUyEHm8xPqDKIVdshHeEaAEahYWhx9qQ",
+	"pruVbCwyDd107ruAcQoI3AInGIKOqVuJOGQ8HiVyJ5Tw30TnGc9VBoRBnR4gmsGT6in4nMAxdrSZ0gQ+",
+	"1+xiktN1oaRxF8LpJZat4nSgRWlGn8QBzndQhCGCCkVCQH0qoSywhsy07Z7sgxexU8hp8gh8JiaVxvje",
+	"LzTNiFQsVfJKZISVGcpzWtkM7GBVyj/inGF4t4iQ1OKX4U12aVN9d6gppRf8+qmQJhIgdGx2yyzjyh5c",
+	"2YPL2IN2p3sSPFcOOsAJ2UYKyUk+XOeDgZrgdm+o13hDMgU86+RKingtkWAGvoCS7HHKCS+N7QEBiBVC",
+	"V0ZCZWpyNWQRPgz4Ptbx+zU6+1Ej4TON7EnT4/iMZ5ISH/RiXEPbdUvr9A2IhtVJfwrOsxj60G6l3Qj+",
+	"oZ7kQ/9I152yZmPwFLe7LlkTYwrNsTbGDv/3//3/GEOq02WHPEk142yg5GWSjTDLnCby2hokRosRtfJO",
+	"KEEy4Yg9c8oYO5Z+ua2H5rUSyaIxhviQFihiI8ElwCR1ikJ5fFSiQ0kDEDG4nfZulrgDJZRn2P1cHwiE",
+	"yQGxhWLuiaSN94SvVNa88dfTjNalir9qM2TVqP81hKVg6QsGsIE9SgskFG65ZtF0zq+t3SFSMcgh/RCz",
+	"3IzMJhVwq6JYaEvFaKxMChGLmDjP4NtblV1rALs2HqWRODdmzgMGqReI6ozB+YWrPfcR7+HJNQbyDAgN",
+	"bkSWXCZGCJ0aAZ0mI+PWhXJsnLE0gVQR/qgWyBJn4OnlDywmPe0rNnaspigV/Nn5u7c0+p5lxPbWEm93",
+	"rtQhl1OaFP2csqUM4IgbcqHgqCNx/Wnz5y3zecZzsQbHrtVrGeHSKsTMpcquVL5mjZl5ATE0anQir1Kx",
+	"NoF2QS1yEisgJyCGNFSTrOMVppA8uBCpklcavS9nqmOOl3oIE13kQGeR9mMF8SRlf6ttJOtCGBdroG5E",
+	"Blj3vpRhywmZdzALNtn6RAKm/JDniroQRfk8MWOvubc4WUmHLyQdgKiC8cIXgSP5aMIhVVeJbBYJb4Zi",
+	"cK0tsltsDFUO4d+xkEZUxDznF1yLtQs+uIauYrQ7qEMXfxnpm0FfW9rZAdhPoWz/mufjY2B4PeMjcZbk",
+	"4h8H/GPAzsxMALHsOFPxZGCGQhYMSZEBz7KEbKI3Z6fvyBbKFZRHhJJrFv3HmvlmDVR+xJSk8uKU5yJj",
+	"J8dn5wE7+WD+Z/f8za8w3rd7B3vne132B/h63uvax25vbN5P9hzAJD+NyIF7PxfZEK7pPEFzoK6uAPy8",
+	"2wpaQ8FjiLB/ap2JfM1a0p/qCgZoI+FuKW8hc6tigNV4+ucv7K6tJOEXkoQH6ool8jEln5rMiQjtybgc",
+	"DfJl2yAVnOqHcYd26w69uf8zK3o6f2qS3+EA7oELaH1O/yAuc/S+VNjjWwkMmH2LO6EpEDASjbUm5zPp",
+	"BpeEpse+0J4OrC0qORSt51UC57On6EFFEM9Um/CGXsGtQjHvcxa35HfV55buGHxGEhJMb9njSXEgGFqi",
+	"mZCxiCnw7HLjUiDySm0MBnzOJ3aPyg/5SiMwdnjMNomtck1/S1oN7FwfFyei6YDbSr9mU+J4LCT2wCPf",
+	"hdd2RGXofbwJHkigJDLHgLVd8RHb3njJ3h2f/rL/9u3eEblD0GYfShsvNB6Oj/t4IQZqBOU3rFQ61GWn",
+	"3tOKyvkUDKwdKJyHgO6A8iBCa34lzKgozkxJLuvysHv4RKd21p6qYBpv/0x0QcuEeSGq+9B89ipX9N34",
+	"N3bLesHTR3N2IGi0RAj4rrkma4sC4RXd/XGSTWjkzDNv7heLOTUz8cR2TukZX3EU+KSIKUJJ/Soc/A0k",
+	"i0ZjS8fzNBFhX/WD3JBLpIzM+S/ZDH4tTMV/bQuCdjTXQNv1GARFIq86XeAIg8ySrWFxueXaoyzj373H",
+	"Pne05dCvGPl6yz++sQNw90oMsy9g69XZsXNMebh8uv7JKr/Pc+MyVHhfVoszp6BeHbIabRjKZnV4VK3p",
+	"uJfRDWdlCoUWi2reTyYXaTJgQ55e2jc0o3qhyRgY8yRrqIe3sze3Kt7r5Xm9fWc0qzMxyES+5Oj+mohs",
+	"6nchYcBmqbFtbv30nH1Gy/gRVkBWnIkv1Cf0TWtTPA+ewc0upszbvrMatUFzQhHXVaO0eCd4PskEu0z5",
+	"FZrXt+KCedsCDrVmF+JSAZ7oFIJ1yZXULJFddgSuvdlRPJGaadj9ujbY+wZH8pR8SSAZ8DmL9ia8cPer",
+	"WW8SatlE5smIRuctM80dKgRoP5rfBFpS3mDcdNlBointjTfw+7ISYyqNxOgC0GNmmNZnW7y0EJS3xmao",
+	"djRVk6yfqRR5qxF8QXqPmrJYMSyZSQHuQHW6oTzhV5bwLBrzKxGB4xaNRdbHP9sWuGbrVcB4zkZK52xz",
+	"Y6Ozw6Riuco5ITTkk0yKOACy+FBiQTJneqgyJJBnPMuSm2b6j/c4qzPKp26Zi0vWzQu0jBpYdJ3I8NKn",
+	"FMrwDstQwVvgCFyeh5mF3yCv+5Vda3u+aPGbUfCbDhVyHGvXJtnmRLFNvT2ILz9ywQt73nIdygiayaIu",
+	"e4/9hHwkNIhbOibEuN7MsA6/e6qMSPGEZ4pU0rMXhyph5lfJkL83x/gVnYWZE11oTGi/nocKiecQTiW2",
+	"BpeVXg1neFQiDY+8LAqKA+CsCKW6lRobADVr2/5vpjIWO7S5kaULZ4eghnXARioWKTbyXE0IWz6gG+dK",
+	"paGZ3iwR0NksLkUm5MD8YR4/TgZg14H0MRsCXsuB6uJNfCAkKuluBpu0wuZu6hGXYT8+MX7Y18BVQ93s",
+	"XNPcr1i/v1nW78Yj34TAiAfLuuVWYcspIC10ak78jnV4RKoFuxJ5Mz7K1348ltKmviZdoYDMYcKes/Ua",
+	"KmnqdYsOanYda49Tnkjyx7TZd2x742Wny45livLb0l0D1h2WgzQD2D/a1nyqLu+7W5lf+FzYJu9vxdJc",
+	"oT98PT3hy5umhBLUGNi5u/7ygz5kfiLZmrqVibwKZQECBP1PCWHbzASAuuxOgZpQ1kdq5sZeCPviYXIq",
+	"+AYDNvDiy0RtYG1eWE9ipacXhXnymTlb5hSm6WgNna6nOopll855ZlgUW38Ad+joJXKQTmLRR/zufyCh",
+	"DvwMAb3rbh3KC1uUS+HYS5Wm6pa1iebwYoqxXCVFQNaE/bximSiZTjtdB5mFYLCSyvtsBBbqCSM+TvrX",
+	"YtrXIo/mnvuDdPSGpvvBZ78StEu1YqnbCc0zxCoT1JSgK89+qeOApF+rB8xGLhd3oVQquHziZJybwmWk",
+	"SHkCVlLkLlKkLiTjyZTDuq+bg8p38Am67MyW5Saa9l8EgM8TTajLoYzw5iKOWJwl5lC2k5xlgseacXaZ",
+	"pA5xWovsRmSdgLJ7WDLrPQ8SUIAyGEofp/sIYtRIVZL8NREglRLpC0EIi705Pnp3sP/mPOp02R8ouHSf",
+	"jkiEg5XitjxTrirY4/WyzO56oMbC1fSNM3GTqIljCmOp0vi7UJqBd530ibAmrwJWzdq7e2drW69er71/",
+	"c1iwyo84FDleiykK8LJcWxCGd0fw63S0cKRukM8U0veevzisX9oc36PTtQLH+ZoSCDWifbFkn2M7rn8a",
+	"3CvdUCv+dzBabSQ9rzVkCkFeSdUzFIhv7c994ZoKfiO0J2CNKFSTnHF3STvnGtvsZSgveZoilj/VT9JI",
+	"HGGjeRxPUrJVj477BweHfaML9t9/ON093z8+ijoLMgyPJUeDJa9/k3w9uYnyin5LOYq/S8rhXkLiMWLC",
+	"O03nvg2MJ2AahrJqGyLGRcUo7Cw2+nxullAej5IcsJAh6AwwgebHSYYMHjssgqbzCMu98cbGYYqZgjfl",
+	"qf1pm+O/2IXKhxS9dk3rIsYyJGwl3QUboLDjSrQwRNqgpOgyaIerGMahpDb4ktnZ9mUfvGtCgi8OoKAp",
+	"csKn6/0OB8NHRrJS5TckgUtm71ViJGnZ9l0QkX9eSfdUsfz7mZgbX97EtDH9lZm5MjO/YDLgaczMdS3y",
+	"NReC+vTweMPOvexMiDf4bnwidc7TFH66dpvEVZOxA/0DJI3YhYqnlnmr9FDIvHuyvMcw8Als4x7mQPlX",
+	"Pq0ViPlQtv1gjlRyrTYoiERaaVofMuwU4QZ46YAlMpRACpFxqTnAQi0icD0T+Vt8l+/X6l1aFJfmN2BS",
+	"3fpuysr4fV7RdcivGwSXv0qPIcTyuUDY50ZEDJSUAk5YD2BDMsHTgBk5NOKpHaM5uu0Q6JimRXgPOhKP",
+	"fwtbXh35a6Ym+XiSY3OO7jhAfCc40GYO2K/n5yeuj0kCbtGF2QFMDzIhJFIDGmcZ2HQEVAKjaVieskzw",
+	"wVBgJoWNseqf+qKIj8Q8eqh0DtmlKE1HfUvnB58ae/S4KsLLiai54tz4C+QRNIl2VhdBOIfAq7pJYiAW",
+	"AEpEzBsTl6AwG9vSMxYU1z2W5K5jbGtjg4ID6rrHIFUSYcGimTq6xUARzSHM462apDEb8hsBsQWbhC5i",
+	"wW5IFg2iTZ4Prkwx1k6XvcF5lUTtSIy69h61dCxC/x1EtHnNeWL6jyEviHxoOb/fuMT33ocKonSRLWoT",
+	"5HOay3xxTtVqj5oyPy6S4ECG1QbbNcDrglDiMzsgQWSF6+QBnUWhXKpghd7ob1ixgm++TLKZdsUqy7wo",
+	"yzxym2npnqQ7pY/PPZASDM5dTJn4yAd5OgWFqC5DGZkr+kkcGSshIpqPthSJ8a4CiNoFiIrN9GQwhBv2",
+	"2PbWFougDQJC/P2909PjUwiboW0y4lPjLMauoLUY6w7aQY0tF+a3xjwCWmTbLrVbcFwmugjKuQbGZWNx",
+	"u3Hs7eavM29bHuNzdmLZESxO3NIyD5PxKpy2Cqc9iQGza0QCbbRlavpoS65/mjxmThZDTyR1QFKlWlFH",
+	"FfR0aZFehrINedbC6ul02am5BrK5kpghC+eL5BzRf2ZNDlko3U0AZIJrSzLpyb9ye1o96pQZ7ePJwWXd",
+	"mw9fUd61EFiQdKWWuFVj2DfHcwQHb55ceIxUrG/XMH2b5INhYXtciPxWCMki/DsKJXgdcIdoh11lXGIV",
+	"Hx5ysKYGNoNphcELDYc/mC8U6gPwlewteytGKn+okPCyls8oJJ60/egeBtbGcxhYNm25MrJWRtaXARq2",
+	"so2k0jLmFnWfz8Uosx3qyYhfQV0yt60POs8EeKiJTBMpsG7DUjn5VRcvNIvoNv1JlkadHba9sV3QP2GM",
+	"acgh1edsqVkq8rxofW3q7D2hN3rqBl+YjfUfyqLjUmUjnrd6rYtEcuhHmOE3qBMVcK9V5GVO5KUABBi7",
+	"9V12c6/D9D6SL0EeAWWV7dFol3a3TayHUk7StONnmHsFTb+r4CwQIDD1YjNaC+ovv9RGf3Kj3r7/t2TR",
+	"/z3KKPNlTt2jBD0PJ2mejHmWs8nYqH5MBxhdEF0mqYgYfNfe3tgIZfTL7tv+6d6/f9g7O4/cOUpyQrQ3",
+	"EpclmsUiFwOohszUCF4FEGx77OTofcD+7WTvfcDe77+D4fwhLk6wRY4TRKsZ5jQfGnscICXaZ7+/Z9RV",
+	"FnesUb75ikUfjs4+nJwcn57vve0f7r3d3+2f//NkL9qxmYpQvmKHyS+svb35koaImjTRtjwSUtLXYpwT",
+	"AgzXWuS1ODDSAS1rbEJ0HTa0QvVOgZnSxxYaTUb+yC7lutGGazHP+R3taxokDvurhBkoRLgjVy1pgBXy",
+	"wMpwX67YEITdMnK2Dov79dbPm9uvXs8aPgXI1KNmeXfZZSbEmjnXTF38lxjkKLUulUUO1lS5p3GqCmKQ",
+	"xEz2OBMgqHdY9OlzRFz0gKbFbrMkz4WsE1/Osvfe6iuH7/GGutD6KS5deQBzPIBTUT4opc1QZ5RM8gcb",
+	"+l4jw+0Q4nm46dtSsZHIrgTq81BqkSU8TQCDGy8Z8Sm7EK5a4fWrVy9fowHC2k1p2NqgP4zhKfb/U3BW",
+	"1A72OUN1dziIZIvNnseVFl9p8QXpDNj3y0unqr7OlUofuR5LCiZknk0B1d/cnw1Srj1U6VAOuXYlZSLu",
+	"OTJ1KPI0v4COfDNBMWj4WZAWV9uJY0r5FFCpQwmNqtjrplnbsoysGdcsxl40zUZcX4u4U6odi8xz+zDS",
+	"aAfshjG/qu/od8Vd5zB5X7lBYAZ5F+AgmH8CDV2ZBXcB/vBnbumzt/7J/OeN2XefnyRQaEeHZ9JcDcDS",
+	"8PFaKm5E6p0XdwAveZrqUh/3RIsssAXi5jauQ9ycPQ3kN9uhrA2s08PtUYZTtqDQwGzbL5RBPLcL8NXE",
+	"JXG6VlHJr69soEBWxkV6srCkBY3P3XYwp4f7DJmI74zKtV1KauFn1HZR/KIDWECQHNYsyXdKLRdYwMlu",
+	"+bQbyoi0b8QUNXZfCzEuU/yCMmVtoPrEsUlxi2PtOCgi3WOCD4bsWkyZFjIPZalJ25dCeD/wdjRPxQ6L",
+	"5CRNocyUSyZG43zKMJlFkAfmHULZTuRQZEnO5UCwTOjJSOjODkCPMUzeyZzQiIgTd8d8Ftt6B2MMsOgH",
+	"+r8IXyWUFcvBjL+YAjLYkcmky3bhayc7XeQhFoOUZwJbBfH9Qkm2FNIim5sHNqS7tYWQQgqDv4meF5r4",
+	"MNYiy78GUfkUJReld3tOLw6fv5T7Bjt/5bitHLc7QAo5ebykajEmpN8T6bVzNxZRlLup6xp6AnY7TAZD",
+	"qlUFB8tLEuO47M+zidTw5Q7jFyBbrdbJBGocqsaQWP6P7toLhhhBi5F/2K6cVjgXMXM1UFKrVLzQGLZd",
+	"yyaSDYZicA3gjQhgV89N8N71Ufv9eU8mN06FVumNiJduba4iJCWXjMvpg0y+Z6yV8Nv5X+h5265pg494",
+	"kq4t4CTbncUcJb5xh4U+QzguLi/FIE9uKs3kPef/hFLzGwwHVFnHA8zFziCzImIi1G+e/f6mf7i7f9D/",
+	"IWJC3iSZkiOweG54lpjJog4bx3xqTksJPnCHRfZLgERlmk+1C46Yg5X4cZOGvX7Ik/Tpd3nxlIWV0+bM",
+	"1yGofCmN99xpAzXJr5Sx6GZnwu+I50nanD6o2e9ddmYMjxq4YNZ2Bio59upGZFkS12zgULodjK6G27id",
+	"2e1q7FGxBocNYDWqoJk9cBdC6bZxxHLlwKCc5wAYwsByWjXsc4U4T0aSIygogZRGepSPo1ByQOTA30RD",
+	"pfMImd3QKGRt85HkIwEzFEATmtmwoGmNmdHZsaM28xRpbRwMGUrzHXv10494N5/BZ2uLVRMmrG2uHPMk",
+	"06TM8lRHAdt+/Yr+NvftdEN5VNjyRlfuGH3GopPjs3PmizlANYC5Mo5evRbDOuTK4X6qcmf/dD+L8b28",
+	"eKGt/q1BNK2M6qfNhtxJ6FasjgUgI/WyWEhAUM4ETx3KRK5YlKuowBdpMEEsoFGBm0AwGFb1ZxRPSBMw",
+	"0SkkC6+GMM3G2B4AtXKPRUbUoPEQSrDsMcRkrBWepJNMsAhQNCI24FmWkArx7gZ4GGMjQGkqfRiTFzqU",
+	"FtmjzRmaTEbusnzIcxt1QtiSgE1kKrQGhHXEw4vMc6pwJRAiUVKEMhcfsaoDnZECy8WNvY1Gk0chT4Ex",
+	"NLttFXinHlJJxudCg430RALUf8QzCU/7+ONJPlAjsUiCKrzMZvl4nhv9upKhf0sZegZmGTMSsIZy3peX",
+	"Yj1VA0JuanLTDuwVDmit5NkHBdSm8ekJo+NiypK4W5t2dfd7StfGPmSZrKmbgm/RXYcMprqVxVv4dNJk",
+	"rJt1mkd6G4Pas3fYqaD4ZxPBCGfVYuExAgVDb73bAJhvF+GJpLS9/b407taXhrinhy8DlGAndiWO/8Yg",
+	"BmlxGBqOZ1UiL+Sx3UXODvj9C+2e4MzPWg5LTF97R/NuOSd36OJnz7K/XYGmf1Wg6Yt3eFNg7D77mGCo",
+	"H20ffxX6aeOL6yfbZ/4N6ahV8vMritPcQbEt0y1e9i1euMa0mW5xrwVcUlZFi7y2sftwWvStfd9t2c/k",
+	"gxzfyprWo7mbYHFXdU2j9I6NkOklFh7V0h3W/ju0Vb4xE0Its4+anNj6HmDYPeZDbATewQqv+T2+EGgd",
+	"TXQOLTjSHuT6vtjyBnuSrtZnbWilhy/b/mLBCDScyZW7+/ftSl3mMC/qSjX6IlPm5DYaDSf4vWUeqg1R",
+	"srafoLbKAzIQWuSdWqOB7vuUaoMesbjFEy77FoOTUD4BG8HN5t08Q9dEiZmksb/YO66umdYecVOwGKHb",
+	"1Avpr+vju3x092fx+JbcTq5R0d9VKxn99/TeljqbKInjhDdX8tXUexY06BMpPo6htMfDJ9FlgJJxlshB",
+	"MuaprmB3hVILLEZNMjYWmQaeOXe5Rw1EtbdDMYVWAQfVqC6B//hWaJeigrbAUHqg8esFYPwOs6jwWEhk",
+	"6c7NlwQ6wJkeqgzbCxnPsuRG6G4osQLAkeFlYix4DgzrwC/OIjfsfhL/68+ItaP/Vf7oHy/DycbG1uvK",
+	"pz9GnVBKnmXqFucnTXROtVb5UGl//rpsHxL4AJmg0b51pjDO6wvNbhKdXKQilMUPeywxCnSSWyXqLiZW",
+	"5kywOFPjsYiZTlIh83RaJPIBjzIzTnkHKhWoi8w2QtAtqc53xBNJDCQQ4gNCQFtGZq7BsjU3k9F1IuOI",
+	"0QyEMldQSYlAN+a7phZPONS7sN/uHCG8Mxz/DC/9EYyXKj00nDYzF95eb+MesW4K3hJKJ7SZV+Ay2a8s",
+	"JCL3VFfSu+uOWcQ1dbmG62ZWtW7tcM7ERz4aG/vqXy+DH/80f49TFQtUV/Xs+OXNWWLHT3Ix0qWYSSLz",
+	"19utoAXUPZNRq7fpwidmh14JkJsj/nEff7q5seEu4FnGp+ZrnU/NEOGuNfN8DMWMJFWIlwZ2RQO9v/mu",
+	"NGwhzcj+heGfVtDikzhRraB1k8TC/DdWg8nIKOigBZFqY7lWY0BPmQyBbbwolX0sBQokdUmTURZ7D4s9",
+	"fJNUC562afNsMExuRMevhAClNicvXqPWohpX3isOA/OUsCu9uAO2B0on0UIZXQsxjtB0RWmH0iypKEZ3",
+	"zmd1n5H0eiaYEUoXzaC9Z4FDUFS7b2GoWGebufG+0OwN/mrN2EIdPxaC5Hckyc1jXUnYxZRF7/fOGZoJ",
+	"61QYBm13OmJtKLvf3nzV2UEO6uS/Bd5TqpyJjwNhRo3lax+NkDDPMBeacwqNdbY3xd7pJXC1jhKtAWPZ",
+	"w3grUkYboJD/oBYYmu62yqi61/z9DySm6qAmstOfi9FYZTyb9liEhovuc6xRNlegNA8lRZnyZCTYOJ1Y",
+	"U+dajP8/9t6FuW0jSwP9K12qvWVyLkTJsp2ZkLU1pbGVjDaypJXk5G4tskQTaIo9AruRbkA0x+X/fqvP",
+	"Od0ASFAPx44f4aRqLJJAv/u8z3fKXWzLCLeOEMt98JzNdGVsPwRph+4oO5jxaQnoCbyMFQXcSXgAMJJw",
+	"0BR0DIsM6ecwK4qyxilhwURZkn5LE6DgxJrbJu/cwR2yd9DY+/eNI6zEAkeHu5XIDOa+mPGSyi8GPmtZ",
+	"yW9ErLhlCTQ0lplNNoPI1ez4Q6xlQqU6c8TW8ReyCdBbV0iM/7L3FyQEDwyTDmP6TAU3qO+7FTY8KQvu",
+	"8f62Ktuf2azGm2xtnZd1WdSePf9u/9n+/t9qRa5NoR+l1rkT+fr49RExgCZJSgj+0kaoi1EWVhDSo0Bj",
+	"YuUpPfACqYhF6SllmjvhjeGMUXiFLEFHJa+d6lCijAfaBPJJaWIVzPme77khbtIMDnEFwhH6pNGISPew",
+	"R+jsrjt/SBiitMKFMCTMfn32vzAVzyxpoVcFsPpgUgT4HYH7XaYGrW8sg8Rb9nR/n24I6D0l0yoVA2JP",
+	"CZvp3Ne+tKGIPcpYsUq5YlaIyAtw2mTCeIEHgQZ1iglQqReEpGEy1Ij3BY57WYVHRcDpjZUvpAij6Y9Y",
+	"QrJLAmeYaijDwHjJMk2CkbRlhBUxvQFFG7gN7uegwVMiAZlMeqhqptxi30yqDI0FlbQzt0eQn0u6duL4",
+	"Nd6jgB+90PhjrGBs3RgvsEtt7frTYMLVHX2mQPz2EO5m1XX+Ah4uL+yFrU2hyKnbvkn99Jah/0ltsLD9",
+	"RK06Id/W6SNI/Zkw8paX8hZP+0MJJVTSIxqHXjJdmdQLmL1QTQaMeAN2bnRWpY6K1CoBaI+OnKFTfMgS",
+	"IxwLT5hNeQ5oLo4IT53moqzMBEsWMitnCXvLkpmQ17MygVxSj9zCbSHSkgFtiVWPlywXULymoWkudDM/",
+	"dESaTVVQlxOx1HTPcEL9KOjZ+TJWRux6zQGSudA0lYxYkmp1K0yZMP9ImIB/iPV8t33HS7z2OohV8lvF",
+	"c1kuE9Z7Ohg83d/vM6Axwrr3/1WIa7j9CzEpfO1pTDKDjAM5lyWRBPfWMmiVuMqObqPeu6JZr27/Hk7U",
+	"JiPInkLuo6vSUp7wnJKyYMuwbeiUbhzgegXSznpU4Rn2Fsy4pEx35M8Gc3c9mjXbBW7HE1ubLCIAE0sK",
+	"boQqoQBlrVL74yizCKspESiQbbflDSdQBQmS9ptKOhidUQvvTB7DxAS4V6/CwNdNw6sQijWsOma1BKvp",
+	"zlxk4/2ns7cv5gc3f8v++tv3C290LHg5q22OMttZ5VpNPXXO354IdV3OdobfPQdrqf/4dIOp8eMz2861",
+	"+ZI148bRc+pxCuPPthGsW/77CPge3jxGUJ7oTgX7Dl7sifEj9Ok1lryBF9fO1OZggxkuihXxGORbKHkS",
+	"lwkLRtiN0lJ4llMDGjyBCiVNBCsNV9a1JDLHk30liwlACWUi1Rk0h2xiveY/qRb18KgkN40t2YR50iY8",
+	"Z4XPZvv6aPOnNCOsrdC9qcHF709u/NZxYF81b1VIdn0kKXCCyWZ5/CXo5zbc+DlXAC/gL/0Tu+YfHpIH",
+	"YFPwA4ISEg6sE32MqOMffCVJbXxZyogcPRQfsYKOBORAKu9OhjF5wwWk4DgR0//qxPP1Gms0pfqdBn7T",
+	"gFxeQ4YeCkoobQlvvZoCtrwX/RGjd9Fh44RGG6vWu6VmSi8e4YkJ8JbwOAJXNkVwqjbu5FVHMb0ly1Ey",
+	"xKC0PrihG6SgEXvwkzsYWxkTkRVwXdySfC5YmoeIlj4t6msJZN5KlF8E7gJG8gBYFqbJP4yJKF3KqWwA",
+	"MWzO+F2VIEcBSBej4JpNtQO5WM9RNCBglXJ/OgX5spqE9m2wLZe6SmcicywBSXmCnWSeekMB9AZo5IIH",
+	"ashKHSt8fHMJwsM8P23N+fPjdbf2gC3crLJt0s4D8n7zfC1gUK3srT/z7T3/9X30UD1phOiQKAjphWr3",
+	"MGCn6+GdFCu3Ft4J5XcgvHN0X0hnf8ASvCoUVoHOGjeUWOEPThKyUXiM5BMYbPg5oKzi6xNdzjZ5JVcv",
+	"xR8dsRiAwGl27UuBeHwwR3gozBBNmxui7bCpVrwdCRsTrXPB1SfWmppr+pgYuvYR+7MFz33QfV7jZXtu",
+	"63d5nj/OoXspSssS9y7I9loRc+s4lSs8DuPsgGnFaqYXTidZIjUn5PgBO9XBVD7R2bLrLr7m5maVR13g",
+	"Kf5Dzql1A3A8i9/PtyqKcl+5rHNoAe7oloF1MjC3xvezL0bU6+Fn3jZlqsdJc3XZl4YDrI7DbzYcQexm",
+	"5ms+TJaxglA9bbAUkpPYy7GjtGR+o2/cMz3MR6hZApuIlFdW4HWhYoyk1scKYV7Zq6OTo6sjuDP9kesd",
+	"jIK6nIHV0QLCIY1GgtOoXbray5AQTegYDaUI8Na8mhVTPK+pa2LgJZ8BDVDCXeXmTpHOHisjUiHBD28E",
+	"xE92hiQq6nci7mG77V07zkKWYWPcm7ifbHO+R+nga+z5J6lWO5+IjOHObhpB4yR0Br0DurubtDcrdUW3",
+	"R5tXAbHmtWkEJt89kpUleVSqwJdQ2ad1XKVl1+4o/sH6/rce7FjfTQxY//QaxQpx1XkWNAp0jINW0R/c",
+	"K7e3VOo/SmBodvoQzMPWbL9a3MONXLs9vzvPy8Ol0kN02fF8wZeORwGPQWvzip40bZwrKJoRqx55p32o",
+	"IPjYeNoUYeErCd+QQ66y2P48YkVlZxA/GKvEDWPvnfv/4+x9W/iA6httCjXVea4Xls21EUNEML4F9q6n",
+	"JFa7IRKiY6yQSIcijRFbzDSmypfcwAQcL4cfEzbnZToTPpLFfRc1shyTZjWSWDViQ3jZTGOB9D4b8vvW",
+	"VhTiXy3rkRqtDboYh9h8rNzP/RFLxJzLvGWicl/gCrLeFOGJ0c9CtUxKrX3df5h2gP3ojq4cgtcE+B34",
+	"UULAKKAX10mpwclC8ZqNXNQRC77dWD3ff85Oz67GP5y9OX21tnELyOykgWFyu214aGypC+vxpKW6HrDL",
+	"arJLa43Tg0VcMqWdzBaSaCH4Bipc9SGK57CWq2woOezkz9ZooBIojGUYZA8nAEJEdgjh4XMRq15L+oya",
+	"omefhdphkFxCO49xPG63kqYKxw7290cYfxar1mjqB552ul82SXafLm5mEzX+TF6OzcO5I/JcYdCx29bW",
+	"atPu0lF0Ejr5R4BzfMy4nw8Z9ppMtg0G2rpuHuu6CeImOJI/1Nx1P2Lrcg0+Gxlvh117xJwyjil3MnsI",
+	"qmtzgPepsc1n1zzOqpyCx/mv/Pv02eTg5rn4uiNnPsAHBFQk20LMfkn4cKq9RY++mmCOfowp+sNuZ8vs",
+	"xWPVOlY+sAQs2ViO1ElCqGgGm/eDrdTNiZOFenvtu6SJx9z9CGKJPoPpfHvzu2z0q/f+ISb5Iq+u5V2x",
+	"uB9QfBDbdCqYUKU2yyGbVCrLRUa/gJqv54XMQc/HZH+qpSjIU9qrVMEhlVV63ZJeZpk0InXt9iNmQQRz",
+	"yrLNq+uBU9Kod9QK51zJqaMNCdSJTtYLRaOhQVqGqLUMc2kdqcl4yWPlLpiRk6p27cJw7cxp4NjquG7N",
+	"h945bYwGAlr8lMNkSw3t49t16ekQsOcT4Yzg1tEd5asXgQmfXXOPIoFtj2nRxr6E9SZ/+Tnt8qeEVYMu",
+	"HmJTC+fiz1EbESxw9ekuwlb4a+k3567CIx1VuH70hwEOTKUAYYOqIG48IKwXqtC4E9cfQtWsXFAErZ4S",
+	"LFAzNhWC1VOdifqisx5mW2Flr4SVIs9t8IdRKa9YUaOqP2A/CG8BE8xdbAwfAaiZGmol5SXP9TXrJbfC",
+	"OHKX1FVzABaLl8KW/ShWt8LIqSTryOU/D3cPXnwXMaQZCAiykWowXuq5THlON9lf+BEDe8kyVr76Vvfr",
+	"0rJcTEvGoZ8FtwNGO9iaHLF9ChYTt7AeDRpXi0sDdhje8mXFvPRTv9HTxpPRfmN7vo/Vy7PTH06OX14B",
+	"zaF2tGG0hK2FDeXaW6nMXXlrIyeQBeoJw5oYwW+g7luVCxiPE3PcWUHpjvqGhLiwt4H64VYBPoGt5rHS",
+	"hpLMc6luwCmaDAZ7CdSDlsJiGbc2Ea1HDwgPCNLiBk8+1nq/MDEOL0YuCFDBB97B7k3ETKqM9fhc45tz",
+	"xoHiT7hjG/Kacv2gY5onA5C6mKZbzrhqdEn20iSu9vefpY4bwV9inOBrlqyftuSlmIN9ts4/ZAQ0gRbc",
+	"IRWdc9dbTDUEoS8bYzKVsv1RwPWhkzaHu+dXZf/7xqrMCfpG6Vj5o1DX1mU9Ty3ot3Fl8gS3ESJJUsiH",
+	"x1KmaBwOdUPB4zMry8JtWKz8kLSBPQcDmbxWHMCOkdCs9oXF88Y3Yumhg/oRe7H/rIuVHeNtwOv2iayU",
+	"rT4+U1af7/wewFsSdBwhCmTCU7Svw6T3/f1vvNRqmsu03Jr0PpHqQAe+prWr7LhTVGnoDnv+uY+lQ9wl",
+	"2cRqlYCsizbuevaH7OGCTazq/JtGDiExNNtioXo6FcY2NQ/Pcx2XaGL31JfSs+KQehTekY27S7X/qR9p",
+	"WcpT9GWyTNobNtVmffZlmSfMilSD58+vwLPv9vf7I5ZMQerC6EBfYJ0kAl0ssQJq5ihIrOjRiCVuOCIJ",
+	"BVmbk1/B5aAwea4gDMBgo0DEXbvIdGKlNHsE0yEGs5JqCX3hhrrmsB/HzHDM5WpF2Rf7z9jl0cXPxy+P",
+	"xm9OD38+PD45/MfJkVsEx5QWs+WA/cPoBXCrIFcoQNi7Q7nytWthxBFINCTo2AbCrhEoLaKXtLICOSTr",
+	"FTmXCj5QVIWGujC6mPD0JlYzbcsh1InJ3Z8Re3rw18G++2/vbxEbDp9GEE6ciVuR6wLqlpOb1BeCJXFz",
+	"XXpwEgVQeOCtlOEaZuKR8e5gzVaUUesouG0GG+AQMQmlysRbBKCAaOd8iVeBs0yUeJBFdvDixdPvGyIB",
+	"Qbriu28uTgi/b2DldRIrXhRCZag2u6UueDnD5DcnpH33nEEB3QaUPTZKX4i3PC2paYDN6pNMeY+Y0jxC",
+	"PToD6AHHqhh+w5+wxM74wYvvEizlmeq5IFBJTkvDPCDq6tEBEZ/91+XZaXiEJe/iHU9x4p0h+9/6s/sY",
+	"79wKlWmz58hMvBOxeKf+q0Fv450oVu5hIDmhJfqMj1cmxz9wAvi3V1jgjdAbHK9459f37r9k1DjuRsQq",
+	"GZTcDK7/jemTg3/LAqGj2tI4myJ58Fd+4KShxG++0RpiFaTCi6+LWOEL/YgRVWLlzOjqetZVo5lSDdu4",
+	"Z35r7jaIvAwM7hObRaij+yQ6fx3/FHYRIL9NJfvB8sY7uhZ3uxDvtJlsovH3Sw0Eh962h5Dd09GnG7Gk",
+	"XOSWYICUDYBxcm5nrBAmFaokPJ0sVr2E4obDNHk6F//PwQ8Lwd0dTPp10HOz8SCtdRg6VIb5N2idJA28",
+	"ac8c+SgdrXNmRKoN1gYBNBmtcxsig4HuLsFwyZy44EkoZgU1NhGB4G2/y6rheGxTVWnlTJNxI1bYUFsS",
+	"8DaGVTsa6NQh1kjMi5yXgtlS5nmwwLi19bobRT01QXv2v2fHp2D+GF9eHV4ddcdAyxXV807n0Xlz45MG",
+	"3U7uOQasl6zu+giFSaOrUpgQSEZ2HcMXcOoG7JWABpxM4h+KVfJ//8t3/72/+/2vvb8P6c/BePfXv/iv",
+	"+3/fu/eJ/0hWENB32kPsdn3R1j/U/3XwtO0Ae/ZF+r0bGndVi/dfvO/r0Wr2Nx81LVd03k3WeHeRvnzW",
+	"0qIwowZ1CYDk62Tm/PDq5T/v5jUUf4gCeiC71DFljXo7fUP5ruWYJ9Zb7Am1G6z2y4Bph6Lkk2DAR/na",
+	"LngRK7cyYKcnO7C3yeeCBw5oxK3UlQ3qtVQMxjxgUPQ2FP5ojB88B5YSEu4Eq3gU+4oVX/FxsraHs9Zk",
+	"A2KCyjbzIMAQIYldfZgBvxtd3PW95WGfl4d9fJt1c18/Uxzto0zWHsPf34ZvMfp0a9v+IsDgM8CuU2uK",
+	"w0Ylk+zNu2Rv/riRMb5Rb6OiziDKBAyjBDAajEIHfa//tFGo2Jwvsc5BrQAuxIQ1LjDY5SAzwjVQ8hvB",
+	"xHQq0tIbXpR4W7JgFlxQBRDOjIAUlgE74umMYTqFJ/mxwjbkLWFBoRF0Usm83JUqeOsB0zVYu1feoTbd",
+	"wAfsEoo1xKpemlthjPeLCnUrjVZzyJhZzGQ6C79bX7ulsXBTCd5e91ys2g/SyCxuxJzLvN4NwA6vwxcb",
+	"SK/Jnntyl+Ic+iM3ztRAzSDvLI6wugvaoUBOC+1CakvAuGhXlEELbKwaM0SZgLBlsGTMBgzACzw3l/6M",
+	"fkpc73ZX9yYY0HMADs/ZVL4FOPZMmD+HVQtKeXb4rWz3FUaps1lTEE7ao7WPxHeTsDkvrFMVgMgk12uH",
+	"JUG3A95EpEOxuhHLJ1gjyV8z6euoIHpw+zLBCfYhFo0TjP6bUjNV5XkEsUXpjNLUCZ8Y28Tee2tXfOV6",
+	"1PSEMKPBvtsfxOonN0Hw2UB2v7s1lQrQFYd5Dmn2KMsPMZLhRrnLfSOWEeOgSzXl+lChKVZdaxatrBhb",
+	"GIgbgQWDuI6AjLdCktAXY1mPx0qJawRPRDAK16gX7MmB0xoTeo0gUqYsi7a3iKGHiNcBHeitWZvYswMq",
+	"GiKVd5u4BsVbnolUznneb6oRsVrVI2CbfehMOBRIRZVY4LwtwXMHEtfkLUxPHSuSlhVGp8Ja77SijyKw",
+	"Q2LSdfAqBeaURJyhVWROG7WbLtL4qSTuNdr4eSovfBiFbkjheG+29RX+nCldIEVqg1Cja3yrizc5OdkK",
+	"bpA9Pbgm0qG9scFFHuKvsSFHDG5lRlU9Z06oBBMABLP+lqAvwxMqrQSb5rxkiXsQ8cYiNnG0xqYgEyPA",
+	"mU/STQDiOcQWop0Jo1WxBJONFXQJiDDLQiQUi+HasjMJVDiMMGJW0zRmsmwIs3UITf0ojNt/9GVyyT0+",
+	"483UfBTphRjAfAH7Rc7nZCkqTaXg4jgucLC/HzteZ3haQiwKosB6r79bQDeZHOwQo7pibM8xKsgN79Oa",
+	"4nK2SsqiEdJpAqlWtsrBjMbVsjkni3aoWq2iTDB6MUy3G/HVbfc5z0VZ3ltRAB8GP//ozvVg9XK0U3VW",
+	"DDwrSCu/dcGtbQZzeU3VuGosKTg1wfZ5sF+fuRf7/U34LnAaWz1TAzvDg30o8oq4Li/2PyPICy79fczE",
+	"zf/PhPlG55aIVoM24nJ52mjFnpvpndSxtRSeQtKNRNUZDrruphM+DxeRKmbV5ImNG2Awby5OgnwekD8A",
+	"z0EXMrWstwKOATgISXQ/aMZxyVJuHBXF8t83Qo3A3AE02RHBJExfG/lvkQxi9ctMKEDmcGStqhc3Ykn4",
+	"G0ge4lgBysGsmkBIGMixVZ5v0IQvrTiswGj76W4CdnHXVbhsQR0phGoCtKuvDzFm01waQWPuPDUNaJVd",
+	"Pfmw9Y8+/hcYO+BBRndzACcLp9rgeXMKKfvn5cGL79h//XKFiV6xSubCpJURg/B4wtKcyznBiUI4GCIZ",
+	"sWvDFfIOdxn69czq8MTX2FqsZtWE9SicC6PTqKPxvxYlxMb1IY6MmhDzicgykbkrOWBnhJ3UdQfX7hre",
+	"QTz9d91CgFOZhFkMndTiOdBEl7NRrBLooo0UA49jCBxlBtSJufD4BkB6lIRAWEKIO2wOt4L8a26RuGXJ",
+	"IW09GiDZPwQ3wjBMiYAXMCciYdpEJDIplhzdClVeQuEiR4I4dpDwZmMJW8Hio2A+J1JOQQF3yqgjQhT0",
+	"2ES9v4MEsZ4VgmiWLXlZ2aQ/ZG3AmQ7K4ycqLu29QswVktxS4xb4YvZEAP8Oa/+f3K3MwXf4YZL0R1jh",
+	"0+PsdMEc6oVCWefeSvTQancB+lpSgiP3FE/hzprrqll7/uC+yvO/fnpqDIt/J0jLGt3Y5ih/VD5xbG0l",
+	"alTKmjy3+USL5m1mGnj3Hs0xLjGoXaYzoEEQeG7xnvcST4up3Fkg3CRWAOAABjb7n5IadarvfRhoqiLK",
+	"ERZjwM47iIlUsUJSubvQ5sYJazojO+cE4h2NE5a8FlxoW+6WMr1BaDEgiE6hgAVzX7slpLjlgAJKnAnm",
+	"K22TZ3n9a41DjUJqJkQqFzrPY4UZnHDd9965f46z9x6JLHGPjJ2iYW55Pqb8gmSzDHaJ2/dp7z12cq+P",
+	"2e1LOuNKifyJZXiwvkZB7LwxEZpG9/1Bkv3Yq3MSQNo9yFutYuiF8jrCmOra17/2I9A0dinoEt6VKs0r",
+	"iN1QDYh51ksIXwoyUNy4hMqkuo7wIAIQb/1tfxCrQ0QNBBDJEfMQ9JhX4IRDJ+/cA0c/iFVCrJyAQ/wY",
+	"qahjyUsxYomVKhXtRxA0IKEYHRg0mLyNdLJjrLzJlFMgkCpHhPEHy0RNAQSYaw44tkf8awpSnjpk0qaa",
+	"SEGeA01qXMu/4yz+87/fHL05eoUCAgz6P0miknNhSz4vvFSFl/eFzwfaFPx+RSz+TqnlrD4YHiEBFm6T",
+	"USMc0IddZzcGIhodhpZG5z5eym9CMFv71CknUV388JI9e/bs+40mF1i2bjhd1/yuW8qdB8D5NgamfQAf",
+	"bO6Gfv3Z+B1IvtHHr2fwKeUzt7GPKR8Ai/nnLhsQRG4i7Xg/7wZdXafo6zUSgT73IHMqQG62KDnJZs3q",
+	"aA0mMBG5VtdOcRm1PdcWumhglgZsUHuzWtw2Vtha1GiuHl2z5i2iwAREQoZUb8Q4I2JpKmWZLB15n/O3",
+	"Y1uKAgFdnvqC9r06pZ6XzHB1LYbs+cFBf4QSIAGjNruvxadYgV3Wu5qhzluDtq+XcasRTbFq/hiKxAtV",
+	"muVquXyEnOFZ9OiQTQTNdCfi0WVOArpWuvxJLHc+bTlcN8LPlC2PXd+DWiUWcDwjEqTodG1z5Lc+0of5",
+	"SLkpAQDE3rAed1J5iWZDn3y0Tr6jnbe7MgDc0TUI4npQue7KYfNEFem0k8shyJCrpVaCidyKIRW+bWaG",
+	"wSBDjPZcWMuvhY0wyQs0yihWBYrcTqo2hGjVFulHzXpsAHVTYKF7J4rxJeWDIWh2HTsXKzC7LWFI6I6E",
+	"kaxFuFMyRNlgGxdvTk+PT39kPT5xIr0kJaK/uTzaB5FF2J4rWPydLyGpyE//c5RH2KYSfaTibrCLnSJc",
+	"p07+wItd26AjfM7OZFFD2N0KnosMhC+nDNlYAZg75MboHNLapzzPIVwM5B+l0TpCpqOGEZxPdFWu6o/9",
+	"DfaeL/vaPUQccGu/LfR8lxNwptGbsuFcr/OxPaDam0FjH33k+xDGCahY67wCxbcoVp5paMMOfzk8vjo+",
+	"/XF8+eYf48Mfj06vLkf1S74wwOE/zi6ujqCKgKkUFJIGU6vSpaR0t1ghB+IlcFCKOhQFA9gBTvxyYWRZ",
+	"54uRWUKWA3amHD0QZi4Vz1nv5dnr85OjKxjtD4fHJ0evIvby8PTl0cnJ0SvwHXqwt4IjphYNMWLnR6ev",
+	"3IQOz88vzn4+PInqOR6fnr+56sPUhrFaT2KGovUTxKiB+ZPT0AhbzYMr0104qSrRadk9dK9/G3c9iP1+",
+	"97d89uvis4d4IR9LjnaDUPtxCVOCvQTDeC0799KZzLM+VhapKRhVs7F8LtCMahm3eEFZj4iZF4CjLkrW",
+	"H5I1xTW/SszQF241huWRYUalwpYQ8advIevYR4V3tB7Fytt+ZlyqAbvy5GuNPA1ZJ7FBqwa24EYI099E",
+	"VC6ryaFbra+fuLSVpi2Z+UbITHtbMT+c25RnglXFgpvsgTQIrsUfJBPFqi0cUDLiQlqxfmWBhmmdj1Oe",
+	"52DfRIxT1683DUx4mc4geSOhrwZgAIMgJIpPIbhRD5Dqfw+eL2xjsmTJTPBMGAxvKmR6Y2OlMcYMvS3g",
+	"ZkqsyEVKYU69Zo2lSuWYHiPqTqRlybzKS1nkAnLzkqkRYlyKt+i3C/n9FG7t0xFDAzNuWQLQqz8YIa7c",
+	"eyA4Ua4QxFE11ihiOAlHFMNAI8YDEiutBiTqtJdC4EpEZGuf83yqjZPDJjpbDrutwQxilihSoLUnATZC",
+	"ZOEExMozBW84r7dfgtNzaVfEx076DO1+FHtz9AGk/OObp+sJfab0nIfLqLhx5KrIc9xsgvTz+x0BWSCE",
+	"o5Xt3GbRb63fn4QrIlnjgQoF2gYn9INN33u8KIy+FX8Yg1zVp+9jkWdKsEyk0vrCfn4BHEfwhaUny1hB",
+	"jT6f9lLz1B4m5mBqI24jM3rBZNYfNXNSG0K26y5DFNLV5iKfFAtahMxYuZCp2MQ8nP6Py5shNKqplCWE",
+	"IQyvNdeAMWATBl7RHtCda3krVJN3INKOLrSFNFt6x42fGfEvkZbUPkD2GFGQyQHNkHOdibz2RSRY1yLp",
+	"ZG0wSGn9CjyOsa3ubCdrw+X4lnhbPaOvjrmBIwpYG214i7Ot7eeWt21526dx4LjDF4hQ7SP9cK7mjaqf",
+	"iq0Rgrc3hQf7Mha9AExqUF051jNGF+1uVVjWQ2VnjF9VRdKPmDdJa+OtFk0CCwVGVo09AMvsMdj0vHC8",
+	"A6Ce1RKdxn0wbmFUEvmfI0wvdvoWSBMJjpbKG0WYGuF+zTIo7cxzH+AzhyRc9zfr+UifUassDMXy1Cg6",
+	"ImMQyzNizUghz0YS+DwGW/v/y9Y6xMDv3ypReW8Aev2RgCGuKZ0WXpV6zkuZkhvdcS+ji6Ibt+UlnYtv",
+	"iAE1p/TFc6CvLvJny1C+Qobir4SPFiIQ/ECFiWR+OHvBqvQbw/0/gLfEyi2DMLuXjm0cYdX7XlKKtyX2",
+	"tmtLI/gcyjOAgdBgbfxQkZ/6MxmYpHJ9PYxVIrNhcJDA408c7XVXCeLue6muIAsT0l6eUuF0e9OPWAKP",
+	"u7cdS6Dq6JADk2S85MMEhpFLTIr7r8uz04hxlriFhNETfAOOmlIRoJ760jYL+wcAlFillbHaYKJOcsJt",
+	"uQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3qQw/eIv7lABBVemtT14Er1Coir8wsiyF",
+	"ighsVWl2zQvC42FZhRRTUCIlJEGBukmwOt5BXc7E3GlrqZ4DyJhbtlj1kiGkK+xyN4Kkj2U7lI8BeVon",
+	"EbDjkgG/r/FiQnoFngKw9HqRANllgH51amfTB07yRg03p9a4aKnptjT85EybWJF80g/BLNh9jVTlffBo",
+	"Zi2ZVqmoBSY3khnPGNaUoGWEJkB3xaJuNSYOnIghbLs7Oe6k0ZX20cXMusXiOYNEDNarJa0oVm4uUth+",
+	"vceEfFKpAUsykZc88Qcx5cYsY4Xasq7KoirJfMEZ4IXgSUbgkiUpTRBchlOEO1gZ5S4YyVtJvSyx6lGG",
+	"HNRbA/Sqmc4FwGpADU3GYbcgRFkYZgVFElJbhDF2iAIdtkK2+VjhXR3TCMeFME6yMgnThQgDZxqLO0B+",
+	"Xn1C63o1B/0RPADCnrR1ATSMHjz4nl2dnY1fH57+z/ji6L/fHF1eXVIGUJ0ZO4cz2Ik5AqMI5MH+Pp/j",
+	"WlLIBR6QBmWhPKKa2EnLriFOOtSNk43p7/cHa1RnIRWV65lox0GMQNvMnRkugeo8MN9kvzvfZJ2jQKYW",
+	"Ufuc25KunhGpkLciGyHtmCxbZLFRD1LhyQ0UNMwCiWs9jdYqtGZRZyo//StsYOl4/c5w5//+d3/3+1/f",
+	"PY2e/u39f+x8CHD8Gqdri591zzIbsmexQvbkr0esgCmxd/GOX/54Z/gsimEk8c4w3vFP7ryPFZzP1TF2",
+	"iq24xsTFej6to8HmGI4RApHBHefZo6Px/a8jwO35wQOk1iutX3O1JDncfs7AONwN7mUe4QlKhzTXPlGb",
+	"5Dm0on6xNvALGJ7nXmCkRRMdKcGE7Y28K3AOb+kleQbCznKSFx1pBBNLI2uobeLtouE4jm9Id64ntNWc",
+	"t5rzVnOmG45mxY9ojgWl4o+KS0btJlb3ENUr78Xz74G5kcqXBVNj7TibSSfKL2N1I4py5K2mkC2ZCw5h",
+	"AQnMcwxKdcKuAfZnsgTxGEtNLO8wWzp5G0pnUNomVO0WA3aqA4jrRGfLbrpcmuU3FiXcInTb6L2vh4BA",
+	"LhvUivFh70ovHharB1dhF8JfP0JKXptctO6bFLaRNhcrn4lMFxgsEOO5VFUpPBrYnL8d06sJwusYrizA",
+	"lwIlgJJBlvUuDq+OxifHr4+volhdHl38fHQxPvv56OLk7PDV0auI0VcQIRCxHw+vjn45/B//8eTk9fjq",
+	"+PXR2ZuriJ1dnP/z8BRyFn45u/jp6GL86vjy5dnp6dHLq6NX4P0nQw4aObkEo9iUarZBYJ0Sb8sxTaqE",
+	"CqKUqYThAilXqcgJ8bqVjjhcz9qoDUE9n1mBfpqVXmIFWIEYX6B07ZehDoYPq/f2EsaGdKM0y5dwKr4d",
+	"+hZWc0vivjbvAhzMloy0ws0fRu1Kmd5slolerkNYOTI3YlJ5Ex58uVLArImZx1YJZaw2Ji9jJVBjKQSo",
+	"ZM1sxINQ3boQhmVG3gqF2QXsAiKaPLAj2BdLUXgzFTrBc60L1kPTotNQwZzq/eS1eNlnlUIjfy64FRj1",
+	"7BZpDJ8DAhbZ7Xkj3wEjxIPd2L20nvy84kRf9+KXjYSL3yoJmEjlXalgq+He3VkjWB8TQR4JvaK2AsPU",
+	"BuxcmF2w7BpeCo+CEWyTTw/2YU64/siX+iM2EUsNqwjGWcwmA1q5e+iWInmQ7Hgl05tvQ3RcPQBbuvo1",
+	"Wfd+h8hZoWODSCVkktaOot46FmC/QZ9/ga89gdY6fzyI29Eqmj6QtF6qCT4a8eihLAv6ZqHACWY15Nw6",
+	"ghaUzHA3sZY9FQBgmUhzTj+MIPMcwNkG7Acuc6oM9WJ/P1bJ1dnZyeX44ujl2evXR6evLseXPx2fnFyO",
+	"Xx9fXh6f/kgwjLyuNjyfo2OR2RuZ5ygJhgqH4q205UYIM1itT1lUIyyp6+o+QKsrMHG2NuGjQA7eM5Xg",
+	"mHi3A3oAvpIJN6K792In8j4JgIfVOSOg/MEP2oiU4wo3Nwm3KPaA+rsTI8VUqut4x1cMau8c3qwHrTVR",
+	"i/VlfemEjAcfq9VbsOGEgSMdP1r0U1GktUX3v3d6Yk4TQh3rPKCpw5v9EVZpTY5Pr44uTg9PklghGoxH",
+	"VK6UeFtgdDSVLnVH+eOCiK2euKboB58blGXvnfvHiX7NwnaPKp7uMWZQLrvO9YTn7aJIrosRq41yg024",
+	"LVrnjQI9j+T9bjpXMJlzXs6+CAwXWoxQWmchjKCyV9kWdviLgGgpO7YJObXWecfNiR5R9fH5/jOWBMT0",
+	"JohwjWnf6D/nS6we4u8M1G7wg+o5Etqumki5p/0RK7i1C22y3XJZ+DJqZELhBor2YN0sTrE4cyeGJH+h",
+	"/yURq1xHWB4O0soAEW8TzstXc02bIz1xq/vYCwtbsr2pn6YU4uOuXVGVD2RIUJ/0Riwx+MQ0C5a3uBNE",
+	"O1meixFLVJXnCWrFscKqRxiEQRFVlslyhPcDMR5V2S4uyHrch5thKVCmhIAKeWwCkYBlrLBKIQTFZL7a",
+	"+cpNpKIFK/fZTaYGEW51M4jVIRX3I4kkyFsoobcLEXaUKbyWjns/PzhYKekXKwo0HLDzTvLi5i9UapZY",
+	"LL2ECrFdNOO8+hQ04+O73lfG+bn87x+FaDUsDxDw+S2657fe9o8vFv3iDsujyXOHPlFZYXYfpFRsrPrT",
+	"1Cua5IvqMYNxEg77Q5WLN1aYb0rBCHjNWxXjy1Yx1jfqQ5SMzpsS+coqa9eC1JA7FIdYPU5zYL9bcfh6",
+	"ruCj+fD6Hn8M9eFPogw89oJ0qwOPvCADdsnngpkqxxSbpGhLgMkQ4qehDnqHNgGXJWopD2yD7hCt6w6x",
+	"CspD1KkKoMS/olZE4JEEwT6jcu6mIc5bEOdj9fzg4A5J/BNcwq00fjcV2MrjW3n898njj6OQTiJ3hO4O",
+	"32GX7eQs+AOZzAadPrY30OpjqcYXVYzGTeE+391hKEUDy/hHy9JfYfGaig6GP4p4UO6oV9N1AJ/vf19H",
+	"wfAsM8JaCIThN5jk1lUHxfW08ynLmLgOPlMZE+z6/jImoDRv65ZsmcpDwgXhUBMUS8eNDcxj7528uxRJ",
+	"5x0GvdcbuCEttFUnqhEa+P0maw3d6MfxmDdQF/mzG2bokW2w19datGPDrXi463fQZf34Yo/0QzhMg7ts",
+	"zYkfsZbGHYetABDNB4rtc1lCTJEUgMLQ9EySJd3T4zYpnub8upXA/whK/QZKcP7+Y/3xhbZ6ZJ/JavCg",
+	"K0UVTL8WwW2bPPsV8jS8CXeSmYfHVYAjDkgME29TUZQs8e6DBEsx4/1qU5xYfTDJ6cwrBQPsl0h1GkPb",
+	"kp0t2flz5+zDVXiohrlXyLSsjLgTvY6eYXJOdjlO3h1EUoFqOrlUYgQpZ8GGhOBU3DIFqeuHasmsvFYi",
+	"25XkCprzJfo4ZblRcD+nAX46+R2mtfeX9mUPEE0TqTgm8T0EIQja2vod7xC+EbTsifWn6v4janQuHmdM",
+	"32g9v4CmvkRV0I3sQUktbgZbffDj29C5P5eGzsjvMqYf11FRzG8bS0DeStic35AfG6ggV21BrIMUGq7C",
+	"+f3ShC8YnBvYZxK9Hnpzmtvb8AkDzvXWJ7yVrh4iXcFZZxwO0QMZ194798/jTfnrolQIL5/pHEN3XMsj",
+	"ZsStvnEqn6cvAD/7IXalC9eS+N2EZh2P01E/xecioEwWvJzVGJO0nG2a0UxWnPO3J0Jdl7Od4bMDgMv0",
+	"H59+CLzkZyM2bquw362P4qtTrNzduPvuY1r53kxXVtwIUbjz+BEwPUI2e8bFXCskBAT1gYRAqKzQEjJd",
+	"usE/uuPzRmxyF9LHC0KXsINYXQheWKZNMePKsp6v8gwoJoSuC7n2AGERsW6oDvG2cPcb4YSo61hlRnqL",
+	"1ZwtIEZvwZcErYx4Q02Qakz07QBBQuBkD76CgM9L0DHdfV8iPFEmbUFV3HCSWSUAtTWrcpEhODYgt7q/",
+	"AM6Nyzkk2ei5dIu0hG7KhYbqFmlljBsxFs/B6lK+C8AhcM1AWaj+Cq4HW4H1OMA2YvXxUT0uKoXIBv9s",
+	"HsxPSCXXe7uLXv4y4yUe54JbyzL5FYTPf+MgGoIXdNcJts22Ls/6pbEPh9ZYHVr3WIAAotTRUeQXZxyx",
+	"OVUsQKwgWVrWqDhTGDGVb53IUZl8Z7jzjhfFGL98v8cLuXf7dCfaueVGujWzdOTpCaTXcDV3hjt79jbd",
+	"6Yw5rbtL6pcT1mtFI4Mc58fKMSdgpm3JjNZlf+Auxa9hqdbBzK9ReoPaprm+lipitGg2Yi8vL35gpdva",
+	"KCQvwmaJOZc5m+Z6YQe1qHVYlbMOCe0NKKK1pCi1Yj2+LpdG3v9A1hvbb7SNrLAbr7xt+XtiWWH0VObC",
+	"zShtgJxQu41WXxKJBXvmeuPn1SSXqTuDpZwLNhUcbJXTnF835/0SNqrjfah7bYcshcicCOyREdnqI4oj",
+	"j9iU32qIB3XtRn6UwNGgQLEFLR4LFIt5AeD9UB8DoLbsTBYIETgVBisBXlOhBPc7BH1yVhipUlnwnPWC",
+	"MaIQxmrF88aPkFN6bXRV9CEFlVCkAtIzNA0hqlTOL7wpsUcD5WrZXMwnmPXek+pWWjnJw8soRcTq+f7z",
+	"/ohC5BW/JjtGr1Hjqdm8bUfL6oWKGqNt1PvFR6DIA2E20uELFRVpUtKuWUf6TX8XAq0jEDb43CH1P1Yh",
+	"9b+Z+Q+c0V8DmGfXcRLGF5oGLDK633BCh0woRyrmQpUeui9yW7Qb+C3Tt8IYxC7Bh7ModjxK71Lxx34Q",
+	"2qCb3VzcimauH70P++fkEDeMAYPgYszzwchMDwwrpIkVDjV33LOXxNX+/rMUkVTgbzHAr5ySfsrn9GWC",
+	"yRmEWMOSVBsxuBA8e3Nx4npLOhaMUE06FDzHAfS0vgS25FB2Eg625xSs92IXnZip0crdHYNkDLZdK7Fr",
+	"Z7p0BDIxlRrzMulDmZE5V5WTvFg5M7q6nrGkNPL6GsSfV5VA/uPWZrOwRhJ0l4gWqyCjtWZ82eJvnVUm",
+	"Kut2mAoItRcARbV37zx7ef8+YeCZccq7MDZiFe3hCh91p8Pxi1jBGoJg7Bhwa2znWOXNk5qu0f0EGSpT",
+	"Qib0h/rw/Jj1Ent7M8YzITM8DfQRM13ogPQH7LW79UE2V0Jkdo0aaNWATQVrp60VEgvlQAPvW8x4GSqw",
+	"ejyr5PLnlwiPNz48P07C/WhIElGsnGzvJHJbUVp+6tY6X/ClZRPUrG98mTd/Zs+PIVGnY3V+dBQJD00g",
+	"YASdhXTRsh4q7wlQqCTy1pWIJfhEApXnkLTphaIifzaKFZTcg2kgxGGLiNiI0oumRojdqTZzEFSEESoV",
+	"uP285i9Y6N4ARi2PFfZWw5W4e1/jlCAIAekTuKE+l5g+gfbhf4G26AOeDk98kLHAw4GtXOOKkVKWQ9qT",
+	"HrEVGcEK4eGI3PMDdhxYCzbgNVSnoI5Y+7cm5Xdqm9KlJ+vhpWetHcZt7NjfE66uK34tdrt2oMl0aZiv",
+	"DJQEGrJEF0JxmQAuJjsrhDo83nViNy/dSGOV7KUzXoIkngsqjO9P+5BeiNhZnvM5j9jtycnriJ28Zpdl",
+	"lUkdwQMXuiqFidiPRv8WscN/V0b0o1glXDkCV8g0Yb3XCHpl3Y0lYF2cn8gS1ku5cjMwosgBvdjoOeNQ",
+	"d2vvfw5fnzB8lNLvnPaBxR0zMdeW0M6TidPNK5Mn6NHF49BaKCcLgaZcoIzlWY8XBYu8IlQbJ8wGahPu",
+	"dZ7PxxyR2cfwRMJ6cNlPTl6PD09Ozn45ejX+59nl1WUyRHkYIL4idnxe94Ujf3n86oIpUTqa4E5ZwQ0n",
+	"/pLq+ZyDWGMLngpbl6JUWol+xNKZSG98oU5C1mC95wcHfWyb0MropEApXKyJY0cglWHV5yeWoJ1L8bYM",
+	"K0O4gvgL1Ni0M23KWDkx2RQl6x3s77tDbHhaAtl3CrZx7Dp855PGgZ5Ac5WlS6cXyq0k7M0TGybW2iVC",
+	"QG0AB9BjEU6vBr6f1viAyekZ7MLLs9Mfjn98cwGVqqlKG5FNJ2dBwtyu2+0hCwqnm+LCHddCjm/EcmxF",
+	"iUS7Lq59I5ate/q64xbexVGRHGViKpXEK9tDhzyTimU6hZrX7CCCI88usehOZvi0ZAf7B/u7Tw/QhOZE",
+	"gVglLc3PGylQ/PIsdIBfD/5ltUr6ZKGqZF46laUGbtyF7ZOTqhRZrFJe8lxfR+w22DXxMhXoV0Fc2zmo",
+	"CCgcoKCoza6tCnd3s4a64E6PEgucfJfwdQe3r/EOzdJzBrsGO9kcPRUzoOTcTqTJWDWhJqPmEeutyOSr",
+	"KZcqW9MFmtm/sVoBtvE04y6Am8YZM4DhtcLurzYIp4BNy3opFIlbEVTdyOHyoGCJ5AtkUncNaq0wl7b0",
+	"umFG0epOvUNUINi+lA4qn2hTRr7We0RF2SNiYUgApKrgl9Is6R8EumeIwb6u2IFYkJZQtw2gQReK7DJo",
+	"M65xDhH8ttMK3FosgKJeX6yjILgBEkEuSpbr62tU3YO1GFCfV0Gd3fDXbECx6iX4cUwq+th9PaRH3VXT",
+	"SqzgtKLc0zSjsx6ao9wWuM9OIPRy866T371E33cix4Pt5+57f1itiFUtttZSyoYFJINWFxHj+S7YIpCW",
+	"gyXBOhWukCke7cRdhb13FfjL3iMUeMJ6WLUsgFAbQXCY4D+CImdmCStFAkG7FaVLOSV7rU0G7Bcq6JjM",
+	"hUkrQ7y+nIWif06Kzaw7TmCmYLNqwmwh+I0PWH+NLzJbTdwEJ6DplDrV+ciD1EbNBkFMsI4tlpqQPX0T",
+	"s2oS6hU60a5uEh71AAElrhF6QP0EisrOolC7rtB5Hqvkx6MrtoKhnqw4L3y9zJbiVNnZBvLZVpKc5IRP",
+	"eJIIJkcbrbhRQIicCG6EcVwvVg9UrqhmJYkRABfi77W3rDiChVRXUoGJxnhAxxjE6jVpVtAClr9Z1aeg",
+	"dsyqVuXtZXBFJNSBdXuYNGqN+xOXEKvkhdz7S8IKDpXFawJTO2WS0Ov41fHl4T9Ojl4lGzBcA76iOwAo",
+	"5PcjNhFT5Fgtb5XUasAugs9EZIB87kSU4D35bt97QcBmFiv0oEQrizGuC3KMXx/+f8lDPCzrjPjw/LjL",
+	"hFo4lk+FTAujsyqFvBCnRPZIJbRWlLY/ZNykM0dBHVtx1IxV8LLjLUbe8lLeCuK3jv7FCq2OPE0FMETE",
+	"m3D9TKocCUVe4TJhqDh0tMm8CLVna96CTAyHFgwGtU4cCpw6AdftTW04bGp39H5NNtvyn5t+l7UNxBIm",
+	"1a1QpXbMUCpb8jyvLbCVoq9IFwaJizjRgHWFTsTquN0IvNloxwh27S8v1aGFuxAUF5SWxvTCmAx5SazC",
+	"eZvy3AoyjYYxLcOb9FV4sz6opalAvXYMvqDZWyxHnQkDmvXCN2PHmTQJ67UMJecnb348Pr0cvzq+SKKg",
+	"ESS21IZfiz16M+k7pSzPGtNB0TZimTQC6zP47ji7FSrTxg/C2xDxWyRYe/iVCvbDvaQ/YP8QFmydXiSP",
+	"1cET63OhyFAkp052I+QU6500KIY6VjVkSZBsE9bDCxMGY0dMZjZW3qyZV9cbBpT0I5YAGDQ0g2+7A42X",
+	"9hJ+cc/M0wLLa7vnbJlJzRJQIlWWgL0Rw5pBEfnn1dU5SxznJFz2BKm4hUKKKxBOLXMMjEa4i35OGqRN",
+	"nJI/l9ckUCe+RdA8fhbGiZ1hBdYmPD49PT0dQxSN/S1PsPqG5LlIyz5UGwOTOHbipKGcL0/5XFDFoltq",
+	"HlQ8aVqKE1SaJm2JdStLdISaStIoVpW6AckhgFBRkWDH6gsjQH9iUwMuZUerVJYL1kv8N0eqNEtf6Rr6",
+	"dwI2qJsdehud7L21g5BEzHKVTfRbkbHey8tzltBnBtaHXeKbyTCwWM9JTaVihQXhnW7Gf6scnZPgYvMF",
+	"sRs6QR8FU6f/Kk88Uq2sdgRwdel4UawP1rETPHKvX56T3ATD8DBfJGc8sSgrUbF6qA/McybUrTRagfZL",
+	"lkLgF4JuywiIOdJrpUt2I4qyDger24YjRlXvPHEB37IVZowR7yA3BI4D8jiE8rO54AqUw5kwYsgKnt6A",
+	"oQqYA/I1W/cZVORKuSdrokuDcVsi8mlbSMOd7uAXZ1V5rd1owbfZNlbhekCJc5I2utlDgytxmW8QBoPi",
+	"KtUuLwrWEq5Zr1YH2ZyDY4HUQndIamR6FHILfAkFYl2UTCoUeucDdioWK23DMuZWg9gLgh0BzBYyvUfk",
+	"b67hafOnLs7Lc1GWbhvcnrEpbgyZCYJxgn71NrCmQ/USftp5/+v7/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -153,6 +153,7 @@ func (a *App) newLoop() *agentloop.Loop {
 		Skills:      a.Skills,
 		Users:       a.Store,
 		Todos:       board,
+		Memories:    a.Store,
 		Net:         a.Net,
 		HTTPTimeout: time.Duration(cfg.ToolHTTPTimeout) * time.Second,
 		Media:       a.Store,

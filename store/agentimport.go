@@ -37,8 +37,10 @@ type importRows struct {
 // settings. Either everything is written or nothing. The caller decides whether the principal
 // may be used and what the tools may hold (package agenttemplate applies the template rules),
 // and has checked the fields (agent.CheckFields) and the tools (toolconfig.CheckImportedTools).
+// memories become the agent's agent-wide memories (without an origin), in order; the caller
+// has checked their number and lengths.
 // Errors: ErrInvalid "principal_id: no such principal" (known only in the transaction).
-func (s *Agents) ImportAgent(ctx context.Context, principalID int64, f AgentFields, tools []ImportedTool) (*Agent, error) {
+func (s *Agents) ImportAgent(ctx context.Context, principalID int64, f AgentFields, tools []ImportedTool, memories []string) (*Agent, error) {
 	row, err := newAgentRow(principalID, f)
 	if err != nil {
 		return nil, err
@@ -59,6 +61,12 @@ func (s *Agents) ImportAgent(ctx context.Context, principalID int64, f AgentFiel
 		for _, t := range prepared {
 			if err := insertImportedTool(tx, row.ID, t, now); err != nil {
 				return err
+			}
+		}
+		for _, text := range memories {
+			m := memoryRow{AgentID: row.ID, Text: text, Terms: memoryTerms(text), CreatedAt: now, UpdatedAt: now}
+			if err := tx.Create(&m).Error; err != nil {
+				return fmt.Errorf("import memory: %w", err)
 			}
 		}
 		return nil

@@ -64,7 +64,7 @@ func TestImportAgent(t *testing.T) {
 			"noop":   {},
 		}},
 		{ToolClass: "core.ReadURLTool", Settings: settings},
-	})
+	}, []string{"The team meets on Mondays.", "Reports go out on Fridays."})
 	wantErr(t, err, nil)
 	if a.ID == 0 || a.PrincipalID != owner.PrincipalID || a.Name != "Imported" || a.Description != "desc" || a.SystemPrompt != "prompt" ||
 		a.Notes != "notes" || a.MaxSteps != 20 || a.AllowFollowup || a.RetryAfterMinutes != 5 || a.MaxRetries != 2 ||
@@ -75,6 +75,10 @@ func TestImportAgent(t *testing.T) {
 	wantErr(t, err, nil)
 	if !reflect.DeepEqual(got, a) {
 		t.Fatalf("stored agent %+v, returned %+v", got, a)
+	}
+	mems, _, err := s.RecallMemories(ctx, store.MemoryQuery{AgentID: a.ID, Text: "mondays", Limit: 5})
+	if err != nil || len(mems) != 1 || mems[0].UserID != nil || mems[0].TaskID != nil {
+		t.Fatalf("imported memories = %+v, %v", mems, err)
 	}
 
 	cfg, err := s.AgentToolConfig(ctx, a.ID)
@@ -110,7 +114,7 @@ func TestImportAgent(t *testing.T) {
 	}
 
 	// An agent without tools.
-	bare, err := s.ImportAgent(ctx, owner.PrincipalID, store.AgentFields{Name: ptr("Bare")}, nil)
+	bare, err := s.ImportAgent(ctx, owner.PrincipalID, store.AgentFields{Name: ptr("Bare")}, nil, nil)
 	wantErr(t, err, nil)
 	if bare.MaxSteps != limits.DefaultSteps || !bare.AllowFollowup || len(bare.Metadata) != 0 {
 		t.Fatalf("bare = %+v", bare)
@@ -151,7 +155,7 @@ func TestImportAgentRefusals(t *testing.T) {
 			if p == 0 {
 				p = owner.PrincipalID
 			}
-			_, err := s.ImportAgent(ctx, p, tc.fields, tc.tools)
+			_, err := s.ImportAgent(ctx, p, tc.fields, tc.tools, nil)
 			wantErr(t, err, svcerr.ErrInvalid)
 		})
 	}

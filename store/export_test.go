@@ -20,3 +20,7 @@ func (s *Store) TxForTest(ctx context.Context, fn func(tx *gorm.DB) error) error
 var HandWrittenColumnsForTest = map[string]string{
 	"tasks": taskColumns, "task_messages": messageColumns, "task_tool_calls": toolCallColumns,
 }
+
+// MemoryTermsForTest is the terms column of a memory's text, for benchmarks that fill the table
+// in SQL.
+var MemoryTermsForTest = memoryTerms

@@ -18,7 +18,10 @@ type Call struct {
 	Args      map[string]any // the approved arguments, discriminator removed
 	Settings  map[string]any // the effective settings of the cascade (secrets opened)
 	TaskID    int64
-	AgentID   int64
+	// MessageSequence is the sequence of the assistant message that requested the call (0
+	// outside a task): what a tool that keeps something records as its origin.
+	MessageSequence int
+	AgentID         int64
 	// OwnerUserID is the owner of the agent that issued the call (document 2, schema rule 4):
 	// the agent's personal owner, or 0 when no user owns it (group agents, unresolvable agents).
 	OwnerUserID int64

@@ -109,17 +109,21 @@ func New(t testing.TB, turns []llm.ScriptTurn, agentFields store.AgentFields, wi
 			"core.TodoTool":            {Enabled: true},
 		}}
 	f.Loop = &agentloop.Loop{
-		Store: st, Registry: reg, Executors: core.Executors(core.Deps{Todos: board, SubAgents: agentloop.SubAgents{Store: st}}), Lease: time.Minute, Todos: board,
+		Store: st, Registry: reg, Executors: core.Executors(core.Deps{Todos: board, Memories: st, SubAgents: agentloop.SubAgents{Store: st}}), Lease: time.Minute, Todos: board,
 		ToolStates: func(context.Context, int64) (map[string]tools.ToolState, error) { return f.States, nil },
 		Driver:     func(*store.LLMConfig) (llm.Driver, error) { return f.Rec, nil },
 	}
 	return f
 }
 
-// Executors rebuilds the loop's core executors over deps (the todo board and the sub-agents
-// stay the loop's); executors a test wrapped or added before are replaced.
+// Executors rebuilds the loop's core executors over deps (the todo board, the sub-agents and,
+// unless deps names others, the memories stay the loop's); executors a test wrapped or added
+// before are replaced.
 func (f *Fixture) Executors(deps core.Deps) {
 	deps.Todos, deps.SubAgents = f.Loop.Todos, agentloop.SubAgents{Store: f.Store}
+	if deps.Memories == nil {
+		deps.Memories = f.Store
+	}
 	f.Loop.Executors = core.Executors(deps)
 }
 

@@ -28,6 +28,7 @@ func All() []tools.Tool {
 		AskUserQuestionTool{},
 		CalculatorTool{},
 		MediaTool{},
+		MemoryTool{},
 		ReadURLTool{},
 		ScheduleTool{},
 		SkillTool{},
@@ -145,6 +146,8 @@ type Deps struct {
 	Users UserInfoSource
 	// Todos keeps the todo tool's checklists.
 	Todos TodoStore
+	// Memories keeps the memory tool's memories (*store.Store).
+	Memories MemoryStore
 	// HTTPTimeout is tool_http_timeout; 0 means DefaultHTTPTimeout. A numeric
 	// tool_http_timeout in a call's settings (seconds) overrides it.
 	HTTPTimeout time.Duration
@@ -177,6 +180,7 @@ func Executors(deps Deps) map[string]tools.Executor {
 		"core.AskUserQuestionTool": askExec{},
 		"core.CalculatorTool":      calcExec{},
 		"core.MediaTool":           &mediaExec{media: deps.Media, files: deps.Files},
+		"core.MemoryTool":          &memoryExec{memories: deps.Memories},
 		"core.ReadURLTool":         &readURLExec{deps: deps},
 		"core.ScheduleTool":        &scheduleExec{schedules: deps.Schedules, users: deps.Users},
 		"core.SkillTool":           &skillExec{idx: deps.Skills},

@@ -68,6 +68,7 @@ func TestDeclarations(t *testing.T) {
 		},
 		{"core.SkillTool", "skill", []string{"read", "files"}, nil, []string{"allowed_skills"}, []string{"read", "files"}},
 		{"core.MediaTool", "media", []string{"search", "get_media"}, nil, nil, []string{"search", "get_media"}},
+		{"core.MemoryTool", "memory", []string{"remember", "recall", "forget"}, []string{"forget"}, []string{"scope"}, []string{"recall"}},
 		{"core.TodoTool", "todo", []string{"write", "add", "set_status", "read"}, nil, nil, []string{"read"}},
 		{"core.AskUserQuestionTool", "ask_user_question", []string{"ask"}, nil, nil, nil},
 		{

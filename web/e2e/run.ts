@@ -425,6 +425,8 @@ async function main(): Promise<void> {
 
     await clientMode(browser, problems);
 
+    await agentMemory(browser, problems);
+
     await pushFallback(browser, problems);
 
     await firstHour(browser, problems);
@@ -824,6 +826,59 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
     await page.getByRole("button", { name: "Send answers" }).click();
     await page.getByText("the product of six and eight is forty-eight").waitFor();
     expect(ticks.length >= 3, `the page ticked the task (${ticks.length} ticks)`);
+    await context.close();
+  } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// agentMemory: a server whose model remembers a fact with the memory tool in a chat run through
+// the API; the agent's Memory tab lists it with its origin, finds it by a word, edits it and
+// deletes it.
+async function agentMemory(browser: Browser, problems: string[]): Promise<void> {
+  log("memory: a fact remembered in a chat is listed, searched, edited and deleted on the Memory tab");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-memory-"));
+  const turns = [{ tool_calls: [{ id: "m1", name: "memory", arguments: { action: "remember", text: "Cleo drinks her coffee black." } }] }, { text: "Noted." }];
+  const { proc, base } = await startServer(dir, {}, turns);
+  try {
+    const call = await apiSession(base, "cleo@example.com", "correct horse battery");
+    const agent = (await call("POST", "/agents", { name: "Barista" })).agent as { id: number };
+    await call("POST", `/agents/${agent.id}/tools/core.MemoryTool/enable`);
+    const task = (await call("POST", "/tasks", { agent_id: agent.id, prompt: "I take my coffee black." })).task as { id: number };
+    for (let i = 0; i < 100; i++) {
+      const t = (await call("GET", `/tasks/${task.id}`)).task as { status: string };
+      if (t.status === "COMPLETED") break;
+      expect(!["FAILED", "ABORTED"].includes(t.status) && i < 99, `memory task ended ${t.status}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`memory page error: ${e.message}`));
+    page.on("dialog", (d) => void d.accept());
+    await signIn(page, base, "cleo@example.com", "correct horse battery");
+    await page.getByRole("link", { name: "Barista" }).click();
+    await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Memory" }).click();
+    const item = page.getByRole("listitem").filter({ hasText: "Cleo drinks her coffee black." });
+    await item.filter({ hasText: `from task ${task.id}` }).waitFor();
+    await page.getByLabel("Search memories").fill("tea");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.getByText("No memory matches.").waitFor();
+    await page.getByLabel("Search memories").fill("Coffee");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.getByText("1 memory match “Coffee”").waitFor();
+    await shot(page, "agent-memory");
+    await item.getByRole("button", { name: /^Edit memory/ }).click();
+    await page.getByLabel("Text", { exact: true }).fill("Cleo drinks her coffee with oat milk.");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    const edited = page.getByRole("listitem").filter({ hasText: "Cleo drinks her coffee with oat milk." });
+    await edited.waitFor();
+    await edited.getByRole("button", { name: /^Delete memory/ }).click();
+    await page.getByText("No memory matches.").waitFor();
+    const left = (await call("GET", `/agents/${agent.id}/memories`)) as { total: number };
+    expect(left.total === 0, `memories left after the delete: ${left.total}`);
     await context.close();
   } finally {
     proc.kill("SIGTERM");

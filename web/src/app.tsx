@@ -210,6 +210,7 @@ function routeOf(path: string) {
   if ((m = match("/apps/:slug", path))) return <PluginApp slug={m.slug} />;
   if (path === "/media") return <MediaPage />;
   if ((m = match("/agents/:id/schedules", path))) return <AgentPage id={m.id} tab="schedules" />;
+  if ((m = match("/agents/:id/memory", path))) return <AgentPage id={m.id} tab="memory" />;
 
   return <NotFound />;
 }

@@ -25,6 +25,9 @@ type ExportInput struct {
 	// (category, icon, archetype, variant_key, palette_key) are carried over.
 	Metadata map[string]any
 	Tools    []ExportTool
+	// Memories are the agent-wide memories to carry, oldest first; blank ones are left out,
+	// long ones cut, and at most limits.TemplateMemories kept.
+	Memories []string
 }
 
 // ExportTool is one tool record of the agent.
@@ -64,6 +67,11 @@ func Export(in ExportInput, cat Catalog) *Template {
 			MaxRetries:        ptr(min(max(in.MaxRetries, 0), maxCount)),
 		},
 		Metadata: exportMetadata(in.Metadata),
+	}
+	for _, m := range in.Memories {
+		if m = truncate(strings.TrimSpace(clean(m)), limits.MemoryTextLen); m != "" && len(t.Agent.Memories) < limits.TemplateMemories {
+			t.Agent.Memories = append(t.Agent.Memories, m)
+		}
 	}
 	seen := map[string]bool{}
 	for _, et := range in.Tools {

@@ -29,6 +29,8 @@ type AgentPlan struct {
 	AllowFollowup     bool
 	RetryAfterMinutes int
 	MaxRetries        int
+	// Memories become agent-wide memories of the new agent.
+	Memories []string
 }
 
 // ToolPlan is one tool record of an import.
@@ -68,6 +70,7 @@ func Plan(t *Template, cat Catalog) (ImportPlan, []Finding) {
 			AllowFollowup:     *d.Agent.AllowFollowup,
 			RetryAfterMinutes: *d.Agent.RetryAfterMinutes,
 			MaxRetries:        *d.Agent.MaxRetries,
+			Memories:          slices.Clone(d.Agent.Memories),
 		},
 		Metadata: *d.Metadata,
 		Tools:    []ToolPlan{},

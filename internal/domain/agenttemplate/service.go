@@ -33,6 +33,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/agent"
 	"github.com/agentsvc/svc/internal/platform/skill"
+	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/tools"
@@ -55,7 +56,8 @@ type Store interface {
 	AgentToolConfig(ctx context.Context, agentID int64) (*store.AgentToolConfig, error)
 	AgentsOfPrincipal(ctx context.Context, principalID int64, ids []int64) ([]int64, error)
 	InheritedToolSettings(ctx context.Context, principalID int64) ([]map[string]*store.ToolSettings, error)
-	ImportAgent(ctx context.Context, principalID int64, f store.AgentFields, tools []store.ImportedTool) (*store.Agent, error)
+	ImportAgent(ctx context.Context, principalID int64, f store.AgentFields, tools []store.ImportedTool, memories []string) (*store.Agent, error)
+	RecallMemories(ctx context.Context, q store.MemoryQuery) ([]store.Memory, int64, error)
 }
 
 // Service applies the template rules of the running service.
@@ -335,7 +337,7 @@ func (s *Service) Import(ctx context.Context, u *store.User, principalID *int64,
 	if err := toolconfig.CheckImportedTools(imported); err != nil {
 		return nil, nil, err
 	}
-	a, err := s.store.ImportAgent(ctx, p, fields, imported)
+	a, err := s.store.ImportAgent(ctx, p, fields, imported, plan.Agent.Memories)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -477,8 +479,9 @@ func (s *Service) importedTools(p ImportPlan) []store.ImportedTool {
 // may export it; withSettings (the agent's own non-secret tool settings) needs the manage
 // right. schemaURL is written as $schema. The tools are the agent's enabled tools (its own
 // choice, else its group's entry) by class, each with its operation overrides in declaration
-// order. Errors: ErrNotFound "agent not found" (unknown, malformed or invisible), ErrForbidden
-// (settings without the manage right).
+// order. The agent-wide memories (never a single user's) are carried when u may manage the
+// agent: memories hold what the agent was told. Errors: ErrNotFound "agent not found" (unknown,
+// malformed or invisible), ErrForbidden (settings without the manage right).
 func (s *Service) Export(ctx context.Context, u *store.User, agentID string, withSettings bool, schemaURL string) (*Template, error) {
 	aid, err := agent.ParseID(agentID)
 	if err != nil {
@@ -508,6 +511,15 @@ func (s *Service) Export(ctx context.Context, u *store.User, agentID string, wit
 		SchemaURL: schemaURL, Name: a.Name, Description: a.Description, SystemPrompt: a.SystemPrompt,
 		Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: a.Metadata,
+	}
+	if sc.CanManage(a.PrincipalID) {
+		ms, _, err := s.store.RecallMemories(ctx, store.MemoryQuery{AgentID: a.ID, Limit: limits.TemplateMemories})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range slices.Backward(ms) { // oldest first: an import keeps their order
+			in.Memories = append(in.Memories, m.Text)
+		}
 	}
 	for _, class := range enabledClasses(cfg) {
 		spec, known := s.reg.Spec(class)

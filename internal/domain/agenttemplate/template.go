@@ -88,6 +88,9 @@ type Agent struct {
 	AllowFollowup     *bool  `json:"allow_followup,omitempty" yaml:"allow_followup,omitempty"`
 	RetryAfterMinutes *int   `json:"retry_after_minutes,omitempty" yaml:"retry_after_minutes,omitempty"`
 	MaxRetries        *int   `json:"max_retries,omitempty" yaml:"max_retries,omitempty"`
+	// Memories are the agent's agent-wide memories (the memory tool's scope agent); memories of
+	// single users never travel with a template.
+	Memories []string `json:"memories,omitempty" yaml:"memories,omitempty"`
 }
 
 // Tool is one tools[] entry.

@@ -25,7 +25,7 @@ var (
 	pluginPattern  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?/[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?$`)
 
 	topKeys      = []string{"$schema", "id", "name", "description", "version", "agent", "tools", "required_plugins", "metadata"}
-	agentKeys    = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries"}
+	agentKeys    = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries", "memories"}
 	toolKeys     = []string{"tool_class", "enabled", "operations", "settings"}
 	operationKey = []string{"name", "enabled", "auto_approve"}
 	metadataKeys = []string{"category", "icon", "archetype", "variant_key", "palette_key"}
@@ -183,7 +183,25 @@ func (w *walker) agent(n *node) {
 			w.c.add(CodeMaxStepsRange, pointer("/agent", key), "agent.%s must be an integer from 0 to %d", key, maxCount)
 		}
 	}
+	if v, ok := n.get("memories"); ok {
+		w.memories(v)
+	}
 	w.unknownKeys(n, "/agent", agentKeys, CodeUnknownAgentKey, "agent")
+}
+
+// memories checks agent.memories: a list of at most limits.TemplateMemories texts, each 1 to
+// limits.MemoryTextLen characters.
+func (w *walker) memories(n *node) {
+	if n.kind != kindArray || len(n.arr) > limits.TemplateMemories {
+		w.c.add(CodeAgentRequired, "/agent/memories", "agent.memories must be a list of at most %d texts", limits.TemplateMemories)
+		return
+	}
+	for k, e := range n.arr {
+		if !isString(e, 1, limits.MemoryTextLen) {
+			w.c.add(CodeAgentRequired, pointer("/agent/memories", k),
+				"agent.memories[%d] must be a string of 1 to %d characters", k, limits.MemoryTextLen)
+		}
+	}
 }
 
 func isIntIn(n *node, lo, hi int64) bool {
@@ -381,6 +399,11 @@ func build(n *node) *Template {
 	}
 	if v, ok := a.get("allow_followup"); ok {
 		t.Agent.AllowFollowup = ptr(v.b)
+	}
+	if v, ok := a.get("memories"); ok {
+		for _, e := range v.arr {
+			t.Agent.Memories = append(t.Agent.Memories, e.s)
+		}
 	}
 	if tools, ok := n.get("tools"); ok {
 		for _, e := range tools.arr {

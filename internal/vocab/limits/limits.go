@@ -54,6 +54,16 @@ const (
 	OperationNameLen       = 100 // a tool operation as agents and templates name it
 )
 
+// Agent memory (the memory tool, issue 25): a memory's text and a recall query in characters,
+// the memories one agent keeps (all users together), and the query words recall matches.
+const (
+	MemoryTextLen       = 2000
+	MemoryQueryLen      = 500
+	MaxMemoriesPerAgent = 100_000
+	MaxMemoryQueryTerms = 16
+	TemplateMemories    = 1000 // the agent-wide memories an agent template carries
+)
+
 // Groups, model configurations and per-agent API keys, in characters.
 const (
 	GroupNameLen        = 100

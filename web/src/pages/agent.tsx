@@ -1,6 +1,6 @@
 // One agent: its chats (start a task), settings, tools (enable, per-operation enablement and
-// approval) and per-agent API keys (minted secret shown once, revoke). The forms and the key
-// list are crud.tsx's FormPanel and EditList.
+// approval), per-agent API keys (minted secret shown once, revoke) and memory (agentmemory.tsx).
+// The forms and the key list are crud.tsx's FormPanel and EditList.
 import { useState } from "preact/hooks";
 import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
@@ -10,15 +10,17 @@ import { EditList, FormPanel } from "../crud";
 import { SettingsForm } from "../settingsform";
 import { AgentSettings } from "./agents";
 import { AgentExport, AgentPicture, AgentTransfer } from "./agentextra";
+import { AgentMemory } from "./agentmemory";
 import { AgentSchedules } from "./schedules";
 
-type Tab = "chats" | "settings" | "tools" | "keys" | "schedules";
+type Tab = "chats" | "settings" | "tools" | "keys" | "schedules" | "memory";
 const tabs: { id: Tab; label: string; suffix: string }[] = [
   { id: "chats", label: "Chats", suffix: "" },
   { id: "settings", label: "Settings", suffix: "/settings" },
   { id: "tools", label: "Tools", suffix: "/tools" },
   { id: "keys", label: "API keys", suffix: "/keys" },
   { id: "schedules", label: "Schedules", suffix: "/schedules" },
+  { id: "memory", label: "Memory", suffix: "/memory" },
 ];
 
 export function AgentPage(props: { id: string; tab: Tab }) {
@@ -44,6 +46,7 @@ export function AgentPage(props: { id: string; tab: Tab }) {
           {props.tab === "schedules" && <AgentSchedules agent={a} />}
           {props.tab === "tools" && <AgentTools agent={a} />}
           {props.tab === "keys" && <AgentKeys agent={a} />}
+          {props.tab === "memory" && <AgentMemory agent={a} />}
         </>
       )}
     </>
