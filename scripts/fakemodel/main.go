@@ -20,20 +20,6 @@ import (
 	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 )
 
-type chatRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"`
-	} `json:"messages"`
-	Tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
 var expression = regexp.MustCompile(`\d+(\s*[-+*/]\s*\d+)+`)
 
 func main() {
@@ -49,7 +35,7 @@ func main() {
 }
 
 func answer(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
+	var req llmfake.Request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
