@@ -53,11 +53,13 @@ screenshots: web
 	$(MAKE) build
 	cd web && SVC_BIN=../$(BIN) SVC_E2E_SHOTS=../docs/screenshots npm run e2e
 
+## lint: go vet, gofmt, staticcheck, and the contract linted by Redocly and Spectral (spectral:oas, .spectral.yaml; errors fail)
 lint: node_modules/.bin/redocly
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $$($(GO) list ./... | grep -v /gen$$)
 	npx --no-install redocly lint openapi.yaml
+	npx --no-install spectral lint --fail-severity error openapi.yaml
 
 node_modules/.bin/redocly: package.json package-lock.json
 	npm ci --no-audit --no-fund

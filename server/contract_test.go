@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
@@ -137,6 +139,51 @@ func TestServiceEndpoints(t *testing.T) {
 		if op != nil && !strings.Contains(path, "{") && slices.Contains(api.UnimplementedOperations(), op.OperationID) {
 			adm.Get(path).Expect(t, 501, "NOT_IMPLEMENTED")
 			break
+		}
+	}
+}
+
+// TestRequestSchemasDeclareNoDefault keeps request fields optional for generators run with their
+// defaults (issue 24): openapi-typescript's defaultNonNullable makes a property with a `default`
+// required in a shared component, so an agent create would have to name every defaulted field.
+// Request components state the default in the description instead (the handlers apply it).
+func TestRequestSchemasDeclareNoDefault(t *testing.T) {
+	t.Parallel()
+	doc, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var visit func(where string, ref *openapi3.SchemaRef, viaRef bool)
+	visit = func(where string, ref *openapi3.SchemaRef, viaRef bool) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		seen[ref.Value] = true
+		viaRef = viaRef || ref.Ref != ""
+		if ref.Ref != "" {
+			where = ref.Ref
+		}
+		s := ref.Value
+		for name, p := range s.Properties {
+			if viaRef && p.Value != nil && p.Value.Default != nil {
+				t.Errorf("%s: request property %s declares default %v (say it in the description)", where, name, p.Value.Default)
+			}
+			visit(where+"."+name, p, viaRef)
+		}
+		for _, sub := range slices.Concat(s.AllOf, s.OneOf, s.AnyOf) {
+			visit(where, sub, viaRef)
+		}
+		visit(where+"[]", s.Items, viaRef)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			for _, mt := range op.RequestBody.Value.Content {
+				visit(method+" "+path, mt.Schema, false)
+			}
 		}
 	}
 }

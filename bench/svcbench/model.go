@@ -66,19 +66,6 @@ func (m *fakeModel) release() {
 // holdBound is the longest a held call waits, so a bench that fails never strands the service.
 const holdBound = 60 * time.Second
 
-type chatRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role string `json:"role"`
-	} `json:"messages"`
-	Tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
 func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" {
 		http.NotFound(w, r)
@@ -87,7 +74,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.calls.Add(1)
 	m.open.Add(1)
 	defer m.open.Add(-1)
-	var req chatRequest
+	var req llmfake.Request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

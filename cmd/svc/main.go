@@ -105,7 +105,7 @@ func serve(loader *config.Loader, apiOnly bool) error {
 		stopWork(app, loader.Current().ShutdownGrace())
 	}()
 	releaseStartupMemory()
-	fmt.Fprintln(os.Stderr, banner(cfg))
+	fmt.Fprintln(os.Stderr, banner(cfg, ln.Addr()))
 	err = app.HTTP.Serve(ctx, ln, server.RequestGrace(loader.Current().ShutdownGrace()))
 	stop() // Serve may have failed by itself: the work stops then too
 	<-stopped
@@ -168,22 +168,30 @@ func work(loader *config.Loader) error {
 	return nil
 }
 
-// banner is the line `svc serve` prints at start: where it listens, the database (never its
-// password), the worker mode and where the log goes.
-func banner(cfg *config.Config) string {
+// banner is the line `svc serve` prints at start: the address the listener is bound to (all
+// interfaces when the host is empty or unspecified, so an operator is not told "localhost" while
+// the port is open to the network), a URL to open, the database (never its password), the worker
+// mode and where the log goes.
+func banner(cfg *config.Config, addr net.Addr) string {
 	db := cfg.DBDriver + " " + cfg.SQLitePath()
 	if cfg.DBDriver != "sqlite" {
 		db = fmt.Sprintf("%s %s@%s/%s", cfg.DBDriver, cfg.DBUser, net.JoinHostPort(cfg.DBHost, strconv.Itoa(cfg.DBPort)), cfg.DBName)
 	}
-	return fmt.Sprintf("svc: serving on %s%s (database %s, worker mode %s, log %s at level %s)",
-		displayAddr(cfg.Listen), cfg.AppPrefix, db, cfg.WorkerRuntimeMode, cfg.LogPath, cfg.LogLevel)
+	return fmt.Sprintf("svc: serving on %s (database %s, worker mode %s, log %s at level %s)",
+		displayAddr(addr, cfg.AppPrefix), db, cfg.WorkerRuntimeMode, cfg.LogPath, cfg.LogLevel)
 }
 
-func displayAddr(listen string) string {
-	if strings.HasPrefix(listen, ":") {
-		return "http://localhost" + listen
+// displayAddr names the bound address as it is and a URL that reaches it from this machine.
+func displayAddr(addr net.Addr, prefix string) string {
+	bound := addr.String()
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
 	}
-	return "http://" + listen
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return fmt.Sprintf("%s, all interfaces (on this machine http://localhost:%s%s/)", bound, port, prefix)
+	}
+	return fmt.Sprintf("%s (http://%s%s/)", bound, bound, prefix)
 }
 
 func migrate(loader *config.Loader, stdout io.Writer) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,19 +71,22 @@ func TestUserCreateAndMigrate(t *testing.T) {
 
 func TestServeBanner(t *testing.T) {
 	t.Parallel()
+	all := &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8081}
 	for _, tt := range []struct {
 		env  []string
+		addr net.Addr
 		want string
 	}{
-		{nil, "svc: serving on http://localhost:8080/svc (database sqlite storage/svc.sqlite, worker mode server, log storage/svc.log at level info)"},
-		{[]string{"SVC_DB_DRIVER=mysql", "SVC_DB_PASSWORD=hunter2", "SVC_LOG_PATH=stdout", "SVC_WORKER_RUNTIME_MODE=client"},
-			"svc: serving on http://localhost:8080/svc (database mysql svc@127.0.0.1:3306/svc, worker mode client, log stdout at level info)"},
+		{nil, all, "svc: serving on [::]:8080, all interfaces (on this machine http://localhost:8080/svc/) (database sqlite storage/svc.sqlite, worker mode server, log storage/svc.log at level info)"},
+		{[]string{"SVC_DB_DRIVER=mysql", "SVC_DB_PASSWORD=hunter2", "SVC_LOG_PATH=stdout", "SVC_WORKER_RUNTIME_MODE=client"}, local,
+			"svc: serving on 127.0.0.1:8081 (http://127.0.0.1:8081/svc/) (database mysql svc@127.0.0.1:3306/svc, worker mode client, log stdout at level info)"},
 	} {
 		cfg, err := config.NewLoader(append([]string{"SVC_CONFIG_FILE=" + t.TempDir() + "/none.yaml"}, tt.env...)).Load()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := banner(cfg); got != tt.want {
+		if got := banner(cfg, tt.addr); got != tt.want {
 			t.Errorf("banner = %q\nwant     %q", got, tt.want)
 		}
 	}

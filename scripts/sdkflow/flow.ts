@@ -52,11 +52,10 @@ async function main(): Promise<void> {
   const login = await api.POST("/auth/login", { body: { email, password } });
   if (!login.data) fail("login", login.response.status);
   csrf = login.data.data.csrf_token;
-  // openapi-typescript's default (defaultNonNullable) makes request fields that have a default
-  // required in its types, so the defaults are spelled out here.
-  const agent = await api.POST("/agents", {
-    body: { name: "Calculator", system_prompt: "Compute.", max_steps: 10, allow_followup: true, retry_after_minutes: 5, max_retries: 0 },
-  });
+  // Only name and system_prompt: the fields the server defaults (max_steps, allow_followup,
+  // retry_after_minutes, max_retries) must stay optional in types generated with
+  // openapi-typescript's defaults (issue 24), so this must type-check (strict) without them.
+  const agent = await api.POST("/agents", { body: { name: "Calculator", system_prompt: "Compute." } });
   if (!agent.data) fail("create agent", agent.response.status);
   const id = String(agent.data.data.agent.id);
   const tool = { path: { id, toolId: "core.CalculatorTool" } };

@@ -188,6 +188,11 @@ async function main(): Promise<void> {
     await page.getByRole("link", { name: "Create an account" }).click();
     await page.getByLabel("Email").fill("ada@example.com");
     await page.getByLabel("Display name (optional)").fill("Ada Lovelace");
+    log("a short password: the rule shows before submitting, the refusal says it in words (issue 24)");
+    await page.getByText("At least 8 characters (at most 256).").waitFor();
+    await page.getByLabel("Password").fill("short");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByText("This password is too short: it has 5 characters and needs at least 8.").waitFor();
     await page.getByLabel("Password").fill("correct horse battery");
     await page.getByRole("button", { name: "Create account" }).click();
     await page.getByRole("heading", { name: "No agents yet" }).waitFor();

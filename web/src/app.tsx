@@ -6,7 +6,7 @@ import { forgetPush } from "./live";
 import { startClientWorker, stopClientWorker } from "./worker";
 import { currentPath, match, navigate, useRoute } from "./router";
 import { loadSession, signedOut, updateUser, useSession } from "./session";
-import { ErrorNote, Field, Link, Notice, PageHeader, useAction } from "./ui";
+import { ErrorNote, Field, Link, Notice, PASSWORD_RULE, PageHeader, checkPassword, useAction } from "./ui";
 import { ConfirmLink, ForgotPassword, Login, Register, ResetPassword } from "./pages/auth";
 import { AgentList, NewAgent } from "./pages/agents";
 import { AgentPage } from "./pages/agent";
@@ -149,6 +149,7 @@ function Account() {
             e.preventDefault();
             setSaved("");
             void pw.run(async () => {
+              checkPassword(next);
               await unwrap(api.PATCH("/auth/password", { body: { current_password: cur, new_password: next } }));
               setCur("");
               setNext("");
@@ -158,7 +159,7 @@ function Account() {
         >
           <h2>Password</h2>
           <Field label="Current password" type="password" autoComplete="current-password" required value={cur} onValue={setCur} />
-          <Field label="New password" type="password" autoComplete="new-password" required value={next} onValue={setNext} />
+          <Field label="New password" type="password" autoComplete="new-password" required value={next} onValue={setNext} hint={PASSWORD_RULE} />
           <ErrorNote error={pw.error} />
           <button class="primary" disabled={pw.pending}>
             Change password

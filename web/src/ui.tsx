@@ -240,3 +240,15 @@ export function formatTime(s: string | null | undefined): string {
   const d = new Date(s);
   return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
+
+// The rule of a new password (the server's limits.MinPasswordLen to MaxPasswordLen), shown under
+// every new-password field so nobody learns it from a refusal.
+export const PASSWORD_RULE = "At least 8 characters (at most 256).";
+
+// checkPassword throws, in words, what is wrong with a new password before it is sent; the
+// server's check stays the authority.
+export function checkPassword(pw: string): void {
+  const n = [...pw].length;
+  if (n < 8) throw new Error(`This password is too short: it has ${n} character${n === 1 ? "" : "s"} and needs at least 8.`);
+  if (n > 256) throw new Error(`This password is too long: it has ${n} characters and may have at most 256.`);
+}

@@ -10,6 +10,22 @@ import (
 	"net/http"
 )
 
+// Request is the part of a /chat/completions request the fakes read: the model, whether to
+// stream, the conversation (content as sent: a string, or parts) and the offered tools' names.
+type Request struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
 // WriteOpenAIAnswer answers a fake /chat/completions call with msg (role, content and
 // tool_calls as in a chat.completion message): one JSON chat.completion, or, for a request
 // with "stream": true, the chat.completion.chunk events of the same answer (the content in

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, unwrap } from "../api";
 import { navigate, useRoute } from "../router";
 import { signedIn, useSession } from "../session";
-import { ErrorNote, Field, Link, Notice, useAction } from "../ui";
+import { ErrorNote, Field, Link, Notice, PASSWORD_RULE, checkPassword, useAction } from "../ui";
 
 function AuthCard(props: { title: string; children: preact.ComponentChildren }) {
   return (
@@ -64,6 +64,7 @@ export function Register() {
   const submit = (e: Event) => {
     e.preventDefault();
     void act.run(async () => {
+      checkPassword(password);
       await unwrap(api.POST("/auth/register", { body: { email, password, display_name: name || undefined } }));
       const r = await unwrap(api.POST("/auth/login", { body: { email, password } }));
       signedIn(r.data.user, r.data.csrf_token);
@@ -76,7 +77,7 @@ export function Register() {
       <form onSubmit={submit}>
         <Field label="Email" type="email" autoComplete="email" required value={email} onValue={setEmail} />
         <Field label="Display name (optional)" autoComplete="name" value={name} onValue={setName} />
-        <Field label="Password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} />
+        <Field label="Password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} hint={PASSWORD_RULE} />
         <ErrorNote error={act.error} />
         <button class="primary wide" disabled={act.pending}>
           {act.pending ? "Creating…" : "Create account"}
@@ -141,12 +142,13 @@ export function ResetPassword() {
           onSubmit={(e) => {
             e.preventDefault();
             void act.run(async () => {
+              checkPassword(password);
               await unwrap(api.POST("/auth/reset-password", { body: { selector, token, new_password: password } }));
               setDone(true);
             });
           }}
         >
-          <Field label="New password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} />
+          <Field label="New password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} hint={PASSWORD_RULE} />
           <ErrorNote error={act.error} />
           <button class="primary wide" disabled={act.pending}>
             Set the password

@@ -5,7 +5,7 @@ import { api, unwrap, type User } from "../api";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { FormPanel } from "../crud";
-import { Check, ErrorNote, Field, Link, PageHeader, formatTime, useAction, useLoad } from "../ui";
+import { Check, ErrorNote, Field, Link, PASSWORD_RULE, PageHeader, checkPassword, formatTime, useAction, useLoad } from "../ui";
 
 export function UserList() {
   const users = useLoad(async () => (await unwrap(api.GET("/users", { params: { query: { per_page: 100 } } }))).data.users, []);
@@ -21,6 +21,7 @@ export function UserList() {
           title="New user"
           submit="Create user"
           onSubmit={async () => {
+            checkPassword(password);
             await unwrap(api.POST("/users", { body: { email, password, display_name: name || undefined, is_admin: admin, email_verified: true } }));
             setEmail("");
             setName("");
@@ -31,7 +32,7 @@ export function UserList() {
         >
           <Field label="Email" type="email" required value={email} onValue={setEmail} />
           <Field label="Display name" value={name} onValue={setName} />
-          <Field label="Initial password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} />
+          <Field label="Initial password" type="password" autoComplete="new-password" required value={password} onValue={setPassword} hint={PASSWORD_RULE} />
           <Check label="Administrator" checked={admin} onChange={setAdmin} />
         </FormPanel>
         <section class="panel flush">
