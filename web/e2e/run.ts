@@ -693,11 +693,11 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   const kept = [await sched.getByLabel("Schedule name").inputValue(), await tplForm.getByLabel("Template name").inputValue()];
   expect(kept[0] === "Evening check" && kept[1] === "Weekly sum", `the typed names are kept after the lists loaded: ${JSON.stringify(kept)}`);
 
-  log("templates: the validator's findings by code and path; import the export as a new agent");
-  await page.keyboard.press("Control+k");
-  await page.getByLabel("Search pages, agents and more").fill("import");
-  await page.keyboard.press("Enter");
+  log("templates: reached from the agents page; the validator's findings by code and path; import the export as a new agent");
+  await page.getByRole("link", { name: "Agents" }).first().click();
+  await page.getByRole("link", { name: "New from template / Import" }).click();
   await page.getByRole("heading", { name: "Import an agent template" }).waitFor();
+  await page.getByLabel("Shipped templates").locator("option").nth(1).waitFor({ state: "attached" }); // the shipped templates are offered there
   await page.getByLabel("Template text").fill('{"id": "Not An Id", "agent": {"max_steps": 0}}');
   await page.getByRole("button", { name: "Validate" }).click();
   const findings = page.locator(".findings.f-bad");

@@ -52,6 +52,9 @@ export function AgentList() {
   return (
     <>
       <PageHeader title="Agents">
+        <Link to="/agents/import" class="button">
+          New from template / Import
+        </Link>
         <Link to="/agents/new" class="button primary">
           New agent
         </Link>
@@ -210,7 +213,11 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
 export function NewAgent() {
   return (
     <>
-      <PageHeader title="New agent" back={{ to: "/agents", label: "Agents" }} />
+      <PageHeader title="New agent" back={{ to: "/agents", label: "Agents" }}>
+        <Link to="/agents/import" class="button">
+          From a template instead
+        </Link>
+      </PageHeader>
       <AgentForm onSaved={(a) => navigate(`/agents/${a.id}/tools`)} />
     </>
   );
