@@ -25,7 +25,7 @@ export function SettingsPage() {
                 <dt>Mount prefix</dt>
                 <dd class="mono">{config.app_prefix || "/"}</dd>
                 <dt>Worker</dt>
-                <dd>{config.worker_runtime_mode === "client" ? "client (browsers tick tasks)" : "server"}</dd>
+                <dd>{config.worker_runtime_mode === "client" ? "client (browsers run the chats)" : "server"}</dd>
                 <dt>Push hub</dt>
                 <dd>{config.push}</dd>
               </dl>
@@ -104,7 +104,7 @@ function RuntimeSettings() {
             {s.source === "stored" && (
               <>
                 {" · "}
-                <button type="button" class="link" aria-label={`Use the default of ${settingLabel[s.key] ?? s.key}`} disabled={reset.pending} onClick={() => reset.run(() => patch({ [s.key]: null }))}>
+                <button type="button" class="link" aria-label={`stop overriding ${settingLabel[s.key] ?? s.key} (use the default)`} disabled={reset.pending} onClick={() => reset.run(() => patch({ [s.key]: null }))}>
                   stop overriding
                 </button>
               </>

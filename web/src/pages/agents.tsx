@@ -188,11 +188,11 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
         <h2>Behaviour</h2>
         <TextArea label="System prompt" rows={6} value={f.system_prompt} onValue={set("system_prompt")} />
         <div class="row">
-          <Field label="Step budget" type="number" min={1} max={100} required value={f.max_steps} onValue={set("max_steps")} hint="Model turns per task, 1 to 100." />
+          <Field label="Step budget" type="number" min={1} max={100} required value={f.max_steps} onValue={set("max_steps")} hint="Model turns per chat, 1 to 100." />
           <Field label="Retry after (minutes)" type="number" min={0} required value={f.retry_after_minutes} onValue={set("retry_after_minutes")} />
           <Field label="Automatic retries" type="number" min={0} required value={f.max_retries} onValue={set("max_retries")} hint="After transient failures." />
         </div>
-        <Check label="Allow follow-up messages after a task completes" checked={f.allow_followup} onChange={set("allow_followup")} />
+        <Check label="Allow follow-up messages after a chat completes" checked={f.allow_followup} onChange={set("allow_followup")} />
       </section>
       <section class="panel">
         <h2>Notes and metadata</h2>
