@@ -465,6 +465,7 @@ async function main(): Promise<void> {
   } catch (err) {
     console.error(`e2e FAILED at "${step}": ${(err as Error).message}`);
     if (problems.length) console.error(problems.join("\n"));
+    if (a11y.length) console.error(`axe-core so far:\n${a11y.join("\n")}`);
     console.error(`svc log (last lines):\n${safeRead(join(dir, "svc.log"))}`);
     process.exitCode = 1;
   } finally {
@@ -600,7 +601,7 @@ async function adminPages(page: Page, base: string, catalogURL: string, logPath:
   expect(catResp.status() === 200, `no catalog configured answers ${catResp.status()}`);
   const emptyCatalog = page.getByTestId("catalog-empty");
   await emptyCatalog.getByText("No plugin catalog is configured").waitFor();
-  await emptyCatalog.getByRole("link", { name: "Server" }).waitFor();
+  await emptyCatalog.getByRole("link", { name: "Server settings" }).waitFor();
   expect((await page.getByRole("alert").count()) === 0, "no error shown for a normal state");
   await shot(page, "plugins-no-catalog");
   const errorLines = readFileSync(logPath, "utf8").split("\n").filter((l) => l.includes("/plugins/catalog") && /ERROR/.test(l));

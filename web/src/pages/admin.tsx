@@ -318,7 +318,7 @@ function Catalog(props: { installable: boolean; onChange: () => Promise<void> })
         <div class="empty" data-testid="catalog-empty">
           <p>No plugin catalog is configured, so there is nothing to browse here yet.</p>
           <p class="muted small">
-            A catalog is a JSON index of plugin packages. An administrator sets its address as <span class="mono">plugin_catalog_url</span> under <Link to="/settings">Server</Link> (runtime settings); the index format is in the
+            A catalog is a JSON index of plugin packages. An administrator sets its address as <span class="mono">plugin_catalog_url</span> in the runtime settings of <Link to="/settings">Server settings</Link>; the index format is in the
             README's Configuration section and in the API description of <a href={`${prefix}/api/v1/openapi.yaml`}>GET /plugins/catalog</a>.
           </p>
         </div>
