@@ -66,29 +66,43 @@ func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 	return out
 }
 
+// interruptedResult is what the model sees of a call a crash interrupted that is not run
+// again (its operation is not repeatable: it may have had effects).
+const interruptedResult = "the call was interrupted by a worker restart and was not repeated"
+
 // execute runs calls in order and returns the state the task must enter because of them
 // (AWAITING_INPUT after a question, else AWAITING_SUB_AGENTS after a sub-agent call), or ""
-// when the loop may go on. Each call is started with a compare-and-swap (at most once, even
-// across crashes) and its outcome recorded at once. When turn is set, calls are those the
-// step's model turn has just recorded: a call recorded as started (plan) is not started again,
-// and the last call's outcome is returned instead of written, for the step's finish to record
-// in its own transaction (a crash in between leaves it interrupted, as one during the call).
+// when the loop may go on. Each call is started with a compare-and-swap and its outcome
+// recorded at once. A call a crash interrupted (started, never finished) is run again when its
+// operation is repeatable (at least once; RestartToolCall counts it, the transcript shows it)
+// and otherwise fails as interrupted (at most once: it may have had effects). When turn is set,
+// calls are those the step's model turn has just recorded: a call recorded as started (plan) is
+// not started again, and the last call's outcome is returned instead of written, for the step's
+// finish to record in its own transaction (a crash in between leaves it interrupted, as one
+// during the call).
 func (e *execution) execute(ctx context.Context, calls []store.ToolCall, turn bool) (string, *store.ToolResult, error) {
 	l, outcome := e.loop, ""
 	var last *store.ToolResult
 	for i, c := range calls {
-		if turn && c.ExecutedAt != nil {
+		switch {
+		case turn && c.ExecutedAt != nil:
 			// started with its row (NewToolCall.Started)
-		} else if err := l.Store.BeginToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
-			if !errors.Is(err, svcerr.ErrInvalidState) {
+		case c.ExecutedAt != nil && e.repeatable(c):
+			if err := l.Store.RestartToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
 				return "", nil, err
 			}
-			// Started before a crash and never finished: it may have had effects, so it is not
-			// run again; the model is told.
-			if err := e.record(ctx, c, store.ToolCallFailed, resultRecord{Error: "the call was interrupted by a worker restart and was not repeated"}); err != nil {
-				return "", nil, err
+		default:
+			if err := l.Store.BeginToolCall(ctx, e.task.ID, e.worker, c.ID); err != nil {
+				if !errors.Is(err, svcerr.ErrInvalidState) {
+					return "", nil, err
+				}
+				// Started before a crash and never finished: it may have had effects, so it is
+				// not run again; the model is told.
+				if err := e.record(ctx, c, store.ToolCallFailed, resultRecord{Error: interruptedResult}); err != nil {
+					return "", nil, err
+				}
+				continue
 			}
-			continue
 		}
 		cctx, observed := l.observer().ToolCallStarted(ctx, e.task, c)
 		res, status, err := e.run(cctx, c)
@@ -130,6 +144,18 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall, turn bo
 		}
 	}
 	return outcome, last, nil
+}
+
+// repeatable reports whether call c's operation is declared safe to run again
+// (tools.Operation.Repeatable), as its tool is registered now: a tool no longer registered, or
+// an operation it no longer declares, is not.
+func (e *execution) repeatable(c store.ToolCall) bool {
+	spec, ok := e.loop.Registry.Spec(c.ToolClass)
+	if !ok {
+		return false
+	}
+	o, ok := spec.Operation(c.Operation)
+	return ok && o.Repeatable
 }
 
 // run executes one started call. A tool's own failure (ToolError) is a FAILED call the model

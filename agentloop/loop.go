@@ -104,7 +104,7 @@ const handBackTimeout = 10 * time.Second
 // lease cleared) so another worker resumes it at once. ctx bounds the step itself: when it ends
 // mid-step after stop closed (a shutdown that cannot wait any longer), the step's calls are
 // cancelled and the task is handed back too, counting no recovery (the model is asked again; a
-// tool call cancelled after it started is reported interrupted, as after a crash). A step that fails for a reason of the worker's (database, a cancelled context) hands the
+// tool call cancelled after it started is treated as after a crash: run again when repeatable, else reported interrupted). A step that fails for a reason of the worker's (database, a cancelled context) hands the
 // task back counting a recovery (store.HandBack), except for a busy database (store.IsTransient:
 // a lock timeout, too many connections), which is no fault of the task's. The hand-back is
 // retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease
@@ -303,15 +303,32 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	if err != nil {
 		return l.fail(ctx, t, worker, taskstate.CodeBadRequest, "model configuration unusable: "+err.Error(), nil)
 	}
-	req, err := l.request(ctx, t, agent, states, current)
+	conv := &conversation{loop: l, task: t, agent: agent, states: states, calls: current, cfg: cfg, driver: driver, worker: worker}
+	req, err := conv.build(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if req, err = conv.fit(ctx, req, false); err != nil {
+		return l.failTooLong(ctx, t, worker, err)
 	}
 	deltas := newDeltaWriter(ctx, l, t.ID, worker)
 	req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
 	mctx, observed := l.observeModelCall(ctx, t, cfg, &req)
 	resp, err := driver.Complete(mctx, req)
 	observed(resp, err)
+	if le := (*llm.Error)(nil); errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong && ctx.Err() == nil {
+		// The provider refused the request as too long: compact and try once more.
+		if req, err = conv.fit(ctx, req, true); err != nil {
+			return l.failTooLong(ctx, t, worker, err)
+		}
+		req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
+		mctx, observed = l.observeModelCall(ctx, t, cfg, &req)
+		resp, err = driver.Complete(mctx, req)
+		observed(resp, err)
+		if errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong {
+			return l.fail(ctx, t, worker, taskstate.CodeContextTooLong, tooLongAfterCompaction+" ("+le.Message+")", nil)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		// The worker gave up the step (a shutdown that could not wait): not the model's failure.
 		return nil, fmt.Errorf("model call of task %d: %w", t.ID, ctx.Err())
@@ -437,15 +454,15 @@ func (l *Loop) failWait(ctx context.Context, t *store.Task, worker, code, msg st
 // (executed result, failure, rejection with its reason, or the user's answers).
 // calls are the task's tool calls as the step read them (the step's own writes since are on
 // calls that are no longer runnable, which the step re-reads: see step).
-func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState, calls []store.ToolCall) (llm.Request, error) {
+func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState, calls []store.ToolCall, sm *store.Summary) (llm.Request, []int64, error) {
 	msgs, err := l.Store.Messages(ctx, t.ID, 0)
 	if err != nil {
-		return llm.Request{}, err
+		return llm.Request{}, nil, err
 	}
 	var batches []store.QuestionBatch
 	if len(calls) > 0 { // a question batch belongs to a tool call
 		if batches, err = l.Store.QuestionBatches(ctx, t.ID); err != nil {
-			return llm.Request{}, err
+			return llm.Request{}, nil, err
 		}
 	}
 	byCall := map[string]store.ToolCall{}
@@ -459,10 +476,20 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 	// Sub-agent calls: the result is derived from the child tasks (status, answer or error).
 	subs, err := l.subAgentResults(ctx, calls)
 	if err != nil {
-		return llm.Request{}, err
+		return llm.Request{}, nil, err
 	}
 	req := llm.Request{System: a.SystemPrompt}
+	var seqs []int64 // the stored message each of req.Messages comes from
+	if sm != nil {
+		req.System = withSummary(a.SystemPrompt, sm.Text)
+	}
 	for _, m := range msgs {
+		if sm != nil && int64(m.Sequence) <= sm.ThroughSequence {
+			if m.Role == store.RoleAssistant {
+				req.Compacted++
+			}
+			continue // the summary stands in for it
+		}
 		switch m.Role {
 		case store.RoleUser:
 			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Text: m.Text})
@@ -483,6 +510,9 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ProviderCallID, Text: text, IsError: isErr})
 			}
 		}
+		for len(seqs) < len(req.Messages) {
+			seqs = append(seqs, int64(m.Sequence))
+		}
 	}
 	for _, mt := range l.Registry.ModelTools() {
 		st, ok := states[mt.Class]
@@ -491,7 +521,7 @@ func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, state
 		}
 		req.Tools = append(req.Tools, llm.ToolDef{Name: mt.Name, Description: mt.Description, Parameters: mt.Parameters})
 	}
-	return req, nil
+	return req, seqs, nil
 }
 
 // toolResult is what the model is told about a call.

@@ -199,31 +199,51 @@ func TestFailuresAndRetry(t *testing.T) {
 	}
 }
 
-// TestInterruptedCallIsNotRepeated: a call started before a crash is never run again.
-func TestInterruptedCallIsNotRepeated(t *testing.T) {
+// TestInterruptedApprovedCall: an approved call started before a crash is never run again when
+// its operation is not repeatable (todo add), and is run again, its restart counted, when it is
+// (the calculator).
+func TestInterruptedApprovedCall(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "1+1")}}, {Text: "ok"}}, store.AgentFields{}, true)
-	no := false
-	f.States["core.CalculatorTool"] = tools.ToolState{Enabled: true, Overrides: map[string]tools.OperationOverride{"calculate": {AutoApprove: &no}}}
-	ctx := context.Background()
-	task := f.NewTask("x", 10)
-	f.Drain()
-	if _, err := f.Store.DecideToolCalls(ctx, task.ID, f.User.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true}}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := f.Store.ClaimQueued(ctx, "crashy", time.Minute, 1)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v %d", err, len(claimed))
-	}
-	calls, _ := f.Store.ToolCalls(ctx, task.ID)
-	if err := f.Store.BeginToolCall(ctx, task.ID, "crashy", calls[0].ID); err != nil {
-		t.Fatal(err)
-	}
-	// The worker dies here. Its lease expires; the reaper fails the task; a retry re-queues it.
-	f.Loop.Run(ctx, nil, &claimed[0], "crashy")
-	calls, _ = f.Store.ToolCalls(ctx, task.ID)
-	if calls[0].Status != store.ToolCallFailed || f.calc.n.Load() != 0 {
-		t.Fatalf("interrupted call: %s, executions %d", calls[0].Status, f.calc.n.Load())
+	for _, tt := range []struct {
+		name, class, op string
+		call            llm.ScriptToolCall
+		status          string
+		runs, restarts  int
+	}{
+		{"not repeatable", "core.TodoTool", "add", todoAdd("c1", "check"), store.ToolCallFailed, 0, 0},
+		{"repeatable", "core.CalculatorTool", "calculate", calcCall("c1", "1+1"), store.ToolCallExecuted, 1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{tt.call}}, {Text: "ok"}}, store.AgentFields{}, true)
+			counted := &countingExec{inner: f.Loop.Executors[tt.class]}
+			f.Loop.Executors[tt.class] = counted
+			no := false
+			f.States[tt.class] = tools.ToolState{Enabled: true, Overrides: map[string]tools.OperationOverride{tt.op: {AutoApprove: &no}}}
+			ctx := context.Background()
+			task := f.NewTask("x", 10)
+			f.Drain()
+			if _, err := f.Store.DecideToolCalls(ctx, task.ID, f.User.ID, []store.ToolDecision{{ProviderCallID: "c1", Approve: true}}); err != nil {
+				t.Fatal(err)
+			}
+			claimed, err := f.Store.ClaimQueued(ctx, "crashy", time.Minute, 1)
+			if err != nil || len(claimed) != 1 {
+				t.Fatalf("claim: %v %d", err, len(claimed))
+			}
+			calls, _ := f.Store.ToolCalls(ctx, task.ID)
+			if err := f.Store.BeginToolCall(ctx, task.ID, "crashy", calls[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			// The worker dies here, before the call runs; the step resumes the task.
+			f.Loop.Run(ctx, nil, &claimed[0], "crashy")
+			calls, _ = f.Store.ToolCalls(ctx, task.ID)
+			if calls[0].Status != tt.status || int(counted.n.Load()) != tt.runs || calls[0].Restarts != tt.restarts {
+				t.Fatalf("interrupted call: %s, executions %d, restarts %d", calls[0].Status, counted.n.Load(), calls[0].Restarts)
+			}
+			if got := f.Task(task.ID); got.Status != taskstate.Completed {
+				t.Fatalf("task = %s", got.Status)
+			}
+		})
 	}
 }
 

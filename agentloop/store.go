@@ -27,11 +27,14 @@ type Store interface {
 	// The conversation and the step's writes under the lease.
 	Task(ctx context.Context, id int64) (*store.Task, error)
 	Messages(ctx context.Context, taskID int64, sinceSequence int) ([]store.TaskMessage, error)
+	SummaryAt(ctx context.Context, taskID, seq int64) (*store.Summary, error)
+	AppendSummary(ctx context.Context, taskID int64, workerID string, sm store.Summary) error
 	QuestionBatches(ctx context.Context, taskID int64) ([]store.QuestionBatch, error)
 	ToolCalls(ctx context.Context, taskID int64) ([]store.ToolCall, error)
 	AppendDelta(ctx context.Context, taskID int64, workerID string, d store.Delta) error
 	AppendAssistantTurn(ctx context.Context, taskID int64, workerID string, msg store.NewTaskMessage, calls []store.NewToolCall) (store.TaskMessage, []store.ToolCall, error)
 	BeginToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error
+	RestartToolCall(ctx context.Context, taskID int64, workerID string, callID int64) error
 	UpdateToolCall(ctx context.Context, taskID int64, workerID string, callID int64, u store.ToolCallUpdate) error
 	RecordQuestions(ctx context.Context, taskID int64, workerID, toolCallID string, qs []store.Question) (*store.QuestionBatch, error)
 	FinishStep(ctx context.Context, id int64, workerID string, o store.StepOutcome) (*store.Task, error)

@@ -71,15 +71,20 @@ func (a *API) CreateAgent(ctx context.Context, req gen.CreateAgentRequestObject)
 
 // GetAgent shows an agent the caller can see.
 func (a *API) GetAgent(ctx context.Context, req gen.GetAgentRequestObject) (gen.GetAgentResponseObject, error) {
-	id, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ag, err := a.agents.Get(ctx, id.User, req.Id)
+	ag, err := a.visibleAgent(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
 	return gen.GetAgent200JSONResponse(agentResponse(a.publicBase(ctx), ag)), nil
+}
+
+// visibleAgent loads an agent the caller can see. Errors: ErrUnauthenticated, ErrNotFound.
+func (a *API) visibleAgent(ctx context.Context, agentID string) (*store.Agent, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.agents.Get(ctx, id.User, agentID)
 }
 
 // UpdateAgent changes the fields sent (manage rights).

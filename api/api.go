@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/account"
 	"github.com/agentsvc/svc/internal/domain/agent"
@@ -66,6 +67,9 @@ type Deps struct {
 	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
 	Settings      *runtimesettings.Service       // the runtime settings administrators may change
 	Events        *taskstream.Broker             // task event streams
+	// LLMDriver is the model driver a task's step uses for a configuration (its HTTP client and
+	// outbound screen included): a configuration's Test connection calls through it.
+	LLMDriver func(*store.LLMConfig) (llm.Driver, error)
 }
 
 // API implements every operation of the contract; operations not built yet live in
@@ -96,6 +100,7 @@ type API struct {
 	mailConfig    *mail.ConfigService
 	settings      *runtimesettings.Service
 	events        *taskstream.Broker
+	llmDriver     func(*store.LLMConfig) (llm.Driver, error)
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -105,7 +110,7 @@ func New(d Deps) *API {
 	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events}
+		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver}
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"time"
+	"unicode/utf8"
 
+	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/group"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 )
 
@@ -131,4 +136,89 @@ func (a *API) SetDefaultGroupLlmConfig(ctx context.Context, req gen.SetDefaultGr
 		return nil, err
 	}
 	return gen.SetDefaultGroupLlmConfig200JSONResponse(llmConfigResponse(c)), nil
+}
+
+// maxTestReply bounds the reply text a test call returns, in characters.
+const maxTestReply = 200
+
+// TestGroupLlmConfig makes one minimal model call with a configuration through the driver a
+// step uses; the provider's refusal is the answer (ok false), not an error of the operation.
+func (a *API) TestGroupLlmConfig(ctx context.Context, req gen.TestGroupLlmConfigRequestObject) (gen.TestGroupLlmConfigResponseObject, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.groups.LLMConfigToTest(ctx, id.User, req.Id, req.Cid)
+	if err != nil {
+		return nil, err
+	}
+	var r gen.TestGroupLlmConfig200JSONResponse
+	t := &r.Data.Test
+	t.Model = &c.Model
+	start := time.Now()
+	d, err := a.llmDriver(c)
+	if err != nil {
+		code, msg := taskstate.CodeBadRequest, "model configuration unusable: "+err.Error()
+		t.ErrorCode, t.Message = &code, &msg
+		return r, nil
+	}
+	resp, err := llm.Probe(ctx, d)
+	t.DurationMs = int(time.Since(start).Milliseconds())
+	var le *llm.Error
+	switch {
+	case err == nil:
+		t.Ok = true
+		reply := resp.Text
+		if utf8.RuneCountInString(reply) > maxTestReply {
+			reply = string([]rune(reply)[:maxTestReply]) + "…"
+		}
+		t.Reply = &reply
+	case errors.As(err, &le):
+		t.ErrorCode, t.Message = &le.Code, &le.Message
+		if le.StatusCode != 0 {
+			t.StatusCode = &le.StatusCode
+		}
+	default:
+		return nil, err
+	}
+	return r, nil
+}
+
+// GetDefaultLlmConfig shows the installation's global default model configuration, if any.
+func (a *API) GetDefaultLlmConfig(ctx context.Context, _ gen.GetDefaultLlmConfigRequestObject) (gen.GetDefaultLlmConfigResponseObject, error) {
+	if _, err := caller(ctx); err != nil {
+		return nil, err
+	}
+	c, _, err := a.groups.ResolvedLLMConfig(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetDefaultLlmConfig200JSONResponse(resolvedLlmConfig(c, false)), nil
+}
+
+// GetAgentLlmConfig shows the model configuration the agent's tasks run with, if any.
+func (a *API) GetAgentLlmConfig(ctx context.Context, req gen.GetAgentLlmConfigRequestObject) (gen.GetAgentLlmConfigResponseObject, error) {
+	ag, err := a.visibleAgent(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	c, fromGroup, err := a.groups.ResolvedLLMConfig(ctx, &ag.PrincipalID)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetAgentLlmConfig200JSONResponse(resolvedLlmConfig(c, fromGroup)), nil
+}
+
+func resolvedLlmConfig(c *store.LLMConfig, fromGroup bool) gen.ResolvedLlmConfigResponse {
+	var r gen.ResolvedLlmConfigResponse
+	if c == nil {
+		return r
+	}
+	v := toLlmConfig(c)
+	src := gen.ResolvedLlmConfigResponseDataSourceGlobal
+	if fromGroup {
+		src = gen.ResolvedLlmConfigResponseDataSourceGroup
+	}
+	r.Data.LlmConfig, r.Data.Source = &v, &src
+	return r
 }

@@ -148,6 +148,11 @@ func (s strictAdapter) FavoriteAgent(ctx context.Context, request gen.FavoriteAg
 	return s.a.FavoriteAgent(requestContext(ctx), request)
 }
 
+// GetAgentLlmConfig calls API.GetAgentLlmConfig with the request's context.
+func (s strictAdapter) GetAgentLlmConfig(ctx context.Context, request gen.GetAgentLlmConfigRequestObject) (gen.GetAgentLlmConfigResponseObject, error) {
+	return s.a.GetAgentLlmConfig(requestContext(ctx), request)
+}
+
 // GetAgentPicture calls API.GetAgentPicture with the request's context.
 func (s strictAdapter) GetAgentPicture(ctx context.Context, request gen.GetAgentPictureRequestObject) (gen.GetAgentPictureResponseObject, error) {
 	return s.a.GetAgentPicture(requestContext(ctx), request)
@@ -393,6 +398,11 @@ func (s strictAdapter) SetDefaultGroupLlmConfig(ctx context.Context, request gen
 	return s.a.SetDefaultGroupLlmConfig(requestContext(ctx), request)
 }
 
+// TestGroupLlmConfig calls API.TestGroupLlmConfig with the request's context.
+func (s strictAdapter) TestGroupLlmConfig(ctx context.Context, request gen.TestGroupLlmConfigRequestObject) (gen.TestGroupLlmConfigResponseObject, error) {
+	return s.a.TestGroupLlmConfig(requestContext(ctx), request)
+}
+
 // ListGroupMembers calls API.ListGroupMembers with the request's context.
 func (s strictAdapter) ListGroupMembers(ctx context.Context, request gen.ListGroupMembersRequestObject) (gen.ListGroupMembersResponseObject, error) {
 	return s.a.ListGroupMembers(requestContext(ctx), request)
@@ -451,6 +461,11 @@ func (s strictAdapter) RemoveGroupTool(ctx context.Context, request gen.RemoveGr
 // UpsertGroupTool calls API.UpsertGroupTool with the request's context.
 func (s strictAdapter) UpsertGroupTool(ctx context.Context, request gen.UpsertGroupToolRequestObject) (gen.UpsertGroupToolResponseObject, error) {
 	return s.a.UpsertGroupTool(requestContext(ctx), request)
+}
+
+// GetDefaultLlmConfig calls API.GetDefaultLlmConfig with the request's context.
+func (s strictAdapter) GetDefaultLlmConfig(ctx context.Context, request gen.GetDefaultLlmConfigRequestObject) (gen.GetDefaultLlmConfigResponseObject, error) {
+	return s.a.GetDefaultLlmConfig(requestContext(ctx), request)
 }
 
 // GetMailConfig calls API.GetMailConfig with the request's context.

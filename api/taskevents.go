@@ -162,6 +162,9 @@ func toTaskEvent(ev *store.TaskEvent, kinds map[string]string) gen.TaskEvent {
 		out.QuestionBatch = &qb
 	case ev.Delta != nil:
 		out.Delta = &gen.TaskEventDelta{Text: ev.Delta.Text, Reasoning: ev.Delta.Reasoning}
+	case ev.Summary != nil:
+		out.Summary = &gen.TaskEventSummary{ThroughSequence: ev.Summary.ThroughSequence, Text: ev.Summary.Text, Model: ev.Summary.Model,
+			Usage: gen.TaskUsage{InputTokens: ev.Summary.InputTokens, OutputTokens: ev.Summary.OutputTokens}}
 	}
 	return out
 }

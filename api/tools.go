@@ -23,7 +23,7 @@ func toRegisteredTool(spec tools.Spec) gen.RegisteredTool {
 	for _, op := range spec.Operations {
 		out.Operations = append(out.Operations, gen.RegisteredToolOperation{
 			Name: op.Name, Description: op.Description, EnabledByDefault: op.EnabledByDefault,
-			RequiresApprovalByDefault: op.RequiresApprovalByDefault,
+			RequiresApprovalByDefault: op.RequiresApprovalByDefault, Repeatable: op.Repeatable,
 		})
 	}
 	for _, st := range spec.Settings {

@@ -466,6 +466,7 @@ func (e CreateNotificationSubscriptionRequestTargetType) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
+	ErrorCodeAGENTAPIDISABLED             ErrorCode = "AGENT_API_DISABLED"
 	ErrorCodeBADREQUEST                   ErrorCode = "BAD_REQUEST"
 	ErrorCodeCONFLICT                     ErrorCode = "CONFLICT"
 	ErrorCodeCSRFTOKENINVALID             ErrorCode = "CSRF_TOKEN_INVALID"
@@ -487,6 +488,8 @@ const (
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
+	case ErrorCodeAGENTAPIDISABLED:
+		return true
 	case ErrorCodeBADREQUEST:
 		return true
 	case ErrorCodeCONFLICT:
@@ -902,6 +905,24 @@ func (e RegisteredToolSettingType) Valid() bool {
 	}
 }
 
+// Defines values for ResolvedLlmConfigResponseDataSource.
+const (
+	ResolvedLlmConfigResponseDataSourceGlobal ResolvedLlmConfigResponseDataSource = "global"
+	ResolvedLlmConfigResponseDataSourceGroup  ResolvedLlmConfigResponseDataSource = "group"
+)
+
+// Valid indicates whether the value is a known member of the ResolvedLlmConfigResponseDataSource enum.
+func (e ResolvedLlmConfigResponseDataSource) Valid() bool {
+	switch e {
+	case ResolvedLlmConfigResponseDataSourceGlobal:
+		return true
+	case ResolvedLlmConfigResponseDataSourceGroup:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RuntimeSettingSource.
 const (
 	RuntimeSettingSourceDefault     RuntimeSettingSource = "default"
@@ -969,6 +990,7 @@ func (e SseHub) Valid() bool {
 const (
 	TaskErrorCodeAUTHERROR          TaskErrorCode = "AUTH_ERROR"
 	TaskErrorCodeBADREQUEST         TaskErrorCode = "BAD_REQUEST"
+	TaskErrorCodeCONTEXTTOOLONG     TaskErrorCode = "CONTEXT_TOO_LONG"
 	TaskErrorCodeGATEWAYERROR       TaskErrorCode = "GATEWAY_ERROR"
 	TaskErrorCodeLLMTIMEOUT         TaskErrorCode = "LLM_TIMEOUT"
 	TaskErrorCodeNOLLMCONFIGURATION TaskErrorCode = "NO_LLM_CONFIGURATION"
@@ -987,6 +1009,8 @@ func (e TaskErrorCode) Valid() bool {
 	case TaskErrorCodeAUTHERROR:
 		return true
 	case TaskErrorCodeBADREQUEST:
+		return true
+	case TaskErrorCodeCONTEXTTOOLONG:
 		return true
 	case TaskErrorCodeGATEWAYERROR:
 		return true
@@ -1020,6 +1044,7 @@ const (
 	TaskEventTypeQuestionAnswered TaskEventType = "question.answered"
 	TaskEventTypeQuestionAsked    TaskEventType = "question.asked"
 	TaskEventTypeStatus           TaskEventType = "status"
+	TaskEventTypeSummary          TaskEventType = "summary"
 	TaskEventTypeToolCallDecided  TaskEventType = "tool_call.decided"
 	TaskEventTypeToolCallExecuted TaskEventType = "tool_call.executed"
 	TaskEventTypeToolCallProposed TaskEventType = "tool_call.proposed"
@@ -1037,6 +1062,8 @@ func (e TaskEventType) Valid() bool {
 	case TaskEventTypeQuestionAsked:
 		return true
 	case TaskEventTypeStatus:
+		return true
+	case TaskEventTypeSummary:
 		return true
 	case TaskEventTypeToolCallDecided:
 		return true
@@ -2447,7 +2474,7 @@ type Error struct {
 	Error struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
-		// INVALID_STATE 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
+		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
 		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
@@ -2459,7 +2486,7 @@ type Error struct {
 
 // ErrorCode Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 // FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
-// INVALID_STATE 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
+// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
 // TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 // NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 type ErrorCode string
@@ -2757,6 +2784,39 @@ type LlmConfigResponse struct {
 		//
 		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 		LlmConfig LlmConfig `json:"llm_config"`
+	} `json:"data"`
+}
+
+// LlmConfigTest What one minimal model call answered.
+type LlmConfigTest struct {
+	// DurationMs How long the call took.
+	DurationMs int `json:"duration_ms"`
+
+	// ErrorCode When not `ok`, the task error code a step would fail with (`TaskErrorCode`, for example `AUTH_ERROR` for a refused key, `BAD_REQUEST` for an address the outbound screen refuses or a model the provider does not know, `GATEWAY_ERROR` for an unreachable endpoint).
+	ErrorCode *string `json:"error_code,omitempty"`
+
+	// Message When not `ok`, the provider's or the outbound screen's refusal, precise.
+	Message *string `json:"message,omitempty"`
+
+	// Model The configured model name that was called.
+	Model *string `json:"model,omitempty"`
+
+	// Ok The provider answered the call.
+	Ok bool `json:"ok"`
+
+	// Reply The model's reply text (cut to 200 characters), when `ok`.
+	Reply *string `json:"reply,omitempty"`
+
+	// StatusCode The provider's HTTP status, when it answered.
+	StatusCode *int `json:"status_code,omitempty"`
+}
+
+// LlmConfigTestResponse The outcome of a test call.
+type LlmConfigTestResponse struct {
+	// Data Payload.
+	Data struct {
+		// Test What one minimal model call answered.
+		Test LlmConfigTest `json:"test"`
 	} `json:"data"`
 }
 
@@ -3445,7 +3505,7 @@ type RegisterRequest struct {
 
 // RegisteredTool A registered tool with its operations and setting declarations.
 //
-// Example: {"category":"research","description":"Fetches a web page and returns it as Markdown.","display_name":"Read URL","icon":"globe","name":"read_url","operations":[{"description":"Fetch a URL","enabled_by_default":true,"name":"fetch","requires_approval_by_default":false}],"plugin_slug":null,"recommends_skills":[],"settings":[],"tool_class":"core.ReadURLTool"}
+// Example: {"category":"research","description":"Fetches a web page and returns it as Markdown.","display_name":"Read URL","icon":"globe","name":"read_url","operations":[{"description":"Fetch a URL","enabled_by_default":true,"name":"fetch","repeatable":true,"requires_approval_by_default":false}],"plugin_slug":null,"recommends_skills":[],"settings":[],"tool_class":"core.ReadURLTool"}
 type RegisteredTool struct {
 	// Category Tool category (default general).
 	Category RegisteredToolCategory `json:"category"`
@@ -3510,6 +3570,9 @@ type RegisteredToolOperation struct {
 	//
 	// Example: fetch
 	Name string `json:"name"`
+
+	// Repeatable Safe to run again: the operation only reads, or repeating it has no further effect (an MCP tool annotated `readOnlyHint` or `idempotentHint`). A call a worker crash interrupted is run again when its operation is repeatable (at least once; the call's `restarts` counts it), and otherwise fails "interrupted … not repeated" (at most once).
+	Repeatable bool `json:"repeatable"`
 
 	// RequiresApprovalByDefault Calls wait for approval unless overridden.
 	RequiresApprovalByDefault bool `json:"requires_approval_by_default"`
@@ -3637,6 +3700,23 @@ type ResolveMediaResponse struct {
 		Missing []string `json:"missing"`
 	} `json:"data"`
 }
+
+// ResolvedLlmConfigResponse The model configuration that resolves, if any.
+type ResolvedLlmConfigResponse struct {
+	// Data Payload.
+	Data struct {
+		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
+		//
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		LlmConfig *LlmConfig `json:"llm_config,omitempty"`
+
+		// Source Where it comes from (the owning group's default or the global default); absent with `llm_config`.
+		Source *ResolvedLlmConfigResponseDataSource `json:"source,omitempty"`
+	} `json:"data"`
+}
+
+// ResolvedLlmConfigResponseDataSource Where it comes from (the owning group's default or the global default); absent with `llm_config`.
+type ResolvedLlmConfigResponseDataSource string
 
 // RoleListResponse defines model for RoleListResponse.
 type RoleListResponse struct {
@@ -4066,7 +4146,8 @@ type TaskError struct {
 	// Code Why a task failed. Transient codes (automatic retry applies per the agent's
 	// `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 	// GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, UNKNOWN.
+	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+	// CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 	Code TaskErrorCode `json:"code"`
 
 	// Message Human-readable explanation.
@@ -4078,10 +4159,11 @@ type TaskError struct {
 // TaskErrorCode Why a task failed. Transient codes (automatic retry applies per the agent's
 // `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 // GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, UNKNOWN.
+// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+// CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 type TaskErrorCode string
 
-// TaskEvent One event of a task's log, the `data:` line of its event stream. Exactly the member its `type` names is present: `status` for status, `message` for message, `tool_call` for the three tool call events, `question_batch` for the two question events, `delta` for delta.
+// TaskEvent One event of a task's log, the `data:` line of its event stream. Exactly the member its `type` names is present: `status` for status, `message` for message, `tool_call` for the three tool call events, `question_batch` for the two question events, `delta` for delta, `summary` for summary.
 type TaskEvent struct {
 	// At When it was written.
 	At time.Time `json:"at"`
@@ -4101,10 +4183,13 @@ type TaskEvent struct {
 	// Status The task as it entered a status.
 	Status *TaskEventStatus `json:"status,omitempty"`
 
+	// Summary A compaction of the conversation: before a model call would pass the threshold of the configuration's `context_window` (80 % of it less the answer's reserve, estimated at about 4 characters per token), or after the provider refused the request as too long, the turns before the latest user message were summarised by the same model configuration. From then on the summary replaces the messages up to `through_sequence` in what is sent; the system prompt, the latest user message and every tool call after it with its result are always sent whole. Its tokens count in the task's usage.
+	Summary *TaskEventSummary `json:"summary,omitempty"`
+
 	// ToolCall A tool call of the chat with its decision and outcome.
 	ToolCall *TranscriptToolCall `json:"tool_call,omitempty"`
 
-	// Type What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams).
+	// Type What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams), `summary` (older turns were compacted: from then on a summary replaces them in what is sent to the model; the transcript keeps every message).
 	Type TaskEventType `json:"type"`
 }
 
@@ -4168,7 +4253,22 @@ type TaskEventStatus struct {
 	Usage TaskUsage `json:"usage"`
 }
 
-// TaskEventType What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams).
+// TaskEventSummary A compaction of the conversation: before a model call would pass the threshold of the configuration's `context_window` (80 % of it less the answer's reserve, estimated at about 4 characters per token), or after the provider refused the request as too long, the turns before the latest user message were summarised by the same model configuration. From then on the summary replaces the messages up to `through_sequence` in what is sent; the system prompt, the latest user message and every tool call after it with its result are always sent whole. Its tokens count in the task's usage.
+type TaskEventSummary struct {
+	// Model The model that wrote it.
+	Model string `json:"model"`
+
+	// Text The summary as sent to the model.
+	Text string `json:"text"`
+
+	// ThroughSequence The last transcript message (its `sequence`) the summary replaces.
+	ThroughSequence int64 `json:"through_sequence"`
+
+	// Usage Token totals over every model call of the task.
+	Usage TaskUsage `json:"usage"`
+}
+
+// TaskEventType What a `TaskEvent` reports: `status` (the task entered a status), `message` (a user or assistant turn was stored), `tool_call.proposed` / `tool_call.decided` / `tool_call.executed` (a tool call was requested, approved or rejected, run), `question.asked` / `question.answered` (a question batch), `delta` (model output while a turn streams), `summary` (older turns were compacted: from then on a summary replaces them in what is sent to the model; the transcript keeps every message).
 type TaskEventType string
 
 // TaskListResponse One page of tasks.
@@ -4338,7 +4438,7 @@ type TemplateImportRefusedError struct {
 	Error   struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
-		// INVALID_STATE 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
+		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
 		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
@@ -4485,6 +4585,9 @@ type TranscriptToolCall struct {
 
 	// Reason Rejection reason.
 	Reason *string `json:"reason"`
+
+	// Restarts Times the call was run again because a worker crash interrupted it (only a call of a repeatable operation is; 0 otherwise). A call that is not repeatable and was interrupted is never run again: it is FAILED with "interrupted … not repeated" as its result.
+	Restarts int64 `json:"restarts"`
 
 	// Result Result or error text given to the model.
 	Result *string `json:"result"`
@@ -4824,6 +4927,9 @@ type ToolsToolIdPath = string
 
 // UserId defines model for UserId.
 type UserId = int64
+
+// AgentAPINotFound The failure envelope.
+type AgentAPINotFound = Error
 
 // BadRequest The failure envelope.
 type BadRequest = Error
@@ -5478,6 +5584,9 @@ type ServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(c *gin.Context, id string)
+	// GetAgentLlmConfig The model configuration the agent runs with
+	// (GET /agents/{id}/llm-config)
+	GetAgentLlmConfig(c *gin.Context, id string)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(c *gin.Context, id string)
@@ -5625,6 +5734,9 @@ type ServerInterface interface {
 	// SetDefaultGroupLlmConfig Make a model configuration the default
 	// (POST /groups/{id}/llm-configs/{cid}/set-default)
 	SetDefaultGroupLlmConfig(c *gin.Context, id GroupsIdPath, cid GroupsCidPath)
+	// TestGroupLlmConfig Test a model configuration
+	// (POST /groups/{id}/llm-configs/{cid}/test)
+	TestGroupLlmConfig(c *gin.Context, id GroupsIdPath, cid GroupsCidPath)
 	// ListGroupMembers List members
 	// (GET /groups/{id}/members)
 	ListGroupMembers(c *gin.Context, id GroupsIdPath, params ListGroupMembersParams)
@@ -5661,6 +5773,9 @@ type ServerInterface interface {
 	// UpsertGroupTool Create or update a group tool entry
 	// (POST /groups/{id}/tools/{toolClass})
 	UpsertGroupTool(c *gin.Context, id GroupsIdPath, toolClass GroupsToolClassPath)
+	// GetDefaultLlmConfig The installation's default model configuration
+	// (GET /llm-configs/default)
+	GetDefaultLlmConfig(c *gin.Context)
 	// GetMailConfig Read the outgoing mail configuration
 	// (GET /mail-config)
 	GetMailConfig(c *gin.Context)
@@ -6730,6 +6845,31 @@ func (siw *ServerInterfaceWrapper) FavoriteAgent(c *gin.Context) {
 	}
 
 	siw.Handler.FavoriteAgent(c, id)
+}
+
+// GetAgentLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetAgentLlmConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetAgentLlmConfig(c, id)
 }
 
 // GetAgentPicture operation middleware
@@ -8032,6 +8172,40 @@ func (siw *ServerInterfaceWrapper) SetDefaultGroupLlmConfig(c *gin.Context) {
 	siw.Handler.SetDefaultGroupLlmConfig(c, id, cid)
 }
 
+// TestGroupLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) TestGroupLlmConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id GroupsIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "cid" -------------
+	var cid GroupsCidPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cid", c.Param("cid"), &cid, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter cid: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestGroupLlmConfig(c, id, cid)
+}
+
 // ListGroupMembers operation middleware
 func (siw *ServerInterfaceWrapper) ListGroupMembers(c *gin.Context) {
 
@@ -8385,6 +8559,19 @@ func (siw *ServerInterfaceWrapper) UpsertGroupTool(c *gin.Context) {
 	}
 
 	siw.Handler.UpsertGroupTool(c, id, toolClass)
+}
+
+// GetDefaultLlmConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetDefaultLlmConfig(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetDefaultLlmConfig(c)
 }
 
 // GetMailConfig operation middleware
@@ -10146,6 +10333,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PATCH(options.BaseURL+"/runtime-settings", wrapper.UpdateRuntimeSettings)
 	router.GET(options.BaseURL+"/agents", wrapper.ListAgents)
 	router.POST(options.BaseURL+"/agents", wrapper.CreateAgent)
+	router.GET(options.BaseURL+"/llm-configs/default", wrapper.GetDefaultLlmConfig)
+	router.GET(options.BaseURL+"/agents/:id/llm-config", wrapper.GetAgentLlmConfig)
 	router.DELETE(options.BaseURL+"/agents/:id", wrapper.DeleteAgent)
 	router.GET(options.BaseURL+"/agents/:id", wrapper.GetAgent)
 	router.PATCH(options.BaseURL+"/agents/:id", wrapper.UpdateAgent)
@@ -10191,6 +10380,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/groups/:id/llm-configs/:cid", wrapper.DeleteGroupLlmConfig)
 	router.PATCH(options.BaseURL+"/groups/:id/llm-configs/:cid", wrapper.UpdateGroupLlmConfig)
 	router.POST(options.BaseURL+"/groups/:id/llm-configs/:cid/set-default", wrapper.SetDefaultGroupLlmConfig)
+	router.POST(options.BaseURL+"/groups/:id/llm-configs/:cid/test", wrapper.TestGroupLlmConfig)
 	router.GET(options.BaseURL+"/groups/:id/members", wrapper.ListGroupMembers)
 	router.POST(options.BaseURL+"/groups/:id/members", wrapper.AddGroupMember)
 	router.DELETE(options.BaseURL+"/groups/:id/members/:uid", wrapper.RemoveGroupMember)
@@ -10383,6 +10573,8 @@ func ChatSettledCallbackHandler(si CallbackReceiverInterface) gin.HandlerFunc {
 	}
 }
 
+type AgentAPINotFoundJSONResponse Error
+
 type BadRequestJSONResponse Error
 
 type ConflictJSONResponse Error
@@ -10459,7 +10651,7 @@ func (response ListAgentChats401JSONResponse) VisitListAgentChatsResponse(w http
 	return err
 }
 
-type ListAgentChats404JSONResponse struct{ NotFoundJSONResponse }
+type ListAgentChats404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response ListAgentChats404JSONResponse) VisitListAgentChatsResponse(w http.ResponseWriter) error {
 
@@ -10586,7 +10778,7 @@ func (response StartAgentChat401JSONResponse) VisitStartAgentChatResponse(w http
 	return err
 }
 
-type StartAgentChat404JSONResponse struct{ NotFoundJSONResponse }
+type StartAgentChat404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response StartAgentChat404JSONResponse) VisitStartAgentChatResponse(w http.ResponseWriter) error {
 
@@ -10758,7 +10950,7 @@ func (response AnswerAgentChat401JSONResponse) VisitAnswerAgentChatResponse(w ht
 	return err
 }
 
-type AnswerAgentChat404JSONResponse struct{ NotFoundJSONResponse }
+type AnswerAgentChat404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response AnswerAgentChat404JSONResponse) VisitAnswerAgentChatResponse(w http.ResponseWriter) error {
 
@@ -10930,7 +11122,7 @@ func (response ApproveAgentChat401JSONResponse) VisitApproveAgentChatResponse(w 
 	return err
 }
 
-type ApproveAgentChat404JSONResponse struct{ NotFoundJSONResponse }
+type ApproveAgentChat404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response ApproveAgentChat404JSONResponse) VisitApproveAgentChatResponse(w http.ResponseWriter) error {
 
@@ -11116,7 +11308,7 @@ func (response StreamAgentChatEvents401JSONResponse) VisitStreamAgentChatEventsR
 	return err
 }
 
-type StreamAgentChatEvents404JSONResponse struct{ NotFoundJSONResponse }
+type StreamAgentChatEvents404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response StreamAgentChatEvents404JSONResponse) VisitStreamAgentChatEventsResponse(w http.ResponseWriter) error {
 
@@ -11229,7 +11421,7 @@ func (response ListAgentChatMessages401JSONResponse) VisitListAgentChatMessagesR
 	return err
 }
 
-type ListAgentChatMessages404JSONResponse struct{ NotFoundJSONResponse }
+type ListAgentChatMessages404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response ListAgentChatMessages404JSONResponse) VisitListAgentChatMessagesResponse(w http.ResponseWriter) error {
 
@@ -11357,7 +11549,7 @@ func (response SendAgentChatMessage401JSONResponse) VisitSendAgentChatMessageRes
 	return err
 }
 
-type SendAgentChatMessage404JSONResponse struct{ NotFoundJSONResponse }
+type SendAgentChatMessage404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response SendAgentChatMessage404JSONResponse) VisitSendAgentChatMessageResponse(w http.ResponseWriter) error {
 
@@ -11529,7 +11721,7 @@ func (response RejectAgentChat401JSONResponse) VisitRejectAgentChatResponse(w ht
 	return err
 }
 
-type RejectAgentChat404JSONResponse struct{ NotFoundJSONResponse }
+type RejectAgentChat404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response RejectAgentChat404JSONResponse) VisitRejectAgentChatResponse(w http.ResponseWriter) error {
 
@@ -11685,7 +11877,7 @@ func (response GetAgentChatStatus401JSONResponse) VisitGetAgentChatStatusRespons
 	return err
 }
 
-type GetAgentChatStatus404JSONResponse struct{ NotFoundJSONResponse }
+type GetAgentChatStatus404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response GetAgentChatStatus404JSONResponse) VisitGetAgentChatStatusResponse(w http.ResponseWriter) error {
 
@@ -11798,7 +11990,7 @@ func (response GetAgentChatTranscript401JSONResponse) VisitGetAgentChatTranscrip
 	return err
 }
 
-type GetAgentChatTranscript404JSONResponse struct{ NotFoundJSONResponse }
+type GetAgentChatTranscript404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response GetAgentChatTranscript404JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
 
@@ -11924,7 +12116,7 @@ func (response UploadAgentMedia401JSONResponse) VisitUploadAgentMediaResponse(w 
 	return err
 }
 
-type UploadAgentMedia404JSONResponse struct{ NotFoundJSONResponse }
+type UploadAgentMedia404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response UploadAgentMedia404JSONResponse) VisitUploadAgentMediaResponse(w http.ResponseWriter) error {
 
@@ -12081,7 +12273,7 @@ func (response GetAgentMedia401JSONResponse) VisitGetAgentMediaResponse(w http.R
 	return err
 }
 
-type GetAgentMedia404JSONResponse struct{ NotFoundJSONResponse }
+type GetAgentMedia404JSONResponse struct{ AgentAPINotFoundJSONResponse }
 
 func (response GetAgentMedia404JSONResponse) VisitGetAgentMediaResponse(w http.ResponseWriter) error {
 
@@ -13882,6 +14074,101 @@ func (response FavoriteAgent500JSONResponse) VisitFavoriteAgentResponse(w http.R
 type FavoriteAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response FavoriteAgent503JSONResponse) VisitFavoriteAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfigRequestObject struct {
+	Id string `json:"id"`
+}
+
+type GetAgentLlmConfigResponseObject interface {
+	VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type GetAgentLlmConfig200JSONResponse ResolvedLlmConfigResponse
+
+func (response GetAgentLlmConfig200JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentLlmConfig401JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetAgentLlmConfig404JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetAgentLlmConfig422JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentLlmConfig500JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentLlmConfig503JSONResponse) VisitGetAgentLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19817,6 +20104,133 @@ func (response SetDefaultGroupLlmConfig503JSONResponse) VisitSetDefaultGroupLlmC
 	return err
 }
 
+type TestGroupLlmConfigRequestObject struct {
+	Id  GroupsIdPath  `json:"id"`
+	Cid GroupsCidPath `json:"cid"`
+}
+
+type TestGroupLlmConfigResponseObject interface {
+	VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type TestGroupLlmConfig200JSONResponse LlmConfigTestResponse
+
+func (response TestGroupLlmConfig200JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response TestGroupLlmConfig401JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestGroupLlmConfig403JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestGroupLlmConfig404JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response TestGroupLlmConfig422JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestGroupLlmConfig429JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response TestGroupLlmConfig500JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestGroupLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestGroupLlmConfig503JSONResponse) VisitTestGroupLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGroupMembersRequestObject struct {
 	Id     GroupsIdPath `json:"id"`
 	Params ListGroupMembersParams
@@ -21334,6 +21748,72 @@ func (response UpsertGroupTool500JSONResponse) VisitUpsertGroupToolResponse(w ht
 type UpsertGroupTool503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response UpsertGroupTool503JSONResponse) VisitUpsertGroupToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfigRequestObject struct {
+}
+
+type GetDefaultLlmConfigResponseObject interface {
+	VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error
+}
+
+type GetDefaultLlmConfig200JSONResponse ResolvedLlmConfigResponse
+
+func (response GetDefaultLlmConfig200JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetDefaultLlmConfig401JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetDefaultLlmConfig500JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDefaultLlmConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDefaultLlmConfig503JSONResponse) VisitGetDefaultLlmConfigResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -29643,6 +30123,9 @@ type StrictServerInterface interface {
 	// FavoriteAgent Mark an agent as a favorite
 	// (POST /agents/{id}/favorite)
 	FavoriteAgent(ctx context.Context, request FavoriteAgentRequestObject) (FavoriteAgentResponseObject, error)
+	// GetAgentLlmConfig The model configuration the agent runs with
+	// (GET /agents/{id}/llm-config)
+	GetAgentLlmConfig(ctx context.Context, request GetAgentLlmConfigRequestObject) (GetAgentLlmConfigResponseObject, error)
 	// GetAgentPicture The agent's picture
 	// (GET /agents/{id}/picture)
 	GetAgentPicture(ctx context.Context, request GetAgentPictureRequestObject) (GetAgentPictureResponseObject, error)
@@ -29790,6 +30273,9 @@ type StrictServerInterface interface {
 	// SetDefaultGroupLlmConfig Make a model configuration the default
 	// (POST /groups/{id}/llm-configs/{cid}/set-default)
 	SetDefaultGroupLlmConfig(ctx context.Context, request SetDefaultGroupLlmConfigRequestObject) (SetDefaultGroupLlmConfigResponseObject, error)
+	// TestGroupLlmConfig Test a model configuration
+	// (POST /groups/{id}/llm-configs/{cid}/test)
+	TestGroupLlmConfig(ctx context.Context, request TestGroupLlmConfigRequestObject) (TestGroupLlmConfigResponseObject, error)
 	// ListGroupMembers List members
 	// (GET /groups/{id}/members)
 	ListGroupMembers(ctx context.Context, request ListGroupMembersRequestObject) (ListGroupMembersResponseObject, error)
@@ -29826,6 +30312,9 @@ type StrictServerInterface interface {
 	// UpsertGroupTool Create or update a group tool entry
 	// (POST /groups/{id}/tools/{toolClass})
 	UpsertGroupTool(ctx context.Context, request UpsertGroupToolRequestObject) (UpsertGroupToolResponseObject, error)
+	// GetDefaultLlmConfig The installation's default model configuration
+	// (GET /llm-configs/default)
+	GetDefaultLlmConfig(ctx context.Context, request GetDefaultLlmConfigRequestObject) (GetDefaultLlmConfigResponseObject, error)
 	// GetMailConfig Read the outgoing mail configuration
 	// (GET /mail-config)
 	GetMailConfig(ctx context.Context, request GetMailConfigRequestObject) (GetMailConfigResponseObject, error)
@@ -31013,6 +31502,32 @@ func (sh *strictHandler) FavoriteAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(FavoriteAgentResponseObject); ok {
 		if err := validResponse.VisitFavoriteAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAgentLlmConfig operation middleware
+func (sh *strictHandler) GetAgentLlmConfig(ctx *gin.Context, id string) {
+	var request GetAgentLlmConfigRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentLlmConfig(ctx, request.(GetAgentLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetAgentLlmConfigResponseObject); ok {
+		if err := validResponse.VisitGetAgentLlmConfigResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -32640,6 +33155,33 @@ func (sh *strictHandler) SetDefaultGroupLlmConfig(ctx *gin.Context, id GroupsIdP
 	}
 }
 
+// TestGroupLlmConfig operation middleware
+func (sh *strictHandler) TestGroupLlmConfig(ctx *gin.Context, id GroupsIdPath, cid GroupsCidPath) {
+	var request TestGroupLlmConfigRequestObject
+
+	request.Id = id
+	request.Cid = cid
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestGroupLlmConfig(ctx, request.(TestGroupLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestGroupLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestGroupLlmConfigResponseObject); ok {
+		if err := validResponse.VisitTestGroupLlmConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListGroupMembers operation middleware
 func (sh *strictHandler) ListGroupMembers(ctx *gin.Context, id GroupsIdPath, params ListGroupMembersParams) {
 	var request ListGroupMembersRequestObject
@@ -33029,6 +33571,30 @@ func (sh *strictHandler) UpsertGroupTool(ctx *gin.Context, id GroupsIdPath, tool
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(UpsertGroupToolResponseObject); ok {
 		if err := validResponse.VisitUpsertGroupToolResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetDefaultLlmConfig operation middleware
+func (sh *strictHandler) GetDefaultLlmConfig(ctx *gin.Context) {
+	var request GetDefaultLlmConfigRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDefaultLlmConfig(ctx, request.(GetDefaultLlmConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDefaultLlmConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetDefaultLlmConfigResponseObject); ok {
+		if err := validResponse.VisitGetDefaultLlmConfigResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -35241,1043 +35807,1081 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ldts4tij4KxjdnhW5m7Ylx65K7DWrr8pxUu7y69hy1a0u50oQCUk4pgAWQVpRMp5vmm+YL5uFjQdB",
-	"EtTLTp9z7sxZ63TFFInHxsZ+P761Qj5LOCMsE63jb60pwRFJ4Z+3JEsXvXFGUvlXRESY0iSjnLWOW3ck",
-	"5CwSKONojmmGRmTMU4JS+Qllk71W0BLhlMyw/HRGGZ3ls9ZxN2hli4S0jluUZWRC0tbz83PQSnCKZyTT",
-	"0/YmhGW9hJ5OcXYe1aeWzxGNUDubEpRh8YhoFKCIhHSGYxTRCc3EjlwAlW8nOJu2ghbDM5g2agWtlPyZ",
-	"05REreMszYm7UPIFz5JYvnh40LJrFVlK2aQlV2rWdkdZSO7InzlhIakv8ZrFCzQjQuAJEWg+5YKgodCv",
-	"DxEVaJISnJEUZVPMUDalwi74z5yki2LFQs40MN+WwDrm6QxnCpg/HLaCAs4dD5z14vtklsQ4I+I8upGg",
-	"qa3dvABQHT7knc7bUPA8DQn8m+zrR3E+UQ+GiKcIoxFOCZJP91B/Kv+FxRTNciFxA93fXuwSFvKIRMcP",
-	"bBjylPzvBx9TIghOwylJh3sP7IUnJsfcL0aU4MBfLgibyE1233YAPPZviXRZRlI54f9s/4F3v3Z233/W",
-	"/x3sfv7WCX54+7y/8/emn/7ixY9PKc8TcUobYHvJIxKjkLMxneQplk8RjRpwNVyx9ebj73qPX62t6djh",
-	"1+bFfJe19DmPT2MshH9Jt2RCRUZSEqGM8xiF8lUvTu6pR/1FQq7wjBi8bI95ijSGIEC6vVuCo/vbCznz",
-	"sIlIZGZZG2CeO3AZ9Q6Ojqqo14Q39014Iy/UjMxGJH0jUC5ICpeTMkv12hip0eRDSRfljgKEBYp4mM8I",
-	"y1AXiYSEdExJI3XMNyOPzg36oyuviLwn3zpB913D7TiPyCzhGWHh4hey8FwP/EgEwsBFKImQXAkRGRJ4",
-	"TI5hW2Oaisw+n9NsijB6JAuEw0wgzCJE4b9iTtIH1hYZznL1fMSjxY6kvI8kyZBEjINDNOV5KlBCUhTi",
-	"OCYpakvgBpKgJSTdxZJgot7NuZxi5wRWlhCcPTCYWS5I4BlRC2BR8cAsUC1ESCqfmV9EwpkgsHaeZ3Lh",
-	"8tjwBFMWOAMrPoyGFmbZ7i1JYrwg0TGSBzNEbRwLjrBk0LA0keE0C2Al8ylherEC4TSlT+SBzac0Jg4Y",
-	"qUAio3GM0pwxyiYA4oXi5xJABSgDhDM04yJD3Q4SASKxIOiw8/6BnV5ffbw4P+3vaKpvwKGPJqLjMUkl",
-	"FA1I2vIgJO7GlMmFxEQAuHE23THwemCHBwfo197F+Yde//z6anB2e3t9u4d6Gpx8jI46HdgoHvEngiTr",
-	"YTxTZ9tWCGRwQgJ2Zw/11AYe2MHREXqigo5ignp3p+fnKJziFIdS/FBcqEDzt+Nu+B53yO5R2B3tHkY/",
-	"kt33+Ki724l+GHdHB+GP5PDQXCV1YMVlcpB9V2J7SSBaSh7ce/W/7f5fn//mv00XPAQO4pORzG+vR9A9",
-	"RPwGTzyyT3d3hAWJUIInBLFcEq0m2Ua+UoJLRMY4jzOAwgoOckNS//zyKRL0K0FtPRw6OHIRuLPTuB6S",
-	"DprXdHAEdF0vqtNZucQ+Fo9C/o/vhPpKcJWLXEdwzdQwLxJeJW8Cnnu+hM1I5vdGoLTgvUP5aADM90Us",
-	"9Tz61/HTe0FSH9TvFe/8XnfiWX6uCDyoMj/h6FbRPflXyJmk4/KfOEliqq7o/r8LuTQHAN9aJE15qj6J",
-	"5Aw/9T4Mbs/+7f7sri+BoRSL1nHLEFVJUyU5lzTwCcc0Qv+4u74CSBTL/0tKxq3j1n/bLxS+ffWr2D+D",
-	"CWEDdZRwR5fjojYI/LM8zmiC0wzlScxxhGIcPgrgGkNJ14dI/rgD3JRmKOR5HMEYI8kGcYTaYZ4hMeWS",
-	"afEUCckmRMznRi0azigbyMkHo0VGxEBeTwF65/AE2FjIGSOhonOSyRKGwpgLEu3soVMeETR0ADfcaz0H",
-	"rVPOxjENX3ge51fAnAZ3/V7/rHQiSh8V6PT68ubirH/24TUOQe3FsNohake5Wi7ZkYAblpYzVIpxSpSA",
-	"/EYyeanOjXk6opFQgMNxvAPw+AhPI8JeBpDTu9uPg/71L2dXA72YElRmVAgp5UhMYApB5Rco44+EvSKE",
-	"aqsYKklI7nn4P3bl77t9OefQyFdUIGdx85SzyQmSm3pgw4/Xtz+df/hwduWMouVEheryAY4kFxBZijOe",
-	"onGMYSD5ywwzyYpSHhMpV0j5l0m+juOXIl//7Paqd1GCMNVDI6JB9GKQ3jPyJSFhRiI0xjTOU2IulVmA",
-	"RESSYRoLEMBiPpmQKECMPJFUimB5yuRVlDu/4tlHnrPoZTu/uu4PPl7fX5WRS5KUMQz+SvTOXB0UcaKo",
-	"HvlCRQbYq2mslh8z7iCFAY9d5dBs/VxuSCph5BUAcC4Jy+XZlaQtLhhiKjKw8AizSlpMixYkex3wUCkb",
-	"xAQLBzx2IoAGT4g2bSxI5gLFWbkCzQ1eSMbR5/wCp0qW2x42N73fL657Hwb96+vBRe/201kzpyRfQkIi",
-	"gbqdw3dHP/6AgL28Krc0M4BGKGXRmM6oBUZtqQocdyR9oiG5Z/gJ0xiP4hdC5O7s9tfz07PB/VXv1975",
-	"Re+niwqvmhIU4QxLeV3iTF5MfKJVKODO8eJVYCPVoRSnNF7ImfT1ESR90rp9eSkpweFUvhWgcR7HARrl",
-	"YoFGZMG1kg9qKpeEZpwLItA8pRkRqI3ZokBBJX3AKciJ4AKnJCT0CZRuIYn0AjnIQYmQj2mGMmWMyBBn",
-	"IUHt4Qx/GegXB+rF4Q6ooIyDIsuomJIIFF/K0BTHY6mnDqdZlgykuDPI6IzwPBvaJYUxlXcGR1FKBNxa",
-	"HMs3F1IUiuQCPZOCFKS+HJoFt5XeTCKz3J09dMXlOiZoDjYgZk9UmQuAIYJ9fxcM/EMktEEfON2EPhFm",
-	"sNWDRkMpQFc9BbvWVeDDD/32vuNUACQx5uZziR3ZLRzmhlRSMyF7BUTr+A97CS57/2Nw1z+7uRvc9q4q",
-	"RAHsO3sSxiIjibDWasyQlunROOUz1JWY2u10lM1r2jpu7cOn+/bT1vPnoDXHKaNsIqf//BzUrmPVnlG7",
-	"i5mxvE+xUHxcHKPK+uUJVydH7Zvru75+vGtGEfsgaMnxyJckxpQJJO/UzgaX2Xs4a+kKOcuFur0a2eub",
-	"2xVSUKDZQl4eie7CYFwVUsOTQgCz49BMkHgM+K1IQBSgoUaFIZLcUJFfDQWevhHFRC2lDl9ittAKmngZ",
-	"rZWk/LJ39bvRNu7Kp8t5idK8CrO5lVAAvkIiA7naMoYnlXsur7YCDBBQyszNf70rfc9wLpWxDFSUF4o8",
-	"91e9+/7PZ1f989NeVeRxppHihtXcXwG4V1wr0oIIIQdv8zRAnKGhvmY4oft/HQaImRcfycKqnZVFK/Z+",
-	"z0SeyHtEoksSUdwH68HLYHN3f3Nzfds/+zC4PPtw3hv0f7+p8PhFQpA77JfdmYj4nIHGrgVFHIYkyUj0",
-	"miLQG4GGp2pnu3KnQzOZ5JZlMVFxWtBa9cKd62vWhuROhOLnmGmTwxsBj0EP0aqKpNdSPACZbqe6w+KA",
-	"fJBT5/SrIhiUs7MC3tse0VKiXxJKJV3ETJHGY5SkEj7ZAj202AyTh5YiqhaDXuOoesg63g2VrpJv1M7Z",
-	"I+NzhsaUxFGgNGQAeoDSPCZolEp9eqeRdO85K1XufX0Ut9pQJp/p3VJlNZOCYP2pRVIX4MpEp+1wI85j",
-	"gpU9obDi/VF8+dm+ykf/TsKs9ibMXH8raPWiCFx0l+CEc2x6OIqoBCeOb5zVjnEsiO9mgO8u41LmCxDD",
-	"MxKhkdQWcJjFC7gaUmaUbw1oBI71IZlhGg8D42CiqbIouH6Kby14SVLECP93/Xgv5LNW0JIvt45bynso",
-	"t1KGqv7wW8Na3wh5dXjOMgRvojb5Esa5oE/Kg1WsFSy/1kKqhq3YbQ9rllqzPMfKblZa43Y8Jsa5OQFf",
-	"tTXvD9UnktXxOZNMjlnlCx4AxAyK1w02sHTC8plEAfigFbTgNbitsJzPnrXrrS+FHo0cN22ArJtW6hhq",
-	"M2oCqZXwNLJuRCln1oGtcGHnxJVQqZV/UPvw4GCnhBlbOmrr+D/R5K9KQWwsA7jTzpFymUogAmZjlKSU",
-	"hTTBcQVjcRzz+WDM5X/yxNzkEMJiogEg0UHn4Gi383a30+133h+/7Rx3Ov+s4cVHKrUWCTaRz2Y4pVIX",
-	"VPYbFVMTtY4PD4IWFYMxfuJSSbT3U2lXWQp34UD9rcT5425HHn2GDS2SksyEpwug2irGRA4ewhpGnD8C",
-	"mGOSZWTwSORrGcGxBJ32LdzqrxAWgooMs6wVtBjP5NSt//bf0L3kCQ+sJx7B94pRxhMaKh8nikiSTeVu",
-	"EhpmeUoGeRq3jpnUi1sWwICKR5KgZeliAHreYEZZDlMcBS2xEBmZDZKUzxIJ3t95DnY7jEIsMShGaW2N",
-	"e+iUSgXiiaQLDVW5jDyJPMd00O/+cNw5Ou4e/LNOaKrnXUWl36Ykm4IjW7KwmADLx+IRzbBU+yWiZZTl",
-	"BHw3VYJfRpxawJj8DQQNOiMlMiV3sSuftjzXuzRILf5tytMMOc9Qm8ySbKEUlZwJksFNdAlgp9PxTOMj",
-	"IHDdtJ/K3hmJxStdUBVEb4KysVpKUgQ8aYbTRwnxKRX6DktxBJmR/EAv3Z/aHvKMz3BGQx3OoeIs4Ejb",
-	"HRRRkC+ASM8UpJYEr5Wupusm7lTJwV1GEjTKownJJCvFMKE+iDU9t+WL72fwilpVKFFKyK48IGS+VzER",
-	"j2Qh0NAQkGGAhpJsyP9CpJqcXv7xhFOKWSapx1Be+wc2dAjKELWfcJxr65TiHOqcrEKscGMH7nSIU4ig",
-	"oSzjUv3naaaDG2qkXdGn6ul9oCKJ8QJklDJH8RKyMpqv8M9aulcLmwSVgKe7YxxKzJRIKXUVBO+vd8O8",
-	"d6xENmuIqu1vfKw4r3oX0RmekBMkiWxhfVAgl6I64wwAI39XptqSLOrMXaLPtS3PmdypfQm1sREdEpIK",
-	"iXfOj8AYQPops/mjtSiDlzHUYrDUDyagFzOESxd5UVwrFdY0xjTWdk/5PMVMgFkTFBlwpa2+3RXWVCO2",
-	"8DNSPys/sfa8zCCg0o8YdXnN4Vq1gBksMhROMZuszSEqugMED5QOW9+tMp2obtZcBpfEBVVu6T+7MgF2",
-	"yFaZCZTRv8QqSzD53CT39RLqD9fT8ymMqAXMobbyBCrre5jqY3FkwHWkPXlpWo8/jt/++f7LwewwedcK",
-	"WjEW2UBKvJUv3/a73ePOwfHh4T+LoA72jqE5Tx/HMZ/XxZLvIDf4rvlNPoppCFChUaDM7ypmlUY2inqM",
-	"huLpcVB+rv9UANSvnkBEpLwDMZ+UqXMFUrXFlUHnvQUl410Rt1cQQnWsOcRZNEFlJVn0s50rPCOoPVpI",
-	"ce9JLoIrugu0QpmL3oiKilM64LVuqb6WpYtQAsyKq3CqPnQtGFW9aEbB7fpIFgEafpO35Pgb1Tp/oB4X",
-	"0wfInf35eYjaEQ/FfkQEnbC9WYQeWjfu9XpoAQz8ZpNltiBnE7/RbHoHWLWBGaT4/IKKrBkAv5CFlYKA",
-	"PDDFOptXXQ3iA89w/XWcUCkO+eTNMJOKsvwxQIzMJdJCnCtogRmZiQ2A0yqUYJymeFG3KZl1vMCmVEx3",
-	"S57441KEAgefIrQpeTLRnW0bcTzXgj1Pwd6ZKblTBS7oe/oiuD+SRaOpQ1E1ZXo1tovNqFKq9u/ZdzzH",
-	"CwHxzqUR17L7mVEDs/pXOSvn3njuPSPzeFG6/ZSFcQ7eXIi8llQUmKOYSslWeWtb/xnY0mZH9uiTCPru",
-	"DtdmZiZUSOk1YM/SQfKcxYvysuSY7tIG//zz7VO/M/rzXXjVXdwezS8Ovvz8Y/SPw9kv70Xvh+SsbP6S",
-	"n//R2/2nTur522DPF1y9ik1qrASOqIw1jMzlnr8HO3wlZvcIIehbsLyzL8r320yatFak1EwSIeXIKGun",
-	"LyZAZqC1iLjxW3/QyS81yNjRXkgSlnPBa0ZUGLyk2xCa9XL+NzGJmvWbp35TeiwVMPNmvG8111OzvxBo",
-	"4P1shhpYz8G9B7gkSLadrAPT9OT3G67vRqlL97CG7Xw9lzY2GjxqSkHShgW1t4oqNKZwvRV9HFGG04Wi",
-	"j3WVRb3qgxqYLFD75upTgP5xc/YpQJ/OP0qR4DcyujmxKRBH6JL+VBbd1YwrCQpM3Qi35RfhleQ/44hY",
-	"A5l9yPtS3DWU5RRnOOaTM5alHj54B64IOHcut27C6krk0FWEvd6FasY1mAt17AYZqTwvFfSmLPPWBaI9",
-	"H8o5McMTRscUnFqgTHsSZVUE9CCJ8wllEL9U81vAi+qFgYjziXE/GNCVP1YL0pNJtLIpJPIY//CleMCj",
-	"Po84/P05aD2RVOiUor3OXseju1uoVeE/tBZYx+zqKLA8Q5qsFJzVAfxKbr3UNWATqJ3HJ0iZqLT3T6+C",
-	"Ea+dSh1c857AfOy4P5P869eYDCtqsXq6riToZH2jNuT16Dxv5uTT8tRYLdRh7xZJ4PW3K8upY11tXTU0",
-	"rCcEK1xD+g1lgDTJf5SJDMcxiVCbQrwamuOUCTS8ubj/dH41uDy/uzu/+qRzlAxTLFaIwxnZnxOcNSyv",
-	"zBm3N5z7Ry9drZrIz1mW0lEOqaLqzZNC/JSgtZRFrGWUrt/aOgUOHyGDD89IYRu3cHcC8fRY4pXAakhH",
-	"3eNGk8QYmk1ELw3Brx8a+FivMyzU9etrQqR+8LrzyzSqdkFsBjqp7B9ilRo276FzKwFg6V695sbsiaRI",
-	"/27OxMtSWt29g73ORgpC2UhtFmHPo4yhQUF8Nb2qwM+DYvULvi6XXS4r1rmreDVtw4MIek2IMOXV5GkE",
-	"odcjo0OvL297hYlVMnixtFcSZayStJmI26uqeGC0VLUGDrQz8kTlC97BplGU4nGGDjoHnd3uAcLZAxt+",
-	"w0kySFIypl+eLWzKccx76vHevwvOhjt76F4HpIFbFUPNmX9XsX8404EKMXkicSWX+1vrLyZcrjXNskQc",
-	"7++Lp3DPiZaSf6+xiFZQSKH+KJbNIlRKXvROydV90Gnw2nVeMZzjeZuQGisu7ZbcwK7j3Di3nZeBA2wZ",
-	"ShO0HA9567j11F0VXeMXTSWZUhkCBLJQbKKvDUhVv+I84wOcJCl/sny08oWefEyycAoZAAUJ9NH+53WE",
-	"2r+4mec+U6jkfOo+mcSR4Tf1YJCn8fOw5hM/fOdhOuvrUVUyYS0FGwvBlZV114+HWasM0TEa5TTOdqWA",
-	"kgudnV6XSwMtHBTcYgOhNnhgEC6jQypKZY+A3vyraw6V79zGh2lcuM3yrD3INoSiyUF2rHC7YdjHGlKn",
-	"T8BU0ZztpCSRDp8Ii3i6L/8a7pxop2ShA9ioBRwrG7Jly81ybnnQvUrkpD6U9t+P9T/3Bruf/2oe7/x9",
-	"f+Ubf1lH/NP0ySd/Qrk1E3FJTkxoHJ/RTPI/niot80QF/ANH5DMFAcQZUlrRHjrD4fSBlco64CQhOBXW",
-	"RKRy3vrX1xeD04ve3d3gw/3NBSQz7OhKXRsLOQblFCncTOzFLKPhMsHXPScw7P+x97nyj/Yff9v9vPc3",
-	"7yksEYsLQbjJftQgTtmQ2Q1DxJVQFZExZfCZjrdptKP7Ait1eJxPGjERgOUoS7FmmOVSmt/TK28i+A0B",
-	"kLUoQr36Wmxfc0Thf7L4wa3C29aNZWuM4moC28qIrteNzzKmLpVopnMi0d3vd/2zy8HN7fXlTd+YYvY2",
-	"CD5v5Fyb3bAbKXKyTDlQSxEKjh7DOOJwSaSO4fHOOqKt/w7YF1wLRFk0dQRizHC8EPIxmHNBRuaqlhT5",
-	"ksQ81QkJT1Tw1Djx6BPxWjGajaLXKrtkQhhJcRzI44ryMKNPNFsEVlkIJGWY5UznOAVoRiKKA8jODizm",
-	"cHaCMAMgPTAITK2c9+VZv/eh1+8NJM/4dH37++D+6per69+uJHQzm+i0EyDBEc1snhZDElxoSlJSLcbl",
-	"KAvOPfnhcKkF1WSVWGtoGSY/5SyS0oL8wCfVeEcvKSd1U13M8xTpd9zzF+BwlGcv2QtPMYNKU1inu0xS",
-	"QsCMopSdUZwTqFIU0QmXfIjymGQQzMcevSdfUo+qy/qVihzHSL+j82m14BCgiKT0SXluJWd9e7A7ohn6",
-	"ePXrbhejKRbTKs9FNEIzHuUxR2/dPT515FK78n8OPItc+3ZfG11sw+sNOG4TC/kTSVMakcr9loKP51KX",
-	"9L2a+JXmBM0IZgIlKdnV70VAK0AiS9W12DkBqEpBjbIpSamKxYH6lRob/ZzVqpbLQvaLrVGB9BfbTugX",
-	"9y3gUUTCGGvDlh2xjRkyGYGcQakG8ejYZa9vzm5V9p++7jt1pW919S5XFoNlri10gXC5OcrA3lbIWWsd",
-	"EAzkng02mQ66humEZJLSmXSvQir3npFrkmg+KYPmYu9Fgnlx53xWeZJlqrbBJikRMM8umOOQGeFEXiCI",
-	"4eZM6SVGmZ7hyCS6qaApMjAfDZXWAnFFs1xkD2xEIC9K46h+z5IpzuMTlGAh5jyNduVmorrB8MTcGBKh",
-	"ScxHODbqPU91jqHJuUiJVjBNkEtDMoVrAKpxBvnYhPCVKtsGaHlVPX3tnK98dw+0tbKva2djJb1qbC72",
-	"U5CoEl6uvJofVc0FvzzyZHOtTW2GqmfcZLoDNRn0Pp1d9Qe/nP1eyqPOC5MwegADeYqzPIWsaW2lrpXu",
-	"KN7yOJZh0g2ukN7jqfzu2VlZdcs/5zPMdlOCI/BXQF0Oho2qVIg6623II5j4qjqCCf6GQ4Uw1L79eIp+",
-	"eN/p7pgUCj4e62ozsQ4rrTirxzpxdj7lMbH1hMsLrgN1FWYBjAtQ6cWvi02n+oQabFUOWsl5hOua2NlD",
-	"kBGPbPmRtikhhA013jlGN73buzOVwx48sLPLm/7vA123KUDnqqrg+e2Z+kNXm4N/3/T6/bPbqwBd9S7P",
-	"nNfgT/PiA/v17PZO8sniBfPEDmYe2BEV9hdfVGrDBA9M0oC7wdV1f3BxftcPkGPBKT7zmXX007Or3k8X",
-	"Z87uHphl6e64BZ+Xz65/+sfZaflpee+9+/71oHdzc3v96xlUWnDHtZPCD+jurN8/v/p0ZyQIedudpze9",
-	"u7vfrm8/yMcDW6EveGD2DVMN8dfexb2eDZmlaProbqX2U3FGVolxN2kfnp9eX+nhzVL71zeDi7Nfzy7U",
-	"omtUK3hg5pkd5pez3/fQb1ptMjh57FeYg7qAJXf+y/nFRfFKo+qlcPDupnd6Jt++7PVPf0ZtEWLGSASl",
-	"mKVYb6t4PjBdBk/5504Q+SLpAtAD7Q1SoQeYRTZgbydAZRakkbLCmDS6XZ2dfbgbnF5ffTz/dK/2pbU+",
-	"rU84t7AVtEq3sBW0nGuo/ipqTxYXsRW0Stho/i7erV5F51H9pWLU8m1sBZ5SU+XrqB9U7mP5qb2Q5nH1",
-	"RraCludGuk8dbC0/rkChdilLb7uXshW0fLfSfey/lu4b9WvZClqN99L3W3EYnovpPrU3sxW0vFfTee5K",
-	"FL67Kbfgu4olYOkP5bvuXXTXVL2MGg3Lt7EVtMr3xGCB/6nn+ngtAyUOamp5NYVU3BKRx9r4KfIwJEKM",
-	"89hRU/5l8ZtuRbWa0qV+qdcQMyqADgFrGxEZ3CpAqgrhNbC1X01g097e3s52WpQRc9cKoW45W3ulKA4N",
-	"8Q31s1oMh5WTQEOTpN6RpXhqwariO6C2SRH0obLWvcrlcGcPfSAxHUnYk3iBxjZbfkpSclxYFVI0w7H8",
-	"wVHZHlhKiuQCe9Ttofd2D+EYwRdIcCQRYkTkIZsyKcqgIcdUqY22Qty/JGSkEt7hC+OwgRtQA0QgnQRp",
-	"gn5DmhG04HlaBGU8V6MypiROVGzvtiEZnuAKO+hLYiheJ2hi+WW4m/L58mj0GsL/L5qgYibqky9ZQ8F/",
-	"AwksUIrnKmKLp+j33uUFysiXDLW1b1BphWWaEKCJqqU6LAln1ehfGh2jCm4+MIkJx6iCXQ9Mn/YxgsN+",
-	"YHBzjh8YQqW7coy2uiq1KA1VA3gV1yyKwq3DOQ182MS1OycF6rjVSzWa1UuX1kXOwuRhfOEP8kqo6nAq",
-	"qn32pCL1tbHDXB24RnJV1grqVCstKgY3SDrVkqmlgwB7p0SNmo2lTNuePz8/v/COGRhVPzjz1xNFbYLD",
-	"Kaqr96/M4i1ovV4DU90NXC5DtYWhBRrY9ky8OrRIGBVFD3f8ZuFtxCJnmiTlUJ36O0s6CiaBObRXFHk4",
-	"j0sOoqU+ILDqcx4XgeOAnG9E4R4yRdfIeExUFrmy+1ZLlnm4WSVyUjI1hNH97QV8a8YbVNik/VPl0Og/",
-	"B6PFoBK7wYttao5pASX0UnBsr3TtF8+Iy7mt/r203OfNPGXKA15yvenVqL5Vrv9MQBEqESDYgM0kKHnU",
-	"dKKDNtUrB6Xj2GpIdVg3ZsX1d5XiVmrswHOYNTIEP4AwXJTZNpDY0O1XByOxo1dBMqwj0HA92Pgwb0lX",
-	"IOtvWepZ5EvupgV3PT/G4HdT2KCL8DVo6V8MCm10BsuvzYvBscwn5G1xWE+cWplCUrq0qx2UqnR24ae0",
-	"Nn6bpLmitELJL1ScdzWLpLQu14FUIiFeNFxxLL776MOU9ZjI8jTuMwiXL7EUFUFfceO9WIVY5u7tu+7/",
-	"TT29JYa5im8vde5tz6iX62MFdIFNS6rmXtrXAes2wGoCzqvARu9wSTp/xXluMooNujnSSclDH8d8TqJB",
-	"htMJyQamaMAfh2+Dw8PPzz4p4C4f2XVtV+FzuxCBO+251552kXHdx6Iot6dAMFqgR7KoefX1d9BQDAs0",
-	"/Kv+v+Hepv75dWlxBVLblpkrVdTSzTqoAcDWhbWW0Wl7QOuVfXMxdEUG3hqY+rIb7FyU9S6w+aB2f80P",
-	"r3B976C7rCccVnWddQCgqsQYY6uq2jTFCXHjVVBERciBr2hDwRthkgyrhfM8Wgc0zp2TkSo4ArYPzp5I",
-	"mqlmNhxd6mhjOVSkkpQH1sDnShcVXUUnZk1iPiJODqcDqs81u99yrWhJElWzdvP8uaH8AI4Wg4xrIWA9",
-	"LaduhliayqRC6ZZrB2WINkV+oxiPSFxNC18q2m0TdrZanGsqMlCKh4UyVWOpoKERDh9NwIg6hTcCXgpU",
-	"28WGGgQGaRpT/Qss8lSQgytk3igICyT9T/ET0b03clsXPsQixBFBbfAbcBYvTDc6xSXKBo+VmTirxDGt",
-	"BRSv6VLvMTaCYhrp5rcbiWqKfiwNx9u0WoBmNkW1AM5jBY41SgVUbpjXyKXZmOe4cEqMm+0/SD9axhNL",
-	"97aqvpQz3nWau6ttlCHjQes1Q+XsoS9XRArG8n30j4bUMymfS0a0gHwbz6TboPfqPHdYzKux6SUGwzNr",
-	"9lOdUjXjLlSSGjndgHtsYGBqNCvZ9RUmINQ2kozuxl4N+t7ZLur7dc0yxcqxz0Cz1R588eHVi7u1RUDh",
-	"yjo38NVk20yHrG90dzx35SVXRamLUDDtF8oaynzaTkyX55dnqh2TLXAlBMnQI2WqgYnU3p2ul2XZ9REm",
-	"aEGtMlP1mn4lrePuDz/++ONB9wdJRmdkABNANqZ8c//fEwJEGP5IWPHvORkl9o8JHbc+18S7R++eenbR",
-	"bgaLWRfOI6rybiIi/2v8xJKkQymbzw2pjGozdcUvnRBRNKIyPbNNsT65jEDKD9C3qqT9NRd0d+FUL4fr",
-	"PS072SaiUAWPAJzOZksL8eIXVK8FJD6d4my7knq6BC5G8LGkVSOchdNavLju1NW6+fARJdCods8Wp8Gx",
-	"qsLfgn/9OOqGvuBv2+vLcwfUIsAtDk0yjVBsWUOlwMHqpPjyynyTwj7fCNOIX706VPV2h6OYh48k2jNQ",
-	"EUOdzrlhjL9eQGD333yQfSweX3KGkMYuyUaiA8+XnqgCudIrVcdBqVKqyxG0BIlVB3ggFTcfPrY+FzEl",
-	"6xy3Hd5bs1AdtxR77Bq1ym6XupbwI0H2b3oEBQRNLs7V14dwZPqPrr8owDZI8kJcMMDx4oKy3r/wVn8g",
-	"IRWgO+nIjXCKM2h+oVBDSf1SB62ZQPSHKtAonQB1hoOALh82YstEa/F0sq+iyJRTUH0ugWzdEPK/NCJp",
-	"FXPejw9w6/mzx2xg17BcZja7kaNthDOS55/iODZgUlS/EVGqDN+ub8kBbn+bS2f3v+6BoTZGIh9JYSEm",
-	"2HRPTSU316/t/Kc501MwLd9oE/l2x2q+dtqhuAw2T1PCsoExwysNPCVhhqY8FUCIMigvleEElGJG5u7b",
-	"Om0cxZxNwJifTFMsfFlYtZl8dM/8KmWnXNSq0hz5IrvKK6pJTnDOIkPvJARSHGYkFb5xHcL6bmW6U3Uz",
-	"lVU0HKa/594UZzaBVBdmdLtDqHbq0KFHEGhclPJ8MrVNAXo353uoFwuuGVlKHlhRpliiPJj7IhLTJ5Iu",
-	"alGxMBHcth8NizDmWC2NyLesQKICzOqtXo52O91+9+C40znuvP1nK6h8AT6sjynRoYvKOlUXAGZQaTku",
-	"mvrxpCQOBC1j+JYwNlOA/ZSGU12nDkUcLXiO5phlf28tFyA+g+FHqLP4rXfeP7/6NDi/urnvV/vQefYJ",
-	"LW10j1gFMdOfUGhnQnVMryuuArpnb5T9sn5TVlxdQ8swJ/ytXiYOx1pEOtF18HUzKImhqstNLC+Scm4V",
-	"Dj2BVaXElbZHB52WUVV5UX7Sr36fXoC2re8q4q6b7frLmMl1QoFdez9pxdPXfArCOptWLaGwr/0LGl5Z",
-	"TLMrtAhjoFYc42a9pyS0elmGw+msofkolCbRxgcMb4JREmHTR9rTx0SbAlahU2ELgXzeiGLvdbp0VkAj",
-	"f9cxb8+5keBxnhF0f3uB2lC3TutzOEkGeRoPd6Af1Kcz29cfJ3QfFrL/Df5zHqlaf/bk8pSuPDO7k8Bo",
-	"8XJ5TdD/qbh+Vd/TQnIKQGeBEugdqYPSchYTIZQJSBnLqEA3Z1cfJElT2Wa9C8RTVKZzew/sN5pNkSKt",
-	"9Q8KtUbFzgqSnahQkfI4aOgowsC4qkSmjA8Oz6lu8p4pRCZRRUElArX1OsuT72ylD/6EM5VuUVX6DJup",
-	"Q1+HR8ABzLGE9ZinrhWrCr9WUOUrn5eZIrxlb+NYICxnU2HtRhC1sKjOuT40HFwzwvFKI5QGzgrUtcN5",
-	"qIfVVJxdaSNxgLBAqkEPZRrTpW6tCdnQVxLK0Wc2SMAynzndDOXAXJQqsBV7W+prsIhRuC4irqyJa5XZ",
-	"PGcZSSVTT/kc0egEzjhSnWKFrQOTYqY+khCpamBDk3a1JltrKDopjwYqMmIXMoIQSVmqdftxpDsb1ja5",
-	"ViSqE4OxludjSbHA5kjIAj+aMPacxZSRj7q5xyZGNSRmEoshgRvS9igMpTr4Qn0zHXlR91P4O6IOoV+d",
-	"Kn4q16qKn56MsCA/HAa6R8kiI8I0BmibupHdH9Al/UniDY+gNBHkn3wlsDjlC45SDgmZgsaEZfECEgPh",
-	"dTSfyi0o7Vql5oksJXgmoEoYtk+nPI6gOzGZo1E+HpMUbNszMuPpAs2nOFPFQCVdlPO+AW/EiVJ3pKIj",
-	"GQfPM3jDAAgYld0HbKN92H27UykvCaDx4ZqcyY/N8ky9JVOPjjazztkpguLwmtBp/c5Ekrh5Wub5nVoV",
-	"FV1+Kv+xNplfSdfVkNv7ssrCWz2shLJI6bmO8Phq/h81eUPxlx4ytYVsJUAjp2rNW5LvNrClLE+Zui66",
-	"Rls1AmyZfomt0CxsmBRXdWUEyOVC3iMWEoVyoF7rljVUELTcDldhe5k3MIkhKgUTAf1pMsLWV7RKa69b",
-	"ZrSMr2sS8hRkzo3kDEejeG7UQAsRjMfeLuoczVOeEcOMNO5o8BaFHn04UgC/5iLmQlV8pSVT+JSKTNK1",
-	"NmVSfRLG4LgGd828WZ8aQ8GLtbeSv9n1amjoUeVRVXCt+TrCfMspkn5JFFdhXSKk79BmdMjc0lXkyA7+",
-	"Moq0nBJvsttQGwVXE1oPYX3hLvpW9FseDwwtIAs5cfMjXX+TQWvzRv19bX15o5m/2qRX3HZxq8LU5R7N",
-	"1aQMmWuigv5KbT8dgs4ireHqaLj1lEULyUasXa67qQSWQt/REq85kQ0X0ayiBa3csL5Vyu+92ocPRx2o",
-	"l7ZlRg+akHRtVNY1rl/gx0aq3vZunuiqx1X2bMcytR6OAPNVjYcrPlfXQ5VShfDsjylh4XTPw2JrQ9VI",
-	"J08Jgt/kQJMUsyxAXfnvbqdzYoKpSqmvtoh8VMTobFLh2tiRxFKTmLKTqFp3WnuUR0lSKD6nWEcJAVeF",
-	"SlSjYBvqUQMNsgcEUpdjENxE4tYzeLEITJmlJs7boNJP2vEyo0yZIJjpn19BqbXa2S/pqq4vPfQkNsjh",
-	"OLjW67q+vJJroSY9PNy1tq7s6kD2ZTAd3lzfGfupiotxr+grte5xarm4tVbWLKniFgV/zY4+/1l7BNxN",
-	"efr/9wiotG1ZX3T5aKsm2W6QPrFlvdaEywvDrrjM37nLQZJSFtIEx8u8mPalMpNTPAaCiFIhoVq8uIf6",
-	"9gUoJAzVNqB3HEczzKRaRP2O0eXH+Z+9K8PeS8nxp5TnybbSEiNzVVD5xDkgNCIhnxHlK+JzplJlGrPc",
-	"LnH6SDKd2TZLSEYzniK3a2uFtGYEzzZM9ZLXS9c8MggFRVp21mtdtfraoXaW0tkMvGU8Qzmjf+bk+9VI",
-	"V0d3Ec9OQd57yfEpC7yRG8t5EXC0VfaaUN2ojccxnuFW0BphQQZFrNfx/r76aS/G7LjbPXx7uA+tAyAC",
-	"9Us2mFMW8XnruPu22/nxIGhFKX2C4A+eEIapFBxFtbwJLLN13IKB3+51j9+NCtS44CGO0YVeTkZmQKry",
-	"lLSOO3tv61zTbKFmqNFODyOpnag+zLsq44ywMF0kuiFhSkRmktBSIrVAxTad4z7svK8FKelWINcsXtgi",
-	"LAX46nVHooRTliH5inIpY+NglpBGPFVWPfnbDhzbUMFwCPdpiFk2TXlCw6HuJjDm6QODSisAc1vgAn2U",
-	"36q5STQMdDs60PLB/5DgbCql/hg6lJjoaCmwUjZ5YBFNSShV5p09dDol4WPRX0CQVM7UPjw42FHzYF2E",
-	"HTqGqALtOxUMhDp+Uy4yRcxTInispk3yUUxD0yOPmHRALskOtGwlkbGz6VS1BzaM49nA5M7LUcUQtWF0",
-	"6DkWoPMbZ0AJudPzD7eIkUxuEApM4UjSbJEBC3xgWZqLTARI5CC0IQxFtmN0Dfi5c6L6zMypIOjw4CCA",
-	"MfVNU/7WFMBLCCOqRJHAM/LA5liXk8qmBKR2RsJsD30CGJVBJGx/ZDNOrQRaQ4vA6jX0pRlKUql+B2Dy",
-	"R8JEVRLq2DD4JfzT3O26biuBobGwXWCebgoHOq0LcjSOsTKPGqOsJRYWyaWorcfxWmhdquKwcH+jf/yo",
-	"NPiiKpGUCSH8IeQJkTSAs7Ch8gwVA4XXqye6F0aNVrK+FWlQuwQAhegN2V9SwlWHNOB5luQeqeEanquj",
-	"RCFOQH4uUNJ3uCtFXUWT/UcLXBG8lia9WBPXLfoLNmu/gWa14PnT195yrY1Yb4Vv1IQuyQDB6le8hdqG",
-	"ppY2WMpyszA98Ep9LIcuQXJ2OiPcd3CX9oyQfkeZJUMuddhiCUDk9BvD8txvf1h1mA3Jd+rympNulkTA",
-	"NvSBpPQJ2MO28khkRygiHfbQMCWCfiWGNAznNMqmqmn9lNDJNBuitiT/PJvunKChLo+gX39gQyXxD2vh",
-	"rlYT0Jlmbk02NSXEruKYZovW8btO0IKZW8c/HHZqMoUZrOHambbJNo1aZWzDSgODMMJcFV2fXcewjpU4",
-	"TL+Wuk7pvDmVMad3AFlyHsxWYPKJ3oAgSP0u0SqhX0hsay2nqvBlW81exql33fcHqwjEkjANe6gixDGB",
-	"nY8p9Pqn0Cwmyqboi16Ye6gp2SVM9X7IOLJn6wDGHp3+xgsRe6x1kQtatCH9AgBfgho4uAQzUgS2UCTe",
-	"He2cIDphUN/Gsv1NzQYatZpOSAHklQ9ogxJI5qJf8YyOdQu5u3xkl7rdjVcOm3RCgEkINd4IxDzMogCp",
-	"kG8cSwEPbJyURcKTdgpB4RkWjwNr2ZJsUj5QgcvyoqiUjnK+sCqjpCPe9V/GGG1qlVcqlc4w9UWdxYJL",
-	"bgfCnAC5zMIJIqzguwJpABwNzFzvqMbunCEVJCScUhIS+kROEB6p3ku6V6zuaaZkilpe6DIvjjuPCZQt",
-	"GeiDluK5OrFFazEOLGvhZzadQYWJ89S18NDMGmyeqKDaZlOYE7Yw2pROskZ5YBHDY1VvBP44QUO7oOGx",
-	"Bppe65wZVQZnjr3J7f9o+hCZH/0N8krpeM4CXdA1X7ztfVp3GU4zbcws1SvaW5L94ZhMu52SW+iPz47D",
-	"a8vgksYshqJufWFNCrGUdsgWaFCx+zaYev/ruNQcSVpb/r6Lg42mInuRc83JHVjpZ7sXJN1WXIQ16swD",
-	"CbSqml41O5aLY31KMQS/aIremsi//7vTA0DZoWBEuwQ3301lukE3ZxzbfDWPZXJpCSnw4dmQZHm89+c+",
-	"5aWeuuLnRBd8QpmxZpQujfqgEql42DTy4ImkdExNlsByXTl91Bo7zIqwQOZraKQJvA+C+1lT/ZIC0qtm",
-	"+5RiTSCG8MUQpTxu0MObkwHPK8f20jxAA9yliX8fCMgmzUE2uhYCOJ8+nF2c9c8U30nJDKoqY7CEKWfg",
-	"ehE3kZoSRBdzFfxFg2v5qOrD7cMxziRIVOLqdjf8iswLlNKlvHW+ZencXGc6mQ/MhcYR/u+MzPfKV3rd",
-	"/Na6C74Y2ltBQi9UCrJzmgG13u76Lc+L9QFgRWJsVbm3G1mBrmcmOW5DkV7K3HlKEGFPJOYJaaj3v3Lk",
-	"zZs3wopXdmu8ZgRNyx0bJWUiLFSx5ClRbRcg+3ZMSRypptZohpO9TRsgrrw/ChaN8Pd3RFT101KIhlBr",
-	"UzqxviY0RT/3+zc6U4uIY/RTT7UaO7vro8NOJ0D3V737/s9nV33oSvYBHXa6wQOzHb7QYedtgE7vbj8O",
-	"+te/nNmOaer51XV/8PH6/kr+eQid6X6+/gBNu3oXF9e/wXBHATq9vvp4cX4qZ3wfPDDTKeyu3+ufwTOk",
-	"24oM+tfXg4ve7aczdNh9Kxd3d39zc33bP/swuDz7cN6Drl/osHsUIBhD9zK7vb2+BQM7NKMbXPaufje7",
-	"vEOHB+8DdH7VP7u96l2gI7lp1bft9uz0+vLy7OrD3QDaet2Zjhjw0gOT+zi/vLk4uzy7kqA56nQDdHd2",
-	"++v56dng/qr3a+/8ovfTxRk66rwtt7VzoAxtx0ogbgUtt4FaHbatoGUBq1qMVaAqv9IgbQWtEjhbQasG",
-	"S1iCD5CtoFWFomo9VoYgzKHAZ3veNcJOL96BGzSJqwHNa475yNMJz15W3qDnEGCpiAOvJBmKKXvUtNhh",
-	"FC6TcBnEugp/TcxaQda94oLv0oN4c8vjLXmm/NJGC1b2rJMFlJxV26g/JB7GY2BpL/UyVqJXJYfmD7z7",
-	"9bP8n87u+8Hu52+d4G33+S8rKSbM7IcFN1FNZclf+Q/5GFQAcYJwDHlEhe8EpCY+Z0KpcSIwaSGFH67k",
-	"TKsWw6hn+7/d7XT7nffHb002xoZRDFLdfdsQzBC0EhpmeardwCq1oxwp0z1Yp3Z30FrwPB3og4bYC0/9",
-	"jddPo18v+KLSf1iXFmWVuoQrIblWyiOgjk7dtmO/fUHqYjXIyi30Wz7LukDnHm4tG/n2wljHFFbrtwNU",
-	"lBEvfpxiYUG2ssrC8lirvhn0jXCdjoA0xtW53uUp5zBJTF0Dyq9cw6CE+V652QSPyVeQ6yrUCe7GNFby",
-	"Os+n3LTgwmhGZiNSSsdWNyzQJFUKfeDO+7xpOXdtK3GOK/AXwHRRyd3yZhUY4HJAHO7y3J2ezSW0BjFR",
-	"WERx4Wl9eetQsaQCfVHgMNHWqPUL067Xt/MlaUAAzHXhCBATLwaZGmbJnd4SZIrhrgKZnv2FILtUd6Uh",
-	"nfKN0NdNTGmikvV90WgVm14vwuiCP5G4bNqrCnlB6985ZQ38vav5e0laCiAHUNUMOjzY1MYnj0Xt5o1A",
-	"USMjqax+XYtfaXTlZ3Lk0mL4OhRqtonalA6cvOmgmZ0bzmmOhTHIrk+4Dc1eiZhSFlXJSPoolkICrMNU",
-	"FV+NSEhnWFV8g3mhEITtcNtFIiEhHdc6MsizLku43d33n//o7L6Xwm333RrCrVlsYIFcKU2u6XcB6RU3",
-	"Zl1SUxzLy+mNHmsZxGGiF1AdTQ5W522qlbwK8VmevVns65XgtxEcvPt+6bZvlPhwnyxvKe238kNBNpxm",
-	"qKgpp8URXfS4vu8xbRLHIB3/GN1cfQrQP27OPgXo0/lHxFP0GxndBLZewxG6pD+VSMmIMpwuWuuUVFgC",
-	"h5SMSUpYSMTyjFcjIBddrZPi0xejhTPWtukiamOFUBbGVOLUCRp+ex6inGU01h49J2W/FIsPvhbVSmrw",
-	"RMkcXGFAsCCkVUKPsN1PP3m6M9eS6ortvBBRl9/M15E7J8a6sIZE5JOAXrzHZoOLLmQhr7wj+5yobApl",
-	"5QW5RJjclkJDNHXalVy7nrJS8Dv9zMOlYcl9XdPea4/RbY1UzJTtkAQNOYKiSataZYwXhZZpWopUTXTl",
-	"fkKlNmQ2CcG0BVNRKVKNaM1IltKw2oGkNSc4m5J07yNPSYjFCxqivah1jwFVcT51t+V2HdfghMrdukwX",
-	"NYi0L3fC1T11dvbQjbfxWjbF2QODOHWSedqwnaCcQZ193cpfByApe/h36c+2oqHSuu3ZtDYLqLplhcRS",
-	"p5miJ8X6fdjsZVouzLkcCECj24b9axrCOIEv5XNZX6gzXbm+a0MYO9MaTKMA4+Jf0uDDgcLrtvY4ZyLD",
-	"cXwDnYy2j74McYZjPkEJDh+Bj3Co86YTAhxirF+QhxjOyL4mpq3ANKxvHbe6ewd7nTq1tF/WAavmhEyB",
-	"4RNhEU/35R9DSWl0Ko+NhYJ1Vh0t3cNSlMbbmjdCamrtvx/rf+4Ndj//1Tze+fv+yjf+4iM0dsfVDf2q",
-	"e/cXQKzmr8Im3ggU44yIaluJHw43rGGgAetDD5sa6OPWMWaTHE/Iri/3r2beg8xanRAHttBazls9O3Ag",
-	"iM3cK9LblF+jlgV48A5yTZb4XA6tz6WWKQhrHGjnig5erGcPOvk4+ip4MmZUvp5JNJwk2e7hXnd3Rhkt",
-	"Mg0/3fTlU6Sf1n00leTDAyexQ23fL2+422zKV1RAbZI5ivoSRbdRVZAYHtnO0OXja4jG2iAlUVvPVbhx",
-	"PbMQtYcmNBQndE+d217IZ/tP3WHwwEq/2kwu+cJwZ72sRH812FfLeivtL2ePjM8ZBLWZGkGQ+GtqdzUs",
-	"w/F7fA/vm82xW8aKLuLZB/Xis3ttGlLw68bW9Zxn3vLYJQJT8cn9uN6worlx+wcTUx/jSaCy86JjxK3a",
-	"VCFwNIPSBaIkjVts1YaHB6b62KTqjZ0TPZ4nEbM8oCb88MvunEZEf/PAqlNIFWmnJC43JxCulTB4ApI6",
-	"+E1B0lVUvJ5D+L1SCE2haEF8hGC927FdSiFqj22C/7hEMqp9S8tE/bUSDYsJKvxhC5csd+6f65ndxse6",
-	"cUZj9QirKY1LDvGlmYzVqUvpjFaftQk0bzudNQnuv6BYvqWmjU7cciKlw2CDEncvH5nvUtYYWQHvEpV0",
-	"SchmzmErOq6o69gQRfMilUqeuRqywddQni8o0XDJmG2V27V01EJKXqWjugvbXmlzCnYsdTzUQfuKkN0A",
-	"KI1AeBkMPqxRE+C4qGTRvk4I653vyrXiDBLEhvvhFGf7OtsPmgLsBG65C9Q2dUcfWO/mXP5YlBhopySJ",
-	"KRHKqgXtGTD6x9311f7vvcsLV8A8QVJPUwbXiMy42CnHe66sQVBwBvtqjSdc8LAhSbaHkhiH1mSl/eLt",
-	"KZf8iI/HNCRob29vxxNToRzApbD/VhddYsrQXZYSkgXoTtKqCcQ3+5ZVFlTXk0QVU9tYnqtLI1KAynIV",
-	"+Ww3cNTdO3KJNM9Vd+aVHCnmbFIfbrezV+Kj649nxIQCtD9zP0DKzGdb/qK5iDlUBzzu3ir0fyOar1Hw",
-	"nGnBb6M8rFh/Xa+VqXBwOeLVtfXi8NWJO8enz0xr4wD15yW4X6vDnOG4IWj3yJtktXHJEPB+u0VDXOAs",
-	"x/OqVjNJCRGI8TSbloUTg6c2C/G9m4S4K//a7Er4ZyZYZCsm7r4rzQx/rn17qqLYiMTfrWCWQfCqTLNO",
-	"CpU5wfULUVuKvlKssEO/gKHqMbbd1vqbaVj8i9a+tfX6NCURYRnFtYaUzVFfW+d+rZMEgNohFmSXMkGY",
-	"oBl9qtV/2zTd62brFK+10rsuMY2bjMT9kq+Q59mEq5qPtGr9ABNj0azRGBgho7Xa3MCab8UsS0CMgopq",
-	"asoMSkFLaWxQcA7xFFZj1uQLJtwPcsXvSPpEIWJuyiUawegNWX+uYRqS04+P3v3oNcp2d7udUry/lL70",
-	"vOLJ03C4qdLVUC5nCDkpotSyURdGG5GYz0/QMOaTIdhnVNE5YbKvbVUY7f8wsqeGYcwn3pQaF7a1JWWx",
-	"GKI8maQYksbGGTHOaUKUni2Bg47e/bhzgoZCxNCbCwocUpwR1L+4068c/nBUqsrFOAOhBg5TiNi7tvIh",
-	"1wwThEUkddm0fwA/H9Ffu1GWJu9gzFMbPF+vkcOFr9bmZf8GyZ9UkUfGEZBFEkB6IE+zHTO4zmbIHLep",
-	"d54yJjZa80tXyjukm+YMmOxdu/xpb+MAfIjtrAXDQ89HgZ9IhGh2UslP0GEDIZ8RpVJlU9UdCEqSsCea",
-	"cjarNqd05eCVFvziAnp3CvGeax53lT8Z8wwggYanM2Hl1EqXq4LNLm6uFLsLCrw8BqBOdtfuoYFpvKbe",
-	"77CDWvChM8r2zB6qXfRUFcb+IlkVeie/FwiHIUm0I1hFGYpAWXzUM1PaZh1gNBTWKUc9yJd0aRiYGnpH",
-	"qb7BENO0SDbIQFCbLfWcXCoPqhW+FMTCS1p6TAOQRKoCD4/ykERwR+sQ3Eb7J18SmhKx7JuVl9zttuX2",
-	"ggM6lkTj1tLyZqutwV6XV4L/zIlOclKh2k5AXDTodKdfjmYHj++iH/98P/et4JEQT57iLyTJTHUXJRUp",
-	"CJ2gnD3K3zRC68cS0YYFDIfN1aFUENor9LWa0RlpKJP0gWQklBfPEnMwPLMMQYe4cmZBksS6YtR+wxkl",
-	"OG0q+nOnqt2pZqsQ+VjUAXyFPLdqTfF1+/LSrz5OQ79C8piBwRoD2cpuq5BzjZwwp1FccXR6rbbzKyBj",
-	"yf7TSCqKko3XSUO3VOg9WRyIgHpMI8mTIjBMckacZmv1wOKigKK13YkV9Qtn+MvA3GldxQ5/KQZSVgH8",
-	"ZaAhawvdOa84tQeFvyigp4B4ZcFVSPybLgmYC2hpqJNXpXw2oU+E+aUsu+OlhSEFwk+YAnboQFEqCqha",
-	"XrNN7cdq6ScXuHUbTDqBPozVepBYF6CEThG6jph/v6WTqo7/M51M5fiWqes3m4dqKItoFloti7jBOl10",
-	"qev18/WX6SJaYzPS5gMu6Q80k9dLahEj3ZBV4geJvFiwVqHLpeKGs/QCU13Al9ClDLTyUQe167M+zWkW",
-	"Az+49WAVGKsUZx25jxe0bakA7KeIdaC91GIHE63fx9NpaLllO08YoSHBVoknW+VtOdLm6rQtuYIXgmxV",
-	"ulap7+dGcFl3l6++K7Dw3PvLFIESBM5/4wCcOQEU0CIcelVihoa2b9AQOtKh9leS8kI5Vx8qKZpEwLd2",
-	"nLT3odR0dcuAjPNYDSL2VnZZpyzJMx2h4G2nMEsyswcI3GmHqtFnUvpJ9dSrNkN9541yWd46RUVJNK7o",
-	"1DqMzdS6fmo5Ju2wu+HEVdHNBUt1UT5EcGuu+rGbsl2cJKW6srbdny2T2lTNc8SjhUQoyREfnKKd//ZW",
-	"48RDq+gJtdfyxuLW7KGQC82yMahHP+L34dvRweOhlUOP6wV5oaM3tpGw8Lsc5RCiZLPY30ALjSmjYkqi",
-	"TQqJ2toBUmsJScpIFCA6RpgtvPL/asVRwbCG4jGmbBcCzyKSYRrvrXalN3fV3Th1eok2W8IU6rdFGl1y",
-	"03LA9iCXbWaG00cCbTEjayukMUE5S6tt5DeyEFi0+dbQ/rN+5LZ6YEpCmlCJFlJAhPAPmh0jXNSeTt+I",
-	"B1a9ZZiBCm0CMGASU4lF9faAPiJFlQzTGSazHUkfmCZ5PFUF21QgyRaIqG+Kh0jsQnf4KcGR/MfeerEF",
-	"WmlUo2o0L4AcuMVczbGv1C1rOOPXKnEZSRUpKqUsblrTO2jhOaaZfAY0GKJxpiTKYxIN0pzVx+JpMsWs",
-	"+Fv1+/ozJ3lDExF3b+vLcKV64NsJcaUh/Nhfrjq+lUxX4kS+RrBwewchz5nn/v/M52gmL1yJNb0RlZXh",
-	"1JAB1JbCjFyhWK/3ddXhXwJKZXnbC2YuFJYfsLuAbU5ys/NYsvtX2q1b1H9FISWeZLuQJlE93RHPlbG8",
-	"Xu59dZ21mpyhfe86CEBJHWI0mI3TyeRrNJ59zeZ/HsSPjM0nB2+zhI9awZpNAbbrALCSmYNv1wEjcEOV",
-	"gz/D0QZ5HQ1RB06Wca3TACTi6l4Eme070FByuVl4KC2fRqg91NWI90vT7bvvib/T6P8Y2lLFtFTpuSxz",
-	"rNfdwPLkCGX85Lu3Ndi+h8G6Tfv/s3cloFEraGxNYE6uqGOzgRDgUpXVKc+WwpTQa13qWvqoqWd6CcFL",
-	"zCpAPI5KzHlj9CrR0FWWkfJyX5+IL2df7uzbAHh7sCwBwytBQUAlyeiW4CUV129VBx0+Bn0FGnXHcYWo",
-	"Gn3F9W5oyGgHf+v47fPzetCzXzTKTuXJ56QQlqDuB3T9m6OaErWmxGTm3x7GuojQpvGG/9HGtlrto41K",
-	"Fb1qDSKVtb8sEkGTpAReRBS6t/O02joeh6Ek8sct8ShXAwUaBqktp2F0yJCzLKUj07tYaXQZmSWQhg7e",
-	"MpwkAixbszAZqMA0/TedWO/GQdBSxpmByQtTH4tHGsfqdV1Yovtcq1ikq66oXApTxD7kTAV8aq2vVPBF",
-	"F4lXxiIawjBhzPOoSMf+zZYhaKxPUByIliDNg8FoobrZKNwb2LR+uc04nxQlY6QWCT5quFaQ3wmy5MrS",
-	"B+Z8aqEY8ByFPOZ5emKzinUI1VhSoBEOH6HDWZLSGU4XpRZnT5THEIeEdbUeMiMphmh6hQkpF0Txfvmt",
-	"V4+tI8uyajYzzOiYiOyNQEP4EgICi69VQVUqkLoaJ8r0DBBXMY0QEo8z/MAsNgJ5a1s8DJDCowBdnt7o",
-	"4EgRoAIBd4D2qQiWprzZCqovIzXqEp66q1lZyvhSg8FtdF8k9B51Oiic4hSHGUnFzloJBo21hC5UpI4p",
-	"51SGGoa43BMNYIC1hItkX0q3QW1BCBrCFRo2JPnbJgzVY1+4tEePl3GYAbULS5d+wdjWRinkBad5bH0L",
-	"xqepz2wd656659U1/ZSzSK5C/qrSgKGNsKBsEhN09+sn1Z9YDSPl5vzr15gM1QIk8wz5hFHREJK5XsFn",
-	"T0jLxoVNVMIirPWRAJVX7BiAmDOn9Eq9SqalYzUeleZE21aNodJSKXNITtsvZG6caUYpjJkIVn1SdkLb",
-	"Rak+xQ1pLCWa6rX12bloFthqMwqX+FivUvEGGsGj8lrLdYdWBjlUSbqPras534iCwqjYXoz0Z6jdsTGk",
-	"O37fv+IT9eZiqqdInE+K6ClDQU+ggiD9YoqfAcdE7eFD3um8DeU38C9yrB5IEKkH6hp76tsUBff/6q1X",
-	"Y3hXTeUcqVs1PAbnD1xzynSwuaHjQ3v8w2OUM3ly7mvm4Gz/b5dN6fHlyVmu+bneEf3Lrvxg9wlDsC2Y",
-	"bRRtVoFhP9lR3KfnxYjLSvLY14pDlUeqV2aWH9h4fBqSN8K8u7PahA4IUJCChqrdQNQCIw4Uyy0VD1On",
-	"5GHMNXQuszlnQeWLGCxpLaOZnypIdCZFzib7tbqpfDwGNl8vx1QK+dpU4rN4MajKUpAaR0RW+uEt/LCu",
-	"7OeJ8FrC2u+mPC3xdS8V9iy4qQpUQTenxFZWsFkC9te1uGIVFt/qnbKkVGJwXJ/WfzCzW317Vlybyq59",
-	"0F+J28stTZo7Oui8jiZbpGN4sL6QyBi35dVKORyoPVTzDvTPgzyNh8q+uQMNqBga6kp/IGYryydEZ4xJ",
-	"Fk7B5jYEhGqQ7NTHniutr7EGvJS5VUTIaFFiymubvTx0xMOOi1UvM5lLiT9CIU8c95ECHxjQ1Rjle+QH",
-	"8Pa+ZYlepFHC0gs1c4Y8jyOk5aTCPsPAgJgiHekC+4Heh7C9dukIBV4INOVz+YlXSq/1FrOYV5xyCb5m",
-	"Dy+wk3j0Ik8gTa77MsyVJ9fcpIIxNTR6cA0PNb24LvPVZS5lqqh9miQCtccpxKhHplBmg9hWMnLUdLzT",
-	"G1UlUr/RFD86aYz6vLQC5ZjGTduoW1LqlDUmWSYvBgTE2DcbxtNGmBpfk8/RGHCy4dOGaqCVuqzej72l",
-	"PIPaSdvllWHvgYI+3xKAm7F0tS/BZ0Fbh8ZrybDJf2AESFBYKsqWS1SlfLghMV3pMTBLe+kVXxG5AO9s",
-	"Bq51N+jd0Ev2k3K/+faGpIIzHOvgLCdCR7xRUY8DysZ8qAvcYmbN6uXtjSj36p3gI7KJqB6xbemvurx6",
-	"zdhxeoMOf0QZnlR6rkEZ9qFXPJMM7itnntHOe1c99BUClUqDneVyh/s/kTTWjdy2KV6yWZsjB1wucCwo",
-	"nH0EAPOVGZT65LerWzKWkkSiRjhBfEYzyHeiJI4EGhFIZQXZq6LnADa0LqWWMcMZDSmGe+IiQ6sX4dIe",
-	"j1tOZ5dKYX33+Fr6XC44i7inS5/GxIYOa3WTYydYhbWVIuL0iTArA65sQl3C8KokPKPxYoOhtr8Ozthv",
-	"j0o2kr/8n//zj97uP/Hu18/fDoJ3z+1d/Se0cOkG7553/EaTl14o1A6nBGwleIIlhwDSIz8DM/gIi1p5",
-	"iB+8XSObUH5T91tS0MilJFq/Vu/twBvcWRsQ6VmS9bVM4Ct2lZJc1bY0oZJja7RsjG4+PFhaObjj79Z4",
-	"ReYCRRRyiKS+DM0KEhruFY0aqRgoK7shbTP8ZSAyIoXP7pG1QnzAEsnVULp8n9qeE2ad8Qgv3gjE5Kwq",
-	"OurbN5jv+RlRhr59iwEFnp/RKI9jkiEosQsC15JywXZvTzilEm6idfxHkccG3iTjPlPNEmDO1nNQe6l1",
-	"1DLvqKW0nj9vEG2tUyzrJ3W4Xp3Kf3VHyg+u98ZJv4KOBv6wJd+2TX6Dsadv1W3SwbO68VL9UmhE4AGb",
-	"0igiTFmWExo+QgdUG+aK0pwJlAuo7DklMyQyqQCkOWuu+6rRum7HJgka5dFE5eVmWDwKJDKc2rRgmqF2",
-	"uWwn4MAb6/zSZaI6bpmo7jpRzptVYq1jXu1i1gh8IyGyxwrVoLMpGn779kgWz89DVY5vWtOlNm5CsT4e",
-	"O3e7jsVhjMGaU1nVespGiRz/qqdZqXxUY8K9hjsLW3f9Lqq5aL9ZpbrystfQ/8p3VFSZyss6QDSbMiAZ",
-	"weu8Wv9QVnfOsPO/FlverhbXT7ohGBykJDzQsFeiJbCF6iEsdRssY83/MSy4zF5fg5Ouy5zqcnNDjUKX",
-	"g5RKKS7pT2S5lvD4C/6XZRDLqwsWmsPDw93WXONEx+p6+Qaa5QIsxpEh35ShocWxoefMV1ZB3JxNoLaG",
-	"0SNZqLN4IdOY4S/naoSjzgqqpVmGBeU6VGmppapOXV6Fqm9KrBuI86vRZgvuTe0cLvYVOKkaOK6EXZm8",
-	"1Zyd8nFTRQzTOgM/6rtvsBTNMIuwMcdWsX0NPw0QWE8upt2mx+pQb6/jxlIoq8Dgc2EeGHjDKaoFm4i/",
-	"0sFNPopp2FRdUf0qZXIp9qExgXrv0MCi0W2CE9ocojfch5d2cUL3/wo+wxnPWdZE0nEc87kOMUhtGpLn",
-	"vSQZqGiVcjmmffEUen3LbuTyAPIEBk6Am6dwXdkPus672tq+4t1cTH3QouEUyd/QNB8p/47O5iRP1W6J",
-	"ZDYiUQSOthlJwzwl3jDKOU8fSTrQRzmYcV1k2hRpBE8HRHVQwrI1w19+g0Fv1ZiXPCJ3ZpjaL6d63Fpb",
-	"8+LovOcdOGjl34WGYiPgG09vOR6sui2b2rXWK25Xuo9+r+pL6HQO3STvdP+/7YToX3XfRa7qfyKcqbg8",
-	"aJVZEZn9vTDF466OfdntHrx1OmLSWUJSilUTukoyx1atJvVaR4tCijEdOh7J4gQRHE61BgAhf0LFNgdo",
-	"KEn7UOoHw4fWQ2uIIhKTTIUFPrCiuyR6JCQRCJtGVoKEKckC1W2S8Uzlt6k8Ut3txtt5shquZXbrO0Xj",
-	"79zu+HpSt0A4hNTTlV3qlzan37pM8fIu9FfQPmfK5wxpqfj+3Daos1VmdSHLNwIql8cowWm2lv1+nRrJ",
-	"e76m8y+okNwzpRnfOYHXvnLJDuN/9yrFkwvneFNP3LTS1hRMSfIqcKcoFCsujrpJRSMVN00WZ2TC0wVU",
-	"QlQu85pJ+yPEgMgrMycjlXcuR1eN3uT9QligS5w+RnwOimUFKW8JjtD97UXL5lpMYj4iRbwdJFarljWl",
-	"2mrffAtBWI+lyf5gtKhW+dfDQuxKEbkobDJ/6RO4cs+fLc9RgbfKtp2SkM9mhEViYIIgIK3DUjb5V6kV",
-	"cK2dbD3J10K8ZthRnmL1c9GPaEIYSXFcqoWsn8Hm7KnJtebMJG3DvFEu1XddRkvymKAlFiIjM6/EsbZl",
-	"2+2UBQWAvBbL5TRDFTCD2r8jEtvtWmohh3sjJFVJMxC6Kw23HKxaM9T/PORMkvlj20X5jQgQiQVxkw6K",
-	"fBT9mwn5r/T70ii8ZhQkNKDZHSuzlar4PIQwaxtj/fmvfxnunJhVqNjtFLhdUWYJC6SjudVru8uCusvr",
-	"de5YbcnL6sxZHb94KZBE3qEpiKeRkiPW0vTL9M3WsfNF95WupK+tooojYxMNNqfwlLyIRXDRSrXPc9P9",
-	"4U5yLdasVUTuVXpyl6vq2UOYk9Guc2FXJxs4IlTDsZhXXvVQtLjpTWRf0m5bZye4uVvQSGFMSRoYzFXR",
-	"6ApH99Sj/iIhV02Iu7pB97IW2saJ4JKiqk/BUmQbTu/inQ83gnJ9w7VkPwXZ1W6F1BMb9z06cveBwgCW",
-	"qICyYQG44ZZ4890bcjfRDq/1zp4Rwup+ao3CB9LX5Xw+0aTe7lZ1728iIar4E8+m4PV4ImlKI9Bm/IaX",
-	"ZUyWmtQ26KgRUfnGjDLgvqA9VVirEZyaMsUaJKkagcZxLNAcU9U603yDchYTIcyeIn/ml9+yW764HjCv",
-	"WONqnDKkz1/TQAvUHnyq1yeGEt9ZCo3bKsIAwSJPyUzikhbHjGdH6dVBC4Si1nHrXv9tC43+UQxqde/P",
-	"nlxkc3Yk1tv0Gl+bW94CXqC2HCYCuUP+S4WV75wgPIKLMC8i7BVgTOmyPXSlerUQ3TbVaDzDvZWC5s8k",
-	"ToyzAwIoFP4VVmB/8Ref3fausBzsVcqKK8uGN+5s5OsTWxZXy6Pp7th+0apBrtIF/E1mNpjMh+q0bE9S",
-	"R5xRyZfQuGB5vmKDpGP595JkT0ODGCGR1PY0CqguhmyhzEU7aETGUraimcrTxtFCEkR1F/20yV+XRhn4",
-	"oeuBgx8GIDglSPfCkAiYoRTqJkuaWGozfmKh9sAycAdwBnXRhhr0Q/kGgGcQU5HpWqTa3WcepQS6NCIA",
-	"k1CZfPp8H9gQq7PS3H8YIPtEF7FRcb/DSgtHa4eVyOxq/UFLCeLG5xiYFmaBhVpgbm7QchZffKP+/LyO",
-	"E0G/YzC7SkTt637aKP8FyROnU5xtZ79SgygdS5XVQyOchdMK2UwJFqZgE9IALipaw75Nh5IaOTPfelLv",
-	"5szanzye2oPOpo3g9FTN0Opj8fgiQOnm2xpUOn48jpvA9QGqpKksJkS+ZCRlWBe+2xZSVrL5fpACAy4g",
-	"FkhyWr55WZBIERhij3s3Jk8ktlqSKfItgbrM8O273q3jPw7fBoeHn1/L1K26DqsCcv7VjhbK6A1sQCXa",
-	"l1iiqYiGgcMh1dBHPJbM3SB62Z5Pu4qhP5KFtoPTTBhLOFDeV7B1w9F+Snme3KRE6sksJFt6LqD0JJlD",
-	"Yrse6KSw/oPkodau5kfzKY+JwHE1EMj53nU9K0fVEyXz1nFrkkLYWSWCvn7YlbHWP++PKSG7Y57O9GoD",
-	"ZMp7/HB09PYH1fkDCZDpKhUlGg7CXcqSs7gX27oeVEpS0asLmgxQEkdKYMlFzX9Usf1+SnFI0M88SXQ1",
-	"GeWZmMjHFd+EcuY9kZSOaVGqh4oBTK/+fgW/xMaNQL+n/6G652WFckwzyFAlSGIoJgDfNRRhtJCryZ6l",
-	"3mvjGE+UZjiE94co5TFpqOzS7DC5ktdU/6pSXiQ3kURG66yv4Tip2HHsFmuQ9N8GQTLT+XJ7ejRTZWti",
-	"yh7fCFXsHSWYprZcDXMgUbkdjMwHjg/OFFWJOZvAJ8k0xVBfSUl/PG0dtw5Hfx7E89mP0de3oJTLCVvH",
-	"rd+/vPvn46+j7uOfb+879B/Zz+zwyy+Hf07+beYpF1We9/v4utxFN4SlTHE8NhnYNfitDKqpm0sVKOpa",
-	"X5iSbKPJugfvNpNt7FbNKoIyjBvwj8dPRDec2Ab9LnUfMXCSpGq4CobRSBsJPM3Fiofvv37t4FEYeZoV",
-	"UV8N1ftEztjtdGwrM3GColz15tLaGmZiDrZEzsJymv9mp1rE+7ne4KaYcbEGqJdUaJRvRaZViSqVpOAK",
-	"rI5G4oWNUH6lgsqRTI8VyqBeEYQgb2SgX9YRRYJUCK/V6hw6w+IMRUpLIF+oyAI0xU9E94aDln2q9GOG",
-	"nvRytR5Q9H9Yt0CSt7Jisb4XWH55TLZpsS15Wbm99mY7UN+/YN0q8GmpWdFE61nzYrU96gwvnPSONS15",
-	"kleNchpDKW39VolYKM/3CmsclNhyTXwRJyLQejkpVBVTCn49w5xSfdxmz9DPVaolbdNeEB0EFjKldyvW",
-	"6sYgsrXLVf02JanyAReNqZXxK+QzIiDeXDmNq/AMTPvCyk7Uc6c3baDKyqlRtc4yWtRO2vXxFyZtSI+U",
-	"P9jhwCzE07WrXpWxUNW5+mDH9/36Uc3p++mstA7fG3d6bY22P9OFFQx1ABRtl9ObLtWkLGxihcFMb/az",
-	"N2DdG0/c9xxvWw8dID2yPCU1UlA1enuuzjJjm1pF4JyiLcPlrms1yRCbUjzXGLGeD69MolaWlW7W/tcl",
-	"incmpfA296kn5ZRDN6/quAgsb1MGTUmkBgMW6mrE+Y7NFwEPYJhy9sDMyPIzKadAZ9Q0Z9AVVVlvt8gF",
-	"th0FzDsj1SlSzjkgXxKpt6m9ddCP6K/or6i7e6QTgn/0JARD7rtalTvX237nB8jNPfinqQBgW9Z033W7",
-	"TkbNwHgMTSiT1scveQoJtTaniZEvvqkOzVSwLQVZGxWl39a9ljS4Bzq7uV5wQOWtL884fuvJOP6mc6GO",
-	"W71zJPCYZAuPOea/VO6wix81GVuQFM2n3PRqUm2FcnaCcJ5xKAcBveexisZTb+nMKKdqPxXWLLPWHisY",
-	"Wl3V0a6y98gXUfGizr1SxkXOyK6Y8kyutsKcy/i+ukarr4lviRhUMqF/fLVMaEhuBjkY/EsW0lEBfhzH",
-	"C9Qu7xfpIEgzDB5nJEUUivyTqMGKUrrfjWXL5OiqMb6mYxhOe/saZGWKUWOQWDzaqcAsmZKQsCzetq+Z",
-	"jxityvMDi65agsLsSo6foTalyL3vm/hXLWBYIHeNmNa9sS51bWppRgVi0OZNSiROdWODUlImSQjLdrY/",
-	"eUPA69gPPNSw1GLyoUPWh6rInJp/dSRdw277Uo4Hq3Hp+rh0BGiMoSFbtnBzudGqqgqQXOZuWsGhtN+t",
-	"2qgtLfACCg2Ua6EMzSFxCJSICoGlAhEpRJq2fQXaVdnqv7hUgN9e9W1FOLFJ7NCXvLjHNnVP2IIZNJvy",
-	"PJPkzohyq10hDdUDXHyw16BcO6DKAi0Kl2pGeYhZudSAS9PLF79CeEtSwGYlCly5eXUkYaVwx2uWJyi1",
-	"vmuoUSB/Wdu8VdIIVmog5dlfRw/5PvUJSmewh86+4DCLFzZGpURlQQHWJAh6Pz4wUnm/gqv6myb9ZaX6",
-	"UdU7mpSEDWT8jeX37SXQGWV5RtCU5ymK8GKXj3dnnGVTpP5XP5oT8rhTj2Xw9B8ucnYfHsRfHx7u/tZ+",
-	"eBB/k//Y+Xb4LB96C3ptVyUBhFnRKGeuqJjwApHqXyMlvbAawloCy1oFDV5ZYDlRVRZiSoxLeZxDirVq",
-	"kzC0yDD8TkJMr2rnsN04LWlvbjDd3Vx+MbGs9/3TWiBrRZ5RMcam54xqwSA1qpSMpajlq0pXT5Tv7L4f",
-	"/G1/9/Pf/rK1JFJP+3+5bKJCcVAbWs6o2k0u8S5a7UAeqWfX7hKdQhYNLAsu2WqWtbQBW4n1vCrH34yb",
-	"L+Per8S8+ymdTEi6XB6CdHyMZpjlOEaZ+sTQxpenWWDxuAouUsWu50TIhy8AA2QT/UyzpjYLpVLPqWpK",
-	"V1hMoThyzYcsuY7h6CLkKWkdd/beHwQtkY9MP/U+j/DiGHUP0P/zf58GKKaTaYZSrFQS/Y7upCBJZVVd",
-	"GesmDjoa9rhluivs65k9nmmff9MkGJnbO6VZtUwPNENZJH7/lN5e3TcckyfMQhKgKZ3AHgQaSVCmJ3IO",
-	"dceLcsy0THkjno9iR5fSAb7PLgQ9cQucRThdIMnj3KbyqzmGf8RLTBlq6Njd5Jq5I6HqlEoWKJxyQZhp",
-	"zWGwpRQejXR70QANIx4Od06Qqkch0CTleVKApq6lpvEyV5waBjH8RCeqiRdW7Y1SEmNVu5CjIU4S1eNA",
-	"tyEaCR5LofD+9mJ1kwjtqqFul3J7PCZIW+FH881rpjmVKusSadaNJphCdYVa/nOMpeQhQK6TrwRotHk/",
-	"0YJgrNKzYBUvoUwssqHjl0QIPCHbVkAY8zjm8908QTM10J7kv18yOHi4jTHFomTBMWtEbTDujHg2VXcW",
-	"3LH66zllFdeeuzBTnexIx/Aft674HGUpZkIVOIMYt48pYeHUE2tdH6ieFiwXJH+TA01SLJcWxniWqMZo",
-	"3b29bqeD2ibnQUkUtrSCa/1024DEdFa6dI5wB30DGuVq+PUEjciC62A2Isn6NIBsLUG/EqXgwjpUOgrA",
-	"NEp5IpcsaGwtxmsho0QNNTc4nH2hLSSieOCNSjqPhM0DgY7UOI0lJxjeXN/1kVO4CMYYohwadJaNEqtC",
-	"zKoZyQ16SQ/QT6n0X5T7etXIgFA1hFDYXZTcXhGT5r10fSKyS0zjbbMQQpoA7bXysMjstStflYx7yow8",
-	"1zNQfTGoKpo1Uy3cQkKfrIm/PN2mUbW1lNMG4gRWBJd6e5rwhiIdD0zE5ftRd9wJfxh3xj+Sw7Azxgdh",
-	"d/TjuBO9HR+SI/yDZBmCpL7u8z/sdru7Bwf9zpFTN3qz0i3VUGGna323GiYdtHT2yECPp1y1iepTC2UA",
-	"zCPTw3ugB9LxUn+01HCf617b+l6e1+1Q7IKzLncwlWj4P3ZP724/7vbla0PEmc6HkXc6QDf38n96/dOf",
-	"wfSlesf7xQt9FMuoz73wtTEWqqxWsdaXsMAMAvd+ISTZ7jZekbkOVtG3ESKqxzGutkiTzxuC5NVPVYDL",
-	"V3USCLARoZM1JbhN/8+YZFDgRYUKaucmWK9IJgVvzlBCUsqjNVJ4YRVeIAnSy7MlgpQSCiG8mquuQEVw",
-	"IsTG2X7+68pX+AnT2FQ8rIYqiyma8/RRuK1mA5TwOIaGLLqNR904N81HK2UvQX7OR/rlgVcC7hkR1m5K",
-	"CrNWu8lHx2ioy8aB5AuRZSYcz5SWk+89sOE3LR4/7+/NSRzvgoViX389RG3dOcrEDSQpD4kQAeJ5JmhE",
-	"0HBfcs+nLmQ2Xlk/GdS5owLlzMKxYntuTbMsEcf7++Ip3HPomPzbt5a1dBye0FCs6Ouvktjki6XroW71",
-	"fncfLKCaUO9390vl5CRybhklWuCTQoPifO26X0BE1P3gKf26pF5pr0CYVAW6r3sZ1OUWy4MRVOi8yHgi",
-	"4HZQNlnff/gvuhl+LdfPbn6+Ozj6Af3jt74y5kH6i0bGPTv+UMridNYwbgM6wnMHZiDVixcEUZsEgwbE",
-	"CtwDfBGW/ayOqdLL1dCU4XHRTM9ctWk+Qm3GyxRp58T+rb9xVJNL9YM5rg1rYt4JcpfhLBdLtG5JnMIp",
-	"ZozESMDL/3W4ghxuILW19EkqjWAQ8vVv43EMVY+A90qumAti/eaSPJeo39HK7mp1+uVfyQvQK8PpSxPJ",
-	"YQyE5elm31H/l8xkhMNHRYUsK5ty/iiqzKxSOr5T0le9aTifrS3BqSEv5a8sU20dU5LwNNvKnNALQwL1",
-	"EqQ8IBazGclS7a2wBhThMTCcqFAYbFJqSYJCnKj2+ioyxm4SQKvKf/gNDGXo1fgJGUk4IpVZjdrWYAdQ",
-	"DlCiEsV0riNUc4gXJ2pZ8rZACegQC7JLmSBM0Iw+kZ1ACQBOMR2JIpCcoLsklpy/h+/Kjqefp5//6Gfq",
-	"/2+Sz3/cic/H+/stb3+r/2rWkxUl9kOcfGeD0/+37DdOrf6tzDd97UWqynaAz5Vg+D0EIZs4NBU/xRzK",
-	"sEsafPxNSrrPz8MTJa2rKtSIswcGzQn3v8n/PY+elUQ8RCFOU60GpESlKmh6QFPoK7YkOv7HoKUmN1YF",
-	"T6j80W6n2+8eOOYPxYKfTS9x/emYMipMR1/1yATgVwitCrGSFM55N8Ep9Ac1Qa76qbKGyFUD39GllGzx",
-	"TqxKe35r4XQCuUeAWmXybwg/Tyf7ikTX/cimQGlRJ7UojGr6f3W7S+ueOuW3jL8F1ge7AeI6eD8+wKb3",
-	"h2u9eVugt8Nblqxfsm4JPsgobx13oMNvlguJx2dXH86vPg16Nze317/2LiDlhiRiIOkBILMnmN8948N/",
-	"gpalG3tTluSZsqbI03v39jBo8TxzHx50D7TVRpmiNgj07xuipK2JORNVf1xzbLjB3JqzhTIc60t1ogNU",
-	"xyr1W2KXyvCC8GxVos1SRiQwXa/3+vdoTqYF222qUoB/XA5QcfAVQUdQj5REw4LP6jijFDPE88wXp2nv",
-	"92rX+Bm8+FwhAs0qqVwvnIBeFzq9vry5OOuffQjQx975hfzvae/q9Ozi4uyDZL29n65v+2cfbKdvGhOk",
-	"onW2D9ZpDKWn0ZoYuGYbnHbIWUZZTlCKqYBSgOACLe4l+huqyoj/L3vvutw2kq0LvkoG50yYrICoi2VX",
-	"FRkdZ1S27NYuW9KW5K7dp1FDpIiUiC0wk40EJfM4/HceYB5xnmQi11qZSIAASd0s2cX+0WWRIJDIy7p+",
-	"61tRQ5/qivBsnGPLQlSUoMCP4IyVG6Zjdw66/h5I9YoAbwRywFF3wDajt8wQODC7T8834Ch6BGqc5WpC",
-	"/DpzVRSrY7s9TbJsNx/TpXNyuqFOyV2EZBx+UcMKm6jJsDHzlcgkT3jqoeZqmB09RTCPhYCW50wrdsEz",
-	"1i42A5cx4Wka9plVKMunC/16/E2haOoOhGZtpEOG0psOmEU4tPoxPDgc3qm1Ze/0CS701VrN2osMgyRT",
-	"W/9lN3WSoyD2NrSnevCgYBzGaahQTkRGl+4dH4DZGJTv7leXXYlZp8uOjJtn/oQ7MS2QZhTsvaU7bwkM",
-	"v7Tzi3lwG8PD5JMitvqi3NTP2xNzMqK8e6uyzS5XcXYdFXoT9L6sgP5sMNP3rVqbP3DGTphmhB5FTYRC",
-	"C4tNgPTlJqE+vXM45EoTklisrDvfmIvB59J2i1aintMxlxvG7gR+C/F5knLJbUO4InxfUI470I+j99jd",
-	"+ZWdKcU+cjljFMjRS7E2Q2z8Yke2cFLfqLg2CzSjCjiyw7rsLONSQ6ra3F77kgnVFJ9MUiO5JpZDCYVq",
-	"KCPaHxe5yAYIJNfRJpg6GUq7qNNjJ3tn+4MPBx8PzgJ2un/yj/2TwdE/9k8+HO29NbYFfbR/cnJ0EoTy",
-	"/d7Z/h97/6S/2YcPHwdnBx/3jz6dBezo5Pjve4fmR38cnfy+fzJ4e3D65ujwcP/N2f7bLjsW2ZhLKHDe",
-	"+3T2d3fL3/beDk72//PT/ulZwM6Ojj7Ymx8eDcz93xwdvjt4/+lk7+zg6DBgnw5/Pzz647BMQ1m8RCto",
-	"zb1F8RncuRW0Sq/RClrFgFpBy3upVtDyhtcKWsX4WkHLvnAraNW8cSto1b1BK2jRK9RGf2GDGEe2HuoI",
-	"Pi6eObNLoM/IJUq/CHziiGHF+AVEDPFynWeCj4vKDNj5YnwuMKxIDACIZYYUmdCwTBEKMOTXw38HLKLt",
-	"jZ/SH4Fl1uZpGrlMXT6CzuqW3JEc9IBF1kEdAEem94Mbxex3xdWxSHOOF8E/a3p8Lag8vOEaWgLlmCxa",
-	"tf9xij7GUpFkBvkWri7LpIU/NEcahkpQGPPb8pys/Oz/pJ/9Br8Cgqp/T4WsowA5VhrsZgvq9zcQgGW3",
-	"KQgJ2+WF3T1REkdLEff3sYrgPQrTyG2k1afxTKn0jfmFh/hc6aln5uJ58geaQUd0sUhDFhugviEGwxgA",
-	"2vI8y5JriOGCWwbWHc23Ns4PT4Ueijgwfri4AZGOaYnO/KZH6tFawp0T+5UxsxN5lcjLjovXrRjl28NQ",
-	"W8Ov5ro1fsZQix3Swukq79maSKCTAXAWgqL5DypoTbQWpK1r5AF9M1gmGPxb3M2XoxE1BGzwywDcNrOY",
-	"9sXIaZvKPElLg1gpJG4m0s4hLtMqrNiLIjGlOdFXCyZkbgK8YGPdFLiv7/R2zd05bLiwJjiNthxonCS2",
-	"qXOuzSlwJMOrtNegR1Rs6OJ9i8UPSjtu4d4/dWKxqXgDwUgS22PwxvRuU0wPbHMvrsfaLmLUIT4Bs1NW",
-	"Ct7dPqq1asylasTOeRFNwRdXWXP3IwtPrJWbe6Uh3IyUFgzmwIt8kulcrmTsu3LHSwUJvfo8+eNECnIO",
-	"sBUXHVghknJb776qIa1ja91Y59eWfFjrlFadVbcAC0/KWW3pBnC1cRa5yyJKJmvPXm270Gn1HHV8A7aN",
-	"7L5QV6F1onMuc1TJRg4i+VjHN2275ggqLeKIbfofx2KYxHOfis9iOM3Nx23uWcHm3sSPCJoeWnggRWEG",
-	"5Ojm02wqO56h3AWhDPcvPiKRA7cva8xOYTVTGImMkDq7o9R0za2sNWU9eevevvQhvXvpM/vmnrjENyh9",
-	"QONvWXN7NZq30v44tcMtffrRjb30sbUSj4vXqP3+rXuj2q/3i5crfe80Mr1o/ZfFS5e+RwvyT9r/i3kP",
-	"sOTtUrim8atifxAYuCplGhbyLcNtwS3vDpnxg8j1Z/08VcMrDYVRCCng+qpXHCfN+A1PkFLSNt9p4y5m",
-	"1QRfBwkHymdF+Hcg89LeYO+PvYMzc4eDw+NPZ50uA3xoYuHaSGxsriVs6OIw1wJL6ZN0oae50RFjCHUU",
-	"qg7pLlaV8xUbTSvd1OmomCpmDj6SFJQGODfptxoi7YV5h25Bsy0asW+aLdlq7vY1FkAhqOc2Vo0R5ufS",
-	"V89H7tmfsVIQEqRSbXpxNfrSohlYbKyQtvGYXIdh7zedWjewtvRUUquNYlYydWPM6rZUOSKqcsVQB6ya",
-	"xqknV4DOoFBdz/1psZH62zd6XNQpzFb9VFtkNLcFmwcq1Bne5XjyC229kD6+mYX0Y8WoESQRqf9qQ0CH",
-	"gVjmqljOn/LgHDdQMRvVnjjF1m06LM4Jq9VATk4hWifi+moAqQ/7RVR0wKkcmjRVN+8yIc7qAw/sIhNi",
-	"Ixefc+vCJJpxC/s7FxqaxOGGd65lDShV8LjOQTqFbqvQKKjvJL5bnkL8zua23Tvc23V83tM0Tya15cnQ",
-	"o3PEJfLbYIe9MZ+xc8GQYL2pt0FjW60jvAm8AdRUDkfKeCoQw2vvmE92O326O8CmMjERKCPG7Fpk5zxH",
-	"wLdXO3D89l0raDkgzy3KBAq52+CMGp3prL7ShP4BzGAoMlis2ExN2Q2X+f9cuu3dI906FxPmLUdQ2WzL",
-	"tvqec6pv2TCBNmquYJlLZ6PpGJhdPqiPvb2rHIC+g6lmlV064po6ddl3jOoYY+rqFRqOhx+0eaFZhNet",
-	"ghYsNlyN9YBV9srfuoHbi6xNJ4LI0QCO6+YH4LiXybWQncUVBgWr/u6yqm+7Z7wxL9sbjdFKix+pE4Eg",
-	"7dvbcCaLWFhNNHdpdK607I8Yp7O60e3a5xG0qxHVMMI6OQ3P+fl8e/hAgb6mnbHYRbMInFU9s6cgVvFC",
-	"TXWdjnNRpBpZm0tqiVSHv0CSx4TQ9WaJMjFUWdzphvI/P+1/2n/bY9aeRsDHjcquRNZlJ58ODw8O3/fc",
-	"R2yk0hiMvjlnwnf8QgkGemGdV3yjnren6UrcQd6Fp59+G+y93z88O3WjCyVkO0toFPMThNX1oDxsQsz2",
-	"tj5TZexcDI1/WhQXEKIt0UhsGso2JGi780jDTnchqK/HcpGNE8nTbiiPwQnu2eEEczMUVGahz/49TYQe",
-	"QkKXXOhJOtWhrJmEclIdl60VtGiFWkEdZLb8OP+D4r7mUxxwK2i5d20FLXxZ86F9W7NNi5PshlCbJ/cD",
-	"NpZX75Z62zmxSlKSpqYj4UP7fIpRgAwTW23yAUDJd7CvFPATCy61ZaUB39AMUTc4iMUUVHKBU+n8jqCo",
-	"zbBCk9aahgDBWbjnn3f2gcyXL3QBqgFnEUotcsDpkUeJfmRnBbti9XaOJFlsGNUt4FyLx8VaocadcvPb",
-	"JEXtXlxFmpa6XdIC0MlqOGPwTzyL+/9h0SX7/7X/5lPpHDUBSj7VI6WAfoDlKucptqqmuBbOJehi6yjX",
-	"6rIy4r2pTAS+ZrpKUI8A+RXCBRUM/Zxlid0lAUaOjyKmjTKj8M72zh2Qfv4LVkdSuxOILu9gPFFZ/i4B",
-	"YaLvIJeueZrEPFfZC80u6Da4e1xpFT1qflkgKVMzU5Ck29BmjZN8Vty2bfQQ3RflTQLDXz1yhz1OaUD0",
-	"1nVW4A0H0tWasf2B38yP7oHHUO25h1PljWz5qp7gAjho5C1X1uImhbwWqZqI+lWlJeixCIYYMa7xcIIP",
-	"GIAKD7y++u5nuRbpBbiFon65ITWU8yTVUVEWXrvd2hhqsUOwNh7SaYBDmuQaUImIkcasS6eufRM8b6mB",
-	"W394/Dz0wrm+Pah0NUCpMeZHZVCpkWZCDgUwldnKGMwUA0qze3+saN1ObdidyIR0NM2HaryAPYEuICXU",
-	"THhkXZRSzZoGSCJl1GsZkVbkxxHNkOJYpAkoIJxJDANoyPEmGqvRbZ9giy5eCcaga+GUPlHxmCcpVf0X",
-	"kUaESboZqun5rhpYwS27VC2107Kmi4DvzpXLrt/DuzOK6o2SF0k2fvheoHO9pR+0m+dfuc9m/Vqq1HbL",
-	"+sBndZE7I6dS8xVrX6bqnEM77dxnjgG0A1zSKUzRF9p1uKsu6VDBKPBuEC3zeoBPkgH0vWvZPtytoDWV",
-	"QOrYGos8S4ZF4Cfl2nxM7Kfdd8SLal6qsWfSztn2697Wq972zv+q2R44tPkzbTQUTgK21Ne+ke1eBPiv",
-	"/qwVFXfpck7cytTzDiLtiaZhIKlylx2Xu5Nf408IFQpNBplRL4xrv7V5n02l+coxLhMtQV0H8/Jk1wLM",
-	"5vJdDSty+3YbN1mSU09N++pl+BZWkCZ2lu4K36oN4MEbB7QpvEVc2mxi7lQtoZu2nSDh/e7PN+1ttoWG",
-	"0dzZf4R+dQWaeg9YOsa1SnOPmuMik5rj88iVESbuDr7arNC0JTJehfEBGeXMxR69Qh2VZDGYJF5udbk7",
-	"BTiSxRPxcZFFCBAqUgmQ4holZmfPvkF1AncLVMePYtcE3hUiPhbvuVokv24frAAvXh4cegfBGQDIRTB9",
-	"QZEQR6wlMXcnOVA1JELfydyrjkQ3gA0QPuSgeI4iroIFJHhLuaBt9eToApi+Qwy8MMOwkH0CPNmOBzhR",
-	"/60SKeIqIHa1ZlWqLi/tLYMmYgwvMgUD0raZLmlPIo1000OQvwY9umoVynDE8xfanh7WlkpuxMbq4jqR",
-	"l50u2/O3jN0YRNOFDynSRaWFI9pVu7xur7XhNfH9UKleiUleOMOwLzoB08rsRD3imVXUyHDeZ5FO5FAM",
-	"7PMjdpGkucg0ETClyZVYEQuznCE3sFacN2qAyDSVc6yE7aUnNMB7iwIY2DzBfH1H3SmrxaFAKs0XWHaA",
-	"i0XvaggtWncgjnE1Ii6kD/kq9HlrhDLBbgf3Duc7AC8SSojhNC+aR1KFB12yqLtcMQvfClS2UsoZ71Oc",
-	"omoPgMVVdACkXVpxQtfdHdFvH1TXcjTi01xFrD3JxIZbh4ABQ1AvnG5tvRwmMfxXANFadCVm9PmVmDH3",
-	"XYlQYyq9MS8voyDE8MKJyLh8WIKOg3Km5ZHBeQ+Cw3tw1B2uEmn65jYNTRmmE0gkmYHiFavpWxDRdTcD",
-	"0W2EBJaUiM85wlpKOawVI1pN6vX0VjpxZQah1StXKomwVfGKns6pgS66soRCNgZ1IrwkCkoCyC2yW6AK",
-	"3MM/pI266UJkkGe4XyM9n/tNb35J4q+bOd09qoRgyqwqv87FQRazrpjDIcUNUxX2lVuX884lSL2n1k3W",
-	"J3C794ZAV3G3yTq6kYzjDRg0x6tGp+a55dmHGkbJ8mXVGTo0Mk1DIpns0U8Hy1u7LXYyS09cMDsPsZGA",
-	"Jd7fSVGfFe/PUnGRM+gzmhmlhSQwcWUiPW6ml1tBS6rcPJhGGXuE6B+pvdJ1Im7quDvTVN0MkIRzOmkO",
-	"uA8xY+vaHxP2z1I/NcBhF0LgEdPrfWa9NlwiNkwFz4yq6qwCB0BaFir0q7FAS7WLjnqDUuTuGG3dgwfL",
-	"oa4WNzKsY6LM+X340ezv+9Th03paGNnELWyc9VRonopas/LWvRN37tA7kTZpvWWhso0LbE46Jjwzg+tr",
-	"1r529Wt4U2p8NPyCnYsLBcz91ZrW5ZtBz3QuxoMmWqtT+LqZ0errYtFiFLGztO4nZyi8aF6yqDGx3TnJ",
-	"MM7EWF1bR9l+V+06NM3VwEKNKLEopLF04oa2DuVfzJ1EW/Fln9dj0PHBs/V1QG0eSEITpavRfYmSAY49",
-	"kSORUeuqBtvLk0RuxHMAC/hiDAwtNCByA+0DCkeeyGY7qzyymgqm5wfl2WnWNO8zNZ18BMKXe6QB4fcv",
-	"NBgUmUqra4thJmqpMreO9UGoQ7qV1b3QTs0POQFbl3lRuKsRb9Bi7s9lKhget2RC7jYV78AUwaoLo0wL",
-	"uB4aKdi7BCllIcdTtVoqzeuyK5EHoBJFnuTQ4S02hhqIr0xgXzWQ7In0B7c9D7JYoB/fARGP+Jz3Wb1e",
-	"rCkaqJO6D9AWd2Uh9iEdQ+768mkWCqYGcgb8M0G+BggAMxsLXLVWr3U5yTd2u9vUP9qIxik2ktxeYclc",
-	"CrXuXDj85N7xAbsSswaNLEWX/ZEludhQMp0FzJJaI+N0ZTl2t359vXg9ghYk8o5kOnMS+ZxrUc90bsYp",
-	"ZDxRicyZuQyaVbRVxigPBM0ML1TGIvxAxFGnb74UQiIZu5LE1sfa87zoGYvSdDwAw1LEg5HSObFRYeNF",
-	"y87Ni6qKORL0JXl/Wub6Giue2s2SKziMeY9FtGqRp/HcclyJWcAiO2ERrYP5eSjNZXGWmOUh4Y/5D0gs",
-	"WJJwCgUk7hrdZXs4CAwua6NdoIwZRi5iCCFotruzg0lhl5kooL24y7yFLO/WoGaLBy1jjovP+eAmkbG6",
-	"aWHLZDWtRwYXlTevKxkQwAT8eyroa9pSlZvXgDrhe4bfg3qA4VXN4aIb9gKbGCe9iZ6JlqRd7FAmhYip",
-	"YZTRO4nOwaiEjlQltgQ1EZInwH+RjzJoBB+07H1qJyrRA9duurZZ1ZhfEe0tAKKQkZ7Y3CC/3Xf2TLH7",
-	"bKuseVsl0QMCPczXnGuAsp3PCPXrcbOWXltbXDrIUUji51ZxRMX7RM3d3Mtbqw6XBgRZAKgZ8gm4UwUG",
-	"uW7Nl7pBKJ7rVxzimHCOKO7mtwhe7JesqBEP+VhUG/SW7JtbqciKbplzE4zKAgxicVVpznZq/ZCiW689",
-	"2A3TBcFUusacROqTUnrEy9fL1qRZz3/kSXofRe9qTAHEV1IJZoFBMleNMJIILT3OJ3Ceh9nMHUPgErjI",
-	"1HhAqshceD2s9CqEC2zsCSqFTkV2nUAE0ygqunu3/KsJoYDMty+HmcihDU2Wt3qvfvkZcUl0T309rAlm",
-	"NYiyyDwqMpsaBFemppcjr5MROxepuumzKFWXEdWSGjWvLVBD26OQqssSHQzOT6oua6WZP29zsceMS21e",
-	"zWyYaZbksz6LtE6h3SF8/uqXn7GHDUCf/cdKJSGhBCuhdX2KubxCda0WRWaNibv02CwtccPtY8/0taa1",
-	"seEBpAWGik3TV0/8fD2u0nUxgI9nx8x8BUILVq4tFfWJCXAeVQZ2VqdftAOSSm7gaND4MrujKt1evSx3",
-	"iPm/w1Bv9v6vP3/6H7WZGLdxa4dovw5wY21gSxuah6IBY2G1Bqs6Iju7q9ioeIbqh2bmqG02G6SIozzV",
-	"UcB2X7+iv82e7JSk2etXr16+WqZiiqNa+1SAWt5qW+y8erU0sozHnzYLvXXpGFaORbMLfJxOL5M7hoXO",
-	"sLER1oLCfRji7Pos+vI1oj+cTBnynKfq8oVmKQfYOTQKqnABfGnRp61ea7v7slsDCXYXVCf8H/gF9AiD",
-	"R7Ncldv5VIdwW3xws/Y6mUqjGy08b9UJLQGnCxQgzuaAhjvI86KJLX6TSJ3zNB2Uo2ZfFyELVw8D/y5m",
-	"Zg6la8fadhxoCrgNIJbV9g4yXgZCfOwADvNu72JI4gLwop3lT/quoavmMICSANnls8V5pfcZHwr2dzWZ",
-	"uCYE3za75Bomz+FulTl599Jw1YbLi2ok6EEMUnLa+O72d42uB7Vrnu+LXfWqcFNFcH0EIcFO/U2b1RDE",
-	"TOjbOclajnr8suL5ThXH5v4AM73b/vsIVCQ8y6mzFzJFRhdJKiIGn5fa+AHJrVETjt9Ws92trYANR2J4",
-	"ZUGKgo24jFORVdv6mdu2ei2Er5wnkmczhK/M71y8tJ49NBUvNDuf5UA3n7Ox0jnbfs0+Jr/1oaUbi0WO",
-	"FbbAOQNkDObqMgMUPr91i8l+kHmGPBboJoQqf8N5b+MrQyqTeNqp0+Ekvui0gkUNrBevRx8CADD3ia6Z",
-	"fvtEWIaVViHwWmZTQKJ2Yn+nMGm1ebbDwxa9szXb2WUjNc00JY1x6hv6ZtfsAS2yHGLzZ0rdsbP/G5Dy",
-	"GhHpGCWEfIuQeTYj+wQDjppxyUiP4teuu2hDPUxJ6TZVw+irDSqq2NjeeVlTEzO38kvySUb3xgkGa1z6",
-	"yDLm4xu2rU4rLG3QzH1Mh2FVvIRgbZ7NGkTr3WwGWC7qOUQ1LeczlzCEuDWUF1+JWRHANnsZLg5YZGwK",
-	"BN6FrbAVhTIWqcjhooAVhTD0atxaHhoKswIsjJEqp8BoCeZQVyRTu/F0nU+9hzY8YVCWMfasiIismAtF",
-	"IQ7AV9S1MBPUWmQDFD+pVmAurzWsU/g1ijsuPWd7JYDYbbQ9bUtB7ShcFTPMN5K/AJ2ySp1N0GANIFvH",
-	"oMFA2iOLxRE5+qlfElFGBmDgCDaNxcbVmlPLKw+SYU4doptHQ8A887IvNKOfsGTMLwVrv98/Y5vmK8KF",
-	"0dcdH/lfTBXXq5cBLEeK2RGJTEPqw/2ij9TXmsq8jVJNcqZuJKLnvbdRN3JFQKFZ3JqwzYlZc+xEMoKc",
-	"x6x43XLHPtwX5WIM/2xgwnhpeUa5sG2VU1wHaLQ7pHS+vUMxd/DsBMx1j/K3UHP3pj8bpFiVOHiVgmzY",
-	"bSuzAoOsXEargLe8ey0aunu3f43VBl8z2HuM9Q/grPq7mmphVFQiL5trCC0E2BinI+8X4LisyhWmssmI",
-	"S6CPmtRZDcTW5MB1mTFfidceIl513ZnqQb+Wa3+QTaUemM0NnMQ1D307FQU1P3YnLTUvLNBsS6Cllbdb",
-	"NIi7rhnYOhiSPoU4atF69XfMxp8LnonsnRUG+vpqUK4UoD/RCCEPq2oZHZdY0qAG+GOidSIvAzbmqRE1",
-	"Ig7YVF5JdSMDlolrZZbKCNmbTKH1pBkwERO7JFGrhXJ3a7vLToWGsNdQqauE2mxj+t9RGCjJIq/H9E8R",
-	"2kQYPja6FF60WJVRnk8gK66zi7P6ivgT6zPl6hKDA65wSpcGxJTlyT4+Oj0L2PEn838AWDWv+Hb/w/7Z",
-	"PmnDUNrf7h0fdBnWKl8JiU5a0T3bIqen+WgzVZeJjOBeEahN+HQsoi7bY2OcaaayUOJk4v0K3+4ljhvo",
-	"S6I3pyfvBmdHv+8fDg4O/7H34eAtzZQxaAq2SAoJ/deGuX4DJ6gQhZPEbB/YXfAub2Aa6nIHpWkyXlX9",
-	"q7X/nueTI4B1nPKxOE1y8bcP/DPqPHMnvEMxMH09HNDD58dl9n0iL1TdgNKLjZGCigDcsSobjgSYbGag",
-	"GhNbXXZ2o8wCaSyKw/rEWA0BfN8LZSh/gn3w00/eav70E2vTm0be+CKgsEGn3J/PiOFs1+2eULK5DdQJ",
-	"kIWaDAUvc51cC2hSDf3xhvAm/WKEJQ7Dn36Cip6sclhYG88HOC/RSlIg8saDU6zNqKEUDdnicS51lx1A",
-	"CGJsnAs4qWAJJ+TkWQcqOv3HGyTRG+wdHwAPClW2mauQL9E8IMMwNKTNzUURJv4i30/H6ay8IiB0ilOx",
-	"2zXLuA9X6ulwCOYzfRt9CUGkhq0ewzefYGU7vvrXqE+PsBRH9MNQml9C0Yv56ZcQyG+KuzgWHrxPwEJL",
-	"i1Ncg8YXPegrnnrLKSBSLbqhdFhXy6rAMpEKrgXZyTk7nyZpzmbC8Uq/2tr2pcDh0dng4OPxh/2P+4dn",
-	"+yACQvkPIWOwO3MhNRKkeihY3WPR543MWItpMk5y20YP+wpnG8M0gckm2x+uAa8jlAWSNtFMTxFanSvW",
-	"jowMiHpse4vxPBfjSY4Ic4Qiwz/dbzt98/wx/7xxruLZBoR/IrN7NAKOyJ1h5lvAVrRtWmSbfUx+g9DA",
-	"f5weHQbs5Y77YFyJWeqA/cJ+T34zb17imbdlsQJSjlb+d/os5dmlyMxTQTHBbIdyd/slO97754ejvbeD",
-	"s6OjwYe9k/f7XYa7DUY4nmrbJI3xnEXjRA7MFwN4scFEZAOEH0Tei2zt7HagKQMfjsykaYINhbJNUZLM",
-	"TAGAaHw0Bl5lmyL5s+VFAJnX/9Gdu6GSEgvDQploNkyhxtKsRCLTRIqNiyQ162CML+1PF5S5hxLCkPpf",
-	"f3bNcUKkGG5wVOKxMPsRWBXM8quMm0NlfuJJCJgvauHSt4uNr6mn0KEfrmjDkcSDcg5t6JQW9mkds/WG",
-	"HPhMud0S7d3tlx14Gej/t4HPiEKJb3MKgmXj1IhOaF+i7SgsQRjMLdKBEGoE2hGYEygkRWXSZCjIRCbd",
-	"hb07wXNu2X7+aiKkVtNsiC396Ud601wLwJU8LeAXRyWdRWAMI91bQSm3uIW5RcBuTZJWr/Wyu9V9CdiM",
-	"fASmoCchhyOOdbiXoia//FuhHmy5nflllxk/TLvaZO318C6gGWUWXRBDXAJZTCht8T9+38b4FhyuDXMx",
-	"mPYBhr3KRLWdgElxY/bBRZLpPGA8veEzDf1izNQfKuR7JAHKpPicA6NRD1vKUL0y01BQAx/hcdRdqnq3",
-	"kTh8MbuhC980Qo6XLIHYji0e4jmD1KWlrnFn4iBu9VpmumAR38B0Q/djPhY5OKb/qvfpiks2j7GF5vLr",
-	"ROYurdTKnh6xX15vbdtBVmINyEn0amNr+2x7p7e11dva+l9Rh1jZcSKmpWopaC29J9lUTnimBcRuMVfq",
-	"RMvODgNDE5rCYktZz+T891RA0N4adgmWRqIjWw511A1uPr1dDWL8CXWQ4KfC/t7Z2kLWPMgjUIW8tZs2",
-	"/5vKY4vnLyNwKUUiwPZsbmIEMwgFZbtb2003d6Pd/CSNghQyN6MTMf5ud/nvDlX+Tk2RUmZ3Z2f5D/6B",
-	"rIiJkq6/3e7Or8t/d6bURy5nrm/016D1Cqd38e9sxTb+4OXyH5CQ+yT5NU8w/Od7t3B2Cr/2X3+aVdfT",
-	"8ZhnMzp1nph5QWfaeA78Enpt7VnxBJ2pJoRQGvI0PedDbCVlfnIq8pwSGF/+hw2gGu3zf2zaa42S+wqx",
-	"jHqYk3mOC24OsUiZY3MmR3+NnZYC6AZyrjLok4bM28qYXMCbAh2zjT8Jyi/R/v2GKgPIOWfnRssas8dW",
-	"tLWlcoScnS47TS6liHvkioQy+q+N0+vhhvkY4JWRvXOqbkQ2BBtTfGZ//7j3ZuP073s7r14jnW6ExqtR",
-	"gzrn4wnar138NOM3oKLJcQhCeSVmhSdTvvXp3/c2zG3j5JKUPPW2p0RIn9EYz+yzIjBNPsnks0VssjYS",
-	"I9s8zdi1Jnm5ZawmSCbO1DQzBs3wquPu+buYbRzEeEN67AvNCK6fxO66t8TfaC727GBH62h0js8Qb8wn",
-	"9BhcE8gk77I9OWM7nz+jWQwuSN9oxsLYZ+2X5ms5TKexiMGI4dbpCEKJVZkxuzBWJMw9a7/cYjpg2wHb",
-	"CdiuMWeprq/TZXs5M25CDk1leywW8RQFHw6w5t1QTld0VBWb0bQxtN1E3ebwQmmztfygFmUenRiei03P",
-	"dxZLPsMkeNBdu32KhUE3Y8mI3Na634iO7b7xd3EpWGjP7JLx4La832AOYke0ZGcj8Dcom9+fiwfl7ZNb",
-	"jexPvFjo/DcVzx5UFaP6LQ/la736r4b6kEibtTkdyQL7Qyez00WN45TKG1hIVAisbcV/AQVMU5F1zIjm",
-	"LIJGY/qNTdejILfN+bA3APT0c1bVztaOcWTMSe67fhKhhHi0ES0R9pMxfiEgPtKEaxZhhW3U8SEhXRa5",
-	"Wm0Q98OUjyfolG13u9tbW6Fs22IrADB3ypBDp1MJkA4UqmMziAPwERGLoiP0+HjO2aeTD+ZohrIMuUG/",
-	"Ft6SPv8FYgC0XQKGhJIWCpJkCALpQbUuOD7/GzEkQSjNOpp/snMxU+TMiuRylI9AlXJEmKhpDsTP/mtg",
-	"SBn4jgGBkkEXjFDqJBUSLH1ZHFx0ARLs+zTFySTmPeMVGyefyGS0AD8p0bDuQw5MK7Hx3F3Yandnx7ij",
-	"viURebhx9JyMOd0mn8aOgJJnHduZMMlBg3HJ+LlW6TQXDBxNKFpTF256d7Z2fzE3yfgQSL2Qm25kvsqE",
-	"Vum1IPrrXJESDGVRtAbO2iRLrsFWSZWamFEH4GRtpGqItKxIY5ZtXGY8Fuxw76yDUW8/XmM8bmBGAAwL",
-	"2/51x/nntH6dOmfq1EhR503d2pk6iMV4onIhhzMIGz+SYCqP0mJ9VpJUOw8qHRc5KWe0nwNWkjnkqqxg",
-	"0f/GY/dq39K72VrBS3mj5EWaYBJzd3sFb4N4TM+U+sAzcKNbu9uvVnkjPZ1MwGAHgB80dl77YKAu4RiQ",
-	"Zqt3vILW543EnklHwV6ONBafliPBrd7O1vbLndevft0xY6rGtRBiUjSSr/fNGvXyHkpa6P+IyQ0MRPnZ",
-	"BLaHtbte4JLEcyjJYUMBjuxMleZFzFcDW78yys0NTs/2zvaNUvD7d1mnLJTQGOyFrn4NGjKybqJrDhWx",
-	"NuVge6Br+iwi4YK087Z0PpQlsi56V6oTde3/0F70GwCCaYvd1BiQvVG5JWKXaLTgw9gWwL4aRQXK+CVP",
-	"JGuTzdP3DZ46HYB9DB9OCSyPrcGz9iaJedxB/Ghqo/Jiz15v4IJhaAMav9qW0y49JmJKQKDBZLfnWsWs",
-	"VczDqBg8MowXQskXX9irfkW9s0CJFBQ9z0CLVFtoLdMjR9LrBDcxHqPtA4dd04yz4gJzBc35C/QdS1SG",
-	"ETU7C6XTNEWP8n/92U2AAYNLi/sBtys1Ts/M8qCyJAZNhB6BIzcEhHMoLeISypccHpzYCzV1lCM8eG++",
-	"e1ynTgnBa4JzZIfwACoId8SPqIMqb/bdKSGkQ6VMs1nutQZaa6BH1EBvkYUXk96V/prU1e52/k+zHgLI",
-	"wh0S9qtooVDWYB/aEFLcLEElOgH1EoWGijL3uyi+0ExlMZj5qbrshTJK4p7LJ8HlLwC+Zanl20NCiIH7",
-	"su24JjsBi+By8+vcODuziYgC5AaCVrO9CIYBwUZ1QTAfzqIzrq9g9BFqGBw1AgawRmfmjUYXBKChHE4z",
-	"rTKq1vzAdb4BN9o4eOtwexwybYiPkZc4TaeA4UB6CpQ1oaxy6JMM2uqxArHSgVi8tKF55J4DxYd+1wyE",
-	"GPXPCED3hVIqdsknFuDgkjkBTiBAVCBsO8kUwNuICSMfiXHf7EQ1BgY/M22hbEc9wDtscDMCDBFDpRHq",
-	"z+1Xjg6FHQC8xZsuFmHUKKJdAI4gMXSIUNJuoJr4bCpZe64NsKtIm6eXNM4mcq16vYIB70qtdju2TwQ9",
-	"PikaFBFGAWO+GC4vsq9mJCMem5ESGtneAiwEoJQt3hF3RA+WHagwiobRyDXNJYMehDy1uTgc9cZ0ol2y",
-	"TneKNaaMy1R2WRSLNOeR3YjQpiKUSA2EbEJkEXJkt7ZwqGJvYDFZjK8IZ3CaQVt7QhhGxbSEso34paIC",
-	"CYhOwfnHdhAcVgtC1ADlJAuM7gVBYSNKjHjBm1BIOZR4VAc0QACyTbXIIqYmwo3bNiEm0ha7QR3S7eUO",
-	"YE4EZm6N8VuJgf/Kzo6OBh/3Dv9pIWunhOhR0jKCj2EL1geOzSicWYMC7tZmW9UIC+azSrBPPAGDAXZP",
-	"5iWaXULwPsP8NCQI3DRsdbpzwucmAXSdkNSCIxNIrd5dBKgZeKTjhc3VTIy9VVe9UFdJFRk/wLaL4zqn",
-	"E2gb0/ZRhJzPStIRoaLaHcRZIUgbc46lWWjAB23/3CoTvWxt/Prnl+1g+5evNUwvKwCD5hRe2WYtnmz8",
-	"mJeQ4pd5z56SUIJuYl9Cx/ketnovgxBGErZ6Hvr3ayjDmiquelsX55iUWVsLPO+etkPWHI59OvhwxKyW",
-	"NKK+s8YfffvYNywVty2AhBU4DVZgecsttgMtr9XjWILso6XNSqQnt0IJpl0frVtkfjSSiLzx7nzfIIRS",
-	"OhKuGkEYypIkBHyM66aDKWNqCwgZzYBA7hjr5pMJpEuXYi7t+zyEtF/xF6dmKmy3itaj4xHpDZfBEs8K",
-	"db5GJH5zifAJCu5l7HUtcWdjiZvo4RMfJ/DoYxPNsaSgSts3AP9bJRJNQoqZGRnQCZiz61nb3YgeZu6v",
-	"Q1nYxB1n+6uMkSnvV/HMxS+7UBzGsmmKfhHBZABMZW6cEepl0+JcApaUEShtQnMwB+aAUVrwSDCPFgE/",
-	"o9y4fDYRiMXxoB5dFhVMEouwNC5oelsszVnRQa6CEAEJmFjsfSh1btzaRBr1D7VsyyKcHrAIyyPQTTKW",
-	"dkPI81TIuCpSf5ywZ93brXEb65DmX1JTvaFmNVbaYvkOc2LcqoQnwnQg0Ps7zcZh1zUvAlOk4yB93qda",
-	"Pbh5oolgz4dlNEv3pWkrfPgPmLWqvNhacq8l919ScuM5+CbJqKJp4iOEIA4Vg5gmK0QJa4vPecZDiSmS",
-	"TLDkUgKBa99HqdkWylLZZu4Y4/emgQx+C2GoDSC8F4U0ObX9Ge8XPXjsIMAqkocKxdbO/xNAYY3AN5vx",
-	"Asr9aLsuc/wbj18B1HmkI1jZMlg4dDFN01C6duZTLbLAi2dAmYQLDwa+oYQJT0x/FT2ubV/rUM5jjQJi",
-	"tYGSbu1KMCizCOHtiEocm4KPoVwUfWSV4GNQjL+2ez4Ug7v4mReptD3mXXCAiHuuEhljR4JlIqboDf7j",
-	"BimLd1wmqYq9vRZU31pQvZumqbcAtxRQcADu4JlViaRRMADOxHyIEEXiN25b2ECS99ju1lYoPRYTLHn1",
-	"C8xKFUVIvrUa0XA/lCuWjDm5uf0KG1qB48hzNuQSqHkwq86gWNA8LJRxoq/c715tbbGDw7P9k8O9D4SL",
-	"BDric5EqealL3t8LXVBXQrW4ecCVmOShbEdG6PWwhVIU+NTFVCRG/jwHyQUstBgITHLNkpi1QagCipMw",
-	"OzKUEzMWKC33y9yAgbgIxTKVFeGBOmFX5RtvLfIDHUXP5oXKxhuWKXA1UdPEbL6SL7j9cDhKbwCLpZ0U",
-	"N7jefbsOCak3sxLP3zlc+3pPlE9CSclR3lyoDPA72SKei7qA2/bPv+y8+nku3gZnffML/Ocg/np7I/NE",
-	"8BioYSpJoUmm4umQUNiw7wO8JPEFnpG9GOKSJdmXZ0KwNi+YgV5oC5aCqlk+HBGXOHIRmRM14ZmQOfT5",
-	"CCUmfxxgqMwOYiWjkYiW7w0N5CT2rePA0TunyZVgPJSOklFS9gUbDBBgw5JIQudDUjrRGxQzG2ZPR4Rs",
-	"tJ+9TfREacgt9SihtdBNtTJ1IW3DR/SHQbUksYPdTHg+KkA3tOALy/sLEMxYxIOt7dHnV+Odq1/in//9",
-	"682dQDc/bf5UlqzL2yzUilJ4N9vdwbwgQorgqTVTW9NqDOe6D2fKzMjfQuo3YT9AQpOwBaTdzYwHX9d2",
-	"69PgbaTd4LCQS43WXIwnAFJtFHB7csZKSwR83eQfYysjI0sAmbKRSNaOhioTm91uN0LjCpsbbZjtniXn",
-	"01zEoXSPDRxg+nwGyLo+GHTIaMb2+XBE3Rs0n2mioHONPfDOEAwrJFA7GRuFSa0sb9Q0jRFnfMMzyaLj",
-	"D5/eHxwOPh6cnh4cvo86C9EzZ252HtE3LD3pDc7oUg+RLrcrcC8/8dtu5zJDlfuStGPuzXh55xbf1O7f",
-	"TVz2Zt+rfh9j7BRMUHiK53JEPnm7R0lZUJ280KGcJ9Tv+FSJeCGyYpwLhrpZsTGX0BFgd+tlgf7oELuV",
-	"W1wLRze+R3V/RQhOsQS9RtGL9KIDoG/NMn5DFFgZ++fexw9U45zI8o1mfEztOQD2OUl5IqluwB/ENYpO",
-	"ETu1z42OCWVkvynt4ahXEB4CMewGYMSTfMYuEgrKjwTDBasj+whlVGXPi8pYnLSgYFSx0J0SZWyibdVA",
-	"n2Dq5v48NctlecAYT7VywfIoFjlPUh0VdNf0Zip7oe2odYDIUhu0Q2JZ82Qz1cZTzEeBP0UN00Ntg7Aq",
-	"ocuOXL4UKgdsKBK9UojGYQQSg/7Ee2LsQmPFQaSCD7HnhSUO5pl0dKOWYLsXyqnMxGWicyxDhzBfyoHW",
-	"xFyorxKACbWjs6OjD4OqnAyKmsaC8ZR+Y1zvo+P9E1yvT4e/Hx79cWh+YhvwmIdplvLhFTa+J/ltm9JQ",
-	"bdqlyKnAJINbwjgO9/ffng7eHB2+O3j/CZ9g7mylfZ0uoPmFd6m+Rihhp0CNCLXbQ572QhDpKzMYnU4t",
-	"YSvhp9rR6e8HHz54qoOdTrPr5BoK/d27IGMdihNqnQNzra5FliWx0F1mXH5HSAO8rHVa6ADOR2nrLLNw",
-	"j24kNBxwzZ7JyC/kW60Uq+kK0mnC1lc6WqyCrK9rGPxY1Zv+bJHTDWqnKvXueMsz8ZnaDDl5eb87ffuY",
-	"jB0Abq+VgjNOInli2wqZbx+fWcH2eKey8ySOhXzeAZrqUoAWfFoHw+sN8a8/55odVJ0OHDiweJK1ABBV",
-	"t2lubcRZhXl7M44K/cgGmLdhlhhSoaxYUn2n77BRh69WuG8SGHfFAlvnra9QOvOLrWh97SGpcwFl2iqs",
-	"EvtYiuMQDThIeaUxsq8tp3MPxgFPBivI8XQDazFUUGkWHe+dnO6TjQUcctTRGG5M1+x/PD7754DI3aMu",
-	"a9dMYk54LPMAeHfPrjOmos/A7mwrsvi2tljk5TAiKKEy9g8smDc5xnS+FHkoS8PudsjSwkrbue5jERih",
-	"CE6Gl1tVA/+jznxrrTUXaq6v38onLiI3y7TVtbvSnZS1fnrQBML3opns0fV1EzU0ubVS+pIsiP83hcdO",
-	"BJaIWdRIMQyraLrszOmnGMofcp4Yma5TrkfGAYJAWia04NlwJLIosJzTFFIzPgrGYzfx8yJAG3V6rub0",
-	"08mHDSHBWUWRinnlfMS0uDQjCUIZzb21efj/ufOu9HhrA1IN85j4roh1yKgbc9tFgfpmT2YV0IaLxx3E",
-	"xzwfPS5mo/TE05G6WTko51b4u0BvPFH4z8wo7MRy4G+107k4XK2B4X0jkXQWi4Yd1OpSXViKJOcpe8G6",
-	"IbAaCOwbbV3jUBbX2mMA/Xm1OVRAUj4W43OAtHUCdsGvFVqk5ILTvalxBwSkz2dElCvjUCaxs/wg+M3a",
-	"0URkgwnQGFinfedVUFgtW1udPiI7c576vdSCUrePUNa2+ygHNyXPMnVDtPfQOUChlPC6hJYnK5TFbGEH",
-	"E2tSOhPS3GhheP0pmoEcyXTmtsGNtNi2xIOVfIvQx2PKrNt058CZuJ+g+r7kDqYdLuuq0fWCStM6uXLm",
-	"kvqJt5ka8ga9+pCbJ1cIyL04ZQB+VnESQUZBh0lg+MaO4TcjkQnLiG3GlcG38RhKZPyOzea0zjq96uFm",
-	"82fba22DBEjm9kCScj51QC8ao9eHcY5pfRvqQre2/BZfhEsrYk0jroHqB+PGFEWuEyXIHr9HsYZH4dgv",
-	"nvCUSKqV43Rrf+cv6e/gNoX0f13grWw8OY8GCZTmhd1HPMfQo91lWOaSlW+pl3+BbSp3jfWa0xmpFUov",
-	"uZrkPcxvYbOzcnfhgGExO/NgAuVEmIyLfEoQSmdtBa7lurmEWvNqRtxPOlcTaBthhkQ131CS6Kcft34N",
-	"ZalokSohCTPlBm2Eme3G3IaWRcYQBPuuFlSAs2VF1cI0Dhq+jRClZFV00u5O69v2BsN3jBcJK7qk+41l",
-	"zuOX/P3gAgbXbaGACZo9MmjxfzNSzrcqZEY7kdeJThwExEa+2e7WLmQh6wMJP+wZWknd+6p+HV5oDC8s",
-	"3q3Qav6uyu/Yte1H0kTgccyM1z0ccXkp4j6LxiLnUKaFCF9jL8s8QC7FofBZCG0Zl1lbNNiL0gm6HwOj",
-	"vj0Fek1qJ15oc6yHuxBZ1Gk0uevrEmL+bLTSw1vv3uvdynr/xsfZ9Rf9Tiz4H7pG4nvRyLi3b2Pyb/JJ",
-	"smEM4sboaZ3s6zG+SH/bajTy/bPkcpRrdily8v8/khCkvsd+BRl08TfjKfc17lPbS8y62zZsGNtcGE/c",
-	"myS/m7dbUZAhpFBPxPCFZhEM6yCOOt+nxYDvviz097uYMauVnr0J/h3GFf39bb1P/2Daj5rjjKtZH5HZ",
-	"lJHf0jAoImted7s2oGmLX/aZ5GMLwL0SM4/rGQLU1F/dttZV8tqsupIU60TDvL2ztd2x2FlEdkCG09wv",
-	"0tdXA0xGJjGmIulPPNOUnQQszJWYAV0dht/tVEO9eA978PH51rj4PLxZQe9sCZyVzm2vQVd4OlTXSPIm",
-	"YxdUJRNsWUwRD9WzlSePGu3Ed3/KmCeOAIcUrxIANSvvwNkAcQH0E22WNlJJYdBnbWOtbawVbKyPCSBf",
-	"rSyvF+VNVtbmlysxO3iISKvjHct7Lrni+hgDUu9mhIFXlQECDxK05jiIz4mGXurAdznMqbmpIlijb5LZ",
-	"UlOAcLB3mRqzTFwrPL9MycDi93QoHSARdIiN12zXc65dq6vnLk6b+lib17MjicpqDTjgV1R3TYOG/bHi",
-	"uK9+vnj5718/74x3J7+0gtaYf/4g5GU+avVe70LG2f65/WTWJy71QlFNl0CTZrTsaYd21ubo04o6XJlb",
-	"Czvx2Zbd3SH422cRNfof2PqZv5kTEDEpBLXpGHsS0ghG35ztsj2ShtEXajxgU0Zfv0aUB49yV3hFDaJL",
-	"uCKH1gpl22HAdxhiOjqYb/fjbXMlhxFxoQA/c6J72CACEEHnUFiVTi9DGYsMuq07rhXrJhhRELAI6JiV",
-	"hB9G292t7lYUsOh/4ClzLYSoyQE1pA5CWcQYXTEbIq2H6lImWsTzch4bpLjIJDA1QaI9KsrqQlku3fIK",
-	"+J109yua/jDfN60lFM1hIzuZZ7NQlmvv7NURIiSkkhtksV3zdGoRVGY+Ld8BEIJ6JVUMsEtGsYWyPeFa",
-	"36gs3sDO6YjelzFL5EhkSS5idpmqc54GuC9VRqAJelgRcsCdLer7cO9/dsVZTxo3nVNce3FcnUZXmrba",
-	"RDbBn6qrW4JAEZij1QPyHTfOc6VSweW3UEG4IislTh4cqblWPuVYCK5FIWt5jdxdJV5p8/qLLOjFGqbL",
-	"TsRYXZNYdOgre2M25tmVyPqs4P1kbbKwQxlRg6keQ0EGcqtC53LDseaFu3vWyotPDqPwl0cAmGNYmX8g",
-	"I1RSrI/hU9uA5qwUZ9UZKw5gc1vI5KKTCRsh5VCwPxEZFfL5J9HsDsDqFBsGiL5DSrK6ej/PEixnJliU",
-	"6IH9MZ3juvP57i9xOlfHFgRMqht/3ksw9vU5feKwFM+uytrVLdQqapUwco1Om9kFFkeXjC1SXNqdgaRe",
-	"wEEBnWYgOkIuSZWvLKL7QNuWTp/tbu1WNegINKgUxhSvxx4XMqMRDnRMr/S8Ty5M5gNxfcG91hCgBVbo",
-	"mc8Z6vbHqqdjEyb4/rFb3/60h6pdOhZEGaKZnKZppx/KGmOULbRFM0F2qBTLsKffx0F5dAPUibe14fmM",
-	"0KX5aif2frnzJVzLlmXZMgyZD3uh3N3auh19co8dH74P2H8c778P2PuDdxCE+kOcH2NLRwgZihgoFwgk",
-	"Dy2y26f/eM8o1BJ3KtTKVPr3qobY+cSCCoF1i2dpIrJQ0iT2S1kjzzpOcmy7XZJHS/iLn40EeRT6ZP8V",
-	"8aWfM3CwZilpJdcZ7nWGezUUIcjA1SRvHX/y651ft3dfvZ4zo1xJz0Y2lfqOCSJoRwY1QeVUdduRhHbK",
-	"DKJSfM4H2VQOeB6Fsg2/tAhFI+JTrvMO1V8njWjCUzv2EzP0H9VU8t9ylda55SKttetxGzBgee68o3Va",
-	"/uK+xs0+ER9RtZrLfWIpMq8W1hGgzuaEqMerayVr/hKVOw4zJQfi8yRDuRKx9it2kYg01gET1zydEj1l",
-	"KKM8GYv/raQgIuCIziVrKyk29EjlfQTkpYmwcYOLKZjlWHIXJXqAKOGoU+qSu7PTBfLRLDFzj1UO3PYt",
-	"hKhf6b2VTGf0Mth/x769vYMTETyUtiwZRoaUlJAaBCxllazVBiusBxcRPefgfBb1GJ/maszzZAj9LibE",
-	"loKXUBGhR0HAc0b9hKA1LRNjnqSOukxJZrZiKiD1iuUkkVR5ckGHXw/gBwNK3MKcKNkMcPRP/49Y+uG/",
-	"3xOhGMtDWI5fLAmJtQG3NuBuU/ld3j2LNMxiS23zSzaVD4JaPMMy6ZzxNBM8nmGrHBGDA3wlJjXhXIwD",
-	"PBvRNIeuKM1l81NhBld88M/rGu11UGxhyfXqJzu4o48Fu3lhO8S6xMv6mH4j5+xWjtnaL1taFX6bAzWZ",
-	"5nfP/FBIFr2OmyzJwdkAb4m1U3GRb0BcAm7L01CiH8VyfiVcuyTwRjRxQwHgP5umQiOPo3UmzD6bdcvh",
-	"D2jZnhnHZDLNoR495dp9G9Cfxg0pOnZ67kuhpRvLxtcC4Jm5Lk8jfmz1+tp9Wbsvd4CcgZB8eP9lM8+S",
-	"y0uRLaaSX0RMUwjc5HIEMBtwYBCQZuRmp8tOzSeEuZ9KSyoVAD+7X5BFHKEQzLIRHsvvvl3wu0txA3dm",
-	"bWwvz/7z0/6n/bedwA8UOe7NLjsVuS7LdZTjJdHed6UDZpZYu6QloNOpIy3phhIMilxM2Pk0vsQa24JP",
-	"ZGCR4lGA6crc47194V/pX0BB0DpFcoaLtNYk3ygMRfO9lMrY7EHrruOmewDbcu0R3ldYTmVVUDKpbm4j",
-	"LFdr+LcsI+fuslpazhySbm2m7RhSDX6fvR8z11Z+z1WybVUKxLVfd5t8W3X2vCNyXP3q4cg4pjL59xSz",
-	"ST4O1vzkV/bm6PDdh4M3Z51uKPfBI4y+fLkSs69fIwY20EilMbQl80sWLWNFLIYpz7Dxm5f5QlvC5bGu",
-	"xEyHEnnIYCjVpFVjOqi8QX/EhFD5DZ8oJVQdxPKkUGUn/4h+1a25NteO2CPmkSobbrHkbDQvNl0l9oPk",
-	"kqocvayOordiGoVyqgl47TL+bRyGccvQ5XGu2zLm3mckIOfZKiqojsbnFmuy4vNfrrNTawbhB05n3UrA",
-	"3Dml5UGcbpnXWp/0b+8R3dIbWjtDy5Nctzxm3zDRRXjBUDYnuiivRamuySSdlZ0opiTjLJ7i7hMQYeiY",
-	"Y++0Os9DmQoOHYkqIRPLg+FOkYP/EdTvApqpOK/KNq7mrhETptbKXcub82RrgfJ8XbunEmg2abZ279bu",
-	"3bfNs93Pv1Mq1ZtOyN09inwkBdJBAfWDRyplW/Nl4jLROUSQzUP9eHIogbVomHKtsZQDo2N0B3NdUOTU",
-	"HNuRpaty/fvExYVAEmokf1pILn2mVHpUvPcPTRFRetel7eTcpJRowhw52NpUazbVvLlzGx/29gWRITS0",
-	"UTensPF0Yur4gU5m5RiytiWGw8R2p+lcegewOGZmZK6LUiFEPBbqucO69EyewtuKv8CJxDddmjsyS6Bp",
-	"UtaHb5GfhBCLhzt4X8x/DuKvm3hGHpL3l0rPlUpf6DoKRmwiiwSVqbgWacH6Z3F8wJEOIzO+TJIjlRLL",
-	"BFCogyId14Y/E23exm3D5+W/nHkSx6wd/Z5B8+zuieDxp5MP5qKoya+BNVtxTNWblol4d7a2npKJd0Xq",
-	"C9jmiWYxrusa5v/UcVFcB8ZvI4Dul7H25cqeZFNZ1fJoWvuB0lDu4Vc3I6W9e5fEjOXMgL4MSZra1q0Y",
-	"0yGecD2iTtNjrBKlHw3sLSPWjqBeaJArqmbsMaAVpTrS3G5infOZZlM5xQnEhtf5SMxgMFrk3VDuIxVG",
-	"k8yskKPSjRdBn/flWhp+D9KwYjatIhVfaDKcyCC1ynItIZ9WQuKRu52AXGKhFc7H5hf37693x8Q1C1GV",
-	"MS498eOETKyQvzKUhO2pyNtGrruSd76WP/eQP3Pjd9MKCYUCdEUQWDO6hoErb0FWGfuFyIej8oC3n4nA",
-	"dJOwTGYWm9oxEFnlunY8FzieZsuWhYKdtkX23n26lf6m8hFR4WfedUCJwYcjYwXp0vr1Qhkh0aDKWITW",
-	"l2c55YXGpJRYwCI5TdOIZR7foeOV1wr+pmtDCbvUWGDggraNuYdpv2mWmdcmMn7A5LBc2awe9a5poNgu",
-	"en2uJeRfW0I+aiPZioh8OnK4+8pqKW6q8npdrrdOIy40xU9FfkvNtcwQt79/MKJdDObWhEJLLr5WjKcp",
-	"NEnTtjcMqqM+RS3GiBWL60MHfqvvUkBlMf0unNliytaK6TsNpK4pUp4lb3A196EuKGqwwLBeuRH2vMjx",
-	"e064Z2JHWsa9giSGw2pD7W7Kdb5xk0jNUj4TWdFZQQ95bGMDhDPDXoLUscr+BYEI+w30rqI/kMOv77XU",
-	"AqCaGE/yWZV1vxBl1EKjy47LnbO8hlhjrq/MK2kW/UT/i7qhXDl0vDiUsRaH30kk1a7USqzElaO4lpQP",
-	"H0K4l9i7B97Xky+Zhf5Wx1Lu3YfIkB6GIFJxkTM1zQOmMiS35Nj7gGKlKK9wawcUsDCmXez38eNyaD7X",
-	"0zFgRCwXJ7ZER2Au9EW5GWHjyJ2dwEo6ACjnQnYI53slZvNRWevZBoyHElHBJKhvMiUvgQU+MKONiHh0",
-	"oK+SNNUR+sVqmuskLjPaXyc6OU8FwwsDfNtQuhvkxgPJB2gsRyyJkRQ0oQZjtt0LDQOYKSZZIofJhKcN",
-	"0htrQYUcZrNJjkopEzrvm2mPbR94I909wc7O+fCKXQkxIcWG+gxuWN/gF7bAWp4/uDx/+DBG01o9eRhj",
-	"Rc1ibas6oddGK2Xd230dyrgVIvoeWnRJbOOeQMwVzeuFxjUmv9ei+AcEKaxTbCthO5UU98INZFzqi0U0",
-	"Yr7NrHwXu8mADhyKidjjLccHoBxyZVueQ7QAjcLC0GNtSNPdSDYRmYZqOvddwDgFBLDzOZKOqRuJPGQ8",
-	"HieyH0r4b6LzjOcqg4ZBnR4wmsGT6lvwOYFj7GgzpQl8rtn5NKfrQknjLoTTS4St4nSgRWlGn8QBzndQ",
-	"hCGCSouEgOpUQllwDZlps63o+4WcLjp7u05MKo3xvV9omhGpWKrkpciIKzOUZ7SyGdjBqpR/xDmrNBmt",
-	"5y/DmzyTvqEPbzGWXvD5t0KaSqDQsdkts4xre3BtD65iD9qd7knwXDnqACdkG1tITvPRJh8O1RS3ewNe",
-	"4w3JFPCsk0sp4o1Eghn4AiDZk5QTXxrbhwYgVghdGgmVqenliEX4MOj3sYnfb9DZj7pNuAga2aOmx/EZ",
-	"TyQlPunlvIa26pbW6TsQDeuT/hg9z2KoQ7uRdiP4h3qaj/wjXXfKmo3BE9zuumRNTCg0x9oYO/z//p//",
-	"1xhSnS77yJNUM86GSl4k2RizzGkir6xBYrQYtVbuhxIkE47YM6eMsWPbL7f1yLxWIlk0wRAftgWK2Fhw",
-	"CTRJnQIoj49KdChpACIGt9PezTbuQAnlGXa/1gcCYXJAbKGYeyRp4z3hmcqaN/56mtG6VPGzNkPWhfrP",
-	"ISwFS190ABvao7REQuGWaxZNZ/zK2h0iFcMc0g8xy83IbFIBtyqKhbZUjMbKpBCxiKnnGXx7o7IrDWTX",
-	"xqM0EufazHnAIPUCUZ0JOL9wtec+4j08ucZAnkFDg2uRJReJEUInRkCnydi4daGcGGcsTSBVhD+qJbLE",
-	"GXh8+QOLSU97xsaO1RQlwJ+dvztLox9ZRuzurPB2Z0p95HJGk6KfUraUCRxxQy4VHHVNXH/Z/nXHfJ7x",
-	"XGzAsWv1Wka4tAoxc6GyS5VvWGNmUUAMjRqdyMtUbEyhXFCLnMQKyAmIIY3UNOt4wBSSB+ciVfJSo/fl",
-	"THXM8VINYaKLHOg8036sIJ6k7G+1jWSdC+NiDdW1yIDr3pcybDUh8w5mwSZbH0nAlB/yVFEXalG+SMzY",
-	"a+4sTtbS4RtJB2hUwXjhi8CRfDDhkKrLRDaLhDcjMbzSltktNoYqh/DvREgjKmKe83OuxcY5H15BVTHa",
-	"HVShi7+M9PVwoG3b2SHYT6Fs/z3PJ0fQ4fWUj8Vpkou/feCfA3ZqZgIay04yFU+HZihkwZAUGfIsS8gm",
-	"enN68o5soVwBPCKUXLPovzbMNxug8iOmJMGLU56LjB0fnZ4F7PiT+b+9szd/h/G+3f+wf7bfZX+Ar+e9",
-	"rn3s7tb23WTPB5jkxxE5cO+najaEa7pI0HxQl5dAft5tBa2R4DFE2L+0TkW+YS3pL3WAAdpIuFvKW8jc",
-	"qhhgNZ7+9Ru7a2tJ+I0k4Qd1yRL5kJJPTRdEhPZlXI4G+bJtmApO+GHcod26Q2/u/8SKns6fmua3OID7",
-	"4AJan9M/iKscvW8V9vheAgNm3+JOaAoEjEUj1uRsLt3gktD02Bfa04G1oJKPovW0SuBs/hTdCwTxRNiE",
-	"N/QKbhWKeV+wuCW/qz63dMvgMzYhwfSWPZ4UB4KhJZoJGYuYAs8uNy4FMq/UxmDA53xk96j8kGcagbHD",
-	"Y7ZIbJ1r+ku21cDK9UlxIpoOuEX6NZsSRxMhsQYe+114ZUcEQx/gTfBAQksicwxY24GP2O7WS/bu6OS3",
-	"g7dv9w/JHYIy+1DaeKHxcHzex3MxVGOA37ASdKjLTrynFcj5FAysPgDnIaA7pDyI0JpfCjMqijNTksu6",
-	"POwOPtGJnbXHAkzj7Z+oXdAqYV6I6t43n73OFf0w/o3dsl7w9MGcHQgarRACvm2uydqi0PCK7v4wySY0",
-	"chaZN3eLxZyYmXhkO6f0jGccBT4uYooAqV+Hg7+DZNF4YtvxPE5E2Ff9IDfkCikjc/5LNoOPhan4r21B",
-	"1I7mGii7noCgSORlpws9wiCzZDEsLrdce5Rl/A/vsU8dbfnoI0aeL/zjOzsAt0dimH0BW6/Ojl1gysPl",
-	"s80vVvl9XRiXIeB9WS3OnYJ6dchqtGEom9XhYRXTcSejG87KDIAWyzDvx9PzNBmyEU8v7BuaUb3QZAxM",
-	"eJI14OHt7C1ExXu1PK93b81mdSqGmchXHN2/pyKb+VVIGLBZaWzbO788ZZ3RKn6EFZAVZ+Ib1Ql919oU",
-	"z4NncLPzGfO277xGbdCcAOK6bJQW7wTPp5lgFym/RPP6Rpwzb1vAodbsXFwo4BOdQbAuuZSaJbLLDsG1",
-	"NzuKJ1IzDbtf1wZ73+BIHrNfEkgGfM6yvQkv3H02601CLZvKPBnT6LxlprlDhQDlR4uLQEvKG4ybLvuQ",
-	"aEp74w38uqzEmEpjMT4H9pi5TuvzJV5aCMpbYzFUO5qpaTbIVIp9q5F8QXqPmrFYMYTMpEB3oDrdUB7z",
-	"S9vwLJrwSxGB4xZNRDbAP9uWuGbnVcB4zsZK52x7a6vTZ1KxXOWcGBryaSZFHECz+FAiIJkzPVIZNpBn",
-	"PMuS6+b2H+9xVueUT90yF5dsmhdoGTWw7DqR4aWPKZThHVZpBW+JI3B57mcWfod93S/tWtvzRYvfzILf",
-	"dKiwx7F2ZZJtTi22qbYH+eXHLnhhz1uuQxlBMVnUZe+xnpCPhQZxS8eEOq43d1iH3z1WRqR4whNFKunZ",
-	"y0OVMPPrZMhfu8f4JZ2FuRNdaEwov17EConnEE4llgaXlV5Nz/Co1DQ88rIoKA6gZ0Uo1Y3UWACoWdvW",
-	"fzOVsdixzY1tu3D2EdSwDthYxSLFQp7LKXHLB3TjXKk0NNObJQIqm8WFyIQcmj/M4yfJEOw6kD5mQ8Br",
-	"OVJdvIlPhESQ7maySStsbqcecRkO4mPjhz2HXjVUzc41zf266/d32/W78cg3MTDiwbJuuVXYcgZMC52a",
-	"E9+3Do9ItWCXIm/mR3nux2Mlbepr0jULyIJO2Au2XgOSpl636KBm17H2JOWJJH9Mm33HdrdedrrsSKYo",
-	"v227a+C6QzhIM4H9g23Nx6ryvr2V+Y3PhS3y/l4szTX7w/OpCV/dNCWWoMbAzu31lx/0IfMTm62pG5nI",
-	"y1AWJEBQ/5QQt81cAKjLbhWoCWV9pGZh7IW4L+4np4LvMGADL75K1AbW5oX1JNZ6elmYJ5+bs1VOYZqO",
-	"N9DpeqyjWHbpnGeGoNj6A9ino5fIYTqNxQD5u/+GDXXgZ0joXXfrUJ5bUC6FYy9Umqob1qY2h+czjOUq",
-	"KQKyJuznFctEyXTW6TrKLCSDlQTvsxFYwBNGfJIMrsRsoEUeLTz3H9LxG5rue5/9StAu1Yqlbic0zxCr",
-	"TFBTgq48+6WKA5J+rR50NnK5uHOlUsHlIyfj3BSuIkXKE7CWIreRInUhGU+mfKz7ujmofAufoMtOLSw3",
-	"0bT/IiB8nmpiXQ5lhDcXccTiLDGHsp3kLBM81oyziyR1jNNaZNci6wSU3UPIrPc8SEABy2AofZ7uQ4hR",
-	"Y6uS5N9TAVIpkb4QhLDYm6PDdx8O3pxFnS77AwWXHtARiXCwUtyUZ8qhgr2+Xrazux6qiXCYvkkmrhM1",
-	"dZ3CWKo0/i6UZuBdJ30ixORVyKpZe2//dGPn1euN928+Fl3lxxxAjldihgK8LNeWhOHdEXyejhaO1A3y",
-	"iUL63vOXh/VLm+NHdLrW5DjPKYFQI9qXS/YFtuPml+Gd0g214r+P0Woj6XmtIVMI8kqqnqFAfGt/7gvX",
-	"VPBroT0Ba0ShmuaMu0vaOddYZi9DecHTFLn8CT9JI3ENG83jeJKSrXp4NPjw4ePA6IKD959O9s4Ojg6j",
-	"zpIMw0PJ0WDF698kzyc3UV7R7ylH8VdJOdxJSDxETLjfdO7b0PEETMNQVm1D5LioGIWd5Uaf35sllEfj",
-	"JAcuZAg6A02g+XGSYQePPoug6DxCuDfe2DhMMVPwpjy1P21z/Bc7V/mIoteuaF3ECEPCUtI9sAEKO67U",
-	"FoaaNigpugzK4SqGcSipDL5kdrZ92QfvmpDgiwMANEVO+HS93+Fg+NhIVkJ+QxK4ZPZeJkaSlm3fJRH5",
-	"p5V0jxXLv5uJufXtTUwb01+bmWsz8xsmAx7HzNzUIt9wIagv94839O9kZ0K8wXfjE6lznqbw042bJK6a",
-	"jB2oHyBpxM5VPLOdt0oPhcy7J8t7DAOf0G3c4xwo/8pvawViPpRtP5gjldyoDQpiI600rQ8ZdopwA7x0",
-	"wBIZSmgKkXGpOdBCLWvgeiryt/guP67Vu7IoLs1vwKS68d2UtfH7tKLrI79qEFz+Kt1eiBG84UFzLEdF",
-	"1gS6p7RB2AV4XRBKfGYHMHKyQo5/Dyh6KFfKcNIb/QVTnPjmq2QnaFes0xLL0hJjt5lWBrHfKt9w5lW1",
-	"ozd3PmPiMx/m6QwYe9RFKCNzxSCJI6MxI+KFb0uRGHUcgJsXII0q09PhCG7YMx4eiwA3CzGhwf7JydEJ",
-	"+FkwHjbmM2NdxA4BVYy1j9nFRoyu+S0zP+WSOXz9XtEULdGFF+cqXlZ13vbi2NvNzzPQXx7jU0L37QiW",
-	"R/ppmUfJZO1/rf2vRzFi9oxIoI22CgiEtuTml+lDBvHRVyGpA5Iq1Yog+FAEoEV6Eco2BOYLq6fTZSfm",
-	"Ggj/S2olVgTxSM5Rv7isIbDXDaW7CVQlc227knnyr1zPUE9TYkb7cHJwVZfl0zMK1BcCC6L0VEOxriT4",
-	"7hpjwMFbJBceInbv2zVM3yT5cFTYHucivxFCsgj/jkIJXgfcIeqzy4xLhH3gIQdramhD3lYYvNBw+IPF",
-	"QqE+YlNtxf5WjFV+XyHhhbmfUEg8Kl79DgbW1lMYWDbOvTay1kbWt2GmtLKNpNIq5haVKy4ktbEljcmY",
-	"XwpspU1YWZ1nAjzURKaJFJjos70//DTdC80ius1gmqVRp892t3aLfiEYYxpxiA07W2q+d21e1Eo1lYId",
-	"0xs9dkUYzMbmT2XRcaGyMc9bvdZ5IjkAWOcIsetEBdxrHXlZEHkpKkgnbn1X3dybML0P5EuQR0BpCHs0",
-	"2qXdbTMxoZTTNO34KYle0dfZQX6KkmFkd7K5kyWAnW+10R/dqLfv/z1Z9H8N3E2+yql7kKDnx2maJxOe",
-	"5Ww6Maof0wFGF0QXSSoiBt+1d7e2Qhn9tvd2cLL/n5/2T88id46SnCiQjcRliWaxyMWw1EocKA977Pjw",
-	"fcD+43j/fcDeH7yD4fwhzo+xpoITp58Z5gx6hWMNcvv0H+8ZlSHEHWuUb79i0afD00/Hx0cnZ/tvBx/3",
-	"3x7sDc7+ebwf9W2mIpSv2MfkN9be3X5JQ0RNmmiLp+GacXYlJjlRBnCtRV5LHCAdM6fGqhUHyaYVqncK",
-	"zJQ+tNBoMvLHdik3jTbciHnOb2lf0yBx2M+yLrUQ4a4bX0kDrEtV14b7augUEHaryNk68tbXO79u7756",
-	"PW/4FKwkD5rl3WMXmRAb5lwzdf7fYpij1LpQlmpSE9RD41QVTPKJmexJJkBQ91n05WtEzYuBfoXdZEme",
-	"C1knvpxl773VM+d78Ia61PopLl17AAs8gBNRPiilzVBnlEzzexv6HvL1ZgTxPNz0banYWGSXAvV5KLXI",
-	"Ep4mQNqKl4z5jJ0Lh1Z4/erVy9dogLB2Uxq2NugPY3iM/f8YJOe1g33KUN0tDiLZYvPnca3F11p8SToD",
-	"9v3q0qmqr3Ol0gfGY0nBhMyzGdBAm/uzYcq1R0MayhHXDiwm4p7rvmsugV9ACaeZoBg0/HxVvysMxTGl",
-	"fAY0pqGEyiYsjtCsbWnpN4xrFmPxgmZjrq+gEbmHHYvMcwcw0qgPdsOEX9aXgDpw1xlM3jM3CMwgb8M0",
-	"AfNPLHNrs+A2leL+zK189ja/mP+8Mfvu66MECu3o8Eyaq4GJFD7eSMW1SL3z4g7gBU9TXSr8m2qRBRYe",
-	"bW7jSgrN2dPQLWE3lLWBdXq4PcpwypYADcy2/UYZxDO7AM8mLonTtY5KPj/YQEHFiYv0aGFJyzKcu+1g",
-	"Tg/3W6ohISgq13YpqYWfJej/Fr/oAHkEJIc1S/K+i/vvbG0xBHCyGz7rhjIi7RsxRZWAV0JMyj0hQZmy",
-	"NvSGw7FJcYNj7TjuCt1jgg9H7ErMmBYyD2Wpqs+XQng/8HY0T0WfRXKapgAz5ZKJ8SSfMUxmUY2seYdQ",
-	"thM5ElmSczkULBN6Oha60weuGobJO5kTfQU1UexDZ26LdzDGAIt+ov9F+CqhrFgOZvzFFJDBjtT3XbYH",
-	"XzvZ6SIPsRimPBNYW4LvF0qypbCPprl5YEO6OzvIQaEw+JvoRaGJTxMtsvw5iMrHgFyU3u0pvTh8/kru",
-	"G+z8teO2dtxuwUHh5PGKqsWYkGOepBtLenzszXN4Uf9Oxy0618BTXFyIYZ5cV4qzes48DKXm1+gtVbt4",
-	"BpiqmmM6QwYigLed/uPN4OPewYfBTxET8jrJlByDQrjmWWKmlAoQXCcxo75KdDx9FtkvgWKMaT7TzndU",
-	"EvJahVvZEND9yJP08fuSFE9ZCizlSVpbkfxjti6fj6qqaX6pjMKbnwm/wownaXN0tWa/d9mpkcs19Hus",
-	"7fQ3+T3qWmRZEtds4FC6HYyWmNu4nfntatS12IDDBmWqVRKqHlhToXTbODLOlSVX8HtjB2CizNk9uULe",
-	"BJbkRLJFpF+RHueTKJQcKlzxN9FI6TzCTimoM1nbfCT5WMAMBVCjYzYsCCIjhTt9O2ozT5HWxv6SoTTf",
-	"sVe//Ix38xnxd3ZYNZ7M2ubKCU8yTbV1eaqjgO2+fkV/m/t2uqE8LEwdY6b1jZPJouOj0zPmi7nNXJg3",
-	"MY5oNmtgrEeYZuVwPxYa1D/dT2KbrC5eaKt/b5QHa5vjcYPFtxK6FasDjmMz5UC9LBYSGAkzwVPXwztX",
-	"LMpVVNDxNZggliCAp2nJZXWqPyN3K02g2oYiVvBqSHvI9HQ4hFaFPRYZUYPGQyhvRslwhB64sVZ4kk4z",
-	"wSJh1jZiQ55lCakQ724vNEBhZoGdynNjKzM9zISQL7TxcS+mmqeszRmaTEbusnzEc+uUT6D5V8CmMhVa",
-	"A2Mp8stE5jkD6MMu4oH5nY464EEqKUKZi8+Y9Ma6oqGSUgzR0qKxt9Fo8lqyUtxAq9QMhUCynXqKAhmf",
-	"CQ020iMJUP8RTyQ87eOPpvlQjcUyCarwMpsE4Xlu9Otahv4lZegpmGXMSMCaFq6+vBSbqRoSE0KTm/bB",
-	"XuGIS0rdiYOCuirJdE4UBuczltQ0IP6Q6Nzd7zFdG/uQVZJKbgru5dM8ZYJH3cjiLfz2jGSsm3Va1EQu",
-	"BrVn79CvsOJmU8GIt8xyyzAi2UBvvdtAQGsX4ZGktL39gTTu1remjKWHr1JHbid2LY7/wjXeaXEYGo5n",
-	"VSIv7Qu3hxzY8PsX2j2h6INd1xMKs3ve0bxdSN4duvjJk5Bv1ySkz4qEdPkObwqM3WUfE63jg+3jZ6Gf",
-	"tr65frJluN+Rjlrnhp5RnOYWim2VYtqyb/HC1e3MFdN6FbKSsipa5LV1rx9nRVnPj121+kQ+yNGNrKnM",
-	"WLgJlhed1tSR9m2ETK+w8KiWbrH2P6Ct8p2ZEGqVfdTkxNaXSMLuMR9inWQfATCLSyCxOfFUQ69zLu1B",
-	"ri8bLG+wRyn6e9J6P3r4qtUBtlZbw5lcu7t/3aK9VQ7zsqI9oy8yZU5uo9FwjN9bJv/aECVr+wlqqzwg",
-	"A6FF3qk1Gui+j6k26BHLK+Dgsu8xOAnwCdgIbjZv5xm6GjPMJE38xe472CetPdJKIBih21Qq5q/rw7t8",
-	"dPcn8fhW3E6ujsvfVWsZ/df03lY6myiJ44Q3I/nkrCJy/baiUyk+TwDa49E36DJ/g2v4qyvURqHUApmT",
-	"koxNRKahb0vRH7ig2ido4kjMAEntmOzUBfQTvBHapaigaiqUHqf2ZsGnXbQFRiCRbR9qvqSabM70SGVY",
-	"fcV4liXXQndDiQgA11wmExPBc+hYCv06WeSGPUjif/0ZsXb0P8sf/e1lON3a2nld+fTnqBNKybNM3eD8",
-	"pInOCWuVQ+PkYv667AAS+FBRrtG+daYwzusLza4TnZynwuu0rHssMQp0mlsl6i6mLoeZYHGmJhMRM52k",
-	"QubprEjkA11fZpzyDiAVqMjG4sTpltD0NBNjnkhq9AMhPmiwY2Fk5hqErbmZjK4SGUeMZiCUuQIkJfKA",
-	"mO+aKuDgUO/Bfrt1hPDWbOVzfV4PYbyE9HDdrf293sY9Yt0UvCVAJ7SZVw7sSJWFRGKT6kp6d+2bRdxQ",
-	"Fxu4bmZV69YO50x85uOJsa/+9TL4+U/z9yRVsUB1Vd9ttrw5S91mk1yMdSlmksj89W4raI0TmYyn41Zv",
-	"24VPzA69FCA3x/zzAf50e2vLXcCzjM/M1zqfmSHCXWvm+QjAjCRVLrBfOOyKhna55rvSsIU0I/sXhn9a",
-	"QYtP40S1gtZ1Egvz31gNp2OjoIMWRKqN5VqNAT1mMgS28bJU9pEUKJDUBU1GWezdL/bwXTLRe9qmzbPh",
-	"KLkWHR8JAUptQV68Rq1FNa68Bw4D85So/by4A1ZPSSfRQhldCTGJ0HRFaYfSLKkoRnfO53WfkfR6LpgR",
-	"ShfNoL1neRVQVLtvYaiIs83ceF9o9gZ/tWFsoY4fC8FmMiTJzWMdJOx8xqL3+2cMzYRNAoZBVZKOWBtg",
-	"97vbrzp97OmY/G+B95QqZ+LzUJhRI3ztsxEStruuOadQdwTzmQl3p5fQ+2ycaOgx7FNgFSmjLVDIfxD9",
-	"FU13W2WE7jV//w16Ykcd1ER2+nMxnqiMZ7Mei9Bw0QOOGGVzBUrzUFKUKU/Ggk3SqTV1rsQk38B7ZcLM",
-	"I2C5d3bZSE0z3XEgbfc4Kp5k/CKH4nKeh5IAdwlcABQyOGgCHcMkQ3UuvJVtZQyvhA2Ikpz8W3oBAicW",
-	"2jb6YjZuj32Bm3396m1hKW5wdLhaURLDu9+MeE7tjJye1SznVyKUXLMIbjRIYh01c2wV6vgu0TIhhyo2",
-	"wtboF4oJ0K/OUBj/tPkTCoIVYdJuTE/Uj4Cevdhhw51ywy0d2tpl+yuH1biv1uZ1WV1E7eXu662XW1u/",
-	"FI5cWULfyq0zO/Ljwcd9UgC+SIqIHVAH6ItRFZYz0gMnY0JpJT3ogkSSilIXVIhrjDeGb4zG63AkhldG",
-	"Sl4a1yFHGw+8CdSTSRZKF863es8Msckz2MMZcFvoUdGIKPfwifCwRWd+jygWaYYnIiNj9vuL/7lXscqS",
-	"JrpqgBUbkxDgC4D7daEGpa40g7pEtr21RScE/J6cKTkUXVJPERup1LaY1a4pLNpYoRxyybQQgTXgVBZD",
-	"/IDMpUznTA2xAGpoDaEkY4nruWobBrbjKW4VAbs3lKh4oTXsUHT6LCLbJYI9TD0JYWA8Z7EiwyjRecBG",
-	"/FowG0BRGZwG87Xz4KmQgEImbXQ1h1zjs1kiYwwWTBM9MmtkbCfra0dGX+M5cvS6Nwq/DCWMrZ4CA1ap",
-	"7F0/DmVW8aAnAuKXh7BYVRf1C7i5rLHnlnaopikUz7Pz4uq1Qv+LxmBh+Ula1TJizctHsPpjkSXXPE+u",
-	"cbevKiih0RjJOMySqWk2tAZm2zXbgCBelx1nKp4OjRQpXALwHo04w6R4j0WZMCo8YnrIUyC7MEL4wngu",
-	"UiexYNFNEuejiH1m0Ugkl6M8glpSS2zB9UQMcwayJZRtDs3/dc58T/NG+fWhffJsphN65LmYKTpn+EKd",
-	"wPnZ6SyUmdiwngMUc2FoKuqzaKjktcjyiNlL3AvYi1jbPrZjdIn1XruhjP495WmSzyLW3u52t7e2Ogxk",
-	"jNDm9/89EZdw+m/E+YSpaT6Z5lRkBhUHyTjJSSSYX82cV4mzbOQ2+r0Vz7q6/Jv4ojrqQ/UUah81zTXV",
-	"CY+pKAuWDO8ND6UTB7RHTrSzthFMdm0hjEvOdE39rAt3F6OZi13gcrzQRcgiAK6laMIzIXPoz1e41HY7",
-	"JnGAzWaIM0WX72UDJ9AkBor2fScdgs7ohdcWj2FhApyrt27g86HhKsNcwTqNVS0uatoai3iwtT36/Gq8",
-	"c/VL/PO/f72xQccJz0dFzDGJW1Wt5fupY/75g5CX+ajVe70L0VL753ZDqPHhlW3t3Dxnz9jbesY9HsL4",
-	"4zWCda1/b8Fuwv1tBN1bFjrYC3SxFca38KfnVHKDLi6Sqf5gXRguCCXpGNRbaHmSlnETRtR2iSZ4lnED",
-	"PJ1AfWTOqV+4uZOIjU62RP/n0I4jFkMVw+1QTZSLnY2DT65FMTzqWExji5o4T8qC52hiq9m+P9n8mGGE",
-	"uRlaWho8uX9x449Ok/nWP1Wu2PWWosAYJs32+Bvwz7U78WMugV7AHvoXei4/3KMMQBP4ATnbiCbTmD6Z",
-	"KPAPttGeymzXvoASPYSPqLAjgThIpE0nw5hs4AJKcIyJab815vl8Cyp6peI3Hn9Tl1JePYYZCiooLRlv",
-	"7UIClrIXnT6j32LCxhiNOpSl3+YK+vOvnolx7H9wOfL6+SY4NWM29qqRmDaSZSQZUvRpC26oJynwsAe/",
-	"m42xtjGRWQHnxUzJU9HSrGJa2rKo7wXIvLYonwXvAiJ5gCwLy+RXUyJS5clF4hExNFf8Vi3IvuMZRRSc",
-	"f6sykIu1jUQDATaV5p/GQT6dnrv7axdbztV0OBKxUQkoyiN8SGylN/SHtkyu1JvMQr1yFUq8vLlD216a",
-	"Hpbe+enpjEtrwG7MW8Xrop0V6n7TdA4wKCtra/d8ec3//Bqs6if1kR0SDSF1I8tP6LLDeXgnYeXm4J3Q",
-	"nQTgnf1lkM5Ol0V4VAhWgckaM5RQ4hfGEtKBu4zsExis+7rP+DkQ/OLPz1U+aspKVg/Ft0YsOp5kervy",
-	"oUA+PnhHuMi9IYY2G9B2eKsS3o6MjXOlUsHlI3tN/pzeBkNX3mJ/NfDcnc7znC7bNEu/wdP0dgndU5Fr",
-	"Fpnfgm2vJCm3ml1Z0XGIswOlFcqRujE+yQylORFrd9mhcqHycxXP6s7iR55dVXXUCe7ib7JPtRmA0Vl8",
-	"ud6aEsq9cljHcAc4o2sFVqvAzBwvV1+MpNfqe177NtXtrLmiK4aXACtw+P6NA8BuxpYS/3wWSoDqqQw7",
-	"xRiLPR8YSUvhN/rEXNPGeoRCJbBzMeRTLfC4UK86cutDiTSv7O3+h/2zfTgznb55OgQFVT6CqKMGhkMa",
-	"TQJJo3JnX2tDAprQKBoqEeCl9/IbSlhdU7QMwEM+AhkghTnK/kqRzx7KTAxFAnn4TAB+shaSKOm552KJ",
-	"2i2v2kHsqgy9cTdpv6Ss+W7lg8+p598TWX34uYgZrmzTCLydUAt6h15F5qVtWKkO3R40zwL8Hrh5HTB5",
-	"8UgqU3KrUoHn0PiktF0TzS7NVvzG/v6PDnYsziYC1h/fo6gIV5XGzqPAxDh4FZ3uUru95FJ/K4PBf+gq",
-	"nIelt/1ueQ8btXb5/Rbul9Wt0j1M2fH0hs+MjgIdg9Hmip904e2rnOsrHco2ZactVBBybHzom7DwUQKf",
-	"UEJuqvH+44BNpnoE+MFQRmYYm1/M/x/EX8vGRwSVESUJdaHSVN1oNlaZ6CGD8TWod3VBZrUZIjE6hhKF",
-	"tOthF7CbkcJS+Zxn8AJGl8OXERvzfDgSFsliPgu8KseI7g9fhNLDhvDcL2OB8j7t6vvmZhTwr5q1yY1W",
-	"GaYYe3j7UJqvO30WiTFP0lKIynyAM8jaF0hPjHkWXBaWK2XbosNrO9qPenRlD7ImoO8gj+IAo8BeXBSl",
-	"uiQL4TW9WtQ+c7ndUO5u7bLDo7PBu6NPh2/nFu4GKjtpYFjcrr0Mjc7VRFs+6URedtnp9HyD5hpfDyZx",
-	"xqQyNpsrogXwDTQA6gCKZ6+wq7TryGrsz9JooFEijKXnbA9jAAIi20F4+FiEsl2yPgPf9Oy4/uxYXEIr",
-	"jzges1qR78Kxna2tPuLPQlkaTXHBdm36pcmyezzcTJM0fqIsR/NwFiDPJYKOzbKWZptWl7aisdApPwKa",
-	"4yFxP3cZ9pxNtgYDrVM3t03dOHMTEsl3DXctZ2ydzdFno+KtiWv3mXHGseQuiVdhdfUHuMyN9a+dyzjL",
-	"/AIyzj/zX4cvz3eudsX3jZy5Qw4IpEi8pph9TvxwsrxEtz6aEI6+TSj6bqezFPbioSxtKwssgUg2dms0",
-	"lhA6mi7mvXKU2n9xilD//+x9fXPbNtbvV8F4njuR9lKy47R7b63Z2VEdN/WuY/uxnfbuLPuIEAlJWFMA",
-	"C5B2tJl+9zs45wAkJcovabJ5qXf/aGyTIF7PG875/Z6OfZc18ZizH0Eu0ScInT+d/K4Y/fq5f0hIvsir",
-	"ubwrF/c9yAexTeeCCVVqszpg00plucjoL+Dm62Uhc/DzsdhfKls694puSnuVKjiUskrvW9LLLJNGpK7d",
-	"fsQsmGDOWbZ5NR86J42+jl7hkis5c7IhQTb4TR5dDDRIyxC1lmEtrRM1GS95rNwBM3Ja1Ve70F27cB44",
-	"tjqpW/Opd84bo46AFz/jMNhSQ/v4ds3MGxL2fCGcEdw6uaM8exGE8NmcexQJbHtCkzbxDL/b7svPaZU/",
-	"JqwafOIhMbWwL/4Y3IgQgat3dxGWwh9Lvzh3EY90sHC98psBNkylAGGDWBC3bhDWCyw0bsf1D4A1KxeU",
-	"QatnBAvUzE2FZPVUZ6I+6KyH1VbI7JWwUuS5DfdhROUVK2pU9YfsB+EjYIK5g43pIwA1U0OtpLzkuZ6z",
-	"XnIjjBN3Sc2aA7BYvBS27EexuhFGziRFRy5/HA/2v/1zxFBmICDIVqnBeKmXMuU5nWR/4EcM4iWrWHn2",
-	"re7XpWW5mJWMw3duuR0yWsHW4EjtU7KYuIH5aMi42lwasnF4y9OKeeunfqOnjRej/cbyfBerw7PTH06O",
-	"D69A5lA72jCawtbEBjbrVilzV93ayBlkQXpCt6ZG8GvgfatyAf1xZo7bK2jd0behIC6sbZB+uFSAT2Cr",
-	"Zay0oSLzXKpruBRNhsPdBOhypfBE6i0hWvceEB4QpMV1nu5Y6/XCwjg8GLkgQAWfeAerNxULqbJRAMeh",
-	"5VrCBvZN733XaHpJ+DFKx8rPZ01Qy3r+yNHfJpXJkz4RnkNCRgpl5cgI+u3eiy5ZfYzLjfvpI4XhWt/4",
-	"RGVr/uP3ILqSJncnLZwDf2S/jJjVd/e/cajVLJdp+RSz+ki2MW34Wpis65tOXdwwjnf9cx/KSL5Ldcdq",
-	"XZBs6m53PPsH7OGaO1Z1gUmjSI4ktm3pCD2bCWObprVXKk7cN8Fp6kPpdU2orQnvyMbZRe/Af0dalvIU",
-	"L+tYJu01m2mzOfqyzBNmRarhasvPwIs/7+31RyyZgVmB6W+eQZxUni5WSPGZOQkSK3o0YonrjkgC42hz",
-	"8GvAE5QHzhXccxtsFADOXLuoEGKlNHuoQsAbuYhKFGEs/XBxtlEiCE0HhZjUjSeU8YP1go05UFWeHzDO",
-	"lDZLnjNb8lJEMB7uSUWHbAxeje+n7/pacSMMHneYGx8NnFbMd/TbvRexujy6+On48Gjy5nT80/j4ZPz9",
-	"yZFbC6c2bxerIfve6FvQsUF/KyGyu3wYTxEbNgpnf7s8O2UeX5Il7+Idv3njnQP2z/pn92O8cyNUps2u",
-	"27HxTsTinfpfjaMb70Sxcg/D7g0t0c/4eGVy/Idd8P1v/4z/9sYdvBG+Bic+3vnlN/d/5wKiDUTYNsmw",
-	"5GY4/zeWmg3/LQuE2WlbLmyGO83vnqFTrAkj7FOjNdzrSoWlZbqIFb7QjxjtA1YujK7miy4+WyrLamNE",
-	"JTiye5zHwyArP7ILSR+6zzig3fHH8CHhCDUdkgerrnd0LO6+brnTv9x2UO9XQAQd3fYdPdV+uWDXYkV1",
-	"my0dgyoGQERybhesECYVqiTskSxWvYRyLMMweboU/2v/h1vB3RlM+nWCaLPxoPg7nEKVYa0CRnLIW2nG",
-	"fkY+o0HrnBmRaoM8CoC8oXVuQxYlZBCsIMjDnObxPgZWUDQWEUGzbb/LA3Rysmn1tupLyRGMFTbkKaUp",
-	"v4T8sfWYA/kiNAqxLJw7zWwp8zx4q25uvRtAGSJNgJO979jxKbiKk8ur8dVRd76oXPNi7gy0nzcXPmnI",
-	"7eSebcB6yfqqj9AuMboqhQlJN+QDG34Lu27IXgpoIHI7lx6KVfI//+SDf+8Nvvul99cD+udwMvjlT/7X",
-	"/b/u3vvEfyVraNE77S52XxPQ0j/0rmD/efuy4MVneUfYcN6q2lL87O8JHu2xffUZpnLNfdoWuXQH6fNX",
-	"LS0JM2pIlwDevClmzsdXhz/erWsoVwtA7GqxSx+mCjsf02z4cbUd88z66CYhHEOEcxXwv9CUfBaCncjQ",
-	"ZW95ESs3MxDTpJiZj1/mggcNaMSN1JUNnppUDPo8ZEAQGkgSGv2HKKul5O07C/sfpb5ixdfug1j7Nqj2",
-	"QUJ1ucq26yDAWyCLXb1fsLMbidl9+0mHfVod9uHDn811/UQ5h4+Kfnq8c38avsZMvacw6WcBnJ0Bzpfa",
-	"cBy2OpkUuhxQ6PLDZhH4Rn3aP32sjl0RGGMICu33vf/TRuxhS75CTPjaAbwVU9Y4wAdOc0AWuWug5NeC",
-	"idlMpKUPvCjxtvR5RhgC1YDyZQSk+w/ZEU+dNbIUNoj8WGEb8oZwcyJQBNNK5uVAqnCzCfiXIXC69g61",
-	"6To+ZJcAbB+rempuhDGEYcmEupFGqyVUF9wuZLoIf7ee56IxcTMJN2PuuVi1H6SeWVyIJZd5vRqAs1yn",
-	"ejVQMZNd9+SA7oT7I9fP1AC/SsZLPuVWRMiEgXEosNNCu1AGEPAA2uwbiMcUq8YI0SYgHA6k19iCl3aB",
-	"++bS79GPiYHc/tS9ydj0HABpczaTbwG6OhPmjxHVAtrDjisQ232E0eps8q/BTnu095H4zyRsyQvrXAUQ",
-	"Msl8Y7MAXhank4hyKFbXYvUM+WT8MZOecwKRVtuHCXawv45u7OA+4oxpiNlHkIeRLqikl7BcsU38em/j",
-	"iK8dj1qeEL4uxHf7w1j93Q0Q4u5QCe1OTaVCmf84z6EkGW35A7yuvlbucF+LVcQ4+FJNuz6w2cSqa86i",
-	"tRljt0Y79wImDCqAAorYmkgyYgalXD0eKyXmCDSHhfuuUW/Y8ywzwtpWnxZlWbjG3X9tv2ntx2rd3IfV",
-	"8NkAYe1Q2Clxi92zhDgcJFFTBTA9cxpDWlYYnQprqVzJ/yiC1iJdWufjYZUVqhVpsFXUIVudkC4J9rEM",
-	"4w0R9mnA5N9PkDaMZdzeT5Dxf8wqFTD2tEH0xA310qVCnDlrBTeoRR5M8zK21x5RrJFSig05YXAjMyIq",
-	"XDjbDzx1yM/7NcErBy+otBJslvOSJe5BhFCK2NTJGpuC6YqYTb7uMAHU2pAuheEgTMBDVhkbK/gkgFys",
-	"CpHQ7btryy5kAZjmvocRs5qGsZBlw+askybqR6Hf/kfP/Im2G5BfNRAowPIWYgjjBTgLuVxSQKc0lYKD",
-	"43Tg/t5e7FSS4WkJ2QcIbIkKIYMJdIPJIVwwqkkwe06fQLlrn+YUp7PFkomxQmewp1rZKodoF1er5pgs",
-	"hotq74eKW+jFMNxuEEu33Oc8F2V5L0g6PsxK8bYc3TkfrJ6OdvXBWhxmDTzi1y4Eqe34FK+JYKiGx4Fd",
-	"E0KU+3v1nvt2r78NsgJ2Y+vL1MDOwf4e8FYiVMW3e58QtwKn/j5l4sb/R4Kxon1LQqshG3G6vGy0YteN",
-	"9E7p2JoKLyHpRKKHCxtdd8sJX1qIxfeLavrMxg18izcXJ8GMDmAGUKKuC5la1lur94fS7iS6HwfguGQp",
-	"N06KIqPxtVAjiEqATHZCMAnD10b+WyTDWP28EArABpxYq+rJjVgS/g0ir5Gos6immATkbNYqz7c4rJdW",
-	"jCuIrX68k4CfuOsoXLbQWxSizwCAz5cHgrFtLIT07vdTM85V2fWdD0v/6O1/gVf8HjdxkAPeUtjVBveb",
-	"8xvZj5f73/6Z/e3nK6xdiVWyFCatjBiGxxOW5lwuCSFRvOVpieAsbG64Qt3hDkO/Hlmd6PUaW4vVopqy",
-	"HloyRJhJH5r867acXIsV5i37JsRyKrJMZO5IDtkZwcF0ncGNs4ZnEHf/XacQECKmYRQHzmrxGmiqy8Uo",
-	"Vgl8og1+AY9jpjjlade1hvD4FoxttITAWELULmwOl4KuwdwkccuSMS09xgnZ94IbYVhc7e29SOEF+KdI",
-	"mDYRmUyKJUc3QpWXwMXiRBDHDyS82VjC1uDFKOfdmZQz8JOdM+qE0FTMnNnWBPK+QwSxnhWCZJYteVnZ",
-	"pH/A2hgaHZLHD1Rc2nuNmCsUuaXGJfD83CQA/wpz/xeOHO34wzTpj5C00EOHdCG36VuFts695NrQajen",
-	"dm0pwZZ7jrtwZ+OGqUmnvX8fmfYvH18aw+TfiTuxITeeyi4/qJ44trYSNdBeLZ7beqIl87YrDTx7j9YY",
-	"l5jGLNMFyCBINbZ4znuJl8XE4BQEN5kVUEPt/Nwo/CmpgXT6/qoBQ1UkOcJkDNl5hzCRKlYoKge32lw7",
-	"Y01nFI6cQlqiccaS94ILbctBKdNrREsCgegcCpgw92s3hbZPXiQBG5JmgvFK29RZ3v/a0FCjUG1WghjU",
-	"eR4rLEqD4777zv3nOPvNgysl7pGJczTMDc8nlFGebLfBLnH5Pu65x4/cexXs1iVdcKVE/swy3FhfoiF2",
-	"3hgIDaP7/KDIfuzROQm40x63qnYx9K3yPsKEqLrrv/Yj8DQGlBsJ70qV5hWkWKgGajbrJQSZA/n2rl9C",
-	"ZVLNI9yIgC1a/7Y/jNUYgdAAF2/EPKo2cvU549DZO/cgbA9jlZAqJywE30fiqSt5KUYssVKlov0I1kEn",
-	"lEoTGNpLI53tGKuaTx0jH6ocEWwZTBM1BahGrjnQ2B7ErGlIeemQSZtqEgV5DjKpcSz/iqP4y3+/OXpz",
-	"9BINBOj0X8iikkthS74svFWFh/dbXwGyLUf9ilT8nVbLWb0xfNE3TNy2oEbYoA87zq4PJDQ6Ai2Nj/u0",
-	"Jr8IIWzti2WcRXXxwyF78eLFd1tDLjBt3QihrvmBm8qdByCUNjqmfZ4dLO6W7/q98TvASaMPD9H+Me0z",
-	"t7CPQUSHyfxjI6EHk5tEO57Pu3EkNyX6Ju0byOeeMyhqFMGWJCfbrEn41FACU5FrNXeOy6h9wWzhEw0Y",
-	"xgB3aK/X+Tpjha1Fjebq3jVpPBHYIoCsMZR6I8YZCUtTKctk6cT7kr+d2FIUiFHx3HN092qWUl4yw9Vc",
-	"HLBv9vf7I7QACeux+fnafIoVxGX9jTBQVzVk+yYzVQ3SiETgE+C9Fqo0q3UGcETR4Fn06MxKxAF0O+LR",
-	"zA0BMChd/V2sdj4uw6fr4Seqj8ZP3wPEI25he0ZkSNHueqqKfrojfdgdKTcl4yjhetxZ5SWGDX2N0Kb4",
-	"jnbeDmTA7KJjEMz14HLdVWrmhSrKaWeXQy4gVyutBBO5FQfE5dks4IJOhlTqpbCWz4WNsBYLPMooVgWa",
-	"3M6qNgTS0zbpR02KKUDvKJC725lifEVlW4gDXKe4xQrCbivoEl5HQk82EtGpZqFsqI2LN6enx6evWI9P",
-	"nUkvyYnob2d8ei+xCMtzBZO/8znU/vjhfwrE96eKnw/EVwWr2GnCdfrkDzzYdQw6wufsQhY1KteN4LnI",
-	"wPhyzpCNFeBTQwmLznN3vGc8z6c8vUb7R2mMjlDoqBEE51Ndlev+Y39LvOfzPnYPMQfc3D9x1951CbjQ",
-	"eJuyZV9v6rFdkNrbcTAfveX7kG2pb0XWoSvQfIti5ZWGNmz88/j46vj01eTyzfeT8auj06vLUf2Sxzof",
-	"f392cXUEwOimUsCNC6FWpUtJVWmxQg3ES9CglHUoCgboAJz05a2RZV3WRWEJWQ7ZmXLyQJilVDxnvcOz",
-	"1+cnR1fQ2x/GxydHLyN2OD49PDo5OXqJmEeEX1VwUJg96mLEzo9OX7oBjc/PL85+Gp9E9RiPT8/fXPVh",
-	"aAex2qw1Bh7uKaKSwPjp0tAIWy3DVaY7cFJVojOyO3avfx1nPZj9fvWf9OyXpWfHeCAfK44Gwaj9sIIp",
-	"wa+EwHhtO/fShcyzPpIl1BKMCDosXwoMo1rGLR5Q1iNh5g3gqEuS9Q8omuKaXxdmeBduNablUWBGpcKW",
-	"kPGnb6A42GeAd7QexcrHfhZcqiG78uJrQzwdsE5hg1ENbMH1EIa/TahcVtOxm60vX7i0naYnMfOViJn2",
-	"smIZN7cpzwSriltusgfKIDgW/yGbKFZt44BqBm+lFZtHFmSY1vkk5XkO8U2Ep3Tf9aGBKS/TBRRvJPSr",
-	"IQTAIAmJ8lMI/JGwLZn/e7j5wjamK5YsBM+EwfSmQqbXNlYac8zwtgWumRIrcpFSmlOvSRtTqRyrWET9",
-	"EWlZsqzyUha5gBK6ZGaEmJTiLd7bhTJ8Srf2VYOhgQW3LOFuQn8wQly598BwopIeyKNqzFHEcBBOKIaO",
-	"RowHXEyaDSiDak+FwJmIKNa+5PlMG2eHTXW2OuiOBjPIWaJMgdaaBHQHkYUdECuvFHzgvF5+CZeeK7tm",
-	"PnbKZ2j3g8Sbo/cQ5R8+PF0P6BOV5zzcRsWFo6uKPMfFJlBcv94RiAUCIlpbzqdi96fo90fRiijWeJBC",
-	"QbbBDn3v0PcuLwqjb8R/TEGu+9P3qcgzJVgmUmk9V5mfAKcRPFfudBUroB3zZS+1Tu1hYQ6WNuIyMqNv",
-	"mcz6o2bpaMPIdp8D2LbN5iJfuwpehMxYeStTsU15OP8fpzdDvExTKUtAQJhea+YABWATBreiPZA7c3kj",
-	"VFN3ICCOLrSFalh6x/WfGfEvkZbUPiDrGFFQyAHDkEudiby+i0gQqj/pVG3QSWn9DDxOsa2vbKdqw+n4",
-	"mnRbPaIvTrnBRRSoNlrwlmbbWM8n3fak2z7OBY7bfEEI1Xek76/VfFD1Y6k1wmz2ofAQX0Ycfydn0XXl",
-	"SNGKV7SDqrCsh87OBH9VFUk/Yj4krY2PWjQFLHAmrAd7iiJUgRRGLwunO5yI52qFl8Z9CG5hVhLdP0dY",
-	"Xuz8LbAmEuwtMbZEWBrh/pplwFbLc5/gs4QiXPdv1vOZPqMW0wXl8rSAmiGXZ8SamUJejSTw8wRi7f+b",
-	"bXwQE79/rUTlbwPw1h8FGMKP0m7hVamXvJQpXaM77WV0UXTDqxzSvviKFFBzSJ+9BvriMn+eFMoXqFD8",
-	"kfDZQigZaylMIvP91QsSbW9N938P3RIrNw3CDC6d2jhCIu9eUoq3JX5tYEsj+NKpCwwQGqT7DiTj9D2T",
-	"QUgq1/ODWCUyOwgXJPD4Myd73VGCvPteqiuowoSyl+fEBW2v+xFL4HH3tlMJRPgMNTBJxkt+kEA3colF",
-	"cX+7PDuNGGeJm0joPcE3YK+pFAEoole2yVUeAFBilVbGaoOFOskJt+UAGhocv0x80I8DjrVSIgVIhEbR",
-	"IoOqSLRfY4V1BZMwULJr94hZHG6L+1QAQUTb1hcvwq1QIPq+NbIshYpqeoM5LwiPh2UVSkxBhZRQBAXu",
-	"JsHq+AvqciGWzltL9RKwwNy0xaqXHEC5woC7HiR9JGpQPgfkeV1EwI5LBvq+xosJ5RW4CyDS600CVJcB",
-	"odW5nc07cLI3alQ4taFFS02npXFPzrSJFdkn/ZDMgp+vAaX8HTyGWUumVSpqg8n1ZMEz11NCkfBNgO+K",
-	"PFU1Jg7siANYdrdz3E6jI+2zi5l1k8VzBoUYrFdbWlGs3FiksP16jQn5pFJDlmQiL3niN2LKjVnFCr1l",
-	"XZVFVVL4gjPAC8GdjMAlK3KaILkMhwhnsDLKHTCyt5J6WmLVowo5oJACkKmFzgXAagAtIOOwWpCiLAyz",
-	"gjIJqS2CAhujQYetUGw+VnhWJ9TDSSGMs6xMwnQhQseZRg4GqM+rd2jNULLfH8EDYOxJ66avmT24/x27",
-	"OjubvB6f/mNycfTfb44ury6pAqiujF3CHuzEHIFeBPFgf9+d40ZRyAVukIZkoTqiWthJy+aQJw3VQ1RP",
-	"E4a/1x9uSJ1bqYigZaqdBjECYzN3VrgEqfPAepO97nqTTY0ClVok7XNuSzp6RqRC3ohshLJjumqJxQbF",
-	"ncKdGyRoGAUK13oYrVlojaKuVH7+f2ABS6frdw52/uefe4Pvfnn3PHr+f3/7r533wXff0HRt87P+sswO",
-	"2ItYoXryxyNWoJTYu3jHT3+8c/AiiqEn8c5BvOOf3PktVrA/1/vYabbiHJMW6/myjoaaY9hHSESG6ziv",
-	"Hp2M738ZCW7f7D/Aar3S+jVXK7LD7adMjMPV4N7mEV6gdFhz7R21zZ7DKOpnGwO/gO557QVBWgzRkRNM",
-	"ENyou4Lm8JFesmcg7Swne9GJRgixNKqG2iHeLhmO/fiKfOd6QE+e85Pn/OQ50wnHsOIHDMeCU/GfyktG",
-	"7yZW9wjVK3+L59+DcCOxjIVQY31xtpDOlF/F6loU5chHTaFaMhcc0gISGOcEnOqEzQH2Z7oC8xgZIVZ3",
-	"hC2dvQ0MF1S2CUTEYshOdQBxneps1S2XS7P6yrKEW4LuKXvvyxEgUMsW+OPd2VL69mG5enAUBpD++gFK",
-	"8trionXepLCNsrlY+UpkOsAQgZgspapK4dHAlvzthF5NEF7HcGUBvhQkATD7WNa7GF8dTU6OXx9fRcg0",
-	"eXQxOfvp6OLkbPzy6GXE6FeQIRCxV+Oro5/H//A/npy8nlwdvz46e3MVsbOL8x/Hp1Cz8PPZxd+PLiYv",
-	"jy8Pz05Pjw6vjl7C7T8FcjDIySUExWZErQaJdUq8LSc0KOeriJIqlTBdIOUqFTkBU7fKEQ82qzbqQFDP",
-	"V1bgPc3aV2IFWIGYX6B0fS9DHzh4GC3bIfQN5UZpVoewK74e+RZm80nEfWm3C7AxWzbSmjZ/mLQrZXq9",
-	"3SY63ISwcmJuxKTyITz45RrPWBMzj60LylhtLV5Gwk5jKQWoZM1qxP3AZ1wIwzIjb4TC6gJ2ARlNHtgR",
-	"4oulKHyYCi/Bc60L1sPQovNQIZzq78lr87LPKoVB/lxwKzDr2U3SBH4OCFgUt+eNegfMEA9xY/fSZvHz",
-	"2iX65i1+2Si4+LWSgIlU3lUKtp7u3V01gjSWCPJI6BV1FBiGNmTnwgwgsmt4KTwKRohNPt/fgzHh/KNe",
-	"6o/YVKw0zCIEZ7GaDGTlYOymInmQ7Xgl0+uvw3Rc3wBPcvVLiu79DpOzwosNEpVQSVpfFPU2sQD7Dfn8",
-	"M/zaC2it88eDuB2to+mDSOsBcD1UWgAePbCn4N0s8JBgVUPOrRNowckMZ9NiORkSALBMpDmnP4yg8hzA",
-	"2YbsBy5zInD6dm8vVsnV2dnJ5eTi6PDs9euj05eXk8u/H5+cXE5eH19eHp++IhhGXpMCL5d4scjstcxz",
-	"tAQDEaF4K225FcIMZutjkmqEKXWfug/Q6gpCnK1F+CCQg/cMJVxMvNsBPwBfyYTr0d1rsRP5OwmAh9U5",
-	"I6D84Q/aiJTjDDcXCZco9oD6g6mRYibVPN7xxD7tlcOT9aC5JmmxOa2Hzsh48LZaPwVbdhhcpOOPFu+p",
-	"KNPa4vW/v/TEmiaEOtZ5QFOHN/sjJFNNjk+vji5OxydJrBANxiMqV0q8LTA7mhhG3Vb+sCBi6zuuafrB",
-	"zw3JsvvO/ceZfk3+uUdxnHuMGbTL5rme8rzNXeQ+MWJ1UG64DbdF67xB0PNI3e+GcwWDOefl4rPAcKHJ",
-	"CNQ6t8IIYqfKnmCHPwuIlrJjmVBTa513nJzoEeSM3+y9YElATG+CCNeY9o3v53yF7CH+zAB3g+9Uz4nQ",
-	"Nrkh1Z72R6zg1t5qkw3KVeHZziiEwg2Q9iBvFqdcnKUzQ5I/0f+SiFXuQ8jiBmVlgIi3DeflizmmzZ6e",
-	"uNl97IGFJXk6qR+HsfBxx66oygcqJKARvRYrTD4xTV7xlnaCbCfLczFiiaryPEGvOFbIeoRJGJRRZZks",
-	"R3g+EONRlW0OQNbjPt0MGTuZEgIY8tgUMgHLWCGZICTFZJ6UfO0kEmnB2nl2g6lBhFufGcZqTOSCZJEE",
-	"ewst9DZfYAeb4Fw67f3N/v4apV+sKNFwyM47xYsbv1CpWSGneQlErl0y47z6GDLjw1+9r/XzU92/fxCh",
-	"1Yg8QMLn13g9/3Tb/uHNop/dZnm0eO7wJyorzOBBTsVW1p+mX9EUX0SbDMFJ2OwPdS7eWGG+Kgcj4DU/",
-	"uRift4uxuVDv42R0npTIM6tsHAtyQ+5wHGL1OM+B/W7H4cs5go/Ww5tr/CHchz+IM/DYA9LtDjzygAzZ",
-	"JV8KZqocS2ySom0BJgeQPw105R3eBByWqOU8sC2+Q7TpO8QqOA9RpyuAFv+aWxHBjSQY9hmxrpuGOW/B",
-	"nI/VN/v7d1jiH+EQPlnjd0uBJ3v8yR7/ffb44ySks8idoLvj7rArdnIW7gOZzIadd2xvoNXHSo3PiozG",
-	"DeG+u7txoKKBafxP29JfIHlNRRvDb0XcKHfw1XRtwG/2vquzYHiWGWEtJMLwayxy6+JBcV/a+Zg0Ju4D",
-	"n4jGBD99P40JOM1PvCVPSuUh6YKwqQmKpePEBuWx+07eTUXSeYbB7/UBbigLbfFENVIDv9sWraET/Tgd",
-	"8wZ4kT95YIYeeUr2+lJJO7aciodf/Q67oh+f7ZZ+iIZpaJencOIH5NK4Y7MVAKL5QLN9KUvIKZICUBia",
-	"N5MUSffyuC2KZzmftwr4HyGp3wAF5+/f1h/eaKt79omiBg86UsRg+qUYbk/Fs1+gTsOTcKeYeXheBVzE",
-	"gYhh4m0qipIl/vogQSpmPF9tiROr9xY5nXWlEID9HKVOo2tPYudJ7Pyxa/bhKDzUw9wtZFpWRtyJXkfP",
-	"MLmkuByn2x1EUgE2nVwqMYKSsxBDQnAqbpmC0vWxWjEr50pkA0lXQUu+wjtOWW413M+pgx/Pfodh7f6p",
-	"fdgDRNNUKo5FfA9BCIK2nu4d7zC+EbTsmfW76v4tanQuHhdM3xo9v4CmPkdX0PXsQUUtbgRP/uCHj6Fz",
-	"vy8N7ZHfFUw/rrOimF82loC9lbAlv6Z7bJCCXLUNsQ5RaLgK+/dzM76gc65jn8j0eujJaS5v404YcK6f",
-	"7oSfrKuHWFew1xmHTfRAxbX7zv3n8aH8TVMqpJcvdI6pO67lETPiRl87l8/LF4CffZ+40oVrSfxuQbOJ",
-	"x+mkn+JLEVAmC14uaoxJms62zGgWKy752xOh5uVi5+DFPsBl+h+fvw+85CcTNm6p8LtPdxRfnGPlzsbd",
-	"Zx/LyncXurLiWojC7ccPgOkRqtkzLpZaoSAgqA8UBEJlhZZQ6dIN/tGdnzdi07uQPr4ldAk7jNWF4IVl",
-	"2hQLrizreZZnQDEhdF2otQcIi4h1Q3WIt4U73wgnRJ+OVWakj1gt2S3k6N3yFUErI95QE6QaC307QJAQ",
-	"ONmDryDg8wp8THfeVwhPlElbEIsbDjKrBKC2ZlUuMgTHBuRW9y+Ac+NyCUU2eindJK3gM+WtBnaLtDLG",
-	"9RjJc5Bdyn8CcAhcM0AL1V/D9WBrsB772EasPjyqx0WlENngx+bG/IhScvNrd8nLnxe8xO1ccGtZJr+A",
-	"9PmvHERD8ILOOsG22dbh2Tw09uHQGutd6+4LCEC0OjpIfnHEEVsSYwFiBcnSsgbjTGHETL51Jkdl8p2D",
-	"nXe8KCb4y992eSF3b57vRDs33Eg3Z5a2PD2B8hqO5s7Bzq69SXc6c07rzyX1ywnrtbKRwY7zfeVYE7DQ",
-	"tmRG67I/dIfilzBVm2Dmc7TegNs013OpIkaTZiN2eHnxAyvd0kaheBEWSyy5zNks17d2WJta46pcdFho",
-	"b8ARrS1FqRXr8U27NPL3DxS9sf1G26gKu/HK25G/Z5YVRs9kLtyI0gbICbXbaPWQRCzEMzcbP6+muUzd",
-	"HizlUrCZ4BCrnOV83hz3ISxUx/vAe20PWAqZORHEIyOK1UeURx6xGb/RkA/q2o18L0GjAUGxBS8eCYrF",
-	"sgDwfuDHAKgtu5AFQgTOhEEmwDkRJbi/Q9InZ4WRKpUFz1kvBCMKYaxWPG/8EWpK50ZXRR9KUAlFKiA9",
-	"Q9OQokp0fuFNiV80QFfLlmI5xar3nlQ30sppHl5GKyJW3+x90x9Rirzic4pj9BocT83mbTtbVt+qqNHb",
-	"Bt8vPgIkD4TZSJsvMCrSoKTdiI70m/ddCLSOQNhw5w6l/7EKpf/Nyn/QjP4YwDi7tpMwnmgasMjofMMO",
-	"PWBCOVGxFKr00H2RW6JB0LdM3whjELsEH86i2OkoPSDyx34w2uAzg1zciGatH70P6+fsENeNIYPkYqzz",
-	"wcxMDwwrpIkVdjV32rOXxNXe3osUkVTg32KIv3JO+ilf0i8TLM4gxBqWpNqI4YXg2ZuLE/e1pGPCCNWk",
-	"w8FzGkDP6kNgSw60k7CxvaZgvW8HeImZGq3c2TEoxmDZtRIDu9ClE5CJqdSEl0kfaEaWXFXO8mLlwuhq",
-	"vmBJaeR8DubPy0qg/nFzs91YIwu6y0SLVbDRWiO+bOm3TpaJyroVJgKh9gSgqfbunVcvv/2WMLiZcc67",
-	"MDZiFa3hmh51u8Ppi1jBHIJh7BRwq2/nyPLmRU1X7/4OFSozQib0m3p8fsx6ib25nuCekBnuBvoRK11o",
-	"g/SH7LU79cE2V0JkdkMaaNWATYVop60dEgt0oEH33S54GRhYPZ5VcvnTIcLjTcbnx0k4Hw1LIoqVs+2d",
-	"RW4rKstP3Vznt3xl2RQ962tP8+b37PkxFOp0zM4rJ5Fw0wQBRtBZKBct66HznoCESiIfXYlYgk8kwDyH",
-	"ok3fKiL5s1GsgHIPhoEQhy0hYiMqL5oZIQYzbZZgqAgjVCpw+XmtX5Do3gBGLY8Vfq2GK3HnvsYpQRAC",
-	"8idwQX0tMf0E3of/C7RFP+Du8MIHFQs8HNTKHGeMnLIcyp70iK3ZCFYID0fknh+y46BasAHvoToHdcTa",
-	"f2tKfue2KV16sR5eetFaYVzGjvU94Wpe8bkYdK1AU+lSN18aoAQ6YIkuhOIyAVxMdlYINT4eOLObl66n",
-	"sUp20wUvwRLPBRHj+91+QC9E7CzP+ZJH7Obk5HXETl6zy7LKpI7ggQtdlcJE7JXRv0Zs/O/KiH4Uq4Qr",
-	"J+AKmSas9xpBr6w7sQSsi+MTWcJ6KVduBEYUOaAXG71kHHi3dv8xfn3C8FEqv3PeB5I7ZmKpLaGdJ1Pn",
-	"m1cmT/BGF7dDa6KcLQSecoE2llc93hQs8opQbZwxG6RNONd5vpxwRGafwBMJ68FhPzl5PRmfnJz9fPRy",
-	"8uPZ5dVlcoD2MEB8Rez4vP4W9vzw+OUFU6J0MsHtsoIbTvol1cslB7PGFjwVtqaiVFqJfsTShUivPVEn",
-	"IWuw3jf7+31sm9DKaKcAFS5y4tgRWGXI+vzMErRzKd6WYWYIVxD/AhybdqFNGStnJpuiZL39vT23iQ1P",
-	"SxD7zsE2Tl2H3/micZAn0Fxl6dDpW+VmEtbmmQ0Da60SIaA2gAPosQiHVwPfz2p8wOT0DFbh8Oz0h+NX",
-	"by6AqZpY2khsOjsLCuYGbrUPWHA43RBv3XYt5ORarCZWlCi0a3Lta7FqndPXHafwLo2K4igTM6kkHtke",
-	"XsgzqVimU+C8ZvsRbHl2iaQ7meGzku3v7e8Nnu9jCM2ZArFKWp6fD1Kg+eVV6BB/PfyX1SrpU4Sqknnp",
-	"XJYauHEAyyenVSmyWKW85LmeR+wmxDXxMBV4r4K4tktwEdA4QENRm4GtCnd2s4a74HaPErc4+C7j6w5t",
-	"X+MdmpXXDHYDdrLZeyIzoOLcTqTJWDWhJqPmFuut2eTrJZcq2/AFmtW/sVoDtvEy4y6Am8YeM4Dhtabu",
-	"r7YYp4BNy3opkMStGaqu53B40LBE8QU2qTsGtVeYS1t63zCjbHXn3iEqECxfShuVT7UpI8/1HhEpe0Qq",
-	"DAWAVBX8pTQr+g8C3TPEYN907MAsSEvgbQNo0FtFcRmMGdc4hwh+2xkFbk0WQFFvTtZRMNwAiSAXJcv1",
-	"fI6ue4gWA+rzOqiz6/5GDChWvQR/nJCLPnG/PqBH3VHTSqzhtKLd0wyjsx6Go9wSuJ+dQejt5oGz371F",
-	"33cmx4Pj5+73frNaEavabK2tlC0TSAGtLiHG8wHEIlCWQyTBOheukClu7cQdhd13FdyX/YZQ4AnrIWtZ",
-	"AKE2guAw4f4ISM7MCmaKDIJ2K0qXckbxWpsM2c9E6JgshUkrQ7q+XATSP2fFZtZtJwhTsEU1ZbYQ/Non",
-	"rL/GF5mtpm6AU/B0Sp3qfORBaqNmg2AmWKcWS03Inr6JRTUNfIXOtKubhEc9QECJc4Q3oH4ARWUXUeCu",
-	"K3Sexyp5dXTF1jDUk7XLC8+X2XKcKrvYIj7bTpKznPAJLxIh5GijtWsUMCKnghthnNaL1QOdK+KsJDMC",
-	"4EL8ufaRFSewUOpKIpho9Ad8jGGsXpNnBS0g/c26PwXcMetelY+XwRGRwAPr1jBpcI37HZeQquSF3P1T",
-	"wgoOzOJBwAzZRbjOEBmAkjvrIVxs/HnPX1BAOCtWeLkRrfVzUnNlTF6P/1/ykMuPTR05Pj/uim4WThsT",
-	"x2hhdFalULLh/LseeWvWitL2Dxg36cIJNyfxnaBhFbzsxL6RN7yUN4JUoRNNscKAIE9TAboKoSDcd6ZV",
-	"jmc4r+DCl7K44UPbIn9AC1uLfdQv2LXgy9fuauAedbanU/R1TK/peNH7tURrm2Zu+F2BMLAYmFQ3QpXa",
-	"6SmpbMnzvA6OVop+RW4qGEOkJIasK6shVsftRuDNRjtGsLk/V0QRC9s0+BRoyEzohQnF2JJYhf0247kV",
-	"FLUMfVqFN+lX4c16o5amAs/X6d6CRm+RKToTBpzeW9+MnWTSJKzXimGcn7x5dXx6OXl5fJFEwVhPbKkN",
-	"n4tdejPpO38pzxrDQaszYpk0AqkT/Oc4uxEq08Z3wof38LcoS3bxVyqE9naT/pB9LyyEIb21HKv9Z9aX",
-	"KVEMR86cWUWgJtbfn6CF6LTIAUuC0ZmwHh6Y0Bk7YjKzsfIRx7yab+lQ0o9YAjjN0Ay+7TY0HtpL+It7",
-	"ZpkWyHztnrNlJjVLwL9TWQKhQMw4Bh/hx6urc5Y4pUaQ6QkKWAsch2voSq1ICfRGuIN+Ts6dTZz/vZRz",
-	"snUT3yI4BT8J4yzCMAMbA56cnp6eTiDBxf6aJ0iMIXku0rIPRGAQrcaPOEMl56tTvhREJnRDzYP3JU3L",
-	"pwESaHJkWLcfQ1uo6b+MYlWpa1DqAR+K+HudFi6MANeGzQzc9jpZpbJcsF7if3OkSrPyJNTwfWf7gifY",
-	"4VLRzt7d2AhJxCxX2VS/FRnrHV6es4R+ZhAYGJBKSw6C9vNKzlQqVsjV7twm/mvl5JyE2y/PVd0w1/to",
-	"MzrXVHnhkWpltROA61PHi2Kzs06d4JZ7fXhOJg10wyNwkQnwzKIZQzzyQN3LcybUjTRagWNKQTzQF4JO",
-	"ywiEOcprpUt2LYqyztSq24YtRoR0XrjAta8VZoLJ6KDSg8YBUxmy7NlScAV+20IYccAKnl5DDAmUA+o1",
-	"W38zeK+Vck/WQpc645ZE5LO2/YQr3aEvzqpyrl1v4dqxHUfC+QD2cQJz71YPDa3EZb7FTgs+pVQDXhSs",
-	"ZfeyXu2psSWHmD95bG6T1KDxaH8W+BLaqroomVRojy6H7FTcrrUN05hbDRYp2FyE/VrI9B5rvDmHp80/",
-	"dWlenouydMvg1ozNcGHIgw9xA/qrD0817zov4U87v/3y2/8PAAD//w==",
+	"7L3rdts4uij4KhidnhW5m7Zlx65K7DWrj8txUu7ybdty1aku50gQCUnYpgAVAVpRMp41TzO/5xnmUeZJ",
+	"ZuHDhSAJ6man9z5nTf/oiikSlw8fvvvlWyvmkylnhEnROvrWGhOckAz+eUtkNj8ZSpKpvxIi4oxOJeWs",
+	"ddS6IzFniUCSoxmmEg3IkGcEZeoTykY7ragl4jGZYPXphDI6ySeto72oJedT0jpqUSbJiGSt5+fnqDXF",
+	"GZ4QaaY9GREmT6b0dIzleVKfWj1HNEFtOSZIYvGIaBKhhMR0glOU0BGVYkstgKq3p1iOW1GL4QlMm7Si",
+	"Vkb+zGlGktaRzHLiL5R8wZNpql482G+5tQqZUTZqqZXatd1RFpM78mdOWEzqS7xm6RxNiBB4RASajbkg",
+	"qC/M631EBRplBEuSITnGDMkxFW7Bf+YkmxcrFmqmnv22BNYhzyZYamD+cNCKCjh3AnA2i++SyTTFkojz",
+	"5EaBprZ2+wJAtf+QdzpvY8HzLCbwb7JrHqX5SD/oI54hjAY4I0g93UHdsfoXFmM0yYXCDXR/e7FNWMwT",
+	"khw9sH7MM/K/7n/MiCA4i8ck6+88sBeemBpztxhRgQN/uSBspDa597YD4HF/K6STkmRqwv/e/gNvf+1s",
+	"v/9s/tvb/vytE/3w9nl36+9NP/0liB+fMp5PxSltgO0lT0iKYs6GdJRnWD1FNGnA1XjJ1puPfy94/Hpt",
+	"TccOvzYv5ruspct5eppiIcJLuiUjKiTJSIIk5ymK1atBnNzRj7rzKbnCE2Lxsj3kGTIYggDpdm4JTu5v",
+	"L9TM/SYiIe2y1sA8f+Ay6u0fHlZRrwlv7pvwRl2oCZkMSPZGoFyQDC4nZY7qtTHSo6mHii6qHUUIC5Tw",
+	"OJ8QJtEeElMS0yEljdQxX488ejfojz11RdQ9+daJ9t413I7zhEymXBIWz38h88D1wI9EIAxchJIEqZUQ",
+	"IZHAQ3IE2xrSTEj3fEblGGH0SOYIx1IgzBJE4b9iRrIH1hYSy1w/H/BkvqUo7yOZSqQQY/8AjXmeCTQl",
+	"GYpxmpIMtRVwI0XQpiTbxopgopObczXF1jGsbEqwfGAws1qQwBOiF8CS4oFdoF6IUFRe2l/ElDNBYO08",
+	"l2rh6tjwCFMWeQNrPoz6DmZy+5ZMUzwnyRFSB9NHbZwKjrBi0LA0IXEmI1jJbEyYWaxAOMvoE3lgszFN",
+	"iQdGKpCQNE1RljNG2QhAPNf8XAGoAGWEsEQTLiTa6yARIZIKgg467x/Y6fXVx4vz0+6WofoWHOZoEjoc",
+	"kkxB0YKkrQ5C4W5KmVpISgSAG8vxloXXAzvY30e/nlycfzjpnl9f9c5ub69vd9CJAScfosNOBzaKB/yJ",
+	"IMV6GJf6bNsagSxOKMBu7aATvYEHtn94iJ6ooIOUoJO70/NzFI9xhmMlfmguVKD52+Fe/B53yPZhvDfY",
+	"Pkh+JNvv8eHedif5Ybg32I9/JAcH9irpAysuk4fs2wrbSwLRQvLg36v/Zfv/+Py38G264DFwkJCMZH97",
+	"PYIeIOI3eBSQffa2B1iQBE3xiCCWK6LVJNuoV0pwScgQ56kEKCzhIDckC8+vniJBvxLUNsOh/UMfgTtb",
+	"jeshWa95TfuHQNfNojqdpUvsYvEo1P+FTqirBVe1yFUEV6mHeZHwqngT8NzzBWxGMb83AmUF7+2rRz1g",
+	"vi9iqefJv46f3guShaB+r3nn97oTz+pzTeA9Vebm/IrLjzxnsKCYM0XN1T/xdJpSfVF3/12oBXpg+NYi",
+	"WcYz/Umi5jn5dHbV7Z3cnPc+nN+d/HRx9kFBRmsZCsaK7Ze4FlWkcniEMEM4UcgqZIYlz5DMMyYQ16KC",
+	"IBJY0N2vpz03BWrf6ccCuKF6j7AnmnGmhIktAHIBmb9kZNg6av2X3UKX3NW/it0z2AXApo5tGdFiHEo4",
+	"EUDCyRcqpJqS6r8tqZYcFvFI5m8UUVdbbCu4oP7Vdbf38fr+6kN/y601BAf7fh2M/chwHpA0EXki2Rz1",
+	"d2GAbTylu3/tA4OyWi7O5ZgwaY7uGGY054AUKokSXPslwPbdGmc8eySZYr6STgiaqMUB3wZpgQrUj1NK",
+	"mFSX6jlq/YSTW81DX4ZFP5186N2e/dv92V23hD6WQSv+7ICPU5qgf9xdX73Wgfujq3FRG5THSZ5KOsWZ",
+	"RPk05ThBKY4fBUggfSUjKPhnUp8vlSjmeZrAGAOFQzhB7TiXSIy5EoB4hoQ6epHymVWx+xPKemry3mAu",
+	"iegpUi/AhtHX5xdzxkiseSacH0NxygVJtnbQKeCNB7g+nMgpZ8OUxi88j/MrEHR6d92T7ln5QgOLEOj0",
+	"+vLm4qx79uE1DkHvxYptfdROcr1csqUA1y8tp6+NLPaWvlECI5ZESYcDmmg0V5KzxtCP8DQh7GUAOb27",
+	"/djrXv9ydtUziylBZUKFUNdKYQLTCKq+QJI/EvaKEKqtom9vJ0H9/7atft/uqjn7VlanAnmLm2WcjY6R",
+	"2tQD63+8vv3p/MOHsytvFKNzaFRXD8pEepjikaUVE8wUccl4SpSMqnQppmREnL4U+bpnt1cnFyUIUzM0",
+	"IgZELwbpPSNfpiSWJEFDTNM8I/ZS2QUoRCQS01SAMJ/y0YgkEWKKFitxPs+Yuopq56/DTB3XKG1dkZQh",
+	"DP4fxeA0UljwFLzNbv1cbUjxYPIKADhXhOXy7KpbESVSKiTILsKukhbTojmRrwMequTMlGDhgcdNBNDg",
+	"U2LMZHMifaB4K9egucFzxTi6nF/gTOsFm8Pm5uT3i+uTD73u9XXv4uT201kzpyRfYkISgfY6B+8Of/wB",
+	"AXt5VW5pZwCZQuk1KZ1QB4zaUjU47kj2RGNyz/ATpikepC+EyN3Z7a/np2e9+6uTX0/OL5TYVBM+Eyyx",
+	"0v0UzuTFxMdGHQfunM5fBTZKtc5wRtO5mslcH0GyJ2MnKi8lIzgeq7ciNMzTNEKDXMzRgMy5MRiByYMr",
+	"QjPMBRFollFJBGpjNi9QsJAuYSK4wBmJCX0CA45QRHqOPOSgRKjHVCKpDVsScRYT1O5P8JeeebGnX+xv",
+	"gTmDcTCKMCrGJAEjCmVojNMh4kPUH0s57Slxp6ckRp7LQpjUoiLCSZIRAbcWp+rNuRKFEhBD65OCFGSE",
+	"TLvgtpOEzXK3dtAVV+sYoRnYE5k7UW16AoYIvqJtcBb1kTDOIeB0I/pEmMXWABr1lTJW9TptO7dTCD/M",
+	"27uegwqQxLouzhV2yFs4zDWppGFC7gqI1tEf7hJcnvy33l337Oaud3tyVSEKoCzsKBgLSabCeT4wQ0Y/",
+	"RMOMT9CewtS9TkfbT8eto5bWM3bdp63nz1FrhjOmtK/W0R+fn6Padazaxmp3UVovzhgLzcfFEaqsX51w",
+	"dXLUvrm+65rH23YUsQuClhqPfJmmmDKB1J1aRw8MHs5KukLOcqFvr0H2+ua2hRIUqJyry6PQXViMq0Kq",
+	"f1wIYG4cKgVJh4DfmgQkEeobVOgjxQ01+TVQ4NkbUUzU0qaVS8zmRkETL6O1ipRfnlz9brWNu/Lpcl6i",
+	"NK/CbG4VFICvkMRCrraM/nHlnqurrQEDBJQye/Nf70rfM0/ZfqnIc391ct/9+eyqe356UhV5yjo9clag",
+	"VwDuFTeKtCBCqMHbPIsQZxUTQ4SYffGRzJ3aWVm0Zu/3TORTdY9IckkSirtgiXoZbO7ub26ub7tnH3qX",
+	"Zx/OT3rd328qPH4+Jcgf9sv2RCR8xkBjN4IijmMylSR5TRHojUD9U72zbbXTvp1MccuymKg5bdu3yBTX",
+	"164NqZ0Izc8xMyaHNwIegx5iVBVFr5V4ADLdVnWHxQGFIKfP6VdNMChnZwW8Nz2ihUS/JJQquoiZJo1H",
+	"aJop+Mg5emixCSYPLU1UHQa9xlGdIBfEYal0lXyjds4eGZ8xNKQkTSKtIQPQI5TlKUGDTOnTW42ke8db",
+	"qbavmqO4NUZX9czslmoLrBIE608dkvoA1+ZeY9MdcJ4SrO0JhUX4j+LLz+5VPvh3EsvamzBz/a2odZIk",
+	"4O69BIeuZ9PDSUIVOHF64612iFNBQjcD/MCSK5kvArNjggZKW8CxTOdwNZTMqN7q0QSCNPpkgmnaj6yz",
+	"kmbaouD7vL614CVFERP8X83jnZhPWlFLvdw6amlPtNpKGarmw28Na30j1NXhOZMI3kRt8iVOc0GftDe0",
+	"WCt4EZy1XQ9b8QEc1Kz+dnmex8autMbteEqso3wEcQ/OVdTXnyhWx2dMMTnmlC94ABCzKF432MDSCcsn",
+	"CgXgg1bUgtfgtsJyPgfWbra+EHo08Vz+EXIuf6VjMGOEVhMorYRniXNJg+m6BmyNC1vHvoRKnfyD2gf7",
+	"+1slzNjQ6V/H/5Ehf1UK4uJiwDV7bqz8CoiA2RhNM8piOsVpBWNxmvJZb8jVf/KpvckxhFglPUCi/c7+",
+	"4Xbn7XZnr9t5f/S2c9Tp/LOGFx+p0loU2EQ+meCMKl1Q2290fFbSOjrYj1pU9Ib4iSsl0d1PrV3JDO7C",
+	"vv5bi/NHex119BJbWqQkmRHP5kC1dbySGjyGNQw4fwQwp0RK0nsk6jVJcKpAZ/xUt+YrhIWgQmImW1GL",
+	"cammbv2X/4LuFU94YCfiEfz4GEk+pbH2l6OETOVY7WZKY5lnpJdnaeuIKb245QAMqHioCJrM5j3Q83oT",
+	"ynKY4jBqibmQZNKbZnwyVeD9nedgt8MoxgqDUpTV1riDTqlSIMC7oqGqlpFPk8Ax7Xf3fjjqHB7t7f+z",
+	"Tmiq511Fpd/GRI4hKEKxsJQAy8fiEU2wUvsVoknKcgJ+wCrBLyNOLfhQ/QaCBp2QEplSu9hWT1uB610a",
+	"pBZLOeaZRN4z1CaTqZxrRSVngki4iT4B7HQ6gWlCBASum/F5ujujsHipO7OC6E1QtlZLRYqAJ01w9qgg",
+	"PqbWU6fEEWRHCgO9dH9qe8gln2BJYxMapGN24EjbHZRQkC+ASE80pBYEQpauph9y0KmSgztJpmiQJyMi",
+	"FSvFMKE5iBWjAMoXP8zgNbWqUKKMkG11QMh+r+NrHslcoL4lIP0I9RXZUP+FqEc1vfrjCWcUM6moR19d",
+	"+wfW9whKH7WfcJob65TmHPqcnEKscWML7nSMM4jGokxypf7zTJpAmRpp1/SpenofqJimeA4ySpmjBAlZ",
+	"Gc2X+Pod3auF4IJKwLPtIY4VZiqkVLoKgvdXu2HBO1YimzVENfY3PtScV7+L6ASPyDFSRLawPmiQK1Gd",
+	"cQaAUb9rU21JFvXmLtHn2pZnTO3UvYTa2IoOU5IJhXfej8AYQPops/nDlShDkDHU4vn0D85tzhAuXeR5",
+	"ca2003uIaWrsnup5hpkAsyYoMuBKW367K6ypRmzhZ6R/1n5i43mZQHBuGDHq8prHtWrBV1hIFI8xG63M",
+	"ISq6AwSilA7b3K0ynahu1l4Gn8RFVW4ZPrsyAfbIVpkJlNG/xCpLMPncJPedTGk49NPMpzGiFnyJ2toT",
+	"qK3vcWaOxZMBV5H21KVpPf44fPvn+y/7k4Ppu1bUSrGQPSXxVr58293bO+rsHx0c/LMIEGLvGIRtDFM+",
+	"q4sl30FuCF3zm3yQ0higQpNIm991/DNNXET+EPXF02Ov/Nz8qQFoXj2G6Fp1B1I+KlPnCqRqiyuDLngL",
+	"Ssa7Iga0IIT6WHOIs2iCylKyGGY7V3hCUHswV+Lek1qEiXcCWqHNRW9ERcUpHfBKt9Rcy9JFKAFmyVU4",
+	"1R/6FoyqXjSh4HZ9JPMI9b+pW3L0jRqdP9KPi+kj5M/+/NxH7YTHYjchgo7YziRBD60b/3o9tAAGYbPJ",
+	"IluQt4nfqBzfAVatYQYpPr+gQjYD4Bcyd1IQkAemWWfzqqsBoeAZrr+Op1SJQyF5M5ZKUVY/RoiRmUJa",
+	"iJkGLVCSiVgDOK1CCcZZhud1m5JdxwtsSsV0t+SJPy5EKHDwaUKbkScbKdx20eszI9jzDOydJuxOBy6Y",
+	"e/oiuD+SeaOpQ1M1bXq1tov1qFKm9x/YdzrDcwGx86URV7L72VEju/pXOSvv3gTuPSOzdF66/ZTFaQ7e",
+	"XIjiV1QUmKMYK8lWe2tb/xnY0npH9hiSCLr+DldmZjZUSOs1YM8yCRecpfPystSY/tJ6//zz7VO3M/jz",
+	"XXy1N789nF3sf/n5x+QfB5Nf3ouTH6ZnZfOX+vyPk+1/mgSxv/V2QoH6y9ikwUrgiNpYw8hM7fl7sMNX",
+	"YnaPkM6wAcs7+6J9v82kyWhFWs0kCdKOjLJ2+mICZAdaiYhbv/UHk0hVg4wb7YUkYTEXvGZEp1Qoug2h",
+	"WS/nfyOb9Fu/efo3rcdSATOvx/uWcz09+wuBBt7PZqiB9Rzce4BLgsjNZB2Y5kR9v+b6brS6dA9r2MzX",
+	"c+lio8GjphUkY1jQe6uoQkMK11vTxwFlOJtr+lhXWfSrIaiByQK1b64+RegfN2efIvTp/KMSCX4jg5tj",
+	"l05ziC7pT2XRXc+4lKDA1I1wW3wRXkn+s46IFZA5hLwvxV1LWU6xxCkfnTGZBfjgHbgi4Ny52roNqyuR",
+	"Q18RDnoXqtn7YC40sRtkoHMGddCbtsw7F4jxfGjnxASPGB1ScGqBMh1IutYR0L1pmo8og/ilmt8CXtQv",
+	"9ESaj6z7wYKu/LFekJlMoZVLR1LH+EcoXQgedXnC4e/PUeuJZMKkp+10djoB3d1BrQr/vrPAemZXT4Hl",
+	"EhmyUnBWD/BLufVC14BLxvceHyNtojLeP7MKRoJ2Kn1wzXsC87Hn/pzmX7+mpF9Ri/XTVSVBr4IAakOO",
+	"mKkZwLzcbJ5Zq4U+7O2ioED97cpy6lhXW1cNDevJ5RrXkHlDGyBtIillQuI0JQlqU4hXQzOcMYH6Nxf3",
+	"n86vepfnd3fnV59MvptlisUKcTwhuzOCZcPyypxxc8N5ePTS1aqJ/JzJjA5yyE3Sbx4X4qcCraMsYiWj",
+	"dP3W1ilw/FjkRlnbuIO7F4hnxhKvBFZLOuoeNzqdWkOzjeilMfj1Ywsf53WGhfp+fUOI9A9Bd36ZRtUu",
+	"iKtmQCr7h1ilhs0H6NxSADi6V6/fMnkiGTK/2zMJspTW3s7+TmctBaFspLaLcOdRxtCoIL6GXlXgF0Cx",
+	"+gVflcsulhXr3FW8mrYRQASzJkSY9mryLIHQ64HVoVeXt4PCxDIZvFjaK4kyTklaT8Q9qap4YLTUdSv2",
+	"jTPyWOcL3sGmUZLhoUT7nf3O9t4+wvKB9b/h6bQ3zciQfnl2sCnHMe/oxzv/Ljjrb+2gexOQBm5VDPWL",
+	"/l3H/mFpAhVS8kTSSl2Ab62/2HC51ljKqTja3RVP8Y4XLaX+XmERraiQQsNRLOtFqJS86J2Sq3u/0+C1",
+	"67xiOMfzJiE1TlzaLrmBfce5dW57LwMH2DCUJmp5HvLWUetpb1l0TVg0VWRKZwgQyEJxSeMuIFX/inPJ",
+	"e3g6zfiT46OVL8zkQyLjMWQAFCQwRPufVxFq/+JXMQiZQhXn0/fJJo70v+kHvTxLn/s1n/jBuwDTWV2P",
+	"qpIJZylYWwiurGxv9XiYlUpaHaFBTlO5rQSUXJhKB3W5NDLCQcEt1hBqowcG4TImpKJUQgvozb+6flX5",
+	"zq19mNaF2yzPuoNsQyiaGmTLCbdrhn2sIHWGBEwdzdmeliTS/hNhCc921V/9rWPjlCx0ABe1gFNtQ3Zs",
+	"uVnOLQ+6U4mcNIfS/vuR+edOb/vzX+3jrb/vLn3jL6uIf4Y+heRPKN1nIy7JsQ2N4xMqFf/jmdYyj3XA",
+	"P3BEPtEQQJwhrRXtoDMcjx9YqUQInk4JzoQzEemct+719UXv9OLk7q734f7mApIZtkzVt7WFHItymhSu",
+	"J/ZiJmm8SPD1zwkM+3/sfK78o/3H37Y/7/wteAoLxOJCEG6yHzWIUy5kds0QcS1UJWRIGXxm4m0a7eih",
+	"wEoTHheSRmwEYDnKUqwYZrmQ5p+YlTcR/IYAyFoUoVl9LbavOaLwP1n84EbhbavGsjVGcTWBbWlE1+vG",
+	"Z1lTl040MzmR6O73u+7ZZe/m9vrypmtNMTtrBJ83cq71btiNEjmZ1A7UUoSCp8cwjjhcEqVjBLyznmgb",
+	"vgPuBd8CURZNPYEYM5zOhXoM5lyQkbmuS0a+TFOemYSEJyp4Zp149IkErRjNRtFrnV0yIoxkOI3UcSV5",
+	"LOkTlfPIKQuRogyTnJkcpwhNSEJxBNnZkcMczo4RZgCkBwaBqZXzvjzrnnw46Z70FM/4dH37e+/+6per",
+	"69+uFHSlS3TaipDgiEqXp8WQAhcak4xUC7t5yoJ3T344WGhBtVklzhpahslPOUuUtKA+CEk1wdFLyknd",
+	"VJfyPEPmHf/8BTgc1dkr9sIzzKBqGTbpLqOMEDCjaGVnkOYEKl4ldMQVH6I8JRKC+dhj8ORL6lF1Wb9S",
+	"keMUmXdMPq0RHCKUkIw+ac+t4qxv97cHVKKPV79u72E0xmJc5bmIJmjCkzzl6K2/x6eOWuqe+r/9wCJX",
+	"vt3XVhdb83oDjrvEQv5EsowmpHK/leATuNQlfa8mfmU5QROCmUDTjGyb9xKgFSCRZfpabB0DVJWgRtmY",
+	"ZFTH4kAtVIONYc7qVMtFIfvF1qhA5otNJwyL+w7wKCFxio1hy43YxgzZjEDOoFSDePTsstc3Z7c6+89c",
+	"96260re8Epwvi8EyVxa6QLhcH2Vgb0vkrJUOCAbyzwbbTAdTD3dEpKJ0Nt2rkMqDZ+SbJJpPyqK52HmR",
+	"YF7cuZBV3lSWWy8lAubZBnOcLa0mjtUFghhuzrReYpXpCU5sopsOmiI9+1Ffay0QVzTJhXxgAwJ5UQZH",
+	"bd02S6Y4T4/RFAsx41myrTaT1A2Gx/bGkASNUj7AqVXveWZyDG3ORUaMgmmDXBqSKXwDUI0zqMc2hK9U",
+	"JTlCiys0mmvnfRW6e6CtlX1dW2sr6VVjc7GfgkSV8HLp1fyoay6E5ZEnl2ttazNUPeM20x2oiSnJ98vZ",
+	"76U86rwwCaMHMJBnWOYZZE0bK3WtdEfxVsCxDJOucYXMHk/Vd8/eyqpb/jmfYLadEZyAvwLqcjBsVaVC",
+	"1FltQwHBJFQhFEzwNxwqhKH27cdT9MP7zt6WTaHgw6GpNpNyWxyx5Kwe2tqHY54SV5u6vOA6UJdhFsC4",
+	"AJVZ/KrYdGpOqMFW5aGVmkf4romtHQQZ8ciVH2nbEkLYUuOtI3Rzcnt3pnPYowd2dnnT/b1n6jZF6FxX",
+	"FTy/PdN/mGpz8O+bk2737PYqQlcnl2fea/CnffGB/Xp2e6f4ZPGCfeIGsw/ciBr7iy8qtWGiB6ZowF3v",
+	"6rrbuzi/60bIs+AUn4XMOubp2RUU1yxefmCOpfvjFnxePbv+6R9np+Wn5b2f3Heveyc3N7fXv55BpQV/",
+	"XDcp/IDuzrrd86tPd1aCULfde3pzcnf32/XtB/W45yr0RQ/MvWGrIf56cnFvZkN2KYY++lup/VSckVNi",
+	"/E26h+en11dmeLvU7vVN7+Ls17MLvega1YoemH3mhvnl7Pcd9JtRmyxOHoUV5qguYKmd/3J+cVG80qh6",
+	"aRy8uzk5PVNvX550T39GbRFjxkgCZb2VWO+qeD4wUwZP++eOEfmi6ALQA+MN0qEHmCUuYG8rQmUWZJCy",
+	"wpgMul2dnX24651eX308/3Sv92W0PqNPeLewFbVKt7AVtbxrqP8qak8WF7EVtUrYaP8u3q1eRe9R/aVi",
+	"1PJtbEWBUlPl62geVO5j+am7kPZx9Ua2olbgRvpPPWwtP65AoXYpS2/7l7IVtUK30n8cvpb+G/Vr2Ypa",
+	"jfcy9FtxGIGL6T91N7MVtYJX03vuSxShu6m2ELqKJWCZD9W7/l3011S9jAYNy7exFbXK98RiQfhp4PoE",
+	"LQMlDmpreTWFVNwSkafG+CnyOCZCDPPUU1P+ZfGbfkW1mtKlf6nXELMqgAkBa1sRGdwqQKoK4TVytV9t",
+	"YNPOzs7WZlqUFXNXCqFueVt7pSgOA/E19bNaDIeTk0BDU6Tek6V45sCq4zugtkkR9KGz1oPKZX9rB30g",
+	"KR0o2JN0joYuW35MMnJUWBUyNMGp+sFT2R5YRorkAnfU7X7wdvfhGMEXSHCiEGJA1CHbMinaoKHG1KmN",
+	"rkLcvyRkpBLeEQrjcIEbUAPEFX23Qb8xlQTNeZ4VQRnP1aiMMUmnOrZ305CMQHCFG/QlMRSvEzSx+DLc",
+	"jflscTR6DeH/J01QsRN1yRfZ0DzCQgILlOGZjtjiGfr95PICSfJForbxDWqtsEwTIjTStVT7JeGsGv1L",
+	"kyNUwc0HpjDhCFWw64GZ0z5CcNgPDG7O0QNDqHRXjtBGV6UWpaFrAC/jmkVRuFU4p4UPG/l252mBOn71",
+	"UoNm9dKldZGzMHlYX/iDuhK6OpyOap886Uh9Y+ywVweukVqVs4J61UqLisENkk61ZGrpIMDeqVCjZmMp",
+	"07bnz8/PL7xjFkbVD87C9URRm+B4jOrq/SuzeAfaoNfAVncDl0tfb6HvgAa2PRuvDi0SBkXRw62wWXgT",
+	"scibZppxqE79nSUdDZPIHtorijycpyUH0UIfEFj1OU+LwHFAzjeicA/ZomtkOCQ6i1zbfaslywLcrBI5",
+	"qZgawuj+9gK+teP1KmzS/alzaMyfvcG8V4nd4MU2Dcd0gBJmKTh1V7r2S2DExdzW/F5a7vN6njLtAS+5",
+	"3sxqdA80338moAiViBBswGUSlDxqJtHBmOq1g9JzbDWkOqwas+L7u0pxKzV2EDjMGhmCH0AYLspsW0is",
+	"6farg5G40asg6dcRqL8abEKYt6DDlPO3LPQs8gV304G7nh9j8bspbNBH+Bq0zC8WhdY6g8XX5sXgWOQT",
+	"CrbLrCdOLU0hKV3a5Q5KXTq78FM6G79L0lxSWqHkFyrOu5pFUlqX70AqkZAgGi45ltB9DGHKakxkcRr3",
+	"GYTLl1iKjqCvuPFerEIscvd2fff/up7eEsNcxrcXOvc2Z9SL9bECusCmFVXzL+3rgHUTYDUB51VgY3a4",
+	"IJ2/4jy3GcUW3TzppOShT1M+I0lP4mxEZM8WDfjj4G10cPD5OSQF3OUDt67NKnxuFiJgWtZZT7uQ3PSx",
+	"KMrtaRAM5uiRzGteffMdNBTDAvX/av7X31nXP78qLa5AatMyc6WKWqZZB7UA2Liw1iI67Q5otbJvPoYu",
+	"ycBbAVNfdoO9i7LaBbYf1O6v/eEVru8ddCoOhMPqDsYeAHSVGGts1VWbxnhK/HgVlFARc+ArxlDwRtgk",
+	"w2rhvIDWAU2YZ2SgC46A7YOzJ5JJ3cyGo0sTbayGSnSScs8Z+HzpoqKrmMSsUcoHxMvh9ED1uWb3W6wV",
+	"LUiiatZunj83lB/AybwnuRECVtNy6maIhalMOpRusXZQhmhT5DdK8YCk1bTwhaLdJmFny8W5piIDpXhY",
+	"KFM1VAoaGuD40QaM6FN4I+ClSLddbKhBYJGmMdW/wKJABTm4QvaNgrBA0v8YPxHTeyN3deFjLGKcENQG",
+	"vwFn6dx2o9NcomzwWJqJs0wcM1pA8Zop9Z5iKyhmiWmkvJaopunHwnC8dasFGGZTVAvgPNXgWKFUQOWG",
+	"BY1cho0FjgtnxLrZ/oP0o0U8sXRvq+pLOePdpLn72kYZMgG0XjFUzh36YkWkYCzfR/9oSD1T8rliRHPI",
+	"twlMugl6L89zh8W8GpteYDA8c2Y/3SnVMO5CJamR0zW4xxoGpkazkltfYQJCbSvJmM7+1aDvrc2ivl/X",
+	"LFOsHIcMNBvtIRQfXr24G1sENK6scgNfTbaVJmR9rbsTuCsvuSpaXYSCab9Q1lDm03Viujy/PNPtmFyB",
+	"KyGIRI+U6QYmSnv3ul6WZddHmKAFtcps1Wv6lbSO9n748ccf9/d+UGR0QnowAWRjqjd3/31KgAjDH1NW",
+	"/HtGBlP3x4gOW59r4t1jcE8nbtF+BotdF84TqvNuEqL+a/3EiqRDKZvPDamMejN1xS8bEVE0orI9s22x",
+	"PrWMSMkP0LeqpP01F3T34VQvhxs8LTfZOqJQBY8AnN5mSwsJ4hdUrwUkPh1juVlJPVMCFyP4WNGqAZbx",
+	"uBYvbjp1tW4+fERTaFS744rT4FRX4W/Bv34c7MWh4G/X6ytwB/QiwC0OTTKtUOxYQ6XAwfKk+PLKQpPC",
+	"Pt8I1Pdf7et6u/1ByuNHkuxYqIi+SedcM8bfLCBy+28+yC4Wjy85Q0hjV2RjagLPF56oBrnWK3XHQaVS",
+	"6ssRtQRJdQd4IBU3Hz62PhcxJasctxs+WLNQH7cSe9wajcrulrqS8KNA9m9mBA0EQy7O9dcHcGTmj71w",
+	"UYBNkOSFuGCBE8QFbb1/4a3+QGIqQHcykRvxGEtofqFRQ0v9SgetmUDMhzrQKBsBdYaDgC4fLmLLRmvx",
+	"bLSro8i0U1B/roDs3BDqvzQhWRVz3g/3cev5c8Bs4NawWGa2u1GjrYUziuef4jS1YNJUvxFRqgzfrW/B",
+	"AW5+m0tn9z/vgaE2RiIfKGEhJdh2T80UNzevbf2nOdNTMC3fGBP5Zsdqv/baofgMNs8ywmTPmuG1Bp6R",
+	"WKIxzwQQIgnlpSSeglLMyMx/26SNo5SzERjzp+MMi1AWVm2mEN2zvyrZKRe1qjSHociu8opqkhOcs5Do",
+	"nYJAhmNJMhEa1yOs75amO1U3U1lFw2GGe+6NsXQJpKYwo98dQrdThw49gkDjoozno7FrCnByc76DTlLB",
+	"DSPLyAMryhQrlAdzX0JS+kSyeS0qFiaC2/ajZRHWHGukEfWWE0h0gFm91cvhdmevu7d/1Okcdd7+sxVV",
+	"vgAf1seMmNBFbZ2qCwATqLScFk39+LQkDkQta/hWMLZTgP2UxmNTpw4lHM15jmaYyb+3FgsQn8HwI/RZ",
+	"/HZy3j2/+tQ7v7q571b70AX2CS1tTI9YDTHbn1AYZ0J1zKArrgK652CU/aJ+U05cXUHLsCf8rV4mDqdG",
+	"RDo2dfBNMyiFobrLTaouknZuFQ49gXWlxKW2Rw+dFlFVdVF+Mq9+n16Arq3vMuJumu2Gy5ipdUKBXXc/",
+	"acXT13wKwjmbli2hsK/9CxpeOUxzK3QIY6FWHON6vacUtE6kxPF40tB8FEqTGOMDhjfBKImw7SMd6GNi",
+	"TAHL0KmwhUA+b0Jx8DpdeiugSbjrWLDn3EDwNJcE3d9eoDbUrTP6HJ5Oe3mW9regH9SnM9fXH0/pLixk",
+	"9xv85zzRtf7cyeUZXXpmbieR1eLV8pqg/1Nx/aq+p7niFIDOAk2hd6QJSstZSoTQJiBtLKMC3ZxdfVAk",
+	"TWebnVwgnqEyndt5YL9ROUaatNY/KNQaHTsriDzWoSLlcVDfU4SBcVWJTBkfPJ5T3eQ904hMkoqCSgRq",
+	"m3WWJ9/aSB/8CUudblFV+iybqUPfhEfAAcywgvWQZ74Vqwq/VlTlK58XmSKCZW/TVCCsZtNh7VYQdbCo",
+	"zrk6NDxcs8LxUiOUAc4S1HXDBaiH01S8XRkjcYSwQLpBD2UG05VubQhZP1QSytNn1kjAsp953QzVwFyU",
+	"KrAVe1voa3CIUbguEq6tiSuV2TxnkmSKqWd8hmhyDGec6E6xwtWByTDTHymIVDWwvk27WpGtNRSdVEcD",
+	"FRmxDxlBiKIs1br9ODGdDWubXCkS1YvBWMnzsaBYYHMkZIEfTRh7zlLKyEfT3GMdoxoSE4XFkMANaXsU",
+	"htIdfKG+mYm8qPspwh1R+9CvThc/VWvVxU+PB1iQHw4i06NkLomwjQHatm7k3g/okv6k8IYnUJoI8k++",
+	"Elic9gUnGYeETEFTwmQ6h8RAeB3NxmoLWrvWqXlCZgRPBFQJw+7pmKcJdCcmMzTIh0OSgW17QiY8m6PZ",
+	"GEtdDFTRRTXvG/BGHGt1Ryk6inHwXMIbFkDAqNw+YBvtg723W5XykgCaEK6pmcLYrM40WDL18HA965yb",
+	"IioOrwmdVu9MpIhboGVe2KlVUdHVp+ofK5P5pXRdD7m5L6ssvNXDSihLtJ7rCY+v5v/RkzcUfzlBtraQ",
+	"qwRo5VSjeSvy3Qa2JPOM6etiarRVI8AW6ZfYCc3ChUlxXVdGgFwu1D1iMdEoB+q1aVlDBUGL7XAVtieD",
+	"gUkMUSWYCOhPIwlbXdEqrb1umTEyvqlJyDOQOdeSMzyN4rlRAy1EMJ4Gu6hzNMu4JJYZGdwx4C0KPYZw",
+	"pAB+zUXMha74Skum8DEVUtG1NmVKfRLW4LgCd5XBrE+DoeDF2lnK39x6DTTMqOqoKrjWfB1hvsUUybwk",
+	"iquwKhEyd2g9OmRv6TJy5AZ/GUVaTInX2W1sjILLCW2AsL5wF10n+i2OB4YWkIWcuP6Rrr7JqLV+o/6u",
+	"sb68McxfbzIobvu4VWHqao/2alKG7DXRQX+ltp8eQWeJ0XBNNNxqyqKDZCPWLtbddAJLoe8YideeyJqL",
+	"aFbRolZuWd8y5fde7yOEox7US9uyo0dNSLoyKpsa1y/wYyNdb3s7n5qqx1X27MaytR4OAfN1jYcrPtPX",
+	"Q5dShfDsjxlh8XgnwGJrQ9VIJ88Igt/UQKMMMxmhPfXvvU7n2AZTlVJfXRH5pIjRWafCtbUjiYUmMW0n",
+	"0bXujPaojpJkUHxOs44SAi4LlahGwTbUowYa5A4IpC7PILiOxG1mCGIRmDJLTZw3QaWfjONlQpk2QTDb",
+	"P7+CUiu1s1/QVd1ceuhJbJHDc3Ct1nV9cSXXQk16eLhrbVzZ1YPsy2Dav7m+s/ZTHRfjX9FXat3j1XLx",
+	"a62sWFLFLwr+mh19/rP2CLgb8+z/7xFQaduyuujy0VVNct0gQ2LLaq0JFxeGXXKZv3OXg2lGWUynOF3k",
+	"xXQvlZmc5jEQRJQJBdXixR3UdS9AIWGotgG94ziaYKbUIhp2jC4+zv/sXRl2XkqOP2U8n24qLTEy0wWV",
+	"j70DQgMS8wnRviI+YzpVpjHL7RJnj0SazLbJlEgqeYb8rq0V0ioJnqyZ6qWul6l5ZBEKirRsrda6avm1",
+	"Q22Z0ckEvGVcopzRP3Py/Wqk66O7SCenIO+95Pi0Bd7KjeW8CDjaKnudUtOojacpnuBW1BpgQXpFrNfR",
+	"7q7+aSfF7Ghv7+DtwS60DoAI1C+yN6Ms4bPW0d7bvc6P+1EryegTBH/wKWGYKsFRVMubwDJbRy0Y+O3O",
+	"3tG7QYEaFzzGKbowy5FkAqQqz0jrqLPzts417RZqhhrj9LCS2rHuw7ytM84Ii7P51DQkzIiQNgktI0oL",
+	"1GzTO+6DzvtakJJpBXLN0rkrwlKAr153JJlyyiRSr2iXMrYOZgVpxDNt1VO/bcGx9TUM+3Cf+pjJccan",
+	"NO6bbgJDnj0wqLQCMHcFLtBH9a2emyT9yLSjAy0f/A9TLMdK6k+hQ4mNjlYCK2WjB5bQjMRKZd7aQadj",
+	"Ej8W/QUEydRM7YP9/S09DzZF2KFjiC7QvlXBQKjjN+ZCamKeEcFTPe00H6Q0tj3yiE0H5IrsQMtWklg7",
+	"m0lVe2D9NJ30bO68GlX0URtGh55jETq/8QZUkDs9/3CLGJFqg1BgCieKZgsJLPCBySwXUkRI5CC0IQxF",
+	"tlN0Dfi5daz7zMyoIOhgfz+CMc1N0/7WDMBLCCO6RJHAE/LAZtiUk5JjAlI7I7HcQZ8ARmUQCdcf2Y5T",
+	"K4HW0CKweg1DaYaKVOrfAZj8kTBRlYQ6Lgx+Af+0d7uu2ypgGCxsF5hnmsKBTuuDHA1TrM2j1ijriIVD",
+	"ciVqm3GCFlqfqngsPNzoHz9qDb6oSqRkQgh/iPmUKBrAWdxQeYaKnsbr5RPdC6tGa1nfiTSoXQKARvSG",
+	"7C8l4epD6vFcTvOA1HANz/VRohhPQX4uUDJ0uEtFXU2Tw0cLXBG8lja92BDXDfoLNmu/kWG14Pkz195x",
+	"rbVYb4Vv1IQuxQDB6le8hdqWppY2WMpyczDdD0p9LIcuQWp2OiE8dHCX7oyQeUebJWOudNhiCUDkzBv9",
+	"8txvf1h2mA3Jd/ry2pNulkTANvSBZPQJ2MOm8kjiRigiHXZQPyOCfiWWNPRnNJFj3bR+TOhoLPuorcg/",
+	"l+OtY9Q35RHM6w+sryX+fi3c1WkCJtPMr8mmp4TYVZxSOW8dvetELZi5dfTDQacmU9jBGq6dbZvs0qh1",
+	"xjasNLIII+xVMfXZTQzrUIvD9Gup65TJm9MZc2YHkCUXwGwNppDoDQiC9O8Krab0C0ldreVMF75s69nL",
+	"OPVu7/3+MgKxIEzDHaqIcUpg50MKvf4pNItJ5Bh9MQvzDzUj24Tp3g+SI3e2HmDc0ZlvghBxx1oXuaBF",
+	"GzIvAPAVqIGDKzAjTWALReLd4dYxoiMG9W0c21/XbGBQq+mENEBe+YDWKIFkL/oVl3RoWsjd5QO31M1u",
+	"vHbYZCMCTELo8QYg5mGWREiHfONUCXhg46QsEYG0UwgKl1g89pxlS7FJ9UAHLquLolM6yvnCuoySiXg3",
+	"f1ljtK1VXqlUOsE0FHWWCq64HQhzAuQyByeIsILvCqQBcDQwc7OjGrvzhtSQUHDKSEzoEzlGeKB7L5le",
+	"saanmZYpanmhi7w4/jw2ULZkoI9amueaxBajxXiwrIWfuXQGHSbOM9/CQ6Uz2DxRQY3NpjAnbGC0KZ1k",
+	"jfLAIvpHut4I/HGM+m5B/SMDNLPWGbOqDJaevcnv/2j7ENkfww3ySul43gJ90DVfvM19WncSZ9IYM0v1",
+	"inYWZH94JtO9Tskt9Mdnz+G1YXBJYxZDUbe+sCbFWEk7ZAM0qNh9G0y9/+O41DxJ2lj+vouDjWZCvsi5",
+	"5uUOLPWz3QuSbSouwhpN5oECWlVNr5ody8WxPmUYgl8MRW+N1N//1esBoO1QMKJbgp/vpjPdoJszTl2+",
+	"WsAyubCEFPjwXEiyOt7785DyUk9dCXOiCz6izFozSpdGf1CJVDxoGrn3RDI6pDZLYLGunD0ajR1mRVgg",
+	"+zU00gTeB8H9rKl+SQHpZbN9yrAhEH34oo8ynjbo4c3JgOeVY3tpHqAF7sLEvw8EZJPmIBtTCwGcTx/O",
+	"Ls66Z5rvZGQCVZUxWMK0M3C1iJtETwmii70K4aLBtXxU/eHm4RhnCiQ6cXWzG35FZgVKmVLeJt+ydG6+",
+	"M53MevZC4wT/V0ZmO+UrvWp+a90FXwwdrCBhFqoE2RmVQK03u36L82JDAFiSGFtV7t1GlqDrmU2OW1Ok",
+	"VzJ3nhFE2BNJ+ZQ01PtfOvL6zRthxUu7NV4zgsbljo2KMhEW61jyjOi2C5B9O6QkTXRTazTB0511GyAu",
+	"vT8aFo3wD3dE1PXTMoiG0GvTOrG5JjRDP3e7NyZTi4gj9NOJbjV2dtdFB51OhO6vTu67P59ddaEr2Qd0",
+	"0NmLHpjr8IUOOm8jdHp3+7HXvf7lzHVM08+vrru9j9f3V+rPA+hM9/P1B2jadXJxcf0bDHcYodPrq48X",
+	"56dqxvfRA7Odwu66J90zeGY6H57cnPc+nN9BYzI9omk30uteX/cuTm4/naGDvbdq0Xf3NzfXt92zD73L",
+	"sw/nJ9ANDB3sHUYIxjY9zm5vr2/B8A5N6nqXJ1e/293foYP99xE6v+qe3V6dXKBDBQzdz+327PT68vLs",
+	"6sNdD9p93dlOGfDSA1P7O7+8uTi7PLtSIDvs7EXo7uz21/PTs9791cmvJ+cXag/osPO23O7Ogz60IyuB",
+	"vhW1/MZqdZi3opYDuG49VoG2+sqAuhW1SmB2/ex8GLeiVg3AsK4QdFtRqwpa3aesDFaYWMPUNchrBKjZ",
+	"kQdM6ChXg2TQdvORZyMuX1YL4cSj1kprB8ZKJEopezSE2+MqPkfxucmq1oGaTLaEBwRlixCFAFnolqcb",
+	"Mlj1pQstrOzZZBZooay20XD8PIzHwCxfanys5bRKws0fePvrZ/V/ne33ve3P3zrR273nvywlrzBzGBbc",
+	"hkCV1QTtbORD0BfEMcIpJB0VjhYQsfiMCa3zicjmkBROu5LnrVo5o14a4O12Z6/beX/01qZurBnyoHTj",
+	"tw2RD1FrSmOZZ8ZnrPNAymE1e/urFPqOWnOeZz1z0BCoESjW8fo596tFalSaFZs6pKxSxHApJFfKjwTU",
+	"MXnebuy3L8hzrEZk+VWBy2dZl/78w62lLt9eWFOaxmrzdoSKmuPFj2MsHMiWlmRYHJjVtYO+Eb6HEpDG",
+	"+kVXuzzlhCeFqStA+ZULHpQwPyhk20gz9Qry/YomG97a0Uou6tmY235dGE3IZEBKudv6hkWGpCoJEXx/",
+	"n9et/W4MK95xReFqmT4q+Vter1wDXA4I2l2c6HPiEg+d9UwU5lNcuGVf3mdULChXX1RDnBrT1epVbFdr",
+	"8vmSnCEA5qpwBIiJF4NMD7PgTm8IMs1wl4HMzP5CkF3qu9KQe/lGmOsmxnSqM/tDoWsVA+BJgtEFfyJp",
+	"2Q5YFfKi1r9zyhr4+57h7yVpKYKEQV1g6GB/XYOgOha9mzcCJY2MpLL6Vc2DpdG1U8qTS4vh61CoGTJq",
+	"U3pwCuaOSjc3nNMMC2u9XZ1wW5q9FDGVLKozl8xRLIQEmJKprtSakJhOsC4PB/NC1QjXDncPiSmJ6bDW",
+	"vkGddVnC3dt+//mPzvZ7JdzuvVtBuLWLjRyQK3XMDf0uIL3kxqxKaopjeTm9MWMtgjhM9AKqY8jB8iRP",
+	"vZJXIT6LUz2Lfb0S/NaCQ3DfL932jRYf7qeL+0+HXQJQvQ1nEhUF6Iw4Yiok1/c9pE3iGOTuH6Gbq08R",
+	"+sfN2acIfTr/iHiGfiODm8gVdzhEl/SnEikZUIazeWuV+gsL4JCRIckIi4lYnB5rBeSiBfa0+PTFaOGN",
+	"tWluid5YIZTFKVU4dYz63577KGeSpsb95+X3lwL3wTGj+071niiZgd8MCBbEvyroEbb96adAK+daBl6x",
+	"nRci6uKb+Tpy58haF1aQiEIS0Iv32GxwMVUv1JX3ZJ9jnXqhTcIglwibCFNoiLaou5ZrV1NWCn5nngW4",
+	"NCy5awrgB+0xpgeSDrBy7ZSge0dUdHTVq0zxvNAybf+Rqomu3Hyo1LPMZSzYHmI6hEWpEa0JkRmNq+1K",
+	"WjOC5ZhkOx95RmIsXtA97UV9fiyoivOp+zg3a88GJ1Ru7WVbrkFYfrltrmnAs7WDboJd2uQYywcGQe1E",
+	"Bnq2HaOcQVF+0/ffRCtpI/l3aea2pPvSqr3cjDYLqLphOcVSW5qigcXqTdvcZVoszPkcCEBjeoz9a7rH",
+	"eFEy5XNZXaizLby+a/cYN9MKTKMA4/xf0g3Eg8Lr9gE5Z0LiNL2Btkebh2rGWOKUj9AUx4/ARzgUhTPZ",
+	"Ax4xNi+oQ4wnZNcQ01Zku9u3jlp7O/s7nTq1dF/WAavnhLSC/hNhCc921R99RWlM3o8LnIJ1Vh0tewel",
+	"kI63NW+E0tTafz8y/9zpbX/+q3289ffdpW/8JURo3I6rG/rVNPovgFhNdoVNvBEoxZKIag+KHw7WLHhg",
+	"ABtCD5dHGOLWKWajHI/IdihRsGbegzRckz0HttBaglw9lbAniEvzK3LhtF+jljK4/w4SUxb4XA6cz6WW",
+	"Vghr7Bnniol0rKcaesk75ioE0mt0cp/NShxN5fbBzt72hDJapCV+uumqp8g8rftoKpmK+14WiN5+WN7w",
+	"t9mU3KiB2iRzFMUoitakunoxPHJtpMvH1xC6tUb+orGe69jkehoiavdtHCme0h19bjsxn+w+7fWjB1b6",
+	"1aV9qRf6W6ulMIZLx75ailxpfzl7ZHzGIALOFhSCLGFb6KthGZ7f43t431xC3iJWdJFOPugXn/1r05Cv",
+	"Xze2ruY8C9bSLhGYik/ux9WGFc1d3j/YAPwUjyKdypccIe7UpgqBoxLqHIiSNO6w1RgeHphuepPpN7aO",
+	"zXiBrM3ygIbwwy/bM5oQ880Dq06hVKStkrjcnG24UnbhMUjq4DcFSVdT8XrC4ffKN7RVpQUJEYLVbsdm",
+	"+YeoPXTVAIYlklFtclom6q+VlVhMUOEPG7hkuXf/fM/sJj7WtdMfq0dYzX9ccIgvTXusTl3KfXT6rMu2",
+	"edvprEhw/wWV9R01bXTilrMuPQYblbh7+chCl7LGyAp4l6ikT0LWcw470XFJEciGKJoXqVTqzPWQDb6G",
+	"8nxRiYYrxuxK4q6koxZS8jId1V/Y5kqbV91joeOhDtpXhOwaQGkEwmvAoGs01kBddMV7IQMHpx5/QbbG",
+	"fwAYBky9SQBvfuYznddhM3CQ5PxxJ0gxIfC2FwcDdH8z7f9Rnz8aWRQSsIpgXYShth+a8TxNIGZa2z3b",
+	"fddv5JQnpF+JpTu57/6sozD7pjdLRoa5IImuANf3Qk37RZiKiXZULCOXA56zxJSNMF8LKF9s4Fcm5pzo",
+	"kBYlzEao/+mke/bbye+lJTCUs4zgeAzCBjFS/1awPn1jVHYAYnYRb2B5gdW/EXr9OI3QNCOxSbytTxqW",
+	"FHwiQWy4EggOUndgEDoSKNwAhD82dK6yoHNtJiwuhYWpjEzTeYO3VK0INjlN56aAUQxSFdovVfnbinTw",
+	"l4JdcLE6ErwBWbtlWHuh42ZYKkv3aVki8aPiYt4tW3q1F1s1eS5jPjGODkkUFzbAfJlJztCUlegbEKCa",
+	"WU49fBF1+7BCeZSjoqhP+3pK2Mn5tloplpAr29+Nx1jumsRn6I+yFfmVf1DblmB+YCc35+rHotpKW2EW",
+	"JULb7KFTDUb/uLu+2v395PLCV5+PAfLanZSQCRdb5RD3peVYCrnXvVrD0gseN9QLOEHTFMfOIG+iftpj",
+	"rqRtPhzSmKCdnZ2tQMSYJn6lDKjWHrrElKE7mREiI3SnJLERpHqEllVWw1fTs7XIvra2WicPSj2Uub62",
+	"bgOHezuHvgjKc92ofqm8rXhbfbjtzk5JS1h9PKsEFaD9mYcBUhatN5WejYxsD9UDj7+3inS7lkRrUPCc",
+	"GbV2rZTU1HxdLxuscXAx4tVtkcXh6xP3js+cmbE1AtSfF+B+rSS9xGlDSsJhMN907epJENvj10/ygbMY",
+	"z6s2m1FGQArJ5Liselk8dQnZ7/187G3113pXIjwzwUIumXjvXWlm+HPl21NVNAck/W61Ay2CVzW2VbJJ",
+	"7QmuXpPfUfSlSpMb+gUM1Yyx6bZW30zD4l+09o19c6cZSQiTFNd68zbHtG6cBrtKihNqx1iQbcoEYYJK",
+	"+lQrhblu5uvNxtmuK2W6XmKaNrnAuqVICJ7LEdflb2nVtgsOlKJvrXWfQHJ/tc+Lc06JiZyCGAXFJfWU",
+	"EqriK2msV3AO8RRXI3LVCzaYGcpm3JHsiUI88JgrNILRGxKgfbcb1Ok4Onz3Y9DltLe91yllMynpy8wr",
+	"ngK915uK/vXVcvqQcSdK3WtNjcgBSfnsGPVTPuqD9VnX3xS2EIUrkGW8u1b2NDBM+SiYMOjDtrYkmYo+",
+	"yqejDEP+7FASG3pDiLYiKuCgw3c/bh2jvhAptCmEWq8US4K6F3fmlYMfDksFChlnINTAYQqRBtdWPuSa",
+	"2ZUwUCQLNh0eIMxHzNd+DLnNqlJqu00NqpcL4yFjy91l9wapn3S9W8YRkEUSQaY0z+SWHXxmNflCtw7O",
+	"U8bERl9l6UoFh/QrPgAmB9euftpZO70IzBK1VB9ofyvwE0kQlceV7CsTFAU6K6hUcqwbpUF1JvZEM84m",
+	"1T69vhy81D9ZXMDgTiGafcXjrvIna3wGJDDw9CasnFrpclWw2cfNpWJ3QYEX2wLqZHfldkKYpitaNT12",
+	"UAut9kbZnNlD4Z8TXZC2O58uCyxW3wuE45hMTZiLjqEWkbZn62e2ytcqwGioMVaO6VIvmSpZMDW00dMt",
+	"1CFicz5dI79Kb7bUfnehPKhX+FIQiyBpOWEGgCTRxch4ksckgTtah+Am2j/5MqUZEYu+WXrJ/caDfltM",
+	"oGPTZNhaWOlxua8r6NCf4j9zYlI4dSKKF+6b9Dp74y+Hk/3Hd8mPf76fhVbwSEggC/sXMpW20JWWijSE",
+	"jlHOHtVvBqHNY4Vo/QKG/eZCeTrE9hVa/E3ohDRUjPtAJInVxXPEHNxqTCJollnOm5pOU1M8b7fhjKY4",
+	"a6p/dqcLf+q+02DuLEqivkIWb7W9wqotyunXEKehXyE11sJghYFckctlyLlCxqvXM7M4OrNW1wQbkLFk",
+	"/2kkFUX12utpQ+NocDcVByKgNN1A8aQEDJOcEa/vZD1toqgl62x3Ykkp1wn+0rN32hT0xF+KgbRVAH/p",
+	"Gci6mp/eK14ZVhGujxropVBZcBUS/2aqo4LfyaXmK/lsRJ8IC0tZbscLa+QKhJ8wBewwYfBUFFB1vGaT",
+	"MrjVKng+cOs2mGwELWmrpXGxqcULTXNMScXwfksnVfMz0tFYje+YunmzeaiGCrF2odUKsWus00eXul4/",
+	"W32ZPqI19mVuPuCS/kClul5KixiY3tQKP0gSxIKVav4uFDe8pReY6gO+hC5loJWPOqpdn9VpTrMY+MEv",
+	"ja3BWKU4q8h9vKBtCwXgMEWsA+2lFjuYaPWWxl5v3w07G8MIDeUDtHiyUVaqJ20uT0pVK3ghyJYlo5Za",
+	"IK8Fl1V3+eq7AgvPfTg2AJQgCG2yDkAv0kP76qFtL2ao71qo9aE5J2p/JRkvlHP9oZaiSQJ8a8sr6tFX",
+	"mq7pniI5T/UgIiR8lQFI2TSXJv4q2FlmMpV2DxCW2I51z+Np6SfdXrTaF/pdMIZvcRcpHQPWuKJT5zC2",
+	"U5tS0uWI24O9NSeuim4+WKqLCiGCX346jN2UbePptFRi23U+dRWjmwobD3gyVwilOOKDV7/4394anHho",
+	"Fe3xdlrBTIOaPRQqPTA5BPXoR/w+fjvYfzxwcuhRvTZ5RrAeUsf5w+9qlAPIAZBpuJcgGlJGxZgk69RU",
+	"dpVRlNYSk4yRJEJ0iDCbB+X/5YqjhmENxVNM2TbEqCREYpruLHelNzcYX7swxAJttoQpNGyLtLrkupXR",
+	"3UEu2swEZ48EOgQnzlZIU6KjppLNzYAObb41dEKuH7krpJqRmE6pQgslIEL4B5VHCBdl+LM34oFVbxlm",
+	"oELbAAyYxNaZ0m2OoKVSUQPINsmSrjnzAzMkj2c6HE4HkmyAiOamBIjEdkoZQWOCE/WPndViC4zSqEc1",
+	"aF4AOfLrWttjX6pb1nAmrFXiMpJqUlRKyF63vUHUwjNMpXoGNBiiccYkyVOS9LKc1cfi2XSMWfG3bn34",
+	"Z07yhn5K/t5Wl+FKrRE2E+JKQ4Sxv9yAYSOZrsSJQj2x4fb2Yp4zGQ4knagLV2JNb0RlZTizZAC1lTCj",
+	"Vqjryiy1p1Qd/iWgVJa3uWDmQ2HxAfsL2OQk1zuPBbt/pd36/U2WlInjU7kNSWDV0x3wXBvL650vlleR",
+	"rMkZxvduggC01CEGvckwG42+JsPJVzn7cz99ZGw22n8rp3zQilbsj7JZM5SlzBx8ux4YgRvqCiMTnKyR",
+	"tdYQdeDVUKg1XYEyA6Yti3QtWBqqzzcLD6Xl0wS1+6Yw+25pul3/PfF3mvxvfVe1nTaEQq/e6MXx5ARJ",
+	"fvzdO7xs3s5lRYvyf/oGLTRpRY1dWuzJFVW61hACfKqyvKCDozAl9FqVupY+CqTn6ubiPoKXmFWEeJqU",
+	"mPPa6FWiocssI+Xlvj4RX8y+/Nk3AfDmYFkAhleCgoA6ucktwQuaT9zqZmJ8CPoKZSOkBJIyUbX6iu/d",
+	"MJAxDv7W0dvn59Wg575olJ3Kk89IISxBVSNogDpDNSVqRYnJzr85jE2JtHXjDf+jjW21ym5rFWJ71Qpr",
+	"uibJokgEQ5Km8CKi7IkwyXVFFt/IE8eKyB+1xKNaDZSf6WWuWJDVIWPOZEYHto271ugkmUyhyAZ4y/B0",
+	"KsCyNYmnPR2YZv6mI+fd2I9a2jjTs3kz+mPxSNNUv27K5uw91+qxmZpSOpfC9vOIOdMBn0brK5WzMv0y",
+	"tLGIxjBMnPI8KYpN/OaKrDRWXykOxEiQ9kFvMNeNvTTu9VzRErXNNB8VBbGUFgk+arhWkL0OsuTSwi72",
+	"fGqhGPAcxTzleXbsaiaYEKqhokADHD9Cs8dpRic4m5e6PT5RnkIcEja1yMiEZBii6TUmZFwQzfvVt0E9",
+	"to4si2p1TTCjQyLkG4H68CUEBBZf63LRVCB9NY616RkgrmMaISQeS/zAHDYCeWs7PIyQxqMIXZ7emOBI",
+	"EaECAbeA9ukIlqaqABVUX0Rq9CU89VeztFD7pQED8h4X5QoOy9lpKyUYNFZKu9CROrZYXRlqGOJyjw2A",
+	"AdYKLop9ad0GtQUhqA9XqN9QwsT1o6ke+9ynPWY8yWEG1C4sXeYFa1sbZFD1IMtT51uwPk1zZqtY9/Q9",
+	"r67pp5wlahXqV52rCJmbgrJRStDdr590q3Y9jJKb869fU9LXC1DMM+YjRkVDSOZq5ewDIS1rl20yGZ5q",
+	"rY8EqLxmxwDEnHmFpeo1gB0dq/GoLCfGtmoNlY5K2UPyOiAie+NsX15hzUSw6uOyE9otSmd0sqZsTo+m",
+	"Bm19bi4qI1dLS+MSH5pVat5AE3hUXmu5qtrSIIcqSQ/mfsKcb0RBYXRsL0bmM9TuuBjSrbDvX/OJep9F",
+	"3V4pzUdF9JSloMdQH5V+saUdgWOidv8h73Texuob+Bc50g8UiPQDfY0D1buKdiJ/DVbjsryrpnIO9K3q",
+	"H4HzB645ZSbY3NLxvjv+/hHKmTo5/zV7cAnNSOwkFMOmzPjq5BzXrLGiqPVlW32w/YQh2BbMNpo268Cw",
+	"n9wo/tPzYsRFBcfca8WhqiM1K7PLj1w8Po3JG2Hf3VpuQgcEKEhBQ08CIGqRFQeK5ZZKI+pTCjDmGjqX",
+	"2Zy3oPJFjBZ02TLMT5dbO1MiZ5P9Wt9UPhwCm68XmyuFfK0r8Tm86FVlKUiNI0KWfngLP6wq+wUivBaw",
+	"9rsxz0p8PUiFAwtuqnFX0M0xcXVjXJaA+3UlrliFxbd600AllVgcN6f1H8zslt+eJdemsusQ9Jfi9mJL",
+	"k+GOHjqvoskW6RgBrC8kMsZd8chSDgdq9/W8PfNzL8/SvrZvbkEvPob6po4piNna8gnRGUMi4zHY3PqA",
+	"UA2Snf44cKXNNTaAVzK3jggZzEtMeWWzV4COBNhxsepFJnMl8Sco5lPPfaTBBwZ0PUb5HoUBvLlvWaEX",
+	"aZSwzELtnDHUMDFyUmGfYWBAzJCJdIH9QBtY2F67dIQCzwUa85n6JCil19osOswrTrkEX7uHF9hJAnpR",
+	"IJAmN11nZtqTa29SwZga2tj4hoeaXlyX+eoylzZV1D6dTgVqDzOIUU9sGeAGsa1k5KjpeKc3ugaueaMp",
+	"fnTUGPV56QTKIU2btlG3pNQpa0qkVBcDAmLcmw3jGSNMja+p52gIONnwaUOt40rVabFCERQ9UlQ7abe8",
+	"MuwDUDDnWwJwM5Yu9yWELGir0HgjGTb5D6wACQpLRdnyiaqSD9ckpks9BnZpL73iSyIX4J31wLXqBoMb",
+	"esl+Mh42396QTHCGUxOc5UXoiDc66rFH2ZD3TfluzJxZvby9AeVBvRN8RC4RNSC2LfzVNI+oGTtOb9DB",
+	"j0jiUaUKFjSZCFc6UgzuK2eB0c5Prk7QVwhUKg12lqsd7v5EstS0qdykeMl6Tdw8cPnAcaDw9hEBzJdm",
+	"UJqT36xuyVBJElM9wjHiEyoh34mSNBFoQCCVFWSvip4D2NC6VFrGBEsaUwz3xEeG1kmCS3s8anl9qypt",
+	"Q/zja5lzueAs4YEepAYTG/pH1k2OnWgZ1lZaJNAnwpwMuLQffwnDq5LwhKbzNYba/Dp4Y789LNlI/vK/",
+	"//c/Trb/ibe/fv62H717bm+bP6FB1V707nkrbDR56YVC7XhMwFaCR1hxCCA96jMwgw+wqJWH+CHYE7cJ",
+	"5dd1v00LGrmQRJvX6p1reIM7aw0iPZnKrpEJQsWuMpLryr02VHLojJaN0c0H+wvronfCvWivyEyghEIO",
+	"kdKXoRXLlMY7RRtaKnraym5J2wR/6QlJlPC5d+isEB+wQnI9lClOqrfnhVlLnuD5G4GYmlVHR337BvM9",
+	"PyPK0LdvKaDA8zMa5GlKJIJSgiBwLSiG7vb2hDOq4CZaR38UeWzgTbLuM90KBuZsPUe1l1qHLfuOXkrr",
+	"+fMa0dYmxbJ+UgerVeH9V/fb/eB7b7z0K+jXEg5bCm3b5jdYe/pGvXQ9PKsbL/UvhUYEHrAxTRLCtGV5",
+	"SuNH6O/swlxRljOBckF1Oc8JElIpAFnOmqtaG7Su27HJFA3yZKTzciUWjwIJiTOXFkwlapeLEgMOvHHO",
+	"L1MmquOXidpbJcp5vTrTdcyrXcwagW8kRO5Yoda9HKP+t2+PZP783Nfl+MY1XWrtFjur47F3t+tYHKcY",
+	"rDmVVa2mbJTI8a9mmqXKRzUmPGi4c7D11++jmo/261WqKy97Bf2vfEdFlam8sJhmoykDkhGCzqvVD2V5",
+	"XyA3/2ux5c1qcf1k2h3CQSrCA+3IFVoCW6gewkK3wSLW/B/Dgsvs9TU46arMqS43N9Qo9DlIqZTigu5r",
+	"jmuJgL/gf1oGsbi6YKE5PDzcbcw1jk2sbpBvoEkuwGKcWPJNGeo7HOsHznxpFcT12QRqGxg9krk+ixcy",
+	"jQn+cq5HOOwsoVqGZThQrkKVFlqq6tTlVaj6usS6gTi/Gm124F7XzuFjX4GTuj3tUtiVyVvN2akeN1XE",
+	"sI2B8KO5+xZL0QSzBFtzbBXbV/DTAIEN5GK6bQasDvXmYX4shbYK9D4X5oFeMJyiWrCJhCsd3OSDlMZN",
+	"1RX1r0omV2IfGhLoZgHteRrdJnhKm0P0+rvw0jae0t2/gs9wwnMmm0g6TlM+MyEGmUtDCrw3nfZ0tEq5",
+	"HNOueIqDvmU/crkHeQI9L8AtULiu7Add5V1jbV/ybi7GIWjReIzUb2icD7R/x2RzkqdqL1gyGZAkAUfb",
+	"hGRxnpFgGOWMZ48k65mj7E1MqXlXpBE8HRDVQQmTK4a//AaD3uoxL3lC7uwwtV9OzbhVxPSOLnjekYdW",
+	"4V0YKDYCvvH0FuPBstuyrl1rteJ2pfsY9qq+hE7n0Cv3znQ33UyI/tV0leW6/ifCUsflQSPgisgc7vQr",
+	"HrdN7Mv23v5br98vnUxJRrFusVlJ5tioka5Z62BeSDG2/9AjmR8jguOx0QAg5E/o2OYI9RVp7yv9oP/Q",
+	"emj1UUJSInVY4AMreueiR0KmArqFcD16nBEZ6V66jEud36bzSE0vr2Bf3Wq4lt1t6BStv3Oz4ztRugXC",
+	"MaSeVjUcHV1T9g18hzLF5XlCsrGuy4uMVHx/7tpvuiqzppDlGwGVy1M0xZlcyX6/So3kkt3D5pG9oELy",
+	"iS3N+M4LvA6VS/YY/7tXKZ5cOMebOn5nlabNYEpSV4F7RaFYcXH0TSraRPlpsliSEc/mUAlRu8xrJu2P",
+	"EAOirsyMDHTeuRpdt7EU0MxEoEucPSZ8BoplBSlvCU7Q/e1Fy+VajFI+IEW8HSRW64Zcpdpq30ILQdiM",
+	"Zch+bzCvVvk3w0LsCkQuTgmWvtRnQ4Zden9pELiEz58dF9KhuNranZGYTyaEJaJnwyIg0cPROvVXqfV5",
+	"rX12Pe3XnUHN1KN9x/rnov/aiDCS4bRUHdk8g+26c1RrzZlN44Z5k1wp9KawluI6UUvMhSSToAyysq3b",
+	"7wwIJYGCNszFVESXNINqwAOSuu06+qGGeyMUnckkiOGVBoMenq0Y/H8ec6YI/5HrGv9GRIikgvhpCEWG",
+	"ivnNJgFU+hsapF4xLhJa0mwPtSFL14DuQ+C1i7r+/Ne/9LeO7Sp0NDe0hfIKL2GBTHy3fm17UZh3eb3e",
+	"rav3YlpQec5p/cVLkSL7HpVBPEu0ZLGS7l+meK6yXSjer3QlQ21kdWQZGxmweaWo1EUswo2WKoKBmx4O",
+	"gFJrcYauIpYPKDMVyJCpcp09dwgzMtj2Luzy9ANPqGo4FvvKqx6KEUCDqe0etWvIV/CzuaC1wpCSLLKY",
+	"q+PTNY7u6Efd+ZRcNSFujaIuY7veCgu3gk+Kql4GR5FdgL2PdyHciMoVD1eSBjVklzsaskC03Iub54sw",
+	"txEaS3SIWb8AXH9DvFnuaIC1bK4gNdGOoD3PnRHC+n4aHSME0tflfCFhpd7eG95pJCG6HBSXY/CDPJEs",
+	"ownoN2FTzCImS22yG/TYSKh6Y0IZcF/Qpyqs1YpSASpZyFb1JrdDtQeU5UyHqmg2WxwCpG8qNiQi49cx",
+	"Th4qTREsNMwzMEPpjiGojRlyUbSQSYYlSVBfDXLN0vnPlEmtA9KETKZcEibh2dYOOjGNLJE2SaA4w2KM",
+	"KJMky3IoxkpFsVabYegJ1Tov1e4XkjNt9faYHLtCD2+EWg/4KkQfxTqcmcotXc4LsuhmVBBIfxTooeWv",
+	"4P/9P/8v0EH1NCR5aPktq2OytTBJrkGerbFJnKYCzTDVDZvtNyhnKRHCYlYSzsgLW9zL5DOA7EvWWEKk",
+	"5dfccqNw4Qmj9QSueL2INNRhlxl016vIZwSLPCMTdb2NhGzdb9r4EbVATm0dte7N364a7B/FoM5A8jmQ",
+	"MG6vE0nNNoMW8uau63BVUVsNk4AoqP6lY/+3jhEeAG2aFWkQGjC2vtwOutINdYjp3G3V0v7OUtn/Z5JO",
+	"rUcKolw0SShM9eEKPSHj+l1h3tmp1H7X5qdgcOAg1IC0rEGURzu5OUcNo/Gmii6my4JNnwe/Rl+flmuL",
+	"7UmYOkMWukssTiptED6dSLUgI9eyBUZIolRygwK61SSba5veFhqQoRJ3qdRECydzRYn1xQzTkHDxIO2F",
+	"gdYUHn5YgOCMINOwRCGgoltCd8HXRQq1iYAkxw5qD0yCz4YzKF7XN6DvqzcAPL2UCmkKxhqfrH2UEWil",
+	"iQBMQqdbmvN9YH2sz8oIZP0IuSem0pAOzu5X+mw6Y7lCZt80E7W0bmQdw5HtMxc5qEX25kYtb/HFN/rP",
+	"z6t4esw7FrOrFNW9HqaN6l+Q4XI6xnIzI6MeRKu9uvYhGmAZjytkMyNY2KpayAC4KDsO+7ZtZGrkzH4b",
+	"yI+cMWckDLjT9zvrduszUzVDq4vF44sApf3wFlQmyD9Nm8D1AUrZ6VQzRL5IkjFsqhNuCiknbH4/SIGV",
+	"HRALhGsjcr4skqeI3nHHvZ2SJ5I6xdVWYldAXeSdCF3v1tEfB2+jg4PPr+WP0D2tdZW/8GoHc+2ZADag",
+	"qyGUWKItW4eBwyHddUk8lnwSuvO4pT3bmqE/krlxVigx1LgrgPK+gkMCjvZTxvPpTUaGJCMsJhu6l6A+",
+	"KJlB9QEz0HHhogHJQ69dz49mY54SgdNqtJb3vR8foL2JT5TMWketUQaxgZU0h/phV8Za/bw/ZoRsD3k2",
+	"MauNkJW/fzg8fPuDbs+CBMh0lbIfDQfhL2XBWdyLTf1DOm+saKgGnSAoSRMtsOSi5uSrGOg/ZTgm6Gc+",
+	"nZqSP9p9NFKPKw4k7XF9Ihkd0qKeEhU9mF7//QrOo7W7tX5PJ1F1z4uqGdmOnUbtw1DxAb5rqJTpIFeT",
+	"PUsN8oYpHmllvQ/v91HG0yZ1sNmrdaWuqflV5yUpbqKIjDEjvIZ3q2Jac1usQTJ8GwSRtj3p5vRoomsL",
+	"pZQ9vhG6Ij+aYpq5mkLMg0TldjAy63mOUlv5JuVsBJ9MxxmGIlha+uNZ66h1MPhzP51Nfky+vgU7iZqw",
+	"ddT6/cu7fz7+Oth7/PPtfYf+Q/7MDr78cvDn6N8mgZpe5Xm/j0PSX3RD7NAYp0ObJl+D39LIp7oFW4Oi",
+	"rvXFGZFrTba3/2492cZt1a4iKsO4Af94+kRMV5BN0O/SNHsDv1Wmh6tgGE2MkSDQAa54+P7r1w4exEmg",
+	"oxQNFbq9n6oZ9zod129OHKMk1w3UjLaGmZiBeZezuFyLYb1TLYIyfZd9U2C/WAHUC8poqrcS209G17PS",
+	"cAVWRxPxwm41v1JB1Ui2EQ5lUFQK4sTX8pksalujQCpE0Gp1Du17sUSJ1hLIFypkhMb4iZgGftBXUdfn",
+	"lOjJLNfoAUWTjlWrWAXLXxbre4kxXp/VRTpZqfmobjpTavosdUkvGEf4jTVe5PFI08mKvUrd0hfVt/pt",
+	"TLRxJeYTInQ8OjBnrtPVoIvoG+E69XPTAznlA8gYh6eehQ5SgYo1lioywlitqKU/DlsTNj0unpJN2tYr",
+	"0aPcsn49hNPfvwDNdDDhQiuwjYB11uBqy+EJnnspUysaXhXWDnKaQnl681aJtuvYkSXGUyhb51tkE65w",
+	"fWjQxGmWtr3CanZUran6dwl6JCstsm1bdqL9yEGm9G7F39MYmLlyCTh9RWSp2bu2VRZ3RvuDqvCMbEvQ",
+	"yk70c6/fc6RLNepRjYo5mNdO2r9Mhb8BUo7VD244sOLxbOVKcmUs1LXjPrjxQ79+1HOGfjorrSP0xp1Z",
+	"W6Op1nY2BrsqAMWYUc2mS1SlMGEW9k2z2c/BJJBgjH43cLxtM3SEzMjqlPRIUdVHEbg6i2yjehWRd4qu",
+	"tJ2/ruUkQ6xL8Xzb0Wpe8DKJWlqqvdlYsypRvLNpurd5SJssp/H6uYpHRbJGmzJo9KMUTnAoVLM4tlwO",
+	"FvjQ44yzB2ZHVp8psRK6DWc5g07D2ti+QX6969Jh3xno7qtqzh75MlVqtt5bB/2I/or+iva2D02S/Y+B",
+	"JHuoJ6FX5c/1ttv5AfLd9/9pq2q4NlB77/b2vCy1nvW522BAYz655BlwfZcnyMiX0FQHdirYloasiys0",
+	"b5v+ZQbcPVMxoF7EQ9eCWJzF/zaQxf/N5BcetU7OkcBDIucB69n/UPn4Pn7UVCJBMjQbc9v/TLfqytkx",
+	"wrnkUGIFJVRMsY5w1W+ZbEOvEwYVzoq20h4rGFpd1eG2Ns+pF1Hxosln1LZgzsi2GHOpVlthzmV8X173",
+	"ONQYu0QMKtUFfny16gJQMADUFnAHOkgnBfhxms5Ru7xfZAKL7TB4KEmmxO2hooINRq/S/W4sBahGV286",
+	"OobhtDev61emGDUGicWjmwqsyBmJCZPppr0CQ8RoWe4sGOD1EjRmV/JmLbUpxb5+32TaalHQArlrxLTu",
+	"PPepa1ObQCoQg9aJSiLxKoZblFIyyZQwubX5yVsCXsd+4KGWpRaT9z2y3teFG/X8y2NRG3bbVXI8GPlL",
+	"18enI0BjLA3ZsC2iz42WVSqBhE1/0xoOpf1u1JpwYdEkUGigBBJEblETI10lsFQgooRI2wqzQLsqW/0X",
+	"l98Imxe/LQnIt8lS5pIX99ilwwpXhIbKMc+lIndWlFvuuWqoyOHjg7sG5XocVRboULhUhy1AzMrlO3ya",
+	"Xr74FcJbkgLWK/vhy83LY3ErxXBes+RHqZ1kQ90P9cvK1siSRrBUAynP/jp6yPep+VE6gx109gXHMp27",
+	"kKISlQUF2JAgCMB8YKTyfgVXzTdN+stS9aOqdzQpCWvI+GvL75tLoBPKcknQmOcZSvB8mw+3J5zJMdL/",
+	"bx7NCHncqoeeBHp6F3nwDw/irw8Pd39rPzyIv6l/bH07eFYPg0XyNqs8AsKsaJQzl1QheYFI9a+Rkl5Y",
+	"YWQlgWWlIiGvLLAc68olKSU2AmCYQ9kC3Xqk75Ch/52EmJOqncN1uHWkvblp+9768osNPb7vntbijivy",
+	"jI7St32cdFsTpVFlZKhErVClx3rxic72+97fdrc//+0vG0si9VIaL5dNdOQUakMegHaC+MS7aF8FudmB",
+	"XftL9IrDNLAsuGTLWdbCpoYl1vOqHH89br6Ie78S8+5mdDQi2WJ5CEpcYDTBLMcpkvoTSxtfnqiExeMy",
+	"uCgVu55VpB6+AAyQj/czlU2tS0rl0zPd6LGwmELB8ZrLX3Edy9FFzDPSOursvN+PWiIfmM7rrS5P8PwI",
+	"7e2j/+f/Po1QSkdjiTKsVRLzjulOokhlVV0ZmsYoJnj5qGU7luyamQOBBCF3tE3Rs7d3TGW19BU0GJpP",
+	"w/4ps726Kz8lT5jFJEJjOoI9CDRQoMyO1Rz6jhclzmmZ8iY8H6SeLmXisZ99CAbCTDhLcDZHisf5/uTl",
+	"HCM84iWmDDV0wW9yzdyRWHcfJnMUj7kgzLa7sdhSimZHpmVvhPoJj/tbx0jXeBHasVyApq6lZukiV5we",
+	"BjH8REe6MR7WLcMykmJdD5SjPp5Odd8Q09prIHiqhML724vljVeMq4b6nf/d8diYeo0fzTevmeZUOhco",
+	"pFk1+GMMFUtqNQVSrCQPAXKdeiVCg/V79BYEY5meBat4CWViiYv0vyRC4BHZtKrIkKcpn23nUzTRA+0o",
+	"/vtFJ9DBbUwpFiULjl0jaoNxZ8DlWN9ZcMear2eUVVx7/sJsxb9Dk3Jx1LriMyQzzIQuGgghiR8zwuJx",
+	"IDS+PlA9sV4tSP2mBhplWC0tTvFkqpsN7u3s7HU6qG1TVLRE4cqV+NZPv7VOSielS+cJd9CLo1Guhl+P",
+	"0YDMuYk9JIqsjyPItBP0K9EKLqxDZw8BTJOMT9WSBU2dxXglZFSooecGh3MoEokkFPeCQWTniXBpO9Dl",
+	"HWep4gT9m+u7LvKKgcEYfZRD09uyUWJZRGA1p79BLzkB9NMq/Rftvl42MiBUDSE0dhdl7JeEEAYvXZcI",
+	"eYlpumnSSEynQHudPCyku3blqyJ5oHTPcz2HOxQyrIOPTQxVTOiTM/GXp1s3CLqWtN1AnMCK4FPvQGPr",
+	"WGTDng2QfT/YG3biH4ad4Y/kIO4M8X68N/hx2EneDg/IIf5BsQxBMm3UKPuKf9je29ve3+92Dr1a7OuV",
+	"Q6pGdpuzA99vNao9aplkn54ZT7tqp7r3MxTSsI9sX/yeGcjES/3R0sN9rntt63t5XrXrtw/OutzBdF7o",
+	"f9s+vbv9uN1Vr/URZyZ9Sd3pCN3cq/876Z7+DKavD2cXZ92zsHhhjmIR9bkXodbgQpeqK9b6EhYoIc7y",
+	"F0Kmm93GKzIzwSrmNkIA/DDF1baD6nlDToP+qQpw9arJ2QE2IkxurQK37ambEsgHN5GdxrkJ1isileDN",
+	"GZqSjPJkhfRrWEUQSIKc5HKBIKWFQoiG57rTVhFLCrFxpm3+gKwqX+EnTNNwJYCbXIwh7V747ZsjNOVp",
+	"Ck2OTGucunFunA+Wyl6C/JwPzMu9oAR8YkVYtyklzDrtJh8cob4pxQiSL0SW2XA8W65RvffA+t+MePy8",
+	"uzMjaboNFopd83UftU03Nhs3MM14TISIEM+loAlB/V3FPZ/2IBH1yvnJoHYkFShnDo4V23NrLOVUHO3u",
+	"iqd4x6Nj6u/QWlbScfiUxg2+Bo0LbyAQQhfKLufQ61u9u7cLFlBDqHf3dkslGhVybhglWuCTRoPifN26",
+	"X0BE9P3gGf26oAbwSYEwmc5LWPUy6MstFgcj6EwHIflUwO2gbLS6//BfdDPCWm6Y3fx8t3/4A/rHb11t",
+	"zINsJYOMO278vpLF6aRh3AZ0hOcezECqFy+Iebf5IA2IFfkH+CIs+1kfU6U/sqUp/aOiQaW9auN8gNqM",
+	"lynS1rH723zjqSaX+gd7XGvWmb0T5E5imYsFWrciTvEYM0ZSJODl/3G4ghquB0VWnpTSCAahUE9EnqZQ",
+	"Nwx4r+KKuSDOb67Ic4n6HS7tWFinX+GVvAC9JM5emvcPYyCsTld+R/1fMZMBjh//P/b+fbltZMsXhF8l",
+	"g985YbI+iLpYdlWRseOMypZd6pIltSRXdZ+NGiJFpES0wExuJCiZx+GI+WseYB5iHuw8yUSutTKRAAGS",
+	"kiVLrmJH9C6LBIFEXtZ9/X4ohZwqGyl1ravKrELHsFXyV2u7pv50sQSPl8HYX3mOVKmZmKgsv1c4YW84",
+	"FABvYewBPRuPRZ5RtsIFUHRNgKGPpTDcdkCLCRvyCWIeYWWMe0mYWuwFqQ8wlGdvTp+ICzOPDBvhWdsF",
+	"7GCWAzbBvj5qTQXwjXSGeEVwWgBWfci12EikFlIneXIjOgEaAB4cldki0JxAzKOl5O/uT+XE06+jP/95",
+	"nuP/n0z+/OeZ/rO3udmq5Yz73qInS2grhnzyyAGnv1f8xuO/uFf45pyySFXbDvZzpRi+y6Bkkw8tiq6+",
+	"BWoDI4N7n42l++VL1EdrHZHdmZKhBMLPzc/mfw/iL2gRR2zIs4zcgExgqwLJgyQDrr4F1fE/Bi18uI0q",
+	"1JTKv9rY2j7f3vHCH6iCv1h+fvrpZSITbVmy8SNbgF8RtFhiZSScd+2EZ8C5a4tc6VOMhphRg94h5CsH",
+	"f8sRHPdzi2dX0HsEW6ss/q3gV9nVJoro+TyyBf0tsIcLsGHLqbe9vRBL2AOws/kWGB+8DQjXwc+XO9zy",
+	"6fjRm5fF9vZ0y4LxG9Vtpg8AAFq9LWDNzqfa7OP9o7cHR+8Heycnp8e/7x1Cy42Y6IGRB7CZa4r5/TXe",
+	"/Z/gZRFZfiIn0xyjKWb1fnq5G7TUNPc/3NneoagNhqLuUOh/boUSRROnUlfzcc214XbnziVbEslTOlR9",
+	"KlC9xE59s7uwwwvKsxHk0ElGpjkWqS/1aB+D8I8M2/uAiEB+3NygkuArio4A0VfEUaFnqc4o45KpaV5X",
+	"p+nO9/LU+D5c+KUiBJpdUjNeWAEaF3tz/OHkcP98/23A3u0dHJr/vtk7erN/eLj/1qjevV+OT8/33zr2",
+	"/CQVDKt17l+s01hKn8Qr7sAVqaXaQyXzRE4Fy3iiAUwTUqDFuWT/f1a1EaMG7veK8GycYwsaVbSgwI/g",
+	"jLlp9Bhv6PqvqFSvCPDGQg446q6wzegtMwQObAnTiw04ih7eHWe5mhAc0lwXxeq13Z4mWbabT+jSOTnd",
+	"0KfkLsL2bL+pYYVN1GTYmPlKZJInPPWq5mqwUT1FMF8LkWeJ0Ewrdskz1i42A5cx1dM07DOrUJZPF/r1",
+	"+JtC0dQdCM3a2I0PrTcdMItwaPVjePByeKfWlr3TR7jQV2s1ay8yDJJMbf+X3dRJjoLY29Ce6sGDgnEY",
+	"p6FCOREZXbp3cgBmY1C+u99ddi1mnS47Nm4eIQIAxCYC9YK9t3TnLSnDL+38Yh7cxvBq8kkRW31RJsr0",
+	"9sScjCjv3qpss8tVnF1HJtBUel9WQH82mOn7Vq3NHzhjJ0wzqh5FTYRCC5tNHK5ubUdNldgnFivrzjfm",
+	"YvC5tN2ilajndMzlhrE7AY5EfJqkXHJLsliE7wvQflf049BYdnd+ZudKsQ9czhgFcvTSWpshkinZkS2c",
+	"1Dcqrs0CzagDjuywLjvPuNSQqja3175kQjXFJ5PUSK6JhbxCoRrKiPbHZS6yARaS62gTTJ0MpV3U6bHT",
+	"vfP9weHBh4PzgJ3tn/6+fzo4/n3/9PB4762xLeij/dPT49MglO/3zvf/2PtP+psdHn4YnB982D/+eB6w",
+	"49OTX/eOzI/+OD79bf908Pbg7M3x0dH+m/P9t112IrIxl9DgvPfx/Fd3y1/23g5O9//94/7ZecDOj48P",
+	"7c2Pjgfm/m+Oj94dvP94und+cHwUsDfHR+f7/3E+OD8+HhweH70P2Mej346O/zjqhrL6nYvM3ohMo6kZ",
+	"K4G0QpdJXsA2oqdPPMAyVrfgTFIu0OxGdEBRawEPa47ShtY6KBkSDn1SW3irJKOqRM14CjocuQ8AxKqC",
+	"gFosSCtoza1I8RnMUitolZakFbSKyW0FLW+BWkHLm+pW0CrmuhW07OK1glbN6rWCVt1qtIJWdcpbQYvW",
+	"oza4Dfvf+On1lZzgwqNIMYcAqImucHIjcPkjhg3xlxAQxct1ngk+LhpPYFXF+EJg1JQADrBUGzKAQsMu",
+	"jFA+I9oj/jtgEa0ofuqWN3JOdOQSkfkoE6JYbIo/BCyy/vcAEFu9H9wqZr8rro5FmnO8CP4ZsEiDZzuj",
+	"keEfNWyBC/otb7kGcrEcU2SrMqmn6FktFcRm7G/h6rIkXvhDI8hgqFQAZH5bnqqVn/3v9LNf4FeAovav",
+	"qZB1wCcnSieIFl94VHZfQYnwNoVeYRe9sJsqSuJoaZ/B19iC8B6eQYirvPov6fovXnxn9RU4Vyp9Y37h",
+	"lciu9Nhzc/E8WgZNvkMGWWRSFHunnoOHYdAEnR+eZckNBL3BjwVzmJZKG2+Rp0IPRRwwzi7FLehAzON0",
+	"5s8LQuvWIhSd2q+MhE/kdSKvOi7AuWJYdA9jkw2/mqOM/YSxKTukhdNV3u41oVMnVeAYBQUDGVo0mnBA",
+	"yLypESX0zWCZTPFvcT/nl0bUEOHCLwPwc81i2hcjL3cq8yQtDWKlHIKZSDuHuEyroL4vCl2V5kRfL5iQ",
+	"uQnworN1U+C+vtfbNRMC2fhqTTQfjV/QYUlsaw24NqfAgWivwuhDj6g4HcX7FosflHbcwr1/5iRqU7cL",
+	"Vm9JZOThjfnwpiAoODNeIJS1XYitQwAMZqesFO28exhw1SBV1eqfc7uaolWuFen+RxaeWCs390pDuB0p",
+	"LRjMgRcqJl+j3PrZd/2hVwoyoPWFBY8TWsk51Pm4cMoKoae7hkOqGtJGAqzf7wIBJaffevFV794twOKT",
+	"UpgQc6m1woWh4+07RT1LT8EtBKQRBbdqmsYAsOusXT1SaezdoUCEe6FZRB7UAD2oiLV/2mL/HU11lgq6",
+	"Db74C8jAiexGBMxIhzEnwgp+oaY52/UgddGvVddCdhBgztVnOrfdZZuhaBOBQrl2/hX6D4hhQy/a4MYx",
+	"I5LI4E60rRoUTPNxLTpml70zFmRuzpsiUhdchDLeOt1esylAwkb5KFPTq9HAGk4RwmTwHFE5ZE4mKdDc",
+	"UEgzaBy08TGxfrjwRRxEj7MEqCsOQGfTWz7DByH4e5cd5AT0S1DZFWt5agvVK/itZkoWYYmCDXebKegj",
+	"uYMtde7NJNcrcnpVZ7X+tpjOcpawm8U2+IpuRTq1q7nYI9h6BMkx91KOGQUn3z5goWQ4r+2CA9hLziJ3",
+	"WUR1OdrzjdsuC1XVsB3fWW4jrj0cUK0TnXOzYsZYNxYS4jh2fDe6a3aS0iKO2Kb/cSyGSTz3qfgkhtPc",
+	"fNzm3i4396YDDz4AMFkhOG8GtCDm02xqJIdzyrtgrsH9i4/IGIHbl23pTuGhU0Se3JM6j6Tj++5tlRrh",
+	"hHIHBAtJYRH30PO0coPXSo1xVSiUTgBKCG8fY5U7ygFalhIhrVNB1l33DEO3GKUPaSlKn9mF8Ow6nNDS",
+	"BzSdLRtSKNzb1aA8Sxv3zA689OkH9xalj61je1K8UO33b9271X69X7xm6XvnRNAr139ZvH7p+7c0F+W3",
+	"sxND53Ux5A12O19ho4QFulil7BNrwldFy8Qe7mUlu3DL+1dL+vnDetl0karhtYaeWNTvXF/3StHVW54g",
+	"mrDlzGvjNmfV2o4OYs2Uz7bw70COsr3B3h97B+fmDgdHJx/PO10GrQGJ7dRBCgJzLbUFLM5wLPD5PkqX",
+	"dZgbHYFFERFgdUj38Q9dwKzRSdRNBIXFVDEjGRCfpjTAuUm/0xBpL8yHphYwldKIfSdzyVZzt6+xkj3z",
+	"qbqxatxJv4xq9VKUPfszVso/gbCqrSxZDbm6IMWEBAcYM7FlIPZ+06m1nGpRBySRYhWzkqlblsSsLVWO",
+	"xbS5YqgkVs3g1+PqAK06AKtwf1pskvbuLNmLaFZtw2eVzKqZU3W+Rq3Z4LXXvtA2ntLHN7PdXAgWYARJ",
+	"ROZKlU3Zlb8tC7pYuLfy4BwsXDEbVfa6Yus2HRYXTqrVQE5OYaFmxPX1ALLe9ouo4KqrHJo0VbfvMiHO",
+	"60Oo7DITYgPycBSMSTTjtuL7Qmhg2MUN74JkNf0Igsd1oZ4zoKoHSr++k/hueQrxO5vbdu9wb9cxb0zT",
+	"PJnUIlOgp8klQpshPfGYz9iFYEiF0sRC1EiAeYw3gTeAdvrhSCktiPFgx3yy2+nT3aFiFnlc0Z68EdkF",
+	"z7HXx2sbO3n7rhW0XA3nHTrECrnbEFYzOtOZhaUJ/QNAIVFksFixmZqyWy7z/7F027tHunUuJsxbjqCy",
+	"2ZZt9T0XHrwjtRFt1FzBMpfORtMxMLt8UO/5vqscgL7rUMgqu3TENXFq2neM6sDC6lrVGo6HH35+oVmE",
+	"161SKF5suBrrAQFWlL91A7cXWZtOBOFiQieGmx/oxLhKboTsLG4uK/hvdpcBftg944152d5ozLvYjH+d",
+	"CARp396GM1lE9WvyUkvzDKVlf8SMg9WNbtc+j/RDjaiGEdbJaXjOjxfbwwdKWTTtjMUumi2+XNUzewpM",
+	"LS9oXhMmJ8w9qkVqA1O6+bOu9A7xfRNdhEozMVRZ3OmG8t8/7n/cf9tj1p7GWj9kfO+y049HRwdH73sF",
+	"CfxIpTEYfXPOhO/4hRIM9MI6r/hGPW9P05W4g7wLzz7+Mth7v390fuZGF0qst/ALEc1PsKK6B53BEyI1",
+	"sa35KmMXYmj806KvjIqZE42Y1qFsQ/FKd77IvNNdWM/dY7nIxonkaTeUJ+AE9+xwgrkZCiqz0Gf/miZC",
+	"D6HYhVzoSTrVoayZhHINEi5bK2jRCrWCum6J8uP8D4r7mk9xwFAsRO/aClr4suZD+7ZmmxYn2Q2htobI",
+	"j+NYSNU76m3nxCpJ6eYa7uCH9vkUowgaBubb5AOAku8gAyRA0wsutU1ygG9ohqgbHMRiCipVDVPp/I6g",
+	"aMuzQpPWmoYAaSa455/39oHMly90kZgBZxG67HIo0SaPEv3Izgp2xerEyyRZbNjXLeAcGfNirVDjTrn5",
+	"bZKidi+uIk1LvNS0AHSyGs4Y/BPP4v6/2WK8/f/Yf/OxdI6aiu0+1hfJAvIMy1XOUw2dmzZyXOT/rKNc",
+	"q8vKzU5NHYKYUNJVbhLsjVohXFBpn5qzLJEHGjqI8FEEslQGk9/Z3rlHkbf/gtWR1O4EQko9GE9Ulr9L",
+	"QJjoe8ilG54mMc9V9kKzS7oN7h6X56RHzS8LpJdrZgrKDTa0WeMknxW3bRs9RPdFeZPA8FeP3CEbOQ2I",
+	"3rrOCrzlgLddM7Y/8Jv50T3wGKrsuDhV3siWr+opLoCrir/jytqSeSFvRKomon5VaQl6LIIhRoxTWgd8",
+	"wABUeFB0pxU/y7VIL8EtFPXLDamsnCepjgpEkNrt1sZQix2CtfEwxwQOaZJrKEjH9hgv31Rl7oPnLTVw",
+	"6w+PX1GzcK7v3k+wWi+BMeZH5X4CI82EHAoAqbRNkVjzAgX63a9vE6jbqQ27E0Hwjqf5UI0XAOfQBaSE",
+	"mrHurItSalfWUK5NtUG1YHgrQqOJ5m6SWKQJKCCcSQwDaMhJJxqBSCyjv20sWakgS9eWmvsY9WOepAT4",
+	"UkQavaKN+ghdHdwfEEJYYMFaVL9l9MjQ2pMrVyf0Fd6dUVRAnJqNH561u7JrHph3++/MiF2/liq1RImH",
+	"fFYXuTNyKjVfsTaR2lIJngMNg+oMuKRTmKIvtCM3rS7pUMEoiOU2KDEu8kkyAMrT1g/0f62gNZWA59sa",
+	"izxLhkXgJ+XafEzA1913BIltXqqRLm/nfPt1b+tVb3vnf9ZsDxza/Jk2GgonAVplE12i7bUvAtCHf9aK",
+	"Cu8NV/btCFaf6E4h0p5oGgbi6XeZpc/fMM+MEepQ2/p24JdlRr0wrkMZ2SkFuH3zlQPbJ0SaUNZ5gf5k",
+	"15bKzuW7Glbk7kxLt1mSE/u1ffVyISqCByR2lu5biFobwIM3DmhTeIu4lGdo7lQtYRqwJMDwfl9PNeBt",
+	"toWG0dzZfwSq0qIvZA8Amsa1SnOPaOwRRNNBOeXKCJO5err5V75OZLwK2A+CiZqLPWSdOhThYjBJvNzq",
+	"cncKcCSLJ+LDIosQSr5IJUCKa5SYnf0tWrS4W6A6aCy7JvCuEPGxleurRfLr9sEKjRLLg0PvIDgDBX0R",
+	"TF9QJMSxapzKU5McUHoSoe9l7lVHohuKDbB8yJUOOnTQSu0ilbeUe5lXT44uaDg69zpP3WW24MmS3eBE",
+	"/ZdKpIirpf2r8RSqury0twyaMJG8yNQLWyrsa0/CC3bTQzWBDXp01Va84YjnL7Q9PawtldyIjdXFdSKv",
+	"Ol22528ZuzEIoREfUqSLSgtHiNt2ed1ea8NrulbcTLBrMckLZxj2RSdgWpmdqEc8s4oayS36LNKJHAqv",
+	"cvsySaFMHbH30uRarFgLsxwcPbBWnDdqKJFpakxbqdaYntDQqFCUGcPmCeY71epOWW0dCqTSfIG1sFZ5",
+	"vjdxYYWWbUKAAnNb4+5C+pCvQp+3RihTmfDgq8P5ruAYsYTEcJoXvMHUq0aXLCIWLWbhWxWVrZRyxvsU",
+	"p6hK/7K4lRjqa5f2ztF19+9Nsg+qY5uO+DRXEWtPMrHh1iFgAA7XC6dbWy+HSQz/FYCxGV2LGX1+LWbM",
+	"fVfCUppKb8zLG8KokHjhRGRcPiw200E50/LIxXkPUof34FV3uEqk6ZsZepoyTKeQSDIDxStW07cCcG10",
+	"PdGe9mwerqH5jV/xRLoEssuCDzOuR5gvy6YTi5MDcVfuxB+n2i6IShb1n4nusy3fZGF7+JOcWgmkyv1f",
+	"GlFphlN6miaGcDfGHpE4U7sfSNyw5f/mf/9f/693axGHLezM9M2JO7bO4A/r1gY0oZG52GsoPuVYJTTX",
+	"JLRCgLDJWjm7k4mxMhbf6i2NlbziquWfngqvqQR1bSCFqgnqNGJJspbkuTszboEq1TO+zPPORKPWvxQZ",
+	"ZHC+jp3WB1TVm5+T+MtmTnePKsGtMlTZz3MRpsVQZkbsSHHLVAXS7M5oEXOpZ++pdZP1EQIae0No0Lvf",
+	"ZB3fSsbxBgwYZ6txv3nCFnZYA9Ncvqw6Q0dGW2hI0ZOl//FgOV/qYve99MQFs/MQGwmoV/ydFPVZ8f4s",
+	"FZc5A/LuzJgDiKwWVybSAzx8uRW0pMrNg2mUsdfF+oE4C28ScVsHiJ2m6naAyNbTSXMqY4i5cEuAa+uM",
+	"LZ5iQ6HxwuYCrJb2PrP+MC4RG6aCZ0bEd1YptECsM2oGr7HtS/3tDs+Kig8W64kVwSVdPdtiduA6eOec",
+	"fw3oqP19v9wVTDFj3MLYiKt5KmoN9jsTEu/cg5CYNmm9zaayjUtk/B5TpTiD62vWvnb1a8DIarxf/ML1",
+	"o8sq7sHyzYBN04MmrMgzv6e6Pmq4SLQYnexs2K+TMxS4NS9ZWG+W8ppcjkyM1Y0NQdjvqlR+01wNbBEX",
+	"pWyFNEZP3MCVVP7F3Em0vXT2eT0GNEqeF6UD4k4iCU046Ub3JUoGOPZEjkRGfJANZpgnidyI50pX4Isx",
+	"4ILRgMjBtg8oQiSE4N5Z5ZHVJDs9PyjPTrOmeZ+p6eQDwIx9RYIVfv9Cg0GRqbS6thjAI56yuXWsD+8d",
+	"0a2s7gWOUj+YBxCY5kXhrka8AW/rn8tUMDxuyYTcbyregSmC/SxGmRaFkGikICEY4uhB9qxqtVQYYbNr",
+	"kQegEkWe5ECbGhtDDcRXJpCsFCR7Iv3Bbc+XryzQj+8A/k18yvusXi/WtGPUSd0H4JpfWYgdpmOoCrh6",
+	"moWCqYFsDP9ExXQDLK0zG4vgJFpXk3xjt7vdQpZ4IxqnyM68vcKSueR03blwlal7JwfsWswaNLIUXfZH",
+	"luRiw/jcgXWGicahshy7Wz+/XrweQQtSpMcynTmJfMG1qKcPMeMUMp6oRObMXAYMUG2VMcqwAUPwpcpY",
+	"hB+IOOr0zZdCSGQ4UZIgcFl7nmwkY1GajgdgWIp4MFI6JwxEZDMuIZzoTi2zyJKKClrm+u41ntrNkis4",
+	"jHmPRbRqkafx3HJci1nAIjthEa2D+XkozWVxlpjlIeGPmSWIf1jmDYoKJO4a3WV7OAgM2wO6AjSIw8hF",
+	"DNEEzXZ3djDd7nI+RdE07jJvIcu7NajZ4kGrDJEDlMxjoab1NddFT9PrSm4Jqi3+NRX0NW2pys1rymVL",
+	"CKeJrZqtmsNkwS22iXHSmyD8aEnaxQ5lUoiYIICM3kl0DkYl0DyWgCrUREieAEZSPsrUJBlCfh/vUztR",
+	"iR7QwjYwQI75NWHJQ6kZ0rwQhihUDvSdPVPsPss/OW+rJHpA5STz3fwagmoXM6qn9gDPS6+tbcU/yFEo",
+	"j8it4oiK94nqBzC/teoq/gBEEUqVhnwC7lRR3V235kvdoHq0H1xxiBD7KCU+7/5iv2RFjXjEx6LKel+y",
+	"b+6kIiu6Zc5NMCoLqjuLq0pztlPrhxQU+PZgN0wXRmTxGnMSiXys9IiXr5etSbOe/8CT9GsUvevehfLI",
+	"kkowCwySuWqEkURo6XE+gfM8zGbuGAJKw2WmxgNSRebCm2GFABgusLEn6ME6E9lNAsFMo6jo7t3yryZU",
+	"X2W+fTnMRA7cblne6r366Ues+KJ76pthTTCrQZRF5lGR2dQguACHyaMHZBciVbd9FqXqKqIuXaPmdQH3",
+	"RUchVVclJB6cn1Rd1Uozf97mYo8Zl9q8mtkw0yzJZ30WaZ0ChzB8/uqnH5EYDorK/cdKJSFVByuhdX3y",
+	"vrxCdfzFIrPGxH2Iq0tL3HD72DN9rWltbHgofwNDxRZAVE/8fKez0nUxgA/nJ8x8BUILVq4tFZGvBTiP",
+	"KgM7q9MvOPakkhs4GjS+zO6oSrdXL8u0a/9nGOrN3v/x5w//rTbH5TZu7RDt1wFurA3kiaN5KFiNC6s1",
+	"WNUR2dldxUbFM1Q/NDNHbbPZIBUU5amOArb7+hX9bfZkpyTNXr969fLVMhVTHNXap0IR6522xc6rV0sj",
+	"y3j8abPQW5eOYeVYNLvAJ+n0KrlnWOgc2QKxyxbuw7CCsc+iz18i+sPJlCHPeaquXmgLCQjsexWUhc8t",
+	"+rTVa213X3Zriq3dBdUJ/x2/AOJNeDTLVZkjrzqEu1ZeN2uv06k0utEWPq46oaWS9KK+EmdzQMMd5HnB",
+	"DI/fJFLnPE0H5ajZl0U1m6uHgX8TMzOH0nGctx0angLUCIhltb2DjJeBEB+70pF5t3dxseeCslA7yx/1",
+	"fUNXzWEAJaEYms8W55XeZ3wo2K9qMnHMPt82uxSQwpqvaFbm5H2VhoMLBzciSy6Tuoim331CD0LQTW18",
+	"d/u7RtcDw3bzYds5rwo3VQTXRxAS7NTftFkNQcyEvp2TrOWox08rnu9U8RhMOyjgvd/++wAgLzzLiS4T",
+	"wRCjyyQVEYPPS9y4AIRu1ITDQNdsd2srYMORGF4XMK8jLuNUZFWuXHPbVq+FhUEXieTZDAuD5ncuXlqP",
+	"MJ2KF5pdzHLgcMnZWOmcbb9mH5Jf+sCTymKRY++yBYfEq8vYWvj81h0m+0HmGfJYoJuwCPwbznsbXxkJ",
+	"WpAdhOiDJ/FlpxW0jCXUkOlYvB59CADA3Ce6ZvrtE2EZVloFOxjzRApI1E7sbxQmpfr1S5WJG8D6sWU7",
+	"AGmOlOdsZ5eN1DTTlDTGqa87yfV7QIssh9j8uVLp/fbBG5DyGmv9MUoI+RYh82xG9gkGHDXjkpEexa8d",
+	"ZXdDp1FJ6Tb1GenrDWpX2djeeVnTbTS38kvySUb3xgkGa1z6yPK04Bu2rU4rLG3QzH1MhyHegIRgbZ7N",
+	"GkTr/WwGWC4i8qNuoYuZSxhC3Boat6+FBxlr9jJcHLDI2BRY0hi2wlYUylikIoeLAla0GNGrcWt5aGh5",
+	"C7DlSKqcAqOlMoe69qPajafrfOo9tOGpBmUZFtKKtaYVc6FocYLyFXUjzAS1FtkAxU+qva3LuzjrFH6N",
+	"4o5Lz9leqVbsLtqetqUgEiTXHw7zjbA6gI+uUmcTNFgDiIMyaDCQ9shicRCZfuqXRJSRARg4gk1jy+Rq",
+	"zanlPR3JMJ9mDckSOxqq0TMv+0Iz+glLxoDs/X7/nG2ar6gujL7u+D0VxVRxvXqDxfJKMTsikWlIfbhf",
+	"9JEeQVMDvVGqSc7UrcS+BO9t1K1csbbQLG5N2ObUrDnyX40g5zErXrdMg4v7otzm4p8NTBgvbXwptwyu",
+	"corrahvtDimdb+9QzB08OwFzlIz+FmqmRPyzQYpVIZlXaXWH3bYy3jLIymWAFXjL+3f5obt399dYbfA1",
+	"g/2Ksf4BddC/qqkWRkUl8qq5O9NWAxvjdOT9AhyXVVHYVDYZcQnAXJM6q4FwsFxxXWbMV78Yuo7ysL7+",
+	"1/KxDLKp1AOzuQHtueahb6eioG9Byu8SI3BRzbaktLTydosGcd81A1sHQ9JnEEct+Mx/w2z8heCZyN5Z",
+	"YaBvrgflHgz6E40Q8rCqltFJCX8Ouqs/JFon8ipgY54aUSPigE3ltVS3MmCZuFFmqaDKPVNoPWkGGM+E",
+	"20mgdaHc3drusjOhIew1VOoaWGsyQel/Bw6hJIuwOnSDT5LNHyK0iTB8bHQpvGixKqM8n0BWXGeX5/VY",
+	"A6fWZ8rVFQYHXEuaLg2IKYtAfnJ8dh6wk4/mf6Bg1bzi2/3D/fN90oahtL/dOznoMuwCvxYSnTSsZTC6",
+	"wFZOT/PRZqquEhnBvSJQm/DpWERdtsfGONNMZaHEycT7Fb7dSxw3AMNEb85O3w3Oj3/bPxocHP2+d3jw",
+	"lmbKGDQFDieFhP5jw1y/gRNUiMJJYrYP7C54lzcwDXW5g9I0Ga+q/tXav+b55BjKOs74WJwlufjHIf+E",
+	"Os/cCe9QDEzfDAf08PlxmX2fyEtVN6D0cmOkoDkAd6zKhiMBJpsZqMbEVped3yqzQBrbDbHzM1ZDqMPv",
+	"hTKUP8A++OEHbzV/+IG16U0jb3wRgAOhU+7PZ8Rwtut2TyjZ3AbqBIjvTYaCl7lObgS7FRdIOjuEN+kX",
+	"IyyhQ/7wA/RKZZXDwtp4PsB5iVaSApE3HpxibUYNTX6Iw49zqbvsAEIQY+NcwEkFSzghJ886UNHZ728Q",
+	"nnCwd3IACDPUM2iuwh4c84AMw9CQNjcXRZj4i3w/Haez8opQoVOcil3/VLjnGl2x98vh/luAV1LaIc6Q",
+	"qeaNuGu2wT48SU+HQzC/6e7R5xBEctjqMZy5CWIO4NR9ifo0RAs+RT8Mpfkl9M+Yn34OAZaouIvDR8L7",
+	"BCy0gEXFNWi80YO+oNSwaA8i1aIbSlcra/EuWCZSwbUgOztnF9MkzdlMOMTvV1vb/nwdHZ8PDj6cHO5/",
+	"2D863wcREsrfhYzBbs2F1Ahd61XR6h6LPm1kxtpMk3GSR96Mmi06TBNYLPId4BrwWkLp91ExPcXS7Fyx",
+	"dmRkSNRj21uM57kYT3KsUMdSZvin+22nb54/5p82LlQ824DwUWTWUmPBkuWoMt9CbUbbplW22YfkFwgt",
+	"/NvZ8VHAXu64D8aVmKcO2E/st+QXSzylKjMtBaQsrf7o9FnKsyuRmaeCYoPZDuXu9kt2svefh8d7b5HE",
+	"d+/0/X6X4W6DEY6n2hJxMp6zaJzIgfliAC82mIhsgOULkfciWzu7HaDL4MORmTRNZUehbFOUJTNTgOxg",
+	"XjUHXmWJ90qMXkUEkXlExu7cDpWU2LIXykSzYQrdr2YlEpkmUmxcJqlZB2O8aX+64PCFEsKY+p9/ds1x",
+	"wkoz3OBoBMTC7EfAuzDLrzJuDpX5iSdhYL6IDKhvFxtfU0+HI8bxijYcSTwoF0B1ao4/Pa1jtt6QA9Is",
+	"t1uivbv9sgMvA/S0G/iMKJT4NmcgmDbOjOgFahltR2Gh22BuEaiFqk4cE7aQFNVJk6EgE5t0H5JQg+cN",
+	"ZozubW6qiZBaTbOh6KrsapN+pDfNtVD4kqdF+cZxSedRMYfRDq2glJvcwtwk1H5Nklav9bK71X0JtR35",
+	"CExJT8IORxx7LK9ETX76l0K92M4988suM36cdl3j2pnRfmlHGd8YxBCXAOMTSgvLgN+3MT4Gh2vDXAyu",
+	"QYBhszKEcCdgUtyafXCZZDoPLAHbhGNA7UghEicJUCbFpxywpnpI9kOd5ExDQw58hMdRdwmPwEby8MXs",
+	"hi582wjRd7IEYkO2+YjnDFKfFlTInYmDuNVrmemCRXwD022WIuNjkYNj+896n7C4ZPMEGZ6XXycyd2ml",
+	"i/nsmP30emvbDrISq0C0qFcbW9vn2zu9ra3e1tb/jDqEl48TMS11WyXmNfckm8oJz7SA2C/mWp1o2dlh",
+	"YKgCuzlyo3sm67+mAoL+1jBMsMsSHeFyqKRucPPp8WoQ5E9olwQ/F/b3ztYW4hlCHoKwC6zdtflf1Lhc",
+	"PH8ZtE4pkgG2azO9FMwgNKTtbm033dyNdvOjNApSyNyMTsT4u93lv4MdtndycKTyd2qKoD+7OzvLf/g7",
+	"4lYmSjou1d2dn5f/7lypD1zOKBECGJOvcJoX/8721OMPXi7/AQm7j5Lf8ATDiL6XDGeo8I//+adZfccC",
+	"DqfPEzcv6GwbD4RfAUnanhVTwB02oUqnIU/TCz5Esi/zkzOR55QI+fzfbCDWaKH/36a91ii7LxATqS+X",
+	"Qp5IUYC2MMQv1wAmiQDlyIUVAF/LhcqAeQ+x0ZUxvQDZxqjjc+OXghJMtH+/ocqgdJ2zC6NtjfljO+Pa",
+	"UjnI1E6XnSVXUsQ9cmlCGf3HxtnNcMN8DGWakb1zqm5FNgRbU3xiv37Ye7Nx9uvezqvXCHgcoRFr1KHO",
+	"+XiCdmwXP834LahqckCCUF6LWeERlW999uvehrltnFyRsjfXGAWEXkyf0RjP7bMiMFE+yuSTrfxkbYSu",
+	"tvmesSOPebllrCdISs7UNDOGzfC64+75m5htHMR4Q3rsC82o7D+J3XVvCWHTXOzZww540+geH8PfmFHo",
+	"OTjC4STvsj05YzufPqF5DK5I32jIwuhn7ZfmazlMp7GIwZjh1vkIQondnTG7NNYkzD1rv9xiOmDbAdsJ",
+	"2K4xa6k/sNNlezkz7kIOBOY9Fot4igIQB1jzbiivK7qqWuPRtDG03UTd5jBFabO1/OAYZTCdOJ6Lcc9z",
+	"vyWfYBK8EmC7fYqFQXdjyYjc1vq6EZ3YfePv4lLQ0Z7ZJePBbfl1gzmIHRSWnY3A36Bsfn8uHpS3T+40",
+	"sj/xYqHzX1Q8e1CVjGq4PJQv9WZANWSIUOeszelIFjVEdDI7XdQ4Tqm8gYVEhcDaVvwXJYVpKrKOGdGc",
+	"ZdBoVL+xaX8U5JY+EdkbgHXRWVc7WzvGoTEnue+wTkIJcW0jWiJk/DH+IVSOpAnXLMJO3ajjl5Z0WeR6",
+	"vkHcD1M+nqBztt3tbm9thbJtm7agELpTLl10OpUK2wHkdmwGcQC+Ita06Ag9P55z9vH00BzNUJZLd9C/",
+	"hbekz3+CWABtl4Ah5KctKUkyLCbpQdcvOED/C2tRglCadTT/ZBdipsipFcnVKB8h8TVWqqhpDtDc/mtg",
+	"aBoQqaGSJQOeklDqJBUSLH5ZHFx0BRJk5priZBI2ovGOjbNPcD9agL+UaFj3IQcsnNh48C78tbuzY9xS",
+	"35KIvPpz9KCMWd0m38aOgJJwHcsdmeSgwbhk/EKrdJoLBg4nNL+pSze9O1u7P/ns4Bg5G5mvMqFVeiMI",
+	"oDxXpARDWTS/gdM2yZIbsFVSpSZm1AE4WxupGiJwLgLNZRtXGY8FO9o772D03I/bGM8bEBaQ0nv75x3n",
+	"p9P6deqcqjMjRZ1XdWen6iAW44nKhRzOIPz8SIKpPEpbM7SSpNp5UOm4yFk5p/0csJLMIZdlBYv+Fx67",
+	"V3sKL2drBW/ljZKXaYJJ0d3tFbwOQpw9V+qQZ+BWt3a3X63yZno6mYDhDgWDQBm+9sVAbcJxIA1X74AF",
+	"rU8biT2bDiy/HHksPi1Hhlu9na3tlzuvX/28Y8ZUjXNhyQp37IT1Plqjft5DiQtMnZgswcCUl53osj3s",
+	"BfYCmSSmQ0mOGwpyBH6q0EwxXx1s/cwo1zc4O9873zfKwWdas85ZKIHC7YWufg2aMrLuoqPxilibcro9",
+	"0Dl9FpGQQYIA24ofyhIOGL0r9Z06oka0G32qRjBxkfeOASwftW9iLRSNFnwZS9bsq1NUpITm1ibbp+8b",
+	"PnW6ABknH04ZLI+1oRiaJOZxB/GjqY/Kiz17/YELhiEOoOi15OAuXSZiSkig4WS351rVrFXNw6oaPDqM",
+	"F8LJF2PXULyzov5ZoEwK6J9noE2qpGfL9Mmx9Lj7JsaDtMx9yHNnnBcXqCuA6V+gL1lCS4yIni6UTuMU",
+	"rPL//LObALIGl7aeCNyw1DhBM4tcy5IYNBJ6CA4/ESqnQ2krOaEtytWZE0CiJg5AqjPvzfP9deqUEbwm",
+	"OEt2CA+ginBH/BV1UeXNvjtlhAC2lIE2y73WRGtN9A000VvET8akeIUZlfgI7+YPNesjKGm4R0J/FW0U",
+	"ypraiDaEGjdLpRSdgFhggQpT5j7/5QvNVBaD2Z+qq14ooyTuuTwTXP4CysMsKUB7SBVo4M5sOyzLTsAi",
+	"uNz8OjfOz2wiogCxh4AkuBfBMCAIqS6pDIiz6Jzraxh9hJoGR40FBdgDNPNGowuA0VAOp5lWGXWDHnKd",
+	"b8CNNg7eurpADhk4rJ+RVzhNZ1DjgfAXKHNCWWU/IFm01WNFRUsHYvTShuwR2w4UIPphMxBmxHwSgA4M",
+	"pVTsik9sAYRL8gQ4gVDCAuHcSaag/I2QNvKRGPfNTlRjQAg00xbKdtSDeogNbkaAoWPoZEI9uv3Kwa2w",
+	"Ayh/8aaLRRhNimgXgGNICCAilLQbqOc+m0rWniNwdh1v8/CVxvlELFeP5RnqaYkkuWMZPujxSUEtRTUM",
+	"GAvGMHqRlTUjGfHYjJSqne0twFIAyNriHXFH9BBCPOUzj+obYa25ZMAeyVObo8NRb0wn2iXxdKdYY8rE",
+	"TGWXRbFIcx7ZjQgEI6FE6CFEKyLLkCOQti2XKvYGNqvF+IpwBqeZNAeMKhCjYlpC2cb6pqLDCYBUIRiA",
+	"RB4cVgtC11AqSpaYLbZUMp0ZUWLEC96EQs2hxKM6oAFCodtUiyxiaiLcuC19NIHC2A3qKuFe7kBNisCM",
+	"rjGCK7Hxn9n58fHgw97Rf9qStjOq+FHSgo+PYQvWB5TNKJx5gwLuzuZb1RgL5rNNsE88AYOBd0/mJZpd",
+	"QVA/w7w1JA7cNGx1unPC5zaB6jshiTwlE4ji3l1UcDPw8M0L2+tOyPLzr2ckamT8AUv0x3VOJ9BSCvdR",
+	"hFzMStIRS0m1O4izQpA25iJLs9BQP7T9Y6sMJLO18fOfn7eD7Z++1CDJrFA4NKfwyrZr8WTjz7yE1L/M",
+	"e/aUhBJ0E/scOnj5sNV7GYQwkrDV86qDv4QyrOkSq7d5cY5JmbW1wPPuaTtE5eHIsMKHI2a1pBH1nXV9",
+	"0tPFxGHJuCVxElbwNFiD5a232B60+FmPYxGyDxaeK5Ge/AolmHh9tHIRYdJIJPLOu/PMT1hy6cC+agRi",
+	"KEsSEepnHB8SppSJ2BEyngEVw2MMnE8mkE5dWptp3+chpP6KvzgzU2EJMlqPXrdIb7isfPG8UOvrysUn",
+	"kwwfocFfxh5hijsjS9xGr47xcQKSfg2jOZ4UbGn7BuF/qUSiiUixNCMLOgFzdj5ruxvRw8z9dSgLG7nj",
+	"fAGVMTLt/a6hubhmF5rRWDZN0U+ichooujI3zqg6ZtPWwwQsKVeqtKnqg7miDxilLTIJ5qtKwO8oU9DP",
+	"JgJrdrySkC6LCuSKRTU3Lph615qb84ILsFJJApIwsbX6odS5cXMTacwB6J1bFvn0CpCwnQLdJmN5N4RC",
+	"z4SMq6L1rxMOrXu7dX3HOtT5t9ZYb4gkx0pdbPthTpxb1fBEtR9YGP6dZuuQR8+LzBTpOkiz96nHD26e",
+	"aAL288s3mqX80rQWPvwvmNWqvNhagq8l+N9aguN5+CbJqoK/8RFCE0eKQcyTFSKFtcWnPOOhxBRKJlhy",
+	"JQFAtu9XtVlybKksTT/mALxpIAfAljrUBhbei0KqnFmqyK+LKjx2cGAVCUQNZuugwBOW0BoFYDblJbQL",
+	"0rZdFhBoPIZFYc8jHcXK1sHGo8tpmobSEdZPtcgCL84BbRYufBj4hhMmRjFNVrCYW+byUM7XJgWErgOt",
+	"4dq1cFAGEsLgEbVINgUnQ7koOskqwcmgGD8KjILdFqqpoKncxde8SCYl+YqgAQEIXScyRmaEZaKmYH//",
+	"6wYxi3dcJrGKvb0WWE8lsN5N09RbiDsKKjgI9/DYqsDWKCCgLsV8iKWNhLfctmUGSd5ju1tbofRQUbB1",
+	"1m9UK3UmIRjYasDH/VCu2Hrm5Of2KyTYAoeS52zIJUD9YBaeQdOheVgo40Rfu9+92tpiB0fn+6dHe4dU",
+	"TwnwyBciVfJKl7zCF7qA0gwsrfm1mOShbEdG+PWQ0ikKfChlajYjP5+DBANUXAwUJrlmSczaIFyh+pNq",
+	"fGQoJ2Ys0KLut8sBInIRqmUqK8IGdUKvin/eWuQfOsifzUuVjTcscuFqIqcJaX0lH3H74eovvQEslnpS",
+	"3OJ69+06JKTmzEp8P07j2gd8orwTSkyOcudSZVD3ky3CzagLyG3/+NPOqx/n4nFw5jc/w38O4i93NzpP",
+	"BY8BcqaSPJpkKp4OqYob9n+AlyS+4DMyGENgsiQD80wI1uYF4tALbYusoAuXD0eEcY4YR+ZkTXgmZA78",
+	"I6HEJJErNCqjjVgJaSSjxZFDgzmJfWs5cLDTaXItGA+lg4qUlKVB4gMq9LDglsDISMoneoPiZsPs6Ygq",
+	"Iu1nbxM9URpyUD1KfC10X61sXQgD8QH9ZFAxSezKdSY8HxXFOrTgC+ECiuKZsYgHW9ujT6/GO9c/xT/+",
+	"6+fbexXr/LD5Q1nCLqd/qBWp8G6WdcK8IJYiwVNrpraGAg3nug9nyszIP0LiwbAfIEBK2AIw8WYEhS9r",
+	"O/Zp63Sk3eiwoEuN2FyMJ1Dk2ijo9uSMlZYK8MTJb0aqJSNToKJlI5GsHQ1VJja73W6ExhaSL22YbZ8l",
+	"F9NcxKF0jw1cwfXFDCrz+mDgIWIa2+fDEbFLaD7TBHHniEfwzhAsKyRROxkbxUlUm7dqmsZYp3zLM8mi",
+	"k8OP7w+OBh8Ozs4Ojt5HnYVVN+dudh7RZyw96Q3O6FLPkS63K/BV/uO33c5l5Cv3JWnJ3Jvx8s4tvqnd",
+	"v5u47M2+WP0+xtgqmKTwFM8FiXxweQ/ysoBQeaFDOQ/43/GhGPFCRNu4EAx1tGJjLoGxYHfrZVEt0iHU",
+	"LLe4tpzd+CLV/RVhMYsFEDYKX6SXHSga1yzjtwStlbH/3PtwSD3TiSzfaMbHRB8CZaOTlCeS+g78Qdyg",
+	"6BSxU//c6JpQRvab0h6OegWgIgDPbkCNeZLP2GVCQfuRYLhgdSAioYyq6HxRuXYnLSAeVSx0pwRJm2jb",
+	"ddCnMndzf56a5bL4YoynWrlgehSLnCepjgo4bnozlb3QdtQ6wMpUG8xD4FrzZDPVxnPMR4E/RQ3TQ7RG",
+	"2NXQZccurwqdBzZEiV4qROkwMolJAcJTMfahseYgcsGHyMlhgY15Jh2cqQUA74VyKjNxlegc29oh/Jdy",
+	"gEsxF+rrBMqK2tH58fHhoCong6I3skBUpd8YV/z4ZP8U1+vj0W9Hx38cmZ9YgiDzMM1SPrxGYn6S35Y0",
+	"h3rcrkRODSoZ3BLGcbS///Zs8Ob46N3B+4/4BHNnK+3rdAHNL7xL9TVCCTsFekyIDhBx5AtBpK/NYHQ6",
+	"tYCwVG/Vjs5+Ozg89FQHO5tmN8kNAAe4d0EkPBQnRO0Dc61uRJYlsdBd9ouKZw7oBnBf67TQAZyP0tZZ",
+	"Zuke30ogRHBk1GTsF/KtVorVsJZ0mmrzK4wbq1Tm1xEaP1YXqD9b5HyD2qlKvXve8lx8IhokJy+/7k7f",
+	"PkZjB4Dba6VgjZNInti2Qubbx2tWsD3eqewiiWMhn3egproUoAWf1sHwuCv++eccGUPV6cCBAzooWQtQ",
+	"0uo2zZ2NOKsw727GUaMg2QDzNswSQyqUFUuq7/QdEon4aoX7JoFxV2wh7Lz1FUpnfrEVra89BI0uSp62",
+	"CqvEPpbiOQQzDlJeaYz0a4sZ3YNxwJPBCnI44ICKDB1YmkUne6dn+2RjATYdMS7Djema/Q8n5/85IPD4",
+	"qMvaNZOYU92WeQC8u2fXGVPRR3h3thVZfFtbLPJyGhG0YBn7BxbMmxxjOl+JPJSlYXc7ZGlhp+4cO1oE",
+	"RigWM8PLraqBf68z31przYWa68u38omLyM0ybXXjrnQnZa2fHjSR8L1oJnt0fd1EhCl3VkqfkwV5gKbw",
+	"2KnA1jJbTVIMwyqaLjt3+imGdomcJ0am65TrkXGAIJCWCS14NhyJLAosljWF1IyPgnHZTfy8CNRGnZ7r",
+	"Wf14erghJDirKFIxz5yPmBZXZiRBKKO5tzYP/+8770qPtzYg9UCPCT+L0IuMujG3XRSwb/ZkVinmcPG4",
+	"g/iE56PHreUoPfFspG5XDsq5FX70xORDRMGfKPxnZhR2Yjnwt9rpXByu1oAcv5FIOosFIQhRcapLC7Xk",
+	"PGUvWDcEVASBvNbWNQ5lca09BsAfrM2hAvDzsRhfQKlbJ2CX/EahRUouON2biEEgIH0xIwBeGYcyiZ3l",
+	"B8Fv1o4mIhtMAAbBOu07r4LCatna6vSx8jPnqc/1FpTYREJZSydSDm5KnmXqluD0gZFAoZTwWEzLkxXK",
+	"YraQIcWalM6ENDdaGF5/CrKRY5nO3Da4lbbmLfHKTL5F6OMxZdZd2D9wJr5OUH1fcgfTDld1Xex6QWdq",
+	"nVw5d8n9xNtMDXmDXn3IzZMrVOi9OGUAflZxEkFGAQMmIIcjo/ntSGTCIm2bcWXwbTyGVhqfUdqc1lmn",
+	"Vz3cbP5se9Q5CKBkbg8gKxdTV/hFY/R4IucQ3Lehj3Rry6cQozq1ItY04hqggjBuTFHkOlGCqPR7FGt4",
+	"FOz+4glPWVm1cpxu7e/8Lf0d3KaQ/q8LvJWNJ+fRIADTvLD7gOcYOORdhmUuWfkWfu0ZVhVWW4/8zkit",
+	"UHrJ1STvYX4LydTK7McBw+Z35pUJlBNhMi7yKUEonbUVOEp4cwlRB2tG2FE6VxOgozBDoh5xaF30049b",
+	"P4ey1NxIHZNUO+UGbYSZZYtuAxWSMQTBvqstKsDZsqJqYRoHDd/GUqVk1Sql3Z3Wt+Uew3eMFwkruqT7",
+	"jWXOnZ2pO7cE/sUFDK7bQgETNHtkxl5ityPlfKtCZrQTeZPoxJWA2Mg3293ahSxkfSDhL3uGVlL3vqpf",
+	"hxcawwuLdytQ4d9X+Z1kZl/miSDQRcCBzIzXPRxxeSXiPovGIufQvoWVvsZelnmAWIxD4aMY2vYus7Zo",
+	"sBetFHQ/BkZ9ewrwnER3Xmhz7JO7FFnUaTS56/sUYv5stNLDW+/e693Jev/Gx9nxl34nFvydZcfa5H94",
+	"jYx7+y4m/yafJBvGIG6MntbJvh7ji/S37U4j3z9Lrka5ZlciJ///AwlB4lX2O8ry5AaIB3WZN7lPdJqY",
+	"dbf0bhjbXBhP3Jskv5m3W1GQYUmhnojhC80iGNZBHHW+T4sB331Z6O83MWNWKz17E/w7jCv6+9t6n/7B",
+	"tB81xxlXsz4isykjnyoxKCJrHmteG6ppi1/2meRjW4B7LWYeVjQEqIm/3VL2KnljVl1JinWiYd7e2dru",
+	"2NpZrOyADKe5X6RvrgeYjExiTEXSn3imKTsJtTDXYgbwdhh+t1MNfeQ95Pbj85S7+Dy8WQEPbQGglc4t",
+	"h6FrRB2qGwSFk7ELqpIJtiymiIfq2cqTR4124rs/ZcwTR4BDilcJgJqVd8XZUOIC1U+0WdoIOYVBn7WN",
+	"tbaxVrCxPiRQ+Wpleb0ob7KyNj9fi9nBQ0RaHT5Z3nPJFcePDJV6tyMMvKoMKvAgQWuOg/iUaOBoB3zM",
+	"YU6kqYrKGn2TzLacQgkHe5epMcvEjcLzy5QMbP2eDqUrSAQdYuM12/XYbDfq+rmL0yZ+bPN6diRRWa0B",
+	"hvyK6q5p0LA/Vhz39Y+XL//186ed8e7kp1bQGvNPh0Je5aNW7/UuZJztn9tPZn3iUi8U1XQJkD+jZU87",
+	"tLM2R59W1OHK3FnYiU+27e4ewd8+ixI5TKexGNj+mX+YExAxKQTRfIw9CWkEo2/OdtkeScPoMxEX2JTR",
+	"ly8R5cGj3DVeEfF0qa7IVWuFsu1qwHcY1nR0MN/ux9vmWg4jwkYBPOdE95BgAiqCLqCxKp1ehTIWGbC4",
+	"O+wV6yYYURCwCOCblYQfRtvdre5WFLDov+EpcxRERJJARNdBKIsYo2tmw0rrobqSiRbxvJxHghUXmQQE",
+	"J0i0R0VbXSjLrVteI7+T7n5H0x/m+6a1hKY5JMSTeTYLZbn3zl4dYYWEVHKDLLYbnk5tBZWZT4t7AMCh",
+	"XksVg9olo9hC2Z5wrW9VFm8gIztW78uYJXIksiQXMbtK1QVPA9yXKqOiCXpYEXLAnS3q+b33P7nmrCeN",
+	"m84prr04rk6ja01bbSKbyp+qq1sqgaJijlYPwHjcOC+USgWX30IF4YqslDh58ErNtfIpx0JwLQpZy2vk",
+	"7irxSpvXX2RBL9YwXXYqxuqGxKKrvrI3ZmOeXYuszwpcUNYmCzuUERFU9RgKMpBbFViXW449L9zds1Ze",
+	"fHQ1Cn/7CgBzDCvzDyCFSor1MXxqG9CcleKsOmPFFdjctWRy0cmEjZByaNifiIwa+fyTaHYH1OoUGwYA",
+	"wUNKsrp+P88SLGcmWJTogf0xneO68/nub3E6V68tCJhUt/68l8rY1+f0icNSPLsua1e3UKuo1TQdbyA7",
+	"S6Pf9gcUzCGZoyVy4WWecuO7QHg1FxPC2ZlqgUa8re2lXYMWNrhS6lZ6Z5R4ReEasMrtL/uMX0DLLtJk",
+	"igSiWxAr0Fj0jEV4+NxLnhDGbnR0PDg8/FAFjDDiYaEwWtCydJiO3+Bk/VXFwqnQKr0RsXvTpVDblR0B",
+	"GCtwDx2w5JJxOVsXJy2wj4HAbNHZgjJY2NGrnGeqeW08zOZxti42GdvOD2mPIIL1AaYMME1BtJNCDFUc",
+	"wojuA7RNnT7b3dqtWsQjsIilMK51fS9BcewaD90JvdLzPnIwmQ+E4Qf3Wp+aJafGYQK7/bHq6diECf76",
+	"XIzvT9pD1S4dC4IA0kxO07TTD2WNc8kW+paZIL9SimW15N/HQXl0h9KJt7Uj+YyqxfPVTuzX1cIswVK3",
+	"KOoWMcx82Avl7tbW3eDRe+zk6H3A/u1k/33A3h+8g6DyH+LiBKldIQUgYoBQoaYXMG3bZ7+/ZxQ6jTsV",
+	"6HRq5X1VA9x+aouEAUWPZ2kislDSJPZLWWDP2zWGsRS3ZTW9BJ/82UiQR4FH918RX/o5FwLXLCWt5Lpi",
+	"ZV2xslpVMMjA1SRvHS76652ft3dfvZ4zo1yL3obxTe6Z8AUaQnRuSqUnbQf62ykjAkvxKR9kUzngeRTK",
+	"tnOL1DQHEZ9ynXcITyFprA4+s2M/NUP/q5pK/luuQqFdbrpcux53Ke4tz513tM7KX3ytcbNPQGbUfepq",
+	"GRBagFcbZalA1uZ4iePZUUmbv0TljsNMyYH4NMlQrkSs/YpdJiKNdcDEDU+nBDcbyihPxuJ/KSkI2Dui",
+	"c8naSooNPVJ5Hwts00TYuMHlFMxybKGNEj3Aqv+oU2LJ3tnpAphwlpi5x64lbvlKIaxXem8l0xm9DPJs",
+	"2be3d3AigofShiJhZAgxC6l+qI2ugi/bYIX14CKC2x1czKIe49NcjXmeDIHPZkLoR3gJxSM9SBGeM+IN",
+	"A2pqJsY8SR0UoZLMbMVUQOAH28MiqfLkkg6/HsAPBlSIAXOiZHPBsn/6/4qtXP77PVFVcnkIy+uRS0Ji",
+	"bcCtDbi7IDmUd88iDbPYUtv8nE3lg1QhnyPsQc54mgkez5AKS8TgAF+LSU04F+MAz0Y0zVVLleay+akw",
+	"gys++Mc15sI6KLYQQmH1kx3c08eC3byQ9rQu8bI+pt/IObuTY7b2y5aiPNzlQE2m+f0zPxSSRa/jNkty",
+	"cDbAW2LtVFzmGxCXgNvyNJToR7GcXwtHgwbeiCasN2jgyaap0IjLap0Js89m3XL4gyU6lJlxTCbTHPAl",
+	"Uq7dtwH9adyQgpnXc18KLd0IA7EWAM/MdXka8WPRKNbuy9p9uUcJKQjJh/dfNvMsuboS2WJqiEVAU4XA",
+	"Ta5GUDYHDgwWmBq52emyM/MJ9dBMpQWJC4BvwW+wJMxfCGbZCI/la9gu+BqkuIU7s7ZGYvx//7j/cf9t",
+	"J/ADRQ5Lt8vORK7Lch3leEm0910rkJkl1i5pCWAydiBE3VCCQZGLCbuYxlfYM1/gAw1s50fkVeLZcNoL",
+	"/0r/AgqC1imSc1yktSb5RmEomu+l0ORmD1p3HTfdA9iWa4/wa4XlVFYFJZPq9i7CcjUCz2UZOXeX1dJy",
+	"5pB0azNtJ5Bq8Hkz/5q5tvJ7rpJtq0Karv26u+TbqrPnHZGT6lcPB64zlcm/pphN8utgzU9+Zm+Oj94d",
+	"Hrw573RDuQ8eYfT587WYffkSMbCBRiqNgWbQb0G2CDSxGKY8QyJHL/OFtoTLY12LmQ4l4grCUKpJq8Z0",
+	"UHmD/hUTQuU3fKKUUHUQy5NClZ38V/Sr7oydu3bEHjGPVNlwiyVno3mx6ZAVHiSXVMXcZnWQ2xXTKJRT",
+	"TYXXLuPfxmEYtwxdHue6LUPifkYCch59plLV0fjcYk1WfP7LdXZqjQj+wOmsOwmYe6e0vBKnO+a11if9",
+	"23tEd/SG1s7Q8iTXHY/ZN0x0Ub1gKJsTXZTXolTXZJLOyk4UU5JxFk9x9wmIMHTMsXdaneehTAUHhrFK",
+	"yMTi2rhT5Mr/qNTvEsiRnFdliei561PG1JpvkkBJYkOebC1Qnq9r91QCzSbN1u7d2r37tnm2r/PvlEr1",
+	"phNy948iH0uB8G4A5eKBxFmqzUxcJTqHCLJ5qB9PDiWgkA1TrjW2cmB0jO5grguKnJpDL7Pwc46PU1xe",
+	"CgSVRzC3hWDx50qlx8V7/6UhX0rvupQe0k1KCfbPgf2tTbVmU82bO7fxYW9fEhhCLVUDgiw2nk5MHT/Q",
+	"yawcQ9a2QI+Y2O40nUvvABbHzIzMsaIVQsRDlZ87rEvP5Bm8rfgbnEh806W5I7MEmiZlffgW+UlYYvFw",
+	"B++z+c9B/GUTz8hD4nhT67lS6QtdB6mKpNAIOJuKG5EWKJ62jg84D2BkxpdJcoRGY5kASgRQpOPa8Gei",
+	"zdu4bfi8/JdzT+KYtaPfMyDD754KHn88PTQXRU1+DazZimOq3rQMrL2ztfWUyNorQl/ANk80i3Fd12X+",
+	"Tx0XxXVg/C4C6Osy1r5c2ZNsKqtaHk1rP1Aayj386naktHfvkpixmBnAs5KkqaVixpgO4f7rETHHj7FL",
+	"lH40sLeMWDuCfqFBrqibsccAJpj6SHO7iXXOZ5pN5RQnEAns85GYwWC0yLuh3EcojCaZWQE7phsvKn3e",
+	"l2tp+D1Iw4rZtIpUfKHJcCKD1CrLtYR8WgmJR+5uAnKJhVY4H5uf3b+/3L8mrlmIqoxx6YkfJ2RihXi0",
+	"oaTanoq8bcS6K3nna/nzFfJnbvxuWiGhUBRdUQmsGV3DwJW3IKuM/VLkw1F5wNvPRGC6SVgmM4tN7RCI",
+	"rHJdO54LHE+zZctCwU7bInvva9iHf1H5iKgtMu86gMTgw5GxgnRp/XqhjBBoUGUsQuvLs5zyQmNSSixg",
+	"kZymacQyD+/Q8URo5cP8hhJ2qbHAwAVtG3MP037TLDOvTeQaUJPDcmWzesRF1QCZX3D3riXk31tCPiox",
+	"dEVEPh043NfKailuq/J63a63TiMuNMXPRH5HzbXMELe/fzCgXQzm1oRCSy6+VoynKZAeasv1hOqoT1GL",
+	"MdaKxfWhA5+6vxRQWQy/C2e2mLK1YvpOA6lriJRniRtczX2oS4oaLDCsVya2nxc5PoeMeyYyTDPuNSQx",
+	"HFYbendTrvON20RqlvKZyAqmFD3ksY0NUJ0ZcoNargv6CwIR9htgyqA/EMOv71HkQaGaGE/yWRV1vxBl",
+	"RInTZSdlJjyP4G7M9bV5Jc2iH+j/om4oVw4dLw5lrMXhdxJJtSu1Eipx5SiuJeXDhxC+Sux9Rb2vJ18y",
+	"W/pbHUuZixMrQ3oYgkjFZc7UNA+YyhDckiP3AcVKUV7h1g4oYGFMu9jn5eRyaD7X0zHUiFgsTpZoZgtz",
+	"gefodoREsDs7gZV0UKCcC9mhOt9rMZuPylrPNmA8lFgVTIL6NlPyClDgAzPaiIBHB/o6SVMdoV+sprlO",
+	"4jKi/U2ik4tUMLwwwLcNpbtBbjyQfIDGcsSSGEFBEyIMtPRNNAxApphkiRwmE542SG/sBRVymM0mOSql",
+	"TOi8b6Y9NlOBjLn62hPs7IIPr9m1EBNSbKjP4Ib1hN2wBdby/MHl+cOHMZrW6snDGCtqFmtb1Qm9Nlop",
+	"nXUoYx3KuEtF9Fdo0SWxja8sxFzRvF5oXGPyey2K/4JFCusU20q1nUqKr6obyLjUl4tgxHybuczJ12BA",
+	"B66KidDjLcYHVDnkio3xjhAtQKOwMPSQzFLdSjYRmYZuOvddwDgFBG6BEwxBx9StRBwyHo8T2Q8l/DfR",
+	"ecZzlQFhUKcHiGbwpHoKPidwjB1tpjSBzzW7mOZ0XShp3IVweollqzgdaFGa0SdxgPMdFGGIoEKREFCf",
+	"SigLrCEzbXsnB+BF9As5XTD1OyYmlcb43i80zYhULFXySmSElRnKc1rZDOxgVco/4pxVSIPr8cvwJs+E",
+	"B/jhLcbSCz5/KqSpBAgdm90yy7i2B9f24Cr2oN3pngTPlYMOcEK2kUJymo82+XCoprjdG+o13pBMAc86",
+	"uZIi3kgkmIEvoCR7knLCS2P7QABihdCVkVCZml6NWIQPA76PTfx+g85+1G2qi6CRPWp6HJ/xRFLio16O",
+	"a2i7bmmdvgPRsD7pj8F5FkMf2q20G8E/1NN85B/pulPWbAye4nbXJWtiQqE51sbY4f/+v/8fY0h1uuwD",
+	"T1LNONI6Z2PMMqeJvLYGidFiRK3cDyVIJhyxZ04ZY8fSL7f1yLxWIlk0wRAf0gJFbCy4BJikTlEoj49K",
+	"dChpACIGt9PezRJ3oITyDLuf6wOBMDkgtlDMPZK08Z7wTGXNG389zWhdqvhZmyHrRv3nEJaCpS8YwIb2",
+	"KC2RULjlmkXTOb+2dodIxTCH9EPMcjMym1TArYpioS0Vo7EyKUQsYuI8g29vVXatAezaeJRG4tyYOQ8Y",
+	"pF4gqjMB5xeu9txHvIcn1xjIMyA0uBFZcpkYIXRqBHSajI1bF8qJccbSBFJF+KNaIEucgceXP7CY9LRn",
+	"bOxYTVEq+LPzd29p9FeWEbs7K7zduVIfuJzRpOinlC1lAEfckEsFRx2J60/bP++YzzOeiw04dq1eywiX",
+	"ViFmLlV2pfINa8wsCoihUaMTeZWKjSm0C2qRk1gBOQExpJGaZh2vMIXkwYVIlbzS6H05Ux1zvNRDmOgi",
+	"BzqPtB8riCcp+1ttI1kXwrhYQ3UjMsC696UMW03IvINZsMnWRxIw5Yc8VdSFKMoXiRl7zb3FyVo6fCPp",
+	"AEQVjBe+CBzJBxMOqbpKZLNIeDMSw2ttkd1iY6hyCP9OhDSiIuY5v+BabFzw4TV0FaPdQR26+MtI3wwH",
+	"2tLODsF+CmX71zyfHAPD6xkfi7MkF/845J8CdmZmAohlJ5mKp0MzFLJgSIoMeZYlZBO9OTt9R7ZQrqA8",
+	"IpRcs+g/Nsw3G6DyI6YklRenPBcZOzk+Ow/YyUfzP3vnb36F8b7dP9w/3++yP8DX817XPnZ3a/t+sucQ",
+	"JvlxRA7c+6nIhnBNFwmaQ3V1BeDn3VbQGgkeQ4T9c+tM5BvWkv5cVzBAGwl3S3kLmVsVA6zG0798Y3dt",
+	"LQm/kSQ8VFcskQ8p+dR0QURoX8blaJAv24ap4FQ/jDu0W3fozf2fWNHT+VPT/A4HcB9cQOtz+gdxlaP3",
+	"rcIe30tgwOxb3AlNgYCxaKw1OZ9LN7gkND32hfZ0YG1RyQfRelolcD5/ir6qCOKJahPe0Cu4VSjmfcHi",
+	"lvyu+tzSHYPPSEKC6S17PCkOBENLNBMyFjEFnl1uXApEXqmNwYDP+cjuUfkhzzQCY4fHbJPYOtf0t6TV",
+	"wM71SXEimg64rfRrNiWOJ0JiDzzyXXhtR1SGPsCb4IEESiJzDFjbFR+x3a2X7N3x6S8Hb9/uH5E7BG32",
+	"obTxQuPh+LiPF2KoxlB+w0qlQ1126j2tqJxPwcDqQ+E8BHSHlAcRWvMrYUZFcWZKclmXh93DJzq1s/ZY",
+	"BdN4+yeiC1olzAtR3a/NZ69zRX8Z/8ZuWS94+mDODgSNVggB3zXXZG1RILyiuz9MsgmNnEXmzf1iMadm",
+	"Jh7Zzik94xlHgU+KmCKU1K/Dwd9Bsmg8sXQ8jxMR9lU/yA25QsrInP+SzeDXwlT817YgaEdzDbRdT0BQ",
+	"JPKq0wWOMMgs2RoWl1uuPcoy/t177FNHWz74FSPPt/zjOzsAd6/EMPsCtl6dHbvAlIfLZ5ufrfL7sjAu",
+	"Q4X3ZbU4dwrq1SGr0YahbFaHR9WajnsZ3XBWZlBosazm/WR6kSZDNuLppX1DM6oXmoyBCU+yhnp4O3sL",
+	"q+K9Xp7Xu3dGszoTw0zkK47uX1ORzfwuJAzYrDS27Z2fnrLPaBU/wgrIijPxjfqEvmttiufBM7jZxYx5",
+	"23deozZoTijiumqUFu8Ez6eZYJcpv0Lz+lZcMG9bwKHW7EJcKsATnUGwLrmSmiWyy47AtTc7iidSMw27",
+	"X9cGe9/gSB6TLwkkAz5n2d6EF+4+m/UmoZZNZZ6MaXTeMtPcoUKA9qPFTaAl5Q3GTZcdJprS3ngDvy8r",
+	"MabSWIwvAD1mjml9vsVLC0F5a2yGakczNc0GmUqRtxrBF6T3qBmLFcOSmRTgDlSnG8oTfmUJz6IJvxIR",
+	"OG7RRGQD/LNtgWt2XgWM52ysdM62t7Y6fSYVy1XOCaEhn2ZSxAGQxYcSC5I50yOVIYE841mW3DTTf7zH",
+	"WZ1TPnXLXFyyaV6gZdTAsutEhpc+plCGd1iFCt4CR+DyfJ1Z+B3yul/Ztbbnixa/GQW/6VAhx7F2bZJt",
+	"ThTb1NuD+PJjF7yw5y3XoYygmSzqsvfYT8jHQoO4pWNCjOvNDOvwu8fKiBRPeKJIJT17eagSZn6dDPl7",
+	"c4xf0VmYO9GFxoT260WokHgO4VRia3BZ6dVwhkcl0vDIy6KgOADOilCqW6mxAVCztu3/ZipjsUObG1u6",
+	"cPYB1LAO2FjFIsVGnqspYcsHdONcqTQ005slAjqbxaXIhByaP8zjJ8kQ7DqQPmZDwGs5UF28iQ+ERCXd",
+	"zWCTVtjcTT3iMhzEJ8YPew5cNdTNzjXN/Zr1+7tl/W488k0IjHiwrFtuFbacAdJCp+bE963DI1It2JXI",
+	"m/FRnvvxWEmb+pp0jQKygAl7wdZrqKSp1y06qNl1rD1JeSLJH9Nm37HdrZedLjuWKcpvS3cNWHdYDtIM",
+	"YP9gW/OxurzvbmV+43Nhm7y/F0tzjf7wfHrCVzdNCSWoMbBzd/3lB33I/ESyNXUrE3kVygIECPqfEsK2",
+	"mQsAddmdAjWhrI/ULIy9EPbF18mp4DsM2MCLrxK1gbV5YT2JtZ5eFubJ5+ZslVOYpuMNdLoe6yiWXTrn",
+	"mWFRbP0B7NPRS+QwncZigPjd/0BCHfgZAnrX3TqUF7Yol8KxlypN1S1rE83hxQxjuUqKgKwJ+3nFMlEy",
+	"nXW6DjILwWAllffZCCzUE0Z8kgyuxWygRR4tPPeH6fgNTfdXn/1K0C7ViqVuJzTPEKtMUFOCrjz7pY4D",
+	"kn6tHjAbuVzchVKp4PKRk3FuCleRIuUJWEuRu0iRupCMJ1M+1H3dHFS+g0/QZWe2LDfRtP8iAHyeakJd",
+	"DmWENxdxxOIsMYeyneQsEzzWjLPLJHWI01pkNyLrBJTdw5JZ73mQgAKUwVD6ON1HEKNGqpLkX1MBUimR",
+	"vhCEsNib46N3hwdvzqNOl/2BgksP6IhEOFgpbssz5aqCPV4vy+yuh2oiXE3fJBM3iZo6pjCWKo2/C6UZ",
+	"eNdJnwhr8ipg1ay9t3+2sfPq9cb7Nx8KVvkxhyLHazFDAV6Wa0vC8O4IPk9HC0fqBvlEIX3v+cvD+qXN",
+	"8Vd0utbgOM8pgVAj2pdL9gW24+bn4b3SDbXiv4/RaiPpea0hUwjySqqeoUB8a3/uC9dU8BuhPQFrRKGa",
+	"5oy7S9o519hmL0N5ydMUsfypfpJG4ggbzeN4kpKtenQ8ODz8MDC64OD9x9O984Pjo6izJMPwUHI0WPH6",
+	"N8nzyU2UV/R7ylH8XVIO9xISDxET7jed+zYwnoBpGMqqbYgYFxWjsLPc6PO5WUJ5PE5ywEKGoDPABJof",
+	"JxkyePRZBE3nEZZ7442NwxQzBW/KU/vTNsd/sQuVjyh67ZrWRYxlSNhKugc2QGHHlWhhiLRBSdFl0A5X",
+	"MYxDSW3wJbOz7cs+eNeEBF8cQEFT5IRP1/sdDoaPjWSlym9IApfM3qvESNKy7bskIv+0ku6xYvn3MzG3",
+	"vr2JaWP6azNzbWZ+w2TA45iZm1rkGy4E9fnr4w39e9mZEG/w3fhE6pynKfx04zaJqyZjB/oHSBqxCxXP",
+	"LPNW6aGQefdkeY9h4BPYxj3MgfKvfForEPOhbPvBHKnkRm1QEIm00rQ+ZNgpwg3w0gFLZCiBFCLjUnOA",
+	"hVpG4Hom8rf4Ln9dq3dlUVya34BJdeu7KWvj92lF1wd+3SC4/FV6CCGWLwTCPjciYqikFHDCegAbkgme",
+	"BszIoTFP7RjN0W2HQMc0K8J70JF4/FvY8urIXzM1zSfTHJtzdMcB4jvBgTZzwH49Pz9xfUwScIsuzA5g",
+	"epgJIZEa0DjLwKYjoBIYTcPylGWCD0cCMylsglX/1BdFfCTm0SOlc8guRWk6Hlg6P/jU2KPHVRFeTkQt",
+	"FOfGXyCPoEm0s7oIwjkEXtVNEgOxAFAiYt6YuASF2diWnrGguO6xJHcdYztbWxQcUNc9BqmSCAsWzdTR",
+	"LYaKaA5hHm/VNI3ZiN8IiC3YJHQRC3ZDsmgQbfJ8cGWKsXa67A3OqyRqR2LUtfeopWMR+u8gos1rLhLT",
+	"f4x4QeRDy/nXjUv81ftQQZQus0VtgnxBc5kvzqla7UFT5sdFEhzIsNpguwZ4XRBKfGYHJIiscJ18RWdR",
+	"KFcqWKE3+htWrOCbr5Jspl2xzjIvyzKP3WZauSfpTunjcw+kBINzFzMmPvFhns5AIarLUEbmikESR8ZK",
+	"iIjmoy1FYryrAKJ2AaJiMz0djuCGPba7s8MiaIOAEP9g//T0+BTCZmibjPnMOIuxK2gtxtpHO6ix5cL8",
+	"1phHQIts26X2Co7LRBdBOdfAuGosbi+Ovd38PPO25TE+ZSeWHcHyxC0t8yiZrMNp63Daoxgwe0Yk0EZb",
+	"paaPtuTm5+lD5mQx9ERSByRVqhV1VEFPlxbpZSjbkGctrJ5Ol52aayCbK4kZsnC+SM4R/WfW5JCF0t0E",
+	"QCa4tiSTnvwrt6fVo06Z0T6cHFzVvfn4jPKuhcCCpCu1xK0bw747niM4eIvkwkOkYn27hunbJB+OCtvj",
+	"QuS3QkgW4d9RKMHrgDtEfXaVcYlVfHjIwZoa2gymFQYvNBz+YLFQqA/AV7K37K0Yq/xrhYSXtXxCIfGo",
+	"7Uf3MLC2nsLAsmnLtZG1NrK+DdCwlW0klVYxt6j7fCFGme1QT8b8CuqSuW190HkmwENNZJpIgXUblsrJ",
+	"r7p4oVlEtxlMszTq9Nnu1m5B/4QxphGHVJ+zpeapyPOi9bWps/eE3uixG3xhNjZ/KIuOS5WNed7qtS4S",
+	"yaEfYY7foE5UwL3WkZcFkZcCEGDi1nfVzb0J0/tAvgR5BJRVtkejXdrdNrEeSjlN046fYe4VNP2ugrNA",
+	"gMDUi81oLam//FYb/dGNevv+35NF//coo8xXOXUPEvT8ME3zZMKznE0nRvVjOsDogugySUXE4Lv27tZW",
+	"KKNf9t4OTvf//eP+2XnkzlGSE6K9kbgs0SwWuRhCNWSmxvAqgGDbYydH7wP2byf77wP2/uAdDOcPcXGC",
+	"LXKcIFrNMGf5yNjjACnRPvv9PaOusrhjjfLtVyz6eHT28eTk+PR8/+3gw/7bg73B+X+e7Ed9m6kI5Sv2",
+	"IfmFtXe3X9IQUZMm2pZHQkr6WkxyQoDhWou8FgdGOqBljU2IrsOGVqjeKTBT+tBCo8nIH9ul3DTacCPm",
+	"Ob+jfU2DxGE/S5iBQoQ7ctWSBlgjD6wN99WKDUHYrSJn67C4X+/8vL376vW84VOATD1olnePXWZCbJhz",
+	"zdTFf4lhjlLrUlnkYE2VexqnqiAGScxkTzIBgrrPos9fIuKiBzQtdpsleS5knfhylr33Vs8cvscb6lLr",
+	"p7h07QEs8ABORfmglDZDnVEyzb/a0PcaGW5HEM/DTd+Wio1FdiVQn4dSiyzhaQIY3HjJmM/YhXDVCq9f",
+	"vXr5Gg0Q1m5Kw9YG/WEMj7H/H4OzonawTxmqu8NBJFts/jyutfhaiy9JZ8C+X106VfV1rlT6wPVYUjAh",
+	"82wGqP7m/myYcu2hSodyxLUrKRNxz5GpQ5Gn+QV05JsJikHDz4O0uNpOHFPKZ4BKHUpoVMVeN83almVk",
+	"w7hmMfaiaTbm+lrEnVLtWGSeO4CRRn2wGyb8qr6j3xV3ncPkPXODwAzyLsBBMP8EGro2C+4C/OHP3Mpn",
+	"b/Oz+c8bs+++PEqg0I4Oz6S5GoCl4eONVNyI1Dsv7gBe8jTVpT7uqRZZYAvEzW1ch7g5exrIb3ZDWRtY",
+	"p4fbowynbEmhgdm23yiDeG4X4NnEJXG61lHJ51c2UCAr4yI9WljSgsbnbjuY08N9hkzEd0bl2i4ltfAz",
+	"arsoftEBLCBIDmuW5P1SywUWcLJbPuuGMiLtGzFFjd3XQkzKFL+gTFkbqD5xbFLc4lg7DopI95jgwxG7",
+	"FjOmhcxDWWrS9qUQ3g+8Hc1T0WeRnKYplJlyycR4ks8YJrMI8sC8QyjbiRyJLMm5HAqWCT0dC93pA/QY",
+	"w+SdzAmNiDhx++az2NY7GGOART/Q/0X4KqGsWA5m/MUUkMGOTCZdtgdfO9npIg+xGKY8E9gqiO8XSrKl",
+	"kBbZ3DywId2dHYQUUhj8TfSi0MTHiRZZ/hxE5WOUXJTe7Sm9OHz+Su4b7Py147Z23O4AKeTk8YqqxZiQ",
+	"fk+k187dWERR7qaua+gJ2O0oGY6oVhUcLC9JjOOyP8+mUsOXfcYvQLZarZMJ1DhUjSGx/B/dtRcMMYKW",
+	"I/+wPTmrcC5i5mqopFapeKExbLuRTSUbjsTwGsAbEcCunpvgveuj9vvzHk1unAqt0hsRr9zaXEVISi4Z",
+	"l7OvMvmesFbCb+d/oRdtu6YNPuZJurGEk2xvHnOU+MYdFvoc4bi4vBTDPLmpNJP3nP8TSs1vMBxQZR0P",
+	"MBc7h8yKiIlQv3n2+5vBh72Dw8EPERPyJsmUHIPFc8OzxEwWddg45lNzWkrwgX0W2S8BEpVpPtMuOGIO",
+	"VuLHTRr2+geepI+/y4unLK2cNme+DkHlW2m8p04bqGl+pYxFNz8Tfkc8T9Lm9EHNfu+yM2N41MAFs7Yz",
+	"UMmxVzciy5K4ZgOH0u1gdDXcxu3Mb1djj4oNOGwAq1EFzeyBuxBKt40jlisHBuU8B8AQBpbTqmGfK8R5",
+	"MpIcQUEJpDTS43wShZIDIgf+JhopnUfI7IZGIWubjyQfC5ihAJrQzIYFTWvMjE7fjtrMU6S1cTBkKM13",
+	"7NVPP+LdfAafnR1WTZiwtrlywpNMkzLLUx0FbPf1K/rb3LfTDeVRYcsbXdk3+oxFJ8dn58wXc4BqAHNl",
+	"HL16LYZ1yJXD/Vjlzv7pfhLje3XxQlv9e4NoWhvVj5sNuZPQrVgdS0BG6mWxkICgnAmeOpSJXLEoV1GB",
+	"L9JgglhAowI3gWAwrOrPKJ6QJmCiU0gWXg1hmo2xPQRq5R6LjKhB4yGUYNljiMlYKzxJp5lgEaBoRGzI",
+	"sywhFeLdDfAwJkaA0lT6MCYvdCgtskebMzSZjNxl+YjnNuqEsCUBm8pUaA0I64iHF5nnVOFKIESipAhl",
+	"Lj5hVQc6IwWWixt7G40mj0KeAmNodtsq8E49pJKMz4UGG+mRBKj/iCcSnvbxx9N8qMZimQRVeJnN8vE8",
+	"N/p1LUP/ljL0DMwyZiRgDeW8Ly/FZqqGhNzU5KYd2isc0FrJsw8KqE3j0xNGx8WMJXG3Nu3q7veYro19",
+	"yCpZUzcF36O7DhlMdSuLt/DppMlYN+u0iPQ2BrVn79CvoPhnU8EIZ9Vi4TECBUNvvdsAmG8X4ZGktL39",
+	"gTTu1reGuKeHrwKUYCd2LY7/xiAGaXEYGo5nVSIv5bHdQ84O+P0L7Z7gzM9aDktMX3tH8245J3fo4ifP",
+	"sr9dg6Y/K9D05Tu8KTB2n31MMNQPto+fhX7a+ub6yfaZf0c6ap38fEZxmjsotlW6xcu+xQvXmDbXLe61",
+	"gEvKqmiR1zZ2f5gVfWt/7bbsJ/JBjm9lTevRwk2wvKu6plG6byNkeoWFR7V0h7X/C9oq35kJoVbZR01O",
+	"bH0PMOwe8yE2Avexwmtxjy8EWsdTnUMLjrQHub4vtrzBHqWr9UkbWunhq7a/WDACDWdy7e7+fbtSVznM",
+	"y7pSjb7IlDm5jUbDCX5vmYdqQ5Ss7SeorfKADIQWeafWaKD7PqbaoEcsb/GEy77H4CSUT8BGcLN5N8/Q",
+	"NVFiJmniL3bf1TXT2iNuChYjdJt6If11fXiXj+7+JB7fitvJNSr6u2oto/+e3ttKZxMlcZzw5kq+mnrP",
+	"ggZ9KsWnCZT2ePgkugxQMskSOUwmPNUV7K5QaoHFqEnGJiLTwDPnLveogaj2diRm0CrgoBrVJfAf3wrt",
+	"UlTQFhhKDzR+swCM7zOLCo+FRJbu3HxJoAOc6ZHKsL2Q8SxLboTuhhIrABwZXiYmgufAsA784ixywx4k",
+	"8T//jFg7+h/lj/7xMpxube28rnz6Y9QJpeRZpm5xftJE51RrlY+U9uevyw4ggQ+QCRrtW2cK47y+0Owm",
+	"0clFKkJZ/LDHEqNAp7lVou5iYmXOBIszNZmImOkkFTJPZ0UiH/AoM+OUd6BSgbrIbCME3ZLqfMc8kcRA",
+	"AiE+IAS0ZWTmGixbczMZXScyjhjNQChzBZWUCHRjvmtq8YRDvQf77c4RwjvD8c/x0h/BeKnSQ8NpM3Ph",
+	"7fU27hHrpuAtoXRCm3kFLpODykIick91Jb279s0ibqjLDVw3s6p1a4dzJj7x8cTYV/98Gfz4p/l7kqpY",
+	"oLqqZ8cvb84SO36Si7EuxUwSmb/ebQUtoO6Zjlu9bRc+MTv0SoDcHPNPB/jT7a0tdwHPMj4zX+t8ZoYI",
+	"d62Z52MoZiSpQrw0sCsa6P3Nd6VhC2lG9k8M/7SCFp/GiWoFrZskFua/sRpOx0ZBBy2IVBvLtRoDesxk",
+	"CGzjZansYylQIKlLmoyy2Pu62MN3SbXgaZs2z4aj5EZ0/EoIUGoL8uI1ai2qceW94jAwTwm70os7YHug",
+	"dBItlNG1EJMITVeUdijNkopidOd8XvcZSa/nghmhdNEM2nsWOARFtfsWhop1tpkb7wvN3uCvNowt1PFj",
+	"IUh+R5LcPNaVhF3MWPR+/5yhmbBJhWHQdqcj1oay+93tV50+clAn/0vgPaXKmfg0FGbUWL72yQgJ8wxz",
+	"oTmn0Fhne1PsnV4CV+s40Rowlj2MtyJltAUK+Q9qgaHpbquMqnvN3/9AYqoOaiI7/bkYT1TGs1mPRWi4",
+	"6AHHGmVzBUrzUFKUKU/Ggk3SqTV1rsUk38B7ZcLMI9Ry7+yykZpmuuOKtN3jqDuY8csc0BN4HkoquEvg",
+	"AsBIwkFT0TFMMrSfw1tRlTW+EhImJjn5t/QCVJxYaNvos9m4PfYZbvbli7eFpbjF0eFqRUkM73474jnR",
+	"Lzo9q1nOr0UouWYR3GiQxDpqBpEr1PF9omVCDlVshK3RLxQToF+dozD+YfMHFAQrlkm7MT0R4QY9e7HD",
+	"hjvlllu8v7XL9ncOq3Ffrc3rsrqI2svd11svt7Z+Khy5soS+k1tnduSHgw/7pAB8kRQR/KUO0BejLixn",
+	"pAdOxoTSSnrQBYkkFaUuqdPcGG8M3xiNV+gSNFLyyrgOOdp44E2gnkyyULpwvtV7ZohNnsEezoDbQo9a",
+	"jYhyD58ID1t05vcIQ5RmeCIyMma/v/ifexWrLGmiqwZYsTGpAnxB4X5dqEGpa82g8ZZtb23RCQG/J2dK",
+	"DkWX1FPERiq13JfakdijjRXKIZdMCxFYA05lsciswYNAg2qIDVBDawglGUscR7wlOG7HU9wqAnZvKC2R",
+	"Ioym02cR2S4R7GHiUIaB8ZzFigyjROcBMmLaAIrK4DSYr50HT40EFDJpo6s55BqfzRIZY7BgmuiRWSPo",
+	"zyVfOzL6Gs+Rw4++VfhlKGFs9RgvsEpl7/pxMOGKBz1RIX55CItVddG/gJvLGntuaYdAcmqW76K4eq3Q",
+	"/6YxWFh+kla1kG/z8hGs/lhkyQ3Pkxvc7asKSmDSIxmHWTI1zYbWwGw7NhkI4nXZSabi6dBIkcIlAO/R",
+	"iDNMivdYlAmjwiOmhzwFNBcjhC+N5yJ1EgsW3SZxPorYJxaNRHI1yiPoJbXILVxPxDBnIFtC2eb5/8fe",
+	"1zi3bST5/itTqntlch9EybKdPZN1tcWVlUQXWdJJ8uZdHXLEEBiSWIEzyAwgmuvK//5qunsGAAlKlGPF",
+	"H+Ft1cWSgMF89Xf3r1kmoHlNzdJcqHp96IAsmzKnT47FUhGd4YK6gbezs2Uotdh3lgMUc6FrKhqwKFby",
+	"TugiYu4RvwD3EOu4z3atLHHWay+U0a8lz9JiGbHO817v+eFhlwGPEca+/89cTIH6F2Kcu97TWGQGFQfp",
+	"PC2IJdi3lt6qxF22fBvt3hXLevX4D3ChJhpA9RRKH1UWhuqE51SUBUeGY8NHieIA18uzdtahDs9wtuDG",
+	"JWO6pX7Wu7ur2az5LvA4npnKZREAmFiUcy1kAQ0oK5PaXcc0CbCbEoECmeZYznECXZCgaL9upIPTGa3w",
+	"1uIxLEwAunrjJ77uGl6FUKxg1bGqxXtN9+YiGR0+n71/NT+6/ffkr7++XjinY86LWeVzTJO9ValVt1Pn",
+	"/P2ZkNNittf/7iV4S92Pzze4Gj+9sG3dmy/ZMq5dPWsexzD/ZJfBupO/j4Dv4fVrBO2J7jWw75HFjhk/",
+	"wp5eE8kbZHEVTK1P1rvhglCSjEG5hZonSRm/YYTdmBpKz7JmQE0mUKOksWCF5tLYkURiZbLrZDEGKKFE",
+	"xCqB4VBMrPf8J9Oimh615Ka5RZswT5qM5yJ31WxfH29+SjfC2g49WBqc//7ixm8dB/ZNnap8sesjWYFV",
+	"TDbr48dgnxtP8XMuAV7AEf0zsxYf7lMEYFPyA4ISEg6sVX20qPIfXCdJpV1byoACPZQfsYKOBOwglS6c",
+	"DHNyjgsowbEqpvurVc/Xe6zRkqp3avhNPQp59RlGKKigtKG8dSoO2IhedAeM3sWAjVUaTSgb7xaKSbV4",
+	"RCTGw1vC4whcWVfBqdu41Vctx3SeLMvJEIPSuOSGdpCCWu7BT/Zi7HRMRFbAfbFb8rlgabZRLV1Z1NeS",
+	"yLzTKL8I3AXM5AGwLCyT306ISFWkk7QGxLC54ndVgxx4IF3MgqsP1UzkYh3L0YCBldL+0xrI1+XYj2+8",
+	"b7lQZTwTiRUJyMoj/EjiuDc0QK+BRi6454asUKHExze3IBxm2XljzZ8fr7txBmxhV5Xsina2qPvNsrWE",
+	"Qblytu7ON8/8l9+Cbe2kAaJDoiKkFrL5hR47X0/vpFy5tfROaL8D6Z2Dh1I6uz0WIalQWgUGa+xUQol/",
+	"sJqQCfxjpJ/AZP2fPcoqvj5WxWxTVHKVKP7ojEUPBE6raxIF4vHBGuEhv0J0bW7ItsOhGvl2pGyMlcoE",
+	"l09sNdX39DE5dM0r9mdLnvsoel6TZQf26Pd5lj0uoHstCsMi+y7o9kqScGu5lSsyDvPsQGiFcqYW1iZZ",
+	"Ijcn5PgeO1feVT5WybKNFt9yfbsqo67wFv8h99TYCViZxR+WWyVlua8Q6xxGABrdCbBWAWb3+GHxxYh7",
+	"bX/nTV2nepw2V7V9qQXAqjz8+sAB5G4mrufDeBlKSNVTGlshWY29GFlOS+43+o19poP1CJVIYGMR89II",
+	"JBdqxkhmfSgR5pW9OTk7uTkBmukO7NfBKaiKGXgdDSAc0mxSCBo1W1c7HRKyCa2goRIB3lhXvWOKkzVV",
+	"Twwk8hnwACksKddPimz2UGoRixTi8FpA/mRrSqKk747FA2K3eWqnia8yrM17k/RLm5LvUTb4mnj+KZWr",
+	"Hx+LhOHJbppB7Sa0Jr0DurtdtHMrtWW3B5t3AbHmla4lJt8/k5UteVSpwJfQ2adxXVPDpvYq/sH2/ree",
+	"7FjRJiasP71FscJcVZZ4iwID42BVdHsP6u0Nk/qPUhjqH90G87Cx2q8W93Cj1G6u7977sr1WOsSQHc8W",
+	"fGllFMgY9Dav2EmT2r2Cphmh7FB02qUKQoyNx3UVFn6Vwm8oIFcaHH8esLw0M8gfDGVkp3Hwwf7/0+S3",
+	"pvIB3TeaHGqiskwtDJsrLfqIYHwH4l1NSK22UyREx1Aik/ZNGgO2mCkslS+4hgVYWQ5/jNicF/FMuEwW",
+	"+7ugVuUY1buRhLKWG8KLehkLlPcZX9+3tqOQ/2pYh8xopTHE2MfhQ2n/3B2wSMx5mjVcVPYXuIOsM0F4",
+	"YoyzUC+TQinX9x+W7WE/2rMr+xA1AXkHcRSfMAroxVVRqg+yUL5mrRZ1wHxsN5QvD1+y84ub0fcX787f",
+	"rB3cAio7aWJY3G5qERpTqNw4POlUTnvsuhzv017j8mATl0wqq7P5IlpIvoEOV13I4hlWepXxLYet/tmY",
+	"DXQChbn0ve5hFUDIyPYpPHwuQtlpaJ9BXfXsMt87DIpL6OQxj8eeVlQ34djR4eEA889C2ZhN9cDz1vDL",
+	"Js3u6fJmNnHjzxTl2DydezLPJSYd22Nt7DadLl1Fq6FTfAQkx6fM+/mYaa/pZLtkoF3o5rGhG69uQiD5",
+	"Y91dDyO2Ltfgs1Hwtvi1B8wa41hylybboLrWJ/iQGVt/di3iLIsJRJz/yl/HL8ZHty/F15058xExIOAi",
+	"yQ5i9kvCh5PNI3o0aYI7+jGu6I+jzobbi4eyca1cYgl4srEdqdWE0ND0Pu+tvdT1hZOHekf2bdrEY2g/",
+	"gFyiz+A631F+m49+le63ccnnWTlN78vF/YjmgzimNcGELJRe9tm4lEkmEvoLmPlqnqcZ2PlY7E+9FAVF",
+	"SjulzDmUsqbOtqSXWZJqEdtxuwEzoIJZY9lk5bRnjTT6OlqFcy7TieUNEfSJjtYbRaOjITUMUWsZ1tJa",
+	"VpPwgofSEphOx2UV2oXpmpm1wHHUUTWaS72z1hhNBKz4CYfFFgrGx7er1tM+Yc8VwmnBjeU70nUvAhc+",
+	"m3KHIoFjj2jTRq6F9aZ4+SWd8lPCqsEntvGp+Xvx5+iNCB646nbn/igcWbrDua/xSEsXrh/cZYALU0pA",
+	"2KAuiBsvCOv4LjT2xnX70DUrE5RBqyYEC1TPTYVk9VgloiJ01sFqK+zsFbFCZJnx8TBq5RVKGlR2e+x7",
+	"4TxgglnCxvQRgJqpoFZiXvBMTVknuhPasruo6poDsFi8EKboBqG8EzqdpOQduf5xuH/06ruAIc9AQJCN",
+	"XIPxQs3TmGdEyY7gBwz8JctQuu5b7a+nhmViUjAO31lw02N0go3FkdinZDFxB/tR43GVutRjQ/+Wayvm",
+	"tJ/qjY7Sjo12a8fzOpTHF+ffn50e3wDPoXGUZrSFjY317dobpcxtdWsDq5B57gnTGmvBb6HvW5kJmI9V",
+	"c+xdQe2Ovg0Fcf5sPffDowJ8AlPOQ6k0FZlnqbyFoGjU6x1E0A86FQbbuDWZaDV7QHhAkBY7eYqxVueF",
+	"hXFIGJkgQAWXeAenNxazVCasw+cK35wzDhx/zK3YSKdU6wcfpnUyAKkLabnFjMvaJ8lfGoXl4eGL2Eoj",
+	"+JcYRfiaIe+nKXgh5uCfreoPGQFNoAe3T03nLHmLiYIk9GVtTrqUpjvwuD500+ZAe25XDl/XdmVO0DdS",
+	"hdJdhaq3Lus4bkF/G5U6i/AYIZMkhnp4bGWKzmHfNxQiPrOiyO2BhdJNSWk4c3CQpVPJAewYGc3qt7B5",
+	"3uhWLB10UDdgrw5ftImyU6QGJLcn8lI2vvGZqvrcxx8AvCVFxzIizyYcR/s6XHqvH37jWMlJlsbFzqX3",
+	"RKYDXfiK166K41ZVpWY7HLjnPpUNcZ9mE8pVBrKu2ljy7PbZ9opNKKv6m1oNIQk00xChajIR2tQtDydz",
+	"rZSoY/dUROlEsS898u+kNdql3v/0ndSwmMcYy2RJam7ZROn11RdFFjEjYgWRP7cDL747POwOWDQBrQuz",
+	"A12DddIIVL7EDqiJ5SChpEcDFtnpiMg3ZK0vfgWXg9LkuYQ0AI2DAhO346LQCaVUbFuhgwHLgCo4YS1d",
+	"H1dcq6CEob2+EFWDR5QQheWUtT2QZZb1GWdS6TnPUBYHsB7ueq722BCMPjdPN/WV2k9YPN4wuz5aOJ2Y",
+	"m+irwxehvD65+sfp8cno3fnwH8PTs+Hfz07sWVjZuJgte+zvWi1AaHr1RgqR3GfiuQ66MLEA9CpSt0wN",
+	"51cL1FkxVlsagXKadfKMpxJ+oNwOBd1pVD7m8W0oZ8oUfehWk9l/Buz50V97h/Z/B/8esH7/eQBJzYm4",
+	"E5nKoXs6BWtdO1pSetd1GKvXgJwBCU91tn4lDp/vHgXBCGycWacS9ET2ERkxlYl4jzAYkHOdLZEgOUtE",
+	"gYcjkqNXr56/rikmBCyL7767OiMUwZ5Jp1EoeZ4LmaDxbrc658UMS/CsqvjdSwZtfGuA+jgo/UK853FB",
+	"QwN4V5c02weUpdoVYh26AxiHx94c7sCfscjM+NGr7yJsKBqruSBoS05bwxws6+rVAUOD/ef1xbl/hEUf",
+	"wj3H98K9Pvuf6mf7Y7h3J2Si9IFlduFewMK96l81rh/uBaG0DwPj8yPRz/h4qTP8By4A/+3MJnjDfw2u",
+	"V7j3y2/2f9Ggdt21CGXUK7juTf+FRZy9f6U5Alg1bQI2QSblGE/P6mSRO3ytFGRMpBKLNlUeSnyhGzBi",
+	"IayYaVVOZ22doqngsYm+5o7mfrfMsRezT+ycoQ89pFc6cvxTeGeA+9ZN/a21ng9EFvcHMu/13Gzi8Q/r",
+	"LgTK3vTKkPfV8qdbsaSK6IZ6gpwN4HkybmYsFzoWsiBUnySUnYiyl/0yeTwX/+fo+4XglgajbpV6XR/c",
+	"64wt7haZYBUQ+kjJD1D3qg5crpBSGdMiVho7lACmjVKZ8fnJwHeX4D5lVmlxLBRrk2qHiHD0ptvmW7Ei",
+	"tm4wNSq3ycUSShzIG7yYuUWm/6o3Dyx7n/Ek5nnGC8FMkWaZ9wPZvXUWJOVe1aGDDl+z03Nwwoyub4Y3",
+	"J+2Z2OmKAXxvCOuyfvBRjW9HD1wD1olWT32AKq1WZSG0T2cj75LmC7h1PfZGwABWJ3EPhTL63//h+/86",
+	"3H/9S+dvffpnb7T/y1/cr7t/O3jwiX+LVnDY95pTbA/A0dFvG4U7et4Mw734IqPvNbu/rIyMLz4C92hj",
+	"/5vP3U5XLO9NMQFLSF++aGlwmEGNu3hY9HU2czm8Of7xfllDWZCooHu2Sx+m2lUXLai5ACo95plxcQPC",
+	"DofYwdIj66Eq+cyHEVC/Ngueh9LuDEQLyBvtIgOZ4F4CanGXqtJ4Iz+VDObcY9B617cfqc0f4heGyiLu",
+	"hcx4lPgKJV+JtLJmnLUyXz1ug0w2yyBAMiGNXX5cGKEd49x+eyfDPq8M+/Se8/q5fqZs3kc5zl0nAUcN",
+	"32IO7M7D/kVA0ieAoCfXDIeNRiZ5vffJ6/1p83PcoM5HRR+r3J4Ec+qdQkddZ/80sbDYnC+x20JlAC7E",
+	"mNUIGPxyUJ9hByj4rWBiMhFx4RwvUrwvmHcLLqgPCWdaQCFNj53weMawqMOx/FDiGOkdIVKhE3Rcplmx",
+	"n0qfMwDIst7nvvIOjWkn3mPX0DIilNXW3AmtXXRWyLtUKzmHup3FLI1n/u/GdZCpbdwkhZizfS6UzQdp",
+	"ZgYPYs7TrDoNQDCvkihreLPRgX1yn7ItugM7z1hD5yIXsg6wxwz6oUBP8+NCgY1H2mj2tUEPbChrK0Sd",
+	"gBBusHHNBiTCK7w31+6OPiW6ePNTD5Y50HMAUc/ZJH0PoPCJ0H8OrxY0FG2Jnpl2Ekats97ZEG7ao62P",
+	"yH0mYnOeG2sqAJOJpmuXJcKwA1Ii8qFQ3orlM+zU5Mgsdd1cEMO4SUxwg12iR+0GdxHBT0G4J4AMp3hG",
+	"xfKEkoxj4tc7ayS+Qh4VPyHkavDvdnuh/MkuEEI2gDFgqaaUHkBjmGVQ7I+6fB/zKW6lJe5bsQwYB1uq",
+	"rtf7PlGhbNuzYGXH2EJD9gpsGGSXeHy+FZaEsRjDOjyUUkwRwhEhMeygTrGnAE5jThg1gnydosib0SKG",
+	"ESJepZVgtGZtYS+OqHVJKl3YxA4o3vNExOmcZ926GRHKVTsCjtkl8PhLgVxUigWu2xBIuGdxddnC1MSK",
+	"otSwXKtYGOOCVvSj8OKQhHSVQkvpQQUxZxgVhdNG66aNNT6Vxr3GGz9P/4eP49A1LRzpZtfl4c9ZWAZa",
+	"pNIIeLomt9pkk9WTjeAaxdPWnZmG5tb4ELnPAseBLDO4SxPqLTqzSiW4ACCl9tcIYxmOUSkp2CTjBYvs",
+	"g4h6FrCx5TUmBp0YYdZcqXAEQNM+wxH9TJgzi42gTCjhk4BLs8xFRBkhdiwzS4EL+xkGzChaxiwtasps",
+	"lchTPQrzdj+6Zr0UHp/xOkAAqvRC9GC9gECTzufkKSp0KYFwrBQ4OjwMrazTPC4gIwaxaF3U326gXUwG",
+	"fohB1be2YwUVVKh3aU9xOxuNbdEJaS2BWElTZuBG43JZX5NBP1RlVlE9Gr3ol9uOO2uP+5Jnoige7GuA",
+	"D0Ocf3DvfrBqO5oFQysOnhW8l1/bQN82Q8q8pZ5gFaIV3Brv+zw6rO7cq8PuJpQZuI2NL9MAe/2jQ2g1",
+	"i+gyrw4/I9QMbv1DwsSu/8+EPEf3lphWjTfidjneaMSBXem93LGxFY5DEkWi6QwXXbXzCVcNjHgZs3L8",
+	"zIQ1SJp3V2deP/f4I4AqofI0NqyzAtEBaAxR8DB0x2nBYq4tF8Um5LdCDsDdATzZMsHIL1/p9F8i6oXy",
+	"55mQgA9i2VpZbW7AIv9vYHm15LFZOcbENKvHllm2wRK+NmJYgtP26SgBP3EfKVw3AJckAkYB5tbXh1uz",
+	"aS21pDF7n+oOtNKs3nw4+kdf/yvMHXBQp/sZQKT5W63xvlmDlP14ffTqO/afP99guVkoo7nQcalFzz8e",
+	"sTjj6ZxATSEdDPGU2FRzibLDEkO3WlmVfPgWRwvlrByzDqVzYXYafWj0z0UBuXFdyCOjIcR8LJJEJJYk",
+	"e+yCEJzaaHCN1pAG8fbfR4UA6jL2q+hbrcVJoLEqZoNQRvCJJl4NPI4pcFSfUJUHw+MbYPFREwJlCYH2",
+	"cDg8Coqv2U3ihkVDOnp0QLK/C66FZliYAS9gZUbElA5IZZIsOrkTsriG9kmWBXH8QMTrg0VsBRGQkvms",
+	"SjkBA9wao5YJUdJjHXv/HhbEOkYI4lmm4EVpom6fNWFvWjiPW6i4Ng8qMTfIcguFR+Ba6hMD/Bvs/X9w",
+	"uzNH3+EP46g7wD6jDu2nDWxRLSTqOg/2w4dR29vgV5oSXLnneAv31kJX9Q74Rw/1v//l6bkxbP69UDFr",
+	"fGNXKf1J5cSpMaWosDEr9tyUEw2et1loIO09WmJcY2p9Gs+AB0H6u0E670SOF1PTNc+4Sa0A2ANMbHZ/",
+	"iirsq66LYaCrijiH34weu2xhJqkMJbLK/YXSt1ZZUwn5OceQ76itsuSs4FyZYr9I41sEOAOGaA0K2DD7",
+	"a7uFlLfssUhJMsF6U1OXWc7+WpNQA18gCpnKucqyUGIdKZD7wQf7n9PkN4eHFtlHRtbQ0Hc8G1GVQ7RZ",
+	"B7vG43tausePPBhjtucSz7iUIntmGF6sr1ERu6wthJbRTj/Ish9LOmceKt5BzVUmhlpIZyOMqLt+9ddu",
+	"AJbGPiVdwrupjLMScjdkDeiedSJCuYIaEDsvIZNUTgO8iAAHXP222wvlELELAcpywBwQPtYVWOXQ6jsP",
+	"gOL3QhmRKCf4EjdHai1Z8EIMWGRSGYvmIwhdEFGODkwaXN46tbpjKJ3LlFMikCwGhDQI20RDARCZHQ4k",
+	"tsMdrCtSjjskqYkVsYIsA55UI8u/4Sr+47/enbw7eYMKAkz6P0ijSufCFHyeO60KifeVq0ralPx+QyL+",
+	"Xq3loroYDqcBNm6TU8Nf0O3I2c6BmEaLo6X2cZcv5Q7Bu61dAZfVqK6+P2YvXrx4vdHlAtvWDuprh9+3",
+	"W7m3BahwbWLKJfDB4W74rrsbvwNPOPj0XRWeUj+zB/uYJgawmX/u5gVe5SbWjvR5P/TrOkdf79QI/LkD",
+	"lVMe+LPByUk3q/doqwmBsciUnFrDZdCMXBv4RA051SOUmtvVFruhxNGC2nDV7OqddxGLxuMiMuR6A8YZ",
+	"MUtdSsPSwrL3OX8/MoXIEVbmuWur36kK+3nBNJdT0Wcvj466A9QACZ61/vlKfQol+GVdqBm6zdV4+3oz",
+	"uQpXFXv3j6BVvZCFXq427UfgG54Ej07ZROhOeyMe3WzFY3zFy5/Ecu9pm/LaGX6mmn389APYWWIB1zMg",
+	"RYpu165Sfxcj3S5GynUBMCTmlnW41coLdBu64qN19h3svd9PPcwekYFX173JdV8Nm2OqyKetXg5Jhlwu",
+	"lRRMZEb0qf1uvTIMJulztOfCGD4VJsAiL7Aog1DmqHJbrVoTrlZTpR/Uu8IB4E6O7fatKsaXVA+G0N1V",
+	"7lwowe22hClhOBJmspbhTsUQRU1sXL07Pz89/4F1+Niq9CkZEd3NTdo+ii3C8dzA5u99CUVFbvmfo0nD",
+	"rpToE7WYg1NsVeFabfItCbvyQQf4nJmleQWkdyd4JhJQvqwxZEIJkPJQG6MyKGuf8CyDdDHQf6RC7wi5",
+	"jmpOcD5WZbFqP3Y3+Hu+bLLbRh2we79rN31fEHCmMJqy4V6vy7ED4NqboWsffeW7kMYJ2FzrsgLVtyCU",
+	"TmgozYY/D09vTs9/GF2/+/to+MPJ+c31oHrJtScY/v3i6uYEehnoUkI7a3C1SlWkVO4WSpRAvAAJSlmH",
+	"ImcAO8BJXi50WlT1YuSWSIseu5CWHwg9TyXPWOf44u3l2ckNzPb74enZyZuAHQ/Pj0/Ozk7eQOzQQc7l",
+	"HJG9aIoBuzw5f2MXNLy8vLr4x/AsqNZ4en757qYLS+uHcr2IGVrnjxEpB9ZPQUMtTDn3oUxLcKksRatn",
+	"d2hf/zZo3av97vR3cvbrkrNDJMjHsqN9r9R+WsYU4Ve8Y7zSnTvxLM2SLvY3qTgY9dQxfC7QjWoYN0ig",
+	"rEPMzCnAQRsn6/bJm2KHX2VmGAs3CtPyyDEjY2EKyPhTd1B17LLCW0YPQul8PzOeyh67cexrjT31WSuz",
+	"Qa8GjmBnCMvfxFSuy/HQ7tbXz1yaRtOOzXwjbKZ5rFgfzk3ME8HKfMF1siUPArL4g3SiUDaVAypGXKRG",
+	"rJMs8DClslHMswz8m4i0ar/rXANjXsQzKN6I6Fc9cIBBEhLlpxDoqYNpdX/3kS8cY7xk0UzwRGhMb8rT",
+	"+NaEUmGOGUZbIMwUGZGJmNKcOvVOT6XMsDxGVB9JDYvmZVakeSagNi+aaCFGhXiPcTtf30/p1q4c0Q8w",
+	"44ZFAAD7vRbixr4HihPVCkEeVW2PAoaLsEzRTzRg3OPB0m5AoU5zKwTuREC+9jnPJkpbPWyskmW/3RvM",
+	"IGeJMgUaZ+JhI0Tib0AonVBwjvPq+FMIei7NivrYyp9h3E/ibw4+gpV/evd0taDPVJ6zvY6KB0ehiizD",
+	"wyZIP3feAbAFQjhaOc5dFf3O+/0kUhHZGvdcyPM2uKEf7fo+4Hmu1Z34wwTkqj39kIi8kIIlIk6Nay/o",
+	"NsBKBNfeerwMJXQKdGUvlUztYGEOljbiMTKtFixNuoN6TWpNybafAzy49eECVxQLVkSasGKRxmKT8LD2",
+	"P25vghiuupSGEIYwvVZPAWPARAyioh3gO9P0Tsi67ECkHZUrA2W29I6dP9PinyIuaHyA7NEiJ5cDuiHn",
+	"KhFZFYuIsLtG1CraYJKpcTvwOMG2erKtog2341uSbdWKvjrhBoEoEG104A3JtnaeO9m2k21PE8Cxl88z",
+	"oSpG+vFSzTlVn0qsEY64c4V7/zK23gBMajBdOXZVxhDtfpkb1kFjZ4S/KvOoGzDnklbaeS3qDBbanKw6",
+	"ewCW2WGwqXluZQdAPcslBo274NzCrCSKPwdYXmztLdAmIpwtNVkKsDTC/jVJoME0z1yCzxyKcO2/Wcdl",
+	"+gwazWkol6cBHg65PANWzxRyYiSCn0fga/+/bO2DmPj9aylKFw3AqD8yMMQ1pdvCy0LNeZHGFEa30kur",
+	"PG/HbTmme/ENCaD6kr54CfTVZf7sBMpXKFAcSbhsIQLB91yYWObHixfsjb8x3f8jZEso7TYIvX9txcYJ",
+	"9t7vRIV4X+DX9k2hBZ9bcYEOQo0d+p1vy31PJ+CSytS0H8ooTfo+QAKPP7O815IS5N13YlVCFSaUvTyn",
+	"9u3mthuwCB63b1uRQD3aoQYmSnjB+xFMI0uxKO4/ry/OA8ZZZDcSZk/wDThrKkWAru7L2mxqACihjEtt",
+	"lMZCneiMm2IfBto/fRM5px8HgGwpRQyQCLWiRQZVkai/hhLrCkZ+oaTXHvbR3oFocZcKIKg3vnHFixAV",
+	"8r35FzotCiGDquXGlOeEx8OSEjmmoEJKKIICc5NgdVyAupiJubXWYjUHkDG7baHsRH0oV9jndgZRF5uH",
+	"SJcD8rwqImCnBQN5X+HF+PIKvAXg6XUqAYpLD/1qzc56DJz0jQpuTq5J0UIRtdTi5EzpUJJ+0vXJLPj5",
+	"CqnKxeDRzVowJWNRKUx2JjOeMOwpQdsIQ4Dtiq3lKkwcuBF9OHZ7c+xNI5J22cXM2M3iGYNCDNapNK0g",
+	"lHYtqTDd6owJ+aSUPRYlIit45C5izLVehhKtZVUWeVmQ+4IzwAvBm4zAJUsymiC5DJcINFhqaQmM9K2o",
+	"2pZQdqhCDrq+AXrVTGUCYDWgkyfjcFqQoiw0M4IyCWkswhgbokKHo5BvPpRIqyOa4SgX2mpWOmIqF37i",
+	"TGFzB6jPq25o1TXnqDuAB0DZS03Vhg2zB49es5uLi9Hb4fl/j65O/uvdyfXNNVUAVZWxc7iDrZgjMAvP",
+	"HszvizmuFYVc4QWpcRaqI6qYXWrYFPKkffe6tLb8w25vjessUklNg8bKShAt0Ddzb4WL5zpb1psctteb",
+	"rEsUqNQibp9xUxDpaRGL9E4kA+Qd42WDLda6Ukq8uZ6D+lUgc62W0diFxiqqSuXnf4UDLKys3+vv/e//",
+	"HO6//uXD8+D5v//2b3sfAxy/Juma6mf15TTpsxehRPHkyCOUIJTYh3DPbX+4138RhDCTcK8f7rkn934L",
+	"JdzP1Tm2qq24xyTFOq6soybmGM4REpEhHOfEo+Xx3a8jwe3l0RZa641Sb7lckh5uPmdiHJ4GdzqPcAyl",
+	"RZtr3qhN+hx6Ub9YH/gVTM9JL3DSoouOjGDC9kbZ5SWH8/SSPgNpZxnpi5Y1goulVjXUdPG28XCcxzdk",
+	"O1cL2lnOO8t5ZzkThaNb8RO6Y8Go+KPyktG6CeUDTPXGRfHce+BupPZl3tVYBc5mqVXll6G8FXkxcF5T",
+	"qJbMBIe0gAjWOQKjOmJTgP0ZL0E9xlYTy3vcllbfhtYZVLYJvcNFj50rD+I6VsmynS8XevmNZQk3GN0u",
+	"e+/rYSBQywa9Ylzau1SL7XL1gBT2If31E5TkNdlFg95SYWplc6F0lchEwOCBGM1TWRbCoYHN+fsRvRoh",
+	"vI7m0gB8KXACaBlkWOdqeHMyOjt9e3oTYPfTk6vRxT9Ors4uhm9O3gSMfgUZAgH7YXhz8vPwv92PZ2dv",
+	"Rzenb08u3t0E7OLq8sfhOdQs/Hxx9dPJ1ejN6fXxxfn5yfHNyRuI/pMjB52cPAWn2IR6tkFinRTvixEt",
+	"qoAOolSphOkCMZexyAjxulGO2F+v2qgcQR1XWYFxmpWvhBKwAjG/QKoqLkMf6G/X7+0Y5oZ8o9DLY7gV",
+	"3w5/87u5Y3FfW3QBLmZDR1qR5ttxuyKNbzfrRMfrEFaWzQ1YKp0LD3650sCsjpnHVhllKDcWL2MnUG0o",
+	"Bahg9WrEI99jOxeaJTq9ExKrC9gVZDQ5YEfwLxYid24qDIJnSuWsg65Fa6GCO9XFySv1sstKiU7+THAj",
+	"MOvZbtIIfvYIWOS357V6B8wQ935j+9J68fNKEH09il/UCi5+LVPARCruKwVbTfdurxrB/pgI8kjoFZUX",
+	"GJbWY5dC74NnV/NCOBQM75t8fnQIa8L9R7nUHbCxWCrYRXDOYjUZ8Mr9od2KaCvd8SaNb78N1XH1Auz4",
+	"6tfk3fsdKmeJgQ1ilVBJWgWKOutYgN0af/4Zfu0YtFLZ40HcTlbR9IGldWJF8NGIRw9tWTA2Cw1OsKoh",
+	"48YyNG9ketrEXvbUAIAlIs44/WEAlecAztZj3/M0o85Qrw4PQxndXFycXY+uTo4v3r49OX9zPbr+6fTs",
+	"7Hr09vT6+vT8B4Jh5FW34fkcA4vM3KZZhpqg73Ao3qem2AhhBrv1lE01/JbaTz0EaHUDLs7GIXwSyMEH",
+	"luIDEx/2wA7AVxJhZ3T/WewFLiYB8LAqYwSU3/teaRFz3OH6IeERhQ5Qf3+sUzFJ5TTccx2DmieHlLXV",
+	"XhO3WN/WY6tkbH2tVqlgww2DQDr+aDBORZnWBsP/LuiJNU0Idawyj6YOb3YH2KU1Oj2/Obk6H55FoUQ0",
+	"GIeoXErxPsfsaGpdaq/ypwURW71xddUPfq5xloMP9j9W9as3tntU83SHMYN62TRTY541myLZTwxY5ZTr",
+	"bcJtUSqrNeh5pOy3y7mBxVzyYvZFYLjQZvjWOguhBbW9Snaww18EREvRckwoqZXKWigneETXx5eHL1jk",
+	"EdPrIMIVpn3t+xlfYvcQRzPQu8FNqmNZaLNrItWedgcs58YslE72i2Xu2qiRC4VraNqDfbM45eLMrRoS",
+	"/YX+LwpYaT+E7eGgrAwQ8TbhvHw1ZFqf6Znd3ccSLBzJjlKfphXi48guL4stBRL0J70VS0w+0fWG5Q3p",
+	"BNlOhmdiwCJZZlmEVnEosesRJmFQRpVhaTFA+kCMR1k0mwuyDnfpZtgKlEkhoEMeG0MmYBFK7FIISTGJ",
+	"63a+QonUtGCFnu1iKhDhxmd6oRxScz/SSLy+hRp6sxFhS5vCaWql98ujo5WWfqGkRMMeu2xlL3b9QsZ6",
+	"ic3SC+gQ28YzLsun4BmfPvS+Ms/PFX//JEyr5nmAhM9vMTy/i7Z/erXoZ3tZHs2eW+yJ0gi9v5VRsbHr",
+	"T92uqLMv6scMzkm47NsaF++M0N+UgeHxmncmxpdtYqwf1McYGa2UErjOKmtkQWbIPYZDKB9nObDfbTh8",
+	"PST4aDm8fsafwnz4kxgDjyWQdnPgkQTSY9d8LpguMyyxifKmBhj1IX8a+qC3WBNALEHDeGAbbIdg3XYI",
+	"pTceglZTADX+FbMigIgkKPYJtXPXNXXegDofypdHR/do4k9AhDtt/H4usNPHd/r479PHH8chrUZuGd09",
+	"scM238mFjweyNOm1xtjewaiP5RpfVDMau4SHYndD34oGtvGP1qW/wuY1JV0MdxXxotzTr6btAr48fF1l",
+	"wfAk0cIYSITht1jk1tYHxX5p7ynbmNgPfKY2Jvjph9uYgNG861uyEyrbpAvCpSYolhaK9cLj4EN6fyuS",
+	"VhoGu9c5uKEstNEnqpYa+HqTt4Yo+nEy5h30Rf7sjhl6ZJfs9bU27dhAFduHfntt3o8v9kpvI2Fq0mXn",
+	"TvyEvTTuuWw5gGhuqbbP0wJyilIBKAz1yCR50h0/brLiScanjQL+R3Dqd9CC8/df60+vtFUz+0xeg61I",
+	"ijqYfi2K26549iuUaUgJ97KZ7fMqIBAHLIaJ97HICxa58EGErZiRvpocJ5QfzXJa60rBAfslcp3a1HZs",
+	"Z8d2/tw1+0AK21qYB3kaF6UW96LX0TMsnZNfjlN0B5FUoJtOlkoxgJIz70NCcCpumITS9aFcMpNOpUj2",
+	"UwoFzfkSY5xpsVFxv6QJPp3+Dss6+EuT2D1E0ziVHIv4tkEIgrF2ccd7lG8ELXtm3K16+IpqlYnHOdM3",
+	"es+vYKgv0RS0M9uqqMWuYGcPfnofOnf3UtMd+V3O9NMqK4q5Y2MR6FsRm/NbimMDF+SyqYi1sELNpb+/",
+	"X5ryBZOzE/tMqte2lFM/3lpMGHCudzHhnXa1jXYFd51xuERbCq6DD/Y/j3flr6tSPr18pjJM3bEjD5gW",
+	"d+rWmnyOvwD87Mf4la7sSOJ3M5p1PE7L/SSfC48ymfNiVmFM0nY2eUa9WHHO358JOS1me/0XRwCX6X58",
+	"/jHwkp+N2dijwu/uYhRfnWFlaeN+2sey8oOZKo24FSK39/ETYHr4avaEi7mSyAgI6gMZgZBJrlKodGkH",
+	"/2jPzxuw8X1IH68IXcL0QnkleG6Y0vmMS8M6rsszoJgQui7U2gOERcDaoTrE+9zSN8IJ0adDmejUeazm",
+	"bAE5egu+JGhlxBuqg1RjoW8LCBICJzvwFQR8XoKNael9ifBESWpy6uKGi0xKAaitSZmJBMGxAbnV/gvg",
+	"3Hg6hyIbNU/tJi3hM8VCQXeLuNTazhib52B3KfcJwCGww0BbqO4KrgdbgfU4wjFC+elRPa5KicgGP9Yv",
+	"5hNyyfWv3ccvf57xAq9zzo1hSfoVpM9/4yAagudE6wTbZhrEs040ZntojdWptc8FGCBqHS1NfnHFAZtT",
+	"xwLECkoLw2odZ3ItJul7q3KUOtvr733geT7CX/52wPP04O75XrB3x3Vq98zQlacnkF8Dae719w7MXbzX",
+	"mnNafS6qXo5Yp5GNDHqcmyvHmoCZMgXTShXdniWKX/xWrYOZT1F7g96mmZqmMmC0aSZgx9dX37PCHm3g",
+	"ixfhsMScpxmbZGphepWqNSyLWYuG9g4M0UpTTJVkHb6ulwYu/kDeG9OtjY2isB2vvOn5e2ZYrtUkzYRd",
+	"UVwDOaFxa6MeE4sFf+b64JflOEtjeweLdC7YRHDwVU4yPq2v+xgOquV96Htt+iyGzJwA/JEB+eoDyiMP",
+	"2ITfKcgHteMGbpYg0aBBsQErHhsUi3kO4P3QHwOgtswszREicCI0dgKcUqME+3dI+uQs16mM05xnrOOd",
+	"EbnQRkme1f4INaVTrcq8CyWohCLlkZ5haEhRpXZ+/s0Uv6ihXS2bi/kYq947qbxLTTrO/MuoRYTy5eHL",
+	"7oBS5CWfkh+jU+vxVB/eNLNl1UIGtdnW+v3iI9DkgTAb6fL5joq0qNSseUe69XgXAq0jEDbE3KH0P5S+",
+	"9L9e+Q+S0ZEBrLPtOgntGk0DFhnRN9zQPhPSsoq5kIWD7gvsEe17ecvUndAasUvw4SQIrYxS+9T8seuV",
+	"NvjMfibuRL3Wj96H87N6iJ1Gj0FyMdb5YGamA4YVqQ4lTjWz0rMTheXh4YsYkVTg36KHv7JG+jmf0y8j",
+	"LM4gxBoWxUqL3pXgyburM/u1qGXDCNWkxcCzEkBNKiIwBYe2k3CxnaRgnVf7GMSMtZKWdjSyMTh2JcW+",
+	"manCMshIl3LEi6gLbUbmXJZW82LFTKtyOmNRodPpFNSfN6VA+WP3ZrOyRhp0m4oWSq+jNVZ83ZBvrV0m",
+	"SmNPmBoINTcAVbUPH5x4+e23iEFkxhrvQpuAlXSGK3LU3g4rL0IJewiKsRXAjbldYpc3x2raZvcTVKhM",
+	"CJnQXerh5SnrRObudoR3Ik3wNtCPWOlCF6TbY28t1XvdXAqRmDVuoGQNNhW8naYySAy0A/WybzHjhe/A",
+	"6vCsout/HCM83mh4eRp5+qhpEkEorW5vNXJTUll+bPc6W/ClYWO0rG9dmzd3Zy9PoVCnZXd+sBwJL41n",
+	"YASdhXzRsA4a7xFwqChw3pWARfhEBJ3nkLWphaQmfyYIJbTcg2UgxGGDiZiAyosmWoj9idJzUFSEFjIW",
+	"ePy8ki/Y6F4DRi0PJX6tgiuxdF/hlCAIAdkTeKCulph+AuvD/QXGoh/wdjjmg4IFHvZiZYo7RkZZBmVP",
+	"asBWdAQjhIMjss/32KkXLTiAs1CtgTpgzb/VOb8126QqHFv3L71onDAeY8v5nnE5LflU7LedQF3o0jTf",
+	"aGgJ1GeRyoXkaQS4mOwiF3J4um/Vbl7YmYYyOohnvABNPBPUGN/d9j69ELCLLONzHrC7s7O3ATt7y66L",
+	"MklVAA9cqbIQOmA/aPVrwIb/KrXoBqGMuLQMLk/jiHXeIuiVsRRLwLq4PpFErBNzaVegRZ4BerFWc8ah",
+	"79bBfw/fnjF8lMrvrPWBzR0TMVeG0M6jsbXNS51FGNHF69DYKKsLgaWco47lRI9TBfOsJFQbq8x6buPp",
+	"OsvmI47I7CN4ImIdIPazs7ej4dnZxc8nb0Y/XlzfXEd91IcB4itgp5fVt3Dmx6dvrpgUheUJ9pblXHOS",
+	"L7GazzmoNSbnsTBVK0qppOgGLJ6J+NY16iRkDdZ5eXTUxbEJrYxuCrTCxZ44ZgBaGXZ9fmYI2rkQ7wu/",
+	"M4QriH+BHptmpnQRSqsm67xgnaPDQ3uJNY8LYPvWwNZWXPvfuaJx4CcwXGmI6NRC2p2Es3lm/MIap0QI",
+	"qDXgAHoswOVVwPeTCh8wOr+AUzi+OP/+9Id3V9Cpmrq0Edu0ehYUzO3b0+4zb3DaJS7sdc3T0a1Yjowo",
+	"kGlXzbVvxbJBp29bqPA+iYrsKBGTVKZIsh0MyLNUskTF0POaHQVw5dk1Nt1JNJ8U7Ojw6HD/+RG60Kwq",
+	"EMqoYfk5JwWqX06E9vDXvX8aJaMueajKNCusyVIBN+7D8aXjshBJKGNe8ExNA3bn/ZpITDnGVRDXdg4m",
+	"AioHqCgqvW/K3NJuUjMX7O2RYoGLb1O+7pH2Fd6hXjrJYNZgJ+uzp2YGVJzbijQZyjrUZFC/Yp0VnXy1",
+	"5FIma7ZAvfo3lCvANo5n3AdwU7tjGjC8VsT9zQblFLBpWSeGJnEriqqdORAPKpbIvkAntWRQWYVZagpn",
+	"GyaUrW7NO0QFguOL6aLysdJF4Hq9B9SUPSARhgwglSX8pdBL+g8C3TPEYF837EAtiAvo2wbQoAtJfhn0",
+	"GVc4hwh+2+oFbmwWQFGvb9aJV9wAiSATBcvUdIqmu/cWA+rzKqiznf6aDyiUnQh/HJGJPrK/7tOjltSU",
+	"FCs4raj31N3orIPuKHsE9merEDq9ed/q706j71qVY2v/uf29u6xGhLJSWystZcMGkkOrjYnxbB98EcjL",
+	"wZNgrAmXpzFe7ciSwsGHEuJlvyEUeMQ62LXMg1BrQXCYED+CJmd6CTtFCkFzFKmKdEL+WhP12M/U0DGa",
+	"Cx2XmmR9MfNN/6wWmxh7ncBNwWblmJlc8FuXsP4WX2SmHNsFjsHSKVSssoEDqQ3qA4KaYKxYLBQhe7oh",
+	"ZuXY9yu0ql01JDzqAAIK3COMgLoF5KWZBb53Xa6yLJTRDyc3bAVDPVoJXrh+mQ3DqTSzDeyzaSRZzQmf",
+	"cCwRXI4mWAmjgBI5FlwLbaVeKLc0rqhnJakRABfi6Np5VizDQq6bUoOJ2nzAxuiF8i1ZVjACtr9Ztaeg",
+	"d8yqVeX8ZUAiKfSBtWcY1XqNuxsXkajkeXrwl4jlHDqLVwymCspE/qujN6fXw7+fnbyJNmC4enxFewFQ",
+	"ye8GbCwmKLEa0apUyR678jETkQDyuVVRfPTku0MXBQGfWSgxghKsbMaoasgxejv8f9E2EZZ1QTy8PG1z",
+	"oeZW5FMj01yrpIyhLsQakR0yCY0Rhen2GdfxzHJQK1YsN2MlvGxli07veJHeCZK3lv+FEr2OPI4FCETE",
+	"m7DfGZcZMoqsxG3CVHH40Cb3IvSerWQLCjGcmncYVDaxb3BqFVx7NpXjsG7d0fsV22zqf3b5bd42UEtY",
+	"Ku+ELJQVhqk0Bc+yygNbSvoV2cKgcZEk6rG21IlQnjYHgTdr42jBpo54qQ8t0II3XFBbGtELI3LkRaH0",
+	"923CMyPINerntPRv0q/8m9VFLXQJ5rUV8Dmt3mA76kRosKwXbhgzSlIdsU7DUXJ59u6H0/Pr0ZvTqyjw",
+	"FkFkCqX5VBzQm1HXGmVZUlsOqrYBS1ItsD+D+xxnd0ImSrtJOB8i/hYZ1gH+Snr/4UHU7bG/CwO+TqeS",
+	"h/LomXG1UOQoSidWdyPkFOOCNKiGWlHVZ5HXbCPWQYLxkzEDliYmlM6tmZXTDROKugGLAAwahsG37YVG",
+	"or2Gv9hn5nGO7bXtc6ZIUsUiMCJlEoG/EdOawRD58ebmkkVWchIue4Rc3EAjxRUIp4Y7BmYjLKFfkgVp",
+	"Imvkz9MpKdSRGxEsj38IbdVOvwNrCx6dn5+fjyCLxvyaRdh9I+WZiIsudBsDlzh+xGpDGV+e87mgjkV3",
+	"NDyYeKluGE7QaZqsJdZuLNEVqhtJg1CW8hY0Bw9CRU2CrajPtQD7iU00hJQtr5JJJlgncr85kYVeuk7X",
+	"8H2rYIO52WK30c0+WLsIUcAMl8lYvRcJ6xxfX7KIfmbgfdgnuRn1vYh1klSXMpTYEN7aZvzX0vK5FEJs",
+	"riF2zSboomJq7V/pmEespFGWAa5uHc/z9clacYJX7u3xJelNMA0H80V6xjODuhI1q4f+wDxjQt6lWkmw",
+	"fslTCPJCELUMgJkjv5aqYLciL6p0sGpsuGLU9c4xF4gtG6FHmPEOeoOXOKCPQyo/mwsuwTicCS36LOfx",
+	"LTiqQDigXDPVN72JXEr7ZMV0aTL2SEQ2aSppeNIt8uKiLKbKzhZim01nFe4HtDgnbaNdPNSkEk+zDcqg",
+	"N1xTuc/znDWUa9apzEE25xBYILPQXpIKmR6V3BxfQoVY5QVLJSq98x47F4uVsWEbM6NA7QXFjgBm8zR+",
+	"QOWv7+F5/U9tkpdnoijsMdgzYxM8GHITeOcE/dX5wOoB1Wv4095vv/z2/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

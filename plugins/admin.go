@@ -63,17 +63,28 @@ type CatalogView struct {
 }
 
 // client builds the catalog client of the current settings. Errors: ErrUnavailable when no
-// catalog is configured.
+// catalog is configured, or its address or plugin_catalog_public_key is unusable (an address
+// that is not https, nor http to a loopback host).
 func (a *Admin) client() (*catalog.Client, error) {
 	cfg := a.Config()
 	if strings.TrimSpace(cfg.PluginCatalogURL) == "" {
 		return nil, svcerr.New(svcerr.ErrUnavailable, "no plugin catalog is configured (setting plugin_catalog_url)")
 	}
+	key, err := cfg.CatalogPublicKey()
+	if err != nil {
+		return nil, svcerr.New(svcerr.ErrUnavailable, "the plugin catalog is unavailable: %v", err)
+	}
 	dir := a.Runtime.Dir()
-	return catalog.New(catalog.Options{
-		URL: cfg.PluginCatalogURL, HTTPClient: a.httpClient(cfg.PluginCatalogURL), CacheDir: filepath.Join(dir, ".cache"),
+	c, err := catalog.New(catalog.Options{
+		URL: cfg.PluginCatalogURL, PublicKey: key, HTTPClient: a.httpClient(cfg.PluginCatalogURL), CacheDir: filepath.Join(dir, ".cache"),
 		TTL: time.Duration(cfg.PluginCatalogTTL) * time.Second, Now: a.Clock, TempDir: os.TempDir(),
 	})
+	if msg, kind, ok := svcerr.Public(err); ok && kind == svcerr.ErrInvalid {
+		// The settings are validated when stored; this is the client's own check of the same
+		// rule (plain http to a host that is not loopback), an unusable catalog like any other.
+		return nil, svcerr.New(svcerr.ErrUnavailable, "the plugin catalog is unavailable: %s", msg)
+	}
+	return c, err
 }
 
 // installer builds the installer of package pkg over the current catalog settings (the

@@ -216,12 +216,25 @@ func loadOne(ctx context.Context, o Options, dir string) *Loaded {
 	}
 	if m.Migrations != "" && o.Store != nil {
 		full := filepath.Join(dir, filepath.FromSlash(m.Migrations))
-		migs, err := loadMigrations(os.DirFS(full), o.Store.Dialect(), m.Slug)
+		applied, err := o.Store.PluginSchemaVersion(ctx, m.Slug)
+		if err != nil {
+			return fail("%v", err)
+		}
+		migs, err := loadMigrations(os.DirFS(full), o.Store.Dialect(), m.Slug, applied)
 		if err != nil {
 			return fail("%v", err)
 		}
 		if len(migs) != m.SchemaVersion {
 			return fail("schemaVersion is %d but the migrations run to %d (bump schemaVersion with each new migration file)", m.SchemaVersion, len(migs))
+		}
+		if len(migs) > applied {
+			migrated, err := o.Store.PluginMigrationSlugs(ctx)
+			if err != nil {
+				return fail("%v", err)
+			}
+			if other := sharedPrefix(m.Slug, migrated); other != "" {
+				return fail("migrations: the table prefix %s_ overlaps that of plugin %s, whose tables exist; choose another slug", m.Slug, other)
+			}
 		}
 		if _, err := o.Store.MigratePlugin(ctx, m.Slug, migs); err != nil {
 			return fail("migrate: %v", err)

@@ -111,3 +111,60 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("missing directory: %v, %v", empty, err)
 	}
 }
+
+// TestMigrationsTouchOnlyTheirTables is issue 22's plugin migration that rewrote every user's
+// name: a plugin whose second migration updates users does not load, and nothing of it runs
+// (not even its first, harmless migration: every file is checked before any runs); the users
+// keep their names. A plugin whose migrations touch only its <slug>_ tables loads, and a later
+// plugin whose table prefix overlaps it (notes_extra: notes_extra_… tables start with notes_)
+// is refused.
+func TestMigrationsTouchOnlyTheirTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	u := storetest.User(t, st)
+	dir := t.TempDir()
+	both := func(files map[string]string, name, sql string) {
+		files[name[:strings.Index(name, "/")]+"/migrations/sqlite/"+name[strings.Index(name, "/")+1:]] = sql
+		files[name[:strings.Index(name, "/")]+"/migrations/mysql/"+name[strings.Index(name, "/")+1:]] = sql
+	}
+	files := map[string]string{
+		"rename/plugin.json": `{"slug":"rename","class":"X","schemaVersion":2,"migrations":"migrations"}`,
+		"notes/plugin.json":  `{"slug":"notes","class":"X","schemaVersion":2,"migrations":"migrations"}`,
+	}
+	both(files, "rename/rename_0001_table.sql", "CREATE TABLE rename_log (id INTEGER PRIMARY KEY);\n")
+	both(files, "rename/rename_0002_names.sql", "UPDATE users SET display_name='x';\n")
+	both(files, "notes/notes_0001_notes.sql", "CREATE TABLE notes_notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\n")
+	both(files, "notes/notes_0002_seed.sql", "INSERT INTO notes_notes (id, body) VALUES (1, 'hello');\nUPDATE notes_notes SET body = upper(body) WHERE id = 1;\n")
+	writeTree(t, dir, files)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	set, err := plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := set.Get("rename")
+	if r == nil || r.Enabled() || r.Err == nil || !strings.Contains(r.Err.Error(), "rename_0002_names.sql: statement 1 (UPDATE users SET display_name='x'): table users is not one of the plugin's") {
+		t.Fatalf("rename = %+v", r)
+	}
+	if v, err := st.PluginSchemaVersion(ctx, "rename"); err != nil || v != 0 {
+		t.Fatalf("rename's migrations applied up to %d (%v); want none", v, err)
+	}
+	if got, err := st.UserByID(ctx, u.ID); err != nil || got.DisplayName != u.DisplayName {
+		t.Fatalf("user after the load = %+v, %v; want the name %q kept", got, err, u.DisplayName)
+	}
+	n, _ := set.Get("notes")
+	if n == nil || n.Err != nil || n.SchemaVersion != 2 {
+		t.Fatalf("notes = %+v", n)
+	}
+
+	writeTree(t, dir, map[string]string{"extra/plugin.json": `{"slug":"notes_extra","class":"X","schemaVersion":1,"migrations":"m"}`,
+		"extra/m/sqlite/notes_extra_0001_t.sql": "CREATE TABLE notes_extra_t (id INTEGER);\n",
+		"extra/m/mysql/notes_extra_0001_t.sql":  "CREATE TABLE notes_extra_t (id INTEGER);\n"})
+	set, err = plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := set.Get("notes_extra"); x == nil || x.Enabled() || !strings.Contains(x.Err.Error(), "the table prefix notes_extra_ overlaps that of plugin notes") {
+		t.Fatalf("notes_extra = %+v", x)
+	}
+}

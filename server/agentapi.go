@@ -18,7 +18,7 @@ import (
 
 // The per-agent API (/agent-api/*, security scheme agentKey) is mounted only while the setting
 // SVC_AGENT_API is on and the worker runs in server mode, both read per request; otherwise its
-// paths answer exactly as an unknown path does, before any authentication. When mounted, a
+// paths answer 404 AGENT_API_DISABLED naming the setting, before any authentication. When mounted, a
 // request needs `Authorization: Bearer <key>` (never a session cookie) and is limited per key
 // to SVC_AGENT_API_RATE_LIMIT_MAX requests a minute.
 
@@ -58,19 +58,32 @@ func agentAPIMounted(cfg *config.Config) bool {
 }
 
 // agentAPIHidden answers a request for a /agent-api path while the per-agent API is not
-// mounted with the envelope of an unknown path (as gin's NoRoute does) and reports whether it
-// did. The gate calls it for the API's routes and gin's NoMethod handler for wrong methods on
-// them, so nothing tells the API exists.
+// mounted with 404 AGENT_API_DISABLED, whose message names what to change (the setting
+// SVC_AGENT_API, or the worker runtime mode), and reports whether it did. The gate calls it for
+// the API's routes and gin's NoMethod and NoRoute handlers for wrong methods and unknown paths
+// under it, before any authentication: a bare 404 "no route" read like a mistyped path.
 func (s *Server) agentAPIHidden(c *gin.Context) bool {
 	rel := strings.TrimPrefix(c.Request.URL.EscapedPath(), s.apiBase)
 	if rel != agentAPISegment && !strings.HasPrefix(rel, agentAPISegment+"/") {
 		return false
 	}
-	if agentAPIMounted(s.cfg.View()) {
+	cfg := s.cfg.View()
+	if agentAPIMounted(cfg) {
 		return false
 	}
-	s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	s.fail(c, agentAPIDisabled(cfg))
 	return true
+}
+
+// agentAPIDisabled says why the per-agent API is not mounted under cfg. Errors:
+// ErrAgentAPIDisabled.
+func agentAPIDisabled(cfg *config.Config) error {
+	if cfg != nil && cfg.AgentAPI {
+		return svcerr.New(svcerr.ErrAgentAPIDisabled,
+			"the per-agent API is off: it is served only when the worker runtime mode (SVC_WORKER_RUNTIME_MODE) is server, and this process runs as %s", cfg.WorkerRuntimeMode)
+	}
+	return svcerr.New(svcerr.ErrAgentAPIDisabled,
+		"the per-agent API is off: an administrator turns on the setting SVC_AGENT_API (Settings in the console, or the environment)")
 }
 
 // usesAgentKey reports whether the security requirements name the agentKey scheme.

@@ -57,30 +57,21 @@ func (k *keyEnv) call(method, path, auth string) *apitest.Response {
 	return agentAPI(k.env, nil, method, path, auth)
 }
 
-// unknownPath is what the service answers to method on a path it does not know (gin's
-// NoRoute), rewritten to name path.
-func unknownPath(t *testing.T, env *apitest.Env, method, path string) string {
+// expectDisabled checks that every probe, and every other method or path under /agent-api,
+// answers 404 AGENT_API_DISABLED naming what to change (setting), even with a valid key.
+func expectDisabled(t *testing.T, k *keyEnv, setting string) {
 	t.Helper()
-	res := env.Client().Get("/no-such-area"+path).Expect(t, http.StatusNotFound, "NOT_FOUND")
-	return strings.Replace(string(res.Body), "GET "+apitest.API+"/no-such-area", method+" "+apitest.API, 1)
-}
-
-// expectHidden checks that every probe answers as an unknown path, even with a valid key.
-func expectHidden(t *testing.T, k *keyEnv) {
-	t.Helper()
-	for _, p := range gateProbes {
+	probes := append([]struct{ method, path string }{}, gateProbes...)
+	probes = append(probes, struct{ method, path string }{http.MethodDelete, "/agent-api/chats"},
+		struct{ method, path string }{http.MethodGet, "/agent-api/nope"}, struct{ method, path string }{http.MethodGet, "/agent-api"})
+	for _, p := range probes {
 		for _, auth := range []string{"Bearer " + k.key.Key, "", "Bearer nonsense"} {
-			res := k.call(p.method, p.path, auth).Expect(t, http.StatusNotFound, "NOT_FOUND")
-			if want := unknownPath(t, k.env, p.method, p.path); string(res.Body) != want {
-				t.Fatalf("%s %s (auth %q) = %s, want the unknown-path answer %s", p.method, p.path, auth, res.Body, want)
+			res := k.call(p.method, p.path, auth).Expect(t, http.StatusNotFound, "AGENT_API_DISABLED")
+			var env gen.Error
+			res.Decode(t, &env)
+			if msg := env.Error.Message; !strings.Contains(msg, setting) {
+				t.Fatalf("%s %s (auth %q): message %q does not name %s", p.method, p.path, auth, msg, setting)
 			}
-		}
-	}
-	// Wrong methods and unknown paths under /agent-api look the same.
-	for _, p := range []struct{ method, path string }{{http.MethodDelete, "/agent-api/chats"}, {http.MethodGet, "/agent-api/nope"}, {http.MethodGet, "/agent-api"}} {
-		res := k.call(p.method, p.path, "Bearer "+k.key.Key).Expect(t, http.StatusNotFound, "NOT_FOUND")
-		if want := unknownPath(t, k.env, p.method, p.path); string(res.Body) != want {
-			t.Fatalf("%s %s = %s, want %s", p.method, p.path, res.Body, want)
 		}
 	}
 }
@@ -100,24 +91,24 @@ func expectMounted(t *testing.T, k *keyEnv) {
 func TestAgentAPIMount(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name    string
-		env     []string
-		mounted bool
+		name string
+		env  []string
+		off  string // "": mounted; else the setting the refusal names
 	}{
-		{"off by default", nil, false},
-		{"switched off", []string{"SVC_AGENT_API=false"}, false},
-		{"on in server mode", []string{"SVC_AGENT_API=true"}, true},
-		{"on in client mode", []string{"SVC_AGENT_API=true", "SVC_WORKER_RUNTIME_MODE=client"}, false},
-		{"on in explicit server mode", []string{"SVC_AGENT_API=true", "SVC_WORKER_RUNTIME_MODE=server"}, true},
+		{"off by default", nil, "SVC_AGENT_API"},
+		{"switched off", []string{"SVC_AGENT_API=false"}, "SVC_AGENT_API"},
+		{"on in server mode", []string{"SVC_AGENT_API=true"}, ""},
+		{"on in client mode", []string{"SVC_AGENT_API=true", "SVC_WORKER_RUNTIME_MODE=client"}, "SVC_WORKER_RUNTIME_MODE"},
+		{"on in explicit server mode", []string{"SVC_AGENT_API=true", "SVC_WORKER_RUNTIME_MODE=server"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			k := newKeyEnv(t, tc.env...) // key management works either way
-			if tc.mounted {
+			if tc.off == "" {
 				expectMounted(t, k)
 			} else {
-				expectHidden(t, k)
+				expectDisabled(t, k, tc.off)
 			}
 			listKeys(t, k.owner, k.agent.Id)
 			k.owner.Delete(apiKeysPath(k.agent.Id)+"/"+k.key.Id).Expect(t, http.StatusOK)
@@ -128,15 +119,15 @@ func TestAgentAPIMount(t *testing.T) {
 func TestAgentAPIMountAtRuntime(t *testing.T) {
 	t.Parallel()
 	k := newKeyEnv(t)
-	expectHidden(t, k)
+	expectDisabled(t, k, "SVC_AGENT_API")
 	k.writeConfig(t, "SVC_AGENT_API: true\n")
 	expectMounted(t, k)
 	k.writeConfig(t, "SVC_AGENT_API: true\nworker_runtime_mode: client\n")
-	expectHidden(t, k)
+	expectDisabled(t, k, "SVC_WORKER_RUNTIME_MODE")
 	k.writeConfig(t, "SVC_AGENT_API: true\nworker_runtime_mode: server\n")
 	expectMounted(t, k)
 	k.writeConfig(t, "SVC_AGENT_API: false\n")
-	expectHidden(t, k)
+	expectDisabled(t, k, "SVC_AGENT_API")
 }
 
 func TestAgentAPIAuthentication(t *testing.T) {

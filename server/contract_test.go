@@ -50,9 +50,10 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	ops := operations(t)
 	// The specification's endpoint tables have 152; the contract adds getAgentPicture and
 	// getGroupPicture (the targets of picture_url, docs/decisions.md), the two task event
-	// streams (issue 13) and reading and storing the runtime settings (issue 15).
-	if len(ops) != 158 {
-		t.Errorf("contract has %d operations, want the specification's 152 plus 6", len(ops))
+	// streams (issue 13), reading and storing the runtime settings (issue 15), and a model
+	// configuration's test, the agent's resolved model and the global default (issue 24).
+	if len(ops) != 161 {
+		t.Errorf("contract has %d operations, want the specification's 152 plus 9", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, op := range ops {

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentsvc/svc/agentloop/llm/llmfake"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/netguard"
@@ -35,21 +37,23 @@ import (
 
 // The crash drill (issue 10, docs/reliability.md) kills worker processes with SIGKILL at random
 // moments while they drain tasks whose model asks for tool calls, then checks that no task was
-// lost, no tool call ran twice, none was dropped, and every killed task resumed within two
-// minutes. It is slow (minutes), so it runs only when asked:
+// lost, no call with effects ran twice, no repeatable call was dropped (each interrupted one ran
+// again and has its real result), none was dropped from a turn, and every killed task resumed
+// within two minutes. It is slow (minutes), so it runs only when asked:
 //
 //	SVC_CRASH_DRILL=50 go test -run '^TestCrashDrill$' -v -timeout 30m ./server/
 //	SVC_CRASH_DRILL=50 SVC_CRASH_DRILL_WORKERS=2 SVC_TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/test' go test …
 //
 // Workers are this test binary re-executed (TestCrashDrillWorker): the same server.App as `svc
-// worker`, with the outbound screen opened to loopback so read_url reaches the drill's
-// counting server.
+// worker`, with the outbound screen opened to loopback so read_url (repeatable) reaches the
+// drill's counting server, and a plugin whose MCP server's tool "record" (not repeatable: no
+// annotations) is the drill's side-effect counter.
 const (
 	envDrill        = "SVC_CRASH_DRILL"         // number of SIGKILLs; unset: the drill is skipped
 	envDrillWorkers = "SVC_CRASH_DRILL_WORKERS" // concurrent worker processes (default 1)
 	envDrillChild   = "SVC_CRASH_DRILL_CHILD"   // set in the re-executed worker processes
 	drillRounds     = 2                         // tool-call rounds per task before the answer
-	drillCalls      = 3                         // read_url calls per round
+	drillCalls      = 3                         // calls per round: one ledger record, then read_url
 )
 
 var drillPrompt = regexp.MustCompile(`drill-(\d+)`)
@@ -84,6 +88,7 @@ type drillFigures struct {
 	tasks, kills, workers        int
 	lost, twice, dropped         int
 	interrupted, resumedTotal    int
+	rerun, fetchedTwice, records int
 	maxResume, medianResume      time.Duration
 	runningAfterTerm, failedTask int
 	elapsed                      time.Duration
@@ -101,7 +106,10 @@ func TestCrashDrill(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir) // storage/ (SQLite file, key) is relative to the working directory
 	hits := newHitCounter(t)
+	ledger := newLedger(t)
 	model := newDrillModel(t, hits.srv.URL)
+	plugins := pluginDir(t, map[string]string{"drill/plugin.json": fmt.Sprintf(`{"slug":"drill","class":"Drill\\Ledger",
+		"name":"drill/ledger","version":"1.0.0","mcpServers":[{"name":"ledger","url":%q,"requireApproval":false}]}`, ledger.url)})
 
 	environ := []string{
 		"SVC_CONFIG_FILE=" + filepath.Join(dir, "config.yaml"),
@@ -109,6 +117,7 @@ func TestCrashDrill(t *testing.T) {
 		"SVC_LOG_LEVEL=warning", "SVC_LOG_PATH=stderr",
 		"SVC_WORKER_RUNTIME_MODE=server", "SVC_MAX_WORKERS=8",
 		"SVC_LLM_DRIVER=openai", "SVC_LLM_BASE_URL=" + model.URL + "/v1", "SVC_LLM_MODEL=drill",
+		"SVC_PLUGINS_DIR=" + plugins,
 	}
 	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
 		environ = append(environ, mysqlEnv(t, dsn)...)
@@ -116,12 +125,14 @@ func TestCrashDrill(t *testing.T) {
 		environ = append(environ, "SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drill")
 	}
 	ctx := context.Background()
-	app, err := server.Open(ctx, config.NewLoader(environ), server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	app, err := server.Open(ctx, config.NewLoader(environ), server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Net: netguard.Options{AllowLoopback: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
 	agentID, principalID, userID := drillAgent(t, app)
+	enableLedger(t, app, agentID, userID)
 
 	procs := make([]*exec.Cmd, workers)
 	start := func(i int) {
@@ -228,8 +239,30 @@ func TestCrashDrill(t *testing.T) {
 		rows := map[string]store.ToolCall{}
 		for _, c := range calls {
 			rows[c.ProviderCallID] = c
-			if c.Status == store.ToolCallFailed && strings.Contains(string(c.Result), "interrupted") {
-				f.interrupted++
+			interrupted := c.Status == store.ToolCallFailed && strings.Contains(string(c.Result), "interrupted")
+			switch c.ToolClass {
+			case "core.ReadURLTool": // repeatable: run again after a crash, never dropped
+				url, _ := c.ProposedArguments["url"].(string)
+				path := strings.TrimPrefix(url, hits.srv.URL)
+				if c.Status != store.ToolCallExecuted || !strings.Contains(string(c.Result), "fetched "+path) {
+					t.Errorf("task %d: repeatable call %s ended %s %s (restarts %d)", id, c.ProviderCallID, c.Status, c.Result, c.Restarts)
+				}
+				f.rerun += c.Restarts
+				if n := hits.count(path); n > 1+c.Restarts {
+					t.Errorf("task %d: %s fetched %d times with %d restarts", id, path, n, c.Restarts)
+				} else if n > 1 {
+					f.fetchedTwice++
+				}
+			default: // the ledger's record: at most once
+				f.records++
+				if interrupted {
+					f.interrupted++
+				} else if c.Status != store.ToolCallExecuted || !strings.Contains(string(c.Result), "recorded") {
+					t.Errorf("task %d: call %s (%s) ended %s %s", id, c.ProviderCallID, c.ToolClass, c.Status, c.Result)
+				}
+				if c.Restarts != 0 {
+					t.Errorf("task %d: call %s of %s, not repeatable, was restarted", id, c.ProviderCallID, c.ToolClass)
+				}
 			}
 		}
 		for _, m := range msgs {
@@ -241,9 +274,12 @@ func TestCrashDrill(t *testing.T) {
 			}
 		}
 	}
-	f.twice = hits.twice()
+	if want := len(tasks) * drillRounds; f.records != want {
+		t.Errorf("%d calls of the ledger's record, want %d (one per round)", f.records, want)
+	}
+	f.twice = ledger.twice()
 	if f.twice > 0 {
-		t.Errorf("%d tool calls ran more than once", f.twice)
+		t.Errorf("%d tool calls with effects ran more than once", f.twice)
 	}
 	f.resumedTotal, f.medianResume, f.maxResume = resumes.figures()
 	if f.maxResume > 2*time.Minute {
@@ -257,8 +293,8 @@ func TestCrashDrill(t *testing.T) {
 	}
 	t.Logf("crash drill on %s: %d workers, %d SIGKILLs, %d tasks (%d tool-call rounds of %d calls each) in %s",
 		storetest.Dialect(), f.workers, f.kills, f.tasks, drillRounds, drillCalls, f.elapsed.Round(time.Second))
-	t.Logf("lost %d (failed %d), executed twice %d, dropped %d, interrupted and not repeated %d",
-		f.lost, f.failedTask, f.twice, f.dropped, f.interrupted)
+	t.Logf("lost %d (failed %d), executed twice %d, dropped %d, interrupted and not repeated %d (calls with effects), re-run after interruption %d (repeatable; %d reached the server twice)",
+		f.lost, f.failedTask, f.twice, f.dropped, f.interrupted, f.rerun, f.fetchedTwice)
 	t.Logf("killed tasks resumed: %d, median %s, max %s; RUNNING after SIGTERM: %d",
 		f.resumedTotal, f.medianResume.Round(time.Millisecond), f.maxResume.Round(time.Millisecond), f.runningAfterTerm)
 }
@@ -288,6 +324,23 @@ func drillAgent(t *testing.T, app *server.App) (agentID, principalID, userID int
 	return a.ID, a.PrincipalID, u.ID
 }
 
+// enableLedger enables the ledger's record for the agent (auto-approved by its manifest).
+func enableLedger(t *testing.T, app *server.App, agentID, userID int64) {
+	t.Helper()
+	ctx := context.Background()
+	record, ok := app.Tools.LookupModelName(ledgerTool)
+	if !ok {
+		t.Fatalf("the ledger's tool %s is not registered", ledgerTool)
+	}
+	u, err := app.Store.UserByID(ctx, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.ToolConfig.Enable(ctx, u, strconv.FormatInt(agentID, 10), record.Spec().Class); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // mysqlEnv creates a throwaway database on dsn's server (removed when the test ends) and
 // returns the settings that point the service at it.
 func mysqlEnv(t *testing.T, dsn string) []string {
@@ -313,21 +366,51 @@ func allSettled(ctx context.Context, t *testing.T, st *store.Store, ids []int64)
 	return true
 }
 
-// hitCounter is the server read_url fetches: it counts each path, so a call that runs twice
-// shows as a count of two.
-type hitCounter struct {
-	srv  *httptest.Server
+// counts counts effects by key, so a call that runs twice shows as a count of two.
+type counts struct {
 	mu   sync.Mutex
 	seen map[string]int
 }
 
+func (c *counts) add(key string) {
+	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // widen the window a kill can hit
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]int{}
+	}
+	c.seen[key]++
+}
+
+func (c *counts) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[key]
+}
+
+// twice is the number of keys counted more than once.
+func (c *counts) twice() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.seen {
+		if v > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// hitCounter is the server read_url fetches (a repeatable operation): it counts each path.
+type hitCounter struct {
+	counts
+	srv *httptest.Server
+}
+
 func newHitCounter(t *testing.T) *hitCounter {
-	h := &hitCounter{seen: map[string]int{}}
+	h := &hitCounter{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // widen the window a kill can hit
-		h.mu.Lock()
-		h.seen[r.URL.Path]++
-		h.mu.Unlock()
+		h.add(r.URL.Path)
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "fetched "+r.URL.Path)
 	}))
@@ -335,20 +418,41 @@ func newHitCounter(t *testing.T) *hitCounter {
 	return h
 }
 
-func (h *hitCounter) twice() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, c := range h.seen {
-		if c > 1 {
-			n++
-		}
-	}
-	return n
+// ledgerTool is the model-facing name of the ledger's tool (plugin "drill", server "ledger").
+const ledgerTool = "drill:ledger_record"
+
+// ledger is the drill's MCP server (streamable HTTP): its tool "record" has an effect, an entry
+// per key, and declares no annotations, so it is not repeatable and must never run twice.
+type ledger struct {
+	counts
+	url string
+}
+
+type ledgerIn struct {
+	Key string `json:"key" jsonschema:"the entry to record"`
+}
+
+type ledgerOut struct {
+	Recorded string `json:"recorded"`
+}
+
+func newLedger(t *testing.T) *ledger {
+	l := &ledger{}
+	s := sdk.NewServer(&sdk.Implementation{Name: "ledger", Version: "1.0.0"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "record", Description: "Records an entry."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in ledgerIn) (*sdk.CallToolResult, ledgerOut, error) {
+			l.add(in.Key)
+			return nil, ledgerOut{Recorded: in.Key}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	l.url = srv.URL + "/mcp"
+	return l
 }
 
 // newDrillModel is an OpenAI-compatible endpoint: for the task "drill-N" it asks for
-// drillRounds rounds of drillCalls read_url calls of the hit counter, then answers.
+// drillRounds rounds of drillCalls calls — the ledger's record when the request offers it, then
+// read_url calls of the hit counter —, then answers.
 func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := readChatRequest(r)
@@ -363,12 +467,22 @@ func newDrillModel(t *testing.T, hitBase string) *httptest.Server {
 		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
 		msg := map[string]any{"role": "assistant", "content": "done " + n}
 		finish := "stop"
+		record := "" // the ledger tool's name on the wire (the driver encodes the ':')
+		for _, name := range req.Tools {
+			if strings.HasSuffix(name, "ledger_record") {
+				record = name
+			}
+		}
 		if round := results / drillCalls; round < drillRounds && n != "" {
 			var calls []map[string]any
 			for i := range drillCalls {
-				args, _ := json.Marshal(map[string]any{"url": fmt.Sprintf("%s/hit/%s/%d/%d", hitBase, n, round, i)})
+				name, args := "read_url", map[string]any{"url": fmt.Sprintf("%s/hit/%s/%d/%d", hitBase, n, round, i)}
+				if i == 0 && record != "" {
+					name, args = record, map[string]any{"key": fmt.Sprintf("%s/%d", n, round)}
+				}
+				raw, _ := json.Marshal(args)
 				calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%s_%d_%d", n, round, i), "type": "function",
-					"function": map[string]any{"name": "read_url", "arguments": string(args)}})
+					"function": map[string]any{"name": name, "arguments": string(raw)}})
 			}
 			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}, "tool_calls"
 		}

@@ -32,6 +32,7 @@ var errorStatus = []struct {
 	{svcerr.ErrCSRF, http.StatusForbidden, gen.ErrorCodeCSRFTOKENINVALID},
 	{svcerr.ErrForbidden, http.StatusForbidden, gen.ErrorCodeFORBIDDEN},
 	{svcerr.ErrNotFound, http.StatusNotFound, gen.ErrorCodeNOTFOUND},
+	{svcerr.ErrAgentAPIDisabled, http.StatusNotFound, gen.ErrorCodeAGENTAPIDISABLED},
 	{svcerr.ErrMethodNotAllowed, http.StatusMethodNotAllowed, gen.ErrorCodeMETHODNOTALLOWED},
 	{svcerr.ErrInvalidState, http.StatusConflict, gen.ErrorCodeINVALIDSTATE},
 	{svcerr.ErrConflict, http.StatusConflict, gen.ErrorCodeCONFLICT},

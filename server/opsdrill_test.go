@@ -633,9 +633,10 @@ func (m *drillLLM) serve(w http.ResponseWriter, r *http.Request) {
 
 // chatRequest is what the drills' fake models read of a /chat/completions call.
 type chatRequest struct {
-	Stream      bool   // the answer is streamed (chat.completion.chunk events)
-	Prompt      string // the first user message's content, as JSON
-	ToolResults int    // the tool results the conversation holds so far
+	Stream      bool     // the answer is streamed (chat.completion.chunk events)
+	Prompt      string   // the first user message's content, as JSON
+	ToolResults int      // the tool results the conversation holds so far
+	Tools       []string // the names of the functions offered, as on the wire
 }
 
 func readChatRequest(r *http.Request) (chatRequest, error) {
@@ -645,11 +646,19 @@ func readChatRequest(r *http.Request) (chatRequest, error) {
 			Role    string `json:"role"`
 			Content any    `json:"content"`
 		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		return chatRequest{}, err
 	}
 	out := chatRequest{Stream: req.Stream}
+	for _, tl := range req.Tools {
+		out.Tools = append(out.Tools, tl.Function.Name)
+	}
 	for _, msg := range req.Messages {
 		if msg.Role == "user" && out.Prompt == "" {
 			b, _ := json.Marshal(msg.Content)

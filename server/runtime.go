@@ -99,6 +99,7 @@ func (a *App) buildServices() {
 	s.Metrics.WatchSubscribers("task_events", s.Events.Subscribers)
 	workers := a.workers(cfg.MaxWorkers)
 	a.llmClients = newLLMClients(a.Net, workers)
+	s.LLMDriver = a.driver // the Test connection of a model configuration calls as a step does
 	s.Loop = a.newLoop()
 	s.Ticks = worker.NewClient(worker.ClientOptions{Store: s.Store, Tasks: s.Tasks, Config: s.Config.Current, Loop: s.Loop,
 		Clock: a.clock, Chores: a.chores(s.Store.ReapDisconnected)})

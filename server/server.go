@@ -129,6 +129,9 @@ func (s *Server) routes() *gin.Engine {
 	e.Use(s.observe, s.logRequests, s.recover, s.securityHeaders)
 	con := newConsole(s.prefix, svc.Console)
 	e.NoRoute(func(c *gin.Context) {
+		if s.agentAPIHidden(c) { // an unmounted per-agent API says so for its unknown paths too
+			return
+		}
 		if con.serve(c) {
 			c.Set(ctxOperation, "console")
 			return
@@ -136,7 +139,7 @@ func (s *Server) routes() *gin.Engine {
 		s.fail(c, svcerr.New(svcerr.ErrNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	e.NoMethod(func(c *gin.Context) {
-		if s.agentAPIHidden(c) { // an unmounted per-agent API has no methods either
+		if s.agentAPIHidden(c) { // an unmounted per-agent API says so for every method
 			return
 		}
 		s.fail(c, svcerr.New(svcerr.ErrMethodNotAllowed, "method %s is not allowed here", c.Request.Method))

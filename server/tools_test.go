@@ -24,7 +24,7 @@ func (weatherTool) Spec() tools.Spec {
 	return tools.Spec{
 		Class: weatherClass, Name: "forecast", PluginSlug: "weather", Description: "Weather forecasts.",
 		Operations: []tools.Operation{
-			{Name: "today", Description: "Today's weather.", EnabledByDefault: true},
+			{Name: "today", Description: "Today's weather.", EnabledByDefault: true, Repeatable: true},
 			{Name: "alert", Description: "Send an alert.", RequiresApprovalByDefault: true},
 		},
 		Settings: []tools.Setting{
@@ -98,7 +98,8 @@ func TestListTools(t *testing.T) {
 	w := byClass[weatherClass]
 	if w.Name != "weather:forecast" || w.DisplayName != "ForecastTool" || w.Category != "general" || w.Icon != "puzzle" ||
 		w.PluginSlug == nil || *w.PluginSlug != "weather" || len(w.RecommendsSkills) != 0 || len(w.Operations) != 2 ||
-		w.Operations[1].Name != "alert" || !w.Operations[1].RequiresApprovalByDefault || w.Operations[1].EnabledByDefault {
+		w.Operations[1].Name != "alert" || !w.Operations[1].RequiresApprovalByDefault || w.Operations[1].EnabledByDefault ||
+		!w.Operations[0].Repeatable || w.Operations[1].Repeatable {
 		t.Fatalf("weather tool = %+v", w)
 	}
 	if len(w.Settings) != 4 || w.Settings[0].Key != "units" || w.Settings[0].Options == nil || w.Settings[0].Default != "metric" ||
@@ -106,7 +107,8 @@ func TestListTools(t *testing.T) {
 		t.Fatalf("weather settings = %+v", w.Settings)
 	}
 	rd := byClass["core.ReadURLTool"]
-	if rd.Name != "read_url" || rd.PluginSlug != nil || !reflect.DeepEqual(rd.RecommendsSkills, []string{"web-research"}) {
+	if rd.Name != "read_url" || rd.PluginSlug != nil || !reflect.DeepEqual(rd.RecommendsSkills, []string{"web-research"}) ||
+		!rd.Operations[0].Repeatable {
 		t.Fatalf("read_url = %+v", rd)
 	}
 	// A default-less setting has no default key at all.

@@ -73,7 +73,7 @@ func (k *contract) route(r *http.Request, base string) (*routers.Route, map[stri
 // operation's rate limit and validates the request. Anything that fails leaves as the envelope.
 func (s *Server) gate(c *gin.Context) {
 	arrived := time.Now()    // the request's read time runs from here (admitBody)
-	if s.agentAPIHidden(c) { // an unmounted per-agent API answers as unknown paths do
+	if s.agentAPIHidden(c) { // an unmounted per-agent API answers AGENT_API_DISABLED
 		return
 	}
 	route, params, err := s.contract.route(c.Request, s.apiBase)

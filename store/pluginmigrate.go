@@ -4,17 +4,23 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
 )
 
 // PluginMigration is one SQL migration file of a plugin, for the store's dialect. Package
-// plugins reads the files and applies the naming and numbering rules (document 2).
+// plugins reads the files, applies the naming and numbering rules (document 2) and checks that
+// the statements touch only the plugin's tables (plugins/sqlscope); the store runs exactly
+// these statements, one Exec each.
 type PluginMigration struct {
-	Version int
-	Name    string // the file name
-	SQL     string
+	Version    int
+	Name       string // the file name
+	Statements []string
 }
 
 type pluginMigrationRow struct {
@@ -52,7 +58,7 @@ func (s *Store) MigratePlugin(ctx context.Context, slug string, migs []PluginMig
 				if n > 0 {
 					return nil
 				}
-				for i, stmt := range splitStatements(m.SQL) {
+				for i, stmt := range m.Statements {
 					if err := tx.Exec(stmt).Error; err != nil {
 						return fmt.Errorf("plugin %s migration %s statement %d: %w", slug, m.Name, i+1, err)
 					}
@@ -68,3 +74,41 @@ func (s *Store) MigratePlugin(ctx context.Context, slug string, migs []PluginMig
 	})
 	return applied, err
 }
+
+// PluginMigrationSlugs lists the slugs that have applied migrations (their tables exist, or
+// did), so a plugin whose table prefix overlaps one of theirs can be refused.
+func (s *Store) PluginMigrationSlugs(ctx context.Context) ([]string, error) {
+	var slugs []string
+	if err := s.conn(ctx).Model(&pluginMigrationRow{}).Distinct("slug").Order("slug").Pluck("slug", &slugs).Error; err != nil {
+		return nil, fmt.Errorf("read plugin migration slugs: %w", err)
+	}
+	return slugs, nil
+}
+
+// schemaNameRE finds the names the service's migrations give tables, indexes and constraints.
+var schemaNameRE = regexp.MustCompile("(?i)\\b(?:TABLE|INDEX|KEY|CONSTRAINT)\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?`?([a-z0-9_]+)`?")
+
+// reservedNames are the table, index and constraint names of the service's schema, every
+// dialect and version, and its bookkeeping tables.
+var reservedNames = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{"schema_migrations": true, "plugin_migrations": true}
+	_ = fs.WalkDir(migrationFS, "migrations", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(migrationFS, p)
+		if err != nil {
+			return err
+		}
+		for _, m := range schemaNameRE.FindAllStringSubmatch(string(body), -1) {
+			names[strings.ToLower(m[1])] = true
+		}
+		return nil
+	})
+	return names
+})
+
+// ReservedSchemaName reports whether name (lowercase) is a table, index or constraint of the
+// service's own schema, which no plugin migration may touch even when it carries the plugin's
+// prefix (a plugin "users" and the index users_email_key).
+func ReservedSchemaName(name string) bool { return reservedNames()[name] }

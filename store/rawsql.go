@@ -34,7 +34,7 @@ func rawQuery(db *gorm.DB, q string, args ...any) (*sql.Rows, error) {
 const taskColumns = "id, agent_id, principal_id, user_id, parent_task_id, status, prompt, answer, error_code, " +
 	"error_message, max_steps, steps_used, retry_count, next_retry_at, recoveries, input_tokens, output_tokens, " +
 	"data, source, api_key_id, callback_url, lease_owner, lease_expires_at, created_at, updated_at, finished_at, " +
-	"event_seq, trace_parent, message_seq, tool_call_count"
+	"event_seq, trace_parent, message_seq, tool_call_count, summary_seq"
 
 // dest are the scan destinations of taskColumns.
 func (r *taskRow) dest() []any {
@@ -42,7 +42,7 @@ func (r *taskRow) dest() []any {
 		&r.ErrorCode, &r.ErrorMessage, &r.MaxSteps, &r.StepsUsed, &r.RetryCount, &r.NextRetryAt, &r.Recoveries,
 		&r.InputTokens, &r.OutputTokens, &r.Data, &r.Source, &r.APIKeyID, &r.CallbackURL, &r.LeaseOwner,
 		&r.LeaseExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.EventSeq, &r.TraceParent, &r.MessageSeq,
-		&r.ToolCallCount}
+		&r.ToolCallCount, &r.SummarySeq}
 }
 
 // queryRows runs q and scans every row into a T through dest (the row's fields in the order of
@@ -113,13 +113,13 @@ func setClause(changes map[string]any) (string, []any) {
 
 // toolCallColumns are the columns of task_tool_calls in the order of toolCallRow's fields.
 const toolCallColumns = "id, task_id, message_sequence, provider_call_id, tool_class, name, operation, status, " +
-	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at"
+	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at, restarts"
 
 // dest are the scan destinations of toolCallColumns.
 func (r *toolCallRow) dest() []any {
 	return []any{&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
 		&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
-		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt}
+		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt, &r.Restarts}
 }
 
 // insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors

@@ -69,6 +69,9 @@ type Task struct {
 	// ToolCallCount is how many tool calls the task has recorded: a step of a task with none
 	// does not read them.
 	ToolCallCount int
+	// SummarySeq is the event sequence of the task's latest summary (0: never compacted), so a
+	// step reads it (SummaryAt) only when there is one.
+	SummarySeq int64
 }
 
 type taskRow struct {
@@ -102,6 +105,7 @@ type taskRow struct {
 	TraceParent    *string
 	MessageSeq     int64 // the last message sequence given out (taskmessage.go)
 	ToolCallCount  int   // tool calls recorded (AppendAssistantTurn)
+	SummarySeq     int64 // the latest summary's event sequence (AppendSummary)
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -119,6 +123,7 @@ func (r *taskRow) toTask() (*Task, error) {
 		LeaseOwner:     r.LeaseOwner,
 		LeaseExpiresAt: utcPtr(r.LeaseExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		FinishedAt: utcPtr(r.FinishedAt), TraceParent: deref(r.TraceParent), ToolCallCount: r.ToolCallCount,
+		SummarySeq: r.SummarySeq,
 	}
 	if r.ErrorCode != nil {
 		t.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}

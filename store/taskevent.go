@@ -24,6 +24,7 @@ const (
 	EventQuestionAsked    = "question.asked"     // the agent asked a question batch (Questions)
 	EventQuestionAnswered = "question.answered"  // the batch was answered (Questions)
 	EventDelta            = "delta"              // model output while a turn streams (Delta)
+	EventSummary          = "summary"            // older turns were compacted into a summary (Summary)
 )
 
 // MaxEventsPage bounds one read of a task's events.
@@ -67,6 +68,7 @@ type TaskEvent struct {
 	ToolCall  *ToolCall      `json:",omitempty"`
 	Questions *QuestionBatch `json:",omitempty"`
 	Delta     *Delta         `json:",omitempty"`
+	Summary   *Summary       `json:",omitempty"`
 }
 
 // Ends reports whether the event ends the task's run (see StatusEvent.Ends).
@@ -90,6 +92,7 @@ type eventPayload struct {
 	ToolCall  *ToolCall      `json:"tool_call,omitempty"`
 	Questions *QuestionBatch `json:"questions,omitempty"`
 	Delta     *Delta         `json:"delta,omitempty"`
+	Summary   *Summary       `json:"summary,omitempty"`
 }
 
 func (r *taskEventRow) toEvent() (TaskEvent, error) {
@@ -98,7 +101,7 @@ func (r *taskEventRow) toEvent() (TaskEvent, error) {
 		return TaskEvent{}, fmt.Errorf("task %d event %d: %w", r.TaskID, r.Sequence, err)
 	}
 	return TaskEvent{TaskID: r.TaskID, Sequence: r.Sequence, Type: r.Type, CreatedAt: r.CreatedAt.UTC(),
-		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta}, nil
+		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta, Summary: p.Summary}, nil
 }
 
 // appendEvents writes evs as the next events of task taskID in tx: it bumps tasks.event_seq
@@ -124,7 +127,7 @@ func insertEvents(tx *gorm.DB, taskID, base int64, now time.Time, evs []TaskEven
 	}
 	rows := make([]taskEventRow, len(evs))
 	for i, e := range evs {
-		data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta})
+		data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary})
 		if err != nil {
 			return fmt.Errorf("task %d: encode %s event: %w", taskID, e.Type, err)
 		}

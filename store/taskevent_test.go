@@ -150,6 +150,18 @@ func TestTaskEventsOfReapAndDecisions(t *testing.T) {
 	}
 }
 
+// turnOfTwoCalls records, under w1's lease, an assistant turn with two calculator calls, c1
+// started with its row and c2 not.
+func turnOfTwoCalls(f *taskFixture, taskID int64) ([]store.ToolCall, error) {
+	_, calls, err := f.s.AppendAssistantTurn(context.Background(), taskID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
+		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
+		[]store.NewToolCall{
+			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
+			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
+		})
+	return calls, err
+}
+
 // TestToolCallStartedWithItsTurn: a call recorded as started with its turn (NewToolCall.Started)
 // is never begun again (a worker that died before its result left it interrupted), and a step's
 // outcome can carry the last call's result, recorded with its event in the step's transaction.
@@ -157,12 +169,7 @@ func TestToolCallStartedWithItsTurn(t *testing.T) {
 	f := newTaskFixture(t)
 	ctx := context.Background()
 	tk := f.claimOne(t, "w1")
-	_, calls, err := f.s.AppendAssistantTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant,
-		ToolCalls: []store.MessageToolCall{{ProviderCallID: "c1", Name: "calc", Arguments: []byte(`{}`)}, {ProviderCallID: "c2", Name: "calc", Arguments: []byte(`{}`)}}},
-		[]store.NewToolCall{
-			{ProviderCallID: "c1", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending, Started: true},
-			{ProviderCallID: "c2", ToolClass: "core.CalculatorTool", Name: "calc", Operation: "calculate", Status: store.ToolCallPending},
-		})
+	calls, err := turnOfTwoCalls(f, tk.ID)
 	if err != nil || len(calls) != 2 || calls[0].ExecutedAt == nil || calls[1].ExecutedAt != nil {
 		t.Fatalf("turn = %+v, %v", calls, err)
 	}
@@ -188,5 +195,43 @@ func TestToolCallStartedWithItsTurn(t *testing.T) {
 	if _, err := f.s.FinishStep(ctx, tk.ID, "w1", store.StepOutcome{Status: taskstate.Running,
 		ToolResult: &store.ToolResult{CallID: calls[1].ID, ToolCallUpdate: store.ToolCallUpdate{Status: store.ToolCallPending}}}); !errors.Is(err, svcerr.ErrInvalid) {
 		t.Fatalf("a result that is no outcome: %v", err)
+	}
+}
+
+// TestRestartToolCall: only a call a crash interrupted (started, never finished) is started
+// again, each restart counted and shown in its executed event; a call never started, or one
+// finished, is not; a worker that lost the lease restarts nothing.
+func TestRestartToolCall(t *testing.T) {
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	calls, err := turnOfTwoCalls(f, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.RestartToolCall(ctx, tk.ID, "w1", calls[1].ID); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("restart of a call never started: %v", err)
+	}
+	if err := f.s.RestartToolCall(ctx, tk.ID, "w2", calls[0].ID); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("restart under another worker's lease: %v", err)
+	}
+	for range 2 { // two crashes in a row
+		if err := f.s.RestartToolCall(ctx, tk.ID, "w1", calls[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.s.UpdateToolCall(ctx, tk.ID, "w1", calls[0].ID, store.ToolCallUpdate{Status: store.ToolCallExecuted, Result: []byte(`{"content":"2"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.RestartToolCall(ctx, tk.ID, "w1", calls[0].ID); !errors.Is(err, svcerr.ErrInvalidState) {
+		t.Fatalf("restart of a finished call: %v", err)
+	}
+	got, err := f.s.ToolCalls(ctx, tk.ID)
+	if err != nil || got[0].Restarts != 2 || got[0].Status != store.ToolCallExecuted || got[1].Restarts != 0 {
+		t.Fatalf("calls = %+v, %v", got, err)
+	}
+	evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 0)
+	if last := evs[len(evs)-1]; err != nil || last.Type != store.EventToolCallExecuted || last.ToolCall.Restarts != 2 {
+		t.Fatalf("events = %s, %v", eventLog(t, f.s, tk.ID), err)
 	}
 }

@@ -173,7 +173,7 @@ func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows [
 		evs = append(evs, TaskEvent{Type: EventStatus, Status: st})
 		base := r.EventSeq - int64(len(evs))
 		for j, e := range evs {
-			data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta})
+			data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary})
 			if err != nil {
 				return fmt.Errorf("task %d: encode %s event: %w", r.ID, e.Type, err)
 			}

@@ -58,7 +58,10 @@ type ToolCall struct {
 	DecidedByKey      *string // public id of the API key the decision came through (nil: a session)
 	DecidedAt         *time.Time
 	CreatedAt         time.Time
-	ExecutedAt        *time.Time
+	ExecutedAt        *time.Time // when it was (last) started; set while it runs
+	// Restarts counts the times the call was started again after a crash interrupted it (see
+	// RestartToolCall): only calls of repeatable operations are.
+	Restarts int
 }
 
 type toolCallRow struct {
@@ -79,6 +82,7 @@ type toolCallRow struct {
 	DecidedAt         *time.Time
 	CreatedAt         time.Time
 	ExecutedAt        *time.Time
+	Restarts          int
 }
 
 func (toolCallRow) TableName() string { return "task_tool_calls" }
@@ -88,7 +92,7 @@ func (r *toolCallRow) toToolCall() (ToolCall, error) {
 		ID: r.ID, TaskID: r.TaskID, MessageSequence: r.MessageSequence, ProviderCallID: r.ProviderCallID,
 		ToolClass: r.ToolClass, Name: r.Name, Operation: r.Operation, Status: r.Status, Result: rawOf(r.Result),
 		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedByKey: r.DecidedByKey, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
-		ExecutedAt: utcPtr(r.ExecutedAt),
+		ExecutedAt: utcPtr(r.ExecutedAt), Restarts: r.Restarts,
 	}
 	var err error
 	if c.ProposedArguments, err = decodeMetadata(r.ProposedArguments); err != nil {

@@ -102,6 +102,12 @@ type Operation struct {
 	// DiscriminatorKey is the argument naming the operation (default "action"); every operation
 	// of a tool must agree on it.
 	DiscriminatorKey string
+	// Repeatable declares a call safe to run again when a crash interrupted it: the operation
+	// only reads, or running it twice with the same arguments has no further effect. Such a
+	// call, found started but unfinished after a crash, is run again (at least once); any other
+	// is never run twice (at most once: it may have had effects) and fails "interrupted".
+	// Anything that writes, sends, spawns, schedules or asks is not repeatable.
+	Repeatable bool
 }
 
 // Param is one argument of a tool call.

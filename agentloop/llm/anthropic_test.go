@@ -168,6 +168,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{"401", reply{status: 401, body: errBody("authentication_error", "invalid x-api-key "+anthropicKey)}, taskstate.CodeAuthError, false, 0},
 		{"403", reply{status: 403, body: errBody("permission_error", "no access")}, taskstate.CodeAuthError, false, 0},
 		{"400", reply{status: 400, body: errBody("invalid_request_error", "messages: roles must alternate")}, taskstate.CodeBadRequest, false, 0},
+		{"too long", reply{status: 400, body: errBody("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")}, taskstate.CodeContextTooLong, false, 0},
 		{"404", reply{status: 404, body: errBody("not_found_error", "model: claude-x")}, taskstate.CodeBadRequest, false, 0},
 	}
 	for _, tc := range tests {

@@ -21,7 +21,7 @@ func validCode(code string) bool {
 	switch code {
 	case taskstate.CodeRateLimit, taskstate.CodeServerOverloaded, taskstate.CodeServerError,
 		taskstate.CodeGatewayError, taskstate.CodeAuthError, taskstate.CodeLLMTimeout,
-		taskstate.CodeBadRequest, taskstate.CodeUnknown:
+		taskstate.CodeBadRequest, taskstate.CodeContextTooLong, taskstate.CodeUnknown:
 		return true
 	}
 	return false
@@ -99,6 +99,9 @@ func classifyTransport(ctx context.Context, provider string, timeout time.Durati
 
 // httpError builds the error for an HTTP answer with an error status.
 func httpError(code, provider string, status int, providerMsg, apiKey string, header http.Header, cause error) *Error {
+	if code == taskstate.CodeBadRequest && tooLong(providerMsg) {
+		code = taskstate.CodeContextTooLong
+	}
 	msg := fmt.Sprintf("%s answered HTTP %d", provider, status)
 	if providerMsg = sanitize(providerMsg, apiKey); providerMsg != "" {
 		msg += ": " + providerMsg
@@ -106,6 +109,26 @@ func httpError(code, provider string, status int, providerMsg, apiKey string, he
 	e := newError(code, msg, status, cause)
 	e.RetryAfter = retryAfter(header, time.Now())
 	return e
+}
+
+// contextWordings are how providers refuse a request longer than the model's context window:
+// OpenAI's code and message, Anthropic's, and the common OpenAI-compatible servers' (vLLM,
+// llama.cpp, Ollama, LM Studio, OpenRouter).
+var contextWordings = []string{
+	"context_length_exceeded", "maximum context length", "prompt is too long", "context window",
+	"context length", "exceeds the context", "too many tokens", "input is too long",
+	"reduce the length of the messages", "longer than the model's context",
+}
+
+// tooLong reports whether a provider's refusal says the request does not fit the context window.
+func tooLong(providerMsg string) bool {
+	m := strings.ToLower(providerMsg)
+	for _, w := range contextWordings {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxMessage bounds the provider text kept in an error message, in characters: an excerpt,

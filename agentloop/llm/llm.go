@@ -110,6 +110,12 @@ type Request struct {
 	// OnDelta, when set, makes the driver stream the call and report each piece of output, in
 	// order, on the calling goroutine, before Complete returns. The Response is the same as without it.
 	OnDelta func(Delta)
+	// Summary marks a compaction call (the model is asked to summarise the conversation in
+	// Messages); the scripted driver answers it without spending a turn.
+	Summary bool
+	// Compacted is how many assistant turns a summary replaces in Messages; the scripted driver
+	// counts them among the turns already answered, so compaction never changes its script.
+	Compacted int
 }
 
 // Delta is a piece of model output that arrived while a turn streams.
@@ -293,4 +299,11 @@ func httpClient(c *http.Client) *http.Client {
 		return c
 	}
 	return &http.Client{}
+}
+
+// Probe makes the smallest real call a configuration answers ("Reply with the word OK.", at
+// most 16 output tokens, no tools), so an administrator sees at once whether the endpoint,
+// key and model work. Errors: the driver's [*Error].
+func Probe(ctx context.Context, d Driver) (*Response, error) {
+	return d.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "Reply with the word OK."}}, MaxTokens: 16})
 }

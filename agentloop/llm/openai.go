@@ -314,7 +314,11 @@ func (d *openaiDriver) classify(ctx context.Context, err error) *Error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
-		return httpError(code, "openai", apiErr.StatusCode, apiErr.Message, d.cfg.APIKey, h, err)
+		msg := apiErr.Message
+		if apiErr.Code == "context_length_exceeded" && !tooLong(msg) {
+			msg = apiErr.Code + ": " + msg
+		}
+		return httpError(code, "openai", apiErr.StatusCode, msg, d.cfg.APIKey, h, err)
 	}
 	return classifyTransport(ctx, "openai", d.cfg.Timeout, err)
 }

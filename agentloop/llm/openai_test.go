@@ -201,6 +201,11 @@ func TestOpenAIErrors(t *testing.T) {
 		{"400", reply{status: 400, body: errBody("bad schema", "invalid_request_error")}, taskstate.CodeBadRequest, false, 0},
 		{"404", reply{status: 404, body: errBody("model not found", "invalid_request_error")}, taskstate.CodeBadRequest, false, 0},
 		{"422", reply{status: 422, body: errBody("unprocessable", "invalid_request_error")}, taskstate.CodeBadRequest, false, 0},
+		// A request longer than the model's window: OpenAI's code, a compatible server's wording.
+		{"context length", reply{status: 400, body: `{"error":{"message":"Please shorten your prompt.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
+			taskstate.CodeContextTooLong, false, 0},
+		{"context window", reply{status: 400, body: errBody("This model's maximum context length is 4000 tokens. However, you requested 5120 tokens.", "invalid_request_error")},
+			taskstate.CodeContextTooLong, false, 0},
 		{"418", reply{status: 418, body: errBody("teapot", "x")}, taskstate.CodeUnknown, false, 0},
 	}
 	for _, tc := range tests {

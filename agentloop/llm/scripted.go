@@ -53,7 +53,8 @@ type ScriptError struct {
 
 // Scripted is the driver of the "scripted" configuration. It keeps no state between calls:
 // the turn answered is the one whose index equals the number of assistant messages already in
-// the request, so a task resumed by another process continues where it stopped, and an error
+// the request (those a summary replaced included: Request.Compacted), and a compaction call
+// (Request.Summary) is answered with a short summary without spending a turn, so a task resumed by another process continues where it stopped, and an error
 // turn fails the same way every time it is reached (retries included). Past the last turn it
 // answers ScriptEndText.
 type Scripted struct {
@@ -264,7 +265,16 @@ func (s *Scripted) Complete(ctx context.Context, req Request) (*Response, error)
 	if err := validateRequest(&req); err != nil {
 		return nil, err
 	}
-	n := 0
+	if req.Summary {
+		// A compaction: a summary naming what it covers, at about a tenth of its size.
+		size := 0
+		for _, m := range req.Messages {
+			size += len(m.Text)
+		}
+		return &Response{Text: fmt.Sprintf("Summary of the earlier conversation (%d characters).", size), StopReason: StopEndTurn,
+			Usage: Usage{InputTokens: int64(size / 4), OutputTokens: 12}}, nil
+	}
+	n := req.Compacted
 	for _, m := range req.Messages {
 		if m.Role == RoleAssistant {
 			n++

@@ -61,7 +61,13 @@ type Fixture struct {
 type Option func(*options)
 
 type options struct {
-	clock func() time.Time
+	clock  func() time.Time
+	config []func(*store.LLMConfig)
+}
+
+// WithLLMConfig changes the group's model configuration (withConfig) before it is created.
+func WithLLMConfig(f func(*store.LLMConfig)) Option {
+	return func(o *options) { o.config = append(o.config, f) }
 }
 
 // WithClock puts the store on clock instead of the real time.
@@ -81,7 +87,7 @@ func New(t testing.TB, turns []llm.ScriptTurn, agentFields store.AgentFields, wi
 	u := storetest.User(t, st)
 	g := storetest.Group(t, st, u)
 	if withConfig {
-		storetest.LLMConfig(t, st, g.ID)
+		storetest.LLMConfig(t, st, g.ID, o.config...)
 	}
 	a := storetest.Agent(t, st, g.PrincipalID, func(f *store.AgentFields) {
 		name := "Bot"

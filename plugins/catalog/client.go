@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,8 +27,13 @@ const (
 
 // Options configure a Client.
 type Options struct {
-	// URL is the catalog index (plugin_catalog_url): an absolute http or https URL.
+	// URL is the catalog index (plugin_catalog_url): an absolute https URL, or http to a
+	// loopback host (development).
 	URL string
+	// PublicKey, when set (plugin_catalog_public_key), makes the catalog signed: the index is
+	// accepted only with a detached signature at the index URL + ".sig" that verifies with it
+	// (see the package documentation); nil accepts unsigned catalogs.
+	PublicKey ed25519.PublicKey
 	// HTTPClient fetches the index and the archives. Required: the server passes a client
 	// built by netguard.Client so every request (redirects included) passes the outbound
 	// screen; tests pass a plain client for their 127.0.0.1 server.
@@ -55,15 +61,23 @@ type Client struct {
 }
 
 // New checks opts and returns a Client. It returns an error matching svcerr.ErrInvalid when
-// the URL is not an absolute http(s) URL, HTTPClient is nil or CacheDir is empty.
+// the URL is not an absolute http(s) URL, uses plain http to a host that is not loopback,
+// HTTPClient is nil, CacheDir is empty or PublicKey has the wrong size.
 func New(opts Options) (*Client, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, svcerr.New(svcerr.ErrInvalid, "plugin_catalog_url must be an absolute http or https URL")
 	}
+	if err := checkTransport(u); err != nil {
+		return nil, svcerr.New(svcerr.ErrInvalid, "plugin_catalog_url: %v", err)
+	}
 	if opts.HTTPClient == nil {
 		return nil, svcerr.New(svcerr.ErrInvalid, "plugin catalog: an HTTP client is required")
 	}
+	if opts.PublicKey != nil && len(opts.PublicKey) != ed25519.PublicKeySize {
+		return nil, svcerr.New(svcerr.ErrInvalid, "plugin catalog: the public key must be %d bytes", ed25519.PublicKeySize)
+	}
+	opts.HTTPClient = transportChecked(opts.HTTPClient)
 	if opts.CacheDir == "" {
 		return nil, svcerr.New(svcerr.ErrInvalid, "plugin catalog: a cache directory is required")
 	}
@@ -100,11 +114,13 @@ type Snapshot struct {
 	CacheErr error
 }
 
-// cacheFile is the on-disk form of a cached index.
+// cacheFile is the on-disk form of a cached index: the exact bytes the catalog served (base64
+// in the file), so their signature can be checked again when the cache is read.
 type cacheFile struct {
-	URL       string          `json:"url"`
-	FetchedAt time.Time       `json:"fetchedAt"`
-	Index     json.RawMessage `json:"index"`
+	URL       string    `json:"url"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	Raw       []byte    `json:"raw"`
+	Signature string    `json:"signature,omitempty"`
 }
 
 // Index returns the catalog: the cached copy while it is younger than the TTL, otherwise a
@@ -124,7 +140,7 @@ func (c *Client) Index(ctx context.Context) (*Snapshot, error) {
 			return cached, nil
 		}
 	}
-	raw, ix, err := c.fetchIndex(ctx)
+	raw, sig, ix, err := c.fetchIndex(ctx)
 	if err != nil {
 		if cached != nil {
 			cached.Stale = true
@@ -134,7 +150,7 @@ func (c *Client) Index(ctx context.Context) (*Snapshot, error) {
 		return nil, unavailable(err)
 	}
 	snap := &Snapshot{Index: *ix, FetchedAt: now}
-	snap.CacheErr = c.writeCache(cacheFile{URL: c.opts.URL, FetchedAt: now, Index: raw})
+	snap.CacheErr = c.writeCache(cacheFile{URL: c.opts.URL, FetchedAt: now, Raw: raw, Signature: string(sig)})
 	return snap, nil
 }
 
@@ -149,7 +165,9 @@ func unavailable(cause error) error {
 	return fmt.Errorf("%w: %v", svcerr.New(svcerr.ErrUnavailable, "the plugin catalog is unavailable: %s", reason), cause)
 }
 
-// readCache returns the cached index for this URL, or nil when there is none usable.
+// readCache returns the cached index for this URL, or nil when there is none usable: a copy
+// whose signature does not verify with the current key (one fetched before the key was set) is
+// not.
 func (c *Client) readCache() *Snapshot {
 	data, err := os.ReadFile(c.cache)
 	if err != nil {
@@ -159,7 +177,10 @@ func (c *Client) readCache() *Snapshot {
 	if json.Unmarshal(data, &cf) != nil || cf.URL != c.opts.URL {
 		return nil
 	}
-	ix, err := ParseIndex(cf.Index)
+	if c.opts.PublicKey != nil && verifySignature(c.opts.PublicKey, cf.Raw, []byte(cf.Signature)) != nil {
+		return nil
+	}
+	ix, err := ParseIndex(cf.Raw)
 	if err != nil {
 		return nil
 	}
@@ -200,33 +221,46 @@ func writeAtomic(path string, data []byte) error {
 	return err
 }
 
-// fetchIndex downloads and parses the index; it returns the raw document for the cache.
-func (c *Client) fetchIndex(ctx context.Context) (json.RawMessage, *Index, error) {
+// fetchIndex downloads the index, verifies its signature when a key is set (before parsing:
+// an unsigned document is not read further) and parses it; it returns the raw document and its
+// signature for the cache.
+func (c *Client) fetchIndex(ctx context.Context) (raw, sig []byte, ix *Index, err error) {
 	body, err := c.get(ctx, c.opts.URL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer body.Close()
 	data, err := io.ReadAll(io.LimitReader(body, c.opts.MaxIndexBytes+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the plugin catalog: %w", err)
+		return nil, nil, nil, fmt.Errorf("read the plugin catalog: %w", err)
 	}
 	if int64(len(data)) > c.opts.MaxIndexBytes {
-		return nil, nil, svcerr.New(svcerr.ErrInvalid, "the catalog index exceeds %d bytes", c.opts.MaxIndexBytes)
+		return nil, nil, nil, svcerr.New(svcerr.ErrInvalid, "the catalog index exceeds %d bytes", c.opts.MaxIndexBytes)
 	}
-	ix, err := ParseIndex(data)
-	if err != nil {
-		return nil, nil, err
+	if c.opts.PublicKey != nil {
+		if sig, err = c.fetchSignature(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := verifySignature(c.opts.PublicKey, data, sig); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	return data, ix, nil
+	if ix, err = ParseIndex(data); err != nil {
+		return nil, nil, nil, err
+	}
+	return data, sig, ix, nil
 }
 
-// get sends a GET and returns the body of a 200 answer. A status other than 200 is an error
-// matching svcerr.ErrUnavailable that names it.
+// get sends a GET and returns the body of a 200 answer. A URL that is not https (nor http to a
+// loopback host) is refused before any connection, and so is such a redirect (svcerr.ErrInvalid);
+// a status other than 200 is an error matching svcerr.ErrUnavailable that names it.
 func (c *Client) get(ctx context.Context, rawURL string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, svcerr.New(svcerr.ErrInvalid, "bad URL %q", rawURL)
+	}
+	if err := checkTransport(req.URL); err != nil {
+		return nil, err
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {

@@ -24,14 +24,32 @@
 //   - name, description: display text (at most 200 and 2000 bytes), optional.
 //   - versions: at least one; version is semver-like (1, 1.2, 1.2.3, optional leading v,
 //     -pre.release and +build as in semver.org), unique by precedence (1.2 and 1.2.0 are the
-//     same version); url is an absolute http(s) URL without credentials of a .tar.gz or .zip
-//     archive (the format is detected from the content); sha256 is the archive's digest;
-//     requires lists packages that must already be installed.
+//     same version); url is an absolute https URL (plain http only to a loopback host)
+//     without credentials of a .tar.gz or .zip archive (the format is detected from the
+//     content); sha256 is the archive's digest; requires lists packages that must already be
+//     installed.
 //
 // Unknown keys are ignored. A document with any invalid entry is refused as a whole
 // (svcerr.ErrInvalid naming the entry and the rule), and the previous cached copy stays in use.
 // The latest version of a package is the highest by semantic-version precedence
 // (CompareVersions), pre-releases included.
+//
+// # Transport and signatures
+//
+// The index, its signature, the archives and every redirect between them are fetched over
+// https; plain http is accepted only to a loopback host (localhost, 127.0.0.0/8, ::1: the
+// development exception, netguard.LoopbackHost), and any other http URL is refused before a
+// request is made (svcerr.ErrInvalid). Over plain http a network attacker could replace the
+// index, and with it the digest every archive is checked against.
+//
+// With Options.PublicKey set (plugin_catalog_public_key), the catalog is signed: next to the
+// index at U lives its detached signature at U with ".sig" appended to the path (the query
+// kept), a text document holding the standard base64 of the ed25519 signature of the exact
+// index bytes (surrounding whitespace ignored, at most 1 KiB). The index is verified before it
+// is parsed; a missing, garbled or failing signature refuses the catalog like an invalid
+// document (no cached copy: ErrUnavailable; else the cached copy, itself verified again with
+// the current key, is served stale). The archives' sha256 then come from a signed document.
+// docs/integrators.md shows publishers how to sign.
 //
 // # What the server wires
 //

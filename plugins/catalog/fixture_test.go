@@ -20,6 +20,7 @@ type server struct {
 	*httptest.Server
 	mu       sync.Mutex
 	index    []byte
+	sig      []byte // served at /index.json.sig when set
 	archives map[string][]byte
 	down     atomic.Bool // answer 503 to everything
 	hits     atomic.Int64
@@ -37,6 +38,10 @@ func newServer(t *testing.T) *server {
 		defer s.mu.Unlock()
 		if r.URL.Path == "/index.json" {
 			_, _ = w.Write(s.index)
+			return
+		}
+		if r.URL.Path == "/index.json"+SignatureSuffix && s.sig != nil {
+			_, _ = w.Write(s.sig)
 			return
 		}
 		if b, ok := s.archives[strings.TrimPrefix(r.URL.Path, "/a/")]; ok {

@@ -147,6 +147,9 @@ func validatePackage(p *Package) error {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || len(v.URL) > maxURLLen {
 			return invalidEntry(p.Package, "version %s: url must be an absolute http(s) URL without credentials", v.Version)
 		}
+		if err := checkTransport(u); err != nil {
+			return invalidEntry(p.Package, "version %s: the archive's url must use https (plain http only on a loopback host: localhost, 127.0.0.0/8, ::1)", v.Version)
+		}
 		v.SHA256 = strings.ToLower(v.SHA256)
 		if b, err := hex.DecodeString(v.SHA256); err != nil || len(b) != 32 {
 			return invalidEntry(p.Package, "version %s: sha256 must be 64 hexadecimal digits", v.Version)

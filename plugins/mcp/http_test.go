@@ -55,9 +55,10 @@ func webConfig(url string) mcp.ServerConfig {
 		Secrets: []mcp.SecretDecl{{Key: "token", Required: true}}}
 }
 
-func TestHTTPServerAllowedExplicitly(t *testing.T) {
-	t.Parallel()
-	s, url, _ := webServer(t)
+// syncWeb declares the web server at url (its host allowed explicitly, the listing done with
+// the token) and returns the registry its tools were synced into.
+func syncWeb(t *testing.T, url string) *tools.Registry {
+	t.Helper()
 	m := newManager(t, mcp.Options{
 		AllowedHosts: []string{"127.0.0.1"},
 		ListSecrets:  func(mcp.ServerConfig) map[string]string { return map[string]string{"token": "tok"} },
@@ -69,6 +70,13 @@ func TestHTTPServerAllowedExplicitly(t *testing.T) {
 	if err := m.Sync(context.Background(), reg); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
+	return reg
+}
+
+func TestHTTPServerAllowedExplicitly(t *testing.T) {
+	t.Parallel()
+	s, url, _ := webServer(t)
+	reg := syncWeb(t, url)
 	spec, ok := reg.Spec("demo.McpWebAdd")
 	if !ok || tools.ModelName(spec) != "demo:web_add" {
 		t.Fatalf("registered %v", modelNames(reg))
@@ -112,17 +120,7 @@ func TestHTTPServerAllowedExplicitly(t *testing.T) {
 func TestHTTPServerToolRemoved(t *testing.T) {
 	t.Parallel()
 	s, url, _ := webServer(t)
-	m := newManager(t, mcp.Options{
-		AllowedHosts: []string{"127.0.0.1"},
-		ListSecrets:  func(mcp.ServerConfig) map[string]string { return map[string]string{"token": "tok"} },
-	})
-	if err := m.Add(webConfig(url)); err != nil {
-		t.Fatal(err)
-	}
-	reg := tools.NewRegistry()
-	if err := m.Sync(context.Background(), reg); err != nil {
-		t.Fatalf("Sync: %v", err)
-	}
+	reg := syncWeb(t, url)
 	s.RemoveTools("add")
 	waitFor(t, reg, "demo:web_add", false)
 }
@@ -144,5 +142,38 @@ func TestHTTPPrivateURLRefusedUnlessAllowed(t *testing.T) {
 	}
 	if got := modelNames(reg); len(got) != 0 {
 		t.Fatalf("tools registered from a refused server: %v", got)
+	}
+}
+
+// TestAnnotationsDeclareRepeatable: a tool's call is repeatable after a crash when the server
+// annotates it read-only or idempotent; without annotations, or destructive and not idempotent,
+// it is not (both hints default to false in the MCP specification).
+func TestAnnotationsDeclareRepeatable(t *testing.T) {
+	t.Parallel()
+	s, url, _ := webServer(t)
+	yes, no := true, false
+	handler := func(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A + in.B}, nil
+	}
+	for name, a := range map[string]*sdk.ToolAnnotations{
+		"lookup":  {ReadOnlyHint: true},
+		"put":     {IdempotentHint: true, DestructiveHint: &yes},
+		"append":  {DestructiveHint: &no},
+		"erase":   {DestructiveHint: &yes, OpenWorldHint: &no},
+		"titled":  {Title: "Titled only"},
+		"cleanup": {IdempotentHint: true, ReadOnlyHint: true},
+	} {
+		sdk.AddTool(s, &sdk.Tool{Name: name, Description: name, Annotations: a}, handler)
+	}
+	reg := syncWeb(t, url)
+	want := map[string]bool{"add": false, "lookup": true, "put": true, "append": false, "erase": false, "titled": false, "cleanup": true}
+	for name, rep := range want {
+		tl, ok := reg.LookupModelName("demo:web_" + name)
+		if !ok {
+			t.Fatalf("demo:web_%s not registered: %v", name, modelNames(reg))
+		}
+		if got := tl.Spec().Operations[0].Repeatable; got != rep {
+			t.Errorf("%s: repeatable %v, want %v", name, got, rep)
+		}
 	}
 }

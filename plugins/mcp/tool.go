@@ -32,7 +32,8 @@ var (
 
 // Spec returns the declaration: class `<slug>.Mcp<Server><Tool>`, name `<server>_<tool>`
 // (sanitised), one operation "call" requiring approval unless the server's config says
-// otherwise, the server's secrets as password settings, and the MCP inputSchema as is.
+// otherwise and repeatable when the tool's annotations say it reads only or is idempotent, the
+// server's secrets as password settings, and the MCP inputSchema as is.
 func (t *Tool) Spec() tools.Spec { return t.spec }
 
 // MCPName is the tool's name on its server.
@@ -62,11 +63,19 @@ func newTool(m *Manager, srv *server, mt *sdk.Tool, name, class string) (*Tool, 
 		Class: class, Name: name, Description: desc, DisplayName: display,
 		PluginSlug: srv.cfg.Slug,
 		Operations: []tools.Operation{{Name: Operation, Description: desc, EnabledByDefault: true,
-			RequiresApprovalByDefault: srv.cfg.approval()}},
+			RequiresApprovalByDefault: srv.cfg.approval(), Repeatable: repeatable(mt.Annotations)}},
 		InputSchema: schema,
 		Settings:    srv.cfg.settings(),
 	}
 	return &Tool{m: m, srv: srv, mcpName: mt.Name, spec: spec}, nil
+}
+
+// repeatable reads a tool's annotations: a call is safe to run again after a crash when the
+// server declares the tool read-only (readOnlyHint) or idempotent (idempotentHint: a repeat
+// with the same arguments has no further effect). Both default to false in the MCP
+// specification, so a tool without annotations is never run twice.
+func repeatable(a *sdk.ToolAnnotations) bool {
+	return a != nil && (a.ReadOnlyHint || a.IdempotentHint)
 }
 
 // inputSchema normalises what the SDK decoded (a map for a JSON object) into the raw schema the

@@ -300,6 +300,12 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, k
 	if err := d.db.QueryRow("SELECT COUNT(*) FROM task_events WHERE type = 'tool_call.executed'").Scan(&executed); err != nil {
 		return err
 	}
+	// The calculator is repeatable: a call the kill interrupted runs again (at least once),
+	// counted in its restarts; it is still recorded once.
+	var restarted int64
+	if err := d.db.QueryRow("SELECT COALESCE(SUM(restarts), 0) FROM task_tool_calls").Scan(&restarted); err != nil {
+		return err
+	}
 	byStatus := map[string]int64{}
 	rows, err := d.db.Query("SELECT status, COUNT(*) FROM tasks GROUP BY status")
 	if err != nil {
@@ -344,6 +350,7 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, k
 	fmt.Printf("lost (not COMPLETED)  %d\n", lost)
 	fmt.Printf("double-executed       %d (tasks with more than one tool call row: %d; calls with two tool_call.executed events: %d; executed events %d)\n",
 		dupCalls+dupExecuted, dupCalls, dupExecuted, executed)
+	fmt.Printf("re-run after the kill %d (calculator calls, repeatable, the kill interrupted; each recorded once)\n", restarted)
 	fmt.Printf("drain                 %s from the first task created, %.1f tasks/s\n", drained.Round(time.Millisecond), float64(d.o.n)/drained.Seconds())
 	if atRest > 0 {
 		fmt.Printf("                      all but the %d tasks the killed worker held completed at %s: %.1f tasks/s (the rest waited for their lease, %s, and the reaper)\n",

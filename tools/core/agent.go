@@ -42,13 +42,13 @@ func (AgentTool) Spec() tools.Spec {
 		RecommendsSkills: []string{"agent-setup"},
 		Base:             &pagingBase,
 		Operations: []tools.Operation{
-			op("get_available_tools", "List every tool with its state for the agent, and the skills it can see."),
+			readOp("get_available_tools", "List every tool with its state for the agent, and the skills it can see."),
 			approvedOp("configure_tools", "Enable or disable tools and operations of an agent and write its tool settings."),
 			approvedOp("create_agent", "Create an agent."),
-			op("read_agent", "Read an agent's definition."),
-			op("list_agents", "List the agents of the owner."),
+			readOp("read_agent", "Read an agent's definition."),
+			readOp("list_agents", "List the agents of the owner."),
 			approvedOp("update_agent", "Change an agent's definition; fields left out keep their value."),
-			op("read_notes", "Read an agent's notes."),
+			readOp("read_notes", "Read an agent's notes."),
 			approvedOp("write_notes", "Replace an agent's notes."),
 		},
 		Params: []tools.Param{

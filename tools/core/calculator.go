@@ -23,7 +23,7 @@ func (CalculatorTool) Spec() tools.Spec {
 		Description: "Evaluate an arithmetic expression: + - * / % ^, parentheses and functions such as sqrt, abs, round, min, max, log, sin, cos.",
 		Category:    tools.CategoryData,
 		Icon:        "calculator",
-		Operations:  []tools.Operation{op("calculate", "Evaluate the expression.")},
+		Operations:  []tools.Operation{readOp("calculate", "Evaluate the expression.")},
 		Params: []tools.Param{
 			{Name: "expression", Type: tools.TypeString, Description: "The expression, for example (17.5 * 3) / 4."},
 			{

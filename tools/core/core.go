@@ -82,6 +82,13 @@ func op(name, description string) tools.Operation {
 	return tools.Operation{Name: name, Description: description, EnabledByDefault: true}
 }
 
+// readOp is an operation that only reads (or computes): repeatable after a crash.
+func readOp(name, description string) tools.Operation {
+	o := op(name, description)
+	o.Repeatable = true
+	return o
+}
+
 func approvedOp(name, description string) tools.Operation {
 	return tools.Operation{Name: name, Description: description, EnabledByDefault: true, RequiresApprovalByDefault: true}
 }

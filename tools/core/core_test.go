@@ -42,8 +42,9 @@ func TestRegisterAll(t *testing.T) {
 	}
 }
 
-// TestDeclarations pins the names and operations docs/design.md ("Tools") gives each core tool, and which
-// operations need approval by default.
+// TestDeclarations pins the names and operations docs/design.md ("Tools") gives each core tool, which
+// operations need approval by default, and which are repeatable after a crash (those that only
+// read or compute; nothing that writes, sends, spawns, schedules or asks).
 func TestDeclarations(t *testing.T) {
 	t.Parallel()
 	reg := registry(t)
@@ -52,21 +53,23 @@ func TestDeclarations(t *testing.T) {
 		ops         []string
 		approval    []string
 		settings    []string
+		repeatable  []string
 	}{
-		{"core.TimeTool", "time", []string{"now", "format"}, nil, nil},
-		{"core.CalculatorTool", "calculator", []string{"calculate"}, nil, nil},
-		{"core.ReadURLTool", "read_url", []string{"fetch"}, nil, []string{"allowed_domains", "blocked_domains", "max_bytes", "user_agent"}},
-		{"core.UserInfoTool", "user_info", []string{"get_base_data", "get_locations"}, nil, nil},
-		{"core.SubAgentTool", "sub_agent", []string{"sub_agent", "handover"}, []string{"sub_agent", "handover"}, []string{"allowed_target_agents"}},
+		{"core.TimeTool", "time", []string{"now", "format"}, nil, nil, []string{"now", "format"}},
+		{"core.CalculatorTool", "calculator", []string{"calculate"}, nil, nil, []string{"calculate"}},
+		{"core.ReadURLTool", "read_url", []string{"fetch"}, nil, []string{"allowed_domains", "blocked_domains", "max_bytes", "user_agent"}, []string{"fetch"}},
+		{"core.UserInfoTool", "user_info", []string{"get_base_data", "get_locations"}, nil, nil, []string{"get_base_data", "get_locations"}},
+		{"core.SubAgentTool", "sub_agent", []string{"sub_agent", "handover"}, []string{"sub_agent", "handover"}, []string{"allowed_target_agents"}, nil},
 		{
 			"core.AgentTool", "agent",
 			[]string{"get_available_tools", "configure_tools", "create_agent", "read_agent", "list_agents", "update_agent", "read_notes", "write_notes"},
 			[]string{"configure_tools", "create_agent", "update_agent", "write_notes"}, nil,
+			[]string{"get_available_tools", "read_agent", "list_agents", "read_notes"},
 		},
-		{"core.SkillTool", "skill", []string{"read", "files"}, nil, []string{"allowed_skills"}},
-		{"core.MediaTool", "media", []string{"search", "get_media"}, nil, nil},
-		{"core.TodoTool", "todo", []string{"write", "add", "set_status", "read"}, nil, nil},
-		{"core.AskUserQuestionTool", "ask_user_question", []string{"ask"}, nil, nil},
+		{"core.SkillTool", "skill", []string{"read", "files"}, nil, []string{"allowed_skills"}, []string{"read", "files"}},
+		{"core.MediaTool", "media", []string{"search", "get_media"}, nil, nil, []string{"search", "get_media"}},
+		{"core.TodoTool", "todo", []string{"write", "add", "set_status", "read"}, nil, nil, []string{"read"}},
+		{"core.AskUserQuestionTool", "ask_user_question", []string{"ask"}, nil, nil, nil},
 		{
 			"core.ScheduleTool", "schedule",
 			[]string{
@@ -78,6 +81,7 @@ func TestDeclarations(t *testing.T) {
 				"create_schedule", "update_schedule", "delete_schedule", "create_prompt_template",
 				"update_prompt_template", "delete_prompt_template", "trigger",
 			}, nil,
+			[]string{"list_schedules", "read_schedule", "list_prompt_templates", "read_prompt_template"},
 		},
 	}
 	if len(tests) != len(core.All()) {
@@ -92,11 +96,14 @@ func TestDeclarations(t *testing.T) {
 		if tools.ModelName(spec) != tt.name {
 			t.Errorf("%s: model name %q, want %q", tt.class, tools.ModelName(spec), tt.name)
 		}
-		var ops, approval, settings []string
+		var ops, approval, settings, repeatable []string
 		for _, op := range spec.Operations {
 			ops = append(ops, op.Name)
 			if op.RequiresApprovalByDefault {
 				approval = append(approval, op.Name)
+			}
+			if op.Repeatable {
+				repeatable = append(repeatable, op.Name)
 			}
 			if !op.EnabledByDefault {
 				t.Errorf("%s: operation %s is off by default", tt.class, op.Name)
@@ -116,6 +123,9 @@ func TestDeclarations(t *testing.T) {
 		}
 		if !reflect.DeepEqual(approval, tt.approval) {
 			t.Errorf("%s: approval by default %v, want %v", tt.class, approval, tt.approval)
+		}
+		if !reflect.DeepEqual(repeatable, tt.repeatable) {
+			t.Errorf("%s: repeatable %v, want %v", tt.class, repeatable, tt.repeatable)
 		}
 		if !reflect.DeepEqual(settings, tt.settings) {
 			t.Errorf("%s: settings %v, want %v", tt.class, settings, tt.settings)

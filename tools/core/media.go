@@ -31,8 +31,8 @@ func (MediaTool) Spec() tools.Spec {
 		Icon:        "image",
 		Base:        &pagingBase,
 		Operations: []tools.Operation{
-			op("search", "List media, newest first, optionally filtered by text and kind."),
-			op("get_media", "Return one media file: its metadata, and its content when the model can read it."),
+			readOp("search", "List media, newest first, optionally filtered by text and kind."),
+			readOp("get_media", "Return one media file: its metadata, and its content when the model can read it."),
 		},
 		Params: []tools.Param{
 			{Name: "query", Type: tools.TypeString, Description: "search: text matched against file names (case-insensitive substring).", Required: tools.Optional()},

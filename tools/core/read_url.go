@@ -39,7 +39,7 @@ func (ReadURLTool) Spec() tools.Spec {
 		Category:         tools.CategoryResearch,
 		Icon:             "globe",
 		RecommendsSkills: []string{"web-research"},
-		Operations:       []tools.Operation{op("fetch", "Fetch the URL and convert the content.")},
+		Operations:       []tools.Operation{readOp("fetch", "Fetch the URL and convert the content.")},
 		Params: []tools.Param{
 			{Name: "url", Type: tools.TypeString, Format: "uri", Description: "Absolute http or https URL."},
 			{

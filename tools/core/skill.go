@@ -26,8 +26,8 @@ func (SkillTool) Spec() tools.Spec {
 		Category:    tools.CategoryGeneral,
 		Icon:        "book-open",
 		Operations: []tools.Operation{
-			op("read", "Return the skill's instructions (SKILL.md)."),
-			op("files", "List the skill's files, or read one when path is given."),
+			readOp("read", "Return the skill's instructions (SKILL.md)."),
+			readOp("files", "List the skill's files, or read one when path is given."),
 		},
 		Params: []tools.Param{
 			{Name: "name", Type: tools.TypeString, Description: "Skill name, one of skills.allowed."},

@@ -23,8 +23,8 @@ func (TimeTool) Spec() tools.Spec {
 		Icon:        "clock",
 		Base:        &timezoneBase,
 		Operations: []tools.Operation{
-			op("now", "Return the current date and time in the time zone."),
-			op("format", "Format a timestamp in the time zone and layout."),
+			readOp("now", "Return the current date and time in the time zone."),
+			readOp("format", "Format a timestamp in the time zone and layout."),
 		},
 		Params: []tools.Param{
 			{

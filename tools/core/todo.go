@@ -27,7 +27,7 @@ func (TodoTool) Spec() tools.Spec {
 			op("write", "Replace the whole list."),
 			op("add", "Append one item."),
 			op("set_status", "Set the status of one item."),
-			op("read", "Return the list."),
+			readOp("read", "Return the list."),
 		},
 		Params: []tools.Param{
 			{

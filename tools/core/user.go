@@ -23,8 +23,8 @@ func (UserInfoTool) Spec() tools.Spec {
 		Category:    tools.CategoryGeneral,
 		Icon:        "user",
 		Operations: []tools.Operation{
-			op("get_base_data", "Return the user's name, email, locale, time zone and profile text."),
-			op("get_locations", "Return the user's saved locations (name, address, coordinates, default flag)."),
+			readOp("get_base_data", "Return the user's name, email, locale, time zone and profile text."),
+			readOp("get_locations", "Return the user's saved locations (name, address, coordinates, default flag)."),
 		},
 		Params: []tools.Param{{
 			Name: "default_only", Type: tools.TypeBoolean, Default: false,

@@ -328,9 +328,11 @@ async function main(): Promise<void> {
     await shot(page, "task-mobile");
     await page.setViewportSize({ width: 1280, height: 800 });
 
-    log("mint a key (shown once, copied), then revoke it");
+    log("mint a key (shown once, copied) while the per-agent API is off: the tab warns, calls answer 404 AGENT_API_DISABLED");
     await page.getByRole("link", { name: "Calculator" }).first().click();
     await page.getByRole("link", { name: "API keys" }).click();
+    const apiOff = page.getByRole("region", { name: "The per-agent API is off" });
+    await apiOff.getByText("SVC_AGENT_API").waitFor();
     await page.getByLabel("Key name").fill("n8n workflow");
     await page.getByRole("button", { name: "Mint key" }).click();
     const keyBox = page.getByLabel("The new key");
@@ -339,12 +341,20 @@ async function main(): Promise<void> {
     await page.getByRole("button", { name: "Copy" }).click();
     await page.getByRole("button", { name: "Copied" }).waitFor();
     expect((await page.evaluate(() => navigator.clipboard.readText())) === key, "the key is on the clipboard");
-    const chats = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
+    const offCall = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
+    const offBody = (await offCall.json()) as { error?: { code: string; message: string } };
+    expect(offCall.status === 404 && offBody.error?.code === "AGENT_API_DISABLED" && offBody.error.message.includes("SVC_AGENT_API"), `a call while the API is off: ${offCall.status} ${JSON.stringify(offBody)}`);
     await shot(page, "agent-keys");
+
+    log("the administrator turns the per-agent API on from the warning; the key works, then is revoked");
+    await apiOff.getByRole("button", { name: "Turn on the per-agent API" }).click();
+    await apiOff.waitFor({ state: "detached" });
+    const chats = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
+    expect(chats.status === 200, `a call with the key once the API is on answered ${chats.status}`);
     await page.getByRole("button", { name: "Revoke key n8n workflow" }).click();
     await page.getByText("No keys.").waitFor();
     const after = await fetch(`${base}/api/v1/agent-api/chats`, { headers: { Authorization: `Bearer ${key}` } });
-    expect(after.status === 401 || (after.status === 404 && chats.status === 404), `revoked key answered ${after.status}`);
+    expect(after.status === 401, `revoked key answered ${after.status}`);
 
     log("a refused action shows the API's message next to it");
     await page.getByRole("link", { name: "Account" }).click();
@@ -458,6 +468,8 @@ async function main(): Promise<void> {
     await clientMode(browser, problems);
 
     await pushFallback(browser, problems);
+
+    await firstHour(browser, problems);
 
     expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
     expect(a11y.length === 0, `axe-core: no serious or moderate violations on any page checked:\n${a11y.join("\n")}`);
@@ -856,7 +868,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
       if (r.url().endsWith("/tick")) ticks.push(r.url());
     });
     await signIn(page, base, "bea@example.com", "correct horse battery");
-    await page.getByRole("link", { name: "Client calculator" }).click();
+    await page.getByRole("link", { name: "Client calculator", exact: true }).click();
     await page.getByLabel("Prompt").fill("What is 6*7?");
     await page.getByRole("button", { name: "Start chat" }).click();
     await page.getByRole("heading", { name: "Approval needed" }).waitFor();
@@ -958,6 +970,111 @@ async function pushFallback(browser: Browser, problems: string[]): Promise<void>
     expect(toHub.length === 0, `the console never called the hub: ${toHub.join(", ")}`);
   } finally {
     await context.close();
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** fakeModel is an OpenAI-compatible /v1/chat/completions endpoint on 127.0.0.1 that answers
+ * "OK" (one JSON answer, or the chunks of a streamed one). */
+async function fakeModel(): Promise<{ server: Server; url: string; calls: string[] }> {
+  const calls: string[] = [];
+  const server = createHttpServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+        res.writeHead(404).end();
+        return;
+      }
+      const r = JSON.parse(body) as { model: string; stream?: boolean };
+      calls.push(r.model);
+      const usage = { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 };
+      if (!r.stream) {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ id: "c1", object: "chat.completion", created: 1, model: r.model, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "OK" } }], usage }));
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      const chunk = (choices: unknown[], u: unknown = null) => res.write(`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: r.model, choices, usage: u })}\n\n`);
+      chunk([{ index: 0, delta: { role: "assistant", content: "OK" }, finish_reason: null }]);
+      chunk([{ index: 0, delta: {}, finish_reason: "stop" }]);
+      chunk([], usage);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const a = server.address();
+  return { server, url: `http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}/v1`, calls };
+}
+
+// firstHour: a fresh server without SVC_LLM_*, as `make run` starts one. The administrator's home
+// shows the first-run checklist; the agent form warns that no model resolves; the model step
+// creates the global default from the local (Ollama) preset, admits its host in
+// llm_allowed_hosts once confirmed and tests the connection with a real call; the agent form
+// then names the model; after a first chat the checklist is gone.
+async function firstHour(browser: Browser, problems: string[]): Promise<void> {
+  log("first hour: a fresh server without a model; the home page shows the first-run checklist");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-first-"));
+  const model = await fakeModel();
+  const { proc, base } = await startServer(dir, { SVC_LLM_DRIVER: "", SVC_LLM_MODEL: "", SVC_LLM_BASE_URL: "" });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const call = await apiSession(base, "root@example.com", "correct horse battery");
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`first hour page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/status of (401|404|422)/.test(m.text())) problems.push(`first hour console: ${m.text()}`);
+    });
+    await signIn(page, base, "root@example.com", "correct horse battery");
+    const checklist = page.getByRole("region", { name: "Get started" });
+    await checklist.getByText("NO_LLM_CONFIGURATION").waitFor();
+    await shot(page, "first-run");
+
+    log("first hour: the new-agent form warns that no model resolves");
+    await checklist.getByRole("link", { name: "Create an agent" }).click();
+    await page.getByTestId("agent-model").filter({ hasText: "No model configured." }).waitFor();
+    await page.getByRole("link", { name: "add a model" }).click();
+
+    log("first hour: the model step, local preset: the host is admitted once confirmed, Test connection makes a real call");
+    await checklist.getByRole("button", { name: "Add a model" }).click();
+    const form = checklist.locator("form");
+    await form.getByLabel("Provider").selectOption({ label: "Ollama (local)" });
+    expect((await form.getByLabel("Base URL").inputValue()) === "http://localhost:11434/v1", "the preset fills Ollama's endpoint");
+    await form.getByLabel("Base URL").fill(model.url);
+    await form.getByLabel("Model").fill("llama3.2");
+    await form.getByRole("checkbox", { name: "Allow 127.0.0.1 in llm_allowed_hosts" }).check();
+    await form.getByRole("button", { name: "Add model" }).click();
+    const created = checklist.getByRole("region", { name: "The new model" });
+    await created.getByText("is the global default").waitFor();
+    const settings = (await call("GET", "/runtime-settings")).settings as { key: string; value: unknown }[];
+    expect(String(settings.find((x) => x.key === "llm_allowed_hosts")?.value).split(/[\s,]+/).includes("127.0.0.1"), `llm_allowed_hosts admits the host: ${JSON.stringify(settings.find((x) => x.key === "llm_allowed_hosts"))}`);
+    await created.getByRole("button", { name: /^Test connection/ }).click();
+    await created.getByTestId("llm-test-result").filter({ hasText: "Connected: llama3.2 answered “OK”" }).waitFor();
+    expect(model.calls.length === 1 && model.calls[0] === "llama3.2", `the test called the model once: ${model.calls.join()}`);
+    await checklist.locator("li.done").filter({ hasText: "Add a model" }).waitFor();
+    await shot(page, "first-run-model");
+
+    log("first hour: the agent form names the model; after a first chat the checklist is gone");
+    await checklist.getByRole("link", { name: "Create an agent" }).click();
+    await page.getByTestId("agent-model").filter({ hasText: "llama3.2" }).filter({ hasText: "the global default" }).waitFor();
+    await page.getByLabel("Name", { exact: true }).fill("Helper");
+    await page.getByRole("button", { name: "Create agent" }).click();
+    await page.waitForURL(/\/agents\/\d+\/tools$/);
+    await page.goto(`${base}/`);
+    await checklist.getByRole("link", { name: "Chat with Helper" }).click();
+    await page.getByLabel("Prompt").fill("Say OK");
+    await page.getByRole("button", { name: "Start chat" }).click();
+    await page.locator(".msg.assistant").filter({ hasText: "OK" }).first().waitFor();
+    await page.goto(`${base}/`);
+    await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Helper", exact: true }).waitFor();
+    expect((await checklist.count()) === 0, "the checklist is gone once every step is done");
+  } finally {
+    await context.close();
+    model.server.close();
     proc.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });

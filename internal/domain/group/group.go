@@ -45,6 +45,8 @@ type Store interface {
 	UpdateLLMConfig(ctx context.Context, groupID, id int64, upd store.LLMConfigUpdate, check store.LLMConfigCheck) (*store.LLMConfig, error)
 	DeleteLLMConfig(ctx context.Context, groupID, id int64, check store.LLMConfigCheck) error
 	SetDefaultLLMConfig(ctx context.Context, groupID, id int64, check store.LLMConfigCheck) (*store.LLMConfig, error)
+	LLMConfig(ctx context.Context, groupID, id int64) (*store.LLMConfig, error)
+	ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*store.LLMConfig, error)
 }
 
 // Service implements the group operations for a signed-in user.

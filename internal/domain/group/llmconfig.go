@@ -230,3 +230,36 @@ func (s *Service) SetDefaultLLMConfig(ctx context.Context, u *store.User, id, ci
 	}
 	return s.store.SetDefaultLLMConfig(ctx, id, cid, adminForGlobal(sc.Admin))
 }
+
+// LLMConfigToTest returns a configuration of the group for a test call, which spends the
+// configuration's key: the group's owners and admins and administrators; a global or scripted
+// configuration needs the administrator flag. Errors: ErrNotFound, ErrForbidden.
+func (s *Service) LLMConfigToTest(ctx context.Context, u *store.User, id, cid int64) (*store.LLMConfig, error) {
+	sc, _, err := s.managed(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.store.LLMConfig(ctx, id, cid)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.Admin && needsAdmin(c) {
+		return nil, forbidden("testing a global or scripted configuration needs administrator rights")
+	}
+	return c, nil
+}
+
+// ResolvedLLMConfig returns the configuration the tasks of an agent owned by principal run
+// with (the group's default, else the global default; principal nil: the global default) and
+// whether it is the group's, or nil when none resolves. The caller has checked that the user
+// may see the agent. Errors: the store's.
+func (s *Service) ResolvedLLMConfig(ctx context.Context, principal *int64) (*store.LLMConfig, bool, error) {
+	c, err := s.store.ResolveLLMConfig(ctx, principal)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return c, !c.IsGlobal, nil
+}

@@ -28,6 +28,9 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -164,8 +167,12 @@ type Config struct {
 	// PluginsDir is the folder of installed plugins (one folder with plugin.json each, or
 	// <vendor>/<name>/ as the installer unpacks packages).
 	PluginsDir string `key:"plugins_dir" env:"PLUGINS_DIR"`
-	// PluginCatalogURL is the address of the plugin catalog index ("" : no catalog).
+	// PluginCatalogURL is the address of the plugin catalog index ("" : no catalog): https, or
+	// plain http on a loopback host for development (netguard.LoopbackHost).
 	PluginCatalogURL string `key:"plugin_catalog_url" env:"PLUGIN_CATALOG_URL"`
+	// PluginCatalogPublicKey is the ed25519 public key (32 bytes, base64 or hexadecimal) the
+	// catalog's detached signature (<index>.sig) must verify with; "" accepts unsigned catalogs.
+	PluginCatalogPublicKey string `key:"plugin_catalog_public_key" env:"PLUGIN_CATALOG_PUBLIC_KEY"`
 	// MCPAllowedHosts lists host names and IP addresses (separated by commas or spaces) of MCP
 	// servers declared with a URL that may be private or loopback (an MCP server on the local
 	// network); every other MCP connection passes the outbound screen.
@@ -307,6 +314,24 @@ func Defaults() *Config {
 }
 
 // IsProduction reports whether app_env is production.
+// CatalogPublicKey decodes plugin_catalog_public_key: nil when it is empty (catalogs need no
+// signature). Errors: the value is neither base64 nor hexadecimal of 32 bytes (Validate
+// reports it first, so a loaded configuration never has one).
+func (c *Config) CatalogPublicKey() (ed25519.PublicKey, error) {
+	k := strings.TrimSpace(c.PluginCatalogPublicKey)
+	if k == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(k)
+	if err != nil {
+		b, err = base64.StdEncoding.DecodeString(k)
+	}
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("plugin_catalog_public_key must be a %d-byte ed25519 public key in base64 or hexadecimal", ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
 func (c *Config) IsProduction() bool { return c.AppEnv == "production" }
 
 // MailConfigured reports whether outgoing mail is enabled (mail_driver is smtp).

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,8 +130,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 68 {
-		t.Errorf("%d keys, want 68", len(fields))
+	if len(fields) != 69 {
+		t.Errorf("%d keys, want 69", len(fields))
 	}
 }
 
@@ -483,6 +484,13 @@ func TestValidation(t *testing.T) {
 		{"mcp_max_processes", []string{"SVC_MCP_MAX_PROCESSES=-3"}, "mcp_max_processes must be at least 1 (got -3)"},
 		{"mcp_idle_seconds", []string{"SVC_MCP_IDLE_SECONDS=0"}, "mcp_idle_seconds must be at least 1 (got 0)"},
 		{"mcp limits ok", []string{"SVC_MCP_MAX_PROCESSES_PER_SERVER=1", "SVC_MCP_MAX_PROCESSES=1", "SVC_MCP_IDLE_SECONDS=1"}, ""},
+		{"plugin_catalog_url plain http", []string{"SVC_PLUGIN_CATALOG_URL=http://catalog.example/index.json"}, `plugin_catalog_url "http://catalog.example/index.json" must use https (plain http only on a loopback host`},
+		{"plugin_catalog_url loopback http", []string{"SVC_PLUGIN_CATALOG_URL=http://127.0.0.1:8081/index.json"}, ""},
+		{"plugin_catalog_url localhost http", []string{"SVC_PLUGIN_CATALOG_URL=http://localhost:8081/index.json"}, ""},
+		{"plugin_catalog_url https", []string{"SVC_PLUGIN_CATALOG_URL=https://catalog.example/index.json"}, ""},
+		{"plugin_catalog_public_key short", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=AAAA"}, "plugin_catalog_public_key must be a 32-byte ed25519 public key"},
+		{"plugin_catalog_public_key base64", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32))}, ""},
+		{"plugin_catalog_public_key hex", []string{"SVC_PLUGIN_CATALOG_PUBLIC_KEY=" + strings.Repeat("ab", 32)}, ""},
 		{"app_url relative", []string{"SVC_APP_URL=/svc"}, `app_url "/svc" must be an absolute http:// or https:// URL`},
 		{"app_url scheme", []string{"SVC_APP_URL=ftp://example.com"}, `app_url "ftp://example.com" must be an absolute http:// or https:// URL`},
 		{"app_url no host", []string{"SVC_APP_URL=http://"}, "must be an absolute http:// or https:// URL"},

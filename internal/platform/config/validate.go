@@ -267,9 +267,16 @@ func validate(c *Config, origin map[string]string) []string {
 
 	if u := strings.TrimSpace(c.PluginCatalogURL); u != "" {
 		// As the catalog client requires (a query is allowed: some catalogs are served with one).
+		// Plain http only on a loopback host, as the catalog client requires: the archives'
+		// digests come from this document.
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			v.add("plugin_catalog_url", "plugin_catalog_url %q must be an absolute http:// or https:// URL", shown(p, u))
+		} else if p.Scheme == "http" && !netguard.LoopbackHost(p.Hostname()) {
+			v.add("plugin_catalog_url", "plugin_catalog_url %q must use https (plain http only on a loopback host: localhost, 127.0.0.0/8, ::1)", shown(p, u))
 		}
+	}
+	if _, err := c.CatalogPublicKey(); err != nil {
+		v.add("plugin_catalog_public_key", "%v", err)
 	}
 
 	validateMail(v, c)

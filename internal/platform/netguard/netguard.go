@@ -484,3 +484,19 @@ func (l *HostList) contains(a netip.Addr) bool {
 	}
 	return false
 }
+
+// LoopbackHost reports whether a URL host (u.Hostname(): no port, no brackets) names this
+// machine: "localhost", an IPv4 address in 127.0.0.0/8 in dotted-quad form, or ::1. It is the
+// development exception of the rules that require https (the plugin catalog): traffic to such
+// a host never leaves the machine, so plain http cannot be read or altered on the way. Other
+// notations (127.1, 2130706433, ::ffff:127.0.0.1, *.localhost) are not loopback here.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || a.Zone() != "" {
+		return false
+	}
+	return (a.Is4() && a.IsLoopback()) || a == netip.IPv6Loopback()
+}

@@ -576,3 +576,17 @@ func TestOneMessageForHiddenHosts(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackHost(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.9.8.7": true, "::1": true,
+		"127.1": false, "2130706433": false, "::ffff:127.0.0.1": false, "a.localhost": false,
+		"localhost.example": false, "10.0.0.1": false, "catalog.example": false, "": false,
+		"fe80::1%lo": false, "0.0.0.0": false, "::": false,
+	} {
+		if got := netguard.LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

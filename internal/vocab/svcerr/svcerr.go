@@ -27,6 +27,9 @@ var (
 	ErrNotImplemented       = errors.New("not implemented")
 	ErrUnavailable          = errors.New("service unavailable")
 	ErrSkillsMissing        = errors.New("a tool recommends a skill that does not exist")
+	// ErrAgentAPIDisabled: a per-agent API request while that API is off (its own code, so a
+	// script tells a switched-off API from a mistyped path).
+	ErrAgentAPIDisabled = errors.New("the per-agent API is off")
 )
 
 // Error is a categorised failure with a message meant for the API caller.

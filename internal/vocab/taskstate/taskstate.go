@@ -50,14 +50,18 @@ const (
 	CodeOrphaned           = "ORPHANED"
 	CodeWorkerDisconnected = "WORKER_DISCONNECTED"
 	CodeNoLLMConfiguration = "NO_LLM_CONFIGURATION"
-	CodeUnknown            = "UNKNOWN"
+	// CodeContextTooLong: the conversation does not fit the model's context window even after
+	// compaction. A driver reports a provider's context-length refusal with it too, which the
+	// loop answers by compacting and retrying once.
+	CodeContextTooLong = "CONTEXT_TOO_LONG"
+	CodeUnknown        = "UNKNOWN"
 )
 
 // Codes lists every error code a failed task may carry. Callers must not modify it.
 var Codes = []string{
 	CodeRateLimit, CodeServerOverloaded, CodeServerError, CodeGatewayError, CodeAuthError,
 	CodeLLMTimeout, CodeBadRequest, CodeToolError, CodeOrphaned, CodeWorkerDisconnected,
-	CodeNoLLMConfiguration, CodeUnknown,
+	CodeNoLLMConfiguration, CodeContextTooLong, CodeUnknown,
 }
 
 // Transient lists the error codes an automatic retry applies to (the agent's

@@ -48,6 +48,7 @@ const settingLabel: Record<string, string> = {
   notifications_email_enabled: "Email when a scheduled run completes",
   plugin_catalog_enabled: "Plugin catalog",
   plugin_catalog_url: "Plugin catalog address",
+  plugin_catalog_public_key: "Plugin catalog signing key",
   plugin_catalog_ttl: "Catalog cache (seconds)",
   plugin_install_enabled: "Plugin install",
   llm_timeout: "Model call timeout (seconds)",

@@ -4,6 +4,7 @@
 import { useState } from "preact/hooks";
 import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
+import { reloadConfig, useSession } from "../session";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, Tabs, TextArea, formatTime, useAction, useLoad } from "../ui";
 import { EditList, FormPanel } from "../crud";
 import { SettingsForm } from "../settingsform";
@@ -282,6 +283,7 @@ function AgentKeys(props: { agent: Agent }) {
   return (
     <div class="split">
       <div>
+        <AgentAPIOff />
         <FormPanel
           title="Mint a key"
           submit="Mint key"
@@ -324,6 +326,42 @@ function AgentKeys(props: { agent: Agent }) {
           remove={async (k) => (await unwrap(api.DELETE("/agents/{id}/api-keys/{keyId}", { params: { path: { id: agentId, keyId: k.id } } })), await keys.reload())}
         />
       </section>
+    </div>
+  );
+}
+
+/** AgentAPIOff warns, while the per-agent API is not served, that keys answer 404
+ * AGENT_API_DISABLED; an administrator can turn the setting SVC_AGENT_API on from here. */
+function AgentAPIOff() {
+  const { user, config } = useSession();
+  const act = useAction();
+  if (!config || (config.agent_api && config.worker_runtime_mode === "server")) return null;
+  const clientMode = config.worker_runtime_mode !== "server";
+  return (
+    <div class="callout-warn" role="region" aria-label="The per-agent API is off">
+      <p>
+        <strong>The per-agent API is off.</strong> Keys can be minted, but every call with them answers 404 <code>AGENT_API_DISABLED</code>{" "}
+        {clientMode ? (
+          <>until this service runs with the worker runtime mode <code>server</code> (<code>SVC_WORKER_RUNTIME_MODE</code>).</>
+        ) : (
+          <>until an administrator turns on the setting <code>SVC_AGENT_API</code>.</>
+        )}
+      </p>
+      {user?.is_admin && !clientMode && (
+        <button
+          type="button"
+          disabled={act.pending}
+          onClick={() =>
+            act.run(async () => {
+              await unwrap(api.PATCH("/runtime-settings", { body: { settings: { SVC_AGENT_API: true } } }));
+              await reloadConfig();
+            })
+          }
+        >
+          Turn on the per-agent API
+        </button>
+      )}
+      <ErrorNote error={act.error} />
     </div>
   );
 }

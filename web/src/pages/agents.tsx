@@ -5,6 +5,7 @@ import { api, unwrap, type Agent, type Schemas } from "../api";
 import { navigate } from "../router";
 import { useSession } from "../session";
 import { Check, ErrorNote, Field, Link, PageHeader, TextArea, formatTime, useAction, useLoad } from "../ui";
+import { FirstRun } from "./firstrun";
 
 export async function loadAgents(): Promise<Agent[]> {
   const out: Agent[] = [];
@@ -60,6 +61,7 @@ export function AgentList() {
         </Link>
       </PageHeader>
       <ErrorNote error={agents.error} />
+      <FirstRun agents={agents.data} />
       {agents.loading && !agents.data && <p role="status">Loading agents…</p>}
       {agents.data && list.length === 0 && (
         <div class="empty">
@@ -183,6 +185,7 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
             <small class="hint">A group's agents are shared with its members and use its model configuration.</small>
           </div>
         )}
+        <AgentModel agent={props.agent} group={groupList.find((g) => String(g.principal_id) === f.principal_id)} />
       </section>
       <section class="panel">
         <h2>Behaviour</h2>
@@ -207,6 +210,35 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
         </button>
       </div>
     </form>
+  );
+}
+
+/** AgentModel says which model configuration the agent's tasks run with (its group's default,
+ * else the global default; for a new agent, that of the chosen owner) and warns when none
+ * resolves, since every task would then fail with NO_LLM_CONFIGURATION. */
+function AgentModel(props: { agent?: Agent; group?: Schemas["Group"] }) {
+  const { user } = useSession();
+  const r = useLoad(async () => {
+    if (props.agent) return (await unwrap(api.GET("/agents/{id}/llm-config", { params: { path: { id: String(props.agent.id) } } }))).data;
+    if (props.group) {
+      const own = (await unwrap(api.GET("/groups/{id}/llm-configs", { params: { path: { id: props.group.id } } }))).data.llm_configs.find((c) => c.is_default && !c.is_global);
+      if (own) return { llm_config: own, source: "group" as const };
+    }
+    return (await unwrap(api.GET("/llm-configs/default"))).data;
+  }, [props.agent?.id, props.group?.id]);
+  if (!r.data) return <ErrorNote error={r.error} />;
+  const c = r.data.llm_config;
+  if (!c)
+    return (
+      <p class="callout-warn" role="alert" data-testid="agent-model">
+        <strong>No model configured.</strong> This agent's chats would fail with NO_LLM_CONFIGURATION:{" "}
+        {user?.is_admin ? <Link to="/">add a model</Link> : "ask an administrator to add a model"}, or give a group that owns it a default model configuration.
+      </p>
+    );
+  return (
+    <p class="muted" data-testid="agent-model">
+      Model: <span class="mono">{c.model}</span> ({c.name}, {r.data.source === "group" ? "the group's default" : "the global default"}).
+    </p>
   );
 }
 

@@ -7,6 +7,7 @@ import { api, prefix, unwrap, type Schemas } from "../api";
 import { PictureEditor } from "../picture";
 import { navigate } from "../router";
 import { useSession } from "../session";
+import { TestConnection } from "../llmtest";
 import { SettingsForm } from "../settingsform";
 import { CancelButton, EditList, FormPanel } from "../crud";
 import { Check, ErrorNote, Field, Link, PageHeader, Tabs, TextArea, formatTime, useAction, useId, useLoad } from "../ui";
@@ -287,11 +288,15 @@ function Models(props: { group: Group }) {
             </>
           )}
           actions={(c) =>
-            c.group_id === props.group.id &&
-            !c.is_default && (
-              <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/groups/{id}/llm-configs/{cid}/set-default", path(c))), await list.reload()))}>
-                Make default
-              </button>
+            c.group_id === props.group.id && (
+              <>
+                {!c.is_default && (
+                  <button type="button" class="small" disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/groups/{id}/llm-configs/{cid}/set-default", path(c))), await list.reload()))}>
+                    Make default
+                  </button>
+                )}
+                <TestConnection groupId={id} configId={c.id} name={c.name} />
+              </>
             )
           }
           edit={(c, close) => <LlmEditor group={props.group} config={c} onSaved={async () => (await list.reload(), close())} onCancel={close} />}

@@ -347,7 +347,10 @@ function CallEntry(props: { call: Schemas["TranscriptToolCall"]; me?: number }) 
       )}
       {c.result ? (
         <div class="call-result">
-          <p class="small muted">Result{c.executed_at ? ` · ${formatTime(c.executed_at)}` : ""}</p>
+          <p class="small muted">
+            Result{c.executed_at ? ` · ${formatTime(c.executed_at)}` : ""}
+            {c.restarts > 0 ? ` · run again after ${c.restarts === 1 ? "a worker restart" : `${c.restarts} worker restarts`} (repeatable)` : ""}
+          </p>
           <Result text={c.result} />
         </div>
       ) : null}

@@ -1,0 +1,166 @@
+package agentloop_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentsvc/svc/agentloop"
+	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/agentloop/looptest"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/store"
+)
+
+// chatPast drives a chat of turns user messages of about 1,200 characters each (the first the
+// prompt, then follow-ups) through f and returns the task as left.
+func chatPast(t *testing.T, f *looptest.Fixture, turns int) *store.Task {
+	t.Helper()
+	ctx := context.Background()
+	say := func(i int) string { return fmt.Sprintf("Message %d: ", i+1) + strings.Repeat("lorem ipsum ", 100) }
+	tk := f.NewTask(say(0), 5)
+	f.Drain()
+	for i := 1; i < turns; i++ {
+		if got := f.Task(tk.ID); got.Status != taskstate.Completed {
+			t.Fatalf("turn %d: task is %s (%+v)", i, got.Status, got.Error)
+		}
+		if _, err := f.Store.TransitionTask(ctx, tk.ID, store.TaskTransition{Action: taskstate.Continue, To: taskstate.Queued,
+			GrantSteps: 5, UserMessage: &store.NewTaskMessage{Role: store.RoleUser, Text: say(i)}}); err != nil {
+			t.Fatalf("follow-up %d: %v", i, err)
+		}
+		f.Drain()
+	}
+	return f.Task(tk.ID)
+}
+
+// answers is the scripted model's 40 answers.
+func answers(n int) []llm.ScriptTurn {
+	out := make([]llm.ScriptTurn, n)
+	for i := range out {
+		out[i] = llm.ScriptTurn{Text: fmt.Sprintf("Answer %d.", i+1), Usage: &llm.Usage{InputTokens: 100, OutputTokens: 5}}
+	}
+	return out
+}
+
+// TestLongChatIsCompacted is issue 25's walk with the scripted driver: 40 follow-ups of ~1,200
+// characters through a 2,000-token window. Every turn completes with its own answer, the
+// transcript keeps all 80 messages, summaries are written as `summary` events and counted in
+// the usage, and no request sent for an answer passes the window; the latest user message is
+// always sent whole.
+func TestLongChatIsCompacted(t *testing.T) {
+	t.Parallel()
+	window, reserve := 2000, 200
+	f := looptest.New(t, answers(40), store.AgentFields{AllowFollowup: ptr(true)}, true,
+		looptest.WithLLMConfig(func(c *store.LLMConfig) { c.ContextWindow, c.MaxTokensOutput = &window, &reserve }))
+	tk := chatPast(t, f, 40)
+	if tk.Status != taskstate.Completed || tk.Answer == nil || *tk.Answer != "Answer 40." {
+		t.Fatalf("last turn: %s %v (%+v)", tk.Status, tk.Answer, tk.Error)
+	}
+	msgs, err := f.Store.Messages(context.Background(), tk.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := 0
+	for _, m := range msgs {
+		if m.Role == store.RoleUser {
+			users++
+		}
+	}
+	if users != 40 || len(msgs) != 80 {
+		t.Fatalf("transcript: %d messages, %d from the user", len(msgs), users)
+	}
+	evs, err := f.Store.TaskEvents(context.Background(), tk.ID, 0, store.MaxEventsPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summaries []*store.Summary
+	for _, ev := range evs {
+		if ev.Type == store.EventSummary {
+			summaries = append(summaries, ev.Summary)
+		}
+	}
+	if len(summaries) < 5 || tk.SummarySeq == 0 {
+		t.Fatalf("%d summaries (summary_seq %d)", len(summaries), tk.SummarySeq)
+	}
+	var spent int64 = 40 * 100
+	for i, sm := range summaries {
+		spent += sm.InputTokens
+		if sm.Text == "" || sm.Model == "" || (i > 0 && sm.ThroughSequence <= summaries[i-1].ThroughSequence) {
+			t.Fatalf("summary %d = %+v", i, sm)
+		}
+	}
+	if tk.InputTokens != spent {
+		t.Fatalf("input tokens %d, want %d (answers and summaries)", tk.InputTokens, spent)
+	}
+	answered := 0
+	for _, req := range f.Rec.Requests() {
+		if req.Summary {
+			continue
+		}
+		answered++
+		if est := agentloop.EstimateTokens(&req); est > window-reserve {
+			t.Fatalf("request %d of about %d tokens passes the window", answered, est)
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role != llm.RoleUser || !strings.Contains(last.Text, fmt.Sprintf("Message %d:", answered)) {
+			t.Fatalf("request %d does not end with its user message whole: %q", answered, text80(last.Text))
+		}
+	}
+	if answered != 40 {
+		t.Fatalf("%d answering requests", answered)
+	}
+}
+
+// refusing is a model that refuses, as a provider does, any request over limit tokens.
+type refusing struct {
+	inner   llm.Driver
+	limit   int
+	refused int
+}
+
+func (r *refusing) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if est := agentloop.EstimateTokens(&req); est > r.limit {
+		r.refused++
+		return nil, &llm.Error{Code: taskstate.CodeContextTooLong, Message: fmt.Sprintf("openai answered HTTP 400: This model's maximum context length is %d tokens", r.limit)}
+	}
+	return r.inner.Complete(ctx, req)
+}
+
+// TestRefusedRequestIsCompacted: with no context_window configured, the provider's refusal of
+// a long request compacts the conversation and the call is tried once more, so every turn
+// completes, each refusal followed by one compaction; a single message too long for the window
+// fails the task with CONTEXT_TOO_LONG.
+func TestRefusedRequestIsCompacted(t *testing.T) {
+	t.Parallel()
+	f := looptest.New(t, answers(12), store.AgentFields{AllowFollowup: ptr(true)}, true)
+	model := &refusing{inner: f.Rec.Driver, limit: 1500}
+	f.Rec.Driver = model
+	tk := chatPast(t, f, 12)
+	if tk.Status != taskstate.Completed || *tk.Answer != "Answer 12." {
+		t.Fatalf("last turn: %s (%+v)", tk.Status, tk.Error)
+	}
+	summaries := 0
+	for _, req := range f.Rec.Requests() {
+		if req.Summary {
+			summaries++
+		}
+	}
+	if model.refused == 0 || summaries != model.refused {
+		t.Fatalf("%d refusals, %d compactions", model.refused, summaries)
+	}
+
+	huge := f.NewTask(strings.Repeat("x", 8000), 5)
+	f.Drain()
+	if got := f.Task(huge.ID); got.Status != taskstate.Failed || got.Error == nil || got.Error.Code != taskstate.CodeContextTooLong {
+		t.Fatalf("an oversize prompt: %s %+v", got.Status, got.Error)
+	}
+}
+
+func text80(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
