@@ -105,7 +105,10 @@ func (a *API) ListPluginCatalog(ctx context.Context, _ gen.ListPluginCatalogRequ
 		return nil, err
 	}
 	var r gen.ListPluginCatalog200JSONResponse
-	r.Data.FetchedAt, r.Data.Stale = v.FetchedAt, v.Stale
+	r.Data.Configured, r.Data.Stale = v.Configured, v.Stale
+	if v.Configured {
+		r.Data.FetchedAt = &v.FetchedAt
+	}
 	r.Data.Entries = make([]gen.PluginCatalogEntry, 0, len(v.Entries))
 	for _, e := range v.Entries {
 		r.Data.Entries = append(r.Data.Entries, gen.PluginCatalogEntry{Package: e.Package, Name: e.Name,

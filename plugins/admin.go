@@ -56,9 +56,10 @@ type CatalogEntry struct {
 
 // CatalogView is the catalog as served.
 type CatalogView struct {
-	Entries   []CatalogEntry // by package name
-	FetchedAt time.Time
-	Stale     bool // the catalog could not be read; an older cached copy is served
+	Configured bool           // false: no plugin_catalog_url, so no entries and no FetchedAt
+	Entries    []CatalogEntry // by package name
+	FetchedAt  time.Time
+	Stale      bool // the catalog could not be read; an older cached copy is served
 }
 
 // client builds the catalog client of the current settings. Errors: ErrUnavailable when no
@@ -128,14 +129,18 @@ func (a *Admin) Inventory(by *store.User) ([]*Loaded, error) {
 }
 
 // Catalog lists the catalog's packages with the versions installed here, to an administrator
-// (by). Errors: ErrForbidden (by is no administrator, plugin_catalog_enabled off),
-// ErrUnavailable (no catalog configured, or it cannot be read and no copy is cached).
+// (by). No catalog configured is the default, not a failure: an empty view with Configured
+// false. Errors: ErrForbidden (by is no administrator, plugin_catalog_enabled off),
+// ErrUnavailable (the configured catalog cannot be read and no copy is cached).
 func (a *Admin) Catalog(ctx context.Context, by *store.User) (*CatalogView, error) {
 	if err := access.Administrator(by); err != nil {
 		return nil, err
 	}
 	if !a.Config().PluginCatalogEnabled {
 		return nil, svcerr.New(svcerr.ErrForbidden, "the plugin catalog is disabled (setting plugin_catalog_enabled)")
+	}
+	if strings.TrimSpace(a.Config().PluginCatalogURL) == "" {
+		return &CatalogView{Entries: []CatalogEntry{}}, nil
 	}
 	c, err := a.client()
 	if err != nil {
@@ -146,7 +151,7 @@ func (a *Admin) Catalog(ctx context.Context, by *store.User) (*CatalogView, erro
 		return nil, err
 	}
 	cur := a.Runtime.Current()
-	v := &CatalogView{FetchedAt: snap.FetchedAt, Stale: snap.Stale, Entries: []CatalogEntry{}}
+	v := &CatalogView{Configured: true, FetchedAt: snap.FetchedAt, Stale: snap.Stale, Entries: []CatalogEntry{}}
 	for _, p := range snap.Packages {
 		e := CatalogEntry{Package: p.Package, Name: p.Name, Description: p.Description}
 		if latest, ok := p.Latest(); ok {

@@ -131,7 +131,7 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 	var cat gen.PluginCatalogResponse
 	adm.Get("/plugins/catalog").Expect(t, http.StatusOK).Decode(t, &cat)
 	if len(cat.Data.Entries) != 4 || cat.Data.Entries[2].Package != "acme/notes" || cat.Data.Entries[2].LatestVersion != "1.1.0" ||
-		cat.Data.Entries[2].InstalledVersion != nil || cat.Data.Stale {
+		cat.Data.Entries[2].InstalledVersion != nil || cat.Data.Stale || !cat.Data.Configured || cat.Data.FetchedAt == nil {
 		t.Fatalf("catalog = %+v", cat.Data)
 	}
 
@@ -197,7 +197,9 @@ func TestPluginInstallFromCatalog(t *testing.T) {
 }
 
 // TestPluginInstallGates: with plugin_install_enabled off (the default) every change is 403
-// FORBIDDEN; with plugin_catalog_enabled off the catalog is 403; without a catalog, 503.
+// FORBIDDEN; with plugin_catalog_enabled off the catalog is 403; without a catalog configured
+// browsing answers an empty catalog (configured false, no fetched_at: a normal state, no 5xx
+// logged at ERROR), and an install 503.
 func TestPluginInstallGates(t *testing.T) {
 	t.Parallel()
 	env := apitest.New(t, "SVC_PLUGIN_CATALOG_ENABLED=false")
@@ -209,7 +211,11 @@ func TestPluginInstallGates(t *testing.T) {
 
 	open := apitest.New(t, "SVC_PLUGIN_INSTALL_ENABLED=true")
 	adm, _ = open.UserClient("root@example.com")
-	adm.Get("/plugins/catalog").Expect(t, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+	var cat gen.PluginCatalogResponse
+	adm.Get("/plugins/catalog").Expect(t, http.StatusOK).Decode(t, &cat)
+	if cat.Data.Configured || len(cat.Data.Entries) != 0 || cat.Data.FetchedAt != nil || cat.Data.Stale {
+		t.Fatalf("catalog without plugin_catalog_url = %+v", cat.Data)
+	}
 	adm.Post("/plugins", map[string]any{"package": "acme/notes"}).Expect(t, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
 	adm.Delete("/plugins/acme%2Fnotes").Expect(t, http.StatusNotFound)
 }

@@ -6,12 +6,12 @@
 // test-results/screenshots).
 import { createHash } from "node:crypto";
 import { createServer as createHttpServer, type Server } from "node:http";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page, type Request, type Route } from "playwright-core";
-import { bin, freePort, safeRead, signIn, startServer } from "./serve";
+import { axeCheck, bin, freePort, safeRead, signIn, startServer } from "./serve";
 
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -45,6 +45,7 @@ const script = [
 ];
 
 let step = "";
+const a11y: string[] = []; // axe-core's serious and moderate findings, on every page checked
 const hubTopics: string[] = []; // topics the console subscribed to on the push hub
 const started = Date.now();
 function log(s: string): void {
@@ -52,10 +53,12 @@ function log(s: string): void {
   console.log(`  ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${s}`);
 }
 
+/** shot keeps a screenshot of the page and checks it with axe-core (light and dark). */
 async function shot(page: Page, name: string, keepScroll = false): Promise<void> {
   if (!keepScroll) await page.evaluate(() => window.scrollTo(0, 0));
   await page.waitForTimeout(150); // let focus rings and fonts settle
   await page.screenshot({ path: join(shots, `${name}.png`) });
+  a11y.push(...(await axeCheck(page, name)));
 }
 
 function expect(cond: boolean, what: string): void {
@@ -186,6 +189,8 @@ async function main(): Promise<void> {
 
     log("register the first account (the administrator); it signs in");
     await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByRole("heading", { name: "Create an account" }).waitFor();
+    a11y.push(...(await axeCheck(page, "register")));
     await page.getByLabel("Email").fill("ada@example.com");
     await page.getByLabel("Display name (optional)").fill("Ada Lovelace");
     log("a short password: the rule shows before submitting, the refusal says it in words (issue 24)");
@@ -249,7 +254,7 @@ async function main(): Promise<void> {
     log("start a task; it pauses for approval");
     await page.getByRole("navigation", { name: "Agent sections" }).getByRole("link", { name: "Chats" }).click();
     await page.getByLabel("Prompt").fill("What is 6*7?");
-    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("button", { name: "Start chat" }).click();
     await page.getByRole("heading", { name: "Approval needed" }).waitFor({ timeout: 15_000 });
     const argBox = page.getByLabel("Arguments of calculator (JSON)");
     expect((await argBox.inputValue()).includes('"6*7"'), "the pending call's arguments are shown");
@@ -261,6 +266,8 @@ async function main(): Promise<void> {
     const sent = JSON.parse(approveReq.postData() ?? "{}") as { decisions: { arguments?: { expression?: string } }[] };
     expect(sent.decisions[0]?.arguments?.expression === "6*8", `edited arguments sent: ${approveReq.postData()}`);
     await page.getByRole("heading", { name: "The agent asks" }).waitFor({ timeout: 15_000 });
+    expect((await page.getByText("Paused: a tool call needs approval").count()) === 0, "the approval's pause line is gone once decided");
+    await page.locator(".status-line").filter({ hasText: "Paused: the agent asked questions" }).waitFor();
     await shot(page, "task-question", true);
 
     log("answer the question batch; the answer arrives without reloading");
@@ -297,6 +304,10 @@ async function main(): Promise<void> {
     await page.getByText("990 in · 28 out").waitFor(); // the streamed turn's tokens
     await page.getByTestId("total-usage").filter({ hasText: "2707 in · 135 out" }).waitFor();
     await page.getByText("Completed", { exact: true }).waitFor();
+    expect((await page.locator(".status-line").filter({ hasText: /^Paused/ }).count()) === 0, "no pause line outlives its decision");
+    log("the follow-up composer sits under the transcript, in the conversation's column");
+    const [transcriptBox, composerBox, sideBox] = await Promise.all([page.getByRole("log", { name: "Transcript" }).boundingBox(), page.getByRole("form", { name: "Follow-up" }).boundingBox(), page.locator(".task-side").boundingBox()]);
+    expect(!!transcriptBox && !!composerBox && !!sideBox && composerBox.y >= transcriptBox.y + transcriptBox.height - 1 && composerBox.x + composerBox.width <= sideBox.x, `composer ${JSON.stringify(composerBox)} under the transcript ${JSON.stringify(transcriptBox)}, left of ${JSON.stringify(sideBox)}`);
     await shot(page, "task-completed", true);
 
     log("the run has ended: the page reads the task no more (no GET /tasks/{id} for longer than the 5 s poll interval)");
@@ -419,6 +430,37 @@ async function main(): Promise<void> {
     await page.getByText("No chats.").waitFor();
     await page.getByLabel("Agent", { exact: true }).selectOption({ label: "Any" });
 
+    log("at 390 px the chats list keeps every column in view (status included), the agent tabs scroll, dark too");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("cell", { name: /#1 What is 6\*7/ }).waitFor();
+    const cut = await page.evaluate(() => {
+      const w = document.documentElement.clientWidth;
+      return Array.from(document.querySelectorAll("main table th, main table td")).filter((c) => {
+        const r = c.getBoundingClientRect();
+        return !c.classList.contains("hide-narrow") && (r.right > w + 1 || r.width === 0 || getComputedStyle(c).display === "none"); // "Updated" alone gives way
+      }).map((c) => c.textContent ?? "");
+    });
+    const statusCells = await page.locator("main table tbody tr td .badge").count();
+    expect(cut.length === 0 && statusCells > 0, `every cell of the chats list within 390 px: cut ${JSON.stringify(cut.slice(0, 4))}, ${statusCells} status badges`);
+    await page.emulateMedia({ colorScheme: "dark" });
+    await shot(page, "chats-mobile-dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.getByRole("cell", { name: /#1 What is 6\*7/ }).getByRole("link").click();
+    await page.getByRole("link", { name: "Calculator" }).first().click();
+    const agentTabs = page.getByRole("navigation", { name: "Agent sections" });
+    await agentTabs.getByRole("link", { name: "Schedules" }).click();
+    const tabs = await agentTabs.evaluate((n) => {
+      const a = n.querySelector('[aria-current="page"]') as HTMLElement;
+      const nr = n.getBoundingClientRect();
+      const ar = a.getBoundingClientRect();
+      return { scrolls: n.scrollWidth > n.clientWidth, overflowX: getComputedStyle(n).overflowX, inView: ar.left >= nr.left - 1 && ar.right <= nr.right + 1, page: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+    });
+    expect(tabs.scrolls && tabs.overflowX === "auto" && tabs.inView && tabs.page <= 0, `the agent tabs scroll inside their bar, the current one in view: ${JSON.stringify(tabs)}`);
+    await shot(page, "agent-tabs-mobile");
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Chats" }).click();
+    await page.getByRole("heading", { name: "Chats", exact: true }).waitFor();
+
     log("keyboard: the skip link is the first stop");
     await page.reload();
     await page.getByRole("heading", { name: "Chats", exact: true }).waitFor();
@@ -426,7 +468,7 @@ async function main(): Promise<void> {
     const first = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80));
     expect(first?.includes("Skip to content") === true, `skip link first, got ${first}`);
 
-    await adminPages(page, base, catalog.url);
+    await adminPages(page, base, catalog.url, join(dir, "svc.log"));
 
     await clientMode(browser, problems);
 
@@ -437,10 +479,12 @@ async function main(): Promise<void> {
     await firstHour(browser, problems);
 
     expect(problems.length === 0, `no script errors or CSP violations:\n${problems.join("\n")}`);
+    expect(a11y.length === 0, `axe-core: no serious or moderate violations on any page checked:\n${a11y.join("\n")}`);
     console.log(`e2e: all flows passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${shots}`);
   } catch (err) {
     console.error(`e2e FAILED at "${step}": ${(err as Error).message}`);
     if (problems.length) console.error(problems.join("\n"));
+    if (a11y.length) console.error(`axe-core so far:\n${a11y.join("\n")}`);
     console.error(`svc log (last lines):\n${safeRead(join(dir, "svc.log"))}`);
     process.exitCode = 1;
   } finally {
@@ -467,7 +511,7 @@ async function expectRefusal(page: Page, scope: ReturnType<Page["locator"]>, url
 // adminPages: users, groups (members, model configurations, tool settings), notifications,
 // server settings, plugins, media, the agent's picture, export, schedules, templates import,
 // the palette and the transfer of an agent.
-async function adminPages(page: Page, base: string, catalogURL: string): Promise<void> {
+async function adminPages(page: Page, base: string, catalogURL: string, logPath: string): Promise<void> {
   log("users: create a user; a duplicate is refused with the API's message; grant a role");
   await page.getByRole("link", { name: "Users" }).click();
   const newUser = page.locator("form").filter({ has: page.getByRole("heading", { name: "New user" }) });
@@ -548,9 +592,9 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   await page.locator(".note").filter({ hasText: "needs approval" }).first().waitFor();
   expect((await page.locator(".note.unread").count()) === 0, "a decided approval's notification stays unread");
   await page.getByLabel("Follow").selectOption({ label: "Agent Calculator" });
-  await page.getByRole("checkbox", { name: "task completed" }).check();
+  await page.getByRole("checkbox", { name: "chat completed" }).check();
   await page.getByRole("button", { name: "Subscribe" }).click();
-  await page.getByText("agent Calculator: task completed").waitFor();
+  await page.getByText("agent Calculator: chat completed").waitFor();
   await shot(page, "notifications");
 
   log("notifications: a new one arrives through the push channel, without reloading or polling");
@@ -570,6 +614,17 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   expect(polls.length <= 4, `reloads after the push: ${polls.join(", ")}`);
   await page.getByRole("button", { name: "Mark all read" }).click();
   await page.getByRole("link", { name: "Notifications", exact: true }).waitFor();
+
+  log("plugins without a catalog configured: a neutral empty state pointing to the setting, no error, nothing logged at ERROR");
+  const [catResp] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/plugins/catalog")), page.getByRole("link", { name: "Plugins" }).click()]);
+  expect(catResp.status() === 200, `no catalog configured answers ${catResp.status()}`);
+  const emptyCatalog = page.getByTestId("catalog-empty");
+  await emptyCatalog.getByText("No plugin catalog is configured").waitFor();
+  await emptyCatalog.getByRole("link", { name: "Server settings" }).waitFor();
+  expect((await page.getByRole("alert").count()) === 0, "no error shown for a normal state");
+  await shot(page, "plugins-no-catalog");
+  const errorLines = readFileSync(logPath, "utf8").split("\n").filter((l) => l.includes("/plugins/catalog") && /ERROR/.test(l));
+  expect(errorLines.length === 0, `nothing logged at ERROR for the catalog: ${errorLines.join("\n")}`);
 
   log("server settings: mail configuration and its test message");
   await page.getByRole("link", { name: "Server", exact: true }).click();
@@ -712,11 +767,11 @@ async function adminPages(page: Page, base: string, catalogURL: string): Promise
   const kept = [await sched.getByLabel("Schedule name").inputValue(), await tplForm.getByLabel("Template name").inputValue()];
   expect(kept[0] === "Evening check" && kept[1] === "Weekly sum", `the typed names are kept after the lists loaded: ${JSON.stringify(kept)}`);
 
-  log("templates: the validator's findings by code and path; import the export as a new agent");
-  await page.keyboard.press("Control+k");
-  await page.getByLabel("Search pages, agents and more").fill("import");
-  await page.keyboard.press("Enter");
+  log("templates: reached from the agents page; the validator's findings by code and path; import the export as a new agent");
+  await page.getByRole("link", { name: "Agents" }).first().click();
+  await page.getByRole("link", { name: "New from template / Import" }).click();
   await page.getByRole("heading", { name: "Import an agent template" }).waitFor();
+  await page.getByLabel("Shipped templates").locator("option").nth(1).waitFor({ state: "attached" }); // the shipped templates are offered there
   await page.getByLabel("Template text").fill('{"id": "Not An Id", "agent": {"max_steps": 0}}');
   await page.getByRole("button", { name: "Validate" }).click();
   const findings = page.locator(".findings.f-bad");
@@ -822,7 +877,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
     await signIn(page, base, "bea@example.com", "correct horse battery");
     await page.getByRole("link", { name: "Client calculator", exact: true }).click();
     await page.getByLabel("Prompt").fill("What is 6*7?");
-    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("button", { name: "Start chat" }).click();
     await page.getByRole("heading", { name: "Approval needed" }).waitFor();
     await page.getByRole("button", { name: "Approve" }).click();
     await page.getByRole("heading", { name: "The agent asks" }).waitFor();
@@ -930,8 +985,8 @@ async function pushFallback(browser: Browser, problems: string[]): Promise<void>
     const startTask = async (prompt: string) => {
       await page.goto(`${base}/agents/${agent.id}`);
       await page.getByLabel("Prompt").fill(prompt);
-      await page.getByRole("button", { name: "Start task" }).click();
-      await page.getByRole("heading", { name: /^Task #\d+$/ }).waitFor();
+      await page.getByRole("button", { name: "Start chat" }).click();
+      await page.getByRole("heading", { name: /^Chat #\d+$/ }).waitFor();
       return Number(/\/tasks\/(\d+)$/.exec(page.url())?.[1]);
     };
     const answer = page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "Six times seven is forty-two." });
@@ -1071,7 +1126,7 @@ async function firstHour(browser: Browser, problems: string[]): Promise<void> {
     await page.goto(`${base}/`);
     await checklist.getByRole("link", { name: "Chat with Helper" }).click();
     await page.getByLabel("Prompt").fill("Say OK");
-    await page.getByRole("button", { name: "Start task" }).click();
+    await page.getByRole("button", { name: "Start chat" }).click();
     await page.locator(".msg.assistant").filter({ hasText: "OK" }).first().waitFor();
     await page.goto(`${base}/`);
     await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { Page } from "playwright-core";
 
@@ -64,4 +65,25 @@ export async function signIn(page: Page, base: string, email: string, password: 
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Agents", exact: true }).waitFor();
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axeCheck runs axe-core on the page as it stands, in the light and the dark colour scheme,
+ * and returns its serious, critical and moderate violations, each as one line naming the page
+ * (name), the rule and the first elements it found. The script is evaluated through the
+ * browser's debugging channel, so the console's Content-Security-Policy stays as it is. */
+export async function axeCheck(page: Page, name: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(axeSource);
+    const violations = await page.evaluate(async () => {
+      const r = await (window as unknown as { axe: { run: (c: Document, o: object) => Promise<{ violations: { id: string; impact?: string; nodes: { target: string[]; failureSummary?: string }[] }[] }> } }).axe.run(document, { resultTypes: ["violations"] });
+      return r.violations.map((v) => ({ id: v.id, impact: v.impact ?? "", nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")), why: (v.nodes[0]?.failureSummary ?? "").split("\n").slice(0, 2).join(" ") }));
+    });
+    for (const v of violations) if (["critical", "serious", "moderate"].includes(v.impact)) found.push(`${name} (${scheme}): ${v.impact} ${v.id} at ${v.nodes.join(" | ")}: ${v.why}`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  return found;
 }

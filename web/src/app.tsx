@@ -78,7 +78,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
           ))}
           <Palette />
           {config?.worker_runtime_mode === "client" && (
-            <span class="chip worker" title="Client-worker mode: this browser runs your tasks while it is open">
+            <span class="chip worker" title="Client-worker mode: this browser runs your chats while it is open">
               worker
             </span>
           )}

@@ -206,8 +206,16 @@ export function StatusBadge(props: { status: string }) {
 
 /** The section tabs of a resource's page (links to base + suffix), the current one marked. */
 export function Tabs<T extends string>(props: { label: string; base: string; tabs: { id: T; label: string; suffix: string }[]; current: T }) {
+  // On a narrow screen the tabs scroll sideways: keep the current one in view.
+  const nav = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const n = nav.current;
+    const a = n?.querySelector<HTMLElement>('[aria-current="page"]');
+    if (!n || !a) return;
+    if (a.offsetLeft < n.scrollLeft || a.offsetLeft + a.offsetWidth > n.scrollLeft + n.clientWidth) n.scrollLeft = a.offsetLeft - 16;
+  }, [props.current]);
   return (
-    <nav class="tabs" aria-label={props.label}>
+    <nav class="tabs" aria-label={props.label} ref={nav}>
       {props.tabs.map((t) => (
         <Link key={t.id} to={`${props.base}${t.suffix}`} class={t.id === props.current ? "tab active" : "tab"} aria-current={t.id === props.current ? "page" : undefined}>
           {t.label}

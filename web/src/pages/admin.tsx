@@ -2,7 +2,7 @@
 // (stored over the file and the environment), the global settings of each tool (password settings masked), and the plugins
 // (inventory; catalog, install, update and uninstall when the server enables them).
 import { useState } from "preact/hooks";
-import { api, unwrap, type Schemas } from "../api";
+import { api, prefix, unwrap, type Schemas } from "../api";
 import { FormPanel } from "../crud";
 import { reloadConfig, useSession } from "../session";
 import { SettingsForm } from "../settingsform";
@@ -25,7 +25,7 @@ export function SettingsPage() {
                 <dt>Mount prefix</dt>
                 <dd class="mono">{config.app_prefix || "/"}</dd>
                 <dt>Worker</dt>
-                <dd>{config.worker_runtime_mode === "client" ? "client (browsers tick tasks)" : "server"}</dd>
+                <dd>{config.worker_runtime_mode === "client" ? "client (browsers run the chats)" : "server"}</dd>
                 <dt>Push hub</dt>
                 <dd>{config.push}</dd>
               </dl>
@@ -105,7 +105,7 @@ function RuntimeSettings() {
             {s.source === "stored" && (
               <>
                 {" · "}
-                <button type="button" class="link" aria-label={`Use the default of ${settingLabel[s.key] ?? s.key}`} disabled={reset.pending} onClick={() => reset.run(() => patch({ [s.key]: null }))}>
+                <button type="button" class="link" aria-label={`stop overriding ${settingLabel[s.key] ?? s.key} (use the default)`} disabled={reset.pending} onClick={() => reset.run(() => patch({ [s.key]: null }))}>
                   stop overriding
                 </button>
               </>
@@ -315,47 +315,58 @@ function Catalog(props: { installable: boolean; onChange: () => Promise<void> })
       <h2 id="catalog-h">Catalog</h2>
       <ErrorNote error={cat.error} />
       <ErrorNote error={act.error} />
-      {cat.data && (
+      {cat.data && !cat.data.configured && (
+        <div class="empty" data-testid="catalog-empty">
+          <p>No plugin catalog is configured, so there is nothing to browse here yet.</p>
+          <p class="muted small">
+            A catalog is a JSON index of plugin packages. An administrator sets its address as <span class="mono">plugin_catalog_url</span> in the runtime settings of <Link to="/settings">Server settings</Link>; the index format is in the
+            README's Configuration section and in the API description of <a href={`${prefix}/api/v1/openapi.yaml`}>GET /plugins/catalog</a>.
+          </p>
+        </div>
+      )}
+      {cat.data?.configured && (
         <p class="muted small">
           Fetched {formatTime(cat.data.fetched_at)}
           {cat.data.stale ? " (stale: the catalog could not be reached)" : ""}.
         </p>
       )}
-      <table class="table">
-        <tbody>
-          {(cat.data?.entries ?? []).map((e) => (
-            <tr key={e.package}>
-              <td>
-                <strong>{e.name}</strong>
-                <small class="muted block">{e.description}</small>
-              </td>
-              <td class="mono small">{!e.installed_version ? e.latest_version : e.installed_version === e.latest_version ? `${e.latest_version} (installed)` : `${e.installed_version} → ${e.latest_version}`}</td>
-              <td class="right">
-                {props.installable && (!e.installed_version || e.installed_version !== e.latest_version) && (
-                  <button
-                    type="button"
-                    class="small"
-                    aria-label={`${e.installed_version ? "Update" : "Install"} ${e.name}`}
-                    disabled={act.pending}
-                    onClick={() => {
-                      setBusy(e.package);
-                      void act.run(async () => {
-                        if (e.installed_version) await unwrap(api.PATCH("/plugins/{package}", { params: { path: { package: e.package } }, body: { version: e.latest_version } }));
-                        else await unwrap(api.POST("/plugins", { body: { package: e.package } }));
-                        await cat.reload();
-                        await props.onChange();
-                      }).finally(() => setBusy(""));
-                    }}
-                  >
-                    {busy === e.package ? "Working…" : e.installed_version ? "Update" : "Install"}
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {!props.installable && <p class="muted small">Installing is disabled on this server (plugin_install_enabled).</p>}
+      {cat.data?.configured && (
+        <table class="table">
+          <tbody>
+            {(cat.data?.entries ?? []).map((e) => (
+              <tr key={e.package}>
+                <td>
+                  <strong>{e.name}</strong>
+                  <small class="muted block">{e.description}</small>
+                </td>
+                <td class="mono small">{!e.installed_version ? e.latest_version : e.installed_version === e.latest_version ? `${e.latest_version} (installed)` : `${e.installed_version} → ${e.latest_version}`}</td>
+                <td class="right">
+                  {props.installable && (!e.installed_version || e.installed_version !== e.latest_version) && (
+                    <button
+                      type="button"
+                      class="small"
+                      aria-label={`${e.installed_version ? "Update" : "Install"} ${e.name}`}
+                      disabled={act.pending}
+                      onClick={() => {
+                        setBusy(e.package);
+                        void act.run(async () => {
+                          if (e.installed_version) await unwrap(api.PATCH("/plugins/{package}", { params: { path: { package: e.package } }, body: { version: e.latest_version } }));
+                          else await unwrap(api.POST("/plugins", { body: { package: e.package } }));
+                          await cat.reload();
+                          await props.onChange();
+                        }).finally(() => setBusy(""));
+                      }}
+                    >
+                      {busy === e.package ? "Working…" : e.installed_version ? "Update" : "Install"}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {cat.data?.configured && !props.installable && <p class="muted small">Installing is disabled on this server (plugin_install_enabled).</p>}
     </section>
   );
 }

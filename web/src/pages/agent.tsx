@@ -71,8 +71,8 @@ function AgentChats(props: { agent: Agent }) {
   return (
     <div class="split">
       <FormPanel
-        title="Start a task"
-        submit="Start task"
+        title="Start a chat"
+        submit="Start chat"
         submitting="Starting…"
         onSubmit={async () => {
           const r = await unwrap(
@@ -85,7 +85,7 @@ function AgentChats(props: { agent: Agent }) {
         }}
       >
         <TextArea label="Prompt" required rows={5} value={prompt} onValue={setPrompt} />
-        <Field label="Step budget for this task (optional)" type="number" min={1} max={100} value={steps} onValue={setSteps} hint={`Default: the agent's ${props.agent.max_steps}.`} />
+        <Field label="Step budget for this chat (optional)" type="number" min={1} max={100} value={steps} onValue={setSteps} hint={`Default: the agent's ${props.agent.max_steps}.`} />
       </FormPanel>
       <section class="panel">
         <h2>Chats with {props.agent.name}</h2>
@@ -103,7 +103,7 @@ export function TaskTable(props: { tasks: Task[]; agents?: Map<number, string> }
     <table class="table">
       <thead>
         <tr>
-          <th scope="col">Task</th>
+          <th scope="col">Chat</th>
           {props.agents && <th scope="col">Agent</th>}
           <th scope="col">Status</th>
           <th scope="col" class="hide-narrow">
@@ -118,7 +118,7 @@ export function TaskTable(props: { tasks: Task[]; agents?: Map<number, string> }
               <Link to={`/tasks/${t.id}`}>
                 #{t.id} {t.prompt.length > 60 ? t.prompt.slice(0, 60) + "…" : t.prompt}
               </Link>
-              {t.parent_task_id && <span class="muted"> (sub-task of #{t.parent_task_id})</span>}
+              {t.parent_task_id && <span class="muted"> (sub-agent chat of #{t.parent_task_id})</span>}
             </td>
             {props.agents && <td>{props.agents.get(t.agent_id) ?? `#${t.agent_id}`}</td>}
             <td>
@@ -261,9 +261,10 @@ function AgentTools(props: { agent: Agent }) {
   const [filter, setFilter] = useState("");
   const tools = (data.data?.tools ?? []).filter((t) => !filter || `${t.display_name} ${t.tool_class} ${t.description}`.toLowerCase().includes(filter.toLowerCase()));
   return (
-    <section>
+    <section aria-labelledby="agent-tools-h">
+      <h2 id="agent-tools-h" class="sr-only">Tools</h2>
       <div class="toolbar">
-        <p class="muted">Enable the tools this agent may call. Operations that need approval pause the task until someone approves or rejects the call.</p>
+        <p class="muted">Enable the tools this agent may call. Operations that need approval pause the chat until someone approves or rejects the call.</p>
         <Field label="Filter tools" type="search" value={filter} onValue={setFilter} />
       </div>
       <ErrorNote error={data.error} />

@@ -40,7 +40,7 @@ export function AgentTransfer(props: { agent: Agent; onChange: (a: Agent) => voi
       submit="Transfer agent"
       tone=""
       saved={done}
-      note={<p class="muted small">Move the agent, with its tasks, keys and schedules, to another owner.</p>}
+      note={<p class="muted small">Move the agent, with its chats, keys and schedules, to another owner.</p>}
       onSubmit={async () => {
         const r = await unwrap(api.POST("/agents/{id}/transfer", { params: { path: { id: String(a.id) } }, body: { principal_id: Number(to) } }));
         setDone(`Transferred to ${owners.find((o) => String(o.id) === to)?.label ?? `principal #${to}`}.`);

@@ -53,6 +53,9 @@ export function AgentList() {
   return (
     <>
       <PageHeader title="Agents">
+        <Link to="/agents/import" class="button">
+          New from template / Import
+        </Link>
         <Link to="/agents/new" class="button primary">
           New agent
         </Link>
@@ -188,11 +191,11 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
         <h2>Behaviour</h2>
         <TextArea label="System prompt" rows={6} value={f.system_prompt} onValue={set("system_prompt")} />
         <div class="row">
-          <Field label="Step budget" type="number" min={1} max={100} required value={f.max_steps} onValue={set("max_steps")} hint="Model turns per task, 1 to 100." />
+          <Field label="Step budget" type="number" min={1} max={100} required value={f.max_steps} onValue={set("max_steps")} hint="Model turns per chat, 1 to 100." />
           <Field label="Retry after (minutes)" type="number" min={0} required value={f.retry_after_minutes} onValue={set("retry_after_minutes")} />
           <Field label="Automatic retries" type="number" min={0} required value={f.max_retries} onValue={set("max_retries")} hint="After transient failures." />
         </div>
-        <Check label="Allow follow-up messages after a task completes" checked={f.allow_followup} onChange={set("allow_followup")} />
+        <Check label="Allow follow-up messages after a chat completes" checked={f.allow_followup} onChange={set("allow_followup")} />
       </section>
       <section class="panel">
         <h2>Notes and metadata</h2>
@@ -228,7 +231,7 @@ function AgentModel(props: { agent?: Agent; group?: Schemas["Group"] }) {
   if (!c)
     return (
       <p class="callout-warn" role="alert" data-testid="agent-model">
-        <strong>No model configured.</strong> This agent's tasks would fail with NO_LLM_CONFIGURATION:{" "}
+        <strong>No model configured.</strong> This agent's chats would fail with NO_LLM_CONFIGURATION:{" "}
         {user?.is_admin ? <Link to="/">add a model</Link> : "ask an administrator to add a model"}, or give a group that owns it a default model configuration.
       </p>
     );
@@ -242,7 +245,11 @@ function AgentModel(props: { agent?: Agent; group?: Schemas["Group"] }) {
 export function NewAgent() {
   return (
     <>
-      <PageHeader title="New agent" back={{ to: "/agents", label: "Agents" }} />
+      <PageHeader title="New agent" back={{ to: "/agents", label: "Agents" }}>
+        <Link to="/agents/import" class="button">
+          From a template instead
+        </Link>
+      </PageHeader>
       <AgentForm onSaved={(a) => navigate(`/agents/${a.id}/tools`)} />
     </>
   );

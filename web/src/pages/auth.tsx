@@ -9,7 +9,7 @@ import { ErrorNote, Field, Link, Notice, PASSWORD_RULE, checkPassword, useAction
 
 function AuthCard(props: { title: string; children: preact.ComponentChildren }) {
   return (
-    <div class="auth">
+    <main class="auth" id="main">
       <div class="auth-card">
         <p class="brand-big" aria-hidden="true">
           svc
@@ -19,7 +19,7 @@ function AuthCard(props: { title: string; children: preact.ComponentChildren }) 
         </h1>
         {props.children}
       </div>
-    </div>
+    </main>
   );
 }
 

@@ -54,7 +54,7 @@ export function FirstRun(props: { agents: Agent[] | undefined }) {
                 Agents without a group default use <span class="mono">{model.data.config?.model}</span> ({model.data.config?.name}).
               </>
             ) : (
-              <>Every task calls a language model; without one it fails with NO_LLM_CONFIGURATION. Add a model for every agent (a global default), or start the server with SVC_LLM_DRIVER, SVC_LLM_MODEL and SVC_LLM_API_KEY.</>
+              <>Every chat calls a language model; without one it fails with NO_LLM_CONFIGURATION. Add a model for every agent (a global default), or start the server with SVC_LLM_DRIVER, SVC_LLM_MODEL and SVC_LLM_API_KEY.</>
             )}
           </p>
           {!steps.model && !setup && (

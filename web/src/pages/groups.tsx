@@ -274,7 +274,7 @@ function Models(props: { group: Group }) {
           keyOf={(c) => c.id}
           nameOf={(c) => c.name}
           what="configuration"
-          empty="None yet; tasks use the server's default model."
+          empty="None yet; chats use the server's default model."
           itemClass="card wide"
           busy={act.pending}
           editable={(c) => c.group_id === props.group.id}
@@ -343,7 +343,8 @@ function GroupTools(props: { group: Group }) {
     return { tools: tools.data.tools, entries: new Map(entries.data.tools.map((e) => [e.tool_class, e])) };
   }, [id]);
   return (
-    <section>
+    <section aria-labelledby="group-tools-h">
+      <h2 id="group-tools-h" class="sr-only">Tools</h2>
       <p class="muted">Tools enabled here are offered to the group's agents; their settings apply to every agent of the group (an agent can override them).</p>
       <ErrorNote error={data.error} />
       <ul class="cards tools" aria-label="Tools of the group">

@@ -85,7 +85,8 @@ export function Bell() {
 }
 
 const kinds: Schemas["NotificationKind"][] = ["task_completed", "task_failed", "pending_approval", "awaiting_input", "scheduled_run_completed", "task_orphaned", "task_retry_queued"];
-const kindLabel = (k: string) => k.replace(/_/g, " ");
+/** A kind in the console's words: the API's tasks are chats here. */
+const kindLabel = (k: string) => k.replace(/^task_/, "chat_").replace(/_/g, " ");
 
 export function NotificationsPage() {
   const list = useLoad(async () => (await unwrap(api.GET("/notifications", { params: { query: { per_page: 100 } } }))).data, []);
@@ -124,18 +125,18 @@ export function NotificationsPage() {
           <h2>
             Inbox {list.data ? <span class="chip">{list.data.unread_count} unread</span> : null}
           </h2>
-          {list.data && items.length === 0 && <p class="muted">Nothing yet. You are notified when your tasks finish, fail or wait for you.</p>}
+          {list.data && items.length === 0 && <p class="muted">Nothing yet. You are notified when your chats finish, fail or wait for you.</p>}
           <ul class="plain notes">
             {items.map((n) => (
               <li key={n.id} class={n.read_at ? "note" : "note unread"}>
                 <div class="wide">
                   <strong>{n.title}</strong> <span class="muted small">· {kindLabel(n.kind)} · {formatTime(n.created_at)}</span>
                   {n.body && <p class="small pre">{n.body}</p>}
-                  {n.task_id ? <Link to={`/tasks/${n.task_id}`}>Open task #{n.task_id}</Link> : null}
+                  {n.task_id ? <Link to={`/tasks/${n.task_id}`}>Open chat #{n.task_id}</Link> : null}
                 </div>
                 <div class="button-row">
                   {!n.read_at && (
-                    <button type="button" class="small" aria-label={`Mark “${n.title}” read`} disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/notifications/{id}/read", { params: { path: { id: n.id } } })), await after()))}>
+                    <button type="button" class="small" aria-label={`Mark read: “${n.title}”`} disabled={act.pending} onClick={() => act.run(async () => (await unwrap(api.POST("/notifications/{id}/read", { params: { path: { id: n.id } } })), await after()))}>
                       Mark read
                     </button>
                   )}
@@ -174,7 +175,7 @@ function Subscriptions() {
   return (
     <section class="panel">
       <h2>Subscriptions</h2>
-      <p class="muted small">Your own tasks always notify you. Subscribe to follow every task of an agent or of a group's agents, whoever starts them.</p>
+      <p class="muted small">Your own chats notify you when they need you. Subscribe to follow every chat of an agent or of a group's agents, whoever starts them.</p>
       <ErrorNote error={subs.error} />
       <ErrorNote error={remove.error} />
       <ul class="plain">

@@ -82,7 +82,7 @@ export function AgentSchedules(props: { agent: Agent }) {
                   {r.last_task_id ? (
                     <>
                       {" "}
-                      · <Link to={`/tasks/${r.last_task_id}`}>task #{r.last_task_id}</Link>
+                      · <Link to={`/tasks/${r.last_task_id}`}>chat #{r.last_task_id}</Link>
                     </>
                   ) : null}
                 </p>

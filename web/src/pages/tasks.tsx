@@ -197,33 +197,48 @@ function QuestionBatch(props: { task: Task; batch: Schemas["TaskQuestionBatch"];
   );
 }
 
-function Controls(props: { task: Task; allowFollowup: boolean; onDone: (t: Task) => void }) {
+/** FollowUp: the composer of a follow-up message, under the transcript (shown while the run
+ * has ended in a state a continue accepts). */
+function FollowUp(props: { task: Task; allowFollowup: boolean; onDone: (t: Task) => void }) {
   const t = props.task;
-  const taskId = String(t.id);
   const act = useAction();
   const [prompt, setPrompt] = useState("");
   const [extra, setExtra] = useState("");
+  if (!(t.status === "COMPLETED" || (t.status === "ABORTED" && t.data?.max_steps_reached === true))) return null;
+  return (
+    <form
+      class="panel composer"
+      aria-label="Follow-up"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void act.run(async () => {
+          const r = await unwrap(api.POST("/tasks/{taskId}/continue", { params: { path: { taskId: String(t.id) } }, body: { prompt, additional_steps: extra ? Number(extra) : undefined } }));
+          props.onDone(r.data.task);
+          setPrompt("");
+        });
+      }}
+    >
+      <TextArea label="Follow-up message" rows={3} required value={prompt} onValue={setPrompt} hint={props.allowFollowup ? undefined : "This agent does not allow follow-ups; the server will refuse."} />
+      <div class="composer-row">
+        <Field label="Additional steps (optional)" type="number" min={1} max={100} value={extra} onValue={setExtra} />
+        <button class="primary" disabled={act.pending}>
+          {act.pending ? "Sending…" : "Continue"}
+        </button>
+      </div>
+      <ErrorNote error={act.error} />
+    </form>
+  );
+}
+
+function Controls(props: { task: Task; onDone: (t: Task) => void }) {
+  const t = props.task;
+  const taskId = String(t.id);
+  const act = useAction();
   const p = { params: { path: { taskId } } };
   const done = (r: { data: { task: Task } }) => props.onDone(r.data.task);
-  const canContinue = t.status === "COMPLETED" || (t.status === "ABORTED" && t.data?.max_steps_reached === true);
   return (
     <section class="panel" aria-labelledby="controls-h">
       <h2 id="controls-h">Actions</h2>
-      {canContinue && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void act.run(async () => {
-              done(await unwrap(api.POST("/tasks/{taskId}/continue", { ...p, body: { prompt, additional_steps: extra ? Number(extra) : undefined } })));
-              setPrompt("");
-            });
-          }}
-        >
-          <TextArea label="Follow-up message" rows={3} required value={prompt} onValue={setPrompt} hint={props.allowFollowup ? undefined : "This agent does not allow follow-ups; the server will refuse."} />
-          <Field label="Additional steps (optional)" type="number" min={1} max={100} value={extra} onValue={setExtra} />
-          <button class="primary">Continue</button>
-        </form>
-      )}
       <div class="button-row">
         {(t.status === "FAILED" || t.status === "ABORTED" || t.status === "CANCELLED") && (
           <button type="button" disabled={act.pending} onClick={() => act.run(async () => done(await unwrap(api.POST("/tasks/{taskId}/retry", p))))}>
@@ -246,7 +261,7 @@ function Controls(props: { task: Task; allowFollowup: boolean; onDone: (t: Task)
             class="danger ghost"
             disabled={act.pending}
             onClick={() => {
-              if (!confirm(`Delete task #${t.id} with its messages?`)) return;
+              if (!confirm(`Delete chat #${t.id} with its messages?`)) return;
               void act.run(async () => {
                 await unwrap(api.DELETE("/tasks/{taskId}", p));
                 navigate(`/agents/${t.agent_id}`);
@@ -370,7 +385,7 @@ function BatchEntry(props: { batch: Schemas["TaskEventQuestionBatch"] }) {
 const statusLine: Record<string, string> = {
   PENDING_APPROVAL: "Paused: a tool call needs approval",
   AWAITING_INPUT: "Paused: the agent asked questions",
-  AWAITING_SUB_AGENTS: "Waiting for sub-agent tasks",
+  AWAITING_SUB_AGENTS: "Waiting for sub-agent chats",
   COMPLETED: "Completed",
   ABORTED: "Aborted",
   CANCELLED: "Cancelled",
@@ -454,7 +469,7 @@ function SubTasks(props: { task: Task }) {
   if (!kids.data || kids.data.length === 0) return null;
   return (
     <section class="panel" aria-labelledby="subtasks-h">
-      <h2 id="subtasks-h">Sub-agent tasks</h2>
+      <h2 id="subtasks-h">Sub-agent chats</h2>
       <ul class="plain">
         {kids.data.map((k) => (
           <li key={k.id}>
@@ -492,6 +507,7 @@ export function TaskPage(props: { id: string }) {
     if (t && !endsRun(t)) stream.reopen();
   }, [t?.status, t?.updated_at]);
   const tr = stream.transcript;
+  const lastStatus = tr.entries.reduce((n, e) => (e.kind === "status" ? e.seq : n), -1);
   const name = agent.data?.name ?? "Agent";
   const mode =
     stream.state === "open"
@@ -504,50 +520,55 @@ export function TaskPage(props: { id: string }) {
   const usage = tr.status && t && tr.status.usage.input_tokens > t.usage.input_tokens ? tr.status.usage : t?.usage;
   return (
     <>
-      <PageHeader title={t ? `Task #${t.id}` : "Task"} back={t ? { to: `/agents/${t.agent_id}`, label: agent.data?.name ?? "Agent" } : { to: "/tasks", label: "Chats" }}>
+      <PageHeader title={t ? `Chat #${t.id}` : "Chat"} back={t ? { to: `/agents/${t.agent_id}`, label: agent.data?.name ?? "Agent" } : { to: "/tasks", label: "Chats" }}>
         {t && <StatusBadge status={t.status} />}
       </PageHeader>
       <ErrorNote error={live.error} />
       {t?.parent_task_id && (
         <p class="notice-info">
-          A sub-agent task of <Link to={`/tasks/${t.parent_task_id}`}>task #{t.parent_task_id}</Link>.
+          A sub-agent chat of <Link to={`/tasks/${t.parent_task_id}`}>chat #{t.parent_task_id}</Link>.
         </p>
       )}
       {t && (
         <div class="task-layout">
-          <div class="conversation" aria-live="polite" aria-label="Transcript" role="log">
-            {tr.entries.length === 0 && (
-              <article class="msg user">
-                <h2 class="msg-who">You</h2>
-                <p class="pre">{t.prompt}</p>
-              </article>
-            )}
-            {tr.entries.map((e) => {
-              if (e.kind === "message") return <MessageEntry key={e.seq} e={e} agentName={name} />;
-              if (e.kind === "call") return stream.folder.hasBatch(e.call.provider_call_id) ? null : <CallEntry key={e.seq} call={e.call} me={user?.id} />;
-              if (e.kind === "questions") return t.status === "AWAITING_INPUT" && !e.batch.answers ? null : <BatchEntry key={e.seq} batch={e.batch} />;
-              return <StatusEntry key={e.seq} e={e} />;
-            })}
-            {tr.streaming && <Streaming text={tr.streaming.text} reasoning={tr.streaming.reasoning} agentName={name} />}
-            {t.status === "PENDING_APPROVAL" && t.pending && t.pending.tool_calls.length > 0 && <ApprovalCard key={t.updated_at} task={t} onDone={live.set} />}
-            {t.status === "AWAITING_INPUT" && t.pending?.questions.map((b) => <QuestionBatch key={b.tool_call_id} task={t} batch={b} onDone={live.set} />)}
-            {!tr.streaming && (t.status === "QUEUED" || t.status === "RUNNING" || t.status === "AWAITING_SUB_AGENTS") && (
-              <p class="working" role="status">
-                <span class="dot" aria-hidden="true" /> {t.status === "AWAITING_SUB_AGENTS" ? "Waiting for sub-agent tasks…" : "The agent is working…"}
-              </p>
-            )}
-            {t.answer && !tr.entries.some((e) => e.kind === "message" && e.message.role === "assistant" && e.message.text === t.answer) && (
-              <article class="msg assistant">
-                <h2 class="msg-who">{name}</h2>
-                <p class="pre">{t.answer}</p>
-              </article>
-            )}
-            {t.error && !tr.entries.some((e) => e.kind === "status" && e.status.error) && (
-              <div class="msg failed" role="alert">
-                <h2 class="msg-who">Failed: {t.error.code}</h2>
-                <p>{t.error.message}</p>
-              </div>
-            )}
+          <div class="task-main">
+            <div class="conversation" aria-live="polite" aria-label="Transcript" role="log">
+              {tr.entries.length === 0 && (
+                <article class="msg user">
+                  <h2 class="msg-who">You</h2>
+                  <p class="pre">{t.prompt}</p>
+                </article>
+              )}
+              {tr.entries.map((e) => {
+                if (e.kind === "message") return <MessageEntry key={e.seq} e={e} agentName={name} />;
+                if (e.kind === "call") return stream.folder.hasBatch(e.call.provider_call_id) ? null : <CallEntry key={e.seq} call={e.call} me={user?.id} />;
+                if (e.kind === "questions") return t.status === "AWAITING_INPUT" && !e.batch.answers ? null : <BatchEntry key={e.seq} batch={e.batch} />;
+                // A pause is shown while it lasts: once decided or answered, the call's own entry says so.
+                if (paused.has(e.status.status) && (e.seq !== lastStatus || t.status !== e.status.status)) return null;
+                return <StatusEntry key={e.seq} e={e} />;
+              })}
+              {tr.streaming && <Streaming text={tr.streaming.text} reasoning={tr.streaming.reasoning} agentName={name} />}
+              {t.status === "PENDING_APPROVAL" && t.pending && t.pending.tool_calls.length > 0 && <ApprovalCard key={t.updated_at} task={t} onDone={live.set} />}
+              {t.status === "AWAITING_INPUT" && t.pending?.questions.map((b) => <QuestionBatch key={b.tool_call_id} task={t} batch={b} onDone={live.set} />)}
+              {!tr.streaming && (t.status === "QUEUED" || t.status === "RUNNING" || t.status === "AWAITING_SUB_AGENTS") && (
+                <p class="working" role="status">
+                  <span class="dot" aria-hidden="true" /> {t.status === "AWAITING_SUB_AGENTS" ? "Waiting for sub-agent chats…" : "The agent is working…"}
+                </p>
+              )}
+              {t.answer && !tr.entries.some((e) => e.kind === "message" && e.message.role === "assistant" && e.message.text === t.answer) && (
+                <article class="msg assistant">
+                  <h2 class="msg-who">{name}</h2>
+                  <p class="pre">{t.answer}</p>
+                </article>
+              )}
+              {t.error && !tr.entries.some((e) => e.kind === "status" && e.status.error) && (
+                <div class="msg failed" role="alert">
+                  <h2 class="msg-who">Failed: {t.error.code}</h2>
+                  <p>{t.error.message}</p>
+                </div>
+              )}
+            </div>
+            <FollowUp task={t} allowFollowup={agent.data?.allow_followup ?? true} onDone={live.set} />
           </div>
           <aside class="task-side">
             <section class="panel">
@@ -581,7 +602,7 @@ export function TaskPage(props: { id: string }) {
                 )}
                 {t.parent_task_id && (
                   <>
-                    <dt>Parent task</dt>
+                    <dt>Parent chat</dt>
                     <dd>
                       <Link to={`/tasks/${t.parent_task_id}`}>#{t.parent_task_id}</Link>
                     </dd>
@@ -597,7 +618,7 @@ export function TaskPage(props: { id: string }) {
                 </dd>
               </dl>
             </section>
-            <Controls task={t} allowFollowup={agent.data?.allow_followup ?? true} onDone={live.set} />
+            <Controls task={t} onDone={live.set} />
             <SubTasks task={t} />
           </aside>
         </div>

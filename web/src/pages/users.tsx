@@ -161,7 +161,7 @@ function DeleteUser(props: { user: User; self: boolean }) {
   return (
     <section class="panel danger-zone">
       <h2>Delete the account</h2>
-      <p class="muted small">{props.self ? "This is your own account." : "Their agents, tasks and keys go with it."}</p>
+      <p class="muted small">{props.self ? "This is your own account." : "Their agents, chats and keys go with it."}</p>
       <ErrorNote error={act.error} />
       <button
         type="button"
