@@ -66,7 +66,7 @@ func TestOperationsDrill(t *testing.T) {
 }
 
 // drillGrace is the drill's shutdown_grace_seconds: short, so the hung steps are cancelled soon.
-const drillGrace = 6 * time.Second
+const drillGrace = 10 * time.Second
 
 type opsDrill struct {
 	t     *testing.T

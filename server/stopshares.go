@@ -21,11 +21,13 @@ type stopShares struct {
 
 // sharesOf divides grace: the outboxes a fifth (at most 5 s: a delivery in flight is bounded
 // by its own timeout, and an unanswered one is delivered again from the durable outbox), the
-// hand-back and the flush a tenth each (at most 3 s and 2 s: a few small writes, one export),
-// the steps the rest (15.5 s of the default 25 s).
+// hand-back a fifth too (at most 5 s: a few small writes, but on a loaded database they are
+// what keeps a task from waiting for the reaper — a tenth, 0.6 s of a 6 s grace, was overrun
+// in CI on MariaDB), the flush a tenth (at most 2 s: one export), the steps the rest (13 s of
+// the default 25 s).
 func sharesOf(grace time.Duration) stopShares {
 	sh := stopShares{
-		HandBack: min(grace/10, 3*time.Second),
+		HandBack: min(grace/5, 5*time.Second),
 		Outboxes: min(grace/5, 5*time.Second),
 		Flush:    min(grace/10, 2*time.Second),
 	}
