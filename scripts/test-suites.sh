@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Go tests on every database CI has, at once: SQLite with the race detector over every
+# package, and each server database named by its DSN variable (SVC_TEST_MYSQL_DSN,
+# SVC_TEST_POSTGRES_DSN) without it, over the packages whose tests reach a database (those that
+# import store/storetest). The race detector watches Go code, which is the same on every dialect,
+# so one raced run is enough and the others run at their natural speed; see docs/decisions.md
+# ("CI runs the database suites at once").
+#
+# Each suite writes to its own log; a suite's log is printed when it ends, with its time, and
+# the script fails when any suite failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+logs=$(mktemp -d /tmp/svc-suites.XXXXXX)
+
+# Packages whose tests open a database: those importing store/storetest, directly or not, and
+# those whose tests read a DSN variable themselves (the binary's and the benchmark's).
+db_packages() {
+  local p dir
+  while read -r p dir; do
+    if $GO list -test -deps "$p" 2>/dev/null | grep -qx 'github.com/agentsvc/svc/store/storetest' ||
+      grep -qs 'SVC_TEST_MYSQL_DSN\|SVC_TEST_POSTGRES_DSN' "$dir"/*_test.go; then
+      echo "$p"
+    fi
+  done < <($GO list -f '{{.ImportPath}} {{.Dir}}' ./...)
+}
+
+names=() pids=()
+run_suite() { # name, then the command; the suite's own time goes to $logs/<name>.secs
+  local name=$1; shift
+  names+=("$name")
+  (start=$(date +%s); "$@" >"$logs/$name.log" 2>&1; rc=$?
+   echo $(( $(date +%s) - start )) >"$logs/$name.secs"; exit $rc) &
+  pids+=($!)
+}
+
+run_suite sqlite env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -race -count=1 ./...
+if [ -n "${SVC_TEST_MYSQL_DSN:-}" ] || [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
+  mapfile -t pkgs < <(db_packages)
+fi
+if [ -n "${SVC_TEST_MYSQL_DSN:-}" ]; then
+  run_suite mariadb env -u SVC_TEST_POSTGRES_DSN $GO test -count=1 -p 1 "${pkgs[@]}"
+fi
+if [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
+  run_suite postgres env -u SVC_TEST_MYSQL_DSN $GO test -count=1 -p 1 "${pkgs[@]}"
+fi
+
+failed=()
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then status=ok; else status=FAILED; failed+=("${names[$i]}"); fi
+  echo "== Go tests on ${names[$i]}: $status after $(cat "$logs/${names[$i]}.secs")s (log $logs/${names[$i]}.log)"
+  grep -vE '^ok |no test files' "$logs/${names[$i]}.log" || true
+  grep -cE '^ok ' "$logs/${names[$i]}.log" | sed 's/^/packages ok: /'
+done
+if [ ${#failed[@]} -gt 0 ]; then echo "suites failed: ${failed[*]}"; exit 1; fi
