@@ -327,6 +327,13 @@ async function main(): Promise<void> {
     await page.getByText("The script has no more turns.").waitFor({ timeout: 15_000 });
     await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
 
+    log("reloaded, the page shows both runs of the continued chat from one replay");
+    await page.reload();
+    await page.getByText("The script has no more turns.").waitFor({ timeout: 15_000 });
+    await page.locator(".msg.user").filter({ hasText: "Thanks! And 7*7?" }).waitFor();
+    await call.locator(".code.result").filter({ hasText: "6*8 = 48" }).waitFor();
+    await page.getByTestId("updates").filter({ hasText: "settled" }).waitFor();
+
     log("a narrow screen (390 px) shows the same task");
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("button", { name: "Menu" }).waitFor();

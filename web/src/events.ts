@@ -1,9 +1,10 @@
 // A task's event log (GET /tasks/{id}/events, Server-Sent Events) folded into a transcript:
 // user and assistant turns, tool calls with their decision and result, question batches with
 // their answers, the status changes that matter to a reader, and the model output streaming in
-// (delta events, replaced by the turn's message). One EventSource per run: the browser resumes
-// it with Last-Event-ID by itself; it is closed after the status that ends the run, and
-// reopen() starts a new one after the last sequence seen (a continue or retry starts a new run).
+// (delta events, replaced by the turn's message). The browser resumes an EventSource with
+// Last-Event-ID by itself; a replay delivers every run of the task, and the server ends the
+// stream after a status that ends a run when nothing follows it. reopen() starts a new stream
+// after the last sequence seen when a continue or retry starts a new run after that.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { prefix, type Schemas, type Task } from "./api";
 
@@ -176,14 +177,10 @@ export function useTaskEvents(id: string, onStatus: () => void, settled: { reado
       }
       if (!f.apply(ev)) return;
       render();
-      if (ev.type === "status" && ev.status) {
-        cb.current();
-        if (endsRun(ev.status)) {
-          ended = true;
-          es.close();
-          setState("ended");
-        }
-      }
+      // A status that ends a run does not close the stream: a replay of a continued or retried
+      // task goes on with the next run, and the server closes the stream when nothing follows
+      // (onerror below then stops there).
+      if (ev.type === "status" && ev.status) cb.current();
     };
     for (const type of ["status", "message", "tool_call.proposed", "tool_call.decided", "tool_call.executed", "question.asked", "question.answered", "delta"]) es.addEventListener(type, handle as EventListener);
     es.onopen = () => setState("open");
