@@ -24,3 +24,7 @@ var HandWrittenColumnsForTest = map[string]string{
 // MemoryTermsForTest is the terms column of a memory's text, for benchmarks that fill the table
 // in SQL.
 var MemoryTermsForTest = memoryTerms
+
+// RankQueuedMySQLForTest is the MySQL/MariaDB fair ranking of QUEUED tasks, for the benchmark
+// that compares it with the window function it replaced.
+var RankQueuedMySQLForTest = rankQueuedMySQL
