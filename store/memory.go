@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -154,7 +155,8 @@ func (s *Agents) Remember(ctx context.Context, m NewMemory, check AgentCheck) (*
 // selects in all (else 0).
 // Ranking (docs/design.md "Memory"): a memory matches when one of the query's terms starts one
 // of its words; matches are ordered by the number of distinct query terms they contain, then
-// most recent first. The same LIKE matching runs on SQLite and MariaDB. Without query terms the
+// most recent first, the same on every dialect; the candidates come from the dialect's
+// full-text index (memoryMatch), the ranking reads those only. Without query terms the
 // page is the most recent memories. Errors: none beyond the database's own.
 func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, int64, error) {
 	db := s.conn(ctx).Model(&memoryRow{}).Where("agent_id = ?", q.AgentID)
@@ -167,15 +169,14 @@ func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, i
 	}
 	order := db.Session(&gorm.Session{}).Order("id DESC")
 	if terms := queryTerms(q.Text); len(terms) > 0 {
-		conds := make([]string, len(terms))
 		scores := make([]string, len(terms))
 		likes := make([]any, len(terms))
 		for i, t := range terms {
-			conds[i] = "terms LIKE ? ESCAPE '!'"
 			scores[i] = "CASE WHEN terms LIKE ? ESCAPE '!' THEN 1 ELSE 0 END"
 			likes[i] = "% " + likeEscape(t) + "%"
 		}
-		db = db.Where("("+strings.Join(conds, " OR ")+")", likes...)
+		match, args := s.memoryMatch(terms)
+		db = db.Where(match, args...)
 		order = db.Session(&gorm.Session{}).Select("*, ("+strings.Join(scores, " + ")+") AS score", likes...).
 			Order("score DESC").Order("id DESC")
 	}
@@ -194,6 +195,44 @@ func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, i
 		out[i] = rows[i].toMemory()
 	}
 	return out, total, nil
+}
+
+// memoryFullTextMinLen and memoryFullTextMaxLen bound, in characters, the words InnoDB's
+// FULLTEXT index holds (innodb_ft_min_token_size and innodb_ft_max_token_size at their
+// defaults); recall matches other words with LIKE.
+const (
+	memoryFullTextMinLen = 3
+	memoryFullTextMaxLen = 84
+)
+
+// memoryMatch is the condition selecting the memories with a word that starts with one of
+// terms (each a normalised word: letters and digits only, so never a full-text operator),
+// through the dialect's full-text index: SQLite's FTS4 table agent_memories_fts, MySQL/MariaDB's
+// FULLTEXT index in boolean mode, each term a prefix and none required. A term InnoDB does not
+// index (shorter than three letters, longer than 84) is matched by LIKE instead, which reads the
+// scope's rows as recall did before the index.
+func (s *Agents) memoryMatch(terms []string) (string, []any) {
+	prefixes := make([]string, 0, len(terms))
+	var likes []string
+	var likeArgs []any
+	for _, t := range terms {
+		if n := utf8.RuneCountInString(t); s.dialect == DialectMySQL && (n < memoryFullTextMinLen || n > memoryFullTextMaxLen) {
+			likes = append(likes, "terms LIKE ? ESCAPE '!'")
+			likeArgs = append(likeArgs, "% "+likeEscape(t)+"%")
+			continue
+		}
+		prefixes = append(prefixes, t+"*")
+	}
+	var conds []string
+	var args []any
+	if len(prefixes) > 0 {
+		if s.dialect == DialectMySQL {
+			conds, args = append(conds, "MATCH (terms) AGAINST (? IN BOOLEAN MODE)"), append(args, strings.Join(prefixes, " "))
+		} else {
+			conds, args = append(conds, "id IN (SELECT docid FROM agent_memories_fts WHERE agent_memories_fts MATCH ?)"), append(args, strings.Join(prefixes, " OR "))
+		}
+	}
+	return "(" + strings.Join(append(conds, likes...), " OR ") + ")", append(args, likeArgs...)
 }
 
 // Memory returns memory id of agent agentID. Errors: ErrNotFound "memory not found" (unknown,

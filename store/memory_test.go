@@ -114,3 +114,62 @@ func TestMemoryEditForgetAndCascade(t *testing.T) {
 		t.Fatalf("remember for a deleted agent: %v", err)
 	}
 }
+
+// TestRecallFullText checks recall through the full-text indexes on both dialects: a word
+// InnoDB does not index (two letters) and words of its default stop list are found like any
+// other; an edited memory is found by its new words only, a forgotten one not at all, and on
+// SQLite the FTS4 table agrees with its content after edits and the agent's deletion.
+func TestRecallFullText(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	agent := storetest.Agent(t, f.s, f.user.PrincipalID)
+	remember(t, f.s, agent.ID, nil, "Prefers Go over Rust for services")
+	about := remember(t, f.s, agent.ID, nil, "Wrote about Vienna coffee houses")
+	gone := remember(t, f.s, agent.ID, nil, "Temporary note about kiwis")
+	recall := func(q string) []string {
+		t.Helper()
+		got, _, err := f.s.RecallMemories(ctx, store.MemoryQuery{AgentID: agent.ID, Text: q, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return texts(got)
+	}
+	if got := recall("go"); len(got) != 1 || got[0] != "Prefers Go over Rust for services" {
+		t.Fatalf("two-letter word: %q", got)
+	}
+	if got := recall("about"); len(got) != 2 {
+		t.Fatalf("a word of InnoDB's stop list: %q", got)
+	}
+	if got := recall("serv vien"); len(got) != 2 {
+		t.Fatalf("prefixes ORed: %q", got)
+	}
+	if _, err := f.s.UpdateMemory(ctx, agent.ID, about.ID, "Wrote on Graz tea rooms", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := recall("vienna"); len(got) != 0 {
+		t.Fatalf("an edited memory found by its old words: %q", got)
+	}
+	if got := recall("graz"); len(got) != 1 {
+		t.Fatalf("an edited memory not found by its new words: %q", got)
+	}
+	if err := f.s.ForgetMemory(ctx, agent.ID, gone.ID, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := recall("kiwis"); len(got) != 0 {
+		t.Fatalf("a forgotten memory recalled: %q", got)
+	}
+	if err := f.s.DeleteAgent(ctx, agent.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if storetest.Dialect() == store.DialectSQLite {
+		db := f.s.GormDBForTest()
+		if err := db.Exec("INSERT INTO agent_memories_fts (agent_memories_fts) VALUES ('integrity-check')").Error; err != nil {
+			t.Fatalf("FTS4 index out of step with agent_memories: %v", err)
+		}
+		var n int64
+		if err := db.Raw("SELECT COUNT(*) FROM agent_memories_fts WHERE agent_memories_fts MATCH 'graz* OR prefers*'").Scan(&n).Error; err != nil || n != 0 {
+			t.Fatalf("index rows of a deleted agent's memories: %d, %v", n, err)
+		}
+	}
+}
