@@ -22,7 +22,6 @@ const (
 	MaxIPLen           = 64
 	MaxUserAgentLen    = 512
 	MaxTokenPayloadLen = 4096 // bytes
-	MaxBioLen          = 10000
 	MaxSettingKeyLen   = 191
 	MaxSettingValueLen = 65535 // bytes of JSON
 )

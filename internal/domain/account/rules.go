@@ -17,7 +17,7 @@ func checkDisplayName(name string) error {
 
 // CheckProfile applies the field rules of a profile: every field valid UTF-8 within its column
 // (names limits.ProfileNameLen, locale limits.LocaleLen, time zone limits.TimezoneLen, bio
-// store.MaxBioLen). Whether the time zone exists is PutProfile's check. Errors: ErrInvalid
+// limits.BioLen). Whether the time zone exists is PutProfile's check. Errors: ErrInvalid
 // naming the field.
 func CheckProfile(p store.Profile) error {
 	for _, f := range []struct {
@@ -26,7 +26,7 @@ func CheckProfile(p store.Profile) error {
 	}{
 		{"first_name", p.FirstName, limits.ProfileNameLen}, {"last_name", p.LastName, limits.ProfileNameLen},
 		{"locale", p.Locale, limits.LocaleLen}, {"timezone", p.Timezone, limits.TimezoneLen},
-		{"bio", p.Bio, store.MaxBioLen},
+		{"bio", p.Bio, limits.BioLen},
 	} {
 		if err := fieldcheck.Text(f.name, f.v, f.max); err != nil {
 			return err

@@ -94,7 +94,7 @@ func TestAccountFieldsBeforeTheStore(t *testing.T) {
 	}{
 		"first name too long": {store.Profile{FirstName: strings.Repeat("x", limits.ProfileNameLen+1)}, "first_name must be at most"},
 		"locale too long":     {store.Profile{Locale: strings.Repeat("x", limits.LocaleLen+1)}, "locale must be at most"},
-		"bio too long":        {store.Profile{Bio: strings.Repeat("x", store.MaxBioLen+1)}, "bio must be at most"},
+		"bio too long":        {store.Profile{Bio: strings.Repeat("x", limits.BioLen+1)}, "bio must be at most"},
 		"invalid utf-8":       {store.Profile{LastName: "\xff"}, "last_name must be valid UTF-8"},
 		"unknown time zone":   {store.Profile{Timezone: "Mars/Olympus"}, "not an IANA time zone"},
 	} {

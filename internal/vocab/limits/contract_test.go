@@ -261,6 +261,7 @@ var exact = []struct {
 		"EmailChangeRequest.password", "LoginRequest.password")},
 	{"ProfileNameLen", maxLen(limits.ProfileNameLen), oas("ProfileInput.first_name", "ProfileInput.last_name", "LocationInput.name")},
 	{"LocaleLen", maxLen(limits.LocaleLen), oas("ProfileInput.locale")},
+	{"BioLen", maxLen(limits.BioLen), oas("ProfileInput.bio")},
 	{"TimezoneLen", maxLen(limits.TimezoneLen), oas("ProfileInput.timezone", "ScheduledRunRequest.timezone")},
 	{"AddressLen", maxLen(limits.AddressLen), oas("LocationInput.address")},
 

@@ -36,6 +36,7 @@ const (
 	MinPasswordLen = 8   // a new password
 	MaxPasswordLen = 256 // the account service counts it in bytes, the contract in characters
 	ProfileNameLen = 100 // a profile's first and last name, a location's name
+	BioLen         = 5000
 	LocaleLen      = 35
 	TimezoneLen    = 64 // an IANA zone name: profiles, scheduled runs
 	AddressLen     = 500
