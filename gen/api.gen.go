@@ -26,6 +26,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for A2AAgentCardPreferredTransport.
+const (
+	JSONRPC A2AAgentCardPreferredTransport = "JSONRPC"
+)
+
+// Valid indicates whether the value is a known member of the A2AAgentCardPreferredTransport enum.
+func (e A2AAgentCardPreferredTransport) Valid() bool {
+	switch e {
+	case JSONRPC:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AddGroupMemberRequestRole.
 const (
 	AddGroupMemberRequestRoleAdmin  AddGroupMemberRequestRole = "admin"
@@ -563,6 +578,21 @@ func (e GroupRole) Valid() bool {
 	case GroupRoleMember:
 		return true
 	case GroupRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JsonRpcResponseJsonrpc.
+const (
+	N20 JsonRpcResponseJsonrpc = "2.0"
+)
+
+// Valid indicates whether the value is a known member of the JsonRpcResponseJsonrpc enum.
+func (e JsonRpcResponseJsonrpc) Valid() bool {
+	switch e {
+	case N20:
 		return true
 	default:
 		return false
@@ -1357,6 +1387,41 @@ func (e UnsubscribeNotificationsParamsTargetType) Valid() bool {
 		return false
 	}
 }
+
+// A2AAgentCard The A2A agent card (protocol 0.3) of the key's agent.
+type A2AAgentCard struct {
+	Capabilities struct {
+		PushNotifications      bool  `json:"pushNotifications"`
+		StateTransitionHistory *bool `json:"stateTransitionHistory,omitempty"`
+		Streaming              bool  `json:"streaming"`
+	} `json:"capabilities"`
+	DefaultInputModes  []string                       `json:"defaultInputModes"`
+	DefaultOutputModes []string                       `json:"defaultOutputModes"`
+	Description        string                         `json:"description"`
+	Name               string                         `json:"name"`
+	PreferredTransport A2AAgentCardPreferredTransport `json:"preferredTransport"`
+
+	// ProtocolVersion Example: 0.3.0
+	ProtocolVersion string                             `json:"protocolVersion"`
+	Security        *[]map[string][]string             `json:"security,omitempty"`
+	SecuritySchemes *map[string]map[string]interface{} `json:"securitySchemes,omitempty"`
+	Skills          []struct {
+		Description string    `json:"description"`
+		Examples    *[]string `json:"examples,omitempty"`
+		Id          string    `json:"id"`
+		Name        string    `json:"name"`
+		Tags        []string  `json:"tags"`
+	} `json:"skills"`
+
+	// Url The JSON-RPC endpoint (`{app_url}/api/v1/agent-api/a2a`).
+	Url string `json:"url"`
+
+	// Version The agent's revision (its last update, RFC 3339).
+	Version string `json:"version"`
+}
+
+// A2AAgentCardPreferredTransport defines model for A2AAgentCard.PreferredTransport.
+type A2AAgentCardPreferredTransport string
 
 // AcceptedResponse defines model for AcceptedResponse.
 type AcceptedResponse struct {
@@ -2759,6 +2824,39 @@ type InstallPluginRequest struct {
 	// Version Version to install; default the catalog's latest.
 	Version *string `json:"version,omitempty"`
 }
+
+// JsonRpcResponse A JSON-RPC 2.0 response (MCP and A2A endpoints); exactly one of `result` and `error`.
+type JsonRpcResponse struct {
+	Error *struct {
+		// Code JSON-RPC (`-32700` parse error, `-32600` invalid request, `-32601` method not found, `-32602` invalid params, `-32603` internal error) or A2A (`-32001` to `-32007`).
+		Code int `json:"code"`
+
+		// Data For a refusal by the chat rules, `code` is the envelope's error code (`INVALID_STATE`, `VALIDATION_ERROR` …).
+		Data    *map[string]interface{} `json:"data,omitempty"`
+		Message string                  `json:"message"`
+	} `json:"error,omitempty"`
+
+	// Id The request's id (a string or a number; null when the request could not be read).
+	Id      *JsonRpcResponse_Id    `json:"id,omitempty"`
+	Jsonrpc JsonRpcResponseJsonrpc `json:"jsonrpc"`
+
+	// Result The method's result (A2A `message/send` and `tasks/get`, a `Task`).
+	Result *map[string]interface{} `json:"result,omitempty"`
+}
+
+// JsonRpcResponseId0 defines model for JsonRpcResponse.Id.0.
+type JsonRpcResponseId0 = string
+
+// JsonRpcResponseId1 defines model for JsonRpcResponse.Id.1.
+type JsonRpcResponseId1 = int
+
+// JsonRpcResponse_Id The request's id (a string or a number; null when the request could not be read).
+type JsonRpcResponse_Id struct {
+	union json.RawMessage
+}
+
+// JsonRpcResponseJsonrpc defines model for JsonRpcResponse.Jsonrpc.
+type JsonRpcResponseJsonrpc string
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
@@ -5579,8 +5677,76 @@ type GrantUserRoleJSONRequestBody = GrantRoleRequest
 // ChatSettledJSONRequestBody defines body for ChatSettled for application/json ContentType.
 type ChatSettledJSONRequestBody = Chat
 
+// AsJsonRpcResponseId0 returns the union data inside the JsonRpcResponse_Id as a JsonRpcResponseId0
+func (t JsonRpcResponse_Id) AsJsonRpcResponseId0() (JsonRpcResponseId0, error) {
+	var body JsonRpcResponseId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJsonRpcResponseId0 overwrites any union data inside the JsonRpcResponse_Id as the provided JsonRpcResponseId0
+func (t *JsonRpcResponse_Id) FromJsonRpcResponseId0(v JsonRpcResponseId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJsonRpcResponseId0 performs a merge with any union data inside the JsonRpcResponse_Id, using the provided JsonRpcResponseId0
+func (t *JsonRpcResponse_Id) MergeJsonRpcResponseId0(v JsonRpcResponseId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJsonRpcResponseId1 returns the union data inside the JsonRpcResponse_Id as a JsonRpcResponseId1
+func (t JsonRpcResponse_Id) AsJsonRpcResponseId1() (JsonRpcResponseId1, error) {
+	var body JsonRpcResponseId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJsonRpcResponseId1 overwrites any union data inside the JsonRpcResponse_Id as the provided JsonRpcResponseId1
+func (t *JsonRpcResponse_Id) FromJsonRpcResponseId1(v JsonRpcResponseId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJsonRpcResponseId1 performs a merge with any union data inside the JsonRpcResponse_Id, using the provided JsonRpcResponseId1
+func (t *JsonRpcResponse_Id) MergeJsonRpcResponseId1(v JsonRpcResponseId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t JsonRpcResponse_Id) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *JsonRpcResponse_Id) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ServeAgentA2a The agent as an A2A server (JSON-RPC)
+	// (POST /agent-api/a2a)
+	ServeAgentA2a(c *gin.Context)
+	// GetAgentCard The agent's A2A agent card
+	// (GET /agent-api/a2a/.well-known/agent-card.json)
+	GetAgentCard(c *gin.Context)
 	// ListAgentChats List this agent's chats
 	// (GET /agent-api/chats)
 	ListAgentChats(c *gin.Context, params ListAgentChatsParams)
@@ -5611,6 +5777,9 @@ type ServerInterface interface {
 	// GetAgentChatTranscript Full transcript of a chat
 	// (GET /agent-api/chats/{id}/transcript)
 	GetAgentChatTranscript(c *gin.Context, id AgentApiChatId, params GetAgentChatTranscriptParams)
+	// ServeAgentMcp The agent as an MCP server (streamable HTTP)
+	// (POST /agent-api/mcp)
+	ServeAgentMcp(c *gin.Context)
 	// UploadAgentMedia Upload a file for later chats
 	// (POST /agent-api/media)
 	UploadAgentMedia(c *gin.Context)
@@ -6084,6 +6253,32 @@ type ServerInterfaceWrapper struct {
 
 type MiddlewareFunc func(c *gin.Context)
 
+// ServeAgentA2a operation middleware
+func (siw *ServerInterfaceWrapper) ServeAgentA2a(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ServeAgentA2a(c)
+}
+
+// GetAgentCard operation middleware
+func (siw *ServerInterfaceWrapper) GetAgentCard(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetAgentCard(c)
+}
+
 // ListAgentChats operation middleware
 func (siw *ServerInterfaceWrapper) ListAgentChats(c *gin.Context) {
 
@@ -6515,6 +6710,19 @@ func (siw *ServerInterfaceWrapper) GetAgentChatTranscript(c *gin.Context) {
 	}
 
 	siw.Handler.GetAgentChatTranscript(c, id, params)
+}
+
+// ServeAgentMcp operation middleware
+func (siw *ServerInterfaceWrapper) ServeAgentMcp(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ServeAgentMcp(c)
 }
 
 // UploadAgentMedia operation middleware
@@ -10644,6 +10852,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/agent-api/chats/:id/answer", wrapper.AnswerAgentChat)
 	router.POST(options.BaseURL+"/agent-api/media", wrapper.UploadAgentMedia)
 	router.GET(options.BaseURL+"/agent-api/media/:mediaId", wrapper.GetAgentMedia)
+	router.POST(options.BaseURL+"/agent-api/mcp", wrapper.ServeAgentMcp)
+	router.POST(options.BaseURL+"/agent-api/a2a", wrapper.ServeAgentA2a)
+	router.GET(options.BaseURL+"/agent-api/a2a/.well-known/agent-card.json", wrapper.GetAgentCard)
 	router.GET(options.BaseURL+"/media", wrapper.ListMediaAssets)
 	router.POST(options.BaseURL+"/media", wrapper.UploadMediaAsset)
 	router.POST(options.BaseURL+"/media/:id/derivatives", wrapper.CreateMediaDerivative)
@@ -10824,6 +11035,287 @@ type UnauthenticatedJSONResponse Error
 type UnsupportedMediaTypeJSONResponse Error
 
 type ValidationErrorJSONResponse Error
+
+type ServeAgentA2aRequestObject struct {
+}
+
+type ServeAgentA2aResponseObject interface {
+	VisitServeAgentA2aResponse(w http.ResponseWriter) error
+}
+
+type ServeAgentA2a200JSONResponse JsonRpcResponse
+
+func (response ServeAgentA2a200JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ServeAgentA2a200TexteventStreamResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ServeAgentA2a400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ServeAgentA2a400JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ServeAgentA2a401JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response ServeAgentA2a404JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ServeAgentA2a413JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ServeAgentA2a415JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ServeAgentA2a429JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a500JSONResponse struct{ InternalJSONResponse }
+
+func (response ServeAgentA2a500JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ServeAgentA2a503JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCardRequestObject struct {
+}
+
+type GetAgentCardResponseObject interface {
+	VisitGetAgentCardResponse(w http.ResponseWriter) error
+}
+
+type GetAgentCard200JSONResponse A2AAgentCard
+
+func (response GetAgentCard200JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentCard401JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response GetAgentCard404JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetAgentCard429JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentCard500JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentCard503JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListAgentChatsRequestObject struct {
 	Params ListAgentChatsParams
@@ -12262,6 +12754,204 @@ func (response GetAgentChatTranscript500JSONResponse) VisitGetAgentChatTranscrip
 type GetAgentChatTranscript503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetAgentChatTranscript503JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcpRequestObject struct {
+}
+
+type ServeAgentMcpResponseObject interface {
+	VisitServeAgentMcpResponse(w http.ResponseWriter) error
+}
+
+type ServeAgentMcp200JSONResponse JsonRpcResponse
+
+func (response ServeAgentMcp200JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ServeAgentMcp200TexteventStreamResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ServeAgentMcp202Response struct {
+}
+
+func (response ServeAgentMcp202Response) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+	w.WriteHeader(202)
+	return nil
+}
+
+type ServeAgentMcp400JSONResponse Error
+
+func (response ServeAgentMcp400JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp400TextResponse string
+
+func (response ServeAgentMcp400TextResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(400)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ServeAgentMcp401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ServeAgentMcp401JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response ServeAgentMcp404JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ServeAgentMcp413JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp415TextResponse string
+
+func (response ServeAgentMcp415TextResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(415)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ServeAgentMcp429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ServeAgentMcp429JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp500JSONResponse struct{ InternalJSONResponse }
+
+func (response ServeAgentMcp500JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ServeAgentMcp503JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30613,6 +31303,12 @@ func (response RunWorkerHousekeeping503JSONResponse) VisitRunWorkerHousekeepingR
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ServeAgentA2a The agent as an A2A server (JSON-RPC)
+	// (POST /agent-api/a2a)
+	ServeAgentA2a(ctx context.Context, request ServeAgentA2aRequestObject) (ServeAgentA2aResponseObject, error)
+	// GetAgentCard The agent's A2A agent card
+	// (GET /agent-api/a2a/.well-known/agent-card.json)
+	GetAgentCard(ctx context.Context, request GetAgentCardRequestObject) (GetAgentCardResponseObject, error)
 	// ListAgentChats List this agent's chats
 	// (GET /agent-api/chats)
 	ListAgentChats(ctx context.Context, request ListAgentChatsRequestObject) (ListAgentChatsResponseObject, error)
@@ -30643,6 +31339,9 @@ type StrictServerInterface interface {
 	// GetAgentChatTranscript Full transcript of a chat
 	// (GET /agent-api/chats/{id}/transcript)
 	GetAgentChatTranscript(ctx context.Context, request GetAgentChatTranscriptRequestObject) (GetAgentChatTranscriptResponseObject, error)
+	// ServeAgentMcp The agent as an MCP server (streamable HTTP)
+	// (POST /agent-api/mcp)
+	ServeAgentMcp(ctx context.Context, request ServeAgentMcpRequestObject) (ServeAgentMcpResponseObject, error)
 	// UploadAgentMedia Upload a file for later chats
 	// (POST /agent-api/media)
 	UploadAgentMedia(ctx context.Context, request UploadAgentMediaRequestObject) (UploadAgentMediaResponseObject, error)
@@ -31164,6 +31863,54 @@ type strictHandler struct {
 	options     StrictGinServerOptions
 }
 
+// ServeAgentA2a operation middleware
+func (sh *strictHandler) ServeAgentA2a(ctx *gin.Context) {
+	var request ServeAgentA2aRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ServeAgentA2a(ctx, request.(ServeAgentA2aRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ServeAgentA2a")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ServeAgentA2aResponseObject); ok {
+		if err := validResponse.VisitServeAgentA2aResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAgentCard operation middleware
+func (sh *strictHandler) GetAgentCard(ctx *gin.Context) {
+	var request GetAgentCardRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentCard(ctx, request.(GetAgentCardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentCard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetAgentCardResponseObject); ok {
+		if err := validResponse.VisitGetAgentCardResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListAgentChats operation middleware
 func (sh *strictHandler) ListAgentChats(ctx *gin.Context, params ListAgentChatsParams) {
 	var request ListAgentChatsRequestObject
@@ -31514,6 +32261,30 @@ func (sh *strictHandler) GetAgentChatTranscript(ctx *gin.Context, id AgentApiCha
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetAgentChatTranscriptResponseObject); ok {
 		if err := validResponse.VisitGetAgentChatTranscriptResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ServeAgentMcp operation middleware
+func (sh *strictHandler) ServeAgentMcp(ctx *gin.Context) {
+	var request ServeAgentMcpRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ServeAgentMcp(ctx, request.(ServeAgentMcpRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ServeAgentMcp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ServeAgentMcpResponseObject); ok {
+		if err := validResponse.VisitServeAgentMcpResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -36486,1097 +37257,1138 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5L3rduM21ij4KhidnlVyN+2SXXZSZa9ZfRSXq+KOb58tJycd15EgEpLwmQIVgrRKqfGseZr5Pc8wjzJP",
-	"Mgt7AyBIgrrZ6e87Z/pHp0yRuGxs7PvlWytMprNEMJHJ1vG31oTRiKXwz1uWpYvuKGOp+itiMkz5LOOJ",
-	"aB237liYiEiSLCFzyjMyZKMkZSRVn3Ax3msFLRlO2JSqT6dc8Gk+bR3vB61sMWOt4xYXGRuztPX8/By0",
-	"ZjSlU5bpabtjJrLujJ9OaHYe1adWzwmPSDubMJJR+Uh4FJCIhXxKYxLxMc/kjloAV2/PaDZpBS1BpzBt",
-	"1ApaKfs95ymLWsdZmjN3oewrnc5i9eLhQcuuVWYpF+OWWqlZ2x0XIbtjv+dMhKy+xGsRL8iUSUnHTJL5",
-	"JJGMDKR+fUC4JOOU0YylJJtQQbIJl3bBv+csXRQrlmqmvvm2BNZRkk5phsD87rAVFHDueOCsF99j01lM",
-	"MybPoxsFmtrazQsA1cFD3um8C2WSpyGDf7O3+lGcj/HBgCQpoWRIU0bU0z3Sm6h/UTkh01wq3CD3txe7",
-	"TIRJxKLjBzEIk5T9rwefUiYZTcMJSwd7D+KFJ6bGfFuMqMBBv14wMVab3H/XAfDYvxXSZRlL1YT/vf0b",
-	"3f2js/vhi/5vf/fLt07w3bvntzt/b/rpL178+Jwm+Uye8gbYXiYRi0mYiBEf5ylVTwmPGnA1XLH15uPf",
-	"9x4/rq3p2OHX5sX8KWvpJUl8GlMp/Uu6ZWMuM5ayiGRJEpNQverFyT181FvM2BWdMoOX7VGSEo0hBJBu",
-	"75bR6P72Qs08aCISmVnWBpjnDlxGvYOjoyrqNeHNfRPeqAs1ZdMhS99IkkuWwuXkwlK9NiU4mnqo6KLa",
-	"UUCoJFES5lMmMrJP5IyFfMRZI3XMNyOPzg36bV9dEXVPvnWC/fcNt+M8YtNZkjERLn5iC8/1oI9MEgpc",
-	"hLOIqJUwmRFJR+wYtjXiqczs8znPJoSSR7YgNMwkoSIiHP4r5yx9EG2Z0SzH58MkWuwoyvvIZhlRiHFw",
-	"SCZJnkoyYykJaRyzlLQVcANF0GYs3aWKYJLuzbmaYucEVjZjNHsQMLNakKRThgsQUfHALBAXIhWVz8wv",
-	"cpYIyWDtSZ6phatjo2PKReAMjHyYDCzMst1bNovpgkXHRB3MgLRpLBNCFYOGpcmMplkAK5lPmNCLlYSm",
-	"KX9iD2I+4TFzwMglkRmPY5LmQnAxBhAvkJ8rABWgDAjNyDSRGdnvEBkQFktGDjsfHsTp9dWni/PT3o6m",
-	"+gYc+mgiPhqxVEHRgKStDkLhbsyFWkjMJICbZpMdA68HcXhwQH7uXpx/7PbOr6/6Z7e317d7pKvBmYzI",
-	"UacDG6XD5IkRxXpEkuHZthGBDE4owO7skS5u4EEcHB2RJy75MGake3d6fk7CCU1pqMQP5EIFmr8b7Ycf",
-	"aIftHoX7w93D6Hu2+4Ee7e92ou9G+8OD8Ht2eGiuEh5YcZkcZN9V2F4SiJaSB/de/S+7/8eXv/lv00US",
-	"AgfxyUjmt9cj6B4ifkPHHtlnf3dIJYvIjI4ZEbkiWk2yjXqlBJeIjWgeZwCFFRzkhqX++dVTIvkfjLT1",
-	"cOTgyEXgzk7jeljab17TwRHQdb2oTmflEntUPkr1f74T6qHgqha5juCa4TAvEl4VbwKee76EzSjm90aS",
-	"tOC9A/WoD8z3RSz1PPrX8dN7yVIf1O+Rd/5Zd+JZfY4E3lFlbs6vkuxTkgtYUJgIRc3VP+lsFnO8qG//",
-	"XaoFOmD41mJpmqT4SaTm6X4+u+r1uzfn/Y/nd90fLs4+KsiglqFgrNh+iWtxRSpHx4QKQiOFrDJLaZak",
-	"JMtTIUmCooJkGbCgu59P+3YK0r7DxxK4oXqPiSeeJkIJEzsA5AIyf0nZqHXc+i9vC13yLf4q357BLgA2",
-	"dWxLGYpxJEqYBBLOvnKZqSk5/m1IdZbAIh7Z4o0i6mqLbQUXMri67vU/Xd9ffRzs2LX64GDer4NxEGjO",
-	"A5ImYU8sXZDBWxhgl874278OgEEZLZfm2YSJTB/dCcyoz4EoVJIluA5KgB3YNc6T9JGlivlmfMrIVC0O",
-	"+DZIC1ySQRhzJjJ1qZ6D1g80ukUe+jIs+qH7sX979m/3Z3e9EvoYBq34swU+jXlE/nF3ffVaB+6OrsYl",
-	"bVAep3mc8RlNM5LP4oRGJKbhowQJZKBkBAX/NMPz5RkJkzyOYIyhwiEakXaYZ0ROEiUAJSmR6uhlnMyN",
-	"ij2YctFXk/eHi4zJviL1EmwYAzy/MBGChcgz4fwECeNEsmhnj5wC3jiAG8CJnCZiFPPwhedxfgWCTv+u",
-	"1+2dlS80sAhJTq8vby7OemcfX+MQcC9GbBuQdpTjctmOAtygtJwBGlnMLX2jBEaaMSUdDnmEaK4kZ8TQ",
-	"T/A0YuJlADm9u/3U713/dHbV14spQWXKpVTXSmGCQARVX5AseWTiFSFUW8XA3E5GBv9tV/2+21NzDoys",
-	"ziVxFjdPEzE+IWpTD2Lw6fr2h/OPH8+unFG0zoGorh6UifQopmNDK6ZUKOKSJjFTMqrSpYSSEWn8UuTr",
-	"nd1edS9KEOZ6aMI0iF4M0nvBvs5YmLGIjCiP85SZS2UWoBCRZZTHEoT5OBmPWRQQoWixEufzVKirqHb+",
-	"OszUco3S1hVJGcHg/1EMDpHCgKfgbWbr52pDigezVwDAuSIsl2dXvYooEXOZgewizSp5MS1ZsOx1wMOV",
-	"nBkzKh3w2IkAGsmMaTPZgmUuUJyVI2hu6EIxjl6SXNAU9YLtYXPT/fXiuvux37u+7l90bz+fNXNK9jVk",
-	"LJJkv3P4/uj77wiwl1fllmYGkCmUXhPzKbfAqC0VwXHH0icesntBnyiP6TB+IUTuzm5/Pj89699fdX/u",
-	"nl8osakmfEY0o0r3UziTFxOfaHUcuHO8eBXYKNU6pSmPF2omfX0kS5+0nai8lJTRcKLeCsgoj+OADHO5",
-	"IEO2SLTBCEweiSI0o1wySeYpz5gkbSoWBQoW0iVMBBc4ZSHjT2DAkYpIL4iDHJxJ9ZhnJEPDVkYSETLS",
-	"Hkzp175+sY8vDnbAnCESMIoILicsAiMKF2RC4xFJRmQwybJZX4k7fSUxJnlWCJMoKhIaRSmTcGtprN5c",
-	"KFEoAjG0PilIQVrINAtuW0lYL3dnj1wlah1jMgd7orAniqYnYIjgK9oFZ9GASO0cAk435k9MGGz1oNFA",
-	"KWNVr9OudTv58EO//dZxUAGSGNfFucKO7BYOc0MqqZmQvQKydfybvQSX3f/Wv+ud3dz1b7tXFaIAysKe",
-	"grHM2ExazwcVROuHZJQmU7KvMHW/00H76aR13EI94639tPX8JWjNaSqU9tU6/u3Lc1C7jlXbWO0uZsaL",
-	"M6ES+bg8JpX1qxOuTk7aN9d3Pf1414wi34KgpcZjX2cx5UISdac20QO9h7OWrpCLXOLt1che39yuVIIC",
-	"zxbq8ih0lwbjqpAanBQCmB2HZ5LFI8BvJAFRQAYaFQZEcUMkvxoKSfpGFhO10LRyScVCK2jyZbRWkfLL",
-	"7tWvRtu4K59ukpQozaswm1sFBeArLDKQqy1jcFK55+pqI2CAgHJhbv7rXel74SjbLxV57q+6970fz656",
-	"56fdqshT1umJtQK9AnCvEq1ISyalGrydpAFJRMXEEBBhXnxkC6t2VhaN7P1eyHym7hGLLlnEaQ8sUS+D",
-	"zd39zc31be/sY//y7ON5t9/79abC4xczRtxhv+5OZZTMBWjsWlCkYchmGYteUwR6I8ngFHe2q3Y6MJMp",
-	"blkWE5HTtl2LTHF9zdqI2olEfk6FNjm8kfAY9BCtqih6rcQDkOl2qjssDsgHOTynn5Fg8EScFfDe9oiW",
-	"Ev2SUKroIhVIGo/JLFXwyRbkoSWmlD20kKhaDHqNo+oSG8RhqHSVfJN2Lh5FMhdkxFkcBaghA9ADkuYx",
-	"I8NU6dM7jaR7z1kp2lf1Udxqo6t6pnfL0QKrBMH6U4ukLsDR3KttusMkiRlFe0JhEf6t+PKLfTUZ/jsL",
-	"s9qbMHP9raDVjSJw916CQ9ex6dEo4gqcNL5xVjuisWS+mwF+4CxRMl8AZseIDJW2QMMsXsDVUDKjeqvP",
-	"IwjSGLAp5fEgMM5KnqJFwfV5fWvBS4oiRvS/6sd7YTJtBS31cuu4hZ5otZUyVPWH3xrW+kaqq5PkIiPw",
-	"Jmmzr2GcS/6E3tBireBFsNZ2HLbiAzisWf3N8mpRBEnMjFd8DEEO1i80wJ0ovpbMheJowmpa8ADAY/C5",
-	"bp2BdTKRT9V5wwetoAWvwdUEKH3xLFTvcymoeOT49wNi/ftKoRDa4qwmUCpIkkbW/wx26hpk8eB3Tlxx",
-	"lFthh7QPDw52SmiwpYe/juxjTeuq5MIGwYAf9lyb9BUQAY0pmaVchHxG4wp60jhO5v1Rov6Tz8y1DSGe",
-	"KuoDxhx0Do52O+92O/u9zofjd53jTuefreoV+sSViqLAJvPplKZcKX5orMFgrKh1fHgQtLjsj+hTojRC",
-	"exlRlcpSQPwD/Btl9+P9jjr6jBrCo8SWcZIugERjcJIaPIQ1DJPkEcAcsyxj/UemXssYjRXotFPqVn9F",
-	"qJRcZlRkraAlkkxN3fov/4XcKwbwILryEZz2lGTJjIfoHCcRm2UTtZsZD7M8Zf08jVvHQinBLQtgQMUj",
-	"Rb2ydNEHpa4/5SKHKY6CllzIjE37szSZzhR4f01yMNJRElKFQTFJa2vcI6dcaQvgSkGoqmXks8hzTAe9",
-	"/e+OO0fH+wf/rFOV6nlXUemXCcsmEAGh+FXMgL9T+UimVOn4CtEyLnIGTr8qdS8jTi3SUP0GUgWfshJN",
-	"UrvYVU9bnutdGqQWODlJ0ow4z0ibTWfZArWSXEiWwU10qV2n0/FM4yMgcN20g9PeGYXFK32XFURvgrIx",
-	"USpSBAxoStNHBfEJN245JXsQM5If6KX7U9tDniVTmvFQxwFhgA4cabtDIg7CBBDpKUJqSdRj6Wq68QWd",
-	"Kjm4y9iMDPNozDLFNylMqA9iTZd/+eL7uTlSqwolShnbVQdEzPcYTPPIFpIMDAEZBGSgyIb6L4Q4qunV",
-	"H0805VRkinoM1LV/EAOHoAxI+4nGuTZFIefAc7LaL+LGDtzpkKYQesVFlihdP0kzHRVTI+1In6qn95HL",
-	"WUwXIJCUOYqXkJXRfIVj39K9WrwtyP9JujuiocJMhZRKMSHw/no3zHvHSmSzhqja2JaMkPPiu4RP6Zid",
-	"EEVkC1MDglzJ5SIRABj1O9plS4KnM3eJPte2PBdqp/Yl0qZGdJixVCq8c34ExgDST5nNH61FGbyMoRa8",
-	"hz9YH7kgtHSRF8W1Qg/3iPJYGznV85QKCTZM0FrAb7b6dldYU43Yws8Ef0ansHazTCES148YdXnN4Vq1",
-	"SCsqMxJOqBivzSEqigJEnZQOW9+tMp2obtZcBpfEBVVu6T+7MgF2yFaZCZTRv8QqSzD50iT3dWfcH+ep",
-	"50OMqEVakja6/dDUHqb6WBwZcB1pT12a1uP3o3e/f/h6MD2cvW8FrZjKrK8k3sqX73r7+8edg+PDw38W",
-	"0UDivYAYjVGczOtiyZ8gN/iu+U0+jHkIUOFRgLZ2DHbmkQ2/H5GBfHrsl5/rPxGA+tUTCKVVdyBOxmXq",
-	"XIFUbXFl0HlvQclSVwR8FoQQjzWHoIomqKwki362c0WnjLSHCyXuPalF6OAmoBVoG3ojKypO6YDXuqX6",
-	"WpYuQgkwK67CKX7omiuqetGUg4/1kS0CMvimbsnxN64V/AAfF9MHxJ39+XlA2lESyrcRk3ws9qYReWjd",
-	"uNfroQUw8NtIlhl+nE38wrPJHWDVBjaP4vMLLrNmAPzEFlYKAvIgkHU2r7oa/Qlu4PrrdMaVOOSTN8NM",
-	"Kcrqx4AINldICwHSoAVmbCo3AE6rUIJpmtJF3YBk1vECA1Ix3S17Sh6XIhR485DQpuzJhAW3baj6XAv2",
-	"SQrGTR1jh1EK+p6+CO6PbNFo6kCqhnZWY7vYjCqluH/PvuM5XUgIlC+NuJaRz4wamNW/ylk598Zz7wWb",
-	"x4vS7ecijHNw3ULIvqKiwBzlREm26Jpt/WdgS5sd2aNPIui5O1ybmZm4INRrwJ6lsysSES/Ky1Jjukvr",
-	"//P3d0+9zvD39+HV/uL2aH5x8PXH76N/HE5/+iC7383OyuYv9flv3d1/6mywv/X3fFH5q9ikxkrgiGis",
-	"EWyu9vxnsMNXYnaPkLuwBcs7+4qO3mbSpLUiVDNZRNBrUdZOX0yAzEBrEXHjpP6os6ZqkLGjvZAkLOeC",
-	"14Jh/oSi2xCH9XL+NzYZvvWbh7+hHsslzLwZ71vN9XD2FwINXJ3NUAPrOfjyAJcky7aTdWCarvp+4/VN",
-	"wdLrO84RDbMCu1OG1nsWGV+l+hKSL3Yazq6Ri1r5aFOD3zJe8YuS13mmQyLMYl/GNBA8VYbx/Vpr1Y7O",
-	"IhHaCwrzqzHJWEuTdQaD5UGrJiyy5swlBhlnERmVj43HAIYNTPXGbFUax+4587IqlGQo96BFpAhtgVGo",
-	"JBEDU3ZZUTLwWWOp7GvWwGZpWMaWwpkYpVxgKDJPSZiMRoyRYUzDx/UM0ivNJCzi2footNJLRpybM2Rx",
-	"IsZQj6Atw2Smr4XiUunOictx9QcaQ+aTJDbWOffD7eDuY6P28hY70sdTIJQHv7cwt+D92oCzaGr0RiJQ",
-	"OHs5mzEDNeYww6/WZLoxp9EktsZvglaWZNRjpP0xmWO4lJ1bTQyJf0SymIUZmMU1DVgn7dE9YbtdM/+L",
-	"OZza3nYxAV2N2m8kSJUKxXzS0Cq6ULvnq3LtyuLR12z17pYhJ+7hdfBwsRFK+Y528dIDvUEL6j2IJdud",
-	"66XNjYKIGrSZal8DijsV6+iIA1lHlWnIBU0XqDLVrZj4qg8dwItB2jdXnwPyj5uzzwH5fP5Jcalf2PDm",
-	"xKbTHpFL/kOZWOKMK3UMmLoRbsuR5JVMQiY2YQ351ifPvhQ3jLJxSjMaJ+MzkfmExzuIToBzT9TWTVh9",
-	"SUNybePegINq9R7wIOrYTTbEmgEY9I7OehsVoYMhMF5hSseCjzjEuYB93VN0BTOg+rM4H3MB8cu1UAZ4",
-	"EV/oyzgfm4gEA7ryx7ggPRkQWpOOrI7xN1+6MDzqJVECf38JWk8slTo9fa+z1/GY8y3UqvAfWKes44kt",
-	"C3Ja0ygkKgfwKxX4pdECthiP8/iEoNdKBwTpVQjmdV3hwTXvCTzKTkTULP/jj5gNKpZyfLqunO9UECJt",
-	"yBHXNYOEU5slSY0jAw97tygoVH+7spw61tXWVUPDenEZxDWi30DNwBSS4EJmNI6VesYhXp3MaSokGdxc",
-	"3H8+v+pfnt/dnV991vnuRnopVkjDKXs7ZzRrWF5VeNnWl+4fvXS1albARGQpH+aQm4xvOvKxAq2lLHIt",
-	"P3X91tYpcPhY5EYb2c/C3QnE12PJVwKrIR31IBw+mxnfs8no4SGE+oUGPjYQDRbqhvppQoQ/eCP8yjSq",
-	"dkFsNSNW2T/EKjds3kPnVgLA0r16/bbpE0uJ/t2ciZeltPb3DvY6G9kMy35rswh7HmUMDQriq+lVBX4e",
-	"FKtf8HW57HLzUZ27ylczQHoQQa+JMIGBTkkaga1gaKwk6ytGXmFilVmuWNoriTLWbrqh6lK1+oIfE+tW",
-	"Hej4pBOsF3AHmyZRSkcZOegcdHb3DwjNHsTgG53N+rOUjfjXZwubch7THj7e+3eZiMHOHrnXAekQaUWh",
-	"fuG/Y+w/zXTsYsyeWFypC/St9RcTLt+aZNlMHr99K5/CPSdaWv29xiKMfaA5sHWzoNVSYF2nFP120GkI",
-	"5Om8YoTn8zZRtlZc2i1FhrmxdCbezXkZOMCW0bVBywmaax23nvZXBdz6RVNFpjBDkEEWqi0aYxNS8Fea",
-	"Z0mfzmZp8mT5aOULPfmIZeEEMgALEuij/c/rCLV/casY+byjivPhfTKJo4Nv+KCfp/HzoGYPOHzvYTrr",
-	"61FVMmGdBxsLwZWV7a8fIrtWSctjMsx5nO0qASWXutJRXS4NtHBQcIsNhNrgQYAVU0dZlkpoAr35V9ev",
-	"LN+5jQ/TRHU1y7P2INsQnQ52VivcbhgJuobU6RMwMcGjPStJpIMnJqIkfav+Guyc6DilQgewgYw0Rrey",
-	"ZcvNcm550L1KMoU+lPbfj/U/9/q7X/5qHu/8/e3KN/6yjvin6ZNP/gRTuUnCYCcmWj6Z8kzxvyRFLfME",
-	"E/6AIyZThABJBEGtaI+c0XDyIEolwuhsxmgqrYkIc95719cX/dOL7t1d/+P9zQUkM+7oqq8bCzkG5ZAU",
-	"bib2UpHxcJng654T+Pp/2/tS+Uf7t7/tftn7m/cUlojFhSDcZD9qEKdsFs2GKWIoVEVsxAV8pkNwG13r",
-	"vlwLHTHvk0ZMUkA58UKumXmxlOZ39cqbCH6DC6qWWKBXXwv3b04y+E+XUrDMoWL8Nyhhznnk+FiqjuU3",
-	"krgOroAkcWRj3U6KKAwwA0AVGihdbWoP2Sj2QF9+DNiw09mCpoIkKVcaM7l03D1KWYvRbyc1gc1S+sRi",
-	"GwDuYKWlCJs5IwCy5/htSSIo7Czb5A+smyzQGCbfhIQrQ+ZfNwDeGA4xbV9XmCB3v971zi77N7fXlzc9",
-	"Y9ja2yC7r1EO2Ixe3SgBXmQYoVYKAXW0QpGQBEiO0th8kRKFouCnKPYF155TFvQd9YIKGi+kegzGcdA4",
-	"Eqzyyr7O4iTVGZ9PXCapcdnyJ+a1CTWbmK8xV3fMBEtpHKjjivIw4088WwRW9QoUnZ3mQmeMB2TKIk4D",
-	"qHUTWMxJxAmhAoD0ICDzp3Lel2e97sdur9tXHPjz9e2v/furn66uf7lS0M1s2vhOQGRCeGaz3gVR4CIT",
-	"lrJqmVxH9XLuyXeHS+3R+lIUtuUyTH7IRaRkL/WBT0b0jl5S9eqGzzjJU6Lfcc9fQkSXOnvFrJOUCqgB",
-	"SyGBN2iNU8bAKIWq4zDOGdQPjfg4UVydJzHLIFtCPHpPvqRsVpf1M5c5jYl+R1cn0WJYQCKW8iektIoA",
-	"vzvYHfKMfLr6eXefkgmVk6oEQ3hEpkmUxwl55+7xqaOWuq/+78CzyLVv97XRbDe83oDjtkxD8sTSVHGr",
-	"8v1WbMpzqUvac40Nprlic1RIMkvZrn4vAloB8m2K12LnBKCqxF4uJizlGOwMsToaG/1yilXUl+VEFlvj",
-	"kugvtp3QrzxZwJOIhTHVZkI7YpsKYuorJAIKX8lHx8p9fXN2i7UU9HXfqavQm/n6YZlri7Agqm+OMrC3",
-	"FVLrWgcEA7lnQ00qqe4uMGaZonQmn77Qcbxn5Bp4mk/KoLnce5GaU9w5n49D1+ndLOcU5tkF46YpVCtP",
-	"1AWCJLlEoJZnTBNTGplKAhiVzvrmowHqgBC4Pc1l9iCGDBLPNY6aKriGTCVJfEJmVMp5kka7ajNR3fx6",
-	"Ym4Mi8g4ToY0NsaSJNVFHExSa8q0NGnk14ZsVdecVuMM6rHJkSj1nAjI8nrX+to5X/nuHui+Zc/hzsYm",
-	"j6rpvthPQaJKeLnyan7CClZ+eeTJVq4xla6qcQambhBQE13g+KezX0tVafLCwE4ewN2Q0ixPoQaNtvnX",
-	"CqEVb3nc9DDpBldI7/FUfffsrKwWJpZPqdhNGY3A+wNVzgQ1imch6qy3IY9g4qu3Dg6NmwTqrZL27adT",
-	"8t2Hzv6OyVFNRiNduy9OTKnpkut/ZCpJQxCj8ZiUF1wH6irMAhgXoNKLXxebTvUJNVj+HLRS80jX0bOz",
-	"R6C+ELHF3NqmICM11HjnmNx0b+/OsCJQ8CDOLm96v/Z1FcyAnGON5vPbM/xD1+6Ff990e72z26uAXHUv",
-	"z5zX4E/z4oP4+ez2TvHJ4gXzxA5mHtgREfuLLyqV9oIHoWjAXf/qute/OL/rBcSxhxWf+Yxk+unZFZQq",
-	"L15+EJalu+MWfF49u/7hH2en5aflvXfve9f97s3N7fXPZ1C3yh3XTgo/kLuzXu/86vOdkSDUbXee3nTv",
-	"7n65vv2oHvdtvePgQdg3TG3pn7sX93o2Ypai6aO7ldpPxRlZJcbdpH14fnp9pYc3S+1d3/Qvzn4+u8BF",
-	"16hW8CDMMzvMT2e/7pFftNpkcPLYrzAHdQFL7fyn84uL4pVG1Qtx8O6me3qm3r7s9k5/JG0ZUiFYBE1S",
-	"lFhva6I/CF1UGL2dJ4R9VXQB6IH2rWEgBxWRzYjYCUiZBWmkrDAmjW5XZ2cf7/qn11efzj/f47601qf1",
-	"CecWtoJW6Ra2gpZzDfGvopJ3cRFbQauEjebv4t3qVXQe1V8qRi3fxlbgKdxZvo76QeU+lp/aC2keV29k",
-	"K2h5bqT71MHW8uMKFGqXsvS2eylbQct3K93H/mvpvlG/lq2g1Xgvfb8Vh+G5mO5TezNbQct7NZ3nrkTh",
-	"u5tqC76rWAKW/lC9695Fd03Vy6jRsHwbW0GrfE8MFvifeq6P1zJQ4qCmMmpTgMotk3msTckyD0Mm5SiP",
-	"HTXlXxYN69anrSld+Eu9IqtRAXRAXduIyOCkAlJVCK+BraRvwsT29vZ2ttOijJi7Vo5ay9naK8XEaIhv",
-	"qJ/VImKsnAQamiL1jiyVpBasGC0DxeOKEBosC+RVLgc7e+Qji/lQwZ7FCzKy5YgmLGXHhVUhJVMaqx8c",
-	"le1BpKxwBtijbg+8t3sAxwieVUYjhRBDpg7Z1KFDg4YaE2tH2Hq7/5IAnEqwjC8oxobBQJE120LHhFCH",
-	"PGNkkeRpEeLyXI1xmbB4hpHS2wa4eEJV7KAviUh5nRCU5ZfhbpLMl8f21xD+f9IMYDNRrzEjx0KCSpLS",
-	"Oca/JSn5tXt5Aek9pK09ragVlmlCQMZYmX5QEs6qsdQ8OiYV3HwQChOOSQW7HoQ+7WMCh/0g4OYcPwhC",
-	"SnflmGx1VWoxL9hRYRXXLErsrsM5DXzE2LU7zwrUcWvBazSrF4Kvi5yFycNEFjyoK4G1djFHYPqEeQ/a",
-	"2GGuDlwjtSprBXVqvxf9FxoknWoB+tJBgL1ToUbNxlKmbc9fnp9feMcMjKofnPmrs5M2o+GE1NX7V2bx",
-	"FrRer4GplQsulwFuYWCBBrY9E/0PDaeGRQnpHb9ZeBuxyJlmlibQ6+NPlnQQJoE5tFcUeZIkLjmIlvqA",
-	"wKqfJHERhm/CGax7yFS1ZaMRwzI9aPet1oT1cLNKHKpiaoSS+9sL+NaM16+wSfsnZiTpP/vDRb8SCZMU",
-	"29Qc0wJK6qXQ2F7p2i+eEZdzW/17abnPm3nK0ANecr3p1WBHWdd/JiEERAYENmDzMkoeNZ02ok316KB0",
-	"HFsNiSPrRgC5/q5SFFCNHXgOs0aG4AcQhoumJQYSG7r96mBkdvQqSAZ1BBqsBxsf5i3p12n9LUs9i8mS",
-	"u2nBXc82MvjdFITpInwNWvoXg0IbncHya/NicCzzCXmbj9fT0FYm5JQu7WoHJTYiKfyU1sZvU15X1K4q",
-	"+YWK867m5JTW5TqQSiTEi4YrjsV3H32Ysh4TWV7N4AySD0osBfMRKm68F6sQy9y9Pdf9v6mnt8QwV/Ht",
-	"pc697Rn1cn2sgC6waUXV3Ev7OmDdBlhNwHkV2OgdLom6rDjPTX62QTdHOil56OM4mbOon9F0zLK+qcr0",
-	"2+G74PDwy7NPCrjLh3Zd25VQ3y5EQDcANp52mSW6K1hRzxhBMFyQR7aoefX1d9CelUoy+Kv+32BvU//8",
-	"urS4Aqlt6/hW6vRA6zNuALB15dJldNoe0HqFXlwMXZHPuAamvuwGOxdlvQtsPqjdX/PDK1zfu4xmuQeR",
-	"8LkLACwKZIytWBZzQmfMjVchEZdhAnxFGwreSJOyWa1M7NE6lH4LZg+ouwO2j0Q8sTTD1oAJudTRxmqo",
-	"CFO++9bA50oXFV1Fp7mN42TInIxYB1Rfana/5VrRkpS0Zu3m+UtDMQcaLfpZooWA9bScuhliaWIYhtIt",
-	"1w7KEG2K/CYxHbK4mmS/VLTbJuxstTjXVLKhFA8LdUBHSkEjQxo+moARPIU3El4KsIl1Q0UHgzSNhRMK",
-	"LPKU6IUrZN4oCAuUUJjQJ6Y7meW28U5IZUgjRtrgN0hEvDC9fZFLlA0eK/OaVoljWgsoXtO9dGJqBMU0",
-	"YunmohrSj6XheJvWXtDMpqi9kCQxgmONwguVG+Y1cmk25jkumjLjZvsP0o+W8cTSva2qL+X6AbpogKtt",
-	"lCHjQes1Q+XsoS9XRArG8ufoHw2JfEo+V4xoAdlLnkm3Qe/VVQNgMa/GppcYDM+s2Q/7zmvGXagkNXK6",
-	"AffYwMDUaFay6ytMQKRtJJmAsFiyWtD3znZR369rlilWTn0Gmq324IsPr17crS0CiCvr3MBXk20zHbK+",
-	"0d3x3JWXXBVUF6Ei7U9cNFWANX0tL88vz7C5pS0XJiXLyCMX2CFOae9OD/Gy7PoIE7Sg8ptpK8L/YK3j",
-	"/e++//77g/3vFBmdsj5MALmt6s23/z5jQIThj5ko/j1nw5n9Y8xHrS818e7Ru6euXbSbwWLWRfOIY95N",
-	"xNR/jZ9YkXQoDPSlITEUN1NX/NIxk0VbTx0wZ6shq2UESn6ALqBrFYksw6neb8B7WnayTUShCh4BOJ3N",
-	"lhbixS9oDwBIfDqh2ZaFJ7HHACXwsaJVQ5qFk1q8uO572rr5+InMoO3/ni31Q2Nsc9SCf30/3A99wd+2",
-	"c6rnDuAiwC0OLceNUGxZQ6VcxOpk0vLKfJPCPt9IMnBfHWBh38EwTsJHFu0ZqMiBTufcMMZfLyCw+28+",
-	"yB6Vjy85QygKoMjGTAeeLz1RBDnqldi/WamUeDmCFhZX1YqnOvPWlyKmZJ3jtsN7K0DicSuxx65Rq+x2",
-	"qWsJPwpk/6ZHQCCU84gP4chMUrG/xMI2SPJCXDDA8eICWu9feKs/spBL0J105EY4oRl0F0PUsEWuZc0E",
-	"oj/EQKN0DNQZDgLaqNmILROtlaTjtxhFhk5B/FwB2boh1H95xNIq5nwYHdDW8xeP2cCuYbnMbHZjioCv",
-	"jTOK55/SODZgQqrfiChVhm/Xt+QAt7/NpbP7n/fASJsSmQ+VsBAzanrRp4qb69d2/tOc6SmYlm+0iXy7",
-	"YzVfO/3mXAabpykTWd+Y4VEDT1mYkUmSSiBEGRTryugMlGLB5u7bOm2cxIkYgzF/Nkmp9GVh1Wby0T3z",
-	"q5Kdclmr8XPki+wqr6gmOcE5y4y8VxBIaZixVPrGdQjr+5XpTtXNVFbRcJj+psbYXQATSHWZS7f91nFR",
-	"418y6AyZJvl4YrsudW/O90g3lolmZCl7EEXRZ4XyYO6LWMyfWLqoRcUWjSK+NyzCmGO1NKLesgIJBpjV",
-	"e+kd7Xb2e/sHx53OcefdP1tB5QvwYX1KmQ5dROtUXQCYQt3quOianMxK4kDQMoZvBWMzBdhPeTjRVf9I",
-	"lJBFkpM5FdnfW8sFiC9g+JF4Fr90z3vnV5/751c3971qtwvPPqFnoO64jxAzDaCldiZUx/S64iqge16/",
-	"lYdu6GnF1TW0DHPC3+pF92isRaQT3fZAd9tUGIptBGN1kdC5VTj0JMW6kyttjw46LaOq6qL8oF/9c5ot",
-	"6yNbTdwhErGpKJxaJ5QrtveTN7Te8JRgsc6mVUso7Gv/go6iTt8JvUKLMAZqxTFu1m1CQaubZTScTBu6",
-	"u0NpEm18oPAmGCWh/QYErHoaxWlTwCp0KmwhkM8bcdr3N5spVsAjf1tXb1PfoUziPGPk/vaCtKEKoNbn",
-	"6GzWz9N4sAMNNz+f9YjOK6Az/hYW8vYb/Oc8wsqJ9uTylK88M7uTwGjxanlN0P+huH5V39NCcQpAZ0lm",
-	"0JxbB6XlImZSogkIjWVckpuzq4+KpGG2WfeCJCkp07m9B/ELzyYESWv9g0KtwdhZybITDBUpj0MGjiIM",
-	"jKtKZMr44PCc6ibvBSIyiyoKKpOkrddZnnxnK33wB5phukVV6TNspg59HR4BBzCnCtajJHWtWFX4tYIq",
-	"X/myzBThLSIcx5JQNRuGtRtB1MKiOuf60HBwzQjHK41QGjgrUNcO56EeRf+kYlfaSBwQKgl2QORCY7rS",
-	"rTUhG/hKQjn6zAYJWOYzp120GjiRpXp2xd6W+hosYhSuiyhBa+JaRUvPRcZSxdTTZE54dAJnHGHvKmnr",
-	"wKRU4EcKIlUNbGDSrtZkaw0lPNXRQH1L6kJGMqYoS7ULAo106+jaJteKRHViMNbyfCwpvdgcCVngRxPG",
-	"nouYC/ZJt0rZqCOPnCoshgRuSNvjMBQ0OoS6XSbyou6n8LecH0BDYCwlq9aKpWRPhlSy7w4D3fFlkTFp",
-	"2iy0TRXO/e/IJf9B4U0SQWkiyD/5g8Hi0BccpQkkZEoeM5HFC0gMhNfJfKK2gNo1pubJLGV0KqFKGLVP",
-	"J0kcqb2N2JwM89GIpWDb1lUI5xOaYWlVRRfVvG/AG3GC6o5SdEwVQfWGARAwKrsP2Eb7cP/dTqVYJ4DG",
-	"h2tqJj82qzP1FqA9OtrMOmenCIrDa0Kn9Rt0KeLm6Unsd2pVVHT1qfrH2mR+JV3HIbf3ZZWFt3pYCRcR",
-	"6rmO8Phq/h+cvKH4S5eY2kL1hoGoeSvy3Qa2lOWpwOuia7RVI8CW6ZfUCs3ShkklWFdGglxetDfcNz38",
-	"dAMgLhlZboersL0VTR3nqVq9WF/RKq29bpnRMr6uSZikIHNuJGc4GsVzowZaiGCJL+Lll0lC5mmSMcOM",
-	"NO5o8BaFHn040txb8iaRWD+Xl0zhEy4zRdfaXCj1SRqD4xrc1d+H7dJ0qdS925YTHadXIEDDthWkWQXX",
-	"mq8jzLecIumXZHEV1iVC+g5tRofMLV1FjuzgL6NIyynxJrsNtVFwNaH1ENYX7qJnRb/l8cDQY7uQEzc/",
-	"0vU3GbSWF4H1Cd2mj+obzfxxk15x28WtClNXezRXkwunKWwasbTUV90h6CLSGq6OhltPWbSQbMTa5bob",
-	"JrAU+o6WeM2JbLiIZhUtaOWG9a1Sfu9xHz4cdaBe2pYZPWhC0rVRWVcMf4Efm2D18t18pqseV9mzHcvU",
-	"ejgCzMcaD1fJHK8HllKF8OxPKRPhZM/DYmtD1UhnkjICv6mBxikVWUD21b/3O50TE0xVSn21JfmjIkZn",
-	"s3rhaEeSS01iaCfBWndae8SS31B8DllHuRD3ilCJahRsQz1qoEH2gEDqcgyCm0jcegYvFoEpE9zf3Rn/",
-	"iW3ZT/UH7XiZcoEmCEG6N+emW7+DUjpOvtRhv4YszX36zaV/ZIsCORwHF2kPF5gyINA+PmEEDhwV2jdy",
-	"jUquhZr08HDX2rqyqwPZl8F0cHN9Z+ynGBfjXtFXaoTk1HJxa62sWVLFLQr+mv2RVndc2KrFAukOJRbn",
-	"B8vvQAFtsEXjhbtJkr5G44U1my1Ul90ZbNx/YXXLheok+53B5mR1VVF7L5baUkq24aZPllmv++PyarEr",
-	"bvif3PpglnIR8hmNl7k27UtlzoeMByKLUqmgWry4R3r2BaguDCU4oD2f7UvB/d7S5cfZ2Kphs/YM22Dv",
-	"Jh0b9l5Kqj+nST7bVpISbI7Flk+ccyJDFiZThn6kZC4wjaYxA+6Spo8s01lv0xnLeJakxO2PWyG7GaPT",
-	"DdPA1C3T9ZAMXkEBl531moStvn2knaV8OgVPWpKRXPDfc/bn1U/Ho7uIp6cgC77k+NA6b2TKcs4EHG2V",
-	"9c64bomXxDGd0lbQGlLJ+kUc2PHbt/jTXkzF8f7+4bvDt9BWAKJTv2b9ORdRMm8d77/b73x/ELSilD9B",
-	"YEgyY4JyJVTKaukTWGbruAUDv9vbP34/LFDjIglpTC70cjI2BYqVp6x13Nl7V+eoZgs1I452iBgp7gQ7",
-	"Xu9iNhoTYbqY6daPKZOZSVBLmdIQ0enjHPdh50MtgEm3CbkW8cIWaCnAV69JEs0SLjKiXkF3MzXOZwVp",
-	"kqRo8VO/7cCxDRCGA7hPAyqySZrMeDjQnQZGSfogoAoLwNwWvyCf1Lc4N4sGgW78BxYA8E3MaDZRGkEM",
-	"3UtM5LQSZrkYP4iIpyxU6vTOHjmdsPCx6D0gWapmah8eHOzgPFQXaIduIli8faeCgVDjb5LIDGl6ymQS",
-	"47SzfBjz0HQjZCZVMFFkB5rjssjY4HQa24MYxPG0b/Lq1ahyQNowOnR3C8j5jTOggtzp+cdbIlimNgjF",
-	"p2ikaLbMgBM+iCzNZSYDInMQ6AiFAtwxuQb83DnBHjRzLhk5PDgIYEx909AXmwJ4GRMMyxdJOmUPYk51",
-	"qalswkCiFyzM9shngFEZRNJ2ojbj1MqjNTRjrF5DXwqiIpX4OwAzeWRCVgWijg2RX8JGzd2u670KGBoL",
-	"2wXm6fZ7oO+6ICejmKLp1BhsLbGwSK7EcD2O13rrUpU6F3pEbb6oUKTEQwiFwJZY2KauxtCBtDaI0Vz2",
-	"Eb09AQrSaNYo/luBhrRL+0b83tloWiX94pH1kzyb5Z7tXsNzPFgS0hmI2wWC+o56pfyLFNp/0MAjwb9p",
-	"EpE1qd2ir2Oznhxoxgs+Qk0ELA/biBFXuEhNBFPsEOyDxVukbShsaYOlfDgL0wOvDChy6CekZudTlvgO",
-	"7tKeEdHvoAEzTJS2WywBSJ5+Y1Ce+913qw6zIU0Pr7I56Wa5BKxIH1nKn4BZbCudRHaEIiZijwxSJvkf",
-	"zBCKwZxH2WSg6P9gwvh4kg1IWzGDJJvsnJCBLqSgX38QA1QDBrXAWKse6Jw0t3obTglRrjTm2aJ1/L4T",
-	"tGDm1vF3h52ahGEGa7h2pl21TbjG3G5YaWAQRpqroiu562jXEQrH/I9SfyqdYYe5dXoHkE/nwWwEk48E",
-	"AoIQ/F2h1Yx/ZbGtypxiicw2zl7Gqff7Hw5WEYglAR32UGVIYwY7HylCJySHtjJRNiFf9cLcQ03ZLhPY",
-	"JSJLiD1bBzD26PQ3XojYY60LYNDMjegXAPgK1MDPFZgJEthCrXh/tHNC+FhAJRwrBGxqS9Co1XRCCJBX",
-	"PqANiiWZi36VZHykm83d5UO71O1uPLp20jEDJiFxvCEIfVREAcHgcBorcQ+soVxE0pOgCuHjGZWPfWsS",
-	"U2xSPcAQZ3VRMPmjnFmMBZd0bLz+y5itTVXzSk3TKeW++LRYJorbgWgnQUqzcIJYLPiuQBoAR0PSt95R",
-	"jd05QyIkFJxSFjL+xE4IHWKXJt2jV3c/Q1GjlkG6zN/jzmNCakum/KCFPFenwGidxoFlLVDNJj5gQHmS",
-	"umYfnlkrzhOXXBtyCuPCFpac0knWKA8sYnCMlUngjxMysAsaHGug6bXOhVFsaOYYodxOkaZjkfnR30qv",
-	"lLjnLNAFXfPF2977dZfRNNNWz1Jlo70leSKOOXW/U3Ig/fbFcY1tGYbSmO9QVLgvbEshVdIO2wIN1rMJ",
-	"/4/jfHMkaW0H/FNccTyV2YvccE6WwUqP3L1k6bbiIqxR5ygooFWV9qoRslxG63NKIUxGU/TWWP39X51u",
-	"AWiVghHtEtzMOMyJgy7aNLaZbR475dJiU+Dts8HL6njvz33KSz3Jxc+JLpIxF8a2Ubo0+EElpvGwaeT+",
-	"E0v5iPvyCS5p+qj1dZiFUEnM29BiE3gdhP2LbGdT/VkDvDrp55RqujCANwYkTeLNlPPmJMLzyiG+NH/Q",
-	"gHppwuBHBpJKc3COrqEAPquPZxdnvTPkQimbQjVmClYydCKuF6kT4ZQgyJiL4S82XMtjxQ+3D+M4UyDB",
-	"hNft7vsVmxcIp0uA6zzN0rm5Tng275vrTSP6XwWb75Uv+Lp5sXXXfTG0t/KEXqgSa+c8A9q93WVcnk/r",
-	"A8CKhNqqqm83sgJdz0xS3YYCvpLA85QRJp5YnMxYQ5+AlSNv3vQRVryyy+O1YGRS7vSoKAoTIcagpwzb",
-	"NUDW7oizOMJm2GRKZ3ubNk5ceX8QFo3w93dSxLprKURR4NpQQ9bXhKfkx17vRmd4MXlMfuhii7Kzux45",
-	"7HQCcn/Vve/9eHbVg25mH8lhZz94ELYzGDnsvAvI6d3tp37v+qcz22kNn19d9/qfru+v1J+H0NHux+uP",
-	"0Oyre3Fx/QsMdxSQ0+urTxfnp2rGD8GDMB3G7nrd3hk80x0Tuzfn/Y/nd9DQDEfUbUr6vevr/kX39vMZ",
-	"Odx/pxZ9d39zc33bO/vYvzz7eN6FLmLkcP8oIDC27o12e3t9C0Z5aG7Xv+xe/Wp2f0cODz4E5Pyqd3Z7",
-	"1b0gRwoY2Afu9uz0+vLy7OrjXR/ahN2ZDhvw0oNQ+zu/vLk4uzy7UiA76uwH5O7s9ufz07P+/VX35+75",
-	"hdoDOeq8K7fJc6APbcxKoG8FLbchWx3mraBlAY4tyyrQVl9pULeCVgnMtg+eC+NW0KoBGNblg24raFVB",
-	"i/3NymCFiRGmtrFeI0D1jhxgQie6GiS9lpxPSTpOspfVUOg61Frp8MBYWUZiLh414Xa4istRXG6yrq2g",
-	"JqGt4AFe2cJHIUBEuk3iLRms+tKGJFb2rDMSUDarbdQfdw/jCTDSlxomo/hWSdT5je7+8UX9X2f3Q3/3",
-	"y7dO8G7/+S8rySvM7IdF4gud6mpHZDIC7UGeEBpDslLhjQERK5kLiRqgDEzuSeHQK3nlqhU36iUF3u12",
-	"9nudD8fvTMrHhuEQSlN+1xAVEbRmPMzyVPuTMX+kHHmzf7BOgfCgtUjytK8PGoI4PEU+Xj9Xf70ojkqT",
-	"Y12/VFSKH66E5Fp5lYA6Oj/cjv3uBfmR1aAtt5pw+Szr0p97uDWP4u2FMawhVuu3A1LUKi9+nFBpQbay",
-	"lMPy2K2eGfSNdN2YgDTGh7re5SknSilMXQPKr1wooYT5XiHbBKOpV4jrZdRZ9MaqVnJfzyeJ6fNFyZRN",
-	"h6yU8403LNAkVUmI4An8smnNeG1mcY4r8FfZdFHJ3fJmZR7gckCw7/IEoa5NWLS2NFkYU2nhpH15f1K5",
-	"pMx9UUVxpg1Z61e/Xa856EtyjQCY68IRICZfDDIcZsmd3hJkyHBXgUzP/kKQXeJdacjZfCP1dZMTPsOK",
-	"AL6wtoo5sBtRcpE8sbhsFawKeUHr3xMuGvj7vubvJWkpgERDLEx0eLCpeVAdC+7mjSRRIyOprH5dY2Fp",
-	"dHRROXJpMXwdCjVDRm1KB07enNPMzg3nNKfS2HLXJ9yGZq9ETCWLYsaTPoqlkADDMscKrxEL+ZRiWTmY",
-	"F6pN2Da6+0TOWMhHtbYP6qzLEu7+7ocvv3V2Pyjhdv/9GsKtWWxggVypf67pdwHpFTdmXVJTHMvL6Y0e",
-	"axnEYaIXUB1NDlYnh+JKXoX4LE8RLfb1SvDbCA7efb902zcoPtzPlvet9mqWl1D1jaYZKQrXaXFEV1au",
-	"73vEm8QxyPk/JjdXnwPyj5uzzwH5fP6JJCn5hQ1vAlsU4ohc8h9KpGTIBU0XrXXqNiyBQ8pGLGUiZHJ5",
-	"Wq0RkIvW2bPi0xejhTPWtuknuLFCKAtjrnDqhAy+PQ9ILjIea2egUxegFNQPzlLsV9V/4mwOXjQgWBAb",
-	"q6DHxO7nHzwtoGuZe8V2Xoioy2/m68idY2NdWEMi8klAL95js8FFV8tQV96RfU4wLQNNwiCXSJMrU2iI",
-	"phg8yrXrKSsFv9PPPFwaltzThfO99hjdOwnDrWwbJuj6ERSdYHGVMV0UWqbpW1I10ZWbFpV6ndlsBtN7",
-	"DANalBrRmrIs5WG1zUlrzmg2YenepyRlIZUv6Lr2ov5ABlTF+dR9nNu1dYMTKrcEM63aIGS/3G5XN+7Z",
-	"2SM33u5u2YRmDwIC3lnm6fV2QnIBxfzZAmPaMXYJjeR/ShO4FV2b1u0Bp7VZQNUtyzCW2tkUjS/Wb/Zm",
-	"L9NyYc7lQAAa3ZvsX9N1xomZKZ/L+kKdaf31p3adsTOtwTQKMC7+JV1EHCi8bv+QcyEzGsc30C5p+8DN",
-	"kGY0TsZkRsNH4CMJFJPTuQQOMdYvqEMMp+ytJqatwHTFbx239vcO9jp1amm/rAMW54Qkg8ETE1GSvlV/",
-	"DBSl0TlBNowK1ll1tOwflkI63tW8EUpTa//9WP9zr7/75a/m8c7f36584y8+QmN3XN3Qz/iDA8RqPixs",
-	"4o0kMc2YrPau+O5ww0IJGrA+9LA5hj5uHVMxzumY7fqSCGvmPcjU1Zl1YAutJc/V0wz7ktkUwCJPDv0a",
-	"tXTCg/eQprLE53JofS61lENYY187V3TcYz0N0cno0VfBk2yDiX8mY3E8y3YP9/Z3p1zwImXx801PPSX6",
-	"ad1HU8liPHByQnD7fnnD3WZT4iMCtUnmKIpYFC1NseoxPLLtp8vH1xC9vEFuo7aeY6RyPUWRtAcmqpTO",
-	"+B6e216YTN8+7Q+CB1H61aaEqRcGO+ulN/pLzr5a+lxpf7l4FMlcQHycKUQEGcSmQFjDMhy/x5/hfbPJ",
-	"estY0UU8/YgvPrvXpiGlv25sXc955q3BXSIwFZ/c9+sNuyQH8KMJx4/pOMC0v+iYJFZtqhA4nkEpBFmS",
-	"xi22asPDg8BmOSm+sXOix/NkdJYH1IQfftmd84jpbx5EdQqlIu2UxOUXpiCegKQOflOQdJGK17MS/6zs",
-	"Q1ONWjIfIVjvdmyXjUjaI1spYFQiGdXmqGWi/lo5isUEFf6whUs2ce6f65ndxse6cTJk9Qir2ZBLDvGl",
-	"SZDVqUuZkFaftbk37zqdNQnuv6Aiv6WmjU7ccg6mw2CDEncvH5nvUtYYWQHvEpV0SchmzmErOq4oHtkQ",
-	"RfMilUqdOQ7Z4GsozxeUaLhizLaU7lo6aiElr9JR3YVtr7Q5lT+WOh7qoH1FyG4AlEYgvAYMelpj9dRT",
-	"V7wX8nFo7PAXYnoDeIChwdSfevDmx2SOWR4mH4dkSfK456WYEHjbD70Bur9gvFJGBsmjlkUhHasI1iUU",
-	"agKSeZLHEcRMo92zPbB9Sk6TiA0qsXTd+96PGIU50D1dUjbKJYuwctzACTUdFGEqOtpRsYw8Gya5iHRJ",
-	"Cf21hLLHGn5lYp4wDGlRwmxABp+7vbNfur+WliBILlJGwwkIG0xL/TveuvaNUdkeiJlFvIHleVb/RuL6",
-	"aRyQWcpCnYZbn9QvKbhEgplwJRAcMuzcIDESyN84JHls6HhlQGfbUxhc8gtTKZvFiwZvqVoRbHIWL3Rx",
-	"oxCkKnJQqg64E2Dwl4Kdd7EYCd6ArL0yrJ3QcT0sz0r3aVVa8aPiYs4tW3m1l1s1kzwLk6l2dGRMcWEN",
-	"zJeZ5DRNWYu+AQGqmeXUwxdRt49rlE45Lgr+tK9nTHTPd9VKaQaZs4O34YRmb3UaNPRV2QncqkCkbUo3",
-	"P4juzbn6sajE0laYxZlEmz10uKHkH3fXV29/7V5euOrzCUAe3UkRmyZypxzivrJUSyH32ldrWHqRhA3V",
-	"A7pkFtPQGuR11E97kihpOxmNeMjI3t7ejidiDIlfKQOqtU8uKRfkLksZywJypySxMaR6+JZVVsPX07NR",
-	"ZN9YW62TB6UeZjleW7uBo/29I1cETXJscL9S3la8rT7cbmevpCWsP55RggrQ/pj4AVIWrbeVnrWMbA7V",
-	"AY+7t4p0u5FEq1HwXGi1dqME1Vh/XS83jDi4HPHqtsji8PHEnePTZ6ZtjQD15yW4Xytln9G4ISXhyJt9",
-	"urKyEsTyuLWVLDA2Sdl00b1quhmnDISRNJuUNTCDrjZL+4ObpL2r/trsZvhnZlRmKybef1+aGf5c+xJV",
-	"9c0hi/+08oIGz6uK2zpJpeZg1y/pbwn7St3JDv0CvqrH2HZb62+mYfEvWvvWLrrTlEVMZJzWWvs2h7Zu",
-	"nQ27TqYTaYdUsl0uJBOSZ/ypVi1z0wTYm62TXtdKeL2kPG7yhPVKARFJno0TLJTLqyZe8KMUbW+NFwUy",
-	"/qttYqyPSk6zGUhTUH8Sp8ygqL4SyvoFA5FPYTUwV71gYpqhlsYdS584hAVPEoVGMHpDHrTrfYPiHcdH",
-	"77/3ep72d/c7paQmJYTpeeWTp3V7U13AgVrOABLvZKn5rS4jOWRxMj8hgzgZD8AIjSU6palOYatmaSev",
-	"EUE1DONk7M0bdGFbW1IWywHJZ+OUQhrtKGMmAocxNCYq4JCj99/vnJCBlDF0OYRysJxmjPQu7vQrh98d",
-	"lWoYikSAbAOHKWXsXVv5kGvWVyZAnyy4tX8APx/RX7uh5Ca5SmnvJkOoXkMs8dlc7i57N0T9hCVxRUKA",
-	"LLIAEqaTNNsxg8+NQl+o2N55ypjY6LIsXSnvkG7hB8Bk79rVT3sbZxmBdaKW8QPdcyV9YhHh2UklCUvH",
-	"RoHqCppVNsE+a1CySTzxNBHTaptfVxxe6aYsLqB3pxDUvuZxV/mTsUEDEmh4OhNWTq10uSrY7OLmSum7",
-	"oMDLTQJ1srt2NyLK4zWNmw47qEVYO6Nsz+yhGlAXa9b2FrNV8cXqe0loGLKZjnbBUGoZoFkbn5nSX+sA",
-	"o6HwWDm0S72kS2fB1NCFDzuwQ+DmYrZBmhVuttS9d6k8iCt8KYill7R0hQYgi7BCWRLlIYvgjtYhuI0R",
-	"gH2d8ZTJZd+svORu30K3qybQsVk0ai0t/7ja5eX168/o7znTmZyYj+JE/Ub9zv7k69H04PF99P3vH+a+",
-	"FTwy5knG/onNMlP9CqUihNAJycWj+k0jtH6sEG1QwHDQXD0PI21foUPglE9ZQxm5jyxjobp4lpiDd01k",
-	"BHptltOnZrNYV9R723BGM5o2FUW7w2qg2LYarJ5FndRXSOatNmJYt8M5/8PHafgfkCFrYLDGQLby5Srk",
-	"XCPx1Wm5WRydXqvtoQ3IWDIDNZKKoqTt9ayh7zR4nYoDkVCvbqh4UgT2yUQwp21lPXuiKDBrTXhyRX3X",
-	"Kf3aN3daV/mkX4uB0CpAv/Y1ZG0hUOcVpzar9BdN9bRbqCy4Col/0yVTwf1kM/SVfDbmT5g9Uj99u+Ol",
-	"hXMloU+UA3boaHguC6haXrNNbdxqaTwXuHUbTDqGjrbVerlUF+iFFjy6zqJ/v6WTqrkb+XiixrdMXb/Z",
-	"PFRD2Viz0GrZ2A3W6aJLXa+fr79MF9Ea2zo3H3BJf+CZul5Kixjq1tYKP1jkxYK1CgEvFTecpReY6gK+",
-	"hC5loJWPOqhdn/VpTrMY+NGtl41grFKcdeS+pKBtSwVgP0WsA+2lFjuYaP2OyE5r4C0bI8MIDVUEUDzZ",
-	"KjnVkTZX56aqFbwQZKtyUksdlDeCy7q7fPVdgYXn3h8iAEoQRDgZP6AT8IEue+j6SwUZ2A5sA+jtSdp/",
-	"sDQplHP8EKVoFgHf2nFqewyUpqsbrGRJEuMg0id8lQHIxSzPdBiWt/nMdJaZPUB0YjvElsmz0k/YnbTa",
-	"Vvq9N5RveaMpDAVrXNGp9RubqXV96XLg7eH+hhNXRTcXLNVF+RDBrUntx24udulsVqq7bRun2jLSTdWO",
-	"h0m0UAilOOKDU9T4395pnHhoFc329lrehIOaPRQKPohsBOrR9/RD+G548Hho5dDjesHylFEcEsP94Xc1",
-	"yiGkAmSxvxUhGXHB5YRFmxRatgVSlNYSslSwKCB8RKhYeOX/1YojwrCG4jHlYhdCVSKWUR7vrfaoN/cn",
-	"37g+xBJttoQp3G+LNLrkpuXS7UEu28yUpo8MGgxH1lbIY4bBU9H2ZkCLNt8aGinXj9zWU01ZyGdcoYUS",
-	"ECEKhGfHhBa1+dM38kFUbxkVoEKbOAyYxJSbwk5I0HWpKAVk+mhltrfzg9AkL0kxKg7jSbZARH1TPERi",
-	"N+aCkQmjkfrH3nohBlppxFE1mhdADtxi1+bYV+qWNZzxa5W0jKRIikp52Zv2PAhadE55pp4BDYagnAmL",
-	"8phF/TQX9bGSdDahovgbmyT+nrO8oeWSu7f1ZbhSv4TthLjSEH7sL3dl2EqmK3EiX0ttuL39MMlF5o8n",
-	"naoLV2JNb2RlZTQ1ZIC0lTCjVojlZVbaU6oO/xJQKsvbXjBzobD8gN0FbHOSm53Hkt2/0m7dpicrqsUl",
-	"s2wXcsGqpztMcjSW19thrC4mWZMztO9dBwGg1CGH/ekoHY//iEbTP7L57wfxoxDz8cG7bJYMW8GaTVO2",
-	"65CykpmDb9cBI3BDLDQypdEGyWsNUQdOKYVaJxaoNqB7tWS2L0tDLfpm4aG0fB6R9kDXZ39bmu6t+578",
-	"O4/+t4Et3s4bIqLX7/5ieXJEsuTkT2/7sn2PlzUtyv/pu7bwqBU0tm4xJ1cU69pACHCpyuq6DpbClNBr",
-	"Xepa+siTpYu9yV0ELzGrgCRxVGLOG6NXiYausoyUl/v6RHw5+3Jn3wbA24NlCRheCQoSyuVGt4wu6UFx",
-	"ix3GkhHoK1yMiRJIykTV6Cuud0NDRjv4W8fvnp/Xg579olF2Kk8+Z4WwBMWNoEfqnNSUqDUlJjP/9jDW",
-	"ldI2jTf8jza21Qq8bVSP7VULrWFpkmWRCJokzeBFwsUTE1mChVlcI08YKiJ/3JKPajVQhaaf2ppBRocM",
-	"E5GlfGgavqNGl7HpDGptgLeMzmYSLFvTcNbHwDT9Nx9b78ZB0ELjTN+kz+DH8pHHMb6uq+fsP9fKsunS",
-	"UphSYdp6hInAgE+t9ZWqWum2GWgs4iEME8ZJHhU1J36xtVYai7AUB6IlSPOgP1xgty/Evb6tXaK2Gefj",
-	"oi6W0iLBRw3XCpLYQZZcWd/FnE8tFAOekzCJkzw9saUTdAjVSFGgIQ0foQPkLOVTmi5KLSCfeBJDHBLV",
-	"JcnYlKUUguoRE9JEMuT96luvHltHlmUlu6ZU8BGT2RtJBvAlBAQWX2PVaC4JXo0TND0DxDGmESLlaUYf",
-	"hMVGIG9ti4cBQTwKyOXpjQ6OlAEpEHAHaB9GsDQVB6ig+jJSg5fw1F3NynrtlxoMxHlcVC04KieprZVn",
-	"0Fgw7QIjdUzNujLUKMTlnmgAA6wVXBT7Qt2GtCVjZABXaNBQycS2pake+8KlPXq8LIEZSLuwdOkXjG1t",
-	"mELxgzSPrW/B+DT1ma1j3cN7Xl3TD7mI1CrUr5iyCAmckotxzMjdz5+xmzsOo+Tm/I8/YjbABSjmGSZj",
-	"wWVDSOZ6Ve09IS0bV2/SiZ5qrY8MqDyyYwBiLpz6UvVSwJaO1XhUmjNtWzWGSkulzCE5bRGJuXGmWa80",
-	"ZiJY9UnZCW0XhYmdoimp06GpXlufnYtngS2phbiUjPQqkTfwCB6V11ourrYyyKFK0r0poDDnG1lQGIzt",
-	"pUR/RtodG0O64/f9I5+oN1/ELktxPi6ipwwFPYEyqfyrqfAIHJO0Bw95p/MuVN/Av9gxPlAgwgd4jT1F",
-	"vIquIn/1FuUyvKumcg7xVg2OwfkD15wLHWxu6PjAHv/gmORCnZz7mjm4iKcstBKKZlN6fHVylmvWWFHQ",
-	"+rqrPth9ohBsC2YbpM0YGPaDHcV9el6MuKzumH2tOFR1pHplZvmBjcfnIXsjzbs7q03ogAAFKWhoTQBE",
-	"LTDiQLHcUoVEPCUPY66hc5nNOQsqX8RgSbMtzfyw6tqZEjmb7Nd4U5PRCNh8veZcKeRrU4nP4kW/KktB",
-	"ahyTWemHd/DDurKfJ8JrCWu/myRpia97qbBnwU2l7gq6OWG2fIzNErC/rsUVq7D4Vu8dqKQSg+P6tP6D",
-	"md3q27Pi2lR27YP+StxebmnS3NFB53U02SIdw4P1hUQmEltDspTDQdoDnLevf+7naTxA++YOtOQTZKDL",
-	"mYKYjZZPiM4YsSycgM1tAAjVINnhx54rra+xBrySuTEiZLgoMeW1zV4eOuJhx8Wql5nMlcQfkTCZOe4j",
-	"BB8Y0HGM8j3yA3h737JCL9YoYemFmjlDKGWi5aTCPiPAgJgSHekC+4FesbC9dukIJV1IMknm6hOvlF7r",
-	"tmgxrzjlEnzNHl5gJ/HoRZ5Amlw3n5mjJ9fcpIIxNXSzcQ0PNb24LvPVZS40VdQ+nc0kaY9SiFGPTDXg",
-	"BrGtZOSo6XinN1gKV7/RFD86boz6vLQC5YjHTduoW1LqlDVmWaYuBgTE2DcbxtNGmBpfU8/JCHCy4dOG",
-	"kseV4tNyjVooOFJQO2m7vDLsPVDQ51sCcDOWrvYl+Cxo69B4LRk2+Q+MAAkKS0XZcomqkg83JKYrPQZm",
-	"aS+94isiF+CdzcC17ga9G3rJftLEb769YalMBI11cJYToSPfYNRjn4tRMtBVvKmwZvXy9oY88eqd4COy",
-	"iagesW3pr7qHRM3YcXpDDr8nGR1XimFBrwl/wSPF4P5IhGe08+5Vl/wBgUqlwc5ytcO3P7A01t0qt6lh",
-	"slkvNwdcLnAsKJx9BADzlRmU+uS3K18yUpLEDEc4IcmUZ5DvxFkcSTJkkMoKsldFzwFsaF0qLWNKMx5y",
-	"CvfERYZWN6KlPR63nPZVle4h7vG19LlcJCJKPK1INSY2tJGsmxw7wSqsrXRK4E9MWBlwZZP+EoZXJeEp",
-	"jxcbDLX9dXDGfndUspH85X//7791d/9Jd//48u0geP/c3tV/Qp+q/eD9847faPLSC0Xa4YSBrYSOqeIQ",
-	"QHrUZ2AGH1JZKw/xnbc1bhPKb+p+mxU0cimJ1q/VG9gkDe6sDYj0dJb1tEzgq3mVshwL+JpQyZE1WjZG",
-	"Nx8eLC2P3vG3pL1ic0kiDjlESl+GjiwzHu4V3Wi57KOV3ZC2Kf3alxlTwuf+kbVCfKQKyXEoXaMUt+eE",
-	"WWdJRBdvJBFqVoyO+vYN5nt+JlyQb99iQIHnZzLM45hlBCoKgsC1pCa63dsTTbmCm2wd/1bksYE3ybjP",
-	"sCMMzNl6DmovtY5a5h1cSuv5ywbR1jrFsn5Sh+sV4/1Xt9396HpvnPQraNviD1vybdvkNxh7+lYtdR08",
-	"qxsv8ZdCIwIP2IRHERNoWZ7x8BHaPNswV5LmQpJccqzqOSUyUwpAmovm4tYaret2bDYjwzwaY15uRuWj",
-	"JDKjqU0L5hlpl2sTAw68sc4vXSaq45aJ2l8nynmzctN1zKtdzBqBbyRE9lih5H02IYNv3x7Z4vl5gFX5",
-	"JjVdauNOO+vjsXO361gcxhSsOZVVradslMjxz3qalcpHNSbca7izsHXX76Kai/abFawrL3sN/a98R2WV",
-	"qbywpmajKQOSEbzOq/UPZXV7IDv/a7Hl7Wpx/aC7HsJBKsIDXckVWgJbqB7CUrfBMtb8H8OCy+z1NTjp",
-	"usypLjc3lCps4iClrmuWTUnrIKiWKlTUePD/Bz6xvMhgoUA8PNxtzTxOdMiul32QaS7BcBwZKs4FGVhU",
-	"G3iOfmUxxM25BWlrGD2yBZ7FC3nHlH49xxGOOiuIl+YcFpTrEKelBqs6kXkV4r4pzW6g0a9Goi24NzV3",
-	"uNhX4CQ2q10JuzKVq/k81eOmwhimTRB91HffYCmZUhFRY5WtYvsa7hqgs56UTLtNj/Gh3krMDalA40D/",
-	"S2El6HujKqp1m5i/4MFNPox52FRkEX9VormS/siIQW8LaNbT6D2hM95M5gdv4aVdOuNv/wquw2mSi6yp",
-	"bByN42SuIw1Sm43keW8262PQSrkq01v5FHpdzG4Acx/SBfpOnJunfl3ZHbrOu9rovuLdXE580OLhhKjf",
-	"yCQfoptHJ3Wyp2pnWDYdsigCf9uUpWGeMm805TxJH1na10fZn+rC87ZWIzg8ILiDM5GtGQXzCwx6i2Ne",
-	"JhG7M8PUfjnV41YR0zk673kHDlr5d6Gh2Aj4xtNbjgerbsum5q31atyV7qPfufoSOp1D59w73et0O1n6",
-	"Z91jNsEyoIRmGJ4HbYErkrO/76983NUhMLv7B++c7r98OmMpp9hws5LTsVVbXb3W4aKQYkw3oke2OCGM",
-	"hhOtCEDkn8QQ54AMFGkfKDVh8NB6aA1IxGKWYXTggyg66ZJHxmYSeockOHqYsizAzroiyTDNDdNJdWcv",
-	"b5fdatSW2a3vFI3bc7vj6yoVg9AQMlCrig4G2ZRdBH9CteLyPD7ZGMvzEi0V35/bZpy22KyuZ/lGQl3z",
-	"mMxomq1lxl+nVHLJ/GHSyV5QKLlrKjS+d+KvfVWTHcb//lVqKBc+8qb+32mlhTNYlNRVSJzaUKK4OHiT",
-	"iqZRbrYszdg4SRdQEBE95zXL9icIBVFXZs6GmH6uRsemlhJam0hySdPHKJmDfllByltGI3J/e9GyKRfj",
-	"OBmyIuwO8quxPVepxNo330II1WNpst8fLqo1//WwEMICAYwzRjNX6jORwzbLvzQIXMLnL5YLYUQuGr1T",
-	"FibTKROR7JvoCMj3sLRO/VVqhF5rpl3P/rVnULP4oAsZfy66sY2ZYCmNS0WS9TPYrj1HtdZcmGxumDfK",
-	"lV6v62sprhO05EJmbOqVQdY2ebt9AqEykNeUuZyKYGUzKAo8ZLHdrqUfarg3UtGZNAMxvNJu0MGzNXMA",
-	"zsNEKMJ/bHvIv5EBYbFkbjZCkaiifzO5AJVuhxqp1wyPhAY1uyO0Z2Ep6AHEX9vg6y9//ctg58SsAoO6",
-	"oUmUU3+JSqLDvPG13WXR3uX1Oreu3plpSQE6q/UXLwWK7DtUhiRphJLFWrp/meLZAne+sL/SlfQ1lcUA",
-	"MzHWYHMqUqmLWEQdrVQEPTfdHwel1mLNX0VIH1BmLokmU+Vye/YQ5my461zY1VkIjlDVcCzmlVc9FC2A",
-	"ejPcHWrXkLbgJnVBh4URZ2lgMBfD1BFH9/BRbzFjV02IW6Ooq9ius8LCu+CSoqqzwVJkG2fv4p0PN4Jy",
-	"4cO1pEGE7Gp/Q+oJmntxK33p5zYSsQQjzQYF4AZb4s1qfwOsZXsFqYl2eO159owIxfupdQwfSF+X8/mE",
-	"lXqzb3inkYRgVagkm4A75ImlKY9Av/GbYpYxWW5y3qDVRsTVG1MugPuCPlVhrUaU8lDJQraqt7wdqT2Q",
-	"NBcYsYJstjgEyOJUbEgG2r2jfT0807WwyChPwQyFjUNImwpig2khoYxmLCIDNci1iBc/cpGhDsgjNp0l",
-	"GRMZPNvZI13d1pKgSYKEKZUTwkXG0jSHmqxcFms1iYaOUI3pqWa/kKNpiriH7MTWe3gj1XrAVyEHJMSo",
-	"Zp7tYFUvSKabc8kgC1KSh5a7gv/3//y/QAfFaVj00HIbWIdsZ2muXIM8W2OTNI4lmVOO7ZvNNyQXMZPS",
-	"YFbkT8zzW9zL5NOD7CvWWEKk1dfccCN//Qmt9XiueKOHsNK/8ZGB+RhtH8YKErRALlUaGHb+B6KvhSSj",
-	"HRjIlIQKq+41FYhu7rIOl5G01UARCHvqXxjkv3NCKLjaCoJhtm4Kye2RK+ycw3SnbrOSwd5K6f5HFs+M",
-	"zwnCWfDSF8Z4fyken/n8rjDg7FWKvBvQeqIAh76Go2UdoTxacSweebZBmNXtFEyePHguBpLFLCzaYDsy",
-	"JKbCQhuJ5dmjDeKlFZqWpN4awi8Yi5TSrVEAW0uKBVrtdsiQjZRAi15WRf8Witbi1fNTCX+VIPSzQA8K",
-	"Bz8MQGjKiO5MohBQUSaJXe+xGiEaAVh0YqH2IDLwyiQCqtQNNOgH6g0ATz/mMtOVYbXX1TxKGbTOJAAm",
-	"iXmV+nwfxIDiWWmRaxAQ+0SXFMIo7EGlr6Y1hytkdo0vQQu1H+P6DUxDucBCTUlyaleQA2MXX3yDf35Z",
-	"x5ej3zGYXaWZ9nU/9VP/glSW0wnNtjMj4iCo2GKRQzKkWTipEMaUUWnKZxEN4KK+OOzb9IupkTPzrScR",
-	"ci6sGdDjMD/obNqWT0/VDK0elY8vAhR62g2odDR/HDeB6yPUrMOcMsK+ZiwVVJch3BZSVpz88yAFdnRA",
-	"LBCftVD5spCdIkzHHvduzJ5YbFVTU3JdAXWZ/8F3vVvHvx2+Cw4Pv7yWxwF7WGM5P/9qhwv0PQAbwLIH",
-	"JZZo6tNR4HAE2yvJx5LXATuNG9qziwz9kS20O0IJmtohAZT3FVwOcLSf0ySf3aRsxFImQralAwkKgbI5",
-	"lBnQA50UThiQPHDtOD+ZT5KYSRpXw7Kc790IAPQXPnE2bx23xikEAVbyGeqHXRlr/fP+lDK2O0rSqV5t",
-	"QIyE/d3R0bvvsA8LkeDWqtT3aDgIdylLzuJebusBwgSxonMatHzgLI5QYMllzY1XMcF/TmnIyI/JbKZr",
-	"+6CDaKweV1xE6FN9Yikf8UKS5bIP0+Pfr+Ae2rgt65/pBqrueVnMm2nNqRU7CqUd4LuGkpgWcjXZs9QJ",
-	"bxTTMarjA3h/QNIkblL4mv1WV+qa6l8xAUlxE0VktKHgNfxXFeOZ3WINkv7bIFlm+pBuT4+mWEQo5uLx",
-	"jcTS+2RGeWqLBwkHEpXbIdi877hCTYmbOBFj+GQ2SSlUu0LpL0lbx63D4e8H8Xz6ffTHO7CEqAlbx61f",
-	"v77/5+PPw/3H39/dd/g/sh/F4defDn8f/9vUU7yrPO+f43J0F90QHTSh8cjkw9fgtzK2qW6jRlDUtb4w",
-	"ZdlGk+0fvN9MtrFbNasIyjBuwL8kfmK6/cc26Hepu7qBZyrF4SoYxrFWsLfVW/Hwwx9/dOgwjDyto7iv",
-	"ou39TM243+nYxnLyhEQ5dkrT2hoVcg4G3ESE5aILm51qEXbpOuWbIvjlGqBeUi9TvRWZxjFYuArhCqyO",
-	"R/KFbWl+5pKrkUzHGy6gehQEhG/kFVnWn0aBVEqvXeoc+vTSjESoJbCvXGYBmdAnpjv1QQNFLMSZkSe9",
-	"XK0HFN041i1X5a1zWazvJeZ2PKuLeLpWl1HsLlPq7pxh7S4YR7odNF7k04jj6ZpNSe3SlxWy+mXC0LgS",
-	"JlMmMeIcmHOCeWnQLvSNtJ36E93sOE6GkBoOTx0LHeT8FGsslV6EsVpBCz/2WxO2Pa4kZtv0p1eiR7k3",
-	"/WYIh9+/AM0wXHCpndfEuFp7b7W38JQunNyoNQ2vCmuHOY+hDr1+q0TbMTpkhfEU6tO5FtkoUbg+0mhi",
-	"NUvTR2E9Oypqqu5dgmbISotsm96c5CCwkCm9W/HoNIZerl3rDa9IVurqjrbK4s6gx6cKz8D0/qzsBJ87",
-	"jZ0DrMmIo2oVc7ionbR7mQqPAuQWqx/scGDFS9K1S8aVsRCLxH204/t+/YRz+n46K63D98adXlujqda0",
-	"MAa7KgBFm1H1pktUpTBhFvZNvdkv3jQPbxR+z3O8bT10QPTI6pRwpKDqo/BcnWW2UVxF4JyirWHnrms1",
-	"yZCbUjzXdrSen7tMolbWZG821qxLFO9MPu5t7tMmy/m6blLicZGO0eYCOvoohRMcCtU8jR2bZQVe8jBN",
-	"xIMwI6vPlFgJbYXTXEBLYTS2b5FIb9txmHeG2GZVzdlnX2dKzca9dcj35K/kr2R/90hn03/vyaaHwhG4",
-	"Kneud73Od5DYfvBPUz7D9nvaf7+/7+Sh9Y1X3Tj0tPnkMkmB69uEQMG++qY6NFPBthCy1jeo39aNyjS4",
-	"+7o0QL1aBxZ9WJ6u/86Trv9NJxIet7rnRNIRyxYe69n/UIn3Ln7UVCLJUjKfJKbRGfbkysUJoXmWQC0V",
-	"EnE5oxjDim/pfEKn5QWX1oq21h4rGFpd1dEumufUi6R4UWcsoi04EWxXTpJMrbbCnMv4vrrAsa8DdokY",
-	"VMoIfP9qZQSgMgCoLeAOtJCOCvDTOF6Qdnm/RIcOm2HoKGOpErdHigo2GL1K97ux5p8aXb1p6RiF096+",
-	"gF+ZYtQYJJWPdiqwIqcsZCKLt20K6CNGq7JjwQCPS0DMrmTGGmpTim79c9Nlq9U/C+SuEdO689ylrk39",
-	"ALkkAnokKonEKQ1uUErJJDMmsp3tT94Q8Dr2Aw81LLWYfOCQ9QFWaMT5V0ebNuy2p+R4MPKXro9LR4DG",
-	"GBqyZf9DlxutKkkCKZnuphEOpf1u1YNwaXUkUGig1hHEZnEdBV0lsFwSpoRI0/OyQLsqW/0X19nwmxe/",
-	"rQi5N+lQ+pIX99gmvEpbbYZnkyTPFLkzotxqz1VD6Q0XH+w1KBfeqLJAi8KlgmseYlau0+HS9PLFrxDe",
-	"khSwWX0PV25eHW1bqXrzmrU9Sn0jGwp8qF/WtkaWNIKVGkh59tfRQ/6c4h6lM9gjZ19pmMULG1JUorKg",
-	"AGsSBCGWD4JV3q/gqv6mSX9ZqX5U9Y4mJWEDGX9j+X17CXTKRZ4xMknylER0sZuMdqeJyCYE/18/mjP2",
-	"uFMPPfE07y4y3R8e5F8fHu7+1n54kH9T/9j5dvisHnqr4a1ZYgSkV9koWG5VbuQFktW/Rlh6YSmRteSW",
-	"taqBvLLccoIlSmLOTCDAKIf6BNhqZGBxYvAnyTLdqrnDdrS1FL65Sfv+q4oxGH5v+jRh2xKlSKVspCSs",
-	"nRpm3/dOBx7nbL3URGf3Q/9vb3e//O0vW0sl9cIZL5dTMIqKtCHqHx0iLiEvelZBJnYJFLhrd4lOKZgG",
-	"9gU3bTX7WtrJsMSGXpX7b8bZl3HyV2LkvZSPxyxdLhtBQQtKplTkNCYZfmII5MvTkqh8XAUXpW7Xc4jU",
-	"wxeAAbLvfuRZU7+SUs30FLs7FtZTSBqouf8V6zHcXYZJylrHnb0PB0FL5kPdbr3VSyK6OCb7B+T/+b9P",
-	"AxLz8SQjKUX1RL+jW5IoellVXUa6G4oOZD5umTYlb/XMnqACn2vaJOSZ2zvhWbXQFXQVWsz8viq9vbpb",
-	"P2ZPVIQsIBM+hj1IMlSgTE/UHHjHi7rmvEx+oyQfxo5epWOzn10IekJOEhHRdEEUo3N9y6vZhn/ES8oF",
-	"aWh93+SmuWMhthxmCxJOEsmE6XFjsKUU2U50n96ADKIkHOycEKzoItHJXICmrrGm8TK3HA5DBH3iY+yG",
-	"R7FPWMpiikVAEzKgsxk2C9H9vIYyiZWAeH97sbrbinbbcLfdvz0eE1+P+NF885ppTqVdgUKadQNBJlCf",
-	"pFZBIKZK/JAg3KlXAjLcvDFvQTBW6VywipdQJhHZqP9LJiUds21riIySOE7mu/mMTHGgPcV/v2K6HNzG",
-	"mFNZsuaYNZI2GHqGSTbBOwtiif56zkXFzecuzNT3O9LpF8etq2ROspQKiYUDITzxU8pEOPGEydcHqqfR",
-	"qwWp39RA45SqpYUxnc6ww+D+3t5+p0PaJl0FJQpbnMS1hLr9dGI+LV06R8KDBhyNwjX8ekKGbJHoOESm",
-	"yPokgLw6yf9gqOzCOjCTCGAapclMLVny2FqP10JGhRo4NziffVFJLOK07w0oO4+kTeGB1u40jRUnGNxc",
-	"3/WIU/oLxhiQHDrdlg0Uq6IDqxn8DcpJF9AP1fuv6MpeNTIgVA0hELuL2vUrwgm9l67HZHZJebxtAknI",
-	"Z0B7rTwsM3vtylclSzyFep7rGdu+8GEMRNbxVCHjT9bcX55u04DoWop2A3ECi4JLvT3drEOZjvomWPbD",
-	"cH/UCb8bdUbfs8OwM6IH4f7w+1Enejc6ZEf0O8UyJEvRwFH2G3+3u7+/e3DQ6xw5Bdg3K35UjfLWZwd+",
-	"4GqEe9DSiT99PR66bWfY8BnKZphHphl+Xw+kY6d+a+FwX+oe3Ppentdt9e2Csy53CMwR/W+7p3e3n3Z7",
-	"6rUBSYROZVJ3OiA39+r/ur3TH8EM9vHs4qx35hcv9FEsoz730tcPXGJhumKtL2GBGcRc/sTYbLvbeMXm",
-	"OnBF30YIhh/FtNprUD1vyG/An6oAV6/q/B1gI1Ln2Spwm0a6MYPsbx3lqR2dYNhimRK8E0FmLOVJtEay",
-	"NazCCyTJunm2RJBCoRAi4xNsr1XElUKcnO6VP2Trylf0ifLYn/d/k8sJJNlLt2dzQGZJHENnI90Pp26h",
-	"m+TDlbKXZD/mQ/1y3ysBd40IazelhFmr3eTDYzLQhRdB8v3/2Pv35baRLV8QfpUMfueEyfog6mLZVSXG",
-	"jjMqW3apS7eW5KrevVFDpIiUiBaYyUKCktkOR8xf8wDzEPNg50kmcq2ViQQIkNTNsl3siN5lkSCQyMu6",
-	"r98PqsxsaZ4FZzTXhTL6RObx5/XurUjTNYhQrNOvI9YmCjZbQzDO1EBoHTA1yXUSCxatG+15swlNqUcu",
-	"ZwZIkYlmE+nmsRKHbg3zfKx31tf1zaDryTHzd91YlvJx1DgZNOQdcC+8gKIIRMcud8zjqV7fXIcwKAnq",
-	"9c31EiCj2Zz3rBgt9hNug2J93bgfIETwfKgs+e85iL+7xYbJsEdh2cOAh1vPL0zArgedq7GG05HIq+Vz",
-	"iV/oZNR7ufXq5tezrVev2b/9cY7BPOhcos3YdfePjC2ejBru27Ad4XNvzsCq1w+of7e9IQ0bK/AX8EG7",
-	"7FdcpgopspUp0U7BSmmP2nBywdpSlSVSp+f+pt94rskhfmGX646osmdanOU8n+g5XrcRToMhl1KkTMPF",
-	"345WMLfrA6TKjXEaISBUR4So0hRQwkD3Gq040cLl0I14Lkm/VwtpCmflV/1IHrC9cp49FAMA7sG4Wd38",
-	"Cf1/o0wu+OAapZBTZUOlrnVVmVU4GDZK/mptB9WfLpbgkTEY+yvPkR81E2OV5fcKJ+wOBgKgLow9oKej",
-	"kcgzyla4AIquCTD0sCyG225oMWYDPkaEI6yScS8JU4t9IfUBhvLszegTcWHmkWFTPGu7gB3McsDG2ONH",
-	"baoAxJFOEZ0ITguAqA+4FmuJ1ELqJE9uRCdAA8ADnzJbBBoViG60lAje/qmcePp1+Oe/znP8/5Pxn/86",
-	"03/urK+3aonivrXoyQKSigEfP3HA6e8Vv/HYLu4VvjmnLFLVtoP9XCmM7zIo3+QDi5mrb4HIwMjgnU/G",
-	"0v38OeqhtY447kzJUALL5/on87/78We0iCM24FlGbkAmsG2B5EGSAUHfnEr5H4MWPtxGFWrK5l+tbWye",
-	"b2554Q9UwZ8tKT/99DKRibbU2PiRLcavCFostzISzrt2zDMg2rUFr/QpRkPMqEHvEEKvA7vlCIX7qcWz",
-	"K+hDgq1VFv9W8Kvsah1F9Gwe2UL8FkjDBbSwJdLb3JyLHOzB1dl8C4wP3gaEa//nyy1uSXT86M3LYnt7",
-	"umXO+I3qNtMHYACtnQ2gys4n2uzjvaO3+0fv+7snJ6fHv+8eQPuNGOu+kQewmWsK+/013v5P8LKIIT+R",
-	"40mO0RSzej+93A5aapL7H25tblHUBkNRdyj6P7dCiaKJE6mr+bjmOnG7c2eSLYnkKR2qHhWrXmLXvtld",
-	"2O0FpdoIaegkI9McC9YXerRPwfJHhu19AEUgP25uUEnwFZVHgN8r4qjQs1RslHHJ1CSvq9l053txanwP",
-	"LvxcEQLNLqkZL6wAjYu9OT48Odg733sbsHe7+wfmv292j97sHRzsvTWqd/eX49PzvbeOMj9JBcOSnftX",
-	"7DSW1SfxkjtwSSKp9kDJPJETwTKeaIDOhBRocS7Z/59VbcSogfC9Ijwb59gCSBXtKPAjOGNuGj1+G7r+",
-	"AVXrFQHeWMgBR91Vtxm9ZYbAgRthcrEGR9HDvuMsV2OCRprpqFi+ztvTJIt28wldOiOnG3qW3EXYqu03",
-	"OCyxiZoMGzNfiUzyhKde6VwNEqqnCGZrIfIsEZppxS55xtrFZuAypnqahn1mFcri6UK/Hn9TKJq6A6FZ",
-	"GzvzoQ2nA2YRDq1+DI9eGu/U2qJ3+gAX+mqtZu1FhkGSie0Fs5s6yVEQexvaUz14UDAO4zRUKMcio0t3",
-	"T/bBbAzKd/c7za7FtNNlx8bNI3QAgNtEWF6w9xbuvAUl+aWdX8yD2xhefT4pYqsvyuyY3p6YkRHl3VuV",
-	"bXa5irPrqAOayvDLCujPBjN9z6q12QNn7IRJRiWkqIlQaGHjiUPRre2uqdL4xGJp3fnGXAw+l7ZbtBL1",
-	"nIy4XDN2J0CTiI/jlEtumRWL8H0B0e+Kfhwyy/bWz+xcKXbI5ZRRIEcvrLUZIHWSHdncSX2j4tos0JS6",
-	"4cgO67LzjEsNqWpze+1LJlRTfDxOjeQaW/grFKqhjGh/XOYi62NRuY7WwdTJUNpFnR12unu+1z/YP9w/",
-	"D9jZ3unve6f949/3Tg+Od98a24I+2js9PT4NQvl+93zvj91/0t/s4OCwf75/uHf84Txgx6cnv+4emR/9",
-	"cXz6295p/+3+2Zvjo6O9N+d7b7vsRGQjLqHZeffD+a/ulr/svu2f7v37h72z84CdHx8f2JsfHffN/d8c",
-	"H73bf//hdPd8//goYG+Oj873/uO8f3583D84PnofsA9Hvx0d/3HUDWX1OxeZvRGZRlMzVgJJhC6TvIBw",
-	"RE+fyH9lrG7BmaRcoNmN6ICi1gLy1RylDa11UDIkHBKltlBXSUZViZrxFHQ4Mh0AoFUFDbVYkFbQmlmR",
-	"4jOYpVbQKi1JK2gVk9sKWt4CtYKWN9WtoFXMdSto2cVrBa2a1WsFrbrVaAWt6pS3ghatR21wG/a/8dPr",
-	"KznBhUeRYg4BEBFd4eRG4PJHDJvjLyEgipfrPBN8VDShwKqK0YXAqCmBHWD9NmQAhYZdGKF8RuRH/HfA",
-	"IlpR/NQtb+Sc6MglIvNhJkSx2BR/CFhk/e8+oLd6P7hVzH5XXB2LNOd4EfwzYJEGz3ZKI8M/argB5/Re",
-	"3nINVGI5psiWpU9P0bNaKIjN2N/C1WVJPPeHRpDBUKkAyPy2PFVLP/vf6We/wK8AUe2viZB1ICgnSieI",
-	"DV94VHZfQYnwJoVeYRe9sJsqSuJoYbPBQ2xBeA/PIMRVXv6XdP1nL76z/AqcK5W+Mb/wSmSXeuy5uXgW",
-	"OYMm36GEzDMpir1Tz7jDMGiCzg/PsuQGgt7gx4I5TEuljbfIU6EHIg4YZ5fiFnQg5nE6s+cFYXZr0YpO",
-	"7VdGwifyOpFXHRfgXDIsuouxyYZfzRDEfsTYlB3S3Okqb/ea0KmTKnCMgoJvDC0aTZggZN7UiBL6pr9I",
-	"pvi3uJ/zSyNqiHDhlwH4uWYx7YuRlzuReZKWBrFUDsFMpJ1DXKZlEODnha5Kc6Kv50zIzAR40dm6KXBf",
-	"3+vtmul/bHy1JpqPxi/osCS2tQZcm1PgALWX4e+hR1ScjuJ9i8UPSjtu7t4/cxK1qdsFq7ck8u/wxnx4",
-	"UxAUnBkvEMraLsTWITAGs1OWinbePQy4bJCqavXPuF1N0SrXinT/IwtPrJWbu6Uh3A6VFgzmwAsVk69R",
-	"7grtudbRKwUZ0PrCgqcJreQc6nxcOGWJ0NNdwyFVDWkjAdbvd4GAktNvvfiqd+8WYP5JKUyImdRa4cLQ",
-	"8fadoh1LVcEtHKQRBbdqksYAtuusXT1UaezdoUCHe6FZRB5UHz2oiLV/2mD/E011lgq6Db74C8jAiexG",
-	"BMxIhxEn8gp+oSY52/bgddGvVddCdhBsztVnOrfdZZuhaBNBQ7l2/hX6D4hnQy/a4MYxI5LI4E60rRoU",
-	"TPNRLVJml70zFmRuzpsighdchDL2Ot1eswnAw0b5MFOTq2HfGk4RQmbwHBE6ZE4mKdA+UkgzaBy08TGx",
-	"frjwRRxcj7MEqCsOAGjTWz7FByEQfJft5wT6S7DZFWt5YgvVK1iuZkrm4YqCDXebKegjuYMtde7NJNdL",
-	"MnhVZ7X+tpjOcpawm8U2+IpuRTq1qznfI9h4Askx81KOJQUn3z5grmQ4r+2CAwhMziJ3WUR1Odrzjdsu",
-	"C1XVsB3fWW4jxj0cUK0TnXOzYsZYNxYSYjp2fDe6a3aS0iKO2Lr/cSwGSTzzqfgoBpPcfNzm3i4396YD",
-	"Dz4A8FYhUG8GFCHm02xiJIdzyrtgrsH9i4/IGIHbl23pTuGhU0Se3JM6j6Tj++5tlRrhhHIHBAtJYRHv",
-	"oOdp5QavlRqjqlAonQCUEN4+xip3lAO0LCX6WaeCrLvuGYZuMUof0lKUPrML4dl1OKGlD2g6WzakULi3",
-	"y8F6ljbumR146dND9xalj61je1K8UO33b9271X69V7xm6XvnRNAr139ZvH7p+7c0F+W3sxND53U+/A12",
-	"O19ho4RFu1im7BNrwpdFzsQe7kUlu3DL+1dL+vnDetl0karBtYaeWNTvXF/vlKKrtzxBZGHLkNfGbc6q",
-	"tR0dxJ0pn23h34EcZXuD3T9298/NHfaPTj6cd7oMWgMS26mDdATmWmoLmJ/hmOPzfZAu6zAzOgKOItq/",
-	"6pDu4x+6gFmjk6ib6AiLqWJGMiBWTWmAM5N+pyHSXpgNTc3hJaUR+07mgq3mbl9jJXvmU3Vj1biTfhnV",
-	"8qUou/ZnrJR/AmFVW1myHIp1QYEJCQ4wZmLLN+z9plNrOdWiDkgiyCpmJVO3LIlZW6oci2lzxVBJLJvB",
-	"rwfXARJ1QFvh/rTYJO3dObHnkarahs8qsVUzg+psjVqzwetRVFI8pYdvZru5ECzACJKIzJUqd7Irf1sU",
-	"dLHQb+XBOYi4YjaqTHbF1m06LC6cVKuBnJzCQs2I6+s+ZL3tF1HBW1c5NGmqbt9lQpzXh1DZZSbEGuTh",
-	"KBiTaMZtxfeF0MCnixveBclq+hEEj+tCPWdATA/0fj0n8d3yFOJ3OrPt3uHermPhmKR5UktZeoieJpcI",
-	"c4ZkxCM+ZReCIS1KEyNRIxnmMd4E3gDa6QdDpbQg9oMt88l2p0d3h4pZZG1Fe/JGZBc8x14fr23s5O27",
-	"VtByNZx36BAr5G5DWM3oTGcWlib0DwCIRJHBYsWmasJuucz/18Jt7x7p1rmYMG85gspmW7TVd1148I40",
-	"R7RRcwXLXDobTcfA7PJ+vef7rnIAeq5DIavs0iHXxK9p3zGqQwyra1VrOB5++PmFZhFet0yheLHhaqwH",
-	"BFhR/tYN3F5kbToRhJEJnRhufqAT4yq5EbIzv7ms4MLZXgT4YfeMN+ZFe6Mx72Iz/nUiEKR9exPOZBHV",
-	"r8lLLcwzlJb9CTMOVje6Xft1pB9qRDWMsE5Ow3N+vNgcPFLKomlnzHfRbPHlsp7Zc2BqeUHzmjA5Ae9R",
-	"LVIbeNHNn3Wld4j1m+giVJqJgcriTjeU//5h78Pe2x1m7Wms9UN+9y47/XB0tH/0fqegfB+qNAajb8aZ",
-	"8B2/UIKBXljnFd9ox9vTdCXuIO/Csw+/9Hff7x2dn7nRhRLrLfxCRPMTrKjegc7gMRGc2NZ8lbELMTD+",
-	"adFXRsXMiUZ861C2oXilO1tk3unOrefeYbnIRonkaTeUJ+AE79jhBDMzFFRmocf+miRCD6DYhVzocTrR",
-	"oayZhHINEi5bK2jRCrWCum6J8uP8D4r7mk9xwFAsRO/aClr4suZD+7ZmmxYn2Q2htobIj+NYeNU76m3n",
-	"xCpJ6eYaHuHH9vkUowgaBubb5AOAku8gGyTA1AsutU1ygG9ohqgbHMRiCipVDRPp/I6gaMuzQpPWmoYA",
-	"aSa455/39oHMly90kZgBZxG67HIo0SaPEv3IzhJ2xfIkzCRZbNjXLeAMMfN8rVDjTrn5bZKidi8uI01L",
-	"HNW0AHSyGs4Y/BPP4t6/2WK8vf/Ye/OhdI6aiu0+1BfJAvIMy1XOUw2dmzZyXOT/rKNcq8vKzU5NHYKY",
-	"UNJVnhLsjVoiXFBpn5qxLJETGjqI8FEEslQGlt/a3LpHkbf/gtWR1O4EQkrdH41Vlr9LQJjoe8ilG54m",
-	"Mc9V9kKzS7oN7h6X56RHzS4LpJdrZgrKDda0WeMknxa3bRs9RPdFeZPA8JeP3CEzOQ2I3rrOCrzlgL1d",
-	"M7Y/8JvZ0T3yGKpMuThV3sgWr+opLoCrir/jytqSeSFvRKrGon5VaQl2WARDjBintA74gAGo8KDoTit+",
-	"lmuRXoJbKOqXG1JZOU9SHRWIILXbrY2hFjsEa+Nhjgkc0iTXUJCO7TFevqnK4gfPW2jg1h8ev6Jm7lzf",
-	"vZ9guV4CY8wPy/0ERpoJORAAUmmbIrHmBQr0uw9vE6jbqQ27E0Hwjif5QI3mAOfQBaSEmrHurItSalfW",
-	"UK5NtUG1YHhLQqOJ5m6SWKQJKCCcSQwDaMhJJxqBSCy7v20sWaogS9eWmvvw9SOepAT4UkQavaKN+ghd",
-	"HdwfkENYYMFaVL9FVMnQ2pMrVyf0AO/OKCogUc1Gj8/gXdk1j8zB/Xdmx65fS5Va0sQDPq2L3Bk5lZqv",
-	"WJsIbqkEz4GGQXUGXNIpTNEX2hGdVpd0oGAUxHgblNgX+TjpA/1p6wf6v1bQmkjA822NRJ4lgyLwk3Jt",
-	"Pibg6+47gsQ2L9VInbd1vvl6Z+PVzubWf9ZsDxza7Jk2GgonAVplE12i8LUvAtCHf9aKCu8Nl/btCFaf",
-	"qE8h0p5oGgbi6XeZpdJfM8+MEepQ2/p24JplRr0wrkMZ2SkFuH3zlQPbJ0SaUNZ5gf5k15bKzuS7Glbk",
-	"7qxLt1mSExO2ffVyISqCByR2lu5biFobwIM3DmhTeIu4kHNo5lQtYBqwhMDwfg+nGvA221zDaObsPwFt",
-	"adEXsgsATaNapblLlPYIoumgnHJlhMlMPd3sK18nMl4G7AfBRM3FHrJOHYpwMZgkXmx1uTsFOJL5E3E4",
-	"zyKEki9SCZDiGiZmZ3+JFi3uFqgOGsuuCbwrRHxs5fpykfy6fbBEo8Ti4NA7CM5AQV8E0xcUCXGsGqfy",
-	"1CQHlJ5E6HuZe9WR6IZiAywfcqWDDh20UrtI5S3lXublk6NzGo7Ovc5Td5kteLKMNzhR/6USKeJqaf9y",
-	"nIWqLi/tLYMmTCQvMvXClgr72pPwgt30UE1ggx5dthVvMOT5C21PD2tLJddiY3VxncirTpft+lvGbgxC",
-	"aMSHFOmi0sIR4rZdXrfX2vCarhU3E+xajPPCGYZ90QmYVmYn6iHPrKJGcosei3QiB8Kr3L5MUihTR+y9",
-	"NLkWS9bCLAZHD6wV540aSmSaGtOWqjWmJzQ0KhRlxrB5gtlOtbpTVluHAqk0X2DNrVWe7U2cW6FlmxCg",
-	"wNzWuLuQPuSr0OetEcpUJtx/cDjfFRwjlpAYTPKCQ5h61eiSeSSjxSx8qaKypVLOeJ/iFFXpX+a3EkN9",
-	"7cLeObru/r1J9kF1zNMRn+QqYu1xJtbcOgQMwOF2wsnGxstBEsN/BWBsRtdiSp9fiylz35WwlCbSG/Pi",
-	"hjAqJJ47ERmXj4vNtF/OtDxxcd6j1OE9etUdrhJp+maGnqYM0ykkksxA8Yrl9K0AXBtdz7anPZuHa2h+",
-	"41c8kS6B7LLgg4zrIebLssnY4uRA3JU78ceptguikkX9Z6J7bMM3Wdgu/iSnVgKpcv+XRlSa4ZSepokt",
-	"3I1xhzjuqN0PJG7Y8n/zv/+v/9e7tYjDFnZm+ubEHVtn8Id1awOa0Mhc7DUUH3OsEpppEloiQNhkrZzd",
-	"ycRYGotv+ZbGSl5x2fJPT4XXVIK6NpBC1QR1GrEkWUvy3J0Zt0CV6hlf5nlnolHrX4oMMjgPY6r1AVX1",
-	"+qck/rye092jSnCrDFX280yEaT6UmRE7UtwyVYE0uzNaxEzq2Xtq3WR9gIDG7gAa9O43Wce3knG8AQP2",
-	"2Wrcb5awhR3UwDSXL6vO0JHRFhpS9GTpf9hfTJo6330vPXHO7DzGRgLqFX8nRT1WvD9LxWXOgMg7M+YA",
-	"IqvFlYn0AA9fbgQtqXLzYBpl7HWxHhJn4U0ibusAsdNU3fYR2Xoybk5lDDAXbllwbZ2xxVNsKDSe21yA",
-	"1dLeZ9YfxiVig1TwzIj4zjKFFoh1Rs3gNbZ9qb/d4VlR8cF8PbEkuKSrZ5tPEVwH75zzh4CO2t/3yl3B",
-	"FDPGLYyNuJqnotZgvzMr8dY9WIlpk9bbbCpbu0T27xFVijO4vmbta1e/BoysxvvFL1w/uqziHizeDNg0",
-	"3W/Cijzze6rro4bzRIvRyc6GfZicocCtecnCerO81+RyZGKkbmwIwn5XpfKb5Kpvi7goZSukMXriBq6k",
-	"8i9mTqLtpbPP22FAo+R5UTog7iSS0ISTbnRfomSAY0/kUGTEB9lghnmSyI14pnQFvhgBLhgNiBxs+4Ai",
-	"REII7p1lHllNstPzg/LsNGua95majA8BZuwBCVb4/QsNBkWm0uraYgCPeMpm1rE+vHdEt7K6FzhK/WAe",
-	"QGCaF4W7GvEGvK1/LlLB8LgFE3K/qXgHpgj2sxhlWhRCopGChGCIowfZs6rVUmGEza5FHoBKFHmSA21q",
-	"bAw1EF+ZQLJSkOyJ9Ae3OVu+Mkc/vgP4N/Ex77F6vVjTjlEndR+BcH5pIXaQjqAq4Op5FgqmBrIx/CMV",
-	"0/WxtM5sLIKTaF2N87Xt7mYLqeKNaJwgO/PmEkvmktN158JVpu6e7LNrMW3QyFJ02R9Zkos143MH1hkm",
-	"GofKcmxv/Px6/noELUiRHst06iTyBdeinj7EjFPIeKwSmTNzGTBAtVXGKMMGDMGXKmMRfiDiqNMzXwoh",
-	"keFESYLAZe1ZspGMRWk66oNhKeL+UOmcMBCRzbiEcKI7tcwiCyoqaJnru9d4ajdLruAw5jssolWLPI3n",
-	"luNaTAMW2QmLaB3Mz0NpLouzxCwPCX/MLEH8wzJvUFQgcdfoLtvFQWDYHtAVoEEcRi5iiCZotr21hel2",
-	"l/MpiqZxl3kLWd6tQc0WD1pliBygZB4JNamvuS56ml5XcktQbfHXRNDXtKUqN68ply0hnCa2arZqDpMF",
-	"N98mxklvgvCjJWkXO5RJIWKCADJ6J9E5GJVA81gCqlBjIXkCGEn5MFPjZAD5fbxP7UQluk8L28AAOeLX",
-	"hCUPpWZI80IYolA50HP2TLH7LP/krK2S6D6Vk8x282sIql1MqZ7aAzwvvba2Ff8gR6E8IreKIyreJ6of",
-	"wOzWqqv4AxBFKFUa8DG4U0V1d92aL3SD6tF+cMUhQuyjlPi8+/P9kiU14hEfiSrrfcm+uZOKrOiWGTfB",
-	"qCyo7iyuKs3ZVq0fUlDg24PdMF0YkcVrzEkk8rHSI16+XrQmzXr+kCfpQxS9696F8siSSjALDJK5aoSR",
-	"RGjpUT6G8zzIpu4YAkrDZaZGfVJF5sKbQYUAGC6wsSfowToT2U0CwUyjqOju3fKvxlRfZb59OchEDtxu",
-	"Wd7aefXTj1jxRffUN4OaYFaDKIvMoyKzqUFwAQ6TRw/ILkSqbnssStVVRF26Rs3rAu6LjkKqrkpIPDg/",
-	"qbqqlWb+vM3EHjMutXk1s2EmWZJPeyzSOgUOYfj81U8/IjEcFJX7j5VKQqoOVkLr+uR9eYXq+ItFZo2J",
-	"+xBXl5a44faxZ/pa09rY8FD+BoaKLYConvjZTmel62IAh+cnzHwFQgtWri0Vka8FOI8qAzur0ys49qSS",
-	"azgaNL7M7qhKt1cvy7Rr/2cY6vWd/+PPH/5HbY7LbdzaIdqvA9xYa8gTR/NQsBoXVmuwrCOytb2MjYpn",
-	"qH5oZo7aZrNBKijKUx0FbPv1K/rb7MlOSZq9fvXq5atFKqY4qrVPhSLWO22LrVevFkaW8fjTZqG3Lh3D",
-	"yrFodoFP0slVcs+w0DmyBWKXLdyHYQVjj0WfPkf0h5MpA57zVF290BYSENj3KigLn1r0aWuntdl92a0p",
-	"tnYXVCf8d/wCiDfh0SxXZY686hDuWnndrL1OJ9LoRlv4uOyElkrSi/pKnM0+Dbef5wUzPH6TSJ3zNO2X",
-	"o2af59VsLh8G/k1MzRxKx3Hedmh4ClAjIJbV9g4yXgZCfORKR2bd3vnFnnPKQu0sf9D3DV01hwGUhGJo",
-	"Pp2fV3qf8YFgv6rx2DH7fNnsUkAKa7aiWZmT9yANBxf2b0SWXCZ1EU2/+4QehKCb2vju9neNrgeG7WbD",
-	"tjNeFW6qCK6PICTYqb9psxqCmAl9OyNZy1GPn5Y836niMZh2UMB7v/13CCAvPMuJLhPBEKPLJBURg89L",
-	"3LgAhG7UhMNA12x7YyNgg6EYXBcwr0Mu41RkVa5cc9vWTgsLgy4SybMpFgbN7ly8tB5hOhUvNLuY5sDh",
-	"krOR0jnbfM0Ok196wJPKYpFj77IFh8Sry9ha+PzWHSb7UeYZ8ligm7AI/AvOextfGQlakB2E6IPH8WWn",
-	"FbSMJdSQ6Zi/Hj0IAMDcJ7pm+u0TYRmWWgU7mE8zSgDDolSvfqkycQPYPrZMByDMkeKcbW2zoZpkmpLE",
-	"ONVdtnuBrM5YiBPBgtXGB+q3ghZZDiH6c6XS+22HNyDsNZb8Y7AQ0i5C5tmUzBSMO2rGJSN1il875u6G",
-	"hqOS7m1qN9LXa9S1sra59bKm6WhmAyxIKxkVHCcYs3FZJEvXgm/YtqqtMLhBQfcwK4awAxJitnk2bZCw",
-	"9zMdYLmIz4+ahi6mLm8I4Wvo374WHnKs2dJwccAiY1pgZWPYCltRKGORihwuCljRaUSvxq0BoqHzLcDO",
-	"I6lyio+Wqh3qupBqN56uc6130ZSnUpRFkEhLlpxWrIai0wmqWNSNMBPUmmcKFD+ptrgubuas0/s1+jsu",
-	"PWdzqZKxuyh92paCuJBcmzjMN6LrAEy6Sp1p0GAUIBxKv8FO2iXDxSFl+hlgklxGBmD8CDaNrZartaoW",
-	"t3Ykg3ySNeRM7GioVM+87AvN6CcsGQHA9/u9c7ZuvqLyMPq647dWFFPF9fJ9FosLxuyIRKYhA+J+0UOW",
-	"BE199Ea3JjlTtxLbE7y3UbdyyRJDs7g10ZtTs+ZIgzWE1Me0eN0yGy7ui3K3i382MG+8sP+l3Dm4zCmu",
-	"K3G0O6R0vr1DMXPw7ATMMDP6W6iZGfHPBilWRWZepuMddtvSsMsgKxfhVuAt79/sh17f3V9jucHXDPYB",
-	"Y/0DyqF/VRMtjIpK5FVzk6YtCjY26tD7Bfgvy4KxqWw85BLwucZ1VgPBYbkau8xYsX5NdB3zYX0ZsKVl",
-	"6WcTqftmcwPoc81D305EweKCzN8lYuCiqG1BhWnl7eYN4r5rBrYORqbPIJxa0Jr/hkn5C8Ezkb2zwkDf",
-	"XPfLrRj0Jxoh5GhVLaOTEgwdNFkfJlon8ipgI54aUSPigE3ktVS3MmCZuFFmqaDYPVNoPWkGUM8E30nY",
-	"daHc3tjssjOhIfo1UOoayGsyQVUADiNCSRZhkegaHyfrP0RoE2EU2ehSeNFiVYZ5PobkuM4uz+shB06t",
-	"65SrK4wRuM40XRoQUxaI/OT47DxgJx/M/0DdqnnFt3sHe+d7pA1DaX+7e7LfZdgMfi0k+mpY0mB0gS2g",
-	"nuTD9VRdJTKCe0WgNuHTkYi6bJeNcKaZykKJk4n3K1y8lzhuwIeJ3pydvuufH/+2d9TfP/p992D/Lc2U",
-	"MWgKOE6KDP3Hmrl+DSeoEIXjxGwf2F3wLm9gGupSCKVpMs5W/au1f83z8TFUd5zxkThLcvGPA/4RdZ65",
-	"E96hGJi+GfTp4bPjMvs+kZeqbkDp5dpQQY8A7liVDYYCTDYzUI35rS47v1VmgTR2HWIDaKwGUI6/E8pQ",
-	"/gD74IcfvNX84QfWpjeNvPFFgBGEvrk/nxHD2a7bPaFkMxuoEyDMNxkKXgI7uRHsVlwg9+wA3qRXjLAE",
-	"EvnDD9AylVUOC2vj+QDnJVpKCkTeeHCKtRk19PohHD/Ope6yffCRR8a5gJMKlnBCTp51oKKz398gSmF/",
-	"92QfgGaoddBcha045gEZRqMhew6uN+b/It99x+msvCIU6hSnYts/Fe65Rlfs/nKw9xZQlpR2wDNkqnkj",
-	"7pptsAdP0pPBAMxvunv0KQSRHLZ2GM7cGKEHcOo+Rz0aosWgoh+G0vwS2mjMTz+FgE5U3MXBJOF9AhZa",
-	"3KLiGjTe6EGfUWpY0AeRatENpSuZtbAXLBOp4FqQnZ2zi0mS5mwqHPD3q41Nf76Ojs/7+4cnB3uHe0fn",
-	"eyBCQvm7kDHYrbmQGhFsvWJavcOij2uZsTbTZJTkkTejZosO0gQWi3wHuAa8llD67VRMT7BCO1esHRkZ",
-	"Eu2wzQ3G81yMxjkWqmNFM/zT/bbTM88f8Y9rFyqerkEUKTJrqbFuyVJVmW+hRKNtsyub7DD5BUIL/3Z2",
-	"fBSwl1vug1El9KkD9hP7LfnF8k+pykxLAZlLqz86PZby7Epk5qmg2GC2Q7m9+ZKd7P7z4Hj3LXL57p6+",
-	"3+sy3G0wwtFEWz5OxnMWjRLZN1/04cX6Y5H1sYoh8l5kY2u7A6wZfDA0k6ap+iiUbYqyZGYKkCTMK+rA",
-	"qyz/XonYqwgkMo/P2J3bgZISO/dCmWg2SKEJ1qxEItNEirXLJDXrYIw37U8XHL5QQjRT/+vPrjlOWHCG",
-	"GxyNgFiY/QiwF2b5VcbNoTI/8SQMzBdxAvXsYuNr6slgyDhe0YYjiQflAhhPzfGnp3XM1htwAJzldku0",
-	"tzdfduBlgKV2DZ8RhRLf5gwE09qZEb3AMKPtKCyCG8wt4rVQ8YkjxBaSojppMhBkYpPuQy5q8LzBjNE7",
-	"6+tqLKRWk2wguiq7Wqcf6XVzLdS/5GlRxXFc0nlU02G0QysopSg3MEUJJWDjpLXTetnd6L6EEo98CKak",
-	"J2EHQ46tlleiJk39S6FebAOf+WWXGT9Ou+Zx7cxov8KjDHMMYohLQPMJpUVnwO/bGB+Dw7VmLgbXIMCw",
-	"WRlJuBMwKW7NPrhMMp0HlodtzDGgdqQQkJMEKJPiYw6QUzvI+UMN5UxDXw58hMdRdwmWwEby8MXshi58",
-	"2whBeLIEYkO2B4nnDDKgFlvInYn9uLXTMtMFi/gGptssRcZHIgfH9l/1PmFxyfoJEj0vvk5k7tJKM/PZ",
-	"Mfvp9camHWQlVoGgUa/WNjbPN7d2NjZ2Njb+M+oQbD5OxKTUdJWY19yVbCLHPNMCYr+YcnWiZWuLgaEK",
-	"JOdIke6ZrH9NBMT+rWGYYLMlOsLlUEnd4Gaz5NUgyJ/QNQl+LuzvrY0NhDWEdARBGFi7a/2/qH+5eP4i",
-	"hJ1SJANs12aWKZhB6Evb3thsurkb7foHaRSkkLkZnYjxd9uLfwc7bPdk/0jl79QEsX+2t7YW//B3hK9M",
-	"lHSUqttbPy/+3blSh1xOKRECUJOvcJrn/8621uMPXi7+AQm7D5Lf8ATDiL6XDGeo8I//9adZfUcGDqfP",
-	"Ezcv6GwbD4RfAVfarhVTQCE2poKnAU/TCz5Azi/zkzOR55QI+fQ/bCDWaKH/37q91ii7zxATqa+aQrpI",
-	"UWC3MIQx14ApiTjlSIkVAG3LhcqAgA8h0pUxvQDgxqjjc+OXghJMtH+/gcqggp2zC6NtjfljG+TaUjnk",
-	"1E6XnSVXUsQ75NKEMvqPtbObwZr5GKo1I3vnVN2KbAC2pvjIfj3cfbN29uvu1qvXiHscoRFr1KHO+WiM",
-	"dmwXP834LahqckCCUF6LaeERlW999uvumrltnFyRsjfXGAWEXkyP0RjP7bMiMFE+yOSjLQBlbUSwtvme",
-	"keOQeblhrCfITU7VJDOGzeC64+75m5iu7cd4Q3rsC82o+j+J3XVvCWjTXOzZww5/0+geH8rfmFHoOTje",
-	"4STvsl05ZVsfP6J5DK5Iz2jIwuhn7ZfmazlIJ7GIwZjh1vkIQolNnjG7NNYkzD1rv9xgOmCbAdsK2LYx",
-	"a6lNsNNluzkz7kIOPOY7LBbxBAUgDrDm3VBeV3RVtdSjaWNou4m6zWGK0mZr+cExymA6cTwT456lgEs+",
-	"wiR4lcB2+xQLg+7GghG5rfWwEZ3YfePv4lLQ0Z7ZBePBbfmwwezHDhHLzkbgb1A2uz/nD8rbJ3ca2Z94",
-	"sdD5LyqePqpKRjVcHsrnejOgGjJExHPW5nQki1IiOpmdLmocp1TewEKiQmBtK/6LysI0FVnHjGjGMmg0",
-	"qt/YtD8KcsuiiCQOQL7orKutjS3j0JiT3HOQJ6GEuLYRLRES/xj/EApI0oRrFmHDbtTxK0y6LHKt3yDu",
-	"BykfjdE52+x2Nzc2Qtm2vVtQD90pVzA6nUr17YB1OzKD2AdfEUtbdISeH885+3B6YI5mKMsVPOjfwlvS",
-	"5z9BLIC2S8AQ+dNWliQZ1pTsQPMvOED/jSUpQSjNOpp/sgsxVeTUiuRqmA+R/xoLVtQkB4Ru/zUwNA3A",
-	"1FDQkgFdSSh1kgoJFr8sDi66AgkSdE1wMgki0XjHxtkn1B8twF9KNKz7gAMkTmw8eBf+2t7aMm6pb0lE",
-	"Xhk6elDGrG6Tb2NHQEm4jqWQTHLQYFwyfqFVOskFA4cTeuDUpZverY3tn3yScIycDc1XmdAqvRGEU54r",
-	"UoKhLHrgwGkbZ8kN2CqpUmMz6gCcrbVUDRA/F/HmsrWrjMeCHe2edzB67sdtjOcNQAvI7L3585bz02n9",
-	"OnVO1ZmRos6rurNTtR+L0VjlQg6mEH5+IsFUHqWtGVpKUm09qnSc56yc034OWEnmkMuyhEX/C4/dqz2H",
-	"l7OxhLfyRsnLNMGk6PbmEl4HAc+eK3XAM3CrW9ubr5Z5Mz0Zj8Fwh7pBYA5f+WKgNuE4kIard8CC1se1",
-	"xJ5Nh5lfjjwWn5Yjw62drY3Nl1uvX/28ZcZUjXNhyQp3JIX1Plqjft5FiQuEnZgswcCUl53osl1sCfYC",
-	"mSSmQ0mOGwpyxH+qsE0xXx1s/Mwo19c/O9893zPKwSdcs85ZKIHJ7YWufg2aMrLuomPzilibcro7oHN6",
-	"LCIhgzwBtiM/lCU4MHpXaj91fI1oN/qMjWDiIv0dA3Q+6uLEWigaLfgylrPZV6eoSAnUrU22T883fOp0",
-	"ARJPPp4yWBxrQzE0Tszj9uMnUx+VF/vq9QcuGIY4gKnXcoS7dJmIKSGBhpPdnitVs1I1j6tq8OgwXggn",
-	"X4xdQ/HOkvpnjjIpEIC+Am1S5T5bpE+OpUfhNzYepCXwQ7o747y4QF2BT/8CfckSaGJELHWhdBqnIJf/",
-	"15/dBAA2uLT1ROCGpcYJmloAW5bEoJHQQ3AwilA5HUpbyQndUa7OnHASNVEBUp35ziztX6dOGcFrgrNk",
-	"h/AIqgh3xPeoiypv9s0pI8SxpQy0We6VJlppoi+gid4ijDImxSsEqURLeDd/qFkfQUnDPRL6y2ijUNbU",
-	"RrQh1LheKqXoBEQGC4yYMvdpMF9oprIYzP5UXe2EMkriHZdngstfQHmY5QZoD6gCDdyZTQdp2QlYBJeb",
-	"X+fG+ZmORRQgBBFwBe9EMAwIQqpLKgPiLDrn+hpGH6GmwVFjQQH2AE290egCZzSUg0mmVUZNoQdc52tw",
-	"o7X9t64ukEMGDutn5BVO0xnUeCAKBsqcUFZJEEgWbeywoqKlAzF6aUP2CHEHChD9sCkIMyJACUAHhlIq",
-	"dsXHtgDCJXkCnEAoYYFw7jhTUP5GgBv5UIx6ZieqEQAFmmkLZTvagXqINW5GgKFj6GRCPbr5yqGusH0o",
-	"f/Gmi0UYTYpoF4BjSEAgIpS0G6j1PptI1p7hcXYdb7Molsb5REhXj+wZ6mmJK7ljiT7o8UnBMEU1DBgL",
-	"xjB6kZU1Ixny2IyUqp3tLcBSAOTa4h1xR+wgknjKpx7jN6Jbc8mARJKnNkeHo16bjLVL4ulOscaUiZnI",
-	"LotikeY8shsReEZCiQhECFpEliFHPG1bLlXsDWxWi/EV4QxOMmkOGFUgRsW0hLKN9U1FhxPgqUIwAPk8",
-	"OKwWhK6hVJQsMVtsqWQ6NaLEiBe8CYWaQ4lHtU8DhEK3iRZZxNRYuHFbFmnChrEb1FXCvdyCmhSBGV1j",
-	"BFdi4z+z8+Pj/uHu0T9tSdsZVfwoaTHIR7AF6wPKZhTOvEEBd2fzrWqMBbPZJtgnnoDBwLsn8xLNriCo",
-	"n2HeGhIHbho2Ot0Z4XObQPWdkMShkgkEc+/OK7jpezDnhe11J4D52dczEjUy/oDl++M6pxNomYV7KEIu",
-	"piXpiKWk2h3EaSFIG3ORpVloqB/a/LFVxpPZWPv5z0+bweZPn2sAZZYoHJpReGXbtXiy8WdeQupf5jv2",
-	"lIQSdBP7FDqU+bC18zIIYSRha8erDv4cyrCmS6ze5sU5JmXW1gLPu6ftEJyHI9EKHwyZ1ZJG1HdW9UnP",
-	"FxOHJeOWy0lYwdNgDZa33nx70MJoPY1FyA4tSlciPfkVSjDxemjlItCkkUjknXdnCaCw5NJhftUIxFCW",
-	"JCLUzzhaJEwpE78jZDwDKobHGDgfjyGdurA2077PY0j9JX9xZqbC8mS0nrxukd5wUfnieaHWV5WLzyYZ",
-	"PkCDv4w93hR3Rha4jV4d49MEJP0aRnM8KdjS9g3C/1KJRBORYmlGFnQC5ux81nY3ooeZ++tQFjZyx/kC",
-	"KmNk2vtdQzNxzS40o7FskqKfROU0UHRlbpxRdcy6rYcJWFKuVGlT1QdzRR8wSltkEsxWlYDfUWain44F",
-	"1ux4JSFdFhXIFfNqblww9a41N+cFJWClkgQkYWJr9UOpc+PmJtKYA9A7tyjy6RUgYTsFuk3G8m4IhZ4J",
-	"GVdF6/cTDq17u1V9xyrU+bfWWG+IK8dKXWz7YU6cW9XwTLUfWBj+jWbrkE7Pi8wU6TpIs/eoxw9unmjC",
-	"9/PLN5ql/MK0Fj78O8xqVV5sJcFXEvxvLcHxPHyRZFVB4/gEoYkjxSDmyQqRwtriY57xUGIKJRMsuZKA",
-	"I9vzq9osR7ZUlq0fcwDeNJADYEsdagML70UhVc4sY+TDogpPHRxYRgJRg9kqKPCMJbRGAZhNeQntgrRt",
-	"FwUEGo9hUdjzREexsnWw8ehykqahdLz1Ey2ywItzQJuFCx8GvuGEiVFMkxVk5pbAPJSztUkBoetAa7h2",
-	"LRyUgYQweEQtkk3ByVDOi06ySnAyKMaPAqMguYVqKmgqd/E1L5JJSb4iaEAAQteJjJEgYZGoKUjgv98g",
-	"ZvGOiyRWsbdXAuu5BNa7SZp6C3FHQQUH4R4eWxXfGgUE1KWYD7G0kWCX27bMIMl32PbGRig9VBRsnfUb",
-	"1UqdSQgGthz+cS+US7aeOfm5+Qp5tsCh5DkbcAlQP5iFZ9B0aB4WyjjR1+53rzY22P7R+d7p0e4B1VMC",
-	"avKFSJW80iWv8IUuoDQDy25+LcZ5KNuREX47yOwUBT7CMjWbkZ/PQYIBKi4GCpNcsyRmbRCuUP1JNT4y",
-	"lGMzFmhR99vlABG5CNUylRVhgzqhV4VBb83zDx3kz/qlykZrFrlwOZHTBLi+lI+4+Xj1l94A5ks9KW5x",
-	"vXt2HRJSc2Ylvh2nceUDPlPeCSUmR7lzqTKo+8nm4WbUBeQ2f/xp69WPM/E4OPPrn+A/+/Hnuxudp4LH",
-	"ADlTSR6NMxVPBlTFDfs/wEsSX/AZGYwhMFmSgXkmBGvzAnHohbZFVtCFywdDwjhHjCNzssY8EzIHGpJQ",
-	"YpLIFRqV0UashDSS0eLIocGcxL61HDjY6TS5FoyH0kFFSsrSIP8BFXpYcEsgZiTlE71BcbNm9nREFZH2",
-	"s7eJHisNOagdSnzNdV+tbJ0LA3GIfjKomCR25Tpjng+LYh1a8LlwAUXxzEjE/Y3N4cdXo63rn+If//r5",
-	"9l7FOj+s/1CWsItZIGpFKrybJZ8wL4ilSPDUmqmtYULDue7BmTIz8o+Q6DDsBwiQErYATLwZQeHzyo59",
-	"3jodaTc6LOhCIzYXozEUuTYKul05ZaWlAjxx8puRccnIFKhoWUska0cDlYn1brcbobGFHExrZttnycUk",
-	"F3Eo3WMDV3B9MYXKvB4YeIiYxvb4YEjsEppPNUHcOf4RvDMEywpJ1E5GRnES4+atmqQx1inf8kyy6OTg",
-	"w/v9o/7h/tnZ/tH7qDO36ubczc4T+oylJ73BGV3oOdLldgUe5D9+2e1cRr5yX5KWzL0ZL+/c4pva/buO",
-	"y97si9XvY4ytgkkKT/FckMgHl/cgLwsIlRc6lLOA/x0fihEvRLSNC8FQRys24hIYC7Y3XhbVIh1CzXKL",
-	"a8vZjS9S3V8RFrNYAGGj8EV62YGicc0yfkvQWhn75+7hAfVMJ7J8oykfEX0IlI2OU55I6jvwB3GDolPE",
-	"Tv1zo2tCGdlvSns42ikAFQF4dg1qzJN8yi4TCtoPBcMFqwMRCWVUReeLyrU7aQHxqGKhOyVI2kTbroMe",
-	"lbmb+/PULJfFF2M81coF06NY5DxJdVTAcdObqeyFtqPWAVam2mAeAteaJ5upNp5jPgz8KWqYHmI3wq6G",
-	"Ljt2eVXoPLAhSvRSIUqHkUlMChCeirEPjTUHkQs+QE4OC2zMM+ngTC0A+E4oJzITV4nOsa0dwn8pB7gU",
-	"c6G+TqCsqB2dHx8f9KtyMih6IwtEVfqNccWPT/ZOcb0+HP12dPzHkfmJJQgyD9Ms5YNr5Ocn+W1Jc6jH",
-	"7Urk1KCSwS1hHEd7e2/P+m+Oj97tv/+ATzB3ttK+ThfQ/MK7VF8jlLBToMeEWAERR74QRPraDEanEwsI",
-	"S/VW7ejst/2DA091sLNJdpPcAHCAexdEwkNxQtQ+MNfqRmRZEgvdZb+oeOqAbgD3tU4L7cP5KG2dRZbu",
-	"8a0EQgTHSU3GfiHfaqVYDWtJp6k2v8K4sUxlfh2v8VN1gfqzRc43qJ2q1LvnLc/FR6JBcvLyYXf68jEa",
-	"OwDcXksFa5xE8sS2FTJfPl6zhO3xTmUXSRwL+XUHaqpLAVrweR0Mj7viX3/OkDFUnQ4cOKCDkrUAJa1u",
-	"09zZiLMK8+5mHDUKkg0wa8MsMKRCWbGkek7fIZGIr1a4bxIYd8UWws5aX6F05hdb0vraRdDoouRpo7BK",
-	"7GMpnkMw4yDllcZIv7aY0TswDngyWEEOBxxQkaEDS7PoZPf0bI9sLMCmI+JluDFds3d4cv7PPoHHR13W",
-	"rpnEnOq2zAPg3T27zpiKPsK7s63I4tvYYJGX04igBcvYP7Bg3uQY0/lK5KEsDbvbIUsLO3Vn2NEiMEKx",
-	"mBleblkN/Hud+dZaaS7UXJ+/lE9cRG4Waasbd6U7KSv99KiJhG9FM9mj6+smIky5s1L6lMzJAzSFx04F",
-	"tpbZapJiGFbRdNm5008xtEvkPDEyXadcD40DBIG0TGjBs8FQZFFgsawppGZ8FIzLruPnRaA26uy4ntUP",
-	"pwdrQoKziiIV88z5kGlxZUYShDKaeWvz8P+59a70eGsDUg/0iPCzCL3IqBtz23kB+2ZPZpliDheP249P",
-	"eD582lqO0hPPhup26aCcW+EnT0w+RhT8mcJ/ZkZhJ5YDf8udzvnhag3I8WuJpLNYEIIQFae6tFBLzlP2",
-	"gnUDQEUQSG9tXeNQFtfaYwD8wZr4mjkbidEFlLp1AnbJbxRapOSC072JGAQC0hdTAuCVcSiT2Fl+EPxm",
-	"7Wgssv4YYBCs0771Kiislo2NTg8rP3Oe+lxvQYlNJJS1dCLl4KbkWaZuCU4fGAkUSgmPxbQ8WaEsZgsZ",
-	"UqxJ6UxIc6O54fXnIBs5lunUbYNbaWveEq/M5EuEPp5SZt2F/QNn4mGC6tuSO5h2uKrrYtdzOlPr5Mq5",
-	"S+4n3mZqyBvs1IfcPLlChd7zUwbgZxUnEWQUMGACcjgymt8ORSYs0rYZVwbfxiNopfEZpc1pnXZ2qoeb",
-	"zZ5tjzoHAZTM7QFk5WLiCr9ojB5P5AyC+yb0kW5s+BRiVKdWxJqGXANUEMaNKYpcJ0oQlX6XYg1Pgt1f",
-	"POE5K6uWjtOt/J2/pb+D2xTS/3WBt7Lx5DwaBGCaFXaHeI6BQ95lWGaSlW/h155hVWG19cjvjNQKpZdc",
-	"TfIdzG8hmVqZ/Thg2PzOvDKBciJMxkU+JQils7YCRwlvLiHqYM0IO0rnagx0FGZI1CMOrYt++nHj51CW",
-	"mhupY5Jqp9ygjTCzbNFtoEIyhiDYd7VFBThbVlTNTeOg4dtYqpQsW6W0vdX6stxj+I7xPGFFl3S/sMy5",
-	"szN155bA71zA4LrNFTBBs0dm7CV2O1TOtypkRjuRN4lOXAmIjXyz7Y1tyELWBxK+2zO0lLr3Vf0qvNAY",
-	"Xpi/W4EK/77K7yQz+zJPBIEuAg5kZrzuwZDLKxH3WDQSOYf2Laz0NfayzAPEYhwIH8XQtneZtUWDvWil",
-	"oPsxMOrbE4DnJLrzQptjn9ylyKJOo8ld36cQ869GKz2+9e693p2s9y98nB1/6Tdiwd9ZdqxM/sfXyLi3",
-	"72Lyr/NxsmYM4sboaZ3s22F8nv623Wnk+2fJ1TDX7Erk5P8fkhAkXmW/oyxPboB4UJd5k3tEp4lZd0vv",
-	"hrHNufHE3XHym3m7JQUZlhTqsRi80CyCYe3HUefbtBjw3ReF/n4TU2a10ldvgn+DcUV/f1vv0z+Y9qPm",
-	"OONy1kdkNmXkUyUGRWTNY81rQzVt8csek3xkC3CvxdTDioYANfG3W8peJW/MqitJsU40zNtbG5sdWzuL",
-	"lR2Q4TT3i/TNdR+TkUmMqUj6E880ZSehFuZaTAHeDsPvdqqhj3wHuf34LOUuPg9vVsBDWwBopXPLYega",
-	"UQfqBkHhZOyCqmSCLYop4qH6auXJk0Y78d2fM+aJI8AhxcsEQM3Ku+JsKHGB6ifaLG2EnMKgz8rGWtlY",
-	"S9hYhwlUvlpZXi/Km6ys9U/XYrr/GJFWh0+W77jkiuNHhkq92yEGXlUGFXiQoDXHQXxMNHC0Az7mICfS",
-	"VEVljb5JZltOoYSDvcvUiGXiRuH5ZUoGtn5Ph9IVJIIOsfGazXpstht1/bWL0yZ+bPN6diRRWa0BhvyS",
-	"6q5p0LA/lhz39Y+XL//6+ePWaHv8UytojfjHAyGv8mFr5/U2ZJztn5vPZn3iUs8V1XQJkD+jZU87tLMy",
-	"R59X1OHK3FnYiY+27e4ewd8eixI5SCex6Nv+mX+YExAxKQTRfIw8CWkEo2/OdtkuScPoExEX2JTR588R",
-	"5cGj3DVeEfF0qa7IVWuFsu1qwLcY1nR0MN/ux9tmWg4jwkYBPOdE7yDBBFQEXUBjVTq5CmUsMmBxd9gr",
-	"1k0woiBgEcA3Kwk/jDa7G92NKGDR/8BT5iiIiCSBiK6DUBYxRtfMhpXWA3UlEy3iWTmPBCsuMgkITpBo",
-	"j4q2ulCWW7e8Rn4n3f2Opj/M901rCU1zSIgn82waynLvnb06wgoJqeQaWWw3PJ3YCioznxb3AIBDvZYq",
-	"BrVLRrGFsj3mWt+qLF5DRnas3pcxS+RQZEkuYnaVqgueBrgvVUZFE/SwIuSAO1vU83vvfXTNWc8aN51R",
-	"XLtxXJ1G15q23EQ2lT9VV7dUAkXFHK0dAONx47xQKhVcfgkVhCuyVOLk0Ss1V8qnHAvBtShkLa+Ru8vE",
-	"K21ef54FPV/DdNmpGKkbEouu+sremI14di2yHitwQVmbLOxQRkRQtcNQkIHcqsC63HLseeHunrXy4oOr",
-	"UfjbVwCYY1iZfwApVFKsjuFz24DmrBRn1RkrrsDmriWT804mbISUQ8P+WGTUyOefRLM7oFan2DAACB5S",
-	"ktX1+3mWYDkzwaJE9+2P6RzXnc93f4vTuXxtQcCkuvXnvVTGvjqnzxyW4tl1Wbu6hVpGrabpaA3ZWRr9",
-	"tj+gYA7JHC2RCy/zlBvfBcKruRgTzs5ECzTibW0v7Rq0sMGVUrfSO6PEKwrXgFVuf9lj/AJadpEmUyQQ",
-	"3YJYgcaiZyzCw+de8oQwdqOj4/7BwWEVMMKIh7nCaE7L0kE6eoOT9b2KhVOhVXojYvemC6G2KzsCMFbg",
-	"HjpgySXjcroqTppjHwOB2byzBWWwsKOXOc8jMVLGl14qrV9+TEPIeYfZe7IRR75UdmuW2T/95jhplpvv",
-	"EnOC9qClCn5YBkUMioYrOIIE5QPXGf/zhWZ6oMaiE1jgrz+oqCD6K8IgEPC0ZmIAVgkWCeB5/ytiGZfX",
-	"2JU/e99MAP62uUSzdqwGej0WOrmS3VHMwtYhXBy2OjuhvEDaUzmhLi5C6L+FiuO8gH7l8JF9QXwcdXRB",
-	"Y5Y/yrnlCod22Z45gPDkPVd/4BQqhq2kgNnZtn1sr0oZ60bcmb9K4QYv+v1qY+MZjCjcOHfptLIHamU7",
-	"PX7Zhcrs1vLl06g4X0uL0PVPeKDvkLZbSqB25/UD4Gb6uuKIOKZ5eKk4TUs+9MdVJ8Lf4zzaPgFSjPeu",
-	"vF7uVLFTv5YaH/lCA+gNoouDXYH9QllylUijw6fdeWXQf+fD+ESwNjj85yzAtiOY79aIGPJDOJvfZYnQ",
-	"d1/qU6Qg4iSfK4WqFgA1Djb6UGaD2ObCZGTb56X1cBDxHIA5ga4XfBzK01bB3CO6D3Dfdnpse2O7mlYY",
-	"QlpBCmPa1DdkF7GLxsjFCb3S1x23gMl8JCB0uNcq9LAg9OCIVdz+WPZ0rMMEP7ygzU/K2UPVLh0LwlHV",
-	"TE7StNMLZU2Gjs1N0GWCknNSLGrI/TYOypNn5Zx4W2XjvqKW23y5E/uwhoIFhFSWisrCLpsPd0K5vbFx",
-	"N46pHXZy9D5g/3ay9z5g7/ffgWX+h7g4gbobrKMSMeBQEnIA5AfaZ7+/Z1R/Encq/FM2jlTDfuW8A4Ai",
-	"51maiCyUNIm9UimtlzI0foMUt2U1vYDk6auRIE/CMeW/Ir7019xNWbOUtJKrsv9V2f9yrZUgA5eTvHXk",
-	"Uq+3ft7cfvV6xoxyOCdr2UTqe1bNApc7ZohK9fttx5zSKdOqSPEx72cT2ed5FMq2yy2pSQ4iPuU671AK",
-	"I2lssTyzYz81Q/9eTSX/LReF98+pIrdArlm5HnfpkCzPnXe0zspfPNS42SM0aILwcQXhiM/Gq2hD1GVo",
-	"C2WRXCTCi6hgWlTuOMiU7IuP4wzlSsTar9hlItJYB0zc8HRCnB2hjPJkJP5bSUHsSBGdS9ZWUqzpocp7",
-	"2KWYJsLGDS4nYJYjDlGU6D62TkedXvGabHtrqwuMLFli5h6hH3iaqlsLbVR+byXTKb0MkhXbt7d3cCKC",
-	"h9LWc8DIkKcD6qWhwbTKYGODFdaDi4izpH8xjXYYn+RqxPNkAKSgY4KQxUuoqMPDZeQ5I/JlGSOyJE9S",
-	"h+euJDNbMRWQPUeMjUiqPLmkw6/78IM+VbPDnCjZ3PXpn/7vEQ/Df79nau0sD2FxU2dJSKwMuJUBdxc4",
-	"vPLumadh5ltq65+yiXyUVs5zxI7LGU8zweMpFpWIGBzgazHOmzLFX41omslOleay+akwg6t08Soo9ig4",
-	"dMuf7OCePhbsZsjxIBWupUFybLi1iZfVMf1CztmdHLOVX7YQKu8uB2o8ye+f+aGQLHodt1mSg7MB3hJr",
-	"p+IyX4O4BNyWp6FEP4rl/Fo4LmnwRjQBZgMKQjZJhUZyC+tMmH027ZbDHyzRUEeqRuNJDiB9Kdfu24D+",
-	"NG4IOEngoXnuS6GlG7H0VgLgK3Ndnkf8WEi/lfuycl/u0YcHQvLx/Zf1PEuurkQ2n19vHlpvIXCTqyH0",
-	"HoEDg116Rm52uuzMfEJABBNpkbYDIK3zUWqIOAWCWTbCY0nvNgvSOylu4c6srXOeTzT79w97H/bedgI/",
-	"UOQISbrsTOS6LNdRjpdEe8/hKZhZYu2SluiYcTkk124owaDIxZhdTOIrBB4rQFb7tn0+8tqZbDjthX+l",
-	"fwEFQesUyTku0kqTfKEwFM33Qn4nswetu07dIg+3LVce4UOF5URWBSWT6vYuwrLgmHpIRs7dZbm0nDkk",
-	"3dpM2wmkGs49KvzvM9dWfs9lsm1VXoiVX3eXfFt19rwjclL96vEQSicy+WuC2SS/Dtb85Gf25vjo3cH+",
-	"m/OO6x+MPn26FtPPnyMGNtBQpTFwtfs4ThbGMxaDlGfIhu9lvtCWcHmsazHVoURwdhhKNWnVmA4qb9Dv",
-	"MSFUfsNnSglVB7E4KVTZyd+jX3VnApKVI/aEeaTKhpsvORvNi3UHT/couaQqcRGr4y2qmEahnGgqvHYZ",
-	"/zYOw7hl6PI4120RndFXJCBnITwrVR2Nzy3WZMnnv1xlp1a0So+czrqTgLl3SssrcbpjXmt10r+8R3RH",
-	"b2jlDC1Oct3xmH3BRBfVC4ayOdFFeS1KdY3H6bTsRDElGWfxBHefgAhDxxx7p9V5HspUcKBproRMLDio",
-	"O0Wu/I9K/S6BYdZ5VSkfEDabLQ7E1JpvkkBJYkOebCVQvl7X7rkEmk2ardy7lXv3ZfNsD/PvlEr1uhNy",
-	"948iH0uBGNmAh+khbVv4rExcJTqHCLJ5qB9PDiVAOQ9SrjW2cmB0jO5grguKnJqDgLYY3hAyM9+Iy0uB",
-	"zFyIiD0XwupcqfS4eO/vGjez9K4LkZ/cpJSw0x1i+spUazbVvLlzGx/29iWBIdTy3SFSfePpxNTxI53M",
-	"yjFkbYuWj4ntTtO59A5gcczMyBy1dCFEPGqumcO68EyewduKv8GJxDddmDsyS6BpUlaHb56fhCUWj3fw",
-	"Ppn/7Mef1/GMPCYZErWeI9JjDS+F0WmhRNaOVNyItKBCsHV8QBwHIzO+TJIjvjTLBPDKgSId1YY/E23e",
-	"xm3Dr8t/Ofckjlk7+j2LBioT3VPB4w+nB+aiqMmvgTVbckzVm5bZibY2Np6TnmhJ6AvY5olmMa7rqsz/",
-	"ueOiuA6M30UAPSxj7cuVXckmsqrl0bT2A6Wh3MWvbodKe/cuiRmLmQFklUmaMjIWMKZD5Gl6qG5R2mCX",
-	"KP2ob28ZsXYE/UL9XFE34w4DrhXqI83tJtY5n2o2kROcwInMk9R8O4XBaAFIvQiF0SQzK4wxdON5pc97",
-	"ciUNvwVpWDGblpGKLzQZTmSQWmW5kpDPKyHxyN1NQC6w0ArnY/2T+/fn+9fENQtRlTEuPfHjhEyskNQj",
-	"lFTbU5G3jVh3Je98JX8eIH9mxu+mFRIKRdEVlcCa0TUMXHkLsszYL0U+GJYHvPmVCEw3CYtkZrGpHQKR",
-	"Va4rx3OO42m2bFko2GmbZ+8tBhJuNvh+UfmQ+AEz7zqAxOCDobGCdGn9dkIZIdCgyliE1pdnOeWFxqSU",
-	"WMAiOUnTiGUe3qEj29PK50oJJexSY4GBC9o25h6m/SZZZl6bGAqhJoflymb1iNC3gXesADZeSci/t4R8",
-	"/Axj0+Z6TnC4h8pqKW6r8nrVrrdKI841xc9EfkfNtcgQt79/NKBdDObWhEJLLr5WjKcpMMdrS5iL6qhH",
-	"UYsR1orF9aEDKLG3XXN+QGU+/C6c2WLKVorpGw2kriBSvkrc4GruQ11S1GCOYb2QRqxZ5PhEnO6ZkE6J",
-	"mc8gxnBYbejdTbnO124TqVnKp0i/hbD3esBjGxugOrNwsrHxcmAJA+kvCETYb4BukP5ADL+exzMOhWpi",
-	"NM6nVdT9QpQRr2iXnZTpxD2W8BHXRDsW/UD/F3VDuXToeH4oYyUOv5FIql2ppVCJK0dxJSkfP4TwILH3",
-	"gHpfT75kPimRPxaSHlRqi5UhOxiCSMVlztQkD5DMDGld5SRNKVaK8gq3dkABC2PaYbyCbDUuB+ZzPRlB",
-	"jYjF4mSJZrYwF8hib4fmXdrbW1uBlXRQoJwL2aE632sxnY3KWs82YDyUWBVMgvo2U/IKUOADM9qIgEf7",
-	"+jpJUx2hX6wmuU7iMqL9TaKTi1QwvDDAtw2lu0FuPJC8j8ZyxJIYQUETYl23HLg0DECmGGeJHCRjnjZI",
-	"b+wFFXKQTcc5KqVM6Lxnpj02UwFcUlxfe4KdXfDBNbsWYkyKDfUZ3LBOllNl4UqeP7o8f/wwRtNaPXsY",
-	"Y0nNYm2rOqHXRiulswplrEIZd6mIfoAWXRDbeGAh5pLm9VzjGpPfK1H8HRYprFJsS9V2KikeVDeQcakv",
-	"58GI3ZnKM3BVTIQebzE+oMohV2yEd4RoARqFhaHH2pCmu5VsLDIN3XTuu4BxCgjcAicYgo6pW4k4ZDwe",
-	"JbIXSvhvovOM5yoDwqDODiCawZPqKficwDF2tJnSBD7X7GKS03WhpHEXwukllq3idKBFaUafxAHOd1CE",
-	"IYIKRUJAfSqhLLCGzLTtnuyDF9Er5DR5BD4Tk0pjfO8XmmZEKpYqeSUywsoM5TmtbAZ2sCrlH3HOMLxb",
-	"REhq8cvwJru0qb471JTSC379VEgTCRA6NrtllnFlD67swWXsQbvTPQmeKwcd4IRsI4XkJB+u88FATXC7",
-	"N9RrvCGZAp51ciVFvJZIMANfQEn2OOWEl8b2gADECqErI6EyNbkasggfBnwf6/j9Gp39qJHwmUb2pOlx",
-	"fMYzSYkPejGuoe26pXX6BkTD6qQ/BedZDH1ot9JuBP9QT/Khf6TrTlmzMXiK212XrIkxheZYG2OH//v/",
-	"/n+MIdXpskOepJpxNlDyMslGmGVOE3ltDRKjxYhauRdKkEw4Ys+cMsaOpV9u66F5rUSyaIwhPqQFithI",
-	"cAkwSZ2iUB4flehQ0gBEDG6nvZsl7kAJ5Rl2P9cHAmFyQGyhmHsiaeM94SuVNW/89TSjdanir9oMWTXq",
-	"fw1hKVj6ggFsYI/SAgmFW65ZNJ3za2t3iFQMckg/xCw3I7NJBdyqKBbaUjEaK5NCxCImzjP49lZl1xrA",
-	"ro1HaSTOjZnzgEHqBaI6Y3B+4WrPfcR7eHKNgTwDQoMbkSWXiRFCp0ZAp8nIuHWhHBtnLE0gVYQ/qgWy",
-	"xBl4evkDi0lP+4qNHaspSgV/dv7uLY2+ZxmxvbXE250rdcjllCZFP6dsKQM44oZcKDjqSFx/2vx5y3ye",
-	"8VyswbFr7bSMcGkVYuZSZVcqX7PGzLyAGBo1OpFXqVibQLugFjmJFZATEEMaqknW8QpTSB5ciFTJK43e",
-	"lzPVMcdLPYSJLnKgs0j7sYJ4krK/1TaSdSGMizVQNyIDrHtfyrDlhMw7mAWbbH0iAVN+yHNFXYiifJ6Y",
-	"sdfcW5yspMMXkg5AVMF44YvAkXw04ZCqq0Q2i4Q3QzG41hbZLTaGKofw71hIIypinvMLrsXaBR9cQ1cx",
-	"2h3UoYu/jPTNoK8t7ewA7KdQtn/N8/ExMLye8ZE4S3LxjwP+MWBnZiaAWHacqXgyMEMhC4akyIBnWUI2",
-	"0Zuz03dkC+UKyiNCyTWL/mPNfLMGKj9iSlJ5ccpzkbGT47PzgJ18MP+ze/7mVxjv272DvfO9LvsDfD3v",
-	"de1jtzc27yd7DmCSn0bkwL2fi2wI13SeoDlQV1cAft5tBa2h4DFE2D+1zkS+Zi3pT3UFA7SRcLeUt5C5",
-	"VTHAajz98xd211aS8AtJwgN1xRL5mJJPTeZEhPZkXI4G+bJtkApO9cO4Q7t1h97c/5kVPZ0/NcnvcAD3",
-	"wAW0Pqd/EJc5el8q7PGtBAbMvsWd0BQIGInGWpPzmXSDS0LTY19oTwfWFpUcitbzKoHz2VP0oCKIZ6pN",
-	"eEOv4FahmPc5i1vyu+pzS3cMPiMJCaa37PGkOBAMLdFMyFjEFHh2uXEpEHmlNgYDPucTu0flh3ylERg7",
-	"PGabxFa5pr8lrQZ2ro+LE9F0wG2lX7MpcTwWEnvgke/CazuiMvQ+3gQPJFASmWPA2q74iG1vvGTvjk9/",
-	"2X/7du+I3CFosw+ljRcaD8fHfbwQAzWC8htWKh3qslPvaUXlfAoGVg8K5yGgO6A8iNCaXwkzKoozU5LL",
-	"ujzsHj7RqZ21pyqYxts/E13QMmFeiOo+NJ+9yhV9N/6N3bJe8PTRnB0IGi0RAr5rrsnaokB4RXd/nGQT",
-	"GjnzzJv7xWJOzUw8sZ1TesZXHAU+KWKKUFK/Cgd/A8mi0djS8TxNRNhX/SA35BIpI3P+SzaDXwtT8V/b",
-	"gqAdzTXQdj0GQZHIq04XOMIgs2RrWFxuufYoy/h377HPHW059CtGvt7yj2/sANy9EsPsC9h6dXbsHFMe",
-	"Lp+uf7LK7/PcuAwV3pfV4swpqFeHrEYbhrJZHR5VazruZXTDWZlCocWimveTyUWaDNiQp5f2Dc2oXmgy",
-	"BsY8yRrq4e3sza2K93p5Xm/fGc3qTAwykS85ur8mIpv6XUgYsFlqbJtbPz1nn9EyfoQVkBVn4gv1CX3T",
-	"2hTPg2dws4sp87bvrEZt0JxQxHXVKC3eCZ5PMsEuU36F5vWtuGDetoBDrdmFuFSAJzqFYF1yJTVLZJcd",
-	"gWtvdhRPpGYadr+uDfa+wZE8JV8SSAZ8zqK9CS/c/WrWm4RaNpF5MqLRectMc4cKAdqP5jeBlpQ3GDdd",
-	"dpBoSnvjDfy+rMSYSiMxugD0mBmm9dkWLy0E5a2xGaodTdUk62cqRd5qBF+Q3qOmLFYMS2ZSgDtQnW4o",
-	"T/iVJTyLxvxKROC4RWOR9fHPtgWu2XoVMJ6zkdI529zY6PSYVCxXOSeEhnySSREHQBYfSixI5kwPVYYE",
-	"8oxnWXLTTP/xHmd1RvnULXNxybp5gZZRA4uuExle+pRCGd5hGSp4CxyBy/Mws/Ab5HW/smttzxctfjMK",
-	"ftOhQo5j7dok25wotqm3B/HlRy54Yc9brkMZQTNZ1GXvsZ+Qj4QGcUvHhBjXmxnW4XdPlREpnvBMkUp6",
-	"9uJQJcz8Khny9+YYv6KzMHOiC40J7dfzUCHxHMKpxNbgstKr4QyPSqThkZdFQXEAnBWhVLdSYwOgZm3b",
-	"/81UxmKHNjeydOHsENSwDthIxSLFRp6rCWHLB3TjXKk0NNObJQI6m8WlyIQcmD/M48fJAOw6kD5mQ8Br",
-	"OVBdvIkPhEQl3c1gk1bY3E094jLsxyfGD/sauGqom51rmvsV6/c3y/rdeOSbEBjxYFm33CpsOQWkhU7N",
-	"ie9Zh0ekWrArkTfjo3ztx2Mpbepr0hUKyBwm7Dlbr6GSpl636KBm17H2OOWJJH9Mm33HtjdedrrsWKYo",
-	"vy3dNWDdYTlIM4D9o23Np+ryvruV+YXPhW3y/lYszRX6w9fTE768aUooQY2BnbvrLz/oQ+Ynkq2pW5nI",
-	"q1AWIEDQ/5QQts1MAKjL7hSoCWV9pGZu7IWwLx4mp4JvMGADL75M1AbW5oX1JFZ6elGYJ5+Zs2VOYZqO",
-	"1tDpeqqjWHbpnGeGRbH1B7BHRy+Rg3QSiz7id/8DCXXgZwjoXXfrUF7YolwKx16qNFW3rE00hxdTjOUq",
-	"KQKyJuznFctEyXTa6TrILASDlVTeZyOwUE8Y8XHSvxbTvhZ5NPfcH6SjNzTdDz77laBdqhVL3U5oniFW",
-	"maCmBF159ksdByT9WjvAbORycRdKpYLLJ07GuSlcRoqUJ2AlRe4iRepCMp5MOaz7ujmofAefoMvObFlu",
-	"omn/RQD4PNGEuhzKCG8u4ojFWWIOZTvJWSZ4rBlnl0nqEKe1yG5E1gkou4cls97zIAEFKIOh9HG6jyBG",
-	"jVQlyV8TAVIpkb4QhLDYm+Ojdwf7b86jTpf9gYJL9+mIRDhYKW7LM+Wqgj1eL8vsrgdqLFxN3zgTN4ma",
-	"OKYwliqNvwulGXjXSZ8Ia/IqYNWsvbt3trb16vXa+zeHBav8iEOR47WYogAvy7UFYXh3BL9ORwtH6gb5",
-	"TCF97/mLw/qlzfE9Ol0rcJyvKYFQI9oXS/Y5tuP6p8G90g214r+H0Woj6XmtIVMI8kqqnqFAfGt/7gvX",
-	"VPAboT0Ba0ShmuSMu0vaOdfYZi9DecnTFLH8qX6SRuIIG83jeJKSrXp03D84OOwbXbD//sPp7vn+8VHU",
-	"WZBheCw5Gix5/Zvk68lNlFf0W8pR/F1SDvcSEo8RE+41nfs2MJ6AaRjKqm2IGBcVo7Cz2OjzuVlCeTxK",
-	"csBChqAzwASaHycZMnj0WARN5xGWe+ONjcMUMwVvylP70zbHf7ELlQ8peu2a1kWMZUjYSroLNkBhx5Vo",
-	"YYi0QUnRZdAOVzGMQ0lt8CWzs+3LPnjXhARfHEBBU+SET9f7HQ6Gj4xkpcpvSAKXzN6rxEjSsu27ICL/",
-	"vJLuqWL59zMxN768iWlj+iszc2VmfsFkwNOYmeta5GsuBPXp4fGG3r3sTIg3+G58InXO0xR+unabxFWT",
-	"sQP9AySN2IWKp5Z5q/RQyLx7snyHYeAT2MY9zIHyr3xaKxDzoWz7wRyp5FptUBCJtNK0PmTYKcIN8NIB",
-	"S2QogRQi41JzgIVaROB6JvK3+C7fr9W7tCguzW/ApLr13ZSV8fu8ouuQXzcILn+VHkOI5XOBsM+NiBgo",
-	"KQWcsB2ADckETwNm5NCIp3aM5ui2Q6BjmhbhPehIPP4tbHl15K+ZmuTjSY7NObrjAPGd4ECbOWC/np+f",
-	"uD4mCbhFF2YHMD3IhJBIDWicZWDTEVAJjKZhecoywQdDgZkUNsaqf+qLIj4S8+ih0jlkl6I0HfUtnR98",
-	"auzR46oILyei5opz4y+QR9Ak2lldBOEcAq/qJomBWAAoETFvTFyCwmxsS89YUFzvsCR3HWNbGxsUHFDX",
-	"OwxSJREWLJqpo1sMFNEcwjzeqkkasyG/ERBbsEnoIhbshmTRINrk+eDKFGPtdNkbnFdJ1I7EqGvvUUvH",
-	"IvTfQUSb15wnpv8Y8oLIh5bz+41LfO99qCBKF9miNkE+p7nMF+dUrfaoKfPjIgkOZFhtsF0DvC4IJT6z",
-	"AxJEVrhOHtBZFMqlClbojf6GFSv45sskm2lXrLLMi7LMI7eZlu5JulP6+NwDKcHg3MWUiY98kKdTUIjq",
-	"MpSRuaKfxJGxEiKi+WhLkRjvKoCoXYCo2ExPBkO44Q7b3tpiEbRBQIi/v3d6enwKYTO0TUZ8apzF2BW0",
-	"FmPtoR3U2HJhfmvMI6BFtu1SuwXHZaKLoJxrYFw2Frcbx95u/jrztuUxPmcnlh3B4sQtLfMwGa/Caatw",
-	"2pMYMLtGJNBGW6amj7bk+qfJY+ZkMfREUgckVaoVdVRBT5cW6WUo25BnLayeTpedmmsgmyuJGbJwvkjO",
-	"Ef1n1uSQhdLdBEAmuLYkk578K7en1aNOmdE+nhxc1r358BXlXQuBBUlXaolbNYZ9czxHcPDmyYXHSMX6",
-	"dg3Tt0k+GBa2x4XIb4WQLMK/o1CC1wF3iHrsKuMSq/jwkIM1NbAZTCsMXmg4/MF8oVAfgK9kb9lbMVL5",
-	"Q4WEl7V8RiHxpO1H9zCwNp7DwLJpy5WRtTKyvgzQsJVtJJWWMbeo+3wuRpntUE9G/ArqkrltfdB5JsBD",
-	"TWSaSIF1G5bKya+6eKFZRLfpT7I06vTY9sZ2Qf+EMaYhh1Sfs6VmqcjzovW1qbP3hN7oqRt8YTbWfyiL",
-	"jkuVjXje2mldJJJDP8IMv0GdqIB7rSIvcyIvBSDA2K3vspt7Hab3kXwJ8ggoq2yPRru0u21iPZRykqYd",
-	"P8O8U9D0uwrOAgECUy82o7Wg/vJLbfQnN+rt+39LFv3fo4wyX+bUPUrQ83CS5smYZzmbjI3qx3SA0QXR",
-	"ZZKKiMF37e2NjVBGv+y+7Z/u/fuHvbPzyJ2jJCdEeyNxWaJZLHIxgGrITI3gVQDBdoedHL0P2L+d7L0P",
-	"2Pv9dzCcP8TFCbbIcYJoNcOc5kNjjwOkRPvs9/eMusrijjXKN1+x6MPR2YeTk+PT8723/cO9t/u7/fN/",
-	"nuxFPZupCOUrdpj8wtrbmy9piKhJE23LIyElfS3GOSHAcK1FXosDIx3QssYmRNdhQytU7xSYKX1sodFk",
-	"5I/sUq4bbbgW85zf0b6mQeKwv0qYgUKEO3LVkgZYIQ+sDPflig1B2C0jZ+uwuF9v/by5/er1rOFTgEw9",
-	"apZ3l11mQqyZc83UxX+JQY5S61JZ5GBNlXsap6ogBknMZI8zAYK6x6JPnyPiogc0LXabJXkuZJ34cpa9",
-	"91ZfOXyPN9SF1k9x6coDmOMBnIryQSlthjqjZJI/2ND3GhluhxDPw03floqNRHYlUJ+HUoss4WkCGNx4",
-	"yYhP2YVw1QqvX716+RoNENZuSsPWBv1hDE+x/5+Cs6J2sM8ZqrvDQSRbbPY8rrT4SosvSGfAvl9eOlX1",
-	"da5U+sj1WFIwIfNsCqj+5v5skHLtoUqHcsi1KykT8Y4jU4ciT/ML6Mg3ExSDhp8FaXG1nTimlE8BlTqU",
-	"0KiKvW6atS3LyJpxzWLsRdNsxPW1iDul2rHIPLcPI416YDeM+VV9R78r7jqHyfvKDQIzyLsAB8H8E2jo",
-	"yiy4C/CHP3NLn731T+Y/b8y++/wkgUI7OjyT5moAloaP11JxI1LvvLgDeMnTVJf6uCdaZIEtEDe3cR3i",
-	"5uxpIL/ZDmVtYJ0ebo8ynLIFhQZm236hDOK5XYCvJi6J07WKSn59ZQMFsjIu0pOFJS1ofO62gzk93GfI",
-	"RHxnVK7tUlILP6O2i+IXHcACguSwZkneK7VcYAEnu+XTbigj0r4RU9TYfS3EuEzxC8qUtYHqE8cmxS2O",
-	"teOgiPQOE3wwZNdiyrSQeShLTdq+FML7gbejeSp6LJKTNIUyUy6ZGI3zKcNkFkEemHcIZTuRQ5ElOZcD",
-	"wTKhJyOhOz2AHmOYvJM5oRERJ27PfBbbegdjDLDoB/q/CF8llBXLwYy/mAIy2JHJpMt24WsnO13kIRaD",
-	"lGcCWwXx/UJJthTSIpubBzaku7WFkEIKg7+Jnhea+DDWIsu/BlH5FCUXpXd7Ti8On7+U+wY7f+W4rRy3",
-	"O0AKOXm8pGoxJqTfE+m1czcWUZS7qesaegJ2O0wGQ6pVBQfLSxLjuOzPs4nU8GWP8QuQrVbrZAI1DlVj",
-	"SCz/R3ftBUOMoMXIP2xXTiuci5i5GiipVSpeaAzbrmUTyQZDMbgG8EYEsKvnJnjv+qj9/rwnkxunQqv0",
-	"RsRLtzZXEZKSS8bl9EEm3zPWSvjt/C/0vG3XtMFHPEnXFnCS7c5ijhLfuMNCnyEcF5eXYpAnN5Vm8h3n",
-	"/4RS8xsMB1RZxwPMxc4gsyJiItRvnv3+pn+4u3/Q/yFiQt4kmZIjsHhueJaYyaIOG8d8ak5LCT6wxyL7",
-	"JUCiMs2n2gVHzMFK/LhJw14/5En69Lu8eMrCymlz5usQVL6UxnvutIGa5FfKWHSzM+F3xPMkbU4f1Oz3",
-	"LjszhkcNXDBrOwOVHHt1I7IsiWs2cCjdDkZXw23czux2NfaoWIPDBrAaVdDMHXAXQum2ccRy5cCgnOcA",
-	"GMLAclo17HOFOE9GkiMoKIGURnqUj6NQckDkwN9EQ6XzCJnd0ChkbfOR5CMBMxRAE5rZsKBpjZnR6dlR",
-	"m3mKtDYOhgyl+Y69+ulHvJvP4LO1xaoJE9Y2V455kmlSZnmqo4Btv35Ff5v7drqhPCpseaMre0afsejk",
-	"+Oyc+WIOUA1groyjV6/FsA65crifqtzZP93PYnwvL15oq39rEE0ro/ppsyF3EroVq2MByEi9LBYSEJQz",
-	"wVOHMpErFuUqKvBFGkwQC2hU4CYQDIZV/RnFE9IETHQKycKrIUyzMbYHQK28wyIjatB4CCVY9hhiMtYK",
-	"T9JJJlgEKBoRG/AsS0iFeHcDPIyxEaA0lT6MyQsdSovs0eYMTSYjd1k+5LmNOiFsScAmMhVaA8I64uFF",
-	"5jlVuBIIkSgpQpmLj1jVgc5IgeXixt5Go8mjkKfAGJrdtgq8Uw+pJONzocFGeiIB6j/imYSnffzxJB+o",
-	"kVgkQRVeZrN8PM+Nfl3J0L+lDD0Ds4wZCVhDOe/LS7GeqgEhNzW5aQf2Cge0VvLsgwJq0/j0hNFxMWVJ",
-	"3K1Nu7r7PaVrYx+yTNbUTcG36K5DBlPdyuItfDppMtbNOs0jvY1B7dk79Coo/tlEMMJZtVh4jEDB0Fvv",
-	"NgDm20V4Iiltb78vjbv1pSHu6eHLACXYiV2J478xiEFaHIaG41mVyAt5bHeRswN+/0K7Jzjzs5bDEtPX",
-	"3tG8W87JHbr42bPsb1eg6V8VaPriHd4UGLvPPiYY6kfbx1+Fftr44vrJ9pl/Qzpqlfz8iuI0d1Bsy3SL",
-	"l32LF64xbaZb3GsBl5RV0SKvbew+nBZ9a993W/Yz+SDHt7Km9WjuJljcVV3TKN2zETK9xMKjWrrD2n+H",
-	"tso3ZkKoZfZRkxNb3wMMu8d8iI3APazwmt/jC4HW0UTn0IIj7UGu74stb7An6Wp91oZWeviy7S8WjEDD",
-	"mVy5u3/frtRlDvOirlSjLzJlTm6j0XCC31vmodoQJWv7CWqrPCADoUXeqTUa6L5PqTboEYtbPOGybzE4",
-	"CeUTsBHcbN7NM3RNlJhJGvuL3XN1zbT2iJuCxQjdpl5If10f3+Wjuz+Lx7fkdnKNiv6uWsnov6f3ttTZ",
-	"REkcJ7y5kq+m3rOgQZ9I8XEMpT0ePokuA5SMs0QOkjFPdQW7K5RaYDFqkrGxyDTwzLnLPWogqr0diim0",
-	"CjioRnUJ/Me3QrsUFbQFhtIDjV8vAON7zKLCYyGRpTs3XxLoAGd6qDJsL2Q8y5IbobuhxAoAR4aXibHg",
-	"OTCsA784i9yw+0n8rz8j1o7+V/mjf7wMJxsbW68rn/4YdUIpeZapW5yfNNE51VrlQ6X9+euyfUjgA2SC",
-	"RvvWmcI4ry80u0l0cpGKUBY/3GGJUaCT3CpRdzGxMmeCxZkaj0XMdJIKmafTIpEPeJSZcco7UKlAXWS2",
-	"EYJuSXW+I55IYiCBEB8QAtoyMnMNlq25mYyuExlHjGYglLmCSkoEujHfNbV4wqHehf125wjhneH4Z3jp",
-	"j2C8VOmh4bSZufD2ehv3iHVT8JZQOqHNvAKXyX5lIRG5p7qS3l17ZhHX1OUarptZ1bq1wzkTH/lobOyr",
-	"f70MfvzT/D1OVSxQXdWz45c3Z4kdP8nFSJdiJonMX2+3ghZQ90xGrZ1NFz4xO/RKgNwc8Y/7+NPNjQ13",
-	"Ac8yPjVf63xqhgh3rZnnYyhmJKlCvDSwKxro/c13pWELaUb2Lwz/tIIWn8SJagWtmyQW5r+xGkxGRkEH",
-	"LYhUG8u1GgN6ymQIbONFqexjKVAgqUuajLLYe1js4ZukWvC0TZtng2FyIzp+JQQotTl58Rq1FtW48l5x",
-	"GJinhF3pxR2wPVA6iRbK6FqIcYSmK0o7lGZJRTG6cz6r+4yk1zPBjFC6aAbtPQscgqLafQtDxTrbzI33",
-	"hWZv8Fdrxhbq+LEQJL8jSW4e60rCLqYser93ztBMWKfCMGi70xFrQ9n99uarTg85qJP/FnhPqXImPg6E",
-	"GTWWr300QsI8w1xozik01tneFHunl8DVOkq0BoxlD+OtSBn9f+x9C3PbOJbuX0G59lakubTsOEnPtFRT",
-	"U57E3eNtx/bazvTdWvaKEAlJGFMAGyCtaFL577dwzgFISpQf6aTzaE9XTSyJxBvnfb6zDwz5Z0qBoeXu",
-	"aUPRve7zX7EwVR85kV/+UiwKbbhZDVmCgosdc4xRdk8gNY8VWZlKuRCsyCsv6lyLotzFtoxw6wix3AfP",
-	"2VxXxvZDkHbojrKDGZ+WgJ7Ay1hRwJ2EBwAjCQdNQcewyJB+DrOiKGucEhZMlCXptzQBCk6suW3yzh3c",
-	"IXsHjb1/3zjCSixxdLhbicxg7ss5L6n8YuCzlpX8WsSKW5ZAQ2OZ2WQ7iFzNjj/EWiZUqjNHbB1/IZsA",
-	"vXWFxPhPe39CQnDPMOkwps9UcIP6vl1hw5Oy5B7v71Fl+yOb1XiTrW3ysi6L2rPn3+0/29//S63ItSn0",
-	"g9Q6dyJfH78+IgbQJEkJwV/aCHUxysIKQnoUaEysPKUHXiAVsSg9pUxzJ7wxnDEKr5Al6KjkzKkOJcp4",
-	"oE0gn5QmVsGc7/meG+I2zeAQVyAcoU8ajYh0D3uEzm6784eEIUorXAhDwuzXZ/8LU/HMkhZ6XQCrDyZF",
-	"gN8SuN9latD62jJIvGVP9/fphoDeUzKtUjEg9pSwuc597UsbitijjBWrlCtmhYi8AKdNJowXeBBoUKeY",
-	"AJV6QUgaJkONeF/guJdVeFQEnN5Y+UKKMJr+iCUkuyRwhqmGMgyMlyzTJBhJW0ZYEdMbULSB2+B+Dho8",
-	"JRKQyaSHqmbKLfbNpMrQWFBJO3d7BPm5pGsnjl/jPQr40UuNP8YKxtaN8QK71NauPw0mXN3RZwrEbw/h",
-	"dlZd5y/g4fLCXtjaFIqcuu2b1E8/MvQ/qA0Wtp+oVSfk2yZ9BKk/E0be8FLe4Gm/L6GESnpE49BLpiuT",
-	"egGzF6rJgBFvwM6NzqrUUZFaJQDt0ZEzdIoPWWKEY+EJsynPAc3FEeGp01yUlZlgyVJm5Txhb1kyF3I2",
-	"LxPIJfXILdwWIi0Z0JZY9XjJcgHFaxqa5lI380NHpNlUBXU5EStN9wwn1I+Cnp2vYmXErtccIJkLTVPJ",
-	"iCWpVjfClAnzj4QJ+IdYz3fbd7zEa6+DWCW/VjyX5SphvaeDwdP9/T4DGiOse/9fhZjB7V+KSeFrT2OS",
-	"GWQcyIUsiSS4t1ZBq8RVdnQb9d41zXp9+/dwojYZQfYUch9dlZbyhBeUlAVbhm1Dp3TjANcrkHbWowrP",
-	"sLdgxiVluiN/Npi769Fs2C5wO57Y2mQRAZhYUnAjVAkFKGuV2h9HmUVYTYlAgWy7LW84gSpIkLTfVNLB",
-	"6IxaeGfyGCYmwL16FQa+aRpeh1CsYdUxqyVYTXcWIhvvP52/fbE4uP5L9udfv196o2PBy3ltc5TZzjrX",
-	"auqpC/72RKhZOd8ZfvccrKX+49MtpsaPz2w71+ZL1owbR8+pxymMP3uMYH3kvw+A7+HNYwTliW5VsG/h",
-	"xZ4YP0Cf3mDJW3hx7UxtDjaY4aJYEY9BvoWSJ3GZsGCE3SgthWc5NaDBE6hQ0kSw0nBlXUsiczzZV7KY",
-	"AJRQJlKdQXPIJjZr/pNqUQ+PSnLT2JJtmCdtwnNW+Gy2r482f0ozwsYK3ZkaXPz25MZvHQf2VfNWhWTX",
-	"B5ICJ5hsl8dfgn5uw41fcAXwAv7SP7Eb/uEheQC2BT8gKCHhwDrRx4g6/sFXktTGl6WMyNFD8RFr6EhA",
-	"DqTy7mQYkzdcQAqOEzH9r04836yxRlOq32ngNw3I5TVk6KGghNKW8NarKWDLe9EfMXoXHTZOaLSxar1b",
-	"aqb08gGemABvCY8jcGVTBKdq405edRTTW7IcJUMMSuuDG7pBChqxBz+5g/EoYyKyAq6LW5LPBUtzH9HS",
-	"p0V9LYHMjxLlF4G7gJE8AJaFafL3YyJKl3IqG0AM2zN+1yXIUQDSxSi4ZlPtQC7WcxQNCFil3J9OQb6s",
-	"JqF9G2zLpa7SucgcS0BSnmAnmafeUAC9ARq55IEaslLHCh/fXoLwMM9PW3P+/HjdrT1gSzer7DFp5x55",
-	"v3m+ETCo1vbWn/n2nv/yPrqvnjRCdEgUhPRStXsYsNPN8E6KldsI74TyOxDeOborpLM/YAleFQqrQGeN",
-	"G0qs8AcnCdkoPEbyCQw2/BxQVvH1iS7n27yS65fi945YDEDgNLv2pUA8PpgjPBRmiKbNLdF22FQr3o6E",
-	"jYnWueDqE2tNzTV9SAxd+4j90YLnPug+b/CyPbf1uzzPH+bQvRSlZYl7F2R7rYi5dZzKNR6HcXbAtGI1",
-	"10unk6yQmhNy/ICd6mAqn+hs1XUXX3Nzvc6jLvAU/y7n1LoBOJ7F7+ZbFUW5r13WBbQAd/SRgXUyMLfG",
-	"d7MvRtTr/mfeNmWqh0lzddmXhgOsjsNvNhxB7Gbmaz5MVrGCUD1tsBSSk9jLsaO0ZH6jb9wzPcxHqFkC",
-	"m4iUV1bgdaFijKTWxwphXtmro5OjqyO4M/2R6x2Mgrqcg9XRAsIhjUaC06hdutrLkBBN6BgNpQjw1rya",
-	"FVM8r6lrYuAlnwMNUMJd5eZOkc4eKyNSIcEPbwTET3aGJCrqdyLuYLvtXTvOQpZhY9zbuJ9sc74H6eAb",
-	"7PknqdY7n4iM4c5uG0HjJHQGvQO6u5u0Nyt1RbdH21cBsea1aQQm3z6StSV5UKrAl1DZp3VcpWUzdxR/",
-	"Z33/Ww92rO8mBqx/eo1ijbjqPAsaBTrGQavoD+6U21sq9e8lMDQ7vQ/mYWu2Xy3u4Vau3Z7frefl/lLp",
-	"IbrseL7kK8ejgMegtXlNT5o2zhUUzYhVj7zTPlQQfGw8bYqw8JWEb8ghV1lsfxGxorJziB+MVeKGsffO",
-	"/f9x9r4tfED1jTaFmuo810vLFtqIISIY3wB711MSq90QCdExVkikQ5HGiC3nGlPlS25gAo6Xw48JW/Ay",
-	"nQsfyeK+ixpZjkmzGkmsGrEhvGymsUB6nw35fRsrCvGvlvVIjdYGXYxDbD5W7uf+iCViwWXeMlG5L3AF",
-	"WW+K8MToZ6FaJqXWvu4/TDvAfnRHVw7BawL8DvwoIWAU0IvrpNTgZKF4zUYu6ogF326snu8/Z6dnV+Mf",
-	"zt6cvtrYuCVkdtLAMLndNjw0ttSF9XjSUs0G7LKa7NJa4/RgEVdMaSezhSRaCL6BCld9iOI5rOUqG0oO",
-	"O/mzNRqoBApjGQbZwwmAEJEdQnj4QsSq15I+o6bo2Wehdhgkl9DOYxyP262kqcKxg/39Ecafxao1mvqB",
-	"p53ul22S3aeLm9lGjT+Tl2P7cG6JPFcYdOy2tbXatLt0FJ2ETv4R4BwfM+7nQ4a9IZM9BgM9um4e6roJ",
-	"4iY4kj/U3HU3YutqAz4bGW+HXXvEnDKOKXcyuw+qa3OAd6mxzWc3PM6qnILH+c/8+/TZ5OD6ufi6I2c+",
-	"wAcEVCR7hJj9kvDhVHuLHnw1wRz9EFP0h93OltmLx6p1rHxgCViysRypk4RQ0Qw273tbqZsTJwv147Xv",
-	"kiYecvcjiCX6DKbzx5vfZaNfv/f3MckXeTWTt8XifkDxQWzTqWBCldqshmxSqSwXGf0Car5eFDIHPR+T",
-	"/amWoiBPaa9SBYdUVul1S3qZZdKI1LXbj5gFEcwpyzavZgOnpFHvqBUuuJJTRxsSqBOdbBaKRkODtAxR",
-	"axnm0jpSk/GSx8pdMCMnVe3aheHaudPAsdVx3ZoPvXPaGA0EtPgph8mWGtrHt+vS0yFgzyfCGcGtozvK",
-	"Vy8CEz6bcY8igW2PadHGvoT1Nn/5Oe3yp4RVgy7uY1ML5+KPURsRLHD16S7CVvhr6TfntsIjHVW4fvSH",
-	"AQ5MpQBhg6ogbj0grBeq0LgT1x9C1axcUAStnhIsUDM2FYLVU52J+qKzHmZbYWWvhJUiz23wh1Epr1hR",
-	"o6o/YD8IbwETzF1sDB8BqJkaaiXlJc/1jPWSG2EcuUvqqjkAi8VLYct+FKsbYeRUknXk8h+HuwcvvosY",
-	"0gwEBNlKNRgv9UKmPKeb7C/8iIG9ZBUrX32r+3VpWS6mJePQz5LbAaMdbE2O2D4Fi4kbWI8GjavFpQE7",
-	"DG/5smJe+qnf6GnjyWi/sT3fx+rl2ekPJ8cvr4DmUDvaMFrC1sKGcu2tVOauvLWRE8gC9YRhTYzg11D3",
-	"rcoFjMeJOe6soHRHfUNCXNjbQP1wqwCfwFaLWGlDSea5VNfgFE0Gg70E6kFLYbGMW5uI1qMHhAcEaXGD",
-	"Jx9rvV+YGIcXIxcEqOAD72D3JmIuVcZ6fKHxzQXjQPEn3LENOaNcP+iY5skApC6m6ZZzrhpdkr00iav9",
-	"/Wep40bwlxgn+Jol66cteSkWYJ+t8w8ZAU2gBXdIRefc9RZTDUHoq8aYTKVsfxRwfeikLeDu+VXZ/76x",
-	"KguCvlE6Vv4o1LV1Wc9TC/ptXJk8wW2ESJIU8uGxlCkah0PdUPD4zMuycBsWKz8kbWDPwUAmZ4oD2DES",
-	"mvW+sHje+FqsPHRQP2Iv9p91sbJjvA143T6RlbLVx2fK6vOd3wF4S4KOI0SBTHiK9nWY9L6/+42XWk1z",
-	"mZaPJr1PpDrQga9p7To77hRVGrrDnn/uY+kQt0k2sVonIJuijbue/SG7v2ATqzr/ppFDSAzNtlionk6F",
-	"sU3Nw/NcxyWa2D31pfSsOKQehXdk4+5S7X/qR1qW8hR9mSyT9ppNtdmcfVnmCbMi1eD58yvw7Lv9/f6I",
-	"JVOQujA60BdYJ4lAFyusgJo5ChIrejRiiRuOSEJB1ubk13A5KEyeKwgDMNgoEHHXLjKdWCnN7st00GEZ",
-	"UQYnzKUf/IobGZTQdJAXkrrxhAKiMJ2ysQaqyvMh40xps+A58uII5sN9zdUBOwSlz4/TD30t9xMmjyfM",
-	"zY8mTjvmB/pi/1msLo8u/nn88mj85vTwn4fHJ4d/Pzlye+F443K+GrC/G70EphnEGyVEdpuK5yvowsAi",
-	"kKtI3LINnF8jUGZFX21lBfJp1ityLhV8oNgODdVpdDHh6XWs5tqWQ6hWk7s/I/b04M+Dffff3l8iNhw+",
-	"jSCoORM3ItcFVE8nZ60vR0tC76YM4+Qa4DPA4SnPNszE4/PdIiBYgYUzm7cELZFDREaUKhNvEQYDYq7z",
-	"FV5IzjJR4uaI7ODFi6ffNwQTApbFd99cnBCK4MDKWRIrXhRCZai8u6UueDnHFDwnKn73nEEZ3wagPjZK",
-	"X4i3PC2paQDv6pNke4ew1DhCrEdnAP3wWJvDb/gTltg5P3jxXYIFRVO9EARtyWlpmIdlXT86oGiw/7w8",
-	"Ow2PsORdvOPpXrwzZP9Tf3Yf450boTJt9hyxi3ciFu/UfzWofrwTxco9DIQvtESf8fHK5PgHTgD/9moT",
-	"vBF6g+MV7/zy3v2XjBrH3YhYJYOSm8Hs35jEOfi3LBDAqq0TsCkSKU94Bk4mS/zmG60hYkIqTNrURazw",
-	"hX7EiISwcm50NZt3VYqmhMc2+prfmtvNMi8Dm/3Exhnq6C650l/HP4R1BqhvU9W/t9Tzjq7F7Y7MWy03",
-	"22j83bILgbK3rTJkfXX06VqsKCO6JZ4gZQN4npzbOSuESYUqCdUni1UvoejlME2eLsT/OfhhKbi7g0m/",
-	"Dr1uNh5kxg5zi8owCwhtpGQHaFpVRz5WSOucGZFqgxVKANNG69yG+GSguyswnzIntHgSirlJjU1EOHrb",
-	"77KtOBbbVJhamdtkYokVNhQUXozcItV/3ZoHmn2IeBKLIuelYLaUeR7sQG5tvQZJsVdN6KD979nxKRhh",
-	"xpdXh1dH3ZHYck0BvtWFdd7c+KRBt5M7jgHrJeu7PkKR1uiqFCaEs5F1yfAlnLoBeyWgASeT+Idilfzv",
-	"//Ddf+/vfv9L729D+nMw3v3lT/7r/t/27nziP5I1HPad9hC7HXC09ff1wh08bbvhnn2R3veG3l/VSsYX",
-	"74F7sLL/zcduyzXNe5tPwF2kL5+1tCjMqEFdAiz6Jpk5P7x6+Y/beQ1FQaKAHsgudUy5q95b0DAB1HLM",
-	"E+v9BoQdDr6DVUDWQ1HySXAjoHxtl7yIlVsZ8BaQNdp7BnLBAwc04kbqygYlXyoGYx4wKL0byo80xg/+",
-	"C0tpEbdCZjyIfcWKr3laWdvPWquvAbdBZdt5ECCZkMSuPsyN0I1x7vp+5GGfl4d9fMt5c18/UzTvgwzn",
-	"vpKAvw3fYgzso4X9i4CkzwBBT20oDluVTLJ675LV++PG5/hGvY2KOqvNngRzGoxCB32v/7SxsNiCr7Da",
-	"Qq0ALsWENS4w2OUgP8M1UPJrwcR0KtLSG16UeFuyYBZcUh0SzoyARJoBO+LpnGFShyf5scI25A0hUqER",
-	"dFLJvNyVKsQMALJssLmvvUNtuoEP2CWUjIhVvTQ3whjvnRXqRhqtFpC3s5zLdB5+t76CTGPhphJ8zu65",
-	"WLUfpJFZ3IgFl3m9G4BgXgdRNvBmkz335C5FW/RHbpypgcpF3mUdYY0ZtEOBnBbahQSbgLTRrmuDFthY",
-	"NWaIMgEh3GDhmi1IhBd4bi79Gf2U6OLtru5Mc6DnAKKes6l8C6DwmTB/DKsWFBTt8J7Z7iuMUmezsiGc",
-	"tAdrH4nvJmELXlinKgCRSWYbhyVBtwPeRKRDsboWqydYqclfM+mruSCGcfsywQn2gR6NE9xHBD8N7p4I",
-	"IpzSOSXLE0oytom99zau+Nr1qOkJIVeDfbc/iNVPboLgsgGMAXdrKhUANA7zHJL9UZYfYjzFtXKX+1qs",
-	"IsZBl2rK9aFOVKy61ixaWzG2NBC9AgsG0SUBn2+NJKEvxrIej5USM4RwREgM16gX7MmB0xoTeo0gXqcs",
-	"i7a3iKGHiNdhJeit2ZjYswMqXSKVd5u4BsVbnolULnjeb6oRsVrXI2CbfQBPOBRIRZVY4rwtgYQHEtfk",
-	"LUxPHSuSlhVGp8Ja77SijyKwQ2LSdQgthQeVRJyhVWROW7WbLtL4qSTuDdr4eeo/fBiFbkjheG8eqzz8",
-	"MRPLQIrUBgFPN/hWF29ycrIV3CB7undlpkN7bYOLPESBY0OOGNzIjGqLzp1QCSYACKn9NUFfhidUWgk2",
-	"zXnJEvcgop5FbOJojU1BJkaYNZ8qnADQdIhwRDsTxsxiISgbK+gScGlWhUgoIsS1ZecSqHAYYcSspmnM",
-	"ZdkQZutAnvpRGLf/6Iv1knt8zpsAASjSCzGA+QICjVwsyFJUmkrBxXFc4GB/P3a8zvC0hIgYxKL1Xn+3",
-	"gG4yOdghRnXd2p5jVJCh3qc1xeVsFbZFI6TTBFKtbJWDGY2rVXNOFu1QtVpF+Wj0YphuN+6s2+5znouy",
-	"vLOuAT4Mfv7RrevB6uVoJwytGXjW8F5+7QJ92w4p85pqgtWIVnBqgu3zYL8+cy/2+9tQZuA0tnqmBnaG",
-	"B/tQahbRZV7sf0aoGVz6u5iJm/8fCXmOzi0RrQZtxOXytNGKPTfTW6ljayk8haQbiaozHHTdTSd8NjDi",
-	"ZcyryRMbNyBp3lycBPk84I8AqoQuZGpZbw2iA9AYkuhu6I7jkqXcOCqKRcivhRqBuQNosiOCSZi+NvLf",
-	"IhnE6ue5UIAP4shaVS9uxJLwN5C8RvDYvJpgYJqTY6s836IJX1pxWIHR9tPdBOzitqtw2QJcUggYBZhb",
-	"Xx9uzba5NILG3HlqGtAqu37yYesffPwvMHbAQ53u5gCRFk61wfPmFFL2j8uDF9+x//z5CtPNYpUshEkr",
-	"Iwbh8YSlOZcLAjWFcDDEU2IzwxXyDncZ+vXM6uDD19harObVhPUonAuj06ij8b+WJcTG9SGOjJoQi4nI",
-	"MpG5KzlgZ4Tg1HUHN+4a3kE8/bfdQgB1mYRZDJ3U4jnQRJfzUawS6KKNVwOPYwgc5SfU6cHw+BZYfJSE",
-	"QFhCoD1sDreC/GtukbhlySFtPRog2d8FN8IwTMyAFzAzI2HaRCQyKZYc3QhVXkL5JEeCOHaQ8GZjCVtD",
-	"BKRgPidSTkEBd8qoI0IU9NjE3r+FBLGeFYJoli15WdmkP2Rt2JsOyuMnKi7tnULMFZLcUuMW+JL6RAD/",
-	"Bmv/V+5W5uA7/DBJ+iOsM+rRfrrAFvVSoaxzZz18aLW7DH4tKcGRe4qncGfDddWsgH9wV/37Xz49NYbF",
-	"vxUqZoNuPGZKf1Q+cWxtJWpszJo8t/lEi+ZtZxp49x7MMS4xtF6mc6BBEP5u8Z73Ek+LqehaINwkVgDs",
-	"AQY2+5+SGvuq730YaKoiyhEWY8DOO4iJVLFCUrm71ObaCWs6IzvnBOIdjROWvBZcaFvuljK9RoAzIIhO",
-	"oYAFc1+7JaS45YBFSpwJ5ittk2d5/WuDQ41CgihEKhc6z2OFeaRw3ffeuX+Os/ceDy1xj4ydomFueD6m",
-	"LIdkuwx2idv3ae89dnKnj9ntSzrnSon8iWV4sL5GQey8MRGaRvf9QZL90KtzEqDiPdRcrWLopfI6wpiq",
-	"69e/9iPQNHYp6BLelSrNK4jdUA2ge9ZLCOUKckDcuITKpJpFeBABDrj+tj+I1SFiFwKU5Yh5IHzMK3DC",
-	"oZN37gDFH8QqIVZO8CV+jFRasuSlGLHESpWK9iMIXZBQjA4MGkzeRjrZMVbeZMopEEiVI0IahGWipgCI",
-	"zDUHHNvjDjYFKU8dMmlTTaQgz4EmNa7l33AWf/2vN0dvjl6hgACD/itJVHIhbMkXhZeq8PK+8FlJ24Lf",
-	"r4jF3yq1nNUHw+M0wMJtM2qEA3q/6+zGQESjw9DS6NzHS/lNCGZrn8DlJKqLH16yZ8+efb/V5ALL1g3q",
-	"65rfdUu5cw9Q4cbAtA/gg83d0q8/G78BTzj6+FUVPqV85jb2IUUMYDH/2MULgshNpB3v5+3Qr5sUfbNS",
-	"I9DnHmROBeDPFiUn2axZo63BBCYi12rmFJdR23NtoYsGcmpAKLXX6yV2Y4WtRY3m6tE1K+8iFk3ARWRI",
-	"9UaMMyKWplKWydKR9wV/O7alKBBW5qkvq9+rE/t5yQxXMzFkzw8O+iOUAAmetdl9LT7FCuyy3tUM1eYa",
-	"tH2zmFyNq4q1+8dQql6o0qzWi/Yj8A3PogeHbCJ0pzsRDy62EjC+0tVPYrXzaYvyuhF+ppx97PoO7Cyx",
-	"hOMZkSBFp+sxU//RR3o/Hyk3JcCQ2GvW404qL9Fs6JOPNsl3tPN2VwaYPboGQVwPKtdtOWyeqCKddnI5",
-	"BBlytdJKMJFbMaTyu83MMBhkiNFeCGv5TNgIk7xAo4xiVaDI7aRqQ7habZF+1KwKB4A7BZbbd6IYX1E+",
-	"GEJ317FzsQKz2wqGhO5IGMlGhDslQ5QNtnHx5vT0+PRH1uMTJ9JLUiL624u0fRBZhO25gsXf+RKSivz0",
-	"P0eRhsdUoo9UYg52sVOE69TJ73mxaxt0hM/ZuSxqIL0bwXORgfDllCEbK4CUh9wYnUNa+5TnOYSLgfyj",
-	"NFpHyHTUMILzia7Kdf2xv8Xe82Vfu/uIA27tH8tN3+YEnGv0pmw515t8bA+o9nbo2gcf+T6EcQI21yav",
-	"QPEtipVnGtqww58Pj6+OT38cX775+/jwx6PTq8tR/ZIvT3D497OLqyOoZWAqBeWswdSqdCkp3S1WyIF4",
-	"CRyUog5FwQB2gBO/XBpZ1vliZJaQ5YCdKUcPhFlIxXPWe3n2+vzk6ApG+8Ph8cnRq4i9PDx9eXRycvQK",
-	"fIcecq7giOxFQ4zY+dHpKzehw/Pzi7N/Hp5E9RyPT8/fXPVhasNYbSYxQ+n8CSLlwPzJaWiErRbBleku",
-	"nFSV6LTsHrrXv427HsR+v/uPfPbr4rOHeCEfSo52g1D7cQlTgr0Ew3gtO/fSucyzPtY3qSkY1dSxfCHQ",
-	"jGoZt3hBWY+ImReAoy5K1h+SNcU1v07M0BduNYblkWFGpcKWEPGnbyDr2EeFd7QexcrbfuZcqgG78uRr",
-	"gzwNWSexQasGtuBGCNPfRlQuq8mhW62vn7i0laZHMvONkJn2tmJ+OLcpzwSriiU32T1pEFyL30kmilVb",
-	"OKBkxKW0YvPKAg3TOh+nPM/BvolIq65fbxqY8DKdQ/JGQl8NwAAGQUgUn0Kgpx6m1f8ePF/YxmTFkrng",
-	"mTAY3lTI9NrGSmOMGXpbwM2UWJGLlMKces1KT5XKMT1G1J1Iy5JFlZeyyAXk5iVTI8S4FG/Rbxfy+ync",
-	"2qcjhgbm3LIEAGB/MEJcufdAcKJcIYijaqxRxHASjiiGgUaMBzxYWg1I1GkvhcCViMjWvuD5VBsnh010",
-	"thp2W4MZxCxRpEBrTwJshMjCCYiVZwrecF5vvwSn58quiY+d9Bna/Sj25ugDSPnHN0/XE/pM6Tn3l1Fx",
-	"48hVkee42QTp5/c7ArJACEdr2/mYRf9o/f4kXBHJGg9UKNA2OKEfbPre40Vh9I343Rjkuj59F4s8U4Jl",
-	"IpXWlxf0C+A4gi9vPVnFCioF+rSXmqf2MDEHUxtxG5nRSyaz/qiZk9oQsl13gAe32Vzkk2JBi5AZK5cy",
-	"FduYh9P/cXkzxHA1lbKEMIThtWYGGAM2YeAV7QHdmckboZq8A5F2dKEtpNnSO278zIh/ibSk9gGyx4iC",
-	"TA5ohlzoTOS1LyLB6hpJJ2uDQUrrV+BhjG19ZztZGy7Ht8Tb6hl9dcwNHFHA2mjDW5xtYz8fedsjb/s0",
-	"Dhx3+AIRqn2kH87VvFH1U7E1whH3pvBgX8bSG4BJDaorx6rK6KLdrQrLeqjsjPGrqkj6EfMmaW281aJJ",
-	"YKHMybqxB2CZPQabXhSOdwDUs1qh07gPxi2MSiL/c4TpxU7fAmkiwdFSkaUIUyPcr1kGBaZ57gN8FpCE",
-	"6/5mPR/pM2oVp6FYnhZ4OMTyjFgzUsizkQQ+j8HW/n/ZRocY+P1rJSrvDUCvPxIwxDWl08KrUi94KVNy",
-	"ozvuZXRRdOO2vKRz8Q0xoOaUvngO9NVF/jwylK+Qofgr4aOFCAQ/UGEimR/OXrA2/tZw/w/gLbFyyyDM",
-	"7qVjG0dYe7+XlOJtib3t2tIIvnDsAg2EBiv0e9uW789kYJLK9WwYq0Rmw+AggcefONrrrhLE3fdSXUEW",
-	"JqS9PKXy7fa6H7EEHndvO5ZANdohBybJeMmHCQwjl5gU95+XZ6cR4yxxCwmjJ/gGHDWlIkBV91VjNA0A",
-	"lFillbHaYKJOcsJtuQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3h6jvgLe4TwkQVBvf",
-	"+uRF8AqF2vxLI8tSqKguuTHjBeHxsKxCiikokRKSoEDdJFgd76Au52LhtLVULwBkzC1brHrJENIVdrkb",
-	"QdLH4iHKx4A8rZMI2HHJgN/XeDEhvQJPAVh6vUiA7DJAvzq1s+kDJ3mjhptTG1y01HRbGn5ypk2sSD7p",
-	"h2AW7L5GqvI+eDSzlkyrVNQCkxvJnGcMa0rQMkIToLtiabkaEwdOxBC23Z0cd9LoSvvoYmbdYvGcQSIG",
-	"69WSVhQrNxcpbL/eY0I+qdSAJZnIS574g5hyY1axQm1ZV2VRlWS+4AzwQvAkI3DJipQmCC7DKcIdrIxy",
-	"F4zkraRellj1KEMOqr4BetVc5wJgNaCSJ+OwWxCiLAyzgiIJqS3CGDtEgQ5bIdt8rPCujmmE40IYJ1mZ",
-	"hOlChIEzjcUdID+vPqF11ZyD/ggeAGFP2roMG0YPHnzPrs7Oxq8PT/97fHH0X2+OLq8uKQOozoxdwBns",
-	"xByBUQTyYH+bz3EjKeQCD0iDslAeUU3spGUziJMO1etkY/r7/cEG1VlKRUWDJtpxECPQNnNrhkugOvfM",
-	"N9nvzjfZ5CiQqUXUPue2pKtnRCrkjchGSDsmqxZZbFSlVHhyAwUNs0DiWk+jtQqtWdSZyk//DBtYOl6/",
-	"M9z53//Z3/3+l3dPo6d/ef8fOx8CHL/B6driZ92zzIbsWayQPfnrEStgSuxdvOOXP94ZPotiGEm8M4x3",
-	"/JM772MF53N9jJ1iK64xcbGeT+tosDmGY4RAZHDHefboaHz/6whwe35wD6n1SuvXXK1IDrefMzAOd4N7",
-	"mUd4gtIhzbVP1DZ5Dq2oX6wN/AKG57kXGGnRREdKMGF7I+8KnMNbekmegbCznORFRxrBxNLIGmqbeLto",
-	"OI7jG9Kd6wk9as6PmvOj5kw3HM2KH9EcC0rF7xWXjNpNrO4gqlfei+ffA3MjlS8LpsbacTaXTpRfxepa",
-	"FOXIW00hWzIXHMICEpjnGJTqhM0A9meyAvEYS02sbjFbOnkbSmdQ2ibUDhcDdqoDiOtEZ6tuulya1TcW",
-	"JdwidI/Re18PAYFcNqgV48PelV7eL1YPrsIuhL9+hJS8Nrlo3TcpbCNtLlY+E5kuMFggxgupqlJ4NLAF",
-	"fzumVxOE1zFcWYAvBUoAJYMs610cXh2NT45fH19FWP306GJ89s+ji5Ozw1dHryJGX0GEQMR+PLw6+vnw",
-	"v/3Hk5PX46vj10dnb64idnZx/o/DU8hZ+Pns4qeji/Gr48uXZ6enRy+vjl6B958MOWjk5BKMYlOq2QaB",
-	"dUq8Lcc0qRIqiFKmEoYLpFylIifE61Y64nAza6M2BPV8ZgX6adZ6iRVgBWJ8gdK1X4Y6GN6v3ttLGBvS",
-	"jdKsXsKp+HboW1jNRxL3tXkX4GC2ZKQ1bn4/alfK9Hq7TPRyE8LKkbkRk8qb8ODLtQJmTcw8tk4oY7U1",
-	"eRkrgRpLIUAla2YjHoQa24UwLDPyRijMLmAXENHkgR3BvliKwpup0Amea12wHpoWnYYK5lTvJ6/Fyz6r",
-	"FBr5c8GtwKhnt0hj+BwQsMhuzxv5DhghHuzG7qXN5Oc1J/qmF79sJFz8WknARCpvSwVbD/fuzhrB+pgI",
-	"8kjoFbUVGKY2YOfC7IJl1/BSeBSMYJt8erAPc8L1R77UH7GJWGlYRTDOYjYZ0MrdQ7cUyb1kxyuZXn8b",
-	"ouP6AXikq1+Tde83iJwVOjaIVEImae0o6m1iAfYb9Pln+NoTaK3zh4O4Ha2j6QNJ66Wa4KMRjx7KsqBv",
-	"FgqcYFZDzq0jaEHJDHcTa9lTAQCWiTTn9MMIMs8BnG3AfuAyp8pQL/b3Y5VcnZ2dXI4vjl6evX59dPrq",
-	"cnz50/HJyeX49fHl5fHpjwTDyOtqw4sFOhaZvZZ5jpJgqHAo3kpbboUwg9X6lEU1wpK6ru4CtLoCE2dr",
-	"Ez4K5OAdUwmOiXc7oAfgK5lwI7p9L3Yi75MAeFidMwLKH/ygjUg5rnBzk3CLYg+ovzsxUkylmsU7vmJQ",
-	"e+fwZt1rrYlabC7rSydk3PtYrd+CLScMHOn40aKfiiKtLbr/vdMTc5oQ6ljnAU0d3uyPsEprcnx6dXRx",
-	"eniSxArRYDyicqXE2wKjo6l0qTvKHxdEbP3ENUU/+NygLHvv3D9O9GsWtntQ8XSPMYNy2SzXE563iyK5",
-	"LkasNsoNtuG2aJ03CvQ8kPe76VzBZM55Of8iMFxoMUJpnaUwgspeZY+ww18EREvZsU3IqbXOO25O9ICq",
-	"j8/3n7EkIKY3QYRrTPtG/zlfYfUQf2egdoMfVM+R0HbVRMo97Y9Ywa1dapPtlqvCl1EjEwo3ULQH62Zx",
-	"isVZODEk+RP9L4lY5TrC8nCQVgaIeNtwXr6aa9oc6Ylb3YdeWNiSx5v6aUohPuzaFVV5T4YE9UmvxQqD",
-	"T0yzYHmLO0G0k+W5GLFEVXmeoFYcK6x6hEEYFFFlmSxHeD8Q41GV7eKCrMd9uBmWAmVKCKiQxyYQCVjG",
-	"CqsUQlBM5qudr91EKlqwdp/dZGoQ4VY3g1gdUnE/kkiCvIUSersQYUeZwpl03Pv5wcFaSb9YUaDhgJ13",
-	"khc3f6FSs8Ji6SVUiO2iGefVp6AZH9/1vjbOz+V//yhEq2F5gIDPb9E9/+ht//hi0c/usDyYPHfoE5UV",
-	"ZvdeSsXWqj9NvaJJvqgeMxgn4bDfV7l4Y4X5phSMgNf8qGJ82SrG5kZ9iJLReVMiX1ll41qQGnKL4hCr",
-	"h2kO7DcrDl/PFXwwH97c44+hPvxBlIGHXpBudeCBF2TALvlCMFPlmGKTFG0JMBlC/DTUQe/QJuCyRC3l",
-	"gW3RHaJN3SFWQXmIOlUBlPjX1IoIPJIg2GdUzt00xHkL4nysnh8c3CKJf4JL+CiN304FHuXxR3n8t8nj",
-	"D6OQTiJ3hO4W32GX7eQs+AOZzAadPrY30OpDqcYXVYzGTeEu391hKEUDy/h7y9JfYfGaig6GP4p4UG6p",
-	"V9N1AJ/vf19HwfAsM8JaCITh15jk1lUHxfW08ynLmLgOPlMZE+z67jImoDQ/1i15ZCr3CReEQ01QLB03",
-	"NjCPvXfy9lIknXcY9F5v4Ia00FadqEZo4PfbrDV0ox/GY95AXeTPbpihRx6Dvb7Woh1bbsX9Xb+DLuvH",
-	"F3uk78NhGtzl0Zz4EWtp3HLYCgDRvKfYvpAlxBRJASgMTc8kWdI9PW6T4mnOZ60E/gdQ6jdQgvO3H+uP",
-	"L7TVI/tMVoN7XSmqYPq1CG6PybNfIU/Dm3Armbl/XAU44oDEMPE2FUXJEu8+SLAUM96vNsWJ1QeTnM68",
-	"UjDAfolUpzG0R7LzSHb+2Dn7cBXuq2HuFTItKyNuRa+jZ5hckF2Ok3cHkVSgmk4ulRhBylmwISE4FbdM",
-	"Qer6oVoxK2dKZLuSXEELvkIfpyy3Cu7nNMBPJ7/DtPb+1L7sAaJpIhXHJL77IARBW49+x1uEbwQte2L9",
-	"qbr7iBqdi4cZ07dazy+gqS9RFXQju1dSi5vBoz748W3o3J9LQ2fkNxnTj+uoKOa3jSUgbyVswa/Jjw1U",
-	"kKu2INZBCg1X4fx+acIXDM4N7DOJXve9Oc3tbfiEAef60Sf8KF3dR7qCs844HKJ7Mq69d+6fh5vyN0Wp",
-	"EF4+1zmG7riWR8yIG33tVD5PXwB+9kPsSheuJfGbCc0mHqejfoovRECZLHg5rzEmaTnbNKOZrLjgb0+E",
-	"mpXzneGzA4DL9B+ffgi85GcjNm6rsN9HH8VXp1i5u3H73ce08r25rqy4FqJw5/EjYHqEbPaMi4VWSAgI",
-	"6gMJgVBZoSVkunSDf3TH543Y5DakjxeELmEHsboQvLBMm2LOlWU9X+UZUEwIXRdy7QHCImLdUB3ibeHu",
-	"N8IJUdexyoz0FqsFW0KM3pKvCFoZ8YaaINWY6NsBgoTAyR58BQGfV6Bjuvu+QniiTNqCqrjhJLNKAGpr",
-	"VuUiQ3BsQG51fwGcG5cLSLLRC+kWaQXdlEsN1S3Syhg3Yiyeg9WlfBeAQ+CagbJQ/TVcD7YG63GAbcTq",
-	"46N6XFQKkQ3+0TyYn5BKbvZ2G738ec5LPM4Ft5Zl8isIn//GQTQEL+iuE2ybbV2ezUtj7w+tsT607rEA",
-	"AUSpo6PIL844YguqWIBYQbK0rFFxpjBiKt86kaMy+c5w5502cibV+3e8KMb44/s9Xsi9m6c70c4NN9Kt",
-	"naWjT08g3YYrujPc2bM36U5n7GndbVK/nLBeKyoZ5Dk/Zo65AXNtS2a0LhEeGsfY7nVelsVwby/XKc/d",
-	"48O/7P9lf2MYl+7yiQgbBKgRbUoqdWdLrlKBngLu9s313oNiDm60lcmTUAAAqwi54bsRgThFm7gJsz5D",
-	"uRKqruZ6JlXEaDttxF5eXvzASnfoopBWCQMTCy5zNs310g5qIfCwKucdsuMbUJFrGVZqxXp8U2KOvGeE",
-	"7Eq232gbmXQ3knrbJvnEssLoqcyFm1HagF+hdhutviTiD5bWzcbPq0kuU3c7SrkQbCo4WFGnOZ815/0S",
-	"jk7H+1CR2w5ZCjFDEVhKI/IiRBThHrEpv9EQqerajfwogddC6WQL9gUsnSwWBZQVgModAAJm57JA8MKp",
-	"MFijcEYlHNzvEI7KWWGkSmXBc9YLZpJCGKsVzxs/QrbrzOiq6ENyLOFbBQxqaBqCZ6nQYHhTYo8GCumy",
-	"hVhMMB+/J9WNtHKSh5dRvonV8/3n/REF7ys+IwtLr1F9qtm8bcfx6qWKGqNtVCLGR6D8BKFJ0uELtR5p",
-	"UtJu2G36TU8cQsAjRDdEAwAoQawCKEETkwB4tr8GMM+u4ySML4ENKGlEceCEDplQjngthCo9qGDktmg3",
-	"SAJM3whjEFUFH86i2HFPvUtlKftBnIRudnNxI5pZiPQ+7J+TkNwwBgzCnjEDCWNGPWStkCZWONTc8fVe",
-	"Elf7+89SxHiBv8UAv7paFeKUL+jLBNNGCEuHJak2YnAhePbm4sT1lnQsGOGtdKiejjfpaX0JbMmhICYc",
-	"bM/DWO/FLrpXU6OVuzsGyRhsu1Zi18516YhmYio15mXShwIoC64qJxOycm50NZuzpDRyNgPB7FUlkDO6",
-	"tdkuRpJs3yU8xipIj60ZX7Y4b2f9i8q6HabSRu0FQCHy3TvP8N6/Txj4jOY6z4SxEatoD9c4vDsdjoPF",
-	"CtYQRHYnGrTGdo715zyp6RrdT5A7MyXMRH+oD8+PWS+xN9djPBMyw9NAHzEHhw5If8Beu1sftAYlRGY3",
-	"qIFWDUBXsMPaWlWyUKg0cOPlnJehNqxH2kou//kSgfvGh+fHSbgfDRknipXTOpyuYCsCDEjdWudLvrJs",
-	"gjr/tS9A58/s+TGkEHWszo+OIuGhCQSMQL2QLlrWQ7NCAhQqibzdJ2IJPpFATTwkbXqpqPygjWIFxQBh",
-	"Ggi+2CIiNqLEp6kRYneqzQLkAGGESgVuP6/5C5bgN4Cey2OFvdVAKu7e1wgqCI9Amg5uqM9ypk+gF/lf",
-	"oC36gKfDEx9kLPBwYCszXDFSF3NIyNIjtiYjWCE8UJJ7fsCOA2vBBrzu7FTnEWv/1qT8TqFUuvRkPbz0",
-	"rLXDuI0d+3vC1aziM7HbtQNNpkvDfGWgWNGQJboQissEEDvZWSHU4fGuUwh46UYaq2QvnfMSdIRcUMl+",
-	"f9qH9ELEzvKcL3jEbk5OXkfs5DW7LKtM6ggeuNBVKUzEfjT614gd/rsyoh/FKuHKEbhCpgnrvUY4Lutu",
-	"LEH+4vxElrBeypWbgRFFDrjKRi8Yh4pge/99+PqE4aOUGOj0Iiw7mYmFtoTDnky4FSiTgq8Zj0NroUiM",
-	"taxAGcuzHi8KFnlFeDtOGg7UJtzrPF+MOWLGj+GJhPXgsp+cvB4fnpyc/Xz0avyPs8ury2SIAjWAj0Xs",
-	"+LzuC0f+8vjVBVOidDTBnbKCG078JdWLBQexxhY8FbYukqm0Ev2IpXORXvsSooT5wXrPDw762DbhqNFJ",
-	"gSK9WK3HjkAqw3rUTyyBTpfibRlWhhAP8Reo/mnn2pSxcmKyKUrWO9jfd4fY8LQEsu9Uf+PYdfjOp7MD",
-	"PYHmKkuXTi+VW0nYmyc2TKy1S4TN2oA0oMcinF4NyT+tkQuT0zPYhZdnpz8c//jmAmpoU/04IptOzoJU",
-	"vl2320MWVGE3xaU7roUcX4vV2IoSiXZd9vtarFr39HXHLbyNoyI5ysRUKolXtoehAkwqlukUqnGzgwiO",
-	"PLvEckCZ4dOSHewf7O8+PUDjnhMFYpW0dFFvPkHxy7PQAX49+JfVKumT7aySeelUlhpSche2T06qUmSx",
-	"SnnJcz2L2E2wuOJlKtDjg4i7C1ARUDhAQVGbXVsV7u5mDXXBnR4lljj5LuHrFm5fIzGalecMdgMQszl6",
-	"KrNAacOdGJixaoJgRs0j1luTydeTQVW2oQs085JjtQa542nGbdA7jTNmAF1sjd1fbRFOATWX9VIoX7cm",
-	"qLqRw+VBwRLJF8ik7hrUWmEubel1w4zi6J16h3hFsH0pHVQ+0aaMfBX6iMrFR8TCkABIVcEvpVnRPwjB",
-	"zxAdflOxA7EgLaGiHICWLhVZjNCaXSMwIixvp326tVgAkr25WEdBcAOMhFyULNezGaruwY4NeNTrcNNu",
-	"+BvWqVj1Evw4JhV97L4e0qPuqmkl1hBkUe5pGvhZDw1lbgvcZycQerl518nvXqLvO5Hj3pZ9970/rFbE",
-	"qhZbayllywKSqa2LiPF8F2wRSMvBkmCdClfIFI924q7C3rsKPHnvEaQ8YT2spxbgsY0goE7wbEH5NbOC",
-	"lSKBoN2K0qWckiXZJgP2M1makoUwaWWI15fzUI7QSbGZdccJzBRsXk2YLQS/9qH0r/FFZquJm+AENJ1S",
-	"pzofefjcqNkgiAnWscVSE+aob2JeTUIlRSfa1U3Cox66oMQ1Qt+sn0BR2XkUquoVOs9jlfx4dMXW0N2T",
-	"NbeKr+TZUpwqO99CPttKkpOc8AlPEsEYaqM1Bw8IkRPBjTCO68XqnsoVVdMkMQKATPy99pYVR7CQ6koq",
-	"fdEYD+gYg1i9Js0KWsDCPOv6FFS1WdeqvL0MroiECrVuD5NGFXR/4hJilbyQe39KWMGh5nlNYGp3URJ6",
-	"Hb86vjz8+8nRq2QLumxAfnQHAIX8fsQmYoocq+VHk1oN2EXw5ogMMNmdiBL8Ot/te/8M2Mxihb6daG0x",
-	"xnWpkPHrw/+X3Mf3s8mID8+Pu0yohWP5VGK1MDqrUshYcUpkj1RCa0Vp+0PGTTp3FNSxFUfNWAUvO95i",
-	"5A0v5Y0gfuvoX6zQ6sjTVABDRCQM18+kypFQ5BUuEwaxQ0fbzItQFbfmLcjEcGjBYFDrxKH0qhNw3d7U",
-	"hsOmdkfv12SzLf+56XdZ20AsYVLdCFVqxwzBip7ntQW2UvQV6cIgcREnGrCuoI5YHbcbgTcb7RjBZv7y",
-	"UoVcuAtBcUFpaUwvjMmQl8QqnLcpz60g02gY0yq8SV+FN+uDWpoK1GvH4AuavcVC2ZkwoFkvfTN2nEmT",
-	"sF7LUHJ+8ubH49PL8avjiyQKGkFiS234TOzRm0nfKWV51pgOirYRy6QRWDnCd8fZjVCZNn4Q3oaI3yLB",
-	"2sOvVLAf7iX9Afu7sGDr9CJ5rA6eWJ+lRYYiOXWyG2G6WO8+QjHUsaohS4Jkm7AeXpgwGDtiMrOx8mbN",
-	"vJptGVDSj1gCMNXQDL7tDjRe2kv4xT2zSAss/O2es2UmNUtAiVRZAvZGDLgGReQfV1fnLHGckxDjE6Ti",
-	"Fko8roFLtcwxMBrhLvo5aZA2cUr+Qs5IoE58i6B5/FMYJ3aGFdiY8Pj09PR0DPE99tc8wbogkuciLftQ",
-	"Bw1M4tiJk4ZyvjrlC0G1lG6oeVDxpGkpTlADm7Ql1q0s0RFqKkmjWFXqGiSHAI9F5Ysdqy+MAP2JTQ04",
-	"ux2tUlkuWC/x3xyp0qx8DW7o3wnYoG526G10svc2DkISMctVNtFvRcZ6Ly/PWUKfGVgfdolvJsPAYj0n",
-	"NZWKFZaqd7oZ/7VydE6Ci63pqSOdoI+CqdN/lSceqVZWOwK4vnS8KDYH69gJHrnXL89JboJheAAykjOe",
-	"WJSVqIw+VC7mORPqRhqtQPslSyHwC0G3ZQTEHOm10iW7FkVZB6rVbcMRo3p8nriA19sKM8ZYfJAbAscB",
-	"eRySDNhCcAXK4VwYMWQFT6/BUAXMAfmarfsMKnKl3JM10aXBuC0R+bQtpOFOd/CLs6qcaTda8G22jVW4",
-	"HlB8naSNbvbQ4Epc5luEwaC4SrXLi4K1hGvWq9VBtuDgWCC10B2SGjMfhdwCX0KBWBclkwqF3sWAnYrl",
-	"WtuwjLnVIPaCYEfQt4VM7xD5m2t42vypi/PyXJSl2wa3Z2yKG0NmgmCcoF+9DazpUL2En3be//L+/wcA",
-	"AP//",
+	"5P3rduM4tieIvwr+6vqvkKtoh3yJjAh7zaqjdDgiXenbseXMzkpHixAJSShTgJIgrVDGxKx+mv48zzCP",
+	"0k8yCxsXgiQoUbIzz+me+lAZpngBNjY29vW3v3YiPptzRlgmOsdfO1OCY5LCP29Jli7744yk8q+YiCil",
+	"84xy1jnu3JGIs1igjKMFphkakTFPCUrlI5RN9jpBR0RTMsPy0RlldJbPOsf7QSdbzknnuENZRiYk7Xz7",
+	"9i3ozHGKZyTTn+1PCMv6c3o6xdl5XP+0vI5ojLrZlKAMi0dE4wDFJKIznKCYTmgmduQAqLx7jrNpJ+gw",
+	"PIPPxp2gk5LfcpqSuHOcpTlxB0q+4Nk8kTceHXTsWEWWUjbpyJGasd1RFpE78ltOWETqQ7xmyRLNiBB4",
+	"QgRaTLkgKBT69hBRgSYpwRlJUTbFDGVTKuyAf8tJuixGLOSXhubZElnHPJ3hTBHzu6NOUNC556GzHvyA",
+	"zOYJzog4j28kaWpjNzcAVcOHvNc7jATP04jAv8lrfSnJJ+pCiHiKMBrhlCB5dQ8NpvJfWEzRLBeSN9D9",
+	"7cUuYRGPSXz8wMKIp+T/f/AxJYLgNJqSNNx7YM9cMfnO18UbJTnwlwvCJnKS+4c9II/9WzJdlpFUfvC/",
+	"dX/Fu7/3dt9/1v8d7n7+2gu+O/z2eufvTT/9xcsfn1Kez8UpbaDtJY9JgiLOxnSSp1heRTRu4NVozdSb",
+	"l3/fu/xqbE3LDr82D+YPGcuA8+Q0wUL4h3RLJlRkJCUxyjhPUCRv9fLknro0WM7JFZ4Rw5fdMU+R5hAE",
+	"TLd3S3B8f3shvxw2CYnMDGsDznNfXGa9gzdvqqzXxDf3TXwjN9SMzEYkfSVQLkgKm5MyK/W6GKm3yYtS",
+	"LsoZBQgLFPMonxGWoX0k5iSiY0oapWO+mXh0dtCv+3KLyH3ytRfsv2vYHecxmc15Rli0/JEsPdsDPxKB",
+	"MJwilMRIjoSIDAk8JscwrTFNRWavL2g2RRg9kiXCUSYQZjGi8F+xIOkD64oMZ7m6PuLxckdK3kcyz5Bk",
+	"jIMjNOV5KtCcpCjCSUJS1JXEDaRAm5N0F0uBifo35/ITOycwsjnB2QODL8sBCTwjagAsLi6YAaqBCCnl",
+	"M/OLmHMmCIyd55kcuFw2PMGUBc6L1TmMQkuzbPeWzBO8JPExkgsToi5OBEdYHtAwNJHhNAtgJIspYXqw",
+	"AuE0pU/kgS2mNCEOGalAIqNJgtKcMcomQOKlOs8lgQpSBghnaMZFhvZ7SASIJIKgo977B3Z6ffXx4vx0",
+	"sKOlviGHXpqYjscklVQ0JOnKhZC8m1AmB5IQAeTG2XTH0OuBHR0coJ/6F+cf+oPz66vh2e3t9e0e6mty",
+	"8jF60+vBRPGIPxEkjx7GM7W2XcVAhickYXf2UF9N4IEdvHmDnqigo4Sg/t3p+TmKpjjFkVQ/1ClUsPnh",
+	"eD96j3tk9020P9o9it+S3ff4zf5uL/5uvD86iN6SoyOzldSCFZvJYfZdye0lhWileHD31f9v9//6/Df/",
+	"brrgEZwgPh3J/PZyAt0jxG/wxKP77O+OsCAxmuMJQSyXQqtJt5G3lOgSkzHOkwyosOYEuSGp//vyKhL0",
+	"d4K6+nXo4I3LwL2dxvGQdNg8poM3INf1oHq9tUMcYPEo5P/5VmigFFc5yDaKa6Ze8yzlVZ5NcOaerzhm",
+	"5OH3SqC0OHtDeWkIh++zjtTz+M87T+8FSX1Uv1dn5x+1J77Jx5WAd0yZm/Mrnn3kOYMBRZxJaS7/iefz",
+	"hKqN+vpfQg7QIcPXDklTnqpHYvmd/qezq8Gwf3M+/HB+1//+4uyDpIyyMiSN5bFfOrWoFJXjY4QZwrFk",
+	"VpGlOOMpyvKUCcSVqiBIBkfQ3U+nQ/sJ1L1TlwWchvI+wp5oyplUJnaAyAVl/pKScee4819eF7bka/Wr",
+	"eH0GswDa1LktJUqNQzEnAkQ4+UJFJj9J1d9GVGccBvFIlq+kUJdT7Eq6oPDqejD8eH1/9SHcsWP10cHc",
+	"XydjGOiTBzRNRJ5IukTha3jBLp7T138N4YAyVi7OsylhmV66E/iiXgckWUmU6BqWCBvaMS54+khSefhm",
+	"dEbQTA4Ozm3QFqhAYZRQwjK5qb4Fne9xfKvO0Odx0ff9D8Pbs3+/P7sblNjHHNDyfLbExwmN0T/urq9e",
+	"asHdt8v3oi4Yj7M8yegcpxnK5wnHMUpw9ChAAwmljiDpn2ZqfWmGIp4nMbxjJHkIx6gb5RkSUy4VIJ4i",
+	"IZdeJHxhTOxwRtlQfnw4WmZEDKWoF+DDCNX6RZwxEqkzE9aPoSjhgsQ7e+gU+MYhXAgrcsrZOKHRM9fj",
+	"/AoUneHdoD84K29oOCIEOr2+vLk4G5x9eIlFUHMxaluIunGuhkt2JOHC0nBC5WQxu/SVVBhxRqR2OKKx",
+	"YnOpOSsO/QhXY8KeR5DTu9uPw8H1j2dXQz2YElVmVAi5rSQnMMWg8gmU8UfCXpBCtVGEZncSFP7XXfn7",
+	"7kB+MzS6OhXIGdwi5WxyguSkHlj48fr2+/MPH86unLdom0OxurxQFtLjBE+MrJhhJoVLyhMidVRpSzGp",
+	"I+Lkucw3OLu96l+UKEz1qxHRJHo2Se8Z+TInUUZiNMY0yVNiNpUZgGREkmGaCFDmEz6ZkDhATMpiqc7n",
+	"KZNbUc78ZQ5Te2qUpi5Fyhhe/h91wCmmMOQpzjYz9XM5IXkGkxcgwLkULJdnV4OKKpFQkYHuIswoafFZ",
+	"tCTZy5CHSj0zIVg45LEfAmrwOdFusiXJXKI4I1ekucFLeXAMOL/AqbILtqfNTf+Xi+v+h+Hg+np40b/9",
+	"dNZ8UpIvESGxQPu9o3dv3n6H4Hh50dPSfAF0CmnXJHRGLTFqQ1XkuCPpE43IPcNPmCZ4lDyTIndntz+d",
+	"n54N76/6P/XPL6TaVFM+Y5xhaftJnsmLD59ocxxO52T5IrSRpnWKU5os5Zf09hEkfdJ+ovJQUoKjqbwr",
+	"QOM8SQI0ysUSjciSa4cRuDy4FDTjXBCBFinNiEBdzJYFCxbaJXwINnBKIkKfwIEjpJBeIoc5KBHyMs1Q",
+	"phxbGeIsIqgbzvCXob5xqG4Md8CdwTg4RRgVUxKDE4UyNMXJGPExCqdZNh9KdWcoNUaeZ4UyqVRFhOM4",
+	"JQJ2LU7knUupCsWghtY/ClqQVjLNgLtWE9bD3dlDV1yOY4IW4E9kdkWV6wkORIgV7UKwKERCB4fgpJvQ",
+	"J8IMt3rYKJTGWDXqtGvDTj7+0He/dgJUwCQmdHEuuSO7hcXcUErqQ8huAdE5/tVugsv+fx3eDc5u7oa3",
+	"/auKUABjYU/SWGRkLmzkAzOk7UM0TvkM7UtO3e/1lP902jnuKDvjtX208+1z0FnglEnrq3P86+dvQW07",
+	"Vn1jtb2YmSjOFAt1jotjVBm/XOHqx1H35vpuoC/vmreI16BoyfeRL/MEUyaQ3FOb2IHexWllK+QsF2r3",
+	"amavT25XSEWBZku5eSS7C8NxVUqFJ4UCZt9DM0GSMfC3EgFxgELNCiGSp6ESv5oKPH0lig91lGvlErOl",
+	"NtDE82StFOWX/atfjLVxV15dzkuS5kUOm1tJBThXSGwoVxtGeFLZ53JrK8KAAKXM7PyX29L3zDG2n6vy",
+	"3F/17wc/nF0Nzk/7VZWnbNMj6wV6AeJecW1ICyKEfHmXpwHirOJiCBAzNz6SpTU7K4NWx/s9E/lc7iMS",
+	"X5KY4gF4op5Hm7v7m5vr28HZh+Hl2Yfz/nDwy03ljF/OCXJf+2V3JmK+YGCxa0URRxGZZyR+SRXolUDh",
+	"qZrZrpxpaD4mT8uymqhO2q7rkSm2rxkbkjMR6jzHTLscXgm4DHaINlWkvJbqAeh0O9UZFgvko5xap5+U",
+	"wKCcnRX03naJVgr9klIq5SJmSjQeo3kq6ZMt0UOHzTB56CihajnoJZaqj2wSh5HSVfGNujl7ZHzB0JiS",
+	"JA6UhQxED1CaJwSNUmlP7zSK7j1npMq/etAHM+UUp7Hfnd0/6GtvYYTTGHXnKc94xBPU2zvckUpVxako",
+	"JZemF1U+3AjP8Ygm1Pxd/nWei+kVz+hYryNc1H7hEecJwWCtg9tkkGImqLzrByoyni6b7k0JnlE28f38",
+	"zXVQ/+rcG3iG8tm6qPnoXyTKOrBsEM44Z/M8u+SxmgXNyMwdufGk2+dxmuKl8/h1nm37vLNCnvuVJ97z",
+	"wzwlY5KmJAYqSsaFLcLymaTDP+6ur25vTp0Zu0+qJf+JpIJWNlmnt3e41+t4nhIkyqVCUZoejmNYP5zc",
+	"lLig/fxr61G9wXz3TnI5WflV/3UVtWj6TnFBPNIkKY++zNrrlkoTcUMC0Hizdc/wZKMvVDYIhHTg5WXe",
+	"0y/+3GJF8jTxyxbJdLu3N6eIsHjOKctQN/yK5/NhnibfXstD/WnfOeHxAVbxsdoMngrOrH8FXgARuSeq",
+	"tAd5JCVYZCifS5U8QLcfT9Hh4eF739sr9KhuhgbiyDl791wx2KAsGX2SxSsuLOf5aN/XZ+utjqJ5uBJn",
+	"uH7Vah3u5i7thCYJap+sD6dyJ3zZO+g4hvydS8jQcYI0/g06xokgPlUHEnsyLo34AOJIMRotEfmCoyxZ",
+	"gq7DxyiUdw1pDFl3IZlhmoSByT6hqXIRu0kMXztwk+ToGP+bvrwX8Vkn6MibO8cdlVqkZaVDVf3g14ax",
+	"yjMzinjOMgR3oi75EiW5oE8qvaUYKzCmDZ+q11aCukeefaGGV0sL4wkxaU4TyFqzgf5QzUQaKnzBpInC",
+	"rOsMLgB5jIJSd7fDOM2ZAg90gg7cBroWUMl3xOh5riQVjZ2ErQDZhC0szGTUB1BKIp7GNqEIAo81yqqF",
+	"3zlx/QvUWq+oe3RwsFNigy1TturMPtHKa1X/s1mNkFhzrrUuSURgY4zmKWURneOkwp44SfhiOObyP/nc",
+	"bNsIEmTjIXDMQe/gzW7vcLe3P+i9Pz7sHfd6/+xUt9BHymKV6yXy2QynVBCBlPddZdfGneOjg6BDxXCM",
+	"n3hKM2I3o/KNZSkw/oH6Wzljjvd7cukzbASPtEMnoLx1TLapfHkEYxhx/ghkTkiWkeEjkbdlBCfFGde5",
+	"1U8hLAQVGWZSqjKeyU93/st/QfdSo39gffEIWVgYZXxOI5XthGIyz6agpNIoy1MyhNOJ5UkiN68mMLDi",
+	"Gym9snQ5BC/dcEZZDp94E3TEUmRkNpynfDaX5P2F5xB1wVJJJuM8QWltjHvolGZEx8YVVeUw1BFUXaaD",
+	"wf53x703x/sH/6xLlep6V1np5ynJppDSJg2QhIDBhsUjmuElGkGkNqMsJ7Fz2jnqs8s4tdRx+RuYiXRG",
+	"SjJJzmJXXvWdzxVNqJIJP+VphpxrqEtm82yp3Ew5EySDnehKu16v5/mMT4DAdtMZK3bPSC5em4xSYfQm",
+	"KpuYkxRFcADNcPooKT6lJs9CGpPIvMlP9NL+qc0hz/gMZzTSiZ0q4xKWtNtDMQXrEIT0TFFqRRp7aWu6",
+	"CWO9qji4y8gcjfJ4QjJ5bmL4oF6Iljlc5Y2/St2uSKKUkF25QMg8r7IjH8lSoNAIkDBAoRQb8r+Qsy4/",
+	"L/94winFLJPSI5Tb/oGFjkAJUfcJJ7mOLaiTQ62TdWcq3tiBPR3hFHJpKcs4Il+kEqfTHGui3ejg5cl8",
+	"oGKe4CUoJOUTxSvIymy+JlPLyr1aAQU4dHi6O8aR5EzJlDFfMAT3t9th3j1WEps1RtXRE+0W0PciOsMT",
+	"coKkkC18x4rkUywgZiM/L39XgbaS4ukaoq58rk15weRM7U2oi43qMCepkHzn/AgHA2g/5WP+TSvJ4D0Y",
+	"atnY6geb9MQQLm3kZbGtVMrSGNNER63kdfB2SCKBGwoSIdbv7srRVBO28DNSP6ssHx03n0FphZ8x6vqa",
+	"c2rVUmelZRVNMZu0PiF8NmdpsRusrPJkzWZwRVxQPS39a1cWwI7YKh8CZfYvHZUlmnxu0vv6c+pP3Nff",
+	"UxxRS51HXZXHoWKnUaqXxdEB22h7ctN0Ht+OD397/+VgdjR/1wk60gweSo238uThYH//uHdwfHT0zyK9",
+	"k71jkHQ3Tviirpb8AXqDb5vf5KOERkAVGgcqeKqqV2hs66nGKBRPj8Pydf2nIqC+9QRqI+QeSPikLJ0r",
+	"lKoNrkw67y4ohV6KDP5CEKplzSFLrokqa8Wi/9i5wjOCuqOlVPee5CB0tirICuXsfyUqJk5pgVvtUr0t",
+	"SxuhRJg1W+FUPei6K6p20YxC0swjWQYo/Cp3yfFXqg38QF0uPh8g9+vfvoWoG/NIvI6JoBO2N4vRQ+fG",
+	"3V4PnZ26y9poLKs8+c4kfqbZ9A64agOfR/H4BRVZMwF+JEurBYF4YE2OdjPqajo/5PXUb8dzKtUhn74Z",
+	"ZdJQlj8GiJGFZFqoeAEr0PgRWxJnrYfRjuMZDqTic7fkiT+uZChIz1CCNiVPps6ja2uPFlqx5ylEq3R8",
+	"Q6Wd6X36LLo/kmWjq0NJNRU4M76LzaRSqubvmXeywEsBlU+lN7Zy8pm3Bmb0L7JWzr7x7HtGFsmytPsp",
+	"i5IccnGgBktKUTgcxVRqtirXpvOf4VjabMkefRrBwJ1h68PMJHoquwb8WbpcjrNkWR6WfKc7tOE/fzt8",
+	"GvRGv72LrvaXt28WFwdffngb/+No9uN70f9uflZ2f8nHf+3v/lOX9/5tuOcrs1p3TGquhBNROWsYWcg5",
+	"/xHH4Qsddo9QjLbFkXf2RWXuNIsmbRUpM5PESIWhy9bpswWQeVErIW6yjj7oMtgaZezbnikSVp+C14yo",
+	"gjgptyGx9vnn38RANjTEjLQdSwV8ebOzb/2pp77+TKJB7koz1cB7DskZwEuCZNvpOvCZvnx+4/HNdJi+",
+	"vpxjHGUFd6dEee9JbJJP5JNQTbfTsHaNp6jVjzZ1+K06K36W+jrNdI6bGezzDg1FnuqB8bbVWHXmSoFs",
+	"4SWF+dW4ZKynyWb3gOdBmyYktu7MFQ4ZZxAZFo+NywCODYXdoeAHcJK460zLphDPlN6jPCJFriK8BQsU",
+	"E3Bllw0lQ58WQyVfsoZjFkdlbimCiXFKmaotoSmK+HhMCBolOHps55Be6yYhMc3as9DaKBlyds6IJJxN",
+	"AGCmKyI+19tCnlLpzol74uoHNIcspjwx3jn3we3o7jtG7eYtZqSXp2AoD39v4W5R+2uDk4XZbAEgCiXP",
+	"P2bMixpBKeBX6zLd+KTRItaXKsMz7HHS/sAXKv/Vflt+GCq5kSAJiTJwi2sZ0KaO3V1hO13z/WefcHJ6",
+	"2+UE9DVrvxKgVUoW82lD6+RCbZ+vK54uq0dfsvWzW8Wcag4vw4fLjVjKt7TL5y7ojfKg3oNast26Xtpi",
+	"V0iRVD5THWtQ6k7FOzqmINaVyTSiDKdLZTLVvZjqVh87QBQDdW+uPgXoHzdnnwL06fyjPKV+JqObE4uP",
+	"8AZd0u/LwlJ9ca2NAZ9upNtqJnkhl5DJTWih3/r02efyhjE2TnGGEz45Y5lPebyD7ARYdy6nbuqkShaS",
+	"6xv3JhxU4dgggqiT8clIgcCoKiYVrLdZEToZQuUrzPCE0TGFPBfwr3tQtFRJ63Ce5BPKoCCllsoAN6ob",
+	"hiLJJyYjwZCu/LAakP4YCFqDLyGX8Vcf/gNcGvCYw9+fnZS5zv5eb6/ncedbqlXpH9qgrBOJLSty2tIo",
+	"NCqH8GsN+JXZAhZdzbl8glTUSicE6VEw4g1dqYVrnhNElJ2MqHn+++8JCSuecnW1rZ7vQMKhLoB+aBA4",
+	"5oBt8dQEMtRi7xYIcfW7K8Opc11tXDU2rKOFKV5D+g5lGRhkIMpEhpNEmmcUCpDQAqdMoPDm4v7T+dXw",
+	"8vzu7vzqkwYwMdpLMUIczcjrBcFZw/Cqysu2sXT/20tbq+YF5CxL6SgHsAl1p6MfS9JaySJaxanru7Yu",
+	"gaPHAuzC6H6W7k5llX6XeCGyGtFRT8Kh87mJPZsSTRpBql9k6GMT0WCgbqqfFkTqB2+GX1lG1TaIhacj",
+	"lflD8UnD5D1ybi0BGlOF78jsiaRI/27WxHukdPb3DnxJ761Tp4sUYL0eZQ4NCuGr5VWFfh4Wq2/wtqfs",
+	"avdR/XQVL+aA9DCCHhMiTCU68TQGX8HIeEnaG0ZeZWKdW64Y2gupMtZvuqHpUvX6QhxTAREe6PykEwUA",
+	"A4UOGMUpHmfooHfQ290/QDh7YCqXfp6SMf3yzdKmXJi6py7v/UtwFu7soXtdYQSZVhgAaf+lirlwpnMX",
+	"E/JEkgrQ29fOX0z9U2eaZXNx/Pq1eIr2nGxp+XeLQRj/QHNi62ZJq6XEul4p++2g15DI03vBDM9v22TZ",
+	"WnVpt5QZ5ubSmXw352Y4AbbMrg06TtJc57jztL8u4davmkoxpUq+CcAKWBQwW2GofsV5xod4Pk/5kz1H",
+	"K0/oj49JFk2hpLsQgT7Z/62NUvsXF5bOFx2VJ5/aTwYJIPyqLkBRSljzBxy98xw67e2oqpiwwYONleDK",
+	"yPbbp8i2wig+RqOcJtmuVFByoaHr6nppoJWD4rTYQKkNHhh4MXWWZQkTGeTNnw1IXN5zGy+myepq1mft",
+	"QnYhOx38rFa53TATtIXW6VMwVYFHd17SSMMnwmKevpZ/hTsnOk+psAFsIiNOVFjZHsvNem75pXuVYgq9",
+	"KN2/H+t/7g13P//VXN75++u1d/yljfqn5ZNP/wRXuSnCICcmW57PaCbPP54qK/NEVXDDichnigKIM6Ss",
+	"oj10hqPpAythPuL5nOBUWBeRAjEZXF9fDE8v+nd3ww/3NxdQnb6jYbw3VnIMyylRuJnai1lGo1WKr7tO",
+	"EOv/de9z5R/dX/+2+3nvb95VWKEWF4pwk/+oQZ2yVTQblogppSomY8rgMZ2C2xha99Va6Ix5nzZiigLK",
+	"hReiZeXFSpnf1yNvEvgNIahaYYEefS3dv7nI4D9dScGqgIqJ3ygNc0FjJ8ZSDSy/EsgNcAWIJ7HNdTsp",
+	"sjDADQCwYtCLwIDJ2Sz2QG9+lbBhP2cRqhniKZUWM7p0wj3SWEtU3E5oAZul+IkkNgHc4UorETYLRgBl",
+	"z9WzJY2g8LNsUz/QtligMU2+iQnXpsy/bAK8cRwqHBYNGYTufrkbnF0Ob26vL28GxrG1t0F1X6MesJm8",
+	"upEKPMtUhlopBdSxChlHHESOtNh8mRKFoeCXKPYG159TVvQd8wIznCyFvAzOcbA4uILtJl/mCU91xecT",
+	"FTw1IVv6RLw+oWYX87Wq1Z0QRlKcBHK54jzK6BPNloE1vQIpZ2c503gNAZqRmOIAwMsCyzmcnSDMgEgP",
+	"DCp/Kut9eTbof+gP+kN5An+6vv1leH/149X1z1eSupnFAdkJkOCIZhbGhCFJLjQlKaninjuml7NPvjta",
+	"6Y/Wm6LwLZdp8n3OYql7yQd8OqL37SVTr+74THieIn2Pu/4CMrrk2svDmqeYAag3hgLeoDNJCQGnlDId",
+	"R0lOABA6phMuT3XKE5JBtQR79K58ydisDusnKnKcIH2PhpvSaliAYpLSJyVppQA+PNgd0Qx9vPppdx+j",
+	"KRbTqgaDaIxmPM4Tjg7dOT715FD35f8deAbZendfG8t2w+0NPG5xd/gTSVN5WpX3tzymPJu6ZD3XjsE0",
+	"l8ccZgLNU7Kr74tBVoB+m6ptsXMCVJVqL2VTklKV7Ay5Opob/XqKNdRX1UQWU6MC6Se2/aDfeLKERzGJ",
+	"EqzdhPaNXcyQAczhDJAMxaPj5b6+ObtV4Dh6u+/UTejNYv0wzNYqLKjqm7MMzG2N1tpqgeBF7tpgU0qq",
+	"28VMSCYlnamnL2wc7xq5Dp7mlTJsLvaeZeYUe86LAKOA1zerOYXv7IJz0yCPixO5gaBIjjNl5RnXxAzH",
+	"BklAZaWToXkoVDYgJG7PcpE9sBGBwnPNowbW3IgpzpMTNMdCLHga78rJxHX364nZMSRGk4SPcGKcJTzV",
+	"IA6mqDUlWps0+mtDtarrTqudDPKyqZEoNREK0OoGBnrbOU/59h7YvuXI4c7GLo+q676YTyGiSny5dmt+",
+	"VJCEfn3kyUKRGejCap6BAYIDaaIR6388+6UEM5YXDnb0AOGGFGd5CqBi2udfQ7Ys7vKE6eGjG2whPcdT",
+	"+dw3Z2S1NLF8htluSnAM0R+ArWTYGJ6FqtNuQh7FxNdAAwIaNxwAtFH39uMp+u59b3/H1Kjy8ViDsSbc",
+	"9A4ohf7HpjUAJDGaiEl5wHWiruMsoHFBKj34ttx0qleowfPnsJX8jnADPTt7CADjkEXn7BqEXWyk8c4x",
+	"uunf3p0piLfggZ1d3gx+GWpY4wCdK9D989sz9YcGY4d/3/QHg7PbqwBd9S/PnNvgT3PjA/vp7PZOnpPF",
+	"DeaKfZm5YN+ouL94ogKdGjwwKQPuhlfXg+HF+d0gQI4/rHjM5yTTV8+uoPdEcfMDs0e6+97inJfXrr//",
+	"x9lp+Wp57v37wfWwf3Nze/3TGQARuu+1H4Uf0N3ZYHB+9enOaBBytztXb/p3dz9f336Ql4cWwD54YPYO",
+	"0yzgp/7Fvf4aMkPR8tGdSu2nYo2sEeNO0l48P72+0q83Qx1c3wwvzn46u1CDrkmt4IGZa/Y1P579sod+",
+	"1maT4cljv8Ec1BUsOfMfzy8uilsaTS/Fg3c3/dMzefdlf3D6A+qKCDNGYuh6JdV62+TigWmUeBXtPEHk",
+	"i5QLIA90bE0lcmAW24qInQCVjyDNlJWDSbPb1dnZh7vh6fXVx/NP92pe2urT9oSzCztBp7QLO0HH2Ybq",
+	"r6I1Q7ERO0GnxI3m7+Le6lZ0LtVvKt5a3o2dwIPEXN6O+kJlP5av2g1pLld3ZCfoeHake9Xh1vLlChVq",
+	"m7J0t7spO0HHtyvdy/5t6d5R35adoNO4L32/FYvh2ZjuVbszO0HHuzWd665G4dubcgq+rVgiln5Q3uvu",
+	"RXdM1c2o2bC8GztBp7xPDBf4r3q2j9czUDpBDdR1U4LKLRF5ol3JIo8iIsQ4Txwz5U/LhnUBx2tGl/ql",
+	"DrFtTACdUNc1KjIEqUBUFcprYFujmDSxvb29ne2sKKPmtqpR6zhTe6GcGE3xDe2zWkaM1ZPAQpOi3tGl",
+	"eGrJqrJlADyuSKFRsEBe4zLc2UMfSEJHkvYkWaKxhSOakpQcF16FFM1wIn9wTLYHlpIiGGCXuht6d3cI",
+	"ywiRVYJjyRAjIhfZ4NAph4Z8p8KOsADqf0oCTiVZxpcUY9NgAGTN9kQzKdQRzQha8jwtUly+VXNcpiSZ",
+	"q0zpbRNcPKkq9qXPyUh5mRSU1ZvhbsoXq3P7awz/v2kFsPnQoLEix1ICC5Tihcp/4yn6pX95AeU9qKsj",
+	"rcoqLMuEAE1Uq5GwpJxVc6lpfIwqvPnAJCccowp3PTC92scIFvuBwc45fmAIlfbKMdpqq9RyXlSLnHWn",
+	"ZoGZ3ubkNPRhE9fvPC9Yx23uodms3tmjrnIWLg+TWfAgt4QCT1c1ArMnVfegnR1m68A2kqOyXlCnmUfR",
+	"UKdB06l2FCktBPg7JWvUfCxl2fbt87dvz9xjhkbVB8787TZQl+Boiurm/Qsf8Za03qiBwcqFkEuophBa",
+	"ooFvz2T/QwfBUdETYMfvFt5GLXI+M085NG/6gzUdRZPALNoLqjycJ6UA0coYEHj1OU+KNHyTzmDDQwbV",
+	"lozHRMH0KL9vFRPWc5pV8lDloYYwur+9gGfN+4aVY9L+qSqS9J/D0XJYyYThxTT1iWkJJfRQcGK3dO0X",
+	"zxtXn7b699Jwv20WKVMR8FLoTY9GtQh342cCUkBEgGACti6jFFHTZSPaVa8ClE5gq6FwpG0GkBvvKmUB",
+	"1ZHl64tZE0PwAyjDRRcqQ4kNw351MhL79ipJwjoDhe1o4+O8FQ2YbbxlZWSRr9ibltz1aiPD301JmC7D",
+	"16ilfzEstNEarN42zybHqpjQbTkQpMp16mVoawtySpt2fYBSdZYq4pTWx29LXtdgV5XiQsV619oZuONy",
+	"A0glEeJlwzXL4tuPPk5pd4isRjM4g+KD0pGi6hEqYbxnmxCrwr0DN/y/aaS3dGCuO7dXBve2P6hX22MF",
+	"deGYllLN3bQvQ9ZtiNVEnBehjZ7hiqzLSvDc1GcbdnO0k1KEPkn4gsTDDKcTkg0NKtOvR4fB0dHnbz4t",
+	"4C4f2XFtB6G+XYqA7uhuIu0i47rNY4FnrEgwWqJHsqxF9fVz0G8bCxT+Vf8v3Ns0Pt9WFlcotS2ObwWn",
+	"B3pZUkOArZFLV8lpu0DtgF5cDl1Tz9iCU5+3g52N0m4Dmwdq+9f88ALb9y7DWe5hJHXdJYACBTLOVgWL",
+	"OcVz4uaroJiKiMO5oh0Fr4Qp2awiE3usDmnfgtsDcHfA98HZE0kz1euVo0udbSxfFauS76F18LnaRcVW",
+	"0WVuk4SPiFMR65Dqc83vt9oqWlGS1mzdfPvcAOaA4+Uw41oJaGfl1N0QKwvDVCrdauugTNGmzG+U4BFJ",
+	"qkX2K1W7bdLO1qtzTZANpXxYwAEdSwMNjXD0aBJG1Cq8EnATgEWzJkQHwzSNwAkFF3kgemELmTsKwQIQ",
+	"ClP8RHRrytw23omwiHBMUBfiBpwlS9OsXZ0SZYfH2rqmdeqYtgKK23QvnQQbRTGNSbq5qqbkx8p0vE2x",
+	"F/RhU2AvcJ4ocrQAXqjsMK+TSx9jnuXCKTFhtv8g+2jVmVjat1XzpYwfoEEDXGujTBkPW7dMlbOLvtoQ",
+	"KQ6WP8b+aCjkk/q5PIiWUL3k+eg27L0eNQAG82LH9AqH4Zl1+0FHTHNwFyZJTZxucHps4GBqdCvZ8RUu",
+	"INQ1mkyASCJILel7Z7us75d1yxQjxz4HzVZz8OWHVzfu1h4BxSttduCL6baZTlnfaO949spztooyFwGR",
+	"9kfKmhBgTaPiy/PLM9Wt2MKFCUEy9EiZ6hAnrXdBf9fNuyu66yN8oAPIb6atCP2ddI73v3v79u3B/ndS",
+	"jM7IED4Ata3yztf/mhMQwvDHnBX/XpDR3P4xoePO55p69+idU98O2q1gMePCeUxV3U1M5H9NnFiKdAAG",
+	"+txQGKomUzf80gkRRZ9mnTBn0ZDlMAKpP0Bb51YgkWU61fsNeFfLfmwTVajCR0BOZ7KlgXj5C9oDqKbI",
+	"U5xtCTypegxgBA9LWTXCWTSt5YvrRtadmw8f0TwhWCivLxz6OFFtjjrwr7ej/ciX/G1bYXv2gBoEhMUn",
+	"9IkwoxTbo6ECF7G+mLQ8Mt9HYZ6vBArdW0MF7BuOEh49knjPUEWEupxzwxx/PYDAzr95IQdYPD5nDQEU",
+	"QIqNuU48X7miiuTKrlQN+aVJqTZH0FHgqtrwlGve+VzklLRZbvt6LwKkWm6p9tgxapPdDrWV8iNJ9u/6",
+	"DYoI5TriI1gyU1Tsh1jYhkmeyQuGOF5eUN77Z+7qDySCBsI2cyOa4gy6iynWsCDXouYC0Q+qRKN0AtIZ",
+	"FgLaqNmMLZOtxdPJa5VFpoKC6nFJZBuGkP+lMUmrnPN+fIA73z573AZ2DKt1ZjMbAwLemmfkmX+Kk8SQ",
+	"SUn9RkapHvh2fCsWcPvdXFq7/30XDHUxEvlIKgsJwU8aTC+Vp7m+bec/zZqegmv5RrvIt1tW87TTb849",
+	"YPM0JSwbGje8ssBTEmVoylMBgigDsK4Mz8EoZmTh3q3LxlHC2QSc+fNpioWvCqv2JZ/cM79K3SkXNYyf",
+	"N77MrvKIapoTrLPI0DtJgRRHGUmF772OYH23ttypOpnKKBoW09/UWHUXUAWkGubSbb91XGD8CwKdIVOe",
+	"T6a261L/5nwP9RPB9UGWkgdWgD5Llgd3X0wS+kTSZS0rtmgU8dYcEcYdq7UReZdVSFSCWb2X3pvd3v5g",
+	"/+C41zvuHf6zE1SegBjWx5To1EXlnaorADPArU6Krsl8XlIHgo5xfEsam0+A/5RGU436h2KOljxHC8yy",
+	"v3dWKxCfwfEj1Fr83D8fnF99Gp5f3dwPqt0uPPOEnoGQEGUoZhpACx1MqL7TG4qrkO5b+1YeuqGnVVdb",
+	"WBlmhb/WQfdwolWkE932QHfblByq2ggmciOp4FYR0BNY4U6u9T067LRKqsqN8r2+9Y9ptqyXbL1wh0zE",
+	"JlA4OU6AK7b7kza03vBAsNhg07ohFP61P6GjqNN3Qo/QMoyhWrGMm3WbkNTqZxmOprOG7u4ATaKdDxju",
+	"BKcktN+AhFVPozjtCljHToUvBOp5Y4qH/mYzxQho7G/r6m3qOxI8yTOC7m8vUBdQALU9h+fzYZ4m4Q40",
+	"3Px0NkC6rgDP6WsYyOuv8J/zWCEn2pXLU7p2zexMAmPFy+E1Uf/7YvtVY09LeVIAOws0h+bcOiktZwkR",
+	"QrmAlLOMCnRzdvVBijRVbda/QDxFZTm398B+ptkUKdFaf6Awa1TurCDZiUoVKb8HhY4hDAdXVciU+cE5",
+	"c6qTvGeKkUlcMVCJQF09zvLHd7ayB7/HmSq3qBp95pipU1+nR8ACLLCk9ZinrherSr9OUD1XPq9yRXhB",
+	"hJNEICy/ptLajSJqaVH9ZntqOLxmlOO1TihNnDWsa1/nkR5F/6RiVtpJHCAskOqASJnmdGlba0EW+iCh",
+	"HHtmgwIs85jTLlq+mIsSnl0xt5WxBssYRegi5sqb2Aq09JxlJJWHesoXiMYnsMax6l0lLA5Mipl6SFKk",
+	"aoGFpuyq5bHWAOEplwbwLbFLGUGIlCzVLgg41q2ja5NslYnq5GC0inysgF5szoQs+KOJY89ZQhn5qFul",
+	"bNSRR8wkF0MBN5TtUXgVNDoE3C6TeVGPU/hbzofQEFhBycqxKijZkxEW5LujQHd8WWZEmDYLXYPCuf8d",
+	"uqTfS77hMUATQf3J7wQGp2LBccqhIFPQhLAsWUJhINyOFlM5BWVdq9I8kaUEzwSghGF7dcqTWM5tTBZo",
+	"lI/HJAXftkYhXExxpqBVpVyU330F0YgTZe5IQ8egCMo7DIHgoLLzgGl0j/YPdypgnUAaH6/JL/m5Wa6p",
+	"F4D2zZvNvHP2E0GxeE3s1L5BlxRunp7E/qBWxUSXj8p/tBbza+W6euX2sayy8lZPK6EsVnauozy+WPxH",
+	"fbwB/KWPDLZQvWGgsryl+O7CsZTlKVPbRWO0VTPAVtmX2CrNwqZJcYUrI0AvL9ob7psefroBEBUErfbD",
+	"VY69NU0dF6kcPWtvaJXGXvfMaB1fYxLyFHTOjfQMx6L41miBFioY92W8/DzlaJHyjJjDSPOOJm8B9Ojj",
+	"kebekjdcKPxcWnKFT6nIpFzrUibNJ2Ecji1OV38ftkvTpVL3blstdJxegUAN21YQZxVea96O8L3VEknf",
+	"JIqt0FYI6T20mRwyu3SdOLIvf55EWi2JN5ltpJ2C6wWtR7A+cxYDq/qtzgeGHtuFnrj5krafZNBZDQLr",
+	"U7pNH9VX+vBXk/Sq2y5vVQ51OUezNSlzmsKmMUlLfdUdgc5ibeHqbLh2xqKlZCPXrrbdVAFLYe9ojdes",
+	"yIaDaDbRgk5ujr51xu+9moePRx2ql6Zl3h40MWlrVtaI4c+IYyOFXr6bzzXqcfV4tu8yWA9vgPMVxsMV",
+	"X6jtoaBUIT37Y0pYNN3zHLG1V9VEJ08Jgt/kiyYpZlmA9uW/93u9E5NMVSp9tZD8cZGjsxleuPIjiZUu",
+	"MeUnUVh32npUkN8APqeOjjIQ95pUiWoWbAMeNcggu0CgdTkOwU00bv0FLxeBKxPC3/05/ZFs2U/1ex14",
+	"mVGmXBAM9W/OTbd+h6V0nnypw36NWZr79JtN/0iWBXM4AS7UHS1VyQBT/vEpQbDgyqB9JVoguRZm0sPD",
+	"XWdrZFeHss+jaXhzfWf8pyovxt2iL9QIycFycbFWWkKquKDgL9kfaX3Hha1aLKD+SChwfvD8hpJo4RaN",
+	"F+6mPH2Jxgstmy1Uh90LN+6/sL7lQvUj+71wc7G6DtTey6UWSsk23PTpMu26P65Gi12zw//g1gfzlLKI",
+	"znGyKrRpbyqffOrggcyiVEiqFjfuoYG9AdCFAYID2vPZvhTUHy1dvZyNrRo2a8+wDfdu0rFh77mi+lPK",
+	"8/m2mhQjCwW2fOKsExqRiM+IiiPxBVNlNI0VcJc4fSSZrnqbzUlGM54itz9uRexmBM82LAOTu0zjIRm+",
+	"AgCXnXZNwtbvPtTNUjqbQSSNZyhn9Lec/HH46WrpLpLZKeiCz1k+5Z03OmW5ZgKWtnr0zqluiceTBM9w",
+	"J+iMsCDDIg/s+PVr9dNegtnx/v7R4dFraCsA2alfsuGCspgvOsf7h/u9twdBJ07pEySG8DlhmEqlUlSh",
+	"T2CYneMOvPhwb//43ahgjQse4QRd6OFkZAYSK09J57i3d1g/Uc0Uak4cHRAxWtyJ6ni9q6rRCIvS5Vy3",
+	"fkyJyEyBWkqkhaiCPs5yH/Xe1xKYdJuQa5YsLUBLQb46Jkk855RlSN6iws3YBJ8lpRFPlcdP/rYDyxYq",
+	"Goawn0LMsmnK5zQKdaeBMU8fGKCwAM0t+AX6KJ9V3yZxGOjGf+ABgNjEHGdTaREk0L3EZE5LZZayyQOL",
+	"aUoiaU7v7KHTKYkei94DgqTyS92jg4Md9R2sAdqhm4gCb9+pcCBg/E25yJRMT4ngifrsPB8lNDLdCIkp",
+	"FeRS7EBzXBIbH5wuY3tgYZLMhqauXr5VhKgLb4fubgE6v3FeKCl3ev7hFjGSyQkC+BSOpcwWGZyEDyxL",
+	"c5GJAIkcFDqEAYA7QdfAnzsnqgfNggqCjg4OAnin3mkqFpsCeQlhRMEXCTwjD2yBNdRUNiWg0TMSZXvo",
+	"E9CoTCJhO1Gb99Tg0RqaMVa3oa8EUYpK9TsQkz8SJqoKUc+myK84Rs3ertu9khiaC7sF5+n2e2DvuiRH",
+	"4wQr16lx2FphYZlcquH6PV7vrStV6qfQo7LmC4QiqR5CKoRqiaXa1NUOdBCtDWo0FUPF3p4EBWEsa6X+",
+	"W4UGdUvzVvy9s9FnpfarlmzI82yee6Z7DdfVwqIIz0HdLhjUt9Rr9V8lof0LDWckxDdNIbIWtVv0dWy2",
+	"kwN98EKMUAsBe4ZtdBBXTpGaCiaPQ/APFnehrpGwpQmW6uEsTQ+8OiDLoZ+Q/DqdEe5buEu7RkjfoxyY",
+	"EZfWbjEEEHn6jrD87cPv1i1mQ5me2spmpZv1EvAifSApfYLDYlvtJLZvKHIi9lCYEkF/J0ZQhAsaZ9NQ",
+	"yv9wSuhkmoWoKw8Dnk13TlCogRT07Q8sVGZAWEuMteaBrklz0dvUJyHLFSc0W3aO3/WCDny5c/zdUa+m",
+	"YZiXNWw7067aFlyr2m4YaWAYRpitopHcdbbrWCnH9PdSfypdYadq6/QMoJ7Ow9mKTD4RCAyC1O+Sreb0",
+	"C0ksKnOqIDK76utlnnq3//5gnYBYkdBhF1VEOCEw87EUdExQaCsTZ1P0RQ/MXdSU7BKmukRkHNm1dQhj",
+	"l04/46WIXda6AgbN3JC+AYgvSQ3nuSQzUgK2MCvevdk5QXTCAAnHKgGb+hI0azWtkCLICy/QBmBJZqNf",
+	"8YyOdbO5u3xkh7rdjlehnXRC4JAQ6n0jUPowiwOkksNxItU98IZSFgtPgSqkj2dYPA6tS0wek/KCSnGW",
+	"G0UVf5QrixXgks6N138Zt7VBNa9gms4w9eWnJYLL0w5UOwFamqUT5GLBcwXTADkair71jGrHnfNKRQlJ",
+	"p5REhD6RE4RHqkuT7tGru58pVaNWQboq3uN+x6TUllz5QUeduboERts0Di1riWq28EEllPPUdfvQzHpx",
+	"nqig2pFTOBe28OSUVrImeWAQ4bFCJoE/TlBoBxQea6LpsS6YMWxw5jih3E6RpmOR+dHfSq9UuOcM0CVd",
+	"88bbPvp1l+E0017PErLR3oo6Ecedut8rBZB+/eyExrZMQ2msdygQ7gvfUoSltkO2YIN2PuH/dYJvjiat",
+	"/YB/SCiOpiJ7VhjOqTJYG5G7FyTdVl2EMeoaBUm0qtFedUKWYbQ+pRjSZLRE70zk3//mdAtQXil4ox2C",
+	"WxmnauKgizZObGWbx0+5EmwKon02eVku7/25z3ipF7n4T6ILPqHM+DZKm0Y9UMlpPGp68/CJpHRMffUE",
+	"lzh91PY6fAVhgczd0GITzjpI+2fZzqb2syZ49aOfUqzlQgh3hCjlyWbGeXMR4XllEZ9bP2hIvbJg8AMB",
+	"TaU5OUdjKEDM6sPZxdngTJ1CKZkBGjMGL5kKIrbL1InVJ0GRMRvDDzZcq2NVD26fxnEmSaIKXrfb71dk",
+	"UTCchgDXdZqldXOD8GQxNNsbx/jfGFnslTd427rYeui+eLUXeUIPVKq1C5qB7N5uM66up/URYE1BbdXU",
+	"txNZw65npqhuQwVfauB5ShBhTyThc9LQJ2Dtmzdv+ggjXtvl8ZoRNC13epQShbBI5aCnRLVrgKrdMSVJ",
+	"rJphoxme723aOHHt/lG0aKS/v5Oiwl1LIYtCjU1ZyHqb0BT9MBjc6AovIo7R933VouzsboCOer0A3V/1",
+	"7wc/nF0NoJvZB3TU2w8emO0Mho56hwE6vbv9OBxc/3hmO62p61fXg+HH6/sr+ecRdLT74foDNPvqX1xc",
+	"/wyvexOg0+urjxfnp/KL74MHZjqM3Q36gzO4pjsm9m/Ohx/O76ChmXqjblMyHFxfDy/6t5/O0NH+oRz0",
+	"3f3NzfXt4OzD8PLsw3kfuoiho/03AYJ3695ot7fXt+CUh+Z2w8v+1S9m9nfo6OB9gM6vBme3V/0L9EYS",
+	"Q/WBuz07vb68PLv6cDeENmF3psMG3PTA5PzOL28uzi7PriTJ3vT2A3R3dvvT+enZ8P6q/1P//ELOAb3p",
+	"HZbb5DnUhzZmJdJ3go7bkK1O807QsQRXLcsq1JZPaVJ3gk6JzLYPnkvjTtCpERjG5aNuJ+hUSav6m5XJ",
+	"Ch9WNLWN9RoJqmfkEBM60dUo6fXkfOTphGfPw1DoO9Ja2vBwsJIMJZQ9asHtnCruieKeJm19BTUNbc0Z",
+	"4NUtfBICVKRbnmx5wMonbUpiZc66IkHpZrWJ+vPu4X0MnPSlhslKfasU6vyKd3//LP+vt/t+uPv5ay84",
+	"3P/2l7XiFb7spwX3pU71dSCSj8F6ECcIJ1CsVERjQMXiCyaUBSgCU3tSBPRKUbkq4kYdUuBwt7c/6L0/",
+	"PjQlHxumQ0hL+bAhKyLozGmU5amOJ6v6kXLmzf5BG4DwoLPkeTrUCw1JHB6Qj5ev1W+XxVFpcqzxS1kF",
+	"/HAtJVvVVQLr6Ppw++7DZ9RHVpO2XDTh8lrWtT93cWsRxdsL41hTXK3vDlCBVV78OMXCkmwtlMPq3K2B",
+	"eekr4YYxgWlMDLXd5ikXSklObUHlFwZKKHG+V8k2yWjyFuRGGXUVvfGqlcLXiyk3fb4wmpHZiJRqvtUO",
+	"C7RIlRoiRAI/b4oZr90sznIFfpRNl5XcKW8G8wCbA5J9VxcI9W3BovWlicKZiosg7fP7k4oVMPcFiuJc",
+	"O7Lao9+2aw76nFojIGZbOgLFxLNJpl6zYk9vSTJ14K4jmf76M0l2qfZKQ83mK6G3m5jSuUIE8KW1VdyB",
+	"/RijC/5EkrJXsKrkBZ1/ccoazvd9fb6XtKUACg0VMNHRwabuQbksajavBIobD5LK6Ns6C0tvVyEqRy8t",
+	"Xl+nQs2RUfukQydvzWlmvw3rtMDC+HLbC24js9cyptRFVcWTXoqVlADHMlUIrzGJ6AwrWDn4LqBN2Da6",
+	"+0jMSUTHtbYPcq3LGu7+7vvPv/Z230vldv9dC+XWDDawRK7gn2v5XVB6zY5pK2qKZXm+vNHvWkVx+NAz",
+	"pI4WB+uLQ9VIXkT4rC4RLeb1QvTbiA7eeT932jdKfbifr+5b7bUsLwH1DacZKoDrtDqikZXr8x7TJnUM",
+	"av6P0c3VpwD94+bsU4A+nX9EPEU/k9FNYEEh3qBL+n1JlIwow+my0wa3YQUdUjImKWEREavLao2CXLTO",
+	"nhePPpstnHdtW36iJlYoZVFCJU+doPDrtxDlLKOJDgY6uAClpH4Ilqp+VcMnShYQRQOBBbmxknqE7X76",
+	"3tMCula5V0znmYy6eme+jN45Md6FFhqRTwN69hybHS4aLUNueUf3OVFlGcolDHqJMLUyhYVowOCVXtvO",
+	"WCnOO33Nc0rDkAcaON/rj9G9k1S6lW3DBF0/gqITrBplgpeFlWn6llRddOWmRaVeZ7aawfQeUwkt0ozo",
+	"zEiW0qja5qSzIDibknTvI09JhMUzuq49qz+QIVWxPvUY53Zt3WCFyi3BTKs2SNkvt9vVjXt29tCNt7tb",
+	"NsXZA4OEd5J5er2doJwBmD9Zqpx2lbuknOR/SBO4NV2b2vaA09YssOqWMIyldjZF44v2zd7sZlqtzLkn",
+	"EJBG9yb7c7rOODkz5XVpr9SZ1l9/aNcZ+6UWh0ZBxuWf0kXEocLL9g85ZyLDSXID7ZK2T9yMcIYTPkFz",
+	"HD3COcIBTE7XEjjCWN8gFzGakddamHYC0xW/c9zZ3zvY69WlpX2yTlj1TSgyCJ8Ii3n6Wv4RSkmja4Js",
+	"GhWMsxpo2T8qpXQc1qIR0lLr/v1Y/3NvuPv5r+byzt9fr73jLz5BY2dcndBP6geHiNV6WJjEK4ESnBFR",
+	"7V3x3dGGQAmasD72+Ifg7HYerbIT/3F3fbV7e3OKDvZ6KNU3ou7l6Q3oEP2DPiK6kE3snNiW+tCmaQz5",
+	"/HmS6YI1iFeHK5IC/HH/8pDsgLrh7uHB214vRHOcCqKi4QGSV7+TVymDPvcGm878sh+iGcmmPAZ37Zjn",
+	"LDY/HRQPzXEK6Hbqh8MQEBcAgRE+swM4qQd9NYiefGnGkfr329BN9nWrpTavH4d6upSMc4ETy+SQF5Qn",
+	"RA5P0ghgV9VhpdIupIplUwNQNyzFhcMAhdWwboj+53//HzurcHY8vWg2zX7wR2AGBabgKwEQzMb5Anhs",
+	"SFXNnFTCHAZvMOJ5ohZyRED78HbO44xcjwG6vLpLv9aW6fO3oPMvwVk6j5QSp7RiKbM+e1ttCV1xthnK",
+	"kWLBV8Km9UtmCjXxXgvCYr1nAO7h9YRkYYAwCgdYPIa+laqshpmCbxlsZbFvvyeYTXI8Ibu+0uGaUx/q",
+	"83U9LURAaiWz9eLioSC28LeojlXRzFoR8cE7KE5bEWk9spHWWqExjHGoQ6o627lefOzU8ekD0FNip8p9",
+	"TZ3yZJ7tHu3t784oo0Wh8qebgbyK9NV6ZLZSu3zgVIKp6futDHeaTeXOiqhNlkYBXVM0MlZY53DJNp0v",
+	"L19DzcIGFc1626r6hHphMuqGJpccz+meWre9iM9eP+2HwQMr/WoLQeUN4U67omY/0PSLFc2W5pezR8YX",
+	"DLJiDfwY4AYYWMCGYTgnxB8Rc7cluqsU0Itk9kHd+M3dNg1AHvUQS7uQuRd5vyRgKpH4t+1eu6Ly94Mp",
+	"wknwJFDFvvEx4tZZUhFwNAMAFFGywS23anfjA1MtslJ1x86Jfp+njrv8Qq3uwS+7CxoT/cwDq35C6k87",
+	"JSP5mYXHJ2CfQ7YE2LdKitdrkf+ommODQS+ITxC02x3b1SCj7tjig4xLIqPaErks1F+qMrn4QOV82CIR",
+	"gzv7z83H2CazYuMS6OoSVmugVyzic0ufq58u1T9bL5atuDvs9VoK3D+hD4eVpo2pG+XKa+eADUqne3nJ",
+	"fJuydpAV9C5JSVeEbJYSYlXHNZCxDblzz3KkyDVXr2yIMJa/F5RkuDyYLYB2K89UoSWv80y5A9veVePg",
+	"/awMN9ZJ+4KU3YAojUR4CRoMtJ/K00VBnr1QhYcT53xBpiOIhxiaTMOZh29+4AtV22Wq8FDG+aPffgeb",
+	"euj3SvysshQzFPJHrYtCEaZjh2NAAkULMFnHmCYq2tENbXeiU2nMVzJo+/eDH4yRPi7cASRWeJGhk2Ae",
+	"FslpOsdZHhl5NuI5izWQjH5aKONa0a8szDlRiWxSmQ1Q+Kk/OPu5/0tpCAzlLCU4moKyYdw/O95uFo21",
+	"GB6KmUG8guF5Rg/2MjhDAjRPSaSL7+sf9WsKrpAgJkkRFIdM9WsRKv/P3y6IPzb0uTOks01pDC/5lamU",
+	"zJNlQ46EHBFMcp4sNaRZBFoVOihhgu4EyhciaecdrKr/aGDWQZnWTsGIfi3NSvtpHZjAozzFnF22dmuv",
+	"jmXwPIv4TIc3M3DzaGI+zxGvZUor+QYCqOaMlxefJd0+tABMOi5gvrrXc8L657typDiDevnwdTTF2WsN",
+	"fgDdlHYCFwsMdQ1g+wPr35zLHwv8pa7kLEqEitRBXysMLt7Xv/QvL1zz+QQor4LIMZlxsVMubFkL0FTo",
+	"vfbWGpde8KgBM6SP5gmObBhO5/p1p1xq23w8phFBe3t7O548USX8SnWPnX10iSlDd1lKSBagO6mJTaDA",
+	"yzesshnezs5WKvvG1mpdPEjzMMvVtrUTeLO/98ZVQXk+Uh081+nb8myrv263t1eyEtq/zxhBBWl/4H6C",
+	"lFXrbbVnrSObRXXI486tot1upNFqFjxn2qzdqCw90U/XQcYVD65mvLovslh8teLO8uk1075GoPq3Fbxf",
+	"a2CR4aShEOmNt+Z8LZ4aZPC5iGqWGJsUarvsXnXdTFICykiaTcsWmGFXi83w3oVm2JV/bbYz/F8mWGRr",
+	"Prz/rvRl+LP1JqramyOS/GGgoobPq4Zbm1Jys7DtG3lYwb7WdrKvfsa5qt+x7bTaT6Zh8M8a+9aB+dOU",
+	"xIRlFNcaejcntG9dA9+mvhF1IyzILmWCMEEz+lTDyN207P1m61L3VmXul5gmTZGwQSkNiufZhCt4bFp1",
+	"8UIcpWh2baIogPNRbQ5lY1Rils1BmwLUWfXJDFppSKVsWBwg4imqpuPLG0wlAyDo3JH0iUIxwJRLNoK3",
+	"N6AfuNE3gOw5fvPurTfytL+73yuVMkolTH9XPEWe6oYG5TaUwwmh3FaUWl5r8NgRSfjiBIUJn4TghFbA",
+	"vMJg0lisPJ3aYVRQTcOET7yhWZe2tSFliQhRPp+kGIrnxxkxeXeEKGeiJA568+7tzgkKhUggyA4g0BRn",
+	"BA0u7vQtR9+9KSGXMs5At4HFFCLxjq28yDXvK2FgTxantf8F/nNEP+0WkJiSSmm9m7rAOnIg9/lc7i4H",
+	"N0j+pICwGUcgFkkAMAk8zXbMyxfGoC9MbO93ypzYGLIsbSnvK124F+Bk79jlT3sb1xaCd6JW5wc9swV+",
+	"IjGiWTUnQWdEgukKllU2Vd0VAaiNPdGUs1m1uberDq8NUxYb0DtTKGVpudzV88n4oIEJND2dD1ZWrbS5",
+	"Ktzs8uZa7buQwKtdAnWx27oHGaZJS+emcxzU6iqct2x/2AMGWF8hVQ+W83VVBfJ5gXAUkbnOcVMFFCJQ",
+	"bm11zQD+tSFGA9xgOaFT3qQB8+DT0HszkbqwStdezjcorlSTLfXsXqkPqhE+l8TCK1r6TBOQxAqXkMd5",
+	"RGLYo3UKbuMEIF/mNCVi1TNrN7nbrdTtpQtybB6POytBX9eHvLxx/Tn+LSe6fltVoTm5/vGwtz/98mZ2",
+	"8Pgufvvb+4VvBI+EeCAYfiTzzGDeKa1IUegE5exR/qYZWl+WjBYWNAybMTPd1Kxn9QWd0RlpAI/8QDIS",
+	"yY1nhTlE11iGoMNuuWhyPk80jubrhjWa47QJCvFOYQCrZvXg9SzQkV+ghL/afqVli0qA1q2Plf4OdfGG",
+	"Bi1eZPFu1zFni3J3p9FusXR6rLZzPjBjyQ3UKCoKIOvreUO3eYg6FQsiAKVyJM+kGPyTnBGnWW29ZqqA",
+	"lbYuPLEG1XmGvwzNntbYvvhL8SLlFcBfhpqyFv7XucVBZBZ+qGRPk5XKgKuU+HcNlAzhJ4vLIfWzCX1S",
+	"NWP11bczXgmXLRB+whS4Q9fAUFFQ1Z412yBiVwExXeLWfTDpBPpYV1GysYblhsZbGl3VP9/SStXCjXQy",
+	"le+3h7q+s/lVDWDRZqBVsOgNxumyS92uX7Qfpstojc3cmxe4ZD/QTG4vndALnRglf5DYywWt4L9XqhvO",
+	"0AtOdQlfYpcy0cpLHdS2T3uZ06wGfnBR8hUZqxKnjd7HC9m2UgH2S8Q60Z7rsYMPte+D7jQE37IdOryh",
+	"ATtEqSdblaQ72ub6inQ5gmeSbF0leqlv+kZ0aTvLF58VeHju/SkCYARBhpOJAzoJHypkD72+MUOh7bsY",
+	"Qkdf1P2dpLwwztWDSosmMZxbOw6iTygtXZNxz3miXiJ8yleZgJTN80ynYXlbTs3mmZkDZCd2I9UofV76",
+	"SfUkrjaTf+dN5VvdXk6lgjWO6NTGjc2nNap8OfH2aH/DD1dVN5cs1UH5GMFFovdzN2W7eD4voe3bdskW",
+	"PL4J43zE46VkKHkiPjhQ5v9+qHnioVO02NzreAsOav5QgHlh2RjMo7f4fXQ4Ong8snrocb1NQUqweqVK",
+	"94ff5VuOoBQgS/wNSNGYMiqmJN4EXt3CIkmrJSIpI3GA6BhhtvTq/+sNR0XDGosnmLJdSFWJSYZpsrc+",
+	"ou5xtdFsO1SYFdZsiVOo3xdpbMlNmyTYhVw1mRlOHwm0FY+tr5AmRCVPxdu7AS3bfG1on15fcouinJKI",
+	"zqlkC6kgQhYIzY4RLjpypK/EA6vuMszAhDZ5GPARAzKn+p9Br7UCAMx0z8tsR/cHpkUeT1VWnMon2YIR",
+	"9U7xCIndhDKCpgTH8h977VIMtNGo3qrZvCBy4ELcm2Vfa1vWeMZvVeIykypRVEJj2LTTSdDBC0wzeQ1k",
+	"MCTlTEmcJyQepjmrv4un8ylmxd+qNepvOckbGq25c2uvw5W6pGynxJVe4ef+ci+WrXS60knka6QPu3cY",
+	"8Zxl/nzSmdxwpaPplaiMDKdGDKCuVGbkCBWo1Fp/SjXgXyJKZXjbK2YuFVYvsDuAbVZys/VYMfsXmq3b",
+	"6mgNRiSfZ7tQC1Zd3RHPlbO83gRnPYRsTc/QsXedBKC0DjEazsbpZPJ7PJ79ni1+O0geGVtMDg6zOR91",
+	"gpatkrbri7T2MIfYrkNGOA0VvNAMxxsUrzVkHTgAKrX+S4Axojs0ZbYbU0MHimbloTR8GqNuqLsyvC59",
+	"7rV7n/g7jf+P0LZsoA0Z0e17PtkzOUYZP/nDmz1t39mppUf5P32vJhp3gsaGTWblCoi+DZQAV6qsR3Ox",
+	"EqbEXm2la+khT5UukLHE4KXDKkA8iUuH88bsVZKh6zwj5eG+vBBffXy5X9+GwNuTZQUZXogKAkCy41uC",
+	"V3SeuVUABHwM9gplEyQVkrJQNfaKG93QlNEB/s7x4bdv7ahnn2jUncofX5BCWQJIM+iMvEA1I6qlxmS+",
+	"vz2NNT7ipvmG/9HOthqs40YojC8Kr6gAiVZlImiRNIcbEWVPhGVcwTG5Tp4okkL+uCMe5WgAe2qYWqQw",
+	"Y0NGnGUpHeWZ6zXJyGwOCDsQLcPzuQDP1iyaD1Vimv6bTmx04yDoKOfM0JTPqIfFI00SdbvGzNr/5sFy",
+	"AUA5VVJhmvlEnKmET231lbDsNC6OchbRCF4TJTyPC8yJny3CUiP0UrEgWoM0F4ajperxp3hvaBGL5DST",
+	"fFKg4UkrEmLUsK2giB10ybWoTmZ9aqkYcB1FPOF5emKhE3QK1VhKoBGOHgFUZ57SGU6XpcavT5QnkIeE",
+	"NRAhmZEUQ1K94oSUC6LOfvms146tM8sqoL4ZZnSsQGpCeBISAounFVY8FUhtjRPlegaKq5xGyJTHGX5g",
+	"lhtBvHUtHwZI8VGALk9vdHKkCFDBgDsg+1QGSxM4QIXVV4katQlP3dGs7dJwqcmAnMsFasGbcpFaqzqD",
+	"RpjEC5WpY5Aqy1TDkJd7ogkMtJZ0kceXsm1QVxBiIKcakEws7lR12Zeu7NHvyzh8AXULT5e+wfjWRimA",
+	"H6R5YmMLJqap16yNd0/t8+qYvs9ZLEchf1Uli1DAKSibJATd/fQJ4E40cpLUm/Pff09IqAYgD8+ITxgV",
+	"DSmZ7XpZeFJaNsZs04WecqyPBKS8Oo6BiDlzUOU8UEtGjtXOqDQn2rdqHJVWSplFcpqhIrPjTItuYdxE",
+	"MOqTchDaDkoVdrKmok5Hpnp9ffZbNAsskJ7iJT7Wo1RnA43hUnmsZUjFtUkOVZHuLQGFb74ShYRRub0Y",
+	"6cdQt2dzSBswzdQ5UW+5qnqrJfmkyJ4yEvQEwJHpF4PrCicm6oYPea93GMln4F/kWF2QJFIX1Db2QPcV",
+	"vYT+6oXiM2dXzeQcqV0VHkPwB7Y5ZTrZ3Mjx0C5/eIxyJlfOvc0sXExTElkNRR9T+v1y5eypWTuKgs6X",
+	"XfnA7hOGZFtw2yjZrBLDvrdvca+eF29chTZobysWVS6pHpkZfmDz8WlEXglz7856FzowQCEKGhqSgFAL",
+	"jDpQDLeEi6pWyXMw19i5fMw5AypvxGBFiz19+CmsxTOpcjb5r9VO5eMxHPN1pMlSytemGp/li2FVl4LS",
+	"OCKy0g+H8ENb3c+T4bXiaL+b8rR0rnulsGfATQCXhdycEgsfY6sE7K+tTsUqLb7WO4ZKrcTwuF6t/+DD",
+	"bv3uWbNtKrP2UX8tb6/2NOnT0WHnNpZsUY7h4fpCI2PcIseWajhQN1TfHeqfh3mahMq/uQONOBkKNYgx",
+	"qNnK8wnZGWOSRVPwuYXAUA2anXrYs6X1NtaElzq3yggZLUuHcmu3l0eOeI7jYtSrXOZS449RxOdO+EiR",
+	"Dxzo6h3lfeQn8PaxZclepFHD0gM136yhbyr/DAMHYop0pgvMBzpEw/S6pSUUeCnQlC/kI14tvYYyajmv",
+	"WOUSfc0cnuEn8dhFnkSaXLecWqhIrtlJxcHU0MPKdTzU7OK6zlfXuZSrovbofC5Qd5xCjnpsMMAb1LaS",
+	"k6Nm453eKABsfUdT/uikMevz0iqUY5o0TaPuSalL1oRkmdwYkBBj72x4n3bC1M41eR2NgScbHm0AOq9A",
+	"zosWWCjqTUFtpe3wyrT3UEGvb4nAzVy6Ppbg86C1kfFaM2yKHxgFEgyWirHlClWpH24oTNdGDMzQnrvF",
+	"12QuwD2bkavtBL0Tes58Uu53396QVHCGE52c5WToiFcq63FI2ZiHGrsfM+tWL09vRLnX7oQYkS1E9aht",
+	"K3/VnWNqzo7TG3T0FmV4UgHDgg4zfsAjecD9zpnnbef9qz76HRKVSi87y+UMX39P0kT3qN0Gw2SzDo4O",
+	"uVziWFI48wiA5msrKPXKbwdfMpaaxFy94QTxGc2g3omSJBZoRKCUFXSvip0D3NC5lFbGDGc0ohj2icsM",
+	"nX6MS3M87jhN6yo9g9zl6+h1ueAs5p4GxJoTG5rH1l2OvWAd11b6o9AnwqwOWMXiWM3hVU14RpPlBq/a",
+	"fjs47z58U/KR/OX//G+/9nf/iXd///z1IHj3rbur/4TudPvBu287fqfJczcU6kZTAr4SPMHyhADRIx8D",
+	"N/gIixo8xHfehthNLL9p+G1eyMiVIlrfVm9bxRvCWRsI6dk8G2idwId5lZJcAfiaVMmxdVo2ZjcfHayE",
+	"R+/5G1FfkYVAMYUaImkvQx+mOY32ih7UVAyVl92Ithn+MhQZkcrn/hvrhfiAJZOrV2mMUjU9J8064zFe",
+	"vhKIya+q7KivX+F7374hytDXrwmwwLdvaJQnCcmQaiix11mJiW7n9oRTKukmAOTfFOJANMmEz1QfKPgm",
+	"4P5Xbuq86Zh71FBUJ4C22da6xLK+UkftwHj/7GbbH9zojVN+Bc2a/GlLvmmb+gbjT9+qkbbDZ3Xnpfql",
+	"sIggAjalcUyY8izPafQIzd1tmitKcyZQLqhC9ZwhkUkDIM1ZM7i1Zuu6H5vM0SiPJ6ouF3oxIJHh1JYF",
+	"0wx1y9jEwAOvbPBLw0T1XJio/TZZzpvBTdc5r7YxawK+URDZZQXI+2yKwq9fH8ny27dQofJNa7bUxv21",
+	"2vOxs7frXBwlGLw5lVG1MzZK4vgn/Zm1xkc1J9zruLO0dcfvsprL9psB1pWH3cL+K+9RUT1Unomp2ejK",
+	"gGIEb/Cq/aKsbwpmv/9Sx/J2WFzf616nsJC6d01KJFvCsVBdhJVhg1VH83/MEVw+Xl/iJG17ONX15gao",
+	"wqYTpNRr0R5TwgYIqlCFUhqH/184J1aDDBYGxMPD3daHx4lO2fUeH2iWC3Acx0aKU4ZCy2qhZ+nXgiFu",
+	"flqgrqbRI1mqtXjm2THDX87VG9701ggvfXJYUrYRTisdVnUh8yLCfVOZ3SCjX0xEW3Jv6u5wua/gSdWi",
+	"ei3tylKuFvOUl5uAMUybIPyo977hUjTDLMbGK1vl9hbhGpCznpJMO02P86HeQNBNqVDOgeHnwksw9GZV",
+	"VHGbiB/w4CYfJTRqAllUv0rVXGp/aEygtwU062mMnuA5bRbz4Wu4aRfP6eu/QuhwxnOWNcHG4SThC51p",
+	"kNpqJM998/lQJa2UUZlei6fIG2J2E5iHUC4wdPLcPPh15XBom3u1033NvbmY+qhFoymSv6FpPlJhHl3U",
+	"SZ6q/aDJbETiGOJtM5JGeUq82ZQLnj6SdKiXcjjTwPMWqxECHpDcQQnLWmbB/AwvvVXvvOQxuTOvqf1y",
+	"qt9bZUxn6bzrHThs5Z+FpmIj4RtXbzUfrNstm7q32mHclfajP7j6HDmdQ7/sO93heDtd+ifdWZorGFCE",
+	"M5WeB83AK5qzv9u3eNzVKTC7+weHTs9vOpuTlGLVZrdS07FVM2091tGy0GJMN6JHsjxBBEdTbQhA5p9Q",
+	"Kc4BCqVoD6WZED50HjohiklCMpUd+MCK/tnokZC5gN4hXL09SkkWqH7ajGeqzE2Vk+rOXt7e2tWsLTNb",
+	"3yqasOd2y9eXJgbCEVSgVg0dlWRTDhH8AWjF5e/4dGMFz4u0Vnx/blvwWrBZjWf5SgCueYLmOM1aufHb",
+	"QCWX3B+mnOwZQMl9g9D4zsm/9qEmOwf/uxfBUC5i5E1d/9NK43bwKMmtwB1sKFZsHLWTiqZRbrUszsiE",
+	"p0sARFSR85pn+yOkgsgtsyAjVX4u366aWgpobSLQJU4fY74A+7LClLcEx+j+9qJjSy4mCR+RIu0O6qtV",
+	"e64SxNpX30AQ1u/SYn84WlYx//VrIYUFEhjnBGeu1mcyh22Vf+klsAm/fbankMrIVU7vlER8NiMsFkOT",
+	"HQH1HlbWyb/cpvv1Fvr16l+7BjWPjwohq5+LbmwTwkiKkxJIsr4G07XrKMeaM1PNDd+Nc2nXa3wteeoE",
+	"HbEUGZl5dZDWLm+3TyAgA3ldmauliEI2A1DgEUnsdK38kK97JaScSTNQwyvtBh0+a1kDcB5xJgX/sXo/",
+	"58krESCSCOJWIxSFKvo3UwtQ6XaombpleiQ0qNkdK3+WgoIOIf/aJl9//utfwp0TMwqV1A1Nohz8JSyQ",
+	"TvNWt+2uyvYuj9fZdfXOTCsA6KzVX9wUSLHvSBnE01hpFq1s/7LEswB3vrS/0pb0NZVVCWZsosnmIFLJ",
+	"jVhkHa01BD073Z8HJcdi3V9FSh9IZiqQFlNluD27CAsy2nU27PoqBEepalgWc8uLLopWQL0V7o60ayhb",
+	"cIu6oMPCmJI0MJyr0tQVj+6pS4PlnFw1MW5Noq47dp0RFtEFVxRVgw1WIts8e5fvfLwRlIEPW2mDirLr",
+	"4w2pJ2nueW4of3LeACQMcInKNAsLwoVb8s36eAOMZXsDqUl2eP15do0QVvtT2xg+kr7syedTVurNvuGe",
+	"RhGiUKF4NoVwyBNJUxqDfeN3xaw6ZKmpeYNWGzGVd8wog9MX7KnK0WpUKY+ULHSresvbsZwDSnOmMlbU",
+	"MVssAlRxymNIBDq8o2M9NNNYWGicp+CGUo1DUBczZJNpoaAMZyRGoXzJNUuWP1CWKRuQxmQ25xlhGVzb",
+	"2UN93dYSKZcEilIspoiyjKRpDpisVBRjNYWGjlKtylPNfKFG04C4R+TE4j28EnI8EKsQIYpUVjPNdhSq",
+	"FxTTLaggUAUp0EPHHcH//O//A2xQ9RkSP3TcBtYR2VlZK9egz9aOSZwkAi0wVe2bzTMoZwkRwnBW7C/M",
+	"83vcy+LTw+xrxlhipPXb3JxGfvwJbfV4tnhjhLDSv/GRgPtY+T6MFyTogF4qLTDV+R+EvlaSjHVgKFNS",
+	"Kqy51wQQ3dxlHTYj6soXxaDsyX+pJP+dE4Qh1FYIDDN1AyS3h65U5xyiO3WbkYR7a7X7H0gyNzEnSGdR",
+	"m75wxvuheHzu87vCgbNXAXk3pPVkAY58DUfLNkL5bcWyePTZBmVWt1MwdfIQuQgFSUhUtMF2dEhVCgtt",
+	"JFZXjzaol1ZpWlF6awQ/IySWRrdmAdVaki2V124HjchYKrQqyirl31LKWrX1/FLCjxKk4izQg8LhD0MQ",
+	"nBKkO5NIBpSSSaiu9wqNUDkBSHxiqfbAMojKcAYodaEmfSjvAPIMEyoyjQyro67mUkqgdSYCMglVV6nX",
+	"94GFWK2VVrnCANkrGlJIZWGHlb6a1h0umdl1vgQdZf2Y0G9gGsoFlmpSk5OzghoYO/jiGfXn5zaxHH2P",
+	"4eyqzLS3+6Wf/BeUspxOcbadG1G9RBm2CuQQjXAWTSuCMSVYGPgspAlc4IvDvE2/mJo4M896CiEXzLoB",
+	"PQHzg96mbfn0p5qpNcDi8VmEUpF2QyqdzZ8kTeT6AJh1qqYMkS8ZSRnWMITbUsqqk38cpcCPDowF6rNW",
+	"Kp+XslOk6djl3k3IE0msaWog1yVRV8UffNu7c/zr0WFwdPT5pSIOqoe1gvPzj3a0VLEHOAYU7EHpSDT4",
+	"dBhOOKTaK4nHUtRBdRo3smdXHeiPZKnDEVLR1AEJkLwvEHKApf2U8nx+k5IxSQmLyJYBJAACJQuAGdAv",
+	"OimCMKB5qLGr76PFlCdE4KSaluU872YAqHjhEyWLznFnkkISYKWeob7YlXe1X++PKSG7Y57O9GgDZDTs",
+	"7968OfxO9WFBAsJaFXyPhoVwh7JiLe7FthEgVSBWdE6Dlg+UJLFSWHJRC+NVXPCfUhwR9AOfzzW2jwoQ",
+	"TeTlSohIxVSfSErHtNBkqRjC59XfLxAe2rgt6x8ZBqrOeVXOm2nNqQ07DNAO8FwDJKalXE33LHXCGyd4",
+	"oszxEO4PUcqTJoOvOW51Jbep/lUVIMnTRAoZ7Sh4ifhVxXlmp1ijpH83CJKZPqTby6OZAhFKKHt8JRT0",
+	"PppjmlrwIOZQorI7GFkMnVCogbhJOJvAI/NpigHtSml/PO0cd45Gvx0ki9nb+PdD8ITID3aOO798effP",
+	"x59G+4+/Hd736D+yH9jRlx+Pfpv8+8wD3lX+7h8TcnQH3ZAdNMXJ2NTD1+i3Nrep7qNWpKhbfVFKso0+",
+	"tn/wbjPdxk7VjCIo07iB/3jyRHT7j23Y71J3dYPIVKpeV+EwqrCCva3eiovvf/+9h0dR7GkdRX2Itvdz",
+	"+cX9Xs82lhMnKM5VpzRtrWEmFuDA5Swqgy5stqpF2qUblG/K4BctSL0CL1PeFZvGMQq4StEVjjoai2e2",
+	"pfmJCirfZDreUAboUZAQvlFUZFV/GklSIbx+qXPo04szFCsrgXyhIgvQFD8R3akPGigqIM4MPenhajug",
+	"6MbRFq7Ki3NZjO857na1VhfJrFWXUdVdptTdOVPYXfAe4XbQeFZMI0lmLZuS2qGvArL6eUqUcyXiMyJU",
+	"xjkczlzVpUG70FfCdurnutlxwkdQGg5XHQ8d1PwUYyxBL8K7OkFHPez3Jmy7XDwh2/Snl6pHuTf9Zgyn",
+	"nn8Gm6l0wZV+XpPjav291d7CM7x0aqNaOl4l145ymgAOvb6rJNtVdsga5yng07ke2ZhLXh9rNrGWpemj",
+	"0M6PqixVdy9BM2RpRXZNb050EFjKlO6tRHQaUy9bY72pLZKVurorX2WxZ1TEp0rPwPT+rMxEXXcaOwcK",
+	"k1G9VZuYo2Vtpd3NVEQUoLZY/mBfB148nraGjCtzoQKJ+2Df7/v1o/qm76ez0jh8d9zpsTW6ak0LY/Cr",
+	"AlG0G1VPuiRVChdm4d/Uk/3sLfPwZuEPPMvb1a8OkH6zXCX1pqAao/BsnVW+UTWKwFlFi2Hnjmu9yBCb",
+	"SjzXd9Quzl0WUWsx2ZudNW2F4p2px73NfdZkuV7XLUo8LsoxupRBRx9pcEJAoVqnsWOrrCBKHqWcPTDz",
+	"ZvmYVCuhrXCaM2gprJztWxTS23Yc5p6RarMqvzkkX+bSzFZz66G36K/or2h/942upn/rqaYH4Ag1Kvdb",
+	"h4Ped1DYfvBPA59h+z3tv9vfd+rQhiaqbgJ62n1yyVM49W1BICNffJ86Mp+CaSnK2tigvls3KtPkHmpo",
+	"gDpahwJ9WF2uf+gp1/+qCwmPO/1zJPCYZEuP9+x/qcJ7lz9qJpEgKVpMuWl0pnpy5ewE4TzjgKWCYirm",
+	"WOWwqrt0PaHT8oIK60VrNccKh1ZH9WZXuefkjai4UVcsKl8wZ2RXTHkmR1s5nMv8vh7g2NcBuyQMKjAC",
+	"b18MRgCQAcBsgXCgpXRckB8nyRJ1y/NFOnXYvAaPM5JKdXsspWCD06u0vxsx/+Tb5Z1WjmFY7e0B/MoS",
+	"o3ZAYvFoPwVe5JREhGXJtk0BfcJoXXUsOODVEBRnVypjjbQpZbf+seWyVfTPgrlrwrQePHela1M/QCoQ",
+	"gx6JUiNxoMENS0mdZE5YtrP9yhsBXud+OEPNkVp8PHTEeqgQGtX312ebNsx2IPV4cPKXto8rR0DGGBmy",
+	"Zf9D9zRaB0kCJZnupBUdSvPdqgfhSnQkMGgA6whys6jOgq4KWCoQkUqk6XlZsF31WP2TcTb87sWva1Lu",
+	"TTmU3uTFPrYFr8KizdBsyvNMijujyq2PXDVAb7j8YLdBGXijegRaFi4BrnmEWRmnw5Xp5Y1fEbwlLWAz",
+	"fA9Xb16fbVtBvXlJbI9S38gGgA/5S2tvZMkiWGuBlL/+MnbIHwPuUVqDPXT2BUdZsrQpRSUpCwawFkGQ",
+	"YvnASOX+Cq/qZ5rsl7XmR9XuaDISNtDxN9bft9dAZ5TlGUFTnqcoxstdPt6dcZZNkfp/fWlByONOPfXE",
+	"07y7qHR/eBB/fXi4+1v34UH8Tf5j5+vRN3nRi4bXEmIEtFfRqFhuBTfyDM3qz1GWngkl0kpvaYUG8sJ6",
+	"y4mCKEkoMYkA4xzwCVSrkdDyRPgH6TL9qrvDdrS1Er65Sfv+i6oxKv3e9GlSbUukIZWSsdSwdmqcfT84",
+	"DT3B2TrURG/3/fBvr3c//+0vW2sldeCM5+spKosKdSHrXwVEXEFe9KyCSuwSKdSs3SE6UDANxxfstPXH",
+	"18pOhqVj6EVP/81O9lUn+Qsd5IOUTiYkXa0bAaAFRjPMcpygTD1iBOTzy5KweFxHF2lu12uI5MVnkAGq",
+	"736gWVO/khJmeqq6OxbeUygaqIX/5dFjTncR8ZR0jnt77w+CjshHut16Z8BjvDxG+wfo//m/TwOU0Mk0",
+	"QylW5om+R7ckkfKyarqMdTcUnch83DFtSl7rL3uSCnyhaVOQZ3bvlGZVoCvoKrSc+2NVenr1sH5CnjCL",
+	"SICmdAJzEGgkSZmeyG+oPV7gmtOy+I15Pkocu0rnZn9zKehJOeEsxukSyYPOjS2vPzb8b7zElKGG1vdN",
+	"YZo7EqmWw2SJoikXhJkeN4ZbSpntSPfpDVAY8yjcOUEK0UWoIHNBmrrFmiarwnLqNYjhJzpR3fCw6hOW",
+	"kgQrEFCOQjyfq2Yhup/XSPBEKoj3txfru63osA112/3b5TH59Yo/mndes8yptCuQTNM2EWQK+CQ1BIEE",
+	"S/VDgHInbwnQaPPGvIXA+H/Ze/fltpEuT/BVMrgzYbIWoihZrgsVHbMqW3apy7q0RH/VPR9qiRSRIjEC",
+	"M1lIUDLb64j5ax9gH2IebJ5kI885mUiA4EU3y3axI/oriwSBRF7O/fx+q3wuGMVDJJOMXdX/sdCaD8V9",
+	"MUSuVJqq263phI3xRm2jfz9iuxycxjThuhTNsWNkTQj0XKp8hGcWzBL69W0iK2k+f2AW3+8VtV90Gyfq",
+	"luUZlxqBA6E88W0m5GBUUyY/f6P5NnozIPOdudEw42Zog5SPJ8gwuNNu73Q6rGnbVdCicOAkfiTU59NJ",
+	"k3Hp0HkWHhBwLDSu4dt9dilmiuoQhRHrowD66nTynwKdXRgHdhLBnMaZmpgh6yR10eO1NqPZGvhsSD7X",
+	"VSWJOOH92oKyo1i7Fh6gdudZajRBdHZ60WMe9BfcI2JTYLotByhWVQdWO/gXOCcHsP3Qvf+IqexVd4YN",
+	"NbchcHcX2PUryglrD11P6PyYJ+l9G0gGyQRkr7OHde6OXfmo5KoGqOfzfMd2XfkwFiJTPdVAJDcu3F9+",
+	"3F0LoudatBcIJ4go+NK7hs16oLOrvi2W/eVy56oz+PGqc/WT2Bt0rvjuYOfyp6tO/PJqT7ziPxqVoUWG",
+	"AY5y3vjHrZ2drd3dXueVB8B+N/CjapU3rR3kgasV7kGDGn/6dD9M206Q8BlgM+xHlgy/Tzei2ql/NvB2",
+	"f85ncOff5fO6VN/+dM7bHRJ7RP996/XF+dutnrksYkpSK5M50wE7+2D+56D3+jcIg705fH/YO6w3L2gp",
+	"lkmfD7qOD1wjMF0x1oeowBxqLn8XYnK/03gibqlwhU4jFMNfpbzKNWg+X9DfgF9VJ9xcSv07oEY09dma",
+	"6bZEuqmA7m+q8qREJwS2RG4MbyXZRGSJitdotoZR1E6SFgfTfIkhhUYhVMYrpNcq6kqhTo648i/FuvYV",
+	"v+FJWt/3fzbVI2iy1z5nc8AmKk2B2Yj4cOYjdKPp5UrbS4vfppd0cb/WAj6wJqx7KWPMOu9metllEQEv",
+	"guULVWa2NM+CM5rrQhl9IvP483b7VqTpFkQotunXEWsSBZutIZhkaiC0Dpia5jqJBYu2jfa82YGm1BOX",
+	"MwOkyESzqXTzWIlDN0Z5PtHd7W19M2h7csz8XTeWtXwcNUkGC/IOuBdeQFEEomOXO+bxVG/vbEMYlAT1",
+	"9s52CZDRbM57VowW+wm3QbG+btwPECJ4PlSW/OcSxN+DYsNk2KOw7mHAw62XFyZg14PO1UTD6UjkcP1c",
+	"4hc6GfVebr26+e1i99WP7F//6GEwDzqXaDO23f0jY4sn4wX3XbAd4XNvzsCq1w+of7e9IQs2VuAv4IN2",
+	"2W+4TBVSZCtTom7BSmmP2mh6yZpSlSVSa9/9Tb/xXJNj/MIu1x1RZS+0uMh5PtVLvG4jnAYjLqVImYaL",
+	"vx2tYG7XB0iVG+M0QkCojghRpSmghIHuNVpxqoXLoRvxXJJ+r1bSFM7Lr/qRPGB75Tx7KAYA3INxs7r5",
+	"E/r/Rplc8sE1SiGnykZKXeuqMqtwMHRK/mptB9WfLpbgkTEY+yvPkR81ExOV5fcKJxwMBgKgLow9oGfj",
+	"scgzyla4AIquCTDsY1kMt93QYsIGfIIIR1gl414Sphb7QuoDDOXZm9Mn4tLMI8OmeNZ0ATuY5YBNsMeP",
+	"2lQBiCOdIToRnBYAUR9wLbYSqYXUSZ7ciFaABoAHPmW2CDQqEN1oKRG893M58fTb6M9/9nL8/7PJn/+8",
+	"0H92t7cbtURx31r0ZAVJxYBPnjjg9PeK33hsF/cK3/Qoi1S17WA/Vwrj2wzKN/nAYubqWyAyMDK4+8lY",
+	"up8/R/torSOOO1MylMDyuf3J/O9R/Bkt4ogNeJaRG5AJbFsgeZBkQNC3pFL+p6CBD7dRhZqy+VdbnZ3e",
+	"zq4X/kAV/NmS8tNPrxKZaEuNjR/ZYvyKoMVyKyPhvGsnPAOiXVvwSp9iNMSMGvQOIfQ6sFuOULifGjwb",
+	"Qh8SbK2y+LeCX2XDbRTR83lkC/FbIA0X0MKWSG9nZylysAdXZ/MtMD54GxCu/V+udrkl0fGjNy+L7e3p",
+	"liXjN6rbTB+AATS6HaDKzqfa7OPDkzdHJ+/6B2dn56f/OHgP7TdiovtGHsBmrins99d477+Dl0UM+Ymc",
+	"THOMppjV+/nlXtBQ09z/cHdnl6I2GIq6Q9F/zwoliiZOpa7m4xbXidudO5dsSSRP6VDtU7HqFXbtm92F",
+	"3V5Qqo2Qhk4yMs2xYH2lR/sULH9k2N4HUATy4+YGlQRfUXkE+L0ijgo9S8VGGZdMTfO6mk13vlenxg/h",
+	"ws8VIbDYJTXjhRWgcbHXp8dn7w97h28C9vbg6L357+uDk9eH798fvjGq9+DX0/Pe4RtHmZ+kgmHJzv0r",
+	"dhaW1SfxmjtwTSKp5kDJPJFTwTKeaIDOhBRocS7Z/8mqNmK0gPC9IjwXzrEFkCraUeBHcMbcNHr8NnT9",
+	"A6rWKwJ8YSEHHHVX3Wb0lhkCB26E6eUWHEUP+46zXE0IGmmuo2L9Om9Pk6zazWd06ZycXtCz5C7CVm2/",
+	"wWGNTbTIsDHzlcgkT3jqlc7VIKF6imC+FiLPEqGZVuyKZ6xZbAYuY6qnWbDPrEJZPV3o1+NvCkVTdyA0",
+	"a2JnPrThtMAswqHVj+HRS+OdWlv1Th/gQl+t1ay9yDBIMrW9YHZTJzkKYm9De6oHDwrGYZyGCuVEZHTp",
+	"wdkRmI1B+e5+p9m1mLXa7NS4eYQOAHCbCMsL9t7KnbeiJL+084t5cBvDq88nRWz1RZkd09sTczKivHur",
+	"ss0uV3F2HXXAojL8sgL6c4GZfmjV2vyBM3bCNKMSUtREKLSw8cSh6NZ211RpfGKxtu58bS4Gn0vbLVqJ",
+	"ek7HXG4ZuxOgScTHScolt8yKRfi+gOh3RT8OmWVv9xfWU4odczljFMjRK2ttBkidZEe2dFJfq7g2CzSj",
+	"bjiyw9qsl3GpIVVtbq99yYRqik8mqZFcEwt/hUI1lBHtj6tcZH0sKtfRNpg6GUq7qNVl5we9w/77o+Oj",
+	"XsAuDs//cXjeP/3H4fn704M3xragjw7Pz0/Pg1C+O+gd/nHwH/Q3e//+uN87Oj48/dAL2On52W8HJ+ZH",
+	"f5ye/3543n9zdPH69OTk8HXv8E2bnYlszCU0Ox986P3mbvnrwZv++eG/fTi86AWsd3r63t785LRv7v/6",
+	"9OTt0bsP5we9o9OTgL0+Pekd/nuv3zs97b8/PXkXsA8nv5+c/nHSDmX1OxeZvRGZRlMzVgJJhK6SvIBw",
+	"RE+fyH9lrG7BmaRcoNmN6ICi1gLy1RylDa11UDIkHBKltlBXSUZViZrxFHQ4Mh0AoFUFDbVYkEbQmFuR",
+	"4jOYpUbQKC1JI2gUk9sIGt4CNYKGN9WNoFHMdSNo2MVrBI2a1WsEjbrVaASN6pQ3ggatR21wG/a/8dPr",
+	"KznBhUeRYg4BEBENcXIjcPkjhs3xVxAQxct1ngk+LppQYFXF+FJg1JTADrB+GzKAQsMujFA+I/Ij/jtg",
+	"Ea0ofuqWN3JOdOQSkfkoE6JYbIo/BCyy/ncf0Fu9H9wqZr8rro5FmnO8CP4ZsEiDZzujkeEfNdyAS3ov",
+	"b7kGKrEcU2Tr0qen6FmtFMRm7G/g6rIkXvpDI8hgqFQAZH5bnqq1n/1v9LNf4VeAqPbXVMg6EJQzpRPE",
+	"hi88KruvoER4h0KvsIte2E0VJXG0stngIbYgvIdnEOIqr/9Luv6zF99ZfwV6SqWvzS+8Etm1HtszF88j",
+	"Z9DkO5SQZSZFsXfqGXcYBk3Q+eFZltxA0Bv8WDCHaam08RZ5KvRAxAHj7Ercgg7EPE5r/rwgzG4tWtG5",
+	"/cpI+EReJ3LYcgHONcOiBxibXPCrOYLYjxibskNaOl3l7V4TOnVSBY5RUPCNoUWjCROEzJsaUULf9FfJ",
+	"FP8W93N+aUQLIlz4ZQB+rllM+2Lk5U5lnqSlQayVQzATaecQl2kdBPhloavSnOjrJRMyNwFedLZuCtzX",
+	"93q7xfQ/Nr5aE81H4xd0WBLbWgOuzSlwgNrr8PfQIypOR/G+xeIHpR23dO9fOIm6qNsFq7ck8u/whfnw",
+	"RUFQcGa8QChruhBbi8AYzE5ZK9p59zDgukGqqtU/53Ytila5VqT7H1l4Yq3cPCgN4XaktGAwB16omHyN",
+	"clfovmsdHSrIgNYXFjxNaCXnUOfjwilrhJ7uGg6pakgbCbB+vwsElJx+68VXvXu3AMtPSmFCzKXWCheG",
+	"jrfvFHUtVQW3cJBGFNyqaRoD2K6zdvVIpbF3hwId7oVmEXlQffSgItb8ucP+K5rqLBV0G3zxF5CBE9mN",
+	"CJiRDmNO5BX8Uk1ztufB66Jfq66FbCHYnKvPdG67yzZD0SaChnLt/Cv0HxDPhl50gRvHjEgigzvRtmpQ",
+	"MM3HtUiZbfbWWJC5OW+KCF5wEcrY63R7zaYADxvlo0xNh6O+NZwihMzgOSJ0yJxMUqB9pJBmsHDQxsfE",
+	"+uHCF3FwPc4SoK44AKBNb/kMH4RA8G12lBPoL8FmV6zlqS1Ur2C5milZhisKNtxtpqCP5A62VM+bSa7X",
+	"ZPCqzmr9bTGd5SxhN4tN8BXdirRqV3O5R9B5Askx91KOJQUn3z5gqWTo1XbBAQQmZ5G7LKK6HO35xk2X",
+	"hapq2JbvLDcR4x4OqNaJzrlZMWOsGwsJMR1bvhvdNjtJaRFHbNv/OBaDJJ77VHwUg2luPm5yb5ebe9OB",
+	"Bx8AeKsQqDcDihDzaTY1ksM55W0w1+D+xUdkjMDty7Z0q/DQKSJP7kmdR9LyffemSo1wQrkDgoWksIi7",
+	"6HlaucFrpca4KhRKJwAlhLePscod5QAtS4l+1qkg6657hqFbjNKHtBSlz+xCeHYdTmjpA5rOhg0pFO7t",
+	"erCepY17YQde+vTYvUXpY+vYnhUvVPv9G/dutV8fFq9Z+t45EfTK9V8Wr1/6/g3NRfnt7MTQeV0Of4Pd",
+	"zkNslLBoF+uUfWJN+LrImdjDvapkF255/2pJP39YL5suUzW41tATi/qd6+tuKbp6yxNEFrYMeU3c5qxa",
+	"29FC3Jny2Rb+HchRtjc4+OPgqGfucHRy9qHXajNoDUhspw7SEZhrqS1geYZjic/3Qbqsw9zoCDiKaP+q",
+	"Q7qPf+gCZgudRL2IjrCYKmYkA2LVlAY4N+l3GiLthfnQ1BJeUhqx72Su2Gru9jVWsmc+VTdWjTvpl1Gt",
+	"X4pyYH/GSvknEFa1lSXroVgXFJiQ4ABjJrZ8w95vWrWWUy3qgCSCrGJWMnXLkpg1pcqxmDZXDJXEuhn8",
+	"enAdIFEHtBXuT4tN0t6dE3sZqapt+KwSWy1mUJ2vUVts8HoUlRRP2cc3s91cCBZgBElE5kqVO9mVv60K",
+	"uljot/LgHERcMRtVJrti6y46LC6cVKuBnJzCQs2I6+s+ZL3tF1HBW1c5NGmqbt9mQvTqQ6jsKhNiC/Jw",
+	"FIxJNOO24vtSaODTxQ3vgmQ1/QiCx3Whngsgpgd6v30n8d3yFOJ3Nrft3uLermPhmKZ5UktZeoyeJpcI",
+	"c4ZkxGM+Y5eCIS3KIkaihWSYp3gTeANopx+MlNKC2A92zSd7rX26O1TMImsr2pM3IrvkOfb6eG1jZ2/e",
+	"NoKGq+G8Q4dYIXcXhNWMznRmYWlC/wCASBQZLFZspqbslsv8v63c9u6Rbp2LCfOWI6hstlVb/cCFB+9I",
+	"c0QbNVewzKWzsegYmF3er/d831YOwL7rUMgqu3TENfFr2neM6hDD6lrVFhwPP/z8QrMIr1unULzYcDXW",
+	"AwKsKH/rBm4vsiadCMLIhE4MNz/QiTFMboRsLW8uK7hw9lYBftg944151d5YmHexGf86EQjSvrkDZ7KI",
+	"6tfkpVbmGUrL/oQZB6sb3a79OtIPNaIaRlgnp+E5P13uDB4pZbFoZyx30Wzx5bqe2XNganlB85owOQHv",
+	"US1SE3jRzZ91pXeI9ZvoIlSaiYHK4lY7lP/24fDD4Zsus/Y01vohv3ubnX84OTk6edctKN9HKo3B6Jtz",
+	"JnzHL5RgoBfWecU36np7mq7EHeRdePHh1/7Bu8OT3oUbXSix3sIvRDQ/wYrqLnQGT4jgxLbmq4xdioHx",
+	"T4u+MipmTjTiW4eyCcUr7fki81Z7aT13l+UiGyeSp+1QnoET3LXDCeZmKKjMwj77a5oIPYBiF3KhJ+lU",
+	"h7JmEso1SLhsjaBBK9QI6rolyo/zPyjuaz7FAUOxEL1rI2jgy5oP7duabVqcZDeE2hoiP45j4VXvqLed",
+	"E6skpZtreIQf2+dTjCJoGJhvkg8ASr6FbJAAUy+41DbJAb6hGaJe4CAWU1CpaphK53cERVueFZq01jQE",
+	"SDPBPf+8tw9kvnyhi8QMOIvQZZdDiTZ5lOhHttawK9YnYSbJYsO+bgHniJmXa4Uad8rN7yIpavfiOtK0",
+	"xFFNC0Ana8EZg3/iWTz8V1uMd/jvh68/lM7RomK7D/VFsoA8w3KV81RD56aNHBf5P+so1+qycrPTog5B",
+	"TCjpKk8J9katES6otE/NWZbICQ0dRPgoAlkqA8vv7uzeo8jbf8HqSGp3AiGlHo0nKsvfJiBM9D3k0g1P",
+	"k5jnKnuh2RXdBnePy3PSo+aXBdLLNTMF5QZb2qxxks+K2zaNHqL7orxJYPjrR+6QmZwGRG9dZwXecsDe",
+	"rhnbH/jN/OgeeQxVplycKm9kq1f1HBfAVcXfcWVtybyQNyJVE1G/qrQEXRbBECPGKa0DPmAAKjwoutOK",
+	"n+VapFfgFor65YZUVs6TVEcFIkjtdmtiqMUOwdp4mGMChzTJNRSkY3uMl2+qsvjB81YauPWHx6+oWTrX",
+	"d+8nWK+XwBjzo3I/gZFmQg4EgFTapkiseYEC/fbD2wTqduqC3YkgeKfTfKDGS4Bz6AJSQoux7qyLUmpX",
+	"1lCuTbVBtWB4a0KjicXdJLFIE1BAOJMYBtCQk040ApFYdn/bWLJWQZauLTX34evHPEkJ8KWINHpFG/UR",
+	"ujq4PyCHsMCCtah+q6iSobUnV65O6AHenVFUQKKajR+fwbuyax6Zg/vvzI5dv5YqtaSJ7/msLnJn5FRq",
+	"vmJNIrilEjwHGgbVGXBJqzBFX2hHdFpd0oGCURDjbVBiX+STpA/0p40f6P8aQWMqAc+3MRZ5lgyKwE/K",
+	"tfmYgK/bbwkS27zUQuq83d7Oj93Oq+7O7n+v2R44tPkzbTQUTgK0yia6ROFrXwSgD/+sFRXeG67t2xGs",
+	"PlGfQqQ90TQMxNNvM0ulv2WeGSPUobb17cA1y4x6YVyHMrJTCnD75isHtk+INKGs8wL9ya4tlZ3Ldy1Y",
+	"kbuzLt1mSU5M2PbVy4WoCB6Q2Fm6byFqbQAP3jigTeEt4krOoblTtYJpwBICw/s9nGrA22xLDaO5s/8E",
+	"tKVFX8gBADSNa5XmAVHaI4img3LKlREmc/V08698nch4HbAfBBM1F3vIOnUowsVgkni11eXuFOBIlk/E",
+	"8TKLEEq+SCVAimuUmJ39JVq0uFugOmgsuybwrhDxsZXr60Xy6/bBGo0Sq4NDbyE4AwV9EUxfUCTEsWqc",
+	"ylOTHFB6EqHvZe5VR6IXFBtg+ZArHXTooJXaRSpvKfcyr58cXdJw1PM6T91ltuDJMt7gRP0PlUgRV0v7",
+	"1+MsVHV5aW8ZNGEieZGpF7ZU2NeehBfspodqAhfo0XVb8QYjnr/Q9vSwplRyKzZWF9eJHLba7MDfMnZj",
+	"EEIjPqRIF5UWjhC37fK6vdaE13StuJlg12KSF84w7ItWwLQyO1GPeGYVNZJb7LNIJ3IgvMrtqySFMnXE",
+	"3kuTa7FmLcxqcPTAWnHeqKFEZlFj2lq1xvSEBY0KRZkxbJ5gvlOt7pTV1qFAKs0XWEtrled7E5dWaNkm",
+	"BCgwtzXuLqQP+Sr0eWuEMpUJ9x8czncFx4glJAbTvOAQpl41umQZyWgxC1+qqGytlDPepzhFVfqX5a3E",
+	"UF+7sneOrrt/b5J9UB3zdMSnuYpYc5KJLbcOAQNwuG447XReDpIY/isAYzO6FjP6/FrMmPuuhKU0ld6Y",
+	"VzeEUSHx0onIuHxcbKajcqbliYvzHqUO79Gr7nCVSNMvZuhZlGE6h0SSGShesZ6+FYBro+vZ9rRn83AN",
+	"zW98yBPpEsguCz7IuB5hviybTixODsRduRN/nGq7ICpZ1H8mep91fJOFHeBPcmolkCr3f2lEpRlO6Wma",
+	"2MLdGLvEcUftfiBxw4b/m//9P/+Xd2sRhw3szPTNiTu2zuAP69YGNKGRudhrKD7mWCU01yS0RoBwkbVy",
+	"cScTY20svvVbGit5xXXLPz0VXlMJ6tpAClUT1GnEkmQtyXN3ZtwCVapnfJnnnYmFWv9KZJDBeRhTrQ+o",
+	"qrc/JfHn7ZzuHlWCW2Wosl/mIkzLocyM2JHilqkKpNmd0SLmUs/eU+sm6wMENA4G0KB3v8k6vZWM4w0Y",
+	"sM9W437zhC3sfQ1Mc/my6gydGG2hIUVPlv6Ho9Wkqcvd99ITl8zOY2wkoF7xd1K0z4r3Z6m4yhkQeWfG",
+	"HEBktbgykR7g4ctO0JAqNw+mUcZeF+sxcRbeJOK2DhA7TdVtH5Gtp5PFqYwB5sItC66tM7Z4igsKjZc2",
+	"F2C1tPeZ9YdxidggFTwzIr61TqEFYp1RM3iNbV/qb3d4VlR8sFxPrAku6erZllME18E75/whoKP29/vl",
+	"rmCKGeMWxkZczVNRa7DfmZV49x6sxLRJ6202lW1dIfv3mCrFGVxfs/a1q18DRlbj/eIXrh9dVnEPVm8G",
+	"bJruL8KKvPB7quujhstEi9HJzoZ9mJyhwK15ycJ6s7zX5HJkYqxubAjCflel8pvmqm+LuChlK6QxeuIF",
+	"XEnlX8ydRNtLZ5/XZUCj5HlROiDuJJLQhJNudF+iZIBjT+RIZMQHucAM8ySRG/Fc6Qp8MQZcMBoQOdj2",
+	"AUWIhBDcW+s8sppkp+cH5dlZrGneZWo6OQaYsQckWOH3LzQYFJlKq2uLATziKZtbx/rw3gndyupe4Cj1",
+	"g3kAgWleFO5qxBvwtv65SgXD41ZMyP2m4i2YItjPYpRpUQiJRgoSgiGOHmTPqlZLhRE2uxZ5ACpR5EkO",
+	"tKmxMdRAfGUCyUpBsifSH9zOfPnKEv34FuDfxMd8n9XrxZp2jDqp+wiE82sLsffpGKoChs+zUDA1kI3h",
+	"H6mYro+ldWZjEZxEYzjJt/baOw2kijeicYrszDtrLJlLTtedC1eZenB2xK7FbIFGlqLN/siSXGwZnzuw",
+	"zjDROFSWY6/zy4/L1yNoQIr0VKYzJ5EvuRb19CFmnELGE5XInJnLgAGqqTJGGTZgCL5SGYvwAxFHrX3z",
+	"pRASGU6UJAhc1pwnG8lYlKbjPhiWIu6PlM4JAxHZjEsIJ7pVyyyyoqKClrm+e42ndrPkCg5j3mURrVrk",
+	"aTy3HNdiFrDITlhE62B+HkpzWZwlZnlI+GNmCeIflnmDogKJu0a32QEOAsP2gK4ADeIwchFDNEGzvd1d",
+	"TLe7nE9RNI27zFvI8m4NarZ40ChD5AAl81ioaX3NddHT9GMltwTVFn9NBX1NW6py85py2RLCaWKrZqvm",
+	"MFlwy21inPRFEH60JM1ihzIpREwQQEbvJDoHoxJoHktAFWoiJE8AIykfZWqSDCC/j/epnahE92lhFzBA",
+	"jvk1YclDqRnSvBCGKFQO7Dt7pth9ln9y3lZJdJ/KSea7+TUE1S5nVE/tAZ6XXlvbin+Qo1AekVvFERXv",
+	"E9UPYH5r1VX8AYgilCoN+ATcqaK6u27NV7pB9Wg/uOIQIfZRSnze/eV+yZoa8YSPRZX1vmTf3ElFVnTL",
+	"nJtgVBZUdxZXleZst9YPKSjw7cFeMF0YkcVrzEkk8rHSI17+uGpNFuv5Y56kD1H0rnsXyiNLKsEsMEjm",
+	"qhFGEqGhx/kEzvMgm7ljCCgNV5ka90kVmQtvBhUCYLjAxp6gB+tCZDcJBDONoqK7t8u/mlB9lfn25SAT",
+	"OXC7ZXmj++rnn7Dii+6pbwY1wawFoiwyj4rMpgbBBThMHj0guxSput1nUaqGEXXpGjWvC7gvOgqpGpaQ",
+	"eHB+UjWslWb+vM3FHjMutXk1s2GmWZLP9lmkdQocwvD5q59/QmI4KCr3HyuVhFQdrITW9cn78grV8ReL",
+	"zBoT9yGuLi3xgtvHnulrTWtjw0P5GxgqtgCieuLnO52VrosBHPfOmPkKhBasXFMqIl8LcB5VBnZWa7/g",
+	"2JNKbuFo0Pgyu6Mq3V69LNOu/d9hqLe7/9efP/yX2hyX27i1Q7RfB7ixtpAnjuahYDUurNZgXUdkd28d",
+	"GxXPUP3QzBw1zWaDVFCUpzoK2N6Pr+hvsydbJWn246tXL1+tUjHFUa19KhSx3mlb7L56tTKyjMefNgu9",
+	"dekYVo7FYhf4LJ0Ok3uGhXrIFohdtnAfhhWM+yz69DmiP5xMGfCcp2r4QltIQGDfq6AsfGrQp41uY6f9",
+	"sl1TbO0uqE74P/ALIN6ER7NclTnyqkO4a+X1Yu11PpVGN9rCx3UntFSSXtRX4mz2abj9PC+Y4fGbROqc",
+	"p2m/HDX7vKxmc/0w8O9iZuZQOo7zpkPDU4AaAbGspneQ8TIQ4mNXOjLv9i4v9lxSFmpn+YO+b+hqcRhA",
+	"SSiG5rPleaV3GR8I9puaTByzz5fNLgWksOYrmpU5eQ/ScHBh/0ZkyVVSF9H0u0/oQQi6qY3vbn+30PXA",
+	"sN182HbOq8JNFcH1EYQEW/U3XayGIGZC385J1nLU4+c1z3eqeAymHRTw3m//HQPIC89yostEMMToKklF",
+	"xODzEjcuAKEbNeEw0DXb63QCNhiJwXUB8zriMk5FVuXKNbdtdBtYGHSZSJ7NsDBofufipfUI06l4odnl",
+	"LAcOl5yNlc7Zzo/sOPl1H3hSWSxy7F224JB4dRlbC5/fuMNkP8o8Qx4LdBMWgX/BeW/iKyNBC7KDEH3w",
+	"JL5qNYKGsYQWZDqWr8c+BABg7hNdM/32ibAMa62CHcynOSWAYVGqV79SmbgBbB9bpgMQ5khxznb32EhN",
+	"M01JYpzqNju4RFZnLMSJYMFq4wP1W0GLLIcQfU+p9H7b4TUIe40l/xgshLSLkHk2IzMF446acclIneLX",
+	"jrl7QcNRSfcuajfS11vUtbK1s/uypulobgOsSCsZFRwnGLNxWSRL14Jv2LSqrTC4QUHvY1YMYQckxGzz",
+	"bLZAwt7PdIDlIj4/ahq6nLm8IYSvoX/7WnjIsWZLw8UBi4xpgZWNYSNsRKGMRSpyuChgRacRvRq3BoiG",
+	"zrcAO4+kyik+Wqp2qOtCqt14us61PkBTnkpRVkEirVlyWrEaik4nqGJRN8JMUGOZKVD8pNriurqZs07v",
+	"1+jvuPScnbVKxu6i9GlbCuJCcm3iMN+IrgMw6Sp1psECowDhUPoL7KQDMlwcUqafASbJZWQAxo9g09hq",
+	"uVqranVrRzLIp9mCnIkdDZXqmZd9oRn9hCVjAPh+d9hj2+YrKg+jr1t+a0UxVVyv32exumDMjkhkGjIg",
+	"7hf7yJKgqY/e6NYkZ+pWYnuC9zbqVq5ZYmgWtyZ6c27WHGmwRpD6mBWvW2bDxX1R7nbxzwbmjVf2v5Q7",
+	"B9c5xXUljnaHlM63dyjmDp6dgDlmRn8LLWZG/HOBFKsiM6/T8Q67bW3YZZCVq3Ar8Jb3b/ZDr+/ur7He",
+	"4GsG+4Cx/gHl0L+pqRZGRSVyuLhJ0xYFGxt15P0C/Jd1wdhUNhlxCfhckzqrgeCwXI1dZqxYvya6jvmw",
+	"vgzY0rL0s6nUfbO5AfS55qFvpqJgcUHm7xIxcFHUtqLCtPJ2ywZx3zUDWwcj0xcQTi1ozX/HpPyl4JnI",
+	"3lphoG+u++VWDPoTjRBytKqW0VkJhg6arI8TrRM5DNiYp0bUiDhgU3kt1a0MWCZulFkqKHbPFFpPmgHU",
+	"M8F3EnZdKPc6O212ITREvwZKXQN5TSaoCsBhRCjJIiwS3eKTZPuHCG0ijCIbXQovWqzKKM8nkBzX2VWv",
+	"HnLg3LpOuRpijMB1punSgJiyQORnpxe9gJ19MP8DdavmFd8cvj/sHZI2DKX97cHZUZthM/i1kOirYUmD",
+	"0QW2gHqaj7ZTNUxkBPeKQG3Cp2MRtdkBG+NMM5WFEicT71e4eC9x3IAPE72+OH/b753+fnjSPzr5x8H7",
+	"ozc0U8agKeA4KTL071vm+i2coEIUThKzfWB3wbu8hmmoSyGUpsk4W/Wv1vwtzyenUN1xwcfiIsnFv7zn",
+	"H1HnmTvhHYqB6ZtBnx4+Py6z7xN5peoGlF5tjRT0COCOVdlgJMBkMwPVmN9qs96tMguksesQG0BjNYBy",
+	"/G4oQ/kD7IMffvBW84cfWJPeNPLGFwFGEPrm/nxGDGe7bveEks1toFaAMN9kKHgJ7ORGsFtxidyzA3iT",
+	"/WKEJZDIH36AlqmsclhYE88HOC/RWlIg8saDU6zNqKHXD+H4cS51mx2Bjzw2zgWcVLCEE3LyrAMVXfzj",
+	"NaIU9g/OjgBohloHzVXYimMekGE0GrLn4Hpj/i/y3XeczsorQqFOcSr2/FPhnmt0xcGv7w/fAMqS0g54",
+	"hkw1b8Rtsw0O4Ul6OhiA+U13jz6FIJLDRpfhzE0QegCn7nO0T0O0GFT0w1CaX0IbjfnppxDQiYq7OJgk",
+	"vE/AQotbVFyDxhs96DNKDQv6IFIt2qF0JbMW9oJlIhVcC7Kzc3Y5TdKczYQD/n7V2fHn6+S01z86Pnt/",
+	"eHx40jsEERLKfwgZg92aC6kRwdYrptVdFn3cyoy1mSbjJI+8GTVbdJAmsFjkO8A14LWE0m+nYnqKFdq5",
+	"Ys3IyJCoy3Y6jOe5GE9yLFTHimb4p/tta988f8w/bl2qeLYFUaTIrKXGuiVLVWW+hRKNps2u7LDj5FcI",
+	"LfzrxelJwF7uug/GldCnDtjP7PfkV8s/pSozLQVkLq3+aO2zlGdDkZmngmKD2Q7l3s5LdnbwH+9PD94g",
+	"l+/B+bvDNsPdBiMcT7Xl42Q8Z9E4kX3zRR9erD8RWR+rGCLvRTq7ey1gzeCDkZk0TdVHoWxSlCUzU4Ak",
+	"YV5RB15l+fdKxF5FIJF5fMbu3A6UlNi5F8pEs0EKTbBmJRKZJlJsXSWpWQdjvGl/uuDwhRKimfqff7bN",
+	"ccKCM9zgaATEwuxHgL0wy68ybg6V+YknYWC+iBNo3y42vqaeDkaM4xVNOJJ4UC6B8dQcf3pay2y9AQfA",
+	"WW63RHNv52ULXgZYarfwGVEo8W0uQDBtXRjRCwwz2o7CIrjB3CJeCxWfOEJsISmqkyYDQSY26T7kogbP",
+	"G8wY3d3eVhMhtZpmA9FW2XCbfqS3zbVQ/5KnRRXHaUnnUU2H0Q6NoJSi7GCKEkrAJkmj23jZ7rRfQolH",
+	"PgJT0pOwfBct+Noc/6+FdrH9e0MAwnUgxVBWOOS5CJiREXj+CRHxt17vzO04zM0Qg0w2NUtNrbB2Ua1E",
+	"cUoPzSx4912cgUmmcjVQKWt22i9bCLlpDvfW+dnrUO62O91i54Aicju+oNna1kLGkf83Lj8mehxhQiij",
+	"XHzMt0tbBClV7RPNyMGPAokFFwI7l3Frtocij9wfAy4HIo0Cc1P4IBN6emlm+lIUV02menSi8uSKjAEs",
+	"PdrWIicjcull5oHtUB5IdrB7gIjTiWYcm/ubURJHrrt/zFOWxIEjGzyKI7eirX1ITxCTH4abadjmMmxD",
+	"xDIJKlqgb5Lc9UlpluRdxhk2XG1NJwFTWeAd7QF20YYSsDqMk5GXOADMQB1WezMCGNEt6zhF+wC/9zGH",
+	"ZEnLwjsUSMRQkhjKGiL5JmdGIGGWBbQ9/Qj0sO3gDBvs/2EhAfmGjQD+zbW56r+ZP1x/Z9j4b5+jVjuU",
+	"AE6ruwzhllmkp5cY7472LTw3rGANtDOLjI2UyGG0P4dFHcrSjwAgms3PhgOENgtKDWzRvvWooyvAnzPX",
+	"WYxoui8iSrMId6eIo3blkACkt3ahfFi1XIEhlVLQnlJwP3aYDmUzKhM7wuomctjFwtCoCyLSWC5p2sLT",
+	"Tc97od2jzV7iA0zjGisiOoqNisiFHMy2fhcz8J7MGTA3c4dgnkgTlM6lGCjXM45AKToZShGH0uyISz64",
+	"pqoByIdD9TeslLkK6hXNMCJ7LWiygkxC4nGw+JXmJAShBOTF0k63YVBjy5QEgldkxprR1svdTmc3anXn",
+	"RSHdwoza/LDNwKTUdMIKiQQ3+anTMUJl6+Xuj96/dty/dt2/XkYt3Je7B2b1YAA7EQoPs1RXaipjvNiM",
+	"DD7DEfDLVNgvXkbz6wHaMJR6OpmoDBgE8dpXkUsIQsoQEiP2opYltE2FfoETw9NSOwSYsYnZFWBtg3nR",
+	"Nh9GuJ2s5K+ofFTJzkw5isGnzG6wHe0AaIKsMAcFudvpIAYqDJXwTqyTtv0/COwAo3arYnr/qpU8nwxc",
+	"0O0zwdaUVEv5dkWY2LwgeBTmmdlkEDa6YWO33QkbQdhI4rDR3QlCaiEPG91PIeBywVXYpL6FQdmw8fmz",
+	"MfZrosWf68pW53TcPtbrVZWmp5d8nQZZC/N6ZDqRfh9Db+4eTm7dnLlF2P6Vxza/Cj/ZWf2TD9L4FULm",
+	"Zp1EjL/bW/073ARnRycqf2s2PPxw5+XqHxIwXU+p98YdwN+9WmegbstDXQEwi5of7/6y+sc9pY65nNHk",
+	"ALzvq3Um1MKZ4A/WeDsyMD9IfsMTTN34kclG959+TPKff37+s2CoJFIfEF8gx8EooZLfpt1cLbMb+RDY",
+	"Kg+sqGv8CWyWpbNhS8nKdut2+1ak6RZEJ+mbAc/itj2eQ7G+SYtawPzcfnwtZi80frnv8u4cfpj4DtQO",
+	"S5NrEUpqVShJbWNwAw4Wl3inF0S/An6WUqkfE8UmI9KLIJHjRA8U3NbFsODngd9PHpCqgxdwx9b1PkHU",
+	"LpTlmYtagS11DIys5JdJmkBbfhOnPJHD/RqhHrAxClYlsYIylKhOmdWQuoU2sr5O0hTtYipgADPMhdTs",
+	"bEBg2XqdGMwKJUZ/27BnML4A+CcqvYESj6Kyx/Z1RZ/4ZGKU8+dt84Y3O5XXrZP/70QOe+41z+KnFP8H",
+	"uwfFcxZIW9wxsHmfR9p9j4LnhYYNVMxtvbSpyBVjsOm7So82e5/ovDAztUsr+R0PZdkA3hOXgG4bSotW",
+	"SMII60Ug2LRlLgYNG5C1VGLWaQVMilvjQl8lmfFziZd8wrHA5EQhQQUFFJk0jlOayOsucuASwBrTgFMB",
+	"H2F4SrcJps9WtuCL2QBPkeuNEJQ2S6BWwmJyGAdPAtJP3eEz04WnAqY7aEx4xscih0TvP+s3SHHJ9hmg",
+	"7gWrrxOZu7QC7nVxyn7+sbNjB1nJ3SOI8qutzk5vZ7fb6XQ7nf8etcjyx4mYlkBIkhx976mc8EwLqIXC",
+	"EmSnKXZ3GSRuDnpHpyf9w/Pz03MvhfPXVEAtnE2UJAg+VGcT1g1uvmq8aub9+YQyzqxiKbNfI+d81mWY",
+	"wecSdburf/gPpHNIlESWiu9MRJql8sTNCzrbC+Rj4IKDTsnDHyOeX0AkALLtn/6LLUwyPtj/se27zJ8X",
+	"RxghyuqKhgYIB8aRVdrxdiFFdADxrEtyJ5EyDJx7CiKB4RRK6wJ69xuoDDq6Obs05pYxkixgTFMqxyTS",
+	"arMLsGa6lOILZfTvWxc3g60LGw2I7J1TdSuyAeRexEf22/HB662L3w52X/2IQckIkzp5MhY65+MJ5nXa",
+	"+GnGb8FRpYRcEMprMSsyhOVbX/x2sGVuGydDL05qFBBm9fYZjbFnnxVByP6DTD7ahkjWxFiWrX8cO07V",
+	"l50O02hQzdQ0YwMzlS13z9/FbOsoxhsWNjF1wyexu+4NEU+Yi738kOOjMLrHp7ZT0trLgEeDIbs2O5Az",
+	"tvvxI6aLIDW3bzRkkQRjzZfmazlIp7GIWxjgpGRcEEoEPYrZVXKDoXnNmi87TAdsJ2C7AdsL2M+UZNKt",
+	"NjvIWSq4mVQ5EF0Wi3iKAhAHWPNuKK8ruqra+rBoY7iQUntx2r602Rp+sQhV9DpxPFfzNU+JnnyESfA6",
+	"Y+32KRYG028rRuS21sNGdGb3jb+LS0U49syuGA9uy4cN5ih2CNF2NgJ/g7L5/bl8UN4+udPI/sSLhc5/",
+	"VfHsUVUyquHyUD7XmwHVEhpkAGNNTkeyaK2hk9lqo8ZxSuU1LCQqBNZ00VXXaZemImuZEc1ZBguN6te2",
+	"DJ6SGBjRoig7Ri6tdbXb2WUcT/K+gwANJdR5GdESIRFuU2WQXOBpwjWLEMAqavkdF20WOSg0EPeDlI8n",
+	"mKzcabd3Op1QNi2WCYRuW+WOPqdTKSIN3C9jM4gjyJ1iq4eOMBPKc25cWHM0Q1nuaMF8L7wlff4zeNQu",
+	"pYVMGNYdTjLssegCGBa49/+JLRpBKM06mn+ySzFT5G6LZDjKR6BKOUZj1TQHxir/NbBUC4iaoMEjA/pO",
+	"4/inQoLFL2M/qcN0niBh9RQnkygDdITJb0LB1QL8pUTDug84QMTGoWwW5SB7u7utdiX47kfMwYMyZnWT",
+	"fBs7AipKbbGpTIU2GwA0GJeMX2qVTnPBIAELsQN15aZ3t7P3s7lJxgeARo6VJCPzFYUfiLcrV6QEQ1lg",
+	"woDTNsmSG7BVUqUmZtQBOFtbqRognwzir2dbw4zHgp0c9Cjg49cxhJKAB6E3hO38suvy1rR+rdqItpGi",
+	"zqu6s1Pl5VmgHOuJBFN5lC7Gu46k2n1U6bjMWenRfg5YSeZ8O+Hrzhreymslr9IEi4SfKd698cXgOJCG",
+	"WxwOT+zZdBxy5Uqc4tNypVSju9vZebn746tfduviXNjCwR1p/52qQAATGyAVrxiXWDxIEf+iWq/NDhAi",
+	"a0n2HwU5ptir2W5fHXR+YVT72r/oHfQOjXLwCcitcxZKYDZ/oatfg6aMrLvo2K0j1qQa5y7onH0qjLC8",
+	"eRahLpQleGyX3SjXLqDd6KoXYMZ4TnTwDNDqbaoA6hNotODLwE1EWZ2iIiWQ8ybZPvu+4VOnCw7g68dT",
+	"BqtjbSiGJol53FH8ZOqj8mJfvf6gkhAIcfA0xX1AtfB2valADw0nuz03qmajah5X1eDRYbwQTr4Yuxbx",
+	"+vpniTIpEHG/Am1SrahapU9OpVdINjEepK0iQ/p347y4QF3B1/YCfckSiUBErO2hdBrHaSP9zz/bCQBO",
+	"cmn7a8ANS40TNLOELiyJQSOhh+DKzqCTOJS2sxHQQlzfNfEGaKLGp77r7jwNfqtOGcFrgrNkh/AIqgh3",
+	"xPeoiypv9s0pI6yKpIpss9wbTbTRRF9AE71BWiFMis9V6UL36d38ocX6CAqJ7pHQX0cbhbKmV6BZUzdO",
+	"RTGuTNzxNnF9/UIzlcVg9qdq2A1llMRdl2eCy19Au5TlymsOqCML3JkdR/HQClgEl3ex0jvKZxMRBVhx",
+	"H0EhYQTDgCCkuqK2GM6iHtfXMHqqoqSaPSgoQEyMmTcaXfBuhHIwzbTKCCTpPdf5Ftxo6+iN65PjkIHD",
+	"fhI5xGm6gJ4HRIVEmRPKKikgyaJOlxUdHi2I0UsbskfId1CA6IfNQJgRIShWqIdSKjbkE1sA4ZI8AU4g",
+	"tHRgAVamoB2MACjzkRjvm52oxgCcb6YtlM2oC/UQW9yMAEPHgOyBenTnlUMhZUfQDuJNF4swmhTRLgDH",
+	"kIAxRShpNxAUXTaVrOlKuwO/QRoq0eZYHYzzifXAQVHqDf2lVOndssSX9PikYFymGgaMBWMYvcjKmpGM",
+	"eGxGSt2/9hZgKQCTS/GOuCO6yKyV8lnBGEJsT1wybSaLpzZH5/oEtEvi6VaxxpSJmco2i2KR5jyyGxF4",
+	"N0OJiLwI4kuWIUd+Kds+VOwNBG+J8RXhDE4z6ZWfR8W0hLKJ/T4F4gfwi0AwAPktOawWhK6hdZIsMds/",
+	"oWQ6M6LEiBe8CYWaQ4lHtU8DhMavqRZZxNREuHFDJ550WKl2g7rOsJe7UJMiMKNrjOBKbPwX1js97R8f",
+	"nPyHbfG6oIofJS0n1xi2YH1A2YzCmTco4O5svlWNsWA+2wT7xBMwGHj3ZF6i2RCC+hnmrSFx4Kah02rP",
+	"CZ/bBLrRhCRO0UwguVl7WcFN36P9KmyvOxGuzb+ekajQfmP577nO6QRmlGfbRxFyOStJR1v6aA/irBCk",
+	"C3ORpVlYUD+081OjjK/a2frlz087wc7Pn2sAVtcoHFq7mt34My8h9S/zrj0loXRF7nb6w0b3ZRDCSKCU",
+	"3XXL3qmGvVSA3tQCz7un7RCsliPxKB+MmNWSRtS3NvVJzxcThyXjtmVHWMFz32Jxzx60sNJPYxGyY4ta",
+	"nUhPfoUSTLx9tHKReMFIJPLO2/OEyFhy6TCwawRiKEsSEepnHE0wppQhxkgZz4CawzEGTuXS0craTPs+",
+	"jyH11/zFhZkKyxvZePK6RXrDVeWLXrPapnLx2STDBwC8k7HHI+rOyAq30atjfJqApF/DaI4nBVuavkH4",
+	"P1Qi0USkWJqRBa3Aa+FsuhvRw8z9dSgLG7nlfAGV2SZOH0VjLq7ZBnAW5pquqZwGiq7MjTOqjtm29TAB",
+	"S8qVKk2q+mCu6ANGaYtMgvmqEvA7iF8XLVKjsrFmxysJabOoQHJcVnPjgql3rbnpFZ2flUoSkISJrdUP",
+	"pc6Nm5tIYw4AlsyqyKdXgIS9hug2Gct7QSj0Qsi4Klq/n3Bo3dtt6js2oc6/tcZ6TZgIVupi208BjWBV",
+	"wzPVfmBh+DearUN6eS8yU6TrIM1O7eR480QT3r1fvrFYyq9Ma+HDv8OsVuXFNhJ8I8H/1hIcz8MXSVbh",
+	"Vn6i0MSJYhDzZIVIYU3xMc94KDGFkgmWDCXwquz7VW1Ys6yZVASuTDkAbxrIAbClDss7rkc8v8A3fWhU",
+	"4amDA+tIIGow2wQFnrGE1igAsymvoF2Qtu2qgMDCY1gU9jzRUaxsHWw8upqmaShHic5VNmPNqRZZ4MU5",
+	"LGQEhg8D33DCxCimydyZxAsACWu+NikgtFloDdeuhYMykBAGj6hFclFwMpTLopOsEpwMivGjwCDLxVZT",
+	"QVO5i695kUxK8hVBA8KcuU5kjISBq0RNr1jN7zaIWbzjKolV7O2NwHougfV2mqbeQtxRUI0Hk68XsfGA",
+	"ITWrpUk+s4iNDpAG+qMROgYSNgCVAA/OLS8n2vQCereaUrHoeDDZIlDqraM42gc8bRIEiLIcFRisnVet",
+	"eRhIB4yz2+64aGwzSmSSJzxN/hNhGJVK9Xaa6Lz4y0grAG7MBAJ1FhcUn2SCA6TkJJHDiP3v//m/Wk6k",
+	"RgfQP+eqYYoeuEuVj0IZVQ++xdSaKyIyk1vFb+V1F4YSRKaFpZuHq2xyGQcsngK/pf+eNjphFMYwE1oj",
+	"4nWA6xWVsIC27TURuxRXUH+QA3hkCZav7ESHsmce1oVCmCzvmz1v5k0LGfddAUbTC4+0AhYNBV3pOkCR",
+	"5gOVRcssjrmkOFDmllSH3C9qbnHJjEqrfIhj7NuqaCiCAn0E9SoQFPDwD0dCAi4iZI0THxCx6dAXA4ag",
+	"i0EZrwBtYwy5c8lwiNgWWBRlt0rAipF5FEECazM1wF/VZT92AnfNy06nhZCOHgy/D33QjIyOiFrQvptn",
+	"UyDwiC0Q336REEjSlGVTaQyKAts6MTp4mmVUsGBMXfYHBHSItSbA5DmtDdHU1CZpXLEU16HkzO6g8pYp",
+	"MilYooq+x9ymbLMoKUIowHsfSscJt/vqFbtJdGKEy8HF66Mjr6+zRVTmnFnAAHiSpbm3k2eB/7EMLpE6",
+	"FxyaxjkWsuW3yUAEgA9ZhagEPOA2O7cCossic8vuNtiX9jzZpMXuKxxzJgYAVQTwMiiQQYLA4nkwFuZA",
+	"Q/SL8BFJEpvfWUE9UEbA8ME1iGxjdSFEIJWFR4kGxRo5MWUxMCCHEgv/hC0HTzweTL5a8MSFdSZrgik+",
+	"EDIxIOi7ch1KVB5V1GITs/AxWsJczuqPBSadKcJW5QErnR+FJZck62+5Ltg2jDI1WrHlh8keZZ3ITrOr",
+	"M0l5Uvn1WnNoVTbgxBYzSnMVWKzfqlJN+eBa2yZ215oB9MpSiBiAf2FIW2CU0O1a+/Z+3u730NDb3yLy",
+	"ZLUs6yErYVzB13i/rd5sgo6dWZp5o6X9veNXHr8+c/iVFcP1ITCW4NXeI/1SJW9FuQ5F5uZD7FMiTtGm",
+	"rRlO8i7b63RC6W1yxMHxUSdKMAPIdLMeuee+0elr4Ui4YMjOK2PVXmF2iAO4MPBYYEktajDzMMDCvHa/",
+	"e9XpsKOT3uH5ycF7ao4CStBLkSo51KUUzwtd8MQFdgNfi0keymZ0LcTEolMHPn0oIUeQZcQhHAG45mjZ",
+	"G5soMYYVABAnMdaBGxEQyokZCyhqH/sC6D6LugsjeZyRW6dhqxy/jWXJHsdnsX2lsvGWpeVaT3QvYhNe",
+	"K+Gz83jNVN4AlocwpLjF9d6365BQzMqsxAZieJPQWVFEhhKTo9wx3lYKocolIHh12fWdn37effXTXHId",
+	"zvz2J/jPUfz57hHkc8Fj0C2VSrBJpuLpgFoyYf8HeEniCz4jgzGfLUsyMM+EcfwL+NAX2nZMAKQOH4yI",
+	"wBcBS83JmvAMOS2ApAwqvlzXQBk60EpIIxktSRJGv5PYD30HjlM1Ta4F46F0PGiSSq6Q3JusZcvclmSF",
+	"8qmYJNjeZD97k+iJ0lBQ1qUqtqW5KCtbl2K6HWPSC1RMErva+wnPR0XlPS34UuyvwjUZi7jf2Rl9fDXe",
+	"vf45/umvX27vVXn/w/YPZQm7muK8HoDYvJtlVjcviIY1PLVmaud3c4RzvQ9nyszIv4TE9W4/QLTDsAFM",
+	"uUuM0U1Q+nmL7qXd6LCgKyPSuRhPoGNtoaA7kDNWWiogy6UkGM95qoZGpkB5+lYiWTMaqExst9ttYqeY",
+	"pNNhIrfMts+Sy2ku4lC6xwaue/JyBm02+2DgIfwxO+SDEVGnaz7TxN/kyPXxzpD5LiRRMxkbxWn+meTs",
+	"Vk3T2Eb9Msmis/cf3h2d9I+PLi6OTt5FraUl9D03O0+JMO4/6TXO6Mo0EF1uV+BBvu6X3c5lGFv3JWnJ",
+	"3Jvx8s4tvqndv9u47It9sfp9jIUSYJLCUzwXJPKZkz0+twIP8QXQFFXZrFs+zxheiGmDS8FQRys25hIy",
+	"GHudl0Xpd4sgcN3iFuHWGpcdK9Mts4BR+CK9AjolrlnGbwknN2P/cXD8ngCQElm+0YyPiRu/CDZQE7E/",
+	"iBsUnSJ26p8bXRPKyH5T2sNRt0BHB56XLWgYTfIZu0qoAmckGC5YHSJgKKMq1HZULsRPC7x2FQvMcjm+",
+	"xUTbFuJ96lnFUKtZLhsqYjzVykWno1jkPEl1VHDN0pup7IW2o9YUKbeZ+SLUaqbaeI75KPCnaMH0sEyY",
+	"N8cW5TY7dUWSRVjZeakU/B2oLMYKHwJHNPahseYgUsYHlKwh1k6eScfVZ9ltu6GcykwME50jRhXk8lMO",
+	"2IfmQn2dQI9AM+qdnr7vV+VkUACdFHSB9Bvjip+eHZ7jen04+f3k9I8T8xOfPEJDmM+sj5PfROlpMSeH",
+	"Iqdu8wxuCeM4OTx8c9F/fXry9ujdB3yCubOV9nW6gOYX3qX6GphoQfxPwI5PUyRJLgQRcl/odGrZDql5",
+	"ohld/H70/r2nOtjFNLtJbgAFzL0LwlqjONlKxY1Ica7VjciyJBa6zX5V8cylfxYyHB3B+ShtnVWW7ukt",
+	"5H6cKLLGfiHfaqVYDSV/a1GjbYVOfp02252aNtungnTxZ4ucb1A7Val3z1v2xMd8aZj8rnf68jEaOwDc",
+	"XmsFa5xE8sS2FTJfPl6zhu3xVmWXSRwL+XUHaqpLAVrweR0Mj5j9n3/OMY1XnQ4cOED9k7UA/Wlu09zZ",
+	"iLMK8+5mHKF+kA0wb8OsMKRCWbGk9p2+Q5Z8X61w3yQw7ortapu3vkLpzC+2pvV1gAwwRelFp7BK7GMp",
+	"nkMcuiDllcZIv7YEMF0YBzwZrCBHcgsUJwCnoFl0dnB+cUg2FgBNMzGe5ER3TNccHp/1/qNPzMhRmzVr",
+	"JjGnJgzzAHh3z64zpqJPX+xsK7L4Oh0WeTmNCPAUYuDp0qXJMabzUOShLA273SJLC2F3sqlwRhjMEpIN",
+	"YmcivNy6GvgfdeZbY6O5UHN9/lI+cRG5WaWtbtyV7qRs9NOjJhK+Fc1kj66vmyZ0qu6qlD4lS/IAi8Jj",
+	"5wJxImxpeDEMq2jarOf0Uwy9zzlPjEzXKdcjpOPNhJklwbPBSGRRYIlpKKRmfBSMy27j50WgNmp1HQDN",
+	"h/P3W0Ii9yqIVMwz5yOmxdCMJAhlNPfW5uH/dfdt6fHWBqRM+pjAcAmK1Kgbc9tlAfvFnsw6ldkuHncU",
+	"n/F89LSF2aUnXozU7dpBObfCT56YfIwo+DOF/8yMwk4sB/7WO53Lw9VIarmVSDqLBbsf/tgYTISb6jxl",
+	"L1g3AIgzwZqQRCPXOJTFtfYYDDM1nWhzqIDJaCzGl9C30grYFb9RaJHa8j68N7H8QUD6cubYREOZxM7y",
+	"g+A3a0YTkfUnUFJrnfbdV0XZ6E6n09rHNq6cp2huYagnKFEDhrKWG7Ac3JQ8y9QtcWMBvZhCKWGv2me8",
+	"PFnIwI2zhXSH1qR0JqS50dLw+nMwB57KdOa2wa20DSyJV2byJUIfTymz7kLlhzPxMEH1bckdTDsM6yCp",
+	"9BKYmTq5UhSZJd5mWpA36NaH3Dy5Ql2by1MG4GcVJxFkFLDwQt0oSCTj9UA9P+A7mnFl8G08hr54859E",
+	"55lxwMxpnbW61cPN5s+2x4OJaKjm9oCYeDl1hV80xqJi4OUcHdMOgMJ0OkUkcqdDdWpFrGnENeB+YtyY",
+	"osh1ogQppg4o1vAkRFzFE56zsmrtON3G3/lb+ju4TR1ReZ1kK4wn59Egmuq8sDvGc5ypVBQZlrlk5Rv4",
+	"tWdYsVwNBZQNQVynwP0FqRVKL7ma5F3MbyEzstnr8TQVMcumUgcMkayYVyZQToTJuMinBKF01lbAJgm0",
+	"x8AlB2dHGL0jIFidqwlwy0GDDAI+2U4Ml37s/BLKElIJwZ9Q7ZQbtBFm5x9OTo5O3rEm9AkBubmx72qL",
+	"CnC2rKhamsZBw3dhqVKybpXS3m7jyxIJ4zvGy4QVXdL+wjLnzs7UnfE9vnMBg+u2VMAEiz0yYy+x25Fy",
+	"vlUhM5qJtJ1eZJZTG9xeZw+ykPWBhO/2DK2l7n1VvwkvLAwvLN+tE54PRvdVfmeZ2Zd5IghBHUDdM+N1",
+	"YwdlvM+iscg5YDFgpa+xl2UeILD6QPiQ5BarwawtGuxFKwXdj4FR35wC1v7Z6UWP+docQS+uRBa1Fprc",
+	"9X0KMf9qtNLjW+/e693Jev/Cx3k6wfKqb8WCv7Ps2Jj8j6+RcW/fxeTf5pNkyxjEC6OndbKvy/gy/W27",
+	"08j3z5LhKNdsKHLy/49JCAKebLmjLE9uANBCB8Z/FZrM533ixsesu+Vqxtjm0njiwST53bzdmoIMSwr1",
+	"RAxeaBbBsI7iqPVtWgz47qtCf7+LGbNa6as3wb/BuKK/v6336R9M+9HiOON61kdkNmXk854HRWTNo8Bu",
+	"QjVt8ct9JvnYFuBei5lH/AIBajxVlr1ooOSNWXUlKdaJhnlzt7PTsrWzWNkBGU5zv0jfXPcxGZnEmIqk",
+	"P/FMU3YSamGuxQywqjH87lrelUxnXSTq5uzit4Ot3Vc/sjgZImoNPg9vVnC9WDYXpXNLSO4aUQfqBhGe",
+	"ZeyCqmSCrYop4qH6auXJk0Y78d2fM+aJI8AhxesEQM3Ku+JsKHGB6ifaLE3Ej8Wgz8bG2thYa9hYxwlU",
+	"vlpZXi/KF1lZ25+uxezoMSKtDqAm77rkikMEg0q92xEGXlUGFXiQoDXHQXxMNAAYAaDPINcoWBWVNfom",
+	"mW05hRIO9jZTY5aJG2VhSWRg6/d0KF1BIugQG6/ZqQdavlHXX7s4nUsTn00v02QAr2dHEpXVGhBCranu",
+	"Fg0a9sea477+6erlX7983B3vTX5uBI0x//heyGE+anR/3IOMs/1z59msT1zqpaKaLmFNs1HBsqcd2tqY",
+	"o88r6nBl7izsxEfbdneP4O8+ixI5SKex6Nv+mX8xJyAi3B9o+fIkpBGMvjnbZgckDaNPhA5lU0afP0eU",
+	"B49y13gFJP2VgiNXrRXKpqsB32VY09HCfLsfb5trOYwIGwXwFRPdRbY4qAi6hMaqdDoMZSyy5MbHXrFu",
+	"ghEFAYuAi0VJ+GG00+60O1HAov+Cp8zxiRLjGY/jTGgdhLKIMbpmNqy0HqihTLSI5+U8siW6yCTCFSqV",
+	"6qhoqwtluXXLa+R30t3vaPoDYcnq1xKh0IDdWubZLJTl3jt7dYQVElLJLbLYbng6tRVUZj4t7gGwAHgt",
+	"VQxql4xiC2VzwrW+VVm8ZYQgvT5008mRyJJcxGyYqkueBrgvVUZFE/SwIuSAO9tIphqtdvjRNWc9a9x0",
+	"TnEdxHF1Gl1r2noTuaj8qbq6pRIoKuZodAGMx43zUqlUcPklVBCuyFqJk0ev1Nwon3IsBNeikLW8Ru6u",
+	"E6+0ef1lFvRyDdNm52Ksbkgsuuore2M25tm1yPZZAfLPmg46MyK22S5DQQZyqwLrcsst3J29Z628+OBq",
+	"FP72FQDmGFbmHxDHlRSbY/jcNqA5K8VZdcaKK7C5a8nkspMJGyHl0LA/ERk18vkn0ewOqNUpNgyw+4SU",
+	"ZHX9fp4lWM5MsCjRfftjOsd15/Pt3+J0rl9bEDCpbv15L5Wxb87pM4eleHZd1q5uodZRq2k63kKqxYV+",
+	"2x9QMIfM7JaVEa3+ku8C4dVcTAhnZ6oFGvG2tpd2DVrY4EqpW+md0YCJFIEvyCq3v9xnCJVNnPcigegW",
+	"xAo0Fj1jER4+94onRJgRnZz2378/rgJGGPGwVBgtaVl6n45f42R9r2LhXGiV3ojYvelK3pzKjgCMFbiH",
+	"DlhyxbicbYqTltjHwEa87GxBGSzs6HXO81iMlfGl10rrlx+zIOTcZfaebMxnbKTSmN0Sfr47/eY4aZab",
+	"7xJzgg6hpQp+WAZFDIqGKziCBOUD1xn/84VmeqAmohVY4K8/qKgg+ivCIJDSeSgJYZ2KBPC8/xWxjMtr",
+	"7Mqfv28mEByey2vNmrEa6O1Y6GQo2+OYhY1juDhstLqhhD4gweSUuriIbusWKo7zAvqVw0f2BfFx1NHl",
+	"48DDKJeWKxzbZXvmAMKT91z9gVOoGLaSAmang/p/VcpYL8Sd+asUbvCi3686nWcwonDj3KXTyh6oje30",
+	"+GUXKrNby5dP4+J8rS1Ctz/hgb5D2m4tgdpe1g+Am+nriiPimJbhpeI0rfnQnzadCH+P82j7BEgx3rvy",
+	"er1Txc79Wmp85AsNoDeILg52BfYLZckwkUaHz9rLyqD/zofxiWBtcPjPWYBtR7DcrREx5IdwNr/LEqHv",
+	"vtSnSEHESb5UClUtAGocXOhDmQ1imwuTsW2fl9bDQcRzAOZMEynQx6E8bRXMPaL79KdZGrX22V5nr5pW",
+	"GEFaQQpLcTPfkF3ELhZGLs7olb7uuAVM5iMBocO9NqGHFaEHR6zi9se6p2MbJvjhBW1+Us4eqmbpWBCO",
+	"qmZymqat/VDWZOjY0gRdJig5J8Wqhtxv46A8eVbOibdNNu4rarnN1zuxD2soWEFIZamoLOyy+bAbyr1O",
+	"524cU112dvIuYP96dvguYO+O3oJl/oe4PIO6G0t0BziUhBwA+YHmxT/eMao/iVsV/ikbR6phv3LeAUCR",
+	"8yxNRBZKmsT9UimtlzI0foMUt2U1vYLk6auRIE/CMeW/Ir7019xNWbOUtJKbsv9N2f96rZUgA9eTvHXk",
+	"Uj/u/rKz9+rHOTPK4ZxsZVOp71k122YHSPRbqd9vOuaUVplWRYqPeT+byj7Po1A2XW5JTXMQ8SnXeYtS",
+	"GMnCFssLO/ZzM/Tv1VTy33JVeL9HFbkFcs3G9bhLh2R57ryjdVH+4qHGzSGhQROEjysIR3w2XkUboi5D",
+	"WyiL5CIRXkQF06Jyx0GmZF98nGQoVyLWfMWuEpHGOmDihqdT4uwIZZQnY/GfSgpiR4roXLKmkmJLj1S+",
+	"j12KaSJs3OBqCmY54hBFie5j63TU2i9ek+3t7raBkSVLzNwj9ANPU3VroY3K761kOqOXgcyse3t7Byci",
+	"eChtPQeMDHk6oF4aGkyrDDY2WGE9uIg4S/qXs6jL+DRXY54nAyAFnRCELF5CRR0eLiPPQRBS/5JkYsyT",
+	"1OG5K8mItN0yj1dp7vvwgz5Vs8OcKLm469M//d8jHob/fs/U2lkewuqmzpKQ2BhwGwPuLnB45d2zTMMs",
+	"t9S2P2VT+SitnD3EjssZTzPB4xkWlYgYHOBrMckXZYq/GtE0l50qzeXip8IMbtLFm6DYo+DQrX+yg3v6",
+	"WLCbIceDVLiWBsmx4dYmXjbH9As5Z3dyzDZ+2UqovLscqMk0v3/mh0Ky6HXcZkkOzgZ4S6yZiqt8C+IS",
+	"cFuehhL9KJbza+G4pMEb0QSYDSgI2TQVGsktrDNh9tmsXQ5/sERDHakaT6Y5gPSlXLtvA/rTuCHgJIGH",
+	"5rkvhZZeiKW3EQBfmevyPOLHQvpt3JeN+3KPPjwQko/vv2znWTIcimw5v94ytN5C4CbDEfQegQODXXpG",
+	"brba7MJ8QkAEU2mRtgMgrfNRaog4BYJZNsJjSe92CtI7KW7hzqypc55PNfu3D4cfDt+0Aj9Q5AhJ2uxC",
+	"5Los11GOl0T7vsNTMLPEmiUt0TLjckiu7VCCQZGLCbucxkMEHitAVvu2fT7y2plsOO2Ff6V/AQVB6xRJ",
+	"Dxdpo0m+UBiK5nslv5PZg9Zdp26Rh9uWG4/wocJyKquCkkl1exdhWXBMPSQj5+6yXlrOHJJ2babtDFIN",
+	"PY8K//vMtZXfc51sW5UXYuPX3SXfVp0974icVb96PITSqUz+mmI2ya+DNT/5hb0+PXn7/uh1r+X6B6NP",
+	"n67F7PPniIENNFJpDFztPo6ThfGMxSDlGbLhe5kvtCVcHutazHQoEZwdhlJNWi1MB5U36PeYECq/4TOl",
+	"hKqDWJ0Uquzk79GvujMBycYRe8I8UmXDLZecC82LbQdP9yi5pCpxEavjLaqYRqGcaiq8dhn/Jg7DuGXo",
+	"8jjXbRWd0VckIOchPCtVHQufW6zJms9/uclObWiVHjmddScBc++UllfidMe81uakf3mP6I7e0MYZWp3k",
+	"uuMx+4KJLqoXDOXiRBfltSjVNZmks7ITxZRknMVT3H0CIgwtc+ydVud5KFPBgaa5EjKx4KDuFLnyPyr1",
+	"uwKGWedVpXxA2Gy2OBBTa75JAiWJC/JkG4Hy9bp2zyXQbNJs495t3Lsvm2d7mH+nVKq3nZC7fxT5VArE",
+	"yAY8TA9p28JnZWKY6BwiyOahfjw5lADlPEi51tjKgdExuoO5Lihyag4C2mJ4Q8jMfCOurgQycyEi9lII",
+	"q55S6Wnx3t81bmbpXVciP7lJKWGnO8T0jam22FTz5s5tfNjbVwSGUMt3h0j1C08npo4f6WRWjiFrWrR8",
+	"TGy3Fp1L7wAWx8yMzFFLF0LEo+aaO6wrz+QFvK34G5xIfNOVuSOzBJomZXP4lvlJWGLxeAfvk/nPUfx5",
+	"G8/IY5IhUes5Ij3W8FIYnRZKZO1IxY1ICyoEW8cHxHEwMuPLJDniS7NMAK8cKNJxbfgz0eZt3Db8uvyX",
+	"nidxzNrR71k0UJlonwsefzh/by6KFvk1sGZrjql60zI70W6n85z0RGtCX8A2TzSLcV03Zf7PHRfFdWD8",
+	"LgLoYRlrX64cSDaVVS2PprUfKA3lAX51O1Lau3dJzFjMDCCrTNKUkbGAMR0iT9MjdYvSBrtE6Ud9e8uI",
+	"NSPoF+rniroZuwy4VqiPNLebWOd8ptlUTnECpzJPUvPtDAajBSD1IhTGIplZYYyhGy8rfT6UG2n4LUjD",
+	"itm0jlR8oclwIoPUKsuNhHxeCYlH7m4CcoWFVjgf25/cvz/fvyZusRBVGePSEz9OyMQKST1CSbU9FXm7",
+	"EOuu5J1v5M8D5M/c+N20QkKhKLqiElgzugUDV96CrDP2K5EPRuUB73wlAtNNwiqZWWxqh0BklevG8Vzi",
+	"eJotWxYKdtqW2XurgYQXG3y/qnxE/ICZdx1AYvDByFhBurR+3VBGCDSoMhah9eVZTnmhMSklFrBITtM0",
+	"YpmHd+jI9rTyuVJCCbvUWGDggjaNuYdpv2mWmdcmhkKoyWG5slk9IvRdwDtWABtvJOTfW0I+foZx0eZ6",
+	"TnC4h8pqKW6r8nrTrrdJIy41xS9EfkfNtcoQt79/NKBdDObWhEJLLr5WjKcpMMdrS5iL6mifohZjrBWL",
+	"60MHUGJvu+b8gMpy+F04s8WUbRTTNxpI3UCkfJW4wdXch7qiqMESw3oljdhikeMTcbpnQjolZj6DGMNh",
+	"NaF3N+U637pNpGYpnyH9FsLe6wGPbWyA6szCaafzcmAJA+kvCETYb4BukP5ADL99j2ccCtXEeJLPqqj7",
+	"hSgjXtE2OyvTiXss4WOuiXYs+oH+L2qHcu3Q8fJQxkYcfiORVLtSa6ESV47iRlI+fgjhQWLvAfW+nnzJ",
+	"fFIifywkPajUFitDuhiCSMVVztQ0D5DMDGld5TRNKVaK8gq3dkABC2PaYbyCbDUuB+ZzPR1DjYjF4mSJ",
+	"ZrYwF8hib0fmXZp7u7uBlXRQoJwL2aI632sxm4/KWs82YDyUWBVMgvo2U3IIKPCBGW1EwKN9fZ2kqY7Q",
+	"L1bTXCdxGdH+JtHJZSoYXhjg24bS3SA3HkjeR2M5YkmMoKAJsa5bDlwaBiBTTLJEDpIJTxdIb+wFFXKQ",
+	"zSY5KqVM6HzfTHtspgK4pLi+9gQ7u+SDa3YtxIQUG+ozuGGdLKfKwo08f3R5/vhhjEVr9exhjDU1i7Wt",
+	"6oReE62U1iaUsQll3KUi+gFadEVs44GFmGua10uNa0x+b0Txd1iksEmxrVXbqaR4UN1AxqW+WgYjdmcq",
+	"z8BVMRF6vMX4gCqHXLEx3hGiBWgUFoYea0Ka7layicg0dNO57wLGKSBwC5xgCDqmbiXikPF4nMj9UMJ/",
+	"E51nPFcZEAa1uoBoBk+qp+BzAsfY0WZKE/hcs8tpTteFksZdCKeXWLaK04EWpRl9Egc430ERhggqFAkB",
+	"9amEssAaMtN2cHYEXsR+IafJI/CZmFQa43u/0DQjUrFUyaHICCszlD1a2QzsYFXKP+KcYXi3iJDU4pfh",
+	"TQ5oU313qCmlF/z6qZCmEiB0bHbLLOPGHtzYg+vYg3anexI8Vw46wAnZhRSS03y0zQcDNcXtvqBe4zXJ",
+	"FPCsk6EU8VYiwQx8ASXZk5QTXho7BAIQK4SGRkJlajocsQgfBnwf2/j9Fp39aCHhM43sSdPj+IxnkhIf",
+	"9GpcQ9t1S+v0DYiGzUl/Cs6zGPrQbqXdCP6hnuYj/0jXnbLFxuA5bnddsiYmFJpjTYwd/u//9/8zhlSr",
+	"zY55kmrG2UDJqyQbY5Y5TeS1NUiMFiNq5f1QgmTCEXvmlDF2LP1yU4/MayWSRRMM8SEtUMTGgkuASWoV",
+	"hfL4qESHkgYgYnA77d0scQdKKM+w+6U+EAiTA2ILxdwTSRvvCV+prHntr6cZrUsVf9VmyKZR/2sIS8HS",
+	"FwxgA3uUVkgo3HKLRVOPX1u7Q6RikEP6IWa5GZlNKuBWRbHQlIrRWJkUIhYxcZ7Bt7cqu9YAdm08SiNx",
+	"bsycBwxSLxDVmYDzC1d77iPew5NrDOQZEBrciCy5SowQOjcCOk3Gxq0L5cQ4Y2kCqSL8US2QJc7A08sf",
+	"WEx62lds7FhNUSr4s/N3b2n0PcuIvd013q6n1DGXM5oU/ZyypQzgiBtypeCoI3H9eeeXXfN5xnOxBceu",
+	"0W0Y4dIoxMyVyoYq37LGzLKAGBo1OpHDVGxNoV1Qi5zECsgJiCGN1DRreYUpJA8uRarkUKP35Ux1zPFS",
+	"D2GiixzoPNJ+rCCepOxvtY1kXQrjYg3UjcgA696XMmw9IfMWZsEmW59IwJQf8lxRF6IoXyZm7DX3Ficb",
+	"6fCFpAMQVTBe+CJwJB9NOKRqmMjFIuH1SAyutUV2i42hyiH8OxHSiIqY5/ySa7F1yQfX0FWMdgd16OIv",
+	"I30z6GtLOzsA+ymUzd/yfHIKDK8XfCwuklz8y3v+MWAXZiaAWHaSqXg6MEMhC4akyIBnWUI20euL87dk",
+	"C+UKyiNCyTWL/n3LfLMFKj9iSlJ5ccpzkbGz04tewM4+mP856L3+Dcb75vD9Ye+wzf4AX897XfvYvc7O",
+	"/WTPe5jkpxE5cO/nIhvCNV0maN6r4RDAz9uNoDESPIYI+6fGhci3rCX9qa5ggDYS7pbyFjK3KgZYjad/",
+	"/sLu2kYSfiFJ+F4NWSIfU/Kp6ZKI0KGMy9EgX7YNUsGpfhh3aLvu0Jv7P7Oip/OnpvkdDuAhuIDW5/QP",
+	"4jpH70uFPb6VwIDZt7gTFgUCxmJhrUlvLt3gktD02Bfa04G1RSXHovG8SqA3f4oeVATxTLUJr+kV3CoU",
+	"875kcUt+V31u6Y7BZyQhwfSWPZ4UB4KhJZoJGYuYAs8uNy4FIq/UxmDA53xi96j8kK80AmOHx2yT2CbX",
+	"9Lek1cDO9UlxIhYdcFvpt9iUOJ0IiT3wyHfhtR1RGXofb4IHEiiJzDFgTVd8xPY6L9nb0/Nfj968OTwh",
+	"dwja7ENp44XGw/FxHy/FQI2h/IaVSofa7Nx7WlE5n4KBtQ+F8xDQHVAeRGjNh8KMiuLMlOSyLg+7h090",
+	"bmftqQqm8fbPRBe0TpgXoroPzWdvckXfjX9jt6wXPH00ZweCRmuEgO+aa7K2KBBe0d0fJ9mERs4y8+Z+",
+	"sZhzMxNPbOeUnvEVR4HPipgilNRvwsHfQLJoPLF0PE8TEfZVP8gNuUbKyJz/ks3g18JU/NemIGhHcw20",
+	"XU9AUCRy2GoDRxhklmwNi8st1x5lGf/De+xzR1uO/YqRr7f84xs7AHevxDD7ArZenR27xJSHy2fbn6zy",
+	"+7w0LkOF92W1OHcK6tUhq9GGoVysDk+qNR33MrrhrMyg0GJVzfvZ9DJNBmzE0yv7hmZULzQZAxOeZAvq",
+	"4e3sLa2K93p5fty7M5rVhRhkIl9zdH9NRTbzu5AwYLPW2HZ2f37OPqN1/AgrICvOxBfqE/qmtSmeB8/g",
+	"Zpcz5m3feY26QHNCEddwobR4K3g+zQS7SvkQzetbccm8bQGHWrNLcaUAT3QGwbpkKDVLZJudgGtvdhRP",
+	"pGYadr+uDfa+xpE8JV8SSAZ8zqq9CS/c/mrWm4RaNpV5MqbRectMc4cKAdqPljeBlpQ3GDdt9j7RlPbG",
+	"G/h9WYkxlcZifAnoMXNM6/MtXloIyltjM1Qzmqlp1s9UirzVCL4gvUfNWKwYlsykAHegWu1QnvGhJTyL",
+	"JnwoInDcoonI+vhn0wLX7L4KGM/ZWOmc7XQ6rX0mFctVzgmhIZ9mUsQBkMWHEguSOdMjlSGBPONZltws",
+	"pv94h7M6p3zqlrm4ZNu8QMOogVXXiQwvfUqhDO+wDhW8BY7A5XmYWfgN8roP7Vrb80WLvxgFf9GhQo5j",
+	"7dokm5wotqm3B/Hlxy54Yc9brkMZQTNZ1GbvsJ+Qj4UGcUvHhBjXFzOsw++eKiNSPOGZIpX07NWhSpj5",
+	"TTLk780xPqSzMHeiC40J7dfLUCHxHMKpxNbgstKr4QyPSqThkZdFQXEAnBWhVLdSYwOgZk3b/81UxmKH",
+	"Nje2dOHsGNSwDthYxSLFRp7hlLDlA7pxrlQamunNEgGdzeJKZEIOzB/m8ZNkAHYdSB+zIeC1HKgu3sQH",
+	"QqKS7sVgk1bY3E094jIcxWfGD/sauGqom51rmvsN6/c3y/q98MgvQmDEg2Xdcquw5QyQFlo1J37fOjwi",
+	"1YINRb4YH+VrPx5raVNfk25QQJYwYS/Zegsqaep1iw5qdh1rTlKeSPLHtNl3bK/zstVmpzJF+W3prgHr",
+	"DstBFgPYP9rWfKou77tbmV/4XNgm72/F0tygP3w9PeHrm6aEErQwsHN3/eUHfcj8RLI1dSsTOQxlAQIE",
+	"/U8JYdvMBYDa7E6BmlDWR2qWxl4I++Jhcir4BgM28OLrRG1gbV5YT2Kjp1eFefK5OVvnFKbpeAudrqc6",
+	"imWXznlmWBRbfwD36eglcpBOY9FH/O5/QUId+BkCetfdOpSXtiiXwrFXKk3VLWsSzeHlDGO5SoqArAn7",
+	"ecUyUTKdtdoOMgvBYCWV99kILNQTRnyS9K/FrK9FHi099+/T8Wua7gef/UrQLtWKpW4nLJ4hVpmgRQm6",
+	"8uyXOg5I+jW6wGzkcnGXSqWCyydOxrkpXEeKlCdgI0XuIkXqQjKeTDmu+3pxUPkOPkGbXdiy3ETT/osA",
+	"8HmqCXU5lBHeXMQRi7PEHMpmkrNM8Fgzzq6S1CFOa5HdiKwVUHYPS2a950ECClAGQ+njdJ9AjBqpSpK/",
+	"pgKkUiJ9IQhhsdenJ2/fH73uRa02+wMFl+7TEYlwsFLclmfKVQV7vF6W2V0P1ES4mr5JJm4SNXVMYSxV",
+	"Gn8XSjPwtpM+EdbkVcCqWfPg8GJr99WPW+9eHxes8mMORY7XYoYCvCzXVoTh3RH8Oh0tHKkb5DOF9L3n",
+	"rw7rlzbH9+h0bcBxvqYEQo1oXy3Zl9iO258G90o31Ir/fYxWG0nPaw2ZQpBXUvUMBeIb+3NfuKaC3wjt",
+	"CVgjCtU0Z9xd0sy5xjZ7GcornqaI5U/1kzQSR9hoHseTlGzVk9P++/fHfaMLjt59OD/oHZ2eRK0VGYbH",
+	"kqPBmte/Tr6e3ER5Rb+lHMXfJeVwLyHxGDHh/UXnvgmMJ2AahrJqGyLGRcUobK02+nxullCejpMcsJAh",
+	"6AwwgebHSYYMHvssgqbzCMu98cbGYYqZgjflqf1pk+O/2KXKRxS9dk3rIsYyJGwlPQAboLDjSrQwRNqg",
+	"pGgzaIerGMahpDb4ktnZ9GUfvGtCgi8OoKApcsKn7f0OB8PHRrJS5TckgUtm7zAxkrRs+66IyD+vpHuq",
+	"WP79TMzOlzcxbUx/Y2ZuzMwvmAx4GjNzW4t8y4WgPj083rB/LzsT4g2+G59InfM0hZ9u3SZx1WRsQf8A",
+	"SSN2qeKZZd4qPRQy754s7zIMfALbuIc5UP6VT2sFYj6UTT+YI5Xcqg0KIpFWmtaHDFtFuAFeOmCJDCWQ",
+	"QmRcag6wUKsIXC9E/gbf5fu1etcWxaX5DZhUt76bsjF+n1d0HfPrBYLLX6XHEGL5UiDsnhERAyWlgBPW",
+	"BdiQTPA0YEYOjXlqx2iObjMEOqZZEd6DjsTT38OGV0f+I1PTfDLNsTlHtxwgvhMcaDMH7Lde78z1MUnA",
+	"Lbo0O4DpQSaERGpA4ywDm46ASmA0DctTlgk+GAnMpLAJVv1TXxTxkZhHj5TOIbsUpem4b+n84FNjj55W",
+	"RXg5EbVUnBt/gTyCRaKd1UUQehB4VTdJDMQCQImIeWPiEhRmY1t6xoLiusuS3HWM7XY6FBxQ110GqZII",
+	"CxbN1NEtBopoDmEeb9U0jdmI3wiILdgkdBELdkOyaBBN8nxwZYqxttrsNc6rJGpHYtS196ilYxH67yCi",
+	"zWsuE9N/jHhB5EPL+f3GJb73PlQQpatsUZsgX9Jc5otzqlZ71JT5aZEEBzKsJtiuAV4XhBKf2QIJIitc",
+	"Jw/oLArlWgUr9EZ/w4oVfPN1ks20KzZZ5lVZ5rHbTGv3JN0pfdzzQEowOHc5Y+IjH+TpDBSiugplZK7o",
+	"J3FkrISIaD6aUiTGuwogahcgKjbT08EIbthle7u7LII2CAjx9w/Pz0/PIWyGtsmYz4yzGLuC1mKs+2gH",
+	"LWy5ML815hHQItt2qYOC4zLRRVDONTCuG4s7iGNvN3+dedvyGJ+zE8uOYHXilpZ5lEw24bRNOO1JDJgD",
+	"IxJoo61T00dbcvvT9DFzshh6IqkDkirVijqqoKdLi/QqlE3IsxZWT6vNzs01kM2VxAxZOF8k54j+M1vk",
+	"kIXS3QRAJri2JJOe/Cu3p9WjTpnRPp4cXNe9+fAV5V0LgQVJV2qJ2zSGfXM8R3DwlsmFx0jF+nYN07dJ",
+	"PhgVtselyG+FkCzCv6NQgtcBd4j22TDjEqv48JCDNTWwGUwrDF5oOPzBcqFQH4CvZG/ZGzFW+UOFhJe1",
+	"fEYh8aTtR/cwsDrPYWDZtOXGyNoYWV8GaNjKNpJK65hb1H2+FKPMdqgnYz6EumRuWx90ngnwUBOZJlJg",
+	"3YalcvKrLl5oFtFt+tMsjVr7bK+zV9A/YYxpxCHV52ypeSryvGh9XdTZe0Zv9NQNvjAb2z+URceVysY8",
+	"b3Qbl4nk0I8wx29QJyrgXpvIy5LISwEIMHHru+7m3obpfSRfgjwCyirbo9Es7W6bWA+lnKZpy88wdwua",
+	"flfBWSBAYOrFZrRW1F9+qY3+5Ea9ff9vyaL/e5RR5uucukcJeh5P0zyZ8Cxn04lR/ZgOMLogukpSETH4",
+	"rrnX6YQy+vXgTf/88N8+HF70IneOkpwQ7Y3EZYlmscjFAKohMzWGVwEE2y47O3kXsH89O3wXsHdHb2E4",
+	"f4jLM2yR4wTRaoY5y0fGHgdIiebFP94x6iqLW9Yo33nFog8nFx/Ozk7Pe4dv+seHb44O+r3/ODuM9m2m",
+	"Ivz/2Xsb57Zxaw/0X8F47ptIfbTsOMm2K02n4028W986dq7tdN+dcq8IkbCFmgK4AGlFzeR/f4NzDkBS",
+	"omw5G28+Vt2ZxpJIfON8n99RL9hr+QPrPX/6jIaInFRaHx4JLukbUZSEAMOtFWUnDowKQMsWkxBDhg3t",
+	"ULdS4Jb0UxONdUL+zG/lnuOGuxkv+QPlaxokDvuLhBmoSXgortriAFvkga3gvlmwIRC7TehsFxb3dwff",
+	"P33+4rtVwacGmfqkXt5DdmWE2HX3munJv0VaItW60h452FLknsWlqguDSLfYhRFAqEcsef8hoVr0gKbF",
+	"5kaWpVBd5CtI9o1ZfeHwPY2h3iv91I9uNYA7NIBz0b4orcPQJZRU5W8W9BuJDPMp2PPw0PeUZjNhrgXy",
+	"81hZYSTPJWBw4yMzvmATEaIVvnvx4tl3KICw3jo3bKfRH8bwGOf/MWpWdA72c5rqHnARSRZbvY9bLr7l",
+	"4ve4M+Dcb06dlvl1qXX+ieOxlGBClWYBqP6ufZbm3DZQpWM15TaElIlsGIqpQ5CnewMy8t0CZcDhV0Fa",
+	"QmwnjinnC0CljhUkqmKum2U9X2Vk16lmGeaiWTbj9kZk/VbsWOL6HcNIkxHIDQW/7s7oD8Fdl7B4X7hA",
+	"4Ab5EOAgWH8CDd2KBQ8B/miu3MZ3b++9++elO3cfHsVQ6EeHd9I9DcDS8PVuLm5F3rgv4QJe8Ty3rTzu",
+	"ygoT+QBx10zIEHd3z0Lxm+ex6jSsU+f+KsMtuyfQwB3b38mDeOk34IuxS+Jyba2SX17YQI2sjJv0aGZJ",
+	"DxpfhuPgbg9vVshEfGdkrr2WUwu/o7SL+o0+YAGBc9gyWY5aKRcYwMnmfDGIVULcN2GaErtvhCjaJX6B",
+	"mbIelPrEsSkxx7H2AxSRHTLB0ym7EQtmhSpj1UrSblIhbA+0HctzMWKJqvIcwky5YmJWlAuGziyCPHBz",
+	"iFVPqqkwsuQqFcwIW82E7Y8Aeoyh806VhEZENXFH7rvMxzs4YYAlf6L/JTiVWC1JDm789RKQwI6VTAbs",
+	"EH4OtDNYHjKR5twITBXE+cWKZCksi+waj7xJ9+AAIYU0Gn+lvcs08bawwpRfAql8jJCL1tw+pxaH/W+k",
+	"vsHJ3ypuW8XtAZBCgR5vyFqcCNnMiWykc68NomhnU3cl9ERsPpXplGJVQcFqOIlxXP51UykLP44YnwBt",
+	"9VzHCOQ4FI2hMPwf1bUnDDGC7kf+YYdqsVRzET1XqVZW5+KJRbPtrqkUS6civQHwRgSw665N8FPIo27m",
+	"5z0a3TgXVue3Its4tXkZIUleMa4Wv0nk+4yxEs10/if2rmO37oDPuMx376lJdriKOUr1xgMW+krBcXF1",
+	"JdJS3i4lkw+D/hMry2/RHLBcdTxCX+wKMisiJkL85sU/X45fHx6fjP+UMKFupdFqBhLPLTfSLRZl2ITK",
+	"p+62tOADRyzxPwIkKrN8YYNxxF0s2bSbrDnrr7nMH/+U173cGznt7nwXgsrvxfE+t9tAV+W1dhLd6ko0",
+	"M+K5zNe7DzrO+4BdOMGjAy6Y9YKASoq9vhXGyKzjAMcqnGBUNcLB7a8eVyePil24bACrsQyaOQR1IVbh",
+	"GCes1AEMKmgOgCEMVU6XBftSI86To+QICkogpYmdlUUSKw6IHPhOMtW2TLCyGwqFrOe+UnwmYIUiSEJz",
+	"BxY4rRMz+iM/ardOibVOwVCxcr+xF3/5M7bWrOBzcMCWHSas554suDSWmFmZ2yRiz797QZ9du/1BrE5r",
+	"Wd7xypHjZyx5c3ZxyZpkDlANYK2cotfNxTAOeelyP1a4c/N2fxbhe3PyQkf9a4No2grVj+sNeRDRXZI6",
+	"7gEZ6abFQgGCshE8DygTpWZJqZMaX2SNCOIBjWrcBILB8KzfkD0hlyCik0kWpoYwzU7YTqG08pAljtSg",
+	"8BArkOzRxOSkFS7zygiWAIpGwlJujCQW0mgN8DAKR0BpKZswJk9srDyyR48zFJkc3WXllJfe6oSwJRGr",
+	"VC6sBYR1xMNLXD/LcCVgItFKxKoU7zCqA5WRGssljL2HQlOjhDwZxlDs9lHg/W5IJZVdCgsy0iMR0GYX",
+	"n4l4+u7PqjLVM3EfBdX4mPfy8bJ0/HVLQ/+QNPQCxDLmKGBHyfkmvRR7uU4JuWmdmnbinwhAay3NPqqh",
+	"Np1OTxgdkwWT2aDT7Rrae0zVxneyidc0LMHXqK6DB1PPVT2LZjlpEtbdPt1V9DYDtudbGC2h+JtKMMJZ",
+	"9Vh4jEDBUFsfrAHM95vwSFTaN3+snLr1e0PcU+ebACX4hd2S4z8wiEFeX4Y113OZIt9bx/YQa3bA+09s",
+	"6CGIn501LNF93biaD/M5hUuXfXYv+6staPoXBZp+/wlfZxj7mHNMMNSf7Bx/Efxp/3fnTz7P/CviUVvn",
+	"5xdkp3kAY9skW7ytWzwJiWkr2eKNFHBFXhUrys7E7teLOm/t207L/kw6yNlcdaQe3XkI7s+q7kiUHnkL",
+	"md1g45EtPWDvv0FZ5SsTIfQm52idEtudAwynx32JicAjjPC6O8cXDK2zypaQgqP8Re7Oi20fsEfJav2s",
+	"Ca3U+abpLx6MwMKd3Kq7f9ys1E0u831ZqY5fGO1u7lqh4Q3+7isPdZooWa/poPbMAzwQVpT9TqGB2n1M",
+	"tkFd3J/iCY99jcZJCJ+AgxBW82GaYUiiRE9S0dzsUYhrpr1H3BQMRhisy4Vs7uunV/mo9c+i8W14nEKi",
+	"YvNUbWn0H1N72+huIiXOJF8fydcR71mXQa+UeFdAaE8Dn8S2AUoKI1UqC57bJeyuWFmBwajSsEIYC3Xm",
+	"wuON0kAUezsVC0gVCFCN+grqH8+FDS4qSAuMVQM0fq8GjB8xjwqPgUS+3Ln7kUAHOLNTbTC9kHFj5K2w",
+	"g1hhBEAohmdEIXgJFdahvjhLwrDHMvvXLwnrJX9rf/XXZ3G1v3/w3dK3f076sVLcGD3H9cmlLSnWqpxq",
+	"21y/ATsGBz5AJliUb4MojOv6xLJbaeUkF7GqXxwy6RhoVXomGh6mqsxGsMzoohAZszIXqswXtSMf8CiN",
+	"U8r7EKlAWWQ+EYKapDjfGZeKKpCAiQ8KAvowMvcMhq2FlUxupMoSRisQq1JDJCUC3bjf1qV4wqU+hPP2",
+	"YAvhg+H4V+rSn8J4KdLDwm1za9E46z08I15NwSYhdMK6dYVaJsdLG4nIPcs72Wh15DZxV1/t4r65Xe3a",
+	"O1wz8Y7PCidf/etZ9Odf3Oci15lAdtVdHb99OFvV8WUpZrZlM5Gq/O75TrQDpXuq2c7waTCfuBN6LYBu",
+	"zvi7Y3z16f5+eIAbwxfuZ1su3BCh1Y51PoNgRqIqVJcGTsWa8v7ut9awhXIj+xeaf3aiHV5lUu9EO7cy",
+	"E+7fTKfVzDHoaAcs1U5yXbYBPaYzBI7xfa7sMyWQIOkrWow22ftttoevstRCg9v0uEmn8lb0m5EQwNTu",
+	"8It3sLWkQ5VvBIeBeErYlQ27A6YHqkDRYpXcCFEkKLoitUNqJpcYY7jnq7zPUXq7YsyIVbBm0NnzwCFI",
+	"qsOvMFSMszVhvE8se4lv7TpZqN+0hWDxO6LkrtsQEjZZsOSno0uGYsIeBYZB2p1NWA/C7p8/fdEfYQ1q",
+	"+R+BbSpdMvEuFW7UGL72zhEJ14d70N1TSKzzuSm+pWdQq3UmrQWM5QbGW+0y2geG/DOlwNBy97Sh6F73",
+	"+a9YmKqPnMgvfylmhTbcLIYsQcHFjjnGKLsnkJrHiqxMpZwJVuSVF3VuRFHuYltGuHWEWO6D52yqK2P7",
+	"IUg7dEfZwYxflYCewMtYUcCdhAcAIwkHTUHHsMiQfg6zoihrnBIWTJQl6bc0AQpOrLlt8t4d3CF7D419",
+	"+NA4wkrMcXS4W4nMYO7zKS+p/GLgs5aV/EbEiluWQENjmdlkPYhczY4/xlomVKozR2wdfyGbAL11icT4",
+	"T3t/QkKwYZh0GNNnKrhBfd+tsOFJmXOP97dV2f7IZjXeZGurvKzLovbs+Xf7z/b3/1Ircm0K/SC1zp3I",
+	"18evj4gBNElSQvCXNkJdjLKwgpAeBRoTK0/pgRdIRSxKX1GmuRPeGM4YhVfIEnRU8tqpDiXKeKBNIJ+U",
+	"JlbBnO/5nhviOs3gEFcgHKFHjUZEuoc9Qmd33flDwhClFS6EIWH267P/hal4ZkkLvSyA1QeTIsDvCNzv",
+	"MjVofWMZJN6yp/v7dENA7ymZVqkYEHtK2FTnvvalDUXsUcaKVcoVs0JEXoDTJhPGCzwINKhTTIBKvSAk",
+	"DZOhRrwvcNzLKjwqAk5vrHwhRRhNf8QSkl0SOMNUQxkGxkuWaRKMpC0jrIjpDSjawG1wPwcNnhIJyGTS",
+	"Q1Uz5Rb7ZlJlaCyopJ26PYL8XNK1E8ev8R4F/Oi5xh9jBWPrxniBXWpr14+DCVd39JkC8dtDuJtV1/kL",
+	"eLi8sBe2NoUip277JvXTW4b+B7XBwvYTteqEfFuljyD1Z8LIW17KWzztmxJKqKRHNA69ZLoyqRcwe6Ga",
+	"DBjxBuyN0VmVOipSqwSgPTpyhk7xIUuMcCw8YTblOaC5OCJ85TQXZWUmWDKXWTlN2DuWTIW8npYJ5JJ6",
+	"5BZuC5GWDGhLrHq8ZLmA4jUNTXOum/mhI9JsqoK6nIiFpnuGE+pHQc/OF7EyYtdrDpDMhaapZMSSVKtb",
+	"YcqE+UfCBPxDrOe77Tte4rXXQaySXyuey3KRsN7TweDp/n6fAY0R1r3/70Jcw+2fi0nha09jkhlkHMiZ",
+	"LIkkuLcWQavEVXZ0G/XeJc16efv3cKI2GUH2FHIfXZWW8oRnlJQFW4ZtQ6d04wDXK5B21qMKz7C3YMYl",
+	"ZbojfzaYu+vRrNgucDue2NpkEQGYWFJwI1QJBShrldofR5lFWE2JQIFsuy1vOIEqSJC031TSweiMWnhn",
+	"8hgmJsC9ehUGvmoaXoZQrGHVMaslWE13ZiIb7z+dvnsxO7j5S/bnX7+fe6NjwctpbXOU2c4y12rqqTP+",
+	"7kSo63K6M/zuOVhL/cena0yNn57Zdq7Nl6wZN46eU49TGH+2jWDd8t8HwPfw5jGC8kR3Kth38GJPjB+g",
+	"T6+w5DW8uHamNgcbzHBRrIjHIN9CyZO4TFgwwm6UlsKznBrQ4AlUKGkiWGm4sq4lkTme7CtZTABKKBOp",
+	"zqA5ZBOrNf9JtaiHRyW5aWzJOsyTNuE5K3w229dHmx/TjLCyQvemBhe/PbnxW8eBfdW8VSHZ9YGkwAkm",
+	"6+Xxl6Cf23DjZ1wBvIC/9E/sin94SB6AdcEPCEpIOLBO9DGijn/wlSS18WUpI3L0UHzEEjoSkAOpvDsZ",
+	"xuQNF5CC40RM/6sTz1drrNGU6nca+E0DcnkNGXooKKG0Jbz1agrY8l70R4zeRYeNExptrFrvlpopPX+A",
+	"JybAW8LjCFzZFMGp2riTVx3F9JYsR8kQg9L64IZukIJG7ME/3MHYypiIrIDr4pbkc8HSbCJa+rSoryWQ",
+	"eStRfhG4CxjJA2BZmCa/GRNRupRXsgHEsD7jd1mCHAUgXYyCazbVDuRiPUfRgIBVyv3pFOSLahLat8G2",
+	"XOoqnYrMsQQk5Ql2knnqDQXQG6CRcx6oISt1rPDx9SUID/P8tDXnz4/X3doDNnezyrZJOxvk/eb5SsCg",
+	"Wtpbf+bbe/7Lh2hTPWmE6JAoCOm5avcwYKer4Z0UK7cS3gnldyC8c3RfSGd/wBK8KhRWgc4aN5RY4Q9O",
+	"ErJReIzkExhs+DmgrOLrE11O13klly/F7x2xGIDAaXbtS4F4fDBHeCjMEE2ba6LtsKlWvB0JGxOtc8HV",
+	"I2tNzTV9SAxd+4j90YLnPuo+r/CyPbf1uzzPH+bQvRClZYl7F2R7rYi5dZzKJR6HcXbAtGI11XOnkyyQ",
+	"mhNy/ICd6mAqn+hs0XUXX3Nzs8yjzvEU/y7n1LoBOJ7F7+dbFUW5L13WGbQAd3TLwDoZmFvj+9kXI+q1",
+	"+Zm3TZnqYdJcXfal4QCr4/CbDUcQu5n5mg+TRawgVE8bLIXkJPZy7Cgtmd/oG/dMD/MRapbAJiLllRV4",
+	"XagYI6n1sUKYV/bq6OTo8gjuTH/kegejoC6nYHW0gHBIo5HgNGqXrvYyJEQTOkZDKQK8Na9mxRTPa+qa",
+	"GHjJp0ADlHBXublTpLPHyohUSPDDGwHxk50hiYr6nYh72G57146zkGXYGPc67ifbnO9BOvgKe/6HVMud",
+	"T0TGcGfXjaBxEjqD3gHd3U3am5W6otuj9auAWPPaNAKT7x7J0pI8KFXgS6js0zqu0rJrdxR/Z33/Ww92",
+	"rO8mBqw/vkaxRFx1ngWNAh3joFX0B/fK7S2V+vcSGJqdboJ52JrtV4t7uJZrt+d353nZXCo9RJcdz+d8",
+	"4XgU8Bi0Ni/pSVeNcwVFM2LVI++0DxUEHxtPmyIsfCXhG3LIVRbbn0WsqOwU4gdjlbhh7L13/3+cfWgL",
+	"H1B9o02hrnSe67llM23EEBGMb4G96ysSq90QCdExVkikQ5HGiM2nGlPlS25gAo6Xw48Jm/EynQofyeK+",
+	"ixpZjkmzGkmsGrEhvGymsUB6nw35fSsrCvGvlvVIjdYGXYxDbD5W7uf+iCVixmXeMlG5L3AFWe8K4YnR",
+	"z0K1TEqtfd1/mHaA/eiOrhyC1wT4HfhRQsAooBfXSanByULxmo1c1BELvt1YPd9/zk7PLsc/nr09fbWy",
+	"cXPI7KSBYXK7bXhobKkL6/GkpboesItqsktrjdODRVwwpZ3MFpJoIfgGKlz1IYrnsJarbCg57OTP1mig",
+	"EiiMZRhkDycAQkR2COHhMxGrXkv6jJqiZ5+F2mGQXEI7j3E8breSpgrHDvb3Rxh/FqvWaOoHnna6X9ZJ",
+	"do8XN7OOGn8mL8f64dwRea4w6Nhta2u1aXfpKDoJnfwjwDk+ZdzPxwx7RSbbBgNtXTcPdd0EcRMcyR9r",
+	"7rofsXWxAp+NjLfDrj1iThnHlDuZbYLq2hzgfWps89kVj7Mqr8Dj/Gf+ffpscnDzXHzdkTMf4QMCKpJt",
+	"IWa/JHw41d6iB19NMEc/xBT9cbezZfbisWodKx9YApZsLEfqJCFUNIPNe2MrdXPiZKHeXvsuaeIhdz+C",
+	"WKLPYDrf3vwuG/3yvd/EJF/k1bW8Kxb3I4oPYptOBROq1GYxZJNKZbnI6BdQ8/WskDno+ZjsT7UUBXlK",
+	"e5UqOKSySq9b0sssk0akrt1+xCyIYE5Ztnl1PXBKGvWOWuGMK3nlaEMCdaKT1ULRaGiQliFqLcNcWkdq",
+	"Ml7yWLkLZuSkql27MFw7dRo4tjquW/Ohd04bo4GAFn/FYbKlhvbx7br0dAjY84lwRnDr6I7y1YvAhM+u",
+	"uUeRwLbHtGhjX8J6nb/8De3yY8KqQReb2NTCufhj1EYEC1x9uouwFf5a+s25q/BIRxWun/xhgANTKUDY",
+	"oCqIaw8I64UqNO7E9YdQNSsXFEGrrwgWqBmbCsHqqc5EfdFZD7OtsLJXwkqR5zb4w6iUV6yoUdUfsB+F",
+	"t4AJ5i42ho8A1EwNtZLykuf6mvWSW2EcuUvqqjkAi8VLYct+FKtbYeSVJOvIxd8Pdw9efBcxpBkICLKW",
+	"ajBe6plMeU432V/4EQN7ySJWvvpW9+vSslxclYxDP3NuB4x2sDU5YvsULCZuYT0aNK4WlwbsMLzly4p5",
+	"6ad+o6eNJ6P9xvZ8H6uXZ6c/nhy/vASaQ+1ow2gJWwsbyrW3Upm78tZGTiAL1BOGNTGC30DdtyoXMB4n",
+	"5rizgtId9Q0JcWFvA/XDrQJ8AlvNYqUNJZnnUt2AUzQZDPYSqActhcUybm0iWo8eEB4QpMUNnnys9X5h",
+	"YhxejFwQoIIPvIPdm4ipVBnr8ZnGN2eMA8WfcMc25DXl+kHHNE8GIHUxTbecctXokuylSVzt7z9LHTeC",
+	"v8Q4wdcsWT9tyUsxA/tsnX/ICGgCLbhDKjrnrre40hCEvmiMyVTK9kcB14dO2gzunl+V/e8bqzIj6Bul",
+	"Y+WPQl1bl/U8taDfxpXJE9xGiCRJIR8eS5micTjUDQWPz7QsC7dhsfJD0gb2HAxk8lpxADtGQrPcFxbP",
+	"G9+IhYcO6kfsxf6zLlZ2jLcBr9sjWSlbfXymrD7f+T2AtyToOEIUyISnaF+HSe/7+994qdVVLtNya9J7",
+	"JNWBDnxNa5fZcaeo0tAd9vxzn0qHuEuyidUyAVkVbdz17A/Z5oJNrOr8m0YOITE022Kh+upKGNvUPDzP",
+	"dVyiid1TX0rPikPqUXhHNu4u1f6nfqRlKU/Rl8kyaW/YlTarsy/LPGFWpBo8f34Fnn23v98fseQKpC6M",
+	"DvQF1kki0MUCK6BmjoLEih6NWOKGI5JQkLU5+SVcDgqT5wrCAAw2CkTctYtMJ1ZKs02ZDjosI8rghLn0",
+	"g19xJYMSmg7yQlI3nlBAFKZTNtZAVXk+ZJwpbWY8R14cwXy4r7k6YIeg9Plx+qEv5X7C5PGEufnRxGnH",
+	"/EBf7D+L1cXR+T+PXx6N354e/vPw+OTwh5MjtxeON86niwH7weg5MM0g3ighsrtUPF9BFwYWgVxF4pZt",
+	"4PwagTIr+morK5BPs16Rc6ngA8V2aKhOo4sJT29iNdW2HEK1mtz9GbGnB38e7Lv/9v4SseHwaQRBzZm4",
+	"FbkuoHo6OWt9OVoSeldlGCfXAJ8BDk95tmEmHp/vDgHBCiyc2bwlaIkcIjKiVJl4hzAYEHOdL/BCcpaJ",
+	"EjdHZAcvXjz9viGYELAsvvv2/IRQBAdWXiex4kUhVIbKu1vqgpdTTMFzouJ3zxmU8W0A6mOj9IV4x9OS",
+	"mgbwrj5JtvcIS40jxHp0BtAPj7U5/IY/YYmd8oMX3yVYUDTVM0HQlpyWhnlY1uWjA4oG+++Ls9PwCEve",
+	"xzue7sU7Q/av+rP7GO/cCpVps+eIXbwTsXin/qtB9eOdKFbuYSB8oSX6jI9XJsc/cAL4t1eb4I3QGxyv",
+	"eOeXD+6/ZNQ47kbEKhmU3Ayu/4NJnIP/yAIBrNo6AbtCIuUJz8DJZInffKM1RExIhUmbuogVvtCPGJEQ",
+	"Vk6Nrq6nXZWiKeGxjb7mt+Zus8zLwGYf2ThDHd0nV/rr+IewzgD1bar6G0s97+la3O3IvNNys47G3y+7",
+	"ECh72ypD1ldHn27EgjKiW+IJUjaA58m5nbJCmFSoklB9slj1EopeDtPk6Uz8Pwc/zgV3dzDp16HXzcaD",
+	"zNhhblEZZgGhjZTsAE2r6sjHCmmdMyNSbbBCCWDaaJ3bEJ8MdHcB5lPmhBZPQjE3qbGJCEdv+122Fcdi",
+	"mwpTK3ObTCyxwoaCwouRW6T6L1vzQLMPEU9iVuS8FMyWMs+DHcitrdcgKfaqCR20/z07PgUjzPji8vDy",
+	"qDsSWy4pwHe6sN40Nz5p0O3knmPAesnyro9QpDW6KoUJ4WxkXTJ8DqduwF4JaMDJJP6hWCX/9y+++5/9",
+	"3e9/6f1tSH8Oxru//Ml/3f/b3r1P/FeyhMO+0x5itwOOtn5TL9zB07Yb7tkX6X1v6P1VrWR88R64Byv7",
+	"33zstlzSvNf5BNxF+vJZS4vCjBrUJcCir5KZN4eXL/9+N6+hKEgU0APZpY4pd9V7CxomgFqOeWK934Cw",
+	"w8F3sAjIeihKPgluBJSv7ZwXsXIrA94CskZ7z0AueOCARtxKXdmg5EvFYMwDBqV3Q/mRxvjBf2EpLeJO",
+	"yIwHsa9Y8SVPK2v7WWv1NeA2qGw9DwIkE5LY1ce5Eboxzl3fWx72eXnYp7ecN/f1M0XzPshw7isJ+Nvw",
+	"LcbAbi3sXwQkfQYIempFcVirZJLVe5es3p82Psc36m1U1Flt9iSY02AUOuh7/aeNhcVmfIHVFmoFcC4m",
+	"rHGBwS4H+RmugZLfCCaurkRaesOLEu9KFsyCc6pDwpkRkEgzYEc8nTJM6vAkP1bYhrwlRCo0gk4qmZe7",
+	"UoWYAUCWDTb3pXeoTTfwAbuAkhGxqpfmVhjjvbNC3Uqj1QzyduZTmU7D79ZXkGks3JUEn7N7LlbtB2lk",
+	"FjdixmVe7wYgmNdBlA282WTPPblL0Rb9kRtnaqBykXdZR1hjBu1QIKeFdiHBJiBttOvaoAU2Vo0ZokxA",
+	"CDdYuGYNEuE5npsLf0YfE1283dW9aQ70HEDUc3Yl3wEofCbMH8OqBQVFO7xntvsKo9TZrGwIJ+3B2kfi",
+	"u0nYjBfWqQpAZJLrlcOSoNsBbyLSoVjdiMUTrNTkr5n01VwQw7h9meAE+0CPxgnuI4KfBndPBBFO6ZSS",
+	"5QklGdvE3nsrV3zpetT0hJCrwb7bH8TqH26C4LIBjAF3ayoVADQO8xyS/VGWH2I8xY1yl/tGLCLGQZdq",
+	"yvWhTlSsutYsWloxNjcQvQILBtElAZ9viSShL8ayHo+VEtcI4YiQGK5RL9iTA6c1JvQaQbxOWRZtbxFD",
+	"DxGvw0rQW7MysWcHVLpEKu82cQ2KdzwTqZzxvN9UI2K1rEfANvsAnnAokIoqMcd5WwIJDySuyVuYvnKs",
+	"SFpWGJ0Ka73Tij6KwA6JSdchtBQeVBJxhlaROa3VbrpI42NJ3Cu08fPUf/g4Ct2QwvHebKs8/DETy0CK",
+	"1AYBT1f4VhdvcnKyFdwge9q4MtOhvbHBRR6iwLEhRwxuZUa1RadOqAQTAITU/pqgL8MTKq0Eu8p5yRL3",
+	"IKKeRWziaI1NQSZGmDWfKpwA0HSIcEQ7E8bMYiEoGyvoEnBpFoVIKCLEtWWnEqhwGGHErKZpTGXZEGbr",
+	"QJ76URi3/+iL9ZJ7fMqbAAEo0gsxgPkCAo2czchSVJpKwcVxXOBgfz92vM7wtISIGMSi9V5/t4BuMjnY",
+	"IUZ13dqeY1SQod6nNcXlbBW2RSOk0wRSrWyVgxmNq0VzThbtULVaRflo9GKYbjfurNvuNzwXZXlvXQN8",
+	"GPz8ozvXg9XL0U4YWjLwLOG9/NoF+rYeUuY11QSrEa3g1ATb58F+feZe7PfXoczAaWz1TA3sDA/2odQs",
+	"osu82P+MUDO49PcxEzf/PxLyHJ1bIloN2ojL5WmjFXtupndSx9ZSeApJNxJVZzjouptO+GxgxMuYVpMn",
+	"Nm5A0rw9PwnyecAfAVQJXcjUst4SRAegMSTR/dAdxyVLuXFUFIuQ3wg1AnMH0GRHBJMwfW3kf0QyiNXP",
+	"U6EAH8SRtape3Igl4W8geY3gsWk1wcA0J8dWeb5GE76w4rACo+3j3QTs4q6rcNECXFIIGAWYW18fbs26",
+	"uTSCxtx5ahrQKrt88mHrH3z8zzF2wEOd7uYAkRZOtcHz5hRS9veLgxffsf/++RLTzWKVzIRJKyMG4fGE",
+	"pTmXMwI1hXAwxFNi14Yr5B3uMvTrmdXBh6+xtVhNqwnrUTgXRqdRR+N/z0uIjetDHBk1IWYTkWUic1dy",
+	"wM4IwanrDq7cNbyDePrvuoUA6jIJsxg6qcVzoIkup6NYJdBFG68GHscQOMpPqNOD4fE1sPgoCYGwhEB7",
+	"2BxuBfnX3CJxy5JD2no0QLIfBDfCMEzMgBcwMyNh2kQkMimWHN0KVV5A+SRHgjh2kPBmYwlbQgSkYD4n",
+	"Ul6BAu6UUUeEKOixib1/BwliPSsE0Sxb8rKySX/I2rA3HZTHT1Rc2HuFmEskuaXGLfAl9YkA/g3W/q/c",
+	"rczBd/hhkvRHWGfUo/10gS3quUJZ5956+NBqdxn8WlKCI/cUT+HOiuuqWQH/4L769788PjWGxb8TKmaF",
+	"bmwzpT8pnzi2thI1NmZNntt8okXz1jMNvHsP5hgXGFov0ynQIAh/t3jPe4mnxVR0LRBuEisA9gADm/1P",
+	"SY191fc+DDRVEeUIizFgbzqIiVSxQlK5O9fmxglrOiM75wTiHY0TlrwWXGhb7pYyvUGAMyCITqGABXNf",
+	"uyWkuOWARUqcCeYrbZNnef1rhUONQoIoRCoXOs9jhXmkcN333rt/jrMPHg8tcY+MnaJhbnk+piyHZL0M",
+	"doHb97j3Hju518fs9iWdcqVE/sQyPFhfoyD2pjERmkb3/UGS/dCrcxKg4j3UXK1i6LnyOsKYquvXv/Yj",
+	"0DR2KegS3pUqzSuI3VANoHvWSwjlCnJA3LiEyqS6jvAgAhxw/W1/EKtDxC4EKMsR80D4mFfghEMn79wD",
+	"ij+IVUKsnOBL/BiptGTJSzFiiZUqFe1HELogoRgdGDSYvI10smOsvMmUUyCQKkeENAjLRE0BEJlrDji2",
+	"xx1sClKeOmTSpppIQZ4DTWpcy7/hLP76P2+P3h69QgEBBv1XkqjkTNiSzwovVeHlfeGzktYFv18Si79T",
+	"ajmrD4bHaYCFW2fUCAd0s+vsxkBEo8PQ0ujcx0v5TQhma5/A5SSq8x9fsmfPnn2/1uQCy9YN6uua33VL",
+	"ubMBqHBjYNoH8MHmrunXn43fgCccffqqCo8pn7mNfUgRA1jMP3bxgiByE2nH+3k39OsqRV+t1Aj0uQeZ",
+	"UwH4s0XJSTZr1mhrMIGJyLW6dorLqO25ttBFAzk1IJTam+USu7HC1qJGc/XompV3EYsm4CIypHojxhkR",
+	"S1Mpy2TpyPuMvxvbUhQIK/PUl9Xv1Yn9vGSGq2sxZM8PDvojlAAJnrXZfS0+xQrsst7VDNXmGrR9tZhc",
+	"jauKtfvHUKpeqNIslov2I/ANz6IHh2widKc7EQ8uthIwvtLFP8Ri53GL8roRfqacfez6HuwsMYfjGZEg",
+	"Radrm6m/9ZFu5iPlpgQYEnvDetxJ5SWaDX3y0Sr5jnbe7coAs0fXIIjrQeW6K4fNE1Wk004uhyBDrhZa",
+	"CSZyK4ZUfreZGQaDDDHaM2EtvxY2wiQv0CijWBUocjup2hCuVlukHzWrwgHgToHl9p0oxheUD4bQ3XXs",
+	"XKzA7LaAIaE7EkayEuFOyRBlg22cvz09PT79ifX4xIn0kpSI/voibR9FFmF7LmHxd76EpCI//c9RpGGb",
+	"SvSJSszBLnaKcJ06+YYXu7ZBR/icncqiBtK7FTwXGQhfThmysQJIeciN0TmktV/xPIdwMZB/lEbrCJmO",
+	"GkZwPtFVuaw/9tfYe77sa7eJOODWfltu+i4n4FSjN2XNuV7lY3tAtddD1z74yPchjBOwuVZ5BYpvUaw8",
+	"09CGHf58eHx5fPrT+OLtD+PDn45OLy9G9Uu+PMHhD2fnl0dQy8BUCspZg6lV6VJSuluskAPxEjgoRR2K",
+	"ggHsACd+OTeyrPPFyCwhywE7U44eCDOTiues9/Ls9ZuTo0sY7Y+HxydHryL28vD05dHJydEr8B16yLmC",
+	"I7IXDTFib45OX7kJHb55c372z8OTqJ7j8embt5d9mNowVqtJzFA6f4JIOTB/choaYatZcGW6CydVJTot",
+	"u4fu9W/jrgex3+/+ls9+XXz2EC/kQ8nRbhBqPy1hSrCXYBivZedeOpV51sf6JjUFo5o6ls8EmlEt4xYv",
+	"KOsRMfMCcNRFyfpDsqa45peJGfrCrcawPDLMqFTYEiL+9C1kHfuo8I7Wo1h528+USzVgl558rZCnIesk",
+	"NmjVwBbcCGH664jKRTU5dKv19ROXttK0JTPfCJlpbyvmh3Ob8kywqphzk21Ig+Ba/E4yUazawgElI86l",
+	"FatXFmiY1vk45XkO9k1EWnX9etPAhJfpFJI3EvpqAAYwCEKi+BQCPfUwrf734PnCNiYLlkwFz4TB8KZC",
+	"pjc2VhpjzNDbAm6mxIpcpBTm1GtWeqpUjukxou5EWpbMqryURS4gNy+5MkKMS/EO/XYhv5/CrX06Ymhg",
+	"yi1LAAD2RyPEpXsPBCfKFYI4qsYaRQwn4YhiGGjEeMCDpdWARJ32UghciYhs7TOeX2nj5LCJzhbDbmsw",
+	"g5glihRo7UmAjRBZOAGx8kzBG87r7Zfg9FzYJfGxkz5Du5/E3hx9BCn/9ObpekKfKT1ncxkVN45cFXmO",
+	"m02Qfn6/IyALhHC0tJ3bLPqt9ftRuCKSNR6oUKBtcEI/2vS9x4vC6FvxuzHIZX36PhZ5pgTLRCqtLy/o",
+	"F8BxBF/eerKIFVQK9GkvNU/tYWIOpjbiNjKj50xm/VEzJ7UhZLvuAA9utbnIJ8WCFiEzVs5lKtYxD6f/",
+	"4/JmiOFqKmUJYQjDa801YAzYhIFXtAd051reCtXkHYi0owttIc2W3nHjZ0b8W6QltQ+QPUYUZHJAM+RM",
+	"ZyKvfREJVtdIOlkbDFJavwIPY2zLO9vJ2nA5viXeVs/oq2Nu4IgC1kYb3uJsK/u55W1b3vY4Dhx3+AIR",
+	"qn2kH8/VvFH1sdga4Yh7U3iwL2PpDcCkBtWVY1VldNHuVoVlPVR2xvhVVST9iHmTtDbeatEksFDmZNnY",
+	"A7DMHoNNzwrHOwDqWS3QadwH4xZGJZH/OcL0YqdvgTSR4GipyFKEqRHu1yyDAtM89wE+M0jCdX+zno/0",
+	"GbWK01AsTws8HGJ5RqwZKeTZSAKfx2Br/3/ZSocY+P1rJSrvDUCvPxIwxDWl08KrUs94KVNyozvuZXRR",
+	"dOO2vKRz8Q0xoOaUvngO9NVF/mwZylfIUPyV8NFCBIIfqDCRzI9nL1gbf224/0fwlli5ZRBm98KxjSOs",
+	"vd9LSvGuxN52bWkEnzl2gQZCgxX6vW3L92cyMEnl+noYq0Rmw+AggcefONrrrhLE3fdSXUEWJqS9PKXy",
+	"7famH7EEHndvO5ZANdohBybJeMmHCQwjl5gU998XZ6cR4yxxCwmjJ/gGHDWlIkBV90VjNA0AlFillbHa",
+	"YKJOcsJtuQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3h6jvgLe4TwkQVBvf+uRF8AqF",
+	"2vxzI8tSqKguuXHNC8LjYVmFFFNQIiUkQYG6SbA63kFdTsXMaWupngHImFu2WPWSIaQr7HI3gqSPxUOU",
+	"jwF5WicRsOOSAb+v8WJCegWeArD0epEA2WWAfnVqZ9MHTvJGDTenVrhoqem2NPzkTJtYkXzSD8Es2H2N",
+	"VOV98GhmLZlWqagFJjeSKc8Y1pSgZYQmQHfF0nI1Jg6ciCFsuzs57qTRlfbRxcy6xeI5g0QM1qslrShW",
+	"bi5S2H69x4R8UqkBSzKRlzzxBzHlxixihdqyrsqiKsl8wRngheBJRuCSBSlNEFyGU4Q7WBnlLhjJW0m9",
+	"LLHqUYYcVH0D9KqpzgXAakAlT8ZhtyBEWRhmBUUSUluEMXaIAh22Qrb5WOFdHdMIx4UwTrIyCdOFCANn",
+	"Gos7QH5efULrqjkH/RE8AMKetHUZNowePPieXZ6djV8fnv7v+Pzof94eXVxeUAZQnRk7gzPYiTkCowjk",
+	"wf42n+NKUsg5HpAGZaE8oprYScuuIU46VK+Tjenv9wcrVGcuFRUNmmjHQYxA28ydGS6B6myYb7LfnW+y",
+	"ylEgU4uofc5tSVfPiFTIW5GNkHZMFi2y2KhKqfDkBgoaZoHEtZ5GaxVas6gzlZ/+GTawdLx+Z7jzf//a",
+	"3/3+l/dPo6d/+fBfOx8DHL/C6driZ92zzIbsWayQPfnrEStgSux9vOOXP94ZPotiGEm8M4x3/JM7H2IF",
+	"53N5jJ1iK64xcbGeT+tosDmGY4RAZHDHefboaHz/6whwe36wgdR6qfVrrhYkh9vPGRiHu8G9zCM8QemQ",
+	"5tonap08h1bUL9YGfg7D89wLjLRooiMlmLC9kXcFzuEtvSTPQNhZTvKiI41gYmlkDbVNvF00HMfxDenO",
+	"9YS2mvNWc95qznTD0az4Cc2xoFT8XnHJqN3E6h6ieum9eP49MDdS+bJgaqwdZ1PpRPlFrG5EUY681RSy",
+	"JXPBISwggXmOQalO2DXA/kwWIB5jqYnFHWZLJ29D6QxK24Ta4WLATnUAcZ3obNFNl0uz+MaihFuEbhu9",
+	"9/UQEMhlg1oxPuxd6flmsXpwFXYh/PUTpOS1yUXrvklhG2lzsfKZyHSBwQIxnklVlcKjgc34uzG9miC8",
+	"juHKAnwpUAIoGWRZ7/zw8mh8cvz6+DLC6qdH5+Ozfx6dn5wdvjp6FTH6CiIEIvbT4eXRz4f/6z+enLwe",
+	"Xx6/Pjp7exmxs/M3fz88hZyFn8/O/3F0Pn51fPHy7PT06OXl0Svw/pMhB42cXIJR7IpqtkFgnRLvyjFN",
+	"qoQKopSphOECKVepyAnxupWOOFzN2qgNQT2fWYF+mqVeYgVYgRhfoHTtl6EOhpvVe3sJY0O6UZrFSzgV",
+	"3w59C6u5JXFfm3cBDmZLRlri5ptRu1KmN+tloperEFaOzI2YVN6EB18uFTBrYuaxZUIZq7XJy1gJ1FgK",
+	"ASpZMxvxINTYLoRhmZG3QmF2ATuHiCYP7Aj2xVIU3kyFTvBc64L10LToNFQwp3o/eS1e9lml0MifC24F",
+	"Rj27RRrD54CARXZ73sh3wAjxYDd2L60mPy850Ve9+GUj4eLXSgImUnlXKthyuHd31gjWx0SQR0KvqK3A",
+	"MLUBeyPMLlh2DS+FR8EItsmnB/swJ1x/5Ev9EZuIhYZVBOMsZpMBrdw9dEuRbCQ7Xsr05tsQHZcPwJau",
+	"fk3Wvd8gclbo2CBSCZmktaOot4oF2G/Q55/ha0+gtc4fDuJ2tIymDyStl2qCj0Y8eijLgr5ZKHCCWQ05",
+	"t46gBSUz3E2sZU8FAFgm0pzTDyPIPAdwtgH7kcucKkO92N+PVXJ5dnZyMT4/enn2+vXR6auL8cU/jk9O",
+	"Lsavjy8ujk9/IhhGXlcbns3QscjsjcxzlARDhUPxTtpyLYQZrNZjFtUIS+q6ug/Q6hJMnK1N+CSQg/dM",
+	"JTgm3u+AHoCvZMKN6O692Im8TwLgYXXOCCh/8KM2IuW4ws1Nwi2KPaD+7sRIcSXVdbzjKwa1dw5v1kZr",
+	"TdRidVlfOiFj42O1fAvWnDBwpONHi34qirS26P73Tk/MaUKoY50HNHV4sz/CKq3J8enl0fnp4UkSK0SD",
+	"8YjKlRLvCoyOptKl7ih/WhCx5RPXFP3gc4Oy7L13/zjRr1nY7kHF0z3GDMpl17me8LxdFMl1MWK1UW6w",
+	"DrdF67xRoOeBvN9N5xIm84aX0y8Cw4UWI5TWmQsjqOxVtoUd/iIgWsqObUJOrXXecXOiB1R9fL7/jCUB",
+	"Mb0JIlxj2jf6z/kCq4f4OwO1G/ygeo6EtqsmUu5pf8QKbu1cm2y3XBS+jBqZULiBoj1YN4tTLM7MiSHJ",
+	"n+h/ScQq1xGWh4O0MkDEW4fz8tVc0+ZIT9zqPvTCwpZsb+rjlEJ82LUrqnJDhgT1SW/EAoNPTLNgeYs7",
+	"QbST5bkYsURVeZ6gVhwrrHqEQRgUUWWZLEd4PxDjUZXt4oKsx324GZYCZUoIqJDHJhAJWMYKqxRCUEzm",
+	"q50v3UQqWrB0n91kahDhVjeDWB1ScT+SSIK8hRJ6uxBhR5nCa+m49/ODg6WSfrGiQMMBe9NJXtz8hUrN",
+	"Aoull1AhtotmvKkeg2Z8etf70jg/l//9kxCthuUBAj6/Rff81tv+6cWin91heTB57tAnKivM7kZKxdqq",
+	"P029okm+qB4zGCfhsG+qXLy1wnxTCkbAa96qGF+2irG6UR+jZHTelMhXVlm5FqSG3KE4xOphmgP7zYrD",
+	"13MFH8yHV/f4U6gPfxBl4KEXpFsdeOAFGbALPhPMVDmm2CRFWwJMhhA/DXXQO7QJuCxRS3lga3SHaFV3",
+	"iFVQHqJOVQAl/iW1IgKPJAj2GZVzNw1x3oI4H6vnBwd3SOKPcAm30vjdVGArj2/l8d8mjz+MQjqJ3BG6",
+	"O3yHXbaTs+APZDIbdPrY3kKrD6UaX1QxGjeF+3x3h6EUDSzj7y1Lf4XFayo6GP4o4kG5o15N1wF8vv99",
+	"HQXDs8wIayEQht9gkltXHRTX085jljFxHXymMibY9f1lTEBp3tYt2TKVTcIF4VATFEvHjQ3MY++9vLsU",
+	"SecdBr3XG7ghLbRVJ6oRGvj9OmsN3eiH8Zi3UBf5sxtm6JFtsNfXWrRjza3Y3PU76LJ+fLFHehMO0+Au",
+	"W3PiJ6ylccdhKwBEc0OxfSZLiCmSAlAYmp5JsqR7etwmxVc5v24l8D+AUr+FEpy//Vh/eqGtHtlnshps",
+	"dKWogunXIrhtk2e/Qp6GN+FOMrN5XAU44oDEMPEuFUXJEu8+SLAUM96vNsWJ1UeTnM68UjDAfolUpzG0",
+	"LdnZkp0/ds4+XIVNNcy9QqZlZcSd6HX0DJMzsstx8u4gkgpU08mlEiNIOQs2JASn4pYpSF0/VAtm5bUS",
+	"2a4kV9CML9DHKcu1gvsbGuDjye8wrb0/tS97gGiaSMUxiW8ThCBoa+t3vEP4RtCyJ9afqvuPqNG5eJgx",
+	"fa31/Bya+hJVQTeyjZJa3Ay2+uCnt6Fzfy4NnZHfZEw/rqOimN82loC8lbAZvyE/NlBBrtqCWAcpNFyF",
+	"8/ulCV8wODewzyR6bXpzmtvb8AkDzvXWJ7yVrjaRruCsMw6HaEPGtffe/fNwU/6qKBXCy6c6x9Ad1/KI",
+	"GXGrb5zK5+kLwM9+jF3p3LUkfjOhWcXjdNRP8ZkIKJMFL6c1xiQtZ5tmNJMVZ/zdiVDX5XRn+OwA4DL9",
+	"x6cfAy/52YiN2yrsd+uj+OoUK3c37r77mFa+N9WVFTdCFO48fgJMj5DNnnEx0woJAUF9ICEQKiu0hEyX",
+	"bvCP7vi8EZvchfTxgtAl7CBW54IXlmlTTLmyrOerPAOKCaHrQq49QFhErBuqQ7wr3P1GOCHqOlaZkd5i",
+	"NWNziNGb8wVBKyPeUBOkGhN9O0CQEDjZg68g4PMCdEx33xcIT5RJW1AVN5xkVglAbc2qXGQIjg3Ire4v",
+	"gHPjcgZJNnom3SItoJtyrqG6RVoZ40aMxXOwupTvAnAIXDNQFqq/hOvBlmA9DrCNWH16VI/zSiGywd+b",
+	"B/MRqeRqb3fRy5+nvMTjXHBrWSa/gvD5bxxEQ/CC7jrBttnW5Vm9NHZzaI3loXWPBQggSh0dRX5xxhGb",
+	"UcUCxAqSpWWNijOFEVfynRM5KpPvDHfeayOvpfrwnhfFGH/8sMcLuXf7dCfaueVGurWzdPTpCaTbcEV3",
+	"hjt79jbd6Yw9rbtN6pcT1mtFJYM858fMMTdgqm3JjNYlwkPjGNu9TsuyGO7t5TrluXt8+Jf9v+yvDOPC",
+	"XT4RYYMANaJNSaXubMlVKtBTwN2+ud57UMzBjbYyeRIKAGAVITd8NyIQp2gTV2HWr1GuhKqrub6WKmK0",
+	"nTZiLy/Of2SlO3RRSKuEgYkZlzm7yvXcDmoh8LAqpx2y41tQkWsZVmrFenxVYo68Z4TsSrbfaBuZdDeS",
+	"etsm+cSywugrmQs3o7QBv0LtNlp9ScQfLK2rjb+pJrlM3e0o5UywK8HBinqV8+vmvF/C0el4Hypy2yFL",
+	"IWYoAktpRF6EiCLcI3bFbzVEqrp2Iz9K4LVQOtmCfQFLJ4tZAWUFoHIHgIDZqSwQvPBKGKxReE0lHNzv",
+	"EI7KWWGkSmXBc9YLZpJCGKsVzxs/QrbrtdFV0YfkWMK3ChjU0DQEz1KhwfCmxB4NFNJlMzGbYD5+T6pb",
+	"aeUkDy+jfBOr5/vP+yMK3lf8miwsvUb1qWbzth3Hq+cqaoy2UYkYH4HyE4QmSYcv1HqkSUm7YrfpNz1x",
+	"CAGPEN0QDQCgBLEKoARNTALg2f4awDy7jpMwvgQ2oKQRxYETOmRCOeI1E6r0oIKR26LdIAkwfSuMQVQV",
+	"fDiLYsc99S6VpewHcRK62c3FrWhmIdL7sH9OQnLDGDAIe8YMJIwZ9ZC1QppY4VBzx9d7SVzt7z9LEeMF",
+	"/hYD/OpyUYhTPqMvE0wbISwdlqTaiMG54Nnb8xPXW9KxYIS30qF6Ot6kr+pLYEsOBTHhYHsexnovdtG9",
+	"mhqt3N0xSMZg27USu3aqS0c0E1OpMS+TPhRAmXFVOZmQlVOjq+spS0ojr69BMHtVCeSMbm3Wi5Ek23cJ",
+	"j7EK0mNrxhctzttZ/6KyboeptFF7AVCIfP/eM7wPHxIGPqOpzjNhbMQq2sMlDu9Oh+NgsYI1BJHdiQat",
+	"sb3B+nOe1HSN7h+QO3NFmIn+UB++OWa9xN7ejPFMyAxPA33EHBw6IP0Be+1ufdAalBCZXaEGWjUAXcEO",
+	"a2tVyUKh0sCN51NehtqwHmkrufjnSwTuGx++OU7C/WjIOFGsnNbhdAVbEWBA6tY6n/OFZRPU+W98ATp/",
+	"Zt8cQwpRx+r85CgSHppAwAjUC+miZT00KyRAoZLI230iluATCdTEQ9Km54rKD9ooVlAMEKaB4IstImIj",
+	"Sny6MkLsXmkzAzlAGKFSgdvPa/6CJfgNoOfyWGFvNZCKu/c1ggrCI5Cmgxvqs5zpE+hF/hdoiz7g6fDE",
+	"BxkLPBzYyjWuGKmLOSRk6RFbkhGsEB4oyT0/YMeBtWADXnd2qvOItX9rUn6nUCpderIeXnrW2mHcxo79",
+	"PeHquuLXYrdrB5pMl4b5ykCxoiFLdCEUlwkgdrKzQqjD412nEPDSjTRWyV465SXoCLmgkv3+tA/phYid",
+	"5Tmf8Yjdnpy8jtjJa3ZRVpnUETxwrqtSmIj9ZPSvETv8T2VEP4pVwpUjcIVME9Z7jXBc1t1YgvzF+Yks",
+	"Yb2UKzcDI4occJWNnjEOFcH2/vfw9QnDRykx0OlFWHYyEzNtCYc9mXArUCYFXzMeh9ZCkRhrWYEylmc9",
+	"XhQs8orwdpw0HKhNuNd5PhtzxIwfwxMJ68FlPzl5PT48OTn7+ejV+O9nF5cXyRAFagAfi9jxm7ovHPnL",
+	"41fnTInS0QR3ygpuOPGXVM9mHMQaW/BU2LpIptJK9COWTkV640uIEuYH6z0/OOhj24SjRicFivRitR47",
+	"AqkM61E/sQQ6XYp3ZVgZQjzEX6D6p51qU8bKicmmKFnvYH/fHWLD0xLIvlP9jWPX4Tufzg70BJqrLF06",
+	"PVduJWFvntgwsdYuETZrA9KAHotwejUk/1WNXJicnsEuvDw7/fH4p7fnUEOb6scR2XRyFqTy7brdHrKg",
+	"Crspzt1xLeT4RizGVpRItOuy3zdi0bqnrztu4V0cFclRJq6kknhlexgqwKRimU6hGjc7iODIswssB5QZ",
+	"flWyg/2D/d2nB2jcc6JArJKWLurNJyh+eRY6wK8H/7ZaJX2ynVUyL53KUkNK7sL2yUlViixWKS95rq8j",
+	"dhssrniZCvT4IOLuDFQEFA5QUNRm11aFu7tZQ11wp0eJOU6+S/i6g9vXSIxm4TmDXQHEbI6eyixQ2nAn",
+	"BmasmiCYUfOI9ZZk8uVkUJWt6ALNvORYLUHueJpxF/RO44wZQBdbYveXa4RTQM1lvRTK1y0Jqm7kcHlQ",
+	"sETyBTKpuwa1VphLW3rdMKM4eqfeIV4RbF9KB5VPtCkjX4U+onLxEbEwJABSVfBLaRb0D0LwM0SHX1Xs",
+	"QCxIS6goB6Clc0UWI7Rm1wiMCMvbaZ9uLRaAZK8u1lEQ3AAjIRcly/X1NaruwY4NeNTLcNNu+CvWqVj1",
+	"Evw4JhV97L4e0qPuqmkllhBkUe5pGvhZDw1lbgvcZycQerl518nvXqLvO5FjY8u++94fVitiVYuttZSy",
+	"ZgHJ1NZFxHi+C7YIpOVgSbBOhStkikc7cVdh730FnrwPCFKesB7WUwvw2EYQUCd4tqD8mlnASpFA0G5F",
+	"6VJekSXZJgP2M1makpkwaWWI15fTUI7QSbGZdccJzBRsWk2YLQS/8aH0r/FFZquJm+AENJ1Spzofefjc",
+	"qNkgiAnWscVSE+aob2JaTUIlRSfa1U3Cox66oMQ1Qt+sn0BR2WkUquoVOs9jlfx0dMmW0N2TJbeKr+TZ",
+	"UpwqO11DPttKkpOc8AlPEsEYaqMlBw8IkRPBjTCO68VqQ+WKqmmSGAFAJv5ee8uKI1hIdSWVvmiMB3SM",
+	"Qaxek2YFLWBhnmV9CqraLGtV3l4GV0RChVq3h0mjCro/cQmxSl7IvT8lrOBQ87wmMLW7KAm9jl8dXxz+",
+	"cHL0KlmDLhuQH90BQCG/H7GJuEKO1fKjSa0G7Dx4c0QGmOxORAl+ne/2vX8GbGaxQt9OtLQY47pUyPj1",
+	"4f+XbOL7WWXEh2+Ou0yohWP5VGK1MDqrUshYcUpkj1RCa0Vp+0PGTTp1FNSxFUfNWAUvO95i5C0v5a0g",
+	"fuvoX6zQ6sjTVABDRCQM18+kypFQ5BUuEwaxQ0frzItQFbfmLcjEcGjBYFDrxKH0qhNw3d7UhsOmdkfv",
+	"12SzLf+56XdZ20AsYVLdClVqxwzBip7ntQW2UvQV6cIgcREnGrCuoI5YHbcbgTcb7RjBrv3lpQq5cBeC",
+	"4oLS0pheGJMhL4lVOG9XPLeCTKNhTIvwJn0V3qwPamkqUK8dgy9o9hYLZWfCgGY9983YcSZNwnotQ8mb",
+	"k7c/HZ9ejF8dnydR0AgSW2rDr8UevZn0nVKWZ43poGgbsUwagZUjfHec3QqVaeMH4W2I+C0SrD38SgX7",
+	"4V7SH7AfhAVbpxfJY3XwxPosLTIUySsnuxGmi/XuIxRDHasasiRItgnr4YUJg7EjJjMbK2/WzKvrNQNK",
+	"+hFLAKYamsG33YHGS3sBv7hnZmmBhb/dc7bMpGYJKJEqS8DeiAHXoIj8/fLyDUsc5yTE+ASpuIUSj0vg",
+	"Ui1zDIxGuIv+hjRImzglfyavSaBOfIugefxTGCd2hhVYmfD49PT0dAzxPfbXPMG6IJLnIi37UAcNTOLY",
+	"iZOGcr445TNBtZRuqXlQ8aRpKU5QA5u0JdatLNERaipJo1hV6gYkhwCPReWLHasvjAD9iV0ZcHY7WqWy",
+	"XLBe4r85UqVZ+Brc0L8TsEHd7NDb6GTvrRyEJGKWq2yi34mM9V5evGEJfWZgfdglvpkMA4v1nNRUKlZY",
+	"qt7pZvzXytE5CS62pqeOdII+CqZO/1WeeKRaWe0I4PLS8aJYHaxjJ3jkXr98Q3ITDMMDkJGc8cSirERl",
+	"9KFyMc+ZULfSaAXaL1kKgV8Iui0jIOZIr5Uu2Y0oyjpQrW4bjhjV4/PEBbzeVpgxxuKD3BA4DsjjkGTA",
+	"ZoIrUA6nwoghK3h6A4YqYA7I12zdZ1CRK+WerIkuDcZticiv2kIa7nQHvzirymvtRgu+zbaxCtcDiq+T",
+	"tNHNHhpcict8jTAYFFepdnlRsJZwzXq1OshmHBwLpBa6Q1Jj5qOQW+BLKBDromRSodA7G7BTMV9qG5Yx",
+	"txrEXhDsCPq2kOk9In9zDU+bP3VxXp6LsnTb4PaMXeHGkJkgGCfoV28DazpUL+CnnQ+/fPj/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
