@@ -2,29 +2,5 @@
 
 package api
 
-import (
-	"context"
-
-	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/vocab/svcerr"
-)
-
-func notImplemented(op string) error {
-	return svcerr.New(svcerr.ErrNotImplemented, "%s is not implemented yet", op)
-}
-
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
-var unimplementedOps = []string{
-	"getAgentCard",
-	"serveAgentA2a",
-}
-
-// GetAgentCard answers 501 until the operation is built.
-func (a *API) GetAgentCard(ctx context.Context, request gen.GetAgentCardRequestObject) (gen.GetAgentCardResponseObject, error) {
-	return nil, notImplemented("getAgentCard")
-}
-
-// ServeAgentA2a answers 501 until the operation is built.
-func (a *API) ServeAgentA2a(ctx context.Context, request gen.ServeAgentA2aRequestObject) (gen.ServeAgentA2aResponseObject, error) {
-	return nil, notImplemented("serveAgentA2a")
-}
+var unimplementedOps = []string{}
