@@ -278,7 +278,13 @@ func (a *API) mcpAct(ctx context.Context, req *mcp.CallToolRequest, k *store.Age
 			return a.mcpError(ctx, err), nil, nil
 		}
 	}
-	what, _ := json.Marshal(map[string]any{"tool": req.Params.Name, "in": in})
+	// The same request: the same tool and arguments, whatever the wait.
+	var args map[string]any
+	if b, err := json.Marshal(in); err == nil {
+		_ = json.Unmarshal(b, &args)
+	}
+	delete(args, "wait_seconds")
+	what, _ := json.Marshal(map[string]any{"tool": req.Params.Name, "in": args})
 	v, err := a.once(ctx, k, "mcp", idem, string(what), act)
 	if err != nil {
 		return a.mcpError(ctx, err), nil, nil

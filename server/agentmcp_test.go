@@ -200,6 +200,7 @@ func TestAgentMCP(t *testing.T) {
 	// A follow-up, retried with its idempotency key: one message, the same chat.
 	send := map[string]any{"chat_id": c.Id, "text": "And again?", "idempotency_key": "follow-1"}
 	first := callChat(t, s, &mcp.CallToolParams{Name: "send_message", Arguments: send})
+	send["wait_seconds"] = 5 // another wait is the same request
 	again := callChat(t, s, &mcp.CallToolParams{Name: "send_message", Arguments: send})
 	if first.Status != gen.TaskStatusCOMPLETED || *first.Answer != "Still 42." || again.Id != first.Id || *again.Answer != "Still 42." {
 		t.Fatalf("follow-up = %+v, repeat = %+v", first, again)
