@@ -34,8 +34,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // question first).
 type protocolEnv struct {
 	*chatEnv
-	url    string // the API base over real HTTP
-	cancel func()
+	url string // the API base over real HTTP
 }
 
 func newProtocolEnv(t *testing.T) *protocolEnv {
