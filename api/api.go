@@ -103,16 +103,19 @@ type API struct {
 	settings      *runtimesettings.Service
 	events        *taskstream.Broker
 	llmDriver     func(*store.LLMConfig) (llm.Driver, error)
+	mcp           http.Handler // POST /agent-api/mcp (agentmcp.go)
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
 
 // New returns the handlers over d's services (it builds none).
 func New(d Deps) *API {
-	return &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
+	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
 		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver}
+	a.mcp = newMCPHandler(a)
+	return a
 }
 
 // UnimplementedOperations lists the operationIds that answer 501 NOT_IMPLEMENTED.

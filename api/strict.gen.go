@@ -13,6 +13,16 @@ type strictAdapter struct{ a *API }
 
 var _ gen.StrictServerInterface = strictAdapter{}
 
+// ServeAgentA2a calls API.ServeAgentA2a with the request's context.
+func (s strictAdapter) ServeAgentA2a(ctx context.Context, request gen.ServeAgentA2aRequestObject) (gen.ServeAgentA2aResponseObject, error) {
+	return s.a.ServeAgentA2a(requestContext(ctx), request)
+}
+
+// GetAgentCard calls API.GetAgentCard with the request's context.
+func (s strictAdapter) GetAgentCard(ctx context.Context, request gen.GetAgentCardRequestObject) (gen.GetAgentCardResponseObject, error) {
+	return s.a.GetAgentCard(requestContext(ctx), request)
+}
+
 // ListAgentChats calls API.ListAgentChats with the request's context.
 func (s strictAdapter) ListAgentChats(ctx context.Context, request gen.ListAgentChatsRequestObject) (gen.ListAgentChatsResponseObject, error) {
 	return s.a.ListAgentChats(requestContext(ctx), request)
@@ -61,6 +71,11 @@ func (s strictAdapter) GetAgentChatStatus(ctx context.Context, request gen.GetAg
 // GetAgentChatTranscript calls API.GetAgentChatTranscript with the request's context.
 func (s strictAdapter) GetAgentChatTranscript(ctx context.Context, request gen.GetAgentChatTranscriptRequestObject) (gen.GetAgentChatTranscriptResponseObject, error) {
 	return s.a.GetAgentChatTranscript(requestContext(ctx), request)
+}
+
+// ServeAgentMcp calls API.ServeAgentMcp with the request's context.
+func (s strictAdapter) ServeAgentMcp(ctx context.Context, request gen.ServeAgentMcpRequestObject) (gen.ServeAgentMcpResponseObject, error) {
+	return s.a.ServeAgentMcp(requestContext(ctx), request)
 }
 
 // UploadAgentMedia calls API.UploadAgentMedia with the request's context.

@@ -26,6 +26,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for A2AAgentCardPreferredTransport.
+const (
+	JSONRPC A2AAgentCardPreferredTransport = "JSONRPC"
+)
+
+// Valid indicates whether the value is a known member of the A2AAgentCardPreferredTransport enum.
+func (e A2AAgentCardPreferredTransport) Valid() bool {
+	switch e {
+	case JSONRPC:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AddGroupMemberRequestRole.
 const (
 	AddGroupMemberRequestRoleAdmin  AddGroupMemberRequestRole = "admin"
@@ -563,6 +578,21 @@ func (e GroupRole) Valid() bool {
 	case GroupRoleMember:
 		return true
 	case GroupRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JsonRpcResponseJsonrpc.
+const (
+	N20 JsonRpcResponseJsonrpc = "2.0"
+)
+
+// Valid indicates whether the value is a known member of the JsonRpcResponseJsonrpc enum.
+func (e JsonRpcResponseJsonrpc) Valid() bool {
+	switch e {
+	case N20:
 		return true
 	default:
 		return false
@@ -1357,6 +1387,41 @@ func (e UnsubscribeNotificationsParamsTargetType) Valid() bool {
 		return false
 	}
 }
+
+// A2AAgentCard The A2A agent card (protocol 0.3) of the key's agent.
+type A2AAgentCard struct {
+	Capabilities struct {
+		PushNotifications      bool  `json:"pushNotifications"`
+		StateTransitionHistory *bool `json:"stateTransitionHistory,omitempty"`
+		Streaming              bool  `json:"streaming"`
+	} `json:"capabilities"`
+	DefaultInputModes  []string                       `json:"defaultInputModes"`
+	DefaultOutputModes []string                       `json:"defaultOutputModes"`
+	Description        string                         `json:"description"`
+	Name               string                         `json:"name"`
+	PreferredTransport A2AAgentCardPreferredTransport `json:"preferredTransport"`
+
+	// ProtocolVersion Example: 0.3.0
+	ProtocolVersion string                             `json:"protocolVersion"`
+	Security        *[]map[string][]string             `json:"security,omitempty"`
+	SecuritySchemes *map[string]map[string]interface{} `json:"securitySchemes,omitempty"`
+	Skills          []struct {
+		Description string    `json:"description"`
+		Examples    *[]string `json:"examples,omitempty"`
+		Id          string    `json:"id"`
+		Name        string    `json:"name"`
+		Tags        []string  `json:"tags"`
+	} `json:"skills"`
+
+	// Url The JSON-RPC endpoint (`{app_url}/api/v1/agent-api/a2a`).
+	Url string `json:"url"`
+
+	// Version The agent's revision (its last update, RFC 3339).
+	Version string `json:"version"`
+}
+
+// A2AAgentCardPreferredTransport defines model for A2AAgentCard.PreferredTransport.
+type A2AAgentCardPreferredTransport string
 
 // AcceptedResponse defines model for AcceptedResponse.
 type AcceptedResponse struct {
@@ -2759,6 +2824,39 @@ type InstallPluginRequest struct {
 	// Version Version to install; default the catalog's latest.
 	Version *string `json:"version,omitempty"`
 }
+
+// JsonRpcResponse A JSON-RPC 2.0 response (MCP and A2A endpoints); exactly one of `result` and `error`.
+type JsonRpcResponse struct {
+	Error *struct {
+		// Code JSON-RPC (`-32700` parse error, `-32600` invalid request, `-32601` method not found, `-32602` invalid params, `-32603` internal error) or A2A (`-32001` to `-32007`).
+		Code int `json:"code"`
+
+		// Data For a refusal by the chat rules, `code` is the envelope's error code (`INVALID_STATE`, `VALIDATION_ERROR` …).
+		Data    *map[string]interface{} `json:"data,omitempty"`
+		Message string                  `json:"message"`
+	} `json:"error,omitempty"`
+
+	// Id The request's id, a string or an integer; null when the request could not be read.
+	Id      *JsonRpcResponse_Id    `json:"id,omitempty"`
+	Jsonrpc JsonRpcResponseJsonrpc `json:"jsonrpc"`
+
+	// Result The method's result (A2A `message/send` and `tasks/get`, a `Task`).
+	Result *map[string]interface{} `json:"result,omitempty"`
+}
+
+// JsonRpcResponseId0 defines model for JsonRpcResponse.Id.0.
+type JsonRpcResponseId0 = string
+
+// JsonRpcResponseId1 defines model for JsonRpcResponse.Id.1.
+type JsonRpcResponseId1 = int
+
+// JsonRpcResponse_Id The request's id, a string or an integer; null when the request could not be read.
+type JsonRpcResponse_Id struct {
+	union json.RawMessage
+}
+
+// JsonRpcResponseJsonrpc defines model for JsonRpcResponse.Jsonrpc.
+type JsonRpcResponseJsonrpc string
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
@@ -5579,8 +5677,76 @@ type GrantUserRoleJSONRequestBody = GrantRoleRequest
 // ChatSettledJSONRequestBody defines body for ChatSettled for application/json ContentType.
 type ChatSettledJSONRequestBody = Chat
 
+// AsJsonRpcResponseId0 returns the union data inside the JsonRpcResponse_Id as a JsonRpcResponseId0
+func (t JsonRpcResponse_Id) AsJsonRpcResponseId0() (JsonRpcResponseId0, error) {
+	var body JsonRpcResponseId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJsonRpcResponseId0 overwrites any union data inside the JsonRpcResponse_Id as the provided JsonRpcResponseId0
+func (t *JsonRpcResponse_Id) FromJsonRpcResponseId0(v JsonRpcResponseId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJsonRpcResponseId0 performs a merge with any union data inside the JsonRpcResponse_Id, using the provided JsonRpcResponseId0
+func (t *JsonRpcResponse_Id) MergeJsonRpcResponseId0(v JsonRpcResponseId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJsonRpcResponseId1 returns the union data inside the JsonRpcResponse_Id as a JsonRpcResponseId1
+func (t JsonRpcResponse_Id) AsJsonRpcResponseId1() (JsonRpcResponseId1, error) {
+	var body JsonRpcResponseId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJsonRpcResponseId1 overwrites any union data inside the JsonRpcResponse_Id as the provided JsonRpcResponseId1
+func (t *JsonRpcResponse_Id) FromJsonRpcResponseId1(v JsonRpcResponseId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJsonRpcResponseId1 performs a merge with any union data inside the JsonRpcResponse_Id, using the provided JsonRpcResponseId1
+func (t *JsonRpcResponse_Id) MergeJsonRpcResponseId1(v JsonRpcResponseId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t JsonRpcResponse_Id) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *JsonRpcResponse_Id) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ServeAgentA2a The agent as an A2A server (JSON-RPC)
+	// (POST /agent-api/a2a)
+	ServeAgentA2a(c *gin.Context)
+	// GetAgentCard The agent's A2A agent card
+	// (GET /agent-api/a2a/.well-known/agent-card.json)
+	GetAgentCard(c *gin.Context)
 	// ListAgentChats List this agent's chats
 	// (GET /agent-api/chats)
 	ListAgentChats(c *gin.Context, params ListAgentChatsParams)
@@ -5611,6 +5777,9 @@ type ServerInterface interface {
 	// GetAgentChatTranscript Full transcript of a chat
 	// (GET /agent-api/chats/{id}/transcript)
 	GetAgentChatTranscript(c *gin.Context, id AgentApiChatId, params GetAgentChatTranscriptParams)
+	// ServeAgentMcp The agent as an MCP server (streamable HTTP)
+	// (POST /agent-api/mcp)
+	ServeAgentMcp(c *gin.Context)
 	// UploadAgentMedia Upload a file for later chats
 	// (POST /agent-api/media)
 	UploadAgentMedia(c *gin.Context)
@@ -6084,6 +6253,32 @@ type ServerInterfaceWrapper struct {
 
 type MiddlewareFunc func(c *gin.Context)
 
+// ServeAgentA2a operation middleware
+func (siw *ServerInterfaceWrapper) ServeAgentA2a(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ServeAgentA2a(c)
+}
+
+// GetAgentCard operation middleware
+func (siw *ServerInterfaceWrapper) GetAgentCard(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetAgentCard(c)
+}
+
 // ListAgentChats operation middleware
 func (siw *ServerInterfaceWrapper) ListAgentChats(c *gin.Context) {
 
@@ -6515,6 +6710,19 @@ func (siw *ServerInterfaceWrapper) GetAgentChatTranscript(c *gin.Context) {
 	}
 
 	siw.Handler.GetAgentChatTranscript(c, id, params)
+}
+
+// ServeAgentMcp operation middleware
+func (siw *ServerInterfaceWrapper) ServeAgentMcp(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ServeAgentMcp(c)
 }
 
 // UploadAgentMedia operation middleware
@@ -10644,6 +10852,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/agent-api/chats/:id/answer", wrapper.AnswerAgentChat)
 	router.POST(options.BaseURL+"/agent-api/media", wrapper.UploadAgentMedia)
 	router.GET(options.BaseURL+"/agent-api/media/:mediaId", wrapper.GetAgentMedia)
+	router.POST(options.BaseURL+"/agent-api/mcp", wrapper.ServeAgentMcp)
+	router.POST(options.BaseURL+"/agent-api/a2a", wrapper.ServeAgentA2a)
+	router.GET(options.BaseURL+"/agent-api/a2a/.well-known/agent-card.json", wrapper.GetAgentCard)
 	router.GET(options.BaseURL+"/media", wrapper.ListMediaAssets)
 	router.POST(options.BaseURL+"/media", wrapper.UploadMediaAsset)
 	router.POST(options.BaseURL+"/media/:id/derivatives", wrapper.CreateMediaDerivative)
@@ -10824,6 +11035,287 @@ type UnauthenticatedJSONResponse Error
 type UnsupportedMediaTypeJSONResponse Error
 
 type ValidationErrorJSONResponse Error
+
+type ServeAgentA2aRequestObject struct {
+}
+
+type ServeAgentA2aResponseObject interface {
+	VisitServeAgentA2aResponse(w http.ResponseWriter) error
+}
+
+type ServeAgentA2a200JSONResponse JsonRpcResponse
+
+func (response ServeAgentA2a200JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ServeAgentA2a200TexteventStreamResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ServeAgentA2a400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ServeAgentA2a400JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ServeAgentA2a401JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response ServeAgentA2a404JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ServeAgentA2a413JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ServeAgentA2a415JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ServeAgentA2a429JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a500JSONResponse struct{ InternalJSONResponse }
+
+func (response ServeAgentA2a500JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentA2a503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ServeAgentA2a503JSONResponse) VisitServeAgentA2aResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCardRequestObject struct {
+}
+
+type GetAgentCardResponseObject interface {
+	VisitGetAgentCardResponse(w http.ResponseWriter) error
+}
+
+type GetAgentCard200JSONResponse A2AAgentCard
+
+func (response GetAgentCard200JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetAgentCard401JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response GetAgentCard404JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetAgentCard429JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetAgentCard500JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgentCard503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetAgentCard503JSONResponse) VisitGetAgentCardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListAgentChatsRequestObject struct {
 	Params ListAgentChatsParams
@@ -12262,6 +12754,204 @@ func (response GetAgentChatTranscript500JSONResponse) VisitGetAgentChatTranscrip
 type GetAgentChatTranscript503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetAgentChatTranscript503JSONResponse) VisitGetAgentChatTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcpRequestObject struct {
+}
+
+type ServeAgentMcpResponseObject interface {
+	VisitServeAgentMcpResponse(w http.ResponseWriter) error
+}
+
+type ServeAgentMcp200JSONResponse JsonRpcResponse
+
+func (response ServeAgentMcp200JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ServeAgentMcp200TexteventStreamResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ServeAgentMcp202Response struct {
+}
+
+func (response ServeAgentMcp202Response) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+	w.WriteHeader(202)
+	return nil
+}
+
+type ServeAgentMcp400JSONResponse Error
+
+func (response ServeAgentMcp400JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp400TextResponse string
+
+func (response ServeAgentMcp400TextResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(400)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ServeAgentMcp401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ServeAgentMcp401JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp404JSONResponse struct{ AgentAPINotFoundJSONResponse }
+
+func (response ServeAgentMcp404JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ServeAgentMcp413JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp415TextResponse string
+
+func (response ServeAgentMcp415TextResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(415)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ServeAgentMcp429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ServeAgentMcp429JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp500JSONResponse struct{ InternalJSONResponse }
+
+func (response ServeAgentMcp500JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ServeAgentMcp503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ServeAgentMcp503JSONResponse) VisitServeAgentMcpResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30613,6 +31303,12 @@ func (response RunWorkerHousekeeping503JSONResponse) VisitRunWorkerHousekeepingR
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ServeAgentA2a The agent as an A2A server (JSON-RPC)
+	// (POST /agent-api/a2a)
+	ServeAgentA2a(ctx context.Context, request ServeAgentA2aRequestObject) (ServeAgentA2aResponseObject, error)
+	// GetAgentCard The agent's A2A agent card
+	// (GET /agent-api/a2a/.well-known/agent-card.json)
+	GetAgentCard(ctx context.Context, request GetAgentCardRequestObject) (GetAgentCardResponseObject, error)
 	// ListAgentChats List this agent's chats
 	// (GET /agent-api/chats)
 	ListAgentChats(ctx context.Context, request ListAgentChatsRequestObject) (ListAgentChatsResponseObject, error)
@@ -30643,6 +31339,9 @@ type StrictServerInterface interface {
 	// GetAgentChatTranscript Full transcript of a chat
 	// (GET /agent-api/chats/{id}/transcript)
 	GetAgentChatTranscript(ctx context.Context, request GetAgentChatTranscriptRequestObject) (GetAgentChatTranscriptResponseObject, error)
+	// ServeAgentMcp The agent as an MCP server (streamable HTTP)
+	// (POST /agent-api/mcp)
+	ServeAgentMcp(ctx context.Context, request ServeAgentMcpRequestObject) (ServeAgentMcpResponseObject, error)
 	// UploadAgentMedia Upload a file for later chats
 	// (POST /agent-api/media)
 	UploadAgentMedia(ctx context.Context, request UploadAgentMediaRequestObject) (UploadAgentMediaResponseObject, error)
@@ -31164,6 +31863,54 @@ type strictHandler struct {
 	options     StrictGinServerOptions
 }
 
+// ServeAgentA2a operation middleware
+func (sh *strictHandler) ServeAgentA2a(ctx *gin.Context) {
+	var request ServeAgentA2aRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ServeAgentA2a(ctx, request.(ServeAgentA2aRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ServeAgentA2a")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ServeAgentA2aResponseObject); ok {
+		if err := validResponse.VisitServeAgentA2aResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAgentCard operation middleware
+func (sh *strictHandler) GetAgentCard(ctx *gin.Context) {
+	var request GetAgentCardRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAgentCard(ctx, request.(GetAgentCardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAgentCard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetAgentCardResponseObject); ok {
+		if err := validResponse.VisitGetAgentCardResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListAgentChats operation middleware
 func (sh *strictHandler) ListAgentChats(ctx *gin.Context, params ListAgentChatsParams) {
 	var request ListAgentChatsRequestObject
@@ -31514,6 +32261,30 @@ func (sh *strictHandler) GetAgentChatTranscript(ctx *gin.Context, id AgentApiCha
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetAgentChatTranscriptResponseObject); ok {
 		if err := validResponse.VisitGetAgentChatTranscriptResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ServeAgentMcp operation middleware
+func (sh *strictHandler) ServeAgentMcp(ctx *gin.Context) {
+	var request ServeAgentMcpRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ServeAgentMcp(ctx, request.(ServeAgentMcpRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ServeAgentMcp")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ServeAgentMcpResponseObject); ok {
+		if err := validResponse.VisitServeAgentMcpResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -36486,1097 +37257,1138 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5L3rduM21ij4KhidnlVyN+2SXXZSZa9ZfRSXq+KOb58tJycd15EgEpLwmQIVgrRKqfGseZr5Pc8wjzJP",
-	"Mgt7AyBIgrrZ6e87Z/pHp0yRuGxs7PvlWytMprNEMJHJ1vG31oTRiKXwz1uWpYvuKGOp+itiMkz5LOOJ",
-	"aB237liYiEiSLCFzyjMyZKMkZSRVn3Ax3msFLRlO2JSqT6dc8Gk+bR3vB61sMWOt4xYXGRuztPX8/By0",
-	"ZjSlU5bpabtjJrLujJ9OaHYe1adWzwmPSDubMJJR+Uh4FJCIhXxKYxLxMc/kjloAV2/PaDZpBS1BpzBt",
-	"1ApaKfs95ymLWsdZmjN3oewrnc5i9eLhQcuuVWYpF+OWWqlZ2x0XIbtjv+dMhKy+xGsRL8iUSUnHTJL5",
-	"JJGMDKR+fUC4JOOU0YylJJtQQbIJl3bBv+csXRQrlmqmvvm2BNZRkk5phsD87rAVFHDueOCsF99j01lM",
-	"MybPoxsFmtrazQsA1cFD3um8C2WSpyGDf7O3+lGcj/HBgCQpoWRIU0bU0z3Sm6h/UTkh01wq3CD3txe7",
-	"TIRJxKLjBzEIk5T9rwefUiYZTcMJSwd7D+KFJ6bGfFuMqMBBv14wMVab3H/XAfDYvxXSZRlL1YT/vf0b",
-	"3f2js/vhi/5vf/fLt07w3bvntzt/b/rpL178+Jwm+Uye8gbYXiYRi0mYiBEf5ylVTwmPGnA1XLH15uPf",
-	"9x4/rq3p2OHX5sX8KWvpJUl8GlMp/Uu6ZWMuM5ayiGRJEpNQverFyT181FvM2BWdMoOX7VGSEo0hBJBu",
-	"75bR6P72Qs08aCISmVnWBpjnDlxGvYOjoyrqNeHNfRPeqAs1ZdMhS99IkkuWwuXkwlK9NiU4mnqo6KLa",
-	"UUCoJFES5lMmMrJP5IyFfMRZI3XMNyOPzg36bV9dEXVPvnWC/fcNt+M8YtNZkjERLn5iC8/1oI9MEgpc",
-	"hLOIqJUwmRFJR+wYtjXiqczs8znPJoSSR7YgNMwkoSIiHP4r5yx9EG2Z0SzH58MkWuwoyvvIZhlRiHFw",
-	"SCZJnkoyYykJaRyzlLQVcANF0GYs3aWKYJLuzbmaYucEVjZjNHsQMLNakKRThgsQUfHALBAXIhWVz8wv",
-	"cpYIyWDtSZ6phatjo2PKReAMjHyYDCzMst1bNovpgkXHRB3MgLRpLBNCFYOGpcmMplkAK5lPmNCLlYSm",
-	"KX9iD2I+4TFzwMglkRmPY5LmQnAxBhAvkJ8rABWgDAjNyDSRGdnvEBkQFktGDjsfHsTp9dWni/PT3o6m",
-	"+gYc+mgiPhqxVEHRgKStDkLhbsyFWkjMJICbZpMdA68HcXhwQH7uXpx/7PbOr6/6Z7e317d7pKvBmYzI",
-	"UacDG6XD5IkRxXpEkuHZthGBDE4owO7skS5u4EEcHB2RJy75MGake3d6fk7CCU1pqMQP5EIFmr8b7Ycf",
-	"aIftHoX7w93D6Hu2+4Ee7e92ou9G+8OD8Ht2eGiuEh5YcZkcZN9V2F4SiJaSB/de/S+7/8eXv/lv00US",
-	"AgfxyUjmt9cj6B4ifkPHHtlnf3dIJYvIjI4ZEbkiWk2yjXqlBJeIjWgeZwCFFRzkhqX++dVTIvkfjLT1",
-	"cOTgyEXgzk7jeljab17TwRHQdb2oTmflEntUPkr1f74T6qHgqha5juCa4TAvEl4VbwKee76EzSjm90aS",
-	"tOC9A/WoD8z3RSz1PPrX8dN7yVIf1O+Rd/5Zd+JZfY4E3lFlbs6vkuxTkgtYUJgIRc3VP+lsFnO8qG//",
-	"XaoFOmD41mJpmqT4SaTm6X4+u+r1uzfn/Y/nd90fLs4+KsiglqFgrNh+iWtxRSpHx4QKQiOFrDJLaZak",
-	"JMtTIUmCooJkGbCgu59P+3YK0r7DxxK4oXqPiSeeJkIJEzsA5AIyf0nZqHXc+i9vC13yLf4q357BLgA2",
-	"dWxLGYpxJEqYBBLOvnKZqSk5/m1IdZbAIh7Z4o0i6mqLbQUXMri67vU/Xd9ffRzs2LX64GDer4NxEGjO",
-	"A5ImYU8sXZDBWxhgl874278OgEEZLZfm2YSJTB/dCcyoz4EoVJIluA5KgB3YNc6T9JGlivlmfMrIVC0O",
-	"+DZIC1ySQRhzJjJ1qZ6D1g80ukUe+jIs+qH7sX979m/3Z3e9EvoYBq34swU+jXlE/nF3ffVaB+6OrsYl",
-	"bVAep3mc8RlNM5LP4oRGJKbhowQJZKBkBAX/NMPz5RkJkzyOYIyhwiEakXaYZ0ROEiUAJSmR6uhlnMyN",
-	"ij2YctFXk/eHi4zJviL1EmwYAzy/MBGChcgz4fwECeNEsmhnj5wC3jiAG8CJnCZiFPPwhedxfgWCTv+u",
-	"1+2dlS80sAhJTq8vby7OemcfX+MQcC9GbBuQdpTjctmOAtygtJwBGlnMLX2jBEaaMSUdDnmEaK4kZ8TQ",
-	"T/A0YuJlADm9u/3U713/dHbV14spQWXKpVTXSmGCQARVX5AseWTiFSFUW8XA3E5GBv9tV/2+21NzDoys",
-	"ziVxFjdPEzE+IWpTD2Lw6fr2h/OPH8+unFG0zoGorh6UifQopmNDK6ZUKOKSJjFTMqrSpYSSEWn8UuTr",
-	"nd1edS9KEOZ6aMI0iF4M0nvBvs5YmLGIjCiP85SZS2UWoBCRZZTHEoT5OBmPWRQQoWixEufzVKirqHb+",
-	"OszUco3S1hVJGcHg/1EMDpHCgKfgbWbr52pDigezVwDAuSIsl2dXvYooEXOZgewizSp5MS1ZsOx1wMOV",
-	"nBkzKh3w2IkAGsmMaTPZgmUuUJyVI2hu6EIxjl6SXNAU9YLtYXPT/fXiuvux37u+7l90bz+fNXNK9jVk",
-	"LJJkv3P4/uj77wiwl1fllmYGkCmUXhPzKbfAqC0VwXHH0icesntBnyiP6TB+IUTuzm5/Pj89699fdX/u",
-	"nl8osakmfEY0o0r3UziTFxOfaHUcuHO8eBXYKNU6pSmPF2omfX0kS5+0nai8lJTRcKLeCsgoj+OADHO5",
-	"IEO2SLTBCEweiSI0o1wySeYpz5gkbSoWBQoW0iVMBBc4ZSHjT2DAkYpIL4iDHJxJ9ZhnJEPDVkYSETLS",
-	"Hkzp175+sY8vDnbAnCESMIoILicsAiMKF2RC4xFJRmQwybJZX4k7fSUxJnlWCJMoKhIaRSmTcGtprN5c",
-	"KFEoAjG0PilIQVrINAtuW0lYL3dnj1wlah1jMgd7orAniqYnYIjgK9oFZ9GASO0cAk435k9MGGz1oNFA",
-	"KWNVr9OudTv58EO//dZxUAGSGNfFucKO7BYOc0MqqZmQvQKydfybvQSX3f/Wv+ud3dz1b7tXFaIAysKe",
-	"grHM2ExazwcVROuHZJQmU7KvMHW/00H76aR13EI94639tPX8JWjNaSqU9tU6/u3Lc1C7jlXbWO0uZsaL",
-	"M6ES+bg8JpX1qxOuTk7aN9d3Pf1414wi34KgpcZjX2cx5UISdac20QO9h7OWrpCLXOLt1che39yuVIIC",
-	"zxbq8ih0lwbjqpAanBQCmB2HZ5LFI8BvJAFRQAYaFQZEcUMkvxoKSfpGFhO10LRyScVCK2jyZbRWkfLL",
-	"7tWvRtu4K59ukpQozaswm1sFBeArLDKQqy1jcFK55+pqI2CAgHJhbv7rXel74SjbLxV57q+6970fz656",
-	"56fdqshT1umJtQK9AnCvEq1ISyalGrydpAFJRMXEEBBhXnxkC6t2VhaN7P1eyHym7hGLLlnEaQ8sUS+D",
-	"zd39zc31be/sY//y7ON5t9/79abC4xczRtxhv+5OZZTMBWjsWlCkYchmGYteUwR6I8ngFHe2q3Y6MJMp",
-	"blkWE5HTtl2LTHF9zdqI2olEfk6FNjm8kfAY9BCtqih6rcQDkOl2qjssDsgHOTynn5Fg8EScFfDe9oiW",
-	"Ev2SUKroIhVIGo/JLFXwyRbkoSWmlD20kKhaDHqNo+oSG8RhqHSVfJN2Lh5FMhdkxFkcBaghA9ADkuYx",
-	"I8NU6dM7jaR7z1kp2lf1Udxqo6t6pnfL0QKrBMH6U4ukLsDR3KttusMkiRlFe0JhEf6t+PKLfTUZ/jsL",
-	"s9qbMHP9raDVjSJw916CQ9ex6dEo4gqcNL5xVjuisWS+mwF+4CxRMl8AZseIDJW2QMMsXsDVUDKjeqvP",
-	"IwjSGLAp5fEgMM5KnqJFwfV5fWvBS4oiRvS/6sd7YTJtBS31cuu4hZ5otZUyVPWH3xrW+kaqq5PkIiPw",
-	"Jmmzr2GcS/6E3tBireBFsNZ2HLbiAzisWf3N8mpRBEnMjFd8DEEO1i80wJ0ovpbMheJowmpa8ADAY/C5",
-	"bp2BdTKRT9V5wwetoAWvwdUEKH3xLFTvcymoeOT49wNi/ftKoRDa4qwmUCpIkkbW/wx26hpk8eB3Tlxx",
-	"lFthh7QPDw52SmiwpYe/juxjTeuq5MIGwYAf9lyb9BUQAY0pmaVchHxG4wp60jhO5v1Rov6Tz8y1DSGe",
-	"KuoDxhx0Do52O+92O/u9zofjd53jTuefreoV+sSViqLAJvPplKZcKX5orMFgrKh1fHgQtLjsj+hTojRC",
-	"exlRlcpSQPwD/Btl9+P9jjr6jBrCo8SWcZIugERjcJIaPIQ1DJPkEcAcsyxj/UemXssYjRXotFPqVn9F",
-	"qJRcZlRkraAlkkxN3fov/4XcKwbwILryEZz2lGTJjIfoHCcRm2UTtZsZD7M8Zf08jVvHQinBLQtgQMUj",
-	"Rb2ydNEHpa4/5SKHKY6CllzIjE37szSZzhR4f01yMNJRElKFQTFJa2vcI6dcaQvgSkGoqmXks8hzTAe9",
-	"/e+OO0fH+wf/rFOV6nlXUemXCcsmEAGh+FXMgL9T+UimVOn4CtEyLnIGTr8qdS8jTi3SUP0GUgWfshJN",
-	"UrvYVU9bnutdGqQWODlJ0ow4z0ibTWfZArWSXEiWwU10qV2n0/FM4yMgcN20g9PeGYXFK32XFURvgrIx",
-	"USpSBAxoStNHBfEJN245JXsQM5If6KX7U9tDniVTmvFQxwFhgA4cabtDIg7CBBDpKUJqSdRj6Wq68QWd",
-	"Kjm4y9iMDPNozDLFNylMqA9iTZd/+eL7uTlSqwolShnbVQdEzPcYTPPIFpIMDAEZBGSgyIb6L4Q4qunV",
-	"H0805VRkinoM1LV/EAOHoAxI+4nGuTZFIefAc7LaL+LGDtzpkKYQesVFlihdP0kzHRVTI+1In6qn95HL",
-	"WUwXIJCUOYqXkJXRfIVj39K9WrwtyP9JujuiocJMhZRKMSHw/no3zHvHSmSzhqja2JaMkPPiu4RP6Zid",
-	"EEVkC1MDglzJ5SIRABj1O9plS4KnM3eJPte2PBdqp/Yl0qZGdJixVCq8c34ExgDST5nNH61FGbyMoRa8",
-	"hz9YH7kgtHSRF8W1Qg/3iPJYGznV85QKCTZM0FrAb7b6dldYU43Yws8Ef0ansHazTCES148YdXnN4Vq1",
-	"SCsqMxJOqBivzSEqigJEnZQOW9+tMp2obtZcBpfEBVVu6T+7MgF2yFaZCZTRv8QqSzD50iT3dWfcH+ep",
-	"50OMqEVakja6/dDUHqb6WBwZcB1pT12a1uP3o3e/f/h6MD2cvW8FrZjKrK8k3sqX73r7+8edg+PDw38W",
-	"0UDivYAYjVGczOtiyZ8gN/iu+U0+jHkIUOFRgLZ2DHbmkQ2/H5GBfHrsl5/rPxGA+tUTCKVVdyBOxmXq",
-	"XIFUbXFl0HlvQclSVwR8FoQQjzWHoIomqKwki362c0WnjLSHCyXuPalF6OAmoBVoG3ojKypO6YDXuqX6",
-	"WpYuQgkwK67CKX7omiuqetGUg4/1kS0CMvimbsnxN64V/AAfF9MHxJ39+XlA2lESyrcRk3ws9qYReWjd",
-	"uNfroQUw8NtIlhl+nE38wrPJHWDVBjaP4vMLLrNmAPzEFlYKAvIgkHU2r7oa/Qlu4PrrdMaVOOSTN8NM",
-	"Kcrqx4AINldICwHSoAVmbCo3AE6rUIJpmtJF3YBk1vECA1Ix3S17Sh6XIhR485DQpuzJhAW3baj6XAv2",
-	"SQrGTR1jh1EK+p6+CO6PbNFo6kCqhnZWY7vYjCqluH/PvuM5XUgIlC+NuJaRz4wamNW/ylk598Zz7wWb",
-	"x4vS7ecijHNw3ULIvqKiwBzlREm26Jpt/WdgS5sd2aNPIui5O1ybmZm4INRrwJ6lsysSES/Ky1Jjukvr",
-	"//P3d0+9zvD39+HV/uL2aH5x8PXH76N/HE5/+iC7383OyuYv9flv3d1/6mywv/X3fFH5q9ikxkrgiGis",
-	"EWyu9vxnsMNXYnaPkLuwBcs7+4qO3mbSpLUiVDNZRNBrUdZOX0yAzEBrEXHjpP6os6ZqkLGjvZAkLOeC",
-	"14Jh/oSi2xCH9XL+NzYZvvWbh7+hHsslzLwZ71vN9XD2FwINXJ3NUAPrOfjyAJcky7aTdWCarvp+4/VN",
-	"wdLrO84RDbMCu1OG1nsWGV+l+hKSL3Yazq6Ri1r5aFOD3zJe8YuS13mmQyLMYl/GNBA8VYbx/Vpr1Y7O",
-	"IhHaCwrzqzHJWEuTdQaD5UGrJiyy5swlBhlnERmVj43HAIYNTPXGbFUax+4587IqlGQo96BFpAhtgVGo",
-	"JBEDU3ZZUTLwWWOp7GvWwGZpWMaWwpkYpVxgKDJPSZiMRoyRYUzDx/UM0ivNJCzi2footNJLRpybM2Rx",
-	"IsZQj6Atw2Smr4XiUunOictx9QcaQ+aTJDbWOffD7eDuY6P28hY70sdTIJQHv7cwt+D92oCzaGr0RiJQ",
-	"OHs5mzEDNeYww6/WZLoxp9EktsZvglaWZNRjpP0xmWO4lJ1bTQyJf0SymIUZmMU1DVgn7dE9YbtdM/+L",
-	"OZza3nYxAV2N2m8kSJUKxXzS0Cq6ULvnq3LtyuLR12z17pYhJ+7hdfBwsRFK+Y528dIDvUEL6j2IJdud",
-	"66XNjYKIGrSZal8DijsV6+iIA1lHlWnIBU0XqDLVrZj4qg8dwItB2jdXnwPyj5uzzwH5fP5Jcalf2PDm",
-	"xKbTHpFL/kOZWOKMK3UMmLoRbsuR5JVMQiY2YQ351ifPvhQ3jLJxSjMaJ+MzkfmExzuIToBzT9TWTVh9",
-	"SUNybePegINq9R7wIOrYTTbEmgEY9I7OehsVoYMhMF5hSseCjzjEuYB93VN0BTOg+rM4H3MB8cu1UAZ4",
-	"EV/oyzgfm4gEA7ryx7ggPRkQWpOOrI7xN1+6MDzqJVECf38JWk8slTo9fa+z1/GY8y3UqvAfWKes44kt",
-	"C3Ja0ygkKgfwKxX4pdECthiP8/iEoNdKBwTpVQjmdV3hwTXvCTzKTkTULP/jj5gNKpZyfLqunO9UECJt",
-	"yBHXNYOEU5slSY0jAw97tygoVH+7spw61tXWVUPDenEZxDWi30DNwBSS4EJmNI6VesYhXp3MaSokGdxc",
-	"3H8+v+pfnt/dnV991vnuRnopVkjDKXs7ZzRrWF5VeNnWl+4fvXS1albARGQpH+aQm4xvOvKxAq2lLHIt",
-	"P3X91tYpcPhY5EYb2c/C3QnE12PJVwKrIR31IBw+mxnfs8no4SGE+oUGPjYQDRbqhvppQoQ/eCP8yjSq",
-	"dkFsNSNW2T/EKjds3kPnVgLA0r16/bbpE0uJ/t2ciZeltPb3DvY6G9kMy35rswh7HmUMDQriq+lVBX4e",
-	"FKtf8HW57HLzUZ27ylczQHoQQa+JMIGBTkkaga1gaKwk6ytGXmFilVmuWNoriTLWbrqh6lK1+oIfE+tW",
-	"Hej4pBOsF3AHmyZRSkcZOegcdHb3DwjNHsTgG53N+rOUjfjXZwubch7THj7e+3eZiMHOHrnXAekQaUWh",
-	"fuG/Y+w/zXTsYsyeWFypC/St9RcTLt+aZNlMHr99K5/CPSdaWv29xiKMfaA5sHWzoNVSYF2nFP120GkI",
-	"5Om8YoTn8zZRtlZc2i1FhrmxdCbezXkZOMCW0bVBywmaax23nvZXBdz6RVNFpjBDkEEWqi0aYxNS8Fea",
-	"Z0mfzmZp8mT5aOULPfmIZeEEMgALEuij/c/rCLV/casY+byjivPhfTKJo4Nv+KCfp/HzoGYPOHzvYTrr",
-	"61FVMmGdBxsLwZWV7a8fIrtWSctjMsx5nO0qASWXutJRXS4NtHBQcIsNhNrgQYAVU0dZlkpoAr35V9ev",
-	"LN+5jQ/TRHU1y7P2INsQnQ52VivcbhgJuobU6RMwMcGjPStJpIMnJqIkfav+Guyc6DilQgewgYw0Rrey",
-	"ZcvNcm550L1KMoU+lPbfj/U/9/q7X/5qHu/8/e3KN/6yjvin6ZNP/gRTuUnCYCcmWj6Z8kzxvyRFLfME",
-	"E/6AIyZThABJBEGtaI+c0XDyIEolwuhsxmgqrYkIc95719cX/dOL7t1d/+P9zQUkM+7oqq8bCzkG5ZAU",
-	"bib2UpHxcJng654T+Pp/2/tS+Uf7t7/tftn7m/cUlojFhSDcZD9qEKdsFs2GKWIoVEVsxAV8pkNwG13r",
-	"vlwLHTHvk0ZMUkA58UKumXmxlOZ39cqbCH6DC6qWWKBXXwv3b04y+E+XUrDMoWL8Nyhhznnk+FiqjuU3",
-	"krgOroAkcWRj3U6KKAwwA0AVGihdbWoP2Sj2QF9+DNiw09mCpoIkKVcaM7l03D1KWYvRbyc1gc1S+sRi",
-	"GwDuYKWlCJs5IwCy5/htSSIo7Czb5A+smyzQGCbfhIQrQ+ZfNwDeGA4xbV9XmCB3v971zi77N7fXlzc9",
-	"Y9ja2yC7r1EO2Ixe3SgBXmQYoVYKAXW0QpGQBEiO0th8kRKFouCnKPYF155TFvQd9YIKGi+kegzGcdA4",
-	"Eqzyyr7O4iTVGZ9PXCapcdnyJ+a1CTWbmK8xV3fMBEtpHKjjivIw4088WwRW9QoUnZ3mQmeMB2TKIk4D",
-	"qHUTWMxJxAmhAoD0ICDzp3Lel2e97sdur9tXHPjz9e2v/furn66uf7lS0M1s2vhOQGRCeGaz3gVR4CIT",
-	"lrJqmVxH9XLuyXeHS+3R+lIUtuUyTH7IRaRkL/WBT0b0jl5S9eqGzzjJU6Lfcc9fQkSXOnvFrJOUCqgB",
-	"SyGBN2iNU8bAKIWq4zDOGdQPjfg4UVydJzHLIFtCPHpPvqRsVpf1M5c5jYl+R1cn0WJYQCKW8iektIoA",
-	"vzvYHfKMfLr6eXefkgmVk6oEQ3hEpkmUxwl55+7xqaOWuq/+78CzyLVv97XRbDe83oDjtkxD8sTSVHGr",
-	"8v1WbMpzqUvac40Nprlic1RIMkvZrn4vAloB8m2K12LnBKCqxF4uJizlGOwMsToaG/1yilXUl+VEFlvj",
-	"kugvtp3QrzxZwJOIhTHVZkI7YpsKYuorJAIKX8lHx8p9fXN2i7UU9HXfqavQm/n6YZlri7Agqm+OMrC3",
-	"FVLrWgcEA7lnQ00qqe4uMGaZonQmn77Qcbxn5Bp4mk/KoLnce5GaU9w5n49D1+ndLOcU5tkF46YpVCtP",
-	"1AWCJLlEoJZnTBNTGplKAhiVzvrmowHqgBC4Pc1l9iCGDBLPNY6aKriGTCVJfEJmVMp5kka7ajNR3fx6",
-	"Ym4Mi8g4ToY0NsaSJNVFHExSa8q0NGnk14ZsVdecVuMM6rHJkSj1nAjI8nrX+to5X/nuHui+Zc/hzsYm",
-	"j6rpvthPQaJKeLnyan7CClZ+eeTJVq4xla6qcQambhBQE13g+KezX0tVafLCwE4ewN2Q0ixPoQaNtvnX",
-	"CqEVb3nc9DDpBldI7/FUfffsrKwWJpZPqdhNGY3A+wNVzgQ1imch6qy3IY9g4qu3Dg6NmwTqrZL27adT",
-	"8t2Hzv6OyVFNRiNduy9OTKnpkut/ZCpJQxCj8ZiUF1wH6irMAhgXoNKLXxebTvUJNVj+HLRS80jX0bOz",
-	"R6C+ELHF3NqmICM11HjnmNx0b+/OsCJQ8CDOLm96v/Z1FcyAnGON5vPbM/xD1+6Ff990e72z26uAXHUv",
-	"z5zX4E/z4oP4+ez2TvHJ4gXzxA5mHtgREfuLLyqV9oIHoWjAXf/qute/OL/rBcSxhxWf+Yxk+unZFZQq",
-	"L15+EJalu+MWfF49u/7hH2en5aflvXfve9f97s3N7fXPZ1C3yh3XTgo/kLuzXu/86vOdkSDUbXee3nTv",
-	"7n65vv2oHvdtvePgQdg3TG3pn7sX93o2Ypai6aO7ldpPxRlZJcbdpH14fnp9pYc3S+1d3/Qvzn4+u8BF",
-	"16hW8CDMMzvMT2e/7pFftNpkcPLYrzAHdQFL7fyn84uL4pVG1Qtx8O6me3qm3r7s9k5/JG0ZUiFYBE1S",
-	"lFhva6I/CF1UGL2dJ4R9VXQB6IH2rWEgBxWRzYjYCUiZBWmkrDAmjW5XZ2cf7/qn11efzj/f47601qf1",
-	"CecWtoJW6Ra2gpZzDfGvopJ3cRFbQauEjebv4t3qVXQe1V8qRi3fxlbgKdxZvo76QeU+lp/aC2keV29k",
-	"K2h5bqT71MHW8uMKFGqXsvS2eylbQct3K93H/mvpvlG/lq2g1Xgvfb8Vh+G5mO5TezNbQct7NZ3nrkTh",
-	"u5tqC76rWAKW/lC9695Fd03Vy6jRsHwbW0GrfE8MFvifeq6P1zJQ4qCmMmpTgMotk3msTckyD0Mm5SiP",
-	"HTXlXxYN69anrSld+Eu9IqtRAXRAXduIyOCkAlJVCK+BraRvwsT29vZ2ttOijJi7Vo5ay9naK8XEaIhv",
-	"qJ/VImKsnAQamiL1jiyVpBasGC0DxeOKEBosC+RVLgc7e+Qji/lQwZ7FCzKy5YgmLGXHhVUhJVMaqx8c",
-	"le1BpKxwBtijbg+8t3sAxwieVUYjhRBDpg7Z1KFDg4YaE2tH2Hq7/5IAnEqwjC8oxobBQJE120LHhFCH",
-	"PGNkkeRpEeLyXI1xmbB4hpHS2wa4eEJV7KAviUh5nRCU5ZfhbpLMl8f21xD+f9IMYDNRrzEjx0KCSpLS",
-	"Oca/JSn5tXt5Aek9pK09ragVlmlCQMZYmX5QEs6qsdQ8OiYV3HwQChOOSQW7HoQ+7WMCh/0g4OYcPwhC",
-	"SnflmGx1VWoxL9hRYRXXLErsrsM5DXzE2LU7zwrUcWvBazSrF4Kvi5yFycNEFjyoK4G1djFHYPqEeQ/a",
-	"2GGuDlwjtSprBXVqvxf9FxoknWoB+tJBgL1ToUbNxlKmbc9fnp9feMcMjKofnPmrs5M2o+GE1NX7V2bx",
-	"FrRer4GplQsulwFuYWCBBrY9E/0PDaeGRQnpHb9ZeBuxyJlmlibQ6+NPlnQQJoE5tFcUeZIkLjmIlvqA",
-	"wKqfJHERhm/CGax7yFS1ZaMRwzI9aPet1oT1cLNKHKpiaoSS+9sL+NaM16+wSfsnZiTpP/vDRb8SCZMU",
-	"29Qc0wJK6qXQ2F7p2i+eEZdzW/17abnPm3nK0ANecr3p1WBHWdd/JiEERAYENmDzMkoeNZ02ok316KB0",
-	"HFsNiSPrRgC5/q5SFFCNHXgOs0aG4AcQhoumJQYSG7r96mBkdvQqSAZ1BBqsBxsf5i3p12n9LUs9i8mS",
-	"u2nBXc82MvjdFITpInwNWvoXg0IbncHya/NicCzzCXmbj9fT0FYm5JQu7WoHJTYiKfyU1sZvU15X1K4q",
-	"+YWK867m5JTW5TqQSiTEi4YrjsV3H32Ysh4TWV7N4AySD0osBfMRKm68F6sQy9y9Pdf9v6mnt8QwV/Ht",
-	"pc697Rn1cn2sgC6waUXV3Ev7OmDdBlhNwHkV2OgdLom6rDjPTX62QTdHOil56OM4mbOon9F0zLK+qcr0",
-	"2+G74PDwy7NPCrjLh3Zd25VQ3y5EQDcANp52mSW6K1hRzxhBMFyQR7aoefX1d9CelUoy+Kv+32BvU//8",
-	"urS4Aqlt6/hW6vRA6zNuALB15dJldNoe0HqFXlwMXZHPuAamvuwGOxdlvQtsPqjdX/PDK1zfu4xmuQeR",
-	"8LkLACwKZIytWBZzQmfMjVchEZdhAnxFGwreSJOyWa1M7NE6lH4LZg+ouwO2j0Q8sTTD1oAJudTRxmqo",
-	"CFO++9bA50oXFV1Fp7mN42TInIxYB1Rfana/5VrRkpS0Zu3m+UtDMQcaLfpZooWA9bScuhliaWIYhtIt",
-	"1w7KEG2K/CYxHbK4mmS/VLTbJuxstTjXVLKhFA8LdUBHSkEjQxo+moARPIU3El4KsIl1Q0UHgzSNhRMK",
-	"LPKU6IUrZN4oCAuUUJjQJ6Y7meW28U5IZUgjRtrgN0hEvDC9fZFLlA0eK/OaVoljWgsoXtO9dGJqBMU0",
-	"YunmohrSj6XheJvWXtDMpqi9kCQxgmONwguVG+Y1cmk25jkumjLjZvsP0o+W8cTSva2qL+X6AbpogKtt",
-	"lCHjQes1Q+XsoS9XRArG8ufoHw2JfEo+V4xoAdlLnkm3Qe/VVQNgMa/GppcYDM+s2Q/7zmvGXagkNXK6",
-	"AffYwMDUaFay6ytMQKRtJJmAsFiyWtD3znZR369rlilWTn0Gmq324IsPr17crS0CiCvr3MBXk20zHbK+",
-	"0d3x3JWXXBVUF6Ei7U9cNFWANX0tL88vz7C5pS0XJiXLyCMX2CFOae9OD/Gy7PoIE7Sg8ptpK8L/YK3j",
-	"/e++//77g/3vFBmdsj5MALmt6s23/z5jQIThj5ko/j1nw5n9Y8xHrS818e7Ru6euXbSbwWLWRfOIY95N",
-	"xNR/jZ9YkXQoDPSlITEUN1NX/NIxk0VbTx0wZ6shq2UESn6ALqBrFYksw6neb8B7WnayTUShCh4BOJ3N",
-	"lhbixS9oDwBIfDqh2ZaFJ7HHACXwsaJVQ5qFk1q8uO572rr5+InMoO3/ni31Q2Nsc9SCf30/3A99wd+2",
-	"c6rnDuAiwC0OLceNUGxZQ6VcxOpk0vLKfJPCPt9IMnBfHWBh38EwTsJHFu0ZqMiBTufcMMZfLyCw+28+",
-	"yB6Vjy85QygKoMjGTAeeLz1RBDnqldi/WamUeDmCFhZX1YqnOvPWlyKmZJ3jtsN7K0DicSuxx65Rq+x2",
-	"qWsJPwpk/6ZHQCCU84gP4chMUrG/xMI2SPJCXDDA8eICWu9feKs/spBL0J105EY4oRl0F0PUsEWuZc0E",
-	"oj/EQKN0DNQZDgLaqNmILROtlaTjtxhFhk5B/FwB2boh1H95xNIq5nwYHdDW8xeP2cCuYbnMbHZjioCv",
-	"jTOK55/SODZgQqrfiChVhm/Xt+QAt7/NpbP7n/fASJsSmQ+VsBAzanrRp4qb69d2/tOc6SmYlm+0iXy7",
-	"YzVfO/3mXAabpykTWd+Y4VEDT1mYkUmSSiBEGRTryugMlGLB5u7bOm2cxIkYgzF/Nkmp9GVh1Wby0T3z",
-	"q5Kdclmr8XPki+wqr6gmOcE5y4y8VxBIaZixVPrGdQjr+5XpTtXNVFbRcJj+psbYXQATSHWZS7f91nFR",
-	"418y6AyZJvl4YrsudW/O90g3lolmZCl7EEXRZ4XyYO6LWMyfWLqoRcUWjSK+NyzCmGO1NKLesgIJBpjV",
-	"e+kd7Xb2e/sHx53OcefdP1tB5QvwYX1KmQ5dROtUXQCYQt3quOianMxK4kDQMoZvBWMzBdhPeTjRVf9I",
-	"lJBFkpM5FdnfW8sFiC9g+JF4Fr90z3vnV5/751c3971qtwvPPqFnoO64jxAzDaCldiZUx/S64iqge16/",
-	"lYdu6GnF1TW0DHPC3+pF92isRaQT3fZAd9tUGIptBGN1kdC5VTj0JMW6kyttjw46LaOq6qL8oF/9c5ot",
-	"6yNbTdwhErGpKJxaJ5QrtveTN7Te8JRgsc6mVUso7Gv/go6iTt8JvUKLMAZqxTFu1m1CQaubZTScTBu6",
-	"u0NpEm18oPAmGCWh/QYErHoaxWlTwCp0KmwhkM8bcdr3N5spVsAjf1tXb1PfoUziPGPk/vaCtKEKoNbn",
-	"6GzWz9N4sAMNNz+f9YjOK6Az/hYW8vYb/Oc8wsqJ9uTylK88M7uTwGjxanlN0P+huH5V39NCcQpAZ0lm",
-	"0JxbB6XlImZSogkIjWVckpuzq4+KpGG2WfeCJCkp07m9B/ELzyYESWv9g0KtwdhZybITDBUpj0MGjiIM",
-	"jKtKZMr44PCc6ibvBSIyiyoKKpOkrddZnnxnK33wB5phukVV6TNspg59HR4BBzCnCtajJHWtWFX4tYIq",
-	"X/myzBThLSIcx5JQNRuGtRtB1MKiOuf60HBwzQjHK41QGjgrUNcO56EeRf+kYlfaSBwQKgl2QORCY7rS",
-	"rTUhG/hKQjn6zAYJWOYzp120GjiRpXp2xd6W+hosYhSuiyhBa+JaRUvPRcZSxdTTZE54dAJnHGHvKmnr",
-	"wKRU4EcKIlUNbGDSrtZkaw0lPNXRQH1L6kJGMqYoS7ULAo106+jaJteKRHViMNbyfCwpvdgcCVngRxPG",
-	"nouYC/ZJt0rZqCOPnCoshgRuSNvjMBQ0OoS6XSbyou6n8LecH0BDYCwlq9aKpWRPhlSy7w4D3fFlkTFp",
-	"2iy0TRXO/e/IJf9B4U0SQWkiyD/5g8Hi0BccpQkkZEoeM5HFC0gMhNfJfKK2gNo1pubJLGV0KqFKGLVP",
-	"J0kcqb2N2JwM89GIpWDb1lUI5xOaYWlVRRfVvG/AG3GC6o5SdEwVQfWGARAwKrsP2Eb7cP/dTqVYJ4DG",
-	"h2tqJj82qzP1FqA9OtrMOmenCIrDa0Kn9Rt0KeLm6Unsd2pVVHT1qfrH2mR+JV3HIbf3ZZWFt3pYCRcR",
-	"6rmO8Phq/h+cvKH4S5eY2kL1hoGoeSvy3Qa2lOWpwOuia7RVI8CW6ZfUCs3ShkklWFdGglxetDfcNz38",
-	"dAMgLhlZboersL0VTR3nqVq9WF/RKq29bpnRMr6uSZikIHNuJGc4GsVzowZaiGCJL+Lll0lC5mmSMcOM",
-	"NO5o8BaFHn040txb8iaRWD+Xl0zhEy4zRdfaXCj1SRqD4xrc1d+H7dJ0qdS925YTHadXIEDDthWkWQXX",
-	"mq8jzLecIumXZHEV1iVC+g5tRofMLV1FjuzgL6NIyynxJrsNtVFwNaH1ENYX7qJnRb/l8cDQY7uQEzc/",
-	"0vU3GbSWF4H1Cd2mj+obzfxxk15x28WtClNXezRXkwunKWwasbTUV90h6CLSGq6OhltPWbSQbMTa5bob",
-	"JrAU+o6WeM2JbLiIZhUtaOWG9a1Sfu9xHz4cdaBe2pYZPWhC0rVRWVcMf4Efm2D18t18pqseV9mzHcvU",
-	"ejgCzMcaD1fJHK8HllKF8OxPKRPhZM/DYmtD1UhnkjICv6mBxikVWUD21b/3O50TE0xVSn21JfmjIkZn",
-	"s3rhaEeSS01iaCfBWndae8SS31B8DllHuRD3ilCJahRsQz1qoEH2gEDqcgyCm0jcegYvFoEpE9zf3Rn/",
-	"iW3ZT/UH7XiZcoEmCEG6N+emW7+DUjpOvtRhv4YszX36zaV/ZIsCORwHF2kPF5gyINA+PmEEDhwV2jdy",
-	"jUquhZr08HDX2rqyqwPZl8F0cHN9Z+ynGBfjXtFXaoTk1HJxa62sWVLFLQr+mv2RVndc2KrFAukOJRbn",
-	"B8vvQAFtsEXjhbtJkr5G44U1my1Ul90ZbNx/YXXLheok+53B5mR1VVF7L5baUkq24aZPllmv++PyarEr",
-	"bvif3PpglnIR8hmNl7k27UtlzoeMByKLUqmgWry4R3r2BaguDCU4oD2f7UvB/d7S5cfZ2Kphs/YM22Dv",
-	"Jh0b9l5Kqj+nST7bVpISbI7Flk+ccyJDFiZThn6kZC4wjaYxA+6Spo8s01lv0xnLeJakxO2PWyG7GaPT",
-	"DdPA1C3T9ZAMXkEBl531moStvn2knaV8OgVPWpKRXPDfc/bn1U/Ho7uIp6cgC77k+NA6b2TKcs4EHG2V",
-	"9c64bomXxDGd0lbQGlLJ+kUc2PHbt/jTXkzF8f7+4bvDt9BWAKJTv2b9ORdRMm8d77/b73x/ELSilD9B",
-	"YEgyY4JyJVTKaukTWGbruAUDv9vbP34/LFDjIglpTC70cjI2BYqVp6x13Nl7V+eoZgs1I452iBgp7gQ7",
-	"Xu9iNhoTYbqY6daPKZOZSVBLmdIQ0enjHPdh50MtgEm3CbkW8cIWaCnAV69JEs0SLjKiXkF3MzXOZwVp",
-	"kqRo8VO/7cCxDRCGA7hPAyqySZrMeDjQnQZGSfogoAoLwNwWvyCf1Lc4N4sGgW78BxYA8E3MaDZRGkEM",
-	"3UtM5LQSZrkYP4iIpyxU6vTOHjmdsPCx6D0gWapmah8eHOzgPFQXaIduIli8faeCgVDjb5LIDGl6ymQS",
-	"47SzfBjz0HQjZCZVMFFkB5rjssjY4HQa24MYxPG0b/Lq1ahyQNowOnR3C8j5jTOggtzp+cdbIlimNgjF",
-	"p2ikaLbMgBM+iCzNZSYDInMQ6AiFAtwxuQb83DnBHjRzLhk5PDgIYEx909AXmwJ4GRMMyxdJOmUPYk51",
-	"qalswkCiFyzM9shngFEZRNJ2ojbj1MqjNTRjrF5DXwqiIpX4OwAzeWRCVgWijg2RX8JGzd2u670KGBoL",
-	"2wXm6fZ7oO+6ICejmKLp1BhsLbGwSK7EcD2O13rrUpU6F3pEbb6oUKTEQwiFwJZY2KauxtCBtDaI0Vz2",
-	"Eb09AQrSaNYo/luBhrRL+0b83tloWiX94pH1kzyb5Z7tXsNzPFgS0hmI2wWC+o56pfyLFNp/0MAjwb9p",
-	"EpE1qd2ir2Oznhxoxgs+Qk0ELA/biBFXuEhNBFPsEOyDxVukbShsaYOlfDgL0wOvDChy6CekZudTlvgO",
-	"7tKeEdHvoAEzTJS2WywBSJ5+Y1Ce+913qw6zIU0Pr7I56Wa5BKxIH1nKn4BZbCudRHaEIiZijwxSJvkf",
-	"zBCKwZxH2WSg6P9gwvh4kg1IWzGDJJvsnJCBLqSgX38QA1QDBrXAWKse6Jw0t3obTglRrjTm2aJ1/L4T",
-	"tGDm1vF3h52ahGEGa7h2pl21TbjG3G5YaWAQRpqroiu562jXEQrH/I9SfyqdYYe5dXoHkE/nwWwEk48E",
-	"AoIQ/F2h1Yx/ZbGtypxiicw2zl7Gqff7Hw5WEYglAR32UGVIYwY7HylCJySHtjJRNiFf9cLcQ03ZLhPY",
-	"JSJLiD1bBzD26PQ3XojYY60LYNDMjegXAPgK1MDPFZgJEthCrXh/tHNC+FhAJRwrBGxqS9Co1XRCCJBX",
-	"PqANiiWZi36VZHykm83d5UO71O1uPLp20jEDJiFxvCEIfVREAcHgcBorcQ+soVxE0pOgCuHjGZWPfWsS",
-	"U2xSPcAQZ3VRMPmjnFmMBZd0bLz+y5itTVXzSk3TKeW++LRYJorbgWgnQUqzcIJYLPiuQBoAR0PSt95R",
-	"jd05QyIkFJxSFjL+xE4IHWKXJt2jV3c/Q1GjlkG6zN/jzmNCakum/KCFPFenwGidxoFlLVDNJj5gQHmS",
-	"umYfnlkrzhOXXBtyCuPCFpac0knWKA8sYnCMlUngjxMysAsaHGug6bXOhVFsaOYYodxOkaZjkfnR30qv",
-	"lLjnLNAFXfPF2977dZfRNNNWz1Jlo70leSKOOXW/U3Ig/fbFcY1tGYbSmO9QVLgvbEshVdIO2wIN1rMJ",
-	"/4/jfHMkaW0H/FNccTyV2YvccE6WwUqP3L1k6bbiIqxR5ygooFWV9qoRslxG63NKIUxGU/TWWP39X51u",
-	"AWiVghHtEtzMOMyJgy7aNLaZbR475dJiU+Dts8HL6njvz33KSz3Jxc+JLpIxF8a2Ubo0+EElpvGwaeT+",
-	"E0v5iPvyCS5p+qj1dZiFUEnM29BiE3gdhP2LbGdT/VkDvDrp55RqujCANwYkTeLNlPPmJMLzyiG+NH/Q",
-	"gHppwuBHBpJKc3COrqEAPquPZxdnvTPkQimbQjVmClYydCKuF6kT4ZQgyJiL4S82XMtjxQ+3D+M4UyDB",
-	"hNft7vsVmxcIp0uA6zzN0rm5Tng275vrTSP6XwWb75Uv+Lp5sXXXfTG0t/KEXqgSa+c8A9q93WVcnk/r",
-	"A8CKhNqqqm83sgJdz0xS3YYCvpLA85QRJp5YnMxYQ5+AlSNv3vQRVryyy+O1YGRS7vSoKAoTIcagpwzb",
-	"NUDW7oizOMJm2GRKZ3ubNk5ceX8QFo3w93dSxLprKURR4NpQQ9bXhKfkx17vRmd4MXlMfuhii7Kzux45",
-	"7HQCcn/Vve/9eHbVg25mH8lhZz94ELYzGDnsvAvI6d3tp37v+qcz22kNn19d9/qfru+v1J+H0NHux+uP",
-	"0Oyre3Fx/QsMdxSQ0+urTxfnp2rGD8GDMB3G7nrd3hk80x0Tuzfn/Y/nd9DQDEfUbUr6vevr/kX39vMZ",
-	"Odx/pxZ9d39zc33bO/vYvzz7eN6FLmLkcP8oIDC27o12e3t9C0Z5aG7Xv+xe/Wp2f0cODz4E5Pyqd3Z7",
-	"1b0gRwoY2Afu9uz0+vLy7OrjXR/ahN2ZDhvw0oNQ+zu/vLk4uzy7UiA76uwH5O7s9ufz07P+/VX35+75",
-	"hdoDOeq8K7fJc6APbcxKoG8FLbchWx3mraBlAY4tyyrQVl9pULeCVgnMtg+eC+NW0KoBGNblg24raFVB",
-	"i/3NymCFiRGmtrFeI0D1jhxgQie6GiS9lpxPSTpOspfVUOg61Frp8MBYWUZiLh414Xa4istRXG6yrq2g",
-	"JqGt4AFe2cJHIUBEuk3iLRms+tKGJFb2rDMSUDarbdQfdw/jCTDSlxomo/hWSdT5je7+8UX9X2f3Q3/3",
-	"y7dO8G7/+S8rySvM7IdF4gud6mpHZDIC7UGeEBpDslLhjQERK5kLiRqgDEzuSeHQK3nlqhU36iUF3u12",
-	"9nudD8fvTMrHhuEQSlN+1xAVEbRmPMzyVPuTMX+kHHmzf7BOgfCgtUjytK8PGoI4PEU+Xj9Xf70ojkqT",
-	"Y12/VFSKH66E5Fp5lYA6Oj/cjv3uBfmR1aAtt5pw+Szr0p97uDWP4u2FMawhVuu3A1LUKi9+nFBpQbay",
-	"lMPy2K2eGfSNdN2YgDTGh7re5SknSilMXQPKr1wooYT5XiHbBKOpV4jrZdRZ9MaqVnJfzyeJ6fNFyZRN",
-	"h6yU8403LNAkVUmI4An8smnNeG1mcY4r8FfZdFHJ3fJmZR7gckCw7/IEoa5NWLS2NFkYU2nhpH15f1K5",
-	"pMx9UUVxpg1Z61e/Xa856EtyjQCY68IRICZfDDIcZsmd3hJkyHBXgUzP/kKQXeJdacjZfCP1dZMTPsOK",
-	"AL6wtoo5sBtRcpE8sbhsFawKeUHr3xMuGvj7vubvJWkpgERDLEx0eLCpeVAdC+7mjSRRIyOprH5dY2Fp",
-	"dHRROXJpMXwdCjVDRm1KB07enNPMzg3nNKfS2HLXJ9yGZq9ETCWLYsaTPoqlkADDMscKrxEL+ZRiWTmY",
-	"F6pN2Da6+0TOWMhHtbYP6qzLEu7+7ocvv3V2Pyjhdv/9GsKtWWxggVypf67pdwHpFTdmXVJTHMvL6Y0e",
-	"axnEYaIXUB1NDlYnh+JKXoX4LE8RLfb1SvDbCA7efb902zcoPtzPlvet9mqWl1D1jaYZKQrXaXFEV1au",
-	"73vEm8QxyPk/JjdXnwPyj5uzzwH5fP6JJCn5hQ1vAlsU4ohc8h9KpGTIBU0XrXXqNiyBQ8pGLGUiZHJ5",
-	"Wq0RkIvW2bPi0xejhTPWtuknuLFCKAtjrnDqhAy+PQ9ILjIea2egUxegFNQPzlLsV9V/4mwOXjQgWBAb",
-	"q6DHxO7nHzwtoGuZe8V2Xoioy2/m68idY2NdWEMi8klAL95js8FFV8tQV96RfU4wLQNNwiCXSJMrU2iI",
-	"phg8yrXrKSsFv9PPPFwaltzThfO99hjdOwnDrWwbJuj6ERSdYHGVMV0UWqbpW1I10ZWbFpV6ndlsBtN7",
-	"DANalBrRmrIs5WG1zUlrzmg2YenepyRlIZUv6Lr2ov5ABlTF+dR9nNu1dYMTKrcEM63aIGS/3G5XN+7Z",
-	"2SM33u5u2YRmDwIC3lnm6fV2QnIBxfzZAmPaMXYJjeR/ShO4FV2b1u0Bp7VZQNUtyzCW2tkUjS/Wb/Zm",
-	"L9NyYc7lQAAa3ZvsX9N1xomZKZ/L+kKdaf31p3adsTOtwTQKMC7+JV1EHCi8bv+QcyEzGsc30C5p+8DN",
-	"kGY0TsZkRsNH4CMJFJPTuQQOMdYvqEMMp+ytJqatwHTFbx239vcO9jp1amm/rAMW54Qkg8ETE1GSvlV/",
-	"DBSl0TlBNowK1ll1tOwflkI63tW8EUpTa//9WP9zr7/75a/m8c7f36584y8+QmN3XN3Qz/iDA8RqPixs",
-	"4o0kMc2YrPau+O5ww0IJGrA+9LA5hj5uHVMxzumY7fqSCGvmPcjU1Zl1YAutJc/V0wz7ktkUwCJPDv0a",
-	"tXTCg/eQprLE53JofS61lENYY187V3TcYz0N0cno0VfBk2yDiX8mY3E8y3YP9/Z3p1zwImXx801PPSX6",
-	"ad1HU8liPHByQnD7fnnD3WZT4iMCtUnmKIpYFC1NseoxPLLtp8vH1xC9vEFuo7aeY6RyPUWRtAcmqpTO",
-	"+B6e216YTN8+7Q+CB1H61aaEqRcGO+ulN/pLzr5a+lxpf7l4FMlcQHycKUQEGcSmQFjDMhy/x5/hfbPJ",
-	"estY0UU8/YgvPrvXpiGlv25sXc955q3BXSIwFZ/c9+sNuyQH8KMJx4/pOMC0v+iYJFZtqhA4nkEpBFmS",
-	"xi22asPDg8BmOSm+sXOix/NkdJYH1IQfftmd84jpbx5EdQqlIu2UxOUXpiCegKQOflOQdJGK17MS/6zs",
-	"Q1ONWjIfIVjvdmyXjUjaI1spYFQiGdXmqGWi/lo5isUEFf6whUs2ce6f65ndxse6cTJk9Qir2ZBLDvGl",
-	"SZDVqUuZkFaftbk37zqdNQnuv6Aiv6WmjU7ccg6mw2CDEncvH5nvUtYYWQHvEpV0SchmzmErOq4oHtkQ",
-	"RfMilUqdOQ7Z4GsozxeUaLhizLaU7lo6aiElr9JR3YVtr7Q5lT+WOh7qoH1FyG4AlEYgvAYMelpj9dRT",
-	"V7wX8nFo7PAXYnoDeIChwdSfevDmx2SOWR4mH4dkSfK456WYEHjbD70Bur9gvFJGBsmjlkUhHasI1iUU",
-	"agKSeZLHEcRMo92zPbB9Sk6TiA0qsXTd+96PGIU50D1dUjbKJYuwctzACTUdFGEqOtpRsYw8Gya5iHRJ",
-	"Cf21hLLHGn5lYp4wDGlRwmxABp+7vbNfur+WliBILlJGwwkIG0xL/TveuvaNUdkeiJlFvIHleVb/RuL6",
-	"aRyQWcpCnYZbn9QvKbhEgplwJRAcMuzcIDESyN84JHls6HhlQGfbUxhc8gtTKZvFiwZvqVoRbHIWL3Rx",
-	"oxCkKnJQqg64E2Dwl4Kdd7EYCd6ArL0yrJ3QcT0sz0r3aVVa8aPiYs4tW3m1l1s1kzwLk6l2dGRMcWEN",
-	"zJeZ5DRNWYu+AQGqmeXUwxdRt49rlE45Lgr+tK9nTHTPd9VKaQaZs4O34YRmb3UaNPRV2QncqkCkbUo3",
-	"P4juzbn6sajE0laYxZlEmz10uKHkH3fXV29/7V5euOrzCUAe3UkRmyZypxzivrJUSyH32ldrWHqRhA3V",
-	"A7pkFtPQGuR11E97kihpOxmNeMjI3t7ejidiDIlfKQOqtU8uKRfkLksZywJypySxMaR6+JZVVsPX07NR",
-	"ZN9YW62TB6UeZjleW7uBo/29I1cETXJscL9S3la8rT7cbmevpCWsP55RggrQ/pj4AVIWrbeVnrWMbA7V",
-	"AY+7t4p0u5FEq1HwXGi1dqME1Vh/XS83jDi4HPHqtsji8PHEnePTZ6ZtjQD15yW4Xytln9G4ISXhyJt9",
-	"urKyEsTyuLWVLDA2Sdl00b1quhmnDISRNJuUNTCDrjZL+4ObpL2r/trsZvhnZlRmKybef1+aGf5c+xJV",
-	"9c0hi/+08oIGz6uK2zpJpeZg1y/pbwn7St3JDv0CvqrH2HZb62+mYfEvWvvWLrrTlEVMZJzWWvs2h7Zu",
-	"nQ27TqYTaYdUsl0uJBOSZ/ypVi1z0wTYm62TXtdKeL2kPG7yhPVKARFJno0TLJTLqyZe8KMUbW+NFwUy",
-	"/qttYqyPSk6zGUhTUH8Sp8ygqL4SyvoFA5FPYTUwV71gYpqhlsYdS584hAVPEoVGMHpDHrTrfYPiHcdH",
-	"77/3ep72d/c7paQmJYTpeeWTp3V7U13AgVrOABLvZKn5rS4jOWRxMj8hgzgZD8AIjSU6palOYatmaSev",
-	"EUE1DONk7M0bdGFbW1IWywHJZ+OUQhrtKGMmAocxNCYq4JCj99/vnJCBlDF0OYRysJxmjPQu7vQrh98d",
-	"lWoYikSAbAOHKWXsXVv5kGvWVyZAnyy4tX8APx/RX7uh5Ca5SmnvJkOoXkMs8dlc7i57N0T9hCVxRUKA",
-	"LLIAEqaTNNsxg8+NQl+o2N55ypjY6LIsXSnvkG7hB8Bk79rVT3sbZxmBdaKW8QPdcyV9YhHh2UklCUvH",
-	"RoHqCppVNsE+a1CySTzxNBHTaptfVxxe6aYsLqB3pxDUvuZxV/mTsUEDEmh4OhNWTq10uSrY7OLmSum7",
-	"oMDLTQJ1srt2NyLK4zWNmw47qEVYO6Nsz+yhGlAXa9b2FrNV8cXqe0loGLKZjnbBUGoZoFkbn5nSX+sA",
-	"o6HwWDm0S72kS2fB1NCFDzuwQ+DmYrZBmhVuttS9d6k8iCt8KYill7R0hQYgi7BCWRLlIYvgjtYhuI0R",
-	"gH2d8ZTJZd+svORu30K3qybQsVk0ai0t/7ja5eX168/o7znTmZyYj+JE/Ub9zv7k69H04PF99P3vH+a+",
-	"FTwy5knG/onNMlP9CqUihNAJycWj+k0jtH6sEG1QwHDQXD0PI21foUPglE9ZQxm5jyxjobp4lpiDd01k",
-	"BHptltOnZrNYV9R723BGM5o2FUW7w2qg2LYarJ5FndRXSOatNmJYt8M5/8PHafgfkCFrYLDGQLby5Srk",
-	"XCPx1Wm5WRydXqvtoQ3IWDIDNZKKoqTt9ayh7zR4nYoDkVCvbqh4UgT2yUQwp21lPXuiKDBrTXhyRX3X",
-	"Kf3aN3daV/mkX4uB0CpAv/Y1ZG0hUOcVpzar9BdN9bRbqCy4Col/0yVTwf1kM/SVfDbmT5g9Uj99u+Ol",
-	"hXMloU+UA3boaHguC6haXrNNbdxqaTwXuHUbTDqGjrbVerlUF+iFFjy6zqJ/v6WTqrkb+XiixrdMXb/Z",
-	"PFRD2Viz0GrZ2A3W6aJLXa+fr79MF9Ea2zo3H3BJf+CZul5Kixjq1tYKP1jkxYK1CgEvFTecpReY6gK+",
-	"hC5loJWPOqhdn/VpTrMY+NGtl41grFKcdeS+pKBtSwVgP0WsA+2lFjuYaP2OyE5r4C0bI8MIDVUEUDzZ",
-	"KjnVkTZX56aqFbwQZKtyUksdlDeCy7q7fPVdgYXn3h8iAEoQRDgZP6AT8IEue+j6SwUZ2A5sA+jtSdp/",
-	"sDQplHP8EKVoFgHf2nFqewyUpqsbrGRJEuMg0id8lQHIxSzPdBiWt/nMdJaZPUB0YjvElsmz0k/YnbTa",
-	"Vvq9N5RveaMpDAVrXNGp9RubqXV96XLg7eH+hhNXRTcXLNVF+RDBrUntx24udulsVqq7bRun2jLSTdWO",
-	"h0m0UAilOOKDU9T4395pnHhoFc329lrehIOaPRQKPohsBOrR9/RD+G548Hho5dDjesHylFEcEsP94Xc1",
-	"yiGkAmSxvxUhGXHB5YRFmxRatgVSlNYSslSwKCB8RKhYeOX/1YojwrCG4jHlYhdCVSKWUR7vrfaoN/cn",
-	"37g+xBJttoQp3G+LNLrkpuXS7UEu28yUpo8MGgxH1lbIY4bBU9H2ZkCLNt8aGinXj9zWU01ZyGdcoYUS",
-	"ECEKhGfHhBa1+dM38kFUbxkVoEKbOAyYxJSbwk5I0HWpKAVk+mhltrfzg9AkL0kxKg7jSbZARH1TPERi",
-	"N+aCkQmjkfrH3nohBlppxFE1mhdADtxi1+bYV+qWNZzxa5W0jKRIikp52Zv2PAhadE55pp4BDYagnAmL",
-	"8phF/TQX9bGSdDahovgbmyT+nrO8oeWSu7f1ZbhSv4TthLjSEH7sL3dl2EqmK3EiX0ttuL39MMlF5o8n",
-	"naoLV2JNb2RlZTQ1ZIC0lTCjVojlZVbaU6oO/xJQKsvbXjBzobD8gN0FbHOSm53Hkt2/0m7dpicrqsUl",
-	"s2wXcsGqpztMcjSW19thrC4mWZMztO9dBwGg1CGH/ekoHY//iEbTP7L57wfxoxDz8cG7bJYMW8GaTVO2",
-	"65CykpmDb9cBI3BDLDQypdEGyWsNUQdOKYVaJxaoNqB7tWS2L0tDLfpm4aG0fB6R9kDXZ39bmu6t+578",
-	"O4/+t4Et3s4bIqLX7/5ieXJEsuTkT2/7sn2PlzUtyv/pu7bwqBU0tm4xJ1cU69pACHCpyuq6DpbClNBr",
-	"Xepa+siTpYu9yV0ELzGrgCRxVGLOG6NXiYausoyUl/v6RHw5+3Jn3wbA24NlCRheCQoSyuVGt4wu6UFx",
-	"ix3GkhHoK1yMiRJIykTV6Cuud0NDRjv4W8fvnp/Xg579olF2Kk8+Z4WwBMWNoEfqnNSUqDUlJjP/9jDW",
-	"ldI2jTf8jza21Qq8bVSP7VULrWFpkmWRCJokzeBFwsUTE1mChVlcI08YKiJ/3JKPajVQhaaf2ppBRocM",
-	"E5GlfGgavqNGl7HpDGptgLeMzmYSLFvTcNbHwDT9Nx9b78ZB0ELjTN+kz+DH8pHHMb6uq+fsP9fKsunS",
-	"UphSYdp6hInAgE+t9ZWqWum2GWgs4iEME8ZJHhU1J36xtVYai7AUB6IlSPOgP1xgty/Evb6tXaK2Gefj",
-	"oi6W0iLBRw3XCpLYQZZcWd/FnE8tFAOekzCJkzw9saUTdAjVSFGgIQ0foQPkLOVTmi5KLSCfeBJDHBLV",
-	"JcnYlKUUguoRE9JEMuT96luvHltHlmUlu6ZU8BGT2RtJBvAlBAQWX2PVaC4JXo0TND0DxDGmESLlaUYf",
-	"hMVGIG9ti4cBQTwKyOXpjQ6OlAEpEHAHaB9GsDQVB6ig+jJSg5fw1F3NynrtlxoMxHlcVC04KieprZVn",
-	"0Fgw7QIjdUzNujLUKMTlnmgAA6wVXBT7Qt2GtCVjZABXaNBQycS2pake+8KlPXq8LIEZSLuwdOkXjG1t",
-	"mELxgzSPrW/B+DT1ma1j3cN7Xl3TD7mI1CrUr5iyCAmckotxzMjdz5+xmzsOo+Tm/I8/YjbABSjmGSZj",
-	"wWVDSOZ6Ve09IS0bV2/SiZ5qrY8MqDyyYwBiLpz6UvVSwJaO1XhUmjNtWzWGSkulzCE5bRGJuXGmWa80",
-	"ZiJY9UnZCW0XhYmdoimp06GpXlufnYtngS2phbiUjPQqkTfwCB6V11ourrYyyKFK0r0poDDnG1lQGIzt",
-	"pUR/RtodG0O64/f9I5+oN1/ELktxPi6ipwwFPYEyqfyrqfAIHJO0Bw95p/MuVN/Av9gxPlAgwgd4jT1F",
-	"vIquIn/1FuUyvKumcg7xVg2OwfkD15wLHWxu6PjAHv/gmORCnZz7mjm4iKcstBKKZlN6fHVylmvWWFHQ",
-	"+rqrPth9ohBsC2YbpM0YGPaDHcV9el6MuKzumH2tOFR1pHplZvmBjcfnIXsjzbs7q03ogAAFKWhoTQBE",
-	"LTDiQLHcUoVEPCUPY66hc5nNOQsqX8RgSbMtzfyw6tqZEjmb7Nd4U5PRCNh8veZcKeRrU4nP4kW/KktB",
-	"ahyTWemHd/DDurKfJ8JrCWu/myRpia97qbBnwU2l7gq6OWG2fIzNErC/rsUVq7D4Vu8dqKQSg+P6tP6D",
-	"md3q27Pi2lR27YP+StxebmnS3NFB53U02SIdw4P1hUQmEltDspTDQdoDnLevf+7naTxA++YOtOQTZKDL",
-	"mYKYjZZPiM4YsSycgM1tAAjVINnhx54rra+xBrySuTEiZLgoMeW1zV4eOuJhx8Wql5nMlcQfkTCZOe4j",
-	"BB8Y0HGM8j3yA3h737JCL9YoYemFmjlDKGWi5aTCPiPAgJgSHekC+4FesbC9dukIJV1IMknm6hOvlF7r",
-	"tmgxrzjlEnzNHl5gJ/HoRZ5Amlw3n5mjJ9fcpIIxNXSzcQ0PNb24LvPVZS40VdQ+nc0kaY9SiFGPTDXg",
-	"BrGtZOSo6XinN1gKV7/RFD86boz6vLQC5YjHTduoW1LqlDVmWaYuBgTE2DcbxtNGmBpfU8/JCHCy4dOG",
-	"kseV4tNyjVooOFJQO2m7vDLsPVDQ51sCcDOWrvYl+Cxo69B4LRk2+Q+MAAkKS0XZcomqkg83JKYrPQZm",
-	"aS+94isiF+CdzcC17ga9G3rJftLEb769YalMBI11cJYToSPfYNRjn4tRMtBVvKmwZvXy9oY88eqd4COy",
-	"iagesW3pr7qHRM3YcXpDDr8nGR1XimFBrwl/wSPF4P5IhGe08+5Vl/wBgUqlwc5ytcO3P7A01t0qt6lh",
-	"slkvNwdcLnAsKJx9BADzlRmU+uS3K18yUpLEDEc4IcmUZ5DvxFkcSTJkkMoKsldFzwFsaF0qLWNKMx5y",
-	"CvfERYZWN6KlPR63nPZVle4h7vG19LlcJCJKPK1INSY2tJGsmxw7wSqsrXRK4E9MWBlwZZP+EoZXJeEp",
-	"jxcbDLX9dXDGfndUspH85X//7791d/9Jd//48u0geP/c3tV/Qp+q/eD9847faPLSC0Xa4YSBrYSOqeIQ",
-	"QHrUZ2AGH1JZKw/xnbc1bhPKb+p+mxU0cimJ1q/VG9gkDe6sDYj0dJb1tEzgq3mVshwL+JpQyZE1WjZG",
-	"Nx8eLC2P3vG3pL1ic0kiDjlESl+GjiwzHu4V3Wi57KOV3ZC2Kf3alxlTwuf+kbVCfKQKyXEoXaMUt+eE",
-	"WWdJRBdvJBFqVoyO+vYN5nt+JlyQb99iQIHnZzLM45hlBCoKgsC1pCa63dsTTbmCm2wd/1bksYE3ybjP",
-	"sCMMzNl6DmovtY5a5h1cSuv5ywbR1jrFsn5Sh+sV4/1Xt9396HpvnPQraNviD1vybdvkNxh7+lYtdR08",
-	"qxsv8ZdCIwIP2IRHERNoWZ7x8BHaPNswV5LmQpJccqzqOSUyUwpAmovm4tYaret2bDYjwzwaY15uRuWj",
-	"JDKjqU0L5hlpl2sTAw68sc4vXSaq45aJ2l8nynmzctN1zKtdzBqBbyRE9lih5H02IYNv3x7Z4vl5gFX5",
-	"JjVdauNOO+vjsXO361gcxhSsOZVVradslMjxz3qalcpHNSbca7izsHXX76Kai/abFawrL3sN/a98R2WV",
-	"qbywpmajKQOSEbzOq/UPZXV7IDv/a7Hl7Wpx/aC7HsJBKsIDXckVWgJbqB7CUrfBMtb8H8OCy+z1NTjp",
-	"usypLjc3lCps4iClrmuWTUnrIKiWKlTUePD/Bz6xvMhgoUA8PNxtzTxOdMiul32QaS7BcBwZKs4FGVhU",
-	"G3iOfmUxxM25BWlrGD2yBZ7FC3nHlH49xxGOOiuIl+YcFpTrEKelBqs6kXkV4r4pzW6g0a9Goi24NzV3",
-	"uNhX4CQ2q10JuzKVq/k81eOmwhimTRB91HffYCmZUhFRY5WtYvsa7hqgs56UTLtNj/Gh3krMDalA40D/",
-	"S2El6HujKqp1m5i/4MFNPox52FRkEX9VormS/siIQW8LaNbT6D2hM95M5gdv4aVdOuNv/wquw2mSi6yp",
-	"bByN42SuIw1Sm43keW8262PQSrkq01v5FHpdzG4Acx/SBfpOnJunfl3ZHbrOu9rovuLdXE580OLhhKjf",
-	"yCQfoptHJ3Wyp2pnWDYdsigCf9uUpWGeMm805TxJH1na10fZn+rC87ZWIzg8ILiDM5GtGQXzCwx6i2Ne",
-	"JhG7M8PUfjnV41YR0zk673kHDlr5d6Gh2Aj4xtNbjgerbsum5q31atyV7qPfufoSOp1D59w73et0O1n6",
-	"Z91jNsEyoIRmGJ4HbYErkrO/76983NUhMLv7B++c7r98OmMpp9hws5LTsVVbXb3W4aKQYkw3oke2OCGM",
-	"hhOtCEDkn8QQ54AMFGkfKDVh8NB6aA1IxGKWYXTggyg66ZJHxmYSeockOHqYsizAzroiyTDNDdNJdWcv",
-	"b5fdatSW2a3vFI3bc7vj6yoVg9AQMlCrig4G2ZRdBH9CteLyPD7ZGMvzEi0V35/bZpy22KyuZ/lGQl3z",
-	"mMxomq1lxl+nVHLJ/GHSyV5QKLlrKjS+d+KvfVWTHcb//lVqKBc+8qb+32mlhTNYlNRVSJzaUKK4OHiT",
-	"iqZRbrYszdg4SRdQEBE95zXL9icIBVFXZs6GmH6uRsemlhJam0hySdPHKJmDfllByltGI3J/e9GyKRfj",
-	"OBmyIuwO8quxPVepxNo330II1WNpst8fLqo1//WwEMICAYwzRjNX6jORwzbLvzQIXMLnL5YLYUQuGr1T",
-	"FibTKROR7JvoCMj3sLRO/VVqhF5rpl3P/rVnULP4oAsZfy66sY2ZYCmNS0WS9TPYrj1HtdZcmGxumDfK",
-	"lV6v62sprhO05EJmbOqVQdY2ebt9AqEykNeUuZyKYGUzKAo8ZLHdrqUfarg3UtGZNAMxvNJu0MGzNXMA",
-	"zsNEKMJ/bHvIv5EBYbFkbjZCkaiifzO5AJVuhxqp1wyPhAY1uyO0Z2Ep6AHEX9vg6y9//ctg58SsAoO6",
-	"oUmUU3+JSqLDvPG13WXR3uX1Oreu3plpSQE6q/UXLwWK7DtUhiRphJLFWrp/meLZAne+sL/SlfQ1lcUA",
-	"MzHWYHMqUqmLWEQdrVQEPTfdHwel1mLNX0VIH1BmLokmU+Vye/YQ5my461zY1VkIjlDVcCzmlVc9FC2A",
-	"ejPcHWrXkLbgJnVBh4URZ2lgMBfD1BFH9/BRbzFjV02IW6Ooq9ius8LCu+CSoqqzwVJkG2fv4p0PN4Jy",
-	"4cO1pEGE7Gp/Q+oJmntxK33p5zYSsQQjzQYF4AZb4s1qfwOsZXsFqYl2eO159owIxfupdQwfSF+X8/mE",
-	"lXqzb3inkYRgVagkm4A75ImlKY9Av/GbYpYxWW5y3qDVRsTVG1MugPuCPlVhrUaU8lDJQraqt7wdqT2Q",
-	"NBcYsYJstjgEyOJUbEgG2r2jfT0807WwyChPwQyFjUNImwpig2khoYxmLCIDNci1iBc/cpGhDsgjNp0l",
-	"GRMZPNvZI13d1pKgSYKEKZUTwkXG0jSHmqxcFms1iYaOUI3pqWa/kKNpiriH7MTWe3gj1XrAVyEHJMSo",
-	"Zp7tYFUvSKabc8kgC1KSh5a7gv/3//y/QAfFaVj00HIbWIdsZ2muXIM8W2OTNI4lmVOO7ZvNNyQXMZPS",
-	"YFbkT8zzW9zL5NOD7CvWWEKk1dfccCN//Qmt9XiueKOHsNK/8ZGB+RhtH8YKErRALlUaGHb+B6KvhSSj",
-	"HRjIlIQKq+41FYhu7rIOl5G01UARCHvqXxjkv3NCKLjaCoJhtm4Kye2RK+ycw3SnbrOSwd5K6f5HFs+M",
-	"zwnCWfDSF8Z4fyken/n8rjDg7FWKvBvQeqIAh76Go2UdoTxacSweebZBmNXtFEyePHguBpLFLCzaYDsy",
-	"JKbCQhuJ5dmjDeKlFZqWpN4awi8Yi5TSrVEAW0uKBVrtdsiQjZRAi15WRf8Witbi1fNTCX+VIPSzQA8K",
-	"Bz8MQGjKiO5MohBQUSaJXe+xGiEaAVh0YqH2IDLwyiQCqtQNNOgH6g0ATz/mMtOVYbXX1TxKGbTOJAAm",
-	"iXmV+nwfxIDiWWmRaxAQ+0SXFMIo7EGlr6Y1hytkdo0vQQu1H+P6DUxDucBCTUlyaleQA2MXX3yDf35Z",
-	"x5ej3zGYXaWZ9nU/9VP/glSW0wnNtjMj4iCo2GKRQzKkWTipEMaUUWnKZxEN4KK+OOzb9IupkTPzrScR",
-	"ci6sGdDjMD/obNqWT0/VDK0elY8vAhR62g2odDR/HDeB6yPUrMOcMsK+ZiwVVJch3BZSVpz88yAFdnRA",
-	"LBCftVD5spCdIkzHHvduzJ5YbFVTU3JdAXWZ/8F3vVvHvx2+Cw4Pv7yWxwF7WGM5P/9qhwv0PQAbwLIH",
-	"JZZo6tNR4HAE2yvJx5LXATuNG9qziwz9kS20O0IJmtohAZT3FVwOcLSf0ySf3aRsxFImQralAwkKgbI5",
-	"lBnQA50UThiQPHDtOD+ZT5KYSRpXw7Kc790IAPQXPnE2bx23xikEAVbyGeqHXRlr/fP+lDK2O0rSqV5t",
-	"QIyE/d3R0bvvsA8LkeDWqtT3aDgIdylLzuJebusBwgSxonMatHzgLI5QYMllzY1XMcF/TmnIyI/JbKZr",
-	"+6CDaKweV1xE6FN9Yikf8UKS5bIP0+Pfr+Ae2rgt65/pBqrueVnMm2nNqRU7CqUd4LuGkpgWcjXZs9QJ",
-	"bxTTMarjA3h/QNIkblL4mv1WV+qa6l8xAUlxE0VktKHgNfxXFeOZ3WINkv7bIFlm+pBuT4+mWEQo5uLx",
-	"jcTS+2RGeWqLBwkHEpXbIdi877hCTYmbOBFj+GQ2SSlUu0LpL0lbx63D4e8H8Xz6ffTHO7CEqAlbx61f",
-	"v77/5+PPw/3H39/dd/g/sh/F4defDn8f/9vUU7yrPO+f43J0F90QHTSh8cjkw9fgtzK2qW6jRlDUtb4w",
-	"ZdlGk+0fvN9MtrFbNasIyjBuwL8kfmK6/cc26Hepu7qBZyrF4SoYxrFWsLfVW/Hwwx9/dOgwjDyto7iv",
-	"ou39TM243+nYxnLyhEQ5dkrT2hoVcg4G3ESE5aILm51qEXbpOuWbIvjlGqBeUi9TvRWZxjFYuArhCqyO",
-	"R/KFbWl+5pKrkUzHGy6gehQEhG/kFVnWn0aBVEqvXeoc+vTSjESoJbCvXGYBmdAnpjv1QQNFLMSZkSe9",
-	"XK0HFN041i1X5a1zWazvJeZ2PKuLeLpWl1HsLlPq7pxh7S4YR7odNF7k04jj6ZpNSe3SlxWy+mXC0LgS",
-	"JlMmMeIcmHOCeWnQLvSNtJ36E93sOE6GkBoOTx0LHeT8FGsslV6EsVpBCz/2WxO2Pa4kZtv0p1eiR7k3",
-	"/WYIh9+/AM0wXHCpndfEuFp7b7W38JQunNyoNQ2vCmuHOY+hDr1+q0TbMTpkhfEU6tO5FtkoUbg+0mhi",
-	"NUvTR2E9Oypqqu5dgmbISotsm96c5CCwkCm9W/HoNIZerl3rDa9IVurqjrbK4s6gx6cKz8D0/qzsBJ87",
-	"jZ0DrMmIo2oVc7ionbR7mQqPAuQWqx/scGDFS9K1S8aVsRCLxH204/t+/YRz+n46K63D98adXlujqda0",
-	"MAa7KgBFm1H1pktUpTBhFvZNvdkv3jQPbxR+z3O8bT10QPTI6pRwpKDqo/BcnWW2UVxF4JyirWHnrms1",
-	"yZCbUjzXdrSen7tMolbWZG821qxLFO9MPu5t7tMmy/m6blLicZGO0eYCOvoohRMcCtU8jR2bZQVe8jBN",
-	"xIMwI6vPlFgJbYXTXEBLYTS2b5FIb9txmHeG2GZVzdlnX2dKzca9dcj35K/kr2R/90hn03/vyaaHwhG4",
-	"Kneud73Od5DYfvBPUz7D9nvaf7+/7+Sh9Y1X3Tj0tPnkMkmB69uEQMG++qY6NFPBthCy1jeo39aNyjS4",
-	"+7o0QL1aBxZ9WJ6u/86Trv9NJxIet7rnRNIRyxYe69n/UIn3Ln7UVCLJUjKfJKbRGfbkysUJoXmWQC0V",
-	"EnE5oxjDim/pfEKn5QWX1oq21h4rGFpd1dEumufUi6R4UWcsoi04EWxXTpJMrbbCnMv4vrrAsa8DdokY",
-	"VMoIfP9qZQSgMgCoLeAOtJCOCvDTOF6Qdnm/RIcOm2HoKGOpErdHigo2GL1K97ux5p8aXb1p6RiF096+",
-	"gF+ZYtQYJJWPdiqwIqcsZCKLt20K6CNGq7JjwQCPS0DMrmTGGmpTim79c9Nlq9U/C+SuEdO689ylrk39",
-	"ALkkAnokKonEKQ1uUErJJDMmsp3tT94Q8Dr2Aw81LLWYfOCQ9QFWaMT5V0ebNuy2p+R4MPKXro9LR4DG",
-	"GBqyZf9DlxutKkkCKZnuphEOpf1u1YNwaXUkUGig1hHEZnEdBV0lsFwSpoRI0/OyQLsqW/0X19nwmxe/",
-	"rQi5N+lQ+pIX99gmvEpbbYZnkyTPFLkzotxqz1VD6Q0XH+w1KBfeqLJAi8KlgmseYlau0+HS9PLFrxDe",
-	"khSwWX0PV25eHW1bqXrzmrU9Sn0jGwp8qF/WtkaWNIKVGkh59tfRQ/6c4h6lM9gjZ19pmMULG1JUorKg",
-	"AGsSBCGWD4JV3q/gqv6mSX9ZqX5U9Y4mJWEDGX9j+X17CXTKRZ4xMknylER0sZuMdqeJyCYE/18/mjP2",
-	"uFMPPfE07y4y3R8e5F8fHu7+1n54kH9T/9j5dvisHnqr4a1ZYgSkV9koWG5VbuQFktW/Rlh6YSmRteSW",
-	"taqBvLLccoIlSmLOTCDAKIf6BNhqZGBxYvAnyTLdqrnDdrS1FL65Sfv+q4oxGH5v+jRh2xKlSKVspCSs",
-	"nRpm3/dOBx7nbL3URGf3Q/9vb3e//O0vW0sl9cIZL5dTMIqKtCHqHx0iLiEvelZBJnYJFLhrd4lOKZgG",
-	"9gU3bTX7WtrJsMSGXpX7b8bZl3HyV2LkvZSPxyxdLhtBQQtKplTkNCYZfmII5MvTkqh8XAUXpW7Xc4jU",
-	"wxeAAbLvfuRZU7+SUs30FLs7FtZTSBqouf8V6zHcXYZJylrHnb0PB0FL5kPdbr3VSyK6OCb7B+T/+b9P",
-	"AxLz8SQjKUX1RL+jW5IoellVXUa6G4oOZD5umTYlb/XMnqACn2vaJOSZ2zvhWbXQFXQVWsz8viq9vbpb",
-	"P2ZPVIQsIBM+hj1IMlSgTE/UHHjHi7rmvEx+oyQfxo5epWOzn10IekJOEhHRdEEUo3N9y6vZhn/ES8oF",
-	"aWh93+SmuWMhthxmCxJOEsmE6XFjsKUU2U50n96ADKIkHOycEKzoItHJXICmrrGm8TK3HA5DBH3iY+yG",
-	"R7FPWMpiikVAEzKgsxk2C9H9vIYyiZWAeH97sbrbinbbcLfdvz0eE1+P+NF885ppTqVdgUKadQNBJlCf",
-	"pFZBIKZK/JAg3KlXAjLcvDFvQTBW6VywipdQJhHZqP9LJiUds21riIySOE7mu/mMTHGgPcV/v2K6HNzG",
-	"mFNZsuaYNZI2GHqGSTbBOwtiif56zkXFzecuzNT3O9LpF8etq2ROspQKiYUDITzxU8pEOPGEydcHqqfR",
-	"qwWp39RA45SqpYUxnc6ww+D+3t5+p0PaJl0FJQpbnMS1hLr9dGI+LV06R8KDBhyNwjX8ekKGbJHoOESm",
-	"yPokgLw6yf9gqOzCOjCTCGAapclMLVny2FqP10JGhRo4NziffVFJLOK07w0oO4+kTeGB1u40jRUnGNxc",
-	"3/WIU/oLxhiQHDrdlg0Uq6IDqxn8DcpJF9AP1fuv6MpeNTIgVA0hELuL2vUrwgm9l67HZHZJebxtAknI",
-	"Z0B7rTwsM3vtylclSzyFep7rGdu+8GEMRNbxVCHjT9bcX55u04DoWop2A3ECi4JLvT3drEOZjvomWPbD",
-	"cH/UCb8bdUbfs8OwM6IH4f7w+1Enejc6ZEf0O8UyJEvRwFH2G3+3u7+/e3DQ6xw5Bdg3K35UjfLWZwd+",
-	"4GqEe9DSiT99PR66bWfY8BnKZphHphl+Xw+kY6d+a+FwX+oe3Ppentdt9e2Csy53CMwR/W+7p3e3n3Z7",
-	"6rUBSYROZVJ3OiA39+r/ur3TH8EM9vHs4qx35hcv9FEsoz730tcPXGJhumKtL2GBGcRc/sTYbLvbeMXm",
-	"OnBF30YIhh/FtNprUD1vyG/An6oAV6/q/B1gI1Ln2Spwm0a6MYPsbx3lqR2dYNhimRK8E0FmLOVJtEay",
-	"NazCCyTJunm2RJBCoRAi4xNsr1XElUKcnO6VP2Trylf0ifLYn/d/k8sJJNlLt2dzQGZJHENnI90Pp26h",
-	"m+TDlbKXZD/mQ/1y3ysBd40IazelhFmr3eTDYzLQhRdB8v3/2Pv35baRLV8QfpUMfueEyfog6mLZVSXG",
-	"jjMqW3apS7eW5KrevVFDpIiUiBaYyUKCktkOR8xf8wDzEPNg50kmcq2ViQQIkNTNsl3siN5lkSCQyMu6",
-	"r98PqsxsaZ4FZzTXhTL6RObx5/XurUjTNYhQrNOvI9YmCjZbQzDO1EBoHTA1yXUSCxatG+15swlNqUcu",
-	"ZwZIkYlmE+nmsRKHbg3zfKx31tf1zaDryTHzd91YlvJx1DgZNOQdcC+8gKIIRMcud8zjqV7fXIcwKAnq",
-	"9c31EiCj2Zz3rBgt9hNug2J93bgfIETwfKgs+e85iL+7xYbJsEdh2cOAh1vPL0zArgedq7GG05HIq+Vz",
-	"iV/oZNR7ufXq5tezrVev2b/9cY7BPOhcos3YdfePjC2ejBru27Ad4XNvzsCq1w+of7e9IQ0bK/AX8EG7",
-	"7FdcpgopspUp0U7BSmmP2nBywdpSlSVSp+f+pt94rskhfmGX646osmdanOU8n+g5XrcRToMhl1KkTMPF",
-	"345WMLfrA6TKjXEaISBUR4So0hRQwkD3Gq040cLl0I14Lkm/VwtpCmflV/1IHrC9cp49FAMA7sG4Wd38",
-	"Cf1/o0wu+OAapZBTZUOlrnVVmVU4GDZK/mptB9WfLpbgkTEY+yvPkR81E2OV5fcKJ+wOBgKgLow9oKej",
-	"kcgzyla4AIquCTD0sCyG225oMWYDPkaEI6yScS8JU4t9IfUBhvLszegTcWHmkWFTPGu7gB3McsDG2ONH",
-	"baoAxJFOEZ0ITguAqA+4FmuJ1ELqJE9uRCdAA8ADnzJbBBoViG60lAje/qmcePp1+Oe/znP8/5Pxn/86",
-	"03/urK+3aonivrXoyQKSigEfP3HA6e8Vv/HYLu4VvjmnLFLVtoP9XCmM7zIo3+QDi5mrb4HIwMjgnU/G",
-	"0v38OeqhtY447kzJUALL5/on87/78We0iCM24FlGbkAmsG2B5EGSAUHfnEr5H4MWPtxGFWrK5l+tbWye",
-	"b2554Q9UwZ8tKT/99DKRibbU2PiRLcavCFostzISzrt2zDMg2rUFr/QpRkPMqEHvEEKvA7vlCIX7qcWz",
-	"K+hDgq1VFv9W8Kvsah1F9Gwe2UL8FkjDBbSwJdLb3JyLHOzB1dl8C4wP3gaEa//nyy1uSXT86M3LYnt7",
-	"umXO+I3qNtMHYACtnQ2gys4n2uzjvaO3+0fv+7snJ6fHv+8eQPuNGOu+kQewmWsK+/013v5P8LKIIT+R",
-	"40mO0RSzej+93A5aapL7H25tblHUBkNRdyj6P7dCiaKJE6mr+bjmOnG7c2eSLYnkKR2qHhWrXmLXvtld",
-	"2O0FpdoIaegkI9McC9YXerRPwfJHhu19AEUgP25uUEnwFZVHgN8r4qjQs1RslHHJ1CSvq9l053txanwP",
-	"LvxcEQLNLqkZL6wAjYu9OT48Odg733sbsHe7+wfmv292j97sHRzsvTWqd/eX49PzvbeOMj9JBcOSnftX",
-	"7DSW1SfxkjtwSSKp9kDJPJETwTKeaIDOhBRocS7Z/59VbcSogfC9Ijwb59gCSBXtKPAjOGNuGj1+G7r+",
-	"AVXrFQHeWMgBR91Vtxm9ZYbAgRthcrEGR9HDvuMsV2OCRprpqFi+ztvTJIt28wldOiOnG3qW3EXYqu03",
-	"OCyxiZoMGzNfiUzyhKde6VwNEqqnCGZrIfIsEZppxS55xtrFZuAypnqahn1mFcri6UK/Hn9TKJq6A6FZ",
-	"GzvzoQ2nA2YRDq1+DI9eGu/U2qJ3+gAX+mqtZu1FhkGSie0Fs5s6yVEQexvaUz14UDAO4zRUKMcio0t3",
-	"T/bBbAzKd/c7za7FtNNlx8bNI3QAgNtEWF6w9xbuvAUl+aWdX8yD2xhefT4pYqsvyuyY3p6YkRHl3VuV",
-	"bXa5irPrqAOayvDLCujPBjN9z6q12QNn7IRJRiWkqIlQaGHjiUPRre2uqdL4xGJp3fnGXAw+l7ZbtBL1",
-	"nIy4XDN2J0CTiI/jlEtumRWL8H0B0e+Kfhwyy/bWz+xcKXbI5ZRRIEcvrLUZIHWSHdncSX2j4tos0JS6",
-	"4cgO67LzjEsNqWpze+1LJlRTfDxOjeQaW/grFKqhjGh/XOYi62NRuY7WwdTJUNpFnR12unu+1z/YP9w/",
-	"D9jZ3unve6f949/3Tg+Od98a24I+2js9PT4NQvl+93zvj91/0t/s4OCwf75/uHf84Txgx6cnv+4emR/9",
-	"cXz6295p/+3+2Zvjo6O9N+d7b7vsRGQjLqHZeffD+a/ulr/svu2f7v37h72z84CdHx8f2JsfHffN/d8c",
-	"H73bf//hdPd8//goYG+Oj873/uO8f3583D84PnofsA9Hvx0d/3HUDWX1OxeZvRGZRlMzVgJJhC6TvIBw",
-	"RE+fyH9lrG7BmaRcoNmN6ICi1gLy1RylDa11UDIkHBKltlBXSUZViZrxFHQ4Mh0AoFUFDbVYkFbQmlmR",
-	"4jOYpVbQKi1JK2gVk9sKWt4CtYKWN9WtoFXMdSto2cVrBa2a1WsFrbrVaAWt6pS3ghatR21wG/a/8dPr",
-	"KznBhUeRYg4BEBFd4eRG4PJHDJvjLyEgipfrPBN8VDShwKqK0YXAqCmBHWD9NmQAhYZdGKF8RuRH/HfA",
-	"IlpR/NQtb+Sc6MglIvNhJkSx2BR/CFhk/e8+oLd6P7hVzH5XXB2LNOd4EfwzYJEGz3ZKI8M/argB5/Re",
-	"3nINVGI5psiWpU9P0bNaKIjN2N/C1WVJPPeHRpDBUKkAyPy2PFVLP/vf6We/wK8AUe2viZB1ICgnSieI",
-	"DV94VHZfQYnwJoVeYRe9sJsqSuJoYbPBQ2xBeA/PIMRVXv6XdP1nL76z/AqcK5W+Mb/wSmSXeuy5uXgW",
-	"OYMm36GEzDMpir1Tz7jDMGiCzg/PsuQGgt7gx4I5TEuljbfIU6EHIg4YZ5fiFnQg5nE6s+cFYXZr0YpO",
-	"7VdGwifyOpFXHRfgXDIsuouxyYZfzRDEfsTYlB3S3Okqb/ea0KmTKnCMgoJvDC0aTZggZN7UiBL6pr9I",
-	"pvi3uJ/zSyNqiHDhlwH4uWYx7YuRlzuReZKWBrFUDsFMpJ1DXKZlEODnha5Kc6Kv50zIzAR40dm6KXBf",
-	"3+vtmul/bHy1JpqPxi/osCS2tQZcm1PgALWX4e+hR1ScjuJ9i8UPSjtu7t4/cxK1qdsFq7ck8u/wxnx4",
-	"UxAUnBkvEMraLsTWITAGs1OWinbePQy4bJCqavXPuF1N0SrXinT/IwtPrJWbu6Uh3A6VFgzmwAsVk69R",
-	"7grtudbRKwUZ0PrCgqcJreQc6nxcOGWJ0NNdwyFVDWkjAdbvd4GAktNvvfiqd+8WYP5JKUyImdRa4cLQ",
-	"8fadoh1LVcEtHKQRBbdqksYAtuusXT1UaezdoUCHe6FZRB5UHz2oiLV/2mD/E011lgq6Db74C8jAiexG",
-	"BMxIhxEn8gp+oSY52/bgddGvVddCdhBsztVnOrfdZZuhaBNBQ7l2/hX6D4hnQy/a4MYxI5LI4E60rRoU",
-	"TPNRLVJml70zFmRuzpsighdchDL2Ot1eswnAw0b5MFOTq2HfGk4RQmbwHBE6ZE4mKdA+UkgzaBy08TGx",
-	"frjwRRxcj7MEqCsOAGjTWz7FByEQfJft5wT6S7DZFWt5YgvVK1iuZkrm4YqCDXebKegjuYMtde7NJNdL",
-	"MnhVZ7X+tpjOcpawm8U2+IpuRTq1qznfI9h4Askx81KOJQUn3z5grmQ4r+2CAwhMziJ3WUR1Odrzjdsu",
-	"C1XVsB3fWW4jxj0cUK0TnXOzYsZYNxYSYjp2fDe6a3aS0iKO2Lr/cSwGSTzzqfgoBpPcfNzm3i4396YD",
-	"Dz4A8FYhUG8GFCHm02xiJIdzyrtgrsH9i4/IGIHbl23pTuGhU0Se3JM6j6Tj++5tlRrhhHIHBAtJYRHv",
-	"oOdp5QavlRqjqlAonQCUEN4+xip3lAO0LCX6WaeCrLvuGYZuMUof0lKUPrML4dl1OKGlD2g6WzakULi3",
-	"y8F6ljbumR146dND9xalj61je1K8UO33b9271X69V7xm6XvnRNAr139ZvH7p+7c0F+W3sxND53U+/A12",
-	"O19ho4RFu1im7BNrwpdFzsQe7kUlu3DL+1dL+vnDetl0karBtYaeWNTvXF/vlKKrtzxBZGHLkNfGbc6q",
-	"tR0dxJ0pn23h34EcZXuD3T9298/NHfaPTj6cd7oMWgMS26mDdATmWmoLmJ/hmOPzfZAu6zAzOgKOItq/",
-	"6pDu4x+6gFmjk6ib6AiLqWJGMiBWTWmAM5N+pyHSXpgNTc3hJaUR+07mgq3mbl9jJXvmU3Vj1biTfhnV",
-	"8qUou/ZnrJR/AmFVW1myHIp1QYEJCQ4wZmLLN+z9plNrOdWiDkgiyCpmJVO3LIlZW6oci2lzxVBJLJvB",
-	"rwfXARJ1QFvh/rTYJO3dObHnkarahs8qsVUzg+psjVqzwetRVFI8pYdvZru5ECzACJKIzJUqd7Irf1sU",
-	"dLHQb+XBOYi4YjaqTHbF1m06LC6cVKuBnJzCQs2I6+s+ZL3tF1HBW1c5NGmqbt9lQpzXh1DZZSbEGuTh",
-	"KBiTaMZtxfeF0MCnixveBclq+hEEj+tCPWdATA/0fj0n8d3yFOJ3OrPt3uHermPhmKR5UktZeoieJpcI",
-	"c4ZkxCM+ZReCIS1KEyNRIxnmMd4E3gDa6QdDpbQg9oMt88l2p0d3h4pZZG1Fe/JGZBc8x14fr23s5O27",
-	"VtByNZx36BAr5G5DWM3oTGcWlib0DwCIRJHBYsWmasJuucz/18Jt7x7p1rmYMG85gspmW7TVd1148I40",
-	"R7RRcwXLXDobTcfA7PJ+vef7rnIAeq5DIavs0iHXxK9p3zGqQwyra1VrOB5++PmFZhFet0yheLHhaqwH",
-	"BFhR/tYN3F5kbToRhJEJnRhufqAT4yq5EbIzv7ms4MLZXgT4YfeMN+ZFe6Mx72Iz/nUiEKR9exPOZBHV",
-	"r8lLLcwzlJb9CTMOVje6Xft1pB9qRDWMsE5Ow3N+vNgcPFLKomlnzHfRbPHlsp7Zc2BqeUHzmjA5Ae9R",
-	"LVIbeNHNn3Wld4j1m+giVJqJgcriTjeU//5h78Pe2x1m7Wms9UN+9y47/XB0tH/0fqegfB+qNAajb8aZ",
-	"8B2/UIKBXljnFd9ox9vTdCXuIO/Csw+/9Hff7x2dn7nRhRLrLfxCRPMTrKjegc7gMRGc2NZ8lbELMTD+",
-	"adFXRsXMiUZ861C2oXilO1tk3unOrefeYbnIRonkaTeUJ+AE79jhBDMzFFRmocf+miRCD6DYhVzocTrR",
-	"oayZhHINEi5bK2jRCrWCum6J8uP8D4r7mk9xwFAsRO/aClr4suZD+7ZmmxYn2Q2htobIj+NYeNU76m3n",
-	"xCpJ6eYaHuHH9vkUowgaBubb5AOAku8gGyTA1AsutU1ygG9ohqgbHMRiCipVDRPp/I6gaMuzQpPWmoYA",
-	"aSa455/39oHMly90kZgBZxG67HIo0SaPEv3IzhJ2xfIkzCRZbNjXLeAMMfN8rVDjTrn5bZKidi8uI01L",
-	"HNW0AHSyGs4Y/BPP4t6/2WK8vf/Ye/OhdI6aiu0+1BfJAvIMy1XOUw2dmzZyXOT/rKNcq8vKzU5NHYKY",
-	"UNJVnhLsjVoiXFBpn5qxLJETGjqI8FEEslQGlt/a3LpHkbf/gtWR1O4EQkrdH41Vlr9LQJjoe8ilG54m",
-	"Mc9V9kKzS7oN7h6X56RHzS4LpJdrZgrKDda0WeMknxa3bRs9RPdFeZPA8JeP3CEzOQ2I3rrOCrzlgL1d",
-	"M7Y/8JvZ0T3yGKpMuThV3sgWr+opLoCrir/jytqSeSFvRKrGon5VaQl2WARDjBintA74gAGo8KDoTit+",
-	"lmuRXoJbKOqXG1JZOU9SHRWIILXbrY2hFjsEa+Nhjgkc0iTXUJCO7TFevqnK4gfPW2jg1h8ev6Jm7lzf",
-	"vZ9guV4CY8wPy/0ERpoJORAAUmmbIrHmBQr0uw9vE6jbqQ27E0Hwjif5QI3mAOfQBaSEmrHurItSalfW",
-	"UK5NtUG1YHhLQqOJ5m6SWKQJKCCcSQwDaMhJJxqBSCy7v20sWaogS9eWmvvw9SOepAT4UkQavaKN+ghd",
-	"HdwfkENYYMFaVL9FVMnQ2pMrVyf0AO/OKCogUc1Gj8/gXdk1j8zB/Xdmx65fS5Va0sQDPq2L3Bk5lZqv",
-	"WJsIbqkEz4GGQXUGXNIpTNEX2hGdVpd0oGAUxHgblNgX+TjpA/1p6wf6v1bQmkjA822NRJ4lgyLwk3Jt",
-	"Pibg6+47gsQ2L9VInbd1vvl6Z+PVzubWf9ZsDxza7Jk2GgonAVplE12i8LUvAtCHf9aKCu8Nl/btCFaf",
-	"qE8h0p5oGgbi6XeZpdJfM8+MEepQ2/p24JplRr0wrkMZ2SkFuH3zlQPbJ0SaUNZ5gf5k15bKzuS7Glbk",
-	"7qxLt1mSExO2ffVyISqCByR2lu5biFobwIM3DmhTeIu4kHNo5lQtYBqwhMDwfg+nGvA221zDaObsPwFt",
-	"adEXsgsATaNapblLlPYIoumgnHJlhMlMPd3sK18nMl4G7AfBRM3FHrJOHYpwMZgkXmx1uTsFOJL5E3E4",
-	"zyKEki9SCZDiGiZmZ3+JFi3uFqgOGsuuCbwrRHxs5fpykfy6fbBEo8Ti4NA7CM5AQV8E0xcUCXGsGqfy",
-	"1CQHlJ5E6HuZe9WR6IZiAywfcqWDDh20UrtI5S3lXublk6NzGo7Ovc5Td5kteLKMNzhR/6USKeJqaf9y",
-	"nIWqLi/tLYMmTCQvMvXClgr72pPwgt30UE1ggx5dthVvMOT5C21PD2tLJddiY3VxncirTpft+lvGbgxC",
-	"aMSHFOmi0sIR4rZdXrfX2vCarhU3E+xajPPCGYZ90QmYVmYn6iHPrKJGcosei3QiB8Kr3L5MUihTR+y9",
-	"NLkWS9bCLAZHD6wV540aSmSaGtOWqjWmJzQ0KhRlxrB5gtlOtbpTVluHAqk0X2DNrVWe7U2cW6FlmxCg",
-	"wNzWuLuQPuSr0OetEcpUJtx/cDjfFRwjlpAYTPKCQ5h61eiSeSSjxSx8qaKypVLOeJ/iFFXpX+a3EkN9",
-	"7cLeObru/r1J9kF1zNMRn+QqYu1xJtbcOgQMwOF2wsnGxstBEsN/BWBsRtdiSp9fiylz35WwlCbSG/Pi",
-	"hjAqJJ47ERmXj4vNtF/OtDxxcd6j1OE9etUdrhJp+maGnqYM0ykkksxA8Yrl9K0AXBtdz7anPZuHa2h+",
-	"41c8kS6B7LLgg4zrIebLssnY4uRA3JU78ceptguikkX9Z6J7bMM3Wdgu/iSnVgKpcv+XRlSa4ZSepokt",
-	"3I1xhzjuqN0PJG7Y8n/zv/+v/9e7tYjDFnZm+ubEHVtn8Id1awOa0Mhc7DUUH3OsEpppEloiQNhkrZzd",
-	"ycRYGotv+ZbGSl5x2fJPT4XXVIK6NpBC1QR1GrEkWUvy3J0Zt0CV6hlf5nlnolHrX4oMMjgPY6r1AVX1",
-	"+qck/rye092jSnCrDFX280yEaT6UmRE7UtwyVYE0uzNaxEzq2Xtq3WR9gIDG7gAa9O43Wce3knG8AQP2",
-	"2Wrcb5awhR3UwDSXL6vO0JHRFhpS9GTpf9hfTJo6330vPXHO7DzGRgLqFX8nRT1WvD9LxWXOgMg7M+YA",
-	"IqvFlYn0AA9fbgQtqXLzYBpl7HWxHhJn4U0ibusAsdNU3fYR2Xoybk5lDDAXbllwbZ2xxVNsKDSe21yA",
-	"1dLeZ9YfxiVig1TwzIj4zjKFFoh1Rs3gNbZ9qb/d4VlR8cF8PbEkuKSrZ5tPEVwH75zzh4CO2t/3yl3B",
-	"FDPGLYyNuJqnotZgvzMr8dY9WIlpk9bbbCpbu0T27xFVijO4vmbta1e/BoysxvvFL1w/uqziHizeDNg0",
-	"3W/Cijzze6rro4bzRIvRyc6GfZicocCtecnCerO81+RyZGKkbmwIwn5XpfKb5Kpvi7goZSukMXriBq6k",
-	"8i9mTqLtpbPP22FAo+R5UTog7iSS0ISTbnRfomSAY0/kUGTEB9lghnmSyI14pnQFvhgBLhgNiBxs+4Ai",
-	"REII7p1lHllNstPzg/LsNGua95majA8BZuwBCVb4/QsNBkWm0uraYgCPeMpm1rE+vHdEt7K6FzhK/WAe",
-	"QGCaF4W7GvEGvK1/LlLB8LgFE3K/qXgHpgj2sxhlWhRCopGChGCIowfZs6rVUmGEza5FHoBKFHmSA21q",
-	"bAw1EF+ZQLJSkOyJ9Ae3OVu+Mkc/vgP4N/Ex77F6vVjTjlEndR+BcH5pIXaQjqAq4Op5FgqmBrIx/CMV",
-	"0/WxtM5sLIKTaF2N87Xt7mYLqeKNaJwgO/PmEkvmktN158JVpu6e7LNrMW3QyFJ02R9Zkos143MH1hkm",
-	"GofKcmxv/Px6/noELUiRHst06iTyBdeinj7EjFPIeKwSmTNzGTBAtVXGKMMGDMGXKmMRfiDiqNMzXwoh",
-	"keFESYLAZe1ZspGMRWk66oNhKeL+UOmcMBCRzbiEcKI7tcwiCyoqaJnru9d4ajdLruAw5jssolWLPI3n",
-	"luNaTAMW2QmLaB3Mz0NpLouzxCwPCX/MLEH8wzJvUFQgcdfoLtvFQWDYHtAVoEEcRi5iiCZotr21hel2",
-	"l/MpiqZxl3kLWd6tQc0WD1pliBygZB4JNamvuS56ml5XcktQbfHXRNDXtKUqN68ply0hnCa2arZqDpMF",
-	"N98mxklvgvCjJWkXO5RJIWKCADJ6J9E5GJVA81gCqlBjIXkCGEn5MFPjZAD5fbxP7UQluk8L28AAOeLX",
-	"hCUPpWZI80IYolA50HP2TLH7LP/krK2S6D6Vk8x282sIql1MqZ7aAzwvvba2Ff8gR6E8IreKIyreJ6of",
-	"wOzWqqv4AxBFKFUa8DG4U0V1d92aL3SD6tF+cMUhQuyjlPi8+/P9kiU14hEfiSrrfcm+uZOKrOiWGTfB",
-	"qCyo7iyuKs3ZVq0fUlDg24PdMF0YkcVrzEkk8rHSI16+XrQmzXr+kCfpQxS9696F8siSSjALDJK5aoSR",
-	"RGjpUT6G8zzIpu4YAkrDZaZGfVJF5sKbQYUAGC6wsSfowToT2U0CwUyjqOju3fKvxlRfZb59OchEDtxu",
-	"Wd7aefXTj1jxRffUN4OaYFaDKIvMoyKzqUFwAQ6TRw/ILkSqbnssStVVRF26Rs3rAu6LjkKqrkpIPDg/",
-	"qbqqlWb+vM3EHjMutXk1s2EmWZJPeyzSOgUOYfj81U8/IjEcFJX7j5VKQqoOVkLr+uR9eYXq+ItFZo2J",
-	"+xBXl5a44faxZ/pa09rY8FD+BoaKLYConvjZTmel62IAh+cnzHwFQgtWri0Vka8FOI8qAzur0ys49qSS",
-	"azgaNL7M7qhKt1cvy7Rr/2cY6vWd/+PPH/5HbY7LbdzaIdqvA9xYa8gTR/NQsBoXVmuwrCOytb2MjYpn",
-	"qH5oZo7aZrNBKijKUx0FbPv1K/rb7MlOSZq9fvXq5atFKqY4qrVPhSLWO22LrVevFkaW8fjTZqG3Lh3D",
-	"yrFodoFP0slVcs+w0DmyBWKXLdyHYQVjj0WfPkf0h5MpA57zVF290BYSENj3KigLn1r0aWuntdl92a0p",
-	"tnYXVCf8d/wCiDfh0SxXZY686hDuWnndrL1OJ9LoRlv4uOyElkrSi/pKnM0+Dbef5wUzPH6TSJ3zNO2X",
-	"o2af59VsLh8G/k1MzRxKx3Hedmh4ClAjIJbV9g4yXgZCfORKR2bd3vnFnnPKQu0sf9D3DV01hwGUhGJo",
-	"Pp2fV3qf8YFgv6rx2DH7fNnsUkAKa7aiWZmT9yANBxf2b0SWXCZ1EU2/+4QehKCb2vju9neNrgeG7WbD",
-	"tjNeFW6qCK6PICTYqb9psxqCmAl9OyNZy1GPn5Y836niMZh2UMB7v/13CCAvPMuJLhPBEKPLJBURg89L",
-	"3LgAhG7UhMNA12x7YyNgg6EYXBcwr0Mu41RkVa5cc9vWTgsLgy4SybMpFgbN7ly8tB5hOhUvNLuY5sDh",
-	"krOR0jnbfM0Ok196wJPKYpFj77IFh8Sry9ha+PzWHSb7UeYZ8ligm7AI/AvOextfGQlakB2E6IPH8WWn",
-	"FbSMJdSQ6Zi/Hj0IAMDcJ7pm+u0TYRmWWgU7mE8zSgDDolSvfqkycQPYPrZMByDMkeKcbW2zoZpkmpLE",
-	"ONVdtnuBrM5YiBPBgtXGB+q3ghZZDiH6c6XS+22HNyDsNZb8Y7AQ0i5C5tmUzBSMO2rGJSN1il875u6G",
-	"hqOS7m1qN9LXa9S1sra59bKm6WhmAyxIKxkVHCcYs3FZJEvXgm/YtqqtMLhBQfcwK4awAxJitnk2bZCw",
-	"9zMdYLmIz4+ahi6mLm8I4Wvo374WHnKs2dJwccAiY1pgZWPYCltRKGORihwuCljRaUSvxq0BoqHzLcDO",
-	"I6lyio+Wqh3qupBqN56uc6130ZSnUpRFkEhLlpxWrIai0wmqWNSNMBPUmmcKFD+ptrgubuas0/s1+jsu",
-	"PWdzqZKxuyh92paCuJBcmzjMN6LrAEy6Sp1p0GAUIBxKv8FO2iXDxSFl+hlgklxGBmD8CDaNrZartaoW",
-	"t3Ykg3ySNeRM7GioVM+87AvN6CcsGQHA9/u9c7ZuvqLyMPq647dWFFPF9fJ9FosLxuyIRKYhA+J+0UOW",
-	"BE199Ea3JjlTtxLbE7y3UbdyyRJDs7g10ZtTs+ZIgzWE1Me0eN0yGy7ui3K3i382MG+8sP+l3Dm4zCmu",
-	"K3G0O6R0vr1DMXPw7ATMMDP6W6iZGfHPBilWRWZepuMddtvSsMsgKxfhVuAt79/sh17f3V9jucHXDPYB",
-	"Y/0DyqF/VRMtjIpK5FVzk6YtCjY26tD7Bfgvy4KxqWw85BLwucZ1VgPBYbkau8xYsX5NdB3zYX0ZsKVl",
-	"6WcTqftmcwPoc81D305EweKCzN8lYuCiqG1BhWnl7eYN4r5rBrYORqbPIJxa0Jr/hkn5C8Ezkb2zwkDf",
-	"XPfLrRj0Jxoh5GhVLaOTEgwdNFkfJlon8ipgI54aUSPigE3ktVS3MmCZuFFmqaDYPVNoPWkGUM8E30nY",
-	"daHc3tjssjOhIfo1UOoayGsyQVUADiNCSRZhkegaHyfrP0RoE2EU2ehSeNFiVYZ5PobkuM4uz+shB06t",
-	"65SrK4wRuM40XRoQUxaI/OT47DxgJx/M/0DdqnnFt3sHe+d7pA1DaX+7e7LfZdgMfi0k+mpY0mB0gS2g",
-	"nuTD9VRdJTKCe0WgNuHTkYi6bJeNcKaZykKJk4n3K1y8lzhuwIeJ3pydvuufH/+2d9TfP/p992D/Lc2U",
-	"MWgKOE6KDP3Hmrl+DSeoEIXjxGwf2F3wLm9gGupSCKVpMs5W/au1f83z8TFUd5zxkThLcvGPA/4RdZ65",
-	"E96hGJi+GfTp4bPjMvs+kZeqbkDp5dpQQY8A7liVDYYCTDYzUI35rS47v1VmgTR2HWIDaKwGUI6/E8pQ",
-	"/gD74IcfvNX84QfWpjeNvPFFgBGEvrk/nxHD2a7bPaFkMxuoEyDMNxkKXgI7uRHsVlwg9+wA3qRXjLAE",
-	"EvnDD9AylVUOC2vj+QDnJVpKCkTeeHCKtRk19PohHD/Ope6yffCRR8a5gJMKlnBCTp51oKKz398gSmF/",
-	"92QfgGaoddBcha045gEZRqMhew6uN+b/It99x+msvCIU6hSnYts/Fe65Rlfs/nKw9xZQlpR2wDNkqnkj",
-	"7pptsAdP0pPBAMxvunv0KQSRHLZ2GM7cGKEHcOo+Rz0aosWgoh+G0vwS2mjMTz+FgE5U3MXBJOF9AhZa",
-	"3KLiGjTe6EGfUWpY0AeRatENpSuZtbAXLBOp4FqQnZ2zi0mS5mwqHPD3q41Nf76Ojs/7+4cnB3uHe0fn",
-	"eyBCQvm7kDHYrbmQGhFsvWJavcOij2uZsTbTZJTkkTejZosO0gQWi3wHuAa8llD67VRMT7BCO1esHRkZ",
-	"Eu2wzQ3G81yMxjkWqmNFM/zT/bbTM88f8Y9rFyqerkEUKTJrqbFuyVJVmW+hRKNtsyub7DD5BUIL/3Z2",
-	"fBSwl1vug1El9KkD9hP7LfnF8k+pykxLAZlLqz86PZby7Epk5qmg2GC2Q7m9+ZKd7P7z4Hj3LXL57p6+",
-	"3+sy3G0wwtFEWz5OxnMWjRLZN1/04cX6Y5H1sYoh8l5kY2u7A6wZfDA0k6ap+iiUbYqyZGYKkCTMK+rA",
-	"qyz/XonYqwgkMo/P2J3bgZISO/dCmWg2SKEJ1qxEItNEirXLJDXrYIw37U8XHL5QQjRT/+vPrjlOWHCG",
-	"GxyNgFiY/QiwF2b5VcbNoTI/8SQMzBdxAvXsYuNr6slgyDhe0YYjiQflAhhPzfGnp3XM1htwAJzldku0",
-	"tzdfduBlgKV2DZ8RhRLf5gwE09qZEb3AMKPtKCyCG8wt4rVQ8YkjxBaSojppMhBkYpPuQy5q8LzBjNE7",
-	"6+tqLKRWk2wguiq7Wqcf6XVzLdS/5GlRxXFc0nlU02G0QysopSg3MEUJJWDjpLXTetnd6L6EEo98CKak",
-	"J2EHQ46tlleiJk39S6FebAOf+WWXGT9Ou+Zx7cxov8KjDHMMYohLQPMJpUVnwO/bGB+Dw7VmLgbXIMCw",
-	"WRlJuBMwKW7NPrhMMp0HlodtzDGgdqQQkJMEKJPiYw6QUzvI+UMN5UxDXw58hMdRdwmWwEby8MXshi58",
-	"2whBeLIEYkO2B4nnDDKgFlvInYn9uLXTMtMFi/gGptssRcZHIgfH9l/1PmFxyfoJEj0vvk5k7tJKM/PZ",
-	"Mfvp9camHWQlVoGgUa/WNjbPN7d2NjZ2Njb+M+oQbD5OxKTUdJWY19yVbCLHPNMCYr+YcnWiZWuLgaEK",
-	"JOdIke6ZrH9NBMT+rWGYYLMlOsLlUEnd4Gaz5NUgyJ/QNQl+LuzvrY0NhDWEdARBGFi7a/2/qH+5eP4i",
-	"hJ1SJANs12aWKZhB6Evb3thsurkb7foHaRSkkLkZnYjxd9uLfwc7bPdk/0jl79QEsX+2t7YW//B3hK9M",
-	"lHSUqttbPy/+3blSh1xOKRECUJOvcJrn/8621uMPXi7+AQm7D5Lf8ATDiL6XDGeo8I//9adZfUcGDqfP",
-	"Ezcv6GwbD4RfAVfarhVTQCE2poKnAU/TCz5Azi/zkzOR55QI+fQ/bCDWaKH/37q91ii7zxATqa+aQrpI",
-	"UWC3MIQx14ApiTjlSIkVAG3LhcqAgA8h0pUxvQDgxqjjc+OXghJMtH+/gcqggp2zC6NtjfljG+TaUjnk",
-	"1E6XnSVXUsQ75NKEMvqPtbObwZr5GKo1I3vnVN2KbAC2pvjIfj3cfbN29uvu1qvXiHscoRFr1KHO+WiM",
-	"dmwXP834LahqckCCUF6LaeERlW999uvumrltnFyRsjfXGAWEXkyP0RjP7bMiMFE+yOSjLQBlbUSwtvme",
-	"keOQeblhrCfITU7VJDOGzeC64+75m5iu7cd4Q3rsC82o+j+J3XVvCWjTXOzZww5/0+geH8rfmFHoOTje",
-	"4STvsl05ZVsfP6J5DK5Iz2jIwuhn7ZfmazlIJ7GIwZjh1vkIQolNnjG7NNYkzD1rv9xgOmCbAdsK2LYx",
-	"a6lNsNNluzkz7kIOPOY7LBbxBAUgDrDm3VBeV3RVtdSjaWNou4m6zWGK0mZr+cExymA6cTwT456lgEs+",
-	"wiR4lcB2+xQLg+7GghG5rfWwEZ3YfePv4lLQ0Z7ZBePBbfmwwezHDhHLzkbgb1A2uz/nD8rbJ3ca2Z94",
-	"sdD5LyqePqpKRjVcHsrnejOgGjJExHPW5nQki1IiOpmdLmocp1TewEKiQmBtK/6LysI0FVnHjGjGMmg0",
-	"qt/YtD8KcsuiiCQOQL7orKutjS3j0JiT3HOQJ6GEuLYRLRES/xj/EApI0oRrFmHDbtTxK0y6LHKt3yDu",
-	"BykfjdE52+x2Nzc2Qtm2vVtQD90pVzA6nUr17YB1OzKD2AdfEUtbdISeH885+3B6YI5mKMsVPOjfwlvS",
-	"5z9BLIC2S8AQ+dNWliQZ1pTsQPMvOED/jSUpQSjNOpp/sgsxVeTUiuRqmA+R/xoLVtQkB4Ru/zUwNA3A",
-	"1FDQkgFdSSh1kgoJFr8sDi66AgkSdE1wMgki0XjHxtkn1B8twF9KNKz7gAMkTmw8eBf+2t7aMm6pb0lE",
-	"Xhk6elDGrG6Tb2NHQEm4jqWQTHLQYFwyfqFVOskFA4cTeuDUpZverY3tn3yScIycDc1XmdAqvRGEU54r",
-	"UoKhLHrgwGkbZ8kN2CqpUmMz6gCcrbVUDRA/F/HmsrWrjMeCHe2edzB67sdtjOcNQAvI7L3585bz02n9",
-	"OnVO1ZmRos6rurNTtR+L0VjlQg6mEH5+IsFUHqWtGVpKUm09qnSc56yc034OWEnmkMuyhEX/C4/dqz2H",
-	"l7OxhLfyRsnLNMGk6PbmEl4HAc+eK3XAM3CrW9ubr5Z5Mz0Zj8Fwh7pBYA5f+WKgNuE4kIard8CC1se1",
-	"xJ5Nh5lfjjwWn5Yjw62drY3Nl1uvX/28ZcZUjXNhyQp3JIX1Plqjft5FiQuEnZgswcCUl53osl1sCfYC",
-	"mSSmQ0mOGwpyxH+qsE0xXx1s/Mwo19c/O9893zPKwSdcs85ZKIHJ7YWufg2aMrLuomPzilibcro7oHN6",
-	"LCIhgzwBtiM/lCU4MHpXaj91fI1oN/qMjWDiIv0dA3Q+6uLEWigaLfgylrPZV6eoSAnUrU22T883fOp0",
-	"ARJPPp4yWBxrQzE0Tszj9uMnUx+VF/vq9QcuGIY4gKnXcoS7dJmIKSGBhpPdnitVs1I1j6tq8OgwXggn",
-	"X4xdQ/HOkvpnjjIpEIC+Am1S5T5bpE+OpUfhNzYepCXwQ7o747y4QF2BT/8CfckSaGJELHWhdBqnIJf/",
-	"15/dBAA2uLT1ROCGpcYJmloAW5bEoJHQQ3AwilA5HUpbyQndUa7OnHASNVEBUp35ziztX6dOGcFrgrNk",
-	"h/AIqgh3xPeoiypv9s0pI8SxpQy0We6VJlppoi+gid4ijDImxSsEqURLeDd/qFkfQUnDPRL6y2ijUNbU",
-	"RrQh1LheKqXoBEQGC4yYMvdpMF9oprIYzP5UXe2EMkriHZdngstfQHmY5QZoD6gCDdyZTQdp2QlYBJeb",
-	"X+fG+ZmORRQgBBFwBe9EMAwIQqpLKgPiLDrn+hpGH6GmwVFjQQH2AE290egCZzSUg0mmVUZNoQdc52tw",
-	"o7X9t64ukEMGDutn5BVO0xnUeCAKBsqcUFZJEEgWbeywoqKlAzF6aUP2CHEHChD9sCkIMyJACUAHhlIq",
-	"dsXHtgDCJXkCnEAoYYFw7jhTUP5GgBv5UIx6ZieqEQAFmmkLZTvagXqINW5GgKFj6GRCPbr5yqGusH0o",
-	"f/Gmi0UYTYpoF4BjSEAgIpS0G6j1PptI1p7hcXYdb7Molsb5REhXj+wZ6mmJK7ljiT7o8UnBMEU1DBgL",
-	"xjB6kZU1Ixny2IyUqp3tLcBSAOTa4h1xR+wgknjKpx7jN6Jbc8mARJKnNkeHo16bjLVL4ulOscaUiZnI",
-	"LotikeY8shsReEZCiQhECFpEliFHPG1bLlXsDWxWi/EV4QxOMmkOGFUgRsW0hLKN9U1FhxPgqUIwAPk8",
-	"OKwWhK6hVJQsMVtsqWQ6NaLEiBe8CYWaQ4lHtU8DhEK3iRZZxNRYuHFbFmnChrEb1FXCvdyCmhSBGV1j",
-	"BFdi4z+z8+Pj/uHu0T9tSdsZVfwoaTHIR7AF6wPKZhTOvEEBd2fzrWqMBbPZJtgnnoDBwLsn8xLNriCo",
-	"n2HeGhIHbho2Ot0Z4XObQPWdkMShkgkEc+/OK7jpezDnhe11J4D52dczEjUy/oDl++M6pxNomYV7KEIu",
-	"piXpiKWk2h3EaSFIG3ORpVloqB/a/LFVxpPZWPv5z0+bweZPn2sAZZYoHJpReGXbtXiy8WdeQupf5jv2",
-	"lIQSdBP7FDqU+bC18zIIYSRha8erDv4cyrCmS6ze5sU5JmXW1gLPu6ftEJyHI9EKHwyZ1ZJG1HdW9UnP",
-	"FxOHJeOWy0lYwdNgDZa33nx70MJoPY1FyA4tSlciPfkVSjDxemjlItCkkUjknXdnCaCw5NJhftUIxFCW",
-	"JCLUzzhaJEwpE78jZDwDKobHGDgfjyGdurA2077PY0j9JX9xZqbC8mS0nrxukd5wUfnieaHWV5WLzyYZ",
-	"PkCDv4w93hR3Rha4jV4d49MEJP0aRnM8KdjS9g3C/1KJRBORYmlGFnQC5ux81nY3ooeZ++tQFjZyx/kC",
-	"KmNk2vtdQzNxzS40o7FskqKfROU0UHRlbpxRdcy6rYcJWFKuVGlT1QdzRR8wSltkEsxWlYDfUWain44F",
-	"1ux4JSFdFhXIFfNqblww9a41N+cFJWClkgQkYWJr9UOpc+PmJtKYA9A7tyjy6RUgYTsFuk3G8m4IhZ4J",
-	"GVdF6/cTDq17u1V9xyrU+bfWWG+IK8dKXWz7YU6cW9XwTLUfWBj+jWbrkE7Pi8wU6TpIs/eoxw9unmjC",
-	"9/PLN5ql/MK0Fj78O8xqVV5sJcFXEvxvLcHxPHyRZFVB4/gEoYkjxSDmyQqRwtriY57xUGIKJRMsuZKA",
-	"I9vzq9osR7ZUlq0fcwDeNJADYEsdagML70UhVc4sY+TDogpPHRxYRgJRg9kqKPCMJbRGAZhNeQntgrRt",
-	"FwUEGo9hUdjzREexsnWw8ehykqahdLz1Ey2ywItzQJuFCx8GvuGEiVFMkxVk5pbAPJSztUkBoetAa7h2",
-	"LRyUgYQweEQtkk3ByVDOi06ySnAyKMaPAqMguYVqKmgqd/E1L5JJSb4iaEAAQteJjJEgYZGoKUjgv98g",
-	"ZvGOiyRWsbdXAuu5BNa7SZp6C3FHQQUH4R4eWxXfGgUE1KWYD7G0kWCX27bMIMl32PbGRig9VBRsnfUb",
-	"1UqdSQgGthz+cS+US7aeOfm5+Qp5tsCh5DkbcAlQP5iFZ9B0aB4WyjjR1+53rzY22P7R+d7p0e4B1VMC",
-	"avKFSJW80iWv8IUuoDQDy25+LcZ5KNuREX47yOwUBT7CMjWbkZ/PQYIBKi4GCpNcsyRmbRCuUP1JNT4y",
-	"lGMzFmhR99vlABG5CNUylRVhgzqhV4VBb83zDx3kz/qlykZrFrlwOZHTBLi+lI+4+Xj1l94A5ks9KW5x",
-	"vXt2HRJSc2Ylvh2nceUDPlPeCSUmR7lzqTKo+8nm4WbUBeQ2f/xp69WPM/E4OPPrn+A/+/Hnuxudp4LH",
-	"ADlTSR6NMxVPBlTFDfs/wEsSX/AZGYwhMFmSgXkmBGvzAnHohbZFVtCFywdDwjhHjCNzssY8EzIHGpJQ",
-	"YpLIFRqV0UashDSS0eLIocGcxL61HDjY6TS5FoyH0kFFSsrSIP8BFXpYcEsgZiTlE71BcbNm9nREFZH2",
-	"s7eJHisNOagdSnzNdV+tbJ0LA3GIfjKomCR25Tpjng+LYh1a8LlwAUXxzEjE/Y3N4cdXo63rn+If//r5",
-	"9l7FOj+s/1CWsItZIGpFKrybJZ8wL4ilSPDUmqmtYULDue7BmTIz8o+Q6DDsBwiQErYATLwZQeHzyo59",
-	"3jodaTc6LOhCIzYXozEUuTYKul05ZaWlAjxx8puRccnIFKhoWUska0cDlYn1brcbobGFHExrZttnycUk",
-	"F3Eo3WMDV3B9MYXKvB4YeIiYxvb4YEjsEppPNUHcOf4RvDMEywpJ1E5GRnES4+atmqQx1inf8kyy6OTg",
-	"w/v9o/7h/tnZ/tH7qDO36ubczc4T+oylJ73BGV3oOdLldgUe5D9+2e1cRr5yX5KWzL0ZL+/c4pva/buO",
-	"y97si9XvY4ytgkkKT/FckMgHl/cgLwsIlRc6lLOA/x0fihEvRLSNC8FQRys24hIYC7Y3XhbVIh1CzXKL",
-	"a8vZjS9S3V8RFrNYAGGj8EV62YGicc0yfkvQWhn75+7hAfVMJ7J8oykfEX0IlI2OU55I6jvwB3GDolPE",
-	"Tv1zo2tCGdlvSns42ikAFQF4dg1qzJN8yi4TCtoPBcMFqwMRCWVUReeLyrU7aQHxqGKhOyVI2kTbroMe",
-	"lbmb+/PULJfFF2M81coF06NY5DxJdVTAcdObqeyFtqPWAVam2mAeAteaJ5upNp5jPgz8KWqYHmI3wq6G",
-	"Ljt2eVXoPLAhSvRSIUqHkUlMChCeirEPjTUHkQs+QE4OC2zMM+ngTC0A+E4oJzITV4nOsa0dwn8pB7gU",
-	"c6G+TqCsqB2dHx8f9KtyMih6IwtEVfqNccWPT/ZOcb0+HP12dPzHkfmJJQgyD9Ms5YNr5Ocn+W1Jc6jH",
-	"7Urk1KCSwS1hHEd7e2/P+m+Oj97tv/+ATzB3ttK+ThfQ/MK7VF8jlLBToMeEWAERR74QRPraDEanEwsI",
-	"S/VW7ejst/2DA091sLNJdpPcAHCAexdEwkNxQtQ+MNfqRmRZEgvdZb+oeOqAbgD3tU4L7cP5KG2dRZbu",
-	"8a0EQgTHSU3GfiHfaqVYDWtJp6k2v8K4sUxlfh2v8VN1gfqzRc43qJ2q1LvnLc/FR6JBcvLyYXf68jEa",
-	"OwDcXksFa5xE8sS2FTJfPl6zhO3xTmUXSRwL+XUHaqpLAVrweR0Mj7viX3/OkDFUnQ4cOKCDkrUAJa1u",
-	"09zZiLMK8+5mHDUKkg0wa8MsMKRCWbGkek7fIZGIr1a4bxIYd8UWws5aX6F05hdb0vraRdDoouRpo7BK",
-	"7GMpnkMw4yDllcZIv7aY0TswDngyWEEOBxxQkaEDS7PoZPf0bI9sLMCmI+JluDFds3d4cv7PPoHHR13W",
-	"rpnEnOq2zAPg3T27zpiKPsK7s63I4tvYYJGX04igBcvYP7Bg3uQY0/lK5KEsDbvbIUsLO3Vn2NEiMEKx",
-	"mBleblkN/Hud+dZaaS7UXJ+/lE9cRG4Waasbd6U7KSv99KiJhG9FM9mj6+smIky5s1L6lMzJAzSFx04F",
-	"tpbZapJiGFbRdNm5008xtEvkPDEyXadcD40DBIG0TGjBs8FQZFFgsawppGZ8FIzLruPnRaA26uy4ntUP",
-	"pwdrQoKziiIV88z5kGlxZUYShDKaeWvz8P+59a70eGsDUg/0iPCzCL3IqBtz23kB+2ZPZpliDheP249P",
-	"eD582lqO0hPPhup26aCcW+EnT0w+RhT8mcJ/ZkZhJ5YDf8udzvnhag3I8WuJpLNYEIIQFae6tFBLzlP2",
-	"gnUDQEUQSG9tXeNQFtfaYwD8wZr4mjkbidEFlLp1AnbJbxRapOSC072JGAQC0hdTAuCVcSiT2Fl+EPxm",
-	"7Wgssv4YYBCs0771Kiislo2NTg8rP3Oe+lxvQYlNJJS1dCLl4KbkWaZuCU4fGAkUSgmPxbQ8WaEsZgsZ",
-	"UqxJ6UxIc6O54fXnIBs5lunUbYNbaWveEq/M5EuEPp5SZt2F/QNn4mGC6tuSO5h2uKrrYtdzOlPr5Mq5",
-	"S+4n3mZqyBvs1IfcPLlChd7zUwbgZxUnEWQUMGACcjgymt8ORSYs0rYZVwbfxiNopfEZpc1pnXZ2qoeb",
-	"zZ5tjzoHAZTM7QFk5WLiCr9ojB5P5AyC+yb0kW5s+BRiVKdWxJqGXANUEMaNKYpcJ0oQlX6XYg1Pgt1f",
-	"POE5K6uWjtOt/J2/pb+D2xTS/3WBt7Lx5DwaBGCaFXaHeI6BQ95lWGaSlW/h155hVWG19cjvjNQKpZdc",
-	"TfIdzG8hmVqZ/Thg2PzOvDKBciJMxkU+JQils7YCRwlvLiHqYM0IO0rnagx0FGZI1CMOrYt++nHj51CW",
-	"mhupY5Jqp9ygjTCzbNFtoEIyhiDYd7VFBThbVlTNTeOg4dtYqpQsW6W0vdX6stxj+I7xPGFFl3S/sMy5",
-	"szN155bA71zA4LrNFTBBs0dm7CV2O1TOtypkRjuRN4lOXAmIjXyz7Y1tyELWBxK+2zO0lLr3Vf0qvNAY",
-	"Xpi/W4EK/77K7yQz+zJPBIEuAg5kZrzuwZDLKxH3WDQSOYf2Laz0NfayzAPEYhwIH8XQtneZtUWDvWil",
-	"oPsxMOrbE4DnJLrzQptjn9ylyKJOo8ld36cQ869GKz2+9e693p2s9y98nB1/6Tdiwd9ZdqxM/sfXyLi3",
-	"72Lyr/NxsmYM4sboaZ3s22F8nv623Wnk+2fJ1TDX7Erk5P8fkhAkXmW/oyxPboB4UJd5k3tEp4lZd0vv",
-	"hrHNufHE3XHym3m7JQUZlhTqsRi80CyCYe3HUefbtBjw3ReF/n4TU2a10ldvgn+DcUV/f1vv0z+Y9qPm",
-	"OONy1kdkNmXkUyUGRWTNY81rQzVt8csek3xkC3CvxdTDioYANfG3W8peJW/MqitJsU40zNtbG5sdWzuL",
-	"lR2Q4TT3i/TNdR+TkUmMqUj6E880ZSehFuZaTAHeDsPvdqqhj3wHuf34LOUuPg9vVsBDWwBopXPLYega",
-	"UQfqBkHhZOyCqmSCLYop4qH6auXJk0Y78d2fM+aJI8AhxcsEQM3Ku+JsKHGB6ifaLG2EnMKgz8rGWtlY",
-	"S9hYhwlUvlpZXi/Km6ys9U/XYrr/GJFWh0+W77jkiuNHhkq92yEGXlUGFXiQoDXHQXxMNHC0Az7mICfS",
-	"VEVljb5JZltOoYSDvcvUiGXiRuH5ZUoGtn5Ph9IVJIIOsfGazXpstht1/bWL0yZ+bPN6diRRWa0BhvyS",
-	"6q5p0LA/lhz39Y+XL//6+ePWaHv8UytojfjHAyGv8mFr5/U2ZJztn5vPZn3iUs8V1XQJkD+jZU87tLMy",
-	"R59X1OHK3FnYiY+27e4ewd8eixI5SCex6Nv+mX+YExAxKQTRfIw8CWkEo2/OdtkuScPoExEX2JTR588R",
-	"5cGj3DVeEfF0qa7IVWuFsu1qwLcY1nR0MN/ux9tmWg4jwkYBPOdE7yDBBFQEXUBjVTq5CmUsMmBxd9gr",
-	"1k0woiBgEcA3Kwk/jDa7G92NKGDR/8BT5iiIiCSBiK6DUBYxRtfMhpXWA3UlEy3iWTmPBCsuMgkITpBo",
-	"j4q2ulCWW7e8Rn4n3f2Opj/M901rCU1zSIgn82waynLvnb06wgoJqeQaWWw3PJ3YCioznxb3AIBDvZYq",
-	"BrVLRrGFsj3mWt+qLF5DRnas3pcxS+RQZEkuYnaVqgueBrgvVUZFE/SwIuSAO1vU83vvfXTNWc8aN51R",
-	"XLtxXJ1G15q23EQ2lT9VV7dUAkXFHK0dAONx47xQKhVcfgkVhCuyVOLk0Ss1V8qnHAvBtShkLa+Ru8vE",
-	"K21ef54FPV/DdNmpGKkbEouu+sremI14di2yHitwQVmbLOxQRkRQtcNQkIHcqsC63HLseeHunrXy4oOr",
-	"UfjbVwCYY1iZfwApVFKsjuFz24DmrBRn1RkrrsDmriWT804mbISUQ8P+WGTUyOefRLM7oFan2DAACB5S",
-	"ktX1+3mWYDkzwaJE9+2P6RzXnc93f4vTuXxtQcCkuvXnvVTGvjqnzxyW4tl1Wbu6hVpGrabpaA3ZWRr9",
-	"tj+gYA7JHC2RCy/zlBvfBcKruRgTzs5ECzTibW0v7Rq0sMGVUrfSO6PEKwrXgFVuf9lj/AJadpEmUyQQ",
-	"3YJYgcaiZyzCw+de8oQwdqOj4/7BwWEVMMKIh7nCaE7L0kE6eoOT9b2KhVOhVXojYvemC6G2KzsCMFbg",
-	"HjpgySXjcroqTppjHwOB2byzBWWwsKOXOc8jMVLGl14qrV9+TEPIeYfZe7IRR75UdmuW2T/95jhplpvv",
-	"EnOC9qClCn5YBkUMioYrOIIE5QPXGf/zhWZ6oMaiE1jgrz+oqCD6K8IgEPC0ZmIAVgkWCeB5/ytiGZfX",
-	"2JU/e99MAP62uUSzdqwGej0WOrmS3VHMwtYhXBy2OjuhvEDaUzmhLi5C6L+FiuO8gH7l8JF9QXwcdXRB",
-	"Y5Y/yrnlCod22Z45gPDkPVd/4BQqhq2kgNnZtn1sr0oZ60bcmb9K4QYv+v1qY+MZjCjcOHfptLIHamU7",
-	"PX7Zhcrs1vLl06g4X0uL0PVPeKDvkLZbSqB25/UD4Gb6uuKIOKZ5eKk4TUs+9MdVJ8Lf4zzaPgFSjPeu",
-	"vF7uVLFTv5YaH/lCA+gNoouDXYH9QllylUijw6fdeWXQf+fD+ESwNjj85yzAtiOY79aIGPJDOJvfZYnQ",
-	"d1/qU6Qg4iSfK4WqFgA1Djb6UGaD2ObCZGTb56X1cBDxHIA5ga4XfBzK01bB3CO6D3Dfdnpse2O7mlYY",
-	"QlpBCmPa1DdkF7GLxsjFCb3S1x23gMl8JCB0uNcq9LAg9OCIVdz+WPZ0rMMEP7ygzU/K2UPVLh0LwlHV",
-	"TE7StNMLZU2Gjs1N0GWCknNSLGrI/TYOypNn5Zx4W2XjvqKW23y5E/uwhoIFhFSWisrCLpsPd0K5vbFx",
-	"N46pHXZy9D5g/3ay9z5g7/ffgWX+h7g4gbobrKMSMeBQEnIA5AfaZ7+/Z1R/Encq/FM2jlTDfuW8A4Ai",
-	"51maiCyUNIm9UimtlzI0foMUt2U1vYDk6auRIE/CMeW/Ir7019xNWbOUtJKrsv9V2f9yrZUgA5eTvHXk",
-	"Uq+3ft7cfvV6xoxyOCdr2UTqe1bNApc7ZohK9fttx5zSKdOqSPEx72cT2ed5FMq2yy2pSQ4iPuU671AK",
-	"I2lssTyzYz81Q/9eTSX/LReF98+pIrdArlm5HnfpkCzPnXe0zspfPNS42SM0aILwcQXhiM/Gq2hD1GVo",
-	"C2WRXCTCi6hgWlTuOMiU7IuP4wzlSsTar9hlItJYB0zc8HRCnB2hjPJkJP5bSUHsSBGdS9ZWUqzpocp7",
-	"2KWYJsLGDS4nYJYjDlGU6D62TkedXvGabHtrqwuMLFli5h6hH3iaqlsLbVR+byXTKb0MkhXbt7d3cCKC",
-	"h9LWc8DIkKcD6qWhwbTKYGODFdaDi4izpH8xjXYYn+RqxPNkAKSgY4KQxUuoqMPDZeQ5I/JlGSOyJE9S",
-	"h+euJDNbMRWQPUeMjUiqPLmkw6/78IM+VbPDnCjZ3PXpn/7vEQ/Df79nau0sD2FxU2dJSKwMuJUBdxc4",
-	"vPLumadh5ltq65+yiXyUVs5zxI7LGU8zweMpFpWIGBzgazHOmzLFX41omslOleay+akwg6t08Soo9ig4",
-	"dMuf7OCePhbsZsjxIBWupUFybLi1iZfVMf1CztmdHLOVX7YQKu8uB2o8ye+f+aGQLHodt1mSg7MB3hJr",
-	"p+IyX4O4BNyWp6FEP4rl/Fo4LmnwRjQBZgMKQjZJhUZyC+tMmH027ZbDHyzRUEeqRuNJDiB9Kdfu24D+",
-	"NG4IOEngoXnuS6GlG7H0VgLgK3Ndnkf8WEi/lfuycl/u0YcHQvLx/Zf1PEuurkQ2n19vHlpvIXCTqyH0",
-	"HoEDg116Rm52uuzMfEJABBNpkbYDIK3zUWqIOAWCWTbCY0nvNgvSOylu4c6srXOeTzT79w97H/bedgI/",
-	"UOQISbrsTOS6LNdRjpdEe8/hKZhZYu2SluiYcTkk124owaDIxZhdTOIrBB4rQFb7tn0+8tqZbDjthX+l",
-	"fwEFQesUyTku0kqTfKEwFM33Qn4nswetu07dIg+3LVce4UOF5URWBSWT6vYuwrLgmHpIRs7dZbm0nDkk",
-	"3dpM2wmkGs49KvzvM9dWfs9lsm1VXoiVX3eXfFt19rwjclL96vEQSicy+WuC2SS/Dtb85Gf25vjo3cH+",
-	"m/OO6x+MPn26FtPPnyMGNtBQpTFwtfs4ThbGMxaDlGfIhu9lvtCWcHmsazHVoURwdhhKNWnVmA4qb9Dv",
-	"MSFUfsNnSglVB7E4KVTZyd+jX3VnApKVI/aEeaTKhpsvORvNi3UHT/couaQqcRGr4y2qmEahnGgqvHYZ",
-	"/zYOw7hl6PI4120RndFXJCBnITwrVR2Nzy3WZMnnv1xlp1a0So+czrqTgLl3SssrcbpjXmt10r+8R3RH",
-	"b2jlDC1Oct3xmH3BRBfVC4ayOdFFeS1KdY3H6bTsRDElGWfxBHefgAhDxxx7p9V5HspUcKBproRMLDio",
-	"O0Wu/I9K/S6BYdZ5VSkfEDabLQ7E1JpvkkBJYkOebCVQvl7X7rkEmk2ardy7lXv3ZfNsD/PvlEr1uhNy",
-	"948iH0uBGNmAh+khbVv4rExcJTqHCLJ5qB9PDiVAOQ9SrjW2cmB0jO5grguKnJqDgLYY3hAyM9+Iy0uB",
-	"zFyIiD0XwupcqfS4eO/vGjez9K4LkZ/cpJSw0x1i+spUazbVvLlzGx/29iWBIdTy3SFSfePpxNTxI53M",
-	"yjFkbYuWj4ntTtO59A5gcczMyBy1dCFEPGqumcO68EyewduKv8GJxDddmDsyS6BpUlaHb56fhCUWj3fw",
-	"Ppn/7Mef1/GMPCYZErWeI9JjDS+F0WmhRNaOVNyItKBCsHV8QBwHIzO+TJIjvjTLBPDKgSId1YY/E23e",
-	"xm3Dr8t/Ofckjlk7+j2LBioT3VPB4w+nB+aiqMmvgTVbckzVm5bZibY2Np6TnmhJ6AvY5olmMa7rqsz/",
-	"ueOiuA6M30UAPSxj7cuVXckmsqrl0bT2A6Wh3MWvbodKe/cuiRmLmQFklUmaMjIWMKZD5Gl6qG5R2mCX",
-	"KP2ob28ZsXYE/UL9XFE34w4DrhXqI83tJtY5n2o2kROcwInMk9R8O4XBaAFIvQiF0SQzK4wxdON5pc97",
-	"ciUNvwVpWDGblpGKLzQZTmSQWmW5kpDPKyHxyN1NQC6w0ArnY/2T+/fn+9fENQtRlTEuPfHjhEyskNQj",
-	"lFTbU5G3jVh3Je98JX8eIH9mxu+mFRIKRdEVlcCa0TUMXHkLsszYL0U+GJYHvPmVCEw3CYtkZrGpHQKR",
-	"Va4rx3OO42m2bFko2GmbZ+8tBhJuNvh+UfmQ+AEz7zqAxOCDobGCdGn9dkIZIdCgyliE1pdnOeWFxqSU",
-	"WMAiOUnTiGUe3qEj29PK50oJJexSY4GBC9o25h6m/SZZZl6bGAqhJoflymb1iNC3gXesADZeSci/t4R8",
-	"/Axj0+Z6TnC4h8pqKW6r8nrVrrdKI841xc9EfkfNtcgQt79/NKBdDObWhEJLLr5WjKcpMMdrS5iL6qhH",
-	"UYsR1orF9aEDKLG3XXN+QGU+/C6c2WLKVorpGw2kriBSvkrc4GruQ11S1GCOYb2QRqxZ5PhEnO6ZkE6J",
-	"mc8gxnBYbejdTbnO124TqVnKp0i/hbD3esBjGxugOrNwsrHxcmAJA+kvCETYb4BukP5ADL+exzMOhWpi",
-	"NM6nVdT9QpQRr2iXnZTpxD2W8BHXRDsW/UD/F3VDuXToeH4oYyUOv5FIql2ppVCJK0dxJSkfP4TwILH3",
-	"gHpfT75kPimRPxaSHlRqi5UhOxiCSMVlztQkD5DMDGld5SRNKVaK8gq3dkABC2PaYbyCbDUuB+ZzPRlB",
-	"jYjF4mSJZrYwF8hib4fmXdrbW1uBlXRQoJwL2aE632sxnY3KWs82YDyUWBVMgvo2U/IKUOADM9qIgEf7",
-	"+jpJUx2hX6wmuU7iMqL9TaKTi1QwvDDAtw2lu0FuPJC8j8ZyxJIYQUETYl23HLg0DECmGGeJHCRjnjZI",
-	"b+wFFXKQTcc5KqVM6Lxnpj02UwFcUlxfe4KdXfDBNbsWYkyKDfUZ3LBOllNl4UqeP7o8f/wwRtNaPXsY",
-	"Y0nNYm2rOqHXRiulswplrEIZd6mIfoAWXRDbeGAh5pLm9VzjGpPfK1H8HRYprFJsS9V2KikeVDeQcakv",
-	"58GI3ZnKM3BVTIQebzE+oMohV2yEd4RoARqFhaHH2pCmu5VsLDIN3XTuu4BxCgjcAicYgo6pW4k4ZDwe",
-	"JbIXSvhvovOM5yoDwqDODiCawZPqKficwDF2tJnSBD7X7GKS03WhpHEXwukllq3idKBFaUafxAHOd1CE",
-	"IYIKRUJAfSqhLLCGzLTtnuyDF9Er5DR5BD4Tk0pjfO8XmmZEKpYqeSUywsoM5TmtbAZ2sCrlH3HOMLxb",
-	"REhq8cvwJru0qb471JTSC379VEgTCRA6NrtllnFlD67swWXsQbvTPQmeKwcd4IRsI4XkJB+u88FATXC7",
-	"N9RrvCGZAp51ciVFvJZIMANfQEn2OOWEl8b2gADECqErI6EyNbkasggfBnwf6/j9Gp39qJHwmUb2pOlx",
-	"fMYzSYkPejGuoe26pXX6BkTD6qQ/BedZDH1ot9JuBP9QT/Khf6TrTlmzMXiK212XrIkxheZYG2OH//v/",
-	"/n+MIdXpskOepJpxNlDyMslGmGVOE3ltDRKjxYhauRdKkEw4Ys+cMsaOpV9u66F5rUSyaIwhPqQFithI",
-	"cAkwSZ2iUB4flehQ0gBEDG6nvZsl7kAJ5Rl2P9cHAmFyQGyhmHsiaeM94SuVNW/89TSjdanir9oMWTXq",
-	"fw1hKVj6ggFsYI/SAgmFW65ZNJ3za2t3iFQMckg/xCw3I7NJBdyqKBbaUjEaK5NCxCImzjP49lZl1xrA",
-	"ro1HaSTOjZnzgEHqBaI6Y3B+4WrPfcR7eHKNgTwDQoMbkSWXiRFCp0ZAp8nIuHWhHBtnLE0gVYQ/qgWy",
-	"xBl4evkDi0lP+4qNHaspSgV/dv7uLY2+ZxmxvbXE250rdcjllCZFP6dsKQM44oZcKDjqSFx/2vx5y3ye",
-	"8VyswbFr7bSMcGkVYuZSZVcqX7PGzLyAGBo1OpFXqVibQLugFjmJFZATEEMaqknW8QpTSB5ciFTJK43e",
-	"lzPVMcdLPYSJLnKgs0j7sYJ4krK/1TaSdSGMizVQNyIDrHtfyrDlhMw7mAWbbH0iAVN+yHNFXYiifJ6Y",
-	"sdfcW5yspMMXkg5AVMF44YvAkXw04ZCqq0Q2i4Q3QzG41hbZLTaGKofw71hIIypinvMLrsXaBR9cQ1cx",
-	"2h3UoYu/jPTNoK8t7ewA7KdQtn/N8/ExMLye8ZE4S3LxjwP+MWBnZiaAWHacqXgyMEMhC4akyIBnWUI2",
-	"0Zuz03dkC+UKyiNCyTWL/mPNfLMGKj9iSlJ5ccpzkbGT47PzgJ18MP+ze/7mVxjv272DvfO9LvsDfD3v",
-	"de1jtzc27yd7DmCSn0bkwL2fi2wI13SeoDlQV1cAft5tBa2h4DFE2D+1zkS+Zi3pT3UFA7SRcLeUt5C5",
-	"VTHAajz98xd211aS8AtJwgN1xRL5mJJPTeZEhPZkXI4G+bJtkApO9cO4Q7t1h97c/5kVPZ0/NcnvcAD3",
-	"wAW0Pqd/EJc5el8q7PGtBAbMvsWd0BQIGInGWpPzmXSDS0LTY19oTwfWFpUcitbzKoHz2VP0oCKIZ6pN",
-	"eEOv4FahmPc5i1vyu+pzS3cMPiMJCaa37PGkOBAMLdFMyFjEFHh2uXEpEHmlNgYDPucTu0flh3ylERg7",
-	"PGabxFa5pr8lrQZ2ro+LE9F0wG2lX7MpcTwWEnvgke/CazuiMvQ+3gQPJFASmWPA2q74iG1vvGTvjk9/",
-	"2X/7du+I3CFosw+ljRcaD8fHfbwQAzWC8htWKh3qslPvaUXlfAoGVg8K5yGgO6A8iNCaXwkzKoozU5LL",
-	"ujzsHj7RqZ21pyqYxts/E13QMmFeiOo+NJ+9yhV9N/6N3bJe8PTRnB0IGi0RAr5rrsnaokB4RXd/nGQT",
-	"GjnzzJv7xWJOzUw8sZ1TesZXHAU+KWKKUFK/Cgd/A8mi0djS8TxNRNhX/SA35BIpI3P+SzaDXwtT8V/b",
-	"gqAdzTXQdj0GQZHIq04XOMIgs2RrWFxuufYoy/h377HPHW059CtGvt7yj2/sANy9EsPsC9h6dXbsHFMe",
-	"Lp+uf7LK7/PcuAwV3pfV4swpqFeHrEYbhrJZHR5VazruZXTDWZlCocWimveTyUWaDNiQp5f2Dc2oXmgy",
-	"BsY8yRrq4e3sza2K93p5Xm/fGc3qTAwykS85ur8mIpv6XUgYsFlqbJtbPz1nn9EyfoQVkBVn4gv1CX3T",
-	"2hTPg2dws4sp87bvrEZt0JxQxHXVKC3eCZ5PMsEuU36F5vWtuGDetoBDrdmFuFSAJzqFYF1yJTVLZJcd",
-	"gWtvdhRPpGYadr+uDfa+wZE8JV8SSAZ8zqK9CS/c/WrWm4RaNpF5MqLRectMc4cKAdqP5jeBlpQ3GDdd",
-	"dpBoSnvjDfy+rMSYSiMxugD0mBmm9dkWLy0E5a2xGaodTdUk62cqRd5qBF+Q3qOmLFYMS2ZSgDtQnW4o",
-	"T/iVJTyLxvxKROC4RWOR9fHPtgWu2XoVMJ6zkdI529zY6PSYVCxXOSeEhnySSREHQBYfSixI5kwPVYYE",
-	"8oxnWXLTTP/xHmd1RvnULXNxybp5gZZRA4uuExle+pRCGd5hGSp4CxyBy/Mws/Ab5HW/smttzxctfjMK",
-	"ftOhQo5j7dok25wotqm3B/HlRy54Yc9brkMZQTNZ1GXvsZ+Qj4QGcUvHhBjXmxnW4XdPlREpnvBMkUp6",
-	"9uJQJcz8Khny9+YYv6KzMHOiC40J7dfzUCHxHMKpxNbgstKr4QyPSqThkZdFQXEAnBWhVLdSYwOgZm3b",
-	"/81UxmKHNjeydOHsENSwDthIxSLFRp6rCWHLB3TjXKk0NNObJQI6m8WlyIQcmD/M48fJAOw6kD5mQ8Br",
-	"OVBdvIkPhEQl3c1gk1bY3E094jLsxyfGD/sauGqom51rmvsV6/c3y/rdeOSbEBjxYFm33CpsOQWkhU7N",
-	"ie9Zh0ekWrArkTfjo3ztx2Mpbepr0hUKyBwm7Dlbr6GSpl636KBm17H2OOWJJH9Mm33HtjdedrrsWKYo",
-	"vy3dNWDdYTlIM4D9o23Np+ryvruV+YXPhW3y/lYszRX6w9fTE768aUooQY2BnbvrLz/oQ+Ynkq2pW5nI",
-	"q1AWIEDQ/5QQts1MAKjL7hSoCWV9pGZu7IWwLx4mp4JvMGADL75M1AbW5oX1JFZ6elGYJ5+Zs2VOYZqO",
-	"1tDpeqqjWHbpnGeGRbH1B7BHRy+Rg3QSiz7id/8DCXXgZwjoXXfrUF7YolwKx16qNFW3rE00hxdTjOUq",
-	"KQKyJuznFctEyXTa6TrILASDlVTeZyOwUE8Y8XHSvxbTvhZ5NPfcH6SjNzTdDz77laBdqhVL3U5oniFW",
-	"maCmBF159ksdByT9WjvAbORycRdKpYLLJ07GuSlcRoqUJ2AlRe4iRepCMp5MOaz7ujmofAefoMvObFlu",
-	"omn/RQD4PNGEuhzKCG8u4ojFWWIOZTvJWSZ4rBlnl0nqEKe1yG5E1gkou4cls97zIAEFKIOh9HG6jyBG",
-	"jVQlyV8TAVIpkb4QhLDYm+Ojdwf7b86jTpf9gYJL9+mIRDhYKW7LM+Wqgj1eL8vsrgdqLFxN3zgTN4ma",
-	"OKYwliqNvwulGXjXSZ8Ia/IqYNWsvbt3trb16vXa+zeHBav8iEOR47WYogAvy7UFYXh3BL9ORwtH6gb5",
-	"TCF97/mLw/qlzfE9Ol0rcJyvKYFQI9oXS/Y5tuP6p8G90g214r+H0Woj6XmtIVMI8kqqnqFAfGt/7gvX",
-	"VPAboT0Ba0ShmuSMu0vaOdfYZi9DecnTFLH8qX6SRuIIG83jeJKSrXp03D84OOwbXbD//sPp7vn+8VHU",
-	"WZBheCw5Gix5/Zvk68lNlFf0W8pR/F1SDvcSEo8RE+41nfs2MJ6AaRjKqm2IGBcVo7Cz2OjzuVlCeTxK",
-	"csBChqAzwASaHycZMnj0WARN5xGWe+ONjcMUMwVvylP70zbHf7ELlQ8peu2a1kWMZUjYSroLNkBhx5Vo",
-	"YYi0QUnRZdAOVzGMQ0lt8CWzs+3LPnjXhARfHEBBU+SET9f7HQ6Gj4xkpcpvSAKXzN6rxEjSsu27ICL/",
-	"vJLuqWL59zMxN768iWlj+iszc2VmfsFkwNOYmeta5GsuBPXp4fGG3r3sTIg3+G58InXO0xR+unabxFWT",
-	"sQP9AySN2IWKp5Z5q/RQyLx7snyHYeAT2MY9zIHyr3xaKxDzoWz7wRyp5FptUBCJtNK0PmTYKcIN8NIB",
-	"S2QogRQi41JzgIVaROB6JvK3+C7fr9W7tCguzW/ApLr13ZSV8fu8ouuQXzcILn+VHkOI5XOBsM+NiBgo",
-	"KQWcsB2ADckETwNm5NCIp3aM5ui2Q6BjmhbhPehIPP4tbHl15K+ZmuTjSY7NObrjAPGd4ECbOWC/np+f",
-	"uD4mCbhFF2YHMD3IhJBIDWicZWDTEVAJjKZhecoywQdDgZkUNsaqf+qLIj4S8+ih0jlkl6I0HfUtnR98",
-	"auzR46oILyei5opz4y+QR9Ak2lldBOEcAq/qJomBWAAoETFvTFyCwmxsS89YUFzvsCR3HWNbGxsUHFDX",
-	"OwxSJREWLJqpo1sMFNEcwjzeqkkasyG/ERBbsEnoIhbshmTRINrk+eDKFGPtdNkbnFdJ1I7EqGvvUUvH",
-	"IvTfQUSb15wnpv8Y8oLIh5bz+41LfO99qCBKF9miNkE+p7nMF+dUrfaoKfPjIgkOZFhtsF0DvC4IJT6z",
-	"AxJEVrhOHtBZFMqlClbojf6GFSv45sskm2lXrLLMi7LMI7eZlu5JulP6+NwDKcHg3MWUiY98kKdTUIjq",
-	"MpSRuaKfxJGxEiKi+WhLkRjvKoCoXYCo2ExPBkO44Q7b3tpiEbRBQIi/v3d6enwKYTO0TUZ8apzF2BW0",
-	"FmPtoR3U2HJhfmvMI6BFtu1SuwXHZaKLoJxrYFw2Frcbx95u/jrztuUxPmcnlh3B4sQtLfMwGa/Caatw",
-	"2pMYMLtGJNBGW6amj7bk+qfJY+ZkMfREUgckVaoVdVRBT5cW6WUo25BnLayeTpedmmsgmyuJGbJwvkjO",
-	"Ef1n1uSQhdLdBEAmuLYkk578K7en1aNOmdE+nhxc1r358BXlXQuBBUlXaolbNYZ9czxHcPDmyYXHSMX6",
-	"dg3Tt0k+GBa2x4XIb4WQLMK/o1CC1wF3iHrsKuMSq/jwkIM1NbAZTCsMXmg4/MF8oVAfgK9kb9lbMVL5",
-	"Q4WEl7V8RiHxpO1H9zCwNp7DwLJpy5WRtTKyvgzQsJVtJJWWMbeo+3wuRpntUE9G/ArqkrltfdB5JsBD",
-	"TWSaSIF1G5bKya+6eKFZRLfpT7I06vTY9sZ2Qf+EMaYhh1Sfs6VmqcjzovW1qbP3hN7oqRt8YTbWfyiL",
-	"jkuVjXje2mldJJJDP8IMv0GdqIB7rSIvcyIvBSDA2K3vspt7Hab3kXwJ8ggoq2yPRru0u21iPZRykqYd",
-	"P8O8U9D0uwrOAgECUy82o7Wg/vJLbfQnN+rt+39LFv3fo4wyX+bUPUrQ83CS5smYZzmbjI3qx3SA0QXR",
-	"ZZKKiMF37e2NjVBGv+y+7Z/u/fuHvbPzyJ2jJCdEeyNxWaJZLHIxgGrITI3gVQDBdoedHL0P2L+d7L0P",
-	"2Pv9dzCcP8TFCbbIcYJoNcOc5kNjjwOkRPvs9/eMusrijjXKN1+x6MPR2YeTk+PT8723/cO9t/u7/fN/",
-	"nuxFPZupCOUrdpj8wtrbmy9piKhJE23LIyElfS3GOSHAcK1FXosDIx3QssYmRNdhQytU7xSYKX1sodFk",
-	"5I/sUq4bbbgW85zf0b6mQeKwv0qYgUKEO3LVkgZYIQ+sDPflig1B2C0jZ+uwuF9v/by5/er1rOFTgEw9",
-	"apZ3l11mQqyZc83UxX+JQY5S61JZ5GBNlXsap6ogBknMZI8zAYK6x6JPnyPiogc0LXabJXkuZJ34cpa9",
-	"91ZfOXyPN9SF1k9x6coDmOMBnIryQSlthjqjZJI/2ND3GhluhxDPw03floqNRHYlUJ+HUoss4WkCGNx4",
-	"yYhP2YVw1QqvX716+RoNENZuSsPWBv1hDE+x/5+Cs6J2sM8ZqrvDQSRbbPY8rrT4SosvSGfAvl9eOlX1",
-	"da5U+sj1WFIwIfNsCqj+5v5skHLtoUqHcsi1KykT8Y4jU4ciT/ML6Mg3ExSDhp8FaXG1nTimlE8BlTqU",
-	"0KiKvW6atS3LyJpxzWLsRdNsxPW1iDul2rHIPLcPI416YDeM+VV9R78r7jqHyfvKDQIzyLsAB8H8E2jo",
-	"yiy4C/CHP3NLn731T+Y/b8y++/wkgUI7OjyT5moAloaP11JxI1LvvLgDeMnTVJf6uCdaZIEtEDe3cR3i",
-	"5uxpIL/ZDmVtYJ0ebo8ynLIFhQZm236hDOK5XYCvJi6J07WKSn59ZQMFsjIu0pOFJS1ofO62gzk93GfI",
-	"RHxnVK7tUlILP6O2i+IXHcACguSwZkneK7VcYAEnu+XTbigj0r4RU9TYfS3EuEzxC8qUtYHqE8cmxS2O",
-	"teOgiPQOE3wwZNdiyrSQeShLTdq+FML7gbejeSp6LJKTNIUyUy6ZGI3zKcNkFkEemHcIZTuRQ5ElOZcD",
-	"wTKhJyOhOz2AHmOYvJM5oRERJ27PfBbbegdjDLDoB/q/CF8llBXLwYy/mAIy2JHJpMt24WsnO13kIRaD",
-	"lGcCWwXx/UJJthTSIpubBzaku7WFkEIKg7+Jnhea+DDWIsu/BlH5FCUXpXd7Ti8On7+U+wY7f+W4rRy3",
-	"O0AKOXm8pGoxJqTfE+m1czcWUZS7qesaegJ2O0wGQ6pVBQfLSxLjuOzPs4nU8GWP8QuQrVbrZAI1DlVj",
-	"SCz/R3ftBUOMoMXIP2xXTiuci5i5GiipVSpeaAzbrmUTyQZDMbgG8EYEsKvnJnjv+qj9/rwnkxunQqv0",
-	"RsRLtzZXEZKSS8bl9EEm3zPWSvjt/C/0vG3XtMFHPEnXFnCS7c5ijhLfuMNCnyEcF5eXYpAnN5Vm8h3n",
-	"/4RS8xsMB1RZxwPMxc4gsyJiItRvnv3+pn+4u3/Q/yFiQt4kmZIjsHhueJaYyaIOG8d8ak5LCT6wxyL7",
-	"JUCiMs2n2gVHzMFK/LhJw14/5En69Lu8eMrCymlz5usQVL6UxnvutIGa5FfKWHSzM+F3xPMkbU4f1Oz3",
-	"LjszhkcNXDBrOwOVHHt1I7IsiWs2cCjdDkZXw23czux2NfaoWIPDBrAaVdDMHXAXQum2ccRy5cCgnOcA",
-	"GMLAclo17HOFOE9GkiMoKIGURnqUj6NQckDkwN9EQ6XzCJnd0ChkbfOR5CMBMxRAE5rZsKBpjZnR6dlR",
-	"m3mKtDYOhgyl+Y69+ulHvJvP4LO1xaoJE9Y2V455kmlSZnmqo4Btv35Ff5v7drqhPCpseaMre0afsejk",
-	"+Oyc+WIOUA1groyjV6/FsA65crifqtzZP93PYnwvL15oq39rEE0ro/ppsyF3EroVq2MByEi9LBYSEJQz",
-	"wVOHMpErFuUqKvBFGkwQC2hU4CYQDIZV/RnFE9IETHQKycKrIUyzMbYHQK28wyIjatB4CCVY9hhiMtYK",
-	"T9JJJlgEKBoRG/AsS0iFeHcDPIyxEaA0lT6MyQsdSovs0eYMTSYjd1k+5LmNOiFsScAmMhVaA8I64uFF",
-	"5jlVuBIIkSgpQpmLj1jVgc5IgeXixt5Go8mjkKfAGJrdtgq8Uw+pJONzocFGeiIB6j/imYSnffzxJB+o",
-	"kVgkQRVeZrN8PM+Nfl3J0L+lDD0Ds4wZCVhDOe/LS7GeqgEhNzW5aQf2Cge0VvLsgwJq0/j0hNFxMWVJ",
-	"3K1Nu7r7PaVrYx+yTNbUTcG36K5DBlPdyuItfDppMtbNOs0jvY1B7dk79Coo/tlEMMJZtVh4jEDB0Fvv",
-	"NgDm20V4Iiltb78vjbv1pSHu6eHLACXYiV2J478xiEFaHIaG41mVyAt5bHeRswN+/0K7Jzjzs5bDEtPX",
-	"3tG8W87JHbr42bPsb1eg6V8VaPriHd4UGLvPPiYY6kfbx1+Fftr44vrJ9pl/Qzpqlfz8iuI0d1Bsy3SL",
-	"l32LF64xbaZb3GsBl5RV0SKvbew+nBZ9a993W/Yz+SDHt7Km9WjuJljcVV3TKN2zETK9xMKjWrrD2n+H",
-	"tso3ZkKoZfZRkxNb3wMMu8d8iI3APazwmt/jC4HW0UTn0IIj7UGu74stb7An6Wp91oZWeviy7S8WjEDD",
-	"mVy5u3/frtRlDvOirlSjLzJlTm6j0XCC31vmodoQJWv7CWqrPCADoUXeqTUa6L5PqTboEYtbPOGybzE4",
-	"CeUTsBHcbN7NM3RNlJhJGvuL3XN1zbT2iJuCxQjdpl5If10f3+Wjuz+Lx7fkdnKNiv6uWsnov6f3ttTZ",
-	"REkcJ7y5kq+m3rOgQZ9I8XEMpT0ePokuA5SMs0QOkjFPdQW7K5RaYDFqkrGxyDTwzLnLPWogqr0diim0",
-	"CjioRnUJ/Me3QrsUFbQFhtIDjV8vAON7zKLCYyGRpTs3XxLoAGd6qDJsL2Q8y5IbobuhxAoAR4aXibHg",
-	"OTCsA784i9yw+0n8rz8j1o7+V/mjf7wMJxsbW68rn/4YdUIpeZapW5yfNNE51VrlQ6X9+euyfUjgA2SC",
-	"RvvWmcI4ry80u0l0cpGKUBY/3GGJUaCT3CpRdzGxMmeCxZkaj0XMdJIKmafTIpEPeJSZcco7UKlAXWS2",
-	"EYJuSXW+I55IYiCBEB8QAtoyMnMNlq25mYyuExlHjGYglLmCSkoEujHfNbV4wqHehf125wjhneH4Z3jp",
-	"j2C8VOmh4bSZufD2ehv3iHVT8JZQOqHNvAKXyX5lIRG5p7qS3l17ZhHX1OUarptZ1bq1wzkTH/lobOyr",
-	"f70MfvzT/D1OVSxQXdWz45c3Z4kdP8nFSJdiJonMX2+3ghZQ90xGrZ1NFz4xO/RKgNwc8Y/7+NPNjQ13",
-	"Ac8yPjVf63xqhgh3rZnnYyhmJKlCvDSwKxro/c13pWELaUb2Lwz/tIIWn8SJagWtmyQW5r+xGkxGRkEH",
-	"LYhUG8u1GgN6ymQIbONFqexjKVAgqUuajLLYe1js4ZukWvC0TZtng2FyIzp+JQQotTl58Rq1FtW48l5x",
-	"GJinhF3pxR2wPVA6iRbK6FqIcYSmK0o7lGZJRTG6cz6r+4yk1zPBjFC6aAbtPQscgqLafQtDxTrbzI33",
-	"hWZv8Fdrxhbq+LEQJL8jSW4e60rCLqYser93ztBMWKfCMGi70xFrQ9n99uarTg85qJP/FnhPqXImPg6E",
-	"GTWWr300QsI8w1xozik01tneFHunl8DVOkq0BoxlD+OtSBn9f+x9C3PbOJbuX0G59lakubTsOEnPtFRT",
-	"U57E3eNtx/bazvTdWvaKEAlJGFMAGyCtaFL577dwzgFISpQf6aTzaE9XTSyJxBvnfb6zDwz5Z0qBoeXu",
-	"aUPRve7zX7EwVR85kV/+UiwKbbhZDVmCgosdc4xRdk8gNY8VWZlKuRCsyCsv6lyLotzFtoxw6wix3AfP",
-	"2VxXxvZDkHbojrKDGZ+WgJ7Ay1hRwJ2EBwAjCQdNQcewyJB+DrOiKGucEhZMlCXptzQBCk6suW3yzh3c",
-	"IXsHjb1/3zjCSixxdLhbicxg7ss5L6n8YuCzlpX8WsSKW5ZAQ2OZ2WQ7iFzNjj/EWiZUqjNHbB1/IZsA",
-	"vXWFxPhPe39CQnDPMOkwps9UcIP6vl1hw5Oy5B7v71Fl+yOb1XiTrW3ysi6L2rPn3+0/29//S63ItSn0",
-	"g9Q6dyJfH78+IgbQJEkJwV/aCHUxysIKQnoUaEysPKUHXiAVsSg9pUxzJ7wxnDEKr5Al6KjkzKkOJcp4",
-	"oE0gn5QmVsGc7/meG+I2zeAQVyAcoU8ajYh0D3uEzm6784eEIUorXAhDwuzXZ/8LU/HMkhZ6XQCrDyZF",
-	"gN8SuN9latD62jJIvGVP9/fphoDeUzKtUjEg9pSwuc597UsbitijjBWrlCtmhYi8AKdNJowXeBBoUKeY",
-	"AJV6QUgaJkONeF/guJdVeFQEnN5Y+UKKMJr+iCUkuyRwhqmGMgyMlyzTJBhJW0ZYEdMbULSB2+B+Dho8",
-	"JRKQyaSHqmbKLfbNpMrQWFBJO3d7BPm5pGsnjl/jPQr40UuNP8YKxtaN8QK71NauPw0mXN3RZwrEbw/h",
-	"dlZd5y/g4fLCXtjaFIqcuu2b1E8/MvQ/qA0Wtp+oVSfk2yZ9BKk/E0be8FLe4Gm/L6GESnpE49BLpiuT",
-	"egGzF6rJgBFvwM6NzqrUUZFaJQDt0ZEzdIoPWWKEY+EJsynPAc3FEeGp01yUlZlgyVJm5Txhb1kyF3I2",
-	"LxPIJfXILdwWIi0Z0JZY9XjJcgHFaxqa5lI380NHpNlUBXU5EStN9wwn1I+Cnp2vYmXErtccIJkLTVPJ",
-	"iCWpVjfClAnzj4QJ+IdYz3fbd7zEa6+DWCW/VjyX5SphvaeDwdP9/T4DGiOse/9fhZjB7V+KSeFrT2OS",
-	"GWQcyIUsiSS4t1ZBq8RVdnQb9d41zXp9+/dwojYZQfYUch9dlZbyhBeUlAVbhm1Dp3TjANcrkHbWowrP",
-	"sLdgxiVluiN/Npi769Fs2C5wO57Y2mQRAZhYUnAjVAkFKGuV2h9HmUVYTYlAgWy7LW84gSpIkLTfVNLB",
-	"6IxaeGfyGCYmwL16FQa+aRpeh1CsYdUxqyVYTXcWIhvvP52/fbE4uP5L9udfv196o2PBy3ltc5TZzjrX",
-	"auqpC/72RKhZOd8ZfvccrKX+49MtpsaPz2w71+ZL1owbR8+pxymMP3uMYH3kvw+A7+HNYwTliW5VsG/h",
-	"xZ4YP0Cf3mDJW3hx7UxtDjaY4aJYEY9BvoWSJ3GZsGCE3SgthWc5NaDBE6hQ0kSw0nBlXUsiczzZV7KY",
-	"AJRQJlKdQXPIJjZr/pNqUQ+PSnLT2JJtmCdtwnNW+Gy2r482f0ozwsYK3ZkaXPz25MZvHQf2VfNWhWTX",
-	"B5ICJ5hsl8dfgn5uw41fcAXwAv7SP7Eb/uEheQC2BT8gKCHhwDrRx4g6/sFXktTGl6WMyNFD8RFr6EhA",
-	"DqTy7mQYkzdcQAqOEzH9r04836yxRlOq32ngNw3I5TVk6KGghNKW8NarKWDLe9EfMXoXHTZOaLSxar1b",
-	"aqb08gGemABvCY8jcGVTBKdq405edRTTW7IcJUMMSuuDG7pBChqxBz+5g/EoYyKyAq6LW5LPBUtzH9HS",
-	"p0V9LYHMjxLlF4G7gJE8AJaFafL3YyJKl3IqG0AM2zN+1yXIUQDSxSi4ZlPtQC7WcxQNCFil3J9OQb6s",
-	"JqF9G2zLpa7SucgcS0BSnmAnmafeUAC9ARq55IEaslLHCh/fXoLwMM9PW3P+/HjdrT1gSzer7DFp5x55",
-	"v3m+ETCo1vbWn/n2nv/yPrqvnjRCdEgUhPRStXsYsNPN8E6KldsI74TyOxDeOborpLM/YAleFQqrQGeN",
-	"G0qs8AcnCdkoPEbyCQw2/BxQVvH1iS7n27yS65fi945YDEDgNLv2pUA8PpgjPBRmiKbNLdF22FQr3o6E",
-	"jYnWueDqE2tNzTV9SAxd+4j90YLnPug+b/CyPbf1uzzPH+bQvRSlZYl7F2R7rYi5dZzKNR6HcXbAtGI1",
-	"10unk6yQmhNy/ICd6mAqn+hs1XUXX3Nzvc6jLvAU/y7n1LoBOJ7F7+ZbFUW5r13WBbQAd/SRgXUyMLfG",
-	"d7MvRtTr/mfeNmWqh0lzddmXhgOsjsNvNhxB7Gbmaz5MVrGCUD1tsBSSk9jLsaO0ZH6jb9wzPcxHqFkC",
-	"m4iUV1bgdaFijKTWxwphXtmro5OjqyO4M/2R6x2Mgrqcg9XRAsIhjUaC06hdutrLkBBN6BgNpQjw1rya",
-	"FVM8r6lrYuAlnwMNUMJd5eZOkc4eKyNSIcEPbwTET3aGJCrqdyLuYLvtXTvOQpZhY9zbuJ9sc74H6eAb",
-	"7PknqdY7n4iM4c5uG0HjJHQGvQO6u5u0Nyt1RbdH21cBsea1aQQm3z6StSV5UKrAl1DZp3VcpWUzdxR/",
-	"Z33/Ww92rO8mBqx/eo1ijbjqPAsaBTrGQavoD+6U21sq9e8lMDQ7vQ/mYWu2Xy3u4Vau3Z7frefl/lLp",
-	"IbrseL7kK8ejgMegtXlNT5o2zhUUzYhVj7zTPlQQfGw8bYqw8JWEb8ghV1lsfxGxorJziB+MVeKGsffO",
-	"/f9x9r4tfED1jTaFmuo810vLFtqIISIY3wB711MSq90QCdExVkikQ5HGiC3nGlPlS25gAo6Xw48JW/Ay",
-	"nQsfyeK+ixpZjkmzGkmsGrEhvGymsUB6nw35fRsrCvGvlvVIjdYGXYxDbD5W7uf+iCViwWXeMlG5L3AF",
-	"WW+K8MToZ6FaJqXWvu4/TDvAfnRHVw7BawL8DvwoIWAU0IvrpNTgZKF4zUYu6ogF326snu8/Z6dnV+Mf",
-	"zt6cvtrYuCVkdtLAMLndNjw0ttSF9XjSUs0G7LKa7NJa4/RgEVdMaSezhSRaCL6BCld9iOI5rOUqG0oO",
-	"O/mzNRqoBApjGQbZwwmAEJEdQnj4QsSq15I+o6bo2Wehdhgkl9DOYxyP262kqcKxg/39Ecafxao1mvqB",
-	"p53ul22S3aeLm9lGjT+Tl2P7cG6JPFcYdOy2tbXatLt0FJ2ETv4R4BwfM+7nQ4a9IZM9BgM9um4e6roJ",
-	"4iY4kj/U3HU3YutqAz4bGW+HXXvEnDKOKXcyuw+qa3OAd6mxzWc3PM6qnILH+c/8+/TZ5OD6ufi6I2c+",
-	"wAcEVCR7hJj9kvDhVHuLHnw1wRz9EFP0h93OltmLx6p1rHxgCViysRypk4RQ0Qw273tbqZsTJwv147Xv",
-	"kiYecvcjiCX6DKbzx5vfZaNfv/f3MckXeTWTt8XifkDxQWzTqWBCldqshmxSqSwXGf0Car5eFDIHPR+T",
-	"/amWoiBPaa9SBYdUVul1S3qZZdKI1LXbj5gFEcwpyzavZgOnpFHvqBUuuJJTRxsSqBOdbBaKRkODtAxR",
-	"axnm0jpSk/GSx8pdMCMnVe3aheHaudPAsdVx3ZoPvXPaGA0EtPgph8mWGtrHt+vS0yFgzyfCGcGtozvK",
-	"Vy8CEz6bcY8igW2PadHGvoT1Nn/5Oe3yp4RVgy7uY1ML5+KPURsRLHD16S7CVvhr6TfntsIjHVW4fvSH",
-	"AQ5MpQBhg6ogbj0grBeq0LgT1x9C1axcUAStnhIsUDM2FYLVU52J+qKzHmZbYWWvhJUiz23wh1Epr1hR",
-	"o6o/YD8IbwETzF1sDB8BqJkaaiXlJc/1jPWSG2EcuUvqqjkAi8VLYct+FKsbYeRUknXk8h+HuwcvvosY",
-	"0gwEBNlKNRgv9UKmPKeb7C/8iIG9ZBUrX32r+3VpWS6mJePQz5LbAaMdbE2O2D4Fi4kbWI8GjavFpQE7",
-	"DG/5smJe+qnf6GnjyWi/sT3fx+rl2ekPJ8cvr4DmUDvaMFrC1sKGcu2tVOauvLWRE8gC9YRhTYzg11D3",
-	"rcoFjMeJOe6soHRHfUNCXNjbQP1wqwCfwFaLWGlDSea5VNfgFE0Gg70E6kFLYbGMW5uI1qMHhAcEaXGD",
-	"Jx9rvV+YGIcXIxcEqOAD72D3JmIuVcZ6fKHxzQXjQPEn3LENOaNcP+iY5skApC6m6ZZzrhpdkr00iav9",
-	"/Wep40bwlxgn+Jol66cteSkWYJ+t8w8ZAU2gBXdIRefc9RZTDUHoq8aYTKVsfxRwfeikLeDu+VXZ/76x",
-	"KguCvlE6Vv4o1LV1Wc9TC/ptXJk8wW2ESJIU8uGxlCkah0PdUPD4zMuycBsWKz8kbWDPwUAmZ4oD2DES",
-	"mvW+sHje+FqsPHRQP2Iv9p91sbJjvA143T6RlbLVx2fK6vOd3wF4S4KOI0SBTHiK9nWY9L6/+42XWk1z",
-	"mZaPJr1PpDrQga9p7To77hRVGrrDnn/uY+kQt0k2sVonIJuijbue/SG7v2ATqzr/ppFDSAzNtlionk6F",
-	"sU3Nw/NcxyWa2D31pfSsOKQehXdk4+5S7X/qR1qW8hR9mSyT9ppNtdmcfVnmCbMi1eD58yvw7Lv9/f6I",
-	"JVOQujA60BdYJ4lAFyusgJo5ChIrejRiiRuOSEJB1ubk13A5KEyeKwgDMNgoEHHXLjKdWCnN7st00GEZ",
-	"UQYnzKUf/IobGZTQdJAXkrrxhAKiMJ2ysQaqyvMh40xps+A58uII5sN9zdUBOwSlz4/TD30t9xMmjyfM",
-	"zY8mTjvmB/pi/1msLo8u/nn88mj85vTwn4fHJ4d/Pzlye+F443K+GrC/G70EphnEGyVEdpuK5yvowsAi",
-	"kKtI3LINnF8jUGZFX21lBfJp1ityLhV8oNgODdVpdDHh6XWs5tqWQ6hWk7s/I/b04M+Dffff3l8iNhw+",
-	"jSCoORM3ItcFVE8nZ60vR0tC76YM4+Qa4DPA4SnPNszE4/PdIiBYgYUzm7cELZFDREaUKhNvEQYDYq7z",
-	"FV5IzjJR4uaI7ODFi6ffNwQTApbFd99cnBCK4MDKWRIrXhRCZai8u6UueDnHFDwnKn73nEEZ3wagPjZK",
-	"X4i3PC2paQDv6pNke4ew1DhCrEdnAP3wWJvDb/gTltg5P3jxXYIFRVO9EARtyWlpmIdlXT86oGiw/7w8",
-	"Ow2PsORdvOPpXrwzZP9Tf3Yf450boTJt9hyxi3ciFu/UfzWofrwTxco9DIQvtESf8fHK5PgHTgD/9moT",
-	"vBF6g+MV7/zy3v2XjBrH3YhYJYOSm8Hs35jEOfi3LBDAqq0TsCkSKU94Bk4mS/zmG60hYkIqTNrURazw",
-	"hX7EiISwcm50NZt3VYqmhMc2+prfmtvNMi8Dm/3Exhnq6C650l/HP4R1BqhvU9W/t9Tzjq7F7Y7MWy03",
-	"22j83bILgbK3rTJkfXX06VqsKCO6JZ4gZQN4npzbOSuESYUqCdUni1UvoejlME2eLsT/OfhhKbi7g0m/",
-	"Dr1uNh5kxg5zi8owCwhtpGQHaFpVRz5WSOucGZFqgxVKANNG69yG+GSguyswnzIntHgSirlJjU1EOHrb",
-	"77KtOBbbVJhamdtkYokVNhQUXozcItV/3ZoHmn2IeBKLIuelYLaUeR7sQG5tvQZJsVdN6KD979nxKRhh",
-	"xpdXh1dH3ZHYck0BvtWFdd7c+KRBt5M7jgHrJeu7PkKR1uiqFCaEs5F1yfAlnLoBeyWgASeT+Idilfzv",
-	"//Ddf+/vfv9L729D+nMw3v3lT/7r/t/27nziP5I1HPad9hC7HXC09ff1wh08bbvhnn2R3veG3l/VSsYX",
-	"74F7sLL/zcduyzXNe5tPwF2kL5+1tCjMqEFdAiz6Jpk5P7x6+Y/beQ1FQaKAHsgudUy5q95b0DAB1HLM",
-	"E+v9BoQdDr6DVUDWQ1HySXAjoHxtl7yIlVsZ8BaQNdp7BnLBAwc04kbqygYlXyoGYx4wKL0byo80xg/+",
-	"C0tpEbdCZjyIfcWKr3laWdvPWquvAbdBZdt5ECCZkMSuPsyN0I1x7vp+5GGfl4d9fMt5c18/UzTvgwzn",
-	"vpKAvw3fYgzso4X9i4CkzwBBT20oDluVTLJ675LV++PG5/hGvY2KOqvNngRzGoxCB32v/7SxsNiCr7Da",
-	"Qq0ALsWENS4w2OUgP8M1UPJrwcR0KtLSG16UeFuyYBZcUh0SzoyARJoBO+LpnGFShyf5scI25A0hUqER",
-	"dFLJvNyVKsQMALJssLmvvUNtuoEP2CWUjIhVvTQ3whjvnRXqRhqtFpC3s5zLdB5+t76CTGPhphJ8zu65",
-	"WLUfpJFZ3IgFl3m9G4BgXgdRNvBmkz335C5FW/RHbpypgcpF3mUdYY0ZtEOBnBbahQSbgLTRrmuDFthY",
-	"NWaIMgEh3GDhmi1IhBd4bi79Gf2U6OLtru5Mc6DnAKKes6l8C6DwmTB/DKsWFBTt8J7Z7iuMUmezsiGc",
-	"tAdrH4nvJmELXlinKgCRSWYbhyVBtwPeRKRDsboWqydYqclfM+mruSCGcfsywQn2gR6NE9xHBD8N7p4I",
-	"IpzSOSXLE0oytom99zau+Nr1qOkJIVeDfbc/iNVPboLgsgGMAXdrKhUANA7zHJL9UZYfYjzFtXKX+1qs",
-	"IsZBl2rK9aFOVKy61ixaWzG2NBC9AgsG0SUBn2+NJKEvxrIej5USM4RwREgM16gX7MmB0xoTeo0gXqcs",
-	"i7a3iKGHiNdhJeit2ZjYswMqXSKVd5u4BsVbnolULnjeb6oRsVrXI2CbfQBPOBRIRZVY4rwtgYQHEtfk",
-	"LUxPHSuSlhVGp8Ja77SijyKwQ2LSdQgthQeVRJyhVWROW7WbLtL4qSTuDdr4eeo/fBiFbkjheG8eqzz8",
-	"MRPLQIrUBgFPN/hWF29ycrIV3CB7undlpkN7bYOLPESBY0OOGNzIjGqLzp1QCSYACKn9NUFfhidUWgk2",
-	"zXnJEvcgop5FbOJojU1BJkaYNZ8qnADQdIhwRDsTxsxiISgbK+gScGlWhUgoIsS1ZecSqHAYYcSspmnM",
-	"ZdkQZutAnvpRGLf/6Iv1knt8zpsAASjSCzGA+QICjVwsyFJUmkrBxXFc4GB/P3a8zvC0hIgYxKL1Xn+3",
-	"gG4yOdghRnXd2p5jVJCh3qc1xeVsFbZFI6TTBFKtbJWDGY2rVXNOFu1QtVpF+Wj0YphuN+6s2+5znouy",
-	"vLOuAT4Mfv7RrevB6uVoJwytGXjW8F5+7QJ92w4p85pqgtWIVnBqgu3zYL8+cy/2+9tQZuA0tnqmBnaG",
-	"B/tQahbRZV7sf0aoGVz6u5iJm/8fCXmOzi0RrQZtxOXytNGKPTfTW6ljayk8haQbiaozHHTdTSd8NjDi",
-	"ZcyryRMbNyBp3lycBPk84I8AqoQuZGpZbw2iA9AYkuhu6I7jkqXcOCqKRcivhRqBuQNosiOCSZi+NvLf",
-	"IhnE6ue5UIAP4shaVS9uxJLwN5C8RvDYvJpgYJqTY6s836IJX1pxWIHR9tPdBOzitqtw2QJcUggYBZhb",
-	"Xx9uzba5NILG3HlqGtAqu37yYesffPwvMHbAQ53u5gCRFk61wfPmFFL2j8uDF9+x//z5CtPNYpUshEkr",
-	"Iwbh8YSlOZcLAjWFcDDEU2IzwxXyDncZ+vXM6uDD19harObVhPUonAuj06ij8b+WJcTG9SGOjJoQi4nI",
-	"MpG5KzlgZ4Tg1HUHN+4a3kE8/bfdQgB1mYRZDJ3U4jnQRJfzUawS6KKNVwOPYwgc5SfU6cHw+BZYfJSE",
-	"QFhCoD1sDreC/GtukbhlySFtPRog2d8FN8IwTMyAFzAzI2HaRCQyKZYc3QhVXkL5JEeCOHaQ8GZjCVtD",
-	"BKRgPidSTkEBd8qoI0IU9NjE3r+FBLGeFYJoli15WdmkP2Rt2JsOyuMnKi7tnULMFZLcUuMW+JL6RAD/",
-	"Bmv/V+5W5uA7/DBJ+iOsM+rRfrrAFvVSoaxzZz18aLW7DH4tKcGRe4qncGfDddWsgH9wV/37Xz49NYbF",
-	"vxUqZoNuPGZKf1Q+cWxtJWpszJo8t/lEi+ZtZxp49x7MMS4xtF6mc6BBEP5u8Z73Ek+LqehaINwkVgDs",
-	"AQY2+5+SGvuq730YaKoiyhEWY8DOO4iJVLFCUrm71ObaCWs6IzvnBOIdjROWvBZcaFvuljK9RoAzIIhO",
-	"oYAFc1+7JaS45YBFSpwJ5ittk2d5/WuDQ41CgihEKhc6z2OFeaRw3ffeuX+Os/ceDy1xj4ydomFueD6m",
-	"LIdkuwx2idv3ae89dnKnj9ntSzrnSon8iWV4sL5GQey8MRGaRvf9QZL90KtzEqDiPdRcrWLopfI6wpiq",
-	"69e/9iPQNHYp6BLelSrNK4jdUA2ge9ZLCOUKckDcuITKpJpFeBABDrj+tj+I1SFiFwKU5Yh5IHzMK3DC",
-	"oZN37gDFH8QqIVZO8CV+jFRasuSlGLHESpWK9iMIXZBQjA4MGkzeRjrZMVbeZMopEEiVI0IahGWipgCI",
-	"zDUHHNvjDjYFKU8dMmlTTaQgz4EmNa7l33AWf/2vN0dvjl6hgACD/itJVHIhbMkXhZeq8PK+8FlJ24Lf",
-	"r4jF3yq1nNUHw+M0wMJtM2qEA3q/6+zGQESjw9DS6NzHS/lNCGZrn8DlJKqLH16yZ8+efb/V5ALL1g3q",
-	"65rfdUu5cw9Q4cbAtA/gg83d0q8/G78BTzj6+FUVPqV85jb2IUUMYDH/2MULgshNpB3v5+3Qr5sUfbNS",
-	"I9DnHmROBeDPFiUn2axZo63BBCYi12rmFJdR23NtoYsGcmpAKLXX6yV2Y4WtRY3m6tE1K+8iFk3ARWRI",
-	"9UaMMyKWplKWydKR9wV/O7alKBBW5qkvq9+rE/t5yQxXMzFkzw8O+iOUAAmetdl9LT7FCuyy3tUM1eYa",
-	"tH2zmFyNq4q1+8dQql6o0qzWi/Yj8A3PogeHbCJ0pzsRDy62EjC+0tVPYrXzaYvyuhF+ppx97PoO7Cyx",
-	"hOMZkSBFp+sxU//RR3o/Hyk3JcCQ2GvW404qL9Fs6JOPNsl3tPN2VwaYPboGQVwPKtdtOWyeqCKddnI5",
-	"BBlytdJKMJFbMaTyu83MMBhkiNFeCGv5TNgIk7xAo4xiVaDI7aRqQ7habZF+1KwKB4A7BZbbd6IYX1E+",
-	"GEJ317FzsQKz2wqGhO5IGMlGhDslQ5QNtnHx5vT0+PRH1uMTJ9JLUiL624u0fRBZhO25gsXf+RKSivz0",
-	"P0eRhsdUoo9UYg52sVOE69TJ73mxaxt0hM/ZuSxqIL0bwXORgfDllCEbK4CUh9wYnUNa+5TnOYSLgfyj",
-	"NFpHyHTUMILzia7Kdf2xv8Xe82Vfu/uIA27tH8tN3+YEnGv0pmw515t8bA+o9nbo2gcf+T6EcQI21yav",
-	"QPEtipVnGtqww58Pj6+OT38cX775+/jwx6PTq8tR/ZIvT3D497OLqyOoZWAqBeWswdSqdCkp3S1WyIF4",
-	"CRyUog5FwQB2gBO/XBpZ1vliZJaQ5YCdKUcPhFlIxXPWe3n2+vzk6ApG+8Ph8cnRq4i9PDx9eXRycvQK",
-	"fIcecq7giOxFQ4zY+dHpKzehw/Pzi7N/Hp5E9RyPT8/fXPVhasNYbSYxQ+n8CSLlwPzJaWiErRbBleku",
-	"nFSV6LTsHrrXv427HsR+v/uPfPbr4rOHeCEfSo52g1D7cQlTgr0Ew3gtO/fSucyzPtY3qSkY1dSxfCHQ",
-	"jGoZt3hBWY+ImReAoy5K1h+SNcU1v07M0BduNYblkWFGpcKWEPGnbyDr2EeFd7QexcrbfuZcqgG78uRr",
-	"gzwNWSexQasGtuBGCNPfRlQuq8mhW62vn7i0laZHMvONkJn2tmJ+OLcpzwSriiU32T1pEFyL30kmilVb",
-	"OKBkxKW0YvPKAg3TOh+nPM/BvolIq65fbxqY8DKdQ/JGQl8NwAAGQUgUn0Kgpx6m1f8ePF/YxmTFkrng",
-	"mTAY3lTI9NrGSmOMGXpbwM2UWJGLlMKces1KT5XKMT1G1J1Iy5JFlZeyyAXk5iVTI8S4FG/Rbxfy+ync",
-	"2qcjhgbm3LIEAGB/MEJcufdAcKJcIYijaqxRxHASjiiGgUaMBzxYWg1I1GkvhcCViMjWvuD5VBsnh010",
-	"thp2W4MZxCxRpEBrTwJshMjCCYiVZwrecF5vvwSn58quiY+d9Bna/Sj25ugDSPnHN0/XE/pM6Tn3l1Fx",
-	"48hVkee42QTp5/c7ArJACEdr2/mYRf9o/f4kXBHJGg9UKNA2OKEfbPre40Vh9I343Rjkuj59F4s8U4Jl",
-	"IpXWlxf0C+A4gi9vPVnFCioF+rSXmqf2MDEHUxtxG5nRSyaz/qiZk9oQsl13gAe32Vzkk2JBi5AZK5cy",
-	"FduYh9P/cXkzxHA1lbKEMIThtWYGGAM2YeAV7QHdmckboZq8A5F2dKEtpNnSO278zIh/ibSk9gGyx4iC",
-	"TA5ohlzoTOS1LyLB6hpJJ2uDQUrrV+BhjG19ZztZGy7Ht8Tb6hl9dcwNHFHA2mjDW5xtYz8fedsjb/s0",
-	"Dhx3+AIRqn2kH87VvFH1U7E1whH3pvBgX8bSG4BJDaorx6rK6KLdrQrLeqjsjPGrqkj6EfMmaW281aJJ",
-	"YKHMybqxB2CZPQabXhSOdwDUs1qh07gPxi2MSiL/c4TpxU7fAmkiwdFSkaUIUyPcr1kGBaZ57gN8FpCE",
-	"6/5mPR/pM2oVp6FYnhZ4OMTyjFgzUsizkQQ+j8HW/n/ZRocY+P1rJSrvDUCvPxIwxDWl08KrUi94KVNy",
-	"ozvuZXRRdOO2vKRz8Q0xoOaUvngO9NVF/jwylK+Qofgr4aOFCAQ/UGEimR/OXrA2/tZw/w/gLbFyyyDM",
-	"7qVjG0dYe7+XlOJtib3t2tIIvnDsAg2EBiv0e9uW789kYJLK9WwYq0Rmw+AggcefONrrrhLE3fdSXUEW",
-	"JqS9PKXy7fa6H7EEHndvO5ZANdohBybJeMmHCQwjl5gU95+XZ6cR4yxxCwmjJ/gGHDWlIkBV91VjNA0A",
-	"lFillbHaYKJOcsJtuQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3h6jvgLe4TwkQVBvf",
-	"+uRF8AqF2vxLI8tSqKguuTHjBeHxsKxCiikokRKSoEDdJFgd76Au52LhtLVULwBkzC1brHrJENIVdrkb",
-	"QdLH4iHKx4A8rZMI2HHJgN/XeDEhvQJPAVh6vUiA7DJAvzq1s+kDJ3mjhptTG1y01HRbGn5ypk2sSD7p",
-	"h2AW7L5GqvI+eDSzlkyrVNQCkxvJnGcMa0rQMkIToLtiabkaEwdOxBC23Z0cd9LoSvvoYmbdYvGcQSIG",
-	"69WSVhQrNxcpbL/eY0I+qdSAJZnIS574g5hyY1axQm1ZV2VRlWS+4AzwQvAkI3DJipQmCC7DKcIdrIxy",
-	"F4zkraRellj1KEMOqr4BetVc5wJgNaCSJ+OwWxCiLAyzgiIJqS3CGDtEgQ5bIdt8rPCujmmE40IYJ1mZ",
-	"hOlChIEzjcUdID+vPqF11ZyD/ggeAGFP2roMG0YPHnzPrs7Oxq8PT/97fHH0X2+OLq8uKQOozoxdwBns",
-	"xByBUQTyYH+bz3EjKeQCD0iDslAeUU3spGUziJMO1etkY/r7/cEG1VlKRUWDJtpxECPQNnNrhkugOvfM",
-	"N9nvzjfZ5CiQqUXUPue2pKtnRCrkjchGSDsmqxZZbFSlVHhyAwUNs0DiWk+jtQqtWdSZyk//DBtYOl6/",
-	"M9z53//Z3/3+l3dPo6d/ef8fOx8CHL/B6driZ92zzIbsWayQPfnrEStgSuxdvOOXP94ZPotiGEm8M4x3",
-	"/JM772MF53N9jJ1iK64xcbGeT+tosDmGY4RAZHDHefboaHz/6whwe35wD6n1SuvXXK1IDrefMzAOd4N7",
-	"mUd4gtIhzbVP1DZ5Dq2oX6wN/AKG57kXGGnRREdKMGF7I+8KnMNbekmegbCznORFRxrBxNLIGmqbeLto",
-	"OI7jG9Kd6wk9as6PmvOj5kw3HM2KH9EcC0rF7xWXjNpNrO4gqlfei+ffA3MjlS8LpsbacTaXTpRfxepa",
-	"FOXIW00hWzIXHMICEpjnGJTqhM0A9meyAvEYS02sbjFbOnkbSmdQ2ibUDhcDdqoDiOtEZ6tuulya1TcW",
-	"JdwidI/Re18PAYFcNqgV48PelV7eL1YPrsIuhL9+hJS8Nrlo3TcpbCNtLlY+E5kuMFggxgupqlJ4NLAF",
-	"fzumVxOE1zFcWYAvBUoAJYMs610cXh2NT45fH19FWP306GJ89s+ji5Ozw1dHryJGX0GEQMR+PLw6+vnw",
-	"v/3Hk5PX46vj10dnb64idnZx/o/DU8hZ+Pns4qeji/Gr48uXZ6enRy+vjl6B958MOWjk5BKMYlOq2QaB",
-	"dUq8Lcc0qRIqiFKmEoYLpFylIifE61Y64nAza6M2BPV8ZgX6adZ6iRVgBWJ8gdK1X4Y6GN6v3ttLGBvS",
-	"jdKsXsKp+HboW1jNRxL3tXkX4GC2ZKQ1bn4/alfK9Hq7TPRyE8LKkbkRk8qb8ODLtQJmTcw8tk4oY7U1",
-	"eRkrgRpLIUAla2YjHoQa24UwLDPyRijMLmAXENHkgR3BvliKwpup0Amea12wHpoWnYYK5lTvJ6/Fyz6r",
-	"FBr5c8GtwKhnt0hj+BwQsMhuzxv5DhghHuzG7qXN5Oc1J/qmF79sJFz8WknARCpvSwVbD/fuzhrB+pgI",
-	"8kjoFbUVGKY2YOfC7IJl1/BSeBSMYJt8erAPc8L1R77UH7GJWGlYRTDOYjYZ0MrdQ7cUyb1kxyuZXn8b",
-	"ouP6AXikq1+Tde83iJwVOjaIVEImae0o6m1iAfYb9Pln+NoTaK3zh4O4Ha2j6QNJ66Wa4KMRjx7KsqBv",
-	"FgqcYFZDzq0jaEHJDHcTa9lTAQCWiTTn9MMIMs8BnG3AfuAyp8pQL/b3Y5VcnZ2dXI4vjl6evX59dPrq",
-	"cnz50/HJyeX49fHl5fHpjwTDyOtqw4sFOhaZvZZ5jpJgqHAo3kpbboUwg9X6lEU1wpK6ru4CtLoCE2dr",
-	"Ez4K5OAdUwmOiXc7oAfgK5lwI7p9L3Yi75MAeFidMwLKH/ygjUg5rnBzk3CLYg+ovzsxUkylmsU7vmJQ",
-	"e+fwZt1rrYlabC7rSydk3PtYrd+CLScMHOn40aKfiiKtLbr/vdMTc5oQ6ljnAU0d3uyPsEprcnx6dXRx",
-	"eniSxArRYDyicqXE2wKjo6l0qTvKHxdEbP3ENUU/+NygLHvv3D9O9GsWtntQ8XSPMYNy2SzXE563iyK5",
-	"LkasNsoNtuG2aJ03CvQ8kPe76VzBZM55Of8iMFxoMUJpnaUwgspeZY+ww18EREvZsU3IqbXOO25O9ICq",
-	"j8/3n7EkIKY3QYRrTPtG/zlfYfUQf2egdoMfVM+R0HbVRMo97Y9Ywa1dapPtlqvCl1EjEwo3ULQH62Zx",
-	"isVZODEk+RP9L4lY5TrC8nCQVgaIeNtwXr6aa9oc6Ylb3YdeWNiSx5v6aUohPuzaFVV5T4YE9UmvxQqD",
-	"T0yzYHmLO0G0k+W5GLFEVXmeoFYcK6x6hEEYFFFlmSxHeD8Q41GV7eKCrMd9uBmWAmVKCKiQxyYQCVjG",
-	"CqsUQlBM5qudr91EKlqwdp/dZGoQ4VY3g1gdUnE/kkiCvIUSersQYUeZwpl03Pv5wcFaSb9YUaDhgJ13",
-	"khc3f6FSs8Ji6SVUiO2iGefVp6AZH9/1vjbOz+V//yhEq2F5gIDPb9E9/+ht//hi0c/usDyYPHfoE5UV",
-	"ZvdeSsXWqj9NvaJJvqgeMxgn4bDfV7l4Y4X5phSMgNf8qGJ82SrG5kZ9iJLReVMiX1ll41qQGnKL4hCr",
-	"h2kO7DcrDl/PFXwwH97c44+hPvxBlIGHXpBudeCBF2TALvlCMFPlmGKTFG0JMBlC/DTUQe/QJuCyRC3l",
-	"gW3RHaJN3SFWQXmIOlUBlPjX1IoIPJIg2GdUzt00xHkL4nysnh8c3CKJf4JL+CiN304FHuXxR3n8t8nj",
-	"D6OQTiJ3hO4W32GX7eQs+AOZzAadPrY30OpDqcYXVYzGTeEu391hKEUDy/h7y9JfYfGaig6GP4p4UG6p",
-	"V9N1AJ/vf19HwfAsM8JaCITh15jk1lUHxfW08ynLmLgOPlMZE+z67jImoDQ/1i15ZCr3CReEQ01QLB03",
-	"NjCPvXfy9lIknXcY9F5v4Ia00FadqEZo4PfbrDV0ox/GY95AXeTPbpihRx6Dvb7Woh1bbsX9Xb+DLuvH",
-	"F3uk78NhGtzl0Zz4EWtp3HLYCgDRvKfYvpAlxBRJASgMTc8kWdI9PW6T4mnOZ60E/gdQ6jdQgvO3H+uP",
-	"L7TVI/tMVoN7XSmqYPq1CG6PybNfIU/Dm3Armbl/XAU44oDEMPE2FUXJEu8+SLAUM96vNsWJ1QeTnM68",
-	"UjDAfolUpzG0R7LzSHb+2Dn7cBXuq2HuFTItKyNuRa+jZ5hckF2Ok3cHkVSgmk4ulRhBylmwISE4FbdM",
-	"Qer6oVoxK2dKZLuSXEELvkIfpyy3Cu7nNMBPJ7/DtPb+1L7sAaJpIhXHJL77IARBW49+x1uEbwQte2L9",
-	"qbr7iBqdi4cZ07dazy+gqS9RFXQju1dSi5vBoz748W3o3J9LQ2fkNxnTj+uoKOa3jSUgbyVswa/Jjw1U",
-	"kKu2INZBCg1X4fx+acIXDM4N7DOJXve9Oc3tbfiEAef60Sf8KF3dR7qCs844HKJ7Mq69d+6fh5vyN0Wp",
-	"EF4+1zmG7riWR8yIG33tVD5PXwB+9kPsSheuJfGbCc0mHqejfoovRECZLHg5rzEmaTnbNKOZrLjgb0+E",
-	"mpXzneGzA4DL9B+ffgi85GcjNm6rsN9HH8VXp1i5u3H73ce08r25rqy4FqJw5/EjYHqEbPaMi4VWSAgI",
-	"6gMJgVBZoSVkunSDf3TH543Y5DakjxeELmEHsboQvLBMm2LOlWU9X+UZUEwIXRdy7QHCImLdUB3ibeHu",
-	"N8IJUdexyoz0FqsFW0KM3pKvCFoZ8YaaINWY6NsBgoTAyR58BQGfV6Bjuvu+QniiTNqCqrjhJLNKAGpr",
-	"VuUiQ3BsQG51fwGcG5cLSLLRC+kWaQXdlEsN1S3Syhg3Yiyeg9WlfBeAQ+CagbJQ/TVcD7YG63GAbcTq",
-	"46N6XFQKkQ3+0TyYn5BKbvZ2G738ec5LPM4Ft5Zl8isIn//GQTQEL+iuE2ybbV2ezUtj7w+tsT607rEA",
-	"AUSpo6PIL844YguqWIBYQbK0rFFxpjBiKt86kaMy+c5w5502cibV+3e8KMb44/s9Xsi9m6c70c4NN9Kt",
-	"naWjT08g3YYrujPc2bM36U5n7GndbVK/nLBeKyoZ5Dk/Zo65AXNtS2a0LhEeGsfY7nVelsVwby/XKc/d",
-	"48O/7P9lf2MYl+7yiQgbBKgRbUoqdWdLrlKBngLu9s313oNiDm60lcmTUAAAqwi54bsRgThFm7gJsz5D",
-	"uRKqruZ6JlXEaDttxF5eXvzASnfoopBWCQMTCy5zNs310g5qIfCwKucdsuMbUJFrGVZqxXp8U2KOvGeE",
-	"7Eq232gbmXQ3knrbJvnEssLoqcyFm1HagF+hdhutviTiD5bWzcbPq0kuU3c7SrkQbCo4WFGnOZ815/0S",
-	"jk7H+1CR2w5ZCjFDEVhKI/IiRBThHrEpv9EQqerajfwogddC6WQL9gUsnSwWBZQVgModAAJm57JA8MKp",
-	"MFijcEYlHNzvEI7KWWGkSmXBc9YLZpJCGKsVzxs/QrbrzOiq6ENyLOFbBQxqaBqCZ6nQYHhTYo8GCumy",
-	"hVhMMB+/J9WNtHKSh5dRvonV8/3n/REF7ys+IwtLr1F9qtm8bcfx6qWKGqNtVCLGR6D8BKFJ0uELtR5p",
-	"UtJu2G36TU8cQsAjRDdEAwAoQawCKEETkwB4tr8GMM+u4ySML4ENKGlEceCEDplQjngthCo9qGDktmg3",
-	"SAJM3whjEFUFH86i2HFPvUtlKftBnIRudnNxI5pZiPQ+7J+TkNwwBgzCnjEDCWNGPWStkCZWONTc8fVe",
-	"Elf7+89SxHiBv8UAv7paFeKUL+jLBNNGCEuHJak2YnAhePbm4sT1lnQsGOGtdKiejjfpaX0JbMmhICYc",
-	"bM/DWO/FLrpXU6OVuzsGyRhsu1Zi18516YhmYio15mXShwIoC64qJxOycm50NZuzpDRyNgPB7FUlkDO6",
-	"tdkuRpJs3yU8xipIj60ZX7Y4b2f9i8q6HabSRu0FQCHy3TvP8N6/Txj4jOY6z4SxEatoD9c4vDsdjoPF",
-	"CtYQRHYnGrTGdo715zyp6RrdT5A7MyXMRH+oD8+PWS+xN9djPBMyw9NAHzEHhw5If8Beu1sftAYlRGY3",
-	"qIFWDUBXsMPaWlWyUKg0cOPlnJehNqxH2kou//kSgfvGh+fHSbgfDRknipXTOpyuYCsCDEjdWudLvrJs",
-	"gjr/tS9A58/s+TGkEHWszo+OIuGhCQSMQL2QLlrWQ7NCAhQqibzdJ2IJPpFATTwkbXqpqPygjWIFxQBh",
-	"Ggi+2CIiNqLEp6kRYneqzQLkAGGESgVuP6/5C5bgN4Cey2OFvdVAKu7e1wgqCI9Amg5uqM9ypk+gF/lf",
-	"oC36gKfDEx9kLPBwYCszXDFSF3NIyNIjtiYjWCE8UJJ7fsCOA2vBBrzu7FTnEWv/1qT8TqFUuvRkPbz0",
-	"rLXDuI0d+3vC1aziM7HbtQNNpkvDfGWgWNGQJboQissEEDvZWSHU4fGuUwh46UYaq2QvnfMSdIRcUMl+",
-	"f9qH9ELEzvKcL3jEbk5OXkfs5DW7LKtM6ggeuNBVKUzEfjT614gd/rsyoh/FKuHKEbhCpgnrvUY4Lutu",
-	"LEH+4vxElrBeypWbgRFFDrjKRi8Yh4pge/99+PqE4aOUGOj0Iiw7mYmFtoTDnky4FSiTgq8Zj0NroUiM",
-	"taxAGcuzHi8KFnlFeDtOGg7UJtzrPF+MOWLGj+GJhPXgsp+cvB4fnpyc/Xz0avyPs8ury2SIAjWAj0Xs",
-	"+LzuC0f+8vjVBVOidDTBnbKCG078JdWLBQexxhY8FbYukqm0Ev2IpXORXvsSooT5wXrPDw762DbhqNFJ",
-	"gSK9WK3HjkAqw3rUTyyBTpfibRlWhhAP8Reo/mnn2pSxcmKyKUrWO9jfd4fY8LQEsu9Uf+PYdfjOp7MD",
-	"PYHmKkuXTi+VW0nYmyc2TKy1S4TN2oA0oMcinF4NyT+tkQuT0zPYhZdnpz8c//jmAmpoU/04IptOzoJU",
-	"vl2320MWVGE3xaU7roUcX4vV2IoSiXZd9vtarFr39HXHLbyNoyI5ysRUKolXtoehAkwqlukUqnGzgwiO",
-	"PLvEckCZ4dOSHewf7O8+PUDjnhMFYpW0dFFvPkHxy7PQAX49+JfVKumT7aySeelUlhpSche2T06qUmSx",
-	"SnnJcz2L2E2wuOJlKtDjg4i7C1ARUDhAQVGbXVsV7u5mDXXBnR4lljj5LuHrFm5fIzGalecMdgMQszl6",
-	"KrNAacOdGJixaoJgRs0j1luTydeTQVW2oQs085JjtQa542nGbdA7jTNmAF1sjd1fbRFOATWX9VIoX7cm",
-	"qLqRw+VBwRLJF8ik7hrUWmEubel1w4zi6J16h3hFsH0pHVQ+0aaMfBX6iMrFR8TCkABIVcEvpVnRPwjB",
-	"zxAdflOxA7EgLaGiHICWLhVZjNCaXSMwIixvp326tVgAkr25WEdBcAOMhFyULNezGaruwY4NeNTrcNNu",
-	"+BvWqVj1Evw4JhV97L4e0qPuqmkl1hBkUe5pGvhZDw1lbgvcZycQerl518nvXqLvO5Hj3pZ9970/rFbE",
-	"qhZbayllywKSqa2LiPF8F2wRSMvBkmCdClfIFI924q7C3rsKPHnvEaQ8YT2spxbgsY0goE7wbEH5NbOC",
-	"lSKBoN2K0qWckiXZJgP2M1makoUwaWWI15fzUI7QSbGZdccJzBRsXk2YLQS/9qH0r/FFZquJm+AENJ1S",
-	"pzofefjcqNkgiAnWscVSE+aob2JeTUIlRSfa1U3Cox66oMQ1Qt+sn0BR2XkUquoVOs9jlfx4dMXW0N2T",
-	"NbeKr+TZUpwqO99CPttKkpOc8AlPEsEYaqM1Bw8IkRPBjTCO68XqnsoVVdMkMQKATPy99pYVR7CQ6koq",
-	"fdEYD+gYg1i9Js0KWsDCPOv6FFS1WdeqvL0MroiECrVuD5NGFXR/4hJilbyQe39KWMGh5nlNYGp3URJ6",
-	"Hb86vjz8+8nRq2QLumxAfnQHAIX8fsQmYoocq+VHk1oN2EXw5ogMMNmdiBL8Ot/te/8M2Mxihb6daG0x",
-	"xnWpkPHrw/+X3Mf3s8mID8+Pu0yohWP5VGK1MDqrUshYcUpkj1RCa0Vp+0PGTTp3FNSxFUfNWAUvO95i",
-	"5A0v5Y0gfuvoX6zQ6sjTVABDRCQM18+kypFQ5BUuEwaxQ0fbzItQFbfmLcjEcGjBYFDrxKH0qhNw3d7U",
-	"hsOmdkfv12SzLf+56XdZ20AsYVLdCFVqxwzBip7ntQW2UvQV6cIgcREnGrCuoI5YHbcbgTcb7RjBZv7y",
-	"UoVcuAtBcUFpaUwvjMmQl8QqnLcpz60g02gY0yq8SV+FN+uDWpoK1GvH4AuavcVC2ZkwoFkvfTN2nEmT",
-	"sF7LUHJ+8ubH49PL8avjiyQKGkFiS234TOzRm0nfKWV51pgOirYRy6QRWDnCd8fZjVCZNn4Q3oaI3yLB",
-	"2sOvVLAf7iX9Afu7sGDr9CJ5rA6eWJ+lRYYiOXWyG2G6WO8+QjHUsaohS4Jkm7AeXpgwGDtiMrOx8mbN",
-	"vJptGVDSj1gCMNXQDL7tDjRe2kv4xT2zSAss/O2es2UmNUtAiVRZAvZGDLgGReQfV1fnLHGckxDjE6Ti",
-	"Fko8roFLtcwxMBrhLvo5aZA2cUr+Qs5IoE58i6B5/FMYJ3aGFdiY8Pj09PR0DPE99tc8wbogkuciLftQ",
-	"Bw1M4tiJk4ZyvjrlC0G1lG6oeVDxpGkpTlADm7Ql1q0s0RFqKkmjWFXqGiSHAI9F5Ysdqy+MAP2JTQ04",
-	"ux2tUlkuWC/x3xyp0qx8DW7o3wnYoG526G10svc2DkISMctVNtFvRcZ6Ly/PWUKfGVgfdolvJsPAYj0n",
-	"NZWKFZaqd7oZ/7VydE6Ci63pqSOdoI+CqdN/lSceqVZWOwK4vnS8KDYH69gJHrnXL89JboJheAAykjOe",
-	"WJSVqIw+VC7mORPqRhqtQPslSyHwC0G3ZQTEHOm10iW7FkVZB6rVbcMRo3p8nriA19sKM8ZYfJAbAscB",
-	"eRySDNhCcAXK4VwYMWQFT6/BUAXMAfmarfsMKnKl3JM10aXBuC0R+bQtpOFOd/CLs6qcaTda8G22jVW4",
-	"HlB8naSNbvbQ4Epc5luEwaC4SrXLi4K1hGvWq9VBtuDgWCC10B2SGjMfhdwCX0KBWBclkwqF3sWAnYrl",
-	"WtuwjLnVIPaCYEfQt4VM7xD5m2t42vypi/PyXJSl2wa3Z2yKG0NmgmCcoF+9DazpUL2En3be//L+/wcA",
-	"AP//",
+	"5P3pdttItiAKv0p87PqWqSpIpganbWndVYcpy05VajoSldlZKTcRBIJklMAIJAIQzfT1Xf00/fs+w32U",
+	"fpK7YseAABDgJGWe033rR6UFAjHs2LHn4Wsn4rOUM8Jy0Tn+2pkSHJMM/nlL8mzRH+ckk3/FREQZTXPK",
+	"Wee4c0cizmKBco7mmOZoRMY8IyiTn1A22esEHRFNyQzLT2eU0Vkx6xzvB518kZLOcYeynExI1vn27VvQ",
+	"SXGGZyTX0/YnhOX9lJ5OcX4eN6eWzxGNUTefEpRj8YhoHKCYRHSGExTTCc3FjlwAlW+nOJ92gg7DM5g2",
+	"7gSdjPxW0IzEneM8K4i7UPIFz9JEvnh00LFrFXlG2aQjV2rWdkdZRO7IbwVhEWku8ZolCzQjQuAJEWg+",
+	"5YKgUOjXQ0QFmmQE5yRD+RQzlE+psAv+rSDZolyxkDMNzbcVsI55NsO5AuZ3R52ghHPPA2e9+AGZpQnO",
+	"iTiPbyRoGms3LwBUw4ei1zuMBC+yiMC/yWv9KCkm6kGIeIYwGuGMIPl0Dw2m8l9YTNGsEBI30P3txS5h",
+	"EY9JfPzAwohn5P9/8DEjguAsmpIs3HtgzzwxOebrckQJDvzlgrCJ3OT+YQ/AY/+WSJfnJJMT/rfur3j3",
+	"997u+8/6v8Pdz197wXeH317v/L3tp7948eNTxotUnNIW2F7ymCQo4mxMJ0WG5VNE4xZcjVZsvf34973H",
+	"r9bWduzwa/ti/pC1DDhPThMshH9Jt2RCRU4yEqOc8wRF8lUvTu6pR4NFSq7wjBi87I55hjSGIEC6vVuC",
+	"4/vbCzlz2EYkcrOsDTDPHbiKegdv3tRRrw1v7tvwRl6oGZmNSPZKoEKQDC4nZZbqdTFSo8mHki7KHQUI",
+	"CxTzqJgRlqN9JFIS0TElrdSx2Iw8Ojfo1315ReQ9+doL9t+13I7zmMxSnhMWLX4kC8/1wI9EIAxchJIY",
+	"yZUQkSOBx+QYtjWmmcjt8znNpwijR7JAOMoFwixGFP4r5iR7YF2R47xQz0c8XuxIyvtI0hxJxDg4QlNe",
+	"ZAKlJEMRThKSoa4EbiAJWkqyXSwJJurfnMspdk5gZSnB+QODmeWCBJ4RtQAWlw/MAtVChKTyuflFpJwJ",
+	"AmvnRS4XLo8NTzBlgTOw4sMotDDLd29JmuAFiY+RPJgQdXEiOMKSQcPSRI6zPICVzKeE6cUKhLOMPpEH",
+	"Np/ShDhgpAKJnCYJygrGKJsAiBeKn0sAlaAMEM7RjIsc7feQCBBJBEFHvfcP7PT66uPF+elgR1N9Aw59",
+	"NDEdj0kmoWhA0pUHIXE3oUwuJCECwI3z6Y6B1wM7OjhAP/Uvzj/0B+fXV8Oz29vr2z3U1+DkY/Sm14ON",
+	"4hF/IkiyHsZzdbZdhUAGJyRgd/ZQX23ggR28eYOeqKCjhKD+3en5OYqmOMORFD8UFyrR/HC8H73HPbL7",
+	"Jtof7R7Fb8nue/xmf7cXfzfeHx1Eb8nRkblK6sDKy+Qg+67E9opAtJQ8uPfq/7f7f33+m/82XfAIOIhP",
+	"RjK/vRxB9xDxGzzxyD77uyMsSIxSPCGIFZJotck28pUKXGIyxkWSAxRWcJAbkvnnl0+RoL8T1NXDoYM3",
+	"LgL3dlrXQ7Jh+5oO3gBd14vq9VYucYDFo5D/5zuhgRJc5SLXEVxzNcyzhFfJm4Dnni9hM5L5vRIoK3lv",
+	"KB8Ngfk+i6Wex38eP70XJPNB/V7xzj/qTnyTnysC76gyN+dXPP/ICwYLijiT1Fz+E6dpQtVFff0vIRfo",
+	"gOFrh2QZz9QnsZyn/+nsajDs35wPP5zf9b+/OPsgIaO0DAljyfYrXItKUjk+RpghHEtkFXmGc56hvMiY",
+	"QFyJCoLkwILufjod2ilQ9049FsAN5XuEPdGMMylM7ACQS8j8JSPjznHnv7wudcnX6lfx+gx2AbBpYltG",
+	"lBiHYk4EkHDyhYpcTknV34ZU5xwW8UgWryRRl1vsSrig8Op6MPx4fX/1Idyxa/XBwbzfBGMYaM4DkiYi",
+	"TyRboPA1DLCLU/r6ryEwKKPl4iKfEpbrozuBGfU5IIlKogLXsALY0K5xzrNHkknmm9MZQTO5OODbIC1Q",
+	"gcIooYTl8lJ9Czrf4/hW8dDnYdH3/Q/D27N/vz+7G1TQxzBoyZ8t8HFCY/SPu+urlzpwd3Q5LuqC8jgr",
+	"kpymOMtRkSYcxyjB0aMACSSUMoKEf5ar86U5iniRxDDGSOIQjlE3KnIkplwKQDxDQh69SPjcqNjhjLKh",
+	"nHw4WuREDCWpF2DDCNX5RZwxEimeCefHUJRwQeKdPXQKeOMALoQTOeVsnNDomedxfgWCzvBu0B+cVS80",
+	"sAiBTq8vby7OBmcfXuIQ1F6M2Baiblyo5ZIdCbiwspxQGVnMLX0lBUacEykdjmis0FxKzgpDP8LTmLDn",
+	"AeT07vbjcHD949nVUC+mApUZFUJeK4kJTCGo/ALl/JGwF4RQYxWhuZ0Ehf91V/6+O5BzhkZWpwI5i5tn",
+	"nE1OkNzUAws/Xt9+f/7hw9mVM4rWORSqywdVIj1O8MTQihlmkrhkPCFSRpW6FJMyIk6ei3yDs9ur/kUF",
+	"wlQPjYgG0bNBes/Il5REOYnRGNOkyIi5VGYBEhFJjmkiQJhP+GRC4gAxSYulOF9kTF5FufOXYaaWa1S2",
+	"LknKGAb/j2JwCikMeEreZrZ+LjckeTB5AQCcS8JyeXY1qIkSCRU5yC7CrJKW06IFyV8GPFTKmQnBwgGP",
+	"nQigwVOizWQLkrtAcVauQHODF5JxDDi/wJnSC7aHzU3/l4vr/ofh4Pp6eNG//XTWzinJl4iQWKD93tG7",
+	"N2+/Q8BeXpRbmhlAppB6TUJn1AKjsVQFjjuSPdGI3DP8hGmCR8kzIXJ3dvvT+enZ8P6q/1P//EKKTQ3h",
+	"M8Y5lrqfxJminPhEq+PAnZPFi8BGqtYZzmiykDPp6yNI9qTtRNWlZARHU/lWgMZFkgRoVIgFGpEF1wYj",
+	"MHlwSWjGhSACzTOaE4G6mC1KFCylS5gILnBGIkKfwIAjJJFeIAc5KBHyMc1RrgxbOeIsIqgbzvCXoX5x",
+	"qF4Md8CcwTgYRRgVUxKDEYUyNMXJGPExCqd5ng6luDOUEiMv8lKYVKIiwnGcEQG3FifyzYUUhWIQQ5uT",
+	"ghSkhUyz4K6VhPVyd/bQFZfrmKA52BOZPVFlegKGCL6iXXAWhUho5xBwugl9IsxgqweNQqmM1b1Ou9bt",
+	"5MMP/fZrx0EFSGJcF+cSO/JbOMwNqaRmQvYKiM7xr/YSXPb/6/BucHZzN7ztX9WIAigLexLGIiepsJ4P",
+	"zJDWD9E44zO0LzF1v9dT9tNp57ij9IzX9tPOt89BZ44zJrWvzvGvn78FjetYt4017mJuvDhTLBQfF8eo",
+	"tn55wvXJUffm+m6gH++aUcRrELTkeORLmmDKBJJ3ahM90Hs4a+kKBSuEur0a2Zub2xVSUKD5Ql4eie7C",
+	"YFwdUuFJKYDZcWguSDIG/FYkIA5QqFEhRJIbKvKrocCzV6KcqKNMK5eYLbSCJp5HayUpv+xf/WK0jbvq",
+	"6XJeoTQvwmxuJRSAr5DYQK6xjPCkds/l1VaAAQJKmbn5L3el75mjbD9X5Lm/6t8Pfji7Gpyf9usiT1Wn",
+	"R9YK9ALAveJakRZECDl4l2cB4qxmYggQMy8+koVVO2uLVuz9nokilfeIxJckpngAlqjnwebu/ubm+nZw",
+	"9mF4efbhvD8c/HJT4/GLlCB32C+7MxHzOQONXQuKOIpImpP4JUWgVwKFp2pnu3KnoZlMcsuqmKg4bde1",
+	"yJTX16wNyZ0Ixc8x0yaHVwIegx6iVRVJr6V4ADLdTn2H5QH5IKfO6SdFMChnZyW8tz2ipUS/IpRKuoiZ",
+	"Io3HKM0kfPIFeuiwGSYPHUVULQa9xFH1kQ3iMFS6Tr5Rt2CPjM8ZGlOSxIHSkAHoAcqKhKBRJvXpnVbS",
+	"veesVNlXD/qgppziLPabs/sHfW0tjHAWo26a8ZxHPEG9vcMdKVTVjIqScml4UWXDjXCKRzSh5u/qr2kh",
+	"plc8p2N9jvBQ24VHnCcEg7YOZpNBhpmg8q0fqMh5tmh7NyN4RtnE9/M310D9q/Nu4FnKZ2ui5qN/kSjv",
+	"wLGBO+OcpUV+yWO1C5qTmbtyY0m33+Mswwvn8+si3/Z754Q87ytLvOeHNCNjkmUkBihKxIUrwoqZhMM/",
+	"7q6vbm9OnR27X6oj/4lkgtYuWae3d7jX63i+EiQqpEBR2R6OYzg/nNxUsGD9/TfOo/6CmfdOYjlZOqv/",
+	"ufJatM1TPhCPNEmqq6+i9qqj0kDcEAA03uzcczzZaIbaBQGXDgxexT098Oc1TqTIEj9tkUi3e3tzigiL",
+	"U05ZjrrhV5ymwyJLvr2WTP1p3+Hw+AAr/1hjB08lZjZngQHAI/dElfQgWVKCRY6KVIrkAbr9eIoODw/f",
+	"+0avwaN+GVqAI/fsvXPlYoMqZfRRFi+5sJjng31f89Zb7UXzYCXOcfOplTrcy125CW0U1H7ZXE7tTZjZ",
+	"u+g4hvidS4jQcZw0/gs6xokgPlEHAntyLpX4APxIMRotEPmCozxZgKzDxyiUbw1pDFF3IZlhmoSBiT6h",
+	"mTIRu0EMXzvwksToGP+bfrwX8Vkn6MiXO8cdFVqkaaUDVf3h15a1Sp4ZRbxgOYI3UZd8iZJC0CcV3lKu",
+	"FRDTuk/VsDWn7pHnXqjlNcLCeEJMmNMEotasoz9UO5GKCp8zqaIwazqDBwAeI6A0ze2wTsNT4INO0IHX",
+	"QNYCKPlYjN7nUlDR2AnYCpAN2MLCbEZNgDIS8Sy2AUXgeGxAVh38zolrX6BWe0Xdo4ODnQoabBmy1UT2",
+	"iRZe6/KfjWqEwJpzLXVJIAIaY5RmlEU0xUkNPXGS8PlwzOV/itRc2wgCZOMhYMxB7+DNbu9wt7c/6L0/",
+	"Puwd93r/7NSv0EfKYhXrJYrZDGdUEIGU9V1F18ad46ODoEPFcIyfeEZzYi+jso3lGSD+gfpbGWOO93vy",
+	"6HNsCI/UQycgvHVMtKkcPII1jDh/BDAnJM/J8JHI13KCk5LHdW71VwgLQUWOmaSqjOdy6s5/+S/oXkr0",
+	"D6wvHiEKC6OcpzRS0U4oJmk+BSGVRnmRkSFwJ1Ykiby8GsCAim8k9cqzxRCsdMMZZQVM8SboiIXIyWyY",
+	"ZnyWSvD+wgvwumApJJNxkaCsscY9dEpzon3jCqpyGYoF1Y/pYLD/3XHvzfH+wT+bVKV+3nVU+nlK8imE",
+	"tEkFJCGgsGHxiGZ4gUbgqc0pK0jscDtHfHYRpxE6Ln8DNZHOSIUmyV3syqc+/lyThGqR8FOe5ch5hrpk",
+	"luYLZWYqmCA53ESX2vV6Pc80PgIC101HrNg7I7F4ZTBKDdHboGx8TpIUAQOa4exRQnxKTZyFVCaRGckP",
+	"9Mr9aeyhyPkM5zTSgZ0q4hKOtNtDMQXtEIj0TEFqSRh75Wq6AWO9Ojm4y0mKRkU8Ibnkmxgm1AexZgxX",
+	"9eIvE7drlCgjZFceEDLfq+jIR7IQKDQEJAxQKMmG/C/ErMvp5R9POKOY5ZJ6hPLaP7DQISgh6j7hpNC+",
+	"BcU51DlZc6bCjR240xHOIJaWspwj8kUKcTrMsUHajQxe3cwHKtIEL0AgqXIULyGrovmKSC1L9xoJFGDQ",
+	"4dnuGEcSMyVSxnzOELy/3g3z3rEK2WwgqvaeaLOAfhfRGZ6QEySJbGk7ViCfYgE+Gzm9/F052iqCp6uI",
+	"uvS5seU5kzu1L6EuNqJDSjIh8c75ERgDSD9VNv9mLcrgZQyNaGz1gw16YghXLvKivFYqZGmMaaK9VvI5",
+	"WDskkMAMBYEQq293jTU1iC38jNTPKspH+81nkFrhR4ymvOZwrUborNSsoilmk7U5hE/nrBx2i5ZV3ay5",
+	"DC6JC+rc0n92VQLskK0qE6iif4VVVmDyuU3u66fUH7iv51MY0QidR10Vx6F8p1Gmj8WRAdeR9uSl6Ty+",
+	"HR/+9v7LwewofdcJOlINHkqJt/bl4WB//7h3cHx09M8yvJO9YxB0N074vCmW/AFyg++a3xSjhEYAFRoH",
+	"ynmqsldobPOpxigUT4/D6nP9pwKgfvUEciPkHUj4pEqda5BqLK4KOu8tqLheygj+khCqYy0gSq4NKivJ",
+	"op/tXOEZQd3RQop7T3IROloVaIUy9r8SNRWncsBr3VJ9LSsXoQKYFVfhVH3omivqetGMQtDMI1kEKPwq",
+	"b8nxV6oV/EA9LqcPkDv7t28h6sY8Eq9jIuiE7c1i9NC5ca/XQ2enabI2EssyS76ziZ9pPr0DrNrA5lF+",
+	"fkFF3g6AH8nCSkFAHlibod2suh7OD3E9zddxSqU45JM3o1wqyvLHADEyl0gLGS+gBRo74prAWWlhtOt4",
+	"hgGpnO6WPPHHpQgF4RmK0GbkyeR5dG3u0VwL9jwDb5X2b6iwM31PnwX3R7JoNXUoqqYcZ8Z2sRlVytT+",
+	"PftO5nghIPOpMuJaRj4zamBW/yJn5dwbz71nZJ4sKrefsigpIBYHcrAkFQXmKKZSslWxNp3/DGxpsyN7",
+	"9EkEA3eHazMzE+ip9BqwZ+l0Oc6SRXVZckx3acN//nb4NOiNfnsXXe0vbt/MLw6+/PA2/sfR7Mf3ov9d",
+	"elY1f8nPf+3v/lOn9/5tuOdLs1rFJjVWAkdUxhpG5nLPfwQ7fCFm9wjJaFuwvLMvKnKnnTRprUipmSRG",
+	"yg1d1U6fTYDMQGsRcRN19EGnwTYgY0d7JklYzgWvGVEJcZJuQ2Dt8/nfxJRsaPEZaT2WCph5M963muup",
+	"2Z8JNIhdaYcaWM8hOANwSZB8O1kHpunL7zde30y76ZvHOcZRXmJ3RpT1nsQm+ER+Cdl0Oy1n18pFrXy0",
+	"qcFvGa/4WcrrNNcxbmaxz2MaCjx1hvF2rbXqyJWysoUXFOZXY5KxliYb3QOWB62akNiaM5cYZJxF5Fg8",
+	"th4DGDZU7Q5VfgAniXvOtKoK8VzJPcoiUsYqwihYoJiAKbuqKBn4rLFU8iVvYbM4qmJL6UyMM8pUbgnN",
+	"UMTHY0LQKMHR43oG6ZVmEhLTfH0UWuklQ87NGZGEswkUmOmKiKf6Wkgule2cuBxXf6AxZD7libHOuR9u",
+	"B3cfG7WXt9yRPp4SoTz4vYW5Rd2vDTgLs9ECABRKns9mzECtRSngV2sy3ZjTaBLrC5XhOfYYaX/gcxX/",
+	"aueWE0MmNxIkIVEOZnFNA9bJY3dP2G7XzP9sDie3t11MQF+j9isBUqVEMZ80tIouNO75quTpqnj0JV+9",
+	"u2XIqfbwMni42AilfEe7eO6B3igL6j2IJdud66VNdoUQSWUz1b4GJe7UrKNjCmRdqUwjynC2UCpT04qp",
+	"XvWhA3gxUPfm6lOA/nFz9ilAn84/Si71MxndnNj6CG/QJf2+SizVjCt1DJi6FW7LkeSFTEImNmEN+dYn",
+	"zz4XN4yycYpznPDJGct9wuMdRCfAuXO5dZMnVdGQXNu4N+CgXo4NPIg6GJ+MVBEYlcWknPU2KkIHQ6h4",
+	"hRmeMDqmEOcC9nVPFS2V0jpMk2JCGSSkNEIZ4EX1wlAkxcREJBjQVT9WC9KTAaE19SXkMf7qq/8AjwY8",
+	"5vD3ZydkrrO/19vrecz5Fmp1+IfWKet4YquCnNY0SonKAfxKBX5ptICtruY8PkHKa6UDgvQqGPG6rtTB",
+	"te8JPMpORFRa/P57QsKapVw9XVfOd0rCoS4U/dBF4JhTbItnxpGhDnu3rBDXfLu2nCbWNdbVQMNmtTCF",
+	"a0i/oTQDUxmIMpHjJJHqGYUEJDTHGRMovLm4/3R+Nbw8v7s7v/qkC5gY6aVcIY5m5PWc4LxleXXhZVtf",
+	"un/0ytVqWAE5yzM6KqDYhHrTkY8laC1lEWv5qZu3tkmBo8ey2IWR/SzcncwqPZZ4IbAa0tEMwqFpanzP",
+	"JkWTRhDqFxn42EA0WKgb6qcJkfrBG+FXpVGNC2LL05Ha/iH5pGXzHjq3EgCtocJ3ZPZEMqR/N2fiZSmd",
+	"/b0DX9D72qHTZQiwPo8qhgYl8dX0qgY/D4o1L/i6XHa5+ajJXcWLGSA9iKDXhAhTgU48i8FWMDJWkvUV",
+	"I68wscosVy7thUQZazfdUHWpW33Bj6kKER7o+KQTVQAGEh0wijM8ztFB76C3u3+AcP7AVCx9mpEx/fLN",
+	"wqaamLqnHu/9S3AW7uyhe51hBJFWGArS/kslc+Fcxy4m5IkktUJvXzt/MflPnWmep+L49WvxFO050dLy",
+	"7zUWYewD7YGtmwWtVgLrepXot4NeSyBP7wUjPL9tE2VrxaXdSmSYG0tn4t2cl4EDbBldG3ScoLnOcedp",
+	"f1XArV80lWRKpXwTKCtgq4DZDEP1Ky5yPsRpmvEny0drX+jJxySPppDSXZJAH+3/to5Q+xe3LJ3POyo5",
+	"n7pPphJA+FU9gKSUsGEPOHrnYTrr61F1MmGdBxsLwbWV7a8fIrtWjeJjNCpoku9KAaUQunRdUy4NtHBQ",
+	"cosNhNrggYEVU0dZVmoiA735swsSV+/cxodporra5Vl7kF2ITgc7qxVuN4wEXUPq9AmYKsGjm1Yk0vCJ",
+	"sJhnr+Vf4c6JjlMqdQAbyIgT5Va2bLldzq0OuldLptCH0v37sf7n3nD381/N452/v175xl/WEf80ffLJ",
+	"n2AqN0kY5MREy/MZzSX/45nSMk9UBjdwRD5TEECcIaUV7aEzHE0fWKXmI05TgjNhTUSqiMng+vpieHrR",
+	"v7sbfri/uYDs9B1dxntjIcegnCKFm4m9mOU0Wib4uucEvv5f9z7X/tH99W+7n/f+5j2FJWJxKQi32Y9a",
+	"xCmbRbNhipgSqmIypgw+0yG4ra51X66Fjpj3SSMmKaCaeCHWzLxYSvP7euVtBL/FBdVILNCrb4T7tycZ",
+	"/KdLKVjmUDH+GyVhzmns+FjqjuVXArkOrgDxJLaxbidlFAaYAaCsGPQiMMXkbBR7oC+/Ctiw09kK1Qzx",
+	"jEqNGV067h6prCXKbyc0gc0z/EQSGwDuYKWlCJs5IwCy5+rbikRQ2lm2yR9YN1mgNUy+DQlXhsy/bAC8",
+	"MRyqOiy6ZBC6++VucHY5vLm9vrwZGMPW3gbZfa1ywGb06kYK8CxXEWqVEFBHK2QccSA5UmPzRUqUioKf",
+	"otgXXHtOVdB31AvMcLIQ8jEYx0Hj4KpsN/mSJjzTGZ9PVPDMuGzpE/HahNpNzNcqV3dCGMlwEsjjioso",
+	"p080XwRW9QoknZ0VTNdrCNCMxBQHULwssJjD2QnCDID0wCDzp3bel2eD/of+oD+UHPjT9e0vw/urH6+u",
+	"f76S0M1tHZCdAAmOaG7LmDAkwYWmJCP1uueO6uXck++Oltqj9aUobctVmHxfsFjKXvIDn4zoHb2i6jUN",
+	"nwkvMqTfcc9fQESXPHvJrHmGGRT1xpDAG3QmGSFglFKq4ygpCBSEjumES65OeUJyyJZgj96Tryib9WX9",
+	"REWBE6Tf0eWmtBgWoJhk9ElRWkmADw92RzRHH69+2t3HaIrFtC7BIBqjGY+LhKNDd49PPbnUffl/B55F",
+	"rn27r41mu+H1Bhy3dXf4E8kyya2q91uyKc+lrmjPDTaYFZLNYSZQmpFd/V4MtALk20xdi50TgKoUeymb",
+	"koyqYGeI1dHY6JdTrKK+LCey3BoVSH+x7YR+5ckCHsUkSrA2E9oRu5ghUzCHM6hkKB4dK/f1zdmtKo6j",
+	"r/tOU4XezNcPy1xbhAVRfXOUgb2tkFrXOiAYyD0bbFJJdbuYCcklpTP59KWO4z0j18DTflIGzcXes9Sc",
+	"8s55K8Cowuub5ZzCPLtg3DSVx8WJvECQJMeZ0vKMaWKGY1NJQEWlk6H5KFQ6IARuzwqRP7ARgcRzjaOm",
+	"rLkhU5wnJyjFQsx5Fu/KzcRN8+uJuTEkRpOEj3BijCU800UcTFJrRrQ0aeTXlmxV15zW4AzyscmRqDQR",
+	"CtDyBgb62jlf+e4e6L5Vz+HOxiaPuum+3E9Joip4ufJqflQlCf3yyJMtRWZKF9bjDEwhOKAmumL9j2e/",
+	"VMqMFaWBHT2AuyHDeZFBUTFt829Utizf8rjpYdINrpDe46n87puzskaYWDHDbDcjOAbvD5StZNgonqWo",
+	"s96GPIKJr4EGODRuOBTQRt3bj6fou/e9/R2To8rHY12MNeGmd0DF9T82rQEgiNF4TKoLbgJ1FWYBjEtQ",
+	"6cWvi02n+oRaLH8OWsl5hOvo2dlDUDAO2eqcXVNhFxtqvHOMbvq3d2eqxFvwwM4ubwa/DHVZ4wCdq6L7",
+	"57dn6g9djB3+fdMfDM5urwJ01b88c16DP82LD+yns9s7ySfLF8wTO5h5YEdU2F9+USudGjwwSQPuhlfX",
+	"g+HF+d0gQI49rPzMZyTTT8+uoPdE+fIDsyzdHbfk8/LZ9ff/ODutPq3uvX8/uB72b25ur386g0KE7rh2",
+	"UvgB3Z0NBudXn+6MBCFvu/P0pn939/P17Qf5eGgL2AcPzL5hmgX81L+417MhsxRNH92tNH4qz8gqMe4m",
+	"7cPz0+srPbxZ6uD6Znhx9tPZhVp0g2oFD8w8s8P8ePbLHvpZq00GJ4/9CnPQFLDkzn88v7goX2lVvRQO",
+	"3t30T8/k25f9wekPqCsizBiJoeuVFOttk4sHpqvEK2/nCSJfJF0AeqB9ayqQA7PYZkTsBKjKgjRS1hiT",
+	"Rrers7MPd8PT66uP55/u1b601qf1CecWdoJO5RZ2go5zDdVfZWuG8iJ2gk4FG83f5bv1q+g8ar5Ujlq9",
+	"jZ3AU4m5eh31g9p9rD61F9I8rt/ITtDx3Ej3qYOt1cc1KDQuZeVt91J2go7vVrqP/dfSfaN5LTtBp/Ve",
+	"+n4rD8NzMd2n9mZ2go73ajrPXYnCdzflFnxXsQIs/aF8172L7prql1GjYfU2doJO9Z4YLPA/9Vwfr2Wg",
+	"wkFNqeu2AJVbIopEm5JFEUVEiHGROGrKnxYN6xYcbyhd6pdmiW2jAuiAuq4RkcFJBaSqFF4D2xrFhInt",
+	"7e3tbKdFGTF3rRy1jrO1F4qJ0RDfUD9rRMRYOQk0NEnqHVmKZxasKloGiseVITSqLJBXuQx39tAHktCR",
+	"hD1JFmhsyxFNSUaOS6tChmY4kT84KtsDy0jpDLBH3Q29tzuEYwTPKsGxRIgRkYds6tApg4YcU9WOsAXU",
+	"/5QAnFqwjC8oxobBQJE12xPNhFBHNCdowYusDHH5Vo9xmZIkVZHS2wa4eEJV7KDPiUh5mRCU5Zfhbsrn",
+	"y2P7Gwj/v2kGsJlo0JqRYyGBBcrwXMW/8Qz90r+8gPQe1NWeVqUVVmlCgCaq1UhYEc7qsdQ0PkY13Hxg",
+	"EhOOUQ27Hpg+7WMEh/3A4OYcPzCEKnflGG11VRoxL6pFziquWdZMX4dzGviwiWt3TkvUcZt7aDRrdvZo",
+	"ipylycNEFjzIK6GKp6scgdmTynvQxg5zdeAayVVZK6jTzKNsqNMi6dQ7ilQOAuydEjUaNpYqbfv2+du3",
+	"Z94xA6P6B2f+dhuoS3A0RU31/oVZvAWt12tgauWCyyVUWwgt0MC2Z6L/oYPgqOwJsOM3C28jFjnTpBmH",
+	"5k1/sKSjYBKYQ3tBkYfzpOIgWuoDAqs+50kZhm/CGax7yFS1JeMxUWV6lN23XhPWw81qcaiSqSGM7m8v",
+	"4Fsz3rDGJu2fKiNJ/zkcLYa1SBheblNzTAsooZeCE3ulG794RlzObfXvleV+28xTpjzgFdebXo1qEe76",
+	"zwSEgIgAwQZsXkbFo6bTRrSpXjkoHcdWS+LIuhFArr+rEgXUrCzfPMwGGYIfQBguu1AZSGzo9muCkdjR",
+	"6yAJmwgUrgcbH+YtacBs/S1LPYt8yd204G5mGxn8bgvCdBG+AS39i0Ghjc5g+bV5NjiW+YRuq44gla7T",
+	"TENbmZBTubSrHZSqs1Tpp7Q2fpvyuqJ2VcUvVJ53o52Buy7XgVQhIV40XHEsvvvow5T1mMjyagZnkHxQ",
+	"YSkqH6Hmxnu2CrHM3Ttw3f+benorDHMV317q3NueUS/Xx0roApuWVM29tC8D1m2A1QacF4GN3uGSqMua",
+	"89zkZxt0c6STioc+SficxMMcZxOSD01Vpl+PDoOjo8/ffFLAXTGy69quhPp2IQK6o7vxtIuc6zaPZT1j",
+	"BYLRAj2SRcOrr7+DfttYoPCv+n/h3qb++XVpcQ1S29bxrdXpgV6W1ABg68qly+i0PaD1Cr24GLoin3EN",
+	"TH3eDXYuynoX2HzQuL/mhxe4vnc5zgsPIqnnLgBUUSBjbFVlMac4JW68CoqpiDjwFW0oeCVMyma9MrFH",
+	"65D6LZg9oO4O2D44eyJZrnq9cnSpo43lULFK+R5aA58rXdR0FZ3mNkn4iDgZsQ6oPjfsfsu1oiUpae3a",
+	"zbfPLcUccLwY5lwLAetpOU0zxNLEMBVKt1w7qEK0LfIbJXhEknqS/VLRbpuws9XiXFvJhko8LNQBHUsF",
+	"DY1w9GgCRtQpvBLwEhSLZm0VHQzStBZOKLHIU6IXrpB5oyQsUEJhip+Ibk1Z2MY7ERYRjgnqgt+As2Rh",
+	"mrUrLlE1eKzMa1oljmktoHxN99JJsBEUs5hkm4tqin4sDcfbtPaCZjZl7QXOEwWONQov1G6Y18il2Zjn",
+	"uHBGjJvtP0g/WsYTK/e2rr5U6wfoogGutlGFjAet1wyVs4e+XBEpGcsfo3+0JPJJ+VwyogVkL3km3Qa9",
+	"V1cNgMW8GJteYjA8s2Y/6IhpGHepkjTI6QbcYwMDU6tZya6vNAGhrpFkAkQSQRpB3zvbRX2/rFmmXDn2",
+	"GWi22oMvPrx+cbe2CChcWecGvphsm+uQ9Y3ujueuPOeqKHURKtL+SFlbBVjTqPjy/PJMdSu25cKEIDl6",
+	"pEx1iJPau6C/6+bdNdn1ESboQOU301aE/k46x/vfvX379mD/O0lGZ2QIE0Buq3zz9b9SAkQY/khZ+e85",
+	"GaX2jwkddz43xLtH7576dtFuBotZFy5iqvJuYiL/a/zEkqRDYaDPLYmhajNNxS+bEFH2adYBc7YaslxG",
+	"IOUHaOu8VpHIKpya/Qa8p2Un20QUquERgNPZbGUhXvyC9gCqKfIU51sWnlQ9BjCCjyWtGuE8mjbixXUj",
+	"687Nh48oTQgWyuoLTB8nqs1RB/71drQf+YK/bStszx1QiwC3+IQ+EWaEYssaauUiVieTVlfmmxT2+Uqg",
+	"0H01VIV9w1HCo0cS7xmoiFCnc24Y468XENj9tx/kAIvH55whFAWQZCPVgedLT1SBXOmVqiG/VCnV5Qg6",
+	"qriqVjzlmXc+lzEl6xy3Hd5bAVIdtxR77Bq1ym6XupbwI0H273oEBYRqHvERHJlJKvaXWNgGSZ6JCwY4",
+	"XlxQ1vtn3uoPJIIGwjZyI5riHLqLKdSwRa5FwwSiP1SBRtkEqDMcBLRRsxFbJlqLZ5PXKopMOQXV5xLI",
+	"1g0h/0tjktUx5/34AHe+ffaYDewalsvMZjemCPjaOCN5/ilOEgMmRfVbEaXO8O36lhzg9re5cnb/+x4Y",
+	"6mIkipEUFhKCn3QxvUxyc/3azn+aMz0F0/KNNpFvd6zma6ffnMtgiywjLB8aM7zSwDMS5WjKMwGEKIdi",
+	"XTlOQSlmZO6+rdPGUcLZBIz56TTDwpeF1ZjJR/fMr1J2KkSjxs8bX2RXdUUNyQnOWeTonYRAhqOcZMI3",
+	"rkNY361Md6pvpraKlsP0NzVW3QVUAqkuc+m23zoua/wLAp0hM15MprbrUv/mfA/1E8E1I8vIAyuLPkuU",
+	"B3NfTBL6RLJFIyq2bBTx1rAIY47V0oh8ywokKsCs2UvvzW5vf7B/cNzrHfcO/9kJal+AD+tjRnToorJO",
+	"NQWAGdStTsquyTytiANBxxi+JYzNFGA/pdFUV/1DMUcLXqA5ZvnfO8sFiM9g+BHqLH7unw/Orz4Nz69u",
+	"7gf1bheefULPQAiIMhAzDaCFdibUx/S64mqg+7Z+Kw/d0NOKq2toGeaEvzaL7uFEi0gnuu2B7rYpMVS1",
+	"EUzkRVLOrdKhJ7CqO7nS9uig0zKqKi/K9/rVP6bZsj6y1cQdIhHbisLJdUK5Yns/aUvrDU8JFutsWrWE",
+	"0r72J3QUdfpO6BVahDFQK49xs24TElr9PMfRdNbS3R1Kk2jjA4Y3wSgJ7TcgYNXTKE6bAlahU2kLgXze",
+	"mOKhv9lMuQIa+9u6epv6jgRPipyg+9sL1IUqgFqfw2k6LLIk3IGGm5/OBkjnFeCUvoaFvP4K/zmPVeVE",
+	"e3JFRleemd1JYLR4ubw26H9fXr+672khOQWgs0ApNOfWQWkFS4gQygSkjGVUoJuzqw+SpKlss/4F4hmq",
+	"0rm9B/YzzadIkdbmB6Vao2JnBclPVKhIdRwUOoowMK46kanig8Nz6pu8ZwqRSVxTUIlAXb3O6uQ7W+mD",
+	"3+NcpVvUlT7DZprQ1+ERcABzLGE95plrxarDrxPU+crnZaYIbxHhJBEIy9lUWLsRRC0s6nOuDw0H14xw",
+	"vNIIpYGzAnXtcB7qUfZPKneljcQBwgKpDoiUaUyXurUmZKGvJJSjz2yQgGU+c9pFy4G5qNSzK/e21Ndg",
+	"EaN0XcRcWRPXKlp6znKSSaae8Tmi8Qmccax6VwlbBybDTH0kIVLXwEKTdrUmW2sp4SmPBupbYhcyghBJ",
+	"WepdEHCsW0c3NrlWJKoTg7GW52NJ6cX2SMgSP9ow9pwllJGPulXKRh15xExiMSRwQ9oehaGg0SHU7TKR",
+	"F00/hb/lfAgNgVUpWblWVUr2ZIQF+e4o0B1fFjkRps1C11Th3P8OXdLvJd7wGEoTQf7J7wQWp3zBccYh",
+	"IVPQhLA8WUBiILyO5lO5BaVdq9Q8kWcEzwRUCcP26ZQnsdzbmMzRqBiPSQa2bV2FcD7FuSqtKuminPcV",
+	"eCNOlLojFR1TRVC+YQAEjMruA7bRPdo/3KkV6wTQ+HBNzuTHZnmm3gK0b95sZp2zUwTl4bWh0/oNuiRx",
+	"8/Qk9ju1aiq6/FT+Y20yv5KuqyG392VVhbdmWAllsdJzHeHxxfw/avKW4i99ZGoLNRsGKs1bku8usKW8",
+	"yJi6LrpGWz0CbJl+ia3QLGyYFFd1ZQTI5WV7w33Tw083AKKCoOV2uBrbW9HUcZ7J1bP1Fa3K2puWGS3j",
+	"65qEPAOZcyM5w9EovrVqoKUIxn0RLz9POZpnPCeGGWnc0eAtCz36cKS9t+QNF6p+Lq2YwqdU5JKudSmT",
+	"6pMwBsc1uKu/D9ul6VKpe7ctJzpOr0CAhm0riPMarrVfR5hvOUXSL4nyKqxLhPQd2owOmVu6ihzZwZ9H",
+	"kZZT4k12G2mj4GpC6yGsz9zFwIp+y+OBocd2KSdufqTrbzLoLC8C6xO6TR/VV5r5q016xW0Xt2pMXe7R",
+	"XE3KnKawWUyySl91h6CzWGu4OhpuPWXRQrIVa5frbiqBpdR3tMRrTmTDRbSraEGnMKxvlfJ7r/bhw1EH",
+	"6pVtmdGDNiRdG5V1xfBn+LGRql6+W6S66nGdPduxTK2HN4D5qsbDFZ+r66FKqUJ49seMsGi652GxjaEa",
+	"pJNnBMFvcqBJhlkeoH357/1e78QEU1VSX21J/riM0dmsXriyI4mlJjFlJ1G17rT2qEp+Q/E5xTqqhbhX",
+	"hErUo2Bb6lEDDbIHBFKXYxDcROLWM3ixCEyZ4P7up/RHsmU/1e+142VGmTJBMNS/OTfd+h2U0nHylQ77",
+	"DWRp79NvLv0jWZTI4Ti4UHe0UCkDTNnHpwTBgSuF9pVYo5JrqSY9PNx1tq7s6kD2eTANb67vjP1UxcW4",
+	"V/SFGiE5tVzcWitrllRxi4K/ZH+k1R0XtmqxgPojoYrzg+U3lEALt2i8cDfl2Us0Xliz2UJ92b1w4/4L",
+	"q1su1CfZ74Wbk9VVRe29WGpLKdmGmz5ZZr3uj8urxa644X9w64M0oyyiKU6WuTbtS1XOpxgPRBZlQkK1",
+	"fHEPDewLUF0YSnBAez7bl4L6vaXLj7O1VcNm7Rm2wd5NOjbsPZdUf8p4kW4rSTEyV8WWT5xzQiMS8RlR",
+	"fiQ+ZyqNpjUD7hJnjyTXWW+zlOQ05xly++PWyG5O8GzDNDB5y3Q9JINXUMBlZ70mYatvH+rmGZ3NwJPG",
+	"c1Qw+ltB/rj66eroLpLZKciCzzk+ZZ03MmU1ZwKOts56U6pb4vEkwTPcCTojLMiwjAM7fv1a/bSXYHa8",
+	"v390ePQa2gpAdOqXfDinLObzzvH+4X7v7UHQiTP6BIEhPCUMUylUinrpE1hm57gDAx/u7R+/G5WoccEj",
+	"nKALvZyczIBiFRnpHPf2Dpsc1WyhYcTRDhEjxZ2ojte7KhuNsChbpLr1Y0ZEbhLUMiI1ROX0cY77qPe+",
+	"EcCk24Rcs2RhC7SU4GvWJIlTTlmO5CvK3YyN81lCGvFMWfzkbztwbKGCYQj3KcQsn2Y8pVGoOw2MefbA",
+	"oAoLwNwWv0Af5bdqbhKHgW78BxYA8E2kOJ9KjSCB7iUmcloKs5RNHlhMMxJJdXpnD51OSfRY9h4QJJMz",
+	"dY8ODnbUPFgXaIduIqp4+04NA6HG35SLXNH0jAieqGnTYpTQyHQjJCZVkEuyA81xSWxscDqN7YGFSTIb",
+	"mrx6OaoIURdGh+5uATq/cQaUkDs9/3CLGMnlBqH4FI4lzRY5cMIHlmeFyEWARAECHcJQgDtB14CfOyeq",
+	"B82cCoKODg4CGFPfNOWLzQC8hDCiyhcJPCMPbI51qal8SkCiZyTK99AngFEVRMJ2ojbjNMqjtTRjrF9D",
+	"XwqiJJXqdwAmfyRM1AWing2RX8JGzd1u6r0SGBoLuyXm6fZ7oO+6IEfjBCvTqTHYWmJhkVyK4Xocr/XW",
+	"pSpNLvSotPmyQpEUDyEUQrXEUm3qGgwdSGuLGE3FUKG3J0BBGM1aif9WoEHdyr4Vfu9sNK2UftWRDXmR",
+	"p4Vnu9fwXB0sinAK4naJoL6jXin/KgrtP2jgkeDfNInImtRu0dexXU8ONOMFH6EmApaHbcSIa1ykIYJJ",
+	"dgj2wfIt1DUUtrLBSj6chemBVwZkBfQTkrPTGeG+g7u0Z4T0O8qAGXGp7ZZLAJKn3wircx9+t+owW9L0",
+	"1FU2J90ul4AV6QPJ6BMwi22lk9iOUMZE7KEwI4L+TgyhCOc0zqehpP/hlNDJNA9RVzIDnk93TlCoCyno",
+	"1x9YqNSAsBEYa9UDnZPmVm9TU0KUK05ovugcv+sFHZi5c/zdUa8hYZjBWq6daVdtE65VbjesNDAII8xV",
+	"0ZXcdbTrWAnH9PdKfyqdYady6/QOIJ/Og9kKTD4SCAiC1O8SrVL6hSS2KnOmSmR21exVnHq3//5gFYFY",
+	"EtBhD1VEOCGw87EkdExQaCsT51P0RS/MPdSM7BKmukTkHNmzdQBjj05/44WIPdamAAbN3JB+AYAvQQ38",
+	"XIIZKQJbqhXv3uycIDphUAnHCgGb2hI0arWdkALICx/QBsWSzEW/4jkd62Zzd8XILnW7G69cO9mEAJMQ",
+	"arwRCH2YxQFSweE4keIeWEMpi4UnQRXCx3MsHofWJCbZpHygQpzlRVHJH9XMYlVwScfG67+M2dpUNa/V",
+	"NJ1h6otPSwSX3A5EOwFSmoUTxGLBdyXSADhakr71jhrszhlSQULCKSMRoU/kBOGR6tKke/Tq7mdK1Ghk",
+	"kC7z97jzmJDaiik/6Cieq1NgtE7jwLIRqGYTH1RAOc9csw/NrRXniQqqDTmlcWELS07lJBuUBxYRHqvK",
+	"JPDHCQrtgsJjDTS91jkzig3OHSOU2ynSdCwyP/pb6VUS95wFuqBrv3jbe7/ucpzl2upZqWy0tyRPxDGn",
+	"7vcqDqRfPzuusS3DUFrzHcoK96VtKcJS2iFboMF6NuH/dZxvjiSt7YB/iCuOZiJ/lhvOyTJY6ZG7FyTb",
+	"VlyENeocBQm0utJeN0JWy2h9yjCEyWiK3pnIv//N6RagrFIwol2CmxmncuKgizZObGabx065tNgUePts",
+	"8LI83vtzn/LSTHLxc6ILPqHM2DYql0Z9UItpPGobefhEMjqmvnyCS5w9an0dZkFYIPM2tNgEXgdh/yzf",
+	"2VR/1gCvT/opw5ouhPBGiDKebKactycRntcO8bn5gwbUSxMGPxCQVNqDc3QNBfBZfTi7OBucKS6UkRlU",
+	"Y8ZgJVNOxPUidWI1JQgy5mL4iw038ljVh9uHcZxJkKiE1+3u+xWZlwinS4DrPM3KublOeDIfmuuNY/xv",
+	"jMz3qhd83bzYpuu+HNpbeUIvVIq1c5oD7d7uMi7Pp/UBYEVCbV3VtxtZga5nJqluQwFfSuBFRhBhTyTh",
+	"KWnpE7By5M2bPsKKV3Z5vGYETaudHiVFISxSMegZUe0aIGt3TEkSq2bYaIbTvU0bJ668PwoWrfD3d1JU",
+	"ddcyiKJQa1Masr4mNEM/DAY3OsOLiGP0fV+1KDu7G6CjXi9A91f9+8EPZ1cD6Gb2AR319oMHZjuDoaPe",
+	"YYBO724/DgfXP57ZTmvq+dX1YPjx+v5K/nkEHe1+uP4Azb76FxfXP8NwbwJ0en318eL8VM74PnhgpsPY",
+	"3aA/OINnumNi/+Z8+OH8DhqaqRF1m5Lh4Pp6eNG//XSGjvYP5aLv7m9urm8HZx+Gl2cfzvvQRQwd7b8J",
+	"EIyte6Pd3l7fglEemtsNL/tXv5jd36Gjg/cBOr8anN1e9S/QGwkM1Qfu9uz0+vLy7OrD3RDahN2ZDhvw",
+	"0gOT+zu/vLk4uzy7kiB709sP0N3Z7U/np2fD+6v+T/3zC7kH9KZ3WG2T50Af2phVQN8JOm5DtibMO0HH",
+	"Aly1LKtBW36lQd0JOhUw2z54Low7QacBYFiXD7qdoFMHrepvVgUrTKxgahvrtQJU78gBJnSia0DSa8n5",
+	"yLMJz59XQ6HvUGupwwNjJTlKKHvUhNvhKi5HcbnJuraChoS2ggd4ZQsfhQAR6ZYnWzJY+aUNSaztWWck",
+	"KNmssVF/3D2Mx8BIX2mYrMS3WqLOr3j398/y/3q774e7n7/2gsP9b39ZSV5hZj8suC90qq8dkXwM2oM4",
+	"QTiBZKXSGwMiFp8zoTRAEZjck9KhV/HK1StuNEsKHO729ge998eHJuVjw3AIqSkftkRFBJ2URnmRaX+y",
+	"yh+pRt7sH6xTIDzoLHiRDfVBQxCHp8jHy+fqrxfFUWtyrOuXslrxw5WQXCuvElBH54fbsQ+fkR9ZD9py",
+	"qwlXz7Ip/bmH2/Ao3l4Yw5rCav12gMpa5eWPUywsyFaWclgeuzUwg74SrhsTkMb4UNe7PNVEKYmpa0D5",
+	"hQslVDDfK2SbYDT5CnK9jDqL3ljVKu7r+ZSbPl8YzchsRCo53+qGBZqkSgkRPIGfN60Zr80sznEF/iqb",
+	"Liq5W96szANcDgj2XZ4g1LcJi9aWJkpjKi6dtM/vTyqWlLkvqyim2pC1fvXb9ZqDPifXCIC5LhwBYuLZ",
+	"IFPDLLnTW4JMMdxVINOzPxNkl+qutORsvhL6uokpTVVFAF9YW80c2I8xuuBPJKlaBetCXtD5F6eshb/v",
+	"a/5ekZYCSDRUhYmODjY1D8pjUbt5JVDcykhqq1/XWFgZXbmoHLm0HL4JhYYhozGlAydvzmlu54ZzmmNh",
+	"bLnrE25Ds1cippRFVcaTPoqlkADDMlUVXmMS0RlWZeVgXqg2Ydvo7iORkoiOG20f5FlXJdz93feff+3t",
+	"vpfC7f67NYRbs9jAArlW/1zT7xLSK27MuqSmPJbn0xs91jKIw0TPoDqaHKxODlUreRHiszxFtNzXC8Fv",
+	"Izh49/3cbd8o8eE+Xd632qtZXkLVN5zlqCxcp8URXVm5ue8xbRPHIOf/GN1cfQrQP27OPgXo0/lHxDP0",
+	"MxndBLYoxBt0Sb+vkJIRZThbdNap27AEDhkZk4ywiIjlabVGQC5bZ6flp89GC2esbdNP1MZKoSxKqMSp",
+	"ExR+/RaiguU00c5Apy5AJagfnKWqX9XwiZI5eNGAYEFsrIQeYbufvve0gG5k7pXbeSaiLr+ZLyN3Tox1",
+	"YQ2JyCcBPXuP7QYXXS1DXnlH9jlRaRnKJAxyiTC5MqWGaIrBK7l2PWWl5Hf6mYdLw5IHunC+1x6jeyep",
+	"cCvbhgm6fgRlJ1i1ygQvSi3T9C2pm+iqTYsqvc5sNoPpPaYCWqQa0ZmRPKNRvc1JZ05wPiXZ3keekQiL",
+	"Z3Rde1Z/IAOq8nyaPs7t2rrBCVVbgplWbRCyX223qxv37OyhG293t3yK8wcGAe8k9/R6O0EFg2L+ZKFi",
+	"2lXskjKS/yFN4FZ0bVq3B5zWZgFVtyzDWGlnUza+WL/Zm71My4U5lwMBaHRvsj+n64wTM1M9l/WFOtP6",
+	"6w/tOmNnWoNplGBc/CldRBwovGz/kHMmcpwkN9AuafvAzQjnOOETlOLoEfgIh2JyOpfAIcb6BXmI0Yy8",
+	"1sS0E5iu+J3jzv7ewV6vSS3tl03AqjkhySB8Iizm2Wv5Rygpjc4JsmFUsM66o2X/qBLScdjwRkhNrfv3",
+	"Y/3PveHu57+axzt/f73yjb/4CI3dcX1DP6kfHCDW82FhE68ESnBORL13xXdHGxZK0ID1occ/BGe3abRM",
+	"T/zH3fXV7u3NKTrY66FMv4i6l6c3IEP0D/qI6EQ2sXNiW+pDm6YxxPMXSa4T1sBfHS4JCvD7/atLsgvq",
+	"hruHB297vRClOBNEecMDJJ9+J59SBn3uTW0688t+iGYkn/IYzLVjXrDY/HRQfpTiDKrbqR8OQ6i4ABUY",
+	"YZodqJN60FeL6MlBc47Uv9+GbrCvmy21ef445NNlZFwInFgkh7igIiFyeRJGUHZVMSsVdiFFLBsagLph",
+	"xS8cBiisu3VD9D//+//YWVZnx9OLZtPoB+OBwWxxPYZC4qtcE18bQPzso076gF8JsOMY2w1Shnr96UnN",
+	"T2IKFka8SBQmjAiIL1Cj4V+CsyyNlBSnxGJJtD57e20JnXK2WZkjhYOvhI3rl9gUaui9FoTF+tJAvYfX",
+	"E5KHcm/hAIvH0HdUteMwW/Cdg00t9l34BLNJgSdk15c73LDqQ4K+TqgFF0gjZ7aZXTwUxGb+lumxyp3Z",
+	"yCI+eAfZaUtcrUfW1drINIY1DrVPVYc7N7OPnUQ+zQE9OXYq39ckKk/SfPdob393RhktM5U/3QzkU6Sf",
+	"Nl2zteTlAycVTG3fr2a422zLd1ZAbVM1yto1ZSdjVewcHtmu89Xja0la2CClWV87laDQzExG3dAEk+OU",
+	"7qlz24v47PXTfhg8sMqvNhNUvhDurJfV7K80/WJZs5X9FeyR8TmDsFhTfwwKB5i6gC3LcFjEH+F0tzm6",
+	"yyTQi2T2Qb34zb02LZU8mj6W9Xzm3tL7FQJTc8W/XW/YJam/H0wWToIngcr2jY8Rt9aSGoGjOVRAERUl",
+	"3GKrtjc+MNUjK1Nv7Jzo8TyJ3NUBtbwHv+zOaUz0Nw+sPoUUoHYqWvIzM49PQEGHcAlQcBUVbyYj/1FJ",
+	"x6YIvSA+QrDe7dguCRl1x7ZAyLhCMuo9katE/aVSk8sJavxhi0gM7tw/NyBjm9CKjXOg60dYT4JecojP",
+	"zX2uT11JgLZmLJtyd9jrrUlw/4RGHJaatsZuVFOvHQYbVLh79ch8l7LByEp4V6ikS0I2iwmxouOKmrEt",
+	"wXPPsqTIM1dDtrgYq/MFFRouGbOtoL2WaaqUkleZptyFbW+rcQr+LPU3NkH7gpDdACitQHgJGAy0ocrT",
+	"RkHyXkjDw4nDX5BpCeIBhgbTcObBmx/4XCV3mTQ8lHP+6FfgQake+s0SP6swxRyF/FHLopCF6SjiGEqB",
+	"ojmonGNME+Xu6Ia2PdGp1OZrIbT9+8EPRksfl/YAEquCkaETYR6W0Wk6yFmyjCIf8YLFupKM/lqAeqzh",
+	"VyXmnKhINinMBij81B+c/dz/pbIEhgqWERxNQdgw9p8dbzuL1mQMD8TMIl7B8jyrB30ZrCEBSjMS6ez7",
+	"5qR+ScElEsREKYLgkKuGLUIFAPr7BfHHlkZ3BnS2K43BJb8wlZE0WbQEScgVwSbTZKFrmkUgVaGDSlHQ",
+	"nUDZMiTsvItVCSAtyDqowtrJGNHD0rxyn1ZVE3iUXMy5ZSuv9nJnBi/yiM+0fzMHM40G5vMs8ZqmrEXf",
+	"gAA1rPHy4bOo24c1KiYdl3W+utcpYf3zXblSnEPCfPg6muL8ta5+AO2UdgK3GBjqmortD6x/cy5/LAsw",
+	"dSVmUSKUqw4aW2Gw8b7+pX954arPJwB55UWOyYyLnWpmy8oKTaXca19tYOkFj1qKhvRRmuDI+uF0sF93",
+	"yqW0zcdjGhG0t7e34wkUVcSvkvjY2UeXmDJ0l2eE5AG6k5LYBDK8fMuqquHr6dlKZN9YW22SB6ke5oW6",
+	"tnYDb/b33rgiKC9GqoXnKnlb8rbmcLu9vYqWsP54RgkqQfsD9wOkKlpvKz1rGdkcqgMed2816XYjiVaj",
+	"4DnTau1GeemJ/rpZZVzh4HLEa9oiy8NXJ+4cnz4zbWsEqH9bgvuNDhY5Tloykd54k85XFlSDED63pJoF",
+	"xiaZ2i661003k4yAMJLl06oGZtDVFmd479Zm2JV/bXYz/DMTLPIVE++/q8wMf659ier65ogkf1hVUYPn",
+	"dcVtnVxyc7Drd/KwhH2l7mSHfgZf1WNsu631N9Oy+GetfWvP/GlGYsJyihsdvdsj2rdOgl8nwRF1IyzI",
+	"LmWCMEFz+tQokrtp3vvN1rnua+W5X2KatHnCBpU4KF7kE67qY9O6iRf8KGW3a+NFgUIf9e5Q1kclZnkK",
+	"0hSUnVVT5tBLQwplw5KBiKeoHo8vXzCpDFBC545kTxSyAaZcohGM3lL+wPW+Qc2e4zfv3no9T/u7+71K",
+	"LqMUwvS84inypDe0CLehXE4I+bai0vNaV48dkYTPT1CY8EkIRmhVmVeYojS2WJ6O7TAiqIZhwide16wL",
+	"28aS8kSEqEgnGYbs+XFOTOAdIcqYKIGD3rx7u3OCQiES8LJDFWiKc4IGF3f6laPv3lRKlzLOQLaBwxQi",
+	"8a6tesgN6ythoE+W3No/gJ+P6K/dDBKTUym1d5MY2CwdyH02l7vLwQ2SP6lK2IwjIIskgDoJPMt3zOBz",
+	"o9CXKrZ3niomtrosK1fKO6Rb7wUw2bt2+dPexsmFYJ1oJPpB02yBn0iMaF6PKdAhkaC6gmaVT1V7RajU",
+	"xp5oxtms3t3bFYdXuinLC+jdKeSyrHncdf5kbNCABBqezoS1U6tcrho2u7i5UvouKfByk0CT7K7dhAzT",
+	"ZE3jpsMOGokVzijbM3soAtZXpaoHi3RVWoH8XiAcRSTVQW4qg0IEyqytnpmKf+sAo6XeYDWiU76kK+bB",
+	"1NB8M5GysIrXXqQbZFeqzVaadi+VB9UKnwti4SUtfaYBSGJVmJDHRURiuKNNCG5jBCBfUpoRseyblZfc",
+	"bVfqNtMFOpbG487Sqq+rXV5ev36KfyuITuBWaWhOsH887O1Pv7yZHTy+i9/+9n7uW8EjIZ4aDD+SNDdF",
+	"75RUpCB0ggr2KH/TCK0fS0QLSxiG7UUz3dCsZzUGndEZaake+YHkJJIXzxJz8K6xHEGL3WrWZJomupDm",
+	"65YzSnHWVgvxThUBVt3qwepZlkd+gRz+ev+VNXtUQm3d5lrp75AYb2CwxkC24O0q5Fwj393ptFsenV6r",
+	"bZ0PyFgxA7WSirKS9XXa0m4evE7lgQgoUzmSPCkG+yRnxOlW20yaKutKWxOeWFHWeYa/DM2d1sV98Zdy",
+	"IGUVwF+GGrK2/q/zilOSWfhrJXu6rNQWXIfEv+tKyeB+soU5pHw2oU8qaax5+nbHS+tlC4SfMAXs0Ekw",
+	"VJRQtbxmm5LY9YqYLnCbNphsAo2s62Wysa7LDZ23dHlV/34rJ9VwN9LJVI5vmbp+s32olmrRZqH1atEb",
+	"rNNFl6ZeP19/mS6itXZzbz/giv5Ac3m9dEAutGKU+EFiLxasVf97qbjhLL3EVBfwFXSpAq161EHj+qxP",
+	"c9rFwA9umXwFxjrFWUfu4yVtWyoA+yliE2jPtdjBROs3Qnc6gm/ZDx1GaCkeosSTrXLSHWlzdUq6XMEz",
+	"QbYqFb3SOH0juKy7yxffFVh47v0hAqAEQYST8QM6AR/KZQ/NvjFDoW28GEJLX9T9nWS8VM7Vh0qKJjHw",
+	"rR2npE8oNV0Tcc95ogYRPuGrCkDK0iLXYVjenlOzNDd7gOjEbqQ6paeVn1RT4no3+XfeUL7l/eVUKFjr",
+	"ik6t39hMrcvKVwNvj/Y3nLguurlgqS/KhwhuKXo/dlO2i9O0Um7f9ku21ePbipyPeLyQCCU54oNTy/zf",
+	"DzVOPHTKHpt7HW/CQcMeCnVeWD4G9egtfh8djg4ej6wcetzsU5ARrIZU4f7wuxzlCFIB8sTfgRSNKaNi",
+	"SuJN6qvbukhSa4lIxkgcIDpGmC288v9qxVHBsIHiCaZsF0JVYpJjmuyt9qh7TG00364szBJttoIp1G+L",
+	"NLrkpl0S7EEu28wMZ48E+orH1lZIE6KCp+LtzYAWbb629E9vHrkto5yRiKZUooUUECEKhObHCJctObJX",
+	"4oHVbxlmoEKbOAyYxFSZUw3QoNlaWQHMtM/LbUv3B6ZJHs9UVJyKJ9kCEfVN8RCJ3YQygqYEx/Ife+uF",
+	"GGilUY2q0bwEcuDWuDfHvlK3bOCMX6vEVSRVpKhSjmHTVidBB88xzeUzoMEQlDMlcZGQeJgVrDkWz9Ip",
+	"ZuXfqjfqbwUpWjqtuXtbX4artEnZToirDOHH/mozlq1kugon8nXSh9s7jHjBcn886UxeuApreiVqK8OZ",
+	"IQOoK4UZuUJVVWqlPaXu8K8Apba87QUzFwrLD9hdwDYnudl5LNn9C+3W7XW0okgkT/NdyAWrn+6IF8pY",
+	"3uyCs7qGbEPO0L53HQSgpA4xGs7G2WTyezye/Z7PfztIHhmbTw4O85SPOsGavZK2a4y0kpmDb9cBI3BD",
+	"VV9ohuMNktdaog6cCiqNBkxQZES3aMptO6aWFhTtwkNl+TRG3VC3ZXhdme61+574O43/j9D2bKAtEdHr",
+	"N32yPDlGOT/5w7s9bd/aaU2L8n/6Zk007gStHZvMyZU1+jYQAlyqsrqci6UwFfRal7pWPvJk6QIYKwhe",
+	"YVYB4klcYc4bo1eFhq6yjFSX+/JEfDn7cmffBsDbg2UJGF4ICgKqZMe3BC9pPXOrChDwMegrlE2QFEiq",
+	"RNXoK653Q0NGO/g7x4ffvq0HPftFq+xUnXxOSmEJappBa+Q5aihRa0pMZv7tYawLJG4ab/gfbWxr1HXc",
+	"qAzji9ZXVBWJlkUiaJKUwouIsifCcq7qMblGniiSRP64Ix7laqD41DCzpcKMDhlxlmd0VOSu1SQnsxRK",
+	"7IC3DKepAMvWLEqHKjBN/00n1rtxEHSUcWZo0mfUx+KRJol6XRfN2v/mKeYCFeVUSoXp5hNxpgI+tdZX",
+	"KWanC+MoYxGNYJgo4UVc1pz42ZZYaq29VB6IliDNg+FooZr8Kdwb2pJFcptJMSnL4UktEnzUcK0giR1k",
+	"yZVlncz5NEIx4DmKeMKL7MSWTtAhVGNJgUY4eoSqOmlGZzhbVDq/PlGeQBwS1pUIyYxkGILqFSZkXBDF",
+	"++W3Xj22iSzLKvXNMKNjVWYmhC8hILD8WhWLpwKpq3GiTM8AcRXTCJHyOMcPzGIjkLeuxcMAKTwK0OXp",
+	"jQ6OFAEqEXAHaJ+KYGkrDlBD9WWkRl3CU3c1K9s0XGowIOdxWbXgTTVJba08g9Y6iRcqUseUqqxCDUNc",
+	"7okGMMBawkWyL6XboK4gxNScaqlkYgtP1Y994dIePV7OYQbULS1d+gVjWxtlUPwgKxLrWzA+TX1m61j3",
+	"1D2vr+n7gsVyFfJXlbIICZyCsklC0N1Pn6Dcia59JOXm4vffExKqBUjmGfEJo6IlJHO9ZhaekJaNi7bp",
+	"RE+51kcCVF6xYwBiwZyycp5SS4aONXhUVhBtWzWGSkulzCE53VCRuXGmR7cwZiJY9UnVCW0XpRI7WVtS",
+	"p0NTvbY+OxfNA1tJT+ESH+tVKt5AY3hUXWu1puLKIIc6SfemgMKcr0RJYVRsL0b6M9Tt2RjSlqJmik80",
+	"e66q5mpJMSmjpwwFPYHqyPSLKewKHBN1w4ei1zuM5DfwL3KsHkgQqQfqGntq95XNhP7qrcVneFdD5Ryp",
+	"WxUeg/MHrjllOtjc0PHQHn94jAomT859zRxcTDMSWQlFsyk9vjw5yzUbrCjofNmVH+w+YQi2BbONos0q",
+	"MOx7O4r79LwccVm5QftaeajySPXKzPIDG49PI/JKmHd3VpvQAQFKUtDSkQSIWmDEgXK5lcKo6pQ8jLmB",
+	"zlU25yyoehGDJT32NPNTxRbPpMjZZr9WN5WPx8Dmm6UmKyFfm0p8Fi+GdVkKUuOIyCs/HMIP68p+ngiv",
+	"Jaz9bsqzCl/3UmHPgtsqXJZ0c0ps+RibJWB/XYsr1mHxtdkyVEolBsf1af0HM7vVt2fFtant2gf9lbi9",
+	"3NKkuaODzutosmU6hgfrS4mMcVs6tpLDgbqhmneofx4WWRIq++YOdOJkKNRVjEHMVpZPiM4Ykzyags0t",
+	"BIRqkezUx54rra+xBryUuVVEyGhRYcprm708dMTDjstVLzOZS4k/RhFPHfeRAh8Y0NUY1XvkB/D2vmWJ",
+	"XqRVwtILNXM2qmcq+wwDA2KGdKQL7AdaRMP2upUjFHgh0JTP5SdeKb1RZtRiXnnKFfiaPTzDTuLRizyB",
+	"NIXuOTVXnlxzk0rG1NLEyjU8NPTipszXlLmUqaLxaZoK1B1nEKMemyLgLWJbxcjR0PFOb1QFbP1GW/zo",
+	"pDXq89IKlGOatG2jaUlpUtaE5Lm8GBAQY99sGU8bYRp8TT5HY8DJlk9bKp3Xas6LNWqhqJGCxknb5VVh",
+	"74GCPt8KgNuxdLUvwWdBW4fGa8mwzX9gBEhQWGrKlktUpXy4ITFd6TEwS3vuFV8RuQDvbAaudTfo3dBz",
+	"9pNxv/n2hmSCM5zo4CwnQke8UlGPQ8rGPNTF+zGzZvXq9kaUe/VO8BHZRFSP2Lb0V906pmHsOL1BR29R",
+	"jie1YljQYsZf8EgyuN8584x23r/qo98hUKky2Fkhd/j6e5IlukntNjVMNmvh6IDLBY4FhbOPAGC+MoNS",
+	"n/x25UvGUpJI1QgniM9oDvlOlCSxQCMCqawge9X0HMCGzqXUMmY4pxHFcE9cZOj0Y1zZ43HH6VpXaxrk",
+	"Hl9Hn8sFZzH3dCDWmNjSPbZpcuwFq7C21iCFPhFmZcB6LY7lGF6XhGc0WWww1PbXwRn78E3FRvKX//O/",
+	"/drf/Sfe/f3z14Pg3bfurv4T2tPtB+++7fiNJs+9UKgbTQnYSvAESw4BpEd+BmbwERaN8hDfeTtit6H8",
+	"pu63tKSRS0m0fq3Zt4q3uLM2INKzNB9omcBX8yojhSrga0Ilx9Zo2RrdfHSwtDx6z9+J+orMBYop5BBJ",
+	"fRkaMaU02iubUFMxVFZ2Q9pm+MtQ5EQKn/tvrBXiA5ZIrobSNUrV9pww65zHePFKICZnVdFRX7/CfN++",
+	"IcrQ168JoMC3b2hUJAnJkeoosddZWhPd7u0JZ1TCTUBfAZOIA94k4z5TjaBgTmgtUHup86Zj3lFL6Xz7",
+	"vEG0tU6xbJ7U0XrFeP/sbtsfXO+Nk34F3Zr8YUu+bZv8BmNP36qTtoNnTeOl+qXUiMADNqVxTJiyLKc0",
+	"eoTu7jbMFWUFE6gQVFX1nCGRSwUgK1h7cWuN1k07NknRqIgnKi8XejEgkePMpgXTHHWrtYkBB15Z55cu",
+	"E9Vzy0TtrxPlvFm56SbmNS5mg8C3EiJ7rFDyPp+i8OvXR7L49i1UVfmmDV1q4wZb6+Oxc7ebWBwlGKw5",
+	"tVWtp2xUyPFPepqVykc9JtxruLOwddfvopqL9psVrKsuew39r3pHRZ2pPLOmZqspA5IRvM6r9Q9ldVcw",
+	"O/9LseXtanF9r5udwkHq7jMZkWgJbKF+CEvdBstY838MC66y15fgpOsyp6bc3FKqsI2DVJotWjYlrIOg",
+	"XqpQUuPw/wt8YnmRwVKBeHi425p5nOiQXS/7QLNCgOE4NlScMhRaVAs9R7+yGOLm3AJ1NYweyUKdxTN5",
+	"xwx/OVcjvOmtIF6ac1hQrkOclhqsmkTmRYj7pjS7hUa/GIm24N7U3OFiX4mTqkf1SthVqVzD5ykftxXG",
+	"MG2C8KO++wZL0QyzGBurbB3b13DXAJ31pGTabXqMD80Ogm5IhTIODD+XVoKhN6qiXreJ+Ase3BSjhEZt",
+	"RRbVr1I0l9IfGhPobQHNelq9Jzil7WQ+fA0v7eKUvv4ruA5nvGB5W9k4nCR8riMNMpuN5HkvTYcqaKVa",
+	"lem1eIq8LmY3gHkI6QJDJ87NU7+u6g5d511tdF/xbiGmPmjRaIrkb2hajJSbRyd1kqd6Q2gyG5E4Bn/b",
+	"jGRRkRFvNOWcZ48kG+qjHM504XlbqxEcHhDcQQnL14yC+RkGvVVjXvKY3JlhGr+c6nHriOkcnfe8Awet",
+	"/LvQUGwFfOvpLceDVbdlU/PWejXuKvfR71x9Dp0uoGH2nW5xvJ0s/ZNuLc1VGVCEcxWeB93Aa5Kzv923",
+	"eNzVITC7+weHTtNvOktJRrHqs1vL6diqm7Ze62hRSjGmG9EjWZwggqOpVgQg8k+oEOcAhZK0h1JNCB86",
+	"D50QxSQhuYoOfGBlA230SEgqoHcIV6NHGckD1VCb8Vylual0Ut3Zy9tcux61ZXbrO0Xj9tzu+PpSxUA4",
+	"ggzUuqKjgmyqLoI/oFpxdR6fbKzK8yItFd+f2x68ttisrmf5SkBd8wSlOMvXMuOvUyq5Yv4w6WTPKJTc",
+	"NxUa3znx176qyQ7jf/ciNZRLH3lb2/+s1rkdLEryKnCnNhQrL466SWXTKDdbFudkwrMFFERUnvOGZfsj",
+	"hILIKzMnI5V+LkdXTS0FtDYR6BJnjzGfg35ZQ8pbgmN0f3vRsSkXk4SPSBl2B/nVqj1XpcTaV99CENZj",
+	"abI/HC3qNf/1sBDCAgGMKcG5K/WZyGGb5V8ZBC7ht8+WC6mIXGX0zkjEZzPCYjE00RGQ72FpnfzL7brf",
+	"7KHfzP61Z9Cw+CgXsvq57MY2IYxkOKkUSdbPYLv2HOVaC2ayuWHeuJB6va6vJblO0BELkZOZVwZZ2+Tt",
+	"9gmEykBeU+ZyKqIqm0FR4BFJ7HYt/ZDDvRKSzmQ5iOG1doMOnq2ZA3AecSYJ/7Ean/PklQgQSQRxsxHK",
+	"RBX9m8kFqHU71Ei9ZngkNKjZHSt7lioFHUL8tQ2+/vzXv4Q7J2YVKqgbmkQ59ZewQDrMW722uyzau7pe",
+	"59Y1OzMtKUBntf7ypUCSfYfKIJ7FSrJYS/evUjxb4M4X9le5kr6msirAjE002JyKVPIillFHKxVBz033",
+	"x0HJtVjzVxnSB5SZCqTJVLXcnj2EORntOhd2dRaCI1S1HIt55UUPRQug3gx3h9q1pC24SV3QYWFMSRYY",
+	"zFVh6gpH99SjwSIlV22I26Coq9ius8LSu+CSorqzwVJkG2fv4p0PN4Jq4cO1pEEF2dX+hswTNPc8M5Q/",
+	"OG8AFAawREWahSXgwi3xZrW/AdayvYLURju89jx7Rgir+6l1DB9IX5bz+YSVZrNveKeVhKiqUDyfgjvk",
+	"iWQZjUG/8ZtiljFZanLeoNVGTOUbM8qA+4I+VWOtRpTyUMlStmq2vB3LPaCsYCpiRbHZ8hAgi1OyIRFo",
+	"94729dBc18JC4yIDM5RqHIK6mCEbTAsJZTgnMQrlINcsWfxAWa50QBqTWcpzwnJ4trOH+rqtJVImCRRl",
+	"WEwRZTnJsgJqslJRrtUkGjpCtUpPNfuFHE1TxD0iJ7bewysh1wO+ChGiSEU103xHVfWCZLo5FQSyIAV6",
+	"6Lgr+J///X+ADqqmIfFDx21gHZGdpblyLfJsg03iJBFojqlq32y+QQVLiBAGs2J/Yp7f4l4lnx5kX7HG",
+	"CiKtvuaGG/nrT2itx3PFWz2Etf6NjwTMx8r2YawgQQfkUqmBqc7/QPS1kGS0AwOZilBh1b22AtHtXdbh",
+	"MqKuHCgGYU/+SwX575wgDK62kmCYrZtCcnvoSnXOIbpTt1lJuLdSuv+BJKnxOUE4i7r0pTHeX4rHZz6/",
+	"Kw04e7Ui7wa0nijAka/haFVHqI5WHotHnm0RZnU7BZMnD56LUJCERGUbbEeGVKmw0EZiefZoi3hphaYl",
+	"qbeG8DNCYql0axRQrSXZQlntdtCIjKVAq7yskv4tJK1VV89PJfxVgpSfBXpQOPhhAIIzgnRnEomAkjIJ",
+	"1fVeVSNURgASn1ioPbAcvDKcQZW6UIM+lG8AeIYJFbmuDKu9ruZRRqB1JgIwCZVXqc/3gYVYnZUWucIA",
+	"2Se6pJCKwg5rfTWtOVwis2t8CTpK+zGu38A0lAss1KQkJ3cFOTB28eU36s/P6/hy9DsGs+s0077up37y",
+	"X5DKcjrF+XZmRDWIUmxVkUM0wnk0rRHGjGBhymchDeCyvjjs2/SLaZAz860nEXLOrBnQ4zA/6G3alk9P",
+	"1Q6tARaPzwKU8rQbUOlo/iRpA9cHqFmncsoQ+ZKTjGFdhnBbSFlx8o+DFNjRAbFAfNZC5fNCdsowHXvc",
+	"uwl5IolVTU3JdQnUZf4H3/XuHP96dBgcHX1+KY+D6mGtyvn5VztaKN8DsAFV9qDCEk19OgwcDqn2SuKx",
+	"4nVQncYN7dlVDP2RLLQ7Qgqa2iEBlPcFXA5wtJ8yXqQ3GRmTjLCIbOlAgkKgZA5lBvRAJ6UTBiQPtXY1",
+	"P5pPeUIETuphWc73bgSA8hc+UTLvHHcmGQQB1vIZmoddG2v98/6YEbI75tlMrzZARsL+7s2bw+9UHxYk",
+	"wK1Vq+/RchDuUpacxb3Y1gOkEsTKzmnQ8oGSJFYCSyEabryaCf5ThiOCfuBpqmv7KAfRRD6uuYiUT/WJ",
+	"ZHRMS0mWiiFMr/5+AffQxm1Z/0g3UH3Py2LeTGtOrdhhKO0A37WUxLSQa8ielU544wRPlDoewvshynjS",
+	"pvC1+62u5DXVv6oEJMlNJJHRhoKX8F/VjGd2iw1I+m+DILnpQ7o9PZqpIkIJZY+vhCq9j1JMM1s8iDmQ",
+	"qN0ORuZDxxVqStwknE3gk3SaYah2paQ/nnWOO0ej3w6S+ext/PshWELkhJ3jzi9f3v3z8afR/uNvh/c9",
+	"+o/8B3b05cej3yb/PvMU76rO+8e4HN1Ft0QHTXEyNvnwDfitjG1q2qgVKJpaX5SRfKPJ9g/ebSbb2K2a",
+	"VQRVGLfgH0+eiG7/sQ36XequbuCZytRwNQyjqlawt9Vb+fD977/38CiKPa2jqK+i7X0qZ9zv9WxjOXGC",
+	"4kJ1StPaGmZiDgZczqJq0YXNTrUMu3Sd8m0R/GINUC+plynfik3jGFW4SsEVWB2NxTPb0vxEBZUjmY43",
+	"lEH1KAgI38grsqw/jQSpEF671Dn06cU5ipWWQL5QkQdoip+I7tQHDRRVIc4cPenlaj2g7Maxbrkqb53L",
+	"cn3PMbers7pIZmt1GVXdZSrdnXNVuwvGEW4HjWf5NJJktmZTUrv0ZYWsfp4SZVyJ+IwIFXEOzJmrvDRo",
+	"F/pK2E79XDc7TvgIUsPhqWOhg5yfco2V0oswVifoqI/91oRtj4snZJv+9FL0qPam3wzh1PfPQDMVLrjU",
+	"zmtiXK29t95beIYXTm7UmoZXibWjgiZQh16/VaHtKjpkhfEU6tO5FtmYS1wfazSxmqXpo7CeHVVpqu5d",
+	"gmbIUovsmt6c6CCwkKm8W/PotIZerl3rTV2RvNLVXdkqyzujPD51eAam92dtJ+q509g5UDUZ1ahaxRwt",
+	"GiftXqbSowC5xfIHOxxY8Xi2dsm4KhaqInEf7Pi+Xz+qOX0/nVXW4XvjTq+t1VRrWhiDXRWAos2oetMV",
+	"qlKaMEv7pt7sZ2+ahzcKf+A53q4eOkB6ZHlKaqSg7qPwXJ1ltlG1isA5RVvDzl3XapIhNqV4ru1oPT93",
+	"lUStrMnebqxZlyjemXzc28KnTVbzdd2kxOMyHaNLGXT0kQonOBTqeRo7NssKvORRxtkDMyPLz6RYCW2F",
+	"s4JBS2FlbN8ikd624zDvjFSbVTnnkHxJpZqt9tZDb9Ff0V/R/u4bnU3/1pNND4Uj1KrcuQ4Hve8gsf3g",
+	"n6Z8hu33tP9uf9/JQxsar7px6GnzySXPgOvbhEBGvvimOjJTwbYUZK1vUL+tG5VpcA91aYBmtQ5V9GF5",
+	"uv6hJ13/q04kPO70z5HAY5IvPNaz/6US7138aKhEgmRoPuWm0ZnqyVWwE4SLnEMtFRRTkWIVw6re0vmE",
+	"TssLKqwVba091jC0vqo3u8o8J19E5Ys6Y1HZgjkju2LKc7naGnOu4vvqAse+DtgVYlArI/D2xcoIQGUA",
+	"UFvAHWghHZfgx0myQN3qfpEOHTbD4HFOMilujyUVbDF6Ve53a80/Obp809IxDKe9fQG/KsVoMEgsHu1U",
+	"YEXOSERYnmzbFNBHjFZlx4IBXi1BYXYtM9ZQm0p06x+bLluv/lkid4OYNp3nLnVt6wdIBWLQI1FKJE5p",
+	"cINSUiZJCct3tj95Q8Cb2A881LDUcvLQIeuhqtCo5l8dbdqy24GU48HIX7k+Lh0BGmNoyJb9D11utKok",
+	"CaRkuptWcKjsd6sehEurI4FCA7WOIDaL6ijoOoGlAhEpRJqelyXa1dnqn1xnw29e/Loi5N6kQ+lLXt5j",
+	"m/AqbLUZmk95kUtyZ0S51Z6rltIbLj7Ya1AtvFFngRaFKwXXPMSsWqfDpenVi18jvBUpYLP6Hq7cvDra",
+	"tlb15iVre1T6RrYU+JC/rG2NrGgEKzWQ6uwvo4f8McU9Kmewh86+4ChPFjakqEJlQQHWJAhCLB8Yqb1f",
+	"w1X9TZv+slL9qOsdbUrCBjL+xvL79hLojLIiJ2jKiwzFeLHLx7szzvIpUv+vH80Jedxphp54mneXme4P",
+	"D+KvDw93f+s+PIi/yX/sfD36Jh96q+GtWWIEpFfRKlhuVW7kGZLVnyMsPbOUyFpyy1rVQF5YbjlRJUoS",
+	"SkwgwLiA+gSq1UhocSL8g2SZft3cYTvaWgrf3qR9/0XFGBV+b/o0qbYlUpHKyFhKWDsNzL4fnIYe52yz",
+	"1ERv9/3wb693P//tL1tLJc3CGc+XU1QUFepC1L9yiLiEvOxZBZnYFVCoXbtLdErBtLAvuGmr2dfSToYV",
+	"NvSi3H8zzr6Mk78QIx9kdDIh2XLZCApaYDTDrMAJytUnhkA+Py0Ji8dVcJHqdjOHSD58Bhgg++4Hmrf1",
+	"K6nUTM9Ud8fSegpJAw33v2Q9hruLiGekc9zbe38QdEQx0u3WOwMe48Ux2j9A/8//fRqghE6mOcqwUk/0",
+	"O7oliaSXddVlrLuh6EDm445pU/Jaz+wJKvC5pk1Cnrm9U5rXC11BV6FF6vdV6e013foJecIsIgGa0gns",
+	"QaCRBGV2IudQd7ysa06r5DfmxShx9Codm/3NhaAn5ISzGGcLJBmd61tezTb8I15iylBL6/s2N80diVTL",
+	"YbJA0ZQLwkyPG4Mtlch2pPv0BiiMeRTunCBV0UUoJ3MJmqbGmiXL3HJqGMTwE52obnhY9QnLSIJVEVCO",
+	"QpymqlmI7uc1EjyRAuL97cXqbivabUPddv/2eEx8vcKP9pvXTnNq7Qok0qwbCDKF+iSNCgIJluKHAOFO",
+	"vhKg0eaNeUuCsUrnglU8hzKx/5e9d19uG+nyBF8lgzsTJmshipLlulDRMauyZZe6rEtL9Ffd86GWSBEp",
+	"EiMwk4UEJbO9jpi/9gH2IebB5kk28pyTiQQIXnSzbBc7or+ySBBI5OXcz+8Xu6r/Y6E1H4r7YohcqTRV",
+	"t1vTCRvjjdpG/37Edjk4jWnCdSmaY8fImhDouVT5CM8smCX069tEVtJ8/sAsvt8rar/oNk7ULcszLjUC",
+	"B0J54ttMyMGopkx+/kbzbfRmQOY7c6Nhxs3QBikfT5BhcKfd3ul0WNO2q6BF4cBJ/Eioz6eTJuPSofMs",
+	"PCDgWGhcw7f77FLMFNUhCiPWRwH01enkPwU6uzAO7CSCOY0zNTFD1knqosdrbUazNfDZkHyuq0oSccL7",
+	"tQVlR7F2LTxA7c6z1GiC6Oz0osc86C+4R8SmwHRbDlCsqg6sdvAvcE4OYPuhe/8RU9mr7gwbam5D4O4u",
+	"sOtXlBPWHrqe0PkxT9L7NpAMkgnIXmcP69wdu/JRyVUNUM/n+Y7tuvJhLESmeqqBSG5cuL/8uLsWRM+1",
+	"aC8QThBR8KV3DZv1QGdXfVss+8vlzlVn8ONV5+onsTfoXPHdwc7lT1ed+OXVnnjFfzQqQ4sMAxzlvPGP",
+	"Wzs7W7u7vc4rD4D9buBH1SpvWjvIA1cr3IMGNf706X6Ytp0g4TPAZtiPLBl+n25EtVP/bODt/pzP4M6/",
+	"y+d1qb796Zy3OyT2iP771uuL87dbPXNZxJSkViZzpgN29sH8z0Hv9W8QBntz+P6wd1hvXtBSLJM+H3Qd",
+	"H7hGYLpirA9RgTnUXP4uxOR+p/FE3FLhCp1GKIa/SnmVa9B8vqC/Ab+qTri5lPp3QI1o6rM1022JdFMB",
+	"3d9U5UmJTghsidwY3kqyicgSFa/RbA2jqJ0kLQ6m+RJDCo1CqIxXSK9V1JVCnRxx5V+Kde0rfsOTtL7v",
+	"/2yqR9Bkr33O5oBNVJoCsxHx4cxH6EbTy5W2lxa/TS/p4n6tBXxgTVj3UsaYdd7N9LLLIgJeBMsXqsxs",
+	"aZ4FZzTXhTL6RObx5+32rUjTLYhQbNOvI9YkCjZbQzDJ1EBoHTA1zXUSCxZtG+15swNNqScuZwZIkYlm",
+	"U+nmsRKHbozyfKK729v6ZtD25Jj5u24sa/k4apIMFuQdcC+8gKIIRMcud8zjqd7e2YYwKAnq7Z3tEiCj",
+	"2Zz3rBgt9hNug2J93bgfIETwfKgs+c8liL8HxYbJsEdh3cOAh1svL0zArgedq4mG05HI4fq5xC90Muq9",
+	"3Hp189vF7qsf2b/+0cNgHnQu0WZsu/tHxhZPxgvuu2A7wufenIFVrx9Q/257QxZsrMBfwAftst9wmSqk",
+	"yFamRN2CldIetdH0kjWlKkuk1r77m37juSbH+IVdrjuiyl5ocZHzfKqXeN1GOA1GXEqRMg0Xfztawdyu",
+	"D5AqN8ZphIBQHRGiSlNACQPda7TiVAuXQzfiuST9Xq2kKZyXX/UjecD2ynn2UAwAuAfjZnXzJ/T/jTK5",
+	"5INrlEJOlY2UutZVZVbhYOiU/NXaDqo/XSzBI2Mw9leeIz9qJiYqy+8VTjgYDARAXRh7QM/GY5FnlK1w",
+	"ARRdE2DYx7IYbruhxYQN+AQRjrBKxr0kTC32hdQHGMqzN6dPxKWZR4ZN8azpAnYwywGbYI8ftakCEEc6",
+	"Q3QiOC0Aoj7gWmwlUgupkzy5Ea0ADQAPfMpsEWhUILrRUiJ47+dy4um30Z//7OX4/2eTP/95of/sbm83",
+	"aonivrXoyQqSigGfPHHA6e8Vv/HYLu4VvulRFqlq28F+rhTGtxmUb/KBxczVt0BkYGRw95OxdD9/jvbR",
+	"Wkccd6ZkKIHlc/uT+d+j+DNaxBEb8CwjNyAT2LZA8iDJgKBvSaX8T0EDH26jCjVl86+2Oju9nV0v/IEq",
+	"+LMl5aefXiUy0ZYaGz+yxfgVQYvlVkbCeddOeAZEu7bglT7FaIgZNegdQuh1YLccoXA/NXg2hD4k2Fpl",
+	"8W8Fv8qG2yii5/PIFuK3QBouoIUtkd7OzlLkYA+uzuZbYHzwNiBc+79c7XJLouNHb14W29vTLUvGb1S3",
+	"mT4AA2h0O0CVnU+12ceHJ2+OTt71D87Ozk//cfAe2m/ERPeNPIDNXFPY76/x3n8HL4sY8hM5meYYTTGr",
+	"9/PLvaChprn/4e7OLkVtMBR1h6L/nhVKFE2cSl3Nxy2uE7c7dy7Zkkie0qHap2LVK+zaN7sLu72gVBsh",
+	"DZ1kZJpjwfpKj/YpWP7IsL0PoAjkx80NKgm+ovII8HtFHBV6loqNMi6ZmuZ1NZvufK9OjR/ChZ8rQmCx",
+	"S2rGCytA42KvT4/P3h/2Dt8E7O3B0Xvz39cHJ68P378/fGNU78Gvp+e9wzeOMj9JBcOSnftX7Cwsq0/i",
+	"NXfgmkRSzYGSeSKngmU80QCdCSnQ4lyy/5NVbcRoAeF7RXgunGMLIFW0o8CP4Iy5afT4bej6B1StVwT4",
+	"wkIOOOquus3oLTMEDtwI08stOIoe9h1nuZoQNNJcR8X6dd6eJlm1m8/o0jk5vaBnyV2Erdp+g8Mam2iR",
+	"YWPmK5FJnvDUK52rQUL1FMF8LUSeJUIzrdgVz1iz2AxcxlRPs2CfWYWyerrQr8ffFIqm7kBo1sTOfGjD",
+	"aYFZhEOrH8Ojl8Y7tbbqnT7Ahb5aq1l7kWGQZGp7weymTnIUxN6G9lQPHhSMwzgNFcqJyOjSg7MjMBuD",
+	"8t39TrNrMWu12alx8wgdAOA2EZYX7L2VO29FSX5p5xfz4DaGV59PitjqizI7prcn5mREefdWZZtdruLs",
+	"OuqARWX4ZQX05wIz/dCqtfkDZ+yEaUYlpKiJUGhh44lD0a3trqnS+MRibd352lwMPpe2W7QS9ZyOudwy",
+	"didAk4iPk5RLbpkVi/B9AdHvin4cMsve7i+spxQ75nLGKJCjV9baDJA6yY5s6aS+VnFtFmhG3XBkh7VZ",
+	"L+NSQ6ra3F77kgnVFJ9MUiO5Jhb+CoVqKCPaH1e5yPpYVK6jbTB1MpR2UavLzg96h/33R8dHvYBdHJ7/",
+	"4/C8f/qPw/P3pwdvjG1BHx2en5+eB6F8d9A7/OPgP+hv9v79cb93dHx4+qEXsNPzs98OTsyP/jg9//3w",
+	"vP/m6OL16cnJ4eve4Zs2OxPZmEtodj740PvN3fLXgzf988N/+3B40QtY7/T0vb35yWnf3P/16cnbo3cf",
+	"zg96R6cnAXt9etI7/Pdev3d62n9/evIuYB9Ofj85/eOkHcrqdy4yeyMyjaZmrASSCF0leQHhiJ4+kf/K",
+	"WN2CM0m5QLMb0QFFrQXkqzlKG1rroGRIOCRKbaGukoyqEjXjKehwZDoAQKsKGmqxII2gMbcixWcwS42g",
+	"UVqSRtAoJrcRNLwFagQNb6obQaOY60bQsIvXCBo1q9cIGnWr0Qga1SlvBA1aj9rgNux/46fXV3KCC48i",
+	"xRwCICIa4uRG4PJHDJvjryAgipfrPBN8XDShwKqK8aXAqCmBHWD9NmQAhYZdGKF8RuRH/HfAIlpR/NQt",
+	"b+Sc6MglIvNRJkSx2BR/CFhk/e8+oLd6P7hVzH5XXB2LNOd4EfwzYJEGz3ZGI8M/argBl/Re3nINVGI5",
+	"psjWpU9P0bNaKYjN2N/A1WVJvPSHRpDBUKkAyPy2PFVrP/vf6Ge/wq8AUe2vqZB1IChnSieIDV94VHZf",
+	"QYnwDoVeYRe9sJsqSuJoZbPBQ2xBeA/PIMRVXv+XdP1nL76z/gr0lEpfm194JbJrPbZnLp5HzqDJdygh",
+	"y0yKYu/UM+4wDJqg88OzLLmBoDf4sWAO01Jp4y3yVOiBiAPG2ZW4BR2IeZzW/HlBmN1atKJz+5WR8Im8",
+	"TuSw5QKca4ZFDzA2ueBXcwSxHzE2ZYe0dLrK270mdOqkChyjoOAbQ4tGEyYImTc1ooS+6a+SKf4t7uf8",
+	"0ogWRLjwywD8XLOY9sXIy53KPElLg1grh2Am0s4hLtM6CPDLQlelOdHXSyZkbgK86GzdFLiv7/V2i+l/",
+	"bHy1JpqPxi/osCS2tQZcm1PgALXX4e+hR1ScjuJ9i8UPSjtu6d6/cBJ1UbcLVm9J5N/hC/Phi4Kg4Mx4",
+	"gVDWdCG2FoExmJ2yVrTz7mHAdYNUVat/zu1aFK1yrUj3P7LwxFq5eVAawu1IacFgDrxQMfka5a7Qfdc6",
+	"OlSQAa0vLHia0ErOoc7HhVPWCD3dNRxS1ZA2EmD9fhcIKDn91ouvevduAZaflMKEmEutFS4MHW/fKepa",
+	"qgpu4SCNKLhV0zQGsF1n7eqRSmPvDgU63AvNIvKg+uhBRaz5c4f9VzTVWSroNvjiLyADJ7IbETAjHcac",
+	"yCv4pZrmbM+D10W/Vl0L2UKwOVef6dx2l22Gok0EDeXa+VfoPyCeDb3oAjeOGZFEBneibdWgYJqPa5Ey",
+	"2+ytsSBzc94UEbzgIpSx1+n2mk0BHjbKR5maDkd9azhFCJnBc0TokDmZpED7SCHNYOGgjY+J9cOFL+Lg",
+	"epwlQF1xAECb3vIZPgiB4NvsKCfQX4LNrljLU1uoXsFyNVOyDFcUbLjbTEEfyR1sqZ43k1yvyeBVndX6",
+	"22I6y1nCbhab4Cu6FWnVruZyj6DzBJJj7qUcSwpOvn3AUsnQq+2CAwhMziJ3WUR1OdrzjZsuC1XVsC3f",
+	"WW4ixj0cUK0TnXOzYsZYNxYSYjq2fDe6bXaS0iKO2Lb/cSwGSTz3qfgoBtPcfNzk3i4396YDDz4A8FYh",
+	"UG8GFCHm02xqJIdzyttgrsH9i4/IGIHbl23pVuGhU0Se3JM6j6Tl++5NlRrhhHIHBAtJYRF30fO0coPX",
+	"So1xVSiUTgBKCG8fY5U7ygFalhL9rFNB1l33DEO3GKUPaSlKn9mF8Ow6nNDSBzSdDRtSKNzb9WA9Sxv3",
+	"wg689Omxe4vSx9axPSteqPb7N+7dar8+LF6z9L1zIuiV678sXr/0/Ruai/Lb2Ymh87oc/ga7nYfYKGHR",
+	"LtYp+8Sa8HWRM7GHe1XJLtzy/tWSfv6wXjZdpmpwraEnFvU719fdUnT1lieILGwZ8pq4zVm1tqOFuDPl",
+	"sy38O5CjbG9w8MfBUc/c4ejk7EOv1WbQGpDYTh2kIzDXUlvA8gzHEp/vg3RZh7nREXAU0f5Vh3Qf/9AF",
+	"zBY6iXoRHWExVcxIBsSqKQ1wbtLvNETaC/OhqSW8pDRi38lcsdXc7WusZM98qm6sGnfSL6NavxTlwP6M",
+	"lfJPIKxqK0vWQ7EuKDAhwQHGTGz5hr3ftGotp1rUAUkEWcWsZOqWJTFrSpVjMW2uGCqJdTP49eA6QKIO",
+	"aCvcnxabpL07J/YyUlXb8FkltlrMoDpfo7bY4PUoKimeso9vZru5ECzACJKIzJUqd7Irf1sVdLHQb+XB",
+	"OYi4YjaqTHbF1l10WFw4qVYDOTmFhZoR19d9yHrbL6KCt65yaNJU3b7NhOjVh1DZVSbEFuThKBiTaMZt",
+	"xfel0MCnixveBclq+hEEj+tCPRdATA/0fvtO4rvlKcTvbG7bvcW9XcfCMU3zpJay9Bg9TS4R5gzJiMd8",
+	"xi4FQ1qURYxEC8kwT/Em8AbQTj8YKaUFsR/smk/2Wvt0d6iYRdZWtCdvRHbJc+z18drGzt68bQQNV8N5",
+	"hw6xQu4uCKsZnenMwtKE/gEAkSgyWKzYTE3ZLZf5f1u57d0j3ToXE+YtR1DZbKu2+oELD96R5og2aq5g",
+	"mUtnY9ExMLu8X+/5vq0cgH3XoZBVdumIa+LXtO8Y1SGG1bWqLTgefvj5hWYRXrdOoXix4WqsBwRYUf7W",
+	"DdxeZE06EYSRCZ0Ybn6gE2OY3AjZWt5cVnDh7K0C/LB7xhvzqr2xMO9iM/51IhCkfXMHzmQR1a/JS63M",
+	"M5SW/QkzDlY3ul37daQfakQ1jLBOTsNzfrrcGTxSymLRzljuotniy3U9s+fA1PKC5jVhcgLeo1qkJvCi",
+	"mz/rSu8Q6zfRRag0EwOVxa12KP/tw+GHwzddZu1prPVDfvc2O/9wcnJ08q5bUL6PVBqD0TfnTPiOXyjB",
+	"QC+s84pv1PX2NF2JO8i78OLDr/2Dd4cnvQs3ulBivYVfiGh+ghXVXegMnhDBiW3NVxm7FAPjnxZ9ZVTM",
+	"nGjEtw5lE4pX2vNF5q320nruLstFNk4kT9uhPAMnuGuHE8zNUFCZhX321zQRegDFLuRCT9KpDmXNJJRr",
+	"kHDZGkGDVqgR1HVLlB/nf1Dc13yKA4ZiIXrXRtDAlzUf2rc127Q4yW4ItTVEfhzHwqveUW87J1ZJSjfX",
+	"8Ag/ts+nGEXQMDDfJB8AlHwL2SABpl5wqW2SA3xDM0S9wEEspqBS1TCVzu8IirY8KzRprWkIkGaCe/55",
+	"bx/IfPlCF4kZcBahyy6HEm3yKNGPbK1hV6xPwkySxYZ93QLOETMv1wo17pSb30VS1O7FdaRpiaOaFoBO",
+	"1oIzBv/Es3j4r7YY7/DfD19/KJ2jRcV2H+qLZAF5huUq56mGzk0bOS7yf9ZRrtVl5WanRR2CmFDSVZ4S",
+	"7I1aI1xQaZ+asyyRExo6iPBRBLJUBpbf3dm9R5G3/4LVkdTuBEJKPRpPVJa/TUCY6HvIpRueJjHPVfZC",
+	"syu6De4el+ekR80vC6SXa2YKyg22tFnjJJ8Vt20aPUT3RXmTwPDXj9whMzkNiN66zgq85YC9XTO2P/Cb",
+	"+dE98hiqTLk4Vd7IVq/qOS6Aq4q/48raknkhb0SqJqJ+VWkJuiyCIUaMU1oHfMAAVHhQdKcVP8u1SK/A",
+	"LRT1yw2prJwnqY4KRJDa7dbEUIsdgrXxMMcEDmmSayhIx/YYL99UZfGD5600cOsPj19Rs3Su795PsF4v",
+	"gTHmR+V+AiPNhBwIAKm0TZFY8wIF+u2HtwnU7dQFuxNB8E6n+UCNlwDn0AWkhBZj3VkXpdSurKFcm2qD",
+	"asHw1oRGE4u7SWKRJqCAcCYxDKAhJ51oBCKx7P62sWStgixdW2ruw9ePeZIS4EsRafSKNuojdHVwf0AO",
+	"YYEFa1H9VlElQ2tPrlyd0AO8O6OogEQ1Gz8+g3dl1zwyB/ffmR27fi1VakkT3/NZXeTOyKnUfMWaRHBL",
+	"JXgONAyqM+CSVmGKvtCO6LS6pAMFoyDG26DEvsgnSR/oTxs/0P81gsZUAp5vYyzyLBkUgZ+Ua/MxAV+3",
+	"3xIktnmphdR5u72dH7udV92d3f9esz1waPNn2mgonARolU10icLXvghAH/5ZKyq8N1zbtyNYfaI+hUh7",
+	"omkYiKffZpZKf8s8M0aoQ23r24Frlhn1wrgOZWSnFOD2zVcObJ8QaUJZ5wX6k11bKjuX71qwIndnXbrN",
+	"kpyYsO2rlwtRETwgsbN030LU2gAevHFAm8JbxJWcQ3OnagXTgCUEhvd7ONWAt9mWGkZzZ/8JaEuLvpAD",
+	"AGga1yrNA6K0RxBNB+WUKyNM5urp5l/5OpHxOmA/CCZqLvaQdepQhIvBJPFqq8vdKcCRLJ+I42UWIZR8",
+	"kUqAFNcoMTv7S7RocbdAddBYdk3gXSHiYyvX14vk1+2DNRolVgeH3kJwBgr6Ipi+oEiIY9U4lacmOaD0",
+	"JELfy9yrjkQvKDbA8iFXOujQQSu1i1TeUu5lXj85uqThqOd1nrrLbMGTZbzBifofKpEirpb2r8dZqOry",
+	"0t4yaMJE8iJTL2ypsK89CS/YTQ/VBC7Qo+u24g1GPH+h7elhTankVmysLq4TOWy12YG/ZezGIIRGfEiR",
+	"LiotHCFu2+V1e60Jr+lacTPBrsUkL5xh2BetgGlldqIe8cwqaiS32GeRTuRAeJXbV0kKZeqIvZcm12LN",
+	"WpjV4OiBteK8UUOJzKLGtLVqjekJCxoVijJj2DzBfKda3SmrrUOBVJovsJbWKs/3Ji6t0LJNCFBgbmvc",
+	"XUgf8lXo89YIZSoT7j84nO8KjhFLSAymecEhTL1qdMkyktFiFr5UUdlaKWe8T3GKqvQvy1uJob52Ze8c",
+	"XXf/3iT7oDrm6YhPcxWx5iQTW24dAgbgcN1w2um8HCQx/FcAxmZ0LWb0+bWYMfddCUtpKr0xr24Io0Li",
+	"pRORcfm42ExH5UzLExfnPUod3qNX3eEqkaZfzNCzKMN0DokkM1C8Yj19KwDXRtez7WnP5uEamt/4kCfS",
+	"JZBdFnyQcT3CfFk2nVicHIi7cif+ONV2QVSyqP9M9D7r+CYLO8Cf5NRKIFXu/9KISjOc0tM0sYW7MXaJ",
+	"447a/UDihg3/N//7f/4v79YiDhvYmembE3dsncEf1q0NaEIjc7HXUHzMsUporklojQDhImvl4k4mxtpY",
+	"fOu3NFbyiuuWf3oqvKYS1LWBFKomqNOIJclakufuzLgFqlTP+DLPOxMLtf6VyCCD8zCmWh9QVW9/SuLP",
+	"2zndPaoEt8pQZb/MRZiWQ5kZsSPFLVMVSLM7o0XMpZ69p9ZN1gcIaBwMoEHvfpN1eisZxxswYJ+txv3m",
+	"CVvY+xqY5vJl1Rk6MdpCQ4qeLP0PR6tJU5e776UnLpmdx9hIQL3i76RonxXvz1JxlTMg8s6MOYDIanFl",
+	"Ij3Aw5edoCFVbh5Mo4y9LtZj4iy8ScRtHSB2mqrbPiJbTyeLUxkDzIVbFlxbZ2zxFBcUGi9tLsBqae8z",
+	"6w/jErFBKnhmRHxrnUILxDqjZvAa277U3+7wrKj4YLmeWBNc0tWzLacIroN3zvlDQEft7/fLXcEUM8Yt",
+	"jI24mqei1mC/Myvx7j1YiWmT1ttsKtu6QvbvMVWKM7i+Zu1rV78GjKzG+8UvXD+6rOIerN4M2DTdX4QV",
+	"eeH3VNdHDZeJFqOTnQ37MDlDgVvzkoX1ZnmvyeXIxFjd2BCE/a5K5TfNVd8WcVHKVkhj9MQLuJLKv5g7",
+	"ibaXzj6vy4BGyfOidEDcSSShCSfd6L5EyQDHnsiRyIgPcoEZ5kkiN+K50hX4Ygy4YDQgcrDtA4oQCSG4",
+	"t9Z5ZDXJTs8PyrOzWNO8y9R0cgwwYw9IsMLvX2gwKDKVVtcWA3jEUza3jvXhvRO6ldW9wFHqB/MAAtO8",
+	"KNzViDfgbf1zlQqGx62YkPtNxVswRbCfxSjTohASjRQkBEMcPcieVa2WCiNsdi3yAFSiyJMcaFNjY6iB",
+	"+MoEkpWCZE+kP7id+fKVJfrxLcC/iY/5PqvXizXtGHVS9xEI59cWYu/TMVQFDJ9noWBqIBvDP1IxXR9L",
+	"68zGIjiJxnCSb+21dxpIFW9E4xTZmXfWWDKXnK47F64y9eDsiF2L2QKNLEWb/ZEludgyPndgnWGicags",
+	"x17nlx+Xr0fQgBTpqUxnTiJfci3q6UPMOIWMJyqROTOXAQNUU2WMMmzAEHylMhbhByKOWvvmSyEkMpwo",
+	"SRC4rDlPNpKxKE3HfTAsRdwfKZ0TBiKyGZcQTnSrlllkRUUFLXN99xpP7WbJFRzGvMsiWrXI03huOa7F",
+	"LGCRnbCI1sH8PJTmsjhLzPKQ8MfMEsQ/LPMGRQUSd41uswMcBIbtAV0BGsRh5CKGaIJme7u7mG53OZ+i",
+	"aBp3mbeQ5d0a1GzxoFGGyAFK5rFQ0/qa66Kn6cdKbgmqLf6aCvqatlTl5jXlsiWE08RWzVbNYbLgltvE",
+	"OOmLIPxoSZrFDmVSiJgggIzeSXQORiXQPJaAKtRESJ4ARlI+ytQkGUB+H+9TO1GJ7tPCLmCAHPNrwpKH",
+	"UjOkeSEMUagc2Hf2TLH7LP/kvK2S6D6Vk8x382sIql3OqJ7aAzwvvba2Ff8gR6E8IreKIyreJ6ofwPzW",
+	"qqv4AxBFKFUa8Am4U0V1d92ar3SD6tF+cMUhQuyjlPi8+8v9kjU14gkfiyrrfcm+uZOKrOiWOTfBqCyo",
+	"7iyuKs3Zbq0fUlDg24O9YLowIovXmJNI5GOlR7z8cdWaLNbzxzxJH6LoXfculEeWVIJZYJDMVSOMJEJD",
+	"j/MJnOdBNnPHEFAarjI17pMqMhfeDCoEwHCBjT1BD9aFyG4SCGYaRUV3b5d/NaH6KvPty0EmcuB2y/JG",
+	"99XPP2HFF91T3wxqglkLRFlkHhWZTQ2CC3CYPHpAdilSdbvPolQNI+rSNWpeF3BfdBRSNSwh8eD8pGpY",
+	"K838eZuLPWZcavNqZsNMsySf7bNI6xQ4hOHzVz//hMRwUFTuP1YqCak6WAmt65P35RWq4y8WmTUm7kNc",
+	"XVriBbePPdPXmtbGhofyNzBUbAFE9cTPdzorXRcDOO6dMfMVCC1YuaZURL4W4DyqDOys1n7BsSeV3MLR",
+	"oPFldkdVur16WaZd+7/DUG93/68/f/gvtTkut3Frh2i/DnBjbSFPHM1DwWpcWK3Buo7I7t46Niqeofqh",
+	"mTlqms0GqaAoT3UUsL0fX9HfZk+2StLsx1evXr5apWKKo1r7VChivdO22H31amVkGY8/bRZ669IxrByL",
+	"xS7wWTodJvcMC/WQLRC7bOE+DCsY91n06XNEfziZMuA5T9XwhbaQgMC+V0FZ+NSgTxvdxk77Zbum2Npd",
+	"UJ3wf+AXQLwJj2a5KnPkVYdw18rrxdrrfCqNbrSFj+tOaKkkvaivxNns03D7eV4ww+M3idQ5T9N+OWr2",
+	"eVnN5vph4N/FzMyhdBznTYeGpwA1AmJZTe8g42UgxMeudGTe7V1e7LmkLNTO8gd939DV4jCAklAMzWfL",
+	"80rvMj4Q7Dc1mThmny+bXQpIYc1XNCtz8h6k4eDC/o3IkqukLqLpd5/QgxB0Uxvf3f5uoeuBYbv5sO2c",
+	"V4WbKoLrIwgJtupvulgNQcyEvp2TrOWox89rnu9U8RhMOyjgvd/+OwaQF57lRJeJYIjRVZKKiMHnJW5c",
+	"AEI3asJhoGu21+kEbDASg+sC5nXEZZyKrMqVa27b6DawMOgykTybYWHQ/M7FS+sRplPxQrPLWQ4cLjkb",
+	"K52znR/ZcfLrPvCksljk2LtswSHx6jK2Fj6/cYfJfpR5hjwW6CYsAv+C897EV0aCFmQHIfrgSXzVagQN",
+	"YwktyHQsX499CADA3Ce6ZvrtE2EZ1loFO5hPc0oAw6JUr36lMnED2D62TAcgzJHinO3usZGaZpqSxDjV",
+	"bXZwiazOWIgTwYLVxgfqt4IWWQ4h+p5S6f22w2sQ9hpL/jFYCGkXIfNsRmYKxh0145KROsWvHXP3goaj",
+	"ku5d1G6kr7eoa2VrZ/dlTdPR3AZYkVYyKjhOMGbjskiWrgXfsGlVW2Fwg4Lex6wYwg5IiNnm2WyBhL2f",
+	"6QDLRXx+1DR0OXN5QwhfQ//2tfCQY82WhosDFhnTAisbw0bYiEIZi1TkcFHAik4jejVuDRANnW8Bdh5J",
+	"lVN8tFTtUNeFVLvxdJ1rfYCmPJWirIJEWrPktGI1FJ1OUMWiboSZoMYyU6D4SbXFdXUzZ53er9Hfcek5",
+	"O2uVjN1F6dO2FMSF5NrEYb4RXQdg0lXqTIMFRgHCofQX2EkHZLg4pEw/A0ySy8gAjB/BprHVcrVW1erW",
+	"jmSQT7MFORM7GirVMy/7QjP6CUvGAPD97rDHts1XVB5GX7f81opiqrhev89idcGYHZHINGRA3C/2kSVB",
+	"Ux+90a1JztStxPYE723UrVyzxNAsbk305tysOdJgjSD1MStet8yGi/ui3O3inw3MG6/sfyl3Dq5ziutK",
+	"HO0OKZ1v71DMHTw7AXPMjP4WWsyM+OcCKVZFZl6n4x1229qwyyArV+FW4C3v3+yHXt/dX2O9wdcM9gFj",
+	"/QPKoX9TUy2MikrkcHGTpi0KNjbqyPsF+C/rgrGpbDLiEvC5JnVWA8FhuRq7zFixfk10HfNhfRmwpWXp",
+	"Z1Op+2ZzA+hzzUPfTEXB4oLM3yVi4KKobUWFaeXtlg3ivmsGtg5Gpi8gnFrQmv+OSflLwTORvbXCQN9c",
+	"98utGPQnGiHkaFUto7MSDB00WR8nWidyGLAxT42oEXHApvJaqlsZsEzcKLNUUOyeKbSeNAOoZ4LvJOy6",
+	"UO51dtrsQmiIfg2UugbymkxQFYDDiFCSRVgkusUnyfYPEdpEGEU2uhRetFiVUZ5PIDmus6tePeTAuXWd",
+	"cjXEGIHrTNOlATFlgcjPTi96ATv7YP4H6lbNK745fH/YOyRtGEr724OzozbDZvBrIdFXw5IGowtsAfU0",
+	"H22napjICO4VgdqET8ciarMDNsaZZioLJU4m3q9w8V7iuAEfJnp9cf623zv9/fCkf3Tyj4P3R29opoxB",
+	"U8BxUmTo37fM9Vs4QYUonCRm+8Dugnd5DdNQl0IoTZNxtupfrflbnk9Oobrjgo/FRZKLf3nPP6LOM3fC",
+	"OxQD0zeDPj18flxm3yfyStUNKL3aGinoEcAdq7LBSIDJZgaqMb/VZr1bZRZIY9chNoDGagDl+N1QhvIH",
+	"2Ac//OCt5g8/sCa9aeSNLwKMIPTN/fmMGM523e4JJZvbQK0AYb7JUPAS2MmNYLfiErlnB/Am+8UISyCR",
+	"P/wALVNZ5bCwJp4PcF6itaRA5I0Hp1ibUUOvH8Lx41zqNjsCH3lsnAs4qWAJJ+TkWQcquvjHa0Qp7B+c",
+	"HQHQDLUOmquwFcc8IMNoNGTPwfXG/F/ku+84nZVXhEKd4lTs+afCPdfoioNf3x++AZQlpR3wDJlq3ojb",
+	"ZhscwpP0dDAA85vuHn0KQSSHjS7DmZsg9ABO3edon4ZoMajoh6E0v4Q2GvPTTyGgExV3cTBJeJ+AhRa3",
+	"qLgGjTd60GeUGhb0QaRatEPpSmYt7AXLRCq4FmRn5+xymqQ5mwkH/P2qs+PP18lpr390fPb+8PjwpHcI",
+	"IiSU/xAyBrs1F1Ijgq1XTKu7LPq4lRlrM03GSR55M2q26CBNYLHId4BrwGsJpd9OxfQUK7RzxZqRkSFR",
+	"l+10GM9zMZ7kWKiOFc3wT/fb1r55/ph/3LpU8WwLokiRWUuNdUuWqsp8CyUaTZtd2WHHya8QWvjXi9OT",
+	"gL3cdR+MK6FPHbCf2e/Jr5Z/SlVmWgrIXFr90dpnKc+GIjNPBcUGsx3KvZ2X7OzgP96fHrxBLt+D83eH",
+	"bYa7DUY4nmrLx8l4zqJxIvvmiz68WH8isj5WMUTei3R291rAmsEHIzNpmqqPQtmkKEtmpgBJwryiDrzK",
+	"8u+ViL2KQCLz+IzduR0oKbFzL5SJZoMUmmDNSiQyTaTYukpSsw7GeNP+dMHhCyVEM/U//2yb44QFZ7jB",
+	"0QiIhdmPAHthll9l3Bwq8xNPwsB8ESfQvl1sfE09HYwYxyuacCTxoFwC46k5/vS0ltl6Aw6As9xuiebe",
+	"zssWvAyw1G7hM6JQ4ttcgGDaujCiFxhmtB2FRXCDuUW8Fio+cYTYQlJUJ00Ggkxs0n3IRQ2eN5gxuru9",
+	"rSZCajXNBqKtsuE2/Uhvm2uh/iVPiyqO05LOo5oOox0aQSlF2cEUJZSATZJGt/Gy3Wm/hBKPfASmpCdh",
+	"+S5a8LU5/l8L7WL794YAhOtAiqGscMhzETAjI/D8EyLib73emdtxmJshBplsapaaWmHtolqJ4pQemlnw",
+	"7rs4A5NM5WqgUtbstF+2EHLTHO6t87PXodxtd7rFzgFF5HZ8QbO1rYWMI/9vXH5M9DjChFBGufiYb5e2",
+	"CFKq2ieakYMfBRILLgR2LuPWbA9FHrk/BlwORBoF5qbwQSb09NLM9KUorppM9ehE5ckVGQNYerStRU5G",
+	"5NLLzAPboTyQ7GD3ABGnE804Nvc3oySOXHf/mKcsiQNHNngUR25FW/uQniAmPww307DNZdiGiGUSVLRA",
+	"3yS565PSLMm7jDNsuNqaTgKmssA72gPsog0lYHUYJyMvcQCYgTqs9mYEMKJb1nGK9gF+72MOyZKWhXco",
+	"kIihJDGUNUTyTc6MQMIsC2h7+hHoYdvBGTbY/8NCAvINGwH8m2tz1X8zf7j+zrDx3z5HrXYoAZxWdxnC",
+	"LbNITy8x3h3tW3huWMEaaGcWGRspkcNofw6LOpSlHwFANJufDQcIbRaUGtiifetRR1eAP2eusxjRdF9E",
+	"lGYR7k4RR+3KIQFIb+1C+bBquQJDKqWgPaXgfuwwHcpmVCZ2hNVN5LCLhaFRF0SksVzStIWnm573QrtH",
+	"m73EB5jGNVZEdBQbFZELOZht/S5m4D2ZM2Bu5g7BPJEmKJ1LMVCuZxyBUnQylCIOpdkRl3xwTVUDkA+H",
+	"6m9YKXMV1CuaYUT2WtBkBZmExONg8SvNSQhCCciLpZ1uw6DGlikJBK/IjDWjrZe7nc5u1OrOi0K6hRm1",
+	"+WGbgUmp6YQVEglu8lOnY4TK1svdH71/7bh/7bp/vYxauC93D8zqwQB2IhQeZqmu1FTGeLEZGXyGI+CX",
+	"qbBfvIzm1wO0YSj1dDJRGTAI4rWvIpcQhJQhJEbsRS1LaJsK/QInhqeldggwYxOzK8DaBvOibT6McDtZ",
+	"yV9R+aiSnZlyFINPmd1gO9oB0ARZYQ4KcrfTQQxUGCrhnVgnbft/ENgBRu1WxfT+VSt5Phm4oNtngq0p",
+	"qZby7YowsXlB8CjMM7PJIGx0w8ZuuxM2grCRxGGjuxOE1EIeNrqfQsDlgquwSX0Lg7Jh4/NnY+zXRIs/",
+	"15Wtzum4fazXqypNTy/5Og2yFub1yHQi/T6G3tw9nNy6OXOLsP0rj21+FX6ys/onH6TxK4TMzTqJGH+3",
+	"t/p3uAnOjk5U/tZsePjhzsvVPyRgup5S7407gL97tc5A3ZaHugJgFjU/3v1l9Y97Sh1zOaPJAXjfV+tM",
+	"qIUzwR+s8XZkYH6Q/IYnmLrxI5ON7j/9mOQ///z8Z8FQSaQ+IL5AjoNRQiW/Tbu5WmY38iGwVR5YUdf4",
+	"E9gsS2fDlpKV7dbt9q1I0y2ITtI3A57FbXs8h2J9kxa1gPm5/fhazF5o/HLf5d05/DDxHagdlibXIpTU",
+	"qlCS2sbgBhwsLvFOL4h+BfwspVI/JopNRqQXQSLHiR4ouK2LYcHPA7+fPCBVBy/gjq3rfYKoXSjLMxe1",
+	"AlvqGBhZyS+TNIG2/CZOeSKH+zVCPWBjFKxKYgVlKFGdMqshdQttZH2dpCnaxVTAAGaYC6nZ2YDAsvU6",
+	"MZgVSoz+tmHPYHwB8E9UegMlHkVlj+3rij7xycQo58/b5g1vdiqvWyf/34kc9txrnsVPKf4Pdg+K5yyQ",
+	"trhjYPM+j7T7HgXPCw0bqJjbemlTkSvGYNN3lR5t9j7ReWFmapdW8jseyrIBvCcuAd02lBatkIQR1otA",
+	"sGnLXAwaNiBrqcSs0wqYFLfGhb5KMuPnEi/5hGOByYlCggoKKDJpHKc0kddd5MAlgDWmAacCPsLwlG4T",
+	"TJ+tbMEXswGeItcbIShtlkCthMXkMA6eBKSfusNnpgtPBUx30JjwjI9FDonef9ZvkOKS7TNA3QtWXycy",
+	"d2kF3OvilP38Y2fHDrKSu0cQ5VdbnZ3ezm630+l2Ov89apHljxMxLYGQJDn63lM54ZkWUAuFJchOU+zu",
+	"MkjcHPSOTk/6h+fnp+deCuevqYBaOJsoSRB8qM4mrBvcfNV41cz78wllnFnFUma/Rs75rMswg88l6nZX",
+	"//AfSOeQKIksFd+ZiDRL5YmbF3S2F8jHwAUHnZKHP0Y8v4BIAGTbP/0XW5hkfLD/Y9t3mT8vjjBClNUV",
+	"DQ0QDowjq7Tj7UKK6ADiWZfkTiJlGDj3FEQCwymU1gX07jdQGXR0c3ZpzC1jJFnAmKZUjkmk1WYXYM10",
+	"KcUXyujfty5uBlsXNhoQ2Tun6lZkA8i9iI/st+OD11sXvx3svvoRg5IRJnXyZCx0zscTzOu08dOM34Kj",
+	"Sgm5IJTXYlZkCMu3vvjtYMvcNk6GXpzUKCDM6u0zGmPPPiuCkP0HmXy0DZGsibEsW/84dpyqLzsdptGg",
+	"mqlpxgZmKlvunr+L2dZRjDcsbGLqhk9id90bIp4wF3v5IcdHYXSPT22npLWXAY8GQ3ZtdiBnbPfjR0wX",
+	"QWpu32jIIgnGmi/N13KQTmMRtzDAScm4IJQIehSzq+QGQ/OaNV92mA7YTsB2A7YXsJ8pyaRbbXaQs1Rw",
+	"M6lyILosFvEUBSAOsObdUF5XdFW19WHRxnAhpfbitH1pszX8YhGq6HXieK7ma54SPfkIk+B1xtrtUywM",
+	"pt9WjMhtrYeN6MzuG38Xl4pw7JldMR7clg8bzFHsEKLtbAT+BmXz+3P5oLx9cqeR/YkXC53/quLZo6pk",
+	"VMPloXyuNwOqJTTIAMaanI5k0VpDJ7PVRo3jlMprWEhUCKzpoquu0y5NRdYyI5qzDBYa1a9tGTwlMTCi",
+	"RVF2jFxa62q3s8s4nuR9BwEaSqjzMqIlQiLcpsogucDThGsWIYBV1PI7LtosclBoIO4HKR9PMFm5027v",
+	"dDqhbFosEwjdtsodfU6nUkQauF/GZhBHkDvFVg8dYSaU59y4sOZohrLc0YL5XnhL+vxn8KhdSguZMKw7",
+	"nGTYY9EFMCxw7/8TWzSCUJp1NP9kl2KmyN0WyXCUj0CVcozGqmkOjFX+a2CpFhA1QYNHBvSdxvFPhQSL",
+	"X8Z+UofpPEHC6ilOJlEG6AiT34SCqwX4S4mGdR9wgIiNQ9ksykH2dndb7Urw3Y+YgwdlzOom+TZ2BFSU",
+	"2mJTmQptNgBoMC4Zv9QqneaCQQIWYgfqyk3vbmfvZ3OTjA8AjRwrSUbmKwo/EG9XrkgJhrLAhAGnbZIl",
+	"N2CrpEpNzKgDcLa2UjVAPhnEX8+2hhmPBTs56FHAx69jCCUBD0JvCNv5ZdflrWn9WrURbSNFnVd1Z6fK",
+	"y7NAOdYTCabyKF2Mdx1Jtfuo0nGZs9Kj/Rywksz5dsLXnTW8lddKXqUJFgk/U7x744vBcSANtzgcntiz",
+	"6TjkypU4xaflSqlGd7ez83L3x1e/7NbFubCFgzvS/jtVgQAmNkAqXjEusXiQIv5FtV6bHSBE1pLsPwpy",
+	"TLFXs92+Ouj8wqj2tX/RO+gdGuXgE5Bb5yyUwGz+Qle/Bk0ZWXfRsVtHrEk1zl3QOftUGGF58yxCXShL",
+	"8Nguu1GuXUC70VUvwIzxnOjgGaDV21QB1CfQaMGXgZuIsjpFRUog502yffZ9w6dOFxzA14+nDFbH2lAM",
+	"TRLzuKP4ydRH5cW+ev1BJSEQ4uBpivuAauHtelOBHhpOdntuVM1G1TyuqsGjw3ghnHwxdi3i9fXPEmVS",
+	"IOJ+BdqkWlG1Sp+cSq+QbGI8SFtFhvTvxnlxgbqCr+0F+pIlEoGIWNtD6TSO00b6n3+2EwCc5NL214Ab",
+	"lhonaGYJXVgSg0ZCD8GVnUEncShtZyOghbi+a+IN0ESNT33X3Xka/FadMoLXBGfJDuERVBHuiO9RF1Xe",
+	"7JtTRlgVSRXZZrk3mmijib6AJnqDtEKYFJ+r0oXu07v5Q4v1ERQS3SOhv442CmVNr0Czpm6cimJcmbjj",
+	"beL6+oVmKovB7E/VsBvKKIm7Ls8El7+AdinLldccUEcWuDM7juKhFbAILu9ipXeUzyYiCrDiPoJCwgiG",
+	"AUFIdUVtMZxFPa6vYfRURUk1e1BQgJgYM280uuDdCOVgmmmVEUjSe67zLbjR1tEb1yfHIQOH/SRyiNN0",
+	"AT0PiAqJMieUVVJAkkWdLis6PFoQo5c2ZI+Q76AA0Q+bgTAjQlCsUA+lVGzIJ7YAwiV5ApxAaOnAAqxM",
+	"QTsYAVDmIzHeNztRjQE430xbKJtRF+ohtrgZAYaOAdkD9ejOK4dCyo6gHcSbLhZhNCmiXQCOIQFjilDS",
+	"biAoumwqWdOVdgd+gzRUos2xOhjnE+uBg6LUG/pLqdK7ZYkv6fFJwbhMNQwYC8YwepGVNSMZ8diMlLp/",
+	"7S3AUgAml+IdcUd0kVkr5bOCMYTYnrhk2kwWT22OzvUJaJfE061ijSkTM5VtFsUizXlkNyLwboYSEXkR",
+	"xJcsQ478UrZ9qNgbCN4S4yvCGZxm0is/j4ppCWUT+30KxA/gF4FgAPJbclgtCF1D6yRZYrZ/Qsl0ZkSJ",
+	"ES94Ewo1hxKPap8GCI1fUy2yiKmJcOOGTjzpsFLtBnWdYS93oSZFYEbXGMGV2PgvrHd62j8+OPkP2+J1",
+	"QRU/SlpOrjFswfqAshmFM29QwN3ZfKsaY8F8tgn2iSdgMPDuybxEsyEE9TPMW0PiwE1Dp9WeEz63CXSj",
+	"CUmcoplAcrP2soKbvkf7VdhedyJcm389I1Gh/cby33Od0wnMKM+2jyLkclaSjrb00R7EWSFIF+YiS7Ow",
+	"oH5o56dGGV+1s/XLn592gp2fP9cArK5ROLR2NbvxZ15C6l/mXXtKQumK3O30h43uyyCEkUApu+uWvVMN",
+	"e6kAvakFnndP2yFYLUfiUT4YMasljahvbeqTni8mDkvGbcuOsILnvsXinj1oYaWfxiJkxxa1OpGe/Aol",
+	"mHj7aOUi8YKRSOSdt+cJkbHk0mFg1wjEUJYkItTPOJpgTClDjJEyngE1h2MMnMqlo5W1mfZ9HkPqr/mL",
+	"CzMVljey8eR1i/SGq8oXvWa1TeXis0mGDwB4J2OPR9SdkRVuo1fH+DQBSb+G0RxPCrY0fYPwf6hEoolI",
+	"sTQjC1qB18LZdDeih5n761AWNnLL+QIqs02cPorGXFyzDeAszDVdUzkNFF2ZG2dUHbNt62EClpQrVZpU",
+	"9cFc0QeM0haZBPNVJeB3EL8uWqRGZWPNjlcS0mZRgeS4rObGBVPvWnPTKzo/K5UkIAkTW6sfSp0bNzeR",
+	"xhwALJlVkU+vAAl7DdFtMpb3glDohZBxVbR+P+HQurfb1HdsQp1/a431mjARrNTFtp8CGsGqhmeq/cDC",
+	"8G80W4f08l5kpkjXQZqd2snx5okmvHu/fGOxlF+Z1sKHf4dZrcqLbST4RoL/rSU4nocvkqzCrfxEoYkT",
+	"xSDmyQqRwpriY57xUGIKJRMsGUrgVdn3q9qwZlkzqQhcmXIA3jSQA2BLHZZ3XI94foFv+tCowlMHB9aR",
+	"QNRgtgkKPGMJrVEAZlNeQbsgbdtVAYGFx7Ao7Hmio1jZOth4dDVN01COEp2rbMaaUy2ywItzWMgIDB8G",
+	"vuGEiVFMk7kziRcAEtZ8bVJAaLPQGq5dCwdlICEMHlGL5KLgZCiXRSdZJTgZFONHgUGWi62mgqZyF1/z",
+	"IpmU5CuCBoQ5c53IGAkDV4maXrGa320Qs3jHVRKr2NsbgfVcAuvtNE29hbijoBoPJl8vYuMBQ2pWS5N8",
+	"ZhEbHSAN9EcjdAwkbAAqAR6cW15OtOkF9G41pWLR8WCyRaDUW0dxtA942iQIEGU5KjBYO69a8zCQDhhn",
+	"t91x0dhmlMgkT3ia/CfCMCqV6u000Xnxl5FWANyYCQTqLC4oPskEB0jJSSKHEfvf//N/tZxIjQ6gf85V",
+	"wxQ9cJcqH4Uyqh58i6k1V0RkJreK38rrLgwliEwLSzcPV9nkMg5YPAV+S/89bXTCKIxhJrRGxOsA1ysq",
+	"YQFt22sidimuoP4gB/DIEixf2YkOZc88rAuFMFneN3vezJsWMu67AoymFx5pBSwaCrrSdYAizQcqi5ZZ",
+	"HHNJcaDMLakOuV/U3OKSGZVW+RDH2LdV0VAEBfoI6lUgKODhH46EBFxEyBonPiBi06EvBgxBF4MyXgHa",
+	"xhhy55LhELEtsCjKbpWAFSPzKIIE1mZqgL+qy37sBO6al51OCyEdPRh+H/qgGRkdEbWgfTfPpkDgEVsg",
+	"vv0iIZCkKcum0hgUBbZ1YnTwNMuoYMGYuuwPCOgQa02AyXNaG6KpqU3SuGIprkPJmd1B5S1TZFKwRBV9",
+	"j7lN2WZRUoRQgPc+lI4TbvfVK3aT6MQIl4OL10dHXl9ni6jMObOAAfAkS3NvJ88C/2MZXCJ1Ljg0jXMs",
+	"ZMtvk4EIAB+yClEJeMBtdm4FRJdF5pbdbbAv7XmySYvdVzjmTAwAqgjgZVAggwSBxfNgLMyBhugX4SOS",
+	"JDa/s4J6oIyA4YNrENnG6kKIQCoLjxINijVyYspiYEAOJRb+CVsOnng8mHy14IkL60zWBFN8IGRiQNB3",
+	"5TqUqDyqqMUmZuFjtIS5nNUfC0w6U4StygNWOj8KSy5J1t9yXbBtGGVqtGLLD5M9yjqRnWZXZ5LypPLr",
+	"tebQqmzAiS1mlOYqsFi/VaWa8sG1tk3srjUD6JWlEDEA/8KQtsAoodu19u39vN3voaG3v0XkyWpZ1kNW",
+	"wriCr/F+W73ZBB07szTzRkv7e8evPH595vArK4brQ2Aswau9R/qlSt6Kch2KzM2H2KdEnKJNWzOc5F22",
+	"1+mE0tvkiIPjo06UYAaQ6WY9cs99o9PXwpFwwZCdV8aqvcLsEAdwYeCxwJJa1GDmYYCFee1+96rTYUcn",
+	"vcPzk4P31BwFlKCXIlVyqEspnhe64IkL7Aa+FpM8lM3oWoiJRacOfPpQQo4gy4hDOAJwzdGyNzZRYgwr",
+	"ACBOYqwDNyIglBMzFlDUPvYF0H0WdRdG8jgjt07DVjl+G8uSPY7PYvtKZeMtS8u1nuhexCa8VsJn5/Ga",
+	"qbwBLA9hSHGL671v1yGhmJVZiQ3E8Cahs6KIDCUmR7ljvK0UQpVLQPDqsus7P/28++qnueQ6nPntT/Cf",
+	"o/jz3SPI54LHoFsqlWCTTMXTAbVkwv4P8JLEF3xGBmM+W5ZkYJ4J4/gX8KEvtO2YAEgdPhgRgS8ClpqT",
+	"NeEZcloASRlUfLmugTJ0oJWQRjJakiSMfiexH/oOHKdqmlwLxkPpeNAklVwhuTdZy5a5LckK5VMxSbC9",
+	"yX72JtETpaGgrEtVbEtzUVa2LsV0O8akF6iYJHa19xOej4rKe1rwpdhfhWsyFnG/szP6+Gq8e/1z/NNf",
+	"v9zeq/L+h+0fyhJ2NcV5PQCxeTfLrG5eEA1reGrN1M7v5gjneh/OlJmRfwmJ691+gGiHYQOYcpcYo5ug",
+	"9PMW3Uu70WFBV0akczGeQMfaQkF3IGestFRAlktJMJ7zVA2NTIHy9K1EsmY0UJnYbrfbxE4xSafDRG6Z",
+	"bZ8ll9NcxKF0jw1c9+TlDNps9sHAQ/hjdsgHI6JO13ymib/JkevjnSHzXUiiZjI2itP8M8nZrZqmsY36",
+	"ZZJFZ+8/vDs66R8fXVwcnbyLWktL6Htudp4SYdx/0muc0ZVpILrcrsCDfN0vu53LMLbuS9KSuTfj5Z1b",
+	"fFO7f7dx2Rf7YvX7GAslwCSFp3guSOQzJ3t8bgUe4gugKaqyWbd8njG8ENMGl4KhjlZszCVkMPY6L4vS",
+	"7xZB4LrFLcKtNS47VqZbZgGj8EV6BXRKXLOM3xJObsb+4+D4PQEgJbJ8oxkfEzd+EWygJmJ/EDcoOkXs",
+	"1D83uiaUkf2mtIejboGODjwvW9AwmuQzdpVQBc5IMFywOkTAUEZVqO2oXIifFnjtKhaY5XJ8i4m2LcT7",
+	"1LOKoVazXDZUxHiqlYtOR7HIeZLqqOCapTdT2QttR60pUm4z80Wo1Uy18RzzUeBP0YLpYZkwb44tym12",
+	"6ooki7Cy81Ip+DtQWYwVPgSOaOxDY81BpIwPKFlDrJ08k46rz7LbdkM5lZkYJjpHjCrI5accsA/Nhfo6",
+	"gR6BZtQ7PX3fr8rJoAA6KegC6TfGFT89OzzH9fpw8vvJ6R8n5ic+eYSGMJ9ZHye/idLTYk4ORU7d5hnc",
+	"EsZxcnj45qL/+vTk7dG7D/gEc2cr7et0Ac0vvEv1NTDRgvifgB2fpkiSXAgi5L7Q6dSyHVLzRDO6+P3o",
+	"/XtPdbCLaXaT3AAKmHsXhLVGcbKVihuR4lyrG5FlSSx0m/2q4plL/yxkODqC81HaOqss3dNbyP04UWSN",
+	"/UK+1UqxGkr+1qJG2wqd/Dpttjs1bbZPBenizxY536B2qlLvnrfsiY/50jD5Xe/05WM0dgC4vdYK1jiJ",
+	"5IltK2S+fLxmDdvjrcoukzgW8usO1FSXArTg8zoYHjH7P/+cYxqvOh04cID6J2sB+tPcprmzEWcV5t3N",
+	"OEL9IBtg3oZZYUiFsmJJ7Tt9hyz5vlrhvklg3BXb1TZvfYXSmV9sTevrABlgitKLTmGV2MdSPIc4dEHK",
+	"K42Rfm0JYLowDngyWEGO5BYoTgBOQbPo7OD84pBsLACaZmI8yYnumK45PD7r/UefmJGjNmvWTGJOTRjm",
+	"AfDunl1nTEWfvtjZVmTxdTos8nIaEeApxMDTpUuTY0znochDWRp2u0WWFsLuZFPhjDCYJSQbxM5EeLl1",
+	"NfA/6sy3xkZzoeb6/KV84iJys0pb3bgr3UnZ6KdHTSR8K5rJHl1fN03oVN1VKX1KluQBFoXHzgXiRNjS",
+	"8GIYVtG0Wc/ppxh6n3OeGJmuU65HSMebCTNLgmeDkciiwBLTUEjN+CgYl93Gz4tAbdTqOgCaD+fvt4RE",
+	"7lUQqZhnzkdMi6EZSRDKaO6tzcP/6+7b0uOtDUiZ9DGB4RIUqVE35rbLAvaLPZl1KrNdPO4oPuP56GkL",
+	"s0tPvBip27WDcm6Fnzwx+RhR8GcK/5kZhZ1YDvytdzqXh6uR1HIrkXQWC3Y//LExmAg31XnKXrBuABBn",
+	"gjUhiUaucSiLa+0xGGZqOtHmUAGT0ViML6FvpRWwK36j0CK15X14b2L5g4D05cyxiYYyiZ3lB8Fv1owm",
+	"IutPoKTWOu27r4qy0Z1Op7WPbVw5T9HcwlBPUKIGDGUtN2A5uCl5lqlb4sYCejGFUsJetc94ebKQgRtn",
+	"C+kOrUnpTEhzo6Xh9edgDjyV6cxtg1tpG1gSr8zkS4Q+nlJm3YXKD2fiYYLq25I7mHYY1kFS6SUwM3Vy",
+	"pSgyS7zNtCBv0K0PuXlyhbo2l6cMwM8qTiLIKGDhhbpRkEjG64F6fsB3NOPK4Nt4DH3x5j+JzjPjgJnT",
+	"Omt1q4ebzZ9tjwcT0VDN7QEx8XLqCr9ojEXFwMs5OqYdAIXpdIpI5E6H6tSKWNOIa8D9xLgxRZHrRAlS",
+	"TB1QrOFJiLiKJzxnZdXacbqNv/O39Hdwmzqi8jrJVhhPzqNBNNV5YXeM5zhTqSgyLHPJyjfwa8+wYrka",
+	"CigbgrhOgfsLUiuUXnI1ybuY30JmZLPX42kqYpZNpQ4YIlkxr0ygnAiTcZFPCULprK2ATRJoj4FLDs6O",
+	"MHpHQLA6VxPgloMGGQR8sp0YLv3Y+SWUJaQSgj+h2ik3aCPMzj+cnBydvGNN6BMCcnNj39UWFeBsWVG1",
+	"NI2Dhu/CUqVk3Sqlvd3GlyUSxneMlwkruqT9hWXOnZ2pO+N7fOcCBtdtqYAJFntkxl5ityPlfKtCZjQT",
+	"aTu9yCynNri9zh5kIesDCd/tGVpL3fuqfhNeWBheWL5bJzwfjO6r/M4ysy/zRBCCOoC6Z8brxg7KeJ9F",
+	"Y5FzwGLASl9jL8s8QGD1gfAhyS1Wg1lbNNiLVgq6HwOjvjkFrP2z04se87U5gl5ciSxqLTS56/sUYv7V",
+	"aKXHt96917uT9f6Fj/N0guVV34oFf2fZsTH5H18j496+i8m/zSfJljGIF0ZP62Rfl/Fl+tt2p5HvnyXD",
+	"Ua7ZUOTk/x+TEAQ82XJHWZ7cAKCFDoz/KjSZz/vEjY9Zd8vVjLHNpfHEg0nyu3m7NQUZlhTqiRi80CyC",
+	"YR3FUevbtBjw3VeF/n4XM2a10ldvgn+DcUV/f1vv0z+Y9qPFccb1rI/IbMrI5z0PisiaR4HdhGra4pf7",
+	"TPKxLcC9FjOP+AUC1HiqLHvRQMkbs+pKUqwTDfPmbmenZWtnsbIDMpzmfpG+ue5jMjKJMRVJf+KZpuwk",
+	"1MJcixlgVWP43bW8K5nOukjUzdnFbwdbu69+ZHEyRNQafB7erOB6sWwuSueWkNw1og7UDSI8y9gFVckE",
+	"WxVTxEP11cqTJ4124rs/Z8wTR4BDitcJgJqVd8XZUOIC1U+0WZqIH4tBn42NtbGx1rCxjhOofLWyvF6U",
+	"L7Kytj9di9nRY0RaHUBN3nXJFYcIBpV6tyMMvKoMKvAgQWuOg/iYaAAwAkCfQa5RsCoqa/RNMttyCiUc",
+	"7G2mxiwTN8rCksjA1u/pULqCRNAhNl6zUw+0fKOuv3ZxOpcmPptepskAXs+OJCqrNSCEWlPdLRo07I81",
+	"x33909XLv375uDvem/zcCBpj/vG9kMN81Oj+uAcZZ/vnzrNZn7jUS0U1XcKaZqOCZU87tLUxR59X1OHK",
+	"3FnYiY+27e4ewd99FiVykE5j0bf9M/9iTkBEuD/Q8uVJSCMYfXO2zQ5IGkafCB3Kpow+f44oDx7lrvEK",
+	"SPorBUeuWiuUTVcDvsuwpqOF+XY/3jbXchgRNgrgKya6i2xxUBF0CY1V6XQYylhkyY2PvWLdBCMKAhYB",
+	"F4uS8MNop91pd6KARf8FT5njEyXGMx7HmdA6CGURY3TNbFhpPVBDmWgRz8t5ZEt0kUmEK1Qq1VHRVhfK",
+	"cuuW18jvpLvf0fQHwpLVryVCoQG7tcyzWSjLvXf26ggrJKSSW2Sx3fB0aiuozHxa3ANgAfBaqhjULhnF",
+	"FsrmhGt9q7J4ywhBen3oppMjkSW5iNkwVZc8DXBfqoyKJuhhRcgBd7aRTDVa7fCja8561rjpnOI6iOPq",
+	"NLrWtPUmclH5U3V1SyVQVMzR6AIYjxvnpVKp4PJLqCBckbUSJ49eqblRPuVYCK5FIWt5jdxdJ15p8/rL",
+	"LOjlGqbNzsVY3ZBYdNVX9sZszLNrke2zAuSfNR10ZkRss12GggzkVgXW5ZZbuDt7z1p58cHVKPztKwDM",
+	"MazMPyCOKyk2x/C5bUBzVoqz6owVV2Bz15LJZScTNkLKoWF/IjJq5PNPotkdUKtTbBhg9wkpyer6/TxL",
+	"sJyZYFGi+/bHdI7rzufbv8XpXL+2IGBS3frzXipj35zTZw5L8ey6rF3dQq2jVtN0vIVUiwv9tj+gYA6Z",
+	"2S0rI1r9Jd8Fwqu5mBDOzlQLNOJtbS/tGrSwwZVSt9I7owETKQJfkFVuf7nPECqbOO9FAtEtiBVoLHrG",
+	"Ijx87hVPiDAjOjntv39/XAWMMOJhqTBa0rL0Ph2/xsn6XsXCudAqvRGxe9OVvDmVHQEYK3APHbDkinE5",
+	"2xQnLbGPgY142dmCMljY0euc57EYK+NLr5XWLz9mQci5y+w92ZjP2EilMbsl/Hx3+s1x0iw33yXmBB1C",
+	"SxX8sAyKGBQNV3AECcoHrjP+5wvN9EBNRCuwwF9/UFFB9FeEQSCl81ASwjoVCeB5/ytiGZfX2JU/f99M",
+	"IDg8l9eaNWM10Nux0MlQtscxCxvHcHHYaHVDCX1AgskpdXER3dYtVBznBfQrh4/sC+LjqKPLx4GHUS4t",
+	"Vzi2y/bMAYQn77n6A6dQMWwlBcxOB/X/qpSxXog781cp3OBFv191Os9gROHGuUunlT1QG9vp8csuVGa3",
+	"li+fxsX5WluEbn/CA32HtN1aArW9rB8AN9PXFUfEMS3DS8VpWvOhP206Ef4e59H2CZBivHfl9Xqnip37",
+	"tdT4yBcaQG8QXRzsCuwXypJhIo0On7WXlUH/nQ/jE8Ha4PCfswDbjmC5WyNiyA/hbH6XJULffalPkYKI",
+	"k3ypFKpaANQ4uNCHMhvENhcmY9s+L62Hg4jnAMyZJlKgj0N52iqYe0T36U+zNGrts73OXjWtMIK0ghSW",
+	"4ma+IbuIXSyMXJzRK33dcQuYzEcCQod7bUIPK0IPjljF7Y91T8c2TPDDC9r8pJw9VM3SsSAcVc3kNE1b",
+	"+6GsydCxpQm6TFByTopVDbnfxkF58qycE2+bbNxX1HKbr3diH9ZQsIKQylJRWdhl82E3lHudzt04prrs",
+	"7ORdwP717PBdwN4dvQXL/A9xeQZ1N5boDnAoCTkA8gPNi3+8Y1R/Ercq/FM2jlTDfuW8A4Ai51maiCyU",
+	"NIn7pVJaL2Vo/AYpbstqegXJ01cjQZ6EY8p/RXzpr7mbsmYpaSU3Zf+bsv/1WitBBq4neevIpX7c/WVn",
+	"79WPc2aUwznZyqZS37Nqts0OkOi3Ur/fdMwprTKtihQf8342lX2eR6FsutySmuYg4lOu8xalMJKFLZYX",
+	"duznZujfq6nkv+Wq8H6PKnIL5JqN63GXDsny3HlH66L8xUONm0NCgyYIH1cQjvhsvIo2RF2GtlAWyUUi",
+	"vIgKpkXljoNMyb74OMlQrkSs+YpdJSKNdcDEDU+nxNkRyihPxuI/lRTEjhTRuWRNJcWWHql8H7sU00TY",
+	"uMHVFMxyxCGKEt3H1umotV+8Jtvb3W0DI0uWmLlH6AeepurWQhuV31vJdEYvA5lZ9/b2Dk5E8FDaeg4Y",
+	"GfJ0QL00NJhWGWxssMJ6cBFxlvQvZ1GX8WmuxjxPBkAKOiEIWbyEijo8XEaegyCk/iXJxJgnqcNzV5IR",
+	"abtlHq/S3PfhB32qZoc5UXJx16d/+r9HPAz//Z6ptbM8hNVNnSUhsTHgNgbcXeDwyrtnmYZZbqltf8qm",
+	"8lFaOXuIHZcznmaCxzMsKhExOMDXYpIvyhR/NaJpLjtVmsvFT4UZ3KSLN0GxR8GhW/9kB/f0sWA3Q44H",
+	"qXAtDZJjw61NvGyO6Rdyzu7kmG38spVQeXc5UJNpfv/MD4Vk0eu4zZIcnA3wllgzFVf5FsQl4LY8DSX6",
+	"USzn18JxSYM3ogkwG1AQsmkqNJJbWGfC7LNZuxz+YImGOlI1nkxzAOlLuXbfBvSncUPASQIPzXNfCi29",
+	"EEtvIwC+MtflecSPhfTbuC8b9+UefXggJB/ff9nOs2Q4FNlyfr1laL2FwE2GI+g9AgcGu/SM3Gy12YX5",
+	"hIAIptIibQdAWuej1BBxCgSzbITHkt7tFKR3UtzCnVlT5zyfavZvHw4/HL5pBX6gyBGStNmFyHVZrqMc",
+	"L4n2fYenYGaJNUtaomXG5ZBc26EEgyIXE3Y5jYcIPFaArPZt+3zktTPZcNoL/0r/AgqC1imSHi7SRpN8",
+	"oTAUzfdKfiezB627Tt0iD7ctNx7hQ4XlVFYFJZPq9i7CsuCYekhGzt1lvbScOSTt2kzbGaQaeh4V/veZ",
+	"ayu/5zrZtiovxMavu0u+rTp73hE5q371eAilU5n8NcVskl8Ha37yC3t9evL2/dHrXsv1D0afPl2L2efP",
+	"EQMbaKTSGLjafRwnC+MZi0HKM2TD9zJfaEu4PNa1mOlQIjg7DKWatFqYDipv0O8xIVR+w2dKCVUHsTop",
+	"VNnJ36NfdWcCko0j9oR5pMqGWy45F5oX2w6e7lFySVXiIlbHW1QxjUI51VR47TL+TRyGccvQ5XGu2yo6",
+	"o69IQM5DeFaqOhY+t1iTNZ//cpOd2tAqPXI6604C5t4pLa/E6Y55rc1J//Ie0R29oY0ztDrJdcdj9gUT",
+	"XVQvGMrFiS7Ka1GqazJJZ2UniinJOIunuPsERBha5tg7rc7zUKaCA01zJWRiwUHdKXLlf1TqdwUMs86r",
+	"SvmAsNlscSCm1nyTBEoSF+TJNgLl63Xtnkug2aTZxr3buHdfNs/2MP9OqVRvOyF3/yjyqRSIkQ14mB7S",
+	"toXPysQw0TlEkM1D/XhyKAHKeZByrbGVA6NjdAdzXVDk1BwEtMXwhpCZ+UZcXQlk5kJE7KUQVj2l0tPi",
+	"vb9r3MzSu65EfnKTUsJOd4jpG1NtsanmzZ3b+LC3rwgMoZbvDpHqF55OTB0/0smsHEPWtGj5mNhuLTqX",
+	"3gEsjpkZmaOWLoSIR801d1hXnskLeFvxNziR+KYrc0dmCTRNyubwLfOTsMTi8Q7eJ/Ofo/jzNp6RxyRD",
+	"otZzRHqs4aUwOi2UyNqRihuRFlQIto4PiONgZMaXSXLEl2aZAF45UKTj2vBnos3buG34dfkvPU/imLWj",
+	"37NooDLRPhc8/nD+3lwULfJrYM3WHFP1pmV2ot1O5znpidaEvoBtnmgW47puyvyfOy6K68D4XQTQwzLW",
+	"vlw5kGwqq1oeTWs/UBrKA/zqdqS0d++SmLGYGUBWmaQpI2MBYzpEnqZH6halDXaJ0o/69pYRa0bQL9TP",
+	"FXUzdhlwrVAfaW43sc75TLOpnOIETmWepObbGQxGC0DqRSiMRTKzwhhDN15W+nwoN9LwW5CGFbNpHan4",
+	"QpPhRAapVZYbCfm8EhKP3N0E5AoLrXA+tj+5f3++f03cYiGqMsalJ36ckIkVknqEkmp7KvJ2IdZdyTvf",
+	"yJ8HyJ+58btphYRCUXRFJbBmdAsGrrwFWWfsVyIfjMoD3vlKBKabhFUys9jUDoHIKteN47nE8TRbtiwU",
+	"7LQts/dWAwkvNvh+VfmI+AEz7zqAxOCDkbGCdGn9uqGMEGhQZSxC68uznPJCY1JKLGCRnKZpxDIP79CR",
+	"7Wnlc6WEEnapscDABW0acw/TftMsM69NDIVQk8NyZbN6ROi7gHesADbeSMi/t4R8/Azjos31nOBwD5XV",
+	"UtxW5fWmXW+TRlxqil+I/I6aa5Uhbn//aEC7GMytCYWWXHytGE9TYI7XljAX1dE+RS3GWCsW14cOoMTe",
+	"ds35AZXl8LtwZosp2yimbzSQuoFI+Spxg6u5D3VFUYMlhvVKGrHFIscn4nTPhHRKzHwGMYbDakLvbsp1",
+	"vnWbSM1SPkP6LYS91wMe29gA1ZmF007n5cASBtJfEIiw3wDdIP2BGH77Hs84FKqJ8SSfVVH3C1FGvKJt",
+	"dlamE/dYwsdcE+1Y9AP9X9QO5dqh4+WhjI04/EYiqXal1kIlrhzFjaR8/BDCg8TeA+p9PfmS+aRE/lhI",
+	"elCpLVaGdDEEkYqrnKlpHiCZGdK6ymmaUqwU5RVu7YACFsa0w3gF2WpcDsznejqGGhGLxckSzWxhLpDF",
+	"3o7MuzT3dncDK+mgQDkXskV1vtdiNh+VtZ5twHgosSqYBPVtpuQQUOADM9qIgEf7+jpJUx2hX6ymuU7i",
+	"MqL9TaKTy1QwvDDAtw2lu0FuPJC8j8ZyxJIYQUETYl23HLg0DECmmGSJHCQTni6Q3tgLKuQgm01yVEqZ",
+	"0Pm+mfbYTAVwSXF97Ql2dskH1+xaiAkpNtRncMM6WU6VhRt5/ujy/PHDGIvW6tnDGGtqFmtb1Qm9Jlop",
+	"rU0oYxPKuEtF9AO06IrYxgMLMdc0r5ca15j83oji77BIYZNiW6u2U0nxoLqBjEt9tQxG7M5UnoGrYiL0",
+	"eIvxAVUOuWJjvCNEC9AoLAw91oQ03a1kE5Fp6KZz3wWMU0DgFjjBEHRM3UrEIePxOJH7oYT/JjrPeK4y",
+	"IAxqdQHRDJ5UT8HnBI6xo82UJvC5ZpfTnK4LJY27EE4vsWwVpwMtSjP6JA5wvoMiDBFUKBIC6lMJZYE1",
+	"ZKbt4OwIvIj9Qk6TR+AzMak0xvd+oWlGpGKpkkOREVZmKHu0shnYwaqUf8Q5w/BuESGpxS/DmxzQpvru",
+	"UFNKL/j1UyFNJUDo2OyWWcaNPbixB9exB+1O9yR4rhx0gBOyCykkp/lomw8GaorbfUG9xmuSKeBZJ0Mp",
+	"4q1Eghn4AkqyJyknvDR2CAQgVggNjYTK1HQ4YhE+DPg+tvH7LTr70ULCZxrZk6bH8RnPJCU+6NW4hrbr",
+	"ltbpGxANm5P+FJxnMfSh3Uq7EfxDPc1H/pGuO2WLjcFz3O66ZE1MKDTHmhg7/N//7/9nDKlWmx3zJNWM",
+	"s4GSV0k2xixzmshra5AYLUbUyvuhBMmEI/bMKWPsWPrlph6Z10okiyYY4kNaoIiNBZcAk9QqCuXxUYkO",
+	"JQ1AxOB22rtZ4g6UUJ5h90t9IBAmB8QWirknkjbeE75SWfPaX08zWpcq/qrNkE2j/tcQloKlLxjABvYo",
+	"rZBQuOUWi6Yev7Z2h0jFIIf0Q8xyMzKbVMCtimKhKRWjsTIpRCxi4jyDb29Vdq0B7Np4lEbi3Jg5Dxik",
+	"XiCqMwHnF6723Ee8hyfXGMgzIDS4EVlylRghdG4EdJqMjVsXyolxxtIEUkX4o1ogS5yBp5c/sJj0tK/Y",
+	"2LGaolTwZ+fv3tLoe5YRe7trvF1PqWMuZzQp+jllSxnAETfkSsFRR+L6884vu+bzjOdiC45do9swwqVR",
+	"iJkrlQ1VvmWNmWUBMTRqdCKHqdiaQrugFjmJFZATEEMaqWnW8gpTSB5cilTJoUbvy5nqmOOlHsJEFznQ",
+	"eaT9WEE8SdnfahvJuhTGxRqoG5EB1r0vZdh6QuYtzIJNtj6RgCk/5LmiLkRRvkzM2GvuLU420uELSQcg",
+	"qmC88EXgSD6acEjVMJGLRcLrkRhca4vsFhtDlUP4dyKkERUxz/kl12Lrkg+uoasY7Q7q0MVfRvpm0NeW",
+	"dnYA9lMom7/l+eQUGF4v+FhcJLn4l/f8Y8AuzEwAsewkU/F0YIZCFgxJkQHPsoRsotcX52/JFsoVlEeE",
+	"kmsW/fuW+WYLVH7ElKTy4pTnImNnpxe9gJ19MP9z0Hv9G4z3zeH7w95hm/0Bvp73uvaxe52d+8me9zDJ",
+	"TyNy4N7PRTaEa7pM0LxXwyGAn7cbQWMkeAwR9k+NC5FvWUv6U13BAG0k3C3lLWRuVQywGk///IXdtY0k",
+	"/EKS8L0askQ+puRT0yURoUMZl6NBvmwbpIJT/TDu0HbdoTf3f2ZFT+dPTfM7HMBDcAGtz+kfxHWO3pcK",
+	"e3wrgQGzb3EnLAoEjMXCWpPeXLrBJaHpsS+0pwNri0qOReN5lUBv/hQ9qAjimWoTXtMruFUo5n3J4pb8",
+	"rvrc0h2Dz0hCguktezwpDgRDSzQTMhYxBZ5dblwKRF6pjcGAz/nE7lH5IV9pBMYOj9kmsU2u6W9Jq4Gd",
+	"65PiRCw64LbSb7EpcToREnvgke/CazuiMvQ+3gQPJFASmWPAmq74iO11XrK3p+e/Hr15c3hC7hC02YfS",
+	"xguNh+PjPl6KgRpD+Q0rlQ612bn3tKJyPgUDax8K5yGgO6A8iNCaD4UZFcWZKcllXR52D5/o3M7aUxVM",
+	"4+2fiS5onTAvRHUfms/e5Iq+G//GblkvePpozg4EjdYIAd8112RtUSC8ors/TrIJjZxl5s39YjHnZiae",
+	"2M4pPeMrjgKfFTFFKKnfhIO/gWTReGLpeJ4mIuyrfpAbco2UkTn/JZvBr4Wp+K9NQdCO5hpou56AoEjk",
+	"sNUGjjDILNkaFpdbrj3KMv6H99jnjrYc+xUjX2/5xzd2AO5eiWH2BWy9Ojt2iSkPl8+2P1nl93lpXIYK",
+	"78tqce4U1KtDVqMNQ7lYHZ5UazruZXTDWZlBocWqmvez6WWaDNiIp1f2Dc2oXmgyBiY8yRbUw9vZW1oV",
+	"7/Xy/Lh3ZzSrCzHIRL7m6P6aimzmdyFhwGatse3s/vycfUbr+BFWQFaciS/UJ/RNa1M8D57BzS5nzNu+",
+	"8xp1geaEIq7hQmnxVvB8mgl2lfIhmte34pJ52wIOtWaX4koBnugMgnXJUGqWyDY7Adfe7CieSM007H5d",
+	"G+x9jSN5Sr4kkAz4nFV7E164/dWsNwm1bCrzZEyj85aZ5g4VArQfLW8CLSlvMG7a7H2iKe2NN/D7shJj",
+	"Ko3F+BLQY+aY1udbvLQQlLfGZqhmNFPTrJ+pFHmrEXxBeo+asVgxLJlJAe5AtdqhPONDS3gWTfhQROC4",
+	"RROR9fHPpgWu2X0VMJ6zsdI52+l0WvtMKparnBNCQz7NpIgDIIsPJRYkc6ZHKkMCecazLLlZTP/xDmd1",
+	"TvnULXNxybZ5gYZRA6uuExle+pRCGd5hHSp4CxyBy/Mws/Ab5HUf2rW254sWfzEK/qJDhRzH2rVJNjlR",
+	"bFNvD+LLj13wwp63XIcygmayqM3eYT8hHwsN4paOCTGuL2ZYh989VUakeMIzRSrp2atDlTDzm2TI35tj",
+	"fEhnYe5EFxoT2q+XoULiOYRTia3BZaVXwxkelUjDIy+LguIAOCtCqW6lxgZAzZq2/5upjMUObW5s6cLZ",
+	"MahhHbCxikWKjTzDKWHLB3TjXKk0NNObJQI6m8WVyIQcmD/M4yfJAOw6kD5mQ8BrOVBdvIkPhEQl3YvB",
+	"Jq2wuZt6xGU4is+MH/Y1cNVQNzvXNPcb1u9vlvV74ZFfhMCIB8u65VZhyxkgLbRqTvy+dXhEqgUbinwx",
+	"PsrXfjzW0qa+Jt2ggCxhwl6y9RZU0tTrFh3U7DrWnKQ8keSPabPv2F7nZavNTmWK8tvSXQPWHZaDLAaw",
+	"f7St+VRd3ne3Mr/wubBN3t+KpblBf/h6esLXN00JJWhhYOfu+ssP+pD5iWRr6lYmchjKAgQI+p8SwraZ",
+	"CwC12Z0CNaGsj9Qsjb0Q9sXD5FTwDQZs4MXXidrA2rywnsRGT68K8+Rzc7bOKUzT8RY6XU91FMsunfPM",
+	"sCi2/gDu09FL5CCdxqKP+N3/goQ68DME9K67dSgvbVEuhWOvVJqqW9YkmsPLGcZylRQBWRP284plomQ6",
+	"a7UdZBaCwUoq77MRWKgnjPgk6V+LWV+LPFp67t+n49c03Q8++5WgXaoVS91OWDxDrDJBixJ05dkvdRyQ",
+	"9Gt0gdnI5eIulUoFl0+cjHNTuI4UKU/ARorcRYrUhWQ8mXJc9/XioPIdfII2u7BluYmm/RcB4PNUE+py",
+	"KCO8uYgjFmeJOZTNJGeZ4LFmnF0lqUOc1iK7EVkroOwelsx6z4MEFKAMhtLH6T6BGDVSlSR/TQVIpUT6",
+	"QhDCYq9PT96+P3rdi1pt9gcKLt2nIxLhYKW4Lc+Uqwr2eL0ss7seqIlwNX2TTNwkauqYwliqNP4ulGbg",
+	"bSd9IqzJq4BVs+bB4cXW7qsft969Pi5Y5cccihyvxQwFeFmurQjDuyP4dTpaOFI3yGcK6XvPXx3WL22O",
+	"79Hp2oDjfE0JhBrRvlqyL7Edtz8N7pVuqBX/+xitNpKe1xoyhSCvpOoZCsQ39ue+cE0FvxHaE7BGFKpp",
+	"zri7pJlzjW32MpRXPE0Ry5/qJ2kkjrDRPI4nKdmqJ6f99++P+0YXHL37cH7QOzo9iVorMgyPJUeDNa9/",
+	"nXw9uYnyin5LOYq/S8rhXkLiMWLC+4vOfRMYT8A0DGXVNkSMi4pR2Fpt9PncLKE8HSc5YCFD0BlgAs2P",
+	"kwwZPPZZBE3nEZZ7442NwxQzBW/KU/vTJsd/sUuVjyh67ZrWRYxlSNhKegA2QGHHlWhhiLRBSdFm0A5X",
+	"MYxDSW3wJbOz6cs+eNeEBF8cQEFT5IRP2/sdDoaPjWSlym9IApfM3mFiJGnZ9l0RkX9eSfdUsfz7mZid",
+	"L29i2pj+xszcmJlfMBnwNGbmthb5lgtBfXp4vGH/XnYmxBt8Nz6ROudpCj/duk3iqsnYgv4BkkbsUsUz",
+	"y7xVeihk3j1Z3mUY+AS2cQ9zoPwrn9YKxHwom34wRyq5VRsURCKtNK0PGbaKcAO8dMASGUoghci41Bxg",
+	"oVYRuF6I/A2+y/dr9a4tikvzGzCpbn03ZWP8Pq/oOubXCwSXv0qPIcTypUDYPSMiBkpKASesC7AhmeBp",
+	"wIwcGvPUjtEc3WYIdEyzIrwHHYmnv4cNr478R6am+WSaY3OObjlAfCc40GYO2G+93pnrY5KAW3RpdgDT",
+	"g0wIidSAxlkGNh0BlcBoGpanLBN8MBKYSWETrPqnvijiIzGPHimdQ3YpStNx39L5wafGHj2tivByImqp",
+	"ODf+AnkEi0Q7q4sg9CDwqm6SGIgFgBIR88bEJSjMxrb0jAXFdZcluesY2+10KDigrrsMUiURFiyaqaNb",
+	"DBTRHMI83qppGrMRvxEQW7BJ6CIW7IZk0SCa5PngyhRjbbXZa5xXSdSOxKhr71FLxyL030FEm9dcJqb/",
+	"GPGCyIeW8/uNS3zvfaggSlfZojZBvqS5zBfnVK32qCnz0yIJDmRYTbBdA7wuCCU+swUSRFa4Th7QWRTK",
+	"tQpW6I3+hhUr+ObrJJtpV2yyzKuyzGO3mdbuSbpT+rjngZRgcO5yxsRHPsjTGShEdRXKyFzRT+LIWAkR",
+	"0Xw0pUiMdxVA1C5AVGymp4MR3LDL9nZ3WQRtEBDi7x+en5+eQ9gMbZMxnxlnMXYFrcVY99EOWthyYX5r",
+	"zCOgRbbtUgcFx2Wii6Cca2BcNxZ3EMfebv4687blMT5nJ5YdwerELS3zKJlswmmbcNqTGDAHRiTQRlun",
+	"po+25Pan6WPmZDH0RFIHJFWqFXVUQU+XFulVKJuQZy2snlabnZtrIJsriRmycL5IzhH9Z7bIIQuluwmA",
+	"THBtSSY9+VduT6tHnTKjfTw5uK578+EryrsWAguSrtQSt2kM++Z4juDgLZMLj5GK9e0apm+TfDAqbI9L",
+	"kd8KIVmEf0ehBK8D7hDts2HGJVbx4SEHa2pgM5hWGLzQcPiD5UKhPgBfyd6yN2Ks8ocKCS9r+YxC4knb",
+	"j+5hYHWew8CyacuNkbUxsr4M0LCVbSSV1jG3qPt8KUaZ7VBPxnwIdcnctj7oPBPgoSYyTaTAug1L5eRX",
+	"XbzQLKLb9KdZGrX22V5nr6B/whjTiEOqz9lS81TkedH6uqiz94ze6KkbfGE2tn8oi44rlY153ug2LhPJ",
+	"oR9hjt+gTlTAvTaRlyWRlwIQYOLWd93NvQ3T+0i+BHkElFW2R6NZ2t02sR5KOU3Tlp9h7hY0/a6Cs0CA",
+	"wNSLzWitqL/8Uhv9yY16+/7fkkX/9yijzNc5dY8S9Dyepnky4VnOphOj+jEdYHRBdJWkImLwXXOv0wll",
+	"9OvBm/754b99OLzoRe4cJTkh2huJyxLNYpGLAVRDZmoMrwIItl12dvIuYP96dvguYO+O3sJw/hCXZ9gi",
+	"xwmi1Qxzlo+MPQ6QEs2Lf7xj1FUWt6xRvvOKRR9OLj6cnZ2e9w7f9I8P3xwd9Hv/cXYY7dtMRShfseP/",
+	"n723cW4bt/ZA/xWM576J1EfLjpNsu9J0Ot7Eu/WtY+faTvfdKfeKEAlbqCmAC5BW1Ez+9zc45wAkJcqW",
+	"s/HmY9WdaSyJxDfO9/kd+QPrPX/6jIaInFRaHx4JLukbUZSEAMOtFWUnDowKQMsWkxBDhg3tULdS4Jb0",
+	"UxONdUL+zG/lnuOGuxkv+QPlaxokDvuLhBmoSXgortriAFvkga3gvlmwIRC7TehsFxb3dwffP33+4rtV",
+	"wacGmfqkXt5DdmWE2HX3munJv0VaItW60h452FLknsWlqguDSLfYhRFAqEcsef8hoVr0gKbF5kaWpVBd",
+	"5CtI9o1ZfeHwPY2h3iv91I9uNYA7NIBz0b4orcPQJZRU5W8W9BuJDPMp2PPw0PeUZjNhrgXy81hZYSTP",
+	"JWBw4yMzvmATEaIVvnvx4tl3KICw3jo3bKfRH8bwGOf/MWpWdA72c5rqHnARSRZbvY9bLr7l4ve4M+Dc",
+	"b06dlvl1qXX+ieOxlGBClWYBqP6ufZbm3DZQpWM15TaElIlsGIqpQ5CnewMy8t0CZcDhV0FaQmwnjinn",
+	"C0CljhUkqmKum2U9X2Vk16lmGeaiWTbj9kZk/VbsWOL6HcNIkxHIDQW/7s7oD8Fdl7B4X7hA4Ab5EOAg",
+	"WH8CDd2KBQ8B/miu3MZ3b++9++elO3cfHsVQ6EeHd9I9DcDS8PVuLm5F3rgv4QJe8Ty3rTzuygoT+QBx",
+	"10zIEHd3z0Lxm+ex6jSsU+f+KsMtuyfQwB3b38mDeOk34IuxS+Jyba2SX17YQI2sjJv0aGZJDxpfhuPg",
+	"bg9vVshEfGdkrr2WUwu/o7SL+o0+YAGBc9gyWY5aKRcYwMnmfDGIVULcN2GaErtvhCjaJX6BmbIelPrE",
+	"sSkxx7H2AxSRHTLB0ym7EQtmhSpj1UrSblIhbA+0HctzMWKJqvIcwky5YmJWlAuGziyCPHBziFVPqqkw",
+	"suQqFcwIW82E7Y8Aeoyh806VhEZENXFH7rvMxzs4YYAlf6L/JTiVWC1JDm789RKQwI6VTAbsEH4OtDNY",
+	"HjKR5twITBXE+cWKZCksi+waj7xJ9+AAIYU0Gn+lvcs08bawwpRfAql8jJCL1tw+pxaH/W+kvsHJ3ypu",
+	"W8XtAZBCgR5vyFqcCNnMiWykc68NomhnU3cl9ERsPpXplGJVQcFqOIlxXP51UykLP44YnwBt9VzHCOQ4",
+	"FI2hMPwf1bUnDDGC7kf+YYdqsVRzET1XqVZW5+KJRbPtrqkUS6civQHwRgSw665N8FPIo27m5z0a3TgX",
+	"Vue3Its4tXkZIUleMa4Wv0nk+4yxEs10/if2rmO37oDPuMx376lJdriKOUr1xgMW+krBcXF1JdJS3i4l",
+	"kw+D/hMry2/RHLBcdTxCX+wKMisiJkL85sU/X45fHx6fjP+UMKFupdFqBhLPLTfSLRZl2ITKp+62tOAD",
+	"RyzxPwIkKrN8YYNxxF0s2bSbrDnrr7nMH/+U173cGznt7nwXgsrvxfE+t9tAV+W1dhLd6ko0M+K5zNe7",
+	"DzrO+4BdOMGjAy6Y9YKASoq9vhXGyKzjAMcqnGBUNcLB7a8eVyePil24bACrsQyaOQR1IVbhGCes1AEM",
+	"KmgOgCEMVU6XBftSI86To+QICkogpYmdlUUSKw6IHPhOMtW2TLCyGwqFrOe+UnwmYIUiSEJzBxY4rRMz",
+	"+iM/ardOibVOwVCxcr+xF3/5M7bWrOBzcMCWHSas554suDSWmFmZ2yRiz797QZ9du/1BrE5rWd7xypHj",
+	"Zyx5c3ZxyZpkDlANYK2cotfNxTAOeelyP1a4c/N2fxbhe3PyQkf9a4No2grVj+sNeRDRXZI67gEZ6abF",
+	"QgGCshE8DygTpWZJqZMaX2SNCOIBjWrcBILB8KzfkD0hlyCik0kWpoYwzU7YTqG08pAljtSg8BArkOzR",
+	"xOSkFS7zygiWAIpGwlJujCQW0mgN8DAKR0BpKZswJk9srDyyR48zFJkc3WXllJfe6oSwJRGrVC6sBYR1",
+	"xMNLXD/LcCVgItFKxKoU7zCqA5WRGssljL2HQlOjhDwZxlDs9lHg/W5IJZVdCgsy0iMR0GYXn4l4+u7P",
+	"qjLVM3EfBdX4mPfy8bJ0/HVLQ/+QNPQCxDLmKGBHyfkmvRR7uU4JuWmdmnbinwhAay3NPqqhNp1OTxgd",
+	"kwWT2aDT7Rrae0zVxneyidc0LMHXqK6DB1PPVT2LZjlpEtbdPt1V9DYDtudbGC2h+JtKMMJZ9Vh4jEDB",
+	"UFsfrAHM95vwSFTaN3+snLr1e0PcU+ebACX4hd2S4z8wiEFeX4Y113OZIt9bx/YQa3bA+09s6CGIn501",
+	"LNF93biaD/M5hUuXfXYv+6staPoXBZp+/wlfZxj7mHNMMNSf7Bx/Efxp/3fnTz7P/CviUVvn5xdkp3kA",
+	"Y9skW7ytWzwJiWkr2eKNFHBFXhUrys7E7teLOm/t207L/kw6yNlcdaQe3XkI7s+q7kiUHnkLmd1g45Et",
+	"PWDvv0FZ5SsTIfQm52idEtudAwynx32JicAjjPC6O8cXDK2zypaQgqP8Re7Oi20fsEfJav2sCa3U+abp",
+	"Lx6MwMKd3Kq7f9ys1E0u831ZqY5fGO1u7lqh4Q3+7isPdZooWa/poPbMAzwQVpT9TqGB2n1MtkFd3J/i",
+	"CY99jcZJCJ+AgxBW82GaYUiiRE9S0dzsUYhrpr1H3BQMRhisy4Vs7uunV/mo9c+i8W14nEKiYvNUbWn0",
+	"H1N72+huIiXOJF8fydcR71mXQa+UeFdAaE8Dn8S2AUoKI1UqC57bJeyuWFmBwajSsEIYC3XmwuON0kAU",
+	"ezsVC0gVCFCN+grqH8+FDS4qSAuMVQM0fq8GjB8xjwqPgUS+3Ln7kUAHOLNTbTC9kHFj5K2wg1hhBEAo",
+	"hmdEIXgJFdahvjhLwrDHMvvXLwnrJX9rf/XXZ3G1v3/w3dK3f076sVLcGD3H9cmlLSnWqpxq21y/ATsG",
+	"Bz5AJliUb4MojOv6xLJbaeUkF7GqXxwy6RhoVXomGh6mqsxGsMzoohAZszIXqswXtSMf8CiNU8r7EKlA",
+	"WWQ+EYKapDjfGZeKKpCAiQ8KAvowMvcMhq2FlUxupMoSRisQq1JDJCUC3bjf1qV4wqU+hPP2YAvhg+H4",
+	"V+rSn8J4KdLDwm1za9E46z08I15NwSYhdMK6dYVaJsdLG4nIPcs72Wh15DZxV1/t4r65Xe3aO1wz8Y7P",
+	"Cidf/etZ9Odf3Oci15lAdtVdHb99OFvV8WUpZrZlM5Gq/O75TrQDpXuq2c7waTCfuBN6LYBuzvi7Y3z1",
+	"6f5+eIAbwxfuZ1su3BCh1Y51PoNgRqIqVJcGTsWa8v7ut9awhXIj+xeaf3aiHV5lUu9EO7cyE+7fTKfV",
+	"zDHoaAcs1U5yXbYBPaYzBI7xfa7sMyWQIOkrWow22ftttoevstRCg9v0uEmn8lb0m5EQwNTu8It3sLWk",
+	"Q5VvBIeBeErYlQ27A6YHqkDRYpXcCFEkKLoitUNqJpcYY7jnq7zPUXq7YsyIVbBm0NnzwCFIqsOvMFSM",
+	"szVhvE8se4lv7TpZqN+0hWDxO6LkrtsQEjZZsOSno0uGYsIeBYZB2p1NWA/C7p8/fdEfYQ1q+R+BbSpd",
+	"MvEuFW7UGL72zhEJ14d70N1TSKzzuSm+pWdQq3UmrQWM5QbGW+0y2geG/DOlwNBy97Sh6F73+a9YmKqP",
+	"nMgvfylmhTbcLIYsQcHFjjnGKLsnkJrHiqxMpZwJVuSVF3VuRFHuYltGuHWEWO6D52yqK2P7IUg7dEfZ",
+	"wYxflYCewMtYUcCdhAcAIwkHTUHHsMiQfg6zoihrnBIWTJQl6bc0AQpOrLlt8t4d3CF7D419+NA4wkrM",
+	"cXS4W4nMYO7zKS+p/GLgs5aV/EbEiluWQENjmdlkPYhczY4/xlomVKozR2wdfyGbAL11icT4T3t/QkKw",
+	"YZh0GNNnKrhBfd+tsOFJmXOP97dV2f7IZjXeZGurvKzLovbs+Xf7z/b3/1Ircm0K/SC1zp3I18evj4gB",
+	"NElSQvCXNkJdjLKwgpAeBRoTK0/pgRdIRSxKX1GmuRPeGM4YhVfIEnRU8tqpDiXKeKBNIJ+UJlbBnO/5",
+	"nhviOs3gEFcgHKFHjUZEuoc9Qmd33flDwhClFS6EIWH267P/hal4ZkkLvSyA1QeTIsDvCNzvMjVofWMZ",
+	"JN6yp/v7dENA7ymZVqkYEHtK2FTnvvalDUXsUcaKVcoVs0JEXoDTJhPGCzwINKhTTIBKvSAkDZOhRrwv",
+	"cNzLKjwqAk5vrHwhRRhNf8QSkl0SOMNUQxkGxkuWaRKMpC0jrIjpDSjawG1wPwcNnhIJyGTSQ1Uz5Rb7",
+	"ZlJlaCyopJ26PYL8XNK1E8ev8R4F/Oi5xh9jBWPrxniBXWpr14+DCVd39JkC8dtDuJtV1/kLeLi8sBe2",
+	"NoUip277JvXTW4b+B7XBwvYTteqEfFuljyD1Z8LIW17KWzztmxJKqKRHNA69ZLoyqRcwe6GaDBjxBuyN",
+	"0VmVOipSqwSgPTpyhk7xIUuMcCw8YTblOaC5OCJ85TQXZWUmWDKXWTlN2DuWTIW8npYJ5JJ65BZuC5GW",
+	"DGhLrHq8ZLmA4jUNTXOum/mhI9JsqoK6nIiFpnuGE+pHQc/OF7EyYtdrDpDMhaapZMSSVKtbYcqE+UfC",
+	"BPxDrOe77Tte4rXXQaySXyuey3KRsN7TweDp/n6fAY0R1r3/70Jcw+2fi0nha09jkhlkHMiZLIkkuLcW",
+	"QavEVXZ0G/XeJc16efv3cKI2GUH2FHIfXZWW8oRnlJQFW4ZtQ6d04wDXK5B21qMKz7C3YMYlZbojfzaY",
+	"u+vRrNgucDue2NpkEQGYWFJwI1QJBShrldofR5lFWE2JQIFsuy1vOIEqSJC031TSweiMWnhn8hgmJsC9",
+	"ehUGvmoaXoZQrGHVMaslWE13ZiIb7z+dvnsxO7j5S/bnX7+fe6NjwctpbXOU2c4y12rqqTP+7kSo63K6",
+	"M/zuOVhL/cena0yNn57Zdq7Nl6wZN46eU49TGH+2jWDd8t8HwPfw5jGC8kR3Kth38GJPjB+gT6+w5DW8",
+	"uHamNgcbzHBRrIjHIN9CyZO4TFgwwm6UlsKznBrQ4AlUKGkiWGm4sq4lkTme7CtZTABKKBOpzqA5ZBOr",
+	"Nf9JtaiHRyW5aWzJOsyTNuE5K3w229dHmx/TjLCyQvemBhe/PbnxW8eBfdW8VSHZ9YGkwAkm6+Xxl6Cf",
+	"23DjZ1wBvIC/9E/sin94SB6AdcEPCEpIOLBO9DGijn/wlSS18WUpI3L0UHzEEjoSkAOpvDsZxuQNF5CC",
+	"40RM/6sTz1drrNGU6nca+E0DcnkNGXooKKG0Jbz1agrY8l70R4zeRYeNExptrFrvlpopPX+AJybAW8Lj",
+	"CFzZFMGp2riTVx3F9JYsR8kQg9L64IZukIJG7ME/3MHYypiIrIDr4pbkc8HSbCJa+rSoryWQeStRfhG4",
+	"CxjJA2BZmCa/GRNRupRXsgHEsD7jd1mCHAUgXYyCazbVDuRiPUfRgIBVyv3pFOSLahLat8G2XOoqnYrM",
+	"sQQk5Ql2knnqDQXQG6CRcx6oISt1rPDx9SUID/P8tDXnz4/X3doDNnezyrZJOxvk/eb5SsCgWtpbf+bb",
+	"e/7Lh2hTPWmE6JAoCOm5avcwYKer4Z0UK7cS3gnldyC8c3RfSGd/wBK8KhRWgc4aN5RY4Q9OErJReIzk",
+	"Exhs+DmgrOLrE11O13klly/F7x2xGIDAaXbtS4F4fDBHeCjMEE2ba6LtsKlWvB0JGxOtc8HVI2tNzTV9",
+	"SAxd+4j90YLnPuo+r/CyPbf1uzzPH+bQvRClZYl7F2R7rYi5dZzKJR6HcXbAtGI11XOnkyyQmhNy/ICd",
+	"6mAqn+hs0XUXX3Nzs8yjzvEU/y7n1LoBOJ7F7+dbFUW5L13WGbQAd3TLwDoZmFvj+9kXI+q1+Zm3TZnq",
+	"YdJcXfal4QCr4/CbDUcQu5n5mg+TRawgVE8bLIXkJPZy7Cgtmd/oG/dMD/MRapbAJiLllRV4XagYI6n1",
+	"sUKYV/bq6OTo8gjuTH/kegejoC6nYHW0gHBIo5HgNGqXrvYyJEQTOkZDKQK8Na9mxRTPa+qaGHjJp0AD",
+	"lHBXublTpLPHyohUSPDDGwHxk50hiYr6nYh72G57146zkGXYGPc67ifbnO9BOvgKe/6HVMudT0TGcGfX",
+	"jaBxEjqD3gHd3U3am5W6otuj9auAWPPaNAKT7x7J0pI8KFXgS6js0zqu0rJrdxR/Z33/Ww92rO8mBqw/",
+	"vkaxRFx1ngWNAh3joFX0B/fK7S2V+vcSGJqdboJ52JrtV4t7uJZrt+d353nZXCo9RJcdz+d84XgU8Bi0",
+	"Ni/pSVeNcwVFM2LVI++0DxUEHxtPmyIsfCXhG3LIVRbbn0WsqOwU4gdjlbhh7L13/3+cfWgLH1B9o02h",
+	"rnSe67llM23EEBGMb4G96ysSq90QCdExVkikQ5HGiM2nGlPlS25gAo6Xw48Jm/EynQofyeK+ixpZjkmz",
+	"GkmsGrEhvGymsUB6nw35fSsrCvGvlvVIjdYGXYxDbD5W7uf+iCVixmXeMlG5L3AFWe8K4YnRz0K1TEqt",
+	"fd1/mHaA/eiOrhyC1wT4HfhRQsAooBfXSanByULxmo1c1BELvt1YPd9/zk7PLsc/nr09fbWycXPI7KSB",
+	"YXK7bXhobKkL6/GkpboesItqsktrjdODRVwwpZ3MFpJoIfgGKlz1IYrnsJarbCg57OTP1migEiiMZRhk",
+	"DycAQkR2COHhMxGrXkv6jJqiZ5+F2mGQXEI7j3E8breSpgrHDvb3Rxh/FqvWaOoHnna6X9ZJdo8XN7OO",
+	"Gn8mL8f64dwRea4w6Nhta2u1aXfpKDoJnfwjwDk+ZdzPxwx7RSbbBgNtXTcPdd0EcRMcyR9r7rofsXWx",
+	"Ap+NjLfDrj1iThnHlDuZbYLq2hzgfWps89kVj7Mqr8Dj/Gf+ffpscnDzXHzdkTMf4QMCKpJtIWa/JHw4",
+	"1d6iB19NMEc/xBT9cbezZfbisWodKx9YApZsLEfqJCFUNIPNe2MrdXPiZKHeXvsuaeIhdz+CWKLPYDrf",
+	"3vwuG/3yvd/EJF/k1bW8Kxb3I4oPYptOBROq1GYxZJNKZbnI6BdQ8/WskDno+ZjsT7UUBXlKe5UqOKSy",
+	"Sq9b0sssk0akrt1+xCyIYE5Ztnl1PXBKGvWOWuGMK3nlaEMCdaKT1ULRaGiQliFqLcNcWkdqMl7yWLkL",
+	"ZuSkql27MFw7dRo4tjquW/Ohd04bo4GAFn/FYbKlhvbx7br0dAjY84lwRnDr6I7y1YvAhM+uuUeRwLbH",
+	"tGhjX8J6nb/8De3yY8KqQReb2NTCufhj1EYEC1x9uouwFf5a+s25q/BIRxWun/xhgANTKUDYoCqIaw8I",
+	"64UqNO7E9YdQNSsXFEGrrwgWqBmbCsHqqc5EfdFZD7OtsLJXwkqR5zb4w6iUV6yoUdUfsB+Ft4AJ5i42",
+	"ho8A1EwNtZLykuf6mvWSW2EcuUvqqjkAi8VLYct+FKtbYeSVJOvIxd8Pdw9efBcxpBkICLKWajBe6plM",
+	"eU432V/4EQN7ySJWvvpW9+vSslxclYxDP3NuB4x2sDU5YvsULCZuYT0aNK4WlwbsMLzly4p56ad+o6eN",
+	"J6P9xvZ8H6uXZ6c/nhy/vASaQ+1ow2gJWwsbyrW3Upm78tZGTiAL1BOGNTGC30DdtyoXMB4n5rizgtId",
+	"9Q0JcWFvA/XDrQJ8AlvNYqUNJZnnUt2AUzQZDPYSqActhcUybm0iWo8eEB4QpMUNnnys9X5hYhxejFwQ",
+	"oIIPvIPdm4ipVBnr8ZnGN2eMA8WfcMc25DXl+kHHNE8GIHUxTbecctXokuylSVzt7z9LHTeCv8Q4wdcs",
+	"WT9tyUsxA/tsnX/ICGgCLbhDKjrnrre40hCEvmiMyVTK9kcB14dO2gzunl+V/e8bqzIj6BulY+WPQl1b",
+	"l/U8taDfxpXJE9xGiCRJIR8eS5micTjUDQWPz7QsC7dhsfJD0gb2HAxk8lpxADtGQrPcFxbPG9+IhYcO",
+	"6kfsxf6zLlZ2jLcBr9sjWSlbfXymrD7f+T2AtyToOEIUyISnaF+HSe/7+994qdVVLtNya9J7JNWBDnxN",
+	"a5fZcaeo0tAd9vxzn0qHuEuyidUyAVkVbdz17A/Z5oJNrOr8m0YOITE022Kh+upKGNvUPDzPdVyiid1T",
+	"X0rPikPqUXhHNu4u1f6nfqRlKU/Rl8kyaW/YlTarsy/LPGFWpBo8f34Fnn23v98fseQKpC6MDvQF1kki",
+	"0MUCK6BmjoLEih6NWOKGI5JQkLU5+SVcDgqT5wrCAAw2CkTctYtMJ1ZKs02ZDjosI8rghLn0g19xJYMS",
+	"mg7yQlI3nlBAFKZTNtZAVXk+ZJwpbWY8R14cwXy4r7k6YIeg9Plx+qEv5X7C5PGEufnRxGnH/EBf7D+L",
+	"1cXR+T+PXx6N354e/vPw+OTwh5MjtxeON86niwH7weg5MM0g3ighsrtUPF9BFwYWgVxF4pZt4PwagTIr",
+	"+morK5BPs16Rc6ngA8V2aKhOo4sJT29iNdW2HEK1mtz9GbGnB38e7Lv/9v4SseHwaQRBzZm4FbkuoHo6",
+	"OWt9OVoSeldlGCfXAJ8BDk95tmEmHp/vDgHBCiyc2bwlaIkcIjKiVJl4hzAYEHOdL/BCcpaJEjdHZAcv",
+	"Xjz9viGYELAsvvv2/IRQBAdWXiex4kUhVIbKu1vqgpdTTMFzouJ3zxmU8W0A6mOj9IV4x9OSmgbwrj5J",
+	"tvcIS40jxHp0BtAPj7U5/IY/YYmd8oMX3yVYUDTVM0HQlpyWhnlY1uWjA4oG+++Ls9PwCEvexzue7sU7",
+	"Q/av+rP7GO/cCpVps+eIXbwTsXin/qtB9eOdKFbuYSB8oSX6jI9XJsc/cAL4t1eb4I3QGxyveOeXD+6/",
+	"ZNQ47kbEKhmU3Ayu/4NJnIP/yAIBrNo6AbtCIuUJz8DJZInffKM1RExIhUmbuogVvtCPGJEQVk6Nrq6n",
+	"XZWiKeGxjb7mt+Zus8zLwGYf2ThDHd0nV/rr+IewzgD1bar6G0s97+la3O3IvNNys47G3y+7ECh72ypD",
+	"1ldHn27EgjKiW+IJUjaA58m5nbJCmFSoklB9slj1EopeDtPk6Uz8Pwc/zgV3dzDp16HXzcaDzNhhblEZ",
+	"ZgGhjZTsAE2r6sjHCmmdMyNSbbBCCWDaaJ3bEJ8MdHcB5lPmhBZPQjE3qbGJCEdv+122FcdimwpTK3Ob",
+	"TCyxwoaCwouRW6T6L1vzQLMPEU9iVuS8FMyWMs+DHcitrdcgKfaqCR20/z07PgUjzPji8vDyqDsSWy4p",
+	"wHe6sN40Nz5p0O3knmPAesnyro9QpDW6KoUJ4WxkXTJ8DqduwF4JaMDJJP6hWCX/9y+++5/93e9/6f1t",
+	"SH8Oxru//Ml/3f/b3r1P/FeyhMO+0x5itwOOtn5TL9zB07Yb7tkX6X1v6P1VrWR88R64Byv733zstlzS",
+	"vNf5BNxF+vJZS4vCjBrUJcCir5KZN4eXL/9+N6+hKEgU0APZpY4pd9V7CxomgFqOeWK934Cww8F3sAjI",
+	"eihKPgluBJSv7ZwXsXIrA94CskZ7z0AueOCARtxKXdmg5EvFYMwDBqV3Q/mRxvjBf2EpLeJOyIwHsa9Y",
+	"8SVPK2v7WWv1NeA2qGw9DwIkE5LY1ce5Eboxzl3fWx72eXnYp7ecN/f1M0XzPshw7isJ+NvwLcbAbi3s",
+	"XwQkfQYIempFcVirZJLVe5es3p82Psc36m1U1Flt9iSY02AUOuh7/aeNhcVmfIHVFmoFcC4mrHGBwS4H",
+	"+RmugZLfCCaurkRaesOLEu9KFsyCc6pDwpkRkEgzYEc8nTJM6vAkP1bYhrwlRCo0gk4qmZe7UoWYAUCW",
+	"DTb3pXeoTTfwAbuAkhGxqpfmVhjjvbNC3Uqj1QzyduZTmU7D79ZXkGks3JUEn7N7LlbtB2lkFjdixmVe",
+	"7wYgmNdBlA282WTPPblL0Rb9kRtnaqBykXdZR1hjBu1QIKeFdiHBJiBttOvaoAU2Vo0ZokxACDdYuGYN",
+	"EuE5npsLf0YfE1283dW9aQ70HEDUc3Yl3wEofCbMH8OqBQVFO7xntvsKo9TZrGwIJ+3B2kfiu0nYjBfW",
+	"qQpAZJLrlcOSoNsBbyLSoVjdiMUTrNTkr5n01VwQw7h9meAE+0CPxgnuI4KfBndPBBFO6ZSS5QklGdvE",
+	"3nsrV3zpetT0hJCrwb7bH8TqH26C4LIBjAF3ayoVADQO8xyS/VGWH2I8xY1yl/tGLCLGQZdqyvWhTlSs",
+	"utYsWloxNjcQvQILBtElAZ9viSShL8ayHo+VEtcI4YiQGK5RL9iTA6c1JvQaQbxOWRZtbxFDDxGvw0rQ",
+	"W7MysWcHVLpEKu82cQ2KdzwTqZzxvN9UI2K1rEfANvsAnnAokIoqMcd5WwIJDySuyVuYvnKsSFpWGJ0K",
+	"a73Tij6KwA6JSdchtBQeVBJxhlaROa3VbrpI42NJ3Cu08fPUf/g4Ct2QwvHebKs8/DETy0CK1AYBT1f4",
+	"VhdvcnKyFdwge9q4MtOhvbHBRR6iwLEhRwxuZUa1RadOqAQTAITU/pqgL8MTKq0Eu8p5yRL3IKKeRWzi",
+	"aI1NQSZGmDWfKpwA0HSIcEQ7E8bMYiEoGyvoEnBpFoVIKCLEtWWnEqhwGGHErKZpTGXZEGbrQJ76URi3",
+	"/+iL9ZJ7fMqbAAEo0gsxgPkCAo2czchSVJpKwcVxXOBgfz92vM7wtISIGMSi9V5/t4BuMjnYIUZ13dqe",
+	"Y1SQod6nNcXlbBW2RSOk0wRSrWyVgxmNq0VzThbtULVaRflo9GKYbjfurNvuNzwXZXlvXQN8GPz8ozvX",
+	"g9XL0U4YWjLwLOG9/NoF+rYeUuY11QSrEa3g1ATb58F+feZe7PfXoczAaWz1TA3sDA/2odQsosu82P+M",
+	"UDO49PcxEzf/PxLyHJ1bIloN2ojL5WmjFXtupndSx9ZSeApJNxJVZzjouptO+GxgxMuYVpMnNm5A0rw9",
+	"PwnyecAfAVQJXcjUst4SRAegMSTR/dAdxyVLuXFUFIuQ3wg1AnMH0GRHBJMwfW3kf0QyiNXPU6EAH8SR",
+	"tape3Igl4W8geY3gsWk1wcA0J8dWeb5GE76w4rACo+3j3QTs4q6rcNECXFIIGAWYW18fbs26uTSCxtx5",
+	"ahrQKrt88mHrH3z8zzF2wEOd7uYAkRZOtcHz5hRS9veLgxffsf/++RLTzWKVzIRJKyMG4fGEpTmXMwI1",
+	"hXAwxFNi14Yr5B3uMvTrmdXBh6+xtVhNqwnrUTgXRqdRR+N/z0uIjetDHBk1IWYTkWUic1dywM4Iwanr",
+	"Dq7cNbyDePrvuoUA6jIJsxg6qcVzoIkup6NYJdBFG68GHscQOMpPqNOD4fE1sPgoCYGwhEB72BxuBfnX",
+	"3CJxy5JD2no0QLIfBDfCMEzMgBcwMyNh2kQkMimWHN0KVV5A+SRHgjh2kPBmYwlbQgSkYD4nUl6BAu6U",
+	"UUeEKOixib1/BwliPSsE0Sxb8rKySX/I2rA3HZTHT1Rc2HuFmEskuaXGLfAl9YkA/g3W/q/crczBd/hh",
+	"kvRHWGfUo/10gS3quUJZ5956+NBqdxn8WlKCI/cUT+HOiuuqWQH/4L769788PjWGxb8TKmaFbmwzpT8p",
+	"nzi2thI1NmZNntt8okXz1jMNvHsP5hgXGFov0ynQIAh/t3jPe4mnxVR0LRBuEisA9gADm/1PSY191fc+",
+	"DDRVEeUIizFgbzqIiVSxQlK5O9fmxglrOiM75wTiHY0TlrwWXGhb7pYyvUGAMyCITqGABXNfuyWkuOWA",
+	"RUqcCeYrbZNnef1rhUONQoIoRCoXOs9jhXmkcN333rt/jrMPHg8tcY+MnaJhbnk+piyHZL0MdoHb97j3",
+	"Hju518fs9iWdcqVE/sQyPFhfoyD2pjERmkb3/UGS/dCrcxKg4j3UXK1i6LnyOsKYquvXv/Yj0DR2KegS",
+	"3pUqzSuI3VANoHvWSwjlCnJA3LiEyqS6jvAgAhxw/W1/EKtDxC4EKMsR80D4mFfghEMn79wDij+IVUKs",
+	"nOBL/BiptGTJSzFiiZUqFe1HELogoRgdGDSYvI10smOsvMmUUyCQKkeENAjLRE0BEJlrDji2xx1sClKe",
+	"OmTSpppIQZ4DTWpcy7/hLP76P2+P3h69QgEBBv1XkqjkTNiSzwovVeHlfeGzktYFv18Si79TajmrD4bH",
+	"aYCFW2fUCAd0s+vsxkBEo8PQ0ujcx0v5TQhma5/A5SSq8x9fsmfPnn2/1uQCy9YN6uua33VLubMBqHBj",
+	"YNoH8MHmrunXn43fgCccffqqCo8pn7mNfUgRA1jMP3bxgiByE2nH+3k39OsqRV+t1Aj0uQeZUwH4s0XJ",
+	"STZr1mhrMIGJyLW6dorLqO25ttBFAzk1IJTam+USu7HC1qJGc/XompV3EYsm4CIypHojxhkRS1Mpy2Tp",
+	"yPuMvxvbUhQIK/PUl9Xv1Yn9vGSGq2sxZM8PDvojlAAJnrXZfS0+xQrsst7VDNXmGrR9tZhcjauKtfvH",
+	"UKpeqNIslov2I/ANz6IHh2widKc7EQ8uthIwvtLFP8Ri53GL8roRfqacfez6HuwsMYfjGZEgRadrm6m/",
+	"9ZFu5iPlpgQYEnvDetxJ5SWaDX3y0Sr5jnbe7coAs0fXIIjrQeW6K4fNE1Wk004uhyBDrhZaCSZyK4ZU",
+	"freZGQaDDDHaM2EtvxY2wiQv0CijWBUocjup2hCuVlukHzWrwgHgToHl9p0oxheUD4bQ3XXsXKzA7LaA",
+	"IaE7EkayEuFOyRBlg22cvz09PT79ifX4xIn0kpSI/voibR9FFmF7LmHxd76EpCI//c9RpGGbSvSJSszB",
+	"LnaKcJ06+YYXu7ZBR/icncqiBtK7FTwXGQhfThmysQJIeciN0TmktV/xPIdwMZB/lEbrCJmOGkZwPtFV",
+	"uaw/9tfYe77sa7eJOODWfltu+i4n4FSjN2XNuV7lY3tAtddD1z74yPchjBOwuVZ5BYpvUaw809CGHf58",
+	"eHx5fPrT+OLtD+PDn45OLy9G9Uu+PMHhD2fnl0dQy8BUCspZg6lV6VJSuluskAPxEjgoRR2KggHsACd+",
+	"OTeyrPPFyCwhywE7U44eCDOTiues9/Ls9ZuTo0sY7Y+HxydHryL28vD05dHJydEr8B16yLmCI7IXDTFi",
+	"b45OX7kJHb55c372z8OTqJ7j8embt5d9mNowVqtJzFA6f4JIOTB/choaYatZcGW6CydVJTotu4fu9W/j",
+	"rgex3+/+ls9+XXz2EC/kQ8nRbhBqPy1hSrCXYBivZedeOpV51sf6JjUFo5o6ls8EmlEt4xYvKOsRMfMC",
+	"cNRFyfpDsqa45peJGfrCrcawPDLMqFTYEiL+9C1kHfuo8I7Wo1h528+USzVgl558rZCnIeskNmjVwBbc",
+	"CGH664jKRTU5dKv19ROXttK0JTPfCJlpbyvmh3Ob8kywqphzk21Ig+Ba/E4yUazawgElI86lFatXFmiY",
+	"1vk45XkO9k1EWnX9etPAhJfpFJI3EvpqAAYwCEKi+BQCPfUwrf734PnCNiYLlkwFz4TB8KZCpjc2Vhpj",
+	"zNDbAm6mxIpcpBTm1GtWeqpUjukxou5EWpbMqryURS4gNy+5MkKMS/EO/XYhv5/CrX06Ymhgyi1LAAD2",
+	"RyPEpXsPBCfKFYI4qsYaRQwn4YhiGGjEeMCDpdWARJ32UghciYhs7TOeX2nj5LCJzhbDbmswg5glihRo",
+	"7UmAjRBZOAGx8kzBG87r7Zfg9FzYJfGxkz5Du5/E3hx9BCn/9ObpekKfKT1ncxkVN45cFXmOm02Qfn6/",
+	"IyALhHC0tJ3bLPqt9ftRuCKSNR6oUKBtcEI/2vS9x4vC6FvxuzHIZX36PhZ5pgTLRCqtLy/oF8BxBF/e",
+	"erKIFVQK9GkvNU/tYWIOpjbiNjKj50xm/VEzJ7UhZLvuAA9utbnIJ8WCFiEzVs5lKtYxD6f/4/JmiOFq",
+	"KmUJYQjDa801YAzYhIFXtAd051reCtXkHYi0owttIc2W3nHjZ0b8W6QltQ+QPUYUZHJAM+RMZyKvfREJ",
+	"VtdIOlkbDFJavwIPY2zLO9vJ2nA5viXeVs/oq2Nu4IgC1kYb3uJsK/u55W1b3vY4Dhx3+AIRqn2kH8/V",
+	"vFH1sdga4Yh7U3iwL2PpDcCkBtWVY1VldNHuVoVlPVR2xvhVVST9iHmTtDbeatEksFDmZNnYA7DMHoNN",
+	"zwrHOwDqWS3QadwH4xZGJZH/OcL0YqdvgTSR4GipyFKEqRHu1yyDAtM89wE+M0jCdX+zno/0GbWK01As",
+	"Tws8HGJ5RqwZKeTZSAKfx2Br/3/ZSocY+P1rJSrvDUCvPxIwxDWl08KrUs94KVNyozvuZXRRdOO2vKRz",
+	"8Q0xoOaUvngO9NVF/mwZylfIUPyV8NFCBIIfqDCRzI9nL1gbf224/0fwlli5ZRBm98KxjSOsvd9LSvGu",
+	"xN52bWkEnzl2gQZCgxX6vW3L92cyMEnl+noYq0Rmw+AggcefONrrrhLE3fdSXUEWJqS9PKXy7famH7EE",
+	"HndvO5ZANdohBybJeMmHCQwjl5gU998XZ6cR4yxxCwmjJ/gGHDWlIkBV90VjNA0AlFillbHaYKJOcsJt",
+	"uQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3h6jvgLe4TwkQVBvf+uRF8AqF2vxzI8tS",
+	"qKguuXHNC8LjYVmFFFNQIiUkQYG6SbA63kFdTsXMaWupngHImFu2WPWSIaQr7HI3gqSPxUOUjwF5WicR",
+	"sOOSAb+v8WJCegWeArD0epEA2WWAfnVqZ9MHTvJGDTenVrhoqem2NPzkTJtYkXzSD8Es2H2NVOV98Ghm",
+	"LZlWqagFJjeSKc8Y1pSgZYQmQHfF0nI1Jg6ciCFsuzs57qTRlfbRxcy6xeI5g0QM1qslrShWbi5S2H69",
+	"x4R8UqkBSzKRlzzxBzHlxixihdqyrsqiKsl8wRngheBJRuCSBSlNEFyGU4Q7WBnlLhjJW0m9LLHqUYYc",
+	"VH0D9KqpzgXAakAlT8ZhtyBEWRhmBUUSUluEMXaIAh22Qrb5WOFdHdMIx4UwTrIyCdOFCANnGos7QH5e",
+	"fULrqjkH/RE8AMKetHUZNowePPieXZ6djV8fnv7v+Pzof94eXVxeUAZQnRk7gzPYiTkCowjkwf42n+NK",
+	"Usg5HpAGZaE8oprYScuuIU46VK+Tjenv9wcrVGcuFRUNmmjHQYxA28ydGS6B6myYb7LfnW+yylEgU4uo",
+	"fc5tSVfPiFTIW5GNkHZMFi2y2KhKqfDkBgoaZoHEtZ5GaxVas6gzlZ/+GTawdLx+Z7jzf//a3/3+l/dP",
+	"o6d/+fBfOx8DHL/C6driZ92zzIbsWayQPfnrEStgSux9vOOXP94ZPotiGEm8M4x3/JM7H2IF53N5jJ1i",
+	"K64xcbGeT+tosDmGY4RAZHDHefboaHz/6whwe36wgdR6qfVrrhYkh9vPGRiHu8G9zCM8QemQ5tonap08",
+	"h1bUL9YGfg7D89wLjLRooiMlmLC9kXcFzuEtvSTPQNhZTvKiI41gYmlkDbVNvF00HMfxDenO9YS2mvNW",
+	"c95qznTD0az4Cc2xoFT8XnHJqN3E6h6ieum9eP49MDdS+bJgaqwdZ1PpRPlFrG5EUY681RSyJXPBISwg",
+	"gXmOQalO2DXA/kwWIB5jqYnFHWZLJ29D6QxK24Ta4WLATnUAcZ3obNFNl0uz+MaihFuEbhu99/UQEMhl",
+	"g1oxPuxd6flmsXpwFXYh/PUTpOS1yUXrvklhG2lzsfKZyHSBwQIxnklVlcKjgc34uzG9miC8juHKAnwp",
+	"UAIoGWRZ7/zw8mh8cvz6+DLC6qdH5+Ozfx6dn5wdvjp6FTH6CiIEIvbT4eXRz4f/6z+enLweXx6/Pjp7",
+	"exmxs/M3fz88hZyFn8/O/3F0Pn51fPHy7PT06OXl0Svw/pMhB42cXIJR7IpqtkFgnRLvyjFNqoQKopSp",
+	"hOECKVepyAnxupWOOFzN2qgNQT2fWYF+mqVeYgVYgRhfoHTtl6EOhpvVe3sJY0O6UZrFSzgV3w59C6u5",
+	"JXFfm3cBDmZLRlri5ptRu1KmN+tloperEFaOzI2YVN6EB18uFTBrYuaxZUIZq7XJy1gJ1FgKASpZMxvx",
+	"INTYLoRhmZG3QmF2ATuHiCYP7Aj2xVIU3kyFTvBc64L10LToNFQwp3o/eS1e9lml0MifC24FRj27RRrD",
+	"54CARXZ73sh3wAjxYDd2L60mPy850Ve9+GUj4eLXSgImUnlXKthyuHd31gjWx0SQR0KvqK3AMLUBeyPM",
+	"Llh2DS+FR8EItsmnB/swJ1x/5Ev9EZuIhYZVBOMsZpMBrdw9dEuRbCQ7Xsr05tsQHZcPwJaufk3Wvd8g",
+	"clbo2CBSCZmktaOot4oF2G/Q55/ha0+gtc4fDuJ2tIymDyStl2qCj0Y8eijLgr5ZKHCCWQ05t46gBSUz",
+	"3E2sZU8FAFgm0pzTDyPIPAdwtgH7kcucKkO92N+PVXJ5dnZyMT4/enn2+vXR6auL8cU/jk9OLsavjy8u",
+	"jk9/IhhGXlcbns3QscjsjcxzlARDhUPxTtpyLYQZrNZjFtUIS+q6ug/Q6hJMnK1N+CSQg/dMJTgm3u+A",
+	"HoCvZMKN6O692Im8TwLgYXXOCCh/8KM2IuW4ws1Nwi2KPaD+7sRIcSXVdbzjKwa1dw5v1kZrTdRidVlf",
+	"OiFj42O1fAvWnDBwpONHi34qirS26P73Tk/MaUKoY50HNHV4sz/CKq3J8enl0fnp4UkSK0SD8YjKlRLv",
+	"CoyOptKl7ih/WhCx5RPXFP3gc4Oy7L13/zjRr1nY7kHF0z3GDMpl17me8LxdFMl1MWK1UW6wDrdF67xR",
+	"oOeBvN9N5xIm84aX0y8Cw4UWI5TWmQsjqOxVtoUd/iIgWsqObUJOrXXecXOiB1R9fL7/jCUBMb0JIlxj",
+	"2jf6z/kCq4f4OwO1G/ygeo6EtqsmUu5pf8QKbu1cm2y3XBS+jBqZULiBoj1YN4tTLM7MiSHJn+h/ScQq",
+	"1xGWh4O0MkDEW4fz8tVc0+ZIT9zqPvTCwpZsb+rjlEJ82LUrqnJDhgT1SW/EAoNPTLNgeYs7QbST5bkY",
+	"sURVeZ6gVhwrrHqEQRgUUWWZLEd4PxDjUZXt4oKsx324GZYCZUoIqJDHJhAJWMYKqxRCUEzmq50v3UQq",
+	"WrB0n91kahDhVjeDWB1ScT+SSIK8hRJ6uxBhR5nCa+m49/ODg6WSfrGiQMMBe9NJXtz8hUrNAoull1Ah",
+	"totmvKkeg2Z8etf70jg/l//9kxCthuUBAj6/Rff81tv+6cWin91heTB57tAnKivM7kZKxdqqP029okm+",
+	"qB4zGCfhsG+qXLy1wnxTCkbAa96qGF+2irG6UR+jZHTelMhXVlm5FqSG3KE4xOphmgP7zYrD13MFH8yH",
+	"V/f4U6gPfxBl4KEXpFsdeOAFGbALPhPMVDmm2CRFWwJMhhA/DXXQO7QJuCxRS3lga3SHaFV3iFVQHqJO",
+	"VQAl/iW1IgKPJAj2GZVzNw1x3oI4H6vnBwd3SOKPcAm30vjdVGArj2/l8d8mjz+MQjqJ3BG6O3yHXbaT",
+	"s+APZDIbdPrY3kKrD6UaX1QxGjeF+3x3h6EUDSzj7y1Lf4XFayo6GP4o4kG5o15N1wF8vv99HQXDs8wI",
+	"ayEQht9gkltXHRTX085jljFxHXymMibY9f1lTEBp3tYt2TKVTcIF4VATFEvHjQ3MY++9vLsUSecdBr3X",
+	"G7ghLbRVJ6oRGvj9OmsN3eiH8Zi3UBf5sxtm6JFtsNfXWrRjza3Y3PU76LJ+fLFHehMO0+AuW3PiJ6yl",
+	"ccdhKwBEc0OxfSZLiCmSAlAYmp5JsqR7etwmxVc5v24l8D+AUr+FEpy//Vh/eqGtHtlnshpsdKWogunX",
+	"Irhtk2e/Qp6GN+FOMrN5XAU44oDEMPEuFUXJEu8+SLAUM96vNsWJ1UeTnM68UjDAfolUpzG0LdnZkp0/",
+	"ds4+XIVNNcy9QqZlZcSd6HX0DJMzsstx8u4gkgpU08mlEiNIOQs2JASn4pYpSF0/VAtm5bUS2a4kV9CM",
+	"L9DHKcu1gvsbGuDjye8wrb0/tS97gGiaSMUxiW8ThCBoa+t3vEP4RtCyJ9afqvuPqNG5eJgxfa31/Bya",
+	"+hJVQTeyjZJa3Ay2+uCnt6Fzfy4NnZHfZEw/rqOimN82loC8lbAZvyE/NlBBrtqCWAcpNFyF8/ulCV8w",
+	"ODewzyR6bXpzmtvb8AkDzvXWJ7yVrjaRruCsMw6HaEPGtffe/fNwU/6qKBXCy6c6x9Ad1/KIGXGrb5zK",
+	"5+kLwM9+jF3p3LUkfjOhWcXjdNRP8ZkIKJMFL6c1xiQtZ5tmNJMVZ/zdiVDX5XRn+OwA4DL9x6cfAy/5",
+	"2YiN2yrsd+uj+OoUK3c37r77mFa+N9WVFTdCFO48fgJMj5DNnnEx0woJAUF9ICEQKiu0hEyXbvCP7vi8",
+	"EZvchfTxgtAl7CBW54IXlmlTTLmyrOerPAOKCaHrQq49QFhErBuqQ7wr3P1GOCHqOlaZkd5iNWNziNGb",
+	"8wVBKyPeUBOkGhN9O0CQEDjZg68g4PMCdEx33xcIT5RJW1AVN5xkVglAbc2qXGQIjg3Ire4vgHPjcgZJ",
+	"Nnom3SItoJtyrqG6RVoZ40aMxXOwupTvAnAIXDNQFqq/hOvBlmA9DrCNWH16VI/zSiGywd+bB/MRqeRq",
+	"b3fRy5+nvMTjXHBrWSa/gvD5bxxEQ/CC7jrBttnW5Vm9NHZzaI3loXWPBQggSh0dRX5xxhGbUcUCxAqS",
+	"pWWNijOFEVfynRM5KpPvDHfeayOvpfrwnhfFGH/8sMcLuXf7dCfaueVGurWzdPTpCaTbcEV3hjt79jbd",
+	"6Yw9rbtN6pcT1mtFJYM858fMMTdgqm3JjNYlwkPjGNu9TsuyGO7t5TrluXt8+Jf9v+yvDOPCXT4RYYMA",
+	"NaJNSaXubMlVKtBTwN2+ud57UMzBjbYyeRIKAGAVITd8NyIQp2gTV2HWr1GuhKqrub6WKmK0nTZiLy/O",
+	"f2SlO3RRSKuEgYkZlzm7yvXcDmoh8LAqpx2y41tQkWsZVmrFenxVYo68Z4TsSrbfaBuZdDeSetsm+cSy",
+	"wugrmQs3o7QBv0LtNlp9ScQfLK2rjb+pJrlM3e0o5UywK8HBinqV8+vmvF/C0el4Hypy2yFLIWYoAktp",
+	"RF6EiCLcI3bFbzVEqrp2Iz9K4LVQOtmCfQFLJ4tZAWUFoHIHgIDZqSwQvPBKGKxReE0lHNzvEI7KWWGk",
+	"SmXBc9YLZpJCGKsVzxs/QrbrtdFV0YfkWMK3ChjU0DQEz1KhwfCmxB4NFNJlMzGbYD5+T6pbaeUkDy+j",
+	"fBOr5/vP+yMK3lf8miwsvUb1qWbzth3Hq+cqaoy2UYkYH4HyE4QmSYcv1HqkSUm7YrfpNz1xCAGPEN0Q",
+	"DQCgBLEKoARNTALg2f4awDy7jpMwvgQ2oKQRxYETOmRCOeI1E6r0oIKR26LdIAkwfSuMQVQVfDiLYsc9",
+	"9S6VpewHcRK62c3FrWhmIdL7sH9OQnLDGDAIe8YMJIwZ9ZC1QppY4VBzx9d7SVzt7z9LEeMF/hYD/Opy",
+	"UYhTPqMvE0wbISwdlqTaiMG54Nnb8xPXW9KxYIS30qF6Ot6kr+pLYEsOBTHhYHsexnovdtG9mhqt3N0x",
+	"SMZg27USu3aqS0c0E1OpMS+TPhRAmXFVOZmQlVOjq+spS0ojr69BMHtVCeSMbm3Wi5Ek23cJj7EK0mNr",
+	"xhctzttZ/6KyboeptFF7AVCIfP/eM7wPHxIGPqOpzjNhbMQq2sMlDu9Oh+NgsYI1BJHdiQatsb3B+nOe",
+	"1HSN7h+QO3NFmIn+UB++OWa9xN7ejPFMyAxPA33EHBw6IP0Be+1ufdAalBCZXaEGWjUAXcEOa2tVyUKh",
+	"0sCN51NehtqwHmkrufjnSwTuGx++OU7C/WjIOFGsnNbhdAVbEWBA6tY6n/OFZRPU+W98ATp/Zt8cQwpR",
+	"x+r85CgSHppAwAjUC+miZT00KyRAoZLI230iluATCdTEQ9Km54rKD9ooVlAMEKaB4IstImIjSny6MkLs",
+	"XmkzAzlAGKFSgdvPa/6CJfgNoOfyWGFvNZCKu/c1ggrCI5Cmgxvqs5zpE+hF/hdoiz7g6fDEBxkLPBzY",
+	"yjWuGKmLOSRk6RFbkhGsEB4oyT0/YMeBtWADXnd2qvOItX9rUn6nUCpderIeXnrW2mHcxo79PeHquuLX",
+	"YrdrB5pMl4b5ykCxoiFLdCEUlwkgdrKzQqjD412nEPDSjTRWyV465SXoCLmgkv3+tA/phYid5Tmf8Yjd",
+	"npy8jtjJa3ZRVpnUETxwrqtSmIj9ZPSvETv8T2VEP4pVwpUjcIVME9Z7jXBc1t1YgvzF+YksYb2UKzcD",
+	"I4occJWNnjEOFcH2/vfw9QnDRykx0OlFWHYyEzNtCYc9mXArUCYFXzMeh9ZCkRhrWYEylmc9XhQs8orw",
+	"dpw0HKhNuNd5PhtzxIwfwxMJ68FlPzl5PT48OTn7+ejV+O9nF5cXyRAFagAfi9jxm7ovHPnL41fnTInS",
+	"0QR3ygpuOPGXVM9mHMQaW/BU2LpIptJK9COWTkV640uIEuYH6z0/OOhj24SjRicFivRitR47AqkM61E/",
+	"sQQ6XYp3ZVgZQjzEX6D6p51qU8bKicmmKFnvYH/fHWLD0xLIvlP9jWPX4Tufzg70BJqrLF06PVduJWFv",
+	"ntgwsdYuETZrA9KAHotwejUk/1WNXJicnsEuvDw7/fH4p7fnUEOb6scR2XRyFqTy7brdHrKgCrspzt1x",
+	"LeT4RizGVpRItOuy3zdi0bqnrztu4V0cFclRJq6kknhlexgqwKRimU6hGjc7iODIswssB5QZflWyg/2D",
+	"/d2nB2jcc6JArJKWLurNJyh+eRY6wK8H/7ZaJX2ynVUyL53KUkNK7sL2yUlViixWKS95rq8jdhssrniZ",
+	"CvT4IOLuDFQEFA5QUNRm11aFu7tZQ11wp0eJOU6+S/i6g9vXSIxm4TmDXQHEbI6eyixQ2nAnBmasmiCY",
+	"UfOI9ZZk8uVkUJWt6ALNvORYLUHueJpxF/RO44wZQBdbYveXa4RTQM1lvRTK1y0Jqm7kcHlQsETyBTKp",
+	"uwa1VphLW3rdMKM4eqfeIV4RbF9KB5VPtCkjX4U+onLxEbEwJABSVfBLaRb0D0LwM0SHX1XsQCxIS6go",
+	"B6Clc0UWI7Rm1wiMCMvbaZ9uLRaAZK8u1lEQ3AAjIRcly/X1NaruwY4NeNTLcNNu+CvWqVj1Evw4JhV9",
+	"7L4e0qPuqmkllhBkUe5pGvhZDw1lbgvcZycQerl518nvXqLvO5FjY8u++94fVitiVYuttZSyZgHJ1NZF",
+	"xHi+C7YIpOVgSbBOhStkikc7cVdh730FnrwPCFKesB7WUwvw2EYQUCd4tqD8mlnASpFA0G5F6VJekSXZ",
+	"JgP2M1makpkwaWWI15fTUI7QSbGZdccJzBRsWk2YLQS/8aH0r/FFZquJm+AENJ1SpzofefjcqNkgiAnW",
+	"scVSE+aob2JaTUIlRSfa1U3Cox66oMQ1Qt+sn0BR2WkUquoVOs9jlfx0dMmW0N2TJbeKr+TZUpwqO11D",
+	"PttKkpOc8AlPEsEYaqMlBw8IkRPBjTCO68VqQ+WKqmmSGAFAJv5ee8uKI1hIdSWVvmiMB3SMQaxek2YF",
+	"LWBhnmV9CqraLGtV3l4GV0RChVq3h0mjCro/cQmxSl7IvT8lrOBQ87wmMLW7KAm9jl8dXxz+cHL0KlmD",
+	"LhuQH90BQCG/H7GJuEKO1fKjSa0G7Dx4c0QGmOxORAl+ne/2vX8GbGaxQt9OtLQY47pUyPj14f+XbOL7",
+	"WWXEh2+Ou0yohWP5VGK1MDqrUshYcUpkj1RCa0Vp+0PGTTp1FNSxFUfNWAUvO95i5C0v5a0gfuvoX6zQ",
+	"6sjTVABDRCQM18+kypFQ5BUuEwaxQ0frzItQFbfmLcjEcGjBYFDrxKH0qhNw3d7UhsOmdkfv12SzLf+5",
+	"6XdZ20AsYVLdClVqxwzBip7ntQW2UvQV6cIgcREnGrCuoI5YHbcbgTcb7RjBrv3lpQq5cBeC4oLS0phe",
+	"GJMhL4lVOG9XPLeCTKNhTIvwJn0V3qwPamkqUK8dgy9o9hYLZWfCgGY9983YcSZNwnotQ8mbk7c/HZ9e",
+	"jF8dnydR0AgSW2rDr8UevZn0nVKWZ43poGgbsUwagZUjfHec3QqVaeMH4W2I+C0SrD38SgX74V7SH7Af",
+	"hAVbpxfJY3XwxPosLTIUySsnuxGmi/XuIxRDHasasiRItgnr4YUJg7EjJjMbK2/WzKvrNQNK+hFLAKYa",
+	"msG33YHGS3sBv7hnZmmBhb/dc7bMpGYJKJEqS8DeiAHXoIj8/fLyDUsc5yTE+ASpuIUSj0vgUi1zDIxG",
+	"uIv+hjRImzglfyavSaBOfIugefxTGCd2hhVYmfD49PT0dAzxPfbXPMG6IJLnIi37UAcNTOLYiZOGcr44",
+	"5TNBtZRuqXlQ8aRpKU5QA5u0JdatLNERaipJo1hV6gYkhwCPReWLHasvjAD9iV0ZcHY7WqWyXLBe4r85",
+	"UqVZ+Brc0L8TsEHd7NDb6GTvrRyEJGKWq2yi34mM9V5evGEJfWZgfdglvpkMA4v1nNRUKlZYqt7pZvzX",
+	"ytE5CS62pqeOdII+CqZO/1WeeKRaWe0I4PLS8aJYHaxjJ3jkXr98Q3ITDMMDkJGc8cSirERl9KFyMc+Z",
+	"ULfSaAXaL1kKgV8Iui0jIOZIr5Uu2Y0oyjpQrW4bjhjV4/PEBbzeVpgxxuKD3BA4DsjjkGTAZoIrUA6n",
+	"woghK3h6A4YqYA7I12zdZ1CRK+WerIkuDcZticiv2kIa7nQHvzirymvtRgu+zbaxCtcDiq+TtNHNHhpc",
+	"ict8jTAYFFepdnlRsJZwzXq1OshmHBwLpBa6Q1Jj5qOQW+BLKBDromRSodA7G7BTMV9qG5YxtxrEXhDs",
+	"CPq2kOk9In9zDU+bP3VxXp6LsnTb4PaMXeHGkJkgGCfoV28DazpUL+CnnQ+/fPj/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -163,6 +163,9 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, requestError(err))
 		return
 	}
+	// The validator reads the body and puts a copy back on the request it was handed; the
+	// request handlers read through RequestInfo (the protocol endpoints) gets that body too.
+	ri.Request.Body, ri.Request.GetBody = c.Request.Body, c.Request.GetBody
 	if idemKey != "" {
 		s.serveIdempotent(c, idemKey, idemHash) // the header's format was validated above
 		return

@@ -2,7 +2,7 @@
 // approval), per-agent API keys (minted secret shown once, revoke) and memory (agentmemory.tsx).
 // The forms and the key list are crud.tsx's FormPanel and EditList.
 import { useState } from "preact/hooks";
-import { api, unwrap, type Agent, type Schemas, type Task } from "../api";
+import { api, prefix, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
 import { reloadConfig, useSession } from "../session";
 import { ErrorNote, Field, Link, PageHeader, StatusBadge, Tabs, TextArea, formatTime, useAction, useLoad } from "../ui";
@@ -305,6 +305,7 @@ function AgentKeys(props: { agent: Agent }) {
           <Field label="Key name" required value={name} onValue={setName} hint="What uses it, e.g. “n8n workflow”." />
         </FormPanel>
         {minted && <MintedKey key={minted.id} minted={minted} onHide={() => setMinted(null)} />}
+        <ProtocolURLs />
       </div>
       <section class="panel" aria-labelledby="keys-h">
         <h2 id="keys-h">Keys</h2>
@@ -369,35 +370,64 @@ function AgentAPIOff() {
   );
 }
 
+/** CopyRow is a read-only value with a copy button (the clipboard may refuse: then it says nothing). */
+function CopyRow(props: { value: string; label: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div class="copy-row">
+      <input readOnly class="mono" aria-label={props.label} value={props.value} onFocus={(e) => (e.target as HTMLInputElement).select()} />
+      <button
+        type="button"
+        onClick={async () => {
+          try {
+            await navigator.clipboard.writeText(props.value);
+            setCopied(true);
+          } catch {
+            setCopied(false);
+          }
+        }}
+      >
+        {copied ? "Copied" : "Copy"}
+      </button>
+    </div>
+  );
+}
+
 /** A key just minted: its secret, shown this once, with a copy button. It stands outside the
  * mint form, so Enter in its field cannot mint another key. */
 function MintedKey(props: { minted: Schemas["AgentApiKeyWithSecret"]; onHide: () => void }) {
-  const [copied, setCopied] = useState(false);
   const m = props.minted;
   return (
     <div class="secret" role="region" aria-label="New key">
       <p>
         <strong>Copy the key “{m.name}” now.</strong> It is not shown again.
       </p>
-      <div class="copy-row">
-        <input readOnly class="mono" aria-label="The new key" value={m.key} onFocus={(e) => (e.target as HTMLInputElement).select()} />
-        <button
-          type="button"
-          onClick={async () => {
-            try {
-              await navigator.clipboard.writeText(m.key);
-              setCopied(true);
-            } catch {
-              setCopied(false);
-            }
-          }}
-        >
-          {copied ? "Copied" : "Copy"}
-        </button>
-      </div>
+      <CopyRow value={m.key} label="The new key" />
       <button type="button" class="link" onClick={props.onHide}>
         I have stored it, hide the key
       </button>
     </div>
+  );
+}
+
+/** ProtocolURLs shows where MCP clients and A2A clients reach the agent, with the same keys. */
+function ProtocolURLs() {
+  const base = new URL(`${prefix}/api/v1/agent-api`, location.href).href;
+  return (
+    <section class="panel" aria-labelledby="protocols-h">
+      <h2 id="protocols-h">MCP and A2A</h2>
+      <p class="muted">
+        The agent also answers MCP clients (IDEs, desktop assistants) and A2A agents, with a key above as <code>Authorization: Bearer …</code> and the
+        per-agent API's rules.
+      </p>
+      <p>
+        <strong>MCP server URL</strong> (streamable HTTP)
+      </p>
+      <CopyRow value={`${base}/mcp`} label="MCP server URL" />
+      <p>
+        <strong>A2A agent card URL</strong>
+      </p>
+      <CopyRow value={`${base}/a2a/.well-known/agent-card.json`} label="A2A agent card URL" />
+    </section>
   );
 }
