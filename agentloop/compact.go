@@ -40,6 +40,9 @@ const (
 	messageOverhead = 4
 	// maxRenderedResult bounds one tool result in the text handed to the summariser.
 	maxRenderedResult = 2000
+	// summaryAttempts bounds the summariser's calls of one compaction (each after a refusal as
+	// too long, with half the text).
+	summaryAttempts = 3
 )
 
 // tooLongAfterCompaction is the message of a task failed with CONTEXT_TOO_LONG.
@@ -191,10 +194,11 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 	if last <= 0 {
 		return errNothingToCompact
 	}
-	var b strings.Builder
+	head := ""
 	if c.summary != nil {
-		b.WriteString("Summary so far:\n" + c.summary.Text + "\n\n")
+		head = "Summary so far:\n" + c.summary.Text + "\n\n"
 	}
+	var b strings.Builder
 	for _, m := range req.Messages[:last] {
 		switch m.Role {
 		case llm.RoleUser:
@@ -210,21 +214,39 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 			b.WriteString("Tool result: " + text.Clip(m.Text, maxRenderedResult) + "\n")
 		}
 	}
-	rendered := b.String()
+	turns := b.String()
 	scfg, sdriver := c.cfg, c.driver
 	if c.summaryCfg != nil && c.summariser != nil {
 		scfg, sdriver = c.summaryCfg, c.summariser
 	}
-	if usable, _ := windowOf(scfg, nil); usable > 0 && len(rendered) > usable*CharsPerToken*3/4 {
-		// The summariser has the same window: it reads the most recent part that fits.
-		keep := usable * CharsPerToken * 3 / 4
-		rendered = "(the oldest part is omitted)\n" + rendered[len(rendered)-keep:]
+	// The summariser has a window too: it reads the previous summary and the most recent turns
+	// that fit in three quarters of it; refused as too long all the same (the estimate is
+	// short for the provider's tokenizer), it is asked again with half as much, at most
+	// summaryAttempts times in all.
+	keep := len(head) + len(turns)
+	if usable, _ := windowOf(scfg, nil); usable > 0 {
+		keep = min(keep, usable*CharsPerToken*3/4)
 	}
-	sreq := llm.Request{System: summaryPrompt, Summary: true,
-		Messages: []llm.Message{{Role: llm.RoleUser, Text: strings.ToValidUTF8(rendered, "")}}}
-	resp, err := sdriver.Complete(ctx, sreq)
-	if err != nil {
-		return err
+	var resp *llm.Response
+	for attempt := 1; ; attempt++ {
+		rendered := head + turns
+		if len(rendered) > keep {
+			cut := len(turns) - max(keep-len(head), keep/4)
+			rendered = head + "(the oldest turns are omitted)\n" + turns[min(max(cut, 0), len(turns)):]
+		}
+		sreq := llm.Request{System: summaryPrompt, Summary: true,
+			Messages: []llm.Message{{Role: llm.RoleUser, Text: strings.ToValidUTF8(rendered, "")}}}
+		var err error
+		resp, err = sdriver.Complete(ctx, sreq)
+		var le *llm.Error
+		if errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong && attempt < summaryAttempts && ctx.Err() == nil {
+			keep = min(keep, len(rendered)) / 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
 	}
 	sm := store.Summary{FromSequence: c.seqs[0], ThroughSequence: c.seqs[last-1], Text: strings.TrimSpace(resp.Text),
 		Model: scfg.Model, LLMConfigID: scfg.ID, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}

@@ -257,3 +257,46 @@ func TestCompactionSettings(t *testing.T) {
 		}
 	}
 }
+
+// shortSummaries refuses, as too long, any summariser request of more than limit characters.
+type shortSummaries struct {
+	inner   llm.Driver
+	limit   int
+	refused int
+	sent    []string // the summariser requests' text accepted
+}
+
+func (s *shortSummaries) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if req.Summary {
+		if n := len(req.Messages[0].Text); n > s.limit {
+			s.refused++
+			return nil, &llm.Error{Code: taskstate.CodeContextTooLong, Message: "prompt is too long"}
+		}
+		s.sent = append(s.sent, req.Messages[0].Text)
+	}
+	return s.inner.Complete(ctx, req)
+}
+
+// TestSummariserRefusalIsRetriedShorter: a summariser request the provider refuses as too long
+// is asked again with half as much of the turns, and the previous summary is always kept at its
+// head: the chat goes on.
+func TestSummariserRefusalIsRetriedShorter(t *testing.T) {
+	t.Parallel()
+	window, reserve := 2000, 200
+	f := looptest.New(t, answers(20), store.AgentFields{AllowFollowup: ptr(true)}, true,
+		looptest.WithLLMConfig(func(c *store.LLMConfig) { c.ContextWindow, c.MaxTokensOutput = &window, &reserve }))
+	model := &shortSummaries{inner: f.Rec.Driver, limit: 1500}
+	f.Rec.Driver = model
+	tk := chatPast(t, f, 20)
+	if tk.Status != taskstate.Completed || *tk.Answer != "Answer 20." {
+		t.Fatalf("last turn: %s (%+v)", tk.Status, tk.Error)
+	}
+	if model.refused == 0 || len(model.sent) < 2 {
+		t.Fatalf("%d refusals, %d summaries", model.refused, len(model.sent))
+	}
+	for i, text := range model.sent[1:] {
+		if !strings.HasPrefix(text, "Summary so far:\n") || !strings.Contains(text, "(the oldest turns are omitted)") {
+			t.Fatalf("summary request %d: %q", i+2, text80(text))
+		}
+	}
+}
