@@ -16,7 +16,7 @@ import (
 
 // chatPast drives a chat of turns user messages of about 1,200 characters each (the first the
 // prompt, then follow-ups) through f and returns the task as left.
-func chatPast(t *testing.T, f *looptest.Fixture, turns int) *store.Task {
+func chatPast(t testing.TB, f *looptest.Fixture, turns int) *store.Task {
 	t.Helper()
 	ctx := context.Background()
 	say := func(i int) string { return fmt.Sprintf("Message %d: ", i+1) + strings.Repeat("lorem ipsum ", 100) }
