@@ -15,9 +15,12 @@ import (
 
 // Compaction keeps a long conversation inside the model's context window (issue 25). Before
 // each model call the request's size is estimated against the configuration's context_window
-// less the answer's reserve; past CompactThreshold percent of it, the turns before the latest
-// user message are summarised by the same model configuration and the summary replaces them in
-// what is sent (appended to the system prompt). The system prompt, the latest user message and
+// less the answer's reserve (the agent's compaction_answer_reserve, else the configuration's
+// max_tokens_output, else DefaultAnswerReserve); past the agent's compaction_threshold_percent
+// of it (CompactThreshold unless set), the turns before the latest user message are summarised
+// by the agent's summary model configuration (else the one it runs with) and the summary
+// replaces them in what is sent (appended to the system prompt). An agent with compaction off
+// sends the conversation whole and fails with CONTEXT_TOO_LONG when the provider refuses it. The system prompt, the latest user message and
 // every turn after it — the pending tool calls with their results — are always sent whole, and
 // a tool call is never separated from its result (a cut falls only before a user message). A
 // provider's context-length refusal compacts too, and the call is tried once more. The
@@ -37,6 +40,9 @@ const (
 	messageOverhead = 4
 	// maxRenderedResult bounds one tool result in the text handed to the summariser.
 	maxRenderedResult = 2000
+	// summaryAttempts bounds the summariser's calls of one compaction (each after a refusal as
+	// too long, with half the text).
+	summaryAttempts = 3
 )
 
 // tooLongAfterCompaction is the message of a task failed with CONTEXT_TOO_LONG.
@@ -44,6 +50,13 @@ const tooLongAfterCompaction = "the conversation does not fit the model's contex
 
 // errTooLong is fit's refusal: the request cannot be made to fit.
 var errTooLong = errors.New(tooLongAfterCompaction)
+
+// errNothingToCompact is compact's refusal when nothing precedes the latest user message.
+var errNothingToCompact = fmt.Errorf("nothing to compact: %w", errTooLong)
+
+// errCompactionOff is fit's refusal of a request the provider found too long when the agent's
+// compaction is off.
+var errCompactionOff = errors.New("the conversation does not fit the model's context window and the agent's compaction is off")
 
 // summaryPrompt is the system prompt of a compaction call.
 const summaryPrompt = "You compact the conversation of an AI agent with its user so that the agent can go on " +
@@ -70,19 +83,27 @@ func estimateTokens(req *llm.Request) int {
 }
 
 // windowOf is the tokens a request may hold under cfg (its context_window less the answer's
-// reserve), and the threshold past which it is compacted; zero when the window is unknown.
-func windowOf(cfg *store.LLMConfig) (usable, threshold int) {
+// reserve: the agent's, else the configuration's max_tokens_output, else DefaultAnswerReserve),
+// and the threshold past which it is compacted (the agent's percent of it, else
+// CompactThreshold); zero when the window is unknown. a may be nil (the defaults).
+func windowOf(cfg *store.LLMConfig, a *store.Agent) (usable, threshold int) {
 	if cfg == nil || cfg.ContextWindow == nil || *cfg.ContextWindow <= 0 {
 		return 0, 0
 	}
-	window, reserve := *cfg.ContextWindow, DefaultAnswerReserve
+	window, reserve, percent := *cfg.ContextWindow, DefaultAnswerReserve, CompactThreshold
 	if cfg.MaxTokensOutput != nil && *cfg.MaxTokensOutput > 0 {
 		reserve = *cfg.MaxTokensOutput
+	}
+	if a != nil && a.Compaction.AnswerReserve > 0 {
+		reserve = a.Compaction.AnswerReserve
+	}
+	if a != nil && a.Compaction.ThresholdPercent > 0 {
+		percent = a.Compaction.ThresholdPercent
 	}
 	if usable = window - reserve; usable < window/2 {
 		usable = window / 2 // an answer reserve as large as the window leaves half for the prompt
 	}
-	return usable, usable * CompactThreshold / 100
+	return usable, usable * percent / 100
 }
 
 // withSummary is the system prompt sent with a summary of the earlier conversation.
@@ -100,6 +121,10 @@ type conversation struct {
 	cfg    *store.LLMConfig
 	driver llm.Driver
 	worker string
+	// summariser writes the summaries with configuration summaryCfg: the agent's summary model,
+	// else cfg and driver.
+	summaryCfg *store.LLMConfig
+	summariser llm.Driver
 
 	summary   *store.Summary
 	seqs      []int64 // the stored message each request message comes from
@@ -126,7 +151,13 @@ func (c *conversation) build(ctx context.Context) (llm.Request, error) {
 // it cannot fit (nothing before the latest user message to compact, or still over the window
 // after compacting, or refused again), the summariser's model errors, the store's.
 func (c *conversation) fit(ctx context.Context, req llm.Request, force bool) (llm.Request, error) {
-	usable, threshold := windowOf(c.cfg)
+	usable, threshold := windowOf(c.cfg, c.agent)
+	if !c.agent.Compaction.Enabled {
+		if force {
+			return req, errCompactionOff
+		}
+		return req, nil
+	}
 	if !force && (threshold == 0 || estimateTokens(&req) <= threshold) {
 		return req, nil
 	}
@@ -134,6 +165,9 @@ func (c *conversation) fit(ctx context.Context, req llm.Request, force bool) (ll
 		return req, errTooLong // one compaction per step: the request was refused after it
 	}
 	if err := c.compact(ctx, req); err != nil {
+		if errors.Is(err, errNothingToCompact) && !force && estimateTokens(&req) <= usable {
+			return req, nil // past the threshold but within the window: it goes as it is
+		}
 		return req, err
 	}
 	out, err := c.build(ctx)
@@ -147,8 +181,8 @@ func (c *conversation) fit(ctx context.Context, req llm.Request, force bool) (ll
 }
 
 // compact summarises every message of req before the latest user message (with the previous
-// summary) and records the summary on the task. Errors: errTooLong when there is nothing to
-// compact; the summariser's model error; the store's.
+// summary) and records the summary on the task. Errors: errNothingToCompact (an errTooLong)
+// when nothing precedes the latest user message; the summariser's model error; the store's.
 func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 	last := -1 // the latest user message
 	for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -158,12 +192,13 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 		}
 	}
 	if last <= 0 {
-		return errTooLong
+		return errNothingToCompact
+	}
+	head := ""
+	if c.summary != nil {
+		head = "Summary so far:\n" + c.summary.Text + "\n\n"
 	}
 	var b strings.Builder
-	if c.summary != nil {
-		b.WriteString("Summary so far:\n" + c.summary.Text + "\n\n")
-	}
 	for _, m := range req.Messages[:last] {
 		switch m.Role {
 		case llm.RoleUser:
@@ -179,20 +214,42 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 			b.WriteString("Tool result: " + text.Clip(m.Text, maxRenderedResult) + "\n")
 		}
 	}
-	rendered := b.String()
-	if usable, _ := windowOf(c.cfg); usable > 0 && len(rendered) > usable*CharsPerToken*3/4 {
-		// The summariser has the same window: it reads the most recent part that fits.
-		keep := usable * CharsPerToken * 3 / 4
-		rendered = "(the oldest part is omitted)\n" + rendered[len(rendered)-keep:]
+	turns := b.String()
+	scfg, sdriver := c.cfg, c.driver
+	if c.summaryCfg != nil && c.summariser != nil {
+		scfg, sdriver = c.summaryCfg, c.summariser
 	}
-	sreq := llm.Request{System: summaryPrompt, Summary: true,
-		Messages: []llm.Message{{Role: llm.RoleUser, Text: strings.ToValidUTF8(rendered, "")}}}
-	resp, err := c.driver.Complete(ctx, sreq)
-	if err != nil {
-		return err
+	// The summariser has a window too: it reads the previous summary and the most recent turns
+	// that fit in three quarters of it; refused as too long all the same (the estimate is
+	// short for the provider's tokenizer), it is asked again with half as much, at most
+	// summaryAttempts times in all.
+	keep := len(head) + len(turns)
+	if usable, _ := windowOf(scfg, nil); usable > 0 {
+		keep = min(keep, usable*CharsPerToken*3/4)
 	}
-	sm := store.Summary{ThroughSequence: c.seqs[last-1], Text: strings.TrimSpace(resp.Text), Model: c.cfg.Model,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+	var resp *llm.Response
+	for attempt := 1; ; attempt++ {
+		rendered := head + turns
+		if len(rendered) > keep {
+			cut := len(turns) - max(keep-len(head), keep/4)
+			rendered = head + "(the oldest turns are omitted)\n" + turns[min(max(cut, 0), len(turns)):]
+		}
+		sreq := llm.Request{System: summaryPrompt, Summary: true,
+			Messages: []llm.Message{{Role: llm.RoleUser, Text: strings.ToValidUTF8(rendered, "")}}}
+		var err error
+		resp, err = sdriver.Complete(ctx, sreq)
+		var le *llm.Error
+		if errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong && attempt < summaryAttempts && ctx.Err() == nil {
+			keep = min(keep, len(rendered)) / 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	sm := store.Summary{FromSequence: c.seqs[0], ThroughSequence: c.seqs[last-1], Text: strings.TrimSpace(resp.Text),
+		Model: scfg.Model, LLMConfigID: scfg.ID, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
 	if sm.Text == "" {
 		return &llm.Error{Code: taskstate.CodeBadRequest, Message: "the model wrote an empty summary of the conversation"}
 	}
@@ -210,6 +267,8 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 func (l *Loop) failTooLong(ctx context.Context, t *store.Task, worker string, err error) (*store.Task, error) {
 	var le *llm.Error
 	switch {
+	case errors.Is(err, errCompactionOff):
+		return l.fail(ctx, t, worker, taskstate.CodeContextTooLong, err.Error(), nil)
 	case errors.Is(err, errTooLong):
 		return l.fail(ctx, t, worker, taskstate.CodeContextTooLong, tooLongAfterCompaction, nil)
 	case errors.As(err, &le) && ctx.Err() == nil:

@@ -22,7 +22,8 @@ type stepConfig struct {
 	states  map[string]tools.ToolState
 	llm     *store.LLMConfig // nil: none (llmErr says why)
 	llmErr  error
-	owner   int64 // the user owning the agent (a personal principal's), 0 for a group's
+	summary *store.LLMConfig // the agent's summary model; nil: llm writes summaries
+	owner   int64            // the user owning the agent (a personal principal's), 0 for a group's
 }
 
 // configMaxAge bounds how long a cached configuration serves steps while the version stays
@@ -101,6 +102,13 @@ func (l *Loop) loadConfig(ctx context.Context, agentID, viewer, v int64) (*stepC
 	c.llm, c.llmErr = l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
 	if c.llmErr != nil && !errors.Is(c.llmErr, svcerr.ErrNotFound) {
 		return nil, c.llmErr
+	}
+	if id := agent.Compaction.SummaryLLMConfigID; id != nil {
+		// One the owner can no longer use (made private to another group) is ignored: the
+		// agent's own configuration writes the summaries.
+		if c.summary, err = l.Store.VisibleLLMConfig(ctx, agent.PrincipalID, *id); err != nil && !errors.Is(err, svcerr.ErrNotFound) {
+			return nil, err
+		}
 	}
 	return c, nil
 }

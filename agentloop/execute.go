@@ -131,6 +131,7 @@ func (e *execution) execute(ctx context.Context, calls []store.ToolCall, turn bo
 		if status == store.ToolCallFailed {
 			rec = resultRecord{Error: res.Content}
 		}
+		rec = budgeted(rec, e.resultBudget(c))
 		if turn && i == len(calls)-1 {
 			raw, err := json.Marshal(rec)
 			if err != nil {

@@ -304,6 +304,13 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		return l.fail(ctx, t, worker, taskstate.CodeBadRequest, "model configuration unusable: "+err.Error(), nil)
 	}
 	conv := &conversation{loop: l, task: t, agent: agent, states: states, calls: current, cfg: cfg, driver: driver, worker: worker}
+	if conf.summary != nil && conf.summary.ID != cfg.ID {
+		if conv.summariser, err = l.Driver(conf.summary); err != nil {
+			l.log().WarnContext(ctx, "summary model configuration unusable; the agent's own writes summaries", "task_id", t.ID, "err", err)
+		} else {
+			conv.summaryCfg = conf.summary
+		}
+	}
 	req, err := conv.build(ctx)
 	if err != nil {
 		return nil, err
@@ -534,13 +541,13 @@ func toolResult(c store.ToolCall, answers map[string]store.QuestionBatch) (strin
 	case store.ToolCallExecuted:
 		var r resultRecord
 		if json.Unmarshal(c.Result, &r) == nil && r.Content != "" {
-			return r.Content, false
+			return cutResult(r.Content, r.SentChars), false
 		}
 		return string(c.Result), false
 	case store.ToolCallFailed:
 		var r resultRecord
 		if json.Unmarshal(c.Result, &r) == nil && r.Error != "" {
-			return "Error: " + r.Error, true
+			return "Error: " + cutResult(r.Error, r.SentChars), true
 		}
 		return "Error: the tool call failed", true
 	case store.ToolCallRejected:
@@ -558,6 +565,9 @@ type resultRecord struct {
 	Content string          `json:"content,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	// SentChars is set when Content (or Error) passed the call's budget: the characters of it
+	// the model is sent (see budgeted).
+	SentChars *int `json:"sent_chars,omitempty"`
 }
 
 // runnable returns the calls that may run now: pending or approved, and never started.

@@ -22,6 +22,7 @@ type Store interface {
 	ConfigVersion(ctx context.Context) (int64, error)
 	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
 	ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*store.LLMConfig, error)
+	VisibleLLMConfig(ctx context.Context, principal, id int64) (*store.LLMConfig, error)
 	UserOfPrincipal(ctx context.Context, p int64) (int64, error)
 
 	// The conversation and the step's writes under the lease.

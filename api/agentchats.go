@@ -239,6 +239,10 @@ func (a *API) GetAgentChatTranscript(ctx context.Context, req gen.GetAgentChatTr
 	for i := range tr.ToolCalls {
 		r.Data.ToolCalls = append(r.Data.ToolCalls, transcriptToolCall(&tr.ToolCalls[i]))
 	}
+	r.Data.Summaries = make([]gen.TranscriptSummary, 0, len(tr.Summaries))
+	for _, ev := range tr.Summaries {
+		r.Data.Summaries = append(r.Data.Summaries, gen.TranscriptSummary{EventSequence: ev.Sequence, At: ev.CreatedAt, Summary: taskEventSummary(ev.Summary)})
+	}
 	return r, nil
 }
 
@@ -275,7 +279,7 @@ func transcriptToolCall(c *store.ToolCall) gen.TranscriptToolCall {
 		Status: gen.TaskToolCallStatus(c.Status), Arguments: orEmpty(c.ProposedArguments),
 		Sequence: int64(c.MessageSequence), Reason: c.Reason, Result: chat.ResultText(c.Result),
 		DecidedBy: chat.DecidedBy(c), DecidedAt: c.DecidedAt, CreatedAt: c.CreatedAt,
-		ExecutedAt: c.ExecutedAt, Restarts: int64(c.Restarts),
+		ExecutedAt: c.ExecutedAt, Restarts: int64(c.Restarts), SentChars: chat.SentChars(c.Result),
 	}
 	if c.ApprovedArguments != nil {
 		args := c.ApprovedArguments

@@ -18,6 +18,9 @@ func toAgent(base string, a *store.Agent) gen.Agent {
 		SystemPrompt: a.SystemPrompt, Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: md,
 		IsFavorite: a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		CompactionEnabled: a.Compaction.Enabled, CompactionThresholdPercent: a.Compaction.ThresholdPercent,
+		CompactionAnswerReserve: a.Compaction.AnswerReserve, ToolResultMaxChars: a.Compaction.ToolResultMaxChars,
+		SummaryLlmConfigId: a.Compaction.SummaryLLMConfigID,
 	}
 }
 
@@ -61,7 +64,9 @@ func (a *API) CreateAgent(ctx context.Context, req gen.CreateAgentRequestObject)
 	ag, err := a.agents.Create(ctx, id.User, b.PrincipalId, store.AgentFields{
 		Name: &b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
 		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
-		MaxRetries: b.MaxRetries, Metadata: b.Metadata,
+		MaxRetries: b.MaxRetries, Metadata: b.Metadata, CompactionEnabled: b.CompactionEnabled,
+		CompactionThresholdPercent: b.CompactionThresholdPercent, CompactionAnswerReserve: b.CompactionAnswerReserve,
+		ToolResultMaxChars: b.ToolResultMaxChars, SummaryLLMConfigID: b.SummaryLlmConfigId,
 	})
 	if err != nil {
 		return nil, err
@@ -97,7 +102,9 @@ func (a *API) UpdateAgent(ctx context.Context, req gen.UpdateAgentRequestObject)
 	ag, err := a.agents.Update(ctx, id.User, req.Id, store.AgentFields{
 		Name: b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
 		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
-		MaxRetries: b.MaxRetries, Metadata: b.Metadata,
+		MaxRetries: b.MaxRetries, Metadata: b.Metadata, CompactionEnabled: b.CompactionEnabled,
+		CompactionThresholdPercent: b.CompactionThresholdPercent, CompactionAnswerReserve: b.CompactionAnswerReserve,
+		ToolResultMaxChars: b.ToolResultMaxChars, SummaryLLMConfigID: b.SummaryLlmConfigId,
 	})
 	if err != nil {
 		return nil, err

@@ -163,8 +163,19 @@ func toTaskEvent(ev *store.TaskEvent, kinds map[string]string) gen.TaskEvent {
 	case ev.Delta != nil:
 		out.Delta = &gen.TaskEventDelta{Text: ev.Delta.Text, Reasoning: ev.Delta.Reasoning}
 	case ev.Summary != nil:
-		out.Summary = &gen.TaskEventSummary{ThroughSequence: ev.Summary.ThroughSequence, Text: ev.Summary.Text, Model: ev.Summary.Model,
-			Usage: gen.TaskUsage{InputTokens: ev.Summary.InputTokens, OutputTokens: ev.Summary.OutputTokens}}
+		sm := taskEventSummary(ev.Summary)
+		out.Summary = &sm
+	}
+	return out
+}
+
+// taskEventSummary is a compaction's summary as events and transcripts show it.
+func taskEventSummary(sm *store.Summary) gen.TaskEventSummary {
+	out := gen.TaskEventSummary{FromSequence: max(sm.FromSequence, 1), ThroughSequence: sm.ThroughSequence, Text: sm.Text,
+		Model: sm.Model, Usage: gen.TaskUsage{InputTokens: sm.InputTokens, OutputTokens: sm.OutputTokens}}
+	if sm.LLMConfigID > 0 {
+		id := sm.LLMConfigID
+		out.LlmConfigId = &id
 	}
 	return out
 }

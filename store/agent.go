@@ -27,6 +27,29 @@ const (
 	MaxAgentRetries          = math.MaxInt32
 )
 
+// Compaction settings' defaults and bounds (issue 25 item 5; the loop's use is agentloop's).
+const (
+	DefaultCompactionThreshold = 80  // percent of the usable window
+	MinCompactionThreshold     = 10  // lower compacts nearly every call
+	MaxCompactionThreshold     = 100 // compact only when the window is full
+	MaxCompactionAnswerReserve = math.MaxInt32
+	MaxToolResultChars         = math.MaxInt32
+)
+
+// AgentCompaction are an agent's settings of long conversations: whether older turns are
+// compacted, past which share of the usable window, the tokens kept for the answer (0: the
+// model configuration's max_tokens_output, else agentloop's default), the characters of one
+// tool result sent to the model (0: no agent-level budget; a tool's own result_max_chars
+// setting comes first) and the model configuration that writes summaries (nil: the one the
+// agent runs with).
+type AgentCompaction struct {
+	Enabled            bool
+	ThresholdPercent   int
+	AnswerReserve      int
+	ToolResultMaxChars int
+	SummaryLLMConfigID *int64
+}
+
 // Agent is a configurable AI agent owned by a principal. IsFavorite is relative to the user
 // the agent was read for (the viewer argument of the reading method).
 type Agent struct {
@@ -43,6 +66,7 @@ type Agent struct {
 	Metadata          map[string]any // never nil
 	IsFavorite        bool
 	PictureMediaID    *string // media asset of the picture; nil when none
+	Compaction        AgentCompaction
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }
@@ -50,7 +74,8 @@ type Agent struct {
 // AgentFields are the settable properties of an agent. For UpdateAgent nil means unchanged;
 // for CreateAgent nil means the default (Name is required; MaxSteps limits.DefaultSteps,
 // AllowFollowup true, everything else empty or zero). Metadata, when set, replaces the whole
-// object.
+// object. SummaryLLMConfigID 0 clears the summary model (the agent's own configuration writes
+// summaries).
 type AgentFields struct {
 	Name              *string
 	Description       *string
@@ -61,12 +86,20 @@ type AgentFields struct {
 	RetryAfterMinutes *int
 	MaxRetries        *int
 	Metadata          *map[string]any
+
+	CompactionEnabled          *bool
+	CompactionThresholdPercent *int
+	CompactionAnswerReserve    *int
+	ToolResultMaxChars         *int
+	SummaryLLMConfigID         *int64
 }
 
 func (f AgentFields) empty() bool {
 	return f.Name == nil && f.Description == nil && f.SystemPrompt == nil && f.Notes == nil &&
 		f.MaxSteps == nil && f.AllowFollowup == nil && f.RetryAfterMinutes == nil &&
-		f.MaxRetries == nil && f.Metadata == nil
+		f.MaxRetries == nil && f.Metadata == nil && f.CompactionEnabled == nil &&
+		f.CompactionThresholdPercent == nil && f.CompactionAnswerReserve == nil &&
+		f.ToolResultMaxChars == nil && f.SummaryLLMConfigID == nil
 }
 
 // AgentCheck decides, inside the transaction that changes an agent and after its row is
@@ -102,8 +135,15 @@ type agentRow struct {
 	MaxRetries        int
 	Metadata          string
 	PictureMediaID    *string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+
+	CompactionEnabled          bool
+	CompactionThresholdPercent int
+	CompactionAnswerReserve    int
+	ToolResultMaxChars         int
+	SummaryLLMConfigID         *int64 `gorm:"column:summary_llm_config_id"`
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 func (agentRow) TableName() string { return "agents" }
@@ -132,6 +172,8 @@ func (r *agentRow) toAgent(favorite bool) (*Agent, error) {
 		SystemPrompt: r.SystemPrompt, Notes: r.Notes, MaxSteps: r.MaxSteps, AllowFollowup: r.AllowFollowup,
 		RetryAfterMinutes: r.RetryAfterMinutes, MaxRetries: r.MaxRetries, Metadata: md, IsFavorite: favorite,
 		PictureMediaID: r.PictureMediaID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		Compaction: AgentCompaction{Enabled: r.CompactionEnabled, ThresholdPercent: r.CompactionThresholdPercent,
+			AnswerReserve: r.CompactionAnswerReserve, ToolResultMaxChars: r.ToolResultMaxChars, SummaryLLMConfigID: r.SummaryLLMConfigID},
 	}, nil
 }
 
@@ -188,6 +230,8 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		v   *int
 	}{
 		{"max_steps", f.MaxSteps}, {"retry_after_minutes", f.RetryAfterMinutes}, {"max_retries", f.MaxRetries},
+		{"compaction_threshold_percent", f.CompactionThresholdPercent}, {"compaction_answer_reserve", f.CompactionAnswerReserve},
+		{"tool_result_max_chars", f.ToolResultMaxChars},
 	} {
 		if t.v != nil {
 			ch[t.col] = *t.v
@@ -195,6 +239,16 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 	}
 	if f.AllowFollowup != nil {
 		ch["allow_followup"] = *f.AllowFollowup
+	}
+	if f.CompactionEnabled != nil {
+		ch["compaction_enabled"] = *f.CompactionEnabled
+	}
+	if f.SummaryLLMConfigID != nil {
+		if *f.SummaryLLMConfigID == 0 {
+			ch["summary_llm_config_id"] = nil
+		} else {
+			ch["summary_llm_config_id"] = *f.SummaryLLMConfigID
+		}
 	}
 	if f.Metadata != nil {
 		md, err := encodeMetadata(*f.Metadata)
@@ -220,6 +274,22 @@ func principalExists(tx *gorm.DB, id int64) error {
 	return nil
 }
 
+// summaryConfigVisible refuses (ErrInvalid) a summary model configuration id (set, not 0) that
+// principal cannot use: one of its own group, or a global one, as the agent's main model
+// configuration is resolved (ResolveLLMConfig). Checked in the transaction that writes it.
+func summaryConfigVisible(tx *gorm.DB, principal int64, id *int64) error {
+	if id == nil || *id == 0 {
+		return nil
+	}
+	if _, err := visibleLLMConfig(tx, principal, *id); err != nil {
+		if errors.Is(err, svcerr.ErrNotFound) {
+			return invalidf("summary_llm_config_id: no model configuration %d visible to the agent's owner", *id)
+		}
+		return err
+	}
+	return nil
+}
+
 // CreateAgent stores a new agent owned by principalID and returns it (not a favorite of
 // anyone). The caller decides whether the principal may be used and has checked the fields
 // (agent.CheckFields; Name is required). Errors: ErrInvalid "principal_id: no such principal"
@@ -231,6 +301,9 @@ func (s *Agents) CreateAgent(ctx context.Context, principalID int64, f AgentFiel
 	}
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		if err := principalExists(tx, principalID); err != nil {
+			return err
+		}
+		if err := summaryConfigVisible(tx, principalID, f.SummaryLLMConfigID); err != nil {
 			return err
 		}
 		now := s.now()
@@ -349,6 +422,9 @@ func (s *Agents) UpdateAgent(ctx context.Context, id, viewer int64, f AgentField
 			out = a
 			return nil
 		}
+		if err := summaryConfigVisible(tx, a.PrincipalID, f.SummaryLLMConfigID); err != nil {
+			return err
+		}
 		ch["updated_at"] = s.now()
 		if err := tx.Model(&agentRow{}).Where("id = ?", id).Updates(ch).Error; err != nil {
 			return fmt.Errorf("update agent %d: %w", id, err)
@@ -458,13 +534,21 @@ func (s *Agents) TransferAgent(ctx context.Context, id, viewer, principalID int6
 			return err
 		}
 		now := s.now()
-		err := tx.Model(&agentRow{}).Where("id = ?", id).
-			Updates(map[string]any{"principal_id": principalID, "updated_at": now}).Error
+		ch := map[string]any{"principal_id": principalID, "updated_at": now}
+		if err := summaryConfigVisible(tx, principalID, a.Compaction.SummaryLLMConfigID); errors.Is(err, svcerr.ErrInvalid) {
+			ch["summary_llm_config_id"] = nil // the new owner cannot use it: summaries fall back to the agent's own
+		} else if err != nil {
+			return err
+		}
+		err := tx.Model(&agentRow{}).Where("id = ?", id).Updates(ch).Error
 		if err != nil {
 			return fmt.Errorf("transfer agent %d to principal %d: %w", id, principalID, err)
 		}
 		out = a
 		out.PrincipalID, out.UpdatedAt = principalID, now
+		if _, cleared := ch["summary_llm_config_id"]; cleared {
+			out.Compaction.SummaryLLMConfigID = nil
+		}
 		return nil
 	})
 	if err != nil {

@@ -86,7 +86,8 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
+	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}",
+		CompactionEnabled: true, CompactionThresholdPercent: DefaultCompactionThreshold}
 	row.Name = ch["name"].(string)
 	for col, dst := range map[string]*string{
 		"description": &row.Description, "system_prompt": &row.SystemPrompt, "notes": &row.Notes, "metadata": &row.Metadata,
@@ -97,6 +98,8 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	}
 	for col, dst := range map[string]*int{
 		"max_steps": &row.MaxSteps, "retry_after_minutes": &row.RetryAfterMinutes, "max_retries": &row.MaxRetries,
+		"compaction_threshold_percent": &row.CompactionThresholdPercent, "compaction_answer_reserve": &row.CompactionAnswerReserve,
+		"tool_result_max_chars": &row.ToolResultMaxChars,
 	} {
 		if v, ok := ch[col]; ok {
 			*dst = v.(int)
@@ -104,6 +107,12 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	}
 	if f.AllowFollowup != nil {
 		row.AllowFollowup = *f.AllowFollowup
+	}
+	if f.CompactionEnabled != nil {
+		row.CompactionEnabled = *f.CompactionEnabled
+	}
+	if f.SummaryLLMConfigID != nil && *f.SummaryLLMConfigID != 0 {
+		row.SummaryLLMConfigID = f.SummaryLLMConfigID
 	}
 	return row, nil
 }

@@ -186,6 +186,28 @@ func loadLLMConfig(db *gorm.DB, groupID, id int64) (*LLMConfig, error) {
 	return rows[0].toLLMConfig(), nil
 }
 
+// visibleLLMConfig reads configuration id when principal may use it: its group's own, or a
+// global one. Errors: ErrNotFound.
+func visibleLLMConfig(db *gorm.DB, principal, id int64) (*LLMConfig, error) {
+	var rows []llmConfigRow
+	err := llmConfigQuery(db).Where("llm_configs.id = ? AND (principal_groups.principal_id = ? OR llm_configs.is_global = ?)", id, principal, true).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("load model configuration %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, svcerr.New(svcerr.ErrNotFound, "no model configuration %d visible to principal %d", id, principal)
+	}
+	return rows[0].toLLMConfig(), nil
+}
+
+// VisibleLLMConfig returns configuration id when principal may use it (its group's own, or a
+// global one): an agent's summary model. Errors: ErrNotFound.
+func (s *Agents) VisibleLLMConfig(ctx context.Context, principal, id int64) (*LLMConfig, error) {
+	c, err := visibleLLMConfig(s.conn(ctx), principal, id)
+	return c, TranslateError(err)
+}
+
 // LLMConfig returns one configuration of the group. Errors: ErrNotFound (no such configuration
 // in this group).
 func (s *Agents) LLMConfig(ctx context.Context, groupID, id int64) (*LLMConfig, error) {

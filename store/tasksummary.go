@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"gorm.io/gorm"
+
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Summary is a compaction of a task's conversation (issue 25): the model's summary of the
 // messages up to ThroughSequence, sent in their place from then on. It lives in the task's
 // event log (an EventSummary event): the transcript keeps every message.
 type Summary struct {
+	// FromSequence is the first message it newly replaces (the ones before were in the previous
+	// summary, which it folds in).
+	FromSequence    int64  `json:"from_sequence,omitempty"`
 	ThroughSequence int64  `json:"through_sequence"`
 	Text            string `json:"text"`
 	Model           string `json:"model"`
+	LLMConfigID     int64  `json:"llm_config_id,omitempty"` // the configuration that wrote it
 	InputTokens     int64  `json:"input_tokens"`
 	OutputTokens    int64  `json:"output_tokens"`
 }
@@ -62,4 +67,22 @@ func (s *Tasks) SummaryAt(ctx context.Context, taskID, seq int64) (*Summary, err
 		return nil, err
 	}
 	return ev.Summary, nil
+}
+
+// Summaries returns the summary events of task taskID (EventSummary, with their sequence and
+// time), oldest first: a chat's transcript shows them. Errors: the database's.
+func (s *Tasks) Summaries(ctx context.Context, taskID int64) ([]TaskEvent, error) {
+	var rows []taskEventRow
+	if err := s.conn(ctx).Where("task_id = ? AND type = ?", taskID, EventSummary).Order("sequence").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("task %d: summaries: %w", taskID, err)
+	}
+	out := make([]TaskEvent, 0, len(rows))
+	for i := range rows {
+		ev, err := rows[i].toEvent()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -158,4 +159,23 @@ func PasswordKeys(spec Spec) []string {
 		}
 	}
 	return out
+}
+
+// SettingResultMaxChars is the setting by which a tool (core or plugin) may carry its own
+// budget of one result sent to the model, in characters (issue 25): a longer result is stored
+// whole and sent cut. Without it (or at 0) the agent's tool_result_max_chars applies.
+const SettingResultMaxChars = "result_max_chars"
+
+// ResultMaxChars is the effective SettingResultMaxChars of spec over the settings layers
+// (Cascade); 0 when the tool does not declare it or it is unset or not a positive integer.
+func ResultMaxChars(spec Spec, layers ...map[string]any) int {
+	if _, ok := spec.Setting(SettingResultMaxChars); !ok {
+		return 0
+	}
+	eff, _ := Cascade(spec, layers...)
+	f, ok := toFloat(eff[SettingResultMaxChars])
+	if !ok || f < 1 || f > math.MaxInt32 {
+		return 0
+	}
+	return int(f)
 }

@@ -57,7 +57,7 @@ func TestDeclarations(t *testing.T) {
 	}{
 		{"core.TimeTool", "time", []string{"now", "format"}, nil, nil, []string{"now", "format"}},
 		{"core.CalculatorTool", "calculator", []string{"calculate"}, nil, nil, []string{"calculate"}},
-		{"core.ReadURLTool", "read_url", []string{"fetch"}, nil, []string{"allowed_domains", "blocked_domains", "max_bytes", "user_agent"}, []string{"fetch"}},
+		{"core.ReadURLTool", "read_url", []string{"fetch"}, nil, []string{"allowed_domains", "blocked_domains", "max_bytes", "user_agent", "result_max_chars"}, []string{"fetch"}},
 		{"core.UserInfoTool", "user_info", []string{"get_base_data", "get_locations"}, nil, nil, []string{"get_base_data", "get_locations"}},
 		{"core.SubAgentTool", "sub_agent", []string{"sub_agent", "handover"}, []string{"sub_agent", "handover"}, []string{"allowed_target_agents"}, nil},
 		{

@@ -64,6 +64,10 @@ func (ReadURLTool) Spec() tools.Spec {
 				Key: "user_agent", Label: "User agent", Type: tools.SettingString,
 				Description: "User-Agent header sent with each request; empty uses the service's own.",
 			},
+			{
+				Key: tools.SettingResultMaxChars, Label: "Characters sent to the model", Type: tools.SettingInteger,
+				Description: "A page longer than this is kept whole in the transcript but sent to the model cut, with a note. Empty uses the agent's tool_result_max_chars.",
+			},
 		},
 	}
 }

@@ -15,7 +15,8 @@ export type Entry =
   | { kind: "message"; seq: number; message: Schemas["TranscriptMessage"] }
   | { kind: "call"; seq: number; call: Schemas["TranscriptToolCall"] }
   | { kind: "questions"; seq: number; batch: Schemas["TaskEventQuestionBatch"] }
-  | { kind: "status"; seq: number; at: string; status: Schemas["TaskEventStatus"]; usage?: Usage };
+  | { kind: "status"; seq: number; at: string; status: Schemas["TaskEventStatus"]; usage?: Usage }
+  | { kind: "summary"; seq: number; at: string; summary: Schemas["TaskEventSummary"] };
 
 export type Transcript = {
   entries: Entry[];
@@ -105,6 +106,18 @@ export class Folder {
         }
         break;
       }
+      case "summary": {
+        // A compaction: shown where the messages it replaces end (before the first later turn).
+        const sm = ev.summary;
+        if (!sm) break;
+        const e = { kind: "summary" as const, seq: ev.sequence, at: ev.at, summary: sm };
+        const after = t.entries.findIndex((x) => (x.kind === "message" && x.message.sequence > sm.through_sequence) || (x.kind === "call" && x.call.sequence > sm.through_sequence));
+        if (after < 0) t.entries.push(e);
+        else t.entries.splice(after, 0, e);
+        // Its tokens are in the task's usage, not in any turn's.
+        this.billed = { input_tokens: this.billed.input_tokens + sm.usage.input_tokens, output_tokens: this.billed.output_tokens + sm.usage.output_tokens };
+        break;
+      }
       case "delta": {
         const d = ev.delta;
         if (!d) break;
@@ -182,7 +195,7 @@ export function useTaskEvents(id: string, onStatus: () => void, settled: { reado
       // (onerror below then stops there).
       if (ev.type === "status" && ev.status) cb.current();
     };
-    for (const type of ["status", "message", "tool_call.proposed", "tool_call.decided", "tool_call.executed", "question.asked", "question.answered", "delta"]) es.addEventListener(type, handle as EventListener);
+    for (const type of ["status", "message", "tool_call.proposed", "tool_call.decided", "tool_call.executed", "question.asked", "question.answered", "delta", "summary"]) es.addEventListener(type, handle as EventListener);
     es.onopen = () => setState("open");
     es.onerror = () => {
       if (ended) return;

@@ -14,7 +14,7 @@ import (
 // name is required) or of an update (nil fields are unchanged and not checked): name not
 // blank, the text fields valid UTF-8 within their column limits (store.MaxAgent…Len),
 // max_steps within limits.MinSteps..limits.MaxSteps (document 1), the retry
-// settings within 0 and the INT column's range, metadata a JSON object of at most
+// settings within 0 and the INT column's range, the compaction settings (CheckCompaction), metadata a JSON object of at most
 // store.MaxAgentMetadataLen bytes. Every service that writes agent fields (this one, the
 // template import, the agent tool) calls it before the store, so a refused request writes
 // nothing. Errors: ErrInvalid naming the field.
@@ -57,8 +57,32 @@ func CheckFields(f store.AgentFields, create bool) error {
 	if f.MaxRetries != nil && (*f.MaxRetries < 0 || *f.MaxRetries > store.MaxAgentRetries) {
 		return fieldcheck.Invalidf("max_retries must be between 0 and %d", store.MaxAgentRetries)
 	}
+	if err := CheckCompaction(f); err != nil {
+		return err
+	}
 	if f.Metadata != nil {
 		return checkMetadata(*f.Metadata)
+	}
+	return nil
+}
+
+// CheckCompaction applies the rules of the compaction settings (issue 25): the threshold
+// within store.MinCompactionThreshold..store.MaxCompactionThreshold percent, the answer's
+// reserve and the tool-result budget at least 0 (0: none) within the INT column, the summary
+// model's id at least 0 (0 clears it; whether the agent's owner may use it is the store's check,
+// in the transaction that writes it). Errors: ErrInvalid naming the field.
+func CheckCompaction(f store.AgentFields) error {
+	if v := f.CompactionThresholdPercent; v != nil && (*v < store.MinCompactionThreshold || *v > store.MaxCompactionThreshold) {
+		return fieldcheck.Invalidf("compaction_threshold_percent must be between %d and %d", store.MinCompactionThreshold, store.MaxCompactionThreshold)
+	}
+	if v := f.CompactionAnswerReserve; v != nil && (*v < 0 || *v > store.MaxCompactionAnswerReserve) {
+		return fieldcheck.Invalidf("compaction_answer_reserve must be between 0 and %d", store.MaxCompactionAnswerReserve)
+	}
+	if v := f.ToolResultMaxChars; v != nil && (*v < 0 || *v > store.MaxToolResultChars) {
+		return fieldcheck.Invalidf("tool_result_max_chars must be between 0 and %d", store.MaxToolResultChars)
+	}
+	if v := f.SummaryLLMConfigID; v != nil && *v < 0 {
+		return fieldcheck.Invalidf("summary_llm_config_id must be a model configuration's id, or 0 for none")
 	}
 	return nil
 }

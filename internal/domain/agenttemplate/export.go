@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/store"
 )
 
 // ExportInput is an agent as the export needs it, in plain values.
@@ -21,6 +22,9 @@ type ExportInput struct {
 	AllowFollowup     bool
 	RetryAfterMinutes int
 	MaxRetries        int
+	// Compaction are the agent's compaction settings (nil: the defaults); those at their
+	// defaults are left out.
+	Compaction *store.AgentCompaction
 	// Metadata is the agent's free-form metadata; the recognised keys with valid values
 	// (category, icon, archetype, variant_key, palette_key) are carried over.
 	Metadata map[string]any
@@ -67,6 +71,9 @@ func Export(in ExportInput, cat Catalog) *Template {
 			MaxRetries:        ptr(min(max(in.MaxRetries, 0), maxCount)),
 		},
 		Metadata: exportMetadata(in.Metadata),
+	}
+	if in.Compaction != nil {
+		exportCompaction(&t.Agent, *in.Compaction)
 	}
 	for _, m := range in.Memories {
 		if m = truncate(strings.TrimSpace(clean(m)), limits.MemoryTextLen); m != "" && len(t.Agent.Memories) < limits.TemplateMemories {
@@ -201,4 +208,21 @@ func truncate(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// exportCompaction sets on a the compaction settings of c that differ from an agent's defaults
+// (clamped to the format's ranges).
+func exportCompaction(a *Agent, c store.AgentCompaction) {
+	if !c.Enabled {
+		a.CompactionEnabled = ptr(false)
+	}
+	if c.ThresholdPercent != store.DefaultCompactionThreshold && c.ThresholdPercent > 0 {
+		a.CompactionThresholdPercent = ptr(min(max(c.ThresholdPercent, store.MinCompactionThreshold), store.MaxCompactionThreshold))
+	}
+	if c.AnswerReserve > 0 {
+		a.CompactionAnswerReserve = ptr(min(c.AnswerReserve, maxCount))
+	}
+	if c.ToolResultMaxChars > 0 {
+		a.ToolResultMaxChars = ptr(min(c.ToolResultMaxChars, maxCount))
+	}
 }

@@ -29,6 +29,11 @@ type AgentPlan struct {
 	AllowFollowup     bool
 	RetryAfterMinutes int
 	MaxRetries        int
+	// The compaction settings as written; nil ones take the agent's defaults.
+	CompactionEnabled          *bool
+	CompactionThresholdPercent *int
+	CompactionAnswerReserve    *int
+	ToolResultMaxChars         *int
 	// Memories become agent-wide memories of the new agent.
 	Memories []string
 }
@@ -71,6 +76,11 @@ func Plan(t *Template, cat Catalog) (ImportPlan, []Finding) {
 			RetryAfterMinutes: *d.Agent.RetryAfterMinutes,
 			MaxRetries:        *d.Agent.MaxRetries,
 			Memories:          slices.Clone(d.Agent.Memories),
+
+			CompactionEnabled:          d.Agent.CompactionEnabled,
+			CompactionThresholdPercent: d.Agent.CompactionThresholdPercent,
+			CompactionAnswerReserve:    d.Agent.CompactionAnswerReserve,
+			ToolResultMaxChars:         d.Agent.ToolResultMaxChars,
 		},
 		Metadata: *d.Metadata,
 		Tools:    []ToolPlan{},

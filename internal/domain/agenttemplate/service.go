@@ -446,7 +446,9 @@ func agentFields(p ImportPlan) store.AgentFields {
 	return store.AgentFields{
 		Name: &a.Name, Description: &a.Description, SystemPrompt: &a.SystemPrompt, Notes: &a.Notes,
 		MaxSteps: &a.MaxSteps, AllowFollowup: &a.AllowFollowup, RetryAfterMinutes: &a.RetryAfterMinutes,
-		MaxRetries: &a.MaxRetries, Metadata: &md,
+		MaxRetries: &a.MaxRetries, Metadata: &md, CompactionEnabled: a.CompactionEnabled,
+		CompactionThresholdPercent: a.CompactionThresholdPercent, CompactionAnswerReserve: a.CompactionAnswerReserve,
+		ToolResultMaxChars: a.ToolResultMaxChars,
 	}
 }
 
@@ -510,7 +512,7 @@ func (s *Service) Export(ctx context.Context, u *store.User, agentID string, wit
 	in := ExportInput{
 		SchemaURL: schemaURL, Name: a.Name, Description: a.Description, SystemPrompt: a.SystemPrompt,
 		Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
-		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: a.Metadata,
+		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: a.Metadata, Compaction: &a.Compaction,
 	}
 	if sc.CanManage(a.PrincipalID) {
 		ms, _, err := s.store.RecallMemories(ctx, store.MemoryQuery{AgentID: a.ID, Limit: limits.TemplateMemories})

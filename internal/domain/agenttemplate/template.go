@@ -88,6 +88,13 @@ type Agent struct {
 	AllowFollowup     *bool  `json:"allow_followup,omitempty" yaml:"allow_followup,omitempty"`
 	RetryAfterMinutes *int   `json:"retry_after_minutes,omitempty" yaml:"retry_after_minutes,omitempty"`
 	MaxRetries        *int   `json:"max_retries,omitempty" yaml:"max_retries,omitempty"`
+	// The compaction settings of long conversations (issue 25); absent, the agent's defaults
+	// (compaction on at 80 %, the configuration's answer reserve, no tool-result budget). The
+	// summary model is not carried: configurations are the installation's.
+	CompactionEnabled          *bool `json:"compaction_enabled,omitempty" yaml:"compaction_enabled,omitempty"`
+	CompactionThresholdPercent *int  `json:"compaction_threshold_percent,omitempty" yaml:"compaction_threshold_percent,omitempty"`
+	CompactionAnswerReserve    *int  `json:"compaction_answer_reserve,omitempty" yaml:"compaction_answer_reserve,omitempty"`
+	ToolResultMaxChars         *int  `json:"tool_result_max_chars,omitempty" yaml:"tool_result_max_chars,omitempty"`
 	// Memories are the agent's agent-wide memories (the memory tool's scope agent); memories of
 	// single users never travel with a template.
 	Memories []string `json:"memories,omitempty" yaml:"memories,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsvc/svc/internal/vocab/limits"
+	"github.com/agentsvc/svc/store"
 )
 
 // Limits of the format (document 2 and openapi.yaml's AgentTemplateDocument) beyond the lengths
@@ -24,8 +25,9 @@ var (
 	versionPattern = regexp.MustCompile(`^[0-9]+[.][0-9]+[.][0-9]+([+-].+)?$`)
 	pluginPattern  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?/[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?$`)
 
-	topKeys      = []string{"$schema", "id", "name", "description", "version", "agent", "tools", "required_plugins", "metadata"}
-	agentKeys    = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries", "memories"}
+	topKeys   = []string{"$schema", "id", "name", "description", "version", "agent", "tools", "required_plugins", "metadata"}
+	agentKeys = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries",
+		"compaction_enabled", "compaction_threshold_percent", "compaction_answer_reserve", "tool_result_max_chars", "memories"}
 	toolKeys     = []string{"tool_class", "enabled", "operations", "settings"}
 	operationKey = []string{"name", "enabled", "auto_approve"}
 	metadataKeys = []string{"category", "icon", "archetype", "variant_key", "palette_key"}
@@ -179,6 +181,18 @@ func (w *walker) agent(n *node) {
 		w.c.add(CodeAgentRequired, "/agent/allow_followup", "agent.allow_followup must be true or false, not %s", v.kind)
 	}
 	for _, key := range []string{"retry_after_minutes", "max_retries"} {
+		if v, ok := n.get(key); ok && !isIntIn(v, 0, maxCount) {
+			w.c.add(CodeMaxStepsRange, pointer("/agent", key), "agent.%s must be an integer from 0 to %d", key, maxCount)
+		}
+	}
+	if v, ok := n.get("compaction_enabled"); ok && v.kind != kindBool {
+		w.c.add(CodeAgentRequired, "/agent/compaction_enabled", "agent.compaction_enabled must be true or false, not %s", v.kind)
+	}
+	if v, ok := n.get("compaction_threshold_percent"); ok && !isIntIn(v, store.MinCompactionThreshold, store.MaxCompactionThreshold) {
+		w.c.add(CodeMaxStepsRange, "/agent/compaction_threshold_percent", "agent.compaction_threshold_percent must be an integer from %d to %d",
+			store.MinCompactionThreshold, store.MaxCompactionThreshold)
+	}
+	for _, key := range []string{"compaction_answer_reserve", "tool_result_max_chars"} {
 		if v, ok := n.get(key); ok && !isIntIn(v, 0, maxCount) {
 			w.c.add(CodeMaxStepsRange, pointer("/agent", key), "agent.%s must be an integer from 0 to %d", key, maxCount)
 		}
@@ -396,9 +410,16 @@ func build(n *node) *Template {
 		MaxSteps:          integer(a, "max_steps"),
 		RetryAfterMinutes: integer(a, "retry_after_minutes"),
 		MaxRetries:        integer(a, "max_retries"),
+
+		CompactionThresholdPercent: integer(a, "compaction_threshold_percent"),
+		CompactionAnswerReserve:    integer(a, "compaction_answer_reserve"),
+		ToolResultMaxChars:         integer(a, "tool_result_max_chars"),
 	}
 	if v, ok := a.get("allow_followup"); ok {
 		t.Agent.AllowFollowup = ptr(v.b)
+	}
+	if v, ok := a.get("compaction_enabled"); ok {
+		t.Agent.CompactionEnabled = ptr(v.b)
 	}
 	if v, ok := a.get("memories"); ok {
 		for _, e := range v.arr {

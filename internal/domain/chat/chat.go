@@ -504,6 +504,7 @@ type Transcript struct {
 	Chat      *task.View
 	Messages  []Message
 	ToolCalls []store.ToolCall
+	Summaries []store.TaskEvent // the summary events of compactions, oldest first (every one)
 }
 
 // Transcript returns the transcript of chat id; sinceSequence filters the turns and the tool
@@ -539,7 +540,13 @@ func (s *Service) Transcript(ctx context.Context, k *store.AgentAPIKey, id strin
 			kept = append(kept, c)
 		}
 	}
-	return &Transcript{Chat: v, Messages: msgs, ToolCalls: kept}, nil
+	var sums []store.TaskEvent
+	if t.SummarySeq > 0 { // never compacted: nothing to read
+		if sums, err = s.store.Summaries(ctx, t.ID); err != nil {
+			return nil, err
+		}
+	}
+	return &Transcript{Chat: v, Messages: msgs, ToolCalls: kept, Summaries: sums}, nil
 }
 
 // withToolTurns inserts after each assistant turn the tool turns the model sees for its tool
@@ -614,6 +621,18 @@ func ResultText(raw json.RawMessage) *string {
 	}
 	out := string(raw)
 	return &out
+}
+
+// SentChars is the characters of a stored tool result the model was sent when it passed its
+// budget and was cut (the loop records it with the result); nil when it was sent whole.
+func SentChars(raw json.RawMessage) *int64 {
+	var r struct {
+		SentChars *int64 `json:"sent_chars"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return r.SentChars
 }
 
 // Reasoning joins the texts of a turn's reasoning blocks (stored as the provider's list of

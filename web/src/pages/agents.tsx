@@ -105,6 +105,11 @@ type Form = {
   max_retries: string;
   metadata: string;
   principal_id: string;
+  compaction_enabled: boolean;
+  compaction_threshold_percent: string;
+  compaction_answer_reserve: string;
+  tool_result_max_chars: string;
+  summary_llm_config_id: string;
 };
 
 function formOf(a?: Agent): Form {
@@ -119,6 +124,11 @@ function formOf(a?: Agent): Form {
     max_retries: String(a?.max_retries ?? 0),
     metadata: a ? JSON.stringify(a.metadata ?? {}, null, 2) : "{}",
     principal_id: a ? String(a.principal_id) : "",
+    compaction_enabled: a?.compaction_enabled ?? true,
+    compaction_threshold_percent: String(a?.compaction_threshold_percent ?? 80),
+    compaction_answer_reserve: String(a?.compaction_answer_reserve ?? 0),
+    tool_result_max_chars: String(a?.tool_result_max_chars ?? 0),
+    summary_llm_config_id: a?.summary_llm_config_id != null ? String(a.summary_llm_config_id) : "",
   };
 }
 
@@ -152,6 +162,11 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
       retry_after_minutes: Number(f.retry_after_minutes),
       max_retries: Number(f.max_retries),
       metadata,
+      compaction_enabled: f.compaction_enabled,
+      compaction_threshold_percent: Number(f.compaction_threshold_percent),
+      compaction_answer_reserve: Number(f.compaction_answer_reserve),
+      tool_result_max_chars: Number(f.tool_result_max_chars),
+      summary_llm_config_id: f.summary_llm_config_id ? Number(f.summary_llm_config_id) : 0,
     };
     void act.run(async () => {
       if (props.agent) {
@@ -196,6 +211,16 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
           <Field label="Automatic retries" type="number" min={0} required value={f.max_retries} onValue={set("max_retries")} hint="After transient failures." />
         </div>
         <Check label="Allow follow-up messages after a chat completes" checked={f.allow_followup} onChange={set("allow_followup")} />
+      </section>
+      <section class="panel">
+        <h2>Long conversations</h2>
+        <Check label="Compact older turns into a summary when a chat nears the model's context window" checked={f.compaction_enabled} onChange={set("compaction_enabled")} />
+        <div class="row">
+          <Field label="Compact at (% of the window)" type="number" min={10} max={100} required value={f.compaction_threshold_percent} onValue={set("compaction_threshold_percent")} />
+          <Field label="Answer reserve (tokens)" type="number" min={0} required value={f.compaction_answer_reserve} onValue={set("compaction_answer_reserve")} hint="0: the model configuration's output limit." />
+          <Field label="Tool result budget (characters)" type="number" min={0} required value={f.tool_result_max_chars} onValue={set("tool_result_max_chars")} hint="Longer results are kept whole but sent cut; 0: no budget." />
+        </div>
+        <Field label="Summary model configuration (id)" type="number" min={1} value={f.summary_llm_config_id} onValue={set("summary_llm_config_id")} hint="Empty: the agent's own model writes the summaries." />
       </section>
       <section class="panel">
         <h2>Notes and metadata</h2>

@@ -352,6 +352,11 @@ function CallEntry(props: { call: Schemas["TranscriptToolCall"]; me?: number }) 
             {c.restarts > 0 ? ` · run again after ${c.restarts === 1 ? "a worker restart" : `${c.restarts} worker restarts`} (repeatable)` : ""}
           </p>
           <Result text={c.result} />
+          {c.sent_chars != null && (
+            <p class="small muted" data-testid="sent-chars">
+              Sent to the model cut to its first {c.sent_chars.toLocaleString()} characters (over the tool result budget); the whole result is kept here.
+            </p>
+          )}
         </div>
       ) : null}
     </article>
@@ -391,6 +396,20 @@ const statusLine: Record<string, string> = {
   CANCELLED: "Cancelled",
   FAILED: "Failed",
 };
+
+/** SummaryEntry: a compaction, a divider that opens on the summary the model was sent in place of the earlier turns. */
+function SummaryEntry(props: { e: Entry & { kind: "summary" } }) {
+  const s = props.e.summary;
+  return (
+    <details class="summary-divider" data-testid="summary-divider">
+      <summary>
+        Earlier conversation summarised for the model (messages {s.from_sequence}–{s.through_sequence}) · {s.model} · {fmtUsage(s.usage)}
+      </summary>
+      <p class="pre small">{s.text}</p>
+      <p class="muted small">The transcript keeps every message; from here on the model is sent this summary instead of them.</p>
+    </details>
+  );
+}
 
 function StatusEntry(props: { e: Entry & { kind: "status" } }) {
   const s = props.e.status;
@@ -543,6 +562,7 @@ export function TaskPage(props: { id: string }) {
                 if (e.kind === "message") return <MessageEntry key={e.seq} e={e} agentName={name} />;
                 if (e.kind === "call") return stream.folder.hasBatch(e.call.provider_call_id) ? null : <CallEntry key={e.seq} call={e.call} me={user?.id} />;
                 if (e.kind === "questions") return t.status === "AWAITING_INPUT" && !e.batch.answers ? null : <BatchEntry key={e.seq} batch={e.batch} />;
+                if (e.kind === "summary") return <SummaryEntry key={e.seq} e={e} />;
                 // A pause is shown while it lasts: once decided or answered, the call's own entry says so.
                 if (paused.has(e.status.status) && (e.seq !== lastStatus || t.status !== e.status.status)) return null;
                 return <StatusEntry key={e.seq} e={e} />;
