@@ -275,7 +275,7 @@ func transcriptToolCall(c *store.ToolCall) gen.TranscriptToolCall {
 		Status: gen.TaskToolCallStatus(c.Status), Arguments: orEmpty(c.ProposedArguments),
 		Sequence: int64(c.MessageSequence), Reason: c.Reason, Result: chat.ResultText(c.Result),
 		DecidedBy: chat.DecidedBy(c), DecidedAt: c.DecidedAt, CreatedAt: c.CreatedAt,
-		ExecutedAt: c.ExecutedAt, Restarts: int64(c.Restarts),
+		ExecutedAt: c.ExecutedAt, Restarts: int64(c.Restarts), PolicyRule: chat.PolicyRule(c), AllowForTask: c.AllowForTask,
 	}
 	if c.ApprovedArguments != nil {
 		args := c.ApprovedArguments
