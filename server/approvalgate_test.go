@@ -155,3 +155,51 @@ func lastToolCalls(t *testing.T, c *apitest.Client, id int64) map[string]gen.Tra
 	}
 	return out
 }
+
+// TestApprovalPolicyTemplateRoundTrip: an agent's approval policy travels in its template
+// (with or without settings), comes back at the imported agent's layer, and a template whose
+// policy names an unknown operation is refused with APPROVAL_POLICY_INVALID.
+func TestApprovalPolicyTemplateRoundTrip(t *testing.T) {
+	env := apitest.New(t)
+	c, _ := env.UserClient("ada@example.com")
+	a := mkAgent(t, c, map[string]any{"name": "Exporter", "system_prompt": "Work."})
+	path := fmt.Sprintf("/agents/%d", a.Id)
+	c.Post(path+"/tools/core.TimeTool/enable", nil).Expect(t, 200)
+	policy := map[string]any{"format": []any{
+		map[string]any{"when": map[string]any{"layout": map[string]any{"in": []any{"unix", "date"}}}, "action": "allow"},
+		map[string]any{"action": "deny", "reason": "Only unix and date."},
+	}}
+	c.Put(path+"/tools/core.TimeTool/override", map[string]any{"settings": map[string]any{"approval_policy": policy}}).Expect(t, 200)
+
+	res := c.Get(path + "/export").Expect(t, 200)
+	var raw struct {
+		Data struct {
+			Template map[string]any `json:"template"`
+		} `json:"data"`
+	}
+	res.Decode(t, &raw)
+	tl := raw.Data.Template["tools"].([]any)[0].(map[string]any)
+	if got, want := tplJSON(t, tl["approval_policy"]), tplJSON(t, policy); got != want {
+		t.Fatalf("exported policy %s, want %s", got, want)
+	}
+	raw.Data.Template["id"], raw.Data.Template["name"] = "imported", "Imported"
+	doc := tplJSON(t, raw.Data.Template)
+	imp := tplImport(t, c, "", "application/json", doc)
+	var layer struct {
+		Data struct {
+			Override struct {
+				Settings map[string]any `json:"settings"`
+			} `json:"override"`
+		} `json:"data"`
+	}
+	c.Get(fmt.Sprintf("/agents/%d/tools/core.TimeTool/override", imp.Data.Agent.Id)).Expect(t, 200).Decode(t, &layer)
+	if got, want := tplJSON(t, layer.Data.Override.Settings["approval_policy"]), tplJSON(t, policy); got != want {
+		t.Fatalf("imported policy %s, want %s", got, want)
+	}
+
+	tl["approval_policy"] = map[string]any{"explode": []any{map[string]any{"action": "ask"}}}
+	v := tplValidate(t, c, "application/json", tplJSON(t, raw.Data.Template))
+	if v.Data.Valid || len(v.Data.Errors) != 1 || v.Data.Errors[0].Code != "APPROVAL_POLICY_INVALID" || v.Data.Errors[0].Path != "/tools/0/approval_policy" {
+		t.Fatalf("findings %+v", v.Data.Errors)
+	}
+}
