@@ -171,7 +171,7 @@ func TestApprovalPolicyTemplateRoundTrip(t *testing.T) {
 	}}
 	c.Put(path+"/tools/core.TimeTool/override", map[string]any{"settings": map[string]any{"approval_policy": policy}}).Expect(t, 200)
 
-	res := c.Get(path + "/export").Expect(t, 200)
+	res := c.Get(path+"/export").Expect(t, 200)
 	var raw struct {
 		Data struct {
 			Template map[string]any `json:"template"`
