@@ -46,7 +46,7 @@ func TestToolResultBudget(t *testing.T) {
 	for id, want := range map[string]int{"c1": 100, "r1": 50} {
 		m := sent[id]
 		if !strings.HasPrefix(m.Text, strings.Repeat("é", want)+"\n\n[Result cut") || strings.Contains(m.Text, strings.Repeat("é", want+1)) ||
-			!strings.Contains(m.Text, "first "+itoa(want)+" of 5000 characters") {
+			!strings.Contains(m.Text, "first "+itoa(int64(want))+" of 5000 characters") {
 			t.Fatalf("%s sent as %q", id, text80(m.Text))
 		}
 	}
@@ -81,5 +81,3 @@ func TestToolResultBudget(t *testing.T) {
 		t.Fatalf("sent_chars %d for a result within budget", *sc)
 	}
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentsvc/svc/agentloop/llm"
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
@@ -27,12 +28,12 @@ type execution struct {
 	worker string
 	states map[string]tools.ToolState
 	todos  *taskTodos
+	// allowed holds the operations allowed for the rest of the task (allowances).
+	allowed map[string]bool
 }
 
-// plan turns the model's calls into rows: each resolved to its tool and operation, and marked
-// PENDING_APPROVAL when its operation requires approval (declared default, agent override,
-// auto_approve), PENDING otherwise. The first PENDING call is recorded as started (the step
-// runs it right away; see execute).
+// plan turns the model's calls into rows, each passed through the approval gate (gate). The
+// first PENDING call is recorded as started (the step runs it right away; see execute).
 func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 	out := make([]store.NewToolCall, 0, len(calls))
 	defer func() {
@@ -48,20 +49,124 @@ func (e *execution) plan(calls []llm.ToolCall) []store.NewToolCall {
 		_ = json.Unmarshal(c.Arguments, &args)
 		nc := store.NewToolCall{ProviderCallID: c.ID, ToolClass: unknownTool, Name: c.Name,
 			Status: store.ToolCallPending, Arguments: args}
-		if t, ok := e.loop.Registry.LookupModelName(c.Name); ok {
-			spec := t.Spec()
-			nc.ToolClass = spec.Class
-			if op, err := tools.OperationFor(spec, args); err == nil {
-				nc.Operation = op
-				if o, ok := spec.Operation(op); ok {
-					_, approval := e.states[spec.Class].Overrides[op].Effective(o)
-					if approval {
-						nc.Status = store.ToolCallPendingApproval
-					}
-				}
-			}
-		}
+		e.gate(&nc, args)
 		out = append(out, nc)
+	}
+	return out
+}
+
+// maxRefusalLen bounds the reason recorded for a refusal (the model's own text may be in it).
+const maxRefusalLen = 1000
+
+// gate is the approval gate of one call (issue 26), deciding before anyone is asked, in order:
+//  1. a call whose tool is unknown or off, or whose operation is missing, unknown or off, is
+//     refused (REJECTED, gate "refused", the reason told to the model): it never reaches an
+//     approval, automatic or human;
+//  2. the first matching rule of the operation's approval policy (toolpolicy) allows it
+//     (PENDING), denies it (REJECTED with the rule's reason) or asks (PENDING_APPROVAL) —
+//     an ask rule asks every time, whatever was allowed for the task;
+//  3. an operation an earlier approval allowed for the rest of the task runs (gate "task");
+//  4. the operation's approval flag decides (declared default, agent override).
+func (e *execution) gate(nc *store.NewToolCall, args map[string]any) {
+	refuse := func(format string, a ...any) {
+		reason := fmt.Sprintf(format, a...)
+		if len(reason) > maxRefusalLen {
+			reason = reason[:maxRefusalLen]
+		}
+		nc.Status, nc.Gate, nc.Reason = store.ToolCallRejected, store.GateRefused, reason
+	}
+	t, ok := e.loop.Registry.LookupModelName(nc.Name)
+	if !ok {
+		refuse("there is no tool named %q", nc.Name)
+		return
+	}
+	spec := t.Spec()
+	nc.ToolClass = spec.Class
+	st := e.states[spec.Class]
+	if !st.Enabled {
+		refuse("the tool %s is not enabled for this agent", nc.Name)
+		return
+	}
+	op, err := tools.OperationFor(spec, args)
+	if err != nil {
+		msg, _, _ := svcerr.Public(err)
+		refuse("the tool %s cannot tell which operation to run: %s", nc.Name, msg)
+		return
+	}
+	o, ok := spec.Operation(op)
+	if !ok {
+		refuse("the tool %s has no operation %q", nc.Name, op)
+		return
+	}
+	nc.Operation = op
+	enabled, approval := st.Overrides[op].Effective(o)
+	if !enabled {
+		refuse("the operation %s of %s is disabled for this agent", op, nc.Name)
+		return
+	}
+	callArgs := args
+	if d, ok := tools.Discriminator(spec); ok {
+		callArgs = withoutKey(args, d)
+	}
+	switch d, decided, err := policyDecision(st, op, callArgs); {
+	case err != nil:
+		// A stored policy that no longer reads is no reason to run unasked.
+		e.loop.log().Error("approval policy unreadable; asking", "agent_id", e.agent.ID, "tool", spec.Class, "err", err)
+		nc.Status = store.ToolCallPendingApproval
+		return
+	case decided:
+		nc.Gate = store.GateRule(d.Rule)
+		switch d.Action {
+		case toolpolicy.Allow:
+		case toolpolicy.Deny:
+			nc.Status, nc.Reason = store.ToolCallRejected, d.Reason
+		default:
+			nc.Status = store.ToolCallPendingApproval
+		}
+		return
+	}
+	if !approval {
+		return
+	}
+	if e.allowed[spec.Class+"\x00"+op] {
+		nc.Gate = store.GateTask
+		return
+	}
+	nc.Status = store.ToolCallPendingApproval
+}
+
+// policyDecision applies the approval policy of operation op as the settings layers hold it:
+// the highest layer that has rules for op (agent over group) decides alone.
+func policyDecision(st tools.ToolState, op string, args map[string]any) (toolpolicy.Decision, bool, error) {
+	for i := len(st.Layers) - 1; i >= 0; i-- {
+		raw, ok := st.Layers[i][toolpolicy.Key]
+		if !ok || tools.IsUnset(raw) {
+			continue
+		}
+		if m, ok := raw.(map[string]any); ok && m[op] == nil {
+			continue
+		}
+		p, err := toolpolicy.Parse(raw, nil)
+		if err != nil {
+			return toolpolicy.Decision{}, false, err
+		}
+		d, ok := p.Decide(op, args)
+		return d, ok, nil
+	}
+	return toolpolicy.Decision{}, false, nil
+}
+
+// allowances returns the tool operations (class NUL operation) an approval allowed for the rest
+// of the task (store.ToolDecision.AllowForTask), from the task's recorded calls.
+func allowances(calls []store.ToolCall) map[string]bool {
+	var out map[string]bool
+	for _, c := range calls {
+		if c.AllowForTask && c.ApprovedArguments != nil {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[c.ToolClass+"\x00"+c.Operation] = true
+		}
 	}
 	return out
 }

@@ -370,6 +370,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		}
 		return l.settle(ctx, out), nil
 	}
+	run.allowed = allowances(current)
 	_, recorded, err := l.Store.AppendAssistantTurn(ctx, t.ID, worker, msg, run.plan(resp.ToolCalls))
 	if err != nil {
 		return nil, err
@@ -554,6 +555,12 @@ func toolResult(c store.ToolCall, answers map[string]store.QuestionBatch) (strin
 		reason := "no reason given"
 		if c.Reason != nil && strings.TrimSpace(*c.Reason) != "" {
 			reason = *c.Reason
+		}
+		if c.Gate == store.GateRefused {
+			return "This tool call was refused before it ran: " + reason, true
+		}
+		if n, ok := c.PolicyRule(); ok {
+			return fmt.Sprintf("This tool call was denied by the agent's approval policy (rule %d). Reason: %s", n, reason), true
 		}
 		return "The user rejected this tool call. Reason: " + reason, true
 	}

@@ -280,6 +280,7 @@ func transcriptToolCall(c *store.ToolCall) gen.TranscriptToolCall {
 		Sequence: int64(c.MessageSequence), Reason: c.Reason, Result: chat.ResultText(c.Result),
 		DecidedBy: chat.DecidedBy(c), DecidedAt: c.DecidedAt, CreatedAt: c.CreatedAt,
 		ExecutedAt: c.ExecutedAt, Restarts: int64(c.Restarts), SentChars: chat.SentChars(c.Result),
+		PolicyRule: chat.PolicyRule(c), AllowForTask: c.AllowForTask,
 	}
 	if c.ApprovedArguments != nil {
 		args := c.ApprovedArguments

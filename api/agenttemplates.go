@@ -63,6 +63,10 @@ func toTemplateDocument(t *agenttemplate.Template) gen.AgentTemplateDocument {
 				settings := map[string]any(tl.Settings)
 				gt.Settings = &settings
 			}
+			if tl.ApprovalPolicy != nil {
+				policy := tl.ApprovalPolicy
+				gt.ApprovalPolicy = &policy
+			}
 			list = append(list, gt)
 		}
 		d.Tools = &list

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,9 @@ const (
 )
 
 // NewToolCall is a tool call of an assistant turn to record. Status is ToolCallPending (run
-// without approval) or ToolCallPendingApproval.
+// without approval), ToolCallPendingApproval, or ToolCallRejected for a call the approval gate
+// refused or a policy denied before anyone was asked (Gate says which, Reason why: the model is
+// told).
 type NewToolCall struct {
 	ProviderCallID string
 	ToolClass      string
@@ -33,6 +36,11 @@ type NewToolCall struct {
 	Operation      string
 	Status         string
 	Arguments      map[string]any
+	// Gate records what the approval gate decided without asking (ToolCall.Gate); "" when the
+	// operation's approval flag decided.
+	Gate string
+	// Reason is the refusal's reason (ToolCallRejected only).
+	Reason string
 	// Started records a PENDING call as started (executed_at) in the transaction that records
 	// it: the worker runs it right away, and BeginToolCall's separate write is saved. A crash
 	// before its result is recorded leaves it interrupted, never run again, as after
@@ -62,6 +70,36 @@ type ToolCall struct {
 	// Restarts counts the times the call was started again after a crash interrupted it (see
 	// RestartToolCall): only calls of repeatable operations are.
 	Restarts int
+	// Gate is what the approval gate decided without asking anyone: GateRefused, a policy rule
+	// (GateRule), GateTask; "" when the operation's approval flag decided.
+	Gate string
+	// AllowForTask marks an approval that also allows later calls of the same tool operation
+	// in the same task (ToolDecision.AllowForTask).
+	AllowForTask bool
+}
+
+// Approval gate outcomes recorded on a tool call (ToolCall.Gate).
+const (
+	// GateRefused: the call's tool or operation could not be resolved, or is off; it was
+	// refused before approval.
+	GateRefused = "refused"
+	// GateTask: an earlier approval allowed the operation for the rest of the task.
+	GateTask       = "task"
+	gateRulePrefix = "policy:"
+)
+
+// GateRule is the gate value of a call that rule n (1-based) of its operation's approval
+// policy decided (allowed, denied, or sent to a human).
+func GateRule(n int) string { return gateRulePrefix + strconv.Itoa(n) }
+
+// PolicyRule returns the number of the policy rule that decided call c, and false when none did.
+func (c *ToolCall) PolicyRule() (int, bool) {
+	rest, ok := strings.CutPrefix(c.Gate, gateRulePrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil
 }
 
 type toolCallRow struct {
@@ -83,6 +121,8 @@ type toolCallRow struct {
 	CreatedAt         time.Time
 	ExecutedAt        *time.Time
 	Restarts          int
+	Gate              *string
+	AllowForTask      bool
 }
 
 func (toolCallRow) TableName() string { return "task_tool_calls" }
@@ -92,7 +132,10 @@ func (r *toolCallRow) toToolCall() (ToolCall, error) {
 		ID: r.ID, TaskID: r.TaskID, MessageSequence: r.MessageSequence, ProviderCallID: r.ProviderCallID,
 		ToolClass: r.ToolClass, Name: r.Name, Operation: r.Operation, Status: r.Status, Result: rawOf(r.Result),
 		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedByKey: r.DecidedByKey, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
-		ExecutedAt: utcPtr(r.ExecutedAt), Restarts: r.Restarts,
+		ExecutedAt: utcPtr(r.ExecutedAt), Restarts: r.Restarts, AllowForTask: r.AllowForTask,
+	}
+	if r.Gate != nil {
+		c.Gate = *r.Gate
 	}
 	var err error
 	if c.ProposedArguments, err = decodeMetadata(r.ProposedArguments); err != nil {
@@ -161,8 +204,14 @@ func (s *Tasks) AppendAssistantTurn(ctx context.Context, taskID int64, workerID 
 func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
 	rows := make([]toolCallRow, 0, len(calls))
 	for _, c := range calls {
-		if c.Status != ToolCallPending && c.Status != ToolCallPendingApproval {
-			return nil, invalidf("a new tool call is PENDING or PENDING_APPROVAL")
+		if c.Status != ToolCallPending && c.Status != ToolCallPendingApproval && c.Status != ToolCallRejected {
+			return nil, invalidf("a new tool call is PENDING, PENDING_APPROVAL or REJECTED")
+		}
+		if (c.Status == ToolCallRejected) != (c.Reason != "") || (c.Status == ToolCallRejected && c.Gate == "") {
+			return nil, invalidf("a new tool call is REJECTED by the gate with a reason, and only then has one")
+		}
+		if len(c.Gate) > 32 {
+			return nil, invalidf("gate %q is too long", c.Gate)
 		}
 		for _, k := range []struct{ f, v string }{{"provider call id", c.ProviderCallID}, {"tool class", c.ToolClass}, {"tool name", c.Name}} {
 			if err := checkKey(k.f, k.v, true); err != nil {
@@ -189,6 +238,17 @@ func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
 		}
 		if c.Started {
 			row.ExecutedAt = &time.Time{} // set to the transaction's time by insertToolCalls
+		}
+		if c.Gate != "" {
+			row.Gate = &c.Gate
+		}
+		if c.Status == ToolCallRejected {
+			res, err := rejectionResult(c.Reason)
+			if err != nil {
+				return nil, err
+			}
+			reason := c.Reason
+			row.Reason, row.Result = &reason, &res
 		}
 		rows = append(rows, row)
 	}
@@ -302,6 +362,9 @@ type ToolDecision struct {
 	Approve        bool
 	Arguments      map[string]any // approve: what runs (nil: the proposed arguments)
 	Reason         *string        // reject: shown to the model
+	// AllowForTask (approve only) also allows later calls of the same tool operation in the
+	// same task without asking (the agent loop reads it from the approved call).
+	AllowForTask bool
 }
 
 // DefaultRejectReason is what the model sees for a call rejected without a reason.
@@ -372,10 +435,16 @@ func (s *Tasks) DecideToolCallsBy(ctx context.Context, taskID int64, by Decider,
 					return err
 				}
 				ch["status"], ch["approved_arguments"] = ToolCallApproved, enc
+				if d.AllowForTask {
+					ch["allow_for_task"] = true
+				}
 				if d.Reason != nil {
 					ch["reason"] = *d.Reason
 				}
 			} else {
+				if d.AllowForTask {
+					return invalidf("decisions: allow_for_task is for an approval only")
+				}
 				if err := rejectChanges(ch, d.Reason); err != nil {
 					return err
 				}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
@@ -27,8 +28,11 @@ func IsUnset(v any) bool {
 // declared and every value must fit the setting's type (a string for string, text, password and
 // url — an absolute http(s) URL for url —, a whole number for integer, a number, a boolean, one
 // of the options for select, a list of strings or of whole numbers for the list types). null and
-// "" are always allowed: they delete the key. It returns nil or an error wrapping
-// svcerr.ErrInvalid whose message names every offending key, in key order.
+// "" are always allowed: they delete the key. The reserved key toolpolicy.Key (the operations'
+// approval policies, issue 26) is accepted for every tool and checked by toolpolicy.Parse
+// against the declared operations; the cascade (Cascade) never passes it to the tool. It returns
+// nil or an error wrapping svcerr.ErrInvalid whose message names every offending key (and, for
+// a policy, the field path), in key order.
 func ValidateSettings(spec Spec, values map[string]any) error {
 	keys := make([]string, 0, len(values))
 	for k := range values {
@@ -37,6 +41,13 @@ func ValidateSettings(spec Spec, values map[string]any) error {
 	sort.Strings(keys)
 	var problems []string
 	for _, k := range keys {
+		if k == toolpolicy.Key {
+			if _, err := ParsePolicy(spec, values[k]); err != nil {
+				msg, _, _ := svcerr.Public(err)
+				problems = append(problems, msg)
+			}
+			continue
+		}
 		s, ok := spec.Setting(k)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("unknown setting %q", k))
@@ -54,6 +65,15 @@ func ValidateSettings(spec Spec, values map[string]any) error {
 		return svcerr.New(svcerr.ErrInvalid, "tool %s: %s", spec.Class, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// ParsePolicy reads a stored or written approval policy of spec's tool (the value of
+// toolpolicy.Key): nil for an unset value. Errors: ErrInvalid naming the field path.
+func ParsePolicy(spec Spec, v any) (toolpolicy.Policy, error) {
+	if IsUnset(v) {
+		return nil, nil
+	}
+	return toolpolicy.Parse(v, func(op string) bool { _, ok := spec.Operation(op); return ok })
 }
 
 // Merge applies a settings write to a stored layer and returns the new layer (stored is not

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/agent"
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
 	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -305,6 +306,9 @@ func (s *Service) ConfigureAgentTools(ctx context.Context, callerID, userID, tar
 		}
 		ch := store.AgentToolChange{ToolClass: spec.Class, Enabled: e.Enabled}
 		if e.Settings != nil {
+			if _, ok := e.Settings[toolpolicy.Key]; ok {
+				return nil, invalid("tool %s: %s cannot be set by an agent (an administrator sets it)", spec.Class, toolpolicy.Key)
+			}
 			for k := range e.Settings {
 				if st, ok := spec.Setting(k); ok && st.Type == tools.SettingPassword {
 					return nil, invalid("tool %s: setting %q is a password and cannot be set by an agent", spec.Class, k)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/agent"
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
 	"github.com/agentsvc/svc/internal/platform/secret"
 	"github.com/agentsvc/svc/internal/platform/skill"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -147,7 +148,7 @@ func (s *Service) skillExists(name string) bool { return s.skills != nil && s.sk
 func shown(spec tools.Spec, values map[string]any) map[string]any {
 	out := make(map[string]any, len(values))
 	for k, v := range values {
-		if _, ok := spec.Setting(k); ok {
+		if _, ok := spec.Setting(k); ok || k == toolpolicy.Key {
 			out[k] = v
 		}
 	}
@@ -195,6 +196,16 @@ func (s *Service) mergeEdit(spec tools.Spec, write map[string]any) (store.Settin
 		return nil, err
 	}
 	return func(stored map[string]any) (map[string]any, error) { return tools.Merge(spec, stored, sealed) }, nil
+}
+
+// policyOnlyAtGroupOrAgent refuses an approval policy in a write of the global or a user layer:
+// policies are kept with the group's and the agent's tool configuration (issue 26), the
+// agent's rules for an operation replacing the group's. Errors: ErrInvalid.
+func policyOnlyAtGroupOrAgent(write map[string]any) error {
+	if v, ok := write[toolpolicy.Key]; ok && !tools.IsUnset(v) {
+		return svcerr.New(svcerr.ErrInvalid, "%s: approval policies are set on a group's tools or an agent's, not at this layer", toolpolicy.Key)
+	}
+	return nil
 }
 
 // ---- global and user layers ----
@@ -267,6 +278,9 @@ func (s *Service) readLayer(ctx context.Context, u *store.User, class string, sc
 func (s *Service) writeLayer(ctx context.Context, u *store.User, class string, scope store.ToolScope, write map[string]any) (*Layer, error) {
 	spec, err := s.layerSpec(u, class, scope)
 	if err != nil {
+		return nil, err
+	}
+	if err := policyOnlyAtGroupOrAgent(write); err != nil {
 		return nil, err
 	}
 	edit, err := s.mergeEdit(spec, write)

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
 // Catalog is what validation and import planning need to know about the installation. The
@@ -113,6 +116,7 @@ type catalogTool struct {
 	enabled  bool
 	ops      []indexedOp
 	settings map[string]any // nil when absent; values are plain
+	policy   map[string]any // the approval policy; nil when absent or malformed
 }
 
 type indexedOp struct {
@@ -143,6 +147,14 @@ func applyCatalog(t catalogTool, cat Catalog, c *collector) (tp ToolPlan, known 
 			continue
 		}
 		tp.Operations = append(tp.Operations, o.op)
+	}
+	if t.policy != nil {
+		if _, err := toolpolicy.Parse(t.policy, func(op string) bool { return slices.Contains(info.Operations, op) }); err != nil {
+			msg, _, _ := svcerr.Public(err)
+			c.add(CodeApprovalPolicyInvalid, pointer(base, "approval_policy"), "tool %s: %s", quote(t.class), msg)
+		} else if len(t.policy) > 0 {
+			tp.ApprovalPolicy = t.policy
+		}
 	}
 	keys := make([]string, 0, len(t.settings))
 	for k := range t.settings {

@@ -34,6 +34,7 @@ const (
 	CodeUnknownTopLevelKey           = "UNKNOWN_TOP_LEVEL_KEY"
 	CodeUnknownAgentKey              = "UNKNOWN_AGENT_KEY"
 	CodeUnknownMetadataKey           = "UNKNOWN_METADATA_KEY"
+	CodeApprovalPolicyInvalid        = "APPROVAL_POLICY_INVALID"
 
 	CodeSystemPromptMissing     = "SYSTEM_PROMPT_MISSING"
 	CodeOperationUnknown        = "OPERATION_UNKNOWN"
@@ -84,7 +85,7 @@ var errorCodes = []string{
 	CodeOperationNameRequired, CodeAutoApproveType, CodeOperationEnabledType, CodeSettingsUnknownKey,
 	CodeSettingsPasswordKeyForbidden, CodeSettingsInvalidValueType, CodeRequiredPluginsNotList,
 	CodeRequiredPluginsInvalid, CodeMetadataNotObject, CodeMetadataIconType, CodeUnknownTopLevelKey,
-	CodeUnknownAgentKey, CodeUnknownMetadataKey,
+	CodeUnknownAgentKey, CodeUnknownMetadataKey, CodeApprovalPolicyInvalid,
 }
 
 var warningCodes = []string{

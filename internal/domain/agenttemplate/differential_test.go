@@ -34,13 +34,16 @@ func compileSchema(t testing.TB) *jsonschema.Schema {
 
 // schemaBlind reports whether an error is one of the rules the schema cannot express: a
 // duplicate tool class, and the checks of settings values against the tool's declared
-// settings (the schema only says settings is an object).
+// settings (the schema only says settings is an object), and the rules of an approval policy
+// (the schema only says it is an object).
 func schemaBlind(f agenttemplate.Finding) bool {
 	switch f.Code {
 	case agenttemplate.CodeToolClassDuplicate, agenttemplate.CodeSettingsUnknownKey, agenttemplate.CodeSettingsPasswordKeyForbidden:
 		return true
 	case agenttemplate.CodeSettingsInvalidValueType:
 		return strings.Count(f.Path, "/") > 3 // a value inside settings, not settings itself
+	case agenttemplate.CodeApprovalPolicyInvalid:
+		return !strings.Contains(f.Message, "approval_policy must be an object") // the rules inside, not their type
 	}
 	return false
 }

@@ -43,6 +43,8 @@ type ExportTool struct {
 	// settings out. Pass non-secret values only; with a catalog, undeclared and password-typed
 	// keys are dropped as well.
 	Settings map[string]any
+	// ApprovalPolicy is the agent layer's approval policy of the tool (nil: none).
+	ApprovalPolicy map[string]any
 }
 
 // Export builds the template of an agent, such that marshalling it (JSON or YAML) and importing
@@ -121,6 +123,11 @@ func Export(in ExportInput, cat Catalog) *Template {
 				tl.Settings = map[string]any{}
 			}
 			tl.Settings[clean(key)] = nv
+		}
+		if len(et.ApprovalPolicy) > 0 {
+			if nv, ok := normalize(et.ApprovalPolicy); ok {
+				tl.ApprovalPolicy, _ = nv.(map[string]any)
+			}
 		}
 		t.Tools = append(t.Tools, tl)
 	}

@@ -46,6 +46,9 @@ type ToolPlan struct {
 	Operations []Operation
 	// Settings become agent-level overrides (nil when none survive).
 	Settings map[string]any
+	// ApprovalPolicy is the tools' approval policy (toolpolicy), stored at the agent layer
+	// under toolpolicy.Key; nil when none.
+	ApprovalPolicy map[string]any
 	// MissingRequired lists required settings that stay unset (TOOL_NEEDS_CONFIGURATION).
 	MissingRequired []string
 }
@@ -93,7 +96,7 @@ func Plan(t *Template, cat Catalog) (ImportPlan, []Finding) {
 	}
 
 	for i, tl := range t.Tools {
-		ct := catalogTool{index: i, class: tl.ToolClass, enabled: tl.Enabled, settings: tl.Settings}
+		ct := catalogTool{index: i, class: tl.ToolClass, enabled: tl.Enabled, settings: tl.Settings, policy: tl.ApprovalPolicy}
 		for j, op := range tl.Operations {
 			ct.ops = append(ct.ops, indexedOp{index: j, op: op})
 		}
@@ -102,7 +105,7 @@ func Plan(t *Template, cat Catalog) (ImportPlan, []Finding) {
 		if cat != nil {
 			tp, known = applyCatalog(ct, cat, &c)
 		} else {
-			tp = ToolPlan{ToolClass: tl.ToolClass, Operations: slices.Clone(tl.Operations), Settings: keptSettings(tl.Settings)}
+			tp = ToolPlan{ToolClass: tl.ToolClass, Operations: slices.Clone(tl.Operations), Settings: keptSettings(tl.Settings), ApprovalPolicy: tl.ApprovalPolicy}
 			if tp.Operations == nil {
 				tp.Operations = []Operation{}
 			}

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
+
 	agenttemplates "github.com/agentsvc/svc/agent-templates"
 	"github.com/agentsvc/svc/internal/domain/access"
 	"github.com/agentsvc/svc/internal/domain/agent"
@@ -463,6 +465,9 @@ func (s *Service) importedTools(p ImportPlan) []store.ImportedTool {
 			it.Operations[op.Name] = store.ToolOperationOverride{Enabled: op.Enabled, AutoApprove: op.AutoApprove}
 		}
 		spec, _ := s.reg.Spec(tp.ToolClass)
+		if tp.ApprovalPolicy != nil {
+			it.Settings = map[string]any{toolpolicy.Key: tp.ApprovalPolicy}
+		}
 		for k, v := range tp.Settings {
 			if st, ok := spec.Setting(k); !ok || st.Type == tools.SettingPassword {
 				continue
@@ -528,6 +533,11 @@ func (s *Service) Export(ctx context.Context, u *store.User, agentID string, wit
 		et := ExportTool{ToolClass: class, Enabled: true, Operations: exportOperations(spec, known, cfg.Operations[class])}
 		if withSettings && known {
 			et.Settings = exportSettings(spec, cfg.Agent[class])
+		}
+		if l := cfg.Agent[class]; known && l != nil {
+			if p, err := tools.ParsePolicy(spec, l.Values[toolpolicy.Key]); err == nil && p != nil {
+				et.ApprovalPolicy, _ = l.Values[toolpolicy.Key].(map[string]any)
+			}
 		}
 		in.Tools = append(in.Tools, et)
 	}

@@ -108,6 +108,9 @@ type Tool struct {
 	// Settings are agent-level setting values. Values are plain: nil, bool, string, int64
 	// (integers), float64 (other numbers), []any, map[string]any.
 	Settings map[string]any `json:"settings,omitempty" yaml:"settings,omitempty"`
+	// ApprovalPolicy is the approval policy of the tool's operations (package toolpolicy's
+	// form), kept at the agent layer on import; exported with or without settings.
+	ApprovalPolicy map[string]any `json:"approval_policy,omitempty" yaml:"approval_policy,omitempty"`
 }
 
 // MarshalJSON writes operations as [] rather than null when there are none: the key is

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsvc/svc/internal/domain/toolpolicy"
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/store"
 )
@@ -28,7 +31,7 @@ var (
 	topKeys   = []string{"$schema", "id", "name", "description", "version", "agent", "tools", "required_plugins", "metadata"}
 	agentKeys = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries",
 		"compaction_enabled", "compaction_threshold_percent", "compaction_answer_reserve", "tool_result_max_chars", "memories"}
-	toolKeys     = []string{"tool_class", "enabled", "operations", "settings"}
+	toolKeys     = []string{"tool_class", "enabled", "operations", "settings", "approval_policy"}
 	operationKey = []string{"name", "enabled", "auto_approve"}
 	metadataKeys = []string{"category", "icon", "archetype", "variant_key", "palette_key"}
 )
@@ -292,6 +295,17 @@ func (w *walker) tool(i int, n *node, first map[string]int) {
 			}
 		}
 	}
+	if v, ok := n.get("approval_policy"); ok {
+		p, fits := plain(v)
+		if v.kind != kindObject || !fits {
+			w.c.add(CodeApprovalPolicyInvalid, pointer(base, "approval_policy"), "tools[%d].approval_policy must be an object mapping operations to rules, not %s", i, v.kind)
+		} else if _, err := toolpolicy.Parse(p, nil); err != nil {
+			msg, _, _ := svcerr.Public(err)
+			w.c.add(CodeApprovalPolicyInvalid, pointer(base, "approval_policy"), "tools[%d].%s", i, msg)
+		} else {
+			ct.policy = p.(map[string]any)
+		}
+	}
 	w.unknownKeys(n, base, toolKeys, CodeUnknownAgentKey, "a tools entry")
 	if classOK && w.cat != nil {
 		applyCatalog(ct, w.cat, &w.c)
@@ -444,6 +458,10 @@ func build(n *node) *Template {
 			if s, ok := e.get("settings"); ok && len(s.keys) > 0 {
 				p, _ := plain(s)
 				tl.Settings = p.(map[string]any)
+			}
+			if s, ok := e.get("approval_policy"); ok && len(s.keys) > 0 {
+				p, _ := plain(s)
+				tl.ApprovalPolicy = p.(map[string]any)
 			}
 			t.Tools = append(t.Tools, tl)
 		}

@@ -143,6 +143,18 @@ var codeCases = []codeCase{
 	}},
 	{name: "empty string leaves a required setting unset", mut: func(m map[string]any) { sub(m, "tools", 1, "settings")["endpoint"] = "" }, warns: []string{"TOOL_NEEDS_CONFIGURATION /tools/1"}},
 
+	// Approval policies.
+	{name: "approval policy", mut: func(m map[string]any) {
+		tool(m, 0)["approval_policy"] = map[string]any{"format": []any{map[string]any{"when": map[string]any{"layout": map[string]any{"in": []any{"unix"}}}, "action": "deny"}}}
+	}},
+	{name: "approval policy not an object", mut: func(m map[string]any) { tool(m, 0)["approval_policy"] = []any{} }, errs: []string{"APPROVAL_POLICY_INVALID /tools/0/approval_policy"}},
+	{name: "approval policy bad rule", mut: func(m map[string]any) {
+		tool(m, 0)["approval_policy"] = map[string]any{"now": []any{map[string]any{"action": "sometimes"}}}
+	}, errs: []string{"APPROVAL_POLICY_INVALID /tools/0/approval_policy"}},
+	{name: "approval policy unknown operation", mut: func(m map[string]any) {
+		tool(m, 0)["approval_policy"] = map[string]any{"explode": []any{map[string]any{"action": "ask"}}}
+	}, errs: []string{"APPROVAL_POLICY_INVALID /tools/0/approval_policy"}},
+
 	// Settings.
 	{name: "settings list", mut: func(m map[string]any) { tool(m, 1)["settings"] = []any{} }, errs: []string{"SETTINGS_INVALID_VALUE_TYPE /tools/1/settings"},
 		warns: []string{"TOOL_NEEDS_CONFIGURATION /tools/1"}},
@@ -309,7 +321,7 @@ func TestSeverity(t *testing.T) {
 			}
 		}
 	}
-	if len(agenttemplate.ErrorCodes()) != 31 || len(agenttemplate.WarningCodes()) != 8 {
+	if len(agenttemplate.ErrorCodes()) != 32 || len(agenttemplate.WarningCodes()) != 8 {
 		t.Errorf("got %d error and %d warning codes", len(agenttemplate.ErrorCodes()), len(agenttemplate.WarningCodes()))
 	}
 }

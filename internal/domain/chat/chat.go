@@ -593,7 +593,10 @@ func withToolTurns(ms []store.TaskMessage, calls []store.ToolCall, batches []sto
 }
 
 // DecidedBy names who decided a tool call: "key:<key id>" through an API key, "user:<id>"
-// through a session, "auto" for a call that ran without approval; nil while undecided.
+// through a session; without a person, the approval gate: "refused" (its tool or operation
+// could not be resolved, or is off), "policy" (a rule of the operation's approval policy
+// allowed or denied it: PolicyRule), "task" (an earlier approval allowed the operation for the
+// rest of the task), "auto" (its operation needs no approval); nil while undecided.
 func DecidedBy(c *store.ToolCall) *string {
 	var s string
 	switch {
@@ -603,10 +606,27 @@ func DecidedBy(c *store.ToolCall) *string {
 		s = "user:" + strconv.FormatInt(*c.DecidedBy, 10)
 	case c.Status == store.ToolCallPendingApproval:
 		return nil
+	case c.Gate == store.GateRefused, c.Gate == store.GateTask:
+		s = c.Gate
 	default:
-		s = "auto"
+		if _, ok := c.PolicyRule(); ok {
+			s = "policy"
+		} else {
+			s = "auto"
+		}
 	}
 	return &s
+}
+
+// PolicyRule is the 1-based number of the approval policy rule that decided a call (allowed,
+// denied, or asked a person), nil when no rule did.
+func PolicyRule(c *store.ToolCall) *int64 {
+	n, ok := c.PolicyRule()
+	if !ok {
+		return nil
+	}
+	v := int64(n)
+	return &v
 }
 
 // ResultText is a tool call's result as the model saw it: a JSON string unquoted, any other

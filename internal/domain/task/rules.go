@@ -76,7 +76,7 @@ func CheckReason(reason string) error {
 
 // CheckDecisions applies the rules of tool-call decisions that need no pending call: at least
 // one decision; approved arguments encodable within store.MaxTaskJSONLen; arguments only on an
-// approval; reasons within CheckReason. Which provider call ids are pending (unknown, already
+// approval, allow_for_task too; reasons within CheckReason. Which provider call ids are pending (unknown, already
 // decided, given twice) only the store's transaction knows. Errors: ErrInvalid.
 func CheckDecisions(ds []store.ToolDecision) error {
 	if len(ds) == 0 {
@@ -90,6 +90,9 @@ func CheckDecisions(ds []store.ToolDecision) error {
 		}
 		if !d.Approve && d.Arguments != nil {
 			return fieldcheck.Invalidf("decisions: arguments are only accepted when approving (%q)", d.ProviderCallID)
+		}
+		if !d.Approve && d.AllowForTask {
+			return fieldcheck.Invalidf("decisions: allow_for_task is only accepted when approving (%q)", d.ProviderCallID)
 		}
 		if d.Reason != nil {
 			if err := CheckReason(*d.Reason); err != nil {

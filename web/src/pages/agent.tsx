@@ -151,7 +151,9 @@ function AgentToolSettings(props: { agent: Agent; toolClass: string; decls: Sche
           onSave={(settings) =>
             act.run(async () => {
               setSaved(false);
-              cur.set((await unwrap(api.PUT("/agents/{id}/tools/{toolId}/override", { ...p, body: { settings } }))).data.override.settings);
+              // The PUT replaces the whole agent layer: carry the approval policy over.
+              const body = { settings: withPolicy(settings, cur.data?.approval_policy) };
+              cur.set((await unwrap(api.PUT("/agents/{id}/tools/{toolId}/override", { ...p, body }))).data.override.settings);
               setSaved(true);
               await props.onSaved();
             })
@@ -159,7 +161,83 @@ function AgentToolSettings(props: { agent: Agent; toolClass: string; decls: Sche
         />
       )}
       {saved && <p class="notice small">Saved for this agent.</p>}
+      {cur.data && (
+        <PolicyEditor
+          value={cur.data.approval_policy}
+          onSave={async (policy) => {
+            const body = { settings: withPolicy(cur.data ?? {}, policy) };
+            cur.set((await unwrap(api.PUT("/agents/{id}/tools/{toolId}/override", { ...p, body }))).data.override.settings);
+            await props.onSaved();
+          }}
+        />
+      )}
     </>
+  );
+}
+
+type LayerSettings = Schemas["ReplaceAgentToolOverrideRequest"]["settings"];
+
+/** An agent layer's settings with the approval policy set (null or absent: none; the PUT replaces the whole layer). */
+function withPolicy(settings: Record<string, unknown>, policy: unknown): LayerSettings {
+  const out: Record<string, unknown> = { ...settings };
+  delete out.approval_policy;
+  if (policy) out.approval_policy = policy;
+  return out as LayerSettings;
+}
+
+const policyExample = `{
+  "operation_name": [
+    { "when": { "url": { "host_in": ["example.com"] } }, "action": "allow" },
+    { "when": { "path": { "prefix": "/etc/" } }, "action": "deny", "reason": "Not there." },
+    { "action": "ask" }
+  ]
+}`;
+
+/** The approval policy of a tool's operations at the agent layer: a JSON editor (ApprovalPolicy in the contract). */
+function PolicyEditor(props: { value: unknown; onSave: (policy: Record<string, unknown> | null) => Promise<void> }) {
+  const [text, setText] = useState(props.value ? JSON.stringify(props.value, null, 2) : "");
+  const [err, setErr] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const act = useAction();
+  const save = (e: Event) => {
+    e.preventDefault();
+    setSaved(false);
+    let policy: Record<string, unknown> | null = null;
+    if (text.trim() !== "") {
+      try {
+        const parsed: unknown = JSON.parse(text);
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("it must be an object mapping operation names to rule lists");
+        policy = parsed as Record<string, unknown>;
+      } catch (x) {
+        setErr(`The policy is not valid: ${(x as Error).message}`);
+        return;
+      }
+    }
+    setErr(null);
+    void act.run(async () => {
+      await props.onSave(policy);
+      setSaved(true);
+    });
+  };
+  return (
+    <form class="policy-editor" onSubmit={save}>
+      <h4>Approval policy</h4>
+      <p class="small muted">
+        Per operation, rules over the call&apos;s arguments decided before anyone is asked: the first rule whose conditions all match allows, denies (its reason is told to the model) or asks. Conditions: equals, in, prefix, pattern, min, max, host_in. No match: the operation&apos;s approval setting decides. Rules here replace the group&apos;s for the same operation. Leave empty for none.
+      </p>
+      <TextArea label="Rules (JSON)" mono rows={Math.min(16, Math.max(4, text.split("\n").length + 1))} value={text} onValue={setText} />
+      <details class="small">
+        <summary>Example</summary>
+        <pre class="code">{policyExample}</pre>
+      </details>
+      <ErrorNote error={err ?? act.error} />
+      <div class="button-row">
+        <button type="submit" disabled={act.pending}>
+          {act.pending ? "Saving…" : "Save policy"}
+        </button>
+      </div>
+      {saved && <p class="notice small">Policy saved.</p>}
+    </form>
   );
 }
 

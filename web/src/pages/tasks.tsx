@@ -76,7 +76,7 @@ function ApprovalCard(props: { task: Task; onDone: (t: Task) => void }) {
   const approve = useAction();
   const reject = useAction();
   const taskId = String(props.task.id);
-  const doApprove = () => {
+  const doApprove = (allowForTask: boolean) => {
     const decisions: Schemas["TaskToolCallDecision"][] = [];
     for (const c of calls) {
       const text = args[c.provider_call_id] ?? "{}";
@@ -92,7 +92,7 @@ function ApprovalCard(props: { task: Task; onDone: (t: Task) => void }) {
         return;
       }
       const changed = JSON.stringify(parsed) !== JSON.stringify(c.arguments);
-      decisions.push({ provider_call_id: c.provider_call_id, decision: "approve", arguments: changed ? (parsed as Record<string, unknown>) : undefined });
+      decisions.push({ provider_call_id: c.provider_call_id, decision: "approve", arguments: changed ? (parsed as Record<string, unknown>) : undefined, allow_for_task: allowForTask || undefined });
     }
     setArgErr(null);
     void approve.run(async () => {
@@ -115,8 +115,16 @@ function ApprovalCard(props: { task: Task; onDone: (t: Task) => void }) {
       ))}
       <ErrorNote error={argErr ?? approve.error} />
       <div class="button-row">
-        <button type="button" class="primary" disabled={approve.pending || reject.pending} onClick={doApprove}>
+        <button type="button" class="primary" disabled={approve.pending || reject.pending} onClick={() => doApprove(false)}>
           {approve.pending ? "Approving…" : "Approve"}
+        </button>
+        <button
+          type="button"
+          disabled={approve.pending || reject.pending}
+          onClick={() => doApprove(true)}
+          title="Also run later calls of the same operation in this task, its follow-ups included, without asking (a policy rule that asks or denies still applies)"
+        >
+          Approve for the rest of this task
         </button>
       </div>
       <form
@@ -283,6 +291,9 @@ const fmtUsage = (u: Schemas["TaskUsage"]) => `${u.input_tokens} in · ${u.outpu
 function decider(by: string | null, me: number | undefined): string {
   if (!by) return "";
   if (by === "auto") return "automatically (pre-approved)";
+  if (by === "task") return "automatically (allowed for the rest of this task)";
+  if (by === "policy") return "by the approval policy";
+  if (by === "refused") return "before approval (the call could not be resolved)";
   const [kind, id] = by.split(":");
   if (kind === "user") return Number(id) === me ? "by you" : `by user #${id}`;
   if (kind === "key") return `by API key ${id}`;
@@ -315,7 +326,17 @@ const callTone: Record<string, string> = { PENDING: "neutral", PENDING_APPROVAL:
 function CallEntry(props: { call: Schemas["TranscriptToolCall"]; me?: number }) {
   const c = props.call;
   const edited = c.approved_arguments && JSON.stringify(c.approved_arguments) !== JSON.stringify(c.arguments);
-  const decided = c.status === "REJECTED" ? `Rejected ${decider(c.decided_by, props.me)}` : c.decided_by && c.status !== "PENDING_APPROVAL" ? `Approved ${decider(c.decided_by, props.me)}${edited ? " with edited arguments" : ""}` : "";
+  const rule = c.policy_rule ? ` (rule ${c.policy_rule})` : "";
+  const decided =
+    c.decided_by === "refused"
+      ? "Refused before approval"
+      : c.status === "REJECTED"
+        ? `${c.decided_by === "policy" ? "Denied" : "Rejected"} ${decider(c.decided_by, props.me)}${c.decided_by === "policy" ? rule : ""}`
+        : c.decided_by && c.status !== "PENDING_APPROVAL"
+          ? `${c.decided_by === "policy" ? "Allowed" : "Approved"} ${decider(c.decided_by, props.me)}${c.decided_by === "policy" ? rule : c.policy_rule ? ` (asked by policy rule ${c.policy_rule})` : ""}${edited ? " with edited arguments" : ""}${c.allow_for_task ? ", and allowed for the rest of this task" : ""}`
+          : c.status === "PENDING_APPROVAL" && c.policy_rule
+            ? `Asked by the approval policy${rule}`
+            : "";
   return (
     <article class="msg tool" data-call={c.provider_call_id}>
       <h2 class="msg-who spread-line">
