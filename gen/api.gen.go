@@ -320,6 +320,60 @@ func (e AllowedMediaKindKind) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalKind.
+const (
+	QuestionBatch ApprovalKind = "question_batch"
+	ToolCall      ApprovalKind = "tool_call"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalKind enum.
+func (e ApprovalKind) Valid() bool {
+	switch e {
+	case QuestionBatch:
+		return true
+	case ToolCall:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalDecisionDecision.
+const (
+	ApprovalDecisionDecisionApprove ApprovalDecisionDecision = "approve"
+	ApprovalDecisionDecisionReject  ApprovalDecisionDecision = "reject"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecisionDecision enum.
+func (e ApprovalDecisionDecision) Valid() bool {
+	switch e {
+	case ApprovalDecisionDecisionApprove:
+		return true
+	case ApprovalDecisionDecisionReject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalTimeoutAction.
+const (
+	ApprovalTimeoutActionAbort  ApprovalTimeoutAction = "abort"
+	ApprovalTimeoutActionReject ApprovalTimeoutAction = "reject"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalTimeoutAction enum.
+func (e ApprovalTimeoutAction) Valid() bool {
+	switch e {
+	case ApprovalTimeoutActionAbort:
+		return true
+	case ApprovalTimeoutActionReject:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChatBlockedReason.
 const (
 	ChatBlockedReasonAWAITINGINPUT   ChatBlockedReason = "AWAITING_INPUT"
@@ -1117,16 +1171,16 @@ func (e TaskStatus) Valid() bool {
 
 // Defines values for TaskToolCallDecisionDecision.
 const (
-	Approve TaskToolCallDecisionDecision = "approve"
-	Reject  TaskToolCallDecisionDecision = "reject"
+	TaskToolCallDecisionDecisionApprove TaskToolCallDecisionDecision = "approve"
+	TaskToolCallDecisionDecisionReject  TaskToolCallDecisionDecision = "reject"
 )
 
 // Valid indicates whether the value is a known member of the TaskToolCallDecisionDecision enum.
 func (e TaskToolCallDecisionDecision) Valid() bool {
 	switch e {
-	case Approve:
+	case TaskToolCallDecisionDecisionApprove:
 		return true
-	case Reject:
+	case TaskToolCallDecisionDecisionReject:
 		return true
 	default:
 		return false
@@ -1387,10 +1441,19 @@ type AddGroupMemberRequestRole string
 
 // Agent A configurable AI agent owned by a principal.
 //
-// Example: {"allow_followup":true,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
+// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
 type Agent struct {
 	// AllowFollowup Whether a completed task may be continued.
 	AllowFollowup bool `json:"allow_followup"`
+
+	// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+	ApprovalTimeoutAction ApprovalTimeoutAction `json:"approval_timeout_action"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it for the service (decided_by `system`); 0 means it waits forever.
+	ApprovalTimeoutSeconds int `json:"approval_timeout_seconds"`
+
+	// Approvers Who may approve, reject and answer what the agent's tasks wait for: the task's owner (`owner`), the managers of the agent's principal (`managers`: the user of a personal principal; a group's owners and admins; administrators), the users named in `user_ids` — any of them. At least one must be named. Anyone else gets 404 on the task's decision actions. A per-agent API chat is decided by its key holders (and through a session by its owner alone) whatever this says. Named users do not travel in agent templates (their ids are this installation's): an export carries `owner` and `managers` only.
+	Approvers AgentApprovers `json:"approvers"`
 
 	// CreatedAt Creation time.
 	CreatedAt time.Time `json:"created_at"`
@@ -1518,6 +1581,18 @@ type AgentApiKeyWithSecret struct {
 	Name string `json:"name"`
 }
 
+// AgentApprovers Who may approve, reject and answer what the agent's tasks wait for: the task's owner (`owner`), the managers of the agent's principal (`managers`: the user of a personal principal; a group's owners and admins; administrators), the users named in `user_ids` — any of them. At least one must be named. Anyone else gets 404 on the task's decision actions. A per-agent API chat is decided by its key holders (and through a session by its owner alone) whatever this says. Named users do not travel in agent templates (their ids are this installation's): an export carries `owner` and `managers` only.
+type AgentApprovers struct {
+	// Managers The managers of the agent's principal may decide.
+	Managers bool `json:"managers"`
+
+	// Owner The task's owner may decide.
+	Owner bool `json:"owner"`
+
+	// UserIds Users who may decide (existing user ids).
+	UserIds []int64 `json:"user_ids"`
+}
+
 // AgentExportResponse An agent exported as an agent template.
 type AgentExportResponse struct {
 	// Data Payload.
@@ -1620,7 +1695,7 @@ type AgentResponse struct {
 	Data struct {
 		// Agent A configurable AI agent owned by a principal.
 		//
-		// Example: {"allow_followup":true,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
+		// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
 		Agent Agent `json:"agent"`
 	} `json:"data"`
 }
@@ -1856,7 +1931,7 @@ type AgentTemplateImportResponse struct {
 	Data struct {
 		// Agent A configurable AI agent owned by a principal.
 		//
-		// Example: {"allow_followup":true,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
+		// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"system_prompt":"You are a careful research assistant. Cite every source.","updated_at":"2025-03-02T16:05:12Z"}
 		Agent Agent `json:"agent"`
 
 		// Warnings Warning-severity findings of the import (skipped tools and operations, missing plugins ...).
@@ -2112,6 +2187,91 @@ type AnswerTaskRequest struct {
 	ToolCallId string `json:"tool_call_id"`
 }
 
+// Approval One thing a task waits for a decision on; `kind` says which of `tool_call` and `question_batch` is set (the other is null).
+type Approval struct {
+	// AgentId The task's agent.
+	AgentId int64 `json:"agent_id"`
+
+	// AgentName The agent's name.
+	AgentName string `json:"agent_name"`
+
+	// CreatedAt When the model asked.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Kind A tool call awaiting approval, or an unanswered question batch.
+	Kind ApprovalKind `json:"kind"`
+
+	// LastMessage The text of the model's last turn that had text; null when none.
+	LastMessage *string `json:"last_message"`
+
+	// QuestionBatch The questions (kind `question_batch`).
+	QuestionBatch *TaskQuestionBatch `json:"question_batch"`
+
+	// TaskId The task; decide through its actions.
+	TaskId int64 `json:"task_id"`
+
+	// TaskTitle The first 200 characters of the task's prompt.
+	TaskTitle string `json:"task_title"`
+
+	// TaskUserId The task's owner.
+	TaskUserId int64 `json:"task_user_id"`
+
+	// ToolCall The call (kind `tool_call`).
+	ToolCall *TaskPendingToolCall `json:"tool_call"`
+}
+
+// ApprovalKind A tool call awaiting approval, or an unanswered question batch.
+type ApprovalKind string
+
+// ApprovalDecision A decision on one pending tool call of a task.
+type ApprovalDecision struct {
+	// Arguments Arguments to execute with (approve only); omitted means the proposed ones.
+	Arguments *map[string]interface{} `json:"arguments,omitempty"`
+
+	// Decision Run the call, or refuse it.
+	Decision ApprovalDecisionDecision `json:"decision"`
+
+	// ProviderCallId The call's provider id.
+	ProviderCallId string `json:"provider_call_id"`
+
+	// Reason Shown to the model for a rejected call.
+	Reason *string `json:"reason,omitempty"`
+
+	// TaskId The task.
+	TaskId int64 `json:"task_id"`
+}
+
+// ApprovalDecisionDecision Run the call, or refuse it.
+type ApprovalDecisionDecision string
+
+// ApprovalDecisionResult The outcome of one decision of a batch.
+type ApprovalDecisionResult struct {
+	// Error Why it failed (what the single request would have answered); null on success.
+	Error *Error `json:"error"`
+
+	// Ok The decision was recorded.
+	Ok bool `json:"ok"`
+
+	// ProviderCallId The call, as sent.
+	ProviderCallId string `json:"provider_call_id"`
+
+	// TaskId The task, as sent.
+	TaskId int64 `json:"task_id"`
+
+	// TaskStatus The task's status after the decision; null when it failed.
+	TaskStatus *TaskStatus `json:"task_status"`
+}
+
+// ApprovalListResponse One page of the approvals inbox.
+type ApprovalListResponse struct {
+	Data struct {
+		Approvals []Approval `json:"approvals"`
+	} `json:"data"`
+}
+
+// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+type ApprovalTimeoutAction string
+
 // ApproveAgentChatRequest Decisions on the chat's pending tool calls.
 //
 // Example: {"decisions":[{"arguments":{"url":"https://example.org/report"},"decision":"approve","provider_call_id":"call_9f2a"}]}
@@ -2343,6 +2503,15 @@ type CreateAgentRequest struct {
 	// AllowFollowup Whether completed tasks may be continued. Absent, it is `true`.
 	AllowFollowup *bool `json:"allow_followup,omitempty"`
 
+	// ApprovalTimeoutAction What the timeout does. Absent, it is `reject`.
+	ApprovalTimeoutAction *ApprovalTimeoutAction `json:"approval_timeout_action,omitempty"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it. Absent, it is `0`, which means forever.
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty"`
+
+	// Approvers Who may decide the agent's pending tool calls and questions. Absent, it is the task's owner alone (owner true, managers false, no user ids).
+	Approvers *AgentApprovers `json:"approvers,omitempty"`
+
 	// Description Short description.
 	Description *string `json:"description,omitempty"`
 
@@ -2511,6 +2680,20 @@ type CreateUserRequest struct {
 
 	// Password Initial password.
 	Password string `json:"password"`
+}
+
+// DecideApprovalsRequest Decisions on pending tool calls, possibly of several tasks.
+//
+// Example: {"decisions":[{"decision":"approve","provider_call_id":"call_9f2a","task_id":101},{"decision":"reject","provider_call_id":"call_3c1d","reason":"Not this host.","task_id":102}]}
+type DecideApprovalsRequest struct {
+	Decisions []ApprovalDecision `json:"decisions"`
+}
+
+// DecideApprovalsResponse One result per decision, in the order sent.
+type DecideApprovalsResponse struct {
+	Data struct {
+		Results []ApprovalDecisionResult `json:"results"`
+	} `json:"data"`
 }
 
 // DeletedResponse Answer of a DELETE that removes a resource.
@@ -4270,6 +4453,9 @@ type TaskEventQuestionBatch struct {
 	// AnsweredAt When it was answered.
 	AnsweredAt *time.Time `json:"answered_at"`
 
+	// AnsweredBy `user:<id>` of the approver who answered through a session; null while unanswered or when answered through a per-agent API key.
+	AnsweredBy *string `json:"answered_by,omitempty"`
+
 	// Answers The answers, one per question; null until answered.
 	Answers *[]TaskQuestionAnswer `json:"answers"`
 
@@ -4628,7 +4814,7 @@ type TranscriptToolCall struct {
 	// DecidedAt When it was decided.
 	DecidedAt *time.Time `json:"decided_at"`
 
-	// DecidedBy `auto` (pre-approved), `user:<id>` or `key:<key id>`; null while undecided.
+	// DecidedBy `auto` (pre-approved), `user:<id>` (an approver through a session), `key:<key id>` (a key holder), `system` (the agent's approval timeout ran out); null while undecided.
 	DecidedBy *string `json:"decided_by"`
 
 	// ExecutedAt When it ran.
@@ -4684,6 +4870,15 @@ type UpdateAccountRequest struct {
 type UpdateAgentRequest struct {
 	// AllowFollowup Whether completed tasks may be continued.
 	AllowFollowup *bool `json:"allow_followup,omitempty"`
+
+	// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+	ApprovalTimeoutAction *ApprovalTimeoutAction `json:"approval_timeout_action,omitempty"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it. 0 means forever.
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty"`
+
+	// Approvers Who may decide; replaces the stored set wholesale.
+	Approvers *AgentApprovers `json:"approvers,omitempty"`
 
 	// Description Short description (empty string clears it).
 	Description *string `json:"description,omitempty"`
@@ -5168,6 +5363,24 @@ type ListAgentMemoriesParams struct {
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 }
 
+// ListApprovalsParams defines parameters for ListApprovals.
+type ListApprovalsParams struct {
+	// AgentId Only items of this agent.
+	AgentId *int64 `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// Tool Only tool calls of this tool (its name as the model sees it); question batches are left out.
+	Tool *string `form:"tool,omitempty" json:"tool,omitempty"`
+
+	// OlderThan Only items pending for at least this many seconds.
+	OlderThan *int `form:"older_than,omitempty" json:"older_than,omitempty"`
+
+	// Page 1-based page number.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Page size (default 25, at most 100).
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
 // VerifyEmailParams defines parameters for VerifyEmail.
 type VerifyEmailParams struct {
 	// Token Secret half of the link's token pair.
@@ -5449,6 +5662,9 @@ type ReplaceAgentToolOverrideJSONRequestBody = ReplaceAgentToolOverrideRequest
 
 // TransferAgentJSONRequestBody defines body for TransferAgent for application/json ContentType.
 type TransferAgentJSONRequestBody = TransferAgentRequest
+
+// DecideApprovalsJSONRequestBody defines body for DecideApprovals for application/json ContentType.
+type DecideApprovalsJSONRequestBody = DecideApprovalsRequest
 
 // UpdateAccountJSONRequestBody defines body for UpdateAccount for application/json ContentType.
 type UpdateAccountJSONRequestBody = UpdateAccountRequest
@@ -5749,6 +5965,12 @@ type ServerInterface interface {
 	// TransferAgent Transfer the agent to another principal
 	// (POST /agents/{id}/transfer)
 	TransferAgent(c *gin.Context, id string)
+	// ListApprovals List what the caller may decide
+	// (GET /approvals)
+	ListApprovals(c *gin.Context, params ListApprovalsParams)
+	// DecideApprovals Decide several pending tool calls
+	// (POST /approvals/decisions)
+	DecideApprovals(c *gin.Context)
 	// UpdateAccount Update own account
 	// (PATCH /auth/account)
 	UpdateAccount(c *gin.Context)
@@ -7855,6 +8077,78 @@ func (siw *ServerInterfaceWrapper) TransferAgent(c *gin.Context) {
 	}
 
 	siw.Handler.TransferAgent(c, id)
+}
+
+// ListApprovals operation middleware
+func (siw *ServerInterfaceWrapper) ListApprovals(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApprovalsParams
+
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", c.Request.URL.Query(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter agent_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "tool" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tool", c.Request.URL.Query(), &params.Tool, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tool: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "older_than" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "older_than", c.Request.URL.Query(), &params.OlderThan, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter older_than: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "per_page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "per_page", c.Request.URL.Query(), &params.PerPage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter per_page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListApprovals(c, params)
+}
+
+// DecideApprovals operation middleware
+func (siw *ServerInterfaceWrapper) DecideApprovals(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DecideApprovals(c)
 }
 
 // UpdateAccount operation middleware
@@ -10621,6 +10915,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/tasks/:taskId/abort", wrapper.AbortTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/abort-sub-agent", wrapper.AbortSubAgentTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/answer", wrapper.AnswerTask)
+	router.GET(options.BaseURL+"/approvals", wrapper.ListApprovals)
+	router.POST(options.BaseURL+"/approvals/decisions", wrapper.DecideApprovals)
 	router.POST(options.BaseURL+"/tasks/:taskId/approve", wrapper.ApproveTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/continue", wrapper.ContinueTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/reject", wrapper.RejectTask)
@@ -17765,6 +18061,226 @@ func (response TransferAgent500JSONResponse) VisitTransferAgentResponse(w http.R
 type TransferAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response TransferAgent503JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovalsRequestObject struct {
+	Params ListApprovalsParams
+}
+
+type ListApprovalsResponseObject interface {
+	VisitListApprovalsResponse(w http.ResponseWriter) error
+}
+
+type ListApprovals200JSONResponse ApprovalListResponse
+
+func (response ListApprovals200JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListApprovals401JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListApprovals422JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListApprovals500JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListApprovals503JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovalsRequestObject struct {
+	Body *DecideApprovalsJSONRequestBody
+}
+
+type DecideApprovalsResponseObject interface {
+	VisitDecideApprovalsResponse(w http.ResponseWriter) error
+}
+
+type DecideApprovals200JSONResponse DecideApprovalsResponse
+
+func (response DecideApprovals200JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DecideApprovals400JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DecideApprovals401JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DecideApprovals403JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DecideApprovals413JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DecideApprovals415JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DecideApprovals422JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals500JSONResponse struct{ InternalJSONResponse }
+
+func (response DecideApprovals500JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DecideApprovals503JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30781,6 +31297,12 @@ type StrictServerInterface interface {
 	// TransferAgent Transfer the agent to another principal
 	// (POST /agents/{id}/transfer)
 	TransferAgent(ctx context.Context, request TransferAgentRequestObject) (TransferAgentResponseObject, error)
+	// ListApprovals List what the caller may decide
+	// (GET /approvals)
+	ListApprovals(ctx context.Context, request ListApprovalsRequestObject) (ListApprovalsResponseObject, error)
+	// DecideApprovals Decide several pending tool calls
+	// (POST /approvals/decisions)
+	DecideApprovals(ctx context.Context, request DecideApprovalsRequestObject) (DecideApprovalsResponseObject, error)
 	// UpdateAccount Update own account
 	// (PATCH /auth/account)
 	UpdateAccount(ctx context.Context, request UpdateAccountRequestObject) (UpdateAccountResponseObject, error)
@@ -33007,6 +33529,74 @@ func (sh *strictHandler) TransferAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(TransferAgentResponseObject); ok {
 		if err := validResponse.VisitTransferAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListApprovals operation middleware
+func (sh *strictHandler) ListApprovals(ctx *gin.Context, params ListApprovalsParams) {
+	var request ListApprovalsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApprovals(ctx, request.(ListApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListApprovalsResponseObject); ok {
+		if err := validResponse.VisitListApprovalsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DecideApprovals operation middleware
+func (sh *strictHandler) DecideApprovals(ctx *gin.Context) {
+	var request DecideApprovalsRequestObject
+
+	var body DecideApprovalsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DecideApprovals(ctx, request.(DecideApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DecideApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DecideApprovalsResponseObject); ok {
+		if err := validResponse.VisitDecideApprovalsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -36486,1097 +37076,1139 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5L3rduM21ij4KhidnlVyN+2SXXZSZa9ZfRSXq+KOb58tJycd15EgEpLwmQIVgrRKqfGseZr5Pc8wjzJP",
-	"Mgt7AyBIgrrZ6e87Z/pHp0yRuGxs7PvlWytMprNEMJHJ1vG31oTRiKXwz1uWpYvuKGOp+itiMkz5LOOJ",
-	"aB237liYiEiSLCFzyjMyZKMkZSRVn3Ax3msFLRlO2JSqT6dc8Gk+bR3vB61sMWOt4xYXGRuztPX8/By0",
-	"ZjSlU5bpabtjJrLujJ9OaHYe1adWzwmPSDubMJJR+Uh4FJCIhXxKYxLxMc/kjloAV2/PaDZpBS1BpzBt",
-	"1ApaKfs95ymLWsdZmjN3oewrnc5i9eLhQcuuVWYpF+OWWqlZ2x0XIbtjv+dMhKy+xGsRL8iUSUnHTJL5",
-	"JJGMDKR+fUC4JOOU0YylJJtQQbIJl3bBv+csXRQrlmqmvvm2BNZRkk5phsD87rAVFHDueOCsF99j01lM",
-	"MybPoxsFmtrazQsA1cFD3um8C2WSpyGDf7O3+lGcj/HBgCQpoWRIU0bU0z3Sm6h/UTkh01wq3CD3txe7",
-	"TIRJxKLjBzEIk5T9rwefUiYZTcMJSwd7D+KFJ6bGfFuMqMBBv14wMVab3H/XAfDYvxXSZRlL1YT/vf0b",
-	"3f2js/vhi/5vf/fLt07w3bvntzt/b/rpL178+Jwm+Uye8gbYXiYRi0mYiBEf5ylVTwmPGnA1XLH15uPf",
-	"9x4/rq3p2OHX5sX8KWvpJUl8GlMp/Uu6ZWMuM5ayiGRJEpNQverFyT181FvM2BWdMoOX7VGSEo0hBJBu",
-	"75bR6P72Qs08aCISmVnWBpjnDlxGvYOjoyrqNeHNfRPeqAs1ZdMhS99IkkuWwuXkwlK9NiU4mnqo6KLa",
-	"UUCoJFES5lMmMrJP5IyFfMRZI3XMNyOPzg36bV9dEXVPvnWC/fcNt+M8YtNZkjERLn5iC8/1oI9MEgpc",
-	"hLOIqJUwmRFJR+wYtjXiqczs8znPJoSSR7YgNMwkoSIiHP4r5yx9EG2Z0SzH58MkWuwoyvvIZhlRiHFw",
-	"SCZJnkoyYykJaRyzlLQVcANF0GYs3aWKYJLuzbmaYucEVjZjNHsQMLNakKRThgsQUfHALBAXIhWVz8wv",
-	"cpYIyWDtSZ6phatjo2PKReAMjHyYDCzMst1bNovpgkXHRB3MgLRpLBNCFYOGpcmMplkAK5lPmNCLlYSm",
-	"KX9iD2I+4TFzwMglkRmPY5LmQnAxBhAvkJ8rABWgDAjNyDSRGdnvEBkQFktGDjsfHsTp9dWni/PT3o6m",
-	"+gYc+mgiPhqxVEHRgKStDkLhbsyFWkjMJICbZpMdA68HcXhwQH7uXpx/7PbOr6/6Z7e317d7pKvBmYzI",
-	"UacDG6XD5IkRxXpEkuHZthGBDE4owO7skS5u4EEcHB2RJy75MGake3d6fk7CCU1pqMQP5EIFmr8b7Ycf",
-	"aIftHoX7w93D6Hu2+4Ee7e92ou9G+8OD8Ht2eGiuEh5YcZkcZN9V2F4SiJaSB/de/S+7/8eXv/lv00US",
-	"AgfxyUjmt9cj6B4ifkPHHtlnf3dIJYvIjI4ZEbkiWk2yjXqlBJeIjWgeZwCFFRzkhqX++dVTIvkfjLT1",
-	"cOTgyEXgzk7jeljab17TwRHQdb2oTmflEntUPkr1f74T6qHgqha5juCa4TAvEl4VbwKee76EzSjm90aS",
-	"tOC9A/WoD8z3RSz1PPrX8dN7yVIf1O+Rd/5Zd+JZfY4E3lFlbs6vkuxTkgtYUJgIRc3VP+lsFnO8qG//",
-	"XaoFOmD41mJpmqT4SaTm6X4+u+r1uzfn/Y/nd90fLs4+KsiglqFgrNh+iWtxRSpHx4QKQiOFrDJLaZak",
-	"JMtTIUmCooJkGbCgu59P+3YK0r7DxxK4oXqPiSeeJkIJEzsA5AIyf0nZqHXc+i9vC13yLf4q357BLgA2",
-	"dWxLGYpxJEqYBBLOvnKZqSk5/m1IdZbAIh7Z4o0i6mqLbQUXMri67vU/Xd9ffRzs2LX64GDer4NxEGjO",
-	"A5ImYU8sXZDBWxhgl874278OgEEZLZfm2YSJTB/dCcyoz4EoVJIluA5KgB3YNc6T9JGlivlmfMrIVC0O",
-	"+DZIC1ySQRhzJjJ1qZ6D1g80ukUe+jIs+qH7sX979m/3Z3e9EvoYBq34swU+jXlE/nF3ffVaB+6OrsYl",
-	"bVAep3mc8RlNM5LP4oRGJKbhowQJZKBkBAX/NMPz5RkJkzyOYIyhwiEakXaYZ0ROEiUAJSmR6uhlnMyN",
-	"ij2YctFXk/eHi4zJviL1EmwYAzy/MBGChcgz4fwECeNEsmhnj5wC3jiAG8CJnCZiFPPwhedxfgWCTv+u",
-	"1+2dlS80sAhJTq8vby7OemcfX+MQcC9GbBuQdpTjctmOAtygtJwBGlnMLX2jBEaaMSUdDnmEaK4kZ8TQ",
-	"T/A0YuJlADm9u/3U713/dHbV14spQWXKpVTXSmGCQARVX5AseWTiFSFUW8XA3E5GBv9tV/2+21NzDoys",
-	"ziVxFjdPEzE+IWpTD2Lw6fr2h/OPH8+unFG0zoGorh6UifQopmNDK6ZUKOKSJjFTMqrSpYSSEWn8UuTr",
-	"nd1edS9KEOZ6aMI0iF4M0nvBvs5YmLGIjCiP85SZS2UWoBCRZZTHEoT5OBmPWRQQoWixEufzVKirqHb+",
-	"OszUco3S1hVJGcHg/1EMDpHCgKfgbWbr52pDigezVwDAuSIsl2dXvYooEXOZgewizSp5MS1ZsOx1wMOV",
-	"nBkzKh3w2IkAGsmMaTPZgmUuUJyVI2hu6EIxjl6SXNAU9YLtYXPT/fXiuvux37u+7l90bz+fNXNK9jVk",
-	"LJJkv3P4/uj77wiwl1fllmYGkCmUXhPzKbfAqC0VwXHH0icesntBnyiP6TB+IUTuzm5/Pj89699fdX/u",
-	"nl8osakmfEY0o0r3UziTFxOfaHUcuHO8eBXYKNU6pSmPF2omfX0kS5+0nai8lJTRcKLeCsgoj+OADHO5",
-	"IEO2SLTBCEweiSI0o1wySeYpz5gkbSoWBQoW0iVMBBc4ZSHjT2DAkYpIL4iDHJxJ9ZhnJEPDVkYSETLS",
-	"Hkzp175+sY8vDnbAnCESMIoILicsAiMKF2RC4xFJRmQwybJZX4k7fSUxJnlWCJMoKhIaRSmTcGtprN5c",
-	"KFEoAjG0PilIQVrINAtuW0lYL3dnj1wlah1jMgd7orAniqYnYIjgK9oFZ9GASO0cAk435k9MGGz1oNFA",
-	"KWNVr9OudTv58EO//dZxUAGSGNfFucKO7BYOc0MqqZmQvQKydfybvQSX3f/Wv+ud3dz1b7tXFaIAysKe",
-	"grHM2ExazwcVROuHZJQmU7KvMHW/00H76aR13EI94639tPX8JWjNaSqU9tU6/u3Lc1C7jlXbWO0uZsaL",
-	"M6ES+bg8JpX1qxOuTk7aN9d3Pf1414wi34KgpcZjX2cx5UISdac20QO9h7OWrpCLXOLt1che39yuVIIC",
-	"zxbq8ih0lwbjqpAanBQCmB2HZ5LFI8BvJAFRQAYaFQZEcUMkvxoKSfpGFhO10LRyScVCK2jyZbRWkfLL",
-	"7tWvRtu4K59ukpQozaswm1sFBeArLDKQqy1jcFK55+pqI2CAgHJhbv7rXel74SjbLxV57q+6970fz656",
-	"56fdqshT1umJtQK9AnCvEq1ISyalGrydpAFJRMXEEBBhXnxkC6t2VhaN7P1eyHym7hGLLlnEaQ8sUS+D",
-	"zd39zc31be/sY//y7ON5t9/79abC4xczRtxhv+5OZZTMBWjsWlCkYchmGYteUwR6I8ngFHe2q3Y6MJMp",
-	"blkWE5HTtl2LTHF9zdqI2olEfk6FNjm8kfAY9BCtqih6rcQDkOl2qjssDsgHOTynn5Fg8EScFfDe9oiW",
-	"Ev2SUKroIhVIGo/JLFXwyRbkoSWmlD20kKhaDHqNo+oSG8RhqHSVfJN2Lh5FMhdkxFkcBaghA9ADkuYx",
-	"I8NU6dM7jaR7z1kp2lf1Udxqo6t6pnfL0QKrBMH6U4ukLsDR3KttusMkiRlFe0JhEf6t+PKLfTUZ/jsL",
-	"s9qbMHP9raDVjSJw916CQ9ex6dEo4gqcNL5xVjuisWS+mwF+4CxRMl8AZseIDJW2QMMsXsDVUDKjeqvP",
-	"IwjSGLAp5fEgMM5KnqJFwfV5fWvBS4oiRvS/6sd7YTJtBS31cuu4hZ5otZUyVPWH3xrW+kaqq5PkIiPw",
-	"Jmmzr2GcS/6E3tBireBFsNZ2HLbiAzisWf3N8mpRBEnMjFd8DEEO1i80wJ0ovpbMheJowmpa8ADAY/C5",
-	"bp2BdTKRT9V5wwetoAWvwdUEKH3xLFTvcymoeOT49wNi/ftKoRDa4qwmUCpIkkbW/wx26hpk8eB3Tlxx",
-	"lFthh7QPDw52SmiwpYe/juxjTeuq5MIGwYAf9lyb9BUQAY0pmaVchHxG4wp60jhO5v1Rov6Tz8y1DSGe",
-	"KuoDxhx0Do52O+92O/u9zofjd53jTuefreoV+sSViqLAJvPplKZcKX5orMFgrKh1fHgQtLjsj+hTojRC",
-	"exlRlcpSQPwD/Btl9+P9jjr6jBrCo8SWcZIugERjcJIaPIQ1DJPkEcAcsyxj/UemXssYjRXotFPqVn9F",
-	"qJRcZlRkraAlkkxN3fov/4XcKwbwILryEZz2lGTJjIfoHCcRm2UTtZsZD7M8Zf08jVvHQinBLQtgQMUj",
-	"Rb2ydNEHpa4/5SKHKY6CllzIjE37szSZzhR4f01yMNJRElKFQTFJa2vcI6dcaQvgSkGoqmXks8hzTAe9",
-	"/e+OO0fH+wf/rFOV6nlXUemXCcsmEAGh+FXMgL9T+UimVOn4CtEyLnIGTr8qdS8jTi3SUP0GUgWfshJN",
-	"UrvYVU9bnutdGqQWODlJ0ow4z0ibTWfZArWSXEiWwU10qV2n0/FM4yMgcN20g9PeGYXFK32XFURvgrIx",
-	"USpSBAxoStNHBfEJN245JXsQM5If6KX7U9tDniVTmvFQxwFhgA4cabtDIg7CBBDpKUJqSdRj6Wq68QWd",
-	"Kjm4y9iMDPNozDLFNylMqA9iTZd/+eL7uTlSqwolShnbVQdEzPcYTPPIFpIMDAEZBGSgyIb6L4Q4qunV",
-	"H0805VRkinoM1LV/EAOHoAxI+4nGuTZFIefAc7LaL+LGDtzpkKYQesVFlihdP0kzHRVTI+1In6qn95HL",
-	"WUwXIJCUOYqXkJXRfIVj39K9WrwtyP9JujuiocJMhZRKMSHw/no3zHvHSmSzhqja2JaMkPPiu4RP6Zid",
-	"EEVkC1MDglzJ5SIRABj1O9plS4KnM3eJPte2PBdqp/Yl0qZGdJixVCq8c34ExgDST5nNH61FGbyMoRa8",
-	"hz9YH7kgtHSRF8W1Qg/3iPJYGznV85QKCTZM0FrAb7b6dldYU43Yws8Ef0ansHazTCES148YdXnN4Vq1",
-	"SCsqMxJOqBivzSEqigJEnZQOW9+tMp2obtZcBpfEBVVu6T+7MgF2yFaZCZTRv8QqSzD50iT3dWfcH+ep",
-	"50OMqEVakja6/dDUHqb6WBwZcB1pT12a1uP3o3e/f/h6MD2cvW8FrZjKrK8k3sqX73r7+8edg+PDw38W",
-	"0UDivYAYjVGczOtiyZ8gN/iu+U0+jHkIUOFRgLZ2DHbmkQ2/H5GBfHrsl5/rPxGA+tUTCKVVdyBOxmXq",
-	"XIFUbXFl0HlvQclSVwR8FoQQjzWHoIomqKwki362c0WnjLSHCyXuPalF6OAmoBVoG3ojKypO6YDXuqX6",
-	"WpYuQgkwK67CKX7omiuqetGUg4/1kS0CMvimbsnxN64V/AAfF9MHxJ39+XlA2lESyrcRk3ws9qYReWjd",
-	"uNfroQUw8NtIlhl+nE38wrPJHWDVBjaP4vMLLrNmAPzEFlYKAvIgkHU2r7oa/Qlu4PrrdMaVOOSTN8NM",
-	"Kcrqx4AINldICwHSoAVmbCo3AE6rUIJpmtJF3YBk1vECA1Ix3S17Sh6XIhR485DQpuzJhAW3baj6XAv2",
-	"SQrGTR1jh1EK+p6+CO6PbNFo6kCqhnZWY7vYjCqluH/PvuM5XUgIlC+NuJaRz4wamNW/ylk598Zz7wWb",
-	"x4vS7ecijHNw3ULIvqKiwBzlREm26Jpt/WdgS5sd2aNPIui5O1ybmZm4INRrwJ6lsysSES/Ky1Jjukvr",
-	"//P3d0+9zvD39+HV/uL2aH5x8PXH76N/HE5/+iC7383OyuYv9flv3d1/6mywv/X3fFH5q9ikxkrgiGis",
-	"EWyu9vxnsMNXYnaPkLuwBcs7+4qO3mbSpLUiVDNZRNBrUdZOX0yAzEBrEXHjpP6os6ZqkLGjvZAkLOeC",
-	"14Jh/oSi2xCH9XL+NzYZvvWbh7+hHsslzLwZ71vN9XD2FwINXJ3NUAPrOfjyAJcky7aTdWCarvp+4/VN",
-	"wdLrO84RDbMCu1OG1nsWGV+l+hKSL3Yazq6Ri1r5aFOD3zJe8YuS13mmQyLMYl/GNBA8VYbx/Vpr1Y7O",
-	"IhHaCwrzqzHJWEuTdQaD5UGrJiyy5swlBhlnERmVj43HAIYNTPXGbFUax+4587IqlGQo96BFpAhtgVGo",
-	"JBEDU3ZZUTLwWWOp7GvWwGZpWMaWwpkYpVxgKDJPSZiMRoyRYUzDx/UM0ivNJCzi2footNJLRpybM2Rx",
-	"IsZQj6Atw2Smr4XiUunOictx9QcaQ+aTJDbWOffD7eDuY6P28hY70sdTIJQHv7cwt+D92oCzaGr0RiJQ",
-	"OHs5mzEDNeYww6/WZLoxp9EktsZvglaWZNRjpP0xmWO4lJ1bTQyJf0SymIUZmMU1DVgn7dE9YbtdM/+L",
-	"OZza3nYxAV2N2m8kSJUKxXzS0Cq6ULvnq3LtyuLR12z17pYhJ+7hdfBwsRFK+Y528dIDvUEL6j2IJdud",
-	"66XNjYKIGrSZal8DijsV6+iIA1lHlWnIBU0XqDLVrZj4qg8dwItB2jdXnwPyj5uzzwH5fP5Jcalf2PDm",
-	"xKbTHpFL/kOZWOKMK3UMmLoRbsuR5JVMQiY2YQ351ifPvhQ3jLJxSjMaJ+MzkfmExzuIToBzT9TWTVh9",
-	"SUNybePegINq9R7wIOrYTTbEmgEY9I7OehsVoYMhMF5hSseCjzjEuYB93VN0BTOg+rM4H3MB8cu1UAZ4",
-	"EV/oyzgfm4gEA7ryx7ggPRkQWpOOrI7xN1+6MDzqJVECf38JWk8slTo9fa+z1/GY8y3UqvAfWKes44kt",
-	"C3Ja0ygkKgfwKxX4pdECthiP8/iEoNdKBwTpVQjmdV3hwTXvCTzKTkTULP/jj5gNKpZyfLqunO9UECJt",
-	"yBHXNYOEU5slSY0jAw97tygoVH+7spw61tXWVUPDenEZxDWi30DNwBSS4EJmNI6VesYhXp3MaSokGdxc",
-	"3H8+v+pfnt/dnV991vnuRnopVkjDKXs7ZzRrWF5VeNnWl+4fvXS1albARGQpH+aQm4xvOvKxAq2lLHIt",
-	"P3X91tYpcPhY5EYb2c/C3QnE12PJVwKrIR31IBw+mxnfs8no4SGE+oUGPjYQDRbqhvppQoQ/eCP8yjSq",
-	"dkFsNSNW2T/EKjds3kPnVgLA0r16/bbpE0uJ/t2ciZeltPb3DvY6G9kMy35rswh7HmUMDQriq+lVBX4e",
-	"FKtf8HW57HLzUZ27ylczQHoQQa+JMIGBTkkaga1gaKwk6ytGXmFilVmuWNoriTLWbrqh6lK1+oIfE+tW",
-	"Hej4pBOsF3AHmyZRSkcZOegcdHb3DwjNHsTgG53N+rOUjfjXZwubch7THj7e+3eZiMHOHrnXAekQaUWh",
-	"fuG/Y+w/zXTsYsyeWFypC/St9RcTLt+aZNlMHr99K5/CPSdaWv29xiKMfaA5sHWzoNVSYF2nFP120GkI",
-	"5Om8YoTn8zZRtlZc2i1FhrmxdCbezXkZOMCW0bVBywmaax23nvZXBdz6RVNFpjBDkEEWqi0aYxNS8Fea",
-	"Z0mfzmZp8mT5aOULPfmIZeEEMgALEuij/c/rCLV/casY+byjivPhfTKJo4Nv+KCfp/HzoGYPOHzvYTrr",
-	"61FVMmGdBxsLwZWV7a8fIrtWSctjMsx5nO0qASWXutJRXS4NtHBQcIsNhNrgQYAVU0dZlkpoAr35V9ev",
-	"LN+5jQ/TRHU1y7P2INsQnQ52VivcbhgJuobU6RMwMcGjPStJpIMnJqIkfav+Guyc6DilQgewgYw0Rrey",
-	"ZcvNcm550L1KMoU+lPbfj/U/9/q7X/5qHu/8/e3KN/6yjvin6ZNP/gRTuUnCYCcmWj6Z8kzxvyRFLfME",
-	"E/6AIyZThABJBEGtaI+c0XDyIEolwuhsxmgqrYkIc95719cX/dOL7t1d/+P9zQUkM+7oqq8bCzkG5ZAU",
-	"bib2UpHxcJng654T+Pp/2/tS+Uf7t7/tftn7m/cUlojFhSDcZD9qEKdsFs2GKWIoVEVsxAV8pkNwG13r",
-	"vlwLHTHvk0ZMUkA58UKumXmxlOZ39cqbCH6DC6qWWKBXXwv3b04y+E+XUrDMoWL8Nyhhznnk+FiqjuU3",
-	"krgOroAkcWRj3U6KKAwwA0AVGihdbWoP2Sj2QF9+DNiw09mCpoIkKVcaM7l03D1KWYvRbyc1gc1S+sRi",
-	"GwDuYKWlCJs5IwCy5/htSSIo7Czb5A+smyzQGCbfhIQrQ+ZfNwDeGA4xbV9XmCB3v971zi77N7fXlzc9",
-	"Y9ja2yC7r1EO2Ixe3SgBXmQYoVYKAXW0QpGQBEiO0th8kRKFouCnKPYF155TFvQd9YIKGi+kegzGcdA4",
-	"Eqzyyr7O4iTVGZ9PXCapcdnyJ+a1CTWbmK8xV3fMBEtpHKjjivIw4088WwRW9QoUnZ3mQmeMB2TKIk4D",
-	"qHUTWMxJxAmhAoD0ICDzp3Lel2e97sdur9tXHPjz9e2v/furn66uf7lS0M1s2vhOQGRCeGaz3gVR4CIT",
-	"lrJqmVxH9XLuyXeHS+3R+lIUtuUyTH7IRaRkL/WBT0b0jl5S9eqGzzjJU6Lfcc9fQkSXOnvFrJOUCqgB",
-	"SyGBN2iNU8bAKIWq4zDOGdQPjfg4UVydJzHLIFtCPHpPvqRsVpf1M5c5jYl+R1cn0WJYQCKW8iektIoA",
-	"vzvYHfKMfLr6eXefkgmVk6oEQ3hEpkmUxwl55+7xqaOWuq/+78CzyLVv97XRbDe83oDjtkxD8sTSVHGr",
-	"8v1WbMpzqUvac40Nprlic1RIMkvZrn4vAloB8m2K12LnBKCqxF4uJizlGOwMsToaG/1yilXUl+VEFlvj",
-	"kugvtp3QrzxZwJOIhTHVZkI7YpsKYuorJAIKX8lHx8p9fXN2i7UU9HXfqavQm/n6YZlri7Agqm+OMrC3",
-	"FVLrWgcEA7lnQ00qqe4uMGaZonQmn77Qcbxn5Bp4mk/KoLnce5GaU9w5n49D1+ndLOcU5tkF46YpVCtP",
-	"1AWCJLlEoJZnTBNTGplKAhiVzvrmowHqgBC4Pc1l9iCGDBLPNY6aKriGTCVJfEJmVMp5kka7ajNR3fx6",
-	"Ym4Mi8g4ToY0NsaSJNVFHExSa8q0NGnk14ZsVdecVuMM6rHJkSj1nAjI8nrX+to5X/nuHui+Zc/hzsYm",
-	"j6rpvthPQaJKeLnyan7CClZ+eeTJVq4xla6qcQambhBQE13g+KezX0tVafLCwE4ewN2Q0ixPoQaNtvnX",
-	"CqEVb3nc9DDpBldI7/FUfffsrKwWJpZPqdhNGY3A+wNVzgQ1imch6qy3IY9g4qu3Dg6NmwTqrZL27adT",
-	"8t2Hzv6OyVFNRiNduy9OTKnpkut/ZCpJQxCj8ZiUF1wH6irMAhgXoNKLXxebTvUJNVj+HLRS80jX0bOz",
-	"R6C+ELHF3NqmICM11HjnmNx0b+/OsCJQ8CDOLm96v/Z1FcyAnGON5vPbM/xD1+6Ff990e72z26uAXHUv",
-	"z5zX4E/z4oP4+ez2TvHJ4gXzxA5mHtgREfuLLyqV9oIHoWjAXf/qute/OL/rBcSxhxWf+Yxk+unZFZQq",
-	"L15+EJalu+MWfF49u/7hH2en5aflvXfve9f97s3N7fXPZ1C3yh3XTgo/kLuzXu/86vOdkSDUbXee3nTv",
-	"7n65vv2oHvdtvePgQdg3TG3pn7sX93o2Ypai6aO7ldpPxRlZJcbdpH14fnp9pYc3S+1d3/Qvzn4+u8BF",
-	"16hW8CDMMzvMT2e/7pFftNpkcPLYrzAHdQFL7fyn84uL4pVG1Qtx8O6me3qm3r7s9k5/JG0ZUiFYBE1S",
-	"lFhva6I/CF1UGL2dJ4R9VXQB6IH2rWEgBxWRzYjYCUiZBWmkrDAmjW5XZ2cf7/qn11efzj/f47601qf1",
-	"CecWtoJW6Ra2gpZzDfGvopJ3cRFbQauEjebv4t3qVXQe1V8qRi3fxlbgKdxZvo76QeU+lp/aC2keV29k",
-	"K2h5bqT71MHW8uMKFGqXsvS2eylbQct3K93H/mvpvlG/lq2g1Xgvfb8Vh+G5mO5TezNbQct7NZ3nrkTh",
-	"u5tqC76rWAKW/lC9695Fd03Vy6jRsHwbW0GrfE8MFvifeq6P1zJQ4qCmMmpTgMotk3msTckyD0Mm5SiP",
-	"HTXlXxYN69anrSld+Eu9IqtRAXRAXduIyOCkAlJVCK+BraRvwsT29vZ2ttOijJi7Vo5ay9naK8XEaIhv",
-	"qJ/VImKsnAQamiL1jiyVpBasGC0DxeOKEBosC+RVLgc7e+Qji/lQwZ7FCzKy5YgmLGXHhVUhJVMaqx8c",
-	"le1BpKxwBtijbg+8t3sAxwieVUYjhRBDpg7Z1KFDg4YaE2tH2Hq7/5IAnEqwjC8oxobBQJE120LHhFCH",
-	"PGNkkeRpEeLyXI1xmbB4hpHS2wa4eEJV7KAviUh5nRCU5ZfhbpLMl8f21xD+f9IMYDNRrzEjx0KCSpLS",
-	"Oca/JSn5tXt5Aek9pK09ragVlmlCQMZYmX5QEs6qsdQ8OiYV3HwQChOOSQW7HoQ+7WMCh/0g4OYcPwhC",
-	"SnflmGx1VWoxL9hRYRXXLErsrsM5DXzE2LU7zwrUcWvBazSrF4Kvi5yFycNEFjyoK4G1djFHYPqEeQ/a",
-	"2GGuDlwjtSprBXVqvxf9FxoknWoB+tJBgL1ToUbNxlKmbc9fnp9feMcMjKofnPmrs5M2o+GE1NX7V2bx",
-	"FrRer4GplQsulwFuYWCBBrY9E/0PDaeGRQnpHb9ZeBuxyJlmlibQ6+NPlnQQJoE5tFcUeZIkLjmIlvqA",
-	"wKqfJHERhm/CGax7yFS1ZaMRwzI9aPet1oT1cLNKHKpiaoSS+9sL+NaM16+wSfsnZiTpP/vDRb8SCZMU",
-	"29Qc0wJK6qXQ2F7p2i+eEZdzW/17abnPm3nK0ANecr3p1WBHWdd/JiEERAYENmDzMkoeNZ02ok316KB0",
-	"HFsNiSPrRgC5/q5SFFCNHXgOs0aG4AcQhoumJQYSG7r96mBkdvQqSAZ1BBqsBxsf5i3p12n9LUs9i8mS",
-	"u2nBXc82MvjdFITpInwNWvoXg0IbncHya/NicCzzCXmbj9fT0FYm5JQu7WoHJTYiKfyU1sZvU15X1K4q",
-	"+YWK867m5JTW5TqQSiTEi4YrjsV3H32Ysh4TWV7N4AySD0osBfMRKm68F6sQy9y9Pdf9v6mnt8QwV/Ht",
-	"pc697Rn1cn2sgC6waUXV3Ev7OmDdBlhNwHkV2OgdLom6rDjPTX62QTdHOil56OM4mbOon9F0zLK+qcr0",
-	"2+G74PDwy7NPCrjLh3Zd25VQ3y5EQDcANp52mSW6K1hRzxhBMFyQR7aoefX1d9CelUoy+Kv+32BvU//8",
-	"urS4Aqlt6/hW6vRA6zNuALB15dJldNoe0HqFXlwMXZHPuAamvuwGOxdlvQtsPqjdX/PDK1zfu4xmuQeR",
-	"8LkLACwKZIytWBZzQmfMjVchEZdhAnxFGwreSJOyWa1M7NE6lH4LZg+ouwO2j0Q8sTTD1oAJudTRxmqo",
-	"CFO++9bA50oXFV1Fp7mN42TInIxYB1Rfana/5VrRkpS0Zu3m+UtDMQcaLfpZooWA9bScuhliaWIYhtIt",
-	"1w7KEG2K/CYxHbK4mmS/VLTbJuxstTjXVLKhFA8LdUBHSkEjQxo+moARPIU3El4KsIl1Q0UHgzSNhRMK",
-	"LPKU6IUrZN4oCAuUUJjQJ6Y7meW28U5IZUgjRtrgN0hEvDC9fZFLlA0eK/OaVoljWgsoXtO9dGJqBMU0",
-	"YunmohrSj6XheJvWXtDMpqi9kCQxgmONwguVG+Y1cmk25jkumjLjZvsP0o+W8cTSva2qL+X6AbpogKtt",
-	"lCHjQes1Q+XsoS9XRArG8ufoHw2JfEo+V4xoAdlLnkm3Qe/VVQNgMa/GppcYDM+s2Q/7zmvGXagkNXK6",
-	"AffYwMDUaFay6ytMQKRtJJmAsFiyWtD3znZR369rlilWTn0Gmq324IsPr17crS0CiCvr3MBXk20zHbK+",
-	"0d3x3JWXXBVUF6Ei7U9cNFWANX0tL88vz7C5pS0XJiXLyCMX2CFOae9OD/Gy7PoIE7Sg8ptpK8L/YK3j",
-	"/e++//77g/3vFBmdsj5MALmt6s23/z5jQIThj5ko/j1nw5n9Y8xHrS818e7Ru6euXbSbwWLWRfOIY95N",
-	"xNR/jZ9YkXQoDPSlITEUN1NX/NIxk0VbTx0wZ6shq2UESn6ALqBrFYksw6neb8B7WnayTUShCh4BOJ3N",
-	"lhbixS9oDwBIfDqh2ZaFJ7HHACXwsaJVQ5qFk1q8uO572rr5+InMoO3/ni31Q2Nsc9SCf30/3A99wd+2",
-	"c6rnDuAiwC0OLceNUGxZQ6VcxOpk0vLKfJPCPt9IMnBfHWBh38EwTsJHFu0ZqMiBTufcMMZfLyCw+28+",
-	"yB6Vjy85QygKoMjGTAeeLz1RBDnqldi/WamUeDmCFhZX1YqnOvPWlyKmZJ3jtsN7K0DicSuxx65Rq+x2",
-	"qWsJPwpk/6ZHQCCU84gP4chMUrG/xMI2SPJCXDDA8eICWu9feKs/spBL0J105EY4oRl0F0PUsEWuZc0E",
-	"oj/EQKN0DNQZDgLaqNmILROtlaTjtxhFhk5B/FwB2boh1H95xNIq5nwYHdDW8xeP2cCuYbnMbHZjioCv",
-	"jTOK55/SODZgQqrfiChVhm/Xt+QAt7/NpbP7n/fASJsSmQ+VsBAzanrRp4qb69d2/tOc6SmYlm+0iXy7",
-	"YzVfO/3mXAabpykTWd+Y4VEDT1mYkUmSSiBEGRTryugMlGLB5u7bOm2cxIkYgzF/Nkmp9GVh1Wby0T3z",
-	"q5Kdclmr8XPki+wqr6gmOcE5y4y8VxBIaZixVPrGdQjr+5XpTtXNVFbRcJj+psbYXQATSHWZS7f91nFR",
-	"418y6AyZJvl4YrsudW/O90g3lolmZCl7EEXRZ4XyYO6LWMyfWLqoRcUWjSK+NyzCmGO1NKLesgIJBpjV",
-	"e+kd7Xb2e/sHx53OcefdP1tB5QvwYX1KmQ5dROtUXQCYQt3quOianMxK4kDQMoZvBWMzBdhPeTjRVf9I",
-	"lJBFkpM5FdnfW8sFiC9g+JF4Fr90z3vnV5/751c3971qtwvPPqFnoO64jxAzDaCldiZUx/S64iqge16/",
-	"lYdu6GnF1TW0DHPC3+pF92isRaQT3fZAd9tUGIptBGN1kdC5VTj0JMW6kyttjw46LaOq6qL8oF/9c5ot",
-	"6yNbTdwhErGpKJxaJ5QrtveTN7Te8JRgsc6mVUso7Gv/go6iTt8JvUKLMAZqxTFu1m1CQaubZTScTBu6",
-	"u0NpEm18oPAmGCWh/QYErHoaxWlTwCp0KmwhkM8bcdr3N5spVsAjf1tXb1PfoUziPGPk/vaCtKEKoNbn",
-	"6GzWz9N4sAMNNz+f9YjOK6Az/hYW8vYb/Oc8wsqJ9uTylK88M7uTwGjxanlN0P+huH5V39NCcQpAZ0lm",
-	"0JxbB6XlImZSogkIjWVckpuzq4+KpGG2WfeCJCkp07m9B/ELzyYESWv9g0KtwdhZybITDBUpj0MGjiIM",
-	"jKtKZMr44PCc6ibvBSIyiyoKKpOkrddZnnxnK33wB5phukVV6TNspg59HR4BBzCnCtajJHWtWFX4tYIq",
-	"X/myzBThLSIcx5JQNRuGtRtB1MKiOuf60HBwzQjHK41QGjgrUNcO56EeRf+kYlfaSBwQKgl2QORCY7rS",
-	"rTUhG/hKQjn6zAYJWOYzp120GjiRpXp2xd6W+hosYhSuiyhBa+JaRUvPRcZSxdTTZE54dAJnHGHvKmnr",
-	"wKRU4EcKIlUNbGDSrtZkaw0lPNXRQH1L6kJGMqYoS7ULAo106+jaJteKRHViMNbyfCwpvdgcCVngRxPG",
-	"nouYC/ZJt0rZqCOPnCoshgRuSNvjMBQ0OoS6XSbyou6n8LecH0BDYCwlq9aKpWRPhlSy7w4D3fFlkTFp",
-	"2iy0TRXO/e/IJf9B4U0SQWkiyD/5g8Hi0BccpQkkZEoeM5HFC0gMhNfJfKK2gNo1pubJLGV0KqFKGLVP",
-	"J0kcqb2N2JwM89GIpWDb1lUI5xOaYWlVRRfVvG/AG3GC6o5SdEwVQfWGARAwKrsP2Eb7cP/dTqVYJ4DG",
-	"h2tqJj82qzP1FqA9OtrMOmenCIrDa0Kn9Rt0KeLm6Unsd2pVVHT1qfrH2mR+JV3HIbf3ZZWFt3pYCRcR",
-	"6rmO8Phq/h+cvKH4S5eY2kL1hoGoeSvy3Qa2lOWpwOuia7RVI8CW6ZfUCs3ShkklWFdGglxetDfcNz38",
-	"dAMgLhlZboersL0VTR3nqVq9WF/RKq29bpnRMr6uSZikIHNuJGc4GsVzowZaiGCJL+Lll0lC5mmSMcOM",
-	"NO5o8BaFHn040txb8iaRWD+Xl0zhEy4zRdfaXCj1SRqD4xrc1d+H7dJ0qdS925YTHadXIEDDthWkWQXX",
-	"mq8jzLecIumXZHEV1iVC+g5tRofMLV1FjuzgL6NIyynxJrsNtVFwNaH1ENYX7qJnRb/l8cDQY7uQEzc/",
-	"0vU3GbSWF4H1Cd2mj+obzfxxk15x28WtClNXezRXkwunKWwasbTUV90h6CLSGq6OhltPWbSQbMTa5bob",
-	"JrAU+o6WeM2JbLiIZhUtaOWG9a1Sfu9xHz4cdaBe2pYZPWhC0rVRWVcMf4Efm2D18t18pqseV9mzHcvU",
-	"ejgCzMcaD1fJHK8HllKF8OxPKRPhZM/DYmtD1UhnkjICv6mBxikVWUD21b/3O50TE0xVSn21JfmjIkZn",
-	"s3rhaEeSS01iaCfBWndae8SS31B8DllHuRD3ilCJahRsQz1qoEH2gEDqcgyCm0jcegYvFoEpE9zf3Rn/",
-	"iW3ZT/UH7XiZcoEmCEG6N+emW7+DUjpOvtRhv4YszX36zaV/ZIsCORwHF2kPF5gyINA+PmEEDhwV2jdy",
-	"jUquhZr08HDX2rqyqwPZl8F0cHN9Z+ynGBfjXtFXaoTk1HJxa62sWVLFLQr+mv2RVndc2KrFAukOJRbn",
-	"B8vvQAFtsEXjhbtJkr5G44U1my1Ul90ZbNx/YXXLheok+53B5mR1VVF7L5baUkq24aZPllmv++PyarEr",
-	"bvif3PpglnIR8hmNl7k27UtlzoeMByKLUqmgWry4R3r2BaguDCU4oD2f7UvB/d7S5cfZ2Kphs/YM22Dv",
-	"Jh0b9l5Kqj+nST7bVpISbI7Flk+ccyJDFiZThn6kZC4wjaYxA+6Spo8s01lv0xnLeJakxO2PWyG7GaPT",
-	"DdPA1C3T9ZAMXkEBl531moStvn2knaV8OgVPWpKRXPDfc/bn1U/Ho7uIp6cgC77k+NA6b2TKcs4EHG2V",
-	"9c64bomXxDGd0lbQGlLJ+kUc2PHbt/jTXkzF8f7+4bvDt9BWAKJTv2b9ORdRMm8d77/b73x/ELSilD9B",
-	"YEgyY4JyJVTKaukTWGbruAUDv9vbP34/LFDjIglpTC70cjI2BYqVp6x13Nl7V+eoZgs1I452iBgp7gQ7",
-	"Xu9iNhoTYbqY6daPKZOZSVBLmdIQ0enjHPdh50MtgEm3CbkW8cIWaCnAV69JEs0SLjKiXkF3MzXOZwVp",
-	"kqRo8VO/7cCxDRCGA7hPAyqySZrMeDjQnQZGSfogoAoLwNwWvyCf1Lc4N4sGgW78BxYA8E3MaDZRGkEM",
-	"3UtM5LQSZrkYP4iIpyxU6vTOHjmdsPCx6D0gWapmah8eHOzgPFQXaIduIli8faeCgVDjb5LIDGl6ymQS",
-	"47SzfBjz0HQjZCZVMFFkB5rjssjY4HQa24MYxPG0b/Lq1ahyQNowOnR3C8j5jTOggtzp+cdbIlimNgjF",
-	"p2ikaLbMgBM+iCzNZSYDInMQ6AiFAtwxuQb83DnBHjRzLhk5PDgIYEx909AXmwJ4GRMMyxdJOmUPYk51",
-	"qalswkCiFyzM9shngFEZRNJ2ojbj1MqjNTRjrF5DXwqiIpX4OwAzeWRCVgWijg2RX8JGzd2u670KGBoL",
-	"2wXm6fZ7oO+6ICejmKLp1BhsLbGwSK7EcD2O13rrUpU6F3pEbb6oUKTEQwiFwJZY2KauxtCBtDaI0Vz2",
-	"Eb09AQrSaNYo/luBhrRL+0b83tloWiX94pH1kzyb5Z7tXsNzPFgS0hmI2wWC+o56pfyLFNp/0MAjwb9p",
-	"EpE1qd2ir2Oznhxoxgs+Qk0ELA/biBFXuEhNBFPsEOyDxVukbShsaYOlfDgL0wOvDChy6CekZudTlvgO",
-	"7tKeEdHvoAEzTJS2WywBSJ5+Y1Ce+913qw6zIU0Pr7I56Wa5BKxIH1nKn4BZbCudRHaEIiZijwxSJvkf",
-	"zBCKwZxH2WSg6P9gwvh4kg1IWzGDJJvsnJCBLqSgX38QA1QDBrXAWKse6Jw0t3obTglRrjTm2aJ1/L4T",
-	"tGDm1vF3h52ahGEGa7h2pl21TbjG3G5YaWAQRpqroiu562jXEQrH/I9SfyqdYYe5dXoHkE/nwWwEk48E",
-	"AoIQ/F2h1Yx/ZbGtypxiicw2zl7Gqff7Hw5WEYglAR32UGVIYwY7HylCJySHtjJRNiFf9cLcQ03ZLhPY",
-	"JSJLiD1bBzD26PQ3XojYY60LYNDMjegXAPgK1MDPFZgJEthCrXh/tHNC+FhAJRwrBGxqS9Co1XRCCJBX",
-	"PqANiiWZi36VZHykm83d5UO71O1uPLp20jEDJiFxvCEIfVREAcHgcBorcQ+soVxE0pOgCuHjGZWPfWsS",
-	"U2xSPcAQZ3VRMPmjnFmMBZd0bLz+y5itTVXzSk3TKeW++LRYJorbgWgnQUqzcIJYLPiuQBoAR0PSt95R",
-	"jd05QyIkFJxSFjL+xE4IHWKXJt2jV3c/Q1GjlkG6zN/jzmNCakum/KCFPFenwGidxoFlLVDNJj5gQHmS",
-	"umYfnlkrzhOXXBtyCuPCFpac0knWKA8sYnCMlUngjxMysAsaHGug6bXOhVFsaOYYodxOkaZjkfnR30qv",
-	"lLjnLNAFXfPF2977dZfRNNNWz1Jlo70leSKOOXW/U3Ig/fbFcY1tGYbSmO9QVLgvbEshVdIO2wIN1rMJ",
-	"/4/jfHMkaW0H/FNccTyV2YvccE6WwUqP3L1k6bbiIqxR5ygooFWV9qoRslxG63NKIUxGU/TWWP39X51u",
-	"AWiVghHtEtzMOMyJgy7aNLaZbR475dJiU+Dts8HL6njvz33KSz3Jxc+JLpIxF8a2Ubo0+EElpvGwaeT+",
-	"E0v5iPvyCS5p+qj1dZiFUEnM29BiE3gdhP2LbGdT/VkDvDrp55RqujCANwYkTeLNlPPmJMLzyiG+NH/Q",
-	"gHppwuBHBpJKc3COrqEAPquPZxdnvTPkQimbQjVmClYydCKuF6kT4ZQgyJiL4S82XMtjxQ+3D+M4UyDB",
-	"hNft7vsVmxcIp0uA6zzN0rm5Tng275vrTSP6XwWb75Uv+Lp5sXXXfTG0t/KEXqgSa+c8A9q93WVcnk/r",
-	"A8CKhNqqqm83sgJdz0xS3YYCvpLA85QRJp5YnMxYQ5+AlSNv3vQRVryyy+O1YGRS7vSoKAoTIcagpwzb",
-	"NUDW7oizOMJm2GRKZ3ubNk5ceX8QFo3w93dSxLprKURR4NpQQ9bXhKfkx17vRmd4MXlMfuhii7Kzux45",
-	"7HQCcn/Vve/9eHbVg25mH8lhZz94ELYzGDnsvAvI6d3tp37v+qcz22kNn19d9/qfru+v1J+H0NHux+uP",
-	"0Oyre3Fx/QsMdxSQ0+urTxfnp2rGD8GDMB3G7nrd3hk80x0Tuzfn/Y/nd9DQDEfUbUr6vevr/kX39vMZ",
-	"Odx/pxZ9d39zc33bO/vYvzz7eN6FLmLkcP8oIDC27o12e3t9C0Z5aG7Xv+xe/Wp2f0cODz4E5Pyqd3Z7",
-	"1b0gRwoY2Afu9uz0+vLy7OrjXR/ahN2ZDhvw0oNQ+zu/vLk4uzy7UiA76uwH5O7s9ufz07P+/VX35+75",
-	"hdoDOeq8K7fJc6APbcxKoG8FLbchWx3mraBlAY4tyyrQVl9pULeCVgnMtg+eC+NW0KoBGNblg24raFVB",
-	"i/3NymCFiRGmtrFeI0D1jhxgQie6GiS9lpxPSTpOspfVUOg61Frp8MBYWUZiLh414Xa4istRXG6yrq2g",
-	"JqGt4AFe2cJHIUBEuk3iLRms+tKGJFb2rDMSUDarbdQfdw/jCTDSlxomo/hWSdT5je7+8UX9X2f3Q3/3",
-	"y7dO8G7/+S8rySvM7IdF4gud6mpHZDIC7UGeEBpDslLhjQERK5kLiRqgDEzuSeHQK3nlqhU36iUF3u12",
-	"9nudD8fvTMrHhuEQSlN+1xAVEbRmPMzyVPuTMX+kHHmzf7BOgfCgtUjytK8PGoI4PEU+Xj9Xf70ojkqT",
-	"Y12/VFSKH66E5Fp5lYA6Oj/cjv3uBfmR1aAtt5pw+Szr0p97uDWP4u2FMawhVuu3A1LUKi9+nFBpQbay",
-	"lMPy2K2eGfSNdN2YgDTGh7re5SknSilMXQPKr1wooYT5XiHbBKOpV4jrZdRZ9MaqVnJfzyeJ6fNFyZRN",
-	"h6yU8403LNAkVUmI4An8smnNeG1mcY4r8FfZdFHJ3fJmZR7gckCw7/IEoa5NWLS2NFkYU2nhpH15f1K5",
-	"pMx9UUVxpg1Z61e/Xa856EtyjQCY68IRICZfDDIcZsmd3hJkyHBXgUzP/kKQXeJdacjZfCP1dZMTPsOK",
-	"AL6wtoo5sBtRcpE8sbhsFawKeUHr3xMuGvj7vubvJWkpgERDLEx0eLCpeVAdC+7mjSRRIyOprH5dY2Fp",
-	"dHRROXJpMXwdCjVDRm1KB07enNPMzg3nNKfS2HLXJ9yGZq9ETCWLYsaTPoqlkADDMscKrxEL+ZRiWTmY",
-	"F6pN2Da6+0TOWMhHtbYP6qzLEu7+7ocvv3V2Pyjhdv/9GsKtWWxggVypf67pdwHpFTdmXVJTHMvL6Y0e",
-	"axnEYaIXUB1NDlYnh+JKXoX4LE8RLfb1SvDbCA7efb902zcoPtzPlvet9mqWl1D1jaYZKQrXaXFEV1au",
-	"73vEm8QxyPk/JjdXnwPyj5uzzwH5fP6JJCn5hQ1vAlsU4ohc8h9KpGTIBU0XrXXqNiyBQ8pGLGUiZHJ5",
-	"Wq0RkIvW2bPi0xejhTPWtuknuLFCKAtjrnDqhAy+PQ9ILjIea2egUxegFNQPzlLsV9V/4mwOXjQgWBAb",
-	"q6DHxO7nHzwtoGuZe8V2Xoioy2/m68idY2NdWEMi8klAL95js8FFV8tQV96RfU4wLQNNwiCXSJMrU2iI",
-	"phg8yrXrKSsFv9PPPFwaltzThfO99hjdOwnDrWwbJuj6ERSdYHGVMV0UWqbpW1I10ZWbFpV6ndlsBtN7",
-	"DANalBrRmrIs5WG1zUlrzmg2YenepyRlIZUv6Lr2ov5ABlTF+dR9nNu1dYMTKrcEM63aIGS/3G5XN+7Z",
-	"2SM33u5u2YRmDwIC3lnm6fV2QnIBxfzZAmPaMXYJjeR/ShO4FV2b1u0Bp7VZQNUtyzCW2tkUjS/Wb/Zm",
-	"L9NyYc7lQAAa3ZvsX9N1xomZKZ/L+kKdaf31p3adsTOtwTQKMC7+JV1EHCi8bv+QcyEzGsc30C5p+8DN",
-	"kGY0TsZkRsNH4CMJFJPTuQQOMdYvqEMMp+ytJqatwHTFbx239vcO9jp1amm/rAMW54Qkg8ETE1GSvlV/",
-	"DBSl0TlBNowK1ll1tOwflkI63tW8EUpTa//9WP9zr7/75a/m8c7f36584y8+QmN3XN3Qz/iDA8RqPixs",
-	"4o0kMc2YrPau+O5ww0IJGrA+9LA5hj5uHVMxzumY7fqSCGvmPcjU1Zl1YAutJc/V0wz7ktkUwCJPDv0a",
-	"tXTCg/eQprLE53JofS61lENYY187V3TcYz0N0cno0VfBk2yDiX8mY3E8y3YP9/Z3p1zwImXx801PPSX6",
-	"ad1HU8liPHByQnD7fnnD3WZT4iMCtUnmKIpYFC1NseoxPLLtp8vH1xC9vEFuo7aeY6RyPUWRtAcmqpTO",
-	"+B6e216YTN8+7Q+CB1H61aaEqRcGO+ulN/pLzr5a+lxpf7l4FMlcQHycKUQEGcSmQFjDMhy/x5/hfbPJ",
-	"estY0UU8/YgvPrvXpiGlv25sXc955q3BXSIwFZ/c9+sNuyQH8KMJx4/pOMC0v+iYJFZtqhA4nkEpBFmS",
-	"xi22asPDg8BmOSm+sXOix/NkdJYH1IQfftmd84jpbx5EdQqlIu2UxOUXpiCegKQOflOQdJGK17MS/6zs",
-	"Q1ONWjIfIVjvdmyXjUjaI1spYFQiGdXmqGWi/lo5isUEFf6whUs2ce6f65ndxse6cTJk9Qir2ZBLDvGl",
-	"SZDVqUuZkFaftbk37zqdNQnuv6Aiv6WmjU7ccg6mw2CDEncvH5nvUtYYWQHvEpV0SchmzmErOq4oHtkQ",
-	"RfMilUqdOQ7Z4GsozxeUaLhizLaU7lo6aiElr9JR3YVtr7Q5lT+WOh7qoH1FyG4AlEYgvAYMelpj9dRT",
-	"V7wX8nFo7PAXYnoDeIChwdSfevDmx2SOWR4mH4dkSfK456WYEHjbD70Bur9gvFJGBsmjlkUhHasI1iUU",
-	"agKSeZLHEcRMo92zPbB9Sk6TiA0qsXTd+96PGIU50D1dUjbKJYuwctzACTUdFGEqOtpRsYw8Gya5iHRJ",
-	"Cf21hLLHGn5lYp4wDGlRwmxABp+7vbNfur+WliBILlJGwwkIG0xL/TveuvaNUdkeiJlFvIHleVb/RuL6",
-	"aRyQWcpCnYZbn9QvKbhEgplwJRAcMuzcIDESyN84JHls6HhlQGfbUxhc8gtTKZvFiwZvqVoRbHIWL3Rx",
-	"oxCkKnJQqg64E2Dwl4Kdd7EYCd6ArL0yrJ3QcT0sz0r3aVVa8aPiYs4tW3m1l1s1kzwLk6l2dGRMcWEN",
-	"zJeZ5DRNWYu+AQGqmeXUwxdRt49rlE45Lgr+tK9nTHTPd9VKaQaZs4O34YRmb3UaNPRV2QncqkCkbUo3",
-	"P4juzbn6sajE0laYxZlEmz10uKHkH3fXV29/7V5euOrzCUAe3UkRmyZypxzivrJUSyH32ldrWHqRhA3V",
-	"A7pkFtPQGuR11E97kihpOxmNeMjI3t7ejidiDIlfKQOqtU8uKRfkLksZywJypySxMaR6+JZVVsPX07NR",
-	"ZN9YW62TB6UeZjleW7uBo/29I1cETXJscL9S3la8rT7cbmevpCWsP55RggrQ/pj4AVIWrbeVnrWMbA7V",
-	"AY+7t4p0u5FEq1HwXGi1dqME1Vh/XS83jDi4HPHqtsji8PHEnePTZ6ZtjQD15yW4Xytln9G4ISXhyJt9",
-	"urKyEsTyuLWVLDA2Sdl00b1quhmnDISRNJuUNTCDrjZL+4ObpL2r/trsZvhnZlRmKybef1+aGf5c+xJV",
-	"9c0hi/+08oIGz6uK2zpJpeZg1y/pbwn7St3JDv0CvqrH2HZb62+mYfEvWvvWLrrTlEVMZJzWWvs2h7Zu",
-	"nQ27TqYTaYdUsl0uJBOSZ/ypVi1z0wTYm62TXtdKeL2kPG7yhPVKARFJno0TLJTLqyZe8KMUbW+NFwUy",
-	"/qttYqyPSk6zGUhTUH8Sp8ygqL4SyvoFA5FPYTUwV71gYpqhlsYdS584hAVPEoVGMHpDHrTrfYPiHcdH",
-	"77/3ep72d/c7paQmJYTpeeWTp3V7U13AgVrOABLvZKn5rS4jOWRxMj8hgzgZD8AIjSU6palOYatmaSev",
-	"EUE1DONk7M0bdGFbW1IWywHJZ+OUQhrtKGMmAocxNCYq4JCj99/vnJCBlDF0OYRysJxmjPQu7vQrh98d",
-	"lWoYikSAbAOHKWXsXVv5kGvWVyZAnyy4tX8APx/RX7uh5Ca5SmnvJkOoXkMs8dlc7i57N0T9hCVxRUKA",
-	"LLIAEqaTNNsxg8+NQl+o2N55ypjY6LIsXSnvkG7hB8Bk79rVT3sbZxmBdaKW8QPdcyV9YhHh2UklCUvH",
-	"RoHqCppVNsE+a1CySTzxNBHTaptfVxxe6aYsLqB3pxDUvuZxV/mTsUEDEmh4OhNWTq10uSrY7OLmSum7",
-	"oMDLTQJ1srt2NyLK4zWNmw47qEVYO6Nsz+yhGlAXa9b2FrNV8cXqe0loGLKZjnbBUGoZoFkbn5nSX+sA",
-	"o6HwWDm0S72kS2fB1NCFDzuwQ+DmYrZBmhVuttS9d6k8iCt8KYill7R0hQYgi7BCWRLlIYvgjtYhuI0R",
-	"gH2d8ZTJZd+svORu30K3qybQsVk0ai0t/7ja5eX168/o7znTmZyYj+JE/Ub9zv7k69H04PF99P3vH+a+",
-	"FTwy5knG/onNMlP9CqUihNAJycWj+k0jtH6sEG1QwHDQXD0PI21foUPglE9ZQxm5jyxjobp4lpiDd01k",
-	"BHptltOnZrNYV9R723BGM5o2FUW7w2qg2LYarJ5FndRXSOatNmJYt8M5/8PHafgfkCFrYLDGQLby5Srk",
-	"XCPx1Wm5WRydXqvtoQ3IWDIDNZKKoqTt9ayh7zR4nYoDkVCvbqh4UgT2yUQwp21lPXuiKDBrTXhyRX3X",
-	"Kf3aN3daV/mkX4uB0CpAv/Y1ZG0hUOcVpzar9BdN9bRbqCy4Col/0yVTwf1kM/SVfDbmT5g9Uj99u+Ol",
-	"hXMloU+UA3boaHguC6haXrNNbdxqaTwXuHUbTDqGjrbVerlUF+iFFjy6zqJ/v6WTqrkb+XiixrdMXb/Z",
-	"PFRD2Viz0GrZ2A3W6aJLXa+fr79MF9Ea2zo3H3BJf+CZul5Kixjq1tYKP1jkxYK1CgEvFTecpReY6gK+",
-	"hC5loJWPOqhdn/VpTrMY+NGtl41grFKcdeS+pKBtSwVgP0WsA+2lFjuYaP2OyE5r4C0bI8MIDVUEUDzZ",
-	"KjnVkTZX56aqFbwQZKtyUksdlDeCy7q7fPVdgYXn3h8iAEoQRDgZP6AT8IEue+j6SwUZ2A5sA+jtSdp/",
-	"sDQplHP8EKVoFgHf2nFqewyUpqsbrGRJEuMg0id8lQHIxSzPdBiWt/nMdJaZPUB0YjvElsmz0k/YnbTa",
-	"Vvq9N5RveaMpDAVrXNGp9RubqXV96XLg7eH+hhNXRTcXLNVF+RDBrUntx24udulsVqq7bRun2jLSTdWO",
-	"h0m0UAilOOKDU9T4395pnHhoFc329lrehIOaPRQKPohsBOrR9/RD+G548Hho5dDjesHylFEcEsP94Xc1",
-	"yiGkAmSxvxUhGXHB5YRFmxRatgVSlNYSslSwKCB8RKhYeOX/1YojwrCG4jHlYhdCVSKWUR7vrfaoN/cn",
-	"37g+xBJttoQp3G+LNLrkpuXS7UEu28yUpo8MGgxH1lbIY4bBU9H2ZkCLNt8aGinXj9zWU01ZyGdcoYUS",
-	"ECEKhGfHhBa1+dM38kFUbxkVoEKbOAyYxJSbwk5I0HWpKAVk+mhltrfzg9AkL0kxKg7jSbZARH1TPERi",
-	"N+aCkQmjkfrH3nohBlppxFE1mhdADtxi1+bYV+qWNZzxa5W0jKRIikp52Zv2PAhadE55pp4BDYagnAmL",
-	"8phF/TQX9bGSdDahovgbmyT+nrO8oeWSu7f1ZbhSv4TthLjSEH7sL3dl2EqmK3EiX0ttuL39MMlF5o8n",
-	"naoLV2JNb2RlZTQ1ZIC0lTCjVojlZVbaU6oO/xJQKsvbXjBzobD8gN0FbHOSm53Hkt2/0m7dpicrqsUl",
-	"s2wXcsGqpztMcjSW19thrC4mWZMztO9dBwGg1CGH/ekoHY//iEbTP7L57wfxoxDz8cG7bJYMW8GaTVO2",
-	"65CykpmDb9cBI3BDLDQypdEGyWsNUQdOKYVaJxaoNqB7tWS2L0tDLfpm4aG0fB6R9kDXZ39bmu6t+578",
-	"O4/+t4Et3s4bIqLX7/5ieXJEsuTkT2/7sn2PlzUtyv/pu7bwqBU0tm4xJ1cU69pACHCpyuq6DpbClNBr",
-	"Xepa+siTpYu9yV0ELzGrgCRxVGLOG6NXiYausoyUl/v6RHw5+3Jn3wbA24NlCRheCQoSyuVGt4wu6UFx",
-	"ix3GkhHoK1yMiRJIykTV6Cuud0NDRjv4W8fvnp/Xg579olF2Kk8+Z4WwBMWNoEfqnNSUqDUlJjP/9jDW",
-	"ldI2jTf8jza21Qq8bVSP7VULrWFpkmWRCJokzeBFwsUTE1mChVlcI08YKiJ/3JKPajVQhaaf2ppBRocM",
-	"E5GlfGgavqNGl7HpDGptgLeMzmYSLFvTcNbHwDT9Nx9b78ZB0ELjTN+kz+DH8pHHMb6uq+fsP9fKsunS",
-	"UphSYdp6hInAgE+t9ZWqWum2GWgs4iEME8ZJHhU1J36xtVYai7AUB6IlSPOgP1xgty/Evb6tXaK2Gefj",
-	"oi6W0iLBRw3XCpLYQZZcWd/FnE8tFAOekzCJkzw9saUTdAjVSFGgIQ0foQPkLOVTmi5KLSCfeBJDHBLV",
-	"JcnYlKUUguoRE9JEMuT96luvHltHlmUlu6ZU8BGT2RtJBvAlBAQWX2PVaC4JXo0TND0DxDGmESLlaUYf",
-	"hMVGIG9ti4cBQTwKyOXpjQ6OlAEpEHAHaB9GsDQVB6ig+jJSg5fw1F3NynrtlxoMxHlcVC04KieprZVn",
-	"0Fgw7QIjdUzNujLUKMTlnmgAA6wVXBT7Qt2GtCVjZABXaNBQycS2pake+8KlPXq8LIEZSLuwdOkXjG1t",
-	"mELxgzSPrW/B+DT1ma1j3cN7Xl3TD7mI1CrUr5iyCAmckotxzMjdz5+xmzsOo+Tm/I8/YjbABSjmGSZj",
-	"wWVDSOZ6Ve09IS0bV2/SiZ5qrY8MqDyyYwBiLpz6UvVSwJaO1XhUmjNtWzWGSkulzCE5bRGJuXGmWa80",
-	"ZiJY9UnZCW0XhYmdoimp06GpXlufnYtngS2phbiUjPQqkTfwCB6V11ourrYyyKFK0r0poDDnG1lQGIzt",
-	"pUR/RtodG0O64/f9I5+oN1/ELktxPi6ipwwFPYEyqfyrqfAIHJO0Bw95p/MuVN/Av9gxPlAgwgd4jT1F",
-	"vIquIn/1FuUyvKumcg7xVg2OwfkD15wLHWxu6PjAHv/gmORCnZz7mjm4iKcstBKKZlN6fHVylmvWWFHQ",
-	"+rqrPth9ohBsC2YbpM0YGPaDHcV9el6MuKzumH2tOFR1pHplZvmBjcfnIXsjzbs7q03ogAAFKWhoTQBE",
-	"LTDiQLHcUoVEPCUPY66hc5nNOQsqX8RgSbMtzfyw6tqZEjmb7Nd4U5PRCNh8veZcKeRrU4nP4kW/KktB",
-	"ahyTWemHd/DDurKfJ8JrCWu/myRpia97qbBnwU2l7gq6OWG2fIzNErC/rsUVq7D4Vu8dqKQSg+P6tP6D",
-	"md3q27Pi2lR27YP+StxebmnS3NFB53U02SIdw4P1hUQmEltDspTDQdoDnLevf+7naTxA++YOtOQTZKDL",
-	"mYKYjZZPiM4YsSycgM1tAAjVINnhx54rra+xBrySuTEiZLgoMeW1zV4eOuJhx8Wql5nMlcQfkTCZOe4j",
-	"BB8Y0HGM8j3yA3h737JCL9YoYemFmjlDKGWi5aTCPiPAgJgSHekC+4FesbC9dukIJV1IMknm6hOvlF7r",
-	"tmgxrzjlEnzNHl5gJ/HoRZ5Amlw3n5mjJ9fcpIIxNXSzcQ0PNb24LvPVZS40VdQ+nc0kaY9SiFGPTDXg",
-	"BrGtZOSo6XinN1gKV7/RFD86boz6vLQC5YjHTduoW1LqlDVmWaYuBgTE2DcbxtNGmBpfU8/JCHCy4dOG",
-	"kseV4tNyjVooOFJQO2m7vDLsPVDQ51sCcDOWrvYl+Cxo69B4LRk2+Q+MAAkKS0XZcomqkg83JKYrPQZm",
-	"aS+94isiF+CdzcC17ga9G3rJftLEb769YalMBI11cJYToSPfYNRjn4tRMtBVvKmwZvXy9oY88eqd4COy",
-	"iagesW3pr7qHRM3YcXpDDr8nGR1XimFBrwl/wSPF4P5IhGe08+5Vl/wBgUqlwc5ytcO3P7A01t0qt6lh",
-	"slkvNwdcLnAsKJx9BADzlRmU+uS3K18yUpLEDEc4IcmUZ5DvxFkcSTJkkMoKsldFzwFsaF0qLWNKMx5y",
-	"CvfERYZWN6KlPR63nPZVle4h7vG19LlcJCJKPK1INSY2tJGsmxw7wSqsrXRK4E9MWBlwZZP+EoZXJeEp",
-	"jxcbDLX9dXDGfndUspH85X//7791d/9Jd//48u0geP/c3tV/Qp+q/eD9847faPLSC0Xa4YSBrYSOqeIQ",
-	"QHrUZ2AGH1JZKw/xnbc1bhPKb+p+mxU0cimJ1q/VG9gkDe6sDYj0dJb1tEzgq3mVshwL+JpQyZE1WjZG",
-	"Nx8eLC2P3vG3pL1ic0kiDjlESl+GjiwzHu4V3Wi57KOV3ZC2Kf3alxlTwuf+kbVCfKQKyXEoXaMUt+eE",
-	"WWdJRBdvJBFqVoyO+vYN5nt+JlyQb99iQIHnZzLM45hlBCoKgsC1pCa63dsTTbmCm2wd/1bksYE3ybjP",
-	"sCMMzNl6DmovtY5a5h1cSuv5ywbR1jrFsn5Sh+sV4/1Xt9396HpvnPQraNviD1vybdvkNxh7+lYtdR08",
-	"qxsv8ZdCIwIP2IRHERNoWZ7x8BHaPNswV5LmQpJccqzqOSUyUwpAmovm4tYaret2bDYjwzwaY15uRuWj",
-	"JDKjqU0L5hlpl2sTAw68sc4vXSaq45aJ2l8nynmzctN1zKtdzBqBbyRE9lih5H02IYNv3x7Z4vl5gFX5",
-	"JjVdauNOO+vjsXO361gcxhSsOZVVradslMjxz3qalcpHNSbca7izsHXX76Kai/abFawrL3sN/a98R2WV",
-	"qbywpmajKQOSEbzOq/UPZXV7IDv/a7Hl7Wpx/aC7HsJBKsIDXckVWgJbqB7CUrfBMtb8H8OCy+z1NTjp",
-	"usypLjc3lCps4iClrmuWTUnrIKiWKlTUePD/Bz6xvMhgoUA8PNxtzTxOdMiul32QaS7BcBwZKs4FGVhU",
-	"G3iOfmUxxM25BWlrGD2yBZ7FC3nHlH49xxGOOiuIl+YcFpTrEKelBqs6kXkV4r4pzW6g0a9Goi24NzV3",
-	"uNhX4CQ2q10JuzKVq/k81eOmwhimTRB91HffYCmZUhFRY5WtYvsa7hqgs56UTLtNj/Gh3krMDalA40D/",
-	"S2El6HujKqp1m5i/4MFNPox52FRkEX9VormS/siIQW8LaNbT6D2hM95M5gdv4aVdOuNv/wquw2mSi6yp",
-	"bByN42SuIw1Sm43keW8262PQSrkq01v5FHpdzG4Acx/SBfpOnJunfl3ZHbrOu9rovuLdXE580OLhhKjf",
-	"yCQfoptHJ3Wyp2pnWDYdsigCf9uUpWGeMm805TxJH1na10fZn+rC87ZWIzg8ILiDM5GtGQXzCwx6i2Ne",
-	"JhG7M8PUfjnV41YR0zk673kHDlr5d6Gh2Aj4xtNbjgerbsum5q31atyV7qPfufoSOp1D59w73et0O1n6",
-	"Z91jNsEyoIRmGJ4HbYErkrO/76983NUhMLv7B++c7r98OmMpp9hws5LTsVVbXb3W4aKQYkw3oke2OCGM",
-	"hhOtCEDkn8QQ54AMFGkfKDVh8NB6aA1IxGKWYXTggyg66ZJHxmYSeockOHqYsizAzroiyTDNDdNJdWcv",
-	"b5fdatSW2a3vFI3bc7vj6yoVg9AQMlCrig4G2ZRdBH9CteLyPD7ZGMvzEi0V35/bZpy22KyuZ/lGQl3z",
-	"mMxomq1lxl+nVHLJ/GHSyV5QKLlrKjS+d+KvfVWTHcb//lVqKBc+8qb+32mlhTNYlNRVSJzaUKK4OHiT",
-	"iqZRbrYszdg4SRdQEBE95zXL9icIBVFXZs6GmH6uRsemlhJam0hySdPHKJmDfllByltGI3J/e9GyKRfj",
-	"OBmyIuwO8quxPVepxNo330II1WNpst8fLqo1//WwEMICAYwzRjNX6jORwzbLvzQIXMLnL5YLYUQuGr1T",
-	"FibTKROR7JvoCMj3sLRO/VVqhF5rpl3P/rVnULP4oAsZfy66sY2ZYCmNS0WS9TPYrj1HtdZcmGxumDfK",
-	"lV6v62sprhO05EJmbOqVQdY2ebt9AqEykNeUuZyKYGUzKAo8ZLHdrqUfarg3UtGZNAMxvNJu0MGzNXMA",
-	"zsNEKMJ/bHvIv5EBYbFkbjZCkaiifzO5AJVuhxqp1wyPhAY1uyO0Z2Ep6AHEX9vg6y9//ctg58SsAoO6",
-	"oUmUU3+JSqLDvPG13WXR3uX1Oreu3plpSQE6q/UXLwWK7DtUhiRphJLFWrp/meLZAne+sL/SlfQ1lcUA",
-	"MzHWYHMqUqmLWEQdrVQEPTfdHwel1mLNX0VIH1BmLokmU+Vye/YQ5my461zY1VkIjlDVcCzmlVc9FC2A",
-	"ejPcHWrXkLbgJnVBh4URZ2lgMBfD1BFH9/BRbzFjV02IW6Ooq9ius8LCu+CSoqqzwVJkG2fv4p0PN4Jy",
-	"4cO1pEGE7Gp/Q+oJmntxK33p5zYSsQQjzQYF4AZb4s1qfwOsZXsFqYl2eO159owIxfupdQwfSF+X8/mE",
-	"lXqzb3inkYRgVagkm4A75ImlKY9Av/GbYpYxWW5y3qDVRsTVG1MugPuCPlVhrUaU8lDJQraqt7wdqT2Q",
-	"NBcYsYJstjgEyOJUbEgG2r2jfT0807WwyChPwQyFjUNImwpig2khoYxmLCIDNci1iBc/cpGhDsgjNp0l",
-	"GRMZPNvZI13d1pKgSYKEKZUTwkXG0jSHmqxcFms1iYaOUI3pqWa/kKNpiriH7MTWe3gj1XrAVyEHJMSo",
-	"Zp7tYFUvSKabc8kgC1KSh5a7gv/3//y/QAfFaVj00HIbWIdsZ2muXIM8W2OTNI4lmVOO7ZvNNyQXMZPS",
-	"YFbkT8zzW9zL5NOD7CvWWEKk1dfccCN//Qmt9XiueKOHsNK/8ZGB+RhtH8YKErRALlUaGHb+B6KvhSSj",
-	"HRjIlIQKq+41FYhu7rIOl5G01UARCHvqXxjkv3NCKLjaCoJhtm4Kye2RK+ycw3SnbrOSwd5K6f5HFs+M",
-	"zwnCWfDSF8Z4fyken/n8rjDg7FWKvBvQeqIAh76Go2UdoTxacSweebZBmNXtFEyePHguBpLFLCzaYDsy",
-	"JKbCQhuJ5dmjDeKlFZqWpN4awi8Yi5TSrVEAW0uKBVrtdsiQjZRAi15WRf8Witbi1fNTCX+VIPSzQA8K",
-	"Bz8MQGjKiO5MohBQUSaJXe+xGiEaAVh0YqH2IDLwyiQCqtQNNOgH6g0ATz/mMtOVYbXX1TxKGbTOJAAm",
-	"iXmV+nwfxIDiWWmRaxAQ+0SXFMIo7EGlr6Y1hytkdo0vQQu1H+P6DUxDucBCTUlyaleQA2MXX3yDf35Z",
-	"x5ej3zGYXaWZ9nU/9VP/glSW0wnNtjMj4iCo2GKRQzKkWTipEMaUUWnKZxEN4KK+OOzb9IupkTPzrScR",
-	"ci6sGdDjMD/obNqWT0/VDK0elY8vAhR62g2odDR/HDeB6yPUrMOcMsK+ZiwVVJch3BZSVpz88yAFdnRA",
-	"LBCftVD5spCdIkzHHvduzJ5YbFVTU3JdAXWZ/8F3vVvHvx2+Cw4Pv7yWxwF7WGM5P/9qhwv0PQAbwLIH",
-	"JZZo6tNR4HAE2yvJx5LXATuNG9qziwz9kS20O0IJmtohAZT3FVwOcLSf0ySf3aRsxFImQralAwkKgbI5",
-	"lBnQA50UThiQPHDtOD+ZT5KYSRpXw7Kc790IAPQXPnE2bx23xikEAVbyGeqHXRlr/fP+lDK2O0rSqV5t",
-	"QIyE/d3R0bvvsA8LkeDWqtT3aDgIdylLzuJebusBwgSxonMatHzgLI5QYMllzY1XMcF/TmnIyI/JbKZr",
-	"+6CDaKweV1xE6FN9Yikf8UKS5bIP0+Pfr+Ae2rgt65/pBqrueVnMm2nNqRU7CqUd4LuGkpgWcjXZs9QJ",
-	"bxTTMarjA3h/QNIkblL4mv1WV+qa6l8xAUlxE0VktKHgNfxXFeOZ3WINkv7bIFlm+pBuT4+mWEQo5uLx",
-	"jcTS+2RGeWqLBwkHEpXbIdi877hCTYmbOBFj+GQ2SSlUu0LpL0lbx63D4e8H8Xz6ffTHO7CEqAlbx61f",
-	"v77/5+PPw/3H39/dd/g/sh/F4defDn8f/9vUU7yrPO+f43J0F90QHTSh8cjkw9fgtzK2qW6jRlDUtb4w",
-	"ZdlGk+0fvN9MtrFbNasIyjBuwL8kfmK6/cc26Hepu7qBZyrF4SoYxrFWsLfVW/Hwwx9/dOgwjDyto7iv",
-	"ou39TM243+nYxnLyhEQ5dkrT2hoVcg4G3ESE5aILm51qEXbpOuWbIvjlGqBeUi9TvRWZxjFYuArhCqyO",
-	"R/KFbWl+5pKrkUzHGy6gehQEhG/kFVnWn0aBVEqvXeoc+vTSjESoJbCvXGYBmdAnpjv1QQNFLMSZkSe9",
-	"XK0HFN041i1X5a1zWazvJeZ2PKuLeLpWl1HsLlPq7pxh7S4YR7odNF7k04jj6ZpNSe3SlxWy+mXC0LgS",
-	"JlMmMeIcmHOCeWnQLvSNtJ36E93sOE6GkBoOTx0LHeT8FGsslV6EsVpBCz/2WxO2Pa4kZtv0p1eiR7k3",
-	"/WYIh9+/AM0wXHCpndfEuFp7b7W38JQunNyoNQ2vCmuHOY+hDr1+q0TbMTpkhfEU6tO5FtkoUbg+0mhi",
-	"NUvTR2E9Oypqqu5dgmbISotsm96c5CCwkCm9W/HoNIZerl3rDa9IVurqjrbK4s6gx6cKz8D0/qzsBJ87",
-	"jZ0DrMmIo2oVc7ionbR7mQqPAuQWqx/scGDFS9K1S8aVsRCLxH204/t+/YRz+n46K63D98adXlujqda0",
-	"MAa7KgBFm1H1pktUpTBhFvZNvdkv3jQPbxR+z3O8bT10QPTI6pRwpKDqo/BcnWW2UVxF4JyirWHnrms1",
-	"yZCbUjzXdrSen7tMolbWZG821qxLFO9MPu5t7tMmy/m6blLicZGO0eYCOvoohRMcCtU8jR2bZQVe8jBN",
-	"xIMwI6vPlFgJbYXTXEBLYTS2b5FIb9txmHeG2GZVzdlnX2dKzca9dcj35K/kr2R/90hn03/vyaaHwhG4",
-	"Kneud73Od5DYfvBPUz7D9nvaf7+/7+Sh9Y1X3Tj0tPnkMkmB69uEQMG++qY6NFPBthCy1jeo39aNyjS4",
-	"+7o0QL1aBxZ9WJ6u/86Trv9NJxIet7rnRNIRyxYe69n/UIn3Ln7UVCLJUjKfJKbRGfbkysUJoXmWQC0V",
-	"EnE5oxjDim/pfEKn5QWX1oq21h4rGFpd1dEumufUi6R4UWcsoi04EWxXTpJMrbbCnMv4vrrAsa8DdokY",
-	"VMoIfP9qZQSgMgCoLeAOtJCOCvDTOF6Qdnm/RIcOm2HoKGOpErdHigo2GL1K97ux5p8aXb1p6RiF096+",
-	"gF+ZYtQYJJWPdiqwIqcsZCKLt20K6CNGq7JjwQCPS0DMrmTGGmpTim79c9Nlq9U/C+SuEdO689ylrk39",
-	"ALkkAnokKonEKQ1uUErJJDMmsp3tT94Q8Dr2Aw81LLWYfOCQ9QFWaMT5V0ebNuy2p+R4MPKXro9LR4DG",
-	"GBqyZf9DlxutKkkCKZnuphEOpf1u1YNwaXUkUGig1hHEZnEdBV0lsFwSpoRI0/OyQLsqW/0X19nwmxe/",
-	"rQi5N+lQ+pIX99gmvEpbbYZnkyTPFLkzotxqz1VD6Q0XH+w1KBfeqLJAi8KlgmseYlau0+HS9PLFrxDe",
-	"khSwWX0PV25eHW1bqXrzmrU9Sn0jGwp8qF/WtkaWNIKVGkh59tfRQ/6c4h6lM9gjZ19pmMULG1JUorKg",
-	"AGsSBCGWD4JV3q/gqv6mSX9ZqX5U9Y4mJWEDGX9j+X17CXTKRZ4xMknylER0sZuMdqeJyCYE/18/mjP2",
-	"uFMPPfE07y4y3R8e5F8fHu7+1n54kH9T/9j5dvisHnqr4a1ZYgSkV9koWG5VbuQFktW/Rlh6YSmRteSW",
-	"taqBvLLccoIlSmLOTCDAKIf6BNhqZGBxYvAnyTLdqrnDdrS1FL65Sfv+q4oxGH5v+jRh2xKlSKVspCSs",
-	"nRpm3/dOBx7nbL3URGf3Q/9vb3e//O0vW0sl9cIZL5dTMIqKtCHqHx0iLiEvelZBJnYJFLhrd4lOKZgG",
-	"9gU3bTX7WtrJsMSGXpX7b8bZl3HyV2LkvZSPxyxdLhtBQQtKplTkNCYZfmII5MvTkqh8XAUXpW7Xc4jU",
-	"wxeAAbLvfuRZU7+SUs30FLs7FtZTSBqouf8V6zHcXYZJylrHnb0PB0FL5kPdbr3VSyK6OCb7B+T/+b9P",
-	"AxLz8SQjKUX1RL+jW5IoellVXUa6G4oOZD5umTYlb/XMnqACn2vaJOSZ2zvhWbXQFXQVWsz8viq9vbpb",
-	"P2ZPVIQsIBM+hj1IMlSgTE/UHHjHi7rmvEx+oyQfxo5epWOzn10IekJOEhHRdEEUo3N9y6vZhn/ES8oF",
-	"aWh93+SmuWMhthxmCxJOEsmE6XFjsKUU2U50n96ADKIkHOycEKzoItHJXICmrrGm8TK3HA5DBH3iY+yG",
-	"R7FPWMpiikVAEzKgsxk2C9H9vIYyiZWAeH97sbrbinbbcLfdvz0eE1+P+NF885ppTqVdgUKadQNBJlCf",
-	"pFZBIKZK/JAg3KlXAjLcvDFvQTBW6VywipdQJhHZqP9LJiUds21riIySOE7mu/mMTHGgPcV/v2K6HNzG",
-	"mFNZsuaYNZI2GHqGSTbBOwtiif56zkXFzecuzNT3O9LpF8etq2ROspQKiYUDITzxU8pEOPGEydcHqqfR",
-	"qwWp39RA45SqpYUxnc6ww+D+3t5+p0PaJl0FJQpbnMS1hLr9dGI+LV06R8KDBhyNwjX8ekKGbJHoOESm",
-	"yPokgLw6yf9gqOzCOjCTCGAapclMLVny2FqP10JGhRo4NziffVFJLOK07w0oO4+kTeGB1u40jRUnGNxc",
-	"3/WIU/oLxhiQHDrdlg0Uq6IDqxn8DcpJF9AP1fuv6MpeNTIgVA0hELuL2vUrwgm9l67HZHZJebxtAknI",
-	"Z0B7rTwsM3vtylclSzyFep7rGdu+8GEMRNbxVCHjT9bcX55u04DoWop2A3ECi4JLvT3drEOZjvomWPbD",
-	"cH/UCb8bdUbfs8OwM6IH4f7w+1Enejc6ZEf0O8UyJEvRwFH2G3+3u7+/e3DQ6xw5Bdg3K35UjfLWZwd+",
-	"4GqEe9DSiT99PR66bWfY8BnKZphHphl+Xw+kY6d+a+FwX+oe3Ppentdt9e2Csy53CMwR/W+7p3e3n3Z7",
-	"6rUBSYROZVJ3OiA39+r/ur3TH8EM9vHs4qx35hcv9FEsoz730tcPXGJhumKtL2GBGcRc/sTYbLvbeMXm",
-	"OnBF30YIhh/FtNprUD1vyG/An6oAV6/q/B1gI1Ln2Spwm0a6MYPsbx3lqR2dYNhimRK8E0FmLOVJtEay",
-	"NazCCyTJunm2RJBCoRAi4xNsr1XElUKcnO6VP2Trylf0ifLYn/d/k8sJJNlLt2dzQGZJHENnI90Pp26h",
-	"m+TDlbKXZD/mQ/1y3ysBd40IazelhFmr3eTDYzLQhRdB8v3/2Pv35baRLV8QfpUMfueEyfog6mLZVSXG",
-	"jjMqW3apS7eW5KrevVFDpIiUiBaYyUKCktkOR8xf8wDzEPNg50kmcq2ViQQIkNTNsl3siN5lkSCQyMu6",
-	"r98PqsxsaZ4FZzTXhTL6RObx5/XurUjTNYhQrNOvI9YmCjZbQzDO1EBoHTA1yXUSCxatG+15swlNqUcu",
-	"ZwZIkYlmE+nmsRKHbg3zfKx31tf1zaDryTHzd91YlvJx1DgZNOQdcC+8gKIIRMcud8zjqV7fXIcwKAnq",
-	"9c31EiCj2Zz3rBgt9hNug2J93bgfIETwfKgs+e85iL+7xYbJsEdh2cOAh1vPL0zArgedq7GG05HIq+Vz",
-	"iV/oZNR7ufXq5tezrVev2b/9cY7BPOhcos3YdfePjC2ejBru27Ad4XNvzsCq1w+of7e9IQ0bK/AX8EG7",
-	"7FdcpgopspUp0U7BSmmP2nBywdpSlSVSp+f+pt94rskhfmGX646osmdanOU8n+g5XrcRToMhl1KkTMPF",
-	"345WMLfrA6TKjXEaISBUR4So0hRQwkD3Gq040cLl0I14Lkm/VwtpCmflV/1IHrC9cp49FAMA7sG4Wd38",
-	"Cf1/o0wu+OAapZBTZUOlrnVVmVU4GDZK/mptB9WfLpbgkTEY+yvPkR81E2OV5fcKJ+wOBgKgLow9oKej",
-	"kcgzyla4AIquCTD0sCyG225oMWYDPkaEI6yScS8JU4t9IfUBhvLszegTcWHmkWFTPGu7gB3McsDG2ONH",
-	"baoAxJFOEZ0ITguAqA+4FmuJ1ELqJE9uRCdAA8ADnzJbBBoViG60lAje/qmcePp1+Oe/znP8/5Pxn/86",
-	"03/urK+3aonivrXoyQKSigEfP3HA6e8Vv/HYLu4VvjmnLFLVtoP9XCmM7zIo3+QDi5mrb4HIwMjgnU/G",
-	"0v38OeqhtY447kzJUALL5/on87/78We0iCM24FlGbkAmsG2B5EGSAUHfnEr5H4MWPtxGFWrK5l+tbWye",
-	"b2554Q9UwZ8tKT/99DKRibbU2PiRLcavCFostzISzrt2zDMg2rUFr/QpRkPMqEHvEEKvA7vlCIX7qcWz",
-	"K+hDgq1VFv9W8Kvsah1F9Gwe2UL8FkjDBbSwJdLb3JyLHOzB1dl8C4wP3gaEa//nyy1uSXT86M3LYnt7",
-	"umXO+I3qNtMHYACtnQ2gys4n2uzjvaO3+0fv+7snJ6fHv+8eQPuNGOu+kQewmWsK+/013v5P8LKIIT+R",
-	"40mO0RSzej+93A5aapL7H25tblHUBkNRdyj6P7dCiaKJE6mr+bjmOnG7c2eSLYnkKR2qHhWrXmLXvtld",
-	"2O0FpdoIaegkI9McC9YXerRPwfJHhu19AEUgP25uUEnwFZVHgN8r4qjQs1RslHHJ1CSvq9l053txanwP",
-	"LvxcEQLNLqkZL6wAjYu9OT48Odg733sbsHe7+wfmv292j97sHRzsvTWqd/eX49PzvbeOMj9JBcOSnftX",
-	"7DSW1SfxkjtwSSKp9kDJPJETwTKeaIDOhBRocS7Z/59VbcSogfC9Ijwb59gCSBXtKPAjOGNuGj1+G7r+",
-	"AVXrFQHeWMgBR91Vtxm9ZYbAgRthcrEGR9HDvuMsV2OCRprpqFi+ztvTJIt28wldOiOnG3qW3EXYqu03",
-	"OCyxiZoMGzNfiUzyhKde6VwNEqqnCGZrIfIsEZppxS55xtrFZuAypnqahn1mFcri6UK/Hn9TKJq6A6FZ",
-	"GzvzoQ2nA2YRDq1+DI9eGu/U2qJ3+gAX+mqtZu1FhkGSie0Fs5s6yVEQexvaUz14UDAO4zRUKMcio0t3",
-	"T/bBbAzKd/c7za7FtNNlx8bNI3QAgNtEWF6w9xbuvAUl+aWdX8yD2xhefT4pYqsvyuyY3p6YkRHl3VuV",
-	"bXa5irPrqAOayvDLCujPBjN9z6q12QNn7IRJRiWkqIlQaGHjiUPRre2uqdL4xGJp3fnGXAw+l7ZbtBL1",
-	"nIy4XDN2J0CTiI/jlEtumRWL8H0B0e+Kfhwyy/bWz+xcKXbI5ZRRIEcvrLUZIHWSHdncSX2j4tos0JS6",
-	"4cgO67LzjEsNqWpze+1LJlRTfDxOjeQaW/grFKqhjGh/XOYi62NRuY7WwdTJUNpFnR12unu+1z/YP9w/",
-	"D9jZ3unve6f949/3Tg+Od98a24I+2js9PT4NQvl+93zvj91/0t/s4OCwf75/uHf84Txgx6cnv+4emR/9",
-	"cXz6295p/+3+2Zvjo6O9N+d7b7vsRGQjLqHZeffD+a/ulr/svu2f7v37h72z84CdHx8f2JsfHffN/d8c",
-	"H73bf//hdPd8//goYG+Oj873/uO8f3583D84PnofsA9Hvx0d/3HUDWX1OxeZvRGZRlMzVgJJhC6TvIBw",
-	"RE+fyH9lrG7BmaRcoNmN6ICi1gLy1RylDa11UDIkHBKltlBXSUZViZrxFHQ4Mh0AoFUFDbVYkFbQmlmR",
-	"4jOYpVbQKi1JK2gVk9sKWt4CtYKWN9WtoFXMdSto2cVrBa2a1WsFrbrVaAWt6pS3ghatR21wG/a/8dPr",
-	"KznBhUeRYg4BEBFd4eRG4PJHDJvjLyEgipfrPBN8VDShwKqK0YXAqCmBHWD9NmQAhYZdGKF8RuRH/HfA",
-	"IlpR/NQtb+Sc6MglIvNhJkSx2BR/CFhk/e8+oLd6P7hVzH5XXB2LNOd4EfwzYJEGz3ZKI8M/argB5/Re",
-	"3nINVGI5psiWpU9P0bNaKIjN2N/C1WVJPPeHRpDBUKkAyPy2PFVLP/vf6We/wK8AUe2viZB1ICgnSieI",
-	"DV94VHZfQYnwJoVeYRe9sJsqSuJoYbPBQ2xBeA/PIMRVXv6XdP1nL76z/AqcK5W+Mb/wSmSXeuy5uXgW",
-	"OYMm36GEzDMpir1Tz7jDMGiCzg/PsuQGgt7gx4I5TEuljbfIU6EHIg4YZ5fiFnQg5nE6s+cFYXZr0YpO",
-	"7VdGwifyOpFXHRfgXDIsuouxyYZfzRDEfsTYlB3S3Okqb/ea0KmTKnCMgoJvDC0aTZggZN7UiBL6pr9I",
-	"pvi3uJ/zSyNqiHDhlwH4uWYx7YuRlzuReZKWBrFUDsFMpJ1DXKZlEODnha5Kc6Kv50zIzAR40dm6KXBf",
-	"3+vtmul/bHy1JpqPxi/osCS2tQZcm1PgALWX4e+hR1ScjuJ9i8UPSjtu7t4/cxK1qdsFq7ck8u/wxnx4",
-	"UxAUnBkvEMraLsTWITAGs1OWinbePQy4bJCqavXPuF1N0SrXinT/IwtPrJWbu6Uh3A6VFgzmwAsVk69R",
-	"7grtudbRKwUZ0PrCgqcJreQc6nxcOGWJ0NNdwyFVDWkjAdbvd4GAktNvvfiqd+8WYP5JKUyImdRa4cLQ",
-	"8fadoh1LVcEtHKQRBbdqksYAtuusXT1UaezdoUCHe6FZRB5UHz2oiLV/2mD/E011lgq6Db74C8jAiexG",
-	"BMxIhxEn8gp+oSY52/bgddGvVddCdhBsztVnOrfdZZuhaBNBQ7l2/hX6D4hnQy/a4MYxI5LI4E60rRoU",
-	"TPNRLVJml70zFmRuzpsighdchDL2Ot1eswnAw0b5MFOTq2HfGk4RQmbwHBE6ZE4mKdA+UkgzaBy08TGx",
-	"frjwRRxcj7MEqCsOAGjTWz7FByEQfJft5wT6S7DZFWt5YgvVK1iuZkrm4YqCDXebKegjuYMtde7NJNdL",
-	"MnhVZ7X+tpjOcpawm8U2+IpuRTq1qznfI9h4Askx81KOJQUn3z5grmQ4r+2CAwhMziJ3WUR1Odrzjdsu",
-	"C1XVsB3fWW4jxj0cUK0TnXOzYsZYNxYSYjp2fDe6a3aS0iKO2Lr/cSwGSTzzqfgoBpPcfNzm3i4396YD",
-	"Dz4A8FYhUG8GFCHm02xiJIdzyrtgrsH9i4/IGIHbl23pTuGhU0Se3JM6j6Tj++5tlRrhhHIHBAtJYRHv",
-	"oOdp5QavlRqjqlAonQCUEN4+xip3lAO0LCX6WaeCrLvuGYZuMUof0lKUPrML4dl1OKGlD2g6WzakULi3",
-	"y8F6ljbumR146dND9xalj61je1K8UO33b9271X69V7xm6XvnRNAr139ZvH7p+7c0F+W3sxND53U+/A12",
-	"O19ho4RFu1im7BNrwpdFzsQe7kUlu3DL+1dL+vnDetl0karBtYaeWNTvXF/vlKKrtzxBZGHLkNfGbc6q",
-	"tR0dxJ0pn23h34EcZXuD3T9298/NHfaPTj6cd7oMWgMS26mDdATmWmoLmJ/hmOPzfZAu6zAzOgKOItq/",
-	"6pDu4x+6gFmjk6ib6AiLqWJGMiBWTWmAM5N+pyHSXpgNTc3hJaUR+07mgq3mbl9jJXvmU3Vj1biTfhnV",
-	"8qUou/ZnrJR/AmFVW1myHIp1QYEJCQ4wZmLLN+z9plNrOdWiDkgiyCpmJVO3LIlZW6oci2lzxVBJLJvB",
-	"rwfXARJ1QFvh/rTYJO3dObHnkarahs8qsVUzg+psjVqzwetRVFI8pYdvZru5ECzACJKIzJUqd7Irf1sU",
-	"dLHQb+XBOYi4YjaqTHbF1m06LC6cVKuBnJzCQs2I6+s+ZL3tF1HBW1c5NGmqbt9lQpzXh1DZZSbEGuTh",
-	"KBiTaMZtxfeF0MCnixveBclq+hEEj+tCPWdATA/0fj0n8d3yFOJ3OrPt3uHermPhmKR5UktZeoieJpcI",
-	"c4ZkxCM+ZReCIS1KEyNRIxnmMd4E3gDa6QdDpbQg9oMt88l2p0d3h4pZZG1Fe/JGZBc8x14fr23s5O27",
-	"VtByNZx36BAr5G5DWM3oTGcWlib0DwCIRJHBYsWmasJuucz/18Jt7x7p1rmYMG85gspmW7TVd1148I40",
-	"R7RRcwXLXDobTcfA7PJ+vef7rnIAeq5DIavs0iHXxK9p3zGqQwyra1VrOB5++PmFZhFet0yheLHhaqwH",
-	"BFhR/tYN3F5kbToRhJEJnRhufqAT4yq5EbIzv7ms4MLZXgT4YfeMN+ZFe6Mx72Iz/nUiEKR9exPOZBHV",
-	"r8lLLcwzlJb9CTMOVje6Xft1pB9qRDWMsE5Ow3N+vNgcPFLKomlnzHfRbPHlsp7Zc2BqeUHzmjA5Ae9R",
-	"LVIbeNHNn3Wld4j1m+giVJqJgcriTjeU//5h78Pe2x1m7Wms9UN+9y47/XB0tH/0fqegfB+qNAajb8aZ",
-	"8B2/UIKBXljnFd9ox9vTdCXuIO/Csw+/9Hff7x2dn7nRhRLrLfxCRPMTrKjegc7gMRGc2NZ8lbELMTD+",
-	"adFXRsXMiUZ861C2oXilO1tk3unOrefeYbnIRonkaTeUJ+AE79jhBDMzFFRmocf+miRCD6DYhVzocTrR",
-	"oayZhHINEi5bK2jRCrWCum6J8uP8D4r7mk9xwFAsRO/aClr4suZD+7ZmmxYn2Q2htobIj+NYeNU76m3n",
-	"xCpJ6eYaHuHH9vkUowgaBubb5AOAku8gGyTA1AsutU1ygG9ohqgbHMRiCipVDRPp/I6gaMuzQpPWmoYA",
-	"aSa455/39oHMly90kZgBZxG67HIo0SaPEv3IzhJ2xfIkzCRZbNjXLeAMMfN8rVDjTrn5bZKidi8uI01L",
-	"HNW0AHSyGs4Y/BPP4t6/2WK8vf/Ye/OhdI6aiu0+1BfJAvIMy1XOUw2dmzZyXOT/rKNcq8vKzU5NHYKY",
-	"UNJVnhLsjVoiXFBpn5qxLJETGjqI8FEEslQGlt/a3LpHkbf/gtWR1O4EQkrdH41Vlr9LQJjoe8ilG54m",
-	"Mc9V9kKzS7oN7h6X56RHzS4LpJdrZgrKDda0WeMknxa3bRs9RPdFeZPA8JeP3CEzOQ2I3rrOCrzlgL1d",
-	"M7Y/8JvZ0T3yGKpMuThV3sgWr+opLoCrir/jytqSeSFvRKrGon5VaQl2WARDjBintA74gAGo8KDoTit+",
-	"lmuRXoJbKOqXG1JZOU9SHRWIILXbrY2hFjsEa+Nhjgkc0iTXUJCO7TFevqnK4gfPW2jg1h8ev6Jm7lzf",
-	"vZ9guV4CY8wPy/0ERpoJORAAUmmbIrHmBQr0uw9vE6jbqQ27E0Hwjif5QI3mAOfQBaSEmrHurItSalfW",
-	"UK5NtUG1YHhLQqOJ5m6SWKQJKCCcSQwDaMhJJxqBSCy7v20sWaogS9eWmvvw9SOepAT4UkQavaKN+ghd",
-	"HdwfkENYYMFaVL9FVMnQ2pMrVyf0AO/OKCogUc1Gj8/gXdk1j8zB/Xdmx65fS5Va0sQDPq2L3Bk5lZqv",
-	"WJsIbqkEz4GGQXUGXNIpTNEX2hGdVpd0oGAUxHgblNgX+TjpA/1p6wf6v1bQmkjA822NRJ4lgyLwk3Jt",
-	"Pibg6+47gsQ2L9VInbd1vvl6Z+PVzubWf9ZsDxza7Jk2GgonAVplE12i8LUvAtCHf9aKCu8Nl/btCFaf",
-	"qE8h0p5oGgbi6XeZpdJfM8+MEepQ2/p24JplRr0wrkMZ2SkFuH3zlQPbJ0SaUNZ5gf5k15bKzuS7Glbk",
-	"7qxLt1mSExO2ffVyISqCByR2lu5biFobwIM3DmhTeIu4kHNo5lQtYBqwhMDwfg+nGvA221zDaObsPwFt",
-	"adEXsgsATaNapblLlPYIoumgnHJlhMlMPd3sK18nMl4G7AfBRM3FHrJOHYpwMZgkXmx1uTsFOJL5E3E4",
-	"zyKEki9SCZDiGiZmZ3+JFi3uFqgOGsuuCbwrRHxs5fpykfy6fbBEo8Ti4NA7CM5AQV8E0xcUCXGsGqfy",
-	"1CQHlJ5E6HuZe9WR6IZiAywfcqWDDh20UrtI5S3lXublk6NzGo7Ovc5Td5kteLKMNzhR/6USKeJqaf9y",
-	"nIWqLi/tLYMmTCQvMvXClgr72pPwgt30UE1ggx5dthVvMOT5C21PD2tLJddiY3VxncirTpft+lvGbgxC",
-	"aMSHFOmi0sIR4rZdXrfX2vCarhU3E+xajPPCGYZ90QmYVmYn6iHPrKJGcosei3QiB8Kr3L5MUihTR+y9",
-	"NLkWS9bCLAZHD6wV540aSmSaGtOWqjWmJzQ0KhRlxrB5gtlOtbpTVluHAqk0X2DNrVWe7U2cW6FlmxCg",
-	"wNzWuLuQPuSr0OetEcpUJtx/cDjfFRwjlpAYTPKCQ5h61eiSeSSjxSx8qaKypVLOeJ/iFFXpX+a3EkN9",
-	"7cLeObru/r1J9kF1zNMRn+QqYu1xJtbcOgQMwOF2wsnGxstBEsN/BWBsRtdiSp9fiylz35WwlCbSG/Pi",
-	"hjAqJJ47ERmXj4vNtF/OtDxxcd6j1OE9etUdrhJp+maGnqYM0ykkksxA8Yrl9K0AXBtdz7anPZuHa2h+",
-	"41c8kS6B7LLgg4zrIebLssnY4uRA3JU78ceptguikkX9Z6J7bMM3Wdgu/iSnVgKpcv+XRlSa4ZSepokt",
-	"3I1xhzjuqN0PJG7Y8n/zv/+v/9e7tYjDFnZm+ubEHVtn8Id1awOa0Mhc7DUUH3OsEpppEloiQNhkrZzd",
-	"ycRYGotv+ZbGSl5x2fJPT4XXVIK6NpBC1QR1GrEkWUvy3J0Zt0CV6hlf5nlnolHrX4oMMjgPY6r1AVX1",
-	"+qck/rye092jSnCrDFX280yEaT6UmRE7UtwyVYE0uzNaxEzq2Xtq3WR9gIDG7gAa9O43Wce3knG8AQP2",
-	"2Wrcb5awhR3UwDSXL6vO0JHRFhpS9GTpf9hfTJo6330vPXHO7DzGRgLqFX8nRT1WvD9LxWXOgMg7M+YA",
-	"IqvFlYn0AA9fbgQtqXLzYBpl7HWxHhJn4U0ibusAsdNU3fYR2Xoybk5lDDAXbllwbZ2xxVNsKDSe21yA",
-	"1dLeZ9YfxiVig1TwzIj4zjKFFoh1Rs3gNbZ9qb/d4VlR8cF8PbEkuKSrZ5tPEVwH75zzh4CO2t/3yl3B",
-	"FDPGLYyNuJqnotZgvzMr8dY9WIlpk9bbbCpbu0T27xFVijO4vmbta1e/BoysxvvFL1w/uqziHizeDNg0",
-	"3W/Cijzze6rro4bzRIvRyc6GfZicocCtecnCerO81+RyZGKkbmwIwn5XpfKb5Kpvi7goZSukMXriBq6k",
-	"8i9mTqLtpbPP22FAo+R5UTog7iSS0ISTbnRfomSAY0/kUGTEB9lghnmSyI14pnQFvhgBLhgNiBxs+4Ai",
-	"REII7p1lHllNstPzg/LsNGua95majA8BZuwBCVb4/QsNBkWm0uraYgCPeMpm1rE+vHdEt7K6FzhK/WAe",
-	"QGCaF4W7GvEGvK1/LlLB8LgFE3K/qXgHpgj2sxhlWhRCopGChGCIowfZs6rVUmGEza5FHoBKFHmSA21q",
-	"bAw1EF+ZQLJSkOyJ9Ae3OVu+Mkc/vgP4N/Ex77F6vVjTjlEndR+BcH5pIXaQjqAq4Op5FgqmBrIx/CMV",
-	"0/WxtM5sLIKTaF2N87Xt7mYLqeKNaJwgO/PmEkvmktN158JVpu6e7LNrMW3QyFJ02R9Zkos143MH1hkm",
-	"GofKcmxv/Px6/noELUiRHst06iTyBdeinj7EjFPIeKwSmTNzGTBAtVXGKMMGDMGXKmMRfiDiqNMzXwoh",
-	"keFESYLAZe1ZspGMRWk66oNhKeL+UOmcMBCRzbiEcKI7tcwiCyoqaJnru9d4ajdLruAw5jssolWLPI3n",
-	"luNaTAMW2QmLaB3Mz0NpLouzxCwPCX/MLEH8wzJvUFQgcdfoLtvFQWDYHtAVoEEcRi5iiCZotr21hel2",
-	"l/MpiqZxl3kLWd6tQc0WD1pliBygZB4JNamvuS56ml5XcktQbfHXRNDXtKUqN68ply0hnCa2arZqDpMF",
-	"N98mxklvgvCjJWkXO5RJIWKCADJ6J9E5GJVA81gCqlBjIXkCGEn5MFPjZAD5fbxP7UQluk8L28AAOeLX",
-	"hCUPpWZI80IYolA50HP2TLH7LP/krK2S6D6Vk8x282sIql1MqZ7aAzwvvba2Ff8gR6E8IreKIyreJ6of",
-	"wOzWqqv4AxBFKFUa8DG4U0V1d92aL3SD6tF+cMUhQuyjlPi8+/P9kiU14hEfiSrrfcm+uZOKrOiWGTfB",
-	"qCyo7iyuKs3ZVq0fUlDg24PdMF0YkcVrzEkk8rHSI16+XrQmzXr+kCfpQxS9696F8siSSjALDJK5aoSR",
-	"RGjpUT6G8zzIpu4YAkrDZaZGfVJF5sKbQYUAGC6wsSfowToT2U0CwUyjqOju3fKvxlRfZb59OchEDtxu",
-	"Wd7aefXTj1jxRffUN4OaYFaDKIvMoyKzqUFwAQ6TRw/ILkSqbnssStVVRF26Rs3rAu6LjkKqrkpIPDg/",
-	"qbqqlWb+vM3EHjMutXk1s2EmWZJPeyzSOgUOYfj81U8/IjEcFJX7j5VKQqoOVkLr+uR9eYXq+ItFZo2J",
-	"+xBXl5a44faxZ/pa09rY8FD+BoaKLYConvjZTmel62IAh+cnzHwFQgtWri0Vka8FOI8qAzur0ys49qSS",
-	"azgaNL7M7qhKt1cvy7Rr/2cY6vWd/+PPH/5HbY7LbdzaIdqvA9xYa8gTR/NQsBoXVmuwrCOytb2MjYpn",
-	"qH5oZo7aZrNBKijKUx0FbPv1K/rb7MlOSZq9fvXq5atFKqY4qrVPhSLWO22LrVevFkaW8fjTZqG3Lh3D",
-	"yrFodoFP0slVcs+w0DmyBWKXLdyHYQVjj0WfPkf0h5MpA57zVF290BYSENj3KigLn1r0aWuntdl92a0p",
-	"tnYXVCf8d/wCiDfh0SxXZY686hDuWnndrL1OJ9LoRlv4uOyElkrSi/pKnM0+Dbef5wUzPH6TSJ3zNO2X",
-	"o2af59VsLh8G/k1MzRxKx3Hedmh4ClAjIJbV9g4yXgZCfORKR2bd3vnFnnPKQu0sf9D3DV01hwGUhGJo",
-	"Pp2fV3qf8YFgv6rx2DH7fNnsUkAKa7aiWZmT9yANBxf2b0SWXCZ1EU2/+4QehKCb2vju9neNrgeG7WbD",
-	"tjNeFW6qCK6PICTYqb9psxqCmAl9OyNZy1GPn5Y836niMZh2UMB7v/13CCAvPMuJLhPBEKPLJBURg89L",
-	"3LgAhG7UhMNA12x7YyNgg6EYXBcwr0Mu41RkVa5cc9vWTgsLgy4SybMpFgbN7ly8tB5hOhUvNLuY5sDh",
-	"krOR0jnbfM0Ok196wJPKYpFj77IFh8Sry9ha+PzWHSb7UeYZ8ligm7AI/AvOextfGQlakB2E6IPH8WWn",
-	"FbSMJdSQ6Zi/Hj0IAMDcJ7pm+u0TYRmWWgU7mE8zSgDDolSvfqkycQPYPrZMByDMkeKcbW2zoZpkmpLE",
-	"ONVdtnuBrM5YiBPBgtXGB+q3ghZZDiH6c6XS+22HNyDsNZb8Y7AQ0i5C5tmUzBSMO2rGJSN1il875u6G",
-	"hqOS7m1qN9LXa9S1sra59bKm6WhmAyxIKxkVHCcYs3FZJEvXgm/YtqqtMLhBQfcwK4awAxJitnk2bZCw",
-	"9zMdYLmIz4+ahi6mLm8I4Wvo374WHnKs2dJwccAiY1pgZWPYCltRKGORihwuCljRaUSvxq0BoqHzLcDO",
-	"I6lyio+Wqh3qupBqN56uc6130ZSnUpRFkEhLlpxWrIai0wmqWNSNMBPUmmcKFD+ptrgubuas0/s1+jsu",
-	"PWdzqZKxuyh92paCuJBcmzjMN6LrAEy6Sp1p0GAUIBxKv8FO2iXDxSFl+hlgklxGBmD8CDaNrZartaoW",
-	"t3Ykg3ySNeRM7GioVM+87AvN6CcsGQHA9/u9c7ZuvqLyMPq647dWFFPF9fJ9FosLxuyIRKYhA+J+0UOW",
-	"BE199Ea3JjlTtxLbE7y3UbdyyRJDs7g10ZtTs+ZIgzWE1Me0eN0yGy7ui3K3i382MG+8sP+l3Dm4zCmu",
-	"K3G0O6R0vr1DMXPw7ATMMDP6W6iZGfHPBilWRWZepuMddtvSsMsgKxfhVuAt79/sh17f3V9jucHXDPYB",
-	"Y/0DyqF/VRMtjIpK5FVzk6YtCjY26tD7Bfgvy4KxqWw85BLwucZ1VgPBYbkau8xYsX5NdB3zYX0ZsKVl",
-	"6WcTqftmcwPoc81D305EweKCzN8lYuCiqG1BhWnl7eYN4r5rBrYORqbPIJxa0Jr/hkn5C8Ezkb2zwkDf",
-	"XPfLrRj0Jxoh5GhVLaOTEgwdNFkfJlon8ipgI54aUSPigE3ktVS3MmCZuFFmqaDYPVNoPWkGUM8E30nY",
-	"daHc3tjssjOhIfo1UOoayGsyQVUADiNCSRZhkegaHyfrP0RoE2EU2ehSeNFiVYZ5PobkuM4uz+shB06t",
-	"65SrK4wRuM40XRoQUxaI/OT47DxgJx/M/0DdqnnFt3sHe+d7pA1DaX+7e7LfZdgMfi0k+mpY0mB0gS2g",
-	"nuTD9VRdJTKCe0WgNuHTkYi6bJeNcKaZykKJk4n3K1y8lzhuwIeJ3pydvuufH/+2d9TfP/p992D/Lc2U",
-	"MWgKOE6KDP3Hmrl+DSeoEIXjxGwf2F3wLm9gGupSCKVpMs5W/au1f83z8TFUd5zxkThLcvGPA/4RdZ65",
-	"E96hGJi+GfTp4bPjMvs+kZeqbkDp5dpQQY8A7liVDYYCTDYzUI35rS47v1VmgTR2HWIDaKwGUI6/E8pQ",
-	"/gD74IcfvNX84QfWpjeNvPFFgBGEvrk/nxHD2a7bPaFkMxuoEyDMNxkKXgI7uRHsVlwg9+wA3qRXjLAE",
-	"EvnDD9AylVUOC2vj+QDnJVpKCkTeeHCKtRk19PohHD/Ope6yffCRR8a5gJMKlnBCTp51oKKz398gSmF/",
-	"92QfgGaoddBcha045gEZRqMhew6uN+b/It99x+msvCIU6hSnYts/Fe65Rlfs/nKw9xZQlpR2wDNkqnkj",
-	"7pptsAdP0pPBAMxvunv0KQSRHLZ2GM7cGKEHcOo+Rz0aosWgoh+G0vwS2mjMTz+FgE5U3MXBJOF9AhZa",
-	"3KLiGjTe6EGfUWpY0AeRatENpSuZtbAXLBOp4FqQnZ2zi0mS5mwqHPD3q41Nf76Ojs/7+4cnB3uHe0fn",
-	"eyBCQvm7kDHYrbmQGhFsvWJavcOij2uZsTbTZJTkkTejZosO0gQWi3wHuAa8llD67VRMT7BCO1esHRkZ",
-	"Eu2wzQ3G81yMxjkWqmNFM/zT/bbTM88f8Y9rFyqerkEUKTJrqbFuyVJVmW+hRKNtsyub7DD5BUIL/3Z2",
-	"fBSwl1vug1El9KkD9hP7LfnF8k+pykxLAZlLqz86PZby7Epk5qmg2GC2Q7m9+ZKd7P7z4Hj3LXL57p6+",
-	"3+sy3G0wwtFEWz5OxnMWjRLZN1/04cX6Y5H1sYoh8l5kY2u7A6wZfDA0k6ap+iiUbYqyZGYKkCTMK+rA",
-	"qyz/XonYqwgkMo/P2J3bgZISO/dCmWg2SKEJ1qxEItNEirXLJDXrYIw37U8XHL5QQjRT/+vPrjlOWHCG",
-	"GxyNgFiY/QiwF2b5VcbNoTI/8SQMzBdxAvXsYuNr6slgyDhe0YYjiQflAhhPzfGnp3XM1htwAJzldku0",
-	"tzdfduBlgKV2DZ8RhRLf5gwE09qZEb3AMKPtKCyCG8wt4rVQ8YkjxBaSojppMhBkYpPuQy5q8LzBjNE7",
-	"6+tqLKRWk2wguiq7Wqcf6XVzLdS/5GlRxXFc0nlU02G0QysopSg3MEUJJWDjpLXTetnd6L6EEo98CKak",
-	"J2EHQ46tlleiJk39S6FebAOf+WWXGT9Ou+Zx7cxov8KjDHMMYohLQPMJpUVnwO/bGB+Dw7VmLgbXIMCw",
-	"WRlJuBMwKW7NPrhMMp0HlodtzDGgdqQQkJMEKJPiYw6QUzvI+UMN5UxDXw58hMdRdwmWwEby8MXshi58",
-	"2whBeLIEYkO2B4nnDDKgFlvInYn9uLXTMtMFi/gGptssRcZHIgfH9l/1PmFxyfoJEj0vvk5k7tJKM/PZ",
-	"Mfvp9camHWQlVoGgUa/WNjbPN7d2NjZ2Njb+M+oQbD5OxKTUdJWY19yVbCLHPNMCYr+YcnWiZWuLgaEK",
-	"JOdIke6ZrH9NBMT+rWGYYLMlOsLlUEnd4Gaz5NUgyJ/QNQl+LuzvrY0NhDWEdARBGFi7a/2/qH+5eP4i",
-	"hJ1SJANs12aWKZhB6Evb3thsurkb7foHaRSkkLkZnYjxd9uLfwc7bPdk/0jl79QEsX+2t7YW//B3hK9M",
-	"lHSUqttbPy/+3blSh1xOKRECUJOvcJrn/8621uMPXi7+AQm7D5Lf8ATDiL6XDGeo8I//9adZfUcGDqfP",
-	"Ezcv6GwbD4RfAVfarhVTQCE2poKnAU/TCz5Azi/zkzOR55QI+fQ/bCDWaKH/37q91ii7zxATqa+aQrpI",
-	"UWC3MIQx14ApiTjlSIkVAG3LhcqAgA8h0pUxvQDgxqjjc+OXghJMtH+/gcqggp2zC6NtjfljG+TaUjnk",
-	"1E6XnSVXUsQ75NKEMvqPtbObwZr5GKo1I3vnVN2KbAC2pvjIfj3cfbN29uvu1qvXiHscoRFr1KHO+WiM",
-	"dmwXP834LahqckCCUF6LaeERlW999uvumrltnFyRsjfXGAWEXkyP0RjP7bMiMFE+yOSjLQBlbUSwtvme",
-	"keOQeblhrCfITU7VJDOGzeC64+75m5iu7cd4Q3rsC82o+j+J3XVvCWjTXOzZww5/0+geH8rfmFHoOTje",
-	"4STvsl05ZVsfP6J5DK5Iz2jIwuhn7ZfmazlIJ7GIwZjh1vkIQolNnjG7NNYkzD1rv9xgOmCbAdsK2LYx",
-	"a6lNsNNluzkz7kIOPOY7LBbxBAUgDrDm3VBeV3RVtdSjaWNou4m6zWGK0mZr+cExymA6cTwT456lgEs+",
-	"wiR4lcB2+xQLg+7GghG5rfWwEZ3YfePv4lLQ0Z7ZBePBbfmwwezHDhHLzkbgb1A2uz/nD8rbJ3ca2Z94",
-	"sdD5LyqePqpKRjVcHsrnejOgGjJExHPW5nQki1IiOpmdLmocp1TewEKiQmBtK/6LysI0FVnHjGjGMmg0",
-	"qt/YtD8KcsuiiCQOQL7orKutjS3j0JiT3HOQJ6GEuLYRLRES/xj/EApI0oRrFmHDbtTxK0y6LHKt3yDu",
-	"BykfjdE52+x2Nzc2Qtm2vVtQD90pVzA6nUr17YB1OzKD2AdfEUtbdISeH885+3B6YI5mKMsVPOjfwlvS",
-	"5z9BLIC2S8AQ+dNWliQZ1pTsQPMvOED/jSUpQSjNOpp/sgsxVeTUiuRqmA+R/xoLVtQkB4Ru/zUwNA3A",
-	"1FDQkgFdSSh1kgoJFr8sDi66AgkSdE1wMgki0XjHxtkn1B8twF9KNKz7gAMkTmw8eBf+2t7aMm6pb0lE",
-	"Xhk6elDGrG6Tb2NHQEm4jqWQTHLQYFwyfqFVOskFA4cTeuDUpZverY3tn3yScIycDc1XmdAqvRGEU54r",
-	"UoKhLHrgwGkbZ8kN2CqpUmMz6gCcrbVUDRA/F/HmsrWrjMeCHe2edzB67sdtjOcNQAvI7L3585bz02n9",
-	"OnVO1ZmRos6rurNTtR+L0VjlQg6mEH5+IsFUHqWtGVpKUm09qnSc56yc034OWEnmkMuyhEX/C4/dqz2H",
-	"l7OxhLfyRsnLNMGk6PbmEl4HAc+eK3XAM3CrW9ubr5Z5Mz0Zj8Fwh7pBYA5f+WKgNuE4kIard8CC1se1",
-	"xJ5Nh5lfjjwWn5Yjw62drY3Nl1uvX/28ZcZUjXNhyQp3JIX1Plqjft5FiQuEnZgswcCUl53osl1sCfYC",
-	"mSSmQ0mOGwpyxH+qsE0xXx1s/Mwo19c/O9893zPKwSdcs85ZKIHJ7YWufg2aMrLuomPzilibcro7oHN6",
-	"LCIhgzwBtiM/lCU4MHpXaj91fI1oN/qMjWDiIv0dA3Q+6uLEWigaLfgylrPZV6eoSAnUrU22T883fOp0",
-	"ARJPPp4yWBxrQzE0Tszj9uMnUx+VF/vq9QcuGIY4gKnXcoS7dJmIKSGBhpPdnitVs1I1j6tq8OgwXggn",
-	"X4xdQ/HOkvpnjjIpEIC+Am1S5T5bpE+OpUfhNzYepCXwQ7o747y4QF2BT/8CfckSaGJELHWhdBqnIJf/",
-	"15/dBAA2uLT1ROCGpcYJmloAW5bEoJHQQ3AwilA5HUpbyQndUa7OnHASNVEBUp35ziztX6dOGcFrgrNk",
-	"h/AIqgh3xPeoiypv9s0pI8SxpQy0We6VJlppoi+gid4ijDImxSsEqURLeDd/qFkfQUnDPRL6y2ijUNbU",
-	"RrQh1LheKqXoBEQGC4yYMvdpMF9oprIYzP5UXe2EMkriHZdngstfQHmY5QZoD6gCDdyZTQdp2QlYBJeb",
-	"X+fG+ZmORRQgBBFwBe9EMAwIQqpLKgPiLDrn+hpGH6GmwVFjQQH2AE290egCZzSUg0mmVUZNoQdc52tw",
-	"o7X9t64ukEMGDutn5BVO0xnUeCAKBsqcUFZJEEgWbeywoqKlAzF6aUP2CHEHChD9sCkIMyJACUAHhlIq",
-	"dsXHtgDCJXkCnEAoYYFw7jhTUP5GgBv5UIx6ZieqEQAFmmkLZTvagXqINW5GgKFj6GRCPbr5yqGusH0o",
-	"f/Gmi0UYTYpoF4BjSEAgIpS0G6j1PptI1p7hcXYdb7Molsb5REhXj+wZ6mmJK7ljiT7o8UnBMEU1DBgL",
-	"xjB6kZU1Ixny2IyUqp3tLcBSAOTa4h1xR+wgknjKpx7jN6Jbc8mARJKnNkeHo16bjLVL4ulOscaUiZnI",
-	"LotikeY8shsReEZCiQhECFpEliFHPG1bLlXsDWxWi/EV4QxOMmkOGFUgRsW0hLKN9U1FhxPgqUIwAPk8",
-	"OKwWhK6hVJQsMVtsqWQ6NaLEiBe8CYWaQ4lHtU8DhEK3iRZZxNRYuHFbFmnChrEb1FXCvdyCmhSBGV1j",
-	"BFdi4z+z8+Pj/uHu0T9tSdsZVfwoaTHIR7AF6wPKZhTOvEEBd2fzrWqMBbPZJtgnnoDBwLsn8xLNriCo",
-	"n2HeGhIHbho2Ot0Z4XObQPWdkMShkgkEc+/OK7jpezDnhe11J4D52dczEjUy/oDl++M6pxNomYV7KEIu",
-	"piXpiKWk2h3EaSFIG3ORpVloqB/a/LFVxpPZWPv5z0+bweZPn2sAZZYoHJpReGXbtXiy8WdeQupf5jv2",
-	"lIQSdBP7FDqU+bC18zIIYSRha8erDv4cyrCmS6ze5sU5JmXW1gLPu6ftEJyHI9EKHwyZ1ZJG1HdW9UnP",
-	"FxOHJeOWy0lYwdNgDZa33nx70MJoPY1FyA4tSlciPfkVSjDxemjlItCkkUjknXdnCaCw5NJhftUIxFCW",
-	"JCLUzzhaJEwpE78jZDwDKobHGDgfjyGdurA2077PY0j9JX9xZqbC8mS0nrxukd5wUfnieaHWV5WLzyYZ",
-	"PkCDv4w93hR3Rha4jV4d49MEJP0aRnM8KdjS9g3C/1KJRBORYmlGFnQC5ux81nY3ooeZ++tQFjZyx/kC",
-	"KmNk2vtdQzNxzS40o7FskqKfROU0UHRlbpxRdcy6rYcJWFKuVGlT1QdzRR8wSltkEsxWlYDfUWain44F",
-	"1ux4JSFdFhXIFfNqblww9a41N+cFJWClkgQkYWJr9UOpc+PmJtKYA9A7tyjy6RUgYTsFuk3G8m4IhZ4J",
-	"GVdF6/cTDq17u1V9xyrU+bfWWG+IK8dKXWz7YU6cW9XwTLUfWBj+jWbrkE7Pi8wU6TpIs/eoxw9unmjC",
-	"9/PLN5ql/MK0Fj78O8xqVV5sJcFXEvxvLcHxPHyRZFVB4/gEoYkjxSDmyQqRwtriY57xUGIKJRMsuZKA",
-	"I9vzq9osR7ZUlq0fcwDeNJADYEsdagML70UhVc4sY+TDogpPHRxYRgJRg9kqKPCMJbRGAZhNeQntgrRt",
-	"FwUEGo9hUdjzREexsnWw8ehykqahdLz1Ey2ywItzQJuFCx8GvuGEiVFMkxVk5pbAPJSztUkBoetAa7h2",
-	"LRyUgYQweEQtkk3ByVDOi06ySnAyKMaPAqMguYVqKmgqd/E1L5JJSb4iaEAAQteJjJEgYZGoKUjgv98g",
-	"ZvGOiyRWsbdXAuu5BNa7SZp6C3FHQQUH4R4eWxXfGgUE1KWYD7G0kWCX27bMIMl32PbGRig9VBRsnfUb",
-	"1UqdSQgGthz+cS+US7aeOfm5+Qp5tsCh5DkbcAlQP5iFZ9B0aB4WyjjR1+53rzY22P7R+d7p0e4B1VMC",
-	"avKFSJW80iWv8IUuoDQDy25+LcZ5KNuREX47yOwUBT7CMjWbkZ/PQYIBKi4GCpNcsyRmbRCuUP1JNT4y",
-	"lGMzFmhR99vlABG5CNUylRVhgzqhV4VBb83zDx3kz/qlykZrFrlwOZHTBLi+lI+4+Xj1l94A5ks9KW5x",
-	"vXt2HRJSc2Ylvh2nceUDPlPeCSUmR7lzqTKo+8nm4WbUBeQ2f/xp69WPM/E4OPPrn+A/+/Hnuxudp4LH",
-	"ADlTSR6NMxVPBlTFDfs/wEsSX/AZGYwhMFmSgXkmBGvzAnHohbZFVtCFywdDwjhHjCNzssY8EzIHGpJQ",
-	"YpLIFRqV0UashDSS0eLIocGcxL61HDjY6TS5FoyH0kFFSsrSIP8BFXpYcEsgZiTlE71BcbNm9nREFZH2",
-	"s7eJHisNOagdSnzNdV+tbJ0LA3GIfjKomCR25Tpjng+LYh1a8LlwAUXxzEjE/Y3N4cdXo63rn+If//r5",
-	"9l7FOj+s/1CWsItZIGpFKrybJZ8wL4ilSPDUmqmtYULDue7BmTIz8o+Q6DDsBwiQErYATLwZQeHzyo59",
-	"3jodaTc6LOhCIzYXozEUuTYKul05ZaWlAjxx8puRccnIFKhoWUska0cDlYn1brcbobGFHExrZttnycUk",
-	"F3Eo3WMDV3B9MYXKvB4YeIiYxvb4YEjsEppPNUHcOf4RvDMEywpJ1E5GRnES4+atmqQx1inf8kyy6OTg",
-	"w/v9o/7h/tnZ/tH7qDO36ubczc4T+oylJ73BGV3oOdLldgUe5D9+2e1cRr5yX5KWzL0ZL+/c4pva/buO",
-	"y97si9XvY4ytgkkKT/FckMgHl/cgLwsIlRc6lLOA/x0fihEvRLSNC8FQRys24hIYC7Y3XhbVIh1CzXKL",
-	"a8vZjS9S3V8RFrNYAGGj8EV62YGicc0yfkvQWhn75+7hAfVMJ7J8oykfEX0IlI2OU55I6jvwB3GDolPE",
-	"Tv1zo2tCGdlvSns42ikAFQF4dg1qzJN8yi4TCtoPBcMFqwMRCWVUReeLyrU7aQHxqGKhOyVI2kTbroMe",
-	"lbmb+/PULJfFF2M81coF06NY5DxJdVTAcdObqeyFtqPWAVam2mAeAteaJ5upNp5jPgz8KWqYHmI3wq6G",
-	"Ljt2eVXoPLAhSvRSIUqHkUlMChCeirEPjTUHkQs+QE4OC2zMM+ngTC0A+E4oJzITV4nOsa0dwn8pB7gU",
-	"c6G+TqCsqB2dHx8f9KtyMih6IwtEVfqNccWPT/ZOcb0+HP12dPzHkfmJJQgyD9Ms5YNr5Ocn+W1Jc6jH",
-	"7Urk1KCSwS1hHEd7e2/P+m+Oj97tv/+ATzB3ttK+ThfQ/MK7VF8jlLBToMeEWAERR74QRPraDEanEwsI",
-	"S/VW7ejst/2DA091sLNJdpPcAHCAexdEwkNxQtQ+MNfqRmRZEgvdZb+oeOqAbgD3tU4L7cP5KG2dRZbu",
-	"8a0EQgTHSU3GfiHfaqVYDWtJp6k2v8K4sUxlfh2v8VN1gfqzRc43qJ2q1LvnLc/FR6JBcvLyYXf68jEa",
-	"OwDcXksFa5xE8sS2FTJfPl6zhO3xTmUXSRwL+XUHaqpLAVrweR0Mj7viX3/OkDFUnQ4cOKCDkrUAJa1u",
-	"09zZiLMK8+5mHDUKkg0wa8MsMKRCWbGkek7fIZGIr1a4bxIYd8UWws5aX6F05hdb0vraRdDoouRpo7BK",
-	"7GMpnkMw4yDllcZIv7aY0TswDngyWEEOBxxQkaEDS7PoZPf0bI9sLMCmI+JluDFds3d4cv7PPoHHR13W",
-	"rpnEnOq2zAPg3T27zpiKPsK7s63I4tvYYJGX04igBcvYP7Bg3uQY0/lK5KEsDbvbIUsLO3Vn2NEiMEKx",
-	"mBleblkN/Hud+dZaaS7UXJ+/lE9cRG4Waasbd6U7KSv99KiJhG9FM9mj6+smIky5s1L6lMzJAzSFx04F",
-	"tpbZapJiGFbRdNm5008xtEvkPDEyXadcD40DBIG0TGjBs8FQZFFgsawppGZ8FIzLruPnRaA26uy4ntUP",
-	"pwdrQoKziiIV88z5kGlxZUYShDKaeWvz8P+59a70eGsDUg/0iPCzCL3IqBtz23kB+2ZPZpliDheP249P",
-	"eD582lqO0hPPhup26aCcW+EnT0w+RhT8mcJ/ZkZhJ5YDf8udzvnhag3I8WuJpLNYEIIQFae6tFBLzlP2",
-	"gnUDQEUQSG9tXeNQFtfaYwD8wZr4mjkbidEFlLp1AnbJbxRapOSC072JGAQC0hdTAuCVcSiT2Fl+EPxm",
-	"7Wgssv4YYBCs0771Kiislo2NTg8rP3Oe+lxvQYlNJJS1dCLl4KbkWaZuCU4fGAkUSgmPxbQ8WaEsZgsZ",
-	"UqxJ6UxIc6O54fXnIBs5lunUbYNbaWveEq/M5EuEPp5SZt2F/QNn4mGC6tuSO5h2uKrrYtdzOlPr5Mq5",
-	"S+4n3mZqyBvs1IfcPLlChd7zUwbgZxUnEWQUMGACcjgymt8ORSYs0rYZVwbfxiNopfEZpc1pnXZ2qoeb",
-	"zZ5tjzoHAZTM7QFk5WLiCr9ojB5P5AyC+yb0kW5s+BRiVKdWxJqGXANUEMaNKYpcJ0oQlX6XYg1Pgt1f",
-	"POE5K6uWjtOt/J2/pb+D2xTS/3WBt7Lx5DwaBGCaFXaHeI6BQ95lWGaSlW/h155hVWG19cjvjNQKpZdc",
-	"TfIdzG8hmVqZ/Thg2PzOvDKBciJMxkU+JQils7YCRwlvLiHqYM0IO0rnagx0FGZI1CMOrYt++nHj51CW",
-	"mhupY5Jqp9ygjTCzbNFtoEIyhiDYd7VFBThbVlTNTeOg4dtYqpQsW6W0vdX6stxj+I7xPGFFl3S/sMy5",
-	"szN155bA71zA4LrNFTBBs0dm7CV2O1TOtypkRjuRN4lOXAmIjXyz7Y1tyELWBxK+2zO0lLr3Vf0qvNAY",
-	"Xpi/W4EK/77K7yQz+zJPBIEuAg5kZrzuwZDLKxH3WDQSOYf2Laz0NfayzAPEYhwIH8XQtneZtUWDvWil",
-	"oPsxMOrbE4DnJLrzQptjn9ylyKJOo8ld36cQ869GKz2+9e693p2s9y98nB1/6Tdiwd9ZdqxM/sfXyLi3",
-	"72Lyr/NxsmYM4sboaZ3s22F8nv623Wnk+2fJ1TDX7Erk5P8fkhAkXmW/oyxPboB4UJd5k3tEp4lZd0vv",
-	"hrHNufHE3XHym3m7JQUZlhTqsRi80CyCYe3HUefbtBjw3ReF/n4TU2a10ldvgn+DcUV/f1vv0z+Y9qPm",
-	"OONy1kdkNmXkUyUGRWTNY81rQzVt8csek3xkC3CvxdTDioYANfG3W8peJW/MqitJsU40zNtbG5sdWzuL",
-	"lR2Q4TT3i/TNdR+TkUmMqUj6E880ZSehFuZaTAHeDsPvdqqhj3wHuf34LOUuPg9vVsBDWwBopXPLYega",
-	"UQfqBkHhZOyCqmSCLYop4qH6auXJk0Y78d2fM+aJI8AhxcsEQM3Ku+JsKHGB6ifaLG2EnMKgz8rGWtlY",
-	"S9hYhwlUvlpZXi/Km6ys9U/XYrr/GJFWh0+W77jkiuNHhkq92yEGXlUGFXiQoDXHQXxMNHC0Az7mICfS",
-	"VEVljb5JZltOoYSDvcvUiGXiRuH5ZUoGtn5Ph9IVJIIOsfGazXpstht1/bWL0yZ+bPN6diRRWa0BhvyS",
-	"6q5p0LA/lhz39Y+XL//6+ePWaHv8UytojfjHAyGv8mFr5/U2ZJztn5vPZn3iUs8V1XQJkD+jZU87tLMy",
-	"R59X1OHK3FnYiY+27e4ewd8eixI5SCex6Nv+mX+YExAxKQTRfIw8CWkEo2/OdtkuScPoExEX2JTR588R",
-	"5cGj3DVeEfF0qa7IVWuFsu1qwLcY1nR0MN/ux9tmWg4jwkYBPOdE7yDBBFQEXUBjVTq5CmUsMmBxd9gr",
-	"1k0woiBgEcA3Kwk/jDa7G92NKGDR/8BT5iiIiCSBiK6DUBYxRtfMhpXWA3UlEy3iWTmPBCsuMgkITpBo",
-	"j4q2ulCWW7e8Rn4n3f2Opj/M901rCU1zSIgn82waynLvnb06wgoJqeQaWWw3PJ3YCioznxb3AIBDvZYq",
-	"BrVLRrGFsj3mWt+qLF5DRnas3pcxS+RQZEkuYnaVqgueBrgvVUZFE/SwIuSAO1vU83vvfXTNWc8aN51R",
-	"XLtxXJ1G15q23EQ2lT9VV7dUAkXFHK0dAONx47xQKhVcfgkVhCuyVOLk0Ss1V8qnHAvBtShkLa+Ru8vE",
-	"K21ef54FPV/DdNmpGKkbEouu+sremI14di2yHitwQVmbLOxQRkRQtcNQkIHcqsC63HLseeHunrXy4oOr",
-	"UfjbVwCYY1iZfwApVFKsjuFz24DmrBRn1RkrrsDmriWT804mbISUQ8P+WGTUyOefRLM7oFan2DAACB5S",
-	"ktX1+3mWYDkzwaJE9+2P6RzXnc93f4vTuXxtQcCkuvXnvVTGvjqnzxyW4tl1Wbu6hVpGrabpaA3ZWRr9",
-	"tj+gYA7JHC2RCy/zlBvfBcKruRgTzs5ECzTibW0v7Rq0sMGVUrfSO6PEKwrXgFVuf9lj/AJadpEmUyQQ",
-	"3YJYgcaiZyzCw+de8oQwdqOj4/7BwWEVMMKIh7nCaE7L0kE6eoOT9b2KhVOhVXojYvemC6G2KzsCMFbg",
-	"HjpgySXjcroqTppjHwOB2byzBWWwsKOXOc8jMVLGl14qrV9+TEPIeYfZe7IRR75UdmuW2T/95jhplpvv",
-	"EnOC9qClCn5YBkUMioYrOIIE5QPXGf/zhWZ6oMaiE1jgrz+oqCD6K8IgEPC0ZmIAVgkWCeB5/ytiGZfX",
-	"2JU/e99MAP62uUSzdqwGej0WOrmS3VHMwtYhXBy2OjuhvEDaUzmhLi5C6L+FiuO8gH7l8JF9QXwcdXRB",
-	"Y5Y/yrnlCod22Z45gPDkPVd/4BQqhq2kgNnZtn1sr0oZ60bcmb9K4QYv+v1qY+MZjCjcOHfptLIHamU7",
-	"PX7Zhcrs1vLl06g4X0uL0PVPeKDvkLZbSqB25/UD4Gb6uuKIOKZ5eKk4TUs+9MdVJ8Lf4zzaPgFSjPeu",
-	"vF7uVLFTv5YaH/lCA+gNoouDXYH9QllylUijw6fdeWXQf+fD+ESwNjj85yzAtiOY79aIGPJDOJvfZYnQ",
-	"d1/qU6Qg4iSfK4WqFgA1Djb6UGaD2ObCZGTb56X1cBDxHIA5ga4XfBzK01bB3CO6D3Dfdnpse2O7mlYY",
-	"QlpBCmPa1DdkF7GLxsjFCb3S1x23gMl8JCB0uNcq9LAg9OCIVdz+WPZ0rMMEP7ygzU/K2UPVLh0LwlHV",
-	"TE7StNMLZU2Gjs1N0GWCknNSLGrI/TYOypNn5Zx4W2XjvqKW23y5E/uwhoIFhFSWisrCLpsPd0K5vbFx",
-	"N46pHXZy9D5g/3ay9z5g7/ffgWX+h7g4gbobrKMSMeBQEnIA5AfaZ7+/Z1R/Encq/FM2jlTDfuW8A4Ai",
-	"51maiCyUNIm9UimtlzI0foMUt2U1vYDk6auRIE/CMeW/Ir7019xNWbOUtJKrsv9V2f9yrZUgA5eTvHXk",
-	"Uq+3ft7cfvV6xoxyOCdr2UTqe1bNApc7ZohK9fttx5zSKdOqSPEx72cT2ed5FMq2yy2pSQ4iPuU671AK",
-	"I2lssTyzYz81Q/9eTSX/LReF98+pIrdArlm5HnfpkCzPnXe0zspfPNS42SM0aILwcQXhiM/Gq2hD1GVo",
-	"C2WRXCTCi6hgWlTuOMiU7IuP4wzlSsTar9hlItJYB0zc8HRCnB2hjPJkJP5bSUHsSBGdS9ZWUqzpocp7",
-	"2KWYJsLGDS4nYJYjDlGU6D62TkedXvGabHtrqwuMLFli5h6hH3iaqlsLbVR+byXTKb0MkhXbt7d3cCKC",
-	"h9LWc8DIkKcD6qWhwbTKYGODFdaDi4izpH8xjXYYn+RqxPNkAKSgY4KQxUuoqMPDZeQ5I/JlGSOyJE9S",
-	"h+euJDNbMRWQPUeMjUiqPLmkw6/78IM+VbPDnCjZ3PXpn/7vEQ/Df79nau0sD2FxU2dJSKwMuJUBdxc4",
-	"vPLumadh5ltq65+yiXyUVs5zxI7LGU8zweMpFpWIGBzgazHOmzLFX41omslOleay+akwg6t08Soo9ig4",
-	"dMuf7OCePhbsZsjxIBWupUFybLi1iZfVMf1CztmdHLOVX7YQKu8uB2o8ye+f+aGQLHodt1mSg7MB3hJr",
-	"p+IyX4O4BNyWp6FEP4rl/Fo4LmnwRjQBZgMKQjZJhUZyC+tMmH027ZbDHyzRUEeqRuNJDiB9Kdfu24D+",
-	"NG4IOEngoXnuS6GlG7H0VgLgK3Ndnkf8WEi/lfuycl/u0YcHQvLx/Zf1PEuurkQ2n19vHlpvIXCTqyH0",
-	"HoEDg116Rm52uuzMfEJABBNpkbYDIK3zUWqIOAWCWTbCY0nvNgvSOylu4c6srXOeTzT79w97H/bedgI/",
-	"UOQISbrsTOS6LNdRjpdEe8/hKZhZYu2SluiYcTkk124owaDIxZhdTOIrBB4rQFb7tn0+8tqZbDjthX+l",
-	"fwEFQesUyTku0kqTfKEwFM33Qn4nswetu07dIg+3LVce4UOF5URWBSWT6vYuwrLgmHpIRs7dZbm0nDkk",
-	"3dpM2wmkGs49KvzvM9dWfs9lsm1VXoiVX3eXfFt19rwjclL96vEQSicy+WuC2SS/Dtb85Gf25vjo3cH+",
-	"m/OO6x+MPn26FtPPnyMGNtBQpTFwtfs4ThbGMxaDlGfIhu9lvtCWcHmsazHVoURwdhhKNWnVmA4qb9Dv",
-	"MSFUfsNnSglVB7E4KVTZyd+jX3VnApKVI/aEeaTKhpsvORvNi3UHT/couaQqcRGr4y2qmEahnGgqvHYZ",
-	"/zYOw7hl6PI4120RndFXJCBnITwrVR2Nzy3WZMnnv1xlp1a0So+czrqTgLl3SssrcbpjXmt10r+8R3RH",
-	"b2jlDC1Oct3xmH3BRBfVC4ayOdFFeS1KdY3H6bTsRDElGWfxBHefgAhDxxx7p9V5HspUcKBproRMLDio",
-	"O0Wu/I9K/S6BYdZ5VSkfEDabLQ7E1JpvkkBJYkOebCVQvl7X7rkEmk2ardy7lXv3ZfNsD/PvlEr1uhNy",
-	"948iH0uBGNmAh+khbVv4rExcJTqHCLJ5qB9PDiVAOQ9SrjW2cmB0jO5grguKnJqDgLYY3hAyM9+Iy0uB",
-	"zFyIiD0XwupcqfS4eO/vGjez9K4LkZ/cpJSw0x1i+spUazbVvLlzGx/29iWBIdTy3SFSfePpxNTxI53M",
-	"yjFkbYuWj4ntTtO59A5gcczMyBy1dCFEPGqumcO68EyewduKv8GJxDddmDsyS6BpUlaHb56fhCUWj3fw",
-	"Ppn/7Mef1/GMPCYZErWeI9JjDS+F0WmhRNaOVNyItKBCsHV8QBwHIzO+TJIjvjTLBPDKgSId1YY/E23e",
-	"xm3Dr8t/Ofckjlk7+j2LBioT3VPB4w+nB+aiqMmvgTVbckzVm5bZibY2Np6TnmhJ6AvY5olmMa7rqsz/",
-	"ueOiuA6M30UAPSxj7cuVXckmsqrl0bT2A6Wh3MWvbodKe/cuiRmLmQFklUmaMjIWMKZD5Gl6qG5R2mCX",
-	"KP2ob28ZsXYE/UL9XFE34w4DrhXqI83tJtY5n2o2kROcwInMk9R8O4XBaAFIvQiF0SQzK4wxdON5pc97",
-	"ciUNvwVpWDGblpGKLzQZTmSQWmW5kpDPKyHxyN1NQC6w0ArnY/2T+/fn+9fENQtRlTEuPfHjhEyskNQj",
-	"lFTbU5G3jVh3Je98JX8eIH9mxu+mFRIKRdEVlcCa0TUMXHkLsszYL0U+GJYHvPmVCEw3CYtkZrGpHQKR",
-	"Va4rx3OO42m2bFko2GmbZ+8tBhJuNvh+UfmQ+AEz7zqAxOCDobGCdGn9dkIZIdCgyliE1pdnOeWFxqSU",
-	"WMAiOUnTiGUe3qEj29PK50oJJexSY4GBC9o25h6m/SZZZl6bGAqhJoflymb1iNC3gXesADZeSci/t4R8",
-	"/Axj0+Z6TnC4h8pqKW6r8nrVrrdKI841xc9EfkfNtcgQt79/NKBdDObWhEJLLr5WjKcpMMdrS5iL6qhH",
-	"UYsR1orF9aEDKLG3XXN+QGU+/C6c2WLKVorpGw2kriBSvkrc4GruQ11S1GCOYb2QRqxZ5PhEnO6ZkE6J",
-	"mc8gxnBYbejdTbnO124TqVnKp0i/hbD3esBjGxugOrNwsrHxcmAJA+kvCETYb4BukP5ADL+exzMOhWpi",
-	"NM6nVdT9QpQRr2iXnZTpxD2W8BHXRDsW/UD/F3VDuXToeH4oYyUOv5FIql2ppVCJK0dxJSkfP4TwILH3",
-	"gHpfT75kPimRPxaSHlRqi5UhOxiCSMVlztQkD5DMDGld5SRNKVaK8gq3dkABC2PaYbyCbDUuB+ZzPRlB",
-	"jYjF4mSJZrYwF8hib4fmXdrbW1uBlXRQoJwL2aE632sxnY3KWs82YDyUWBVMgvo2U/IKUOADM9qIgEf7",
-	"+jpJUx2hX6wmuU7iMqL9TaKTi1QwvDDAtw2lu0FuPJC8j8ZyxJIYQUETYl23HLg0DECmGGeJHCRjnjZI",
-	"b+wFFXKQTcc5KqVM6Lxnpj02UwFcUlxfe4KdXfDBNbsWYkyKDfUZ3LBOllNl4UqeP7o8f/wwRtNaPXsY",
-	"Y0nNYm2rOqHXRiulswplrEIZd6mIfoAWXRDbeGAh5pLm9VzjGpPfK1H8HRYprFJsS9V2KikeVDeQcakv",
-	"58GI3ZnKM3BVTIQebzE+oMohV2yEd4RoARqFhaHH2pCmu5VsLDIN3XTuu4BxCgjcAicYgo6pW4k4ZDwe",
-	"JbIXSvhvovOM5yoDwqDODiCawZPqKficwDF2tJnSBD7X7GKS03WhpHEXwukllq3idKBFaUafxAHOd1CE",
-	"IYIKRUJAfSqhLLCGzLTtnuyDF9Er5DR5BD4Tk0pjfO8XmmZEKpYqeSUywsoM5TmtbAZ2sCrlH3HOMLxb",
-	"REhq8cvwJru0qb471JTSC379VEgTCRA6NrtllnFlD67swWXsQbvTPQmeKwcd4IRsI4XkJB+u88FATXC7",
-	"N9RrvCGZAp51ciVFvJZIMANfQEn2OOWEl8b2gADECqErI6EyNbkasggfBnwf6/j9Gp39qJHwmUb2pOlx",
-	"fMYzSYkPejGuoe26pXX6BkTD6qQ/BedZDH1ot9JuBP9QT/Khf6TrTlmzMXiK212XrIkxheZYG2OH//v/",
-	"/n+MIdXpskOepJpxNlDyMslGmGVOE3ltDRKjxYhauRdKkEw4Ys+cMsaOpV9u66F5rUSyaIwhPqQFithI",
-	"cAkwSZ2iUB4flehQ0gBEDG6nvZsl7kAJ5Rl2P9cHAmFyQGyhmHsiaeM94SuVNW/89TSjdanir9oMWTXq",
-	"fw1hKVj6ggFsYI/SAgmFW65ZNJ3za2t3iFQMckg/xCw3I7NJBdyqKBbaUjEaK5NCxCImzjP49lZl1xrA",
-	"ro1HaSTOjZnzgEHqBaI6Y3B+4WrPfcR7eHKNgTwDQoMbkSWXiRFCp0ZAp8nIuHWhHBtnLE0gVYQ/qgWy",
-	"xBl4evkDi0lP+4qNHaspSgV/dv7uLY2+ZxmxvbXE250rdcjllCZFP6dsKQM44oZcKDjqSFx/2vx5y3ye",
-	"8VyswbFr7bSMcGkVYuZSZVcqX7PGzLyAGBo1OpFXqVibQLugFjmJFZATEEMaqknW8QpTSB5ciFTJK43e",
-	"lzPVMcdLPYSJLnKgs0j7sYJ4krK/1TaSdSGMizVQNyIDrHtfyrDlhMw7mAWbbH0iAVN+yHNFXYiifJ6Y",
-	"sdfcW5yspMMXkg5AVMF44YvAkXw04ZCqq0Q2i4Q3QzG41hbZLTaGKofw71hIIypinvMLrsXaBR9cQ1cx",
-	"2h3UoYu/jPTNoK8t7ewA7KdQtn/N8/ExMLye8ZE4S3LxjwP+MWBnZiaAWHacqXgyMEMhC4akyIBnWUI2",
-	"0Zuz03dkC+UKyiNCyTWL/mPNfLMGKj9iSlJ5ccpzkbGT47PzgJ18MP+ze/7mVxjv272DvfO9LvsDfD3v",
-	"de1jtzc27yd7DmCSn0bkwL2fi2wI13SeoDlQV1cAft5tBa2h4DFE2D+1zkS+Zi3pT3UFA7SRcLeUt5C5",
-	"VTHAajz98xd211aS8AtJwgN1xRL5mJJPTeZEhPZkXI4G+bJtkApO9cO4Q7t1h97c/5kVPZ0/NcnvcAD3",
-	"wAW0Pqd/EJc5el8q7PGtBAbMvsWd0BQIGInGWpPzmXSDS0LTY19oTwfWFpUcitbzKoHz2VP0oCKIZ6pN",
-	"eEOv4FahmPc5i1vyu+pzS3cMPiMJCaa37PGkOBAMLdFMyFjEFHh2uXEpEHmlNgYDPucTu0flh3ylERg7",
-	"PGabxFa5pr8lrQZ2ro+LE9F0wG2lX7MpcTwWEnvgke/CazuiMvQ+3gQPJFASmWPA2q74iG1vvGTvjk9/",
-	"2X/7du+I3CFosw+ljRcaD8fHfbwQAzWC8htWKh3qslPvaUXlfAoGVg8K5yGgO6A8iNCaXwkzKoozU5LL",
-	"ujzsHj7RqZ21pyqYxts/E13QMmFeiOo+NJ+9yhV9N/6N3bJe8PTRnB0IGi0RAr5rrsnaokB4RXd/nGQT",
-	"GjnzzJv7xWJOzUw8sZ1TesZXHAU+KWKKUFK/Cgd/A8mi0djS8TxNRNhX/SA35BIpI3P+SzaDXwtT8V/b",
-	"gqAdzTXQdj0GQZHIq04XOMIgs2RrWFxuufYoy/h377HPHW059CtGvt7yj2/sANy9EsPsC9h6dXbsHFMe",
-	"Lp+uf7LK7/PcuAwV3pfV4swpqFeHrEYbhrJZHR5VazruZXTDWZlCocWimveTyUWaDNiQp5f2Dc2oXmgy",
-	"BsY8yRrq4e3sza2K93p5Xm/fGc3qTAwykS85ur8mIpv6XUgYsFlqbJtbPz1nn9EyfoQVkBVn4gv1CX3T",
-	"2hTPg2dws4sp87bvrEZt0JxQxHXVKC3eCZ5PMsEuU36F5vWtuGDetoBDrdmFuFSAJzqFYF1yJTVLZJcd",
-	"gWtvdhRPpGYadr+uDfa+wZE8JV8SSAZ8zqK9CS/c/WrWm4RaNpF5MqLRectMc4cKAdqP5jeBlpQ3GDdd",
-	"dpBoSnvjDfy+rMSYSiMxugD0mBmm9dkWLy0E5a2xGaodTdUk62cqRd5qBF+Q3qOmLFYMS2ZSgDtQnW4o",
-	"T/iVJTyLxvxKROC4RWOR9fHPtgWu2XoVMJ6zkdI529zY6PSYVCxXOSeEhnySSREHQBYfSixI5kwPVYYE",
-	"8oxnWXLTTP/xHmd1RvnULXNxybp5gZZRA4uuExle+pRCGd5hGSp4CxyBy/Mws/Ab5HW/smttzxctfjMK",
-	"ftOhQo5j7dok25wotqm3B/HlRy54Yc9brkMZQTNZ1GXvsZ+Qj4QGcUvHhBjXmxnW4XdPlREpnvBMkUp6",
-	"9uJQJcz8Khny9+YYv6KzMHOiC40J7dfzUCHxHMKpxNbgstKr4QyPSqThkZdFQXEAnBWhVLdSYwOgZm3b",
-	"/81UxmKHNjeydOHsENSwDthIxSLFRp6rCWHLB3TjXKk0NNObJQI6m8WlyIQcmD/M48fJAOw6kD5mQ8Br",
-	"OVBdvIkPhEQl3c1gk1bY3E094jLsxyfGD/sauGqom51rmvsV6/c3y/rdeOSbEBjxYFm33CpsOQWkhU7N",
-	"ie9Zh0ekWrArkTfjo3ztx2Mpbepr0hUKyBwm7Dlbr6GSpl636KBm17H2OOWJJH9Mm33HtjdedrrsWKYo",
-	"vy3dNWDdYTlIM4D9o23Np+ryvruV+YXPhW3y/lYszRX6w9fTE768aUooQY2BnbvrLz/oQ+Ynkq2pW5nI",
-	"q1AWIEDQ/5QQts1MAKjL7hSoCWV9pGZu7IWwLx4mp4JvMGADL75M1AbW5oX1JFZ6elGYJ5+Zs2VOYZqO",
-	"1tDpeqqjWHbpnGeGRbH1B7BHRy+Rg3QSiz7id/8DCXXgZwjoXXfrUF7YolwKx16qNFW3rE00hxdTjOUq",
-	"KQKyJuznFctEyXTa6TrILASDlVTeZyOwUE8Y8XHSvxbTvhZ5NPfcH6SjNzTdDz77laBdqhVL3U5oniFW",
-	"maCmBF159ksdByT9WjvAbORycRdKpYLLJ07GuSlcRoqUJ2AlRe4iRepCMp5MOaz7ujmofAefoMvObFlu",
-	"omn/RQD4PNGEuhzKCG8u4ojFWWIOZTvJWSZ4rBlnl0nqEKe1yG5E1gkou4cls97zIAEFKIOh9HG6jyBG",
-	"jVQlyV8TAVIpkb4QhLDYm+Ojdwf7b86jTpf9gYJL9+mIRDhYKW7LM+Wqgj1eL8vsrgdqLFxN3zgTN4ma",
-	"OKYwliqNvwulGXjXSZ8Ia/IqYNWsvbt3trb16vXa+zeHBav8iEOR47WYogAvy7UFYXh3BL9ORwtH6gb5",
-	"TCF97/mLw/qlzfE9Ol0rcJyvKYFQI9oXS/Y5tuP6p8G90g214r+H0Woj6XmtIVMI8kqqnqFAfGt/7gvX",
-	"VPAboT0Ba0ShmuSMu0vaOdfYZi9DecnTFLH8qX6SRuIIG83jeJKSrXp03D84OOwbXbD//sPp7vn+8VHU",
-	"WZBheCw5Gix5/Zvk68lNlFf0W8pR/F1SDvcSEo8RE+41nfs2MJ6AaRjKqm2IGBcVo7Cz2OjzuVlCeTxK",
-	"csBChqAzwASaHycZMnj0WARN5xGWe+ONjcMUMwVvylP70zbHf7ELlQ8peu2a1kWMZUjYSroLNkBhx5Vo",
-	"YYi0QUnRZdAOVzGMQ0lt8CWzs+3LPnjXhARfHEBBU+SET9f7HQ6Gj4xkpcpvSAKXzN6rxEjSsu27ICL/",
-	"vJLuqWL59zMxN768iWlj+iszc2VmfsFkwNOYmeta5GsuBPXp4fGG3r3sTIg3+G58InXO0xR+unabxFWT",
-	"sQP9AySN2IWKp5Z5q/RQyLx7snyHYeAT2MY9zIHyr3xaKxDzoWz7wRyp5FptUBCJtNK0PmTYKcIN8NIB",
-	"S2QogRQi41JzgIVaROB6JvK3+C7fr9W7tCguzW/ApLr13ZSV8fu8ouuQXzcILn+VHkOI5XOBsM+NiBgo",
-	"KQWcsB2ADckETwNm5NCIp3aM5ui2Q6BjmhbhPehIPP4tbHl15K+ZmuTjSY7NObrjAPGd4ECbOWC/np+f",
-	"uD4mCbhFF2YHMD3IhJBIDWicZWDTEVAJjKZhecoywQdDgZkUNsaqf+qLIj4S8+ih0jlkl6I0HfUtnR98",
-	"auzR46oILyei5opz4y+QR9Ak2lldBOEcAq/qJomBWAAoETFvTFyCwmxsS89YUFzvsCR3HWNbGxsUHFDX",
-	"OwxSJREWLJqpo1sMFNEcwjzeqkkasyG/ERBbsEnoIhbshmTRINrk+eDKFGPtdNkbnFdJ1I7EqGvvUUvH",
-	"IvTfQUSb15wnpv8Y8oLIh5bz+41LfO99qCBKF9miNkE+p7nMF+dUrfaoKfPjIgkOZFhtsF0DvC4IJT6z",
-	"AxJEVrhOHtBZFMqlClbojf6GFSv45sskm2lXrLLMi7LMI7eZlu5JulP6+NwDKcHg3MWUiY98kKdTUIjq",
-	"MpSRuaKfxJGxEiKi+WhLkRjvKoCoXYCo2ExPBkO44Q7b3tpiEbRBQIi/v3d6enwKYTO0TUZ8apzF2BW0",
-	"FmPtoR3U2HJhfmvMI6BFtu1SuwXHZaKLoJxrYFw2Frcbx95u/jrztuUxPmcnlh3B4sQtLfMwGa/Caatw",
-	"2pMYMLtGJNBGW6amj7bk+qfJY+ZkMfREUgckVaoVdVRBT5cW6WUo25BnLayeTpedmmsgmyuJGbJwvkjO",
-	"Ef1n1uSQhdLdBEAmuLYkk578K7en1aNOmdE+nhxc1r358BXlXQuBBUlXaolbNYZ9czxHcPDmyYXHSMX6",
-	"dg3Tt0k+GBa2x4XIb4WQLMK/o1CC1wF3iHrsKuMSq/jwkIM1NbAZTCsMXmg4/MF8oVAfgK9kb9lbMVL5",
-	"Q4WEl7V8RiHxpO1H9zCwNp7DwLJpy5WRtTKyvgzQsJVtJJWWMbeo+3wuRpntUE9G/ArqkrltfdB5JsBD",
-	"TWSaSIF1G5bKya+6eKFZRLfpT7I06vTY9sZ2Qf+EMaYhh1Sfs6VmqcjzovW1qbP3hN7oqRt8YTbWfyiL",
-	"jkuVjXje2mldJJJDP8IMv0GdqIB7rSIvcyIvBSDA2K3vspt7Hab3kXwJ8ggoq2yPRru0u21iPZRykqYd",
-	"P8O8U9D0uwrOAgECUy82o7Wg/vJLbfQnN+rt+39LFv3fo4wyX+bUPUrQ83CS5smYZzmbjI3qx3SA0QXR",
-	"ZZKKiMF37e2NjVBGv+y+7Z/u/fuHvbPzyJ2jJCdEeyNxWaJZLHIxgGrITI3gVQDBdoedHL0P2L+d7L0P",
-	"2Pv9dzCcP8TFCbbIcYJoNcOc5kNjjwOkRPvs9/eMusrijjXKN1+x6MPR2YeTk+PT8723/cO9t/u7/fN/",
-	"nuxFPZupCOUrdpj8wtrbmy9piKhJE23LIyElfS3GOSHAcK1FXosDIx3QssYmRNdhQytU7xSYKX1sodFk",
-	"5I/sUq4bbbgW85zf0b6mQeKwv0qYgUKEO3LVkgZYIQ+sDPflig1B2C0jZ+uwuF9v/by5/er1rOFTgEw9",
-	"apZ3l11mQqyZc83UxX+JQY5S61JZ5GBNlXsap6ogBknMZI8zAYK6x6JPnyPiogc0LXabJXkuZJ34cpa9",
-	"91ZfOXyPN9SF1k9x6coDmOMBnIryQSlthjqjZJI/2ND3GhluhxDPw03floqNRHYlUJ+HUoss4WkCGNx4",
-	"yYhP2YVw1QqvX716+RoNENZuSsPWBv1hDE+x/5+Cs6J2sM8ZqrvDQSRbbPY8rrT4SosvSGfAvl9eOlX1",
-	"da5U+sj1WFIwIfNsCqj+5v5skHLtoUqHcsi1KykT8Y4jU4ciT/ML6Mg3ExSDhp8FaXG1nTimlE8BlTqU",
-	"0KiKvW6atS3LyJpxzWLsRdNsxPW1iDul2rHIPLcPI416YDeM+VV9R78r7jqHyfvKDQIzyLsAB8H8E2jo",
-	"yiy4C/CHP3NLn731T+Y/b8y++/wkgUI7OjyT5moAloaP11JxI1LvvLgDeMnTVJf6uCdaZIEtEDe3cR3i",
-	"5uxpIL/ZDmVtYJ0ebo8ynLIFhQZm236hDOK5XYCvJi6J07WKSn59ZQMFsjIu0pOFJS1ofO62gzk93GfI",
-	"RHxnVK7tUlILP6O2i+IXHcACguSwZkneK7VcYAEnu+XTbigj0r4RU9TYfS3EuEzxC8qUtYHqE8cmxS2O",
-	"teOgiPQOE3wwZNdiyrSQeShLTdq+FML7gbejeSp6LJKTNIUyUy6ZGI3zKcNkFkEemHcIZTuRQ5ElOZcD",
-	"wTKhJyOhOz2AHmOYvJM5oRERJ27PfBbbegdjDLDoB/q/CF8llBXLwYy/mAIy2JHJpMt24WsnO13kIRaD",
-	"lGcCWwXx/UJJthTSIpubBzaku7WFkEIKg7+Jnhea+DDWIsu/BlH5FCUXpXd7Ti8On7+U+wY7f+W4rRy3",
-	"O0AKOXm8pGoxJqTfE+m1czcWUZS7qesaegJ2O0wGQ6pVBQfLSxLjuOzPs4nU8GWP8QuQrVbrZAI1DlVj",
-	"SCz/R3ftBUOMoMXIP2xXTiuci5i5GiipVSpeaAzbrmUTyQZDMbgG8EYEsKvnJnjv+qj9/rwnkxunQqv0",
-	"RsRLtzZXEZKSS8bl9EEm3zPWSvjt/C/0vG3XtMFHPEnXFnCS7c5ijhLfuMNCnyEcF5eXYpAnN5Vm8h3n",
-	"/4RS8xsMB1RZxwPMxc4gsyJiItRvnv3+pn+4u3/Q/yFiQt4kmZIjsHhueJaYyaIOG8d8ak5LCT6wxyL7",
-	"JUCiMs2n2gVHzMFK/LhJw14/5En69Lu8eMrCymlz5usQVL6UxnvutIGa5FfKWHSzM+F3xPMkbU4f1Oz3",
-	"LjszhkcNXDBrOwOVHHt1I7IsiWs2cCjdDkZXw23czux2NfaoWIPDBrAaVdDMHXAXQum2ccRy5cCgnOcA",
-	"GMLAclo17HOFOE9GkiMoKIGURnqUj6NQckDkwN9EQ6XzCJnd0ChkbfOR5CMBMxRAE5rZsKBpjZnR6dlR",
-	"m3mKtDYOhgyl+Y69+ulHvJvP4LO1xaoJE9Y2V455kmlSZnmqo4Btv35Ff5v7drqhPCpseaMre0afsejk",
-	"+Oyc+WIOUA1groyjV6/FsA65crifqtzZP93PYnwvL15oq39rEE0ro/ppsyF3EroVq2MByEi9LBYSEJQz",
-	"wVOHMpErFuUqKvBFGkwQC2hU4CYQDIZV/RnFE9IETHQKycKrIUyzMbYHQK28wyIjatB4CCVY9hhiMtYK",
-	"T9JJJlgEKBoRG/AsS0iFeHcDPIyxEaA0lT6MyQsdSovs0eYMTSYjd1k+5LmNOiFsScAmMhVaA8I64uFF",
-	"5jlVuBIIkSgpQpmLj1jVgc5IgeXixt5Go8mjkKfAGJrdtgq8Uw+pJONzocFGeiIB6j/imYSnffzxJB+o",
-	"kVgkQRVeZrN8PM+Nfl3J0L+lDD0Ds4wZCVhDOe/LS7GeqgEhNzW5aQf2Cge0VvLsgwJq0/j0hNFxMWVJ",
-	"3K1Nu7r7PaVrYx+yTNbUTcG36K5DBlPdyuItfDppMtbNOs0jvY1B7dk79Coo/tlEMMJZtVh4jEDB0Fvv",
-	"NgDm20V4Iiltb78vjbv1pSHu6eHLACXYiV2J478xiEFaHIaG41mVyAt5bHeRswN+/0K7Jzjzs5bDEtPX",
-	"3tG8W87JHbr42bPsb1eg6V8VaPriHd4UGLvPPiYY6kfbx1+Fftr44vrJ9pl/Qzpqlfz8iuI0d1Bsy3SL",
-	"l32LF64xbaZb3GsBl5RV0SKvbew+nBZ9a993W/Yz+SDHt7Km9WjuJljcVV3TKN2zETK9xMKjWrrD2n+H",
-	"tso3ZkKoZfZRkxNb3wMMu8d8iI3APazwmt/jC4HW0UTn0IIj7UGu74stb7An6Wp91oZWeviy7S8WjEDD",
-	"mVy5u3/frtRlDvOirlSjLzJlTm6j0XCC31vmodoQJWv7CWqrPCADoUXeqTUa6L5PqTboEYtbPOGybzE4",
-	"CeUTsBHcbN7NM3RNlJhJGvuL3XN1zbT2iJuCxQjdpl5If10f3+Wjuz+Lx7fkdnKNiv6uWsnov6f3ttTZ",
-	"REkcJ7y5kq+m3rOgQZ9I8XEMpT0ePokuA5SMs0QOkjFPdQW7K5RaYDFqkrGxyDTwzLnLPWogqr0diim0",
-	"CjioRnUJ/Me3QrsUFbQFhtIDjV8vAON7zKLCYyGRpTs3XxLoAGd6qDJsL2Q8y5IbobuhxAoAR4aXibHg",
-	"OTCsA784i9yw+0n8rz8j1o7+V/mjf7wMJxsbW68rn/4YdUIpeZapW5yfNNE51VrlQ6X9+euyfUjgA2SC",
-	"RvvWmcI4ry80u0l0cpGKUBY/3GGJUaCT3CpRdzGxMmeCxZkaj0XMdJIKmafTIpEPeJSZcco7UKlAXWS2",
-	"EYJuSXW+I55IYiCBEB8QAtoyMnMNlq25mYyuExlHjGYglLmCSkoEujHfNbV4wqHehf125wjhneH4Z3jp",
-	"j2C8VOmh4bSZufD2ehv3iHVT8JZQOqHNvAKXyX5lIRG5p7qS3l17ZhHX1OUarptZ1bq1wzkTH/lobOyr",
-	"f70MfvzT/D1OVSxQXdWz45c3Z4kdP8nFSJdiJonMX2+3ghZQ90xGrZ1NFz4xO/RKgNwc8Y/7+NPNjQ13",
-	"Ac8yPjVf63xqhgh3rZnnYyhmJKlCvDSwKxro/c13pWELaUb2Lwz/tIIWn8SJagWtmyQW5r+xGkxGRkEH",
-	"LYhUG8u1GgN6ymQIbONFqexjKVAgqUuajLLYe1js4ZukWvC0TZtng2FyIzp+JQQotTl58Rq1FtW48l5x",
-	"GJinhF3pxR2wPVA6iRbK6FqIcYSmK0o7lGZJRTG6cz6r+4yk1zPBjFC6aAbtPQscgqLafQtDxTrbzI33",
-	"hWZv8Fdrxhbq+LEQJL8jSW4e60rCLqYser93ztBMWKfCMGi70xFrQ9n99uarTg85qJP/FnhPqXImPg6E",
-	"GTWWr300QsI8w1xozik01tneFHunl8DVOkq0BoxlD+OtSBn9f+x9C3PbOJbuX0G59lakubTsOEnPtFRT",
-	"U57E3eNtx/bazvTdWvaKEAlJGFMAGyCtaFL577dwzgFISpQf6aTzaE9XTSyJxBvnfb6zDwz5Z0qBoeXu",
-	"aUPRve7zX7EwVR85kV/+UiwKbbhZDVmCgosdc4xRdk8gNY8VWZlKuRCsyCsv6lyLotzFtoxw6wix3AfP",
-	"2VxXxvZDkHbojrKDGZ+WgJ7Ay1hRwJ2EBwAjCQdNQcewyJB+DrOiKGucEhZMlCXptzQBCk6suW3yzh3c",
-	"IXsHjb1/3zjCSixxdLhbicxg7ss5L6n8YuCzlpX8WsSKW5ZAQ2OZ2WQ7iFzNjj/EWiZUqjNHbB1/IZsA",
-	"vXWFxPhPe39CQnDPMOkwps9UcIP6vl1hw5Oy5B7v71Fl+yOb1XiTrW3ysi6L2rPn3+0/29//S63ItSn0",
-	"g9Q6dyJfH78+IgbQJEkJwV/aCHUxysIKQnoUaEysPKUHXiAVsSg9pUxzJ7wxnDEKr5Al6KjkzKkOJcp4",
-	"oE0gn5QmVsGc7/meG+I2zeAQVyAcoU8ajYh0D3uEzm6784eEIUorXAhDwuzXZ/8LU/HMkhZ6XQCrDyZF",
-	"gN8SuN9latD62jJIvGVP9/fphoDeUzKtUjEg9pSwuc597UsbitijjBWrlCtmhYi8AKdNJowXeBBoUKeY",
-	"AJV6QUgaJkONeF/guJdVeFQEnN5Y+UKKMJr+iCUkuyRwhqmGMgyMlyzTJBhJW0ZYEdMbULSB2+B+Dho8",
-	"JRKQyaSHqmbKLfbNpMrQWFBJO3d7BPm5pGsnjl/jPQr40UuNP8YKxtaN8QK71NauPw0mXN3RZwrEbw/h",
-	"dlZd5y/g4fLCXtjaFIqcuu2b1E8/MvQ/qA0Wtp+oVSfk2yZ9BKk/E0be8FLe4Gm/L6GESnpE49BLpiuT",
-	"egGzF6rJgBFvwM6NzqrUUZFaJQDt0ZEzdIoPWWKEY+EJsynPAc3FEeGp01yUlZlgyVJm5Txhb1kyF3I2",
-	"LxPIJfXILdwWIi0Z0JZY9XjJcgHFaxqa5lI380NHpNlUBXU5EStN9wwn1I+Cnp2vYmXErtccIJkLTVPJ",
-	"iCWpVjfClAnzj4QJ+IdYz3fbd7zEa6+DWCW/VjyX5SphvaeDwdP9/T4DGiOse/9fhZjB7V+KSeFrT2OS",
-	"GWQcyIUsiSS4t1ZBq8RVdnQb9d41zXp9+/dwojYZQfYUch9dlZbyhBeUlAVbhm1Dp3TjANcrkHbWowrP",
-	"sLdgxiVluiN/Npi769Fs2C5wO57Y2mQRAZhYUnAjVAkFKGuV2h9HmUVYTYlAgWy7LW84gSpIkLTfVNLB",
-	"6IxaeGfyGCYmwL16FQa+aRpeh1CsYdUxqyVYTXcWIhvvP52/fbE4uP5L9udfv196o2PBy3ltc5TZzjrX",
-	"auqpC/72RKhZOd8ZfvccrKX+49MtpsaPz2w71+ZL1owbR8+pxymMP3uMYH3kvw+A7+HNYwTliW5VsG/h",
-	"xZ4YP0Cf3mDJW3hx7UxtDjaY4aJYEY9BvoWSJ3GZsGCE3SgthWc5NaDBE6hQ0kSw0nBlXUsiczzZV7KY",
-	"AJRQJlKdQXPIJjZr/pNqUQ+PSnLT2JJtmCdtwnNW+Gy2r482f0ozwsYK3ZkaXPz25MZvHQf2VfNWhWTX",
-	"B5ICJ5hsl8dfgn5uw41fcAXwAv7SP7Eb/uEheQC2BT8gKCHhwDrRx4g6/sFXktTGl6WMyNFD8RFr6EhA",
-	"DqTy7mQYkzdcQAqOEzH9r04836yxRlOq32ngNw3I5TVk6KGghNKW8NarKWDLe9EfMXoXHTZOaLSxar1b",
-	"aqb08gGemABvCY8jcGVTBKdq405edRTTW7IcJUMMSuuDG7pBChqxBz+5g/EoYyKyAq6LW5LPBUtzH9HS",
-	"p0V9LYHMjxLlF4G7gJE8AJaFafL3YyJKl3IqG0AM2zN+1yXIUQDSxSi4ZlPtQC7WcxQNCFil3J9OQb6s",
-	"JqF9G2zLpa7SucgcS0BSnmAnmafeUAC9ARq55IEaslLHCh/fXoLwMM9PW3P+/HjdrT1gSzer7DFp5x55",
-	"v3m+ETCo1vbWn/n2nv/yPrqvnjRCdEgUhPRStXsYsNPN8E6KldsI74TyOxDeOborpLM/YAleFQqrQGeN",
-	"G0qs8AcnCdkoPEbyCQw2/BxQVvH1iS7n27yS65fi945YDEDgNLv2pUA8PpgjPBRmiKbNLdF22FQr3o6E",
-	"jYnWueDqE2tNzTV9SAxd+4j90YLnPug+b/CyPbf1uzzPH+bQvRSlZYl7F2R7rYi5dZzKNR6HcXbAtGI1",
-	"10unk6yQmhNy/ICd6mAqn+hs1XUXX3Nzvc6jLvAU/y7n1LoBOJ7F7+ZbFUW5r13WBbQAd/SRgXUyMLfG",
-	"d7MvRtTr/mfeNmWqh0lzddmXhgOsjsNvNhxB7Gbmaz5MVrGCUD1tsBSSk9jLsaO0ZH6jb9wzPcxHqFkC",
-	"m4iUV1bgdaFijKTWxwphXtmro5OjqyO4M/2R6x2Mgrqcg9XRAsIhjUaC06hdutrLkBBN6BgNpQjw1rya",
-	"FVM8r6lrYuAlnwMNUMJd5eZOkc4eKyNSIcEPbwTET3aGJCrqdyLuYLvtXTvOQpZhY9zbuJ9sc74H6eAb",
-	"7PknqdY7n4iM4c5uG0HjJHQGvQO6u5u0Nyt1RbdH21cBsea1aQQm3z6StSV5UKrAl1DZp3VcpWUzdxR/",
-	"Z33/Ww92rO8mBqx/eo1ijbjqPAsaBTrGQavoD+6U21sq9e8lMDQ7vQ/mYWu2Xy3u4Vau3Z7frefl/lLp",
-	"IbrseL7kK8ejgMegtXlNT5o2zhUUzYhVj7zTPlQQfGw8bYqw8JWEb8ghV1lsfxGxorJziB+MVeKGsffO",
-	"/f9x9r4tfED1jTaFmuo810vLFtqIISIY3wB711MSq90QCdExVkikQ5HGiC3nGlPlS25gAo6Xw48JW/Ay",
-	"nQsfyeK+ixpZjkmzGkmsGrEhvGymsUB6nw35fRsrCvGvlvVIjdYGXYxDbD5W7uf+iCViwWXeMlG5L3AF",
-	"WW+K8MToZ6FaJqXWvu4/TDvAfnRHVw7BawL8DvwoIWAU0IvrpNTgZKF4zUYu6ogF326snu8/Z6dnV+Mf",
-	"zt6cvtrYuCVkdtLAMLndNjw0ttSF9XjSUs0G7LKa7NJa4/RgEVdMaSezhSRaCL6BCld9iOI5rOUqG0oO",
-	"O/mzNRqoBApjGQbZwwmAEJEdQnj4QsSq15I+o6bo2Wehdhgkl9DOYxyP262kqcKxg/39Ecafxao1mvqB",
-	"p53ul22S3aeLm9lGjT+Tl2P7cG6JPFcYdOy2tbXatLt0FJ2ETv4R4BwfM+7nQ4a9IZM9BgM9um4e6roJ",
-	"4iY4kj/U3HU3YutqAz4bGW+HXXvEnDKOKXcyuw+qa3OAd6mxzWc3PM6qnILH+c/8+/TZ5OD6ufi6I2c+",
-	"wAcEVCR7hJj9kvDhVHuLHnw1wRz9EFP0h93OltmLx6p1rHxgCViysRypk4RQ0Qw273tbqZsTJwv147Xv",
-	"kiYecvcjiCX6DKbzx5vfZaNfv/f3MckXeTWTt8XifkDxQWzTqWBCldqshmxSqSwXGf0Car5eFDIHPR+T",
-	"/amWoiBPaa9SBYdUVul1S3qZZdKI1LXbj5gFEcwpyzavZgOnpFHvqBUuuJJTRxsSqBOdbBaKRkODtAxR",
-	"axnm0jpSk/GSx8pdMCMnVe3aheHaudPAsdVx3ZoPvXPaGA0EtPgph8mWGtrHt+vS0yFgzyfCGcGtozvK",
-	"Vy8CEz6bcY8igW2PadHGvoT1Nn/5Oe3yp4RVgy7uY1ML5+KPURsRLHD16S7CVvhr6TfntsIjHVW4fvSH",
-	"AQ5MpQBhg6ogbj0grBeq0LgT1x9C1axcUAStnhIsUDM2FYLVU52J+qKzHmZbYWWvhJUiz23wh1Epr1hR",
-	"o6o/YD8IbwETzF1sDB8BqJkaaiXlJc/1jPWSG2EcuUvqqjkAi8VLYct+FKsbYeRUknXk8h+HuwcvvosY",
-	"0gwEBNlKNRgv9UKmPKeb7C/8iIG9ZBUrX32r+3VpWS6mJePQz5LbAaMdbE2O2D4Fi4kbWI8GjavFpQE7",
-	"DG/5smJe+qnf6GnjyWi/sT3fx+rl2ekPJ8cvr4DmUDvaMFrC1sKGcu2tVOauvLWRE8gC9YRhTYzg11D3",
-	"rcoFjMeJOe6soHRHfUNCXNjbQP1wqwCfwFaLWGlDSea5VNfgFE0Gg70E6kFLYbGMW5uI1qMHhAcEaXGD",
-	"Jx9rvV+YGIcXIxcEqOAD72D3JmIuVcZ6fKHxzQXjQPEn3LENOaNcP+iY5skApC6m6ZZzrhpdkr00iav9",
-	"/Wep40bwlxgn+Jol66cteSkWYJ+t8w8ZAU2gBXdIRefc9RZTDUHoq8aYTKVsfxRwfeikLeDu+VXZ/76x",
-	"KguCvlE6Vv4o1LV1Wc9TC/ptXJk8wW2ESJIU8uGxlCkah0PdUPD4zMuycBsWKz8kbWDPwUAmZ4oD2DES",
-	"mvW+sHje+FqsPHRQP2Iv9p91sbJjvA143T6RlbLVx2fK6vOd3wF4S4KOI0SBTHiK9nWY9L6/+42XWk1z",
-	"mZaPJr1PpDrQga9p7To77hRVGrrDnn/uY+kQt0k2sVonIJuijbue/SG7v2ATqzr/ppFDSAzNtlionk6F",
-	"sU3Nw/NcxyWa2D31pfSsOKQehXdk4+5S7X/qR1qW8hR9mSyT9ppNtdmcfVnmCbMi1eD58yvw7Lv9/f6I",
-	"JVOQujA60BdYJ4lAFyusgJo5ChIrejRiiRuOSEJB1ubk13A5KEyeKwgDMNgoEHHXLjKdWCnN7st00GEZ",
-	"UQYnzKUf/IobGZTQdJAXkrrxhAKiMJ2ysQaqyvMh40xps+A58uII5sN9zdUBOwSlz4/TD30t9xMmjyfM",
-	"zY8mTjvmB/pi/1msLo8u/nn88mj85vTwn4fHJ4d/Pzlye+F443K+GrC/G70EphnEGyVEdpuK5yvowsAi",
-	"kKtI3LINnF8jUGZFX21lBfJp1ityLhV8oNgODdVpdDHh6XWs5tqWQ6hWk7s/I/b04M+Dffff3l8iNhw+",
-	"jSCoORM3ItcFVE8nZ60vR0tC76YM4+Qa4DPA4SnPNszE4/PdIiBYgYUzm7cELZFDREaUKhNvEQYDYq7z",
-	"FV5IzjJR4uaI7ODFi6ffNwQTApbFd99cnBCK4MDKWRIrXhRCZai8u6UueDnHFDwnKn73nEEZ3wagPjZK",
-	"X4i3PC2paQDv6pNke4ew1DhCrEdnAP3wWJvDb/gTltg5P3jxXYIFRVO9EARtyWlpmIdlXT86oGiw/7w8",
-	"Ow2PsORdvOPpXrwzZP9Tf3Yf450boTJt9hyxi3ciFu/UfzWofrwTxco9DIQvtESf8fHK5PgHTgD/9moT",
-	"vBF6g+MV7/zy3v2XjBrH3YhYJYOSm8Hs35jEOfi3LBDAqq0TsCkSKU94Bk4mS/zmG60hYkIqTNrURazw",
-	"hX7EiISwcm50NZt3VYqmhMc2+prfmtvNMi8Dm/3Exhnq6C650l/HP4R1BqhvU9W/t9Tzjq7F7Y7MWy03",
-	"22j83bILgbK3rTJkfXX06VqsKCO6JZ4gZQN4npzbOSuESYUqCdUni1UvoejlME2eLsT/OfhhKbi7g0m/",
-	"Dr1uNh5kxg5zi8owCwhtpGQHaFpVRz5WSOucGZFqgxVKANNG69yG+GSguyswnzIntHgSirlJjU1EOHrb",
-	"77KtOBbbVJhamdtkYokVNhQUXozcItV/3ZoHmn2IeBKLIuelYLaUeR7sQG5tvQZJsVdN6KD979nxKRhh",
-	"xpdXh1dH3ZHYck0BvtWFdd7c+KRBt5M7jgHrJeu7PkKR1uiqFCaEs5F1yfAlnLoBeyWgASeT+Idilfzv",
-	"//Ddf+/vfv9L729D+nMw3v3lT/7r/t/27nziP5I1HPad9hC7HXC09ff1wh08bbvhnn2R3veG3l/VSsYX",
-	"74F7sLL/zcduyzXNe5tPwF2kL5+1tCjMqEFdAiz6Jpk5P7x6+Y/beQ1FQaKAHsgudUy5q95b0DAB1HLM",
-	"E+v9BoQdDr6DVUDWQ1HySXAjoHxtl7yIlVsZ8BaQNdp7BnLBAwc04kbqygYlXyoGYx4wKL0byo80xg/+",
-	"C0tpEbdCZjyIfcWKr3laWdvPWquvAbdBZdt5ECCZkMSuPsyN0I1x7vp+5GGfl4d9fMt5c18/UzTvgwzn",
-	"vpKAvw3fYgzso4X9i4CkzwBBT20oDluVTLJ675LV++PG5/hGvY2KOqvNngRzGoxCB32v/7SxsNiCr7Da",
-	"Qq0ALsWENS4w2OUgP8M1UPJrwcR0KtLSG16UeFuyYBZcUh0SzoyARJoBO+LpnGFShyf5scI25A0hUqER",
-	"dFLJvNyVKsQMALJssLmvvUNtuoEP2CWUjIhVvTQ3whjvnRXqRhqtFpC3s5zLdB5+t76CTGPhphJ8zu65",
-	"WLUfpJFZ3IgFl3m9G4BgXgdRNvBmkz335C5FW/RHbpypgcpF3mUdYY0ZtEOBnBbahQSbgLTRrmuDFthY",
-	"NWaIMgEh3GDhmi1IhBd4bi79Gf2U6OLtru5Mc6DnAKKes6l8C6DwmTB/DKsWFBTt8J7Z7iuMUmezsiGc",
-	"tAdrH4nvJmELXlinKgCRSWYbhyVBtwPeRKRDsboWqydYqclfM+mruSCGcfsywQn2gR6NE9xHBD8N7p4I",
-	"IpzSOSXLE0oytom99zau+Nr1qOkJIVeDfbc/iNVPboLgsgGMAXdrKhUANA7zHJL9UZYfYjzFtXKX+1qs",
-	"IsZBl2rK9aFOVKy61ixaWzG2NBC9AgsG0SUBn2+NJKEvxrIej5USM4RwREgM16gX7MmB0xoTeo0gXqcs",
-	"i7a3iKGHiNdhJeit2ZjYswMqXSKVd5u4BsVbnolULnjeb6oRsVrXI2CbfQBPOBRIRZVY4rwtgYQHEtfk",
-	"LUxPHSuSlhVGp8Ja77SijyKwQ2LSdQgthQeVRJyhVWROW7WbLtL4qSTuDdr4eeo/fBiFbkjheG8eqzz8",
-	"MRPLQIrUBgFPN/hWF29ycrIV3CB7undlpkN7bYOLPESBY0OOGNzIjGqLzp1QCSYACKn9NUFfhidUWgk2",
-	"zXnJEvcgop5FbOJojU1BJkaYNZ8qnADQdIhwRDsTxsxiISgbK+gScGlWhUgoIsS1ZecSqHAYYcSspmnM",
-	"ZdkQZutAnvpRGLf/6Iv1knt8zpsAASjSCzGA+QICjVwsyFJUmkrBxXFc4GB/P3a8zvC0hIgYxKL1Xn+3",
-	"gG4yOdghRnXd2p5jVJCh3qc1xeVsFbZFI6TTBFKtbJWDGY2rVXNOFu1QtVpF+Wj0YphuN+6s2+5znouy",
-	"vLOuAT4Mfv7RrevB6uVoJwytGXjW8F5+7QJ92w4p85pqgtWIVnBqgu3zYL8+cy/2+9tQZuA0tnqmBnaG",
-	"B/tQahbRZV7sf0aoGVz6u5iJm/8fCXmOzi0RrQZtxOXytNGKPTfTW6ljayk8haQbiaozHHTdTSd8NjDi",
-	"ZcyryRMbNyBp3lycBPk84I8AqoQuZGpZbw2iA9AYkuhu6I7jkqXcOCqKRcivhRqBuQNosiOCSZi+NvLf",
-	"IhnE6ue5UIAP4shaVS9uxJLwN5C8RvDYvJpgYJqTY6s836IJX1pxWIHR9tPdBOzitqtw2QJcUggYBZhb",
-	"Xx9uzba5NILG3HlqGtAqu37yYesffPwvMHbAQ53u5gCRFk61wfPmFFL2j8uDF9+x//z5CtPNYpUshEkr",
-	"Iwbh8YSlOZcLAjWFcDDEU2IzwxXyDncZ+vXM6uDD19harObVhPUonAuj06ij8b+WJcTG9SGOjJoQi4nI",
-	"MpG5KzlgZ4Tg1HUHN+4a3kE8/bfdQgB1mYRZDJ3U4jnQRJfzUawS6KKNVwOPYwgc5SfU6cHw+BZYfJSE",
-	"QFhCoD1sDreC/GtukbhlySFtPRog2d8FN8IwTMyAFzAzI2HaRCQyKZYc3QhVXkL5JEeCOHaQ8GZjCVtD",
-	"BKRgPidSTkEBd8qoI0IU9NjE3r+FBLGeFYJoli15WdmkP2Rt2JsOyuMnKi7tnULMFZLcUuMW+JL6RAD/",
-	"Bmv/V+5W5uA7/DBJ+iOsM+rRfrrAFvVSoaxzZz18aLW7DH4tKcGRe4qncGfDddWsgH9wV/37Xz49NYbF",
-	"vxUqZoNuPGZKf1Q+cWxtJWpszJo8t/lEi+ZtZxp49x7MMS4xtF6mc6BBEP5u8Z73Ek+LqehaINwkVgDs",
-	"AQY2+5+SGvuq730YaKoiyhEWY8DOO4iJVLFCUrm71ObaCWs6IzvnBOIdjROWvBZcaFvuljK9RoAzIIhO",
-	"oYAFc1+7JaS45YBFSpwJ5ittk2d5/WuDQ41CgihEKhc6z2OFeaRw3ffeuX+Os/ceDy1xj4ydomFueD6m",
-	"LIdkuwx2idv3ae89dnKnj9ntSzrnSon8iWV4sL5GQey8MRGaRvf9QZL90KtzEqDiPdRcrWLopfI6wpiq",
-	"69e/9iPQNHYp6BLelSrNK4jdUA2ge9ZLCOUKckDcuITKpJpFeBABDrj+tj+I1SFiFwKU5Yh5IHzMK3DC",
-	"oZN37gDFH8QqIVZO8CV+jFRasuSlGLHESpWK9iMIXZBQjA4MGkzeRjrZMVbeZMopEEiVI0IahGWipgCI",
-	"zDUHHNvjDjYFKU8dMmlTTaQgz4EmNa7l33AWf/2vN0dvjl6hgACD/itJVHIhbMkXhZeq8PK+8FlJ24Lf",
-	"r4jF3yq1nNUHw+M0wMJtM2qEA3q/6+zGQESjw9DS6NzHS/lNCGZrn8DlJKqLH16yZ8+efb/V5ALL1g3q",
-	"65rfdUu5cw9Q4cbAtA/gg83d0q8/G78BTzj6+FUVPqV85jb2IUUMYDH/2MULgshNpB3v5+3Qr5sUfbNS",
-	"I9DnHmROBeDPFiUn2axZo63BBCYi12rmFJdR23NtoYsGcmpAKLXX6yV2Y4WtRY3m6tE1K+8iFk3ARWRI",
-	"9UaMMyKWplKWydKR9wV/O7alKBBW5qkvq9+rE/t5yQxXMzFkzw8O+iOUAAmetdl9LT7FCuyy3tUM1eYa",
-	"tH2zmFyNq4q1+8dQql6o0qzWi/Yj8A3PogeHbCJ0pzsRDy62EjC+0tVPYrXzaYvyuhF+ppx97PoO7Cyx",
-	"hOMZkSBFp+sxU//RR3o/Hyk3JcCQ2GvW404qL9Fs6JOPNsl3tPN2VwaYPboGQVwPKtdtOWyeqCKddnI5",
-	"BBlytdJKMJFbMaTyu83MMBhkiNFeCGv5TNgIk7xAo4xiVaDI7aRqQ7habZF+1KwKB4A7BZbbd6IYX1E+",
-	"GEJ317FzsQKz2wqGhO5IGMlGhDslQ5QNtnHx5vT0+PRH1uMTJ9JLUiL624u0fRBZhO25gsXf+RKSivz0",
-	"P0eRhsdUoo9UYg52sVOE69TJ73mxaxt0hM/ZuSxqIL0bwXORgfDllCEbK4CUh9wYnUNa+5TnOYSLgfyj",
-	"NFpHyHTUMILzia7Kdf2xv8Xe82Vfu/uIA27tH8tN3+YEnGv0pmw515t8bA+o9nbo2gcf+T6EcQI21yav",
-	"QPEtipVnGtqww58Pj6+OT38cX775+/jwx6PTq8tR/ZIvT3D497OLqyOoZWAqBeWswdSqdCkp3S1WyIF4",
-	"CRyUog5FwQB2gBO/XBpZ1vliZJaQ5YCdKUcPhFlIxXPWe3n2+vzk6ApG+8Ph8cnRq4i9PDx9eXRycvQK",
-	"fIcecq7giOxFQ4zY+dHpKzehw/Pzi7N/Hp5E9RyPT8/fXPVhasNYbSYxQ+n8CSLlwPzJaWiErRbBleku",
-	"nFSV6LTsHrrXv427HsR+v/uPfPbr4rOHeCEfSo52g1D7cQlTgr0Ew3gtO/fSucyzPtY3qSkY1dSxfCHQ",
-	"jGoZt3hBWY+ImReAoy5K1h+SNcU1v07M0BduNYblkWFGpcKWEPGnbyDr2EeFd7QexcrbfuZcqgG78uRr",
-	"gzwNWSexQasGtuBGCNPfRlQuq8mhW62vn7i0laZHMvONkJn2tmJ+OLcpzwSriiU32T1pEFyL30kmilVb",
-	"OKBkxKW0YvPKAg3TOh+nPM/BvolIq65fbxqY8DKdQ/JGQl8NwAAGQUgUn0Kgpx6m1f8ePF/YxmTFkrng",
-	"mTAY3lTI9NrGSmOMGXpbwM2UWJGLlMKces1KT5XKMT1G1J1Iy5JFlZeyyAXk5iVTI8S4FG/Rbxfy+ync",
-	"2qcjhgbm3LIEAGB/MEJcufdAcKJcIYijaqxRxHASjiiGgUaMBzxYWg1I1GkvhcCViMjWvuD5VBsnh010",
-	"thp2W4MZxCxRpEBrTwJshMjCCYiVZwrecF5vvwSn58quiY+d9Bna/Sj25ugDSPnHN0/XE/pM6Tn3l1Fx",
-	"48hVkee42QTp5/c7ArJACEdr2/mYRf9o/f4kXBHJGg9UKNA2OKEfbPre40Vh9I343Rjkuj59F4s8U4Jl",
-	"IpXWlxf0C+A4gi9vPVnFCioF+rSXmqf2MDEHUxtxG5nRSyaz/qiZk9oQsl13gAe32Vzkk2JBi5AZK5cy",
-	"FduYh9P/cXkzxHA1lbKEMIThtWYGGAM2YeAV7QHdmckboZq8A5F2dKEtpNnSO278zIh/ibSk9gGyx4iC",
-	"TA5ohlzoTOS1LyLB6hpJJ2uDQUrrV+BhjG19ZztZGy7Ht8Tb6hl9dcwNHFHA2mjDW5xtYz8fedsjb/s0",
-	"Dhx3+AIRqn2kH87VvFH1U7E1whH3pvBgX8bSG4BJDaorx6rK6KLdrQrLeqjsjPGrqkj6EfMmaW281aJJ",
-	"YKHMybqxB2CZPQabXhSOdwDUs1qh07gPxi2MSiL/c4TpxU7fAmkiwdFSkaUIUyPcr1kGBaZ57gN8FpCE",
-	"6/5mPR/pM2oVp6FYnhZ4OMTyjFgzUsizkQQ+j8HW/n/ZRocY+P1rJSrvDUCvPxIwxDWl08KrUi94KVNy",
-	"ozvuZXRRdOO2vKRz8Q0xoOaUvngO9NVF/jwylK+Qofgr4aOFCAQ/UGEimR/OXrA2/tZw/w/gLbFyyyDM",
-	"7qVjG0dYe7+XlOJtib3t2tIIvnDsAg2EBiv0e9uW789kYJLK9WwYq0Rmw+AggcefONrrrhLE3fdSXUEW",
-	"JqS9PKXy7fa6H7EEHndvO5ZANdohBybJeMmHCQwjl5gU95+XZ6cR4yxxCwmjJ/gGHDWlIkBV91VjNA0A",
-	"lFillbHaYKJOcsJtuQsN7R6/SrzRjwNAtlIiBUiERtIig6xIlF9jhXkF4zBRkmv3h6jvgLe4TwkQVBvf",
-	"+uRF8AqF2vxLI8tSqKguuTHjBeHxsKxCiikokRKSoEDdJFgd76Au52LhtLVULwBkzC1brHrJENIVdrkb",
-	"QdLH4iHKx4A8rZMI2HHJgN/XeDEhvQJPAVh6vUiA7DJAvzq1s+kDJ3mjhptTG1y01HRbGn5ypk2sSD7p",
-	"h2AW7L5GqvI+eDSzlkyrVNQCkxvJnGcMa0rQMkIToLtiabkaEwdOxBC23Z0cd9LoSvvoYmbdYvGcQSIG",
-	"69WSVhQrNxcpbL/eY0I+qdSAJZnIS574g5hyY1axQm1ZV2VRlWS+4AzwQvAkI3DJipQmCC7DKcIdrIxy",
-	"F4zkraRellj1KEMOqr4BetVc5wJgNaCSJ+OwWxCiLAyzgiIJqS3CGDtEgQ5bIdt8rPCujmmE40IYJ1mZ",
-	"hOlChIEzjcUdID+vPqF11ZyD/ggeAGFP2roMG0YPHnzPrs7Oxq8PT/97fHH0X2+OLq8uKQOozoxdwBns",
-	"xByBUQTyYH+bz3EjKeQCD0iDslAeUU3spGUziJMO1etkY/r7/cEG1VlKRUWDJtpxECPQNnNrhkugOvfM",
-	"N9nvzjfZ5CiQqUXUPue2pKtnRCrkjchGSDsmqxZZbFSlVHhyAwUNs0DiWk+jtQqtWdSZyk//DBtYOl6/",
-	"M9z53//Z3/3+l3dPo6d/ef8fOx8CHL/B6driZ92zzIbsWayQPfnrEStgSuxdvOOXP94ZPotiGEm8M4x3",
-	"/JM772MF53N9jJ1iK64xcbGeT+tosDmGY4RAZHDHefboaHz/6whwe35wD6n1SuvXXK1IDrefMzAOd4N7",
-	"mUd4gtIhzbVP1DZ5Dq2oX6wN/AKG57kXGGnRREdKMGF7I+8KnMNbekmegbCznORFRxrBxNLIGmqbeLto",
-	"OI7jG9Kd6wk9as6PmvOj5kw3HM2KH9EcC0rF7xWXjNpNrO4gqlfei+ffA3MjlS8LpsbacTaXTpRfxepa",
-	"FOXIW00hWzIXHMICEpjnGJTqhM0A9meyAvEYS02sbjFbOnkbSmdQ2ibUDhcDdqoDiOtEZ6tuulya1TcW",
-	"JdwidI/Re18PAYFcNqgV48PelV7eL1YPrsIuhL9+hJS8Nrlo3TcpbCNtLlY+E5kuMFggxgupqlJ4NLAF",
-	"fzumVxOE1zFcWYAvBUoAJYMs610cXh2NT45fH19FWP306GJ89s+ji5Ozw1dHryJGX0GEQMR+PLw6+vnw",
-	"v/3Hk5PX46vj10dnb64idnZx/o/DU8hZ+Pns4qeji/Gr48uXZ6enRy+vjl6B958MOWjk5BKMYlOq2QaB",
-	"dUq8Lcc0qRIqiFKmEoYLpFylIifE61Y64nAza6M2BPV8ZgX6adZ6iRVgBWJ8gdK1X4Y6GN6v3ttLGBvS",
-	"jdKsXsKp+HboW1jNRxL3tXkX4GC2ZKQ1bn4/alfK9Hq7TPRyE8LKkbkRk8qb8ODLtQJmTcw8tk4oY7U1",
-	"eRkrgRpLIUAla2YjHoQa24UwLDPyRijMLmAXENHkgR3BvliKwpup0Amea12wHpoWnYYK5lTvJ6/Fyz6r",
-	"FBr5c8GtwKhnt0hj+BwQsMhuzxv5DhghHuzG7qXN5Oc1J/qmF79sJFz8WknARCpvSwVbD/fuzhrB+pgI",
-	"8kjoFbUVGKY2YOfC7IJl1/BSeBSMYJt8erAPc8L1R77UH7GJWGlYRTDOYjYZ0MrdQ7cUyb1kxyuZXn8b",
-	"ouP6AXikq1+Tde83iJwVOjaIVEImae0o6m1iAfYb9Pln+NoTaK3zh4O4Ha2j6QNJ66Wa4KMRjx7KsqBv",
-	"FgqcYFZDzq0jaEHJDHcTa9lTAQCWiTTn9MMIMs8BnG3AfuAyp8pQL/b3Y5VcnZ2dXI4vjl6evX59dPrq",
-	"cnz50/HJyeX49fHl5fHpjwTDyOtqw4sFOhaZvZZ5jpJgqHAo3kpbboUwg9X6lEU1wpK6ru4CtLoCE2dr",
-	"Ez4K5OAdUwmOiXc7oAfgK5lwI7p9L3Yi75MAeFidMwLKH/ygjUg5rnBzk3CLYg+ovzsxUkylmsU7vmJQ",
-	"e+fwZt1rrYlabC7rSydk3PtYrd+CLScMHOn40aKfiiKtLbr/vdMTc5oQ6ljnAU0d3uyPsEprcnx6dXRx",
-	"eniSxArRYDyicqXE2wKjo6l0qTvKHxdEbP3ENUU/+NygLHvv3D9O9GsWtntQ8XSPMYNy2SzXE563iyK5",
-	"LkasNsoNtuG2aJ03CvQ8kPe76VzBZM55Of8iMFxoMUJpnaUwgspeZY+ww18EREvZsU3IqbXOO25O9ICq",
-	"j8/3n7EkIKY3QYRrTPtG/zlfYfUQf2egdoMfVM+R0HbVRMo97Y9Ywa1dapPtlqvCl1EjEwo3ULQH62Zx",
-	"isVZODEk+RP9L4lY5TrC8nCQVgaIeNtwXr6aa9oc6Ylb3YdeWNiSx5v6aUohPuzaFVV5T4YE9UmvxQqD",
-	"T0yzYHmLO0G0k+W5GLFEVXmeoFYcK6x6hEEYFFFlmSxHeD8Q41GV7eKCrMd9uBmWAmVKCKiQxyYQCVjG",
-	"CqsUQlBM5qudr91EKlqwdp/dZGoQ4VY3g1gdUnE/kkiCvIUSersQYUeZwpl03Pv5wcFaSb9YUaDhgJ13",
-	"khc3f6FSs8Ji6SVUiO2iGefVp6AZH9/1vjbOz+V//yhEq2F5gIDPb9E9/+ht//hi0c/usDyYPHfoE5UV",
-	"ZvdeSsXWqj9NvaJJvqgeMxgn4bDfV7l4Y4X5phSMgNf8qGJ82SrG5kZ9iJLReVMiX1ll41qQGnKL4hCr",
-	"h2kO7DcrDl/PFXwwH97c44+hPvxBlIGHXpBudeCBF2TALvlCMFPlmGKTFG0JMBlC/DTUQe/QJuCyRC3l",
-	"gW3RHaJN3SFWQXmIOlUBlPjX1IoIPJIg2GdUzt00xHkL4nysnh8c3CKJf4JL+CiN304FHuXxR3n8t8nj",
-	"D6OQTiJ3hO4W32GX7eQs+AOZzAadPrY30OpDqcYXVYzGTeEu391hKEUDy/h7y9JfYfGaig6GP4p4UG6p",
-	"V9N1AJ/vf19HwfAsM8JaCITh15jk1lUHxfW08ynLmLgOPlMZE+z67jImoDQ/1i15ZCr3CReEQ01QLB03",
-	"NjCPvXfy9lIknXcY9F5v4Ia00FadqEZo4PfbrDV0ox/GY95AXeTPbpihRx6Dvb7Woh1bbsX9Xb+DLuvH",
-	"F3uk78NhGtzl0Zz4EWtp3HLYCgDRvKfYvpAlxBRJASgMTc8kWdI9PW6T4mnOZ60E/gdQ6jdQgvO3H+uP",
-	"L7TVI/tMVoN7XSmqYPq1CG6PybNfIU/Dm3Armbl/XAU44oDEMPE2FUXJEu8+SLAUM96vNsWJ1QeTnM68",
-	"UjDAfolUpzG0R7LzSHb+2Dn7cBXuq2HuFTItKyNuRa+jZ5hckF2Ok3cHkVSgmk4ulRhBylmwISE4FbdM",
-	"Qer6oVoxK2dKZLuSXEELvkIfpyy3Cu7nNMBPJ7/DtPb+1L7sAaJpIhXHJL77IARBW49+x1uEbwQte2L9",
-	"qbr7iBqdi4cZ07dazy+gqS9RFXQju1dSi5vBoz748W3o3J9LQ2fkNxnTj+uoKOa3jSUgbyVswa/Jjw1U",
-	"kKu2INZBCg1X4fx+acIXDM4N7DOJXve9Oc3tbfiEAef60Sf8KF3dR7qCs844HKJ7Mq69d+6fh5vyN0Wp",
-	"EF4+1zmG7riWR8yIG33tVD5PXwB+9kPsSheuJfGbCc0mHqejfoovRECZLHg5rzEmaTnbNKOZrLjgb0+E",
-	"mpXzneGzA4DL9B+ffgi85GcjNm6rsN9HH8VXp1i5u3H73ce08r25rqy4FqJw5/EjYHqEbPaMi4VWSAgI",
-	"6gMJgVBZoSVkunSDf3TH543Y5DakjxeELmEHsboQvLBMm2LOlWU9X+UZUEwIXRdy7QHCImLdUB3ibeHu",
-	"N8IJUdexyoz0FqsFW0KM3pKvCFoZ8YaaINWY6NsBgoTAyR58BQGfV6Bjuvu+QniiTNqCqrjhJLNKAGpr",
-	"VuUiQ3BsQG51fwGcG5cLSLLRC+kWaQXdlEsN1S3Syhg3Yiyeg9WlfBeAQ+CagbJQ/TVcD7YG63GAbcTq",
-	"46N6XFQKkQ3+0TyYn5BKbvZ2G738ec5LPM4Ft5Zl8isIn//GQTQEL+iuE2ybbV2ezUtj7w+tsT607rEA",
-	"AUSpo6PIL844YguqWIBYQbK0rFFxpjBiKt86kaMy+c5w5502cibV+3e8KMb44/s9Xsi9m6c70c4NN9Kt",
-	"naWjT08g3YYrujPc2bM36U5n7GndbVK/nLBeKyoZ5Dk/Zo65AXNtS2a0LhEeGsfY7nVelsVwby/XKc/d",
-	"48O/7P9lf2MYl+7yiQgbBKgRbUoqdWdLrlKBngLu9s313oNiDm60lcmTUAAAqwi54bsRgThFm7gJsz5D",
-	"uRKqruZ6JlXEaDttxF5eXvzASnfoopBWCQMTCy5zNs310g5qIfCwKucdsuMbUJFrGVZqxXp8U2KOvGeE",
-	"7Eq232gbmXQ3knrbJvnEssLoqcyFm1HagF+hdhutviTiD5bWzcbPq0kuU3c7SrkQbCo4WFGnOZ815/0S",
-	"jk7H+1CR2w5ZCjFDEVhKI/IiRBThHrEpv9EQqerajfwogddC6WQL9gUsnSwWBZQVgModAAJm57JA8MKp",
-	"MFijcEYlHNzvEI7KWWGkSmXBc9YLZpJCGKsVzxs/QrbrzOiq6ENyLOFbBQxqaBqCZ6nQYHhTYo8GCumy",
-	"hVhMMB+/J9WNtHKSh5dRvonV8/3n/REF7ys+IwtLr1F9qtm8bcfx6qWKGqNtVCLGR6D8BKFJ0uELtR5p",
-	"UtJu2G36TU8cQsAjRDdEAwAoQawCKEETkwB4tr8GMM+u4ySML4ENKGlEceCEDplQjngthCo9qGDktmg3",
-	"SAJM3whjEFUFH86i2HFPvUtlKftBnIRudnNxI5pZiPQ+7J+TkNwwBgzCnjEDCWNGPWStkCZWONTc8fVe",
-	"Elf7+89SxHiBv8UAv7paFeKUL+jLBNNGCEuHJak2YnAhePbm4sT1lnQsGOGtdKiejjfpaX0JbMmhICYc",
-	"bM/DWO/FLrpXU6OVuzsGyRhsu1Zi18516YhmYio15mXShwIoC64qJxOycm50NZuzpDRyNgPB7FUlkDO6",
-	"tdkuRpJs3yU8xipIj60ZX7Y4b2f9i8q6HabSRu0FQCHy3TvP8N6/Txj4jOY6z4SxEatoD9c4vDsdjoPF",
-	"CtYQRHYnGrTGdo715zyp6RrdT5A7MyXMRH+oD8+PWS+xN9djPBMyw9NAHzEHhw5If8Beu1sftAYlRGY3",
-	"qIFWDUBXsMPaWlWyUKg0cOPlnJehNqxH2kou//kSgfvGh+fHSbgfDRknipXTOpyuYCsCDEjdWudLvrJs",
-	"gjr/tS9A58/s+TGkEHWszo+OIuGhCQSMQL2QLlrWQ7NCAhQqibzdJ2IJPpFATTwkbXqpqPygjWIFxQBh",
-	"Ggi+2CIiNqLEp6kRYneqzQLkAGGESgVuP6/5C5bgN4Cey2OFvdVAKu7e1wgqCI9Amg5uqM9ypk+gF/lf",
-	"oC36gKfDEx9kLPBwYCszXDFSF3NIyNIjtiYjWCE8UJJ7fsCOA2vBBrzu7FTnEWv/1qT8TqFUuvRkPbz0",
-	"rLXDuI0d+3vC1aziM7HbtQNNpkvDfGWgWNGQJboQissEEDvZWSHU4fGuUwh46UYaq2QvnfMSdIRcUMl+",
-	"f9qH9ELEzvKcL3jEbk5OXkfs5DW7LKtM6ggeuNBVKUzEfjT614gd/rsyoh/FKuHKEbhCpgnrvUY4Lutu",
-	"LEH+4vxElrBeypWbgRFFDrjKRi8Yh4pge/99+PqE4aOUGOj0Iiw7mYmFtoTDnky4FSiTgq8Zj0NroUiM",
-	"taxAGcuzHi8KFnlFeDtOGg7UJtzrPF+MOWLGj+GJhPXgsp+cvB4fnpyc/Xz0avyPs8ury2SIAjWAj0Xs",
-	"+LzuC0f+8vjVBVOidDTBnbKCG078JdWLBQexxhY8FbYukqm0Ev2IpXORXvsSooT5wXrPDw762DbhqNFJ",
-	"gSK9WK3HjkAqw3rUTyyBTpfibRlWhhAP8Reo/mnn2pSxcmKyKUrWO9jfd4fY8LQEsu9Uf+PYdfjOp7MD",
-	"PYHmKkuXTi+VW0nYmyc2TKy1S4TN2oA0oMcinF4NyT+tkQuT0zPYhZdnpz8c//jmAmpoU/04IptOzoJU",
-	"vl2320MWVGE3xaU7roUcX4vV2IoSiXZd9vtarFr39HXHLbyNoyI5ysRUKolXtoehAkwqlukUqnGzgwiO",
-	"PLvEckCZ4dOSHewf7O8+PUDjnhMFYpW0dFFvPkHxy7PQAX49+JfVKumT7aySeelUlhpSche2T06qUmSx",
-	"SnnJcz2L2E2wuOJlKtDjg4i7C1ARUDhAQVGbXVsV7u5mDXXBnR4lljj5LuHrFm5fIzGalecMdgMQszl6",
-	"KrNAacOdGJixaoJgRs0j1luTydeTQVW2oQs085JjtQa542nGbdA7jTNmAF1sjd1fbRFOATWX9VIoX7cm",
-	"qLqRw+VBwRLJF8ik7hrUWmEubel1w4zi6J16h3hFsH0pHVQ+0aaMfBX6iMrFR8TCkABIVcEvpVnRPwjB",
-	"zxAdflOxA7EgLaGiHICWLhVZjNCaXSMwIixvp326tVgAkr25WEdBcAOMhFyULNezGaruwY4NeNTrcNNu",
-	"+BvWqVj1Evw4JhV97L4e0qPuqmkl1hBkUe5pGvhZDw1lbgvcZycQerl518nvXqLvO5Hj3pZ9970/rFbE",
-	"qhZbayllywKSqa2LiPF8F2wRSMvBkmCdClfIFI924q7C3rsKPHnvEaQ8YT2spxbgsY0goE7wbEH5NbOC",
-	"lSKBoN2K0qWckiXZJgP2M1makoUwaWWI15fzUI7QSbGZdccJzBRsXk2YLQS/9qH0r/FFZquJm+AENJ1S",
-	"pzofefjcqNkgiAnWscVSE+aob2JeTUIlRSfa1U3Cox66oMQ1Qt+sn0BR2XkUquoVOs9jlfx4dMXW0N2T",
-	"NbeKr+TZUpwqO99CPttKkpOc8AlPEsEYaqM1Bw8IkRPBjTCO68XqnsoVVdMkMQKATPy99pYVR7CQ6koq",
-	"fdEYD+gYg1i9Js0KWsDCPOv6FFS1WdeqvL0MroiECrVuD5NGFXR/4hJilbyQe39KWMGh5nlNYGp3URJ6",
-	"Hb86vjz8+8nRq2QLumxAfnQHAIX8fsQmYoocq+VHk1oN2EXw5ogMMNmdiBL8Ot/te/8M2Mxihb6daG0x",
-	"xnWpkPHrw/+X3Mf3s8mID8+Pu0yohWP5VGK1MDqrUshYcUpkj1RCa0Vp+0PGTTp3FNSxFUfNWAUvO95i",
-	"5A0v5Y0gfuvoX6zQ6sjTVABDRCQM18+kypFQ5BUuEwaxQ0fbzItQFbfmLcjEcGjBYFDrxKH0qhNw3d7U",
-	"hsOmdkfv12SzLf+56XdZ20AsYVLdCFVqxwzBip7ntQW2UvQV6cIgcREnGrCuoI5YHbcbgTcb7RjBZv7y",
-	"UoVcuAtBcUFpaUwvjMmQl8QqnLcpz60g02gY0yq8SV+FN+uDWpoK1GvH4AuavcVC2ZkwoFkvfTN2nEmT",
-	"sF7LUHJ+8ubH49PL8avjiyQKGkFiS234TOzRm0nfKWV51pgOirYRy6QRWDnCd8fZjVCZNn4Q3oaI3yLB",
-	"2sOvVLAf7iX9Afu7sGDr9CJ5rA6eWJ+lRYYiOXWyG2G6WO8+QjHUsaohS4Jkm7AeXpgwGDtiMrOx8mbN",
-	"vJptGVDSj1gCMNXQDL7tDjRe2kv4xT2zSAss/O2es2UmNUtAiVRZAvZGDLgGReQfV1fnLHGckxDjE6Ti",
-	"Fko8roFLtcwxMBrhLvo5aZA2cUr+Qs5IoE58i6B5/FMYJ3aGFdiY8Pj09PR0DPE99tc8wbogkuciLftQ",
-	"Bw1M4tiJk4ZyvjrlC0G1lG6oeVDxpGkpTlADm7Ql1q0s0RFqKkmjWFXqGiSHAI9F5Ysdqy+MAP2JTQ04",
-	"ux2tUlkuWC/x3xyp0qx8DW7o3wnYoG526G10svc2DkISMctVNtFvRcZ6Ly/PWUKfGVgfdolvJsPAYj0n",
-	"NZWKFZaqd7oZ/7VydE6Ci63pqSOdoI+CqdN/lSceqVZWOwK4vnS8KDYH69gJHrnXL89JboJheAAykjOe",
-	"WJSVqIw+VC7mORPqRhqtQPslSyHwC0G3ZQTEHOm10iW7FkVZB6rVbcMRo3p8nriA19sKM8ZYfJAbAscB",
-	"eRySDNhCcAXK4VwYMWQFT6/BUAXMAfmarfsMKnKl3JM10aXBuC0R+bQtpOFOd/CLs6qcaTda8G22jVW4",
-	"HlB8naSNbvbQ4Epc5luEwaC4SrXLi4K1hGvWq9VBtuDgWCC10B2SGjMfhdwCX0KBWBclkwqF3sWAnYrl",
-	"WtuwjLnVIPaCYEfQt4VM7xD5m2t42vypi/PyXJSl2wa3Z2yKG0NmgmCcoF+9DazpUL2En3be//L+/wcA",
-	"AP//",
+	"5P37dts41iCKvwp+mv6tyP3Rjuw4lZS9zupROU7KXb59tlM11eWMBJGQhDYFqgjSiirHZ81DnGc4DzZP",
+	"chb2BkCQBCVKdvX3zZz+oyumSFw2Nvb98q0TJrN5IpjIZOfoW2fKaMRS+OcNy9Jlf5yxVP0VMRmmfJ7x",
+	"RHSOOrcsTEQkSZaQBeUZGbFxkjKSqk+4mOx1go4Mp2xG1aczLvgsn3WO9oNOtpyzzlGHi4xNWNp5enoK",
+	"OnOa0hnL9LT9CRNZf85PpjQ7i+pTq+eER6SbTRnJqHwgPApIxEI+ozGJ+IRnckctgKu35zSbdoKOoDOY",
+	"NuoEnZT9nvOURZ2jLM2Zu1D2lc7msXrx8KBj1yqzlItJR63UrO2Wi5Ddst9zJkJWX+KViJdkxqSkEybJ",
+	"YppIRoZSvz4kXJJJymjGUpJNqSDZlEu74N9zli6LFUs108B8WwLrOElnNENgfnfYCQo49zxw1ou/Y7N5",
+	"TDMmz6JrBZra2s0LANXhfd7rvQllkqchg3+z1/pRnE/wwZAkKaFkRFNG1NM9cjdV/6JySma5VLhBPt+c",
+	"7zIRJhGLju7FMExS9v8/+JgyyWgaTlk63LsXzzwxNebrYkQFDvr1nImJ2uT+mx6Ax/6tkC7LWKom/O/d",
+	"3+juH73d77/o/w52v3zrBd+9eXq987emn/7ixY9PaZLP5QlvgO1FErGYhIkY80meUvWU8KgBV8M1W28+",
+	"/n3v8ePamo4dfm1ezJ+ylrskiU9iKqV/STdswmXGUhaRLEliEqpXvTi5h4/ulnN2SWfM4GV3nKREYwgB",
+	"pNu7YTT6fHOuZh42EYnMLGsDzHMHLqPewdu3VdRrwpvPTXijLtSMzUYsfSVJLlkKl5MLS/W6lOBo6qGi",
+	"i2pHAaGSREmYz5jIyD6RcxbyMWeN1DHfjDw6N+i3fXVF1D351gv23zfcjrOIzeZJxkS4/IktPdeDPjBJ",
+	"KHARziKiVsJkRiQdsyPY1pinMrPPFzybEkoe2JLQMJOEiohw+K9csPRedGVGsxyfj5JouaMo7wObZ0Qh",
+	"xsEhmSZ5KsmcpSSkccxS0lXADRRBm7N0lyqCSfrXZ2qKnWNY2ZzR7F7AzGpBks4YLkBExQOzQFyIVFQ+",
+	"M7/IeSIkg7UneaYWro6NTigXgTMw8mEytDDLdm/YPKZLFh0RdTBD0qWxTAhVDBqWJjOaZgGsZDFlQi9W",
+	"Epqm/JHdi8WUx8wBI5dEZjyOSZoLwcUEQLxEfq4AVIAyIDQjs0RmZL9HZEBYLBk57H1/L06uLj+en53c",
+	"7Wiqb8Chjybi4zFLFRQNSLrqIBTuxlyohcRMArhpNt0x8LoXhwcH5Of++dmH/t3Z1eXg9Obm6maP9DU4",
+	"kzF52+vBRukoeWREsR6RZHi2XUQggxMKsDt7pI8buBcHb9+SRy75KGakf3tydkbCKU1pqMQP5EIFmr8Z",
+	"74ff0x7bfRvuj3YPo3ds93v6dn+3F3033h8dhO/Y4aG5SnhgxWVykH1XYXtJIFpJHtx79f/b/b++/Jv/",
+	"Np0nIXAQn4xkfns5gu4h4td04pF99ndHVLKIzOmEEZErotUk26hXSnCJ2JjmcQZQWMNBrlnqn189JZL/",
+	"wUhXD0cO3roI3NtpXA9LB81rOngLdF0vqtdbu8Q7Kh+k+j/fCd2h4KoW2UZwzXCYZwmvijcBzz1bwWYU",
+	"83slSVrw3qF6NADm+yyWehb96/jpZ8lSH9Q/I+/8s+7Ek/ocCbyjylyfXSbZxyQXsKAwEYqaq3/S+Tzm",
+	"eFFf/1OqBTpg+NZhaZqk+Emk5ul/Or28G/SvzwYfzm77P5yfflCQQS1DwVix/RLX4opUjo8IFYRGClll",
+	"ltIsSUmWp0KSBEUFyTJgQbc/nwzsFKR7i48lcEP1HhOPPE2EEiZ2AMgFZP6SsnHnqPNfXhe65Gv8Vb4+",
+	"hV0AbOrYljIU40iUMAkknH3lMlNTcvzbkOosgUU8sOUrRdTVFrsKLmR4eXU3+Hj1+fLDcMeu1QcH834d",
+	"jMNAcx6QNAl7ZOmSDF/DALt0zl//dQgMymi5NM+mTGT66I5hRn0ORKGSLMF1WALs0K5xkaQPLFXMN+Mz",
+	"RmZqccC3QVrgkgzDmDORqUv1FHR+oNEN8tDnYdEP/Q+Dm9N//3x6e1dCH8OgFX+2wKcxj8jfb68uX+rA",
+	"3dHVuKQLyuMsjzM+p2lG8nmc0IjENHyQIIEMlYyg4J9meL48I2GSxxGMMVI4RCPSDfOMyGmiBKAkJVId",
+	"vYyThVGxhzMuBmrywWiZMTlQpF6CDWOI5xcmQrAQeSacnyBhnEgW7eyRE8AbB3BDOJGTRIxjHj7zPM4u",
+	"QdAZ3N71707LFxpYhCQnVxfX56d3px9e4hBwL0ZsG5JulONy2Y4C3LC0nCEaWcwtfaUERpoxJR2OeIRo",
+	"riRnxNCP8DRi4nkAObm9+Ti4u/rp9HKgF1OCyoxLqa6VwgSBCKq+IFnywMQLQqi2iqG5nYwM/9uu+n33",
+	"Ts05NLI6l8RZ3CJNxOSYqE3di+HHq5sfzj58OL10RtE6B6K6elAm0uOYTgytmFGhiEuaxEzJqEqXEkpG",
+	"pPFzke/u9Oayf16CMNdDE6ZB9GyQfhbs65yFGYvImPI4T5m5VGYBChFZRnksQZiPk8mERQERihYrcT5P",
+	"hbqKaucvw0wt1yhtXZGUMQz+H8XgECkMeAreZrZ+pjakeDB7AQCcKcJycXp5VxElYi4zkF2kWSUvpiVL",
+	"lr0MeLiSM2NGpQMeOxFAI5kzbSZbsswFirNyBM01XSrGcZck5zRFvWB72Fz3fz2/6n8Y3F1dDc77N59O",
+	"mzkl+xoyFkmy3zt8//bddwTYy4tySzMDyBRKr4n5jFtg1JaK4Lhl6SMP2WdBHymP6Sh+JkRuT29+Pjs5",
+	"HXy+7P/cPztXYlNN+IxoRpXup3AmLyY+1uo4cOd4+SKwUap1SlMeL9VM+vpIlj5qO1F5KSmj4VS9FZBx",
+	"HscBGeVySUZsmWiDEZg8EkVoxrlkkixSnjFJulQsCxQspEuYCC5wykLGH8GAIxWRXhIHOTiT6jHPSIaG",
+	"rYwkImSkO5zRrwP94gBfHO6AOUMkYBQRXE5ZBEYULsiUxmOSjMlwmmXzgRJ3BkpiTPKsECZRVCQ0ilIm",
+	"4dbSWL25VKJQBGJofVKQgrSQaRbctZKwXu7OHrlM1DomZAH2RGFPFE1PwBDBV7QLzqIhkdo5BJxuwh+Z",
+	"MNjqQaOhUsaqXqdd63by4Yd++7XjoAIkMa6LM4Ud2Q0c5oZUUjMhewVk5+g3ewku+v9tcHt3en07uOlf",
+	"VogCKAt7CsYyY3NpPR9UEK0fknGazMi+wtT9Xg/tp9POUQf1jNf2087Tl6CzoKlQ2lfn6LcvT0HtOlZt",
+	"Y7W7mBkvzpRK5OPyiFTWr064OjnpXl/d3unHu2YU+RoELTUe+zqPKReSqDu1iR7oPZxWukIucom3VyN7",
+	"fXO7UgkKPFuqy6PQXRqMq0JqeFwIYHYcnkkWjwG/kQREARlqVBgSxQ2R/GooJOkrWUzUQdPKBRVLraDJ",
+	"59FaRcov+pe/Gm3jtny6SVKiNC/CbG4UFICvsMhArraM4XHlnqurjYABAsqFufkvd6U/C0fZfq7I8/my",
+	"//nux9PLu7OTflXkKev0xFqBXgC4l4lWpCWTUg3eTdKAJKJiYgiIMC8+sKVVOyuLRvb+Wch8ru4Riy5Y",
+	"xOkdWKKeB5vbz9fXVzd3px8GF6cfzvqDu1+vKzx+OWfEHfbr7kxGyUKAxq4FRRqGbJ6x6CVFoFeSDE9w",
+	"Z7tqp0MzmeKWZTEROW3XtcgU19esjaidSOTnVGiTwysJj0EP0aqKotdKPACZbqe6w+KAfJDDc/oZCQZP",
+	"xGkB722PaCXRLwmlii5SgaTxiMxTBZ9sSe47YkbZfQeJqsWglziqPrFBHIZKV8k36ebiQSQLQcacxVGA",
+	"GjIAPSBpHjMySpU+vdNIuveclaJ9VR/FjTa6qmd6txwtsEoQrD+1SOoCHM292qY7SpKYUbQnFBbh34ov",
+	"v9hXk9E/WZjV3oSZ628FnX4Ugbv3Ahy6jk2PRhFX4KTxtbPaMY0l890M8ANniZL5AjA7RmSktAUaZvES",
+	"roaSGdVbAx5BkMaQzSiPh4FxVvIULQquz+tbB15SFDGi/1U/3guTWSfoqJc7Rx30RKutlKGqP/zWsNZX",
+	"Ul2dJBcZgTdJl30N41zyR/SGFmsFL4K1tuOwFR/AYc3qb5ZXiyJIYma84hMIcrB+oSHuRPG1ZCEURxNW",
+	"04IHAB6Dz3XrDKyTiXymzhs+6AQdeA2uJkDpi2ehep8rQcUjx78fEOvfVwqF0BZnNYFSQZI0sv5nsFPX",
+	"IIsHv3PsiqPcCjuke3hwsFNCgy09/HVkn2haVyUXNggG/LBn2qSvgAhoTMk85SLkcxpX0JPGcbIYjBP1",
+	"n3xuri2dz9PkkcZGMxrQUE+VMliL5xUtrHSO3nzX65nftciCBjf1bxwfT1f/oc/PCOchxHJFA8DWg97B",
+	"293em93e/l3v+6M3vaNe7x+d6vX9yJV6pI5M5rMZTblSOtFQhIFgUefo8CDocDkY08dEaaOWEKAal6Vw",
+	"6Q7wb9QbjvZ7Cu0yaoieEpkmSboEKGBglBo8hDWMkuQBjjhmWcYGD0y9ljEaq2PTDrEb/RWhUnKZUaHg",
+	"KJJMTd35L/+FfFbM51705QMEDFCSJXMeomOeRGyeTdVu5jzM8pQN8jTuHAmlgHfs4cI1eKsoZ5YuB6BQ",
+	"DmZc5DDF26AjlzJjs8E8TWZzBd5fkxwMhJSEVGFvTNLaGvfICVeaCrhxEKpqGfk88hzTwd3+d0e9t0f7",
+	"B/+oU7QqrlXR+Jcpy6YQfaF4ZcxAtqDygczoUil/itdzkTNwOFY5ywqkXc2E+/qzO/yqjx89rcLwpvBN",
+	"qiOraByDDC/1OSq6A6Kq9ngNG5Y6hDcjBlaOsWMe4SFD13bEosFoSYZ4kIoE9ciMUQFf2CnVWe11HP/6",
+	"wf7hu8P3b747fLc6rLFybVeCDWM3zduVi1uLMlW/gUTJZ6zEjxQW7aqnHQ9pLw1Sg/o0STPiPCNdNptn",
+	"S9RIcyFZtrNX4XS9Xs8zjY95wP60c9vSS0VF1vqtK4SmCcuNeVqxIRA+ZjR9UBg/5cYlq+ROYkbyI32J",
+	"ftX2kGfJjGY81DFgGJwFV6rbIxEHQRIY9AwhtRI1HNLoxpb0quT4NmNzMsqjCcuUzERhwhI6rg33KBNe",
+	"vySHzKPCCVLGdtUBEfM9BlI9sKUkQ0PAhwEZKrKt/gvhrWp69ccjTTkVmaLeQ0V278XQIehD0n2kca7N",
+	"kCg14DlZywfixg7Q1JCmEHbHRZYQ9lUpBzoiqsbWkT9UT+8Dl/OYLkEYLUsTXkZSRvM1QR2W79RirUH3",
+	"S9LdMQ0VZiqkVEopgffb3TDvHSuxrRqiakNrMkapC98lfEYn7JgoJleYmRDkSicTiQDAqN/RJl9SOpy5",
+	"S/yxtuWFUDu1L5EuNWLjnKVS4Z3zIxB0kHzLIt7bVpTBy5hrgZv4g42PEISWLvKyuFYY3TCmPNYGbvU8",
+	"pUKC/Ro0VvCZrr/dFdGgRmzhZ4I/Y0CAdrHNIArbjxh1Wd2RGmpRdlRmJJxSMWnNISpKIkQclQ5b360y",
+	"nahu1lwGl8QFVWnFf3ZlAuyQLZeTrhAlmqWWMhcp358Sry0B9UuT0tCfc3+QsF4wolQtTJd00WeMgkiY",
+	"6nN1FIg24rq6dZ2Hd+M3v3//9WB2OH/fCToxldlAqUuVL9/c7e8f9Q6ODg//UYSSifcCAnzGcbKoy5V/",
+	"guDhoxPX+SjmIUCFRwE6ajBSnkc2d2NMhvLxYVB+rv9EAOpXjyEOW12iOJmUyXsFUrXFlUHnvUYlM28R",
+	"LVxQUjzWHCJymqCylq76+dYlnTHSHS2VvP6oFqEj44DYoGHxlazox6UDbnXN9b0uXYQSYNZchRP80LV1",
+	"VZXqGQcH/QNbBmT4Td2So29cW4cCfFxMHxB39qenIelGSShfR0zyidibReS+c+1er/sOwMBvYGsheatN",
+	"/MKz6S1g1QYGs+Lzcy6zZgD8xJZWjALyIJD3Nq+6GjoMMQT11+mcK3nKJ7CGGX9EcS0ggi0U0kJ0Pajx",
+	"GZvJDYDTKSwoNE3psm59NOt4hvWxmO6GPSYPKxEKXMFIaFP2aGLKuzbPYaE1gyQFy7gO0MQQF31PnwX3",
+	"B7ZstJMhVUMjvTF8bUaVUty/Z9/xgi4lZFmURmxlITajBmb1L3JWzr3x3HvBFvGydPu5COMc/P6Q76Go",
+	"KDBHOVWiMfr1O/8Z2NJmR/bgkwju3B22ZmYmqAwVIzCG6tScRMTL8rLUmO7SBv/4/c3jXW/0+/vwcn95",
+	"83ZxfvD1x3fR3w9nP30v+9/NT8u2U/X5b/3df+hUwn8b7PlSOtaxSY2VwBHRSiPYQu35z2CHL8TsHiDx",
+	"ZSuW51h1NnCM/DJNwPimZdmAoPkXTZJIzhZKAbF62SsJaom0aU8YQKSevZLaC9DV7oGdwAnGTK3yZ8Zx",
+	"9LGheWeIw4G5xAisFQXt2KhnZj60DIMfQR6X3Q5SL0GNJ7XThwvrOZFD8j//x/9NIGwJ1jaDxKeYKQkr",
+	"EcxGpcCXe6QvluoppHNNWCbJYe/QpAVoCFhLIEr5co/0K0J3qMPVtbWPjJbgNFWXcZrEkVpoF70TaZJP",
+	"lL5n/OD6TQQyjRPBduB0tADPJZF0KffIJewT9xwlyGpS+shitfeyQQN9vzwlPMJIUhiGC5nRODaSHGRE",
+	"oIFDGz2k9QCplRanZ2lBmVAW3gFvpuZa/FAYiuDy28i0t8Gbn+Mi5rpxCkeFLxEGMtOdMUgXGLc17/FI",
+	"pyMZMWajLF9QNM/w07e9imATdHLBf8+Z/l2RpyoZMf40C2tnO41k4/QrBhc1SzQaX/D0WUTQU15GomfL",
+	"LWagVrKfCYz6oDN1awTVjvZMSWK18HwlGObsKTIFsb/PF5snpqpEHY/xN7wiXMLMm4nM64VlnP2ZQIPw",
+	"mmaogccW4kcAlyTLtlORYJq++n7j9c3Aw+c7zjEFzqexO2XoMWaRiY9RX4IDaKfh7BqFb6tWbepoWCVi",
+	"/qLUfPAKSWexz5M1ETxVOfNdq7Xq4Jqi+IYXFOZXS+2NhdsGIIHFU1s0WGTdKCsMwc4iFL1vPAYwqGJ5",
+	"kcKP55wzL1tQkgzVJbTEFuGUMApVHBxcmGX7ioFPi6Wyr1mDdE7DMrYUASxRygWmv/CUhMl4zBgZxTR8",
+	"aOcIW2ueZRHP2qPQ2sgM4tycEYsTMYEaOF0ZJnN9LZRwm+4cu4K6/kBjyGKaxMYr4H64Hdx90re9vMWO",
+	"9PEUCOXB7y2stHi/NuAswopDABTOns9mzECNdTPgV+uq2ZjTaBJb4zdBJ0sy6nEO/ZgsMETXzq0mhmRz",
+	"IlnMwgzccZoGtEm1d0/YbtfM/2wOp7a3XRxaX6P2KwnKqEIxnzS0ji7U7vm6/O6yePQ1W7+7VciJe3gZ",
+	"PFxuhFK+o10+90Cv0fHyGcSS7c71wubjQhQnaq7ax4niTsWpMuZA1tHSMuKCpku0tNSdH/iqDx3Ae0q6",
+	"15efAvL369NPAfl09lFxqV/Y6PrYlnB4Sy74D2ViiTOuNU3A1I1wW40kL2RJNvFwLeRbnzz7XNwwysYJ",
+	"zWicTE5F5hMebyEqDc49UVs3qVwlDcl1qXkDzaohRxC5oPMF2Ajr1GCiFQZp2Wg4HQSHcWozOhF8zEEX",
+	"BLecp9AXZt0O5nE+4QLC8mohbPAivjCQcT4xkWgGdOWPcUF6MiC0pgSGOsbffCUq4NFdEiXw95eg88hS",
+	"qUui7PX2eh4voIVaFf5DGwziRICUBTmtaRQSlQP4tXa/lVFKtgCc8/iYoLdcB6HqVQjmdZnjwTXvCSJZ",
+	"nCjcef7HHzEbVhxs+LStnO9UrSNdqEui69QJpx5Ykhr/Jx72blHErv52ZTl1rKutq4aG9YJmiGtEv4Ga",
+	"gSlepI1USj3jkCNFFjQVkgyvzz9/OrscXJzd3p5dfhqWbTLFCmk4Y68XjGYNy6sKL9vG8PhHL12tmvMg",
+	"EVnKRznYlvBNRz5WoC0MeK3iY+q3tk6Bw4eiHoeR/SzcneQvPZZ8IbAa0lEP/uPzuYl5ccMkAQIaPjb4",
+	"GRbqhpdrQoQ/eKPKyzSqdkFsBT1W2T/kxzRs3kPn1gLA0r160OnskaVE/27OxMtSOvt7B3u9jVwN5XgZ",
+	"swh7HmUMDQriq+lVBX4eFKtf8LZcdrX5qM5d5YsZID2IoNdEmMAAyySNwFYwMlaS9oqRV5hYZ5YrlvZC",
+	"ooy1m26oulStvhD+gLUSD3Rc5DHWqLmFTZMopeOMHPQOerv7B4Rm92L4jc7ng3nKxvzrk4VNOXd2Dx/v",
+	"/VMmYrizRz7rJCiI8KRQM/efmG9GMx2zHrNHFldq0X3r/MWkaHWmWTaXR69fy8dwz8nQUX+3WISxDzQn",
+	"U2yWrFAK6O2Vom4Peg0BhL0XjOx/2ia7wopLu6WIVDeG18TZOi8DB9gyqyLoOMG6naPO4/66RAu/aKrI",
+	"FGalM6h8YAuV2SRI/JXmWTLQblDzSuULPfmYZeEUss4LEuij/U9thNq/uJXzfEEVivPhfTLFCobf8MEg",
+	"T+OnYc0ecPjew3Ta61FVMmGdBxsLwZWV7bcPzW9VRvmIjHIeZ7tKQMmlrq5Xl0sDLRw4Ls/2Qm1wL8CK",
+	"qaO7S2Wbgd78q2sml+/cxodpgkGb5Vl7kOCDRjurFW43jEBvIXX6BExMKuzOSxLp8JGJKElfq7+GO8c6",
+	"vLHQAWwANY3RA23ZcrOcWx50r5LApw+l+7cj/c+9we6Xv5rHO397vfaNv7QR/zR98smfYCo3iX/s2GRJ",
+	"JTOeKf6XpKhlHmOSOXDEZIYQIIkgqBXtkVMaTu9FqSwlnc8ZTaU1EWGdlburq/PByXn/9nbw4fP1OSTQ",
+	"7+hK4xsLOQblkBRuJvZSkfFwleDrnhOECP2296Xyj+5v/7b7Ze/fvKewQiwuBOEm+1GDOGUzNzdMS0ah",
+	"KmJjLuAzHfrf6Fr35djpTB2fNGKSkcoJd7Jlxt1Kmt/XK28i+A0uqFpCk159Lc2oObnpP10q0yqHivHf",
+	"oIS54JHjY6k6ll9J4jq4ApLEkQ2RPS6iMMAMAJXPTFCKQM+p/jLQlx8DNux0toi2IEnKlcZMLhx3j1LW",
+	"YhsshVFFGDdkEk8crLQUYTNnhBvmUpIICjvLNnlLbZOUGtNzmpBwbarOyybeGMMhlorRVY3I7a+3d6cX",
+	"g+ubq4vrO2PY2tsgo7xRDtiMXl0rAV5kGNhaihx3tEKRkARIjtLYfJEShaLgpyj2BdeeUxb0HfWCChov",
+	"pXoMxnHQOBKsLM6+zuMk1VUGHrlMUuOy5Y/MaxNqNjFfYX2ICRMspXGgjivKw4w/8mwZWNUrUHR2lgtd",
+	"pSQgMxZxGkB9tcBiTiKOCRUApHsBGYeV8744vet/6N/1B4oDf7q6+XXw+fKny6tfLhV0M1uqZCcgMiE8",
+	"s5VWBFHgIlOWsmppdkf1cu7Jd4cr7dH6UhS25TJMfshFpGQv9YFPRvSOXlL16obPOMlTot9xz19CRJc6",
+	"e8Wsk5QKqDtOoWhE0JmkjIFRClXHUZwzqFkd8UmiuDpPYpZBkpV48J58SdmsLutnLnMaE/2OroilxbCA",
+	"RCzlj0hpFQF+c7A74hn5ePnz7j4lUyqnVQmG8IjMkiiPE/LG3eNjTy11X/3fgWeRrW/3ldFsN7zegOO2",
+	"NFDyyNJUcavy/VZsynOpS9pzjQ2mOdNZ7POU7er3IqAVIN+meC12jgGqSuzlYspSjoHHEKujsdEvp1hF",
+	"fVUudrE1Lon+YtsJ/cqTBTyJWBhTbSa0I3apIKamTyKg2KJ8cKzcV9enN1i/R1/3nboKvZmvH5bZWoQF",
+	"UX1zlIG9rZFaWx0QDOSeDTUp7LqjDcRci8TUcCl0HH9UsGPgaT4pg+Zy71lqTnHnfD4OXRt+s1x3mGcX",
+	"jJumOLo8VhcIknMTgVqeMU3MaGSq12AyCxuYj4aoA0KI+SyX2b0YMSxagThqKq8bMpUk8TGZUykXSRrt",
+	"qs1EdfPrsbkxLCKTOBnR2BhLklQXDjLJ9CnT0qSRXxuy5F1zWo0zqMcmtarU5yggq3ss6GvnfOW7e6D7",
+	"lj2HOxubPKqm+2I/BYkq4eXaq/kRqyb65ZFHWy3NVFesxhmYWnVATXRR/Z9Ofy1VQssLAzu5B3dDSrM8",
+	"hbpn2uZfK75ZvOVx08OkG1whvccT9d2Ts7JamFg+o2I3ZTQC7w9U1hTUKJ6FqNNuQx7BxNfjAxwa1wnU",
+	"+Cbdm48n5Lvve/s7Jjc+GY91vdg4Me0NSq5/U+QFgxiNx6S84DpQ12EWwLgAlV58W2w60SfUYPlz0ErN",
+	"I11Hz84egZp2xBYQ7ZoiwNRQ450jct2/uT3FKnTBvTi9uL77daArLwfkDPsCnN2c4h+6Xjz8+7p/d3d6",
+	"cxmQy/7FqfMa/GlevBc/n97cKj5ZvGCe2MHMAzsiYn/xRaW6a3AvFA24HVxe3Q3Oz27vAuLYw4rPfEYy",
+	"/fT0EtpjFC/fC8vS3XELPq+eXf3w99OT8tPy3vuf764G/evrm6ufT6FWojuunRR+ILend3dnl59ujQSh",
+	"brvz9Lp/e/vL1c0H9Xhga+wH98K+YfoZ/Nw//6xnI2Ypmj66W6n9VJyRVWLcTdqHZydXl3p4s9S7q+vB",
+	"+enPp+e46BrVCu6FeWaH+en01z3yi1abDE4e+RXmoC5gqZ3/dHZ+XrzSqHohDt5e909O1dsX/buTH0lX",
+	"hlQIFkFjLiXW2z4c90IXskdv5zFhXxVdAHqgfWsYyEFFZDMidgJSZkEaKSuMSaPb5enph9vBydXlx7NP",
+	"n3FfWuvT+oRzCztBp3QLO0HHuYb4V9E9oriInaBTwkbzd/Fu9So6j+ovFaOWb2Mn8BSLLl9H/aByH8tP",
+	"7YU0j6s3shN0PDfSfepga/lxBQq1S1l6272UnaDju5XuY/+1dN+oX8tO0Gm8l77fisPwXEz3qb2ZnaDj",
+	"vZrOc1ei8N1NtQXfVSwBS3+o3nXvorum6mXUaFi+jZ2gU74nBgv8Tz3Xx2sZKHFQU427KUDlhsk81qZk",
+	"mYchk3Kcx46a8i+LhnVroteULvylXgXcqAA6oK5rRGRwUgGpKoTXwHZvMWFie3t7O9tpUUbMbZWj1nG2",
+	"9kIxMRriG+pntYgYKyeBhqZIvSNLJakFK0bLQMHSIoQGy5F5lcvhzh75wGI+UrBn8ZKMbRm0KUvZUWFV",
+	"SMmMxuoHR2W7FykrnAH2qLtD7+0ewjGCZ5XRSCHEiKlDNrVP0aChxsSSM7bG+78kAKcSLOMLirFhMFBc",
+	"07ZtMyHUIc8YWSZ5WoS4PFVjXKYsnmOk9LYBLp5QFTvocyJSXiYEZfVluJ0mi9Wx/TWE/980A9hMdNeY",
+	"kWMhQSVJ6QLj35KU/Nq/OIf0HtLVnlbUCss0ISAT7IYyLAln1VhqHh2RCm7eC4UJR6SCXfdCn/YRgcO+",
+	"F3Bzju4FIaW7ckS2uiq1mBfs4rOOaxZl3dtwTgMfMXHtzvMCddz+IxrN6s1H6iJnYfIwkQX36kpgfXfM",
+	"EZg9Yt6DNnaYqwPXSK3KWkGdfiNFz58GSafa9KR0EGDvVKhRs7GUadvTl6enZ94xA6PqB6f+jiCky2g4",
+	"JXX1/oVZvAWt12tg6rODy2WIWxhaoIFtz0T/Q5PDUdG2YMdvFt5GLHKmmacJ9Jf6kyUdhElgDu0FRZ4k",
+	"iUsOopU+oLEpeWzD8E04g3UPmUrqbDxmWN0L7b7VOuQeblaJQ1VMjVDy+eYcvjXjDSps0v6JGUn6z8Fo",
+	"OahEwiTFNjXHtICSA1OW0V7p2i+eEVdzW/17ablPm3nK0ANecr3p1WAXc9d/JiEERAYENmDzMkoeNZ02",
+	"ok316KB0HFsNiSNtI4Bcf1cpCqjGDjyHWSND8AMIw0WjLAOJDd1+dTAyO3oVJMM6Ag3bwcaHeSt6RFt/",
+	"y0rPYrLiblpw17ONDH43BWG6CF+Dlv7FoNBGZ7D62jwbHKt8QjdlRxCm69TT0NYm5JQu7XoHJTa/KvyU",
+	"1sZvU17XlLwr+YWK867m5JTW5TqQSiTEi4ZrjsV3H32Y0o6JrK5mcArJByWWgvkIFTfes1WIVe7eO9f9",
+	"v6mnt8Qw1/Htlc697Rn1an2sgC6waSgS5lzalwHrNsBqAs6LwEbvcEXUZcV5bvKzDbo50knJQx/HyYJF",
+	"g4ymE5YNTFWm3w7fBIeHX558UsBtPrLr2q51xnYhArrpvPG0yyzRnSiLOuoIgtGSPLBlzauvv4OW4FSS",
+	"4V/1/4Z7m/rn29LiCqS2rR9eqdMD7Ta5AcDWBY9X0Wl7QO0KvbgYuiafsQWmPu8GOxel3QU2H9Tur/nh",
+	"Ba7vbUaz3NdqBZ67AMCiQMbYitV0p3TO3HgVEnEZJsBXtKHglTQpm9WC5h6tQ+m3YPaAujtg+0jEI0sz",
+	"bEebkAsdbayGijDle2ANfK50UdFVdJrbJE5GzMmIdUD1pWb3W60VrUhJa9Zunr40FHOg0XKQJVoIaKfl",
+	"1M0QKxPDMJRutXZQhmhT5DeJ6YjF1ST7laLdNmFn68W5ppINpXhYKB88VgoaGdHwwQSM4Cm8kvASFCcV",
+	"TRUdDNI0Fk4osMhT2RuukHmjICxQQmFKH5nunpnbZm8hlSGNGOmC3yAR8dL0k0cuUTZ4rM1rWieOaS2g",
+	"eE33b4upERTTCJscbSaqIf1YGY63ae0FzWyK2gtJEiM4WhReqNwwr5FLszHPcdGUGTfbf5B+tIonlu5t",
+	"VX0p1w/QRQNcbaMMGQ9atwyVs4e+WhEpGMufo380JPIp+VwxoiVkL3km3Qa911cNgMW8GJteYTA8tWY/",
+	"mdGMGcZdqCQ1croB99jAwNRoVrLrK0xApGskmQCLOVeDvne2i/p+WbNMsXLqM9BstQdffHj14m5tEUBc",
+	"aXMDX0y2zXTI+kZ3x3NXnnNVUF2EirQ/cdFUAdb0Ur44uzjFhsq2XJiULCMPXGBXUqW9S/6H7i9ekV0f",
+	"YIIOVH4z7Yz4H6xztP/du3fvDva/U2R0xgYwAeS2qjdf/3POgAjDH3NR/HvBRnP7x4SPO19q4t2Dd099",
+	"u2g3g8Wsi+YRx7ybiKn/Gj+xIulQGOhLQ2Iobqau+KUTJotW0jpgzlZDVssIlPwAnadbFYksw6nepsR7",
+	"WnayTUShCh4BOJ3NlhbixS8oww9IfDKl2ZaFJ7GWPyXwMRSTp1k4rcWL617bnesPH8k8ZlSi1ReYPo2x",
+	"vVoH/vVutB/6gr9tt27PHcBFgFt8wh+ZMEKxZQ2VchHrk0nLK/NNCvt8JcnQfXWIhX2HozgJH1i0Z6Ai",
+	"hzqdc8MYf72AwO6/+SDvqHx4zhlCUQBFNuY68HzliSLIUa+cMhqxVKmUeDmCDhZX1YqnOvPOlyKmpM1x",
+	"2+G9FSDxuJXYY9eoVXa71FbCjwLZv+sREAjlPOJDODKTVOwvsbANkjwTFwxwvLjQyPUhvmaqgx+w0rSn",
+	"z2wijslQkZIh9HwgiykPIc+w2IHuzWBAP4A9gutcUW4wo2CeLscmKRsXNdetFezlbUFzccCGyiOOc9kI",
+	"UvUE3XX10IuGhVQ+bFINvYHNOYXCqToJOBh9eFARHJKL8KhZ5LuMmjXac+kEnfKZeJkhtH1pTIXB0KOv",
+	"mblPsONXEjqUkSxPhdHzI3jtuFQMs2VPzcoi0TB+NQZS0va2/kBNnFp9/Zbmki7IPlVM9SjYbeq7H5vu",
+	"HKZ/iro9phlLOyyFOTKeNdXdhWoM5KDXI+GUpjTMnOYl+lJg1I4XhWH0lYXT3Z4lbZdssWujc7pGHqKE",
+	"4xP1sf+kAPv1IRXkxXc+flmnKKHuQLYCiFIRdodMVGqsr7hFlTuziup+0GR04+rdDv0t8eCCSJSKiFQL",
+	"H0xACN40DdR8RqDNMAvzTCd6drUPGIx1OndaCa2YaQ3WxjSZJxJTHqXXpxM5oKhYj3Jhey8ApcNIMKJ1",
+	"ElOXwbqhMTHUS8zUKzxi6WomrH7EqwMv6/KKa2tMUdnQO3whyh1skYXa8oGmp8T6ijVraY73kq6qGVMV",
+	"HOwFqUHKOaE2GI1RlA0O8DwLk5m10BS4PIa6ZppfeWIG29MUCCX0UJFfpkvoeI9tjLu2pZiuOGNiyTGE",
+	"D6zThqOaxhCJMPkUXraQPPj3bDeJTVLCJI2aah21R9KAUAkh/s30fRW2lD5vy46kdZe1p+7G3uEl6prJ",
+	"4LhOtI+BmCsz2KNbT/JXojLUenS3o+MbV6J2+2YZoErqryThYpR8bTYwVTuW6s/UH+0sskaCX9+E1Az9",
+	"DBuTHuMOW0j3Q7+59Beojy0Ke6FuOU2ihElDDCFokMiMx7HhX0dkiGRxCE3wdFkqIJqS6frHSGjJfecy",
+	"Kd8qW3jAdMyvTL5339mBUuJ0lKQ4gyWahoto3hF04B1/GhYymmfaQQydtLHu4ZRCr7kqI5c1p7H+EFMz",
+	"XFYODe9tjovJb0nSyWvMuymzWYdj1ikO6trfjw9o5+mLx9Fq17Day2B2Y1hcay3bCIJWQHpaqVpX0deu",
+	"rxmH2fb2j9LZ/e97YKRLicxHSkmPGX20109m5rWd/zRnegLBONc6qGi7YzVf68ieqkkyT1OlDJjAJfRZ",
+	"pizMyDRJJZhuMihvnNE5qBWCLdy3daEtEidiAuFP82lKpa9uRW0mHwM3vxIuSC5rVVHf+nJhyiuqmRhM",
+	"w9H3jjrpG9eRhN+vLRBR3UxlFQ2H6e2WHGI/Niy5oxsDuB1Niw6wilsIq3ib9tb967M90o9lok1/KbsX",
+	"RZschfIQIBGxmD+ydFnLIyysUO+MUc0EsGj7rXrLmhMwJcexE+kIvLe7vf27/YOjXu+o9+Yfjv6oKUQc",
+	"J4uPKdPJXqiJ1U2mM+j0oxamkTmZlwyoQceECikYmymAN/NwquukkyghyyQnCyqyv3VWm1y/FDpOp/9L",
+	"/+zu7PLT4Ozy+vNd1R7m2WfvH1bE0hBTwx8eBB0jT1bH9AYvVkD31N5OeLWAygwb2Qj1CX+rlymnsdYL",
+	"jrUypxUKhaHY6BcNYFPTyBtxVFIetTJ5Oei0iqqqi/KDfnWNTXLLNuBW7VpH3LXC5S+jfQKdhnX7Srif",
+	"vKFZoadopdU32moZrWM324JhTac+q0JohDFQK45xs/58Clr9LKPhdOb1YPWxmKN211J4E8I4oGEhGJ08",
+	"Hfm1VXkdOhXeY6iAFHE68LfnLFbAI6/6CcJNbe0jmcR5xsjnm3PShbrp2gNG5/NBnsbDHXAefDq9IzoT",
+	"m875a1jI62/wn7MIa83bk8tTvvbM7E4CYwtUy2uC/g/F9aubD6htnD2n6QOLtH6ai5hJiU5zVGW5JNen",
+	"lx8UScP6HP1zpX6U6dzevfiFZ1Oj1dQ+KOyc0rhMjtHoVh6nsFrLITKuKpEp44PDc2otppu8CEySrl5n",
+	"efKdrTxo2iZfd5M1mdJ+MdYaOADrjnL1tyr8OkGVr3xZ5bz1tl1RWmrhcil0zm7DmbWHhoNrheV7jRys",
+	"gbMGde1wmzqSqCQSLJZcaEx/Ja17evhn2JKthm9sxA3m4RXRWRYximCvKCnZmVe3eTgTGUsVU0+TBeGR",
+	"9dyghcJUzkypwI8URKoa2NAUqmjJ1hpcj+pooCMAdSEDtg9e6xtHI0UxfZtslbvnRK23ihVbUay+OXes",
+	"wI8mjD0TMRfso24uuZEXRM4UFkPJKyh0wmEoaA0PlY5NrHrd8Dbwcqeh+ukIm2+otWLzjeMRley7w0D3",
+	"yFxmTJrGdF3Tt2D/O3LBf1B4k0RQzBUy9v9gsDiMno3SBErYSB4zkcVLKKUCr5PFVG0BtWs0QMssZXQm",
+	"oa4ytU+nSRypvY3Zgozy8Vi7+3Td9sWUZtiMQtFFNe8riN86RnVHKTqm7rp6wwAIGJXdB2yje7j/ZqfS",
+	"3gBA48M1NZMfm9WZelt2vH27WTyDnSIoDq8JndpbaRVxkwERbGEr27e10sKnrS20oM+uo+s45PaW2bLw",
+	"Vg/E5yJCPdcRHl8sYg4nb4gR6BNTjbXeYh01b0W+u8CWsjwVeF20D7GaM7NKv6RWaJY2sSTBSpwS5PKi",
+	"Ify+6XquW6ZyychqO1yF7a1pg79I1epFe0WrtPa6ZUbL+LqKe5KCzLmRnOFoFE+NGmghgiW+mINfpglZ",
+	"pElW9b1q8Bal8X040tyN/zqR2HGEl0zhUy4zRde6XCj1SRqDYxtPlbdOzoXp66+7Xa8mOk53dYCGbcRO",
+	"swquNV9HmG81RdIvyeIqtCVC+g5tRofMLV1Hjuzgz6NIqynxJrsNtVFwPaH1ENZn7uLOin6rMyjHShEs",
+	"5MTNj7T9JoPO6rYZPqHb8bZivwzYpFfcdnGrwtTVHs3V5IKYa4JpUgHBmt/WI6IJuoi0hqvzh9opixaS",
+	"jVi7WnfDlP9STIyhL1ssollFCzq5YX3rlN/PuA8fjjpQL23LjB40IWlrVNY9lp4R+Uuw39NuPnciy1z2",
+	"bMcy1fHeAuZjVbzLZIHXA5tPQELrx5SJcLrnYbG1oWqkM0kZgd/UQJOUiiwg++rf+73esUk/KRULsk3M",
+	"oiKrYbMOS2hHkitNYmgnwergWnvEJklQrhtZR7l10Zrg8mreYEMHH6BB9oBA6nIMgptI3HoGLxaBKRPc",
+	"3/05/4ktt0OlH7TjZcYFmiAE6V+fkQe2rKCUziwW7wVZJOnDOE4WdWTxKyCXdGbjMR7YskAON16yO1pi",
+	"krVA+/iUEThwVGhfyRa9Lwo16f7+trN1LwwHss+D6fD66tbYTzGTwL2iL9Q61ql+6VanbFmE0m2j9JId",
+	"Zdf3qNuqKR3pjyS2MwPL71ABbegP37J1bnTYyYDaIJl2EVP+GBtfLJu2ernBNbWV6niaPe/SJAsT4SNm",
+	"t/iDKboG3NMb/6/bkQ0bdj3UpjQwX1WX1hsGOl8AA0XVSI8YaWxp8sH+4bvD92++O3y3rruZjo5IN4hN",
+	"00TMfOcDcQK4YCO5C05Sj/uA+2Lt6tXdZpV4akLjRDDSxT/gEurueanEQmoBEQkScQ5V/tZZQW+nSfoS",
+	"bRBbtj6sn+bG3RDXN0CsTrLfG27Oste1mPNSQFvY2HzvlZP9fOcDpqO3bFe7hnv8yY0I5ykXIZ/TeJXb",
+	"3L5UlqpQqIHLkEoF1eLFPXJnX4BeP1AQE5rl2y6RPNs4XnlF48TNmiVug72b9E/ce64Y8ClN8vm2Urpg",
+	"C2x9dOycExmxMJkx9FHanI7GejQXNH1gma5BM5uzjGcQe2/b91VZesbobMOiLOqW6erEBq+gnOpOu5bd",
+	"628f6WYpn83AS5tkJBf895z9ed3M8OjO49kJ6BnPOT70/Bh9pVzBAI62KtbNuW5Qn8QxndFO0BlRyQZF",
+	"jOHR69f4015MxdH+/uGbw9fQ5A9yRb9mgwUXUbLoHO2/2e+9Owg6UcofIegomTNBuVJYZLUQKSyzc9SB",
+	"gd/s7R+9HxWocZ6ENCbnejkZmwHFylPWOertvalLa2YLNQOhycTQGsIx2FfZLtaGYSJMl5AkDeFhMjPl",
+	"YlKW5alAh6Jz3Ie972vBcbpp55WIlzaUvwBfvUJoNE+4yIh6BUMZqAlsUJAmSYrWZPXbDhzbEGGocyGp",
+	"yKZpMufhUPf9GyfpvYCod4C5LUVJPqpvcW4WDQPdhh+sS+D3mtNsqrTNGHqJmtBqpShxMbkXEU9ZmCXp",
+	"cmePnExZ+FB0ApQsVTN1Dw8OdnAeqtulQW9PbKW2U8FAqLg/TWSGND1lMolx2nk+inlIaBSlTCp1AQ8n",
+	"UWSHxFyq89H2XV1U5l4M43g2MFXu1KhySLowOvRaD8jZtTOggtzJ2YcbIlimNgiloGmkaLbMgBPeiyzN",
+	"ZSYDInNQFgiFdlgxuQL83DnGTNMFl4wcHhwEMKa+aSjCpQBexgTDYsKSzti9WFBd+DmbMtAWBQuzPfIJ",
+	"YFQGkW4zl2R2nFqx8oPe4XtfSmnlGvoKAilSib8DMJMHJmRVIOrZhPUVbNTc7bpNRQFDY2G3wDzdDB8k",
+	"YBfkZBxTNMsbZ4AlFhbJlYqnx/F6BlyqUudCD2gpKuoFK/EQwmywQTU2ja8xdCCtDSoalwNEb0/wizRW",
+	"G1QtrUBDuqV9I37vbDStkn7xyAZJns1zz3av4DkeLAnpHMTtAkF9R71W/kUK7T9o4JHgOzdlwTSp3bjl",
+	"YLDCBhNoxutmZ1gethEjrnCRmgim2CFoZcVbpGsobGmDpeo0hbrplQFFDt191eyo3TaBE/Rko46DcRzV",
+	"6GIJQPL0G8Py3G++W3eYDUVz8Cqbk26WS8BC+YGl/BGYxbbSSWRHKOJt9sgwZZL/wQyhGC54lE2HkG8z",
+	"ZXwyzYakq5hBkk13jslQlzXUr9+LIaoBw1rQtVUPdIUYt5Y6TgkR1DTm2bJz9L4XdGDmztF3h72ahGEG",
+	"a7h2+PNxUf4MK63BSgODMDZ/SfdV05HUYxSO+R+lbtG63g1WutE7gOo2HsxGMPlIICAIwd8VWs35Vxbb",
+	"TO8UG1Z0cfYyTr3f//5gHYFYESxkD1WGNMbMrbEidEJyyLWKsin5qhfmHmrKdpnAno1ZQuzZlhKt9NHp",
+	"b7wQscdaF8CgtTrRLwDwFaiBnyswEySwhVrx/u3OMeETAXVprRCwqS1Bo1bTCSFAXviANihdbC76ZZLx",
+	"sW79fpuP7FK3u/HoNkwnDJiExPFGIPRREQUEEw9orMQ9sLRzEUlPuShp0zKtudVkYWL4vLooaFUr1/nC",
+	"8sc670L/ZVwipsdYJVt4Rrkv9jGWieJ2INpJkNIsnCDOD74rkAbA0VCCTe+oxu6cIRESCk4pCxl/ZMeE",
+	"jrBncqrbhqDhE0WNWj2nVaZLdx4Trl1yEwUd5Lk6vcpWrbCwrAVB2qQaTFZIUtfswzNrxXnkkmtDTmFc",
+	"2MKSUzrJGuWBRQyPsH4I/HFMhnZBwyMNNL3WhTCKDc0cI5RbH8D0DzY/+hvbl1OIiwW6oGu+eNt7Vm8z",
+	"mmam0o5bZ3hvRQ6SY07d75Wck799cdyuW4Y4NebSFP3mCttSSJW0w7ZAg3Y24f91HLuOJK3tgH+KmxdK",
+	"vzzHxetksKz19n6WLN1WXIQ16vwXBbSq0l41QpaLWn9KKYRgaYremai//6vTuw+tUjCiXYKbdYn5llzw",
+	"jNPYZk167JQrSz+DJ9kGxqvj/XzmU17qCVR+TnSeTLgwto3SpcEPKvGyh00jDx5Zysfcl6tyQdMHra/D",
+	"LIRKYt4mXZEQ4HUcK0DsbKo/a4BXJ/2UUk0XhvDGkKRJvJly3pygelY5xOfmphpQr0xG/QCuP+OTlX9K",
+	"xnhA5olUTBW899D1i8boil6ZTL55brhTFWS/t/8UlMawxQ+ahngT7uuKydIIO1iKcppg7LQz+MG6NPSN",
+	"iluUcsZtvT1D118khbx20KsiF7VIPwc7Ao4aGMoAgXC2rkqbsD8cbXuo6GI761OHcJrtI8g+MBDbm2Gj",
+	"y3uCA/fD6fnp3SmKZCmbQaMwCiZjjNZoB5sIpwSp3twDfx+s2mnjh9vv9lTRB6wssN21v2SLgvrq7nQ6",
+	"Ib5ExNxoJ7YYGF5HI/pfBVvslbld2wIE9RipYmhvyUO9UKXjLXgGgsx2nGl14QIfANZULqjavexG1tDu",
+	"U1s0ajNtV6mjecoIE48sTuZsVTmqVSNXS9Kub30CKz5RLz45/Tp9FGiaz6jYtdKoIjdMhJjskzLsJArl",
+	"EcacxRGBBZMZna93TMM6i9nX3p/myknFbhpaAqTA8HBtaC7S14Sn5Me7u2udSsvkEfmhj93zT2/vyGGv",
+	"F5DPl/3Pdz+eXt5Bo/0P5LC3H9wL27SeHPbeBOTk9ubj4O7qp9NL03cen19e3Q0+Xn2+VH8eBuTi9O7H",
+	"qw/Qh75/fn71Cwz3NiAnV5cfz89O1IzfB/fCNL+/vevfncIzgo3n+9dngw9nt9BrH0fUHXQHd1dXg/P+",
+	"zadTcrj/Ri369vP19dXN3emHwcXph7M+NLgnh/tvAwJj67b9NzdXN+ChuhdqhIv+5a9m97fk8OD7gJxd",
+	"3p3eXPbPyVsFjLurq/Pbwc3pydXFxenlh9sBdLC/Nc1f4aV7ofZ3dnF9fnpxeqlA9ra3H5Db05ufz05O",
+	"B58v+z/3z87VHsjb3httiNXaswN96LBfAn0n6Fiwd4JOHeadoGMBjt30K9BWX2lQd4JOCcydoFOHcSfo",
+	"1AAM6/JBtxN0qqDF1vtlsMLECFPdmX8FQPWOHGB2go4Hkl6z5scknSTZ84rV9B1qzUSEjJVlJObiQRNu",
+	"h6u4HMXlJm0NZzV1ZQ0P8AraPgoB+sJNEm/JYNWXNva7smed+oWKSm2j/gQnGE+Ax2qcpESPZnSZSkbk",
+	"b3T3jy/q/3q73w92v3zrBW/2n/6ylrzCzH5YJL4Y1b72yidjUKXlMaExZIUWrkkQsZKF0DWQZWCS/Arv",
+	"dslFXS1tVK/d8ma3t3/X+/7ojcmt2zA2SOkAbxpChILOnIdZnurgCkzUK4eh7R+06V0XdJZJng70QUNE",
+	"k6ea0ssXRWkX0nSsTbz4XbnmcZFrvRaSrRLYAXV0IQ479ptnJKJXIxjdRlfls6xLf+7h1tzrN+fGyoxY",
+	"rd8OnCKPxY9TKtuXiV4dyHhnBoXCrtanj9G3OqCg3eUpZ6QqTG0B5ReuSFPC/KbqoBCZqV4hrstdlysx",
+	"JuZSLMdimpgW9JTM2GzESsU18IYFmqQqCRHc4l82bWeobY7OcQX+BjAuKrlb3qyeDlwOCPVenYnZL9fv",
+	"BGQoPAu0iFh4VqMY08Wzsep80eBjrq267Rszra8BOmnIWG2rEwMw28IRICafDTIcZsWd3hJkyHDXgUzP",
+	"/kyQXeBdaUiOfyX1dZNTPsfSK74Yz4ptvB9Rcp48srhsIq8KeUHnnwkXDfx9X/P3krQUdGxZ+M7hwaa2",
+	"cnUsuJtXkkSNjKSy+raW89Lo6K915NJi+DoUaoaM2pQOnJp7OhTntKDSODbaE25Ds9cippJFMbV0RYV+",
+	"CwmdJxLo5oV8RrF+J8wLZX1MIQeyT+SchXxc60iqzros4e7vfv/lt97u90q43X/fQrgtqugbIFda82n6",
+	"XUB6zY1pS2qKY3k+vdFjrYI4TPQMqqPJwfosfFzJixCf1RbtYl8vBL+N4ODd93O3fY3iw2fo0bWhZnkB",
+	"5TVpmpGiQqgWR3TTr/q+x7xJHIPiKkfk+vJTQP5+ffopIJ/OPpIkJb+w0XVgq++8JRf8hxIpGXFB02Wn",
+	"TYGcFXBI2ZilTIRMrq5fYATksU1+mhefPhstnLG2zcXCjRVCWRhzhVPHZPjtaUhykfFYe8adAiwl9xlE",
+	"DmAr9cEjZwtwKQPBgkBxBT0mdj/94FzNBtxzt/NMRF19M19G7pwY60ILicgnAT17j80GF12WSF15R/Y5",
+	"xhwlNAmDXCJN4lihIZo+hSjXtlNWCn6nn3m4NCz5Tvd09NpjdFtvjD20HcKhIW2ABRqLVcZ0WWiZpqVu",
+	"1URX7qddasNvU3tMW3yM7lJqRGfGspSH1Q68nQWj2ZSlex+TlIVUmjb3640qdZPgc1pXG1AV51N3+Je2",
+	"2poowAmVu9Xr/tCYv6JmZ7Zxqe4pvbNHjNl1Vy0kMp9kU5rdC8j+YBlJGY2UyDQ08B4ek1xAn0m2xAQP",
+	"DORDI3kN4f/0XsitDQpGmwVU3bLebanTctGT1R5bOwVcbWS1MOdyIACNbpv/r2mI7ASQlc+lvVBnutL/",
+	"qQ2R7UwtmEYBxuW/pMGtA4WXbW17JmRG4/gaOnlvH8Uc0ozGyYTMafgAfCSBqp06scYhxvoFdYjhjL3W",
+	"xLQTdKCsI4y3v3ew16tTS/tlHbA4J2TcDB+ZiJL0tfpjqCiNTpCzMYWwzqqjZf+wFN/0puaNUJpa929H",
+	"+p97g90vfzWPd/72eu0bf/ERGrvj6oZ+xh8cIFaTw2ET0AwwY7LaVvW7ww0r0mjA+tDDJtz6uHVMxSSn",
+	"E7bry6itmfcgbV2nmYIttJZJWs+5HUhm82GLpFH0a9Ryaw/eQ87WCp/LofW51PJvYY0D7VzRQcD1nFwn",
+	"vU1fBU/mGWbBmvTdyTzbPdzb351xwYv83U/Xd+op0U/rPppKSu+BkyCF2/fLG+42m7KAEahNMkdRLQgi",
+	"GDNI6+iaRg88kywe14+vIZR/g0RfbT0vGtuV83VJd2hCrOmc7+G57YXJ7PXj/jC4F6VfbX6kemG40y7X",
+	"11/b+8VySUv7y8WDSBYCgkVNxTdIpzeVGBuW4fg9/gzvm81cXcWKzuPZB3zxyb02DfUt6sbWds4zb7OD",
+	"EoGp+OTetRt2RULsB5ObEtNJgDmw0RFJrNpUIXA8g7ogsiSNW2zVhod7gT0kU3xj51iP50lvLg+oCT/8",
+	"srvgEdPf3IvqFEpF2imJy8/Mxz0GSR38piDpIhWvp+j+Wam4puy/ZD5C0O52bJeaS7pjWzZjXCIZFXNu",
+	"hai/VMJuMUGFP2zhkk2c++d6ZrfxsW6cGVw9wmpq8IpDfG5GcHXqUlqw1WdtItqbXq8lwf0XtD6x1LTR",
+	"iVtOSHYYbFDi7uUj813KGiMr4F2iki4J2cw5bEXHNVV6G6JonqVSqTPHIRt8DeX5ghINV4zZ1ixvpaMW",
+	"UvI6HdVd2PZKm1MGZ6XjoQ7aF4TsBkBpBMJLwOBOa6yeEn6K90JyGo0d/mIbz3qAocE0mHnw5sdkgSlP",
+	"JjmNZEnysOelmBB4Owi9Abq/YLxSRobJg5ZFITexCNYlFIqv6ma5Y8pj3Q16aBtCnSQRG1Zi6fqf737E",
+	"KMyh7YQ8ziWLsETn0Ak1HRZhKjraEbsHj5JcRLq+iv5aQn15Db8yMU8YhrQoYTYgw0/9u9Nf+r+WliBI",
+	"LlJGwykIG0xL/TveBiKNUdkeiJlFvILleVb/SuL6aRyQecpCnZNen9QvKbhEgplwJRAcMmyRIzESyN+h",
+	"qalXsQWd7QNkcMkvTKVsHi8bvKVqRbDJebzUlb5CkKoqbet3Agz+UrDzLhYjwRuQ9a4Mayd0PLCNg937",
+	"tC7H/kFxMeeWrb3aq62aTsNrSjKmuLAG5vNMcpqmtKJvQIBqZjn18FnU7UOLOkJHRfWr7tWcif7Zrlop",
+	"zSCNfPg6nNLsta4JAA2sdgK3RBbpmhr596J/faZ+LMoSdRVmcSbRZg+txCj5++3V5etf+xfnrvp8DJBH",
+	"d1LEZoncKYe4r61bVMi99tUalp4nYUMpjT6ZxzS0Bnkd9dOdJkraTsZjHjKyt7e344kYQ+JXyoDq7JML",
+	"ygW5zVLGsoDcKklsAqkevmWV1fB2ejaK7Btrq3XyoNTDLMdrazfwdn/vrSuCJvkIm6auk7cVb6sPt9vb",
+	"K2kJ7cczSlAB2h8TP0DKovW20rOWkc2hOuBx91aRbjeSaDUKngmt1m6UrR3rr+t13REHVyNe3RZZHD6e",
+	"uHN8+sy0rRGg/rQC92s9QzIaN6QkvPWmYq8tMwaxPG6hMQuMTfKXXXSvmm4mKQNhJM2mZQ3MoKstWfC9",
+	"W7FgV/212c3wz8yozNZMvP++NDP82foSVfXNEYv/tFqbBs+rilubpFJzsO1Tbi1hX6s72aGfwVf1GNtu",
+	"q/1mGhb/rLVv7aI7SVnERMZprYd6c2jr1tmwbTKdSDekku1yIZmQPOOPtdKxmybAXm+d9Noq4fWC8rjJ",
+	"E3ZXCohI8mySYNVoXjXxgh+l6C9uvChQ/qLaj8v6qOQsm4M0BcVYccoMupcooWxQMBD5GFYDc9ULJqYZ",
+	"CsvcsvSRQ1jwNFFoBKM35EG73jeoZHP09v07r+dpf3e/V0pqUkKYnlc+hp445wbhdqiWM4TEO1nqMq5r",
+	"qo5YnCyOyTBOJkMwQmO9WmlKtdgSctrJa0RQDcM4mXjzBl3Y1paUxXJI8vkkpZBGO86YicBhDI2JCjjk",
+	"7ft3O8dkKGUM7WShNjKnGSN357f6lcPv3pYKeopEgGwDhyll7F1b+ZDr7QQE6JMFt/YP4Ocj+ms3lNwk",
+	"Vynt3WQI1QvqJT6by+3F3TUUrMD60CIhQBax3L4CwI4ZfGEU+kLF9s5TxsRGl2XpSnmHdKugACZ7165+",
+	"2ts4ywisE7WMH2hTLukjiwjPjitJWDo2ClRX0KyyKTa0hPpl4pGniZhV+6m74vBaN2VxAb07haD2lsdd",
+	"5U/GBg1IoOHpTFg5tdLlqmCzi5trpe+CAq82CdTJbuu2b5THLY2bDjuoRVg7o2zP7KE0Vh8LON8t5+vi",
+	"i9X3ktAwZHMd7YKh1DJAszY+M3Xw2gCjoQpfObRLvaTryMHU0O40VrIwBm4u5xukWeFmS23SV8qDuMLn",
+	"glh6SUtfaACyCMv1JVEesgjuaB2C2xgB2Nc5T5lc9c3aS+42iHXbFwMdm0fjzspaqOtdXl6//pz+njOd",
+	"yYn5KE7UbzTo7U+/vp0dPLyP3v3+/cK3ggfGPMnYP7F5ZkrBoVSEEDomuXhQv2mE1o8Vog0LGA6bS0li",
+	"pO0LtGKd8RlrqKn4gWUsVBfPEnPwromMQFPjcvrUfB7r8pKvG85oTtOmCoG3WBoXAIVWz6Jo8Ask81a7",
+	"krTsCgoVZ+tr5X9AhqyBQYuBbBnYdcjZIvHV6W1cHJ1eq0YNjYwlM1AjqSjqO1/NGxr8g9epOBAJxRtH",
+	"iidFYJ9MBHP6A9ezJ4pqy9aEJ9cUO57RrwNzp3XJW/q1GAitAvTrQEPWVsV1XnEKFUt/BWFPvbHKgquQ",
+	"+HddPxjcTzZDX8lnE/6I2SP107c7XllFWhL6SDlgh46G57KAquU12xSKrtaJdIFbt8GkE2gdXi0eTXW1",
+	"auhvpYuO+vdbOqmau5FPpmp8y9T1m81DNdRQNgut1lDeYJ0uutT1+kX7ZbqI1tg/v/mAS/oDz9T1UlrE",
+	"iGHzS4UfLPJiQauq2CvFDWfpBaa6gC+hSxlo5aMOatenPc1pFgM/uMXjEYxVitNG7ksK2rZSAPZTxDrQ",
+	"nmuxg4nat553erBv2YEeRmioIoDiyVbJqY60uT43Va3gmSBbl5NaalW/EVza7vLFdwUWns/+EAFQgiDC",
+	"yfgBnYAPdNlDe3UqyNC2uhxCE2XS/YOlSaGc44coRbMI+NaOU9tjqDRd3W0oS5IYB5E+4asMQC7meabD",
+	"sLydmGbzzOwBohO7Ifamn5d+wjbQ1f79772hfKu7rmEoWOOKTqzf2Eyti62XA28P9zecuCq6uWCpLsqH",
+	"CG6Bdj92c7FL5/NSEXrbodrWVG8q/T1KoqVCKMUR750K3//+RuPEfafoarrX8SYc1OyhUPBBZGNQj97R",
+	"78M3o4OHQyuHHtWr96eM4pAY7m/rvx5CKkAW+3u+kjEXXE5ZtEnVcVsgRWktIUsFiwLCx4SKpVf+X684",
+	"IgxrKB5TLnYhVCViGeXx3nqPusfUxrPt6kOs0GZLmML9tkijS27aO8Ae5KrNzGj6wKCTe2RthTxmGDwV",
+	"bW8GtGjzraFjff3IbT3VlIV8zhVaKAERokB4dkRo0agifSXvRfWWUQEqtInDgElMuSlsCwYtyIpSQKap",
+	"XNHH9V5okpekGBWH8SRbIKK+KR4isRtzwciU0Uj9Y69diIFWGnFUjeYFkAO38rs59rW6ZQ1n/FolLSMp",
+	"kqJSXvamDUCCDl1QnqlnQIMhKGfKojxm0SDNRX2sJJ1PqSj+xo6hv+csb+g/5u6tvQxXah6ynRBXGsKP",
+	"/eUWJVvJdCVO5FEf8fYOwiQXmT+edKYuXIk1vZKVldHUkAHSVcKMWiGWl1lrT6k6/EtAqSxve8HMhcLq",
+	"A3YXsM1JbnYeK3b/Qrt1OwCtqRaXzLNdyAWrnu4oydFYXu8Ns76YZE3O0L53HQSAUoccDWbjdDL5IxrP",
+	"/sgWvx/ED0IsJgdvsnky6gQtOwht1y5oLTMH364DRuCGWGhkRqMNktcaog6cUgq1tkRQbUA3Lspsk6KG",
+	"xgzNwkNp+Twi3aGuz/66NN1r9z35Nx79H0NbvJ03RES3b4VkeXJEsuT4T++BtH3Do5YW5f/0LYx41Aka",
+	"+xiZkyuKdW0gBLhUZX1dB0thSujVlrqWPvJk6QIYSwheYlYBSeKoxJw3Rq8SDV1nGSkv9+WJ+Gr25c6+",
+	"DYC3B8sKMLwQFCSUy41uGF3RgwK7YYCZjUIbZKIEkjJRNfqK693QkNEO/s7Rm6endtCzXzTKTuXJF6wQ",
+	"lqC4ETQMXpCaEtVSYjLzbw9jXSlt03jD/2hjW63A20b12F600BqWJlkViaBJ0hxeJFw8MpElWJjFNfKE",
+	"oSLyRx35oFYDVWgGqa0ZZHTIMBFZykd55lpNMjabQ60N8JbR+VyCZWsWzgcYmKb/5hPr3TgIOmicGZj0",
+	"GfxYPvA4xtd19Zz9p1pZNl1aClMqTFuPMBEY8Km1vlJVK902A41FPIRhwjjJo6LmxC+21kpjEZbiQLQE",
+	"aR4MRktsfYe4N7C1S9Q243xS1MVSWiT4qOFaQRI7yJJr67uY86mFYsBzEiZxkqfHtnSCDqEaKwo0ouED",
+	"tEOdp3xG02WpH+ojT2KIQ6K6JBmbsZRCUD1iQppI7O4E33r12DqyrCrZNaOCj5nMXkkyhC8hILD4GqtG",
+	"c0nwahyj6RkgjjGNEClPM3ovLDYCeetaPAwI4lFALk6udXCkDEiBgDtA+zCCpak4QAXVV5EavIQn7mrW",
+	"1mu/0GAgzuOiasHbcpJaqzyDxoJp5xipY2rWlaFGIS73WAMYYK3gotgX6jakKxkjQ7hCw4ZKJrYtTfXY",
+	"ly7t0eNlCcxAuoWlS79gbGujFIofpHlsfQvGp6nPrI11D+95dU0/5CJSq1C/YsoiJHBKLiYxI7c/f4Jy",
+	"J7qArZKb8z/+iNkQF6CYZ5hMBJcNIZntqtp7Qlo2rt6kEz3VWh8YUHlkxwDEXDj1peqlgC0dq/GoNGfa",
+	"tmoMlZZKmUNyeoQSc+NM52ppzESw6uOyE9ouChM7RVNSp0NTvbY+OxfPAltSC3EpGetVIm/gETwqr7Vc",
+	"XG1tkEOVpHtTQGHOV7KgMBjbS4n+jHR7NoZ0x+/7Rz5R70SKXZbifFJETxkKegxlUvlXU+EROCbpDu/z",
+	"Xu9NqL6Bf7EjfKBAhA/wGnuKeBVdRf7qLcpleFdN5RzhrRoegfMHrjkXOtjc0PGhPf7hEcmFOjn3NXNw",
+	"EU9ZaCUUzab0+OrkLNessaKg83VXfbD7SCHYFsw2SJsxMOwHO4r79KwYcVXdMftacajqSPXKzPIDG4/P",
+	"Q/ZKmnd31pvQAQEKUtDQmgCIWmDEgWK5pQqJeEoexlxD5zKbcxZUvojBimZbmvlh1bVTJXI22a/xpibj",
+	"MbD5es25UsjXphKfxYtBVZaC1Dgms9IPb+CHtrKfJ8JrBWu/nSZpia97qbBnwU2l7gq6OWW2fIzNErC/",
+	"tuKKVVh8q/cOVFKJwXF9Wv/BzG797VlzbSq79kF/LW6vtjRp7uigcxtNtkjH8GB9IZGJxNaQLOVwkO4Q",
+	"5x3onwd5Gg/RvrkDLfkEGepypiBmo+UTojPGLAunYHMbAkI1SHb4sedK62usAa9kbowIGS1LTLm12ctD",
+	"RzzsuFj1KpO5kvgjEiZzx32E4AMDOo5Rvkd+AG/vW1boxRolLL1QM2cIpUy0nFTYZwQYEFOiI11gP9A4",
+	"GbbXLR2hpEtJpslCfeKV0mvdFi3mFadcgq/ZwzPsJB69yBNIk+vmMwv05JqbVDCmhm42ruGhphfXZb66",
+	"zIWmitqn87kk3XEKMeqRqQbcILaVjBw1He/kGkvh6jea4kcnjVGfF1agHPO4aRt1S0qdssYsy9TFgIAY",
+	"+2bDeNoIU+Nr6jkZA042fNpQ8rhSfFq2qIWCIwW1k7bLK8PeAwV9viUAN2Ppel+Cz4LWhsZrybDJf2AE",
+	"SFBYKsqWS1SVfLghMV3rMTBLe+4VXxO5AO9sBq62G/Ru6Dn7SRO/+faapTIRNNbBWU6EjnyFUY8DLsbJ",
+	"0LRXF9asXt7eiCdevRN8RDYR1SO2rfxV95CoGTtOrsnhO5LRSaUYFvSa8Bc8Ugzuj0R4RjvrX/bJHxCo",
+	"VBrsNFc7fP0DS2PdrXKbGiab9XJzwOUCx4LC2UcAMF+bQalPfrvyJWMlScxxhGOSzHgG+U6cxZEkIwap",
+	"rCB7VfQcwIbOhdIyZjTjIadwT1xk6PQjWtrjUcdpX1XpHuIeX0efy3kiosTTilRjYkMbybrJsResw9pK",
+	"pwT+yISVAau1OFZjeFUSnvF4ucFQ218HZ+w3b0s2kr/8n//9t/7uP+juH1++HQTvn7q7+k/oU7UfvH/a",
+	"8RtNnnuhSDecMrCV0AlVHAJIj/oMzOAjKmvlIb7ztsZtQvlN3W/zgkauJNH6tXoDm6TBnbUBkZ7Nszst",
+	"E/hqXqUsxwK+JlRybI2WjdHNhwcry6P3/C1pL9lCkohDDpHSl6Ejy5yHe0U3Wi4HaGU3pG1Gvw5kxpTw",
+	"uf/WWiE+UIXkOJSuUYrbc8KssySiy1eSCDUrRkd9+wbzPT0RLsi3bzGgwNMTGeVxzDICFQVB4FpRE93u",
+	"7ZGmXMFNdo5+K/LYwJtk3GfYEQbm7DwFtZc6bzvmHVxK5+nLBtHWOsWyflKH7Yrx/qvb7n5wvTdO+hW0",
+	"bfGHLfm2bfIbjD19q5a6Dp7VjZf4S6ERgQdsyqOICbQsz3n4AG2ebZgrSXMhSS45VvWcEZkpBSDNRXNx",
+	"a43WdTs2m5NRHk0wLzej8kESmdHUpgXzjHTLtYkBB15Z55cuE9Vzy0Ttt4ly3qzcdB3zahezRuAbCZE9",
+	"Vih5n03J8Nu3B7Z8ehpiVb5pTZfauNNOezx27nYdi8OYgjWnsqp2ykaJHP+sp1mrfFRjwr2GOwtbd/0u",
+	"qrlov1nBuvKyW+h/5Tsqq0zlmTU1G00ZkIzgdV61P5T17YHs/C/FlrerxfWD7noIB6kID3QlV2gJbKF6",
+	"CCvdBqtY838MCy6z15fgpG2ZU11ubihV2MRBSl3XLJuS1kFQLVWoqPHw/wt8YnWRwUKBuL+/3Zp5HOuQ",
+	"XS/7ILNcguE4MlScCzK0qDb0HP3aYoibcwvS1TB6YEs8i2fyjhn9eoYjvO2tIV6ac1hQtiFOKw1WdSLz",
+	"IsR9U5rdQKNfjERbcG9q7nCxr8BJbFa7FnZlKlfzearHTYUxTJsg+qDvvsFSMqMiosYqW8X2Fu4aoLOe",
+	"lEy7TY/xod5KzA2pQOPA4EthJRh4oyqqdZuYv+DBdT6KedhUZBF/VaK5kv7ImEFvC2jW0+g9oXPeTOaH",
+	"r+GlXTrnr/8KrsNZkousqWwcjeNkoSMNUpuN5HlvPh9g0Eq5KtNr+Rh6XcxuAPMA0gUGTpybp35d2R3a",
+	"5l1tdF/zbi6nPmjxcErUb2Saj9DNo5M62WO1MyybjVgUgb9txtIwT5k3mnKRpA8sHeijHMx04XlbqxEc",
+	"HhDcwZnIWkbB/AKD3uCYF0nEbs0wtV9O9LhVxHSOznvegYNW/l1oKDYCvvH0VuPButuyqXmrXY270n30",
+	"O1efQ6dz6Jx7q3udbidL/6x7zCZYBpTQDMPzoC1wRXL29/2VD7s6BGZ3/+CN0/2Xz+Ys5RQbblZyOrZq",
+	"q6vXOloWUozpRvTAlseE0XCqFQGI/JMY4hyQoSLtQ6UmDO87950hiVjMMowOvBdFJ13ywNhcQu+QBEcP",
+	"U5YF2FlXJBmmuWE6qe7s5e2yW43aMrv1naJxe253fH2lYhAaQgZqVdHBIJuyi+BPqFZcnscnG2N5XqKl",
+	"4s9nthmnLTar61m+klDXPCZzmmatzPhtSiWXzB8mnewZhZL7pkLjeyf+2lc12WH871+khnLhI2/q/51W",
+	"WjiDRUldhcSpDSWKi4M3qWga5WbL0oxNknQJBRHRc16zbH+EUBB1ZRZshOnnanRsaimhtYkkFzR9iJIF",
+	"6JcVpLxhNCKfb847NuViEicjVoTdQX41tucqlVj75lsIoXosTfYHo2W15r8eFkJYIIBxzmjmSn0mcthm",
+	"+ZcGgUv49MVyIYzIRaN3ysJkNmMikgMTHQH5HpbWqb9KjdBrzbTr2b/2DGoWH3Qh489FN7YJEyylcalI",
+	"sn4G27XnqNaaC5PNDfNGudLrdX0txXWCjlzKjM28Mkhrk7fbJxAqA3lNmaupCFY2g6LAIxbb7Vr6oYZ7",
+	"JRWdSTMQwyvtBh08a5kDcBYmQhH+I9tD/pUMCIslc7MRikQV/ZvJBah0O9RI3TI8EhrU7I7RnoWloIcQ",
+	"f22Dr7/89S/DnWOzCgzqhiZRTv0lKokO88bXdldFe5fX69y6ememFQXorNZfvBQosu9QGZKkEUoWrXT/",
+	"MsWzBe58YX+lK+lrKosBZmKiweZUpFIXsYg6WqsIem66Pw5KrcWav4qQPqDMXBJNpsrl9uwhLNho17mw",
+	"67MQHKGq4VjMKy96KFoA9Wa4O9SuIW3BTeqCDgtjztLAYC6GqSOO7uGju+WcXTYhbo2irmO7zgoL74JL",
+	"iqrOBkuRbZy9i3c+3AjKhQ9bSYMI2fX+htQTNPfsVvrSz20kYglGmg0LwA23xJv1/gZYy/YKUhPt8Nrz",
+	"7BkRivdT6xg+kL4s5/MJK/Vm3/BOIwnBqlBJNgV3yCNLUx6BfuM3xaxistzkvEGrjYirN2ZcAPcFfarC",
+	"Wo0o5aGShWxVb3k7VnsgaS4wYgXZbHEIkMWp2JAMtHtH+3p4pmthkXGeghkKG4eQLhXEBtNCQhnNWESG",
+	"apArES9/5CJDHZBHbDZPMiYyeLazR/q6rSVBkwQJUyqnhIuMpWkONVm5LNZqEg0doRrTU81+IUfTFHEP",
+	"2bGt9/BKqvWAr0IOSYhRzTzbwapekEy34JJBFqQk9x13Bf/zf/w/oIPiNCy677gNrEO2szJXrkGerbFJ",
+	"GseSLCjH9s3mG5KLmElpMCvyJ+b5Le5l8ulB9jVrLCHS+mtuuJG//oTWejxXvNFDWOnf+MDAfIy2D2MF",
+	"CToglyoNDDv/A9HXQpLRDgxkSkKFVfeaCkQ3d1mHy0i6aqAIhD31Lwzy3zkmFFxtBcEwWzeF5PbIJXbO",
+	"YbpTt1nJcG+tdP8ji+fG5wThLHjpC2O8vxSPz3x+Wxhw9ipF3g1oPVGAI1/D0bKOUB6tOBaPPNsgzOp2",
+	"CiZPHjwXQ8liFhZtsB0ZElNhoY3E6uzRBvHSCk0rUm8N4ReMRUrp1iiArSXFEq12O2TExkqgRS+ron9L",
+	"RWvx6vmphL9KEPpZoAeFgx8GIDRlRHcmUQioKJPErvdYjRCNACw6tlC7Fxl4ZRIBVeqGGvRD9QaAZxBz",
+	"menKsNrrah6lDFpnEgCTxLxKfb73YkjxrLTINQyIfaJLCmEU9rDSV9OawxUyu8aXoIPaj3H9BqahXGCh",
+	"piQ5tSvIgbGLL77BP7+08eXodwxmV2mmfd1P/dS/IJXlZEqz7cyIOAgqtljkkIxoFk4rhDFlVJryWUQD",
+	"uKgvDvs2/WJq5Mx860mEXAhrBvQ4zA96m7bl01M1Q+uOyodnAQo97QZUOpo/jpvA9QFq1mFOGWFfM5YK",
+	"qssQbgspK07+eZACOzogFojPWqh8XshOEaZjj3s3Zo8stqqpKbmugLrK/+C73p2j3w7fBIeHX17K44A9",
+	"rLGcn3+1oyX6HoANYNmDEks09ekocDiC7ZXkQ8nrgJ3GDe3ZRYb+wJbaHaEETe2QAMr7Ai4HONpPaZLP",
+	"r1M2ZikTIdvSgQSFQNkCygzogY4LJwxIHrh2nJ8spknMJI2rYVnO924EAPoLHzlbdI46kxSCACv5DPXD",
+	"rozV/rw/poztjpN0plcbECNhf/f27ZvvsA8LkeDWqtT3aDgIdykrzuKz3NYDhAliRec0aPnAWRyhwJLL",
+	"mhuvYoL/lNKQkR+T+VzX9kEH0UQ9rriI0Kf6yFI+5oUky+UApse/X8A9tHFb1j/TDVTd86qYN9OaUyt2",
+	"FEo7wHcNJTEt5GqyZ6kT3jimE1THh/D+kKRJ3KTwNfutLtU11b9iApLiJorIaEPBS/ivKsYzu8UaJP23",
+	"QbLM9CHdnh7NsIhQzMXDK4ml98mc8tQWDxIOJCq3Q7DFwHGFmhI3cSIm8Ml8mlKodoXSX5J2jjqHo98P",
+	"4sXsXfTHG7CEqAk7R51fv77/x8PPo/2H39987vG/Zz+Kw68/Hf4++feZp3hXed4/x+XoLrohOmhK47HJ",
+	"h6/Bb21sU91GjaCoa31hyrKNJts/eL+ZbGO3alYRlGHcgH9J/Mh0+49t0O9Cd3UDz1SKw1UwjGOtYG+r",
+	"t+Lh93/80aOjMPK0juK+iraf52rG/V7PNpaTxyTKsVOa1taokAsw4CYiLBdd2OxUi7BL1ynfFMEvW4B6",
+	"Rb1M9VZkGsdg4SqEK7A6HslntqX5mUuuRjIdb7iA6lEQEL6RV2RVfxoFUim9dqkz6NNLMxKhlsC+cpkF",
+	"ZEofme7UBw0UsRBnRh71crUeUHTjaFuuylvnsljfc8zteFbn8axVl1HsLlPq7pxh7S4YR7odNJ7l04jj",
+	"WcumpHbpqwpZ/TJlaFwJkxmTGHEOzDnBvDRoF/pK2k79iW52HCcjSA2Hp46FDnJ+ijWWSi/CWJ2ggx/7",
+	"rQnbHlcSs2360yvRo9ybfjOEw++fgWYYLrjSzmtiXK29t9pbeEaXTm5US8OrwtpRzmOoQ6/fKtF2jA5Z",
+	"YzyF+nSuRTZKFK6PNZpYzdL0UWhnR0VN1b1L0AxZaZFd05uTHAQWMqV3Kx6dxtDL1rXe8Ipkpa7uaKss",
+	"7gx6fKrwDEzvz8pO8LnT2DnAmow4qlYxR8vaSbuXqfAoQG6x+sEOB1a8JG1dMq6MhVgk7oMd3/frR5zT",
+	"99NpaR2+N2712hpNtaaFMdhVASjajKo3XaIqhQmzsG/qzX7xpnl4o/DvPMfb1UMHRI+sTglHCqo+Cs/V",
+	"WWUbxVUEzinaGnbuutaTDLkpxXNtR+383GUStbYme7Oxpi1RvDX5uDe5T5ss5+u6SYlHRTpGlwvo6KMU",
+	"TnAoVPM0dmyWFXjJwzQR98KMrD5TYiW0FU5zAS2F0di+RSK9bcdh3hlhm1U154B9nSs1G/fWI+/IX8lf",
+	"yf7uW51N/86TTQ+FI3BV7lxv7nrfQWL7wT9M+Qzb72n//f6+k4c2MF5149DT5pOLJAWubxMCBfvqm+rQ",
+	"TAXbQsha36B+Wzcq0+Ae6NIA9WodWPRhdbr+G0+6/jedSHjU6Z8RSccsW3qsZ/9LJd67+FFTiSRLyWKa",
+	"mEZn2JMrF8eE5lkCtVRIxOWcYgwrvqXzCZ2WF1xaK1qrPVYwtLqqt7tonlMvkuJFnbGItuBEsF05TTK1",
+	"2gpzLuP7+gLHvg7YJWJQKSPw7sXKCEBlAFBbwB1oIR0V4KdxvCTd8n6JDh02w9BxxlIlbo8VFWwwepXu",
+	"d2PNPzW6etPSMQqnvX0BvzLFqDFIKh/sVGBFTlnIRBZv2xTQR4zWZceCAR6XgJhdyYw11KYU3frnpstW",
+	"q38WyF0jpnXnuUtdm/oBckkE9EhUEolTGtyglJJJ5kxkO9ufvCHgdewHHmpYajH50CHrQ6zQiPOvjzZt",
+	"2O2dkuPByF+6Pi4dARpjaMiW/Q9dbrSuJAmkZLqbRjiU9rtVD8KV1ZFAoYFaRxCbxXUUdJXAckmYEiJN",
+	"z8sC7aps9V9cZ8NvXvy2JuTepEPpS17cY5vwKm21GZ5NkzxT5M6Icus9Vw2lN1x8sNegXHijygItCpcK",
+	"rnmIWblOh0vTyxe/QnhLUsBm9T1cuXl9tG2l6s1L1vYo9Y1sKPChfmltjSxpBGs1kPLsL6OH/DnFPUpn",
+	"sEdOv9Iwi5c2pKhEZUEB1iQIQizvBau8X8FV/U2T/rJW/ajqHU1KwgYy/sby+/YS6IyLPGNkmuQpiehy",
+	"NxnvzhKRTQn+v360YOxhpx568v+y96/LbSNduiB8Kxn8eofJaog6WHZVUdHxjcqWXepXltQSXdW9GzVE",
+	"ikiJaIGZLCQome1wxPyaC5iLmN9zDXMp+0omcq2ViQQIkNTJsqu4I3a/ZRGHRB7WeT1PDXl30ekehvqH",
+	"MDz/53YY6n82/9H5vPvF/LEWDW9FiBGwXnWjYXkvuJEHWFZfx1h6IJTISnbLSmggj2y37CFESZoIWwhw",
+	"OQV8AqQaidyeiJ7Iltmvhjsco62T8M0k7duPasZg+b3laULaEuNIZeLSWFiduZ39sf8mqknOzkNNbG38",
+	"PPjnzY0//vmf7m2VzANnPNxOwSoq1oaqf0yI+IK84KyCTuzSVOBX+0P0oGAa1BectOXqayGTYUkNPar2",
+	"v5tmX6TJH0mR97Pk6kpki20jALTgbMzllKcsx1usgHx4WxLX18vmxbjb8z1E5o8PmAbovvs1yZv4SkqY",
+	"6RmyOxbRU2gamEv/G9Vjtbseqky0elvdn3eClp5eEN16q69iPuux7R32//4/bwKWJlejnGUc3RO6hihJ",
+	"jLysui6XxIZChcy9lqUp2aQ31xQV1KWmbUOePb2jJK8CXQGr0GxSn6uiz5tP66fihsuhCNgouYJv0OzC",
+	"TGW2Z96BZ7zANU/K4jdW04vU86uoNvuLP4M1JSdKxjybMaPo/NzycrVR/8QPPJGsgfq+KU1zLoZIOSxm",
+	"bDhSWkjLcWN3S6mynRFPb8CiWA2jzh5DRBeNSeZiauY91ixdlJbDxzDJb5IrZMPjyBOWiZQjCKhiEZ9M",
+	"kCyE+LwutEqNgfjx7Gg52wqlbRKf7t8tj62vx/3RfPKaZU6FrsBsmlULQUaATzKHIJByY35oMO7MJQG7",
+	"uDsxbyEwlvlcMIqHSCYZu6r/D0JrfiXuiyFyqdJU3W5MJ2yMD+oa/fsJ2+XgNKYJ16Vojh0ja0Og50Ll",
+	"IzyzYJbQ3beJrKT5/IFZfL9X1H7Rax2rW5ZnXGoEDoTyxHeZkMNRTZn8/IPm2+jNgMxv5kFXGTdDG6Z8",
+	"PEGGwe1ud3tri7VtuwpaFA6cxI+E+nw6aTIuHTrPwgMCjkbjGn7dYxdipqgOURixPgqgr04n/y3Q2YVx",
+	"YCcRzGmcqYkZsk5SFz1eaTOarYHvhuRzXVWSiBM+qC0oO4y1a+EBaneepUYTRKcn533mQX/BMyI2Babb",
+	"coBiWXVgtYO/wTnZh+2H7v0nTGUvezJsqLkNgbu7wK5fUk5Ye+j6QucfeJLet4FkmExA9jp7WOfu2JWP",
+	"Sq5qgHq+zHds15UPYyEy1VMNRXLjwv3l1921IHquRbtBOEFEwZfeNWzWQ51dDmyx7M8X25dbw9eXW5c/",
+	"it3h1iXfGW5f/Hi5Fb+83BWv+GujMrTIMMBRzhu/3tje3tjZ6W+98gDY7wZ+VK3yprWDPHC1wj1oUePP",
+	"gJ6HadsJEj4DbIb9kyXDH9CDqHbqP1v4uD/mM7jz3/JlVapvfzrn7Q6JPaL/vvHm/OzdRt9cFjElqZXJ",
+	"nOmAnX40/2e//+ZXCIO9PTg66B/Umxe0FIukz0ddxweuEZiuGOtDVGAONZf/EGJyv9N4LG6pcIVOIxTD",
+	"X6a8yjVo/t7Q34A/VSfcXEr9O6BGNPXZmum2RLqpgO5vqvKkRCcEtkRuDG8l2URkiYpXaLaGUdROkhb7",
+	"03yBIYVGIVTGK6TXKupKoU6OuPIvxKr2Fb/hSVrf93861SNostc+Z3PAJipNgdmI+HDmI3Sj6cVS20uL",
+	"X6cXdPGg1gLetyas+yhjzDrvZnrRYxEBL4LlC1VmtjTPgjOa60IZfSbz+Mtm91ak6QZEKDbp7oi1iYLN",
+	"1hBMMjUUWgdMTXOdxIJFm0Z73mxDU+qxy5kBUmSi2VS6eazEoVujPJ/o3uamvhl2PTlm/l03lpV8HDVJ",
+	"hg15B9wLL6AoAtGxyx3zeKo3tzchDEqCenN7swTIaDbnPStGi/2E26BYXzfuBwgRPB8qS/57AeLvfrFh",
+	"MuxRWPUw4OHWiwsTsOtB52qi4XQk8mr1XOJXOhn1Xm69uvn1fOfVa/avv/cxmAedS7QZu+75kbHFk3HD",
+	"cxu2I/zdmzOw6vUD6t9tb0jDxgr8BXzQLvsVl6lCimxlStQrWCntURtNL1hbqrJE6uy5f9M9nmvyAX+w",
+	"y3VHVNlzLc5znk/1Aq/bCKfhiEspUqbh4u9HK5jHDQBS5cY4jRAQqiNCVGkKKGGge41WnGrhcuhGPJek",
+	"36ulNIXz8qt+JA/YXjnPHooBAM9g3Kxu/oT+v1EmF3x4jVLIqbKRUte6qswqHAxbJX+1toPqDxdL8MgY",
+	"jP2V58iPmomJyvJ7hRP2h0MBUBfGHtCz8VjkGWUrXABF1wQY9rAshttuaDFhQz5BhCOsknEfCVOLfSH1",
+	"AYby7M3pE3Fh5pFhUzxru4AdzHLAJtjjR22qAMSRzhCdCE4LgKgPuRYbidRC6iRPbkQnQAPAA58yWwQa",
+	"FYhutJQI3v2pnHj6dfTHf/Zz/P+nkz/+81z/0dvcbNUSxX1v0ZMlJBVDPnnigNPfK37jsV3cK3zTpyxS",
+	"1baD/VwpjO8yKN/kQ4uZq2+ByMDI4N5nY+l++RLtobWOOO5MyVACy+fmZ/N/D+MvaBFHbMizjNyATGDb",
+	"AsmDJAOCvgWV8j8GLXy5jSrUlM2/2tja7m/veOEPVMFfLCk/3XqZyERbamz8ky3GrwhaLLcyEs67dsIz",
+	"INq1Ba/0V4yGmFGD3iGEXgd2yxEK93OLZ1fQhwRbqyz+reBX2dUmiuj5PLKF+C2QhgtoYUukt729EDnY",
+	"g6uz+RYYH3wNCNfBz5c73JLo+NGbl8X29nTLgvEb1W2mD8AAWr0toMrOp9rs44Pjt4fH7wf7p6dnJ7/t",
+	"H0H7jZjogZEHsJlrCvv9Nd79n+BlEUN+IifTHKMpZvV+erkbtNQ09/+4s71DURsMRd2h6L9vhRJFE6dS",
+	"V/NxzXXidufOJVsSyVM6VHtUrHqJXftmd2G3F5RqI6Shk4xMcyxYX+rRPgXLHxm29wEUgfy4eUAlwVdU",
+	"HgF+r4ijQs9SsVHGJVPTvK5m053v5anxA7jwS0UINLukZrywAjQu9ubkw+nRQf/gbcDe7R8emf99s3/8",
+	"5uDo6OCtUb37v5yc9Q/eOsr8JBUMS3buX7HTWFafxCvuwBWJpNpDJfNETgXLeKIBOhNSoMW5ZP/MqjZi",
+	"1ED4XhGejXNsAaSKdhS4Cc6Ym0aP34auf0DVekWANxZywFF31W1Gb5khcOBGmF5swFH0sO84y9WEoJHm",
+	"OipWr/P2NMmy3XxKl87J6YaeJXcRtmr7DQ4rbKImw8bMVyKTPOGpVzpXg4TqKYL5Wog8S4RmWrFLnrF2",
+	"sRm4jKmepmGfWYWyfLrQr8d7CkVTdyA0a2NnPrThdMAswqHVj+HRS+OdWlv2TR/hQl+t1ay9yDBIMrW9",
+	"YHZTJzkKYm9De6oHDwrGYZyGCuVEZHTp/ukhmI1B+el+p9m1mHW67MS4eYQOAHCbCMsL9t7SnbekJL+0",
+	"84t5cBvDq88nRWz1RZkd09sTczKivHurss0uV3F2HXVAUxl+WQH90WCmH1i1Nn/gjJ0wzaiEFDURCi1s",
+	"PHEourXdNVUan1isrDvfmIvB59J2i1aintMxlxvG7gRoEvFpknLJLbNiEb4vIPpd0Y9DZtnd+Zn1lWIf",
+	"uJwxCuTopbU2Q6ROsiNbOKlvVFybBZpRNxzZYV3Wz7jUkKo2j9e+ZEI1xSeT1EiuiYW/QqEayoj2x2Uu",
+	"sgEWletoE0ydDKVd1Omxs/3+weDo8MNhP2DnB2e/HZwNTn47ODs62X9rbAv608HZ2clZEMr3+/2D3/f/",
+	"g/7Njo4+DPqHHw5OPvYDdnJ2+uv+sbnp95OzfxycDd4enr85OT4+eNM/eNtlpyIbcwnNzvsf+7+6R/6y",
+	"/3ZwdvBvHw/O+wHrn5wc2YcfnwzM89+cHL87fP/xbL9/eHIcsDcnx/2Df+8P+icng6OT4/cB+3j8j+OT",
+	"34+7oaz+5iKzNyLTaGrGSiCJ0GWSFxCO6OkT+a+M1S04k5QLNLsRHVDUWkC+mqO0obUOSoaEQ6LUFuoq",
+	"yagqUTOegg5HpgMAtKqgoRYL0gpacytS/A1mqRW0SkvSClrF5LaClrdAraDlTXUraBVz3QpadvFaQatm",
+	"9VpBq241WkGrOuWtoEXrURvchv1v/PT6Sk5w4VGkmEMARERXOLkRuPwRw+b4SwiI4uU6zwQfF00osKpi",
+	"fCEwakpgB1i/DRlAoWEXRiifEfkR/ztgEa0o/tUtb+Sc6MglIvNRJkSx2BR/CFhk/e8BoLd6N9wqZn8r",
+	"ro5FmnO8CP4zYJEGz3ZGI8N/1HADLui9vOUaqMRyTJGtSp+eome1VBCbsb+Fq8uSeOGNRpDBUKkAyNxb",
+	"nqqV3/1vdNsvcBcgqv05FbIOBOVU6QSx4QuPyu4rKBHeptAr7KIXdlNFSRwtbTZ4iC0I3+EZhLjKq99J",
+	"13/x4jurr0BfqfSNucMrkV3ptX1z8TxyBk2+QwlZZFIUe6eecYdh0ASdH55lyQ0EvcGPBXOYlkobb5Gn",
+	"Qg9FHDDOLsUt6EDM43TmzwvC7NaiFZ3Zn4yET+R1Iq86LsC5Ylh0H2OTDXfNEcR+wtiUHdLC6Spv95rQ",
+	"qZMqcIyCgm8MLRpNmCBk3tSIEvplsEym+I+4n/PrXlWHFQFxW6JFSmLilrHZb6QlIBPfmWr5KFPTq5Hx",
+	"ILDcrRT5mMoCbS9DN77mzrJDQSD4K35JQ7UG/RiAx262pV0iGt5U5klams6VsiFmS9jdgBtuFSz7RUG4",
+	"0urq6wVLOzcBXpy5bgrcz/f6umYiIxsprslLoBkP2jiJ3b7R5jw7aPBVmIjoFRX3qfjeYvGD0tlZeIrP",
+	"nW5o6tvBOjSJTEK8MbPfFM4Ft8wL6bK2CxZ2CFbC7JSVNvfdA5qrhtuq/sucA9kUd3NNVfcXPvDGWg2w",
+	"XxrC7UhpwWAOvKA3eU3l/tY91wR7pSCXW18i8TRBopxDxZILDK0QRLtrYKeq621Mw0YwXEijFL6w8Yhq",
+	"nMItwOKTUhhDc0nCwhmj4+27dz1LusEtsKURBbdqmsYAG+zsdj1Saew9ocC5e6FZRL7gAH3BiLV/2mL/",
+	"A50Olgp6DH74C8gliuxGBMxIhzEnGg5+oaY52/WAgtFDV9dCdhA2z1WaugCEy5tD+SnCn3LtPEX0hBCZ",
+	"hz60wSFlRiSR65BoW/8omObjWszPLntnbOHcnDdFVDW4CGUUeXq8ZlMAuo1Ihw6sCRgh+AfPEWtE5mRc",
+	"A4ElBWeDxkEbbxkroQuvygEPOZuG+vsASje95TN8EULad9lhTvDFBABesfuntuS+gkprpmQRQipYo7eZ",
+	"go6YO1iFfW8muV6Ri6w6q/WPxcScs+ndLLbB63Ur0qldzcW+zdYTSI65j3J8Lzj59gULJUO/tp8PwDw5",
+	"i9xlEVUYac/Lb7t8WlXDdny3v41o/XBAtU50zs2KGbfDWEiITtnxAwJds5OUFnHENv0/x2KYxHN/FZ/E",
+	"cJqbP7e5t8vNs+nAgzeDpm6MtTRmFsxfs6mRHC680AVzDZ5f/ImMEXh82SvoFLEGyi2Qo1XnW3X8KERb",
+	"pUY4odwBwUJSWMQ99KGt3OC1UmNcFQqlE4ASwtvHWK+PcoCWpUSk61SQDTx4hqFbjNIfaSlKf7ML4dl1",
+	"OKGlP9B0tmxwpHDUVwMoLW3cczvw0l8/uK8o/dm66KfFB9X+/tZ9W+3PB8Vnln53TgR9cv2PxeeXfn9L",
+	"c1H+OjsxdF4XA/lg3/YVtnxY3I5VClixun1VDFDsRl9WfAyPvH/dp58JrZdNF6kaXmvo7kX9zvV1rxQn",
+	"vuUJYiRbrr82bnNWrVLpIIJO+WwL/wnk8tsH7P++f9g3Tzg8Pv3Y73QZNDkktucIiRXMtdTgsDhXs8Dn",
+	"+1j42nOjIwgsIjCsDuk+/qEL/TU6ibqJWLGYKmYkA6LulAY4N+l3GiLthfkg2wKGVRqx72Qu2Wru8TVW",
+	"smc+VTdWjTvpF4StXlSzb29jpUwaCKvaGpnV8LgLMk9I1YAxE1vmZO+eTq3lVIufIInqq5iVTN2yJGZt",
+	"qXIsC84VQyWxai1CPUwQ0MEDbgz3p8Wmm+/O7r2IHta2rlYpupq5YOer7ZoNXo9sk+Ipe/hlti8NYQ+M",
+	"IInIXKmyQLtCvmVBFwtiVx6cA7srZqPKyVds3abD4sJJtRrIySksOY24vh5A/t7+EBUMfJVDk6bq9l0m",
+	"RL8+GMwuMyE2IKNIwZhEM25r1y+EBmZg3PAuSFbTWSF4XBfqOQeKfSAq3HMS3y1PIX5nc9vuHe7tOj6R",
+	"aZonteSrH9DT5BIB25BWecxn7EIwJHhp4lZqpPU8wYfAFwAwwHCklBbE47Bj/rLb2aOnQ+0v8s+iPXkj",
+	"sgueY9eS1wB3+vZdK2i5atQ79LoVcrchrGZ0pjMLSxP6O0BdoshgsWIzNWW3XOb//6Xb3r3SrXMxYd5y",
+	"BJXNtmyr77vw4B0Jm2ij5gqWuXQ2mo6B2eWDes/3XeUA7Llei6yyS0dcE1Oo/caoDvusrumu4Xj44ecX",
+	"mkV43Sol78WGq7EeECpG+Vs3cHuRtelEENon9JS4+YGekqvkRsjO4ja5gtVndxl0id0z3piX7Y3GDJKt",
+	"XagTgSDt29twJouofk2GbWmeobTsT5hxsLrR7dpvI/1QI6phhHVyGt7z48X28JFSFk07Y7GLZstIV/XM",
+	"ngMdzAua14TJCUKQqqrawPB+OZfzwyJCRC1OdBEqzcRQZXGnG8p/+3jw8eBtj1l7GqsWkam+y84+Hh8f",
+	"Hr/vFeT1I5XGYPTNORO+4xdKMNAL67ziG/W8PU1X4g7yLjz/+Mtg//3Bcf/cjS6UWDnil1SaW7A2vAc9",
+	"zhOiarEgAypjF2Jo/NOiQ47KshONSN2hbEMZTne+XL7TXViZ3mO5yMaJ5Gk3lKfgBPfscIK5GQoqs7DH",
+	"/pwmQg+hbIdc6Ek61aGsmYRyNRUuWyto0Qq1grq+j/Lr/D8UzzV/xQFD2RN9ayto4ceaP9qvNdu0OMlu",
+	"CLXVUH4cxwLF3lFvOydWSUo31zAiP7bPpxhF0DAw3yYfAJR8B3ktAXBfcKltkgN8QzNE3eAgFlNQqc+Y",
+	"Sud3BEWDoRWatNY0BEgzwTP/uLcPZH58oYvEDDiL0C+YQ7E5eZToR3ZWsCtWp5MmyWLDvm4B5yimF2uF",
+	"GnfKzW+TFLV7cRVpWmLbpgWgk9VwxuA/8Swe/KstKzz494M3H0vnqKls8GN9uS9g6LBc5TzV0INqI8dF",
+	"/s86yrW6rNy21dTriAklXWVcwS6vFcIFlUawOcsS2a2hFwpfRXBRZYj8ne2de5Sr+x9YHUntTiDM18Px",
+	"RGX5uwSEib6HXLrhaRLzXGUvNLukx+DucXlOetX8skB6uWamoNxgQ5s1TvJZ8di20UP0XJQ3CQx/9cgd",
+	"cqzTgOir66zAWw4o4jVj+x1/mR/dI4+hyvmLU+WNbPmqnuECuPr+O66sLf4X8kakaiLqV5WWoMciGGLE",
+	"OKV1wAcMQIUHRZ9dcVuuRXoJbqGoX25IZeU8SXVUYJvUbrc2hlrsEKyNhzkmcEiTXENpPTb6ePmmKh8h",
+	"vG+pgVt/ePyKmoVzfffOiNW6IowxPyp3RhhpJuRQANymbe/EmhdoNeg+vOGhbqc27E6E8zuZ5kM1XgAB",
+	"RBeQEmpG7bMuSqnxWkPhOdUG1cL6rQjyJpr7YmKRJqCAcCYxDKAhJ51ohFSh4ibXIrNSQZauLZr3gfjH",
+	"PEkJuqaINHpFG/URujrgQqC5sBCJtfiEy0ifoUkpV65O6AHenVFUQAebjR+fi7yyax6ZTfzvzPNdv5Yq",
+	"tfSPR3xWF7kzcio1P7E2UfVSCZ6DP4PqDLikU5iiL7SjbK0u6VDBKIi7NyjxSPJJMgAi19YP9P9aQWsq",
+	"AZm4NRZ5lgyLwE/KtfkzQXh33xG4t/moRhLAnf72697Wq972zv+s2R44tPkzbTQUTgI0/Sa6REZsPwRA",
+	"HP+oFRXeF67s2xFBAJG4QqQ90TQMZAboslOibd8w74wRtFHbSn1gzWVGvTCuQxnZKQXiAPOTow0gbJ1Q",
+	"1nmB/mTXlsrO5bsaVuTu/FG3WZITp7f99HIhKsIgJHaW7luIWhvAgy8OaFN4i7iUPWnuVC3hTLDUxvB9",
+	"DydN8DbbQsNo7uw/AQFr0eGyD1BT41qluU/k/AgH6kCpcmWEyVw93fwnXycyXgW2CGFRzcUeRlAdHnIx",
+	"mCRebnW5JwU4ksUT8WGRRQglX6QSIMU1SszO/hrNZtwtUB3Il10T+FaI+NjK9dUi+XX7YIVGieXBoXcQ",
+	"nIGCvgimLygS4lg1TuWpSQ54Q4nQ9zL3qiPRDcUGWD7kSgcdzmmldpHKW8pd2asnRxe0TvW9Hlp3mS14",
+	"stw9OFH/pRIp4mpp/2rsi6ouL+0tgyZ0Jy8y9cKWCvvak5CP3fRQTWCDHl21qXA44vkLbU8Pa0slN2Jj",
+	"dXGdyKtOl+37W8ZuDMKaxJcU6aLSwhF2uF1et9fa8JmuqTgT7FpM8sIZhn3RCZhWZifqEc+sokaajj0W",
+	"6UQOhVe5fZmkUKaOKIJpci1WrIVZDvMeWCvOGzWUyDS12K1Ua0xvaGhUKMqMYfME8z13daestg4FUmm+",
+	"wFpYqzzfZbmwQss2IUCBua1xdyF9yFehz1sjlKlMePDgcL4rOEZUJDGc5gUbMvWq0SWL6FKLWfhaRWUr",
+	"pZzxOcUpqhLZLG6Khvrapb1zdN39e5Psi2r7Ivk0VxFrTzKx4dYhYPXtkm0ui17JufZIc9u1mNFd12LG",
+	"/DuBEmcE9d5QAg59G1EJracoUTVfpqYFMlal89KbkeXtZlSmvHCaMy4fF8PqsJzHeeLSv0ep8nv0mj5c",
+	"JbIjmpmMmvJXZ5CmMgPFK1bT5gLwf3Q9K6H2LCquobWOX/FEuvS0y7EPM65HmI3LphOLJwRRXe6EK6fK",
+	"MYh5FtWlid5jW75BxPbxlpwaFaTK/TuNIDbDKb1NE6u6G2OPuACpmRDkedjy7/lf/8f/7T1axGEL+z59",
+	"Y+WOjTl4Y93agJ41Eh07GcWnHGuQ5lqQVgg/NtlC53cyYFbGLFy9YbKStVy1uNQzEGrqTF2TSaHIgjp9",
+	"W5LbJW3hzoxboEptji/zvDPRaFNcigzyQw9j9PWBZ/Xm5yT+spnT06NK6KwM6fbzXPxqMeSbETtS3DJV",
+	"gX67M6rGXGLbe2vdZH2EcMn+ENr/7jdZJ7eScXwAA5bealRxntiGHdXAWZcvq87QsdEWGgoAyI/4eLic",
+	"XHZxcKD0xgWz8xgbCShq/J0U7bHi+1kqLnMGhOeZMQcQgS6uTKQHDPlyK2hJlZsX0yhjr0f2A3E73iTi",
+	"tg44PE3V7QARwKeT5kTJEDPtli3YVjFb3MmGMmZr8gzI5BlgC/LSdC7d1se79oe2snDueY0w+EiYqFm5",
+	"WdCoCywTcY4C9QNHDUONSNFjSdoW1eUQFU6JM3lne/fH3Z9evt79cZnesUamXYCTSwAYXprg3nf3ffkj",
+	"mFsnBWuCo90rdx9TbFoL6vbVPBXdpa0lWCvv/c1GQ/AIsWEqeGbmpbNKmQ1i9hEUQI1nV0I3cLhsVHqy",
+	"eD5XBEl11YyLqa7rYMpz/hDwXHt//aqgiPEXpkb63Jlde+ce7NokROptapVtXCKL/Zj6BBhcX7P2tatf",
+	"A6pXE/vAHxwagayiXizfDOh6DZowT8/9jvr6mPEi0W9sJudjPEwPUNjefGRhXVv+dnIJMzFWNzYAZX+r",
+	"UlJOczWwJXyUsBfSGKVxA+dX+Y65k2jdVPu+HgM6MM+H1gFxgJEGJbx/Y5skSgY49kSOREa8pg1msqcp",
+	"3IjnCpfghzHg29GAKLxiX1AEyIiJoLPKK6slFvT+oDw7zZbA+0xNJx8ALu8B6XW4/4UGgy9TaXVtMXxL",
+	"fHtz61gf3D2mR1nbCLh2/VAuQLmaD4WnGvEG/MN/LDOR4HVLJuR+U/EOTEXsZjLGTlEGi0YkEtshHiTk",
+	"TqtWZYXZOLsWeQAmi8iTHOh/Y2NIg/jKBJLugmRPpD+47fnipQX68R3AGIpP+R6r14s1zTh1Uveuon0l",
+	"27ZhkY7SMdSEXD3PQsHUQC6Of6JSygEWVpqNRWAiratJvrHb3YbQ8xhE4xRZxrdXWDJXmlB3LlxdMuGV",
+	"NWhkKbrs9yzJxYaS6SywwQqiI6ksx+7Wz68Xr0fQggT5iUxnTiJfcC3qaXDMOIWMJyqROTOXAZNZW2WM",
+	"8qvAdG2s2Aj/IOKos2d+FEIiU4+SBOXM2vOkORmL0nQ8AMNfxIOR0jlheSIrdwnfRndqGXKW1NPQMtf3",
+	"LvLUbpZcwWHMe8b6hlWLPI3nluNazAIW2QmLaB3M7aE0l8VZYpaHhD/mFSE+ZRlkKGqTuGt0l+3jIDBp",
+	"A9gaAA8AIxcxRHs0293ZwWILl/ErSuZxl3kLWd6tQc0WD1plgCSgFgdnozaNVnS0va5kFqHW5s+poJ9p",
+	"S1UeXlMsXULqTWzNdNUcJgtusU2Mk94ERUlL0i52KJNCxAQAZfROonMwKoGutARToiZC8gQQsvJRpibJ",
+	"EKo78Dm1E5XoAS1sA5PpmF8TJwIUGiJdEWHhQt3InrNnit1neVTnbZVED6iYaB7LQUPQ82JG1fQecH/p",
+	"s7Xt9wA5CsUxuVUcUfE9Uf0A5rdWXb0ngIFCodqQT8CdKmr769Z8qRtUj/WEKw4RfB+jxora5X7Jihrx",
+	"mI9FwHDjQ4C4at/cSUVWdMucm2BUFtT2FleVvf1aPwRzxPB0OtgN04URc8oDJZLAV8tH8eXrZWvSrOc/",
+	"8CR9iKJ3vdtQHFtSCWaBQTJXjTCSCC09zidwnofZzB1DwOi4zNR4QKrIXHgzrBBZwwU2NggdeOciu0kg",
+	"2GwUFT29W75rQtV15teXw0zkwFGY5a3eq59+xHo/eqa+GdYEGxtEWWReFZlNDYIL84EFzSW7EKm63WNR",
+	"qq4i6tE2al4XYG90FFJ1VcJhwvlJ1VWtNPPnbS42nHGpzaeZDTPNkny2xyKtU+DChr+/+ulHJDiElgL/",
+	"tVJJSNTCSmhdX7pRXqE6Hm6RWWPiPgTspSVueHzsmb7WtDY2PBQ/gqFiy1+qJ36+z13puhjAh/4pMz+B",
+	"0IKVa0tFJIIBzqPKwM7q7BVckVLJDRwNGl9md1Sl26uXZfrA/z0M9Wbvf/vjh3+qzUG6jVs7RPtzgBtr",
+	"A/kOaR4Kdu7Cag1WdUR2dlexUfEM1Q/NzFHbbDZI1UV5qqOA7b5+Rf82e7JTkmavX716+WqZiimOau1b",
+	"oYT5Ttti59WrpZF/PP60WeirS8ewciyaXeDTdHqV3DMs1EfWS+yxhucwrF/dY9HnLxH9w8mUIc95qq5e",
+	"aAsICSySFYyNzy36a6vX2u6+7NaU2rsLqhP+G/4ABLLwaparMtdjdQh3rbtv1l5nU2l0oy17XXVCSw0J",
+	"RXUtzuaAhjvI89Rx/+EvidQ5T9NBOWr2ZVHF7uph4H+ImZlD6bj62w4LUQFmCMSy2t5BxstAiI9d4dC8",
+	"27u41HdBUbCd5Y/6vqGr5jCAklAKz2eL837vMz4U7Fc1mTiGqq+b/QtIYc3Xsytz8h6k4eDCwY3Iksuk",
+	"LqLp9x7RixByVRvf3d7X6Hpg2G4+bDvnVeGmiuD6CEKCnfqHNqshiJnQr3OStRz1+GnF850qHoNpB+Xb",
+	"99t/HwDih2c50b4iFGZ0maQiYvD3EsczAPobNeGw/DXb3doK2HAkhtcFyO+IyzgVWZXz2Ty21Wth4ddF",
+	"Ink2w8Kv+Z2Ll9bji6fihWYXsxy4iHI2Vjpn26/Zh+SXPeD7ZbHIsXPdQoPi1WVkNXx/6w6T/SjzDHks",
+	"0E3YAvAV572Nn4xEQ8hyQzTYk/iy0wpaxhJqyHQsXo89CADA3Ce6ZvrtG2EZVloFO5jPc0oAw6LUrUDp",
+	"472ijAoA7JGqn+3sspGaZpqS+DjVXbZ/gezkWCgVwYLVxgfqt4IWWQ4h+r5S6f22wxsQ9hobPjBYCGkX",
+	"IfNsRmYKxh0145KROsWfHQN9Q7tZSfc2NZvp6w3qWdrY3nlZ03I2twGWpJWMCo4TjNm4LJKlHcIvbFvV",
+	"VhjcoKD3MCuG1QQSYrZ5NmuQsPczHWC5iJeSWsYuZi5vCOFr6N6/Fh5usNnScHHAImNaAAt+FLbCVhTK",
+	"WKQih4sCVvSZ0afxok7AONEB9p1JlVN8tFSNUteDVrvxdJ1rvY+mPJUKLQPEWrHguGI1FH1uUGWkboSZ",
+	"oNYiU6C4pdrgvLyVt07v1+jvuPSe7ZVK+u6i9GlbCuL0ciABMN+IrQQg+Sp1pkGDUYBgOIMGO2mfDBeH",
+	"k+pngElyGRmA8SPYNLaasdaqWt7YkwzzadaQM7GjoVJK87EvNKNbWDIGePf3B322aX6i8j36ueM31hRT",
+	"xfXqXTbLC/rsiESmIQPi7tjD8nBNKApGtyY5U7cSm1O8r1G3csUSULO4NdGbM7PmSOc2gtTHrPjcMqsz",
+	"7otyr5N/NjBvvLT7qdw3usopritBtTukdL69QzF38OwEzDGM+luomeHzjwYpVsXlXgXvAHbbyqDbICuX",
+	"oZbgI+/f6ole390/Y7XB1wz2AWP9HcrVf1VTLYyKSuRVc4uuLdo2NurIuwP8l1Wh+FQ2GXEJ6GyTOquB",
+	"wNBcDWRmrFi/Zr2OwbO+TNuS8gyyqdQDs7kB8rvmpW+nouDwQQb7EsF1UdS2pAK48nWLBnHfNQNbByPT",
+	"5xBOLej5/4FJ+QvBM5G9s8JA31wPyo049E80QsjRqlpGp3PEY+xDonUirwI25qkRNSIO2FReS3UrA5aJ",
+	"G2WWCpoRMoXWk2YA9E3grYRcGMrdre0uO8emHzZU6hqoizJBVQAOIURJFmER7wafJJs/RGgTYRTZ6FL4",
+	"0GJVRnk+geS4zi779YATZ9Z1ytUVxghcX6IuDYgpC0N/enLeD9jpR/N/oK7YfOLbg6OD/gFpw1Dae/dP",
+	"D7sMoQCuhURfDUsajC6wBe7TfLSZqqtERvCsCNQm/HUsoi7bZ2OcaaayUOJk4vMKF+8ljhvQgaI352fv",
+	"Bv2TfxwcDw6Pf9s/OnxLM2UMmgKMlSJD/75hrt/ACSpE4SQx2wd2F3zLG5iGuhRCaZqMs1X/ae1f83xy",
+	"AtUd53wszpNc/MsR/4Q6zzwJn1AMTN8MB/Ty+XGZfZ/IS1U3oPRyY6SghwN3rMqGIwEmmxmoxvxWl/Vv",
+	"lVkgjT2n2P4bqyG0S/RCGcofYB/88IO3mj/8wNr0pZE3vggQotA39+czYjjbdbsnlGxuA3UCBHknQ8FL",
+	"YCc3gt2KC+RQHsKX7BUjLEGE/vADtLRllcPC2ng+wHmJVpICkTcenGJtRg2dnkjGgHOpu+wQfOSxcS7g",
+	"pIIlnJCTZx2o6Py3N4hROdg/PQSYIWocNVdhq5R5QYbRaMieg+uN+b/Id99xOiufCIU6xanY9U+Fe6/R",
+	"Ffu/HB28BYwtpR3sEJlq3oi7ZhscwJv0dDgE85ueHn0OQSSHrR7DmZsg8ARO3Zdoj4ZoEcjoxlCaO6HN",
+	"ydz6OQRsquIpDiQLnxOw0KJWFdeg8UYv+oJSw0J+iFSLbihdyawFPWGZSAXXguzsnF1MkzRnM+Fg319t",
+	"bfvzdXzSHxx+OD06+HBw3D8AERLK34SMwW7NhdSIX+wV0+oeiz5tZMbaTJNxkkfejJotOkwTWCzyHeAa",
+	"8FpC6be7MT3FCu1csXZkZEjUY9tbjOe5GE9yLFTHimb4T3dvZ8+8f8w/bVyoeLYBUaTIrKXGuiVLVGZ+",
+	"hRKNts2ubLMPyS8QWvjX85PjgL3ccX8YV0KfOmA/sX8kv1j2MVWZaSkgc+m6WPdYyrMrkZm3gmKD2Q7l",
+	"7vZLdrr/H0cn+2+Rk3r/7P1Bl+FugxGOp9ryyjKes2icyIH5YQAfNpiIjLoxIu9DtnZ2O8CZwocjM2ma",
+	"qo9C2aYoS2amACnivKIOvMqyL5Zo3YpAIvN4ud25HSopsbMylIlmwxRaoM1KJDJNpNi4TFKzDsZ40/50",
+	"weELJUQz9X/+0TXHCQvOcIOjERALsx8B9MQsv8q4OVTmFk/CwHwRI9SeXWz8TD0djhjHK9pwJPGgXABz",
+	"rzn+9LaO2XpDDnDD3G6J9u72yw58DLAtb+A7olDi15yDYNo4N6IX+IW0HYXF74O5RbQeKj5xxO5CUlQn",
+	"TYaCTGzSfcipDp43mDG6t7mpJkJqNc2Goquyq026SW+aa6H+JU+LKo6Tks6jmg6jHVpBKUW5hSlKKAGb",
+	"JK1e62V3q/sSSjzyEZiSnoQdjji2wl6JmjT1L4V6sQ2W5s4uM36cdtAB2pnRfoVHGeQaxBCXgOUUSovN",
+	"gb+3MT4Gh2vDXAyuQYBhszKOdCdgUtyafXCZZDoPLAvfhGNA7VghHCsJUCbFpxwAx3rI+ERwAkxDXw78",
+	"CY+j7hIohY3k4YfZDV34thFCMGUJxIZsjxjPGWRALbKUOxOHcavXMtMFi/gGptssRcbHIgfHtqFrqbhk",
+	"8xQJy5dfJzJ3aaXZ/PyE/fR6a9sOshKrQMiwVxtb2/3tnd7WVm9r639GHSJNwImYlpriEvOZ+5JN5YRn",
+	"WkDsF1OuTrTs7DAwVIGsH6n+PZP1z6mA2L81DBNshkVHuBwqqRvcfJa8GgT5A7pawc+F/b2ztYWglpCO",
+	"IAALa3dt/hf1lxfvX4avVIpkgO3azDEGMwi9Yrtb200Pd6Pd/CiNghQyN6MTMd63u/w+7G87PTxW+Ts1",
+	"ReSn3Z2d5Tf+huCliZKOUHd35+fl9/WV+sDljBIhADT6Cqd58X0W+gBveLn8BhJ2HyW/4QmGEX0vGc5Q",
+	"4R//5x9m9R2pPZw+T9y8oLNtPBB+BUx5+1ZMAYHchAqehjxNL/gQGd/MLecizykR8vmfbCDWaKH/36a9",
+	"1ii7LxATqa+aQrJQUSD3MASxhyZLQqlHQrQASHsuVAb0iwiQr4zpBfBGRh33jV8KSjDR/vOGKoMKds4u",
+	"jLY15o9tkGtL5XBzO112nlxJEffIpQll9O8b5zfDDfNnqNaM7JNTdSuyIdia4hP79cP+m43zX/d3Xr1G",
+	"1OsIjVijDnXOxxO0Y7v414zfgqomByQI5bWYFR5R+dHnv+5vmMfGyRUpe3ONUUDoxewxGmPfvisCE+Wj",
+	"TD7ZAlDWRvxym+8ZOwahl1vGeoLc5ExNM2PYDK877pn/ELONwxgfSK99oRlV/yexu+4twayaiz172KGv",
+	"Gt3jEzkYMwo9B8c6neRdti9nbOfTJzSPwRXZMxqyMPpZ+6X5WQ7TaSxiMGa4dT6CUGKTZ8wujTUJc8/a",
+	"L7eYDth2wHYCtmvMWmoT7HTZfs6Mu5ADH3+PxSKeogDEAdZ8G8rriq6qlno0bQxtN1G3OUxR2mwtPzhG",
+	"GUwnjudi3PMEgMknmASvEthun2Jh0N1YMiK3tR42olO7b/xdXAo62jO7ZDy4LR82mMPY4aHZ2Qj8Dcrm",
+	"9+fiQXn75E4j+wMvFjr/RcWzR1XJqIbLQ/lSbwZUQ4aId8/anI5kUUpEJ7PTRY3jlMobWEhUCKxtxX9R",
+	"WZimIuuYEc1ZBo1G9Rub9kdBbjk0kcIDqDeddbWztWMcGnOS9xwkTSghrm1ES4S0T8Y/hAKSNOGaRdiw",
+	"G3X8CpMui1zrN4j7YcrHE3TOtrvd7a2tULZt7xbUQ3fKFYxOp1J9OyAdj80gDsFXxNIWHaHnx3POPp4d",
+	"maMZynIFD/q38JX0958gFkDbJWCI+2orS5IMa0p60PwLDtB/Y0lKEEqzjuY/2YWYKXJqRXI1ykfIfo4F",
+	"K2qaAz57CWAKQtMASw4FLRmQ1YRSJ6mQYPHL4uCiK5AgPdsUJ5MAMo13bJx9QmXSAvylRMO6DzlAFsXG",
+	"g3fhr92dHeOW+pZE5JWhowdlzOo2+TZ2BJSE61gC0SQHDcYl4xdapdNcMHA4oQdOXbrp3dna/cmniMfI",
+	"2cj8lAmt0htBKPW5IiUYyqIHDpy2SZbcgK2SKjUxow7A2dpI1RDRkxFtMNu4yngs2PF+v4PRcz9uYzxv",
+	"AMJAXvftn3ecn07r16lzqs6NFHVe1Z2dqsNYjCcqF3I4g/DzEwmm8ihtzdBKkmrnUaXjImelT/s5YCWZ",
+	"Qy7LChb9Lzx2n/YcXs7WCt7KGyUv0wSTorvbK3gdBDvcV+qIZ+BWt3a3X63yZXo6mYDhDnWDwBu/9sVA",
+	"bcJxIA1X74AFrU8biT2bjjGhHHks/lqODLd6O1vbL3dev/p5x4ypGufCkhXuKCrrfbRG/byPEhfoWjFZ",
+	"goEpLzvRZfvYEuwFMklMh5IcNxTkiM9V4RpjvjrY+plRrm9w3t/vHxjl4NPtWecslMDj90JXfwZNGVl3",
+	"0XG5RaxNOd0e6Jw9FpGQQZYI25EfyhJcG30rtZ86tk60G32+TjBxkfyQAXoidXFiLRSNFnwZy9jtq1NU",
+	"pAS61ybbZ883fOp0AdKOPp4yWB5rIzChxLzuMH4y9VH5sG9ef+CCYYgDeJotQ7xLl4mYEhJoONntuVY1",
+	"a1XzuKoGjw7jhXDyxdg1FO+sqH8WKJMCAegb0CZV5rtl+uREegSOE+NBWvpGJDs0zosL1BXsBC/QlyyB",
+	"WkbEURhKp3GcNtL/+Uc3AYANLm09EbhhqXGCLN5azJIYNBJ6CA7mEiqnQ2krOaE7ytWZE46lJiJIqjPv",
+	"zZM+duqUEXwmOEt2CI+ginBH/BV1UeXLvjtlhDjDlIE2y73WRGtN9BU00VuEucakeIUel0gp7+YPNesj",
+	"KGm4R0J/FW0UypraiDaEGjdLpRSdgKiAgQ9V5j4J6gvNVBaD2Z+qq14ooyTuuTwTXP4CysMsM0R7SBVo",
+	"4M5sO0jLTsAiuNzcnRvnZzYRUYAQRMAU3YtgGBCEVJdUBsRZ1Of6GkYfoabBUWNBAfYAzbzR6AIHNpTD",
+	"aaZVRk2hR1znG/CgjcO3ri6QQwYO62fkFU7TOdR4IAoGypxQVikwSBZt9VhR0dKBGL20IXuEuAMFiH7Y",
+	"DIQZ0d8EoANDKRW74hNbAOGSPAFOIJSwQDh3kikofyPAjXwkxntmJ6oxAAWaaQtlO+pBPcQGNyPA0DF0",
+	"MqEe3X7lUFfYIZS/eNPFIowmRbQLwDEkIBARStoN1HqfTSVrz7F4u463eRRL43wi5K5H9Q31tMSU3bE0",
+	"L/T6pOAXoxoGjAVjGL3IypqRjHhsRkrVzvYRYCkAsnDxjbgjeoj0nvKZx/eO6ONcMqAQJc4Czdo46o3p",
+	"RLsknu4Ua0yZmKnssigWac4juxGBZSaUiECEoEVkGXLEO7flUsXewGa1GD8RzuA0k+aAUQViVExLKNtY",
+	"31R0OAGeKgQDkM2Fw2pB6BpKRckSs8WWSqYzI0osj4O2oeZQ4lEd0ACh0G2qRRYxNRFu3JZDnLBh7AZ1",
+	"lXAvd6AmRWBG1xjBldj4z6x/cjL4sH/8H7ak7ZwqfpS0GPFj2IL1AWUzCmfeoIC7s/lWNcaC+WwT7BNP",
+	"wGDg3ZN5iWZXENTPMG8NiQM3DVud7pzwuU2g+k5IYtDJBILtdxcV3Aw8GPrC9roTAcD85xmJGhl/wLI9",
+	"cp3TCbS80nsoQi5mJemIpaTaHcRZIUgbc5GlWWioH9r+sVXGk9na+PmPz9vB9k9fagBlVigcmlN4Zdu1",
+	"eLPxZ15C6l/mPXtKQgm6iX0OHQtA2Oq9DEIYSdjqedXBX0IZ1nSJ1du8OMekzNpa4Hn3tB2C83Ck2eHD",
+	"EbNa0oj6zro+6fli4rBk3DJ5CSt4GqzB8tZbbA9aGK2nsQjZB4vSlUhPfoUSTLw9tHIRaNJIJPLOu/P0",
+	"X1hy6TC/agRiKEsSEepnHCkWppSJ3RMyngEVw2MMnE8mkE5dWptpv+cxpP6Kd5ybqbA8Jq0nr1ukL1xW",
+	"vtgv1Pq6cvHZJMNHaPCXscdr487IErfRq2N8moCkX8NojicFW9q+QfhfKpFoIlIszciCTsCcnc/a7kH0",
+	"MvN8HcrCRu44X0BljEx7v2toLq7ZhWY0lk1T9JOonAaKrsyDM6qO2bT1MAFLypUqbar6YK7oA0Zpi0yC",
+	"+aoS8DuI7wktUqOysWbHKwnpsqhArlhUc+OCqXetuekXhJCVShKQhImt1Q+lzo2bm0hjDkDv3LLIp1eA",
+	"hO0U6DYZy7shFHouZFwVrX+dcGjd163rO9ahzr+1xnpDXEZW6mLbD3Pi3KqGZ6r9wMLw7zRbh3SHXmSm",
+	"SNdBmn2Pevzg4YkmfD+/fKNZyi9Na+HL/4JZrcqHrSX4WoL/rSU4noevkqwqaDafIDRxrBjEPFkhUlhb",
+	"fMozHkpMoWSCJVcScGT3/Ko2y5AuFYFJUQ7AmwZyAGypQ21g4b0opMq5ZfR8WFThqYMDq0ggajBbBwWe",
+	"sYTWKACzKS+hXZC27bKAQOMxLAp7nugoVrYONh5dTtM0lKNE5yqbsfZUiyzw4hzQZuHCh4FvOGFiFNNk",
+	"HjEl0deHcr42KSB0HWgN166FgzKQEAaPqEWyKTgZykXRSVYJTgbF+FFgFCTEUE0FTeUuvuZFMinJVwQN",
+	"CEDoOpExEiQsEzX9YjX/skHM4huXSaxib68F1nMJrHfTNPUW4o6CCg7CPTy2Kr41CgioSzF/xNJGgl1u",
+	"2zKDJO+x3a2tUHqoKNg66zeqlTqTEAxsNfzjvVCu2Hrm5Of2K+TZAoeS52zIJUD9YBaeQdOheVko40Rf",
+	"u/tebW2xw+P+wdnx/hHVUwJq8oVIlbzSJa/whS6gNAPLPn8tJnko25ERfj1kdooCH2GZms3Iz+cgwQAV",
+	"FwOFSa5ZErM2CFeo/qQaHxnKiRkLtKj77XKAiFyEapnKirBBndCrwqC3FvmHDvJn81Jl4w2LXLiayGkC",
+	"XF/JR9x+vPpLbwCLpZ4Ut7jee3YdElJzZiW+H6dx7QM+U94JJSZHuXOpMqj7yRbhZtQF5LZ//Gnn1Y9z",
+	"8Tg485uf4X8O4y93NzrPBI8BcqaSPJpkKp4OqYob9n+AlyS+4DMyGENgsiQD80wI1uYF4tALbYusoAuX",
+	"D0eEcY4YR+ZkTXgmZA40JKHEJJErNCqjjVgJaSSjxZFDgzmJfWs5cLDTaXItGA+lg4qUlKVB/gMq9LDg",
+	"lkDMSMoneoPiZsPs6YgqIu3f3iZ6ojTkoHqU+FrovlrZuhAG4gP6yaBiktiV60x4PiqKdWjBF8IFFMUz",
+	"YxEPtrZHn16Nd65/in/88+fbexXr/LD5Q1nCLmeBqBWp8G2WfMJ8IJYiwVtrpraGCQ3neg/OlJmRfwmJ",
+	"DsP+AQFSwhaAiTcjKHxZ27HPW6cj7UaHBV1qxOZiPIEi10ZBty9nrLRUgCdOfjMyLhmZAhUtG4lk7Wio",
+	"MrHZ7XYjNLaQg2nDbPssuZjmIg6le23gCq4vZlCZtwcGHiKmsQM+HBG7hOYzTRB3jn8EnwzBskIStZOx",
+	"UZzEuHmrpmmMdcq3PJMsOj36+P7wePDh8Pz88Ph91FlYddN3s/OEPmPpTW9wRpd6jnS5XYEH+Y9fdzuX",
+	"ka/cj6Qlc2/Gyzu3+KV2/27isjf7YvX7GGOrYJLCWzwXJPLB5T3IywJC5YUO5Tzgf8eHYsQLEW3jQjDU",
+	"0YqNuQTGgt2tl0W1SIdQs9zi2nJ244tU91eExSwWQNgofJFedqBoXLOM3xK0Vsb+Y//DEfVMJ7L8oBkf",
+	"E30IlI1OUp5I6jvwB3GDolPETv1zo2tCGdlfSns46hWAigA8uwE15kk+Y5cJBe1HguGC1YGIhDKqovNF",
+	"5dqdtIB4VLHQnRIkbaJt18Eelbmb5/PULJfFF2M81coF06NY5DxJdVTAcdOXqeyFtqPWAVam2mAeAtea",
+	"N5upNp5jPgr8KWqYHmI3wq6GLjtxeVXoPLAhSvRSIUqHkUlMChCeirEPjTUHkQs+RE4OC2zMM+ngTC0A",
+	"eC+UU5mJq0Tn2NYO4b+UA1yKuVBfJ1BW1I76JydHg6qcDIreyAJRle4xrvjJ6cEZrtfH438cn/x+bG6x",
+	"BEHmZZqlfHiN/Pwkvy1pDvW4XYmcGlQyeCSM4/jg4O354M3J8bvD9x/xDebJVtrX6QKaX/iW6meEEnYK",
+	"9JgQKyDiyBeCSF+bweh0agFhqd6qHZ3/4/DoyFMd7Hya3SQ3ABzgvgWR8FCcELUPzLW6EVmWxEJ32S8q",
+	"njmgG8B9rdNCh3A+SltnmaV7ciuBEMFxUpOxX8i3WilWw1rSaarNrzBurFKZX8dr/FRdoP5skfMNaqcq",
+	"9e75yL74RDRITl4+7ElfP0ZjB4Dba6VgjZNInti2Qubrx2tWsD3eqewiiWMhv+1ATXUpQAs+r4PhcVf8",
+	"5x9zZAxVpwMHDuigZC1ASavbNHc24qzCvLsZR42CZAPM2zBLDKlQViypPafvkEjEVyvcNwmMu2ILYeet",
+	"r1A684utaH3tI2h0UfK0VVgl9rUUzyGYcZDySmOkX1vM6B6MA94MVpDDAQdUZOjA0iw63T87PyAbC7Dp",
+	"iHgZHkzXHHw47f/HgMDjoy5r10xiTnVb5gXw7Z5dZ0xFH+Hd2VZk8W1tscjLaUTQgmXsH1gwb3KM6Xwl",
+	"8lCWht3tkKWFnbpz7GgRGKFYzAwft6oG/q3OfGutNRdqri9fyycuIjfLtNWNu9KdlLV+etREwveimezR",
+	"9XUTEabcWSl9ThbkAZrCY2cCW8tsNUkxDKtouqzv9FMM7RI5T4xM1ynXI+MAQSAtE1rwbDgSWRRYLGsK",
+	"qRkfBeOym/j3IlAbdXquZ/Xj2dGGkOCsokjFPHM+YlpcmZEEoYzmvtq8/H/svCu93tqA1AM9JvwsQi8y",
+	"6sY8dlHAvtmTWaWYw8XjDuNTno+etpaj9MbzkbpdOSjnVvjJE5OPEQV/pvCfmVHYieXA32qnc3G4WgNy",
+	"/EYi6SwWhCBExakuLdSS85S9YN0QUBEE0ltb1ziUxbX2GAB/sCa+Zs7GYnwBpW6dgF3yG4UWKbng9Gwi",
+	"BoGA9MWMAHhlHMokdpYfBL9ZO5qIbDABGATrtO+8CgqrZWurs4eVnzlPfa63oMQmEspaOpFycFPyLFO3",
+	"BKcPjAQKpYTHYlqerFAWs4UMKdakdCakedDC8PpzkI2cyHTmtsGttDVviVdm8jVCH08ps+7C/oEz8TBB",
+	"9X3JHUw7XNV1sesFnal1cqXvkvuJt5ka8ga9+pCbJ1eo0HtxygD8rOIkgowCBkxADkdG89uRyIRF2jbj",
+	"yuDXeAytND6jtDmts06verjZ/Nn2qHMQQMk8HkBWLqau8IvG6PFEziG4b0Mf6daWTyFGdWpFrGnENUAF",
+	"YdyYosh1ogRR6fcp1vAk2P3FG56zsmrlON3a3/lb+ju4TSH9Xxd4KxtPzqNBAKZ5YfcBzzFwyLsMy1yy",
+	"8i3c7RlWFVZbj/zOSK1QesnVJO9hfgvJ1MrsxwHD5nfmlQmUE2EyLvIpQSidtRU4SnhzCVEHa0bYUTpX",
+	"E6CjMEOiHnFoXfTTj1s/h7LU3Egdk1Q75QZthJlli24DFZIxBMG+qy0qwNmyomphGgcN38ZSpWTVKqXd",
+	"ndbX5R7Db4wXCSu6pPuVZc6dnak7twT+xQUMrttCARM0e2TGXmK3I+V8q0JmtBN5k+jElYDYyDfb3dqF",
+	"LGR9IOEve4ZWUve+ql+HFxrDC4t3K1Dh31f5nWZmX+aJINBFwIHMjNc9HHF5JeI9Fo1FzqF9Cyt9jb0s",
+	"8wCxGIfCRzG07V1mbdFgL1op6HkMjPr2FOA5ie680ObYJ3cpsqjTaHLX9ynE/JvRSo9vvXufdyfr/Ssf",
+	"Z8df+p1Y8HeWHWuT//E1Mu7tu5j8m3ySbBiDuDF6Wif7eowv0t+2O418/yy5GuWaXYmc/P8PJASJV9nv",
+	"KMuTGyAe1GXe5D2i08Ssu6V3w9jmwnji/iT5h/m6FQUZlhTqiRi+0CyCYR3GUef7tBjw25eF/v4hZsxq",
+	"pW/eBP8O44r+/rbep38w7Z+a44yrWR+R2ZSRT5UYFJE1jzWvDdW0xZ17TPKxLcC9FjMPKxoC1MTfbil7",
+	"lbwxq64kxTrRMG/vbG13bO0sVnZAhtM8L9I31wNMRiYxpiLpn3imKTsJtTDXYgbwdhh+t1MNfeQ95Pbj",
+	"85S7+D58WAEPbQGglc4th6FrRB2qGwSFk7ELqpIJtiymiIfqm5UnTxrtxG9/zpgnjgCHFK8SADUr74qz",
+	"ocQFqp9os7QRcgqDPmsba21jrWBjfUig8tXK8npR3mRlbX6+FrPDx4i0OnyyvOeSK44fGSr1bkcYeFUZ",
+	"VOBBgtYcB/Ep0cDRDviYw5xIUxWVNfommW05hRIO9i5TY5aJG4XnlykZ2Po9HUpXkAg6xMZrtuux2W7U",
+	"9bcuTpv4sc3n2ZFEZbUGGPIrqrumQcP+WHHc1z9evvzz5087493JT62gNeafjoS8yket3utdyDjbf24/",
+	"m/WJS71QVNMlQP6Mlj3t0M7aHH1eUYcrc2dhJz7Ztrt7BH/3WJTIYTqNxcD2z/yLOQERk0IQzcfYk5BG",
+	"MPrmbJftkzSMPhNxgU0ZffkSUR48yl3jFRFPl+qKXLVWKNuuBnyHYU1HB/PtfrxtruUwImwUwHNOdA8J",
+	"JqAi6AIaq9LpVShjkQGLu8NesW6CEQUBiwC+WUm4MdrubnW3ooBF/4SnzFEQEUkCEV0HoSxijK6ZDSut",
+	"h+pKJlrE83IeCVZcZBIQnCDRHhVtdaEst255jfxOuvsdTb+b35vWEprmkBBP5tkslOXeO3t1hBUSUskN",
+	"sthueDq1FVRmPi3uAQCHei1VDGqXjGILZXvCtb5VWbyBjOxYvS9jlsiRyJJcxOwqVRc8DXBfqoyKJuhl",
+	"RcgBd7ao5/c++OSas541bjqnuPbjuDqNrjVttYlsKn+qrm6pBIqKOVo9AONx47xQKhVcfg0VhCuyUuLk",
+	"0Ss118qnHAvBtShkLa+Ru6vEK21ef5EFvVjDdNmZGKsbEouu+so+mI15di2yPVbggrI2WdihjIigqsdQ",
+	"kIHcqsC63HLseeHumbXy4qOrUfjbVwCYY1iZfwApVFKsj+Fz24DmrBRn1RkrrsDmriWTi04mbISUQ8P+",
+	"RGTUyOefRLM7oFan2DAACB5SktX1+3mWYDkzwaJED+zNdI7rzue7v8XpXL22IGBS3frzXipjX5/TZw5L",
+	"8ey6rF3dQq2iVtN0vIHsLI1+2+9QMIdkjpbIhZd5yo3vAuHVXEwIZ2eqBRrxtraXdg1a2OBKqVvpnVHi",
+	"FYVrwCq3d+4xfgEtu0iTKRKIbkGsQGPRMxbh4XsveUIYu9HxyeDo6EMVMMKIh4XCaEHL0lE6foOT9VcV",
+	"C2dCq/RGxO5Ll0JtV3YEYKzAM3TAkkvG5WxdnLTAPgYCs0VnC8pgYUevcp7HYqyML71SWr/8moaQc4/Z",
+	"Z7IxR75UdmuW2T/95jhplpvfEnOCDqClCm4sgyIGRcMVHEGC8oHrjP/5QjM9VBPRCSzw1+9UVBD9GWEQ",
+	"CHhaMzEEqwSLBPC8/xmxjMtr7Mqff24mAH/bXKJZO1ZDvRkLnVzJ7jhmYesDXBy2Or1QXiDtqZxSFxch",
+	"9N9CxXFeQL9y+JP9QHwddXRBY5Y/yoXlCh/ssj1zAOHJe65+xylUDFtJAbOzbfvYXpUy1o24M3+Wwg1e",
+	"9PvV1tYzGFG4ce7SaWUP1Np2evyyC5XZreXLp3FxvlYWoZuf8UDfIW23kkDtLuoHwM30bcURcUyL8FJx",
+	"mlZ86Y/rToS/x3m0fQKkGO9deb3aqWJnfi01vvKFBtAbRBcHuwL7hbLkKpFGh8+6i8qg/86H8YlgbXD4",
+	"z1mAbUew2K0RMeSHcDb/kiVCf/lSnyIFESf5QilUtQCocbDRhzIbxDYXJmPbPi+th4OI5wDMCXS94ONQ",
+	"nrYK5h7Rc4D7trPHdrd2q2mFEaQVpDCmTX1DdhG7aIxcnNInfdtxC5jMRwJCh2etQw9LQg+OWMXtj1VP",
+	"xyZM8MML2vyknD1U7dKxIBxVzeQ0TTt7oazJ0LGFCbpMUHJOimUNud/HQXnyrJwTb+ts3DfUcpuvdmIf",
+	"1lCwhJDKUlFZ2GXzx14od7e27sYx1WOnx+8D9q+nB+8D9v7wHVjmv4uLU6i7wToqEQMOJSEHQH6gff7b",
+	"e0b1J3Gnwj9l40g17FfOOwAocp6lichCSZO4Vyql9VKGxm+Q4rasppeQPH0zEuRJOKb8T8SP/pa7KWuW",
+	"klZyXfa/LvtfrbUSZOBqkreOXOr1zs/bu69ez5lRDudkI5tKfc+qWeByxwxRqX6/7ZhTOmVaFSk+5YNs",
+	"Kgc8j0LZdrklNc1BxKdc5x1KYSSNLZbnduxnZuh/VVPJ/8pl4f0+VeQWyDVr1+MuHZLlufOO1nn5h4ca",
+	"NweEBk0QPq4gHPHZeBVtiLoMbaEskotEeBEVTIvKE4eZkgPxaZKhXIlY+xW7TEQa64CJG55OibMjlFGe",
+	"jMV/KymIHSmic8naSooNPVL5HnYppomwcYPLKZjliEMUJXqArdNRZ6/4TLa7s9MFRpYsMXOP0A88TdWt",
+	"hTYqf7eS6Yw+BsmK7dfbJzgRwUNp6zlgZMjTAfXS0GBaZbCxwQrrwUXEWTK4mEU9xqe5GvM8GQIp6IQg",
+	"ZPESKurwcBl5zoh8WcaILMmT1OG5K8nMVkwFZM8RYyOSKk8u6fDrAdwwoGp2mBMlm7s+/dP/V8TD8L/v",
+	"mVo7y0NY3tRZEhJrA25twN0FDq+8exZpmMWW2ubnbCofpZWzj9hxOeNpJng8w6ISEYMDfC0meVOm+JsR",
+	"TXPZqdJcNr8VZnCdLl4HxR4Fh271kx3c08eC3Qw5HqTCtTRIjg23NvGyPqZfyTm7k2O29suWQuXd5UBN",
+	"pvn9Mz8UkkWv4zZLcnA2wFti7VRc5hsQl4DH8jSU6EexnF8LxyUN3ogmwGxAQcimqdBIbmGdCbPPZt1y",
+	"+IMlGupI1XgyzQGkL+Xa/RrQP40bAk4SeGie+1Jo6UYsvbUA+MZcl+cRPxbSb+2+rN2Xe/ThgZB8fP9l",
+	"M8+SqyuRLebXW4TWWwjc5GoEvUfgwGCXnpGbnS47N38hIIKptEjbAZDW+Sg1RJwCwSwb4bGkd9sF6Z0U",
+	"t/Bk1tY5z6ea/dvHg48HbzuBHyhyhCRddi5yXZbrKMdLon3P4SmYWWLtkpbomHE5JNduKMGgyMWEXUzj",
+	"KwQeK0BWB7Z9PvLamWw47YV/pX8BBUHrFEkfF2mtSb5SGIrmeym/k9mD1l2nbpGH25Zrj/ChwnIqq4KS",
+	"SXV7F2FZcEw9JCPnnrJaWs4ckm5tpu0UUg19jwr/r5lrK3/nKtm2Ki/E2q+7S76tOnveETmt/vR4CKVT",
+	"mfw5xWySXwdrbvmZvTk5fnd0+Kbfcf2D0efP12L25UvEwAYaqTQGrnYfx8nCeMZimPIM2fC9zBfaEi6P",
+	"dS1mOpQIzg5DqSatGtNB5Q36V0wIlb/wmVJC1UEsTwpVdvJf0a+6MwHJ2hF7wjxSZcMtlpyN5sWmg6d7",
+	"lFxSlbiI1fEWVUyjUE41FV67jH8bh2HcMnR5nOu2jM7oGxKQ8xCelaqOxvcWa7Li+1+us1NrWqVHTmfd",
+	"ScDcO6XllTjdMa+1Pulf3yO6oze0doaWJ7nueMy+YqKL6gVD2ZzoorwWpbomk3RWdqKYkoyzeIq7T0CE",
+	"oWOOvdPqPA9lKjjQNFdCJhYc1J0iV/5HpX6XwDDrvKqUDwmbzRYHYmrNN0mgJLEhT7YWKN+ua/dcAs0m",
+	"zdbu3dq9+7p5tof5d0qletMJuftHkU+kQIxswMP0kLYtfFYmrhKdQwTZvNSPJ4cSoJyHKdcaWzkwOkZP",
+	"MNcFRU7NQUBbDG8ImZlfxOWlQGYuRMReCGHVVyo9Kb77L42bWfrWpchPblJK2OkOMX1tqjWbat7cuY0P",
+	"e/uSwBBq+e4Qqb7xdGLq+JFOZuUYsrZFy8fEdqfpXHoHsDhmZmSOWroQIh4119xhXXomz+Frxd/gROKX",
+	"Ls0dmSXQNCnrw7fIT8ISi8c7eJ/N/xzGXzbxjDwmGRK1niPSYw0vhdFpoUTWjlTciLSgQrB1fEAcByMz",
+	"vkySI740ywTwyoEiHdeGPxNtvsZtw2/Lf+l7EsesHd3PoqHKRPdM8Pjj2ZG5KGrya2DNVhxT9aFldqKd",
+	"ra3npCdaEfoCtnmiWYzrui7zf+64KK4D43cRQA/LWPtyZV+yqaxqeTSt/UBpKPfxp9uR0t6zS2LGYmYA",
+	"WWWSpoyMBYzpEHmaHqlblDbYJUo3DewjI9aOoF9okCvqZuwx4FqhPtLcbmKd85lmUznFCZzKPEnNrzMY",
+	"jBaA1ItQGE0ys8IYQw9eVPp8INfS8HuQhhWzaRWp+EKT4UQGqVWWawn5vBISj9zdBOQSC61wPjY/u//+",
+	"cv+auGYhqjLGpSd+nJCJFZJ6hJJqeyrythHrruSdr+XPA+TP3PjdtEJCoSi6ohJYM7qGgStvQVYZ+6XI",
+	"h6PygLe/EYHpJmGZzCw2tUMgssp17XgucDzNli0LBTtti+y95UDCzQbfLyofET9g5l0HkBh8ODJWkC6t",
+	"Xy+UEQINqoxFaH15llNeaExKiQUsktM0jVjm4R06sj2tfK6UUMIuNRYYuKBtY+5h2m+aZeaziaEQanJY",
+	"rmxWjwh9G3jHCmDjtYT8e0vIx88wNm2u5wSHe6isluK2Kq/X7XrrNOJCU/xc5HfUXMsMcXv/owHtYjC3",
+	"JhRacvG1YjxNgTleW8JcVEd7FLUYY61YXB86gBJ72zXnB1QWw+/CmS2mbK2YvtNA6hoi5ZvEDa7mPtQl",
+	"RQ0WGNZLacSaRY5PxOneCemUmPkMYgyH1Ybe3ZTrfOM2kZqlfIb0Wwh7r4c8trEBqjMLp1tbL4eWMJD+",
+	"BYEI+wvQDdI/EMNvz+MZh0I1MZ7ksyrqfiHKiFe0y07LdOIeS/iYa6Idi36g/xd1Q7ly6HhxKGMtDr+T",
+	"SKpdqZVQiStHcS0pHz+E8CCx94B6X0++ZD4pkT8Wkh5UaouVIT0MQaTiMmdqmgdIZoa0rnKaphQrRXmF",
+	"WzuggIUx7TBeQbYal0Pzdz0dQ42IxeJkiWa2MBfIYm9H5lvauzs7gZV0UKCcC9mhOt9rMZuPylrPNmA8",
+	"lFgVTIL6NlPyClDgAzPaiIBHB/o6SVMdoV+sprlO4jKi/U2ik4tUMLwwwK8NpXtAbjyQfIDGcsSSGEFB",
+	"E2Jdtxy4NAxApphkiRwmE542SG/sBRVymM0mOSqlTOh8z0x7bKYCuKS4vvYEO7vgw2t2LcSEFBvqM3hg",
+	"nSynysK1PH90ef74YYymtXr2MMaKmsXaVnVCr41WSmcdyliHMu5SEf0ALboktvHAQswVzeuFxjUmv9ei",
+	"+C9YpLBOsa1U26mkeFDdQMalvlwEI3ZnKs/AVTERerzF+IAqh1yxMT4RogVoFBaGHmtDmu5WsonINHTT",
+	"ud8CxikgcAucYAg6pm4l4pDxeJzIvVDC/yY6z3iuMiAM6vQA0QzeVE/B5wSOsaPNlCbwd80upjldF0oa",
+	"dyGcXmLZKk4HWpRm9Ekc4HwHRRgiqFAkBNSnEsoCa8hM2/7pIXgRe4WcJo/AZ2JSaYzf/ULTjEjFUiWv",
+	"REZYmaHs08pmYAerUv4R5wzDu0WEpBa/DB+yT5vqL4eaUvrAb58KaSoBQsdmt8wyru3BtT24ij1od7on",
+	"wXPloAOckG2kkJxMMnXD08X2Xmm3gPVHItLezRJ5oT71ioCEkcWa8VueIPIkXeh0yFSivBUxg62bKMku",
+	"iGqkaG0wLr6vcfiMxWKYxJa91dK14uNFpiMaAtfXL0iHBBQtMEI+KyO/AeKW00IS2GHNx2mj7IaZ0kQw",
+	"gzIcfgmMkBY6pyKPNvTxXdBQk7jTZQd8OGJJLsZsyLMsEZrdjngOXdhm5BmTQsS6V4wicENGLZnEbpbw",
+	"JTtbW0aoZ3yY0xeYy6ghkmuWJ3kqkB4KZqrUawGgndnVdAzfQcaEnXJdKPWxioW5M+U6Z2OhNb8SXbaf",
+	"3vKZRnC8PaONcpVzClfl00yKuAc/UhUzZ3qkMgTTY+brb4TuMmPGasaJBpAUncAP22ITiunQjpFx+c/e",
+	"pjB3JlLnPE3x2y7EpcoEkzzL1C3FhcZOKcKeeaG77C1umXyUqenVyN8gduNEAYsy8V9iaJFIcXNGAH0K",
+	"bW4Zi05PzvusODCbZj3NydRRPUjgvjtaSxTsiUxnsGNc4LHgDQaF++dUAMMuaVz4cQB6t4aPN5H5690W",
+	"uAfJeDr2nYNE5uJKZLUFMmYM3sl1YAPQPQeaiY8F7Da7WdCSSvLO3vwR5plwAdOmzyAftfiEh9b4FNNo",
+	"Nw9ESnOWCg4bL9FGDsyYFkMlY900MAC0G+QjLqvDwwl9uf3q5estGiH+aat+juuUQbEVNk85KLjl14kM",
+	"L31Sp46269LGWaAcvRLFibxQnx7m1X2HqI0g02tVk6dpgUqmqmgLubEY47lO5+5TASJUP9rnGPeNvKsA",
+	"kp0oqICpa/Oz+Z/D+MumlXTsVk3T2La5cuQXdI9ql+H6e3X+HlGqeWLUqV9PlZ0eHL89PH4/2D89PTv5",
+	"bf+oUE/2dJJHmQljtdE3qWk+VGPHqwZNupBs6bFIXUdFdy692W98uOVZjPkJaN81u4QJeSNSNUFkFUae",
+	"Bk3BiN9Yr0/E2EB8yZN0mokinaJzNcGRGHNKY0eQ3StGDRrdfDsS0hgs8OOFimfmhxuzX+uogswe8VXD",
+	"U7g/lbc8kwM0N4rFQiUTeprm0L5t92NgNgJsgu/AHVp7N09RKQOmmzbHizvJ4RkqTdJ2mo82+XCopriJ",
+	"G8rQ31CoBKReciVFvJFIkLUvoNN0knKCgWYHwGtoYytXypmTEb4MaAw38fcNOtM1hiFV5NLInrTqF9/x",
+	"TGf/o14O127BhGid1kf8b0rlHAO8xq20G8GPVUzzkX+k605Zsxl1httdl4KkE6o4YG0sifhf/+f/xXZ3",
+	"djpd9oEnxgNlQyUvE+NNGYsoTeS1dSmluGU8jjOh9V4owYHHEXtRYpXG9hrW1iPzWYlkEUkuZDuN2Fhw",
+	"CeivnaL/F1+V6FDSAIxVsi/d0ywfIUooL179c319A0wOiC0Uc08kbbw3fKOy5o2/nma0rgL2m46urvHH",
+	"voVsO3oMjth4aI/SEgmFW65ZNPX5tbU7RCqGOVRVxSw3I7PeFW5VFAttqRiNFQKIIiYqZ/j1VmXXGjh8",
+	"9kLJjcQB9yNgUFEGyeoJ5PTgai8rhs/w5BoDeQY8bTciSy4TI4TOjIBOk3GSiziUxkAfpglUwOFNtfj8",
+	"OANPL39gMelt37CxYzVFqY/Jzt+9pdFfWUbs7qzwdX2lPnA5o0nRzylbyrj0uCGXCo6g9WljzD9tXKh4",
+	"tnExA4abn7Z/3jF/z3guNuDYtXotI1xahZi5VNmVyjesMbMoz49GjU7kVSo2poCCokVOYgXkBIR0Rmqa",
+	"dbx6e5IHFyJV8kpjUsmZ6li6StAoiS5KO+cJxGIFaXJl79U2QX8hjIs1VDcQfwmlL2XYakLmHcyCrSF9",
+	"IgFTfslzJZOHQzFZ0t1jr7m3OFlLh68kHYB/j/HCF4Ej+WjCIVVXiWwWCW9GYnitLWB1bAxVDlUtEyGN",
+	"qIh5zi+4FhsXfHgNYElodxDwEN4Z6ZvhgH6J2BDsp1C2f83zyYlMZwE752NxnuTiX474p4Cdm5mAuO4k",
+	"U/EU0mpkwZAUsdlS8/A352fvyBbKFVR9h5JrFv37hvllA1R+xJSkPHHKc5Gx05PzfsBOP5r/s99/8yuM",
+	"9+3B0UH/oMt+B1/P+1z72t2t7fvJniOY5KcROfDs5+JQxTVdJGiO1NUVcDp1W0FrJHgMec3PrXORb1hL",
+	"+nNdHTRtJNwt5S3ULeXaqsm+L1/ZXVtLwq8kCY/UFUvkY0o+NV0QETqQcTka5Mu2YSo4tUXiDu3WHXrz",
+	"/GdW9HT+KLe+4gE8ABfQ+pz+QVzl6H2tsMf3Ehgw+xZ3QlMgYCwaS6r6c+kGV4ZDr32hPR1YWyv/QbSe",
+	"Vwn050/Rg6oAnimb/4Y+wa1CMe8LFrfkd9Xnlu4YfEZuRazas8eT4kAwtEQzIWMRU+DZlfxKgYCStTEY",
+	"8Dmf2D0qv+QbjcDY4TGLfbHONf0t2QIRkGtSnIimA24bmJpNiZOJkAjthTR+HpoCddcO8CF4IIFp1RwD",
+	"1nY9FWx36yV7d3L2y+HbtwfH5A5BzWcobbwQCku8dqoLMVRj6CpgpY6ILjvz3lZUsKRgYO1BPzAEdIeU",
+	"B8ESTwY1cRBnpiSXdXnYPXyiMztrT9UHio9/JhbUVcK8ENV9aD57nSv6y/g3dst6wdNHc3YgaLRCCPiu",
+	"uSZriwKPLz39cZJNaOQsMm/uF4s5MzPxxHZO6R3fcBT4tIgpQqfwOhz8HSSLxhPLMvo0EWFf9YPckCuk",
+	"jMz5L9kMfi1MxX9tC0KsN9dorJs1giKRV50uUB9DZsnWsLjccu1RlvFv3mufO9rywa8Y+XbLP76zA3D3",
+	"SgyzL2Dr1dmxC0x5uHy2+dkqvy8L4zLUT1xWi3OnoF4dshptGMpmdXhcrem4l9ENZ2UGhRbLOo1Opxdp",
+	"MmQjnl7aLzSjeqHJGJjwJGto87Wzt7DZ1+vgeb175waeczHMRL7i6OaaiTBgs9LYtnd+ek74hFX8CCsg",
+	"K87EV4I/+K61KZ4Hz+BmFzPmbd95jdqgOaGI66pRWrwTPJ9mgl2m/ArN61txwbxtgZ2etkuRyxkE65Ir",
+	"qVkiu+wYXHuzo3giNdOw+3VtsPcNjuQpaWBBMuB7lu1N+ODuN7PeJNSyqcyTMY3OW2aaO1QIgKpw917n",
+	"o0RT2hsf4LdFJcZUGovxBYBi+sSC0Dkwj1yhhaC8NWI8tKOZmmaDTKUCgkSIKSe9V81YrBiWzKSA4qY6",
+	"3VCe8ivL4xxN+JWg1tWJyAb4z7bF49x5Fbj22+2trU59J28AbX2hXNDK28Bq+B5ndU75fE/tj/ANS1kK",
+	"jWQmPDxcnr9d4+OVXWt7vmjxm8m9mg7VGyBL1w79pY0eh+vIR9qssQte2POW61BG0Nofddl7hEnhY6FB",
+	"3NIxYVOZ/FkP/IevhfueKiNSvOGZIpX07uWhSpj5dTLk75kMgW1qj1/diS40JqBKLQK7x3MIpxJBHMpK",
+	"r8vOCN4U9NXu1s8sOjz+bf/o8O3gvL/fP4i8LAqKA6DiC6W6lQ6Fo21hrZjKWOxAtMeYM+l02QdQwzog",
+	"gAI04KZEmRXQg3Ol0tBMb5YIAGwSlyITciiofXmSDMGuA+ljNgR8luMKwYf4+K5U0t2MoW+Fzd3UIy7D",
+	"YXxq/LBvgYKTQLq4prn/9nHk7x5E+VsAzy848k3A8niwrFtuFbacAYBcp+bE71mHR6RasCuRN8M+fuvH",
+	"YyVt6mvSNbhhLbjhSN0u3noNlTT1uoWwiyrOVXuS8kSSP6bNvmO7Wy87XYYAN5BfF2msQwkQ3lgO0szL",
+	"9Whb86m6vO9uZX7lc2GbvL8XS3MNavft9ISvbpoS+GljYOfu+ssP+pD5iRzS6lYm8iqUBbYp9D8lBNk5",
+	"FwDqsjsFakJZH6lZGHshSL+HyangOwzYwIevErWBtXlhPYm1nl4W5snn5myVU5im4w10up7qKJZdOueZ",
+	"YVFs/QHco6OXyGE6jcUAaYn+BXlC4TbkKap7dCgvbFEuhWMvVZqqW9Ym9vaLGcZylRQBWRP27xXLRMl0",
+	"1uk6JGDkuJBU3mcjsFBPGPFJMrgWs4EWebTw3B+l4zc03Q8++5WgXaoVS91OaJ4hVpmgpgRdefZLHQck",
+	"/Vo9IGx1ubgLpVLB5RMn49wUriJFyhOwliJ3kSJ1IRlPpnyo+7k5qHwHn6DLzm1ZbqJp/0WAEzfVBBoa",
+	"yggfLuKIxVliDmU7yVmGyKXsMkkd5p0W2Y3IOgFl97Bk1nsfJKAAPD2UPv3QMcSokYEx+XMqQCoRzh0J",
+	"QQiLvTk5fnd0+KYfdbrsdxRcekBHJMLBSnFbnilXFezRFVucWD1UE+Fq+iaZuEnU1BEgs1RpvC+UZuBd",
+	"J30irMmrcPCw9v7B+cbOq9cb7998KOD4xhyKHK/FDAV4Wa4tCcO7I/htOlo4UjfIZwrpe+9fHtYvbY6/",
+	"otO1Bsf5lhIINaJ9uWRfYDtufh7eK91QK/73MFoNKOS1hkwhyCupeoYC8a293ReuqeA3QnsC1ohCNUWc",
+	"b7ykDQis5i4ZykuepkhRRvWTNBLHQ29ex5OUbNXjk8HR0YeB0QWH7z+e7fcPT46jzpIMw2PJ0WDF698k",
+	"305uoryi31OO4u+ScriXkHiMmPBe07lvA5EjmIahrNqGiHFRMQo7y40+n3IylCfjJAeKFwg6A0yguTnJ",
+	"kJhwj0XQdB5huTc+GHkIFHwpT+2tbY7/xS5UPqLotWtaFzGWIWEr6T7YAIUdV2K7JC46JUWXQTtcxTAO",
+	"JbXBl8zOti/74FsTEnxxAAVNkRM+Xe8+HAwfG8lKld+QBC6ZvVeJkaRl23dJRP55Jd1TxfLvZ2JufX0T",
+	"08b012bm2sz8ismApzEzN7XIN1wI6vPD4w1797IzId7gu/E+08nGbRJXTcYO9A9YSPsLFc8soXDppZB5",
+	"92R5j2Hg04xbeJgD5bt8tl4Q86Fs+8EcqeRGbVAQ+YHTtD5k2CnCDfDRAUtkKIHrLuNSI9tKlx3GYjxR",
+	"RqDV6YFzkb/Fb/nrWr0ri+LS/AZMqlvfTVkbv88ruj7w6wbB5a/SYwixfCEQdt+IiKGSUsAJ6wFsSCZ4",
+	"GjCgsOGpHaM5uu0QWGZnRXgPOhJP/hG2vDry10xN88k0x+Yc3SnxK4HgQJs5YL/2+6euj0kCbtGF2QFM",
+	"DzMhJDKeO0IPAZXAaBqWpywTHKmgZDpjE6z6p74oolk0rx4pnUN2KUrT8cCylMNfjT16UhXh5UTUQnFu",
+	"/AXyCJpEO6uLIPQh8KpukhiIBYDpHfPGRJGOZCWWc8mJux5LctcxBkwjEBxQ1z0GqZLI41vBRwwVsbfD",
+	"PHo8J5fYyAYPKGLBbkgWDaJNng+uTDHWTpe9wXmVROJC9Df2GbUsk0L/HUS0+cxFYvp3nyqoIJz5i4rm",
+	"v3ofKojSZbaoTZAvaC7zxTlVqz1qyvykSIIDx2+byBDhuiCU+E5kDZQVrpMHdBaFcqWCFfqiv2HFCn75",
+	"Kslm2hXrLPOyLPPYbaaVe5LulD7ueyAlGJy7mDHxiQ/zdEZsaKGMzBWDJI6AK5JoPtpSJMa7CiBqFyAq",
+	"NtPT4Qge2GO7OzssgjYICPEPDs7OTs4gbIa2yZjPjLMYu4LWYqx7aAc1tlwAJZ25lUvm2qX2C+r+RBdB",
+	"OdfAuGosbj+Ovd38beZty2N8zk4sO4LliVta5lEyWYfT1uG0JzFg9o1IoI22Sk0fbcnNz9PHzMli6Imk",
+	"DkiqVCvqqIKeLi3Sy1C2Ic9aWD2dLjsz10A2VxLhfeF8kZxDi4dcmRqHLJTuIQAywbXlzvfkX7k9rR51",
+	"yoz28eTgqu7Nx28o71oILEi6UkvcujHsu+M5goO3SC48RirWt2uYvk3y4aiwPS5EfiuEZBH+OwolUnGb",
+	"O6I9dpVxiVV8eMjBmhraDKYVBi80HP5gsVCoD8BXsrfsrRir/KFCwstaPqOQeNL2o3sYWFvPYWDZtOXa",
+	"yFobWV8HaNjKNpJKq5hb1H2+EKPMdqgnY+Jh57b1QeeZAA81kWkiBdZtWConv+rihWYRPWYwzdKos8d2",
+	"t3YL+ieMMY04pPqcLUUQHETgpIVnmTV39p7SFz11gy/MxuYPZdFxqbIxz1u91kUiOfQjzPEb1IkKeNY6",
+	"8rIg8lIAAkzc+q66uTdheh/JlyCPgLLK9mi0S7vbJtZDKadp2vEzzD2HP1NUcBYIEJh6sRmtJfWXX2uj",
+	"P7lRb7//e7Lo/x5llPkqp+5Rgp4fpmmeTHiWs+nEqH5MBxhdEF0mqYgY/Nbe3doKZfTL/tvB2cG/fTw4",
+	"70fuHCU5IdobicsSzWKRiyFUQ2ZqDJ8CCLY9dnr8PmD/enrwPmDvD9/BcH4XF6fYIscJotUMc5aPjD0O",
+	"kBLt89/eM+oqizvWKN9+xaKPx+cfT09PzvoHbwcfDt4e7g/6/3F6EO3ZTEUoX7EPyS+svbv9koaImjTR",
+	"tjwSUtLXYpITAgzXWuS1ODDSAS1rbEJ0HTa0QvVOgZnSxxYaTUb+2C7lptGGGzHP+R3taxokDvubhBko",
+	"RLgjVy1pgDXywNpwX63YEITdKnK2Dov79c7P27uvXs8bPgXI1KNmeffZZSbEhjnXTF38lxjmKLUulUUO",
+	"1lS5p3GqCmKQxEz2JBMgqPdY9PlLRFz0gKbFbrMkz4WsE1/Osve+6huH7/GGutT6KS5dewALPIAzUT4o",
+	"pc1QZ5RM8wcb+l4jw+0I4nm46dtSsbHIrgTq81BqkSU8TQCDGy8Z8xm7EK5a4fWrVy9fowHC2k1p2Nqg",
+	"P4zhKfb/U3BW1A72OUN1dziIZIvNn8e1Fl9r8SXpDNj3q0unqr7OlUofuR5LCiZkns0A1d88nw1Trj1U",
+	"6VCOuHYlZSLuOTJ1KPI0d0BHvpmgGDT8PEiLq+3EMaV8BqjUoYRGVex106xtWUY2jGsWYy+aZmOur0Xc",
+	"KdWORea9AxhptAd2w4Rf1Xf0u+KuPkzeN24QmEHeBTgI5p9AQ9dmwV2AP/yZW/nsbX42//Pm/2PvbZjb",
+	"xq3+0a+C8fzvROqlZcdJtl1pOh038W791LH9t53ufabcR4RI2MJjCuACpBU1s9/9Ds45AEmJsuVsvHlZ",
+	"dWcaSyLxjvN+fsedu1+fxFDoR4d30j0NwNLw9W4u7kTeuC/hAl7zPLetPO7KChP5AHHXTMgQd3fPQvGb",
+	"l7HqNKxT5/4qwy17INDAHdvfyYN45Tfgi7FL4nJtrZJfXthAjayMm/RkZkkPGl+G4+BuD29WyER8Z2Su",
+	"vZZTC7+jtIv6jT5gAYFz2DJZjlopFxjAyeZ8MYhVQtw3YZoSu2+FKNolfoGZsh6U+sSxKTHHsfYDFJEd",
+	"MsHTKbsVC2aFKmPVStJuUiFsD7Qdy3MxYomq8hzCTLliYlaUC4bOLII8cHOIVU+qqTCy5CoVzAhbzYTt",
+	"jwB6jKHzTpWERkQ1cUfuu8zHOzhhgCV/ov8lOJVYLUkObvz1EpDAjpVMBuwQfg60M1geMpHm3AhMFcT5",
+	"xYpkKSyL7BqPvEn34AAhhTQaf6W9zzTxrrDClF8CqXyKkIvW3D6nFof9b6S+wcnfKm5bxe0RkEKBHm/I",
+	"WpwI2cyJbKRzrw2iaGdTdyX0RGw+lemUYlVBwWo4iXFc/nVTKQs/jhifAG31XMcI5DgUjaEw/B/VtWcM",
+	"MYIeRv5hh2qxVHMRPVepVlbn4plFs+2uqRRLpyK9BfBGBLDrrk3wY8ijbubnPRnduBBW53ci2zi1eRkh",
+	"SV4zrha/SeT7jLESzXT+Z/a+Y7fugM+4zHcfqEl2uIo5SvXGAxb6SsFxcX0t0lLeLSWTD4P+EyvL79Ac",
+	"sFx1PEJf7AoyKyImQvzm5b9ej98eHp+M/5Qwoe6k0WoGEs8dN9ItFmXYhMqn7ra04ANHLPE/AiQqs3xh",
+	"g3HEXSzZtJusOetvucyf/pTXvTwYOe3ufBeCyu/F8T6320BX5Y12Et3qSjQz4rnM17sPOs77gF06waMD",
+	"Lpj1goBKir2+E8bIrOMAxyqcYFQ1wsHtrx5XJ4+KXbhsAKuxDJo5BHUhVuEYJ6zUAQwqaA6AIQxVTpcF",
+	"+1IjzpOj5AgKSiCliZ2VRRIrDogc+E4y1bZMsLIbCoWs575SfCZghSJIQnMHFjitEzP6Iz9qt06JtU7B",
+	"ULFyv7FXf/kzttas4HNwwJYdJqznniy4NJaYWZnbJGIvv3tFn127/UGsTmtZ3vHKkeNnLDk/u7xiTTIH",
+	"qAawVk7R6+ZiGIe8dLmfKty5ebs/i/C9OXmho/61QTRtheqn9YY8iuguSR0PgIx002KhAEHZCJ4HlIlS",
+	"s6TUSY0vskYE8YBGNW4CwWB41m/InpBLENHJJAtTQ5hmJ2ynUFp5yBJHalB4iBVI9mhictIKl3llBEsA",
+	"RSNhKTdGEgtptAZ4GIUjoLSUTRiTZzZWHtmjxxmKTI7usnLKS291QtiSiFUqF9YCwjri4SWun2W4EjCR",
+	"aCViVYr3GNWBykiN5RLG3kOhqVFCngxjKHb7KPB+N6SSyq6EBRnpiQhos4vPRDx992dVmeqZeIiCanzM",
+	"e/l4WTr+uqWhf0gaegliGXMUsKPkfJNeir1cp4TctE5NO/FPBKC1lmYf1VCbTqcnjI7Jgsls0Ol2De09",
+	"pWrjO9nEaxqW4GtU18GDqeeqnkWznDQJ626f7it6mwHb8y2MllD8TSUY4ax6LDxGoGCorQ/WAOb7TXgi",
+	"Ku2bP1ZO3fq9Ie6p802AEvzCbsnxHxjEIK8vw5rruUyRH6xje4g1O+D9Zzb0EMTPzhqW6L5uXM3H+ZzC",
+	"pcs+u5f9zRY0/YsCTX/4hK8zjH3MOSYY6k92jr8I/rT/u/Mnn2f+FfGorfPzC7LTPIKxbZIt3tYtnoXE",
+	"tJVs8UYKuCKvihVlZ2L320Wdt/Ztp2V/Jh3kbK46Uo/uPQQPZ1V3JEqPvIXMbrDxyJYesfffoKzylYkQ",
+	"epNztE6J7c4BhtPjvsRE4BFGeN2f4wuG1lllS0jBUf4id+fFtg/Yk2S1ftaEVup80/QXD0Zg4U5u1d0/",
+	"blbqJpf5oaxUxy+Mdjd3rdBwjr/7ykOdJkrWazqoPfMAD4QVZb9TaKB2n5JtUBcPp3jCY1+jcRLCJ+Ag",
+	"hNV8nGYYkijRk1Q0N3sU4ppp7xE3BYMRButyIZv7+ulVPmr9s2h8Gx6nkKjYPFVbGv3H1N42uptIiTPJ",
+	"10fydcR71mXQKyXeFxDa08AnsW2AksJIlcqC53YJuytWVmAwqjSsEMZCnbnweKM0EMXeTsUCUgUCVKO+",
+	"hvrHc2GDiwrSAmPVAI3fqwHjR8yjwmMgkS937n4k0AHO7FQbTC9k3Bh5J+wgVhgBEIrhGVEIXkKFdagv",
+	"zpIw7LHM/v1zwnrJ39pf/fVFXO3vH3y39O2fk36sFDdGz3F9cmlLirUqp9o212/AjsGBD5AJFuXbIArj",
+	"uj6z7E5aOclFrOoXh0w6BlqVnomGh6kqsxEsM7ooRMaszIUq80XtyAc8SuOU8j5EKlAWmU+EoCYpznfG",
+	"paIKJGDig4KAPozMPYNha2Elk1upsoTRCsSq1BBJiUA37rd1KZ5wqQ/hvD3aQvhoOP6VuvSnMF6K9LBw",
+	"29xaNM56D8+IV1OwSQidsG5doZbJ8dJGInLP8k42Wh25TdzV17u4b25Xu/YO10y857PCyVf/fhH9+Wf3",
+	"uch1JpBddVfHbx/OVnV8WYqZbdlMpCq/e7kT7UDpnmq2M3wezCfuhN4IoJsz/v4YX32+vx8e4MbwhfvZ",
+	"lgs3RGi1Y53PIJiRqArVpYFTsaa8v/utNWyh3Mj+jeafnWiHV5nUO9HOncyE+zfTaTVzDDraAUu1k1yX",
+	"bUBP6QyBY/yQK/tMCSRI+poWo032fpvt4asstdDgNj1u0qm8E/1mJAQwtXv84h1sLelQ5RvBYSCeEnZl",
+	"w+6A6YEqULRYJbdCFAmKrkjtkJrJJcYY7vkq73OU3q4YM2IVrBl09jxwCJLq8CsMFeNsTRjvM8te41u7",
+	"ThbqN20hWPyOKLnrNoSETRYs+fHoiqGYsEeBYZB2ZxPWg7D7l89f9UdYg1r+R2CbSpdMvE+FGzWGr713",
+	"RML14R509xQS63xuim/pBdRqnUlrAWO5gfFWu4z2gSH/RCkwtNw9bSi6133+Kxam6iMn8stfilmhDTeL",
+	"IUtQcLFjjjHK7gmk5rEiK1MpZ4IVeeVFnVtRlLvYlhFuHSGW++Alm+rK2H4I0g7dUXYw49cloCfwMlYU",
+	"cCfhAcBIwkFT0DEsMqSfw6woyhqnhAUTZUn6LU2AghNrbpt8cAd3yD5AY7/+2jjCSsxxdLhbicxg7vMp",
+	"L6n8YuCzlpX8VsSKW5ZAQ2OZ2WQ9iFzNjj/GWiZUqjNHbB1/IZsAvXWFxPhPe39CQrBhmHQY02cquEF9",
+	"36+w4UmZc4/3t1XZ/shmNd5ka6u8rMui9uLld/sv9vf/UitybQr9KLXOnci3x2+PiAE0SVJC8Jc2Ql2M",
+	"srCCkB4FGhMrT+mBF0hFLEpfU6a5E94YzhiFV8gSdFTyxqkOJcp4oE0gn5QmVsGc7/meG+I6zeAQVyAc",
+	"oSeNRkS6hz1CZ/fd+UPCEKUVLoQhYfbrs/+FqXhmSQu9LIDVB5MiwO8J3O8yNWh9axkk3rLn+/t0Q0Dv",
+	"KZlWqRgQe0rYVOe+9qUNRexRxopVyhWzQkRegNMmE8YLPAg0qFNMgEq9ICQNk6FGvC9w3MsqPCoCTm+s",
+	"fCFFGE1/xBKSXRI4w1RDGQbGS5ZpEoykLSOsiOkNKNrAbXA/Bw2eEgnIZNJDVTPlFvtmUmVoLKiknbo9",
+	"gvxc0rUTx6/xHgX86LnGH2MFY+vGeIFdamvXT4MJV3f0mQLx20O4n1XX+Qt4uLywF7Y2hSKnbvsm9dNb",
+	"hv4HtcHC9hO16oR8W6WPIPVnwsg7Xso7PO2bEkqopEc0Dr1kujKpFzB7oZoMGPEG7NzorEodFalVAtAe",
+	"HTlDp/iQJUY4Fp4wm/Ic0FwcEb52mouyMhMsmcusnCbsPUumQt5MywRyST1yC7eFSEsGtCVWPV6yXEDx",
+	"moamOdfN/NARaTZVQV1OxELTPcMJ9aOgZ+eLWBmx6zUHSOZC01QyYkmq1Z0wZcL8I2EC/iHW8932HS/x",
+	"2usgVskvFc9luUhY7/lg8Hx/v8+Axgjr3v/fQtzA7Z+LSeFrT2OSGWQcyJksiSS4txZBq8RVdnQb9d4l",
+	"zXp5+/dwojYZQfYUch9dlZbyhGeUlAVbhm1Dp3TjANcrkHbWowrPsLdgxiVluiN/Npi769Gs2C5wO57Z",
+	"2mQRAZhYUnAjVAkFKGuV2h9HmUVYTYlAgWy7LW84gSpIkLTfVNLB6IxaeGfyGCYmwL16Ewa+ahpehlCs",
+	"YdUxqyVYTXdmIhvvP5++fzU7uP1L9udfvp97o2PBy2ltc5TZzjLXauqpM/7+RKibcroz/O4lWEv9x+dr",
+	"TI2fntl2rs2XrBk3jp5Tj1MYf7aNYN3y30fA9/DmMYLyRPcq2PfwYk+MH6FPr7DkNby4dqY2BxvMcFGs",
+	"iMcg30LJk7hMWDDCbpSWwrOcGtDgCVQoaSJYabiyriWROZ7sK1lMAEooE6nOoDlkE6s1/0m1qIdHJblp",
+	"bMk6zJM24TkrfDbb10ebn9KMsLJCD6YGF789ufFbx4F907xVIdn1kaTACSbr5fHXoJ/bcONnXAG8gL/0",
+	"z+yKf3hIHoB1wQ8ISkg4sE70MaKOf/CVJLXxZSkjcvRQfMQSOhKQA6m8OxnG5A0XkILjREz/qxPPV2us",
+	"0ZTqdxr4TQNyeQ0ZeigoobQlvPVqCtjyXvRHjN5Fh40TGm2sWu+Wmik9f4QnJsBbwuMIXNkUwanauJNX",
+	"HcX0lixHyRCD0vrghm6QgkbswT/dwdjKmIisgOviluRzwdJsIlr6tKivJZB5K1F+EbgLGMkDYFmYJr8Z",
+	"E1G6lNeyAcSwPuN3WYIcBSBdjIJrNtUO5GI9R9GAgFXK/ekU5MtqEtq3wbZc6iqdisyxBCTlCXaSeeoN",
+	"BdAboJFzHqghK3Ws8PH1JQgP8/y0NefPj9fd2gM2d7PKtkk7G+T95vlKwKBa2lt/5tt7/vOv0aZ60gjR",
+	"IVEQ0nPV7mHATlfDOylWbiW8E8rvQHjn6KGQzv6AJXhVKKwCnTVuKLHCH5wkZKPwGMknMNjwc0BZxdcn",
+	"upyu80ouX4rfO2IxAIHT7NqXAvH4YI7wUJghmjbXRNthU614OxI2Jlrngqsn1pqaa/qYGLr2EfujBc99",
+	"1H1e4WV7but3eZ4/zqF7KUrLEvcuyPZaEXPrOJVLPA7j7IBpxWqq504nWSA1J+T4ATvVwVQ+0dmi6y6+",
+	"5eZ2mUdd4Cn+Xc6pdQNwPIs/zLcqinJfuqwzaAHu6JaBdTIwt8YPsy9G1GvzM2+bMtXjpLm67EvDAVbH",
+	"4TcbjiB2M/M1HyaLWEGonjZYCslJ7OXYUVoyv9E37pke5iPULIFNRMorK/C6UDFGUutjhTCv7M3RydHV",
+	"EdyZ/sj1DkZBXU7B6mgB4ZBGI8Fp1C5d7WVIiCZ0jIZSBHhrXs2KKZ7X1DUx8JJPgQYo4a5yc6dIZ4+V",
+	"EamQ4Ic3AuInO0MSFfU7EQ+w3fauHWchy7Ax7nXcT7Y536N08BX2/E+pljufiIzhzq4bQeMkdAa9A7q7",
+	"m7Q3K3VFt0frVwGx5rVpBCbfP5KlJXlUqsCXUNmndVylZTfuKP7O+v63HuxY300MWH96jWKJuOo8CxoF",
+	"OsZBq+gPHpTbWyr17yUwNDvdBPOwNduvFvdwLdduz+/e87K5VHqILjuez/nC8SjgMWhtXtKTrhvnCopm",
+	"xKpH3mkfKgg+Np42RVj4SsI35JCrLLY/i1hR2SnED8YqccPY++D+/zj7tS18QPWNNoW61nmu55bNtBFD",
+	"RDC+A/aur0msdkMkRMdYIZEORRojNp9qTJUvuYEJOF4OPyZsxst0Knwki/suamQ5Js1qJLFqxIbwspnG",
+	"Aul9NuT3rawoxL9a1iM1Wht0MQ6x+Vi5n/sjlogZl3nLROW+wBVkvWuEJ0Y/C9UyKbX2df9h2gH2ozu6",
+	"cgheE+B34EcJAaOAXlwnpQYnC8VrNnJRRyz4dmP1cv8lOz27Gv9w9u70zcrGzSGzkwaGye224aGxpS6s",
+	"x5OW6mbALqvJLq01Tg8WccGUdjJbSKKF4BuocNWHKJ7DWq6yoeSwkz9bo4FKoDCWYZA9nAAIEdkhhIfP",
+	"RKx6LekzaoqefRZqh0FyCe08xvG43UqaKhw72N8fYfxZrFqjqR943ul+WSfZPV3czDpq/Jm8HOuHc0/k",
+	"ucKgY7etrdWm3aWj6CR08o8A5/iUcT8fM+wVmWwbDLR13TzWdRPETXAkf6y562HE1sUKfDYy3g679og5",
+	"ZRxT7mS2Caprc4APqbHNZ1c8zqq8Bo/zn/n36YvJwe1L8XVHznyEDwioSLaFmP2S8OFUe4sefTXBHP0Y",
+	"U/TH3c6W2YvHqnWsfGAJWLKxHKmThFDRDDbvja3UzYmThXp77bukicfc/QhiiT6D6Xx787ts9Mv3fhOT",
+	"fJFXN/K+WNyPKD6IbToVTKhSm8WQTSqV5SKjX0DN17NC5qDnY7I/1VIU5CntVargkMoqvW5JL7NMGpG6",
+	"dvsRsyCCOWXZ5tXNwClp1DtqhTOu5LWjDQnUiU5WC0WjoUFahqi1DHNpHanJeMlj5S6YkZOqdu3CcO3U",
+	"aeDY6rhuzYfeOW2MBgJa/DWHyZYa2se369LTIWDPJ8IZwa2jO8pXLwITPrvhHkUC2x7Too19Cet1/vJz",
+	"2uWnhFWDLjaxqYVz8ceojQgWuPp0F2Er/LX0m3Nf4ZGOKlw/+sMAB6ZSgLBBVRDXHhDWC1Vo3InrD6Fq",
+	"Vi4oglZfEyxQMzYVgtVTnYn6orMeZlthZa+ElSLPbfCHUSmvWFGjqj9gPwhvARPMXWwMHwGomRpqJeUl",
+	"z/UN6yV3wjhyl9RVcwAWi5fClv0oVnfCyGtJ1pHLfxzuHrz6LmJIMxAQZC3VYLzUM5nynG6yv/AjBvaS",
+	"Rax89a3u16VlubguGYd+5twOGO1ga3LE9ilYTNzBejRoXC0uDdhheMuXFfPST/1GTxtPRvuN7fk+Vq/P",
+	"Tn84OX59BTSH2tGG0RK2FjaUa2+lMnflrY2cQBaoJwxrYgS/hbpvVS5gPE7McWcFpTvqGxLiwt4G6odb",
+	"BfgEtprFShtKMs+lugWnaDIY7CVQD1oKi2Xc2kS0Hj0gPCBIixs8+Vjr/cLEOLwYuSBABR94B7s3EVOp",
+	"MtbjM41vzhgHij/hjm3IG8r1g45pngxA6mKabjnlqtEl2UuTuNrff5E6bgR/iXGCr1myftqSl2IG9tk6",
+	"/5AR0ARacIdUdM5db3GtIQh90RiTqZTtjwKuD520Gdw9vyr73zdWZUbQN0rHyh+FurYu63lqQb+NK5Mn",
+	"uI0QSZJCPjyWMkXjcKgbCh6faVkWbsNi5YekDew5GMjkjeIAdoyEZrkvLJ43vhULDx3Uj9ir/RddrOwY",
+	"bwNetyeyUrb6+ExZfb7zBwBvSdBxhCiQCU/Rvg6T3vcPv/Faq+tcpuXWpPdEqgMd+JrWLrPjTlGloTvs",
+	"+ec+lQ5xn2QTq2UCsirauOvZH7LNBZtY1fk3jRxCYmi2xUL19bUwtql5eJ7ruEQTu6e+lJ4Vh9Sj8I5s",
+	"3F2q/U/9SMtSnqIvk2XS3rJrbVZnX5Z5wqxINXj+/Aq8+G5/vz9iyTVIXRgd6Ausk0SgiwVWQM0cBYkV",
+	"PRqxxA1HJKEga3PyS7gcFCbPFYQBGGwUiLhrF5lOrJRmmzIddFhGlMEJc+kHv+JKBiU0HeSFpG48oYAo",
+	"TKdsrIGq8nzIOFPazHiOvDiC+XBfc3XADkHp8+P0Q1/K/YTJ4wlz86OJ0475gb7afxGry6OLfx2/Phq/",
+	"Oz381+HxyeHfT47cXjjeOJ8uBuzvRs+BaQbxRgmR3afi+Qq6MLAI5CoSt2wD59cIlFnRV1tZgXya9Yqc",
+	"SwUfKLZDQ3UaXUx4ehurqbblEKrV5O7PiD0/+PNg3/2395eIDYfPIwhqzsSdyHUB1dPJWevL0ZLQuyrD",
+	"OLkG+AxweMqzDTPx+Hz3CAhWYOHM5i1BS+QQkRGlysR7hMGAmOt8gReSs0yUuDkiO3j16vn3DcGEgGXx",
+	"3XcXJ4QiOLDyJokVLwqhMlTe3VIXvJxiCp4TFb97yaCMbwNQHxulL8R7npbUNIB39UmyfUBYahwh1qMz",
+	"gH54rM3hN/wZS+yUH7z6LsGCoqmeCYK25LQ0zMOyLh8dUDTYf12enYZHWPIh3vF0L94Zsn/Xn93HeOdO",
+	"qEybPUfs4p2IxTv1Xw2qH+9EsXIPA+ELLdFnfLwyOf6BE8C/vdoEb4Te4HjFOz//6v5LRo3jbkSskkHJ",
+	"zeDmP5jEOfiPLBDAqq0TsGskUp7wDJxMlvjNN1pDxIRUmLSpi1jhC/2IEQlh5dTo6mbaVSmaEh7b6Gt+",
+	"a+43y7wObPaJjTPU0UNypb+OfwjrDFDfpqq/sdTzga7F/Y7Mey0362j8w7ILgbK3rTJkfXX06VYsKCO6",
+	"JZ4gZQN4npzbKSuESYUqCdUni1UvoejlME2ezsT/c/DDXHB3B5N+HXrdbDzIjB3mFpVhFhDaSMkO0LSq",
+	"jnyskNY5MyLVBiuUAKaN1rkN8clAdxdgPmVOaPEkFHOTGpuIcPS232VbcSy2qTC1MrfJxBIrbCgovBi5",
+	"Rar/sjUPNPsQ8SRmRc5LwWwp8zzYgdzaeg2SYq+a0EH737PjUzDCjC+vDq+OuiOx5ZICfK8L67y58UmD",
+	"bicPHAPWS5Z3fYQirdFVKUwIZyPrkuFzOHUD9kZAA04m8Q/FKvmff/Pd/+zvfv9z729D+nMw3v35T/7r",
+	"/t/2Hnzi/yRLOOw77SF2O+Bo6zf1wh08b7vhXnyR3veG3l/VSsYX74F7tLL/zcduyyXNe51PwF2kL5+1",
+	"tCjMqEFdAiz6Kpk5P7x6/Y/7eQ1FQaKAHsgudUy5q95b0DAB1HLMM+v9BoQdDr6DRUDWQ1HyWXAjoHxt",
+	"57yIlVsZ8BaQNdp7BnLBAwc04k7qygYlXyoGYx4wKL0byo80xg/+C0tpEfdCZjyKfcWKL3laWdvPWquv",
+	"AbdBZet5ECCZkMSuPs6N0I1x7vre8rDPy8M+veW8ua+fKZr3UYZzX0nA34ZvMQZ2a2H/IiDpM0DQUyuK",
+	"w1olk6zeu2T1/rTxOb5Rb6OizmqzJ8GcBqPQQd/rP20sLDbjC6y2UCuAczFhjQsMdjnIz3ANlPxWMHF9",
+	"LdLSG16UeF+yYBacUx0SzoyARJoBO+LplGFShyf5scI25B0hUqERdFLJvNyVKsQMALJssLkvvUNtuoEP",
+	"2CWUjIhVvTR3whjvnRXqThqtZpC3M5/KdBp+t76CTGPhriX4nN1zsWo/SCOzuBEzLvN6NwDBvA6ibODN",
+	"JnvuyV2KtuiP3DhTA5WLvMs6whozaIcCOS20Cwk2AWmjXdcGLbCxaswQZQJCuMHCNWuQCC/w3Fz6M/qU",
+	"6OLtrh5Mc6DnAKKes2v5HkDhM2H+GFYtKCja4T2z3VcYpc5mZUM4aY/WPhLfTcJmvLBOVQAik9ysHJYE",
+	"3Q54E5EOxepWLJ5hpSZ/zaSv5oIYxu3LBCfYB3o0TnAfEfw0uHsiiHBKp5QsTyjJ2Cb23lu54kvXo6Yn",
+	"hFwN9t3+IFb/dBMElw1gDLhbU6kAoHGY55Dsj7L8EOMpbpW73LdiETEOulRTrg91omLVtWbR0oqxuYHo",
+	"FVgwiC4J+HxLJAl9MZb1eKyUuEEIR4TEcI16wZ4cOK0xodcI4nXKsmh7ixh6iHgdVoLempWJvTig0iVS",
+	"ebeJa1C855lI5Yzn/aYaEatlPQK22QfwhEOBVFSJOc7bEkh4IHFN3sL0tWNF0rLC6FRY651W9FEEdkhM",
+	"ug6hpfCgkogztIrMaa1200Uan0riXqGNn6f+w8dR6IYUjvdmW+Xhj5lYBlKkNgh4usK3uniTk5Ot4AbZ",
+	"08aVmQ7trQ0u8hAFjg05YnAnM6otOnVCJZgAIKT2lwR9GZ5QaSXYdc5LlrgHEfUsYhNHa2wKMjHCrPlU",
+	"4QSApkOEI9qZMGYWC0HZWEGXgEuzKERCESGuLTuVQIXDCCNmNU1jKsuGMFsH8tSPwrj9R1+sl9zjU94E",
+	"CECRXogBzBcQaORsRpai0lQKLo7jAgf7+7HjdYanJUTEIBat9/q7BXSTycEOMarr1vYco4IM9T6tKS5n",
+	"q7AtGiGdJpBqZasczGhcLZpzsmiHqtUqykejF8N0u3Fn3Xaf81yU5YN1DfBh8POP7l0PVi9HO2FoycCz",
+	"hPfySxfo23pImbdUE6xGtIJTE2yfB/v1mXu131+HMgOnsdUzNbAzPNiHUrOILvNq/zNCzeDSP8RM3Pz/",
+	"SMhzdG6JaDVoIy6Xp41W7LmZ3ksdW0vhKSTdSFSd4aDrbjrhs4ERL2NaTZ7ZuAFJ8+7iJMjnAX8EUCV0",
+	"IVPLeksQHYDGkEQPQ3cclyzlxlFRLEJ+K9QIzB1Akx0RTML0tZH/EckgVj9NhQJ8EEfWqnpxI5aEv4Hk",
+	"NYLHptUEA9OcHFvl+RpN+NKKwwqMtk93E7CL+67CZQtwSSFgFGBufX24Nevm0ggac+epaUCr7PLJh61/",
+	"9PG/wNgBD3W6mwNEWjjVBs+bU0jZPy4PXn3H/uunK0w3i1UyEyatjBiExxOW5lzOCNQUwsEQT4ndGK6Q",
+	"d7jL0K9nVgcfvsXWYjWtJqxH4VwYnUYdjf93XkJsXB/iyKgJMZuILBOZu5IDdkYITl13cOWu4R3E03/f",
+	"LQRQl0mYxdBJLZ4DTXQ5HcUqgS7aeDXwOIbAUX5CnR4Mj6+BxUdJCIQlBNrD5nAryL/mFolblhzS1qMB",
+	"kv1dcCMMw8QMeAEzMxKmTUQik2LJ0Z1Q5SWUT3IkiGMHCW82lrAlREAK5nMi5TUo4E4ZdUSIgh6b2Pv3",
+	"kCDWs0IQzbIlLyub9IesDXvTQXn8RMWlfVCIuUKSW2rcAl9Snwjg32Dt/8rdyhx8hx8mSX+EdUY92k8X",
+	"2KKeK5R1HqyHD612l8GvJSU4cs/xFO6suK6aFfAPHqp///PTU2NY/HuhYlboxjZT+pPyiWNrK1FjY9bk",
+	"uc0nWjRvPdPAu/dojnGJofUynQINgvB3i/e8l3haTEXXAuEmsQJgDzCw2f+U1NhXfe/DQFMVUY6wGAN2",
+	"3kFMpIoVksrduTa3TljTGdk5JxDvaJyw5LXgQttyt5TpLQKcAUF0CgUsmPvaLSHFLQcsUuJMMF9pmzzL",
+	"618rHGoUEkQhUrnQeR4rzCOF6773wf1znP3q8dAS98jYKRrmjudjynJI1stgl7h9T3vvsZMHfcxuX9Ip",
+	"V0rkzyzDg/U1CmLnjYnQNLrvD5Lsx16dkwAV76HmahVDz5XXEcZUXb/+tR+BprFLQZfwrlRpXkHshmoA",
+	"3bNeQihXkAPixiVUJtVNhAcR4IDrb/uDWB0idiFAWY6YB8LHvAInHDp55wFQ/EGsEmLlBF/ix0ilJUte",
+	"ihFLrFSpaD+C0AUJxejAoMHkbaSTHWPlTaacAoFUOSKkQVgmagqAyFxzwLE97mBTkPLUIZM21UQK8hxo",
+	"UuNa/g1n8df/++7o3dEbFBBg0H8liUrOhC35rPBSFV7eVz4raV3w+xWx+HullrP6YHicBli4dUaNcEA3",
+	"u85uDEQ0Ogwtjc59vJTfhGC29glcTqK6+OE1e/HixfdrTS6wbN2gvq75XbeUOxuACjcGpn0AH2zumn79",
+	"2fgNeMLRp6+q8JTymdvYxxQxgMX8YxcvCCI3kXa8n/dDv65S9NVKjUCfe5A5FYA/W5ScZLNmjbYGE5iI",
+	"XKsbp7iM2p5rC100kFMDQqm9XS6xGytsLWo0V4+uWXkXsWgCLiJDqjdinBGxNJWyTJaOvM/4+7EtRYGw",
+	"Ms99Wf1endjPS2a4uhFD9vLgoD9CCZDgWZvd1+JTrMAu613NUG2uQdtXi8nVuKpYu38MpeqFKs1iuWg/",
+	"At/wLHp0yCZCd7oT8ehiKwHjK138Uyx2nrYorxvhZ8rZx64fwM4SczieEQlSdLq2mfpbH+lmPlJuSoAh",
+	"sbesx51UXqLZ0CcfrZLvaOf9rgwwe3QNgrgeVK77ctg8UUU67eRyCDLkaqGVYCK3Ykjld5uZYTDIEKM9",
+	"E9byG2EjTPICjTKKVYEit5OqDeFqtUX6UbMqHADuFFhu34lifEH5YAjdXcfOxQrMbgsYErojYSQrEe6U",
+	"DFE22MbFu9PT49MfWY9PnEgvSYnory/S9lFkEbbnChZ/50tIKvLT/xxFGrapRJ+oxBzsYqcI16mTb3ix",
+	"axt0hM/ZqSxqIL07wXORgfDllCEbK4CUh9wYnUNa+zXPcwgXA/lHabSOkOmoYQTnE12Vy/pjf42958u+",
+	"dpuIA27tt+Wm73MCTjV6U9ac61U+tgdUez107aOPfB/COAGba5VXoPgWxcozDW3Y4U+Hx1fHpz+OL9/9",
+	"fXz449Hp1eWofsmXJzj8+9nF1RHUMjCVgnLWYGpVupSU7hYr5EC8BA5KUYeiYAA7wIlfzo0s63wxMkvI",
+	"csDOlKMHwsyk4jnrvT57e35ydAWj/eHw+OToTcReH56+Pjo5OXoDvkMPOVdwRPaiIUbs/Oj0jZvQ4fn5",
+	"xdm/Dk+ieo7Hp+fvrvowtWGsVpOYoXT+BJFyYP7kNDTCVrPgynQXTqpKdFp2D93r38ZdD2K/3/0tn/26",
+	"+OwhXsjHkqPdINR+WsKUYC/BMF7Lzr10KvOsj/VNagpGNXUsnwk0o1rGLV5Q1iNi5gXgqIuS9YdkTXHN",
+	"LxMz9IVbjWF5ZJhRqbAlRPzpO8g69lHhHa1HsfK2nymXasCuPPlaIU9D1kls0KqBLbgRwvTXEZXLanLo",
+	"VuvrJy5tpWlLZr4RMtPeVswP5zblmWBVMecm25AGwbXYiPTwojD6DqJ5OUa0JPRVci8tGoHZFzsSGfrJ",
+	"Um0oD5u+Hk8WiSdBUFqL5frmPvkqVm1BgxIb59KK1esP9FDrfJzyPAdbKaK2uiF7M8OEl+kUEkES+moA",
+	"xjQIaKJYFwJQ9ZCv/vfgRcM2JguWTAXPhMFQqUKmtzZWGuPV0HMDLqvEilykFDLVa1aNqlSOqTai7kRa",
+	"lsyqvJRFLiDPL7k2QoxL8R59gAErgEK3fWpjaGDKLUsATPYHI8SVew+EMMo7gpisxhpFDCfhCGwYaMR4",
+	"wJal1YCkn/ZSCFyJiOz2M55fa+NkuonOFsNuyzKD+CeKOmjtSYCgEFk4AbHyDMYb4evtl+BAXdglUbST",
+	"1kO7n8R2HX0EW/j0pu56Qp8p1WdzeRc3jtweeY6bTfCAfr8joCiElrS0nduM/K0l/Uk4LJI1HqhQoG1w",
+	"Qj/ajL5H3PJxzBa9o94XmITvk1EzqLZc1hB4rpXoD1mDLy+b6wCoEB7GmBKUJogxImRnGERHvG0mUkiG",
+	"avNz/LabnVNaDFc45/u5+7Jh4SH+fqZwSNbXWfS759iZr/M9WcQKSib6/J9aIOhhhhLmeOIZZEbPmcz6",
+	"o2ZybkPboLk6gWG5uchnB4M6JTNWzmUq1nG+Q+WXOkMwW1MpS1BLGGdsbgBswSYM3MM9IJo38k6oJuND",
+	"yCFdaAv5xvSOGz8z4n9FWlL7gF1kREG2F7THznQm8topk2CZkaSTL8MgpfUr8DiuvLyznXwZl+NbYsz1",
+	"jL46zgweOeDLtOEttryyn1vGvGXMT+PJcocvEKHaWfzxLNlbl5/KKUCA6t4nEAztWIMkcHYs8WHJV71b",
+	"Fdapxu7vMX5VFUk/Yt42r4033zQJLNR7WbZ6AT61B6PTs8LxDsC8Vgv0nvfByofhWeSIjzDP2kkbIAol",
+	"OFqqNhVhjoj7Ncug0jbPfaTTDLKR3d+s50OeRi0hhQSZFoo6BDWNWDNkyrORBD6Pwenw/7KVDjEC/pdK",
+	"VN4tguEPSMAQ4JVOC69KPeOlTCmewHEvo4uiG8DmNZ2Lb4gBNaf0xXOgry4EastQvkKG4q+ED5uiagCB",
+	"ChPJ/Hj2AqrP+ryHj+AtsXLLIMzupWMbkJboeEUp3pfY264tjeAzxy7QumlIASPDnO/PZGBPy/XNMFaJ",
+	"zIbBUwSPO13TuqsECQi9VFeQjgr5P8+pjr297Ucsgcfd244lULF6SAZKMl7yYQLDyCVmB/7X5dlpxDhL",
+	"3ELC6AnHAkdNORlQ3n7RGE0DCSZWaWWsNpixlJxwW+5CQ7vHbxJvseSgkiolUsCGaGRvMkgPRfk1Vphg",
+	"MQ4TJbl2f4j6DrjN+5QJkolcgi5MWZzgHoMIMycYz40sS6GiuvbIDS8ImIhlFVJMQRmlkA0G6ibhC3lP",
+	"fTkVM6etpXoGaGtu2WLVS4aQt7HL3QiSPlZRUT4Y5nmdTcGOSwb8vgbOCXkmeArATO1FAmSXAQPXqZ3N",
+	"YACSN2rcPbXCRUtNt6URMMC0iRXJJ/0Q1YPd15BdPhgBbcQl0yoVtcDkRjLlGcPiGrSM0ATorlhjrwYH",
+	"ghMxhG13J8edNLrSPsyaWbdYPGeQkcJ6taQVxcrNRQrbr/eYIGAqNWBJJvKSJ/4gptyYRaxQW9ZVWVQl",
+	"mS84A+AUPMmI4LIgpQmi7HCKcAcro9wFI3krqZclVj1KFYTydwDjNdW5AHwRKGnKOOwWxGoLw6ygkEpq",
+	"i8DWDlGgw1bIsRArvKtjGuG4EMZJViZhuhBh4ExjlQtIVKxPaF0+6KA/ggdA2JO2rkeHYZQH37Ors7Px",
+	"28PT/x5fHP3fd0eXV5eUClWnCM/gDHaCr8AoAnmwv835upIdc4EHpEFZKKGqJnbSshsIGA9l/GRj+vv9",
+	"wQrVmUtF1ZMm2nEQI9A2c2+qT6A6Gybe7Hcn3qxyFEhZI2qfc1vS1TMiFfJOZCOkHZNFiyw2ynMqPLmB",
+	"goZZIHGtp9FahdYs6pTt53+GDSwdr98Z7vzPv/d3v//5w/Po+V9+/T87H4Ogv8Lp2uJn3bPMhuxFrJA9",
+	"+esRK2BK7EO845c/3hm+iGIYSbwzjHf8kzu/xgrO5/IYO8VWXGPiYj2f39JgcwzHCH5T8CV69uhofP/r",
+	"iPR7ebCB1Hql9VuuFiSH288ZIYi7wb3MIzxB6ZDm2idqnTyHVtQn9ZZ/UqP4BYzXszOw2qLNjrRiQj1H",
+	"ZhZYiTf9koADAXk5CZCOVoLNpZFP1bb5dhF1HMc3pEzXE9qq0ltVeqtK0w1HO+MntM+ClvF7RWyjuhOr",
+	"B4jqlXfr+ffA/kiF3YLtsfakTaWT7RexuhVFOfJmVMgjzQWHIIcE5jkGLTthNwCINFmAvIxFOBb32DGd",
+	"AA5FRSihFaqqiwE71QHedqKzRTddLs3iG4ufbhG6bVzj10NAIMsPquj4hACl55tFMcJV2IXA4E+QrNgm",
+	"F637JoVtJBTGKsRl4AUGk8R4JlVVCo+TNuPvx/RqgsBDhisLwK5ACaCYkmW9i8Oro/HJ8dvjqwjrwh5d",
+	"jM/+dXRxcnb45uhNxOgrCBmI2I+HV0c/Hf63/3hy8nZ8dfz26OzdVcTOLs7/cXgK2Rw/nV388+hi/Ob4",
+	"8vXZ6enR66ujNxAOQJYdtHpyCVaya6pmB2GCSrwvxzSpEmqrUg4Xxg+kXKUiJyzwVqLmcDWfpbYM9XzO",
+	"CTpulnqJFaAoYsCB0rWjhjoYblYJ7zWMDelGaRav4VR8O/QtrOaWxH1t7gY4mC0ZaYmbb0btSpnerpeJ",
+	"Xq+CezkyN2JSeZsefLlU2q2JJsiWCWWs1qZ1Y41UYykmqGTNPM2DUH28EIZlRt4JhXkX7AJCnDzkJRgc",
+	"S1F4uxV6xXOtC9ZDW6PTUMG+6h3ntXjZZ5VCq38uuBUYw+0WaQyfAzYYGfJ5IxMEY+eDIdm9tJoWvuRV",
+	"X3Xrl41UlF8qCWhR5X1JcsvB6935NFg5FEPxCNejNgvD1AbsXJhdMPUaXgqPDxKMlc8P9mFOuP7Il/oj",
+	"NhELDasI1lrMswNauXvoliLZSHa8kunttyE6Lh+ALV39msx9v0HkrNDTQaQScmxrz1FvFSWx36DPP8HX",
+	"nkBrnT8e3u5ouc4AkLReqglYG5H6oWANOmuh9AvmaOTcOoIWlMxwN7HKP5VGYJlIc04/jCAnH2DrBuwH",
+	"LnOqmfVqfz9WydXZ2cnl+OLo9dnbt0enby7Hl/88Pjm5HL89vrw8Pv2RACp5XYd5NkNPI7O3Ms9REgy1",
+	"H8V7acu14G6wWk9ZbiQsqevqIaivKzBxtjbhk4AxPjCV4Kn4sAN6AL6SCTei+/diJ/JOCgDO1TmjEgKD",
+	"H7QRKccVbm4SblHsSw3sTowU11LdxDu+llJ75/BmbbTWRC1Wl/W1EzI2PlbLt2DNCQPPOn606Lii0GuL",
+	"8QDeC4pR7AgCrfOAMw9v9kdYvzY5Pr06ujg9PElihTg5Hmu6UuJ9geHSVNTVHeVPC6+2fOKaoh98blCW",
+	"vQ/uHyf6NUv+PaqsvEffQbnsJtcTnrfLRbkuRqw2yg3WIdponTdKFz2S97vpXMFkznk5/SLQbWgxQtGh",
+	"uTCCCoJlW0DmLwK8puzYJuTUWucdNyd6RD3Ml/svWBJyW5rwyjXaf6P/nC+wroq/M1DVwg+q50hou54k",
+	"ZeX2R6zg1s61yXbLReELzJEJhRsoZ4QVxTgF58ycGJL8if6XRKxyHWHhPEiSA6zAdQg4X801bY70xK3u",
+	"Yy8sbMn2pj5NkcjHXbuiKjdkSFC59VYsMBrFNEu5t7gThD9ZnosRS1SV5wlqxbHCelAYlUEhVpbJcoT3",
+	"A9EvVdkuu8h63MefYZFUpoSA2oFsAqGBZaywfiNEyWS+DvzSTaRyDkv32U2mhldudTOI1SGVPSSJJMhb",
+	"KKG3SzR2FHC8kY57vzw4WCp2GCuKPByw807y4uYvVGoWWEa+hNq5XTTjvHoKmvHpXe9L4/xc/vdPQrQa",
+	"lgeIAP0W3fNbb/unF4t+cofl0eS5Q5+orDC7GykVa+shNfWKJvmiStVgnITDvqly8c4K800pGAHJeqti",
+	"fNkqxupGfYyS0XlTIl9zZuVakBpyj+IQq8dpDuw3Kw5fzxV8NB9e3eNPoT78QZSBx16QbnXgkRdkwC75",
+	"TDBT5ZhzkxRtCTAZQkA1VIjv0CbgskQt5YGt0R2iVd0hVkF5iDpVAZT4l9SKCDySINhnVOjeNMR5C+J8",
+	"rF4eHNwjiT/BJdxK4/dTga08vpXHf5s8/jgK6SRyR+ju8R122U7Ogj+QyWzQ6WN7B60+lmp8UWV63BQe",
+	"8t0dhiI9sIy/tyz9FZb1qehg+KOIB+WeSj5dB/Dl/vd1FAzPMiOshUAYfotZb10VYlxPO09Z4MV18JkK",
+	"vGDXDxd4AaV5W9Fly1Q2CReEQ03YLB03NjCPvQ/y/iItnXcY9F5v4IY80VYFrUZo4PfrrDV0ox/HY95B",
+	"xejPbpihR7bBXl9rOZM1t2Jz1++gy/rxxR7pTThMg7tszYmfsMrIPYetAEjQDcX2mSwhpkgKgGVoeibJ",
+	"ku7pcZsUX+f8ppXR/whK/Q6Kk/72Y/3phbZ6ZJ/JarDRlaLarl+L4LZNnv0KeRrehHvJzOZxFeCIAxLD",
+	"xPtUFCVLvPsgQbBevF9tihOrjyY5nXmlYID9EqlOY2hbsrMlO3/snH24CptqmHuFTMvKiHvh7OgZJmdk",
+	"l+Pk3UFoFagzlEslRpByFmxIiFbFLVOQun6oFszKGyWyXUmuoBlfoI9TlmsF93Ma4NPJ7zCtvT+1L3vA",
+	"bJpIxTGJbxPIIGhr63e8R/hGFLNn1p+qh4+o0bl4nDF9rfX8Apr6ElVBN7KNklrcDLb64Ke3oXN/Lg2d",
+	"kd9kTD+uo6KY3zaWgLyVsBm/JT82UEGu2oJYByk0XIXz+6UJXzA4N7DPJHptenOa29vwCQPw9dYnvJWu",
+	"NpGu4KwzDodoQ8a198H983hT/qooFcLLpzrH0B3X8ogZcadvncrn6Qvg0X6MXenCtSR+M6FZBeh01E/x",
+	"mQiwkwUvpzXoJC1nm2Y0kxVn/P2JUDfldGf44gDwM/3H5x+DN/nZiI3bKux366P46hQrdzfuv/uYVr43",
+	"1ZUVt0IU7jx+AkyPkM2ecTHTCgkBQX0gIRAqK7SETJdu8I/u+LwRm9yH9PGK0CXsIFYXgheWaVNMubKs",
+	"5+tfA4oJwe1Crj1AWESsG6pDvC/c/UY4Ieo6VpmR3mI1Y3OI0ZvzBWEtI95QE7UaE307QJAQSdmDryAC",
+	"9AJ0THffFwhPlElbUE06nGRWCYBxzapcZIiWDVCu7i+Ac+NyBkk2eibdIi2gm3KuodxFWhnjRozVdLDc",
+	"lO8CcAhcM1Anqr+E68GWYD0OsI1YfXpUj4tKIbLBP5oH8wmp5Gpv99HLn6a8xONccGtZJr+C8PlvHERD",
+	"8ILuOsG22dblWb00dnNojeWhdY8FCCBKHR3lj3HGEZtRCQPECpKlZY0SNIUR1/K9Ezkqk+8Mdz5oI2+k",
+	"+vUDL4ox/vjrHi/k3t3znWjnjhvp1s7S0acnkG7DFd0Z7uzZu3SnM/a07japX05YrxWVDPKcHzPH3ICp",
+	"tiUzWpeIF41jbPc6LctiuLeX65Tn7vHhX/b/sr8yjEt3+USEDQLUiDYl1b6zJVepQE8Bd/vmeocihDDa",
+	"yuRJqAiAZYXc8N2IQJyiTVzFXb9BuRJqyOb6RqqI0XbaiL2+vPiBle7QRSGtEgYmZlzm7DrXczuohcDD",
+	"qpx2yI7vQEWuZVipFevxVYk58p4RsivZfqNtZNLd0Optm+Qzywqjr2Uu3IzSBvwKtdto9TURf7C0rjZ+",
+	"Xk1ymbrbUcqZYNeCgxX1Ouc3zXm/hqPT8T7UKrdDlkLMUASW0oi8CBFFuEfsmt9piFR17UZ+lMBroai0",
+	"BfsCFpUWswLqDEApDwABs1NZIHjhtTBYtPCGajq43yEclbPCSJXKguesF8wkhTBWK543foRs1xujq6IP",
+	"ybGEbxUwqKFpCJ6lyoPhTYk9QuFJzmZiNsF8/J5Ud9LKSR5eRvkmVi/3X/ZHFLyv+A1ZWHqNclTN5m07",
+	"jlfPVdQYbaOuMj4C9SgITZIOXyj+SJOSdsVu02964hATHiG6IRoAQAliFUAJmpgEwLP9NYB5dh0nYXxx",
+	"cEBJI4oDJ3TIhHLEayZU6UEFI7dFu0ESYPpOGIOoKvhwFsWOe+pdwjDvB3ESutnNxZ1oZiHS+7B/TkJy",
+	"wxgwCHvGDCSMGfWQtUKaWOFQc8fXe0lc7e+/SBHjBf4WA/zqalGIUz6jLxNMGyEsHZak2ojBheDZu4sT",
+	"11vSsWCEt9KhejrepK/rS2BLDhUy4WB7HsZ6r3bRvZoardzdMUjGYNu1Ert2qktHNBNTqTEvkz5URJlx",
+	"VTmZkJVTo6ubKUtKI29uQDB7UwnkjG5t1ouRJNt3CY+xCtJja8aXLc7bWRCjsm6HqdZRewFQiPzwwTO8",
+	"X39NGPiMpjrPANu+oj1c4vDudDgOFitYQxDZnWjQGts5FqTzpKZrdP+E3Jlrwkz0h/rw/Jj1Ent3O8Yz",
+	"ITM8DfQRc3DogPQH7K279UFrUEJkdoUaaNUAdAU7rK1VJQuVSwM3nk95GYrFeqSt5PJfrxG4b3x4fpyE",
+	"+9GQcaJYOa3D6Qq2IsCA1K11PucLyyao89/6inT+zJ4fQwpRx+r86CgSHppAwAjUC+miZT00KyRAoZLI",
+	"230iluATCRTJQ9Km54rqEdooVlAdEKaB4IstImIjSny6NkLsXmszAzlAGKFSgdvPa/7iPqbcAHoujxX2",
+	"VgOpuHtfI6ggPAJpOrihPsuZPoFe5H+BtugDng5PfJCxwMOBrdzgipG6mENClh6xJRnBCuGBktzzA3Yc",
+	"WAs24HVnpzqPWPu3JuV3CqXSpSfr4aUXrR3GbezY3xOubip+I3a7dqDJdGmYbwxULxqyRBdCcYmVJthZ",
+	"IdTh8a5TCHjpRhqrZC+d8hJ0hFxAc0k47UN6IWJnec5nPGJ3JydvI3byll2WVSZ1BA9c6KoUJmI/Gv1L",
+	"xA7/UxnRj2KVcOUIXCHThPXeIhyXdTeWIH9xfiJLWC/lys3AiCIHXGWjZ4xDibC9/z58e8LwUUoMdHoR",
+	"1qHMxExbwmFPJtwKlEnB14zHobVQJMZaVqCM5VmPFwWLvCK8HScNB2oT7nWez8YcMePH8ETCenDZT07e",
+	"jg9PTs5+Onoz/sfZ5dVlMkSBGsDHInZ8XveFI399/OaCKVE6muBOWcENJ/6S6tmMg1hjC54KW1fNVFqJ",
+	"fsTSqUhvfU1RwvxgvZcHB31sm3DU6KRA1V4s32NHIJVhgepnlkCnS/G+DCtDiIf4C5QDtVNtylg5MdkU",
+	"Jesd7O+7Q2x4WgLZd6q/cew6fOfT2YGeQHOVpUun58qtJOzNMxsm1tolwmZtQBrQYxFOr4bkv66RC5PT",
+	"M9iF12enPxz/+O4CimpTQTkim07OglS+XbfbQxZUYTfFuTuuhRzfisXYihKJdl0H/FYsWvf0bcctvI+j",
+	"IjnKxLVUEq9sD0MFmFQs0ymU52YHERx5don1gTLDr0t2sH+wv/v8AI17ThSIVdLSRb35BMUvz0IH+PXg",
+	"f61WSZ9sZ5XMS6ey1JCSu7B9clKVIotVykue65uI3QWLK16mAj0+iLg7AxUBhQMUFLXZtVXh7m7WUBfc",
+	"6VFijpPvEr7u4fY1EqNZeM5gVwAxm6OnMguUNtyJgRmrJghm1DxivSWZfDkZVGUrukAzLzlWS5A7nmbc",
+	"B73TOGMG0MWW2P3VGuEUUHNZL4V6dkuCqhs5XB4ULJF8gUzqrkGtFebSll43zCiO3ql3iFcE25fSQeUT",
+	"bcrIVzGKqH58RCwMCYBUFfxSmgX9gxD8DNHhVxU7EAvSEkrMAWjpXJHFCK3ZNQIjwvJ22qdbiwUg2auL",
+	"dRQEN8BIyEXJcn1zg6p7sGMDHvUy3LQb/op1Kla9BD+OSUUfu6+H9Ki7alqJJQRZlHuaBn7WQ0OZ2wL3",
+	"2QmEXm7edfK7l+j7TuTY2LLvvveH1YpY1WJrLaWsWUAytXURMZ7vgi0CaTlYEqxT4QqZ4tFO3FXY+1CB",
+	"J+9XBClPWA8LrAV4bCMIqBM8W1CPzSxgpUggaLeidCmvyZJskwH7iSxNyUyYtDLE68tpqE/opNjMuuME",
+	"Zgo2rSbMFoLf+lD6t/gis9XETXACmk6pU52PPHxu1GwQxATr2GKpCXPUNzGtJqG0ohPt6ibhUQ9dUOIa",
+	"oW/WT6Co7DQKZfYKneexSn48umJL6O7JklvFl/ZsKU6Vna4hn20lyUlO+IQniWAMtdGSgweEyIngRhjH",
+	"9WK1oXJF5TVJjAAgE3+vvWXFESykupJKXzTGAzrGIFZvSbOCFrAwz7I+BVVtlrUqby+DKyKhZK3bw6RR",
+	"Ft2fuIRYJS/k3p8SVnAogl4TmNpdlIRex2+OLw//fnL0JlmDLhuQH90BQCG/H7GJuEaO1fKjSa0G7CJ4",
+	"c0QGmOxORAl+ne/2vX8GbGaxQt9OtLQY47pUyPjt4f+XbOL7WWXEh+fHXSbUwrF8qrlaGJ1VKWSsOCWy",
+	"RyqhtaK0/SHjJp06CurYiqNmrIKXHW8x8o6X8k4Qv3X0L1ZodeRpKoAhIhKG62dS5Ugo8gqXCYPYoaN1",
+	"5kUok1vzFmRiOLRgMKh14lCL1Qm4bm9qw2FTu6P3a7LZlv/c9LusbSCWMKnuhCq1Y4ZgRc/z2gJbKfqK",
+	"dGGQuIgTDVhXUEesjtuNwJuNdoxgN/7yUslcuAtBcUFpaUwvjMmQl8QqnLdrnltBptEwpkV4k74Kb9YH",
+	"tTQVqNeOwRc0e4uVszNhQLOe+2bsOJMmYb2WoeT85N2Px6eX4zfHF0kUNILEltrwG7FHbyZ9p5TlWWM6",
+	"KNpGLJNGYOUI3x1nd0Jl2vhBeBsifosEaw+/UsF+uJf0B+zvwoKt04vksTp4Zn2WFhmK5LWT3QjTxXr3",
+	"EYqhjlUNWRIk24T18MKEwdgRk5mNlTdr5tXNmgEl/YglAFMNzeDb7kDjpb2EX9wzs7TASuDuOVtmUrME",
+	"lEiVJWBvxIBrUET+cXV1zhLHOQkxPkEqbqHE4xK4VMscA6MR7qKfkwZpE6fkz+QNCdSJbxE0j38J48TO",
+	"sAIrEx6fnp6ejiG+x/6SJ1gXRPJcpGUf6qCBSRw7cdJQzhenfCaoltIdNQ8qnjQtxQmKYpO2xLqVJTpC",
+	"TSVpFKtK3YLkEOCxqJ6xY/WFEaA/sWsDzm5Hq1SWC9ZL/DdHqjQLX5Qb+ncCNqibHXobney9lYOQRMxy",
+	"lU30e5Gx3uvLc5bQZwbWh13im8kwsFjPSU2lYoW1651uxn+pHJ2T4GJreupIJ+ijYOr0X+WJR6qV1Y4A",
+	"Li8dL4rVwTp2gkfu7etzkptgGB6AjOSMZxZlJaqrD6WMec6EupNGK9B+yVII/ELQbRkBMUd6rXTJbkVR",
+	"1oFqddtwxKgenycu4PW2wowxFh/khsBxQB6HJAM2E1yBcjgVRgxZwdNbMFQBc0C+Zus+g4pcKfdkTXRp",
+	"MG5LRH7dFtJwpzv4xVlV3mg3WvBtto1VuB5QjZ2kjW720OBKXOZrhMGguEq1y4uCtYRr1qvVQTbj4Fgg",
+	"tdAdkhozH4XcAl9CgVgXJZMKhd7ZgJ2K+VLbsIy51SD2gmBH0LeFTB8Q+ZtreNr8qYvz8lyUpdsGt2fs",
+	"GjeGzATBOEG/ehtY06F6CT/t/Przr/9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

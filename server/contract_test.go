@@ -55,7 +55,7 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	// streams (issue 13), reading and storing the runtime settings (issue 15), a model
 	// configuration's test, the agent's resolved model and the global default (issue 24), and
 	// listing, editing and deleting an agent's memories (issue 25).
-	if len(ops) != 164 {
+	if len(ops) != 166 {
 		t.Errorf("contract has %d operations, want the specification's 152 plus 12", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
@@ -20,30 +21,6 @@ const (
 	storageRetryAfter     = 5 * time.Second
 	unavailableRetryAfter = time.Second
 )
-
-// errorStatus is the one map from an error category to an HTTP status and envelope code.
-var errorStatus = []struct {
-	kind   error
-	status int
-	code   gen.ErrorCode
-}{
-	{svcerr.ErrBadRequest, http.StatusBadRequest, gen.ErrorCodeBADREQUEST},
-	{svcerr.ErrUnauthenticated, http.StatusUnauthorized, gen.ErrorCodeUNAUTHENTICATED},
-	{svcerr.ErrCSRF, http.StatusForbidden, gen.ErrorCodeCSRFTOKENINVALID},
-	{svcerr.ErrForbidden, http.StatusForbidden, gen.ErrorCodeFORBIDDEN},
-	{svcerr.ErrNotFound, http.StatusNotFound, gen.ErrorCodeNOTFOUND},
-	{svcerr.ErrAgentAPIDisabled, http.StatusNotFound, gen.ErrorCodeAGENTAPIDISABLED},
-	{svcerr.ErrMethodNotAllowed, http.StatusMethodNotAllowed, gen.ErrorCodeMETHODNOTALLOWED},
-	{svcerr.ErrInvalidState, http.StatusConflict, gen.ErrorCodeINVALIDSTATE},
-	{svcerr.ErrConflict, http.StatusConflict, gen.ErrorCodeCONFLICT},
-	{svcerr.ErrTooLarge, http.StatusRequestEntityTooLarge, gen.ErrorCodePAYLOADTOOLARGE},
-	{svcerr.ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, gen.ErrorCodeUNSUPPORTEDMEDIATYPE},
-	{svcerr.ErrInvalid, http.StatusUnprocessableEntity, gen.ErrorCodeVALIDATIONERROR},
-	{svcerr.ErrRateLimited, http.StatusTooManyRequests, gen.ErrorCodeTOOMANYREQUESTS},
-	{svcerr.ErrSkillsMissing, http.StatusInternalServerError, gen.ErrorCodeTOOLSRECOMMENDSSKILLSMISSING},
-	{svcerr.ErrNotImplemented, http.StatusNotImplemented, gen.ErrorCodeNOTIMPLEMENTED},
-	{svcerr.ErrUnavailable, http.StatusServiceUnavailable, gen.ErrorCodeSERVICEUNAVAILABLE},
-}
 
 // envelope is the failure body; every error response of the service is one of these.
 type envelope struct {
@@ -95,13 +72,8 @@ func classify(err error) (status int, code gen.ErrorCode, msg string) {
 		}
 		return http.StatusBadRequest, gen.ErrorCodeBADREQUEST, bodyUnreadMessage
 	}
-	msg, kind, ok := svcerr.Public(err)
-	if ok {
-		for _, e := range errorStatus {
-			if kind == e.kind {
-				return e.status, e.code, msg
-			}
-		}
+	if status, code, msg, ok := api.Classify(err); ok {
+		return status, code, msg
 	}
 	return http.StatusInternalServerError, gen.ErrorCodeINTERNAL, "internal error"
 }

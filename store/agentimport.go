@@ -86,10 +86,12 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}"}
+	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}",
+		Approvers: `{"owner":true}`, ApprovalTimeoutAction: ApprovalTimeoutReject}
 	row.Name = ch["name"].(string)
 	for col, dst := range map[string]*string{
 		"description": &row.Description, "system_prompt": &row.SystemPrompt, "notes": &row.Notes, "metadata": &row.Metadata,
+		"approvers": &row.Approvers, "approval_timeout_action": &row.ApprovalTimeoutAction,
 	} {
 		if v, ok := ch[col]; ok {
 			*dst = v.(string)
@@ -97,6 +99,7 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	}
 	for col, dst := range map[string]*int{
 		"max_steps": &row.MaxSteps, "retry_after_minutes": &row.RetryAfterMinutes, "max_retries": &row.MaxRetries,
+		"approval_timeout_seconds": &row.ApprovalTimeoutSeconds,
 	} {
 		if v, ok := ch[col]; ok {
 			*dst = v.(int)
