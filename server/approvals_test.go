@@ -233,6 +233,33 @@ func TestApprovalsInbox(t *testing.T) {
 	if got := inbox(t, w.named, ""); len(got) != 1 || got[0].TaskId != t2.Id {
 		t.Fatalf("after the batch = %+v", got)
 	}
+
+	// A question batch: listed with its questions, answered by the named user, who is recorded.
+	w.claim(t, t1.Id) // the queued task out of the way
+	t4 := w.newTask(t, w.mem, w.agent.Id)
+	w.finish(t, t4.Id, store.StepOutcome{Status: taskstate.AwaitingInput, Steps: 1}, nil,
+		map[string][]store.Question{"q1": {{Question: "Which?", Header: "Pick", Options: []string{"a", "b"}}}})
+	got := inbox(t, w.named, "")
+	if len(got) != 2 || got[1].Kind != gen.QuestionBatch || got[1].QuestionBatch == nil || got[1].QuestionBatch.ToolCallId != "q1" || got[1].ToolCall != nil {
+		t.Fatalf("with a question = %+v", got)
+	}
+	w.outsider.Post(taskPath(t4.Id, "answer"), map[string]any{"tool_call_id": "q1", "answers": []any{map[string]any{"header": "Pick", "selections": []string{"a"}}}}).
+		Expect(t, http.StatusNotFound, "NOT_FOUND")
+	w.named.Post(taskPath(t4.Id, "answer"), map[string]any{"tool_call_id": "q1", "answers": []any{map[string]any{"header": "Pick", "selections": []string{"a"}}}}).
+		Expect(t, http.StatusOK)
+	evs, err := w.st().TaskEvents(context.Background(), t4.Id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	for _, e := range evs {
+		if e.Type == store.EventQuestionAnswered {
+			answered = e.Questions.AnsweredBy != nil && *e.Questions.AnsweredBy == w.namedID
+		}
+	}
+	if !answered {
+		t.Fatalf("the answer does not name the named user: %+v", evs)
+	}
 }
 
 // TestApprovalTimeoutOnce: two processes on one database expire a call whose agent's approval
