@@ -17,10 +17,32 @@ func toAgent(base string, a *store.Agent) gen.Agent {
 		Id: a.ID, PrincipalId: a.PrincipalID, Name: a.Name, Description: a.Description,
 		SystemPrompt: a.SystemPrompt, Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: md,
-		IsFavorite: a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		Approvers: toAgentApprovers(a.Approvers), ApprovalTimeoutSeconds: a.ApprovalTimeoutSeconds,
+		ApprovalTimeoutAction: gen.ApprovalTimeoutAction(a.ApprovalTimeoutAction),
 		CompactionEnabled: a.Compaction.Enabled, CompactionThresholdPercent: a.Compaction.ThresholdPercent,
 		CompactionAnswerReserve: a.Compaction.AnswerReserve, ToolResultMaxChars: a.Compaction.ToolResultMaxChars,
 		SummaryLlmConfigId: a.Compaction.SummaryLLMConfigID,
+		IsFavorite: a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+	}
+}
+
+func toAgentApprovers(ap store.Approvers) gen.AgentApprovers {
+	ids := ap.Users
+	if ids == nil {
+		ids = []int64{}
+	}
+	return gen.AgentApprovers{Owner: ap.Owner, Managers: ap.Managers, UserIds: ids}
+}
+
+// approvalFields are the approval settings of a create or update body (nil: absent).
+func approvalFields(f *store.AgentFields, ap *gen.AgentApprovers, timeout *int, action *gen.ApprovalTimeoutAction) {
+	if ap != nil {
+		f.Approvers = &store.Approvers{Owner: ap.Owner, Managers: ap.Managers, Users: ap.UserIds}
+	}
+	f.ApprovalTimeoutSeconds = timeout
+	if action != nil {
+		s := string(*action)
+		f.ApprovalTimeoutAction = &s
 	}
 }
 
@@ -61,13 +83,15 @@ func (a *API) CreateAgent(ctx context.Context, req gen.CreateAgentRequestObject)
 		return nil, err
 	}
 	b := req.Body
-	ag, err := a.agents.Create(ctx, id.User, b.PrincipalId, store.AgentFields{
+	f := store.AgentFields{
 		Name: &b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
 		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
 		MaxRetries: b.MaxRetries, Metadata: b.Metadata, CompactionEnabled: b.CompactionEnabled,
 		CompactionThresholdPercent: b.CompactionThresholdPercent, CompactionAnswerReserve: b.CompactionAnswerReserve,
 		ToolResultMaxChars: b.ToolResultMaxChars, SummaryLLMConfigID: b.SummaryLlmConfigId,
-	})
+	}
+	approvalFields(&f, b.Approvers, b.ApprovalTimeoutSeconds, b.ApprovalTimeoutAction)
+	ag, err := a.agents.Create(ctx, id.User, b.PrincipalId, f)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +123,15 @@ func (a *API) UpdateAgent(ctx context.Context, req gen.UpdateAgentRequestObject)
 		return nil, err
 	}
 	b := req.Body
-	ag, err := a.agents.Update(ctx, id.User, req.Id, store.AgentFields{
+	f := store.AgentFields{
 		Name: b.Name, Description: b.Description, SystemPrompt: b.SystemPrompt, Notes: b.Notes,
 		MaxSteps: b.MaxSteps, AllowFollowup: b.AllowFollowup, RetryAfterMinutes: b.RetryAfterMinutes,
 		MaxRetries: b.MaxRetries, Metadata: b.Metadata, CompactionEnabled: b.CompactionEnabled,
 		CompactionThresholdPercent: b.CompactionThresholdPercent, CompactionAnswerReserve: b.CompactionAnswerReserve,
 		ToolResultMaxChars: b.ToolResultMaxChars, SummaryLLMConfigID: b.SummaryLlmConfigId,
-	})
+	}
+	approvalFields(&f, b.Approvers, b.ApprovalTimeoutSeconds, b.ApprovalTimeoutAction)
+	ag, err := a.agents.Update(ctx, id.User, req.Id, f)
 	if err != nil {
 		return nil, err
 	}

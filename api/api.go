@@ -17,6 +17,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/agent"
 	"github.com/agentsvc/svc/internal/domain/agenttemplate"
 	"github.com/agentsvc/svc/internal/domain/apikey"
+	"github.com/agentsvc/svc/internal/domain/approval/inbox"
 	"github.com/agentsvc/svc/internal/domain/chat"
 	"github.com/agentsvc/svc/internal/domain/group"
 	"github.com/agentsvc/svc/internal/domain/mail"
@@ -68,6 +69,7 @@ type Deps struct {
 	MailConfig    *mail.ConfigService            // the administrator's mail configuration and test message
 	Settings      *runtimesettings.Service       // the runtime settings administrators may change
 	Events        *taskstream.Broker             // task event streams
+	Approvals     *inbox.Service                 // the approvals inbox and batch decisions
 	// LLMDriver is the model driver a task's step uses for a configuration (its HTTP client and
 	// outbound screen included): a configuration's Test connection calls through it.
 	LLMDriver func(*store.LLMConfig) (llm.Driver, error)
@@ -85,6 +87,7 @@ type API struct {
 	tcfg          *toolconfig.Service
 	templates     *agenttemplate.Service
 	tasks         *task.Service
+	inbox         *inbox.Service
 	push          *push.Service
 	ticks         *worker.Client
 	schedules     *schedule.Service
@@ -111,7 +114,7 @@ var _ gen.StrictServerInterface = (*API)(nil)
 // New returns the handlers over d's services (it builds none).
 func New(d Deps) *API {
 	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
-		templates: d.Templates, tasks: d.Tasks, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
+		templates: d.Templates, tasks: d.Tasks, inbox: d.Approvals, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
 		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver}
 	a.mcp = newMCPHandler(a)

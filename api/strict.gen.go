@@ -308,6 +308,16 @@ func (s strictAdapter) TransferAgent(ctx context.Context, request gen.TransferAg
 	return s.a.TransferAgent(requestContext(ctx), request)
 }
 
+// ListApprovals calls API.ListApprovals with the request's context.
+func (s strictAdapter) ListApprovals(ctx context.Context, request gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
+	return s.a.ListApprovals(requestContext(ctx), request)
+}
+
+// DecideApprovals calls API.DecideApprovals with the request's context.
+func (s strictAdapter) DecideApprovals(ctx context.Context, request gen.DecideApprovalsRequestObject) (gen.DecideApprovalsResponseObject, error) {
+	return s.a.DecideApprovals(requestContext(ctx), request)
+}
+
 // UpdateAccount calls API.UpdateAccount with the request's context.
 func (s strictAdapter) UpdateAccount(ctx context.Context, request gen.UpdateAccountRequestObject) (gen.UpdateAccountResponseObject, error) {
 	return s.a.UpdateAccount(requestContext(ctx), request)

@@ -148,6 +148,10 @@ func toTaskEvent(ev *store.TaskEvent, kinds map[string]string) gen.TaskEvent {
 		b := ev.Questions
 		qb := gen.TaskEventQuestionBatch{ToolCallId: b.ToolCallID, CreatedAt: b.CreatedAt, AnsweredAt: b.AnsweredAt,
 			Questions: taskQuestions(b.Questions)}
+		if b.AnsweredBy != nil {
+			by := "user:" + strconv.FormatInt(*b.AnsweredBy, 10)
+			qb.AnsweredBy = &by
+		}
 		if b.Answers != nil {
 			as := make([]gen.TaskQuestionAnswer, 0, len(b.Answers))
 			for _, an := range b.Answers {

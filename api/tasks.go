@@ -187,7 +187,7 @@ func (a *API) ApproveTask(ctx context.Context, req gen.ApproveTaskRequestObject)
 func toolDecisions(in []gen.TaskToolCallDecision) []store.ToolDecision {
 	ds := make([]store.ToolDecision, 0, len(in))
 	for _, d := range in {
-		td := store.ToolDecision{ProviderCallID: d.ProviderCallId, Approve: d.Decision == gen.Approve, Reason: d.Reason,
+		td := store.ToolDecision{ProviderCallID: d.ProviderCallId, Approve: d.Decision == gen.TaskToolCallDecisionDecisionApprove, Reason: d.Reason,
 			AllowForTask: d.AllowForTask != nil && *d.AllowForTask}
 		if d.Arguments != nil {
 			td.Arguments = *d.Arguments

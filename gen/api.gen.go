@@ -338,6 +338,42 @@ func (e AllowedMediaKindKind) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalKind.
+const (
+	QuestionBatch ApprovalKind = "question_batch"
+	ToolCall      ApprovalKind = "tool_call"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalKind enum.
+func (e ApprovalKind) Valid() bool {
+	switch e {
+	case QuestionBatch:
+		return true
+	case ToolCall:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalDecisionDecision.
+const (
+	ApprovalDecisionDecisionApprove ApprovalDecisionDecision = "approve"
+	ApprovalDecisionDecisionReject  ApprovalDecisionDecision = "reject"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecisionDecision enum.
+func (e ApprovalDecisionDecision) Valid() bool {
+	switch e {
+	case ApprovalDecisionDecisionApprove:
+		return true
+	case ApprovalDecisionDecisionReject:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApprovalPolicyRuleAction.
 const (
 	Allow ApprovalPolicyRuleAction = "allow"
@@ -353,6 +389,24 @@ func (e ApprovalPolicyRuleAction) Valid() bool {
 	case Ask:
 		return true
 	case Deny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalTimeoutAction.
+const (
+	ApprovalTimeoutActionAbort  ApprovalTimeoutAction = "abort"
+	ApprovalTimeoutActionReject ApprovalTimeoutAction = "reject"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalTimeoutAction enum.
+func (e ApprovalTimeoutAction) Valid() bool {
+	switch e {
+	case ApprovalTimeoutActionAbort:
+		return true
+	case ApprovalTimeoutActionReject:
 		return true
 	default:
 		return false
@@ -1171,16 +1225,16 @@ func (e TaskStatus) Valid() bool {
 
 // Defines values for TaskToolCallDecisionDecision.
 const (
-	Approve TaskToolCallDecisionDecision = "approve"
-	Reject  TaskToolCallDecisionDecision = "reject"
+	TaskToolCallDecisionDecisionApprove TaskToolCallDecisionDecision = "approve"
+	TaskToolCallDecisionDecisionReject  TaskToolCallDecisionDecision = "reject"
 )
 
 // Valid indicates whether the value is a known member of the TaskToolCallDecisionDecision enum.
 func (e TaskToolCallDecisionDecision) Valid() bool {
 	switch e {
-	case Approve:
+	case TaskToolCallDecisionDecisionApprove:
 		return true
-	case Reject:
+	case TaskToolCallDecisionDecisionReject:
 		return true
 	default:
 		return false
@@ -1476,10 +1530,19 @@ type AddGroupMemberRequestRole string
 
 // Agent A configurable AI agent owned by a principal.
 //
-// Example: {"allow_followup":true,"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
+// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
 type Agent struct {
 	// AllowFollowup Whether a completed task may be continued.
 	AllowFollowup bool `json:"allow_followup"`
+
+	// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+	ApprovalTimeoutAction ApprovalTimeoutAction `json:"approval_timeout_action"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it for the service (decided_by `system`); 0 means it waits forever.
+	ApprovalTimeoutSeconds int `json:"approval_timeout_seconds"`
+
+	// Approvers Who may approve, reject and answer what the agent's tasks wait for: the task's owner (`owner`), the managers of the agent's principal (`managers`: the user of a personal principal; a group's owners and admins; administrators), the users named in `user_ids` — any of them. At least one must be named. Anyone else gets 404 on the task's decision actions. A per-agent API chat is decided by its key holders (and through a session by its owner alone) whatever this says. Approvers and the approval timeout do not travel in agent templates (named users' ids are this installation's): an imported agent gets the defaults.
+	Approvers AgentApprovers `json:"approvers"`
 
 	// CompactionAnswerReserve Tokens of the window kept for the answer; 0 takes the model configuration's `max_tokens_output`, else 1,024.
 	CompactionAnswerReserve int `json:"compaction_answer_reserve"`
@@ -1622,6 +1685,18 @@ type AgentApiKeyWithSecret struct {
 	Name string `json:"name"`
 }
 
+// AgentApprovers Who may approve, reject and answer what the agent's tasks wait for: the task's owner (`owner`), the managers of the agent's principal (`managers`: the user of a personal principal; a group's owners and admins; administrators), the users named in `user_ids` — any of them. At least one must be named. Anyone else gets 404 on the task's decision actions. A per-agent API chat is decided by its key holders (and through a session by its owner alone) whatever this says. Approvers and the approval timeout do not travel in agent templates (named users' ids are this installation's): an imported agent gets the defaults.
+type AgentApprovers struct {
+	// Managers The managers of the agent's principal may decide.
+	Managers bool `json:"managers"`
+
+	// Owner The task's owner may decide.
+	Owner bool `json:"owner"`
+
+	// UserIds Users who may decide (existing user ids).
+	UserIds []int64 `json:"user_ids"`
+}
+
 // AgentExportResponse An agent exported as an agent template.
 type AgentExportResponse struct {
 	// Data Payload.
@@ -1724,7 +1799,7 @@ type AgentResponse struct {
 	Data struct {
 		// Agent A configurable AI agent owned by a principal.
 		//
-		// Example: {"allow_followup":true,"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
+		// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
 		Agent Agent `json:"agent"`
 	} `json:"data"`
 }
@@ -1975,7 +2050,7 @@ type AgentTemplateImportResponse struct {
 	Data struct {
 		// Agent A configurable AI agent owned by a principal.
 		//
-		// Example: {"allow_followup":true,"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
+		// Example: {"allow_followup":true,"approval_timeout_action":"reject","approval_timeout_seconds":3600,"approvers":{"managers":true,"owner":true,"user_ids":[]},"compaction_answer_reserve":0,"compaction_enabled":true,"compaction_threshold_percent":80,"created_at":"2025-03-01T09:30:00Z","description":"Finds and summarises sources.","id":42,"is_favorite":false,"max_retries":2,"max_steps":10,"metadata":{"category":"research","icon":"book","palette_key":"teal"},"name":"Research assistant","notes":"## Usage\nAsk for a topic and a depth.","picture_url":null,"principal_id":5,"retry_after_minutes":5,"summary_llm_config_id":null,"system_prompt":"You are a careful research assistant. Cite every source.","tool_result_max_chars":20000,"updated_at":"2025-03-02T16:05:12Z"}
 		Agent Agent `json:"agent"`
 
 		// Warnings Warning-severity findings of the import (skipped tools and operations, missing plugins ...).
@@ -2231,6 +2306,88 @@ type AnswerTaskRequest struct {
 	ToolCallId string `json:"tool_call_id"`
 }
 
+// Approval One thing a task waits for a decision on; `kind` says which of `tool_call` and `question_batch` is set (the other is null).
+type Approval struct {
+	// AgentId The task's agent.
+	AgentId int64 `json:"agent_id"`
+
+	// AgentName The agent's name.
+	AgentName string `json:"agent_name"`
+
+	// CreatedAt When the model asked.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Kind A tool call awaiting approval, or an unanswered question batch.
+	Kind ApprovalKind `json:"kind"`
+
+	// LastMessage The text of the model's last turn that had text; null when none.
+	LastMessage *string `json:"last_message"`
+
+	// QuestionBatch The questions (kind `question_batch`).
+	QuestionBatch *TaskQuestionBatch `json:"question_batch"`
+
+	// TaskId The task; decide through its actions.
+	TaskId int64 `json:"task_id"`
+
+	// TaskTitle The first 200 characters of the task's prompt.
+	TaskTitle string `json:"task_title"`
+
+	// TaskUserId The task's owner.
+	TaskUserId int64 `json:"task_user_id"`
+
+	// ToolCall The call (kind `tool_call`).
+	ToolCall *TaskPendingToolCall `json:"tool_call"`
+}
+
+// ApprovalKind A tool call awaiting approval, or an unanswered question batch.
+type ApprovalKind string
+
+// ApprovalDecision A decision on one pending tool call of a task.
+type ApprovalDecision struct {
+	// Arguments Arguments to execute with (approve only); omitted means the proposed ones.
+	Arguments *map[string]interface{} `json:"arguments,omitempty"`
+
+	// Decision Run the call, or refuse it.
+	Decision ApprovalDecisionDecision `json:"decision"`
+
+	// ProviderCallId The call's provider id.
+	ProviderCallId string `json:"provider_call_id"`
+
+	// Reason Shown to the model for a rejected call.
+	Reason *string `json:"reason,omitempty"`
+
+	// TaskId The task.
+	TaskId int64 `json:"task_id"`
+}
+
+// ApprovalDecisionDecision Run the call, or refuse it.
+type ApprovalDecisionDecision string
+
+// ApprovalDecisionResult The outcome of one decision of a batch.
+type ApprovalDecisionResult struct {
+	// Error Why it failed (what the single request would have answered); null on success.
+	Error *Error `json:"error"`
+
+	// Ok The decision was recorded.
+	Ok bool `json:"ok"`
+
+	// ProviderCallId The call, as sent.
+	ProviderCallId string `json:"provider_call_id"`
+
+	// TaskId The task, as sent.
+	TaskId int64 `json:"task_id"`
+
+	// TaskStatus The task's status after the decision; null when it failed.
+	TaskStatus *TaskStatus `json:"task_status"`
+}
+
+// ApprovalListResponse One page of the approvals inbox.
+type ApprovalListResponse struct {
+	Data struct {
+		Approvals []Approval `json:"approvals"`
+	} `json:"data"`
+}
+
 // ApprovalPolicy Approval policies of a tool's operations (issue 26), stored under the reserved settings key `approval_policy` of a group's tool entry or an agent's tool settings (not the global or user layers: 422 VALIDATION there; an agent cannot set it through configure_tools). Maps a declared operation name to an ordered list of rules over the call's arguments, applied before anyone is asked: the first rule whose conditions all match decides — `allow` runs the call, `deny` refuses it (REJECTED, `reason` told to the model), `ask` sends it to a person whatever the approval flag says; when no rule matches, the operation's approval flag decides. The agent's rules for an operation replace the group's. A call whose tool or operation cannot be resolved is refused before any policy. Validated on write (422 VALIDATION naming the field path, for example `approval_policy.calculate[0].when.expression.pattern`). Bounds: 50 rules per operation, 20 conditions per rule, 200 items per list, 2048 bytes per text, 512 bytes per pattern, 1000 bytes per reason.
 //
 // Example: {"fetch":[{"action":"allow","when":{"url":{"host_in":["example.com","*.example.org"]}}},{"action":"deny","reason":"Plain http is not allowed.","when":{"url":{"prefix":"http://"}}},{"action":"ask"}]}
@@ -2274,6 +2431,9 @@ type ApprovalPolicyRule struct {
 
 // ApprovalPolicyRuleAction What a matching call gets.
 type ApprovalPolicyRuleAction string
+
+// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+type ApprovalTimeoutAction string
 
 // ApproveAgentChatRequest Decisions on the chat's pending tool calls.
 //
@@ -2509,6 +2669,15 @@ type CreateAgentRequest struct {
 	// AllowFollowup Whether completed tasks may be continued. Absent, it is `true`.
 	AllowFollowup *bool `json:"allow_followup,omitempty"`
 
+	// ApprovalTimeoutAction What the timeout does. Absent, it is `reject`.
+	ApprovalTimeoutAction *ApprovalTimeoutAction `json:"approval_timeout_action,omitempty"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it. Absent, it is `0`, which means forever.
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty"`
+
+	// Approvers Who may decide the agent's pending tool calls and questions. Absent, it is the task's owner alone (owner true, managers false, no user ids).
+	Approvers *AgentApprovers `json:"approvers,omitempty"`
+
 	// CompactionAnswerReserve Tokens kept for the answer; 0 takes the model configuration's `max_tokens_output`, else 1,024. Absent, it is `0`.
 	CompactionAnswerReserve *int `json:"compaction_answer_reserve,omitempty"`
 
@@ -2692,6 +2861,20 @@ type CreateUserRequest struct {
 
 	// Password Initial password.
 	Password string `json:"password"`
+}
+
+// DecideApprovalsRequest Decisions on pending tool calls, possibly of several tasks.
+//
+// Example: {"decisions":[{"decision":"approve","provider_call_id":"call_9f2a","task_id":101},{"decision":"reject","provider_call_id":"call_3c1d","reason":"Not this host.","task_id":102}]}
+type DecideApprovalsRequest struct {
+	Decisions []ApprovalDecision `json:"decisions"`
+}
+
+// DecideApprovalsResponse One result per decision, in the order sent.
+type DecideApprovalsResponse struct {
+	Data struct {
+		Results []ApprovalDecisionResult `json:"results"`
+	} `json:"data"`
 }
 
 // DeletedResponse Answer of a DELETE that removes a resource.
@@ -4484,6 +4667,9 @@ type TaskEventQuestionBatch struct {
 	// AnsweredAt When it was answered.
 	AnsweredAt *time.Time `json:"answered_at"`
 
+	// AnsweredBy `user:<id>` of the approver who answered through a session; null while unanswered or when answered through a per-agent API key.
+	AnsweredBy *string `json:"answered_by,omitempty"`
+
 	// Answers The answers, one per question; null until answered.
 	Answers *[]TaskQuestionAnswer `json:"answers"`
 
@@ -4866,7 +5052,7 @@ type TranscriptToolCall struct {
 	// DecidedAt When it was decided.
 	DecidedAt *time.Time `json:"decided_at"`
 
-	// DecidedBy Who decided: `user:<id>` (through a session) or `key:<key id>` (through the agent's API key); without a person, the approval gate: `refused` (the call's tool is unknown or off, or its operation is missing, unknown or off: it is REJECTED before any approval and never runs, the reason is the model's tool result), `policy` (a rule of the operation's approval policy allowed or denied it: see `policy_rule`), `task` (an earlier approval with `allow_for_task` allowed the operation for the rest of the task), `auto` (its operation needs no approval); null while undecided.
+	// DecidedBy Who decided: `user:<id>` (an approver through a session) or `key:<key id>` (through the agent's API key); `system` (the agent's approval timeout ran out); without a person, the approval gate: `refused` (the call's tool is unknown or off, or its operation is missing, unknown or off: it is REJECTED before any approval and never runs, the reason is the model's tool result), `policy` (a rule of the operation's approval policy allowed or denied it: see `policy_rule`), `task` (an earlier approval with `allow_for_task` allowed the operation for the rest of the task), `auto` (its operation needs no approval); null while undecided.
 	DecidedBy *string `json:"decided_by"`
 
 	// ExecutedAt When it ran.
@@ -4928,6 +5114,15 @@ type UpdateAccountRequest struct {
 type UpdateAgentRequest struct {
 	// AllowFollowup Whether completed tasks may be continued.
 	AllowFollowup *bool `json:"allow_followup,omitempty"`
+
+	// ApprovalTimeoutAction What an approval timeout does to the calls still pending: `reject` them (the model sees the reason "No decision was made within the approval timeout.") or `abort` the task.
+	ApprovalTimeoutAction *ApprovalTimeoutAction `json:"approval_timeout_action,omitempty"`
+
+	// ApprovalTimeoutSeconds Seconds a tool call waits for a decision before `approval_timeout_action` decides it. 0 means forever.
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty"`
+
+	// Approvers Who may decide; replaces the stored set wholesale.
+	Approvers *AgentApprovers `json:"approvers,omitempty"`
 
 	// CompactionAnswerReserve Tokens kept for the answer; 0 takes the model configuration's `max_tokens_output`, else 1,024.
 	CompactionAnswerReserve *int `json:"compaction_answer_reserve,omitempty"`
@@ -5427,6 +5622,24 @@ type ListAgentMemoriesParams struct {
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 }
 
+// ListApprovalsParams defines parameters for ListApprovals.
+type ListApprovalsParams struct {
+	// AgentId Only items of this agent.
+	AgentId *int64 `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// Tool Only tool calls of this tool (its name as the model sees it); question batches are left out.
+	Tool *string `form:"tool,omitempty" json:"tool,omitempty"`
+
+	// OlderThan Only items pending for at least this many seconds.
+	OlderThan *int `form:"older_than,omitempty" json:"older_than,omitempty"`
+
+	// Page 1-based page number.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PerPage Page size (default 25, at most 100).
+	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
 // VerifyEmailParams defines parameters for VerifyEmail.
 type VerifyEmailParams struct {
 	// Token Secret half of the link's token pair.
@@ -5708,6 +5921,9 @@ type ReplaceAgentToolOverrideJSONRequestBody = ReplaceAgentToolOverrideRequest
 
 // TransferAgentJSONRequestBody defines body for TransferAgent for application/json ContentType.
 type TransferAgentJSONRequestBody = TransferAgentRequest
+
+// DecideApprovalsJSONRequestBody defines body for DecideApprovals for application/json ContentType.
+type DecideApprovalsJSONRequestBody = DecideApprovalsRequest
 
 // UpdateAccountJSONRequestBody defines body for UpdateAccount for application/json ContentType.
 type UpdateAccountJSONRequestBody = UpdateAccountRequest
@@ -6079,6 +6295,12 @@ type ServerInterface interface {
 	// TransferAgent Transfer the agent to another principal
 	// (POST /agents/{id}/transfer)
 	TransferAgent(c *gin.Context, id string)
+	// ListApprovals List what the caller may decide
+	// (GET /approvals)
+	ListApprovals(c *gin.Context, params ListApprovalsParams)
+	// DecideApprovals Decide several pending tool calls
+	// (POST /approvals/decisions)
+	DecideApprovals(c *gin.Context)
 	// UpdateAccount Update own account
 	// (PATCH /auth/account)
 	UpdateAccount(c *gin.Context)
@@ -8224,6 +8446,78 @@ func (siw *ServerInterfaceWrapper) TransferAgent(c *gin.Context) {
 	}
 
 	siw.Handler.TransferAgent(c, id)
+}
+
+// ListApprovals operation middleware
+func (siw *ServerInterfaceWrapper) ListApprovals(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApprovalsParams
+
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", c.Request.URL.Query(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter agent_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "tool" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tool", c.Request.URL.Query(), &params.Tool, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tool: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "older_than" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "older_than", c.Request.URL.Query(), &params.OlderThan, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter older_than: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "per_page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "per_page", c.Request.URL.Query(), &params.PerPage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter per_page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListApprovals(c, params)
+}
+
+// DecideApprovals operation middleware
+func (siw *ServerInterfaceWrapper) DecideApprovals(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DecideApprovals(c)
 }
 
 // UpdateAccount operation middleware
@@ -10990,6 +11284,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/tasks/:taskId/abort", wrapper.AbortTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/abort-sub-agent", wrapper.AbortSubAgentTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/answer", wrapper.AnswerTask)
+	router.GET(options.BaseURL+"/approvals", wrapper.ListApprovals)
+	router.POST(options.BaseURL+"/approvals/decisions", wrapper.DecideApprovals)
 	router.POST(options.BaseURL+"/tasks/:taskId/approve", wrapper.ApproveTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/continue", wrapper.ContinueTask)
 	router.POST(options.BaseURL+"/tasks/:taskId/reject", wrapper.RejectTask)
@@ -18616,6 +18912,226 @@ func (response TransferAgent500JSONResponse) VisitTransferAgentResponse(w http.R
 type TransferAgent503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response TransferAgent503JSONResponse) VisitTransferAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovalsRequestObject struct {
+	Params ListApprovalsParams
+}
+
+type ListApprovalsResponseObject interface {
+	VisitListApprovalsResponse(w http.ResponseWriter) error
+}
+
+type ListApprovals200JSONResponse ApprovalListResponse
+
+func (response ListApprovals200JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListApprovals401JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListApprovals422JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListApprovals500JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListApprovals503JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovalsRequestObject struct {
+	Body *DecideApprovalsJSONRequestBody
+}
+
+type DecideApprovalsResponseObject interface {
+	VisitDecideApprovalsResponse(w http.ResponseWriter) error
+}
+
+type DecideApprovals200JSONResponse DecideApprovalsResponse
+
+func (response DecideApprovals200JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DecideApprovals400JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DecideApprovals401JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DecideApprovals403JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DecideApprovals413JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response DecideApprovals415JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DecideApprovals422JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals500JSONResponse struct{ InternalJSONResponse }
+
+func (response DecideApprovals500JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DecideApprovals503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DecideApprovals503JSONResponse) VisitDecideApprovalsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -31641,6 +32157,12 @@ type StrictServerInterface interface {
 	// TransferAgent Transfer the agent to another principal
 	// (POST /agents/{id}/transfer)
 	TransferAgent(ctx context.Context, request TransferAgentRequestObject) (TransferAgentResponseObject, error)
+	// ListApprovals List what the caller may decide
+	// (GET /approvals)
+	ListApprovals(ctx context.Context, request ListApprovalsRequestObject) (ListApprovalsResponseObject, error)
+	// DecideApprovals Decide several pending tool calls
+	// (POST /approvals/decisions)
+	DecideApprovals(ctx context.Context, request DecideApprovalsRequestObject) (DecideApprovalsResponseObject, error)
 	// UpdateAccount Update own account
 	// (PATCH /auth/account)
 	UpdateAccount(ctx context.Context, request UpdateAccountRequestObject) (UpdateAccountResponseObject, error)
@@ -33939,6 +34461,74 @@ func (sh *strictHandler) TransferAgent(ctx *gin.Context, id string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(TransferAgentResponseObject); ok {
 		if err := validResponse.VisitTransferAgentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListApprovals operation middleware
+func (sh *strictHandler) ListApprovals(ctx *gin.Context, params ListApprovalsParams) {
+	var request ListApprovalsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApprovals(ctx, request.(ListApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListApprovalsResponseObject); ok {
+		if err := validResponse.VisitListApprovalsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DecideApprovals operation middleware
+func (sh *strictHandler) DecideApprovals(ctx *gin.Context) {
+	var request DecideApprovalsRequestObject
+
+	var body DecideApprovalsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DecideApprovals(ctx, request.(DecideApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DecideApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DecideApprovalsResponseObject); ok {
+		if err := validResponse.VisitDecideApprovalsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -37418,1194 +38008,1241 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5P37duM2ljgKvwo+/fpbJffQLtnlSir2OqtHcbkq7vg2tiuZdFwjQiQkoU2BCkFapdTxWfMQ5xnmweZJ",
-	"zsLeAAiSoG52uuf8Tv/RKVMkLhsb+3752onS6SwVTOSyc/S1M2E0Zhn884bl2aI/ylmm/oqZjDI+y3kq",
-	"OkedWxalIpYkT8mc8pwM2SjNGMnUJ1yM9zpBR0YTNqXq0ykXfFpMO0f7QSdfzFjnqMNFzsYs6zw9PQWd",
-	"Gc3olOV62v6Yibw/4ycTmp/FzanVc8Jj0s0njORUPhAeByRmEZ/ShMR8zHO5oxbA1dszmk86QUfQKUwb",
-	"d4JOxn4reMbizlGeFcxdKPtCp7NEvXh40LFrlXnGxbijVmrWdstFxG7ZbwUTEWsu8UokCzJlUtIxk2Q+",
-	"SSUjodSvh4RLMs4YzVlG8gkVJJ9waRf8W8GyRbliqWYamG8rYB2l2ZTmCMxvDjtBCeeeB8568XdsOkto",
-	"zuRZfK1A01i7eQGgGt4Xvd6bSKZFFjH4N3utHyXFGB+EJM0IJUOaMaKe7pG7ifoXlRMyLaTCDfLp5nyX",
-	"iSiNWXx0L8Iozdj//+BDxiSjWTRhWbh3L555YmrM1+WIChz0yzkTY7XJ/Tc9AI/9WyFdnrNMTfgf3V/p",
-	"7u+93e8+6/8Odj9/7QXfvHl6vfOXtp/+5MWPj1lazOQJb4HtRRqzhESpGPFxkVH1lPC4BVejFVtvP/59",
-	"7/Hj2tqOHX5tX8wfspa7NE1OEiqlf0k3bMxlzjIWkzxNExKpV704uYeP7hYzdkmnzOBld5RmRGMIAaTb",
-	"u2E0/nRzrmYO24hEbpa1Aea5A1dR7+Dt2zrqteHNpza8URdqyqZDlr2SpJAsg8vJhaV6XUpwNPVQ0UW1",
-	"o4BQSeI0KqZM5GSfyBmL+IizVupYbEYenRv06766IuqefO0F++9absdZzKazNGciWvzIFp7rQR+YJBS4",
-	"CGcxUSthMieSjtgRbGvEM5nb53OeTwglD2xBaJRLQkVMOPxXzll2L7oyp3mBz4dpvNhRlPeBzXKiEOPg",
-	"kEzSIpNkxjIS0SRhGekq4AaKoM1YtksVwST96zM1xc4xrGzGaH4vYGa1IEmnDBcg4vKBWSAuRCoqn5tf",
-	"5CwVksHa0yJXC1fHRseUi8AZGPkwCS3M8t0bNkvogsVHRB1MSLo0kSmhikHD0mROszyAlcwnTOjFSkKz",
-	"jD+yezGf8IQ5YOSSyJwnCckKIbgYA4gXyM8VgEpQBoTmZJrKnOz3iAwISyQjh73v7sXJ1eWH87OTux1N",
-	"9Q049NHEfDRimYKiAUlXHYTC3YQLtZCESQA3zSc7Bl734vDggPzUPz973787u7ocnN7cXN3skb4GZzoi",
-	"b3s92Cgdpo+MKNYj0hzPtosIZHBCAXZnj/RxA/fi4O1b8sglHyaM9G9Pzs5INKEZjZT4gVyoRPM3o/3o",
-	"O9pju2+j/eHuYfwt2/2Ovt3f7cXfjPaHB9G37PDQXCU8sPIyOci+q7C9IhAtJQ/uvfr/7f5fn//Ff5vO",
-	"0wg4iE9GMr+9HEH3EPFrOvbIPvu7QypZTGZ0zIgoFNFqk23UKxW4xGxEiyQHKKzgINcs88+vnhLJf2ek",
-	"q4cjB29dBO7ttK6HZYP2NR28BbquF9XrrVziHZUPUv2f74TuUHBVi1xHcM1xmGcJr4o3Ac89W8JmFPN7",
-	"JUlW8t5QPRoA830WSz2L/3H89JNkmQ/qn5B3/lF34kl9jgTeUWWuzy7T/ENaCFhQlApFzdU/6WyWcLyo",
-	"r/8u1QIdMHztsCxLM/wkVvP0P55e3g3612eD92e3/e/PT98ryKCWoWCs2H6Fa3FFKkdHhApCY4WsMs9o",
-	"nmYkLzIhSYqigmQ5sKDbn04GdgrSvcXHEriheo+JR56lQgkTOwDkEjJ/ytioc9T5X69LXfI1/ipfn8Iu",
-	"ADZNbMsYinEkTpkEEs6+cJmrKTn+bUh1nsIiHtjilSLqaotdBRcSXl7dDT5cfbp8H+7YtfrgYN5vgjEM",
-	"NOcBSZOwR5YtSPgaBtilM/76zyEwKKPl0iKfMJHrozuGGfU5EIVKsgLXsALY0K5xnmYPLFPMN+dTRqZq",
-	"ccC3QVrgkoRRwpnI1aV6Cjrf0/gGeejzsOj7/vvBzem/fTq9vaugj2HQij9b4NOEx+Svt1eXL3Xg7uhq",
-	"XNIF5XFaJDmf0SwnxSxJaUwSGj1IkEBCJSMo+Gc5ni/PSZQWSQxjDBUO0Zh0oyIncpIqASjNiFRHL5N0",
-	"blTscMrFQE0+GC5yJgeK1EuwYYR4flEqBIuQZ8L5CRIlqWTxzh45AbxxABfCiZykYpTw6JnncXYJgs7g",
-	"9q5/d1q90MAiJDm5urg+P707ff8Sh4B7MWJbSLpxgctlOwpwYWU5IRpZzC19pQRGmjMlHQ55jGiuJGfE",
-	"0A/wNGbieQA5ub35MLi7+vH0cqAXU4HKlEuprpXCBIEIqr4gefrAxAtCqLGK0NxORsJ/31W/796pOUMj",
-	"q3NJnMXNs1SMj4na1L0IP1zdfH/2/v3ppTOK1jkQ1dWDKpEeJXRsaMWUCkVcsjRhSkZVupRQMiJNnot8",
-	"d6c3l/3zCoS5HpowDaJng/STYF9mLMpZTEaUJ0XGzKUyC1CIyHLKEwnCfJKOxywOiFC0WInzRSbUVVQ7",
-	"fxlmarlGZeuKpIxg8H8Wg0OkMOApeZvZ+pnakOLB7AUAcKYIy8Xp5V1NlEi4zEF2kWaVvJyWLFj+MuDh",
-	"Ss5MGJUOeOxEAI10xrSZbMFyFyjOyhE013ShGMddmp7TDPWC7WFz3f/l/Kr/fnB3dTU47998PG3nlOxL",
-	"xFgsyX7v8N3bb78hwF5elFuaGUCmUHpNwqfcAqOxVATHLcseecQ+CfpIeUKHyTMhcnt689PZyeng02X/",
-	"p/7ZuRKbGsJnTHOqdD+FM0U58bFWx4E7J4sXgY1SrTOa8WShZtLXR7LsUduJqkvJGI0m6q2AjIokCciw",
-	"kAsyZItUG4zA5JEqQjMqJJNknvGcSdKlYlGiYCldwkRwgTMWMf4IBhypiPSCOMjBmVSPeU5yNGzlJBUR",
-	"I91wSr8M9IsDfDHcAXOGSMEoIricsBiMKFyQCU1GJB2RcJLns4ESdwZKYkyLvBQmUVQkNI4zJuHW0kS9",
-	"uVCiUAxiaHNSkIK0kGkW3LWSsF7uzh65TNU6xmQO9kRhTxRNT8AQwVe0C86ikEjtHAJON+aPTBhs9aBR",
-	"qJSxutdp17qdfPih337tOKgASYzr4kxhR34Dh7khldRMyF4B2Tn61V6Ci/6/D27vTq9vBzf9yxpRAGVh",
-	"T8FY5mwmreeDCqL1QzLK0inZV5i63+uh/XTSOeqgnvHaftp5+hx05jQTSvvqHP36+SloXMe6baxxF3Pj",
-	"xZlQiXxcHpHa+tUJ1ycn3eur2zv9eNeMIl+DoKXGY19mCeVCEnWnNtEDvYezlq5QiELi7dXI3tzcrlSC",
-	"As8X6vIodJcG4+qQCo9LAcyOw3PJkhHgN5KAOCChRoWQKG6I5FdDIc1eyXKiDppWLqhYaAVNPo/WKlJ+",
-	"0b/8xWgbt9XTTdMKpXkRZnOjoAB8hcUGco1lhMe1e66uNgIGCCgX5ua/3JX+JBxl+7kiz6fL/qe7H04v",
-	"785O+nWRp6rTE2sFegHgXqZakZZMSjV4N80CkoqaiSEgwrz4wBZW7awtGtn7JyGLmbpHLL5gMad3YIl6",
-	"HmxuP11fX93cnb4fXJy+P+sP7n65rvH4xYwRd9gvu1MZp3MBGrsWFGkUsVnO4pcUgV5JEp7gznbVTkMz",
-	"meKWVTEROW3XtciU19esjaidSOTnVGiTwysJj0EP0aqKotdKPACZbqe+w/KAfJDDc/oJCQZPxWkJ722P",
-	"aCnRrwilii5SgaTxiMwyBZ98Qe47YkrZfQeJqsWglziqPrFBHIZK18k36RbiQaRzQUacJXGAGjIAPSBZ",
-	"kTAyzJQ+vdNKuveclaJ99aAPasoJzWK/Obt/0NfWwohmMenOsjRPozQhvb03O0qoqhkVFeXS8OJow43o",
-	"jA55ws3f1V9nhZxcpjkf6XOEh9ouPEzThFHQ1sFscpdRIbl66wcu8zRbtL2bMTrlYuz7+ck1UP/qvBt4",
-	"lvLZmqjT4d9ZlHfg2MCdcSZmRX6RxrgLnrOpu3JjSbff0yyjC+fzqyLf9nvnhDzvoyXe88MsYyOWZSwG",
-	"KCrEhSsiiqmCw19vry5vrk+cHbtf4pH/xDLJa5es09t7s9freL6SLCqUQFHZHo1jOD+aXFewYP39N86j",
-	"/oKZ91ZhOVs6q/85ei3a5ikfyAeeJNXVV1F71VFpIG4IAB5vdu45HW80Q+2CgEsHBq/inh748xonUmSJ",
-	"n7YopNu9uT4hTMSzlIucdMOvdDYbFFny9Fox9cd9h8PTA4r+scYOHkvMbM4CA4BH7pGj9KBYUkJlToqZ",
-	"EskDcvPhhLx58+Y73+g1eNQvQwtw1J69d65cbFCljD7K4iUXFvN8sO9r3nqjvWgerKQ5bT61Uod7uSs3",
-	"oY2C2i+by6m9CTN7Fx3HEL9zARE6jpPGf0FHNJHMJ+pAYE+eKiU+AD9STIYLwr7QKE8WIOukIxKqtwY8",
-	"hqi7kE0pT8LARJ/wDE3EbhDD1w68pDA6pv+qH+9F6bQTdNTLnaMOhhZpWulAVX/4tWWtimdGUVqInMCb",
-	"pMu+REkh+SOGt5RrBcS07lMctubUPfTcC1xeIywsTZgJcxpD1Jp19Ie4E6WopHOhVBRhTWfwAMBjBJSm",
-	"uR3WaXgKfNAJOvAayFoAJR+L0ftcCioeOwFbAbEBW1SazeAEJGNRmsU2oAgcjw3I4sHvHLv2BW61V9I9",
-	"PDjYqaDBliFbTWQfa+G1Lv/ZqEYIrDnTUpcCIqAxJbOMi4jPaFJDT5ok6XwwStV/ipm5tkr4pOCPG6BF",
-	"apAxsLtBdKvzKwP7X+z5Lp9kTE7SJB7MWBbBst+pbyH0Nh4ALh70Dt7u9t7s9vbvet8dvekd9Xp/69Qv",
-	"5wcuYowik8V0SjMumSRo18e43bhzdHgQdLgcjOhjmvGc2WuOVrc8gyt1gH+jmedov6eQKqeGpCkNdwxi",
-	"YcfEsarBI1jDME0f4AATluds8MDUazmjSck9Ozf6K0Kl5DKnQtFrkeZq6s7/+l/kk9IV7kVfPkB8FyV5",
-	"OuMRxlGRmM3yCYi/PMqLjA2A74kiSRRZ0EcHSP5W0cU8WwzA/jeYclHAFG+DDsJnMUiS6QARAr7AUeRC",
-	"5mw6mGXpdKZg/0tagLOHKtmcjYqEZI0N7JETnjPtkkeQA5NL00QhRJHkAwXRaEIzBd9er9cLOsgX6yd8",
-	"cLf/zVHv7dH+wd+apK6OhHX8/nnC8gnE2SkESxhokVQ+kCldkCG4j3MuChY7LNiR6Zdgc4NkKB1IGtVk",
-	"zkWczsugRaBbMMIx6WltF2hHM7JYac0KNuAYlYMUeHCog/f2g97B4d6KmHH/PWsHTaL0uSgVSkSgxpWu",
-	"h2DxkQ2fMKulSULm4MqfUSlJuOzuhgYi8C2EwQKl0QACoSgE3fpLPsCHIUmYlA7IQIoCsKPubw2Bsyx9",
-	"5DErHQC0DOGUJE9T2FqARkOIndFbUQ/AQJoj9zY2B4iFN7SipOX6ekDkpaKOSPh5RmYJjRjpUhLqV0LE",
-	"LvbIRL6zR65Go8BZlH/N5UrBy4o7h2GQZ5xcXd6d/vsduoquLj+GK3HVQ0EbiSATtVd9NtUzKderLsmI",
-	"J4kBW5qohSMk1ecWR/Y67TF2fgR1iHkjUUT9BkYhPmUVCUSRh1311CeN1/Se+nbTLCfOM9Jl01m+QFwq",
-	"hGT5zl5NtgGa1JjGJy4Ac9XxaZZDKs6yMvSsxnza7qjxMCvBAxGWZg+KlE24iaqiCvvNSH4MqfC0xh6K",
-	"PJ3SnEc6jBvjqwENuz0Sc0ARwM3pzmoC5LBLNzy0V2fRtzmbkWERj1mukJHChMuwyTuZw4yXKdc16SBj",
-	"bFcdEDHfYyz0A1sokqSZehiQULFy9V/IUFHTqz8eacapyBVHDxWhuBehw+RD0n2kSaE9iUit8Jys8wJx",
-	"YwcvEs0gcp6LPCXsi1LZdFBzQ5AzGnd1M++5nCV0AepHVX70ChdVNF8Rl2llkUa6FJhv02x3RCOFmQop",
-	"43QuCLy/3g3z3rGKKNNAVO0r1bRLv0v4lI7ZMVEiS8kgEOQTKsFDq6ZXv6NbvaJmumYnV2ZqbHku1E7t",
-	"S4r2a0VhxjKp8M75EYQ10HWqQv3btSiDV1hr5F7gD5ZHC0IrF3lRXisMUFQsRvuo1XOwbSoggdEZwp5W",
-	"3+4WcXGdtClYg/bTl6wVPNhaU7ZK3yup9UQEY5IOFUgF29GnDNxTxwBWZjDnnhVCwkZ1Rg2TpecBtMqI",
-	"KlwF1ssyNV6F25iTaUEZFx5VCbnBfOBngj+jBKGjhlCg8l+UpsHMLzx78ix1WoSCJmw4TUFGV6p2Y/Zj",
-	"LQCCRAKvQH5JmikkmSi1e1joz6IiDwziqCtOJF2o2yBTndQJ2V40UWJeqL7AJYY7e6SPP2JKpY6wlUqr",
-	"ThT5C+u7Cs3hUiVsyZzReI/0jtRhoWEuYY8s0YxjNb66ikUj5YLKnEQTKsZryxo+W2WFbLRY56poYsiq",
-	"yyyDukLjpwJVVu4wwKo4USWkXq1ghdi4TANqQ8g28lAR+ipn8rnNXtGfcX/Cmd4v0rZGyhfpYvwhxvxE",
-	"mb5Qju1iHVuComidh29Hb3777svB9HD2rhN0EirzQSEbX765298/6h0cHR7+rUxLEO8EBIuPknTe1Fz/",
-	"AAnYR4Ovi2HCI4AKj1ET0omYPLZ5wCMSyseHQfW5/hMBqF89hpw+RT+SdFyVM2qQaiyuCjrvLayEDJSZ",
-	"ZyVLx2MtILq7DSorGbxfgLqkU0a6wwXqwcJyEqAiRjGvmeYqB7wWldBkoXIRKoBZcRVO8EPXzF635005",
-	"BHs+sEVAwq/qlhx95dowHeDjcvqAuLM/PYWkG6eRfB0zycdibxqT+861e73uOztNV6uRvZd5oJ1N/Mzz",
-	"yS1g1Qa2+vLzcy7zdgD8yBZWngfyINocxGbV9TQ0iEdtvk5nXAn2Ps0pyvkj6g0BEWyukBYyNcHGaPxf",
-	"awJnpWfMruMZjo9yuhv2mD4sRSgg+khoM/Zo8hO7Nmd2rlXUNIMoC+2Xx3BpfU+fBfcHtmg10SNVw4AP",
-	"Y3PfjCpluH/PvpM5XUjI2K2MuJZzyowamNW/yFk598Zz7wWbJ4vK7eciSgqIIYXcYUVFgTnKidLRMEa0",
-	"8z+BLW12ZA8+ieDO3eHazMwkKKCGDn4YneadimRRXZYa013a4G+/vXm86w1/exdd7i9u3s7PD7788G38",
-	"18Ppj9/J/jez06rbRn3+a3/3b7osxb8M9nzpwavYpMZK4IjoChBsrvb8R7DDF2J2D5BEvQXLO/2CEaft",
-	"pEnreWgwYTHB8KmqneXZBMgMtBYRN9Gy73X5hgZk7GjPJAnLueCVYJjIreg2JIQ8n/+NTamhllgHbZHh",
-	"EmbejPet5no4+zOBBjGX7VADry8EFQIuSZZvJ+vANH31/cbrm+rwsuZxjmiUl9idMfQ6s9gETaovQcne",
-	"aTm7Vi5q5aNNTdfLeMXPSl7nuY7NNot9HtNA8NQZxrdrrVV7eMqKTF5QmF+NHcraTK2HCEwSWjVhsTXM",
-	"761lJ8qpfGg9BvT4gIHEGlLcc+ZVVSjNUe5B214ZYw+jUEliBt7OnS1NWjn7krewWRpVsaUMgokzLjAn",
-	"kmckSkcjxsgwodHDeq6VlWYaFvN8fRRaGd1BnJszZEkqxlAYrSujdKavheJSmTE4IsfVHxhHL5jIdGK7",
-	"8+F2cPexUXt5yx3p4ykRyoPfW5hb8H5twFmEjXIDoHD2fDZjBmotpgS/WuP/xpxGk1hfiGeaU4+74Yd0",
-	"jnkbdm41MVQgIZIlLMrBwaNpwDr1V9wTtts18z+bw6ntbRfL1teo/UqCVKlQzCcNraILjXu+quhHVTz6",
-	"kq/e3TLkxD28DB4uNkIp39Eunnug12jB/QRiyXbnemGLNEBoP9pMtdcMxZ2adXTEgayjyjTkgmYLVJma",
-	"Vkx81YcO4I8j3evLjwH56/Xpx4B8PPuguNTPbHh9bOv6vCUX/PsqscQZV+oYMHUr3JYjyQuZhExM3Rry",
-	"rU+efS5uGGXjhOY0ScenIvcJj7c6eEU7g2x+b0VDcm3j3nC2ehlR8IXrJDI2xOJl6NXDaK+49OztldFw",
-	"UzoWfMQhPhPs657qj1iKYTBLijEXkEjZCJSDF/GFgUyKsYlUM6CrfowL0pMZtwXURVLH+KuvbhE8ukvj",
-	"FP7+7IR6d/b3ens9jznfQq0O/9CGFzgxBVVBTmsapUTlAH6lAr807sVWBXUeHxP0N+pAVr0KwbxORzy4",
-	"9j1BbIQTyTsrfv89YWHNUo5P15XznVKmpAvFqnTxUuEUiUwz48jAw94tK5s2364tp4l1jXU10LBZ5RJx",
-	"jeg3UDMwFe24kDlNEqWecUicJXOaCUnC6/NPH88uBxdnt7dnlx914S0jvZQrpNGUvZ4zmrcsry68bBsV",
-	"4h+9crUaVsBU5BkfFlAkCd905OMIwutM/vFaERfNW9ukwNFDWaTJyH4W7k5GsB5LvhBYDelohpPx2cxE",
-	"UZjSAjyCEPXIwMcGUMNC3RB1TYjwB29kepVGNWNNTVlVVts/JE22bN5D51YCoDXF5ZZNH1lG9O/mTLws",
-	"pbO/d+BL1lo75adMXdHnUcXQoCS+ml7V4OdBseYFX5fLLjcfNbmrfDEDpC/WA9dEmMCQvTSLwVYwNFaS",
-	"9RUjrzCxyixXLu2FRBlrN91QdalbfcGPiQV0D3Sk3TEWLoMEPUrijI5yctA76O3uHxCa3wvMAZtlbMS/",
-	"PFnYVAsq7OHjvb/LVIQ7e+STzoyFmEEKhdT/jknINNfB7xCpUitQ+rXzJ5O325nk+UwevX4tH6M9J8tH",
-	"/b3GIox9oD0hY7OUiEqIaK8Sx3nQawlJ671gisDTNjkcVlzarcQ4ulGhJnLTeRk4wJa5G0HHCf/sHHUe",
-	"91elc/hFU0WmsFRJLR3GZsbjr7TI0wGdzbL00fLR2hd68hHLowmUIilJoI/2P60j1P7JLafq844qzof3",
-	"yVSwCb/iA0imDBv2gMN3Hqazvh5VJxPWebCxEFxb2f76wd5r1dY/IsOCJ/muElAKqUuuNuXSQAsHJbfY",
-	"QKgN7gVYMXW8cKWWP9Cbf3Qh/eqd2/gwTVRXuzxrD7ILuU9gZ7XC7YYxzWtInT4BExMTu7OKRBo+MhGn",
-	"2Wv1V7hzrOOUSh3AhuTSBN3Kli23y7nVQfdqSYD6ULp/OdL/3Bvsfv6zebzzl9cr3/jTOuKfpk8++RNM",
-	"5Sbylh2bhKp0ynPF/9IMtcxjrDwCHDGdIgRIKghqRXvklEaTe1GpVUxnM0YzaU1EWHzr7urqfHBy3r+9",
-	"Hbz/dH0OVVV2dPuJjYUcg3JICjcTe6nIebRM8HXPCXz9v+59rv2j++u/7H7e+xfvKSwRi0tBuM1+1CJO",
-	"2ezPDVObUaiK2YgL+EwHk7e61n3peDr3wyeNmPSWam6efJnkPD1vI+VEJ+r9gal5JnXlYP/w28N3b745",
-	"/HbbfL01YNdI3qulZqF/2PhpwuZMleIGG+WT6dW9a2b1QHJZV7+8889LM1sqFvQ1crfJBC1eykYWVRui",
-	"tWdU/Y/Ln1rmczOog0rInMeOG64ee/BKEtcHGsBRmnDI4zJQByxFUDEV2iyZOrkWUwPNHzCmx05nm28I",
-	"kmZ8zMUeuXA8gkqfT9C1KzUPzjP6yBKb7eIQLss0NvNXAWTP8NuK0Fia4rZJllo3M6o1J6gNCVfmB62R",
-	"7bNBdouxLWOJOV0Nkdz+cnt3ejG4vrm6uL4zts9Nc1zadrhhvgvp9gD9vKkkph2KdpnoD0JvQkNoK4uZ",
-	"7L3homr12ZgRPK3Lzy9WZjx6Wfq1YpAixyDOSpS0YzgRKUmBszywhfQFE5W6tJ+i2hdck2dVF3Y0cCpo",
-	"spDqMfiPQClPsSML+zJL0kwX83jkMs1MVAN/ZF6zabsX5gqTy8ZMsIwmgULXuIhy/sjzRWCtE4HiNdNC",
-	"6FJcAZmymNMA6tIG9uak4phQAUC6F5DmWcP3i9O7/vv+XX+ghNSPVze/DD5d/nh59fOlgm5uS7ztBESm",
-	"hOe2Qp0gClxkwjJWb2njWCccOvHN4VKXjb4ypfulCpPvCxEr9UR94FOjvKNXrCFN30CSFhnR77jnLyHo",
-	"UZ29kmfTjAro10KhNkvQGWeMgd0WrSvDpGDQ6yPm41QJvjxNWA4JTeLBe/IVe0x9WT9xWdCE6Hd0JVGt",
-	"qQQkZhl/RE6jqMSbg90hz8mHy5929ymZUDmpC/mEx4o0FElK3rh7fOyppe6r/zvwLHLt231ljD8bXm/A",
-	"cVtSMX1kWaa4dfV+K+LoudQVA1NDDMgKxeapkGSWsV39Xgy0Auhhhtdi5xigqugtFxOWccwHAHqssdEv",
-	"a64sUlGtFskl0V9sO6HfvmABbzITkaabEbtUEFMLUfEZLol8cBxBV9enN1j3UF/3naaVabNwGFjm2loe",
-	"aLObowzsbZViB0dOk8EsTXi02CzTHqRIPQCBAZwQLi02lgZP0u3rd69hrp0AdTWaO6m9CV2wrLQjgIHY",
-	"SpdwGGlmxcUQMyHYwCSehsckmrDogcVqiEdb7BM70eGI3f719c3VT/3zwfXV+dnJL6adhKst6fMIOl92",
-	"x+mufjils1/xOD9TsVgbu+EUXMSmpuiCbqM4ZrliE6bOVGlD8SK4a0BuR3NDI+Tes8woJcHyVkZEoG+G",
-	"M31HNjMjHCvqAwJdKtCKZEyfUxqbCluNs0YbEySGTAuZ34shg7JJ+oKbdj8OOh5DXZt5msVwpnHTvXNs",
-	"yA2LdWK6McammU5aN+UfMqZVEYOeLXUdXHN9g62qxyYHq9JcMyDLG3tpmuV85SNcYFurRibsbGxSrbsG",
-	"y/2UN6CClyvp2gcs1e0X5pxbq0t61+OYTIFkIMW6k9OPp79Uyu8WpQOP3IM7M6N5kUGxXe1TbFR8L9/y",
-	"hAHBpBtcIb3HE/Xdk7OyRhhqMaViN2M0BhsKlHMX1FgtSjlxvQ15pDpfYzlwmF6n0FiGdG8+nJBvvuvt",
-	"7xh9Kh2NdJOCJDU9tSqhRca8hkHSxiNbXXATqKswC2Bcgkovfl1sOtEn1OJZcNBKzSNdR/LOHoFCysRW",
-	"re/aIk6GGu8ckev+ze0plj4O7sXpxfXdLwPd7iMgZ9iM6uzmFP/QXAX+fd2/uzu9uQzIZf/i1HkN/jQv",
-	"3oufTm9ulZBRvmCe2MHMAzsiYn/5Ra2lQHAvFA24HVxe3Q3Oz27vAuLY28vPfEZ4/fT0EnqylS/fCysP",
-	"ueOWQpJ6dvX9X09Pqk+re+9/ursaICs+hQLd7rh2UviB3J7e3Z1dfrw14pe67c7T6/7t7c9XN+/V44Ft",
-	"7BTcC/uGaaL1U//8k56NmKVo+uhupfFTeUZWA3Q3aR+enVxd6uHNUu+urgfnpz+dnuOiG1QruBfmmR0G",
-	"3mwRU0iXGtGqJruVPXsUNYHEEfRiUeEWZLditHlbc8ydPfKzVnPNNTjyG3iCpkCsgP3j2fl5+Uqrqoxo",
-	"f3vdPzlVb1/0705+IF0ZUSFYDA1olRpm+83dC92wCQM4jgn7okgRkCAdLoCxaUrEM0leOwGpcj19D2q8",
-	"UGP45enp+9vBydXlh7OPn3BfWkvX+p9z8TtBp3LxO0HHufn4V9klrbz7naBTuQDm7/Ld+u13HjVfKket",
-	"EoBO4GmKUqUA+kGNBFSfWhpgHteJQCfoeIiA+9S5INXHNSg06EDlbZcOdIKOjxC4j/2UwH2jSQk6QaeV",
-	"FPh+Kw/DQwvcp5YYdIKOlxo4z10hxkcOFKD89EBtzndJK2DUQ6p33VvqrrZ+TTWCVu9pJ+hUb5DBD/9T",
-	"z8Xy2ngq7Nz0o2mLxrtB+y8IzbKIIiblqEgcnekfFvrvdgVqaID4S7MPjtFHjDZq5HXwyAMRKyXpwPYv",
-	"NDGxe3t7O9updEbmXisht+Ns7YUCADXEN1QWG+F/VmgDdVExAUewSzMLVgwNhArPZbwgVvPzarrhzh55",
-	"zxI+VLBnyYKMbBXBCcvYUWkfysiUJuoHR3+8Fxkr3Vr2qLuh996HcIym/pVCiCFTh2yKRaNpSo2JblTb",
-	"5egfEm1Yiwz0RQDamD+oV2wbF5t8kYjnjCzSIivj+Z7qAX0TlswwLWTbaD5PXJ4d9Dnhdy8Tb7f8MtxO",
-	"0vnyRKYGwv9vWu7ATHTXmn5oIUElyegcg33TjPzSvziHXEbS1WElqKJWaUJAxtgPMKyIbfXEER4fkRpu",
-	"3guFCUekhl33Qp/2EYHDvhdwc47uBSGVu3JEtroqjQA/7GO5imuWjY3W4ZwGPmLsehBmJeq4Hfg0mjXb",
-	"7zWF0dL+YsKo7tWVwA5HmBA1fcQkL215MVcHrpFalbVnOx33yq6XLZJOve1f5SDA+KpQo2HwqdK2p89P",
-	"T8+8YwZG9Q9O/T3xSJfRaEKatoYXZvEWtF7/j2loAc6zELcQWqCBodGkOkFt8GHZuKslwmgbsciZZpal",
-	"0GH1D5Z0ECaBObQXFHnSNKm4+pZ688A/AzU0Tc6RCcyxjj5TrpyNRgxrkqERut64wcPNakH3iqkRSj7d",
-	"nMO3Zrx60wb7J6Zf6j8Hw8WgFrqWltvUHNMCSg6MfcJe6cYvnhGXc1v9e2W5T5v5PDGWoeJE1as5gqpg",
-	"ridUQjCTDAhswCahVXyjOkdO+w3Q1ey4KFuy5JzbsjSWzfVcVuLZmu2fmofZIEPwAwjDZatYA4kNHbhN",
-	"MDI7eh0kYROBwvVg48M8r5CAFjHr/FnqI06X3E0L7mZqpcHvtohzF+Eb0DJeUv3uRmew/No8GxzLHFQ3",
-	"Va8U5iY2c25XZh9WLu1qbym2fy2dpmU8r8nvX1Gor+KkKs+70XPMXZfrzaqQEC8arjgW3330Ycp6TGR5",
-	"6ZZTyLSqsBRMvqr5FJ+tQizzPd+5gRybup0rDHMV317qadyeUS/Xx0roAptWVM29tC8D1m2A1QacF4GN",
-	"3uGS+OGaJ9+N1KxJJ5VwgSRJ5ywe5DQbs3xgStD9evgmODz8/OSTAm6LoV1XZ6uWQtvFK9zqMALt9tcF",
-	"1KsxKxhouiAPbNEIMdDfZYyCbSj8s/5fuLdpsMC6tLgGqc2rcWHR9FpRMmg4byvIb12meRmdtge0XlUr",
-	"F0NXJG+vganPu8HORVnvApsPGvfX/PAC1/c2p3nhQSR8XgmqHmHnZV3uDNI/J3TG3OAZEnMZpcBXtKHg",
-	"lTT56fUy7B6tA5o4zdkQi4yB7QNyW3JJMM7vQsfNq6FirG8xsAY+V7qo6So6p3ecpEPmpP87oPrcsPst",
-	"14qW5N+2azdPn1sq19B4MchTLQSsp+U0zRBLs2AxKHK5dlCFaFsOA0nokCX1iiJLRbttYuBWi3Nt9Wkq",
-	"kc1Q9HikFDQypNGDiV7BU3gl4SWojC/aytcYpGmtElNikaceOVwh80ZJWKBezIQ+Mt0/vrDdMSMqIxoz",
-	"0gW/QSqSRaBjyJBLVA0eK5M4V4ljzQhMbgJgjb8kZtnmohrSj6WxgZsWmtHMpiw0k6YJgmONKjO1G+Y1",
-	"cmk25jkumjHjZvsn6UfLeGLl3tbVl2qxFF0hxdU2qpDxoPWacXv20JcrIiVj+WP0j5asZSWfK0a0gDw8",
-	"z6TboPfqEimwmBdj00sMhqfW7Adt6w3jLlWSBjndgHtsYGBqNSvZ9ZUmINI1kozOoq2H7+9sF7//smaZ",
-	"cuXUZ6DZag++SP/6xd3aIoC4ss4NfDHZNtfJBxvdHc9dec5VQXURym//yEVbuWvtlCAXZxenRA1iAQE1",
-	"v8kDF9j6U2nvkv/OSMKnPK/Jrg8wQQfKXJoeTvx31jna/+bbb7892P9GkdEpG8AEkMiv3nz99xkDIgx/",
-	"zET57zkbzuwfYz7qfG6Idw/ePfXtot1cJLMuWsQcM6hipv5r/MSKpEMVtM8tKc64mabil42hvaoBIobS",
-	"2dLvahmBkh+GC50EuU5tbgdOzeYq3tOyk20iCtXwCMDpbLayEC9+QZUAQOKTCc23rLKLDVUogY8VrRrS",
-	"PJo0gtdFDoEWnev3H8gsYVSWDZQjmmB3wg7869vhfuSLRNcjeO8ALgLc4mP+yIQRii1rqNXGWZ0WXV2Z",
-	"b1LY5ytJQvfVEKuYh8MkjR5YvGegIkOdmLxhwoFeQGD3336Qd1Q+POcMoQKKIhszHQW/9EQR5KhXThiN",
-	"WaZUSrwcQQcrSWvFU51553MZU7LOcdvhveVu8biV2GPXqFV2u9S1hB8Fsn/TIyAQqhnxh3BkJj3eX09m",
-	"GyR5Ji4Y4HhxoZJs1o4IX9cUDyvD3RQJq0LoradiQIsPyM2Uo748OS5lwcjBNzuBsTcWItaqtC6F4igw",
-	"0BmnFgse4tiQsfRKotCCIrJj6DE/2JG6ptGT6cmZYTl9SMqTR+Tw4IBA0CmEcqo3M3Zc2o0iKnTRWzDp",
-	"TLK0GE/KUkIDrdSRCzqTbqZWWpHu1OWjwlY8TLiEkJWsSBja3G1vhldKeRsD15OBLUdkCyIsdEYUlQ8s",
-	"PsJeSTyTOQylGzJEqUCckIQmCZkqJFUL4zGT5L//8/8mIZiqQ2w5aiYOSBgzsQht5AbPSffm9K+nJ3en",
-	"7wMSZozKVIQkT5O4UqNgJyAhlQ8hkUzExvBFdYdZMp/Q3PY3tALpKKFjIulCHpdKrNoArJXJoJpC66QF",
-	"4Jd6M1j/wBw7AlMb/UrwZwz7ngMKIOrskb7uC182sEgz5xt96EPAzDRRmAn9lnQooz0MxPrFHtGRSpii",
-	"CaUBSLeGWIJObXcrzqAdfT6pZcTVEH4voklUJDRnv/Y+7ylA7bEvs4xJqdQZXbkp3Nkj36eFiOURedvT",
-	"UFDE024nIAc9FylAoSwSpp73CBAKeKawUj07fIcCEVaAYV/ygLzdP3Ce6ZkDopit8xxRpF6fHVQZCEyM",
-	"NNEA9OsEHbUj9YrunDxJZT7gQpFEJ9qzE3T+bKM/02zc+fz09BQ4oymsRcOA1JXQKBdkkuczW6oARe29",
-	"5pSYf6FDTY9ev+7UxqbyofP0GWmiS1/3nXonbdT5xEC83TQJoXMgy+sr/0qi1SyAm5uOyHzCowmkgpJJ",
-	"msRImIYSK1fgN5AUo9sR60IPIHoG5jbZetlTLiqbaER6/VZQny3iVD3HO88lxiqiCbAriulQyRZQ9Chj",
-	"ZLjAX3YgOtYeqK8Z1lCmSZEz8unmXN9D9bo6srK1smSkG1HJdrmQTEiutNpjEv7ZjQYO7Tadh6VGVAzj",
-	"dEq5WGWHLJmeSR5tFwx8W7Iwqqy+DGkyM2841ZR+8fbPA7jbonPqXBy1HX9FZUUs/1zJ6ku+t9XhPCd4",
-	"c3pAMjYuEgrpwposkZGiRcY4rFMru1REkzSDFkuQ9/wf//2f//WnsJZyaTCnIs+/3T9YKc2bW9zcqJ5f",
-	"5jQDw6wOR+PSNgxpFPxcJbmtuPUgRHnlWmBwuhFNRWry9P8wBKjpf6A5oYjxaj/AxcYMq2jb6jWavGrC",
-	"qGjYZ7+NWfrmeM/EwkgmIlkcAwt3ShIp4CkZoIt0KFAiGRMsgxpNo0LSZGe9eqWGFreJsOtLriWpbQio",
-	"JyXfGy4szTwCGXWm3afmKYpq0DcpTqEwpOLRhIs8JQJbaOGxS9IN0xkGhSighIG9iu8wPzEg+weaje7s",
-	"kb4SwwooHpdHk2NiIAeyryP3aBOz6dFVYzoHvVXGJo027ZoDe6Y94D2LuARg6pjvaEIV0zJKpe0FJhvO",
-	"U/0hSgJGwrWs2OZ6OJz+Neaf4Jni54o02gAm9V8es6yuc343OqDItesmY7uG5dZ2sxtzDmtrm3dpmpzQ",
-	"JDFg0iS4jbzXTYV2fUsOcHs7QOXs/vc9MNKliusrhS1h9FHXx8yYzM1rO/9jzvQEglKudXDNdsdqvtYR",
-	"LnXTXJFlTOQDE8CDvruMRUqezCSYMHKoaZ7TGbjTBJu7bxuJEip3quezSUalr5hEYyafxcT8qgSEQjZK",
-	"Ib/15YRUV9Rg8kaIeacgoIvr+cZ1GPu7lVUb6pupraLlML29jiNswoh1cHQ3ELdL+VHZClEyJqyNwTSn",
-	"7l+fKQ4iU20Cy9i9KHtjKZSHQIGYJVxxj0Y+XdlP81tjXDKBHNqOqd6ypkxMTXGaZepItLe7vf27/YOj",
-	"Xu+o9+ZvnaD2BQgdHzKmk57Qr900HU6hvZdamEZmzUaNITHomJAZBWMzBUg+ShHSGZBxShZpQeZU5H/p",
-	"LDc9fnY0w/7P/bO7s8uPg7PL60939aagnn32/mZSKQzE1PCHB0FH6jCk+pjeIL4a6J7W73h6NYfaBdbQ",
-	"vYZ/wpzw12ZvAprY2sHYHXJEecKAcmhhJNHagDZUII5Kiu05VkYtOOi0jKqqi/K9fnVFY9Ytm3jrI1tN",
-	"3CGHqa12vlondHWy95O3dCj1lCG1YWqrllB65teMYVwXDCvac+oVWoQxUCuPcbOmnApa/Tyn0WTq9eT0",
-	"sTyldltSeBPCGaBLKaS6efrpayfiKnQqvahQlijmdODvyVuugMfegABtGKqt3TVWdKFZgvYE0dlsUGRJ",
-	"CGWjw4+nd0RnJNMZfw0Lef0V/nMWY4MJe3JFxleemd1JYPx/anlt0P++vH51rXGhOAWgsyQzmj2wWKez",
-	"FCJhUqKpBN3sXJLr08v3iqSZ6gxKJarSub178bNSpZG0Nj8oHSKYdSdZfozKd3UcEjouNGBcdSJTxQeH",
-	"59Q3+UkgIrO45tpiknT1OquT72zlSfqe5pioXTfVtOnTPxv1GQ5gThWsR2nmaux1+HWCOl/5vMyJ6e21",
-	"lCSSUDUbJsQaQdTCoj7n+tBwcM0Ixyvd1xo4K1DXDuehHmWb6XJX2ggQECqJnKRzAWXDjFJq3LShryyw",
-	"o89sULrBfOaYQ9TAqayU/S/3tjRKySJG6XiIUyb31u08eCZylimmnqVzwuNj7RZBdc7WAs2owI8UROoa",
-	"WGgKNqzJ1lo6naijAdsJdSEjGXiR6s0iaawopm+Ta+WwOdHba8VMLelQ0Z5DVeJHG8aeiYQL9kF3lN2o",
-	"cbGcKiyGolBgyOcwlIIdhdrNJma7GeE08HKnUP10hB131Fqx487xkEr2zWGgG+MuciZNN8quMVbtf0Mu",
-	"+PcKb9IYytNC5vrvDBaHUaRxlkIpF8kTJvJkASVF4HUyn6gtoHaNRT1knjE6lVApuuyYMEmTWO1txOZk",
-	"WIxGuvi5rsRvHYRAF9W8ryCO6RjVHaXomNKo6g0DIGBUdh+wje7h/pudWk8TAI0P19RMfmxWZ+rt0/P2",
-	"7WZ+fTtFUB5eGzqt38dcETcZEMHmtldBezhcTUVXn64dHAD67Cq6jkNuHwVXFd6aAelcxKjnOsLji0WO",
-	"4eQtNSz7xJRItdXgjZyqNW9FvrvAlsruH7pOdz13ZJl+Sa3QLG2CRYrlMSXI5bZLPqAcqNe6TzKXjCy3",
-	"w9XYXu5NaRDgmKESPNc5E+srWpW1Ny0zWsbXdenTDGTOjeQMR6N4atVASxEs9Tlffp6kZJ6lOTPMSOOO",
-	"Bm9Z7N+HIyXwG8GlqcQ2Q7xiCp9wmSu61uVCqU/SGBzX4K7+dvUaQ63HajnRsevV0NCjqqOq4Vr7dYT5",
-	"llMk/ZIsr8K6REjfoc3okLmlq8iRHfx5FGk5Jd5kt5E2Cq4mtB7C+sxd3FnRb3km4UgpgqWcuPmRrr/J",
-	"oLO8EUhbQfacyodXmvnjJr3itotbNaau9miuJhfEXBMMyQoIFuK2HhFN0EWsNVydR7Oesmgh2Yq1Qcf2",
-	"m2/LfJdlI3yHuDCaJdy0m6o2LCJdHTKST9g0KMWqUHIRsYHZcLgDghXPCPYFA67FBQkLtdRwi13qlv1t",
-	"HfnaNFTcZqnVORvdYhHtimjQKQyDX6Xif8LT8t1EB7cq23JP0swUtF3LtS+vbiX3jJhfgm3tdouZ7nVU",
-	"F0jsWKYu3lu461gP7zKdI0HABiIQ0fchYyKa7HmEisZQDWaRZozAb2qgcUZFHpB99e/9Xu/YJJ5UygTZ",
-	"AMu4zGfYrEsYWs7kUiMgWoawSLnWl7HRF1QNR2ZZbb+1Iqy8njHY0oUKqK49IJAzHRPoJjqGnsGLRWC8",
-	"BYd/f8Z/ZIvtUOl77WqacoFGF0H612fkgS1qKKVzisU7QeZp9jBK0nkTWfwq1yXEXYyMy6tEDselR7rD",
-	"BaZXC1vzGQ7cxIiu0b+kVAzv7287W/czcSD7PJiG11e3xmKMOQTuFX2hDtlO3Uu3LuWa5SfdVlgv2Th7",
-	"dSvOrXpvkr4OrcFGVaECWrhVR85/XBfO+pp74eo2d209OLdruikZI1hCNtzZEoQtXTf/IY026yt+1wtf",
-	"tvnm7STNXqL55poNN7dBiFoPztVtN+uT7C8Hmp/Jrmrs56VZtgix+d4ry/s5xXtMHV+zj/YKev8Ht7+c",
-	"ZVxEfEaTZa59+1JVDkIxBCLrMqmgWr6IWQ/4AkYVDhmBK5Tb3qTcHy2w/Dhb23Vu1qJzG+z19qz0CZIN",
-	"+oqVKSDlQhIrix+ryQ1sIGvYLUE5F4qVUIhAIl2eS5tTBFERJlFIsB1Npw8PDsy21Cs9DJaor8PES0Ba",
-	"DTg79bKURrb8PJ7dynTT/qR/YE/SjY9/M7HrozqqbbUiweZ41sfOLSNDFqVThl5wQI6llX8uaPbAcl3t",
-	"ZzpjOc/TjDgtL+siVM7odMPyN4pG6jrQhipA4do1I6tX007SzTM+nUIcQJqTQvDfmrH3L9cBEI/uPJme",
-	"wJ15zvF5ZCwrk8HR1sXoGcc+m500SeiUdoLOkEo2KKNYj16/xp/2EiqO9vcP3xy+hsaYkJX7JR+gaNI5",
-	"2n+z3/v2IOjEGX+EsLZ0xgTlSkGU9ZKvsMzOUQcGfrO3f/RuWKLGeRrRhJzr5eRsCvymyFjnqLf3pikd",
-	"my00TNDanWs0smOkOLtYhYeJKFtAOjoEIMrcFObJmJKibIdyc7yHve8a4Ze60e2VSBa2MG0JvmYt1niW",
-	"cpET9QoGy9g8H0jISjP0V6jfduDYQoRhCPcppCKfZOmMR6HulTlKs3sB1WcB5rboJ/mgvsW5WRwiQdb2",
-	"S/CsQuR+N2MJ9N81BEwpplyM70XMMxblabbY2SMnuruitgCADpBB/t4OzqNzTjGVFLnDTpP63wtIYAKu",
-	"o9MG1bSzYpjwiNA4zpiUzJRIShXZgZQ7VmbLYM7qvQgVHzT1BNWoMiRdGF0nF5xdOwMqyJ2cvb8hguVq",
-	"g1B0m8aK5Moc5Jh7kWeFzGVAZAHKGaHQBS0hV4CfO8fYRXnOkdkFMKa+aRhJkgF4GRMMyzZLOmX3Yk51",
-	"ie18wkA7FyzK98hH5KAVEOnugmlux2mUhccEnGaf5No19JVeUqRSaxAKmKBs1cXZni0NsEQIMnfbL3po",
-	"LOyWmEcEYzFqfxWQQ6LqjutussTCIrlSqfU4Xt+TS1WaXOgBLXNlZWbFvSGQC5va5yQVEWvwYyCtLfoc",
-	"lwNEb094lTRWMlTlrThKupV9I37vbDRtQz/2SMvwHA+WRHQGylKJoL6jXqm9IIX2HzTwSFf0MZEzG3ea",
-	"DJbYvALNeEFa1ETA8rCNGHGNizRkRcUOwbtRvkW6hsJWNlipA1Q2hfeKcGWiYM6nLPUd3IU9I6LfQfdL",
-	"lIpYOksAkqffCKtzv/lm1WG2lCfCq2xOul0uAYvwe5bxR2AW20onsR2hjOjaI2HGJP+dGUIRznmcT0JF",
-	"/8MJ4+NJHpKuYgZpPtk5JqEuIKlfvxchKg1hI6zfKhO6Fo9btR6nhBh9mvB80Tl61ws6MHPn6JvDXkPC",
-	"MIO1XDv8+bgsNIc17WClgUEYaa6K7m2nY/VHKBzz3ysd1nVlIawppHcAdYQ8mI1g8pFAQBCCvyu0mvEv",
-	"LLHdqLQC08XZqzj1bv+7g1UEYkk4mj1UGdGEwc5HitAJyaG3b5xPyBe9MPdQM7bLBLbqzFNiz9YBjD06",
-	"/Y0XIvZYmwKYGjwj+gUAvgI18HMFZoIEtlQr3r3dOSZ8LKAihxUCNrUEadRqOyEEyAsf0AZFos1Fv0xz",
-	"PuLY/fW2GNqlbnfj0TGdjRkwCYnjDXWtjzggmNpCEyXugWeDi1h6CnNB8ktO5cPAmrcVm1QPMEFDXRRM",
-	"XatWVMNC0zqzR/9lXFCmm1stw39KuS+6NpEplO/QaevCgRNEksJ3JdIAOFqK3ekdNdidMyRCQsEpYxGD",
-	"nH5qjSvYoAX796Oo0aictcyP685jEgIqbrmggzxXJ/BpncaBZSPM1qZtoXknzVyjnWNneuSSazNcaVzY",
-	"wg5XOckG5YFFhEdo94I/jkloFxQeaaDptc6FUWxo7pgQ3Wxx0zba/OihOPWCRc4CXdC1X7ztPdm3Oc1y",
-	"bbOuVHTeW5Ll5hjD93sVZ/Cvnx0395ZBdK3ZWmVnv9K2FFEl7bAt0GA9i/7/exzpjiStDZZ/iFsdYmGe",
-	"41J3cqRWetc/SZZtKy7CGnWGFdQmqCntdSNktXz4x4xCkJ+m6J2x+vtfq3VzuBzAiHYJbl4vugW54Dmn",
-	"ic3L9dgplxbZBs+9Tb1Qx/vpzKe8NFP0/JzoPB1zYWwblUuDH9Qisg/bRh48soyPuM8tekGzB62vwyyE",
-	"SmLeJl2REuB1kLQk8p1N9WcN8PqkHzOq6UIIb4QkS5PNlPP2FOiz2iE+N/vZgHppuvN7BpJKe2ihrh0J",
-	"Hsf3p+end6fIhTI2hS5UFKxkGBCwXpxhjFOCIGMuhr/JUiMLHz/cPiTrVIEE0/W3u++XbF4inG59prPM",
-	"K+fmBtSw+cBcbxrTfxVsvle94Otm9TfDcMqhvRU39UKVWDvnOdDu7S7j8moAPgCsKAdQV/XtRlag66lJ",
-	"Cd5QwFcSeJExwsQjS9IZa+mPuHLker3T1X01YMUn6sUnpxmkLyB5Ukyp2LUMWFEUJiLMoMkYVkGDmgNY",
-	"eA4WTKZ0tjqaHNZZzr7y/iAsWuF/ksasrd48xrri2lBD1teEZ+SHu7trnZ/K5BH5vo9N209v78hhrxeQ",
-	"T5f9T3c/nF7eQX/39+Swtx/cC9srnRz23gTk5Pbmw+Du6sdT23sen19e3Q0+XH26VH8eQo//H67eQ/vz",
-	"/vn51c8w3NuAnFxdfjg/O1EzfhfcC9Nz/fauf3cKzwj2O+9fnw3en91Ci3ccUbdnHdxdXQ3O+zcfT8nh",
-	"/hu16NtP19dXN3en7wcXp+/P+tBXnRzuvw2cuoGD05ubqxswyt8LNcJF//IXs/tbcnjwXUDOLu9Oby77",
-	"5+StAgZ2xr85Pbm6uDi9fH87gPbot6azKLx0L9T+zi6uz08vTi8VyN729gNye3rz09nJ6eDTZf+n/tm5",
-	"2gN523ujbU9aYXCgD43dK6DvBB23RX0T5p2gYwGOrdpr0FZfaVB3gk4FzJ2g04RxJ+g0AAzr8kG3E3Tq",
-	"oMW+7lWwwsQIU932fQlA9Y4cYEJv/gYkvZacD2k2TvPnVYDpO9Ra6fDAWFlOEi4eNOF2uIrLUVxusq6t",
-	"oCGhreABXtnCRyFARLpJky0ZrPrShhfX9qzzqVA2a2zUnzUE4wkw0ldrdIL4Vksz/JXu/v5Z/V9v97vB",
-	"7uevveDN/tOfVpJXmNkPi9QXBtnXjsh0BNqDPCY0gVTL0hsDIlY6FxI1QBmYzLnSoVfxytXrBTULorzZ",
-	"7e3f9b47emMS1jYMh1Ca8puWqIigM+NRXmTan4zZb9W4qf2DdRqjBZ1FWmQDfdAQxOEpUfTylUbWi+I4",
-	"1lYtXY5Ql7wVtaYPKyG5VlY4oI6ubmHHfvOM7O56yJ3bRal6lk3pzz3chkfx5twY1hCr9dsBKXu0lT9O",
-	"aFnHdGUhmuWRd3dlJWDXjYlhYdqHut7lqaZ5KkxdA8ovXOalgvleIduEEqpXiOtl1DVAjFWt4r6eT1Jb",
-	"PpdM2XTIKhUr8IYFmqQqCRE8gZ837ZWnzSzOcQX+7iIuKrlb3qxIDVwOCHRent7Yt+nW1pYmS2MqLZ20",
-	"z+pCYlpEtrb3K7tHzLQha/2uPytzJfXs2+vEAMx14QgQk88GGQ6z5E5vCTJkuKtApmd/Jsgu8K60ZJy/",
-	"kvq6yQmfYT0TX1hbzRzYjyk5Tx9ZUrUK1oW8oPP3lIsW/r6v+XtFWgogTRrLqh0ebGoeVMeCu3klSdzK",
-	"SGqrX9dYWBkdXVSOXFoO34RCw5DRmNKBkzdjPrdzwznNqTS23PUJt6HZKxFTyaKYyaiPYikkwLDMsbNN",
-	"zCI+pVgUE+aFWjmmOgLZJ3LGIj5qtLtUZ12VcPd3v/v8a2/3OyXc7r9bQ7g1iw0skGt93zT9LiG94sas",
-	"S2rKY3k+vdFjLYM4TPQMqqPJwerUdlzJixCf5Qnu5b5eCH4bwcG77+du+xrFh0/QAGpDzfICalbSLCdl",
-	"2U0tjuiOUs19j3ibOAYVS47I9eXHgPz1+vRjQD6efSBpRn5mw+uyjvRbcsG/r5CSIRc0W3TWqTqzBA4Z",
-	"G7GMiYjJ5UUBjIA8stk6s/LTZ6OFM9a2yUO4sVIoixKucOqYhF+fQlKInCfaGehUNakE9YOzFPt0Dx45",
-	"m4MXDQgWxMYq6DGx+/H7ztMq3HO380xEXX4zX0buHBvrwhoSkU8CevYe2w0uutYPtCcoZZ9jTMtAkzDI",
-	"JdJkOpUaomn5gHLtespKye/0Mw+XhiXf6YaBXnuM7hmN4VY2fwa6nQam5YBZJbQdspG6uklR3URXbdZc",
-	"6fFusxlMz3UMaFFqRGfK8oxH9faunTmj+YRlex/SjEVUPqPb/LP6IhtQlefT9HFu184eTqjaCt20qLfd",
-	"n5jtiqkbFkPbonqDKTpNsfTtFO0PkuV75Nrb/D6f0PxeQFw8yz2t8I9JIaDXIVtg6DuGOKEtvZ7fUVnG",
-	"Zr0PPE0pgs6X3XG6qx9O6exXxObPVCz+Ic1/1+/HrzVsuD5bFrattBYum5Cu33jfXvDlAqbLFW3vMf4C",
-	"zHCtDsBOHE/1XNYXNE0b9j+0A7CdaQ1G5rRw+4d0dHWg8LK9XM+EzGmSXEPr6u2DSSOa0yQdkxmNHoC3",
-	"pVCeU+c3OAxCv6AOMZqy15rAd4IO1G+E8fb3DvZ6TQpuv2wCFueExIfwkYk4zV6rP0JF1nSekg3tgnXW",
-	"nT/7h5UwkzcND4nSHrt/OdL/3Bvsfv6zebzzl9cr3/iTj9DYHdc39BP+4ACxnmENm3glSUJzJuvNgL45",
-	"3LAQiwasDz3+KlNxM4uW6a5/vb263L25PiEHez2S6RdJ9+LkGuSa/kGfMJ1cJ3eOCftCozxZmGZTIUZS",
-	"6yQ68KGHSwIV/LEI1SXZBXXD3TcH3/Z6IZnRTDL00AdEPf1GPeXikSY8NmUbzC/7IZmyfJLGYEKGplDm",
-	"p4PyoxnNoF4o/vAmhIouUNMWptmBytMHfVxETw2apwT//W3oBiC7GVybVySAHD/dvMgiOcQqFQlTy1Mw",
-	"gkLWyKwwFESJfTZcgXTDiq86DEhYdzWH5L//8792llUu87Qm2zQiw3iFqFhcjaA1wyp3ydcGED/7qJM+",
-	"4FcSbEvGnqR7b+pPj2u+G1PLI0qLBDEBeioqAv4UdP4uU5HNIpQsUVRXRMvfrErqNLjNCschDr6SNtdA",
-	"YVOoofdaMhHrSwP1ZF6PWR6qvYV3VD6EvqOqHYfZgu8cbLqz78InVIwLOma7vnzmhqcBSj7oJF9wyzTy",
-	"eJsZzwPJbDZymbKLLtZGZvPBO8iYW+L+PbTu30b2M6xxoP28OgS7mRHtJBdqDujJ+8McZJM8PZ7lu4d7",
-	"+7tTLniZPf3x+k49Jfpp011cS6g+cNLTcPt+1cfdZlsONgK1Tf0pa2NB/Ci2ue2aRi48lywZNY+vJZFi",
-	"gzRrfe0waaKZLU26oQlwpzO+h+e2F6XT14/7YXAvKr/a7FRorrizXqa1v3b/i2XyVvZXiAeRzgWE6pqK",
-	"jlDMwFRabVmGWz3pDwgEsHnDyyTQ82T6Hl98cq9NS22Ypt9nPT++t5lJhcDUwgO+XW/YJenI701mUELH",
-	"AWYgx0cktRacGoHjOdTUkRXDgMVWbQO9F9ivPMM3do71eJ7k8uqAWt6DX3bnPDa9n+9FfQoo8oLI+zLZ",
-	"0MdgDYAQDlBwkYo3E6T/qERo09ZDMh8hWO92bJcYTbojW7RkVCEZNc9Sjai/VLp0OUGNP2wRHZI6988N",
-	"Etkm3GPjvOz6EdYTs5cc4nPzsetTV5KyrWnNpgG+6fXWJLj/gNZGlpq2xpNU08EdBhtUuHv1yHyXssHI",
-	"SnhXqKRLQjaLU7Gi44oq3C0Bfc+ypJQ1uFrcntX5ggoNV4zZ9iRYyzRVSsmrTFPuwra31ThFiJb6QJug",
-	"fUHIbgCUViC8BAzutKHK05hG8V5IDaSJw1+IabLkAYYG02DqwZsf0jkmnJnUQJKn6YNfgQeleuA3S/yM",
-	"oZM5CdMHLYtCZqijiFMoNUzmoHKOKE/QBdMNbcO3E2zZWwnr7X+6+8Fo6aPSHsBiLEgbOlHvYRkxpwOv",
-	"Fcso8iF0vsbqNvprXVEO4Vcl5inD6DolzAYk/Ni/O/25/0tlCYIUImM0moCwYew/O95ab60JIh6ImUVg",
-	"wTvP6kFfBmtIQGYZi3RFgOakfknBJRLMRE6C4IDF+qjEoER/B7b0oaV1qAGd7fNlcMkvTGVslixaAjfU",
-	"imCTs2Sh66xFIFWRg0rR4Z0AbRkKdt7FYlJKC7LeVWHtZLHoYXleuU+rKhw8KC7m3LKVV3u5MyMt8iid",
-	"ap9rDmYaDcznWeI1TVmLvgEBaljj1cNnUbf3a1RxOiprj3WvZkz0z3ahpGwOSfzh62hC89e6IgM0qAOP",
-	"oS1QRrqmB8a96F+fqR/LolBdhVmcSfQLQqtACjbe17/0L85d9fkYII+e7ZhNU7lTzbZZWTWqlHvtqw0s",
-	"PU+jlkImfTJLaMTKWryAqd1JqqTtdDTiESN7e3s7nuBVJH6VZMzOPrmgXJDbPGMsD8itksTGkHXmW1ZV",
-	"DV9Pz0aRfWNttUkelHqYF3ht7Qbe7u+9dUXQtBhiU+RV8rbibc3hdnt7FS1h/fGMElSC9ofUD5CqaL2t",
-	"9KxlZHOoDnjcvdWk240kWo2CZ0KrtRvlyif662YXA8TB5YjXtEWWh48n7hyfPjNtawSoPy3B/UZPoJwm",
-	"LdlRb72J8CuLvEFYoVvmzQJjk+xxF93rpptxxkAYyfJJVQMz6GoLRnzn1ovYVX9tdjP8MzMq8xUT77+r",
-	"zAx/rn2J6vrmkCV/WKVTg+d1xW2d/HZzsOv3RrKEfaXuZId+Bl/VY2y7rfU307L4Z619a8/8ScZiJnJO",
-	"E7lmKuUzEvPXSbok3YhKtsuFZELynD82Cvdumot/vXX+/Vq59xeUJ22esLtKbFZa5OMUK67zuokX/Chm",
-	"ntKLAsVH6v32rI9KTvMZSFNQChenzKFvjxLKBiUDkY9RPUdAvWDSK6Cszy3LHjlkKExShUYwektJBtf7",
-	"BnWEjt6++9bredrf3e9V8iuVEKbnlY+RJ+WiRbgN1XJCyAFWDCNLi/HErWg7ZEk6PyZhko5DMEKb+uSm",
-	"tZEx6erYDiOCahgm6djrmnVh21hSnsiQFLNxRiGjf5QzEwzIGBoTFXDI23ff7hyTUMoEvOxQmZrTnJG7",
-	"81v9yuE3byvlVEUqQLbBJkwy8a6tesgN6ysToE+W3No/gJ+P6K/drBaT54nl0YVfaUbcaYx2cXdN1E9Y",
-	"nVukBMgiC6B2Q5rlO2bwuVHoSxXbO08VE1tdlpUr5R3SrUEDmOxdu/ppb+OER7BONJIPEypzIukjiwnP",
-	"6zEFOv4SVFfQrPIJNqyF6nHikWepmOoCYV5xeKWbsryA3p1Cfs2ax13nT8YGDUig4elMWDu1yuWqYbOL",
-	"myul75ICLzcJNMnu2m0dKU/WNG467KCR7OGMsj2zh8JkfSyffbeYrUp1UN9LQqOIzXSQG2Z1yADN2vjM",
-	"VCFcBxgtNRCrEZ3qJV3FD6aGdsaJkoUxhnwx2yDjEzdbdtJdJQ/iCp8LYuklLX2hAchiLJaYxkXEYrij",
-	"TQhuYwRgX2Y8Y3LZNysvudsA2m1PDnRsFo86SyvRrnZ5ef36M/pbwXRSOabGOQkI8aC3P/nydnrw8C7+",
-	"9rfv5r4VPDDmqQvxI5vlphAfSkUIoWNSCGhapRFaP1aIFpYwDNsLebqhWc9qtTzlU9ZS0fI9yxm0obLE",
-	"HLxrIifQtLyayTmbJbq45+uWM5rRrK0+4y0WJgZAodWzLNn8AnUF6h191uz6C/V+m2vlv0OyvoHBGgPZ",
-	"IryrkHONHHynd3l5dHqtGjU0MlbMQK2koqyufTWzKq7H61QeiITSmUPFk2JmGtOU/b+biVxlrWtrwpMr",
-	"Sk1P6ZeBudO64DD9Ug6EVgH6ZaAha2sSO684ZaKlv36zp/NLbcF1SPybrt4M7idbLETJZ2P+iIlszdO3",
-	"O15aw1sS+kg5YIdOzOGyhKrlNduU6a5X6XSB27TBZGMm82bpbqprhUP3N13y1b/fykk13I18PFHjW6au",
-	"32wfqqWCtVlovYL1But00aWp18/XX6aLaP6OZdhmo+WAK/oDz9X10gG50OpV4QeLvViwVk3ypeKGs/QS",
-	"U13AV9ClCrTqUQeN67M+zWkXA9+7pfsRjHWKs47cl5a0bakA7KeITaA912IHEy0PIVEyaZk4Xxb0DYhg",
-	"c9tcev3m7jGnLQVNUDzZKk/ekTZXp8mrFTwTZKvS4y2YNobLurt88V2BheeTP0QAlCBscar9gE7Ah+6v",
-	"l+bQ7C+0jV1DaMVJur+zLC2Vc/wQpWgWA9/accoMhUrTNRH3aZrgINInfFUByMWsyHUYlrcP1nSWmz1A",
-	"dGI3otGExbratPkJ27zrkGsrQ7zzhvItb86HoWCtKzqxfmMztS51Xw28PdzfcOK66OaCpb4oHyK45fH9",
-	"2M3FLp3NKi0AbG92W9G+rfD6MI0XCqEUR7x36qv/2xuNE/edsofvXsebcNCwh0LtGZGPQD36ln4XvRke",
-	"PBxaOfSo2TshYxSHxHB/+F2NcgipAHni73BMRlxwOWHxJjXfba0mpbVELBMsDggfESoWXvl/teKIMGyg",
-	"eEK52IVQlZjllCd7qz3qHlMbz7crVbNEm61gCvfbIo0uuWnnBnuQyzYzpdkDiyHUwtoKecIweCre3gxo",
-	"0cZLLxWKN47clnbOWMRnXKGFEhAhCoTnR4SWbUKyV/Je1G8ZFaBCmzgMmMRUvsOmbNAArqxKZlr6mUA4",
-	"NagmeWmGUXEYT7IFIuqb4iESuwkXjEwYjdU/9tYLMdBKI46q0bwEcuDW3TfHvlK3bOCMX6ukVSRFUlQp",
-	"EbFp+5WgQ+eU5+oZ0GAIypmwuEhYPMgK0RwrzWYTKsq/sdvubwUrWrq/uXtbX4artG7ZToirDOHH/mqD",
-	"mK1kugon8qiPeHsHUVr4eon/kM7JVF24Cmt6JWsro5khA6SrhBm1Qqx0tdKeUnf4V4BSW972gpkLheUH",
-	"7C5gm5Pc7DyW7P6Fduv2X1pRuDKd5buQC1Y/3WFaoLG82ZlndV3bhpyhfe86CAClDjkcTEfZePx7PJr+",
-	"ns9/O0gehJiPD97ks3TYCdbs37Rds6aVzBx8uw4YgRtizaMpjTdIXmuJOnCqujSaQkFFE902Krctolra",
-	"YrQLD5Xl85h0Q90q4nVlutfue/IvPP4/QttHgrdERK/fiMry5Jjk6fEf3oFq+3ZTa1qU/8c3kOJxJ2jt",
-	"ImVOrqwbuIEQ4FKV1eVcLIWpoNe61LXykSdLF8BYQfAKswpImsQV5rwxelVo6CrLSHW5L0/El7Mvd/Zt",
-	"ALw9WJaA4YWgIKFyd3zD6JJ2ODdYgCAdgb7CxZgogaRKVI2+4no3NGS0g79z9ObpaT3o2S9aZafq5HNW",
-	"CktQZw3aNc9JQ4laU2Iy828PY120cdN4w3+2sa1Ra3Kj0pAvWvMRKxIti0TQJGkGLxIuHpnIU6zH5Bp5",
-	"okgR+aOOfFCrgeJTg8yWCjM6ZJSKPOPDInetJjmbzqDEDnjL6GwmwbI1jWYDDEzTf/Ox9W4cBB00zgxM",
-	"+gx+LB94kuDrumjW/pOnmAtUucOUCtNhKEoFBnxqra9SYE8XxkFjEY9gmChJi7isOfGzLbHUWnupPBAt",
-	"QZoHg+ECGw8i7g1sySK1zaQYlyX6lBYJPmq4VpDEDrLkyrJO5nwaoRjwnERpkhbZsS2doEOoRooCDWn0",
-	"AFV1Zhmf0mxR6Ub7yNME4pCoro7IpiyjEFSPmJClkiHvV9969dgmsiyrHjilgo+wzEwIX0JAYPk1FrDn",
-	"kuDVOEbTM0AcYxohUp7m9F5YbATy1rV4GBDEo4BcnFzr4EgZkBIBd4D2YQRLW3GAGqovIzV4CU/c1axs",
-	"HXGhwUCcx2XVgrfVJLW18gxaazeeY6SOKZ9ZhRqFuNxjDWCAtYKLYl+o25CuZMzUnGqpZGILT9WPfeHS",
-	"Hj1ensIMpFtauvQLxrY2zKD4QVYk1rdgfJr6zNax7uE9r6/p+0LEahXqV0xZhAROycU4YeT2p49Q7kTX",
-	"PlJyc/H77wkLcQGKeUbpWHDZEpK5XoMNT0jLxkXbdKKnWusDAyqP7BiAWAinrJyn1JKhYw0elRVM21aN",
-	"odJSKXNITodWYm6c6RsujZkIVn1cdULbRWFip2hL6nRoqtfWZ+fieWAr6SEupSO9SuQNPIZH1bVWayqu",
-	"DHKok3RvCijM+UqWFAZjeynRn5Fuz8aQthQ1Qz7R7AOLDd+SYlxGTxkKegwVm/kXU2wWOCbphvdFr/cm",
-	"Ut/Av9gRPlAgwgd4jT21+8oGR3/21uIzvKuhcg7xVoVH4PyBa86FDjY3dDy0xx8ekUKok3NfMwcX84xF",
-	"VkLRbEqPr07Ocs0GKwo6X3bVB7uPFIJtwWyDtBkDw763o7hPz8oRl5UbtK+Vh6qOVK/MLD+w8fg8Yq+k",
-	"eXdntQkdEKAkBS1dUoCoBUYcKJdbKYyKp+RhzA10rrI5Z0HVixgs6funmR8WWzxVImeb/RpvajoaAZtv",
-	"lpqshHxtKvFZvBjUZSlIjWMyr/zwBn5YV/bzRHgtYe23kzSr8HUvFfYsuK3CZUk3J8yWj7FZAvbXtbhi",
-	"HRZfm21MlVRicFyf1j+Z2a2+PSuuTW3XPuivxO3llibNHR10XkeTLdMxPFhfSmQitaVjKzkcpBvivAP9",
-	"86DIkhDtmzvQHVSQUFcxBjEbLZ8QnTFieTQBm1sICNUi2eHHniutr7EGvJK5MSJkuKgw5bXNXh464mHH",
-	"5aqXmcyVxB+TKJ057iMEHxjQcYzqPfIDeHvfskIv1iph6YWaORvVM9E+I8CAmBEd6QL7gbbVsL1u5Qgl",
-	"XUgySefqE6+U3igzajGvPOUKfM0enmEn8ehFnkCaQvfBmqMn19ykkjG1NNZyDQ8Nvbgp8zVlLjRVND6d",
-	"zSTpjjKIUY9NEfAWsa1i5GjoeCfXWAFbv9EWPzpujfq8sALliCdt22haUpqUNWF5ri4GBMTYN1vG00aY",
-	"Bl9Tz8kIcLLl05ZK57Wa83KNWig4UtA4abu8Kuw9UNDnWwFwO5au9iX4LGjr0HgtGbb5D4wACQpLTdly",
-	"iaqSDzckpis9BmZpz73iKyIX4J3NwLXuBr0bes5+stRvvr1mmUwFTXRwlhOhI19h1OOAi1Ea6uL9VFiz",
-	"enV7Q5569U7wEdlEVI/YtvRX3c6mYew4uSaH35KcjmvFsKDtjb/gkWJwv6fCM9pZ/7JPfodApcpgp4Xa",
-	"4evvWZboxrnb1DDZrK2kAy4XOBYUzj4CgPnKDEp98tuVLxkpSWKGIxyTdMpzyHfiLIklGTJIZQXZq6bn",
-	"ADZ0LpSWMaU5jziFe+IiQ6cf08oejzpOJ71aIyP3+Dr6XM5TEaeersgaE1s62jZNjr1gFdbWmrbwRyas",
-	"DFivxbEcw+uS8JQniw2G2v46OGO/eVuxkfzp//yPX/u7f6O7v3/+ehC8e+ru6j+hZd5+8O5px280ee6F",
-	"It1owsBWQsdUcQggPeozMIMPqWyUh/jG26W7DeU3db/NShq5lETr15q9tNIWd9YGRHo6y++0TOCreZWx",
-	"Agv4mlDJkTVatkY3Hx4sLY/e83fHvmRzSWIOOURKX4bmUDMe7ZWNsbkcoJXdkLYp/TKQOVPC5/5ba4V4",
-	"TxWS41C6RiluzwmzztOYLl5JItSsGB319SvM9/REuCBfvyaAAk9PZFgkCcsJdpTY6yytiW739kgzruAm",
-	"oa+AScQBb5Jxn2FzKpgTWgvUXuq87Zh3cCmdp88bRFvrFMvmSR2uV4z3H90B/L3rvXHSr6A1lD9sybdt",
-	"k99g7Olbdfd28KxpvMRfSo0IPGATHsdMoGV5xqMH6Dhvw1xJVghJCslNxyyZKwUgK0R7cWuN1k07NpuR",
-	"YRGPMS8XejEQmdPMpgXznHSrtYkBB15Z55cuE9Vzy0TtrxPlvFm56SbmNS5mg8C3EiJ7rFDyPp+Q8OvX",
-	"B7Z4egqxKt+koUtt3GBrfTx27nYTi6OEgjWntqr1lI0KOf5JT7NS+ajHhHsNdxa27vpdVHPRfrOCddVl",
-	"r6H/Ve+orDOVZ9bUbDVlQDKC13m1/qGs7gpm538ptrxdLa7vdQNWOEjdfSZjCi2BLdQPYanbYBlr/uew",
-	"4Cp7fQlOui5zasrNLaUK2zhIpQGkZVPSOgjqpQoVNQ7/v8AnlhcZLBWI+/vbrZnHsQ7Z9bIPMi0kGI5j",
-	"Q8W5IKFFtdBz9CuLIW7OLUhXw+iBLfAsnsk7pvTLGY7wtreCeGnOYUG5DnFaarBqEpkXIe6b0uwWGv1i",
-	"JNqCe1Nzh4t9JU5i3+yVsKtSuYbPUz1uK4xh2gTRB333DZaSKRUxNVbZOrav4a4BOutJybTb9Bgfmh0E",
-	"3ZAKNA4MPpdWgoE3qqJet4n5Cx5cF8OER21FFvFXJZor6Y+MGPS2gGY9rd4TOuPtZD58DS/t0hl//Wdw",
-	"HU7TQuRtZeNokqRzHWmQ2Wwkz3uz2QCDVqpVmV7Lx8jrYnYDmAeQLjBw4tw89euq7tB13tVG9xXvFnLi",
-	"gxaPJkT9RibFEN08OqmTPdabVLPpkMUx+NumLIuKjHmjKedp9sCygT7KwVQXnre1GsHhAcEdnIl8zSiY",
-	"n2HQGxzzIo3ZrRmm8cuJHreOmM7Rec87cNDKvwsNxVbAt57ecjxYdVs2NW+tV+Ouch/9ztXn0OkCmnjf",
-	"6hbH28nSP+k+1imWASU0x/A86FBek5z9Lcjlw64OgdndP3jjNCLn0xnLOMU+u7Wcjq06fOu1DhelFGO6",
-	"ET2wxTFhNJpoRQAi/ySGOAckVKQ9VGpCeN+574QkZgnLMTrwXpTduskDYzMJvUNSHD3KWB5g926R5pjm",
-	"humkurNXJTK45QTtbn2naNye2x1fX6kYhEaQgVpXdDDIpuoi+AOqFVfn8cnGWJ6XaKn405ntwWuLzep6",
-	"lq8k1DVPyIxm+Vpm/HVKJVfMHyad7BmFkvumQuM7J/7aVzXZYfzvXqSGcukjv9OdrptG7WrndrAoqauQ",
-	"OrWhRHlx8CaVTaPcbFmas3GaLaAgInrOG5btDxAKoq7MnA0x/VyNjk0tJbQ2keSCZg9xOgf9soaUN4zG",
-	"5NPNecemXIyTdMjKsDvIr8b2XJUSa199CyFUj6XJ/mC4qNf818NCCAsEMM4YzV2pz0QO2yz/yiBwCZ8+",
-	"Wy6EEblo9M5YlE6nTMRyYKIjIN/D0jr1l9t1v9lDv5n9a8+gYfFBFzL+XHZjGzPBMppUiiTrZ7Bde45q",
-	"rYUw2dwwb1wovV7X11JcJ+jIhczZ1CuDrG3ydvsEQmUgrylzORXBymZQFHjIErtdSz/UcK+kojNZDmJ4",
-	"rd2gg2dr5gCcRalQhP8Ix0/T5JUMCEskc7MRykQV/ZvJBah1O9RIvWZ4JDSo2R2hPQtLQYcQf22Drz//",
-	"+U/hzrFZBQZ1Q5Mop/4SlUSHeeNru8uivavrdW5dszPTkgJ0VusvXwoU2XeoDEmzGCWLtXT/KsWzBe58",
-	"YX+VK+lrKosBZmKsweZUpFIXsYw6WqkIem66Pw5KrcWav8qQPqDMXBJNpqrl9uwhzNlw17mwq7MQHKGq",
-	"5VjMKy96KFoA9Wa4O9SuJW3BTeqCDgsjzrLAYC6GqSOO7uGju8WMXbYhboOirmK7zgpL74JLiurOBkuR",
-	"bZy9i3c+3AiqhQ/XkgYRsqv9DZknaO55Zih/cN4dUBjAEow0C0vAhVvizWp/A6xlewWpjXZ47Xn2jAjF",
-	"+6l1DB9IX5bz+YSVZrNveKeVhGBVqDSfgDvkkWUZj0G/8ZtiljFZbnLeoNVGzNUbUy6A+4I+VWOtRpTy",
-	"UMlStmq2vB2pPZCsEBixgmy2PATI4lRsSAbavaN9PTzXtbDIqMjADIWNQ0iXCmKDaSGhjOYsJqEa5Eok",
-	"ix+4yFEH5DGbztKciRye7eyRvm5rSdAkQaKMygnhImdZVkBNVi7LtZpEQ0eoxvRUs1/I0TRF3CN2bOs9",
-	"vJJqPeCrkCGJMKqZ5ztY1QuS6eZcMsiClOS+467gv//zv0AHxWlYfN9xG1hHbGdprlyLPNtgkzRJJJlT",
-	"ju2bzTekEAmT0mBW7E/M81vcq+TTg+wr1lhBpNXX3HAjf/0JrfV4rnirh7DWv/GBgfkYbR/GChJ0QC5V",
-	"Ghh2/geir4Ukox0YyFSECqvutRWIbu+yDpeRdNVAMQh76l8Y5L9zTCi42kqCYbZuCsntkUvsnMN0p26z",
-	"knBvpXT/A0tmxucE4Sx46UtjvL8Uj898flsacPZqRd4NaD1RgENfw9GqjlAdrTwWjzzbIszqdgomTx48",
-	"F6FkCYvKNtiODImpsNBGYnn2aIt4aYWmJam3hvALxmKldGsUwNaSYoFWux0yZCMl0KKXVdG/haK1ePX8",
-	"VMJfJQj9LNCDwsEPAxCaMaI7kygEVJRJYtd7rEaIRgAWH1uo3YscvDKpgCp1oQZ9qN4A8AwSLnNdGVZ7",
-	"Xc2jjEHrTAJgkphXqc/3XoQUz0qLXGFA7BNdUgijsMNaX01rDlfI7Bpfgg5qP8b1G5iGcoGFmpLk1K4g",
-	"B8YuvvwG//y8ji9Hv2Mwu04z7et+6qf+BaksJxOab2dGxEFQscUih2RI82hSI4wZo9KUzyIawGV9cdi3",
-	"6RfTIGfmW08i5FxYM6DHYX7Q27Qtn56qHVp3VD48C1DoaTeg0tH8SdIGrvdQsw5zygj7krNMUF2GcFtI",
-	"WXHyj4MU2NEBsUB81kLl80J2yjAde9y7CXtkiVVNTcl1BdRl/gff9e4c/Xr4Jjg8/PxSHgfsYY3l/Pyr",
-	"HS7Q9wBsAMseVFiiqU9HgcMR1Nl0ct4DW5DQijyzNOHRIiSTNIl10IqRvuCn/4e9d11uG9nSBV8lg9Mn",
-	"TFaDFCXLdaGi44zKlqvUZUtqid7V3YUaIkWkSByBmSwkKJnb44jzax5gYp7h/J5nmEfpJ5nItVYmEiBA",
-	"UhdfqrY6ondZBJBI5GXlun5fIhwwN3qjfJdu+5DuPYNWOgMoDLTXn2nAydBQGmwjJCXGftzEPC+ewb7O",
-	"uL4uRUiQFd3KyS4qH+ZDMHRilGIKnsApgeK2Elkuf/FGVqPSl9UkqQet992J6tKPMz7/Dcf+dy6Xd43F",
-	"wMj8ZAblLBNXIhNyLO4ZWQOEVHEL+AvU0EERnQKVDAcK389upyoVmqfVfDXveT81AgOpN4m4bQ1akwyy",
-	"IyuFHqu7oNLW9hvhdSZE90plM+ptwKzp8e2LF8+/RYIapiHeVwE+abDa/a6smYt3+r6hMaycKyjlgAsj",
-	"EWmMmtxCr8Q3K7GJnzKzS35W8zmBHmHkbGJ+rsTOMNh8I7LkKilU/ESP4PX49yPEze7MV/sp42PVb16X",
-	"DGg5S8ni5YB5Ac81YIW6kVtRyksUgVcpn6CfIoL7I5aptMkSbg7onZhtSlexMsscs0aikQflMQJ7Fa+i",
-	"+8SVkazfDVrklqD1/vJohuhKaSKvn2nkJGBznmQOVUl6I1HZHVLcjrwYscX+SZWcwCPzacYBBgzVYpW1",
-	"Bq39yz/20tvZd/Hfn4OLyLywNWj9x/vv//P6b5e71388f9dP/jX/We6//2X/j8m/zWpQzcrv/TSxWL/T",
-	"DWlTU55e2fN3Zfw2Jn2tOu9xKFbN4XEm8ju9bHfv+7spfe5TbS+C8hg3rD+V3gjiRbnP8ntLdHcQssuw",
-	"ucoKSxBEuZYDr/jxh7//vc8vx3ENp1ZSB/X7bm7euNvvO8Y9fcDiBVLIkRnLpb4Fz7aS4zIaxd1mtchH",
-	"9bMVmkob9BZDvQZI1NwVW0YdRPTCcYWjLon1A/l6/pboxLRkqYASCbBakCl/p3DROuIeM6Ra1zrsjkEN",
-	"5jmL0XwS7xOdB2zKbwRRGAKzJCKU5uyGuksGUkFTsi2OVy0AaNG/h8QhcK7epLOt6FeRdqdEe50jqBm0",
-	"o31qkQcFe9J0tiVbq+v6OoSvX8G8SHJg5dWYig+Hs8KCPWts2FwFRSzQqbqEmnn41XNdQjFU0ccSJiW0",
-	"1Qpa+HC9m+W+06VScR/ifqN6lEn777bg8PkHLDPMo1zrALfJv84RXiVdnvGlVzS2pUfarNrLRZICQD/d",
-	"VZLtmDazwasMwH2+qzpWZq1f0TJxJrclmNjOwYwmvL+XgCXamKxtS1rK9gI3MqV7K6GuxpzUrUHwcIvk",
-	"Jbp7dOIWewZDYdXxDCwpauVL8HeP8TpAsEpslUzMy+XKTPubqQi1QNG1ueCaA/emyrbG0iuvQkTPe+Xa",
-	"r7v6Gt9Zd+mo1I+6Oy6ob40+bMvtDA5nGBTyL9NHl6RK4dstHL/0sb/X1r/UlicMa6a3TU0HjFo2s4Qt",
-	"BdXgTc3WWec0xl4E3iw6cD+/X5tFhr6rxPOdatslAJRF1Eaw+mZnzbZC8cIWKp8v6qzJciGzX605KOpU",
-	"2okEqiNjcEKkpVrA0nHlZ5A+MM6UDKVt2Txm1ErgW84WEriWMQpxD4QBx1Ni77lE/lnzzpF4PzdmNn5b",
-	"n33HvmHfsN3uC4IZ+K4GZgAQNbBX/rueD/vfQsX/3n9aXBFHhLX7/e6uV6A3sukGNtJJ7pO3KoNT31VK",
-	"SvG+7lX79lXwWTiyLmhKdxODGw33iDATVmFMEA1jPY7B8xocgw9UYTloHR4zza9Evqzxnv2pEAn89bFi",
-	"EmmRsdupsgxwSFa2kAeML3IFIDMsTvScY3Iv3kWFlh4XSKKdF22rb6ys0GqvXnTRPWduZMWNVMqJjmcl",
-	"RVdPVW56Wzmcy+t9M/JzHTV4SRhU8BW+ezR8BYBMALMF4qRupONi+HmaLlm7/L2McqptM/wqF5lRt6+M",
-	"FGxwepX2dyMYomnd3OnkGIfZvj+yYVlirByQXF+7V4EXORNjIfP0vmyJdcJoU9kwOOCxC7iyKyXDVtqU",
-	"0n4/bR1xFRa1WNwrwnQ1q8CXrk1EiYlmEsgjjUbiYabbJWV0krmQeef+M28F+OrqhzPUHqnFyyNPrEcI",
-	"XYnv35yG2/C1Q6PHg5O/tH18OQIyxsqQexJD+qfRJqwWqFX1PxrHofS99yJnXAsbBQYNgEBB0lpC6eFV",
-	"AZtoJowSaclAi2VXPVY/MwBJvXvxw4ZaBFsnZoOlbh+7SmDtYHiSfKoWuRF3VpXbHLlqwCTx14PbBmVE",
-	"kuoR6JZwCYmuRpiVAUx8mV7e+BXBW9IC7gZ84uvNm9OQK3BAjwl6UiLUbEA+MVe29kaWLIKNFkj57Y9j",
-	"h3wa1JPSHPTY0Xs+ztOly7UqSVkwgEkEQe5pKEXl/spapWea7JeN5kfV7mgyEu6g499Zf7+/BjpL5CIX",
-	"bKoWGYv5squuujMl8ynD/6WfboW47qzm5NSwmhcQAGGovwnDi39uh6H+Z/OPzof9j+bHWpjALbFXQHvV",
-	"jYrlvXBYHqBZfR5l6YEYK1vpLVvBpDyy3nKA2C1pImwiwNUCgBuQgyVyayL6RLrMYdXd4ah+nYRvZq/f",
-	"fVQ1BusSLIEV8rlwSGm6MhpWZ2Vlvxu+jGqCs6sYHP3uD6N/3un+/s//dG+tZBVR5OF6CqaXsTaUQ2BA",
-	"xBfkBZkXlKiXhgK/2u+ih5HTcHzBTtt8fK2leCwdQ496+t/tZF93kj/SQT7MkslEZOt1I0D64GzG5YKn",
-	"LMdHrIB8eL0W19ebxsWY26vFVebHBwwDlCX+nORNRC4lMPkMaS8L7ylUU6yE/83RY093PVaZaA36vR/2",
-	"gpZeXBIPfWuoYr4csN099v/9vy8DliaTac4yjuYJ3UNcLUZeVk2XK6KJoQzvQcvyt+zQm2uSCupC07ZS",
-	"0e7eaZJXEcCAbmk5r49V0eethvVTccPlWARsmkzgGzS7NEOZHZh34B4vAN+TsviN1eIy9ewqSlr/6I9g",
-	"TcqJkjHPlswcdH5sefOxUd/iW55IaKzXXLZa0wvkYhZLNp4qLaQl/7GrpZTyz4jAOGBRrMZR54Ah1I3G",
-	"IHMxNKsWa5auC8thM0zym2SCNIEcCdQykXJER1WQtIssKkR0dqlVahTEd+dvNtPQUNgG6Y9hBL3psYUH",
-	"uD6ad16zzKnwOJhFs20iyBSAW1agFVJu1A8Nyp25JWCXd2csLgTGJpsLevEQySRjVw7xVmjNJ+K+4CpX",
-	"Kk3VbXcxZzNsqGfO3/dYRwi7MU24LnlzbB9ZGxw9lyqf4p4FtYSevk1kJcznd8wCH76gupRB60Tdsjzj",
-	"UiOiIqQnvs6EHE9r6gdWG1rFFzAdMtdMQ5OMm66NUz6bI/Xibq+32++ztq3jQY3Cobb4nlCfaChNZqVN",
-	"52l4wEzSqFzD1QN2KZaK8hCFEevTAAoOdfJ3gcYu9ANLrGBM40zNTZd1kjrv8VaL0SwNfDcEn+uykkSc",
-	"8FFtQtlxrF1tE3De8yw1J0F0dnoxZB4mGrQRsQVQAJcdFJuyA6vQBg3GySEsPzTv32Moe1PLsKBWFgSu",
-	"7gLUf0M6Ye2mGwqdv+VJet/KmnEyB9nr9GGdu21X3iq5qkEw+rhayl6XPoyJyJRPNRbJjXP3l19314To",
-	"ldr1BuEEHgVfetfQfI91djWyybI/XO5e9cffXvWvvhP74/4V3xvvXn531Y+fX+2LF/xbc2RokaGDoxw3",
-	"/ra7u9vd2xv2X3jI9HdDhapmedPcQRy4muEetKgiakTtYdh2jkzYgCdif8oSOU7mPB1RQ5Q79VsLm/t9",
-	"NYK7+i0ft+VA94dzVe+QWDz7792XF+evu0NzW8SUpBovs6cDdvbO/M/h8OXP4AZ7dfTmaHhUr17QVKyT",
-	"Pu90HVG6RsS+oq8POQJzyLn8RYj5/XbjibilxBXajZAMf5XyKgmj+b2hvgEvVQfc3ErFQnCMaCpANsNt",
-	"GYZTAWXxlOVJgU5wbIncKN5KsrnIEhVvUYUOvagdJC0OF/kaRQqVQsiMV8g7VuSVQp6cXlya+y/FtvoV",
-	"v+FJWg+IcLbQU0Af0D6ZdcDmKk2B8omIglY9dNPF5UbdS4ufF5d086hWAz60Kqz7KKPMOutmcTlgESFS",
-	"guYLWWY2Nc+iVpr7Qhl9IPX4407vVqRpFzwUO/R0xNpU/mZzCOaZGgutA6YWuU5iwaIdc3re7EK17omL",
-	"mQGEZqLZQrpxrPihW9M8n+vBzo6+Gfc8OWb+ruvLVjaOmifjhrgDroVnkBSBsOFlKAHc1Tu7O+AGJUG9",
-	"s7tTQqo0i/OeGaPFesJlUMyv6/cDhAjuD5Ulf18DhXxYLJgMaxS23Qy4ufX6xASsetC5mmvYHYmcbB9L",
-	"/Ew7o97KrT9ufr7Ye/Et+9dfh+jMg8olWow9135kdPFk1tBuw3KE370xA61ePyD/3daGNCyswJ/AB62y",
-	"n3GaKmzRVqZEg4Ku02616eKStaUqS6TOgfubnvFMk7d4wU7XHeF2L7S4yHm+0GusbiOcxlMupUiZhpv/",
-	"PKeCaW4EWDM3xmgEh1AdQ6RKU4BPg7PXnIoLLVwM3YjnkvR7sZG/cVV+1ffkAcsr59lDwRGgDcbN7Oaf",
-	"0P43h8klH1+jFHJH2VSpa109zCrkFP2SvVpbQfW78yV4LBVG/8pzJI7NxFxl+b3cCYfjsQAMEKMP6OVs",
-	"JvKMohXOgaJrHAwHmBbDbTW0mLMxnyP0E2bJuI+EocW6kHoHQ3n0Vs4TcWnGkSFaAGs7hx2McsDmWONH",
-	"ZaqAUJIuEbYJdgugy4+5Ft1EaiF1kic3ohOgAuChcpklAoUKxMNaCgTvf18OPP08/f23YY7/fzb//bcL",
-	"/ftgZ6dVy6D3Z/OebGDvGPP5J3Y4/WP5bzwakHu5b4YURarqdrCeK4nxPQbpm3xswYT1LTA8GBk8+GA0",
-	"3Y8fowPU1hHgnikZSqA/3flg/vc4/ogaccTGPMvIDMgEli2QPEgyYC5ckyn/XdDCl1uvQk3a/Ituf3e4",
-	"u+e5P/AI/hi0RJYp9+hVIhNtOcPxJ5uMXxG0mG5lJJx375xnwEBsE17pV/SGmF7DuUPQxQ4FmCNG8IcW",
-	"zyZQhwRLqyz+reBX2WQHRfRqHNliHxcQzAXmsmUY3N1dC6ns4fjZeAv0D74GhOvoh6s9btmFfO/N82J5",
-	"e2fLmv6bo9sMH4ABtAZ94BDPF9qs46OTV8cnP40Oz87OT/92+AbKb8Rcj4w8gMVck9jvz/H+f4KVxScY",
-	"UZTzRY7eFDN73z/fD1pqkfs/7u3ukdcGXVF3SPofWqFE3sSF1NV4XHOeuF25K8GWRPKUNtUBJateYdW+",
-	"WV1Y7QWp2oj16CQj0xwT1jdatJ+C/pAU2/sAikB83DRQCfAVmUcAbCziqDhnKdko45KpRV6Xs+n29+bQ",
-	"+BHc+LEiBJpNUtNfmAHqF3t5+vbszdHw6FXAXh8evzH/fXl48vLozZujV+boPfzx9Hx49IpAgjBtB1N2",
-	"7p+x05hWj4tgixW4JcNWe6xknsiFYBlPNGCKQgi02Jfsn1lVR4wamPArwrNxjC2yVlGOAg/BHnPD6BH/",
-	"0P0PyFqvCPDGRA7Y6i67zZxbpgscSCMWl13Yih4oIGe5mhNm1EpFxfZ53t5Jsmk1n9GtK3K6oWbJ3YSl",
-	"2n6BwxaLqEmxMeOVyCRPeOqlztVAxHoHwWouRJ4lQjOt2BXPWLtYDFzGlE/TsM7sgbJ5uNCux2eKg6Zu",
-	"Q2jWxsp8KMPpgFqEXavvw6OnxrtjbdM3vYMb/WOtZu5Fhk6Sha0Fs4s6yVEQewvaO3pwo6Afxp1QoZyL",
-	"jG49PDsGtTEot+5Xml2LZafHTo2ZR+gAgEOKeMWg721ceRtS8ksrvxgHtzC8/Hw6iO15UaYN9dbEiowo",
-	"r96qbLPTVexdx6nQlIZfPoB+b1DTj+yxtrrhjJ6wyCiFFE8iFFpYeOLghWura6r8RrHY+ux8aW4Gm0vb",
-	"JVrxei5mXHaN3gnQJOL9POWSW8rJwn1fcBe4pB+HzLK/9wMbKsXecrlk5MjRG3NtxsgpZXu2dlBfqrg2",
-	"CrSkajjSw3psmHGpIVRtmte+ZMJjis/nqZFccwt/hUI1lBGtj6tcZCNMKtfRDqg6GUq7qDNg54fDo9Gb",
-	"47fHw4BdHJ3/7eh8dPq3o/M3p4evjG5BPx2dn5+eB6H86XB49Ovhf9Df7M2bt6Ph8duj03fDgJ2en/18",
-	"eGIe+vX0/Jej89Gr44uXpycnRy+HR6967ExkMy6h2Pnw3fBn1+SPh69G50f/9u7oYhiw4enpG9v4yenI",
-	"tP/y9OT18U/vzg+Hx6cnAXt5ejI8+vfhaHh6OnpzevJTwN6d/HJy+utJL5TVa84zeyMyjapmrASyK10l",
-	"eYFtiZY+sSLLWN2CMUmxQLMa0QDFUwtYaXOUNjTXQUmRcBCd2kJdJRllJWrGUzjDkQICAK0qMLHFhLSC",
-	"1sqMFL/BKLWCVmlKWkGrGNxW0PImqBW0vKFuBa1irFtBy05eK2jVzF4raNXNRitoVYe8FbRoPmqd27D+",
-	"jZ1en8kJJjyKFLMJgKFpgoMbgckfMSyOvwKHKN6u80zwWVGEArMqZpcCvaYEdoD52xABFBpWYYTyGWEm",
-	"8d8Bi2hG8Vc3vZEzoiMXiMynmRDFZJP/IWCRtb9HAGvrPXCrmL1W3B2LNOd4E/wzYJEGy3ZJPcM/akgT",
-	"19Re3nINHGs5hsi25ZVP0bLaKIhN31/B3WVJvPZBI8igq5QAZJ4tD9XW7/43euxHeAoQ1f5YCFkHgnKm",
-	"dIKg+YVFZdcVpAjvkusVVtEzu6iiJI42Fhs8RBeE7/AUQpzl7Z+k+z96/p3tZ2CoVPrSPOGlyG712qG5",
-	"eRU5gwbfoYSsUymKtVNPRcTQaYLGD8+y5Aac3mDHgjpMU6WNtchTocciDhhnV+IWzkCM43RW9wviD9ei",
-	"FZ3bS0bCJ/I6kZOOc3Bu6RY9RN9kw1MrzLnv0Tdlu7R2uMrLvcZ16qQKbKOgIGJDjUYTJgipNzWihK6M",
-	"NskUv4n7Gb/UowYPF14MwM41k2k/jKzchcyTtNSJrWIIZiDtGOI0bQONv851VRoTfb1mQFYGwPPO1g2B",
-	"u3yvr2vmRbL+1RpvPiq/cIYlsc014NrsAoc0vg2xEb2iYnQU31tMflBacWvX/oWTqE3VLpi9JZGYiDfG",
-	"w5ucoGDMeI5Q1nYutg6BMZiVspW38+5uwG2dVFWtf8XsavJWuVKk+29ZeGOt3DwsdeF2qrRgMAaeq5hs",
-	"jXJV6IErHZ0oiIDWJxZ8GtdKziHPx7lTtnA93dUdUj0hrSfA2v3OEVAy+q0VX7Xu3QSs3ymFCrESWitM",
-	"GNrevlE0sBwe3MJBGlFwqxZpDGC7TtvVU5XGXgsFOtwzzSKyoEZoQUWs/X2f/TdU1VkqqBn88GfaAtMH",
-	"zEiHGSdWD36pFjnb9+B10a5V10J2EGzO5Wc6s91FmyFpE0FDuXb2FdoPiGdDH9pgxjEjkkjhTrTNGhRM",
-	"81ktUmaPvTYaZG72myLmG5yEMvY6Na/ZAuBho3yaqcVkOrKKU4SQGTxHhA6Zk0oKfJjk0gwaO21sTMwf",
-	"LmwRB9fjNAGqigMA2vSWL/FFCATfY8c5gf4SbHZFW17YRPWySDX686hZ9UbJmukcy0ngiut1G2wzNwId",
-	"9G/b4ZPiNi0G8aA8igXjDMwXdXWeiZtELVwbgQMhIb/5FXAdJDIwWz8Bx7qMkY0Ah892rWmW7mEPFICi",
-	"jZ7+RgTW20xh/Y3vK3fG4ajUdOTBBoHgpxChmf5OKURQLNCxymKzxovR5Jpdi3l+X1wk8yHrvrH0VXfQ",
-	"rIfevuJ6S6K76uzVN4vBza1W5+reXr8e+p/gHClvuJqPdORCOBnVBWg7sPYcGdbWTAJgKmeRuy2iLC7t",
-	"eVLaLmZZ1cc6vmuljYwIIM61TsxGzNG0M0sQEUA7vtOlZ+SO0iKO2I7/cyzGSbzyq3gvxovc/Nzmnkw0",
-	"bdPxABYjUH0grHMGTDvm12xhzhnnwumBcg/tFz+R6grNly2vTuHPofgNGbN19mvH9/S0VWqOMjylQKzR",
-	"mS3iAfop7CnDa8+YWfUIKe0QFKDeOseaiJLYK7E4O4XFOnc8M8JNRulHmorSb3YiPCsAB7T0Aw1nyzqg",
-	"CmfIdiCwpYV7YTte+vWt+4rSz9YNclZ8UO31V+7bai8fFZ9Zuu5MTvrk+ovF55euv6KxKH+dHRjar+vB",
-	"krA2foJlNRYbZZskYawg2BZnFSv+NyV4Q5P3z631o831sukyVeNrDRXUqA1yfT0o+eJveYI41JbqqI3L",
-	"nFUzgTqIUlTe28JvgdwqtoHDXw+Ph6aF45Ozd8NOj0EhSWLrupC8wtxLRSTr42FrPATvpItRrfSOYMaI",
-	"PbPapft4E5x7tdGloJtYPYuhYkYyILJRqYMrg36nLtJaWHVkrqH3pR77LokNS801X2NTecp2dWHVOB/8",
-	"pLvtE5cO7WOsFK0EYVWbh7Qd5nnBJAvhMFB2Ykvb7T3TqdWsajEqJPHMFaOSqVuWxKwtVY6p17lieEhs",
-	"m+9RD8U0BE5KY5Fxf1hsSP/u1PLruIk9DrQtiYhXMxqbFWKP6ZW8bwf4Zbb2D6EljCAh6rYVCnKXLLnJ",
-	"RWeBAsudc4CCxWhUCSGLpdu0WZzzsfYEcnIK03ojrq9HkCNhL0QF/WNl06Spun2dCTGsd7izq0yILkRt",
-	"yXWXaMZtfcCl0EBLjQveuVRrqlcEj+scgxdTleXI73rgJL6bnkL8LleW3Wtc23WcLYs0T2qZf9+iX4JL",
-	"BMVDTu8ZX7JLwZBEp4m/qpFT9hQbgS8A8IXxVCktiCtjz/yy3zmg1iG/GsmPUZ+8Edklz7EyzCsyPHv1",
-	"uhW0XMbvHeoJC7nb4CowZ6ZTC0sD+itY8igyWKzYUi3YLZf5f9+47N0r3TwXA+ZNR1BZbJuW+qFzJt+R",
-	"FIsWaq5gmkt7o2kbmFU+qreMX1c2wIGrZ8kqq3TKNdHU2m+M6vDl6gobG7aHH6x4plmE921TVlAsuBrt",
-	"AeF4lL90A7cWWZt2BCGqQt2OGx+o25kkN0J21pciFsxJ+5vgYeya8fq8aW00RulsfkidCARp396FPVnE",
-	"gGqimBujUqVp/4TxKXs2ulX7dQSrakQ19LBOTsN7vrvcHT9SgKtpZaw30Wyq7raW2ZdAYPNCLDVBFYJp",
-	"pMy1NpdEe1mXqIlO2UQXjnX0RHZ6ofy3d0fvjl4NmNWn0WN5q7JrkfXY+buTk+OTnwbuJ2KvTfLeijHh",
-	"G36hBAW90M4rttHAW9N0J64g78aLdz+ODn86OhleuN6FErNz/LRV8wjm3w+gjnxOdDgWyEFl7FKMjX1a",
-	"VCFS6nuiEQ09lG1IdeqtliR0emuz/wcsF9kskTzthfIMjOCB7U6wMkJBZRQO2B+LROgxpEaRCT1PFzqU",
-	"NYNQzljDaWsFLZqhVlBXW1N+nf9D0a75FTsMqWX0ra2ghR9rfrRfa5ZpsZNdF2ozznw/jgXjveO57YxY",
-	"JSk5oYaOu0Z9HV2pbJTXV7yhRg9H9oDxVCukOYcgT0ZOCwtxC7LMvKuw3SDuYTaS2XT/9T//HwjzUAEF",
-	"MTUncpwuYhHD5VxBwNXBkKPMbLtAgKL2zIuDMhss5kSlanJAaxn75VM4U74O0kcvgQKaAdOB2SWQ2yYT",
-	"TMDTeWKMZnMquQuraKowEz32K8CQon82oks23tf+2+Gb41eQidhASPFws1sxcmJiJK3NvUnrIH0r8EoI",
-	"LrWNSoJ5blaJbrDRi1VYSUNaSGf6BUUdrT23aLtRFyAuDG3+fm8z1Fx8potIKtjrUBabQ00FGfVoyne2",
-	"UO22p5Mn4W49724PrVDMrz+YayxaN75NB5kVB9scaCW2fZoAEm4NYg7+ieLw6F9t9uzRvx+9fFcSZU3Z",
-	"se/qs9oBKorlKudGKJgZIud9EbC3vopadaJcndhU0osRYF0lFsJixi08NpV6xxXlHtntQVrgqwgVrcwE",
-	"sbe7d4+qDP8Dqz2pXQkEbXw8m6ssf52APNf3OBpueJrEPFfZM82uqBlcPS4xgV61Oi2QD1IzUpAf1NVm",
-	"jpN8WTTbNqoAtYvyJoHub+88BXwK++301XWK+C0HsPyavv2KV1Z798h9qFJb41B5Pds8q+c4Aa6M5Y4z",
-	"a2tchLwRqZqL+lmlKRiwCLoYMU6RNTDDA9CigqKctHgs1yK9Astc1E83RBNznqQ6KiB8apdbG71dtgtW",
-	"zcYwH/gEUDmIMV3ED/lVaTfhfRttjPrN46fArR3ruxcAbVf8Y+ypabkAyEgzIccCUGVtFTMmqUFFTe/h",
-	"dT11K7VhdSJq5ekiH6vZGqQruoEOoWZwSmsllvAFNNRXUJpGLXrllliGorn8KxZpAgcQjiR6YjSkBVjl",
-	"jdJOXCXYVhmUurY2xOebmPEkJYSmwtnr5QfVa4J1+JzA5mKRQGthODdxm0MtXq5cYt8DDGxzUAHrcTZ7",
-	"fMr9yqp5ZNL8f2Q6+/q5VKllOX3Dl3XOUyOnUnOJtYmRmnJmHcofJMjALZ1CFX2mHTNxdUrHCnpBFNVB",
-	"iS6Vz5MR8BW3vqH/awWthQQA7tZM5FkyLnxvKdfmZ0Kq770mDHvzUY1cl3vD3W8H/ReD3b3/rFke2LXV",
-	"PW1OKBwEsDsTXeLcth8CWKW/14oK7wu3tu2IB4O4iiHYkWjqBhJg9NgZ1/pWZXHXvDNGbFJtC1KAHJqZ",
-	"44VxHcrIDinwY5hLjh2DIKRCWWcF+oNdm9u+EnJsmJG706TdZklO1PX208uZ44j2kdhRum/meK0PFb44",
-	"oEXhTeJGkrCVXbWBGsQyeMP3PZwbxFtsaxWjlb3/CXiGi0KuQ0BUm9UemocMMKUI9dZhr+XKCJOVlMfV",
-	"T75OZLwNOhei/5qbPSisOtjvojNJvFnrci0F2JP1A/F2nUYIWXd0JECUcZqYlf05aiq5m6A6LDs7J/Ct",
-	"4PGxpSbbBVPq1sEWlU2bnUOvwTkDOZURDF9Q5CRgmQflkyc5wGolQt9L3av2RDfke6Az1GVvOjjfSvoo",
-	"ZRiVwQe2j0+vqRAceqXi7jabc2YpqnCg/odKpIirtTjbkYyqutQAbxo0gZh5nqlnNrffPz0J4NsND6Vl",
-	"Npyj29bOjqc8f6bt7mFtqWQ3NloX14mcdHrs0F8ydmEQpCq+pIjYlSaOIPLt9Lq11obPdLXzmYAE9cIY",
-	"hnXRcRn9U57ZgxrZaA5YpBM5Fl6pxVWSQl0JgmWmybXYMh1pM5tBYLU4r9eQpdRUSbpVOji9oaGyqMj8",
-	"hsUTrJaW1u2y2lQgiGb6AmtturiTPWvqjmymsi0ZwvVjMRBxQbe5V54UMC2El2RObUedgec5vrVFAJga",
-	"BUnQ9hUbS222SYX+DOcCRFTWFCcc57rYM+ViHBeM2XLd3ru0vOrWKHeZ1stqrnbdGtkukdJbJkXhkou8",
-	"QVgZ/SJ3D7ZB7o3N+y1ibcZYvke0rd0cauvUx9kCm/ZaEyFz0bGGIBYVKoweHM1yJQ+IfSfGi7zgvKfa",
-	"arplHSl2McGfK611q6QXbKc4RKp0ZeuhLyDDf2OtN913/1pa+6LLZd2LbIZsPGAAYToIF/3+83ESw38F",
-	"FNiAPGOcaWR36ZjlE12LJd17LZas5n6/hOzw7BhgsQ48Suq5yLQiLc/tkwnPxYBF5PCm8h7SOWB7AEEC",
-	"ckKqjKmrq8BiVXsbR7NZojXtAf/mAcVzbZzMlaHKpbdXZcwIqXchdUBFnuZss0kkVi3zDt1OwCLcZlCk",
-	"A1uN9rbr2DNdvIS2pBUJLirNknyAJxLeMTItRVCaxPW1aVu608w1hsyZZYEUubbL+dcWGiYTOvcDeOYV",
-	"fJGrCEVN8YAUItZMKve6TgnpcSG9Fbq5XJ0KV9Yu+4zLx0WOPC6HlT9xMvij5H2v2i3Fclht5gRUT9ZG",
-	"eJmObWzbVQjqK02jU3Jhr9g1lOSsHRWSJHKLvRMUC5e17b6CMNLqzQHVBeNekmafm39GIFGsfgXeAhQO",
-	"lXci4hVcAHQRumaLX8jwwa+eETN0uyRerlI+KR57OLPvQ1PvsSukCjSTOjblOJxDKoNZPTSmbTtyz4DZ",
-	"MRYST33zJ8RMsLrcSNlSDbvpQGc7e1EAkKKup3fWns3ONSglfMIT6XLQXCLdOON6ivke2WJugRkhbljk",
-	"+3BKD4eomi/fD1jfN7nZIT6SUzWiVLn/pBHopjult+lCxmMf7dlA+BIgU8OW/8x//c//5TUt4rCFUCC+",
-	"OXzH6lx8sG5mwZIzShOCW4j3OSYar9QhbxXgGo2nvC7q71QZMh3nXGuYC+0Acq1UeqbNfjV3jWb8PTYY",
-	"WaenVwzuysbB+7ryBNlVHtwC4jWsGlsB0SvYjEapckFTjKrReJH3bJ8ij3QLEAawWV800FMeCMGm+dos",
-	"AJrNqYs7uR+2BtbeHp+kknO0bXWOZ23VFOq4Kt1CD681F0pqZ0nZddLMLf5KcrOvInjyprSOy8dhULXF",
-	"Gi3DK5FBJsj94p0/qhgcCz6Tgt75kMQfd3JqPaoEycoYxT+sRKrWYxibw0OKW6YqWMZ3hoVYSWHz3lo3",
-	"WO8gMHI4BmSO+w3W6a1kHBtgV4lI42r8cJWpkb2p4Wcp37ai+BhFrJQ4+u54tcrkbhHX0hvXjM5jLCTg",
-	"XPRXUnTAiu9nqbjKGZhLmdG0EVI5rgykh3T+3AgtlZsXUy9jD77mLZGV3yTito4JhzaR+c9i3pwSMcac",
-	"Oip41rZkzAKpN9SMFR63ESa7jwiPpyHzEIFBnLliq436gKXka94rqEBmPDALb4Q5eRaqZDfo7+33Np7J",
-	"Xk+FNOI/bh6LVMlJCdkIXcYOSYG1wZaDtRJ1No6MgzwazUU2ro2xXUzNC9p03an6Cw2qDmHJcodKZCbn",
-	"KklTa+n6oA+lntKuIRFCe8b+VTdMawt/sZLR+80GSnDPsXEqeGZ0p842GbiIWk2wXjUOvRJSmUMmpqzU",
-	"9ZO9JU2AqzVZN0z1RD05fwh9hH3+oIzvRMkEKJNQm9E8FbWurHrJ+QqlHJiyq3NQlZgFsVMYXtSZKCR1",
-	"6u1blXWv+NjM+4yqOEGZ0zVzXzv7NbDSNWERvFC4dKoIdpsXQy3QURNoaC1+UmJ6QHBeQh8YnXO20LmR",
-	"j0qW9WPEhR9zCTRz4HQBcv9n4J7lzGbpSGFBAff39nqsX+wd8o5V+uFQ8Cwak+1WPhWzzj1sFAQFGzVx",
-	"IVz4mGENpI41hkBdIaZvEsBweUGtFYQZ1u7D6SAVfjDRUOCG7Wya7I/rz3WjPDvfzMMOebKQzIIsTFh1",
-	"I7IsiW3GYiZm6sbGEe21KoH+IlcjW4lBeZfufKplKC4/UV8MZFYYvW/AgLx4nokuPaQDYiwm9YjYyczq",
-	"gciZRMyRqcgS5OJsMJi8w67xRD2CCzNA46YOUZjAvqCIcxJvWmebV1ZDSvT+oDw6zWreT2ZPvgVw7wdk",
-	"ScLzzzRo8xmZnt7cYhSe2MFX5rE+Rn9CTVnFF4SHH5EHAWM+FFo1R5HpRE1AvjJE8LoNA3K/oXgNdgDi",
-	"AhhNtqhmQgsBabgRvR5S4KomQ1kM8+xa5AGoMCJPciM1ZWysJDhqjHppFF44hRPpd253NQd9jS7zGkDX",
-	"xfv8gNXrMDVl7XUn5F2P4a0Ml4ZJepPOILV38mUmCoYGUqqqurhZWATb15rM8+5+bxcyCGYgGheZaA36",
-	"vd0tpsxlmNbtC1deRoGnBu1Jih771RyOXSXTZWA9gkSeWJmO/f4P366fj6AFJ+2pTJdOIl9yLepJO00/",
-	"hYznKpE5M7cB73JbZYzSBOYcGEYzFuEPIo46B+aiEBJ5RZUk4hnWXqX4zFhk9Bjy4I+mSufEPACSoqw3",
-	"6E4tn+eGtGia5noUEJ7axZIr2Iz5gEU0a5F34rnpuBbLgEV2wCKaB/N4KM1tcZaY6SHhj3E5cAJbvktS",
-	"DxJ3j+6xQ+wE5t6ADgFAW9BzEYNLVYNiBTmzLnGrqHzEVeZNZHm1BjVL3Jh0PjCteSSZCbWoL5wssCG+",
-	"rSSIQcr0HwtBl2lJVRqvqXkr8YoktvStarqQtr3efsFBb9KBaUraxQqlcCGooebcSXQOBgCEXkqAf2ou",
-	"JE8AmTifZmqejCFJF9upHahEj2hiV/sDqssMXAPkTLbkqsTcAem/B06fKVaf6Vi9YZ7oEeWEr6Kiobl9",
-	"uaQ0Ho9mrPTZ2pbtghyFHOfcHhxR8T1RfQdWl1Zd2Q5QF0C9wZjPwfQtSjTr5nyjyVqPqoozDpFPXxe3",
-	"onazDbnliXjCZyJguPDBfqnqN3c6Iitny4rxYo4sKNEq7iqN2V6tGYGpftA6bewmIxHCUniP2YlE+V16",
-	"xfNvN81J8zn/lifpQw56h4IENU4VU1KhZK4qYSQRWnqWz2E/j7Ol24aAdgegsXQUmRtvxqViMLrBOn7B",
-	"Wr0Q2U0CUQdzUFHrvfJTcyqSMFefjzORQxwgy1uDF99/h2Ub1Ka+Gdd4khtEWWReFZlFDYKryF6hkq9L",
-	"karbAxalahIR2hEa1C7zj7YCJcg5RFMcn1RNaqWZP24rHtCMS20+zSyYRZbkywMWaZ2a9zP4/cX333nA",
-	"BP5rpZKQcAQzoXV9Bm55hlZjVxLIyfB6bZ2av9Vf7De9oX6HU/Oxp/pa1dro8FDDQqa9rFWKVxGjlK7z",
-	"TLwdnjFzCYQWzFxbKqI8D3AcVQZ6VuegYLaXSnaxN6h8mdVRlW4vnpfJzv+PMNQ7g//992/+qTZ3wy3c",
-	"2i7aywEurC6ys9M4FGHNQmsNtjVE9va30VFxD9V3zYxR2yw2zDHKUx0FbP/bF/S3WZOdkjT79sWL5y82",
-	"HTHFVq19K1Si3WlZ7L14sTGsg9ufFgt9dWkbVrZFswl8li4myT3dQkPk6Ee0ImiHYRnSAYs+fIzoDydT",
-	"xjznqZo80xaIHzjvK2h1H1r0a2vQ2u0979VUTLobqgP+N7xg3oevZrkqM9NXu3DX8snm0+t8Ic3ZaKuX",
-	"th3QUl1pUSSFozmi7o7yPHVM5XglkTrnaToqe80+riu82t5l/4tYmjGU4hYtYtZ2qOIK0PfAl9X2NjLe",
-	"BkJ85hJgV83e9RVba2q77Ci/0/d1XTW7AZSEika+XB/U/SnjY8F+VvO5y5f6vKHdgA6s1bJEZXbeg044",
-	"uHF0I7LkKlkXI0RbCF6EVBfa2O72uUbTA912q27bFasKF1UE90fgEmwINDYfQ+AzoasrkrXs9fh+y/2d",
-	"Kh6DagdVePdbf28BLJNnOVtAe1hJEV0lqYgY/J7o4tyGEAocE455TLP9fj9g46kYXxfkKlMu41Rkncra",
-	"Nc22Bi1Mar5MJM+WmNS8unLx1nr2kVQ80+xymQNzas5mSuds91v2NvnxgJlxYrHIEYDIguzj3eXQDL6/",
-	"dYfBfpRxhpgjnE1YyfkZx72Nn4y0qMjJiXQPvXl81WkFLaMJNUQ61s/HATgAYOwTXTP89o0wDVvNgu3M",
-	"h5VDAN2iVHR6pTJxAxipNlcRiMPezyGWsrfPpmqRacrQwKGugpJFMGG1/oH6paBFloOLfqhUer/l8BKE",
-	"vcZMXHQWQthFyDxbkpqCfkfNuGR0nOJll+DfgBpQOnubMAP0dZdKz7u7e89rkANWFsCGsBLk1yfos3FR",
-	"JJtagl/YtkdboXDDAX2AUTHEDpPgs82zZYOEvZ/qANNF4Uuq/L9curghuK8BhOlaeAwcZknDzQGLjGoR",
-	"gcc3bIWtiMUiFTnmozOEHAFTFlysFtebpyNbr4CglqVEabiUCO2npT/zqgJ0efSeaYzBata2YcUzaPwA",
-	"4vBFxBuykfHhUjyUPstvsdMLZfEhAStgD2iKuFWkNMBwBAiDIBXFisspU+DerUYQSuOwEUKq9GE12y9o",
-	"ve9OVJd+nPH5bygufudy2bBbdZ0/4hDtH0qe24THu2W1UUXVKjAeIO9O3Qgz/K11+lPxSBXcZzOMTZ2y",
-	"VKP0xKX37G6VEHsXTYn2siDaZgeQBeNd7AKIqpI+1aBJIRbnqEG5PCRtz9E0+GFzEvdGcKLTDVaoTdiq",
-	"VUU3F7Un43yRNQSabG9cphhEoukRlsyAfeqnoyHbMZcooZUud/yi8mKouN6+wnxziqvtEVQuGOFjnziw",
-	"UgURxIxCkuRGjGDumvc16lZumUBtJrfG5XVu5hwZu6cQL1oWn9vG4kVYlnZdlOv8/b2BwfaNlf9lzJRt",
-	"dnFdArddIaX97W2KlY1nB6AyL+UlVMnI3gCTYqRYlRZoG6wvWG1bc/6ArNyE2IdN3h/mBE3lu3/Gdp2v",
-	"6ewD+vorFNL8rBZamPMwkZNmeBpbTmIU+6n3BBh92yKBq2w+5RLAoed1qhZhMbus4Myo/n41TQ3Nf6++",
-	"yMEyyI6yhdQjs7ixnKsmf2IhCsJZzHmDJCqoGgA2OJu1uSEnvvJ16zpx3zkDBRHd+Rfgg0Y1xIi4XzCT",
-	"4VLwTGSvrTDQN9ejcj0u/YkaD1mnVXXyrISBDvBSb2057IynRtSI2FXGBiwTN8pMFZRJZQpVTs2AZ4i4",
-	"I6hCPZT7/d0eu8A6YDZW6hp4djNBqRMOHU9JFmFae5fPk51vIlTA0PVuzlL40GJWpnk+h4wCnV0N68HW",
-	"zq29masJOlYcJocudci8HKOyZ6cXw4CdvTP/A5n25hNfHb05Gh7RaRhK++zh2TEqyxhKTbTLAzFngS35",
-	"WOTTnVRNEhlBWxEcm/DrTEQ9dmgLj5nKQomDie0VdvFz7DcgY0YvL85fj4anvxydjI5PAFyaRsooNAUX",
-	"BLnT/r1r7u/iABWicJ6Y5QOrC77lJQxDXdylNEzGQq3/tPbPeT4/hZSYCz4TF0ku/uUNf49nnmkJWyg6",
-	"pm/GI3r5ar/Muk/klarrUHrVnSqogMIVq7LxVIDKZjqqMSjYY8NbZSZII94KwiLEagzFRoNQhvIbWAff",
-	"fOPN5jffsDZ9aeT1LwJ0VHRo+OMZMRztutUTSraygDoBckyRouBF/ZMbwW7FpTGm0mQMX3JQ9LDEUPDN",
-	"N1A/nVU2C2vj/kB7bSspEHn9wSHWpteAYIFccDiWuseOwbEwM8YF7FTQhBOyjK3VGV387SVC5I8Oz44B",
-	"YpMAMaDCDs4e84IMXfiQcgD+CgyaRr7PA4ez8omQ3VTsin1/V7j3mrPi8Mc3R68AX1Zph7ZCqprX455Z",
-	"BkfwJr0Yj0H9ptajDyGI5LA1YDhycwRdw6H7GB1QFy36Lj0YSvMkFGCaRz+EgMtatOIAYrGdgIUWsbW4",
-	"B5U3etFHlBoW7k6kWvRCeVoY1YRon4lUcC1Iz87Z5SJJc7YUjnXqRX/XH6+T0+Ho+O3Zm6O3RyfDIxAh",
-	"ofybkDHorbmQGulTPItbD1j0vpsZbTNNZkkeeSNqlug4TWCyyHaAe8BqCWUJaEEvsAQhV6wdGRkSDdhu",
-	"n/E8F7N5jpUYmLIP/3TPdg7M+2f8ffdSxcsuuN6gmlRjspetXzFXIa+lbUNSu+xt8iN4EP714vQkYM/3",
-	"3A+zir9YB+x79kvyo6XKVpWRlgLCvQ7Y4oClPJuIzLwVDjYY7VDu7z5nZ4f/8eb08NVoeHo6enN4/tNR",
-	"j+Fqgx5Ckj/PMrP3ec6iWSJH5sIIPmw0F9kIUz8i70P6e/sdoGzk46kZNE0pW6FsV0AaiFab4iB4V8er",
-	"uXUc5IX3lf14+Gp0fvRv744uhm7fjpWUWDEeykSzcQr4J2YmEpkmUnSvktTMg1HeSt4e2HyhBBew/u33",
-	"ntlOmKWHCxyVgFiY9QiAf2b6VcYzqD4S2pMwMF5ESHtgJxs/Uy/GU8bxjjZsSdwol4uc5bD96W0dBqwR",
-	"wHbC7ZJo7+8+78DHAG5QF98RhRK/5gIEU/fCiF5AHdK2FwVvt7BIlZSxA2SFZgcKSS6kNBkLUrHp7Ht7",
-	"PDQ2krG8QY3Rg50dNRdSq0U2Fj2VTXboIb1j7oWkoTwtUl9OS2ceJcKY06EVlOK6fYzrQt7cPGkNWs97",
-	"/d5zyIvJp6BKehKW76EGX5sY8WNxutjq5AmwsDgoIsjFnPBcBMzICNz/hAX/83B45lYcBrSIvhSde4SL",
-	"4QOMlA49VLPg2/dwBOaZytVYpazd7z3vINmA2dzd87OXodzr9QfFyiFqdXp/wfG8o4WMI/9vnH5CgLBs",
-	"faGMcvE+3yktkQCatG80PQc7CiQW3GjxV/TOROSR+2PM5VikUWAahR8yoReXZqQvRXHXfKGnJypPrkgZ",
-	"wHytHS1yUiLX3mZe2AvloWSHe4eIBZVoxhGyqh0lceQwq2Y8ZUkcsIgyRI/jyM1o5wBiOnh4ko+eum1u",
-	"wyJrzC2hTA+6kuSuslMDOA2nsvzuYh4wlQXe1h4j/kIoAaXQGBl5iYDOdNQRhbUjIFDoWsMpOgDg8fc5",
-	"RJg6FtiuoMGBPM5QrvDgAKCbEUgYmoLTnh6Cc9jWp4ct9n+ykChMwlYA/+ba3PXfzR+uej1s/fePUacX",
-	"SqDl0AOGXD8s0otLDBJEB5YbCmawhleIRUZHSuQkOlghQgpl6SFgJ2Kro+HYiMyEUsltdGAt6ugKkLfN",
-	"fZagiNpFOiMW4eoUcdSrbBLgkyo8+DBruQJFKqVIB8Utv+0zHcp2VEoM7MHsJnIywGzaaAAikgNaTAd3",
-	"N70PynHxn2Yt8THGvo0WER3H5ojIhRwvu7+IJVhPZg+YxtwmWK3uhUPnUoyVQxtBiD+dTKSIQ2lWxCUf",
-	"X1OqBSQRQMo8zJS5C5I8TTciey+cZAWTocTtYJH7zU4IQgn4KaWVbt2gRpcpCYQSZVDUfb7X7+9Z4Isy",
-	"Qxk2YXptHuwxUCk17bBCIkEj3/X7Rqh0n+996/1r1/1rz/3redTBdbl3aGYPOrAbofAwU3WlFjLGm03P",
-	"4DfsAb9Mhb3wPFqdDzgNQ6kX87nKgL4e730RuSgqxFkhCmNv6hw4NCL9DAeGp6UaElBjE7MqQNsG9aJn",
-	"foxwOVnJXzny8Uh2aspxDDZldoM1fIfAUWuFORyQe/0+sj9AVykIZI20nf9BIDvotdvk0/tXreT5fOyc",
-	"bh8JsLN0tJSbK9zE5gPBojDvzObjsDUIW3u9ftgKwlYSh63BbhASQEbYGnwIAZEY7kIIji46ZcPWx49G",
-	"2a/xFn+sy/VdOeMOMMmxemh655J/pkHUAsAg8UY632eAJrCPg1s3Zm4Sdn7ksQ1KwyO7mx95J41dIWRu",
-	"5knE+Nz+5udwEZwdn6j8tVnw8ODu880PEiT3UKk3xhzA515s01G35CEZY2hmxDy898Pmh4dKveVySYMD",
-	"xCYvthlQi22GD2zxdaRgvpP8hicYuvE9k63Bb75P8rffP/7uAXoiqiWIL5DjoJRQnnTbLq6OWY18oluD",
-	"30jFNcrs70GrrJkX+XdlvXWndyvStAveSboy5lncs9tzIrZXaS2AYOaIO6/F0karfTRCADH0DahdlibX",
-	"IpRU31GS2kbhBgRgL7iNkHDGzlIq9X2iWJlF5yJI5DjRYwXNOh8WPB74gAkBHXXwAW7buoIx8NqFsjxy",
-	"USew+aGBkZX8MkkTABJp45AncnJQI9QDNkPBqiSmnYYSj1NmT0jdQR1ZXydpinoxZX2AGuZcal6oP3BW",
-	"JzqzQone3x6sGfQvAHKWSm8gL6ZIh7LFcNEHPp+bw/njjvnCm93K59bJ/59EDmvuJc/iTyn+D/cOi/c0",
-	"SFtcMbB4v4y0+ysKnmcaFlAxtvXSpiJXjMKm7yo9euxNovNCzdQurOSXiZRlA1hPXAKvRygtTjsJI0xO",
-	"AWdT19wMJ2xA2lKJ1rUTMClujQl9lWTGzuXpLV9qNueYzXKikJqPHIpMGsMpTeT1AG6x2LpMAxAL/ITu",
-	"Kd0jgHKbRoMfZh08Raw3QjqOLIFcCYsiZAw8CThmdZvPDBfuChjuoDXnGZ+JHAK9v9UvkOKWnTPAGw82",
-	"3ycyd2sF6fPilH3/bX/XdrISu0f6mBfd/u5wd2/Q7w/6/f+MOqT540AsSrBJSY6290LOeaYFJJBh3rY7",
-	"Kfb2WMEKOjo6Pz8990I4fywEJBDaQEmC0Gp1OmFd51ZT7atq3u+fUMaZWSxF9mvk3KkUuLzUFY7glxJ1",
-	"e5sf/BsS2SVKIj/fX0xEmqnyxM0z2tsN8jFwzkF3yMMfU55fgCcAou0f/skmJhkb7H/b8U3mj80exgsE",
-	"WRQFiwNDTmkNTh4kjTbSNBcB+LMuyZxEvmow7smJBIpTKK0J6LU3VhmUwXN2adQtoyRZRKS2VI5DsdNj",
-	"F6DNDCjEF8ro37sXN+PuhfUGRLblVN2KbAyxF/Ge/fz28GX34ufDvRffolMywqBOnsyEzvlsjnGdHv6a",
-	"8VswVCkgF4TyWiyLCGG56YufD7um2TiZeH5ScwBhVO+AUR+H9l0RuOzfyeS9rSJlbfRl2aTRmYLYKJfs",
-	"eb/PNCpUS7XI2NgMZce1+YtYdo9jbLDQiQlCIIndfa+Ics/c7MWHHBOfOXt8XnUlrb4MgEsWgvNQLtne",
-	"+/cYLoLQ3IE5IYsgGGs/N5cdnj04OCkYF4QSUb1idpXcoGtes/bzPtMB2w3YXsD2A/Y9BZl0p8cOc5YK",
-	"bgZVjsWAxSJeoADEDtZ8G2WHls+qar1I08JwLqVec9i+tNhafrIIpUE7cbyS87VSeW4WAIRci3Jiu3yK",
-	"icHw24YeuaX1sB6d2XXjr+JSEo7dsxv6g8vyYZ05jh03jh2NwF+gbHV9ru+Ut07u1LPf8Wah8x9VvHzU",
-	"IxmP4XJXPtarAdUUGuQ+Zm1OW7KoR6Kd2enhieMOlZcwkXggsLbzrrryxDQVWcf0aEUzaFSqX9raAQpi",
-	"oEeLvOzoubTa1V5/j3HcyQcOPDqUkOdlRAsEcyJATYEqlDThmkWIRRZ1/DKVHgJDAtYfiPtxymdzDFbu",
-	"9nq7/X4o2xYABly3nXIZpDtTySMNrJcz04ljiJ1ifYyOMBLKc25MWLM1Q1kuA8J4L3wl/f49WNQupIUc",
-	"gNYcTjIsTBlAxjyY93/HupYglGYezT/ZpVgqMrdFMpnm0wBR5MAbqxY5cPX6n4GpWkBRC1UxmZrPRWwM",
-	"/1RI0Phl7Ad1iET/j4VY4GASWZqOMPhNkPhagL2UaJj3MQdo8jiU7SIdZH9vr9OrON99jzlYUEatbpNt",
-	"Y3tASakdS2yS5HCCccn4pVbpIhcMArDgO1BXbnj3+vvf+4DTmEkyNZfI/UCMxbmiQzCUBZAOGG3zLLkB",
-	"XSVVam56HYCx1U3VGJk0kXkq604yHgt2cjjs2NKLIo8hlASVikxBuz/subg1zV+n1qNtpKizqu5sVHlx",
-	"FkjH+kSCqdxL5+PdRlLtPap0XGesDGk9B6wkc/487uv+FtbKSyWv0gSThL+Qv/vJFoPtQCdcszs8sXvT",
-	"sWeXM3GKX8uZUq3BXn/3+d63L37Yq/NzYQkHnqF3zgIBNgXAobxiXGLyIHn8i2y9HjskaP7m6D8KcmKm",
-	"qES7/eOg/wOj3NfRxfBweGQOB2RuRVB6a5yF8pLn46mjFnCX4aSMrLloEwx0xNqU4zyAM+eAEiMsY7iF",
-	"9QtliVjBRTfKuQuoN7rsBRgxnjPoUo8Bj4INFUB+AvUWbBloRJSPUzxIiR6jTbrPga/41J0Fh3D58Q6D",
-	"zb42FEPzxLzuOP5kx0flw77684NSQsDFwdMU1wHlwtv5pgQ9VJzs8nw6ap6Omsc9anDrMF4IJ1+MXYt4",
-	"+/NnzWFSwAh/BadJNaNq03lyKr1EsrmxIG0WmTlEAjBenKOuYOp8hrZkiSIlYmglhtKdOO400r/93ksA",
-	"pZNLn3mOp8YIWjqKrSQeIJg3BLUcNaEWMg+lrWwEiBVXrE6sKITobYvVBxaCD4gM4ZFO3WEEnwnGUonl",
-	"62FHEa6Iv+JZVPmyP91hhFmRlJFtpvvpJHo6iT7DSfQK6ewwKL6SpQvVp3ezh5rPI0gkukdAf5vTKJQ1",
-	"tQLtmrxxSopxaeI+nybQOMSg9qdqMghllMQDF2eC259BuZRlCW+PqSILSRwdh0knYBHcPsBM7yhfzkUU",
-	"YMZ9BImEEXQDnJDqispiuMdpTVmUlLMHCQWIuLH0eqMLpqBQjheZVhkhS73hOu9CQ93jV65OjkMEDutJ",
-	"5ASH6QJqHhBKE2VOKKt06CSL+gNWVHh0wEcvrcsecfLhAEQ7bAnCjCivMUM9lFKxCZ/bBAgX5AlwAKGk",
-	"AxOwMgXlYB4NxgEDCnBgGzDDFsp2NIB8iC43PUDXMcCI4Dm6+8JBt7JjKAfxhotF6E2KaBWAYUhooiKU",
-	"tBoIvy9bSNZ2qd2BXyANmWgrtCXG+MR84KBI9Yb6Usr07jjmS3w9+GoBGMXmMKAvGN3oRVTW9GTKY9NT",
-	"qv61TYCmANxTxTfiihggJ2PKlwUlDnHZccm0GSye2hidqxPQLoinO8UcUyRmIXssikWa88guxDHPsmUo",
-	"EcYYkY9JM+TInmfLh4q1gUgxMX4i7MFFJr3086gYllC2sd6nQPxAxkCzwZHZn8NsgesaSict4RTVTyiZ",
-	"Lo0oMeIFGyFXcygj4izHDkLh10KLLGJqLly/oRJPOoBZu0BdZdjzPchJERjRNUpwxTf+Axueno7eHp78",
-	"hy3xuqCMHyUt4+AMlmC9Q9n0wqk3KODurL5VlbFgNdoE68QTMOh492ReotkEnPoZxq0hcOCGod/prQif",
-	"2wSq0YRERHcz9eC96a1LuPEp5Avd6040OKufZyQqlN+Q0E+5zmkHZhRnO0ARcrksSUeb+mg34rIQpI2x",
-	"yNIoNOQP7X7XKoPS9rs//P5hN9j9/mMNKu0WiUNbZ7Mbe+Y5hP5lPrC7JJQuyd0Of9gaPA9C6Amksrtq",
-	"2TvlsJcS0IFfDWRwcdohwi9Hznk+njJ7ShpR33nKT/pyPnGYMm5LdoQVPPdNFvf0QYvF/Wk0QvbWQn0n",
-	"0pNfoQQV7wC13IJUj6xzm2lZ6D6UcumAw2sEYihLEhHyZ/Kcj6egrEBIGXyMFPEMqDgcfeCULh1tzM20",
-	"3/MYUn/LJy7MUFhW3NYnz1ukL9yUvugVqz1lLn4xyfAOAO9k7LEkuz2ywWz08hg/jUPSz2E025OcLW1f",
-	"IfwfKpGoIpIvzciCTuCVcLZdQ/Qy074OZaEjd5wtoDJbxOmjaKz4NXsAzsJc0TWl00DSlWk4o+yYHZsP",
-	"E7CknKnSpqwP5pI+oJc2ySRYzSoBu4OY2Yk+fjkXmLPjpYT0WFTAX67LuXHO1Lvm3AyLys9KJglIwsTm",
-	"6odS58bMTaRRBwBLZpPn00tAwlpDNJuM5t3gCr0QMq6K1r+OO7Tu657yO55cnf/QJ9ZLwkSwUhfLfgpo",
-	"BHs0fKHcD0wM/5NG686h855npgjXQZidysmx8UQTSYCfvtEs5TeGtfDlf8GoVuXDniT4kwT/h5bguB8+",
-	"S7AKl/Inck2cKAY+T1aIFNYW7/OMhxJDKJlgyUQCGc2Bn9WGOcuaSUXgyhQD8IaBDACb6rC+4nrK8wv8",
-	"0od6FT61c2AbCUQFZk9OgS+YQmsOALMor6BckJbtJodA4zYsEns+0VasLB0sPLpapGkop4nOVbZk7YUW",
-	"WeD5OSxkBLoPA19xwsAohsncnsQbAAlrNTcpILRZKA3XroSDIpDgBo+oRLLJORnKdd5JVnFOBkX/UWCQ",
-	"5mKzqaCo3PnXPE8mBfkKpwFhzlwnMkaWxU2iZljM5l/WiVl84yaJVaztJ4H1pQTW60WaehNxR0E1G8+/",
-	"XsTGQ4Z8tpZb+swiNjpAGqiPRugYCNgAVAK8OLdkpqjTC6jdakvForfjeZdAqbvHcXQAeNokCBBlOSow",
-	"WPsvOqswkA4YZ6/Xd97YdpTIJE94mvwdYRiVSvVOmui8+MtIKwBuzAQCdRY3FL9kggOk5DyRk4j91//8",
-	"Xx0nUqNDqJ9z2TBFDdylyqehjKob32JqrSQRmcGt4rfyuhtDCSLTwtKtwlW2uYwDFi+AFNT/TuudMAfG",
-	"JBNaI+J1gPMVlbCAduw9EbsUV5B/kAN4ZAmWr2xEh3JoXjaARJgsH5k1b8ZNCxmPXAJG23OPdAIWTQTd",
-	"6SpAkeYDD4uOmRxzS7GhTJOUhzwqcm5xysyRVvkR+ziyWdGQBAXnEeSrgFPAwz+cCgm4iBA1TnxAxLZD",
-	"XwwYgi4GZbwC1I3R5c5lQaKk/KTsTglYMTKvIkhgbYYGSL8G7Nt+4O553u93ENLRg+H3oQ/akTkjog6U",
-	"7+bZAgg8YgvEd1AEBJI0ZdlCGoWiwLZOzBm8yDJKWDCqLvsVHDrEWhNg8JzmhmhqaoM0LlmK61ByZldQ",
-	"eckUkRRMUUXbY2VR9liUFC6U0bVYRqF0RHp7L16wm0QnRrgcXrw8PvbqOjvE/86ZBQyANyGMfzF4Fvgf",
-	"0+ASqXPBoWicYyJbfpuMRQD4kFWISsAD7rFzKyAGLDJNDnZAv7T7yQYt9l5gnzMxBqgigJdBgQwSBCbP",
-	"g7EwGxq8X4SPSJLYPGcF9VgZAcPH1yCyjdaFEIGUFh4lGg7WyIkpi4EBMZRY+DtsPXji2/H8qwVPbMwz",
-	"2RJM8YGQiQFB35XzUKJyr6IOm5uJj1ET5nJZvy0w6EwetioPWGn/KEy5JFl/y3XBtmEOU3Mqdnw32aPM",
-	"E+lpdnbmKU8qT281hvbIBpzYYkRprAKL9Vs9VFM+vta2iN2VZgAntRQiBuBf6FIXlBJqrnNg2/NWv4eG",
-	"3vszIk9W07IeMhPGFHyJ7XWHyzkadmZqVpWW3l8dv/LtyzOHX1lRXB8CYwlW7T3CL1XGW5TrkGRufsQ6",
-	"JSJibduc4SQfsP1+P5TeIkccHB91ogQzgEw32zGiHpgzfSscCecM2X1htNorjA5xABcGHgtMqcUTzLwM",
-	"sDCv3XMv+n12fDI8Oj85fEPFUcCjeilSJSe6FOJ5pgueuMAu4Gsxz0PZjq6FmFt06sDnXCXkCNKMOLgj",
-	"ANccNXujEyVGsQIA4iTGPHAjAkI5N32Bg9rHvgCO1CLvwkgep+TWnbBVYuTWumCP47PYuVLZrGtpubYT",
-	"3U0UzFsFfHYfr5jK68B6F4YUtzjfB3YeEvJZmZl4ghh+CuhsSCJDiclR7hhrKwVX5RoQvLro+u533++9",
-	"+G4luA57fucD/Oc4/nh3D/K54DGcLZVMsHmm4sWYSjJh/Qd4S+ILPiODMZ4tSzIwz4Qx/Av40GfaVkwA",
-	"pA4fT4n1GAFLzc6a8ww5LYCkDDK+XNVAGTrQSkgjGS1JEnq/k9h3fQeOUzVNrgXjoXQ8aJJSrpARnbRl",
-	"y9yWZMXhU1FJsLzJ/vYq0XOlIaFsQFlsa2NRVrauxXR7i0EvOGKS2OXez3k+LTLvacLXYn8VpslMxKP+",
-	"7vT9i9ne9ffxd3/8cHuvzPtvdr4pS9jNvPD1AMTm2ywdvflAVKzhrTVDu7qaIxzrA9hTZkT+JSSCfPsD",
-	"oh2GLWDKXaOMPjmlv2zSvbQLHSZ0o0c6F7M5VKw1CrpDuWSlqQKyXAqC8ZynamJkCqSndxPJ2tFYZWKn",
-	"1+sRO8U8XUwS2TXLPksuF7mIQ+leG7jqycsllNkcgIKH8MfsiI+nxDev+VITf5PdoNQyRL4LSdROZubg",
-	"NP9McnarFmlsvX6ZZNHZm3c/HZ+M3h5fXByf/BR11qbQD93ofEqEcf9NL3FEN4aB6HY7Aw+ydT/vci7D",
-	"2LqLdErm3oiXV25xpXb97uC0N9ti9esYEyVAJYW3eCZI5DMne3xuBR7iM6ApqrJZd3yeMbwRwwaXguEZ",
-	"rdiMS4hg7PefF6nfHYLAdZNbuFtrTHbMTLfMAubAF+kV0ClxzTJ+Szi5GfuPw7dvCAApkeWGlnyWRsxm",
-	"kKOzgYqI/U7coOgUsTv+uTlrQhnZK6U1HA0KdHTgeelCwWiSL9lVQhk4U8FwwuoQAUMZVaG2o3Iiflrg",
-	"tatYYJTL8S0m2pYQH1DNKrpazXRZVxHjqVbOOx3FIudJqqOCa5a+TGXPtO21Jk+5jcwXrlYz1MZyzKeB",
-	"P0QNw8MyYb4cS5R77NQlSRZuZWelkvN3rLIYM3wIHNHoh0abA08ZH1Owhlg7eSYdV59ltx2EciEzMUl0",
-	"jhhVEMtPOWAfmhv1dQI1Au1oeHr6ZlSVk0EBdFLQBdIzxhQ/PTs6x/l6d/LLyemvJ+YRnzxCg5vPzI+T",
-	"30TpaTEnJyKnavMMmoR+nBwdvboYvTw9eX380zt8g2nZSvu6s4DGF76l+hkYaEH8T8COT1MkSS4EEXJf",
-	"6HRh2Q6peKIdXfxy/OaNd3Swi0V2k9wACpj7FoS1RnHSTcWNSHGs1Y3IsiQWusd+VPHShX8aGY6OYX+U",
-	"ls4mTff0FmI/ThRZZb+Qb7VSrIaSv9NUaFuhk9+mzHa3psz2U0G6+KNFxjccO1Wpd88mh+J9vtZNfteW",
-	"Pr+PxnYAl9dWzhonkTyxbYXM5/fXbKF7vFbZZRLHQn7djprqVMAp+GUNDI+Y/bffV5jGq0YHdhyg/klb",
-	"gPo0t2jurMTZA/PuahyhfpAOsKrDbFCkQlnRpA7ceYcs+f6xwn2VwJgrtqptVfsKpVO/2Jba1yEywBSp",
-	"F/1CK7GvJX8OceiClFcaPf3aEsAMoB/wZtCCHMktUJwAnIJm0dnh+cUR6VgANM3EbJ4T3THdc/T2bPgf",
-	"I2JGjnqsXTOIORVhmBfAt3t6nVEVffpip1uRxtfvs8iLaUSApxADT5cuDY5RnSciD2Wp270OaVoIu5Mt",
-	"hFPCYJSQbBArE+Hjtj2B/1anvrWeTi48uT5+Lpu48NxsOq1u3J1upzydT48aSPiznEx26/pn05x21V0P",
-	"pQ/JmjhAk3vsXCBOhE0NL7phD5oeG7rzKYba55wnRqbrlOsp0vFmwoyS4Nl4KrIosMQ05FIzNgr6ZXfw",
-	"98JRG3UGDoDm3fmbrpDIvQoiFePM+ZRpMTE9CUIZrXy1efl/23tder3VASmSPiMwXIIiNceNaXadw77Z",
-	"ktkmM9v5447jM55PP21idumNF1N1u7VTzs3wJw9MPoYX/Au5/8yIwkosO/62253r3dVIatlNJO3Fgt0P",
-	"HzYKE+GmOkvZc9aNAeJMsDYE0cg0DmVxr90Gk0wt5tpsKmAymonZJdStdAJ2xW8UaqQ2vQ/bJpY/cEhf",
-	"Lh2baCiT2Gl+4Pxm7WgustEcUmqt0b73okgb3e33OwdYxpXzFNUtdPUEJWrAUNZyA5adm5Jnmbolbiyg",
-	"F1MoJexdB4yXBwsZuHG0kO7QqpROhTQNrXWvfwnmwFOZLt0yuJW2gCXx0kw+h+vjU8qsu1D54Ug8TFD9",
-	"ueQOhh0mdZBUeg3MTJ1cKZLMEm8xNcQNBvUuN0+uUNXm+pAB2FnFTgQZBSy8kDcKEslYPZDPD/iOpl8Z",
-	"XI1nUBdv/pPoPDMGmNmty86gurnZ6t72eDARDdU0D4iJlwuX+EV9LDIGnq/QMe0CKEy/X3gid/uUp1b4",
-	"mqZcA+4n+o3Ji1wnSpBi6pB8DZ+EiKt4w5fMrNraT/dk7/xD2ju4TB1ReZ1kK5QnZ9EgmuqqsHuL+zhT",
-	"qSgiLCvBylfwtKdYsVxNBKQNgV+nwP0FqRVKL7ia5AOMbyEzslnr8SIVMcsWUgcMkayYlyZQDoTJuIin",
-	"BKF02lbA5gmUx8Ath2fH6L0jIFidqzlwy0GBDAI+2UoMF37s/xDKElIJwZ9Q7pTrtBFm5+9OTo5PfmJt",
-	"qBMCcnOj39UmFeBoWVG1NoyDim9jqlKybZbS/l7r8xIJ4zfG64QV3dL7zDLnzsbUnfE9/uICBudtrYAJ",
-	"mi0yoy+x26lytlUhM9qJtJVepJZTGdx+fx+ikPWOhL/sHtrquPeP+if3QqN7Yf1qnfN8PL3v4XeWmXWZ",
-	"J4IQ1AHUPTNWN1ZQxgcsmomcAxYDZvoafVnmAQKrj4UPSW6xGszcosJelFJQewyU+vYCsPbPTi+GzD/N",
-	"EfTiSmRRp1Hlrq9TiPlXcyo9vvbufd6dtPfPvJ0Xc0yv+rNo8HeWHU8q/+OfyLi276Ly7/B50jUKcaP3",
-	"tE72DRhfd37b6jSy/bNkMs01m4ic7P+3JAQBT7ZcUZYnNwBooQNjvwpN6vMBceNj1N1yNaNvc60/8XCe",
-	"/GK+bktBhimFei7GzzSLoFvHcdT5c2oM+O2bXH+/iCWzp9JXr4L/Cf2K/vq21qe/Me1PzX7G7bSPyCzK",
-	"yOc9DwrPmkeB3YZs2uLJAyb5zCbgXoulR/wCDmrcVZa9aKzkjZl1JcnXiYp5e6+/27G5s5jZARFO016k",
-	"b65HGIxMYgxF0p+4pyk6Cbkw12IJWNXofncl70qmywESdXN28fNhd+/FtyxOJohag+/DxgquF8vmonRu",
-	"CcldIepY3SDCs4ydU5VUsE0+RdxUX608+aTeTvz2L+nzxB5gl+JtHKBm5l1yNqS4QPYTLZY24sei0+dJ",
-	"x3rSsbbQsd4mkPlqZXm9KG/SsnY+XIvl8WN4Wh1ATT5wwRWHCAaZerdTdLyqDDLwIEBrtoN4n2gAMAJA",
-	"n3GuUbAqSmv0VTJbcgopHOx1pmYsEzfKwpLIwObv6VC6hEQ4Q6y/ZrceaPlGXX/t4nQlTHy2uEyTMXye",
-	"7UlUPtaAEGrL466p07A+tuz39XdXz//44f3ebH/+fStozfj7N0JO8mlr8O0+RJztn7tfTPvEqV4rqukW",
-	"1jYLFTR7WqGdJ3X0y4o6nJk7Czvx3pbd3cP5e8CiRI7TRSxGtn7mX8wOiAj3B0q+PAlpBKOvzvbYIUnD",
-	"6AOhQ9mQ0cePEcXBo9wVXgFJfyXhyGVrhbLtcsD3GOZ0dDDe7vvbVkoOI8JGAXzFRA+QLQ4ygi6hsCpd",
-	"TEIZiyy58bFXrJlgREHAIuBiURIejHZ7/V4/Clj0T7jLHJ8oMZ7xOM6E1kEoCx+jK2bDTOuxmshEi3hV",
-	"ziNbovNMIlyhUqmOirK6UJZLt7xCfifd/YqmXxGWrH4uEQoN2K1lni1DWa69s3dHmCEhleySxnbD04XN",
-	"oDLjaXEPgAXAK6likLtkDrZQtudc61uVxV0jBOnzoZpOTkWW5CJmk1Rd8jTAdakySpqglxUuB1zZRjLV",
-	"nGpH711x1hf1m64cXIdxXB1GV5q23UA2pT9VZ7eUAkXJHK0BgPG4fl4qlQouP8cRhDOyVeDk0TM1nw6f",
-	"si8E56KQtbxG7m7jr7Rx/XUa9PoTpsfOxUzdkFh02Ve2YTbj2bXIDlgB8s/aDjozIrbZAUNBBnKrAuty",
-	"yy3cnW2zVl68czkK//AZAGYbVsYfEMeVFE/b8EvrgGavFHvVKSsuweauKZPrdiYshJRDwf5cZFTI5+9E",
-	"szogV6dYMMDuE1KQ1dX7eZpgOTLBokSP7MO0j+v25+t/iN25fW5BwKS69ce9lMb+tE+/sFuKZ9fl09VN",
-	"1DbHaprOuki12Gi3/QoJc8jMblkZUesv2S7gXs3FnHB2FlqgEm9ze2nVoIYNppS6ld4eDZhIEfiCtHL7",
-	"5AFDqGzivBcJeLfAV6Ax6RmT8PC9Vzwhwozo5HT05s3bKmCEEQ9rhdGakqU36ewlDtZfVSycC63SGxG7",
-	"L93Im1NZEYCxAm3ogCVXjMvlU3LSGv0Y2IjX7S1Ig4UVvc1+nomZMrb0VmH98msaXM4DZttkM75kU5XG",
-	"7Jbw893uN9tJs9xcS8wOOoKSKniwDIoYFAVXsAUJygfuM/bnM830WM1FJ7DAX79SUkH0R4ROIKXzUBLC",
-	"OiUJ4H7/I2IZl9dYlb/abiYQHJ7La83asRrrnVjoZCJ7s5iFrbdwc9jqDEIJdUCCyQVVcRHd1i1kHOcF",
-	"9CuHn+wH4uuoosvHgYderk1XeGun7Qs7ED55zdWvOISKYSkpYHY6qP8XpYh1I+7MHyV3g+f9ftHvfwEl",
-	"ChfOXSqt7IZ60p0eP+1CZXZp+fJpVuyvrUXozgfc0HcI220lUHvr6gFwMX1dfkTs0zq8VBymLV/63VMl",
-	"wj/GfrR1AnQw3jvzertdxc79XGp85TMNoDeILg56BdYLZckkkeYMX/bWpUH/I2/GTwRrg93/kgnYtgfr",
-	"zRoRQ3wIR/MvmSL0l0/1KUIQcZKvlUJVDYAKBxttKLNAbHFhMrPl89JaOIh4DsCcaSIF2jgUp62CuUfU",
-	"zmiRpVHngO3396thhSmEFaSwFDerBdmF76LRc3FGn/R1+y1gMB8JCB3aenI9bHA9OGIVtz623R07MMAP",
-	"T2jzg3J2U7VL24JwVDWTizTtHISyJkLH1gboMkHBOSk2FeT+OTbKJ4/KOfH2FI37ikpu8+127MMKCjYQ",
-	"UlkqKgu7bH4chHK/378bx9SAnZ38FLB/PTv6KWA/Hb8GzfxXcXkGeTeW6A5wKAk5AOID7Yu//cQo/yTu",
-	"VPinrB+phv3KWQcARc6zNBFZKGkQD0qptF7I0NgNUtyWj+kNJE9fjQT5JBxT/ifiR3/N1ZQ1U0kz+ZT2",
-	"/5T2v11pJcjA7SRvHbnUt3s/7O6/+HZFjXI4J91sIfU9s2Z77BCJfiv5+23HnNIp06pI8T4fZQs54nkU",
-	"yraLLalFDiI+5TrvUAgjaSyxvLB9Pzdd/6uqSv5XbnLvDykjt0CueTI97lIhWR47b2tdlC88VLk5IjRo",
-	"gvBxCeGIz8araENUZWgTZZFcJMKbKGFaVFocZ0qOxPt5hnIlYu0X7CoRaawDJm54uiDOjlBGeTITf1dS",
-	"EDtSRPuStZUUXT1V+QFWKaaJsH6DqwWo5YhDFCV6hKXTUeeg+Ey2v7fXA0aWLDFjj9APPE3VrYU2Kn+3",
-	"kumSPgYis+7rbQtORPBQ2nwO6BnydEC+NBSYVhlsrLPCWnARcZaMLpfRgPFFrmY8T8ZACjonCFm8hZI6",
-	"PFxGnoMgpPolycSMJ6nDc1eSEWm7ZR6v0tyP4IERZbPDmCjZXPXp7/6/Ih6G/31fqLSz3IXNRZ0lIfGk",
-	"wD0pcHeBwyuvnnUnzHpNbedDtpCPUso5ROy4nPE0EzxeYlKJiMEAvhbzvClS/NWIppXoVGksm98KI/gU",
-	"Ln5yij0KDt32Ozu4p40FqxliPEiFa2mQHBtubeDlaZt+JuPsTobZk122ESrvLhtqvsjvH/khlyxaHbdZ",
-	"koOxAdYSa6fiKu+CXwKa5Wko0Y5iOb8WjksarBFNgNmAgpAtUqGR3MIaE2adLXtl9wdLNOSRqtl8kQNI",
-	"X8q1uxrQn8YMASMJLDTPfClO6UYsvScB8JWZLl9G/FhIvyfz5cl8uUcdHgjJx7dfdvIsmUxEtp5fbx1a",
-	"byFwk8kUao/AgMEqPSM3Oz12YX4hIIKFtEjbAZDW+Sg1RJwCzizr4bGkd7sF6Z0Ut9Aya+uc5wvN/u3d",
-	"0bujV53AdxQ5QpIeuxC5Lst1lOMl0X7g8BTMKLF26ZTomH45JNdeKEGhyMWcXS7iCQKPFSCrI1s+H3nl",
-	"TNad9sy/07+BnKB1B8kQJ+npJPlMbiga7438TmYNWnOdqkUerls+WYQPFZYLWRWUTKrbuwjLgmPqIRE5",
-	"18p2YTmzSXq1kbYzCDUMPSr8v2asrfyd20TbqrwQT3bdXeJt1dHztshZ9dLjIZQuZPLHAqNJfh6seeQH",
-	"9vL05PWb45fDjqsfjD58uBbLjx8jBjrQVKUxcLX7OE4WxjMW45RnyIbvRb5Ql3BxrGux1KFEcHboSjVo",
-	"1RgOKi/Qv2JAqPyFXygkVO3E5qBQZSX/Fe2qOxOQPBlinzCOVFlw6yVno3qx4+DpHiWWVCUuYnW8RRXV",
-	"KJQLTYnXLuLfxm4YswxNHme6baIz+ooE5CqEZyWro/G9xZxs+f7nT9GpJ1qlRw5n3UnA3Duk5aU43TGu",
-	"9bTTP79FdEdr6MkY2hzkuuM2+4yBLsoXDGVzoIviWhTqms/TZdmIYkoyzuIFrj4BHoaO2fbuVOd5KFPB",
-	"gaa54jKx4KBuF7n0P0r1uwKGWWdVpXxM2Gw2ORBDa75KAimJDXGyJ4Hy9Zp2X0qg2aDZk3n3ZN593jjb",
-	"w+w7pVK944Tc/b3Ip1IgRjbgYXpI2xY+KxOTROfgQTYv9f3JoQQo53HKtcZSDvSOUQvmvqCIqTkIaIvh",
-	"DS4zc0VcXQlk5kJE7LUQVkOl0tPiu//SuJmlb92I/OQGpYSd7hDTn1S1ZlXNGzu38GFtXxEYQi3fHSLV",
-	"N+5ODB0/0s6sbEPWtmj5GNjuNO1LbwMW28z0zFFLF0LEo+Za2awb9+QFfK34B9iR+KUbY0dmCjQNytPm",
-	"W2cnYYrF4228D+Y/x/HHHdwjj0mGRKXniPRYw0thzrRQImtHKm5EWlAh2Dw+II6DnhlbJskRX5plAnjl",
-	"4CCd1bo/E22+xi3Dr8t+GXoSx8wdPc+iscpE71zw+N35G3NT1GTXwJxt2adqo2V2or1+/0vSE20JfQHL",
-	"PNEsxnl9SvP/0n5RnAfG7yKAHhax9uXKoWQLWT3lUbX2HaWhPMRLt1OlvbZLYsZiZgBZZZKmjJQF9OkQ",
-	"eZqeqluUNlglSg+NbJMRa0dQLzTKFVUzDhhwrVAdaW4Xsc75UrOFXOAALmSepObqEjqjBSD1IhRGk8ys",
-	"MMZQw+tSn4/kkzT8M0jDitq0jVR8pklxIoXUHpZPEvLLSkjccncTkBs0tML42Png/v3x/jlxzUJUZYxL",
-	"T/w4IRMrJPUIJeX2VORtI9ZdyTp/kj8PkD8r/XfDCgGFIumKUmBN7xo6rrwJ2abvVyIfT8sd3v1KBKYb",
-	"hE0ys1jUDoHIHq5Phucaw9Ms2bJQsMO2Tt/bDCTcrPD9qPIp8QNm3n0AicHHU6MF6dL8DUIZIdCgyliE",
-	"2penOeXFiUkhsYBFcpGmEcs8vENHtqeVz5USSlilRgMDE7Rt1D0M+y2yzHw2MRRCTg7LlY3qEaFvA+9Y",
-	"AWz8JCH/sSXk40cYmxbXlwSHe6isluK2Kq+fyvWewohrVfELkd/x5NqkiNvnHw1oF525Na7QkomvFeNp",
-	"Cszx2hLm4nF0QF6LGeaKxfWuA0ixt1VzvkNlPfwu7NliyJ4Opj+pI/UJIuWrxA2uxj7UFXkN1ijWG2nE",
-	"mkWOT8Tp3gnhlJj5DGIMu9WG2t2U67x7m0jNUr5E+i2EvddjHlvfAOWZhYt+//nYEgbSX+CIsFeAbpD+",
-	"QAy/A49nHBLVxGyeL6uo+4UoI17RHjsr04l7LOEzrol2LPqG/i/qhXJr1/F6V8aTOPyTeFLtTG2FSlzZ",
-	"ik+S8vFdCA8Sew/I9/XkS+aTEvl9IelBqbaYGTJAF0QqrnKmFnmAZGZI6yoXaUq+UpRXuLQDclgY1Q79",
-	"FaSrcTk2v+vFDHJELBYnSzSziblAFns7Nd/S3t/bC6ykgwTlXMgO5flei+WqV9ZatgHjocSsYBLUt5mS",
-	"E0CBD0xvIwIeHenrJE11hHaxWuQ6icuI9jeJTi5TwfDGAL82lK6B3Fgg+QiV5YglMYKCJsS6bjlwqRuA",
-	"TDHPEjlO5jxtkN5YCyrkOFvOczyUMqHzAzPssRkK4JLi+toT7OySj6/ZtRBzOtjwPIMG62Q5ZRY+yfNH",
-	"l+eP78Zomqsv7sbY8mSxulWd0GujltJ5cmU8uTLukhH9gFN0g2/jgYmYW6rXa5VrDH4/ieK/YJLCU4ht",
-	"q9xOJcWD8gYyLvXVOhixO1N5Bi6LidDjLcYHZDnkis2wRfAWoFJYKHqsDWG6W8nmItNQTeeuBYyTQ+AW",
-	"OMEQdEzdSsQh4/EskQehhP8mOs94rjIgDOoMANEM3lRPwecEjtGjzZAm8Ltml4uc7gsl9bsQTs8xbRWH",
-	"AzVK0/skDnC8g8INEVQoEgKqUwllgTVkhu3w7BisiINCTpNF4DMxqTTG736maUSkYqmSE5ERVmYohzSz",
-	"GejBqhR/xDFD927hIanFL8NGDmlR/eVQU0of+PVTIS0kQOjY6JaZxid98Ekf3EYftCvdk+C5ctABTsg2",
-	"Ukgu8ukOH4/VApd7Q77GS5IpYFknEynibiJBDXwGKdnzlBNeGjsCAhArhCZGQmVqMZmyCF8GfB87eL1L",
-	"ez9qJHymnn3S8Di+4wtJiXd6M66hrbqlefoTiIannf4pOM9iqEO7lXYh+Jt6kU/9LV23y5qVwXNc7rqk",
-	"TczJNcfa6Dv8r//r/zaKVKfH3vIk1YyzsZJXSTbDKHOayGurkJhTjKiVD0IJkgl77KlTRtmx9MttPTWf",
-	"lUgWzdHFh7RAEZsJLgEmqVMkyuOrEh1K6oCIwey0rVniDpRQnmL3Q70jEAYHxBaKuU8kbbw3fKWy5qU/",
-	"n6a3LlT8VashT4X6X4NbCqa+YAAb2620QULhkmsWTUN+bfUOkYpxDuGHmOWmZzaogEsVxUJbKkZ9ZVKI",
-	"WMTEeQZXb1V2rQHs2liURuLcmDEPGIRewKszB+MX7vbMR2zDk2sM5BkQGtyILLlKjBA6NwI6TWbGrAvl",
-	"3BhjaQKhInyoFsgSR+DTyx+YTHrbV6zs2JOilPBnx+/e0uivLCP297b4uqFSb7lc0qDoLylbygCOuCA3",
-	"Co46Etfvd3/YM79nPBdd2HatQcsIl1YhZq5UNlF51yoz6xxiqNToRE5S0V1AuaAWOYkVkBPgQ5qqRdbx",
-	"ElNIHlyKVMmJRuvLqeoY46UawkQXMdBVpP1YgT9J2We19WRdCmNijdWNyADr3pcybDsh8xpGwQZbP5GA",
-	"Kb/kS3ldiKJ8nZix99xbnDxJh88kHYCogvHCFoEt+WjCIVWTRDaLhJdTMb7WFtktNooqB/fvXEgjKmKe",
-	"80uuRfeSj6+hqhj1DqrQxScjfTMeaUs7Owb9KZTtn/N8fgoMrxd8Ji6SXPzLG/4+YBdmJIBYdp6peDE2",
-	"XSENhqTImGdZQjrRy4vz16QL5QrSI0LJNYv+vWuudOHIj5iSlF6c8lxk7Oz0Yhiws3fmfw6HL3+G/r46",
-	"enM0POqxX8HW8z7Xvna/v3s/2fMGBvnTiBxo+0uRDeGcrhM0b9RkAuDnvVbQmgoeg4f9Q+vi/2fvfZza",
-	"RrL90X+li/q+ir1PGEKS2R27tm4xCZPlLgEukJ13a7Vfqy01uBe5W6OWcLyp+d9f9TmnW5ItG5NAgMR3",
-	"q+4EW271r/P7nM8RxbbTpD+3JQzQRcLb0rxCdqhqgvP+9D++sbm24YTfiBMe6Ssm1X1yPl2u8AgdqKTp",
-	"DarztjgVnPKH8Yb22ojejv/Igp7oT5fFHQjwAExAZ3PWCXEd0vtWbo/n4hiw9xZvwjJHwEQszTW5WAg3",
-	"+CA0vfaFqcnA1qSSD2LrcYXAxSIVfVUSxCPlJrylJfhTqPZ9xeE27K722NIdnc/YhATDW448yQ8EU5OG",
-	"CZWIhBzPPjauBCKvtPpgwOZ8YPOo+ZIn6oFx02OuSGwTa/oh22pg5XpWUcQyAneZfstViZNMKKyBx34X",
-	"tbIjSkMf4iBIkNCSyJIB6/jkI/Z69xX79eTsl8N37w6OyRyCMvtQOX+htXDquI8jEesJpN+wRupQj53V",
-	"3lZlzqegYA0gcR4cujHFQYQx/ErYWZGfmYJczuRhX2ATnblde6iEaRz+kdoFrePmBa/u18azN7Gi78a+",
-	"cVe25jy9N2MHnEZruIDvGmtyuig0vKLR7yfYhErOKvXmy3wxZ3YnHljPabzjCXuBTyufIqTUb9zBzyBY",
-	"NMlcO56H8QjXRT/wDbVGyMjSf0NnqOfCzNmvHUHQjvYZKLvOgFFIddXtQY8wiCy5HBYfW24lZZX8o/ba",
-	"x/a2fKhnjDzd9I9nRgB3z8Sw9wKuXpseu0KVh8dnO5+d8PtjpV+GEu+bYnGBCtrFIWuRhqFaLg6P53M6",
-	"vkjpBlqZQaLFbTnvp+UolTEb8/TSrdDO6oUhZSDjMl+SD+92b2VWfK2W56fXd0azOhdxLoo1Z/d7KfJZ",
-	"vQoJHTZrze3l3l8es85oHTvCMcg5Y+Ib1Qk9a2mK9FBTuNloxmrXd1GiLpGckMR1tZRb/Cp4UeaCXab8",
-	"CtXrqRix2rUAojZsJC414InOwFknr5RhUvXYMZj29kZxqQwzcPtNq7P3Lc7kIfslAWfA99x2N2HBvSdz",
-	"3sTU8lIVckKzqx0z7R0KBCg/Wl0E2hDeoNz02JE0FPbGAep1WdKqShMxGQF6zEKn9cUSLyMExa2xGKoT",
-	"zXSZD3OdYt9qBF9QtVfNWKIZpsykAHegu71QnfIr1/AsyviViMBwizKRD/HPjgOu2XsTMF6wiTYFe7m7",
-	"2x0wpVmhC04IDUWZK5EE0Cw+VJiQzJkZ6xwbyDOe5/JmefuP97irC8Kn7ZirR3bsArasGLjtOZHjow/J",
-	"lGEN67SCd8AReDxfpxY+w77uV+6sHX3R4S9HwV9GVNjj2PgyyQ6nFttU24P48hPvvHD0VphQRVBMFvXY",
-	"e6wn5BNhgN0SmVDH9eUd1uF3DxURqd7wSJ5KevftrkrY+U0w5MfuMX5FtLBA0ZXEhPLrVaiQSIdAlVga",
-	"3BR6LT3Do0bT8KgWRUF2AD0rQqWnymABoGEdV//NdM4SjzY3ce3C2QcQwyZgE52IFAt5rkrClg9o4ELr",
-	"NLTbm0sBlc3iUuRCxfYP+/pMxqDXAfexFwKW5UF1cZA6EBKldC8Hm3TM5m7iEY/hMDm1dthT6FVD1ezc",
-	"0N5vun4/267fS0l+GQIjEpYzy53AVjNAWui2UPzAGTwiNYJdiWI5PspTJ4+1pGldkm5QQFZ0wl5x9ZZk",
-	"0rTLFhO03DrWyVIuFdljxt479nr3VbfHTlSK/Nu1uwasO0wHWQ5gf29X86GqvO+uZX5junBF3s9F09yg",
-	"PzydmvD1VVNCCVrq2Lm7/Ko7fUj9xGZreqqkugpVBQIE9U+SsG0WHEA9didHTajaPTUrfS+EffF1fCp4",
-	"hg4bWPg6Xhs4mxfOktjI6dvcPMXCnq1DhWk62Uaj66FIsWnSecsMk2LbCXBApCdVnJaJGCJ+91+xoQ78",
-	"DAG924YO1cgl5ZI79lKnqZ6yDrU5HM3Ql6uVCEibcJ/PaSZapbNuz0NmIRisovQ+54GFfMKIZ3J4LWZD",
-	"I4poJd0fpZO3tN1fTftzTrvUaJb6m7B8h9jcBi0L0DV3v1FxQNxvqw+djXwsbqR1Krh64GCc38J1uEhz",
-	"AzZc5C5cpM0lU+MpH9q+Xu5UvoNN0GPnLi1XGrp/EQA+l4ZQl0MV4eAiiViSS0uUHVmwXPDEMM4uZeoR",
-	"p43Ib0TeDSi6hymztfdBAApQBkNVx+k+Bh81tiqRv5cCuJJUdSYIbrG3J8e/Hh2+vYi6PfYbMi4zJBKJ",
-	"cLJKTJs75bOCa329XGd3E+tM+Jy+LBc3Upe+UxhLtcHfhcpOvOe5T4Q5eXNg1ayzf3C+vffmp+33bz9U",
-	"XeUnHJIcr8UMGXiTr93ihvck+DQNLZypn+QjufRr77/drd+4HN+j0bUBx3lKAYQW1n47Z1+hO+58jr8o",
-	"3NDK/gforbacnrcqMhUjnwvVM2SI79zP68w1FfxGmBqDtaxQlwXj/pFOwQ2W2atQXfI0RSx/yp+kmfiG",
-	"jfZ1XKakqx6fDI+OPgytLDh8//Fs/+Lw5Djq3hJhuC8+Gqz5/Fv5dGITzRN9TjGKHyXk8EVM4j58woNl",
-	"dN+BjiegGoZqXjdEjIs5pbB7u9JX780SqpOJLAALGZzOABNofyxz7OAxYBEUnUeY7o0DW4MpYRpWylP3",
-	"0w7Hf7GRLsbkvfZF6yLBNCQsJd0HHaDS4xptYahpg1aix6Acbk4xDhWVwTfUzk6d98FaJTG+JICEpsgz",
-	"n17tdzgZPrGclTK/IQjcUHuvpOWkTd33Fo/843K6h/Llf5mKufvtVUzn09+omRs18xsGAx5Gzdwxotj2",
-	"LqjPX+9vGHyRngn+hroZL5UpeJrCT7enMplXGbtQP0DciI10MnOdtxovhch7jZf3GTo+odt4DXOg+at6",
-	"Wytg86Hq1J05SqvtVqcgNtJK03aXYbdyN8CiAyZVqKApRM6V4QALdVsD13NRvMO1fL9a79qsuLG/AVN6",
-	"WjdTNsrv47KuD/x6CeOqn9J9MLFiJRD2hWURsVZKAIX1ATYkFzwNmOVDE566OVrS7YTQjmlWufegIvHk",
-	"7+FWLY/8J6bLIisLLM4xXQ+I7xkH6swB+9vFxamvY1KAWzSyN4CZOBdCYWtAayxDNx0BmcCoGja3LBc8",
-	"HguMpLAMs/6pLor6kdhXj7UpILoUpelk6Nr5wadWHz2ZZ+HNQNRKdm7tBbIIlrF21uZBuADHq76RCTQW",
-	"gJaIGDemXoLCXmzXnrFqcd1nsvAVY3u7u+Qc0Nd9BqGSCBMW7dbRELGmNoewj1Ndpgkb8xsBvgUXhK58",
-	"wX5KDg2iQ5YPnkw1126PvcV9VdTakTrqujFa27EI8yOwaLvMVWz6tzGvGvnQcX6/fonvvQ4VWOltuqgL",
-	"kK8oLquzc8pWu9eQ+UkVBIdmWB3QXQN8LggVvrMLHETN9Tr5isqiUK2VsEIr+gEzVnDl6wSb6VZsosy3",
-	"RZkn/jKtXZN0p/DxRQ2kBJ1zoxkTn3hcpDMQiPoyVJF9YiiTyGoJEbX56CghrXUVgNcuQFRsZsp4DAP2",
-	"2eu9PRZBGQS4+IcHZ2cnZ+A2Q91kwmfWWEx8Qms11wHqQUtLLuxvrXoEbZFdudR+1eNSmsop5wsY1/XF",
-	"7SdJ7TY/zbhtc46PWYnlZnB74JaOeSyzjTtt4057EAVm37IEumjr5PTRldz5XN5nTBZdT8R1gFOlRlNF",
-	"FdR0GZFehqoDcdZK6+n22Jl9BqK5ijpDVsYX8Tlq/5kvM8hC5QcBkAluXJPJGv9rlqe1o07Z2d4fH1zX",
-	"vPn4hOKuFcOCoCuVxG0Kw55dnyMgvFV84T5CsXW9hpmpLOJxpXuMRDEVQrEI/45CBVYHjBAN2FXOFWbx",
-	"IZGDNhW7CKZjBi8MEH+wmim0O+DnorfsnZjo4muZRC1q+YhM4kHLj75Awdp9DAXLhS03StZGyfo2QMOO",
-	"txFXWkfdourzlRhlrkJdTvgV5CVzV/pgilyAhSpVKpXAvA3XyqmedfHCsIiGGZZ5GnUH7PXu66r9E/qY",
-	"xhxCfV6XWmxFXlSlr8sqe09pRQ9d4Au7sfOnJuu41PmEF1v9rZFUHOoRFvobtLEKGGvjeVnheakAATJ/",
-	"vute7h3Y3nuyJcgioKiyI41O43a7wHqoVJmm3XqEuV+16fcZnBUCBIZeXETrlvzLb3XRH1ypd+t/Thr9",
-	"j5FGWaxDdffi9PxQpoXMeF6wMrOiH8MBVhZElzIVEYPvOq93d0MV/bL/bnh28D8fD84vIk9HsiBEe8tx",
-	"mTQsEYWIIRsy1xNYCiDY9tnp8fuA/ffpwfuAvT/8FabzmxidYokcJ4hWO81ZMbb6OEBKdM7/8Z5RVVnS",
-	"dUr5yzcs+nh8/vH09OTs4uDd8MPBu8P94cX/nh5EAxepCNUb9kH+wjqvX76iKaIklcalR0JI+lpkBSHA",
-	"cGNE0YoDozzQssEiRF9hQyfUbhTYLb1vprFMyZ+4o9yx0nA74QW/o35Nk8RpP0mYgYqF++aqDQmwQR7Y",
-	"KO7rJRsCs1uHz7Zhcf+09/PL129+WlR8KpCpe43y7rPLXIhtS9dMj/4t4gK51qV2yMGGMvcMblXVGETa",
-	"zc5yAYx6wKLPf0TUix7QtNg0l0UhVBv78pp9bVVPHL6nNtVbtZ/q0Y0FsMICOBNNQmlchjalpCy+WtGv",
-	"FTJMx+DPw0vfUZpNRH4lUJ6Hyohc8lQCBjc+MuEzNhI+W+GnN29e/YQKCOssC8O2Ov1hDg9x/x+iZ0Xr",
-	"ZB/TVXcHQiRdbJEeN1J8I8VvCWfAvV+fO83L60Lr9J7zsZRgQhX5DFD97fgsTrmpoUqHasyNTykTSd83",
-	"U4ckT/sLqMi3G5SAhF8EafG5nTinlM8AlTpUUKiKtW6GdVyXkW1rmiVYi2bYhJtrkXQbuWORfe8QZhoN",
-	"QG/I+FV7Rb9P7rqAzXviCoGd5F2Ag2D/CTR0oxbcBfijvnNr097OZ/uft/be/fEgjkI3O6RJ+zQAS8PH",
-	"26m4EWmNXjwBXvI0NY067tKIPHAJ4nYYXyFuac9A85vXoWp1rNPLHSkDld2SaGCv7TeKIF64A3gyfknc",
-	"ro1X8umlDVTIynhID+aWdKDxhb8Olnp4vUMm4jujcO00glr4GZVdVL/oAhYQBIcNk8WgUXKBCZxsyme9",
-	"UEUkfSOmqbD7Wois2eIXhCnrQKtPnJsSU5xr10MRmT4TPB6zazFjRqgiVI0i7ToXwvHA2jE8FQMWqTJN",
-	"Ic2UKyYmWTFjGMwiyAO7hlB1pBqLXBZcxYLlwpQTYboDgB5jGLxTBaERUU/cgf0scfkOVhlg0Z/o/yJc",
-	"SqjmNAc7/2oLSGHHTiY9tg9fe97pPQ+JiFOeCywVxPWFinQpbItsBw+cS3dvDyGFNDp/pVnlmviYGZEX",
-	"T4FVPkTKRWNtj2nF4fvXMt/g5m8Mt43hdgdIIc+P1xQtVoWs10TWyrmXJlE0q6nbCnoCNh3LeEy5qmBg",
-	"1YLEOC/387xUBr4cMD4C3uqkTi5Q4lA2hsL0fzTXXjDECLod+Yftq9lcz0WMXMVaGZ2KFwbdttt5qVg8",
-	"FvE1gDcigF17b4L3vo66Xp/3YHzjTBid3ohk7dLmeYQkecm4mn2VyveIuRL1cv4XZtW1W3bBJ1ym27f0",
-	"JNtfxBylfuMeC32h4bi4vBRxIW/misn73v4JleE36A6Y7zoeYCx2AZkVERMhf/P8H2+HH/YPj4Z/iphQ",
-	"NzLXagIazw3Ppd0sqrDxnU8ttTTgAwcscl8CJCozfGa8c8QSlqz7TZbc9Q9cpg9/y6u33Jo5bWm+DUHl",
-	"W0m8xw4b6LK40lajW9yJekU8l+ny8EHLfe+xc6t4tMAFs45XUMmw1zciz2XScoFD5W8wmhr+4nYXr6vV",
-	"R8U2EBvAasyDZvbBXAiVv8YRK7QHg/KWA2AIQ5fTecW+0IjzZDk5goISSGlkJkUWhYoDIgf+JhprU0TY",
-	"2Q2VQtaxHyk+EbBDARSh2QsLktaqGd2Bm7Xdp8gYa2CoUNnv2Ju//BlHq3fw2dtj8wET1rFPZlzmhoRZ",
-	"kZooYK9/ekN/23G7vVAdV7q8lZUDK89YdHpyfsHqbA5QDWCvrKHXLsUwD3mOuB8q3blO3Y+ifK/PXuiq",
-	"PzeIpo1S/bDRkDsx3Tmt4xaQkXZeLBQgKOeCpx5lotAsKnRU4YssUUEcoFGFm0AwGE705+RPSCWo6OSS",
-	"haUhTLNVtmNordxnkWU1qDyECjR7dDFZbYXLtMwFiwBFI2Ixz3NJIqQ2GuBhZJaB0lbWYUxemFA5ZI8O",
-	"Z6gyWb7LijEvnNcJYUsCVqpUGAMI64iHF9n3zMOVgItEKxGqQnzCrA40RiosFz/3DipNtRby5BhDtdtl",
-	"gXfbIZVUciEM6EgPxEDrr3gk5ulef1IWsZ6I2zioxsdclI8XhZWvGx76Q/LQc1DLmOWALS3n6/xS7KQ6",
-	"JuSmZWbakXvCA601LPuggtq0Nj1hdIxmTCa91rCrH+8hTRv3knWipn4LnqO5DhFMPVXVKurtpElZt+e0",
-	"qultAmLPjTCYQ/HPS8EIZ9Vh4TECBUNrvbcEMN8dwgNxaTf8obLm1reGuKeXrwOU4DZ2w45/YBCDtCKG",
-	"JeQ5z5Fv7WO7jz074PcvjH+DVz9be1hi+LpGmneLOXmiSx49yv5uA5r+pEDTb7/hyxxjX3KPCYb63u7x",
-	"k5BPu99cPrk682ckozbBzyfkp7mDYFunWrxpW7zwhWkL1eK1EnBFURUjitbC7g+zqm7t+y7LfiQb5GSq",
-	"WkqPVl6C26uqWwqlB85DZtY4eBRLdzj771BXeWYqhF7nHi0zYttrgOH22A+xEHiAGV6ra3zB0TopTQEl",
-	"OMoRcntdbPOCPUhV66MWtNLL1y1/cWAEBmhyY+7+uFWp6xDzbVWpVl7k2lLuUqXhFL93nYdaXZSsUw9Q",
-	"O+EBEQgjim6r0kDjPqTYoFfcXuIJjz1H5ySkT8BF8Lt5N8vQF1FiJCmrH/bA5zXT2SNuCiYj9JbVQtbP",
-	"9f5NPhr9USy+Na+TL1Ss36oNj/4xrbe1aBM5cSL58ky+lnzPqg16qcSnDFJ7avgkpglQkuVSxTLjqZnD",
-	"7gqVEZiMKnOWidxAnzn/eK01EOXejsUMSgU8VKO+hP7HU2F8iArKAkNVA43fqQDjB8yhwmMikWt3br8k",
-	"0AHOzFjnWF7IeJ7LG2F6ocIMAN8MLxeZ4AV0WIf+4izy0x7K5J//ilgn+q/mR399FZa7u3s/zX3656gb",
-	"KsXzXE9xf1JpCsq1Ksba1Pevxw4hgA+QCQb1W68K476+MOxGGjlKRaiqH/aZtAK0LJwQ9Q9TV+ZcsCTX",
-	"WSYSZmQqVJHOqkA+4FHm1ijvQqYCVZG5QggakvJ8J1wq6kACLj5oCOjSyOwzmLbmdzK6liqJGO1AqAoN",
-	"mZQIdGO/W1biCUS9D/ftzh7CO8PxL/SlP4b5UqaHAWqze1G76x28I85MwSEhdcLYfYVeJodzB4nIPfMn",
-	"WRt1YA9xW19u47nZU207O9wz8YlPMqtf/fNV8Od/2b+zVCcCxVV7d/zm5Wx0x5eFmJiGz0Sq4qfXW8EW",
-	"tO4pJ1v9l959Ym/olQC+OeGfDvGnL3d3/QM8z/nMfm2KmZ0ijNqyzyeQzEhchfrSwK1Y0t7ffteYtlB2",
-	"Zv9E989WsMXLROqtYOtGJsL+N9FxObECOtgCT7XVXOd9QA8ZDIFrfFso+0QJZEj6kjajyfa+zvfwLFst",
-	"1KRNh+fxWN6Ibj0TAoTairh4i1iLWkz5WnIYqKeEXVnzO2B5oPIcLVTRtRBZhKorcjvkZnJOMHo6X5R9",
-	"ltObBWdGqLw3g+6eAw5BVu2/halinm3u5/vCsLf4q22rC3XrvhBsfkec3L7Wp4SNZix6f3DBUE3YocQw",
-	"KLszEetA2v3rl2+6A+xBLf8jcEylCyY+xcLOGtPXPlkmYd9hH7R0CoV1rjbFjfQKerVOpDGAsVzDeKtC",
-	"RrsgkH+jEhja7o7OKbvX/v1XbEzVRUnktr8Qk0znPJ/1WYSKixlyzFG2TyA3DxV5mQo5ESxLS6fqXIus",
-	"2MaxcmH3EXK5916zsS5z0/VJ2v51VB3M+GUB6Am8CBUl3El4ADCScNKUdAybDOXnsCrKssYlYcNEWZB9",
-	"Swug5MRK2kaf7cXts88w2B9/1K6wElOcHZ5WJBNY+3TMC2q/6OWsYQW/FqHihkUw0FAmJloOIleJ4y/x",
-	"lgkV68QyWytfyCdAv7pAZvynnT8hI1gzTdrP6ZEabtC7VxtseFOm3OH9bUy2H9mtxutibVGWtXnUXr3+",
-	"affV7u5fKkOuyaHvZNbZG/nh8MMBCYA6S4oI/tIEaItRFZZX0gPPY0LlOD3IAqlIROlLqjS3yhvDFaPy",
-	"ClWClkteWdOhQB0PrAmUkzIPlXfnO7lnp7jMMtjHHfBX6EGzEZHv4RvhZatofp8wRGmHM5GTMvv8/H9+",
-	"KU5Y0kbPK2DVxaQM8BWJ+22uBq2vDYPCW/Zyd5coBOyegmkVix6Jp4iNdep6XxrfxB51rFDFXDEjROAU",
-	"OJ0nIncKDwIN6hgLoGKnCMmcSd8j3jU47iQlXhUBtzdUrpEizKY7YBHpLhHcYeqhDBPjBUs0KUbSFAF2",
-	"xHQOFJ0DNdivvQVPhQTkMumgqRlzg+9mUiXoLCilGdszgvpcsrUjK6+Rjjx+9FTjl6GCubVjvMApNa3r",
-	"h8GEq170SIn4zSmsFtVV/QJeLqfs+aONocmpPb5R9fRGoP+gPlg4fuJWrZBvi/wRtP5E5PKGF/IGb/u6",
-	"jBI66RGPwyiZLvPYKZgd300GnHg9dprrpIwtF6lMArAeLTvDoHifRbmwIjxiJuYpoLlYJnxpLRdlZCJY",
-	"NJVJMY7YJxaNhbwaFxHUkjrkFm4yERcMeEuoOrxgqYDmNTVLc6rr9aEDsmzKjF45EjNNdIYL6gbezk5n",
-	"ocrFtrMcoJgLXVPRgEWxVjciLyLmHvELcA+xjntt18oSZ732QhX9XvJUFrOIdV72ei93d7sMeIww9vf/",
-	"zsQVUP9UjDLXexqLzKDiQE5kQSzB/mrmrUrcZcu30e6ds6znj38HF2qiAVRPofTRZWGoTnhCRVlwZDg2",
-	"vJQoDnC9PGtnHerwDGcLblwyplvqZ727u5rNgu8Cj+OFqVwWAYCJRRnPhSqgAWVlUrvrKJMAuykRKJBp",
-	"juUcJ9AFCYr260Y6OJ3RCm8tHsPCBKCrd37ii67heQjFClYdq1q813RrIpLh7svxpzeTveu/JH/+/eep",
-	"czpmvBhXPkeZbM1LrbqdOuGfjoS6KsZb/Z9eg7fU/flyiavx/oVt6948Zcu4dvWseRzD/JNNButG/t4B",
-	"vofXrxG0J1ppYK+QxY4Z38GeXhDJS2RxFUytT9a74YJQkYxBuYWaJ0kZv2GE3SgNpWdZM6AmE6hR0kiw",
-	"IufK2JFEYmWy62QxAiihRMQ6geFQTCz2/CfTopoeteSmuUXLME+ajOckc9Vsz483P6QbYWGHbi0Nzr6+",
-	"uPF7x4F9V6cqX+x6R1ZgFZPl+vhbsM+Np/gJVwAv4Ij+hVmID/cpArAs+QFBCQkH1qo+uajyH1wnSZ27",
-	"tpQBBXooP2IOHQnYgVQunAxzco4LKMGxKqb71qrniz3WaEnVb2r4TT0KefUZRiiooLShvHUqDtiIXnQH",
-	"jH6LARurNJpQNX5baKb09A6RGA9vCY8jcGVdBadu41ZftRzTebIsJ0MMSuOSG9pBCmq5B3+3F2OjYyKy",
-	"Au6L3ZLHgqVZR7V0ZVHPJZF5o1E+CdwFzOQBsCwsk19PiChdyEtZA2JYXvE7r0EOPJAuZsHVh2omcrGO",
-	"5WjAwEpl/2kN5PNy5Mc33rdc6DIei8SKBGTlEb4kcdwbGqDXQCOn3HNDVuhQ4ePLWxDup+lxY82Pj9fd",
-	"OAM2tatKNkU7a9T9pulCwqCaO1t355tn/q8/gnXtpAGiQ6IipKeq+YYeO15M76RcuYX0Tmi/A+mdg9tS",
-	"Ors9FiGpUFoFBmvsVEKFX1hNyAT+MdJPYLL+a4+yij8f6WK8LCo5TxTfOmPRA4HT6ppEgXh8sEZ4yK8Q",
-	"XZtLsu1wqEa+HSkbI61TwdUDW031Pb1LDl3ziv1oyXNfRM8LsmzHHv02T9O7BXTPRWFYZH8Lur1WJNxa",
-	"buWcjMM8OxBaoRrrqbVJZsjNCTm+x461d5WPdDJro8UPPL+el1FneIu/yT01dgJWZvHb5VZJWe5zxDqB",
-	"EYBGNwKsVYDZPb5dfDHiXuvfeVPXqe6mzVVtX2oBsCoPvz5wALmbiev5MJqFClL1dI6tkKzGXgwtpyX3",
-	"G31in+lgPUIlEthIxLw0AsmFmjGSWR8qhHll7w6ODi4OgGa6A/t2cArqYgxeRwMIhzQbCUGjZutqp0NC",
-	"NqEVNFQiwBvrqndMcbKm6omBRD4GHqCEJeX6SZHNHqpcxEJCHD4XkD/ZmpKo6L0jcYvYbZ7aYeKrDGvz",
-	"Xib9ZFPy3ckGXxDPf5dq/uUjkTA82WUzqN2E1qR3QHe3i3Zupbbs9mD5LiDWvM5ricmrZzK3JXcqFXgK",
-	"nX0a11UadmWv4je297/3ZMeKNjFh/eEtijnmqtPEWxQYGAerotu7VW9vmNTfSmGov3QdzMPGap8t7uFS",
-	"qd1c38r7sr5Wuo8hO55O+czKKJAx6G2es5Mua/cKmmaEqkPRaZcqCDE2HtdVWPhIwicUkCsNjj8JWFaa",
-	"MeQPhiqy09j5bP//YfJHU/mA7htNDnWp01RPDZvoXPQRwfgGxLu+JLXaTpEQHUOFTNo3aQzYdKyxVL7g",
-	"OSzAynL4MmITXsRj4TJZ7GdBrcoxqncjCVUtN4QX9TIWKO8zvr5vYUch/9WwDpnROscQYx+HD5X9ujtg",
-	"kZhwmTZcVPYD3EHWuUR4YoyzUC+TQmvX9x+W7WE/2rMr+xA1AXkHcRSfMAroxVVRqg+yUL5mrRZ1wHxs",
-	"N1Svd1+z45OL4a8nH4/fLRzcFCo7aWJY3G5qERpT6Mw4PGmprnrsvBxt017j8mATZ0xpq7P5IlpIvoEO",
-	"V13I4tmv9CrjWw5b/bMxG+gECnPpe93DKoCQke1TePhEhKrT0D6DuurZZb53GBSX0MljHo89rahuwrG9",
-	"3d0B5p+FqjGb6oGXreGXZZrdw+XNLOPGjxTlWD6dFZnnCpOO7bE2dptOl66i1dApPgKS4z7zfr5k2gs6",
-	"2SYZaBO6uWvoxqubEEj+UnfX7YitswX4bBS8LX7tAbPGOJbcyWQdVNf6BG8zY+vPLkScVXEJEec/85/j",
-	"V6O969fieWfOfEEMCLhIsoGYfUr4cKp5RHcmTXBH38UV/WXU2XB78VA1rpVLLAFPNrYjtZoQGpre5722",
-	"l7q+cPJQb8i+TZu4C+0HkEv0CK7zDeW3+ejn6X4dl3yWlldyVS7uFzQfxDGtCSZUofNZn41KlaQioW/A",
-	"zNeTTKZg52OxP/VSFBQp7ZQq41DKKp1tST9micxFbMftBsyACmaNZZOWVz1rpNHb0SqccCUvLW+IoE90",
-	"tNgoGh0N0jBErWVYS2tZTcILHipLYLkclVVoF6ZrxtYCx1GH1Wgu9c5aYzQRsOIvOSy20DA+/rpqPe0T",
-	"9lwhXC64sXxHue5F4MJnV9yhSODYQ9q0oWthvSxefkqn/JCwavCKdXxq/l78GL0RwQNX3e7MH4UjS3c4",
-	"qxqPtHTheu8uA1yYUgHCBnVBXHpBWMd3obE3rtuHrlmpoAxafUmwQPXcVEhWj3UiKkJnHay2ws5eEStE",
-	"mhofD6NWXqGiQVW3x34VzgMmmCVsTB8BqJkKaiXmBU/1FetENyK37C6quuYALBYvhCm6QahuRC4vJXlH",
-	"zv+2v7335qeAIc9AQJClXIPxQk9kzFOiZEfwAwb+klmoXPet9p9Lw1JxWTAO75ly02N0go3FkdinZDFx",
-	"A/tR43GVutRj+/5Xrq2Y036qX3R07thot3Y8P4fq7cnxr0eHby+A59A4Ome0hY2N9e3aG6XMbXVrA6uQ",
-	"ee4J0xrlgl9D37cyFTAfq+bYu4LaHb0bCuL82Xruh0cF+ASmnIRK51Rknkp1DUHRqNfbiaAftBQG27g1",
-	"mWg1e0B4QJAWO3mKsVbnhYVxSBipIEAFl3gHpzcSY6kS1uETjb+cMA4cf8St2JBXVOsHL6Z1MgCpC2m5",
-	"xZir2ivJXxqF5e7uq9hKI/iXGEb4M0PeT1PwQkzAP1vVHzICmkAPbp+azlnyFpcaktBntTnlpTLdgcf1",
-	"oZs2Adpzu7L7c21XJgR9o3So3FWoeuuyjuMW9N2wzNMIjxEySWKoh8dWpugc9n1DIeIzLorMHlio3JR0",
-	"DmcODjJ5pTiAHSOjmX8XNs8bXouZgw7qBuzN7qs2UXaI1IDk9kBeysY7Hqmqz738FsBbUnQsI/JswnG0",
-	"5+HS+/n2X7zV6jKVcbFx6T2Q6UAXvuK18+K4VVWp2Q477rn7siFWaTahmmcgi6qNJc9un62v2ISqqr+p",
-	"1RCSQDMNEaovL0Vu6paHk7lWStSxeyqidKLYlx7538ga7VLvf3qPNCzmMcYyWSLNNbvU+eLqiyKNmBGx",
-	"hsif24FXP+3udgcsugStC7MDXYN10gh0NsMOqInlIKGiRwMW2emIyDdkrS9+DpeD0uS5gjSAHAcFJm7H",
-	"RaETKqXZukIHA5YBVXDCWro+rrhQQQlDe30hqgaPKCEKyylre6DKNO0zzpTOJzxFWRzAerjrudpj+2D0",
-	"uXm6qc/VfsLi8YbZ9dHC6cTcRN/svgrV+cHZPw7fHgw/Hu//Y//waP+XowN7FlY2TsezHvsl11MQml69",
-	"UUIkq0w810EXJhaAXkXqlqnh/OYCdVaM1ZZGoJxmnSzlUsEflNuhoTuNzkY8vg7VWJuiD91qUvvPgL3c",
-	"+3Nv1/5v5y8B6/dfBpDUnIgbkeoMuqdTsNa1oyWld1GHsXoNyBmQ8FRn61fi8PlWKAhGYOPMOpWgJ7KP",
-	"yIhSJeITwmBAznU6Q4LkLBEFHo5I9t68eflzTTEhYFn87cezI0IR7Bl5FYWKZ5lQCRrvdqszXoyxBM+q",
-	"ij+9ZtDGtwaoj4PSB+ITjwsaGsC7uqTZ3qIs1a4Q69AdwDg89uZwB/6CRWbM9978FGFD0VhPBEFbctoa",
-	"5mBZ568OGBrsv89Pjv0jLPocbjm+F2712T+rv+2f4daNUInOdyyzC7cCFm5V/6px/XArCJV9GBifH4n+",
-	"xsfLPMV/4ALw385sgl/4t8H1Crf+9Yf9XzSoXfdchCrqFTzvXf0Hizh7/5EZAlg1bQJ2iUzKMZ6e1cki",
-	"d/i51pAxIRUWbeosVPiDbsCIhbBinOvyatzWKZoKHpvoa+5oVrtl3nox+8DOGXrRbXqlI8cfwjsD3Ldu",
-	"6q+t9XwmslgdyFzpuVnG42/XXQiUvemVIe+r5U/XYkYV0Q31BDkbwPOk3IxZJvJYqIJQfZJQdSLKXvbL",
-	"5PFE/D97v04FtzQYdavU6/rgXmdscbeoBKuA0EdKfoC6V3XgcoW0TlkuYp1jhxLAtNE6NT4/GfjuDNyn",
-	"zCotjoVibVLtEBGO3nTbfCtWxNYNpkblNrlYQoUDeYMXM7fI9J/35oFl7zOexCRLeSGYKWSaej+Q3Vtn",
-	"QVLuVR06aPdndngMTpjh+cX+xUF7JracM4BXhrBO6wcf1fh2dMs1YJ1o/tQHqNLmuixE7tPZyLuU8ync",
-	"uh57J2AAq5O4h0IV/d9/8u3/7G7//K/Of/Xpn73h9r/+5D7u/tfOrU/8n2gOh32rOcX2ABwd/bpRuL2X",
-	"zTDcqycZfa/Z/WVlZDz5CNydjf3vPndbzlney2IClpCevmhpcJhBjbt4WPRFNnO6f/H2b6tlDWVBooLu",
-	"2S69mGpXXbSg5gKo9JgXxsUNCDscYgczj6yHquQLH0ZA/dpMeRYquzMQLSBvtIsMpIJ7CZiLG6lL4418",
-	"qRjMuceg9a5vP1KbP8QvDJVFrITMuJP4ChWfi7SyZpy1Ml89boNKlssgQDIhjV19WRihHePcvnsjwx5X",
-	"ht2/57x+ro+UzXsnx7nrJOCo4XvMgd142J8EJH0CCHpqwXBYamSS13ubvN73m5/jBnU+KnpZ5fYkmFPv",
-	"FNrrOvuniYXFJnyG3RYqA3AqRqxGwOCXg/oMO0DBrwUTl5ciLpzjRYlPBfNuwSn1IeEsF1BI02MHPB4z",
-	"LOpwLD9UOIa8IUQqdIKOSpkW21L5nAFAlvU+97nf0Jh24j12Di0jQlVtzY3IcxedFepG5lpNoG5nOpbx",
-	"2H9vXAeZ2sZdSog52+dC1XyQZmbwICZcptVpAIJ5lURZw5uNduyT25Rt0R3YecY5dC5yIesAe8ygHwr0",
-	"ND8uFNh4pI1mXxv0wIaqtkLUCQjhBhvXLEEiPMN7c+7u6EOiizdfdWuZAz0HEPWcXcpPAAqfiPzH8GpB",
-	"Q9GW6JlpJ2HUOuudDeGm3dn6iNxrIjbhmbGmAjCZ6GrhskQYdkBKRD4Uqmsxe4GdmhyZSdfNBTGMm8QE",
-	"N9gletRucBcR/DSEewLIcIrHVCxPKMk4Jr69s0Dic+RR8RNCrgb/brcXqr/bBULIBjAGLNWUygNo7Kcp",
-	"FPujLt/HfIprZYn7WswCxsGWquv1vk9UqNr2LJjbMTbNIXsFNgyySzw+3xxLwliMYR0eKiWuEMIRITHs",
-	"oE6xpwBOY04YNYJ8naLImtEihhEiXqWVYLRmYWGv9qh1iVQubGIHFJ94ImI54Wm3bkaEat6OgGN2CTz+",
-	"UiAXVWKK6zYEEu5ZXF22MH1pRZE0LMt1LIxxQSv6U3hxSEK6SqGl9KCCmDOMisJpqXXTxhofSuNe4I2P",
-	"0//hyzh0TQtHutl0efgxC8tAi9Q5Ap4uyK022WT1ZCN4juJp7c5M++ba+BC5zwLHgSwzuJEJ9RYdW6US",
-	"XACQUvt7hLEMx6i0Euwy5QWL7IOIehawkeU1JgadGGHWXKlwBEDTPsMR/UyYM4uNoEyo4JWASzPLREQZ",
-	"IXYsM5bAhf0MA2Y0LWMsi5oyWyXyVI/CvN2frlkvhcfHvA4QgCq9ED1YLyDQyMmEPEVFXiogHCsF9nZ3",
-	"Qyvrch4XkBGDWLQu6m830C4mBT/EoOpb27GCCirUu7SnuJ2NxrbohLSWQKyVKVNwo3E1q6/JoB+qMquo",
-	"Ho1+6Jfbjjtrj/uUp6Iobu1rgA9DnH+wcj9YtR3NgqE5B88c3svvbaBvyyFlPlBPsArRCm6N933u7VZ3",
-	"7s1udxnKDNzGxptpgK3+3i60mkV0mTe7jwg1g1t/mzCx6/+RkOfo3hLTqvFG3C7HG43YsStdyR0bW+E4",
-	"JFEkms5w0XU7n3DVwIiXMS5HL0xYg6T5eHbk9XOPPwKoEjqTsWGdOYgOQGOIgtuhOw4LFvPcclFsQn4t",
-	"1ADcHcCTLROM/PJ1Lv8jol6ofhsLBfgglq2V1eYGLPL/BpZXSx4blyNMTLN6bJmmSyzhcyP2S3DaPhwl",
-	"4CtWkcJ5A3BJIWAUYG49P9yaZWupJY3Z+1R3oJVm/ubD0d/5+p9h7oCDOt1OASLN3+oc75s1SNnfzvfe",
-	"/MT++7cLLDcLVTQReVzmoucfj1iccjkhUFNIB0M8JXaVc4WywxJDt1pZlXz4AUcL1bgcsQ6lc2F2Gr1o",
-	"+O9pAblxXcgjoyHEZCSSRCSWJHvshBCc2mhwgdaQBvH2r6JCAHUZ+VX0rdbiJNBIF+NBqCJ4RROvBh7H",
-	"FDiqT6jKg+HxJbD4qAmBsoRAezgcHgXF1+wmccOifTp6dECyXwTPRc6wMAN+gJUZEdN5QCqTYtHBjVDF",
-	"ObRPsiyI4wsiXh8sYnOIgJTMZ1XKSzDArTFqmRAlPdax91ewINYxQhDPMgUvShN1+6wJe9PCedxCxbm5",
-	"VYm5QJZbaDwC11KfGOB/wd7/ldud2fsJ/xhF3QH2GXVoP21gi3qqUNe5tR8+jNreBr/SlODKvcRbuLUQ",
-	"uqp3wN+7rf/9vx6eG8Pmr4SKWeAbm0rpe5UTh8aUosLGrNhzU040eN5yoYG0d2eJcY6p9TIeAw+C9HeD",
-	"dN6JHC+mpmuecZNaAbAHmNjsvooq7Kuui2Ggq4o4h9+MHjttYSZShQpZ5fZU59dWWdMJ+TlHkO+YW2XJ",
-	"WcGZNsV2IeNrBDgDhmgNCtgw+7HdQspb9likJJlgvdLUZZazvxYk1MAXiEKmcqbTNFRYRwrkvvPZ/ucw",
-	"+cPhoUX2kaE1NPIbng6pyiFaroOd4/E9LN3jS26NMdtzicdcKZG+MAwv1nNUxE5rC6FltNMPsuy7ks6R",
-	"h4p3UHOViaGnytkIQ+quX33bDcDS2KakS/itVHFaQu6GqgHds05EKFdQA2LnJVQi1VWAFxHggKtPu71Q",
-	"7SN2IUBZDpgDwse6AqscWn3nFlD8XqgiEuUEX+LmSK0lC16IAYuMVLFoPoLQBRHl6MCkweWdS6s7hsq5",
-	"TDklAqliQEiDsE00FACR2eFAYjvcwboi5bhDIk2siRWkKfCkGln+F67ir//z8eDjwTtUEGDSfyWNSk6E",
-	"Kfgkc1oVEu8bV5W0LPn9gkT8Sq3lpLoYDqcBNm6ZU8Nf0PXI2c6BmEaLo6X2cpcv5Q7Bu61dAZfVqM5+",
-	"fctevXr181KXC2xbO6ivHX7bbuXWGqDCtYlpl8AHh7vkve5ufAWecHD/XRUeUj+zB3uXJgawmT928wKv",
-	"chNrR/pcDf26yNEXOzUCf+5A5ZQH/mxwctLN6j3aakJgJFKtrqzhMmhGrg28ooac6hFKzfV8i91Q4WhB",
-	"bbhqdvXOu4hF43ERGXK9AeOMmGVeKsNkYdn7hH8amkJkCCvz0rXV71SF/bxgOVdXos9e7+11B6gBEjxr",
-	"/fWV+hQq8Mu6UDN0m6vx9sVmchWuKvbuH0KreqGKfDbftB+Bb3gS3DllE6E77Y24c7MVj/EVz/4uZlsP",
-	"25TXzvCRavbx1bdgZ4kpXM+AFCm6XZtK/U2MdL0YKc8LgCEx16zDrVZeoNvQFR8tsu9g69O29DB7RAZe",
-	"Xfcm16oaNsdUkU9bvRySDLmaaSWYSI3oU/vdemUYTNLnaE+EMfxKmACLvMCiDEKVocptteqccLWaKv2g",
-	"3hUOAHcybLdvVTE+o3owhO6ucudCBW63GUwJw5Ewk4UMdyqGKGpi4+zj8fHh8XvW4SOr0ksyIrrLm7R9",
-	"EVuE47mAzd96CkVFbvmP0aRhU0p0Ty3m4BRbVbhWm3xNwq580AE+Z8Yyq4D0bgRPRQLKlzWGTKgAUh5q",
-	"Y3QKZe2XPE0hXQz0H6XRO0Kuo5oTnI90Wczbj90l/p6nTXbrqAN27zftplcFAccaoylL7vWiHNsBrr0c",
-	"uvbOV74LaZyAzbUoK1B9C0LlhIbO2f5v+4cXh8fvh+cffxnuvz84vjgfVD9y7Qn2fzk5uziAXgZ5qaCd",
-	"NbhalS4klbuFCiUQL0CCUtahyBjADnCSl9NcFlW9GLklZNFjJ8ryA5FPpOIp67w9+XB6dHABs/11//Do",
-	"4F3A3u4fvz04Ojp4B7FDBzmXcUT2oikG7PTg+J1d0P7p6dnJP/aPgmqNh8enHy+6sLR+qBaLmKF1/giR",
-	"cmD9FDTMhSknPpRpCU6qUrR6dvftz78PWvdqvzv9jZx9XnJ2Hwnyruxo2yu198uYInyLd4xXunMnHss0",
-	"6WJ/k4qDUU8dwycC3aiGcYMEyjrEzJwCHLRxsm6fvCl2+HlmhrFwozEtjxwzKhamgIw/fQNVxy4rvGX0",
-	"IFTO9zPmUvXYhWNfC+ypz1qZDXo1cAQ7Q1j+MqZyXo727W49f+bSNJo2bOY7YTPNY8X6cG5inghWZlOe",
-	"J2vyICCLb6QThaqpHFAx4lQasUiywMO0TocxT1PwbyLSqn2vcw2MeBGPoXgjoo964ACDJCTKTyHQUwfT",
-	"6r73kS8cYzRj0VjwROSY3pTJ+NqESmOOGUZbIMwUGZGKmNKcOvVOT6VKsTxGVC+RhkWTMi1klgqozYsu",
-	"cyGGhfiEcTtf30/p1q4c0Q8w5oZFAAD7ay7Ehf0dKE5UKwR5VLU9ChguwjJFP9GAcY8HS7sBhTrNrRC4",
-	"EwH52ic8vdS51cNGOpn1273BDHKWKFOgcSYeNkIk/gaEygkF5zivjl9C0HNm5tTHVv4M496Lvzn4AlZ+",
-	"/+7pakGPVJ6zvo6KB0ehijTFwyZIP3feAbAFQjiaO85NFf3G+/0gUhHZGvdcyPM2uKFf7Pre4VmW6xvx",
-	"zQTkvD19m4g8UYIlIpbGtRd0G2AlgmtvPZqFCjoFurKXSqZ2sDAHSxvxGFmup0wm3UG9JrWmZNvXAR7c",
-	"4nCBK4oFK0ImrJjKWCwTHtb+x+1NEMM1L5UhhCFMr82vAGPARAyioh3gO1fyRqi67ECkHZ1pA2W29Bs7",
-	"f5aLf4u4oPEBsicXGbkc0A050YlIq1hEhN01olbRBpOUxu3A3QTb/Mm2ijbcju9JtlUrenbCDQJRINro",
-	"wBuSbeE8N7JtI9seJoBjL59nQlWM9MulmnOqPpRYIxxx5wr3/mVsvQGY1GC6cuyqjCHa7TIzrIPGzhA/",
-	"KrOoGzDnkta581rUGSy0OZl39gAss8Ng05PMyg6AelYzDBp3wbmFWUkUfw6wvNjaW6BNRDhbarIUYGmE",
-	"/TZJoME0T12CzwSKcO2/Wcdl+gwazWkol6cBHg65PANWzxRyYiSCv4fga/9/2cILMfH791KULhqAUX9k",
-	"YIhrSreFl4We8ELGFEa30ivXWdaO2/KW7sV3JIDqS3ryEujZZf5sBMozFCiOJFy2EIHgey5MLPPLxQv2",
-	"xl+a7v8FsiVUdhtEvn1uxcYB9t7vRIX4VODbtk2RCz6x4gIdhDl26He+Lfe+PAGXVKqv+qGKZNL3ARJ4",
-	"/IXlvZaUIO++E+sSqjCh7OUltW83192ARfC4/bUVCdSjHWpgooQXvB/BNFKJRXH/fX5yHDDOIruRMHuC",
-	"b8BZUykCdHWf1WZTA0AJVVzmRudYqBMdcVNsw0Dbh+8i5/TjAJCtlIgBEqFWtMigKhL111BhXcHQL5T0",
-	"2t0+2jsQLe5SAQT1xjeueBGiQr43/zSXRSFUULXcuOIZ4fGwpESOKaiQEoqgwNwkWB0XoC7GYmKttVhP",
-	"AGTMbluoOlEfyhW2uZ1B1MXmIcrlgLysigjYYcFA3ld4Mb68Am8BeHqdSoDi0kO/WrOzHgMnfaOCm1ML",
-	"UrTQRC21ODnTeahIP+n6ZBZ8fYVU5WLw6GYtmFaxqBQmO5MxTxj2lKBthCHAdsXWchUmDtyIPhy7vTn2",
-	"phFJu+xiZuxm8ZRBIQbrVJpWECq7FilMtzpjQj4pVY9FiUgLHrmLGPM8n4UKrWVdFllZkPuCM8ALwZuM",
-	"wCUzMpoguQyXCDRY5soSGOlbUbUtoepQhRx0fQP0qrFOBcBqQCdPxuG0IEVZ5MwIyiSksQhjbB8VOhyF",
-	"fPOhQlod0gyHmcitZpVHTGfCT5xpbO4A9XnVDa265ux1B/AAKHvSVG3YMHtw72d2cXIy/LB//L/Ds4P/",
-	"+XhwfnFOFUBVZewE7mAr5gjMwrMH83Uxx4WikDO8IDXOQnVEFbOThl1BnrTvXidry9/t9ha4zlQqaho0",
-	"0laC5AJ9MysrXDzXWbPeZLe93mRRokClFnH7lJuCSC8XsZA3Ihkg7xjNGmyx1pVS4c31HNSvAplrtYzG",
-	"LjRWUVUqv/wzHGBhZf1Wf+v//nN3++d/fX4ZvPzLH/9n60uA4xckXVP9rN4skz57FSoUT448QgVCiX0O",
-	"t9z2h1v9V0EIMwm3+uGWe3Lrj1DB/ZyfY6vaintMUqzjyjpqYo7hHCERGcJxTjxaHt99Hglur/fW0Fov",
-	"tP7A1Yz0cPOYiXF4GtzpPMIxlBZtrnmjlulz6EV9sj7wM5iek17gpEUXHRnBhO2NsstLDufpJX0G0s5S",
-	"0hctawQXS61qqOnibePhOI/vyHauFrSxnDeW88ZyJgpHt+I9umPBqPhWeclo3YTqFqZ64aJ47nfgbqT2",
-	"Zd7VWAXOxtKq8rNQXYusGDivKVRLpoJDWkAE6xyCUR2xK4D9Gc1APcZWE7MVbkurb0PrDCrbhN7hoseO",
-	"tQdxHelk1s6Xi3z2nWUJNxjdJnvv+TAQqGWDXjEu7V3p6Xq5ekAK25D+eg8leU120aA3KUytbC5UrhKZ",
-	"CBg8EMOJVGUhHBrYhH8a0k8jhNfJuTIAXwqcAFoGGdY52784GB4dfji8CLD76cHZ8OQfB2dHJ/vvDt4F",
-	"jD6CDIGAvd+/OPht/3/dn0dHH4YXhx8OTj5eBOzk7PRv+8dQs/DbydnfD86G7w7P354cHx+8vTh4B9F/",
-	"cuSgk5NLcIpdUs82SKxT4lMxpEUV0EGUKpUwXSDmKhYpIV43yhH7i1UblSOo4yorME4z95ZQAVYg5hco",
-	"XcVl6AX99fq9vYW5Id8o8tlbuBXfD3/zu7lhcc8tugAXs6EjzUnz9bhdIePr5TrR20UIK8vmBkwq58KD",
-	"D+camNUx89g8owzV0uJl7ASaG0oBKli9GnHP99jORM6SXN4IhdUF7AwymhywI/gXC5E5NxUGwVOtM9ZB",
-	"16K1UMGd6uLklXrZZaVCJ38quBGY9Ww3aQh/ewQs8tvzWr0DZoh7v7H90WLx81wQfTGKX9QKLn4vJWAi",
-	"FatKwebTvdurRrA/JoI8EnpF5QWGpfXYqci3wbOb80I4FAzvm3y5twtrwv1HudQdsJGYadhFcM5iNRnw",
-	"yu19uxXRWrrjhYyvvw/Vcf4CbPjqc/LufYXKWWJgg1glVJJWgaLOIhZgt8aff4OPHYPWOr07iNvBPJo+",
-	"sLROrAk+GvHooS0LxmahwQlWNaTcWIbmjUxPm9jLnhoAsETEKacvBlB5DuBsPfYrlyl1hnqzuxuq6OLk",
-	"5Oh8eHbw9uTDh4Pjd+fD878fHh2dDz8cnp8fHr8nGEZedRueTDCwyMy1TFPUBH2HQ/FJmmIphBns1kM2",
-	"1fBbal91G6DVBbg4G4dwL5CDtyzFByY+b4EdgD9JhJ3R6rPYClxMAuBhdcoIKL/3q85FzHGH64eERxQ6",
-	"QP3tUS7FpVRX4ZbrGNQ8OaSstfaauMXitr61Ssba12qeCpbcMAik458G41SUaW0w/O+CnljThFDHOvVo",
-	"6vDL7gC7tEaHxxcHZ8f7R1GoEA3GISqXSnzKMDuaWpfaq3y/IGLzN66u+sHfNc6y89n+x6p+9cZ2d2qe",
-	"7jBmUC+7SvWIp82mSPYVA1Y55XrLcFu0TmsNeu4o++1yLmAxp7wYPwkMF9oM31pnKnJBba+SDezwk4Bo",
-	"KVqOCSW11mkL5QR36Pr4evcVizxieh1EuMK0r70/5TPsHuJoBno3uEl1LAttdk2k2tPugGXcmKnOk+1i",
-	"lrk2auRC4Tk07cG+WZxycSZWDYn+RP8XBay0L8L2cFBWBoh4y3Beng2Z1md6ZHf3rgQLR7Kh1IdphXg3",
-	"ssvKYk2BBP1Jr8UMk0/yesPyhnSCbCfDUzFgkSrTNEKrOFTY9QiTMCijyjBZDJA+EONRFc3mgqzDXboZ",
-	"tgJlSgjokMdGkAlYhAq7FEJSTOK6nc9RIjUtmKNnu5gKRLjxml6o9qm5H2kkXt9CDb3ZiLClTeGVtNL7",
-	"9d7eXEu/UFGiYY+dtrIXu36h4nyGzdIL6BDbxjNOy4fgGfcfep+b52PF3++FadU8D5Dw+T2G5zfR9vtX",
-	"i36zl+XO7LnFniiNyLfXMiqWdv2p2xV19kX9mME5CZd9XePioxH5d2VgeLzmjYnxtE2MxYP6EiOjlVIC",
-	"11llgSzIDFlhOITqbpYD+2rD4fmQ4J3l8OIZ34f58IMYA3clkHZz4I4E0mPnfCJYXqZYYhNlTQ0w6kP+",
-	"NPRBb7EmgFiChvHAltgOwaLtECpvPAStpgBq/HNmRQARSVDsE2rnntfUeQPqfKhe7+2t0MQfgAg32vhq",
-	"LrDRxzf6+Nfp43fjkFYjt4xuReywzXdy4uOBTCa91hjbRxj1rlzjSTWjsUu4LXa371vRwDZ+a136GTav",
-	"KeliuKuIF2VFv5q2C/h69+cqC4YnSS6MgUQYfo1Fbm19UOybth6yjYl9wSO1McFX397GBIzmTd+SjVBZ",
-	"J10QLjVBsbRQrBceO5/l6lYkrTQMdq9zcENZaKNPVC018Odl3hqi6LvJmI/QF/nRHTP0yCbZ67k27VhC",
-	"FeuHfntt3o8ne6XXkTA16bJxJ95jL40Vly0DEM011faJLCCnSApAYahHJsmT7vhxkxVfpvyqUcB/B079",
-	"EVpwfv21vn+lrZrZI3kN1iIp6mD6XBS3TfHsM5RpSAkr2cz6eRUQiAMWw8SnWGQFi1z4IMJWzEhfTY4T",
-	"qi9mOa11peCAfYpcpza1DdvZsJ0fu2YfSGFdC3Mnk3FR5mIleh09w+SE/HKcojuIpALddFKpxABKzrwP",
-	"CcGpuGEKStf31YwZeaVEsi0pFDThM4xxymKp4n5KE3w4/R2WtfOnJrF7iKaRVByL+NZBCIKxNnHHFco3",
-	"gpa9MO5W3X5Fc52KuznTl3rPz2Cop2gK2pmtVdRiV7CxB+/fh87dvczpjnyVM/2wyopi7thYBPpWxCb8",
-	"muLYwAW5aipiLaww58rf36emfMHk7MQeSfVal3Lqx1uLCQPO9SYmvNGu1tGu4K4zDpdoTcG189n+5+6u",
-	"/EVVyqeXj3WKqTt25AHLxY2+tiaf4y8AP/slfqUzO5L4akaziMdpuZ/iE+FRJjNejCuMSdrOJs+oFytO",
-	"+Kcjoa6K8Vb/1R7AZbo/X34JvOSjMRt7VPjeTYzi2RlWljZW0z6Wle+MdWnEtRCZvY/3gOnhq9kTLiZa",
-	"ISMgqA9kBEIlmZZQ6dIO/tGenzdgo1VIH28IXcL0QnUmeGaYzrMxV4Z1XJdnQDEhdF2otQcIi4C1Q3WI",
-	"T5mlb4QToleHKsml81hN2BRy9KZ8RtDKiDdUB6nGQt8WECQETnbgKwj4PAMb09L7DOGJEmky6uKGi0xK",
-	"AaitSZmKBMGxAbnV/gvg3LicQJGNnki7STN4TTHV0N0iLvPczhib52B3KfcKwCGww0BbqO4crgebg/XY",
-	"wzFCdf+oHmelQmSDv9Uv5gNyycW3reKXv415gdc548awRD6D9PnvHERD8IxonWDbTIN4FonGrA+tMT+1",
-	"9rkAA0Sto6XJL644YBPqWIBYQbIwrNZxJsvFpfxkVY4yT7f6W591Lq+k+uMzz7IhfvnHDs/kzs3LrWDr",
-	"hufS7p2hq09PIN8GEt3qb+2Ym3irNfe0em1U/ThinUZWMuhzbs4cawPG2hQs17pAeGicY/Ot46LI+js7",
-	"qY55ah/v/2X3L7sL0zi3xCcCHBCgRnReUKs7U3AVC4wUcHtu9u0daOZgZ1vmaeQbAGAXITt9OyNQp+gQ",
-	"F2HWr1CvhK6rqb6SKmB0nCZgb8/PfmWFvXSBL6uEiYkJlym7TPXU9ColcL8sxi2640cwkSsdVmrFOnxR",
-	"Yw5cZIT8SqZbGxuFdDuSetMn+cKwLNeXMhV2RXENfoXGrY36lpg/eFoXBz8tR6mMLXUUciLYpeDgRb1M",
-	"+VV93W/h6rT8Hjpymz6LIWcoAE9pQFGEgDLcA3bJbzRkqtpxAzdLkLXQOtmAfwFbJ4tJBm0FoHMHgICZ",
-	"scwQvPBS5Nij8IpaONjvIR2VsyyXKpYZT1nHu0kykRuteFr7Eqpdr3JdZl0ojiV8K49BDUND8iw1GvS/",
-	"lPjGHBrpsomYjLAevyPVjTRylPofo34Tqte7r7sDSt5X/Io8LJ1a96n68KaZx6unKqjNttaJGB+B9hOE",
-	"JkmXz/d6pEVJs+C36dYjcQgBjxDdkA0AoASh8qAEdUwCkNmODGCdbddJ5K4FNqCkEceBG9pnQlnmNRGq",
-	"cKCCgT2iba8JMH0j8hxRVfDhJAit9NTb1Jay69VJeM12Km5EvQqRfg/nZzUkO40eg7RnrEDCnFEHWStk",
-	"HiqcamrleicKy93dVzFivMC/RQ8/uphl4phP6MMIy0YIS4dFsc5F70zw5OPZkX1b1LJhhLfSYnpa2aQv",
-	"KyIwBYeGmHCxnQxjnTfbGF6Nc60s7eTIxuDYtRLbZqwLyzSjvFRDXkRdaIAy4aq0OiErxrkur8YsKnJ5",
-	"dQWK2btSoGS0e7NcjSTdvk15DJXXHhsrPm9I3tb+F6WxJ0ytjZobgErk589O4P3xR8QgZjTWaSJyE7CS",
-	"znBOwtvbYSVYqGAPQWW3qkFjbqfYf86xmrbZ/R1qZy4JM9Fd6v3TQ9aJzM31EO+ETPA20J9Yg0MXpNtj",
-	"HyzVe6tBCZGYBW6gVQ3QFfywpjKVDDQq9dJ4OuaF7w3rkLai83+8ReC+4f7pYeTpo6bjBKGyVoe1FUxJ",
-	"gAGx3et0ymeGjdDmv3YN6NydPT2EEqKW3XlvORJeGs/ACNQL+aJhHXQrRMChosD5fQIW4RMR9MRD1qan",
-	"itoPmiBU0AwQloHgiw0mYgIqfLrMhdi+1PkE9ACRCxULPH5eyRdswZ8Dei4PFb6tAlKxdF8hqCA8Alk6",
-	"eKCuypn+ArvIfQNj0R94OxzzQcECD3uxcoU7RuZiCgVZesDmdAQjhANKss/32KEXLTiAs52t6Txgze/q",
-	"nN8alEoXjq37H71qnDAeY8v5HnF1VfIrsd12AnWhS9N8l0Ozoj6LdCYUlxEgdrKTTKj9w21rEPDCzjRU",
-	"0U485gXYCKmglv3utvfpBwE7SVM+4QG7OTr6ELCjD+y8KBOpA3jgTJeFyAP2Pte/B2z/P2UuukGoIq4s",
-	"g8tkHLHOB4TjMpZiCfIX1yeSiHViruwKcpGlgKuc6wnj0BFs53/3PxwxfJQKA61dhG0nEzHRhnDYoxE3",
-	"AnVSiDXjdWhsFKmxhmWoYznR41TBLC0Jb8dqw57beLpO08mQI2b8EJ6IWAeI/ejow3D/6Ojkt4N3w7+d",
-	"nF+cR31UqAF8LGCHp9W7cOZvD9+dMSUKyxPsLct4zkm+xHoy4aDWmIzHwlRNMpVWohuweCzia9dClDA/",
-	"WOf13l4XxyYcNbop0KQXu/WYAWhl2I/6hSHQ6UJ8KvzOEOIhfgPdP81Y50WorJqcZwXr7O3u2kuc87gA",
-	"tm9N/9yKa/+ZK2cHfgLDlYaITk+V3Uk4mxfGL6xxSoTNWoM0oMcCXF4FyX9ZIRdGxydwCm9Pjn89fP/x",
-	"DHpoU/84YptWz4JSvm172n3mTWG7xKm9rpkcXovZ0IgCmXbV9vtazBp0+qGFCldJVGRHibiUSiLJdjBV",
-	"gEnFEh1DN262F8CVZ+fYDijJ+WXB9nb3drdf7qFzz6oCoYoatqhzn6D65URoDz/u/dtoFXXJd1bKtLAm",
-	"SwUpuQ3HJ0dlIZJQxbzgqb4K2I33uCIxZRjxQcTdCZgIqBygoqjzbVNmlnaTmrlgb48SU1x8m/K1QtpX",
-	"SIz5zEkGswCIWZ89tVmgsuFWDMxQ1UEwg/oV68zp5PPFoCpZsAXqdcmhmoPccTxjFfRO7Y7lgC42J+4v",
-	"liingJrLOjG0r5tTVO3MgXhQsUT2BTqpJYPKKkylKZxtmFAevTXvEK8Iji+mi8pHOi8C14U+oHbxAYkw",
-	"ZABSlfBNkc/oPwjBzxAdftGwA7UgLqCjHICWThV5jNCbXSEwIixvq3+6sVkAkr24WQdecQOMhFQULNVX",
-	"V2i6ez824FHPw03b6S94p0LVifDPIZnoQ/txnx61pKaVmEOQRb2n7uBnHXSU2SOwf1uF0OnN21Z/dxp9",
-	"16oca3v27efushoRqkptrbSUJRtIrrY2JsbTbfBFIC8HT4KxJlwmY7zakSWFnc8lRPL+QJDyiHWwn5qH",
-	"x84FAXVCZAvar+Uz2ClSCJqjKF3IS/Ikm6jHfiNPUzQReVzmJOuLsW9HaLXYxNjrBG4KNi5HzGSCX7tU",
-	"+g/4Q2bKkV3gCCydQsc6HTj43KA+IKgJxorFQhPmqBtiXI58J0Wr2lVDwqMOuqDAPcLYrFtAVppx4Lvq",
-	"ZTpNQxW9P7hgc+ju0VxYxXXybBhOpRkvYZ9NI8lqTviEY4ngDDXBXIAHlMiR4LnIrdQL1ZrGFXXTJDUC",
-	"gEwcXTvPimVYyHUltb6ozQdsjF6oPpBlBSNgY555ewq62sxbVc5fBiQioUOtPcOo1gXd3biIRCXP5M6f",
-	"IpZx6HleMZgqXBT5tw7fHZ7v/3J08C5agi7rkR/tBUAlvxuwkbhEidWIo0mteuzMR3NEApjsVkXxcZ2f",
-	"dl18BnxmocLYTjC3GcOqVcjww/7/F60T+1kUxPunh20u1MyKfGqxmuU6KWOoWLFGZIdMQmNEYbp9xvN4",
-	"bDmoFSuWm7ESfmxlSy5veCFvBMlby/9ChV5HHscCBCIiYdj3jMoUGUVa4jZhEju8aJl7EbriVrIFhRhO",
-	"zTsMKpvYt161Cq49m8pxWLfu6PcV22zqf3b5bd42UEuYVDdCFdoKQ/Cip2nlgS0VfUS2MGhcJIl6rC2p",
-	"I1SHzUHgl7VxcsGuHPFSh1ygBW+4oLY0pB8MyZEXhcrft0ueGkGuUT+nmf8lfeR/WV3UIi/BvLYCPqPV",
-	"G2yUnYgcLOupG8YME5lHrNNwlJwefXx/eHw+fHd4FgXeIohMoXN+JXbol1HXGmVpUlsOqrYBS2QusHOE",
-	"ex1nN0IlOneTcD5E/BQZ1g5+pLz/cCfq9tgvwoCv06nkodp7YVyVFjmK5KXV3QjTxbjwEaqhVlT1WeQ1",
-	"24h1kGD8ZMyAycSEyrk10/JqyYSibsAigKmGYfDX9kIj0Z7DN/aZSZxh42/7nCkSqVkERqRKIvA3YsI1",
-	"GCJ/u7g4ZZGVnIQYHyEXN9DicQ5cquGOgdkIS+inZEGayBr5E3lFCnXkRgTL4x8it2qn34GFBQ+Pj4+P",
-	"h5DfY35PI+wLInkq4qILfdDAJY4vsdpQymfHfCKol9INDQ8mnswbhhP0wCZribUbS3SF6kbSIFSlugbN",
-	"wcNjUftiK+qzXID9xC5zCHZbXqWSVLBO5D45UEU+cz244f1WwQZzs8Vuo5u9s3ARooAZrpKR/iQS1nl7",
-	"fsoi+puB92Gb5GbU9yLWSdK8VKHCVvXWNuO/l5bPSQix1SN1ZBN0UTG19q9yzCPWymjLAOe3jmfZ4mSt",
-	"OMEr9+HtKelNMA0HQEZ6xguDuhK10YfOxTxlQt3IXCuwfslTCPJCELUMgJkjv1a6YNciK6pEtWpsuGLU",
-	"j88xF4h6G5EPMRcf9AYvcUAfhyIDNhFcgXE4Frnos4zH1+CoAuGAcs1U7/QmcqnskxXTpcnYIxHpZVNJ",
-	"w5NukRcnZXGl7Wwhttl0VuF+QPN10jbaxUNNKnGZLlEGveEq1TbPMtZQrlmnMgfZhENggcxCe0kqzHxU",
-	"cjP8ESrEOiuYVKj0TnrsWEznxoZtTI0GtRcUO4K+zWR8i8pf38Pj+ldtkpenoijsMdgzY5d4MOQm8M4J",
-	"+tb5wOoB1XP4auuPf/3x/wcAAP//",
+	"5P37dtw2ljgKvwo+Tn/LpR5KLsly4kjrrJ6KLDvq6DaSnEw68hRRJKoKLRZYIUjJFR+dNQ9xnuH3YPMk",
+	"Z2FvAARJsC6S0j3nd/qPjsUicdnY2PfL1yDOZvNMMFHI4OBrMGU0YTn884oV+WIwLliu/kqYjHM+L3gm",
+	"goPgmsWZSCQpMvJAeUFGbJzljOTqEy4mO0EYyHjKZlR9OuOCz8pZcLAbBsVizoKDgIuCTVgePD4+hsGc",
+	"5nTGCj3tYMJEMZjzoyktTpL21Oo54QnpFVNGCirvCE9CkrCYz2hKEj7hhdxSC+Dq7TktpkEYCDqDaZMg",
+	"DHL2W8lzlgQHRV4yd6HsC53NU/Xi/l5g1yqLnItJoFZq1nbNRcyu2W8lEzFrL/FCpAsyY1LSCZPkYZpJ",
+	"RiKpX48Il2SSM1qwnBRTKkgx5dIu+LeS5YtqxVLNNDTf1sA6zvIZLRCY3+wHYQXnvgfOevE3bDZPacHk",
+	"SXKpQNNau3kBoBrdlv3+m1hmZR4z+Dd7rR+l5QQfRCTLCSUjmjOinu6Qm6n6F5VTMiulwg3y6ep0m4k4",
+	"S1hycCuiOMvZ/3/vQ84ko3k8ZXm0cyueeWJqzNfViAoc9MspExO1yd03fQCP/VshXVGwXE34n71f6fbv",
+	"/e3vPuv/Drc/f+2H37x5fL31l66f/uTFj495Vs7lEe+A7VmWsJTEmRjzSZlT9ZTwpANX4xVb7z7+Xe/x",
+	"49q6jh1+7V7MH7KWmyxLj1IqpX9JV2zCZcFylpAiy1ISq1e9OLmDj24Wc3ZOZ8zgZW+c5URjCAGk27li",
+	"NPl0dapmjrqIRGGWtQHmuQPXUW/v7dsm6nXhzacuvFEXasZmI5a/kqSULIfLyYWlej1KcDT1UNFFtaOQ",
+	"UEmSLC5nTBRkl8g5i/mYs07qWG5GHp0b9OuuuiLqnnzth7vvOm7HScJm86xgIl78yBae60HvmCQUuAhn",
+	"CVErYbIgko7ZAWxrzHNZ2OcPvJgSSu7YgtC4kISKhHD4r3xg+a3oyYIWJT4fZcliS1HeOzYviEKMvX0y",
+	"zcpckjnLSUzTlOWkp4AbKoI2Z/k2VQSTDC5P1BRbh7CyOaPFrYCZ1YIknTFcgEiqB2aBuBCpqHxhfpHz",
+	"TEgGa8/KQi1cHRudUC5CZ2DkwySyMCu2r9g8pQuWHBB1MBHp0VRmhCoGDUuTBc2LEFbyMGVCL1YSmuf8",
+	"nt2KhylPmQNGLokseJqSvBSCiwmAeIH8XAGoAmVIaEFmmSzIbp/IkLBUMrLf/+5WHF2cfzg9ObrZ0lTf",
+	"gEMfTcLHY5YrKBqQ9NRBKNxNuVALSZkEcNNiumXgdSv29/bIT4PTk/eDm5OL8+Hx1dXF1Q4ZaHBmY/K2",
+	"34eN0lF2z4hiPSIr8Gx7iEAGJxRgt3bIADdwK/beviX3XPJRysjg+ujkhMRTmtNYiR/IhSo0fzPejb+j",
+	"fbb9Nt4dbe8n37Lt7+jb3e1+8s14d7QXf8v2981VwgOrLpOD7NsK22sC0VLy4N6r/9/2//X5X/236TSL",
+	"gYP4ZCTz28sRdA8Rv6QTj+yzuz2ikiVkTieMiFIRrS7ZRr1Sg0vCxrRMC4DCCg5yyXL//Oopkfx3Rnp6",
+	"OLL31kXg/lbnelg+7F7T3lug63pR/f7KJd5QeSfV//lO6AYFV7XIdQTXAod5lvCqeBPw3JMlbEYxv1eS",
+	"5BXvjdSjITDfZ7HUk+Qfx08/SZb7oP4JeecfdSce1edI4B1V5vLkPCs+ZKWABcWZUNRc/ZPO5ynHi/r6",
+	"71It0AHD14DleZbjJ4maZ/Dx+PxmOLg8Gb4/uR58f3r8XkEGtQwFY8X2a1yLK1I5PiBUEJooZJVFToss",
+	"J0WZC0kyFBUkK4AFXf90NLRTkN41PpbADdV7TNzzPBNKmNgCIFeQ+VPOxsFB8C+vK13yNf4qXx/DLgA2",
+	"bWzLGYpxJMmYBBLOvnBZqCk5/m1IdZHBIu7Y4pUi6mqLPQUXEp1f3Aw/XHw6fx9t2bX64GDeb4MxCjXn",
+	"AUmTsHuWL0j0GgbYpnP++s8RMCij5dKymDJR6KM7hBn1ORCFSrIG16gG2Miu8SHL71iumG/BZ4zM1OKA",
+	"b4O0wCWJ4pQzUahL9RgG39PkCnno87Do+8H74dXxv386vr6poY9h0Io/W+DTlCfkr9cX5y914O7oalzS",
+	"A+VxVqYFn9O8IOU8zWhCUhrfSZBAIiUjKPjnBZ4vL0iclWkCY4wUDtGE9OKyIHKaKQEoy4lURy/T7MGo",
+	"2NGMi6GafDhaFEwOFamXYMOI8PziTAgWI8+E8xMkTjPJkq0dcgR44wAughM5ysQ45fEzz+PkHASd4fXN",
+	"4Oa4fqGBRUhydHF2eXp8c/z+JQ4B92LEtoj0khKXy7YU4KLaciI0sphb+koJjLRgSjoc8QTRXEnOiKEf",
+	"4GnCxPMAcnR99WF4c/Hj8flQL6YGlRmXUl0rhQkCEVR9QYrsjokXhFBrFZG5nYxE/7Gtft++UXNGRlbn",
+	"kjiLe8gzMTkkalO3IvpwcfX9yfv3x+fOKFrnQFRXD+pEepzSiaEVMyoUccmzlCkZVelSQsmINH0u8t0c",
+	"X50PTmsQ5npowjSIng3ST4J9mbO4YAkZU56WOTOXyixAISIrKE8lCPNpNpmwJCRC0WIlzpe5UFdR7fxl",
+	"mKnlGrWtK5IyhsH/WQwOkcKAp+JtZusnakOKB7MXAMCJIixnx+c3DVEi5bIA2UWaVfJqWrJgxcuAhys5",
+	"M2VUOuCxEwE0sjnTZrIFK1ygOCtH0FzShWIcN1l2SnPUC54Om8vBL6cXg/fDm4uL4eng6uNxN6dkX2LG",
+	"Ekl2+/vv3n77DQH28qLc0swAMoXSa1I+4xYYraUiOK5Zfs9j9knQe8pTOkqfCZHr46ufTo6Oh5/OBz8N",
+	"Tk6V2NQSPhNaUKX7KZwpq4kPtToO3DldvAhslGqd05ynCzWTvj6S5ffaTlRfSs5oPFVvhWRcpmlIRqVc",
+	"kBFbZNpgBCaPTBGacSmZJA85L5gkPSoWFQpW0iVMBBc4ZzHj92DAkYpIL4iDHJxJ9ZgXpEDDVkEyETPS",
+	"i2b0y1C/OMQXoy0wZ4gMjCKCyylLwIjCBZnSdEyyMYmmRTEfKnFnqCTGrCwqYRJFRUKTJGcSbi1N1ZsL",
+	"JQolIIa2JwUpSAuZZsE9Kwnr5W7tkPNMrWNCHsCeKOyJoukJGCL4irbBWRQRqZ1DwOkm/J4Jg60eNIqU",
+	"Mtb0Om1bt5MPP/Tbrx0HFSCJcV2cKOworuAwN6SSmgnZKyCDg1/tJTgb/Mfw+ub48np4NThvEAVQFnYU",
+	"jGXB5tJ6PqggWj8k4zybkV2Fqbv9PtpPp8FBgHrGa/tp8Pg5DB5oLpT2FRz8+vkxbF3Hpm2sdRcL48WZ",
+	"Uol8XB6QxvrVCTcnJ73Li+sb/XjbjCJfg6ClxmNf5inlQhJ1pzbRA72Hs5auUIpS4u3VyN7e3LZUggIv",
+	"FuryKHSXBuOakIoOKwHMjsMLydIx4DeSgCQkkUaFiChuiORXQyHLX8lqogBNK2dULLSCJp9HaxUpPxuc",
+	"/2K0jev66WZZjdK8CLO5UlAAvsISA7nWMqLDxj1XVxsBAwSUC3PzX+5KfxKOsv1ckefT+eDTzQ/H5zcn",
+	"R4OmyFPX6Ym1Ar0AcM8zrUhLJqUavJflIclEw8QQEmFevGMLq3Y2Fo3s/ZOQ5VzdI5acsYTTG7BEPQ82",
+	"158uLy+ubo7fD8+O358Mhje/XDZ4/GLOiDvsl+2ZTLIHARq7FhRpHLN5wZKXFIFeSRId4c621U4jM5ni",
+	"lnUxETltz7XIVNfXrI2onUjk51Rok8MrCY9BD9GqiqLXSjwAmW6rucPqgHyQw3P6CQkGz8RxBe+nHtFS",
+	"ol8TShVdpAJJ4wGZ5wo+xYLcBmJG2W2ARNVi0Esc1YDYIA5DpZvkm/RKcSeyB0HGnKVJiBoyAD0keZky",
+	"MsqVPr3VSbp3nJWifXVvAGrKEc0Tvzl7sDfQ1sKY5gnpzfOsyOIsJf2dN1tKqGoYFRXl0vDiaMON6ZyO",
+	"eMrN3/Vf56WcnmcFH+tzhIfaLjzKspRR0NbBbHKTUyG5eusHLossX3S9mzM642Li+/nRNVD/6rwbepby",
+	"2Zqos9HfWVwEcGzgzjgR87I4yxLcBS/YzF25saTb72me04Xz+UVZPPV754Q876Ml3vPDPGdjlucsASgq",
+	"xIUrIsqZgsNfry/Ory6PnB27X+KR/8RyyRuXLOjvvNnpB56vJItLJVDUtkeTBM6Pppc1LFh//63zaL5g",
+	"5r1WWM6Wzup/jl6LrnmqB/KOp2l99XXUXnVUGogbAoAnm517QScbzdC4IODSgcHruKcH/rzGiZR56qct",
+	"Cum2ry6PCBPJPOOiIL3oK53Ph2WePr5WTP1+1+HwdI+if6y1g/sKM9uzwADgkbvnKD0olpRSWZByrkTy",
+	"kFx9OCJv3rz5zjd6Ax7Ny9ABHLVn752rFhvWKaOPsnjJhcU8H+wHmrdeaS+aBytpQdtPrdThXu7aTeii",
+	"oPbL9nIab8LM3kUnCcTvnEGEjuOk8V/QMU0l84k6ENhTZEqJD8GPlJDRgrAvNC7SBcg62ZhE6q0hTyDq",
+	"LmIzytMoNNEnPEcTsRvE8DWAlxRGJ/Tf9OOdOJsFYaBeDg4CDC3StNKBqv7wa8daFc+M46wUBYE3SY99",
+	"idNS8nsMb6nWCohp3ac4bMOpu++5F7i8VlhYljIT5jSBqDXr6I9wJ0pRyR6EUlGENZ3BAwCPEVDa5nZY",
+	"p+Ep8EEQBvAayFoAJR+L0ftcCiqeOAFbIbEBW1SazeAEJGdxlic2oAgcjy3I4sFvHbr2BW61V9Lb39vb",
+	"qqHBE0O22sg+0cJrU/6zUY0QWHOipS4FREBjSuY5FzGf07SBnjRNs4fhOFP/Kefm2tL5PM/uaWpMXUMa",
+	"66lyBmvxvKK1z+DgzTf9vvld66DoQcktg8TT1X/o8zPWFiX44nRDtIYNcwY2P4isdX5lYHu0oQLOL8U0",
+	"Z3KapclwzvIYQPZOfQthv8kQ7sFef+/tdv/Ndn/3pv/dwZv+Qb//t6BJGD5wkWAEmyxnM5pzySRBnwLG",
+	"DCfBwf5eGHA5HNP7LOcFsyQGLX5FDtd5D/9GE9PBbl8hdEENOVXa9QRE0sDE0KrBY1jDKMvuAHlSVhRs",
+	"eMfUawWjacW5gyv9FaFScllQoU5IZIWaOviXfyGflJ5yKwbyDmLLKCmyOY8xhoskbF5MQfTmcVHmbAg8",
+	"V5RpqkiSRhu4YG8VTS7yxRBsj8MZFyVM8TYMED6LYZrOhoiM8AWOIheyYLPhPM9mcwX7X7ISHE1U6QVs",
+	"XKYkb21ghxzxgulwAAQ5MNgsSxVClGkxVBCNp1Sh1V6/r5AOeXLzhPdudr856L892N37W5vMNi9A8279",
+	"PGXFFGL8FIKlDDRYKu/IjC7ICFzXBRclSxz27+gTnTdpuao30J/d4FcD/Ohx2bXrShKgOn6XpilYiqRG",
+	"AUUMQaTRcRVRx1IjeDNhYEsfO0Z4HjMMoEpYMhwtSITHrOhin8wYFfCFnVKd5E7gRHHt7e5/u//uzTf7",
+	"3y4Pnm/QkqVgwwwB8/ZyatJiF0r/lUYtfeAiyR6qgFXgWTCC2h5aOoBvtKPKX0m094NTXA4zkL8iHbi5",
+	"G/b39neCVVv20blu1EyVLh9nQu2amjAKPQRLDmzojFkt4AKEccyplCRaRjsjAxH4FkKggctoAIFAHIFd",
+	"5UsxxIcRSZmUDshAggawo93HGoHVSfGEVc4fWoXvSoW4sLUQDcYQN6W3oh6AcbxAyc3YmyAPwtDqio9r",
+	"8gRRt4ozItPnOZmnVKExJZF+JcLbze6ZKLZ2yMV4HDqL8q+5Wil42HHnMAzKC0cX5zfH/3GDbsKL84+R",
+	"n1Ys52Ct+z1Ve9VnUz+Tar2KSI15mhqwZalaOEJSfW5xpHYzG/GVfgR1mGkrSUj9BgZBPmM16VOR5231",
+	"1KeJNXTe5nazvCDOM9Jjs3mxQFwqhWTF1k5DrgWe0JrGJyoC4dCxiVY6Upx9Zdhhg/l33VETXaCETkRY",
+	"mt8pVjLlJqKOKuw3I/kxpCZTtPZQFtmMFjzWIfwYWw9o2OuThAOKAG7OtlYTIEdccUOD+00R6bpgczIq",
+	"kwkrFDJSmHAZNnknc4ShZYaVhnSWM7atDoiY7zEO/o4tFEnSQlUUkkiJUuq/kJ2kpld/3NOcU1EoiSpS",
+	"hOJWRI6QFZHePU1L7UVGaoXnZB1XiBtbeJFoDlkTXBQZYV+Uuq4D2ltCvLG21Dfznst5ShegetZ1B69w",
+	"V0fzFTG5VhZspcqB6T7Lt8c0VpipkDLJHgSB99e7Yd47VhMlW4iq/eSadul3CZ/RCTskSmSsGASCfEol",
+	"eOfV9Op3DKmomRhck6Mrs7a2/CDUTu1LivZrJXHOcqnwzvkRJCXQc+sK3du1KINXWG7l3eAPlkcLQmsX",
+	"eVFdKwxOVSxGxyeo52DXVkAChwOEvK2+3R3i+jopc7AGHaNRsVaIXtBWEqvwv5LaRoBgTLORAqlgW/qU",
+	"gXvq+M/aDObc81JI2KjOpmKy8jqBRSGmCleB9bJcjVfjNuZkOlDGhUddQ2kxH/iZ4M8oQeiIMRSo/Bel",
+	"bSz1Ky+eHFudEqOgCRtWEjx+2J79UAuAIJHAK5BblOUKSaZZysio1J/FZREaxFFXnEi6ULdBZjqh12gK",
+	"SoRVX+ASo60dMsAfMZ1WR1dLpRqkivxFzV1F5nCpErZkwWiyQ/oH6rDQKJuye5ZqxrEaX13FrpVuQ2VB",
+	"4ikVk7VlDZ+dukY2OiyzdTQxZNVllmFTofRTgTordxigq+ws0fa6Fcu6PFKnxF61YoXcuUyF6sLoLvpS",
+	"kxprh/q5y9g1mHN/tqIGGBLHVr4g6WHwKuqqca5vpGP4WscYpEhicPft+M1v333Zm+3P3wVhkFJZDEvZ",
+	"+vLNze7uQX/vYH//b1VOi3gnINNgnGYPbdPDHyBC+4j4ZTlKeQxQ4QmqUjqLlyc2iXxMInl/N6w/138i",
+	"APWrh5AQqghQmk3qgkoDUq3F1UHnvca1eJMqbbGSCfBYS0gN6ILKSgnBL4Gd0xkjvdECFWlhWRGQIaPZ",
+	"N+y6tQNei8xoulK7CDXArLgKR/ih66NpGoNnHCKF79giJNFXdUsOvnLt1QjxcTV9SNzZHx8j0kuyWL5O",
+	"mOQTsTNLyG1w6V6v22Cr7ac3wvsaxhm1iZ95Mb0GrNrA0VN9fspl0Q2AH9nCKgRAHkRXdIFZdTOHEYKZ",
+	"26/TOVeagU/1igt+j4pHSAR7UEgLab5gJDbO0zWBs9KtatfxDK9ZNd0Vu8/uliIUEH0ktDm7N8mtPZtw",
+	"/aB13CyHEB0d1IGx9vqePgvud2zR6d9BqobRQsZhsxlVynH/nn2nD3QhId27NuJank0zamhW/yJn5dwb",
+	"z70X7CFd1G4/F3FaQgAyJJ4rKgrMUU6VkocBxsH/BLa02ZHd+SSCG3eHazMzk92CKj448XSNgEyki/qy",
+	"1Jju0oZ/++3N/U1/9Nu7+Hx3cfX24XTvyw/fJn/dn/34nRx8Mz+u+/zU578Otv+ma5r863DHl1u+ik1q",
+	"rASOiIZ8wR7Unv8IdvhCzO4OMvCfxPIcw/8GDv2fpxmYPrUsHRJ0W6LDC8nZg9JMCifEQynY0tZfOLA2",
+	"3FdS65o97dbeCp2ssNyaMcw4jmUhMu9EB9pKa+ho29RwaAwNZj70O4L/Wx7W3eVSL0GNJ3WwAhfW4y8j",
+	"8t//9X8TyJ+Atc2gAkPKlISl1EkTHg9f7pCBWKin4J6YsEKS/f6+yU/WELDOIlQEpNIH60J3rPNmtUOI",
+	"jBYQvaku4xSszpDdkJBimmflRCmgJiBXv4lApmkm2BacjhbglTJLF2pGgwzWqm90IKJ1IJJkyIFyqpRL",
+	"LhoWO0l6CCwA3CvCE7SCwyRKS6VpauQ8SNzmMwzS1OMAcCDDBe2hsk08K0+3t4zMSpxRWIsg9FuAtefc",
+	"WzzARdZV41ROd1+WPpTNcsYgPWDm1njNE10rwYg2G5UgAuX3BD99228IO2FQCv5byfTvimQ1SYuJDbGw",
+	"drbTSUqOv2DmQ7eUow8ZjbfqzKUVHS0GPVuWMQOtJQ+arI33uoxQi8ja0Z4pXSwXqC8Ew4IiinRBYuLz",
+	"RemJKXnXEXOnrwiXMPNmYvRqARpnfybQIPa/G2oQfQTB7YBLkhVPU5tgmoH6fuP1zXSYc/s4xxS4oTGz",
+	"Mox+YokJ3ldfgsFvq+PsOgVyq2pt6kZbJnb+rFR/CCaQzmKfJ38ieJqy57drrVV7m6vKgF5QmF8ttTf+",
+	"G+utBvOotnKwxDoJd9ayWSt633kM6H0GY20V/uGcM69bVbICVSj0M1S5XjAKVVwdIl+2nmheL9iXokNi",
+	"p3EdW6pgzCTnAnPzeU7ibDxmjIxSGt+t5+ZdaTJmCS/WR6GVUYbEuTkjlmZiAgU6ezLO5vpaKIE3N84P",
+	"FN71ByboBMz1usCK8+HT4O6TyO3lrXakj6dCKA9+P8Fyi/drA84irDgEQOHs+WzGDNRZ1A9+tY7IjTmN",
+	"JrG+VIOsoB7X5w/ZA+YP2rnVxFAJi0iWsrgAZ7OmAevUAXNP2G7XzP9sDqe297SY6oFG7VcSFFSFYj5p",
+	"aBVdaN3zVcWn6uLRl2L17pYhJ+7hZfBwsRFK+Y528dwDvURn0CcQS552rme2WBCkmKE2qz34KO40HC1j",
+	"DmQdrS8jLmi+QOtL2yGCr/rQAWIDSO/y/GNI/np5/DEkH08+KC71MxtdHtr6cm/JGf++TixxxpXmCpi6",
+	"E27LkeSFrMsmtnsN+dYnzz4XN4yycUQLmmaTY1H4hMdrHUinHdO2zkRNQ3LdbN7Q5makKsTl6GRmNsIi",
+	"mhhhgJG/SRVlsFNFRs/oRPAxB10QXHWeKsRYEmg4T8sJFxBi3gqahhfxhaFMy4mJWjagq3+MC9KTGQ8o",
+	"1OdTx/irr34ePLrJkgz+/uykHAW7O/2dvsczaKHWhH9kQ52c+Ka6IKc1jUqicgC/0ha4NAbPVqd2Hh8S",
+	"jH3QCRV6FYJ5AyDw4Lr3BHFaTkbJvPz995RFDacbPl1XzndKapMeFE3URbSFU6w4y41PFA97u6qw3X67",
+	"sZw21rXW1ULDdrVlxDWi30DNwFRW1aYppZ6hRYo80FxIEl2efvp4cj48O7m+Pjn/GNVtMtUKaTxjrx8Y",
+	"LTqW1xRenhqh5h+9drVaDoVMFDkflWBbwjcd+TiGUF9jvVsr+qt9a9sUOL6rigUa2c/C3alMoceSLwRW",
+	"Qzraoa18PjcRXW50PUBAw8cm8sBC3VQpTYjwB2+GVJ1GtePeTXlv1tg/JO93bN5D51YCoDPV8prN7llO",
+	"9O/mTLwsJdjd2fMlDa+delqlUOrzqGNoWBFfTa8a8POgWPuCr8tll5uP2txVvpgB0hd3hmsiTGD4cJYn",
+	"YCsYGSvJ+oqRV5hYZZarlvZCooy1m26oujStvhASgYXc93TU7yEW0IREcUqSnI4Lstff62/v7hFa3ArM",
+	"RZ7nbMy/PFrY1Av77ODjnb/LTERbO+STrtAA8csUGnr8HYth0EInQkHUXKNQ9tfgT6Z+RDAtirk8eP1a",
+	"3sc7Trap+nuNRRj7QHdi4GbpcbVw9X4tpnyv3xEe23/BdLHHp+TzWXFpuxZv7Uaomyhy52XgAE/M4wsD",
+	"JxQ9OAjud1el9vlFU0WmsGRWIzXSVmjBX2lZZEPtGjWvNL7Qk49ZEU+hJFZFAn20/3EdofZPbllvX6CF",
+	"4nx4n0wltegrPoCk/qhlD9h/52E66+tRTTJhnQcbC8GNle2un3iyVo+XAzIqeVpsKwGllLr0d1suDbVw",
+	"4Pg71xdqw1sBVkydu1DrKQP05h/d0KV+5zY+TBMg2i3P2oMEvzTaWa1wu2F+xRpSp0/AxAT53rwmkUb3",
+	"TCRZ/lr9FW0d6pDHSgew6QE0xQgVy5a75dz6oDuNZHR9KL2/HOh/7gy3P//ZPN76y+uVb/xpHfFP0yef",
+	"/AmmcpMFwA5Ncm0244Xif1mOWuYhVsACjpjNEAIkM376HXJM4+mtqNXMp/M5o7m0JiIsAnlzcXE6PDod",
+	"XF8P33+6PIXqXlu6DdLGQo5BOSSFm4m9VBQ8Xib4uucEYUO/7nxu/KP3679uf975V+8pLBGLK0G4y37U",
+	"IU7ZKgQblthAoSphYy7gM53Y0ula96Vm6zw0nzRiUu3qedpyzUTtFYnCet5W+ptOGv4D04Q3T5fuyh1e",
+	"A3atROJGmij6h42fJmrPVCuys1Fuq17du3aGISS69vTLW/+8lNelYsFAI3eXTNDhpWxldHYhWnd25/+4",
+	"XM5lPjeDOqiEPPDEccM1Yw9eSeL6QEM4ShNZfVgF6oClCCp3m7glgc51/WXoxHFVzsWqCZQgWc4nXOyQ",
+	"M8cjqPT51MbYYTAaxpWZzDuHcFmmsZm/yo2EqgmNlSnuKYmb62ZpduYndiHhylzFNTIPN8i0M7ZlLHWq",
+	"q/KS61+ub47PhpdXF2eXN8b2uWm+XdcON8y9I70+oJ83rc205dIuE/1B5M2NimyFS5NJPFrUrT4bM4LH",
+	"dfn52crsay9Lv1QMUhQYD15LuHAMJyIjGXCWO7aQvmCiSpf2U1T7gmvyrOvCjgZOBU0XUj0G/xEo5Rl2",
+	"BmNf5mmW66JS91xmuYlq4PfMazbt9sJcYKLrhAmW0zRU6JqUccHvebEIrXUiVLxmVgpdEjIkM5ZwGkJ9",
+	"9NDenEwcEioASLcCUs4b+H52fDN4P7gZDJWQ+vHi6pfhp/Mfzy9+PlfQLWyp0a2QyIzwwlZKFUSBi0xZ",
+	"zpqt1RzrhEMnvtlf6rLRV6Zyv9Rh8n0pEqWeqA98apR39Jo1pO0bSLMyJ/od9/wlBD2qs1fybJZTAX3D",
+	"KNQIC4NJzhjYbdG6MkpLBj2nEj7JlODLs5QVkBsp7rwnX7PHNJf1E5clTYl+R1e01ppKSBKW83vkNIpK",
+	"vNnbHvGCfDj/aXuXkimV06aQT3iiSEOZZuSNu8f7vlrqrvq/Pc8i177dF8b4s+H1Bhy3pX2ze5bnilvX",
+	"77cijp5LXTMwtcSAvGS6PtA8Z9v6vQRoBdDDHK/F1iFAVdFbLqYs5xivD/RYY6Nf1lxZMKdetZhLor94",
+	"6oR++4IFvMmSRppuRuxRQUxNXsVnuCTyznEEXVweX2H9XX3dt9pWps3CYWCZa2t5oM1ujjKwt1WKncld",
+	"nmcpjxebVf24cQP/YQAnhEuLjZXBk/RMKa1LmGsrRF3NTf4gKV2wvLIjgIHYSpdwGFluxcUIk6rY0CTB",
+	"R4cknrL4jiVqiHtbdBo7ouKIvcHl5dXFT4PT4eXF6cnRL6atkast6fMIgy/bk2xbP5zR+a94nJ+pWKyN",
+	"3XAKLmJTUwBGt/OFVAaRmXqHlQ3Fn3XgGJC70dzQCLnzLDNKRbC8FXoR6JvhzMCRzcwIh4r6gECXCbQi",
+	"GdPnjCam0mPrrNHGBGkts1IWt2LEsJYaXnDTds5Bx0OosfWQ5QmcadJ27xwacsMSXSTDGGOzXBfQMKVo",
+	"cqZVEYOeHTVmXHN9i62qxyads9bkOSTLG0xqmuV85SNcYFurRyZsbWxSbboGq/1UN6CGlyvp2gdsGeEX",
+	"5pxbq1tLNOOYTKF+IMW6o+CPx7/UysCXlQOP3II7M6dFmUPRd+1TbHUeqd7yhAHBpBtcIb3HI/Xdo7Oy",
+	"VhhqOaNiO2c0ARsKtBUR1FgtKjlxvQ15pDpfg1NwmF5m0OCM9K4+HJFvvuvvbhl9KhuPdbOcNDO9HWuh",
+	"Rca8hkHSxiNbX3AbqKswC2BcgUovfl1sOtIn1OFZcNBKzSNdR/LWDoGC/sR2T+nZgnKGGm8dkMvB1fUx",
+	"luAPb8Xx2eXNL0PddiokJ9gU8eTqGP/QXAX+fTm4uTm+Og/J+eDs2HkN/jQv3oqfjq+ulZBRvWCe2MHM",
+	"AzsiYn/1RaO1TXgrFA24Hp5f3AxPT65vQuLY26vPfEZ4/fT4HHqDVi/fCisPueNWQpJ6dvH9X4+P6k/r",
+	"ex98urkYIis+hkYR7rh2UviBXB/f3Jycf7w24pe67c7Ty8H19c8XV+/V46FtMBjeCvuGaeb40+D0k56N",
+	"mKVo+uhupfVTdUZWA3Q3aR+eHF2c6+HNUm8uLoenxz8dn+KiW1QrvBXmmR0G3uwQU0iPGtGqIbtVveMU",
+	"NYHEEfRiUeE2BrFitHlbc8ytHfKzVnPNNTjwG3jCtkCsgP3jyelp9Uqnqoxof305ODpWb58Nbo5+ID0Z",
+	"UyFYAo3QlRpm+57eCt04EAM4Dgn7okgRkCAdLoCxaUrEM0leWyGpcz19Dxq8UGP4+fHx++vh0cX5h5OP",
+	"n3BfWkvX+p9z8YMwqF38IAycm49/Vd06q7sfhEHtApi/q3ebt9951H6pGrVOAILQ05yrTgH0gwYJqD+1",
+	"NMA8bhKBIAw8RMB96lyQ+uMGFFp0oPa2SweCMPARAvexnxK4b7QpQRAGnaTA91t1GB5a4D61xCAIAy81",
+	"cJ67QoyPHChA+emB2pzvktbAqIdU77q31F1t85pqBK3f0yAM6jfI4If/qedieW08NXZu+qJ1ReNdof0X",
+	"hGZZxjGTclymjs70Dwv9d7vTtTRA/KXdj83oI0YbNfI6eOSBiFWSdGj76JqY2J2dna2nqXRG5l4rITdw",
+	"tvZCAYAa4hsqi63wPyu0gbqomIAj2GW5BSuGBkKngSpeECuLejXdaGuHvGcpHynYs3RBxrai6ZTl7KCy",
+	"D+VkRlP1g6M/3oqcVW4te9S9yHvvIzhGU4tPIcSIqUM2TQvQNKXGRDeq7bb3D4k2bEQG+iIAbcwf1K63",
+	"DfRNvkjMC0YWWZlX8XyPzYC+KUvnmBby1Gg+T1yeHfQ54XcvE2+3/DJcT7OH5YlMLYT/37TcgZnopjP9",
+	"0EKCSpLTBwz2zXLyy+DsFHIZSU+HlaCKWqcJIZlgX9qoJrY1E0d4ckAauHkrFCYckAZ23Qp92gcEDvtW",
+	"wM05uBWE1O7KAXnSVWkF+GE/5VVcs2qwtw7nNPARE9eDMK9Qx+0Eq9Gs3Qa2LYxW9hcTRnWrrgR22sOE",
+	"qNk9Jnlpy4u5OnCN1KqsPdvp/Fp1X+6QdJrtZ2sHAcZXhRotg0+dtj1+fnx85h0zMGp+cOzvzUp6jMZT",
+	"0rY1vDCLt6D1+n9MYyVwnkW4hcgCDQyNJtUJ+hSMqgaSHRFGTxGLnGnmeQadvv9gSQdhEppDe0GRJ8vS",
+	"mqtvqTdvbNqC2JwjE5hjHX2myBIbjxmWN0QjdLOBkIebNYLuFVMjlHy6OoVvzXjNBj72T0y/1H8OR4th",
+	"I3Qtq7apOaYFlBwa+4S90q1fPCMu57b699pyHzfzeWIsQ82JqldzAAUGXU+ohGAmGRLYgE1Cq/lGdY6c",
+	"9hvUilItyZJzbsvSWDbXc1mLZ2u3IWwfZosMwQ8gDFctyw0kNnTgtsHI7OhNkERtBIrWg40P87xCAlrE",
+	"rPNnqY84W3I3LbjbqZUGv7sizl2Eb0HLeEn1uxudwfJr82xwLHNQXdW9Upib2M65XZl9WLu0q72l2Ia8",
+	"cppW8bwmv39Fzc+ak6o671bvS3ddrjerRkK8aLjiWHz30Ycp6zGR5aVbjiHTqsZSMPmq4VN8tgqxzPd8",
+	"4wZybOp2rjHMVXx7qafx6Yx6uT5WQRfYNFRJdC7ty4D1KcDqAs6LwEbvcEn8cMOT70ZqNqSTWrhAmmYP",
+	"LBkWNJ+wYmhK0P26/ybc3//86JMCrsuRXVfwpPZyT4tXuNZhBNrtr5s51GNWMNB0Qe7YohVioL/LGQXb",
+	"UPRn/b9oZ9NggXVpcQNSm1fjwgYOjaJkUwUE283iyRXfl9Fpe0DrVbVyMXRF8vYamPq8G+xclPUusPmg",
+	"dX/NDy9wfa8LWpS+doTwvBZUDRXQjLEVy4lP6Zy5wTMk4TLOgK9oQ8ErafLTmx0dPFoHNJR7YCMsMga2",
+	"D8htKaA1YZGRMx03r4ZKsL7F0Br4XOmioavonN5Jmo2Yk/7vgOpzy+63XCtakn/brd08fu6oXEOTxbDI",
+	"tBCwnpbTNkMszYLFoMjl2kEdol05DCSlI5Y2K4osFe2eEgO3Wpzrqk9Ti2yG+uljpaCREY3vTPQKnsIr",
+	"CS9BdWbRVb7GIE1nlZgKizytDeAKmTcqwgL1Yqb0nhGRIfk3TctiKmOaMNIDv0Em0kWoY8iQS9QNHiuT",
+	"OFeJY+0ITG4CYI2/JMFGoJuJakg/lsYGblpoRjObqtBMlqUIjjWqzDRumNfIpdmY57hozoyb7Z+kHy3j",
+	"ibV721Rf6sVSdIUUV9uoQ8aD1mvG7dlDX66IVIzlj9E/OrKWlXyuGNEC8vA8kz4FvVeXSIHFvBibXmIw",
+	"PLZmP1nQghnGXakkLXK6AffYwMDUaVay66tMQKRnJBmdRdsM3996Wvz+y5plqpVTn4HmSXvwRfo3L+6T",
+	"LQKIK+vcwBeTbQudfLDR3fHcledcFVQXofz2j1x0lbvWTglydnJ2TNQgFhBQ85vccYFtiJX2LvnvjKR8",
+	"xouG7HoHEwRQ5tL0k+O/s+Bg95tvv/12b/cbRUZnbAgTQCK/evP13+cMiDD8MRfVvx/YaG7/mPBx8Lkl",
+	"3t159zSwi3Zzkcy6aJlwzKBKmPqv8RMrkg5V0D53pDjjZtqKXz6BVs8GiBhKZ0u/q2WESn4YLXQS5Dq1",
+	"uR04tfs0eU/LTraJKNTAIwCns9naQrz4BVUCAImPprR4YpVdbGZCCXwM3TRoEU9bweuigECL4PL9BzJP",
+	"GZVVM/2YptgpNYB/fTvajX2R6HoE7x3ARYBbfMLvmTBCsWUNjdo4q9Oi6yvzTQr7fCVJ5L4aYRXzaJRm",
+	"8R1LdgxUZKQTkzdMONALCO3+uw/yhsq755whVEBRZGOuo+CXniiCHPXKKaMJy5VKiZcjDLCStFY81ZkH",
+	"n6uYknWO2w7vLXeLx63EHrtGrbLbpa4l/CiQ/bseAYFQz4jfhyMz6fH+ejJPQZJn4oIBjhcXOrk+xNdM",
+	"dfADltVXHAGrwNv2Opk4JJEiJRE0vSEPUx5Dxmi1A+hVTSID+iHsMcLO9tqMghnXHLtEbdzBQfeRsZd3",
+	"DZqLA3aUWXKcy0aQaqdar2r+UGXcU3m3SeuHDjbndEWg6iTgYPThQRQ7ZDrhUbPEdxk1a7TnEoRB/Uy8",
+	"zBD6XnXm5WDo0ZfC3CfY8SsJLRqhhInR8xN47bBW+XfN9tiNRaJh/GIMpGTd2/o9NXFq7fVbmkt6IPs0",
+	"MXWZgu3YpFc1tzg0rYlMQyl1m0x3qvWwFuYoeNFVdBzqjJC9fp/EtaoQTl8sjOLxF59Qoy/tGuE2bFp3",
+	"yRbbNjq3S+QpSlg+Uh/7Tw5ugz60itysc15+WajqJ+FAugGYWkcKh4w0Gk4suWWNO7WMKr/XZHbjVgYO",
+	"fa7x6IqI1MrlNEtcTEBI3jRn1XymBAP2hcVlobNSe9pHDMY8nSWvhFrMqQdrZJ7NM4n5mdLr80kcUDSs",
+	"S6WwjWiAEmKkGNE6i6nAYd3UmMXqJXbqFZ6wfDmT1v3Gzcu61uzKgntUekuqQWfLWokWZLG2lqppsLO6",
+	"NtNKGuS9tMuqIzUFC3tBWpByTmgdjMYoyw4HeVnE2cxacCpcHkORR83PPDGF69MYCDX0UJWfpwvCCzKm",
+	"HIqX256LuraSiTXHED+wXhuOa7rkZMLkW6zFNrI7PwzsprGDVJzlSVchuPWRNiRUQkpAN/1fhj21z9dl",
+	"V9K619an/sY+4iX6mgnhuE50kIGYK2PYo9zZ3Oe6DNWhMK67PR0fuRT11+8s5LaKlISLUfal20Dlr1QB",
+	"f6xn0TUawOouzmboZ9ioarUtuvnLhmvH4a7KlK1o1tgqsDzwFeagvrIcXMqSkb1vtkIT3lCKROOerrzo",
+	"+Eugp28j9TTCsU3TVODFaJF3/MrmBztSz7SoxkoL6l0otQA1QOQB2d/bI5DjBplj6s2cHVZu6pgK3WMD",
+	"PMha9rSVS4fah0TO6Fy6hSGymjFZMSgqbIH1lEsQ+fMyZRjiYzmwUsSMIBDa6qe2/tpCF2AApQibzKLU",
+	"qobS/d/iTCBOSKIklZmi+Fp4ltAoNoLImIjkpRYfkLhFCROLyAaK84L0ro7/enx0c/w+JBEy4IgUWZrU",
+	"+O1WSCIq7yJF2hLjZzcdb93Gro79e5zSCSi8h5XPTG0A1spkWK/Y42Qh45d6M1huzRw7AlPHGFTgz9k8",
+	"pTGa1TXq7JABCnFOv7wsd77Rhz4CzMxShZnQKVpnTtnDQKxf7BCdGIEVYaASGek1EEvQme3LzVmaQOfy",
+	"RgGOBsLvxDSNy5QW7Nf+5x0FqB32ZZ5jG90dXSg22toh32elSOQBedvXUJgzZzsh2eu7SAH+qzJlIag6",
+	"QCjgmcJK9Wz/HdpfseAk+1KE5O3unvNMzxyS3X6/7zxHFGm2gwLPCeRBxZpoAPoFYaB2pF4pc1Bvppks",
+	"hlwoAugklwVh8GebbJblk+Dz4+Nj6IymsDaoBMTgMqVckGlRzG1lNLTs77SnxHRvndl28Pp10Bibyrvg",
+	"8TPSRJe+7jryYxd1PjIQ746EkEa/MFf+lUQnfUi0joH2IOjfPM3SBAnTSGKhPPwGZPZM6J56aApSSwvN",
+	"bbKmghkXtU20hMDfSupzfR6r53jnucTUKIw46IlyNlJKMtRYzRkZLfCXLUjGswfq6707klmqNJxPV6f6",
+	"HqrX1ZHpvRRTJhnpxVSybS4kE5IX/J4dkujPbvJhZLfpPKwcMOUoyWaUi1VhDxXTM7Vquu2Qvi1ZGNVW",
+	"X2VQmJk3nGpGv3g7/wPcbY1rdS6OTIq/om9ELP8ce4R3fm+LUXtO8Op4j+RsUqYUqhNpskTGihaZWBRd",
+	"yaVHRTzNcujoCmWW/vO//+t//SlqVHgxmFNT1d7u7q3UDc0tbm9Uzy8LmoPFT2e/cGn7E7b6C6wyFK+4",
+	"9SBEeaVTYHC672VNavK0GzQEqG0apQWhiPFqP8DFJgyb9lhVXZNXTRgVDfu8gUb9nomFkUxEujisOuej",
+	"eq2Ap2SAHtKhUIlkTLAcSsKOS0nTrfXaIxha3CXCri+5VqS2JaAeVXxvtLA08wBk1LmO1jRPUVRDA30G",
+	"FhbFowkXRUYEduzFY5ekF2VzND0qoEShvYrvsBxKSHb3NBvd2iEDJYaVUKu6iKeHxEAOZF9H7tERLY7F",
+	"woXIXn+V3qDRZpnmcIOd8wdLEUz4Ou0zacQ+SFcisuBpaixjB0pAVHNF6o2ZLu0M+CKZLomOCEdug/Os",
+	"rp/b+muaajQn37kNtqBjGx1lOc5gzTEG6bVVKgzgHX8BCDRhPdMDaywwNss2nlJo6d80EcpWuKr+EIUh",
+	"10gI0ojNrneEndeY8V834Dm2uLbtAr183433KAouzSAdu4bl8U1mNwYV1/bvGZOzNb0+LuVwTcXXrq8b",
+	"h9nTPa+1s/vf98BIjyrBR+msKaP39vrJwry29T/mTI8gDeBSpzM87VjN1zqnoBkMUeY5E8XQpExgtGTO",
+	"YiVS5xKcxgV0kSroHBwWgj24bxuhGnolqOfzaU6lr3xfayafKdD8qmSkUraaz7z1ZeHXV9SSc4wc985x",
+	"XPnGdWSbdyvr5DU301hFx2EWPjEsxrb3WHlU919k+TZaWAaXJwdV83nJwPmLZhb19I4t1CuKicpMBx3k",
+	"7FZU3YgVykNodsJSrhhoq4JJ5f/+1rjzTei8jhxRb1lHJhYDcDzUOvfn7XZ/92Z376DfP+i/+ZvjmdIU",
+	"QsldH3Kmy0yglbQdrDGDhspqYRqZtSRhQjfCwCQpKBibKYA3K11Q15xJMrLISvJARfGXYHmwx2dHOR78",
+	"PDi5OTn/ODw5v/x00/TEe/bZ/5s1zmqIqeH398LAWKabY3rTphqge1w/QuHiAarFbRSdoE/4a7sbHE1t",
+	"txZ0E2lXhcJQlMdSrRBpWw3iqKQ8WcvZ7qDTMqqqLsr3+tUV0RBHULFeyRocYynWC4OwDp1VxF27cvzd",
+	"ytQ6oY+uvZ+8kZXVfQqV52Jdf8XaWWPrgsHXDMlxP1vng0YYA7XqGBte6RUJYwpag6Kg8XTmjZ0bYEMA",
+	"HShK4U0IIFcqHbqz26qgiWdZhU5V3CoUgk049V6nM2cFPPE6srRtrLF2117Tg/Z0OvaOzufDMk8jaNQT",
+	"fTy+IboGFJ3z17CQ11/hPycJtvSzJ1fmfOWZ2Z2EJspALa8L+t9X16/tmKTIh7gkc5rfsUR7ukqRMinR",
+	"WoROMS7J5fH5e0XSTD08pX7U6dzOrfiZF1Oj1bQ+qCIqpAnWOkT7Q32cKl5GRsi4mkSmjg8Oz2lu8lNX",
+	"/BKTpKfXWZ9860mxezoaqG2t6jIp/GwsCHAANhDO1d+a8AvCJl/5vCxs1NvdVmmpVbBXpXP2Os5sfWg4",
+	"uFbF2KyQgzVwVqCuHW7TEDYqiYRYCC40pr+SNjA2+iOiVKyGb6JPOgJPluSFWMSofC9JVotgWd5N80QU",
+	"LFdMPc8eCE9sjBhaKEz3hZwK/EhBpKmBRaZE3ppsrSPoUR0NmI+oCxmwffBWe36aKIrp2+RaVUOcfNm1",
+	"slSW9ATsrlpR4UcXxp6IlAv2gWsZe5P4KjlTWAxleMGXwWEoBTsK3XJMlmzbZT/0cqdI/XSAPU7VWrHH",
+	"6eGISvbNfojPwRhn+v/3jL1u9xtyxr9XeJMl0BAEaoX9zmBxmLeX5BkUz5Q8ZaJIF1DEEV4nD1O1BdSu",
+	"MbRFFjmjMwm9eaoeddMsTdTexuyBjMrxWAcW6t5n1kcKdFHN+woyRw5R3VGKjmlGod4wAAJGZfcB2+jt",
+	"777ZanSRBND4cE3N5Mdmdabezqhv324WSW2nCKvD60Kn9eM7FHGTIRHswXaHWze+Az5dOz4C9NlVdB2H",
+	"fHpMR114a6cAc5GgnusIjy+Wq4OTd0QnD4hpSmH7bxk5VWveinz3gC1V/RZ1dGIzW3+Zfkmt0CxtSnuG",
+	"DQkkyOVS3SMRM0Q5UK+Da9PRmyy3wzXYXlfAOS/AFv2Qq9WL9RWt2trblhkt4+tOYFkOMudGcoajUTx2",
+	"aqCVCJb5/E8/TzPykGdFM6pTg7dqr+bDkQr4rXS+TGJjV14zhU+5LBRd63Gh1CdpDI7rxLx5K3RqDLVO",
+	"u+VEx65XQ0OPqo6qgWvd1xHmW06R9EuyugrrEiF9hzajQ+aWriJHdvDnUaTllHiT3cbaKLia0HoI6zN3",
+	"cWNFv+W1W8ZKEazkxM2PdP1NhsHy1otdLbB03Cb2XIRNesVtF7caTF3t0VxNLoi5JhiVFhJsfWQ9Ipqg",
+	"i0RruLpywXrKooVkJ9aGAbbF9DaOxVpjpo+mFnc1cWE0T7lp8FtvEUt6OmqmmLJZWIlVkeQiZkOz4WgL",
+	"BCueE+zEDFyLCxKVaqnRE3aJrGjR1QO9S0PFbdZyCsxGn7CIbkU0DErD4Fep+J/wtHw30cGt2rbckzQz",
+	"hV3Xcu3Lq5t3PyPLkmAj8e1y7mTtuAKJHctUIn8Ldx0rkJ9nD0gQsGUjBDV+yJmIpzseoaI1VItZZDkj",
+	"8JsaaJJTUYRkV/17t98/NKn+tcKsNsY0qTLIN+vLjJYzudQIiJYhbAul9WVsrQx9mpBZ1hser0jkbdZo",
+	"6ej7C1TXHhDImY4JdBMdQ8/gxSIw3oLDfzDnP7LF01Dpe+1qmnGBRhdBBpcn5I4tGiilqziJd4I8ZPnd",
+	"OM0e2sjiV7nO6czGrt+xRYUcbi5ab7TAglbCdtmBAzdhsmt0jKwUw9vb6+DJHSQdyD4PptHlxbWxGGPW",
+	"tntFFX4MEU3KeUe1YS4S5FPSKASyagkQNjsNuJ0A1iz47zYf9jUqUOyDkpjmbFymVS12+9kOOeIF07E9",
+	"uDIfDWnstavSlSLcKStYAhKBJLosfawJZrJDBjq6CFsDRwpokT/1xcYb60CbYRV3tl62iT+qyJcXpO18",
+	"bjhRa6U6gmjHuzTJ4kz4iNk1/mAKXGNgty/XWsdtRx27jmyMPC9aS+tHoYnFhaQ7NdI9ZnFu3KfbbE4n",
+	"3K8JaSRi5jsfiDPABZslW3GSdqQL3BfrSWjutmjkqhKaZoKRHv4Bl1D33M8lFq0OiciQiHOoqP4YBhAS",
+	"DIAdoldiqLM8fMZTEMOgT6utMqS9tH1S0Dvm2lQNXzSpAZG64SjJDbOymJdFpCvp7Ib9vX3PUa5uWu8s",
+	"fmXpOQgLwTKDUie7KIqgh2AJ6UnGCDaEibY2uZ7OKoppzuQ0S5PhnOWx17t4PVXT9vTvW4aZlNAFljxw",
+	"kWQPjklS4cqYp6m5FkqQzh0zjl1/a8XvNAQ7ZBEvQJd6Aa6nWV40K0OtTtdU556zwq9CDHS39ZjoVzCb",
+	"gcq7JyGEw0Xa1ZDYnIzKZMIKJyu4OcnucqD5BbhVbfq9/NC2FDLfe/VEvxTyHgvBeW2/G8sSYSCygsnu",
+	"9IftMY0VXZrpeBcC73sO33v885yLmM9puixsxL5Ul7FRxAXSmEsF1epFTCrCFzBod8QIXKEi01RPG9E2",
+	"ygRWclWRL4aQcDmccVF6QXOGP1Q5RoTWEHnxJOzVmvQwTWdDJJ/+2IA2fcX6E5DRJInV8w7V5AY2UAPM",
+	"bSgBXCKmEN1GeooRm5Q94McmD0+wLU2n9/f2zLbUK30MxGmuw8TiQNYaONL1spS2v/w8/ECpi3Ktaw0/",
+	"Ly34oHTgHBKxh4o+KEFdemNonFoSthgufojur1r6eq8PTFBktYrCSGC2nnD8m4n0H9VRPVXjFuwBz/rQ",
+	"uWVkxOJsxjDCwta+6Kzje0bzO1bo2r2zOSt4ATUJtHzeFs8LRmcbFrNVNFJ3dTJUAdrQrJm4sJp2kl6R",
+	"89kMYkyygpSC/9ZObXm5fv54dKfp7AjuzHOOzyNjWZkMjrapos358I4pFSpLUzqjQRiMqGTDKkL64PVr",
+	"/GknpeJgd3f/zf7r+11TY+tLMUTRJDjYfbPb/3YvDJKc30PIZDZngvIgDLhsNnCBZQYHAQz8Zmf34N2o",
+	"Qo3TLKYpOdXLKdgM+E2Zs+Cgv/OmrXmZLbTcG6ZChdb2D5HibGNNXSbifAHF5SC4VRamzG7OlBSF4RDO",
+	"ce/3v2uF9oYBjHgh0oVtM1OBr91ZJZlnXBREvYKBWDaNDvIdsxx9Yeq3LTi2CGGoa0hRUUzzbM7jCIuI",
+	"qFduBWT/A8xtCw/yQX2Lc7MkQoKsbePgtYfEmF7OUgqFLTUBe8jyOy4mtyLhOYuLLF9s7ZCjKYvvbMNB",
+	"AjpADumxWziPTunGTG3kDltt6n8rID8QuI7OylXTzstRymNCkyRnUjJT8DhTZAcyWlmVjIYp4bciUnzQ",
+	"dAdQo8qI9GB0nbtzcukMqCB3dPL+ighWqA1CCy2aKJIrC5BjbkWRl7KQIZElKP6EQk/zlFwAfm4dYoWu",
+	"B47MLoQx9U1DdSwH8DImGDZhknTGbsUD1Q2ziikDy49gcbFDPiIHrYEIx4BUdT1Oq8kb5re1S3E1rqGv",
+	"kLIilVqDUMAEZaspzvZtob8lQpC5237RQ2Nhr8I8IhhLUPurgRzywLdcV6YlFhbJgzAw43j9mi5VaXOh",
+	"O7T6Vn2WFPeGIME4mzN15zMRsxY/BtLaoc9xOUT09oTuSWOBRTORFUdJr7ZvxO+tjaZt6cceaRme48GS",
+	"mM5BWaoQ1HfUK7UXpND+gwYe6Yo+JiprtdKxJjc+pzMWasbr5pZZHrYRI25wkZasqNghWFiqt0jPUNja",
+	"BmtVfSvTkVeEq/JwtaWqU2SnaZWpB649NIlVSwCSp9+I6nO/+WbVYXYUG8arbE66Wy4Bb8N7lvN7YBZP",
+	"lU4SO0IVLbhDopxJ/jszhCJ64EkxjSBbcMr4ZFpEpKeYQVZMtw5JpNtB6NdvRYRKQ9RKGbHKhK6s6/ag",
+	"wykh/4OmvFgEB+/6YQAzBwff7PdbEoYZrOPa4c+HVdl4rFAPKw0NwtjsS92pXueBjFE45r8zlxjqOsFY",
+	"IVjvAKoCezAbweQjgYAgBH9XaDXnX1hqK+JpBaaHs9dx6t3ud3urCMSSUEd7qDKmKeadjhWhE5JDpmhS",
+	"TMkXvTD3UHO2zUScJfiJPdtamqg+Ov2NFyL2WNsCmBo8J/oFAL4CNfBzBWaCBLZSK9693TokfCKg4I0V",
+	"Aja1BGnU6johBMgLH9AGLZ/MRT/PCj7mMbx2XY7sUp924zHoIZ8wYBISxxvpUjpJSDBtiqZK3AOvGReJ",
+	"9JTZlrYclXWdmOpTmPyjLgpayOv10bFtlM4a038Z96bpzd4ooDGj3Be5ncoMquPoqhDCgRNEKcN3FdIA",
+	"ODpK1+sdtdidMyRCQsEpZzGDkhnUGlew3So6MVDUaNXBXuaGcOcxySY1l28YIM/VyaFap3Fg2QrhtimB",
+	"aN7Jctdo59iZ7rnk2gxXGReeYIernWSL8sAiogO0e8EfhySyC4oONND0Wh+EUWxo4ZgQ3WIMutO9/dFD",
+	"cVql06oFuqDrvnhPj5K4LmhemArFbn+mnSUZlI4xfLdfCzT49bMTQvHEAM3OTMCqT39lW4qpknbYE9Bg",
+	"PYv+/3uCNBxJWhss/5CQDYizek64hpN/tzJy45Nk+VPFRVijzt6D0h8Npb1phKw3A/uYUwgg1RQ9mKi/",
+	"/61elorLIYxol+DmjKNbkAtecJranG+PnXJpyyyICrFpPep4P534lJd2+qefE51mEy6MbaN2afCDRrT/",
+	"ftfIw3uW8zH3uUXPaH6n9XWYhVBJzNukJzICvI5jJcytTfVnDfDmpB9zqulCBG9EJM/SzZTz7vT6k8Yh",
+	"Pjez3oB6aSr9e3Djm/gK+YfUuwjJPJOKqUIkDnRLpymGlSwthbF5ZQunOupuf/cxrI1hS7d0DfEm3k3c",
+	"Cm/nGZasgophO/XB91YV0dioMGat4oUt27W7omzXRgUwWge9LO5ai/RzsCPgqKGhDBDGa+vLrhO0jKM9",
+	"HSq6CPHqxEec5unRoO8ZiO3dsNFtUcD9/v749PjmGEWynM2gwToFkzFGXq0HmwSnBKne3AN///DWaeOH",
+	"T9/tsaIPWBfladf+nD1U1Fd39dflPGpEzI1cZA9Dw+toQv9NsIedOrdbt3xKO96xGtrbKkIvVOl4D7wA",
+	"QeZpnGl52RUfAFbUXWnavexGVtDuY1tMezNtV6mjZc4IE/cszeZsWZnuZSM3W/msbhkLKz5SL1YpBH4K",
+	"NC1nVGxbaVSRGyZiTFXMGVbchOIuWOQUFkxmdL46bQfWWc2+8v50V4yudtPRShGTCnBtaC7S14Tn5Ieb",
+	"m0tdCIDJA/L94P3w6vjfPx1f35D9fj8kn84Hn25+OD6/OTka3By/J/v93fBWfLi4+v7k/fvjc7LffxOS",
+	"o+urD8Obix+Pz4cn51AEFp+fX9wMP1x8Old/7ofk7Pjmh4v3Q/V0cHp68TMM9zYkRxfnH05PjtSM34W3",
+	"Qg8xvL4Z3BzDMzL4eHx+Mxxcngzfn1wPvj891iNeDn45vRi8H95cXAxPB1cfj8n+7hu16OtPl5cXVzfH",
+	"74dnx+9PBsObXy7Vb29Dp0bt8Pjq6uIKPFS3Qo1wNjj/xez+muzvfReSk/Ob46vzwSl5q4Bxc3Fxej28",
+	"Oj66ODs7Pn9/Pbz+8eT09Hp4dnJ9fXL+EV66FWp/J2eXp8dnx+cKZG/7uyG5Pr766eToePjpfPDT4ORU",
+	"7YG87b/RhlitPTvQD8KgAfogDCzYgzBowzwIAwvwIAza0FZfaVAHYVADcxAGbRgHYdACMKzLB90gDJqg",
+	"DcKgBVaYGGGKPy8DqN6RA8wgDDyQ9Jo1P2T5JCueV2pr4FBrJhJkrKwgKRd3mnA7XMXlKC43Wddw1lJX",
+	"VvAAr6DtoxCgL1xl6RMZrPrS5nE09qwTV1FRaW3Un54J4wnwWNXrQYMu08jn/pVu//5Z/V9/+7vh9uev",
+	"/fDN7uOfVpJXmNkPi8wXbz7QXvlsDKq0PCQ0hZz2yjUJIlb2IHTvKBmaFOXKu11zUTcLs7UrT73Z7u/e",
+	"9L87eGMygzeMDVI6wJuOEKEwmPO4KHMdXIFpxvUgwt29dXr+h8EiK/OhPmiIaPLUgnv5kk7rhTQdahOv",
+	"Ln1b6xVVVYpYCcm1ym8A6ugyQnbsN88oo9GMP3UbhNfPsi39uYfbcq9fnRorM2K1fjt0ml1UP06pXL+9",
+	"1vIw1Juq6rzr08cYSR1QsN7lqefTK0xdA8ovXE+rhvldXVIgrla9QlyXuy62ZEzMtViOh2lmS7WTGZuN",
+	"WK00EN6wUJNUJSGCW/zzpi1JtM3ROa7Q3zjXRSV3y5tVA4PLAVH/y/PIB/W+JYAMlWeBVhELz2qwi+Mu",
+	"6dZXNUada6vu+g2tV/c+mXTk26+rEwMw14UjQEw+G2Q4zJI7/USQIcNdBTI9+zNBdoZ3paO0xyupr5uc",
+	"8jkWjvLFeDZs44OEktPsnqV1E3lTyAuDv2dcdPD3Xc3fa9JSGNj2ecH+3qa2cnUsuJtXkiSdjKSx+nUt",
+	"57XR0V/ryKXV8G0otAwZrSkdOHX3wqzO6YFK49hYn3Abmr0SMZUsiinjSzoZWkjonC8wQiYs5jOK1Ydh",
+	"XihKZsrQkF0i5yzmY84avEyddV3C3d3+7vOv/e3vlHC7+24N4bbqLmiAXMMVWwikgvSKG7MuqamO5fn0",
+	"Ro+1DOIw0TOojiYHq2uI4EpehPgst2hX+3oh+G0EB+++n7vtSxQfPkFv8w01yzMoDkzzglT1jbU4opul",
+	"t/c95l3iGJSGOiCX5x9D8tfL448h+XjygWQ5+ZmNLqueBW/JGf++RkpGXNB8EaxT3msJHHI2ZjkTMZPL",
+	"q68YAXlsU9fm1afPRgtnrKdm0uHGKqEsTrnCqUMSfX2MSCkKnmrPuFM+quY+g8iBIfq+7zl7AJcyECwI",
+	"FFfQY2L74/fB4yrcc7fzTERdfjNfRu6cGOvCGhKRTwJ69h67DS66qBq0wqlkn0PMUUKTMMgl0qT9VRqi",
+	"aS+Ecu16ykrF7/QzD5eGJd9kWdppj1HSBxT9H+uuT+jOTamUoWlvY1YJLe5s2LpuiNc00Zn0ZrwB5q16",
+	"as+f9f8wukupEcGMFTmPqwo3agEQLUuLKct3PmQ5i6mEojTBOkaVtklwVd61KYGpVEf9cj1T6ZV7Pm2H",
+	"f22raxMFOCGdk6dH0F2eqk6DbDxmMQQqx1TGNGHQIq/ZzJDOMqwxPkP7g2TFDjHW2W213sSMXExpcSsg",
+	"SYQVJGc0UZJVZI4lOiSlUL/csQXmgWC8H9rS/Q0u9TI267PjaYAUBl+2J9m2fjij818Rmz9TsWhih98Z",
+	"A/WKKyyui4ZxlrOdK0aTT1enGpfa9arXM3IYDRuuzxMriDu7CS2GOqi0nlFAbWS5gOlyRdvnkr8AM4R2",
+	"lat6iThBbfVzWV/QhLNaJWbiYp5J4NVMazAyp13oiwBxAyh4dv2MTZ8IWdA0vUzLCX9GZHVMC5pmEzKn",
+	"8R3wtgzqIOtkH4dB6BfUIcYz9loT+CAMoFAujLe7s7fTb1Nw+2UbsDgnZAFF90wkWf5a/REpsqaT9myc",
+	"I6yz6fzZ3a/FXL1peUiU9tj7y4H+585w+/OfzeOtv7xe+caffITG7ri5oZ/wBweIzXIDsIlXkqS0YLLZ",
+	"eO6b/Q0rXmnA+tDjrzITV/N4me761+uL8+2ryyOyt9MnuX6R9M6OLkGuGewNCNOZpnLrkLAvNC7ShWls",
+	"GGE4j84oBR96tCRQwR+LUF+SXVAv2n6z922/H5E5zSVDD31I1NNv1FMu7mnKE1PDxPyyG5EZK6ZZAiZk",
+	"aEBoftqrPprTHAoz4w9vIiidBcXDYRroMKb2Dovoq0GLjOC/v43caHw3nXHz8hy6OT00yrNIDrFKZcrU",
+	"8hSMIlOGx4SCKLHPhiuQXlTzVUchiZqu5oj893/9r61lJSI9bTA3jcgwXiEqFrqE0Sp3ydcWEL1NyvUB",
+	"v5JgWzL2JN3nWX962PDdmMI2MTSXt/17FQF/DIO/y0zk8xglSxTVFdHyN0Y0vfU3q9CJOPhK2sQbhU2R",
+	"ht5ryUSiLw1EWL6esCJSe4tuqLyLfEfVOA6zBd852Nx/34VPqZiUdMK2fcn9LU8D1D/RGe/glmkltbfT",
+	"/4eS2dT8Kn8dXaytNP+9d5A+usT9u2/dv61SALDGofbz6nyEdnkAJ9NWc0BPEiwm5JtKApN5sb2/s7s9",
+	"44JXpQQ+Xt6op0Q/bbuLG9UF9pxcTdy+X/Vxt9lVkACB2qX+VEUIIZgaW6r3TMcsXkiWjtvH15FVtEHN",
+	"AX3tMIOoXTqA9CKT7UHnfAfPbSfOZq/vd6PwVtR+tana0Mh3a72yA/4mKS+W1l7bXynuRPYgIG7dlM6F",
+	"yh6mpHXHMtxSYn9AIIBNol8mgZ6ms/f44qN7bToKJbX9Puv58b1do2oEphEe8O16wy7JzX9v0uRSOgkx",
+	"HT85IJm14DQIHC+gwJSsGQYstmob6K1Q4o1SfuCNrUM9nqfSQn1ALe/BL9sPPGH6m1vRnAIqHiHyvkxp",
+	"gEOwBkAIByi4SMXb1QL+qKoApn+SZD5CsN7teFqVANIb2wo+4xrJaHiWGkT9pWoHVBM0+MMTokMy5/65",
+	"QSJPCffYuEhB8wibVQqWHOJzixM0p65VKLCmNZsT+6bfX5Pg/gN6yFlq2hlPUq+N4DDYsMbd60fmu5Qt",
+	"RlbBu0YlXRKyWZyKFR1XtDvoCOh7liWlKkjX4faszxfWaLhizLb5y1qmqUpKXmWachf2dFuNU5FrqQ+0",
+	"DdoXhOwGQOkEwkvA4EYbqjyVgRXvhTxZmjr8hZhudh5gaDANZx68+SF7wOxLkydLiiy78yvwoFQP/WaJ",
+	"nzF0siBRdqdlUUiTdhRxCjXdyQOonGPKU3TB9CLbWfMI28PXwnoHn25+MFr6uLIHsAQrf0dO1HtURczp",
+	"wGvFMspilJUi0aWe9Ne6vCLCr07MM4bRdUqYDUn0cXBz/PPgl9oSBClFzmg8BWHD2H+2vIUPOxNEPBAz",
+	"i8Dqj57Vg74M1pCQzHMW6/IY7Un9koJLJJiJnATBAStXUolBif5Wl9ldR49mAzrbUNHgkl+Yytk8XXQE",
+	"bqgVwSbn6UIXHYxBqiJ7teruWyHaMhTsvIvFpJQOZL2pw9rJYtHD8qJ2n1aV+7hTXMy5ZSuv9nJnRlYW",
+	"cTbTPtcCzDQamM+zxGuashZ9AwLUssarh8+ibu/XKGl2UBXi613MmRicbEN95QIqWkSv4yktXuvyJNAJ",
+	"FDyGtlof6ZlmQ7dicHmifqwqpPUUZnEm0S8IPVkp2Hhf/zI4O3XV50OAPHq2EzbL5FY922ZlCbVK7rWv",
+	"trD0NIs7qvoMyDylMasKUwOm9qaZkraz8ZjHjOzs7Gx5gleR+NWSMYNdcka5INdFzlgRkmsliU0g68y3",
+	"rLoavp6ejSL7xtpqmzwo9bAo8draDbzd3XnriqBZOcLu86vkbcXb2sNt93dqWsL64xklqALtD5kfIHXR",
+	"+qnSs5aRzaE64HH31pBuN5JoNQqeCK3WblQ4ItVft9vFIA4uR7y2LbI6fDxx5/j0mWlbI0D9cQnut5qv",
+	"FTTtyI56660KsbLiIYQVujUPLTA2KaXgonvTdDPJGQgjeTGta2AGXW31lO/c4inb6q/NboZ/ZkZlsWLi",
+	"3Xe1meHPtS9RU98csfQPK/tr8LypuK2T324Odv3sf0vYV+pOduhn8FU9xlO3tf5mOhb/rLU/2TN/lLOE",
+	"iYLTVK6ZSvmMxPx1ki5JL6aSbXMhmZC84PetKtab5uJfPjn/fq3c+zPK0y5P2E0tNisri0mG7Qd408QL",
+	"fhQzT+VFgUo8zcam1kclZ8UcpCmoC41TFtAgTQllw4qByPu4mSOgXjDpFVDj6prl9xwyFKaZQiMYvaMk",
+	"g+t9g6JaB2/ffev1PO1u7/Zr+ZVKCNPzyvvYk3LRIdxGajkR5AArhpFn5WTqlncesTR7OCRRmk0iMEKb",
+	"Yv2mh5wx6erYDiOCahim2cTrmnVh21pSkcqIlPNJTiGjf1wwEwzIGBoTFXDI23ffbh2SSMoUvOxQpp3T",
+	"gpGb02v9yv43b2u1hUUmQLbBbncy9a6tfsjtLkUC9MmKW/sH8PMR/bWb1WLyPLFXgPArzYg7rdHObi6h",
+	"dg6WqhcZAbKIXXwUALbM4A9Goa9UbO88dUzsdFnWrpR3SLcgE2Cyd+3qp52NEx7BOtFKPkypLIik9ywh",
+	"vGjGFOj4S1BdQbMqptgZHEopinueZ2KmK+54xeGVbsrqAnp3Cvk1ax53kz8ZGzQggYanM2Hj1GqXq4HN",
+	"Lm6ulL4rCrzcJNAmu2v3z6U8XdO46bCDVrKHM8rTmT1U6RtgLfmbxXxVqoP6XhIax2yug9wwq0OGaNbG",
+	"Z6Yk5zrA6CgIWo/oVC/pkpYwNfSNT5UsjDHki/kGGZ+42apl+Sp5EFf4XBBLL2kZCA1AlmDl0CwpY5bA",
+	"HW1D8ClGAPZlznMml32z8pK7nfYrLRsrYO7Mk3GwtCzzapeX168/p7+VTCeVY2qck4CQDPu70y9vZ3t3",
+	"75Jvf/vuwbeCO8Y8dSF+ZPPCVKVEqQghdEhKAR3cNELrxwrRogqGUXdVWzc061k97Wd8xjrKu75nBYOe",
+	"bJaYg3dNFGS0KKB/rZPJOZ+nutLt644zmtO8q1jpNVbpBkCh1bOqX/4CdQWa7a3WbK8Oxa/ba+W/Q7K+",
+	"gcEaA9mK1KuQc40cfHs73KPTa9WooZGxZgbqJBVVqfmLuVVxPV6n6kAk1JEdKZ6UMNOlCY6uI5GrKvxu",
+	"TXhyRd31Gf0yNHdaV9+mX6qB0CpAvww1ZG2BbucVp2a69Bcz95Q+bCy4CYl/16XMwf1ki4Uo+WzC7zGR",
+	"rX36dsdLC9pLQu8pB+zQiTlcVlC1vOYpNeubJWtd4LZtMPmEyaJdx57qwvnQClHXP/bvt3ZSLXcjn0zV",
+	"+Jap6ze7h+oo524W2iznvsE6XXRp6/UP6y/TRTR/+z7sOdNxwDX9gRfqeumAXOiprfCDJV4sWKtA/1Jx",
+	"w1l6haku4GvoUgda/ajD1vVZn+Z0i4Hv3T4WCMYmxVlH7ssq2rZUAPZTxDbQnmuxg4mWh5AombRKnK+q",
+	"W4dEsAfbxX9tLUCN0FHQBMWTJ+XJO9Lm6jR5tYJngmxVerwF08ZwWXeXL74rsPB88ocIgBKE/X61H9AJ",
+	"+NDNJrMCOl9GtoN2BH1pSe93lmeVco4fohTNEuBbW06ZoUhpuibiPstSHET6hK86ALmYl4UOw/I2hZvN",
+	"C7MHiE7sxTSeskSXXjc/cRGnZaJDrq0M8c4byre8UyWGgnWu6Mj6jc3Uuu9DPfB2f3fDiZuimwuW5qJ8",
+	"iOD2ivBjNxfbdD6v9cMwWFG1d+jqQjDKkoVCKMURb51mA//+RuPEbVA1S98JvAkHLXso1J4RxRjUo2/p",
+	"d/Gb0d7dvpVDD9qNRHJGcUgM97elqPchFaBI/a3kyZgLLqcs2aQBgq3VpLSWmOWCJSHhY0LFwiv/r1Yc",
+	"EYYtFE8pF9sQqpKwgvJ0Z7VH3WNq48XTStUs0WZrmML9tkijS27axsQe5LLNzGh+xxIItbC2Qp4yDJ5K",
+	"nm4GtGjjpZcKxVtHbks75yzmc67QQgmIEAXCiwNCq545+St5K5q3jApQoU0cBkxiKt9hh0LohlhVJTP9",
+	"Lav28LdCk7wsx6g4jCd5AiLqm+IhEtspF4xMGU3UP3bWCzHQSiOOqtG8AnLoNqEwx75St2zhjF+rpHUk",
+	"RVJUKxGxaS+iMKAPlBfqGdBgCMqZsqRMWTLMS9EeK8vnUyqqv7H19G8lKztaIbp7W1+Gq/UxepoQVxvC",
+	"j/31bklPkulqnMijPuLtHcZZ6Wus/0P2QGbqwtVY0yvZWBnNDRkgPSXMqBVipauV9pSmw78GlMbyni6Y",
+	"uVBYfsDuAp5ykpudx5Ldv9Bu3WZkKwpXZvNiG3LBmqc7yko0lrfbVK2ua9uSM7TvXQcBoNQhR8PZOJ9M",
+	"fk/Gs9+Lh9/20jshHiZ7b4p5NgrCNZuZPa1z2UpmDr5dB4zADbHm0YwmGySvdUQdOFVdWh3SoKKJ7qFW",
+	"2H5pHT1iuoWH2vJ5QnqRbhXxujbda/c9+Ree/B+R7SPBOyKi1+/KZnlyQors8A9vx/b03mtrWpT/x3dT",
+	"40kQdrZUMydX1Q3cQAhwqcrqci6WwtTQa13qWvvIk6ULYKwheI1ZhSRLkxpz3hi9ajR0lWWkvtyXJ+LL",
+	"2Zc7+1MA/HSwLAHDC0FBQuXu5IrRJe1wsDEPmNkodGQnSiCpE1Wjr7jeDQ0Z7eAPDt48Pq4HPftFp+xU",
+	"n/yBVcIS1FmD3uUPpKVErSkxmfmfDmNdtHHTeMN/trGtVWtyo9KQL1rzESsSLYtE0CRpDi8SLu6ZKDKs",
+	"x+QaeeJYEfmDQN6p1UDxqWFuS4UZHTLORJHzUVm4VpOCzeZQYge8ZXQ+l2DZmsXzIQam6b/5xHo39sIA",
+	"jTNDkz6DH8s7nqb4ui6atfvoKeYCVe4wpcJ0GIozgQGfWuurFdjThXHQWMRjGCZOszKpak78bEssddZe",
+	"qg5ES5DmwXC0wC6ciHtDW7JIbTMtJ1WJPqVFgo8arhUksYMsubKskzmfVigGPCdxlmZlfmhLJ+gQqrGi",
+	"QCMa30FVnXnOZzRf1Foz3/MshTgkqqsjshnLKQTVIybkmcRGc/CtV49tI8uy6oEzKvgYy8xE8CUEBFZf",
+	"YwF7LglejUM0PQPEMaYRIuVpQW+FxUYgbz2LhyFBPArJ2dGlDo6UIakQcAtoH0awdBUHaKD6MlKDl/DI",
+	"Xc3K1hFnGgzEeVxVLXhbT1JbK8+gs3bjKUbqmPKZdahRiMs91AAGWCu4KPaFug3pScZMzamOSia28FTz",
+	"2Bcu7dHjFRnMQHqVpUu/YGxroxyKH+Rlan0Lxqepz2wd6x7e8+aavi9FolahfsWURUjglFxMUkauf/oI",
+	"5U507SMlN5e//56yCBegmGecTQSXHSGZ6zXY8IS0bFy0TSd6qrXeMaDyyI4BiKVwysp5Si0ZOtbiUXnJ",
+	"tG3VGCotlTKH5LQrJubGmSb60piJYNWHdSe0XRQmdoqupE6HpnptfXYuXoS2kh7iUjbWq0TewBN4VF9r",
+	"vabiyiCHJkn3poDCnK9kRWEwtpcS/Rnp9W0MaUdRM+QT7abI2PAtLSdV9JShoIdQsZl/McVmgWOSXnRb",
+	"9vtvYvUN/Isd4AMFInyA19hTu69qcPRnby0+w7taKucIb1V0AM4fuOZc6GBzQ8cje/zRASmFOjn3NXNw",
+	"Cc9ZbCUUzab0+OrkLNdssaIw+LKtPti+pxBsC2YbpM0YGPa9HcV9elKNuKzcoH2tOlR1pHplZvmhjcfn",
+	"MXslzbtbq03ogAAVKejokgJELTTiQLXcWmFUPCUPY26hc53NOQuqX8RwSd8/zfyw2OKxEjm77Nd4U7Px",
+	"GNh8u9RkLeRrU4nP4sWwKUtBahyTRe2HN/DDurKfJ8JrCWu/nmZ5ja97qbBnwV0VLiu6OWW2fIzNErC/",
+	"rsUVm7D42m5jqqQSg+P6tP7JzG717VlxbRq79kF/JW4vtzRp7uig8zqabJWO4cH6SiITmS0dW8vhIL0I",
+	"5x3qn4dlnkZo39yC7qCCRLqKMYjZaPmE6IwxK+Ip2NwiQKgOyQ4/9lxpfY014JXMjREho0WNKa9t9vLQ",
+	"EQ87rla9zGSuJP6ExNnccR8h+MCAjmPU75EfwE/3LSv0Yp0Sll6ombNVPRPtMwIMiDnRkS6wH+jhDtvr",
+	"1Y5Q0oUk0+xBfeKV0ltlRi3mVadcg6/ZwzPsJB69yBNIU+o+WA/oyTU3qWJMHY21XMNDSy9uy3xtmQtN",
+	"Fa1P53NJeuMcYtQTUwS8Q2yrGTlaOt7RJVbA1m90xY9OOqM+z6xAOeZp1zbalpQ2ZU1ZUaiLAQEx9s2O",
+	"8bQRpsXX1HMyBpzs+LSj0nmj5rxcoxYKjhS2Ttourw57DxT0+dYA3I2lq30JPgvaOjReS4Zd/gMjQILC",
+	"0lC2XKKq5MMNielKj4FZ2nOv+IrIBXhnM3Ctu0Hvhp6znzzzm28vWS4zQVMdnOVE6MhXGPU45GKcRbp4",
+	"PxXWrF7f3ohnXr0TfEQ2EdUjti39VbezaRk7ji7J/rekoJNGMSxoe+MveKQY3O+Z8Ix2MjgfkN8hUKk2",
+	"2HGpdvj6e5anunHuU2qYbNZW0gGXCxwLCmcfIcB8ZQalPvmnlS8ZK0lijiMckmzGC8h34ixNJBkxSGUF",
+	"2auh5wA2BGdKy5jRgsecwj1xkSEYJLS2x4PA6aTXaGTkHl+gz+U0E0nm6YqsMbGjo23b5NgPV2Fto2kL",
+	"v2fCyoDNWhzLMbwpCc94uthgqKdfB2fsN29rNpI//Z//+etg+290+/fPX/fCd4+9bf0ntMzbDd89bvmN",
+	"Js+9UKQXTxnYSuiEKg4BpEd9BmbwEZWt8hDfeLt0d6H8pu63eUUjl5Jo/Vq7l1bW4c7agEjP5sWNlgl8",
+	"Na9yVmIBXxMqObZGy87o5v29peXR+/7u2OfsQZKEQw6R0pehOdScxztVY2wuh2hlN6RtRr8MZcGU8Ln7",
+	"1loh3lOF5DiUrlGK23PCrIssoYtXkgg1K0ZHff0K8z0+Ei7I168poMDjIxmVacoKgh0ldoKlNdHt3u5p",
+	"zhXcJPQVMIk44E0y7jNsTgVzQmuBxkvB28C8g0sJHj9vEG2tUyzbJ7W/XjHef3QH8Peu98ZJv4LWUP6w",
+	"Jd+2TX6Dsac/qbu3g2dt4yX+UmlE4AGb8iRhAi3Lcx7fQcd5G+ZK8lJIUkpuOmbJQikAeSm6i1trtG7b",
+	"sdmcjMpkgnm50IuByILmNi2YF6RXr00MOPDKOr90mai+WyZqd50o583KTbcxr3UxWwS+kxDZY4WS98WU",
+	"RF+/3rHF42OEVfmmLV1q4wZb6+Oxc7fbWBynFKw5jVWtp2zUyPFPepqVykczJtxruLOwddfvopqL9psV",
+	"rKsvew39r35HZZOpPLOmZqcpA5IRvM6r9Q9ldVcwO/9LseWn1eL6XjdghYPU3WdyptAS2ELzEJa6DZax",
+	"5n8OC66z15fgpOsyp7bc3FGqsIuD1BpAWjYlrYOgWapQUePo/wt8YnmRwUqBuL29fjLzONQhu172QWal",
+	"BMNxYqg4FySyqBZ5jn5lMcTNuQXpaRjdsQWexTN5x4x+OcER3vZXEC/NOSwo1yFOSw1WbSLzIsR9U5rd",
+	"QaNfjERbcG9q7nCxr8JJ7Ju9EnZ1KtfyearHXYUxTJsgeqfvvsFSMqMiocYq28T2Ndw1QGc9KZl2mx7j",
+	"Q7uDoBtSgcaB4efKSjD0RlU06zYxf8GDy3KU8riryCL+qkRzJf2RMYPeFtCsp9N7Que8m8xHr+GlbTrn",
+	"r/8MrsNZVoqiq2wcTdPsQUca5DYbyfPefD7EoJV6VabX8j72upjdAOYhpAsMnTg3T/26ujt0nXe10X3F",
+	"u6Wc+qDF4ylRv5FpOUI3j07qZPfNJtVsNmJJAv62GcvjMmfeaMqHLL9j+VAf5XCmC8/bWo3g8IDgDs5E",
+	"sWYUzM8w6BWOefb/sPfuy20bW97oq3TxzFcmMyBFybKTkPXVHMWWE+1Yly3RyezZ9CFaRIvECOxm0KBk",
+	"bh9XzUOcZ5i/zzOcR5knOdVrrW40QICkLraTbE3V7FgkCDT6su7r91ORuLC3WfnmFd23vDG9patc78Db",
+	"VtVvQbNYO/G1q7d+H2w6LXcNb22HcVc4j9XJ1YfI6QWQeF8QxfH9bOlfiMdaIQwo4xmW5wFDeclyrqYg",
+	"19dtKoFp7+4994jI49lcpDFHnt1ST8e9GL5prJfL3IqxbETXYtlngo+n5AhA5Z/GEueAhUa0h8ZNCIeN",
+	"YSNkkUhEhtWBQ5mzdbNrIeYauEMU3n2ciixA9m6pMmxzw3ZSYvYqVAbXrKB726pVtGnP+y3fgXExGB9D",
+	"B2rZ0cEim2KK4DOgFRefU2UbIzwvI6v43ZHj4HVgs4Rn+UwDrnnC5jzNtgrjbwOVXAh/2HayBwAlH1iE",
+	"xu+8+usq1GRP8X/3KBjKeY58QEzXq0HtInM7RJTMUVAeNpTMDw6epJw0yu+W5ZmYqHQJgIiYOV+JbL+B",
+	"UhBzZG7FJbafm7sjqaUGahPNjnl6Halb8C9Lm/Jc8Ii9O3/bcC0Xk0RdirzsDvqrkZ6rALH2sWogjNO9",
+	"SOyPLpdlzH+6LZSwQAHjXPDMt/ps5bDr8i/cBA7hp/dOC2FFLga9UzFWs5mQkR7Z6gjo93Cyzvzls+6v",
+	"cuivdv+6NViJ+GAKGb/O2dgmQoqUJwWQZPoMXtetoxnrQtpubnhutDB+PeFrGa0TNPRSZ2JWaYNsHfL2",
+	"eQIBGagylLleiiCyGYACX4rEva6TH+Z2z7SRM2kGZniJbtDbZ1v2AByNlTSCv4f3Vyp5pgMmEi38boS8",
+	"UYW+s70AJbZD2tRblkcCQU37CuNZCAUdQv21K75+/82/hK2+HQUWdQNJlIe/xDWjMm+8rL2u2rs4Xu/U",
+	"rTIzrQGgc15/flFgxL4nZZhKI7QstvL9ixLPAdxVlf0VjmQVqSwWmMkJTZuHSGUOYl51tNERrDjp1XVQ",
+	"Ziwu/JWX9IFkjjUjMVWE23OLcCsu296B3dyF4BlVNctiL3nURSEDtLLD3ZN2NW0LflMXMCxcxSIN7M7F",
+	"MnXcox38aLCci5O6jbsiUTepXW+EeXbBF0XlZIOTyK7O3t93VXsjKAIfbmUN4sxuzjekFUVzDwtDVRfn",
+	"DUDCwC7BSrMwn7jwnvtmc74BxnJ/B6lOdlTG89waMY7nk3yMqil9XM1XZayskn3DNbUiBFGhVDaFdMiN",
+	"SNM4Av+mOhSzTsnGtucNqDai2FwxiyVoX/CnSqrVmlIVUjK3rVYpb6/MO7B0IbFiBdVsvgjQxWnUkA4o",
+	"vUO5njgjLCx2tUghDIXEIazJJXPFtNBQxjMRsdDc5FQmy59imaEPGEdiNleZkBl81uqwA6K1ZBiSYOOU",
+	"6ymLZSbSdAGYrLHOx2obDT2jGttT7ftCj6YFcR+LvsN7eKbNeCBXoUM2xqrmOGshqhc0093GWkAXpGbD",
+	"hj+C//mv/wYfFB8jomHDJ7Aei9baXrkae3ZFTfIk0eyWx0jfbH/DFjIRWtudFVU35lVH3Ivis2Kzbxhj",
+	"YSNtPuZWG1XjT5DXU3HEazOEJf7GawHhY4x92ChI0AC71HhgyPwPQp+MJOsd2JkpGBXO3asDiK5nWYfD",
+	"yJrmRhEYe+ZfWOTf6jMOqbZcYNhXt0ByHXaCzDmCmLrtSMLORuv+J5HMbc4Jylnw0OfB+Goonqrw+UUe",
+	"wOmUQN7t1FZUAV5WEY4WfYTi3fJlqbBna4xZolOwffKQuQi1SMQ4p8H2bEhshQUaifXdozXmpTOa1rTe",
+	"WsEvhYiM001bAKkl5RKjdi12Ka6MQYtZViP/lkbW4tGrlhLVKEGYZwEOCm9/2AnhqWDETGI2oJFMGlnv",
+	"EY0QgwAi6rtZG8oMsjJKAkpdSFMfmitgekZJrDNChqWsq/0oFUCdyWCaNPZV0voOZchxrcjkCgPmPiFI",
+	"IazCDku8mi4cbjazH3wJGuj92NRvYAnlAjdrxpIzbwU9MG7w+W/wz/fb5HLoGruzyzLTXV4t/cy/oJXl",
+	"1ZRn9wsj4k3QsUWQQ3bJs/G0JBhTwbWFz2I0wTm+OLy35YtZEWf2txWNkLfShQErEuZ73bvS8tGj6mdr",
+	"wPX1gyYKM+12qqiaP0nqpus1YNZhTxkTHzKRSk4whPedKWdOfr6Zgjg6bCwwn8mofFjJTl6m45a7nYgb",
+	"kTjX1EKum0ldl3+oOt6N3t/3nwf7++8fK+OAHNYI51c92ssl5h5ADSDsQUElWnw6DhqOoc9GzXnXYslC",
+	"Z/LMVRKPlyGbqiSiohVrfcFXsXDA3BiN8kO6zQO69gzu0upBY6D9/pkGnAwNrcE2Q1Jg7MdDzLP8NzjW",
+	"GdfXhQwJsqJbOdlG48O8CKZOjFFMyRPQEihuS5nl4htvZDUqvFlFkXrQ+NCeqDZ9OOPzv+Pcv+dyeddc",
+	"DMzMj2ZSzlJxJVIhx+KemTVASBW3gL9AN+rn2SkwyXCi8PnsdqoSoXlSrlfzfu+XRmAi9SYWt41eY5JC",
+	"dWSp0WP1FJTutf1BeJMK0b5S6YxGGzDrerx88eL5SySoYRryfSXgkxqv3R/KmrV4p++bGsPOuZxSDrgw",
+	"YpFEaMkt9Ep+s5Sb+DE1p+QnNZ8T6BFmzibm41LuDJPNNyKNr+LcxI/1CB6Pfz9C3uzOfLWfMz9Wfud1",
+	"xYCWs5Q8Xg6YF/C7GqxQN3MrRnmBIvAq4ROMU4RwfchSldR5wvUJvRNzTOlb7MwyatZINIqgPEZirxRV",
+	"dK+4MpPVp0GLzBK03l8ezRBdKYnl9TONnARszuPUoSpJbyZKp0OK25GXI7bYP4mSE/jJfJpygAFDs1il",
+	"jV5j//K3veR29m30j+cQIjIPbPQaf/vw3X9c/3K5e/3b83fd+C/ZT3L/w8/7v03+OqtANSs+9/PkYv1B",
+	"15RNTXlyZfXvyvxtLPpaDd7jVKy6w+NUZHd62O7ed3cz+tyr2lEExTmu2X8quRHEi3Kf7XdMdHeQskvx",
+	"dqUdFiOIciUHXv7h9//4R5dfjqMKTq24Cur33dw8cbfbdYx7us+iBVLIkRvLpb6FyLaS4yIaxd1WNa9H",
+	"9asV6lob9BZTvQZI1FwVWUYdRPTCeQVVF0f6gXw9v8Q6NneyVECxBFgtqJS/U7poHXGPmVKtKwN2R2AG",
+	"84xF6D6JD7HOAjblN4IoDIFZEhFKM3ZDwyUHKacp2RbHqxIANB/fQ/IQuFZvk9lW9KtIu1Ogvc4Q1Azu",
+	"o31qkQcle5JktiVbqxv6OoSvX8G9iDNg5dVYig/KWWHDnnU2bK2CIhboRF1Czzx86oUuoRkqH2MBkxLu",
+	"1Qga+OPqMMt9l0sl4j7E/cb0KJL2323D4e8fsM2wjnJtANwW/7pAeJl0ecaXXtPYlhFps2svF3ECAP10",
+	"VUG2Y9nMhqgyAPf5oepImb1+RdvEudyWYGK7ADO68P5ZApZo47I2LWkp2wvczBSuLaW6amtStwbBwyOS",
+	"FejuMYibnxlMhZXnM7CkqKU3wc89xusAwSrxruRiXi5XVto/THmqBZquzRfudhDeVOnWWHrFXYjoea/d",
+	"/au+fYPPrPrqsDCOqisuaGy1MWzL7QwBZ5gUii/TSxekSh7bzQO/9LLvK/tfKtsTBhXL26RbB4zubFYJ",
+	"7xSUkzcVR2dd0BhHEXir6MD9/HFtFhn6rhLPD6ptVwBQFFEbwerrgzXbCsUL26h8vqjyJouNzH63Zi/v",
+	"U2nGEqiOjMMJmZZyA0vLtZ9B+cA4VXIo7Z3Nz4xZCXzL6UIC1zJmIe6BMOB4Suw1l8g/a545Eh/mxs3G",
+	"d+uyb9k37Bu2235BMAPfVsAMAKIGjsp/1vNB9yV0/O/9h8UVcURYu9/t7noNeiNbbmAznRQ+OVYpaH3X",
+	"KSnFh6pH7dtHwWvhzLqkKV1NDG403SPCTFiFMUE0jPU4Bs8rcAw+Uodlr3FwxDS/EtmyInr2h0Ik8PfH",
+	"ikukRcpup8oywCFZ2UL2GV9kCkBmWBTrOcfiXryKGi09LpBYuyjaVu9Y2qHlUb1oY3jOXMjyC6mVEwPP",
+	"Soq2nqrMjLaknIv7fTPycxU1eEEYlPAVvn00fAWATAC3BfKkbqajfPp5kixZs/i+jGqq7W34VSZSY25f",
+	"GSlYE/QqnO9aMERzd3Olk2McVvv+yIZFibGiILm+do+CKHIqxkJmyX3ZEquE0aa2YQjA4xBwZ5dahq20",
+	"KZT9ft4+4jIsar65V4TpalWBL13riBJjzSSQRxqLxMNMt1vK2CRzIbPW/VfeCvDV3Q861KrU/OGhJ9ZD",
+	"hK7E528uw61524Gx4yHIXzg+vhwBGWNlyD2JIX1ttAmrBXpV/ZfGeSi8773IGdfCRoFDAyBQULQWU3l4",
+	"WcDGmgljRFoy0HzbldXqFwYgqQ4vftzQi2D7xGyy1J1j1wmsHQxPnE3VIjPizppymzNXNZgk/n5wx6CI",
+	"SFJWgW4LF5DoKoRZEcDEl+nFg18SvAUr4G7AJ77dvLkMuQQH9JigJwVCzRrkE/PN1tHIgkew0QMpPv1x",
+	"/JDPg3pSWIMOO/zAx1mydLVWBSkLDjCJIKg9HUpRur60V+k3df7LRvej7HfUOQl3sPHvbL/f3wKdxXKR",
+	"CTZVi5RFfNlWV+2ZktmU4f/SR7dCXLdWa3IqWM1zCIDhUH8zHF78a3M41P9q/tH6uP/JfFgJE7gl9gpY",
+	"r7rWsLwXDssDLKsvYyw9EGNlK7tlK5iUR7Zb+ojdksTCFgJcLQC4ATlYQrcnws9kyxyUwx2O6tdJ+Hr2",
+	"+t1HNWOwL8ESWCGfC4eSpitjYbVWdva7wauwIjm7isHRbX8/+ted9vt//Zd7WyWriCIPt1OwvIw1oR0C",
+	"EyK+IM/JvKBFvTAV+Nb+ED2MnBr1BSdts/paS/FYUEOPqv3vptnXafJHUuSDNJ5MRLreNgKkD85mXC54",
+	"wjL8iRWQD+/X4vp607wYd3u1ucp8+IBpgLbEn+KsjsilACafIu1lHj2FboqV9L9RPVa767FKRaPX7Xy/",
+	"FzT04pJ46BsDFfFlj+3usf/v/30VsCSeTDOWcnRP6BriajHysuy6XBFNDFV49xqWv2WHnlxRVFCVmrad",
+	"ivb0TuOsjAAGdEvLeXWuil5vNa2fiBsuxyJg03gC76DZpZnKtG+egWc8B3yPi+I3UovLxPOrqGj9kz+D",
+	"FSUnSkY8XTKj6Pzc8ma1UX3HYx5LuFmnvm21YhTIxSyWbDxVWkhL/mN3S6HknxGBccDCSI3DVp8h1I3G",
+	"JHM+Nasea5qsS8vhbZjkN/EEaQI5EqilIuGIjqqgaBdZVIjo7FKrxBiI787fbqahobQN0h/DDHrLYxsP",
+	"cH/Un7x6mVPicTCbZttCkCkAt6xAKyTcmB8ajDtzScAu785YnAuMTT4XjOIhkklGrh3iWGjNJ+K+4CpX",
+	"KknUbXsxZzO8Ucfo3w/YRwinMYm5LkRz7BhZEwI9lyqb4pkFs4R+fRvLUprPH5gFPnxBfSm9xom6ZVnK",
+	"pUZERShPfJMKOZ5W9A+s3mgVX8AMyHxnbjRJuRnaOOGzOVIv7nY6u90ua9o+HrQoHGqLHwn1iYaSeFY4",
+	"dJ6FB8wktcY1fNtnl2KpqA5RGLE+DaDhUMf/EOjswjiwxQrmNErV3AxZx4mLHm+1Gc3WwGdD8rmqKklE",
+	"MR9VFpQdRdr1NgHnPU8TownCs9OLAfMw0eAeIVsABXAxQLGpOrAMbVDjnBzA9kP3/gOmsjfdGTbUyobA",
+	"3Z2D+m8oJ6w8dAOhs2MeJ/ftrBnHc5C9zh7WmTt2xaOSqQoEo0+rrexV5cNYiEz1VGMR37hwf/Fxdy2I",
+	"XuldrxFOEFHwpXcFzfdYp1cjWyz7/eXuVXf88qp79a3YH3ev+N549/Lbq270/GpfvOAvjcrQIsUARzFv",
+	"/LK9u9ve2xt0X3jI9HdDhSpXedPaQR64XOEeNKgjakT3w7TtHJmwAU/EfpTGchzPeTKiG1Ht1N8beLv3",
+	"qxnc1Xf5tC0Huj+dq3aHxObZf2+/ujh/0x6Yy0KmJPV4mTMdsLN35n8OBq9+gjDY68O3h4PDavOClmKd",
+	"9Hmnq4jSNSL25WN9iArMoObyZyHm9zuNJ+KWClfoNEIx/FXCyySM5vOa/gb8qjzh5lJqFgI1oqkB2Uy3",
+	"ZRhOBLTFU5UnJTohsCUyY3gryeYijVW0RRc6jKJykrQ4WGRrDCk0CqEyXiHvWF5XCnVyenFprr8U29pX",
+	"/IbHSTUgwtlCTwF9QPtk1gGbqyQByiciClqN0E0XlxttLy1+WlzSxaNKC/jAmrDupYwx67ybxWWPhYRI",
+	"CZYvVJnZ0jyLWmmuG8rwI5nHn3Y6tyJJ2hCh2KFfh6xJ7W+2hmCeqrHQOmBqkek4EizcMdrzZhe6dU9c",
+	"zgwgNGPNFtLNYykO3Zhm2Vz3dnb0zbjjyTHzd9VYtvJx1Dwe1+QdcC88g6IIhA0vQgngqd7Z3YEwKAnq",
+	"nd2dAlKl2Zz3rBjN9xNug3x93bgfIETwfKg0/scaKOSDfMOk2KOw7WHAw63XFyZg14PO1FzD6YjlZPtc",
+	"4hc6GdVebrW6+eli78VL9pdfBxjMg84l2owdd//Q2OLxrOa+NdsRPvfmDKx6/YD6d9sbUrOxAn8BH7TL",
+	"fsJlKrFFW5kS9nK6TnvUpotL1pSqKJFaffc3/cZzTY7xC7tcd4TbvdDiIuPZQq/xuo1wGk+5lCJhGi7+",
+	"42gFc7sRYM3cGKcRAkJVDJEqSQA+DXSv0YoLLVwO3YjngvR7sZG/cVV+VY/kAdsr4+lDwRHgHoyb1c0+",
+	"o/9vlMklH1+jFHKqbKrUtS4rsxI5Rbfgr1Z2UL13sQSPpcLYX1mGxLGpmKs0u1c44WA8FoABYuwBvZzN",
+	"RJZStsIFUHRFgKGPZTHcdkOLORvzOUI/YZWMe0mYWuwLqQ4wFGdvRZ+ISzOPDNECWNMF7GCWAzbHHj9q",
+	"UwWEkmSJsE1wWgBdfsy1aMdSC6njLL4RrQANAA+Vy2wRaFQgHtZCInj/u2Li6afp+78PMvz/s/n7v1/o",
+	"972dnUYlg94fLXqygb1jzOefOeD0zxW/8WhA7hW+GVAWqWzbwX4uFcZ3GJRv8rEFE9a3wPBgZHDvo7F0",
+	"P30K+2itI8A9U3Iogf5056P536PoE1rEIRvzNCU3IBXYtkDyIE6BuXBNpfy3QQMfbqMKFWXzL9rd3cHu",
+	"nhf+QBX8KWiINFXup1exjLXlDMePbDF+SdBiuZWRcN61c54CA7EteKVPMRpiRg16h6CLHQowR4zgjw2e",
+	"TqAPCbZWUfxbwa/SyQ6K6NU8ssU+ziGYc8xlyzC4u7sWUtnD8bP5FhgfvA0I19H3V3vcsgv50Zvn+fb2",
+	"dMua8RvVbaYPwAAavS5wiGcLbfbx4cnro5MfRwdnZ+envxy8hfYbMdcjIw9gM1cU9vtrvP8f4GXxCWYU",
+	"5XyRYTTFrN53z/eDhlpk/od7u3sUtcFQ1B2K/gdWKFE0cSF1OR9XXydud+5KsiWWPKFD1adi1Svs2je7",
+	"C7u9oFQbsR6dZGSaY8H6Ro/2c9AfkmF7H0ARyI+bG5QSfHnlEQAbiyjM9SwVG6VcMrXIqmo23fnenBo/",
+	"hAs/lYRAvUtqxgsrQONir06Pz94eDg5fB+zNwdFb899XByevDt++PXxtVO/BD6fng8PXBBKEZTtYsnP/",
+	"ip3asnrcBFvswC0ZtppjJbNYLgRLeawBUxRSoPm5ZP/KyjZiWMOEXxKetXNskbXydhT4EZwxN40e8Q9d",
+	"/4Cq9ZIAry3kgKPuqtuM3jJD4EAasbhsw1H0QAE5y9ScMKNWOiq2r/P2NMmm3XxGl67I6ZqeJXcRtmr7",
+	"DQ5bbKI6w8bMVyzjLOaJVzpXARHrKYLVWogsjYVmWrErnrJmvhm4jKiepmafWYWyebrQr8ff5Iqm6kBo",
+	"1sTOfGjDaYFZhEOrHsOjl8Y7tbbpnd7Bhb5aq1h7kWKQZGF7weymjjMUxN6G9lQPHhSMwzgNNZRzkdKl",
+	"B2dHYDYGxbv7nWbXYtnqsFPj5hE6AOCQIl4x2Hsbd96GkvzCzs/nwW0Mrz6fFLHVF0XaUG9PrMiI4u4t",
+	"yza7XPnZdZwKdWX4RQX0vsZMP7RqbfXAGTthkVIJKWoiFFrYeOLghSu7a8r8RpHYWne+MheDz6XtFi1F",
+	"PRczLtvG7gRoEvFhnnDJLeVkHr7PuQtc0Y9DZtnf+54NlGLHXC4ZBXL0xlqbMXJK2ZGtndRXKqrMAi2p",
+	"G47ssA4bpFxqSFWb22tfMqGa4vN5YiTX3MJfoVAdypD2x1Um0hEWletwB0ydFKVd2Oqx84PB4ejt0fHR",
+	"IGAXh+e/HJ6PTn85PH97evDa2Bb00eH5+el5MJQ/HgwOfz34G/3N3r49Hg2Ojg9P3w0Cdnp+9tPBifnR",
+	"r6fnPx+ej14fXbw6PTk5fDU4fN1hZyKdcQnNzgfvBj+5W/5w8Hp0fvjXd4cXg4ANTk/f2pufnI7M/V+d",
+	"nrw5+vHd+cHg6PQkYK9OTwaH/z4YDU5PR29PT34M2LuTn09Ofz3pDGX5OxeZvRGpRlMzUgLZla7iLMe2",
+	"RE+fWJFlpG7BmaRcoNmN6ICi1gJW2gylDa11UDAkHESntlBXcUpViZrxBHQ4UkAAoFUJJjZfkEbQWFmR",
+	"/DOYpUbQKCxJI2jkk9sIGt4CNYKGN9WNoJHPdSNo2MVrBI2K1WsEjarVaASN8pQ3ggatR2VwG/a/8dOr",
+	"KznBhUeRYg4BMDRNcHJDcPlDhs3xVxAQxct1lgo+y5tQYFXF7FJg1JTADrB+GzKAQsMuDFE+I8wk/jtg",
+	"Ia0ofuqWN3ROdOgSkdk0FSJfbIo/BCy0/vcIYG29H9wqZr/Lr45EknG8CP4ZsFCDZ7ukkeEfFaSJa3ov",
+	"b7kGjrUMU2Tb8son6FltFMRm7K/h6qIkXvtDI8hgqFQAZH5bnKqtn/1X+tkP8CtAVPttIWQVCMqZ0jGC",
+	"5uceld1XUCK8S6FX2EXP7KYK4yjc2GzwEFsQ3sMzCHGVt/8lXf/Ji+9svwIDpZJX5hdeiexWjx2Yi1eR",
+	"M2jyHUrIOpMi3zvVVEQMgybo/PA0jW8g6A1+LJjDtFTaeIs8EXosooBxdiVuQQdiHqe1el4Qf7gSrejc",
+	"fmUkfCyvYzlpuQDnlmHRA4xN1vxqhTn3A8am7JDWTldxu1eETp1UgWMU5ERsaNFowgQh86ZClNA3o00y",
+	"xb/F/Zxf96gqrAiI2xJfVBwR6Y7NfiOUL5n4zlTLpqlaTKbGg8Byt0LkYyFztL0U3fiKXxYdCmIH2PJN",
+	"aqo16MsAPHazLe0S0fAWMouTwnRulQ0xW8LuBtxw24D8rwvCFVZXX69Z2pUJ8OLMVVPgvr7X29UzPNlI",
+	"cUVeAs140MZx5PaNNufZYaZvQ9FEjyi5T/n75osfFM7O2lN84XRDXd8O1qFJpFjitZn9unAuuGVeSJc1",
+	"XbCwRbASZqdstbnvHtDcNtxW9l9WHMi6uJtrqrq/8IEnVmqAg8IQbqdKCwZz4AW9yWsq9rf2XRPsREEu",
+	"t7pE4vMEiTIOFUsuMLRFEO2ugZ2yrrcxDRvBcCGNQvjCxiPKcQq3AOtPSm4MrSQJc2eMjrfv3vUsGwm3",
+	"wJZGFNyqRRIBbLCz2/VUJZF3hxzn7plmIfmCI/QFQ9b8rsv+FzodLBF0G3zxZ9pC7AfMSIcZJ34SfqkW",
+	"Gdv3gILRQ1fXQrYQNs9VmroAhMubQ/kpwp9y7TxF9IQQmYdetMYhZUYkkesQa1v/KJjms0rMzw57Y2zh",
+	"zJw3RRw+uAhFFHm6vWYLALoNSYeOrAkYIvgHzxBrRGZkXAOzJwVng9pBG28ZK6Fzr8oBDzmbhvr7AEo3",
+	"ueVLfBBC2nfYUUbwxQQAXrL7F7bkvihSjScwqnciULKmOsPGGPjGjboJXqabgRZG6u30SXGb5JPYL85i",
+	"zp0D60VDnafiJlYLd4/AwalQBuAKWBtiGZijH0OKQEbIq4DTZ4dWt0r38GxyaNTanEUtluxtqrCTyI/6",
+	"Ozd3VLh16AEggeCnZKdZ/lYh2ZFv0LFKI7PH89nkml2LeXZfhCfzIuvesfBWd/ARBt654npLyr7y6lXf",
+	"FtO0W+3O1bO9fj90P4MeKR64ipd0NEm4GOUNaAewVo8MKrs/AfqVs9BdFlI9mvZiQk2XfS3bYy0/SNRE",
+	"bgcQ51rH5iBm6KSaLYhYpi0/fNQxckdpEYVsx/84EuM4WvlUfBDjRWY+bnJPJpp7k3oA3xcdowgrr8ws",
+	"mE/ThdEzLhjVAeMe7p9/RKYr3L7oQ7byyBRlosgtr/LEW37MqqkSo8pQS4FYI50toh5GXKyW4ZU6ZlZW",
+	"IYUTggLU2+fY3VEQewU+amew2DCV50a4xSh8SEtR+MwuhOcF4IQWPqDpbNhQWh7W2Q7OtrBxL+zAC58e",
+	"u7cofGwDOmf5C1V+/9q9W+XXh/lrFr53Lie9cvWX+esXvn9Nc1F8OzsxdF7Xwz5hl/8EG4Qsyss25c7Y",
+	"C7EtYixiF2wqVYdb3r9K2M+bV8umy0SNrzX0gqM1yPV1r5BVuOUxImpb0qYmbnNWrmlqId5S8WwL/w4U",
+	"ILI3OPj14Ghg7nB0cvZu0OowaImJbYca0nCYa6kdZn1mb02E4F0emVkZHQGmEQ9oeUj3iSa4QHFtSEHX",
+	"8ZPmU8WMZECMpsIAVyb9TkOkvbAakl1DVEwj9kMSG7aau32FT+UZ2+WNVRF88MsHty/BOrA/Y4W8Kwir",
+	"yoqq7dDbc05cSOyBsRNZAnLvN61Ky6oSbUMSY14+K6m6ZXHEmlJlWESeKYZKYtvKlWpQqQGwaxqPjPvT",
+	"YosT7k6Sv45l2WNz25JSebU2s94g9jhrKfrWxzezXYwIkmEECZHQrZCpu7LPTSE6C3lYHJyDRsxno0xt",
+	"mW/dusPigo+VGsjJKSxQDrm+HkG1h/0izIksS4cmSdTtm1SIQXXqgF2lQrQh/0yhu1gzbjsdLoUGgm3c",
+	"8C6kWtGHI3hUFRi8mKo0Q6bavpP4bnly8btc2XZvcG9Xsc8skiyu5DA+xrgElwjvh+zkM75kl4IhHVAd",
+	"E1ctO+4p3gTeAGAkxlOltCDWjz3zyX6rT3eHSnGkcUZ78kaklzzDHjevXfLs9ZtG0HC1y3fojMzlbk2o",
+	"wOhMZxYWJvRX8ORRZLBIsaVasFsus3/buO3dI9065xPmLUdQ2mybtvqBCybfkd6LNmqmYJkLZ6PuGJhd",
+	"Pqr2jN+UDkDfdeakpV065ZoId+07hlVIeVUtmjXHw09WPNMsxOu2aZDIN1yF9YDAQsrfuoHbi6xJJ4Kw",
+	"YaEDyc0PdCBN4hshW+ubKnMOqP1NQDd2z3hj3rQ3avONttKlSgSCtG/uwpnMc0AV+diNWanCsn/G/JTV",
+	"jW7X/j6SVRWiGkZYJafhOd9e7o4fKcFVtzPWu2i26Hhbz+xrYMl5KZaKpAoBTlINXpNLIvCsKjnFoGys",
+	"88A6RiJbnaH867vDd4eve8za0xixvFXptUg77PzdycnRyY899xHx8MZZZ8WZ8B2/oQQDPbfOS75Rz9vT",
+	"dCXuIO/Ci3c/jA5+PDwZXLjRDSXWGfkFuOYn2EnQg474ORH7WEgKlbJLMTb+ad5PSUX8sUZc96FsQtFW",
+	"Z7W5otVZ28fQY5lIZ7HkSWcoz8AJ7tnhBCszFJRmoc9+W8RCj6HIi1zoebLQQ1kxCcXaO1y2RtCgFWoE",
+	"VV1Cxcf5H+T3NZ/igKFIjt61ETTwZc2H9m3NNs1PshtCZe2cH8exsMJ31NvOiVWSihMqiMUrzNfRlUpH",
+	"WXXvHlr0oLJ7jCdaIWE7JHlSClpYsF6QZeZZue8GeQ9zkMyh+5//+n8gzUOtIMQ5HctxsohEBF9nChKu",
+	"DlAdZWbTJQIU3c88OCjy2mJ1V6ImfdrLOC6fjJoqj5AIewlk1gw4G8wpgSo9GWMpoc5i4zQbreS+WMWF",
+	"hZXosF8BUBXjsyF9ZfN9zV8O3h69hprKGmqNh7vdilEQEzNpTe4tWguJaIEhQ3CpbVYS3HOzS3SNj57v",
+	"wlJB1UI61y/IO4Kt3qLjRkOAvDDc8/293VDz5TOdZ1LBX4cG3wy6Q8ipR1e+tYVptz0xPgl3G3l3Z2iF",
+	"LH+9Yq7waN381ikyKw62UWj+8bYLQMKtRszBP1EcHv7F1gEf/vvhq3cFUVZX5/uuuj4fQK9YpjJuhIJZ",
+	"IQre5wl7G6uoNCeKfZZ1zcmYAdZliiRsy9wiYlPq3Fwx7pGnH6QFPorw3YqcFnu7e/foL/FfsDySyp1A",
+	"IM1Hs7lKszcxyHN9D9Vww5M44plKn2l2RbfB3eMKE+hRq8sC9SAVMwX1QW1t1jjOlvltm8YUoPuivIlh",
+	"+NsHTwFpw747vXWVIX7LAfa/Ymy/4jero3vkMZRJunGqvJFtXtVzXADXkHPHlbXdOkLeiETNRfWq0hL0",
+	"WAhDDBmnzBq44QFYUUHeGJv/LNMiuQLPXFQvN2QTMx4nOszBiCq3WxOjXXYI1szGNB/EBNA4iLBcxE/5",
+	"lQlE4XkbfYzqw+OXwK2d67u3Mm3XxmT8qWmxlclIMyHHAvBxbT82FqlBb1Dn4R1KVTu1Znci/ubpIhur",
+	"2RrMLrqAlFA9zKb1EgtICRo6RahMoxKHc0tURlHfyBaJJAYFhDOJkRgNZQHWeKOyE9fTtlUFpa7scvGZ",
+	"M2Y8TghrKg/2evVB1ZZgFdIo8NJYTNNKQNFNLO3QVZgpV9j3AAfbKCrgb05n98NAGtDcAOhKBR+9t2se",
+	"mf7/n5mYv3otVWL5Wt/yZVXw1MipxHzFmsStTTWzDq8QCmTgklZuij7TjmO5vKRjBaMgsu2gQPzK5/EI",
+	"mJcb39D/NYLGQgKUeGMmsjQe57G3hGvzMWHud94QGr95qVrWzr3B7ste90Vvd+8/KrYHDm31TBsNhZMA",
+	"fmesC+zh9kUAdfV9pajw3nBr344YPYh1GZIdsaZhIJVHh51xrW9VGrXNMyNEWdW2tQZorplRL4zroQzt",
+	"lALTh/nK8XwQGNZQVnmB/mRX1ravpBxrVuTuhG+3aZwRCb999WLlOOKWxHaW7ls5XhlDhTcOaFN4i7iR",
+	"7mzlVG0gObFc5PB+D2c58TbbWsNo5ex/BsbkvCXtALDhZpVK84ABOhbh9zoUuUwZYbJS8rj6ytexjLbB",
+	"GUMcY3OxB+pVBWCeDyaONltd7k4BjmT9RByvswih6o5UAmQZp7HZ2V+iO5S7BapC5bNrAu8KER/barJd",
+	"MqVqH2zR2bQ5OPQGgjNQUxnC9AV5TQK2eVA9eZwBQFgs9L3MvfJIdE29BwZDXfWmAyYulY9ShVERRmH7",
+	"/PSaXseB1/TuLrM1Z5ZsCyfqP1UsRVTuxdmOLlVVlQZ4y6AJjs2LTD2ztf2+9iSocjc9VJZZo0e37QIe",
+	"T3n2TNvTw5pSyXZkrC6uYzlpddiBv2XsxiBwWHxInrErLByB/dvldXutCa/pUABSAQXquTMM+6LlKvqn",
+	"PLWKGnl1+izUsRwLr9XiKk6grwRhP5P4WmxZjrSZlyGwVpw3aqhSquuJ3aocnJ5Q01mUV37D5glWm2Sr",
+	"TlllKRBkM32BtbZc3MmeNX1HtlLZtgzh/rFojrihm9xrTwqYFsIrMqd7h62eFzm+tU0AWBoFRdD2ERtb",
+	"bbYphf4CegEyKmuaE44ynZ+ZYjOOS8ZsuW/v3SRfDmsUh0z7ZbVWu2qPbFdI6W2TvHHJZd4grYxxkbsn",
+	"2wauFZonXq7NOMv3yLY161Ntreo8W2DLXisyZC47VpPEokaF0YOzWa7lAVH8xHiR5ez91FtNl6yj984X",
+	"+EuVtW5V9IL3yZVImXhtPYgHVPhv7PWm6+7fS2sfVNXH/+vUVshGPVbd1N/kMu/oX2nib5mtFF6LJf3u",
+	"WiyZ91t7vd9ORq37LaMood0wLLabuTNjXtBsZwvo2PeYueci1YpMRPeDCc9Ej4UULafbksECZwt4IpAa",
+	"U6VMXV0FFrLbO3WazWKt6QD5F/coGWyTbK6HVS69gy4jRoDFC6kD6hA1itFWoFibztPYrYCFeEahwwfO",
+	"KQkGNzB/Zug8W3niUtosznqozvCKkblTCH1NXF/jWlpV6G6GBKJFaRa6exeLty1CTip05mf/zCP4IlMh",
+	"yqn8B1KISDOp3ONaJdgHb3tv7nWnrpe1Zybl8nEBNI+KOenPXEn+KEXjq05Pvh1Wb3MCditrIspOy95s",
+	"210Iti8to7OQ4azYPRRnrBnmYih0m70V5BuXNe25ghzU6sUBNRXjWZLmnJt/hiCCrHEGoQYUDqVnIvAX",
+	"fAEgK/Sd7ZwhrwnfekYE2c2CeLlK+CT/2cMJjh9at49DITuintuyrkDiHOogzO6hOW3amXsGBJeRkGgy",
+	"mD8h4YKt6UbKFhrgzQBa2zmbAvAkdTXLtfYcfq7BouETHktXwOaq8MYp11MsFkkXc4tPCUnHvFiIU205",
+	"pOR8+d5nXd9fZwf4k4xaGaXK/F8agW6GU3iazmU8jtHqBgKnAJk6bPi/+Z//+m/v1iIaNhBHxPel79ja",
+	"iz+sWllwA43FhcgY4kOGVcorTcxbZcdG4ymvKhlwdhD5nXOuNayFdjjBVio90+a8mqtGM/4BbxjaiKnX",
+	"Se56ziF0u/ILcso8rAYEe1j11AJimbDlkFJlgpYY7arxIuvYMYUe9xjAE+BtfdFAv/IQDDat12YBUO+L",
+	"XdwpdrE1vvj24CalgqVtW3s8V62iy8e1+OZGfKWvUbBZC5ayk2Zu85cqo30TwZM3hX1cVIdB2ZGrdSuv",
+	"RAplJPdLlv6gIohK+IQSeudjHH3ayejuYSnDVoRq/n4lzbUeytkoDylumSpBOt8ZU2Kl/s17atVkvYOs",
+	"ysEYYD3uN1mnt5JxvAG7ikUSlZOPq4SV7G0FTU3xshXDxxhiharTd0erLSp3S9cWnrhmdh5jIwH1pL+T",
+	"wj7L358l4ipj4C6lxtJGZOmoNJEe4PtzI7RUZh5Mo4w87Jtj4my/icVtFSEQHSLzn8W8vp5ijAV51C2t",
+	"bb+ZxZOP1gUkeDIin3CEsbuNVV/0swH+6mBse0BW7ldLb4VE6JoVYR2MisNqUhcrImcwrBlqSOYaNg90",
+	"qXyXKC5p0+EJ3Nvd/3b/u+cv97/dpP+tW24X4PQKiEM21sEduN99eh9URATMmuBo+0VUIUpha0E6UHOj",
+	"Bz8FjTycOsJOhhGBLdWUlSLqi3MnbStZF4CyfM9oBfLJ7FcssRxhwaXFodkNunv7nY02kzdSIY16jur3",
+	"aqLkpABbhfkAB5PBmuBrw5yGNfXg3vMcntVoLtJxZQL1Ymoe0KTvnSu20GCKEuQxd5BTZqGu4iSxm89H",
+	"9CiMtLDBrEyzf1VN09qubmxT9T6zWTCUiWycCJ6ajd7aprwawdUJs60iWluAoXMA2lRyvH6xt2SzcI1E",
+	"66apmk8q4w9hObG/rz5mqDP8k1ahTqo122vUQhBqWF2DskbL+ceGw4sqF5K0QnX8QaXtKz426z6jFl0w",
+	"tnXF2leufgX6eUXOC7/IQ25leMLNm6ESxaoO27YSHCs2IyCsNqH7xieYLXRm9JeSRf8F6QvGXAIbIgTF",
+	"JqlazJ9B7J0zW4IlhUV83N/bM3rBnR2KXpbG4SAOLdSWHVY2FbPWPXxIDMGO6ig7LnxAuBru0QpHrarL",
+	"1nfZYLq8jOUKfBBrdkE7SIUvTGwpeGBbmxb703q7yzg3Lnb2MCOMPFizIfMQg9GtKWhPCHWmYqZubJLY",
+	"flcyw8xuHtk2Gyqqdfqpkki7+IvqTi+zw+h5PQYc2/NUtOlHOiBibTJfiUTP7B5Ii0oElJmKNEbK2BqH",
+	"1lN2tRr1EL6YAWg8DYhyQPYBeRKb6P1a2zyynC+k5wfF2ak3w380Z/IYMOgfUAILv3+mwdtKKTTgrS2W",
+	"WBCJ/co6VhdgnNCtrGMCwsMvtwABY14U7mpUkRlERbVFaYrgcRsm5H5T8Qb8NAR9MJ5G3qqGHhyyxSPJ",
+	"AtQ3ll26ohjm6bXIAjBhRBZnRmrKyHixoGqMeWkcEtDCsfQHt7vaYLDGlnkD3ADiQ9Zn1TZMBWZBlYa8",
+	"qxreyrGsWaS3yQzqtidfZ6FgaqBermyLm41FmIyNyTxr73d2oTxkBqJxkYpGr9vZ3WLJXPlw1blwvYOU",
+	"SayxnqTosF+NcmwrmSwDG7Eljs/Scux3v3+5fj2CBmjaU5ksnUS+5FpUc8uacQoZzVUsM2YuA3rwpkoZ",
+	"1YDMORDhpizED0QUtvrmSyEk0t8qSfxIrLnKRJuy0NgxlGEZTZXOiCADJEXRbtCtStrZDTXvtMzVEC88",
+	"sZslU3AYs55xfWHVQk/jueW4FsuAhXbCQloH8/OhNJdFaWyWh4Q/5k0hSG9pWck8iN01usMOcBBYWAU2",
+	"BKCowchFBCFvDYYVFES7qry8rRV3mbeQxd0aVGxx49L5qMPmJ+jpV5a65cAfL0vVf1AP/9tC0Ne0pUo3",
+	"r2hoLNDfxLavsey6kLW93n/BSa+zgWlJmvkOpXQumKFG78Q6AwcAUmMFNEc1F5LHADudTVM1j8dQgY33",
+	"qZyoWI9oYVfHA6bLDEIDFOy3HMBEMAO13X1nz+S7zwys2jGP9YgK/lch79DdvlxSjZbHhld4bW17skGO",
+	"QgF7ZhVHmL9PWD2A1a1V1ZMFDBvQTDLmc3B98/7bqjXf6LJWQ+biikNm2rfFrajd7ENuqRFP+EwEDDc+",
+	"+C9l++ZOKrKkW1acF6OyoP8uv6oYaqt0I7COE+5OB7vOSYS0IVWpxJIYTYpH8fnLTWtSr+ePeZw8RNE7",
+	"iCtoYCu5kgolc9kII4nQ0LNsDud5nC7dMQQoQ0AEJlVkLrwZFzr96AIbmAdv9UKkNzFkhYyiort3ir+a",
+	"UweM+fb5OBUZ5GnSrNF78d232JND99Q344pIf40oC82jQrOpQXDl5UjUz3cpEnXbZ2GiJiFBWaFD7co6",
+	"6ShQ9aODq8X5SdSkUpr587YSAU251ObVzIZZpHG27LNQ68Q8n8HnL7771kOd8B8rlYRqMlgJravLq4sr",
+	"tBrRlsChh99XNiH6R/3Fft0Tqk843T7yTF9rWhsbHhqUyLWXlUbxKhyY0lWRiePBGTNfgdCClWtKRcz8",
+	"Ac6jSsHOavWtjxuZp7ZxNGh8md1Rlm4vnhc5+f+v4VDv9P7P99/8S2Vtjdu4lUO0Xwe4scAY7dt5yNPO",
+	"udUabOuI7O1vY6PiGaoempmjptlsWAOWJToM2P7LF/S32ZOtgjR7+eLF8xebVEx+VCufCm2Gd9oWey9e",
+	"bEy74fGnzUJvXTiGpWNR7wKfJYtJfM+w0ICnLqA8h/sw7DHrs/Djp5D+cDJlzDOeqMkzbVkWbkSqy1CE",
+	"Hxv0aaPX2O0871S0w7oLyhP+C35hnoePZpnqO+Opagh37Y2t117nC2l0o21N23ZCC03DeQcczuaIhjvK",
+	"ssQR6uM3sdQZT5JRMWr2aV1X3fYh+5/F0syhFLfoEbOmg4xXAK0Isaymd5DxMhDiM1fdvOr2rm/HW9O4",
+	"Z2f5nb5v6Ko+DKAktKvy5fqk+48pHwv2k5rPXT3bl029B6SwVntOlTl5D9JwcOHoRqTxVbwuR4i+EDwI",
+	"eUy08d3t72pdDwzbrYZtV7wq3FQhXB9CSLAm0VivhiBmQt+uSNZi1OO7Lc93ongEph20WN5v/x0DEipP",
+	"M7aA+2GbTHgVJyJk8Hmsc70NKRRQE44gT7P9bjdg46kYX+fMOVMuo0SkrdLeNbdt9BpYpX4ZS54usUp9",
+	"defipdXUMol4ptnlMgOC34zNlM7Y7kt2HP/QZ2aeWCQyRJeyDAp4dTE1g89v3GGyH2WeIecIugnbdL/g",
+	"vDfxlZG9F6ljkcujM4+uWo2gYSyhmkzH+vXoQwAA5j7WFdNvnwjLsNUq2MF8XFECGBaljmKq3ejntaTA",
+	"CvdhDrmUvX02VYtUUwUNTnUZcS6EBauMD1RvBS3SDEL0A6WS+22HVyDsNVZKY7AQ0i5CZumSzBSMO2rG",
+	"JSN1il+7BowaSIiC7q0DhNDXbcIVaO/uPa+AhVjZABvSStD/EGPMxmWRbGkJvmHTqrbc4AYF3cesGJby",
+	"SIjZZumyRsLez3SA5aL0JcE6XC5d3hDC14CwdS08ehWzpeHigIXGtAgh4jtsDBshi0QiMqojQjwZcGUh",
+	"xOqVH9l+EkQsLRSyw1ex0H7bwDOva0MXZ++ZxhysZk2bVjyDm/chD59nvKFanAqj/HwovZZ/x1ZnKPMX",
+	"CViOaUFLxPNio3EqsgAxLqSiXHGxpA3Cu+UMQmEetq0UwxerOH5B40N7otr04YzP/47i4j2Xy5rTqqvi",
+	"EQfo/1Bx4yaw5S1byUqmVg7gAXWR6kaY6W+ss5/yn5SRmzZjFFUZSxVGT1R4zu5WBct3sZToLAtiF3fo",
+	"ZzDf+SmArCrZUzWWFAKtjmqMywOy9hwHh582J3FvBCcG3WCH2oKtSlN0M2JBPM4WaU2iyY7GVYpBJpp+",
+	"wuIZUIv9eDhgO+YrKjimr1s+YkA+VVxvDx+wuQTZjgg6S4zwsb/oW6mC8HDGIIkzI0awds17G3Urtyxw",
+	"N4tbEfI6N2uOxPJTyBct89dtYmcqbEu7L4ogDv7ZwGT7RliHIiDONqe4qsDe7pDC+fYOxcrBsxNQWpfi",
+	"FipVzG/AwDFSrMz5tA2QG+y2rQmdQFZugmPEW94fwwZd5bu/xnaDrxjsA8b6KzQ6/aQWWhh9GMtJPfaQ",
+	"bfcxhv3U+wU4fdvCvKt0PuUSkL/nVaYWAW27qu3UmP5+t9Ovp+c/H56PXh9dvDo9OYFGvk51E4qlBx6l",
+	"C6lHZnNju11F/cRC5GzCWPMGRVTQ1QFUf7Zqc0PPQunt1g3ivmsGBiKG8y8gBo1miBFxP2Mlw6XgqUjf",
+	"WGGgb65HxWZr+hMtHvJOy+bk2QoFOju27coznhhRIyLXuRywVNwos1TQxpYqNDk1AxIpIgYh+IGh3O/u",
+	"dtgFNnazsVLXQKKcCiqdcNCHSrIQ2w7afB7vfBOiAYahd6NL4UXzVZlm2RwqCnR6NahG0ju3/mamJhhY",
+	"cYArujAg83DMyp6dXgwCdvbO/A90QphXfH349nBwSNpwKO1vD86O0FjGVGqsXR2I0QW2JWeRTXcSNYll",
+	"CPcKQW3CpzMRdtiBbQxnKh1KnEy8X+4XP8dxA+xp+Ori/M1ocPrz4cno6ASQw2mmjEGTE31QOO3f2+b6",
+	"Nk5QLgrnsdk+sLvgXV7BNFTlXQrTZDzU6ldr/pRl81MoibngM3ERZ+J/v+UfUOeZO+Ed8oHpm/GIHr46",
+	"LrPvY3mlqgaUXLWnCjrUcMeqdDwVYLKZgWpMCnbY4FaZBdIIpoOYF5EaQzNYbyiH8hvYB998463mN9+w",
+	"Jr1p6I0vBOhbDGj48xkynO2q3TOUbGUDtQIkECNDwcv6xzeC3YpL40wl8RjepJ+PsEA/8c030N+elg4L",
+	"a+L5QH9tKykQeuPBKdZm1ABPgkR/OJe6w44gsDAzzgWcVLCEY/KMrdcZXvzyCvkPRgdnR4CfSmgn0AEJ",
+	"usc8IMUQPpQcQLwCk6ahH/PA6Sy9IlQ35adi3z8V7rlGVxz88PbwNYAHK+2gdMhU80bcMdvgEJ6kF+Mx",
+	"mN909/DjEETysNFjOHNzRNTDqfsU9mmIFlqZfjiU5pfQIGt++nEIoLv5XRz6L94nYEMLx5tfg8YbPegT",
+	"Sg2LZSgSLTpDeZo71URXkIpEcC3Izs7Y5SJOMrYUjlLsRXfXn6+T08Ho6Pjs7eHx4cngEETIUP4iZAR2",
+	"ayakRm4cz+PWPRZ+aKfG2kziWZyF3oyaLTpOYlgs8h3gGvBahrIAhKEX2IKQKdYMjQwJe2y3y3iWidk8",
+	"w04MLNmHf7rftvrm+TP+oX2pomUbQm/Q7aux2Mv2r5hvoa6laVNSu+w4/gEiCH+5OD0J2PM998GsFC/W",
+	"AfuO/Rz/YHnQVWmmpYB0r0Mq6bOEpxORmqeCYoPZHsr93efs7OBvb08PXo8Gp6ejtwfnPx52GO42GCEU",
+	"+fM0NWefZyycxXJkvhjBi43mIqX+sdB7ke7efgv4OPl4aiZNU8nWUDZLIBrEmU55ELyq5fVEO4L5PPrK",
+	"fjh4PTo//Ou7w4uBO7djJSV29A9lrNk4AXAbsxKxTGIp2ldxYtbBGG+FaA8cvqGEELD++/uOOU5YpYcb",
+	"HI2ASJj9CGiOZvlVylPoPhLakzAwX8Q23LeLja+pF+Mp43hFE44kHpTLRcYyOP70tBYDShCgsuF2SzT3",
+	"d5+34GUAFKqNzwiHEt/mAgRT+8KIXoCU0nYUOSm7sDCkVLEDTJTmBApJIaQkHgsysUn3HR8NjI9kPG8w",
+	"Y3RvZ0fNhdRqkY5FR6WTHfqR3jHXQtFQluSlL6cFnUeFMEY7NIJCXreLeV2om5vHjV7jeafbeQ51MdkU",
+	"TElPwvI9tOArCyN+yLWL7R6fAMWOw5mCWswJz0TAjIzA809A/z8NBmdux2FCi7hpMbhHuCU+AExB6aGZ",
+	"Be++hzMwT1WmxiphzW7neQuZJMzhbp+fvRrKvU63l+8c4s2n5+cE3jtayCj0/8blJ4QOS8U4lGEmPmQ7",
+	"hS0SwC3tE83IwY8CiQUXWnwcvTMRWej+GHM5FkkYmJvCB6nQi0sz05civ2q+0NMTlcVXZAxgvdaOFhkZ",
+	"kWsvMw/sDOWBZAd7Bwj0FWvGEY+sGcZR6ADJZjxhcRSwkCpEj6LQrWirDzkdVJ4Uo6dhm8uwCR5rS6jS",
+	"g76JM9d5qwE8iBNsQnsxD5hKA+9ojxEfYygBgtI4GVmBXdAM1LHANUNgx2hbxynsA6r8hwwyTC2LWphz",
+	"HEEd51CukBwBWp8RSJiaAm1PPwI9bJtghw32f7Mh8dMMGwH8m2tz1b+ZPxy6wLDxb5/CVmcogXNF9xgS",
+	"ObFQLy4xSRD2LfEXrGAFaRQLjY0Uy0nYX2G5GsrCj4B6iq3OhqOaMgtKLdFh33rU4RXAqpvrLPsU3Re5",
+	"qliIu1NEYad0SLzuZLdqmQJDKqFMB+UtX3aZHspmWCgM7MDqxnLSw2rasAcikgOaTwtPNz0P2nHxn2Yv",
+	"8THmvo0VER5FRkVkQo6X7Z/FErwncwbMzdwhWO3uBaVzKcbKocEgfqOOJ1JEQ2l2xCUfX1OpBRQRQMk8",
+	"rJS5Coo8zTBCey1ospymUuJxsLQM5iQEQwn4NoWdbsOgxpYpCIQCH1TYfr7X7e5ZYJIi/Rzewoza/LDD",
+	"wKTUdMJyiQQ3+bbbNUKl/XzvpfevXfevPfev52EL9+XegVk9GMBuiMLDLNWVWsgILzYjg89wBPwyEfaL",
+	"5+HqeoA2HEq9mM9Vmgl3kxehy6JCnhWyMPaiVt+hRelnODE8KfSQgBkbm10B1jaYFx3zYYjbyUr+kspH",
+	"lezMlKMIfMr0Bnv4DoCA2ApzUJB73S5Se8BQKQlknbSd/yQQJIzabYrp/UUreT4fu6DbJ0JjLaiW4u3y",
+	"MLF5QfAozDPT+XjY6A0be53usBEMG3E0bPR2gyEBmAwbvY9DgJuGqxAipY1B2WHj0ydj7FdEiz9V1fqu",
+	"6Lg+FjmWlaanl3ydBlkLQPrEC0m/z6DDfx8nt2rO3CLs/MAjm5SGn+xu/sk7afwKITOzTiLC3+1v/h1u",
+	"grOjE5W9MRsefrj7fPMPCW99oNRb4w7g715sM1C35aEYY2BWxPx47/vNPx4odczlkiYHWGtebDOhFnsO",
+	"f7DF25GB+U7yGx5j6saPTAI+RB6T/Pv7T+89tFaELAXxBXIcjBKqk27azdUyu5FPdKP3dzJxjTH7PmgU",
+	"LfO8/q5ot+50bkWStCE6Sd+MeRp17PGciO1NWgvwmDpW1muxtNlqHy0SUCl9B2qXJfG1GErq7yhIbWNw",
+	"A7yzl9xGyD7jZymV+DFR7MwivQgSOYr1WMFtXQwLfh74gAkBqTp4AXdsXcMYRO2GsjhzYSuw9aGBkZX8",
+	"Mk5iAHpp4pTHctKvEOoBm6FgVRLLTocS1SmzGlK30EbW13GSoF1MVR9ghrmQmpfqD5zXicGsocTobwf2",
+	"DMYXANlMJTdQF5OXQ9lmuPAjn8+Ncv60Y97wZrf0ulXy/0eRwZ57xdPoc4r/g72D/Dk10hZ3DGzeryPt",
+	"/oyC55mGDZTPbbW0KckVY7Dpu0qPDnsb6yw3M7VLK/ltIkXZAN4Tl0DaMpQWhJ+EERanQLCpbS4GDRuQ",
+	"tVTg7G0FTIpb40Jfxanxc3lyy5eazTlWs5wo5F2kgCKTxnFKYnndg0sscDLTAMQCH2F4SncIfd6W0eCL",
+	"2QBPnusNkWsljaFWwqI8GQdPAs5c1eEz04WnAqY7aMx5ymcig0RvDe5QfsnOGYDJB5uvE6m7tITEenHK",
+	"vnvZ3bWDLOXukRvoRbu7O9jd63W7vW73P8IWWf44EYsCrFWcoe+9kHOeagEFZFi37TTF3h7LKV9Hh+fn",
+	"p+deCue3hYACQpsoiRH6rsomrBrcaql92cx7/xllnFnFQma/Qs6dSoHbS13hDH4tUbe3+Ye/IEthrCSS",
+	"L/7JRKRZKk/cPKOzXSMfAxccdEoe/pjy7AIiAZBt//gvtjDJ+GD/x47vMn+qjzBeIAimyCk6GBKGA0wa",
+	"MYIbaZqJAOJZl+ROIhk5OPcURALDaSitC+jdb6xSaIPn7NKYW8ZIsohITakcQWarwy7AmulRim8ow39v",
+	"X9yM2xc2GhDaOyfqVqRjyL2ID+yn44NX7YufDvZevMSgZIhJnSyeCZ3x2RzzOh38NOW34KhSQi4Yymux",
+	"zDOExVtf/HTQNreN4okXJzUKCLN6fUZjHNhnhRCyfyfjD7aLlDUxlmWLRmcKcqNcsufdLtNoUC3VImVj",
+	"M5Utd8+fxbJ9FOENc5uYIATiyF33mvgUzcVefsjRLBrd45PmK2ntZQBcshCpB3LJ9j58wHQRpOb6RkPm",
+	"STDWfG6+dmQFEOCkZFwwlIjqFbGr+AZD85o1n3eZDthuwPYCth+w7yjJpFsddpCxRHAzqXIseiwS0QIF",
+	"IA6w4t2oOrSoq8r9InUbw4WUOvVp+8Jma/jFIlQG7cTxSs3XSue52QCQcs3bie32yRcG028bRuS21sNG",
+	"dGb3jb+LC0U49sxuGA9uy4cN5ihyxEd2NgJ/g7LV/bl+UN4+udPI3uPFQmc/qGj5qCoZ1XBxKJ+qzYBy",
+	"CQ0SW7MmpyOZ9yPRyWx1UOM4pfIKFhIVAmu66KprT0wSkbbMiFYsg1qj+pXtHaAkBka0KMqOkUtrXe11",
+	"9xjHk9x34N5DCXVeRrRAMicE1BToQklirlmIWGRhy29T6SAwJGD9gbgfJ3w2x2Tlbqez2+0OZdMCwEDo",
+	"tlVsg3Q6lSLSQGk6M4M4gtwp9sfoEDOhPOPGhTVHcyiLbUCY74W3pM+/A4/apbSQ4NG6w3GKjSk9qJgH",
+	"9/4f2NcSDKVZR/NPdimWitxtEU+m2TRAFDmIxqpFBkTMBQ4NKNUC/mHoiknVfC4i4/gnQoLFLyM/qcN0",
+	"Zlz/3xZigZNJTHg6xOQ3URZoAf5SrGHdxxyg46OhbOblIPt7e61OKfjuR8zBgzJmdZN8GzsCKkptWdaa",
+	"OAMNxiXjl1oli0wwSMBC7EBduend6+5/5wOCYyXJ1HxF4Qeio84UKcGhzIF0wGmbp/EN2CqJUnMz6gCc",
+	"rXaixkiTirRiaXuS8kiwk4NBy7Ze5HUMQ0lQtkgDtfv9nstb0/q1KiPaRoo6r+rOTpWXZ4FyrM8kmIqj",
+	"dDHebSTV3qNKx3XOyoD2c8AKMuePE77ubuGtvFLyKomxSPgrxbuffDE4DqTh6sPhsT2bjhq9WImTf1qs",
+	"lGr09rq7z/devvh+ryrOhS0cqEPvXAUCbBeAQ3nFuMTiQYr459V6HXZA1An12X8U5MQcUsp2++qg+z2j",
+	"2tfRxeBgcGiUA9LyImmAdc6G8pJn46mjfnBfg6YMrbtoCwx0yJpU49wDndOnwghLB29h/YayQHzhshvF",
+	"2gW0G131AswYzxgMqcOA58KmCqA+gUYLvgzcRBTVKSpSoi9pku3T9w2fKl1wAF8/njLYHGsjOPDYPO4o",
+	"+mzqo/Riv3v9QSUhEOLgSYL7gGrh7XpTgR4aTnZ7PqmaJ1XzuKoGjw7juXDyxdi1iLbXP2uUSQ4j/DvQ",
+	"JuWKqk365FR6hWRz40HaKjKjRAJwXlygLqdhfYa+ZIHCJmToJQ6l0zhOG+m/v+/EgNLJpc8MyBPjBC0d",
+	"BVoc9RDMG5JajndSC5kNpe1sBIgV16xOrDWE6G2b1XsWgg9YKuEnrSplBK8JzlKBhe1hqgh3xJ9RF5Xe",
+	"7A+njLAqkiqyzXI/aaInTfQFNNFrpBvEpPhKlS50n97NH6rXR1BIdI+E/jbaaCgregWaFXXjVBTjysR9",
+	"vlOgcYjA7E/UpDeUYRz1XJ4JLn8G7VKWAr45po4sJNl0HCatgIVweQ8rvcNsORdhgBX3IRQShjAMCEKq",
+	"K2qL4R5hOVVRUs0eFBQg4sbSG43OmZyGcrxItUoJWeot11kbbtQ+eu365Dhk4LCfRE5wmi6g5wGhNFHm",
+	"DGWZ655kUbfH8g6PFsTopQ3ZI04+KED0w5YgzIjPHCvUh1IqNuFzWwDhkjwBTiC0dGABVqqgHcyjwegz",
+	"4HcHtgEzbUPZDHtQD9HmZgQYOgYYEdSjuy8cdCs7gnYQb7pYiNGkkHYBOIaEJiqGknYD4felC8marrQ7",
+	"8BukoRJthbbEOJ9YDxzkpd7QX0qV3i3HTIqPh1gtAKPYGgaMBWMYPc/KmpFMeWRGSt2/9hZgKQA3WP6O",
+	"uCN6yJmZ8GVOiUNcg1wybSaLaJk1a7o+Ae2SeLqVrzFlYhayw8JIJBkP7UYc8zRdDiXCGCPyMVmGHNkN",
+	"bftQvjcQKSbCV4QzuEilV34e5tMylE3s98kRP5DR0RzwFtb1wWpB6BpaJy3hFPVPKJksjSgx4gVvQqHm",
+	"oQyJkB4HCI1fCy3SkKm5cOOGTjzpAGbtBnWdYc/3oCZFYEbXGMGl2Pj3bHB6Ojo+OPmbbfG6oIofJS0j",
+	"5Ay2YHVA2YzCmTco4O5svpWNsWA12wT7xBMwGHj3ZF6s2QSC+inmrSFx4Kah2+qsCJ/bGLrRhEREd7P0",
+	"EL3prCu4GXmkk7ntdScanNXXMxIV2m9I6CdcZ3QCU8qz9VGEXC4L0tGWPtqDuMwFaW0usjALNfVDu982",
+	"iqC03fb37z/uBrvffapApd2icGjranbjzzyH1L/MevaUDKUrcrfTP2z0ngdDGAmUsrtu2TvVsBcK0IFf",
+	"DWRwru0Q4ZdDZTvk2qyWNKK+9VSf9PVi4rBk3LbsCCt47lss7tmDFov781iE7NhCfcfSk19DCSZeH63c",
+	"nFSPvHNbaZnbPlRy6YDDKwTiUBYkItTPZBkfT8FYgZQyxBgp4xlQczjGwKlcOtxYm2nf5zGk/pa/uDBT",
+	"YVmLG5+9bpHecFP5otes9lS5+NUkwzsAvJORx2LtzsgGt9GrY/w8AUm/htEcTwq2NH2D8D9VLNFEpFia",
+	"kQWtwGvhbLob0cPM/fVQ5jZyy/kCKrVNnD6KxkpcswPgLMw1XVM5DRRdmRunVB2zY+thAhYXK1WaVPXB",
+	"XNEHjNIWmQSrVSXgdxBzPtH7L+cCa3a8kpAOC3P4y3U1Ny6Yeteam0He+VmqJAFJGNta/aHUmXFzY2nM",
+	"AcCS2RT59AqQsNcQ3SZjedeEQi+EjMqi9c8TDq16u6f6jqdQ5z+1xnpFmAhW6mLbTw6NYFXDV6r9wMLw",
+	"P2i27hwG70Vm8nQdpNmpnRxvHmsiCfDLN+ql/Ma0Fj78T5jVKr3YkwR/kuD/1BIcz8MXSVbhVv5MoYkT",
+	"xSDmyXKRwpriQ5byocQUSipYPJFARtP3q9qwZlkzqQhcmXIA3jSQA2BLHdZ3XE95doFv+tCowucODmwj",
+	"gajB7Cko8BVLaI0CMJvyCtoFadtuCgjUHsO8sOczHcXS1sHGo6tFkgzlNNaZSpesudAiDbw4h4WMwPBh",
+	"4BtOmBjFNJk7k3gBIGGt1iYFhDYLreHatXBQBhLC4CG1SNYFJ4dyXXSSlYKTQT5+FBhkudhqKmgqd/E1",
+	"L5JJSb48aECYM9exjJBlcZOoGeSr+acNYubvuEli5Xv7SWB9LYH1ZpEk3kLcUVDNxvPfL2LjAUM+W8st",
+	"fWYRGx0gDfRHI3QMJGwAKgEenFkyU7TpBfRuNaVi4fF43iZQ6vZRFPYBT5sEAaIshzkGa/dFaxUG0gHj",
+	"7HW6LhrbDGMZZzFP4n8gDKNSid5JYp3lfxlpBcCNqUCgzvyC/JNUcICUnMdyErL/+a//bjmRGh5A/5yr",
+	"hsl74C5VNh3KsHzwLabWShGRmdwyfiuvunAoQWRaWLpVuMoml1HAogWQgvrvaaMTRmFMUqE1Il4HuF5h",
+	"AQtox14TsktxBfUHGYBHFmD5ik70UA7Mw3pQCJNmI7PnzbxpIaORK8BoeuGRVsDCiaArXQco0nygsmiZ",
+	"xTGX5AfK3JLqkEd5zS0umVFppQ9xjCNbFQ1FUKCPoF4FggIe/uFUSMBFhKxx7AMiNh36YsAQdDEo4hWg",
+	"bYwhdy5zEiXlF2W3CsCKoXkUQQJrMzVA+tVjL7uBu+Z5t9tCSEcPht+HPmiGRkeELWjfzdIFEHhEFoiv",
+	"nycE4iRh6UIagyLHto6NDl6kKRUsGFOX/QoBHWKtCTB5TmtDNDWVSRpXLMX1UHJmd1Bxy+SZFCxRRd9j",
+	"ZVN2WBjnIZTRtViGQ+mI9PZevGA3sY6NcDm4eHV05PV1toj/nTMLGABPQhj/fPIs8D+WwcVSZ4JD0zjH",
+	"QrbsNh6LAPAhyxCVgAfcYedWQPRYaG7Z2wH70p4nm7TYe4FjTsUYoIoAXgYFMkgQWDwPxsIcaIh+ET4i",
+	"SWLzOyuox8oIGD6+BpFtrC6ECKSy8DDWoFhDJ6YsBgbkUCLhn7D14InH4/nvFjyxts5kSzDFB0ImBgR9",
+	"V6xDCYujCltsbhY+QkuYy2X1scCkM0XYyjxghfOjsOSSZP0t1znbhlGmRiu2/DDZo6wT2Wl2deYJj0u/",
+	"3moOrcoGnNh8RmmuAov1W1aqCR9fa9vE7lozgJNaChEB8C8MqQ1GCd2u1bf383a/h4be+SMiT5bLsh6y",
+	"EsYVfIX3aw+Wc3TszNKsGi2dPzt+5fGrM4dfWTJcHwJjCV7tPdIvZcZblOtQZG4+xD4lImJt2prhOOux",
+	"/W53KL1Njjg4PupEAWYAmW62Y0TtG52+FY6EC4bsvjBW7RVmhziACwOPBZbUogYzDwMszGv3uxfdLjs6",
+	"GRyenxy8peYo4FG9FImSE11I8TzTOU9cYDfwtZhnQ9kMr4WYW3TqwOdcJeQIsow4hCMA1xwte2MTxcaw",
+	"AgDiOMI6cCMChnJuxgKK2se+AI7UvO7CSB5n5FZp2DIxcmNdssfxWexcqXTWtrRc24nuOgrmrRI+u4/X",
+	"TOUNYH0IQ4pbXO++XYeYYlZmJZ4ghp8SOhuKyFBicpQ7xttKIFS5BgSvKru+++13ey++XUmuw5nf+Qj/",
+	"OYo+3T2CfC54BLqlVAk2T1W0GFNLJuz/AC+JfcFnZDDms2VBBmapMI5/Dh/6TNuOCYDU4eMpsR4jYKk5",
+	"WXOeIqcFkJRBxZfrGihCB1oJaSSjJUnC6Hcc+aHvwHGqJvG1YHwoHQ+apJIrZEQna9kyt8VprnxKJgm2",
+	"N9nPXsd6rjQUlPWoim1tLsrK1rWYbseY9AIVE0eu9n7Os2leeU8Lvhb7K3dNZiIadXenH17M9q6/i779",
+	"7fvbe1Xef7PzTVHCbuaFrwYgNu9m6ejNC6JhDU+tmNrV3RziXPfhTJkZ+d9DIsi3HyDa4bABTLlrjNGn",
+	"oPTXLbqXdqPDgm6MSGdiNoeOtVpBdyCXrLBUQJZLSTCe8URNjEyB8vR2LFkzHKtU7HQ6HWKnmCeLSSzb",
+	"Ztun8eUiE9FQuscGrnvycgltNn0w8BD+mB3y8ZT45jVfauJvsgeU7gyZ71wSNeOZUZzmn3HGbtUiiWzU",
+	"L5UsPHv77sejk9Hx0cXF0cmPYWttCf3Azc7nRBj3n/QKZ3RjGogutyvwIF/3y27nIoyt+5K0ZObNeHHn",
+	"5t9U7t8dXPZ6X6x6H2OhBJik8BTPBQl95mSPzy3HQ3wGNEVlNuuWzzOGF2La4FIw1NGKzbiEDMZ+93le",
+	"+t0iCFy3uHm4tcJlx8p0yyxgFL5IroBOiWuW8lvCyU3Z3w6O3xIAUiyLN1ryWRIyW0GOwQZqIvYHcYOi",
+	"U0RO/XOja4YytN8U9nDYy9HRgeelDQ2jcbZkVzFV4EwFwwWrQgQcyrAMtR0WC/GTHK9dRQKzXI5vMda2",
+	"hbhPPasYajXLZUNFjCdaueh0GImMx4kOc65ZejOVPtN21Joi5TYzn4dazVQbzzGbBv4U1UwPS4V5c2xR",
+	"7rBTVySZh5Wdl0rB37FKI6zwIXBEYx8aaw4iZXxMyRpi7eSpdFx9lt22N5QLmYpJrDPEqIJcfsIB+9Bc",
+	"qK9j6BFohoPT07ejspwMcqCTnC6QfmNc8dOzw3Ncr3cnP5+c/npifuKTR2gI85n1cfKbKD0t5uREZNRt",
+	"nsItYRwnh4evL0avTk/eHP34Dp9g7mylfZUuoPmFdym/BiZaEP8TsOOTBEmSc0GE3Bc6WVi2Q2qeaIYX",
+	"Px+9feupDnaxSG/iG0ABc++CsNYoTtqJuBEJzrW6EWkaR0J32A8qWrr0Ty3D0RGcj8LW2WTpnt5C7seJ",
+	"Imvs5/KtUopVUPK36hptS3Ty27TZ7la02X4uSBd/tsj5BrVTlnr3vOVAfMjWhsnveqcvH6OxA8DttVWw",
+	"xkkkT2xbIfPl4zVb2B5vVHoZR5GQv+9ATXkpQAt+XQfDI2b/+/sVpvGy04EDB6h/shagP81tmjsbcVZh",
+	"3t2MI9QPsgFWbZgNhtRQliypvtN3yJLvqxXumwTGXbFdbavW11A684ttaX0dIANMXnrRza0S+1iK5xCH",
+	"Lkh5pTHSry0BTA/GAU8GK8iR3ALFCcApaBaeHZxfHJKNBUDTTMzmGdEd0zWHx2eDv42IGTnssGbFJGbU",
+	"hGEeAO/u2XXGVPTpi51tRRZft8tCL6cRAp5CBDxdujA5xnSeiGwoC8PutMjSQtiddCGcEQazhGSD2JkI",
+	"L7etBv6lynxrPGku1FyfvpRPnEduNmmrG3elOylP+ulREwl/FM1kj66vm+Z0qu6qlD7Ga/IAdeGxc4E4",
+	"EbY0PB+GVTQdNnD6KYLe54zHRqbrhOsp0vGmwsyS4Ol4KtIwsMQ0FFIzPgrGZXfw8zxQG7Z6DoDm3fnb",
+	"tpDIvQoiFfPM2ZRpMTEjCYYyXHlr8/D/tfem8HhrA1ImfUZguARFatSNue26gH29J7NNZbaLxx1FZzyb",
+	"ft7C7MITL6bqduugnFvhz56YfIwo+FcK/5kZhZ1YDPxtdzrXh6uR1LIdSzqLObsf/tgYTISb6jxlL1g3",
+	"BogzwZqQRCPXeCjza+0xmKRqMdfmUAGT0UzMLqFvpRWwK36j0CK15X14b2L5g4D05dKxiQ5lHDnLD4Lf",
+	"rBnORTqaQ0mtddr3XuRlo7vdbquPbVwZT9DcwlBPUKAGHMpKbsBicFPyNFW3xI0F9GIKpYS9qs94cbKQ",
+	"gRtnC+kOrUnpTEhzo7Xh9a/BHHgqk6XbBrfSNrDEXpnJlwh9fE6ZdRcqP5yJhwmqP5bcwbTDpAqSSq+B",
+	"mamSK3mRWextppq8Qa865ObJFeraXJ8yAD8rP4kgo4CFF+pGQSIZrwfq+QHf0YwrhW+jGfTFm//EOkuN",
+	"A2ZO67LVKx9utnq2PR5MREM1twfExMuFK/yiMeYVA89X6Jh2ARSm280jkbtdqlPLY01TrgH3E+PGFEWu",
+	"EiVIMXVAsYbPQsSVP+FrVlZtHad78nf+Kf0d3KaOqLxKsuXGk/NoEE11Vdgd4zlOVSLyDMtKsvI1/Noz",
+	"rFimJgLKhiCuk+P+gtQaSi+5Gmc9zG8hM7LZ69EiERFLF1IHDJGsmFcmUEyEySjPpwRD6aytgM1jaI+B",
+	"Sw7OjjB6R0CwOlNz4JaDBhkEfLKdGC792P1+KAtIJQR/QrVTbtBGmJ2/Ozk5OvmRNaFPCMjNjX1XWVSA",
+	"s2VF1do0Dhq+taVK8bZVSvt7jS9LJIzvGK0TVnRJ5wvLnDs7U3fG9/iTCxhct7UCJqj3yIy9xG6nyvlW",
+	"ucxoxtJ2epFZTm1w+919yEJWBxL+tGdoK3Xvq/qn8EJteGH9bp3zbDy9r/I7S82+zGJBCOoA6p4arxs7",
+	"KKM+C2ci44DFgJW+xl6WWYDA6mPhQ5JbrAaztmiw560UdD8GRn1zAVj7Z6cXA+ZrcwS9uBJp2Ko1uav7",
+	"FCL+u9FKj2+9e693J+v9Cx/nxRzLq/4oFvydZceTyf/4Ghn39l1M/h0+j9vGIK6NnlbJvh7j6/S37U4j",
+	"3z+NJ9NMs4nIyP8/JiEIeLLFjrIsvgFACx0Y/1VoMp/7xI2PWXfL1YyxzbXxxIN5/LN5uy0FGZYU6rkY",
+	"P9MshGEdRWHrj2kx4LtvCv39LJbMaqXfvQn+B4wr+vvbep/+wbQf1ccZt7M+QrMpQ5/3PMgjax4FdhOq",
+	"afNf9pnkM1uAey2WHvELBKjxVFn2orGSN2bVlaRYJxrmzb3ubsvWzmJlB2Q4zf1CfXM9wmRkHGEqkv7E",
+	"M03ZSaiFuRZLwKrG8LtreVcyWfaQqJuzi58O2nsvXrIoniBqDT4Pb5ZzvVg2F6UzS0juGlHH6gYRnmXk",
+	"gqpkgm2KKeKh+t3Kk88a7cR3/5oxTxwBDinaJgBqVt4VZ0OJC1Q/0WZpIn4sBn2ebKwnG2sLG+s4hspX",
+	"K8urRXmdlbXz8Vosjx4j0uoAarKeS644RDCo1LudYuBVpVCBBwlacxzEh1gDgBEA+owzjYJVUVmjb5LZ",
+	"llMo4WBvUjVjqbhRFpZEBrZ+Tw+lK0gEHWLjNbvVQMs36vr3Lk5X0sRni8skHsPr2ZGERbUGhFBbqru6",
+	"QcP+2HLc199ePf/t+w97s/35d42gMeMf3go5yaaN3st9yDjbP3e/mvWJS71WVNMlrGk2Klj2tENbT+bo",
+	"1xV1uDJ3Fnbig227u0fwt8/CWI6TRSRGtn/mf5sTEBLuD7R8eRLSCEbfnO2wA5KG4UdCh7Ipo0+fQsqD",
+	"h5lrvAKS/lLBkavWGsqmqwHfY1jT0cJ8ux9vW2k5DAkbBfAVY91DtjioCLqExqpkMRnKSKTxjY+9Yt0E",
+	"IwoCFgIXi5Lww3C30+10w4CF/4KnzPGJEuMZj6JUaB0MZR5jdM1sWGk9VhMZaxGtynlkS3SRSYQrVCrR",
+	"Yd5WN5TF1i2vkd9Jd7+j6VeEJateS4RCA3ZrmaXLoSz23tmrQ6yQkEq2yWK74cnCVlCZ+bS4B8AC4LVU",
+	"MahdMoptKJtzrvWtSqO2EYL0+tBNJ6cijTMRsUmiLnkS4L5UKRVN0MPykAPubCOZKrTa4QfXnPVV46Yr",
+	"iusgisrT6FrTtpvIuvKn8uoWSqComKPRAzAeN85LpRLB5ZdQQbgiWyVOHr1S80n5FGMhuBa5rOUVcneb",
+	"eKXN66+zoNdrmA47FzN1Q2LRVV/ZG7MZT69F2mc5yD9rOujMkNhmewwFGcitEqzLLbdwd/aelfLinatR",
+	"+KevADDHsDT/gDiupHg6hl/bBjRnJT+rzlhxBTZ3LZlcdzJhIyQcGvbnIqVGPv8kmt0BtTr5hgF2nyEl",
+	"WV2/n2cJFjMTLIz1yP6YznHV+XzzT3E6t68tCJhUt/68F8rYn87pVw5L8fS6qF3dQm2jVpNk1kaqxVq/",
+	"7VcomENmdsvKiFZ/wXeB8Gom5oSzs9ACjXhb20u7Bi1scKXUrfTOaMBEgsAXZJXbX/YZQmUT572IIboF",
+	"sQKNRc9YhIfPveIxEWaEJ6ejt2+Py4ARRjysFUZrWpbeJrNXOFl/VrFwLrRKbkTk3nQjb05pRwDGCtxD",
+	"Byy+Ylwun4qT1tjHwEa87mxBGSzs6G3O80zMlPGlt0rrFx9TE3LuMXtPNuNLNlVJxG4JP9+dfnOcNMvM",
+	"d7E5QYfQUgU/LIIiBnnDFRxBgvKB64z/+UwzPVZz0Qos8NevVFQQ/hZiEEjpbCgJYZ2KBPC8/xaylMtr",
+	"7MpfvW8qEByey2vNmpEa651I6HgiO7OIDRvHcPGw0eoNJfQBCSYX1MVFdFu3UHGc5dCvHD6yL4iPo44u",
+	"HwceRrm2XOHYLttXDiB89p6rX3EKFcNWUsDsdFD/LwoZ61rcmd8K4QYv+v2i2/0KRhRunLt0WtkD9WQ7",
+	"PX7ZhUrt1vLl0yw/X1uL0J2PeKDvkLbbSqB21vUD4Gb6fcURcUzr8FJxmrZ86LdPnQj/HOfR9gmQYrx3",
+	"5fV2p4qd+7XU+MhnGkBvEF0c7ArsF0rjSSyNDl921pVB/zMfxs8Ea4PD/5oF2HYE690aEUF+CGfzT1ki",
+	"9Kcv9clTEFGcrZVCZQuAGgdrfSizQWxzYTyz7fPSejiIeA7AnEksBfo4lKctg7mHdJ/RIk3CVp/td/fL",
+	"aYUppBWksBQ3qw3ZeeyiNnJxRq/0+45bwGQ+EhA63Osp9LAh9OCIVdz+2PZ07MAEP7ygzU/K2UPVLBwL",
+	"wlHVTC6SpNUfyooMHVuboEsFJeek2NSQ+8c4KJ89K+fE21M27nfUcpttd2If1lCwgZDKUlFZ2GXzYW8o",
+	"97vdu3FM9djZyY8B+8vZ4Y8B+/HoDVjmv4rLM6i7sUR3gENJyAGQH2he/PIjo/qTqFXin7JxpAr2K+cd",
+	"ABQ5T5NYpENJk9gvlNJ6KUPjN0hxW1TTG0iefjcS5LNwTPmviC/9e+6mrFhKWsmnsv+nsv/tWitBBm4n",
+	"eavIpV7ufb+7/+LlihnlcE7a6ULqe1bNdtgBEv2W6vebjjmlVaRVkeJDNkoXcsSzcCibLrekFhmI+ITr",
+	"rEUpjLi2xfLCjv3cDP3Pair5b7kpvD+gitwcuebJ9bhLh2Rx7ryjdVH84qHGzSGhQROEjysIR3w2XkYb",
+	"oi5DWyiL5CIhXkQF06J0x3Gq5Eh8mKcoV0LWfMGuYpFEOmDihicL4uwYyjCLZ+IfSgpiRwrpXLKmkqKt",
+	"pyrrY5diEgsbN7hagFmOOERhrEfYOh22+vlrsv29vQ4wsqSxmXuEfuBJom4ttFHxvZVMlvQykJl1b2/v",
+	"4EQEH0pbzwEjQ54OqJeGBtMyg40NVlgPLiTOktHlMuwxvsjUjGfxGEhB5wQhi5dQUYeHy8gzEITUvySZ",
+	"mPE4cXjuSjIibbfM42Wa+xH8YETV7DAnStZ3ffqn/8+Ih+G/31dq7SwOYXNTZ0FIPBlwTwbcXeDwirtn",
+	"nYZZb6ntfEwX8lFaOQeIHZcxnqSCR0ssKhEROMDXYp7VZYp/N6JpJTtVmMv6p8IMPqWLn4Jij4JDt/3J",
+	"Du7pY8FuhhwPUuFaGiTHhluZeHk6pl/IObuTY/bkl22EyrvLgZovsvtnfigki17HbRpn4GyAt8SaibjK",
+	"2hCXgNvyZCjRj2IZvxaOSxq8EU2A2YCCkC4SoZHcwjoTZp8tO8XwB4s11JGq2XyRAUhfwrX7NqA/jRsC",
+	"ThJ4aJ77kmvpWiy9JwHwO3Ndvo74sZB+T+7Lk/tyjz48EJKP77/sZGk8mYh0Pb/eOrTeXODGkyn0HoED",
+	"g116Rm62OuzCfEJABAtpkbYDIK3zUWqIOAWCWTbCY0nvdnPSOylu4c6sqTOeLTT767vDd4evW4EfKHKE",
+	"JB12ITJdlOsoxwuive/wFMwssWZBS7TMuBySa2cowaDIxJxdLqIJAo/lIKsj2z4feu1MNpz2zL/Sv4CC",
+	"oFWKZICL9KRJvlAYiuZ7I7+T2YPWXadukYfblk8e4UOF5UKWBSWT6vYuwjLnmHpIRs7dZbu0nDkkncpM",
+	"2xmkGgYeFf6fM9dWfM9tsm1lXognv+4u+bby7HlH5Kz81eMhlC5k/NsCs0l+Haz5yffs1enJm7dHrwYt",
+	"1z8Yfvx4LZafPoUMbKCpSiLgavdxnCyMZyTGCU+RDd/LfKEt4fJY12KphxLB2WEo5aRVbTqouEH/jAmh",
+	"4ht+pZRQeRCbk0Klnfxn9KvuTEDy5Ih9xjxSacOtl5y15sWOg6d7lFxSmbiIVfEWlUyjoVxoKrx2Gf8m",
+	"DsO4ZejyONdtE53R70hArkJ4lqo6ap+br8mWz3/+lJ16olV65HTWnQTMvVNaXonTHfNaTyf9y3tEd/SG",
+	"npyhzUmuOx6zL5joonrBoaxPdFFei1Jd83myLDpRTEnGWbTA3ScgwtAyx95pdZ4NZSI40DSXQiYWHNSd",
+	"Ilf+R6V+V8Aw67yqhI8Jm80WB2JqzTdJoCSxJk/2JFB+v67d1xJoNmn25N49uXdfNs/2MP9OqUTvOCF3",
+	"/yjyqRSIkQ14mB7StoXPSsUk1hlEkM1D/XjyUAKU8zjhWmMrB0bH6A7muiDPqTkIaIvhDSEz8424uhLI",
+	"zIWI2GshrAZKJaf5e/+pcTML77oR+clNSgE73SGmP5lq9aaaN3du48PeviIwhEq+O0Sqrz2dmDp+pJNZ",
+	"OoasadHyMbHdqjuX3gHMj5kZmaOWzoWIR821clg3nskLeFvxT3Ai8U035o7MEmialKfDt85PwhKLxzt4",
+	"H81/jqJPO3hGHpMMiVrPEemxgpfC6LShRNaORNyIJKdCsHV8QBwHIzO+TJwhvjRLBfDKgSKdVYY/Y23e",
+	"xm3D35f/MvAkjlk7+j0LxyoVnXPBo3fnb81FYZ1fA2u25ZjKNy2yE+11u1+TnmhL6AvY5rFmEa7rU5n/",
+	"146L4jowfhcB9LCMtS9XDiRbyLKWR9PaD5QO5QF+dTtV2rt3QcxYzAwgq4yThJGxgDEdIk/TU3WL0ga7",
+	"ROlHI3vLkDVD6BcaZYq6GXsMuFaojzSzm1hnfKnZQi5wAhcyixPz7RIGowUg9SIURp3MLDHG0I3XlT4f",
+	"yidp+EeQhiWzaRup+EyT4UQGqVWWTxLy60pIPHJ3E5AbLLTc+dj56P796f41cfVCVKWMS0/8OCETKST1",
+	"GEqq7SnJ21qsu4J3/iR/HiB/VsbvphUSCnnRFZXAmtHVDFx5C7LN2K9ENp4WB7z7OxGYbhI2ycx8UzsE",
+	"IqtcnxzPNY6n2bJFoWCnbZ29txlIuN7g+0FlU+IHTL3rABKDj6fGCtKF9esNZYhAg/8/e2/f1DiS5Y1+",
+	"lQziuVH2XGEoqqpnGsfEBkPRPexQwALV/Wys5rHSUmLnIGeqlRIuT0X/ez/A/Yj3k9zIc06mJFs2pgoa",
+	"qPJsxHZhy1IqX877+f10ziK0vmqWU1FpTEqJBSxSZZpGLK/hHXqyPaPrXCmhgl1qLTBwQTvW3MO0X5nn",
+	"9rWJoRBqclihXVaPCH2X8I5VwMYbCfl9S8iHzzAu21xPCQ73tbJaiem8vN60623SiCtN8UtR3FNz3WWI",
+	"u98/GNAuBnNbQqENF99oxtMUmOONI8xFddSnqMUEa8WS9tABlNi7rrl6QGU1/C6c2WrKNorphQZSNxAp",
+	"zxI3eD73oa8parDCsL6TRmy5yKkTcfpnQjolYXUGMYbD6kDvbspNsT2VyrCUz5B+C2HvTcwTFxugOrOw",
+	"3N19EzvCQPoLAhHuG6AbpD8Qw69f4xmHQjUxyYrZPOp+JcqIV7THzpt04jWW8Ak3RDsW/Yn+F/VCtXbo",
+	"eHUoYyMOX0gk1a3UWqjEc0dxIykfPoTwVWLvK+p9a/Ilr5MS1cdC0oNKbbEyZB9DEKm4LpguiwDJzJDW",
+	"VZVpSrFSlFe4tQMKWFjTDuMVZKtxFdvPTTmBGhGHxcmkYa4wF8hip2P7Lp23e3uBk3RQoFwI1aU63xsx",
+	"W4zKOs82YDxUWBVMgnqaazUCFPjAjjYi4NGBuZFpaiL0i3VZGJk0Ee1vpZHDVDC8MMC3DZW/QWE9kGKA",
+	"xnLEZIKgoJJY1x0HLg0DkCmyXKpYZjxdIr2xF1SoOJ9lBSqlXJiib6c9sVMBXFLc3NQEOxvy+IbdCJGR",
+	"YkN9Bjdsk+VUWbiR5w8uzx8+jLFsrZ48jLGmZnG2VZvQ66CV0t2EMjahjPtURH+FFr0jtvGVhZhrmtcr",
+	"jWtMfm9E8TdYpLBJsa1V26mV+Kq6gZwrc70KRuzeVJ6Br2Ii9HiH8QFVDoVmE7wjRAvQKKwMPdaBNN1U",
+	"sUzkBrrp/HcB4xQQmAInGIKO6alCHDKeTKTqhwr+K02R80LnQBjU3QdEM3hSOwWfFzjWjrZTKuFzw4Zl",
+	"QdeFisZdCac3WLaK04EWpR29TAKc76AKQwRzFAkB9amEqsIastN2cH4MXkS/ktPkEdSZmHSa4Hu/MjQj",
+	"SrNUq5HICSszVFe0sjnYwbqRf8Q5w/BuFSFpxS/DmxzQpvrmUFMaL/j8qZBKBRA6Lrtll3FjD27swXXs",
+	"QbfTaxK80B46wAvZpRSSWZbrW56utvcauwWsPxKR7tdMqqH+tF8FJKwsNoxPuUTkSbrQ65BSobwVCYOt",
+	"K7ViQ6IaqVobrItf1zh8xhIRy8Sxtzq6Vry9yE1EQ+Dm5hXpkICiBVbI503kN0Dc8lpIATusfTljlV2c",
+	"a0MEMyjD4ZvACmlhCiry6EAf35CGKpNujx3xeMxkISYs5nkuhWHTMS+gC9uOPGdKiMTsV6MI/JBRS8rE",
+	"zxI+ZG931wr1nMcFvYG9jBoiuWGFLFKB9FAwU41eCwDtzEflBN6DjAk35aZS6hOdCPvLlJuCTYQxfCR6",
+	"7CCd8plBcLy+1UaFLjiFq4oyVyLZhy+pipkzM9Y5gukx+/a3wvSYNWMN40QDSIpO4IvtsoxiOrRjVNL8",
+	"uLYp7C+lMgVPU3y3objWuWCK57meUlxo4pUi7JlXpsfe45YpxrkuR+P6BnEbJwpYlIt/idghkeLmjAD6",
+	"FNrcchadn11eserA7Nj1tCfTRO0ggQf+aN2hYM9UOoMd4wOPFW8wKNzfSgEMu6Rx4csB6N0WPl6pih/e",
+	"boF7ICflpO4cSFWIkchbC2TsGGon14MNQPccaCY+EbDb3GZBS0oW3f7iEea58AHTZa9BPmr1Cl9b41NN",
+	"o9s8ECktWCo4bDxprByYMSNirRKzbGAAaDcoxlzNDw8n9M3rd29+2KUR4ke77XPcpgyqrbBzzkHB3X2d",
+	"yPHSR3XqaLve2TgLlKMjUZ3Iof70dV7dC0RtBJneqppqmhaoZOYVbSU3VmM8t+ncAypAhOpHdx/rvpF3",
+	"FUCyEwUVMHXtfLb/OU5+33GSjk11mSauzZUjv6C/VacJ17/f5u8RpVpNjHr1W1Nl50en749Pfx4cnJ9f",
+	"nP1ycFKpJ3c6yaPMhbXa6J10WcR64nnVoEkXki37LNI3UdWdS0+uNz5MeZ5gfgLad+0uYULdilRniKzC",
+	"yNOgKRjzW+f1iQQbiK+5TMtcVOkUU+gMR2LNKYMdQW6vWDVodfN0LJQ1WODLoU5m9otbu1/bqILsHqmr",
+	"hsdwf+ae8kQO0MIoVguVXJgyLaB92+3HwG4E2AQvwB3aeDePUSkDppuxx4t7yVEzVJZJ27IY7/A41iVu",
+	"4iVl6IcUKgGpJ0dKJNtSgax9BZ2mWcoJBpodAa+hi62MtDcnI3wY0Bju4PfbdKZbDEOqyKWRPWrVLz7j",
+	"ic7+R3M3XLsDE6J12hzx75TKOQF4jalyG6EeqyiLcf1It52y5WbUBW530wiSZlRxwDpYEvH//T//L3u7",
+	"t9ftsQ9cWg+UxVpdS+tNWYsolerGuZRKTBlPklwY0w8VOPA44lqUWKeJu4Z1zNi+llQsIsmFbKcRmwiu",
+	"AP21W/X/4qOkCRUNwFolB8rfzfERooSqxat/bK9vgMkBsYVi7pGkTe0Jz1TWHNbX047WV8A+6+jqBn/s",
+	"OWTb0WPwxMaxO0p3SCjccstF0xW/cXaHSEVcQFVVwgo7Mudd4VZFsdBRmtFYIYAoEqJyhm+nOr8xwOHT",
+	"DxW3Egfcj4BBRRkkqzPI6cHVtawY3qMm1xjIM+BpuxW5vJZWCF1YAZ3KiSxEEiproMephAo4/FErPj/O",
+	"wOPLH1hMetozNnacpmj0Mbn5+2Jp9C3LiLd7a7zdldYfuJrRpJinlC1NXHrckHcKjmDr0/aEf9oe6mS2",
+	"PZwBw81fXv+4Zz/PeSG24dht7W9Z4bJViZlrnY90se2MmVV5fjRqjFSjVGyXgIJiREFiBeQEhHTGusy7",
+	"tXp7kgdDkWo1MphU8qY6lq4SNIo0VWnnIoFYoiFNrt1vjUvQD4V1sWJ9C/GXUNWlDFtPyPwEs+BqSB9J",
+	"wDQf8lTJ5DgW2R3dPe6aLxYnG+nwB0kH4N9jvPJF4Eg+mHBI9Uiq5SLhcCziG+MAqxNrqHKoasmEsqIi",
+	"4QUfciO2hzy+AbAktDsIeAh/GZnbeEDfRCwG+ylUnb8XRXam0lnALvlEXMpC/PWEfwrYpZ0JiOtmuU5K",
+	"SKuRBUNSxGVL7c0PLy9+Iluo0FD1HSpuWPS/t+0326DyI6YV5YlTXoicnZ9dXgXs/KP9fwdXh3+H8b4/",
+	"Ojm6OuqxX8HXq72ue+zb3ddfJntOYJIfR+TAvZ+KQxXXdJWgOdGjEXA69baCrbHgCeQ1P29dimLbWdKf",
+	"2+qgaSPhbmluoV4j1zaf7Pv9D3bXNpLwD5KEJ3rEpHpIyafLFRGhI5U0o0F12RanglNbJO7QXtuht/d/",
+	"YkVP549y62sewCNwAZ3PWT+I6xy9Pyrs8VICA3bf4k5YFgiYiKUlVVcL6QZfhkOPfWVqOrC1Vv6D2Hpa",
+	"JXC1eIq+qgrgibL5h/QKfhWqeV+xuA2/qz23dM/gM3IrYtWeO54UB4KhScOESkRCgWdf8qsEAkq2xmDA",
+	"53xk96j5kGcagXHDYw77YpNr+i7ZAhGQK6tOxLID7hqYlpsSZ5lQCO2FNH41NAXqrh3gTfBAAtOqPQas",
+	"43sq2NvdN+yns4u/Hb9/f3RK7hDUfIbKxQuhsKTWTjUUsZ5AVwFrdET02EXtaVUFSwoGVh/6gSGgG1Me",
+	"BEs8GdTEQZyZklzO5WFf4BNduFl7rD5QvP0TsaCuE+aFqO7X5rM3uaJvxr9xW7YWPH0wZweCRmuEgO+b",
+	"a3K2KPD40t0fJtmERs4q8+bLYjEXdiYe2c5pPOMZR4HPq5gidApvwsEvIFk0yRzL6ONEhOuqH+SGWiNl",
+	"ZM9/w2ao18LM+a8dQYj19hqDdbNWUEg16vaA+hgyS66GxeeWW4+ySn6pPfapoy0f6hUjz7f844UdgPtX",
+	"Yth9AVuvzY5dYcrD5bOdz075/b4yLkP9xE21uHAK2tUha9GGoVquDk/nazq+yOiGszKDQou7Oo3Oy2Eq",
+	"Yzbm6bV7QzuqV4aMgYzLfEmbr5u9lc2+tQ6eH97eu4HnUsS5KNYc3UIzEQZs1hrb672/PCV8wjp+hBOQ",
+	"c87EHwR/8KK1KZ6HmsHNhjNW276LGnWJ5oQirtFSafGT4EWZC3ad8hGa11MxZLVtgZ2erkuRqxkE6+RI",
+	"GSZVj52Ca293FJfKMAO737QGew9xJI9JAwuSAZ9z196EF+49m/UmoZaXqpATGl1tmWnuUCEAqsL9e51P",
+	"pKG0N96g3hYlrak0EZMhgGLWiQWhc2ARucIIQXlrxHjoRDNd5oNcpwKCRIgpp2qPmrFEMyyZSQHFTXd7",
+	"oTrnI8fjHGV8JKh1NRP5AP/sODzOvXeBb799vbvbbe/kDaCtL1QrWnmXsBr+jLO6oHxeUvsjvMOdLIVW",
+	"MhMeHi7Pd9f4OHJr7c4XLf5ycq9lh+oQyNKNR3/poMfhO/KRNmvigxfuvBUmVBG09kc99jPCpPCJMCBu",
+	"6ZiwUsnf2oH/8LHwu8fKiFRPeKJIJT377lAlzPwmGfJ9JkNgm7rj13aiK40JqFKrwO7xHMKpRBCHptLr",
+	"sQuCNwV99Xb3RxYdn/5ycHL8fnB5dXB1FNWyKCgOgIovVHqqPApHx8FaMZ2zxINoTzBn0u2xD6CGTUAA",
+	"BWjAlUSZFdCNC63T0E5vLgUANolrkQsVC2pfzmQMdh1IH7sh4LU8VwjepI7vSiXdyzH0nbC5n3rEZThO",
+	"zq0f9hwoOAmkixua++ePI3//IMp3ATy/4sgvA5bHg+Xccqew1QwA5LotJ77vHB6RGsFGolgO+/jcj8da",
+	"2rSuSTfghq3ghmM9Xb31llTStOsWwi6ac646WcqlIn/M2H3H3u6+6fYYAtxAfl2kiQkVQHhjOchyXq4H",
+	"25qP1eV9fyvzDz4Xrsn7pViaG1C759MTvr5pSuCnSwM799df9aAPmZ/IIa2nSqpRqCpsU+h/kgTZuRAA",
+	"6rF7BWpC1R6pWRl7IUi/r5NTwQsM2MCLrxO1gbV55TyJjZ6+K8xTLMzZOqcwTSfb6HQ91lFsunTeM8Oi",
+	"2PYD2KejJ1WclokYIC3RX5EnFH6GPEVttw7V0BXlUjj2WqepnrIOsbcPZxjL1UoEZE24z+csE63SWbfn",
+	"kYCR40JReZ+LwEI9YcQzObgRs4ERRbTy3J+kk0Oa7q8++3NBu9RolvqdsHyG2NwELUvQNWe/0XFA0m9r",
+	"HwhbfS5uqHUquHrkZJyfwnWkSHMCNlLkPlKkLSRTkykf2r5eHlS+h0/QY5euLFca2n8R4MSVhkBDQxXh",
+	"zUUSsSSX9lB2ZMFyRC5l1zL1mHdG5Lci7waU3cOS2drzIAEF4OmhqtMPnUKMGhkY5W+lAKlEOHckBCEs",
+	"dnh2+tPJ8eFV1O2xX1FwmQEdkQgHq8S0OVO+KrhGV+xwYk2sM+Fr+rJc3EpdegJklmqDvwuVHXjPS58I",
+	"a/LmOHhY5+Docnvv3Q/bPx9+qOD4JhyKHG/EDAV4U67dEYb3R/B5Olo4Uj/IJwrp155/d1i/sTm+Radr",
+	"A47znBIILaL9bsm+wnbc+Rx/UbqhVfz3MVoNKOSthkwlyOdS9QwF4nv387pwTQW/FaYmYK0o1CXifOMl",
+	"HUBgtb9SobrmaYoUZVQ/SSPxPPT2cVymZKueng1OTj4MrC44/vnjxcHV8dlp1L0jw/BQcjRY8/pD+Xxy",
+	"E80VfUk5iu8l5fBFQuIhYsL9Zee+A0SOYBqGat42RIyLOaOwe7fRV6ecDNXZRBZA8QJBZ4AJtD+WORIT",
+	"9lkETecRlnvjjZGHQMOb8tT9tMPxX2yoizFFr33TukiwDAlbSQ/ABqjsuAbbJXHRaSV6DNrh5gzjUFEb",
+	"fMPs7NRlH7yrJMGXBFDQFHnh06v9DgfDJ1ayUuU3JIEbZu9IWknatH3viMg/raR7rFj+l5mYu3+8ieli",
+	"+hszc2Nm/oHJgMcxM3eMKLZ9COrz18cb+l9kZ0K8oe7G15lOtqcymTcZu9A/4CDthzqZOULhxkMh816T",
+	"5fsMA5923KKGOdD8VZ2tF8R8qDr1YI7Sars1KIj8wGnaHjLsVuEGeOmASRUq4LrLuTLIttJjx4mYZNoK",
+	"tDY9cCmK9/gu367Vu7YobsxvwJSe1t2UjfH7tKLrA79ZIrjqq/QQQqxYCYR9ZUVErJUScML2ATYkFzwN",
+	"GFDY8NSN0R7dTggss7MqvAcdiWf/CLdqdeQ/MF0WWVlgc47pNviVQHCgzRywv19dnfs+JgW4RUO7A5iJ",
+	"cyEUMp57Qg8BlcBoGjanLBccqaBUOmMZVv1TXxTRLNpHj7UpILsUpelk4FjK4VNrj57Ni/BmImqlOLf+",
+	"AnkEy0Q7a4sgXEHgVd/KBIgFgOkd88ZEkY5kJY5zyYu7fSYL3zEGTCMQHNA3+wxSJVGNbwVvEWtib4d5",
+	"rPGcXGMjG9ygigX7ITk0iA55Prgy1Vi7PXaI86qIxIXob9w9WlkmhfkeRLR9zVVi+tc6VVBFOPONiuZv",
+	"vQ8VROldtqhLkK9oLquLc6pWe9CU+VmVBAeO3w6RIcJ1QajwmcgaqOa4Tr6isyhUaxWs0Bt9hxUr+Obr",
+	"JJtpV2yyzHdlmSd+M63dk3Sv9PFVDaQEg3PDGROfeFykM2JDC1VkrxjIJAKuSKL56CghrXcVQNQuQFRs",
+	"Zsp4DDfcZ2/39lgEbRAQ4h8cXVycXUDYDG2TCZ9ZZzHxBa3VWPtoBy1tuQBKOvtTrphvlzqoqPulqYJy",
+	"voFx3VjcQZLUdvPzzNs2x/iUnVhuBHcnbmmZxzLbhNM24bRHMWAOrEigjbZOTR9tyZ3P5UPmZDH0RFIH",
+	"JFVqNHVUQU+XEel1qDqQZ62snm6PXdhrIJuriPC+cr5IzqHFQ65Mi0MWKn8TAJngxnHn1+Rfsz2tHXXK",
+	"jvbh5OC67s3HZ5R3rQQWJF2pJW7TGPbieI7g4K2SCw+Riq3bNcxMZRGPK9tjKIqpEIpF+HcUKqTitr+I",
+	"+myUc4VVfHjIwZqKXQbTCYNXBg5/sFootAfg57K37L2Y6OJrhUQta/mEQuJR24++wMDafQoDy6UtN0bW",
+	"xsj6Y4CGnWwjqbSOuUXd5ysxylyHupwQDzt3rQ+myAV4qFKlUgms23BUTvWqi1eGRXSbQZmnUbfP3u6+",
+	"reifMMY05pDq87YUQXAQgZMRNctseWfvOb3RYzf4wmzs/KkpOq51PuHF1v7WUCoO/QgL/AZtogLutYm8",
+	"rIi8VIAAmV/fdTf3DkzvA/kS5BFQVtkdjU5jd7vEeqhUmabdeoZ53+PPVBWcFQIEpl5cRuuO+ss/aqM/",
+	"ulHv3v8lWfTfRxllsc6pe5Cg54cyLWTG84KVmVX9mA6wuiC6lqmIGHzXebu7G6robwfvBxdH//Xx6PIq",
+	"8udIFoRobyUuk4YlohAxVEPmegKvAgi2++z89OeA/ef50c8B+/n4JxjOr2J4ji1ynCBa7TBnxdja4wAp",
+	"0bn85WdGXWVJ1xnlr9+x6OPp5cfz87OLq6P3gw9H748PBlf/fX4U9V2mIlTv2Af5N9Z5+/oNDRE1qTSu",
+	"PBJS0jciKwgBhhsjilYcGOWBlg02IfoOG1qhdqfATulDC41lRv7ELeWO1YbbCS/4Pe1rGiQO+1nCDFQi",
+	"3JOrNjTABnlgY7ivV2wIwm4dOduGxf3D3o+v3777YdHwqUCmHjTLe8CucyG27blmevgvERcota61Qw42",
+	"VLlncKoqYhBpJzvLBQjqPos+/x4RFz2gabFpLotCqDbx5S372ls9c/ie2lDvtH6qSzcewAoP4EI0D0pj",
+	"M7QZJWXx1YZ+rZFhOoZ4Hm76jtJsIvKRQH0eKiNyyVMJGNx4yYTP2FD4aoUf3r178wMaIKyzLA3bGvSH",
+	"MTzG/n8MzorWwT5lqO4eB5FsscXzuNHiGy1+RzoD9v360mleXxdapw9cj6UEE6rIZ4Dqb+/P4pSbGqp0",
+	"qMbc+JIykex7MnUo8rS/gI58O0EJaPhFkBZf24ljSvkMUKlDBY2q2OtmWMexjGxb1yzBXjTDJtzciKTb",
+	"qB2L7HMHMNKoD3ZDxkftHf2+uOsKJu+ZGwR2kPcBDoL5J9DQjVlwH+CP+sytffZ2Ptv/HNp99/ujBArd",
+	"6PBM2qsBWBo+3k7FrUhr58UfwGuepqbRx10akQeuQNzexneI27NngPzmbahaA+v0cHeU4ZTdUWhgt+0f",
+	"lEG8cgvwbOKSOF2bqOTzKxuokJVxkR4tLOlA4wu/Hezp4XWGTMR3RuXaaSS18DNqu6h+0QUsIEgOGyaL",
+	"fqPlAgs42ZTPeqGKSPtGTFNj940QWZPiF5Qp6wDVJ45NiSmOteuhiMw+EzwesxsxY0aoIlSNJu26FML7",
+	"gbdjeCr6LFJlmkKZKVdMTLJixjCZRZAH9h1C1ZFqLHJZcBULlgtTToTp9gF6jGHyThWERkScuH37WeLq",
+	"HawxwKI/0f8ifJVQzVkOdvzVFJDBjkwmPXYAX3vZ6SMPiYhTngtsFcT3CxXZUkiLbG8euJDu3h5CCmkM",
+	"/kqzKjTxMTMiL56DqHyMkovGuz2lF4fPX8t9g52/cdw2jts9IIW8PF5TtVgTst4TWWvnXlpE0eymbmvo",
+	"Cdh0LOMx1aqCg1VLEuO43M/zUhn4ss/4EGSr0zq5QI1D1RgKy//RXXvFECPobuQfdqBmc5yLmLmKtTI6",
+	"Fa8Mhm2381KxeCziGwBvRAC7dm6Cn30fdb0/79HkxoUwOr0VydqtzfMISfKacTX7KpPvCWsl6u38r8yq",
+	"bbdsg0+4TLfv4CQ7WMQcJb5xj4W+QDgurq9FXMjbuWbyfe//hMrwWwwHzLOOB5iLXUBmRcREqN+8/OVw",
+	"8OHg+GTwp4gJdStzrSZg8dzyXNrJog4bz3xqT0sDPrDPIvclQKIyw2fGB0fswZL1uMmSvf6By/Txd3n1",
+	"lDsrp+2Zb0NQ+aM03lOnDXRZjLS16BZnot4Rz2W6PH3Qst977NIaHi1wwazjDVRy7PWtyHOZtGzgUPkd",
+	"jK6G37jdxe1q7VGxDYcNYDXmQTP3wV0Ild/GESu0B4PyngNgCAPL6bxhX2jEebKSHEFBCaQ0MpMii0LF",
+	"AZEDfxONtSkiZHZDo5B17EeKTwTMUABNaHbDgqa1Zka370Zt5ykyxjoYKlT2O/buL3/Gu9UZfPb22HzC",
+	"hHXslRmXuSFlVqQmCtjbH97R3/a+3V6oTitb3urKvtVnLDo/u7xidTEHqAYwV9bRa9diWIc8d7gfq9y5",
+	"frqfxPheX7zQVn9pEE0bo/pxsyH3ErpzVscdICPtslgoQFDOBU89ykShWVToqMIXWWKCOECjCjeBYDCc",
+	"6s8pnpBKMNEpJAuvhjDN1tiOgVp5n0VW1KDxECqw7DHEZK0VLtMyFywCFI2IxTzPJamQ2t0ADyOzApSm",
+	"sg5j8sqEyiF7dDhDk8nKXVaMeeGiTghbErBSpcIYQFhHPLzIPmcergRCJFqJUBXiE1Z1oDNSYbn4sXfQ",
+	"aKpRyFNgDM1uVwXebYdUUsmVMGAjPZIArT/iiYSne/xZWcR6Iu6SoBovc1k+XhRWv25k6HcpQy/BLGNW",
+	"ArZQztflpdhJdUzITcvctBN3hQdaa3j2QQW1aX16wugYzphMeq1pV3+/x3Rt3EPWyZr6KXiJ7jpkMPVU",
+	"VW9Rp5MmY92u0yrS2wTUnrtDfw7FPy8FI5xVh4XHCBQMvfXeEsB8twiPJKXd7Y+Vdbf+aIh7evg6QAlu",
+	"Yjfi+DsGMUirw7DkeM5L5Dt5bA+QswN+/8r4J3jzs5XDEtPXtaN5v5yTP3TJk2fZ329A058VaPrdO3xZ",
+	"YOxL9jHBUD/YPn4W+mn3D9dPrs/8BemoTfLzGcVp7qHY1ukWb/oWr3xj2kK3eK0FXFFWxYiitbH7w6zq",
+	"W/u227KfyAc5m6qW1qOVm+DuruqWRum+i5CZNRYe1dI91v4btFVemAmh19lHy5zY9h5g2D32Q2wE7mOF",
+	"1+oeXwi0TkpTQAuOcge5vS+2ucEepav1SRta6eHrtr84MAIDZ3Lj7n6/XanrHOa7ulKtvsi1PblLjYZz",
+	"/N4xD7WGKFmnnqB2ygMyEEYU3Vajge77mGqDHnF3iydc9hKDk1A+ARvBz+b9PEPfRImZpKy+2H1f10xr",
+	"j7gpWIzQW9YLWV/Xh3f56O5P4vGtuZ18o2J9V21k9Pfpva11NlESJ5Ivr+RrqfesaNBLJT5lUNpTwycx",
+	"TYCSLJcqlhlPzRx2V6iMwGJUmbNM5AZ45vzlNWogqr0dixm0CnioRn0N/MdTYXyKCtoCQ1UDjd+pAOP7",
+	"zKHCYyGRozu3XxLoAGdmrHNsL2Q8z+WtML1QYQWAJ8PLRSZ4AQzrwC/OIj/sgUz+558R60T/0fzor2/C",
+	"cnd374e5T/8cdUOleJ7rKc5PKk1BtVbFWJv6/PXYMSTwATLBoH3rTWGc11eG3Uojh6kIVfXDfSatAi0L",
+	"p0T9xcTKnAuW5DrLRMKMTIUq0lmVyAc8ytw65V2oVKAuMtcIQbekOt8Jl4oYSCDEB4SArozMXoNla34m",
+	"oxupkojRDISq0FBJiUA39rtlLZ5wqA9gv907QnhvOP4FXvpTGC9Vehg4bXYuanu9g3vEuSl4SyidMHZe",
+	"gcvkeG4hEblnfiVrd+3bRdzW19u4bnZV29YO50x84pPM2lf/8yb48z/t31mqE4Hqqp0dv7k5G+z4shAT",
+	"04iZSFX88HYr2ALqnnKytf/ah0/sDh0JkJsT/ukYf/p6d9dfwPOcz+zXppjZIcJdW+b5DIoZSaoQLw3s",
+	"iiX0/va7xrCFsiP7Hwz/bAVbvEyk3gq2bmUi7H8THZcTq6CDLYhUW8t1Pgb0mMkQ2MZ3pbLPlECBpK9p",
+	"Mppi7+tiDy+SaqGmbTo8j8fyVnTrlRCg1FbkxVvUWtTiyteKw8A8JezKWtwB2wOVl2ihim6EyCI0XVHa",
+	"oTSTc4rRn/NF3WclvVkIZoTKRzNo7zngEBTV/lsYKtbZ5n68rww7xF9tW1uoW4+FIPkdSXL7WF8SNpyx",
+	"6OejK4Zmwg4VhkHbnYlYB8ru375+1+0jB7X8t8B7Kl0w8SkWdtRYvvbJCgn7DHuhPafQWOd6U9yd3gBX",
+	"60QaAxjLNYy3KmW0Cwr5V2qBoenu6Jyqe+3ff0Viqi5qIjf9hZhkOuf5bJ9FaLiYAccaZXsFSvNQUZSp",
+	"kBPBsrR0ps6NyIptvFcu7DxCLffeWzbWZW66vkjbP466gxm/LgA9gRehooI7CRcARhIOmoqOYZKh/Rze",
+	"iqqs8ZWQMFEW5N/SC1BxYqVto8924+6zz3Cz33+vbWElpjg6XK1IJvDu0zEviH7R61nDCn4jQsUNi+BG",
+	"A5mYaDmIXKWOvyRaJlSsEytsrX6hmAD96gqF8Z92/oSCYM0yaT+mJyLcoGevdthwp0y5w/vbuGzfc1iN",
+	"19Xaoi5ri6i9efvD7pvd3b9UjlxTQt/LrbM78sPxhyNSAHWRFBH8pQnQF6MuLG+kB17GhMpJetAFUpGK",
+	"0tfUaW6NN4ZvjMYrdAlaKTmyrkOBNh54E6gnZR4qH853es8OcZlncIAz4LfQo1YjotzDJ8LDVp35A8IQ",
+	"pRnORE7G7MuL//lXccqSJnreAKs2JlWAryjcbws1aH1jGDTeste7u3RCwO8pmFax6JF6ithYp4770ngS",
+	"e7SxQhVzxYwQgTPgdJ6I3Bk8CDSoY2yAip0hJHMmPUe8IzjuJCVuFQG7N1SOSBFG0+2ziGyXCPYwcSjD",
+	"wHjBEk2GkTRFgIyYLoCiczgN9mvvwVMjAYVMOuhqxtzgs5lUCQYLSmnGdo2gP5d87cjqazxHHj96qvHL",
+	"UMHY2jFeYJWa3vXjYMJVD3qiQvzmEFar6qp/ATeXM/b80sZAcmqXb1hdvVHo32kMFpafpFUr5NuifASr",
+	"PxG5vOWFvMXdvq6gBCY9knGYJdNlHjsDs+PZZCCI12PnuU7K2EqRyiUA79GKM0yK77MoF1aFR8zEPAU0",
+	"FyuEr63nooxMBIumMinGEfvEorGQo3ERQS+pQ27hJhNxwUC2hKrDC5YKIK+peZpTXe8P7ZNnU2b0yKGY",
+	"aTpn+ELdwPvZ6SxUudh2ngM0c2FoKuqzKNbqVuRFxNwl/gXcRazjHtu1usR5r71QRb+VPJXFLGKd173e",
+	"693dLgMZI4z9/b8yMYLTPxXDzHFPY5MZdBzIiSxIJNhfzbxXibNs5Tb6vXOe9fzy7+CLmqgP3VOofXRZ",
+	"GOoTnlBTFiwZ3hseSicOcL28aGcdYniGtYUwLjnTLf2zPtxdjWYhdoHL8cpUIYsAwMSijOdCFUBAWbnU",
+	"bjvKJEA2JQIFMs17ucAJsCBB037dSYegM3rhrc1j2JgA5+q9H/hiaHgeQrGCVceuFh813ZqIZLD7evzp",
+	"3WTv5i/Jn3/7ceqCjhkvxlXMUSZb81qr7qdO+KcToUbFeGv/h7cQLXV/vl4Sanx4Zds6N8/ZM65tPese",
+	"xzD+ZFPButG/94Dv4fVtBPREKx3sFbrYCeN7+NMLKnmJLq6SqfXB+jBcECrSMai30PIkLeMnjLAbpaHy",
+	"LOsG1HQCESUNBStyroy9k0isTnZMFkOAEkpErBO4HaqJRc5/ci2q4RElN40tWoZ50hQ8Z5nrZnt5svkx",
+	"wwgLM3Rna3D29c2N3zoO7Pv6qfLNrvcUBdYwWW6PH4J/bvyJn3AF8ALu0L8yC/nhfcoALCt+QFBCwoG1",
+	"pk8uqvoHxySpc0dLGVCih+oj5tCRQBxI5dLJMCYXuIAWHGtium+teb7IsUavVP2mht/Uo5TXPsMMBTWU",
+	"Noy3TiUBG9mLbp/RbzFhY41GE6rGbwvNlJ7eIxPj4S3hcgSurJvgxDZu7VUrMV0ky0oyxKA0rrihHaSg",
+	"VnvwD7sxNjYmIivgvNgpeSpYmnVMS9cW9VIKmTcW5bPAXcBKHgDLwjb59ZSI0oW8ljUghuUdv/MWZN8D",
+	"6WIVXP1WzUIu1rESDQRYqew/rYN8WQ79/Y2PLRe6jMcisSoBRXmED0mc9AYC9Bpo5JR7acgKHSq8fDkF",
+	"4UGanjbe+enxuhtrwKb2rZJN084afb9pulAwqObW1u355pr/8/dgXT+pj+iQaAjpqWo+ocdOF8s7qVZu",
+	"obwT6HegvLN/V0lnt8ciPCpUVoHJGjuUUOEX1hIygb+M7BMYrP/ao6ziz4e6GC/LSs4fij+6YtEDgdPb",
+	"NQ8F4vHBO8JF/g0xtLmk2g5v1ai3I2NjqHUquHpkr6k+p/epoWtuse+teO6LzvOCLtuxS7/N0/R+Cd1L",
+	"URgW2d+Cba8VKbeWXTmn47DODpRWqMZ6an2SGUpzQo7vsVPtQ+VDnczazuIHnt/M66gL3MV/yD41dgBW",
+	"Z/G79VZJVe5zh3UCd4AzulFgrQrMzvHd6ouR9Fp/z5u6TXU/a66ifaklwKo6/PqNA6jdTBznw3AWKijV",
+	"0zlSIVmLvRhYSUvhN/rEXtPBfoRKJbChiHlpBB4XImMktz5UCPPK3h+dHF0dwZnp9u3TISioizFEHQ0g",
+	"HNJoJCSNmtTVzoaEakKraKhFgDfeq86Y4nRNxYmBh3wMMkAJe5TrK0U+e6hyEQsJefhcQP1ka0mioucO",
+	"xR1qt7lqx4nvMqyNe5n2k03Ndy8ffEE9/0Oq+YcPRcJwZZeNoLYTWoveAd3dvrQLK7VVtwfLZwGx5nVe",
+	"K0xePZK5KblXq8BzYPZpbFdp2MhuxT/Y3//Wix2rs4kF64/vUcwJV50m3qPAxDh4Fd3enXZ7w6X+owyG",
+	"+kPXwTxsvO2LxT1cqrWb77dyv6xvlR5gyo6nUz6zOgp0DEab5/yk69q+AtKMUHUoO+1KBSHHxuO6CQsf",
+	"SfiEEnKlwftPApaVZgz1g6GK7DB2Ptv/f5z83jQ+gH2jKaGudZrqqWETnYt9RDC+BfWur8mstkMkRMdQ",
+	"oZD2JI0Bm441tsoXPIcXsLocvozYhBfxWLhKFvtZUOtyjOpsJKGq1Ybwot7GAu19xvf3Lcwo1L8a1iE3",
+	"WueYYtzH24fKft3ts0hMuEwbISr7Ac4g61wjPDHmWYjLpNDa8f7Da3vYj/bqyn3ImoC+gzyKLxgF9OKq",
+	"KdUnWahes9aL2mc+txuqt7tv2enZ1eCns4+n7xcWbgqdnTQwbG43tQyNKXRmHJ60VKMeuyyH2zTX+How",
+	"iTOmtLXZfBMtFN8Aw1UXqngOKrvKeMpha382RgNMoDCWfW97WAMQKrJ9CQ+fiFB1GtZnUDc9u8xzh0Fz",
+	"Ca081vHY1YrqLhzb293tY/1ZqBqjqS543Zp+WWbZPV7dzDJp/ERZjuXDWVF5rrDo2C5rY7ZpdWkrWgud",
+	"8iOgOR6y7udLhr1gk22KgTapm/umbry5CYnkLw133Y3YOluAz0bF2xLX7jPrjGPLnUzWQXWtD/AuN7Z+",
+	"7ULGWRXXkHH+M/8xfjPcu3krXnblzBfkgECKJBuI2eeED6eaS3Tvownh6PuEor/sdDbCXjxUjW3lCksg",
+	"ko10pNYSQkfTx7zXjlLXX5wi1Jtj32ZN3OfsB1BL9ASh883Jb4vRz5/7dULyWVqO5Kpa3C8gH8R7WhdM",
+	"qELns302LFWSioS+ATdfTzKZgp+Pzf7EpSgoU9opVcahlVU635J+zBKZi9jetxswAyaYdZZNWo561kmj",
+	"p6NXOOFKXlvZEAFPdLRIFI2BBmkYotYy7KW1oibhBQ+VPWC5HJZVaheGa8bWA8e7Dqq7udI7643RQMCL",
+	"v+bwsoWG++OvK+ppX7DnGuFywY2VO8qxF0EIn424Q5HAew9o0gaOwnpZvvycVvkxYdXgEevE1Py++D64",
+	"ESECV+3uzC+FO5ZucVYRj7SwcP3sNgNsmFIBwgaxIC7dIKzjWWjsjuvuA2tWKqiCVl8TLFC9NhWK1WOd",
+	"iOqgsw52WyGzV8QKkabG58OIyitUdFPV7bGfhIuACWYPNpaPANRMBbUS84KnesQ60a3IrbiLKtYcgMXi",
+	"hTBFNwjVrcjltaToyOXfD7b33v0QMJQZCAiyVGowXuiJjHlKJ9kd+D6DeMksVI59q/3n0rBUXBeMw3Om",
+	"3PQYrWDj5UjtU7GYuIX5qMm4ylzqsQP/K0cr5qyf6hcdnTsx2q0tz4+hOjw7/enk+PAKZA7dR+eMprAx",
+	"sZ6uvdHK3Na31rcGmZeeMKxhLvgN8L6VqYDxWDPH7hW07ujZ0BDn19ZLP1wqwCcw5SRUOqcm81SqG0iK",
+	"Rr3eTgR80FIYpHFrCtFq9IDwgCAtdvCUY63WCxvj8GCkggAVXOEdrN5QjKVKWIdPNP5ywjhI/CG3akOO",
+	"qNcPHkzvyQCkLqTXLcZc1R5J8dIoLHd338RWG8G/xCDCnxmKfpqCF2IC8dmq/5AR0ARGcPeJdM4eb3Gt",
+	"oQh9VhtTXirT7XtcH9ppEzh7blZ2f6zNyoSgb5QOldsKFbcu6zhpQd8NyjyNcBmhkiSGfnikMsXgsOcN",
+	"hYzPuCgyu2ChckPSOaw5BMjkSHEAO0ZBM/8sJM8b3IiZgw7qBuzd7ps2VXaMpwGP2yNFKRvPeKKuPvfw",
+	"OwBvydCxgsiLCSfRXkZI78e7f3Go1XUq42IT0nsk14E2fCVr59Vxq6lS8x123HUP5UOssmxCNS9AFk0b",
+	"ezy7+2x9wyZUVf9NrYeQFJppqFB9fS1yU/c8nM61WqKO3VMdSqeKfeuR/42snV3i/qfnSMNiHmMukyXS",
+	"3LBrnS++fVGkETMi1pD5czPw5ofd3W6fRddgdWF1oCNYJ4tAZzNkQE2sBAkVXRqwyA5HRJ6Qtf7yc7gc",
+	"VCbPFZQB5HhTEOL2vqh0QqU0W1fpYMIyoA5OeJeuzysudFDCrb29EFU3j6ggCtspa3OgyjTdZ5wpnU94",
+	"iro4gPfhjnO1xw7A6XPjdEOf6/2El8cdZt+PXpxWzA303e6bUF0eXfxyfHg0+Hh68MvB8cnB306O7FpY",
+	"3Tgdz3rsb7megtL05o0SIlnl4jkGXRhYAHYVmVumhvObC7RZMVdbGoF6mnWylEsFf1BthwZ2Gp0NeXwT",
+	"qrE2xT6w1aT2nwF7vffn3q79v52/BGx//3UARc2JuBWpzoA9nZK1jo6WjN5FG8baNaBnQMNTn61/E4fP",
+	"t8JAMAKJM+unBCOR+4iMKFUiPiEMBtRcpzM8kJwlosDFEcneu3evf6wZJgQsi7/9eHFCKII9I0dRqHiW",
+	"CZWg826nOuPFGFvwrKn4w1sGNL41QH28KX0gPvG4oFsDeFeXLNs7jKXaFmId2gOYh0duDrfgr1hkxnzv",
+	"3Q8REorGeiII2pLT1DAHyzq/dcDRYP95eXbqL2HR53DLyb1wa5/9T/W3/TPcuhUq0fmOFXbhVsDCrepf",
+	"NakfbgWhsheD4PN3or/x8jJP8R/4Avhv5zbBL/zTYHuFW//83f5f1K9t91yEKuoVPO+N/o1NnL1/ywwB",
+	"rJo+AbtGIeUET8/aZJFb/FxrqJiQCps2dRYq/EE3YCRCWDHOdTkatzFFU8NjE33NLc3qsMyhV7OPHJyh",
+	"B91lV7rj+F1EZ0D61l39ta2ez3QsVicyV0Zulsn4u20XAmVvRmUo+mrl042YUUd0wzxByQbwPCk3Y5aJ",
+	"PBaqIFSfJFSdiKqX/WvyeCL+r72fpoLbMxh1q9Lr+s29zdgSblEJdgFhjJTiAPWoat/VCmmdslzEOkeG",
+	"EsC00To1vj4Z5O4MwqfMGi1OhGJvUm0REY7edNtiK1bF1h2mRuc2hVhChTfyDi9WbpHrPx/NA8/eVzyJ",
+	"SZbyQjBTyDT1cSA7t86DpNqrOnTQ7o/s+BSCMIPLq4Oro/ZKbDnnAK9MYZ3XFz6qye3ojm3AOtH8qvfR",
+	"pM11WYjcl7NRdCnnU9h1PfZewA2sTeIuClX0f/6Hb/97d/vHf3b+Y5/+2Rts//NP7uPuf+zcecX/iuZw",
+	"2LeaQ2xPwNHSr5uF23vdTMO9eZbZ95rfX1ZOxrPPwN3b2f/ma7flnOe9LCdgD9LzVy0NCdOvSRcPi74o",
+	"Zs4Prg7/vlrXUBUkGuhe7NKDqXfVZQtqIYDKjnllXN6AsMMhdzDzyHpoSr7yaQS0r82UZ6GyMwPZAopG",
+	"u8xAKrjXgLm4lbo03smXisGYewyodz39SG38kL8w1BaxEjLjXuorVHwu08qaedbKffW4DSpZroMAyYQs",
+	"dvVlaYR2jHP77I0Oe1od9vCR8/q6PlE1770C545JwJ2Gb7EGdhNhfxaQ9Akg6KkFx2Gpk0lR722Kej9s",
+	"fY67qYtR0cOqsCfBnPqg0F7X+T9NLCw24TNkW6gcwKkYstoBhrgc9GfYGxT8RjBxfS3iwgVelPhUMB8W",
+	"nBIPCWe5gEaaHjvi8ZhhU4cT+aHCe8hbQqTCIOiwlGmxLZWvGQBkWR9zn/sN3dMOvMcugTIiVNXU3Io8",
+	"d9lZoW5lrtUE+namYxmP/ffGMcjUJu5aQs7ZXheq5oU0MoMLMeEyrVYDEMyrIsoa3my0Y6/cpmqLbt+O",
+	"M86BucilrAPkmME4FNhp/r7QYOORNpq8NhiBDVXtDdEmIIQbJK5ZgkR4gfvm0u3Rx0QXbz7qzjYHug4g",
+	"6jm7lp8AFD4R+fcR1QJC0ZbsmWk/wmh11pkNYafd2/uI3GMiNuGZsa4CCJlotLBZIkw74ElEORSqGzF7",
+	"hUxN7phJx+aCGMbNwwQ72BV61HZwFxH8NKR7AqhwisfULE8oyXhPfHpn4YjPHY9KnhByNcR3u71Q/cO+",
+	"IKRsAGPAnppSeQCNgzSFZn+05fexnuJG2cN9I2YB4+BL1e16zxMVqrY5C+ZmjE1zqF6BCYPqEo/PNyeS",
+	"MBdjWIeHSokRQjgiJIa9qTPsKYHTGBNmjaBepyiyZraIYYaIV2UlmK1ZeLE3e0RdIpVLm9gbik88EbGc",
+	"8LRbdyNCNe9HwDK7Ah6/KVCKKjHF9zYEEu5FXF23MH1tVZE0LMt1LIxxSSv6U3h1SEq6KqGl8qCChDPc",
+	"FZXTUu+mTTQ+lsW9IBufhv/hyyR0zQrHc7Nhefg+G8vAitQ5Ap4u6K023WTtZCN4juppbWamA3NjfIrc",
+	"V4HjjawwuJUJcYuOrVEJIQAoqf0twlyGE1RaCXad8oJF9kJEPQvY0MoaE4NNjDBrrlU4AqBpX+GIcSas",
+	"mUUiKBMqeCTg0swyEVFFiL2XGUuQwn6EATOaXmMsi5oxWxXyVJfCuN2fjqyX0uNjXgcIQJNeiB68LyDQ",
+	"yMmEIkVFXio4OFYL7O3uhlbX5TwuoCIGsWhd1t9OoH2ZFOIQ/Yq3tmMVFXSod2lOcTobxLYYhLSeQKyV",
+	"KVMIo3E1q7+TwThU5VZRPxr90L9uO+6sXe5znoqiuJPXAC+GPH9/5XywajqaDUNzAZ45vJff2kDflkPK",
+	"fCBOsArRCnaNj33u7VZ77t1udxnKDOzGxpPpBlv7e7tANYvoMu92nxBqBqf+LmVi3/97Qp6jfUtCqyYb",
+	"cbqcbDRix77pSunYmAonIelEousMG123ywnXDYx4GeNy+MqENUiajxcn3j73+COAKqEzGRvWmYPoADSG",
+	"KLgbuuO4YDHPrRRFEvIbofoQ7gCZbIVg5F9f5/LfIuqF6texUIAPYsVaWU1uwCL/bxB5teKxcTnEwjRr",
+	"x5ZpusQTvjTioISg7eOdBHzEqqNw2QBcUggYBZhbLw+3Ztm71IrG7H6qB9BKM7/zYenvvf0vsHbAQZ1u",
+	"pwCR5nd1jvvNOqTs75d7735g//nrFbabhSqaiDwuc9Hzl0csTrmcEKgplIMhnhIb5Vyh7rCHoVu9WVV8",
+	"+AHvFqpxOWQdKufC6jR60OBf0wJq47pQR0a3EJOhSBKR2CPZY2eE4NR2BhfOGp5B3P2rTiGAugz9W+xb",
+	"q8VpoKEuxv1QRfCIJl4NXI4lcNSfULUHw+VLYPHREgJjCYH28Ha4FJRfs5PEDYsOaOkxAMn+JngucoaN",
+	"GfAD7MyImM4DMpkUi45uhSougT7JiiCOD4h4/WYRm0MEpGI+a1JegwNunVErhKjosY69v0IEsY4RgmSW",
+	"KXhRmqi7z5qwNy2Sx72ouDR3GjFXKHILjUvgKPVJAP4HzP1fuZ2ZvR/wj2HU7SPPqEP7aQNb1FOFts6d",
+	"fPhw13Ya/MpSgi33Gnfh1kLqqs6Av3cX//0/H18aw+SvhIpZkBubTukH1RPHxpSiwsasxHNTTzRk3nKl",
+	"gWfv3hrjEkvrZTwGGQTl7wbPeSdysphI17zgJrMCYA+wsNl9FVXYV12Xw8BQFUkOPxk9dt4iTKQKFYrK",
+	"7anOb6yxphOKcw6h3jG3xpLzgjNtiu1CxjcIcAYC0ToUMGH2YzuFVLfssUhJM8H7SlPXWc7/WtBQfd8g",
+	"CpXKmU7TUGEfKRz3nc/2P8fJ7w4PLbKXDKyjkd/ydEBdDtFyG+wSl+9xzz0+5M4cs12XeMyVEukrw3Bj",
+	"vURD7Lz2IvQa7ecHRfZ9j86Jh4p3UHOVi6GnyvkIA2LXr77tBuBpbFPRJfxWqjgtoXZD1YDuWScilCvo",
+	"AbHjEiqRahTgRgQ44OrTbi9UB4hdCFCWfeaA8LGvwBqH1t65AxS/F6qIVDnBl7gxErVkwQvRZ5GRKhbN",
+	"SxC6IKIaHRg0hLxzaW3HULmQKadCIFX0CWkQpoluBUBk9nagsR3uYN2QctIhkSbWJArSFGRS7Vj+B77F",
+	"X//r49HHo/doIMCg/0oWlZwIU/BJ5qwqPLzvXFfSsuL3K1LxK62Ws2pjOJwGmLhlQQ2/Qdc7znYMJDRa",
+	"Ai21h7t6KbcIPmztGrisRXXx0yF78+bNj0tDLjBt7aC+9vbbdiq31gAVrg1MuwI+WNwlz3V74yvwhIOH",
+	"Z1V4TPvMLux9SAxgMr9v8gJvcpNox/O5Gvp1UaIvMjWCfO5A55QH/mxIcrLN6hxtNSUwFKlWI+u49JuZ",
+	"awOPqCGneoRSczNPsRsqvFtQu101ujrzLmLReFxEhlKvzzgjYZmXyjBZWPE+4Z8GphAZwsq8drT6naqx",
+	"nxcs52ok9tnbvb1uHy1AgmetP74yn0IFcVmXaga2uZpsXySTq3BVkbt/AFT1QhX5bJ60H4FveBLcu2QT",
+	"oTvtjrg32YrH+Ipn/xCzrccl5bUjfKKefXz0HdhZYgrbMyBDinbXplN/kyNdL0fK8wJgSMwN63BrlRcY",
+	"NnTNR4viO9j6tC09zB4dA2+ue5drVQ+bE6oop61dDkWGXM20EkykRuwT/W69MwwG6Wu0J8IYPhImwCYv",
+	"8CiDUGVoclurOidcraZJ36+zwgHgToZ0+9YU4zPqB0Po7qp2LlQQdpvBkDAdCSNZqHCnZoiipjYuPp6e",
+	"Hp/+zDp8aE16SU5EdzlJ2xeJRVieK5j8refQVORe/ylIGjatRA9EMQer2GrCtfrkax7sKgYd4HVmLLMK",
+	"SO9W8FQkYHxZZ8iECiDloTdGp9DWfs3TFMrFwP5RGqMjFDqqBcH5UJfFvP/YXRLved7Hbh1zwM79hm56",
+	"VRJwrDGbsmRfL+qxHZDay6Fr773lu1DGCdhci7oCzbcgVE5p6Jwd/HpwfHV8+vPg8uPfBgc/H51eXfar",
+	"Hzl6goO/nV1cHQGXQV4qoLOGUKvShaR2t1ChBuIFaFCqOhQZA9gBTvpymsui6hejsIQseuxMWXkg8olU",
+	"PGWdw7MP5ydHVzDanw6OT47eB+zw4PTw6OTk6D3kDh3kXMYR2YuGGLDzo9P39oUOzs8vzn45OAmqdzw+",
+	"Pf941YVX2w/VYhMzUOcPESkH3p+Shrkw5cSnMu2Bk6oUrZHdA/vzb+Ose7Pfrf5Gz74sPXuAB/K+4mjb",
+	"G7UPK5gifIoPjFe2cyceyzTpIr9JJcGIU8fwicAwqmHc4AFlHRJmzgAO2iRZd5+iKfb288IMc+FGY1ke",
+	"BWZULEwBFX/6FrqOXVV4y92DULnYz5hL1WNXTnwtiKd91ipsMKqBd7AjhNdfJlQuy+GBna2XL1yaTtNG",
+	"zHwjYqa5rNgfzk3ME8HKbMrzZE0ZBMdiLdHDsyzXt1DNy7GiJaKPopWyqA9hX3yQSDBPFuuc+rDp48Fw",
+	"FjkRBNRaLNWjVfZVqJqGBjU2TqURi8cf5KHW6SDmaQqxUkRttUN2YYYhL+IxNIJE9FEPgmlQ0ES1LgSg",
+	"6iBf3fc+i4b3GM5YNBY8ETmWSmUyvjGh0livhpkbSFlFRqQippKpTp01qlQpttqI6iHSsGhSpoXMUgF9",
+	"ftF1LsSgEJ8wB+ixAqh027U2+huMuWERgMn+lAtxZX8HRhj1HUFNVm2OAoYvYQWsH2jAuMeWpdmApp/m",
+	"VAiciYDi9hOeXuvc2nRDncz22yPLDOqfqOqgsSYegkIkfgeEyikYF4Svll9CAnVm5kzRVlkP932Q2HXw",
+	"BWrh4UPd1Qs9UavP+vYuLhylPdIUF5vgAd16ByBRCC1pbjk3HfmbSPqjaFgUa9xLIS/bYId+cRh9h7Tl",
+	"/ZQtZkddLjDyn0f9elFtMe8h8FQr0d1nNb08H64DoEK4GGtK0JogxYiQnX4QLfW2iYihGaqpz/HTdnVO",
+	"bTFc4Tuv1u7zgYW79PuZwiEZx7PoVs+qM8fzPZyFCigTXf9PZRB0sEMJezxxD7JcT5lMuv16c27N26B3",
+	"tQbD/O0C1x0M7pRMWDGVsVim+Q6Um+oEwWzzUhmCWsI643wEYAsmYpAe7oDQHMlboeqKDyGHdKYN9BvT",
+	"b+z4WS7+JeKC7g/YRbnIKPaC8diJTkRaJWUipBmJWvUyDFIaNwP308rzK9uql3E6viXFXL3Ri9PMkJED",
+	"vUwL3lDLC+u5Ucwbxfw4mSy7+bwQqpLFX66SXXT5sZICBKjucgI+0I4cJF6zI8WHoVz1dpkZ6xrbfw/w",
+	"ozKLugFzsXmdu/BNXcAC38t81AvwqR0YnZ5kVncA5rWaYfa8C1E+LM+iRHyAfdbW2gBTKMLREttUgD0i",
+	"9tskAaZtnrpKpwl0I9t/s44reeo3jBQyZBoo6lDU1Gf1kimnRiL4ewBJh/+bLTwQK+B/K0Xp0iJY/oAC",
+	"DAFeabfwstATXsiY6gms9sp1lrUD2BzSvviGFFD9lZ69BnpxJVAbhfICFYo7Eq5sitgAvBQmkfnl6gVc",
+	"n+V9D1+gW0Jlp0Hk25dWbUBbotUVhfhU4NO2TZELPrHqAqObOTlgFJhzz8sTiKelerQfqkgm+z5TBJdb",
+	"X9PYowQNCJ1Yl9COCv0/r4nH3tx0AxbB5fbXViUQWT00A0UJL/h+BMNIJXYH/ufl2WnAOIvsRMLoCccC",
+	"R009GUBvP6uNpoYEE6q4zI3OsWMpOuGm2IYbbR+/j1zEkoNLqpSIARui1r3JoD0U7ddQYYPFwL8o2bW7",
+	"++jvQNq8S50giUgl+MLUxQnpMagws4bxNJdFIVRQcY+MeEbARCwpUWIK6iiFbjBwNwlfyGXqi7GYWG8t",
+	"1hNAW7PTFqpOtA99G9vcjiDqIouKcsUwr6tuCnZcMND3FXCO7zPBXQBhamcSoLr0GLjW7awXA5C9UeHu",
+	"qQUtWmg6LbWCAabzUJF90vVVPfj4CrLLFSNgjLhgWsWiMpjsSMY8YUiuQdMItwDfFTn2KnAg2BH7sOx2",
+	"59idRkfalVkzYyeLpww6UlinsrSCUNl3kcJ0qzUmCJhS9ViUiLTgkduIMc/zWajQW9ZlkZUFhS84A+AU",
+	"3MmI4DIjpwmq7PAV4QyWubIHjOytqJqWUHWoVRDo7wDGa6xTAfgiQGnKOKwW1GqLnBlBJZV0LwJbO0CD",
+	"Du9CiYVQ4Vkd0AgHmcitZZVHTGfCD5xpZLmARsVqh1b0QXvdPlwAxp40FR8dllHu/ciuzs4GHw5O/3tw",
+	"cfRfH48ury6pFapqEZ7AHmwFX4FRePFgvi75utAdc4EbpCZZqKGqEnbSsBEUjHsaP1l7/d1ub0HqTKUi",
+	"9qShthokFxibWdnq46XOmo03u+2NN4saBVrWSNqn3BR09HIRC3krkj7KjuGsIRZr9JwKd66XoP4tULhW",
+	"r9GYhcZbVC3br/8MC1hYXb+1v/V//md3+8d/fn4dvP7L7/9r60sQ9Bc0XdP8rJ4sk332JlSontzxCBUo",
+	"JfY53HLTH27tvwlCGEm4tR9uuSu3fg8V7M/5MbaarTjHpMU6rr+lpuYYjhHyppBLdOrRyvjuy6j0e7u3",
+	"htV6pfUHrmZkh5unrBDE1eDO5hFOoLRYc80dtcyewyjqo2bLHzQofgHjdeoMorYYsyOvmFDPUZl5VeJC",
+	"v2TgQEFeSgaklZUQc6n1UzVjvm1CHcfxDTnT1QttXOmNK71xpemEY5zxAeOz4GX8URXb6O6E6g6heuXS",
+	"eu53EH8kYjcfe6wyaWNpbftZqG5EVvRdGBX6SFPBocghgvccgJcdsREAIg1nYC8jCcdsRRzTGuBAKkIN",
+	"rcCqLnrsVHt426FOZu1yuchn31j9dEPQbeoaX44AgS4/YNFxDQFKT9erYoSjsA2FwQ/QrNgUF43zJoWp",
+	"NRSGytdl4AGGkMRgIlVZCIeTNuGfBvTTCIGHcq4MALuCJAAyJcM6FwdXR4OT4w/HVwHywh5dDM5+Obo4",
+	"OTt4f/Q+YPQRlAwE7OeDq6NfD/7b/Xly8mFwdfzh6OzjVcDOLs7/fnAK3Ry/nl384+hi8P748vDs9PTo",
+	"8OroPZQDUGQHo55cQpTsmtjsoExQiU/FgF6qAG5V6uHC+oGYq1ikhAXeaNTcX+xnqSJDHddzgombuaeE",
+	"ClAUseBA6SpRQw/YX48J7xDGhnKjyGeHsCu+HfnmZ3Mj4l5augE2ZsNGmtPm60m7QsY3y22iw0VwLyvm",
+	"+kwqF9ODD+eo3epogmxeUIZqaVs3cqTmhmqCClbv09zz7OOZyFmSy1uhsO+CXUCJk4O8hIBjITIXt8Ks",
+	"eKp1xjoYa7QeKsRXXeK8Mi+7rFQY9U8FNwJruO0kDeBvjw1GgXxe6wTB2nkfSLY/WmwLn8uqL6b1i1or",
+	"ym+lBLSoYlWT3Hzxens/DTKHYike4XpUYWF4tR47F/k2hHpzXgiHD+KDla/3duGdcP5RL3X7bChmGmYR",
+	"orXYZweycvvATkW0lu14JeObb8N0nN8AG7n6ksJ9X2FylpjpIFEJPbZV5qiziJLYrcnnX+FjJ6C1Tu8P",
+	"b3c0zzMAIq0TawLWRqR+IKzBZC1Qv2CPRsqNFWjeyfRnE1n+iRqBJSJOOX3Rh558gK3rsZ+4TIkz693u",
+	"bqiiq7Ozk8vBxdHh2YcPR6fvLweX/zg+ObkcfDi+vDw+/ZkAKnnFwzyZYKaRmRuZpmgJeu5H8UmaYim4",
+	"G8zWY9KN+Cm1j7oL6usKQpyNRXgQMMY7XsVnKj5vgR+AP0mEHdHqtdgKXJICgHN1yohCoPeTzkXMcYbr",
+	"i4RLFDqqge1hLsW1VKNwy3EpNVcOT9Zac03SYnFaD62Rsfa2mj8FS3YYZNbxT4OJKyq9NlgP4LKgWMWO",
+	"INA69Tjz8MtuH/lro+PTq6OL04OTKFSIk+OwpkslPmVYLk2krnYrPyy82vyOq5t+8HdNsux8tv+xpl+d",
+	"8u9etPIOfQftslGqhzxt0kXZR/RZFZTrLUO00TqtURfdU/fb17mClznnxfhZoNvQZHjSoanIBRGCJRtA",
+	"5mcBXlO0LBNqaq3TlpMT3IMP8+3uGxb53pY6vHKF9l97fspnyKvizgywWrhBdawIbfJJUldut88ybsxU",
+	"58l2McscwRyFUHgOdEbIKMapOGdizZDoT/S/KGClfRAS50GTHGAFLkPAeTHHtD7SEzu79z2wsCSbk/o4",
+	"JJH3O3ZZWaypkIC59UbMsBolr1O5N7QTlD8Znoo+i1SZphF6xaFCPiisyqASK8Nk0cfzgeiXqmjSLrIO",
+	"d/VnSJLKlBDAHciGUBpYhAr5G6FKJnE88HMnkegc5s6zfZkKXrnxmF6oDoj2kCwSb2+hhd6kaGwhcBxJ",
+	"q73f7u3NkR2GiioPe+y8VbzY9xcqzmdII18Ad26bzDgvH0NmPHzqfW6cT5V/fxChVYs8QAXot5ie32Tb",
+	"H94s+tVulnuL5xZ/ojQi317LqVjKh1T3K+rii5iqITgJm31d5+KjEfk35WB4JOuNi/G8XYzFhfoSJ6P1",
+	"pASOc2bhWJAbssJxCNX9PAf21Y7DyzmC99bDi2v8EO7Dd+IM3PeAtLsD9zwgPXbJJ4LlZYo9N1HWtACj",
+	"fSioBob4Fm8CDkvQcB7YEt8hWPQdQuWdh6DVFUCLf86tCCAjCYZ9QkT3ec2cN2DOh+rt3t4KS/wRDuHG",
+	"Gl8tBTb2+MYe/zp7/H4S0lrkVtCtyB22xU7OfD6QyaTXmmP7CHe9r9R4VjQ99hXuyt0deJIemMY/2pZ+",
+	"gbQ+JW0MtxVxo6xg8mnbgG93f6yqYHiS5MIYKIThN9j11sYQY5+09ZgEL/YBT0Twgo++m+AFnOYNo8tG",
+	"qaxTLgibmrBZWk6sVx47n+VqkpbWMwx+rwtwQ59og0GrVhr447JoDZ3o++mYj8AY/eSBGbpkU+z1UulM",
+	"lpyK9VO/vbbox7Pd0utomJp22YQTH5BlZMVmywASdE2zfSILqCmSAmAZ6plJiqQ7edwUxdcpHzU6+u8h",
+	"qT8COenXb+uHN9qqkT1R1GCtI0Xcri/FcNs0z75AnYYnYaWYWb+uAhJxIGKY+BSLrGCRSx9ECNaL56sp",
+	"cUL1xSKnta8UArDPUerUhrYROxux83337MNRWNfD3MlkXJS5WAlnR9cwOaG4HKfsDkKrAM9QKpXoQ8uZ",
+	"jyEhWhU3TEHr+oGaMSNHSiTbklJBEz7DHKcslhru5zTAx7Pf4bV2/tQ87B6zaSgVxya+dSCD4F6bvOMK",
+	"4xtRzF4Zt6vu3qK5TsX9gulLo+cXcKvn6Araka3V1GLfYOMPPnwMnbt9mdMe+apg+nFVFcXcsrEI7K2I",
+	"TfgN5bFBCnLVNMRaRGHOld+/z834gsHZgT2R6bXuyakvby0nDMDXm5zwxrpax7qCvc44bKI1FdfOZ/uf",
+	"+4fyF00pX14+1imW7tg791kubvWNdfmcfAE82i+JK13YO4mvFjSLAJ1W+ik+ER52MuPFuAKdpOlsyox6",
+	"s+KEfzoRalSMt/bf7AF+pvvz9ZfgTT6ZsLFLhc/d5ChenGNlz8bqs49t5TtjXRpxI0Rm9+MDYHr4bvaE",
+	"i4lWKAgI6gMFgVBJpiV0urSDf7TX5/XZcBXSxztClzC9UF0Inhmm82zMlWEdx38NKCYEtwu99gBhEbB2",
+	"qA7xKbPnG+GE6NGhSnLpIlYTNoUavSmfEdYy4g3VUaux0bcFBAmRlB34CiJAz8DHtOd9hvBEiTQZcdLh",
+	"SyalABjXpExFgmjZAOVq/wVwblxOoMlGT6SdpBk8pphqoLuIyzy3I0Y2HaSbco8AHAJ7G+CJ6s7herA5",
+	"WI89vEeoHh7V46JUiGzw9/rGfEQpufi0VfLy1zEvcDtn3BiWyBdQPv+Ng2gIntFZJ9g20zg8i4fGrA+t",
+	"MT+09rGAAESro4X+GN84YBOiMECsIFkYVqOgyXJxLT9Zk6PM0639rc86lyOpfv/Ms2yAX/6+wzO5c/t6",
+	"K9i65bm0c2do69MVKLfhiG7tb+2Y23irtfa0emxU/ThinUZVMthzbswcewPG2hQs17pAvGgcY/Op46LI",
+	"9nd2Uh3z1F6+/5fdv+wuDOPSHj4R4A0BakTnBXHfmYKrWGCmgNt1s08HEkIYbZmnkWcEQFohO3w7IjCn",
+	"aBEXcddHaFcCh2yqR1IFjJbTBOzw8uInVthNF/i2ShiYmHCZsutUT02vMgIPymLcYjt+BBe5smGlVqzD",
+	"Fy3mwGVGKK5kurV7o5Juh1ZvxiRfGZbl+lqmwr5RXINfofvW7npIwh8irYs3Py+HqYzt6SjkRLBrwSGK",
+	"ep3yUf29D2HrtPweuMrNPouhZiiASGlAWYSAKtwDds1vNVSq2vsGbpSga4FU2kB8AUmlxSQDngGg8gAQ",
+	"MDOWGYIXXoscSQtHxOlgv4dyVM6yXKpYZjxlHR8myURutOJp7Uvodh3lusy60BxL+FYegxpuDcWzxDzo",
+	"fynxiUA8ydlETIbYj9+R6lYaOUz9j9G+CdXb3bfdPhXvKz6iCEunRkdVv71p1vHqqQpqo63xKuMlwEdB",
+	"aJK0+Tz5I72UNAtxm249E4eY8AjRDdUAAEoQKg9KUMckAJ3tjgG8Z9t2ErkjBweUNJI4sEP3mVBWeE2E",
+	"KhyoYGCXaNtbAkzfijxHVBW8OAlCqz31NmGYd705CY/ZTsWtqHch0u9h/ayFZIfRY1D2jB1IWDPqIGuF",
+	"zEOFQ02tXu9EYbm7+yZGjBf4t+jhR1ezTJzyCX0YYdsIYemwKNa56F0Inny8OLFPi1omjPBWWlxPq5v0",
+	"dXUITMGBIRM2ttNhrPNuG9Orca6VPTs5ijFYdq3EthnrwgrNKC/VgBdRFxhRJlyV1iZkxTjX5WjMoiKX",
+	"oxEYZu9LgZrRzs1yM5Js+zbjMVTeemy88WVD87YSYpTGrjBxHTUnAI3Iz5+dwvv994hBzmis0wSw7Uta",
+	"wzkNb3eH1WChgjkEk92aBo2xnSMhnRM1baP7B/TOXBNmotvUB+fHrBOZ25sB7gmZ4G6gP7EHhzZIt8c+",
+	"2FPvvQYlRGIWpIFWNUBXiMOaylUywFzqtfF0zAtPFuuQtqLLXw4RuG9wcH4c+fNRs3GCUFmvw/oKpiTA",
+	"gNjOdTrlM8OG6PPfOEY6t2fPj6GFqGV2frYSCTeNF2AE6oVy0bAOhhUikFBR4OI+AYvwighI8lC06aki",
+	"PkIThArYAeE1EHyxIURMQI1P17kQ29c6n4AdIHKhYoHLzyv9Yv+MeQ7ouTxU+LQKSMWe+wpBBeERyNPB",
+	"BXVdzvQX+EXuG7gX/YG7wwkfVCxwsVcrI5wxchdTaMjSfTZnIxghHFCSvb7Hjr1qwRs439m6zn3W/K4u",
+	"+a1DqXThxLr/0ZvGCuMytqzvCVejko/EdtsK1JUuDfN9DuxF+yzSmVBcItMEO8uEOjjetg4BL+xIQxXt",
+	"xGNegI+QCrhd5Hf7Pv0gYGdpyic8YLcnJx8CdvKBXRZlInUAF1zoshB5wH7O9W8BO/h3mYtuEKqIKyvg",
+	"MhlHrPMB4biMPbEE+YvvJ5KIdWKu7BvkIksBVznXE8aBImznvw8+nDC8lBoDrV+EPJSJmGhDOOzRkBuB",
+	"NinkmnE7NCaKzFjDMrSxnOpxpmCWloS3Y61hL238uU7TyYAjZvwArohYBw77ycmHwcHJydmvR+8Hfz+7",
+	"vLqM9tGgBvCxgB2fV8/CkR8ev79gShRWJthdlvGck36J9WTCwawxGY+FqVgzlVaiG7B4LOIbxylKmB+s",
+	"83Zvr4v3Jhw12inA2ov0PaYPVhkSVL8yBDpdiE+FnxlCPMRvgA7UjHVehMqayXlWsM7e7q7dxDmPCxD7",
+	"1vXPrbr2n7l2dpAncLvS0KHTU2VnEtbmlfEv1lglwmatQRrQZQG+XgXJf10hF0anZ7AKh2enPx3//PEC",
+	"SLWJUI7EprWzoJVv2672PvOusH3Fqd2umRzciNnAiAKFdsUDfiNmjXP6oeUUrtKoKI4ScS2VxCPbwVIB",
+	"JhVLdAz03GwvgC3PLpEfKMn5dcH2dvd2t1/vYXDPmgKhihq+qAufoPnlVGgPP+79y2gVdSl2Vsq0sC5L",
+	"BSm5Dcsnh2UhklDFvOCpHgXs1kdc8TBlmPFBxN0JuAhoHKChqPNtU2b27CY1d8HuHiWm+PJtxtcKbV8h",
+	"MeYzpxnMAiBmffREs0Btw60YmKGqg2AG9S3WmbPJ55tBVbLgC9T7kkM1B7njZMYq6J3aHssBXWxO3V8t",
+	"MU4BNZd1YuCzmzNU7cjh8KBhieILbFJ7DCqvMJWmcL5hQnX01r1DvCJYvpg2Kh/qvAgci1FA/PEBqTAU",
+	"AFKV8E2Rz+g/CMHPEB1+0bEDsyAugGIOQEuniiJGGM2uEBgRlrc1Pt2YLADJXpysI2+4AUZCKgqW6tEI",
+	"XXcfxwY86nm4aTv8hehUqDoR/jkgF31gP96nS+1R00rMIcii3VMP8LMOBsrsEti/rUHo7OZta787i75r",
+	"TY61I/v2c7dZjQhVZbZWVsqSCaRQW5sQ4+k2xCJQlkMkwVgXLpMxbu3IHoWdzyVk8n5HkPKIdZBgzcNj",
+	"54KAOiGzBXxs+QxmigyC5l2ULuQ1RZJN1GO/UqQpmog8LnPS9cXY8xNaKzYxdjtBmIKNyyEzmeA3rpT+",
+	"A/6QmXJoX3AInk6hY532HXxuUL8hmAnGqsVCE+aou8W4HHpqRWvaVbeESx10QYFzhLlZ9wJZacaBp9nL",
+	"dJqGKvr56IrNobtHc2kVR+3ZcJxKM14iPptOkrWc8AonEiEYaoK5BA8YkUPBc5FbrReqNZ0rotckMwKA",
+	"TNy5dpEVK7BQ6kqivqiNB3yMXqg+kGcFd0Binnl/Clht5r0qFy+DIyKBstauYVSjRXc7LiJVyTO586eI",
+	"ZRxI0CsBU6WLIv/Uwfvjy4O/nRy9j5agy3rkR7sB0MjvBmworlFjNfJoUqseu/DZHJEAJrs1UXxe54dd",
+	"l5+BmFmoMLcTzE3GoKIKGXw4+N/ROrmfRUV8cH7cFkLNrMonztUs10kZQ8eKdSI75BIaIwrT3Wc8j8dW",
+	"glq1YqUZK+HHVrfk8pYX8laQvrXyL1QYdeRxLEAhIhKGfc6wTFFQpCVOExaxw4OWhReBJrfSLajEcGg+",
+	"YFD5xJ6L1Rq4dm2qwGHdu6PfV2Kzaf/Z12+LtoFZwqS6FarQVhlCFD1Nqwhsqegj8oXB4iJN1GNtRR2h",
+	"Om7eBH5Zu08u2MgdXqLMhbPgHRe0lgb0gwEF8qJQ+f12zVMjKDTqxzTzv6SP/C+rjVrkJbjXVsFn9PYG",
+	"mbMTkYNnPXW3MYNE5hHrNAIl5ycffz4+vRy8P76IAu8RRKbQOR+JHfpl1LVOWZrUXgdN24AlMhfIHOEe",
+	"x9mtUInO3SBcDBE/RYG1gx8pHz/cibo99jdhINbpTPJQ7b0yrkuLAkXy2tpuhOliXPoIzVCrqvZZ5C3b",
+	"iHXwwPjBmD6TiQmVC2um5WjJgKJuwCKAqYbb4K/thsZDewnf2GsmcYZM4PY6UyRSswicSJVEEG/Egmtw",
+	"RP5+dXXOIqs5CTE+QilugOJxDlyqEY6B0Qh70M/JgzSRdfInckQGdeTuCJ7HLyK3ZqefgYUXHpyenp4O",
+	"oL7H/JZGyAsieSriogs8aBASx4dYayjls1M+EcSldEu3BxdP5g3HCUixyVti7c4SbaG6k9QPValuwHLw",
+	"8FjEZ2xVfZYL8J/YdQ7JbiurVJIK1oncJ0eqyGeOlBuebw1scDdb/Dba2TsLGyEKmOEqGepPImGdw8tz",
+	"FtHfDKIP26Q3o32vYp0mzUsVKuSut74Z/620ck5Ciq2eqSOfoIuGqfV/lRMesVZGWwE4P3U8yxYHa9UJ",
+	"brkPh+dkN8EwHAAZ2RmvDNpKxKsPVMY8ZULdylwr8H4pUgj6QtBp6YMwR3mtdMFuRFZUhWrVvWGLER+f",
+	"Ey6Q9TYiH2AtPtgNXuOAPQ5NBmwiuALncCxysc8yHt9AoAqUA+o1Uz3Tu8ilsldWQpcGY5dEpNdNIw1X",
+	"ukVfnJXFSNvRQm6zGazC+QA2drI22tVDTStxmS4xBr3jKtU2zzLWMK5Zp3IH2YRDYoHcQrtJKsx8NHIz",
+	"/BEaxDormFRo9E567FRM5+4N05gaDWYvGHYEfZvJ+A6Tvz6Hp/Wv2jQvT0VR2GWwa8aucWEoTOCDE/St",
+	"i4HVE6qX8NXW7//8/f8PAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -54,10 +54,11 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	// getGroupPicture (the targets of picture_url, docs/decisions.md), the two task event
 	// streams (issue 13), reading and storing the runtime settings (issue 15), a model
 	// configuration's test, the agent's resolved model and the global default (issue 24), and
-	// listing, editing and deleting an agent's memories (issue 25), and the agent as an MCP server,
-	// its A2A agent card and A2A endpoint (issue 29).
-	if len(ops) != 167 {
-		t.Errorf("contract has %d operations, want the specification's 152 plus 15", len(ops))
+	// listing, editing and deleting an agent's memories (issue 25), the agent as an MCP server,
+	// its A2A agent card and A2A endpoint (issue 29), and the approvals inbox and its batch
+	// decisions (issue 26).
+	if len(ops) != 169 {
+		t.Errorf("contract has %d operations, want the specification's 152 plus 17", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, op := range ops {

@@ -72,13 +72,8 @@ func classify(err error) (status int, code gen.ErrorCode, msg string) {
 		}
 		return http.StatusBadRequest, gen.ErrorCodeBADREQUEST, bodyUnreadMessage
 	}
-	msg, kind, ok := svcerr.Public(err)
-	if ok {
-		for _, e := range api.ErrorCategories {
-			if kind == e.Kind {
-				return e.Status, e.Code, msg
-			}
-		}
+	if status, code, msg, ok := api.Classify(err); ok {
+		return status, code, msg
 	}
 	return http.StatusInternalServerError, gen.ErrorCodeINTERNAL, "internal error"
 }

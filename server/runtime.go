@@ -14,6 +14,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/agent"
 	"github.com/agentsvc/svc/internal/domain/agenttemplate"
 	"github.com/agentsvc/svc/internal/domain/apikey"
+	"github.com/agentsvc/svc/internal/domain/approval/inbox"
 	"github.com/agentsvc/svc/internal/domain/chat"
 	"github.com/agentsvc/svc/internal/domain/group"
 	"github.com/agentsvc/svc/internal/domain/mail"
@@ -80,6 +81,7 @@ func (a *App) buildServices() {
 	s.Tasks = task.New(s.Store, s.Tools).WithLog(a.Logger).WithRetryAfterMax(func() time.Duration {
 		return time.Duration(s.Config.Current().LLMRetryAfterMaxSeconds) * time.Second // read at every retry
 	})
+	s.Approvals = inbox.New(s.Store, s.Tasks, a.Logger, a.clock)
 	s.Push = push.NewService(s.Config.View, s.Hub)
 	s.Notifications = notification.New(s.Store, s.Push, s.Config.Current, a.Logger)
 	s.Events = taskstream.New(s.Store, a.Logger)
@@ -135,7 +137,7 @@ func (a *App) buildServices() {
 func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
 	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media,
 		Notifications: a.Notifications, Idempotency: a.Store.DeleteIdempotencyBefore,
-		RateLimits: a.Store.DeleteRateLimitWindowsBefore, Clock: a.clock,
+		RateLimits: a.Store.DeleteRateLimitWindowsBefore, Clock: a.clock, ExpireApprovals: a.Approvals.Expire,
 		Changed: func(ctx context.Context, id int64) {
 			if t, err := a.Store.Task(ctx, id); err == nil {
 				a.taskChanged(ctx, t)

@@ -44,3 +44,23 @@ func (s *Principals) Memberships(ctx context.Context, userID int64) (map[int64]s
 	}
 	return out, nil
 }
+
+// PrincipalManagers returns the users who manage principal p by their role there, ascending:
+// the user whose personal principal it is, or a group's owners and admins (administrators, who
+// manage everything by their account's role, are not listed). Errors: the database's.
+func (s *Principals) PrincipalManagers(ctx context.Context, p int64) ([]int64, error) {
+	var ids []int64
+	db := s.conn(ctx)
+	if err := db.Table("users").Where("principal_id = ?", p).Pluck("id", &ids).Error; err != nil {
+		return nil, TranslateError(fmt.Errorf("managers of principal %d: %w", p, err))
+	}
+	var members []int64
+	err := db.Table("group_members").
+		Joins("JOIN principal_groups ON principal_groups.id = group_members.group_id").
+		Where("principal_groups.principal_id = ? AND group_members.role IN ?", p, []string{GroupRoleOwner, GroupRoleAdmin}).
+		Order("group_members.user_id").Pluck("group_members.user_id", &members).Error
+	if err != nil {
+		return nil, TranslateError(fmt.Errorf("managers of principal %d: %w", p, err))
+	}
+	return append(ids, members...), nil
+}

@@ -67,8 +67,57 @@ type Agent struct {
 	IsFavorite        bool
 	PictureMediaID    *string // media asset of the picture; nil when none
 	Compaction        AgentCompaction
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// Approvers names who may decide the agent's pending tool calls and questions (the rule
+	// is package approval's); ApprovalTimeoutSeconds bounds how long a call waits for a
+	// decision (0: forever) and ApprovalTimeoutAction is what happens then.
+	Approvers              Approvers
+	ApprovalTimeoutSeconds int
+	ApprovalTimeoutAction  string
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+}
+
+// Approvers names who may decide an agent's pending tool calls and questions besides nobody:
+// the task's owner, the managers of the agent's principal, named users (ids). Stored as a
+// JSON object in agents.approvers.
+type Approvers struct {
+	Owner    bool    `json:"owner,omitempty"`
+	Managers bool    `json:"managers,omitempty"`
+	Users    []int64 `json:"users,omitempty"`
+}
+
+// DefaultApprovers is who decides when an agent names nobody: the task's owner.
+func DefaultApprovers() Approvers { return Approvers{Owner: true} }
+
+// Approval timeout actions.
+const (
+	ApprovalTimeoutReject = "reject"
+	ApprovalTimeoutAbort  = "abort"
+)
+
+// MaxApprovalTimeoutSeconds bounds approval_timeout_seconds (the INT column's range).
+const MaxApprovalTimeoutSeconds = math.MaxInt32
+
+// MaxNamedApprovers bounds the named users of an agent's approvers.
+const MaxNamedApprovers = 50
+
+func decodeApprovers(s string) (Approvers, error) {
+	var a Approvers
+	if s == "" {
+		return DefaultApprovers(), nil
+	}
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+func encodeApprovers(a Approvers) (string, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return "", fmt.Errorf("encode approvers: %w", err)
+	}
+	return string(b), nil
 }
 
 // AgentFields are the settable properties of an agent. For UpdateAgent nil means unchanged;
@@ -92,6 +141,10 @@ type AgentFields struct {
 	CompactionAnswerReserve    *int
 	ToolResultMaxChars         *int
 	SummaryLLMConfigID         *int64
+	// Approvers replaces the whole set (nil: unchanged; create: DefaultApprovers).
+	Approvers              *Approvers
+	ApprovalTimeoutSeconds *int
+	ApprovalTimeoutAction  *string
 }
 
 func (f AgentFields) empty() bool {
@@ -99,7 +152,8 @@ func (f AgentFields) empty() bool {
 		f.MaxSteps == nil && f.AllowFollowup == nil && f.RetryAfterMinutes == nil &&
 		f.MaxRetries == nil && f.Metadata == nil && f.CompactionEnabled == nil &&
 		f.CompactionThresholdPercent == nil && f.CompactionAnswerReserve == nil &&
-		f.ToolResultMaxChars == nil && f.SummaryLLMConfigID == nil
+		f.ToolResultMaxChars == nil && f.SummaryLLMConfigID == nil && f.Approvers == nil &&
+		f.ApprovalTimeoutSeconds == nil && f.ApprovalTimeoutAction == nil
 }
 
 // AgentCheck decides, inside the transaction that changes an agent and after its row is
@@ -142,6 +196,10 @@ type agentRow struct {
 	ToolResultMaxChars         int
 	SummaryLLMConfigID         *int64 `gorm:"column:summary_llm_config_id"`
 
+	Approvers              string
+	ApprovalTimeoutSeconds int
+	ApprovalTimeoutAction  string
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -167,7 +225,16 @@ func (r *agentRow) toAgent(favorite bool) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %d: metadata: %w", r.ID, err)
 	}
+	appr, err := decodeApprovers(r.Approvers)
+	if err != nil {
+		return nil, fmt.Errorf("agent %d: approvers: %w", r.ID, err)
+	}
+	action := r.ApprovalTimeoutAction
+	if action == "" {
+		action = ApprovalTimeoutReject
+	}
 	return &Agent{
+		Approvers: appr, ApprovalTimeoutSeconds: r.ApprovalTimeoutSeconds, ApprovalTimeoutAction: action,
 		ID: r.ID, PrincipalID: r.PrincipalID, Name: r.Name, Description: r.Description,
 		SystemPrompt: r.SystemPrompt, Notes: r.Notes, MaxSteps: r.MaxSteps, AllowFollowup: r.AllowFollowup,
 		RetryAfterMinutes: r.RetryAfterMinutes, MaxRetries: r.MaxRetries, Metadata: md, IsFavorite: favorite,
@@ -232,6 +299,7 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		{"max_steps", f.MaxSteps}, {"retry_after_minutes", f.RetryAfterMinutes}, {"max_retries", f.MaxRetries},
 		{"compaction_threshold_percent", f.CompactionThresholdPercent}, {"compaction_answer_reserve", f.CompactionAnswerReserve},
 		{"tool_result_max_chars", f.ToolResultMaxChars},
+		{"approval_timeout_seconds", f.ApprovalTimeoutSeconds},
 	} {
 		if t.v != nil {
 			ch[t.col] = *t.v
@@ -249,6 +317,16 @@ func agentChanges(f AgentFields) (map[string]any, error) {
 		} else {
 			ch["summary_llm_config_id"] = *f.SummaryLLMConfigID
 		}
+	}
+	if f.ApprovalTimeoutAction != nil {
+		ch["approval_timeout_action"] = *f.ApprovalTimeoutAction
+	}
+	if f.Approvers != nil {
+		a, err := encodeApprovers(*f.Approvers)
+		if err != nil {
+			return nil, err
+		}
+		ch["approvers"] = a
 	}
 	if f.Metadata != nil {
 		md, err := encodeMetadata(*f.Metadata)
@@ -290,6 +368,22 @@ func summaryConfigVisible(tx *gorm.DB, principal int64, id *int64) error {
 	return nil
 }
 
+// approversExist returns ErrInvalid unless every named approver is a user (a reference in a
+// request body: 422), checked in the transaction that writes the reference.
+func approversExist(tx *gorm.DB, a *Approvers) error {
+	if a == nil || len(a.Users) == 0 {
+		return nil
+	}
+	var n int64
+	if err := tx.Table("users").Where("id IN ?", a.Users).Count(&n).Error; err != nil {
+		return fmt.Errorf("check approvers: %w", err)
+	}
+	if int(n) != len(a.Users) {
+		return invalidf("approvers.user_ids: no such user")
+	}
+	return nil
+}
+
 // CreateAgent stores a new agent owned by principalID and returns it (not a favorite of
 // anyone). The caller decides whether the principal may be used and has checked the fields
 // (agent.CheckFields; Name is required). Errors: ErrInvalid "principal_id: no such principal"
@@ -304,6 +398,9 @@ func (s *Agents) CreateAgent(ctx context.Context, principalID int64, f AgentFiel
 			return err
 		}
 		if err := summaryConfigVisible(tx, principalID, f.SummaryLLMConfigID); err != nil {
+			return err
+		}
+		if err := approversExist(tx, f.Approvers); err != nil {
 			return err
 		}
 		now := s.now()
@@ -423,6 +520,9 @@ func (s *Agents) UpdateAgent(ctx context.Context, id, viewer int64, f AgentField
 			return nil
 		}
 		if err := summaryConfigVisible(tx, a.PrincipalID, f.SummaryLLMConfigID); err != nil {
+			return err
+		}
+		if err := approversExist(tx, f.Approvers); err != nil {
 			return err
 		}
 		ch["updated_at"] = s.now()

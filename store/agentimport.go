@@ -87,10 +87,12 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 		return nil, err
 	}
 	row := &agentRow{PrincipalID: principalID, MaxSteps: limits.DefaultSteps, AllowFollowup: true, Metadata: "{}",
-		CompactionEnabled: true, CompactionThresholdPercent: DefaultCompactionThreshold}
+		CompactionEnabled: true, CompactionThresholdPercent: DefaultCompactionThreshold,
+		Approvers: `{"owner":true}`, ApprovalTimeoutAction: ApprovalTimeoutReject}
 	row.Name = ch["name"].(string)
 	for col, dst := range map[string]*string{
 		"description": &row.Description, "system_prompt": &row.SystemPrompt, "notes": &row.Notes, "metadata": &row.Metadata,
+		"approvers": &row.Approvers, "approval_timeout_action": &row.ApprovalTimeoutAction,
 	} {
 		if v, ok := ch[col]; ok {
 			*dst = v.(string)
@@ -99,7 +101,8 @@ func newAgentRow(principalID int64, f AgentFields) (*agentRow, error) {
 	for col, dst := range map[string]*int{
 		"max_steps": &row.MaxSteps, "retry_after_minutes": &row.RetryAfterMinutes, "max_retries": &row.MaxRetries,
 		"compaction_threshold_percent": &row.CompactionThresholdPercent, "compaction_answer_reserve": &row.CompactionAnswerReserve,
-		"tool_result_max_chars": &row.ToolResultMaxChars,
+		"tool_result_max_chars":    &row.ToolResultMaxChars,
+		"approval_timeout_seconds": &row.ApprovalTimeoutSeconds,
 	} {
 		if v, ok := ch[col]; ok {
 			*dst = v.(int)

@@ -113,13 +113,13 @@ func setClause(changes map[string]any) (string, []any) {
 
 // toolCallColumns are the columns of task_tool_calls in the order of toolCallRow's fields.
 const toolCallColumns = "id, task_id, message_sequence, provider_call_id, tool_class, name, operation, status, " +
-	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at, restarts, gate, allow_for_task"
+	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at, restarts, gate, allow_for_task, decided_by_system"
 
 // dest are the scan destinations of toolCallColumns.
 func (r *toolCallRow) dest() []any {
 	return []any{&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
 		&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
-		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt, &r.Restarts, &r.Gate, &r.AllowForTask}
+		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt, &r.Restarts, &r.Gate, &r.AllowForTask, &r.DecidedBySystem}
 }
 
 // insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors

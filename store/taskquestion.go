@@ -38,6 +38,7 @@ type QuestionBatch struct {
 	Answers    []QuestionAnswer
 	CreatedAt  time.Time
 	AnsweredAt *time.Time
+	AnsweredBy *int64 // the user who answered (nil: unanswered, or answered through an API key)
 }
 
 type questionRow struct {
@@ -48,12 +49,13 @@ type questionRow struct {
 	Answers    *string
 	CreatedAt  time.Time
 	AnsweredAt *time.Time
+	AnsweredBy *int64
 }
 
 func (questionRow) TableName() string { return "task_questions" }
 
 func (r *questionRow) toBatch() (QuestionBatch, error) {
-	b := QuestionBatch{ID: r.ID, TaskID: r.TaskID, ToolCallID: r.ToolCallID, CreatedAt: r.CreatedAt.UTC(), AnsweredAt: utcPtr(r.AnsweredAt)}
+	b := QuestionBatch{ID: r.ID, TaskID: r.TaskID, ToolCallID: r.ToolCallID, CreatedAt: r.CreatedAt.UTC(), AnsweredAt: utcPtr(r.AnsweredAt), AnsweredBy: r.AnsweredBy}
 	if err := json.Unmarshal([]byte(r.Questions), &b.Questions); err != nil {
 		return b, fmt.Errorf("question batch %d: %w", r.ID, err)
 	}
@@ -135,6 +137,16 @@ type AnswerCheck func(b *QuestionBatch) error
 // ErrInvalidState (not AWAITING_INPUT), ErrInvalid (no such pending batch: read under the task's
 // lock), and whatever check returns.
 func (s *Tasks) AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
+	return s.AnswerQuestionsBy(ctx, taskID, Decider{}, toolCallID, answers, check)
+}
+
+// AnswerQuestionsBy is AnswerQuestions recording by's user (when set, and not through an API
+// key) as who answered.
+func (s *Tasks) AnswerQuestionsBy(ctx context.Context, taskID int64, by Decider, toolCallID string, answers []QuestionAnswer, check AnswerCheck) (*Task, error) {
+	var answeredBy *int64
+	if by.UserID != 0 && by.KeyID == "" && !by.System {
+		answeredBy = &by.UserID
+	}
 	enc, err := encodeJSON("answers", answers)
 	if err != nil {
 		return nil, err
@@ -166,11 +178,11 @@ func (s *Tasks) AnswerQuestions(ctx context.Context, taskID int64, toolCallID st
 		}
 		now := s.now()
 		res := tx.Model(&questionRow{}).Where("id = ? AND answered_at IS NULL", qr.ID).
-			Updates(map[string]any{"answers": enc, "answered_at": now})
+			Updates(map[string]any{"answers": enc, "answered_at": now, "answered_by": answeredBy})
 		if res.Error != nil {
 			return nil, fmt.Errorf("task %d: answer: %w", taskID, res.Error)
 		}
-		b.Answers, b.AnsweredAt = answers, &now
+		b.Answers, b.AnsweredAt, b.AnsweredBy = answers, &now, answeredBy
 		if err := appendEvents(tx, taskID, now, TaskEvent{Type: EventQuestionAnswered, Questions: &b}); err != nil {
 			return nil, err
 		}

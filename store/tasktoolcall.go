@@ -65,8 +65,10 @@ type ToolCall struct {
 	DecidedBy         *int64
 	DecidedByKey      *string // public id of the API key the decision came through (nil: a session)
 	DecidedAt         *time.Time
-	CreatedAt         time.Time
-	ExecutedAt        *time.Time // when it was (last) started; set while it runs
+	// DecidedBySystem marks a call decided by the service itself: its approval timeout ran out.
+	DecidedBySystem bool
+	CreatedAt       time.Time
+	ExecutedAt      *time.Time // when it was (last) started; set while it runs
 	// Restarts counts the times the call was started again after a crash interrupted it (see
 	// RestartToolCall): only calls of repeatable operations are.
 	Restarts int
@@ -123,6 +125,7 @@ type toolCallRow struct {
 	Restarts          int
 	Gate              *string
 	AllowForTask      bool
+	DecidedBySystem   bool
 }
 
 func (toolCallRow) TableName() string { return "task_tool_calls" }
@@ -133,6 +136,7 @@ func (r *toolCallRow) toToolCall() (ToolCall, error) {
 		ToolClass: r.ToolClass, Name: r.Name, Operation: r.Operation, Status: r.Status, Result: rawOf(r.Result),
 		Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedByKey: r.DecidedByKey, DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(),
 		ExecutedAt: utcPtr(r.ExecutedAt), Restarts: r.Restarts, AllowForTask: r.AllowForTask,
+		DecidedBySystem: r.DecidedBySystem,
 	}
 	if r.Gate != nil {
 		c.Gate = *r.Gate
@@ -392,9 +396,15 @@ func (s *Tasks) DecideToolCalls(ctx context.Context, taskID, decidedBy int64, ds
 type Decider struct {
 	UserID int64
 	KeyID  string
+	// System marks the service's own decision (an approval timeout ran out); UserID and KeyID
+	// are then unset.
+	System bool
 }
 
 func (d Decider) changes(now time.Time) map[string]any {
+	if d.System {
+		return map[string]any{"decided_by_system": true, "decided_at": now}
+	}
 	ch := map[string]any{"decided_by": d.UserID, "decided_at": now}
 	if d.KeyID != "" {
 		ch["decided_by_key"] = d.KeyID

@@ -60,6 +60,9 @@ func CheckFields(f store.AgentFields, create bool) error {
 	if err := CheckCompaction(f); err != nil {
 		return err
 	}
+	if err := CheckApprovals(f.Approvers, f.ApprovalTimeoutSeconds, f.ApprovalTimeoutAction); err != nil {
+		return err
+	}
 	if f.Metadata != nil {
 		return checkMetadata(*f.Metadata)
 	}
@@ -83,6 +86,36 @@ func CheckCompaction(f store.AgentFields) error {
 	}
 	if v := f.SummaryLLMConfigID; v != nil && *v < 0 {
 		return fieldcheck.Invalidf("summary_llm_config_id must be a model configuration's id, or 0 for none")
+	}
+	return nil
+}
+
+// CheckApprovals applies the rules of an agent's approval settings (nil: unchanged): approvers
+// name at least one kind of decider, at most store.MaxNamedApprovers users, each once and a
+// positive id (that they exist the store checks in the writing transaction); the timeout is 0
+// (none) to store.MaxApprovalTimeoutSeconds; the action is reject or abort. Errors: ErrInvalid
+// naming the field.
+func CheckApprovals(a *store.Approvers, timeout *int, action *string) error {
+	if a != nil {
+		if !a.Owner && !a.Managers && len(a.Users) == 0 {
+			return fieldcheck.Invalidf("approvers must name at least one decider (owner, managers or user_ids)")
+		}
+		if len(a.Users) > store.MaxNamedApprovers {
+			return fieldcheck.Invalidf("approvers.user_ids holds at most %d users", store.MaxNamedApprovers)
+		}
+		seen := map[int64]bool{}
+		for _, id := range a.Users {
+			if id < 1 || seen[id] {
+				return fieldcheck.Invalidf("approvers.user_ids must hold distinct positive user ids")
+			}
+			seen[id] = true
+		}
+	}
+	if timeout != nil && (*timeout < 0 || *timeout > store.MaxApprovalTimeoutSeconds) {
+		return fieldcheck.Invalidf("approval_timeout_seconds must be between 0 and %d", store.MaxApprovalTimeoutSeconds)
+	}
+	if action != nil && *action != store.ApprovalTimeoutReject && *action != store.ApprovalTimeoutAbort {
+		return fieldcheck.Invalidf("approval_timeout_action must be reject or abort")
 	}
 	return nil
 }

@@ -435,7 +435,7 @@ func (s *Service) Answer(ctx context.Context, k *store.AgentAPIKey, id, toolCall
 		text := content
 		answers = append(answers, store.QuestionAnswer{Header: q.Header, Selections: []string{}, FreeText: &text})
 	}
-	return s.tasks.AnswerTask(ctx, t, toolCallID, answers, func(b *store.QuestionBatch) error {
+	return s.tasks.AnswerTask(ctx, t, decider(k), toolCallID, answers, func(b *store.QuestionBatch) error {
 		if len(b.Questions) != len(answers) {
 			return svcerr.New(svcerr.ErrInvalidState, "the question batch changed meanwhile")
 		}
@@ -593,13 +593,16 @@ func withToolTurns(ms []store.TaskMessage, calls []store.ToolCall, batches []sto
 }
 
 // DecidedBy names who decided a tool call: "key:<key id>" through an API key, "user:<id>"
-// through a session; without a person, the approval gate: "refused" (its tool or operation
-// could not be resolved, or is off), "policy" (a rule of the operation's approval policy
-// allowed or denied it: PolicyRule), "task" (an earlier approval allowed the operation for the
-// rest of the task), "auto" (its operation needs no approval); nil while undecided.
+// through a session, "system" for a call its approval timeout decided; without a person, the
+// approval gate: "refused" (its tool or operation could not be resolved, or is off), "policy"
+// (a rule of the operation's approval policy allowed or denied it: PolicyRule), "task" (an
+// earlier approval allowed the operation for the rest of the task), "auto" (its operation needs
+// no approval); nil while undecided.
 func DecidedBy(c *store.ToolCall) *string {
 	var s string
 	switch {
+	case c.DecidedBySystem:
+		s = "system"
 	case c.DecidedByKey != nil:
 		s = "key:" + *c.DecidedByKey
 	case c.DecidedBy != nil:

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/domain/approval"
 	"github.com/agentsvc/svc/internal/domain/mail"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -107,7 +108,8 @@ func OwnerDefaults(n *store.TaskNotice) []string {
 }
 
 // Decide is who is told what about notice n: a notification of its kind for the task's owner
-// when the kind is one of OwnerDefaults or their own subscription covers it, and for every
+// when the kind is one of OwnerDefaults or their own subscription covers it, for the agent's
+// other approvers (approvers) when it asks for a decision or an answer, and for every
 // other user whose subscription to the task's agent or its principal covers the kind and who
 // can still see that principal (a subscription to a target that became invisible stops
 // delivering); a mail with each notification whose recipient subscribed by email; the mail of
@@ -132,6 +134,17 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.Notice
 		var recipients []int64
 		if slices.Contains(OwnerDefaults(n), kind) {
 			recipients = append(recipients, n.UserID)
+		}
+		if kind == KindPendingApproval || kind == KindAwaitingInput {
+			approvers, err := s.approvers(ctx, n)
+			if err != nil {
+				return d, err
+			}
+			for _, uid := range approvers {
+				if !slices.Contains(recipients, uid) {
+					recipients = append(recipients, uid)
+				}
+			}
 		}
 		email := map[int64]bool{}
 		for _, sub := range subs {
@@ -179,6 +192,56 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.Notice
 		d.Mails = append(d.Mails, m)
 	}
 	return d, nil
+}
+
+// approvers are the users besides the task's owner who may decide what notice n's task waits
+// for (approval.MayDecide over the agent's approvers: named users, and the principal's
+// managers when the agent names them), ascending. A task or agent gone meanwhile has none.
+func (s *Service) approvers(ctx context.Context, n *store.TaskNotice) ([]int64, error) {
+	t, err := s.store.Task(ctx, n.TaskID)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.store.Agent(ctx, t.AgentID, 0)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	candidates := slices.Clone(a.Approvers.Users)
+	if a.Approvers.Managers {
+		ms, err := s.store.PrincipalManagers(ctx, a.PrincipalID)
+		if err != nil {
+			return nil, err
+		}
+		candidates = append(candidates, ms...)
+	}
+	slices.Sort(candidates)
+	var out []int64
+	for _, uid := range slices.Compact(candidates) {
+		if uid == t.UserID {
+			continue
+		}
+		u, err := s.store.UserByID(ctx, uid)
+		if errors.Is(err, svcerr.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sc, err := access.For(ctx, s.store, u)
+		if err != nil {
+			return nil, err
+		}
+		if approval.MayDecide(sc, a, t) {
+			out = append(out, uid)
+		}
+	}
+	return out, nil
 }
 
 // canSee reports whether user uid may see the resources of principal p (access.Scope.CanSee).

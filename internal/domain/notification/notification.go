@@ -34,6 +34,8 @@ type Store interface {
 	access.Memberships
 	UserByID(ctx context.Context, id int64) (*store.User, error)
 	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)
+	Task(ctx context.Context, id int64) (*store.Task, error)
+	PrincipalManagers(ctx context.Context, p int64) ([]int64, error)
 	ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.TaskNotice, error)
 	FinishTaskNotice(ctx context.Context, n store.TaskNotice, d store.NoticeDecision) ([]store.Notification, error)
 	FailTaskNotice(ctx context.Context, n store.TaskNotice, errText string) error

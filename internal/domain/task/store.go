@@ -28,7 +28,7 @@ type Store interface {
 	DecideToolCallsBy(ctx context.Context, taskID int64, by store.Decider, ds []store.ToolDecision) (*store.Task, error)
 	RejectToolCallsBy(ctx context.Context, taskID int64, by store.Decider, reason string) (*store.Task, error)
 	PendingQuestions(ctx context.Context, taskID int64) ([]store.QuestionBatch, error)
-	AnswerQuestions(ctx context.Context, taskID int64, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*store.Task, error)
+	AnswerQuestionsBy(ctx context.Context, taskID int64, by store.Decider, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*store.Task, error)
 	LastAssistantText(ctx context.Context, taskID int64) (*string, error)
 
 	Agent(ctx context.Context, id, viewer int64) (*store.Agent, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentsvc/svc/internal/platform/tracing"
 
 	"github.com/agentsvc/svc/internal/domain/access"
+	"github.com/agentsvc/svc/internal/domain/approval"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/pathid"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -105,6 +106,39 @@ func (s *Service) owned(ctx context.Context, u *store.User, id string) (*store.T
 	return t, nil
 }
 
+// Decidable returns task id when u may decide what it waits for (approval.MayDecide over the
+// agent's approvers). Errors: ErrNotFound "task not found" (unknown, malformed, or neither
+// u's nor decidable by u: nothing is revealed), ErrForbidden (u's own task whose agent names
+// other approvers), and those of the store.
+func (s *Service) Decidable(ctx context.Context, u *store.User, id string) (*store.Task, error) {
+	tid, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.store.Task(ctx, tid)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.store.Agent(ctx, t.AgentID, u.ID)
+	if err != nil {
+		if errors.Is(err, svcerr.ErrNotFound) && t.UserID != u.ID {
+			return nil, notFound()
+		}
+		return nil, err
+	}
+	sc, err := access.For(ctx, s.store, u)
+	if err != nil {
+		return nil, err
+	}
+	if approval.MayDecide(sc, a, t) {
+		return t, nil
+	}
+	if t.UserID == u.ID {
+		return nil, svcerr.New(svcerr.ErrForbidden, "this agent's approvers decide its tool calls and questions")
+	}
+	return nil, notFound()
+}
+
 // view adds what blocks t.
 // ViewOf is the task as its owner sees it (with pending calls and questions), for the push
 // channel. Errors: those of the store.
@@ -143,6 +177,10 @@ func (s *Service) view(ctx context.Context, t *store.Task) (*View, error) {
 
 // describe returns the declared description of a tool operation (the tool's own when the
 // operation is not declared, "" when the tool is unknown).
+// Describe is the declared description of operation op of tool class (the approvals inbox
+// shows it).
+func (s *Service) Describe(class, op string) string { return s.describe(class, op) }
+
 func (s *Service) describe(class, op string) string {
 	if s.tools == nil {
 		return ""
@@ -375,12 +413,12 @@ func (s *Service) AbortSubAgentTask(ctx context.Context, t *store.Task) (*View, 
 	return s.view(ctx, nt)
 }
 
-// Approve applies decisions to pending tool calls of a PENDING_APPROVAL task, recording u as
-// the decider; all decided → QUEUED. Errors: ErrNotFound, ErrInvalidState (not
+// Approve applies decisions to pending tool calls of a PENDING_APPROVAL task u may decide
+// (Decidable), recording u as the decider; all decided → QUEUED. Errors: ErrNotFound, ErrInvalidState (not
 // PENDING_APPROVAL), ErrInvalid (unknown, decided or repeated provider_call_id; arguments on a
 // rejection).
 func (s *Service) Approve(ctx context.Context, u *store.User, id string, ds []store.ToolDecision) (*View, error) {
-	t, err := s.owned(ctx, u, id)
+	t, err := s.Decidable(ctx, u, id)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +441,7 @@ func (s *Service) ApproveTask(ctx context.Context, t *store.Task, by store.Decid
 // it as their result) and queues the task. Errors: ErrNotFound, ErrInvalidState, ErrInvalid
 // (blank reason).
 func (s *Service) Reject(ctx context.Context, u *store.User, id, reason string) (*View, error) {
-	t, err := s.owned(ctx, u, id)
+	t, err := s.Decidable(ctx, u, id)
 	if err != nil {
 		return nil, err
 	}
@@ -430,11 +468,11 @@ func (s *Service) RejectTask(ctx context.Context, t *store.Task, by store.Decide
 // ErrInvalid (unknown batch, header or selection; a question left unanswered; several
 // selections on a single-choice question; free text where not allowed; an empty answer).
 func (s *Service) Answer(ctx context.Context, u *store.User, id, toolCallID string, answers []store.QuestionAnswer) (*View, error) {
-	t, err := s.owned(ctx, u, id)
+	t, err := s.Decidable(ctx, u, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.AnswerTask(ctx, t, toolCallID, answers, func(b *store.QuestionBatch) error {
+	return s.AnswerTask(ctx, t, store.Decider{UserID: u.ID}, toolCallID, answers, func(b *store.QuestionBatch) error {
 		return CheckAnswers(b.Questions, answers)
 	})
 }
@@ -442,11 +480,11 @@ func (s *Service) Answer(ctx context.Context, u *store.User, id, toolCallID stri
 // AnswerTask records answers to batch toolCallID of the authorised task t after check (may be
 // nil) accepted them; all batches answered → QUEUED. Errors: as Answer (ErrInvalid for answers
 // over store.MaxTaskJSONLen bytes of JSON, before the store), and those of check.
-func (s *Service) AnswerTask(ctx context.Context, t *store.Task, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*View, error) {
+func (s *Service) AnswerTask(ctx context.Context, t *store.Task, by store.Decider, toolCallID string, answers []store.QuestionAnswer, check store.AnswerCheck) (*View, error) {
 	if err := CheckJSON("answers", answers); err != nil {
 		return nil, err
 	}
-	nt, err := s.store.AnswerQuestions(ctx, t.ID, toolCallID, answers, check)
+	nt, err := s.store.AnswerQuestionsBy(ctx, t.ID, by, toolCallID, answers, check)
 	if err != nil {
 		return nil, err
 	}

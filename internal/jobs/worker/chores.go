@@ -35,6 +35,9 @@ type Chores struct {
 	// RateLimits removes the shared rate-limit windows expired before its argument
 	// (store.DeleteRateLimitWindowsBefore); nil keeps them.
 	RateLimits func(ctx context.Context, before time.Time) (int64, error)
+	// ExpireApprovals decides the tool calls whose approval timeout ran out and returns the
+	// tasks it moved (inbox.Service.Expire; each told to Changed); nil: none expire.
+	ExpireApprovals func(ctx context.Context) ([]int64, error)
 	// Notifications removes read notifications past their retention; nil keeps them.
 	Notifications *notification.Service
 	Clock         func() time.Time // the "now" of reaping and dispatching
@@ -44,12 +47,14 @@ type Chores struct {
 type Housekeeping struct {
 	OrphansReaped           int
 	ScheduledRunsDispatched int
+	ApprovalsExpired        int // tasks whose pending calls an approval timeout decided
 }
 
 // Run does one pass: it reaps RUNNING tasks whose lease expired (a task that failed then gets
 // the agent's automatic retry when it applies: the failure codes are transient; every reaped
 // task is told to Changed), schedules the automatic retries a stopped process promised but did
-// not schedule (task.Service.ScheduleMissedRetries; each told to Changed), dispatches due
+// not schedule (task.Service.ScheduleMissedRetries; each told to Changed), decides the tool
+// calls whose approval timeout ran out (ExpireApprovals; each task told to Changed), dispatches due
 // scheduled runs (tasks owned by each run's creator), sweeps expired media uploads and removes
 // read notifications and Idempotency-Key records past their retention and expired rate-limit
 // windows. A failing step does not keep the later ones from running; Run returns what was done
@@ -82,6 +87,19 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	if c.Changed != nil {
 		for _, id := range retried {
 			c.Changed(ctx, id)
+		}
+	}
+	if c.ExpireApprovals != nil {
+		expired, err := c.ExpireApprovals(ctx)
+		errs = append(errs, err)
+		h.ApprovalsExpired = len(expired)
+		if len(expired) > 0 && c.Requeued != nil {
+			c.Requeued()
+		}
+		if c.Changed != nil {
+			for _, id := range expired {
+				c.Changed(ctx, id)
+			}
 		}
 	}
 	h.ScheduledRunsDispatched, err = c.Schedules.DispatchDue(ctx, now)

@@ -24,6 +24,9 @@ const (
 	Retry       Action = "retry"        // POST /tasks/{id}/retry
 	CancelRetry Action = "cancel_retry" // DELETE /tasks/{id}/retry-chain
 	Resume      Action = "resume"       // every sub-agent of a waiting parent settled
+	// Expire is an approval timeout deciding the calls still pending (issue 26): the service
+	// rejects them (QUEUED, as Reject) or aborts the task (the agent's approval_timeout_action).
+	Expire Action = "expire"
 	// ScheduleRetry sets a FAILED task's automatic retry: the status stays, the status event
 	// says when the retry runs.
 	ScheduleRetry Action = "schedule_retry"
@@ -88,6 +91,8 @@ var Rules = map[Action]Rule{
 	Retry:    {From: []string{Failed}, To: []string{Queued}, Effects: ClearError | CountRetry, Verb: "retry"},
 	// task.Service.CancelRetryChain: only while a retry is pending.
 	CancelRetry: {From: []string{Failed}, To: []string{Cancelled}, Verb: "cancel the retry chain of"},
+	// store.ExpireToolCalls: only while the calls it names are still pending; housekeeping.
+	Expire: {From: []string{PendingApproval}, To: []string{Queued, Aborted}, Verb: "expire the approvals of"},
 	// store.ResumeWhenChildrenSettled: once no child is unsettled.
 	Resume: {From: []string{AwaitingSubAgents}, To: []string{Queued}, Verb: "resume"},
 	// task.Service.ScheduleRetry: transient code, retries left under the agent's max_retries.

@@ -7,16 +7,14 @@ import (
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
-// ErrorCategory maps one error category to its HTTP status and envelope code.
-type ErrorCategory struct {
-	Kind   error
-	Status int
-	Code   gen.ErrorCode
-}
-
-// ErrorCategories is the one map from an error category to an HTTP status and envelope code:
-// the server's envelope and the protocol endpoints (MCP tool errors, A2A error data) read it.
-var ErrorCategories = []ErrorCategory{
+// errorStatus is the one map from an error category to an HTTP status and envelope code (the
+// server's error responses, the per-item errors of a batch and the protocol endpoints all read
+// it through Classify).
+var errorStatus = []struct {
+	kind   error
+	status int
+	code   gen.ErrorCode
+}{
 	{svcerr.ErrBadRequest, http.StatusBadRequest, gen.ErrorCodeBADREQUEST},
 	{svcerr.ErrUnauthenticated, http.StatusUnauthorized, gen.ErrorCodeUNAUTHENTICATED},
 	{svcerr.ErrCSRF, http.StatusForbidden, gen.ErrorCodeCSRFTOKENINVALID},
@@ -35,15 +33,27 @@ var ErrorCategories = []ErrorCategory{
 	{svcerr.ErrUnavailable, http.StatusServiceUnavailable, gen.ErrorCodeSERVICEUNAVAILABLE},
 }
 
-// publicError is the envelope code and message of a categorised err; an uncategorised one is
-// INTERNAL "internal error" (its text may hold what a caller must not see) and ok is false.
-func publicError(err error) (code gen.ErrorCode, msg string, ok bool) {
-	if msg, kind, ok := svcerr.Public(err); ok {
-		for _, e := range ErrorCategories {
-			if kind == e.Kind {
-				return e.Code, msg, true
-			}
+// Classify maps a categorised error (svcerr) to its HTTP status, envelope code and the message
+// the caller may see; ok is false for an error outside every category (an internal one).
+func Classify(err error) (status int, code gen.ErrorCode, msg string, ok bool) {
+	msg, kind, ok := svcerr.Public(err)
+	if !ok {
+		return 0, "", "", false
+	}
+	for _, e := range errorStatus {
+		if kind == e.kind {
+			return e.status, e.code, msg, true
 		}
+	}
+	return 0, "", "", false
+}
+
+// publicError is the envelope code and message of a categorised err (Classify); an
+// uncategorised one is INTERNAL "internal error" (its text may hold what a caller must not
+// see) and ok is false. The protocol endpoints (MCP tool errors, A2A error data) read it.
+func publicError(err error) (code gen.ErrorCode, msg string, ok bool) {
+	if _, code, msg, ok := Classify(err); ok {
+		return code, msg, true
 	}
 	return gen.ErrorCodeINTERNAL, "internal error", false
 }
