@@ -106,6 +106,10 @@ func memoryTerms(text string) string {
 	return " " + strings.Join(memoryWords(text), " ") + " "
 }
 
+// memoryTSVector is the expression of agent_memories' full-text index on PostgreSQL (migration
+// 0026); a query must name it exactly so for the index to serve it.
+const memoryTSVector = "to_tsvector('simple', terms)"
+
 // queryTerms are the words recall matches for q: its normalised words without stop words and
 // one-letter words, at most limits.MaxMemoryQueryTerms.
 func queryTerms(q string) []string {
@@ -154,8 +158,11 @@ func (s *Agents) Remember(ctx context.Context, m NewMemory, check AgentCheck) (*
 // selects in all (else 0).
 // Ranking (docs/design.md "Memory"): a memory matches when one of the query's terms starts one
 // of its words; matches are ordered by the number of distinct query terms they contain, then
-// most recent first. The same LIKE matching runs on SQLite and MariaDB. Without query terms the
-// page is the most recent memories. Errors: none beyond the database's own.
+// most recent first. The same LIKE matching runs on SQLite and MariaDB; PostgreSQL matches the
+// same way with its full-text search (a term is a prefix query, term:*, on the 'simple'
+// tsvector of terms, whose lexemes are the words as normalised: no stemming, no stop words),
+// through the GIN index of its migration 0026. Without query terms the page is the most recent
+// memories. Errors: none beyond the database's own.
 func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, int64, error) {
 	db := s.conn(ctx).Model(&memoryRow{}).Where("agent_id = ?", q.AgentID)
 	switch {
@@ -174,6 +181,12 @@ func (s *Agents) RecallMemories(ctx context.Context, q MemoryQuery) ([]Memory, i
 			conds[i] = "terms LIKE ? ESCAPE '!'"
 			scores[i] = "CASE WHEN terms LIKE ? ESCAPE '!' THEN 1 ELSE 0 END"
 			likes[i] = "% " + likeEscape(t) + "%"
+			if s.dialect == DialectPostgres {
+				// Terms are letters and digits only (memoryWords): no tsquery operator in them.
+				conds[i] = memoryTSVector + " @@ to_tsquery('simple', ?)"
+				scores[i] = "CASE WHEN " + conds[i] + " THEN 1 ELSE 0 END"
+				likes[i] = t + ":*"
+			}
 		}
 		db = db.Where("("+strings.Join(conds, " OR ")+")", likes...)
 		order = db.Session(&gorm.Session{}).Select("*, ("+strings.Join(scores, " + ")+") AS score", likes...).

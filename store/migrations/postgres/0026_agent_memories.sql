@@ -22,3 +22,6 @@ CREATE TABLE agent_memories (
 CREATE INDEX agent_memories_scope_idx ON agent_memories (agent_id, user_id, id);
 CREATE INDEX agent_memories_user_idx ON agent_memories (user_id);
 CREATE INDEX agent_memories_task_idx ON agent_memories (task_id);
+-- PostgreSQL: recall matches with full-text search (store/memory.go, memoryTSVector): each query
+-- term is a prefix query on the 'simple' tsvector of terms, served by this index.
+CREATE INDEX agent_memories_terms_fts_idx ON agent_memories USING GIN (to_tsvector('simple', terms));
