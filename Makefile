@@ -39,9 +39,11 @@ run: web
 ## test: the whole suite: the Go tests, then the console's browser tests
 test: test-go e2e
 
-## test-go: the Go tests (SQLite; MariaDB/MySQL too when SVC_TEST_MYSQL_DSN is set)
+## test-go: the Go tests (SQLite; MariaDB/MySQL when SVC_TEST_MYSQL_DSN is set, else PostgreSQL when
+## SVC_TEST_POSTGRES_DSN is set); TESTFLAGS adds flags (-timeout 30m: PostgreSQL's DDL makes each
+## test's fresh schema slower to migrate)
 test-go:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $(TESTFLAGS) ./...
 
 ## e2e: the console's browser tests (headless chromium, /usr/bin/chromium) against bin/svc
 e2e: web

@@ -19,10 +19,10 @@ func toAgent(base string, a *store.Agent) gen.Agent {
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: md,
 		Approvers: toAgentApprovers(a.Approvers), ApprovalTimeoutSeconds: a.ApprovalTimeoutSeconds,
 		ApprovalTimeoutAction: gen.ApprovalTimeoutAction(a.ApprovalTimeoutAction),
-		CompactionEnabled: a.Compaction.Enabled, CompactionThresholdPercent: a.Compaction.ThresholdPercent,
+		CompactionEnabled:     a.Compaction.Enabled, CompactionThresholdPercent: a.Compaction.ThresholdPercent,
 		CompactionAnswerReserve: a.Compaction.AnswerReserve, ToolResultMaxChars: a.Compaction.ToolResultMaxChars,
 		SummaryLlmConfigId: a.Compaction.SummaryLLMConfigID,
-		IsFavorite: a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		IsFavorite:         a.IsFavorite, PictureUrl: pictureURL(base, "agents", a.ID, a.PictureMediaID), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
 }
 

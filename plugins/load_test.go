@@ -42,22 +42,25 @@ func TestLoad(t *testing.T) {
 	writeTree(t, dir, map[string]string{
 		"weather/plugin.json": `{"slug":"weather","class":"Acme\\Weather","name":"acme/weather","version":"1.2.0",
 			"templates":["templates"],"skills":["skills"],"schemaVersion":2,"migrations":"migrations","frontendEntry":"dist/index.js"}`,
-		"weather/templates/forecaster.json":                 weatherTemplate,
-		"weather/templates/stray.json":                      strings.Replace(weatherTemplate, "weather/forecaster", "other/stray", 1),
-		"weather/skills/forecasting/SKILL.md":               "---\nname: forecasting\ndescription: How to read a forecast.\n---\nBody.\n",
-		"weather/migrations/sqlite/weather_0001_cities.sql": "CREATE TABLE weather_cities (name TEXT NOT NULL);\n",
-		"weather/migrations/sqlite/weather_0002_index.sql":  "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
-		"weather/migrations/mysql/weather_0001_cities.sql":  "CREATE TABLE weather_cities (name VARCHAR(64) NOT NULL);\n",
-		"weather/migrations/mysql/weather_0002_index.sql":   "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
-		"weather/dist/index.js":                             "export {}",
-		"acme/maps/plugin.json":                             `{"slug":"maps","class":"Acme\\Maps","name":"acme/maps","requires":["acme/weather"]}`,
-		"broken/plugin.json":                                `{"slug":"Broken","class":"X"}`,
-		"zagain/plugin.json":                                `{"slug":"weather","class":"X"}`,
-		"lonely/plugin.json":                                `{"slug":"lonely","class":"X","requires":["acme/nowhere"]}`,
-		"badmig/plugin.json":                                `{"slug":"badmig","class":"X","schemaVersion":1,"migrations":"m"}`,
-		"badmig/m/sqlite/0001_no_prefix.sql":                "SELECT 1;\n",
-		"badmig/m/mysql/0001_no_prefix.sql":                 "SELECT 1;\n",
-		".install-123/plugin.json":                          `{"slug":"hidden","class":"X"}`,
+		"weather/templates/forecaster.json":                   weatherTemplate,
+		"weather/templates/stray.json":                        strings.Replace(weatherTemplate, "weather/forecaster", "other/stray", 1),
+		"weather/skills/forecasting/SKILL.md":                 "---\nname: forecasting\ndescription: How to read a forecast.\n---\nBody.\n",
+		"weather/migrations/sqlite/weather_0001_cities.sql":   "CREATE TABLE weather_cities (name TEXT NOT NULL);\n",
+		"weather/migrations/sqlite/weather_0002_index.sql":    "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
+		"weather/migrations/mysql/weather_0001_cities.sql":    "CREATE TABLE weather_cities (name VARCHAR(64) NOT NULL);\n",
+		"weather/migrations/mysql/weather_0002_index.sql":     "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
+		"weather/migrations/postgres/weather_0001_cities.sql": "CREATE TABLE weather_cities (name VARCHAR(64) NOT NULL);\n",
+		"weather/migrations/postgres/weather_0002_index.sql":  "CREATE INDEX weather_cities_name ON weather_cities (name);\n",
+		"weather/dist/index.js":                               "export {}",
+		"acme/maps/plugin.json":                               `{"slug":"maps","class":"Acme\\Maps","name":"acme/maps","requires":["acme/weather"]}`,
+		"broken/plugin.json":                                  `{"slug":"Broken","class":"X"}`,
+		"zagain/plugin.json":                                  `{"slug":"weather","class":"X"}`,
+		"lonely/plugin.json":                                  `{"slug":"lonely","class":"X","requires":["acme/nowhere"]}`,
+		"badmig/plugin.json":                                  `{"slug":"badmig","class":"X","schemaVersion":1,"migrations":"m"}`,
+		"badmig/m/sqlite/0001_no_prefix.sql":                  "SELECT 1;\n",
+		"badmig/m/mysql/0001_no_prefix.sql":                   "SELECT 1;\n",
+		"badmig/m/postgres/0001_no_prefix.sql":                "SELECT 1;\n",
+		".install-123/plugin.json":                            `{"slug":"hidden","class":"X"}`,
 	})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set, err := plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet})
@@ -127,6 +130,7 @@ func TestMigrationsTouchOnlyTheirTables(t *testing.T) {
 	both := func(files map[string]string, name, sql string) {
 		files[name[:strings.Index(name, "/")]+"/migrations/sqlite/"+name[strings.Index(name, "/")+1:]] = sql
 		files[name[:strings.Index(name, "/")]+"/migrations/mysql/"+name[strings.Index(name, "/")+1:]] = sql
+		files[name[:strings.Index(name, "/")]+"/migrations/postgres/"+name[strings.Index(name, "/")+1:]] = sql
 	}
 	files := map[string]string{
 		"rename/plugin.json": `{"slug":"rename","class":"X","schemaVersion":2,"migrations":"migrations"}`,
@@ -158,8 +162,9 @@ func TestMigrationsTouchOnlyTheirTables(t *testing.T) {
 	}
 
 	writeTree(t, dir, map[string]string{"extra/plugin.json": `{"slug":"notes_extra","class":"X","schemaVersion":1,"migrations":"m"}`,
-		"extra/m/sqlite/notes_extra_0001_t.sql": "CREATE TABLE notes_extra_t (id INTEGER);\n",
-		"extra/m/mysql/notes_extra_0001_t.sql":  "CREATE TABLE notes_extra_t (id INTEGER);\n"})
+		"extra/m/sqlite/notes_extra_0001_t.sql":   "CREATE TABLE notes_extra_t (id INTEGER);\n",
+		"extra/m/mysql/notes_extra_0001_t.sql":    "CREATE TABLE notes_extra_t (id INTEGER);\n",
+		"extra/m/postgres/notes_extra_0001_t.sql": "CREATE TABLE notes_extra_t (id INTEGER);\n"})
 	set, err = plugins.Load(ctx, plugins.Options{Dir: dir, Store: st, Log: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ type Manifest struct {
 	Templates       []string         `json:"templates,omitempty"` // files or folders of agent templates
 	Skills          []string         `json:"skills,omitempty"`    // folders of skill folders
 	SchemaVersion   int              `json:"schemaVersion,omitempty"`
-	Migrations      string           `json:"migrations,omitempty"` // folder with sqlite/ and mysql/
+	Migrations      string           `json:"migrations,omitempty"` // folder with sqlite/, mysql/ and postgres/
 	MCPServers      []MCPServer      `json:"mcpServers,omitempty"`
 	SearchProviders []SearchProvider `json:"searchProviders,omitempty"`
 	Requires        []string         `json:"requires,omitempty"` // package names

@@ -34,15 +34,15 @@ run_suite() { # name, then the command; the suite's own time goes to $logs/<name
   pids+=($!)
 }
 
-run_suite sqlite env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -race -count=1 ./...
+run_suite sqlite env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -race -count=1 -timeout 30m ./...
 if [ -n "${SVC_TEST_MYSQL_DSN:-}" ] || [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
   mapfile -t pkgs < <(db_packages)
 fi
 if [ -n "${SVC_TEST_MYSQL_DSN:-}" ]; then
-  run_suite mariadb env -u SVC_TEST_POSTGRES_DSN $GO test -count=1 -p 1 "${pkgs[@]}"
+  run_suite mariadb env -u SVC_TEST_POSTGRES_DSN $GO test -count=1 -timeout 30m -p 1 "${pkgs[@]}"
 fi
 if [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
-  run_suite postgres env -u SVC_TEST_MYSQL_DSN $GO test -count=1 -p 1 "${pkgs[@]}"
+  run_suite postgres env -u SVC_TEST_MYSQL_DSN $GO test -count=1 -timeout 30m -p 1 "${pkgs[@]}"
 fi
 
 failed=()

@@ -263,9 +263,12 @@ func Toolbox(pluginSkills ...skill.Provider) (*tools.Registry, *skill.Index, []s
 func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, clock func() time.Time) (*store.Store, error) {
 	opts := store.Options{Driver: cfg.DBDriver, Logger: log, Clock: clock, MaxOpenConns: cfg.DBMaxOpenConns,
 		SQLDriverName: countingDriver(cfg.DBDriver)}
-	if cfg.DBDriver == "sqlite" {
+	switch cfg.DBDriver {
+	case "sqlite":
 		opts.SQLitePath, opts.SQLiteBusyTimeout = cfg.SQLitePath(), cfg.SQLiteBusyTimeout
-	} else {
+	case "postgres":
+		opts.PostgresDSN = cfg.PostgresDSN()
+	default:
 		opts.MySQLDSN = cfg.MySQLDSN()
 	}
 	return store.Open(ctx, opts)

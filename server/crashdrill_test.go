@@ -119,8 +119,8 @@ func TestCrashDrill(t *testing.T) {
 		"SVC_LLM_DRIVER=openai", "SVC_LLM_BASE_URL=" + model.URL + "/v1", "SVC_LLM_MODEL=drill",
 		"SVC_PLUGINS_DIR=" + plugins,
 	}
-	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
-		environ = append(environ, mysqlEnv(t, dsn)...)
+	if db := networkDBEnv(t); db != nil {
+		environ = append(environ, db...)
 	} else {
 		environ = append(environ, "SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drill")
 	}
@@ -339,6 +339,25 @@ func enableLedger(t *testing.T, app *server.App, agentID, userID int64) {
 	if _, err := app.ToolConfig.Enable(ctx, u, strconv.FormatInt(agentID, 10), record.Spec().Class); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// networkDBEnv returns the settings of a throwaway database (removed when the test ends) on
+// the server of SVC_TEST_MYSQL_DSN or else SVC_TEST_POSTGRES_DSN; nil when neither is set.
+func networkDBEnv(t *testing.T) []string {
+	t.Helper()
+	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
+		return mysqlEnv(t, dsn)
+	}
+	if dsn := os.Getenv(storetest.EnvPostgresDSN); dsn != "" {
+		host, port, name, user, password := storetest.PostgresDatabase(t, dsn)
+		env := []string{"SVC_DB_DRIVER=postgres", "SVC_DB_HOST=" + host, "SVC_DB_PORT=" + strconv.Itoa(port),
+			"SVC_DB_NAME=" + name, "SVC_DB_USER=" + user, "SVC_DB_PASSWORD=" + password}
+		if strings.Contains(dsn, "sslmode=disable") {
+			env = append(env, "SVC_DB_SSLMODE=disable")
+		}
+		return env
+	}
+	return nil
 }
 
 // mysqlEnv creates a throwaway database on dsn's server (removed when the test ends) and

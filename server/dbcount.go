@@ -2,6 +2,7 @@ package server
 
 import (
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/agentsvc/svc/internal/platform/sqlcount"
@@ -13,8 +14,9 @@ var dbCounts sqlcount.Counts
 
 // Names of the counting drivers the store is opened with (the real drivers, wrapped).
 const (
-	countedSQLite = "svc-sqlite3-counted"
-	countedMySQL  = "svc-mysql-counted"
+	countedSQLite   = "svc-sqlite3-counted"
+	countedMySQL    = "svc-mysql-counted"
+	countedPostgres = "svc-pgx-counted"
 )
 
 func observeDB(string) sqlcount.Observer { return sqlcount.Observer{Counts: &dbCounts} }
@@ -24,6 +26,10 @@ func countingDriver(dbDriver string) string {
 	if dbDriver == "sqlite" || dbDriver == "sqlite3" || dbDriver == "" {
 		sqlcount.Register(countedSQLite, &sqlcount.Driver{Base: &sqlite3.SQLiteDriver{}, Observe: observeDB})
 		return countedSQLite
+	}
+	if dbDriver == "postgres" {
+		sqlcount.Register(countedPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observeDB})
+		return countedPostgres
 	}
 	sqlcount.Register(countedMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observeDB})
 	return countedMySQL

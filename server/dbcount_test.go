@@ -4,14 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/agentsvc/svc/internal/domain/account"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/server"
-	"github.com/agentsvc/svc/store/storetest"
 )
 
 // The binary's store counts what it sends: svc_db_statements_total and
@@ -24,8 +22,8 @@ func TestDatabaseCountersOnMetrics(t *testing.T) {
 		"SVC_CONFIG_FILE=" + filepath.Join(dir, "config.yaml"), "SVC_KEY_PATH=" + filepath.Join(dir, "secret.key"),
 		"SVC_LOG_PATH=stderr", "SVC_LOG_LEVEL=error",
 	}
-	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
-		environ = append(environ, mysqlEnv(t, dsn)...)
+	if db := networkDBEnv(t); db != nil {
+		environ = append(environ, db...)
 	} else {
 		environ = append(environ, "SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=counted")
 	}

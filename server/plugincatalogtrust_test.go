@@ -21,6 +21,7 @@ func migrationPackage(slug, sql string) []byte {
 			"schemaVersion":1,"migrations":"migrations"}`},
 		archivetest.Entry{Name: "migrations/sqlite/" + slug + "_0001_init.sql", Body: sql},
 		archivetest.Entry{Name: "migrations/mysql/" + slug + "_0001_init.sql", Body: sql},
+		archivetest.Entry{Name: "migrations/postgres/" + slug + "_0001_init.sql", Body: sql},
 	)
 }
 

@@ -264,6 +264,9 @@ func (a *App) buildDriver(c *store.LLMConfig, cfg *config.Config) (llm.Driver, e
 const (
 	autoWorkersSQLite = 16
 	autoWorkersMySQL  = 32
+	// autoWorkersPostgres is PostgreSQL's default pool (its max_connections, 100 by default, is
+	// smaller than MariaDB's 151); not measured in a sweep yet.
+	autoWorkersPostgres = 24
 )
 
 // workers is the server-mode daemon's concurrency for max_workers n: n, or the dialect's
@@ -273,8 +276,11 @@ func (a *App) workers(n int) int {
 	pool := a.Store.MaxOpenConns()
 	if n == 0 {
 		n = autoWorkersSQLite
-		if a.Store.Dialect() == store.DialectMySQL {
+		switch a.Store.Dialect() {
+		case store.DialectMySQL:
 			n = autoWorkersMySQL
+		case store.DialectPostgres:
+			n = autoWorkersPostgres
 		}
 	} else if pool > 0 && n > pool {
 		a.Logger.Warn("max_workers is above the connection pool; capped", "max_workers", n, "db_max_open_conns", pool)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/server"
 	"github.com/agentsvc/svc/store"
-	"github.com/agentsvc/svc/store/storetest"
 )
 
 // countingModel is a zero-latency OpenAI-compatible model that answers every call "done" and
@@ -63,8 +61,8 @@ func openDrainApp(t *testing.T, m *countingModel, env ...string) *server.App {
 		"SVC_LOG_LEVEL=warning", "SVC_LOG_PATH=stderr", "SVC_WORKER_RUNTIME_MODE=server",
 		"SVC_LLM_DRIVER=openai", "SVC_LLM_BASE_URL=" + m.srv.URL + "/v1", "SVC_LLM_MODEL=m",
 	}, env...)
-	if dsn := os.Getenv(storetest.EnvMySQLDSN); dsn != "" {
-		environ = append(environ, mysqlEnv(t, dsn)...)
+	if db := networkDBEnv(t); db != nil {
+		environ = append(environ, db...)
 	} else {
 		environ = append(environ, "SVC_DB_DRIVER=sqlite", "SVC_DB_NAME=drain")
 	}
@@ -87,8 +85,11 @@ func TestDrainWithDefaultWorkers(t *testing.T) {
 	app := openDrainApp(t, m)
 	ctx := context.Background()
 	wantWorkers, wantPool := 16, 16
-	if app.Store.Dialect() == store.DialectMySQL {
+	switch app.Store.Dialect() {
+	case store.DialectMySQL:
 		wantWorkers, wantPool = 32, 32
+	case store.DialectPostgres:
+		wantWorkers, wantPool = 24, 24
 	}
 	if app.Daemon.MaxWorkers != wantWorkers || app.Store.MaxOpenConns() != wantPool {
 		t.Fatalf("workers %d, pool %d; want %d, %d", app.Daemon.MaxWorkers, app.Store.MaxOpenConns(), wantWorkers, wantPool)

@@ -107,6 +107,10 @@ func memoryTerms(text string) string {
 	return " " + strings.Join(memoryWords(text), " ") + " "
 }
 
+// memoryTSVector is the expression of agent_memories' full-text index on PostgreSQL (migration
+// 0026); a query must name it exactly so for the index to serve it.
+const memoryTSVector = "to_tsvector('simple', terms)"
+
 // queryTerms are the words recall matches for q: its normalised words without stop words and
 // one-letter words, at most limits.MaxMemoryQueryTerms.
 func queryTerms(q string) []string {
@@ -208,7 +212,7 @@ const (
 // memoryMatch is the condition selecting the memories with a word that starts with one of
 // terms (each a normalised word: letters and digits only, so never a full-text operator),
 // through the dialect's full-text index: SQLite's FTS4 table agent_memories_fts, MySQL/MariaDB's
-// FULLTEXT index in boolean mode, each term a prefix and none required. A term InnoDB does not
+// FULLTEXT index in boolean mode, PostgreSQL's tsvector, each term a prefix and none required. A term InnoDB does not
 // index (shorter than three letters, longer than 84) is matched by LIKE instead, which reads the
 // scope's rows as recall did before the index.
 func (s *Agents) memoryMatch(terms []string) (string, []any) {
@@ -226,9 +230,18 @@ func (s *Agents) memoryMatch(terms []string) (string, []any) {
 	var conds []string
 	var args []any
 	if len(prefixes) > 0 {
-		if s.dialect == DialectMySQL {
+		switch s.dialect {
+		case DialectMySQL:
 			conds, args = append(conds, "MATCH (terms) AGAINST (? IN BOOLEAN MODE)"), append(args, strings.Join(prefixes, " "))
-		} else {
+		case DialectPostgres:
+			// The 'simple' tsvector's lexemes are the words as normalised (no stemming, no stop
+			// words); term:* is a prefix query. GIN index of the dialect's migration 0026.
+			qs := make([]string, len(prefixes))
+			for i, p := range prefixes {
+				qs[i] = strings.TrimSuffix(p, "*") + ":*"
+			}
+			conds, args = append(conds, memoryTSVector+" @@ to_tsquery('simple', ?)"), append(args, strings.Join(qs, " | "))
+		default:
 			conds, args = append(conds, "id IN (SELECT docid FROM agent_memories_fts WHERE agent_memories_fts MATCH ?)"), append(args, strings.Join(prefixes, " OR "))
 		}
 	}

@@ -18,11 +18,48 @@ import (
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
-// Migration files live in migrations/<dialect>/NNNN_name.sql. Both dialects must carry the same
-// versions with the same names. Statements end with ';' at the end of a line.
+// Migration files live in migrations/<dialect>/NNNN_name.sql. Every dialect must carry the same
+// versions with the same names (MigrationDialectsCheck, run by the tests). Statements end with
+// ';' at the end of a line.
 //
-//go:embed migrations/sqlite/*.sql migrations/mysql/*.sql
+//go:embed migrations/sqlite/*.sql migrations/mysql/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
+
+// migrationDialects are the folders of migrations/, one per dialect.
+var migrationDialects = []string{DialectSQLite, DialectMySQL, DialectPostgres}
+
+// MigrationDialectsCheck reports the first difference between the dialects' migration sets: a
+// version (or name) one dialect carries and another lacks, or a file that does not load. The
+// versioned set is one: a migration exists in every dialect or in none.
+func MigrationDialectsCheck() error {
+	sets := make([]map[int]string, len(migrationDialects))
+	for i, d := range migrationDialects {
+		migs, err := loadMigrations(d)
+		if err != nil {
+			return err
+		}
+		sets[i] = map[int]string{}
+		for _, m := range migs {
+			sets[i][m.version] = m.name
+		}
+	}
+	return compareMigrationSets(migrationDialects, sets)
+}
+
+// compareMigrationSets is MigrationDialectsCheck on sets (version → name) of the dialects.
+func compareMigrationSets(migrationDialects []string, sets []map[int]string) error {
+	for i, set := range sets {
+		for v, name := range set {
+			for j, other := range sets {
+				if got, ok := other[v]; !ok || got != name {
+					return fmt.Errorf("migration %04d_%s of %s has no %s counterpart (found %q)",
+						v, name, migrationDialects[i], migrationDialects[j], got)
+				}
+			}
+		}
+	}
+	return nil
+}
 
 // MigrationState describes one migration known to the binary or recorded in the database.
 type MigrationState struct {
@@ -112,7 +149,14 @@ func (s *Store) createMigrationsTable(db *gorm.DB) error {
     name       TEXT     NOT NULL,
     applied_at DATETIME NOT NULL
 )`
-	if s.dialect == DialectMySQL {
+	switch s.dialect {
+	case DialectPostgres:
+		ddl = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER      NOT NULL PRIMARY KEY,
+    name       VARCHAR(255) NOT NULL,
+    applied_at TIMESTAMP(6) NOT NULL
+)`
+	case DialectMySQL:
 		ddl = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INT          NOT NULL,
     name       VARCHAR(255) NOT NULL,
@@ -130,7 +174,9 @@ func (s *Store) createMigrationsTable(db *gorm.DB) error {
 // order. It is idempotent and safe to run from several processes at once: on SQLite each
 // migration runs in its own immediate transaction (schema change and record commit together);
 // on MySQL/MariaDB, where DDL commits implicitly, runs are serialised with a named lock
-// (GET_LOCK) per database and a migration is recorded after its last statement succeeds.
+// (GET_LOCK) per database and a migration is recorded after its last statement succeeds; on
+// PostgreSQL runs are serialised with an advisory lock (pg_advisory_lock) per database and
+// schema and each migration runs in its own transaction (DDL is transactional there).
 // Errors are uncategorised: a failing migration is an operator problem.
 func (s *Store) Migrate(ctx context.Context) error {
 	ctx = context.WithValue(ctx, migratingKey{}, true)
@@ -138,8 +184,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.dialect == DialectMySQL {
+	switch s.dialect {
+	case DialectMySQL:
 		return s.migrateMySQL(ctx, migs)
+	case DialectPostgres:
+		return s.migratePostgres(ctx, migs)
 	}
 	return s.stmts.duringMigration(s.MaxOpenConns(), func() error {
 		db := s.conn(ctx)
@@ -183,10 +232,32 @@ func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
 	})
 }
 
+func (s *Store) migratePostgres(ctx context.Context, migs []migration) error {
+	return s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		if err := s.createMigrationsTable(db); err != nil {
+			return err
+		}
+		for _, m := range migs {
+			err := db.Transaction(func(tx *gorm.DB) error {
+				applied, err := migrationApplied(tx, m.version)
+				if err != nil || applied {
+					return err
+				}
+				return s.applyMigration(tx, m)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // withMigrationLock runs fn while this process holds the database's migration lock, on the
 // connection that holds it: on MySQL/MariaDB a named lock (GET_LOCK, waited for up to two
 // minutes), since DDL commits implicitly and a transaction cannot keep two processes from
-// applying one migration twice; on SQLite fn runs on the store's pool (its migrations run in
+// applying one migration twice; on PostgreSQL a session advisory lock keyed by the database and
+// schema (tried for up to two minutes); on SQLite fn runs on the store's pool (its migrations run in
 // immediate transactions, which exclude each other). Errors: ErrUnavailable when another
 // process kept the lock, fn's.
 func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) error) error {
@@ -195,7 +266,11 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(db *gorm.DB) erro
 
 // lockedMigration is withMigrationLock without the statement pool's part.
 func (s *Store) lockedMigration(ctx context.Context, fn func(db *gorm.DB) error) error {
-	if s.dialect != DialectMySQL {
+	switch s.dialect {
+	case DialectPostgres:
+		return s.lockedMigrationPostgres(ctx, fn)
+	case DialectMySQL:
+	default:
 		return fn(s.conn(ctx))
 	}
 	// A named lock belongs to one connection: pin one for the whole run.
@@ -211,6 +286,41 @@ func (s *Store) lockedMigration(ctx context.Context, fn func(db *gorm.DB) error)
 		}
 		// Release on a fresh context so a cancelled ctx still frees the lock.
 		defer db.WithContext(context.WithoutCancel(ctx)).Exec("DO RELEASE_LOCK(" + lockName + ")")
+		return fn(db)
+	})
+}
+
+// migrationLockWait bounds the wait for another process's migration lock.
+const migrationLockWait = 2 * time.Minute
+
+// lockedMigrationPostgres is lockedMigration on PostgreSQL: a session advisory lock, which
+// belongs to one connection, so one is pinned for the whole run. pg_try_advisory_lock is
+// polled rather than pg_advisory_lock waited on, so the wait is bounded without a statement
+// timeout on the connection.
+func (s *Store) lockedMigrationPostgres(ctx context.Context, fn func(db *gorm.DB) error) error {
+	return s.conn(ctx).Connection(func(conn *gorm.DB) error {
+		db := conn.Session(&gorm.Session{})
+		const key = "hashtextextended('svc_migrate_' || current_database() || '.' || current_schema(), 0)"
+		deadline := time.Now().Add(migrationLockWait)
+		for {
+			var got bool
+			if err := db.Raw("SELECT pg_try_advisory_lock(" + key + ")").Row().Scan(&got); err != nil {
+				return fmt.Errorf("migrate: take lock: %w", err)
+			}
+			if got {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("migrate: another process holds the migration lock: %w", svcerr.ErrUnavailable)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("migrate: take lock: %w", ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		// Unlock on a fresh context so a cancelled ctx still frees the lock.
+		defer db.WithContext(context.WithoutCancel(ctx)).Exec("SELECT pg_advisory_unlock(" + key + ")")
 		return fn(db)
 	})
 }

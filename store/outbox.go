@@ -61,13 +61,18 @@ const (
 // claim leases up to limit due pending rows of o until now+lease in tx and loads them into
 // rows (a slice of the table's row type), oldest due first. Concurrent claimers never receive
 // the same row while its lease runs: SQLite claims with one UPDATE … RETURNING inside its
-// immediate transaction, MySQL/MariaDB selects with FOR UPDATE SKIP LOCKED and updates in the
-// same transaction. The caller sorts (RETURNING has no order).
+// immediate transaction, PostgreSQL with one UPDATE … RETURNING whose subquery locks the rows
+// with FOR UPDATE SKIP LOCKED, MySQL/MariaDB selects with FOR UPDATE SKIP LOCKED and updates in
+// the same transaction. The caller sorts (RETURNING has no order).
 func (o outbox) claim(tx *gorm.DB, dialect string, now time.Time, lease time.Duration, limit int, rows any) error {
 	until := normTime(now.Add(lease))
-	if dialect == DialectSQLite {
+	if dialect != DialectMySQL {
+		lock := ""
+		if dialect == DialectPostgres {
+			lock = " FOR UPDATE SKIP LOCKED"
+		}
 		q := "UPDATE " + o.table + " SET lease_until = ?, updated_at = ? WHERE id IN (SELECT id FROM " + o.table + " WHERE " +
-			outboxClaimWhere + " ORDER BY " + outboxClaimOrder + " LIMIT ?) RETURNING *"
+			outboxClaimWhere + " ORDER BY " + outboxClaimOrder + " LIMIT ?" + lock + ") RETURNING *"
 		return tx.Raw(q, until, now, now, now, limit).Scan(rows).Error
 	}
 	var ids []int64

@@ -27,9 +27,9 @@ func (s *Store) RateLimitHit(ctx context.Context, key string, start, window int6
 	expires := start + 2*window // after two windows its count weighs nothing
 	got, err := inTx(ctx, s, func(tx *gorm.DB) (counts, error) {
 		var hits []int64
-		if s.dialect == DialectSQLite {
+		if s.dialect != DialectMySQL {
 			if err := tx.Raw("INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
-				"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits",
+				"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1 RETURNING hits",
 				key, start, expires).Scan(&hits).Error; err != nil {
 				return counts{}, fmt.Errorf("count rate limit: %w", err)
 			}

@@ -4,7 +4,9 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -22,12 +24,71 @@ import (
 
 // rawExec runs a statement on db's connection or transaction.
 func rawExec(db *gorm.DB, q string, args ...any) (sql.Result, error) {
-	return db.Statement.ConnPool.ExecContext(db.Statement.Context, q, args...)
+	return db.Statement.ConnPool.ExecContext(db.Statement.Context, rebind(db, q), args...)
 }
 
 // rawQuery runs a query on db's connection or transaction.
 func rawQuery(db *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	return db.Statement.ConnPool.QueryContext(db.Statement.Context, q, args...)
+	return db.Statement.ConnPool.QueryContext(db.Statement.Context, rebind(db, q), args...)
+}
+
+// rebound caches the PostgreSQL text of each hand-written statement (rebind).
+var rebound sync.Map // string → string
+
+// rebind turns the '?' placeholders of a hand-written statement into PostgreSQL's $1, $2 …
+// on that dialect (GORM does it for the statements it builds; these bypass it). The
+// hand-written statements hold no '?' inside literals.
+func rebind(db *gorm.DB, q string) string {
+	if db.Dialector.Name() != DialectPostgres || !strings.Contains(q, "?") {
+		return q
+	}
+	if out, ok := rebound.Load(q); ok {
+		return out.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] != '?' {
+			b.WriteByte(q[i])
+			continue
+		}
+		n++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+	}
+	out := b.String()
+	if len(q) < 4096 { // IN lists of many ids are not worth keeping
+		rebound.Store(q, out)
+	}
+	return out
+}
+
+// insertReturningID runs INSERT q and returns the new row's id: by RETURNING id on PostgreSQL
+// (its driver has no LastInsertId), else from the result.
+func insertReturningID(tx *gorm.DB, q string, args ...any) (int64, error) {
+	if tx.Dialector.Name() == DialectPostgres {
+		rows, err := rawQuery(tx, q+" RETURNING id", args...)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		var id int64
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return 0, err
+			}
+			return 0, fmt.Errorf("insert returned no id")
+		}
+		if err := rows.Scan(&id); err != nil {
+			return 0, err
+		}
+		return id, rows.Close()
+	}
+	res, err := rawExec(tx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // taskColumns are the columns of tasks in the order of taskRow's fields (taskRow.dest).
@@ -125,7 +186,7 @@ func (r *toolCallRow) dest() []any {
 // insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors
 // translated as GORM's (gorm.ErrDuplicatedKey for a provider call id recorded already).
 func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
-	res, err := rawExec(tx, "INSERT INTO task_tool_calls (task_id, message_sequence, provider_call_id, tool_class, name, "+
+	id, err := insertReturningID(tx, "INSERT INTO task_tool_calls (task_id, message_sequence, provider_call_id, tool_class, name, "+
 		"operation, status, proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, "+
 		"created_at, executed_at, gate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.TaskID, r.MessageSequence, r.ProviderCallID, r.ToolClass, r.Name, r.Operation, r.Status, r.ProposedArguments,
@@ -136,9 +197,7 @@ func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
 		}
 		return err
 	}
-	if r.ID, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("tool call id: %w", err)
-	}
+	r.ID = id
 	return nil
 }
 
@@ -173,15 +232,13 @@ func (r *taskMessageRow) dest() []any {
 
 // insertMessageRow writes r to task_messages and sets its id.
 func insertMessageRow(tx *gorm.DB, r *taskMessageRow) error {
-	res, err := rawExec(tx, "INSERT INTO task_messages (task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, "+
+	id, err := insertReturningID(tx, "INSERT INTO task_messages (task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, "+
 		"media_ids, input_tokens, output_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.TaskID, r.Sequence, r.Role, r.Text, r.Reasoning, r.ToolCalls, r.ProviderCallID, r.MediaIDs, r.InputTokens,
 		r.OutputTokens, r.CreatedAt)
 	if err != nil {
-		return err
+		return fmt.Errorf("message: %w", err)
 	}
-	if r.ID, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("message id: %w", err)
-	}
+	r.ID = id
 	return nil
 }

@@ -109,7 +109,11 @@ func (s *Principals) SessionByDigest(ctx context.Context, digest string) (*Sessi
 // readSession reads the live session of digest, its user and the user's roles, in one read.
 func (s *Store) readSession(ctx context.Context, digest string) (*Session, *User, error) {
 	var rows []sessionUserRow
-	err := s.conn(ctx).Table("sessions").Select(sessionUserColumns).
+	cols := sessionUserColumns
+	if s.dialect == DialectPostgres {
+		cols = sessionUserColumnsPostgres
+	}
+	err := s.conn(ctx).Table("sessions").Select(cols).
 		Joins("JOIN users ON users.id = sessions.user_id").
 		Where("sessions.token_digest = ? AND sessions.expires_at > ?", digest, s.now()).Limit(1).Scan(&rows).Error
 	if err != nil {
@@ -140,6 +144,9 @@ const sessionUserColumns = "users.*, sessions.id AS s_id, sessions.user_id AS s_
 	"sessions.user_agent AS s_user_agent, sessions.created_at AS s_created_at, " +
 	"sessions.last_seen_at AS s_last_seen_at, sessions.expires_at AS s_expires_at, " +
 	"(SELECT GROUP_CONCAT(role) FROM user_roles WHERE user_roles.user_id = users.id) AS roles"
+
+// sessionUserColumnsPostgres is sessionUserColumns in PostgreSQL's words (string_agg).
+var sessionUserColumnsPostgres = strings.Replace(sessionUserColumns, "GROUP_CONCAT(role)", "string_agg(role, ',')", 1)
 
 // TouchSession records activity on a session and moves its expiry (sliding sessions).
 // Errors: ErrNotFound.

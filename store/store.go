@@ -1,4 +1,5 @@
-// Package store keeps the service's state in SQLite (the default) or MySQL/MariaDB through GORM.
+// Package store keeps the service's state in SQLite (the default), MySQL/MariaDB or PostgreSQL
+// through GORM.
 //
 // The schema comes from versioned SQL migrations embedded per dialect (never AutoMigrate). GORM
 // models stay inside this package; callers see plain structs (User, Session, Token …). Every
@@ -24,7 +25,9 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -36,8 +39,9 @@ import (
 
 // Dialect names returned by Store.Dialect.
 const (
-	DialectSQLite = "sqlite"
-	DialectMySQL  = "mysql"
+	DialectSQLite   = "sqlite"
+	DialectMySQL    = "mysql"
+	DialectPostgres = "postgres"
 )
 
 // DefaultSQLiteBusyTimeout is used when Options.SQLiteBusyTimeout is zero.
@@ -45,7 +49,7 @@ const DefaultSQLiteBusyTimeout = 5000
 
 // Options selects and configures the database.
 type Options struct {
-	// Driver is "sqlite" (default when empty), "mysql" or "mariadb".
+	// Driver is "sqlite" (default when empty), "mysql", "mariadb" or "postgres".
 	Driver string
 	// SQLitePath is the database file; its parent directory is created when missing.
 	SQLitePath string
@@ -56,6 +60,9 @@ type Options struct {
 	// parseTime=true, loc=UTC, a utf8mb4 connection and clientFoundRows=true (so "rows
 	// affected" counts matched rows on both dialects).
 	MySQLDSN string
+	// PostgresDSN is a pgx connection string ("postgres://user:pass@host:5432/db?sslmode=disable"
+	// or "host=… dbname=…"). The store forces the session's time zone to UTC.
+	PostgresDSN string
 	// Logger receives slow-query and unexpected-error reports (never SQL parameters).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -66,7 +73,7 @@ type Options struct {
 	// DefaultMaxOpenConns of the dialect. Idle connections are kept up to the same number, so a
 	// busy pool does not close and reopen connections.
 	MaxOpenConns int
-	// SQLDriverName is the database/sql driver to open ("" : sqlite3 or mysql). Tests register
+	// SQLDriverName is the database/sql driver to open ("" : sqlite3, mysql or pgx). Tests register
 	// a driver wrapping the real one to inject failures.
 	SQLDriverName string
 	// VersionTTL is how long the store trusts its last read of the versions that guard its
@@ -85,11 +92,14 @@ const preparedStatements = 128
 // has one writer at a time (WAL lets readers go on beside it), so a few connections keep it
 // busy and more only wait for its lock (in the busy handler's sleeps); MySQL/MariaDB run
 // writers in parallel but refuse connections beyond max_connections (151 by default) shared
-// by every process. See
-// docs/decisions.md, "Store and databases".
+// by every process; PostgreSQL likewise, with a smaller max_connections (100 by default, and a
+// process per connection on the server). See docs/decisions.md, "Store and databases".
 func DefaultMaxOpenConns(dialect string) int {
-	if dialect == DialectMySQL {
+	switch dialect {
+	case DialectMySQL:
 		return 32
+	case DialectPostgres:
+		return 24
 	}
 	return 16
 }
@@ -158,8 +168,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 		dialector = mysql.New(mysql.Config{DSN: dsn, DriverName: opts.SQLDriverName})
+	case "postgres", "postgresql":
+		s.dialect = DialectPostgres
+		dsn, err := postgresDSN(opts.PostgresDSN)
+		if err != nil {
+			return nil, err
+		}
+		dialector = postgres.New(postgres.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	default:
-		return nil, fmt.Errorf("store: driver %q (want sqlite, mysql or mariadb): %w", opts.Driver, svcerr.ErrInvalid)
+		return nil, fmt.Errorf("store: driver %q (want sqlite, mysql, mariadb or postgres): %w", opts.Driver, svcerr.ErrInvalid)
 	}
 
 	db, err := gorm.Open(dialector, &gorm.Config{
@@ -202,7 +219,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// A connection idle for a minute is closed (an idle service keeps little: each SQLite
 	// connection has its own page cache), a busy pool keeps its connections.
 	sqlDB.SetConnMaxIdleTime(time.Minute)
-	if s.dialect == DialectMySQL {
+	if s.dialect != DialectSQLite {
 		// Servers close idle connections (wait_timeout) and proxies drop them: renew them first.
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
@@ -260,6 +277,28 @@ func mysqlDSN(dsn string) (string, error) {
 	return cfg.FormatDSN(), nil
 }
 
+// postgresDSN checks a pgx connection string and sets the session's time zone to UTC (the
+// store keeps UTC in TIMESTAMP columns; now() and casts then agree with it).
+func postgresDSN(dsn string) (string, error) {
+	if dsn == "" {
+		return "", fmt.Errorf("store: postgres DSN is empty: %w", svcerr.ErrInvalid)
+	}
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return "", fmt.Errorf("store: postgres DSN: %v: %w", err, svcerr.ErrInvalid)
+	}
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("store: postgres DSN: %v: %w", err, svcerr.ErrInvalid)
+		}
+		q := u.Query()
+		q.Set("timezone", "UTC")
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return dsn + " timezone=UTC", nil
+}
+
 // Close releases the connection pool.
 func (s *Store) Close() error {
 	s.stmts.close()
@@ -275,7 +314,7 @@ func (s *Store) MaxOpenConns() int {
 	return sqlDB.Stats().MaxOpenConnections
 }
 
-// Dialect reports "sqlite" or "mysql" (MariaDB reports "mysql").
+// Dialect reports "sqlite", "mysql" (MariaDB reports "mysql") or "postgres".
 func (s *Store) Dialect() string { return s.dialect }
 
 // Ping checks that the database answers. Errors are uncategorised (ErrUnavailable is the

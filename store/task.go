@@ -142,7 +142,7 @@ func errTaskNotFound() error { return svcerr.New(svcerr.ErrNotFound, "task not f
 
 func loadTask(db *gorm.DB, id int64, lock bool) (*taskRow, error) {
 	q := "SELECT " + taskColumns + " FROM tasks WHERE id = ?"
-	if lock && db.Dialector.Name() == DialectMySQL { // SQLite's immediate transaction holds the lock already
+	if lock && db.Dialector.Name() != DialectSQLite { // SQLite's immediate transaction holds the lock already
 		q += " FOR UPDATE"
 	}
 	rows, err := queryTasks(db, q, id)

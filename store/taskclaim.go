@@ -70,6 +70,27 @@ const queuedFairSQLite = "WITH RECURSIVE claim_users (uid) AS (" +
 	"FROM claim_ranks c WHERE c.id IS NOT NULL AND c.r <= ? - (SELECT COUNT(*) FROM claim_users WHERE uid IS NOT NULL)) " +
 	"SELECT id FROM claim_ranks WHERE id IS NOT NULL ORDER BY r, id LIMIT ?"
 
+// PostgreSQL locks each kind's batch in one SELECT … FOR UPDATE SKIP LOCKED in the fair order,
+// then moves it with one UPDATE … RETURNING: the candidates are
+// ranked without locking (QUEUED tasks by SQLite's walk, which PostgreSQL also runs as one index
+// seek per user; due retries by the window function), claimCandidates times as many as wanted,
+// and the outer SELECT locks the first free ones in rank order, re-checking the kind's
+// condition on each row it locks (READ COMMITTED re-reads a row changed meanwhile). A row
+// another claimer holds is skipped, never waited for, so claimers do not deadlock and need no
+// retry.
+func pgLockedFair(ranked, where string) string {
+	return "SELECT t.id FROM tasks t JOIN (" + ranked + ") c ON c.id = t.id WHERE " + where +
+		" ORDER BY c.r, t.id LIMIT ? FOR UPDATE OF t SKIP LOCKED"
+}
+
+var (
+	queuedFairPostgres = pgLockedFair(strings.Replace(queuedFairSQLite, "SELECT id FROM claim_ranks", "SELECT id, r FROM claim_ranks", 1),
+		"t.status = 'QUEUED'")
+	retryFairPostgres = pgLockedFair("SELECT id, user_rank AS r FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id "+
+		"ORDER BY next_retry_at, id) AS user_rank FROM tasks WHERE "+claimRetryWhere+") AS ranked ORDER BY user_rank, id LIMIT ?",
+		"t.status = 'FAILED' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= ?")
+)
+
 // claimCandidates is how many times more candidates than wanted MySQL/MariaDB ranks before
 // locking, so that the rows concurrent claimers hold (skipped) still leave the batch full.
 const claimCandidates = 4
@@ -78,7 +99,9 @@ const claimCandidates = 4
 // tasks first, then FAILED tasks whose automatic retry is due (their retry_count grows by one,
 // error and next_retry_at are cleared); within each kind, round-robin across users, oldest first
 // (see claimQueuedWhere). Concurrent claimers never receive the same task: SQLite claims with
-// one UPDATE … RETURNING per kind inside an immediate transaction; MySQL/MariaDB ranks the
+// one UPDATE … RETURNING per kind inside an immediate transaction; PostgreSQL locks the batch
+// with one FOR UPDATE SKIP LOCKED read in the fair order (pgLockedFair), then updates it;
+// MySQL/MariaDB ranks the
 // candidates without locking, then locks them with FOR UPDATE SKIP LOCKED (re-checking the
 // kind's condition) and updates the first ones in rank order in the same transaction. Errors: ErrInvalid (empty or oversize worker id, lease not positive).
 func (s *Tasks) ClaimQueued(ctx context.Context, workerID string, lease time.Duration, limit int) ([]Task, error) {
@@ -98,11 +121,17 @@ func (s *Tasks) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 		until := normTime(now.Add(lease))
 		queued := claimKind{action: taskstate.Claim, from: taskstate.Queued, where: claimQueuedWhere, fair: queuedFairSQLite,
 			fairArgs: func(want int) []any { return []any{want, want} }}
-		if s.dialect == DialectMySQL {
-			queued.rank = rankQueuedMySQL
-		}
 		retry := claimKind{action: taskstate.ClaimRetry, from: taskstate.Failed, where: claimRetryWhere, whereArgs: []any{now}, fair: retryFair,
 			fairArgs: func(want int) []any { return []any{now, want} }}
+		switch s.dialect {
+		case DialectMySQL:
+			queued.rank = rankQueuedMySQL
+		case DialectPostgres:
+			queued.fair, queued.fairArgs = queuedFairPostgres, func(want int) []any {
+				return []any{claimCandidates * want, claimCandidates * want, want}
+			}
+			retry.fair, retry.fairArgs = retryFairPostgres, func(want int) []any { return []any{now, claimCandidates * want, now, want} }
+		}
 		for _, k := range []claimKind{queued, retry} {
 			n := limit - len(rows)
 			if n <= 0 {
@@ -198,9 +227,25 @@ func rankQueuedMySQL(tx *gorm.DB, want int) ([]int64, error) {
 // those another claimer holds.
 func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now time.Time) ([]taskRow, error) {
 	c := statusChange{action: k.action, from: k.from, to: taskstate.Running, set: claimLease(worker, until), worker: worker}
-	if s.dialect == DialectSQLite {
+	switch s.dialect {
+	case DialectSQLite:
 		// The immediate transaction holds the write lock: the ranked rows are still candidates.
 		c.where, c.args = "id IN ("+k.fair+")", k.fairArgs(n)
+		rows, err := s.setStatus(tx, now, c)
+		return rows, wrapClaim(err)
+	case DialectPostgres:
+		// k.fair locks the rows it returns (pgLockedFair). Not a subquery of the UPDATE: the
+		// planner may run a semi-join's inner side again, and a second run of a SKIP LOCKED
+		// read returns other rows.
+		var ids []int64
+		if err := tx.Raw(k.fair, k.fairArgs(n)...).Scan(&ids).Error; err != nil {
+			return nil, wrapClaim(err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		c.where, c.args = inList(ids)
+		c.where, c.ids = "id IN "+c.where, ids
 		rows, err := s.setStatus(tx, now, c)
 		return rows, wrapClaim(err)
 	}

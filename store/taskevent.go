@@ -158,12 +158,12 @@ func noteEvent(tx *gorm.DB, taskID int64, st *StatusEvent) {
 }
 
 // bumpSeq adds n to a counter column of the task row (event_seq, message_seq) and returns its
-// new value, in one statement: UPDATE … RETURNING on SQLite; on MySQL/MariaDB (no UPDATE …
+// new value, in one statement: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB (no UPDATE …
 // RETURNING) the value passes through LAST_INSERT_ID(expr), which the server reports in the
 // statement's answer.
 func bumpSeq(tx *gorm.DB, taskID int64, column string, n int) (int64, error) {
 	var last int64
-	if tx.Dialector.Name() == DialectSQLite {
+	if tx.Dialector.Name() != DialectMySQL {
 		res := tx.Raw("UPDATE tasks SET "+column+" = "+column+" + ? WHERE id = ? RETURNING "+column, n, taskID).Scan(&last)
 		if res.Error != nil {
 			return 0, fmt.Errorf("task %d: number %s: %w", taskID, column, res.Error)

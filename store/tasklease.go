@@ -25,7 +25,7 @@ type reserve struct{ events, messages int }
 // now, and gives out r's event and message numbers, in one conditional UPDATE: the lease check
 // is the statement's WHERE and its affected row count decides (no separate check). It takes the
 // task's row lock for the rest of tx and returns the row as written (UPDATE … RETURNING * on
-// SQLite; the UPDATE, then a read of the locked row, on MySQL/MariaDB). Errors: ErrInvalidState
+// SQLite and PostgreSQL; the UPDATE, then a read of the locked row, on MySQL/MariaDB). Errors: ErrInvalidState
 // when the lease was lost (reaped, aborted, expired, claimed by another worker), ErrNotFound.
 func leaseWrite(tx *gorm.DB, id int64, workerID string, now time.Time, ch map[string]any, r reserve) (*taskRow, error) {
 	if ch == nil {
@@ -41,7 +41,7 @@ func leaseWrite(tx *gorm.DB, id int64, workerID string, now time.Time, ch map[st
 	set, args := setClause(ch)
 	args = append(args, id, taskstate.Running, workerID, now)
 	q := "UPDATE tasks SET " + set + " WHERE " + leaseWhere
-	if tx.Dialector.Name() == DialectSQLite {
+	if tx.Dialector.Name() != DialectMySQL {
 		rows, err := queryTasks(tx, q+" RETURNING "+taskColumns, args...)
 		if err != nil {
 			return nil, fmt.Errorf("task %d: write under lease: %w", id, err)

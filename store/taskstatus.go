@@ -121,10 +121,10 @@ func derivedColumns(rule taskstate.Rule, to string, now time.Time) map[string]an
 }
 
 // updateTasks runs the UPDATE q of task rows and returns them as written, in ascending id
-// order: UPDATE … RETURNING on SQLite; on MySQL/MariaDB the UPDATE, then a read of ids (which
+// order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read of ids (which
 // must all have matched).
 func updateTasks(tx *gorm.DB, q string, args []any, ids []int64) ([]taskRow, error) {
-	if tx.Dialector.Name() == DialectSQLite {
+	if tx.Dialector.Name() != DialectMySQL {
 		rows, err := queryTasks(tx, q+" RETURNING "+taskColumns, args...)
 		if err != nil {
 			return nil, fmt.Errorf("update tasks: %w", err)

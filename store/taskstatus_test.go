@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,9 @@ import (
 // statusAssigned matches an UPDATE of the tasks table whose SET names the status column, in
 // either dialect's quoting.
 var statusAssigned = regexp.MustCompile("(?is)^\\s*UPDATE\\s+[`\"]?tasks[`\"]?\\s+SET\\s+.*?[,\\s`\"]status[`\"]?\\s*=.*\\bWHERE\\b")
+
+// setStatusWhere is the condition setStatus writes (placeholders as ? or, on PostgreSQL, $n).
+var setStatusWhere = regexp.MustCompile(`WHERE status = (\?|\$\d+) AND \(`)
 
 // TestOneStatusWriter: every statement that writes tasks.status comes from the store's one
 // writer (setStatus, whose UPDATE is conditional on the status it leaves), across the whole
@@ -35,7 +37,7 @@ func TestOneStatusWriter(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		writes = append(writes, q)
-		if !strings.Contains(q, "WHERE status = ? AND (") {
+		if !setStatusWhere.MatchString(q) {
 			rogue = append(rogue, q)
 		}
 	})

@@ -320,7 +320,7 @@ func writeToolResult(tx *gorm.DB, taskID, callID int64, now time.Time, status st
 	args := []any{now, result, status, callID, taskID}
 	var rows []toolCallRow
 	var err error
-	if tx.Dialector.Name() == DialectSQLite {
+	if tx.Dialector.Name() != DialectMySQL {
 		rows, err = queryRows(tx, (*toolCallRow).dest, q+" RETURNING "+toolCallColumns, args...) // the row as written, for its event
 	} else if _, err = rawExec(tx, q, args...); err == nil {
 		rows, err = queryRows(tx, (*toolCallRow).dest, "SELECT "+toolCallColumns+" FROM task_tool_calls WHERE id = ? AND task_id = ?", callID, taskID)

@@ -7,12 +7,14 @@ import (
 	"syscall"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 )
 
 // IsTransient reports whether err is a failure of the database's moment rather than of the
 // statement: SQLite's busy or locked (the busy timeout passed while another connection wrote),
-// MySQL/MariaDB's lock wait timeout, deadlock, too many connections, or a broken connection.
+// MySQL/MariaDB's lock wait timeout, deadlock, too many connections, PostgreSQL's deadlock,
+// serialization failure, lock not available, too many connections, or a broken connection.
 // The same work may succeed when tried again; a caller holding a task hands it back without
 // counting it against the task. It inspects the drivers' typed errors, never message text.
 func IsTransient(err error) bool {
@@ -35,6 +37,18 @@ func IsTransient(err error) bool {
 		}
 		return false
 	}
+	if code, ok := pgCode(err); ok {
+		switch code {
+		case "40P01", // deadlock_detected
+			"40001", // serialization_failure
+			"55P03", // lock_not_available
+			"53300", // too_many_connections
+			"57P01", // admin_shutdown (the server terminated the connection)
+			"57P03": // cannot_connect_now (starting up or shutting down)
+			return true
+		}
+		return false
+	}
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) {
 		return true
 	}
@@ -46,6 +60,15 @@ func IsTransient(err error) bool {
 		return !errno
 	}
 	return false
+}
+
+// pgCode is the SQLSTATE of a PostgreSQL error.
+func pgCode(err error) (string, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, true
+	}
+	return "", false
 }
 
 // maxDeadlockAttempts bounds how often a transaction that lost a deadlock runs.

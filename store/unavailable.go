@@ -19,7 +19,9 @@ import (
 // beyond the busy wait, lock wait timeout, deadlock, too many connections, a broken or refused
 // connection), and also a full or failing disk (SQLite SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN,
 // SQLITE_READONLY; MySQL/MariaDB ER_DISK_FULL 1021, ER_RECORD_FILE_FULL 1114, ER_OUT_OF_RESOURCES
-// 1041, ER_SERVER_SHUTDOWN 1053, read-only 1290/1836; errno 28 ENOSPC, EIO), the client's
+// 1041, ER_SERVER_SHUTDOWN 1053, read-only 1290/1836; PostgreSQL classes 53 (insufficient
+// resources: disk full, out of memory), 57P (shutdown), 58 (I/O error), 08 (connection
+// exception) and 25006 (read-only transaction); errno 28 ENOSPC, EIO), the client's
 // connection errors (2002 socket, 2003 host, 2006 gone away, 2013 lost; ECONNREFUSED,
 // ECONNRESET, EPIPE, ETIMEDOUT) and a pool that was closed. The HTTP layer answers these 503
 // SERVICE_UNAVAILABLE with Retry-After. Typed errors first; a few well-known driver messages
@@ -55,6 +57,10 @@ func IsUnavailable(err error) bool {
 			return true
 		}
 		return false
+	}
+	if code, ok := pgCode(err); ok {
+		return strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "58") ||
+			strings.HasPrefix(code, "08") || code == "25006"
 	}
 	for _, e := range []error{syscall.ENOSPC, syscall.EIO, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ETIMEDOUT} {
 		if errors.Is(err, e) {
@@ -93,7 +99,7 @@ func (s *Store) ProbeWrite(ctx context.Context) error {
 	expires := s.now().Add(writeProbeTTL).UnixMilli()
 	q := "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, 0, 1, ?) " +
 		"ON CONFLICT (limit_key, window_start) DO UPDATE SET expires_at = excluded.expires_at"
-	if s.dialect != DialectSQLite {
+	if s.dialect == DialectMySQL {
 		q = "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, 0, 1, ?) " +
 			"ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)"
 	}

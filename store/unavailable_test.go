@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
@@ -38,6 +39,14 @@ func TestIsUnavailable(t *testing.T) {
 		{"mysql socket", wrap(&gomysql.MySQLError{Number: 2002}), true},
 		{"mysql host", wrap(&gomysql.MySQLError{Number: 2003}), true},
 		{"mysql duplicate", wrap(&gomysql.MySQLError{Number: 1062}), false},
+		{"postgres disk full", wrap(&pgconn.PgError{Code: "53100"}), true},
+		{"postgres too many connections", wrap(&pgconn.PgError{Code: "53300"}), true},
+		{"postgres shutting down", wrap(&pgconn.PgError{Code: "57P01"}), true},
+		{"postgres deadlock", wrap(&pgconn.PgError{Code: "40P01"}), true},
+		{"postgres lock not available", wrap(&pgconn.PgError{Code: "55P03"}), true},
+		{"postgres read-only", wrap(&pgconn.PgError{Code: "25006"}), true},
+		{"postgres unique violation", wrap(&pgconn.PgError{Code: "23505"}), false},
+		{"postgres syntax", wrap(&pgconn.PgError{Code: "42601"}), false},
 		{"connection refused", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), true},
 		{"connection reset", wrap(syscall.ECONNRESET), true},
 		{"enospc", wrap(&os.PathError{Op: "write", Path: "/data/svc.sqlite-wal", Err: syscall.ENOSPC}), true},

@@ -129,7 +129,7 @@ func (s *Store) registerVersions(db *gorm.DB) error {
 			if len(names) == 0 {
 				return
 			}
-			if _, err := db.Statement.ConnPool.ExecContext(db.Statement.Context,
+			if _, err := rawExec(db,
 				"UPDATE versions SET version = version + 1 WHERE name IN ("+strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")+")",
 				anys(names)...); err != nil {
 				_ = db.AddError(fmt.Errorf("bump versions: %w", err))

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,7 +174,7 @@ func work(loader *config.Loader) error {
 func banner(cfg *config.Config, addr net.Addr) string {
 	db := cfg.DBDriver + " " + cfg.SQLitePath()
 	if cfg.DBDriver != "sqlite" {
-		db = fmt.Sprintf("%s %s@%s/%s", cfg.DBDriver, cfg.DBUser, net.JoinHostPort(cfg.DBHost, strconv.Itoa(cfg.DBPort)), cfg.DBName)
+		db = fmt.Sprintf("%s %s@%s/%s", cfg.DBDriver, cfg.DBUser, cfg.DBAddr(), cfg.DBName)
 	}
 	return fmt.Sprintf("svc: serving on %s (database %s, worker mode %s, log %s at level %s)",
 		displayAddr(addr, cfg.AppPrefix), db, cfg.WorkerRuntimeMode, cfg.LogPath, cfg.LogLevel)

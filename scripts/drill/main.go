@@ -1,5 +1,5 @@
 // Command drill is the multi-instance drill of issue 14 (scripts/drill.sh runs it): on a throwaway
-// MariaDB/MySQL database and a real Mercure hub it starts two API processes (`svc serve
+// MariaDB/MySQL database (or PostgreSQL, -db postgres) and a real Mercure hub it starts two API processes (`svc serve
 // --api-only`) and two `svc worker` processes, enqueues N tasks through the session API of both
 // API processes (a scripted model: one auto-approved calculator call, then the answer), kills one
 // worker with SIGKILL mid-way and restarts it, waits for the drain and checks: every task
@@ -10,7 +10,7 @@
 //
 // It is a package of its own rather than a `//go:build ignore` file so that `go build ./...` and
 // `go vet ./...` keep it compiling; it imports nothing of the service but bench/outside
-// (a session client over HTTP, shared with bench/svcbench) and the MySQL driver: it drives
+// (a session client over HTTP, shared with bench/svcbench) and the database drivers: it drives
 // bin/svc from outside, as an operator would.
 package main
 
@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/agentsvc/svc/bench/outside"
 	"github.com/agentsvc/svc/internal/platform/sseread"
@@ -53,6 +55,8 @@ type options struct {
 	svc       string
 	mercure   string
 	dsn       string
+	db        string
+	pgDSN     string
 	workdir   string
 	keep      bool
 	timeout   time.Duration
@@ -66,6 +70,9 @@ func run() error {
 	flag.StringVar(&o.svc, "svc", "bin/svc", "the svc binary")
 	flag.StringVar(&o.mercure, "mercure", os.Getenv("SVC_TEST_MERCURE_BIN"), "the Mercure hub binary (scripts/mercure-build.sh)")
 	flag.StringVar(&o.dsn, "dsn", envOr("SVC_TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/test"), "a MariaDB/MySQL server (its database is not used: a throwaway one is created beside it)")
+	flag.StringVar(&o.db, "db", envOr("SVC_DRILL_DB", "mysql"), "the database: mysql (MariaDB/MySQL, -dsn) or postgres (-pg-dsn)")
+	flag.StringVar(&o.pgDSN, "pg-dsn", envOr("SVC_TEST_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"),
+		"a PostgreSQL server, with -db postgres (its database is not used: a throwaway one is created beside it)")
 	flag.StringVar(&o.workdir, "workdir", "", "working folder of the processes (default: a temporary one, removed on success)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the database and the working folder")
 	flag.DurationVar(&o.timeout, "timeout", 0, "bound of the drain (default 3 minutes + 20 ms per task)")
@@ -80,6 +87,9 @@ func run() error {
 		return err
 	}
 	o.svc = svc
+	if o.db != "mysql" && o.db != "postgres" {
+		return fmt.Errorf("-db %q: want mysql or postgres", o.db)
+	}
 	if o.mercure == "" {
 		return errors.New("no Mercure hub: pass -mercure or set SVC_TEST_MERCURE_BIN (scripts/mercure-build.sh)")
 	}
@@ -135,7 +145,11 @@ func (d *drill) cleanup() {
 		return
 	}
 	if d.admin != nil && d.dbName != "" {
-		_, _ = d.admin.Exec("DROP DATABASE IF EXISTS `" + d.dbName + "`")
+		if d.o.db == "postgres" {
+			_, _ = d.admin.Exec("DROP DATABASE IF EXISTS " + d.dbName + " WITH (FORCE)")
+		} else {
+			_, _ = d.admin.Exec("DROP DATABASE IF EXISTS `" + d.dbName + "`")
+		}
 	}
 	if d.dir != "" && d.o.workdir == "" {
 		_ = os.RemoveAll(d.dir)
@@ -293,7 +307,11 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, k
 	if err := d.db.QueryRow("SELECT COUNT(*) FROM (SELECT task_id FROM task_tool_calls GROUP BY task_id HAVING COUNT(*) > 1) AS x").Scan(&dupCalls); err != nil {
 		return err
 	}
-	if err := d.db.QueryRow("SELECT COUNT(*) FROM (SELECT task_id, JSON_EXTRACT(data, '$.tool_call.ID') AS call_id FROM task_events " +
+	callID := "JSON_EXTRACT(data, '$.tool_call.ID')"
+	if d.o.db == "postgres" {
+		callID = "(data::jsonb -> 'tool_call' ->> 'ID')"
+	}
+	if err := d.db.QueryRow("SELECT COUNT(*) FROM (SELECT task_id, " + callID + " AS call_id FROM task_events " +
 		"WHERE type = 'tool_call.executed' GROUP BY task_id, call_id HAVING COUNT(*) > 1) AS x").Scan(&dupExecuted); err != nil {
 		return err
 	}
@@ -332,7 +350,11 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, k
 			continue
 		}
 		var finished sql.NullTime
-		_ = d.db.QueryRow("SELECT finished_at FROM tasks WHERE id = ?", id).Scan(&finished)
+		q := "SELECT finished_at FROM tasks WHERE id = ?"
+		if d.o.db == "postgres" {
+			q = "SELECT finished_at FROM tasks WHERE id = $1"
+		}
+		_ = d.db.QueryRow(q, id).Scan(&finished)
 		if finished.Valid && !finished.Time.Before(killedAt.Add(-time.Second)) && !finished.Time.After(killedAt) {
 			excused++
 			continue
@@ -372,6 +394,62 @@ func (d *drill) report(ids []int64, drained, atRest time.Duration, held int64, k
 	return nil
 }
 
+// createDatabase creates the throwaway database d.dbName on the server of the chosen dialect,
+// opens d.admin (the server) and d.db (the database), and returns the settings of the svc
+// processes for it.
+func (d *drill) createDatabase() ([]string, error) {
+	if d.o.db == "postgres" {
+		cfg, err := pgx.ParseConfig(d.o.pgDSN)
+		if err != nil {
+			return nil, fmt.Errorf("pg-dsn: %w", err)
+		}
+		if d.admin, err = sql.Open("pgx", d.o.pgDSN); err != nil {
+			return nil, err
+		}
+		if _, err := d.admin.Exec("CREATE DATABASE " + d.dbName); err != nil {
+			return nil, fmt.Errorf("create the drill database: %w", err)
+		}
+		u, err := url.Parse(d.o.pgDSN)
+		if err != nil || u.Scheme == "" {
+			return nil, fmt.Errorf("pg-dsn: want a postgres:// URL")
+		}
+		u.Path = "/" + d.dbName
+		if d.db, err = sql.Open("pgx", u.String()); err != nil {
+			return nil, err
+		}
+		env := []string{"SVC_DB_DRIVER=postgres", "SVC_DB_HOST=" + cfg.Host, "SVC_DB_PORT=" + strconv.Itoa(int(cfg.Port)),
+			"SVC_DB_USER=" + cfg.User, "SVC_DB_PASSWORD=" + cfg.Password,
+			// Four processes on a server of max_connections 100.
+			"SVC_DB_MAX_OPEN_CONNS=16"}
+		if m := u.Query().Get("sslmode"); m != "" {
+			env = append(env, "SVC_DB_SSLMODE="+m)
+		}
+		return env, nil
+	}
+	cfg, err := mysql.ParseDSN(d.o.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	cfg.DBName = ""
+	if d.admin, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+		return nil, err
+	}
+	if _, err := d.admin.Exec("CREATE DATABASE `" + d.dbName + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		return nil, fmt.Errorf("create the drill database: %w", err)
+	}
+	cfg.DBName = d.dbName
+	cfg.ParseTime = true
+	if d.db, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"SVC_DB_DRIVER=mysql", "SVC_DB_HOST=" + host, "SVC_DB_PORT=" + port,
+		"SVC_DB_USER=" + cfg.User, "SVC_DB_PASSWORD=" + cfg.Passwd, "SVC_DB_MAX_OPEN_CONNS=24"}, nil
+}
+
 func (d *drill) count(where string) (int64, error) {
 	var n int64
 	err := d.db.QueryRow("SELECT COUNT(*) FROM tasks WHERE " + where).Scan(&n)
@@ -395,28 +473,12 @@ func (d *drill) setup() error {
 	} else if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return err
 	}
-	cfg, err := mysql.ParseDSN(d.o.dsn)
-	if err != nil {
-		return fmt.Errorf("dsn: %w", err)
-	}
-	cfg.DBName = ""
-	if d.admin, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
-		return err
-	}
 	d.dbName = fmt.Sprintf("svc_drill_%d", time.Now().UnixNano())
-	if _, err := d.admin.Exec("CREATE DATABASE `" + d.dbName + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
-		return fmt.Errorf("create the drill database: %w", err)
-	}
-	cfg.DBName = d.dbName
-	cfg.ParseTime = true
-	if d.db, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
+	dbEnv, err := d.createDatabase()
+	if err != nil {
 		return err
 	}
 	d.db.SetMaxOpenConns(4)
-	host, port, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return err
-	}
 	if err := d.startHub(); err != nil {
 		return err
 	}
@@ -426,8 +488,7 @@ func (d *drill) setup() error {
 	}
 	d.env = append(os.Environ(),
 		"SVC_CONFIG_FILE="+filepath.Join(d.dir, "config.yaml"), "SVC_KEY_PATH="+filepath.Join(d.dir, "secret.key"),
-		"SVC_DB_DRIVER=mysql", "SVC_DB_HOST="+host, "SVC_DB_PORT="+port, "SVC_DB_NAME="+d.dbName,
-		"SVC_DB_USER="+cfg.User, "SVC_DB_PASSWORD="+cfg.Passwd, "SVC_DB_MAX_OPEN_CONNS=24",
+		"SVC_DB_NAME="+d.dbName,
 		"SVC_WORKER_RUNTIME_MODE=server", "SVC_LOG_LEVEL=warning",
 		"SVC_MERCURE_URL="+d.hubURL, "SVC_MERCURE_JWT_KEY="+d.hubKey,
 		"SVC_LLM_DRIVER=scripted", "SVC_LLM_BASE_URL=script.json", "SVC_LLM_MODEL=script",
@@ -436,6 +497,7 @@ func (d *drill) setup() error {
 		// Every client of the drill is one address: its enqueuers may all send bodies at once.
 		"SVC_MAX_REQUEST_BODIES_PER_CLIENT=64",
 	)
+	d.env = append(d.env, dbEnv...)
 	if out, err := d.cmd("migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("svc migrate: %v\n%s", err, out)
 	}

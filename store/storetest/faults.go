@@ -2,14 +2,14 @@ package storetest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/agentsvc/svc/internal/platform/sqlcount"
@@ -18,7 +18,7 @@ import (
 
 // Faults makes the writes of a store opened by NewFaulty fail on demand the way a busy
 // database fails them: SQLite's "database is locked" (SQLITE_BUSY), MySQL's lock wait timeout
-// (1205). Reads keep working. Safe for concurrent use.
+// (1205), PostgreSQL's lock_not_available (55P03). Reads keep working. Safe for concurrent use.
 //
 // The same driver counts what the store sends (Counts): statements, transactions, and write
 // transactions (a transaction that ran a write statement, or a write outside a transaction:
@@ -27,6 +27,7 @@ type Faults struct {
 	on     atomic.Int32 // a Fault
 	failed atomic.Int64
 	mysql  bool
+	pg     bool
 
 	counts sqlcount.Counts
 	trace  atomic.Pointer[func(query string)]
@@ -111,6 +112,10 @@ func (f *Faults) check(query string) error {
 		if strings.HasPrefix(q, w) {
 			f.failed.Add(1)
 			switch {
+			case f.pg && kind == FaultFull:
+				return &pgconn.PgError{Severity: "ERROR", Code: "53100", Message: "could not extend file: No space left on device (injected)"}
+			case f.pg:
+				return &pgconn.PgError{Severity: "ERROR", Code: "55P03", Message: "canceling statement due to lock timeout (injected)"}
 			case f.mysql && kind == FaultFull:
 				return &gomysql.MySQLError{Number: 1021, Message: "Disk full (/var/lib/mysql); waiting for someone to free some space... (injected)"}
 			case f.mysql:
@@ -129,18 +134,26 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	t.Helper()
 	sqlcount.Register(faultySQLite, &sqlcount.Driver{Base: &sqlite3.SQLiteDriver{}, Observe: observe})
 	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observe})
+	sqlcount.Register(faultyPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observe})
 	f := &Faults{}
-	opts := store.Options{Logger: testLogger(t)}
-	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
+	opts := freshOptions(t)
+	switch opts.Driver {
+	case "mysql":
 		f.mysql = true
-		opts.Driver, opts.SQLDriverName = "mysql", faultyMySQL
-		opts.MySQLDSN = createMySQLDatabase(t, dsn)
-	} else {
-		opts.Driver, opts.SQLDriverName = "sqlite", faultySQLite
-		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
+		opts.SQLDriverName = faultyMySQL
+	case "postgres":
+		f.pg = true
+		opts.SQLDriverName = faultyPostgres
+	default:
+		opts.SQLDriverName = faultySQLite
 	}
-	// The store adds its parameters to the DSN: faults are found by the database's name.
+	// The store adds its parameters to the DSN: faults are found by the database's name (on
+	// PostgreSQL, by the schema's, in the search_path parameter).
 	key := opts.SQLitePath
+	if f.pg {
+		i := strings.LastIndex(opts.PostgresDSN, "search_path=")
+		key = opts.PostgresDSN[i : i+len("search_path=svc_t_")+12]
+	}
 	if f.mysql {
 		cfg, err := gomysql.ParseDSN(opts.MySQLDSN)
 		if err != nil {
@@ -166,8 +179,9 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 }
 
 const (
-	faultySQLite = "storetest-faulty-sqlite3"
-	faultyMySQL  = "storetest-faulty-mysql"
+	faultySQLite   = "storetest-faulty-sqlite3"
+	faultyMySQL    = "storetest-faulty-mysql"
+	faultyPostgres = "storetest-faulty-postgres"
 )
 
 var faultsByDSN sync.Map // key (a substring of the DSN) → *Faults

@@ -2,8 +2,6 @@ package storetest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentsvc/svc/store"
@@ -11,20 +9,14 @@ import (
 
 // NewShared returns n independent stores (each with its own connection pool, as separate
 // processes would have) on ONE fresh, migrated database: the same SQLite file (WAL) by
-// default, or one throwaway MySQL/MariaDB database when SVC_TEST_MYSQL_DSN is set. Tests of
+// default, one throwaway MySQL/MariaDB database when SVC_TEST_MYSQL_DSN is set, or one
+// throwaway PostgreSQL schema when SVC_TEST_POSTGRES_DSN is set. Tests of
 // cross-process behaviour (two worker daemons on one database) use it. All are closed, and the
 // database dropped, in t.Cleanup.
 func NewShared(t testing.TB, n int) []*store.Store {
 	t.Helper()
 	ctx := context.Background()
-	opts := store.Options{Logger: testLogger(t)}
-	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
-		opts.Driver = "mysql"
-		opts.MySQLDSN = createMySQLDatabase(t, dsn)
-	} else {
-		opts.Driver = "sqlite"
-		opts.SQLitePath = filepath.Join(t.TempDir(), "svc.sqlite")
-	}
+	opts := freshOptions(t)
 	out := make([]*store.Store, 0, n)
 	for i := range n {
 		s, err := store.Open(ctx, opts)

@@ -1,7 +1,10 @@
 // Package storetest gives tests a fresh, migrated store: a SQLite file in t.TempDir() by
-// default, or, when SVC_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/test"), a
-// throwaway database svc_t_<random> on that MySQL/MariaDB server, dropped when the test ends.
-// The same suites therefore run on both dialects.
+// default; when SVC_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/test"), a
+// throwaway database svc_t_<random> on that MySQL/MariaDB server, dropped when the test ends;
+// when SVC_TEST_POSTGRES_DSN is set instead (e.g.
+// "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), a throwaway schema svc_t_<random>
+// in that PostgreSQL database (the connections' search_path), dropped when the test ends.
+// The same suites therefore run on every dialect.
 package storetest
 
 import (
@@ -28,13 +31,39 @@ import (
 // EnvMySQLDSN names the environment variable that switches the suites to MySQL/MariaDB.
 const EnvMySQLDSN = "SVC_TEST_MYSQL_DSN"
 
-// Dialect reports which dialect New uses in this process ("sqlite" or "mysql"), for logs and
-// for the rare test that must know.
+// EnvPostgresDSN names the environment variable that switches the suites to PostgreSQL (when
+// EnvMySQLDSN is not set).
+const EnvPostgresDSN = "SVC_TEST_POSTGRES_DSN"
+
+// Dialect reports which dialect New uses in this process ("sqlite", "mysql" or "postgres"),
+// for logs and for the rare test that must know.
 func Dialect() string {
 	if os.Getenv(EnvMySQLDSN) != "" {
 		return store.DialectMySQL
 	}
+	if os.Getenv(EnvPostgresDSN) != "" {
+		return store.DialectPostgres
+	}
 	return store.DialectSQLite
+}
+
+// freshOptions are the options of a store on a fresh, empty database of the dialect Dialect
+// names (dropped when the test ends), with logger.
+func freshOptions(t testing.TB) store.Options {
+	t.Helper()
+	opts := store.Options{Logger: testLogger(t)}
+	switch Dialect() {
+	case store.DialectMySQL:
+		opts.Driver = "mysql"
+		opts.MySQLDSN = createMySQLDatabase(t, os.Getenv(EnvMySQLDSN))
+	case store.DialectPostgres:
+		opts.Driver = "postgres"
+		opts.PostgresDSN = createPostgresSchema(t, os.Getenv(EnvPostgresDSN))
+	default:
+		opts.Driver = "sqlite"
+		opts.SQLitePath = filepath.Join(sqliteDir(t), "svc.sqlite")
+	}
+	return opts
 }
 
 // New returns a migrated store on a fresh database, closed (and dropped on MySQL) in
@@ -58,14 +87,8 @@ func NewWithClock(t testing.TB, clock func() time.Time) *store.Store {
 // nil.
 func NewUnmigrated(t testing.TB, clock func() time.Time) *store.Store {
 	t.Helper()
-	opts := store.Options{Clock: clock, Logger: testLogger(t)}
-	if dsn := os.Getenv(EnvMySQLDSN); dsn != "" {
-		opts.Driver = "mysql"
-		opts.MySQLDSN = createMySQLDatabase(t, dsn)
-	} else {
-		opts.Driver = "sqlite"
-		opts.SQLitePath = filepath.Join(sqliteDir(t), "svc.sqlite")
-	}
+	opts := freshOptions(t)
+	opts.Clock = clock
 	return open(t, opts)
 }
 

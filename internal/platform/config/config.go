@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,11 +90,12 @@ type Config struct {
 	// KeyPath is the key file used when SecretKey is empty; generated on first use.
 	KeyPath string `key:"key_path" env:"KEY_PATH" stored:"no"`
 
-	// DBDriver is "sqlite", "mysql" or "mariadb".
+	// DBDriver is "sqlite", "mysql", "mariadb" or "postgres".
 	DBDriver string `key:"db_driver" env:"DB_DRIVER" stored:"no"`
 	// DBHost is the network database host.
 	DBHost string `key:"db_host" env:"DB_HOST" stored:"no"`
-	// DBPort is the network database port.
+	// DBPort is the network database port; 0 means the driver's own (3306 for MySQL/MariaDB,
+	// 5432 for PostgreSQL).
 	DBPort int `key:"db_port" env:"DB_PORT" stored:"no"`
 	// DBName is the database name; with SQLite the file is storage/<DBName>.sqlite.
 	DBName string `key:"db_name" env:"DB_NAME" stored:"no"`
@@ -101,13 +103,16 @@ type Config struct {
 	DBUser string `key:"db_user" env:"DB_USER" stored:"no"`
 	// DBPassword is the network database password.
 	DBPassword string `key:"db_password" env:"DB_PASSWORD" secret:"yes" stored:"no"`
+	// DBSSLMode is PostgreSQL's sslmode (disable, allow, prefer, require, verify-ca,
+	// verify-full); empty means prefer, libpq's default. Ignored by the other drivers.
+	DBSSLMode string `key:"db_sslmode" env:"DB_SSLMODE" stored:"no"`
 	// SQLiteBusyTimeout is how long SQLite waits on a lock, in milliseconds.
 	SQLiteBusyTimeout int `key:"sqlite_busy_timeout" env:"SQLITE_BUSY_TIMEOUT" stored:"no"`
 	// DBMaxOpenConns bounds the database connections of this process (idle ones are kept up to
 	// the same number); a request, step or chore beyond it waits for a free connection. 0 means
 	// automatic: 16 on SQLite (one writer at a time; WAL readers beside it), 32 on
 	// MySQL/MariaDB (mind max_connections, 151 by default, across every process on the
-	// server). At most 1000. Read at start-up.
+	// server), 24 on PostgreSQL (max_connections 100 by default). At most 1000. Read at start-up.
 	DBMaxOpenConns int `key:"db_max_open_conns" env:"DB_MAX_OPEN_CONNS" stored:"no"`
 
 	// WorkerRuntimeMode is "server" (the worker daemon runs tasks) or "client" (clients tick).
@@ -118,7 +123,7 @@ type Config struct {
 	WorkerStaleMinutes int `key:"worker_stale_minutes" env:"WORKER_STALE_MINUTES"`
 	// MaxWorkers is how many tasks the server-mode worker runs at once. 0 means automatic:
 	// 16 on SQLite, 32 on MySQL/MariaDB (measured; see docs/benchmarks.md, "Worker concurrency
-	// sweep"). Any value is capped at the connection pool (db_max_open_conns).
+	// sweep"), 24 on PostgreSQL (its default pool). Any value is capped at the connection pool (db_max_open_conns).
 	// Read at start-up.
 	MaxWorkers int `key:"max_workers" env:"MAX_WORKERS"`
 	// ShutdownGraceSeconds is the whole time a stop (SIGTERM, SIGINT) may take, in seconds: the
@@ -283,7 +288,7 @@ func Defaults() *Config {
 		KeyPath:                   "storage/secret.key",
 		DBDriver:                  "sqlite",
 		DBHost:                    "127.0.0.1",
-		DBPort:                    3306,
+		DBPort:                    0,
 		DBName:                    "svc",
 		DBUser:                    "svc",
 		SQLiteBusyTimeout:         5000,
@@ -343,6 +348,33 @@ func (c *Config) SQLitePath() string {
 	return filepath.Join("storage", c.DBName+".sqlite")
 }
 
+// DBAddr is db_host:db_port, the port being the driver's own when db_port is 0.
+func (c *Config) DBAddr() string {
+	port := c.DBPort
+	if port == 0 {
+		port = 3306
+		if c.DBDriver == "postgres" {
+			port = 5432
+		}
+	}
+	return net.JoinHostPort(c.DBHost, strconv.Itoa(port))
+}
+
+// PostgresDSN is the pgx connection URL for db_host, db_port, db_name, db_user, db_password and
+// db_sslmode. It contains the password: never log it.
+func (c *Config) PostgresDSN() string {
+	u := url.URL{Scheme: "postgres", Host: c.DBAddr(), Path: "/" + c.DBName}
+	if c.DBPassword != "" {
+		u.User = url.UserPassword(c.DBUser, c.DBPassword)
+	} else {
+		u.User = url.User(c.DBUser)
+	}
+	if c.DBSSLMode != "" {
+		u.RawQuery = "sslmode=" + url.QueryEscape(c.DBSSLMode)
+	}
+	return u.String()
+}
+
 // MySQLDSN is the go-sql-driver/mysql data source name for db_host, db_port, db_name, db_user
 // and db_password, with parseTime=true, charset=utf8mb4, loc=UTC and multiStatements=true.
 // It contains the password: never log it.
@@ -354,7 +386,7 @@ func (c *Config) MySQLDSN() string {
 		b.WriteString(c.DBPassword)
 	}
 	b.WriteString("@tcp(")
-	b.WriteString(net.JoinHostPort(c.DBHost, strconv.Itoa(c.DBPort)))
+	b.WriteString(c.DBAddr())
 	b.WriteString(")/")
 	b.WriteString(c.DBName)
 	b.WriteString("?parseTime=true&charset=utf8mb4&loc=UTC&multiStatements=true")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 )
 
 // testKey is a valid secret_key (32 bytes of 0x01).
@@ -71,7 +72,7 @@ func TestDefaults(t *testing.T) {
 		KeyPath:                   "storage/secret.key",
 		DBDriver:                  "sqlite",
 		DBHost:                    "127.0.0.1",
-		DBPort:                    3306,
+		DBPort:                    0,
 		DBName:                    "svc",
 		DBUser:                    "svc",
 		DBPassword:                "",
@@ -130,8 +131,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 69 {
-		t.Errorf("%d keys, want 69", len(fields))
+	if len(fields) != 70 {
+		t.Errorf("%d keys, want 70", len(fields))
 	}
 }
 
@@ -214,7 +215,7 @@ func TestFlatAndNested(t *testing.T) {
 		{"partial nesting", "c.yaml", "plugin:\n  catalog:\n    enabled: false\n    ttl: 5\n", map[string]any{"plugin_catalog_enabled": false, "plugin_catalog_ttl": 5}},
 		{"nested json", "c.json", `{"db": {"driver": "mysql"}, "db_driver": "mariadb", "log": {"level": "info"}}`, map[string]any{"db_driver": "mariadb", "log_level": "info"}},
 		{"empty section is fine", "c.yaml", "mail:\ndb_port: 1\n", map[string]any{"db_port": 1}},
-		{"null value keeps default", "c.yaml", "db_port: ~\n", map[string]any{"db_port": 3306}},
+		{"null value keeps default", "c.yaml", "db_port: ~\n", map[string]any{"db_port": 0}},
 		{"alias", "c.yaml", "log_level: &l info\nmail:\n  from_name: *l\n", map[string]any{"log_level": "info", "mail_from_name": "info"}},
 	}
 	for _, tt := range tests {
@@ -451,9 +452,10 @@ func TestValidation(t *testing.T) {
 		{"secret_key not base64", []string{"SVC_SECRET_KEY=not*base64"}, "secret_key is not valid base64"},
 		{"key_path needed without secret_key", []string{"SVC_KEY_PATH="}, "key_path is required when secret_key is not set"},
 		{"key_path not needed with secret_key", []string{"SVC_KEY_PATH=", "SVC_SECRET_KEY=" + testKey}, ""},
-		{"db_driver", []string{"SVC_DB_DRIVER=postgres"}, `db_driver "postgres" is not supported (use sqlite, mysql or mariadb)`},
+		{"db_driver", []string{"SVC_DB_DRIVER=oracle"}, `db_driver "oracle" is not supported (use sqlite, mysql, mariadb or postgres)`},
+		{"db_sslmode", []string{"SVC_DB_SSLMODE=sometimes"}, `db_sslmode "sometimes" is not supported (use disable, allow, prefer, require, verify-ca or verify-full)`},
 		{"db_driver mariadb", []string{"SVC_DB_DRIVER=mariadb"}, ""},
-		{"db_port zero", []string{"SVC_DB_PORT=0"}, "db_port must be between 1 and 65535 (got 0)"},
+		{"db_port negative", []string{"SVC_DB_PORT=-1"}, "db_port must be between 1 and 65535 (got -1)"},
 		{"db_port high", []string{"SVC_DB_PORT=65536"}, "db_port must be between 1 and 65535 (got 65536)"},
 		{"db_name empty", []string{"SVC_DB_NAME="}, "db_name is required"},
 		{"db_name path", []string{"SVC_DB_NAME=../x"}, `db_name "../x" must not contain`},
@@ -560,8 +562,8 @@ func TestValidation(t *testing.T) {
 
 func TestValidationCollectsEverything(t *testing.T) {
 	t.Parallel()
-	_, err := load(t, "config.yaml", "db_driver: postgres\nlog_level: loud\n",
-		"SVC_APP_ENV=production", "SVC_DB_PORT=0", "SVC_MAIL_ENCRYPTION=ssl")
+	_, err := load(t, "config.yaml", "db_driver: oracle\nlog_level: loud\n",
+		"SVC_APP_ENV=production", "SVC_DB_PORT=-1", "SVC_MAIL_ENCRYPTION=ssl")
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
@@ -572,7 +574,7 @@ func TestValidationCollectsEverything(t *testing.T) {
 	if len(ve.Problems) != 6 {
 		t.Errorf("%d problems, want 6: %q", len(ve.Problems), ve.Problems)
 	}
-	if !strings.Contains(err.Error(), `db_driver "postgres" is not supported (use sqlite, mysql or mariadb) (from config file `) ||
+	if !strings.Contains(err.Error(), `db_driver "oracle" is not supported (use sqlite, mysql, mariadb or postgres) (from config file `) ||
 		!strings.Contains(err.Error(), "config.yaml line 1)") {
 		t.Errorf("origin of a file value missing: %q", err)
 	}
@@ -685,7 +687,7 @@ func TestRedaction(t *testing.T) {
 			t.Errorf("%s lost non-secret values: %s", what, out)
 		}
 	}
-	if !strings.Contains(c.String(), `mail_password="[REDACTED]"`) || !strings.Contains(c.String(), "db_port=3306") {
+	if !strings.Contains(c.String(), `mail_password="[REDACTED]"`) || !strings.Contains(c.String(), "db_port=0") {
 		t.Errorf("String = %s", c)
 	}
 	// Unset secrets stay visibly unset.
@@ -776,6 +778,23 @@ func TestHelpers(t *testing.T) {
 				t.Errorf("ParseDSN = %+v", mc)
 			}
 		})
+	}
+
+	// PostgreSQL: the driver's port when db_port is unset, the password escaped, db_sslmode.
+	pg := mustLoad(t, "", "", "SVC_DB_DRIVER=postgres", "SVC_DB_HOST=db.internal", "SVC_DB_USER=u",
+		"SVC_DB_PASSWORD=p@ss:w/rd?x", "SVC_DB_NAME=d", "SVC_DB_SSLMODE=Require")
+	pcfg, err := pgx.ParseConfig(pg.PostgresDSN())
+	if err != nil {
+		t.Fatalf("pgx.ParseConfig: %v", err)
+	}
+	if pcfg.Host != "db.internal" || pcfg.Port != 5432 || pcfg.User != "u" || pcfg.Password != "p@ss:w/rd?x" || pcfg.Database != "d" {
+		t.Errorf("PostgresDSN parses as %s:%d user %q password %q db %q", pcfg.Host, pcfg.Port, pcfg.User, pcfg.Password, pcfg.Database)
+	}
+	if !strings.Contains(pg.PostgresDSN(), "sslmode=require") {
+		t.Errorf("PostgresDSN lacks sslmode=require")
+	}
+	if my := mustLoad(t, "", "", "SVC_DB_DRIVER=mysql"); my.DBAddr() != "127.0.0.1:3306" {
+		t.Errorf("MySQL DBAddr without db_port = %q", my.DBAddr())
 	}
 
 	p := mustLoad(t, "", "", "SVC_APP_ENV=production", "SVC_SECRET_KEY="+testKey, "SVC_APP_URL=https://svc.example")

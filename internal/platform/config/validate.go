@@ -65,7 +65,7 @@ func normalise(c *Config) {
 	}
 	for _, p := range []*string{
 		&c.AppEnv, &c.DBDriver, &c.WorkerRuntimeMode, &c.LogLevel, &c.MailDriver,
-		&c.MailEncryption, &c.LLMDriver,
+		&c.MailEncryption, &c.LLMDriver, &c.DBSSLMode,
 	} {
 		*p = strings.ToLower(strings.TrimSpace(*p))
 	}
@@ -214,13 +214,18 @@ func validate(c *Config, origin map[string]string) []string {
 		}
 	}
 
-	v.oneOf("db_driver", c.DBDriver, "sqlite", "mysql", "mariadb")
-	v.port("db_port", c.DBPort)
+	v.oneOf("db_driver", c.DBDriver, "sqlite", "mysql", "mariadb", "postgres")
+	if c.DBPort != 0 { // 0: the driver's own
+		v.port("db_port", c.DBPort)
+	}
+	if c.DBSSLMode != "" {
+		v.oneOf("db_sslmode", c.DBSSLMode, "disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+	}
 	v.required("db_name", c.DBName, "")
 	if strings.ContainsAny(c.DBName, `/\?`) || c.DBName == "." || c.DBName == ".." {
 		v.add("db_name", "db_name %q must not contain /, \\ or ? or be . or ..", c.DBName)
 	}
-	if c.DBDriver == "mysql" || c.DBDriver == "mariadb" {
+	if c.DBDriver == "mysql" || c.DBDriver == "mariadb" || c.DBDriver == "postgres" {
 		v.required("db_host", c.DBHost, " with db_driver "+c.DBDriver)
 		v.required("db_user", c.DBUser, " with db_driver "+c.DBDriver)
 		if strings.Contains(c.DBUser, ":") {
