@@ -217,7 +217,7 @@ func TestApprovalsInbox(t *testing.T) {
 	w.named.Get("/approvals?older_than=-1").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 
 	// Batch: two good decisions, one on a task the named user may not decide, one unknown call.
-	var res gen.DecideApprovalsResponse
+	var res gen.ApprovalDecisionResults
 	w.named.Post("/approvals/decisions", map[string]any{"decisions": []any{
 		map[string]any{"task_id": t1.Id, "provider_call_id": "c1", "decision": "approve"},
 		map[string]any{"task_id": t3.Id, "provider_call_id": "x1", "decision": "approve"},

@@ -77,7 +77,7 @@ func main() {
 	taskID := fmt.Sprint(task.JSON201.Data.Task.Id)
 	waitTask(ctx, c, taskID, client.TaskStatusPENDINGAPPROVAL)
 	ap, err := c.ApproveTaskWithResponse(ctx, taskID, nil, client.ApproveTaskJSONRequestBody{Decisions: []client.TaskToolCallDecision{
-		{ProviderCallId: "c1", Decision: client.Approve}}})
+		{ProviderCallId: "c1", Decision: client.TaskToolCallDecisionDecisionApprove}}})
 	check(err)
 	expect("approve task", ap.StatusCode(), http.StatusOK)
 	waitTask(ctx, c, taskID, client.TaskStatusCOMPLETED)
@@ -100,7 +100,7 @@ func main() {
 	chatID := fmt.Sprint(chat.JSON202.Data.Chat.Id)
 	waitChat(ctx, k, chatID, func(ch client.Chat) bool { return ch.Blocked != nil })
 	ca, err := k.ApproveAgentChatWithResponse(ctx, chatID, nil, client.ApproveAgentChatJSONRequestBody{Decisions: []client.TaskToolCallDecision{
-		{ProviderCallId: "c1", Decision: client.Approve}}})
+		{ProviderCallId: "c1", Decision: client.TaskToolCallDecisionDecisionApprove}}})
 	check(err)
 	expect("approve chat", ca.StatusCode(), http.StatusAccepted)
 	waitChat(ctx, k, chatID, func(ch client.Chat) bool { return ch.Status == client.TaskStatusCOMPLETED })
