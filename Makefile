@@ -39,11 +39,10 @@ run: web
 ## test: the whole suite: the Go tests, then the console's browser tests
 test: test-go e2e
 
-## test-go: the Go tests (SQLite; MariaDB/MySQL when SVC_TEST_MYSQL_DSN is set, else PostgreSQL when
-## SVC_TEST_POSTGRES_DSN is set); TESTFLAGS adds flags (-timeout 30m: PostgreSQL's DDL makes each
-## test's fresh schema slower to migrate)
+## test-go: the Go tests: SQLite with the race detector, then MariaDB/MySQL (SVC_TEST_MYSQL_DSN) and
+## PostgreSQL (SVC_TEST_POSTGRES_DSN) at once when their DSN is set (scripts/test-suites.sh)
 test-go:
-	$(GO) test -race -count=1 $(TESTFLAGS) ./...
+	GO=$(GO) scripts/test-suites.sh
 
 ## e2e: the console's browser tests (headless chromium, /usr/bin/chromium) against bin/svc
 e2e: web
