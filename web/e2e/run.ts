@@ -262,7 +262,7 @@ async function main(): Promise<void> {
 
     log("edit the arguments and approve; the question batch arrives without reloading");
     await argBox.fill('{\n  "expression": "6*8"\n}');
-    const [approveReq] = await Promise.all([page.waitForRequest((r) => r.url().endsWith("/approve") && r.method() === "POST"), page.getByRole("button", { name: "Approve" }).click()]);
+    const [approveReq] = await Promise.all([page.waitForRequest((r) => r.url().endsWith("/approve") && r.method() === "POST"), page.getByRole("button", { name: "Approve", exact: true }).click()]);
     const sent = JSON.parse(approveReq.postData() ?? "{}") as { decisions: { arguments?: { expression?: string } }[] };
     expect(sent.decisions[0]?.arguments?.expression === "6*8", `edited arguments sent: ${approveReq.postData()}`);
     await page.getByRole("heading", { name: "The agent asks" }).waitFor({ timeout: 15_000 });
@@ -896,7 +896,7 @@ async function clientMode(browser: Browser, problems: string[]): Promise<void> {
     await page.getByLabel("Prompt").fill("What is 6*7?");
     await page.getByRole("button", { name: "Start chat" }).click();
     await page.getByRole("heading", { name: "Approval needed" }).waitFor();
-    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByRole("button", { name: "Approve", exact: true }).click();
     await page.getByRole("heading", { name: "The agent asks" }).waitFor();
     await page.getByRole("radio", { name: "Sentence" }).check();
     await page.getByRole("checkbox", { name: "Working" }).check();
