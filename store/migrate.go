@@ -184,73 +184,35 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch s.dialect {
-	case DialectMySQL:
-		return s.migrateMySQL(ctx, migs)
-	case DialectPostgres:
-		return s.migratePostgres(ctx, migs)
+	return s.withMigrationLock(ctx, func(db *gorm.DB) error {
+		if err := s.createMigrationsTable(db); err != nil {
+			return err
+		}
+		for _, m := range migs {
+			if err := s.migrateOne(db, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// migrateOne applies m unless schema_migrations records it. On SQLite and PostgreSQL the
+// migration and its record commit in one transaction; MySQL/MariaDB commit DDL implicitly, so
+// there it runs statement by statement (the named lock keeps other processes out) and is
+// recorded after its last statement succeeds.
+func (s *Store) migrateOne(db *gorm.DB, m migration) error {
+	apply := func(tx *gorm.DB) error {
+		applied, err := migrationApplied(tx, m.version)
+		if err != nil || applied {
+			return err
+		}
+		return s.applyMigration(tx, m)
 	}
-	return s.stmts.duringMigration(s.MaxOpenConns(), func() error {
-		db := s.conn(ctx)
-		if err := s.createMigrationsTable(db); err != nil {
-			return err
-		}
-		for _, m := range migs {
-			err := db.Transaction(func(tx *gorm.DB) error {
-				applied, err := migrationApplied(tx, m.version)
-				if err != nil || applied {
-					return err
-				}
-				return s.applyMigration(tx, m)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func (s *Store) migrateMySQL(ctx context.Context, migs []migration) error {
-	return s.withMigrationLock(ctx, func(db *gorm.DB) error {
-		if err := s.createMigrationsTable(db); err != nil {
-			return err
-		}
-		for _, m := range migs {
-			applied, err := migrationApplied(db, m.version)
-			if err != nil {
-				return err
-			}
-			if applied {
-				continue
-			}
-			if err := s.applyMigration(db, m); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func (s *Store) migratePostgres(ctx context.Context, migs []migration) error {
-	return s.withMigrationLock(ctx, func(db *gorm.DB) error {
-		if err := s.createMigrationsTable(db); err != nil {
-			return err
-		}
-		for _, m := range migs {
-			err := db.Transaction(func(tx *gorm.DB) error {
-				applied, err := migrationApplied(tx, m.version)
-				if err != nil || applied {
-					return err
-				}
-				return s.applyMigration(tx, m)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	if s.dialect == DialectMySQL {
+		return apply(db)
+	}
+	return db.Transaction(apply)
 }
 
 // withMigrationLock runs fn while this process holds the database's migration lock, on the
