@@ -170,6 +170,22 @@ func (h a2aCall) failErr(ctx context.Context, err error) (gen.ServeAgentA2aRespo
 	return h.fail(&a2a.Error{Code: rpc, Message: msg, Data: map[string]any{"code": string(code)}})
 }
 
+// namedTask decodes the call's TaskIDParams and reads the key's chat they name. A non-nil
+// refused is the JSON-RPC error to answer instead: invalid params, or the chat rules' refusal
+// (failErr).
+func (h a2aCall) namedTask(ctx context.Context) (p a2a.TaskIDParams, v *task.View, refused gen.ServeAgentA2aResponseObject) {
+	if e := a2a.DecodeParams(h.req.Params, &p); e != nil {
+		refused, _ = h.fail(e)
+		return p, nil, refused
+	}
+	v, err := h.api.chats.Get(ctx, h.k, p.ID)
+	if err != nil {
+		refused, _ = h.failErr(ctx, err)
+		return p, nil, refused
+	}
+	return p, v, nil
+}
+
 // task is the A2A task of chat v with its history.
 func (h a2aCall) task(ctx context.Context, v *task.View, historyLength *int) (*a2a.Task, error) {
 	ms, err := h.api.chats.Messages(ctx, h.k, a2a.TaskID(v.Task.ID), 0)
@@ -290,13 +306,9 @@ func (h a2aCall) move(ctx context.Context, m *a2a.Message, text string) (*task.V
 }
 
 func (h a2aCall) get(ctx context.Context) (gen.ServeAgentA2aResponseObject, error) {
-	var p a2a.TaskIDParams
-	if e := a2a.DecodeParams(h.req.Params, &p); e != nil {
-		return h.fail(e)
-	}
-	v, err := h.api.chats.Get(ctx, h.k, p.ID)
-	if err != nil {
-		return h.failErr(ctx, err)
+	p, v, refused := h.namedTask(ctx)
+	if refused != nil {
+		return refused, nil
 	}
 	t, err := h.task(ctx, v, p.HistoryLength)
 	if err != nil {
@@ -307,24 +319,16 @@ func (h a2aCall) get(ctx context.Context) (gen.ServeAgentA2aResponseObject, erro
 
 // cancel is refused for every task of the key: the per-agent API cancels nothing.
 func (h a2aCall) cancel(ctx context.Context) (gen.ServeAgentA2aResponseObject, error) {
-	var p a2a.TaskIDParams
-	if e := a2a.DecodeParams(h.req.Params, &p); e != nil {
-		return h.fail(e)
-	}
-	if _, err := h.api.chats.Get(ctx, h.k, p.ID); err != nil {
-		return h.failErr(ctx, err)
+	if _, _, refused := h.namedTask(ctx); refused != nil {
+		return refused, nil
 	}
 	return h.fail(a2a.Errorf(a2a.CodeTaskNotCancelable, "the per-agent API cannot cancel a chat; its owner can, in the console"))
 }
 
 func (h a2aCall) resubscribe(ctx context.Context) (gen.ServeAgentA2aResponseObject, error) {
-	var p a2a.TaskIDParams
-	if e := a2a.DecodeParams(h.req.Params, &p); e != nil {
-		return h.fail(e)
-	}
-	v, err := h.api.chats.Get(ctx, h.k, p.ID)
-	if err != nil {
-		return h.failErr(ctx, err)
+	_, v, refused := h.namedTask(ctx)
+	if refused != nil {
+		return refused, nil
 	}
 	return &a2aStream{call: h, ctx: ctx, first: v}, nil
 }
@@ -360,13 +364,9 @@ func (h a2aCall) pushSet(ctx context.Context) (gen.ServeAgentA2aResponseObject, 
 }
 
 func (h a2aCall) pushGet(ctx context.Context) (gen.ServeAgentA2aResponseObject, error) {
-	var p a2a.TaskIDParams
-	if e := a2a.DecodeParams(h.req.Params, &p); e != nil {
-		return h.fail(e)
-	}
-	v, err := h.api.chats.Get(ctx, h.k, p.ID)
-	if err != nil {
-		return h.failErr(ctx, err)
+	_, v, refused := h.namedTask(ctx)
+	if refused != nil {
+		return refused, nil
 	}
 	if cur := pushConfig(v); cur != nil {
 		return h.reply(cur)
