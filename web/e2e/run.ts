@@ -491,6 +491,8 @@ async function main(): Promise<void> {
 
     await agentMemory(browser, problems);
 
+    await longChat(browser, problems);
+
     await pushFallback(browser, problems);
 
     await firstHour(browser, problems);
@@ -956,6 +958,57 @@ async function agentMemory(browser: Browser, problems: string[]): Promise<void> 
     await page.getByText("No memory matches.").waitFor();
     const left = (await call("GET", `/agents/${agent.id}/memories`)) as { total: number };
     expect(left.total === 0, `memories left after the delete: ${left.total}`);
+    await context.close();
+  } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// longChat (issue 25): a chat of long follow-ups through a 2,000-token window. The scripted
+// model answers each turn and writes the summaries, so the task's page shows the compaction as
+// a divider that opens on the summary the model was sent in place of the earlier turns.
+async function longChat(browser: Browser, problems: string[]): Promise<void> {
+  log("long chat: follow-ups through a small context window are compacted; the chat shows the summary divider");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-long-"));
+  const turns = Array.from({ length: 8 }, (_, i) => ({ text: `Answer ${i + 1}.`, usage: { input_tokens: 100, output_tokens: 5 } }));
+  const { proc, base } = await startServer(dir, {}, turns);
+  try {
+    const call = await apiSession(base, "lin@example.com", "correct horse battery");
+    const cfg = (await call("GET", "/llm-configs/default")).llm_config as { id: number; group_id: number };
+    await call("PATCH", `/groups/${cfg.group_id}/llm-configs/${cfg.id}`, { context_window: 2000, max_tokens_output: 200 });
+    const agent = (await call("POST", "/agents", { name: "Chatter", allow_followup: true })).agent as { id: number };
+    const say = (i: number) => `Message ${i}: ` + "lorem ipsum ".repeat(100);
+    const task = (await call("POST", "/tasks", { agent_id: agent.id, prompt: say(1) })).task as { id: number };
+    const settle = async () => {
+      for (let i = 0; i < 100; i++) {
+        const t = (await call("GET", `/tasks/${task.id}`)).task as { status: string };
+        if (t.status === "COMPLETED") return;
+        expect(!["FAILED", "ABORTED"].includes(t.status) && i < 99, `long chat task ended ${t.status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await settle();
+    for (let i = 2; i <= 8; i++) {
+      await call("POST", `/tasks/${task.id}/continue`, { prompt: say(i) });
+      await settle();
+    }
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`long chat page error: ${e.message}`));
+    await signIn(page, base, "lin@example.com", "correct horse battery");
+    await page.goto(`${base}/tasks/${task.id}`);
+    await page.locator(".msg.assistant").filter({ hasText: "Answer 8." }).waitFor();
+    const divider = page.getByTestId("summary-divider").first();
+    await divider.waitFor();
+    expect(/Earlier conversation summarised for the model \(messages \d+–\d+\)/.test(await divider.locator("summary").innerText()), "the divider names the messages it covers");
+    await divider.locator("summary").click();
+    await divider.getByText("The transcript keeps every message").waitFor();
+    expect((await page.locator(".msg.user").filter({ hasText: "Message 1:" }).count()) === 1, "the transcript still shows the first message");
+    await divider.evaluate((el) => el.scrollIntoView({ block: "center" }));
+    await shot(page, "chat-summary", true);
     await context.close();
   } finally {
     proc.kill("SIGTERM");
