@@ -28,3 +28,7 @@ var MemoryTermsForTest = memoryTerms
 // RankQueuedMySQLForTest is the MySQL/MariaDB fair ranking of QUEUED tasks, for the benchmark
 // that compares it with the window function it replaced.
 var RankQueuedMySQLForTest = rankQueuedMySQL
+
+// QueuedFairPostgresForTest is PostgreSQL's locking read of the fair claim, for the test that
+// reads its plan.
+var QueuedFairPostgresForTest = queuedFairPostgres

@@ -76,13 +76,17 @@ const queuedFairSQLite = "WITH RECURSIVE claim_users (uid) AS (" +
 // the window function), claimCandidates times as many as wanted, into an array, and the outer
 // SELECT locks the first free ones in rank order, re-checking the kind's condition on each row
 // it locks (READ COMMITTED re-reads a row changed meanwhile). A row another claimer holds is
-// skipped, never waited for, so claimers do not deadlock and need no retry. The candidates are
-// looked up by primary key (id = ANY of the array) rather than joined: with statistics taken
-// while the queue was short (a burst before autovacuum's next ANALYZE), the planner joined
-// every queued row to each candidate, 45 ms per claim at 50,000 queued instead of 6.
+// skipped, never waited for, so claimers do not deadlock and need no retry.
+//
+// The plan must not depend on the statistics: after a burst, before autovacuum's next ANALYZE,
+// they still say few tasks are QUEUED, and a plan that reads the kind's rows through the status
+// index (joined to the candidates, or filtered by them) reads the whole queue: 45 ms per claim
+// at 50,000 queued instead of 6 (docs/benchmarks.md, "Fair claim cost"). So the candidates are
+// fetched by primary key only: the array is materialised once, and the kind's condition is
+// wrapped in IS TRUE, which no index answers, so it is checked on the fetched rows.
 func pgLockedFair(ranked, where string) string {
-	return "SELECT t.id FROM tasks t, (SELECT ARRAY(" + ranked + ") AS ids) c WHERE t.id = ANY(c.ids) AND " + where +
-		" ORDER BY array_position(c.ids, t.id) LIMIT ? FOR UPDATE OF t SKIP LOCKED"
+	return "WITH c AS MATERIALIZED (SELECT ARRAY(" + ranked + ") AS ids) SELECT t.id FROM c, tasks t WHERE t.id = ANY(c.ids) AND (" +
+		where + ") IS TRUE ORDER BY array_position(c.ids, t.id) LIMIT ? FOR UPDATE OF t SKIP LOCKED"
 }
 
 var (
