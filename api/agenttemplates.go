@@ -48,8 +48,19 @@ func toTemplateDocument(t *agenttemplate.Template) gen.AgentTemplateDocument {
 			RetryAfterMinutes: t.Agent.RetryAfterMinutes, MaxRetries: t.Agent.MaxRetries,
 		},
 	}
+	ag := &d.Agent
+	ag.CompactionEnabled, ag.CompactionThresholdPercent = t.Agent.CompactionEnabled, t.Agent.CompactionThresholdPercent
+	ag.CompactionAnswerReserve, ag.ToolResultMaxChars = t.Agent.CompactionAnswerReserve, t.Agent.ToolResultMaxChars
 	if len(t.Agent.Memories) > 0 {
-		d.Agent.Memories = &t.Agent.Memories
+		ag.Memories = &t.Agent.Memories
+	}
+	if ap := t.Agent.Approvers; ap != nil {
+		ag.Approvers = &gen.AgentTemplateApprovers{Owner: &ap.Owner, Managers: &ap.Managers}
+	}
+	ag.ApprovalTimeoutSeconds = t.Agent.ApprovalTimeoutSeconds
+	if v := t.Agent.ApprovalTimeoutAction; v != "" {
+		action := gen.ApprovalTimeoutAction(v)
+		ag.ApprovalTimeoutAction = &action
 	}
 	if len(t.Tools) > 0 {
 		list := make([]gen.AgentTemplateDocumentTool, 0, len(t.Tools))

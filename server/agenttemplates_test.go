@@ -704,7 +704,9 @@ func TestTemplateRoundTrip(t *testing.T) {
 	orig := mkAgent(t, c, map[string]any{
 		"name": "Round Trip", "description": "Goes and comes back.", "system_prompt": "You travel.", "notes": "# Notes\nmarkdown",
 		"max_steps": 42, "allow_followup": false, "retry_after_minutes": 15, "max_retries": 3,
-		"metadata": map[string]any{"category": "automation", "icon": "rocket", "archetype": "explorer", "variant_key": "v2", "palette_key": "violet"},
+		"metadata":  map[string]any{"category": "automation", "icon": "rocket", "archetype": "explorer", "variant_key": "v2", "palette_key": "violet"},
+		"approvers": map[string]any{"owner": true, "managers": true, "user_ids": []int64{}}, "approval_timeout_seconds": 900, "approval_timeout_action": "abort",
+		"compaction_enabled": false, "compaction_threshold_percent": 60, "compaction_answer_reserve": 512, "tool_result_max_chars": 20000,
 	})
 	path := fmt.Sprintf("/agents/%d", orig.Id)
 	for _, class := range []string{"core.ReadURLTool", "core.TimeTool", "core.SkillTool", "core.SubAgentTool", tplVault} {

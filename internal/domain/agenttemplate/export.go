@@ -32,6 +32,11 @@ type ExportInput struct {
 	// Memories are the agent-wide memories to carry, oldest first; blank ones are left out,
 	// long ones cut, and at most limits.TemplateMemories kept.
 	Memories []string
+	// Approvers, ApprovalTimeoutSeconds and ApprovalTimeoutAction are the agent's approval
+	// settings; the defaults (the owner decides, no timeout) and named users are left out.
+	Approvers              store.Approvers
+	ApprovalTimeoutSeconds int
+	ApprovalTimeoutAction  string
 }
 
 // ExportTool is one tool record of the agent.
@@ -77,6 +82,7 @@ func Export(in ExportInput, cat Catalog) *Template {
 	if in.Compaction != nil {
 		exportCompaction(&t.Agent, *in.Compaction)
 	}
+	exportApprovals(&t.Agent, in)
 	for _, m := range in.Memories {
 		if m = truncate(strings.TrimSpace(clean(m)), limits.MemoryTextLen); m != "" && len(t.Agent.Memories) < limits.TemplateMemories {
 			t.Agent.Memories = append(t.Agent.Memories, m)
@@ -215,6 +221,22 @@ func truncate(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// exportApprovals sets on a the approval settings of in that differ from an agent's defaults:
+// the kinds of approvers when the managers are among them (named users are the
+// installation's, so the owner alone, with or without named users, is the default, and an
+// agent of named users only exports none: its import falls back to the owner), and the timeout with its action when calls do not wait forever.
+func exportApprovals(a *Agent, in ExportInput) {
+	if ap := in.Approvers; ap.Managers {
+		a.Approvers = &Approvers{Owner: ap.Owner, Managers: ap.Managers}
+	}
+	if in.ApprovalTimeoutSeconds > 0 {
+		a.ApprovalTimeoutSeconds = ptr(min(in.ApprovalTimeoutSeconds, store.MaxApprovalTimeoutSeconds))
+		if in.ApprovalTimeoutAction == store.ApprovalTimeoutAbort {
+			a.ApprovalTimeoutAction = store.ApprovalTimeoutAbort
+		}
+	}
 }
 
 // exportCompaction sets on a the compaction settings of c that differ from an agent's defaults

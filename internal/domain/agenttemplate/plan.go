@@ -36,6 +36,10 @@ type AgentPlan struct {
 	ToolResultMaxChars         *int
 	// Memories become agent-wide memories of the new agent.
 	Memories []string
+	// The approval settings as written; nil ones take the agent's defaults.
+	Approvers              *Approvers
+	ApprovalTimeoutSeconds *int
+	ApprovalTimeoutAction  *string
 }
 
 // ToolPlan is one tool record of an import.
@@ -84,9 +88,16 @@ func Plan(t *Template, cat Catalog) (ImportPlan, []Finding) {
 			CompactionThresholdPercent: d.Agent.CompactionThresholdPercent,
 			CompactionAnswerReserve:    d.Agent.CompactionAnswerReserve,
 			ToolResultMaxChars:         d.Agent.ToolResultMaxChars,
+			ApprovalTimeoutSeconds:     d.Agent.ApprovalTimeoutSeconds,
 		},
 		Metadata: *d.Metadata,
 		Tools:    []ToolPlan{},
+	}
+	if ap := d.Agent.Approvers; ap != nil {
+		p.Agent.Approvers = &Approvers{Owner: ap.Owner, Managers: ap.Managers}
+	}
+	if d.Agent.ApprovalTimeoutAction != "" {
+		p.Agent.ApprovalTimeoutAction = ptr(d.Agent.ApprovalTimeoutAction)
 	}
 	if p.Agent.Description == "" {
 		p.Agent.Description = d.Description

@@ -445,12 +445,17 @@ func agentFields(p ImportPlan) store.AgentFields {
 			md[k] = v
 		}
 	}
+	var approvers *store.Approvers
+	if ap := a.Approvers; ap != nil {
+		approvers = &store.Approvers{Owner: ap.Owner, Managers: ap.Managers}
+	}
 	return store.AgentFields{
 		Name: &a.Name, Description: &a.Description, SystemPrompt: &a.SystemPrompt, Notes: &a.Notes,
 		MaxSteps: &a.MaxSteps, AllowFollowup: &a.AllowFollowup, RetryAfterMinutes: &a.RetryAfterMinutes,
 		MaxRetries: &a.MaxRetries, Metadata: &md, CompactionEnabled: a.CompactionEnabled,
 		CompactionThresholdPercent: a.CompactionThresholdPercent, CompactionAnswerReserve: a.CompactionAnswerReserve,
-		ToolResultMaxChars: a.ToolResultMaxChars,
+		ToolResultMaxChars: a.ToolResultMaxChars, Approvers: approvers, ApprovalTimeoutSeconds: a.ApprovalTimeoutSeconds,
+		ApprovalTimeoutAction: a.ApprovalTimeoutAction,
 	}
 }
 
@@ -518,6 +523,7 @@ func (s *Service) Export(ctx context.Context, u *store.User, agentID string, wit
 		SchemaURL: schemaURL, Name: a.Name, Description: a.Description, SystemPrompt: a.SystemPrompt,
 		Notes: a.Notes, MaxSteps: a.MaxSteps, AllowFollowup: a.AllowFollowup,
 		RetryAfterMinutes: a.RetryAfterMinutes, MaxRetries: a.MaxRetries, Metadata: a.Metadata, Compaction: &a.Compaction,
+		Approvers: a.Approvers, ApprovalTimeoutSeconds: a.ApprovalTimeoutSeconds, ApprovalTimeoutAction: a.ApprovalTimeoutAction,
 	}
 	if sc.CanManage(a.PrincipalID) {
 		ms, _, err := s.store.RecallMemories(ctx, store.MemoryQuery{AgentID: a.ID, Limit: limits.TemplateMemories})

@@ -98,6 +98,18 @@ type Agent struct {
 	// Memories are the agent's agent-wide memories (the memory tool's scope agent); memories of
 	// single users never travel with a template.
 	Memories []string `json:"memories,omitempty" yaml:"memories,omitempty"`
+	// Who decides the agent's pending tool calls and questions, and how long a call waits
+	// (issue 26); absent, the task's owner decides and calls wait forever. Named approvers do
+	// not travel: user ids are the installation's.
+	Approvers              *Approvers `json:"approvers,omitempty" yaml:"approvers,omitempty"`
+	ApprovalTimeoutSeconds *int       `json:"approval_timeout_seconds,omitempty" yaml:"approval_timeout_seconds,omitempty"`
+	ApprovalTimeoutAction  string     `json:"approval_timeout_action,omitempty" yaml:"approval_timeout_action,omitempty"`
+}
+
+// Approvers is agent.approvers: the kinds of deciders a template can name (at least one).
+type Approvers struct {
+	Owner    bool `json:"owner" yaml:"owner"`
+	Managers bool `json:"managers" yaml:"managers"`
 }
 
 // Tool is one tools[] entry.

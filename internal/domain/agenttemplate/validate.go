@@ -30,7 +30,8 @@ var (
 
 	topKeys   = []string{"$schema", "id", "name", "description", "version", "agent", "tools", "required_plugins", "metadata"}
 	agentKeys = []string{"description", "system_prompt", "notes", "max_steps", "allow_followup", "retry_after_minutes", "max_retries",
-		"compaction_enabled", "compaction_threshold_percent", "compaction_answer_reserve", "tool_result_max_chars", "memories"}
+		"compaction_enabled", "compaction_threshold_percent", "compaction_answer_reserve", "tool_result_max_chars", "memories",
+		"approvers", "approval_timeout_seconds", "approval_timeout_action"}
 	toolKeys     = []string{"tool_class", "enabled", "operations", "settings", "approval_policy"}
 	operationKey = []string{"name", "enabled", "auto_approve"}
 	metadataKeys = []string{"category", "icon", "archetype", "variant_key", "palette_key"}
@@ -203,7 +204,40 @@ func (w *walker) agent(n *node) {
 	if v, ok := n.get("memories"); ok {
 		w.memories(v)
 	}
+	if v, ok := n.get("approvers"); ok {
+		w.approvers(v)
+	}
+	if v, ok := n.get("approval_timeout_seconds"); ok && !isIntIn(v, 0, store.MaxApprovalTimeoutSeconds) {
+		w.c.add(CodeMaxStepsRange, "/agent/approval_timeout_seconds", "agent.approval_timeout_seconds must be an integer from 0 to %d",
+			store.MaxApprovalTimeoutSeconds)
+	}
+	if v, ok := n.get("approval_timeout_action"); ok && (v.kind != kindString || (v.s != store.ApprovalTimeoutReject && v.s != store.ApprovalTimeoutAbort)) {
+		w.c.add(CodeAgentRequired, "/agent/approval_timeout_action", "agent.approval_timeout_action must be %q or %q",
+			store.ApprovalTimeoutReject, store.ApprovalTimeoutAbort)
+	}
 	w.unknownKeys(n, "/agent", agentKeys, CodeUnknownAgentKey, "agent")
+}
+
+// approvers checks agent.approvers: an object of the booleans owner and managers, at least one
+// true (a template cannot name users: their ids are the installation's).
+func (w *walker) approvers(n *node) {
+	if n.kind != kindObject {
+		w.c.add(CodeAgentRequired, "/agent/approvers", "agent.approvers must be an object {owner, managers}, not %s", n.kind)
+		return
+	}
+	some := false
+	for _, key := range []string{"owner", "managers"} {
+		if v, ok := n.get(key); ok {
+			if v.kind != kindBool {
+				w.c.add(CodeAgentRequired, pointer("/agent/approvers", key), "agent.approvers.%s must be true or false, not %s", key, v.kind)
+			}
+			some = some || v.b
+		}
+	}
+	if !some {
+		w.c.add(CodeAgentRequired, "/agent/approvers", "agent.approvers must name the owner, the managers or both")
+	}
+	w.unknownKeys(n, "/agent/approvers", []string{"owner", "managers"}, CodeUnknownAgentKey, "agent.approvers")
 }
 
 // memories checks agent.memories: a list of at most limits.TemplateMemories texts, each 1 to
@@ -440,6 +474,13 @@ func build(n *node) *Template {
 			t.Agent.Memories = append(t.Agent.Memories, e.s)
 		}
 	}
+	if v, ok := a.get("approvers"); ok {
+		o, _ := v.get("owner")
+		m, _ := v.get("managers")
+		t.Agent.Approvers = &Approvers{Owner: o != nil && o.b, Managers: m != nil && m.b}
+	}
+	t.Agent.ApprovalTimeoutSeconds = integer(a, "approval_timeout_seconds")
+	t.Agent.ApprovalTimeoutAction = str(a, "approval_timeout_action")
 	if tools, ok := n.get("tools"); ok {
 		for _, e := range tools.arr {
 			en, _ := e.get("enabled")
