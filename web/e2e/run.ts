@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
-import { chromium, type Browser, type Page, type Request, type Route } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page, type Request, type Route } from "playwright-core";
 import { axeCheck, bin, freePort, safeRead, signIn, startServer } from "./serve";
 
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
@@ -492,6 +492,8 @@ async function main(): Promise<void> {
     await agentMemory(browser, problems);
 
     await longChat(browser, problems);
+
+    await approvalsInbox(browser, problems);
 
     await pushFallback(browser, problems);
 
@@ -1011,6 +1013,116 @@ async function longChat(browser: Browser, problems: string[]): Promise<void> {
     await shot(page, "chat-summary", true);
     await context.close();
   } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// approvalsInbox (issue 26): a member's agent names the managers as approvers in its form;
+// the administrator (a manager of every principal) sees the member's pending calls in the
+// Approvals page, counted in the navigation, approves one and rejects the others in a batch;
+// the member sees who decided in the chat, and approves a call there "for the rest of this
+// task". The member's policy editor shows the server's refusal of a bad rule and saves a good one.
+async function approvalsInbox(browser: Browser, problems: string[]): Promise<void> {
+  log("approvals: the agent form names the managers; the administrator decides a member's calls from the inbox");
+  const dir = mkdtempSync(join(tmpdir(), "svc-e2e-approvals-"));
+  const turns = [{ tool_calls: [{ id: "c1", name: "calculator", arguments: { expression: "6*7" } }] }, { text: "Done." }];
+  const { proc, base } = await startServer(dir, {}, turns);
+  const pw = "correct horse battery";
+  const contexts: BrowserContext[] = [];
+  const open = async (email: string) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`approvals page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/status of (401|404|409|422)/.test(m.text())) problems.push(`approvals console: ${m.text()}`);
+    });
+    await signIn(page, base, email, pw);
+    return page;
+  };
+  try {
+    await apiSession(base, "root@example.com", pw); // the first account: the administrator
+    const mia = await apiSession(base, "mia@example.com", pw);
+    const agent = (await mia("POST", "/agents", { name: "Sums" })).agent as { id: number };
+    await mia("POST", `/agents/${agent.id}/tools/core.CalculatorTool/enable`);
+    await mia("PATCH", `/agents/${agent.id}/tools/core.CalculatorTool/operations/calculate`, { enabled: true, auto_approve: false });
+    const member = await open("mia@example.com");
+
+    log("approvals: the policy editor shows the server's refusal, then saves a rule");
+    await member.goto(`${base}/agents/${agent.id}/tools`);
+    const calc = member.getByRole("listitem").filter({ has: member.getByRole("heading", { name: "Calculator", exact: true }) });
+    await calc.getByText("Approval policy for this agent").click();
+    const rules = calc.getByLabel("Rules (JSON)");
+    await rules.fill(JSON.stringify({ calculate: [{ when: { expression: { pattern: "(" } }, action: "allow" }] }));
+    await calc.getByRole("button", { name: "Save policy" }).click();
+    await calc.getByText("approval_policy.calculate[0].when.expression.pattern").waitFor();
+    await rules.fill(JSON.stringify({ calculate: [{ when: { expression: { equals: "1+1" } }, action: "allow" }] }));
+    await calc.getByRole("button", { name: "Save policy" }).click();
+    await calc.getByText("Policy saved.").waitFor();
+
+    log("approvals: the agent form names the managers and a timeout");
+    await member.goto(`${base}/agents/${agent.id}/settings`);
+    await member.getByLabel("The managers of the agent's owner (a group's owners and admins)").check();
+    await member.getByLabel("Approval timeout (seconds)").fill("86400");
+    await member.getByRole("button", { name: "Save changes" }).click();
+    for (let i = 0; ; i++) {
+      const a = (await mia("GET", `/agents/${agent.id}`)).agent as { approvers: { owner: boolean; managers: boolean }; approval_timeout_seconds: number };
+      if (a.approvers.managers && a.approvers.owner && a.approval_timeout_seconds === 86400) break;
+      expect(i < 50, `the form saved the approvers: ${JSON.stringify(a)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await member.getByRole("heading", { name: "Approvals", exact: true }).scrollIntoViewIfNeeded();
+    await shot(member, "agent-approvers", true);
+
+    const waiting = async (id: number) => {
+      for (let i = 0; ; i++) {
+        const t = (await mia("GET", `/tasks/${id}`)).task as { status: string };
+        if (t.status === "PENDING_APPROVAL") return;
+        expect(i < 100, `chat ${id} waits for approval, not ${t.status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const ids: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      ids.push(((await mia("POST", "/tasks", { agent_id: agent.id, prompt: `Sum number ${i}` })).task as { id: number }).id);
+      await waiting(ids[i - 1]);
+    }
+
+    log("approvals: the member approves her fourth chat's call for the rest of the task");
+    await member.goto(`${base}/tasks/${ids[3]}`);
+    await member.getByRole("button", { name: "Approve for the rest of this task" }).click();
+    await member.getByText(/Approved by you.*, and allowed for the rest of this task/).waitFor();
+
+    log("approvals: the administrator's inbox counts three; one approved, two rejected in a batch");
+    const admin = await open("root@example.com");
+    await admin.getByRole("link", { name: /^Approvals\s*,\s*3 waiting$/ }).click();
+    await admin.getByRole("heading", { name: "Approvals", exact: true }).waitFor();
+    const items = admin.locator("li.approval");
+    await items.nth(2).waitFor();
+    expect((await items.count()) === 3, `three items, not ${await items.count()}`);
+    await items.first().getByText("Sum number 1").waitFor();
+    await items.first().getByText("6*7").waitFor();
+    await shot(admin, "approvals");
+    await items.first().getByRole("button", { name: "Approve", exact: true }).click();
+    await admin.getByText("1 call approved.").waitFor();
+    await admin.getByRole("link", { name: /^Approvals\s*,\s*2 waiting$/ }).waitFor();
+    await admin.getByRole("button", { name: "Select all calls" }).click();
+    await admin.getByLabel("Reason for rejecting the selected calls").fill("Not today.");
+    await admin.getByRole("button", { name: "Reject selected (2)" }).click();
+    await admin.getByText("2 calls rejected.").waitFor();
+    await admin.getByText("Nothing waits for your decision.").waitFor();
+    await admin.getByRole("link", { name: "Approvals", exact: true }).waitFor();
+
+    log("approvals: the member's chat says who approved");
+    await member.goto(`${base}/tasks/${ids[0]}`);
+    await member.getByText(/Approved by user #1/).waitFor();
+    await member.goto(`${base}/tasks/${ids[1]}`);
+    await member.getByText(/Rejected by user #1/).waitFor();
+  } finally {
+    for (const c of contexts) await c.close();
     proc.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
     rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 // The shell: loads the session, routes client paths to pages, and keeps signed-out visitors
 // on the public pages (sign in, register, the mailed links).
+import { Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, unwrap, whenUnauthenticated } from "./api";
 import { forgetPush } from "./live";
@@ -14,6 +15,7 @@ import { TaskList, TaskPage } from "./pages/tasks";
 import { GroupList, GroupPage } from "./pages/groups";
 import { UserList, UserPage } from "./pages/users";
 import { Bell, NotificationsPage } from "./pages/notifications";
+import { ApprovalsLink, ApprovalsPage } from "./pages/approvals";
 import { PluginsPage, SettingsPage } from "./pages/admin";
 import { PluginApp } from "./pages/pluginapp";
 import { Palette } from "./palette";
@@ -72,9 +74,12 @@ function Shell(props: { children: preact.ComponentChildren }) {
         </button>
         <nav id="main-nav" class={menu ? "open" : ""} aria-label="Main">
           {nav.map((n) => (
-            <Link key={n.to} to={n.to} class="navlink" aria-current={path.startsWith(n.to) ? "page" : undefined}>
-              {n.label}
-            </Link>
+            <Fragment key={n.to}>
+              <Link to={n.to} class="navlink" aria-current={path.startsWith(n.to) ? "page" : undefined}>
+                {n.label}
+              </Link>
+              {n.to === "/tasks" && <ApprovalsLink current={path.startsWith("/approvals")} />}
+            </Fragment>
           ))}
           <Palette />
           {config?.worker_runtime_mode === "client" && (
@@ -206,6 +211,7 @@ function routeOf(path: string) {
   if (path === "/users") return <UserList />;
   if ((m = match("/users/:id", path))) return <UserPage id={m.id} />;
   if (path === "/notifications") return <NotificationsPage />;
+  if (path === "/approvals") return <ApprovalsPage />;
   if (path === "/settings") return <SettingsPage />;
   if (path === "/plugins") return <PluginsPage />;
   if ((m = match("/apps/:slug", path))) return <PluginApp slug={m.slug} />;

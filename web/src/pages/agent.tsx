@@ -141,7 +141,7 @@ function AgentToolSettings(props: { agent: Agent; toolClass: string; decls: Sche
   return (
     <>
       <ErrorNote error={cur.error} />
-      {cur.data && (
+      {cur.data && props.decls.length > 0 && (
         <SettingsForm
           decls={props.decls}
           values={cur.data}
@@ -315,9 +315,9 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
           </tbody>
         </table>
       )}
-      {props.decls.length > 0 && (
+      {(props.decls.length > 0 || props.ops.length > 0) && (
         <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
-          <summary>Settings for this agent ({props.decls.length})</summary>
+          <summary>{props.decls.length > 0 ? `Settings for this agent (${props.decls.length})` : "Approval policy for this agent"}</summary>
           {open && <AgentToolSettings agent={props.agent} toolClass={t.tool_class} decls={props.decls} onSaved={props.reload} />}
         </details>
       )}

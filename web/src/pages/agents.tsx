@@ -110,6 +110,11 @@ type Form = {
   compaction_answer_reserve: string;
   tool_result_max_chars: string;
   summary_llm_config_id: string;
+  approver_owner: boolean;
+  approver_managers: boolean;
+  approver_user_ids: string;
+  approval_timeout_seconds: string;
+  approval_timeout_action: Schemas["ApprovalTimeoutAction"];
 };
 
 function formOf(a?: Agent): Form {
@@ -129,6 +134,11 @@ function formOf(a?: Agent): Form {
     compaction_answer_reserve: String(a?.compaction_answer_reserve ?? 0),
     tool_result_max_chars: String(a?.tool_result_max_chars ?? 0),
     summary_llm_config_id: a?.summary_llm_config_id != null ? String(a.summary_llm_config_id) : "",
+    approver_owner: a?.approvers.owner ?? true,
+    approver_managers: a?.approvers.managers ?? false,
+    approver_user_ids: (a?.approvers.user_ids ?? []).join(", "),
+    approval_timeout_seconds: String(a?.approval_timeout_seconds ?? 0),
+    approval_timeout_action: a?.approval_timeout_action ?? "reject",
   };
 }
 
@@ -140,6 +150,7 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
   const groups = useLoad(async () => (props.agent ? [] : (await unwrap(api.GET("/groups", { params: { query: { per_page: 100 } } }))).data.groups), [props.agent?.id]);
   const act = useAction();
   const [metaError, setMetaError] = useState<string | null>(null);
+  const [approverError, setApproverError] = useState<string | null>(null);
   const submit = (e: Event) => {
     e.preventDefault();
     let metadata: Record<string, unknown>;
@@ -152,7 +163,16 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
       setMetaError(err instanceof SyntaxError ? `Metadata is not valid JSON: ${err.message}` : (err as Error).message);
       return;
     }
+    const ids = f.approver_user_ids.split(/[\s,]+/).filter(Boolean);
+    if (ids.some((x) => !/^[1-9][0-9]*$/.test(x))) {
+      setApproverError(`Approving users must be given by id (whole numbers), separated by commas: ${ids.filter((x) => !/^[1-9][0-9]*$/.test(x)).join(", ")}`);
+      return;
+    }
+    setApproverError(null);
     const body = {
+      approvers: { owner: f.approver_owner, managers: f.approver_managers, user_ids: [...new Set(ids.map(Number))] },
+      approval_timeout_seconds: Number(f.approval_timeout_seconds),
+      approval_timeout_action: f.approval_timeout_action,
       name: f.name,
       description: f.description,
       system_prompt: f.system_prompt,
@@ -221,6 +241,24 @@ export function AgentForm(props: { agent?: Agent; onSaved: (a: Agent) => void })
           <Field label="Tool result budget (characters)" type="number" min={0} required value={f.tool_result_max_chars} onValue={set("tool_result_max_chars")} hint="Longer results are kept whole but sent cut; 0: no budget." />
         </div>
         <Field label="Summary model configuration (id)" type="number" min={1} value={f.summary_llm_config_id} onValue={set("summary_llm_config_id")} hint="Empty: the agent's own model writes the summaries." />
+      </section>
+      <section class="panel">
+        <h2>Approvals</h2>
+        <p class="muted small">Who may approve, reject and answer what this agent's chats wait for (at least one).</p>
+        <Check label="The chat's owner" checked={f.approver_owner} onChange={set("approver_owner")} />
+        <Check label="The managers of the agent's owner (a group's owners and admins)" checked={f.approver_managers} onChange={set("approver_managers")} />
+        <Field label="Approving users (ids)" value={f.approver_user_ids} onValue={set("approver_user_ids")} hint="Comma-separated; Users lists the ids." />
+        <ErrorNote error={approverError} />
+        <div class="row">
+          <Field label="Approval timeout (seconds)" type="number" min={0} max={2147483647} required value={f.approval_timeout_seconds} onValue={set("approval_timeout_seconds")} hint="0: a call waits for a decision forever." />
+          <div class="field">
+            <label for="approval-timeout-action">When it expires</label>
+            <select id="approval-timeout-action" value={f.approval_timeout_action} onChange={(e) => set("approval_timeout_action")((e.target as HTMLSelectElement).value as Form["approval_timeout_action"])}>
+              <option value="reject">Reject the call</option>
+              <option value="abort">Abort the chat</option>
+            </select>
+          </div>
+        </div>
       </section>
       <section class="panel">
         <h2>Notes and metadata</h2>

@@ -56,6 +56,13 @@ function followNotifications(): () => void {
   };
 }
 
+/** onNotificationsChanged calls f each time the push channel brings a notification (while the
+ * bell follows them); returns the unsubscribe function. */
+export function onNotificationsChanged(f: () => void): () => void {
+  changes.add(f);
+  return () => void changes.delete(f);
+}
+
 export function Bell() {
   const [n, setN] = useState(unread);
   const { path } = useRoute();
