@@ -181,6 +181,7 @@ func (a *App) Start(ctx context.Context) {
 // (`svc serve --api-only`) beside `svc worker` processes on the same database, which claim and
 // run the tasks (and run the chores).
 func (a *App) StartAPI(ctx context.Context) {
+	a.Wakeups.Start(ctx)
 	a.Mails.Start(ctx)
 	a.Notifications.Start(ctx)
 	a.Events.Start(ctx)
@@ -207,7 +208,7 @@ func (a *App) Stop(ctx context.Context) error {
 		a.Daemon.HandBack = sh.HandBack
 		a.stopBy = deadline
 	}
-	errs := []error{a.Events.Stop(ctx)}
+	errs := []error{a.Events.Stop(ctx), a.Wakeups.Stop(ctx)}
 	dctx, cancel := sh.until(ctx, start.Add(sh.Steps))
 	errs = append(errs, a.Daemon.Stop(dctx))
 	cancel()
