@@ -165,7 +165,8 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too), the notification fan-out and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too), the notification fan-out, the poll of the task event streams and, on
+// PostgreSQL, the wake-up listener (other processes' commits); in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
