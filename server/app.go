@@ -165,7 +165,8 @@ func Open(ctx context.Context, loader *config.Loader, o Options) (*App, error) {
 }
 
 // Start starts the background work: in every mode the mail dispatcher (account mails must go
-// out in client mode too), the notification fan-out and the poll of the task event streams; in server worker mode (worker_runtime_mode: server) also the daemon
+// out in client mode too), the notification fan-out, the poll of the task event streams and, on
+// PostgreSQL, the wake-up listener (other processes' commits); in server worker mode (worker_runtime_mode: server) also the daemon
 // draining the task queue and the dispatcher of chat callbacks (in client mode browsers tick
 // tasks). The work runs until Stop or until ctx ends; a caller that wants Stop to drain it
 // passes a context that outlives its shutdown signal. An API-only app (Options.APIOnly) starts
@@ -181,6 +182,7 @@ func (a *App) Start(ctx context.Context) {
 // (`svc serve --api-only`) beside `svc worker` processes on the same database, which claim and
 // run the tasks (and run the chores).
 func (a *App) StartAPI(ctx context.Context) {
+	a.Wakeups.Start(ctx)
 	a.Mails.Start(ctx)
 	a.Notifications.Start(ctx)
 	a.Events.Start(ctx)
@@ -207,7 +209,7 @@ func (a *App) Stop(ctx context.Context) error {
 		a.Daemon.HandBack = sh.HandBack
 		a.stopBy = deadline
 	}
-	errs := []error{a.Events.Stop(ctx)}
+	errs := []error{a.Events.Stop(ctx), a.Wakeups.Stop(ctx)}
 	dctx, cancel := sh.until(ctx, start.Add(sh.Steps))
 	errs = append(errs, a.Daemon.Stop(dctx))
 	cancel()

@@ -29,6 +29,7 @@ import (
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/metrics"
 	"github.com/agentsvc/svc/internal/platform/netguard"
+	"github.com/agentsvc/svc/internal/platform/pgwake"
 	"github.com/agentsvc/svc/internal/platform/push"
 	"github.com/agentsvc/svc/internal/platform/secret"
 	"github.com/agentsvc/svc/internal/platform/skill"
@@ -58,6 +59,7 @@ type Services struct {
 	MCP      *mcp.Manager          // the MCP servers of plugins; closed by Close
 	Metrics  *metrics.Metrics      // the Prometheus registry and metrics ({prefix}/metrics)
 	Tracer   *tracing.Tracer       // OpenTelemetry spans (no-op unless otel_endpoint is set); shut down by Close
+	Wakeups  *pgwake.Listener      // PostgreSQL: other processes' commits wake this one's loops (App.Start)
 }
 
 // buildServices builds the services over what Open prepared (store, secrets, accounts, hub,
@@ -114,10 +116,11 @@ func (a *App) buildServices() {
 	chores := a.chores(reap)
 	s.Daemon = a.newDaemon(workers, chores)
 	chores.Requeued = s.Daemon.Notify
-	// What a commit of this process changed wakes the work waiting for it at once (a task
-	// queued, created, approved, handed back: the daemon claims; events: the streams; a
-	// notice: the fan-out; a mail: the dispatcher); the polls find what other processes wrote.
-	s.Store.AfterCommit(func(c store.Commit) {
+	// What a commit changed wakes the work waiting for it at once (a task queued, created,
+	// approved, handed back: the daemon claims; events: the streams; a notice: the fan-out; a
+	// mail: the dispatcher): this process's commits through the store's listeners, on
+	// PostgreSQL other processes' through the wake-up listener; the polls find what was missed.
+	wake := func(c store.Commit) {
 		if c.TaskQueued {
 			s.Daemon.Notify()
 		}
@@ -130,7 +133,16 @@ func (a *App) buildServices() {
 		if c.MailQueued {
 			s.Mails.Notify()
 		}
-	})
+	}
+	s.Store.AfterCommit(wake)
+	s.Wakeups = &pgwake.Listener{Store: s.Store, Wake: wake, Log: a.Logger.With("component", "wakeups"),
+		Resync: func(ctx context.Context) { // what was committed while the listener was deaf
+			s.Daemon.Notify()
+			s.Notifications.Notify()
+			s.Mails.Notify()
+			s.Webhooks.Notify()
+			s.Events.CheckNow(ctx)
+		}}
 }
 
 // chores is the housekeeping pass of a worker mode, reaping with reap.

@@ -65,4 +65,5 @@ func (s *Store) committed(ctx context.Context, c *created) {
 	for _, f := range s.listeners {
 		f(c.Commit)
 	}
+	s.announce(ctx, c.Commit) // the other processes' listeners (PostgreSQL; wake.go)
 }

@@ -129,6 +129,7 @@ type Store struct {
 	vers     versions     // ConfigVersion, the session cache
 	sessions sessionCache // SessionByDigest
 	stmts    *stmtPool    // the statements kept prepared
+	wake     wake         // PostgreSQL: the NOTIFY channel of cross-process wake-ups (wake.go)
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not
@@ -175,6 +176,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 		dialector = postgres.New(postgres.Config{DSN: dsn, DriverName: opts.SQLDriverName})
+		s.wake.dsn = dsn
 	default:
 		return nil, fmt.Errorf("store: driver %q (want sqlite, mysql, mariadb or postgres): %w", opts.Driver, svcerr.ErrInvalid)
 	}
@@ -224,6 +226,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
 	if err := s.Ping(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	if err := s.openWake(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}

@@ -6,12 +6,15 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/agentsvc/svc/store"
 )
 
 // createPostgresSchema creates the schema svc_t_<random> in the database of dsn, schedules its
@@ -117,4 +120,23 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// KillWakeListeners ends, on the server, every connection LISTENing on the wake channel of s
+// (pg_terminate_backend), as a failover or an administrator would, and returns how many it
+// ended. The test's own schema names the channel, so parallel tests are untouched.
+func KillWakeListeners(t testing.TB, s *store.Store) int {
+	t.Helper()
+	db, err := sql.Open("pgx", os.Getenv(EnvPostgresDSN))
+	if err != nil {
+		t.Fatalf("storetest: connect to PostgreSQL: %v", err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = 'svc-wake' AND query = $1`, "LISTEN "+pgx.Identifier{s.WakeChannel()}.Sanitize()).Scan(&n)
+	if err != nil {
+		t.Fatalf("storetest: end the wake listeners: %v", err)
+	}
+	return n
 }

@@ -188,6 +188,10 @@ func (b *Broker) pollLoop(ctx context.Context) {
 	}
 }
 
+// CheckNow does what a poll does, now: the cross-process wake-up listener (re)connected, and
+// events written while it was not listening would otherwise wait for the next poll.
+func (b *Broker) CheckNow(ctx context.Context) { b.poll(ctx) }
+
 // poll reads the event counters of every watched task and wakes the streams of those that
 // moved since the last poll.
 func (b *Broker) poll(ctx context.Context) {
