@@ -24,6 +24,7 @@ type Store interface {
 	ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*store.LLMConfig, error)
 	VisibleLLMConfig(ctx context.Context, principal, id int64) (*store.LLMConfig, error)
 	UserOfPrincipal(ctx context.Context, p int64) (int64, error)
+	BudgetsFor(ctx context.Context, sc store.BudgetScope) ([]store.BudgetUse, error)
 
 	// The conversation and the step's writes under the lease.
 	Task(ctx context.Context, id int64) (*store.Task, error)

@@ -413,6 +413,51 @@ func (e ApprovalTimeoutAction) Valid() bool {
 	}
 }
 
+// Defines values for BudgetPeriod.
+const (
+	BudgetPeriodDay   BudgetPeriod = "day"
+	BudgetPeriodMonth BudgetPeriod = "month"
+	BudgetPeriodWeek  BudgetPeriod = "week"
+)
+
+// Valid indicates whether the value is a known member of the BudgetPeriod enum.
+func (e BudgetPeriod) Valid() bool {
+	switch e {
+	case BudgetPeriodDay:
+		return true
+	case BudgetPeriodMonth:
+		return true
+	case BudgetPeriodWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetScopeKind.
+const (
+	BudgetScopeKindAgent BudgetScopeKind = "agent"
+	BudgetScopeKindGroup BudgetScopeKind = "group"
+	BudgetScopeKindKey   BudgetScopeKind = "key"
+	BudgetScopeKindUser  BudgetScopeKind = "user"
+)
+
+// Valid indicates whether the value is a known member of the BudgetScopeKind enum.
+func (e BudgetScopeKind) Valid() bool {
+	switch e {
+	case BudgetScopeKindAgent:
+		return true
+	case BudgetScopeKindGroup:
+		return true
+	case BudgetScopeKindKey:
+		return true
+	case BudgetScopeKindUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChatBlockedReason.
 const (
 	ChatBlockedReasonAWAITINGINPUT   ChatBlockedReason = "AWAITING_INPUT"
@@ -561,6 +606,7 @@ func (e CreateNotificationSubscriptionRequestTargetType) Valid() bool {
 const (
 	ErrorCodeAGENTAPIDISABLED             ErrorCode = "AGENT_API_DISABLED"
 	ErrorCodeBADREQUEST                   ErrorCode = "BAD_REQUEST"
+	ErrorCodeBUDGETEXCEEDED               ErrorCode = "BUDGET_EXCEEDED"
 	ErrorCodeCONFLICT                     ErrorCode = "CONFLICT"
 	ErrorCodeCSRFTOKENINVALID             ErrorCode = "CSRF_TOKEN_INVALID"
 	ErrorCodeFORBIDDEN                    ErrorCode = "FORBIDDEN"
@@ -584,6 +630,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeAGENTAPIDISABLED:
 		return true
 	case ErrorCodeBADREQUEST:
+		return true
+	case ErrorCodeBUDGETEXCEEDED:
 		return true
 	case ErrorCodeCONFLICT:
 		return true
@@ -1098,6 +1146,7 @@ func (e SseHub) Valid() bool {
 const (
 	TaskErrorCodeAUTHERROR          TaskErrorCode = "AUTH_ERROR"
 	TaskErrorCodeBADREQUEST         TaskErrorCode = "BAD_REQUEST"
+	TaskErrorCodeBUDGETEXCEEDED     TaskErrorCode = "BUDGET_EXCEEDED"
 	TaskErrorCodeCONTEXTTOOLONG     TaskErrorCode = "CONTEXT_TOO_LONG"
 	TaskErrorCodeGATEWAYERROR       TaskErrorCode = "GATEWAY_ERROR"
 	TaskErrorCodeLLMTIMEOUT         TaskErrorCode = "LLM_TIMEOUT"
@@ -1117,6 +1166,8 @@ func (e TaskErrorCode) Valid() bool {
 	case TaskErrorCodeAUTHERROR:
 		return true
 	case TaskErrorCodeBADREQUEST:
+		return true
+	case TaskErrorCodeBUDGETEXCEEDED:
 		return true
 	case TaskErrorCodeCONTEXTTOOLONG:
 		return true
@@ -1310,6 +1361,27 @@ func (e TranscriptMessageRole) Valid() bool {
 	}
 }
 
+// Defines values for UpdateBudgetRequestClear.
+const (
+	LimitCost   UpdateBudgetRequestClear = "limit_cost"
+	LimitTokens UpdateBudgetRequestClear = "limit_tokens"
+	SoftPercent UpdateBudgetRequestClear = "soft_percent"
+)
+
+// Valid indicates whether the value is a known member of the UpdateBudgetRequestClear enum.
+func (e UpdateBudgetRequestClear) Valid() bool {
+	switch e {
+	case LimitCost:
+		return true
+	case LimitTokens:
+		return true
+	case SoftPercent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateGroupMemberRequestRole.
 const (
 	UpdateGroupMemberRequestRoleAdmin  UpdateGroupMemberRequestRole = "admin"
@@ -1337,6 +1409,7 @@ const (
 	BaseUrl         UpdateLlmConfigRequestClear = "base_url"
 	ContextWindow   UpdateLlmConfigRequestClear = "context_window"
 	MaxTokensOutput UpdateLlmConfigRequestClear = "max_tokens_output"
+	Prices          UpdateLlmConfigRequestClear = "prices"
 	Temperature     UpdateLlmConfigRequestClear = "temperature"
 	Timeout         UpdateLlmConfigRequestClear = "timeout"
 )
@@ -1351,6 +1424,8 @@ func (e UpdateLlmConfigRequestClear) Valid() bool {
 	case ContextWindow:
 		return true
 	case MaxTokensOutput:
+		return true
+	case Prices:
 		return true
 	case Temperature:
 		return true
@@ -1421,6 +1496,36 @@ func (e UpdateMailConfigRequestEncryption) Valid() bool {
 	}
 }
 
+// Defines values for UsageGroupBy.
+const (
+	UsageGroupByAgent UsageGroupBy = "agent"
+	UsageGroupByDay   UsageGroupBy = "day"
+	UsageGroupByGroup UsageGroupBy = "group"
+	UsageGroupByKey   UsageGroupBy = "key"
+	UsageGroupByModel UsageGroupBy = "model"
+	UsageGroupByUser  UsageGroupBy = "user"
+)
+
+// Valid indicates whether the value is a known member of the UsageGroupBy enum.
+func (e UsageGroupBy) Valid() bool {
+	switch e {
+	case UsageGroupByAgent:
+		return true
+	case UsageGroupByDay:
+		return true
+	case UsageGroupByGroup:
+		return true
+	case UsageGroupByKey:
+		return true
+	case UsageGroupByModel:
+		return true
+	case UsageGroupByUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListMediaAssetsParamsKind.
 const (
 	ListMediaAssetsParamsKindAudio    ListMediaAssetsParamsKind = "audio"
@@ -1460,6 +1565,24 @@ func (e UnsubscribeNotificationsParamsTargetType) Valid() bool {
 	case UnsubscribeNotificationsParamsTargetTypeAgent:
 		return true
 	case UnsubscribeNotificationsParamsTargetTypePrincipal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsFormat.
+const (
+	Csv  GetUsageParamsFormat = "csv"
+	Json GetUsageParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsFormat enum.
+func (e GetUsageParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Json:
 		return true
 	default:
 		return false
@@ -2458,6 +2581,69 @@ type ApproveTaskRequest struct {
 	Decisions []TaskToolCallDecision `json:"decisions"`
 }
 
+// Budget A spending limit on a principal per calendar period, with its current period's use.
+type Budget struct {
+	// CreatedAt Creation time.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Exceeded Whether a limit is reached (new model calls are stopped).
+	Exceeded bool `json:"exceeded"`
+
+	// Id Budget id.
+	Id int64 `json:"id"`
+
+	// LimitCost Cost per period in micro-units of `currency`; null for none.
+	LimitCost *int64 `json:"limit_cost"`
+
+	// LimitTokens Tokens (input and output) per period; null for none.
+	LimitTokens *int64 `json:"limit_tokens"`
+
+	// Period Calendar period in the instance's time zone (weeks start on Monday).
+	Period BudgetPeriod `json:"period"`
+
+	// PeriodStart Start of the current period.
+	PeriodStart time.Time `json:"period_start"`
+
+	// ResetsAt End of the current period, when the use starts again from zero.
+	ResetsAt time.Time `json:"resets_at"`
+
+	// ScopeId The user, group or agent id, or the key's public id.
+	ScopeId string `json:"scope_id"`
+
+	// ScopeKind What a budget limits.
+	ScopeKind BudgetScopeKind `json:"scope_kind"`
+
+	// SoftPercent Percentage of a limit at which the scope's managers are notified (once a period).
+	SoftPercent *int `json:"soft_percent"`
+
+	// SpentCost Cost in the current period (micro-units).
+	SpentCost int64 `json:"spent_cost"`
+
+	// SpentTokens Tokens used in the current period.
+	SpentTokens int64 `json:"spent_tokens"`
+
+	// UpdatedAt Last change.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// BudgetListResponse Budgets.
+type BudgetListResponse struct {
+	// Data The budgets, by scope then period.
+	Data []Budget `json:"data"`
+}
+
+// BudgetPeriod Calendar period in the instance's time zone (weeks start on Monday).
+type BudgetPeriod string
+
+// BudgetResponse One budget.
+type BudgetResponse struct {
+	// Data A spending limit on a principal per calendar period, with its current period's use.
+	Data Budget `json:"data"`
+}
+
+// BudgetScopeKind What a budget limits.
+type BudgetScopeKind string
+
 // ChangePasswordRequest Password change.
 //
 // Example: {"current_password":"correct horse battery staple","new_password":"another long passphrase"}
@@ -2728,6 +2914,29 @@ type CreateAgentRequest struct {
 	ToolResultMaxChars *int `json:"tool_result_max_chars,omitempty"`
 }
 
+// CreateBudgetRequest A new budget.
+//
+// Example: {"limit_cost":50000000,"period":"month","scope_id":"3","scope_kind":"group","soft_percent":80}
+type CreateBudgetRequest struct {
+	// LimitCost Cost per period in micro-units of `currency`.
+	LimitCost *int64 `json:"limit_cost,omitempty"`
+
+	// LimitTokens Tokens per period.
+	LimitTokens *int64 `json:"limit_tokens,omitempty"`
+
+	// Period Calendar period in the instance's time zone (weeks start on Monday).
+	Period BudgetPeriod `json:"period"`
+
+	// ScopeId The user, group or agent id, or the key's public id.
+	ScopeId string `json:"scope_id"`
+
+	// ScopeKind What a budget limits.
+	ScopeKind BudgetScopeKind `json:"scope_kind"`
+
+	// SoftPercent Notify at this percentage of a limit (once a period).
+	SoftPercent *int `json:"soft_percent,omitempty"`
+}
+
 // CreateGroupRequest A new group; the caller becomes its owner.
 //
 // Example: {"description":"Market and competitor research","name":"Research team"}
@@ -2775,6 +2984,12 @@ type CreateLlmConfigRequest struct {
 
 	// Name Name, unique within the group.
 	Name string `json:"name"`
+
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices *LlmPrices `json:"prices,omitempty"`
 
 	// Temperature Sampling temperature (omit for the provider default).
 	Temperature *float32 `json:"temperature,omitempty"`
@@ -2902,7 +3117,7 @@ type Error struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
 
@@ -2914,7 +3129,7 @@ type Error struct {
 // ErrorCode Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 // FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 // INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 // NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 type ErrorCode string
 
@@ -3159,7 +3374,7 @@ type JsonRpcResponseJsonrpc string
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
-// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 type LlmConfig struct {
 	// ApiKeySet Whether an API key is stored (the key itself is never returned).
 	ApiKeySet bool `json:"api_key_set"`
@@ -3212,6 +3427,12 @@ type LlmConfig struct {
 	// Example: GPT-4.1 mini
 	Name string `json:"name"`
 
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices LlmPrices `json:"prices"`
+
 	// PrincipalId The owning group's principal.
 	//
 	// Example: 12
@@ -3242,7 +3463,7 @@ type LlmConfigResponse struct {
 	Data struct {
 		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
 		//
-		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 		LlmConfig LlmConfig `json:"llm_config"`
 	} `json:"data"`
 }
@@ -3285,6 +3506,20 @@ type LlmConfigTestResponse struct {
 //
 // Example: openai
 type LlmDriver string
+
+// LlmPrices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+//
+// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+type LlmPrices struct {
+	// CachedInput Price of a million cached prompt tokens (null uses `input`).
+	CachedInput *int64 `json:"cached_input,omitempty"`
+
+	// Input Price of a million prompt tokens.
+	Input *int64 `json:"input,omitempty"`
+
+	// Output Price of a million output tokens.
+	Output *int64 `json:"output,omitempty"`
+}
 
 // Location A place of the user's (home, office ...).
 type Location struct {
@@ -4167,7 +4402,7 @@ type ResolvedLlmConfigResponse struct {
 	Data struct {
 		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
 		//
-		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 		LlmConfig *LlmConfig `json:"llm_config,omitempty"`
 
 		// Source Where it comes from (the owning group's default or the global default); absent with `llm_config`.
@@ -4606,7 +4841,8 @@ type TaskError struct {
 	// Code Why a task failed. Transient codes (automatic retry applies per the agent's
 	// `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 	// GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, BUDGET_EXCEEDED, UNKNOWN.
+	// BUDGET_EXCEEDED: a budget of the task's user, group, agent or key is used up for its period; the message names the budget and when it resets, and the task's data holds `budget_exceeded` (`budget_id`, `resets_at`). Retry it after the reset (or a raised limit).
 	// CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 	Code TaskErrorCode `json:"code"`
 
@@ -4619,7 +4855,8 @@ type TaskError struct {
 // TaskErrorCode Why a task failed. Transient codes (automatic retry applies per the agent's
 // `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 // GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, BUDGET_EXCEEDED, UNKNOWN.
+// BUDGET_EXCEEDED: a budget of the task's user, group, agent or key is used up for its period; the message names the budget and when it resets, and the task's data holds `budget_exceeded` (`budget_id`, `resets_at`). Retry it after the reset (or a raised limit).
 // CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 type TaskErrorCode string
 
@@ -4911,7 +5148,7 @@ type TemplateImportRefusedError struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
 
@@ -5175,6 +5412,24 @@ type UpdateAgentToolOperationRequest struct {
 	Enabled *bool `json:"enabled"`
 }
 
+// UpdateBudgetRequest Fields to change; omitted fields keep their value.
+type UpdateBudgetRequest struct {
+	// Clear Fields to remove (a field both sent and cleared gives 422).
+	Clear *[]UpdateBudgetRequestClear `json:"clear,omitempty"`
+
+	// LimitCost Cost per period in micro-units.
+	LimitCost *int64 `json:"limit_cost,omitempty"`
+
+	// LimitTokens Tokens per period.
+	LimitTokens *int64 `json:"limit_tokens,omitempty"`
+
+	// SoftPercent Notify at this percentage of a limit.
+	SoftPercent *int `json:"soft_percent,omitempty"`
+}
+
+// UpdateBudgetRequestClear defines model for UpdateBudgetRequest.Clear.
+type UpdateBudgetRequestClear string
+
 // UpdateGroupMemberRequest The member's new role.
 //
 // Example: {"role":"admin"}
@@ -5232,6 +5487,12 @@ type UpdateLlmConfigRequest struct {
 
 	// Name Name, unique within the group.
 	Name *string `json:"name,omitempty"`
+
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices *LlmPrices `json:"prices,omitempty"`
 
 	// Temperature Sampling temperature.
 	Temperature *float32 `json:"temperature,omitempty"`
@@ -5344,6 +5605,68 @@ type UpsertGroupToolRequest struct {
 	// Settings Group-level values by setting key; each key replaces its value, `null` or `""` deletes it. The reserved key `approval_policy` holds the approval policies of the tool's operations for the group's agents (ApprovalPolicy; an agent's own rules for an operation replace the group's).
 	// deletes it, `********` keeps a stored secret, keys not sent are unchanged.
 	Settings *map[string]any `json:"settings,omitempty"`
+}
+
+// UsageGroupBy A key usage is grouped by.
+type UsageGroupBy string
+
+// UsageResponse Usage rows over a period.
+//
+// Example: {"data":{"currency":"USD","from":"2026-11-01","rows":[{"agent_id":42,"cached_input_tokens":0,"calls":120,"cost":1980000,"input_tokens":480000,"output_tokens":36000}],"time_zone":"Europe/Paris","to":"2026-11-30"}}
+type UsageResponse struct {
+	// Data Payload.
+	Data struct {
+		// Currency The instance's currency (the `currency` setting).
+		Currency string `json:"currency"`
+
+		// From First day.
+		From openapi_types.Date `json:"from"`
+
+		// Rows One row per combination of the grouping keys, ordered by them.
+		Rows []UsageRow `json:"rows"`
+
+		// TimeZone The instance's time zone (the `time_zone` setting), in which days are counted.
+		TimeZone string `json:"time_zone"`
+
+		// To Last day (inclusive).
+		To openapi_types.Date `json:"to"`
+	} `json:"data"`
+}
+
+// UsageRow The usage of one combination of the `group_by` keys (keys not grouped by are absent).
+type UsageRow struct {
+	// AgentId Agent.
+	AgentId *int64 `json:"agent_id,omitempty"`
+
+	// CachedInputTokens Cached prompt tokens.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+
+	// Calls Model calls.
+	Calls int64 `json:"calls"`
+
+	// Cost Cost in micro-units of `currency`.
+	Cost int64 `json:"cost"`
+
+	// Day Calendar day in the instance's time zone.
+	Day *openapi_types.Date `json:"day,omitempty"`
+
+	// GroupId The agents' group (null for agents owned by a user).
+	GroupId *int64 `json:"group_id,omitempty"`
+
+	// InputTokens Prompt tokens (cached ones included).
+	InputTokens int64 `json:"input_tokens"`
+
+	// KeyId Public id of the per-agent key that started the chats (null for session tasks).
+	KeyId *string `json:"key_id,omitempty"`
+
+	// Model Model name.
+	Model *string `json:"model,omitempty"`
+
+	// OutputTokens Output tokens.
+	OutputTokens int64 `json:"output_tokens"`
+
+	// UserId The tasks' owner.
+	UserId *int64 `json:"user_id,omitempty"`
 }
 
 // User A user account.
@@ -5646,6 +5969,15 @@ type VerifyEmailParams struct {
 	Token string `form:"token" json:"token"`
 }
 
+// ListBudgetsParams defines parameters for ListBudgets.
+type ListBudgetsParams struct {
+	// ScopeKind Only budgets on this kind of principal.
+	ScopeKind *BudgetScopeKind `form:"scope_kind,omitempty" json:"scope_kind,omitempty"`
+
+	// ScopeId Only budgets on this principal (the user, group or agent id, or the key's public id).
+	ScopeId *string `form:"scope_id,omitempty" json:"scope_id,omitempty"`
+}
+
 // ListGroupsParams defines parameters for ListGroups.
 type ListGroupsParams struct {
 	// Page 1-based page number.
@@ -5832,6 +6164,39 @@ type RejectTaskParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// From First day (YYYY-MM-DD) in the instance's time zone.
+	From openapi_types.Date `form:"from" json:"from"`
+
+	// To Last day (YYYY-MM-DD, inclusive); not before `from`, at most 366 days after it.
+	To openapi_types.Date `form:"to" json:"to"`
+
+	// GroupBy Keys to group by (repeat the parameter or separate with commas).
+	GroupBy *[]UsageGroupBy `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// AgentId Only this agent's calls.
+	AgentId *int64 `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// UserId Only calls of tasks this user owns.
+	UserId *int64 `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// GroupId Only calls of this group's agents.
+	GroupId *int64 `form:"group_id,omitempty" json:"group_id,omitempty"`
+
+	// KeyId Only calls of chats started with this per-agent key (its public id).
+	KeyId *string `form:"key_id,omitempty" json:"key_id,omitempty"`
+
+	// TaskId Only this task's calls (its cost).
+	TaskId *int64 `form:"task_id,omitempty" json:"task_id,omitempty"`
+
+	// Format json (absent) or csv.
+	Format *GetUsageParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetUsageParamsFormat defines parameters for GetUsage.
+type GetUsageParamsFormat string
+
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
 	// Page 1-based page number.
@@ -5948,6 +6313,12 @@ type RegisterJSONRequestBody = RegisterRequest
 
 // ResetPasswordJSONRequestBody defines body for ResetPassword for application/json ContentType.
 type ResetPasswordJSONRequestBody = ResetPasswordRequest
+
+// CreateBudgetJSONRequestBody defines body for CreateBudget for application/json ContentType.
+type CreateBudgetJSONRequestBody = CreateBudgetRequest
+
+// UpdateBudgetJSONRequestBody defines body for UpdateBudget for application/json ContentType.
+type UpdateBudgetJSONRequestBody = UpdateBudgetRequest
 
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = CreateGroupRequest
@@ -6337,6 +6708,18 @@ type ServerInterface interface {
 	// VerifyEmail Verify an account by selector
 	// (GET /auth/verify/{selector})
 	VerifyEmail(c *gin.Context, selector string, params VerifyEmailParams)
+	// ListBudgets List budgets with what each has spent in its current period
+	// (GET /budgets)
+	ListBudgets(c *gin.Context, params ListBudgetsParams)
+	// CreateBudget Set a budget on a user, group, agent or per-agent key
+	// (POST /budgets)
+	CreateBudget(c *gin.Context)
+	// DeleteBudget Remove a budget
+	// (DELETE /budgets/{budgetId})
+	DeleteBudget(c *gin.Context, budgetId int64)
+	// UpdateBudget Change a budget's limits
+	// (PATCH /budgets/{budgetId})
+	UpdateBudget(c *gin.Context, budgetId int64)
 	// GetConfig Public runtime flags
 	// (GET /config)
 	GetConfig(c *gin.Context)
@@ -6592,6 +6975,9 @@ type ServerInterface interface {
 	// PutToolUserSettings Write the caller's settings of a tool
 	// (PUT /tools/{toolId}/user-settings)
 	PutToolUserSettings(c *gin.Context, toolId ToolsToolIdPath)
+	// GetUsage Model usage and cost over a period
+	// (GET /usage)
+	GetUsage(c *gin.Context, params GetUsageParams)
 	// ListUsers List users
 	// (GET /users)
 	ListUsers(c *gin.Context, params ListUsersParams)
@@ -8697,6 +9083,104 @@ func (siw *ServerInterfaceWrapper) VerifyEmail(c *gin.Context) {
 	}
 
 	siw.Handler.VerifyEmail(c, selector, params)
+}
+
+// ListBudgets operation middleware
+func (siw *ServerInterfaceWrapper) ListBudgets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListBudgetsParams
+
+	// ------------- Optional query parameter "scope_kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scope_kind", c.Request.URL.Query(), &params.ScopeKind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter scope_kind: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "scope_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scope_id", c.Request.URL.Query(), &params.ScopeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter scope_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListBudgets(c, params)
+}
+
+// CreateBudget operation middleware
+func (siw *ServerInterfaceWrapper) CreateBudget(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateBudget(c)
+}
+
+// DeleteBudget operation middleware
+func (siw *ServerInterfaceWrapper) DeleteBudget(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "budgetId" -------------
+	var budgetId int64
+
+	err = runtime.BindStyledParameterWithOptions("simple", "budgetId", c.Param("budgetId"), &budgetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter budgetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteBudget(c, budgetId)
+}
+
+// UpdateBudget operation middleware
+func (siw *ServerInterfaceWrapper) UpdateBudget(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "budgetId" -------------
+	var budgetId int64
+
+	err = runtime.BindStyledParameterWithOptions("simple", "budgetId", c.Param("budgetId"), &budgetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter budgetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateBudget(c, budgetId)
 }
 
 // GetConfig operation middleware
@@ -10870,6 +11354,97 @@ func (siw *ServerInterfaceWrapper) PutToolUserSettings(c *gin.Context) {
 	siw.Handler.PutToolUserSettings(c, toolId)
 }
 
+// GetUsage operation middleware
+func (siw *ServerInterfaceWrapper) GetUsage(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetUsageParams
+
+	// ------------- Required query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Required query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "group_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "group_by", c.Request.URL.Query(), &params.GroupBy, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter group_by: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", c.Request.URL.Query(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter agent_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", c.Request.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter user_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "group_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "group_id", c.Request.URL.Query(), &params.GroupId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter group_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "key_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key_id", c.Request.URL.Query(), &params.KeyId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter key_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "task_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "task_id", c.Request.URL.Query(), &params.TaskId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter task_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", c.Request.URL.Query(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter format: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetUsage(c, params)
+}
+
 // ListUsers operation middleware
 func (siw *ServerInterfaceWrapper) ListUsers(c *gin.Context) {
 
@@ -11327,6 +11902,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/mail-config", wrapper.GetMailConfig)
 	router.PUT(options.BaseURL+"/mail-config", wrapper.UpdateMailConfig)
 	router.POST(options.BaseURL+"/mail-config/test", wrapper.SendTestMail)
+	router.GET(options.BaseURL+"/usage", wrapper.GetUsage)
+	router.GET(options.BaseURL+"/budgets", wrapper.ListBudgets)
+	router.POST(options.BaseURL+"/budgets", wrapper.CreateBudget)
+	router.DELETE(options.BaseURL+"/budgets/:budgetId", wrapper.DeleteBudget)
+	router.PATCH(options.BaseURL+"/budgets/:budgetId", wrapper.UpdateBudget)
 	router.DELETE(options.BaseURL+"/notifications", wrapper.DeleteAllNotifications)
 	router.GET(options.BaseURL+"/notifications", wrapper.ListNotifications)
 	router.DELETE(options.BaseURL+"/notifications/:id", wrapper.DeleteNotification)
@@ -20635,6 +21215,517 @@ func (response VerifyEmail500JSONResponse) VisitVerifyEmailResponse(w http.Respo
 type VerifyEmail503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response VerifyEmail503JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgetsRequestObject struct {
+	Params ListBudgetsParams
+}
+
+type ListBudgetsResponseObject interface {
+	VisitListBudgetsResponse(w http.ResponseWriter) error
+}
+
+type ListBudgets200JSONResponse BudgetListResponse
+
+func (response ListBudgets200JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListBudgets401JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListBudgets422JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListBudgets500JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBudgets503JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudgetRequestObject struct {
+	Body *CreateBudgetJSONRequestBody
+}
+
+type CreateBudgetResponseObject interface {
+	VisitCreateBudgetResponse(w http.ResponseWriter) error
+}
+
+type CreateBudget201JSONResponse BudgetResponse
+
+func (response CreateBudget201JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateBudget400JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateBudget401JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateBudget403JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateBudget404JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateBudget409JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateBudget413JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateBudget415JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateBudget422JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateBudget500JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateBudget503JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudgetRequestObject struct {
+	BudgetId int64 `json:"budgetId"`
+}
+
+type DeleteBudgetResponseObject interface {
+	VisitDeleteBudgetResponse(w http.ResponseWriter) error
+}
+
+type DeleteBudget200JSONResponse DeletedResponse
+
+func (response DeleteBudget200JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteBudget401JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteBudget403JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteBudget404JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteBudget422JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteBudget500JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteBudget503JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudgetRequestObject struct {
+	BudgetId int64 `json:"budgetId"`
+	Body     *UpdateBudgetJSONRequestBody
+}
+
+type UpdateBudgetResponseObject interface {
+	VisitUpdateBudgetResponse(w http.ResponseWriter) error
+}
+
+type UpdateBudget200JSONResponse BudgetResponse
+
+func (response UpdateBudget200JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateBudget400JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateBudget401JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateBudget403JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateBudget404JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateBudget413JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateBudget415JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateBudget422JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateBudget500JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateBudget503JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30562,6 +31653,121 @@ func (response PutToolUserSettings503JSONResponse) VisitPutToolUserSettingsRespo
 	return err
 }
 
+type GetUsageRequestObject struct {
+	Params GetUsageParams
+}
+
+type GetUsageResponseObject interface {
+	VisitGetUsageResponse(w http.ResponseWriter) error
+}
+
+type GetUsage200JSONResponse UsageResponse
+
+func (response GetUsage200JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUsage200TextcsvResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUsage401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetUsage401JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetUsage404JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetUsage422JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetUsage500JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUsage503JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUsersRequestObject struct {
 	Params ListUsersParams
 }
@@ -32199,6 +33405,18 @@ type StrictServerInterface interface {
 	// VerifyEmail Verify an account by selector
 	// (GET /auth/verify/{selector})
 	VerifyEmail(ctx context.Context, request VerifyEmailRequestObject) (VerifyEmailResponseObject, error)
+	// ListBudgets List budgets with what each has spent in its current period
+	// (GET /budgets)
+	ListBudgets(ctx context.Context, request ListBudgetsRequestObject) (ListBudgetsResponseObject, error)
+	// CreateBudget Set a budget on a user, group, agent or per-agent key
+	// (POST /budgets)
+	CreateBudget(ctx context.Context, request CreateBudgetRequestObject) (CreateBudgetResponseObject, error)
+	// DeleteBudget Remove a budget
+	// (DELETE /budgets/{budgetId})
+	DeleteBudget(ctx context.Context, request DeleteBudgetRequestObject) (DeleteBudgetResponseObject, error)
+	// UpdateBudget Change a budget's limits
+	// (PATCH /budgets/{budgetId})
+	UpdateBudget(ctx context.Context, request UpdateBudgetRequestObject) (UpdateBudgetResponseObject, error)
 	// GetConfig Public runtime flags
 	// (GET /config)
 	GetConfig(ctx context.Context, request GetConfigRequestObject) (GetConfigResponseObject, error)
@@ -32454,6 +33672,9 @@ type StrictServerInterface interface {
 	// PutToolUserSettings Write the caller's settings of a tool
 	// (PUT /tools/{toolId}/user-settings)
 	PutToolUserSettings(ctx context.Context, request PutToolUserSettingsRequestObject) (PutToolUserSettingsResponseObject, error)
+	// GetUsage Model usage and cost over a period
+	// (GET /usage)
+	GetUsage(ctx context.Context, request GetUsageRequestObject) (GetUsageResponseObject, error)
 	// ListUsers List users
 	// (GET /users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -34964,6 +36185,144 @@ func (sh *strictHandler) VerifyEmail(ctx *gin.Context, selector string, params V
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(VerifyEmailResponseObject); ok {
 		if err := validResponse.VisitVerifyEmailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListBudgets operation middleware
+func (sh *strictHandler) ListBudgets(ctx *gin.Context, params ListBudgetsParams) {
+	var request ListBudgetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBudgets(ctx, request.(ListBudgetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBudgets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListBudgetsResponseObject); ok {
+		if err := validResponse.VisitListBudgetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateBudget operation middleware
+func (sh *strictHandler) CreateBudget(ctx *gin.Context) {
+	var request CreateBudgetRequestObject
+
+	var body CreateBudgetJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateBudget(ctx, request.(CreateBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateBudgetResponseObject); ok {
+		if err := validResponse.VisitCreateBudgetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteBudget operation middleware
+func (sh *strictHandler) DeleteBudget(ctx *gin.Context, budgetId int64) {
+	var request DeleteBudgetRequestObject
+
+	request.BudgetId = budgetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteBudget(ctx, request.(DeleteBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteBudgetResponseObject); ok {
+		if err := validResponse.VisitDeleteBudgetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateBudget operation middleware
+func (sh *strictHandler) UpdateBudget(ctx *gin.Context, budgetId int64) {
+	var request UpdateBudgetRequestObject
+
+	request.BudgetId = budgetId
+
+	var body UpdateBudgetJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateBudget(ctx, request.(UpdateBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateBudgetResponseObject); ok {
+		if err := validResponse.VisitUpdateBudgetResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -37648,6 +39007,32 @@ func (sh *strictHandler) PutToolUserSettings(ctx *gin.Context, toolId ToolsToolI
 	}
 }
 
+// GetUsage operation middleware
+func (sh *strictHandler) GetUsage(ctx *gin.Context, params GetUsageParams) {
+	var request GetUsageRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetUsage(ctx, request.(GetUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetUsage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetUsageResponseObject); ok {
+		if err := validResponse.VisitGetUsageResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListUsers operation middleware
 func (sh *strictHandler) ListUsers(ctx *gin.Context, params ListUsersParams) {
 	var request ListUsersRequestObject
@@ -38008,1241 +39393,1296 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5P37duM2ljgKvwo+Tn+r5B5aJbtcScVeZ/UoLlfFHd/GViWTjmtEiIQktClAIUi7lDo+ax7iPMPvweZJ",
-	"zsLGhSAJSpTtdM/5nf6jU6ZIXDY29v3yNYj5YskZYbkIDr8Gc4ITksE/r0merYbTnGTyr4SIOKPLnHIW",
-	"HAY3JOYsESjn6AHTHE3IlGcEZfITymb9IAxEPCcLLD9dUEYXxSI43AuDfLUkwWFAWU5mJAseHx/DYIkz",
-	"vCC5nnY4IywfLunxHOenSXNq+RzRBPXyOUE5FneIJiFKSEwXOEUJndFc7MgFUPn2EufzIAwYXsC0SRAG",
-	"GfmtoBlJgsM8K4i7UPIFL5apfPFgP7BrFXlG2SyQKzVru6EsJjfkt4KwmDSXeMnSFVoQIfCMCPQw54Kg",
-	"SOjXI0QFmmUE5yRD+RwzlM+psAv+rSDZqlyxkDONzbcVsE55tsC5AuY3B0FYwnnggbNe/IgslinOiThN",
-	"riRoGms3LwBUo9tiMHgTC15kMYF/k9f6UVrM1IMI8QxhNMEZQfJpH43m8l9YzNGiEBI30Kfrs13CYp6Q",
-	"5PCWRTHPyP9//0NGBMFZPCdZ1L9lzzwxOebrckQJDvzljLCZ3OTemwGAx/4tkS7PSSYn/M/er3j398Hu",
-	"d5/1f8e7n78Owm/ePL7e+UvbT3/y4sfHjBdLcUxbYHvOE5KimLMpnRUZlk8RTVpwNd6w9fbj3/Mev1pb",
-	"27HDr+2L+UPWMuI8PU6xEP4lXZMZFTnJSIJyzlMUy1e9ONlXj0arJbnAC2LwsjflGdIYggDp+tcEJ5+u",
-	"z+TMURuRyM2ytsA8d+Aq6u2/fVtHvTa8+dSGN/JCLchiQrJXAhWCZHA5KbNUr4eRGk0+lHRR7ihEWKCE",
-	"x8WCsBztIbEkMZ1S0kodi+3Io3ODft2TV0Tek6+DcO9dy+04TchiyXPC4tWPZOW5HviOCISBi1CSILkS",
-	"InIk8JQcwramNBO5ff5A8znC6I6sEI5zgTBLEIX/igeS3bKeyHFeqOcTnqx2JOW9I8scScTYP0BzXmQC",
-	"LUmGYpymJEM9CdxQErQlyXaxJJhoeHUqp9g5gpUtCc5vGcwsFyTwgqgFsKR8YBaoFiIklc/NL2LJmSCw",
-	"dl7kcuHy2PAMUxY6Ays+jCILs3z3mixTvCLJIZIHE6EeTgVHWDJoWJrIcZaHsJKHOWF6sQLhLKP35JY9",
-	"zGlKHDBSgURO0xRlBWOUzQDEK8XPJYBKUIYI52jBRY72BkiEiKSCoIPBd7fs+PLiw9np8WhHU30DDn00",
-	"CZ1OSSahaEDSkwchcTelTC4kJQLAjfP5joHXLTvY30c/Dc9O3w9Hp5cX45Pr68vrPhpqcPIpejsYwEbx",
-	"hN8TJFkP47k6255CIIMTErA7fTRUG7hl+2/fonsq6CQlaHhzfHqK4jnOcCzFD8WFSjR/M92Lv8MDsvs2",
-	"3pvsHiTfkt3v8Nu93UHyzXRvsh9/Sw4OzFVSB1ZeJgfZdyW2VwSiteTBvVf/v93/6/O/+m/TGY+Bg/hk",
-	"JPPbyxF0DxG/wjOP7LO3O8GCJGiJZwSxQhKtNtlGvlKBS0KmuEhzgMIGDnJFMv/88ikS9HeCeno4tP/W",
-	"ReDBTut6SDZuX9P+W6DrelGDwcYljrC4E/L/fCc0UoKrXGQXwTVXwzxLeJW8CXju6Ro2I5nfK4GykvdG",
-	"8tEYmO+zWOpp8o/jp58EyXxQ/6R45x91Jx7l54rAO6rM1ekFzz/wgsGCYs4kNZf/xMtlStVFff13IRfo",
-	"gOFrQLKMZ+qTRM4z/HhyMRoPr07H709vht+fnbyXkFFahoSxZPsVrkUlqZweIswQTiSyijzDOc9QXmRM",
-	"IK5EBUFyYEE3Px2P7RSod6MeC+CG8j3C7mnGmRQmdgDIJWT+lJFpcBj8y+tSl3ytfhWvT2AXAJsmtmVE",
-	"iXEo4UQACSdfqMjllFT9bUh1zmERd2T1ShJ1ucWehAuKLi5H4w+Xny7eRzt2rT44mPebYIxCzXlA0kTk",
-	"nmQrFL2GAXbxkr7+cwQMymi5uMjnhOX66I5gRn0OSKKSqMA1qgA2smt84NkdySTzzemCoIVcHPBtkBao",
-	"QFGcUsJyeakew+B7nFwrHvo8LPp++H58ffLvn05uRhX0MQxa8mcLfJzSBP315vLipQ7cHV2Oi3qgPC6K",
-	"NKdLnOWoWKYcJyjF8Z0ACSSSMoKEf5ar86U5inmRJjDGROIQTlAvLnIk5lwKQDxDQh69SPmDUbGjBWVj",
-	"Ofl4ssqJGEtSL8CGEanzizljJFY8E86PoTjlgiQ7fXQMeOMALoITOeZsmtL4medxegGCzvhmNBydVC80",
-	"sAiBji/Pr85ORifvX+IQ1F6M2BahXlKo5ZIdCbiospxIGVnMLX0lBUacEykdTmii0FxKzgpDP8DThLDn",
-	"AeT45vrDeHT548nFWC+mApUFFUJeK4kJTCGo/ALl/I6wF4RQYxWRuZ0ERf+xK3/fHck5IyOrU4GcxT1k",
-	"nM2OkNzULYs+XF5/f/r+/cmFM4rWORSqywdVIj1N8czQigVmkrhkPCVSRpW6FJMyIk6fi3yjk+uL4VkF",
-	"wlQPjYgG0bNB+omRL0sS5yRBU0zTIiPmUpkFSEQkOaapAGE+5bMZSULEJC2W4nyRMXkV5c5fhplarlHZ",
-	"uiQpUxj8n8XgFFIY8JS8zWz9VG5I8mDyAgA4lYTl/ORiVBMlUipykF2EWSUtp0Urkr8MeKiUM1OChQMe",
-	"OxFAgy+JNpOtSO4CxVm5As0VXknGMeL8DGdKL3g6bK6Gv5xdDt+PR5eX47Ph9ceTdk5JvsSEJALtDQ7e",
-	"vf32GwTs5UW5pZkBZAqp16R0QS0wGktV4Lgh2T2NySeG7zFN8SR9JkRuTq5/Oj0+GX+6GP40PD2TYlND",
-	"+ExwjqXuJ3GmKCc+0uo4cOd09SKwkap1hjOaruRM+voIkt1rO1F1KRnB8Vy+FaJpkaYhmhRihSZkxbXB",
-	"CEweXBKaaSGIQA8ZzYlAPcxWJQqW0iVMBBc4IzGh92DAEZJIr5CDHJQI+ZjmKFeGrRxxFhPUixb4y1i/",
-	"OFYvRjtgzmAcjCKMijlJwIhCGZrjdIr4FEXzPF+OpbgzlhIjL/JSmFSiIsJJkhEBtxan8s2VFIUSEEOb",
-	"k4IUpIVMs+CelYT1cnf66ILLdczQA9gTmT1RZXoChgi+ol1wFkVIaOcQcLoZvSfMYKsHjSKpjNW9TrvW",
-	"7eTDD/32a8dBBUhiXBenEjvyazjMLamkZkL2Cojg8Fd7Cc6H/zG+GZ1c3Yyvhxc1ogDKQl/CWORkKazn",
-	"AzOk9UM0zfgC7UlM3RsMlP10HhwGSs94bT8NHj+HwQPOmNS+gsNfPz+GjetYt4017mJuvDhzLBQfF4eo",
-	"tn55wvXJUe/q8makH++aUcRrELTkeOTLMsWUCSTv1DZ6oPdwOukKBSuEur0a2Zub2xVSUKD5Sl4eie7C",
-	"YFwdUtFRKYDZcWguSDoF/FYkIAlRpFEhQpIbKvKrocCzV6KcKFCmlXPMVlpBE8+jtZKUnw8vfjHaxk31",
-	"dDmvUJoXYTbXEgrAV0hiINdYRnRUu+fyaivAAAGlzNz8l7vSn5ijbD9X5Pl0Mfw0+uHkYnR6PKyLPFWd",
-	"Hlkr0AsA94JrRVoQIeTgPZ6FiLOaiSFEzLx4R1ZW7awtWrH3T0wUS3mPSHJOEopHYIl6HmxuPl1dXV6P",
-	"Tt6Pz0/enw7Ho1+uajx+tSTIHfbL7kIk/IGBxq4FRRzHZJmT5CVFoFcCRcdqZ7typ5GZTHLLqpioOG3P",
-	"tciU19esDcmdCMXPMdMmh1cCHoMeolUVSa+leAAy3U59h+UB+SCnzuknRTAoZyclvJ96RGuJfkUolXQR",
-	"M0UaD9Eyk/DJV+g2YAtMbgNFVC0GvcRRDZEN4jBUuk6+Ua9gd4w/MDSlJE1CpSED0EOUFSlBk0zq0zut",
-	"pLvvrFTZV/eHoKYc4yzxm7OH+0NtLYxxlqDeMuM5j3mKBv03O1KoqhkVJeXS8KLKhhvjJZ7QlJq/q78u",
-	"CzG/4Dmd6nOEh9ouPOE8JRi0dTCbjDLMBJVv/UBFzrNV27sZwQvKZr6fH10D9a/Ou6FnKZ+tiZpP/k7i",
-	"PIBjA3fGKVsW+TlP1C5oThbuyo0l3X6PswyvnM8vi/yp3zsn5HlfWeI9PywzMiVZRhKAokRcuCKsWEg4",
-	"/PXm8uL66tjZsfulOvKfSCZo7ZIFg/6b/iDwfCVIXEiBorI9nCRwfji9qmBB9/03zqP+gpn3RmI5WTur",
-	"/7nyWrTNUz4QdzRNq6uvovamo9JA3BIANNnu3HM822qG2gUBlw4MXsU9PfDnDidSZKmftkik272+OkaE",
-	"JUtOWY560Ve8XI6LLH18LZn6/Z7D4fE+Vv6xxg7uS8xszgIDgEfunirpQbKkFIscFUspkofo+sMxevPm",
-	"zXe+0WvwqF+GFuDIPXvvXLnYsEoZfZTFSy4s5vlgP9S89Vp70TxYiXPcfGqlDvdyV25CGwW1XzaXU3sT",
-	"ZvYuOkkgfuccInQcJ43/gk5xKohP1IHAnpxLJT4EP1KCJitEvuA4T1cg6/ApiuRbY5pA1F1EFpimUWii",
-	"T2imTMRuEMPXAF6SGJ3gf9OP+zFfBGEgXw4OAxVapGmlA1X94deWtUqeGce8YDmCN1GPfInTQtB7Fd5S",
-	"rhUQ07pP1bA1p+6B516o5TXCwnhKTJjTDKLWrKM/UjuRigp/YFJFYdZ0Bg8APEZAaZrbYZ2Gp8AHQRjA",
-	"ayBrAZR8LEbvcy2oaOIEbIXIBmxhYTajJkAZiXmW2IAicDw2IKsOfufItS9Qq72i3sH+/k4FDZ4YstVE",
-	"9pkWXuvyn41qhMCaUy11SSACGmO0zCiL6RKnNfTEacofxlMu/1MszbXFy2XG73FqTF1jHOupMgJr8byi",
-	"tc/g8M03g4H5XeugyoOSWQapTlf/oc/PWFuk4KumGytr2DgjYPODyFrnVwK2Rxsq4PySzzMi5jxNxkuS",
-	"xQCyd/JbCPtNxnAP9gf7b3cHb3YHe6PBd4dvBoeDwd+COmH4QFmiIthEsVjgjAoikPIpqJjhJDg82A8D",
-	"KsZTfM8zmhNLYpTFL8/gOu+rv5WJ6XBvIBE6x4acSu16BiJpYGJo5eAxrGHC+R0gT0rynIzviHwtJzgt",
-	"OXdwrb9CWAgqcszkCTGey6mDf/kX9EnqKbdsKO4gtgyjnC9prGK4UEKW+RxEbxrnRUbGwHNZkaaSJGm0",
-	"gQv2VtLkPFuNwfY4XlBWwBRvw0DBZzVO08VYISN8oUYRK5GTxXiZ8cVSwv4XXoCjCUu9gEyLFGWNDfTR",
-	"Mc2JDgdQIAcGy3kqEaJI87GEaDzHEq32BwOJdIon1094f7T3zeHg7eHe/t+aZLZ+Aep36+c5yecQ4ycR",
-	"LCWgwWJxhxZ4hSbgus4pK0jisH9Hn2i9SetVvaH+bKS+GqqPHtddu7YkAazjd3GagqVIaBSQxBBEGh1X",
-	"EbUsNYI3EwK29KljhKcxUQFUCUnGkxWK1DFLujhAC4IZfGGnlCfZD5worv29g28P3r355uDb9cHzNVqy",
-	"FmwqQ8C8vZ6aNNiF1H+FUUsfKEv4QxmwCjwLRpDbU5YO4BvNqPJXQtn7wSkuxhzkr0gHbu6Fg/2DfrBp",
-	"yz46146aqdTlY87krrEJo9BDkOTQhs6Y1QIuQBjHEguBonW0MzIQgW8hBBq4jAYQCMQR2FW+5GP1MEIp",
-	"EcIBGUjQAHZl97FGYHlSNCGl8weX4btCIi5sLVQGY4ib0luRD8A4nivJzdibIA/C0OqSj2vyBFG3kjMq",
-	"pk8ztEyxRGOMIv1KpG43uScs3+mjy+k0dBblX3O5UvCwq53DMEpeOL68GJ38x0i5CS8vPkZ+WrGegzXu",
-	"91zuVZ9N9UzK9UoiNaVpasDGU7lwBUn5ucWRys2sxVf6EdRhpo0kIfkbGATpglSkT0med+VTnyZW03nr",
-	"2+VZjpxnqEcWy3ylcKlgguQ7/ZpcCzyhMY1PVATCoWMTrXQkOfvGsMMa82+7oya6QAqdCmFxdidZyZya",
-	"iDossd+M5MeQikzR2EOR8wXOaaxD+FVsPaBhb4ASCigCuLnY2UyAHHHFDQ0e1EWkm5ws0aRIZiSXyIhh",
-	"wnXY5J3MEYbWGVZq0llGyK48IGS+V3Hwd2QlSZIWqqIQRVKUkv+F7CQ5vfzjHmcUs1xKVJEkFLcscoSs",
-	"CPXucVpoL7KiVuqcrONK4caOukg4g6wJynKOyBepruuA9oYQb6wt1c28p2KZ4hWonlXdwSvcVdF8Q0yu",
-	"lQUbqXJguufZ7hTHEjMlUib8gSF4v9sN896xiijZQFTtJ9e0S7+L6ALPyBGSImPJIBTI51iAd15OL39X",
-	"IRUVE4NrcnRl1saWH5jcqX1J0n6tJC5JJiTeOT+CpAR6blWhe9uJMniF5UbejfrB8miGcOUir8prpYJT",
-	"JYvR8QnyOdi1JZDA4QAhb5tvd4u43iVlDtagYzRK1grRC9pKYhX+V0LbCBQYUz6RIGVkR58ycE8d/1mZ",
-	"wZx7VjABG9XZVESUXiewKMRY4iqwXpLJ8SrcxpxMC8q48KhqKA3mAz8j9bOSIHTEmBKo/BelaSz1Ky+e",
-	"HFudEiOhCRuWErz6sDn7kRYAQSKBVyC3iGcSSeY8JWhS6M/iIg8N4sgrjgReydsguE7oNZqCFGHlF2qJ",
-	"0U4fDdWPKp1WR1cLqRqkkvxF9V1F5nCxFLZETnDSR4NDeVjKKJuSe5JqxrEZX13FrpFug0WO4jlms86y",
-	"hs9OXSEbLZbZKpoYsuoyy7CuUPqpQJWVOwzQVXbWaHvtimVVHqlSYq9asUHuXKdCtWF0G32pSI2VQ/3c",
-	"ZuwaLqk/W1EDTBHHRr4g6qngVaWrxpm+kY7hq4sxSJLE4O7b6ZvfvvuyvzhYvgvCIMUiHxei8eWb0d7e",
-	"4WD/8ODgb2VOC3vHINNgmvKHpunhDxChfUT8qpikNAao0ESpUjqLlyY2iXyKInF/N64+138qAOpXjyAh",
-	"VBKglM+qgkoNUo3FVUHnvcaVeJMybbGUCdSxFpAa0AaVjRKCXwK7wAuCepOVUqSZZUVAhoxmX7PrVg64",
-	"E5nRdKVyESqA2XAVjtWHro+mbgxeUIgUviOrEEVf5S05/Eq1VyNUj8vpQ+TO/vgYoV7CY/E6IYLOWH+R",
-	"oNvgyr1et8FO009vhPcOxhm5iZ9pPr8BrNrC0VN+fkZF3g6AH8nKKgRAHlhbdIFZdT2HEYKZm6/jJZWa",
-	"gU/1inN6rxSPEDHyIJEW0nzBSGycpx2Bs9GtatfxDK9ZOd01ued3axEKiL4itBm5N8mtPZtw/aB1XJ5B",
-	"iI4O6lCx9vqePgvud2TV6t9RVE1FCxmHzXZUKVP79+w7fcArAenelRE7eTbNqKFZ/YuclXNvPPeekYd0",
-	"Vbn9lMVpAQHIkHguqSgwRzGXSp4KMA7+J7Cl7Y7szicRjNwddmZmJrtFqfjgxNM1AjhLV9VlyTHdpY3/",
-	"9tub+9Fg8tu7+GJvdf324Wz/yw/fJn89WPz4nRh+szyp+vzk578Od/+ma5r867jvyy3fxCY1VgJHVIZ8",
-	"Rh7knv8IdvhCzO4OMvCfxPIcw/8WDv2f5xxMn1qWDpFyWyqHlyJnD1IzyZ0QD6lgC1t/4dDacF8JrWv2",
-	"tFt7J3SywjJrxjDjOJaFyLwTHWorraGjTVPDkTE0mPmU3xH83+Ko6i4XeglyPKGDFSizHn8Rof/+r/8b",
-	"Qf4ErG0BFRhSIiUsqU6a8Hj4so+GbCWfgntiRnKBDgYHJj9ZQ8A6i5QiIKQ+WBW6Y503qx1CaLKC6E15",
-	"GedgdYbshgTl84wXM6mAmoBc/aYCMk45IztwOlqAl8osXskZDTJYq77RgZDWgVDCFQfKsFQuKatZ7ATq",
-	"KWAB4F4hmigrOEwitVScpkbOg8RtulBBmnocAA5kuCh7qGgSz9LT7S0jsxFnJNYqEPotwNpz7i0e4CLr",
-	"pnFKp7svSx/KZjljoB4wc2u8pomulWBEm61KEIHye6o+fTuoCTthUDD6W0H075Jk1UmLiQ2xsHa200pK",
-	"Tr6ozId2KUcfsjLeyjMXVnS0GPRsWcYM1EkeNFkb73UZoQaRtaM9U7pYL1BfMqIKikjSBYmJzxelZ6bk",
-	"XUvMnb4iVMDM24nRmwVoNfszgQax/+1Qg+gjCG4HXBIkf5raBNMM5fdbr2+hw5ybxznFwA2NmZWo6CeS",
-	"mOB9+SUY/HZazq5VILeq1rZutHVi589S9YdgAuEs9nnypwJPXfb8ttNatbe5rAzoBYX51VJ747+x3mow",
-	"j2orB0msk7DfyWYt6X3rMSjvMxhry/AP55xp1arCc6VCKT9DmesFo2DJ1SHyZeeJ5vWcfMlbJHYcV7Gl",
-	"DMZMMspUbj7NUMynU0LQJMXxXTc370aTMUlo3h2FNkYZIufmTEjK2QwKdPZEzJf6WkiBNzPODyW86w9M",
-	"0AmY63WBFefDp8HdJ5Hby1vuSB9PiVAe/H6C5Vbdry04C7PiEACFkuezGTNQa1E/+NU6IrfmNJrE+lIN",
-	"eI49rs8f+IPKH7Rzy4mhEhYSJCVxDs5mTQO61AFzT9hu18z/bA4nt/e0mOqhRu1XAhRUiWI+aWgTXWjc",
-	"803Fp6ri0Zd88+7WIafaw8vg4WorlPId7eq5B3qlnEGfQCx52rme22JBkGKmtFntwVfiTs3RMqVA1pX1",
-	"ZUIZzlbK+tJ0iKhXfegAsQGod3XxMUR/vTr5GKKPpx8kl/qZTK6ObH25t+icfl8llmrGjeYKmLoVbuuR",
-	"5IWsyya2u4N865Nnn4sbRtk4xjlO+eyE5T7h8UYH0mnHtK0zUdGQXDebN7S5HqkKcTk6mZlMVBFNFWGg",
-	"In+TMsqgX0ZGL/CM0SkFXRBcdZ4qxKok0HiZFjPKIMS8ETQNL6oXxiItZiZq2YCu+rFakJ7MeEChPp88",
-	"xl999fPg0YgnHP7+7KQcBXv9QX/g8QxaqNXhH9lQJye+qSrIaU2jlKgcwG+0Ba6NwbPVqZ3HR0jFPuiE",
-	"Cr0KRrwBEOrg2vcEcVpORsmy+P33lEQ1p5t62lXOd0pqox4UTdRFtJlTrJhnxieqDnu3rLDdfLu2nCbW",
-	"NdbVQMNmtWWFa0i/oTQDU1lVm6akeqYsUugBZ0yg6Ors08fTi/H56c3N6cXHqGqTKVeI4wV5/UBw3rK8",
-	"uvDy1Ag1/+iVq9VwKHCWZ3RSgG1JvenIxzGE+hrrXafor+atbVLg+K4sFmhkPwt3pzKFHku8EFgN6WiG",
-	"ttLl0kR0udH1AAENH5vIAwt1U6U0IVI/eDOkqjSqGfduynuT2v4heb9l8x46txEAramWN2RxTzKkfzdn",
-	"4mUpwV5/35c03Dn1tEyh1OdRxdCwJL6aXtXg50Gx5gXvymXXm4+a3FW8mAHSF3em1oQIU+HDPEvAVjAx",
-	"VpLuipFXmNhkliuX9kKijLWbbqm61K2+EBKhCrnv66jfI1VAExLFMUoyPM3R/mB/sLu3j3B+y1Qu8jIj",
-	"U/rl0cKmWtinrx73/y44i3b66JOu0ADxyxgaevxdFcPAuU6Egqi5WqHsr8GfTP2IYJ7nS3H4+rW4j/tO",
-	"tqn8u8MijH2gPTFwu/S4Srj6oBJTvj9oCY8dvGC62ONT8vmsuLRbibd2I9RNFLnzMnCAJ+bxhYETih4c",
-	"Bvd7m1L7/KKpJFOqZFYtNdJWaFG/4iLnY+0aNa/UvtCTT0kez6EkVkkCfbT/sYtQ+ye3rLcv0EJyPnWf",
-	"TCW16Kt6AEn9UcMecPDOw3S661F1MmGdB1sLwbWV7XVPPOnU4+UQTQqa5rtSQCmELv3dlEtDLRw4/s7u",
-	"Qm14y8CKqXMXKj1lgN78oxu6VO/c1odpAkTb5Vl7kOCXVnZWK9xumV/RQer0CZgqQb63rEik0T1hCc9e",
-	"y7+inSMd8ljqADY9AKcqQsWy5XY5tzpov5aMrg+l95dD/c/+ePfzn83jnb+83vjGn7qIf5o++eRPMJWb",
-	"LAByZJJr+YLmkv/xTGmZR6oCFnBEvlAQQNz46fvoBMfzW1apmY+XS4IzYU1Eqgjk6PLybHx8Nry5Gb//",
-	"dHUG1b12dBukrYUcg3KKFG4n9mKW03id4OueE4QN/dr/XPtH79d/3f3c/1fvKawRi0tBuM1+1CJO2SoE",
-	"W5bYUEJVQqaUwWc6saXVte5LzdZ5aD5pxKTaVfO0RcdE7Q2JwnreRvqbThr+A9OEt0+Xbssd7gC7RiJx",
-	"LU1U+YeNnyZqzlQpsrNVbqte3btmhiEkuvb0yzv/vJTXtWLBUCN3m0zQ4qVsZHS2IVp7duf/uFzOdT43",
-	"gzpKCXmgieOGq8cevBLI9YGGcJQmsvqoDNQBSxFU7jZxS0w51/WXoRPHVToXyyZQDPGMzijro3PHIyj1",
-	"+dTG2KlgNBVXZjLvHMJlmcZ2/io3EqoiNJamuKckbnbN0mzNT2xDwo25ih0yD7fItDO2ZVXqVFflRTe/",
-	"3IxOzsdX15fnVyNj+9w2365th1vm3qHeANDPm9Zm2nJpl4n+IPLmRkW2wqXJJJ6sqlafrRnBY1d+fr4x",
-	"+9rL0q8kg2S5igevJFw4hhPGEQfOckdWwhdMVOrSfopqX3BNnlVd2NHAMcPpSsjH4D8CpZyrzmDkyzLl",
-	"mS4qdU8Fz0xUA70nXrNpuxfmUiW6zggjGU5Dia5JEef0nuar0FonQslrFgXTJSFDtCAJxSHURw/tzeHs",
-	"CGEGQLplkHJew/fzk9Hw/XA0HEsh9ePl9S/jTxc/Xlz+fCGhm9tSozshEhzR3FZKZUiCC81JRuqt1Rzr",
-	"hEMnvjlY67LRV6Z0v1Rh8n3BEqmeyA98apR39Io1pOkbSHmRIf2Oe/4Cgh7l2Ut5lmeYQd8wDDXCwmCW",
-	"EQJ2W2VdmaQFgZ5TCZ1xKfhSnpIcciPZnffkK/aY+rJ+oqLAKdLv6IrWWlMJUUIyeq84jaQSb/Z3JzRH",
-	"Hy5+2t3DaI7FvC7kI5pI0lCkHL1x93g/kEvdk/+371lk59t9aYw/W15vwHFb2pffkyyT3Lp6vyVx9Fzq",
-	"ioGpIQZkBdH1gZYZ2dXvJUArgB5m6lrsHAFUJb2lbE4yquL1gR5rbPTLmhsL5lSrFlOB9BdPndBvX7CA",
-	"N1nSiqabEXuYIVOTV/IZKpC4cxxBl1cn16r+rr7uO00r03bhMLDMzloeaLPbowzsbZNiZ3KXlzyl8Wq7",
-	"qh8jN/AfBnBCuLTYWBo8Uc+U0rqCuXZCpau5yR8oxSuSlXYEMBBb6RIOg2dWXIxUUhUZmyT46AjFcxLf",
-	"kUQOcW+LTquOqGrE3vDq6vryp+HZ+Ory7PT4F9PWyNWW9HmEwZfdGd/VDxd4+as6zs+YrTpjN5yCi9jY",
-	"FIDR7XwhlYFxU++wtKH4sw4cA3I7mhsaIfrPMqOUBMtboVcBfTucGTqymRnhSFIfEOg4U1YkY/pc4MRU",
-	"emyctbIxQVrLohD5LZsQVUtNXXDTds5BxyOosfXAswTONGm6d44MuSGJLpJhjLE80wU0TCmajGhVxKBn",
-	"S40Z11zfYKvysUnnrDR5DtH6BpOaZjlf+QgX2NaqkQk7W5tU667Bcj/lDajg5Ua69kG1jPALc86t1a0l",
-	"6nFMplA/kGLdUfDHk18qZeCL0oGHbsGdmeG8yKDou/YpNjqPlG95woBg0i2ukN7jsfzu0VlZIwy1WGC2",
-	"mxGcgA0F2oowbKwWpZzYbUMeqc7X4BQcplccGpyh3vWHY/TNd4O9HaNP8elUN8tJuentWAktMuY1FSRt",
-	"PLLVBTeBugmzAMYlqPTiu2LTsT6hFs+Cg1ZyHuE6knf6CAr6I9s9pWcLyhlqvHOIrobXNyeqBH94y07O",
-	"r0a/jHXbqRCdqqaIp9cn6g/NVeDfV8PR6OT6IkQXw/MT5zX407x4y346ub6RQkb5gnliBzMP7IgK+8sv",
-	"aq1twlsmacDN+OJyND47vRmFyLG3l5/5jPD66ckF9AYtX75lVh5yxy2FJPns8vu/nhxXn1b3Pvw0uhwr",
-	"VnwCjSLcce2k8AO6ORmNTi8+3hjxS9525+nV8Obm58vr9/Lx2DYYDG+ZfcM0c/xpePZJz4bMUjR9dLfS",
-	"+Kk8I6sBupu0D0+PLy/08Gapo8ur8dnJTydnatENqhXeMvPMDgNvtogpqIeNaFWT3crecZKaQOKI8mJh",
-	"5jYGsWK0eVtzzJ0++lmrueYaHPoNPGFTIJbA/vH07Kx8pVVVVmh/czU8PpFvnw9Hxz+gnogxYySBRuhS",
-	"DbN9T2+ZbhyoAjiOEPkiSRGQIB0uoGLTpIhnkrx2QlTlevoe1HihxvCLk5P3N+Pjy4sPpx8/qX1pLV3r",
-	"f87FD8KgcvGDMHBuvvqr7NZZ3v0gDCoXwPxdvlu//c6j5kvlqFUCEISe5lxVCqAf1EhA9amlAeZxnQgE",
-	"YeAhAu5T54JUH9eg0KADlbddOhCEgY8QuI/9lMB9o0kJgjBoJQW+38rD8NAC96klBkEYeKmB89wVYnzk",
-	"QALKTw/k5nyXtAJGPaR8172l7mrr11QjaPWeBmFQvUEGP/xPPRfLa+OpsHPTF60tGu9a2X9BaBZFHBMh",
-	"pkXq6Ez/sNB/tztdQwNUvzT7sRl9xGijRl4HjzwQsVKSDm0fXRMT2+/3d56m0hmZu1NCbuBs7YUCADXE",
-	"t1QWG+F/VmgDdVEyAUew45kFqwoNhE4DZbygqizq1XSjnT56T1I6kbAn6QpNbUXTOcnIYWkfytACp/IH",
-	"R3+8ZRkp3Vr2qHuR995HcIymFp9EiAmRh2yaFijTlBxTuVFtt71/SLRhLTLQFwFoY/6gdr1toG/yRWKa",
-	"E7TiRVbG8z3WA/rmJF2qtJCnRvN54vLsoM8Jv3uZeLv1l+Fmzh/WJzI1EP5/03IHZqJRa/qhhQQWKMMP",
-	"KtiXZ+iX4fkZ5DKing4rUSpqlSaEaKb60kYVsa2eOEKTQ1TDzVsmMeEQ1bDrlunTPkRw2LcMbs7hLUOo",
-	"clcO0ZOuSiPAT/VT3sQ1ywZ7XTingQ+buR6EZYk6bidYjWbNNrBNYbS0v5gwqlt5JVSnPZUQtbhXSV7a",
-	"8mKuDlwjuSprz3Y6v5bdl1sknXr72cpBgPFVokbD4FOlbY+fHx+feccMjOofnPh7s6IewfEcNW0NL8zi",
-	"LWi9/h/TWAmcZ5HaQmSBBoZGk+oEfQomZQPJlgijp4hFzjTLjEOn7z9Y0lEwCc2hvaDIw3lacfWt9eZN",
-	"TVsQm3NkAnOso88UWSLTKVHlDZURut5AyMPNakH3kqkhjD5dn8G3Zrx6Ax/7p0q/1H+OJ6txLXSNl9vU",
-	"HNMCSoyNfcJe6cYvnhHXc1v9e2W5j9v5PFUsQ8WJqldzCAUGXU+ogGAmESLYgE1Cq/hGdY6c9htUilKt",
-	"yZJzbsvaWDbXc1mJZ2u2IWweZoMMwQ8gDJctyw0ktnTgNsFI7Oh1kERNBIq6wcaHeV4hQVnErPNnrY+Y",
-	"r7mbFtzN1EqD320R5y7CN6BlvKT63a3OYP21eTY41jmorqteKZWb2My53Zh9WLm0m72lqg156TQt43lN",
-	"fv+Gmp8VJ1V53o3el+66XG9WhYR40XDDsfjuow9TujGR9aVbTiDTqsJSVPJVzaf4bBVine955AZybOt2",
-	"rjDMTXx7rafx6Yx6vT5WQhfYNFRJdC7ty4D1KcBqA86LwEbvcE38cM2T70Zq1qSTSrhAmvIHkoxznM1I",
-	"PjYl6H49eBMeHHx+9EkBN8XErit4Unu5p8Ur3OgwAu32180cqjErKtB0he7IqhFioL/LCAbbUPRn/b+o",
-	"v22wQFdaXIPU9tW4VAOHWlGyuQSC7Wbx5Irv6+i0PaBuVa1cDN2QvN0BU593g52L0u0Cmw8a99f88ALX",
-	"9ybHeeFrRwjPK0HVUAHNGFtVOfE5XhI3eAYlVMQc+Io2FLwSJj+93tHBo3VAQ7kHMlFFxsD2AbktObQm",
-	"zDk613HzcqhE1bcYWwOfK13UdBWd0ztL+YQ46f8OqD437H7rtaI1+bft2s3j55bKNThZjXOuhYBuWk7T",
-	"DLE2C1YFRa7XDqoQbcthQCmekLReUWStaPeUGLjN4lxbfZpKZDPUT59KBQ1NcHxnolfUKbwS8BJUZ2Zt",
-	"5WsM0rRWiSmxyNPaAK6QeaMkLFAvZo7vCWJckX/TtCzGIsYJQT3wG3CWrkIdQ6a4RNXgsTGJc5M41ozA",
-	"pCYA1vhLEtUIdDtRTdGPtbGB2xaa0cymLDTDearA0aHKTO2GeY1cmo15jgtnxLjZ/kn60TqeWLm3dfWl",
-	"WixFV0hxtY0qZDxo3TFuzx76ekWkZCx/jP7RkrUs5XPJiFaQh+eZ9CnovblECizmxdj0GoPhiTX7iRzn",
-	"xDDuUiVpkNMtuMcWBqZWs5JdX2kCQj0jyegs2nr4/s7T4vdf1ixTrhz7DDRP2oMv0r9+cZ9sEVC40uUG",
-	"vphsm+vkg63ujueuPOeqKHURym//SFlbuWvtlEDnp+cnSA5iAQE1v9EdZaoNsdTeBf2doJQuaF6TXe9g",
-	"ggDKXJp+cvR3EhzuffPtt9/u730jyeiCjGECSOSXb77++5IAEYY/lqz89wOZLO0fMzoNPjfEuzvvnoZ2",
-	"0W4uklkXLhKqMqgSIv9r/MSSpEMVtM8tKc5qM03FL5tBq2cDRBVKZ0u/y2WEUn6YrHQSZJfa3A6cmn2a",
-	"vKdlJ9tGFKrhEYDT2WxlIV78gioBgMTHc5w/scquamaCEXwM3TRwHs8bwessh0CL4Or9B7RMCRZlM/0Y",
-	"p6pTagD/+nayF/si0fUI3jugFgFu8Rm9J8wIxZY11GrjbE6Lrq7MNyns85VAkftqpKqYR5OUx3ck6Ruo",
-	"iEgnJm+ZcKAXENr9tx/kCIu755whVECRZGOpo+DXnqgCudIr5wQnJJMqpbocYaAqSWvFU5558LmMKely",
-	"3HZ4b7lbddxS7LFr1Cq7XWon4UeC7N/1CAoI1Yz4Azgykx7vryfzFCR5Ji4Y4HhxoZXrQ3zNXAc/qLL6",
-	"kiOoKvC2vQ5nRyiSpCSCpjfoYU5jyBgtdwC9qlFkQD+GPUaqs702o6iMa6q6RG3dwUH3kbGXtwPNVQO2",
-	"lFlynMtGkGqmWm9q/lBm3GNxt03rhxY253RFwPIk4GD04UEUO2Q6qaMmie8yatZozyUIg+qZeJkh9L1q",
-	"zctRoUdfcnOfYMevBLRohBImRs9P4LWjSuXfju2xa4tUhvHLKZCSrrf1e2zi1JrrtzQX9UD2qWPqOgXb",
-	"sUlvam5xZFoTmYZS8jaZ7lTdsBbmyGneVnQc6oyg/cEAxZWqEE5fLBXF4y8+IUdf2zXCbdjUdckW27Y6",
-	"tyvFU6SwfCw/9p8c3AZ9aCW56XJeflmo7CfhQLoGmEpHCoeM1BpOrLlltTu1jiq/12R261YGDn2u8OiS",
-	"iFTK5dRLXMxASN42Z9V8JgUD8oXERa6zUnvaRwzGPJ0lL4ValVMP1siML7lQ+ZnC6/NJHFDUrEsFs41o",
-	"gBKqSDGkdRZTgcO6qVUWq5fYyVdoQrL1TFr3Gzcv61qzGwvuYeEtqQadLSslWhSLtbVUTYOdzbWZNtIg",
-	"76VdVx2pLljYC9KAlHNCXTBaRVm2OMiLPOYLa8EpcXkKRR41P/PEFHanMRBq6KEqP89XiOZoiikUL7c9",
-	"F3VtJRNrrkL8wHptOK7pksOZybfoxDb4nR8GdtOqg1TMs6StEFx3pA0RFpAS0E7/12FP5fOu7EpY91p3",
-	"6m/sI16ir5mQGteJDjIQc2UMe5T97X2u61AdCuO629PxkVugfouuous2SV3FbCg0jhFwRNgD8Jurqk+z",
-	"cqpu1l3/Ld1kSjDTPMN2pSfu3n3JbacpEGUT/qUrVOxnW8OlQ6drM/TzYXG1odbIlmtXw10XKdnQ0LJR",
-	"hHroK16CfaVLqBAFQfvf7IQmBKRgib6fujql41OCvse19NxIjW0ay4K8orwWju/d/GBH6pk23qoahXwX",
-	"ylFAnRRxiA729xHkAUJ2nXwzI0elKz/GTPchAS+7ls9tddex9rOhc7wUbvEMXjG4SyaOmS1Cn1IBalFW",
-	"pESFQVkpRSqrRlgKbYVYW6NupYtUgOKoGvEqyV4OpXvkxZwpnBBISnMLyRW1giGgmW4E0UMRygotYikG",
-	"ECWErSIbTE9z1Ls++evJ8ejkfYgiJaREKOdpUpFJdkIUYXEXSeqTmFgE0xXYbX7r+AimKZ6BUeCo9CvK",
-	"DcBaiQirVY2cTG31pd6MKklnjl0BU8dhlODPyDLFsXI9aNTpo6ESdJ2egjxzvtGHPgHM5KnETOimrbPL",
-	"7GEorF/1kU4eUVVzoFob6tUQi+GF7V1OSZpAd/dakZIawvdjnMZFinPy6+BzXwKqT74sM9VquK+L6UY7",
-	"ffQ9L1giDtHbgYaC5BF2OyHaH7hIAT6+IiUhqINAKOCZxEr57OCdslGropzkSx6it3v7zjM9c4j2BoOB",
-	"81yhSL1lFniXIFcs1kQD0C8IA7kj+UqRgQo45yIfUyYJoJOAF4TBn21CHs9mwefHx8fQGU1ibVAK0cFV",
-	"iilD8zxf2upxyvvRb06pUuJ19t/h69dBbWws7oLHz4omuvR1z5Gx26jzsYF4e7SIMDqYufKvhApkCJHW",
-	"w5TNDHpcz3maKMI0EaqYoPoG9BrOdN9BZS6TSwvNbbLmlAVllU00BOXfCuxzD5/I5+rOU6HSx1RURo8V",
-	"iwnJhKpDmxE0WalfdiBh0R6orz/xRPBUaoGfrs/0PZSvyyPTe8nnRBDUi7Egu5QJwgTN6T05QtGf3QTN",
-	"yG7TeVg6qYpJwheYsk2hISXTM/V82m21vi1ZGFVWX2aZmJm3nGqBv/gMfgrutg64PBdHble/Kv8RW/+5",
-	"6qPe+r0t2O05weuTfZSRWZFiqOCkyRKaSlpkxFJd7aaHWTznGXS9hVJU//nf//W//hTVquAYzKmos2/3",
-	"9jfqz+YWNzeq5xc5zsAqqjOEqLA9HBs9GDYZ0zfcehCi/OK7ZHC6N2hFavK0ZDQEqGk+xjnCCuPlfoCL",
-	"zYhqbGTNGZq8asIoadjnLawO7wlbGcmEpasjZDVdZYKQwJMyQE/RoVCKZISRDMrmTguB051uLSQMLW4T",
-	"YbtLriWpbQioxyXfm6wszTwEGXWpI1rNUyWqKScGByuU5NGIspwjproaq2MXqBfxpTLPSqBEob2K71TJ",
-	"mBDt7Ws2utNHQymGFVDPO4/nR8hADmRfR+7RUT+OVceFyP5gk96g0Wad5jCiC8KLfLgWwRwMzdX7qtiN",
-	"FvsgpQuJnKapsR4eSgFRzhXJNxa6/DXgiyC6bLxCOHQbXPCqDcPWqNNUoz55/zbYga52eMIzNYM1WRmk",
-	"15a7MIB3/EUylJnvmV5qo//aTOR4jiXfbphRRSOkV3+ohCHXkArSiK1A4Ag7r1VVhKqR07FXNu07yhP6",
-	"3XQfK8GlHshk17A+BszsxqBiZx+oMctb8/TjWg5XV3zt+tpxmDzdO105u/99Dwz1sBR8pM6aEnxvr5/I",
-	"zWs7/2PO9BhSJa50ysfTjtV8rfMu6gEjRZYRlo9NWomKKM1ILEXqTIBjPYdOWzleglOHkQf3bSNUQz8J",
-	"+Xw5z7DwlThszOQzl5pfpYxUiEaDnre+SgXVFTXkHCPHvXOce75xHdnm3cZagvXN1FbRcpi5TwyTJNJW",
-	"Z9U9Kkm2qywsw6vTw7JBvyDgIFdmFvn0jqzkK5KJCq4DMzJyy8qOzRLlIXw9ISmVDLRR5aWMEfjWhDyY",
-	"9AIdXSPfss5eVTDB8eLr/Ki3u4O90d7+4WBwOHjzN8d7pymElLs+ZESX4lCW5GZAywKaTsuFaWTWkoQJ",
-	"bwkDk8ghYWymAN4sdUFdlyfhaMUL9IBZ/pdgfUDMZ0c5Hv48PB2dXnwcn15cfRrVoxU8+xz8zRqwNcTk",
-	"8Af7YWCs9/UxvallNdA9do/iuHyAinpbRXDoE/7a7JiHU9vRRrnStDtHYqiSx1KtEGlbjcJRgWnSKSDB",
-	"Qad1VFVelO/1qxsiRo6hqr+UNaiKN+kWKmKdXpuIu3Z3+Tu6yXVCr2F7P2ktc639FErvTlefTufMuq5g",
-	"8DWMclz01kGjEcZArTzGmud+Q1KdhNYwz3E8X3jjC4eqaYIOpsXwJgTZS5VOufybqqCJ+dmETmVsLxTL",
-	"TSj2XqdzZwU08Tr7tG2stnbXXtODFn46PhEvl+MiSyNoZhR9PBkhXScLL+lrWMjrr/Cf00S1PbQnV2R0",
-	"45nZnYQmEkMurw3635fXr+m8xYoPUYGWOLsjifYGFiwlQihrkXIcUoGuTi7eS5JmagZK9aNK5/q37Gea",
-	"z41W0/igjDoRJqDtSNkfquOUMUUiUoyrTmSq+ODwnPomP7XFeBGBenqd1cl3nhTfqCOmmtaqNpPCz8aC",
-	"AAdggwVd/a0OvyCs85XP60JrvR2ApZZaBsSVOmev5cy6Q8PBtTIOaaMnFICzAXXtcNuG+WGBBMSLUKYx",
-	"/ZWwwcPRHxHJYzV8E6HTEpyzJnfGIkbpe0l4JcpnfcfRU5aTTDL1jD8gmtg4OmWhMB0qMszURxIidQ0s",
-	"MmUEO7K1lsBQeTRgPsIuZMD2UUuQgKwySTF9m+xUWcXJKe6UybOmb2J7ZY8SP9ow9pSllJEPVMvY28Sg",
-	"iYXEYihVDL4MCkNJ2GHoKGQyiZsu+7GXO0Xyp0PVB1auVfWBPZpgQb45CNVzMMbpBrGoZ+x1e9+gc/q9",
-	"xBueQNMUqKf2O4HFqdzGJONQYFTQlLA8XUGhS3gdPczlFpR2rcJ/RJ4RvBDQv6js4zfnaSL3NiUPaFJM",
-	"pzr4UveHsz5SoIty3leQXXOk1B2p6JiGHfINAyBgVHYfsI3ewd6bnVqnTQCND9fkTH5slmfq7R779u12",
-	"0eZ2irA8vDZ06h7fIYmbCBEjD7aDXtf4Dvi0c3wE6LOb6Loa8ukxHVXhrZkmTVmi9FxHeHyxfCY1eUsE",
-	"9xCZxh22R5mRU7XmLcl3D9hS2ZNSR3DWKxqs0y+xFZqFTfvnqmmDALlcyHvEYqJQDtTr4MZ0PUfr7XA1",
-	"ttcWlE9zsEU/ZHL1rLuiVVl70zKjZXzdLY1nIHNuJWc4GsVjqwZaimDc53/6ec7RQ8bzeuSrBm/Zgs6H",
-	"IyXwGymPXKjmt7RiCp9TkUu61qNMqk/CGBy7xAV6q5hqDLVOu/VEx65XQ0OPKo+qhmvt1xHmW0+R9Eui",
-	"vApdiZC+Q9vRIXNLN5EjO/jzKNJ6SrzNbmNtFNxMaD2E9Zm7GFnRb319m6lUBEs5cfsj7b7JMFjfnrKt",
-	"TZiObVV9KWGTXnHbxa0aU5d7NFeTMmSuiYpKC5FqD2U9Ipqgs0RruLq6Qzdl0UKyFWvDQLUO9TbXVfXY",
-	"TK9RLe5q4kJwllLTBLnaRhf1dNRMPieLsBSrIkFZTMZmw9EOCFY0Q6pbNXAtylBUyKVGT9ilYkWrtj7x",
-	"bRqq2mYl78Js9AmLaFdEw6AwDH6Tiv9JnZbvJjq4VdmWe5JmprDtWna+vLrB+TMyUZFqtr5bLJ3MJlcg",
-	"sWOZau1v4a6rKu0X/EERBNXWEoIaP2SExfO+R6hoDNVgFjwjCH6TA80yzPIQ7cl/7w0GR6YcQqV4rY0x",
-	"Tcos++16VyvLmVhrBFSWIdU6S+vLqv009LJSzLLaFHpDsnO9jk1Lb2SguvaAQM50TKDb6Bh6Bi8WgfEW",
-	"HP7DJf2RrJ6GSt9rV9OCMmV0YWh4dYruyKqGUrrSFXvH0APP7qYpf2gii1/lusALG7t+R1Ylcrj5er3J",
-	"ShX9YrYTERy4CZPt0FWzVAxvb2+CJ3fZdCD7PJhGV5c3xmKsMtvdKyrxY6zQpFi2VGSmLFF8ShiFQJRt",
-	"E8J6Nwa3W0LHpghug2ZfMwfJPjCKcUamRVrWq7ef9dExzYmO7VEr89GQ2l7bqoFJwp2SnCQgEQikS/fH",
-	"mmAmfTTU0UWqfXIkgRb504NsvLEOtBmXcWfdMnL8UUW+3Clt53PDiRor1RFEfe/SBIk58xGzG/WDKQKu",
-	"Art9+eg6bjtq2XVkY+Rp3ljaIApNLC4kJsqR7lWm69a9zM3mdFGCjpBWRMx85wMxB1ywmcQlJ2lGusB9",
-	"sZ6E+m7zWj4vwilnBPXUH3AJ0QIzPJM0Sd1uxLgi4hSqzj+GAYQEA2DHyisx1lkePuMpiGHQy9ZWYtJe",
-	"2gHK8R1xbaqGL5rUgEjecCXJjXmRL4s80tWG9sLB/oHnKDc39ncWv7E8H4SFqFKMQie7SIqghyAJ6glC",
-	"kGqaE+1scz2dVeTzjIg5T5PxkmSx17t4M5fT9vTvO4aZFNApFz1QlvAHxyQpcWVK09RcCylIZ44Zx66/",
-	"seJ3GoItsogXoGu9ADdznuX16lmbU1rluWck96sQQ92RPkb6FZXNgMXdkxDC4SLNilFkiSZFMiO5kzld",
-	"n2RvPdD8ApzT2KezrvjBtl0y33v1RL8U8l4Vy/PafreWJcKA8ZyI9vSH3SmOJV1a6HgXBO97Dt97/MuM",
-	"spgucboubMS+VJWxlYgLpDETEqrliyqpSL2ggnYnBMEVyrmmetqItlW2tJSr8mw1hqTU8YKywguac/VD",
-	"mWOEcAWRV0/CXq1Jj9N0MVbk0x8b0KSvqkYHZDQJZPW8Izm5gQ3USXObbgCXiDFEt6GeZMQmZQ/4scnD",
-	"Y2RH0+mD/X2zLfnKQAXi1NdhYnEgaw0c6XpZUttffx5+oFRFuca1hp/XFsWQOrDKbx1L+iAFdeGNoXHq",
-	"bdiCwTqbFzZdSfHvDYAJMl6puqwIzM4Tjn87kf6jPKqnatyMPKizPnJuGZqQmC+IirCw9UFaax2f4+yO",
-	"5Lq+8WJJcppD3QYtnzfF85zgxZYFfyWN1J2vDFWAVj0dExc2007UyzO6WECMCc9RwehvzdSWvW0bh284",
-	"urN0cQx35jnH55GxrEwGR1tX0ZZ0fEekCsXTFC9wEAYTLMi4jJA+fP1a/dRPMTvc2zt4c/D6fs/UIfuS",
-	"j5VoEhzuvdkbfLsfBklG7yFkki8JwzQIAyrqTW5gmcFhAAO/6e8dvpuUqHHGY5yiM72cnCyA3xQZCQ4H",
-	"/TdNzctsoeHeMFU8tLZ/pCjOrqo7TFicraAAHwS3ityUIs6IlKJUOIRz3AeD7xqhvWEAI16ydGVb8ZTg",
-	"a3afSZacshzJV1Qglk2jg3xHnilfmPxtB44tUjDUdbYwy+cZX9I4UoVW5Cu3DCokAMxtmxP0QX6r5iZJ",
-	"pAiyto2D1x4SY3oZSTEU/9QE7IFnd5TNbllCMxLnPFvt9NHxnMR3tikjAh0gg/TYHTWPTulWmdqKO+w0",
-	"qf8tg/xA4Do6K1dOuywmKY0RTpKMCEFMUWguyQ5ktJIyGU2lhN+ySPJB00FBjioi1IPRde7O6ZUzoITc",
-	"8en7a8RILjcIbcZwIkmuyEGOuWV5VohchEgUoPgjDH3fU3QJ+LlzpKqYPVDF7EIYU980pY5lAF5CGFGN",
-	"qgRekFv2gHVTsXxOwPLDSJz30UfFQSsgUmNAqroep9EIT+W3NcuV1a6hr9i0JJVag5DABGWrLs4ObDHE",
-	"NUKQudt+0UNjYa/EPMQISZT2VwE55IHvuK5MSywskgdhYMbx+jVdqtLkQnfK6lv2opLcG4IEY74k8s5z",
-	"FpMGPwbS2qLPUTFW6O0J3RPGAqvMRFYcRb3KvhV+72w1bUM/9kjL8FwdLIrxEpSlEkF9R71Re1EU2n/Q",
-	"wCNd0cdEZW1WOjpy4wu8IKFmvG5umeVhWzHiGhdpyIqSHYKFpXwL9QyFrWywUvm4NB15RbgyD1dbqlpF",
-	"dpyWmXrg2lMmsXIJQPL0G1F17jffbDrMloLM6iqbk26XS8Db8J5k9B6YxVOlk8SOUEYL9lGUEUF/J4ZQ",
-	"RA80yecRZAvOCZ3N8wj1JDPg+XznCEW6ZYZ+/ZZFSmmIGikjVpnQ1YfdPn1qSsj/wCnNV8Hhu0EYwMzB",
-	"4TcHg4aEYQZruXbq56OytL6q4g8rDQ3C2OxL3c1f54FMlXBMfycuMdS1lFUVZb0DqJzswWwFJh8JBARB",
-	"6neJVkv6haS2aqBWYHpq9ipOvdv7bn8TgVgT6mgPVcQ4VXmnU0nomKCQKZrkc/RFL8w91IzsEhbzRH1i",
-	"z7aSJqqPTn/jhYg91qYAJgfPkH4BgC9BDfxcghkpAluqFe/e7hwhOmNQ8MYKAdtagjRqtZ2QAsgLH9AW",
-	"bbHMRb/gOZ3SGF67KSZ2qU+78SroIZsRYBJCjTfRpXSSEKm0KZxKcQ+8ZpQlwlOKXNiSXdZ1Yip0qeQf",
-	"eVGUhbxaQ1611tJZY/ov4940/etrBTQWmPoit1PBoTqOrgrBHDhBlDJ8VyINgKOlvL/eUYPdOUMqSEg4",
-	"ZSQmUDIDW+OKakmrnBhK1GjUCl/nhnDnMckmFZdvGCieq5NDtU7jwLIRwm1TApV5h2eu0c6xM91TQbUZ",
-	"rjQuPMEOVznJBuWBRUSHyu4FfxyhyC4oOtRA02t9YEaxwbljQnSLMcxUCKb90UNxGuXlygW6oGu/eE+P",
-	"krjJcZabKs5uD6v+mgxKxxi+N6gEGvz62QmheGKAZmsm4NDU5HJsSzGW0g55Ahp0s+j/vydIw5GktcHy",
-	"DwnZgDir54RrOPl3GyM3PgmSPVVchDXq7D0o/VFT2utGyGrDtI8ZhgBSTdGDmfz736plqagYw4h2CW7O",
-	"uHILUkZzilOb8+2xU65tKwZRITatRx7vp1Of8tJM//RzojM+o8zYNiqXRn1Qi/Y/aBt5fE8yOqU+t+g5",
-	"zu60vg6zICyQeRv1GEfA66iqFrqzrf6sAV6f9GOGNV2I4I0IZTzdTjlvT68/rR3iczPrDajXptK/Bze+",
-	"ia8Qf0i9ixAtuZBMFSJxoKM8TlVYydpSGNtXtnAqyO4N9h7Dyhi2dEvbEG/ivcSt8HbBVckqqBjWrw6+",
-	"v6mIxpOKnVYrhO1tKNu1VQGM9wRE0vb4ZN0WBVzL70/OTkYnStzIyAIarGMwh6qoom7ByomaEiRWc8b+",
-	"/uGNnagPnx7XeSJxX9X8eBpKX5CHkrLorv66VEXlgrpReeRhbOg4TvC/MfLQr1LyrqVBmrF85dDeVhF6",
-	"oVJ/eaA5MOmnUd31JUV8ANhQU6Ru07Eb2UCXTmwx7e00OalqFRlBhN2TlC/JujLd60aut/LZ3DIWVnws",
-	"XyzD4/1ZDfNigdmulbQk6yAsVml4GVHVJKFwiSrgCQtGC7zcnJIC6yxn33h/2itGl7tpaaWoAubV2pQp",
-	"RF8TmqEfRqMrneROxCH6fvh+fH3y759ObkboYDAI0aeL4afRDycXo9Pj4ejkPToY7IW37MPl9fen79+f",
-	"XKCDwZsQHd9cfxiPLn88uRifXkCBU/X84nI0/nD56UL+eRCi85PRD5fvx/Lp8Ozs8mcY7m2Iji8vPpyd",
-	"HssZvwtvmR5ifDMajk7gGRp+PLkYjYdXp+P3pzfD789O9IhXw1/OLofvx6PLy/HZ8PrjCTrYeyMXffPp",
-	"6uryenTyfnx+8v50OB79ciV/exs69VfHJ9fXl9fgfbllcoTz4cUvZvc36GD/uxCdXoxOri+GZ+itBMbo",
-	"8vLsZnx9cnx5fn5y8f5mfPPj6dnZzfj89Obm9OIjvHTL5P5Oz6/OTs5PLiTI3g72QnRzcv3T6fHJ+NPF",
-	"8Kfh6ZncA3o7eKONjFozdKAfhEEN9EEYWLAHYdCEeRAGFuBBGDShLb/SoA7CoALmIAyaMA7CoAFgWJcP",
-	"ukEY1EEbhEEDrDCxgqn6eR1A9Y4cYAZh4IGk12T3gWcznj+vjNTQodaEJYqxkhyllN1pwu1wFZejuNyk",
-	"q1GoIYpv4AFeIdJHIUAWvubpExms/NLmKNT2rJMylRDe2Kg/9RDGY+CNqdY6Bjm9lqv8K979/bP8v8Hu",
-	"d+Pdz18H4Zu9xz9tJK8wsx8W3BdLPdQeZz4FNVEcIZxCvnbpdgMRiz8w3TtKhCb9tvTcVtyv9aJjzapK",
-	"b3YHe6PBd4dvTNbrlnEvUr590xL+EgZLGudFpgMHVAptNUBub79Lz/8wWPEiG+uDhmgdT52zly9X1C1c",
-	"50ibL3VZ10qvqLIKwkZIdiotAaijS+TYsd88o0REPbbSbRBePcum9OcebsN1fH1mLKgKq/XbodPsovxx",
-	"jkX39lrrQyxHZUV111+t4v+0s7zb5anmiktM7QDlF64VVcH8ti4pEDMqX0GuO1kXEjLm00qcwsOc2zLk",
-	"aEEWE1Ipe6NuWKhJqpQQweX7eduWJNqe5hxX6G+c66KSu+XtKl3B5YCI9vU50sNqTw5AhtJqjktv/LMa",
-	"7Kpx13TrKxujLrXFsntD6819PWYtueRddWIAZlc4AsTEs0Gmhllzp58IMsVwN4FMz/5MkJ2ru9JStuKV",
-	"0NdNzOlSFUXyxS/W7L7DBKMzfk/Sqvm3LuSFwd85ZS38fU/z94q0FAa2fV5wsL+tHVgei9rNK4GSVkZS",
-	"W31Xq3BldOWLdOTScvgmFBqGjMaUDpzae2GW5/SAhTHadyfchmZvREwpi6p06DWdDC0kdD4T9FhKSEwX",
-	"WFXWhXmh4JYpsYL2kFiSmE4pqfEyedZVCXdv97vPvw52v5PC7d67DsJt2V3QALmCK7bIRQnpDTemK6kp",
-	"j+X59EaPtQ7iMNEzqI4mB5vrY6iVvAjxWV8lo9zXC8FvKzh49/3cbV8p8eET9DbfUrM8h8K3OMtRWbtX",
-	"iyO6WXpz31PaJo5B2aNDdHXxMUR/vTr5GKKPpx8Qz9DPZHJV1uN/i87p9xVSMqEMZ6ugS+mqNXDIyJRk",
-	"hMVErK8sYgTkqU3LWpafPhstnLGemiWmNlYKZXFKJU4doejrY4QKltNUe32d0kgV1xB4xcfKr3tPyQO4",
-	"S4FgQRC0hB5hux+/Dx434Z67nWci6vqb+TJy58xYFzpIRD4J6Nl7bDe46IJh0OallH2OVP6NMgmDXCJM",
-	"SlupIZrWOUqu7aaslPxOP/NwaVjyiPO01R4jpQ8oaD/VHY2UqzLFQoSmdYtZJbRvsyHZutlb3URnUnfV",
-	"DTBvVdNW/qz/pyKXpBoRLEie0bis3iIXAJGgOJ+TrP+BZyTGAgquBF2MKk2T4KacYlPeUaqO+uVqFs4r",
-	"93yazuzKVjsTBTghnW+mR9AdjMouemQ6JTEE4cZYxDgh0P6t3qgPL7iqn71Q9gdB8j4y1tldud7EjJzP",
-	"cX7LIAGC5CgjOJGSVWSOJTpCBZO/3JGVynFQsWzKlu5v3qiXsV0PGU9znzD4sjvju/rhAi9/Vdj8GbNV",
-	"HTv8zhioxVticVU0jHlG+tcEJ5+uzzQuNWsxdzNyGA0brs8Tq2M7uwkthjqo1M0oIDeyXsB0uaLt4Uhf",
-	"gBlCK8ZNfTKcgK3quXQXNOGsNomZajHPJPBypg6MzGmF+SJA3AIKnl0/Y9OnTOQ4Ta/SYkafETUc4xyn",
-	"fIaWOL4D3sahxq9OZHEYhH5BHmK8IK81gQ/CAIrAwnh7/f3+oEnB7ZdNwKo5IcMluics4dlr+UckyZpO",
-	"SLMxfLDOuvNn76AST/Sm4SGR2mPvL4f6n/3x7uc/m8c7f3m98Y0/+QiN3XF9Qz+pHxwg1lPpYROvBEpx",
-	"TkS9qdo3B1tWc9KA9aHHXwVn18t4ne7615vLi93rq2O03x+gTL+IeufHVyDXDPeHiOgsSrFzhMgXHOfp",
-	"yjTti1TIvM6WBB96tCZQwR+LUF2SXVAv2n2z/+1gEKElzgRRHvoQyaffyKeU3eOUJqY+h/llL0ILks95",
-	"AiZkaK5nftovP1riDIoOqx/eRFAWCgpjwzTQPUvuHRYxkIPmHKl/fxu5keZuqt72pSd0c3poAmeRHGKV",
-	"ipTI5UkYRabEjAkFkWKfDVdAvajiq45CFNVdzRH67//6Xzvryh96WjxuG5FhvEKYrXR5nk3ukq8NIHqb",
-	"lOsDfiXAtmTsSbqHsf70qOa7MUVbYmgub3vTSgL+GAZ/F5xly1hJlkpUl0TL3/TP9NbfrvqkwsFXwiaV",
-	"SGyKNPReC8ISfWkgevD1jOSR3Fs0wuIu8h1V7TjMFnznYPPafRc+xWxW4BnZ9SWuNzwNUNtDZ3ODW6aR",
-	"sN1MbR8LYtPOy9xs5WJtpLDvv4PUyDXu3wPr/m2kucMax9rPq2Ptm6nvThap5oCeBE+VbG6y5GfLfPeg",
-	"v7e7oIyWafIfr0byKdJPm+7iWub8vpOHqLbvV33cbbYl2yugtqk/ZYE9CBRW7cJ7phsUzQVJp83ja8mY",
-	"2SKfXl87lR3TTItHvchkMuAl7atz68d88fp+LwpvWeVXm4YMTWp3uqXU+xuAvFjKdmV/Bbtj/IFBTLYp",
-	"CwtVK0y55pZluGWy/oBAAJsgvk4CPUsX79WLj+61aSkC1PT7dPPjezsiVQhMLTzg227Drsk7f29SwFI8",
-	"C1WqeXKIuLXg1AgczaF4kqgYBiy2ahvoLZPijVR+4I2dIz2ep4pAdUAt78Evuw80MT30b1l9Cqjmo5D3",
-	"ZdLej8AaACEcoOAqKt7MhP+jMt5NbyBBfISg2+14WgY86k1tdZpphWTUPEs1ov5SefHlBDX+8IToEO7c",
-	"PzdI5CnhHlsn4NePsJ6Bv+YQn5t4X5+6kn1vTWs23/PNYNCR4P4D+qNZatoaT1LN+3cYbFjh7tUj813K",
-	"BiMr4V2hki4J2S5OxYqOG0r5twT0PcuSUhZba3F7VucLKzRcMmbb2KSTaaqUkjeZptyFPd1W41SbWusD",
-	"bYL2BSG7BVBagfASMBhpQ5Wn6q3kvZADilOHvyDTqc0DDA2m8cKDNz/wB5VZaHJAUc75nV+BB6V67DdL",
-	"/KxCJ3MU8Tsti0IKsKOIY6hXjh5A5ZximioXTC+yXSOPVevzSljv8NPoB6OlT0t7AElUVevIiXqPyog5",
-	"HXgtWUaRT3jBEl3GSH+tSwcq+FWJOScquk4KsyGKPg5HJz8Pf6ksgaGCZQTHcxA2jP1nx1vUrzVBxAMx",
-	"swhV2dCzetCXwRoSomVGYl36oTmpX1JwiQQxkZMgOKiqjFiooER/G0d+19J/2IDONgs0uOQXpjKyTFct",
-	"gRtyRbDJZbrSBfVikKrQfqVy+U6obBkSdt7FqqSUFmQdVWHtZLHoYWleuU+bSlncSS7m3LKNV3u9M4MX",
-	"ecwX2ueag5lGA/N5lnhNUzrRNyBADWu8fPgs6va+Q7muw7LIXO9ySdjwdBdqB+dQrSF6Hc9x/lqX3oAu",
-	"l+AxtJXoUM800rllw6tT+WNZ/asnMYsSofyC0G8Ug4339S/D8zNXfT4CyCvPdkIWXOxUs202lgcr5V77",
-	"agNLz3jcUrFmiJYpjklZdBkwtTfnUtrm0ymNCer3+zue4FVF/CrJmMEeOseUoZs8IyQP0Y2UxGaQdeZb",
-	"VlUN76ZnK5F9a221SR6kepgX6traDbzd6791RVBeTFRn9U3ytuRtzeF2B/2KltB9PKMElaD9gfsBUhWt",
-	"nyo9axnZHKoDHndvNel2K4lWo+Ap02rtVkURUv11sxWKwsH1iNe0RZaHr07cOT59ZtrWCFB/XIP7jcZi",
-	"OU5bsqPeeisebKzmB2GFbj0/C4xtygS46F433cwyAsJIls+rGphBV1sZ5Du3MMiu/Gu7m+GfmWCRb5h4",
-	"711lZviz8yWq65sTkv5hJW0NntcVty757eZgu+f7W8K+UXeyQz+Dr+oxnrqt7ptpWfyz1v5kz/xxRhLC",
-	"copT0TGV8hmJ+V2SLlEvxoLsUiYIEzSn940Kzdvm4l89Of++U+79OaZpmydsVInN4kU+46q0Pq2beMGP",
-	"YuYpvShQZabetNP6qMQiX4I0BTWP1ZQ5NP+SQtm4ZCDiPq7nCMgXTHoF1G+6Idk9hQyFOZdoBKO3lGRw",
-	"vW9QMOrw7btvvZ6nvd29QSW/Ugphel5xH3tSLlqE20guJ4IcYMkwMl7M5m7p4glJ+cMRilI+i8AIbQrR",
-	"m/5oxqSrYzuMCKphmPKZ1zXrwraxpDwVESqWswxDRv80JyYYkBBlTJTAQW/ffbtzhCIhUvCyQwlyinOC",
-	"Rmc3+pWDb95W6uYyzkC2UZ3cROpdW/WQmx14GOiTJbf2D+DnI/prN6vF5HmqOvjMrzQr3GmMdj66grow",
-	"qgw74wjIoupQIwGwYwZ/MAp9qWJ756liYqvLsnKlvEO6xYYAk71rlz/1t054BOtEI/kwxSJHAt+TBNG8",
-	"HlOg4y9BdQXNKp+rrtdQJpDd04yzha4E5xWHN7opywvo3Snk13Q87jp/MjZoQAINT2fC2qlVLlcNm13c",
-	"3Ch9lxR4vUmgSXY794bFNO1o3HTYQSPZwxnl6cweKtANVZ300Wq5KdVBfi8QjmOy1EFuKqtDhMqsrZ6Z",
-	"cpNdgNFS7LIa0Slf0uUaYWroiZ5KWVjFkK+WW2R8qs2W7bg3yYNqhc8FsfCSliHTACSJqorJkyImCdzR",
-	"JgSfYgQgX5Y0I2LdNxsvudtFvtSyVXXH/jKZBmtLDm92eXn9+kv8W0F0UrlKjXMSEJLxYG/+5e1i/+5d",
-	"8u1v3z34VnBHiKcuxI9kmZuKi0oqUhA6QgWD7mQaofVjiWhRCcOovWKrG5r1rH7tC7ogLaVL35OcQL8x",
-	"S8zBu8ZyNFnl0JvVyeRcLlNdxfV1yxktcdZWiPNGVaAGQCmrZ1mb+wXqCtRbN3VsHQ6FnZtrpb9Dsr6B",
-	"QYeBbLXlTcjZIQff3g736PRaNWpoZKyYgVpJRVlG/XJpVVyP16k8EAE1UieSJyXEdCCCo2tJ5CqLmlsT",
-	"nthQU3yBv4zNndaVpfGXciBlFcBfxhqytvi084pTD1z4C3V7yvrVFlyHxL/rMt3gfrLFQqR8NqP3KpGt",
-	"efp2x2uLtQuE7zEF7NCJOVSUULW85in12OvlWF3gNm0w2YyIvFmjHeui8NDmT9f29e+3clINdyOdzeX4",
-	"lqnrN9uHailVbhZaL1W+xTpddGnq9Q/dl+kimr81neqn0nLAFf2B5vJ66YBc6Bct8YMkXizoVHx+rbjh",
-	"LL3EVBfwFXSpAq161GHj+nSnOe1i4Hu3R4MCY53idJH7eEnb1grAforYBNpzLXYw0foQEimTlonzZeXm",
-	"EDHyYDvUd9YC5AgtBU2UePKkPHlH2tycJi9X8EyQbUqPt2DaGi5dd/niuwILzyd/iAAoQaqXrfYDOgEf",
-	"upEiz6GrY2S7Q0fQcxX1ficZL5Vz9aGSokkCfGvHKTMUSU3XRNxznqpBhE/4qgKQsmWR6zAsb8OzxTI3",
-	"e4DoxF6M4zlJdFlx8xNlcVokOuTayhDvvKF867swqlCw1hUdW7+xmVr3NKgG3h7sbTlxXXRzwVJflA8R",
-	"3D4IfuymbBcvl5VeDwYrytYFbRX2JzxZSYSSHPHWKaT/7280TtwGZSPwfuBNOGjYQ6H2DMunoB59i7+L",
-	"30z27w6sHHrYbJKREayGVOH+tszyAaQC5Km/TTqaUkbFnCTbFPe3tZqk1hKTjJEkRHSKMFt55f/NiqOC",
-	"YQPFU0zZLoSqJCTHNO1v9qh7TG00f1qpmjXabAVTqN8WaXTJbVt02INct5kFzu5IAqEW1lZIU6KCp5Kn",
-	"mwEt2njppUTxxpHb0s4ZiemSSrSQAiJEgdD8EOGyH0z2Styy+i3DDFRoE4cBk5jKd6r7HnT6K6uSmd6N",
-	"ZevzW6ZJHs9UVJyKJ3kCIuqb4iESuyllBM0JTuQ/+t1CDLTSqEbVaF4COXQbLJhj36hbNnDGr1XiKpIq",
-	"UlQpEbFtn50wwA+Y5vIZ0GAIypmTpEhJMs4K1hyLZ8s5ZuXfqq3ybwUpWtr8uXvrLsNVevQ8TYirDOHH",
-	"/monoCfJdBVO5FEf1e0dx7zwNY3/gT+ghbxwFdb0StRWhjNDBlBPCjNyharS1UZ7St3hXwFKbXlPF8xc",
-	"KKw/YHcBTznJ7c5jze5faLduo60NhSv5Mt+FXLD66U54oYzlzRZMm+vaNuQM7XvXQQBK6hCT8WKazWa/",
-	"J9PF7/nDb/vpHWMPs/03+ZJPgrBjo66ndeXayMzBt+uAEbihqnm0wMkWyWstUQdOVZdG9y+oaKL7g+W2",
-	"F1hL/5N24aGyfJqgXqRbRbyuTPfafU/8hSb/R2T7SNCWiOjuHccsT05Qzo/+8FZjT+8r1tGi/D++UxhN",
-	"grC1XZg5ubJu4BZCgEtVNpdzsRSmgl5dqWvlI0+WLoCxguAVZhUiniYV5rw1elVo6CbLSHW5L0/E17Mv",
-	"d/anAPjpYFkDhheCgoDK3ck1wWva4VyrAgR8CvoKZTMkBZIqUTX6iuvd0JDRDv7g8M3jYzfo2S9aZafq",
-	"5A+kFJagzhr05X5ADSWqo8Rk5n86jHXRxm3jDf/ZxrZGrcmtSkO+aM1HVZFoXSSCJklLeBFRdk9YzlU9",
-	"JtfIE8eSyB8G4k6uBopPjTNbKszokDFneUYnRe5aTXKyWEKJHfCW4eVSgGVrES/HKjBN/01n1ruxHwbK",
-	"ODM26TPqY3FH01S9rotm7T16irlAlTuVUmE6DMWcqYBPrfVVCuzpwjjKWERjGCZOeZGUNSd+tiWWWmsv",
-	"lQeiJUjzYDxZqQ6TCvfGtmSR3GZazMoSfVKLBB81XCtIYgdZcmNZJ3M+jVAMeI5invIiO7KlE3QI1VRS",
-	"oAmO76CqzjKjC5ytKm2H7ylPIQ4J6+qIZEEyDEH1ChMyLlQTNfjWq8c2kWVd9cAFZnSqysxE8CUEBJZf",
-	"qwL2VCB1NY6U6RkgrmIaIVIe5/iWWWwE8tazeBgihUchOj++0sGRIkQlAu4A7VMRLG3FAWqovo7UqEt4",
-	"7K5mY+uIcw0G5Dwuqxa8rSapdcozaK3deKYidUz5zCrUMMTlHmkAA6wlXCT7UroN6glCTM2plkomtvBU",
-	"/dhXLu3R4+UcZkC90tKlXzC2tUkGxQ+yIrW+BePT1GfWxbqn7nl9Td8XLJGrkL+qlEVI4BSUzVKCbn76",
-	"COVOdO0jKTcXv/+ekkgtQDLPmM8YFS0hmd0abHhCWrYu2qYTPeVa7whQecWOAYgFc8rKeUotGTrW4FFZ",
-	"QbRt1RgqLZUyh+S04kXmxpkG8cKYiWDVR1UntF2USuxkbUmdDk312vrsXDQPbSU9hUt8qlepeANN4FF1",
-	"rdWaihuDHOok3ZsCCnO+EiWFUbG9GOnPUG9gY0hbipopPtFs+KsavqXFrIyeMhT0CCo20y+m2CxwTNSL",
-	"bovB4E0sv4F/kUP1QIJIPVDX2FO7r2xw9GdvLT7Duxoq50TdqugQnD9wzSnTweaGjkf2+KNDVDB5cu5r",
-	"5uASmpHYSiiaTenx5clZrtlgRWHwZVd+sHuPIdgWzDaKNqvAsO/tKO7T03LEdeUG7Wvlocoj1Sszyw9t",
-	"PD6NySth3t3ZbEIHBChJQUuXFCBqoREHyuVWCqOqU/Iw5gY6V9mcs6DqRQzX9P3TzE8VWzyRImeb/Vrd",
-	"VD6dAptvlpqshHxtK/FZvBjXZSlIjSMir/zwBn7oKvt5IrzWsPabOc8qfN1LhT0LbqtwWdLNObHlY2yW",
-	"gP21E1esw+Jrs42plEoMjuvT+iczu823Z8O1qe3aB/2NuL3e0qS5o4POXTTZMh3Dg/WlRMa4LR1byeFA",
-	"vUjNO9Y/j4ssjZR9cwe6gzIU6SrGIGYryydEZ0xJHs/B5hYBQrVIdupjz5XW11gDXsrcKiJksqow5c5m",
-	"Lw8d8bDjctXrTOZS4k9QzJeO+0iBDwzoaozqPfID+Om+ZYlepFXC0gs1czaqZyr7DAMDYoZ0pAvsB/qT",
-	"w/Z6lSMUeCXQnD/IT7xSeqPMqMW88pQr8DV7eIadxKMXeQJpCt0H60F5cs1NKhlTS2Mt1/DQ0IubMl9T",
-	"5lKmisany6VAvWkGMeqJKQLeIrZVjBwNHe/4SlXA1m+0xY/OWqM+z61AOaVp2zaalpQmZU1JnsuLAQEx",
-	"9s2W8bQRpsHX5HM0BZxs+bSl0nmt5rzoUAtFjRQ2Ttourwp7DxT0+VYA3I6lm30JPgtaFxqvJcM2/4ER",
-	"IEFhqSlbLlGV8uGWxHSjx8As7blXfEPkAryzHbi6btC7oefsJ+N+8+0VyQRnONXBWU6Ejniloh7HlE15",
-	"pIv3Y2bN6tXtTSj36p3gI7KJqB6xbe2vup1Nw9hxfIUOvkU5ntWKYUHbG3/BI8ngfufMM9rp8GKIfodA",
-	"pcpgJ4Xc4evvSZbqxrlPqWGyXVtJB1wucCwonH2EAPONGZT65J9WvmQqJYmlGuEI8QXNId+JkjQRaEIg",
-	"lRVkr5qeA9gQnEstY4FzGlMM98RFhmCY4MoeDwOnk16tkZF7fIE+lzPOEu7piqwxsaWjbdPkOAg3YW2t",
-	"aQu9J8zKgPVaHOsxvC4JL2i62mKop18HZ+w3bys2kj/9n//563D3b3j3989f98N3j71d/Se0zNsL3z3u",
-	"+I0mz71QqBfPCdhK8AxLDgGkR34GZvAJFo3yEN94u3S3ofy27rdlSSPXkmj9WrOXFm9xZ21BpBfLfKRl",
-	"Al/Nq4wUqoCvCZWcWqNla3Tzwf7a8ugDf3fsC/IgUEIhh0jqy9AcaknjftkYm4qxsrIb0rbAX8YiJ1L4",
-	"3HtrrRDvsURyNZSuUaq254RZ5zzBq1cCMTmrio76+hXme3xElKGvX1NAgcdHNCnSlORIdZToB2trotu9",
-	"3eOMSrgJ6CtgEnHAm2TcZ6o5FcwJrQVqLwVvA/OOWkrw+HmLaGudYtk8qYNuxXj/0R3A37veGyf9ClpD",
-	"+cOWfNs2+Q3Gnv6k7t4OnjWNl+qXUiMCD9icJglhyrK8pPEddJy3Ya4oK5hAhaCmY5bIpQKQFay9uLVG",
-	"66YdmyzRpEhmKi8XejEgkePMpgXTHPWqtYkBB15Z55cuEzVwy0TtdYly3q7cdBPzGhezQeBbCZE9Vih5",
-	"n89R9PXrHVk9PkaqKt+8oUtt3WCrOx47d7uJxXGKwZpTW1U3ZaNCjn/S02xUPuox4V7DnYWtu34X1Vy0",
-	"365gXXXZHfS/6h0VdabyzJqaraYMSEbwOq+6H8rmrmB2/pdiy0+rxfW9bsAKB6m7z2REoiWwhfohrHUb",
-	"rGPN/xwWXGWvL8FJuzKnptzcUqqwjYNUGkBaNiWsg6BeqlBS4+j/C3xifZHBUoG4vb15MvM40iG7XvaB",
-	"FoUAw3FiqDhlKLKoFnmOfmMxxO25BeppGN2RlTqLZ/KOBf5yqkZ4O9hAvDTnsKDsQpzWGqyaROZFiPu2",
-	"NLuFRr8Yibbg3tbc4WJfiZOqb/ZG2FWpXMPnKR+3FcYwbYLwnb77BkvRArMEG6tsHds7uGuAznpSMu02",
-	"PcaHZgdBN6RCGQfGn0srwdgbVVGv20T8BQ+uiklK47Yii+pXKZpL6Q9NCfS2gGY9rd4TvKTtZD56DS/t",
-	"4iV9/WdwHS54wfK2snE4TfmDjjTIbDaS573lcqyCVqpVmV6L+9jrYnYDmMeQLjB24tw89euq7tAu72qj",
-	"+4Z3CzH3QYvGcyR/Q/Niotw8OqmT3NebVJPFhCQJ+NsWJIuLjHijKR94dkeysT7K8UIXnre1Gv8f9t59",
-	"uW1jyxt9lS6e+cpkBqQoWXYSsr6ao9hyoh3rsiU6mT2bPkSLaJE9AhsMGpTM7eOqeYjzDPP3eYbzKPMk",
-	"p3qt1Y0GCJDUxXaSramaHYsEgUZf1n39fpDwgOIOKVS2ZRXMr3DTc7zncRKJC3ublW9e0X3LG9Nbusr1",
-	"DrxtVf0WNIu1E1+7euv3wabTctfw1nYYd4XzWJ1cfYicXgCJ9wVRHN/Plv6FeKwThAFlPMPyPGAoL1nO",
-	"1RTk+rpNJTDt3b3nHhG5nM1FKjny7JZ6Ou7F8E1jvVzmVoxlI7oWyz4TfDwlRwAq/zSWOAcsNKI9NG5C",
-	"OGwMGyGLRCwyrA4cqpytm10LMdfAHZLg3cepyAJk71ZJhm1u2E5KzF6FyuCaFXRvW7WKNu15v+U7MC4G",
-	"42PoQC07OlhkU0wRfAa04uJzqmxjhOdlZBW/O3IcvA5slvAsn2nANY/ZnKfZVmH8baCSC+EP2072AKDk",
-	"A4vQ+J1Xf12Fmuwp/u8eBUM5z5EPiOl6NahdZG6HiJI5ComHDaXyg4MnKSeN8rtleSYmSboEQETMnK9E",
-	"tt9AKYg5MrfiEtvPzd2R1FIDtYlmxzy9jpJb8C9Lm/Jc8Ii9O3/bcC0Xkzi5FHnZHfRXIz1XAWLtY9VA",
-	"GKd7kdgfXS7LmP90WyhhgQLGueCZb/XZymHX5V+4CRzCT++dFsKKXAx6p2KczGZCRXpkqyOg38PJOvOX",
-	"z7q/yqG/2v3r1mAl4oMpZPw6Z2ObCCVSHhdAkukzeF23jmasC2W7ueG50cL49YSvZbRO0NBLnYlZpQ2y",
-	"dcjb5wkEZKDKUOZ6KYLIZgAKfCli97pOfpjbPdNGzqQZmOElukFvn23ZA3A0TpQR/D28f5LEz3TARKyF",
-	"342QN6rQd7YXoMR2SJt6y/JIIKhpX2E8C6GgQ6i/dsXX77/5l7DVt6PAom4gifLwl7hmVOaNl7XXVXsX",
-	"x+udulVmpjUAdM7rzy8KjNj3pAxL0ggti618/6LEcwB3VWV/hSNZRSqLBWZqQtPmIVKZg5hXHW10BCtO",
-	"enUdlBmLC3/lJX0gmaVmJKaKcHtuEW7FZds7sJu7EDyjqmZZ7CWPuihkgFZ2uHvSrqZtwW/qAoaFKynS",
-	"wO5cLFPHPdrBjwbLuTip27grEnWT2vVGmGcXfFFUTjY4iezq7P19V7U3giLw4VbWIM7s5nxDWlE097Aw",
-	"VHVx3gAkDOwSrDQL84kL77lvNucbYCz3d5DqZEdlPM+tEeN4PsnHqJrSx9V8VcbKKtk3XFMrQhAVKsmm",
-	"kA65EWkqI/BvqkMx65SstD1vQLURSXPFTCrQvuBPlVSrNaUqpGRuW61S3l6Zd2DpQmHFCqrZfBGgi9Oo",
-	"IR1QeodyPTIjLCx2tUghDIXEIazJFXPFtNBQxjMRsdDc5FTFy5+kytAHlJGYzZNMqAw+a3XYAdFaMgxJ",
-	"sHHK9ZRJlYk0XQAmq9T5WG2joWdUY3uqfV/o0bQg7mPRd3gPz7QZD+QqdMjGWNUssxaiekEz3a3UArog",
-	"NRs2/BH8z3/9N/ig+BgRDRs+gfVYtNb2ytXYsytqksexZrdcIn2z/Q1bqFhobXdWVN2YVx1xL4rPis2+",
-	"YYyFjbT5mFttVI0/QV5PxRGvzRCW+BuvBYSPMfZhoyBBA+xS44Eh8z8IfTKSrHdgZ6ZgVDh3rw4gup5l",
-	"HQ4ja5obRWDsmX9hkX+rzzik2nKBYV/dAsl12Aky5whi6rYjCTsbrfufRDy3OScoZ8FDnwfjq6F4qsLn",
-	"F3kAp1MCebdTW1EFeFlFOFr0EYp3y5elwp6tMWaJTsH2yUPmItQiFuOcBtuzIbEVFmgk1neP1piXzmha",
-	"03prBb8SIjJON20BpJZUS4zatdiluDIGLWZZjfxbGlmLR69aSlSjBGGeBTgovP1hJ4SnghEzidmARjJp",
-	"ZL1HNEIMAoio72ZtqDLIyiQKUOpCmvrQXAHTM4qlzggZlrKu9qNUAHUmg2nS2FdJ6ztUIce1IpMrDJj7",
-	"hCCFsAo7LPFqunC42cx+8CVooPdjU7+BJZQL3KwZS868FfTAuMHnv8E/32+Ty6Fr7M4uy0x3ebX0M/+C",
-	"VpZXU57dL4yIN0HHFkEO2SXPxtOSYEwF1xY+i9EE5/ji8N6WL2ZFnNnfVjRC3ioXBqxImO9170rLR4+q",
-	"n60B19cPmijMtNupomr+OK6brteAWYc9ZUx8yESqOMEQ3nemnDn5+WYK4uiwscB8JqPyYSU7eZmOW+52",
-	"LG5E7FxTC7luJnVd/qHqeDd6f99/Huzvv3+sjANyWCOcX/VoL5eYewA1gLAHBZVo8ek4aDiGPhs1512L",
-	"JQudyTNPYjlehmyaxBEVrVjrC76SwgFzYzTKD+k2D+jaM7hLqweNgfb7ZxpwMjS0BtsMSYGxHw8xz/Lf",
-	"4FhnXF8XMiTIim7lZBuND/MimDoxRjElT0BLoLgtZZaLb7yR1ajwZhVF6kHjQ3uStOnDGZ//Hef+PVfL",
-	"u+ZiYGZ+NJNyloorkQo1FvfMrAFCqrgF/AW6UT/PToFJhhOFz2e30yQWmsflejXv935pBCZSb6S4bfQa",
-	"kxSqI0uNHqunoHSv7Q/Cm1SI9lWSzmi0AbOux8sXL56/RIIapiHfVwI+qfHa/aGsWYt3+r6pMeycyynl",
-	"gAtDijhCS26hV/KbpdzEj6k5JT8l8zmBHmHmbGI+LuXOMNl8I1J5JXMTX+oRPB7/foS82Z35aj9nfqz8",
-	"zuuKAS1nKXm8HDAv4Hc1WKFu5laM8gJF4FXMJxinCOH6kKVJXOcJ1yf0TswxpW+xM8uoWSPRKILyGIm9",
-	"UlTRveLKTFafBi0yS9B6f3k0Q3SlWKrrZxo5Cdicy9ShKilvJkqnQ4nbkZcjttg/caIm8JP5NOUAA4Zm",
-	"cZI2eo39y9/24tvZt9E/nkOIyDyw0Wv87cN3/3H9y+Xu9W/P33XlX7Kf1P6Hn/d/m/x1VoFqVnzu58nF",
-	"+oOuKZua8vjK6t+V+dtY9LUavMepWHWHx6nI7vSw3b3v7mb0uVe1owiKc1yz/5L4RhAvyn223zHR3UHK",
-	"LsXblXaYRBDlSg68/MPv//GPLr8cRxWcWrIK6vfd3Dxxt9t1jHu6z6IFUsiRG8uVvoXIdqLGRTSKu61q",
-	"Xo/qVyvUtTboLaZ6DZCouSqyjDqI6IXzCqpORvqBfD2/SC3NnSwVkFQAqwWV8ndKF60j7jFTqnVlwO4I",
-	"zGCesQjdJ/FB6ixgU34jiMIQmCURoTRjNzRccpBympJtcbwqAUDz8T0kD4Fr9TaebUW/irQ7BdrrDEHN",
-	"4D7apxZ5ULInjmdbsrW6oa9D+PoV3AuZASuvxlJ8UM4JNuxZZ8PWKiTEAh0nl9AzD596oUtohsrHWMCk",
-	"hHs1ggb+uDrMct/lSmJxH+J+Y3oUSfvvtuHw9w/YZlhHuTYAbot/XSC8TLo840uvaWzLiLTZtZcLGQNA",
-	"P11VkO1YNrMhqgzAfX6oOkrMXr+ibeJcbkswsV2AGV14/ywBS7RxWZuWtJTtBW5mCteWUl21Nalbg+Dh",
-	"EckKdPcYxM3PDKbCyvMZWFLU0pvg5x7jdYBglXhXcjEvlysr7R+mPNUCTdfmC3c7CG8m6dZYesVdiOh5",
-	"r939q759g8+s+uqwMI6qKy5obLUxbMvtDAFnmBSKL9NLF6RKHtvNA7/0su8r+18q2xMGFcvbpFsHjO5s",
-	"VgnvFJSTNxVHZ13QGEcReKvowP38cW0WGfquEs8Pqm1XAFAUURvB6uuDNdsKxQvbqHy+qPImi43Mfrdm",
-	"L+9TaUoFVEfG4YRMS7mBpeXaz6B8YJwmaqjsnc3PjFkJfMvpQgHXMmYh7oEw4HhK7DWXyD9rnjkSH+bG",
-	"zcZ367Jv2TfsG7bbfkEwA99WwAwAogaOyn/W80H3JXT87/2HxRVxRFi73+3ueg16I1tuYDOdFD45TlLQ",
-	"+q5TUokPVY/at4+C18KZdUlTupoY3Gi6R4SZsApjgmgY63EMnlfgGHykDste4+CIaX4lsmVF9OwPhUjg",
-	"748Vl0iLlN1OE8sAh2RlC9VnfJElADLDIqnnHIt78SpqtPS4QKR2UbSt3rG0Q8ujetHG8Jy5kOUXUisn",
-	"Bp4TJdp6mmRmtCXlXNzvm5Gfq6jBC8KghK/w7aPhKwBkArgtkCd1Mx3l08/jeMmaxfdlVFNtb8OvMpEa",
-	"c/vKSMGaoFfhfNeCIZq7myudHOOw2vdHNixKjBUFyfW1exREkVMxFiqL78uWWCWMNrUNQwAeh4A7u9Qy",
-	"bKVNoez38/YRl2FR8829IkxXqwp86VpHlCg1U0AeaSwSDzPdbiljk8yFylr3X3krwFd3P+hQq1Lzh4ee",
-	"WA8RuhKfv7kMt+ZtB8aOhyB/4fj4cgRkjJUh9ySG9LXRJqwW6FX1XxrnofC+9yJnXAsbBQ4NgEBB0Zqk",
-	"8vCygJWaCWNEWjLQfNuV1eoXBiCpDi9+3NCLYPvEbLLUnWPXCawdDI/MpskiM+LOmnKbM1c1mCT+fnDH",
-	"oIhIUlaBbgsXkOgqhFkRwMSX6cWDXxK8BSvgbsAnvt28uQy5BAf0mKAnBULNGuQT883W0ciCR7DRAyk+",
-	"/XH8kM+DelJYgw47/MDHWbx0tVYFKQsOMIkgqD0dKlG6vrRX6Td1/stG96Psd9Q5CXew8e9sv9/fAp1J",
-	"tcgEmyaLlEV82U6u2rNEZVOG/0sf3Qpx3VqtyalgNc8hAIZD/c1wePGvzeFQ/6v5R+vj/ifzYSVM4JbY",
-	"K2C96lrD8l44LA+wrL6MsfRAjJWt7JatYFIe2W7pI3ZLLIUtBLhaAHADcrCEbk+En8mWOSiHOxzVr5Pw",
-	"9ez1u49qxmBfgiWwQj4XDiVNV8bCaq3s7HeDV2FFcnYVg6Pb/n70rzvt9//6L/e2SlYRRR5up2B5GWtC",
-	"OwQmRHxBnpN5QYt6YSrwrf0hehg5NeoLTtpm9bWW4rGghh5V+99Ns6/T5I+kyAepnExEut42AqQPzmZc",
-	"LXjMMvyJFZAP79fi+nrTvBh3e7W5ynz4gGmAtsSfZFZH5FIAk0+R9jKPnkI3xUr636geq931OElFo9ft",
-	"fL8XNPTiknjoG4Mk4sse291j/9//+ypgsZxMM5ZydE/oGuJqMfKy7LpcEU0MVXj3Gpa/ZYeeXFFUUJWa",
-	"tp2K9vROZVZGAAO6peW8OldFr7ea1o/FDVdjEbCpnMA7aHZppjLtm2fgGc8B32VR/EbJ4jL2/CoqWv/k",
-	"z2BFyUmiIp4umVF0fm55s9qovuMxlwpu1qlvW60YBXIxiyUbTxMtlCX/sbulUPLPiMA4YGGUjMNWnyHU",
-	"jcYkcz41qx5rGq9Ly+FtmOI3coI0gRwJ1FIRc0RHTaBoF1lUiOjsUiexMRDfnb/dTENDaRukP4YZ9JbH",
-	"Nh7g/qg/efUyp8TjYDbNtoUgUwBuWYFWiLkxPzQYd+aSgF3enbE4FxibfC4YxUMkk4pcO8Sx0JpPxH3B",
-	"Va6SOE5u24s5m+GNOkb/fsA+QjiNseS6EM2xY2RNCPRcJtkUzyyYJfTrW6lKaT5/YBb48AX1pfQaJ8kt",
-	"y1KuNCIqQnnim1So8bSif2D1Rqv4AmZA5jtzo0nKzdDGMZ/NkXpxt9PZ7XZZ0/bxoEXhUFv8SKhPNBTL",
-	"WeHQeRYeMJPUGtfwbZ9dimVCdYjCiPVpAA2HWv5DoLML48AWK5jTKE3mZshaxi56vNVmNFsDnw3J56qq",
-	"JBFJPqosKDuKtOttAs57nsZGE4RnpxcD5mGiwT1CtgAK4GKAYlN1YBnaoMY5OYDth+79B0xlb7ozbKiV",
-	"DYG7Owf131BOWHnoBkJnx1zG9+2sGcs5yF5nD+vMHbviUcmSCgSjT6ut7FXlw1iITPVUYyFvXLi/+Li7",
-	"FkSv9K7XCCeIKPjSu4Lme6zTq5Etlv3+cveqO3551b36VuyPu1d8b7x7+e1VN3p+tS9e8JdGZWiRYoCj",
-	"mDd+2d7dbe/tDbovPGT6u6FClau8ae0gD1yucA8a1BE1ovth2naOTNiAJ2I/SqUayzmPR3Qjqp36ewNv",
-	"9341g7v6Lp+25UD3p3PV7lDYPPvv7VcX52/aA3NZyBJFPV7mTAfs7J35n4PBq58gDPb68O3h4LDavKCl",
-	"WCd93ukqonSNiH35WB+iAjOoufxZiPn9TuOJuKXCFTqNUAx/FfMyCaP5vKa/Ab8qT7i5lJqFQI1oakA2",
-	"020ZhmMBbfFU5UmJTghsicwY3olic5HKJNqiCx1GUTlJWhwssjWGFBqFUBmfIO9YXlcKdXJ6cWmuvxTb",
-	"2lf8hsu4GhDhbKGngD6gfTLrgM2TOAbKJyIKWo3QTReXG20vLX5aXNLFo0oL+MCasO6ljDHrvJvFZY+F",
-	"hEgJli9UmdnSPItaaa4bqvAjmcefdjq3Io7bEKHYoV+HrEntb7aGYJ4mY6F1wJJFpmUkWLhjtOfNLnTr",
-	"nricGUBoSs0Wys1jKQ7dmGbZXPd2dvTNuOPJMfN31Vi28nGSuRzX5B1wLzyDogiEDS9CCeCp3tndgTAo",
-	"Ceqd3Z0CUqXZnPesGM33E26DfH3duB8gRPB8JKn8xxoo5IN8w6TYo7DtYcDDrdcXJmDXg86SuYbTIdVk",
-	"+1ziFzoZ1V5utbr56WLvxUv2l18HGMyDziXajB13/9DY4nJWc9+a7Qife3MGVr1+QP277Q2p2ViBv4AP",
-	"2mU/4TKV2KKtTAl7OV2nPWrTxSVrqqQokVp99zf9xnNNjvELu1x3hNu90OIi49lCr/G6jXAaT7lSImYa",
-	"Lv7jaAVzuxFgzdwYpxECQlUMkUkcA3wa6F6jFRdauBy6Ec8F6fdiI3/jqvyqHskDtlfG04eCI8A9GDer",
-	"m31G/98ok0s+vkYp5FTZNEmudVmZlcgpugV/tbKD6r2LJXgsFcb+yjIkjk3FPEmze4UTDsZjARggxh7Q",
-	"y9lMZCllK1wARVcEGPpYFsNtN7SYszGfI/QTVsm4l4Spxb6Q6gBDcfZW9Im4NPPIEC2ANV3ADmY5YHPs",
-	"8aM2VUAoiZcI2wSnBdDlx1yLtlRaKC0zeSNaARoAHiqX2SLQqEA8rIVE8P53xcTTT9P3fx9k+P9n8/d/",
-	"v9Dvezs7jUoGvT9a9GQDe8eYzz9zwOmfK37j0YDcK3wzoCxS2baD/VwqjO8wKN/kYwsmrG+B4cHI4N5H",
-	"Y+l++hT20VpHgHuWqKEC+tOdj+Z/j6JPaBGHbMzTlNyAVGDbAskDmQJz4ZpK+W+DBj7cRhUqyuZftLu7",
-	"g909L/yBKvhT0BBpmrifXkklteUMx49sMX5J0GK5lZFw3rVzngIDsS14pU8xGmJGDXqHoIsdCjBHjOCP",
-	"DZ5OoA8JtlZR/FvBn6STHRTRq3lki32cQzDnmMuWYXB3dy2ksofjZ/MtMD54GxCuo++v9rhlF/KjN8/z",
-	"7e3pljXjN6rbTB+AATR6XeAQzxba7OPDk9dHJz+ODs7Ozk9/OXgL7TdirkdGHsBmrijs99d4/z/Ay+IT",
-	"zCiq+SLDaIpZve+e7weNZJH5H+7t7lHUBkNRdyj6H1ihRNHEhdLlfFx9nbjduSvJFql4TIeqT8WqV9i1",
-	"b3YXdntBqTZiPTrJyDTHgvWNHu3noD8kw/Y+gCKQHzc3KCX48sojADYWUZjrWSo2SrliySKrqtl053tz",
-	"avwQLvxUEgL1LqkZL6wAjYu9Oj0+e3s4OHwdsDcHR2/Nf18dnLw6fPv28LVRvQc/nJ4PDl8TSBCW7WDJ",
-	"zv0rdmrL6nETbLEDt2TYao4TlUm1ECzlUgOmKKRA83PJ/pWVbcSwhgm/JDxr59gia+XtKPAjOGNuGj3i",
-	"H7r+AVXrJQFeW8gBR91Vtxm9ZYbAgTRicdmGo+iBAnKWJXPCjFrpqNi+ztvTJJt28xlduiKna3qW3EXY",
-	"qu03OGyxieoMGzNfUslM8tgrnauAiPUUwWotRJZKoZlO2BVPWTPfDFxFVE9Ts8+sQtk8XejX429yRVN1",
-	"IDRrYmc+tOG0wCzCoVWP4dFL451a2/RO7+BCX61VrL1IMUiysL1gdlPLDAWxt6E91YMHBeMwTkMN1Vyk",
-	"dOnB2RGYjUHx7n6n2bVYtjrs1Lh5hA4AOKSIVwz23sadt6Ekv7Dz83lwG8OrzydFbPVFkTbU2xMrMqK4",
-	"e8uyzS5XfnYdp0JdGX5RAb2vMdMPrVpbPXDGTlikVEKKmgiFFjaeOHjhyu6aMr9RJLbWna/MxeBzabtF",
-	"S1HPxYyrtrE7AZpEfJjHXHFLOZmH73PuAlf045BZ9ve+Z4MkYcdcLRkFcvTGWpsxckrZka2d1FdJVJkF",
-	"WlI3HNlhHTZIudKQqja3175kQjXF5/PYSK65hb9CoTpUIe2Pq0ykIywq1+EOmDopSruw1WPnB4PD0duj",
-	"46NBwC4Oz385PB+d/nJ4/vb04LWxLeijw/Pz0/NgqH48GBz+evA3+pu9fXs8GhwdH56+GwTs9Pzsp4MT",
-	"86NfT89/PjwfvT66eHV6cnL4anD4usPORDrjCpqdD94NfnK3/OHg9ej88K/vDi8GARucnr61Nz85HZn7",
-	"vzo9eXP047vzg8HR6UnAXp2eDA7/fTAanJ6O3p6e/Biwdyc/n5z+etIZqvJ3LjJ7I1KNpmaUCGRXupJZ",
-	"jm2Jnj6xIqsouQVnknKBZjeiA4paC1hpM5Q2tNZBwZBwEJ3aQl3JlKoSNeMx6HCkgABAqxJMbL4gjaCx",
-	"siL5ZzBLjaBRWJJG0MgntxE0vAVqBA1vqhtBI5/rRtCwi9cIGhWr1wgaVavRCBrlKW8EDVqPyuA27H/j",
-	"p1dXcoILjyLFHAJgaJrg5Ibg8ocMm+OvICCKl+ssFXyWN6HAqorZpcCoKYEdYP02ZACFhl0YonxGmEn8",
-	"d8BCWlH81C1v6Jzo0CUis2kqRL7YFH8IWGj97xHA2no/uE2Y/S6/OhJxxvEi+GfAQg2e7ZJGhn9UkCau",
-	"6b285Ro41jJMkW3LKx+jZ7VREJuxv4ari5J47Q+NIIOhUgGQ+W1xqrZ+9l/pZz/ArwBR7beFUFUgKGeJ",
-	"lgian3tUdl9BifAuhV5hFz2zmyqUUbix2eAhtiC8h2cQ4ipv/0u6/pMX39l+BQZJEr8yv/BKZLd67MBc",
-	"vIqcQZPvUELWmRT53qmmImIYNEHnh6epvIGgN/ixYA7TUmnjLfJY6LGIAsbZlbgFHYh5nNbqeUH84Uq0",
-	"onP7lZHwUl1LNWm5AOeWYdEDjE3W/GqFOfcDxqbskNZOV3G7V4ROnVSBYxTkRGxo0WjCBCHzpkKU0Dej",
-	"TTLFv8X9nF/3qCqsCIjbEl+UjIh0x2a/EcqXTHxnqmXTNFlMpsaDwHK3QuRjoXK0vRTd+IpfFh0KYgfY",
-	"8k1qqjXoywA8drMt7RLR8BYqk3FhOrfKhpgtYXcDbrhtQP7XBeEKq6uv1yztygR4ceaqKXBf3+vt6hme",
-	"bKS4Ii+BZjxoYxm5faPNeXaY6dtQNNEjSu5T/r754geFs7P2FF843VDXt4N1aAoplnhtZr8unAtumRfS",
-	"ZU0XLGwRrITZKVtt7rsHNLcNt5X9lxUHsi7u5pqq7i984ImVGuCgMITbaaIFgznwgt7kNRX7W/uuCXaS",
-	"QC63ukTi8wSJMg4VSy4wtEUQ7a6BnbKutzENG8FwIY1C+MLGI8pxCrcA609KbgytJAlzZ4yOt+/e9Swb",
-	"CbfAlkYU3CaLOALYYGe362kSR94dcpy7Z5qF5AuO0BcMWfO7Lvtf6HSwWNBt8MWfaQuxHzAjHWac+En4",
-	"ZbLI2L4HFIweenItVAth81ylqQtAuLw5lJ8i/CnXzlNETwiReehFaxxSZkQSuQ5S2/pHwTSfVWJ+dtgb",
-	"Ywtn5rwlxOGDi1BEkafba7YAoNuQdOjImoAhgn/wDLFGVEbGNTB7UnA2qB208ZaxEjr3qhzwkLNpqL8P",
-	"oHTjW77EByGkfYcdZQRfTADgJbt/YUvuiyLVeAKjeicCJWuqM2yMgW/cqJvgZboZaGGk3k6fErdxPon9",
-	"4izm3DmwXjTUeSpuZLJw9wgcnAplAK6AtUGqwBx9CSkCFSGvAk6fHVrdKt3Ds8mhUWtzFrVYsrdpgp1E",
-	"ftTfubmjwq1DDwAJBD8lO83ytwrJjnyDjpM0Mns8n02u2bWYZ/dFeDIvsu4dC291Bx9h4J0rrrek7Cuv",
-	"XvVtMU271e5cPdvr90P3M+iR4oGreElHk4SLUd6AdgBr9cigsvsToF85C91lIdWjaS8m1HTZ17I91vKD",
-	"RE3kdgBxrrU0BzFDJ9VsQcQybfnho46RO4kWUch2/I8jMZbRyqfigxgvMvNxk3sy0dyb1AP4vugYRVh5",
-	"ZWbBfJoujJ5xwagOGPdw//wjMl3h9kUfspVHpigTRW55lSfe8mNWzSQ2qgy1FIg10tki6mHExWoZXqlj",
-	"ZmUVUjghKEC9fY7dHQWxV+CjdgaLDVN5boRbjMKHtBSFz+xCeF4ATmjhA5rOhg2l5WGd7eBsCxv3wg68",
-	"8Omxe4vCxzagc5a/UOX3r927VX59mL9m4XvnctIrV3+Zv37h+9c0F8W3sxND53U97BN2+U+wQciivGxT",
-	"7oy9ENsixiJ2waZSdbjl/auE/bx5tWy6jJPxtYZecLQGub7uFbIKt1wiorYlbWriNmflmqYW4i0Vz7bw",
-	"70ABInuDg18PjgbmDkcnZ+8GrQ6DlhhpO9SQhsNcS+0w6zN7ayIE7/LIzMroCDCNeEDLQ7pPNMEFimtD",
-	"CrqOnzSfKmYkA2I0FQa4Mul3GiLthdWQ7BqiYhqxH5LYsNXc7St8Ks/YLm+siuCDXz64fQnWgf0ZK+Rd",
-	"QVhVVlRth96ec+JCYg+MncgSkHu/aVVaVpVoG4oY8/JZSZNbJiPWVEmGReRZwlBJbFu5Ug0qNQB2TeOR",
-	"cX9abHHC3Uny17Ese2xuW1Iqr9Zm1hvEHmctRd/6+Ga2ixFBMowgIRK6FTJ1V/a5KURnIQ+Lg3PQiPls",
-	"lKkt861bd1hc8LFSAzk5hQXKIdfXI6j2sF+EOZFl6dDEcXL7JhViUJ06YFepEG3IP1PoTmrGbafDpdBA",
-	"sI0b3oVUK/pwBI+qAoMX0yTNkKm27yS+W55c/C5Xtt0b3NtV7DOLOJOVHMbHGJfgCuH9kJ18xpfsUjCk",
-	"A6pj4qplxz3Fm8AbAIzEeJokWhDrx575ZL/Vp7tDpTjSOKM9eSPSS55hj5vXLnn2+k0jaLja5Tt0RuZy",
-	"tyZUYHSmMwsLE/orePIoMliUsGWyYLdcZf+2cdu7R7p1zifMW46gtNk2bfUDF0y+I70XbdQsgWUunI26",
-	"Y2B2+ajaM35TOgB915mTlnbplGsi3LXvGFYh5VW1aNYcDz9Z8UyzEK/bpkEi33AV1gMCCyX+1g3cXmRN",
-	"OhGEDQsdSG5+oANpIm+Eaq1vqsw5oPY3Ad3YPeONedPeqM032kqXKhEI0r65C2cyzwFV5GM3ZqUKy/4Z",
-	"81NWN7pd+/tIVlWIahhhlZyG53x7uTt+pARX3c5Y76LZouNtPbOvgSXnpVgqkioEOEk1eE2uiMCzquQU",
-	"g7JS54F1jES2OkP113eH7w5f95i1pzFieZuk1yLtsPN3JydHJz/23EfEwyuzzooz4Tt+QwUGem6dl3yj",
-	"nren6UrcQd6FF+9+GB38eHgyuHCjGyqsM/ILcM1PsJOgBx3xcyL2sZAUScouxdj4p3k/JRXxS4247kPV",
-	"hKKtzmpzRauzto+hxzKRzqTicWeozsAJ7tnhBCszFJRmoc9+W0ihx1DkRS70PF7ooaqYhGLtHS5bI2jQ",
-	"CjWCqi6h4uP8D/L7mk9xwFAkR+/aCBr4suZD+7Zmm+Yn2Q2hsnbOj+NYWOE76m3nxCaKihMqiMUrzNfR",
-	"VZKOsurePbToQWX3GI91goTtkORJKWhhwXpBlpln5b4b5D3MQTKH7n/+6/+BNA+1ghDntFTjeBGJCL7O",
-	"Eki4OkB1lJlNlwhI6H7mwUGR1xaru+Jk0qe9jOPyyaip8giJsJdAZs2As8GcEqjSUxJLCXUmjdNstJL7",
-	"YhUXFlaiw34FQFWMz4b0lc33NX85eHv0Gmoqa6g1Hu52J4yCmJhJa3Jv0VpIRAsMGYIrbbOS4J6bXaJr",
-	"fPR8F5YKqhbKuX5B3hFs9RYdNxoC5IXhnu/v7YaaL5/pPJMK/jo0+GbQHUJOPbryrS1Mu+2J8Um428i7",
-	"O0MrZPnrFXOFR+vmt06RWXGwjULzj7ddABJuNWIO/oni8PAvtg748N8PX70riLK6Ot931fX5AHrFsiTj",
-	"RiiYFaLgfZ6wt7GKSnOi2GdZ15yMGWBdpkjCtswtIjalzs0V4x55+kFa4KMI363IabG3u3eP/hL/Bcsj",
-	"qdwJBNJ8NJsnafZGgjzX91ANNzyWEc+S9JlmV3Qb3D2uMIEetbosUA9SMVNQH9TWZo1ltsxv2zSmAN0X",
-	"5Y2E4W8fPAWkDfvu9NZVhvgtB9j/irH9it+sju6Rx1Am6cap8ka2eVXPcQFcQ84dV9Z26wh1I+JkLqpX",
-	"lZagx0IYYsg4ZdbADQ/Aigryxtj8Z5kW8RV45qJ6uSGbmHEZ6zAHI6rcbk2MdtkhWDMb03wQE0DjIMJy",
-	"ET/lVyYQhedt9DGqD49fArd2ru/eyrRdG5Pxp6bFViYjzYQaC8DHtf3YWKQGvUGdh3coVe3Umt2J+Jun",
-	"i2yczNZgdtEFpITqYTatl1hAStDQKUJlGpU4nFuiMor6RrZIxBIUEM4kRmI0lAVY443KTlxP21YVlLqy",
-	"y8VnzphxGRPWVB7s9eqDqi3BKqRR4KWxmKaVgKKbWNqhqzBLXGHfAxxso6iAvzmd3Q8DaUBzA6ArFXz0",
-	"3q55ZPr/f2Zi/uq1TGLL1/qWL6uCp0ZOxeYr1iRubaqZdXiFUCADl7RyU/SZdhzL5SUdJzAKItsOCsSv",
-	"fC5HwLzc+Ib+rxE0FgqgxBszkaVynMfeYq7Nx4S533lDaPzmpWpZO/cGuy973Re93b3/qNgeOLTVM200",
-	"FE4C+J1SF9jD7YsA6ur7SlHhveHWvh0xehDrMiQ7pKZhIJVHh51xrW+TNGqbZ0aIsqptaw3QXDOjXhjX",
-	"QxXaKQWmD/OV4/kgMKyhqvIC/cmurG1fSTnWrMjdCd9uU5kRCb999WLlOOKWSDtL960cr4yhwhsHtCm8",
-	"RdxId7ZyqjaQnFgucni/h7OceJttrWG0cvY/A2Ny3pJ2ANhws0qlecAAHYvwex2KXJYYYbJS8rj6ytdS",
-	"RdvgjCGOsbnYA/WqAjDPByOjzVaXu1OAI1k/EcfrLEKouiOVAFnGqTQ7+0t0h3K3QFWofHZN4F0h4mNb",
-	"TbZLplTtgy06mzYHh95AcAZqKkOYviCvScA2D6onlxkAhEmh72XulUeia+o9MBjqqjcdMHGpfJQqjIow",
-	"Ctvnp9f0Og68pnd3ma05s2RbOFH/mUglonIvznZ0qUlVaYC3DJrg2LzI1DNb2+9rT4Iqd9NDZZk1enTb",
-	"LuDxlGfPtD09rKkS1Y6M1cW1VJNWhx34W8ZuDAKHxYfkGbvCwhHYv11et9ea8JoOBSAVUKCeO8OwL1qu",
-	"on/KU6uokVenz0It1Vh4rRZXMoa+EoT9jOW12LIcaTMvQ2CtOG/UUKVU1xO7VTk4PaGmsyiv/IbNE6w2",
-	"yVadsspSIMhm+gJrbbm4kz1r+o5spbJtGcL9Y9EccUM3udeeFDAthFdkTvcOWz0vcnxrmwCwNAqKoO0j",
-	"NrbabFMK/QX0AmRU1jQnHGU6PzPFZhyXjNly3967Sb4c1igOmfbLaq121R7ZrpDS2yZ545LLvEFaGeMi",
-	"d0+2DVwrNI+9XJtxlu+RbWvWp9pa1Xm2wJa9VmTIXHasJolFjQqjB2ezXMsDoviJ8SLL2fupt5ouWUfv",
-	"nS/wlypr3aroBe+TK5Ey8dp6EA+o8N/Y603X3b+X1j6oqo//16mtkI16rLqpv8lV3tG/0sTfMlspvBZL",
-	"+t21WDLvt/Z6v52MWvdbRlFCu2FYbDdzZ8a8oNnOFtCx7zFzz0WqEzIR3Q8mPBM9FlK0nG5LBgucLeCJ",
-	"QGrMJGXJ1VVgIbu9U6fZTGpNB8i/uEfJYJtkcz2saukddBUxAixeKB1Qh6hRjLYCxdp0nsZuBSzEMwod",
-	"PnBOSTC4gfkzQ+fZyhOX0mYy66E6wytG5k4h9DVxfY1raVWhuxkSiBalWejuXSzetgg5qdCZn/0zj+CL",
-	"LAlRTuU/UEJEmqnEPa5Vgn3wtvfmXnfqell7ZlKuHhdA86iYk/7MleSPUjS+6vTk22H1Nidgt7Imouy0",
-	"7M223YVg+9IyOgsZzordQzJjzTAXQ6Hb7K0g37isac8V5KBWLw6oqRjPkjLn3PwzBBFkjTMINaBwKD0T",
-	"gb/gCwBZoe9s5wx5TfjWMyLIbhbEy1XMJ/nPHk5w/NC6fRwK2RH13JZ1BRLnUAdhdg/NadPO3DMguIyE",
-	"QpPB/AkJF2xNN1K20ABvBtDaztkUgCepq1mutefwcw0WDZ9wqVwBm6vCG6dcT7FYJF3MLT4lJB3zYiFO",
-	"teWQkvPle591fX+dHeBPMmplVEnm/9IIdDOcwtN0LuNxjFY3EDgFyNRhw//N//zXf3u3FtGwgTgivi99",
-	"x9Ze/GHVyoIbaCwuRMYQHzKsUl5pYt4qOzYaT3lVyYCzg8jvnHOtYS20wwm2UumZNufVXDWa8Q94w9BG",
-	"TL1OctdzDqHblV+QU+ZhNSDYw6qnFhDLhC2HVEkmaInRrhovso4dU+hxjwE8Ad7WFw30Kw/BYNN6bRYA",
-	"9b7YxZ1iF1vji28PblIqWNq2tcdz1Sq6fFyLb27EV/oaBZu1YCk7aeY2f6ky2jcRPHlT2MdFdRiUHbla",
-	"t/JKpFBGcr9k6Q9JBFEJn1BC73yU0aedjO4eljJsRajm71fSXOuhnI3yUOKWJSVI5ztjSqzUv3lPrZqs",
-	"d5BVORgDrMf9Juv0VjGON2BXUsRROfm4SljJ3lbQ1BQvWzF8jCFWqDp9d7TaonK3dG3hiWtm5zE2ElBP",
-	"+jsp7LP8/VksrjIG7lJqLG1Elo5KE+kBvj83QivJzINplJGHfXNMnO03UtxWEQLRITL/Wczr6ynGWJBH",
-	"3dLa9ptZPPloXUCCxyPyCUcYu9tY9UU/G+CvDsa2B2TlfrX0VkiErlkR1sGoOKwmdbEicgbDmqGGZK5h",
-	"80CXyneJ4pI2HZ7Avd39b/e/e/5y/9tN+t+65XYBTq+AOGRjHdyB+92n90FFRMCsCY62X0QVohS2FqQD",
-	"NTd68FPQyMOpI+xkGBHYUk1ZKaK+OHfStpJ1ASjL94xWIJ/MfsUSyxEWXFocmt2gu7ff2WgzeSMVyqjn",
-	"qH6vxomaFGCrMB/gYDJYE3xtmNOwph7ce57DsxrNRTquTKBeTM0DmvS9c8UWGkxRgjzmDnLKLNSVjGO7",
-	"+XxEj8JICxvMyjT7V9U0re3qxjZV7zObBUOZyMax4KnZ6K1tyqsRXJ0w2yqitQUYOgegTSXH6xd7SzYL",
-	"10i0bpqq+aQy/hCWE/v76mOGOsM/aRXqpFqzvUYtBKGG1TUoa7Scf2w4vKhyIUkrVMcfkrR9xcdm3WfU",
-	"ogvGtq5Y+8rVr0A/r8h54Rd5yK0MT7h5M1SiWNVh21aCY0kzAsJqE7pvfILZQmdGfyWq6L8gfcGYK2BD",
-	"hKDYJE0W82cQe+fMlmApYREf9/f2jF5wZ4eil6VxOIhDC7Vlh5VNxax1Dx8SQ7CjOsqOCx8QroZ7tMJR",
-	"q+qy9V02mC4vY7kCH8SaXdAOKsEXJrYUPLCtTYv9ab3dZZwbFzt7mBFGHqzZkHmIwejWFLQnhDpTMUtu",
-	"bJLYflcyw8xuHtk2Gyqqdfqpkki7+IvqTi+zw+h5PQYc2/NUtOlHOiBibTJfiUTP7B5IiyoElJmKVCJl",
-	"bI1D6ym7Wo16CF/MADSeBkQ5IPuAPIlN9H6tbR5ZzhfS84Pi7NSb4T+aM3kMGPQPKIGF3z/T4G2lFBrw",
-	"1hZLLIjEfmUdqwswTuhW1jEB4eGXW4CAMS8KdzWqyAyiotqiNEXwuA0Tcr+peAN+GoI+GE8jb1VDDw7Z",
-	"4pFkAeobyy5dUQzz9FpkAZgwIpOZkZoqMl4sqBpjXhqHBLSwVP7gdlcbDNbYMm+AG0B8yPqs2oapwCyo",
-	"0pB3VcNbOZY1i/Q2nkHd9uTrLBRMDdTLlW1xs7EIk7ExmWft/c4ulIfMQDQuUtHodTu7WyyZKx+uOheu",
-	"d5AyiTXWkxId9qtRju1ExcvARmyJ47O0HPvd71+uX4+gAZr2VMVLJ5EvuRbV3LJmnEJF80SqjJnLgB68",
-	"maSMakDmHIhwUxbiByIKW33zpRAK6W8TRfxIrLnKRJuy0NgxlGEZTROdEUEGSIqi3aBblbSzG2reaZmr",
-	"IV54bDdLlsBhzHrG9YVVCz2N55bjWiwDFtoJC2kdzM+HylwWpdIsDwl/zJtCkN7SspJ5IN01usMOcBBY",
-	"WAU2BKCowchFBCFvDYYVFES7qry8rRV3mbeQxd0aVGxx49L5qMPmJ+jpV5a65cAfL0vVf1AP/9tC0Ne0",
-	"pUo3r2hoLNDfSNvXWHZdyNpe77/gpNfZwLQkzXyHUjoXzFCjd6TOwAGA1FgBzTGZC8UlwE5n0zSZyzFU",
-	"YON9KidK6hEt7Op4wHSZQWiAgv2WA5gIZqC2u+/smXz3mYFVO+ZSj6jgfxXyDt3tyyXVaHlseIXX1rYn",
-	"G+QoFLBnVnGE+fuE1QNY3VpVPVnAsAHNJGM+B9c377+tWvONLms1ZC6uOGSmfVvcitrNPuSWGvGEz0TA",
-	"cOOD/1K2b+6kIku6ZcV5MSoL+u/yq4qhtko3Aus44e50sOucREgbUpWKVMRoUjyKz19uWpN6PX/MZfwQ",
-	"Re8grqCBreRKJiiZy0YYSYSGnmVzOM/jdOmOIUAZAiIwqSJz4c240OlHF9jAPHirFyK9kZAVMoqK7t4p",
-	"/mpOHTDm2+fjVGSQp0mzRu/Fd99iTw7dU9+MKyL9NaIsNI8KzaYGwZWXI1E/36WIk9s+C+NkEhKUFTrU",
-	"rqyTjgJVPzq4WpyfOJlUSjN/3lYioClX2rya2TCLVGbLPgu1js3zGXz+4rtvPdQJ/7EqUVBNBiuhdXV5",
-	"dXGFViPaCjj08PvKJkT/qL/Yr3tC9Qmn20ee6WtNa2PDQ4MSufaq0ihehQNLdFVk4nhwxsxXILRg5Zoq",
-	"IWb+AOcxScHOavWtjxuZp7ZxNGh8md1Rlm4vnhc5+f+v4VDv9P7P99/8S2Vtjdu4lUO0Xwe4scAY7dt5",
-	"yNPOudUabOuI7O1vY6PiGaoempmjptlsWAOWxToM2P7LF/S32ZOtgjR7+eLF8xebVEx+VCufCm2Gd9oW",
-	"ey9ebEy74fGnzUJvXTiGpWNR7wKfxYuJvGdYaMBTF1Cew30Y9pj1WfjxU0h/OJky5hmPk8kzbVkWbkSq",
-	"y1CEHxv0aaPX2O0871S0w7oLyhP+C35hnoePZlnSd8ZT1RDu2htbr73OF8roRtuatu2EFpqG8w44nM0R",
-	"DXeUZbEj1MdvpNIZj+NRMWr2aV1X3fYh+5/F0syhErfoEbOmg4xPAFoRYllN7yDjZSDEZ666edXtXd+O",
-	"t6Zxz87yO33f0FV9GCBR0K7Kl+uT7j+mfCzYT8l87urZvmzqPSCFtdpzmpiT9yANBxeObkQqr+S6HCH6",
-	"QvAg5DHRxne3v6t1PTBstxq2XfGqcFOFcH0IIcGaRGO9GoKYCX27IlmLUY/vtjzfccIjMO2gxfJ+++8Y",
-	"kFB5mrEF3A/bZMIrGYuQwedS53obUiigJhxBnmb73W7AxlMxvs6Zc6ZcRbFIW6W9a27b6DWwSv1SKp4u",
-	"sUp9defipdXUMrF4ptnlMgOC34zNEp2x3ZfsWP7QZ2aeWCQyRJeyDAp4dTE1g89v3GGyH2WeIecIugnb",
-	"dL/gvDfxlZG9F6ljkcujM4+uWo2gYSyhmkzH+vXoQwAA5l7qium3T4Rl2GoV7GA+rigBDItSRzHVbvTz",
-	"WlJghfswh1zK3j6bJotUUwUNTnUZcS6EBauMD1RvBS3SDEL0gySJ77cdXoGw11gpjcFCSLsIlaVLMlMw",
-	"7qgZV4zUKX7tGjBqICEKurcOEEJftwlXoL2797wCFmJlA2xIK0H/g8SYjcsi2dISfMOmVW25wQ0Kuo9Z",
-	"MSzlURCzzdJljYS9n+kAy0XpS4J1uFy6vCGErwFh61p49CpmS8PFAQuNaRFCxHfYGDZCFolYZFRHhHgy",
-	"4MpCiNUrP7L9JIhYWihkh6+k0H7bwDOva0MXZ++ZxhysZk2bVjyDm/chD59nvKFanAqj/HwovZZ/x1Zn",
-	"qPIXCViOaUFLxPNio3EqsgAxLlRCueJiSRuEd8sZhMI8bFsphi9WcfyCxof2JGnThzM+/zuKi/dcLWtO",
-	"q66KRxyg/0PFjZvAlrdsJSuZWjmAB9RFJjfCTH9jnf2U/6SM3LQZo6jKWKoweqLCc3a3Kli+i6VEZ1kQ",
-	"u7hDP4P5zk8BZFXJnqqxpBBodVRjXB6Qtec4OPy0OYl7Izgx6AY71BZsVZqimxEL5DhbpDWJJjsaVykG",
-	"mWj6CZMzoBb78XDAdsxXVHBMX7d8xIB8qrjeHj5gcwmyHRF0lhjhY3/Rt1IF4eGMQSIzI0awds17m+RW",
-	"bVngbha3IuR1btYcieWnkC9a5q/bxM5U2JZ2XxRBHPyzgcn2jbAORUCcbU5xVYG93SGF8+0dipWDZyeg",
-	"tC7FLVSqmN+AgWOkWJnzaRsgN9htWxM6gazcBMeIt7w/hg26ynd/je0GXzHYB4z1V2h0+ilZaGH0oVST",
-	"euwh2+5jDPup9wtw+raFeU/S+ZQrQP6eV5laBLTtqrZTY/r73U6/np7/fHg+en108er05AQa+TrVTSiW",
-	"HniULpQemc2N7XYV9RMLkbMJY80bFFFBVwdQ/dmqzQ09C6W3WzeI+64ZGIgYzr+AGDSaIUbE/YyVDJeC",
-	"pyJ9Y4WBvrkeFZut6U+0eMg7LZuTZysU6OzYtivPeGxEjYhc53LAUnGTmKWCNrY0QZNTMyCRImIQgh8Y",
-	"qv3uboddYGM3GyfJNZAop4JKJxz0YaJYiG0HbT6XO9+EaIBh6N3oUnjRfFWmWTaHigKdXg2qkfTOrb+Z",
-	"JRMMrDjAFV0YkHk4ZmXPTi8GATt7Z/4HOiHMK74+fHs4OCRtOFT2twdnR2gsYypValcHYnSBbclZZNOd",
-	"OJlIFcK9QlCb8OlMhB12YBvDWZIOFU4m3i/3i5/juAH2NHx1cf5mNDj9+fBkdHQCyOE0U8agyYk+KJz2",
-	"721zfRsnKBeFc2m2D+wueJdXMA1VeZfCNBkPtfrVmj9l2fwUSmIu+ExcyEz877f8A+o8cye8Qz4wfTMe",
-	"0cNXx2X2vVRXSdWA4qv2NIEONdyxSTqeCjDZzEA1JgU7bHCbmAXSCKaDmBdRMoZmsN5QDdU3sA+++cZb",
-	"zW++YU1609AbXwjQtxjQ8OczZDjbVbtnqNjKBmoFSCBGhoKX9Zc3gt2KS+NMxXIMb9LPR1ign/jmG+hv",
-	"T0uHhTXxfKC/tpUUCL3x4BRrM2qAJ0GiP5xL3WFHEFiYGecCTipYwpI8Y+t1hhe/vEL+g9HB2RHgpxLa",
-	"CXRAgu4xD0gxhA8lBxCvwKRp6Mc8cDpLrwjVTfmp2PdPhXuu0RUHP7w9fA3gwYl2UDpkqnkj7phtcAhP",
-	"0ovxGMxvunv4cQgiedjoMZy5OSLq4dR9Cvs0RAutTD8cKvNLaJA1P/04BNDd/C4O/RfvE7ChhePNr0Hj",
-	"jR70CaWGxTIUsRadoTrNnWqiK0hFLLgWZGdn7HIh44wthaMUe9Hd9efr5HQwOjo+e3t4fHgyOAQRMlS/",
-	"CBWB3ZoJpZEbx/O4dY+FH9qpsTZjOZNZ6M2o2aLjWMJike8A14DXMlQFIAy9wBaELGHN0MiQsMd2u4xn",
-	"mZjNM+zEwJJ9+Kf7batvnj/jH9qXSbRsQ+gNun01FnvZ/hXzLdS1NG1Kapcdyx8ggvCXi9OTgD3fcx/M",
-	"SvFiHbDv2M/yB8uDnpRmWglI9zqkkj6LeToRqXkqKDaY7aHa333Ozg7+9vb04PVocHo6entw/uNhh+Fu",
-	"gxFCkT9PU3P2ecbCmVQj88UIXmw0Fyn1j4Xei3T39lvAx8nHUzNpmkq2hqpZAtEgznTKg+BVLa8n2hHM",
-	"59FX9sPB69H54V/fHV4M3LkdJ0phR/9QSc3GMYDbmJWQKpZKtK9kbNbBGG+FaA8cvqGCELD++/uOOU5Y",
-	"pYcbHI2ASJj9CGiOZvmTlKfQfSS0J2FgvohtuG8XG19TL8ZTxvGKJhxJPCiXi4xlcPzpaS0GlCBAZcPt",
-	"lmju7z5vwcsAKFQbnxEOFb7NBQim9oURvQAppe0oclJ2YWFIqWIHmCjNCRSKQkixHAsysUn3HR8NjI9k",
-	"PG8wY3RvZyeZC6WTRToWnSSd7NCP9I65FoqGsjgvfTkt6DwqhDHaoREU8rpdzOtC3dxcNnqN551u5znU",
-	"xWRTMCU9Ccv30IKvLIz4Idcutnt8AhQ7DmcKajEnPBMBMzICzz8B/f80GJy5HYcJLeKmxeAe4Zb4ADAF",
-	"pYdmFrz7Hs7APE2yZJzErNntPG8hk4Q53O3zs1dDtdfp9vKdQ7z59PycwHtHCxWF/t+4/ITQYakYhyrM",
-	"xIdsp7BFArilfaIZOfhRILHgQouPo3cmIgvdH2OuxiIOA3NT+CAVenFpZvpS5FfNF3p6kmTyiowBrNfa",
-	"0SIjI3LtZeaBnaE6UOxg7wCBvqRmHPHImqGMQgdINuMxk1HAQqoQPYpCt6KtPuR0UHlSjJ6GbS7DJnis",
-	"LaFKD/pGZq7zVgN4ECfYhPZiHrAkDbyjPUZ8jKECCErjZGQFdkEzUMcC1wyBHaNtHaewD6jyHzLIMLUs",
-	"amHOcQR1nEO1QnIEaH1GIGFqCrQ9/Qj0sG2CHTbY/82GxE8zbATwb67NVf9m/nDoAsPGv30KW52hAs4V",
-	"3WNI5MRCvbjEJEHYt8RfsIIVpFEsNDaSVJOwv8JyNVSFHwH1FFudDUc1ZRaUWqLDvvWowyuAVTfXWfYp",
-	"ui9yVbEQd6eIwk7pkHjdyW7VsgQMqZgyHZS3fNlleqiaYaEwsAOrK9Wkh9W0YQ9EJAc0nxaebnoetOPi",
-	"P81e4mPMfRsrIjyKjIrIhBov2z+LJXhP5gyYm7lDsNrdC0rnUowThwaD+I1aTpSIhsrsiEs+vqZSCygi",
-	"gJJ5WClzFRR5mmGE9lrQZDlNpcLjYGkZzEkIhgrwbQo73YZBjS1TEAgFPqiw/Xyv292zwCRF+jm8hRm1",
-	"+WGHgUmp6YTlEglu8m23a4RK+/neS+9fu+5fe+5fz8MW7su9A7N6MIDdEIWHWaqrZKEivNiMDD7DEfDL",
-	"WNgvnoer6wHacKj0Yj5P0ky4m7wIXRYV8qyQhbEXtfoOLUo/w4nhcaGHBMxYaXYFWNtgXnTMhyFuJyv5",
-	"SyofVbIzU44i8CnTG+zhOwACYivMQUHudbtI7QFDpSSQddJ2/pNAkDBqtymm9xedqPP52AXdPhEaa0G1",
-	"FG+Xh4nNC4JHYZ6ZzsfDRm/Y2Ot0h41g2JDRsNHbDYYEYDJs9D4OAW4arkKIlDYGZYeNT5+MsV8RLf5U",
-	"Veu7ouP6WORYVpqeXvJ1GmQtAOkTLyT9PoMO/32c3Ko5c4uw8wOPbFIafrK7+SfvlPErhMrMOokIf7e/",
-	"+Xe4Cc6OTpLsjdnw8MPd55t/SHjrgyR5a9wB/N2LbQbqtjwUYwzMipgf732/+ceDJDnmakmTA6w1L7aZ",
-	"UIs9hz/Y4u3IwHyn+A2XmLrxI5OAD5HHJP/+/tN7D60VIUtBfIEcB6OE6qSbdnO1zG7kE93o/Z1MXGPM",
-	"vg8aRcs8r78r2q07nVsRx22ITtI3Y55GHXs8J2J7k9YCPKaOlfVaLG222keLBFRK34HaZbG8FkNF/R0F",
-	"qW0MboB39pLbCNln/Kwkif2YKHZmkV4EiRxJPU7gti6GBT8PfMCEgFQdvIA7tq5hDKJ2Q1WcubAV2PrQ",
-	"wMhKfiljCUAvTZxyqSb9CqEesBkK1kRh2elQoTplVkPqFtrI+lrGMdrFVPUBZpgLqXmp/sB5nRjMGiqM",
-	"/nZgz2B8AZDNkvgG6mLycijbDBd+5PO5Uc6fdswb3uyWXrdK/v8oMthzr3gafU7xf7B3kD+nRtrijoHN",
-	"+3Wk3Z9R8DzTsIHyua2WNiW5Ygw2fVfp0WFvpc5yM1O7tJLfJlKUDeA9cQWkLUNlQfhJGGFxCgSb2uZi",
-	"0LABWUsFzt5WwJS4NS70lUyNn8vjW77UbM6xmuUkQd5FCigyZRynWKrrHlxigZOZBiAW+AjDU7pD6PO2",
-	"jAZfzAZ48lxviFwrqYRaCYvyZBw8BThzVYfPTBeeCpjuoDHnKZ+JDBK9NbhD+SU7ZwAmH2y+TqTu0hIS",
-	"68Up++5ld9cOspS7R26gF+3u7mB3r9ft9rrd/whbZPnjRCwKsFYyQ997oeY81QIKyLBu22mKvT2WU76O",
-	"Ds/PT8+9FM5vCwEFhDZRIhH6rsomrBrcaql92cx7/xllnFnFQma/Qs6dKoHbK7nCGfxaom5v8w9/QZZC",
-	"mSgkX/yTiUizVJ64eUZnu0Y+Bi446JQ8/DHl2QVEAiDb/vFfbGGS8cH+jx3fZf5UH2G8QBBMkVN0MCQM",
-	"B5g0YgQ30jQTAcSzLsmdRDJycO4piASG01BZF9C73zhJoQ2es0tjbhkjySIiNVXiCDJbHXYB1kyPUnxD",
-	"Ff57++Jm3L6w0YDQ3jlObkU6htyL+MB+Oj541b746WDvxUsMSoaY1MnkTOiMz+aY1+ngpym/BUeVEnLB",
-	"UF2LZZ4hLN764qeDtrltJCdenNQoIMzq9RmNcWCfFULI/p2SH2wXKWtiLMsWjc4SyI1yxZ53u0yjQbVM",
-	"Fikbm6lsuXv+LJbtowhvmNvEBCEgI3fda+JTNBd7+SFHs2h0j0+anyhrLwPgkoVIPVBLtvfhA6aLIDXX",
-	"NxoyT4Kx5nPztSMrgAAnJeOCoUJUr4hdyRsMzWvWfN5lOmC7AdsL2H7AvqMkk2512EHGYsHNpKqx6LFI",
-	"RAsUgDjAinej6tCirir3i9RtDBdS6tSn7QubreEXi1AZtBPHKzVfK53nZgNAyjVvJ7bbJ18YTL9tGJHb",
-	"Wg8b0ZndN/4uLhTh2DO7YTy4LR82mKPIER/Z2Qj8DcpW9+f6QXn75E4je48XC539kETLR1XJqIaLQ/lU",
-	"bQaUS2iQ2Jo1OR3JvB+JTmargxrHKZVXsJCoEFjTRVdde2Ici7RlRrRiGdQa1a9s7wAlMTCiRVF2jFxa",
-	"62qvu8c4nuS+A/ceKqjzMqIFkjkhoKZAF0osuWYhYpGFLb9NpYPAkID1B+J+HPPZHJOVu53Obrc7VE0L",
-	"AAOh21axDdLpVIpIA6XpzAziCHKn2B+jQ8yE8owbF9YczaEqtgFhvhfekj7/Djxql9JCgkfrDssUG1N6",
-	"UDEP7v0/sK8lGCqzjuaf7FIsE3K3hZxMs2mAKHIQjU0WGRAxFzg0oFQL+IehKyZN5nMRGcc/FgosfhX5",
-	"SR2mM+P6/7YQC5xMYsLTISa/ibJAC/CXpIZ1H3OAjo+GqpmXg+zv7bU6peC7HzEHD8qY1U3ybewIqCi1",
-	"ZVlrZAYajCvGL3USLzLBIAELsYPkyk3vXnf/Ox8QHCtJpuYrCj8QHXWWkBIcqhxIB5y2eSpvwFaJk2Ru",
-	"Rh2As9WOkzHSpCKtWNqepDwS7ORg0LKtF3kdw1ARlC3SQO1+v+fy1rR+rcqItpGizqu6s1Pl5VmgHOsz",
-	"CabiKF2MdxtJtfeo0nGdszKg/Rywgsz544Svu1t4K68SdRVLLBL+SvHuJ18MjgNpuPpwuLRn01GjFytx",
-	"8k+LlVKN3l539/neyxff71XFubCFA3XonatAgO0CcCivGFdYPEgR/7xar8MOiDqhPvuPgpyYQ0rZbl8d",
-	"dL9nVPs6uhgcDA6NckBaXiQNsM7ZUF3ybDx11A/ua9CUoXUXbYGBDlmTapx7oHP6VBhh6eAtrN9QFYgv",
-	"XHajWLuAdqOrXoAZ4xmDIXUY8FzYVAHUJ9BowZeBm4iiOkVFSvQlTbJ9+r7hU6ULDuDrx1MGm2NtBAcu",
-	"zeOOos+mPkov9rvXH1QSAiEOHse4D6gW3q43Feih4WS355OqeVI1j6tq8OgwngsnX4xdi2h7/bNGmeQw",
-	"wr8DbVKuqNqkT06VV0g2Nx6krSIzSiQA58UF6nIa1mfoSxYobEKGXuJQOY3jtJH++/uOBJROrnxmQB4b",
-	"J2jpKNBk1EMwb0hqOd5JLVQ2VLazESBWXLM6sdYQordtVu9ZCD5gqYSftKqUEbwmOEsFFraHqSLcEX9G",
-	"XVR6sz+cMsKqSKrINsv9pImeNNEX0ESvkW4Qk+IrVbrQfXo3f6heH0Eh0T0S+ttoo6Gq6BVoVtSNU1GM",
-	"KxP3+U6BxiECsz9OJr2hCmXUc3kmuPwZtEtZCvjmmDqykGTTcZi0AhbC5T2s9A6z5VyEAVbch1BIGMIw",
-	"IAiZXFFbDPcIy6mKkmr2oKAAETeW3mh0zuQ0VONFqpOUkKXecp214Ubto9euT45DBg77SdQEp+kCeh4Q",
-	"ShNlzlCVue5JFnV7LO/waEGMXtmQPeLkgwJEP2wJwoz4zLFCfahUwiZ8bgsgXJInwAmElg4swEoTaAfz",
-	"aDD6DPjdgW3ATNtQNcMe1EO0uRkBho4BRgT16O4LB93KjqAdxJsuFmI0KaRdAI4hoYmKoaLdQPh96UKx",
-	"pivtDvwGaahEW6EtMc4n1gMHeak39JdSpXfLMZPi4yFWC8AotoYBY8EYRs+zsmYkUx6ZkVL3r70FWArA",
-	"DZa/I+6IHnJmxnyZU+IQ1yBXTJvJIlpmzZquT0C7JJ5u5WtMmZiF6rAwEnHGQ7sRxzxNl0OFMMaIfEyW",
-	"IUd2Q9s+lO8NRIqJ8BXhDC5S5ZWfh/m0DFUT+31yxA9kdDQHvIV1fbBaELqG1klLOEX9E4mKl0aUGPGC",
-	"N6FQ81CFREiPA4TGr4UWaciSuXDjhk485QBm7QZ1nWHP96AmRWBG1xjBpdj492xwejo6Pjj5m23xuqCK",
-	"n0RZRsgZbMHqgLIZhTNvUMDd2XwrG2PBarYJ9oknYDDw7sk8qdkEgvop5q0hceCmodvqrAifWwndaEIh",
-	"ortZeojedNYV3Iw80snc9roTDc7q6xmJCu03JPRjrjM6gSnl2fooQi6XBeloSx/tQVzmgrQ2F1mYhZr6",
-	"od1vG0VQ2m77+/cfd4Pd7z5VoNJuUTi0dTW78WeeQ+pfZT17SobKFbnb6R82es+DIYwEStldt+ydatgL",
-	"BejArwYyONd2iPDLobIdcm1WSxpR33qqT/p6MXFYMm5bdoQVPPctFvfsQYvF/XksQnZsob6l8uTXUIGJ",
-	"10crNyfVI+/cVlrmtg+VXDrg8AqBOFQFiQj1M1nGx1MwViClDDFGyngG1ByOMXAqlw431mba93kMqb/l",
-	"Ly7MVFjW4sZnr1ukN9xUvug1qz1VLn41yfAOAO9U5LFYuzOywW306hg/T0DSr2E0x5OCLU3fIPzPRCo0",
-	"ESmWZmRBK/BaOJvuRvQwc389VLmN3HK+QJLaJk4fRWMlrtkBcBbmmq6pnAaKrsyNU6qO2bH1MAGTxUqV",
-	"JlV9MFf0AaO0RSbBalUJ+B3EnE/0/su5wJodrySkw8Ic/nJdzY0Lpt615maQd36WKklAEkpbqz9UOjNu",
-	"rlTGHAAsmU2RT68ACXsN0W0ylndNKPRCqKgsWv884dCqt3uq73gKdf5Ta6xXhIlgpS62/eTQCFY1fKXa",
-	"DywM/4Nm685h8F5kJk/XQZqd2snx5lITSYBfvlEv5TemtfDhf8KsVunFniT4kwT/p5bgeB6+SLIKt/Jn",
-	"Ck2cJAxiniwXKawpPmQpHypMoaSCyYkCMpq+X9WGNcuaqYTAlSkH4E0DOQC21GF9x/WUZxf4pg+NKnzu",
-	"4MA2EogazJ6CAl+xhNYoALMpr6BdkLbtpoBA7THMC3s+01EsbR1sPLpaxPFQTaXOknTJmgst0sCLc1jI",
-	"CAwfBr7hhIlRTJO5M4kXABLWam1SQGiz0BquXQsHZSAhDB5Si2RdcHKo1kUnWSk4GeTjR4FBloutpoKm",
-	"chdf8yKZlOTLgwaEOXMtVYQsi5tEzSBfzT9tEDN/x00SK9/bTwLrawmsN4s49hbijoJqNp7/fhEbDxjy",
-	"2Vpu6TOL2OgAaaA/GqFjIGEDUAnw4MySmaJNL6B3q6kSFh6P520CpW4fRWEf8LRJECDKcphjsHZftFZh",
-	"IB0wzl6n66KxzVAqmUkey38gDGOSxHonljrL/zLSCoAbU4FAnfkF+Sep4AApOZdqErL/+a//bjmRGh5A",
-	"/5yrhsl74C6TbDpUYfngW0ytlSIiM7ll/FZedeFQgci0sHSrcJVNrqKARQsgBfXf00YnjMKYpEJrRLwO",
-	"cL3CAhbQjr0mZJfiCuoPMgCPLMDyFZ3ooRqYh/WgECbNRmbPm3nTQkUjV4DR9MIjrYCFE0FXug5QpPlA",
-	"ZdEyi2MuyQ+UuSXVIY/ymltcMqPSSh/iGEe2KhqKoEAfQb0KBAU8/MOpUICLCFlj6QMiNh36YsAQdDEo",
-	"4hWgbYwhd65yEqXEL8puFYAVQ/MoggTWZmqA9KvHXnYDd83zbreFkI4eDL8PfdAMjY4IW9C+m6ULIPCI",
-	"LBBfP08IyDhm6UIZgyLHtpZGBy/SlAoWjKnLfoWADrHWBJg8p7UhmprKJI0rluJ6qDizO6i4ZfJMCpao",
-	"ou+xsik7LJR5CGV0LZbhUDkivb0XL9iN1NIIl4OLV0dHXl9ni/jfObOAAfAkhPHPJ88C/2MZnFQ6Exya",
-	"xjkWsmW3ciwCwIcsQ1QCHnCHnVsB0WOhuWVvB+xLe55s0mLvBY45FWOAKgJ4GRTIIEFg8TwYC3OgIfpF",
-	"+Igkic3vrKAeJ0bA8PE1iGxjdSFEIJWFh1KDYg2dmLIYGJBDiYR/wtaDJx6P579b8MTaOpMtwRQfCJkY",
-	"EPRdsQ4lLI4qbLG5WfgILWGultXHApPOFGEr84AVzk+CJZck62+5ztk2jDI1WrHlh8keZZ3ITrOrM4+5",
-	"LP16qzm0KhtwYvMZpbkKLNZvWanGfHytbRO7a80ATmolRATAvzCkNhgldLtW397P2/0eGnrnj4g8WS7L",
-	"eshKGFfwFd6vPVjO0bEzS7NqtHT+7PiVx6/OHH5lyXB9CIwleLX3SL+UGW9RrkORufkQ+5SIiLVpa4Zl",
-	"1mP73e5QeZsccXB81IkCzAAy3WzHiNo3On0rHAkXDNl9YazaK8wOcQAXBh4LLKlFDWYeBliY1+53L7pd",
-	"dnQyODw/OXhLzVHAo3op4kRNdCHF80znPHGB3cDXYp4NVTO8FmJu0akDn3OVkCPIMuIQjgBcc7TsjU0k",
-	"jWEFAMQywjpwIwKGam7GAorax74AjtS87sJIHmfkVmnYMjFyY12yx/FZ7Fwl6axtabm2E911FMxbJXx2",
-	"H6+ZyhvA+hCGEre43n27DpJiVmYlniCGnxI6G4rIUGJylDvG24ohVLkGBK8qu7777Xd7L75dSa7Dmd/5",
-	"CP85ij7dPYJ8LngEuqVUCTZPk2gxppZM2P8BXiJ9wWdkMOazVUEGZqkwjn8OH/pM244JgNTh4ymxHiNg",
-	"qTlZc54ipwWQlEHFl+saKEIHWglpJKMlScLot4z80HfgOFVjeS0YHyrHg6ao5AoZ0clatsxtMs2VT8kk",
-	"wfYm+9lrqeeJhoKyHlWxrc1FWdm6FtPtGJNeoGJk5Grv5zyb5pX3tOBrsb9y12QmolF3d/rhxWzv+rvo",
-	"29++v71X5f03O98UJexmXvhqAGLzbpaO3rwgGtbw1IqpXd3NIc51H86UmZH/PSSCfPsBoh0OG8CUu8YY",
-	"fQpKf92ie2U3Oizoxoh0JmZz6FirFXQHaskKSwVkuZQE4xmPk4mRKVCe3paKNcNxkoqdTqdD7BTzeDGR",
-	"qm22fSovF5mIhso9NnDdk5dLaLPpg4GH8MfskI+nxDev+VITf5M9oHRnyHznkqgpZ0Zxmn/KjN0miziy",
-	"Ub9UsfDs7bsfj05Gx0cXF0cnP4attSX0Azc7nxNh3H/SK5zRjWkgutyuwIN83S+7nYswtu5L0pKZN+PF",
-	"nZt/U7l/d3DZ632x6n2MhRJgksJTPBck9JmTPT63HA/xGdAUldmsWz7PGF6IaYNLwVBHJ2zGFWQw9rvP",
-	"89LvFkHgusXNw60VLjtWpltmAaPwRXwFdEpcs5TfEk5uyv52cPyWAJCkKt5oyWdxyGwFOQYbqInYH8QN",
-	"ik4ROfXPja4ZqtB+U9jDYS9HRweelzY0jMpsya4kVeBMBcMFq0IEHKqwDLUdFgvx4xyvPYkEZrkc36LU",
-	"toW4Tz2rGGo1y2VDRYzHOnHR6TASGZexDnOuWXqzJH2m7ag1RcptZj4PtZqpNp5jNg38KaqZHpYK8+bY",
-	"otxhp65IMg8rOy+Vgr/jJI2wwofAEY19aKw5iJTxMSVriLWTp8px9Vl2295QLVQqJlJniFEFufyYA/ah",
-	"uVBfS+gRaIaD09O3o7KcDHKgk5wukH5jXPHTs8NzXK93Jz+fnP56Yn7ik0doCPOZ9XHymyg9LebkRGTU",
-	"bZ7CLWEcJ4eHry9Gr05P3hz9+A6fYO5spX2VLqD5hXcpvwYmWhD/E7Dj4xhJknNBhNwXOl5YtkNqnmiG",
-	"Fz8fvX3rqQ52sUhv5A2ggLl3QVhrFCftWNyIGOc6uRFpKiOhO+yHJFq69E8tw9ERnI/C1tlk6Z7eQu7H",
-	"iSJr7OfyrVKKVVDyt+oabUt08tu02e5WtNl+LkgXf7bI+Qa1U5Z697zlQHzI1obJ73qnLx+jsQPA7bVV",
-	"sMZJJE9sWyHz5eM1W9geb5L0UkaRUL/vQE15KUALfl0HwyNm//v7FabxstOBAweof7IWoD/NbZo7G3FW",
-	"Yd7djCPUD7IBVm2YDYbUUJUsqb7Td8iS76sV7psExl2xXW2r1tdQOfOLbWl9HSADTF560c2tEvtYiucQ",
-	"hy5I+URjpF9bApgejAOeDFaQI7kFihOAU9AsPDs4vzgkGwuAppmYzTOiO6ZrDo/PBn8bETNy2GHNiknM",
-	"qAnDPADe3bPrjKno0xc724osvm6XhV5OIwQ8hQh4unRhcozpPBHZUBWG3WmRpYWwO+lCOCMMZgnJBrEz",
-	"EV5uWw38S5X51njSXKi5Pn0pnziP3GzSVjfuSndSnvTToyYS/iiayR5dXzfN6VTdVSl9lGvyAHXhsXOB",
-	"OBG2NDwfhlU0HTZw+imC3ueMSyPTdcz1FOl4U2FmSfB0PBVpGFhiGgqpGR8F47I7+HkeqA1bPQdA8+78",
-	"bVso5F4FkYp55mzKtJiYkQRDFa68tXn4/9p7U3i8tQEpkz4jMFyCIjXqxtx2XcC+3pPZpjLbxeOOojOe",
-	"TT9vYXbhiRfT5HbroJxb4c+emHyMKPhXCv+ZGYWdWAz8bXc614erkdSyLRWdxZzdD39sDCbCTXWeshes",
-	"GwPEmWBNSKKRazxU+bX2GEzSZDHX5lABk9FMzC6hb6UVsCt+k6BFasv78N7E8gcB6culYxMdKhk5yw+C",
-	"36wZzkU6mkNJrXXa917kZaO73W6rj21cGY/R3MJQT1CgBhyqSm7AYnBT8TRNbokbC+jFEpQS9qo+48XJ",
-	"QgZunC2kO7QmpTMhzY3Whte/BnPgqYqXbhvcKtvAIr0yky8R+vicMusuVH44Ew8TVH8suYNph0kVJJVe",
-	"AzNTJVfyIjPpbaaavEGvOuTmyRXq2lyfMgA/Kz+JIKOAhRfqRkEiGa8H6vkB39GMK4Vvoxn0xZv/SJ2l",
-	"xgEzp3XZ6pUPN1s92x4PJqKhmtsDYuLlwhV+0RjzioHnK3RMuwAK0+3mkcjdLtWp5bGmKdeA+4lxY4oi",
-	"V4kSpJg6oFjDZyHiyp/wNSurto7TPfk7/5T+Dm5TR1ReJdly48l5NIimuirsjvEcp0ks8gzLSrLyNfza",
-	"M6xYlkwElA1BXCfH/QWpNVReclVmPcxvITOy2evRIhYRSxdKBwyRrJhXJlBMhKkoz6cEQ+WsrYDNJbTH",
-	"wCUHZ0cYvSMgWJ0lc+CWgwYZBHyynRgu/dj9fqgKSCUEf0K1U27QRpidvzs5OTr5kTWhTwjIzY19V1lU",
-	"gLNlRdXaNA4avrWlSnLbKqX9vcaXJRLGd4zWCSu6pPOFZc6dnak743v8yQUMrttaARPUe2TGXmK308T5",
-	"VrnMaEplO73ILKc2uP3uPmQhqwMJf9oztJW691X9U3ihNrywfrfOeTae3lf5naVmX2ZSEII6gLqnxuvG",
-	"Dsqoz8KZyDhgMWClr7GXVRYgsPpY+JDkFqvBrC0a7HkrBd2PgVHfXADW/tnpxYD52hxBL65EGrZqTe7q",
-	"PoWI/2600uNb797r3cl6/8LHeTHH8qo/igV/Z9nxZPI/vkbGvX0Xk3+Hz2XbGMS10dMq2ddjfJ3+tt1p",
-	"5PuncjLNNJuIjPz/YxKCgCdb7CjL5A0AWujA+K9Ck/ncJ258zLpbrmaMba6NJx7M5c/m7bYUZFhSqOdi",
-	"/EyzEIZ1FIWtP6bFgO++KfT3s1gyq5V+9yb4HzCu6O9v6336B9N+VB9n3M76CM2mDH3e8yCPrHkU2E2o",
-	"ps1/2WeKz2wB7rVYesQvEKDGU2XZi8aJujGrniiKdaJh3tzr7rZs7SxWdkCG09wv1DfXI0xGyghTkfQn",
-	"nmnKTkItzLVYAlY1ht9dy3ui4mUPibo5u/jpoL334iWL5ARRa/B5eLOc68WyuSQ6s4TkrhF1nNwgwrOK",
-	"XFCVTLBNMUU8VL9befJZo5347l8z5okjwCFF2wRAzcq74mwocYHqJ9osTcSPxaDPk431ZGNtYWMdS6h8",
-	"tbK8WpTXWVk7H6/F8ugxIq0OoCbrueSKQwSDSr3bKQZekxQq8CBBa46D+CA1ABgBoM840yhYEypr9E0y",
-	"23IKJRzsTZrMWCpuEgtLogJbv6eHyhUkgg6x8ZrdaqDlm+T69y5OV9LEZ4vLWI7h9exIwqJaA0KoLdVd",
-	"3aBhf2w57utvr57/9v2Hvdn+/LtG0JjxD2+FmmTTRu/lPmSc7Z+7X836xKVeK6rpEtY0GxUse9qhrSdz",
-	"9OuKOlyZOws78cG23d0j+NtnoVTjeBGJke2f+d/mBISE+wMtX56ENILRN2c77ICkYfiR0KFsyujTp5Dy",
-	"4GHmGq+ApL9UcOSqtYaq6WrA9xjWdLQw3+7H21ZaDkPCRgF8Ral7yBYHFUGX0FgVLyZDFYlU3vjYK9ZN",
-	"MKIgYCFwsSQKfhjudrqdbhiw8F/wlDk+UWI841GUCq2DocpjjK6ZDSutx8lESS2iVTmPbIkuMolwhUkS",
-	"6zBvqxuqYuuW18jvpLvf0fQrwpJVryVCoQG7tcrS5VAVe+/s1SFWSKhEtcliu+HxwlZQmfm0uAfAAuC1",
-	"VDGoXTKKbaiac671bZJGbSME6fWhm05NRSozEbFJnFzyOMB9maRUNEEPy0MOuLONZKrQaocfXHPWV42b",
-	"riiugygqT6NrTdtuIuvKn8qrWyiBomKORg/AeNw4L5MkFlx9CRWEK7JV4uTRKzWflE8xFoJrkctaXiF3",
-	"t4lX2rz+Ogt6vYbpsHMxS25ILLrqK3tjNuPptUj7LAf5Z00HnRkS22yPoSADuVWCdbnlFu7O3rNSXrxz",
-	"NQr/9BUA5hiW5h8QxxMlno7h17YBzVnJz6ozVlyBzV1LJtedTNgIMYeG/blIqZHPP4lmd0CtTr5hgN1n",
-	"SElW1+/nWYLFzAQLpR7ZH9M5rjqfb/4pTuf2tQUBU8mtP++FMvanc/qVw1I8vS5qV7dQ26jVOJ61kWqx",
-	"1m/7FQrmkJndsjKi1V/wXSC8mok54ewstEAj3tb20q5BCxtcqeRWeWc0YCJG4Auyyu0v+wyhsonzXkiI",
-	"bkGsQGPRMxbh4XOvuCTCjPDkdPT27XEZMMKIh7XCaE3L0tt49gon688qFs6FTuIbEbk33cibU9oRgLEC",
-	"99ABk1eMq+VTcdIa+xjYiNedLSiDhR29zXmeiVlifOmt0vrFx9SEnHvM3pPN+JJNkzhit4Sf706/OU6a",
-	"ZeY7aU7QIbRUwQ+LoIhB3nAFR5CgfOA6438+00yPk7loBRb461cqKgh/CzEIlOhsqAhhnYoE8Lz/FrKU",
-	"q2vsyl+9byoQHJ6ra82aUTLWO5HQcqI6s4gNG8dw8bDR6g0V9AEJphbUxUV0W7dQcZzl0K8cPrIviI+j",
-	"ji4fBx5GubZc4dgu21cOIHz2nqtfcQoThq2kgNnpoP5fFDLWtbgzvxXCDV70+0W3+xWMKNw4d+m0sgfq",
-	"yXZ6/LKLJLVby5dPs/x8bS1Cdz7igb5D2m4rgdpZ1w+Am+n3FUfEMa3DS8Vp2vKh3z51IvxznEfbJ0CK",
-	"8d6V19udKnbu11LjI59pAL1BdHGwK7BfKJUTqYwOX3bWlUH/Mx/GzwRrg8P/mgXYdgTr3RoRQX4IZ/NP",
-	"WSL0py/1yVMQkczWSqGyBUCNg7U+lNkgtrlQzmz7vLIeDiKeAzBnLJVAH4fytGUw95DuM1qkcdjqs/3u",
-	"fjmtMIW0ghKW4ma1ITuPXdRGLs7olX7fcQuYzEcCQod7PYUeNoQeHLGK2x/bno4dmOCHF7T5STl7qJqF",
-	"Y0E4qpqpRRy3+kNVkaFjaxN0qaDknBKbGnL/GAfls2flnHh7ysb9jlpus+1O7MMaCjYQUlkqKgu7bD7s",
-	"DdV+t3s3jqkeOzv5MWB/OTv8MWA/Hr0By/xXcXkGdTeW6A5wKAk5APIDzYtffmRUfxK1SvxTNo5UwX7l",
-	"vAOAIudpLEU6VDSJ/UIprZcyNH6DErdFNb2B5Ol3I0E+C8eU/4r40r/nbsqKpaSVfCr7fyr73661EmTg",
-	"dpK3ilzq5d73u/svXq6YUQ7npJ0ulL5n1WyHHSDRb6l+v+mYU1pFWhUlPmSjdKFGPAuHqulyS8kiAxEf",
-	"c521KIUha1ssL+zYz83Q/6ymkv+Wm8L7A6rIzZFrnlyPu3RIFufOO1oXxS8eatwcEho0Qfi4gnDEZ+Nl",
-	"tCHqMrSFskguEuJFVDAtSnccp4kaiQ/zFOVKyJov2JUUcaQDJm54vCDOjqEKMzkT/0iUIHakkM4layZK",
-	"tPU0yfrYpRhLYeMGVwswyxGHKJR6hK3TYaufvybb39vrACNLKs3cI/QDj+Pk1kIbFd87UfGSXgYys+7t",
-	"7R2ciOBDZes5YGTI0wH10tBgWmawscEK68GFxFkyulyGPcYXWTLjmRwDKeicIGTxEirq8HAZeQaCkPqX",
-	"FBMzLmOH554oRqTtlnm8THM/gh+MqJod5iRR9V2f/un/M+Jh+O/3lVo7i0PY3NRZEBJPBtyTAXcXOLzi",
-	"7lmnYdZbajsf04V6lFbOAWLHZYzHqeDREotKRAQO8LWYZ3WZ4t+NaFrJThXmsv6pMINP6eKnoNij4NBt",
-	"f7KDe/pYsJshx4NUuJYGybHhViZeno7pF3LO7uSYPfllG6Hy7nKg5ovs/pkfCsmi13GbygycDfCWWDMW",
-	"V1kb4hJwWx4PFfpRLOPXwnFJgzeiCTAbUBDSRSw0kltYZ8Lss2WnGP5gUkMdaTKbLzIA6Yu5dt8G9Kdx",
-	"Q8BJAg/Nc19yLV2LpfckAH5nrsvXET8W0u/JfXlyX+7RhwdC8vH9l50slZOJSNfz661D680FrpxMofcI",
-	"HBjs0jNys9VhF+YTAiJYKIu0HQBpnY9SQ8QpEMyyER5Lerebk94pcQt3Zk2d8Wyh2V/fHb47fN0K/ECR",
-	"IyTpsAuR6aJcRzleEO19h6dgZok1C1qiZcblkFw7QwUGRSbm7HIRTRB4LAdZHdn2+dBrZ7LhtGf+lf4F",
-	"FAStUiQDXKQnTfKFwlA03xv5ncwetO46dYs83LZ88ggfKiwXqiwomUpu7yIsc46ph2Tk3F22S8uZQ9Kp",
-	"zLSdQaph4FHh/zlzbcX33CbbVuaFePLr7pJvK8+ed0TOyl89HkLpQsnfFphN8utgzU++Z69OT968PXo1",
-	"aLn+wfDjx2ux/PQpZGADTZM4Aq52H8fJwnhGYhzzFNnwvcwX2hIuj3UtlnqoEJwdhlJOWtWmg4ob9M+Y",
-	"ECq+4VdKCZUHsTkpVNrJf0a/6s4EJE+O2GfMI5U23HrJWWte7Dh4ukfJJZWJi1gVb1HJNBqqhabCa5fx",
-	"b+IwjFuGLo9z3TbRGf2OBOQqhGepqqP2ufmabPn850/ZqSdapUdOZ91JwNw7peWVON0xr/V00r+8R3RH",
-	"b+jJGdqc5LrjMfuCiS6qFxyq+kQX5bUo1TWfx8uiE8USxTiLFrj7BEQYWubYO63Os6GKBQea5lLIxIKD",
-	"ulPkyv+o1O8KGGadVxXzMWGz2eJATK35JgmUJNbkyZ4Eyu/XtftaAs0mzZ7cuyf37svm2R7m3yVJrHec",
-	"kLt/FPlUCcTIBjxMD2nbwmelYiJ1BhFk81A/njxUAOU8jrnW2MqB0TG6g7kuyHNqDgLaYnhDyMx8I66u",
-	"BDJzISL2WgirQZLEp/l7/6lxMwvvuhH5yU1KATvdIaY/mWr1ppo3d27jw96+IjCESr47RKqvPZ2YOn6k",
-	"k1k6hqxp0fIxsd2qO5feAcyPmRmZo5bOhYhHzbVyWDeeyQt4W/FPcCLxTTfmjswSaJqUp8O3zk/CEovH",
-	"O3gfzX+Ook87eEYekwyJWs8R6bGCl8LotKFC1o5Y3Ig4p0KwdXxAHAcjM76MzBBfmqUCeOVAkc4qw59S",
-	"m7dx2/D35b8MPIlj1o5+z8JxkorOueDRu/O35qKwzq+BNdtyTOWbFtmJ9rrdr0lPtCX0BWxzqVmE6/pU",
-	"5v+146K4DozfRQA9LGPty5UDxRaqrOXRtPYDpUN1gF/dThPt3bsgZixmBpBVyjhmZCxgTIfI0/Q0uUVp",
-	"g12i9KORvWXImiH0C42yhLoZewy4VqiPNLObWGd8qdlCLXACFyqTsfl2CYPRApB6EQqjTmaWGGPoxutK",
-	"nw/VkzT8I0jDktm0jVR8pslwIoPUKssnCfl1JSQeubsJyA0WWu587Hx0//50/5q4eiGapIwrT/w4IRMl",
-	"SOoxVFTbU5K3tVh3Be/8Sf48QP6sjN9NKyQU8qIrKoE1o6sZeOItyDZjvxLZeFoc8O7vRGC6SdgkM/NN",
-	"7RCIrHJ9cjzXOJ5myxaFgp22dfbeZiDheoPvhySbEj9g6l33/7P39k2NI1ne6FfJIJ4bZc8VhqKqeqZx",
-	"TGwwFN3DDgUsUN3PxmoeKy0ldg5yplop4fJU9L/3A9yPeD/JjTznZEqyZWOqoIEqz0ZsF7YspfLlvJ/f",
-	"DyAxeDy2VpBprN9+qCIEGtQ5i9D6qllORaUxKSUWsEiVaRqxvIZ36Mn2jK5zpYQKdqm1wMAF7VhzD9N+",
-	"ZZ7b1yaGQqjJYYV2WT0i9F3CO1YBG28k5PctIR8+w7hscz0lONzXymolpvPyetOut0kjrjTFL0VxT811",
-	"lyHufv9gQLsYzG0JhTZcfKMZT1NgjjeOMBfVUZ+iFhOsFUvaQwdQYu+65uoBldXwu3BmqynbKKYXGkjd",
-	"QKQ8S9zg+dyHvqaowQrD+k4aseUip07E6Z8J6ZSE1RnEGA6rA727KTfF9lQqw1I+Q/othL03MU9cbIDq",
-	"zMJyd/dN7AgD6S8IRLhvgG6Q/kAMv36NZxwK1cQkK2bzqPuVKCNe0R47b9KJ11jCJ9wQ7Vj0J/pf1AvV",
-	"2qHj1aGMjTh8IZFUt1JroRLPHcWNpHz4EMJXib2vqPetyZe8TkpUHwtJDyq1xcqQfQxBpOK6YLosAiQz",
-	"Q1pXVaYpxUpRXuHWDihgYU07jFeQrcZVbD835QRqRBwWJ5OGucJcIIudju27dN7u7QVO0kGBciFUl+p8",
-	"b8RsMSrrPNuA8VBhVTAJ6mmu1QhQ4AM72oiARwfmRqapidAv1mVhZNJEtL+VRg5TwfDCAN82VP4GhfVA",
-	"igEayxGTCYKCSmJddxy4NAxApshyqWKZ8XSJ9MZeUKHifJYVqJRyYYq+nfbETgVwSXFzUxPsbMjjG3Yj",
-	"REaKDfUZ3LBNllNl4UaeP7g8f/gwxrK1evIwxpqaxdlWbUKvg1ZKdxPK2IQy7lMR/RVa9I7YxlcWYq5p",
-	"Xq80rjH5vRHF32CRwibFtlZtp1biq+oGcq7M9SoYsXtTeQa+ionQ4x3GB1Q5FJpN8I4QLUCjsDL0WAfS",
-	"dFPFMpEb6Kbz3wWMU0BgCpxgCDqmpwpxyHgykaofKvivNEXOC50DYVB3HxDN4EntFHxe4Fg72k6phM8N",
-	"G5YFXRcqGnclnN5g2SpOB1qUdvQyCXC+gyoMEcxRJATUpxKqCmvITtvB+TF4Ef1KTpNHUGdi0mmC7/3K",
-	"0IwozVKtRiInrMxQXdHK5mAH60b+EecMw7tVhKQVvwxvckCb6ptDTWm84POnQioVQOi47JZdxo09uLEH",
-	"17EH3U6vSfBCe+gAL2SXUkhmWa5vebra3mvsFrD+SES6XzOphvrTfhWQsLLYMD7lEpEn6UKvQ0qF8lYk",
-	"DLau1IoNiWqkam2wLn5d4/AZS0QsE8fe6uha8fYiNxENgZubV6RDAooWWCGfN5HfAHHLayEF7LD25YxV",
-	"dnGuDRHMoAyHbwIrpIUpqMijA318QxqqTLo9dsTjMZOFmLCY57kUhk3HvIAubDvynCkhErNfjSLwQ0Yt",
-	"KRM/S/iQvd1dK9RzHhf0BvYyaojkhhWySAXSQ8FMNXotALQzH5UTeA8yJtyUm0qpT3Qi7C9Tbgo2Ecbw",
-	"keixg3TKZwbB8fpWGxW64BSuKspciWQfvqQqZs7MWOcIpsfs298K02PWjDWMEw0gKTqBL7bLMorp0I5R",
-	"SfPj2qawv5TKFDxN8d2G4lrngime53pKcaGJV4qwZ16ZHnuPW6YY57ocjesbxG2cKGBRLv4lYodEipsz",
-	"AuhTaHPLWXR+dnnFqgOzY9fTnkwTtYMEHvijdYeCPVPpDHaMDzxWvMGgcH8rBTDsksaFLwegd1v4eKUq",
-	"fni7Be6BnJSTunMgVSFGIm8tkLFjqJ1cDzYA3XOgmfhEwG5zmwUtKVl0+4tHmOfCB0yXvQb5qNUrfG2N",
-	"TzWNbvNApLRgqeCw8aSxcmDGjIi1SsyygQGg3aAYczU/PJzQN6/fvflhl0aIH+22z3GbMqi2ws45BwV3",
-	"93Uix0sf1amj7Xpn4yxQjo5EdSKH+tPXeXUvELURZHqraqppWqCSmVe0ldxYjfHcpnMPqAARqh/dfaz7",
-	"Rt5VAMlOFFTA1LXz2f7nOPl9x0k6NtVlmrg2V478gv5WnSZc/36bv0eUajUx6tVvTZWdH52+Pz79eXBw",
-	"fn5x9svBSaWe3OkkjzIX1mqjd9JlEeuJ51WDJl1ItuyzSN9EVXcuPbne+DDleYL5CWjftbuECXUrUp0h",
-	"sgojT4OmYMxvndcnEmwgvuYyLXNRpVNMoTMciTWnDHYEub1i1aDVzdOxUNZggS+HOpnZL27tfm2jCrJ7",
-	"pK4aHsP9mXvKUzlA9Pz3tLsuhCnTwiwTKjl8De3bbj8GdiPAJngB7tDGu3mMShkw3Yw9XtxLjpqhskza",
-	"lsV4h8exLnETLylDP6RQCUg9OVIi2ZYKZO0r6DTNUk4w0OwIeA1dbGWkvTkZ4cOAxnAHv9+mM91iGFJF",
-	"Lo3sUat+8RlPdPY/mrvh2h2YEK3T5oh/p1TOCcBrTJXbCPVYRVmM60e67ZQtN6MucLubRpA0o4oD1sGS",
-	"iP/v//l/2du9vW6PfeDSeqAs1upaWm/KWkSpVDfOpVRiyniS5MKYfqjAgccR16LEOk3cNaxjxva1pGIR",
-	"SS5kO43YRHAF6K/dqv8XHyVNqGgA1io5UP5ujo8QJVQtXv1je30DTA6ILRRzjyRtak94prLmsL6edrS+",
-	"AvZZR1c3+GPPIduOHoMnNo7dUbpDQuGWWy6arviNsztEKuICqqoSVtiROe8KtyqKhY7SjMYKAUSREJUz",
-	"fDvV+Y0BDp9+qLiVOOB+BAwqyiBZnUFOD66uZcXwHjW5xkCeAU/brcjltbRC6MIK6FROZCGSUFkDPU4l",
-	"VMDhj1rx+XEGHl/+wGLS056xseM0RaOPyc3fF0ujb1lGvN1b4+2utP7A1YwmxTylbGni0uOGvFNwBFuf",
-	"tif80/ZQJ7Pt4QwYbv7y+sc9+3nOC7ENx25rf8sKl61KzFzrfKSLbWfMrMrzo1FjpBqlYrsEFBQjChIr",
-	"ICcgpDPWZd6t1duTPBiKVKuRwaSSN9WxdJWgUaSpSjsXCcQSDWly7X5rXIJ+KKyLFetbiL+Eqi5l2HpC",
-	"5ieYBVdD+kgCpvmQp4qlxLHI7ujucdd8sTjZSIc/SDoA/x7jlS8CR/LBhEOqR1ItFwmHYxHfGAdYnVhD",
-	"lUNVSyaUFRUJL/iQG7E95PENgCWh3UHAQ/jLyNzGA/omYjHYT6Hq/L0osjOVzgJ2ySfiUhbiryf8U8Au",
-	"7UxAXDfLdVJCWo0sGJIiLltqb354efET2UKFhqrvUHHDov+9bb/ZBpUfMa0oT5zyQuTs/OzyKmDnH+3/",
-	"O7g6/DuM9/3RydHVUY/9Cr5e7XXdY9/uvv4y2XMCk/w4Igfu/VQcqrimqwTNiR6NgNOptxVsjQVPIK/5",
-	"eetSFNvOkv7cVgdNGwl3S3ML9Rq5tvlk3+9/sLu2kYR/kCQ80SMm1UNKPl2uiAgdqaQZDarLtjgVnNoi",
-	"cYf22g69vf8TK3o6f5RbX/MAHoEL6HzO+kFc5+j9UWGPlxIYsPsWd8KyQMBELC2pulpIN/gyHHrsK1PT",
-	"ga218h/E1tMqgavFU/RVVQBPlM0/pFfwq1DN+4rFbfhd7bmlewafkVsRq/bc8aQ4EAxNGiZUIhIKPPuS",
-	"XyUQULI1BgM+5yO7R82HPNMIjBsec9gXm1zTd8kWiIBcWXUilh1w18C03JQ4y4RCaC+k8auhKVB37QBv",
-	"ggcSmFbtMWAd31PB3u6+YT+dXfzt+P37o1Nyh6DmM1QuXgiFJbV2qqGI9QS6ClijI6LHLmpPqypYUjCw",
-	"+tAPDAHdmPIgWOLJoCYO4syU5HIuD/sCn+jCzdpj9YHi7Z+IBXWdMC9Edb82n73JFX0z/o3bsrXg6YM5",
-	"OxA0WiMEfN9ck7NFgceX7v4wySY0claZN18Wi7mwM/HIdk7jGc84CnxexRShU3gTDn4ByaJJ5lhGHyci",
-	"XFf9IDfUGikje/4bNkO9FmbOf+0IQqy31xism7WCQqpRtwfUx5BZcjUsPrfcepRV8kvtsU8dbflQrxh5",
-	"vuUfL+wA3L8Sw+4L2HptduwKUx4un+18dsrv95VxGeonbqrFhVPQrg5ZizYM1XJ1eDpf0/FFRjeclRkU",
-	"WtzVaXReDlMZszFPr90b2lG9MmQMZFzmS9p83eytbPatdfD88PbeDTyXIs5FseboFpqJMGCz1the7/3l",
-	"KeET1vEjnICccyb+IPiDF61N8TzUDG42nLHa9l3UqEs0JxRxjZZKi58EL8pcsOuUj9C8noohq20L7PR0",
-	"XYpczSBYJ0fKMKl67BRce7ujuFSGGdj9pjXYe4gjeUwaWJAM+Jy79ia8cO/ZrDcJtbxUhZzQ6GrLTHOH",
-	"CgFQFe7f63wiDaW98Qb1tihpTaWJmAwBFLNOLAidA4vIFUYIylsjxkMnmukyH+Q6FRAkQkw5VXvUjCWa",
-	"YclMCihuutsL1TkfOR7nKOMjQa2rmcgH+GfH4XHuvQt8++3r3d1ueydvAG19oVrRyruE1fBnnNUF5fOS",
-	"2h/hHe5kKbSSmfDwcHm+u8bHkVtrd75o8ZeTey07VIdAlm48+ksHPQ7fkY+0WRMfvHDnrTChiqC1P+qx",
-	"nxEmhU+EAXFLx4SVSv7WDvyHj4XfPVZGpHrCE0Uq6dl3hyph5jfJkO8zGQLb1B2/thNdaUxAlVoFdo/n",
-	"EE4lgjg0lV6PXRC8Keirt7s/suj49JeDk+P3g8urg6ujqJZFQXEAVHyh0lPlUTg6DtaK6ZwlHkR7gjmT",
-	"bo99ADVsAgIoQAOuJMqsgG5caJ2GdnpzKQCwSVyLXKhYUPtyJmOw60D62A0Br+W5QvAmdXxXKulejqHv",
-	"hM391CMuw3Fybv2w50DBSSBd3NDcP38c+fsHUb4L4PkVR34ZsDweLOeWO4WtZgAg12058X3n8IjUCDYS",
-	"xXLYx+d+PNbSpnVNugE3bAU3HOvp6q23pJKmXbcQdtGcc9XJUi4V+WPG7jv2dvdNt8cQ4Aby6yJNTKgA",
-	"whvLQZbzcj3Y1nysLu/7W5l/8LlwTd4vxdLcgNo9n57w9U1TAj9dGti5v/6qB33I/EQOaT1VUo1CVWGb",
-	"Qv+TJMjOhQBQj90rUBOq9kjNytgLQfp9nZwKXmDABl58nagNrM0r50ls9PRdYZ5iYc7WOYVpOtlGp+ux",
-	"jmLTpfOeGRbFth/APh09qeK0TMQAaYn+ijyh8DPkKWq7daiGriiXwrHXOk31lHWIvX04w1iuViIga8J9",
-	"PmeZaJXOuj2PBIwcF4rK+1wEFuoJI57JwY2YDYwoopXn/iSdHNJ0f/XZnwvapUaz1O+E5TPE5iZoWYKu",
-	"OfuNjgOSflv7QNjqc3FDrVPB1SMn4/wUriNFmhOwkSL3kSJtIZmaTPnQ9vXyoPI9fIIeu3RludLQ/osA",
-	"J640BBoaqghvLpKIJbm0h7IjC5Yjcim7lqnHvDMivxV5N6DsHpbM1p4HCSgATw9VnX7oFGLUyMAofysF",
-	"SCXCuSMhCGGxw7PTn06OD6+ibo/9ioLLDOiIRDhYJabNmfJVwTW6YocTa2KdCV/Tl+XiVurSEyCzVBv8",
-	"XajswHte+kRYkzfHwcM6B0eX23vvftj++fBDBcc34VDkeCNmKMCbcu2OMLw/gs/T0cKR+kE+UUi/9vy7",
-	"w/qNzfEtOl0bcJznlEBoEe13S/YVtuPO5/iL0g2t4r+P0WpAIW81ZCpBPpeqZygQ37uf14VrKvitMDUB",
-	"a0WhLhHnGy/pAAKr/ZUK1TVPU6Qoo/pJGonnobeP4zIlW/X0bHBy8mFgdcHxzx8vDq6Oz06j7h0ZhoeS",
-	"o8Ga1x/K55ObaK7oS8pRfC8phy8SEg8RE+4vO/cdIHIE0zBU87YhYlzMGYXdu42+OuVkqM4msgCKFwg6",
-	"A0yg/bHMkZiwzyJoOo+w3BtvjDwEGt6Up+6nHY7/YkNdjCl67ZvWRYJlSNhKegA2QGXHNdguiYtOK9Fj",
-	"0A43ZxiHitrgG2Znpy774F0lCb4kgIKmyAufXu13OBg+sZKVKr8hCdwwe0fSStKm7XtHRP5pJd1jxfK/",
-	"zMTc/eNNTBfT35iZGzPzD0wGPI6ZuWNEse1DUJ+/Pt7Q/yI7E+INdTe+znSyPZXJvMnYhf4BB2k/1MnM",
-	"EQo3HgqZ95os32cY+LTjFjXMgeav6my9IOZD1akHc5RW261BQeQHTtP2kGG3CjfASwdMqlAB113OlUG2",
-	"lR47TsQk01agtemBS1G8x3f5dq3etUVxY34DpvS07qZsjN+nFV0f+M0SwVVfpYcQYsVKIOwrKyJirZSA",
-	"E7YPsCG54GnAgMKGp26M9uh2QmCZnVXhPehIPPtHuFWrI/+B6bLIygKbc0y3wa8EggNt5oD9/erq3Pcx",
-	"KcAtGtodwEycC6GQ8dwTegioBEbTsDllueBIBaXSGcuw6p/6oohm0T56rE0B2aUoTScDx1IOn1p79Gxe",
-	"hDcTUSvFufUXyCNYJtpZWwThCgKv+lYmQCwATO+YNyaKdCQrcZxLXtztM1n4jjFgGoHggL7ZZ5AqiWp8",
-	"K3iLWBN7O8xjjefkGhvZ4AZVLNgPyaFBdMjzwZWpxtrtsUOcV0UkLkR/4+7RyjIpzPcgou1rrhLTv9ap",
-	"girCmW9UNH/rfaggSu+yRV2CfEVzWV2cU7Xag6bMz6okOHD8dogMEa4LQoXPRNZANcd18hWdRaFaq2CF",
-	"3ug7rFjBN18n2Uy7YpNlvivLPPGbae2epHulj69qICUYnBvOmPjE4yKdERtaqCJ7xUAmEXBFEs1HRwlp",
-	"vasAonYBomIzU8ZjuOE+e7u3xyJog4AQ/+Do4uLsAsJmaJtM+Mw6i4kvaK3G2kc7aGnLBVDS2Z9yxXy7",
-	"1EFF3S9NFZTzDYzrxuIOkqS2m59n3rY5xqfsxHIjuDtxS8s8ltkmnLYJpz2KAXNgRQJttHVq+mhL7nwu",
-	"HzIni6EnkjogqVKjqaMKerqMSK9D1YE8a2X1dHvswl4D2VxFhPeV80VyDi0ecmVaHLJQ+ZsAyAQ3jju/",
-	"Jv+a7WntqFN2tA8nB9d1bz4+o7xrJbAg6UotcZvGsBfHcwQHb5VceIhUbN2uYWYqi3hc2R5DUUyFUCzC",
-	"v6NQIRW3/UXUZ6OcK6ziw0MO1lTsMphOGLwycPiD1UKhPQA/l71l78VEF18rJGpZyycUEo/afvQFBtbu",
-	"UxhYLm25MbI2RtYfAzTsZBtJpXXMLeo+X4lR5jrU5YR42LlrfTBFLsBDlSqVSmDdhqNyqlddvDIsotsM",
-	"yjyNun32dvdtRf+EMaYxh1Sft6UIgoMInIyoWWbLO3vP6Y0eu8EXZmPnT03Rca3zCS+29reGUnHoR1jg",
-	"N2gTFXCvTeRlReSlAgTI/Pquu7l3YHofyJcgj4Cyyu5odBq72yXWQ6XKNO3WM8z7Hn+mquCsECAw9eIy",
-	"WnfUX/5RG/3RjXr3/i/Jov8+yiiLdU7dgwQ9P5RpITOeF6zMrOrHdIDVBdG1TEXE4LvO293dUEV/O3g/",
-	"uDj6r49Hl1eRP0eyIER7K3GZNCwRhYihGjLXE3gVQLDdZ+enPwfsP8+Pfg7Yz8c/wXB+FcNzbJHjBNFq",
-	"hzkrxtYeB0iJzuUvPzPqKku6zih//Y5FH08vP56fn11cHb0ffDh6f3wwuPrv86Oo7zIVoXrHPsi/sc7b",
-	"129oiKhJpXHlkZCSvhFZQQgw3BhRtOLAKA+0bLAJ0XfY0Aq1OwV2Sh9aaCwz8iduKXesNtxOeMHvaV/T",
-	"IHHYzxJmoBLhnly1oQE2yAMbw329YkMQduvI2TYs7h/2fnz99t0Pi4ZPBTL1oFneA3adC7FtzzXTw3+J",
-	"uECpda0dcrChyj2DU1URg0g72VkuQFD3WfT594i46AFNi01zWRRCtYkvb9nX3uqZw/fUhnqn9VNduvEA",
-	"VngAF6J5UBqboc0oKYuvNvRrjQzTMcTzcNN3lGYTkY8E6vNQGZFLnkrA4MZLJnzGhsJXK/zw7t2bH9AA",
-	"YZ1ladjWoD+M4TH2/2NwVrQO9ilDdfc4iGSLLZ7HjRbfaPE70hmw79eXTvP6utA6feB6LCWYUEU+A1R/",
-	"e38Wp9zUUKVDNebGl5SJZN+TqUORp/0FdOTbCUpAwy+CtPjaThxTymeASh0qaFTFXjfDOo5lZNu6Zgn2",
-	"ohk24eZGJN1G7VhknzuAkUZ9sBsyPmrv6PfFXVcwec/cILCDvA9wEMw/gYZuzIL7AH/UZ27ts7fz2f7n",
-	"0O673x8lUOhGh2fSXg3A0vDxdipuRVo7L/4AXvM0NY0+7tKIPHAF4vY2vkPcnj0D5DdvQ9UaWKeHu6MM",
-	"p+yOQgO7bf+gDOKVW4BnE5fE6dpEJZ9f2UCFrIyL9GhhSQcaX/jtYE8PrzNkIr4zKtdOI6mFn1HbRfWL",
-	"LmABQXLYMFn0Gy0XWMDJpnzWC1VE2jdimhq7b4TImhS/oExZB6g+cWxKTHGsXQ9FZPaZ4PGY3YgZM0IV",
-	"oWo0adelEN4PvB3DU9FnkSrTFMpMuWJikhUzhsksgjyw7xCqjlRjkcuCq1iwXJhyIky3D9BjDJN3qiA0",
-	"IuLE7dvPElfvYI0BFv2J/hfhq4RqznKw46+mgAx2ZDLpsQP42stOH3lIRJzyXGCrIL5fqMiWQlpke/PA",
-	"hXT39hBSSGPwV5pVoYmPmRF58RxE5WOUXDTe7Sm9OHz+Wu4b7PyN47Zx3O4BKeTl8ZqqxZqQ9Z7IWjv3",
-	"0iKKZjd1W0NPwKZjGY+pVhUcrFqSGMflfp6XysCXfcaHIFud1skFahyqxlBY/o/u2iuGGEF3I/+wAzWb",
-	"41zEzFWsldGpeGUwbLudl4rFYxHfAHgjAti1cxP87Puo6/15jyY3LoTR6a1I1m5tnkdIkteMq9lXmXxP",
-	"WCtRb+d/ZVZtu2UbfMJlun0HJ9nBIuYo8Y17LPQFwnFxfS3iQt7ONZPve/8nVIbfYjhgnnU8wFzsAjIr",
-	"IiZC/eblL4eDDwfHJ4M/RUyoW5lrNQGL55bn0k4Wddh45lN7WhrwgX0WuS8BEpUZPjM+OGIPlqzHTZbs",
-	"9Q9cpo+/y6un3Fk5bc98G4LKH6XxnjptoMtipK1FtzgT9Y54LtPl6YOW/d5jl9bwaIELZh1voJJjr29F",
-	"nsukZQOHyu9gdDX8xu0ubldrj4ptOGwAqzEPmrkP7kKo/DaOWKE9GJT3HABDGFhO5w37QiPOk5XkCApK",
-	"IKWRmRRZFCoOiBz4m2isTREhsxsahaxjP1J8ImCGAmhCsxsWNK01M7p9N2o7T5Ex1sFQobLfsXd/+TPe",
-	"rc7gs7fH5hMmrGOvzLjMDSmzIjVRwN7+8I7+tvft9kJ1WtnyVlf2rT5j0fnZ5RWrizlANYC5so5euxbD",
-	"OuS5w/1Y5c710/0kxvf64oW2+kuDaNoY1Y+bDbmX0J2zOu4AGWmXxUIBgnIueOpRJgrNokJHFb7IEhPE",
-	"ARpVuAkEg+FUf07xhFSCiU4hWXg1hGm2xnYM1Mr7LLKiBo2HUIFljyEma61wmZa5YBGgaEQs5nkuSYXU",
-	"7gZ4GJkVoDSVdRiTVyZUDtmjwxmaTFbusmLMCxd1QtiSgJUqFcYAwjri4UX2OfNwJRAi0UqEqhCfsKoD",
-	"nZEKy8WPvYNGU41CngJjaHa7KvBuO6SSSq6EARvpkQRo/RFPJDzd48/KItYTcZcE1XiZy/LxorD6dSND",
-	"v0sZeglmGbMSsIVyvi4vxU6qY0JuWuamnbgrPNBaw7MPKqhN69MTRsdwxmTSa027+vs9pmvjHrJO1tRP",
-	"wUt01yGDqaeqeos6nTQZ63adVpHeJqD23B36cyj+eSkY4aw6LDxGoGDorfeWAOa7RXgkKe1uf6ysu/VH",
-	"Q9zTw9cBSnATuxHH3zGIQVodhiXHc14i38lje4CcHfD7V8Y/wZufrRyWmL6uHc375Zz8oUuePMv+fgOa",
-	"/qxA0+/e4csCY1+yjwmG+sH28bPQT7t/uH5yfeYvSEdtkp/PKE5zD8W2Trd407d45RvTFrrFay3girIq",
-	"RhStjd0fZlXf2rfdlv1EPsjZVLW0Hq3cBHd3Vbc0SvddhMyssfColu6x9t+grfLCTAi9zj5a5sS29wDD",
-	"7rEfYiNwHyu8Vvf4QqB1UpoCWnCUO8jtfbHNDfYoXa1P2tBKD1+3/cWBERg4kxt39/vtSl3nMN/VlWr1",
-	"Ra7tyV1qNJzj9455qDVEyTr1BLVTHpCBMKLothoNdN/HVBv0iLtbPOGylxichPIJ2Ah+Nu/nGfomSswk",
-	"ZfXF7vu6Zlp7xE3BYoTesl7I+ro+vMtHd38Sj2/N7eQbFeu7aiOjv0/vba2ziZI4kXx5JV9LvWdFg14q",
-	"8SmD0p4aPolpApRkuVSxzHhq5rC7QmUEFqPKnGUiN8Az5y+vUQNR7e1YzKBVwEM16mvgP54K41NU0BYY",
-	"qhpo/E4FGN9nDhUeC4kc3bn9kkAHODNjnWN7IeN5Lm+F6YUKKwA8GV4uMsELYFgHfnEW+WEPZPI//4xY",
-	"J/qP5kd/fROWu7t7P8x9+ueoGyrF81xPcX5SaQqqtSrG2tTnr8eOIYEPkAkG7VtvCuO8vjLsVho5TEWo",
-	"qh/uM2kVaFk4JeovJlbmXLAk11kmEmZkKlSRzqpEPuBR5tYp70KlAnWRuUYIuiXV+U64VMRAAiE+IAR0",
-	"ZWT2Gixb8zMZ3UiVRIxmIFSFhkpKBLqx3y1r8YRDfQD77d4RwnvD8S/w0p/CeKnSw8Bps3NR2+sd3CPO",
-	"TcFbQumEsfMKXCbHcwuJyD3zK1m7a98u4ra+3sZ1s6vatnY4Z+ITn2TWvvqfN8Gf/2n/zlKdCFRX7ez4",
-	"zc3ZYMeXhZiYRsxEquKHt1vBFlD3lJOt/dc+fGJ36EiA3JzwT8f409e7u/4Cnud8Zr82xcwOEe7aMs9n",
-	"UMxIUoV4aWBXLKH3t981hi2UHdn/YPhnK9jiZSL1VrB1KxNh/5vouJxYBR1sQaTaWq7zMaDHTIbANr4r",
-	"lX2mBAokfU2T0RR7Xxd7eJFUCzVt0+F5PJa3oluvhACltiIv3qLWohZXvlYcBuYpYVfW4g7YHqi8RAtV",
-	"dCNEFqHpitIOpZmcU4z+nC/qPivpzUIwI1Q+mkF7zwGHoKj238JQsc429+N9Zdgh/mrb2kLdeiwEye9I",
-	"ktvH+pKw4YxFPx9dMTQTdqgwDNruTMQ6UHb/9vW7bh85qOW/Bd5T6YKJT7Gwo8bytU9WSNhn2AvtOYXG",
-	"Oteb4u70BrhaJ9IYwFiuYbxVKaNdUMi/UgsMTXdH51Tda//+KxJTdVETuekvxCTTOc9n+yxCw8UMONYo",
-	"2ytQmoeKokyFnAiWpaUzdW5EVmzjvXJh5xFquffesrEuc9P1Rdr+cdQdzPh1AegJvAgVFdxJuAAwknDQ",
-	"VHQMkwzt5/BWVGWNr4SEibIg/5ZegIoTK20bfbYbd599hpv9/nttCysxxdHhakUygXefjnlB9ItezxpW",
-	"8BsRKm5YBDcayMREy0HkKnX8JdEyoWKdWGFr9QvFBOhXVyiM/7TzJxQEa5ZJ+zE9EeEGPXu1w4Y7Zcod",
-	"3t/GZfuew2q8rtYWdVlbRO3N2x923+zu/qVy5JoS+l5und2RH44/HJECqIukiOAvTYC+GHVheSM98DIm",
-	"VE7Sgy6QilSUvqZOc2u8MXxjNF6hS9BKyZF1HQq08cCbQD0p81D5cL7Te3aIyzyDA5wBv4UetRoR5R4+",
-	"ER626swfEIYozXAmcjJmX178z7+KU5Y00fMGWLUxqQJ8ReF+W6hB6xvDoPGWvd7dpRMCfk/BtIpFj9RT",
-	"xMY6ddyXxpPYo40VqpgrZoQInAGn80TkzuBBoEEdYwNU7AwhmTPpOeIdwXEnKXGrCNi9oXJEijCabp9F",
-	"ZLtEsIeJQxkGxguWaDKMpCkCZMR0ARSdw2mwX3sPnhoJKGTSQVcz5gafzaRKMFhQSjO2awT9ueRrR1Zf",
-	"4zny+NFTjV+GCsbWjvECq9T0rh8HE6560BMV4jeHsFpVV/0LuLmcseeXNgaSU7t8w+rqjUL/TmOwsPwk",
-	"rVoh3xblI1j9icjlLS/kLe72dQUlMOmRjMMsmS7z2BmYHc8mA0G8HjvPdVLGVopULgF4j1acYVJ8n0W5",
-	"sCo8YibmKaC5WCF8bT0XZWQiWDSVSTGO2CcWjYUcjYsIekkdcgs3mYgLBrIlVB1esFQAeU3N05zqen9o",
-	"nzybMqNHDsVM0znDF+oG3s9OZ6HKxbbzHKCZC0NTUZ9FsVa3Ii8i5i7xL+AuYh332K7VJc577YUq+q3k",
-	"qSxmEeu87vVe7+52GcgYYezv/5WJEZz+qRhmjnsam8yg40BOZEEiwf5q5r1KnGUrt9HvnfOs55d/B1/U",
-	"RH3onkLto8vCUJ/whJqyYMnw3vBQOnGA6+VFO+sQwzOsLYRxyZlu6Z/14e5qNAuxC1yOV6YKWQQAJhZl",
-	"PBeqAALKyqV221EmAbIpESiQad7LBU6ABQma9utOOgSd0QtvbR7DxgQ4V+/9wBdDw/MQihWsOna1+Kjp",
-	"1kQkg93X40/vJns3f0n+/NuPUxd0zHgxrmKOMtma11p1P3XCP50INSrGW/s/vIVoqfvz9ZJQ48Mr29a5",
-	"ec6ecW3rWfc4hvEnmwrWjf69B3wPr28joCda6WCv0MVOGN/Dn15QyUt0cZVMrQ/Wh+GCUJGOQb2Flidp",
-	"GT9hhN0oDZVnWTegphOIKGkoWJFzZeydRGJ1smOyGAKUUCJincDtUE0scv6Ta1ENjyi5aWzRMsyTpuA5",
-	"y1w328uTzY8ZRliYoTtbg7Ovb2781nFg39dPlW92vacosIbJcnv8EPxz40/8hCuAF3CH/pVZyA/vUwZg",
-	"WfEDghISDqw1fXJR1T84JkmdO1rKgBI9VB8xh44E4kAql06GMbnABbTgWBPTfWvN80WONXql6jc1/KYe",
-	"pbz2GWYoqKG0Ybx1KgnYyF50+4x+iwkbazSaUDV+W2im9PQemRgPbwmXI3Bl3QQntnFrr1qJ6SJZVpIh",
-	"BqVxxQ3tIAW12oN/2I2xsTERWQHnxU7JU8HSrGNauraol1LIvLEonwXuAlbyAFgWtsmvp0SULuS1rAEx",
-	"LO/4nbcg+x5IF6vg6rdqFnKxjpVoIMBKZf9pHeTLcujvb3xsudBlPBaJVQkoyiN8SOKkNxCg10Ajp9xL",
-	"Q1boUOHlyykID9L0tPHOT4/X3VgDNrVvlWyadtbo+03ThYJBNbe2bs831/yfvwfr+kl9RIdEQ0hPVfMJ",
-	"PXa6WN5JtXIL5Z1AvwPlnf27Sjq7PRbhUaGyCkzW2KGECr+wlpAJ/GVkn8Bg/dceZRV/PtTFeFlWcv5Q",
-	"/NEVix4InN6ueSgQjw/eES7yb4ihzSXVdnirRr0dGRtDrVPB1SN7TfU5vU8NXXOLfW/Fc190nhd02Y5d",
-	"+m2epvdL6F6KwrDI/hZse61IubXsyjkdh3V2oLRCNdZT65PMUJoTcnyPnWofKh/qZNZ2Fj/w/GZeR13g",
-	"Lv5D9qmxA7A6i9+tt0qqcp87rBO4A5zRjQJrVWB2ju9WX4yk1/p73tRtqvtZcxXtSy0BVtXh128cQO1m",
-	"4jgfhrNQQamezpEKyVrsxcBKWgq/0Sf2mg72I1QqgQ1FzEsj8LgQGSO59aFCmFf2/ujk6OoIzky3b58O",
-	"QUFdjCHqaADhkEYjIWnUpK52NiRUE1pFQy0CvPFedcYUp2sqTgw85GOQAUrYo1xfKfLZQ5WLWEjIw+cC",
-	"6idbSxIVPXco7lC7zVU7TnyXYW3cy7SfbGq+e/ngC+r5H1LNP3woEoYru2wEtZ3QWvQO6O72pV1Yqa26",
-	"PVg+C4g1r/NaYfLqkcxNyb1aBZ4Ds09ju0rDRnYr/sH+/rde7FidTSxYf3yPYk646jTxHgUmxsGr6Pbu",
-	"tNsbLvUfZTDUH7oO5mHjbV8s7uFSrd18v5X7ZX2r9ABTdjyd8pnVUaBjMNo85ydd1/YVkGaEqkPZaVcq",
-	"CDk2HtdNWPhIwieUkCsN3n8SsKw0Y6gfDFVkh7Hz2f7/4+T3pvEB7BtNCXWt01RPDZvoXOwjgvEtqHd9",
-	"TWa1HSIhOoYKhbQnaQzYdKyxVb7gObyA1eXwZcQmvIjHwlWy2M+CWpdjVGcjCVWtNoQX9TYWaO8zvr9v",
-	"YUah/tWwDrnROscU4z7ePlT2626fRWLCZdoIUdkPcAZZ5xrhiTHPQlwmhdaO9x9e28N+tFdX7kPWBPQd",
-	"5FF8wSigF1dNqT7JQvWatV7UPvO53VC93X3LTs+uBj+dfTx9v7BwU+jspIFhc7upZWhMoTPj8KSlGvXY",
-	"ZTncprnG14NJnDGlrc3mm2ih+AYYrrpQxXNQ2VXGUw5b+7MxGmAChbHse9vDGoBQke1LePhEhKrTsD6D",
-	"uunZZZ47DJpLaOWxjseuVlR34dje7m4f689C1RhNdcHr1vTLMsvu8epmlknjJ8pyLB/OispzhUXHdlkb",
-	"s02rS1vRWuiUHwHN8ZB1P18y7AWbbFMMtEnd3Dd1481NSCR/abjrbsTW2QJ8Nirelrh2n1lnHFvuZLIO",
-	"qmt9gHe5sfVrFzLOqriGjPOf+Y/xm+HezVvxsitnviAHBFIk2UDMPid8ONVconsfTQhH3ycU/WWnsxH2",
-	"4qFqbCtXWAKRbKQjtZYQOpo+5r12lLr+4hSh3hz7NmviPmc/gFqiJwidb05+W4x+/tyvE5LP0nIkV9Xi",
-	"fgH5IN7TumBCFTqf7bNhqZJUJPQNuPl6kskU/Hxs9icuRUGZ0k6pMg6trNL5lvRjlshcxPa+3YAZMMGs",
-	"s2zSctSzTho9Hb3CCVfy2sqGCHiio0WiaAw0SMMQtZZhL60VNQkveKjsAcvlsKxSuzBcM7YeON51UN3N",
-	"ld5Zb4wGAl78NYeXLTTcH39dUU/7gj3XCJcLbqzcUY69CEL4bMQdigTee0CTNnAU1svy5ee0yo8JqwaP",
-	"WCem5vfF98GNCBG4andnfincsXSLs4p4pIWF62e3GWDDlAoQNogFcekGYR3PQmN3XHcfWLNSQRW0+ppg",
-	"geq1qVCsHutEVAeddbDbCpm9IlaINDU+H0ZUXqGim6puj/0kXARMMHuwsXwEoGYqqJWYFzzVI9aJbkVu",
-	"xV1UseYALBYvhCm6QahuRS6vJUVHLv9+sL337oeAocxAQJClUoPxQk9kzFM6ye7A9xnES2ahcuxb7T+X",
-	"hqXiumAcnjPlpsdoBRsvR2qfisXELcxHTcZV5lKPHfhfOVoxZ/1Uv+jo3InRbm15fgzV4dnpTyfHh1cg",
-	"c+g+Omc0hY2J9XTtjVbmtr61vjXIvPSEYQ1zwW+A961MBYzHmjl2r6B1R8+Ghji/tl764VIBPoEpJ6HS",
-	"OTWZp1LdQFI06vV2IuCDlsIgjVtTiFajB4QHBGmxg6cca7Ve2BiHByMVBKjgCu9g9YZiLFXCOnyi8ZcT",
-	"xkHiD7lVG3JEvX7wYHpPBiB1Ib1uMeaq9kiKl0Zhubv7JrbaCP4lBhH+zFD00xS8EBOIz1b9h4yAJjCC",
-	"u0+kc/Z4i2sNReiz2pjyUplu3+P60E6bwNlzs7L7Y21WJgR9o3So3FaouHVZx0kL+m5Q5mmEywiVJDH0",
-	"wyOVKQaHPW8oZHzGRZHZBQuVG5LOYc0hQCZHigPYMQqa+Wched7gRswcdFA3YO9237SpsmM8DXjcHilK",
-	"2XjGE3X1uYffAXhLho4VRF5MOIn2MkJ6P979i0OtrlMZF5uQ3iO5DrThK1k7r45bTZWa77DjrnsoH2KV",
-	"ZROqeQGyaNrY49ndZ+sbNqGq+m9qPYSk0ExDherra5GbuufhdK7VEnXsnupQOlXsW4/8b2Tt7BL3Pz1H",
-	"GhbzGHOZLJHmhl3rfPHtiyKNmBGxhsyfm4E3P+zudvssugarC6sDHcE6WQQ6myEDamIlSKjo0oBFdjgi",
-	"8oSs9Zefw+WgMnmuoAwgx5uCELf3RaUTKqXZukoHE5YBdXDCu3R9XnGhgxJu7e2FqLp5RAVR2E5ZmwNV",
-	"puk+40zpfMJT1MUBvA93nKs9dgBOnxunG/pc7ye8PO4w+3704rRibqDvdt+E6vLo4pfjw6PBx9ODXw6O",
-	"Tw7+dnJk18Lqxul41mN/y/UUlKY3b5QQySoXzzHowsACsKvI3DI1nN9coM2KudrSCNTTrJOlXCr4g2o7",
-	"NLDT6GzI45tQjbUp9oGtJrX/DNjrvT/3du3/7fwlYPv7rwMoak7ErUh1BuzplKx1dLRk9C7aMNauAT0D",
-	"Gp76bP2bOHy+FQaCEUicWT8lGIncR2REqRLxCWEwoOY6neGB5CwRBS6OSPbevXv9Y80wIWBZ/O3HixNC",
-	"EewZOYpCxbNMqASddzvVGS/G2IJnTcUf3jKg8a0B6uNN6QPxiccF3RrAu7pk2d5hLNW2EOvQHsA8PHJz",
-	"uAV/xSIz5nvvfoiQUDTWE0HQlpymhjlY1vmtA44G+8/Ls1N/CYs+h1tO7oVb++x/qr/tn+HWrVCJznes",
-	"sAu3AhZuVf+qSf1wKwiVvRgEn78T/Y2Xl3mK/8AXwH87twl+4Z8G2yvc+ufv9v+ifm275yJUUa/geW/0",
-	"b2zi7P1bZghg1fQJ2DUKKSd4etYmi9zi51pDxYRU2LSps1DhD7oBIxHCinGuy9G4jSmaGh6b6GtuaVaH",
-	"ZQ69mn3k4Aw96C670h3H7yI6A9K37uqvbfV8pmOxOpG5MnKzTMbfbbsQKHszKkPRVyufbsSMOqIb5glK",
-	"NoDnSbkZs0zksVAFofokoepEVL3sX5PHE/F/7f00FdyewahblV7Xb+5txpZwi0qwCwhjpBQHqEdV+65W",
-	"SOuU5SLWOTKUAKaN1qnx9ckgd2cQPmXWaHEiFHuTaouIcPSm2xZbsSq27jA1OrcpxBIqvJF3eLFyi1z/",
-	"+WgeePa+4klMspQXgplCpqmPA9m5dR4k1V7VoYN2f2THpxCEGVxeHVwdtVdiyzkHeGUK67y+8FFNbkd3",
-	"bAPWieZXvY8mba7LQuS+nI2iSzmfwq7rsfcCbmBtEndRqKL/8z98+9+72z/+s/Mf+/TP3mD7n39yH3f/",
-	"Y+fOK/5XNIfDvtUcYnsCjpZ+3Szc3utmGu7Ns8y+1/z+snIynn0G7t7O/jdfuy3nPO9lOQF7kJ6/amlI",
-	"mH5NunhY9EUxc35wdfj31bqGqiDRQPdilx5MvasuW1ALAVR2zCvj8gaEHQ65g5lH1kNT8pVPI6B9baY8",
-	"C5WdGcgWUDTaZQZSwb0GzMWt1KXxTr5UDMbcY0C96+lHauOH/IWhtoiVkBn3Ul+h4nOZVtbMs1buq8dt",
-	"UMlyHQRIJmSxqy9LI7RjnNtnb3TY0+qwh4+c19f1iap57xU4d0wC7jR8izWwmwj7s4CkTwBBTy04Dkud",
-	"TIp6b1PU+2Hrc9xNXYyKHlaFPQnm1AeF9rrO/2liYbEJnyHbQuUATsWQ1Q4wxOWgP8PeoOA3gonraxEX",
-	"LvCixKeC+bDglHhIOMsFNNL02BGPxwybOpzIDxXeQ94SIhUGQYelTIttqXzNACDL+pj73G/onnbgPXYJ",
-	"lBGhqqbmVuS5y84KdStzrSbQtzMdy3jsvzeOQaY2cdcScs72ulA1L6SRGVyICZdptRqAYF4VUdbwZqMd",
-	"e+U2VVt0+3accQ7MRS5lHSDHDMahwE7z94UGG4+00eS1wQhsqGpviDYBIdwgcc0SJMIL3DeXbo8+Jrp4",
-	"81F3tjnQdQBRz9m1/ASg8InIv4+oFhCKtmTPTPsRRquzzmwIO+3e3kfkHhOxCc+MdRVAyESjhc0SYdoB",
-	"TyLKoVDdiNkrZGpyx0w6NhfEMG4eJtjBrtCjtoO7iOCnId0TQIVTPKZmeUJJxnvi0zsLR3zueFTyhJCr",
-	"Ib7b7YXqH/YFIWUDGAP21JTKA2gcpCk0+6Mtv4/1FDfKHu4bMQsYB1+qbtd7nqhQtc1ZMDdjbJpD9QpM",
-	"GFSXeHy+OZGEuRjDOjxUSowQwhEhMexNnWFPCZzGmDBrBPU6RZE1s0UMM0S8KivBbM3Ci73ZI+oSqVza",
-	"xN5QfOKJiOWEp926GxGqeT8CltkV8PhNgVJUiSm+tyGQcC/i6rqF6WuriqRhWa5jYYxLWtGfwqtDUtJV",
-	"CS2VBxUknOGuqJyWejdtovGxLO4F2fg0/A9fJqFrVjiemw3Lw/fZWAZWpM4R8HRBb7XpJmsnG8FzVE9r",
-	"MzMdmBvjU+S+ChxvZIXBrUyIW3RsjUoIAUBJ7W8R5jKcoNJKsOuUFyyyFyLqWcCGVtaYGGxihFlzrcIR",
-	"AE37CkeMM2HNLBJBmVDBIwGXZpaJiCpC7L3MWIIU9iMMmNH0GmNZ1IzZqpCnuhTG7f50ZL2UHh/zOkAA",
-	"mvRC9OB9AYFGTiYUKSryUsHBsVpgb3c3tLou53EBFTGIReuy/nYC7cukEIfoV7y1HauooEO9S3OK09kg",
-	"tsUgpPUEYq1MmUIYjatZ/Z0MxqEqt4r60eiH/nXbcWftcp/zVBTFnbwGeDHk+fsr54NV09FsGJoL8Mzh",
-	"vfzWBvq2HFLmA3GCVYhWsGt87HNvt9pz73a7y1BmYDc2nkw32Nrf2wWqWUSXebf7hFAzOPV3KRP7/t8T",
-	"8hztWxJaNdmI0+VkoxE79k1XSsfGVDgJSScSXWfY6LpdTrhuYMTLGJfDVyasQdJ8vDjx9rnHHwFUCZ3J",
-	"2LDOHEQHoDFEwd3QHccFi3lupSiSkN8I1YdwB8hkKwQj//o6l/8WUS9Uv46FAnwQK9bKanIDFvl/g8ir",
-	"FY+NyyEWplk7tkzTJZ7wpREHJQRtH+8k4CNWHYXLBuCSQsAowNx6ebg1y96lVjRm91M9gFaa+Z0PS3/v",
-	"7X+BtQMO6nQ7BYg0v6tz3G/WIWV/v9x79wP7z1+vsN0sVNFE5HGZi56/PGJxyuWEQE2hHAzxlNgo5wp1",
-	"hz0M3erNquLDD3i3UI3LIetQORdWp9GDBv+aFlAb14U6MrqFmAxFkojEHskeOyMEp7YzuHDW8Azi7l91",
-	"CgHUZejfYt9aLU4DDXUx7ocqgkc08WrgciyBo/6Eqj0YLl8Ci4+WEBhLCLSHt8OloPyanSRuWHRAS48B",
-	"SPY3wXORM2zMgB9gZ0bEdB6QyaRYdHQrVHEJ9ElWBHF8QMTrN4vYHCIgFfNZk/IaHHDrjFohREWPdez9",
-	"FSKIdYwQJLNMwYvSRN191oS9aZE87kXFpbnTiLlCkVtoXAJHqU8C8D9g7v/K7czs/YB/DKNuH3lGHdpP",
-	"G9iiniq0de7kw4e7ttPgV5YSbLnXuAu3FlJXdQb8vbv47//5+NIYJn8lVMyC3Nh0Sj+onjg2phQVNmYl",
-	"npt6oiHzlisNPHv31hiXWFov4zHIICh/N3jOO5GTxUS65gU3mRUAe4CFze6rqMK+6rocBoaqSHL4yeix",
-	"8xZhIlWoUFRuT3V+Y401nVCccwj1jrk1lpwXnGlTbBcyvkGAMxCI1qGACbMf2ymkumWPRUqaCd5XmrrO",
-	"cv7Xgobq+wZRqFTOdJqGCvtI4bjvfLb/OU5+d3hokb1kYB2N/JanA+pyiJbbYJe4fI977vEhd+aY7brE",
-	"Y66USF8ZhhvrJRpi57UXoddoPz8osu97dE48VLyDmqtcDD1VzkcYELt+9W03AE9jm4ou4bdSxWkJtRuq",
-	"BnTPOhGhXEEPiB2XUIlUowA3IsABV592e6E6QOxCgLLsMweEj30F1ji09s4doPi9UEWkygm+xI2RqCUL",
-	"Xog+i4xUsWhegtAFEdXowKAh5J1LazuGyoVMORUCqaJPSIMwTXQrACKztwON7XAH64aUkw6JNLEmUZCm",
-	"IJNqx/I/8C3++l8fjz4evUcDAQb9V7Ko5ESYgk8yZ1Xh4X3nupKWFb9fkYpfabWcVRvD4TTAxC0LavgN",
-	"ut5xtmMgodESaKk93NVLuUXwYWvXwGUtqoufDtmbN29+XBpygWlrB/W1t9+2U7m1BqhwbWDaFfDB4i55",
-	"rtsbX4EnHDw8q8Jj2md2Ye9DYgCT+X2TF3iTm0Q7ns/V0K+LEn2RqRHkcwc6pzzwZ0OSk21W52irKYGh",
-	"SLUaWcel38xcG3hEDTnVI5Sam3mK3VDh3YLa7arR1Zl3EYvG4yIylHp9xhkJy7xUhsnCivcJ/zQwhcgQ",
-	"Vua1o9XvVI39vGA5VyOxz97u7XX7aAESPGv98ZX5FCqIy7pUM7DN1WT7IplchauK3P0DoKoXqshn86T9",
-	"CHzDk+DeJZsI3Wl3xL3JVjzGVzz7h5htPS4prx3hE/Xs46PvwM4SU9ieARlStLs2nfqbHOl6OVKeFwBD",
-	"Ym5Yh1urvMCwoWs+WhTfwdanbelh9ugYeHPdu1yreticUEU5be1yKDLkaqaVYCI1Yp/od+udYTBIX6M9",
-	"EcbwkTABNnmBRxmEKkOT21rVOeFqNU36fp0VDgB3MqTbt6YYn1E/GEJ3V7VzoYKw2wyGhOlIGMlChTs1",
-	"QxQ1tXHx8fT0+PRn1uFDa9JLciK6y0navkgswvJcweRvPYemIvf6T0HSsGkleiCKOVjFVhOu1Sdf82BX",
-	"MegArzNjmVVAereCpyIB48s6QyZUACkPvTE6hbb2a56mUC4G9o/SGB2h0FEtCM6Huizm/cfuknjP8z52",
-	"65gDdu43dNOrkoBjjdmUJft6UY/tgNReDl177y3fhTJOwOZa1BVovgWhckpD5+zg14Pjq+PTnweXH/82",
-	"OPj56PTqsl/9yNETHPzt7OLqCLgM8lIBnTWEWpUuJLW7hQo1EC9Ag1LVocgYwA5w0pfTXBZVvxiFJWTR",
-	"Y2fKygORT6TiKescnn04Pzm6gtH+dHB8cvQ+YIcHp4dHJydH7yF36CDnMo7IXjTEgJ0fnb63L3Rwfn5x",
-	"9svBSVC94/Hp+cerLrzafqgWm5iBOn+ISDnw/pQ0zIUpJz6VaQ+cVKVojewe2J9/G2fdm/1u9Td69mXp",
-	"2QM8kPcVR9veqH1YwRThU3xgvLKdO/FYpkkX+U0qCUacOoZPBIZRDeMGDyjrkDBzBnDQJsm6+xRNsbef",
-	"F2aYCzcay/IoMKNiYQqo+NO30HXsqsJb7h6EysV+xlyqHrty4mtBPO2zVmGDUQ28gx0hvP4yoXJZDg/s",
-	"bL184dJ0mjZi5hsRM81lxf5wbmKeCFZmU54na8ogOBZriR6eZbm+hWpejhUtEX0UrZRFfQj74oNEgnmy",
-	"WOfUh00fD4azyIkgoNZiqR6tsq9C1TQ0qLFxKo1YPP4gD7VOBzFPU4iVImqrHbILMwx5EY+hESSij3oQ",
-	"TIOCJqp1IQBVB/nqvvdZNLzHcMaiseCJyLFUKpPxjQmVxno1zNxAyioyIhUxlUx16qxRpUqx1UZUD5GG",
-	"RZMyLWSWCujzi65zIQaF+IQ5QI8VQKXbrrXR32DMDYsATPanXIgr+zswwqjvCGqyanMUMHwJK2D9QAPG",
-	"PbYszQY0/TSnQuBMBBS3n/D0WufWphvqZLbfHllmUP9EVQeNNfEQFCLxOyBUTsG4IHy1/BISqDMzZ4q2",
-	"ynq474PEroMvUAsPH+quXuiJWn3Wt3dx4Sjtkaa42AQP6NY7AIlCaElzy7npyN9E0h9Fw6JY414KedkG",
-	"O/SLw+g7pC3vp2wxO+pygZH/POrXi2qLeQ+Bp1qJ7j6r6eX5cB0AFcLFWFOC1gQpRoTs9INoqbdNRAzN",
-	"UE19jp+2q3Nqi+EK33m1dp8PLNyl388UDsk4nkW3eladOZ7v4SxUQJno+n8qg6CDHUrY44l7kOV6ymTS",
-	"7debc2veBr2rNRjmbxe47mBwp2TCiqmMxTLNd6DcVCcIZpuXyhDUEtYZ5yMAWzARg/RwB4TmSN4KVVd8",
-	"CDmkM22g35h+Y8fPcvEvERd0f8AuykVGsReMx050ItIqKRMhzUjUqpdhkNK4GbifVp5f2Va9jNPxLSnm",
-	"6o1enGaGjBzoZVrwhlpeWM+NYt4o5sfJZNnN54VQlSz+cpXsosuPlRQgQHWXE/CBduQg8ZodKT4M5aq3",
-	"y8xY19j+e4AflVnUDZiLzevchW/qAhb4XuajXoBP7cDo9CSzugMwr9UMs+ddiPJheRYl4gPss7bWBphC",
-	"EY6W2KYC7BGx3yYJMG3z1FU6TaAb2f6bdVzJU79hpJAh00BRh6KmPquXTDk1EsHfA0g6/N9s4YFYAf9b",
-	"KUqXFsHyBxRgCPBKu4WXhZ7wQsZUT2C1V66zrB3A5pD2xTekgOqv9Ow10IsrgdoolBeoUNyRcGVTxAbg",
-	"pTCJzC9XL+D6LO97+ALdEio7DSLfvrRqA9oSra4oxKcCn7ZtilzwiVUXGN3MyQGjwJx7Xp5APC3Vo/1Q",
-	"RTLZ95kiuNz6msYeJWhA6MS6hHZU6P95TTz25qYbsAgut7+2KoHI6qEZKEp4wfcjGEYqsTvwPy/PTgPG",
-	"WWQnEkZPOBY4aurJAHr7WW00NSSYUMVlbnSOHUvRCTfFNtxo+/h95CKWHFxSpUQM2BC17k0G7aFov4YK",
-	"GywG/kXJrt3dR38H0uZd6gRJRCrBF6YuTkiPQYWZNYynuSwKoYKKe2TEMwImYkmJElNQRyl0g4G7SfhC",
-	"LlNfjMXEemuxngDamp22UHWifejb2OZ2BFEXWVSUK4Z5XXVTsOOCgb6vgHN8nwnuAghTO5MA1aXHwLVu",
-	"Z70YgOyNCndPLWjRQtNpqRUMMJ2HiuyTrq/qwcdXkF2uGAFjxAXTKhaVwWRHMuYJQ3INmka4BfiuyLFX",
-	"gQPBjtiHZbc7x+40OtKuzJoZO1k8ZdCRwjqVpRWEyr6LFKZbrTFBwJSqx6JEpAWP3EaMeZ7PQoXesi6L",
-	"rCwofMEZAKfgTkYElxk5TVBlh68IZ7DMlT1gZG9F1bSEqkOtgkB/BzBeY50KwBcBSlPGYbWgVlvkzAgq",
-	"qaR7EdjaARp0eBdKLIQKz+qARjjIRG4tqzxiOhN+4EwjywU0KlY7tKIP2uv24QIw9qSp+OiwjHLvR3Z1",
-	"djb4cHD634OLo//6eHR5dUmtUFWL8AT2YCv4CozCiwfzdcnXhe6YC9wgNclCDVWVsJOGjaBg3NP4ydrr",
-	"73Z7C1JnKhWxJw211SC5wNjMylYfL3XWbLzZbW+8WdQo0LJG0j7lpqCjl4tYyFuR9FF2DGcNsVij51S4",
-	"c70E9W+BwrV6jcYsNN6iatl+/WdYwMLq+q39rf/zP7vbP/7z8+vg9V9+/19bX4Kgv6DpmuZn9WSZ7LM3",
-	"oUL15I5HqEApsc/hlpv+cGv/TRDCSMKt/XDLXbn1e6hgf86PsdVsxTkmLdZx/S01NcdwjJA3hVyiU49W",
-	"xndfRqXf2701rNYrrT9wNSM73DxlhSCuBnc2j3ACpcWaa+6oZfYcRlEfNVv+oEHxCxivU2cQtcWYHXnF",
-	"hHqOysyrEhf6JQMHCvJSMiCtrISYS62fqhnzbRPqOI5vyJmuXmjjSm9c6Y0rTScc44wPGJ8FL+OPqthG",
-	"dydUdwjVK5fWc7+D+CMRu/nYY5VJG0tr289CdSOyou/CqNBHmgoORQ4RvOcAvOyIjQAQaTgDexlJOGYr",
-	"4pjWAAdSEWpoBVZ10WOn2sPbDnUya5fLRT77xuqnG4JuU9f4cgQIdPkBi45rCFB6ul4VIxyFbSgMfoBm",
-	"xaa4aJw3KUytoTBUvi4DDzCEJAYTqcpCOJy0Cf80oJ9GCDyUc2UA2BUkAZApGda5OLg6Gpwcfzi+CpAX",
-	"9uhicPbL0cXJ2cH7o/cBo4+gZCBgPx9cHf168N/uz5OTD4Or4w9HZx+vAnZ2cf73g1Po5vj17OIfRxeD",
-	"98eXh2enp0eHV0fvoRyAIjsY9eQSomTXxGYHZYJKfCoG9FIFcKtSDxfWD8RcxSIlLPBGo+b+Yj9LFRnq",
-	"uJ4TTNzMPSVUgKKIBQdKV4kaesD+ekx4hzA2lBtFPjuEXfHtyDc/mxsR99LSDbAxGzbSnDZfT9oVMr5Z",
-	"bhMdLoJ7WTHXZ1K5mB58OEftVkcTZPOCMlRL27qRIzU3VBNUsHqf5p5nH89EzpJc3gqFfRfsAkqcHOQl",
-	"BBwLkbm4FWbFU60z1sFYo/VQIb7qEueVedllpcKofyq4EVjDbSdpAH97bDAK5PNaJwjWzvtAsv3RYlv4",
-	"XFZ9Ma1f1FpRfisloEUVq5rk5ovX2/tpkDkUS/EI16MKC8Or9di5yLch1JvzQjh8EB+sfL23C++E8496",
-	"qdtnQzHTMIsQrcU+O5CV2wd2KqK1bMcrGd98G6bj/AbYyNWXFO77CpOzxEwHiUrosa0yR51FlMRuTT7/",
-	"Ch87Aa11en94u6N5ngEQaZ1YE7A2IvUDYQ0ma4H6BXs0Um6sQPNOpj+byPJP1AgsEXHK6Ys+9OQDbF2P",
-	"/cRlSpxZ73Z3QxVdnZ2dXA4ujg7PPnw4On1/Obj8x/HJyeXgw/Hl5fHpzwRQySse5skEM43M3Mg0RUvQ",
-	"cz+KT9IUS8HdYLYek27ET6l91F1QX1cQ4mwswoOAMd7xKj5T8XkL/AD8SSLsiFavxVbgkhQAnKtTRhQC",
-	"vZ90LmKOM1xfJFyi0FENbA9zKa6lGoVbjkupuXJ4staaa5IWi9N6aI2MtbfV/ClYssMgs45/GkxcUem1",
-	"wXoAlwXFKnYEgdapx5mHX3b7yF8bHZ9eHV2cHpxEoUKcHIc1XSrxKcNyaSJ1tVv5YeHV5ndc3fSDv2uS",
-	"Zeez/Y81/eqUf/eilXfoO2iXjVI95GmTLso+os+qoFxvGaKN1mmNuuieut++zhW8zDkvxs8C3YYmw5MO",
-	"TUUuiBAs2QAyPwvwmqJlmVBTa522nJzgHnyYb3ffsMj3ttThlSu0/9rzUz5DXhV3ZoDVwg2qY0Vok0+S",
-	"unK7fZZxY6Y6T7aLWeYI5iiEwnOgM0JGMU7FORNrhkR/ov9FASvtg5A4D5rkACtwGQLOizmm9ZGe2Nm9",
-	"74GFJdmc1MchibzfscvKYk2FBMytN2KG1Sh5ncq9oZ2g/MnwVPRZpMo0jdArDhXyQWFVBpVYGSaLPp4P",
-	"RL9URZN2kXW4qz9DklSmhADuQDaE0sAiVMjfCFUyieOBnzuJROcwd57ty1Twyo3H9EJ1QLSHZJF4ewst",
-	"9CZFYwuB40ha7f12b2+O7DBUVHnYY+et4sW+v1BxPkMa+QK4c9tkxnn5GDLj4VPvc+N8qvz7gwitWuQB",
-	"KkC/xfT8Jtv+8GbRr3az3Fs8t/gTpRH59lpOxVI+pLpfURdfxFQNwUnY7Os6Fx+NyL8pB8MjWW9cjOft",
-	"Yiwu1Jc4Ga0nJXCcMwvHgtyQFY5DqO7nObCvdhxezhG8tx5eXOOHcB++E2fgvgek3R245wHpsUs+ESwv",
-	"U+y5ibKmBRjtQ0E1MMS3eBNwWIKG88CW+A7Bou8QKu88BK2uAFr8c25FABlJMOwTIrrPa+a8AXM+VG/3",
-	"9lZY4o9wCDfW+GopsLHHN/b419nj95OQ1iK3gm5F7rAtdnLm84FMJr3WHNtHuOt9pcazoumxr3BX7u7A",
-	"k/TANP7RtvQLpPUpaWO4rYgbZQWTT9sGfLv7Y1UFw5MkF8ZAIQy/wa63NoYY+6StxyR4sQ94IoIXfPTd",
-	"BC/gNG8YXTZKZZ1yQdjUhM3ScmK98tj5LFeTtLSeYfB7XYAb+kQbDFq10sAfl0Vr6ETfT8d8BMboJw/M",
-	"0CWbYq+XSmey5FSsn/rttUU/nu2WXkfD1LTLJpz4gCwjKzZbBpCga5rtE1lATZEUAMtQz0xSJN3J46Yo",
-	"vk75qNHRfw9J/RHISb9+Wz+80VaN7ImiBmsdKeJ2fSmG26Z59gXqNDwJK8XM+nUVkIgDEcPEp1hkBYtc",
-	"+iBCsF48X02JE6ovFjmtfaUQgH2OUqc2tI3Y2Yid77tnH47Cuh7mTibjoszFSjg7uobJCcXlOGV3EFoF",
-	"eIZSqUQfWs58DAnRqrhhClrXD9SMGTlSItmWlAqa8BnmOGWx1HA/pwE+nv0Or7Xzp+Zh95hNQ6k4NvGt",
-	"AxkE99rkHVcY34hi9sq4XXX3Fs11Ku4XTF8aPb+AWz1HV9CObK2mFvsGG3/w4WPo3O3LnPbIVwXTj6uq",
-	"KOaWjUVgb0Vswm8ojw1SkKumIdYiCnOu/P59bsYXDM4O7IlMr3VPTn15azlhAL7e5IQ31tU61hXsdcZh",
-	"E62puHY+2//cP5S/aEr58vKxTrF0x965z3Jxq2+sy+fkC+DRfklc6cLeSXy1oFkE6LTST/GJ8LCTGS/G",
-	"FegkTWdTZtSbFSf804lQo2K8tf9mD/Az3Z+vvwRv8smEjV0qfO4mR/HiHCt7NlaffWwr3xnr0ogbITK7",
-	"Hx8A08N3sydcTLRCQUBQHygIhEoyLaHTpR38o70+r8+Gq5A+3hG6hOmF6kLwzDCdZ2OuDOs4/mtAMSG4",
-	"Xei1BwiLgLVDdYhPmT3fCCdEjw5VkksXsZqwKdToTfmMsJYRb6iOWo2Nvi0gSIik7MBXEAF6Bj6mPe8z",
-	"hCdKpMmIkw5fMikFwLgmZSoSRMsGKFf7L4Bz43ICTTZ6Iu0kzeAxxVQD3UVc5rkdMbLpIN2UewTgENjb",
-	"AE9Udw7Xg83BeuzhPUL18KgeF6VCZIO/1zfmI0rJxaetkpe/jnmB2znjxrBEvoDy+W8cREPwjM46wbaZ",
-	"xuFZPDRmfWiN+aG1jwUEIFodLfTH+MYBmxCFAWIFycKwGgVNlotr+cmaHGWebu1vfda5HEn1+2eeZQP8",
-	"8vcdnsmd29dbwdYtz6WdO0Nbn65AuQ1HdGt/a8fcxluttafVY6PqxxHrNKqSwZ5zY+bYGzDWpmC51gXi",
-	"ReMYm08dF0W2v7OT6pin9vL9v+z+ZXdhGJf28IkAbwhQIzoviPvOFFzFAjMF3K6bfTqQEMJoyzyNPCMA",
-	"0grZ4dsRgTlFi7iIuz5CuxI4ZFM9kipgtJwmYIeXFz+xwm66wLdVwsDEhMuUXad6anqVEXhQFuMW2/Ej",
-	"uMiVDSu1Yh2+aDEHLjNCcSXTrd0blXQ7tHozJvnKsCzX1zIV9o3iGvwK3bd210MS/hBpXbz5eTlMZWxP",
-	"RyEngl0LDlHU65SP6u99CFun5ffAVW72WQw1QwFESgPKIgRU4R6wa36roVLV3jdwowRdC6TSBuILSCot",
-	"JhnwDACVB4CAmbHMELzwWuRIWjgiTgf7PZSjcpblUsUy4ynr+DBJJnKjFU9rX0K36yjXZdaF5ljCt/IY",
-	"1HBrKJ4l5kH/S4lPBOJJziZiMsR+/I5Ut9LIYep/jPZNqN7uvu32qXhf8RFFWDo1Oqr67U2zjldPVVAb",
-	"bY1XGS8BPgpCk6TN58kf6aWkWYjbdOuZOMSER4huqAYAUIJQeVCCOiYB6Gx3DOA927aTyB05OKCkkcSB",
-	"HbrPhLLCayJU4UAFA7tE294SYPpW5DmiquDFSRBa7am3CcO8681JeMx2Km5FvQuRfg/rZy0kO4weg7Jn",
-	"7EDCmlEHWStkHiocamr1eicKy93dNzFivMC/RQ8/uppl4pRP6MMI20YIS4dFsc5F70Lw5OPFiX1a1DJh",
-	"hLfS4npa3aSvq0NgCg4MmbCxnQ5jnXfbmF6Nc63s2clRjMGyayW2zVgXVmhGeakGvIi6wIgy4aq0NiEr",
-	"xrkuR2MWFbkcjcAwe18K1Ix2bpabkWTbtxmPofLWY+ONLxuat5UQozR2hYnrqDkBaER+/uwU3u+/Rwxy",
-	"RmOdJoBtX9Iazml4uzusBgsVzCGY7NY0aIztHAnpnKhpG90/oHfmmjAT3aY+OD9mncjc3gxwT8gEdwP9",
-	"iT04tEG6PfbBnnrvNSghErMgDbSqAbpCHNZUrpIB5lKvjadjXniyWIe0FV3+cojAfYOD8+PIn4+ajROE",
-	"ynod1lcwJQEGxHau0ymfGTZEn//GMdK5PXt+DC1ELbPzs5VIuGm8ACNQL5SLhnUwrBCBhIoCF/cJWIRX",
-	"RECSh6JNTxXxEZogVMAOCK+B4IsNIWICany6zoXYvtb5BOwAkQsVC1x+XukX+2fMc0DP5aHCp1VAKvbc",
-	"VwgqCI9Ang4uqOtypr/AL3LfwL3oD9wdTvigYoGLvVoZ4YyRu5hCQ5buszkbwQjhgJLs9T127FUL3sD5",
-	"ztZ17rPmd3XJbx1KpQsn1v2P3jRWGJexZX1PuBqVfCS221agrnRpmO9zYC/aZ5HOhOISmSbYWSbUwfG2",
-	"dQh4YUcaqmgnHvMCfIRUwO0iv9v36QcBO0tTPuEBuz05+RCwkw/ssigTqQO44EKXhcgD9nOufwvYwb/L",
-	"XHSDUEVcWQGXyThinQ8Ix2XsiSXIX3w/kUSsE3Nl3yAXWQq4yrmeMA4UYTv/ffDhhOGl1Bho/SLkoUzE",
-	"RBvCYY+G3Ai0SSHXjNuhMVFkxhqWoY3lVI8zBbO0JLwdaw17aePPdZpOBhwx4wdwRcQ6cNhPTj4MDk5O",
-	"zn49ej/4+9nl1WW0jwY1gI8F7Pi8ehaO/PD4/QVTorAywe6yjOec9EusJxMOZo3JeCxMxZqptBLdgMVj",
-	"Ed84TlHC/GCdt3t7Xbw34ajRTgHWXqTvMX2wypCg+pUh0OlCfCr8zBDiIX4DdKBmrPMiVNZMzrOCdfZ2",
-	"d+0mznlcgNi3rn9u1bX/zLWzgzyB25WGDp2eKjuTsDavjH+xxioRNmsN0oAuC/D1Kkj+6wq5MDo9g1U4",
-	"PDv96fjnjxdAqk2EciQ2rZ0FrXzbdrX3mXeF7StO7XbN5OBGzAZGFCi0Kx7wGzFrnNMPLadwlUZFcZSI",
-	"a6kkHtkOlgowqViiY6DnZnsBbHl2ifxASc6vC7a3u7e7/XoPg3vWFAhV1PBFXfgEzS+nQnv4ce9fRquo",
-	"S7GzUqaFdVkqSMltWD45LAuRhCrmBU/1KGC3PuKKhynDjA8i7k7ARUDjAA1FnW+bMrNnN6m5C3b3KDHF",
-	"l28zvlZo+wqJMZ85zWAWADHroyeaBWobbsXADFUdBDOob7HOnE0+3wyqkgVfoN6XHKo5yB0nM1ZB79T2",
-	"WA7oYnPq/mqJcQqouawTA5/dnKFqRw6HBw1LFF9gk9pjUHmFqTSF8w0TqqO37h3iFcHyxbRR+VDnReBY",
-	"jALijw9IhaEAkKqEb4p8Rv9BCH6G6PCLjh2YBXEBFHMAWjpVFDHCaHaFwIiwvK3x6cZkAUj24mQdecMN",
-	"MBJSUbBUj0bouvs4NuBRz8NN2+EvRKdC1YnwzwG56AP78T5dao+aVmIOQRbtnnqAn3UwUGaXwP5tDUJn",
-	"N29b+91Z9F1rcqwd2befu81qRKgqs7WyUpZMIIXa2oQYT7chFoGyHCIJxrpwmYxxa0f2KOx8LiGT9zuC",
-	"lEesgwRrHh47FwTUCZkt4GPLZzBTZBA076J0Ia8pkmyiHvuVIk3RRORxmZOuL8aen9BasYmx2wnCFGxc",
-	"DpnJBL9xpfQf8IfMlEP7gkPwdAod67Tv4HOD+g3BTDBWLRaaMEfdLcbl0FMrWtOuuiVc6qALCpwjzM26",
-	"F8hKMw48zV6m0zRU0c9HV2wO3T2aS6s4as+G41Sa8RLx2XSSrOWEVziRCMFQE8wleMCIHAqei9xqvVCt",
-	"6VwRvSaZEQBk4s61i6xYgYVSVxL1RW084GP0QvWBPCu4AxLzzPtTwGoz71W5eBkcEQmUtXYNoxotuttx",
-	"EalKnsmdP0Us40CCXgmYKl0U+acO3h9fHvzt5Oh9tARd1iM/2g2ARn43YENxjRqrkUeTWvXYhc/miAQw",
-	"2a2J4vM6P+y6/AzEzEKFuZ1gbjIGFVXI4MPB/47Wyf0sKuKD8+O2EGpmVT5xrma5TsoYOlasE9khl9AY",
-	"UZjuPuN5PLYS1KoVK81YCT+2uiWXt7yQt4L0rZV/ocKoI49jAQoRkTDsc4ZlioIiLXGasIgdHrQsvAg0",
-	"uZVuQSWGQ/MBg8on9lys1sC1a1MFDuveHf2+EptN+8++flu0DcwSJtWtUIW2yhCi6GlaRWBLRR+RLwwW",
-	"F2miHmsr6gjVcfMm8MvafXLBRu7wEmUunAXvuKC1NKAfDCiQF4XK77drnhpBoVE/ppn/JX3kf1lt1CIv",
-	"wb22Cj6jtzfInJ2IHDzrqbuNGSQyj1inESg5P/n48/Hp5eD98UUUeI8gMoXO+Ujs0C+jrnXK0qT2Omja",
-	"BiyRuUDmCPc4zm6FSnTuBuFiiPgpCqwd/Ej5+OFO1O2xvwkDsU5nkodq75VxXVoUKJLX1nYjTBfj0kdo",
-	"hlpVtc8ib9lGrIMHxg/G9JlMTKhcWDMtR0sGFHUDFgFMNdwGf203NB7aS/jGXjOJM2QCt9eZIpGaReBE",
-	"qiSCeCMWXIMj8verq3MWWc1JiPERSnEDFI9z4FKNcAyMRtiDfk4epImskz+RIzKoI3dH8Dx+Ebk1O/0M",
-	"LLzw4PT09HQA9T3mtzRCXhDJUxEXXeBBg5A4PsRaQymfnfKJIC6lW7o9uHgybzhOQIpN3hJrd5ZoC9Wd",
-	"pH6oSnUDloOHxyI+Y6vqs1yA/8Suc0h2W1mlklSwTuQ+OVJFPnOk3PB8a2CDu9nit9HO3lnYCFHADFfJ",
-	"UH8SCescXp6ziP5mEH3YJr0Z7XsV6zRpXqpQIXe99c34b6WVcxJSbPVMHfkEXTRMrf+rnPCItTLaCsD5",
-	"qeNZtjhYq05wy304PCe7CYbhAMjIznhl0FYiXn2gMuYpE+pW5lqB90uRQtAXgk5LH4Q5ymulC3YjsqIq",
-	"VKvuDVuM+PiccIGstxH5AGvxwW7wGgfscWgyYBPBFTiHY5GLfZbx+AYCVaAcUK+Z6pneRS6VvbISujQY",
-	"uyQivW4aabjSLfrirCxG2o4WcpvNYBXOB7Cxk7XRrh5qWonLdIkx6B1XqbZ5lrGGcc06lTvIJhwSC+QW",
-	"2k1SYeajkZvhj9Ag1lnBpEKjd9Jjp2I6d2+YxtRoMHvBsCPo20zGd5j89Tk8rX/Vpnl5KorCLoNdM3aN",
-	"C0NhAh+coG9dDKyeUL2Er7Z+/+fv/38AAAD//w==",
+	"3P3pduM4tiAKvwo+dn0rpDq0Qh4iM9Jed1UrbEWUqzwdW5F5stLRIkRCEsoUoCRIO5S54q5+iPsM/WD9",
+	"JHdhYyBIghpsZ51zu35UhikSw8bGnoffg5gvlpwRlovg+PdgTnBCMvjnLcmz1WCak0z+lRARZ3SZU86C",
+	"4+COxJwlAuUcPWGaowmZ8oygTH5C2awXhIGI52SB5acLyuiiWATH+2GQr5YkOA4oy8mMZMG3b9/CYIkz",
+	"vCC5nnYwIywfLOnpHOfnSXNq+RzRBHXyOUE5Fg+IJiFKSEwXOEUJndFcdOUCqHx7ifN5EAYML2DaJAiD",
+	"jPxa0IwkwXGeFcRdKPmKF8tUvnh0ENi1ijyjbBbIlZq13VEWkzvya0FYTJpLvGbpCi2IEHhGBHqac0FQ",
+	"JPTrEaICzTKCc5KhfI4ZyudU2AX/WpBsVa5YyJnG5tsKWKc8W+BcAfO7oyAs4dz3wFkvfkQWyxTnRJwn",
+	"NxI0jbWbFwCq0X3R7x/GghdZTODf5K1+lBYz9SBCPEMYTXBGkHzaQ6O5/BcWc7QohMQN9Pn2Yo+wmCck",
+	"Ob5nUcwz8v8/+JgRQXAWz0kW9e7ZC09Mjvm2HFGCA3+9IGwmN7l/2Afw2L8l0uU5yeSE/6PzC977rb/3",
+	"wxf93/Hel9/74XeH3952/9L205+8+PEp48VSnNIW2F7yhKQo5mxKZ0WG5VNEkxZcjTdsvf34973Hr9bW",
+	"duzwa/ti/pC1jDhPT1MshH9Jt2RGRU4ykqCc8xTF8lUvTvbUo9FqSa7wghi87Ex5hjSGIEC63i3Byefb",
+	"Czlz1EYkcrOsHTDPHbiKegfv3tVRrw1vPrfhjbxQC7KYkOyNQIUgGVxOyizV62CkRpMPJV2UOwoRFijh",
+	"cbEgLEf7SCxJTKeUtFLHYjfy6NygX/blFZH35Pd+uP++5XacJ2Sx5Dlh8ervZOW5HviBCISBi1CSILkS",
+	"InIk8JQcw7amNBO5ff5E8znC6IGsEI5zgTBLEIX/iieS3bOOyHFeqOcTnqy6kvI+kGWOJGIcHKE5LzKB",
+	"liRDMU5TkqGOBG4oCdqSZHtYEkw0uDmXU3RPYGVLgvN7BjPLBQm8IGoBLCkfmAWqhQhJ5XPzi1hyJgis",
+	"nRe5XLg8NjzDlIXOwIoPo8jCLN+7JcsUr0hyjOTBRKiDU8ERlgwaliZynOUhrORpTpherEA4y+gjuWdP",
+	"c5oSB4xUIJHTNEVZwRhlMwDxSvFzCaASlCHCOVpwkaP9PhIhIqkg6Kj/wz07vb76eHF+Oupqqm/AoY8m",
+	"odMpySQUDUg68iAk7qaUyYWkRAC4cT7vGnjds6ODA/Tj4OL8bDA6v74aD29vr297aKDByafoXb8PG8UT",
+	"/kiQZD2M5+psOwqBDE5IwHZ7aKA2cM8O3r1Dj1TQSUrQ4O70/BzFc5zhWIofiguVaH443Y9/wH2y9y7e",
+	"n+wdJd+TvR/wu/29fvLddH9yEH9Pjo7MVVIHVl4mB9n3JLZXBKK15MG9V/+/vf/7y7/5b9MFj4GD+GQk",
+	"89vrEXQPEb/BM4/ss783wYIkaIlnBLFCEq022Ua+UoFLQqa4SHOAwgYOckMy//zyKRL0N4I6ejh08M5F",
+	"4H63dT0kG7ev6eAd0HW9qH5/4xJHWDwI+X++ExopwVUuchvBNVfDvEh4lbwJeO75GjYjmd8bgbKS90by",
+	"0RiY74tY6nnyr+OnnwXJfFD/rHjnH3UnvsnPFYF3VJmb8yuef+QFgwXFnElqLv+Jl8uUqov69p9CLtAB",
+	"w+8ByTKeqU8SOc/g0/BqNB7cnI/Pzu8GHy6GZxIySsuQMJZsv8K1qCSV02OEGcKJRFaRZzjnGcqLjAnE",
+	"laggSA4s6O7H07GdAnXu1GMB3FC+R9gjzTiTwkQXgFxC5k8ZmQbHwX97W+qSb9Wv4u0QdgGwaWJbRpQY",
+	"hxJOBJBw8pWKXE5J1d+GVOccFvFAVm8kUZdb7Ei4oOjqejT+eP356izq2rX64GDeb4IxCjXnAUkTkUeS",
+	"rVD0FgbYw0v69s8RMCij5eIinxOW66M7gRn1OSCJSqIC16gC2Miu8YlnDySTzDenC4IWcnHAt0FaoAJF",
+	"cUoJy+Wl+hYGH3Byq3joy7Dow+BsfDv898/Du1EFfQyDlvzZAh+nNEF/u7u+eq0Dd0eX46IOKI+LIs3p",
+	"Emc5KpYpxwlKcfwgQAKJpIwg4Z/l6nxpjmJepAmMMZE4hBPUiYsciTmXAhDPkJBHL1L+ZFTsaEHZWE4+",
+	"nqxyIsaS1AuwYUTq/GLOGIkVz4TzYyhOuSBJt4dOAW8cwEVwIqecTVMav/A8zq9A0BnfjQajYfVCA4sQ",
+	"6PT68uZiOBqevcYhqL0YsS1CnaRQyyVdCbiospxIGVnMLX0jBUacEykdTmii0FxKzgpDP8LThLCXAeT0",
+	"7vbjeHT99+HVWC+mApUFFUJeK4kJTCGo/ALl/IGwV4RQYxWRuZ0ERf+xJ3/fG8k5IyOrU4GcxT1lnM1O",
+	"kNzUPYs+Xt9+OD87G145o2idQ6G6fFAl0tMUzwytWGAmiUvGUyJlVKlLMSkj4vSlyDca3l4NLioQpnpo",
+	"RDSIXgzSz4x8XZI4JwmaYpoWGTGXyixAIiLJMU0FCPMpn81IEiImabEU54uMyasod/46zNRyjcrWJUmZ",
+	"wuD/WQxOIYUBT8nbzNbP5YYkDyavAIBzSVguh1ejmiiRUpGD7CLMKmk5LVqR/HXAQ6WcmRIsHPDYiQAa",
+	"fEm0mWxFchcozsoVaG7wSjKOEecXOFN6wfNhczP4+eJ6cDYeXV+PLwa3n4btnJJ8jQlJBNrvH71/9/13",
+	"CNjLq3JLMwPIFFKvSemCWmA0lqrAcUeyRxqTzww/YpriSfpCiNwNb388Px2OP18NfhycX0ixqSF8JjjH",
+	"UveTOFOUE59odRy4c7p6FdhI1TrDGU1XciZ9fQTJHrWdqLqUjOB4Lt8K0bRI0xBNCrFCE7Li2mAEJg8u",
+	"Cc20EESgp4zmRKAOZqsSBUvpEiaCC5yRmNBHMOAISaRXyEEOSoR8THOUK8NWjjiLCepEC/x1rF8cqxej",
+	"LpgzGAejCKNiThIwolCG5jidIj5F0TzPl2Mp7oylxMiLvBQmlaiIcJJkRMCtxal8cyVFoQTE0OakIAVp",
+	"IdMsuGMlYb3cbg9dcbmOGXoCeyKzJ6pMT8AQwVe0B86iCAntHAJON6OPhBls9aBRJJWxutdpz7qdfPih",
+	"337rOKgASYzr4lxiR34Lh7kjldRMyF4BERz/Yi/B5eA/xnej4c3d+HZwVSMKoCz0JIxFTpbCej4wQ1o/",
+	"RNOML9C+xNT9fl/ZT+fBcaD0jLf20+DblzB4whmT2ldw/MuXb2HjOtZtY427mBsvzhwLxcfFMaqtX55w",
+	"fXLUubm+G+nHe2YU8RYELTke+bpMMWUCyTu1ix7oPZytdIWCFULdXo3szc3tCSko0HwlL49Ed2Ewrg6p",
+	"6KQUwOw4NBcknQJ+KxKQhCjSqBAhyQ0V+dVQ4NkbUU4UKNPKJWYrraCJl9FaScovB1c/G23jrnq6nFco",
+	"zaswm1sJBeArJDF6cmMZWr/GaFIkM5JLkqRV8lDZikHh1mcEf7wRaKb8SuC2SFCxtJblJckot5N9+Hz2",
+	"aTgaD//jdDg8A43cr1TrqY2lPyOC5N2TGv2RJEe9DoSdMkuROlrKUsO8MQO8Hgn6zBzjwEtFtM9Xg8+j",
+	"vw6vRueng7qIVrVBIGu1egVkuOJa8RdECDl4h2ch4qxmEgkRMy8+kJVVk2uLVuLIZyaKpbz3JLkkCcUj",
+	"sJy9DDZ3n29urm9Hw7Px5fDsfDAe/XxTk0lWS4LcYb/uLUTCnxhYGLRgi+OYLHOSvKbI9kag6FTtbE/u",
+	"NDKTSe5eFWuVZNBxkb0kN2ZtSO5E6NvHtInkjYDHoDdp1UryF3krQAbt1ndYHpAPcuqcflQEjnI2LOH9",
+	"3CNay6QqQrSk45gpUn6MlpmET75C9wFbYHIfKCZgMeg1jmqAbNCJoVh1doM6BXtg/ImhKSVpEiqNHoAe",
+	"oqxICZpkUv/vtrKanrNSZQ8+GIBadYqzxG9+HxwMNB2NcZagzjLjOY95ivq9w65DcY0RVFIuDS+qbM4x",
+	"XuIJTan5u/rrshDzK57TqT5HeKjt2BPOU4LBugBmnlGGmaDyrb9SkfNs1fZuRvCCspnv52+uQf0X593Q",
+	"s5Qv1qTOJ/8kcR7AsYH75Zwti/ySJ2oXNCcLd+XG8m+/x1mGV87n10X+3O+dE/K8rzwHnh+WGZmSLCMJ",
+	"QFEiLlwRViwkHP52d311e3Pq7Nj9Uh35jyQTtHbJgn7vsNcPPF8JEhdSAKpsDycJnB9ObypYsP3+G+dR",
+	"f8HMeyexnKyd1f9ceVna5ikfiAeaptXVV1F701FpIO4IAJrsdu45nu00Q+2CgAsKBq/inh74yxYnUmSp",
+	"n7ZIpNu7vTlFhCVLTlmOOtHveLkcF1n67a1k6o/7DofHB1j58xo7eCwxszmLEfwy8kiV9CBZUopFjoql",
+	"VCFCdPvxFB0eHv7gG70Gj/plaAGO3LP3zpWLDauU0UdZvOTCYp4P9gPNW2+118+DlTjHzadW6nAvd+Um",
+	"tFFQ+2VzObU3YWbvopME4o0uIaLIcSr5L+gUp4L4RB0IRMo5wkkSgoieoMkKka84ztMVyDp8iiL51pgm",
+	"ECUYkQWmaRSaaBmaKZO2G3TxewAvSYxO8H/Xj3sxXwRhIF8OjgMVCqVppQNV/eHvLWuVPDOOecFyBG+i",
+	"Dvkap4Wgjyocp1wrIKZ196pha07oI8+9UMtrhLHxlJiwLKUN2cCESO0kOkERf2JSdWHW1AcPADxWpWq4",
+	"B2CdhqfAB0EYwGsgawGUfCxG73MtqGjiBJiFyAaYYWE2oyZAGYl5ltgAKHCUNiCrDr574tpDqNW2Uefo",
+	"4KBbQYNnhpg1kX2mhde6/GejMCEQ6Nxor09MoTFGy4yymC5xWkNPnKb8aTzl8j/F0lxbvFxm/BGnxjQ3",
+	"xrGeKiOwFs8rWisNjg+/6/fN71oHVR6fzDJIdbr6D31+xjokBV813VhZ78ZSrc0eCUQCO78SsJXa0Abn",
+	"l3yeETHnaTJekiwGkL2X30KYcjKGe3DQP3i31z/c6++P+j8cH/aP+/1/BHXC8JFKPVsigygWC5xRQQRS",
+	"PhAV45wEx0cHYUDFeIofeUZzYkmMslDmGVznA/W3Mokd7/clQufYkFOpXc9AJA1MzK8cPIY1TDh/AORJ",
+	"SZ6T8QORr+UEpyXnDm71VwgLQUWOmTwhxnM5dfDf/hv6LPWUezYQD2CxwCjnSxqrmDOUkGU+B9GbxnmR",
+	"kTHwXFakqSRJGm3ggr2TNDnPVmOwlY4XlBUwxbswUPBZjdN0MVbICF+oUcRK5GQxXmZ8sZSw/5kX4BjD",
+	"Ui8g0yJFWWMDPXRKc6LDFxTIgcFynkqEKNJ8LCEaz7FEq4N+XyKd4sn1Ez4Y7X933H93vH/wjyaZrV+A",
+	"+t36aU7yOcQkSgRLCWiwWDygBV6hCbjac8oKkjjs39EnWm/SelVvoD8bqa8G6qNv665dW1ID1vHGOE3B",
+	"giQ0CkhiCCKNjgOJWpYawZsJAdv/1HEa0JiogK+EJOPJCkXqmCVd7KMFwQy+sFPKk+wFTtTZwf7R90fv",
+	"D787+n59sH+NlqwFm8poMG+vpyYNdiH1X2HU0ifKEv5UBtgCz4IR5PaUpQP4RjMK/o1Q/glw4osxB/kr",
+	"0oGm+2H/4KgXbNqyj861o2YqdfmYM7lrbMI+9BAkObahPma1gAsQdrLEQqBoHe2MDETgWwjZBi6jAQQC",
+	"cQR2la/5WD2MUEqEcECmbZPZI1F2H2u0lidFE1I6q3AZbiwk4sLWlP1UxXnprcgHYMzPleRm7E2Qt2Fo",
+	"dcnHNXmCKGHJGRXTpxlapliiMUaRfiVSt5s8EpZ3e+h6Og2dRfnXXK4UIgLUzmEYJS+cXl+Nhv8xUm7N",
+	"66tPkZ9WrOdgjfs9l3vVZ1M9k3K9kkhNaZoasPFULlxBUn5ucaRyM2vxoH4EdZhpI6lJ/gYGQbogFelT",
+	"kuc9+dSnidV03vp2eZYj5xnqkMUyXylcKpixfLtyLfCExjQ+UREIh46ltNKR5OwbwyRrzL/tjppoCCl0",
+	"KoTF2YNkJXNqfA1YYr8ZyY8hFZmisYci5wuc01inHKhcAEDDTh8lFFAEcHPR3UyAHHHFDWXu10Wku5ws",
+	"HR8KhgnXYZN3MkcYWmdYqUlnGSF78oCQ+V7F7T+QlSRJWqiKQhRJUUr+F7Kp5PTyj0ecUcxyKVFFklDc",
+	"s8gRsiLUecRpob3erHQDlY42hRtddZFwBlkelOUcka9SXdcB+A0h3lhbqps5o2KZ4hWonlXdwSvcVdF8",
+	"QwyxlQUbqX1guufZ3hTHEjMlUib8iSF4f7sb5r1jFVGygajar69pl34X0QWekRMkRcaSQSiQz7GAaAI5",
+	"vfxdhYBUTAyuydGVWRtbfmJyp/YlSfu1krgkmZB45/wIkhLouVWF7t1WlMErLDfyhNQPlkczhCsXeVVe",
+	"KxVMK1mMjqeQz8GuLYEEDgcI0dt8u1vE9W1S/GANOqakZK0QbaGtJFbhtx5TBcaUTyRIGenqUwbuqeNV",
+	"KzOYc88KJmCjOvuLiNLrBBaFGEtcBdZLMjlehduYk2lBGRceVQ2lwXzgZ6R+VhKE9r0qgcp/UZrGUr/y",
+	"4skJ1ik8EpqwYSnBqw+bs59oARAkEngFcqF4JpFkzlOCJoX+LC7y0CCOvOJI4JW8DYLrBGSjKUgRVn6h",
+	"lhh1e2igflTpvzoaXEjVIJXkL6rvKjKHi6WwJXKCkx7qH8vDUkbZlDySVDOOzfjqKnaN9CAschTPMZtt",
+	"LWv47NQVstFima2iiSGrLrMM6wqlnwpUWbnDAF1lZ422165YVuWRKiX2qhUb5M51KlQbRrfRl4rUWDnU",
+	"L23GrsGS+rMrNcAUcWzkN6KOCrZVumqc6RvpGL62MQZJkhg8fD89/PWHrweLo+X7IAxSLPJxIRpfHo72",
+	"94/7B8dHR/8oc3DYewaZEdOUPzVND3+ACO0j4jfFJKUxQIUmSpXSWcc0sUnvUxSJx4dx9bn+UwFQv3oC",
+	"CaySAKV8VhVUapBqLK4KOu81rsSblGmWpUygjrWAVIY2qGyUEPwS2BVeENSZrJQizSwrAjJkNPuaXbdy",
+	"wFuRGU1XKhehApgNV+FUfej6aOrG4AWFyGYIZYp+l7fk+HeqvRqhelxOHyJ39m/fItRJeCzeJkTQGest",
+	"EnQf3LjX6z7oNv30RnjfwjgjN/ETzed3gFU7OHrKzy+oyNsB8HeysgoBkAfWFl1gVl3PuYTg6+breEml",
+	"ZuBTveKcPirFI0SMPEmkhbRkMBIb5+mWwNnoVrXreIHXrJzuljzyh7UIBURfEdqMPJpk3I5NEH/SOi7P",
+	"IERHB3Wo3AB9T18E9weyavXvKKqmooWMw2Y3qpSp/Xv2nT7hlYD09MqIW3k2zaihWf2rnJVzbzz3npGn",
+	"dFW5/ZTFaQEB05AoL6koMEcxl0qeCogO/iuwpd2O7MEnEYzcHW7NzEw2jlLxwYmnaxpwlq6qy5Jjuksb",
+	"/+PXw8dRf/Lr+/hqf3X77uni4Otfv0/+drT4+w9i8N1yWPX5yc9/Gez9Q9dg+bdxz5cLv4lNaqwEjqgM",
+	"+Yw8yT3/EezwlZjdA1QMeBbLcwz/Ozj0f5pzMH1qWTpEym2pHF6KnD1JzcSN7ZUKtrD1Io6tDfeN0Lpm",
+	"R7u1u6GTxZZZM4YZx7EsROad6FhbaQ0dbZoaToyhwcyn/I7g/xYnVXe50EuQ4wkdrECZ9fiLCP3v//n/",
+	"IMj3gLUtoGJESqSEJdVJE84PX/bQgK3kU3BPzEgu0FH/yORTawhYZ5FSBITUB6tCd6zzfLVDCE1WEL0p",
+	"L+McrM6QjZGgfJ7xYiYVUBOQq99UQMYpZ6QLp6MFeKnM4pWc0SCDteobHQhpHQglXHGgDEvlkrKaxU6g",
+	"jgIWAO4NoomygsMkUkvFaWrkPEg0pwsVpKnHAeBARo6yh4om8Sw93d6yNxtxRmKtAqHfAqw9595iBy6y",
+	"bhqndLr7qgpAmS9nDNQBZm6N1zTRtR2MaLNTySRQfs/Vp+/6NWEnDApGfy2I/l2SrDppMbEhFtbOdlpJ",
+	"yfCrytRol3L0ISvjrTxzYUVHi0EvlmXMQFvJgybL5EyXPWoQWTvaC6WL9QL1NSOqAIokXZBI+XJRemZK",
+	"9LXE3OkrQgXMvJsYvVmAVrO/EGgQ+98ONYg+guB2wCVB8uepTTDNQH6/8/oWOsy5eZxTDNzQmFmJin4i",
+	"iQnel1+Cwa/bcnatArlVtXZ1o60TO3+Sqj8EEwhnsS+TPxV46rLn91utVXuby0qGXlCYXy21N/4b660G",
+	"86i2cpDEOgl7W9msJb1vPQblfQZjbRn+4ZwzrVpVeK5UKOVnKHPTYBQsuTpEvnSfaV7Pyde8RWLHcRVb",
+	"ymDMJKNM1RKgGYr5dEoImqQ4ftjOzbvRZEwSmm+PQhujDJFzcyYk5WwGBUU7IuZLfS2kwJsZ54cS3vUH",
+	"JugEzPW6IIzz4fPg7pPI7eUtd6SPp0QoD34/w3Kr7tcOnIVZcQiAQsnL2YwZqLUIIfxqHZE7cxpNYn2p",
+	"BjzHHtfnX/mTyne0c8uJoXIXEiQlcQ7OZk0Dtqlb5p6w3a6Z/8UcTm7veTHVA43abwQoqBLFfNLQJrrQ",
+	"uOebimVVxaOv+ebdrUNOtYfXwcPVTijlO9rVSw/0RjmDPoNY8rxzvbTFjSDFTGmz2oOvxJ2ao2VKgawr",
+	"68uEMpytlPWl6RBRr/rQAWIDUOfm6lOI/nYz/BSiT+cfJZf6iUxuTmw9vHfokn6oEks140ZzBUzdCrf1",
+	"SPJK1mUT272FfOuTZ1+KG0bZOMU5TvlsyHKf8HinA+m0Y9rWxahoSK6bzRvaXI9UhbgcneRMJqrop4ow",
+	"UJG/SRll0Csjoxd4xuiUgi4IrjpP1WRVwmi8TIsZZRBi3giahhfVC2ORFjMTtWxAV/1YLUhPZjygUE9Q",
+	"HuMvvnp/8GjEEw5/f3FSjoL9Xr/X93gGLdTq8I9sqJMT31QV5LSmUUpUDuA32gLXxuDZatrO4xOkYh90",
+	"QoVeBSPeAAh1cO17gjgtJ6NkWfz2W0qimtNNPd1WzndKgKMOFHnURb+ZU1yZZ8Ynqg57r6wI3ny7tpwm",
+	"1jXW1UDDZnVohWtIv6E0A1MJVpumpHqmLFLoCWdMoOjm4vOn86vx5fnd3fnVp6hqkylXiOMFeftEcN6y",
+	"vLrw8twINf/olavVcChwlmd0UoBtSb3pyMcxhPoa691W0V/NW9ukwPFDWYfByH4W7k4lDT2WeCWwGtLR",
+	"DG2ly6WJ6HKj6wECGj42kQcW6qZKaUKkfvBmSFVpVDPu3ZQjJ7X9Q/J+y+Y9dG4jAFpTLe/I4pFkSP9u",
+	"zsTLUoL93oEvaXjr1NMyhVKfRxVDw5L4anpVg58HxZoXfFsuu9581OSu4tUMkL64M7UmRJgKH+ZZAraC",
+	"ibGSbK8YeYWJTWa5cmmvJMpYu+mOqkvd6gshEarw/IGO+j1RBT8hURyjJMPTHB30D/p7+wcI5/dM5SIv",
+	"MzKlX79Z2FQLEfXU494/BWdRt4c+6woNEL+MoQHJP1UxDJzrRCiImqsV9v49+JOpHxHM83wpjt++FY9x",
+	"z8k2lX9vsQhjH2hPDNwtPa4Srt6vxJQf9FvCY/uvmC727Tn5fFZc2qvEW7sR6iaK3HkZOMAz8/jCwAlF",
+	"D46Dx/1NqX1+0VSSKVXiq5YaaSu0qF9xkfOxdo2aV2pf6MmnJI/nUMKrJIE+2v9tG6H2T24Zcl+gheR8",
+	"6j6Zym/R7+oBJPVHDXvA0XsP09lej6qTCes82FkIrq1sf/vEk6160hyjSUHTfE8KKIXQpcqbcmmohQPH",
+	"37m9UBveM7Bi6tyFSg8coDf/6gY01Tu382GaANF2edYeJPillZ3VCrc75ldsIXX6BEyVIN9ZViTS6JGw",
+	"hGdv5V9R90SHPJY6gE0PwKmKULFsuV3OrQ7aqyWj60Pp/OVY/7M33vvyZ/O4+5e3G9/40zbin6ZPPvkT",
+	"TOUmC4CcmORavqC55H88U1rmiaqABRyRLxQEEDd++h4a4nh+zyo1/vFySXAmrIlIFa0cXV9fjE8vBnd3",
+	"47PPNxdQ3aur2zbtLOQYlFOkcDexF7OcxusEX/ecIGzol96X2j86v/zb3pfev3lPYY1YXArCbfajFnHK",
+	"ViHYscSGEqoSMqUMPtOJLa2udV9qts5D80kjJtWumqcttkzU3pAorOdtpL/ppOE/ME1493TpttzhLWDX",
+	"SCSupYkq/7Dx00TNmSpFdnbKbdWre9/MMIRE145+ufufl/K6ViwYaORukwlavJSNjM42RGvP7vwvl8u5",
+	"zudmUEcpIU80cdxw9diDNwK5PtAQjtJEVp+UgTpgKYJK4yZuiSnnuv4ydOK4Sudi2bSKIZ7RGWU9dOl4",
+	"BKU+n9oYOxWMpuLKTOadQ7gs09jNX+VGQlWExtIU95zEzW2zNFvzE9uQcGOu4haZhztk2hnbsiqBqqsI",
+	"o7uf70bDy/HN7fXlzcjYPnfNt2vb4Y65d6jTB/TzprWZNmLaZaI/iLy5UZGtcGkyiSerqtVnZ0bwbVt+",
+	"frkx+9rL0m8kg2S5igevJFw4hhPGEQfO8kBWwhdMVOrSfopqX3BNnlVd2NHAMcPpSsjH4D8CpZyrTmbk",
+	"6zLlmS4q9UgFz0xUA30kXrNpuxfmWiW6zggjGU5Dia5JEef0kear0FonQslrFgXTJSFDtCAJxSHUcw/t",
+	"zeHsBGEGQLpnkHJew/fL4WhwNhgNxlJI/XR9+/P489Xfr65/upLQzW2p0W6IBEc0t5VSGZLgQnOSkXor",
+	"OMc64dCJ747Wumz0lSndL1WYfChYItUT+YFPjfKOXrGGNH0DKS8ypN9xz19A0KM8eynP8gwz6HOGoUZY",
+	"GMwyQsBuq6wrk7Qg0CMroTMuBV/KU5JDbiR78J58xR5TX9aPVBQ4RfodXYFbayohSkhGHxWnkVTi8GBv",
+	"QnP08erHvX2M5ljM60I+ookkDUXK0aG7x8e+XOq+/L8DzyK3vt3Xxviz4/UGHLelffkjyTLJrav3WxJH",
+	"z6WuGJgaYkBWEF0faJmRPf1eArQC6GGmrkX3BKAq6S1lc5JRFa8P9Fhjo1/W3Fgwp1q1mAqkv3juhH77",
+	"ggW8yZJWNN2M2MEMmZq8ks9QgcSD4wi6vhneqvq7+rp3m1am3cJhYJlba3mgze6OMrC3TYqdyV1e8pTG",
+	"q92qfozcwH8YwAnh0mJjafBEHVNK6wbm6oZKV3OTP1CKVyQr7QhgILbSJRwGz6y4GKmkKjI2SfDRCYrn",
+	"JH4giRzi0RadVnXd1Yidwc3N7fWPg4vxzfXF+enPpg2Tqy3p8wiDr3szvqcfLvDyF3WcXzBbbY3dcAou",
+	"YmNTAEa3H4ZUBsZNvcPShuLPOnAMyO1obmiE6L3IjFISLG+FXgX03XBm4MhmZoQTSX1AoONMWZGM6XOB",
+	"E1PpsXHWysYEaS2LQuT3bEJULTV1wU2bPAcdT6DG1hPPEjjTpOneOTHkhiS6SIYxxvJMF9AwpWgyolUR",
+	"g54tNWZcc32DrcrHJp2z0pQ6ROsbYmqa5XzlI1xgW6tGJnR3NqnWXYPlfsobUMHLjXTto2px4RfmnFur",
+	"W2HU45hMoX4gxboD4t+HP1fKwBelAw/dgzszw3mRQdF37VNsdEop3/KEAcGkO1whvcdT+d03Z2WNMNRi",
+	"gdleRnACNhRog8KwsVqUcuJ2G/JIdb6GrOAwveHQkA11bj+eou9+6O93jT7Fp1Pd3CflphdlJbTImNdU",
+	"kLTxyFYX3ATqJswCGJeg0ovfFptO9Qm1eBYctJLzCNeR3O0hKOiPbLeXji0oZ6hx9xjdDG7vhqoEf3jP",
+	"hpc3o5/Huk1WiM5VE8fz26H6Q3MV+PfNYDQa3l6F6GpwOXRegz/Ni/fsx+HtnRQyyhfMEzuYeWBHVNhf",
+	"flFrxRPeM0kD7sZX16PxxfndKESOvb38zGeE10+HV9DLtHz5nll5yB23FJLks+sPfxueVp9W9z74PLoe",
+	"K1Y8hEYR7rh2UvgB3Q1Ho/OrT3dG/JK33Xl6M7i7++n69kw+HtuGiOE9s2+Y5pM/Di4+69mQWYqmj+5W",
+	"Gj+VZ2Q1QHeT9uH56fWVHt4sdXR9M74Y/ji8UItuUK3wnplndhh4s0VMQR1sRKua7Fb2upPUBBJHlBcL",
+	"M7cxiBWjzduaY3Z76Cet5pprcOw38IRNgVgC++/nFxflK62qskL7u5vB6VC+fTkYnf4VdUSMGSMJNG6X",
+	"apjt03rPdKNDFcBxgshXSYqABOlwARWbJkU8k+TVDVGV6+l7UOOFGsOvhsOzu/Hp9dXH80+f1b60lq71",
+	"P+fiB2FQufhBGDg3X/1Vdhct734QBpULYP4u363ffudR86Vy1CoBCEJPM7EqBdAPaiSg+tTSAPO4TgSC",
+	"MPAQAfepc0Gqj2tQaNCBytsuHQjCwEcI3Md+SuC+0aQEQRi0kgLfb+VheGiB+9QSgyAMvNTAee4KMT5y",
+	"IAHlpwdyc75LWgGjHlK+695Sd7X1a6oRtHpPgzCo3iCDH/6nnovltfFU2Lnp49YWjXer7L8gNIsijokQ",
+	"0yJ1dKZ/Wei/202voQGqX5r944w+YrRRI6+DRx6IWClJh7bvr4mJ7fV63eepdEbm3iohN3C29koBgBri",
+	"OyqLjfA/K7SBuiiZgCPY8cyCVYUGQqeBMl5QVRb1arpRt4fOSEonEvYkXaGprWg6Jxk5Lu1DGVrgVP7g",
+	"6I/3LCOlW8sedSfy3vsIjtHU4pMIMSHykE3TAmWakmMqN6rtDvgviTasRQb6IgBtzB/UrrcN/02+SExz",
+	"gla8yMp4vm/1gL45SZcqLeS50XyeuDw76EvC714n3m79Zbib86f1iUwNhP8/tNyBmWjUmn5oIYEFyvCT",
+	"CvblGfp5cHkBuYyoo8NKlIpapQkhmqk+ulFFbKsnjtDkGNVw855JTDhGNey6Z/q0jxEc9j2Dm3N8zxCq",
+	"3JVj9Kyr0gjwU/2fN3HNssHeNpzTwIfNXA/CskQdt3OtRrNm29qmMFraX0wY1b28EqrTnkqIWjyqJC9t",
+	"eTFXB66RXJW1Zzudastu0S2STr1dbuUgwPgqUaNh8KnStm9fvn174R0zMKp/MPT3kkUdguM5atoaXpnF",
+	"W9B6/T+msRI4zyK1hcgCDQyNJtUJ+hRMygaSLRFGzxGLnGmWGYfO5H+wpKNgEppDe0WRh/O04upb682b",
+	"mrYgNufIBOZYR58pskSmU6LKGyojdL2BkIeb1YLuJVNDGH2+vYBvzXj1Bj72T5V+qf8cT1bjWugaL7ep",
+	"OaYFlBgb+4S90o1fPCOu57b698pyv+3m81SxDBUnql7NMRQYdD2hAoKZRIhgAzYJreIb1Tly2m9QKUq1",
+	"JkvOuS1rY9lcz2Ulnq3ZhrB5mA0yBD+AMFy2WDeQ2NGB2wQjsaPXQRI1ESjaDjY+zPMKCcoiZp0/a33E",
+	"fM3dtOBuplYa/G6LOHcRvgEt4yXV7+50BuuvzYvBsc5BdVv1SqncxGbO7cbsw8ql3ewtVW3TS6dpGc9r",
+	"8vs31PysOKnK8270vnTX5XqzKiTEi4YbjsV3H32Ysh0TWV+6ZQiZVhWWopKvaj7FF6sQ63zPIzeQY1e3",
+	"c4VhbuLbaz2Nz2fU6/WxErrApqFKonNpXweszwFWG3BeBTZ6h2vih2uefDdSsyadVMIF0pQ/kWSc42xG",
+	"8rEpQffL0WF4dPTlm08KuCsmdl3Bs9rLPS9e4U6HEWi3v27mUI1ZUYGmK/RAVo0QA/1dRjDYhqI/6/9F",
+	"vV2DBbalxTVI7V6NSzVwqBUlm0sg2G4Wz674vo5O2wParqqVi6Ebkre3wNSX3WDnomx3gc0HjftrfniF",
+	"63uX47zwtSOE55WgaqiAZoytqpz4HC+JGzyDEipiDnxFGwreCJOfXu/o4NE6oKHcE5moImNg+4Dclhxa",
+	"E+YcXeq4eTlUoupbjK2Bz5UuarqKzumdpXxCnPR/B1RfGna/9VrRmvzbdu3m25eWyjU4WY1zroWA7bSc",
+	"phlibRasCopcrx1UIdqWw4BSPCFpvaLIWtHuOTFwm8W5tvo0lchmqJ8+lQoamuD4wUSvqFN4I+AlqM7M",
+	"2srXGKRprRJTYpGntQFcIfNGSVigXswcPxLEuCL/pmlZjEWME4I64DfgLF2FOoZMcYmqwWNjEucmcawZ",
+	"gUlNAKzxlySqEehuopqiH2tjA3ctNKOZTVlohvNUgWOLKjO1G+Y1cmk25jkunBHjZvtP0o/W8cTKva2r",
+	"L9ViKbpCiqttVCHjQest4/bsoa9XRErG8sfoHy1Zy1I+l4xoBXl4nkmfg96bS6TAYl6NTa8xGA6t2U/k",
+	"OCeGcZcqSYOc7sA9djAwtZqV7PpKExDqGElGZ9HWw/e7z4vff12zTLly7DPQPGsPvkj/+sV9tkVA4co2",
+	"N/DVZNtcJx/sdHc8d+UlV0Wpi1B++++UtZW71k4JdHl+OURyEAsIqPmNHihTbYil9i7obwSldEHzmuz6",
+	"ABMEUObS9JOjv5HgeP+777///mD/O0lGF2QME0Aiv3zz7T+XBIgw/LFk5b+fyGRp/5jRafClId49ePc0",
+	"sIt2c5HMunCRUJVBlRD5X+MnliQdqqB9aUlxVptpKn7ZDFo9GyCqUDpb+l0uI5Tyw2SlkyC3qc3twKnZ",
+	"p8l7WnayXUShGh4BOJ3NVhbixS+oEgBIfDrH+TOr7KpmJhjBx9BNA+fxvBG8znIItAhuzj6iZUqwKJvp",
+	"xzhVnVID+Nf3k/3YF4muR/DeAbUIcIvP6CNhRii2rKFWG2dzWnR1Zb5JYZ9vBIrcVyNVxTyapDx+IEnP",
+	"QEVEOjF5x4QDvYDQ7r/9IEdYPLzkDKECiiQbSx0Fv/ZEFciVXjknOCGZVCnV5QgDVUlaK57yzIMvZUzJ",
+	"Nsdth/eWu1XHLcUeu0atstulbiX8SJD9ux5BAaGaEX8ER2bS4/31ZJ6DJC/EBQMcLy60cn2Ir5nr4AdV",
+	"Vl9yBFUF3rbX4ewERZKURND0Bj3NaQwZo+UOoFc1igzox7DHSHW212YUlXFNVZeonTs46D4y9vJuQXPV",
+	"gC1llhznshGkmqnWm5o/lBn3WDzs0vqhhc05XRGwPAk4GH14EMUOmU7qqEniu4yaNdpzCcKgeiZeZgh9",
+	"r1rzclTo0dfc3CfY8RsBLRqhhInR8xN47aRS+XfL9ti1RSrD+PUUSMm2t/UDNnFqzfVbmos6IPvUMXWd",
+	"gu3YpDc1tzgxrYlMQyl5m0x3qu2wFubIad5WdBzqjKCDfh/FlaoQTl8sFcXjLz4hR1/bNcJt2LTtki22",
+	"7XRuN4qnSGH5VH7sPzm4DfrQSnKzzXn5ZaGyn4QD6RpgKh0pHDJSazix5pbV7tQ6qnymyezOrQwc+lzh",
+	"0SURqZTLqZe4mIGQvGvOqvlMCgbkK4mLXGeldrSPGIx5OkteCrUqpx6skRlfcqHyM4XX55M4oKhZlwpm",
+	"G9EAJVSRYkjrLKYCh3VTqyxWL7GTr9CEZOuZtO43bl7WtWY3FtzDwltSDTpbVkq0KBZra6maBjubazNt",
+	"pEHeS7uuOlJdsLAXpAEp54S2wWgVZdniIC/ymC+sBafE5SkUedT8zBNTuD2NgVBDD1X5ab5CNEdTTKF4",
+	"ue25qGsrmVhzFeIH1mvDcU2XHM5MvsVWbIM/+GFgN606SMU8S9oKwW2PtCHCAlIC2un/OuypfL4tuxLW",
+	"vbY99Tf2ES/R10xIjetEBxmIuTKGPcre7j7XdagOhXHd7en4yB1Qv0VX0XWbpK5iNhQaxwg4IuwB+M1V",
+	"1adZOdV21l3/Ld1kSjDTvMB2pSfevvuS205TIMom/Ou2ULGf7QyXLTpdm6FfDoubDbVGdly7Gu62SMmG",
+	"hpaNItQDX/ES7CtdQoUoCDr4rhuaEJCCJfp+6uqUjk8J+h7X0nMjNbZpLAvyivJaOL5384MdqWPaeKtq",
+	"FPJdKEcBdVLEMTo6OECQBwjZdfLNjJyUrvwYM92HBLzsWj631V3H2s+GLvFSuMUzeMXgLpk4ZrYIfUoF",
+	"qEVZkRIVBmWlFKmsGmEptBVibY26lS5SAYqjasSrJHs5lO6RF3OmcEIgKc0tJFfUCoaAZroRRA9FKCu0",
+	"iKUYQJQQtopsMD3NUed2+Lfh6Wh4FqJICSkRynmaVGSSbogiLB4iSX0SE4tgugK7zW8dH8E0xTMwCpyU",
+	"fkW5AVgrEWG1qpGTqa2+1JtRJenMsStg6jiMEvwZWaY4Vq4HjTo9NFCCrtNTkGfON/rQJ4CZPJWYCd20",
+	"dXaZPQyF9ase0skjqmoOVGtDnRpiMbywvcspSRPo7l4rUlJD+F6M07hIcU5+6X/pSUD1yNdlploN93Qx",
+	"3ajbQx94wRJxjN71NRQkj7DbCdFB30UK8PEVKQlBHQRCAc8kVspnR++VjVoV5SRf8xC92z9wnumZQ7Tf",
+	"7/ed5wpF6i2zwLsEuWKxJhqAfkEYyB3JV4oMVMA5F/mYMkkAnQS8IAz+bBPyeDYLvnz79i10RpNYG5RC",
+	"dHCTYsrQPM+Xtnqc8n70mlOqlHid/Xf89m1QGxuLh+DbF0UTXfq678jYbdT51EC8PVpEGB3MXPk3QgUy",
+	"hEjrYcpmBj2u5zxNFGGaCFVMUH0Deg1nuu+gMpfJpYXmNllzyoKyyiYagvKvBfa5h4fyubrzVKj0MRWV",
+	"0WHFYkIyoerQZgRNVuqXLiQs2gP19SeeCJ5KLfDz7YW+h/J1eWR6L/mcCII6MRZkjzJBmKA5fSQnKPqz",
+	"m6AZ2W06D0snVTFJ+AJTtik0pGR6pp5Pu63WtyULo8rqyywTM/OOUy3wV5/BT8Hd1gGX5+LI7epX5T9i",
+	"6z9XfdRbv7cFuz0neDs8QBmZFSmGCk6aLKGppEVGLNXVbjqYxXOeQddbKEX1P/73//xff4pqVXAM5lTU",
+	"2Xf7Bxv1Z3OLmxvV84scZ2AV1RlCVNgejo0eDJuM6RtuPQhRfvFdMjjdG7QiNXlaMhoC1DQf4xxhhfFy",
+	"P8DFZkQ1NrLmDE1eNWGUNOzLDlaHM8JWRjJh6eoEWU1XmSAk8KQM0FF0KJQiGWEkg7K500LgtLtdCwlD",
+	"i9tE2O0l15LUNgTU05LvTVaWZh6DjLrUEa3mqRLVlBODgxVK8mhEWc4RU12N1bEL1In4UplnJVCi0F7F",
+	"96pkTIj2DzQb7fbQQIphBdTzzuP5CTKQA9nXkXt01I9j1XEhctDfpDdotFmnOYzogvAiH6xFMAdDc/W+",
+	"KnajxT5I6UIip2lqrIfHUkCUc0XyjYUufw34IoguG68QDt0HV7xqw7A16jTVqE/euw+60NUOT3imZrAm",
+	"K4P02nIXBvCOv0iGMvO90Ett9F+biRzPseTbDTOqaIT06g+VMOQaUkEasRUIHGHnraqKUDVyOvbKpn1H",
+	"eUJ/mB5gJbjUA5nsGtbHgJndGFTc2gdqzPLWPP1tLYerK752fe04TJ7vna6c3f+5B4Y6WAo+UmdNCX60",
+	"10/k5rXuf5kz/QDVxb2822wJYozkiWG0zCiL6VJyTgJ18glLMLjvKU/CMrMoLrJMEnT1wxvoNNTksusc",
+	"tadQTFtecarcvNt5aMnXmJBkXTQ31vsBhRLHcygWTJ5MUw0grdCsKOfLZWuCuM8Wq0CpXQ5b2GBhHeOY",
+	"C9/2ucg1XkkISnluQeOM7xUMMremKFIwjleR0+PSaBrPaKuvVqP6h/hC9KE1SYeyZaFq2qoWI11nka+z",
+	"DjXWpmuhYH2j3rVfjUHQ9AYVZtYPXsXN7VErI4LkwousQ5b4Rw+VeUW1GCFKDhYIz6SGDNFFv5GMb78E",
+	"6GDR6gcoBMlCXeNVClFgP6Oqjp5cwQNZST5ZTFIaayxtmcHEOWw+gTv5PkQ0Qk/SaV7tw1KJz1Q/mA79",
+	"+hriXOvYqmMbX5I3QjfdyIRpWkunVF5TaLeENWjXuZLdFhFLwtZeMpPZUDk31HFuW3fL+6ym2nCDwILl",
+	"nXPLWbZMftsWqXw9nRwkcHDOXs0aragQshoS1IBSOY7apXUvmEPHa777DWl1CinXeyrUO1s3P4XQL/VJ",
+	"KFUY1UUGcnLKc9uKlWtWu8lP0ep8qNA8T8PVCjM2OAat3lgsb5VEAPQbZwR1ngh5EIocScZ+yVmCV11X",
+	"nk+w1F3le1IR4iz3hyCpNa13CynotcN7G5jtBqOSKrVp8LoxEWBuRXmXRBS6PvBiaYuKhcEDWXn3fwqX",
+	"7UZnzD5PKjZfOzfXjbdVRGJssnJVQk5G4hzNeSYgLjGHRqU5XkJMDCNP7tvGJgntuOTz5TzDwlchujGT",
+	"7y6YXyWCaanOteG88xV6qq6oIWoaM9h7JzbKN65jGnq/sRRzfTO1VfiQRyqlPklYapi2uL1u8U2yPcVg",
+	"Bzfnx1Yjlso2s14qzXTlKz00SAXXca0ZuWcTnqwUH5QiJ2T/JSSljyRbNYrklSGW35uIUZOdqYOT5Vs2",
+	"Vk7Vm3Jka51e/m6vvz/aPzju94/7h/9wgp+0gpWm/OljRnQlM8VQm/HAiyLNKSxMI7M2xJjo4DAwebAS",
+	"xmYKuHmSzeuyhglHK16gJ8zyvwTr44m/OL6FwU+D89H51afx+dXN51E92NOzz/4/rP9fQ0wOf3QQBib4",
+	"oT6mNzO/Brpv2wfBXj9BQeKdAmD1Cf/ebDiMU9sQUEUi6WgYiaHKnJVqe7J2dSkcFZgmW8VzOui0jirL",
+	"i/JBv7oh4Pa5epyJGdqkG+toIb9GJteJqG40CPeTJltLczY4ZtuQmH+JbOZEONr4Fo0wBmrlMe4mPElo",
+	"DfIcx/OFV4AfqJ5TOhcJw5uQo4gw0hGTTSa/jSohJy5To6DXQEKx9zpdOitoUWG0a7G2dtfd1YEOyDq9",
+	"Ay+X4yJLI+gFGX0ajpAuM4qX9C0s5O3v8J/zRHWNtidXZHTjmdmdhCaQVS6vDfofyuvXjH3Dig9RgZY4",
+	"eyBG3S5YSoRQzjYVd0UFuhlenUmSZkouSxWwSud69+wnms+NUbjxQRm0K0w+wImy71THKUOyRaQYV53I",
+	"VPHB4Tn1TX5uC5EnAnX0OquTd5+VHqIDzpvOvjaPzE/GAQMHYHMtXLGxDr8grPOVL+syk4RXnk+Fk09Q",
+	"muw7LWe2PTQcXCvDuDcGkgFwNqCuHW7XLAkskIBwW8o0pr8RNvcq+iMCoa2DxAQ4t8Q2r0k9tohRhq4k",
+	"vBIkvb5h+znLSSaZesafEE1sGoKyQpoGXxlm6iMJkboBOzJVmLdkay15NfJowPuGXciA66iWXwpJ+ZJi",
+	"+ja5VWE6pyTLVonQa9pOtxdGK/GjDWPPWUoZ+Ui1jL1LCL9YSCyGTg8QCkJhKAk7DA0ZTSGWpr479nKn",
+	"SP50rNroy7WqNvonEyzId0eheg6+TN1fH3WMu3P/O3RJP0i84Qn0nINytL8RWJyynyUZGLKRoClhebqC",
+	"OuHwOnqayy0o54SKnhZ5RvBCQPvHsg3ynKeJ3NuUPKFJMZ3q3BXdXteGmAFdlPO+geTkE6XuSEXH9DuT",
+	"bxgAAaOy+4BtdI72D7u1RuUAGh+uyZn82CzP1Nt8/9273ZL17BRheXht6LR9eKwkbiJEjDzZBsTbhsfC",
+	"p1uHl4I+u4muqyGfHxJbFd6aVWaoso1jV3h8tXRwNXlLAtwAmb5ntsWrkVO15i3JdwfYUtnSWyfA1AtC",
+	"rdMvsRWaha2axFXPK2VNEvIesZgolAP1OriDzr1UELTejVlje205jTQHV/5TJlfPtle0KmtvWma0jK+b",
+	"zfIMZM6d5AxHo/jWqoGWIhj3he/8NOfoKeN5PXFIg7fs4OvDkRL4DY8EF1R17axEEsypyCVd61Am1Sdh",
+	"/LXbpFV4i8BrDLUxT+uJjl2vhoYeVR5VDdfaryPMt54i6ZdEeRW2JUL6Du1Gh8wt3USO7OAvo0jrKfEu",
+	"u421UXAzofUQ1hfuYmRFv/XlAadSESzlxN2PdPtNhsH67t5tXVZ1apBq6w2b9IrbLm7VmLrco7malCFz",
+	"TVRQf4hUd00bUKIJOku0hquLY22nLFpItmJtGKjO674CRbqcrWnVbhzDirgQnKWUZGp9IeJpYoUA1NFB",
+	"x/mcLMJSrIoEZTEZmw1HXRCsaIaUVw24FmUoKuRSo2fsUrGilW+X6zRUtc1K2qrZ6DMW0a6IhkFhGPwm",
+	"Ff+zOi3fTXRwq7It9yTNTGHbtdz68nKWU1a8IFRqgKY8TfnTXrF0EsNdgcSOZZrdvIO7rprcXPEnRRBU",
+	"V3DICfmYERbPex6hojFUg1lwiIghS4hBnGWY5SHal//e7/dPTDWpSu1/m6KTlEWKFvirTmfVgdetya2l",
+	"DVCsNQIqy5DqPKr1ZXmsJINWoIpZVpBxU62YehlADVAv1bUHBHKmYwLdRcfQM3ixCIy3EC85WNK/k9Xz",
+	"UOmDdjUtKFNGF4YGN+fogaxqKKULhbL3DD3x7GGa8qcmsvhVriu8sKl/D2RVIodb7qAzWamaqcw2coQD",
+	"N1lGWzQlLxXD+/u74NlNyh3Ivgym0c31nbEYq8JA7hWV+DFWaFIsWxpaUJYoPiWMQiDKrlNhvZmV22xq",
+	"y55SpXTs74Ul2QdGMc7ItEjLdj/2sx46pTnRodFqZT4aUttrW/idJNwpyUkCEoFAuvNRrAlm0kMDHZyt",
+	"YvQiCbTIH4Rn07V0nPK4DNvfLqHZH5TtSz3Xdj43GruxUh2A3fMuTZCYMx8xu1M/mB4qKi/OV85Hp71F",
+	"LbuObIohzRtL60ehSWWCug5ypEdVKMTS5IP9o++P3h9+d/S9Q5r7XgelCqfNdkgd10TMfOcDMQdcsIVY",
+	"Sk7SDBSG+2I9CfXd5rVyKAinEPSi/oBLWEaYqduNGFdEnELTnm9hABlVANix8kqMdZJsa2TXA9FNXXNb",
+	"xuwE9VGOH4hrUzV80WRWRvKGK0lurGIqI12scT/sHxx5jrIXbDogZ/EbqxtDWIiqZC10rrCkCHoIkqCO",
+	"IASpnoNRd5fr6awin2dEzHmatIcH3s3ltB39e9cwk0IAb3+iLOFPjklS4sqUpqm5FlKQzhwzjl1/Y8Xv",
+	"NQRbZBEvQNd6Ae7mPMvrxUc3VwSR556R3K9CDIqcL3AOOT3wikoGxeLhWQjhcJFmbCxZmnCosvBMfZL9",
+	"9UDzC3BOX8StdcWPtmul+d6rJ/qlkDNVa9hr+91ZlggDxnPf2Zjs0b0pjiVdWuh4FwTvew7fe/w2lH5d",
+	"2Ih9qSpjKxEXSGMmJFTLF1VOtnpB5TxNCIIrlHNN9bQRbadiM1KuyrPVGGp6jBeUFV7QXKofyhRthCuI",
+	"vHoW9mpNepymi7Ein/7YgCZ9VSXOICFcIKvnncjJDWygzKzbswy4RIwhug11JCM2FQ+AH5syBox0NZ0+",
+	"Ojgw25Kv9FUgTn0dJhYHkv7Bka6XJbX99efhB0pVlGtca/h5bU0xqQOr8iBjSR+koC68MTROuTLbb0EX",
+	"Q4FNVyokdfo6A6DStEIRmO4zjn83kd7Eoz5P5Wbg3zLRqo4k76ZqvOv39Z02qQo6PtaNzw8Oq3HUxzai",
+	"tBok/77fkKRfKy3kGXd8qxyQcvpnzPC87I5Xz3twCPR3Rxvzm//ApIgrntPpSnXjoQBbT46EJ/HBMuIf",
+	"ftipStiG0P72i/VJgvcl9wrO58RhX2hCYr4gKnTJ1i1s7cFyibMHkuu+K4slyWkO9eS04tvUe3OCFzs2",
+	"IpHCh+7Ia9gttBDdMqF6s1CCOnlGFwsI3uI5Khj9tZlyv7+xpvFuNPEiXZwCM3rJ8XmUF6vswNHWbR9L",
+	"On4gK7mcNMULHITBBAsyLjM3j9++VT/1UsyO9/ePDo/ePu6b+shf87GS+YPj/cP9/vcHYZBk9BFikfmS",
+	"MEyDMKCi3nwTlhkcBzDwYW//+P2kRI0LHuMUXejl5GQBglyRkeC43ztsmjTMFhp+Q1NdUJvRThQr31P9",
+	"UAiLsxUUBoeocZGbFikZkeoJqROgo/4PjZj5MIARr1m6si1CS/B50s+WnLIcyVdUhKMt7wF1WHimnMzy",
+	"ty4cW6RgqOv/YpbPM76kcaQKQMpX7hlUbgOY2/aL6KP8Vs1NkijUWVvgdIJwGEjY72QkxdCUQEsGTzx7",
+	"oGx2zxKakTjn2arbQ6dzEj/YZvEIlOsMyvZ01Ty61JSqIKXErm5TrLpnULcExDldLUhOq8k9TpKMCEFM",
+	"sxouyQ5U2inTsHSpqnsWSQHTdHaTo4oIdWB0XVPg/MYZUELu9PzsFjGSyw1C+2OcSGIsclAQ7lmeFSIX",
+	"IRIFWNQkRQccvAb87J6o6spPVEmRIYzZSESNM0IYUQ10BV6Qe/aEVzaxEEyqjMR5D31SomkFRDaHzo7T",
+	"aNCt6m40yyjXrqGvCY4klVo1l8AEAaGuJ/ZtkfY1coG5236ZXmNhp8Q8xAhJlFmlAnKoT1VJZLLEwiI5",
+	"cD41jjdgwKUqTS70oNwpZY9cyakh+hYSw3COJLduCLpAWlsMJVSMFXp7YmKFcW0o+2uZgN2p7Fvhd3en",
+	"aRuGJ48aCs/VwaIYL0H4KxHUd9QbzQKKQvsPGnikq1OYcMfN2vyW3PgKL0ioGa9b88LysJ0YMajx8eZy",
+	"KRfp4ka9+K3GeBp6m+SgYO0s30IdQ5QrMKk0cSnNuF51qiwppK3GreozTsuiI+BmV+bpcglAJfUbUXXu",
+	"w+82nX9Lbxl1+w1ytIsy4Pk7Ixl9BP7yXIEmsSOUkbs9FGVE0N+IoS3RE03yeQSFT+aEzuZ5hDqSf/B8",
+	"3j1Bke7+p1+/Z5FShaJG+pZVkXQjFbfluJoScrFwSvOV1AjDAGaWqklTOzSDtdxU9fNJ2SVMNSSDlYYG",
+	"YWwhGeXNMTlZUyVP09+ISz91WxjVEEbvAJrAeC6DApOPagKCIPW7RKsl/UpSWwBdGxM6avYqTr3f/+Fg",
+	"E01ZE3ZsD1XEOFUldKaSNjJBoehNks/RV70w91AzskdYzBP1iT3bSsUbfXT6Gy9E7LE2ZTY5eIb0CwB8",
+	"CWoQASSYdYGFUhN5/657guiMQe1OKzfsapXVqNV2Qgogr3xAO3T4NRcd9GIaw2t3xcQu9Xk3XgUgZTMC",
+	"fEWo8Sa6KmgSIpXCiFMpIYLFgLJEeLoqCVt92LoxTbFhlYgHmjR4q6rtsFSXYJ3Bqf8yoQYzHRpZqwW4",
+	"wNSXRZEKDoU+dYE75sAJMgbguxJpABwtNUz0jrwmCT2kgoSEU0ZiAtX/sDV0gmqsHYpKOmm0PVrHE915",
+	"jLGkEn4RBopN6zo3Wg1yYNlIp7DpucoGxDPXgO7YfB+poNokXtojnmHNqpxkg/LAIqJjZYOGP05QZBcU",
+	"HWug6bU+MaML4dwx57t15XQuuv3RQ3EalbLLBbqga794z49YUkVWdEMatx1vb002s+OY2u9Xgn5++eKE",
+	"Mz0zWLo1K3dgygs75qgYS2mHPAMNtvOu/X8nYMoRvrXz4A8Jn4KYx5eETjm5sBujqD4Lkj1XXIQ16kxa",
+	"qGJY0/Prdstq7+dPGYZgbk3Rg5n8+79XK+xSMYYR7RLc+g3KRU8ZzSlObf0Fj2lzbYdkiNCyKXbyeD+f",
+	"+/SdZiq2nxNd8BllxhxSuTTqg1rmzVHbyONHkkF9H7/JV6v4MAvCApm3UYdxBLyOqsYH3V1Vbg3w+qSf",
+	"MqzpQgRvRCjj6W76fHupi/PaIb60yoUB9dqyFmcQUmNincQfUrovREsuJFOFqDghORtOVYjX2qp+uxfp",
+	"c5ph7Pf3v4WVMWwVyrYhDuP9xC1WfcW152XOVRaWM/jBpnqAz+rbUC12vL+hAvFOtfzOCIik7bkCusMj",
+	"uJbOhhfD0VCJGxlZ8Efob58RE+G3XeJAoqYEidWccSWzp62rrPnw+THWQ4n7qv7O81D6ijyVlEVJ1GVJ",
+	"LueCuhGy5Gls6DhO8H9n5KlXpeTblulpxtWWQ3u73umFSv3liebApJ9HddeX9/EBYEN9n7pNx25kA10a",
+	"2r5Au2lyUtUqMoIIeyQpX5J1HYfWjVzvSppsTDGAFZ/KF8tUFX+G0bxYYLZnJS3JOgiLVUpsRlRhfCgi",
+	"pHoRwILRAi83p4fBOsvZN96f9uY35W5ausKr5BW1NmUK0deEZuivo9GNLjhBxDH6MDgb3w7//fPwboSO",
+	"+v0Qfb4afB79dXg1Oj8djIZn6Ki/H96zj9e3H87PzoZX6Kh/GKLTu9uP49H134dX4/Mr6NWgnl9dj8Yf",
+	"rz9fyT+PQnQ5HP31+mwsnw4uLq5/guHehej0+urjxfmpnPGH8J7pIcZ3o8FoCM/Q4NPwajQe3JyPz87v",
+	"Bh8uhnrEm8HPF9eDs/Ho+np8Mbj9NERH+4dy0Xefb26ub0fDs/Hl8Ox8MB79fCN/exc6rSTGw9vb61tw",
+	"2NwzOcLl4Opns/s7dHTwQ4g+fD77NByNh/9xOhyeyVnlw/Or0fD2anCB3kkIja6vL+7Gt8PT68vL4dXZ",
+	"3fju7+cXF3fjy/O7u/OrT/DSPZObPr+8uRheDq8kHN/190N0N7z98fx0OP58NfhxcH4hN4be9Q+15VGr",
+	"i86RBGFQO48gDOxZBGHQPIggDOwpBGHQPAL5lYZ/EAYV2Adh0AR8EAYNqMO6fCAPwqAO7yAMGrAOwqAG",
+	"aFiKgrL6YB2I9R4d8AZh4IGt17L3kWcznr+s8tvAIeqEJYr/Qlk69qDpu8N8XMbjMp1tbUcNiX0Dq/DK",
+	"mj5CAiLzLU+fyYfllzatqLZnnUetZPXGRv3ZwjAeAz9PtbsLiPO18gK/4L3fvsj/6+/9MN778ns/PNz/",
+	"9qeNVBhm9sOC+9IfBiY+aQrapDhBOIUSC6VDDyQx/sR0t1wRmoz50idccezW6wQ2C6Ed7vX3R/0fjg9N",
+	"ovqOETVSDD5sCawJgyWN8yLTIQkq670a07p/4K2ldrjXPxjtf3fcf3e8fyBXteJFNtYHDXFAntKEr19h",
+	"bLtAoBNt5dSNLCrdccvCJRshuVU1GEAdHaBmxz58QVWXejh0ueD6WTaFRPdwG07p2wtjaFVYrd8OnfZ+",
+	"5Y9zLLZvKLw+KnpU9pByPeEqZFe74be7PNXyDhJT//WldyuY39YXEsK85SvIdVQ7pbbrxij0NOe28RJa",
+	"kMWEVCpVqRsWapIqBUnwDH/ZtQmjNrs5x2Wr8lQr8bio5G55t+J0cDkgCWV9WYNBtQshIENpXMeln3+b",
+	"2r83eJVyVVrJY1kWa/qTa88ZFGtTGLGdscA4g9Z3Mpy1lH/YVnUGYG4LR4CYeDHI1DBr7vQzQaYY7iaQ",
+	"6dlfCLJLdVdaKs28Efq6iTldqjpmvsjImnl4kGB0wR9JWrUS14W8MPgnp6yFv+9r/l6RlsLANgwPjg52",
+	"NRfLY1G7eSNQ0spIaqvf1nhcGV25LB25tBy+CYWGvaMxpQOn9u7/5Tk9YWFs+zv0AtA0eyNiSllUVTBY",
+	"07vdQkKnIEJX2YTEdIFVLxGYF2rkmapIaB+JJYnplJIaL5NnXZVw9/d++PJLf+8HKdzuv99CuC37qRsg",
+	"V3DF1qUpIb3hxmxLaspjeTm90WOtgzhM9AKqo8nB5pI2aiWvQnzWF7Yp9/VK8NsJDt59v3TbN0p8+LyU",
+	"y9xRs7yEWtU4y1FZbluLI6hY+vc9pW3iGFQqO0Y3V59C9Leb4acQfTr/iHiGfiKTm7ID2Tt0ST9USMmE",
+	"Mpytgm2qza2BQ0amJCMsJmJ9MSAjIE9tJuWy/PTFaOGM9dzETrWxUiiLUypx6gRFv3+LUMFymmrnsFPN",
+	"rOJBAuf5WLl/Hyl5Aq8qECwIr5bQI2zv04fg2ybcc7fzQkRdfzNfR+6cGevCFhKRTwJ68R7bDS66xh80",
+	"tixlnxOV2aMsxyCXmO4ujoZomoUquXY7ZaXkd/qZh0vDkkecp632GCl9QAuvqe7hqjyaKRYiNM0qzSqh",
+	"YbUN9tbtresmOpNtr26AeauaEPNn/T8V4CTViGBB8ozGZcEluQAIGMX5nGS9jzwjMRZQIynYxqjSNAlu",
+	"KgNgKrJK1VG/XM3veeOeT9PnXdnq1kQBTkiniOoRdM/Wsm84mU5JDLG6MRYxTgg0vK63JscLrkreL5T9",
+	"QZC8h4x1dk+uNzEj53Oc3zNIrSA5yghOpGQVmWOJTlDB5C8PZKWyJ1TIm7Ku+9vV62Xs1jXT0840DL7u",
+	"zfiefrjAy18UNn/BbFXHDr/PBspnl1hcFQ1jnpHeLcHJ59sLjUvN8unbGTmMhg3X55kF7Z3dhBZDHVTa",
+	"ziggN7JewHS5ou1aT1+BGULz+U2dAZ24ruq5bC9owlltEjPVYl5I4OVMWzAyp/n/qwBxByh4dv2CTZ8z",
+	"keM0vUmLGX1BcHGMc5zyGVri+AF4G1eNl9K0xiD0C/IQ4wV5qwl8EAZQtxnG2+8d9PpNCm6/bAJWzQm5",
+	"M9EjYQnP3so/IknWdKqbDfWDddadP/vVHOjDhodEao+dvxzrf/bGe1/+bB53//J24xt/8hEau+P6hn5U",
+	"PzhArFe/gE28ESjFORH5rgnddRFQA9aHHn8TnN0u43W669/urq/2bm9O0UGvjzL9Iupcnt6AXDM4GCCi",
+	"8zNF9wSRrzjO05VpUx6pyHqdhwmu9mhNPIM/ZKG6JLugTrR3ePB9vx+hJc4EUY78EMmn38mnlD3ilCam",
+	"pI75ZT9CC5LPeQImZGgnbn46KD9a4gzqhKsfDiOo5Aa17GEa6Bcs9w6L6MtBc47Uv7+P3IB0Nwlw92ox",
+	"kCaq215bJIeQpiIlcnkSRpGpCmUiRqTYZ6MaUCeqeK+jEEV153OE/vf//F/ddRVLPU3tdw3cMF4hzFa6",
+	"otYmd8nvDSB+8VEnfcBvBNiWjD0JKeeB/vSk5rsxdZZiXqQKEybQQTqB6lj/FJxly1hJlkpUl0TL3+Zc",
+	"6EzK3QrGKhx8I2zuicSmSEPvrSAs0ZcGggzfzkgeyb1FIyweIt9R1Y7DbMF3DjZj3nfhU8xmBZ6RPV9K",
+	"fMPTAOV4dJ44uGUaqeDNpPmxIDahvcz6Vi7WRnL8wXtIulzj/j2y7t9GAj2scaz9vDokv5lU7+Snag7o",
+	"SR1Vaewm/362zPeOevt7C8pomYD/6WYknyL9tMydjKHM+Bi6y5pM0jDQfx7pP81M+9/Bg28+f3Mtqf/A",
+	"yXdU8PPrTi6c2uoAqFNpbSvM3FMWOWRpdUwHOJoLkk6b59+SmbNDqr++tyoLp5mxjzqRyZjAS9pTB9+L",
+	"+eLt434U3rPKrzZDWr4QdbfL9vc3/Xm1bPLK/gr2wPgTg9hvUwoaCmqYEu2b+8H+EZEENnd9QwrwmXrx",
+	"m3vvWgp/NR1H2wUCeLugVShULb7g++2GXZMSf2ZSzVI8C1UWfHKs2oUrXaFKIWkOBdNExbJgsVUbUe+Z",
+	"lI+k9gRvdE/0eJ4CB9UBtcAIv+w90YTob+5ZfQqo4KWQ93Uy8k/AnAAxIKAhKzbQTNL/o5LxTT8wQXyE",
+	"YLvb8bzkfNSZ2sI50wrJqLmmalzhtVL2ywlqDOY1svU3R6Rw58q6gSnPCTHZuTZA/dTrxQHWnPtLawLU",
+	"p64UBrDmPJuKetjvb0mj/wVtFC0Bbo1hqZYkcHhyWBEIqkfmu8cN3lfCu0JYXapjMXW3IBkrt25o/dES",
+	"TfgiM05ZnLHF51qdL6zQf8nUbSOkrexipYi+yS7mLuz5hiKniNZaB2wTtK8I2R2A0gqE14DBiIi8pRue",
+	"5NuQp4pThzch09nRAwwNpvHCgzd/5U8q+9HkqaKc8we/9QA0+rHfJvKTitvMUcQftBwLacqOFQBDfwP0",
+	"BPruFNNU+X86ke0ye8oTEtViigefR381JoJpaYwgiaqCHzlB+FEZrqejviXvKPIJL1iiqzPpr3WpUQW/",
+	"KlXnRIX2SUE4RNGnwWj40+DnyhIYKlhGcDwHQcUYn7reIqCtSSweiJlFqEqontWDsg6mmBAtMxLr8hTN",
+	"Sf1ShkskiAnbBKFDVXHFQkVE+tu+8oeWfuUGdLa5qMElvyCWkWW6aokakSuCTS7Tla4TGINEhg4qnQ66",
+	"oTKkSNh5F6sSZ1qQdVSFtZNpo4eleeU+bSq38SDZmXPLNl7t9Z4UXuQxX2iHbw42Ig3Ml7kBNE3Zir4B",
+	"AWq4AuTDF1G3sy2qkB2XtfM610vCBud7UGs8h4oS0dt4jvO3ujwIdMUFd6UtsIc6pvHWPRvcnMsfy6Jm",
+	"HYlZlAjllIT+xBgMzG9/HlxeuKr3CUBeudUTsuCiW03+2Vj1rJSZ7asNLC3l4N08IuojHRHgMZJRa3Ws",
+	"V6+1KhyLyRvhFLNVug5NU+UYgEK0nUNVcQxRgQ57/b7nna6SUY+BkoFIlaiSzqq8Xiz1wH63hwaKuci/",
+	"BeqA3QntIdcq1UVfkXr+b5Xn6Gv1T/0x3FNwI3fRv5lSPl/1P0KUUHm7taFQL7lRN6pqFDusGsUO+3Wr",
+	"mK5L3MydqAzzu++s9FFp0KkPdPUHC+xS1o9gqMjfE69R+a9eFK6/jQaw/WIrq/wDV9SmlHuWxB09/Y9b",
+	"0jcfCeNxSxmsAVqmOCZlVwVgLZ05l6o1n07lJnq9XtcT6q6klUqGd7CPLjFl6C7PCMlDdCd1qBmksvro",
+	"SNXmtp1RTSnbO5ummvw8xTnNC8Vn7Qbe7ffeucojLyYQ0bpRU5bCaHO4vX6vot9vP56xeJSg/Sv3A6Sq",
+	"FD9X79XarTlUBzzu3mp66U4qqEbBc3ODd6q0kuqvm73OFA6uR7ym56I8fHXizvHpM9OeCYD6tzW43+gc",
+	"muO0JZfynbeMysaqohCE7NYVtcDYpfaIi+51O+0sI6A9ZPm8ajsx6FpWFXeJ0d4P/V1vhn9mgkW+YeL9",
+	"95WZ4c+tL1HdUjQh6R9WWtvged3Ssk3RDHOw2xcRsYR9o7HDDv0CQViP8dxtbb+ZlsW/aO3PjuM5zUhC",
+	"WE5xKrZMvH5BtY9tUrRRJ8aC7FEmCBM0p4+NSvG7Fvi4eXZRj60Kelximrb5zUeVSE5e5DOueufQunYA",
+	"TlMzT+kyhdJV9a7c1qMtFvkS1B+ova6mzKG7p9SixiUDEY9xPaNIvmCSsaAo3B3JHinkM82hCweM3lLn",
+	"xfXVQxW643fvv/e6mff39vuVbGwphOl5xWPsSdBq0UYjuZwIKgZIhpHxYjZ3S6hPSMqfTlCU8lkEHifT",
+	"acY0QDX+Gx0JZnRGDcOUz7yBHC5sG0vKUxGhYjnLMJQJmebEhA4TotwAEjjo3fvvuycoEiKFmBxohUBx",
+	"TtDo4k6/cvTdu0r9bsYZyDaqVatIvWurHnKzxR4DA1DJrf0D+PmI/trNgTNZ4arRDfNbuebeDi53l6Mb",
+	"KDal2kEwjoAsqhZ0EgBdM/iTscCVNjHvPFVMbI1PqFwp75BuBTPAZO/a5U+9ndOjwZzYSFVOsciRwI8k",
+	"QTSvRyDpaG2wNYEpJIeigSmB2qPskWacLXR5Sa84vDEmobyA3p1CNt6Wx13nT8Z7BEig4elMWDu1yuWq",
+	"YbOLmxul75ICr7fhNcnu1s3fMU239EY47KCRGuaM8nxmD2UtB6pfw2i13JQYJb8XCMcxWeqQWJUDJnTz",
+	"IPXM1LDdBhgtFXSr8d/yJV0DFqYWCOcolbKwyjhZLXfID1ebhY17a+bWYadW+FIQCy9pGTANQJKoUrs8",
+	"KWKSwB1tQvA5RgDydUkzItZ9s/GSy9U0tWxVMra3TKbB2jrmW5iqfEE8S/xrQXQJCpVI66QrJeP+/vzr",
+	"u8XBw/vk+19/ePKt4IEQTxWZv5Nlbsq4KqlIQegEFQzaj2qE1o8lokUlDKP2MtBuICekOQZhgIuE8iAM",
+	"HmlC5H9N6nEQBlB93MuIF3RBWuohn5GcQENRS8zBL85yNFnl4Op28r6Xy1SXhn7bckZLnLVV971TZe0B",
+	"UMo0Vxb8f4UqJPXejF4Tn6dhH/3Nx2nob1Daw8Bgi4FsCfctTISbKnbY2+EenV6rRg2NjBUzUCupKHsz",
+	"XC+tiutxE5cHIqDw8kTypISYFoNwdC1pn2WnBGvCExsaFSzw17G507pcPf5aDqSsAvjrWEPWVrR3XnGa",
+	"DAh/9X9PrdDaguuQ+Hdd+x/8xba0kJTPZvRRpb02T9/ueG0HCIHwI6aAHTqNj4oSqpbXPKfJQ73Gswvc",
+	"pg0mmxGRNxs/YN1pAvr46oLh/v1WTqoRH0Bnczm+Zer6zfahWvofmIXW+x/ssE4XXZp6/dP2y3QRzd97",
+	"VvV1ajngiv5Ac3m9dPh+nmEmJH6QxIsFW3W0WCtuOEsvMdUFfAVdqkCrHnXYuD7b05x2MfDMbfyiwFin",
+	"ONvIfbykbWsFYD9FbALtpRY7mGh9zJeUScsyG2U5+BAxArhpw6+20gLkCC3lj5R48qyqGo60ubmohlzB",
+	"C0G2qZiGBdPOcNl2l6++K7DwfPbH9IASpNy52g/oRGjpTsk8h7bNERaCihyzPIKm6qjzG8l4qZyrD5UU",
+	"TRLgW12nKFkkNV2Tn8N5qgYRPuGrCkBw/LZ2oL2puKQhFLnj9VZTFqdFovMrrAzx3huEu77NsnLmtq7o",
+	"1AZ6mKl1o5RqlP3R/o4T10U3Fyz1RfkQwW2u4sduyvbwcllpIGOwouyH0ta2Y8KTlUQoyRHvne4c/36o",
+	"ceI+QLZFTi/wpic17KFQqYrlU1CPvsc/xIeTg4cjK4ceNzvvZASrIVVuj63dfgR5P3m11KHFaDSljIo5",
+	"SXbpGGIru0mtJSYZI0mI6BRhtvLK/5sVRwXDBoqnmLI9iC1LSI5p2tvsUfeY2mj+vMJWa7TZCqZQvy1y",
+	"mx7Jvr4/9iDXbWaBsweSQGyUtRXSlKhox+T5ZkCLNl56KVG8ceS2XnxGYrqkEi2kgAhhWzQ/RrhsMpW9",
+	"EfesfsswAxXaxGHAJKZOpuoCCh1HyxqGpoesiVyVg2qSxzMVxqrih56BiPqmeIjEXkoZQXOCE/mP3nYh",
+	"BlppVKNqNC+BHLpdW8yxb9QtGzjj1ypxFUkVKaoUlNm1eVcY4CdMc/lMxSSFgcTjpEhJMs4K1hyLZ8s5",
+	"ZuXfGcmz1fjXghQt7UbdvW0vw1Uafz1PiKsM4cf+anuxZ8l0FU7kUR/V7R3HvPD1R/8rf0ILeeEqrOmN",
+	"qK0MZ4YMoI4UZuQKRXcrw0zd4V8BSm15zxfMXCisP2B3Ac85yd3OY83uX2m3bve+DWVu+TLfg8TP+ulO",
+	"eKGM5c2+bpurYDfkDO1710EASuoQk/Fims1mvyXTxW/5068H6QNjT7ODw3zJJ0G4Zfe/57X628jMwbfr",
+	"gBG4oaqQtsDJDpmqLVEHTg2oRktBqH+kmw7mtsFgS1OlduGhsnyaoE6k+8+8rUz31n1P/IUm/1dkm9PQ",
+	"lhSG7dsYWp6coJyf/OH9C5/frHBLi/J/+faDNAnC1h6E5uTKKqM7CAEuVdlc/MlSmAp6bUtdKx95UvIB",
+	"jBUErzCrEPE0qTDnndGrQkM3WUaqy319Ir6efbmzPwfAzwfLGjC8EhQE1PlPbgle02PrVpUr4VPQVyib",
+	"ISmQVImq0Vdc74aGjHbwB8eH375tBz37RavsVJ38iZTCElRlzCTNf0INJWpLicnM/3wY6xKvu8Yb/mcb",
+	"2xqVaXcqJPuqFWJV/bJ1kQiaJC3hRUTZI2E5V9XbXCNPHEsifxyIB7kaKFU3zmxhQaNDxpzlGZ0UuWs1",
+	"ycliCQW5wFuGl0sBlq1FvByrwDT9N51Z78ZBGCjjzNjku6mPxQNNU/W6LrG3/81T+glqYqocKNO2LOZM",
+	"BXxqra9SjlOX0VLGIhrDMHHKi6SsUPOTLcjWWqmtPBAtQZoH48lKta1VuDe2Bc7kNtNiVhb0lFok+Kjh",
+	"WkHFCpAlNxaBM+fTCMWA5yjmKS+yE1snRYdQTSUFmuD4AWpwLTO6wNmq0sv8kfIU4pCwrqVKFiTDEFSv",
+	"MCHjQnVmhG+9emwTWdbVGl1gRqeqKFUEX0JAYPm1andBBVJX40SZngHiKqYRIuVxju+ZxUYgbx2LhyFS",
+	"eBSiy9MbHRwpQlQiYBdon4pgaasEUkP1daRGXcJTdzUbG81cajAg53FZouRdNat0qzyD1kqvFypSxxTb",
+	"rUINQ1zuiQYwwFrCRbIvpdugjiDEVKhrKVtky9TVj33l0h49Xs5hBtQpLV36BWNbm2RQ6SQrUutbMD5N",
+	"fWbbWPfUPa+v6UPBErkK+avKMYaMa0HZLCXo7sdPUNtIV0qTcnPx228piUxeX0ZiPmNUtIRkbteOxxPS",
+	"snOJR52ZLdf6QIDKK3YMQCyYU4TSU5jN0LEGj8oKom2rxlBpqZQ5JKe/NzI3DukhhTETwapPqk5ouyiV",
+	"ic3asrAdmuq19dm5aB7aupsKl/hUr1LxBpqoXNTKWqsVWDcGOdRJujdnG+Z8I0oKo2J7MdKfoU7fxpC2",
+	"lEBUfKLZRVx1kUyLWRk9ZSjoCdR3p19NaWrgmKgT3Rf9/mEsv4F/kWP1QIJIPVDX2FPps2yH9mdv5U7D",
+	"uxoq50TdqugYnD9wzSnTweaGjkf2+KNjVDB5cu5r5uASmpHYSiiaTenx5clZrtlgRWHwdU9+sPeIIdgW",
+	"zDaKNqvAsA92FPfpeTniuuKk9rXyUOWR6pWZ5Yc2Hp9CIrN+t7vZhA4IUJKClp5KQNRCIw6Uy62UUVan",
+	"5GHMDXSusjlnQdWLGK5pJqqZnyrNOpQiZ5v9Wt1UPp0Cm28Wpq2EfO0q8Vm8GNdlKUiNIyKv/HAIP2wr",
+	"+3kivNaw9rs5zyp83UuFPQtuq4db0s05sYWfbJaA/XUrrliHxe/N3shSKjE4rk/rP5nZbb49G65Nbdc+",
+	"6G/E7fWWJs0dHXTeRpMt0zE8WF9KZIzbQtOVHA7UidS8Y/3zuMjSSNk3u9BymKFI1zwHMVtZPiE6Y0py",
+	"KA+A8wgQqkWyUx97rrS+xhrwUuZWESGTVYUpb2328tARDzsuV73OZC4l/gTFfOm4jxT4wICuxqjeIz+A",
+	"n+9bluhFWiUsvVAzZ6PWrrLPMDAgZqYuA+yHCrO9TuUIBV4JNOdP8hOvlN4oSmwxrzzlCnzNHl5gJ/Ho",
+	"RZ5AmkJ3zXtSnlxzk0rG1NKGzzU8NPTipszXlLmUqaLx6XIpUGeaQYx6YloGtIhtFSNHQ8c7vVH18vUb",
+	"bfGjs9aoz0srUE5p2raNpiWlSVlTkufyYkBAjH2zZTxthGnwNfkcTQEnWz5t6YtQ61AhtihepEYKGydt",
+	"l1eFvQcK+nwrAG7H0s2+BJ8FbRsaryXDNv+BESBBYakpWy5RlfLhjsR0o8fALO2lV3xD5AK8sxu4tt2g",
+	"d0Mv2U/G/ebbG5IJznCqg7OcCB3xRkU9jimb8ki3+sDMmtWr25tQ7tU7wUdkE1E9YtvaX3Xzq4ax4/QG",
+	"HX2PcjyrVa+DJln+CmWSwf3GmWe088HVAP0GgUqVwYaF3OHbDyRLdZvt59Qw2a0JrQMuFzgWFP8ve2+/",
+	"3DaO7Yu+Ckp3TkXqTcnyR9JpuU6d606cbk8ntsdWumemlSNCImzxmALVBGVHk5Oq/RD3Gc7f9xnuo+wn",
+	"uYW1FkCQBCXZTjrTM9lVezqWKBIEFhbW5+/nvEcAc76xg5JW/mHwJVfakljgHQ5ZOo9z6HeKRRIpNhHQ",
+	"ygq2V8XPAWlovdFexpzn8TTmsE9cYWgdRbz0joOWw7tZoT1zl69F6/I6lVHq4VAnSWzgv66HHPvBJqmt",
+	"UDzFt0JaG7CKxbFewquW8DxOVve41cO3g3Pv/aelGMmf/vf//PWo+3fe/ce7D3vB84/tLv0JBJu7wfOP",
+	"HX/Q5LEbirWnMwGxEn7N9QkBqkf/DMLgE65q8BDPvJz+TSJ/3/TbotCRa1U0XVZn3ksb0ln3UNLzRT4k",
+	"m8CHeZWJJaJ1m1LJKxu0bKxuPthbS6bQ93Ppn4o7xaIYeoi0vwxUcot42ito9GM1xii7UW1z/n6scqGN",
+	"z92nNgrxkmshx1sRujC+nlNmnacRXz1RTOqnYnXUhw/wvI8fWSzZhw8JiMDHj2yyTBKRM+Sf6bXWEiDY",
+	"d7vlWaznTQELiWnEgWySSZ8hlR08E4hIKhe1nrbMNTiU1sd396i2phbL+kodbAej/TlQ/tfFel662Run",
+	"/QoRAHvbVlqb/gYTT69g9e9vi9Vv5KwevMRvCo8IMmCzOIqExMjyIp7eiEwdMlvmyrKlVGypYsOvp3Lt",
+	"AGRL2YxkT2Jdj2OLBZsso2vsywXmFqZyntm24Dh3kQatcfXEJr8sbp7TP7G7TZXz/bDl65JX25g1Bd+o",
+	"iOyyAr9FPmPhhw83YvXxY4iofLOaL3VvOr7t5djZ23UpniYcojmVUW3nbJTU8c/0mI3OR7Um3Bu4s3Pr",
+	"jt8VNVfs7wdYVx72Fv5feY+q6qHySBDcxlAGNCN4k1fbL8pmDkH7/E91LD8Mi+t7omuGhSSuqkxosYRj",
+	"oboIa9MG647mL3MEl4/XT3GSbns41e3mBqjCphOkRBdrjyllEwRVqEKtjcN/h3NiPchg4UCMRpcPPjwO",
+	"qWTXe3yw+VJB4DgyWjyWLLSiFnqWfiMY4v1PC9amOboRK1yLR54dc/7+BO/wtL9BedHJYadyG+W0NmBV",
+	"VzKfRLnfV2c36OhPpqLtdN833OFKXyGTyLK/ce7KWq6W89QfNwFjGE4wfkN730gpm3MZcROVrUr7Fuka",
+	"0LOelkz7mp7gQ51v1C2pwODA+F0RJRh7qyqquE3CD3hwvpwk8bQJZBG/1aa5tv7YlQBWGmDmasye8EXc",
+	"rObDHbioyxfxzjeQOpynS5k3wcbxJEnvqNIgs91InusWizEWrZRRmXbU7dSbYnYLmMfQLjB26tw8+HXl",
+	"dOg211LQfcO1SzXzzVY8nTH9HZstJ5jmoaZOcVultBfziYgiyLfNRTZdZsJbTXmXZjciG9NSjufEFGGx",
+	"GiHhAcUdsZD5llUwv8BNL/Ceb9JIXJrb1L55QfetCqazdN71Dhyx8r8FzWLjxDeu3no52LRb7hve2g7j",
+	"rrQf/cnVx+jpJVD+XxIh+sNs6Z+J9T5FGFDGcyzPS/iq1uRfYvFHlisoBu9SCUx3d28fmiLjXGmzab4Q",
+	"WcyRlbvS0+HeaWviVxrrZFVYMYZH7EasDpng0xk5AlD5p7DEOWChVu2hdhPCUWvUClkkEpFjdeBIFtz+",
+	"7EaIhQKynxTvPs1EHiDXv0xzbHPDdlKi8StVBjesoH1b3yqatOfDlu9IuxiMT6EDteroYJFNOUXwGdCK",
+	"y8/x2cYIz8vIKn57Yhm7Ldgs4Vk+UYBrnrAFz/KtwvjbQCWXwh+mnewRQMlHBqHxuVN/7UNNdg7+558E",
+	"Q7nIkQ+JF78e1C5l0TGiBPwpDjaULDYO7qSC5a3EMJKL6zRbASAiZs5rke1XUAqit8ydmGD7ub47Mtgq",
+	"4CJS7A3PbqL0DvzLilBeCB6xtxevW7bl4jpJJ6Iou4P+aiTWK0GsffANhHG6F6n98WRVxfyn20IJCxQw",
+	"LgTPXavPVA7bLv/STWATfnxnTyGsyMWgdyam6XwuZKTGpjoC+j2srtN/6UUZQ80l7jPR01Pw9uI1LKiH",
+	"nsWsQS3igylk/LrgUbwWUmQ8KYEk02fwunYd9ViX0nRzw3OjpfbrCV9LnzpBS61ULuZeG2TrkLdLCgrI",
+	"QN5Q5notgshmAAo8EYl9Xas/9O2eKK1nshzM8Aq3qCNnW/YAnExTqRX/AO+fpskTFTCRKOF2IxSNKvSd",
+	"6QWoUJuSUG9ZHgmMUt0rjGchFHQI9de2+PrdN38KO4dmFFjUDaxuDv4SV4zKvPGy7rpq7/J4nV1Xp1Jb",
+	"A0Bnvf7iokCrfUfLsDSL0LLYyvcvazwLcOcr+yttSR+DNBaYyWuaNgeRSm/EoupooyPo2en+Oig9Fhv+",
+	"Kkr6QDPHipGaKsPt2UW4E5Ous2E3dyE4RlXDsphLPumikAHq7XB3tF1D24Lb1AUMC1exyAIjuVimjjLa",
+	"w4+Gq4U4bRLcmkbddOw6IyyyC64qqiYbrEa2dfau3PlkIygDH25lDeLMbs43ZJ6iuceFofzFeUPQMCAl",
+	"WGkWFhMXPlBuNucbYCwPd5CadIc3nmfXiHHcn+Rj+Kb00558PmOlzuwP1zSqEESFSvMZpENuRZbFEfg3",
+	"/lDMukM2Nj1vQLURxfqKeSzh9AV/qnK0GlPKoyUL26pOVn2l34FlS4kVK3jMFosAXZz6GFIBpXco1xPn",
+	"hIXFrpYZhKGQOIS1uWS2mBYaynguIhbqm5zJZPVjLHP0AeNIzBdpLmQOnxUMf5xhSIJNM65mQEOYZUvA",
+	"ZI1VMVbTaOgY1dieat4XejQNiPtUHFq8hydKjwdyFSpkU6xqjvMOonpBM91drAR0QSo2arkj+K///D/g",
+	"g+JjRDRquWz1U9FZ2yvXYM/WjklgPrzjMXK1m9+wpUyEUkayIn9jnj/iXlafHmHfMMaSIG3e5uY08uNP",
+	"kNfj2eKNGcIK4eqNgPAxxj5MFCRogV2qPbDzE4afWBhY4x2YmSkZFdbdawKI9mkYNPVhM7K2vlEExp7+",
+	"Fxb5dw4Zh1RboTDMqxsguR47ReYcQbT8ZiRhb6N1/6NIFibnBOUsuOmLYLwfiscXPr8sAji9Csi7mVpP",
+	"FeDExxBc9hHKdyuWxWPPNhizRKdg+uQhcxEqkYhpQWDv2JDYCgs0Euu7RxvMS2s0rWm9NYpfChFpp5tE",
+	"ALlg5Qqjdh02EVfaoMUsq9Z/K61rcev5tYQfJQjzLMBB4ciHmRCeCUbMJFoAtWZSOR5EIFkYBBDRoZ21",
+	"kcwhK5NKQKkLaepDfQVMzziJVU7IsJR1NR9lArhuGUyTwr5KWt+RDDmuFZlcYcDsJwQphFXYYYUI14bD",
+	"tTC7wZeghd6PSf0GhlAusLOmLTn9VtADYwdf/Ab/fLdNLoeuMZJd1Zn2cr/20/+CVpYXM54/LIyIN0HH",
+	"FkEO2YTn01lFMWaCKwOfxWiCC3xxeG/DF1NTZ+a3nkbIO2nDgJ6E+V7/vrR89Kjm2RpydfOoicJMu5kq",
+	"quZPkqbpegmYddhTxsT7XGSSEwzhQ2fKmpOfb6Ygjg6CBeYzGZWPK9kpynTscncTcSsS65oayHU9qevy",
+	"D77t3Rr8erAfHBy8+1QZBySdRzg//2gnK8w9wDGAsAelI9Hg03E44Rj6bNScdyNWLLQmzyJN4ukqZLM0",
+	"iahoxVhf8FUsLDA3RqPckG77iK49h7t0BtAYaL5/ogAnQ0FrsMmQEANbulw8UbSJeV78Bsc65+qmlCEB",
+	"q9CyhXXR+NAvgqkTbRRT8gROCVS3lcxy+Y03shqV3sxTpB603nev0y59OOeLX3Hu33G5um8uBmbmBz0p",
+	"55m4EpmQU/HAzBogpIo7wF+gGx0W2SkwyXCi8PnsbpYmQvGkWq/m/N4tjcBE6m0s7lqD1nUG1ZGVRo/6",
+	"Lqjca/uN8CoTonuVZnMabcCM6/Hs6dP9Z0hQwxTk+yrAJw1euzuUNWvxVj00NYadcwWlHHBhxCKJ0JJb",
+	"qlp+s5Kb+CHTu+THdLEg0CPMnF3rjyu5M0w234osvooLEz9WY3g8/v0J8mb35qv9nPmx6juvKwY0nKXk",
+	"8XLAvIDfNWCF2pmrGeUlisCrhF9jnCKE60OWpUmTJ9yc0DvV25S+xc4sfcxqjUYRlE+R2KtEFe0r1mbS",
+	"vxuUyA1B68P10RzRlZJY3jxRyEnAFjzOLKqSdGaisjukuBs7OWKD/ZOk8hp+sphlHGDA0CxOs9agdTD5",
+	"bS+5m38b/WMfQkT6ga1B62/vn//95ufJ7s1v+2/78Z/zH+XB+58Ofrv+y9yDalZ+7ufJxbqDbiibmvHk",
+	"ypy/tfnbWPRVD97jVNTd4Wkm8ns9bHfv+f2MPvuqZhRBeY4b5C9NbgXxojxE/N4Q3R2k7DK8XUXCYgRR",
+	"9nLgFR9+949/9PlkGnk4tWIf1O/bhX7ibr9vGffUIYuWSCFHbiyX6g4i26mcltEo7reqRT2qW63Q1Nqg",
+	"tpjqNUCi+qrIMOogohfOKxx1caQeydfzc6xifSdDBRRLgNWCSvl7pYvWEffoKVXKG7A7ATOY5yxC90m8",
+	"j1UesBm/FURhCMySiFCas1saLjlIBU3JtjheXgDQYnyPyUPgWr1O5lvRryLtTon2OkdQM7iPcqlFHpXs",
+	"SZL5lmytdujrEL5+AfcizoGVV2EpPhzOKTbsGWfD1CqkxAKdpBPomYdPndAlNEMVYyxhUsK9WkELf+wP",
+	"szx0udJEPIS4X5seZdL++wkc/v4RYoZ1lGsD4Kb41wbCq6TLc75ymsa2jEhrqZ0s4wQA+umqkm7HspkN",
+	"UWUA7nND1VGqZf2KxMS63IZgYrsAM7rw7l4ClmjtsrYNaSnbC+zMlK6tpLoaa1K3BsHDLZKX6O4xiFvs",
+	"GUyFVeczMKSolTfBzx3G6wDBKvGu5GJOVrWVdjdTkWqBpmv9hb0dhDfTbGssvbIUInreS3t/37ev8Jm+",
+	"r45L4/BdcUlja4xhG25nCDjDpFB8mV66pFWK2G4R+KWXfeftf/G2Jww9y9umWweM7qxXCe8UVJM3nq2z",
+	"LmiMowicVbTgfu64NqsMdV+N5wbVtisAKKuojWD1zcGabZXipWlUvlj6vMlyI7PbrTko+lTasQSqI+1w",
+	"Qqal2sDSse1nUD4wzVI5kubO+mfarAS+5WwpgWsZsxAPQBiwPCXmmgnyz+pnjsX7hXaz8d367Fv2DfuG",
+	"7XafEszAtx6YAUDUwFG5z9of9p9Bx//e3w2uiCXC2n2+u+s06I1NuYHJdFL45E2awalvOyWleO971IF5",
+	"FLwWzqxNmtLVxOBG0z0mzIQ6jAmiYazHMdj34Bh8oA7LQevohCl+JfKVJ3r2h0IkcOWj5hIpkbG7WWoY",
+	"4JCsbCkPGV/mKYDMsChWC47FvXgVNVo6XCCxslG0rd6xIqHVUT3tYnhOX8iKC6mVEwPPqRRdNUtzPdrK",
+	"4VyW983Izz5q8JIyqOArfPvJ8BUAMgHcFsiT2pmOiunnSbJi7fL7MqqpNrfhV7nItLl9pbVgQ9CrtL8b",
+	"wRD13fWVVo9xWO2HIxuWNUbtgOTqxj4KosiZmAqZJw9lS/Qpo01twxCAxyGgZFdaho22KZX9ft4+4ios",
+	"aiHcNWVarypwtWsTUWKsmATySG2ROJjpRqS0TbIQMu88fOWNAq9LP5yh5kgtHh46aj1E6Ep8/uYy3Ia3",
+	"HWo7HoL8pe3j6hHQMUaHPJAY0j2NNmG1QK+q+9I4D6X3fRA541rYKHBoAAQKitZiKg+vKthYMaGNSEMG",
+	"Wohd9Vj9nQFI/OHFDxt6EUyfmEmW2n1sO4GVheGJ81m6zLW6M6bc5sxVAyaJKw92G5QRSapHoBXhEhKd",
+	"R5mVAUxcnV7e+BXFW7IC7gd84trNm8uQK3BAnxL0pESo2YB8or/ZOhpZ8gg2eiDlp38aP+TzoJ6U1qDH",
+	"jt/zaZ6sbK1VScuCA0wqCGpPR1JUrq/IKv2myX/Z6H5U/Y4mJ+EeNv697feHW6DzWC5zwWbpMmMRX3XT",
+	"q+48lfmM4f/SR3dC3HTqNTkeVvMCAmA0Ut+MRpf/0R6N1H/of3Q+HHzUH3phArfEXgHrVTUalg/CYXmE",
+	"ZfX7GEuPxFjZym7ZCiblE9sth4jdksTCFAJcLQG4ATlYQisT4WeyZY6q4Q5L9Ws1fDN7/e4nNWOwL8EQ",
+	"WCGfC4eSpittYXVqkv12+CL0JGfrGBz97nfj/9jpvvuPPz3YKqkjijzeTsHyMtaGdghMiLiKvCDzghb1",
+	"0lTgW7tDdDByGo4v2Gmbj6+1FI+lY+iTnv73O9nXneSf6CAfZvH1tcjW20aA9MHZnMslT1iOPzEK8vH9",
+	"WlzdbJoX7W7Xm6v0h4+YBmhL/DHOm4hcSmDyGdJeFtFT6Kaopf/10WNOdzVNM9Ea9Hvf7QUttZwQD31r",
+	"mEZ8NWC7e+z/+39fBCyJr2c5yzi6J3QNcbVofVl1Xa6IJoYqvActw9+yQ0/2FBX4UtOmU9Hs3lmcVxHA",
+	"gG5ptfDnquj16mn9RNxyORUBm8XX8A6KTfRUZof6GbjHC8D3uKx+o3Q5SRy/iorWP7oz6Ck5SWXEsxXT",
+	"B52bW958bPjv+IbHEm7Wa25b9YwCuZjFik1nqRLSkP8YaSmV/DMiMA5YGKXTsHPIEOpGYZK5mJq6x5ol",
+	"69JyeBsm+W18jTSBHAnUMpFwREdNoWgXWVSI6Gyi0kQbiG8vXm+moaG0DdIfwww6y2MaD1A+mndes86p",
+	"8Dhoodm2EGQGwC01aIWEa/NDgXGnLwnY5P6MxYXC2ORzwSgeo5lkZNsh3gil+LV4KLjKVZok6V13uWBz",
+	"vFFPn7/vsY8QdmMSc1WK5pgxsjYEeiZpPsM9C2YJ/foulpU0nzswA3z4lPpSBq3T9I7lGZcKERWhPPFV",
+	"JuR05ukfqN+oji+gB6S/0ze6zrge2jTh8wVSL+72erv9PmubPh60KCxqixsJdYmGknhe2nSOhQfMJI3G",
+	"NXx7yCZilVIdotBqfRZAw6GK/yHQ2YVxYIsVzGmUpQs9ZBUnNnq8lTBq0cBnQ/LZV5UkopiPvQVlJ5Gy",
+	"vU3Aec+zRJ8E4fnZ5ZA5mGhwj5AtgQK4HKDYVB1YhTZocE6OQPzQvX+PqexNdwaBqgkESncB6r+hnNC7",
+	"6YZC5W94nDy0s2YaL0D3WntY5XbblbdKnnoQjD7WW9l95cNYiEz1VFMR39pwf/lx9y2IrvWuNygniCi4",
+	"2ttD8z1V2dXYFMt+N9m96k+fXfWvvhUH0/4V35vuTr696kf7VwfiKX+mjwwlMgxwlPPGz7q7u929vWH/",
+	"qYNMfz9UqGqVN60d5IGrFe5BizqixnQ/TNsukAkb8ETMR1ksp/GCJ2O6EdVO/drC272rZ3Dr7/JxWw50",
+	"dzrrdofE5tm/dl9cXrzqDvVlIUsl9XjpPR2w87f6f46GL36EMNjL49fHw2O/eUFLsU77vFU+onSFiH3F",
+	"WB9zBOZQc/mTEIuH7cZTcUeFK7QboRj+KuFVEkb9eUN/A35VnXB9KTULwTGiqAFZT7dhGE4EtMVTlScl",
+	"OiGwJXJteKeSLUQWp9EWXegwCu8kKXG0zNcYUmgUQmV8irxjRV0p1Mmp5URfPxHb2lf8lseJHxDhfKlm",
+	"gD6gXDLrgC3SJAHKJyIKqkfoZsvJRttLiR+XE7p47LWAj4wJa19KG7PWu1lOBiwkREqwfKHKzJTmGdRK",
+	"fd1Ihh/IPP6407sTSdKFCMUO/TpkbWp/MzUEiyydCqUCli5zFUeChTv69LzdhW7dU5szAwjNWLGltPNY",
+	"iUO3Znm+UIOdHXU77Tl6TP/tG8tWPk66iKcNeQeUhSdQFIGw4WUoAdzVO7s7EAYlRb2zu1NCqtTC+cCK",
+	"0UKeUAyK9bXjfoQSwf2RZvE/1kAhHxUCk2GPwrabATe3Wl+YgF0PKk8XCnZHLK+3zyX+TjvD7+X6j5sf",
+	"L/eePmN//mWIwTzoXCJh7Nn7h9oWj+cN920QR/jcmTOw6tUj6t9Nb0iDYAXuAj5Kyn7EZaqwRRudEg4K",
+	"uk6z1WbLCWvLtKyROof2b/qN45q8wS/Mct0TbvdSicuc50u1xuvWymk641KKhCm4+I9zKujbjQFr5lY7",
+	"jRAQ8jFEpkkC8Glw9upTcamEzaFr9VzSfk838jfW9Zd/JI8Qr5xnjwVHgHswrlc3/4z+vz5MJnx6g1rI",
+	"HmWzNL1R1cOsQk7RL/mr3g6qdzaW4LBUaPsrz5E4NhOLNMsfFE44mk4FYIBoe0Ct5nORZ5StsAEU5Qkw",
+	"HGJZDDfd0GLBpnyB0E9YJWNfEqYW+0L8AYby7NXOEzHR88gQLYC1bcAOZjlgC+zxozZVQChJVgjbBLsF",
+	"0OWnXIluLJWQKs7jW9EJ0ABwULm0iECjAvGwlhLBB8/LiacfZ+9+Heb4/+eLd79eqneDnZ2Wl0HvjxY9",
+	"2cDeMeWLzxxw+veK3zg0IA8K3wwpi1S17UCeK4XxPQblm3xqwITVHTA8aB08+KAt3Y8fw0O01hHgnqVy",
+	"JIH+dOeD/t+T6CNaxCGb8iwjNyAT2LZA+iDOgLlwTaX8t0ELH26iCp6y+afd/u5wd88Jf+AR/DFoiSxL",
+	"7U+vYhkrwxmOH5li/IqixXIrreGcaxc8AwZiU/BKn2I0RI8azh2CLrYowBwxgj+0eHYNfUggWmX1bxR/",
+	"ml3voIqu55EN9nEBwVxgLhuGwd3dtZDKDo6fybfA+OBtQLmOv7va44ZdyI3e7Bfi7Zwta8avj249fQAG",
+	"0Br0gUM8Xyotx8enL09OfxgfnZ9fnP189Brab8RCjbU+AGH2FPa7a3zwd/Cy+DVmFOVimWM0Ra/e8/2D",
+	"oJUuc/fDvd09itpgKOoeRf9Do5QomriUqpqPa64TN5JbS7bEkie0qQ6pWPUKu/a1dGG3F5RqI9aj1YxM",
+	"cSxY3+jRfg76QzJsHwIoAvlxfYNKgq+oPAJgYxGFxTlLxUYZlyxd5r6aTbu/N6fGj+HCjxUl0OyS6vHC",
+	"CtC42IuzN+evj4fHLwP26ujktf7vi6PTF8evXx+/1Efv0fdnF8PjlwQShGU7WLLz8IqdxrJ6FIItJHBL",
+	"hq32NJV5LJeCZTxWgCkKKdBiX7L/YFUbMWxgwq8oz8Y5NshaRTsK/Aj2mJ1Gh/iHrn9E1XpFgTcWcsBW",
+	"t9Vt+tzSQ+BAGrGcdGErOqCAnOXpgjCjah0V29d5OyfJJmk+p0trerqhZ8lehK3aboPDFkLUZNjo+Ypl",
+	"nMc8cUrnPBCxzkFQr4XIs1goplJ2xTPWLoSBy4jqaRrkzBwom6cL/Xr8TXHQ+DaEYm3szIc2nA6YRTg0",
+	"/xg+eWm8PdY2vdNbuNA91jxrLzIMkixNL5gR6jhHRewItHP04EbBOIw9oUZyITK69Oj8BMzGoHx3t9Ps",
+	"Rqw6PXam3TxCBwAcUsQrBntvo+RtKMkvSX4xD1YwnPp8OojNeVGmDXVkoqYjytJb1W1muYq9azkVmsrw",
+	"ywfQuwYz/dgca/UNp+2EZUYlpHgSodLCxhMLL+ztrqnyG0Vi67Pzhb4YfC5lRLQS9VzOuexquxOgScT7",
+	"RcIlN5STRfi+4C6wRT8WmeVg7zs2TFP2hssVo0CO2lhrM0VOKTOytZP6Io28WaAVdcORHdZjw4xLBalq",
+	"fXvlaiY8pvhikWjNtTDwV6hURzIk+bjKRTbGonIV7oCpk6G2CzsDdnE0PB6/PnlzMgzY5fHFz8cX47Of",
+	"jy9enx291LYFfXR8cXF2EYzkD0fD41+O/kZ/s9ev34yHJ2+Oz94OA3Z2cf7j0an+0S9nFz8dX4xfnly+",
+	"ODs9PX4xPH7ZY+cim3MJzc5Hb4c/2lt+f/RyfHH8l7fHl8OADc/OXpubn56N9f1fnJ2+Ovnh7cXR8OTs",
+	"NGAvzk6Hx38djodnZ+PXZ6c/BOz7ty9/OB6Oj//64vgYxvz29KfTs19OeyNZ+WrAeKV0XE/1E+wsDbCa",
+	"KyALN82gPAzbTiO2XID2iXNFEUkM2NBaU3WwYy3qU4OQuwGDMVeBxb2ih4IZigCMIf5qLN5PhYi09dk2",
+	"H8VRGACOt8jVmAOA+AWse5yXcpVKm0+gScF0onhFpzeS1Rmz8epbkSk0wKNUIOfUVZwXiJ8Y/yCuaBml",
+	"d+Bi01P1HkW3HM9y4OrNUQfTrAQl88oClyozEXFGtZqK8QQsGyTGAJivCnhuIaatoFWT0+IzkJ1W0CoJ",
+	"aitoFSLXClqO2LaCliOAraBVSGAraBmRbgUtj0y3gpZPRltBqzrl+illUWwFLRJTbxIA9MStkA0VrxDq",
+	"QNVLwpSk1zjdIYRGQoYgAlcgsXi5yjPB50WzDsrvfCJQrAkUAiUZMqVCwW4N8RxDOE78d8BCWmP81C54",
+	"aIMNoU3Y5rNMiGL5KU4TsNDEKcYA/+v84C5l5rvi6kgkOceL4J8BCxVEAFY0MvzDQy65pkf1jivgossx",
+	"lbgt/36CHujGA0uP/SVcXT6x1v5QK3wYKhVK6d+Wp2rrZ/+FfvY9/AqQ535bCukDizlPVYzkAtJVUiBX",
+	"UEq9SyFqkKInRqjCOAo3NmU8xmaG93AMZ1zl7X9J13904mDbr8AwTZMX+hdOKfFWjx3qi+sIIzT5Fk1l",
+	"nelVyI6fsolhcAmdRJ5l8S0kB8DfB7eBlkppr5onQk1FFDDOrsQd2AqY7+rU9wviNHtRnS7MV1rnx/Im",
+	"ltcdGwjeMnx8hDHchl/VGIbfYwzPDGntdJXF3RNitloFtlFQENah5acIO4XMQI8qoW/Gm3SKe4uHBQns",
+	"o3yYGhDfJl6tOCJyImPTIOQxuULWpM1nWbq8nmlPC8sCSxGipSxQCTM0XDy/LDtexKKw5Zs0VLXQlwFE",
+	"NrRYmiWi4S1lHiel6dwqa6RFwkgDCtw2ZAjrgpWl1VU3a5a2NgFOPN43BfbrB71dMxOWiah78jfo7sBp",
+	"HEdWbpTezxZbfhsqK3pExc0s3rdY/KC0d9bu4kt7NjT1N2G9nkQqKt5YAdEU9gb31Ql9s7YNqnYIfkNL",
+	"ylbCff/A77ZhyaqfV3O0m+KTtvns4coHnug9AY5KQ7ibpUowmAMnOUDeZbkP+NA2C1+nkPP2l5J8nmBa",
+	"zqGyywbQtgg23jcAVj3rTezHRHps6KcU5jFxm2o8xy7A+p1SGEO1ZGrhntH2dh2+gWFt4QYAVKuCu3SZ",
+	"RACvbO12pf1T5w4FHuATxULyDsfoHYas/bzP/hs6HSwRdBt88SfKUBEETGuHOSceFz5Jlzk7cACVMZKR",
+	"3gjZQXhB6+XaQI2tLwDXF2FiubK+I3pCiGBEL9rgojKtksh1AK+Z+sAUn3uxUXvslbaFc73fUuI6wkUo",
+	"o+3T7RVbAiBwSGfo2JiAIYKk8BwxWWROxjUwoFIQO2gctPafsWK88KosQJO1aagPEiCHkzu+wgch9H+P",
+	"neQE80xA6RW7f2laE8oqVXsC42YnAjVrpnJsIIJv7Kjb4GXaGehgRsNMnxR3STGJh+VZLDiGYL1oqItM",
+	"3Mbp0t4jsLAzlCm5guBKLAO99WNIpcgI+Sdw+szQmlbpAZ5NASHbmNtpxNy9y1LsuHKzI9bNHZduHTpA",
+	"UaD4KSmsl79TSgoVAjpNs0jLeDGbXLEbscgfioSlX2TdO5be6h4+wtDZV1xtSW1YXT3/bTGdvZV01vf2",
+	"ennof4ZzpLzhPC9p6aRwMaoCaAaw9hwZertkASKXs9BeFlLdnnJiQm2bpa7aYx03SNRGDgxQ50rFeiPm",
+	"6KRqEUTM144bPuppvZMqEYVsx/04EtM4qn0q3ovpMoe4KXd0or43HQ/g+6JjFGGFmp4F/Wm21OeMDUb1",
+	"wLiH+xcfkekKty/7kJ0iMkUZO3LLfZ54x41ZtdNEH2V4SoFaozNbRAOMuJhThnvPmHn1CCntEFSgjpxj",
+	"F0xJ7ZV4u63BYsJUjhthF6P0IS1F6TOzEI4XgBNa+oCms2VCaUVYZzvY35LgXpqBlz59Y9+i9LEJ6JwX",
+	"L+T9/qV9N+/Xx8Vrlr63Lie9sv/L4vVL37+kuSi/nZkY2q/r4bEQDeEaG6kMGs42ZeHYM7Itsi5iPGwq",
+	"6YdbPrya2q0v8OumSZJObxT0zKM1yNXNoJRnuOMxIo8bcqs2ijmr1n51EJeqvLeFewcKEJkbHP1ydDLU",
+	"dzg5PX877PQYtA7FppMP6Ur0tdQ2tD4DuiZC8LaIzNRGR8ByxJdaHdJDogk2UNwYUlBNPK7FVDGtGRDL",
+	"qjTA2qTfa4gkC/WQ7BpCZxqxG5LYIGr29h6fyjG2q4LlCT64ZZbbl6odmZ+xUn4alJW38mw7lPuCOxhS",
+	"fWDsRIao3flNx2tZeVFJJDELFrOSpXcsjlhbpjkmTfOU4SGxbYWPH3xrCCyk2iPj7rSYIo5SVt+pN/WQ",
+	"rzaTchdc0AXr3ZbU0/Ua1maD2OH2pejbIb6Z6fZEMBGtSIisr0Y6b8tjN4XoDDRkeXAWQrKYjSoFaCG6",
+	"TZvFBh+9J5DVU1jIHXJ1M4aqGPNFWBB+VjZNkqR3rzIhhv7UAbvKhOhCRppCd7Fi3HSETIQCInIUeBtS",
+	"9fQrCR75AoOXszTLkdH30Gp8uzyF+l3VxO4VyraPpWeZ5LGX6/kNxiW4RBhEZHGf8xWbCIa0SU2MZY0s",
+	"wmd4E3gDgNuYztJUCWJH2dOfHHQO6e5QUY9012hP3opswnPsBXTaSs9fvmoFLVvjfY8O0kLvNoQK9Jlp",
+	"zcLShP4CnjyqDBalbJUu2R2X+f/YKPb2kXadiwlzliOoCNsmUT+yweR70qCRoOYpLHNpbzRtAy3lY79n",
+	"/KqyAQ5tB1NWkdIZV0RMbN4x9CEK+lpZG7aHm6x4oliI123TSFIInMd6QACm1BXdwMoia9OOIAxd6NSy",
+	"8wOdWtfxrZCd9c2nBVfWwSZAICMzzpg3yUZjvtHUvvhUIGj79i7sySIH5MnHbsxKlZb9M+anzNlopfaf",
+	"I1nlUdUwQp+ehud8O9mdfqIEV5NkrHfRTHH2tp7Zl8Dcc1IsnqQKAXNSrWKbSyI69ZXmYlA2VkVgHSOR",
+	"nd5I/uXt8dvjlwNm7GmMWN6l2Y3Ieuzi7enpyekPA/sRlcvFea/mTLiO30iCgV5Y5xXfaODINF2JEuRc",
+	"ePn2+/HRD8enw0s7upHEOiO3UFn/BDsuBoAcsCACJAPdkWZsIqbaPy36TqlEMFaIfz+SbSja6tWbUDq9",
+	"tf0eA5aLbB5LnvRG8hyc4IEZTlCboaAyC4fst2Us1BSKvMiFXiRLNZKeSShX4+GytYIWrVAr8HVTlR/n",
+	"flDcV3+KA4ayOXrXVtDCl9UfmrfVYlrsZDsEb+2cG8cx8Mv3PLetE5tKKk7wELB7zNfxVZqNc3+PI1r0",
+	"cGQPGE9UisT2kOTJKGhhQI1Bl+lnFb4b5D30RtKb7r/+8/+BNA+1zBA3dyynyTISEXydp5BwtcDzqDPb",
+	"NhGQ0v30g4My/y9WdyXp9SHJMo7LJe2myiMkDF8B6TcDbgu9S6BKT8ZYSqjyWDvN+lSyX9Txc2EleuwX",
+	"AJ7F+GxIX5l8X/vno9cnL6HKsoGC5PFud8ooiImZtDZ3Fq2DhL3AJCK4VCYrCe65lhLV4KMXUlgpqFpK",
+	"6/oFRee0Obdou9EQIC8M93z3YDdUf/lEFZlU8NehETqHLhpy6tGV72xh2hGrv8+XApwax2FH5W4i73YP",
+	"lQHM+5sOZo9Ha+e36SAz6mCbA83d3mYBSLk1qDn4J6rD4z+byuDjvx6/eFtSZU11vm/9fQwADsbyNOda",
+	"KegVouB9kbB3itjryqjcj9rUxI0ZYFWlksL21S0iNpUO15pxn+r7obbARxEOXpn7Y2937wF9OO4LVkfi",
+	"lQQCsz6ZL9IsfxWDPlcPOBpueRJHPE+zJ4pd0W1QemxhAj2qvixQD+KZKagP6iq9xnG+Km7b1qYA3Rf1",
+	"TQzD3z54Cogk5t3prX2G+B0HegTP2H7Bb+qj+8RjqJKZ41Q5I9u8qhe4ALZx6Z4ra7qahLwVSboQ/lWl",
+	"JRiwEIYYMk6ZNXDDA7CigqKBuPhZrkRyBZ658C83ZBNzHicqLECbvOLWxmiXGYIxszHNBzEBNA4iLBdx",
+	"U35VolV43kYfw7953BK4tXN9/5av7dq9tD81K7d8aW0m5FQAjrDpW8ciNeih6j2+k8snqQ3SiTilZ8t8",
+	"ms7XYJvRBXQINcORGi+xhCihoFOEyjS8eKVboleK5oa/SCQxHEA4kxiJUVAWYIw3KjuxvX9bVVAqb5eL",
+	"yzAy53FCmFxFsNepD/Jbgj5EVuDvMdivXuDVTWz20H2Zp7aw7xEOtj6ogOc6mz8MK2pIcwPNXh7efkdq",
+	"LA3/oHUw+W0vuZt/G/1jf2ZZ+Qetv71//vebnye7N7/tv+3Hf85/lAfvfzr47fov834dpqm4XR1EDMCN",
+	"Zjy5MuaJd2z3o7pvxFOdZiK/18N2955vhqwpLzm9qhmFfy3TxPDavuYrX/BU66lEf8XaxEFONbMW1xEK",
+	"ZOCSTmGKPlGWi7q6pNMURkGk5EGJIJcv4jEwVLe+of9rBa2lBMj11lzkWTwtYm8JV/pj4ibovSLWAv1S",
+	"jeyme8PdZ4P+08Hu3t894oFDq+9pfULhJIDfGasSy7p5EUCnfedVFc4bbu3bEfMJsVNDsiNWNAykPOmx",
+	"c67UXZpFXf3MCNFolWmtATpwpo8XxtVIhmZKgRFFf2X5UAg0bCR9XqA72d7a9lrKsWFF7k+Md5fFuUBn",
+	"zLx6uXIc8V1iM0sPrRz3xlDhjQMSCmcRN9LC1XbVBjIYw9kO7/d4NhhH2NYaRrW9/xmYpYuWtCPA0Jt7",
+	"D80jBihihHNs0fbyVCuTWslj/ZVvYhltg8eGeM/6Ygf8zAf0XgwmjjZbXfZOAY5k/US8WWcRQtUdHQmQ",
+	"ZZzFWrJ/j+5QbhfIh15o1gTeFSI+ptVku2SKTw626GzaHBx6BcEZqKkMYfqCoiYB2zyonjzOAUgtFupB",
+	"5l51JKqh3gODobZ60wI4V8pHqcKoDDexfX56Ta/j0GmDt5eZmjNDSoYT9b/SWIqo2ouzHa1s6isNcJZB",
+	"EWydE5l6Ymr73dOTIN3t9FBZZsM5um0X8HTG8yfK7B7WlqnsRtrq4iqW150eO3JFxggGgejiQ4qMXWnh",
+	"iBTBLK+VtTa8psUFyAQUqBfOMMhFx1b0z3hmDmrkHzpkoYrlVDitFldxAn0lCI+axDdiy3KkzfwVgbHi",
+	"nFFDlVJTT+xW5eD0hIbOoqLyG4QnqDfJ+naZtxQIspmuwlpbLm51z5q+I1OpbFqGUH4M6iUKdJs77UkB",
+	"U0I4ReZ077AzcCLHd6YJAEujoAjaPGJjq802pdC/w7kAGZU1zQknuSr2TLkZxyZjtpTbBzfJV8Ma5SGT",
+	"vNRrtX0ysl0hpSMmReOSzbxBWhnjIvdPtg1tKzRPnFybdpYfkG1rN6faOv48W2DKXj0ZMpsda0hiUaPC",
+	"+NHZLNvygGiHYrpExBa3t5ouWUeDXizw71XWulXRC96nOESqBHXrQTygwn9jrzdd9/BeWvMgXx//LzNT",
+	"IRsNmL+pv81l0dFfa+LvaFEKb8SKfgeQRcVvzfVuOxm17nf0QQnthmG53czuGf2CWpwN8OWhw2C+EJlK",
+	"yUS0P7jmuRiwkKLldFsyWGBvAZ8GUoimGUuvrgIDbe7sOsXmsVK0gdyLB5QMNkk228MqV85GlxEjYOel",
+	"VAF1iOqD0VSgGJvOObE7AQtxj0KHD+xTUgx2YO7M0H42+sSmtFmcD/A4wyvG+k4h9DVxdYNraY5CezMk",
+	"Wi1rs9Deu1y8bRByMqFKEFb6EXyZpyHqqeIHUohIMZnax3UqsA+OeG/udaeul7V7JuPy0wKNnpRz0p+5",
+	"kvyTFI3XnZ5CHOq3OQW7lbURZadjbratFILtS8toLWTYK0aG4py1w0INhVbYO0EhuKxt9hXkoOoXB9RU",
+	"jHtJ6n2u/xmCCjLGGYQaUDlUnolQYPAFgKzQd6ZzhrwmfOs5EYm3S+rlKuHXxc8eTwT92Lp9HArZEc0c",
+	"oE0FEhdQB6Glh+a0bWbuCRCBRkKiyaD/hIQLtqZrLVtqgNcD6GznbArA3VR+NnDlOPxcgUXDr3ksbQGb",
+	"rcKbZlzNsFgkWy4MjickHYtiIU615ZCSc/X7Ieu7/jo7wp/k1Moo09z9JQDpcVV+mip0PI7RnA0ETgE6",
+	"ddRyf/Nf//l/nFuLaNRCHBHXl75nay/+0Ley4AZqiwuRMcT7HKuUa03MW2XHxtMZ95UMWDuI/M4FVwrW",
+	"Qlk8ZaOVnijAEFwm+XjO3+MNQxMxdTrJbc85hG5rvyCnzMFqQLCHuqcWEBuHKYeUaS5oidGumi7znhlT",
+	"6HC0ATwB3tZVDfQrB8Fg03ptVgDNvtjlvWIXW+Owbw9uUilY2ra1x3HVPF0+tsW3MOK9vkbJZi1Zylab",
+	"WeGvVEa7JoKjb0pyXD4Og6oj1+hWXokMykgeliz9Po0gKuESb6idD3H0cSenu4eVDFsZ0vq7WpprPeS1",
+	"PjykuGNpBfr63pgStfo356m+yXoLWZWjKcB6PGyyzu4k43gDdhWLJKomH+vEnuy1h86nfFnN8NGGWKnq",
+	"9O1JvUXlfuna0hPXzM6nECSg6HQlKTxkxfuzRFzlDNylTFvaiMAdVSbSAcbf10orzfWDaZSRg33zhrjt",
+	"b2Nx5yNOok2k/7NcNNdTTLEgj7qllek3M7j70bqABE/G5BOOMXa3seqLfjbEXx1NTQ9I7X6NNGBIGK9Y",
+	"GdZBH3FYTWpjReQMhg1DDclcw+aBPpXvEhUoCR3uwL3dg28Pnu8/O/h20/lv3HKzAGdXQLCysQ7uyP7u",
+	"47vAExHQa4KjPSyjClEKWwk6AxXX5+DHoFWEU8fYyTAmsKWGslJEfbHupGkl6wNQlusZ1SCftLxiieUY",
+	"Cy4NDs1u0N876G20mZyRCqmP56hZVpNUXpdgqzAfYGEyWBt8bZjTsKEe3HmexbMaL0Q29SZQL2f6AW36",
+	"3rpiSwWmKIEgcws5pRfqKk4SI3wuokdppCUBMzrN/OWbprVd3dim6nxmsmCoE9k0ETzTgt7ZprwaQegJ",
+	"s80TrS3B0FmgcSo5Xr/YW7J+2EaiddPk593K+WPYYMzv/dsMzwx3p3mOE//J9hJPIQg11NegeqIVPG2j",
+	"0aXPhaRTwR9/SLPuFZ/qdZ9Tiy4Y28qz9t7V96DEe3Je+EURcqvCE24WBi+KVRO2rRccK9YjIKw2oQ61",
+	"TzBfqlyfX6ks+y9I8zDlElgjISgG6O5PIPbOmSnBksIgPh7s7elzwe4dil5WxmEhDg3UlhlWPhPzzgN8",
+	"SAzBjpuoTS5dQLgGjlaPo+brsnVdNpguJ2NZgw9i7T6cDjLFFyZWGdywnU2L/XG93aWdGxs7e5wRRh6s",
+	"FsgixKDP1gxOTwh1ZmKe3poksfmuYoZpaR6bNhsqqrXnk5dwvPwLf6eXljB63oABF/kiE136kQqIgJzM",
+	"VyIb1NIDaVGJgDIzkcVIrdvg0DqHXeOJegxfzAE0ngZEOSDzgCKJTTSInW0eWc0X0vOD8uw0m+Hfgzw9",
+	"TARegV+CIAfasi5as9BjQRZ5pBmAej6SWvfGu7W6dL39fURp5lkoTKzN8SlYUwDbh8sItYeIINijtEop",
+	"l6OYWg2gZig6V/DPaaogu5pe5dZAeResa2Xfr9SzQIXnb0tBX5PYOnf3tOeoHM5zYtmNJZvH0yztQqno",
+	"Q9AP3Tdrsj2LBz4EOd6dn7pLmebx1coWedJ1hIjFCw5Pa2V8991G57tBdn/Q58kb4E94RPk2/P6JgkhB",
+	"RmEtRy9heVCLR/NY1p0+f/HQKd3KONVw8LmlQnA46k0Kd9VmlB6ER9gq2xse9279hPyOe9kNR5RNCJ7d",
+	"iDwA81vkca5PfBmxRRaDmaRdI+1Mw2baoA/W2uGvgNdCvM8Pmd/+9uBt+Ky7+5qQWwVFGhbpdTKHnoPr",
+	"L7NQpF9/bdX8SC1YhCfaul7k3YPeLpQ2zeFYX2aiNej3drdYMlv67tsXtu+VsuANlr8UPfaLNuy6qUxW",
+	"gck2EI9vZTkO+t89W78eQQusxDOZrKxannAl/PzRepxCRos0ljnTl7G3F6+B24fqlxYcyK4zFuIHIgo7",
+	"h/pLISRSXKeSONBYu842nbFQ2+CUHRzPUpUTuQtoirLNqzpeaukN/RoNxyjCE/HECAucp0rkAxbSqoWO",
+	"tWaX40asAhaaCQtpHfTPR1JfFmWxXh4yXDDnDwkmQ71Mpm1sr1E9duQ7wEeydoJjMX/tCDdS5ixkWVoD",
+	"j4gHrTJitv4JRqmQRm4q1IYj/9utjvzKUzzHfonVKTbNuVX/m1zG9Qcyzn6TI0dr0y5ElWoSwJfSB1Cs",
+	"cvBiIb9bgiRNF0LyGLDT81mWLuIptBHgfbwTFasxrXB9PGB/zyG+RRkrQ/hNLEnQoHBojfJCDPXA/NGl",
+	"WI2pa6WO24gxo8mKCg0d6svSaysDLAAKFbowcnOChMX7hP4B1GXM11gINDHQETXlCzC/iiZy35pvjLv4",
+	"cZ9xxaG8wnUojc7dHAjZ8mg85XMRMBR8cMKrhs69zkq78zYEs18n83O88GPlXKo57fq4g77T4qpyiNnr",
+	"PmP9MtydlEJTcATS5VSdFUti8inv3v1nm5ax2UZ4w+PkMUaChXaDxs1KCCVFrV414EiJtNQ8X4AKmGYr",
+	"u3MBwhOQsOkY0xfeTksdrnSBSUhBlOZSZLcxZENn4P7A3XvlXy2o80t/uz/NBKjiNMtbg6fPv8VeNLqn",
+	"up16MlwN2i/Ujwr1PgBdV5ThUR/rRCTp3SELk/Q6JAg3DCTZcmbaPVT1a2GacX6S9NqrAN15q3lfGZdK",
+	"v5oWmGUW56tDFiqV6Ocz+Pzp828dtBX3sTKVUEUJK6GUv62gvEL1TI4Ejk383tt862qHpwdNT/ArBbp9",
+	"5JjNxizX9j805lFIS3oN6joMntdlvnwzPGf6K9BzsHJtmQLpitZKMI9pBjZa59DEdiL91C6OBg03LR1V",
+	"hfh0340F/89f/+dopHYG//e7b/7krSmzgusdovk6QMECQ/bQzENRblFYvMG2TszewTb2Le4h/9D0HLW1",
+	"sGHtY56oMGAHz57S31omOyVt9uzp0/2nm06lYqt6nwrttfcSi72nTzemm3H7k7DQW5e2YWVbNLvP58ny",
+	"On5gOHTIM5tIWcB9GPZWHrLww8eQ/rA6ZcpznqTXT5RhF7kVmapCcH5o0aetQWu3t9/ztIHbC6oT/jN+",
+	"oZ+Hj2Z5emjtLd8Q7tsT3nx6XSylPhtNS+a2E1pqli86P3E2xzTccZ4nJjxM38RS5TxJxuVo8cd13aTb",
+	"p6p+Eis9h1LcoTfN2pYqIQVIUYjhtp2NjJeBEp/bqv66y7y+DXVNw6qZ5bfqoWGv5hBCKqFNm6/WF5v8",
+	"kPGpYD+mi4Wt4/x9S04COrDqvdap3nmPOuHgwvGtyOKreF1uHN0neBDy9yjt95vfNXorGPKrpytqjhgK",
+	"VQjXhxBObEiwNx9DEG+hb2uatRwxeb7l/k5SHoFpB63FD5O/N4AAzLOcLeF+2B4WXsWJCBl8Hqvi3IbU",
+	"IRwTlhhSsYN+P2DTmZjeFIxRMy6jRGSdiuzq27YGLezOmMSSZyvszqhLLl7qp1RKxBPFJqscCMBzNk9V",
+	"znafsTfx94dMzxOLRI6oaoY5BK8upyTx+a17TPYnmWfItcPZhO3pv+O8t/GVkccaKZORw6a3iK46raCl",
+	"LaGGDN/69TiEmAHMfaw802+eCMuw1SqYwXyoHQIYUqVOeqpZOixqqIEN8f0Ccoh7B2yWLjNFlWM41VWk",
+	"xRAWzBtS8IuCElkO4f1hmiYPE4cXoOwVdghgoBHSjULm2YrMFIxZKsYlo+MUv7aNRw1QKKWztwkIRd10",
+	"CU+ju7u374FDqQnAhnQq9P3EGOax2VNTUoVv2DZHW2FwwwF9iNlgLGGTEO/Ns1WDhn2Y6QDLRWl7gjOZ",
+	"rGy+HELfgCx3IxxaIS3ScHHAQm1ahBAtHrVGrZBFIhE51c8NiXI+u8XwrFN2Z/qoEKm31MABX8VCue0y",
+	"T5xuJVWevScKaw8Ua5t0+jnc/BDqT4pKD+iSoIJAtw6AXsu9Y6c3ksWLBKzAcqEl4kWR3TQTeYDYLjKl",
+	"GolyKSeEhqvZh9I8bFshiS/m2X5B6333Ou3Sh3O++BXVxTsuVw27VfFrzMV97+3Q1ssFTd6Ana6vA2Va",
+	"whu9RpwrwhSAi0BXrhyesYivvFEAeH4zUgt8zbL0jkAtuZMK9sCcTZdZJqSeyNbby5fkTSEQ0bPu7m63",
+	"vwt98HcKSi9h4FBWdLAXtKYAtTEuA2H2gxbR2Ozu6X+Dk7/73XOMe5avPaBPKyCX+8/6/f7HdxinG/8j",
+	"lXoCjpdaDnbOeRarFqGwmUHu99cAsG0JR1NMhO9EAi9ETrWVYC4kC878abs9/BQvOK31uodM5SxCi7zU",
+	"0uftdIJl8MGxZClyjk/TuT793J45EC5SSdDoFAHXEZ7u862BUVDq0jsvwnyxTBvmTl/J9JU0efaXxewF",
+	"SLsWT2d6Xkyd51KWyTrc+qwGTKaIr1gbeshVfFthyPHPcBWk0EiE+4a0koRRByvycNQhO6neeUMlQtVk",
+	"npUNYWmh+Q+UaNuq0kLrOKhZHmjKYjvX1Nh1FcCvuevGqwbqHFbQcbhwYXG3vr+XFauI1W99o+YanXJh",
+	"DrQf2I295d21vvZRdwkZ8QykkTxi337Yav/jejf1wuBZ/sRYRgVBKZ7x6Z00vWL62Ok8kJL0PqjHbZQM",
+	"jDtYNIctp/NGrPyEFZhvL5gqCkoEffJCESJ0RZnuzRnXFo6dDmrsx/aM7do6N6bj/I3N65Gb3bSh2poz",
+	"W2SN6w8v9AQrc7e6X1XdEZVbBfbZt7urL0dby6/ifNmbI4wWUwvUJkqWLQEnKoGpAuYPuqfSW6GN1da6",
+	"aFPxkyq+62YkU19oyRMiikrP2d1q2e8TVyLPR7zn0zxZFRjJMN+FzwD1axR9aog7IR3DuCEUd0SxMcvU",
+	"5xbXknOs3UxMUYI9b9o6vIG7zbhm8TRfZg0lPWY0tp8Eav7oJyyeAwHxD8dDtqO/orZE+rrj4ooVU8XV",
+	"9iBjmxsVzYig/1y7auYXh0Y/I4h0FHMW53oTo+XjvE16J7dUE3pxPRrnQq85cLyyGVTmrIrXbSN+DYil",
+	"kYtKba2zN7CscSP4Wxk2c5td7GvDNRJS2t/OpqhtPDMBlXUpi1Clr3YDUqbWYlVm2G3gnkHatqZ9BV25",
+	"CbQdb/kYm7OM87nta2w3eM9gHzHWXwAO4cd0qcSNENqLafZ7DSjAFeNs5vwCQuTbkkGl2WLGJfADLXyB",
+	"KaLjsb2d2Y2ISpgIv5xd/HR8MX55cvni7PQU4D56/lZ1faouExGNs6VUYy3cCMrhqVRdCmYvx86YkpVT",
+	"9HZtOOErb7duEA9dMwinYfHDJWTsCz/jJ6wZnQieieyVUQbq9mZchmSiPzE+RLH8avDtvESDBQjDbwyo",
+	"0ZwnWtWIyOIbBSwTt6leKgC7yFLyhhlQzRJ9IIGUjeRBf7fHLslKnKbpTSxQF2ORqgVITyULsTm5yxfx",
+	"zjchhquwUEGfpfCixarM8nwBXojKroZ+vO0LE53P02tMQ1lYRlUakH44lr2dn10OA3b+Vv8P9EvrV3x5",
+	"/Pp4eEyn4Uia3x6dn2BoEWvVYmUrbvVZYBr3l/lsJ0mvYxnCvUI4NuHTuQh77MjAR7E0G0mcTLxfkUXY",
+	"x3EDOUL44vLi1Xh49tPx6fjkFPiFaKa0QVPQAVLy8a9dfX0XJ6hQhYtYiw9IF7zLC5gGX5VKaZqUyBte",
+	"rf1jni/OoPj4ks/FZZyL//6av8czT98J71AMTN1Ox/Tw+rg+gmd0lfoGlFx1ZyngWKDEptl0JsBk0wNV",
+	"WELVY8O7VC+QQshNbK+I0ilARgxGciS/ATn45htnNb/5hrXpTUNnfCEQZGCMwJ3PkOFs+6RnJFlNgDoB",
+	"0gyToeCUVca3gt2JCeOLRRJP4U0OixGWSOq++QZQsLLKZmFt3B8Y3d5KC4TOeHCKlR41gBgiHTjOpeqx",
+	"E0jDzDFsZBg8Y8ojmBh9ePnzC2RJGx+dnwDLAmEiAk4KnD36ARkWPEBNJ2R3sMQsdDNEOJ2VV4Q68mJX",
+	"HLi7wj5XnxVH378+fgkUI6mygJtkqjkj7mkxOIYnqeV0CuY33T38MAKVPGoNGM7cAgOdOHUfw0MaoiFg",
+	"oR+OpP4lwOjon34YATVHcRfLEYL3CdjIkHYU16DxRg/6iFrDIJ6LRIneSJ4VKQgiNctEIrgSZGfnbLKM",
+	"k5ythCUeftrfdefr9Gw4Pnlz/vr4zfHp8BhUyEj+LGQEdmsupEIGTSc/oQYsfN/NtLUJfUmhM6NaRKdJ",
+	"DItFvgNcA17LSJbg8tQSG5XzlLVDrUPCAdvtM57nYr7Isd0KG3vhn/a3nUP9/Dl/352k0aoLiUqIcyos",
+	"qzdd7vpbKBxumwKeXfYm/h6iFX++PDsN2P6e/WBeya6rgD1nP8XfM2qfTSszLQUUx1k8w0OW8OxaZPqp",
+	"cLDBbI/kwe4+Oz/62+uzo5fj4dnZ+PXRxQ/HPYbSBiOEVmCeZXrv85yF81iO9RdjeLHxQmSEMhE6L9Lf",
+	"O+gAaz+fzvSkKaqJH8l2BWovzt1SY7yq4yAnmdlyctXs+6OX44vjv7w9vhzafTtNpUTcr5GMFZsmAIGp",
+	"VyKWSSxF9ypO9Dpo462UG4PNN5KQMFe/vuvp7YT9ECjgaAREQssjYL7r5U8zngFGgVCOhoH5Unkm+Fwd",
+	"msXG11TL6YxxvKINWxI3ymSZsxy2Pz2tw4A4EAgvuRGJ9sHufgdeBqBju/iMcCTxbS5BMXUvteoF4Fll",
+	"RmHoi2BukayA6puBr17vQCEp4ZbEU0EmNp19b06G2kfSnjeYMWqws5MuhFTpMpuKXppd79CP1I6+FnIC",
+	"eVIUCp+VzjwqG9anQysoVcH1sQoOGhMWcWvQ2u/1e/tQRZzPwJR0NCzfQwveG9X9vjhdDMbUNRBxWjRa",
+	"6Hq55rkImNYRuP+JDuzH4fDcShyW/3SwfwVToYRu6MJElg49NLPg3fdwBhZZmqfTNGHtfm+/g6k5vbm7",
+	"F+cvRnKv1x8UkgMHkZX4gIWkcneUkFHo/o3LTzh+hrB9JMNcvM93SiISwC3NE/XIwY8CjQUXGhRNtXMt",
+	"8tD+MeVyKpIw0DeFDzKhlhM90xNRXLVYqhm0hpIxgNXtO0rkZESuvUw/sDeSR5Id7R0hHHCsGEfU4nYY",
+	"R6GFLZ7zhMVRwEJqwTmJQruinUOogMHDkyoaaNj6MoTKwkpcqoulb+Lc4vMogBjlBK7WXS4ClmaBs7Wn",
+	"iKI3kgBUr52MvMRBrgdquaLbIYRNu8ZxCg+Be+p9DvU4HYNtXjChQqPMSNaoUAHTWyskLOSB055+BOew",
+	"gcoZtdj/ZiNisRy1Avg3V/qq/6H/sBhko9b/+Bh2eiMJzIxqwJDulYVqOcGSivDQ0APDCnqoZVmobaRY",
+	"XoeHNS7ckSz9CAhqWX02LCGtXlACTgoPjUcdXgH5kr7OcNTSfZHRloUonSIKe5VN4mAY2VXLUzCkEqoL",
+	"oSqvZ32mRrIdltooerC6sbweYLtSOAAVyQHzs4O7m54HoD34Ty1LfIqVgtqKCE8ifUTkQk5X3Z/ECrwn",
+	"vQf0zewmqGMAwaEzEdPUYkYiyruKr6WIRlJLxIRPb6gwFUouoTkRVkpfBS0xehihuRZOsoLMXuJ2MORt",
+	"eicEIwkomCVJN2FQbcuUFEKJNTbs7u/1+3sGvrBMUo230KPWP+wxMCkV7bBCI8FNvu33tVLp7u89c/61",
+	"a/+1Z/+1H3ZQLveO9OrBAHZDVB56qa7SpYzwYj0y+AxHwCeJMF/sh/X1gNNwJNVysUizXNibPA1tzRlU",
+	"pUHNirmoc2gxZdUTnBielLp1wYyNtVSAtQ3mRU9/GKI4Gc1fOfLxSLZmykkEPmV2i0gfR3scYQBBmcMB",
+	"udfvIwEgDJVKZoyTtvO/CCoVo3abYnp/Vqm8WExt0O0jcTaUjpby7YowsX5B8Cj0M7PFdNQajFp7vf6o",
+	"FYxacTRqDXaDEcEcjlqDDyMgpYGrEEixi0HZUevjR23se6LFH32dUbUz7hBbQqqHpnMuuWcaZC2ADwAv",
+	"pPN9DjhgBzi5vjmzi7DzPY9MCR/8ZHfzT95K7VcImet1EhH+7mDz71AIzk9O0/yVFnj44e7+5h9SGcww",
+	"TV9rdwB/93SbgVqRh9LVoV4R/eO97zb/eJimb7hc0eRAn9/TbSbUIFTjD7Z4OzIw30p+y2NM3biRyaKU",
+	"CWKSv777+M7hdCiS6ajHwSihrrK2Ea6OlkZ+rVqDX8nE1cbsu6BVtsyLboWy3brTuxNJ0oXoJH0z5VnU",
+	"M9vzWmxv0hoY+MxmxG/EytT2uZjygF3vOlC7LIlvxEhSA21Ja2uDG0hgnFJABPbWflaaJm5MFHvg6VwE",
+	"jRzFaprCbW0MC34euLBqAR118AJ229rWfIjajWR55sJOYLppAq0r+SROYoCDbOOUx/L60KPUAzZHxZpK",
+	"bNIZSTxOmTkhVQdtZHUTJwnaxVQjC2aYDak5hZGB9ToxmDWSGP3tgcxgfAHwj9PkFqqIi+JxAzsQfuCL",
+	"hT6cP+7oN7zdrbyuT///IHKQuRc8iz6n+j/aOyqe06BtUWJAeL+MtvtXVDxPFAhQMbd+bVPRK1Dpcl/t",
+	"0WOvY5Urp1SmKJ4pmmrLugG8Jy6B2nEkDVUXKSMs5YVgU1dfDCdsQNbShO6CxTcBk+JOu9BXcab9XJ7c",
+	"8ZViC461v6cpsrNTQJFJ7TglsbwZwCWGXoUpgGuEjzA8pXrEUWWKjvHFTICnyPWGyMiYxVArYbBgtYMH",
+	"JVq5b/Pp6cJdAdMdtBY843ORQ6K3AZ20uGTnHCings3XicxeWuFruDxjz5/1d80gK7l7ZBB92u3vDnf3",
+	"Bv3+oN//e9ghyx8nYlkCv41z9L2XcsEzJaDcHrvc7Emxt8cgcXM0PDk7HR9fXJxdOCmc35YC2i1MoiRG",
+	"gGyfTegbXL0xsWrmvfuMOk6vYimz79FzZ1KgeKVXOINfStXtbf7hz8hlHqcSKdr/xVSkXipH3Tyhvd2g",
+	"HwMbHLSHPPwx4/klRAIg2/7hT6YwSftg/9eO6zJ/bI4wXiJUviiI/Fgm+HQmAExZZPNY8kRr01wEEM+a",
+	"kDuZZta5pyASGE4jaVxA537TNAPAIc4m2tzSRpLBTW3L1NLod3rsEqyZAaX4RjL8a/fydtq9NNGA0Nw5",
+	"Se9ENoXci3jPfnxz9KJ7+ePR3tNnGJQMMamTx3Ohcj5fYF6nh59m/A4cVUrIBSN5I1ZFhrB868sfj7r6",
+	"tlF87cRJ9QGEWb1DRmMcmmeFELJ/K+P3BnODtTGWZVps5inkRrlk+/0+U2hQrdJlxqZ6Kjv2nj+JVfck",
+	"whsWNvHCFI/a614S67q+2MkPWTJ2ffbQLRQCEhh7GWBZDZHCkVyxvffvMV0EqblDfUIWSTDW3tdfW0oz",
+	"CHBSMi4YScT+jdhVfIuhecXa+32mArYbsL2AHQTsOSWZVKfHjnKWCK4nVU7FgEUiWqICxAF63o16acpn",
+	"VbW7tkkwbEip15y2Lwlbyy0WoaYxq45rNV+1FhYtAJByLcBXjPgUC4Pptw0jsqL1uBHVio4bS403jAfF",
+	"8nGDOYksPaqZjcAVUFaXz/WDcuTkXiN7hxcLlX+fRqtPeiTjMVweyke/GVAtoZmK+FZErM1pSxbd27Qz",
+	"Oz08ceyh8gIWEg8E1rbRVQvmkCQi6+gR1SyDRqP6hem0pCQGRrQoyo6RS2Nd7fX3GMedfGgpgEYS6ry0",
+	"aoFkTgj4dNCzm8RcsRAbKcKO29TbQ/h4QAQHdT9N+HyBycrdXm+33x/JtoHag9BtpwwaYc9UikiLiBA9",
+	"2QnkTrGbWIWYCeU51y6s3pojWW6axnwvvCV9/hw8apvSQhp44w7HGbbxDqC/ENz7f2AXcDCSeh31P9lE",
+	"rFJyt0V8PctnAWJNQzQ2XeYqjsog1ViqxRJtM+jNkqWLhYi0458ICRa/jNykDlO5dv1/W4olTibxZasQ",
+	"k99EbKYE+EuxgnWfciCYikayXZSDADJtJfjuRszBg9JmdZt8GzMCKkrtGG7LOIcTjEvGJypNlrlgkICF",
+	"2EF6Zad3r3/w3KUNwkqSmf6Kwg+Ig6ZFAQ/BkSwgC8FpW2TxLdgqSZou9KgDcLa6STrliZ5pJB/OutcZ",
+	"jwQ7PRp2TKNqUccwkkR4gWSxu9/t2bw1rV/HG9HWWtR6Vfd2qpw8C5RjfSbFVB6ljfFuo6n2Pql2XOes",
+	"DEmeA1bSOX+c8HV/C2/lRSqvkhiLhL9QvPurLwbbgU645nB4bPZmbgyKciVO8Wm5Uqo12Ovv7u89e/rd",
+	"ni/OhS0ceIbeuwoEOPEArf6KcYnFgxTxL6r1euyICNaas/+oyIlfsJLtdo+D/neMal/Hl8Oj4bE+HIBY",
+	"gKjFjHM2khOeT2eWIM5+DSdlaNxFU2CgQtamGucBnDmHVBghMbR1ZQCUR7JEj2ezG+XaBbQbbfUCzBjP",
+	"GQypx4ANz6QKoD6BRgu+DNxElI9TPEiJ5LBNts+ha/j4zoIj+PrTHQabY21EGhTrx51En+34qLzYP/35",
+	"QSUhEOLgSYJyQLXwZr2pQA8NJyOeX4+ar0fNpz1qcOswXignV43diGj782fNYVKQjfwTnCbViqpN58mZ",
+	"dArJFtqDNFVk+hAJwHmxgTpgZIQ3e4K+ZInoMmToJY6kPXHsaaR+fdeLAQ+dS5c/nCfaCVpZouQ4GiDl",
+	"DyS1LDu9EjIfSdPZCI3hFtqHuC2J98dA+wwMxjFw2cNPOr7DCF4TnKUSV/PjjiKUiH/Fs6jyZn+4wwir",
+	"IqkiWy/315Po60n0O5xEL5GUHJPitSpd6D69nz/UfB5BIdEDEvrbnEYj6ekVaHvqxqkoxpaJW2wxrm6A",
+	"7A3hhJL0ejCSYRwNbJ4JLn8C7VJImhyyNgH5oDuza5kOOwEL4fIBVnqH+WohwgAr7kMoJAxhGBCETK+o",
+	"LYazcMjVDYyeqiipZg8KChCfbOWMRhV8ryM5XWYqzQiI6DVXeRdu1D15afvkOGTgsJ9EXuM0XULPAwKP",
+	"o84ZSaw2GNsXJV3UH7Ciw6MDMXppQvbISAQHIPphCNVzl+lDT2KF+kjKlF3zhSmAsEmeACcQWjqwACtL",
+	"oR3MIcs71JKYzoGTTE/bSLbDAdRDdLkeAYaOAXQNz9Hdpxbonp1AO4gzXSzEaFJIUgCOIWGvi5EkaSC0",
+	"42wpWduWdgdugzRUotXIDbXzifXAQVHqDf2lVOndQcUvU3o8xGoBRs7UMGAsGMPoRVZWj2TGIz1S6v41",
+	"twBLARiEi3dEiRggs37CVwVxJjGSc8mUniyemByd7RNQNomnOsUaUyZmKXssjESS89AI4pRn2WokkScC",
+	"0VTIMuTIgW7ahwrZQFy9CF8R9uAyk075eVhMy0i2sd+nQPxA3ne9wTtY1werBaFraJ00tLTUP5HKZKVV",
+	"iVYveBMKNY8kbtUxDRAav5ZKZCFLF8KOGzrxpIXjNwJqO8P296AmRWBGVxvBldj4d2x4djZ+c3T6N9Pi",
+	"dUkVP6k0vPFzEEF/QFmPwpo3qODubb5VjbGgnm0COXEUDAbeHZ0HIICCU2mRxMSBnYZ+p1dTPncxdKMJ",
+	"idw5eukhetNbV3AzdqjpC9vrXmSZ9dfTGhXab0jpJ1zltAMzyrMdogqZrEra0ZQ+mo24KhRpYy6yNAsN",
+	"9UO737bKEP797nfvPuwGu88/ejD8tygc2rqaXfsz+5D6l/nA7JKRtEXuZvpHrcF+MIKRQCm77Za9Vw17",
+	"qQAdWJhBBxenHfIhcKhsh1ybOSW1qu98rU/6cjFxWDJuWnaEUTwPLRZ37EHDXPJ5LEL2xhCjxNLRXyMJ",
+	"Jt4hWrkF9TZ556bSsrB9qOTS0qx4FOJIljQi1M/kOZ/OwFiBlDLBFkLGM6DmcIyBU7l0uLE207zPp9D6",
+	"W/7iUk/FpVHEn71ukd5wU/mi06z2tXLxi2mGtwB4JyPGlYqxcNfukQ1uo1PH+HkCkm4No96eFGxpuwbh",
+	"/0pjiSYixdK0LugETgtn296IHqbvr0aysJE71hdIM9PE6aJo1OKaPQBnYbbpmsppoOhK3zij6pgdUw8T",
+	"sLhcqdKmqg9miz5glKbIJKhXlYDfAStiLFJ9ZGPNjlMS0mNhARa+rubGBlPvW3MzLDo/K5UkoAljU6s/",
+	"kirXbm4stTkAWDKbIp9OARL2GqLbpC3vhlDopZBRVbX+64RDfW/3tb7ja6jz3/rEekGYCEbrYttPAY1g",
+	"joYvVPuBheF/0GzdBQzeicwU6TpIs1M7Od48VkSp5JZvNGv5jWktfPi/YFar8mJfNfhXDf5vrcFxP/wu",
+	"ySoU5c8UmjhNGcQ8WaFSWFu8zzM+kphCyQSLryVQ9x26VW1Ys6yYTAlcmXIAzjSQA2BKHdZ3XM94folv",
+	"+tiowucODmyjgajB7GtQ4AuW0OoDQAvlFbQLkthuCgg0bsOisOczbcWK6GDj0dUySUZyFqs8zVasvVQi",
+	"C5w4h4GMwPBh4BpOmBjFNJndk3gBIGHVa5MCQpuF1nBlWzgoAwlh8JBaJJuCkyO5LjrJKsHJoBg/Kgyy",
+	"XEw1FTSV2/iaE8mkJF8RNCDMmZtYRshJvUnVDIvV/JcNYhbvuEljFbL9VWF9KYX1apkkzkLcU1HNp4t/",
+	"XsTGI4aELi8QWZCdG8RGC0gD/dEIHQMJG4BKgAfnhvodbXoBvVttmbLwzXTRJVDq7kkUHgKeNikCRFkO",
+	"CwzW/tNOHQbSAuPs9fo2GtsOYxnnMU/ifyAMY5omaieJVV78pbUVADdmAoE6iwuKTzLBAVJyEcvrkP3X",
+	"f/6fjlWp4RH0z9lqmKIHbpLms5EMqxvfYGrVioj05FbxW7nvwpEElWlg6epwlW0uo4BFS6BQd9/TRCf0",
+	"gXGdCaUQ8TrA9QpLWEA75pqQTcQV1B/kAB5ZguUrO9EjOdQPG0AhTJaPtczreVNCRmNbgNF2wiOdgIXX",
+	"gq60HaBI84GHRUcvjr6k2FD6llSHPC5qbnHJ9JFW+RDHODZV0VAEBecR1KtAUMDBP5wJCbiIkDWOXUDE",
+	"tkVfDBiCLgZlvAK0jTHkzmVBOZm6RdmdErBiqB9FkMBKTw2wkA3Ys35gr9nv9zsI6ejA8LvQB+1QnxFh",
+	"B9p382wJBB6RAeI7LBICcZKwbCm1QVFgW8e5oeuzpi77BQI6xFoTYPKc1oZoarxJGlssxdVIcmYkqCwy",
+	"RSYFS1TR96gJZY+FcRFCGd+IVTiSlnZ47+lTdhurWCuXo8sXJydOX2eHzfkN3NIABsCTEMa/mDwD/I9l",
+	"cLFUueDQNM6xkC2/i6ciAHzIKkQl4AH32IVREAMW6lsOdsC+NPvJJC32nuKYMzEFqCLk2oI5BQ0Ci+fA",
+	"WOgNDdEvwkckTax/ZxT1NNUKhk9vQGVrqwshAqksPIwVHKyhVVMGAwNyKJFwd9h68MQ308U/LXhiY53J",
+	"lmCKj4RMDAj6rlyHEpZHFXbYQi98RLxycuXfFph0pghblQestH9SLLkkXX/HVcG2oQ9TfSp23DDZJ1kn",
+	"stPM6iwSHld+vdUcmiMbcGKLGaW5CgzWb/VQTfj0RpkmdtuaoU0JgG4H4F8YUheMErpd59Dcz5F+Bw29",
+	"90dEnqyWZT1mJbQr+ALv1x2uFujY6aWpGy29f3X8yjcvzi1+ZcVwfQyMJXi1D0i/vKkwGKBehyJz/SH2",
+	"KRFtfdvUDMf5gB30+yPpCDni4LioEyWYAWS62Y4//lCf6VvhSNhgyO5TbdVeYXaIA7gw8FhgSS2eYPph",
+	"gIV5Y3/3tN9nJ6fD44vTo9fUHAWs8xORpPJalVI8T1TBExcYAb4Ri3wk2+GNEAuDTh24DPWEHEGWEYdw",
+	"BOCao2WvbaJYG1YAQBxHWAeuVcBILvRY4KB2sS+AUb6ou9Caxxq5vhP2LSwrHrEgI+uSPZbPYucqzeZd",
+	"Q8u1nequPuleCZ/dT9dM5QxgfQhDijtc70OzDjHFrPRKfIUY/prQ2VBEhhqTo97R3lYCoco1IHi+7Pru",
+	"t8/3nn5bS67Dnt/5AP85iT7eP4J8IXgEZ0ulEmyRpdFySi2ZIP8BXhK7ik/rYMxny5IOzDOhHf8CPvSJ",
+	"Mh0TAKnDpzN4qAEs1TtrwTPktACSMqj4sl0DZehAoyG1ZjQkSRj9jiM39B1YTtUkvhGMj6TlQZNUcgWz",
+	"a6xlw9wWZ8XhUzFJsL3JfPYyVotUQUHZgKrY1uaijG5di+n2BpNecMTEka29X/B8VlTe04Kvxf4qXJO5",
+	"iMb93dn7p/O9m+fRt799d/egyvtvdr4pa1jbqzCJJYf+hq2sPXi3JwonX78gGtbwVM/U1qU5xLk+hD2l",
+	"Z+S/j1qIdmg+QLTDUQuYctcYo1+D0l+26F4aQYcF3RiRzsV8AR1rjYruSK5YaamALJeSYDznSXqtdQqU",
+	"p3djydrhNM3ETq/XI3aKRbK8jmVXi30WT5a5iEbSPjaw3ZOTFbTZHIKBh/DH7JhPZ0zIPFsxxVeK+JvM",
+	"BqU7Q+a70ETteK4PTv3POGd36TKJTNQvkyw8f/32h5PT8ZuTy8uT0x/CztoS+qGdnc+JMO4+6QXO6MY0",
+	"EF1uVuBRvu7vK85lGFv7JZ2SuTPjZcktvvHK7w4ue7Mv5pdjLJQAkxSe4rggocuc7PC5FXiIT4CmqMpm",
+	"3XF5xvBCTBtMBMMzOmVzLiGDcdDfL0q/OwSBaxe3CLd6XHasTDfMAvrAF8kV0ClxxTJ+Rzi5Gfvb0ZvX",
+	"BIAUy/KNVnyehMxUkGOwgZqI3UHcouoUkT3+uT5rRjI035RkOBwU6OjA89KFhtE4X7GrmCpwZoLhgvkQ",
+	"AUcyrEJth+VC/KTAa08jgVkuy7cYK9NCfEg9qxhq1ctlQkWMJyq10ekwEjmPExUWXLP0Zmn2RJlRK4qU",
+	"m8x8EWrVU609x3wWuFPUMD0sE/rNsUW5x85skWQRVrZeKgV/p2kWYYUPgSNq+1BbcxAp41NK1hBrJ8+k",
+	"5eoz7LaDkVzKTFzHKkeMKsjlJxywD/WF6iaGHoF2ODw7ez2u6smgADop6ALpN9oVPzs/vsD1env60+nZ",
+	"L6f6Jy55hIIwn14fq7+J0tNgTl6LnLrNM7gljOP0+Pjl5fjF2emrkx/e4hP0nY22950FNL/wLtXXwEQL",
+	"4n8CdnySIElyoYiQ+0IlS8N2SM0T7fDyp5PXr52jg10us9v4FlDA7LsgrDWqk24ibkWCc53eiiyLI6F6",
+	"7Ps0Wtn0TyPD0Qnsj5LobLJ0z+4g92NVkTH2C/3m1WIeSv5OU6NthU5+mzbbXU+b7eeCdHFni5xvOHaq",
+	"Wu+BtxyK9/naMPl97/T7x2jMAFC8tgrWWI3kqG2jZH7/eM0WtserNJvEUSTkP3egproUcAp+WQfDIWb/",
+	"9V2NabzqdODAAeqfrAXoT7NCc28jzhyY9zfjCPWDbIC6DbPBkBrJiiV1aM87ZMl3jxXumgTaXTFdbXXr",
+	"aySt+cW2tL6OkAGmKL3oF1aJeSzFc4hDF7R8qjDSrwwBzADGAU8GK8iS3ALFCcApKBaeH11cHpONBUDT",
+	"TMwXOdEd0zXHb86HfxsTM3LYY23PJObUhKEfAO/u2HXaVHTpi61tRRZfv89CJ6cRAp5CBDxdqjQ52nS+",
+	"FvlIlobd65ClhbA72VJYIwxmCckGsTMRXm7bE/hnn/nW+npy4cn18ffyiYvIzabT6tZeaXfK1/PpkyYS",
+	"/ignk9m67tm0oF1130PpQ7wmD9AUHrsQiBNhSsOLYZiDpseG9nyKoPc557HW6SrhaoZ0vJnQsyR4Np2J",
+	"LAwMMQ2F1LSPgnHZHfy8CNSGnYEFoHl78borJHKvgkrFPHM+Y0pc65EEIxnW3lo//L/tvSo93tiAlEmf",
+	"ExguQZHq40bfdl3AvtmT2aYy28bjTqJzns8+b2F26YmXs/Ru66CcXeHPnpj8FFHwLxT+0zMKklgO/G23",
+	"O9eHq5HUshtL2osFux/+WBtMhJtqPWUnWDcFiDPB2pBEI9d4JItrzTa4ztLlQulNBUxGczGfQN9KJ2BX",
+	"/DZFi9SU9+G9ieUPAtKTlWUTHck4spYfBL9ZO1yIbLyAklrjtO89LcpGd/v9ziG2ceU8QXMLQz1BiRpw",
+	"JL3cgOXgpuRZlt4RNxbQi6WoJcxVh4yXJwsZuHG2kO7QmJTWhNQ3Whte/xLMgWcyWVkxuJOmgSV2ykx+",
+	"j9DH59RZ96Hyw5l4nKL6Y+kdTDtc+yCp1BqYGZ9eKYrMYkeYGvIGA3/IzdEr1LW5PmUAflaxE0FHAQsv",
+	"1I2CRtJeD9TzA76jHlcG30Zz6IvX/4lVnmkHTO/WVWdQ3dysvrcdHkxEQ9W3B8TEydIWftEYi4qB/Rod",
+	"0y6AwvT7RSRyt091akWsacYV4H5i3JiiyD5VghRTRxRr+CxEXMUTvmRl1dZxuq/+zr+lv4NiaonKfZqt",
+	"MJ6sR4NoqnVl9wb3cZYmosiw1JKVL+HXjmHF8vRaQNkQxHUK3F/QWiPpJFfjfID5LWRG1rIeLRMRsWwp",
+	"VcAQyYo5ZQLlRJiMinxKMJLW2grYIob2GLjk6PwEo3cEBKvydAHcctAgg4BPphPDph/7341kCamE4E+o",
+	"dsoOWiuzi7enpyenP7A29AkBubm277xFBThbRlWtTeOg4dtYqhRvW6V0sNf6fYmE8R2jdcqKLun9zjrn",
+	"3s7UvfE9/sUVDK7bWgUTNHtk2l5id7PU+laFzmjH0nR6kVlObXAH/QPIQvoDCf+ye2ir49496r+GFxrD",
+	"C+uldcHz6eyhh995puUyjwUhqAOoe6a9buygjA5ZOBc5BywGrPTV9rLMAwRWnwoXktxgNei1RYO9aKWg",
+	"+zEw6ttLwNo/P7scMvc0R9CLK5GFnUaT29+nEPF/mlPp01vvzuvdy3r/nbfzcoHlVX8UC/7euuOryf/p",
+	"T2SU7fuY/Dt8EXe1QdwYPfXpvgHj685v051Gvn8WX89yxa5FTv7/G1KCgCdb7ijL41sAtFCB9l+FIvP5",
+	"kLjxMetuuJoxtrk2nni0iH/Sb7elIsOSQrUQ0yeKhTCskyjs/DEtBnz3TaG/n8SKmVPpn94E/wPGFV35",
+	"Nt6nuzHNR81xxu2sj1ALZejyngdFZM2hwG5DNW3xy0Mm+dwU4N6IlUP8AgFq3FWGvWiaylu96qmkWCca",
+	"5u29/m7H1M5iZQdkOPX9QnV7M8ZkZBxhKpL+xD1N2UmohbkRK8CqxvC7bXlPZbIaIFE3Z5c/HnX3nj5j",
+	"UXyNqDX4PLxZwfVi2FxSlRtCctuIOk1vEeFZRjaoSibYppgibqp/Wn3yWaOd+O5fMuaJI8AhRdsEQPXK",
+	"2+JsKHGB6icSljbix2LQ56uN9dXG2sLGehND5avR5X5V3mRl7Xy4EauTTxFptQA1+cAmVywiGFTq3c0w",
+	"8JpmUIEHCVq9HcT7WAGAEQD6THOFijWlskbXJDMtp1DCwV5l6Zxl4jY1sCQyMPV7aiRtQSKcISZes+sH",
+	"Wr5Nb/7Z1WktTXy+nCTxFF7PjCQsH2tACLXlcdc0aJCPLcd98+3V/m/fvd+bHyyet4LWnL9/LeR1PmsN",
+	"nh1Axtn8ufvFrE9c6rWqmi5hbS2oYNmThHa+mqNfVtXhytxb2Yn3pu3uAcHfQxbGcposIzE2/TP/Xe+A",
+	"kHB/oOXL0ZBaMbrmbI8dkTYMPxA6lEkZffwYUh48zG3jFZD0VwqObLXWSLZtDfgew5qODubb3XhbreUw",
+	"JGwUwFeM1QDZ4qAiaAKNVcnyeiQjkcW3LvaKcRO0KghYCFwsqYQfhru9fq8fBiz8E+4yyydKjGc8ijKh",
+	"VDCSRYzRNrNhpfU0vZaxElFdzyNboo1MIlxhmiYqLNrqRrLcuuU08lvt7nY0/YKwZP61RCg0YLeWebYa",
+	"yXLvnbk6xAoJmcouWWy3PFmaCio9nwb3AFgAnJYqBrVL+mAbyfaCK3WXZlFXK0F6feimkzORxbmI2HWS",
+	"TngSoFymGRVN0MOKkANKttZMnlPt+L1tzvqicdPawXUURdVptK1p201kU/lTdXVLJVBUzNEaABiPHeck",
+	"TRPB5e9xBOGKbJU4+eSVml8Pn3IsBNei0LXco3e3iVeavP46C3r9CdNjF2Ke3pJatNVX5sZszrMbkR2y",
+	"AuSftS10ZkhsswOGigz0VgXW5Y4buDtzT6++eGtrFP7tKwD0NqzMPyCOp1J83YZf2gbUe6XYq9ZYsQU2",
+	"9y2ZXLczQRASDg37C5FRI5+7E7V0QK1OITDA7jOiJKvt93MswXJmgoWxGpsf0z727c9X/xa7c/vagoDJ",
+	"9M6d91IZ+9d9+oXDUjy7KZ+udqG2OVaTZN5FqsVGv+0XKJhDZnbDyohWf8l3gfBqLhaEs7NUAo14U9tL",
+	"UoMWNrhS6Z109mjARILAF2SVm18eMoTKJs57EUN0C2IFCouesQgPn3vFYyLMCE/Pxq9fv6kCRmj1sFYZ",
+	"rWlZep3MX+Bk/auqhQuh0uRWRPZNN/LmVCQCMFbgHipg8RXjcvW1OGmNfQxsxOv2FpTBgkRvs5/nYp5q",
+	"X3qrtH75MQ0h5wEz92RzvmKzNInYHeHn292vt5Niuf4u1jvoGFqq4IdlUMSgaLiCLUhQPnCd9j+fKKam",
+	"6UJ0AgP89QsVFYS/hRgESlU+koSwTkUCuN9/C1nG5Q125dfvmwkEh+fyRrF2lE7VTiRUfC1784iNWm/g",
+	"4lGrMxhJ6AMSTC6pi4votu6g4jgvoF85fGReEB9HHV0uDjyMcm25whuzbF84gPDZe65+wSlMGbaSAman",
+	"hfp/WspYN+LO/FYKNzjR76f9/hcwolBw7tNpZTbUV9vp05ddpJkRLVc//f/svX1z27q1N/pVMJ7nTqRe",
+	"Wnacl3Zb0znj7XinPnVsH9vpfjplHxEiYQs1BagEaUXN5N/7Ae5HvJ/kDtZaAEmJekvs2E7UM3N2LFEk",
+	"AALrff1+w/J8rSxCdz7jgV4jbbeSQO0s6gfAzfS04og4pkV4qbhMKz70j5tOhJ/jPLo+AVKMX115vdqp",
+	"YhfVWmp85AsDoDeILg52BfYLZfJGKqvDJ51FZdA/82F8IFgbHP5jFmC7ESx2a0QC+SFczR+yROiHL/Up",
+	"UxCJzBdKoWkLgBoH5/pQdoO45kI5dO3zynk4iHgOwJypVAJ9HMrTToO5R3SfXpGlUbvLXu++nk4rDCCt",
+	"oISjuJltyC5jF3MjF+c0pacdt4DFvCcgdLjXJvSwJPTgiVX8/lj1dOzAAn97QVs1KecOVat2LAhH1TBV",
+	"pGm7G6qGDB1bmKDLBCXnlFjWkPs8DsqDZ+W8eNtk455Qy22+2on9toaCJYRUjorKwS7bD/dD9Xp3dz2O",
+	"qX12fvo+YP99fvQ+YO+PfwPL/HfRP4e6G0d0BziUhBwA+YHW5d/eM6o/SdpT/FMujtTAfuW9A4Ai51kq",
+	"RRYqWsRurZS2kjK0foMS47qaXkLy9GQkyINwTFWniJN+yt2UDa+S3uSm7H9T9r9aayXIwNUkbxO51Nu9",
+	"X16+fvN2xozyOCfbWaHMV1bNdtgBEv1O1e+3PHNKu06rosSnvJcVqsfzKFQtn1vSRQ4iPuUmb1MKQ85t",
+	"sbx0Y7+wQ/9RTaXqLJeF96+oIrdErtm4Hut0SNbXrnK0LutffKtxc0Ro0ATh4wvCEZ+NT6MNUZehK5RF",
+	"cpEIL6KCaTF1xzjTqic+jTKUKxFrvWHXUqSJCZi442lBnB2hinI5FP/RShA7UkTnkrW0EttmoPMudimm",
+	"Uri4wXUBZjniEEXS9LB1Omp3y2my13t7HWBkyaRde4R+4Gmqxw7aqD5vrdIJTQYys3727g5eRPBQuXoO",
+	"GBnydEC9NDSYTjPYuGCF8+Ai4izp9SfRPuNFroc8lzGQgo4IQhYvoaKOCi4jz0EQUv+SYmLIZerx3LVi",
+	"RNrumMenae578IMeVbPDmmg1v+uzevp/RDyM6vweqbWzPoTlTZ01IbEx4DYG3DpwePXds0jDLLbUdj5n",
+	"hbqXVs4rxI7LGU8zwZMJFpWIBBzgWzHK52WKn4xomslO1dZy/lNhBTfp4k1Q7F5w6FY/2cFX+liwmyHH",
+	"g1S4jgbJs+E2Jl42x/Q7OWdrOWYbv2wpVN46B2pU5F+f+aGQLHod40zm4GyAt8RaqbjOtyEuAbflaajQ",
+	"j2I5vxWeSxq8EUOA2YCCkBWpMEhu4ZwJu88mnXr4g0kDdaR6OCpyAOlLufHfBvSndUPASQIPreK+lFp6",
+	"LpbeRgA8MdflccSPg/TbuC8b9+Ur+vBASN6//7KTZ/LmRmSL+fUWofWWAlfeDKD3CBwY7NKzcrPdYZf2",
+	"EwIiKJRD2g6AtK6KUkPEKRDMchEeR3r3siS9U2IMd2Ytk/O8MOx/Ph59PHrXDqqBIk9I0mGXIjd1uY5y",
+	"vCbaux5Pwa4Sa9W0RNuOyyO5dkIFBkUuRqxfJDcIPFaCrPZc+3xUaWdy4bQX1SurF1AQtEmRXOFL2miS",
+	"7xSGovVeyu9k96Bz16lb5Ntty41H+K3CslDTgpIpPV5HWJYcU9+SkfN3WS0tZw9JpzHTdg6phqsKFf6P",
+	"mWurz3OVbNs0L8TGr1sn3za9epUjcj791f0hlBZK/rvAbFK1Dtb+5Bd2eHb628nx4VXb9w9Gnz/fismX",
+	"LxEDG2ig0wS42qs4Tg7GMxFxyjNkw69kvtCW8HmsWzExoUJwdhjKdNJqbjqovkF/xIRQfYaPlBKaHsTy",
+	"pNDUTv4R/aq1CUg2jtgD5pGmNtxiyTnXvNjx8HT3kkuaJi5iTbxFU6ZRqApDhdc+49/CYVi3DF0e77ot",
+	"ozN6QgJyFsJzqqpj7nPLd7Li819tslMbWqV7TmetJWC+OqVVKXFaM6+1Oenf3yNa0xvaOEPLk1xrHrPv",
+	"mOiiesFQzU90UV6LUl2jUTqpO1FMK8ZZUuDuExBhaNtj77U6z0OVCg40zVMhEwcO6k+RL/+jUr9rYJj1",
+	"XlXKY8Jmc8WBmFqrmiRQkjgnT7YRKE/XtXssgeaSZhv3buPefd8827f5d1qnZscLua+PIp8pgRjZgIdZ",
+	"Qdp28FmZuJEmhwiyfWg1nhwqgHKOU24MtnJgdIzuYK8Lypyah4B2GN4QMrPfiOtrgcxciIi9EMLqSuv0",
+	"rJz3D42bWZvrUuQnvyg17HSPmL4x1eabapW18xsf9vY1gSE08t0hUv3c04mp43s6mVPHkLUcWj4mttvz",
+	"zmXlAJbHzI7MU0uXQqRCzTVzWJeeyUuYrfgJTiTOdGnuyL4CQ4uyOXyL/CQssbi/g/fZ/uc4+bKDZ+Q+",
+	"yZCo9RyRHht4KaxOCxWydqTiTqQlFYKr4wPiOBiZ9WVkjvjSLBPAKweKdNgY/pTGzsZvw6flv1xVJI59",
+	"d/R7FsU6E50LwZOPFyf2omieXwPvbMUxTd+0zk60t7v7mPREK0JfwDaXhiX4Xjdl/o8dF8X3wPg6Aujb",
+	"MtZVuXKgWKGmtTya1tVAaagO8KvxQJvKvWtixmFmAFmlTFNGxgLGdIg8zQz0GKUNdonSj3rulhFrRdAv",
+	"1Ms1dTPuM+BaoT7S3G1ik/OJYYUqcAELlcvUfjuBwRgBSL0IhTFPZk4xxtCNF5U+H6mNNHwO0nDKbFpF",
+	"Kr4wZDiRQeqU5UZCPq6ExCO3noBcYqGVzsfOZ//vL19fEzdfiOqMcVURP17IJBpJPUJFtT1T8nYu1l3N",
+	"O9/In2+QPzPj98sKCYWy6IpKYO3o5gxcV17IKmO/Fnk8qA/45RMRmH4RlsnMclN7BCKnXDeO5wLH027Z",
+	"ulBwy7bI3lsOJDzf4PtV5wPiB8wq1wEkBo8H1goytfe3H6oIgQZ1xiK0viqWU15qTEqJBSxSRZpGLKvg",
+	"HXqyPaOrXCmhgl1qLTBwQVvW3MO0X5FldtrEUAg1OSzXLqtHhL5zeMdKYOONhPy5JeT9Zxjnba7HBIf7",
+	"VlmtxHhaXm/a9TZpxIWm+KXI19Rcywxx9/t7A9rFYG5DKLTm4hvNeJoCc7xxhLmojroUtRhirVjSHDqA",
+	"EnvXNVcNqCyG34UzWy7ZRjE900DqBiLlSeIGT+c+9DVFDRYY1ktpxOaLnCoRp38mpFMSVmUQYzisFvTu",
+	"ptzk22OpDEv5BOm3EPbexDxxsQGqMwuL3d1XsSMMpL8gEOG+AbpB+gMx/LoVnnEoVBPDUT6ZRt0vRRnx",
+	"inbYeZ1OvMISPuSGaMeiP9D/ok6oVg4dLw5lbMThM4mkuje1Eirx1FHcSMr7DyF8k9j7hnrfinzJqqRE",
+	"1bGQ9KBSW6wM2ccQRCquc6aLPEAyM6R1VUWaUqwU5RVu7YACFta0w3gF2WpcxfZzUwyhRsRhcTJpmCvM",
+	"BbLY8cDOpfV6by9wkg4KlHOh2lTneysms1FZ59kGjIcKq4JJUI8zrW4ABT6wo40IeLRnbmWamgj9Yl3k",
+	"RiZ1RPs7aWQ/FQwvDHC2ofI3yK0HkvfQWI6YTBAUVBLruuPApWEAMsUokyqWI57Okd7YCypUnE1GOSql",
+	"TJi8a5c9sUsBXFLc3FYEO+vz+JbdCjEixYb6DG7YJMupsnAjz+9dnt9/GGPeu3r0MMaKmsXZVk1Cr4VW",
+	"SnsTytiEMtapiP4GLboktvGNhZgrmtcLjWtMfm9E8Q9YpLBJsa1U26mV+Ka6gYwrc70IRmxtKs/AVzER",
+	"erzD+IAqh1yzId4RogVoFJaGHmtBmm6s2EhkBrrp/HcB4xQQGAMnGIKO6bFCHDKeDKXqhgr+K02e8Vxn",
+	"QBjU3gdEM3hSMwWfFzjWjrZLKuFzw/pFTteFisZdCqdXWLaKy4EWpR29TAJc76AMQwRTFAkB9amEqsQa",
+	"sst2cH4MXkS3lNPkEVSZmHSa4LxfGFoRpVmq1Y3ICCszVFf0ZjOwg3Ut/4hrhuHdMkLSiF+GNzmgTfXD",
+	"oabUJvj0qZAKBRA6LrtlX+PGHtzYg6vYg26nVyR4rj10gBeycykkR6NM3/F0sb1X2y1g/ZGIdL9mUvX1",
+	"p/0yIGFlsWF8zCUiT9KFXocUCuWtSBhsXakV6xPVSNnaYF38qsbhE5aIWCaOvdXRteLtRWYiGgI3ty9I",
+	"hwQULbBCPqsjvwHiltdCCthh7eSMVXZxpg0RzKAMh28CK6SFyanIowV9fH0aqkzaHXbE4wGTuRiymGeZ",
+	"FIaNBzyHLmw78owpIRKzX44i8ENGLSkTv0r4kL3dXSvUMx7nNAN7GTVEcsNymacC6aFgpWq9FgDamd0U",
+	"Q5gHGRNuyU2p1Ic6EfaXKTc5Gwpj+I3osIN0zCcGwfG6VhvlOucUrsqLTIlkH76kKmbOzEBnCKbH7Ozv",
+	"hOkwa8YaxokGkBSdwIntshHFdGjHqKT+cWVT2F9KZXKepji3vrjWmWCKZ5keU1xo6JUi7JkXpsPe4ZbJ",
+	"B5kubgbVDeI2ThSwKBP/ErFDIsXNGQH0KbS5ZSw6P7u8YuWB2bHv055MEzWDBB74o7VEwZ6pdAI7xgce",
+	"S95gULj/LgQw7JLGhS97oHcb+Hilyt++3gL3QA6LYdU5kCoXNyJrLJCxY6icXA82AN1zoJn4UMBuc5sF",
+	"LSmZt7uzR5hnwgdM502DfNRyCt9a41Muo9s8ECnNWSo4bDxprByYMCNirRIzb2AAaNfLB1xNDw8X9NXL",
+	"N6/e7tII8aPd5jVuUgblVtg556Dgll8nMrz0QZ062q5LG2eBcvRGlCeyrz99m1f3DFEbQaY3qqaKpgUq",
+	"mWlFW8qNxRjPTTr3gAoQofrR3ce6b+RdBZDsREEFTF07n+1/jpMvO07SsbEu0sS1uXLkF/S3atXh+veb",
+	"/D2iVKuIUa9+K6rs/Oj03fHp+97B+fnF2d8OTkr15E4neZSZsFYbzUkXeayHnlcNmnQh2bLPIn0bld25",
+	"9ORq48OYZwnmJ6B91+4SJtSdSPUIkVUYeRq0BAN+57w+kWAD8TWXaZGJMp1icj3CkVhzymBHkNsrVg1a",
+	"3TweCGUNFviyr5OJ/eLO7tcmqiC7R6qq4SHcn6mnPJYDRM9/R7vrQpgizc08oZLB19C+7fZjYDcCbIJn",
+	"4A5tvJuHqJQB083Y48W95KgYKvOkbZEPdngc6wI38Zwy9EMKlYDUkzdKJNtSgax9AZ2mo5QTDDQ7Al5D",
+	"F1u50d6cjPBhQGO4g99v05luMAypIpdG9qBVv/iMRzr7H81yuHYHJkTvaXPEf1Iq5wTgNcbKbYRqrKLI",
+	"B9Uj3XTK5ptRF7jdTS1IOqKKA9bCkoj/7//5f9nrvb12h33g0nqgLNbqWlpvylpEqVS3zqVUYsx4kmTC",
+	"mG6owIHHEVeixDpN3DWsZQZ2WlKxiCQXsp1GbCi4AvTXdtn/i4+SJlQ0AGuVHCh/N8dHiBKqEq/+pbm+",
+	"ARYHxBaKuQeSNpUnPFFZc1h9n3a0vgL2SUdXN/hjTyHbjh6DJzaO3VFaIqFwy80XTVf81tkdIhVxDlVV",
+	"CcvtyJx3hVsVxUJLaUZjhQCiSIjKGb4d6+zWAIdPN1TcShxwPwIGFWWQrB5BTg+urmTF8B4VucZAngFP",
+	"253I5LW0QujCCuhUDmUuklBZAz1OJVTA4Y8a8flxBR5e/sDLpKc9YWPHaYpaH5Nbv6+WRj+yjHi9t8Ls",
+	"rrT+wNWEFsU8pmyp49LjhlwqOIKtT9tD/mm7r5PJdn8CDDd/evnLnv0847nYhmO3tb9lhctWKWaudXaj",
+	"821nzCzK86NRY6S6ScV2ASgoRuQkVkBOQEhnoIusXam3J3nQF6lWNwaTSt5Ux9JVgkaRpiztnCUQSzSk",
+	"ybX7rXEJ+r6wLlas7yD+EqqqlGGrCZnfYBVcDekDCZj6Qx4rlhLHYrSku8dd89XiZCMdvpN0AP49xktf",
+	"BI7kvQmHVN9INV8kHA5EfGscYHViDVUOVS0joayoSHjO+9yI7T6PbwEsCe0OAh7CX0bmLu7RNxGLwX4K",
+	"VesveT46U+kkYJd8KC5lLv58wj8F7NKuBMR1R5lOCkirkQVDUsRlS+3NDy8vfiNbKNdQ9R0qblj0v7ft",
+	"N9ug8iOmFeWJU56LjJ2fXV4F7Pyj/X8HV4d/gfG+Ozo5ujrqsN/B16tM1z329e7Lr5M9J7DIDyNy4N6P",
+	"xaGK73SRoDnRNzfA6dTZCrYGgieQ1/y8dSnybWdJf26qg6aNhLulvoU6tVzbdLLvy3d21zaS8DtJwhN9",
+	"w6S6T8mniwURoSOV1KNBVdkWp4JTWyTu0E7Tobf3f2RFT+ePcusrHsAjcAGdz1k9iKscve8V9ngugQG7",
+	"b3EnzAsEDMXckqqrmXSDL8Ohx74wFR3YWCv/QWw9rhK4mj1F31QF8EjZ/EOagn8L5boveLk1v6s5t7Rm",
+	"8Bm5FbFqzx1PigPB0KRhQiUiocCzL/lVAgElG2Mw4HM+sHtUf8gTjcC44TGHfbHJNf2UbIEIyDUqT8S8",
+	"A+4amOabEmcjoRDaC2n8KmgK1F3bw5vggQSmVXsMWMv3VLDXu6/Yb2cXvx6/e3d0Su4Q1HyGysULobCk",
+	"0k7VF7EeQlcBq3VEdNhF5WllBUsKBlYX+oEhoBtTHgRLPBnUxEGcmZJczuVhX+ETXbhVe6g+ULz9I7Gg",
+	"rhLmhajut+azN7miH8a/cVu2Ejy9N2cHgkYrhIDXzTU5WxR4fOnu95NsQiNnkXnzdbGYC7sSD2zn1J7x",
+	"hKPA52VMETqFN+HgZ5AsGo4cy+jDRISrqh/khlohZWTPf81mqNbCTPmvLUGI9fYag3WzVlBIddPuAPUx",
+	"ZJZcDYvPLTceZZX8rfLYx462fKhWjDzd8o9ndgDWr8Sw+wK2XpMdu8CUh8snO5+d8vuyMC5D/cR1tThz",
+	"CprVIWvQhqGarw5Pp2s6vsrohrMygUKLZZ1G50U/lTEb8PTazdCO6oUhY2DEZTanzdet3sJm30oHz9vX",
+	"azfwXIo4E/mKo5tpJsKAzUpje7n3p8eET1jFj3ACcsqZ+E7wB89am+J5qBjcrD9hle07q1HnaM5+kdyI",
+	"fHFnbF0NdlkqDSVI6dfTTUJGiH02jWWQliAIrm0VWyHhQnsPbXzTDVwWQA1RpTsV+QtvxcQEmBUFBAn8",
+	"HVR0DI1I7wiOQCv3U+CdwebYDotMrEeidytVQn2Q+IFMInYtU+vGtPo6H0B1h5D5QGTteUx3v9LirdL7",
+	"6JYKBioNswOwsy1xwuac+nK8tRTGosOH47q0P/yr/d28RsLpMVWgLJzTEhBIg3YU7VbsU/vRrZi8MGyE",
+	"8lYm7cUzmOrlXEuMPqSkwsVayt1X7vafrg/QbRMo64OmQOhjG3DDzAj2BDbn+QSAyKSuBh4/gvUynxrr",
+	"oC4qDCBZu+3ZXSg17LW1bbxcdkyBvnTZ693XZU1YeQYI3Y+wAdsdduC6bKk7MAJx2gO1bEiY4EexNnnE",
+	"WkMZZ3q7UFAzf80iXKB4ErWxFQ8HDiZQ+Vh7G1xB5FWvwjueKULFwgteGFZAgDOzLwTo1OH5Abg12MBc",
+	"aXWuTM7aG9yQE1PiCUBzIL3oXz++e3901Tv634dHR++O3gVuYNsoBw7Oj1ls94LJeZaXpSZ7v0z/Em93",
+	"IfJssn0A7E3UVgruX2NOByjm8WA+VEan8ohHCrW6h68idDbk45ts0cOxBjhBZE2mqtYPHK5pVjn4t2LS",
+	"INortuTOZ/zHcfJlEXXA7wMNxmIMJ7FiTsKniCvLZD4lrYNSWkvlRfNcZH8vQxYaaHjVfPgnN5+FvtcM",
+	"OMUMWMIjA+MjC8MGGP/Rgzyws92hazaTmsstFh8ZYmJa8ciwA/dbwDCxOloXaHeBDVGFa25B+cZcYqen",
+	"d8geqt/4K+yF3Y29sEFWe+rFIk4YvTB4+M0cDQ8tfzdzg0W/CZ4XmWDXKb/BoNBY9FllxyMumMO04goC",
+	"OEbeKMOk6rBTKASxh4Wjbxdn4G83lAYe4kge8LhhHBmfs+zQwYQ7TyY6SCHwrFC5HNLoKm+U1g5fKRh6",
+	"6yPjnfgYIN6gGgKU1hEdimEfKFQCBDdBIjor62dxTo0Q1OWAwaZWNNFF1st0KqCkCBkIVOVRE5Zohg1W",
+	"KWD+a6ufzvmNINifaMRvBPnkI5H18M+WY2/ZexN4sLaXu7vtZty3AECgQrUA+G1OZPA9ruqMSnxOYFkw",
+	"h1XiYo49AV/PTxceu3Hv2p0vevkL4l1zDhUGJYzHCm5hftpHbZBkfehLXdx5y02oIoiNRR32HkF1+VAY",
+	"ELd0TFih5L+baSLwsfC7B422wBMeKdhCz15e2AYrvymd/TmtIfSr6Pg1nehSYwIG+aL4Bp7D6Yi1V3od",
+	"dkHeFeir17u/sOj49G8HJ8fvepdXB1dHUaXmFsWByWWahkqPlY9stxwIOtMZSzzl2hArbNsd9gHUsAlc",
+	"NBhUf0EE6y65k2udhnZ5MykA3ltci0yoWBDY3UjGYNeB9LEbAqblmWXxJlU2IAIAmB+XccJmPfWIr+E4",
+	"ObeO42OHU678zMfc0No//eDK+iU3PwVN4YIjP4+GEA9WLWHNWlxNgG6g3XDiu87hEakRDDJW80hCnvrx",
+	"WEmbVjXphgqjkQpjoMeLt96cQGCzbiGk6ynnqjVKuVTkjxm779jr3VeQTEwnhMAt0sSECgjfMIo4P9h3",
+	"b1vzoWJ061uZ3/lcOEjA52JpbgJ1TwdBcHXTlKhy5gZ21tdf1aAPmZ9jrL0aK6luQlUrnYCCIsoiTgWA",
+	"OmytQE2omiM1C2MvRADxbXIqeIYBG5j4KlEbV1ODr3Kjp5eFefKZNVvlFKbpcBudroc6inWXzntm2ELd",
+	"fAC7dPSkitMiET0ksf6z1Y4RDgFZrZtuHaq+a+GmcOy1TlM9Zq3CAEtWf+JrMwOyJtznU5aJVumk3fG8",
+	"UciIqqgZ1EVgofs04iPZuxWTnhF5tPDcn6TDQ1rubz77U0G71GgofV22QmxqgeaVRdZXv1YcSdJva/+a",
+	"p0b4LGdf61Rw9cClBH4JV5Ei9QXYSJF1pEhTSKYiUz40fT0/qLyGT9Bhl66JWxrafxGU9RaGKGZCFeHN",
+	"RRKxJJP2ULZkzjLkuWHXMvXF2kZkdyJrB5TdwwbryvMgAQVFCaGqVjOeQozaHnqMTYNUkqoqBCEsdnh2",
+	"+tvJ8eFV1O6w31FwmR4dkQgHq8S4vlK+h9zezBkTxCoE9ci+A3SUiTupC+OvSrXB34XKDrzjpU+EHZxT",
+	"jM2sdXB0ub335u32+8MPJXnDkENL7K2YoACvy7UlYXh/BJ+mo4Uj9YN8pJB+5fnLw/q1zbGpptx4aQ+b",
+	"QGgQ7csl+wLbcedz/FXphkbx38VoNXDWNRoypSCfStUzFIjv3M+rwjUV/E6YioD1JWX+khbWnNvTEapr",
+	"nqZIaE/dtjQSuhjU0TWXKdmqp2e9k5MPPasLjt9/vDi4Oj47jdpLMgz3JUeDFa8/lE8nN1F/o88pR/Gz",
+	"pBy+SkjcR0y4O+/ct3Tm8H1CNW0bIiLqlFHYXm70VTtYQnU2lDkQAkPQGUglqDfnjqeF6LIIIAoj7A7B",
+	"GyNrpYaZ8tT9tMXxX6yv8wFFrz3EoUiwDAmBxw7ABijtOIKNIMCQXNvLtRIdBvVwU4ZxqAg0sWZ2tqqy",
+	"D+YqSfAlARQ0RV74dCq/w8HwoZWshBMASeCa2XsjrSSt275LIvKPK+keKpb/dSbm7vc3MV1Mf2NmbszM",
+	"75gMeBgzc8eIfNuHoD5/e7yh+1V2JsQbqm58lRd3eyyTaZOxDWgTjgCxr5MJYfjXHwqZ94os32cY+LTj",
+	"FhWEyvqvXKyDDwWK+VC1qsEcpdV2Y1AQdKe1dRu/bZfhBph0wKQKFfS1Z1wZ5ObtsONEDEfaCrQmPXAp",
+	"8nc4lx/X6l1ZFNfWN2BKj6tuysb4fVzR9YHfzhFc1bd0H0IsX0ibdmVFRKyVEnDC9qGnOxM8DRgQHvO0",
+	"0j/NWuHWhRilkzK8B/hVZ38Ntyp15G+ZLvJRkSOUi2nX2LhBcKDNHLC/XF2de9QbBSjXfbsDmIkzIRTj",
+	"1nT19K8CKoHRNKwvmev7hiQJATEQio7wbe9soA01oKfpsAewnSLpwafQiT7TVF9LRC0U59ZfII9gnmhn",
+	"TRGEKwi86juZAA0lNJqVLfdcEbWtY+j24m6fydzjCwEvLQQH9O0+g1RJVGHnxVvEOiHcUruOFVbca4Q9",
+	"ghuUsWA/JIcd2iLPB99MOdZ2hx3iuiqi/KWudnePJkFtd91PIKLtNBeJ6d+rxNIlPfEPKpp/dNQyEKXL",
+	"bFGXIF8ARVQV51Stdq8p87MyCW4vYi2wXQO8LggVPrMNEkRNMeN+Q2dRqFYqWKEZ/YQVKzjzVZLNtCs2",
+	"WeZlWeah30wr9yStlT6+qkDaYnCuP2HiE4/zdELoOKGK7BWAq6UzFhEpbIswtQKI2gXIocZMEQ/ghvvs",
+	"9d4ei6ANAkL8vaOLi7MLCJuhbTLkE+ssJr6gtRxrF+2guS0X0CVvf8oV8+1SBziR8UADLa0LyvkGxlVj",
+	"cQdJUtnNTzNvWx/jY3ZiuREsT9zSax7I0SactgmnPYgBc2BFAm20VWr6aEvufC7uMyeLoSeSOiCpUqMd",
+	"Dg5hG16HqgV51tLqaXcYIIpANlfhwyrOF8k5tHjIlWlwyELlbwKQpIByBreqyL96e1ozRrkd7f3JwVXd",
+	"m49PKO9aCixIumbPBHVn0xg2B6Znvly4j1Rs1a5hZizzeFDaHn2Rj4VQLMK/o1CB1wF3iLrsJuMKq/jw",
+	"kIM1FbsMphMGLwwc/mCxUGgOwE9lb9k7MdT5twqJStbyEYXEg7YffYWBtfsYBpZLW26MrI2R9b2QhnCv",
+	"kVRaxdyi7vOFiPauQ10O+Q3UJXPX+mDyTICHKlUqlcC6DUf8Xa26eGFYRLfpFVkataeAYTHGNOCQ6vO2",
+	"FEFwEN23ERXLbH5n7znN6KEbfGE1dv5QFx0eQq0vFYd+hBk2zCZRAffaRF4WRF5KQICRf7+rbu4dWN57",
+	"8iXII6Cssjsardrudon1UKkiTdvVDPO+x58pKzhLBAhMvbiM1pL6y++10R/cqHfzf04W/c9RRpmvcuru",
+	"Jej5oUhzOeJZzoqRVf2YDrC6ILqWqYgYfNd6vbsbqujXg3e9i6P/+Xh0eRX5cyRz4j+0EpdJwxKRixiq",
+	"ITM9RDzPSS7MPjs/fR+w/z4/eh+w98e/wXB+F/1zbJHjROhjhznJB9YeB0iJ1uXf3jPqKkvazih/+YZF",
+	"H08vP56fn11cHb3rfTh6d3zQu/r7+VHUdZmKUL1hH+SvrPX65SsaImpSaVx5JKSkb8UoJwQYbozIG3Fg",
+	"lKflMtiE6Dts6A01OwV2Se9baMwz8ofuVe5Ybbid8JyvaV/TIHHYTxJmoBThUJMPBbBVDbBBHtgY7qsV",
+	"G4KwW0XONjG3vd375eXrN29nDZ8SZOpes7wH7DoTYtuea6b7/xJxjlLrWjueKUOVewaXqqSRlXaxR5kA",
+	"Qd1l0ecvEUPoR0DTYuNM5rlQTeLLW/aVWT1x+J7KUJdaP+WlGw9ggQdwIeoHpbYZmoySIv9mQ7/SyDAe",
+	"QDwPN31LaTYU2Y1AfR4qIzLJUwmMbXjJkE9YX/hqhbdv3rx6iwYIIH43pmEbg/4whofY/w/BcNo42McM",
+	"1a1xEMkWmz2PGy2+0eJL0hmw71eXTtP6Otc6ved6LCWYUHk2AQIke38Wp9xUUKVDNeDGl5SJZJ+NBwJq",
+	"86HI0/4COvLtAiWg4WdBWnxtJ44p5RNApQ6BlIl63QxrOU7abeuaJdiLZtiQm1uRtGu1Y5F9bg9GGnXB",
+	"bhjxm+aOfl/cdQWL98QNAjvIdYCDYP0JNHRjFqwD/FFduZXP3s5n+59Du+++PEig0I0Oz6S9GoCl4ePt",
+	"VNyJtHJe/AG8Bn6xah83EQhhgbi9je8Qt2fPAFXy61A1Btbp4e4owylbUmhgt+13yiBeuRfwZOKSuFyb",
+	"qOTTKxsokZXxJT1YWNKBxud+O9jTw1kmbqTJQWshvjMq11YtqYWfUdtF+Ys2YAFBctgwmXdrLRdYwMnG",
+	"fNIJVUTaN2KaGrtvhXB0EMQHCcqUtawxTWNTYoxjbXsoIrOPrJK3YsKMUHmoak3aVSmE9wNvx/BUdFmk",
+	"ijSFMlOumBiO8gnDZBZBHtg5hKol1UBkMucqBu7BYihMu4uUkJi8UzmhESFsWdK1nyWu3sEaAyz6A/0v",
+	"wqmEaspysOMvl4AMdmQy6bAD+NrLTh95SESc8kxgqyDOL1RkS40zILiYjETgQrp7ewgppDH4K82i0MTH",
+	"kRFZ/hRE5UOUXNTm9pheHD5/JfcNdv7Gcds4bmtACnl5vKJqsSZktSey0s49t4ii3k3d1NATsPFAxgOq",
+	"VUU+yDJJjONyP88KhUyyXcb7IFud1skEahyqxlBY/o/u2gvipV2O/MNmqckxcxVrZXQqXhgM225nhWLx",
+	"QMS3AN6IAHbN3ATvfR91tT/vweTGhTA6vRPJyq3N0whJ8ppxNfkmk+8RayWq7fwvzKJtN2+DD7lMt5dw",
+	"kh3MYo6yFtQ0eix09tvZxa/H794dnVLuU1xfiziXd1PN5Pve/wmV4XcYDuCqbpEFmIudQWZFxESo37z8",
+	"22Hvw8HxSe8PERPqTmZaDcHiueOZtItFHTbOsoDTUoMP7LLIfQmQqMzwifHBEXuwZDVuMmevf+Ayffhd",
+	"Xj5laeW0PfNNCCrfS+M9dtpAF/mNthbd7EpUO+K5TOenDxr2e4ddWsOjAS6YtbyBSo69vhNZJpOGDRwq",
+	"v4PR1fAbtz27Xa09KrbhsAGsxjRo5j64C6Hy2zhiufZgUN5zAAxha4PPGPa5RpwnK8kRFJRASiMzzEdR",
+	"qDggcuBvogHwsQOzGxqFrGU/UnwoYIUCaEKzGxY0rTUz2l03artOkTHWwVChst+xN3/6Y5UfFRl89vbY",
+	"dMKEteyVIy4zIlWP8tREAXv99g39be/b7oTqtLTlra7sWn3GovOzyytWFXOAagBrZR29Zi2GdchTh/uh",
+	"yp2rp/tRjO/VxQtt9ecG0bQxqh82G7KW0J2yOpaAjDTLYqEAQTkTPPUoE7lmUa6jEl9kjgniAI1K3ASC",
+	"wXCqP6N4QirBRKeQLEwNYZqtsR0LkYhkn0VW1KDxECqw7DHEZK0VLtMiEywCFI2IxTzLJKmQyt0AD2Nk",
+	"BSgtZRXG5IUJlUP2aHGGJpOVuywf8NxFnRC2JGCFSoUxgLCOeHiRfc40XAmESLQSocrFJ6zqQGekxHLx",
+	"Y2+h0cRLzUSBMTS7XRV4uxlSSSVXwoCN9EACtPqIRxKe7vFnRR7roVgmQTVe5rJ8PM+tft3I0J9Shl6C",
+	"WcasBHRibI68FDupjgm5aZ6bduKu8EBrNc8+KKE2rU9PGB39CdHJz6Zd/f0e0rVxD1kla+qX4Dm665DB",
+	"1GNVzqJKJ03Gun1Pi0hvE1B77g7dKRT/rBCMcFYdFh4jUDD01jtzAPPdS3ggKe1uf6ysu/W9Ie7p4asA",
+	"JbiF3YjjnxjEIC0Pw5zjOS2Rl/LYHiBnB/z+hfFP8OZnI4clpq8rR3O9nJM/dMmjZ9nfbUDTnxRo+vId",
+	"Pi8w9jX7mGCo720fPwn9tPvd9ZPrM39GOmqT/HxCcZo1FNsq3eJ13+KFb0yb6RavtIAryqoYkTc2dn+Y",
+	"lH1rP3Zb9iP5IGdj1dB6tHATLO+qbmiU7roImVnhxaNaWuPd/4C2yjMzIfQq+2ieE9vcAwy7x36IjcBd",
+	"rPBa3OMLgdZhYXJowVHuIDf3xdY32IN0tT5qQys9fNX2FwdGYOBMbtzdn7crdZXDvKwr1eqLTNuTO9do",
+	"OMfvHfNQY4iStaoJaqc8IANhRN5uNBrovg+pNugRy1s84bLnGJyE8gnYCH411/MMfRMlZpJG1Zfd9XXN",
+	"9O4RNwWLETrzeiGr7/X+XT66+6N4fCtuJ9+oWN1VGxn9c3pvK51NlMSJ5PMr+RrqPUsa9EKJTyMo7ang",
+	"k5g6QMkokyqWI56aKeyuUBmBxagyYyORGeCZ85dXqIGo9nYgJtAq4KEa9TXwH4+F8SkqaAsMVQU0fqcE",
+	"jO8yhwqPhUSO7tx+SaADnJmBzrC9kPEsk3fCdEKFFQCeDC8TI8FzYFgHfnEW+WH3ZPKPf0asFf1X/aM/",
+	"vwqL3d29t1Of/jFqh0rxLNNjXJ9UmpxqrfKBNtX167BjSOADZIJB+9abwriuLwy7k0b2UxGq8of7TFoF",
+	"WuROifqLiZU5EyzJ9GgkEmZkKlSeTspEPuBRZtYpb0OlAnWRuUYIuiXV+Q65VMRAAiE+IAR0ZWT2Gixb",
+	"8ysZ3UqVRIxWIFS5hkpKBLqx381r8YRDfQD7be0I4dpw/DO89KcwXqr0MHDa7FpU9noL94hzU/CWUDph",
+	"7LoCl8nx1ItE5J7pN1m5a9e+xG19vY3vzb7VpneHayY+8eHI2lf/eBX88Z/271GqE4Hqqpkdv745a+z4",
+	"MhdDU4uZSJW/fb0VbAF1TzHc2n/pwyd2h94IkJtD/ukYf/pyd9dfwLOMT+zXJp/YIcJdG9b5DIoZSaoQ",
+	"Lw3sijn0/va72rCFsiP7B4Z/toItXiRSbwVbdzIR9r+JjouhVdDBFkSqreU6HQN6yGQIbONlqewzJVAg",
+	"6WtajLrY+7bYw7OkWqhomxbP4oG8E+1qJQQotQV58Qa1FjW48pXiMDBPCbuyEnfA9kDlJVqoolshRhGa",
+	"rijtUJrJKcXoz/ms7rOS3swEM0Lloxm09xxwCIpq/y0MFetsMz/eF4Yd4q+2rS3UrsZCkPyOJLl9rC8J",
+	"609Y9P7oiqGZsEOFYdB2ZyLWgrL71y/ftLvIQS3/I/CeSudMfIqFHTWWr32yQsI+w15ozyk01rneFHen",
+	"V8DVOpTGAMZyBeOtTBntgkL+nVpgaLlbOqPqXvv3n5GYqo2ayC1/LoYjnfFsss8iNFxMj2ONsr0CpXmo",
+	"KMqUy6Fgo7Rwps6tGOXbeK9M2HWEWu6912ygi8y0fZG2fxx1BzN+nQN6As9DRQV3Ei4AjCQcNBUdwyJD",
+	"+znMiqqscUpImChz8m9pAlScWGrb6LPduPvsM9zsy5fKFlZijKPDtxXJBOY+HvCc6Be9njUs57ciVNyw",
+	"CG7Uk4mJ5oPIler4a6JlQsU6scLW6heKCdCvrlAY/2HnDygIViyT9mN6JMINevZihw13ypg7vL+Ny/Yz",
+	"h9V4Va3N6rKmiNqr1293X+3u/ql05OoSei23zu7ID8cfjkgBVEVSRPCXJkBfjLqwvJEeeBkTKifpQRdI",
+	"RSpKX1OnuTXeGM4YjVfoErRS8sa6DjnaeOBNoJ6UWah8ON/pPTvEeZ7BAa6A30IPWo2Icg+fCA9bdOYP",
+	"CEOUVngkMjJmn1/8z0/FKUta6GkDrNyYVAG+oHC/KdSg9a1h0HjLXu7u0gkBvydnWsWiQ+opYgOdOu5L",
+	"40ns0cYKVcwVM0IEzoDTWSIyZ/Ag0KCOsQEqdoaQzJj0HPGO4LiVFLhVBOzeUDkiRRhNu8sisl0i2MPE",
+	"oQwD4zlLNBlG0uQBMmK6AIrO4DTYr70HT40EFDJpoasZc4PPZlIlGCwopBnYdwT9ueRrR1Zf4zny+NFj",
+	"jV+GCsbWjPECb6nuXT8MJlz5oEcqxK8PYbGqLvsXcHM5Y8+/2hhITu3r65dXbxT6TxqDhddP0qoR8m1W",
+	"PoLVn4hM3vFc3uFuX1VQApMeyTjMkukii52B2fJsMhDE67DzTCdFbKVI6RKA92jFGSbF91mUCavCI2Zi",
+	"ngKaixXC19ZzUUYmgkVjmeSDiH1i0UDIm0EeQS+pQ27hZiTinIFsCVWL5ywVQF5T8TTHutof2iXPphjR",
+	"I/tioumc4YTagfez00moMrHtPAdo5sLQVNRlUazVncjyiLlL/ATcRazlHtu2usR5r51QRf8ueCrzScRa",
+	"Lzudl7u7bQYyRhj7+3+NxA2c/rHojxz3NDaZQceBHMqcRIL91cR7lbjKVm6j3zvlWU+//h2cqIm60D2F",
+	"2kcXuaE+4SE1ZcErw3vDQ+nEAa6XF+2sRQzP8G4hjEvOdEP/rA93l6OZiV3g63hhypBFAGBi0YhnQuVA",
+	"QFm61G47yiRANiUCBTL1e7nACbAgQdN+1UmHoDN64Y3NY9iYAOfqnR/4bGh4GkKxhFXHrhYfNd0aiqS3",
+	"+3Lw6c1w7/ZPyR///cvYBR1HPB+UMUeZbE1rraqfOuSfToS6yQdb+29fQ7TU/flyTqjx/pVt49o8Zc+4",
+	"svWsexzD+JNNBetG/64B38Or2wjoiRY62At0sRPGa/jTMyp5ji4uk6nVwfowXBAq0jGot9DyJC3jF4yw",
+	"G6Wh8izrBlR0AhEl9QXLM66MvZNIrE52TBZ9gBJKRKwTuB2qiVnOf3ItyuERJTeNLZqHeVIXPGcj1832",
+	"/GTzQ4YRZlZoaWvw6NubG390HNh31VPlm13XFAXWMJlvjx+Cf278iR9yBfAC7tC/MDP54X3KAMwrfkBQ",
+	"QsKBtaZPJsr6B8ckqTNHSxlQoofqI6bQkUAcSOXSyTAmF7iAFhxrYrpvrXk+y7FGUyp/U8Fv6lDKa59h",
+	"hoIaSmvGW6uUgLXsRbvL6LeYsLFGowlV7be5ZkqP18jEeHhLuByBK6smOLGNW3vVSkwXybKSDDEojStu",
+	"aAYpqNQe/NVujI2NicgKuC52SR4LlmYV09K1RT2XQuaNRfkkcBewkgfAsrBNfjUlonQur2UFiGF+x++0",
+	"Bdn1QLpYBVe9Vb2Qi7WsRAMBVij7T+sgXxZ9f3/jY8u5LuKBSKxKQFEe4UMSJ72BAL0CGjnmXhqyXIcK",
+	"L59PQXiQpqe1OT8+XnftHbCxnVWyadpZoe83TWcKBtXUu3V7vv7O//klWNVP6iI6JBpCeqzqT+iw09ny",
+	"TqqVmynvBPodKO/sLivpbHdYhEeFyiowWWOHEir8wlpCJvCXkX0Cg/Vfe5RV/Hlf54N5WcnpQ/G9KxY9",
+	"EDjNrn4oEI8P5ggX+RliaHNOtR3eqlZvR8ZGX+tUcPXAXlN1TdepoatvsZ+teO6rzvOMLtuxr36bp+l6",
+	"Cd1LkRsW2d+Cba8VKbeGXTml47DODpRWqAZ6bH2SCUpzQo7vsFPtQ+V9nUyazuIHnt1O66gL3MXfZZ8a",
+	"OwCrs/hyvVVQlfvUYR3CHeCMbhRYowKza7xcfTGSXqvveVO1qdaz5kral0oCrKzDr944gNrNxHE+9Ceh",
+	"glI9nSEVkrXY856VtBR+o0/sNS3sRyhVAuuLmBdG4HEhMkZy60OFMK/s3dHJ0dURnJl21z4dgoI6H0DU",
+	"0QDCIY1GQtKoTl3tbEioJrSKhloEeG1eVcYUp2tKTgw85AOQAUrYo1x9U+SzhyoTsZCQh88E1E82liQq",
+	"em5fLFG79bd2nPguw8q452k/Wdd8a/ngM+r5r1JNP7wvEoZvdt4IKjuhsegd0N3tpF1Yqam6PZi/Cog1",
+	"r7NKYfLikUwtyVqtAk+B2ae2XaVhN3Yrfmd//0cvdizPJhasP7xHMSVcdZp4jwIT4+BVtDtL7faaS/29",
+	"DIbqQ1fBPKzN9tniHs7V2vX5Ldwvq1ulB5iy4+mYT6yOAh2D0eYpP+m6sq+ANCNULcpOu1JByLHxuGrC",
+	"wkcSPqGEXGHw/sOAjQozgPrBUEV2GDuf7f8/Tr7UjQ9g36hLqGudpnps2FBnYh8RjO9AvetrMqvtEAnR",
+	"MVQopD1JY8DGA42t8jnPYAJWl8OXERvyPB4IV8liPwsqXY5RlY0kVJXaEJ5X21igvc/4/r6ZFYX6V8Na",
+	"5EbrDFOM+3j7UNmv210WiSGXaS1EZT/AFWSta4QnxjwLcZnkWjvef5i2h/1orq7ch6wJ6DvIo/iCUUAv",
+	"LptSfZKF6jUrvahd5nO7oXq9+5qdnl31fjv7ePpu5sWNobOTBobN7aaSoTG5HhmHJy3VTYddFv1tWmuc",
+	"HizihCltbTbfRAvFN8Bw1YYqnoPSrjKectjan7XRABMojGXf2x7WAISKbF/Cw4ciVK2a9RlUTc8289xh",
+	"0FxCbx7reOzbiqouHNvb3e1i/VmoaqMpL3jZmH6ZZ9k9XN3MPGn8SFmO+cNZUHmusOjYvtbaatPbpa1o",
+	"LXTKj4DmuM+6n68Z9oxNtikG2qRu1k3deHMTEslfG+5ajtg6mYHPRsXbENfuMuuMY8udTFZBda0OcJkb",
+	"W712JuOs8mvIOP+R/xK/6u/dvhbPu3LmK3JAIEWSDcTsU8KHU/VXtPbRhHD0OqHorzudtbAXD1VtW7nC",
+	"EohkIx2ptYTQ0fQx75Wj1NWJU4R6c+ybrIl1zn4AtUSPEDrfnPymGP30uV8lJD9Kixu5qBb3K8gH8Z7W",
+	"BRMq19lkn/ULlaQioW/AzdfDkUzBz8dmf+JSFJQpbRVqxKGVVTrfkn7MEpmJ2N63HTADJph1lk1a3HSs",
+	"k0ZPR69wyJW8trIhAp7oaJYoGgMN0jBErWXYS2tFTcJzHip7wDLZL8rULgzXDKwHjnftlXdzpXfWG6OB",
+	"gBd/zWGyuYb7469L6mlfsOca4TLBjZU7yrEXQQif3XCHIoH37tGi9RyF9bx8+Tm95YeEVYNHrBJT8/vi",
+	"5+BGhAhcubtH/lW4Y+leziLikQYWrvduM8CGKRQgbBAL4twNwlqehcbuuPY+sGalgipo9TXBAlVrU6FY",
+	"PdaJKA86a2G3FTJ7RSwXaWp8PoyovEJFN1XtDvtNuAiYYPZgY/kIQM2UUCsxz3mqb1gruhOZFXdRyZoD",
+	"sFg8FyZvB6G6E5m8lhQdufzLwfbem7cBQ5mBgCBzpQbjuR7KmKd0kt2B7zKIl0xC5di3mn8uDUvFdc44",
+	"PGfMTYfRG6xNjtQ+FYuJO1iPiowrzaUOO/C/crRizvopf9HSmROj7crr+SVUh2env50cH16BzKH76IzR",
+	"EtYW1tO111qZm/rWutYg89IThtXPBL8F3rciFTAea+bYvYLWHT0bGuL8u/XSD18V4BOYYhgqnVGTeSrV",
+	"LSRFo05nJwI+aCkM0rjVhWg5ekB4QJAWO3jKsZbvCxvj8GCkggAVXOEdvL2+GEiVsBYfavzlkHGQ+H1u",
+	"1Ya8oV4/eDDNkwFIXUjTzQdcVR5J8dIoLHZ3X8VWG8G/RC/CnxmKfpqc52II8dmy/5AR0ARGcPeJdM4e",
+	"b3GtoQh9UhlTVijT7npcH9ppQzh7blV2f6msypCgb5QOldsKJbcuazlpQd/1iiyN8DVCJUkM/fBIZYrB",
+	"Yc8bChmfQZ6P7AsLlRuSzuCdQ4BM3igOYMcoaKafheR5vVsxcdBB7YC92X3VpMqO8TTgcXugKGXtGY/U",
+	"1ecevgTwlgwdK4i8mHAS7XmE9H5Z/otDra5TGeebkN4DuQ604UtZO62OG02Viu+w4667Lx9ikWUTqmkB",
+	"Mmva2OPZ3merGzahKvtvKj2EpNBMTYXq62uRmarn4XSu1RJV7J7yUDpV7FuP/G9k5ewS9z89RxoW8xhz",
+	"mSyR5pZd62x29nmeRsyIWEPmz63Aq7e7u+0ui67B6sLqQEewThaBHk2QATWxEiRUdGnAIjscEXlC1urk",
+	"p3A5qEyeKygDyPCmIMTtfVHphEpptqrSwYRlQB2cMJe2zyvOdFDCrb29EJU3j6ggCtspK2ugijTdZ5wp",
+	"nQ15iro4gPlwx7naYQfg9LlxuqFP9X7C5HGH2fnRxOmNuYG+2X0Vqsuji78dHx71Pp4e/O3g+OTg15Mj",
+	"+y6sbhwPJh32a6bHoDS9eaOESBa5eI5BFwYWgF1F5pap4PxmAm1WzNUWRqCeZq1RyqWCP6i2QwM7jR71",
+	"eXwbqoE2+T6w1aT2nwF7uffHzq79v50/BWx//2UARc2JuBOpHgF7OiVrHR0tGb2zNoy1a0DPgIanPls/",
+	"E4fPt8BAMAKJM6unBCOR+4iMKFUiPiEMBtRcpxM8kJwlIseXI5K9N29e/lIxTAhYFn/78eKEUAQ7Rt5E",
+	"oeKjkVAJOu92qUc8H2ALnjUV375mQONbAdTHm9IH4hOPc7o1gHe1ybJdYixVthBr0R7APDxyc7gX/oJF",
+	"ZsD33ryNkFA01kNB0JacloY5WNbprQOOBvvvy7NTfwmLPodbTu6FW/vsH+Xf9s9w606oRGc7VtiFWwEL",
+	"t8p/VaR+uBWEyl4Mgs/fif7Gy4ssxX/gBPDfzm2CX/inwfYKt/75xf5f1K1s90yEKurkPOvc/AebODv/",
+	"kSMEsKr7BOwahZQTPB1rk0Xu5WdaQ8WEVNi0qUehwh+0A0YihOWDTBc3gyamaGp4rKOvuVezOCxz6NXs",
+	"Awdn6EHL7Ep3HH+K6AxI36qrv7LV85mOxeJE5sLIzTwZv9x2IVD2elSGoq9WPt2KCXVE18wTlGwAz5Ny",
+	"M2AjkcVC5YTqk4SqFVH1sp8mj4fi/9r7bSy4PYNRuyy9rt7c24wN4RaVYBcQxkgpDlCNqnZdrZDWKctE",
+	"rDNkKAFMG61T4+uTQe5OIHzKrNHiRCj2JlVeIsLRm3ZTbMWq2KrDVOvcphBLqPBG3uHFyi1y/aejeeDZ",
+	"+4onMRylPBfM5DJNfRzIrq3zIKn2qgodtPsLOz6FIEzv8urg6qi5EltOOcALU1jn1RcfVeR2tGQbsFY0",
+	"/da7aNJmushF5svZKLqU8THsug57J+AG1iZxF4Uq+j//4Nv/2d3+5Z+t/9qnf3Z62//8g/u4/V87S6/4",
+	"X9EUDvtWfYjNCTh69atm4fZe1tNwr55k9r3i9xelk/HkM3BrO/s/fO22nPK85+UE7EF6+qqlJmG6Feni",
+	"YdFnxcz5wdXhXxbrGqqCRAPdi116MPWuumxBJQRQ2jEvjMsbEHY45A4mHlkPTckXPo2A9rUZ81Go7MpA",
+	"toCi0S4zkAruNWAm7qQujHfypWIw5g4D6l1PP1IZP+QvDLVFLITMWEt9hYpPZVpZPc9auq8et0El83UQ",
+	"IJmQxa6+Lo3QjHFun73RYY+rw+4/cl59r49UzbtW4NwxCbjT8CPWwG4i7E8Ckj4BBD014zjMdTIp6r1N",
+	"Ue/7rc9xN3UxKnpYGfYkmFMfFNprO/+njoXFhnyCbAulAzgWfVY5wBCXg/4Me4Oc3womrq9FnLvAixKf",
+	"cubDgmPiIeEsE9BI02FHPB4wbOpwIj9UeA95R4hUGATtFzLNt6XyNQOALOtj7lO/oXvagXfYJVBGhKpc",
+	"mjuRZS47K9SdzLQaQt/OeCDjgf/eOAaZysJdS8g52+tCVb+QRmbwRQy5TMu3AQjmZRFlBW822rFXblO1",
+	"RbtrxxlnwFzkUtYBcsxgHArsNH9faLDxSBt1XhuMwIaqMkO0CQjhBolr5iARXuC+uXR79CHRxeuPWtrm",
+	"QNcBRD1n1/ITgMInIvs5olpAKNqQPTPNRxitziqzIey0tb2PyD0mYkM+MtZVACET3cxslgjTDngSUQ6F",
+	"6lZMXiBTkztm0rG5IIZx/TDBDnaFHpUd3EYEPw3pngAqnOIBNcsTSjLeE5/emjniU8ejlCeEXA3x3XYn",
+	"VH+1E4SUDWAM2FNTKA+gcZCm0OyPtvw+1lPcKnu4b8UkYBx8qapd73miQtW0ZsHUirFxBtUrsGBQXeLx",
+	"+aZEEuZiDGvxUClxgxCOCIlhb+oMe0rg1MaEWSOo18nzUT1bxDBDxMuyEszWzEzs1R5Rl0jl0ib2huIT",
+	"T0QshzxtV92IUE37EfCaXQGP3xQoRZUY47wNgYR7EVfVLUxfW1UkDRtlOhbGuKQV/Sm8OiQlXZbQUnlQ",
+	"TsIZ7orKaa530yQaH8rinpGNj8P/8HUSumKF47nZsDz8nI1lYEXqDAFPZ/RWk26ydrIRPEP1tDIz04G5",
+	"NT5F7qvA8UZWGNzJhLhFB9aohBAAlNT+O8JchhNUWgl2nfKcRfZCRD0LWN/KGhODTYwwa65VOAKgaV/h",
+	"iHEmrJlFIigTKngk4NJMRiKiihB7LzOQIIX9CANmNE1jIPOKMVsW8pSXwrjdn46sl9LjA14FCECTXogO",
+	"zBcQaORwSJGiPCsUHByrBfZ2d0Or6zIe51ARg1i0LutvF9BOJoU4RLfkrW1ZRQUd6m1aU1zOGrEtBiGt",
+	"JxBrZYoUwmhcTapzMhiHKt0q6kejH/rpNuPO2td9zlOR50t5DfBiyPN3F64HK5ej3jA0FeCZwnv5dxPo",
+	"23xImQ/ECVYiWsGu8bHPvd1yz73Zbc9DmYHdWHsy3WBrf28XqGYRXebN7iNCzeDSL1Mmdv4/E/Ic7VsS",
+	"WhXZiMvlZKMRO3amC6VjbSmchKQTia4zbHTdLCdcNzDiZQyK/gsTViBpPl6cePvc448AqoQeydiw1hRE",
+	"B6AxRMFy6I7jnMU8s1IUSchvhepCuANkshWCkZ++zuR/RNQJ1e8DoQAfxIq1olzcgEX+3yDyKsVjg6KP",
+	"hWnWji3SdI4nfGnEQQFB24c7CfiIRUfhsga4pBAwCjC3nh9uzby5VIrG7H6qBtAKM73z4dWvvf0vsHbA",
+	"QZ1upwCR5nd1hvvNOqTsL5d7b96y//79CtvNQhUNRRYXmej4yyMWp1wOCdQUysEQT4ndZFyh7rCHoV3O",
+	"rCw+/IB3C9Wg6LMWlXNhdRo9qPevcQ61cW2oI6NbiGFfJIlI7JHssDNCcGo6gzNnDc8g7v5FpxBAXfp+",
+	"FvvWanEaqK/zQTdUETyijlcDl2MJHPUnlO3BcPkcWHy0hMBYQqA9vB2+Csqv2UXihkUH9OoxAMl+FTwT",
+	"GcPGDPgBdmZETGcBmUyKRUd3QuWXQJ9kRRDHB0S8erOITSECUjGfNSmvwQG3zqgVQlT0WMXeXyCCWMsI",
+	"QTLL5DwvTNTeZ3XYmwbJ4yYqLs1SI+YKRW6u8RU4Sn0SgP8Fa/9nbldm7y3+0Y/aXeQZdWg/TWCLeqzQ",
+	"1lnKhw93babBLy0l2HIvcRduzaSuqgz4e8v47//58NIYFn8hVMyM3Nh0St+rnjg2phAlNmYpnut6oibz",
+	"5isNPHtra4xLLK2X8QBkEJS/GzznrcjJYiJd84KbzAqAPcDCZvdVVGJftV0OA0NVJDn8YnTYeYMwkSpU",
+	"KCq3xzq7tcaaTijO2Yd6x8waS84LHmmTb+cyvkWAMxCI1qGABbMf2yWkumWPRUqaCeYrTVVnOf9rRkN1",
+	"fYMoVCqPdJqGCvtI4bjvfLb/OU6+ODy0yF7Ss45GdsfTHnU5RPNtsEt8fQ977vEhS3PM9r3EA66USF8Y",
+	"hhvrORpi55WJ0DSazw+K7HWPzomHindQc6WLocfK+Qg9Ytcvv20H4GlsU9El/FaqOC2gdkNVgO5ZKyKU",
+	"K+gBseMSKpHqJsCNCHDA5aftTqgOELsQoCy7zAHhY1+BNQ6tvbMEFL8TqohUOcGXuDEStWTOc9FlkZEq",
+	"FvVLELogohodGDSEvDNpbcdQuZApp0IglXcJaRCWiW4FQGT2dqCxHe5g1ZBy0iGRJtYkCtIUZFLlWP4X",
+	"zuLP//Px6OPROzQQYNB/JotKDoXJ+XDkrCo8vG9cV9K84vcrUvELrZazcmM4nAZYuHlBDb9BVzvOdgwk",
+	"NBoCLZWHu3op9xJ82No1cFmL6uK3Q/bq1atf5oZcYNmaQX3t7bftUm6tACpcGZh2BXzwcuc81+2Nb8AT",
+	"Du6fVeEh7TP7YtchMYDF/LnJC7zJTaIdz+di6NdZiT7L1AjyuQWdUx74sybJyTarcrRVlEBfpFrdWMel",
+	"W89cG3hEBTnVI5Sa22mK3VDh3YLK7crRVZl3EYvG4yIylHpdxhkJy6xQhsncivch/9QzuRghrMxLR6vf",
+	"Khv7ec4yrm7EPnu9t9fuogVI8KzVx5fmU6ggLutSzcA2V5Hts2RyJa4qcvf3gKpeqDybTJP2I/ANT4K1",
+	"SzYRutPuiLXJVjzGVzz5q5hsPSwprx3hI/Xs46OXYGeJMWzPgAwp2l2bTv1NjnS1HCnPcoAhMbesxa1V",
+	"nmPY0DUfzYrvYOvTtvQwe3QMvLnuXa5FPWxOqKKctnY5FBlyNdFKMJEasU/0u9XOMBikr9EeCmP4jTAB",
+	"NnmBRxmEaoQmt7WqM8LVqpv03SorHADujJBu35pifEL9YAjdXdbOhQrCbhMYEqYjYSQzFe7UDJFX1MbF",
+	"x9PT49P3rMX71qSX5ES055O0fZVYhNdzBYu/9RSaitz0H4OkYdNKdE8Uc/AWG024Rp98xYNdxqADvM4M",
+	"5KgE0rsTPBUJGF/WGTKhAkh56I3RKbS1X/M0hXIxsH+UxugIhY4qQXDe10U+7T+258R7nvaxW8UcsGu/",
+	"oZtelAQcaMymzNnXs3psB6T2fOjatbd8G8o4AZtrVleg+RaEyikNnbGD3w+Or45P3/cuP/7aO3h/dHp1",
+	"2S1/5OgJDn49u7g6Ai6DrFBAZw2hVqVzSe1uoUINxHPQoFR1KEYMYAc46ctxJvOyX4zCEjLvsDNl5YHI",
+	"hlLxlLUOzz6cnxxdwWh/Ozg+OXoXsMOD08Ojk5Ojd5A7dJBzI47IXjTEgJ0fnb6zEzo4P784+9vBSVDO",
+	"8fj0/ONVG6a2H6rZJmagzu8jUg7Mn5KGmTDF0Kcy7YGTqhCNkd0D+/Mf46x7s9+9/Y2efV569gAP5Lri",
+	"aNsbtfcrmCJ8ig+Ml7ZzKx7INGkjv0kpwYhTx/ChwDCqYdzgAWUtEmbOAA6aJFl7n6Ip9vbTwgxz4UZj",
+	"WR4FZlQsTA4Vf/oOuo5dVXjD3YNQudjPgEvVYVdOfM2Ip33WKGwwqoF3sCOE6c8TKpdF/8Cu1vMXLnWn",
+	"aSNmfhAxU3+t2B/OTcwTwYrRmGfJijIIjsVKooePRpm+g2pejhUtEX0ULZRFXQj74oNEgnmyWGfUh00f",
+	"9/qTyIkgoNZiqb5ZZF+Fqm5oUGPjWBoxe/xBHmqd9mKephArRdRWO2QXZujzPB5AI0hEH3UgmAYFTVTr",
+	"QgCqDvLVfe+zaHiP/oRFA8ETkWGp1EjGtyZUGuvVMHMDKavIiFTEVDLVqrJGFSrFVhtRPkQaFg2LNJej",
+	"VECfX3SdCdHLxSfMAXqsACrddq2N/gYDblgEYLK/ZUJc2d+BEUZ9R1CTVVmjgOEkrID1Aw0Y99iytBrQ",
+	"9FNfCoErEVDcfsjTa51Zm66vk8l+c2SZQf0TVR3U3omHoBCJ3wGhcgrGBeHL1y8hgToxU6Zoo6yH+95L",
+	"7Dr4CrVw/6HuckKP1Oqzur2LL47SHmmKL5vgAd37DkCiEFrS1OvcdORvIukPomFRrHEvhbxsgx361WH0",
+	"HdKW6ylbzI66XGDkP4+61aLafNpD4KlWor3PKnp5OlwHQIVwMdaUoDVBihEhO/0gGuptExFDM1Rdn+On",
+	"zeqc2mK4wjkv1u7TgYVl+v1M4ZCM41l0b8+qM8fz3Z+ECigTXf9PaRC0sEMJezxxD7JMj5lM2t1qc27F",
+	"26C5WoNh+naB6w4Gd0omLB/LWMzTfAfKLXWCYLZZoQxBLWGdcXYDYAsmYpAeboHQvJF3QlUVH0IO6ZE2",
+	"0G9Mv7HjZ5n4l4hzuj9gF2ViRLEXjMcOdSLSMikTIc1I1KiXYZDSuBVYTytPv9lGvYzL8SMp5nJGz04z",
+	"Q0YO9DK98JpannmfG8W8UcwPk8mym88LoTJZ/PUq2UWXHyopQIDqLifgA+3IQeI1O1J8GMpVbxcjY11j",
+	"++8eflSMonbAXGxeZy58UxWwwPcyHfUCfGoHRqeHI6s7APNaTTB73oYoH5ZnUSI+wD5ra22AKRThaIlt",
+	"KsAeEfttkgDTNk9dpdMQupHtv1nLlTx1a0YKGTI1FHUoauqyasmUUyMR/N2DpMP/zWYeiBXw/y5E4dIi",
+	"WP6AAgwBXmm38CLXQ57LmOoJrPbK9GjUDGBzSPviB1JA1Sk9eQ307EqgNgrlGSoUdyRc2RSxAXgpTCLz",
+	"69ULuD7z+x6+QreEyi6DyLYvrdqAtkSrK3LxKcenbZs8E3xo1QVGNzNywCgw556XJRBPS/XNfqgimez7",
+	"TBFcbn1NY48SNCC0Yl1AOyr0/7wkHntz2w5YBJfbX1uVQGT10AwUJTzn+xEMI5XYHfjfl2enAeMssgsJ",
+	"oyccCxw19WQAvf2kMpoKEkyo4iIzOsOOpeiEm3wbbrR9/C5yEUsOLqlSIgZsiEr3JoP2ULRfQ4UNFj0/",
+	"UbJrd/fR34G0eZs6QRKRSvCFqYsT0mNQYWYN43Em81yooOQeueEjAiZiSYESU1BHKXSDgbtJ+EIuU58P",
+	"xNB6a7EeAtqaXbZQtaJ96NvY5nYEURtZVJQrhnlZdlOw45yBvi+Bc3yfCe4CCFM7kwDVpcfAtW5ntRiA",
+	"7I0Sd0/NaNFc02mpFAwwnYWK7JO2r+rBx5eQXa4YAWPEOdMqFqXBZEcy4AlDcg1aRrgF+K7IsVeCA8GO",
+	"2IfXbneO3Wl0pF2ZNTN2sXjKoCOFtUpLKwiVnYsUpl2+Y4KAKVSHRYlIcx65jRjzLJuECr1lXeSjIqfw",
+	"BWcAnII7GRFcJuQ0QZUdThHOYJEpe8DI3orKZQlVi1oFgf4OYLwGOhWALwKUpozD24JabZExI6ikku5F",
+	"YGsHaNDhXSixECo8qz0aYW8kMmtZZRHTI+EHzjSyXECjYrlDS/qgvXYXLgBjT5qSjw7LKPd+YVdnZ70P",
+	"B6d/710c/c/Ho8urS2qFKluEh7AHG8FXYBRePJhvS77OdMdc4AapSBZqqCqFnTTsBgrGPY2frEx/t92Z",
+	"kTpjqYg9qa+tBskExmYWtvp4qbNi481uc+PNrEaBljWS9ik3OR29TMRC3omki7KjP6mJxQo9p8Kd6yWo",
+	"nwUK13IatVWozaJs2X75R3iBudX1W/tb/+cfu9u//PPzy+Dln778r62vQdCf0XR187N8skz22atQoXpy",
+	"xyNUoJTY53DLLX+4tf8qCGEk4dZ+uOWu3PoSKtif02NsNFtxjUmLtVx/S0XNMRwj5E0hl+jUo5Xx7edR",
+	"6fd6bwWr9UrrD1xNyA43j1khiG+DO5tHOIHSYM3Vd9Q8ew6jqA+aLb/XoPgFjNepM4jaYsyOvGJCPUdl",
+	"5lWJC/2SgQMFeSkZkFZWQsyl0k9Vj/k2CXUcxw/kTJcT2rjSG1d640rTCcc44z3GZ8HL+F4V2+juhGqJ",
+	"UL1yaT33O4g/ErGbjz2WmbSBtLb9JFS3YpR3XRgV+khTwaHIIYJ59sDLjtgNACL1J2AvIwnHZEEc0xrg",
+	"QCpCDa3Aqi467FR7eNu+TibNcjnPJj9Y/XRN0G3qGp+PAIEuP2DRcQ0BSo9Xq2KEo7ANhcH30KxYFxe1",
+	"8yaFqTQUhsrXZeABhpBEbyhVkQuHkzbkn3r00wiBhzKuDAC7giQAMiXDWhcHV0e9k+MPx1cB8sIeXfTO",
+	"/nZ0cXJ28O7oXcDoIygZCNj7g6uj3w/+7v48OfnQuzr+cHT28SpgZxfnfzk4hW6O388u/np00Xt3fHl4",
+	"dnp6dHh19A7KASiyg1FPLiFKdk1sdlAmqMSnvEeTyoFblXq4sH4g5ioWKWGB1xo192f7WcrIUMv1nGDi",
+	"ZuopoQIURSw4ULpM1NAD9ldjwjuEsaHcyLPJIeyKH0e++dXciLjnlm6AjVmzkaa0+WrSLpfx7Xyb6HAW",
+	"3MuKuS6TysX04MMparcqmiCbFpShmtvWjRypmaGaoJxV+zT3PPv4SGQsyeSdUNh3wS6gxMlBXkLAMRcj",
+	"F7fCrHiq9Yi1MNZoPVSIr7rEeWletlmhMOqfCm4E1nDbRerB3x4bjAL5vNIJgrXzPpBsfzTbFj6VVZ9N",
+	"6+eVVpR/FxLQovJFTXLTxevN/TTIHIqleITrUYaFYWoddi6ybQj1ZjwXDh/EBytf7u3CnHD9US+1u6wv",
+	"JhpWEaK12GcHsnL7wC5FtJLteCXj2x/DdJzeABu5+pzCfd9gchaY6SBRCT22ZeaoNYuS2K7I59/hYyeg",
+	"tU7Xh7c7muYZAJHWijUBayNSPxDWYLIWqF+wRyPlxgo072T6s4ks/0SNwBIRp5y+6EJPPsDWddhvXKbE",
+	"mfVmdzdU0dXZ2cll7+Lo8OzDh6PTd5e9y78en5xc9j4cX14en74ngEpe8jAPh5hpZOZWpilagp77UXyS",
+	"Jp8L7gar9ZB0I35J7aOWQX1dQYiz9hLuBYxxyVR8puLzFvgB+JNE2BEtfhdbgUtSAHCuThlRCHR+05mI",
+	"Oa5w9SXhKwod1cB2P5PiWqqbcMtxKdXfHJ6sldaapMXssh5aI2PlbTV9CubsMMis458GE1dUem2wHsBl",
+	"QbGKHUGgdepx5uGX7S7y10bHp1dHF6cHJ1GoECfHYU0XSnwaYbk0kbrarXy/8GrTO65q+sHfFcmy89n+",
+	"x5p+Vcq/tWjlHfoO2mU3qe7ztE4XZR/RZWVQrjMP0UbrtEJdtKbut9O5gsmc83zwJNBtaDE86dBYZIII",
+	"wZINIPOTAK/JG14Tamqt04aTE6zBh/l69xWLfG9LFV65RPuvPD/lE+RVcWcGWC3coFpWhNb5JKkrt91l",
+	"I27MWGfJdj4ZOYI5CqHwDOiMkFGMU3HO0Joh0R/of1HACvsgJM6DJjnACpyHgPNsjml1pCd2ddc9sPBK",
+	"Nif1YUgi1zt2oyJfUSEBc+utmGA1Slalcq9pJyh/MjwVXRapIk0j9IpDhXxQWJVBJVaGybyL5wPRL1Ve",
+	"p11kLe7qz5AklSkhgDuQ9aE0MA8V8jdClUzieOCnTiLROUydZzuZEl659phOqA6I9pAsEm9voYVep2hs",
+	"IHC8kVZ7v97bmyI7DBVVHnbYeaN4sfMXKs4mSCOfA3duk8w4Lx5CZtx/6n1qnI+Vf78XoVWJPEAF6I+Y",
+	"nt9k2+/fLPrdbpa1xXODP1EYkW2v5FTM5UOq+hVV8UVM1RCchM2+qnPx0Yjsh3IwPJL1xsV42i7G7Iv6",
+	"Giej8aQEjnNm5liQG7LAcQjVep4D+2bH4fkcwbX18Ow7vg/34SdxBtY9IM3uwJoHpMMu+VCwrEix5yYa",
+	"1S3AaB8KqoEhvsGbgMMS1JwHNsd3CGZ9h1B55yFodAXQ4p9yKwLISIJhnxDRfVYx5w2Y86F6vbe3wBJ/",
+	"gEO4scYXS4GNPb6xx7/NHl9PQlqLvMBEzhok5ZfF0JSQLdtQeJGK5EZkrAX8dlA8eitVEhCYPou1yZlU",
+	"bCjjTG8XAIJDUQZkKIrFC8OiuMgyoWIgDHVoODFPhUp4xhI+MSy6zvQw6nSiXEesBZxaRt6JAL8lxJ/q",
+	"LXM5FL3/aAVtoYRw9+rtW7i+HSC3uadiYRH8DehBIDZbSiuxjzDPwLKV6XG7ww7mcb3Y6XYZx9u66hVM",
+	"iQI/jPHUM4hpQmvgLoeyE9PFm2ETnDAzl5OGQlog9ptMc8BpKplYAuZ5yQI3Jfz3rZjQv+yv7T/bxIAK",
+	"uVji/+qwCPvA/hybu6hWsAKFx1AfbG098Snfic0da3HX+ZpKJajOxffdjkRG6/Y79BLCq+IZ9hA6WviE",
+	"y3TCMp2mxYjdilHuXibtLJCHLwxWL3LCAoR2xIngmR/jNTd5t5wdPIIsVddriveDObR8b47doPPA3D/C",
+	"CVlCBvYbdA4nfMJaf//73/++/eHD9rt37YYdaTck+w8wGTR359kF2ZrWXnN5uVah5Drhs0MLmD887S5F",
+	"IJEVFk7Y7GEp4bu35lGo3u+o/2oPIFDC6mJkDyixwmIBm3sXiA5p/8wF1hPEejjkpl0jfgXW7OZhuxPf",
+	"TP66SOvDvnhvf/7rpE7/+nYZ/esc1jRPlvbCUJfTN5GmLe/XhMeWsoVIDqVB81eP1dwRkIC55wEMoPm1",
+	"KgznPd9JtfsdQDzgObD4ATIZAaBBBXBGaLfWyEfCsKKfypjJZC6jHgrb2gCH/NOJUDf5YGv/7WtornV/",
+	"vlyZWs+Ox0ktGDcMBwXYvKOJ4vBb18oaxayF3jtUB8bmbq4Uw9vXunJVMbTWB9jWwVZs7rb++TUtuF9v",
+	"p8OJrdjmwZZTYfV7rNRyC4YT6JGN877Aef8ApbO4WIASDRjDd4RwmUldRYpGVesMU9C0n1fOpXfYmS9U",
+	"YzLpNBZ/fYS7ruvOPin+SDuFZUVlB549Epbxewd5nyHfZEEbo9yK9u8FFJNNG/D17i9leTZPkkwYAxXa",
+	"/BbhGJqoC+2Tth6SedA+4JGYB/HRy5kHwbPcUA1uoh2r9LHApibQwIYT65XHzme5mD2w8QxDQsZVXgCA",
+	"SY3atdKz8su8NCKd6PV0jP3REyDco0s2XQjPlWdvzqlYvSax0xwEeaJbehUNU9Eumzz3PdLfLdhsI8Cq",
+	"X9FsH8ocit2lALywaskclXg4eVwXxdcpv6lBTa0hqT8Ca/63b+v7N9rKkT1SOmulIwWDTJ6N4bZBdXmG",
+	"Og1PwkIxs3rBLyRoQMQw8SkWo5xFrq4lQhYJPF91iROqrxY5jYAnUBnwFKVOZWgbsbMROz83mBQchVU9",
+	"zJ2RjPMiEwtxlukaJocUl+NUdoSYf0CAmUoluoCF4GNICKPKDVOAqTSbjmdDPsFEqsznGu7nNMCHs99h",
+	"Wjt/qB92n2LoS8URXWKVwDrcaxNTX2B8I7zuC+N21fItmulUrBdMnxs9v4BbPUVX0I5spW5rO4ONP3j/",
+	"MXTu9mVGe+SbgunHZbk+c6+NRWBvRWzIb6k0BqQgV3VDrEEUZlz5/fvUjC8YnB3YI5leq56c6uutFCsC",
+	"I8umWHFjXa1iXcFeZxw20YqKa+ez/c/6ofxZU8r3PQ50ijXl9s5dlok7fWtdPidfoCzta+JKF/ZO4psF",
+	"zSxyvJV+ig/LurERzwdlwQUt5/wCrErtyau9ZbUn/3y6wsa+KnzuJkfx7BwrezYWn33EO9oZ6MKIWyFG",
+	"dj/eA9ich1lKuBhqhYKAMOhQEAiVjLSEFuxmVLrmxpEu6y+CoHtDsGemE6oLwUeG6Ww04Mqw1sXH09Pj",
+	"0/dUdoc8EAACBdhqAWvGkBOfRvZ8I84lPTpUSSZdxGrIxtA8MuYTIgFBIMwqnQoi0DSgc2JNrUMFRGqS",
+	"CfiY9rxPEDczkWZEZMk4yaQQwC+QFKlIkMYFOAbsvwBnmMshdH/robSLNIHH5GMNPGxY9Z1TNRvyoLpH",
+	"QBWxvQ0QmLanAOfYFN7cHt4jVPcPN3dRKITc+kt1Yz6glJx92iJ5+TtUOEOpIjeGJfIZ9HX+4Ohugo/o",
+	"rBOesKkdntlDY1bHfJseWvNYQAA2FasDhDjOOGBD4tZCEEusJfXciKNMXMtP1uQosnRrf+uzzuSNVF8+",
+	"89Goh19+2eEjuXP3civYuuOZtGtnaOvTFSi34Yhu7W/tmLt4q7EpqnxsVP44Yq1auxzYc27MVA0+0CZn",
+	"mdY5EpngGOtPHeT5aH9nJ9UxT+3l+3/a/dPuzDAu7eETAd4QMPB0ltcq+DFTwO17s0+H2lsYbZGlkaeq",
+	"Qr5LO3w7IjCn6CVOv4pKeSS2yeAu6RfJjcDqZ7LvsDSyiVHoBg1T6IhI9Y1UAaP9YAJ2eHnxG4OunMAD",
+	"hsATxJDLlF2nUL/qn3JQ5IOGh3wEH7s0giUUAs+a3IFLrVBgCsvw/QzsbmwmDaoHNV8YNsr0tUyFnVFc",
+	"ARak+1buekjaA0K1szc/xzLtrFDQeHEtOIRhr1N+U533Iey9ht8fQBX6Pouh6CiAUGtAaYiAejcDds3v",
+	"NPRg2fsGbpSgrO0G4gYCFFBAnovhCBi0gKQOG4QGcoSNLdciQzruG2Irs99DPStno0yqWI54ylo+zjIS",
+	"mdGKp5UvAccFquPbAPtCyK2+kwjL6pm+dpza/pcSnwiU6pwNxbCPSFMtqe6kkf3U/xgNpFC93n3d7lJb",
+	"qsJq6FQgEp5rY6jc3tQ71PRYBZXR2oOdVZvYgGmNcNJp83lac5qUNDOBn3Y1lYdsR9iZBeUEALcVKg+3",
+	"VUXbAqXvjgHMs2k7+UYAxP8lkQU7dJ8JZaXfUKjcwWUH0DrgTQkofM4QLxAvToLQql+9Tew8bW+PwmO2",
+	"U3Enqvga9Ht4f9bEssPoMGjow956LDr1LW0yCxUONbWGQSsKi93dVzGiF8K/RQc/upqMxCkf0ocRNkQT",
+	"SiSLYp2JzoXgyceLE/u0qGHBCEmwQUZZ5aavy0PgOixgYzslyFpvtjE/G2da2bOToRiD166V2DYDnVup",
+	"G2WF6vE8agPX35CrwhqVLB9kurgZsCjP5M0NWHbvCoGq1a7NfDuUnIMm6zNU3vyszfiyprobBXNh7Bsm",
+	"Fs/6AqAV+vmz05hfvkQMkk4DnSbA2lTQO5wyEezusCowVLCGYPNDI2B1bOdItexETdPooLuK8thld8vB",
+	"+TFrRebutod7Qia4G+hP7C6nDdLusA/21Hu3QwmRmBlpoFWFqgACuab0taDXZuLV+XjAc+EaPx2GbHT5",
+	"t0OEpO4dnB9H/nxUjKQgVNZtsc6GKQgKK7ZrnY75xLA+Bg1uHdey27Pnx9Dl2bA60NWFm8YLMIKrRblo",
+	"WAvjEhFIqChwgaOARXhFBPTPKNr0WLl+piBUwHsN00BY8ZoQMQG19F9nQmxf62wIhoTIhIoFdZKW+gUa",
+	"KngGvBA8VPi0EiLQnvsSGxCBv8hVwhfq8HvoL3Cs3DdwL/oDd4cTPqhY4GKvVm5wxcjfTAFqQHcZn9cp",
+	"C9d32LFXLXgD53xb37vL6t9VJb/1SJXOnVj3P3pVe8P4GreaOiLVTcFvxHbTG6gqXRrmuwx4OfdZpEdC",
+	"cYkcauxsJNTB8bb1KHhuRxqqaCce8BycjFTA7SK/2/fpBwE7S1M+5AG7Ozn5ELCTD+wyLxKpA7jgQhe5",
+	"yAL2PtP/DtjBf4pMtINQRVxZATeSccRaHxBo1tgTS2QWOD+RRKwVc2VnkIlRCowh2GL735dnpzt/P/hw",
+	"wvBSgrywjhUyrCdiqA0xDEV9bgQatZCsxu1QWyiyg30rnFM9zhQcpQUhSQ7AriVp4891mg57HNmQenBF",
+	"xFpw2E9OPvQOTk7Ofj961/vL2eXVZbSPFjnA6gbs+Lx8Fo788PjdBVMitzLB+H5QeIfYDgptoiMeC1Py",
+	"wSutRDtg8UDEt44tn9DsWOv13l4b700IwbRTeArbRYk4N12wygD/1xo0SKeSi0+5XxnC8sZvgOjeDHSW",
+	"h8qaydkoZ6293V27iTMe5yD2Y63yzKpr/5kDagJ5ArcrDB06PVZ2JV3HpJtY7S1RN3YFrIsuC3B6JdnU",
+	"dYnJHZ2ewVs4PDv97fj9x4uDq+OzU6JKJrFp7Sxoyt62b3ufeV/aTnFst+tI9m7FpGdEjkJbedF+Kya1",
+	"c/qh4RQu0qgojhJxLZXEI9vCWgMmFUt0XAB78V4AW55dIvNlkvHrnO3t7u1uv9zD6KA1BUIV1ZxZF39B",
+	"88up0A5+3PmX0SpqU/CtkGluXZYSLH0bXp/sF7lIQhXznKf6JmB3PmSLh2mEKSPkkhiCi4DGARqKOts2",
+	"xcie3aTiLtjdo8QYJ99kfC3Q9iXGeDZxmsHMQL1XR9923a8AN9CI7h6qKrx7UN1irSmbfBrmRCUzvkAV",
+	"cSdUU2CSTmYsApWs7LEMcHOn1P3VHOMU+CBYKwam5ilD1Y4cDg8alii+wCa1x6D0ClNpcucbJlSIb907",
+	"ROKE1xfTRuV9neWB4+e0P/qXiP9/xq6lt3EbCP8Vope1CycueughOWU3wTbAxjDW6eOgQqQl2iZCU1qS",
+	"8jYo8t+LeZCS/MDmFEQSKYoiZ77vG3kGDqALIwNgXIdnon/lP1RcSlDdo1Nih7Cgilg8GXNrpPwQLIf3",
+	"ucWp4MRZgXs0WVj+5XSyHjJww5wKVkdhm+2WqHsWwrHSynEhFRj+ibxVuImkf0um6CUcvuFLYath8o1R",
+	"bQTCPcMIgZiQ0gavAP4HQJhw8xXg94TopwA53h0agONpsQZduB629ijlwgSyVnfOiCl7hVoE2XJUEgJQ",
+	"uNZUtLQxe8f8vw5DgW9UfkeKCZUOzoVfvOYU9Bgaw0rD/hVnigHBuBfXRLNhKTrIa/EXS1Vyr33Vefb1",
+	"cZcrbwOKrQMsJ5QpxK5bi9Bq9ZK+xX+ihiJ0a3jANTKd2FSNvU2FIWbDDhEmBHCLseFs+qmLXbfORcMB",
+	"2vVd4qU55QnNEQV30wO0XdjNcgHptrG2cPLzw7M4qlskj+IyqWj9iDh1YXfBfI5JEiAnuiKZRFRTw+wo",
+	"QoQgcq2V1x68XuHeSa64cDzDCEzRl/Z1ThCxU5GsruGiboPxIMe4LtwTMyvsgUpOHvMprNd4zKqSXoZb",
+	"xAQh6R3K2x4vpBUn2VWq1sx/lqJVcTcyMH28Sea7lvePq7uPXx7u5YW6CTmnOSwAAvnTWUpRosaBONO4",
+	"a/E1h4N0jRlnMFFDQkS//ZICPKiZFY6CQ7OjySj7Injl093f8j3Bo1NHfLd8PCehtuDyNTn91jd1V+FP",
+	"XoBETpgShqBjmN4I5asdWFBwK2DNRIeNwbd4c1DRHDT7W7B/hSPVUVWVRodIOd5IRrZkKGxH00RfweON",
+	"LsmLgGoHvoWcGA0tCwY9J0bCB0YLAC68m144HLI7bt+bzTH+g8c/p7YhLBHGHbSLDThDlOGt7RXYzvEh",
+	"5sKIuNgTnSRqQsNRuMdxJ9hy0I/XYps2L35wwHshExdCSyU3KFnIk4XL6w3zzbA0msf0mlvyodyyX6jR",
+	"d0ivwcG3/PQA/DYoCyGz/p66CWVtvBSTkVCy/PLH58fFqrx//CpnmRHIEBuvtnrOLeUUSJmtB49D0HYm",
+	"auM11URLt1PioF3d+DSIpCHSUTJYczrksn44l9Nr8VEH1DoTJC/crx9C+pkXC0VmA9iNsxWGFH8iGAqu",
+	"6kbIjGylmNCGyYMJt8LUoXBJ1rTd9sKA5HQmJBZgwW6oNSxo2rQrPAPX7Kt2RZEzmNtYm0ZIJJGulqg3",
+	"0hfbSER+f35eCgmek2shSbLiAYuXH6VNHckxOBoNG33JDDJIIPl7s2VALVOPyDz+1B5gZ56BkwcuF4vF",
+	"osQPhMI3K6ninVFWV3GKFX5REqebABqy6nWh9pqrhB64e6R4xo+Ikwk9WxLnyRIvoSFJui1c514QOeTE",
+	"r54q24Grb71G/iQ2HqPlYKtcbbWYyHTkwUX/KqeD+wPARrp5hrfxyp6fLAQ5E0G5et38q2sx+bRaCsn/",
+	"C1QfrthvypvsYpMn9Z0rHL4F5GbqWwd2zmCIbRjqY04wJWAK/Ncl41E1LjRgAI+nTrXt6WDBndCSe/q0",
+	"ZNyEw0ipdRlnfOAMTTQ2AUZur6zQ7mB845D9slKI/kLzbrlFY0722jWR8qzlL936vnGJcaXpZFwwbB60",
+	"L+ljfsQN2eMgHsdfKYi9Vg7J4U57fSNaVb2gUIXOgfxa6O+ZKXLn4Mre6PJg4JVouxmDNHrT57JodXHb",
+	"wGgxtjkWq2g+IhgbRhvn3cPAKyljL4DBTFyNu1JtK0bgWkx6Oij2CgMLTAthkfTVoAjkttSIAHGDie8I",
+	"9O6vxUJ/P+obp9GGBmEvAjsu6tCa6geQfziHi+Gpc55XWR0jvAZ4Z2JDL4ZlgixO8NmkgQ0Dqis89dPb",
+	"P2//BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
