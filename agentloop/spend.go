@@ -30,24 +30,11 @@ func (l *Loop) overBudget(ctx context.Context, t *store.Task) (*store.BudgetUse,
 	return nil, nil
 }
 
-// BudgetMessage is the one sentence a refusal by budget u says: which budget, and when it
-// resets (task error message, and the per-agent API's 429).
-func BudgetMessage(u *store.BudgetUse) string {
-	limit := ""
-	if u.LimitTokens != nil && u.SpentTokens >= *u.LimitTokens {
-		limit = fmt.Sprintf("%d tokens", *u.LimitTokens)
-	} else if u.LimitCost != nil {
-		limit = fmt.Sprintf("%d micro-units", *u.LimitCost)
-	}
-	return fmt.Sprintf("budget %d (%s %d, %s limit of %s) is used up; it resets at %s",
-		u.ID, u.ScopeKind, u.ScopeID, u.Period, limit, u.ResetsAt.UTC().Format(time.RFC3339))
-}
-
 // failBudget fails t with BUDGET_EXCEEDED for budget u; the task's data records which budget
 // and when it resets (budget_exceeded).
 func (l *Loop) failBudget(ctx context.Context, t *store.Task, worker string, u *store.BudgetUse) (*store.Task, error) {
 	out, err := l.finish(ctx, t, worker, store.StepOutcome{Status: taskstate.Failed,
-		Error: &store.TaskError{Code: taskstate.CodeBudgetExceeded, Message: BudgetMessage(u)},
+		Error: &store.TaskError{Code: taskstate.CodeBudgetExceeded, Message: u.Message()},
 		Data: map[string]any{"budget_exceeded": map[string]any{"budget_id": u.ID, "scope_kind": u.ScopeKind,
 			"scope_id": u.ScopeID, "period": u.Period, "resets_at": u.ResetsAt.UTC().Format(time.RFC3339)}}})
 	if err != nil {

@@ -2,47 +2,5 @@
 
 package api
 
-import (
-	"context"
-
-	"github.com/agentsvc/svc/gen"
-	"github.com/agentsvc/svc/internal/vocab/svcerr"
-)
-
-func notImplemented(op string) error {
-	return svcerr.New(svcerr.ErrNotImplemented, "%s is not implemented yet", op)
-}
-
 // unimplementedOps lists the operations this release answers with 501 NOT_IMPLEMENTED.
-var unimplementedOps = []string{
-	"createBudget",
-	"deleteBudget",
-	"getUsage",
-	"listBudgets",
-	"updateBudget",
-}
-
-// CreateBudget answers 501 until the operation is built.
-func (a *API) CreateBudget(ctx context.Context, request gen.CreateBudgetRequestObject) (gen.CreateBudgetResponseObject, error) {
-	return nil, notImplemented("createBudget")
-}
-
-// DeleteBudget answers 501 until the operation is built.
-func (a *API) DeleteBudget(ctx context.Context, request gen.DeleteBudgetRequestObject) (gen.DeleteBudgetResponseObject, error) {
-	return nil, notImplemented("deleteBudget")
-}
-
-// GetUsage answers 501 until the operation is built.
-func (a *API) GetUsage(ctx context.Context, request gen.GetUsageRequestObject) (gen.GetUsageResponseObject, error) {
-	return nil, notImplemented("getUsage")
-}
-
-// ListBudgets answers 501 until the operation is built.
-func (a *API) ListBudgets(ctx context.Context, request gen.ListBudgetsRequestObject) (gen.ListBudgetsResponseObject, error) {
-	return nil, notImplemented("listBudgets")
-}
-
-// UpdateBudget answers 501 until the operation is built.
-func (a *API) UpdateBudget(ctx context.Context, request gen.UpdateBudgetRequestObject) (gen.UpdateBudgetResponseObject, error) {
-	return nil, notImplemented("updateBudget")
-}
+var unimplementedOps = []string{}

@@ -57,6 +57,7 @@ type BudgetUse struct {
 	SpentCost   int64
 	PeriodStart time.Time
 	ResetsAt    time.Time
+	At          time.Time // when the use was read (the store's clock): ResetsAt less At is the wait
 }
 
 // Exceeded reports whether a limit is reached: new model calls are stopped.
@@ -71,6 +72,19 @@ func (u BudgetUse) SoftReached() bool {
 	}
 	p := int64(*u.SoftPercent)
 	return (u.LimitTokens != nil && u.SpentTokens*100 >= *u.LimitTokens*p) || (u.LimitCost != nil && u.SpentCost*100 >= *u.LimitCost*p)
+}
+
+// Message is the one sentence a refusal by the budget says: which budget, and when it resets
+// (the task's BUDGET_EXCEEDED error, and the per-agent API's 429).
+func (u BudgetUse) Message() string {
+	limit := ""
+	if u.LimitTokens != nil && u.SpentTokens >= *u.LimitTokens {
+		limit = fmt.Sprintf("%d tokens", *u.LimitTokens)
+	} else if u.LimitCost != nil {
+		limit = fmt.Sprintf("%d micro-units", *u.LimitCost)
+	}
+	return fmt.Sprintf("budget %d (%s %d, %s limit of %s) is used up; it resets at %s",
+		u.ID, u.ScopeKind, u.ScopeID, u.Period, limit, u.ResetsAt.UTC().Format(time.RFC3339))
 }
 
 // PeriodBounds is the calendar period (day, week from Monday, month) holding now in loc:
@@ -227,7 +241,8 @@ func (s *Store) BudgetsFor(ctx context.Context, sc BudgetScope) ([]BudgetUse, er
 // BudgetUse sums b's use in its current period from the daily rollup.
 func (s *Store) BudgetUse(ctx context.Context, b Budget) (BudgetUse, error) {
 	loc := s.TimeZone()
-	start, end := PeriodBounds(b.Period, s.clock(), loc)
+	now := s.clock()
+	start, end := PeriodBounds(b.Period, now, loc)
 	col, arg := "", any(b.ScopeID)
 	switch b.ScopeKind {
 	case BudgetScopeUser:
@@ -245,7 +260,7 @@ func (s *Store) BudgetUse(ctx context.Context, b Budget) (BudgetUse, error) {
 	if err != nil {
 		return BudgetUse{}, fmt.Errorf("use of budget %d: %w", b.ID, err)
 	}
-	u := BudgetUse{Budget: b, PeriodStart: start.UTC(), ResetsAt: end.UTC()}
+	u := BudgetUse{Budget: b, PeriodStart: start.UTC(), ResetsAt: end.UTC(), At: now.UTC()}
 	if sum.Tokens != nil {
 		u.SpentTokens = *sum.Tokens
 	}
@@ -277,4 +292,17 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) *gorm.DB) (*gorm
 		return res.Error
 	})
 	return res, err
+}
+
+// APIKeyByID reads a per-agent key by its row id (revoked ones included): a key budget names
+// its key by it. Errors: ErrNotFound.
+func (s *Store) APIKeyByID(ctx context.Context, id int64) (*AgentAPIKey, error) {
+	var rows []apiKeyRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("load API key %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, svcerr.New(svcerr.ErrNotFound, "key not found")
+	}
+	return rows[0].toKey(), nil
 }
