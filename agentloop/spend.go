@@ -27,7 +27,29 @@ func (l *Loop) overBudget(ctx context.Context, t *store.Task) (*store.BudgetUse,
 			return &uses[i], nil
 		}
 	}
+	for _, u := range uses {
+		if u.SoftReached() && (u.NotifiedPeriod == nil || *u.NotifiedPeriod != l.Store.Day(u.PeriodStart)) {
+			title, body := thresholdText(u)
+			if _, err := l.Store.NotifyBudgetThreshold(ctx, u, title, body); err != nil {
+				l.log().WarnContext(ctx, "budget threshold notification", "budget_id", u.ID, "err", err)
+			}
+		}
+	}
 	return nil, nil
+}
+
+// thresholdText is the notification of budget u's soft threshold.
+func thresholdText(u store.BudgetUse) (title, body string) {
+	used := fmt.Sprintf("%d tokens", u.SpentTokens)
+	if u.LimitTokens != nil {
+		used += fmt.Sprintf(" of %d", *u.LimitTokens)
+	}
+	if u.LimitCost != nil {
+		used += fmt.Sprintf(", %d of %d micro-units", u.SpentCost, *u.LimitCost)
+	}
+	return fmt.Sprintf("Budget at %d %%", *u.SoftPercent),
+		fmt.Sprintf("The %s budget of %s %d has used %s; it resets at %s.", u.Period, u.ScopeKind, u.ScopeID, used,
+			u.ResetsAt.UTC().Format(time.RFC3339))
 }
 
 // failBudget fails t with BUDGET_EXCEEDED for budget u; the task's data records which budget

@@ -28,8 +28,9 @@ func TestBudgetStopsModelCalls(t *testing.T) {
 	f := newFixture(t, []llm.ScriptTurn{turn("c1"), turn("c2"), turn("c3"), {Text: "done"}}, store.AgentFields{}, true,
 		looptest.WithLLMConfig(func(c *store.LLMConfig) { c.Prices = store.LLMPrices{Input: &in, Output: &out} }))
 	ctx := context.Background()
-	limit := int64(100)
-	b, err := f.Store.CreateBudget(ctx, store.Budget{ScopeKind: store.BudgetScopeAgent, ScopeID: f.Agent.ID, Period: store.BudgetPeriodDay, LimitTokens: &limit})
+	limit, soft := int64(100), 50
+	b, err := f.Store.CreateBudget(ctx, store.Budget{ScopeKind: store.BudgetScopeAgent, ScopeID: f.Agent.ID, Period: store.BudgetPeriodDay,
+		LimitTokens: &limit, SoftPercent: &soft})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +48,11 @@ func TestBudgetStopsModelCalls(t *testing.T) {
 	}
 	if n := len(f.Rec.Requests()); n != 2 {
 		t.Fatalf("model called %d times, want 2 (the third step is over budget)", n)
+	}
+	// The soft threshold (50 tokens, after the first call) told the agent's group owner once.
+	ns, err := f.Store.Notifications(ctx, store.NotificationQuery{UserID: f.User.ID, Page: 1, PerPage: 10})
+	if err != nil || len(ns) != 1 || ns[0].Kind != store.NotificationKindBudgetThreshold || !strings.Contains(ns[0].Body, "50 tokens of 100") {
+		t.Fatalf("notifications = %+v, %v", ns, err)
 	}
 	day := f.Store.Day(got.CreatedAt)
 	rows, err := f.Store.Usage(ctx, store.UsageQuery{From: day, To: day, TaskID: &tk.ID, All: true})

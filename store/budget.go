@@ -270,20 +270,6 @@ func (s *Store) BudgetUse(ctx context.Context, b Budget) (BudgetUse, error) {
 	return u, nil
 }
 
-// MarkBudgetNotified records that the soft threshold of budget id was notified for the period
-// starting on day; it reports false when that was already recorded (by this or another
-// process), so each period is notified once.
-func (s *Store) MarkBudgetNotified(ctx context.Context, id int64, day string) (bool, error) {
-	res, err := s.write(ctx, func(tx *gorm.DB) *gorm.DB {
-		return tx.Model(&Budget{}).Where("id = ? AND (notified_period IS NULL OR notified_period <> ?)", id, day).
-			Update("notified_period", day)
-	})
-	if err != nil {
-		return false, fmt.Errorf("mark budget %d notified: %w", id, err)
-	}
-	return res.RowsAffected == 1, nil
-}
-
 // write runs one statement in a transaction (the writer queue on SQLite) and returns its result.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) *gorm.DB) (*gorm.DB, error) {
 	var res *gorm.DB
@@ -305,4 +291,56 @@ func (s *Store) APIKeyByID(ctx context.Context, id int64) (*AgentAPIKey, error) 
 		return nil, svcerr.New(svcerr.ErrNotFound, "key not found")
 	}
 	return rows[0].toKey(), nil
+}
+
+// NotificationKindBudgetThreshold is the notification of a budget's soft threshold.
+const NotificationKindBudgetThreshold = "budget_threshold"
+
+// NotifyBudgetThreshold tells the managers of budget u's scope that its soft threshold is
+// reached, once per period across processes: in one transaction it marks the period notified
+// (notified_period) and, when this call marked it, writes a notification (title, body) for each
+// recipient — the user of a user budget; the owners and admins of the group of a group budget,
+// or of the group owning the agent (the user, for a personal agent) of an agent or key budget.
+// It returns how many were written (0 when already notified).
+func (s *Store) NotifyBudgetThreshold(ctx context.Context, u BudgetUse, title, body string) (int, error) {
+	day := u.PeriodStart.In(s.TimeZone()).Format(time.DateOnly)
+	n := 0
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Budget{}).Where("id = ? AND (notified_period IS NULL OR notified_period <> ?)", u.ID, day).
+			Update("notified_period", day)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		var principal string
+		var arg any = u.ScopeID
+		var agentID *int64
+		switch u.ScopeKind {
+		case BudgetScopeUser:
+			principal = "SELECT principal_id FROM users WHERE id = ?"
+		case BudgetScopeGroup:
+			principal = "SELECT principal_id FROM principal_groups WHERE id = ?"
+		case BudgetScopeAgent:
+			principal, agentID = "SELECT principal_id FROM agents WHERE id = ?", &u.ScopeID
+		default:
+			principal = "SELECT principal_id FROM agents WHERE id = (SELECT agent_id FROM agent_api_keys WHERE id = ?)"
+		}
+		var users []int64
+		err := tx.Raw("SELECT id FROM users WHERE principal_id IN ("+principal+") UNION "+
+			"SELECT user_id FROM group_members WHERE role IN ? AND group_id IN (SELECT id FROM principal_groups WHERE principal_id IN ("+principal+"))",
+			arg, []string{GroupRoleOwner, GroupRoleAdmin}, arg).Scan(&users).Error
+		if err != nil {
+			return fmt.Errorf("budget %d: recipients: %w", u.ID, err)
+		}
+		now := s.now()
+		for _, uid := range users {
+			x := Notification{ID: newNotificationID("ntf_"), UserID: uid, Kind: NotificationKindBudgetThreshold,
+				Title: title, Body: body, AgentID: agentID, CreatedAt: now}
+			if err := tx.Create(&x).Error; err != nil {
+				return fmt.Errorf("budget %d: notify user %d: %w", u.ID, uid, err)
+			}
+		}
+		n = len(users)
+		return nil
+	})
+	return n, err
 }

@@ -172,12 +172,15 @@ func TestBudgets(t *testing.T) {
 	if uses[0].Exceeded() || uses[0].SpentTokens != 0 || !uses[1].Exceeded() {
 		t.Fatalf("BudgetsFor next day = %+v", uses)
 	}
-	// Soft notification once per period.
-	day := f.s.Day(t0)
-	for i, want := range []bool{true, false} {
-		if ok, err := f.s.MarkBudgetNotified(ctx, gb.ID, day); err != nil || ok != want {
-			t.Fatalf("MarkBudgetNotified #%d = %v, %v", i, ok, err)
+	// The soft threshold notifies the group's owner (its only manager) once per period.
+	for i, want := range []int{1, 0} {
+		if n, err := f.s.NotifyBudgetThreshold(ctx, uses[1], "Budget", "80 %"); err != nil || n != want {
+			t.Fatalf("NotifyBudgetThreshold #%d = %d, %v; want %d", i, n, err, want)
 		}
+	}
+	ns, err := f.s.Notifications(ctx, store.NotificationQuery{UserID: f.user.ID, PerPage: 10, Page: 1})
+	if err != nil || len(ns) != 1 || ns[0].Kind != store.NotificationKindBudgetThreshold || ns[0].Body != "80 %" {
+		t.Fatalf("notifications = %+v, %v", ns, err)
 	}
 	gb.LimitCost = i64(200_000)
 	if got, err := f.s.UpdateBudget(ctx, *gb); err != nil || *got.LimitCost != 200_000 {
