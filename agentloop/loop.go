@@ -311,10 +311,12 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 			conv.summaryCfg = conf.summary
 		}
 	}
-	if u, err := l.overBudget(ctx, t); err != nil {
-		return nil, err
-	} else if u != nil {
-		return l.failBudget(ctx, t, worker, u)
+	if conf.budgets {
+		if u, err := l.overBudget(ctx, t); err != nil {
+			return nil, err
+		} else if u != nil {
+			return l.failBudget(ctx, t, worker, u)
+		}
 	}
 	req, err := conv.build(ctx)
 	if err != nil {

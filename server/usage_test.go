@@ -81,9 +81,10 @@ func TestUsageAPI(t *testing.T) {
 		t.Fatalf("member's usage = %+v", rows)
 	}
 	rows = usageRows(t, c.stranger, "group_by=agent,day")
-	if len(rows) != 1 || *rows[0].AgentId != own.Id || rows[0].Day == nil || rows[0].Day.String() != "2026-11-22" {
+	if len(rows) != 1 || rows[0].AgentId == nil || *rows[0].AgentId != own.Id || rows[0].Day == nil || rows[0].Day.String() != "2026-11-22" {
 		t.Fatalf("stranger's usage = %+v", rows)
 	}
+	c.stranger.Get("/usage?from=2026-11-01&to=2026-11-30&group_by=agent&group_by=day").Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
 	// By group: the team's calls name the group; a personal agent's none.
 	rows = usageRows(t, c.root, "group_by=group")
 	if len(rows) != 2 {

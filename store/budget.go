@@ -205,6 +205,17 @@ func (s *Store) Budgets(ctx context.Context, kind string, id int64) ([]Budget, e
 	return rows, nil
 }
 
+// HasBudgets reports whether any budget exists: the loop reads budgets before a model call only
+// then (it caches the answer with the step's configuration; budgets is a ConfigTables table,
+// so a budget set on any process shows at the next configuration check, within a second).
+func (s *Store) HasBudgets(ctx context.Context) (bool, error) {
+	var ids []int64
+	if err := s.db.WithContext(ctx).Model(&Budget{}).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("budgets: %w", err)
+	}
+	return len(ids) > 0, nil
+}
+
 // BudgetScope names what a task's model calls count against: its user, its agent, the agent's
 // principal (a group's, for group budgets) and the per-agent key that started it.
 type BudgetScope struct {

@@ -126,6 +126,13 @@ func TestBudgets(t *testing.T) {
 
 	_, err := f.s.CreateBudget(ctx, store.Budget{ScopeKind: store.BudgetScopeUser, ScopeID: f.user.ID, Period: store.BudgetPeriodDay})
 	wantErr(t, err, svcerr.ErrInvalid) // no limit
+	if has, err := f.s.HasBudgets(ctx); err != nil || has {
+		t.Fatalf("HasBudgets before any = %v, %v", has, err)
+	}
+	v0, err := f.s.ConfigVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ub, err := f.s.CreateBudget(ctx, store.Budget{ScopeKind: store.BudgetScopeUser, ScopeID: f.user.ID, Period: store.BudgetPeriodDay, LimitTokens: i64(100)})
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +142,14 @@ func TestBudgets(t *testing.T) {
 	gb, err := f.s.CreateBudget(ctx, store.Budget{ScopeKind: store.BudgetScopeGroup, ScopeID: g.ID, Period: store.BudgetPeriodMonth, LimitCost: i64(1000)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A budget is part of the step's configuration: setting one moves the version the loops'
+	// caches check, so every process sees HasBudgets turn true.
+	if v1, err := f.s.ConfigVersion(ctx); err != nil || v1 == v0 {
+		t.Fatalf("config version after a budget = %d (before %d), %v", v1, v0, err)
+	}
+	if has, err := f.s.HasBudgets(ctx); err != nil || !has {
+		t.Fatalf("HasBudgets = %v, %v", has, err)
 	}
 
 	tk := storetest.Task(t, f.s, ga, f.user.ID)
