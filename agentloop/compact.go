@@ -249,7 +249,8 @@ func (c *conversation) compact(ctx context.Context, req llm.Request) error {
 		break
 	}
 	sm := store.Summary{FromSequence: c.seqs[0], ThroughSequence: c.seqs[last-1], Text: strings.TrimSpace(resp.Text),
-		Model: scfg.Model, LLMConfigID: scfg.ID, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+		Model: scfg.Model, LLMConfigID: scfg.ID, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		Prices: scfg.Prices}
 	if sm.Text == "" {
 		return &llm.Error{Code: taskstate.CodeBadRequest, Message: "the model wrote an empty summary of the conversation"}
 	}

@@ -24,6 +24,7 @@ type stepConfig struct {
 	llmErr  error
 	summary *store.LLMConfig // the agent's summary model; nil: llm writes summaries
 	owner   int64            // the user owning the agent (a personal principal's), 0 for a group's
+	budgets bool             // some budget exists: model calls are checked against them (spend.go)
 }
 
 // configMaxAge bounds how long a cached configuration serves steps while the version stays
@@ -99,6 +100,9 @@ func (l *Loop) loadConfig(ctx context.Context, agentID, viewer, v int64) (*stepC
 		return nil, err
 	}
 	c := &stepConfig{version: v, loaded: time.Now(), agent: agent, states: states, owner: owner}
+	if c.budgets, err = l.Store.HasBudgets(ctx); err != nil {
+		return nil, err
+	}
 	c.llm, c.llmErr = l.Store.ResolveLLMConfig(ctx, &agent.PrincipalID)
 	if c.llmErr != nil && !errors.Is(c.llmErr, svcerr.ErrNotFound) {
 		return nil, c.llmErr

@@ -311,6 +311,13 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 			conv.summaryCfg = conf.summary
 		}
 	}
+	if conf.budgets {
+		if u, err := l.overBudget(ctx, t); err != nil {
+			return nil, err
+		} else if u != nil {
+			return l.failBudget(ctx, t, worker, u)
+		}
+	}
 	req, err := conv.build(ctx)
 	if err != nil {
 		return nil, err
@@ -359,7 +366,10 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	for _, c := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1}
+	usage := store.StepOutcome{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Steps: 1,
+		Call: &store.ModelCall{LLMConfigID: cfg.ID, Model: cfg.Model, InputTokens: resp.Usage.InputTokens,
+			CachedInputTokens: min(resp.Usage.CachedInputTokens, resp.Usage.InputTokens), OutputTokens: resp.Usage.OutputTokens,
+			Prices: cfg.Prices}}
 	if len(resp.ToolCalls) == 0 {
 		// An answer: the turn and the step's outcome in one transaction.
 		answer := resp.Text

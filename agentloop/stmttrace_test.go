@@ -17,15 +17,17 @@ import (
 // read: the configuration version, the agent, the model configuration) and its second (the
 // configuration is cached). On SQLite the figures are asserted (docs/benchmarks.md, "Step
 // cost"); on MySQL/MariaDB, where a lease write reads the row back (no UPDATE … RETURNING),
-// they are logged. Every statement is logged with -v.
+// they are logged. Every statement is logged with -v. Issue 27 added to each model call's step
+// its usage ledger row and daily rollup upsert (2 writes), and to the configuration's read
+// whether any budget exists (1 read, cached with it).
 func TestStepStatementBudget(t *testing.T) {
 	cases := []struct {
 		name            string
 		turn            []llm.ScriptTurn
 		stmts, writeTxs [2]int64 // first task, second task
 	}{
-		{"one-step", []llm.ScriptTurn{{Text: "42"}}, [2]int64{12, 8}, [2]int64{2, 2}},
-		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, [2]int64{22, 18}, [2]int64{4, 4}},
+		{"one-step", []llm.ScriptTurn{{Text: "42"}}, [2]int64{14, 9}, [2]int64{2, 2}},
+		{"two-turn", []llm.ScriptTurn{{ToolCalls: []llm.ScriptToolCall{calcCall("c1", "6*7")}}, {Text: "42"}}, [2]int64{26, 21}, [2]int64{4, 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

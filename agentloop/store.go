@@ -24,6 +24,10 @@ type Store interface {
 	ResolveLLMConfig(ctx context.Context, groupPrincipalID *int64) (*store.LLMConfig, error)
 	VisibleLLMConfig(ctx context.Context, principal, id int64) (*store.LLMConfig, error)
 	UserOfPrincipal(ctx context.Context, p int64) (int64, error)
+	HasBudgets(ctx context.Context) (bool, error)
+	BudgetsFor(ctx context.Context, sc store.BudgetScope) ([]store.BudgetUse, error)
+	NotifyBudgetThreshold(ctx context.Context, u store.BudgetUse, title, body string) (int, error)
+	Day(t time.Time) string
 
 	// The conversation and the step's writes under the lease.
 	Task(ctx context.Context, id int64) (*store.Task, error)

@@ -29,6 +29,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/schedule"
 	"github.com/agentsvc/svc/internal/domain/spool"
 	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/domain/usage"
 	"github.com/agentsvc/svc/internal/domain/user"
 	"github.com/agentsvc/svc/internal/jobs/worker"
 	"github.com/agentsvc/svc/internal/platform/config"
@@ -107,6 +108,7 @@ type API struct {
 	events        *taskstream.Broker
 	llmDriver     func(*store.LLMConfig) (llm.Driver, error)
 	mcp           http.Handler // POST /agent-api/mcp (agentmcp.go)
+	usage         *usage.Service
 }
 
 var _ gen.StrictServerInterface = (*API)(nil)
@@ -116,7 +118,7 @@ func New(d Deps) *API {
 	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, inbox: d.Approvals, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver}
+		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver, usage: usage.New(d.Store)}
 	a.mcp = newMCPHandler(a)
 	return a
 }

@@ -28,6 +28,7 @@ var errorStatus = []struct {
 	{svcerr.ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, gen.ErrorCodeUNSUPPORTEDMEDIATYPE},
 	{svcerr.ErrInvalid, http.StatusUnprocessableEntity, gen.ErrorCodeVALIDATIONERROR},
 	{svcerr.ErrRateLimited, http.StatusTooManyRequests, gen.ErrorCodeTOOMANYREQUESTS},
+	{svcerr.ErrBudgetExceeded, http.StatusTooManyRequests, gen.ErrorCodeBUDGETEXCEEDED},
 	{svcerr.ErrSkillsMissing, http.StatusInternalServerError, gen.ErrorCodeTOOLSRECOMMENDSSKILLSMISSING},
 	{svcerr.ErrNotImplemented, http.StatusNotImplemented, gen.ErrorCodeNOTIMPLEMENTED},
 	{svcerr.ErrUnavailable, http.StatusServiceUnavailable, gen.ErrorCodeSERVICEUNAVAILABLE},

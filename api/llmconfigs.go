@@ -22,7 +22,16 @@ func toLlmConfig(c *store.LLMConfig) gen.LlmConfig {
 		Model: c.Model, BaseUrl: c.BaseURL, ApiKeySet: c.APIKeySet(), Temperature: toFloat32(c.Temperature),
 		MaxTokensOutput: c.MaxTokensOutput, ContextWindow: c.ContextWindow, Timeout: c.Timeout,
 		IsDefault: c.IsDefault, IsGlobal: c.IsGlobal, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Prices: gen.LlmPrices{Input: c.Prices.Input, Output: c.Prices.Output, CachedInput: c.Prices.CachedInput},
 	}
+}
+
+// fromLlmPrices converts the prices of a request (nil when absent).
+func fromLlmPrices(p *gen.LlmPrices) *store.LLMPrices {
+	if p == nil {
+		return nil
+	}
+	return &store.LLMPrices{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput}
 }
 
 func llmConfigResponse(c *store.LLMConfig) gen.LlmConfigResponse {
@@ -74,11 +83,15 @@ func (a *API) CreateGroupLlmConfig(ctx context.Context, req gen.CreateGroupLlmCo
 		return nil, err
 	}
 	b := req.Body
-	c, err := a.groups.CreateLLMConfig(ctx, id.User, req.Id, group.LLMConfigInput{
+	in := group.LLMConfigInput{
 		Name: b.Name, Driver: string(b.Driver), Model: b.Model, BaseURL: b.BaseUrl, APIKey: b.ApiKey,
 		Temperature: fromFloat32(b.Temperature), MaxTokensOutput: b.MaxTokensOutput, ContextWindow: b.ContextWindow,
 		Timeout: b.Timeout, IsDefault: deref(b.IsDefault), IsGlobal: deref(b.IsGlobal),
-	})
+	}
+	if pr := fromLlmPrices(b.Prices); pr != nil {
+		in.Prices = *pr
+	}
+	c, err := a.groups.CreateLLMConfig(ctx, id.User, req.Id, in)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +108,7 @@ func (a *API) UpdateGroupLlmConfig(ctx context.Context, req gen.UpdateGroupLlmCo
 	p := group.LLMConfigPatch{
 		Name: b.Name, Model: b.Model, BaseURL: b.BaseUrl, APIKey: b.ApiKey, Temperature: fromFloat32(b.Temperature),
 		MaxTokensOutput: b.MaxTokensOutput, ContextWindow: b.ContextWindow, Timeout: b.Timeout,
-		IsDefault: b.IsDefault, IsGlobal: b.IsGlobal,
+		IsDefault: b.IsDefault, IsGlobal: b.IsGlobal, Prices: fromLlmPrices(b.Prices),
 	}
 	if b.Driver != nil {
 		d := string(*b.Driver)

@@ -378,6 +378,26 @@ func (s strictAdapter) VerifyEmail(ctx context.Context, request gen.VerifyEmailR
 	return s.a.VerifyEmail(requestContext(ctx), request)
 }
 
+// ListBudgets calls API.ListBudgets with the request's context.
+func (s strictAdapter) ListBudgets(ctx context.Context, request gen.ListBudgetsRequestObject) (gen.ListBudgetsResponseObject, error) {
+	return s.a.ListBudgets(requestContext(ctx), request)
+}
+
+// CreateBudget calls API.CreateBudget with the request's context.
+func (s strictAdapter) CreateBudget(ctx context.Context, request gen.CreateBudgetRequestObject) (gen.CreateBudgetResponseObject, error) {
+	return s.a.CreateBudget(requestContext(ctx), request)
+}
+
+// DeleteBudget calls API.DeleteBudget with the request's context.
+func (s strictAdapter) DeleteBudget(ctx context.Context, request gen.DeleteBudgetRequestObject) (gen.DeleteBudgetResponseObject, error) {
+	return s.a.DeleteBudget(requestContext(ctx), request)
+}
+
+// UpdateBudget calls API.UpdateBudget with the request's context.
+func (s strictAdapter) UpdateBudget(ctx context.Context, request gen.UpdateBudgetRequestObject) (gen.UpdateBudgetResponseObject, error) {
+	return s.a.UpdateBudget(requestContext(ctx), request)
+}
+
 // GetConfig calls API.GetConfig with the request's context.
 func (s strictAdapter) GetConfig(ctx context.Context, request gen.GetConfigRequestObject) (gen.GetConfigResponseObject, error) {
 	return s.a.GetConfig(requestContext(ctx), request)
@@ -801,6 +821,11 @@ func (s strictAdapter) GetToolUserSettings(ctx context.Context, request gen.GetT
 // PutToolUserSettings calls API.PutToolUserSettings with the request's context.
 func (s strictAdapter) PutToolUserSettings(ctx context.Context, request gen.PutToolUserSettingsRequestObject) (gen.PutToolUserSettingsResponseObject, error) {
 	return s.a.PutToolUserSettings(requestContext(ctx), request)
+}
+
+// GetUsage calls API.GetUsage with the request's context.
+func (s strictAdapter) GetUsage(ctx context.Context, request gen.GetUsageRequestObject) (gen.GetUsageResponseObject, error) {
+	return s.a.GetUsage(requestContext(ctx), request)
 }
 
 // ListUsers calls API.ListUsers with the request's context.

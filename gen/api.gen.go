@@ -413,6 +413,51 @@ func (e ApprovalTimeoutAction) Valid() bool {
 	}
 }
 
+// Defines values for BudgetPeriod.
+const (
+	BudgetPeriodDay   BudgetPeriod = "day"
+	BudgetPeriodMonth BudgetPeriod = "month"
+	BudgetPeriodWeek  BudgetPeriod = "week"
+)
+
+// Valid indicates whether the value is a known member of the BudgetPeriod enum.
+func (e BudgetPeriod) Valid() bool {
+	switch e {
+	case BudgetPeriodDay:
+		return true
+	case BudgetPeriodMonth:
+		return true
+	case BudgetPeriodWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetScopeKind.
+const (
+	BudgetScopeKindAgent BudgetScopeKind = "agent"
+	BudgetScopeKindGroup BudgetScopeKind = "group"
+	BudgetScopeKindKey   BudgetScopeKind = "key"
+	BudgetScopeKindUser  BudgetScopeKind = "user"
+)
+
+// Valid indicates whether the value is a known member of the BudgetScopeKind enum.
+func (e BudgetScopeKind) Valid() bool {
+	switch e {
+	case BudgetScopeKindAgent:
+		return true
+	case BudgetScopeKindGroup:
+		return true
+	case BudgetScopeKindKey:
+		return true
+	case BudgetScopeKindUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChatBlockedReason.
 const (
 	ChatBlockedReasonAWAITINGINPUT   ChatBlockedReason = "AWAITING_INPUT"
@@ -561,6 +606,7 @@ func (e CreateNotificationSubscriptionRequestTargetType) Valid() bool {
 const (
 	ErrorCodeAGENTAPIDISABLED             ErrorCode = "AGENT_API_DISABLED"
 	ErrorCodeBADREQUEST                   ErrorCode = "BAD_REQUEST"
+	ErrorCodeBUDGETEXCEEDED               ErrorCode = "BUDGET_EXCEEDED"
 	ErrorCodeCONFLICT                     ErrorCode = "CONFLICT"
 	ErrorCodeCSRFTOKENINVALID             ErrorCode = "CSRF_TOKEN_INVALID"
 	ErrorCodeFORBIDDEN                    ErrorCode = "FORBIDDEN"
@@ -584,6 +630,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeAGENTAPIDISABLED:
 		return true
 	case ErrorCodeBADREQUEST:
+		return true
+	case ErrorCodeBUDGETEXCEEDED:
 		return true
 	case ErrorCodeCONFLICT:
 		return true
@@ -809,6 +857,7 @@ func (e MediaDerivativeOptionsOperations) Valid() bool {
 // Defines values for NotificationKind.
 const (
 	AwaitingInput         NotificationKind = "awaiting_input"
+	BudgetThreshold       NotificationKind = "budget_threshold"
 	PendingApproval       NotificationKind = "pending_approval"
 	ScheduledRunCompleted NotificationKind = "scheduled_run_completed"
 	TaskCompleted         NotificationKind = "task_completed"
@@ -821,6 +870,8 @@ const (
 func (e NotificationKind) Valid() bool {
 	switch e {
 	case AwaitingInput:
+		return true
+	case BudgetThreshold:
 		return true
 	case PendingApproval:
 		return true
@@ -1098,6 +1149,7 @@ func (e SseHub) Valid() bool {
 const (
 	TaskErrorCodeAUTHERROR          TaskErrorCode = "AUTH_ERROR"
 	TaskErrorCodeBADREQUEST         TaskErrorCode = "BAD_REQUEST"
+	TaskErrorCodeBUDGETEXCEEDED     TaskErrorCode = "BUDGET_EXCEEDED"
 	TaskErrorCodeCONTEXTTOOLONG     TaskErrorCode = "CONTEXT_TOO_LONG"
 	TaskErrorCodeGATEWAYERROR       TaskErrorCode = "GATEWAY_ERROR"
 	TaskErrorCodeLLMTIMEOUT         TaskErrorCode = "LLM_TIMEOUT"
@@ -1117,6 +1169,8 @@ func (e TaskErrorCode) Valid() bool {
 	case TaskErrorCodeAUTHERROR:
 		return true
 	case TaskErrorCodeBADREQUEST:
+		return true
+	case TaskErrorCodeBUDGETEXCEEDED:
 		return true
 	case TaskErrorCodeCONTEXTTOOLONG:
 		return true
@@ -1310,6 +1364,27 @@ func (e TranscriptMessageRole) Valid() bool {
 	}
 }
 
+// Defines values for UpdateBudgetRequestClear.
+const (
+	LimitCost   UpdateBudgetRequestClear = "limit_cost"
+	LimitTokens UpdateBudgetRequestClear = "limit_tokens"
+	SoftPercent UpdateBudgetRequestClear = "soft_percent"
+)
+
+// Valid indicates whether the value is a known member of the UpdateBudgetRequestClear enum.
+func (e UpdateBudgetRequestClear) Valid() bool {
+	switch e {
+	case LimitCost:
+		return true
+	case LimitTokens:
+		return true
+	case SoftPercent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateGroupMemberRequestRole.
 const (
 	UpdateGroupMemberRequestRoleAdmin  UpdateGroupMemberRequestRole = "admin"
@@ -1337,6 +1412,7 @@ const (
 	BaseUrl         UpdateLlmConfigRequestClear = "base_url"
 	ContextWindow   UpdateLlmConfigRequestClear = "context_window"
 	MaxTokensOutput UpdateLlmConfigRequestClear = "max_tokens_output"
+	Prices          UpdateLlmConfigRequestClear = "prices"
 	Temperature     UpdateLlmConfigRequestClear = "temperature"
 	Timeout         UpdateLlmConfigRequestClear = "timeout"
 )
@@ -1351,6 +1427,8 @@ func (e UpdateLlmConfigRequestClear) Valid() bool {
 	case ContextWindow:
 		return true
 	case MaxTokensOutput:
+		return true
+	case Prices:
 		return true
 	case Temperature:
 		return true
@@ -1421,6 +1499,36 @@ func (e UpdateMailConfigRequestEncryption) Valid() bool {
 	}
 }
 
+// Defines values for UsageGroupBy.
+const (
+	UsageGroupByAgent UsageGroupBy = "agent"
+	UsageGroupByDay   UsageGroupBy = "day"
+	UsageGroupByGroup UsageGroupBy = "group"
+	UsageGroupByKey   UsageGroupBy = "key"
+	UsageGroupByModel UsageGroupBy = "model"
+	UsageGroupByUser  UsageGroupBy = "user"
+)
+
+// Valid indicates whether the value is a known member of the UsageGroupBy enum.
+func (e UsageGroupBy) Valid() bool {
+	switch e {
+	case UsageGroupByAgent:
+		return true
+	case UsageGroupByDay:
+		return true
+	case UsageGroupByGroup:
+		return true
+	case UsageGroupByKey:
+		return true
+	case UsageGroupByModel:
+		return true
+	case UsageGroupByUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListMediaAssetsParamsKind.
 const (
 	ListMediaAssetsParamsKindAudio    ListMediaAssetsParamsKind = "audio"
@@ -1460,6 +1568,24 @@ func (e UnsubscribeNotificationsParamsTargetType) Valid() bool {
 	case UnsubscribeNotificationsParamsTargetTypeAgent:
 		return true
 	case UnsubscribeNotificationsParamsTargetTypePrincipal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsFormat.
+const (
+	Csv  GetUsageParamsFormat = "csv"
+	Json GetUsageParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsFormat enum.
+func (e GetUsageParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Json:
 		return true
 	default:
 		return false
@@ -2476,6 +2602,69 @@ type ApproveTaskRequest struct {
 	Decisions []TaskToolCallDecision `json:"decisions"`
 }
 
+// Budget A spending limit on a principal per calendar period, with its current period's use.
+type Budget struct {
+	// CreatedAt Creation time.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Exceeded Whether a limit is reached (new model calls are stopped).
+	Exceeded bool `json:"exceeded"`
+
+	// Id Budget id.
+	Id int64 `json:"id"`
+
+	// LimitCost Cost per period in micro-units of `currency`; null for none.
+	LimitCost *int64 `json:"limit_cost"`
+
+	// LimitTokens Tokens (input and output) per period; null for none.
+	LimitTokens *int64 `json:"limit_tokens"`
+
+	// Period Calendar period in the instance's time zone (weeks start on Monday).
+	Period BudgetPeriod `json:"period"`
+
+	// PeriodStart Start of the current period.
+	PeriodStart time.Time `json:"period_start"`
+
+	// ResetsAt End of the current period, when the use starts again from zero.
+	ResetsAt time.Time `json:"resets_at"`
+
+	// ScopeId The user, group or agent id, or the key's public id.
+	ScopeId string `json:"scope_id"`
+
+	// ScopeKind What a budget limits.
+	ScopeKind BudgetScopeKind `json:"scope_kind"`
+
+	// SoftPercent Percentage of a limit at which the scope's managers are notified (once a period).
+	SoftPercent *int `json:"soft_percent"`
+
+	// SpentCost Cost in the current period (micro-units).
+	SpentCost int64 `json:"spent_cost"`
+
+	// SpentTokens Tokens used in the current period.
+	SpentTokens int64 `json:"spent_tokens"`
+
+	// UpdatedAt Last change.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// BudgetListResponse Budgets.
+type BudgetListResponse struct {
+	// Data The budgets, by scope then period.
+	Data []Budget `json:"data"`
+}
+
+// BudgetPeriod Calendar period in the instance's time zone (weeks start on Monday).
+type BudgetPeriod string
+
+// BudgetResponse One budget.
+type BudgetResponse struct {
+	// Data A spending limit on a principal per calendar period, with its current period's use.
+	Data Budget `json:"data"`
+}
+
+// BudgetScopeKind What a budget limits.
+type BudgetScopeKind string
+
 // ChangePasswordRequest Password change.
 //
 // Example: {"current_password":"correct horse battery staple","new_password":"another long passphrase"}
@@ -2746,6 +2935,29 @@ type CreateAgentRequest struct {
 	ToolResultMaxChars *int `json:"tool_result_max_chars,omitempty"`
 }
 
+// CreateBudgetRequest A new budget.
+//
+// Example: {"limit_cost":50000000,"period":"month","scope_id":"3","scope_kind":"group","soft_percent":80}
+type CreateBudgetRequest struct {
+	// LimitCost Cost per period in micro-units of `currency`.
+	LimitCost *int64 `json:"limit_cost,omitempty"`
+
+	// LimitTokens Tokens per period.
+	LimitTokens *int64 `json:"limit_tokens,omitempty"`
+
+	// Period Calendar period in the instance's time zone (weeks start on Monday).
+	Period BudgetPeriod `json:"period"`
+
+	// ScopeId The user, group or agent id, or the key's public id.
+	ScopeId string `json:"scope_id"`
+
+	// ScopeKind What a budget limits.
+	ScopeKind BudgetScopeKind `json:"scope_kind"`
+
+	// SoftPercent Notify at this percentage of a limit (once a period).
+	SoftPercent *int `json:"soft_percent,omitempty"`
+}
+
 // CreateGroupRequest A new group; the caller becomes its owner.
 //
 // Example: {"description":"Market and competitor research","name":"Research team"}
@@ -2793,6 +3005,12 @@ type CreateLlmConfigRequest struct {
 
 	// Name Name, unique within the group.
 	Name string `json:"name"`
+
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices *LlmPrices `json:"prices,omitempty"`
 
 	// Temperature Sampling temperature (omit for the provider default).
 	Temperature *float32 `json:"temperature,omitempty"`
@@ -2920,7 +3138,7 @@ type Error struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
 
@@ -2932,7 +3150,7 @@ type Error struct {
 // ErrorCode Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 // FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 // INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 // NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 type ErrorCode string
 
@@ -3177,7 +3395,7 @@ type JsonRpcResponseJsonrpc string
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
-// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 type LlmConfig struct {
 	// ApiKeySet Whether an API key is stored (the key itself is never returned).
 	ApiKeySet bool `json:"api_key_set"`
@@ -3230,6 +3448,12 @@ type LlmConfig struct {
 	// Example: GPT-4.1 mini
 	Name string `json:"name"`
 
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices LlmPrices `json:"prices"`
+
 	// PrincipalId The owning group's principal.
 	//
 	// Example: 12
@@ -3260,7 +3484,7 @@ type LlmConfigResponse struct {
 	Data struct {
 		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
 		//
-		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 		LlmConfig LlmConfig `json:"llm_config"`
 	} `json:"data"`
 }
@@ -3303,6 +3527,20 @@ type LlmConfigTestResponse struct {
 //
 // Example: openai
 type LlmDriver string
+
+// LlmPrices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+//
+// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+type LlmPrices struct {
+	// CachedInput Price of a million cached prompt tokens (null uses `input`).
+	CachedInput *int64 `json:"cached_input,omitempty"`
+
+	// Input Price of a million prompt tokens.
+	Input *int64 `json:"input,omitempty"`
+
+	// Output Price of a million output tokens.
+	Output *int64 `json:"output,omitempty"`
+}
 
 // Location A place of the user's (home, office ...).
 type Location struct {
@@ -3549,7 +3787,7 @@ type Notification struct {
 	// Id Opaque notification id.
 	Id string `json:"id"`
 
-	// Kind What a notification reports.
+	// Kind What a notification reports. `budget_threshold`: a budget reached its soft threshold (`soft_percent`) this period; sent once a period to the user of a user budget and to the owners and admins of the group (or the owner of the agent) of the others.
 	Kind NotificationKind `json:"kind"`
 
 	// ReadAt When it was marked read; null while unread.
@@ -3564,7 +3802,7 @@ type Notification struct {
 	Title string `json:"title"`
 }
 
-// NotificationKind What a notification reports.
+// NotificationKind What a notification reports. `budget_threshold`: a budget reached its soft threshold (`soft_percent`) this period; sent once a period to the user of a user budget and to the owners and admins of the group (or the owner of the agent) of the others.
 type NotificationKind string
 
 // NotificationListResponse One page of notifications, newest first.
@@ -4185,7 +4423,7 @@ type ResolvedLlmConfigResponse struct {
 	Data struct {
 		// LlmConfig A language-model configuration owned by a group. The API key is never returned.
 		//
-		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
+		// Example: {"api_key_set":true,"base_url":null,"context_window":128000,"created_at":"2025-03-01T09:40:00Z","driver":"openai","group_id":3,"id":7,"is_default":true,"is_global":false,"max_tokens_output":4096,"model":"gpt-4.1-mini","name":"GPT-4.1 mini","prices":{"cached_input":100000,"input":400000,"output":1600000},"principal_id":12,"temperature":0.2,"timeout":null,"updated_at":"2025-03-01T09:40:00Z"}
 		LlmConfig *LlmConfig `json:"llm_config,omitempty"`
 
 		// Source Where it comes from (the owning group's default or the global default); absent with `llm_config`.
@@ -4624,7 +4862,8 @@ type TaskError struct {
 	// Code Why a task failed. Transient codes (automatic retry applies per the agent's
 	// `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 	// GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+	// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, BUDGET_EXCEEDED, UNKNOWN.
+	// BUDGET_EXCEEDED: a budget of the task's user, group, agent or key is used up for its period; the message names the budget and when it resets, and the task's data holds `budget_exceeded` (`budget_id`, `resets_at`). Retry it after the reset (or a raised limit).
 	// CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 	Code TaskErrorCode `json:"code"`
 
@@ -4637,7 +4876,8 @@ type TaskError struct {
 // TaskErrorCode Why a task failed. Transient codes (automatic retry applies per the agent's
 // `retry_after_minutes`/`max_retries`): RATE_LIMIT, SERVER_OVERLOADED, SERVER_ERROR,
 // GATEWAY_ERROR, LLM_TIMEOUT, ORPHANED, WORKER_DISCONNECTED. Permanent: AUTH_ERROR,
-// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, UNKNOWN.
+// BAD_REQUEST, TOOL_ERROR, NO_LLM_CONFIGURATION, CONTEXT_TOO_LONG, BUDGET_EXCEEDED, UNKNOWN.
+// BUDGET_EXCEEDED: a budget of the task's user, group, agent or key is used up for its period; the message names the budget and when it resets, and the task's data holds `budget_exceeded` (`budget_id`, `resets_at`). Retry it after the reset (or a raised limit).
 // CONTEXT_TOO_LONG: the conversation does not fit the model's context window even after compaction (the latest user message, the pending tool calls and their results alone are too long).
 type TaskErrorCode string
 
@@ -4929,7 +5169,7 @@ type TemplateImportRefusedError struct {
 		// Code Registry of error codes and their HTTP statuses: BAD_REQUEST 400, UNAUTHENTICATED 401,
 		// FORBIDDEN 403, CSRF_TOKEN_INVALID 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT 409,
 		// INVALID_STATE 409, AGENT_API_DISABLED 404, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, VALIDATION_ERROR 422,
-		// TOO_MANY_REQUESTS 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
+		// TOO_MANY_REQUESTS 429, BUDGET_EXCEEDED 429, INTERNAL 500, TOOLS_RECOMMENDS_SKILLS_MISSING 500,
 		// NOT_IMPLEMENTED 501, SERVICE_UNAVAILABLE 503.
 		Code ErrorCode `json:"code"`
 
@@ -5193,6 +5433,24 @@ type UpdateAgentToolOperationRequest struct {
 	Enabled *bool `json:"enabled"`
 }
 
+// UpdateBudgetRequest Fields to change; omitted fields keep their value.
+type UpdateBudgetRequest struct {
+	// Clear Fields to remove (a field both sent and cleared gives 422).
+	Clear *[]UpdateBudgetRequestClear `json:"clear,omitempty"`
+
+	// LimitCost Cost per period in micro-units.
+	LimitCost *int64 `json:"limit_cost,omitempty"`
+
+	// LimitTokens Tokens per period.
+	LimitTokens *int64 `json:"limit_tokens,omitempty"`
+
+	// SoftPercent Notify at this percentage of a limit.
+	SoftPercent *int `json:"soft_percent,omitempty"`
+}
+
+// UpdateBudgetRequestClear defines model for UpdateBudgetRequest.Clear.
+type UpdateBudgetRequestClear string
+
 // UpdateGroupMemberRequest The member's new role.
 //
 // Example: {"role":"admin"}
@@ -5250,6 +5508,12 @@ type UpdateLlmConfigRequest struct {
 
 	// Name Name, unique within the group.
 	Name *string `json:"name,omitempty"`
+
+	// Prices Prices of a model configuration in integer micro-units of the instance's `currency` per million tokens (3000000 is 3.00 per million tokens); null: not priced (its calls cost 0). A call costs (input - cached_input) x input + cached_input x cached_input (input when unset) + output x output, divided by a million.
+	//
+	//
+	// Example: {"cached_input":300000,"input":3000000,"output":15000000}
+	Prices *LlmPrices `json:"prices,omitempty"`
 
 	// Temperature Sampling temperature.
 	Temperature *float32 `json:"temperature,omitempty"`
@@ -5362,6 +5626,68 @@ type UpsertGroupToolRequest struct {
 	// Settings Group-level values by setting key; each key replaces its value, `null` or `""` deletes it. The reserved key `approval_policy` holds the approval policies of the tool's operations for the group's agents (ApprovalPolicy; an agent's own rules for an operation replace the group's).
 	// deletes it, `********` keeps a stored secret, keys not sent are unchanged.
 	Settings *map[string]any `json:"settings,omitempty"`
+}
+
+// UsageGroupBy A key usage is grouped by.
+type UsageGroupBy string
+
+// UsageResponse Usage rows over a period.
+//
+// Example: {"data":{"currency":"USD","from":"2026-11-01","rows":[{"agent_id":42,"cached_input_tokens":0,"calls":120,"cost":1980000,"input_tokens":480000,"output_tokens":36000}],"time_zone":"Europe/Paris","to":"2026-11-30"}}
+type UsageResponse struct {
+	// Data Payload.
+	Data struct {
+		// Currency The instance's currency (the `currency` setting).
+		Currency string `json:"currency"`
+
+		// From First day.
+		From openapi_types.Date `json:"from"`
+
+		// Rows One row per combination of the grouping keys, ordered by them.
+		Rows []UsageRow `json:"rows"`
+
+		// TimeZone The instance's time zone (the `time_zone` setting), in which days are counted.
+		TimeZone string `json:"time_zone"`
+
+		// To Last day (inclusive).
+		To openapi_types.Date `json:"to"`
+	} `json:"data"`
+}
+
+// UsageRow The usage of one combination of the `group_by` keys (keys not grouped by are absent).
+type UsageRow struct {
+	// AgentId Agent.
+	AgentId *int64 `json:"agent_id,omitempty"`
+
+	// CachedInputTokens Cached prompt tokens.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+
+	// Calls Model calls.
+	Calls int64 `json:"calls"`
+
+	// Cost Cost in micro-units of `currency`.
+	Cost int64 `json:"cost"`
+
+	// Day Calendar day in the instance's time zone.
+	Day *openapi_types.Date `json:"day,omitempty"`
+
+	// GroupId The agents' group (null for agents owned by a user).
+	GroupId *int64 `json:"group_id,omitempty"`
+
+	// InputTokens Prompt tokens (cached ones included).
+	InputTokens int64 `json:"input_tokens"`
+
+	// KeyId Public id of the per-agent key that started the chats (null for session tasks).
+	KeyId *string `json:"key_id,omitempty"`
+
+	// Model Model name.
+	Model *string `json:"model,omitempty"`
+
+	// OutputTokens Output tokens.
+	OutputTokens int64 `json:"output_tokens"`
+
+	// UserId The tasks' owner.
+	UserId *int64 `json:"user_id,omitempty"`
 }
 
 // User A user account.
@@ -5664,6 +5990,15 @@ type VerifyEmailParams struct {
 	Token string `form:"token" json:"token"`
 }
 
+// ListBudgetsParams defines parameters for ListBudgets.
+type ListBudgetsParams struct {
+	// ScopeKind Only budgets on this kind of principal.
+	ScopeKind *BudgetScopeKind `form:"scope_kind,omitempty" json:"scope_kind,omitempty"`
+
+	// ScopeId Only budgets on this principal (the user, group or agent id, or the key's public id).
+	ScopeId *string `form:"scope_id,omitempty" json:"scope_id,omitempty"`
+}
+
 // ListGroupsParams defines parameters for ListGroups.
 type ListGroupsParams struct {
 	// Page 1-based page number.
@@ -5850,6 +6185,39 @@ type RejectTaskParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// From First day (YYYY-MM-DD) in the instance's time zone.
+	From openapi_types.Date `form:"from" json:"from"`
+
+	// To Last day (YYYY-MM-DD, inclusive); not before `from`, at most 366 days after it.
+	To openapi_types.Date `form:"to" json:"to"`
+
+	// GroupBy Keys to group by, separated by commas (`group_by=agent,day`; the parameter once).
+	GroupBy *[]UsageGroupBy `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// AgentId Only this agent's calls.
+	AgentId *int64 `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// UserId Only calls of tasks this user owns.
+	UserId *int64 `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// GroupId Only calls of this group's agents.
+	GroupId *int64 `form:"group_id,omitempty" json:"group_id,omitempty"`
+
+	// KeyId Only calls of chats started with this per-agent key (its public id).
+	KeyId *string `form:"key_id,omitempty" json:"key_id,omitempty"`
+
+	// TaskId Only this task's calls (its cost).
+	TaskId *int64 `form:"task_id,omitempty" json:"task_id,omitempty"`
+
+	// Format json (absent) or csv.
+	Format *GetUsageParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetUsageParamsFormat defines parameters for GetUsage.
+type GetUsageParamsFormat string
+
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
 	// Page 1-based page number.
@@ -5966,6 +6334,12 @@ type RegisterJSONRequestBody = RegisterRequest
 
 // ResetPasswordJSONRequestBody defines body for ResetPassword for application/json ContentType.
 type ResetPasswordJSONRequestBody = ResetPasswordRequest
+
+// CreateBudgetJSONRequestBody defines body for CreateBudget for application/json ContentType.
+type CreateBudgetJSONRequestBody = CreateBudgetRequest
+
+// UpdateBudgetJSONRequestBody defines body for UpdateBudget for application/json ContentType.
+type UpdateBudgetJSONRequestBody = UpdateBudgetRequest
 
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = CreateGroupRequest
@@ -6355,6 +6729,18 @@ type ServerInterface interface {
 	// VerifyEmail Verify an account by selector
 	// (GET /auth/verify/{selector})
 	VerifyEmail(c *gin.Context, selector string, params VerifyEmailParams)
+	// ListBudgets List budgets with what each has spent in its current period
+	// (GET /budgets)
+	ListBudgets(c *gin.Context, params ListBudgetsParams)
+	// CreateBudget Set a budget on a user, group, agent or per-agent key
+	// (POST /budgets)
+	CreateBudget(c *gin.Context)
+	// DeleteBudget Remove a budget
+	// (DELETE /budgets/{budgetId})
+	DeleteBudget(c *gin.Context, budgetId int64)
+	// UpdateBudget Change a budget's limits
+	// (PATCH /budgets/{budgetId})
+	UpdateBudget(c *gin.Context, budgetId int64)
 	// GetConfig Public runtime flags
 	// (GET /config)
 	GetConfig(c *gin.Context)
@@ -6610,6 +6996,9 @@ type ServerInterface interface {
 	// PutToolUserSettings Write the caller's settings of a tool
 	// (PUT /tools/{toolId}/user-settings)
 	PutToolUserSettings(c *gin.Context, toolId ToolsToolIdPath)
+	// GetUsage Model usage and cost over a period
+	// (GET /usage)
+	GetUsage(c *gin.Context, params GetUsageParams)
 	// ListUsers List users
 	// (GET /users)
 	ListUsers(c *gin.Context, params ListUsersParams)
@@ -8715,6 +9104,104 @@ func (siw *ServerInterfaceWrapper) VerifyEmail(c *gin.Context) {
 	}
 
 	siw.Handler.VerifyEmail(c, selector, params)
+}
+
+// ListBudgets operation middleware
+func (siw *ServerInterfaceWrapper) ListBudgets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListBudgetsParams
+
+	// ------------- Optional query parameter "scope_kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scope_kind", c.Request.URL.Query(), &params.ScopeKind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter scope_kind: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "scope_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scope_id", c.Request.URL.Query(), &params.ScopeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter scope_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListBudgets(c, params)
+}
+
+// CreateBudget operation middleware
+func (siw *ServerInterfaceWrapper) CreateBudget(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateBudget(c)
+}
+
+// DeleteBudget operation middleware
+func (siw *ServerInterfaceWrapper) DeleteBudget(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "budgetId" -------------
+	var budgetId int64
+
+	err = runtime.BindStyledParameterWithOptions("simple", "budgetId", c.Param("budgetId"), &budgetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter budgetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteBudget(c, budgetId)
+}
+
+// UpdateBudget operation middleware
+func (siw *ServerInterfaceWrapper) UpdateBudget(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "budgetId" -------------
+	var budgetId int64
+
+	err = runtime.BindStyledParameterWithOptions("simple", "budgetId", c.Param("budgetId"), &budgetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter budgetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateBudget(c, budgetId)
 }
 
 // GetConfig operation middleware
@@ -10888,6 +11375,97 @@ func (siw *ServerInterfaceWrapper) PutToolUserSettings(c *gin.Context) {
 	siw.Handler.PutToolUserSettings(c, toolId)
 }
 
+// GetUsage operation middleware
+func (siw *ServerInterfaceWrapper) GetUsage(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetUsageParams
+
+	// ------------- Required query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Required query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "group_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "group_by", c.Request.URL.Query(), &params.GroupBy, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter group_by: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "agent_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent_id", c.Request.URL.Query(), &params.AgentId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter agent_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", c.Request.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter user_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "group_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "group_id", c.Request.URL.Query(), &params.GroupId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter group_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "key_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key_id", c.Request.URL.Query(), &params.KeyId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter key_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "task_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "task_id", c.Request.URL.Query(), &params.TaskId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter task_id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", c.Request.URL.Query(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter format: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetUsage(c, params)
+}
+
 // ListUsers operation middleware
 func (siw *ServerInterfaceWrapper) ListUsers(c *gin.Context) {
 
@@ -11345,6 +11923,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/mail-config", wrapper.GetMailConfig)
 	router.PUT(options.BaseURL+"/mail-config", wrapper.UpdateMailConfig)
 	router.POST(options.BaseURL+"/mail-config/test", wrapper.SendTestMail)
+	router.GET(options.BaseURL+"/usage", wrapper.GetUsage)
+	router.GET(options.BaseURL+"/budgets", wrapper.ListBudgets)
+	router.POST(options.BaseURL+"/budgets", wrapper.CreateBudget)
+	router.DELETE(options.BaseURL+"/budgets/:budgetId", wrapper.DeleteBudget)
+	router.PATCH(options.BaseURL+"/budgets/:budgetId", wrapper.UpdateBudget)
 	router.DELETE(options.BaseURL+"/notifications", wrapper.DeleteAllNotifications)
 	router.GET(options.BaseURL+"/notifications", wrapper.ListNotifications)
 	router.DELETE(options.BaseURL+"/notifications/:id", wrapper.DeleteNotification)
@@ -20653,6 +21236,517 @@ func (response VerifyEmail500JSONResponse) VisitVerifyEmailResponse(w http.Respo
 type VerifyEmail503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response VerifyEmail503JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgetsRequestObject struct {
+	Params ListBudgetsParams
+}
+
+type ListBudgetsResponseObject interface {
+	VisitListBudgetsResponse(w http.ResponseWriter) error
+}
+
+type ListBudgets200JSONResponse BudgetListResponse
+
+func (response ListBudgets200JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListBudgets401JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response ListBudgets422JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListBudgets500JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBudgets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBudgets503JSONResponse) VisitListBudgetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudgetRequestObject struct {
+	Body *CreateBudgetJSONRequestBody
+}
+
+type CreateBudgetResponseObject interface {
+	VisitCreateBudgetResponse(w http.ResponseWriter) error
+}
+
+type CreateBudget201JSONResponse BudgetResponse
+
+func (response CreateBudget201JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateBudget400JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateBudget401JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateBudget403JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateBudget404JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateBudget409JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateBudget413JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateBudget415JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateBudget422JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateBudget500JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateBudget503JSONResponse) VisitCreateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudgetRequestObject struct {
+	BudgetId int64 `json:"budgetId"`
+}
+
+type DeleteBudgetResponseObject interface {
+	VisitDeleteBudgetResponse(w http.ResponseWriter) error
+}
+
+type DeleteBudget200JSONResponse DeletedResponse
+
+func (response DeleteBudget200JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteBudget401JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteBudget403JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteBudget404JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response DeleteBudget422JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteBudget500JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteBudget503JSONResponse) VisitDeleteBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudgetRequestObject struct {
+	BudgetId int64 `json:"budgetId"`
+	Body     *UpdateBudgetJSONRequestBody
+}
+
+type UpdateBudgetResponseObject interface {
+	VisitUpdateBudgetResponse(w http.ResponseWriter) error
+}
+
+type UpdateBudget200JSONResponse BudgetResponse
+
+func (response UpdateBudget200JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateBudget400JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateBudget401JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateBudget403JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateBudget404JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateBudget413JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateBudget415JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateBudget422JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateBudget500JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBudget503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateBudget503JSONResponse) VisitUpdateBudgetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -30580,6 +31674,121 @@ func (response PutToolUserSettings503JSONResponse) VisitPutToolUserSettingsRespo
 	return err
 }
 
+type GetUsageRequestObject struct {
+	Params GetUsageParams
+}
+
+type GetUsageResponseObject interface {
+	VisitGetUsageResponse(w http.ResponseWriter) error
+}
+
+type GetUsage200JSONResponse UsageResponse
+
+func (response GetUsage200JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetUsage200TextcsvResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetUsage401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response GetUsage401JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetUsage404JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response GetUsage422JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetUsage500JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetUsage503JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUsersRequestObject struct {
 	Params ListUsersParams
 }
@@ -32217,6 +33426,18 @@ type StrictServerInterface interface {
 	// VerifyEmail Verify an account by selector
 	// (GET /auth/verify/{selector})
 	VerifyEmail(ctx context.Context, request VerifyEmailRequestObject) (VerifyEmailResponseObject, error)
+	// ListBudgets List budgets with what each has spent in its current period
+	// (GET /budgets)
+	ListBudgets(ctx context.Context, request ListBudgetsRequestObject) (ListBudgetsResponseObject, error)
+	// CreateBudget Set a budget on a user, group, agent or per-agent key
+	// (POST /budgets)
+	CreateBudget(ctx context.Context, request CreateBudgetRequestObject) (CreateBudgetResponseObject, error)
+	// DeleteBudget Remove a budget
+	// (DELETE /budgets/{budgetId})
+	DeleteBudget(ctx context.Context, request DeleteBudgetRequestObject) (DeleteBudgetResponseObject, error)
+	// UpdateBudget Change a budget's limits
+	// (PATCH /budgets/{budgetId})
+	UpdateBudget(ctx context.Context, request UpdateBudgetRequestObject) (UpdateBudgetResponseObject, error)
 	// GetConfig Public runtime flags
 	// (GET /config)
 	GetConfig(ctx context.Context, request GetConfigRequestObject) (GetConfigResponseObject, error)
@@ -32472,6 +33693,9 @@ type StrictServerInterface interface {
 	// PutToolUserSettings Write the caller's settings of a tool
 	// (PUT /tools/{toolId}/user-settings)
 	PutToolUserSettings(ctx context.Context, request PutToolUserSettingsRequestObject) (PutToolUserSettingsResponseObject, error)
+	// GetUsage Model usage and cost over a period
+	// (GET /usage)
+	GetUsage(ctx context.Context, request GetUsageRequestObject) (GetUsageResponseObject, error)
 	// ListUsers List users
 	// (GET /users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -34982,6 +36206,144 @@ func (sh *strictHandler) VerifyEmail(ctx *gin.Context, selector string, params V
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(VerifyEmailResponseObject); ok {
 		if err := validResponse.VisitVerifyEmailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListBudgets operation middleware
+func (sh *strictHandler) ListBudgets(ctx *gin.Context, params ListBudgetsParams) {
+	var request ListBudgetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBudgets(ctx, request.(ListBudgetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBudgets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListBudgetsResponseObject); ok {
+		if err := validResponse.VisitListBudgetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateBudget operation middleware
+func (sh *strictHandler) CreateBudget(ctx *gin.Context) {
+	var request CreateBudgetRequestObject
+
+	var body CreateBudgetJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateBudget(ctx, request.(CreateBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateBudgetResponseObject); ok {
+		if err := validResponse.VisitCreateBudgetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteBudget operation middleware
+func (sh *strictHandler) DeleteBudget(ctx *gin.Context, budgetId int64) {
+	var request DeleteBudgetRequestObject
+
+	request.BudgetId = budgetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteBudget(ctx, request.(DeleteBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteBudgetResponseObject); ok {
+		if err := validResponse.VisitDeleteBudgetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateBudget operation middleware
+func (sh *strictHandler) UpdateBudget(ctx *gin.Context, budgetId int64) {
+	var request UpdateBudgetRequestObject
+
+	request.BudgetId = budgetId
+
+	var body UpdateBudgetJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateBudget(ctx, request.(UpdateBudgetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateBudget")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateBudgetResponseObject); ok {
+		if err := validResponse.VisitUpdateBudgetResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -37666,6 +39028,32 @@ func (sh *strictHandler) PutToolUserSettings(ctx *gin.Context, toolId ToolsToolI
 	}
 }
 
+// GetUsage operation middleware
+func (sh *strictHandler) GetUsage(ctx *gin.Context, params GetUsageParams) {
+	var request GetUsageRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetUsage(ctx, request.(GetUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetUsage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetUsageResponseObject); ok {
+		if err := validResponse.VisitGetUsageResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListUsers operation middleware
 func (sh *strictHandler) ListUsers(ctx *gin.Context, params ListUsersParams) {
 	var request ListUsersRequestObject
@@ -38026,1243 +39414,1299 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5L3rdtw2tjD4Khh+PculPpRckuXEkdasPhVZdtTR7UhyctKRTxFFoqrQYoEVgpRc8WjWeYjvGb4HO08y",
-	"C3sDIEiCdZGU7jPf9I+OxSJx2djY98vXIM5m80wwUcjg4GswZTRhOfzzihX5YjAuWK7+SpiMcz4veCaC",
-	"g+CaxZlIJCky8kB5QUZsnOWM5OoTLiY7QRjIeMpmVH0644LPyllwsBsGxWLOgoOAi4JNWB48Pj6GwZzm",
-	"dMYKPe1gwkQxmPOjKS1OkvbU6jnhCekVU0YKKu8IT0KSsJjPaEoSPuGF3FIL4OrtOS2mQRgIOoNpkyAM",
-	"cvZbyXOWBAdFXjJ3oewLnc1T9eL+XmDXKouci0mgVmrWds1FzK7ZbyUTMWsv8UKkCzJjUtIJk+RhmklG",
-	"IqlfjwiXZJIzWrCcFFMqSDHl0i74t5Lli2rFUs00NN/WwDrO8hktEJjf7AdhBee+B8568TdsNk9pweRJ",
-	"cqlA01q7eQGgGt2W/f6bWGZlHjP4N3utH6XlBB9EJMsJJSOaM6Ke7pCbqfoXlVMyK6XCDfLp6nSbiThL",
-	"WHJwK6I4y9n/ufchZ5LRPJ6yPNq5Fc88MTXm62pEBQ765ZSJidrk7ps+gMf+rZCuKFiuJvyP3q90+/f+",
-	"9nef9X+H25+/9sNv3jy+3vpL109/8uLHxzwr5/KId8D2LEtYSuJMjPmkzKl6SnjSgavxiq13H/+u9/hx",
-	"bV3HDr92L+YPWctNlqVHKZXSv6QrNuGyYDlLSJFlKYnVq16c3MFHN4s5O6czZvCyN85yojGEANLtXDGa",
-	"fLo6VTNHXUSiMMvaAPPcgeuot/f2bRP1uvDmUxfeqAs1Y7MRy19JUkqWw+XkwlK9HiU4mnqo6KLaUUio",
-	"JEkWlzMmCrJL5JzFfMxZJ3UsNyOPzg36dVddEXVPvvbD3Xcdt+MkYbN5VjARL35kC8/1oHdMEgpchLOE",
-	"qJUwWRBJx+wAtjXmuSzs8wdeTAkld2xBaFxIQkVCOPxXPrD8VvRkQYsSn4+yZLGlKO8dmxdEIcbePplm",
-	"ZS7JnOUkpmnKctJTwA0VQZuzfJsqgkkGlydqiq1DWNmc0eJWwMxqQZLOGC5AJNUDs0BciFRUvjC/yHkm",
-	"JIO1Z2WhFq6OjU4oF6EzMPJhElmYFdtXbJ7SBUsOiDqYiPRoKjNCFYOGpcmC5kUIK3mYMqEXKwnNc37P",
-	"bsXDlKfMASOXRBY8TUleCsHFBEC8QH6uAFSBMiS0ILNMFmS3T2RIWCoZ2e9/dyuOLs4/nJ4c3Wxpqm/A",
-	"oY8m4eMxyxUUDUh66iAU7qZcqIWkTAK4aTHdMvC6Fft7e+SnwenJ+8HNycX58Pjq6uJqhww0OLMxedvv",
-	"w0bpKLtnRLEekRV4tj1EIIMTCrBbO2SAG7gVe2/fknsu+ShlZHB9dHJC4inNaazED+RCFZq/Ge/G39E+",
-	"234b746295Nv2fZ39O3udj/5Zrw72ou/Zfv75irhgVWXyUH2bYXtNYFoKXlw79X/sf3/fP4X/206zWLg",
-	"ID4Zyfz2cgTdQ8Qv6cQj++xuj6hkCZnTCSOiVESrS7ZRr9TgkrAxLdMCoLCCg1yy3D+/ekok/52Rnh6O",
-	"7L11Ebi/1bkelg+717T3Fui6XlS/v3KJN1TeSfV/vhO6QcFVLXIdwbXAYZ4lvCreBDz3ZAmbUczvlSR5",
-	"xXsj9WgIzPdZLPUk+cfx00+S5T6of0Le+UfdiUf1ORJ4R5W5PDnPig9ZKWBBcSYUNVf/pPN5yvGivv67",
-	"VAt0wPA1YHme5fhJouYZfDw+vxkOLk+G70+uB9+fHr9XkEEtQ8FYsf0a1+KKVI4PCBWEJgpZZZHTIstJ",
-	"UeZCkgxFBckKYEHXPx0N7RSkd42PJXBD9R4T9zzPhBImtgDIFWT+lLNxcBD8j9eVLvkaf5Wvj2EXAJs2",
-	"tuUMxTiSZEwCCWdfuCzUlBz/NqS6yGARd2zxShF1tcWegguJzi9uhh8uPp2/j7bsWn1wMO+3wRiFmvOA",
-	"pEnYPcsXJHoNA2zTOX/95wgYlNFyaVlMmSj00R3CjPociEIlWYNrVANsZNf4kOV3LFfMt+AzRmZqccC3",
-	"QVrgkkRxypko1KV6DIPvaXKFPPR5WPT94P3w6vjfPh1f39TQxzBoxZ8t8GnKE/LX64vzlzpwd3Q1LumB",
-	"8jgr04LPaV6Qcp5mNCEpje8kSCCRkhEU/PMCz5cXJM7KNIExRgqHaEJ6cVkQOc2UAJTlRKqjl2n2YFTs",
-	"aMbFUE0+HC0KJoeK1EuwYUR4fnEmBIuRZ8L5CRKnmWTJ1g45ArxxABfBiRxlYpzy+JnncXIOgs7w+mZw",
-	"c1y/0MAiJDm6OLs8Pb45fv8Sh4B7MWJbRHpJictlWwpwUW05ERpZzC19pQRGWjAlHY54gmiuJGfE0A/w",
-	"NGHieQA5ur76MLy5+PH4fKgXU4PKjEuprpXCBIEIqr4gRXbHxAtCqLWKyNxORqJ/31a/b9+oOSMjq3NJ",
-	"nMU95JmYHBK1qVsRfbi4+v7k/fvjc2cUrXMgqqsHdSI9TunE0IoZFYq45FnKlIyqdCmhZESaPhf5bo6v",
-	"zgenNQhzPTRhGkTPBuknwb7MWVywhIwpT8ucmUtlFqAQkRWUpxKE+TSbTFgSEqFosRLny1yoq6h2/jLM",
-	"1HKN2tYVSRnD4P8sBodIYcBT8Taz9RO1IcWD2QsA4EQRlrPj85uGKJFyWYDsIs0qeTUtWbDiZcDDlZyZ",
-	"Miod8NiJABrZnGkz2YIVLlCclSNoLulCMY6bLDulOeoFT4fN5eCX04vB++HNxcXwdHD18bibU7IvMWOJ",
-	"JLv9/Xdvv/2GAHt5UW5pZgCZQuk1KZ9xC4zWUhEc1yy/5zH7JOg95Skdpc+EyPXx1U8nR8fDT+eDnwYn",
-	"p0psagmfCS2o0v0UzpTVxIdaHQfunC5eBDZKtc5pztOFmklfH8nye20nqi8lZzSeqrdCMi7TNCSjUi7I",
-	"iC0ybTACk0emCM24lEySh5wXTJIeFYsKBSvpEiaCC5yzmPF7MOBIRaQXxEEOzqR6zAtSoGGrIJmIGelF",
-	"M/plqF8c4ovRFpgzRAZGEcHllCVgROGCTGk6JtmYRNOimA+VuDNUEmNWFpUwiaIioUmSMwm3lqbqzYUS",
-	"hRIQQ9uTghSkhUyz4J6VhPVyt3bIeabWMSEPYE8U9kTR9AQMEXxF2+AsiojUziHgdBN+z4TBVg8aRUoZ",
-	"a3qdtq3byYcf+u3XjoMKkMS4Lk4UdhRXcJgbUknNhOwVkMHBr/YSnA3+fXh9c3x5PbwanDeIAigLOwrG",
-	"smBzaT0fVBCtH5Jxns3IrsLU3X4f7afT4CBAPeO1/TR4/BwGDzQXSvsKDn79/Bi2rmPTNta6i4Xx4kyp",
-	"RD4uD0hj/eqEm5OT3uXF9Y1+vG1Gka9B0FLjsS/zlHIhibpTm+iB3sNZS1coRSnx9mpkb29uWypBgRcL",
-	"dXkUukuDcU1IRYeVAGbH4YVk6RjwG0lAEpJIo0JEFDdE8quhkOWvZDVRgKaVMyoWWkGTz6O1ipSfDc5/",
-	"MdrGdf10s6xGaV6E2VwpKABfYYmBXGsZ0WHjnqurjYABAsqFufkvd6U/CUfZfq7I8+l88Onmh+Pzm5Oj",
-	"QVPkqev0xFqBXgC455lWpCWTUg3ey/KQZKJhYgiJMC/esYVVOxuLRvb+Schyru4RS85YwukNWKKeB5vr",
-	"T5eXF1c3x++HZ8fvTwbDm18uGzx+MWfEHfbL9kwm2YMAjV0LijSO2bxgyUuKQK8kiY5wZ9tqp5GZTHHL",
-	"upiInLbnWmSq62vWRtROJPJzKrTJ4ZWEx6CHaFVF0WslHoBMt9XcYXVAPsjhOf2EBINn4riC91OPaCnR",
-	"rwmlii5SgaTxgMxzBZ9iQW4DMaPsNkCiajHoJY5qQGwQh6HSTfJNeqW4E9mDIGPO0iREDRmAHpK8TBkZ",
-	"5Uqf3uok3TvOStG+ujcANeWI5onfnD3YG2hrYUzzhPTmeVZkcZaS/s6bLSVUNYyKinJpeHG04cZ0Tkc8",
-	"5ebv+q/zUk7Ps4KP9TnCQ20XHmVZyiho62A2ucmpkFy99QOXRZYvut7NGZ1xMfH9/OgaqH913g09S/ls",
-	"TdTZ6O8sLgI4NnBnnIh5WZxlCe6CF2zmrtxY0u33NM/pwvn8oiye+r1zQp730RLv+WGeszHLc5YAFBXi",
-	"whUR5UzB4a/XF+dXl0fOjt0v8ch/YrnkjUsW9Hfe7PQDz1eSxaUSKGrbo0kC50fTyxoWrL//1nk0XzDz",
-	"XissZ0tn9T9Hr0XXPNUDecfTtL76OmqvOioNxA0BwJPNzr2gk41maFwQcOnA4HXc0wN/XuNEyjz10xaF",
-	"dNtXl0eEiWSecVGQXvSVzufDMk8fXyumfr/rcHi6R9E/1trBfYWZ7VlgAPDI3XOUHhRLSqksSDlXInlI",
-	"rj4ckTdv3nznG70Bj+Zl6ACO2rP3zlWLDeuU0UdZvOTCYp4P9gPNW6+0F82DlbSg7adW6nAvd+0mdFFQ",
-	"+2V7OY03YWbvopME4nfOIELHcdL4L+iYppL5RB0I7CkypcSH4EdKyGhB2BcaF+kCZJ1sTCL11pAnEHUX",
-	"sRnlaRSa6BOeo4nYDWL4GsBLCqMT+q/68U6czYIwUC8HBwGGFmla6UBVf/i1Y62KZ8ZxVoqCwJukx77E",
-	"aSn5PYa3VGsFxLTuUxy24dTd99wLXF4rLCxLmQlzmkDUmnX0R7gTpahkD0KpKMKazuABgMcIKG1zO6zT",
-	"8BT4IAgDeA1kLYCSj8XofS4FFU+cgK2Q2IAtKs1mcAKSszjLExtQBI7HFmTx4LcOXfsCt9or6e3v7W3V",
-	"0OCJIVttZJ9o4bUp/9moRgisOdFSlwIioDEl85yLmM9p2kBPmqbZw3Ccqf+Uc3Nt6XyeZ/c0NaauIY31",
-	"VDmDtXhe0dpncPDmm37f/K51UPSg5JZB4unqP/T5GWuLEnxxuiFaw4Y5A5sfRNY6vzKwPdpQAeeXYpoz",
-	"Oc3SZDhneQwge6e+hbDfZAj3YK+/93a7/2a7v3vT/+7gTf+g3/9b0CQMH7hIMIJNlrMZzblkkqBPAWOG",
-	"k+Bgfy8MuByO6X2W84JZEoMWvyKH67yHf6OJ6WC3rxC6oIacKu16AiJpYGJo1eAxrGGUZXeAPCkrCja8",
-	"Y+q1gtG04tzBlf6KUCm5LKhQJySyQk0d/I//QT4pPeVWDOQdxJZRUmRzHmMMF0nYvJiC6M3joszZEHiu",
-	"KNNUkSSNNnDB3iqaXOSLIdgehzMuSpjibRggfBbDNJ0NERnhCxxFLmTBZsN5ns3mCva/ZCU4mqjSC9i4",
-	"TEne2sAOOeIF0+EACHJgsFmWKoQo02KoIBpPqUKrvX5fIR3y5OYJ793sfnPQf3uwu/e3NpltXoDm3fp5",
-	"yoopxPgpBEsZaLBU3pEZXZARuK4LLkqWOOzf0Sc6b9JyVW+gP7vBrwb40eOya9eVJEB1/C5NU7AUSY0C",
-	"ihiCSKPjKqKOpUbwZsLAlj52jPA8ZhhAlbBkOFqQCI9Z0cU+mTEq4As7pTrJncCJ4trb3f92/92bb/a/",
-	"XR4836AlS8GGGQLm7eXUpMUulP4rjVr6wEWSPVQBq8CzYAS1PbR0AN9oR5W/kmjvB6e4HGYgf0U6cHM3",
-	"7O/t7wSrtuyjc92omSpdPs6E2jU1YRR6CJYc2NAZs1rABQjjmFMpSbSMdkYGIvAthEADl9EAAoE4ArvK",
-	"l2KIDyOSMikdkIEEDWBHu481AquT4gmrnD+0Ct+VCnFhayEajCFuSm9FPQDjeIGSm7E3QR6EodUVH9fk",
-	"CaJuFWdEps9zMk+pQmNKIv1KhLeb3TNRbO2Qi/E4dBblX3O1UvCw485hGJQXji7Ob47//QbdhBfnHyM/",
-	"rVjOwVr3e6r2qs+mfibVehWRGvM0NWDLUrVwhKT63OJI7WY24iv9COow01aSkPoNDIJ8xmrSpyLP2+qp",
-	"TxNr6LzN7WZ5QZxnpMdm82KBuFQKyYqtnYZcCzyhNY1PVATCoWMTrXSkOPvKsMMG8++6oya6QAmdiLA0",
-	"v1OsZMpNRB1V2G9G8mNITaZo7aEsshkteKxD+DG2HtCw1ycJBxQB3JxtrSZAjrjihgb3myLSdcHmZFQm",
-	"E1YoZKQw4TJs8k7mCEPLDCsN6SxnbFsdEDHfYxz8HVsokqSFqigkkRKl1H8hO0lNr/64pzmnolASVaQI",
-	"xa2IHCErIr17mpbai4zUCs/JOq4QN7bwItEcsia4KDLCvih1XQe0t4R4Y22pb+Y9l/OULkD1rOsOXuGu",
-	"juYrYnKtLNhKlQPTfZZvj2msMFMhZZI9CALvr3fDvHesJkq2EFX7yTXt0u8SPqMTdkiUyFgxCAT5lErw",
-	"zqvp1e8YUlEzMbgmR1dmbW35Qaid2pcU7ddK4pzlUuGd8yNISqDn1hW6t2tRBq+w3Mq7wR8sjxaE1i7y",
-	"orpWGJyqWIyOT1DPwa6tgAQOBwh5W327O8T1dVLmYA06RqNirRC9oK0kVuF/JbWNAMGYZiMFUsG29CkD",
-	"99Txn7UZzLnnpZCwUZ1NxWTldQKLQkwVrgLrZbkar8ZtzMl0oIwLj7qG0mI+8DPBn1GC0BFjKFD5L0rb",
-	"WOpXXjw5tjolRkETNqwkePywPfuhFgBBIoFXILcoyxWSTLOUkVGpP4vLIjSIo644kXShboPMdEKv0RSU",
-	"CKu+wCVGWztkgD9iOq2OrpZKNUgV+Yuau4rM4VIlbMmC0WSH9A/UYaFRNmX3LNWMYzW+uopdK92GyoLE",
-	"Uyoma8saPjt1jWx0WGbraGLIqsssw6ZC6acCdVbuMEBX2Vmi7XUrlnV5pE6JvWrFCrlzmQrVhdFd9KUm",
-	"NdYO9XOXsWsw5/5sRQ0wJI6tfEHSw+BV1FXjXN9Ix/C1jjFIkcTg7tvxm9+++7I325+/C8IgpbIYlrL1",
-	"5Zub3d2D/t7B/v7fqpwW8U5ApsE4zR7apoc/QIT2EfHLcpTyGKDCE1SldBYvT2wS+ZhE8v5uWH+u/0QA",
-	"6lcPISFUEaA0m9QFlQakWourg857jWvxJlXaYiUT4LGWkBrQBZWVEoJfAjunM0Z6owUq0sKyIiBDRrNv",
-	"2HVrB7wWmdF0pXYRaoBZcRWO8EPXR9M0Bs84RArfsUVIoq/qlhx85dqrEeLjavqQuLM/Pkakl2SxfJ0w",
-	"ySdiZ5aQ2+DSvV63wVbbT2+E9zWMM2oTP/Nieg1YtYGjp/r8lMuiGwA/soVVCIA8iK7oArPqZg4jBDO3",
-	"X6dzrjQDn+oVF/weFY+QCPagkBbSfMFIbJynawJnpVvVruMZXrNquit2n90tRSgg+khoc3Zvklt7NuH6",
-	"Qeu4WQ4hOjqoA2Pt9T19Ftzv2KLTv4NUDaOFjMNmM6qU4/49+04f6EJCundtxLU8m2bU0Kz+Rc7KuTee",
-	"ey/YQ7qo3X4u4rSEAGRIPFdUFJijnColDwOMg/8ObGmzI7vzSQQ37g7XZmYmuwVVfHDi6RoBmUgX9WWp",
-	"Md2lDf/225v7m/7ot3fx+e7i6u3D6d6XH75N/ro/+/E7Ofhmflz3+anPfx1s/03XNPmX4Y4vt3wVm9RY",
-	"CRwRDfmCPag9/xHs8IWY3R1k4D+J5TmG/w0c+j9PMzB9alk6JOi2RIcXkrMHpZkUToiHUrClrb9wYG24",
-	"r6TWNXvarb0VOllhuTVjmHEcy0Jk3okOtJXW0NG2qeHQGBrMfOh3BP+3PKy7y6VeghpP6mAFLqzHX0bk",
-	"v/7zfxLIn4C1zaACQ8qUhKXUSRMeD1/ukIFYqKfgnpiwQpL9/r7JT9YQsM4iVASk0gfrQnes82a1Q4iM",
-	"FhC9qS7jFKzOkN2QkGKaZ+VEKaAmIFe/iUCmaSbYFpyOFuCVMksXasaa9U2CyW1hYw3U2BW8reHfqElE",
-	"q0khsCgHUj0EH4DyFeEJ2sVhWqW30jQ1kt+BlSS0Fmw1NSyBUY0DtMNYAcFwFdryKBwi8MmYpqkkIxrf",
-	"GV0e9tGmxpXr3FuXZiUSqmuAZ+I3KWtXvLcagYv9q8apvPi+tH+ow+WMQXogHVhrOE908QUjK21U0wi0",
-	"6RP89G2/IT2FQSn4byXTvysa2KRVJtjEwtrZTidtOv6CqRTdYpNGFsQDlhCMC64bkZ8tHJmB1hIwTRrI",
-	"e12XqEW17WjPFFeWS+gXgmGFEkULIdPx+bL5xNTQ6wji01eES5h5M7l8tUSOsz8TaJBM0A01CGeCaHnA",
-	"JcmKp+lhMM1Afb/x+mY6brp9nGMK7NXYbRmGU7HEZAOoL8GCuNVxdp0SvtXdNvXLLZNjf54ygdEJ0lns",
-	"8wRaBE9TmP12rbVq93VVatALCvOrpfbGIWTd32Bv1WYTlliv485aRnBF7zuPAd3ZwPeqeBLnnHndTJMV",
-	"qJOh46JKHoNRqBITIJRm64n2+oJ9KTpUABrXsaWK7kxyLjDZn+ckzsZjxsgopfHden7jlTZolvBifRRa",
-	"GbZInJszYmkmJlDxsyfjbK6vhZKgc+NNQW1Af2CiWMD+ryu2OB8+De4+Ed9e3mpH+ngqhPLg9xNMwXi/",
-	"NuAswopDABTOns9mzECdVQLhV+vZ3JjTaBLry13ICurxpf6QPWBCop1bTQyltYhkKYsL8F5rGrBOYTH3",
-	"hO12zfzP5nBqe08L0h5o1H4lQeNVKOaThlbRhdY9X1XNqi4efSlW724ZcuIeXgYPFxuhlO9oF8890Ev0",
-	"Ln0CseRp53pmqw9BzhqqxzokAMWdhudmzIGsozlnxAXNF2jOaXtY8FUfOkCwAeldnn8MyV8vjz+G5OPJ",
-	"B8Wlfmajy0NbsO4tOePf14klzrjS/gFTd8JtOZK8kLnaBIuvId/65Nnn4oZRNp5rxNEaY0291WUVrCSC",
-	"xhJAP54JSXrUtXdoclw8ZGDN3TokdCSZKMKWkWeHnIMaX6n2vcpWsKVNA6xhGUBDTc6IYBwM4VbjE4ol",
-	"m7zXKcvZy+v3PYywgNQKbf+Itl5E49dhv75BHled+REtaJpNjkXhUxiudTSmjm6wxUpqWrHrq/XGxzfD",
-	"nSG4S2fEsxFWYsUwFQwfT6pQlZ0qvH5GJ4KPOej/4O/1lLLGulLDeVpOuIA8hVbkPbyILwxlWk5M6Lu5",
-	"LvWPcUF6MuNGhyKPCil+9RVhhEc3WZLB35+dvLVgd6e/0/e4ly3UmvCPbLycEyRXF961dllJ0Q7gVxqU",
-	"lwZy2hLnzuNDggE0OitHr0IwbxQNHlz3niDYz0lLmpe//56yqOG5xafr6nZOXXbSg8qbuhK7cCpeZ7lx",
-	"rONhb1dl2ttvN5bTxrrWulpo2C7ZjbhG9BuoDZryvJpmKZVc2yAfaC4kiS5PP308OR+enVxfn5x/jOp2",
-	"uGqFNJ6x1w+MFh3LawqsTw1z9I9eu1otr1QmipyPSrAn4puOThRDvLgxG68VQti+tW2uG99VFSeNvG/h",
-	"7pQ30WPJFwKrIR3t+Gg+n5uwQDdFAyCg4WOzwWChbr6dJkT4gzfNrk6j2skTpkY8a+wfKkB0bN5D51YC",
-	"oDNf95rN7llO9O+W6ftYSrC7s+fLPF87f7nKw9XnUcfQsCK+ml414OdBsfYF/7wml11uMmxzV/liRmdf",
-	"8CKuiTCBMehZnoB9aGQsY+srw15hYpUptlraC4mv1la+obratPRDXA12A9jToeOHWIUVqg1QkuR0XJC9",
-	"/l5/e3eP0OJWYEL7PGdj/uXRwqZeHWoHH+/8XWYi2tohn3SZDwiCp9AV5u9YUYUWOpsOQi8b1da/Bn8y",
-	"RUiCaVHM5cHr1/I+3nFSltXfayzC2IS6s0s3y7Gs5Tz0a4kJe/2OGOv+C+YcPj4lKdSKS9u1oH03zcGk",
-	"IjgvAwd4YjJoGDj5DMFBcL+7Kj/UL5oqMoV11xr5tbbMD/5KyyIbajXJvNL4Qk8+ZkU8hbpqFQn00f7H",
-	"dYTaP7m14X3ROorz4X0y5fiir/gAKkNELRvQ/jsP01lfd26SCesw2lgIbqxsd/3spbUaBR2QUcnTYlsJ",
-	"KKXU9ePbcmmohQPH0b6+UBveCrBcG9e325gI6M0/uitQ/c5tfJgmyrhbnrUHCcENaFu3wu2GSTprSJ0+",
-	"AROrLPTmNYk0umciyfLX6q9o61DHzVY6gM0xoSmGOVm23C3n1gfdaVQ00IfS+8uB/ufOcPvzn83jrb+8",
-	"XvnGn9YR/zR98smf4B4xqSTs0GRoZzNeKP6X5ahlHmIZNeCI2QwhQDKhIzN2yDGNp7ei1niBzueM5tKa",
-	"BbGS6M3Fxenw6HRwfT18/+nyFErEbeleWhsLOQblkBRuJvZSUfB4meDrnhPEnv2687nxj96v/7L9eedf",
-	"vKewRCyuBOEum2GHOGVLWWxYpwWFqoSNuYDPdHZUZziFL79fJzP6pBGTr1lP9pf/LbP99TbaKZl/QOb/",
-	"Pzmnv21LXp3b3wUenef/B2b2bw6NrnT/NTC1lfvfyOzGCAxjOI7aM9XqYm2Ujq5X966NgZCb3tMvb/3z",
-	"stSXCmEDTUq6JLCOOIBWEnYXonUnZP+3S79e5tU2qIMq3wNPHEd3M7rnlSRulEEIR2mSIQ4rxwjY5aDY",
-	"vokMFBi+or8MNTfGqDk7ne3bJkiW8wkXO+TM8blLLiapDYvF+NGc3rPUJss6bMKy6M08wm6sYU1Erwyf",
-	"T8m1XjexujOluAsJV6YXr5EsvEFyrLHkY3ViXUibXP9yfXN8Nry8uji7vDGW5k1TZLt2uGG6LOn1Af28",
-	"maimk552UOkPIm86Y2SL0prk/9GibmPbmBE8ris9na0smOAVoC4VgxQFpnDUcqQcM5XISAac5Y4tpC9c",
-	"r7Jc+CmqfcE1MNctD469gwqaLqR6DN46MIFk2MyPfZmnWa7rwN1zmeUmbojfM6+RutvndYF+4AkTLKdp",
-	"qNA1KeOC3/NiEVpbUKh4zawUuoprSGYs4TSElgahvTmZOCRUAJBuBVSJaOD72fHN4P3gZjBUKsHHi6tf",
-	"hp/Ofzy/+PlcQbew1YG3QiIzJVCZ4saCKHChp7jRDdGxBTl04pv9pQ4yfWUqZ1cdJt+XIlHKoPrAp7R6",
-	"R6/ZntqemDQrc6Lfcc9fQlixOnulPWQ5FdDqj0JZvzCY5IyBlRxtWaO0ZNAmLuGTTKkZPEtZAenM4s57",
-	"8jXrV3NZP3FZ0pTod3QReq0XhiRhOb9HTqOoxJu97REvyIfzn7Z3KZlSOW2qVIQnijSUaUbeuHu876ul",
-	"7qr/2/Mscu3bfWFMbRteb8BxW41bycm54tb1+62Io+dS18x5LTEgL5kW/+c529bvJUArgB7meC22DgGq",
-	"it5yMWU5xxQboMcaG/2y5soaV/VC41wS/cVTJ/RbcyzgTWEDpOlmxB4VxJTRVnyGSyLvHLfbxeXxFZbM",
-	"1td9q23T2yzgDJa5tk4NtoPNUQb2tkqNNiriPEt5vNisUM+Nm4gDAzhBklpsrMzLpGf04UuYaytEXc3N",
-	"1yIpXbC8stqAOd5Kl3AYWW7FxQjzINnQ1K2IDkk8ZfEdS9QQ97ZOPGbp4Ii9weXl1cVPg9Ph5cXpydEv",
-	"phOZqy3p8wiDL9uTbFs/nNH5r3icn6lYrI3dcAouYlNTs0l34IbULJGZEqWVxcof5eOY67vR3NAIufMs",
-	"o1VFsLxFtRHom+HMwJHNzAiHivqAQAcJVpmwhuYZTUxx1tZZo0UPMtFmpSxuxYihEQQvuOkU6aDjIZTF",
-	"e8jyBM40aTvTDg25YYmua2NM31mua96Y6lEQF3bvRIV1lIVynSMttqoemwzsWl/2kCzvCatplvOVj3CB",
-	"JbMeB7K1sQG76Yit9lPdgBperqRrH7DLi1+Yc26t7gbTjBozvTWAFOsmoD8e/1Lr3FBW7lJyC87jnBZl",
-	"Dn0atAe31SyoessTdAWTbnCF9B6P1HePzspagd7ljIrtnNEEbCjQCUhQY7Wo5MT1NuSR6nw9icE9fZlB",
-	"T0LSu/pwRL75rr+7ZVMWx2MdiJlmph1rLZDLmNcwDcH4v+sLbgN1FWYBjCtQ6cWvi01H+oQ6/DgOWql5",
-	"pOu239oh0IOD2IZHPVsD0lDjrQNyObi6PsauGeGtOD67vPllqDvFheQE+5ieXB3jH5qrwL8vBzc3x1fn",
-	"ITkfnB07r8Gf5sVb8dPx1bUSMqoXzBM7mHlgR0Tsr75odKMKb4WiAdfD84ub4enJ9U1IHO9G9ZnP5aGf",
-	"Hp9DO9/q5Vth5SF33EpIUs8uvv/r8VH9aX3vg083F0NkxcfQ28Ud104KP5Dr45ubk/OP10b8UrfdeXo5",
-	"uL7++eLqvXo8tD1Bw1th3zD9V38anH7SsxGzFE0f3a20fqrOyGqA7ibtw5Oji3M9vFnqzcXl8PT4p+NT",
-	"XHSLaoW3wjyzw8CbHWIK6VEjWjVkt6rdo6ImkJqFPkMq3F4+Vow2b2uOubVDftZqrrkGB34DT9gWiBWw",
-	"fzw5Pa1e6VSVEe2vLwdHx+rts8HN0Q+kJ2MqBEvImKeghtlWxbdC9/rEcJlDwr4oUgQkSAdnYCSgEvFM",
-	"GuVWSOpcT9+DBi/UGH5+fPz+enh0cf7h5OMn3JfW0rX+51z8IAxqFz8IA+fm419Vg93q7gdhULsA5u/q",
-	"3ebtdx61X6pGrROAIPT006tTAP2gQQLqTy0NMI+bRCAIAw8RcJ86F6T+uAGFFh2ove3SgSAMfITAfeyn",
-	"BO4bbUoQhEEnKfD9Vh2Ghxa4Ty0xCMLASw2c564Q4yMHClB+eqA257ukNTDqIdW77i11V9u8phpB6/c0",
-	"CIP6DTL44X/quVheG0+NnZtWhl2xj1do/wWhWZZxzKQcl6mjM/3DkmvchpItDRB/abdQNPqI0UaNvA7x",
-	"D0DEKkk6tK2vTQTyzs7O1tNUOiNzr5XyHjhbe6FwSw3xDZXFVrClFdpAXVRMwBHsstyCFQMxoTlIFZ2J",
-	"xYC9mm60tUPes5SPFOxZuiBjW4R4ynJ2UNmHcjKjqfrB0R9vRc4qt5Y96l7kvfcRHKMpn6kQYsTUIZs+",
-	"I2iaUmOiG9U2yPyHxHY24jB98ZY2whLaTUhTU8Zk58S8YGSRlXkVPfnYDJ+csnSOSThPjZ30REHaQZ8T",
-	"7Pgy0Y3LL8P1NHtYnirYQvj/TQuKmIluOhN8LSSoJDl9wNDqLCe/DM5OIVuY9HQQD6qodZoQkgm2ko5q",
-	"YlszTYcnB6SBm7dCYcIBaWDXrdCnfUDgsG8F3JyDW0FI7a4ckCddlVY4JbZAX8U1q56Y63BOAx8xcT0I",
-	"8wp13ObNGs3anZvbwmhlfzFBa7fqSmBzTEw/m91jSp22vJirA9dIrcras51mzVXD9A5Jp9kxunYQYHxV",
-	"qNEy+NRp2+Pnx8dn3jEDo+YHx/52yqTHaDwlbVvDC7N4C1qv/8f0QgPnWYRbiCzQwNBoEsugtcio6vna",
-	"EWH0FLHImWaeZ9Cc/w+WdBAmoTm0FxR5siytufqWevPGJp7PZniZwBzr6DNFz9h4zLAiKRqhmz2/PNys",
-	"keKgmBqh5NPVKXxrxmv23LJ/YrKr/nM4WgwboWtZtU3NMS2g5NDYJ+yVbv3iGXE5t9W/15b7uJnPE2MZ",
-	"ak5UvZoDyCJ3PaESk9BDAhuwKX8136jOSNR+A3Q1Oy7KjpxE57YsjWVzPZe1eLZ259D2YbbIEPwAwjBE",
-	"GqGxV0NiQwduG4zMjt4ESdRGoGg92PgwzyskoEXMOn+W+oizJXfTgrudyGrwuyu+30X4FrSMl1S/u9EZ",
-	"LL82zwbHMgfVVd0rhZmg7QznlbmetUu72ltaSJaOHadpFc9rKmisKNNbc1JV591qV+uuy/Vm1UiIFw1X",
-	"HIvvPvowZT0msrw40jHktdVYCqa6NXyKz1Yhlvmeb9xAjk3dzjWGuYpvL/U0Pp1RL9fHKugCm4bCps6l",
-	"fRmwPgVYXcB5EdjoHS6JH2548t1IzYZ0UgsXSNPsgSXDguYTVgxNkcdf99+E+/ufH31SwHU5susKntQR",
-	"8mnxCtc6jEC7/XX/lXrMCgaaLsgdW7RCDPR3OaNgG4r+rP8X7WwaLLAuLW5AavN6d9hzpVH2b6qAYBvQ",
-	"PLlJwzI6bQ9ovbpxLoauSJVfA1Ofd4Odi7LeBTYftO6v+eEFru91QYvS10EUnteCqiGByBhbsQPAlM6Z",
-	"GzxDEi7jDPiKNhS8kqYaQLMJi0frgB6QD2yEZfzA9gG5LQVkHhUZOdNx82qoBKuJDK2Bz5UuGrqKzqCe",
-	"pNmIOcUWHFB9btn9lmtFS7Kdu7Wbx88ddYJoshgWmRYC1tNy2maIpTnHGBS5XDuoQ7Qrh4GkdMTSZv2W",
-	"paLdU2LgVotzXdWAapHN0PKgXXAbT+GVhJegFJjoKhZkkKazJk+FRZ5uJHCFzBsVYYHqPFN6z4jIkPyb",
-	"PoMxlTFNGOmB3yAT6SLUMWTIJeoGj5Ups6vEsXYEJjcBsMZfkmCe32aiGtKPpbGBm5b10cymKuuTZSmC",
-	"Y42aPo0b5jVyaTbmOS6aM+Nm+yfpR8t4Yu3eNtWXemkaXY/G1TbqkPGg9Zpxe/bQlysiFWP5Y/SPjhxx",
-	"JZ8rRrSAPDzPpE9B79UFaWAxL8amlxgMj63ZTxa0YIZxVypJi5xuwD02MDB1mpXs+ioTEOkZSUZn0TbD",
-	"97eeFr//smaZauXUZ6B50h58kf7Ni/tkiwDiyjo38MVk20InH2x0dzx35TlXBdVFKHD/IxddBeVNQc6z",
-	"k7NjogaxgICq+uSOi8T265D8d0ZSPuNFQ3a9gwkCKCRrWkDy31lwsPvNt99+u7f7jSKjMzaECaBsgnrz",
-	"9d/nDIgw/DEX1b8f2Ghu/5jwcfC5Jd7defc0sIt2c5HMumiZcMygSpj6r/ETK5IONec+d6Q442bail8+",
-	"ge7sBogYSmebK6hlhEp+GC10EuQ61e8dOLVbq3lPy062iSjUwCMAp7PZ2kK8+AVVAgCJj6a0eGIda+w/",
-	"RG21WjKiRTxtBa+LAgItgsv3H8g8ZRR72yLTpyk2Nw7gX9+OdmNfJLoewXsHcBHgFp/weyaMUGxZQ6MS",
-	"0eq06PrKfJPCPl9JErmvRtgnIBqlWXzHkh1bwzfSickbJhzoBYR2/90HeUPl3XPOEOrNKLJhyhEvPVEE",
-	"OeqVU0YTliuVEi9HGGCtdq14qjMPPlcxJesctx3eW1Aaj1uJPXaNWmW3S11L+FEg+zc9AgKhnhG/D0dm",
-	"0uP91XuegiTPxAUDHC8udHJ9iK+Z6uAHbFzhKaKSiUMSKVISQZ8q8jDlMWSMVjvQ3akM6IewR3CdK8oN",
-	"ZhTMuObY2G3jHim6brO9vGvQXBywo6iV41w2glQ71XpVe5Uq457Ku02aq3SwOaeaDVUnAQejDw+i2CHT",
-	"CY+aJb7LqFmjPZcgDOpn4mWG0KquMy8HQ4++FOY+wY5fSeiqCiVMjJ6fwGuHtTrLa3a0bywSDeMXYyAl",
-	"697W76mJU2uv36mbDrJPE1OXKdiOTXpV+5jDqpQ79oBTt8k0lFsPa2GOghddZf2hzgjZ6/dJXKsK4dR5",
-	"xygef/EJNfrSviy1WvFrLtli20bndok8RQnLR+pj/8nBbdCHVpGbdc7LLwtVHVscSDcAU+v54pCRRkuX",
-	"JbescaeWUeX3msxu3CzEoc81Hl0RkVq5nGaJiwkIyZvmrJrPlGDAvrC4LHRWak/7iMGYp7PklVCLOfVg",
-	"jcyzeSYxP1N6fT6JA4qGdakUttUTUEKMFCNaZzEVOKybGrNYvcROvcITli9n0upHvErwsq7su7K8IZXe",
-	"AnbQjLZWogVZrK1ca1pYra7NtJIGeS/tsupITcHCXpAWpJwTWgejMcqyw0FeFnE2sxacCpfHUFJT8zNP",
-	"TOH6NAZCDT1U5efpgvCCjCmHUvG2TaqurWRizTHED6zXhuOaPlSZMPkWa7GN7M4PA7tp7NEWZ3nSVXZv",
-	"faQNCZWQEtBN/5dhT+3zddmVtO619am/sY94ib5mQjiuEx1kIObKGPYodzb3uS5DdShD7G5Px0dugPod",
-	"uoqu2zTXHUgkBGdrxwg4IuwB+M1V9ad5NdV61l3/LV1lSjDTPMN2pSdev7+Z295WEi5G2Zd1oWI/2xgu",
-	"azSnN0M/HxaXK2qNbLh2HO6qTNmKlrGtkt8DX/ES6itdwqUsGdn7Zis0ISClSPT91NUpHZ8StCpvpOdG",
-	"OLbpBQ3yCnotHN+7+cGO1DOd97EahXoXylFAnRR5QPb39gjkAUJ2nXozZ4eVKz+mQnd9AS+7ls9tLd2h",
-	"9rORMzqXbvGMrGZwV0ycClvyP+US1KK8TBmGQVkpRSmrRlgKbT1eW6NuoYtUgOKIvbNRsldD6S6UcSYQ",
-	"JyRR0txMcUVbsPS//vN/kgiihyKSl1rEQgYQJUwsIhtMzwvSuzr+6/HRzfH7kEQopESkyNKkJpNshSSi",
-	"8i5S1CcxsQimkbfbr9rxEYxTOgGjwGHlV1QbgLUyGdarGjmZ2vilacBEXH0cganjMCrw52ye0hhdDxp1",
-	"dshA136tunZmufONPvQRYGaWKsyEBvg6u8weBmL9Yofo5BGsmgPV2kivgViCzkDKhhNjaULmtJg2ipQ0",
-	"EH4npmlcprRgv/Y/7yhA7bAv8xy7g+/o0sXR1g75PitFIg/I276GguIRdjsh2eu7SAE+vjJlIaiDQCjg",
-	"mcJK9Wz/HdqosSgn+1KE5O3unvNMzxyS3X6/7zxHFGk2pQPvEuSK6ZK/GLwWhIHakXqlzEEFnGayGHKh",
-	"CKCTgBeEwZ9tQl6WT4LPj4+PoTOawtqgEqKDy5RyQaZFMbfV49D7sdOeElPidfbfwevXQWNsKu+Cx89I",
-	"E136uuvI2F3U+chAvDtaRBodzFz5VxIDGUKi9TC0mUFb+mmWJkiYoEWb/Qb0Gt3MTdfeA29AaG6TNafM",
-	"uKhtoiUo/1ZSn3v4WD3HO88lpo9hVEZPlLMRyyXWoc0ZGS3wly1IWLQH6usAPpJZqrTAT1en+h6q19WR",
-	"VY3pJCO9mEq2zYVkQvKC37NDEv3ZTdCM7Dadh5WTqhwl2YxysSo0pGJ6pp5Pt63WtyULo9rqqywTM/OG",
-	"U83oF5/BD+Fuq66rc3HkdvwV/Udi+efYCrDze1se3XOCV8d7JGeTMqVQwUmTJTJWtMiIpbraTY+KeJrl",
-	"UCEbSlH9x3/95//6U9SogmMwp6bOvt3dW6k/m1vc3qieXxY0B6uozhDi0nZJbXW8WGVMX3HrQYjyi++K",
-	"wenuuzWpydP0tKqO3tRBaUEoYrzaD3CxCcM2UtacocmrJoyKhn3ewOrwnomFkUxEujgkVtNFE4QCnpIB",
-	"eqZVJMXaoVA2d1xKmm6t17DD0OIuEXZ9ybUitS0B9ajie6OFpZkHIKPOdUSreYqiGjoxMrBCKR5NuCgy",
-	"IrBvOB67JL0om6N5VgElCu1VfIclY0Kyu6fZ6NYOGSgxrIR63kU8rTfZdOUeHfXjWHVciOz1V+kNGm2W",
-	"aQ71SvodCOZgqC58j8VutNiHfUVlwdPUWA8PlICo5orUGzNd/hrwRTJdNh4RjtwG51ndhmFr1Gmq0Zx8",
-	"5zbYgh6CdJTlOIM1WRmk15a7MIB3/EUy0Mz3TC+10X9tJnI8pf7Oq62QXv0hCkOuIRWkEVuBwBF2XmNV",
-	"hLqR07FXtu076An9brxHUXBpBjLZNSyPATO7Mai4tg/UmOWtefpxKYdrKr52fd04zJ7una6d3f++B0Z6",
-	"VAk+SmdNGb23108W5rWt/zZnegSpEpc65eNpx2q+1nkXzYCRMs+ZKIYmrQQjSnMWK5E6l+BYL6CvWUHn",
-	"4NQR7MF92wjV0E9CPZ9Pcyp9JQ5bM/nMpeZXJSOVstUO6a2vUkF9RS05x8hx7xznnm9cR7Z5t7KWYHMz",
-	"jVV0HGbhE8MUibTVWXVHUJZvo4VlcHlyYEm64hbCmlnU0zu2UK8oJiozHZiRs1tR9URXKA/h6wlLuWKg",
-	"rSovVYzAtybkwaQX6Oga9ZZ19mLBBMeLr/Oj3m73d2929w76/YP+m7853jtNIZTc9SFnuhQHWpLbAS0z",
-	"aOuuFqaRWUsSJrwlDEwih4KxmQJ4s9IFdV2eJCOLrCQPVBR/CZYHxHx2lOPBz4OTm5Pzj8OT88tPN81o",
-	"Bc8++3+zBmwNMTX8/l4YGOt9c0xvalkDdI/rR3FcPEBFvY0iOPQJf233J6Sp7WiDrjTtzlEYivJYqhUi",
-	"batBHJWUJ2sFJDjotIyqqovyvX51RcTIEVT1V7IGx3iT9UJFrNNrFXHX7i5//zy1TujsbO8nb2SudZ9C",
-	"5d1Z16ezdmbdumDwtedyXPTWQaMRxkCtOsaG535FUp2C1qAoaDydeeMLB9g0QQfTUngTguyVSocu/7Yq",
-	"aGJ+VqFTFdsLxXITTr3X6cxZAU+8zj5tG2us3bXX9KBhoo5PpPP5sMzTCJoZRR+Pb4iuk0Xn/DUs5PVX",
-	"+M9Jgk0m7cmVOV95ZnYnoYnEUMvrgv731fVrO28p8iEuyZzmdyzR3sBSpExKtBah45BLcnl8/l6RNFMz",
-	"UKkfdTq3cyt+5sXUaDWtD6qoE2kC2g7R/lAfp4opkhEyriaRqeODw3Oam/zUFePFJOnpddYn33pSfKOO",
-	"mGpbq7pMCj8bCwIcgA0WdPW3JvyCsMlXPi8LrfX2W1ZaahUQV+mcvY4zWx8aDq5VcUgrPaEAnBWoa4fb",
-	"NMyPSiIhXoQLjemvpA0ejv6ISB6r4ZsInY7gnCW5MxYxKt9LktWifJb3dz0RBcsVU8+zB8ITG0eHFgrT",
-	"oSKnAj9SEGlqYJEpI7gmW+sIDFVHA+Yj6kIGbB+NBAnIKlMU07fJtSqrODnFa2XyLOlS2V3Zo8KPLow9",
-	"ESkX7APXMvYmMWhyprAYShWDL4PDUAp2FDoKmUzitst+6OVOkfrpALvuqrVi193DEZXsm/0Qn4MxTrfj",
-	"JT1jr9v9hpzx7xXeZAk0TYF6ar8zWBzmNiZ5BgVGJU+ZKNIFFLqE18nDVG0BtWsM/5FFzuhMQv+iqo/f",
-	"NEuh7eSYPZBROR7r4EvdH876SIEuqnlfQXbNIao7StExDTvUGwZAwKjsPmAbvf3dN1uNvqYAGh+uqZn8",
-	"2KzO1Nur9+3bzaLN7RRhdXhd6LR+fIcibjIkgj3YDnrrxnfAp2vHR4A+u4qu45BPj+moC2/tNGkuEtRz",
-	"HeHxxfKZcPKOCO4BMY07bI8yI6dqzVuR7x6wpaonpY7gbFY0WKZfUis0S5v2n2HTBglyuVT3SMQMUQ7U",
-	"6+Da9Jgny+1wDbbXFZQP3VslOO8LJtZXtGprb1tmtIyvu6VlOcicG8kZjkbx2KmBViJY5vM//TzNyEOe",
-	"Fc3IVw3eqgWdD0cq4LdSHjOJrYZ5zRQ+5bJQdK3HhVKfpDE4rhMX6K1iqjHUOu2WEx27Xg0NPao6qgau",
-	"dV9HmG85RdIvyeoqrEuE9B3ajA6ZW7qKHNnBn0eRllPiTXYba6PgakLrIazP3MWNFf2W17cZK0WwkhM3",
-	"P9L1NxkGy9tTdrUJ07Gt2JcSNukVt13cajB1tUdzNbkg5ppgVFpIsD2U9Yhogi4SreHq6g7rKYsWkp1Y",
-	"GwbYOtTbXBfrsZleo1rc1cSF0TzlpglyvY0u6emomWLKZmElVkWSi5gNzYajLRCseE6wWzVwLS5IVKql",
-	"Rk/YJbKiRVdX/i4NFbdZy7swG33CIroV0TAoDYNfpeJ/wtPy3UQHt2rbck/SzBR2Xcu1L69uJ/+MTFSC",
-	"re23y7mT2eQKJHYsU639Ldx1rNJ+nj0gQcC2lhDU+CFnIp7ueISK1lAtZpHljMBvaqBJTkURkl31791+",
-	"/9CUQ6gVr7UxpkmVZb9Z72q0nMmlRkC0DGHrLK0vY/tp6GWFzLLeFHpFsnOzjk1Hb2SguvaAQM50TKCb",
-	"6Bh6Bi8WgfEWHP6DOf+RLZ6GSt9rV9OMCzS6CDK4PCF3bNFAKV3pSrwT5CHL78Zp9tBGFr/KdU5nNnb9",
-	"ji0q5HDz9XqjBRb9ErYTERy4CZNdo6tmpRje3l4HT+6y6UD2eTCNLi+ujcUYM9vdK6rwY4hoUs47KjJz",
-	"kSCfkkYhkFXbhLDZjcHtlrBmUwS3QbOvmYNiH5TENGfjMq3q1dvPdsgRL5iO7cGV+WhIY69d1cAU4U5Z",
-	"wRKQCCTRpftjTTCTHTLQ0UXYPjlSQIv86UE23lgH2gyruLP1MnL8UUW+3Clt53PDiVor1RFEO96lSRZn",
-	"wkfMrvEHUwQcA7t9+eg6bjvq2HVkY+R50VpaPwpNLC4kJqqR7jHTdeNe5mZzuijBmpBGIma+84E4A1yw",
-	"mcQVJ2lHusB9sZ6E5m6LRj4voWkmGOnhH3AJyYwKOlE0CW83ERkScQ5V5x/DAEKCAbBD9EoMdZaHz3gK",
-	"Yhj0srWVmLSXtk8Kesdcm6rhiyY1IFI3HCW5YVYW87KIdLWh3bC/t+85ytWN/Z3FryzPB2EhWIpR6mQX",
-	"RRH0ECwhPckYwaY50dYm19NZRTHNmZxmaTKcszz2ehevp2ranv59yzCTEjrlkgcukuzBMUkqXBnzNDXX",
-	"QgnSuWPGsetvrfidhmCHLOIF6FIvwPU0y4tm9azVKa3q3HNW+FWIge5IHxP9CmYzUHn3JIRwuEi7YhSb",
-	"k1GZTFjhZE43J9ldDjS/AOc09llbV/xg2y6Z7716ol8KeY/F8ry2341liTAQWcFkd/rD9pjGii7NdLwL",
-	"gfc9h+89/nnORcznNF0WNmJfqsvYKOICacylgmr1IiYV4QsYtDtiBK5QkWmqp41oG2VLK7mqyBdDSEod",
-	"zrgovaA5wx+qHCNCa4i8eBL2ak16mKazIZJPf2xAm75ijQ7IaJLE6nmHanIDG6iT5jbdAC4RU4huIz3F",
-	"iE3KHvBjk4cn2Jam0/t7e2Zb6pU+BuI012FicSBrDRzpellK219+Hn6g1EW51rWGn5cWxVA6MOa3DhV9",
-	"UIK69MbQOPU2bMFgnc0Lm66l+Pf6wARFVqu6jARm6wnHv5lI/1Ed1VM1bsEe8KwPnVtGRizOZgwjLGx9",
-	"kM5ax2c0v2OFrm88m7OCF1C3QcvnbfG8YHS2YcFfRSN15ytDFaBVz5qJC6tpJ+kVOZ/NIMYkK0gp+G/t",
-	"1JbdTRuHrzi603R2BHfmOcfnkbGsTAZH21TR5nx4x5QKlaUpndEgDEZUsmEVIX3w+jX+tJNScbC7u/9m",
-	"//X9rqlD9qUYomgSHOy+2e1/uxcGSc7vIWQymzNBeRAGXDab3MAyg4MABn6zs3vwblShxmkW05Sc6uUU",
-	"bAb8psxZcNDfedPWvMwWWu4NU8VDa/uHSHG2se4wE3G+gAJ8ENwqC1OKOGdKisJwCOe49/vftUJ7wwBG",
-	"vBDpwrbiqcDX7j6TzDMuCqJewUAsm0YH+Y5Zjr4w9dsWHFuEMNR1tqgopnk253GEhVbUK7cCKiQAzG2b",
-	"E/JBfYtzsyRCgqxt4+C1h8SYXs5SCsU/NQF7yPI7Lia3IuE5i4ssX2ztkKMpi+9sU0YCOkAO6bFbOI9O",
-	"6cZMbeQOW23qfysgPxC4js7KVdPOy1HKY0KTJGdSMlMUOlNkBzJaWZWMhinhtyJSfNB0UFCjyoj0YHSd",
-	"u3Ny6QyoIHd08v6KCFaoDUKbMZookisLkGNuRZGXspAhkSUo/oRC3/eUXAB+bh1iFbMHjswuhDH1TUN1",
-	"LAfwMiYYNqqSdMZuxQPVTcWKKQPLj2BxsUM+IgetgQjHgFR1PU6rER7mt7XLlTWuoa/YtCKVWoNQwARl",
-	"qynO9m0xxCVCkLnbftFDY2GvwjwiGEtQ+6uBHPLAt1xXpiUWFsmDMDDjeP2aLlVpc6E7tPpWvagU94Yg",
-	"wTibM3XnMxGzFj8G0tqhz3E5RPT2hO5JY4FFM5EVR0mvtm/E762Npm3pxx5pGZ7jwZKYzkFZqhDUd9Qr",
-	"tRek0P6DBh7pij4mKmu10rEmNz6nMxZqxuvmllkethEjbnCRlqyo2CFYWKq3SM9Q2NoGa5WPK9ORV4Sr",
-	"8nC1papTZKdplakHrj00iVVLAJKn34jqc7/5ZtVhdhRkxqtsTrpbLgFvw3uW83tgFk+VThI7QhUtuEOi",
-	"nEn+OzOEInrgSTGNIFtwyvhkWkSkp5hBVky3DkmkW2bo129FhEpD1EoZscqErj7s9unDKSH/g6a8WAQH",
-	"7/phADMHB9/s91sShhms49rhz4dVaX2s4g8rDQ3C2OxL3c1f54GMUTjmvzOXGOpaylhFWe8AKid7MBvB",
-	"5COBgCAEf1doNedfWGqrBmoFpoez13Hq3e53e6sIxJJQR3uoMqYp5p2OFaETkkOmaFJMyRe9MPdQc7bN",
-	"RJwl+Ik921qaqD46/Y0XIvZY2wKYGjwn+gUAvgI18HMFZoIEtlIr3r3dOiR8IqDgjRUCNrUEadTqOiEE",
-	"yAsf0AZtscxFP88KPuYxvHZdjuxSn3bjMeghnzBgEhLHG+lSOklIMG2KpkrcA68ZF4n0lCKXtmSXdZ2Y",
-	"Cl2Y/KMuClrI6zXksbWWzhrTfxn3pulf3yigMaPcF7mdygyq4+iqEMKBE0Qpw3cV0gA4Osr76x212J0z",
-	"JEJCwSlnMYOSGdQaV7AlLToxUNRo1Qpf5oZw5zHJJjWXbxggz9XJoVqncWDZCuG2KYFo3sly12jn2Jnu",
-	"ueTaDFcZF55gh6udZIvywCKiA7R7wR+HJLILig400PRaH4RRbGjhmBDdYgwTDMG0P3ooTqu8XLVAF3Td",
-	"F+/pURLXBc0LU8XZ7WG1sySD0jGG7/ZrgQa/fnZCKJ4YoNmZCTgwNbkc21JMlbTDnoAG61n0/78TpOFI",
-	"0tpg+YeEbECc1XPCNZz8u5WRG58ky58qLsIadfYelP5oKO1NI2S9YdrHnEIAqabowUT9/a/1slRcDmFE",
-	"uwQ3ZxzdglzwgtPU5nx77JRL24pBVIhN61HH++nEp7y00z/9nOg0m3BhbBu1S4MfNKL997tGHt6znI+5",
-	"zy16RvM7ra/DLIRKYt4mPZER4HUcq4Vubao/a4A3J/2YU00XIngjInmWbqacd6fXnzQO8bmZ9QbUS1Pp",
-	"34Mb38RXyD+k3kVI5plUTBUicaCjPE0xrGRpKYzNK1s4FWR3+7uPYW0MW7qla4g38W7iVng7z7BkFVQM",
-	"26kPvreqiMaTip3WK4TtrijbtVEBjPcMRNLu+GTdFgVcy++PT49vjlHcyNkMGqxTMIdiVNF6wcoJTgkS",
-	"qzljf//w1k7ww6fHdR4r3MeaH09D6XP2UFEW3dVfl6qoXVA3Ko89DA0dpwn9V8EeduqUfN3SIO1Yvmpo",
-	"b6sIvVClvzzwApj006ju8pIiPgCsqCnStOnYjaygS8e2mPZmmpxStcqcESbuWZrN2bIy3ctGbrbyWd0y",
-	"FlZ8pF6swuP9WQ3TckbFtpW0FOtgIsY0vJxhNUkoXIIFPGHBZEbnq1NSYJ3V7CvvT3fF6Go3Ha0UMWAe",
-	"14amEH1NeE5+uLm51EnuTB6Q7wfvh1fH//bp+PqG7Pf7Ifl0Pvh088Px+c3J0eDm+D3Z7++Gt+LDxdX3",
-	"J+/fH5+T/f6bkBxdX30Y3lz8eHw+PDmHAqf4/PziZvjh4tO5+nM/JGfHNz9cvB+qp4PT04ufYbi3ITm6",
-	"OP9wenKkZvwuvBV6iOH1zeDmGJ6Rwcfj85vh4PJk+P7kevD96bEe8XLwy+nF4P3w5uJieDq4+nhM9nff",
-	"qEVff7q8vLi6OX4/PDt+fzIY3vxyqX57Gzr1V4fHV1cXV+B9uRVqhLPB+S9m99dkf++7kJyc3xxfnQ9O",
-	"yVsFjJuLi9Pr4dXx0cXZ2fH5++vh9Y8np6fXw7OT6+uT84/w0q1Q+zs5uzw9Pjs+VyB7298NyfXx1U8n",
-	"R8fDT+eDnwYnp2oP5G3/jTYyas3QgX4QBg3QB2FgwR6EQRvmQRhYgAdh0Ia2+kqDOgiDGpiDMGjDOAiD",
-	"FoBhXT7oBmHQBG0QBi2wwsQIU/x5GUD1jhxgBmHggaTXZPchyydZ8bwyUgOHWjORIGNlBUm5uNOE2+Eq",
-	"Lkdxucm6RqGWKL6CB3iFSB+FAFn4KkufyGDVlzZHobFnnZSJQnhro/7UQxhPgDemXusY5PRGrvKvdPv3",
-	"z+r/+tvfDbc/f+2Hb3Yf/7SSvMLMflhkvljqgfY4Z2NQE+UhoSnka1duNxCxsgehe0fJ0KTfVp7bmvu1",
-	"WXSsXVXpzXZ/96b/3cEbk/W6YdyLkm/fdIS/hMGcx0WZ68ABTKGtB8jt7q3T8z8MFlmZD/VBQ7SOp87Z",
-	"y5crWi9c51CbL3VZ11qvqKoKwkpIrlVaAlBHl8ixY795RomIZmyl2yC8fpZt6c893Jbr+OrUWFARq/Xb",
-	"odPsovpxSuX67bWWh1jeVBXVXX81xv9pZ/l6l6eeK64wdQ0ov3CtqBrmd3VJgZhR9Qpx3cm6kJAxn9bi",
-	"FB6mmS1DTmZsNmK1sjd4w0JNUpWECC7fz5u2JNH2NOe4Qn/jXBeV3C1vVukKLgdEtC/PkR7Ue3IAMlRW",
-	"c1p545/VYBfHXdKtr2qMOtcWy/UbWq/u6zHpyCVfVycGYK4LR4CYfDbIcJgld/qJIEOGuwpkevZnguwM",
-	"70pH2YpXUl83OeVzLIrki19s2H0HCSWn2T1L6+bfppAXBn/PuOjg77uav9ekpTCw7fOC/b1N7cDqWHA3",
-	"ryRJOhlJY/XrWoVro6Mv0pFLq+HbUGgZMlpTOnDq7oVZndMDlcZovz7hNjR7JWIqWRTToZd0MrSQ0PlM",
-	"0GMpYTGfUaysC/NCwS1TYoXsEjlnMR9z1uBl6qzrEu7u9neff+1vf6eE2913awi3VXdBA+QartgiFxWk",
-	"V9yYdUlNdSzPpzd6rGUQh4meQXU0OVhdHwNX8iLEZ3mVjGpfLwS/jeDg3fdzt32J4sMn6G2+oWZ5BoVv",
-	"aV6QqnavFkd0s/T2vse8SxyDskcH5PL8Y0j+enn8MSQfTz6QLCc/s9FlVY//LTnj39dIyYgLmi+CdUpX",
-	"LYFDzsYsZyJmcnllESMgj21a1rz69Nlo4Yz11Cwx3FgllMUpVzh1SKKvjxEpRcFT7fV1SiPVXEPgFR+i",
-	"X/eeswdwlwLBgiBoBT0mtj9+Hzyuwj13O89E1OU382XkzomxLqwhEfkkoGfvsdvgoguGQZuXSvY5xPwb",
-	"NAmDXCJNSlulIZrWOSjXrqesVPxOP/NwaVjyTZalnfYYJX1AQfux7miErsqUShma1i1mldC+zYZk62Zv",
-	"TROdSd3FG2Deqqet/Fn/DyOXlBoRzFiR87iq3qIWAJGgtJiyfOdDlrOYSii4EqxjVGmbBFflFJvyjkp1",
-	"1C/Xs3BeuefTdmbXtro2UYAT0vlmegTdwajqosfGYxZDEG5MZUwTBu3fmo366CzD+tkztD9IVuwQY53d",
-	"VutNzMjFlBa3AhIgWEFyRhMlWUXmWKJDUgr1yx1bYI4DxrKhLd3fvFEvY7MeMp7mPmHwZXuSbeuHMzr/",
-	"FbH5MxWLJnb4nTFQi7fC4rpoGGc527liNPl0dapxqV2LeT0jh9Gw4fo8sTq2s5vQYqiDSusZBdRGlguY",
-	"Lle0PRz5CzBDaMW4qk+GE7BVP5f1BU04q1ViJi7mmQRezbQGI3NaYb4IEDeAgmfXz9j0iZAFTdPLtJzw",
-	"Z0QNx7SgaTYhcxrfAW/LoMavTmRxGIR+QR1iPGOvNYEPwgCKwMJ4uzt7O/02BbdftgGLc0KGS3TPRJLl",
-	"r9UfkSJrOiHNxvDBOpvOn939WjzRm5aHRGmPvb8c6H/uDLc//9k83vrL65Vv/MlHaOyOmxv6CX9wgNhM",
-	"pYdNvJIkpQWTzaZq3+xvWM1JA9aHHn+Vmbiax8t0179eX5xvX10ekb2dPsn1i6R3dnQJcs1gb0CYzqKU",
-	"W4eEfaFxkS5M074IQ+Z1tiT40KMlgQr+WIT6kuyCetH2m71v+/2IzGkuGXroQ6KefqOecnFPU56Y+hzm",
-	"l92IzFgxzRIwIUNzPfPTXvXRnOZQdBh/eBNBWSgojA3TQPcstXdYRF8NWmQE//1t5Eaau6l6m5ee0M3p",
-	"oQmcRXKIVSpTppanYBSZEjMmFESJfTZcgfSimq86CknUdDVH5L/+839tLSt/6GnxuGlEhvEKUbHQ5XlW",
-	"uUu+toDobVKuD/iVBNuSsSfpHsb608OG78YUbYmhubztTasI+GMY/F1mIp/HKFmiqK6Ilr/pn+mtv1n1",
-	"ScTBV9ImlShsijT0XksmEn1pIHrw9YQVkdpbdEPlXeQ7qsZxmC34zsHmtfsufErFpKQTtu1LXG95GqC2",
-	"h87mBrdMK2G7ndo+lMymnVe52ehibaWw772D1Mgl7t996/5tpbnDGofaz6tj7dup704WqeaAngRPTDY3",
-	"WfKTebG9v7O7PeOCV2nyHy9v1FOin7bdxY3M+T0nDxG371d93G12JdsjULvUn6rAHgQKY7vwnukGxQvJ",
-	"0nH7+DoyZjbIp9fXDrNj2mnxpBeZTAY65zt4bjtxNnt9vxuFt6L2q01Dhia1W+ul1PsbgLxYynZtf6W4",
-	"E9mDgJhsUxYWqlaYcs0dy3DLZP0BgQA2QXyZBHqazt7ji4/utekoAtT2+6znx/d2RKoRmEZ4wLfrDbsk",
-	"7/y9SQFL6STEVPPkgGTWgtMgcLyA4kmyZhiw2KptoLdCiTdK+YE3tg71eJ4qAvUBtbwHv2w/8MT00L8V",
-	"zSmgmg8i78ukvR+CNQBCOEDBRSrezoT/ozLeTW8gyXyEYL3b8bQMeNIb2+o04xrJaHiWGkT9pfLiqwka",
-	"/OEJ0SGZc//cIJGnhHtsnIDfPMJmBv6SQ3xu4n1z6lr2vTWt2XzPN/3+mgT3H9AfzVLTzniSet6/w2DD",
-	"GnevH5nvUrYYWQXvGpV0SchmcSpWdFxRyr8joO9ZlpSq2FqH27M+X1ij4Yox28Yma5mmKil5lWnKXdjT",
-	"bTVOtamlPtA2aF8QshsApRMILwGDG22o8lS9VbwXckBp6vAXYjq1eYChwTScefDmh+wBMwtNDigpsuzO",
-	"r8CDUj30myV+xtDJgkTZnZZFIQXYUcQp1CsnD6ByjilP0QXTi2zXyCNsfV4L6x18uvnBaOnjyh7AEqxq",
-	"HTlR71EVMacDrxXLKItRVopElzHSX+vSgQi/OjHPGEbXKWE2JNHHwc3xz4NfaksQpBQ5o/EUhA1j/9ny",
-	"FvXrTBDxQMwsAisbelYP+jJYQ0Iyz1msSz+0J/VLCi6RYCZyEgQHrMpIJQYl+ts4Zncd/YcN6GyzQINL",
-	"fmEqZ/N00RG4oVYEm5ynC11QLwapiuzVKpdvhWjLULDzLhaTUjqQ9aYOayeLRQ/Li9p9WlXK4k5xMeeW",
-	"rbzay50ZWVnE2Uz7XAsw02hgPs8Sr2nKWvQNCFDLGq8ePou6vV+jXNdBVWSudzFnYnCyDbWDC6jWEL2O",
-	"p7R4rUtvQJdL8BjaSnSkZxrp3IrB5Yn6sar+1VOYxZlEvyD0G6Vg4339y+Ds1FWfDwHy6NlO2CyTW/Vs",
-	"m5XlwSq5177awtLTLO6oWDMg85TGrCq6DJjam2ZK2s7GYx4zsrOzs+UJXkXiV0vGDHbJGeWCXBc5Y0VI",
-	"rpUkNoGsM9+y6mr4eno2iuwba6tt8qDUw6LEa2s38HZ3560rgmblCDurr5K3FW9rD7fd36lpCeuPZ5Sg",
-	"CrQ/ZH6A1EXrp0rPWkY2h+qAx91bQ7rdSKLVKHgitFq7UVGEVH/dboWCOLgc8dq2yOrw8cSd49Nnpm2N",
-	"APXHJbjfaixW0LQjO+qtt+LBymp+EFbo1vOzwNikTICL7k3TzSRnIIzkxbSugRl0tZVBvnMLg2yrvza7",
-	"Gf6ZGZXFiol339Vmhj/XvkRNfXPE0j+spK3B86bitk5+uznY9fP9LWFfqTvZoZ/BV/UYT93W+pvpWPyz",
-	"1v5kz/xRzhImCk5TuWYq5TMS89dJuiS9mEq2zYVkQvKC37cqNG+ai3/55Pz7tXLvzyhPuzxhN7XYrKws",
-	"JhmW1udNEy/4Ucw8lRcFqsw0m3ZaH5WcFXOQpqDmMU5ZQPMvJZQNKwYi7+NmjoB6waRXQP2ma5bfc8hQ",
-	"mGYKjWD0jpIMrvcNCkYdvH33rdfztLu926/lVyohTM8r72NPykWHcBup5USQA6wYRp6Vk6lbunjE0uzh",
-	"kERpNonACG0K0Zv+aMakq2M7jAiqYZhmE69r1oVta0lFKiNSzic5hYz+ccFMMCBjaExUwCFv3327dUgi",
-	"KVPwskMJck4LRm5Or/Ur+9+8rdXNFZkA2QY7ucnUu7b6Ibc78AjQJytu7R/Az0f0125Wi8nzxDr4wq80",
-	"I+60Rju7uYS6MFiGXWQEyCJ2qFEA2DKDPxiFvlKxvfPUMbHTZVm7Ut4h3WJDgMnetaufdjZOeATrRCv5",
-	"MKWyIJLes4TwohlToOMvQXUFzaqYYtdrKBMo7nmeiZmuBOcVh1e6KasL6N0p5NesedxN/mRs0IAEGp7O",
-	"hI1Tq12uBja7uLlS+q4o8HKTQJvsrt0blvJ0TeOmww5ayR7OKE9n9lCBboB10m8W81WpDup7SWgcs7kO",
-	"csOsDhmiWRufmXKT6wCjo9hlPaJTvaTLNcLU0BM9VbIwxpAv5htkfOJmq3bcq+RBXOFzQSy9pGUgNABZ",
-	"glUxs6SMWQJ3tA3BpxgB2Jc5z5lc9s3KS+52ka+0bKzuuDNPxsHSksOrXV5ev/6c/lYynVSOqXFOAkIy",
-	"7O9Ov7yd7d29S7797bsH3wruGPPUhfiRzQtTcRGlIoTQISkFdCfTCK0fK0SLKhhG3RVb3dCsZ/Vrn/EZ",
-	"6yhd+p4VDPqNWWIO3jVRkNGigN6sTibnfJ7qKq6vO85oTvOuQpzXWIEaAIVWz6o29wvUFWi2blqzdTgU",
-	"dm6vlf8OyfoGBmsMZKstr0LONXLw7e1wj06vVaOGRsaaGaiTVFRl1C/mVsX1eJ2qA5FQI3WkeFLCTAci",
-	"OLqORK6qqLk14ckVNcVn9MvQ3GldWZp+qQZCqwD9MtSQtcWnnVeceuDSX6jbU9avseAmJP5Nl+kG95Mt",
-	"FqLkswm/x0S29unbHS8t1i4JvaccsEMn5nBZQdXymqfUY2+WY3WB27bB5BMmi3aNdqqLwkObP13b17/f",
-	"2km13I18MlXjW6au3+weqqNUuVlos1T5But00aWt1z+sv0wX0fyt6bCfSscB1/QHXqjrpQNyoV+0wg+W",
-	"eLFgreLzS8UNZ+kVprqAr6FLHWj1ow5b12d9mtMtBr53ezQgGJsUZx25L6to21IB2E8R20B7rsUOJloe",
-	"QqJk0ipxvqrcHBLBHmyH+rW1ADVCR0ETFE+elCfvSJur0+TVCp4JslXp8RZMG8Nl3V2++K7AwvPJHyIA",
-	"ShD2stV+QCfgQzdSzAro6hjZ7tAR9Fwlvd9ZnlXKOX6IUjRLgG9tOWWGIqXpmoj7LEtxEOkTvuoA5GJe",
-	"FjoMy9vwbDYvzB4gOrEX03jKEl1W3PzERZyWiQ65tjLEO28o3/IujBgK1rmiI+s3NlPrngb1wNv93Q0n",
-	"bopuLliai/IhgtsHwY/dXGzT+bzW68FgRdW6oKvC/ihLFgqhFEe8dQrp/9sbjRO3QdUIfCfwJhy07KFQ",
-	"e0YUY1CPvqXfxW9Ge3f7Vg49aDfJyBnFITHc35ZZ3odUgCL1t0knYy64nLJkk+L+tlaT0lpilguWhISP",
-	"CRULr/y/WnFEGLZQPKVcbEOoSsIKytOd1R51j6mNF08rVbNEm61hCvfbIo0uuWmLDnuQyzYzo/kdSyDU",
-	"wtoKecoweCp5uhnQoo2XXioUbx25Le2cs5jPuUILJSBCFAgvDgit+sHkr+StaN4yKkCFNnEYMImpfIfd",
-	"96DTX1WVzPRurFqf3wpN8rIco+IwnuQJiKhviodIbKdcMDJlNFH/2FkvxEArjTiqRvMKyKHbYMEc+0rd",
-	"soUzfq2S1pEUSVGtRMSmfXbCgD5QXqhnQIMhKGfKkjJlyTAvRXusLJ9Pqaj+xrbKv5Ws7Gjz5+5tfRmu",
-	"1qPnaUJcbQg/9tc7AT1JpqtxIo/6iLd3GGelr2n8D9kDmakLV2NNr2RjZTQ3ZID0lDCjVoiVrlbaU5oO",
-	"/xpQGst7umDmQmH5AbsLeMpJbnYeS3b/Qrt1G22tKFyZzYttyAVrnu4oK9FY3m7BtLqubUvO0L53HQSA",
-	"UoccDWfjfDL5PRnPfi8efttL74R4mOy9KebZKAjXbNT1tK5cK5k5+HYdMAI3xJpHM5pskLzWEXXgVHVp",
-	"df+Ciia6P1hhe4F19D/pFh5qy+cJ6UW6VcTr2nSv3ffkX3jyf0W2jwTviIhev+OY5ckJKbLDP7zV2NP7",
-	"iq1pUf5v3ymMJ0HY2S7MnFxVN3ADIcClKqvLuVgKU0Ovdalr7SNPli6AsYbgNWYVkixNasx5Y/Sq0dBV",
-	"lpH6cl+eiC9nX+7sTwHw08GyBAwvBAUJlbuTK0aXtMO5wgIE2Rj0FS4mRAkkdaJq9BXXu6Ehox38wcGb",
-	"x8f1oGe/6JSd6pM/sEpYgjpr0Jf7gbSUqDUlJjP/02GsizZuGm/4zza2tWpNblQa8kVrPmJFomWRCJok",
-	"zeFFwsU9E0WG9ZhcI08cKyJ/EMg7tRooPjXMbakwo0PGmShyPioL12pSsNkcSuyAt4zO5xIsW7N4PsTA",
-	"NP03n1jvxl4YoHFmaNJn8GN5x9MUX9dFs3YfPcVcoModplSYDkNxJjDgU2t9tQJ7ujAOGot4DMPEaVYm",
-	"Vc2Jn22Jpc7aS9WBaAnSPBiOFthhEnFvaEsWqW2m5aQq0ae0SPBRw7WCJHaQJVeWdTLn0wrFgOckztKs",
-	"zA9t6QQdQjVWFGhE4zuoqjPP+Yzmi1rb4XuepRCHRHV1RDZjOYWgesSEPJPYRA2+9eqxbWRZVj1wRgUf",
-	"Y5mZCL6EgMDqayxgzyXBq3GIpmeAOMY0QqQ8LeitsNgI5K1n8TAkiEchOTu61MGRMiQVAm4B7cMIlq7i",
-	"AA1UX0Zq8BIeuatZ2TriTIOBOI+rqgVv60lqa+UZdNZuPMVIHVM+sw41CnG5hxrAAGsFF8W+ULchPcmY",
-	"qTnVUcnEFp5qHvvCpT16vCKDGUivsnTpF4xtbZRD8YO8TK1vwfg09ZmtY93De95c0/elSNQq1K+YsggJ",
-	"nJKLScrI9U8fodyJrn2k5Oby999TFuECFPOMs4ngsiMkc70GG56Qlo2LtulET7XWOwZUHtkxALEUTlk5",
-	"T6klQ8daPCovmbatGkOlpVLmkJxWvMTcONMgXhozEaz6sO6EtovCxE7RldTp0FSvrc/OxYvQVtJDXMrG",
-	"epXIG3gCj+prrddUXBnk0CTp3hRQmPOVrCgMxvZSoj8jvb6NIe0oaoZ8ot3wFxu+peWkip4yFPQQKjbz",
-	"L6bYLHBM0otuy37/Tay+gX+xA3ygQIQP8Bp7avdVDY7+7K3FZ3hXS+Uc4a2KDsD5A9ecCx1sbuh4ZI8/",
-	"OiClUCfnvmYOLuE5i62EotmUHl+dnOWaLVYUBl+21Qfb9xSCbcFsg7QZA8O+t6O4T0+qEZeVG7SvVYeq",
-	"jlSvzCw/tPH4PGavpHl3a7UJHRCgIgUdXVKAqIVGHKiWWyuMiqfkYcwtdK6zOWdB9YsYLun7p5kfFls8",
-	"ViJnl/0ab2o2HgObb5earIV8bSrxWbwYNmUpSI1jsqj98AZ+WFf280R4LWHt19Msr/F1LxX2LLirwmVF",
-	"N6fMlo+xWQL217W4YhMWX9ttTJVUYnBcn9Y/mdmtvj0rrk1j1z7or8Tt5ZYmzR0ddF5Hk63SMTxYX0lk",
-	"IrOlY2s5HKQX4bxD/fOwzNMI7Ztb0B1UkEhXMQYxGy2fEJ0xZkU8BZtbBAjVIdnhx54rra+xBrySuTEi",
-	"ZLSoMeW1zV4eOuJhx9Wql5nMlcSfkDibO+4jBB8Y0HGM+j3yA/jpvmWFXqxTwtILNXO2qmeifUaAATEn",
-	"OtIF9gP9yWF7vdoRSrqQZJo9qE+8UnqrzKjFvOqUa/A1e3iGncSjF3kCaUrdB+sBPbnmJlWMqaOxlmt4",
-	"aOnFbZmvLXOhqaL16XwuSW+cQ4x6YoqAd4htNSNHS8c7usQK2PqNrvjRSWfU55kVKMc87dpG25LSpqwp",
-	"Kwp1MSAgxr7ZMZ42wrT4mnpOxoCTHZ92VDpv1JyXa9RCwZHC1knb5dVh74GCPt8agLuxdLUvwWdBW4fG",
-	"a8mwy39gBEhQWBrKlktUlXy4ITFd6TEwS3vuFV8RuQDvbAaudTfo3dBz9pNnfvPtJctlJmiqg7OcCB35",
-	"CqMeh1yMs0gX76fCmtXr2xvxzKt3go/IJqJ6xLalv+p2Ni1jx9El2f+WFHTSKIYFbW/8BY8Ug/s9E57R",
-	"TgbnA/I7BCrVBjsu1Q5ff8/yVDfOfUoNk83aSjrgcoFjQeHsIwSYr8yg1Cf/tPIlYyVJzHGEQ5LNeAH5",
-	"TpyliSQjBqmsIHs19BzAhuBMaRkzWvCYU7gnLjIEg4TW9ngQOJ30Go2M3OML9LmcZiLJPF2RNSZ2dLRt",
-	"mxz74SqsbTRt4fdMWBmwWYtjOYY3JeEZTxcbDPX06+CM/eZtzUbyp//7P34dbP+Nbv/++ete+O6xt63/",
-	"hJZ5u+G7xy2/0eS5F4r04ikDWwmdUMUhgPSoz8AMPqKyVR7iG2+X7i6U39T9Nq9o5FISrV9r99LKOtxZ",
-	"GxDp2by40TKBr+ZVzkos4GtCJcfWaNkZ3by/t7Q8et/fHfucPUiScMghUvoyNIea83inaozN5RCt7Ia0",
-	"zeiXoSyYEj5331orxHuqkByH0jVKcXtOmHWRJXTxShKhZsXoqK9fYb7HR8IF+fo1BRR4fCSjMk1ZQbCj",
-	"xE6wtCa63ds9zbmCm4S+AiYRB7xJxn2GzalgTmgt0HgpeBuYd3ApwePnDaKtdYpl+6T21yvG+4/uAP7e",
-	"9d446VfQGsoftuTbtslvMPb0J3X3dvCsbbzEXyqNCDxgU54kTKBlec7jO+g4b8NcSV4KSUrJTccsWSgF",
-	"IC9Fd3FrjdZtOzabk1GZTDAvF3oxEFnQ3KYF84L06rWJAQdeWeeXLhPVd8tE7a4T5bxZuek25rUuZovA",
-	"dxIie6xQ8r6Ykujr1zu2eHyMsCrftKVLbdxga308du52G4vjlII1p7Gq9ZSNGjn+SU+zUvloxoR7DXcW",
-	"tu76XVRz0X6zgnX1Za+h/9XvqGwylWfW1Ow0ZUAygtd5tf6hrO4KZud/Kbb8tFpc3+sGrHCQuvtMzhRa",
-	"AltoHsJSt8Ey1vzPYcF19voSnHRd5tSWmztKFXZxkFoDSMumpHUQNEsVKmoc/f+BTywvMlgpELe3109m",
-	"Hoc6ZNfLPsislGA4TgwV54JEFtUiz9GvLIa4ObcgPQ2jO7bAs3gm75jRLyc4wtv+CuKlOYcF5TrEaanB",
-	"qk1kXoS4b0qzO2j0i5FoC+5NzR0u9lU4iX2zV8KuTuVaPk/1uKswhmkTRO/03TdYSmZUJNRYZZvYvoa7",
-	"BuisJyXTbtNjfGh3EHRDKtA4MPxcWQmG3qiKZt0m5i94cFmOUh53FVnEX5VorqQ/MmbQ2wKa9XR6T+ic",
-	"d5P56DW8tE3n/PWfwXU4y0pRdJWNo2maPehIg9xmI3nem8+HGLRSr8r0/7L37sttG1ve6Kt08cxXJjMg",
-	"Rcmyk5D11RzFlhPtWJct0cns2fQhWkSL7BHYYNCgZG4fV81DnGeYv88znEeZJznVa61uNECApC62k2xN",
-	"1exYBNBo9GX1uv5+O/pmXBli9hOYR1AuMPLy3Crw64rh0G3uJaf7hnsXelo1WnI8ZeYamy4uMcxDRZ3i",
-	"pkxSLWaXIoog3jYT6XiRispsytskvRbpiKZyNCPgeYfVCAEPSO6QQmVbZsH8Co2eY5vHSSQubDMrV15R",
-	"u+WF6U1d5XwH3rKq/goaxdqBr5299etg0265q3trO4y7wn6sDq4+RE4vgMT7giiO76dL/0I81gnCgDKe",
-	"YXoeMJSXNOdqCnJ93aYUmPbu3nOPiFzO5iKVHHl2SzUd92L4pr5eLnMtxrIRXYtlnwk+npIhAJl/GlOc",
-	"AxYa0R4aMyEcNoaNkEUiFhlmBw5VztbNroWYa+AOSbD1cSqyANm7VZJhmRuWkxKzVyEzuGYG3ddWzaIN",
-	"e95v+g6MicH4GCpQy4YOJtkUQwSfAa24+J4q3RjheRlpxe+OHAevA5slPMtnGnDNYzbnabaVG38bqOSC",
-	"+8OWkz0AKPnAIjR+5+VfV6Emewf/d4+CoZzHyAfEdL3q1C4yt4NHyWyFxMOGUvnGwZ2Uk0b51bI8E5Mk",
-	"XQIgIkbOVzzbbyAVxGyZW3GJ5eemdSS11EBtotkxT6+j5Bbsy9KiPBc8Yu/O3zZcycUkTi5FnnYH9dVI",
-	"z1WAWPtY1RHGqS0S+6PLZRnzn5qFFBZIYJwLnvlan80cdlX+hUZgE356704hzMhFp3cqxslsJlSkRzY7",
-	"Auo9nKwzf/ms+6sc+qvVv24OVjw+GELGyzkb20QokfK4AJJMv8Hnunk0fV0oW80N740Wxq4nfC1z6gQN",
-	"vdSZmFXqIFu7vH2eQEAGqnRlrpciiGwGoMCXInaf6+SHae6ZNnImzUANL9ENeutsyxqAo3GijODvYftJ",
-	"Ej/TAROxFn41Ql6oQtdsLUCJ7ZAW9ZbpkUBQ075CfxZCQYeQf+2Sr99/8y9hq297gUndQBLl4S9xzSjN",
-	"G29rr8v2LvbX23WrzExrAOic1Z/fFBix70kZlqQRahZb2f5FiecA7qrS/gpbsopUFhPM1ISGzUOkMhsx",
-	"zzraaAhW7PTqPCjTF+f+ylP6QDJLzUhMFeH23CTcisu2t2E3VyF4SlXNtNhbHnVSSAGtrHD3pF1N2YJf",
-	"1AUMC1dSpIFduZimjmu0gz8NlnNxUrdwVyTqpmPX62EeXfBFUTnY4CSyy7P3113V2giKwIdbaYM4spvj",
-	"DWlF0tzD3FDVyXkDkDCwSjDTLMwHLrznutkcb4C+3N9AqpMdlf48N0eM4/4kG6NqSB/35KtSVlbJvuGe",
-	"WhGCqFBJNoVwyI1IUxmBfVPtill3yEpb8wZUG5E0d8ykgtMX7KnS0WpVqQopmetWq5S3V+YbWLpQmLGC",
-	"x2w+CVDFaY4hHVB4h2I9MiMsLHa1SMENhcQhrMkVc8m0UFDGMxGx0DRyquLlT1JlaAPKSMzmSSZUBr+1",
-	"OuyAaC0ZuiTYOOV6yqTKRJouAJNV6ryvttDQU6qxPNV+L9RoWhD3seg7vIdn2vQHYhU6ZGPMapZZC1G9",
-	"oJjuVmoBVZCaDRt+D/7nv/4bbFB8jYiGDZ/Aeixaa2vlavTZlWOSx7Fmt1wifbN9hi1ULLS2KyuqLsyr",
-	"9rgXxWfFYt/Qx8JC2rzN7WlUjT9BVk/FFq+NEJb4G68FuI/R92G9IEED9FJjgSHzPwh9UpKsdWBHpqBU",
-	"OHOvDiC6nmUdNiNrmoYiUPbMvzDJv9VnHEJtucCwn26B5DrsBJlzBDF1256EnY3a/U8intuYE6Sz4KbP",
-	"nfHVUDxV7vOL3IHTKYG826GtyAK8rCIcLdoIxdbyaanQZ2uUWaJTsHXyELkItYjFOKfB9nRILIUFGon1",
-	"1aM16qVTmtaU3lrBr4SIjNFNSwCpJdUSvXYtdimujEKLUVYj/5ZG1uLWq5YS1ShBGGcBDgpvfdgB4alg",
-	"xExiFqCRTBpZ7xGNEJ0AIuq7URuqDKIyiQKUupCGPjR3wPCMYqkzQoalqKv9KRVAnclgmDTWVdL8DlXI",
-	"ca5I5QoD5n4hSCHMwg5LvJrOHW4Ws+98CRpo/djQb2AJ5QI3akaTM18FNTCu8/kz+Of7bWI5dI9d2WWZ",
-	"6W6vln7mX1DK8mrKs/u5EbERNGwR5JBd8mw8LQnGVHBt4bMYDXCOLw7fbfliVsSZfbaiEPJWOTdgRcB8",
-	"r3tXWj56Vf1oDbi+ftBAYaTdDhVl88dx3XC9Bsw6rClj4kMmUsUJhvC+I+XUyc83UuBHh4UF6jMplQ9L",
-	"2cnTdNx0t2NxI2JnmlrIdTOo6+IPVdu70fv7/vNgf//9Y0UckMMa4fyqe3u5xNgDHAMIe1A4Ei0+HYcT",
-	"jqHNRsV512LJQqfyzJNYjpchmyZxREkrVvuCS1I4YG70Rvku3eYB3XsGrbR6UBhorz/TgJOhoTTYRkgK",
-	"jP24iXmWP4N9nXF9XYiQICu6lZNtVD7Mh2DoxCjFFDyBUwLFbSmyXPzijaxGhS+rSFIPGh/ak6RNP874",
-	"/O849u+5Wt41FgMj86MZlLNUXIlUqLG4Z2QNEFLFLeAvUEP9PDoFKhkOFL6f3U6TWGgel/PVvOf91AgM",
-	"pN5IcdvoNSYpZEeWCj1Wd0Gpre03wptUiPZVks6otwGzpsfLFy+ev0SCGqYh3lcCPqmx2v2urJmLd/q+",
-	"oTGsnMsp5YALQ4o4Qk1uoVfim6XYxI+p2SU/JfM5gR5h5Gxifi7FzjDYfCNSeSVzFV/qEbwe/36EuNmd",
-	"+Wo/Z3ys/M3rkgEtZylZvBwwL+C5GqxQN3IrSnmBIvAq5hP0U4Rwf8jSJK6zhOsDeidmm9JVrMwyx6yR",
-	"aORBeYzAXsmr6D5xZSSrd4MWmSVovb88miG6UizV9TONnARszmXqUJWUNxKl3aHE7ciLEVvsnzhRE3hk",
-	"Pk05wIChWpykjV5j//K3vfh29m30j+fgIjIvbPQaf/vw3X9c/3K5e/3b83dd+ZfsJ7X/4ef93yZ/nVWg",
-	"mhXf+3lisX6na9Kmpjy+sufvyvhtTPpadd7jUKyaw+NUZHd62e7ed3dT+tyn2l4ExTGuWX9JfCOIF+U+",
-	"y++Y6O4gZJdic6UVJhFEuZIDL//x+3/8o8svx1EFp5asgvp9Nzdv3O12HeOe7rNogRRyZMZypW/Bs52o",
-	"cRGN4m6zmuej+tkKdaUNeouhXgMkau6KLKMOInrhuMJRJyP9QL6eX6SWpiVLBSQVwGpBpvydwkXriHvM",
-	"kGpd6bA7AjWYZyxC80l8kDoL2JTfCKIwBGZJRCjN2A11lwyknKZkWxyvSgDQvH8PiUPgXL2NZ1vRryLt",
-	"ToH2OkNQM2hH+9QiDwr2xPFsS7ZW1/V1CF+/gnkhM2Dl1ZiKD4dzggV71tiwuQoJsUDHySXUzMOvnusS",
-	"iqHyPhYwKaGtRtDAh6vdLPedriQW9yHuN6pHkbT/bgsOn3/AMsM8yrUOcJv86xzhZdLlGV96RWNbeqTN",
-	"qr1cyBgA+umugmzHtJkNXmUA7vNd1VFi1voVLRNncluCie0czGjC+3sJWKKNydq0pKVsL3AjU7i3FOqq",
-	"zUndGgQPt0hWoLtHJ26+ZzAUVh7PwJKilr4Ef/cYrwMEq8RWycS8XK7MtL+Z8lALFF2bC645cG8m6dZY",
-	"esVViOh5r137VVff4DurLh0W+lF1xwX1rdaHbbmdweEMg0L+ZfroglTJfbu545c+9n1l/UtlecKgYnqb",
-	"1HTAqGUzS9hSUA7eVGyddU5j7EXgzaID9/P7tVlk6LtKPN+ptl0CQFFEbQSrr3fWbCsUL2yh8vmiypos",
-	"FjL71Zq9vE6lKRVQHRmDEyIt5QKWlis/g/SBcZqoobItm8eMWgl8y+lCAdcyRiHugTDgeErsPZfIP2ve",
-	"ORIf5sbMxm/rsm/ZN+wbttt+QTAD31bADACiBvbKf9fzQfclVPzv/YfFFXFEWLvf7e56BXojm25gI53k",
-	"PjlOUjj1XaWkEh+qXrVvXwWfhSPrgqZ0NzG40XCPCDNhFcYE0TDW4xg8r8Ax+EgVlr3GwRHT/Epkywrv",
-	"2R8KkcBfHysmkRYpu50mlgEOycoWqs/4IksAZIZFUs85JvfiXVRo6XGBSO28aFt9Y2mFlnv1oo3uOXMj",
-	"y2+kUk50PCdKtPU0yUxvS4dzcb1vRn6uogYvCIMSvsK3j4avAJAJYLZAnNSNdJQPP4/jJWsWv5dRTrVt",
-	"hl9lIjXq9pWRgjVOr8L+rgVDNK2bO50c4zDb90c2LEqMlQOS62v3KvAip2IsVBbfly2xShhtKhsGBzx2",
-	"AVd2qWTYSptC2u/nrSMuw6Lmi3tFmK5mFfjStY4oUWqmgDzSaCQeZrpdUkYnmQuVte4/81aAr65+OEPt",
-	"kZq/PPTEeojQlfj+zWm4NV87MHo8OPkL28eXIyBjrAy5JzGkfxptwmqBWlX/o3EcCt97L3LGtbBRYNAA",
-	"CBQkrUlKDy8LWKmZMEqkJQPNl135WP3CACTV7sWPG2oRbJ2YDZa6fewqgbWD4ZHZNFlkRtxZVW5z5KoG",
-	"k8RfD24bFBFJykegW8IFJLoKYVYEMPFlenHjlwRvQQu4G/CJrzdvTkMuwQE9JuhJgVCzBvnEXNnaG1mw",
-	"CDZaIMW3P44d8nlQTwpz0GGHH/g4i5cu16ogZcEAJhEEuadDJUr3l9YqPVNnv2w0P8p2R52RcAcd/876",
-	"+/010JlUi0ywabJIWcSX7eSqPUtUNmX4v/TTrRDXrdWcnApW8xwCYDjU3wyHF//aHA71v5p/tD7ufzI/",
-	"VsIEbom9AtqrrlUs74XD8gDN6ssoSw/EWNlKb9kKJuWR9ZY+YrfEUthEgKsFADcgB0vo1kT4mXSZg7K7",
-	"w1H9Oglfz16/+6hqDNYlWAIr5HPhkNJ0ZTSs1srKfjd4FVYEZ1cxOLrt70f/utN+/6//cm+tZBVR5OF6",
-	"CqaXsSaUQ2BAxBfkOZkXlKgXhgK/2u+ih5FTc3zBTtt8fK2leCwcQ496+t/tZF93kj/SQT5I5WQi0vW6",
-	"ESB9cDbjasFjluEjVkA+vF6L6+tN42LM7dXiKvPjA4YByhJ/klkdkUsBTD5F2svcewrVFCvhf3P02NNd",
-	"j5NUNHrdzvd7QUMvLomHvjFIIr7ssd099v/9v68CFsvJNGMpR/OE7iGuFiMvy6bLFdHEUIZ3r2H5W3bo",
-	"zRVJBVWhaVupaHfvVGZlBDCgW1rOq2NV9HmrYf1Y3HA1FgGbygl8g2aXZijTvnkH7vEc8F0WxW+ULC5j",
-	"z66ipPVP/ghWpJwkKuLpkpmDzo8tbz42qls85lJBY536stWKXiAXs1iy8TTRQlnyH7taCin/jAiMAxZG",
-	"yThs9RlC3WgMMudDs2qxpvG6sBw2wxS/kROkCeRIoJaKmCM6agJJu8iiQkRnlzqJjYL47vztZhoaCtsg",
-	"/TGMoDc9tvAA10f9zquXOSUeB7Notk0EmQJwywq0QsyN+qFBuTO3BOzy7ozFucDYZHNBLx4imVTkyiGO",
-	"hdZ8Iu4LrnKVxHFy217M2Qwb6pjz9wPWEcJujCXXBW+O7SNrgqPnMsmmuGdBLaGnb6Uqhfn8jlngwxdU",
-	"l9JrnCS3LEu50oioCOmJb1KhxtOK+oHVhlbxBUyHzDXT0CTlpmvjmM/mSL242+nsdrusaet4UKNwqC2+",
-	"J9QnGorlrLDpPA0PmElqlWu42meXYplQHqIwYn0aQMGhlv8QaOxCP7DECsY0SpO56bKWsfMeb7UYzdLA",
-	"d0PwuSorSUSSjyoTyo4i7WqbgPOep7E5CcKz04sB8zDRoI2QLYACuOig2JQdWIY2qDFODmD5oXn/AUPZ",
-	"m1qGBbWyIHB156D+G9IJKzfdQOjsmMv4vpU1YzkH2ev0YZ25bVfcKllSgWD0abWUvSp9GBORKZ9qLOSN",
-	"c/cXX3fXhOiV2vUa4QQeBV96V9B8j3V6NbLJst9f7l51xy+vulffiv1x94rvjXcvv73qRs+v9sUL/tIc",
-	"GVqk6OAoxo1ftnd323t7g+4LD5n+bqhQ5SxvmjuIA5cz3IMGVUSNqD0M286RCRvwROxPqVRjOefxiBqi",
-	"3Km/N7C596sR3NVv+bQtB7o/nKt6h8Li2X9vv7o4f9MemNtCliiq8TJ7OmBn78z/HAxe/QRusNeHbw8H",
-	"h9XqBU3FOunzTlcRpWtE7Mv7+pAjMIOcy5+FmN9vN56IW0pcod0IyfBXMS+TMJrfa+ob8FJ5wM2tVCwE",
-	"x4imAmQz3JZhOBZQFk9ZnhToBMeWyIzinSg2F6lMoi2q0KEXlYOkxcEiW6NIoVIImfEJ8o7leaWQJ6cX",
-	"l+b+S7GtfsVvuIyrARHOFnoK6APaJ7MO2DyJY6B8IqKgVQ/ddHG5UffS4qfFJd08qtSAD6wK6z7KKLPO",
-	"ullc9lhIiJSg+UKWmU3Ns6iV5r6hCj+Sevxpp3Mr4rgNHoodejpkTSp/szkE8zQZC60DliwyLSPBwh1z",
-	"et7sQrXuiYuZAYSm1Gyh3DiW/NCNaZbNdW9nR9+MO54cM39X9WUrGyeZy3FN3AHXwjNIikDY8CKUAO7q",
-	"nd0dcIOSoN7Z3SkgVZrFec+M0Xw94TLI59f1+wFCBPdHksp/rIFCPsgXTIo1CttuBtzcen1iAlY96CyZ",
-	"a9gdUk22jyV+oZ1RbeVWHzc/Xey9eMn+8usAnXlQuUSLsePaD40uLmc17dYsR/jdGzPQ6vUD8t9tbUjN",
-	"wgr8CXzQKvsJp6nEFm1lStjL6TrtVpsuLllTJUWJ1Oq7v+kZzzQ5xgt2uu4It3uhxUXGs4VeY3Ub4TSe",
-	"cqVEzDTc/Mc5FUxzI8CauTFGIziEqhgikzgG+DQ4e82puNDCxdCNeC5Ivxcb+RtX5Vd1Tx6wvDKePhQc",
-	"Adpg3Mxu9hntf3OYXPLxNUohd5RNk+Ralw+zEjlFt2CvVlZQvXe+BI+lwuhfWYbEsamYJ2l2L3fCwXgs",
-	"AAPE6AN6OZuJLKVohXOg6AoHQx/TYrithhZzNuZzhH7CLBn3kTC0WBdS7WAojt7KeSIuzTgyRAtgTeew",
-	"g1EO2Bxr/KhMFRBK4iXCNsFuAXT5MdeiLZUWSstM3ohWgAqAh8pllggUKhAPayEQvP9dMfD00/T93wcZ",
-	"/v/Z/P3fL/T73s5Oo5JB74/mPdnA3jHm88/scPrn8t94NCD3ct8MKIpU1u1gPZcS4zsM0jf52IIJ61tg",
-	"eDAyuPfRaLqfPoV91NYR4J4laqiA/nTno/nfo+gTasQhG/M0JTMgFVi2QPJApsBcuCZT/tuggS+3XoWK",
-	"tPkX7e7uYHfPc3/gEfwpaIg0TdyjV1JJbTnD8SebjF8StJhuZSScd++cp8BAbBNe6Vf0hphew7lD0MUO",
-	"BZgjRvDHBk8nUIcES6so/q3gT9LJDoro1TiyxT7OIZhzzGXLMLi7uxZS2cPxs/EW6B98DQjX0fdXe9yy",
-	"C/nem+f58vbOljX9N0e3GT4AA2j0usAhni20WceHJ6+PTn4cHZydnZ/+cvAWym/EXI+MPIDFXJHY78/x",
-	"/n+AlcUnGFFU80WG3hQze9893w8aySLzf9zb3SOvDbqi7pD0P7BCibyJC6XL8bj6PHG7cleCLVLxmDZV",
-	"n5JVr7Bq36wurPaCVG3EenSSkWmOCesbLdrPQX9Iiu19AEUgPm4aKAX48swjADYWUZifs5RslHLFkkVW",
-	"lbPp9vfm0Pgh3PipJATqTVLTX5gB6hd7dXp89vZwcPg6YG8Ojt6a/746OHl1+Pbt4Wtz9B78cHo+OHxN",
-	"IEGYtoMpO/fP2KlNq8dFsMUK3JJhqzlOVCbVQrCUSw2YohACzfcl+1dW1hHDGib8kvCsHWOLrJWXo8BD",
-	"sMfcMHrEP3T/A7LWSwK8NpEDtrrLbjPnlukCB9KIxWUbtqIHCshZlswJM2qlomL7PG/vJNm0ms/o1hU5",
-	"XVOz5G7CUm2/wGGLRVSn2Jjxkkpmksde6lwFRKx3EKzmQmSpFJrphF3xlDXzxcBVRPk0NevMHiibhwvt",
-	"enwmP2iqNoRmTazMhzKcFqhF2LXqPjx6arw71jZ90zu40T/WKuZepOgkWdhaMLuoZYaC2FvQ3tGDGwX9",
-	"MO6EGqq5SOnWg7MjUBuDYut+pdm1WLY67NSYeYQOADikiFcM+t7GlbchJb+w8vNxcAvDy8+ng9ieF0Xa",
-	"UG9NrMiI4uotyzY7XfnedZwKdWn4xQPofY2afmiPtdUNZ/SERUoppHgSodDCwhMHL1xZXVPmN4rE1mfn",
-	"K3Mz2FzaLtGS13Mx46pt9E6AJhEf5jFX3FJO5u77nLvAJf04ZJb9ve/ZIEnYMVdLRo4cvTHXZoycUrZn",
-	"awf1VRJVRoGWVA1HeliHDVKuNISqTfPal0x4TPH5PDaSa27hr1CoDlVI6+MqE+kIk8p1uAOqTorSLmz1",
-	"2PnB4HD09uj4aBCwi8PzXw7PR6e/HJ6/PT14bXQL+unw/Pz0PBiqHw8Gh78e/I3+Zm/fHo8GR8eHp+8G",
-	"ATs9P/vp4MQ89Ovp+c+H56PXRxevTk9ODl8NDl932JlIZ1xBsfPBu8FPrskfDl6Pzg//+u7wYhCwwenp",
-	"W9v4yenItP/q9OTN0Y/vzg8GR6cnAXt1ejI4/PfBaHB6Onp7evJjwN6d/Hxy+utJZ6jK15xn9kakGlXN",
-	"KBHIrnQlsxzbEi19YkVWUXILxiTFAs1qRAMUTy1gpc1Q2tBcBwVFwkF0agt1JVPKStSMx3CGIwUEAFqV",
-	"YGLzCWkEjZUZyX+DUWoEjcKUNIJGPriNoOFNUCNoeEPdCBr5WDeChp28RtComL1G0KiajUbQKA95I2jQ",
-	"fFQ6t2H9Gzu9OpMTTHgUKWYTAEPTBAc3BJM/ZFgcfwUOUbxdZ6ngs7wIBWZVzC4Fek0J7ADztyECKDSs",
-	"whDlM8JM4r8DFtKM4q9uekNnRIcuEJlNUyHyySb/Q8BCa3+PANbWe+A2YfZafnck4ozjTfDPgIUaLNsl",
-	"9Qz/qCBNXFN7ecs1cKxlGCLbllc+RstqoyA2fX8Ndxcl8doHjSCDrlICkHm2OFRbv/uv9NgP8BQgqv22",
-	"EKoKBOUs0RJB83OLyq4rSBHeJdcrrKJndlGFMgo3Fhs8RBeE7/AUQpzl7Z+k+z95/p3tZ2CQJPEr84SX",
-	"IrvVawfm5lXkDBp8hxKyTqXI1041FRFDpwkaPzxN5Q04vcGOBXWYpkoba5HHQo9FFDDOrsQtnIEYx2mt",
-	"7hfEH65EKzq3l4yEl+paqknLOTi3dIseoG+y5qkV5twP6JuyXVo7XMXlXuE6dVIFtlGQE7GhRqMJE4TU",
-	"mwpRQldGm2SK38T9jF/3qiqsCPDbEl+UjIh0x0a/EcqXVHynqmXTNFlMpsaCwHS3gudjoXK0vRTN+Ion",
-	"iwYFsQNs+SU12Rp0MQCL3SxLO0XUvYXKZFwYzq2iIWZJ2NWAC24bkP91TrjC7OrrNVO7MgCen7lqCNzl",
-	"e31dPcOT9RRXxCVQjYfTWEZu3Wiznx1m+jYUTfSKkvmUf28++UFh76zdxRfubKir28E8NIUUS7w2sl/n",
-	"zgWzzHPpsqZzFrYIVsKslK0W990dmtu628r2y4oBWed3c0VV9xc+8MbKE+Cg0IXbaaIFgzHwnN5kNRXr",
-	"W/uuCHaSQCy3OkXi8ziJMg4ZS84xtIUT7a6OnfJZb30a1oPhXBoF94X1R5T9FG4C1u+UXBlaCRLmxhht",
-	"b9+861k2Em6BLY0ouE0WcQSwwU5v19MkjrwWcpy7Z5qFZAuO0BYMWfO7LvtfaHSwWFAz+OHPtIXYD5iR",
-	"DjNO/CT8MllkbN8DCkYLPbkWqoWweS7T1DkgXNwc0k8R/pRrZymiJYTIPPShNQYpMyKJTAepbf6jYJrP",
-	"KjE/O+yN0YUzs98S4vDBSSiiyFPzmi0A6DakM3RkVcAQwT94hlgjKiPlGpg9yTkb1HbaWMuYCZ1bVQ54",
-	"yOk0VN8HULrxLV/iixDSvsOOMoIvJgDwkt6/sCn3RZFqLIFRvRGBkjXVGRbGwBXX6yZYmW4EWuipt8On",
-	"xG2cD2K/OIo5dw7MF3V1noobmSxcG4GDU6EIwBWwNkgVmK0vIUSgIuRVwOGzXaubpXtYNjk0am3MohZL",
-	"9jZNsJLI9/o7M3dUaDr0AJBA8FOw00x/qxDsyBfoOEkjs8bz0eSaXYt5dl+EJ/Mh676x8FV3sBEG3r7i",
-	"ekvKvvLsVTeLYdqtVufq3l6/Hrqf4RwpbriKj3Q0STgZ5QVoO7D2HBlUVn8C9CtnobstpHw07fmEmi76",
-	"WtbHWr6TqIncDiDOtZZmI2ZopJoliFimLd991DFyJ9EiCtmO/3MkxjJa+VV8EONFZn5uck8mmrbpeADb",
-	"Fw2jCDOvzCiYX9OFOWecM6oDyj20n/9Eqis0X7QhW7lniiJRZJZXWeIt32fVTGJzlOEpBWKNzmwR9dDj",
-	"Yk8ZXnnGzMpHSGGHoAD11jlWdxTEXoGP2iks1k3lmRFuMgo/0lQUfrMT4VkBOKCFH2g4G9aVlrt1toOz",
-	"LSzcC9vxwq/H7isKP1uHzln+QZXXX7tvq7x8mH9m4bozOemTqy/mn1+4/prGovh1dmBov66HfcIq/wkW",
-	"CFmUl23SnbEWYlvEWMQu2JSqDk3eP0vYj5tXy6bLOBlfa6gFR22Q6+teIapwyyUialvSpiYuc1bOaWoh",
-	"3lJxbwu/BXIQ2QYOfj04GpgWjk7O3g1aHQYlMdJWqCENh7mXymHWR/bWeAje5Z6Zld4RYBrxgJa7dB9v",
-	"gnMU17oUdB0/aT5UzEgGxGgqdHBl0O/URVoLqy7ZNUTF1GPfJbFhqbnmK2wqT9kuL6wK54OfPrh9CtaB",
-	"fYwV4q4grCozqrZDb885cSGwB8pOZAnIvWdalZpVJdqGIsa8fFTS5JbJiDVVkmESeZYwPCS2zVypBpUa",
-	"ALumsci4Pyw2OeHuJPnrWJY9NrctKZVXczPrFWKPs5a8b338MlvFiCAZRpAQCd0KmbpL+9zkorOQh8XO",
-	"OWjEfDTK1Jb50q3bLM75WHkCOTmFCcoh19cjyPawF8KcyLK0aeI4uX2TCjGoDh2wq1SINsSfyXUnNeO2",
-	"0uFSaCDYxgXvXKoVdTiCR1WOwYtpkmbIVNt3Et9NTy5+lyvL7g2u7Sr2mUWcyUoO42P0S3CF8H7ITj7j",
-	"S3YpGNIB1TFx1bLjnmIj8AUAIzGeJokWxPqxZ37Zb/WpdcgURxpn1CdvRHrJM6xx88olz16/aQQNl7t8",
-	"h8rIXO7WuArMmenUwsKA/gqWPIoMFiVsmSzYLVfZv21c9u6Vbp7zAfOmIygttk1L/cA5k+9I70ULNUtg",
-	"mgt7o24bmFU+qraM35Q2QN9V5qSlVTrlmgh37TeGVUh5VSWaNdvDD1Y80yzE+7YpkMgXXIX2gMBCib90",
-	"A7cWWZN2BGHDQgWSGx+oQJrIG6Fa64sqcw6o/U1AN3bNeH3etDZq440206VKBIK0b+7CnsxjQBXx2I1R",
-	"qcK0f8b4lD0b3ar9fQSrKkQ19LBKTsN7vr3cHT9SgKtuZaw30WzS8baW2dfAkvNCLBVBFQKcpBy8JldE",
-	"4FmVcopOWalzxzp6Iludofrru8N3h697zOrT6LG8TdJrkXbY+buTk6OTH3vuJ+LhlVlnxZjwDb+hAgU9",
-	"185LtlHPW9N0J64g78aLdz+MDn48PBlcuN4NFeYZ+Qm45hGsJOhBRfyciH0sJEWSsksxNvZpXk9JSfxS",
-	"I677UDUhaauzWlzR6qytY+ixTKQzqXjcGaozMIJ7tjvByggFpVHos98WUugxJHmRCT2PF3qoKgahmHuH",
-	"09YIGjRDjaCqSqj4Ov+HvF3zK3YYkuToWxtBAz/W/Gi/1izTfCe7LlTmzvl+HAsrfMdz2xmxiaLkhApi",
-	"8Qr1dXSVpKOsunYPNXo4snuMxzpBwnYI8qTktLBgvSDLzLty2w3iHmYjmU33P//1/0CYh0pBiHNaqnG8",
-	"iEQEl7MEAq4OUB1lZtMFAhJqz7w4KPLaYnZXnEz6tJaxXz4ZNWUeIRH2EsisGXA2mF0CWXpKYiqhzqQx",
-	"ms2p5C6s4sLCTHTYrwCoiv7ZkC7ZeF/zl4O3R68hp7KGWuPhZnfCyImJkbQm9yathUS0wJAhuNI2Kgnm",
-	"uVklusZGz1dhKaFqoZzpF+QVwfbcou1GXYC4MLT5/t5mqLn4TOeRVLDXocA3g+oQMurRlG9todptT4xP",
-	"wt163t0eWiHLX38wV1i0bnzrDjIrDrY50PztbSeAhFuNmIN/ojg8/IvNAz7898NX7wqirC7P9111fj6A",
-	"XrEsybgRCmaGyHmfB+ytr6JSnSjWWdYVJ2MEWJcpkrAscwuPTalyc0W5R55+kBb4KsJ3K3Ja7O3u3aO+",
-	"xP/Ack8qVwKBNB/N5kmavZEgz/U9joYbHsuIZ0n6TLMragZXj0tMoFetTgvkg1SMFOQHtbWZY5kt82ab",
-	"RhWgdlHeSOj+9s5TQNqw305fXaWI33KA/a/o2694ZbV3j9yHMkk3DpXXs82zeo4T4Apy7jiztlpHqBsR",
-	"J3NRPas0BT0WQhdDximyBmZ4AFpUkBfG5o9lWsRXYJmL6umGaGLGZazDHIyocrk10dtlu2DVbAzzgU8A",
-	"lYMI00X8kF+ZQBTet9HGqN48fgrc2rG+eynTdmVMxp6aFkuZjDQTaiwAH9fWY2OSGtQGdR5eoVS1UmtW",
-	"J+Jvni6ycTJbg9lFN9AhVA+zaa3EAlKChkoRStOoxOHcEpVR1BeyRSKWcADhSKInRkNagFXeKO3E1bRt",
-	"lUGpK6tcfOaMGZcxYU3lzl4vP6haE6xCGgVeGotpWgkouomlHaoKs8Ql9j3AwDYHFfA3p7P7YSANaGwA",
-	"dKWCj95bNY9M///PTMxfPZdJbPla3/JllfPUyKnYXGJN4tamnFmHVwgJMnBLK1dFn2nHsVye0nECvSCy",
-	"7aBA/MrncgTMy41v6P8aQWOhAEq8MRNZKse57y3m2vxMmPudN4TGbz6qlrVzb7D7std90dvd+4+K5YFd",
-	"W93T5oTCQQC7U+oCe7j9EEBdfV8pKrwv3Nq2I0YPYl2GYIfU1A2k8uiwM671bZJGbfPOCFFWtS2tAZpr",
-	"Zo4XxvVQhXZIgenDXHI8HwSGNVRVVqA/2JW57Sshx5oZuTvh220qMyLht59ezBxH3BJpR+m+meOVPlT4",
-	"4oAWhTeJG+nOVnbVBpITy0UO3/dwlhNvsa1VjFb2/mdgTM5L0g4AG25WeWgeMEDHIvxehyKXJUaYrKQ8",
-	"rn7ytVTRNjhjiGNsbvZAvaoAzPPOyGiz1uVaCrAn6wfieJ1GCFl3dCRAlHEqzcr+EtWh3E1QFSqfnRP4",
-	"VvD42FKT7YIpVetgi8qmzc6hN+CcgZzKEIYvyHMSsMyD8sllBgBhUuh7qXvlnuiafA90hrrsTQdMXEof",
-	"pQyjIozC9vHpNbWOA6/o3d1mc84s2RYO1H8mUomoXIuzHV1qUpUa4E2DJjg2zzP1zOb2+6cnQZW74aG0",
-	"zJpzdNsq4PGUZ8+03T2sqRLVjozWxbVUk1aHHfhLxi4MAofFl+QRu8LEEdi/nV631prwmQ4FIBWQoJ4b",
-	"w7AuWi6jf8pTe1Ajr06fhVqqsfBKLa5kDHUlCPsZy2uxZTrSZl6GwGpxXq8hS6muJnardHB6Q01lUZ75",
-	"DYsnWC2SrdpllalAEM30BdbadHEne9bUHdlMZVsyhOvHojnigm5yrzwpYFoIL8mc2g5bPc9zfGuLADA1",
-	"CpKg7Ss2ltpskwr9Bc4FiKisKU44ynS+Z4rFOC4Ys+W6vXeRfNmtUewyrZfVXO2qNbJdIqW3TPLCJRd5",
-	"g7Ay+kXuHmwbuFJoHnuxNmMs3yPa1qwPtbWq42yBTXutiJC56FhNEIsKFUYPjma5kgdE8RPjRZaz91Nt",
-	"Nd2yjt47n+Avlda6VdILtpMfImXitfUgHpDhv7HWm+67fy2tfVFVHf+vU5shG/VYdVF/k6u8on+liL9l",
-	"llJ4LZb03LVYMu9Ze79fTkal+y1zUEK5YVgsN3N7xnygWc4W0LHvMXPPRaoTUhHdAxOeiR4LyVtOzZLC",
-	"AnsLeCKQGjNJWXJ1FVjIbm/XaTaTWtMG8m/uUTDYBtlcDataehtdRYwAixdKB1Qhag5Gm4FidTrvxG4F",
-	"LMQ9ChU+sE9JMLiO+SND+9nKExfSZjLr4XGGd4xMSyHUNXF9jXNpj0LXGBKIFqVZ6NouJm9bhJxU6MyP",
-	"/plX8EWWhCin8geUEJFmKnGva5VgH7zlvbnWnape1u6ZlKvHBdA8KsakP3Mm+aMkja8aPflyWG3mBPRW",
-	"1kSUnZZtbNtVCLovTaPTkGGv2DUkM9YMczEUusXeCvKFy5p2X0EMavXmgIqKcS8ps8/NP0MQQVY5A1cD",
-	"CofSOxH4Cy4AyApds5UzZDXhV8+IILtZEC9XMZ/kjz2c4PihefvYFdIj6rkt6xIkziEPwqweGtOmHbln",
-	"QHAZCYUqg/kTAi5Ymm6kbKEA3nSgtZ2xKQBPUlezXGvP4OcaNBo+4VK5BDaXhTdOuZ5iski6mFt8Sgg6",
-	"5slCnHLLISTny/c+6/r2OjvARzIqZVRJ5j9pBLrpTuFtOpfx2Ed7NhA4BcjUYcN/5n/+67+9pkU0bCCO",
-	"iG9L37G0Fx+smlkwA43GhcgY4kOGWcorRcxbRcdG4ymvShlwehDZnXOuNcyFdjjBVio902a/mrtGM/4B",
-	"Gwytx9SrJHc15+C6XXmCjDIPqwHBHlYttYBYJmw6pEoyQVOMetV4kXVsn0KPewzgCbBZXzTQUx6Cwab5",
-	"2iwA6m2xizv5LrbGF98e3KSUsLRtaY9nqlVU+bgS31yJr7Q1CjprQVN20swt/lJmtK8iePKmsI6Lx2FQ",
-	"NuRqzcorkUIayf2CpT8kEXglfEIJvfNRRp92Mmo9LEXYilDN36+EudZDOZvDQ4lblpQgne+MKbGS/+a9",
-	"tWqw3kFU5WAMsB73G6zTW8U4NsCupIijcvBxlbCSva2gqSnetqL4GEWskHX67mi1ROVu4drCG9eMzmMs",
-	"JKCe9FdS2Gf597NYXGUMzKXUaNqILB2VBtIDfH9uhFaSmRdTLyMP++aYONtvpLitIgSiTWT+s5jX51OM",
-	"MSGPqqW1rTezePLROocEj0dkE47Qd7cx64seG+BTB2NbA7LSXi29FRKha1aEdTBHHGaTOl8RGYNhTVdD",
-	"UteweKBL6btEcUmLDnfg3u7+t/vfPX+5/+2m89+a5XYCTq+AOGRjHtyBe+7T+6DCI2DmBHvbL6IKUQhb",
-	"CzoDNTfn4KegkbtTR1jJMCKwpZq0UkR9ceakLSXrAlCWbxmtQD6Z9YopliNMuLQ4NLtBd2+/s1Fn8noq",
-	"lDmeo/q1GidqUoCtwniAg8lgTbC1YUzDmnxw730Oz2o0F+m4MoB6MTUvaNJ1Z4otNKiiBHnMHeSUmagr",
-	"Gcd28fmIHoWeFhaYlWn2r6phWlvVjWWq3m82CoYykY1jwVOz0FvbpFcjuDphtlV4awswdA5Am1KO10/2",
-	"lmwWrpBo3TBV80ll/CEsJ/b56m2GZ4a/0yqOk+qT7TWeQuBqWJ2D8omW848NhxdVJiSdCtX+hyRtX/Gx",
-	"mfcZleiCsq0r5r5y9ivQzytiXnghd7mV4Qk3L4ZKFKs6bNtKcCxpekBYbUL3jU0wW+jMnF+JKtovSF8w",
-	"5grYEMEpNkmTxfwZ+N45sylYSljEx/29PXMuuL1D3stSPxzEoYXast3KpmLWuocNiS7YUR1lx4UPCFfD",
-	"PVphqFVV2fomGwyXF7FcgQ9izS6cDirBDya2FNywrU2T/Wm93mWMG+c7e5gSRhasWZC5i8GcrSmcnuDq",
-	"TMUsubFBYnutpIaZ1TyyZTaUVOvOp0oi7eIT1ZVeZoXR+3oMOLbnqWjTQzogYm1SX4lEz6weCIsqBJSZ",
-	"ilQiZWyNQesddrUn6iFcmAFoPHWIYkD2BXkQm+j9Wtu8shwvpPcHxdGpV8N/NHvyGDDoH5ACC88/02Bt",
-	"peQa8OYWUyyIxH5lHqsTME6oKWuYgPDw0y1AwJgPhVbNUWQ6UZFtURoieN2GAbnfULwBOw1BH4ylkZeq",
-	"oQWHbPFIsgD5jWWTriiGeXotsgBUGJHJzEhNFRkrFo4ao14agwROYan8zu2uFhis0WXeADeA+JD1WbUO",
-	"U4FZUHVC3vUY3sqwrJmkt/EM8rYnX2eiYGggX66si5uFRZiMjck8a+93diE9ZAaicZGKRq/b2d1iylz6",
-	"cNW+cLWDFEms0Z6U6LBfzeHYTlS8DKzHljg+S9Ox3/3+5fr5CBpw0p6qeOkk8iXXoppb1vRTqGieSJUx",
-	"cxvQgzeTlFEOyJwDEW7KQvxBRGGrby4KoZD+NlHEj8Saq0y0KQuNHkMRltE00RkRZICkKOoNulVJO7sh",
-	"552muRrihcd2sWQJbMasZ0xfmLXQO/HcdFyLZcBCO2AhzYN5fKjMbVEqzfSQ8Me4KTjpLS0rqQfS3aM7",
-	"7AA7gYlVoEMAihr0XETg8tagWEFCtMvKy8tacZV5E1lcrUHFEjcmnY86bB5BS78y1S0H/nhZyv6DfPjf",
-	"FoIu05IqNV5R0Figv5G2rrFsupC2vd5+wUGv04FpSpr5CqVwLqih5tyROgMDAEJjBTTHZC4UlwA7nU3T",
-	"ZC7HkIGN7VQOlNQjmtjV/oDqMgPXADn7LQcwEcxAbnff6TP56jMdqzbMpR5Rwv8q5B2a25dLytHy2PAK",
-	"n61tTTbIUUhgz+zBEebfE1Z3YHVpVdVkAcMGFJOM+RxM37z+tmrON5qs1ZC5OOMQmfZ1cStqN9uQW56I",
-	"J3wmAoYLH+yXsn5zpyOydLasGC/myIL6u/yuoqut0ozAPE5onTZ2nZEIYUPKUpGKGE2KW/H5y01zUn/O",
-	"H3MZP+SgdxBXUMBWMiUTlMxlJYwkQkPPsjns53G6dNsQoAwBEZiOInPjzbhQ6Uc3WMc8WKsXIr2REBUy",
-	"BxW13ik+NacKGHP1+TgVGcRp0qzRe/Hdt1iTQ23qm3GFp79GlIXmVaFZ1CC48nQkque7FHFy22dhnExC",
-	"grJCg9qlddJWoOxHB1eL4xMnk0pp5o/bigc05UqbTzMLZpHKbNlnodaxeT+D3198962HOuG/ViUKsslg",
-	"JrSuTq8uztCqR1sBhx5eryxC9Lf6i/26N1TvcGo+8lRfq1obHR4KlMi0V5VK8SocWKKrPBPHgzNmLoHQ",
-	"gplrqoSY+QMcxyQFPavVtzZuZN7axt6g8mVWR1m6vXhe5OT/v4ZDvdP7P99/8y+VuTVu4VZ20V4OcGGB",
-	"Mtq345CHnXOtNdjWENnb30ZHxT1U3TUzRk2z2DAHLIt1GLD9ly/ob7MmWwVp9vLFi+cvNh0x+VatfCuU",
-	"Gd5pWey9eLEx7IbbnxYLfXVhG5a2Rb0JfBYvJvKebqEBT51DeQ7tMKwx67Pw46eQ/nAyZcwzHieTZ9qy",
-	"LNyIVJehCD826NdGr7Hbed6pKId1N5QH/Be8YN6Hr2ZZ0nfKU1UX7lobW396nS+UORttadq2A1ooGs4r",
-	"4HA0R9TdUZbFjlAfr0ilMx7Ho6LX7NO6qrrtXfY/i6UZQyVu0SJmTQcZnwC0Iviymt5GxttAiM9cdvOq",
-	"2bu+HG9N4Z4d5Xf6vq6rejdAoqBclS/XB91/TPlYsJ+S+dzls33Z0HtAB9ZqzWlidt6DTji4cXQjUnkl",
-	"18UI0RaCFyGPiTa2u32u1vRAt92q23bFqsJFFcL9IbgEawKN9ccQ+Ezo6opkLXo9vttyf8cJj0C1gxLL",
-	"+62/Y0BC5WnGFtAelsmEVzIWIYPfpc7PbQihwDHhCPI02+92AzaeivF1zpwz5SqKRdoqrV3TbKPXwCz1",
-	"S6l4usQs9dWVi7dWU8vE4plml8sMCH4zNkt0xnZfsmP5Q5+ZcWKRyBBdyjIo4N3F0Ay+v3GHwX6UcYaY",
-	"I5xNWKb7Bce9iZ+M7L1IHYtcHp15dNVqBA2jCdVEOtbPRx8cADD2UlcMv30jTMNWs2A783HlEEC3KFUU",
-	"U+5GP88lBVa4D3OIpezts2mySDVl0OBQlxHnQpiwSv9A9VLQIs3ART9Ikvh+y+EVCHuNmdLoLISwi1BZ",
-	"uiQ1Bf2OmnHF6DjFy64AowYSonD21gFC6Os24Qq0d/eeV8BCrCyADWElqH+Q6LNxUSSbWoJf2LRHW65w",
-	"wwHdx6gYpvIo8Nlm6bJGwt5PdYDpovAlwTpcLl3cENzXgLB1LTx6FbOk4eaAhUa1CMHjO2wMGyGLRCwy",
-	"yiNCPBkwZcHF6qUf2XoSRCwtJLLDJSm0XzbwzKva0MXRe6YxBqtZ04YVz6DxPsTh84g3ZItTYpQfD6XP",
-	"8ltsdYYq/5CA5ZgWNEU8TzYapyILEONCJRQrLqa0gXu3HEEojMO2mWL4YRXbL2h8aE+SNv044/O/o7h4",
-	"z9WyZrfqKn/EAdo/lNy4CWx5y1KykqqVA3hAXmRyI8zwN9bpT/kjZeSmzRhFVcpShdITFd6zu1XC8l00",
-	"JdrLgtjFHfoZjHe+CyCqSvpUjSaFQKujGuXygLQ9x8Hhh81J3BvBiU43WKE2YatSFd2MWCDH2SKtCTTZ",
-	"3rhMMYhE0yNMzoBa7MfDAdsxlyjhmC63fMSAfKi43h4+YHMKsu0RVJYY4WOf6FupgvBwRiGRmREjmLvm",
-	"fU1yq7ZMcDeTW+HyOjdzjsTyU4gXLfPPbWJlKixLuy6KIA7+3sBg+0ZYhyIgzja7uCrB3q6Qwv72NsXK",
-	"xrMDUJqX4hIqZcxvwMAxUqzM+bQNkBustq0JnUBWboJjxCbvj2GDpvLdP2O7zld09gF9/RUKnX5KFlqY",
-	"81CqST32kC33MYr91HsCjL5tYd6TdD7lCpC/51WqFgFtu6zt1Kj+frXTr6fnPx+ej14fXbw6PTmBQr5O",
-	"dRGKpQcepQulR2ZxY7ldRf7EQuRswpjzBklUUNUBVH82a3NDzULp69Z14r5zBgoiuvMvwAeNaogRcT9j",
-	"JsOl4KlI31hhoG+uR8Via/oTNR6yTsvq5NkKBTo7tuXKMx4bUSMiV7kcsFTcJGaqoIwtTVDl1AxIpIgY",
-	"hOAHhmq/u9thF1jYzcZJcg0kyqmg1AkHfZgoFmLZQZvP5c43ISpg6Ho3Zyl8aD4r0yybQ0aBTq8G1Uh6",
-	"59bezJIJOlYc4IoudMi8HKOyZ6cXg4CdvTP/A5UQ5hNfH749HBzSaThU9tmDsyNUljGUKrXLAzFngS3J",
-	"WWTTnTiZSBVCWyEcm/DrTIQddmALw1mSDhUOJraX28XPsd8Aexq+ujh/Mxqc/nx4Mjo6AeRwGimj0ORE",
-	"H+RO+/e2ub+NA5SLwrk0ywdWF3zLKxiGqrhLYZiMhVr9ac2fsmx+CikxF3wmLmQm/vdb/gHPPNMStpB3",
-	"TN+MR/Ty1X6ZdS/VVVLVofiqPU2gQg1XbJKOpwJUNtNRjUHBDhvcJmaCNILpIOZFlIyhGKw3VEP1DayD",
-	"b77xZvObb1iTvjT0+hcC9C06NPzxDBmOdtXqGSq2soBaARKIkaLgRf3ljWC34tIYU7Ecw5f08x4W6Ce+",
-	"+Qbq29PSZmFN3B9or20lBUKvPzjE2vQa4EmQ6A/HUnfYETgWZsa4gJ0KmrAky9haneHFL6+Q/2B0cHYE",
-	"+KmEdgIVkHD2mBek6MKHlAPwV2DQNPR9HjicpU+E7KZ8V+z7u8K915wVBz+8PXwN4MGJdlA6pKp5Pe6Y",
-	"ZXAIb9KL8RjUb2o9/DgEkTxs9BiO3BwR9XDoPoV96qKFVqYHh8o8CQWy5tGPQwDdzVtx6L/YTsCGFo43",
-	"vweVN3rRJ5QaFstQxFp0huo0N6qJriAVseBakJ6dscuFjDO2FI5S7EV31x+vk9PB6Oj47O3h8eHJ4BBE",
-	"yFD9IlQEemsmlEZuHM/i1j0WfminRtuM5UxmoTeiZomOYwmTRbYD3ANWy1AVgDD0AksQsoQ1QyNDwh7b",
-	"7TKeZWI2z7ASA1P24Z/u2VbfvH/GP7Qvk2jZBtcbVPtqTPay9SvmKuS1NG1Iapcdyx/Ag/CXi9OTgD3f",
-	"cz/MSv5iHbDv2M/yB8uDnpRGWgkI9zqkkj6LeToRqXkrHGww2kO1v/ucnR387e3pwevR4PR09Pbg/MfD",
-	"DsPVBj2EJH+epmbv84yFM6lG5sIIPmw0FynVj4Xeh3T39lvAx8nHUzNomlK2hqpZAtEgznSKg+BdLa8m",
-	"2hHM595X9sPB69H54V/fHV4M3L4dJ0phRf9QSc3GMYDbmJmQKpZKtK9kbObBKG8Fbw9svqECF7D++/uO",
-	"2U6YpYcLHJWASJj1CGiOZvqTlKdQfSS0J2FgvIhtuG8nGz9TL8ZTxvGOJmxJ3CiXi4xlsP3pbS0GlCBA",
-	"ZcPtkmju7z5vwccAKFQb3xEOFX7NBQim9oURvQAppW0vclJ2YWFIKWMHmCjNDhSKXEixHAtSsensOz4a",
-	"GBvJWN6gxujezk4yF0oni3QsOkk62aGH9I65F5KGsjhPfTktnHmUCGNOh0ZQiOt2Ma4LeXNz2eg1nne6",
-	"neeQF5NNQZX0JCzfQw2+MjHih/x0sdXjE6DYcThTkIs54ZkImJERuP8J6P+nweDMrTgMaBE3LTr3CLfE",
-	"B4ApHHqoZsG37+EIzNMkS8ZJzJrdzvMWMkmYzd0+P3s1VHudbi9fOcSbT+/PCbx3tFBR6P+N008IHZaK",
-	"cajCTHzIdgpLJIAm7RtNz8GOAokFN1p8HL0zEVno/hhzNRZxGJhG4YdU6MWlGelLkd81X+jpSZLJK1IG",
-	"MF9rR4uMlMi1t5kXdobqQLGDvQME+pKaccQja4YyCh0g2YzHTEYBCylD9CgK3Yy2+hDTwcOTfPTUbXMb",
-	"FsFjbglletAVmbnKWw3gQZxgE9qLecCSNPC29hjxMYYKICiNkZEV2AVNRx0LXDMEdoy2NZzCPqDKf8gg",
-	"wtSyqIU5xxHkcQ7VCskRoPUZgYShKTjt6SE4h20R7LDB/m82JH6aYSOAf3Nt7vo384dDFxg2/u1T2OoM",
-	"FXCu6B5DIicW6sUlBgnCviX+ghmsII1iodGRpJqE/RWWq6EqPATUU2x1NBzVlJlQKokO+9aiDq8AVt3c",
-	"Z9mnqF3kqmIhrk4RhZ3SJvGqk92sZQkoUjFFOihu+bLL9FA1w0JiYAdmV6pJD7Npwx6ISA5oPi3c3fQ+",
-	"KMfFf5q1xMcY+zZaRHgUmSMiE2q8bP8slmA9mT1gGnObYLW6Fw6dSzFOHBoM4jdqOVEiGiqzIi75+JpS",
-	"LSCJAFLmYabMXZDkaboR2nvhJMtpKhVuB0vLYHZCMFSAb1NY6dYNanSZgkAo8EGF7ed73e6eBSYp0s9h",
-	"E6bX5sEOA5VS0w7LJRI08m23a4RK+/neS+9fu+5fe+5fz8MWrsu9AzN70IHdEIWHmaqrZKEivNn0DH7D",
-	"HvDLWNgLz8PV+YDTcKj0Yj5P0ky4Rl6ELooKcVaIwtibWn2HFqWf4cDwuFBDAmqsNKsCtG1QLzrmxxCX",
-	"k5X8pSMfj2SnphxFYFOmN1jDdwAExFaYwwG51+0itQd0lYJA1kjb+U8CQUKv3Saf3l90os7nY+d0+0Ro",
-	"rIWjpdhc7iY2HwgWhXlnOh8PG71hY6/THTaCYUNGw0ZvNxgSgMmw0fs4BLhpuAshUtrolB02Pn0yyn6F",
-	"t/hTVa7vyhnXxyTH8qHpnUv+mQZRC0D6xBvpfJ9Bhf8+Dm7VmLlJ2PmBRzYoDY/sbn7knTJ2hVCZmScR",
-	"4XP7m5/DRXB2dJJkb8yChwd3n29+kPDWB0ny1pgD+NyLbTrqljwkYwzMjJiH977f/PAgSY65WtLgAGvN",
-	"i20G1GLP4QNbfB0pmO8Uv+ESQze+ZxLwIXKf5N/ff3rvobUiZCmIL5DjoJRQnnTTLq6WWY18ohu9v5OK",
-	"a5TZ90GjqJnn+XdFvXWncyviuA3eSboy5mnUsdtzIrZXaS3AY+pYWa/F0karfbRIQKX0DahdFstrMVRU",
-	"31GQ2kbhBnhnL7iNkH3GzkqS2PeJYmUWnYsgkSOpxwk063xY8HjgAyYEdNTBB7ht6wrGwGs3VMWRC1uB",
-	"zQ8NjKzklzKWAPTSxCGXatKvEOoBm6FgTRSmnQ4VHqfMnpC6hTqyvpZxjHoxZX2AGuZcal6oP3BWJzqz",
-	"hgq9vx1YM+hfAGSzJL6BvJg8HcoWw4Uf+XxuDudPO+YLb3ZLn1sl/38UGay5VzyNPqf4P9g7yN9TI21x",
-	"xcDi/TrS7s8oeJ5pWED52FZLm5JcMQqbvqv06LC3Ume5mqldWMkvEynKBrCeuALSlqGyIPwkjDA5BZxN",
-	"bXMznLABaUsFzt5WwJS4NSb0lUyNncvjW77UbM4xm+UkQd5FcigyZQynWKrrHtxigZOZBiAW+AndU7pD",
-	"6PM2jQY/zDp48lhviFwrqYRcCYvyZAw8BThzVZvPDBfuChjuoDHnKZ+JDAK9NbhD+S07ZwAmH2y+T6Tu",
-	"1hIS68Up++5ld9d2shS7R26gF+3u7mB3r9ft9rrd/whbpPnjQCwKsFYyQ9t7oeY81QISyDBv250Ue3ss",
-	"p3wdHZ6fn557IZzfFgISCG2gRCL0XZVOWNW51VT7spr3/jPKODOLhch+hZw7VQKXV3KFI/i1RN3e5gd/",
-	"QZZCmSgkX/yTiUgzVZ64eUZ7u0Y+Bs456A55+GPKswvwBEC0/eO/2MQkY4P9Hzu+yfyp3sN4gSCYIqfo",
-	"YEgYDjBpxAhupGkmAvBnXZI5iWTkYNyTEwkUp6GyJqDX3jhJoQyes0ujbhklySIiNVXiCDJbHXYB2kyP",
-	"QnxDFf57++Jm3L6w3oDQthwntyIdQ+xFfGA/HR+8al/8dLD34iU6JUMM6mRyJnTGZ3OM63Tw15TfgqFK",
-	"AblgqK7FMo8QFpu++OmgbZqN5MTzk5oDCKN6fUZ9HNh3heCyf6fkB1tFyproy7JJo7MEYqNcsefdLtOo",
-	"UC2TRcrGZihbrs2fxbJ9FGGDuU5MEAIycve9Jj5Fc7MXH3I0i+bs8UnzE2X1ZQBcshCpB2rJ9j58wHAR",
-	"hOb65oTMg2Cs+dxcdmQF4OCkYFwwVIjqFbEreYOuec2az7tMB2w3YHsB2w/YdxRk0q0OO8hYLLgZVDUW",
-	"PRaJaIECEDtY8W2UHVo8q8r1InULw7mUOvVh+8Jia/jJIpQG7cTxSs7XSuW5WQAQcs3Lie3yyScGw28b",
-	"euSW1sN6dGbXjb+KC0k4ds9u6A8uy4d15ihyxEd2NAJ/gbLV9bm+U946uVPP3uPNQmc/JNHyUY9kPIaL",
-	"XflUrQaUU2iQ2Jo1OW3JvB6JdmargyeOO1RewUTigcCazrvqyhPjWKQt06MVzaBWqX5lawcoiIEeLfKy",
-	"o+fSald73T3GcSf3Hbj3UEGelxEtEMwJATUFqlBiyTULEYssbPllKh0EhgSsPxD345jP5his3O10drvd",
-	"oWpaABhw3baKZZDuTCWPNFCazkwnjiB2ivUxOsRIKM+4MWHN1hyqYhkQxnvhK+n378CidiEtJHi05rBM",
-	"sTClBxnzYN7/A+tagqEy82j+yS7FMiFzW8jJNJsGiCIH3thkkQERc4FDA1K1gH8YqmLSZD4XkTH8Y6FA",
-	"41eRH9RhOjOm/28LscDBJCY8HWLwmygLtAB7SWqY9zEH6PhoqJp5Osj+3l6rU3K++x5zsKCMWt0k28b2",
-	"gJJSW5a1RmZwgnHF+KVO4kUmGARgwXeQXLnh3evuf+cDgmMmydRcIvcD0VFnCR2CQ5UD6YDRNk/lDegq",
-	"cZLMTa8DMLbacTJGmlSkFUvbk5RHgp0cDFq29CLPYxgqgrJFGqjd7/dc3Jrmr1Xp0TZS1FlVdzaqvDgL",
-	"pGN9JsFU7KXz8W4jqfYeVTquM1YGtJ4DVpA5fxz3dXcLa+VVoq5iiUnCX8nf/WSLwXagE67eHS7t3nTU",
-	"6MVMnPzXYqZUo7fX3X2+9/LF93tVfi4s4cAz9M5ZIMB2ATiUV4wrTB4kj3+erddhB0SdUB/9R0FOzCGl",
-	"aLd/HHS/Z5T7OroYHAwOzeGAtLxIGmCNs6G65Nl46qgf3GU4KUNrLtoEAx2yJuU49+DM6VNihKWDt7B+",
-	"Q1UgvnDRjWLuAuqNLnsBRoxnDLrUYcBzYUMFkJ9AvQVbBhoRxeMUD1KiL2mS7tP3FZ+qs+AALj/eYbDZ",
-	"10Zw4NK87ij6bMdH6cN+9+cHpYSAi4PHMa4DyoW3800Jeqg42eX5dNQ8HTWPe9Tg1mE8F06+GLsW0fbn",
-	"z5rDJIcR/h2cJuWMqk3nyanyEsnmxoK0WWTmEAnAeHGOupyG9RnakgUKm5ChlThU7sRxp5H++/uOBJRO",
-	"rnxmQB4bI2jpKNBk1EMwbwhqOd5JLVQ2VLayESBWXLE6sdYQorctVu9ZCD5gqYRHWlWHEXwmGEsFFraH",
-	"HUW4Iv6MZ1Hpy/5whxFmRVJGtpnup5Po6ST6AifRa6QbxKD4SpYuVJ/ezR6qP48gkegeAf1tTqOhqqgV",
-	"aFbkjVNSjEsT9/lOgcYhArU/Tia9oQpl1HNxJrj9GZRLWQr45pgqspBk03GYtAIWwu09zPQOs+VchAFm",
-	"3IeQSBhCN8AJmVxRWQz3CMspi5Jy9iChABE3ll5vdM7kNFTjRaqTlJCl3nKdtaGh9tFrVyfHIQKH9SRq",
-	"gsN0ATUPCKWJMmeoylz3JIu6PZZXeLTAR6+syx5x8uEARDtsCcKM+MwxQ32oVMImfG4TIFyQJ8ABhJIO",
-	"TMBKEygH82gw+gz43YFtwAzbUDXDHuRDtLnpAbqOAUYEz9HdFw66lR1BOYg3XCxEb1JIqwAMQ0ITFUNF",
-	"q4Hw+9KFYk2X2h34BdKQibZCW2KMT8wHDvJUb6gvpUzvlmMmxdeDrxaAUWwOA/qC0Y2eR2VNT6Y8Mj2l",
-	"6l/bBGgKwA2WfyOuiB5yZsZ8mVPiENcgV0ybwSJaZs2ark5AuyCebuVzTJGYheqwMBJxxkO7EMc8TZdD",
-	"hTDGiHxMmiFHdkNbPpSvDUSKifATYQ8uUuWln4f5sAxVE+t9csQPZHQ0G7yFeX0wW+C6htJJSzhF9ROJ",
-	"ipdGlBjxgo2Qq3moQiKkxw5C4ddCizRkyVy4fkMlnnIAs3aBusqw53uQkyIwomuU4JJv/Hs2OD0dHR+c",
-	"/M2WeF1Qxk+iLCPkDJZgtUPZ9MKpNyjg7qy+lZWxYDXaBOvEEzDoePdkntRsAk79FOPWEDhww9BtdVaE",
-	"z62EajShENHdTD14bzrrEm5GHulkrnvdiQZn9fOMRIXyGxL6MdcZ7cCU4mx9FCGXy4J0tKmPdiMuc0Fa",
-	"G4ssjEJN/tDut40iKG23/f37j7vB7nefKlBpt0gc2jqb3dgzzyH0r7Ke3SVD5ZLc7fAPG73nwRB6Aqns",
-	"rlr2TjnshQR04FcDGZyfdojwyyGzHWJt9pQ0or71lJ/09XziMGXcluwIK3jumyzu6YMWi/vzaITs2EJ9",
-	"S+XJr6ECFa+PWm5OqkfWuc20zHUfSrl0wOEVAnGoChIR8meyjI+noKxASBl8jBTxDKg4HH3glC4dbszN",
-	"tN/zGFJ/yycuzFBY1uLGZ89bpC/clL7oFas9ZS5+NcnwDgDvVOSxWLs9ssFs9PIYP49D0s9hNNuTnC1N",
-	"XyH8z0QqVBHJl2ZkQSvwSjibriF6mWlfD1WuI7ecLZCktojTR9FY8Wt2AJyFuaJrSqeBpCvTcErZMTs2",
-	"HyZgspip0qSsD+aSPqCXNskkWM0qAbuDmPOJ3n85F5iz46WEdFiYw1+uy7lxztS75twM8srPUiYJSEJp",
-	"c/WHSmfGzJXKqAOAJbPJ8+klIGGtIZpNRvOucYVeCBWVReufxx1a9XVP+R1Prs5/6hPrFWEiWKmLZT85",
-	"NII9Gr5S7gcmhv9Bo3Xn0HnPM5OH6yDMTuXk2LjURBLgp2/US/mNYS18+Z8wqlX6sCcJ/iTB/6klOO6H",
-	"LxKswqX8mVwTJwkDnyfLRQprig9ZyocKQyipYHKigIym72e1Yc6yZiohcGWKAXjDQAaATXVYX3E95dkF",
-	"fulDvQqf2zmwjQSiArMnp8BXTKE1B4BZlFdQLkjLdpNDoHYb5ok9n2krlpYOFh5dLeJ4qKZSZ0m6ZM2F",
-	"Fmng+TksZAS6DwNfccLAKIbJ3J7EGwAJazU3KSC0WSgN166EgyKQ4AYPqUSyzjk5VOu8k6zknAzy/qPA",
-	"IM3FZlNBUbnzr3meTAry5U4Dwpy5lipClsVNomaQz+af1omZf+MmiZWv7SeB9bUE1ptFHHsTcUdBNRvP",
-	"f7+IjQcM+Wwtt/SZRWx0gDRQH43QMRCwAagEeHFmyUxRpxdQu9VUCQuPx/M2gVK3j6KwD3jaJAgQZTnM",
-	"MVi7L1qrMJAOGGev03Xe2GYolcwkj+U/EIYxSWK9E0ud5X8ZaQXAjalAoM78hvyXVHCAlJxLNQnZ//zX",
-	"f7ecSA0PoH7OZcPkNXCXSTYdqrC88S2m1koSkRncMn4rr7pxqEBkWli6VbjKJldRwKIFkIL632m9E+bA",
-	"mKRCa0S8DnC+wgIW0I69J2SX4gryDzIAjyzA8hWN6KEamJf1IBEmzUZmzZtx00JFI5eA0fTcI62AhRNB",
-	"d7oKUKT5wMOiZSbH3JJvKNMk5SGP8pxbnDJzpJV+xD6ObFY0JEHBeQT5KuAU8PAPp0IBLiJEjaUPiNh0",
-	"6IsBQ9DFoIhXgLoxuty5ykmUEj8pu1UAVgzNqwgSWJuhAdKvHnvZDdw9z7vdFkI6ejD8PvRBMzRnRNiC",
-	"8t0sXQCBR2SB+Pp5QEDGMUsXyigUOba1NGfwIk0pYcGouuxXcOgQa02AwXOaG6KpqQzSuGQproeKM7uC",
-	"iksmj6RgiiraHiuLssNCmbtQRtdiGQ6VI9Lbe/GC3UgtjXA5uHh1dOTVdbaI/50zCxgAb0IY/3zwLPA/",
-	"psFJpTPBoWicYyJbdivHIgB8yDJEJeABd9i5FRA9FpomezugX9r9ZIMWey+wz6kYA1QRwMugQAYJApPn",
-	"wViYDQ3eL8JHJElsnrOCepwYAcPH1yCyjdaFEIGUFh5KDQdr6MSUxcCAGEok/B22HjzxeDz/3YIn1uaZ",
-	"bAmm+EDIxICg74p5KGGxV2GLzc3ER6gJc7Ws3hYYdCYPW5kHrLB/Eky5JFl/y3XOtmEOU3Mqtnw32aPM",
-	"E+lpdnbmMZelp7caQ3tkA05sPqI0VoHF+i0fqjEfX2tbxO5KM4CTWgkRAfAvdKkNSgk11+rb9rzV76Gh",
-	"d/6IyJPltKyHzIQxBV9he+3Bco6GnZmaVaWl82fHrzx+debwK0uK60NgLMGqvUf4pcx4i3IdkszNj1in",
-	"RESsTZszLLMe2+92h8pb5IiD46NOFGAGkOlmO0bUvjnTt8KRcM6Q3RdGq73C6BAHcGHgscCUWjzBzMsA",
-	"C/PaPfei22VHJ4PD85ODt1QcBTyqlyJO1EQXQjzPdM4TF9gFfC3m2VA1w2sh5hadOvA5Vwk5gjQjDu4I",
-	"wDVHzd7oRNIoVgBALCPMAzciYKjmpi9wUPvYF8CRmuddGMnjlNyqE7ZMjNxYF+xxfBY7V0k6a1taru1E",
-	"dx0F81YBn93HK6byOrDehaHELc53386DJJ+VmYkniOGngM6GJDKUmBzljrG2YnBVrgHBq4qu73773d6L",
-	"b1eC67Dndz7Cf46iT3f3IJ8LHsHZUsoEm6dJtBhTSSas/wBvkb7gMzIY49mqIAOzVBjDP4cPfaZtxQRA",
-	"6vDxlFiPEbDU7Kw5T5HTAkjKIOPLVQ0UoQOthDSS0ZIkofdbRr7rO3CcqrG8FowPleNBU5RyhYzopC1b",
-	"5jaZ5odPSSXB8ib722up54mGhLIeZbGtjUVZ2boW0+0Yg15wxMjI5d7PeTbNM+9pwtdif+WmyUxEo+7u",
-	"9MOL2d71d9G3v31/e6/M+292vilK2M288NUAxObbLB29+UBUrOGtFUO7uppDHOs+7CkzIv97SAT59gdE",
-	"Oxw2gCl3jTL65JT+ukn3yi50mNCNHulMzOZQsVYr6A7UkhWmCshyKQjGMx4nEyNTID29LRVrhuMkFTud",
-	"TofYKebxYiJV2yz7VF4uMhENlXtt4KonL5dQZtMHBQ/hj9khH0+Jb17zpSb+JrtBqWWIfOeSqCln5uA0",
-	"/5QZu00WcWS9fqli4dnbdz8enYyOjy4ujk5+DFtrU+gHbnQ+J8K4/6ZXOKIbw0B0u52BB9m6X3Y5F2Fs",
-	"3UU6JTNvxIsrN79SuX53cNrrbbHqdYyJEqCSwls8EyT0mZM9PrccD/EZ0BSV2axbPs8Y3ohhg0vB8IxO",
-	"2IwriGDsd5/nqd8tgsB1k5u7WytMdsxMt8wC5sAX8RXQKXHNUn5LOLkp+9vB8VsCQJKq2NCSz+KQ2Qxy",
-	"dDZQEbHfiRsUnSJyxz83Z81QhfZKYQ2HvRwdHXhe2lAwKrMlu5KUgTMVDCesChFwqMIy1HZYTMSPc7z2",
-	"JBIY5XJ8i1LbEuI+1ayiq9VMl3UVMR7rxHmnw0hkXMY6zLlm6cuS9Jm2vdbkKbeR+dzVaobaWI7ZNPCH",
-	"qGZ4WCrMl2OJcoeduiTJ3K3srFRy/o6TNMIMHwJHNPqh0ebAU8bHFKwh1k6eKsfVZ9lte0O1UKmYSJ0h",
-	"RhXE8mMO2IfmRn0toUagGQ5OT9+OynIyyIFOcrpAesaY4qdnh+c4X+9Ofj45/fXEPOKTR2hw85n5cfKb",
-	"KD0t5uREZFRtnkKT0I+Tw8PXF6NXpydvjn58h28wLVtpX3UW0PjCt5Q/AwMtiP8J2PFxjCTJuSBC7gsd",
-	"LyzbIRVPNMOLn4/evvWODnaxSG/kDaCAuW9BWGsUJ+1Y3IgYxzq5EWkqI6E77IckWrrwTy3D0RHsj8LS",
-	"2aTpnt5C7MeJIqvs5/KtUopVUPK36gptS3Ty25TZ7laU2X4uSBd/tMj4hmOnLPXu2eRAfMjWusnv2tKX",
-	"99HYDuDy2spZ4ySSJ7atkPny/potdI83SXopo0io37ejpjwVcAp+XQPDI2b/+/sVpvGy0YEdB6h/0hag",
-	"Ps0tmjsrcfbAvLsaR6gfpAOs6jAbFKmhKmlSfXfeIUu+f6xwXyUw5oqtalvVvobKqV9sS+3rABlg8tSL",
-	"bq6V2NeSP4c4dEHKJxo9/doSwPSgH/Bm0IIcyS1QnACcgmbh2cH5xSHpWAA0zcRsnhHdMd1zeHw2+NuI",
-	"mJHDDmtWDGJGRRjmBfDtnl5nVEWfvtjpVqTxdbss9GIaIeApRMDTpQuDY1TniciGqtDtTos0LYTdSRfC",
-	"KWEwSkg2iJWJ8HHbnsC/VKlvjaeTC0+uT1/KJs49N5tOqxt3p9spT+fTowYS/ignk926/tk0p11110Pp",
-	"o1wTB6hzj50LxImwqeF5N+xB02EDdz5FUPuccWlkuo65niIdbyrMKAmejqciDQNLTEMuNWOjoF92B3/P",
-	"HbVhq+cAaN6dv20LhdyrIFIxzpxNmRYT05NgqMKVrzYv/197bwqvtzogRdJnBIZLUKTmuDHNrnPY11sy",
-	"22RmO3/cUXTGs+nnTcwuvPFimtxu7ZRzM/zZA5OP4QX/Su4/M6KwEouOv+1253p3NZJatqWivZiz++HD",
-	"RmEi3FRnKXvOujFAnAnWhCAamcZDld9rt8EkTRZzbTYVMBnNxOwS6lZaAbviNwlqpDa9D9smlj9wSF8u",
-	"HZvoUMnIaX7g/GbNcC7S0RxSaq3RvvciTxvd7XZbfSzjyniM6ha6eoICNeBQVXIDFp2biqdpckvcWEAv",
-	"lqCUsHf1GS8OFjJw42gh3aFVKZ0KaRpa617/GsyBpypeumVwq2wBi/TSTL6E6+Nzyqy7UPnhSDxMUP2x",
-	"5A6GHSZVkFR6DcxMlVzJk8ykt5hq4ga9apebJ1eoanN9yADsrHwngowCFl7IGwWJZKweyOcHfEfTrxSu",
-	"RjOoizf/kTpLjQFmduuy1Stvbra6tz0eTERDNc0DYuLlwiV+UR/zjIHnK3RMuwAK0+3mnsjdLuWp5b6m",
-	"KdeA+4l+Y/IiV4kSpJg6IF/DZyHiyt/wNTOrtvbTPdk7/5T2Di5TR1ReJdly5clZNIimuirsjnEfp0ks",
-	"8gjLSrDyNTztKVYsSyYC0obAr5Pj/oLUGiovuCqzHsa3kBnZrPVoEYuIpQulA4ZIVsxLEygGwlSUx1OC",
-	"oXLaVsDmEspj4JaDsyP03hEQrM6SOXDLQYEMAj7ZSgwXfux+P1QFpBKCP6HcKddpI8zO352cHJ38yJpQ",
-	"JwTk5ka/q0wqwNGyomptGAcV39pUJbltltL+XuPLEgnjN0brhBXd0vnCMufOxtSd8T3+5AIG522tgAnq",
-	"LTKjL7HbaeJsq1xmNKWylV6kllMZ3H53H6KQ1Y6EP+0e2uq494/6J/dCrXth/Wqd82w8ve/hd5aadZlJ",
-	"QQjqAOqeGqsbKyijPgtnIuOAxYCZvkZfVlmAwOpj4UOSW6wGM7eosOelFNQeA6W+uQCs/bPTiwHzT3ME",
-	"vbgSadiqVbmr6xQi/rs5lR5fe/c+707a+xfezos5plf9UTT4O8uOJ5X/8U9kXNt3Ufl3+Fy2jUJc6z2t",
-	"kn09xted37Y6jWz/VE6mmWYTkZH9f0xCEPBkixVlmbwBQAsdGPtVaFKf+8SNj1F3y9WMvs21/sSDufzZ",
-	"fN2WggxTCvVcjJ9pFkK3jqKw9cfUGPDbN7n+fhZLZk+l370K/gf0K/rr21qf/sa0P9X7GbfTPkKzKEOf",
-	"9zzIPWseBXYTsmnzJ/tM8ZlNwL0WS4/4BRzUuKsse9E4UTdm1hNFvk5UzJt73d2WzZ3FzA6IcJr2Qn1z",
-	"PcJgpIwwFEl/4p6m6CTkwlyLJWBVo/vdlbwnKl72kKibs4ufDtp7L16ySE4QtQbfh43lXC+WzSXRmSUk",
-	"d4Wo4+QGEZ5V5JyqpIJt8inipvrdypPP6u3Eb/+aPk/sAXYp2sYBambeJWdDigtkP9FiaSJ+LDp9nnSs",
-	"Jx1rCx3rWELmq5Xl1aK8Tsva+XgtlkeP4Wl1ADVZzwVXHCIYZOrdTtHxmqSQgQcBWrMdxAepAcAIAH3G",
-	"mUbBmlBao6+S2ZJTSOFgb9JkxlJxk1hYEhXY/D09VC4hEc4Q66/ZrQZavkmuf+/idCVMfLa4jOUYPs/2",
-	"JCwea0AIteVxV9dpWB9b9vv626vnv33/YW+2P/+uETRm/MNboSbZtNF7uQ8RZ/vn7lfTPnGq14pquoU1",
-	"zUIFzZ5WaOtJHf26og5n5s7CTnywZXf3cP72WSjVOF5EYmTrZ/632QEh4f5AyZcnIY1g9NXZDjsgaRh+",
-	"JHQoGzL69CmkOHiYucIrIOkvJRy5bK2haroc8D2GOR0tjLf7/raVksOQsFEAX1HqHrLFQUbQJRRWxYvJ",
-	"UEUilTc+9oo1E4woCFgIXCyJggfD3U630w0DFv4L7jLHJ0qMZzyKUqF1MFS5j9EVs2Gm9TiZKKlFtCrn",
-	"kS3ReSYRrjBJYh3mZXVDVSzd8gr5nXT3K5p+RViy6rlEKDRgt1ZZuhyqYu2dvTvEDAmVqDZpbDc8XtgM",
-	"KjOeFvcAWAC8kioGuUvmYBuq5pxrfZukUdsIQfp8qKZTU5HKTERsEieXPA5wXSYpJU3Qy3KXA65sI5kq",
-	"TrXDD64466v6TVcOroMoKg+jK03bbiDr0p/Ks1tIgaJkjkYPwHhcPy+TJBZcfYkjCGdkq8DJo2dqPh0+",
-	"RV8IzkUua3mF3N3GX2nj+us06PUnTIedi1lyQ2LRZV/ZhtmMp9ci7bMc5J81HXRmSGyzPYaCDORWCdbl",
-	"llu4O9tmpbx453IU/ukzAMw2LI0/II4nSjxtw6+tA5q9ku9Vp6y4BJu7pkyu25mwEGIOBftzkVIhn78T",
-	"zeqAXJ18wQC7z5CCrK7ez9MEi5EJFko9sg/TPq7an2/+KXbn9rkFAVPJrT/uhTT2p336ld1SPL0unq5u",
-	"orY5VuN41kaqxVq77VdImENmdsvKiFp/wXYB92om5oSzs9AClXib20urBjVsMKWSW+Xt0YCJGIEvSCu3",
-	"T/YZQmUT572Q4N0CX4HGpGdMwsP3XnFJhBnhyeno7dvjMmCEEQ9rhdGakqW38ewVDtafVSycC53ENyJy",
-	"X7qRN6e0IgBjBdrQAZNXjKvlU3LSGv0Y2IjX7S1Ig4UVvc1+nolZYmzprcL6xdfUuJx7zLbJZnzJpkkc",
-	"sVvCz3e732wnzTJzTZoddAglVfBgERQxyAuuYAsSlA/cZ+zPZ5rpcTIXrcACf/1KSQXhbyE6gRKdDRUh",
-	"rFOSAO7330KWcnWNVfmr7aYCweG5utasGSVjvRMJLSeqM4vYsHEMNw8brd5QQR2QYGpBVVxEt3ULGcdZ",
-	"Dv3K4Sf7gfg6qujyceChl2vTFY7ttH1lB8Jnr7n6FYcwYVhKCpidDur/RSFiXYs781vB3eB5v190u19B",
-	"icKFc5dKK7uhnnSnx0+7SFK7tHz5NMv319YidOcjbug7hO22EqiddfUAuJh+X35E7NM6vFQcpi1f+u1T",
-	"JcI/x360dQJ0MN4783q7XcXO/VxqfOUzDaA3iC4OegXWC6VyIpU5w5eddWnQ/8yb8TPB2mD3v2YCtu3B",
-	"erNGRBAfwtH8U6YI/elTffIQRCSztVKorAFQ4WCtDWUWiC0ulDNbPq+shYOI5wDMGUsl0MahOG0ZzD2k",
-	"dkaLNA5bfbbf3S+HFaYQVlDCUtysFmTnvotaz8UZfdLv228Bg/lIQOjQ1pPrYYPrwRGruPWx7e7YgQF+",
-	"eEKbH5Szm6pZ2BaEo6qZWsRxqz9UFRE6tjZAlwoKzimxqSD3j7FRPntUzom3p2jc76jkNttuxz6soGAD",
-	"IZWlorKwy+bH3lDtd7t345jqsbOTHwP2l7PDHwP249Eb0Mx/FZdnkHdjie4Ah5KQAyA+0Lz45UdG+SdR",
-	"q8Q/Zf1IFexXzjoAKHKexlKkQ0WD2C+k0nohQ2M3KHFbPKY3kDz9biTIZ+GY8j8RP/r3XE1ZMZU0k09p",
-	"/09p/9uVVoIM3E7yVpFLvdz7fnf/xcsVNcrhnLTThdL3zJrtsAMk+i3l7zcdc0qrSKuixIdslC7UiGfh",
-	"UDVdbClZZCDiY66zFoUwZG2J5YXt+7np+p9VVfK/cpN7f0AZuTlyzZPpcZcKyeLYeVvronjhocrNIaFB",
-	"E4SPSwhHfDZeRhuiKkObKIvkIiHeRAnTotTiOE3USHyYpyhXQtZ8wa6kiCMdMHHD4wVxdgxVmMmZ+Eei",
-	"BLEjhbQvWTNRoq2nSdbHKsVYCus3uFqAWo44RKHUIyydDlv9/DPZ/t5eBxhZUmnGHqEfeBwntxbaqPjd",
-	"iYqX9DEQmXVfb1twIoIPlc3ngJ4hTwfkS0OBaZnBxjorrAUXEmfJ6HIZ9hhfZMmMZ3IMpKBzgpDFWyip",
-	"w8Nl5BkIQqpfUkzMuIwdnnuiGJG2W+bxMs39CB4YUTY7jEmi6qs+/d3/Z8TD8L/vK5V2FruwuaizICSe",
-	"FLgnBe4ucHjF1bPuhFmvqe18TBfqUUo5B4gdlzEep4JHS0wqEREYwNdintVFin83omklOlUYy/q3wgg+",
-	"hYufnGKPgkO3/c4O7mljwWqGGA9S4VoaJMeGWxl4edqmX8g4u5Nh9mSXbYTKu8uGmi+y+0d+yCWLVsdt",
-	"KjMwNsBaYs1YXGVt8EtAszweKrSjWMavheOSBmtEE2A2oCCki1hoJLewxoRZZ8tO0f3BpIY80mQ2X2QA",
-	"0hdz7a4G9KcxQ8BIAgvNM1/yU7oWS+9JAPzOTJevI34spN+T+fJkvtyjDg+E5OPbLztZKicTka7n11uH",
-	"1psLXDmZQu0RGDBYpWfkZqvDLswvBESwUBZpOwDSOh+lhohTwJllPTyW9G43J71T4hZaZk2d8Wyh2V/f",
-	"Hb47fN0KfEeRIyTpsAuR6aJcRzleEO19h6dgRok1C6dEy/TLIbl2hgoUikzM2eUimiDwWA6yOrLl86FX",
-	"zmTdac/8O/0byAladZAMcJKeTpIv5Iai8d7I72TWoDXXqVrk4brlk0X4UGG5UGVByVRyexdhmXNMPSQi",
-	"51rZLixnNkmnMtJ2BqGGgUeF/+eMtRW/c5toW5kX4smuu0u8rTx63hY5K196PITShZK/LTCa5OfBmke+",
-	"Z69OT968PXo1aLn6wfDjx2ux/PQpZKADTZM4Aq52H8fJwnhGYhzzFNnwvcgX6hIujnUtlnqoEJwdulIO",
-	"WtWGg4oL9M8YECp+4VcKCZU7sTkoVFrJf0a76s4EJE+G2GeMI5UW3HrJWate7Dh4ukeJJZWJi1gVb1FJ",
-	"NRqqhabEaxfxb2I3jFmGJo8z3TbRGf2OBOQqhGcpq6P2vfmcbPn+50/RqSdapUcOZ91JwNw7pOWlON0x",
-	"rvW007+8RXRHa+jJGNoc5LrjNvuCgS7KFxyq+kAXxbUo1DWfx8uiEcUSxTiLFrj6BHgYWmbbu1OdZ0MV",
-	"Cw40zSWXiQUHdbvIpf9Rqt8VMMw6qyrmY8Jms8mBGFrzVRJISayJkz0JlN+vafe1BJoNmj2Zd0/m3ZeN",
-	"sz3MvkuSWO84IXd/L/KpEoiRDXiYHtK2hc9KxUTqDDzI5qW+P3moAMp5HHOtsZQDvWPUgrkvyGNqDgLa",
-	"YniDy8xcEVdXApm5EBF7LYTVIEni0/y7/9S4mYVv3Yj85AalgJ3uENOfVLV6Vc0bO7fwYW1fERhCJd8d",
-	"ItXX7k4MHT/SzixtQ9a0aPkY2G7V7UtvA+bbzPTMUUvnQsSj5lrZrBv35AV8rfgn2JH4pRtjR2YKNA3K",
-	"0+ZbZydhisXjbbyP5j9H0acd3COPSYZEpeeI9FjBS2HOtKFC1o5Y3Ig4p0KweXxAHAc9M7aMzBBfmqUC",
-	"eOXgIJ1Vuj+lNl/jluHvy34ZeBLHzB09z8JxkorOueDRu/O35qawzq6BOduyT+VGi+xEe93u16Qn2hL6",
-	"Apa51CzCeX1K8//aflGcB8bvIoAeFrH25cqBYgtVPuVRtfYdpUN1gJdup4n22i6IGYuZAWSVMo4ZKQvo",
-	"0yHyND1NblHaYJUoPTSyTYasGUK90ChLqJqxx4BrhepIM7uIdcaXmi3UAgdwoTIZm6tL6IwWgNSLUBh1",
-	"MrPEGEMNr0t9PlRP0vCPIA1LatM2UvGZJsWJFFJ7WD5JyK8rIXHL3U1AbtDQcuNj5+P/z97bNzWOZHmj",
-	"XyWDeG6UPVcYiqrqmcYxscFQdA87FLBAdT8bq3mstJTYOciZaqWEy1PR/94PcD/i/SQ38pyTKcmWjamC",
-	"Bqo8G7Fd2LKUypfzfn4//+/fv7wmbrkQ1TnjqiZ+vJBJNJJ6hIpqe+bk7VKsu4Z3vpE/XyF/FsbvpxUS",
-	"ClXRFZXA2tEtGbiuLcg6Y78WRTxuDvj1MxGYfhLukpnVpvYIRE65bhzPFY6n3bJNoeCmbZW9dzeQ8HKD",
-	"72+6GBM/YF67DiAxeDy2VpBprN9+qCIEGtQ5i9D6qllORaUxKSUWsEiVaRqxvIZ36Mn2jK5zpYQKdqm1",
-	"wMAF7VhzD9N+ZZ7b1yaGQqjJYYV2WT0i9F3CO1YBG28k5PctIR8+w7hscz0lONzXymolpvPyetOut0kj",
-	"rjTFL0VxT811lyHufv9gQLsYzG0JhTZcfKMZT1NgjjeOMBfVUZ+iFhOsFUvaQwdQYu+65uoBldXwu3Bm",
-	"qynbKKYXGkjdQKQ8S9zg+dyHvqaowQrD+k4aseUip07E6Z8J6ZSE1RnEGA6rA727KTfF9lQqw1I+Q/ot",
-	"hL03MU9cbIDqzMJyd/dN7AgD6S8IRLhvgG6Q/kAMv36NZxwK1cQkK2bzqPuVKCNe0R47b9KJ11jCJ9wQ",
-	"7Vj0J/pf1AvV2qHj1aGMjTh8IZFUt1JroRLPHcWNpHz4EMJXib2vqPetyZe8TkpUHwtJDyq1xcqQfQxB",
-	"pOK6YLosAiQzQ1pXVaYpxUpRXuHWDihgYU07jFeQrcZVbD835QRqRBwWJ5OGucJcIIudju27dN7u7QVO",
-	"0kGBciFUl+p8b8RsMSrrPNuA8VBhVTAJ6mmu1QhQ4AM72oiARwfmRqapidAv1mVhZNJEtL+VRg5TwfDC",
-	"AN82VP4GhfVAigEayxGTCYKCSmJddxy4NAxApshyqWKZ8XSJ9MZeUKHifJYVqJRyYYq+nfbETgVwSXFz",
-	"UxPsbMjjG3YjREaKDfUZ3LBNllNl4UaeP7g8f/gwxrK1evIwxpqaxdlWbUKvg1ZKdxPK2IQy7lMR/RVa",
-	"9I7YxlcWYq5pXq80rjH5vRHF32CRwibFtlZtp1biq+oGcq7M9SoYsXtTeQa+ionQ4x3GB1Q5FJpN8I4Q",
-	"LUCjsDL0WAfSdFPFMpEb6Kbz3wWMU0BgCpxgCDqmpwpxyHgykaofKvivNEXOC50DYVB3HxDN4EntFHxe",
-	"4Fg72k6phM8NG5YFXRcqGnclnN5g2SpOB1qUdvQyCXC+gyoMEcxRJATUpxKqCmvITtvB+TF4Ef1KTpNH",
-	"UGdi0mmC7/3K0IwozVKtRiInrMxQXdHK5mAH60b+EecMw7tVhKQVvwxvckCb6ptDTWm84POnQioVQOi4",
-	"7JZdxo09uLEH17EH3U6vSfBCe+gAL2SXUkhmWa5vebra3mvsFrD+SES6XzOphvrTfhWQsLLYMD7lEpEn",
-	"6UKvQ0qF8lYkDLau1IoNiWqkam2wLn5d4/AZS0QsE8fe6uha8fYiNxENgZubV6RDAooWWCGfN5HfAHHL",
-	"ayEF7LD25YxVdnGuDRHMoAyHbwIrpIUpqMijA318QxqqTLo9dsTjMZOFmLCY57kUhk3HvIAubDvynCkh",
-	"ErNfjSLwQ0YtKRM/S/iQvd1dK9RzHhf0BvYyaojkhhWySAXSQ8FMNXotALQzH5UTeA8yJtyUm0qpT3Qi",
-	"7C9Tbgo2Ecbwkeixg3TKZwbB8fpWGxW64BSuKspciWQfvqQqZs7MWOcIpsfs298K02PWjDWMEw0gKTqB",
-	"L7bLMorp0I5RSfPj2qawv5TKFDxN8d2G4lrngime53pKcaGJV4qwZ16ZHnuPW6YY57ocjesbxG2cKGBR",
-	"Lv4lYodEipszAuhTaHPLWXR+dnnFqgOzY9fTnkwTtYMEHvijdYeCPVPpDHaMDzxWvMGgcH8rBTDsksaF",
-	"Lwegd1v4eKUqfni7Be6BnJSTunMgVSFGIm8tkLFjqJ1cDzYA3XOgmfhEwG5zmwUtKVl0+4tHmOfCB0yX",
-	"vQb5qNUrfG2NTzWNbvNApLRgqeCw8aSxcmDGjIi1SsyygQGg3aAYczU/PJzQN6/fvflhl0aIH+22z3Gb",
-	"Mqi2ws45BwV393Uix0sf1amj7Xpn4yxQjo5EdSKH+tPXeXUvELURZHqraqppWqCSmVe0ldxYjfHcpnMP",
-	"qAARqh/dfaz7Rt5VAMlOFFTA1LXz2f7nOPl9x0k6NtVlmrg2V478gv5WnSZc/36bv0eUajUx6tVvTZWd",
-	"H52+Pz79eXBwfn5x9svBSaWe3OkkjzIX1mqjd9JlEeuJ51WDJl1ItuyzSN9EVXcuPbne+DDleYL5CWjf",
-	"tbuECXUrUp0hsgojT4OmYMxvndcnEmwgvuYyLXNRpVNMoTMciTWnDHYEub1i1aDVzdOxUNZggS+HOpnZ",
-	"L27tfm2jCrJ7pK4aHsP9mXvKUzlA9Pz3tLsuhCnTwiwTKjl8De3bbj8GdiPAJngB7tDGu3mMShkw3Yw9",
-	"XtxLjpqhskzalsV4h8exLnETLylDP6RQCUg9OVIi2ZYKZO0r6DTNUk4w0OwIeA1dbGWkvTkZ4cOAxnAH",
-	"v9+mM91iGFJFLo3sUat+8RlPdPY/mrvh2h2YEK3T5oh/p1TOCcBrTJXbCPVYRVmM60e67ZQtN6MucLub",
-	"RpA0o4oD1sGSiP/v//l/2du9vW6PfeDSeqAs1upaWm/KWkSpVDfOpVRiyniS5MKYfqjAgccR16LEOk3c",
-	"Naxjxva1pGIRSS5kO43YRHAF6K/dqv8XHyVNqGgA1io5UP5ujo8QJVQtXv1je30DTA6ILRRzjyRtak94",
-	"prLmsL6edrS+AvZZR1c3+GPPIduOHoMnNo7dUbpDQuGWWy6arviNsztEKuICqqoSVtiROe8KtyqKhY7S",
-	"jMYKAUSREJUzfDvV+Y0BDp9+qLiVOOB+BAwqyiBZnUFOD66uZcXwHjW5xkCeAU/brcjltbRC6MIK6FRO",
-	"ZCGSUFkDPU4lVMDhj1rx+XEGHl/+wGLS056xseM0RaOPyc3fF0ujb1lGvN1b4+2utP7A1YwmxTylbGni",
-	"0uOGvFNwBFuftif80/ZQJ7Pt4QwYbv7y+sc9+3nOC7ENx25rf8sKl61KzFzrfKSLbWfMrMrzo1FjpBql",
-	"YrsEFBQjChIrICcgpDPWZd6t1duTPBiKVKuRwaSSN9WxdJWgUaSpSjsXCcQSDWly7X5rXIJ+KKyLFetb",
-	"iL+Eqi5l2HpC5ieYBVdD+kgCpvmQp4qlxLHI7ujucdd8sTjZSIc/SDoA/x7jlS8CR/LBhEOqR1ItFwmH",
-	"YxHfGAdYnVhDlUNVSyaUFRUJL/iQG7E95PENgCWh3UHAQ/jLyNzGA/omYjHYT6Hq/L0osjOVzgJ2ySfi",
-	"Uhbiryf8U8Au7UxAXDfLdVJCWo0sGJIiLltqb354efET2UKFhqrvUHHDov+9bb/ZBpUfMa0oT5zyQuTs",
-	"/OzyKmDnH+3/O7g6/DuM9/3RydHVUY/9Cr5e7XXdY9/uvv4y2XMCk/w4Igfu/VQcqrimqwTNiR6NgNOp",
-	"txVsjQVPIK/5eetSFNvOkv7cVgdNGwl3S3ML9Rq5tvlk3+9/sLu2kYR/kCQ80SMm1UNKPl2uiAgdqaQZ",
-	"DarLtjgVnNoicYf22g69vf8TK3o6f5RbX/MAHoEL6HzO+kFc5+j9UWGPlxIYsPsWd8KyQMBELC2pulpI",
-	"N/gyHHrsK1PTga218h/E1tMqgavFU/RVVQBPlM0/pFfwq1DN+4rFbfhd7bmlewafkVsRq/bc8aQ4EAxN",
-	"GiZUIhIKPPuSXyUQULI1BgM+5yO7R82HPNMIjBsec9gXm1zTd8kWiIBcWXUilh1w18C03JQ4y4RCaC+k",
-	"8auhKVB37QBvggcSmFbtMWAd31PB3u6+YT+dXfzt+P37o1Nyh6DmM1QuXgiFJbV2qqGI9QS6ClijI6LH",
-	"LmpPqypYUjCw+tAPDAHdmPIgWOLJoCYO4syU5HIuD/sCn+jCzdpj9YHi7Z+IBXWdMC9Edb82n73JFX0z",
-	"/o3bsrXg6YM5OxA0WiMEfN9ck7NFgceX7v4wySY0claZN18Wi7mwM/HIdk7jGc84CnxexRShU3gTDn4B",
-	"yaJJ5lhGHyciXFf9IDfUGikje/4bNkO9FmbOf+0IQqy31xism7WCQqpRtwfUx5BZcjUsPrfcepRV8kvt",
-	"sU8dbflQrxh5vuUfL+wA3L8Sw+4L2HptduwKUx4un+18dsrv95VxGeonbqrFhVPQrg5ZizYM1XJ1eDpf",
-	"0/FFRjeclRkUWtzVaXReDlMZszFPr90b2lG9MmQMZFzmS9p83eytbPatdfD88PbeDTyXIs5FseboFpqJ",
-	"MGCz1the7/3lKeET1vEjnICccyb+IPiDF61N8TzUDG42nLHa9l3UqEs0JxRxjZZKi58EL8pcsOuUj9C8",
-	"noohq20L7PR0XYpczSBYJ0fKMKl67BRce7ujuFSGGdj9pjXYe4gjeUwaWJAM+Jy79ia8cO/ZrDcJtbxU",
-	"hZzQ6GrLTHOHCgFQFe7f63wiDaW98Qb1tihpTaWJmAwBFLNOLAidA4vIFUYIylsjxkMnmukyH+Q6FRAk",
-	"Qkw5VXvUjCWaYclMCihuutsL1TkfOR7nKOMjQa2rmcgH+GfH4XHuvQt8++3r3d1ueydvAG19oVrRyruE",
-	"1fBnnNUF5fOS2h/hHe5kKbSSmfDwcHm+u8bHkVtrd75o8ZeTey07VIdAlm48+ksHPQ7fkY+0WRMfvHDn",
-	"rTChiqC1P+qxnxEmhU+EAXFLx4SVSv7WDvyHj4XfPVZGpHrCE0Uq6dl3hyph5jfJkO8zGQLb1B2/thNd",
-	"aUxAlVoFdo/nEE4lgjg0lV6PXRC8Keirt7s/suj49JeDk+P3g8urg6ujqJZFQXEAVHyh0lPlUTg6DtaK",
-	"6ZwlHkR7gjmTbo99ADVsAgIoQAOuJMqsgG5caJ2GdnpzKQCwSVyLXKhYUPtyJmOw60D62A0Br+W5QvAm",
-	"dXxXKulejqHvhM391CMuw3Fybv2w50DBSSBd3NDcP38c+fsHUb4L4PkVR34ZsDweLOeWO4WtZgAg1205",
-	"8X3n8IjUCDYSxXLYx+d+PNbSpnVNugE3bAU3HOvp6q23pJKmXbcQdtGcc9XJUi4V+WPG7jv2dvdNt8cQ",
-	"4Aby6yJNTKgAwhvLQZbzcj3Y1nysLu/7W5l/8LlwTd4vxdLcgNo9n57w9U1TAj9dGti5v/6qB33I/EQO",
-	"aT1VUo1CVWGbQv+TJMjOhQBQj90rUBOq9kjNytgLQfp9nZwKXmDABl58nagNrM0r50ls9PRdYZ5iYc7W",
-	"OYVpOtlGp+uxjmLTpfOeGRbFth/APh09qeK0TMQAaYn+ijyh8DPkKWq7daiGriiXwrHXOk31lHWIvX04",
-	"w1iuViIga8J9PmeZaJXOuj2PBIwcF4rK+1wEFuoJI57JwY2YDYwoopXn/iSdHNJ0f/XZnwvapUaz1O+E",
-	"5TPE5iZoWYKuOfuNjgOSflv7QNjqc3FDrVPB1SMn4/wUriNFmhOwkSL3kSJtIZmaTPnQ9vXyoPI9fIIe",
-	"u3RludLQ/osAJ640BBoaqghvLpKIJbm0h7IjC5Yjcim7lqnHvDMivxV5N6DsHpbM1p4HCSgATw9VnX7o",
-	"FGLUyMAofysFSCXCuSMhCGGxw7PTn06OD6+ibo/9ioLLDOiIRDhYJabNmfJVwTW6YocTa2KdCV/Tl+Xi",
-	"VurSEyCzVBv8XajswHte+kRYkzfHwcM6B0eX23vvftj++fBDBcc34VDkeCNmKMCbcu2OMLw/gs/T0cKR",
-	"+kE+UUi/9vy7w/qNzfEtOl0bcJznlEBoEe13S/YVtuPO5/iL0g2t4r+P0WpAIW81ZCpBPpeqZygQ37uf",
-	"14VrKvitMDUBa0WhLhHnGy/pAAKr/ZUK1TVPU6Qoo/pJGonnobeP4zIlW/X0bHBy8mFgdcHxzx8vDq6O",
-	"z06j7h0ZhoeSo8Ga1x/K55ObaK7oS8pRfC8phy8SEg8RE+4vO/cdIHIE0zBU87YhYlzMGYXdu42+OuVk",
-	"qM4msgCKFwg6A0yg/bHMkZiwzyJoOo+w3BtvjDwEGt6Up+6nHY7/YkNdjCl67ZvWRYJlSNhKegA2QGXH",
-	"NdguiYtOK9Fj0A43ZxiHitrgG2Znpy774F0lCb4kgIKmyAufXu13OBg+sZKVKr8hCdwwe0fSStKm7XtH",
-	"RP5pJd1jxfK/zMTc/eNNTBfT35iZGzPzD0wGPI6ZuWNEse1DUJ+/Pt7Q/yI7E+INdTe+znSyPZXJvMnY",
-	"hf4BB2k/1MnMEQo3HgqZ95os32cY+LTjFjXMgeav6my9IOZD1akHc5RW261BQeQHTtP2kGG3CjfASwdM",
-	"qlAB113OlUG2lR47TsQk01agtemBS1G8x3f5dq3etUVxY34DpvS07qZsjN+nFV0f+M0SwVVfpYcQYsVK",
-	"IOwrKyJirZSAE7YPsCG54GnAgMKGp26M9uh2QmCZnVXhPehIPPtHuFWrI/+B6bLIygKbc0y3wa8EggNt",
-	"5oD9/erq3PcxKcAtGtodwEycC6GQ8dwTegioBEbTsDllueBIBaXSGcuw6p/6oohm0T56rE0B2aUoTScD",
-	"x1IOn1p79GxehDcTUSvFufUXyCNYJtpZWwThCgKv+lYmQCwATO+YNyaKdCQrcZxLXtztM1n4jjFgGoHg",
-	"gL7ZZ5AqiWp8K3iLWBN7O8xjjefkGhvZ4AZVLNgPyaFBdMjzwZWpxtrtsUOcV0UkLkR/4+7RyjIpzPcg",
-	"ou1rrhLTv9apgirCmW9UNH/rfaggSu+yRV2CfEVzWV2cU7Xag6bMz6okOHD8dogMEa4LQoXPRNZANcd1",
-	"8hWdRaFaq2CF3ug7rFjBN18n2Uy7YpNlvivLPPGbae2epHulj69qICUYnBvOmPjE4yKdERtaqCJ7xUAm",
-	"EXBFEs1HRwlpvasAonYBomIzU8ZjuOE+e7u3xyJog4AQ/+Do4uLsAsJmaJtM+Mw6i4kvaK3G2kc7aGnL",
-	"BVDS2Z9yxXy71EFF3S9NFZTzDYzrxuIOkqS2m59n3rY5xqfsxHIjuDtxS8s8ltkmnLYJpz2KAXNgRQJt",
-	"tHVq+mhL7nwuHzIni6EnkjogqVKjqaMKerqMSK9D1YE8a2X1dHvswl4D2VxFhPeV80VyDi0ecmVaHLJQ",
-	"+ZsAyAQ3jju/Jv+a7WntqFN2tA8nB9d1bz4+o7xrJbAg6UotcZvGsBfHcwQHb5VceIhUbN2uYWYqi3hc",
-	"2R5DUUyFUCzCv6NQIRW3/UXUZ6OcK6ziw0MO1lTsMphOGLwycPiD1UKhPQA/l71l78VEF18rJGpZyycU",
-	"Eo/afvQFBtbuUxhYLm25MbI2RtYfAzTsZBtJpXXMLeo+X4lR5jrU5YR42LlrfTBFLsBDlSqVSmDdhqNy",
-	"qlddvDIsotsMyjyNun32dvdtRf+EMaYxh1Sft6UIgoMInIyoWWbLO3vP6Y0eu8EXZmPnT03Rca3zCS+2",
-	"9reGUnHoR1jgN2gTFXCvTeRlReSlAgTI/Pquu7l3YHofyJcgj4Cyyu5odBq72yXWQ6XKNO3WM8z7Hn+m",
-	"quCsECAw9eIyWnfUX/5RG/3RjXr3/i/Jov8+yiiLdU7dgwQ9P5RpITOeF6zMrOrHdIDVBdG1TEXE4LvO",
-	"293dUEV/O3g/uDj6r49Hl1eRP0eyIER7K3GZNCwRhYihGjLXE3gVQLDdZ+enPwfsP8+Pfg7Yz8c/wXB+",
-	"FcNzbJHjBNFqhzkrxtYeB0iJzuUvPzPqKku6zih//Y5FH08vP56fn11cHb0ffDh6f3wwuPrv86Oo7zIV",
-	"oXrHPsi/sc7b129oiKhJpXHlkZCSvhFZQQgw3BhRtOLAKA+0bLAJ0XfY0Aq1OwV2Sh9aaCwz8iduKXes",
-	"NtxOeMHvaV/TIHHYzxJmoBLhnly1oQE2yAMbw329YkMQduvI2TYs7h/2fnz99t0Pi4ZPBTL1oFneA3ad",
-	"C7FtzzXTw3+JuECpda0dcrChyj2DU1URg0g72VkuQFD3WfT594i46AFNi01zWRRCtYkvb9nX3uqZw/fU",
-	"hnqn9VNduvEAVngAF6J5UBqboc0oKYuvNvRrjQzTMcTzcNN3lGYTkY8E6vNQGZFLnkrA4MZLJnzGhsJX",
-	"K/zw7t2bH9AAYZ1ladjWoD+M4TH2/2NwVrQO9ilDdfc4iGSLLZ7HjRbfaPE70hmw79eXTvP6utA6feB6",
-	"LCWYUEU+A1R/e38Wp9zUUKVDNebGl5SJZN+TqUORp/0FdOTbCUpAwy+CtPjaThxTymeASh0qaFTFXjfD",
-	"Oo5lZNu6Zgn2ohk24eZGJN1G7VhknzuAkUZ9sBsyPmrv6PfFXVcwec/cILCDvA9wEMw/gYZuzIL7AH/U",
-	"Z27ts7fz2f7n0O673x8lUOhGh2fSXg3A0vDxdipuRVo7L/4AXvM0NY0+7tKIPHAF4vY2vkPcnj0D5Ddv",
-	"Q9UaWKeHu6MMp+yOQgO7bf+gDOKVW4BnE5fE6dpEJZ9f2UCFrIyL9GhhSQcaX/jtYE8PrzNkIr4zKtdO",
-	"I6mFn1HbRfWLLmABQXLYMFn0Gy0XWMDJpnzWC1VE2jdimhq7b4TImhS/oExZB6g+cWxKTHGsXQ9FZPaZ",
-	"4PGY3YgZM0IVoWo0adelEN4PvB3DU9FnkSrTFMpMuWJikhUzhsksgjyw7xCqjlRjkcuCq1iwXJhyIky3",
-	"D9BjDJN3qiA0IuLE7dvPElfvYI0BFv2J/hfhq4RqznKw46+mgAx2ZDLpsQP42stOH3lIRJzyXGCrIL5f",
-	"qMiWQlpke/PAhXT39hBSSGPwV5pVoYmPmRF58RxE5WOUXDTe7Sm9OHz+Wu4b7PyN47Zx3O4BKeTl8Zqq",
-	"xZqQ9Z7IWjv30iKKZjd1W0NPwKZjGY+pVhUcrFqSGMflfp6XysCXfcaHIFud1skFahyqxlBY/o/u2iuG",
-	"GEF3I/+wAzWb41zEzFWsldGpeGUwbLudl4rFYxHfAHgjAti1cxP87Puo6/15jyY3LoTR6a1I1m5tnkdI",
-	"kteMq9lXmXxPWCtRb+d/ZVZtu2UbfMJlun0HJ9nBIuYo8Y17LPQFwnFxfS3iQt7ONZPve/8nVIbfYjhg",
-	"nnU8wFzsAjIrIiZC/eblL4eDDwfHJ4M/RUyoW5lrNQGL55bn0k4Wddh45lN7WhrwgX0WuS8BEpUZPjM+",
-	"OGIPlqzHTZbs9Q9cpo+/y6un3Fk5bc98G4LKH6XxnjptoMtipK1FtzgT9Y54LtPl6YOW/d5jl9bwaIEL",
-	"Zh1voJJjr29FnsukZQOHyu9gdDX8xu0ubldrj4ptOGwAqzEPmrkP7kKo/DaOWKE9GJT3HABDGFhO5w37",
-	"QiPOk5XkCApKIKWRmRRZFCoOiBz4m2isTREhsxsahaxjP1J8ImCGAmhCsxsWNK01M7p9N2o7T5Ex1sFQ",
-	"obLfsXd/+TPerc7gs7fH5hMmrGOvzLjMDSmzIjVRwN7+8I7+tvft9kJ1WtnyVlf2rT5j0fnZ5RWrizlA",
-	"NYC5so5euxbDOuS5w/1Y5c710/0kxvf64oW2+kuDaNoY1Y+bDbmX0J2zOu4AGWmXxUIBgnIueOpRJgrN",
-	"okJHFb7IEhPEARpVuAkEg+FUf07xhFSCiU4hWXg1hGm2xnYM1Mr7LLKiBo2HUIFljyEma61wmZa5YBGg",
-	"aEQs5nkuSYXU7gZ4GJkVoDSVdRiTVyZUDtmjwxmaTFbusmLMCxd1QtiSgJUqFcYAwjri4UX2OfNwJRAi",
-	"0UqEqhCfsKoDnZEKy8WPvYNGU41CngJjaHa7KvBuO6SSSq6EARvpkQRo/RFPJDzd48/KItYTcZcE1XiZ",
-	"y/LxorD6dSNDv0sZeglmGbMSsIVyvi4vxU6qY0JuWuamnbgrPNBaw7MPKqhN69MTRsdwxmTSa027+vs9",
-	"pmvjHrJO1tRPwUt01yGDqaeqeos6nTQZ63adVpHeJqD23B36cyj+eSkY4aw6LDxGoGDorfeWAOa7RXgk",
-	"Ke1uf6ysu/VHQ9zTw9cBSnATuxHH3zGIQVodhiXHc14i38lje4CcHfD7V8Y/wZufrRyWmL6uHc375Zz8",
-	"oUuePMv+fgOa/qxA0+/e4csCY1+yjwmG+sH28bPQT7t/uH5yfeYvSEdtkp/PKE5zD8W2Trd407d45RvT",
-	"FrrFay3girIqRhStjd0fZlXf2rfdlv1EPsjZVLW0Hq3cBHd3Vbc0SvddhMyssfColu6x9t+grfLCTAi9",
-	"zj5a5sS29wDD7rEfYiNwHyu8Vvf4QqB1UpoCWnCUO8jtfbHNDfYoXa1P2tBKD1+3/cWBERg4kxt39/vt",
-	"Sl3nMN/VlWr1Ra7tyV1qNJzj9455qDVEyTr1BLVTHpCBMKLothoNdN/HVBv0iLtbPOGylxichPIJ2Ah+",
-	"Nu/nGfomSswkZfXF7vu6Zlp7xE3BYoTesl7I+ro+vMtHd38Sj2/N7eQbFeu7aiOjv0/vba2ziZI4kXx5",
-	"JV9LvWdFg14q8SmD0p4aPolpApRkuVSxzHhq5rC7QmUEFqPKnGUiN8Az5y+vUQNR7e1YzKBVwEM16mvg",
-	"P54K41NU0BYYqhpo/E4FGN9nDhUeC4kc3bn9kkAHODNjnWN7IeN5Lm+F6YUKKwA8GV4uMsELYFgHfnEW",
-	"+WEPZPI//4xYJ/qP5kd/fROWu7t7P8x9+ueoGyrF81xPcX5SaQqqtSrG2tTnr8eOIYEPkAkG7VtvCuO8",
-	"vjLsVho5TEWoqh/uM2kVaFk4JeovJlbmXLAk11kmEmZkKlSRzqpEPuBR5tYp70KlAnWRuUYIuiXV+U64",
-	"VMRAAiE+IAR0ZWT2Gixb8zMZ3UiVRIxmIFSFhkpKBLqx3y1r8YRDfQD77d4RwnvD8S/w0p/CeKnSw8Bp",
-	"s3NR2+sd3CPOTcFbQumEsfMKXCbHcwuJyD3zK1m7a98u4ra+3sZ1s6vatnY4Z+ITn2TWvvqfN8Gf/2n/",
-	"zlKdCFRX7ez4zc3ZYMeXhZiYRsxEquKHt1vBFlD3lJOt/dc+fGJ36EiA3JzwT8f409e7u/4Cnud8Zr82",
-	"xcwOEe7aMs9nUMxIUoV4aWBXLKH3t981hi2UHdn/YPhnK9jiZSL1VrB1KxNh/5vouJxYBR1sQaTaWq7z",
-	"MaDHTIbANr4rlX2mBAokfU2T0RR7Xxd7eJFUCzVt0+F5PJa3oluvhACltiIv3qLWohZXvlYcBuYpYVfW",
-	"4g7YHqi8RAtVdCNEFqHpitIOpZmcU4z+nC/qPivpzUIwI1Q+mkF7zwGHoKj238JQsc429+N9Zdgh/mrb",
-	"2kLdeiwEye9IktvH+pKw4YxFPx9dMTQTdqgwDNruTMQ6UHb/9vW7bh85qOW/Bd5T6YKJT7Gwo8bytU9W",
-	"SNhn2AvtOYXGOteb4u70BrhaJ9IYwFiuYbxVKaNdUMi/UgsMTXdH51Tda//+KxJTdVETuekvxCTTOc9n",
-	"+yxCw8UMONYo2ytQmoeKokyFnAiWpaUzdW5EVmzjvXJh5xFquffesrEuc9P1Rdr+cdQdzPh1AegJvAgV",
-	"FdxJuAAwknDQVHQMkwzt5/BWVGWNr4SEibIg/5ZegIoTK20bfbYbd599hpv9/nttCysxxdHhakUygXef",
-	"jnlB9ItezxpW8BsRKm5YBDcayMREy0HkKnX8JdEyoWKdWGFr9QvFBOhXVyiM/7TzJxQEa5ZJ+zE9EeEG",
-	"PXu1w4Y7Zcod3t/GZfuew2q8rtYWdVlbRO3N2x923+zu/qVy5JoS+l5und2RH44/HJECqIukiOAvTYC+",
-	"GHVheSM98DImVE7Sgy6QilSUvqZOc2u8MXxjNF6hS9BKyZF1HQq08cCbQD0p81D5cL7Te3aIyzyDA5wB",
-	"v4UetRoR5R4+ER626swfEIYozXAmcjJmX178z7+KU5Y00fMGWLUxqQJ8ReF+W6hB6xvDoPGWvd7dpRMC",
-	"fk/BtIpFj9RTxMY6ddyXxpPYo40VqpgrZoQInAGn80TkzuBBoEEdYwNU7AwhmTPpOeIdwXEnKXGrCNi9",
-	"oXJEijCabp9FZLtEsIeJQxkGxguWaDKMpCkCZMR0ARSdw2mwX3sPnhoJKGTSQVcz5gafzaRKMFhQSjO2",
-	"awT9ueRrR1Zf4zny+NFTjV+GCsbWjvECq9T0rh8HE6560BMV4jeHsFpVV/0LuLmcseeXNgaSU7t8w+rq",
-	"jUL/TmOwsPwkrVoh3xblI1j9icjlLS/kLe72dQUlMOmRjMMsmS7z2BmYHc8mA0G8HjvPdVLGVopULgF4",
-	"j1acYVJ8n0W5sCo8YibmKaC5WCF8bT0XZWQiWDSVSTGO2CcWjYUcjYsIekkdcgs3mYgLBrIlVB1esFQA",
-	"eU3N05zqen9onzybMqNHDsVM0znDF+oG3s9OZ6HKxbbzHKCZC0NTUZ9FsVa3Ii8i5i7xL+AuYh332K7V",
-	"Jc577YUq+q3kqSxmEeu87vVe7+52GcgYYezv/5WJEZz+qRhmjnsam8yg40BOZEEiwf5q5r1KnGUrt9Hv",
-	"nfOs55d/B1/URH3onkLto8vCUJ/whJqyYMnw3vBQOnGA6+VFO+sQwzOsLYRxyZlu6Z/14e5qNAuxC1yO",
-	"V6YKWQQAJhZlPBeqAALKyqV221EmAbIpESiQad7LBU6ABQma9utOOgSd0QtvbR7DxgQ4V+/9wBdDw/MQ",
-	"ihWsOna1+Kjp1kQkg93X40/vJns3f0n+/NuPUxd0zHgxrmKOMtma11p1P3XCP50INSrGW/s/vIVoqfvz",
-	"9ZJQ48Mr29a5ec6ecW3rWfc4hvEnmwrWjf69B3wPr28joCda6WCv0MVOGN/Dn15QyUt0cZVMrQ/Wh+GC",
-	"UJGOQb2FlidpGT9hhN0oDZVnWTegphOIKGkoWJFzZeydRGJ1smOyGAKUUCJincDtUE0scv6Ta1ENjyi5",
-	"aWzRMsyTpuA5y1w328uTzY8ZRliYoTtbg7Ovb2781nFg39dPlW92vacosIbJcnv8EPxz40/8hCuAF3CH",
-	"/pVZyA/vUwZgWfEDghISDqw1fXJR1T84JkmdO1rKgBI9VB8xh44E4kAql06GMbnABbTgWBPTfWvN80WO",
-	"NXql6jc1/KYepbz2GWYoqKG0Ybx1KgnYyF50+4x+iwkbazSaUDV+W2im9PQemRgPbwmXI3Bl3QQntnFr",
-	"r1qJ6SJZVpIhBqVxxQ3tIAW12oN/2I2xsTERWQHnxU7JU8HSrGNauraol1LIvLEonwXuAlbyAFgWtsmv",
-	"p0SULuS1rAExLO/4nbcg+x5IF6vg6rdqFnKxjpVoIMBKZf9pHeTLcujvb3xsudBlPBaJVQkoyiN8SOKk",
-	"NxCg10Ajp9xLQ1boUOHlyykID9L0tPHOT4/X3VgDNrVvlWyadtbo+03ThYJBNbe2bs831/yfvwfr+kl9",
-	"RIdEQ0hPVfMJPXa6WN5JtXIL5Z1AvwPlnf27Sjq7PRbhUaGyCkzW2KGECr+wlpAJ/GVkn8Bg/dceZRV/",
-	"PtTFeFlWcv5Q/NEVix4InN6ueSgQjw/eES7yb4ihzSXVdnirRr0dGRtDrVPB1SN7TfU5vU8NXXOLfW/F",
-	"c190nhd02Y5d+m2epvdL6F6KwrDI/hZse61IubXsyjkdh3V2oLRCNdZT65PMUJoTcnyPnWofKh/qZNZ2",
-	"Fj/w/GZeR13gLv5D9qmxA7A6i9+tt0qqcp87rBO4A5zRjQJrVWB2ju9WX4yk1/p73tRtqvtZcxXtSy0B",
-	"VtXh128cQO1m4jgfhrNQQamezpEKyVrsxcBKWgq/0Sf2mg72I1QqgQ1FzEsj8LgQGSO59aFCmFf2/ujk",
-	"6OoIzky3b58OQUFdjCHqaADhkEYjIWnUpK52NiRUE1pFQy0CvPFedcYUp2sqTgw85GOQAUrYo1xfKfLZ",
-	"Q5WLWEjIw+cC6idbSxIVPXco7lC7zVU7TnyXYW3cy7SfbGq+e/ngC+r5H1LNP3woEoYru2wEtZ3QWvQO",
-	"6O72pV1Yqa26PVg+C4g1r/NaYfLqkcxNyb1aBZ4Ds09ju0rDRnYr/sH+/rde7FidTSxYf3yPYk646jTx",
-	"HgUmxsGr6PbutNsbLvUfZTDUH7oO5mHjbV8s7uFSrd18v5X7ZX2r9ABTdjyd8pnVUaBjMNo85ydd1/YV",
-	"kGaEqkPZaVcqCDk2HtdNWPhIwieUkCsN3n8SsKw0Y6gfDFVkh7Hz2f7/4+T3pvEB7BtNCXWt01RPDZvo",
-	"XOwjgvEtqHd9TWa1HSIhOoYKhbQnaQzYdKyxVb7gObyA1eXwZcQmvIjHwlWy2M+CWpdjVGcjCVWtNoQX",
-	"9TYWaO8zvr9vYUah/tWwDrnROscU4z7ePlT2626fRWLCZdoIUdkPcAZZ5xrhiTHPQlwmhdaO9x9e28N+",
-	"tFdX7kPWBPQd5FF8wSigF1dNqT7JQvWatV7UPvO53VC93X3LTs+uBj+dfTx9v7BwU+jspIFhc7upZWhM",
-	"oTPj8KSlGvXYZTncprnG14NJnDGlrc3mm2ih+AYYrrpQxXNQ2VXGUw5b+7MxGmAChbHse9vDGoBQke1L",
-	"ePhEhKrTsD6DuunZZZ47DJpLaOWxjseuVlR34dje7m4f689C1RhNdcHr1vTLMsvu8epmlknjJ8pyLB/O",
-	"ispzhUXHdlkbs02rS1vRWuiUHwHN8ZB1P18y7AWbbFMMtEnd3Dd1481NSCR/abjrbsTW2QJ8Nirelrh2",
-	"n1lnHFvuZLIOqmt9gHe5sfVrFzLOqriGjPOf+Y/xm+HezVvxsitnviAHBFIk2UDMPid8ONVconsfTQhH",
-	"3ycU/WWnsxH24qFqbCtXWAKRbKQjtZYQOpo+5r12lLr+4hSh3hz7NmviPmc/gFqiJwidb05+W4x+/tyv",
-	"E5LP0nIkV9XifgH5IN7TumBCFTqf7bNhqZJUJPQNuPl6kskU/Hxs9icuRUGZ0k6pMg6trNL5lvRjlshc",
-	"xPa+3YAZMMGss2zSctSzTho9Hb3CCVfy2sqGCHiio0WiaAw0SMMQtZZhL60VNQkveKjsAcvlsKxSuzBc",
-	"M7YeON51UN3Nld5Zb4wGAl78NYeXLTTcH39dUU/7gj3XCJcLbqzcUY69CEL4bMQdigTee0CTNnAU1svy",
-	"5ee0yo8JqwaPWCem5vfF98GNCBG4andnfincsXSLs4p4pIWF62e3GWDDlAoQNogFcekGYR3PQmN3XHcf",
-	"WLNSQRW0+ppggeq1qVCsHutEVAeddbDbCpm9IlaINDU+H0ZUXqGim6puj/0kXARMMHuwsXwEoGYqqJWY",
-	"FzzVI9aJbkVuxV1UseYALBYvhCm6QahuRS6vJUVHLv9+sL337oeAocxAQJClUoPxQk9kzFM6ye7A9xnE",
-	"S2ahcuxb7T+XhqXiumAcnjPlpsdoBRsvR2qfisXELcxHTcZV5lKPHfhfOVoxZ/1Uv+jo3InRbm15fgzV",
-	"4dnpTyfHh1cgc+g+Omc0hY2J9XTtjVbmtr61vjXIvPSEYQ1zwW+A961MBYzHmjl2r6B1R8+Ghji/tl76",
-	"4VIBPoEpJ6HSOTWZp1LdQFI06vV2IuCDlsIgjVtTiFajB4QHBGmxg6cca7Ve2BiHByMVBKjgCu9g9YZi",
-	"LFXCOnyi8ZcTxkHiD7lVG3JEvX7wYHpPBiB1Ib1uMeaq9kiKl0Zhubv7JrbaCP4lBhH+zFD00xS8EBOI",
-	"z1b9h4yAJjCCu0+kc/Z4i2sNReiz2pjyUplu3+P60E6bwNlzs7L7Y21WJgR9o3So3FaouHVZx0kL+m5Q",
-	"5mmEywiVJDH0wyOVKQaHPW8oZHzGRZHZBQuVG5LOYc0hQCZHigPYMQqa+Wched7gRswcdFA3YO9237Sp",
-	"smM8DXjcHilK2XjGE3X1uYffAXhLho4VRF5MOIn2MkJ6P979i0OtrlMZF5uQ3iO5DrThK1k7r45bTZWa",
-	"77DjrnsoH2KVZROqeQGyaNrY49ndZ+sbNqGq+m9qPYSk0ExDherra5GbuufhdK7VEnXsnupQOlXsW4/8",
-	"b2Tt7BL3Pz1HGhbzGHOZLJHmhl3rfPHtiyKNmBGxhsyfm4E3P+zudvssugarC6sDHcE6WQQ6myEDamIl",
-	"SKjo0oBFdjgi8oSs9Zefw+WgMnmuoAwgx5uCELf3RaUTKqXZukoHE5YBdXDCu3R9XnGhgxJu7e2FqLp5",
-	"RAVR2E5ZmwNVpuk+40zpfMJT1MUBvA93nKs9dgBOnxunG/pc7ye8PO4w+3704rRibqDvdt+E6vLo4pfj",
-	"w6PBx9ODXw6OTw7+dnJk18Lqxul41mN/y/UUlKY3b5QQySoXzzHowsACsKvI3DI1nN9coM2KudrSCNTT",
-	"rJOlXCr4g2o7NLDT6GzI45tQjbUp9oGtJrX/DNjrvT/3du3/7fwlYPv7rwMoak7ErUh1BuzplKx1dLRk",
-	"9C7aMNauAT0DGp76bP2bOHy+FQaCEUicWT8lGIncR2REqRLxCWEwoOY6neGB5CwRBS6OSPbevXv9Y80w",
-	"IWBZ/O3HixNCEewZOYpCxbNMqASddzvVGS/G2IJnTcUf3jKg8a0B6uNN6QPxiccF3RrAu7pk2d5hLNW2",
-	"EOvQHsA8PHJzuAV/xSIz5nvvfoiQUDTWE0HQlpymhjlY1vmtA44G+8/Ls1N/CYs+h1tO7oVb++x/qr/t",
-	"n+HWrVCJznessAu3AhZuVf+qSf1wKwiVvRgEn78T/Y2Xl3mK/8AXwH87twl+4Z8G2yvc+ufv9v+ifm27",
-	"5yJUUa/geW/0b2zi7P1bZghg1fQJ2DUKKSd4etYmi9zi51pDxYRU2LSps1DhD7oBIxHCinGuy9G4jSma",
-	"Gh6b6GtuaVaHZQ69mn3k4Aw96C670h3H7yI6A9K37uqvbfV8pmOxOpG5MnKzTMbfbbsQKHszKkPRVyuf",
-	"bsSMOqIb5glKNoDnSbkZs0zksVAFofokoepEVL3sX5PHE/F/7f00FdyewahblV7Xb+5txpZwi0qwCwhj",
-	"pBQHqEdV+65WSOuU5SLWOTKUAKaN1qnx9ckgd2cQPmXWaHEiFHuTaouIcPSm2xZbsSq27jA1OrcpxBIq",
-	"vJF3eLFyi1z/+WgeePa+4klMspQXgplCpqmPA9m5dR4k1V7VoYN2f2THpxCEGVxeHVwdtVdiyzkHeGUK",
-	"67y+8FFNbkd3bAPWieZXvY8mba7LQuS+nI2iSzmfwq7rsfcCbmBtEndRqKL/8z98+9+72z/+s/Mf+/TP",
-	"3mD7n39yH3f/Y+fOK/5XNIfDvtUcYnsCjpZ+3Szc3utmGu7Ns8y+1/z+snIynn0G7t7O/jdfuy3nPO9l",
-	"OQF7kJ6/amlImH5NunhY9EUxc35wdfj31bqGqiDRQPdilx5MvasuW1ALAVR2zCvj8gaEHQ65g5lH1kNT",
-	"8pVPI6B9baY8C5WdGcgWUDTaZQZSwb0GzMWt1KXxTr5UDMbcY0C96+lHauOH/IWhtoiVkBn3Ul+h4nOZ",
-	"VtbMs1buq8dtUMlyHQRIJmSxqy9LI7RjnNtnb3TY0+qwh4+c19f1iap57xU4d0wC7jR8izWwmwj7s4Ck",
-	"TwBBTy04DkudTIp6b1PU+2Hrc9xNXYyKHlaFPQnm1AeF9rrO/2liYbEJnyHbQuUATsWQ1Q4wxOWgP8Pe",
-	"oOA3gonraxEXLvCixKeC+bDglHhIOMsFNNL02BGPxwybOpzIDxXeQ94SIhUGQYelTIttqXzNACDL+pj7",
-	"3G/onnbgPXYJlBGhqqbmVuS5y84KdStzrSbQtzMdy3jsvzeOQaY2cdcScs72ulA1L6SRGVyICZdptRqA",
-	"YF4VUdbwZqMde+U2VVt0+3accQ7MRS5lHSDHDMahwE7z94UGG4+00eS1wQhsqGpviDYBIdwgcc0SJMIL",
-	"3DeXbo8+Jrp481F3tjnQdQBRz9m1/ASg8InIv4+oFhCKtmTPTPsRRquzzmwIO+3e3kfkHhOxCc+MdRVA",
-	"yESjhc0SYdoBTyLKoVDdiNkrZGpyx0w6NhfEMG4eJtjBrtCjtoO7iOCnId0TQIVTPKZmeUJJxnvi0zsL",
-	"R3zueFTyhJCrIb7b7YXqH/YFIWUDGAP21JTKA2gcpCk0+6Mtv4/1FDfKHu4bMQsYB1+qbtd7nqhQtc1Z",
-	"MDdjbJpD9QpMGFSXeHy+OZGEuRjDOjxUSowQwhEhMexNnWFPCZzGmDBrBPU6RZE1s0UMM0S8KivBbM3C",
-	"i73ZI+oSqVzaxN5QfOKJiOWEp926GxGqeT8CltkV8PhNgVJUiSm+tyGQcC/i6rqF6WuriqRhWa5jYYxL",
-	"WtGfwqtDUtJVCS2VBxUknOGuqJyWejdtovGxLO4F2fg0/A9fJqFrVjiemw3Lw/fZWAZWpM4R8HRBb7Xp",
-	"JmsnG8FzVE9rMzMdmBvjU+S+ChxvZIXBrUyIW3RsjUoIAUBJ7W8R5jKcoNJKsOuUFyyyFyLqWcCGVtaY",
-	"GGxihFlzrcIRAE37CkeMM2HNLBJBmVDBIwGXZpaJiCpC7L3MWIIU9iMMmNH0GmNZ1IzZqpCnuhTG7f50",
-	"ZL2UHh/zOkAAmvRC9OB9AYFGTiYUKSryUsHBsVpgb3c3tLou53EBFTGIReuy/nYC7cukEIfoV7y1Hauo",
-	"oEO9S3OK09kgtsUgpPUEYq1MmUIYjatZ/Z0MxqEqt4r60eiH/nXbcWftcp/zVBTFnbwGeDHk+fsr54NV",
-	"09FsGJoL8MzhvfzWBvq2HFLmA3GCVYhWsGt87HNvt9pz73a7y1BmYDc2nkw32Nrf2wWqWUSXebf7hFAz",
-	"OPV3KRP7/t8T8hztWxJaNdmI0+VkoxE79k1XSsfGVDgJSScSXWfY6LpdTrhuYMTLGJfDVyasQdJ8vDjx",
-	"9rnHHwFUCZ3J2LDOHEQHoDFEwd3QHccFi3lupSiSkN8I1YdwB8hkKwQj//o6l/8WUS9Uv46FAnwQK9bK",
-	"anIDFvl/g8irFY+NyyEWplk7tkzTJZ7wpREHJQRtH+8k4CNWHYXLBuCSQsAowNx6ebg1y96lVjRm91M9",
-	"gFaa+Z0PS3/v7X+BtQMO6nQ7BYg0v6tz3G/WIWV/v9x79wP7z1+vsN0sVNFE5HGZi56/PGJxyuWEQE2h",
-	"HAzxlNgo5wp1hz0M3erNquLDD3i3UI3LIetQORdWp9GDBv+aFlAb14U6MrqFmAxFkojEHskeOyMEp7Yz",
-	"uHDW8Azi7l91CgHUZejfYt9aLU4DDXUx7ocqgkc08WrgciyBo/6Eqj0YLl8Ci4+WEBhLCLSHt8OloPya",
-	"nSRuWHRAS48BSPY3wXORM2zMgB9gZ0bEdB6QyaRYdHQrVHEJ9ElWBHF8QMTrN4vYHCIgFfNZk/IaHHDr",
-	"jFohREWPdez9FSKIdYwQJLNMwYvSRN191oS9aZE87kXFpbnTiLlCkVtoXAJHqU8C8D9g7v/K7czs/YB/",
-	"DKNuH3lGHdpPG9iiniq0de7kw4e7ttPgV5YSbLnXuAu3FlJXdQb8vbv47//5+NIYJn8lVMyC3Nh0Sj+o",
-	"njg2phQVNmYlnpt6oiHzlisNPHv31hiXWFov4zHIICh/N3jOO5GTxUS65gU3mRUAe4CFze6rqMK+6roc",
-	"BoaqSHL4yeix8xZhIlWoUFRuT3V+Y401nVCccwj1jrk1lpwXnGlTbBcyvkGAMxCI1qGACbMf2ymkumWP",
-	"RUqaCd5XmrrOcv7Xgobq+wZRqFTOdJqGCvtI4bjvfLb/OU5+d3hokb1kYB2N/JanA+pyiJbbYJe4fI97",
-	"7vEhd+aY7brEY66USF8ZhhvrJRpi57UXoddoPz8osu97dE48VLyDmqtcDD1VzkcYELt+9W03AE9jm4ou",
-	"4bdSxWkJtRuqBnTPOhGhXEEPiB2XUIlUowA3IsABV592e6E6QOxCgLLsMweEj30F1ji09s4doPi9UEWk",
-	"ygm+xI2RqCULXog+i4xUsWhegtAFEdXowKAh5J1LazuGyoVMORUCqaJPSIMwTXQrACKztwON7XAH64aU",
-	"kw6JNLEmUZCmIJNqx/I/8C3++l8fjz4evUcDAQb9V7Ko5ESYgk8yZ1Xh4X3nupKWFb9fkYpfabWcVRvD",
-	"4TTAxC0LavgNut5xtmMgodESaKk93NVLuUXwYWvXwGUtqoufDtmbN29+XBpygWlrB/W1t9+2U7m1Bqhw",
-	"bWDaFfDB4i55rtsbX4EnHDw8q8Jj2md2Ye9DYgCT+X2TF3iTm0Q7ns/V0K+LEn2RqRHkcwc6pzzwZ0OS",
-	"k21W52irKYGhSLUaWcel38xcG3hEDTnVI5Sam3mK3VDh3YLa7arR1Zl3EYvG4yIylHp9xhkJy7xUhsnC",
-	"ivcJ/zQwhcgQVua1o9XvVI39vGA5VyOxz97u7XX7aAESPGv98ZX5FCqIy7pUM7DN1WT7IplchauK3P0D",
-	"oKoXqshn86T9CHzDk+DeJZsI3Wl3xL3JVjzGVzz7h5htPS4prx3hE/Xs46PvwM4SU9ieARlStLs2nfqb",
-	"HOl6OVKeFwBDYm5Yh1urvMCwoWs+WhTfwdanbelh9ugYeHPdu1yreticUEU5be1yKDLkaqaVYCI1Yp/o",
-	"d+udYTBIX6M9EcbwkTABNnmBRxmEKkOT21rVOeFqNU36fp0VDgB3MqTbt6YYn1E/GEJ3V7VzoYKw2wyG",
-	"hOlIGMlChTs1QxQ1tXHx8fT0+PRn1uFDa9JLciK6y0navkgswvJcweRvPYemIvf6T0HSsGkleiCKOVjF",
-	"VhOu1Sdf82BXMegArzNjmVVAereCpyIB48s6QyZUACkPvTE6hbb2a56mUC4G9o/SGB2h0FEtCM6Huizm",
-	"/cfuknjP8z5265gDdu43dNOrkoBjjdmUJft6UY/tgNReDl177y3fhTJOwOZa1BVovgWhckpD5+zg14Pj",
-	"q+PTnweXH/82OPj56PTqsl/9yNETHPzt7OLqCLgM8lIBnTWEWpUuJLW7hQo1EC9Ag1LVocgYwA5w0pfT",
-	"XBZVvxiFJWTRY2fKygORT6TiKescnn04Pzm6gtH+dHB8cvQ+YIcHp4dHJydH7yF36CDnMo7IXjTEgJ0f",
-	"nb63L3Rwfn5x9svBSVC94/Hp+cerLrzafqgWm5iBOn+ISDnw/pQ0zIUpJz6VaQ+cVKVojewe2J9/G2fd",
-	"m/1u9Td69mXp2QM8kPcVR9veqH1YwRThU3xgvLKdO/FYpkkX+U0qCUacOoZPBIZRDeMGDyjrkDBzBnDQ",
-	"Jsm6+xRNsbefF2aYCzcay/IoMKNiYQqo+NO30HXsqsJb7h6EysV+xlyqHrty4mtBPO2zVmGDUQ28gx0h",
-	"vP4yoXJZDg/sbL184dJ0mjZi5hsRM81lxf5wbmKeCFZmU54na8ogOBZriR6eZbm+hWpejhUtEX0UrZRF",
-	"fQj74oNEgnmyWOfUh00fD4azyIkgoNZiqR6tsq9C1TQ0qLFxKo1YPP4gD7VOBzFPU4iVImqrHbILMwx5",
-	"EY+hESSij3oQTIOCJqp1IQBVB/nqvvdZNLzHcMaiseCJyLFUKpPxjQmVxno1zNxAyioyIhUxlUx16qxR",
-	"pUqx1UZUD5GGRZMyLWSWCujzi65zIQaF+IQ5QI8VQKXbrrXR32DMDYsATPanXIgr+zswwqjvCGqyanMU",
-	"MHwJK2D9QAPGPbYszQY0/TSnQuBMBBS3n/D0WufWphvqZLbfHllmUP9EVQeNNfEQFCLxOyBUTsG4IHy1",
-	"/BISqDMzZ4q2ynq474PEroMvUAsPH+quXuiJWn3Wt3dx4Sjtkaa42AQP6NY7AIlCaElzy7npyN9E0h9F",
-	"w6JY414KedkGO/SLw+g7pC3vp2wxO+pygZH/POrXi2qLeQ+Bp1qJ7j6r6eX5cB0AFcLFWFOC1gQpRoTs",
-	"9INoqbdNRAzNUE19jp+2q3Nqi+EK33m1dp8PLNyl388UDsk4nkW3eladOZ7v4SxUQJno+n8qg6CDHUrY",
-	"44l7kOV6ymTS7debc2veBr2rNRjmbxe47mBwp2TCiqmMxTLNd6DcVCcIZpuXyhDUEtYZ5yMAWzARg/Rw",
-	"B4TmSN4KVVd8CDmkM22g35h+Y8fPcvEvERd0f8AuykVGsReMx050ItIqKRMhzUjUqpdhkNK4GbifVp5f",
-	"2Va9jNPxLSnm6o1enGaGjBzoZVrwhlpeWM+NYt4o5sfJZNnN54VQlSz+cpXsosuPlRQgQHWXE/CBduQg",
-	"8ZodKT4M5aq3y8xY19j+e4AflVnUDZiLzevchW/qAhb4XuajXoBP7cDo9CSzugMwr9UMs+ddiPJheRYl",
-	"4gPss7bWBphCEY6W2KYC7BGx3yYJMG3z1FU6TaAb2f6bdVzJU79hpJAh00BRh6KmPquXTDk1EsHfA0g6",
-	"/N9s4YFYAf9bKUqXFsHyBxRgCPBKu4WXhZ7wQsZUT2C1V66zrB3A5pD2xTekgOqv9Ow10IsrgdoolBeo",
-	"UNyRcGVTxAbgpTCJzC9XL+D6LO97+ALdEio7DSLfvrRqA9oSra4oxKcCn7ZtilzwiVUXGN3MyQGjwJx7",
-	"Xp5APC3Vo/1QRTLZ95kiuNz6msYeJWhA6MS6hHZU6P95TTz25qYbsAgut7+2KoHI6qEZKEp4wfcjGEYq",
-	"sTvwPy/PTgPGWWQnEkZPOBY4aurJAHr7WW00NSSYUMVlbnSOHUvRCTfFNtxo+/h95CKWHFxSpUQM2BC1",
-	"7k0G7aFov4YKGywG/kXJrt3dR38H0uZd6gRJRCrBF6YuTkiPQYWZNYynuSwKoYKKe2TEMwImYkmJElNQ",
-	"Ryl0g4G7SfhCLlNfjMXEemuxngDamp22UHWifejb2OZ2BFEXWVSUK4Z5XXVTsOOCgb6vgHN8nwnuAghT",
-	"O5MA1aXHwLVuZ70YgOyNCndPLWjRQtNpqRUMMJ2HiuyTrq/qwcdXkF2uGAFjxAXTKhaVwWRHMuYJQ3IN",
-	"mka4BfiuyLFXgQPBjtiHZbc7x+40OtKuzJoZO1k8ZdCRwjqVpRWEyr6LFKZbrTFBwJSqx6JEpAWP3EaM",
-	"eZ7PQoXesi6LrCwofMEZAKfgTkYElxk5TVBlh68IZ7DMlT1gZG9F1bSEqkOtgkB/BzBeY50KwBcBSlPG",
-	"YbWgVlvkzAgqqaR7EdjaARp0eBdKLIQKz+qARjjIRG4tqzxiOhN+4EwjywU0KlY7tKIP2uv24QIw9qSp",
-	"+OiwjHLvR3Z1djb4cHD634OLo//6eHR5dUmtUFWL8AT2YCv4CozCiwfzdcnXhe6YC9wgNclCDVWVsJOG",
-	"jaBg3NP4ydrr73Z7C1JnKhWxJw211SC5wNjMylYfL3XWbLzZbW+8WdQo0LJG0j7lpqCjl4tYyFuR9FF2",
-	"DGcNsVij51S4c70E9W+BwrV6jcYsNN6iatl+/WdYwMLq+q39rf/zP7vbP/7z8+vg9V9+/19bX4Kgv6Dp",
-	"muZn9WSZ7LM3oUL15I5HqEApsc/hlpv+cGv/TRDCSMKt/XDLXbn1e6hgf86PsdVsxTkmLdZx/S01Ncdw",
-	"jJA3hVyiU49WxndfRqXf2701rNYrrT9wNSM73DxlhSCuBnc2j3ACpcWaa+6oZfYcRlEfNVv+oEHxCxiv",
-	"U2cQtcWYHXnFhHqOysyrEhf6JQMHCvJSMiCtrISYS62fqhnzbRPqOI5vyJmuXmjjSm9c6Y0rTScc44wP",
-	"GJ8FL+OPqthGdydUdwjVK5fWc7+D+CMRu/nYY5VJG0tr289CdSOyou/CqNBHmgoORQ4RvOcAvOyIjQAQ",
-	"aTgDexlJOGYr4pjWAAdSEWpoBVZ10WOn2sPbDnUya5fLRT77xuqnG4JuU9f4cgQIdPkBi45rCFB6ul4V",
-	"IxyFbSgMfoBmxaa4aJw3KUytoTBUvi4DDzCEJAYTqcpCOJy0Cf80oJ9GCDyUc2UA2BUkAZApGda5OLg6",
-	"Gpwcfzi+CpAX9uhicPbL0cXJ2cH7o/cBo4+gZCBgPx9cHf168N/uz5OTD4Or4w9HZx+vAnZ2cf73g1Po",
-	"5vj17OIfRxeD98eXh2enp0eHV0fvoRyAIjsY9eQSomTXxGYHZYJKfCoG9FIFcKtSDxfWD8RcxSIlLPBG",
-	"o+b+Yj9LFRnquJ4TTNzMPSVUgKKIBQdKV4kaesD+ekx4hzA2lBtFPjuEXfHtyDc/mxsR99LSDbAxGzbS",
-	"nDZfT9oVMr5ZbhMdLoJ7WTHXZ1K5mB58OEftVkcTZPOCMlRL27qRIzU3VBNUsHqf5p5nH89EzpJc3gqF",
-	"fRfsAkqcHOQlBBwLkbm4FWbFU60z1sFYo/VQIb7qEueVedllpcKofyq4EVjDbSdpAH97bDAK5PNaJwjW",
-	"zvtAsv3RYlv4XFZ9Ma1f1FpRfisloEUVq5rk5ovX2/tpkDkUS/EI16MKC8Or9di5yLch1JvzQjh8EB+s",
-	"fL23C++E8496qdtnQzHTMIsQrcU+O5CV2wd2KqK1bMcrGd98G6bj/AbYyNWXFO77CpOzxEwHiUrosa0y",
-	"R51FlMRuTT7/Ch87Aa11en94u6N5ngEQaZ1YE7A2IvUDYQ0ma4H6BXs0Um6sQPNOpj+byPJP1AgsEXHK",
-	"6Ys+9OQDbF2P/cRlSpxZ73Z3QxVdnZ2dXA4ujg7PPnw4On1/Obj8x/HJyeXgw/Hl5fHpzwRQySse5skE",
-	"M43M3Mg0RUvQcz+KT9IUS8HdYLYek27ET6l91F1QX1cQ4mwswoOAMd7xKj5T8XkL/AD8SSLsiFavxVbg",
-	"khQAnKtTRhQCvZ90LmKOM1xfJFyi0FENbA9zKa6lGoVbjkupuXJ4staaa5IWi9N6aI2MtbfV/ClYssMg",
-	"s45/GkxcUem1wXoAlwXFKnYEgdapx5mHX3b7yF8bHZ9eHV2cHpxEoUKcHIc1XSrxKcNyaSJ1tVv5YeHV",
-	"5ndc3fSDv2uSZeez/Y81/eqUf/eilXfoO2iXjVI95GmTLso+os+qoFxvGaKN1mmNuuieut++zhW8zDkv",
-	"xs8C3YYmw5MOTUUuiBAs2QAyPwvwmqJlmVBTa522nJzgHnyYb3ffsMj3ttThlSu0/9rzUz5DXhV3ZoDV",
-	"wg2qY0Vok0+SunK7fZZxY6Y6T7aLWeYI5iiEwnOgM0JGMU7FORNrhkR/ov9FASvtg5A4D5rkACtwGQLO",
-	"izmm9ZGe2Nm974GFJdmc1MchibzfscvKYk2FBMytN2KG1Sh5ncq9oZ2g/MnwVPRZpMo0jdArDhXyQWFV",
-	"BpVYGSaLPp4PRL9URZN2kXW4qz9DklSmhADuQDaE0sAiVMjfCFUyieOBnzuJROcwd57ty1Twyo3H9EJ1",
-	"QLSHZJF4ewst9CZFYwuB40ha7f12b2+O7DBUVHnYY+et4sW+v1BxPkMa+QK4c9tkxnn5GDLj4VPvc+N8",
-	"qvz7gwitWuQBKkC/xfT8Jtv+8GbRr3az3Fs8t/gTpRH59lpOxVI+pLpfURdfxFQNwUnY7Os6Fx+NyL8p",
-	"B8MjWW9cjOftYiwu1Jc4Ga0nJXCcMwvHgtyQFY5DqO7nObCvdhxezhG8tx5eXOOHcB++E2fgvgek3R24",
-	"5wHpsUs+ESwvU+y5ibKmBRjtQ0E1MMS3eBNwWIKG88CW+A7Bou8QKu88BK2uAFr8c25FABlJMOwTIrrP",
-	"a+a8AXM+VG/39lZY4o9wCDfW+GopsLHHN/b419nj95OQ1iK3gm5F7rAtdnLm84FMJr3WHNtHuOt9pcaz",
-	"oumxr3BX7u7Ak/TANP7RtvQLpPUpaWO4rYgbZQWTT9sGfLv7Y1UFw5MkF8ZAIQy/wa63NoYY+6StxyR4",
-	"sQ94IoIXfPTdBC/gNG8YXTZKZZ1yQdjUhM3ScmK98tj5LFeTtLSeYfB7XYAb+kQbDFq10sAfl0Vr6ETf",
-	"T8d8BMboJw/M0CWbYq+XSmey5FSsn/rttUU/nu2WXkfD1LTLJpz4gCwjKzZbBpCga5rtE1lATZEUAMtQ",
-	"z0xSJN3J46Yovk75qNHRfw9J/RHISb9+Wz+80VaN7ImiBmsdKeJ2fSmG26Z59gXqNDwJK8XM+nUVkIgD",
-	"EcPEp1hkBYtc+iBCsF48X02JE6ovFjmtfaUQgH2OUqc2tI3Y2Yid77tnH47Cuh7mTibjoszFSjg7uobJ",
-	"CcXlOGV3EFoFeIZSqUQfWs58DAnRqrhhClrXD9SMGTlSItmWlAqa8BnmOGWx1HA/pwE+nv0Or7Xzp+Zh",
-	"95hNQ6k4NvGtAxkE99rkHVcY34hi9sq4XXX3Fs11Ku4XTF8aPb+AWz1HV9CObK2mFvsGG3/w4WPo3O3L",
-	"nPbIVwXTj6uqKOaWjUVgb0Vswm8ojw1SkKumIdYiCnOu/P59bsYXDM4O7IlMr3VPTn15azlhAL7e5IQ3",
-	"1tU61hXsdcZhE62puHY+2//cP5S/aEr58vKxTrF0x965z3Jxq2+sy+fkC+DRfklc6cLeSXy1oFkE6LTS",
-	"T/GJ8LCTGS/GFegkTWdTZtSbFSf804lQo2K8tf9mD/Az3Z+vvwRv8smEjV0qfO4mR/HiHCt7NlaffWwr",
-	"3xnr0ogbITK7Hx8A08N3sydcTLRCQUBQHygIhEoyLaHTpR38o70+r8+Gq5A+3hG6hOmF6kLwzDCdZ2Ou",
-	"DOs4/mtAMSG4Xei1BwiLgLVDdYhPmT3fCCdEjw5VkksXsZqwKdToTfmMsJYRb6iOWo2Nvi0gSIik7MBX",
-	"EAF6Bj6mPe8zhCdKpMmIkw5fMikFwLgmZSoSRMsGKFf7L4Bz43ICTTZ6Iu0kzeAxxVQD3UVc5rkdMbLp",
-	"IN2UewTgENjbAE9Udw7Xg83BeuzhPUL18KgeF6VCZIO/1zfmI0rJxaetkpe/jnmB2znjxrBEvoDy+W8c",
-	"REPwjM46wbaZxuFZPDRmfWiN+aG1jwUEIFodLfTH+MYBmxCFAWIFycKwGgVNlotr+cmaHGWebu1vfda5",
-	"HEn1+2eeZQP88vcdnsmd29dbwdYtz6WdO0Nbn65AuQ1HdGt/a8fcxluttafVY6PqxxHrNKqSwZ5zY+bY",
-	"GzDWpmC51gXiReMYm08dF0W2v7OT6pin9vL9v+z+ZXdhGJf28IkAbwhQIzoviPvOFFzFAjMF3K6bfTqQ",
-	"EMJoyzyNPCMA0grZ4dsRgTlFi7iIuz5CuxI4ZFM9kipgtJwmYIeXFz+xwm66wLdVwsDEhMuUXad6anqV",
-	"EXhQFuMW2/EjuMiVDSu1Yh2+aDEHLjNCcSXTrd0blXQ7tHozJvnKsCzX1zIV9o3iGvwK3bd210MS/hBp",
-	"Xbz5eTlMZWxPRyEngl0LDlHU65SP6u99CFun5ffAVW72WQw1QwFESgPKIgRU4R6wa36roVLV3jdwowRd",
-	"C6TSBuILSCotJhnwDACVB4CAmbHMELzwWuRIWjgiTgf7PZSjcpblUsUy4ynr+DBJJnKjFU9rX0K36yjX",
-	"ZdaF5ljCt/IY1HBrKJ4l5kH/S4lPBOJJziZiMsR+/I5Ut9LIYep/jPZNqN7uvu32qXhf8RFFWDo1Oqr6",
-	"7U2zjldPVVAbbY1XGS8BPgpCk6TN58kf6aWkWYjbdOuZOMSER4huqAYAUIJQeVCCOiYB6Gx3DOA927aT",
-	"yB05OKCkkcSBHbrPhLLCayJU4UAFA7tE294SYPpW5DmiquDFSRBa7am3CcO8681JeMx2Km5FvQuRfg/r",
-	"Zy0kO4weg7Jn7EDCmlEHWStkHiocamr1eicKy93dNzFivMC/RQ8/uppl4pRP6MMI20YIS4dFsc5F70Lw",
-	"5OPFiX1a1DJhhLfS4npa3aSvq0NgCg4MmbCxnQ5jnXfbmF6Nc63s2clRjMGyayW2zVgXVmhGeakGvIi6",
-	"wIgy4aq0NiErxrkuR2MWFbkcjcAwe18K1Ix2bpabkWTbtxmPofLWY+ONLxuat5UQozR2hYnrqDkBaER+",
-	"/uwU3u+/RwxyRmOdJoBtX9Iazml4uzusBgsVzCGY7NY0aIztHAnpnKhpG90/oHfmmjAT3aY+OD9mncjc",
-	"3gxwT8gEdwP9iT04tEG6PfbBnnrvNSghErMgDbSqAbpCHNZUrpIB5lKvjadjXniyWIe0FV3+cojAfYOD",
-	"8+PIn4+ajROEynod1lcwJQEGxHau0ymfGTZEn//GMdK5PXt+DC1ELbPzs5VIuGm8ACNQL5SLhnUwrBCB",
-	"hIoCF/cJWIRXRECSh6JNTxXxEZogVMAOCK+B4IsNIWICany6zoXYvtb5BOwAkQsVC1x+XukX+2fMc0DP",
-	"5aHCp1VAKvbcVwgqCI9Ang4uqOtypr/AL3LfwL3oD9wdTvigYoGLvVoZ4YyRu5hCQ5buszkbwQjhgJLs",
-	"9T127FUL3sD5ztZ17rPmd3XJbx1KpQsn1v2P3jRWGJexZX1PuBqVfCS221agrnRpmO9zYC/aZ5HOhOIS",
-	"mSbYWSbUwfG2dQh4YUcaqmgnHvMCfIRUwO0iv9v36QcBO0tTPuEBuz05+RCwkw/ssigTqQO44EKXhcgD",
-	"9nOufwvYwb/LXHSDUEVcWQGXyThinQ8Ix2XsiSXIX3w/kUSsE3Nl3yAXWQq4yrmeMA4UYTv/ffDhhOGl",
-	"1Bho/SLkoUzERBvCYY+G3Ai0SSHXjNuhMVFkxhqWoY3lVI8zBbO0JLwdaw17aePPdZpOBhwx4wdwRcQ6",
-	"cNhPTj4MDk5Ozn49ej/4+9nl1WW0jwY1gI8F7Pi8ehaO/PD4/QVTorAywe6yjOec9EusJxMOZo3JeCxM",
-	"xZqptBLdgMVjEd84TlHC/GCdt3t7Xbw34ajRTgHWXqTvMX2wypCg+pUh0OlCfCr8zBDiIX4DdKBmrPMi",
-	"VNZMzrOCdfZ2d+0mznlcgNi3rn9u1bX/zLWzgzyB25WGDp2eKjuTsDavjH+xxioRNmsN0oAuC/D1Kkj+",
-	"6wq5MDo9g1U4PDv96fjnjxdAqk2EciQ2rZ0FrXzbdrX3mXeF7StO7XbN5OBGzAZGFCi0Kx7wGzFrnNMP",
-	"LadwlUZFcZSIa6kkHtkOlgowqViiY6DnZnsBbHl2ifxASc6vC7a3u7e7/XoPg3vWFAhV1PBFXfgEzS+n",
-	"Qnv4ce9fRquoS7GzUqaFdVkqSMltWD45LAuRhCrmBU/1KGC3PuKKhynDjA8i7k7ARUDjAA1FnW+bMrNn",
-	"N6m5C3b3KDHFl28zvlZo+wqJMZ85zWAWADHroyeaBWobbsXADFUdBDOob7HOnE0+3wyqkgVfoN6XHKo5",
-	"yB0nM1ZB79T2WA7oYnPq/mqJcQqouawTA5/dnKFqRw6HBw1LFF9gk9pjUHmFqTSF8w0TqqO37h3iFcHy",
-	"xbRR+VDnReBYjALijw9IhaEAkKqEb4p8Rv9BCH6G6PCLjh2YBXEBFHMAWjpVFDHCaHaFwIiwvK3x6cZk",
-	"AUj24mQdecMNMBJSUbBUj0bouvs4NuBRz8NN2+EvRKdC1YnwzwG56AP78T5dao+aVmIOQRbtnnqAn3Uw",
-	"UGaXwP5tDUJnN29b+91Z9F1rcqwd2befu81qRKgqs7WyUpZMIIXa2oQYT7chFoGyHCIJxrpwmYxxa0f2",
-	"KOx8LiGT9zuClEesgwRrHh47FwTUCZkt4GPLZzBTZBA076J0Ia8pkmyiHvuVIk3RRORxmZOuL8aen9Ba",
-	"sYmx2wnCFGxcDpnJBL9xpfQf8IfMlEP7gkPwdAod67Tv4HOD+g3BTDBWLRaaMEfdLcbl0FMrWtOuuiVc",
-	"6qALCpwjzM26F8hKMw48zV6m0zRU0c9HV2wO3T2aS6s4as+G41Sa8RLx2XSSrOWEVziRCMFQE8wleMCI",
-	"HAqei9xqvVCt6VwRvSaZEQBk4s61i6xYgYVSVxL1RW084GP0QvWBPCu4AxLzzPtTwGoz71W5eBkcEQmU",
-	"tXYNoxotuttxEalKnsmdP0Us40CCXgmYKl0U+acO3h9fHvzt5Oh9tARd1iM/2g2ARn43YENxjRqrkUeT",
-	"WvXYhc/miAQw2a2J4vM6P+y6/AzEzEKFuZ1gbjIGFVXI4MPB/47Wyf0sKuKD8+O2EGpmVT5xrma5TsoY",
-	"OlasE9khl9AYUZjuPuN5PLYS1KoVK81YCT+2uiWXt7yQt4L0rZV/ocKoI49jAQoRkTDsc4ZlioIiLXGa",
-	"sIgdHrQsvAg0uZVuQSWGQ/MBg8on9lys1sC1a1MFDuveHf2+EptN+8++flu0DcwSJtWtUIW2yhCi6Gla",
-	"RWBLRR+RLwwWF2miHmsr6gjVcfMm8MvafXLBRu7wEmUunAXvuKC1NKAfDCiQF4XK77drnhpBoVE/ppn/",
-	"JX3kf1lt1CIvwb22Cj6jtzfInJ2IHDzrqbuNGSQyj1inESg5P/n48/Hp5eD98UUUeI8gMoXO+Ujs0C+j",
-	"rnXK0qT2OmjaBiyRuUDmCPc4zm6FSnTuBuFiiPgpCqwd/Ej5+OFO1O2xvwkDsU5nkodq75VxXVoUKJLX",
-	"1nYjTBfj0kdohlpVtc8ib9lGrIMHxg/G9JlMTKhcWDMtR0sGFHUDFgFMNdwGf203NB7aS/jGXjOJM2QC",
-	"t9eZIpGaReBEqiSCeCMWXIMj8verq3MWWc1JiPERSnEDFI9z4FKNcAyMRtiDfk4epImskz+RIzKoI3dH",
-	"8Dx+Ebk1O/0MLLzw4PT09HQA9T3mtzRCXhDJUxEXXeBBg5A4PsRaQymfnfKJIC6lW7o9uHgybzhOQIpN",
-	"3hJrd5ZoC9WdpH6oSnUDloOHxyI+Y6vqs1yA/8Suc0h2W1mlklSwTuQ+OVJFPnOk3PB8a2CDu9nit9HO",
-	"3lnYCFHADFfJUH8SCescXp6ziP5mEH3YJr0Z7XsV6zRpXqpQIXe99c34b6WVcxJSbPVMHfkEXTRMrf+r",
-	"nPCItTLaCsD5qeNZtjhYq05wy304PCe7CYbhAMjIznhl0FYiXn2gMuYpE+pW5lqB90uRQtAXgk5LH4Q5",
-	"ymulC3YjsqIqVKvuDVuM+PiccIGstxH5AGvxwW7wGgfscWgyYBPBFTiHY5GLfZbx+AYCVaAcUK+Z6pne",
-	"RS6VvbISujQYuyQivW4aabjSLfrirCxG2o4WcpvNYBXOB7Cxk7XRrh5qWonLdIkx6B1XqbZ5lrGGcc06",
-	"lTvIJhwSC+QW2k1SYeajkZvhj9Ag1lnBpEKjd9Jjp2I6d2+YxtRoMHvBsCPo20zGd5j89Tk8rX/Vpnl5",
-	"KorCLoNdM3aNC0NhAh+coG9dDKyeUL2Er7Z+/+fv/38AAAD//w==",
+	"3L3rduM2mij6KjjafVZJPbRKvlRSsddZPYqtqnbHt7FVyaTj2iJEQhLaFKgQlF1KVp01D7GfYT/YPMlZ",
+	"+D4ABElQF9vpmbP7R6dMkbh8+PDdL7+3onS+SAUTuWwd/96aMRqzDP55y/Js1Z/kLFN/xUxGGV/kPBWt",
+	"49Ydi1IRS5Kn5InynIzZJM0YydQnXEy7raAloxmbU/XpnAs+X85bx/tBK18tWOu4xUXOpixrff36NWgt",
+	"aEbnLNfT9qdM5P0FP53R/DyuT62eEx6Tdj5jJKfygfA4IDGL+JwmJOZTnsuOWgBXby9oPmsFLUHnMG3c",
+	"CloZ+3XJMxa3jvNsydyFsi90vkjUi0cHLbtWmWdcTFtqpWZtd1xE7I79umQiYvUlXotkReZMSjplkjzN",
+	"UslIKPXrIeGSTDNGc5aRfEYFyWdc2gX/umTZqlixVDONzLclsE7SbE5zBOY3R62ggHPPA2e9+CGbLxKa",
+	"M3ke3yjQ1NZuXgCohvfLXu8wkukyixj8m73Vj5LlFB+EJM0IJWOaMaKedslwpv5F5YzMl1LhBvl0e7HH",
+	"RJTGLD6+F2GUZuz/PviQMcloFs1YFnbvxQtPTI35thhRgYN+uWBiqja5f9gD8Ni/FdLlOcvUhP+z/Qvd",
+	"+623991n/d/R3uffe8E3h1/fdv7S9NOfvPjxMUuXC3nKG2B7mcYsIVEqJny6zKh6SnjcgKvRhq03H/++",
+	"9/hxbU3HDr82L+YPWcswTZPThErpX9Itm3KZs4zFJE/ThETqVS9OdvHRcLVgV3TODF62J2lGNIYQQLru",
+	"LaPxp9sLNXPYRCRys6wdMM8duIx6B+/eVVGvCW8+NeGNulBzNh+z7I0kS8kyuJxcWKrXpgRHUw8VXVQ7",
+	"CgiVJE6j5ZyJnOwTuWARn3DWSB2Xu5FH5wb9sq+uiLonv/eC/fcNt+M8ZvNFmjMRrX5gK8/1oA9MEgpc",
+	"hLOYqJUwmRNJJ+wYtjXhmczt8yeezwglD2xFaJRLQkVMOPxXPrHsXrRlTvMlPh+n8aqjKO8DW+REIcbB",
+	"EZmly0ySBctIRJOEZaStgBsogrZg2R5VBJP0b87VFJ0TWNmC0fxewMxqQZLOGS5AxMUDs0BciFRUPje/",
+	"yEUqJIO1p8tcLVwdG51SLgJnYOTDJLQwy/du2SKhKxYfE3UwIWnTRKaEKgYNS5M5zfIAVvI0Y0IvVhKa",
+	"ZfyR3YunGU+YA0Yuicx5kpBsKQQXUwDxCvm5AlAByoDQnMxTmZP9HpEBYYlk5Kj33b04vb76cHF+Ouxo",
+	"qm/AoY8m5pMJyxQUDUja6iAU7iZcqIUkTAK4aT7rGHjdi6ODA/Jj/+L8rD88v74aDW5vr2+7pK/BmU7I",
+	"u14PNkrH6SMjivWINMezbSMCGZxQgO10SR83cC8O3r0jj1zyccJI/+70/JxEM5rRSIkfyIUKND+c7Eff",
+	"0R7bexftj/eO4m/Z3nf03f5eL/5msj8+iL5lR0fmKuGBFZfJQfY9he0lgWgteXDv1f+19/9+/hf/bbpI",
+	"I+AgPhnJ/PZ6BN1DxG/o1CP77O+NqWQxWdApI2KpiFaTbKNeKcElZhO6THKAwgYOcsMy//zqKZH8N0ba",
+	"ejhy8M5F4F6ncT0sGzWv6eAd0HW9qF5v4xKHVD5I9X++Exqi4KoWuY3gmuMwLxJeFW8Cnnu+hs0o5vdG",
+	"kqzgvaF6NALm+yKWeh7/8/jpJ8kyH9Q/Ie/8o+7EV/U5EnhHlbk5v0rzD+lSwIKiVChqrv5JF4uE40V9",
+	"+w+pFuiA4fcWy7I0w09iNU//4+BqOOrfnI/Ozu/6318MzhRkUMtQMFZsv8S1uCKVk2NCBaGxQlaZZzRP",
+	"M5IvMyFJiqKCZDmwoLsfT0d2CtK+w8cSuKF6j4lHnqVCCRMdAHIBmT9lbNI6bv2Pt4Uu+RZ/lW8HsAuA",
+	"TR3bMoZiHIlTJoGEsy9c5mpKjn8bUp2nsIgHtnqjiLraYlvBhYRX18PRh+tPV2dhx67VBwfzfh2MYaA5",
+	"D0iahD2ybEXCtzDAHl3wt38OgUEZLZcu8xkTuT66E5hRnwNRqCRLcA1LgA3tGp/S7IFlivnmfM7IXC0O",
+	"+DZIC1ySMEo4E7m6VF+D1vc0vkUe+jIs+r5/Nrod/Nunwd2whD6GQSv+bIFPEx6Tv91dX73Wgbujq3FJ",
+	"G5TH+TLJ+YJmOVkukpTGJKHRgwQJJFQygoJ/luP58pxE6TKJYYyxwiEak3a0zImcpUoASjMi1dHLJH0y",
+	"KnY452KkJh+NVzmTI0XqJdgwQjy/KBWCRcgz4fwEiZJUsrjTJaeANw7gQjiR01RMEh698DzOr0DQGd0N",
+	"+8NB+UIDi5Dk9Pry5mIwHJy9xiHgXozYFpJ2vMTlso4CXFhaTohGFnNL3yiBkeZMSYdjHiOaK8kZMfQD",
+	"PI2ZeBlATu9uP4yG1z8MrkZ6MSWozLmU6lopTBCIoOoLkqcPTLwihGqrCM3tZCT89z31+95QzRkaWZ1L",
+	"4izuKUvF9ISoTd2L8MP17ffnZ2eDK2cUrXMgqqsHZSI9SejU0Io5FYq4ZGnClIyqdCmhZESavBT5hoPb",
+	"q/5FCcJcD02YBtGLQfpJsC8LFuUsJhPKk2XGzKUyC1CIyHLKEwnCfJJOpywOiFC0WInzy0yoq6h2/jrM",
+	"1HKN0tYVSZnA4P9VDA6RwoCn4G1m6+dqQ4oHs1cAwLkiLJeDq2FFlEi4zEF2kWaVvJiWrFj+OuDhSs5M",
+	"GJUOeOxEAI10wbSZbMVyFyjOyhE0N3SlGMcwTS9ohnrB82Fz0//54rp/NhpeX48u+rcfB82ckn2JGIsl",
+	"2e8dvX/37TcE2MurckszA8gUSq9J+JxbYNSWiuC4Y9kjj9gnQR8pT+g4eSFE7ga3P56fDkafrvo/9s8v",
+	"lNhUEz5jmlOl+ymcWRYTn2h1HLhzsnoV2CjVOqMZT1ZqJn19JMsetZ2ovJSM0Wim3grIZJkkARkv5YqM",
+	"2SrVBiMweaSK0EyWkknylPGcSdKmYlWgYCFdwkRwgTMWMf4IBhypiPSKOMjBmVSPeU5yNGzlJBURI+1w",
+	"Tr+M9IsjfDHsgDlDpGAUEVzOWAxGFC7IjCYTkk5IOMvzxUiJOyMlMabLvBAmUVQkNI4zJuHW0kS9uVKi",
+	"UAxiaH1SkIK0kGkW3LaSsF5up0uuUrWOKXkCe6KwJ4qmJ2CI4CvaA2dRSKR2DgGnm/JHJgy2etAoVMpY",
+	"1eu0Z91OPvzQb791HFSAJMZ1ca6wI7+Fw9yRSmomZK+AbB3/Yi/BZf/fR3fDwc3d6LZ/VSEKoCx0FYxl",
+	"zhbSej6oIFo/JJMsnZN9han7vR7aT2et4xbqGW/tp62vn4PWE82E0r5ax798/hrUrmPVNla7i7nx4syo",
+	"RD4uj0ll/eqEq5OT9s313VA/3jOjyLcgaKnx2JdFQrmQRN2pXfRA7+FspSssxVLi7dXIXt/cnlSCAs9X",
+	"6vIodJcG46qQCk8KAcyOw3PJkgngN5KAOCChRoWQKG6I5FdDIc3eyGKiFppWLqlYaQVNvozWKlJ+2b/6",
+	"2Wgbd+XTTdMSpXkVZnOroAB8hcVGT64tQ+vXlIyX8ZTliiRplTxAWzEo3PqM4I83kkzRrwRui5gsF9ay",
+	"vGAZT+1k3386+zgYjgb/fjoYnIFG7leq9dTG0p8xyfLOSYX+KJKDrwNh58JSpLaWsnCYN2aA1yNBn4Rj",
+	"HHipiPbpqv9p+NfB1fD8tF8V0co2CGKtVq+ADFepVvwlk1IN3k6zgKSiYhIJiDAvPrCVVZMri0Zx5JOQ",
+	"y4W69yy+ZDGnQ7CcvQw2d59ubq5vh4Oz0eXg7Lw/Gv58U5FJVgtG3GG/7M1lnD4JsDBowZZGEVvkLH5N",
+	"ke2NJOEp7mxP7TQ0kynuXhZrUTJou8hekBuzNqJ2IvXtE9pE8kbCY9CbtGql+Iu6FSCDdqo7LA7IBzk8",
+	"px+RwPFUDAp4P/eI1jKpkhCt6DgVSMqPySJT8MlX5L4l5pTdt5AJWAx6jaPqExt0YihWld2Q9lI8iPRJ",
+	"kAlnSRygRg9AD0i2TBgZZ0r/7zSymq6zUrQHH/RBrTqlWew3v/cP+pqORjSLSXuRpXkapQnpdQ87DsU1",
+	"RlBFuTS8ONqcI7qgY55w83f518VSzq7SnE/0OcJDbccep2nCKFgXwMwzzKiQXL31Vy7zNFs1vZsxOudi",
+	"6vv5q2tQ/8V5N/As5bM1qafjf7Aob8GxgfvlXCyW+WUa4y54zubuyo3l335Ps4yunM+vl/lzv3dOyPM+",
+	"eg48PywyNmFZxmKAokJcuCJiOVdw+Nvd9dXtzamzY/dLPPIfWSZ55ZK1et3Dbq/l+UqyaKkEoNL2aBzD",
+	"+dHkpoQF2++/dh7VF8y8dwrL2dpZ/c/Ry9I0T/FAPvAkKa++jNqbjkoDcUcA8Hi3c8/pdKcZKhcEXFAw",
+	"eBn39MCftziRZZb4aYtCur3bm1PCRLxIuchJO/ydLhajZZZ8fauY+uO+w+HpAUV/Xm0HjwVm1mcxgl/G",
+	"HjlKD4olJVTmZLlQKkRAbj+cksPDw+98o1fgUb0MDcBRe/beuWKxQZky+iiLl1xYzPPBvq956632+nmw",
+	"kua0/tRKHe7lLt2EJgpqv6wvp/ImzOxddBxDvNElRBQ5TiX/BZ3QRDKfqAOBSHlKaBwHIKLHZLwi7AuN",
+	"8mQFsk46IaF6a8RjiBIM2ZzyJAxMtAzP0KTtBl383oKXFEbH9F/1426UzltBS73cOm5hKJSmlQ5U9Ye/",
+	"N6xV8cwoSpciJ/AmabMvUbKU/BHDcYq1AmJady8OW3FCH3nuBS6vFsaWJsyEZaE2ZAMTQtxJeELC9Eko",
+	"1UVYUx88APBYlarmHoB1Gp4CH7SCFrwGshZAycdi9D7XgorHToBZQGyAGZVmMzgByViUZrENgAJHaQ2y",
+	"ePCdE9cewq22TdpHBwedEho8M8SsjuxTLbxW5T8bhQmBQOdGe30SiMaULDIuIr6gSQU9aZKkT6NJqv6z",
+	"XJhrSxeLLH2kiTHNjWikp8oYrMXzitZKW8eH3/R65netg6LHJ7MMEk9X/6HPz1iHlOCL043QejdSam32",
+	"yCAS2PmVga3UhjY4v+SzjMlZmsSjBcsiANl79S2EKccjuAcHvYN3e73Dvd7+sPfd8WHvuNf7e6tKGD5w",
+	"pWcrZJDL+ZxmXDJJ0AeCMc5x6/joIGhxOZrQxzTjObMkBi2UeQbX+QD/RpPY8X5PIXRODTlV2vUURNKW",
+	"iflVg0ewhnGaPgDyJCzP2eiBqddyRpOCc7du9VeESsllToU6IZHmaurW//gf5JPSU+5FXz6AxYKSPF3w",
+	"CGPOSMwW+QxEbx7ly4yNgOeKZZIokqTRBi7YO0WT82w1AlvpaM7FEqZ4F7QQPqtRksxHiIzwBY4iVzJn",
+	"89EiS+cLBfuf0yU4xqjSC9hkmZCstoEuOeU50+ELCHJgsGmaKIRYJvlIQTSaUYVWB72eQjrkydUTPhju",
+	"f3Pce3e8f/D3OpmtXoDq3fppxvIZxCQqBEsYaLBUPpA5XZExuNpzLpYsdti/o0803qT1ql5ffzbEr/r4",
+	"0dd1164pqYHqeGOaJGBBkhoFFDEEkUbHgYQNSw3hzZiB7X/iOA14xDDgK2bxaLwiIR6zoos9MmdUwBd2",
+	"SnWS3ZYTdXawf/Tt0fvDb46+XR/sX6Ela8GGGQ3m7fXUpMYulP4rjVr6xEWcPhUBtsCzYAS1PbR0AN+o",
+	"R8G/keifACe+HKUgf4U60HQ/6B0cdVubtuyjc82omShdPkqF2jU1YR96CBYf21Afs1rABQg7WVApSbiO",
+	"doYGIvAthGwDl9EAAoE4BLvKl3yED0OSMCkdkGnbZPbI0O5jjdbqpHjMCmcVLcKNpUJc2BraTzHOS29F",
+	"PQBjfo6Sm7E3Qd6GodUFH9fkCaKEFWdEps8zskioQmNKQv1KiLebPTKRd7rkejIJnEX511ysFCICcOcw",
+	"DMoLp9dXw8G/D9GteX31MfTTivUcrHa/Z2qv+mzKZ1KsVxGpCU8SA7Y0UQtHSKrPLY6UbmYlHtSPoA4z",
+	"rSU1qd/AIMjnrCR9KvK8p576NLGKzlvdbprlxHlG2my+yFeIS0thLN+uXAs8oTaNT1QEwqFjKa10pDj7",
+	"xjDJCvNvuqMmGkIJnYiwNHtQrGTGja+BKuw3I/kxpCRT1PawzNM5zXmkUw4wFwDQsN0jMQcUAdycdzYT",
+	"IEdccUOZe1UR6S5nC8eHQmHCddjkncwRhtYZVirSWcbYnjogYr7HuP0HtlIkSQtVYUBCJUqp/0I2lZpe",
+	"/fFIM05FriSqUBGKexE6QlZI2o80WWqvtyjcQIWjDXGjgxeJZpDlwUWeEvZFqes6AL8mxBtrS3kzZ1wu",
+	"EroC1bOsO3iFuzKab4ghtrJgLbUPTPdptjehkcJMhZRx+iQIvL/dDfPesZIoWUNU7dfXtEu/S/icTtkJ",
+	"USJjwSAQ5DMqIZpATa9+xxCQkonBNTm6Mmtty09C7dS+pGi/VhIXLJMK75wfQVICPbes0L3bijJ4heVa",
+	"nhD+YHm0ILR0kVfFtcJgWsVidDyFeg52bQUkcDhAiN7m290grm+T4gdr0DElBWuFaAttJbEKv/WYIhiT",
+	"dKxAKlhHnzJwTx2vWprBnHu2FBI2qrO/mCy8TmBRiKjCVWC9LFPjlbiNOZkGlHHhUdZQaswHfib4M0oQ",
+	"2veKApX/otSNpX7lxZMTrFN4FDRhw0qCxw/rs59oARAkEngFcqHSTCHJLE0YGS/1Z9EyDwziqCtOJF2p",
+	"2yBTnYBsNAUlwqovcIlhp0v6+COm/+pocKlUg0SRv7C6q9AcLlXClswZjbukd6wOC42yCXtkiWYcm/HV",
+	"Vexq6UFU5iSaUTHdWtbw2alLZKPBMltGE0NWXWYZVBVKPxUos3KHAbrKzhptr1mxLMsjZUrsVSs2yJ3r",
+	"VKgmjG6iLyWpsXSon5uMXf0F92dXaoAhcazlN5I2Btuirhpl+kY6hq9tjEGKJLYevp0c/vrdl4P50eJ9",
+	"K2glVOajpax9eTjc3z/uHRwfHf29yMER7wVkRkyS9KluevgDRGgfEb9ZjhMeAVR4jKqUzjrmsU16n5BQ",
+	"Pj6Mys/1nwhA/eoJJLAqApSk07KgUoFUbXFl0HmvcSnepEizLGQCPNYlpDI0QWWjhOCXwK7onJH2eIWK",
+	"tLCsCMiQ0ewrdt3SAW9FZjRdKV2EEmA2XIVT/ND10VSNwXMOkc0QyhT+rm7J8e9cezUCfFxMHxB39q9f",
+	"Q9KO00i+jZnkU9Gdx+S+deNer/tWp+6nN8L7FsYZtYmfeD67A6zawdFTfH7BZd4MgB/YyioEQB5EU3SB",
+	"WXU15xKCr+uv0wVXmoFP9Ypy/oiKR0AEe1JIC2nJYCQ2ztMtgbPRrWrX8QKvWTHdLXtMH9YiFBB9JLQZ",
+	"ezTJuG2bIP6kddw0gxAdHdSBuQH6nr4I7g9s1ejfQaqG0ULGYbMbVcpw/559J090JSE9vTTiVp5NM2pg",
+	"Vv8qZ+XcG8+9F+wpWZVuPxdRsoSAaUiUV1QUmKOcKSUPA6Jb/x3Y0m5H9uCTCIbuDrdmZiYbB1V8cOLp",
+	"mgapSFblZakx3aWN/v7r4eOwN/71fXS1v7p993Rx8OWv38Z/O5r/8J3sf7MYlH1+6vNf+nt/1zVY/mXU",
+	"9eXCb2KTGiuBI6IhX7Antec/gh2+ErN7gIoBz2J5juF/B4f+T7MUTJ9alg4Iui3R4YXk7ElpJm5sr1Kw",
+	"pa0XcWxtuG+k1jXb2q3dCZwstsyaMcw4jmUhNO+Ex9pKa+ho3dRwYgwNZj70O4L/W56U3eVSL0GNJ3Ww",
+	"AhfW4y9D8p//8b8I5HvA2uZQMSJhSsJS6qQJ54cvu6QvVuopuCemLJfkqHdk8qk1BKyzCBUBqfTBstAd",
+	"6Txf7RAi4xVEb6rLOAOrM2RjxCSfZelyqhRQE5Cr30Qg0yQVrAOnowV4pczSlZqxZH2TYHJb2VgDNXYB",
+	"b2v4N2oS0WpSACzKgVQbwQegfEN4jHZxmFbprTRJjOR3bCUJrQVbTQ1LdhTjAO0wVkAwXAU2yJtDxgCZ",
+	"0CSRZEyjB6PLwz7q1LhwnXvr6GxEQnUN8Ez8JmXtivdWT3Cxf9M4hRffV6YA6oY5Y5A2SAfWGs5jXSzC",
+	"yEo71WACbfocP33Xq0hPQWsp+K9Lpn9XNLBKq0ywiYW1s51G2jT4gqkfzWKTRhbEAxYTjAsuG5FfLByZ",
+	"gbYSME3aypmuo1Sj2na0F4or6yX0a8GwooqihZCZ+XLZfGpq/jUE8ekrwiXMvJtcvlkix9lfCDRIJmiG",
+	"GoQzQbQ84JJk+fP0MJimr77feX1zHTddP84JBfZq7LYMw6lYbLIB1JdgQew0nF2jhG91t139cuvk2J9m",
+	"TGB0gnQW+zKBFsFTFWa/3Wqt2n1dlEb0gsL8aqm9cQhZ9zfYW7XZhMXW69jdygiu6H3jMaA7G/heEU/i",
+	"nDMvm2nSHHUydFwUyW4wClViAoTSdJ5pr8/Zl7xBBaBRGVuK6M444wKLE/CMROlkwhgZJzR62M5vvNEG",
+	"zWKeb49CG8MWiXNzxixJxRQqlLZllC70tVASdGa8KagN6A9MFAvY/3WFGefD58HdJ+Lby1vsSB9PgVAe",
+	"/H6GKRjv1w6cRVhxCIDC2cvZjBmosaoh/Go9mztzGk1ifbkLaU49vtS/pk+YQGnnVhNDKTAiWcKiHLzX",
+	"mgZsUwjNPWG7XTP/izmc2t7zgrT7GrXfSNB4FYr5pKFNdKF2zzdV3yqLR1/yzbtbh5y4h9fBw9VOKOU7",
+	"2tVLD/QGvUufQCx53rle2mpJkLOG6rEOCUBxp+K5mXAg62jOGXNBsxWac+oeFnzVhw4QbEDaN1cfA/K3",
+	"m8HHgHw8/6C41E9sfHNiC+y9I5f8+zKxxBk32j9g6ka4rUeSVzJXm2DxLeRbnzz7UtwwysZLjThaYyyp",
+	"t7oMhJVE0FgC6MdTIUmbuvYOTY7zpxSsuZ0TQseSiTyoGXm65ArU+EK1bxe2go42DbCKZQANNRkjgnEw",
+	"hFuNTyiWbPJeZyxjr6/ftzHCAlIrtP0j7LyKxq/Dfn2DfN105qc0p0k6HYjcpzDc6WhMHd1gi6uUtGLX",
+	"V+uNj6+GO0Nwl86UZ2OsHIthKhg+HhehKt0ivH5Op4JPOOj/4O/1lN7GOlijRbKccgF5CrXIe3gRXxjJ",
+	"ZDk1oe/mupQ/xgXpyYwbHYpSKqT4xVc0Eh4N0ziFvz87eWut/W6v2/O4ly3UqvAPbbycEyRXFt61dllI",
+	"0Q7gNxqU1wZy2pLszuMTggE0OitHr0IwbxQNHlzzniDYz0lLWix/+y1hYcVzi0+31e2cOvKkDZVCdeV4",
+	"4VToTjPjWMfD3ivKytffriynjnW1ddXQsF5iHHGN6DdQGzTlhDXNUiq5tkE+0UxIEt5cfPp4fjW6PL+7",
+	"O7/6GJbtcMUKaTRnb58YzRuWVxVYnxvm6B+9dLVqXqlU5BkfL8GeiG86OlEE8eLGbLxVCGH91ta5bvRQ",
+	"FPMw8r6Fu1OORY8lXwmshnTU46P5YmHCAt0UDYCAho/NBoOFuvl2mhDhD940uzKNqidPmJr2rLJ/qADR",
+	"sHkPndsIgMZ83Ts2f2QZ0b9bpu9jKa397oEv83zr/OUiD1efRxlDg4L4anpVgZ8HxeoX/POWXHa9ybDO",
+	"XeWrGZ19wYu4JsIExqCnWQz2obGxjG2vDHuFiU2m2GJpryS+Wlv5jupq1dIPcTXYveBAh46fYNVYqDZA",
+	"SZzRSU4Oege9vf0DQvN7gQnti4xN+JevFjblalZdfNz9h0xF2OmST7rMBwTBU+hi8w+sqEJznU0HoZeV",
+	"6vC/t/5kipC0Znm+kMdv38rHqOukLKu/t1iEsQk1Z5fulmNZynnolRITDnoNMda9V8w5/PqcpFArLu2V",
+	"gvbdNAeTiuC8DBzgmcmgQcvJZ2gdtx73N+WH+kVTRaawTlwlv9aW+cFf6TJPR1pNMq9UvtCTT1gezaAO",
+	"XEECfbT/6zZC7Z/cWva+aB3F+fA+mfKB4e/4ACpDhDUb0NF7D9PZXneukgnrMNpZCK6sbH/77KWtGhsd",
+	"k/GSJ/meElCWUte7r8ulgRYOHEf79kJtcC/Acm1c324jJaA3/+wuRuU7t/NhmijjZnnWHiQEN6Bt3Qq3",
+	"OybpbCF1+gRMrLLQXpQk0vCRiTjN3qq/ws6JjpstdACbY0ITDHOybLlZzi0P2q1UNNCH0v7Lsf5nd7T3",
+	"+c/mcecvbze+8adtxD9Nn3zyJ7hHTCoJOzEZ2umc54r/pRlqmSdYRg04YjpHCJBU6MiMLhnQaHYvSo0i",
+	"6GLBaCatWRArnw6vry9Gpxf9u7vR2aebCygR19G9v3YWcgzKISncTeylIufROsHXPSeIPful+7nyj/Yv",
+	"/7L3ufsv3lNYIxYXgnCTzbBBnLKlLHas04JCVcwmXMBnOjuqMZzCl9+vkxl90ojJ1ywn+8v/ltn+ehv1",
+	"lMw/IPP/vzinv25L3pzb3wQenef/B2b27w6NpnT/LTC1lvtfyezGCAxjOA7rM5XqYu2Ujq5X976OgZCb",
+	"3tYvd/7rstTXCmF9TUqaJLCGOIBaEnYTojUnZP+3S79e59U2qIMq3xOPHUd3NbrnjSRulEEAR2mSIU4K",
+	"xwjY5aA5gIkMFBi+or8MNDfGqDk7ne0zJ0ia8SkXXXLp+NwlF9PEhsVi/GhGH1lik2UdNmFZ9G4eYTfW",
+	"sCSiF4bP5+Rab5tY3ZhS3ISEG9OLt0gW3iE51ljysWqxLvxN7n6+Gw4uRze315c3Q2Np3jVFtmmHO6bL",
+	"knYP0M+biWo6/2kHlf4g9KYzhrYorUn+H6/KNradGcHXbaWny40FE7wC1I1ikCLHFI5SjpRjphIpSYGz",
+	"PLCV9IXrFZYLP0W1L7gG5rLlwbF3UEGTlVSPwVsHJpAUmw+yL4skzXQduEcu08zEDfFH5jVSN/u8rtEP",
+	"PGWCZTQJFLrGyyjnjzxfBdYWFCheM18KXcU1IHMWcxpAC4bA3pxUnBAqAEj3AqpEVPD9cjDsn/WH/ZFS",
+	"CT5e3/48+nT1w9X1T1cKurmtDtwJiEyVQGWKGwuiwIWe4kr3RscW5NCJb47WOsj0lSmcXWWYfL8UsVIG",
+	"1Qc+pdU7esn2VPfEJOkyI/od9/wlhBWrs1faQ5pRAa0JKZT1C1rTjDGwkqMta5wsGbS1i/k0VWoGTxOW",
+	"QzqzePCefMn6VV3Wj1wuaUL0O7povtYLAxKzjD8ip1FU4vBgb8xz8uHqx719SmZUzqoqFeGxIg3LJCWH",
+	"7h4fe2qp++r/DjyL3Pp2XxtT247XG3DcVuNWcnKmuHX5fivi6LnUJXNeTQzIlkyL/4uM7en3YqAVQA8z",
+	"vBadE4CqordczFjGMcUG6LHGRr+subHGVbnQOJdEf/HcCf3WHAt4U9gAaboZsU0FMWW0FZ/hksgHx+12",
+	"fTO4xZLZ+rp36ja93QLOYJlb69RgO9gdZWBvm9RooyIu0oRHq90K9QzdRBwYwAmS1GJjYV4mbaMP38Bc",
+	"nQB1NTdfiyR0xbLCagPmeCtdwmGkmRUXQ8yDZCNTtyI8IdGMRQ8sVkM82jrxmKWDI7b7Nze31z/2L0Y3",
+	"1xfnpz+bzmmutqTPI2h92Zume/rhnC5+weP8TMVqa+yGU3ARm5qaTbpjOKRmidSUKC0sVv4oH8dc34zm",
+	"hkbI7ouMVgXB8hbVRqDvhjN9RzYzI5wo6gMCHSRYpcIamuc0NsVZa2eNFj3IRJsvZX4vxgyNIHjBTWdL",
+	"Bx1PoCzeU5rFcKZx3Zl2YsgNi3VdG2P6TjNd88ZUj4K4sEcnKqyhLJTrHKmxVfXYZGCX+sgHZH0PW02z",
+	"nK98hAssmeU4kM7OBuyqI7bYT3EDSni5ka59wK40fmHOubW6e001asz01gBSrJuW/jD4udS5YVm4S8k9",
+	"OI8zmi8z6NOgPbi15kbFW56gK5h0hyuk93iqvvvqrKwW6L2cU7GXMRqDDQU6FwlqrBaFnLjdhjxSna+H",
+	"Mrinb1LooUjatx9OyTff9fY7NmVxMtGBmElq2seWArmMeQ3TEIz/u7zgOlA3YRbAuACVXvy22HSqT6jB",
+	"j+OglZpHum77TpdADw5iGzS1bQ1IQ407x+Smf3s3wK4Zwb0YXN4Mfx7pznYBOce+q+e3A/xDcxX4901/",
+	"OBzcXgXkqn85cF6DP82L9+LHwe2dEjKKF8wTO5h5YEdE7C++qHTPCu6FogF3o6vr4eji/G4YEMe7UXzm",
+	"c3nop4MraD9cvHwvrDzkjlsISerZ9fd/G5yWn5b33v80vB4hKx5Abxd3XDsp/EDuBsPh+dXHOyN+qdvu",
+	"PL3p3939dH17ph6PbA/T4F7YN0y/2B/7F5/0bMQsRdNHdyu1n4ozshqgu0n78Pz0+koPb5Y6vL4ZXQx+",
+	"HFzgomtUK7gX5pkdBt5sEFNImxrRqiK7Fe0pFTWB1Cz0GVLh9vKxYrR5W3PMTpf8pNVccw2O/QaeoC4Q",
+	"K2D/cH5xUbzSqCoj2t/d9E8H6u3L/vD0r6QtIyoEi8mEJ6CG2dbK90L3JsVwmRPCvihSBCRIB2dgJKAS",
+	"8UwaZScgZa6n70GFF2oMvxoMzu5Gp9dXH84/fsJ9aS1d63/OxW8FrdLFbwUt5+bjX0VD4OLut4JW6QKY",
+	"v4t3q7ffeVR/qRi1TABagaf/X5kC6AcVElB+ammAeVwlAq2g5SEC7lPngpQfV6BQowOlt1060ApaPkLg",
+	"PvZTAveNOiVoBa1GUuD7rTgMDy1wn1pi0ApaXmrgPHeFGB85UIDy0wO1Od8lLYFRD6nedW+pu9rqNdUI",
+	"Wr6nraBVvkEGP/xPPRfLa+MpsXPTerEp9vEW7b8gNMtlFDEpJ8vE0Zn+ack1bgPMmgaIv9RbPhp9xGij",
+	"Rl6H+AcgYoUkHdhW3SYCudvtdp6n0hmZe6uU95aztVcKt9QQ31FZrAVbWqEN1EXFBBzBLs0sWDEQE5qD",
+	"FNGZWAzYq+mGnS45YwkfK9izZEUmtgjxjGXsuLAPZWROE/WDoz/ei4wVbi171O3Qe+9DOEZTPlMhxJip",
+	"QzZ9RtA0pcZEN6pt6PlPie2sxGH64i1thCW0m5CmpozJzol4zsgqXWZF9OTXavjkjCULTMJ5buykJwrS",
+	"DvqSYMfXiW5cfxnuZunT+lTBGsL/H1pQxEw0bEzwtZCgkmT0CUOr04z83L+8gGxh0tZBPKiilmlCQKbY",
+	"+josiW3VNB0eH5MKbt4LhQnHpIJd90Kf9jGBw74XcHOO7wUhpbtyTJ51VWrhlNiyfRPXLHpibsM5DXzE",
+	"1PUgLArUcZtNazSrd5quC6OF/cUErd2rK4HNMTH9bP6IKXXa8mKuDlwjtSprz3aaSxcN3hsknWqH69JB",
+	"gPFVoUbN4FOmbV8/f/36wjtmYFT9YOBv/0zajEYzUrc1vDKLt6D1+n9MLzRwnoW4hdACDQyNJrEMWouM",
+	"i56vDRFGzxGLnGkWWRoxVq0c9eqSDsIkMIf2iiJPmiYlV99ab97ExPPZDC8TmGMdfaboGZtMGFYkRSN0",
+	"teeXh5tVUhwUUyOUfLq9gG/NeNWeW/ZPTHbVf47Gq1EldC0ttqk5pgWUHBn7hL3StV88I67ntvr30nK/",
+	"7ubzxFiGkhNVr+YYsshdT6jEJPSAwAZsyl/JN6ozErXfAF3NjouyISfRuS1rY9lcz2Upnq3eObR+mDUy",
+	"BD+AMAyRRmjs1ZDY0YFbByOzo1dBEtYRKNwONj7M8woJaBGzzp+1PuJ0zd204K4nshr8borvdxG+Bi3j",
+	"JdXv7nQG66/Ni8GxzkF1W/ZKYSZoPcN5Y65n6dJu9pbmkiUTx2laxPOaChobyvSWnFTFedfa1brrcr1Z",
+	"JRLiRcMNx+K7jz5M2Y6JrC+ONIC8thJLwVS3ik/xxSrEOt/z0A3k2NXtXGKYm/j2Wk/j8xn1en2sgC6w",
+	"aShs6lza1wHrc4DVBJxXgY3e4Zr44Yon343UrEgnpXCBJEmfWDzKaTZl+cgUefzl6DA4Ovr81ScF3C3H",
+	"dl2tZ3WEfF68wp0OI9Buf91/pRyzgoGmK/LAVrUQA/1dxijYhsI/6/+F3V2DBbalxRVI7V7vDnuuVMr+",
+	"zRQQbAOaZzdpWEen7QFtVzfOxdANqfJbYOrLbrBzUba7wOaD2v01P7zC9b3Lab70dRCF56WgakggMsZW",
+	"7AAwowvmBs+QmMsoBb6iDQVvpKkGUG3C4tE6oAfkExtjGT+wfUBuSw6ZR3lKLnXcvBoqxmoiI2vgc6WL",
+	"iq6iM6inSTpmTrEFB1Sfa3a/9VrRmmznZu3m6+eGOkE0Xo3yVAsB22k5dTPE2pxjDIpcrx2UIdqUw0AS",
+	"OmZJtX7LWtHuOTFwm8W5pmpApchmaHlQL7iNp/BGwktQCkw0FQsySNNYk6fAIk83ErhC5o2CsEB1nhl9",
+	"ZESkSP5Nn8GIyojGjLTBb5CKZBXoGDLkEmWDx8aU2U3iWD0Ck5sAWOMviTHPbzdRDenH2tjAXcv6aGZT",
+	"lPVJ0wTBsUVNn8oN8xq5NBvzHBfNmHGz/RfpR+t4YuneVtWXcmkaXY/G1TbKkPGg9ZZxe/bQ1ysiBWP5",
+	"Y/SPhhxxJZ8rRrSCPDzPpM9B780FaWAxr8am1xgMB9bsJ3OaM8O4C5WkRk534B47GJgazUp2fYUJiLSN",
+	"JKOzaKvh+53nxe+/rlmmWDn1GWietQdfpH/14j7bIoC4ss0NfDXZNtfJBzvdHc9declVQXURCtz/wEVT",
+	"QXlTkPPy/HJA1CAWEFBVnzxwEdt+HZL/xkjC5zyvyK4PMEELCsmaFpD8N9Y63v/m22+/Pdj/RpHRORvB",
+	"BFA2Qb359h8LBkQY/liI4t9PbLywf0z5pPW5Jt49ePfUt4t2c5HMuugy5phBFTP1X+MnViQdas59bkhx",
+	"xs3UFb9sCt3ZDRAxlM42V1DLCJT8MF7pJMhtqt87cKq3VvOelp1sF1GogkcATmezpYV48QuqBAASn85o",
+	"/sw61th/iNpqtWRM82hWC14XOQRatG7OPpBFwij2tkWmTxNsbtyCf3073o98keh6BO8dwEWAW3zKH5kw",
+	"QrFlDZVKRJvTossr800K+3wjSei+GmKfgHCcpNEDi7u2hm+oE5N3TDjQCwjs/psPckjlw0vOEOrNKLJh",
+	"yhGvPVEEOeqVM0ZjlimVEi9H0MJa7VrxVGfe+lzElGxz3HZ4b0FpPG4l9tg1apXdLnUr4UeB7N/0CAiE",
+	"ckb8ERyZSY/3V+95DpK8EBcMcLy40Mj1Ib5mpoMfsHGFp4hKKk5IqEhJCH2qyNOMR5AxWuxAd6cyoB/B",
+	"HsF1rig3mFEw45pjY7ede6Tous328m5Bc3HAhqJWjnPZCFL1VOtN7VWKjHsqH3ZprtLA5pxqNlSdBByM",
+	"PjyIYodMJzxqFvsuo2aN9lxaQat8Jl5mCK3qGvNyMPToS27uE+z4jYSuqlDCxOj5Mbx2UqqzvGVH+8oi",
+	"0TB+PQFSsu1t/Z6aOLX6+p266SD7VDF1nYLt2KQ3tY85KUq5Yw84dZtMQ7ntsBbmyHneVNYf6oyQg16P",
+	"RKWqEE6dd4zi8RefUKOv7ctSqhW/5ZIttu10bjfIU5SwfKo+9p8c3AZ9aAW52ea8/LJQ0bHFgXQFMKWe",
+	"Lw4ZqbR0WXPLKndqHVU+02R252YhDn0u8eiCiJTK5VRLXExBSN41Z9V8pgQD9oVFy1xnpba1jxiMeTpL",
+	"Xgm1mFMP1sgsXaQS8zOl1+cTO6CoWJeWwrZ6AkqIkWJE6yymAod1U2MWq5fYqVd4zLL1TFr9iFcJXtaV",
+	"fTeWN6TSW8AOmtGWSrQgi7WVa00Lq821mTbSIO+lXVcdqSpY2AtSg5RzQttgNEZZNjjIl3mUzq0Fp8Dl",
+	"CZTU1PzME1O4PY2BUEMPVflptiI8JxPKoVS8bZOqayuZWHMM8QPrteG4pg9VKky+xVZsI33ww8BuGnu0",
+	"RWkWN5Xd2x5pA0IlpAQ00/912FP6fFt2Ja17bXvqb+wjXqKvmRCO60QHGYi5MoY9yu7uPtd1qA5liN3t",
+	"6fjIHVC/QVfRdZsWugOJhOBs7RgBR4Q9AL+5qvw0K6bazrrrv6WbTAlmmhfYrvTE2/c3c9vbSsLFOP2y",
+	"LVTsZzvDZYvm9Gbol8PiZkOtkR3XjsPdLhO2oWVsreR331e8hPpKl3Apl4wcfNMJTAjIUsT6furqlI5P",
+	"CVqVV9JzQxzb9IIGeQW9Fo7v3fxgR2qbzvtYjUK9C+UooE6KPCZHBwcE8gAhu069mbGTwpUfUaG7voCX",
+	"XcvntpbuSPvZyCVdSLd4RloyuCsmToUt+Z9wCWpRtkwYhkFZKUUpq0ZYCmw9XlujbqWLVIDiiL2zUbJX",
+	"Q+kulFEqECckUdLcXHFFW7D0P//jf5EQoodCki21iIUMIIyZWIU2mJ7npH07+NvgdDg4C0iIQkpI8jSJ",
+	"SzJJJyAhlQ+hoj6xiUUwjbzdftWOj2CS0CkYBU4Kv6LaAKyVyaBc1cjJ1MYvTQMm4urjCEwdh1GAP2OL",
+	"hEboetCo0yV9Xfu16NqZZs43+tDHgJlpojATGuDr7DJ7GIj1qy7RySNYNQeqtZF2BbEEnYOUDSfGkpgs",
+	"aD6rFCmpIHw3okm0TGjOful97ipAddmXRYbdwbu6dHHY6ZLv06WI5TF519NQUDzCbicgBz0XKcDHt0xY",
+	"AOogEAp4prBSPTt6jzZqLMrJvuQBebd/4DzTMwdkv9frOc8RRapN6cC7BLliuuQvBq+1gpbakXplmYEK",
+	"OEtlPuJCEUAnAa8VtP5sE/LSbNr6/PXr18AZTWFtqxCiWzcJ5YLM8nxhq8eh96NbnxJT4nX23/Hbt63K",
+	"2FQ+tL5+Rpro0td9R8Zuos6nBuLN0SLS6GDmyr+RGMgQEK2Hoc0M2tLP0iRGwgQt2uw3oNfoZm669h54",
+	"AwJzm6w5Zc5FaRM1QfnXJfW5hwfqOd55LjF9DKMy2mI5H7NMYh3ajJHxCn/pQMKiPVBfB/CxTBOlBX66",
+	"vdD3UL2ujqxoTCcZaUdUsj0uJBOS5/yRnZDwz26CZmi36TwsnFTLcZzOKRebQkMKpmfq+TTban1bsjAq",
+	"rb7IMjEz7zjVnH7xGfwQ7rbqujoXR27HX9F/JNZ/jq0AG7+35dE9J3g7OCAZmy4TChWcNFkiE0WLjFiq",
+	"q920qYhmaQYVsqEU1f/8z//4338KK1VwDOaU1Nl3+wcb9Wdzi+sb1fPLnGZgFdUZQlzaLqm1jhebjOkb",
+	"bj0IUX7xXTE43X23JDV5mp4W1dGrOijNCUWMV/sBLjZl2EbKmjM0edWEUdGwzztYHc6YWBnJRCSrE2I1",
+	"XTRBKOApGaBtWkVSrB0KZXMnS0mTznYNOwwtbhJht5dcC1JbE1BPC743XlmaeQwy6kJHtJqnKKqhEyMF",
+	"K5Ti0YSLPCUC+4bjsUvSDtMFmmcVUMLAXsX3WDImIPsHmo12uqSvxLAl1PPOo1m5yaYr9+ioH8eq40Lk",
+	"oLdJb9Bos05zKFfSb0AwB0N14XssdqPFPuwrKnOeJMZ6eKwERDVXqN6Y6/LXgC+S6bLxiHDkvnWVlm0Y",
+	"tkadphrVybv3rQ70EKTjNMMZrMnKIL223AUteMdfJAPNfC/0Uhv912YiRzPq77xaC+nVH6Iw5BpSQRqx",
+	"FQgcYectVkUoGzkde2XdvoOe0O8mBxQFl2ogk13D+hgwsxuDilv7QI1Z3pqnv67lcFXF166vGYfZ873T",
+	"pbP7P/fASJsqwUfprAmjj/b6ydy81vlvc6bfQ3VxL+82W4IYI3Vi1Onuq/Yc0YSJmIL7nqdxUGQWRcss",
+	"UwQdf3gDfZ3qXHado/YUimmrK87Rzbudh5Z9iRiL10VzU70fUChpNINiwezJNNXAls2ZEp3SxaIxQdxn",
+	"i0VQapfDFjZYWMcoSqVv+6nMNV4pCCp5bs6jLN1bCsjcmpAQYRytQqejqNE0arM3GFhrq8H+Ib4QfWhN",
+	"0uZiscSatthipOMs8nXWgWNtuhYI6xt81341AkHTG1SYWT94GTe3R62MSZZLL7IOROwfPUDzCrYYYSgH",
+	"S0KnSkOG6KLfWJZuvwToYNHoB1hKlgW6xqsSosB+xrGOnlrBA1spPrkcJzzSWNowg4lz2HwCd+p9iGiE",
+	"DrCTvNyHpRSfiT9oG7G5hjTXOjb2x0sX7I0smovrFsF8wtU1heZWVIN2nSvZbRGxYGLtJTOZDaVzI23n",
+	"tnW2vM841YYbBBYs75xbzrJl8tu2SOXroOUggYNz9mpWaEWJkFWQoAKU0nFULq17wRw6XvHdb0irQ6Rc",
+	"76nAd7ZuNQuhX/hJoFQY7CIDOTnFuW3FyjWr3eSnaHQ+lGiep71tiRkbHIPGeiJSt0ohAPktFYy0nxh7",
+	"kEiOFGO/TEVMVx1Xno+p0l3Ve0oRSkXuD0HCNa13CyH0muG9Dcx2g1FBlZo0eN2YCDC3pLwrIgpdH9Ll",
+	"whYVC1oPbOXd/ylcthudMfs8qdh87dxcN94WicTIZOViQk7GopzM0kxCXGIObWFzuoCYGMGe3LeNTRLa",
+	"canni1lGpa9CdG0m310wvyoE01Kda8N55yv0VF5RTdQ0ZrD3TmyUb1zHNPR+Yynm6mYqq/Ahj1JKfZKw",
+	"0jBtcXvdUJ1le8hg+zfnx1YjVsq2sF4qzXTVK13ST2Sq41ozdi/GabxCPqhETsj+i1nCH1m2qhXJK0Is",
+	"vzURoyY7Uwcnq7dsrBzWm3Jka51e/m6vtz/cPzju9Y57h393gp+0gpUk6dOHjOlKZshQ6/HA82WSc1iY",
+	"RmZtiDHRwUHL5MEqGJsp4OYpNq/LGsYpWaVL8kRF/pfW+njiz45vof9T/3x4fvVxdH5182lYDfb07LP3",
+	"d+v/1xBTwx8dBC0T/FAd05uZXwHd1+2DYK+foCDxTgGw+oR/r7d3poltCIiRSDoaRmEomrMSbU/Wri7E",
+	"UUl5vFU8p4NO66iyuijf61c3BNw+V48zMUObdGMdLeTXyNQ6CdeNBuF+8nhrac4Gx2wbEvNPkc2cCEcb",
+	"36IRxkCtOMbdhCcFrX6e02g29wrwfew5pXORKLwJOYqEEh0xWWfy26gSauIiNQp6DcSceq/TpbOCBhVG",
+	"uxYra3fdXW3oN63TO+hiMVpmSQi9IMOPgyHRZUbpgr+Fhbz9Hf5zHmOPbntyy4xvPDO7k8AEsqrlNUH/",
+	"++L61WPfKPIhLsmCZg/MqNtLkTAp0dmGcVdckpvB1ZkiaabkslIBy3Suey9+4vnMGIVrHxRBu9LkA5yg",
+	"fac8ThGSLUNkXFUiU8YHh+dUN/mpKUSeSdLW6yxP3nlWeogOOK87+5o8Mj8ZBwwcgM21cMXGKvxaQZWv",
+	"fF6XmSS98nwinXyCwmTfbjiz7aHh4FoRxr0xkAyAswF17XC7ZklQSSSE23KhMf2NtLlX4R8RCG0dJCbA",
+	"uSG2eU3qsUWMInQlTktB0uvb45+LnGWKqWfpE+GxTUNAK6Rp8JVRgR8piFQN2KGpwrwlW2vIq1FHA943",
+	"6kIGXEeV/FJIylcU07fJrQrTOSVZtkqEXtPku7kwWoEfTRh7LhIu2AeuZexdQvjlXGExdHqAUBAOQynY",
+	"UWjIaAqx1PXdkZc7heqn4/tlr3cYqbXCv9jJmEr2zVGAz8GXiT+EpG3cnfvfkEv+vcKbNIaec1CO9jcG",
+	"i0P7WZyBIZtInjCRJyuoEw6vk6eZ2gI6JzB6WuYZo3MJ7R+LNsizNIGu3RP2RMbLyUTnruj2ujbEDOii",
+	"mvcNJCefoLqjFB3T70y9YQAEjMruA7bRPto/7FTawgNofLimZvJjszpTX9fIg3fvdkvWs1MExeE1odP2",
+	"4bGKuMmACPZkGxBvGx4Ln24dXgr67Ca6jkM+PyS2LLzVq8xwtI1TV3h8tXRwnLwhAa5PTN8z2+LVyKla",
+	"81bkuw1sqWjprRNgqgWh1umX1ArN0lZNSrHnFVqTpLpHImKIcqBet+6gcy+XjKx3Y1bYXlNOIzS/lxD7",
+	"mDOxvaJVWnvdMqNlfN1sNs1A5txJznA0iq+NGmghgqW+8J2fZil5ytK8mjikwVt08PXhSAH8mkcilRy7",
+	"dpYiCWZc5oqutblQ6pM0/tpt0iq8ReA1htqYp/VEx65XQ0OPqo6qgmvN1xHmW0+R9EuyuArbEiF9h3aj",
+	"Q+aWbiJHdvCXUaT1lHiX3UbaKLiZ0HoI6wt3MbSi3/rygBOlCBZy4u5Huv0mg9b67t5NXVZ1ahC29YZN",
+	"esVtF7cqTF3t0VxNLoi5JhjUHxDsrmkDSjRBF7HWcHVxrO2URQvJRqwNWth53VegSJezNa3ajWMYiQuj",
+	"WcJZhusLSJrEVgggbR10nM/YPCjEqlByEbGR2XDYAcGKZwS9asC1uCDhUi01fMYukRWtfLtcp6HiNktp",
+	"q2ajz1hEsyIatJaGwW9S8T/hafluooNbpW25J2lmCpqu5daXNxU5F8sXhEr1ySRNkvRpb7lwEsNdgcSO",
+	"ZZrdvIO7jk1urtInJAjYFRxyQj5kTESzrkeoqA1VYxYpRMSwBcQgTjMq8oDsq3/v93onpppUqfa/TdGJ",
+	"iyJFc/pFp7PqwOvG5NbCBijXGgHRMoSdR7W+rI6VZdAKFJllCRk31YqplgHUAPVSXXtAIGc6JtBddAw9",
+	"gxeLwHgL8ZL9Bf+BrZ6HSt9rV9OcCzS6CNK/OScPbFVBKV0oVLwX5CnNHiZJ+lRHFr/KdUXnNvXvga0K",
+	"5HDLHbTHK6yZKmwjRzhwk2W0RVPyQjG8v79rPbtJuQPZl8E0vLm+MxZjLAzkXlGFHyNEk+WioaEFFzHy",
+	"KWkUAll0nQqqzazcZlNb9pQqpGN/LyzFPiiJaMYmy6Ro92M/65JTnjMdGo0r89GQyl6bwu8U4U5YzmKQ",
+	"CCTRnY8iTTDjLunr4GyM0QsV0EJ/EJ5N19JxyqMibH+7hGZ/ULYv9Vzb+dxo7NpKdQB217s0yaJU+IjZ",
+	"Hf5geqhgXpyvnI9Oewsbdh3aFEOe15bWCwOTygR1HdRIj1goxNLkg/2jb4/eH35z9K1DmnteByWG02Y7",
+	"pI5rIma+84E4BVywhVgKTlIPFIb7Yj0J1d3mlXIohCYQ9IJ/wCUsIszwdhORIhHn0LTna9CCjCoA7Ai9",
+	"EiOdJNsY2fXAdFPX3JYxOyE9ktMH5tpUDV80mZWhuuEoyY0wpjLUxRr3g97Bkecou61NB+QsfmN1YwgL",
+	"wUrWUucKK4qgh2AxaUvGCPYcDDu7XE9nFfksY3KWJnFzeODdTE3b1r93DDNZSuDtT1zE6ZNjklS4MuFJ",
+	"Yq6FEqQzx4xj119b8XsNwQZZxAvQtV6Au1ma5dXio5srgqhzz1juVyH6yzyd0xxyeuAVTAal8uFZCOFw",
+	"kXpsLFuYcKii8Ex1kv31QPMLcE5fxK11xQ+2a6X53qsn+qWQM6w17LX97ixLBC2R5r6zMdmjexMaKbo0",
+	"1/EuBN73HL73+G0o/bqwEftSWcZGERdIYyYVVIsXMScbX8CcpzEjcIXyVFM9bUTbqdiMkqvybDWCmh6j",
+	"ORdLL2gu8YciRZvQEiKvnoW9WpMeJcl8hOTTHxtQp69Y4gwSwiWxet6JmtzABsrMuj3LgEtEFKLbSFsx",
+	"YlPxAPixKWMgWEfT6aODA7Mt9UoPA3Gq6zCxOJD0D450vSyl7a8/Dz9QyqJc7VrDz2triikdGMuDjBR9",
+	"UIK69MbQOOXKbL8FXQwFNl2qkNTu6QyAUtMKJDCdZxz/biK9iUd9nsotwL9lolUdSd5N1XjX6+k7bVIV",
+	"dHysG5/fOizHUR/biNJykPz7Xk2Sfq20kGfc8a1yQIrpnzHD87I7Xj3vwSHQ3xxtzG/+A5MirtKcT1bY",
+	"jYcDbD05Ep7EB8uIv/tupyphG0L7my/WRwXel9wrOJ8Th32RMYvSOcPQJVu3sLEHyyXNHliu+67MFyzn",
+	"OdST04pvXe/NGZ3v2IhECR+6I69ht9BCdMuE6s1CCWnnGZ/PIXgrzclS8F/rKff7G2sa70YTL5L5KTCj",
+	"lxyfR3mxyg4cbdX2seCjB7ZSy0kSOqetoDWmko2KzM3jt2/xp25CxfH+/tHh0dvHfVMf+Us+Qpm/dbx/",
+	"uN/79iBoxRl/hFjkdMEE5a2gxWW1+SYss3XcgoEPu/vH78cFalykEU3IhV5OzuYgyC0z1jrudQ/rJg2z",
+	"hZrf0FQX1Ga0E2Tle9gPhYkoW0FhcIgal7lpkZIxpZ6wKgE66n1Xi5kPWjDitUhWtkVoAT5P+tki5SIn",
+	"6hWMcLTlPaAOS5qhk1n91oFjCxGGuv4vFfksSxc8CrEApHrlXkDlNoC5bb9IPqhvcW4Wh4HO2gKnE4TD",
+	"QMJ+O2MJhaYEWjJ4SrMHLqb3IuYZi/I0W3W65HTGogfbLJ6Acp1B2Z4OzqNLTWEFKRS7OnWx6l5A3RIQ",
+	"53S1IDWtJvc0jjMmJTPNalJFdqDSTpGGpUtV3YtQCZims5saVYakDaPrmgLnN86ACnKn52e3RLBcbRDa",
+	"H9NYEWOZg4JwL/JsKXMZELkEi5qi6ICD14CfnROsrvzEUYoMYMxaImqUMSYYNtCVdM7uxRNd2cRCMKkK",
+	"FuVd8hFF0xKIbA6dHafWoBvrbtTLKFeuoa8JjiKVWjVXwAQBoaon9myR9jVygbnbfpleY2G7wDwiGIvR",
+	"rFICOdSnKiUyWWJhkRw4H47jDRhwqUqdCz2gO6Xokas4NUTfQmIYzYni1jVBF0hrg6GEyxGitycmVhrX",
+	"BtpfiwTsdmnfiN+dnaatGZ48aig8x4MlEV2A8FcgqO+oN5oFkEL7Dxp4pKtTmHDHzdr8ltz4is5ZoBmv",
+	"W/PC8rCdGDGo8dHmcikXyfwGX/xaYTw1vU1xULB2Fm+RtiHKJZiUmrgUZlyvOlWUFNJW40b1mSZF0RFw",
+	"s6N5ulgCUEn9Rlie+/CbTeff0FsGb79BjmZRBjx/Zyzjj8BfnivQxHaEInK3S8KMSf4bM7QlfOJxPguh",
+	"8MmM8eksD0lb8Y80n3VOSKi7/+nX70WIqlBYS9+yKpJupOK2HMcpIReLJjxfKY0waMHMSjWpa4dmsIab",
+	"ij+fFF3CsCEZrDQwCGMLyaA3x+RkTVCe5r8xl37qtjDYEEbvAJrAeC4DgslHNQFBCP6u0GrBv7DEFkDX",
+	"xoQ2zl7Gqff73x1soilrwo7tocqIJlhCZ6Joo5Acit7E+Yx80QtzDzVje0xEaYyf2LMtVbzRR6e/8ULE",
+	"HmtdZlODZ0S/AMBXoAYRQIFZF1goNJH37zonhE8F1O60csOuVlmNWk0nhAB55QPaocOvueigF/MIXrtb",
+	"ju1Sn3fjMQApmzLgKxLHG+uqoHFAMIWRJkpCBIsBF7H0dFWStvqwdWOaYsOYiAeaNHiryu2wsEuwzuDU",
+	"f5lQg6kOjazUApxT7suiSGQKhT51gTvhwAkyBuC7AmkAHA01TPSOvCYJPSRCQsEpYxGD6n/UGjpBNdYO",
+	"RZROam2P1vFEdx5jLCmFXwQtZNO6zo1WgxxY1tIpbHou2oDSzDWgOzbfRy65NokX9ohnWLNKJ1mjPLCI",
+	"8Bht0PDHCQntgsJjDTS91idhdCGaO+Z8t66czkW3P3ooTq1SdrFAF3TNF+/5EUtYZEU3pHHb8XbXZDM7",
+	"jqn9Xino55fPTjjTM4OlG7Ny+6a8sGOOiqiSdtgz0GA779r/fwKmHOFbOw/+kPApiHl8SeiUkwu7MYrq",
+	"k2TZc8VFWKPOpIUqhhU9v2q3LPd+/phRCObWFL01VX//a7nCLpcjGNEuwa3fgC56LnjOaWLrL3hMm2s7",
+	"JEOElk2xU8f76dyn79RTsf2c6CKdcmHMIaVLgx9UMm+OmkYePbIM6vv4Tb5axYdZCJXEvE3aIiXA6zg2",
+	"PujsqnJrgFcn/ZhRTRdCeCMkWZrsps83l7o4rxziS6tcGFCvLWtxBiE1JtZJ/iGl+wKySKViqhAVJxVn",
+	"owmGeK2t6rd7kT6nGcZ+b/9rUBrDVqFsGuIw2o/dYtVXqfa8zFLMwnIGP9hUD/BZfRvKxY73N1Qg3qmW",
+	"3xkDkbQ5V0B3eATX0tngYjAcoLiRsXn6CP3tM2Yi/LZLHIhxSpBYzRmXMnuausqaD58fYz1QuI/1d56H",
+	"0lfsqaAsKFEXJbmcC+pGyLKnkaHjNKb/KthTt0zJty3TU4+rLYb2dr3TC1X6yxPPgUk/j+quL+/jA8CG",
+	"+j5Vm47dyAa6NLB9gXbT5JSqtcwYYeKRJemCres4tG7kalfSeGOKAaz4VL1YpKr4M4xmyzkVe1bSUqyD",
+	"iQhTYjOGhfGhiBD2IoAFkzldbE4Pg3UWs2+8P83Nb4rdNHSFx+QVXBuaQvQ14Rn563B4owtOMHlMvu+f",
+	"jW4H//ZpcDckR71eQD5d9T8N/zq4Gp6f9oeDM3LU2w/uxYfr2+/Pz84GV+SodxiQ07vbD6Ph9Q+Dq9H5",
+	"FfRqwOdX18PRh+tPV+rPo4BcDoZ/vT4bqaf9i4vrn2C4dwE5vb76cHF+qmb8LrgXeojR3bA/HMAz0v84",
+	"uBqO+jfno7Pzu/73FwM94k3/54vr/tloeH09uujffhyQo/1Dtei7Tzc317fDwdnocnB23h8Nf75Rv70L",
+	"nFYSo8Ht7fUtOGzuhRrhsn/1s9n9HTk6+C4g3386+zgYjgb/fjoYnKlZ1cPzq+Hg9qp/Qd4pCA2vry/u",
+	"RreD0+vLy8HV2d3o7ofzi4u70eX53d351Ud46V6oTZ9f3lwMLgdXCo7vevsBuRvc/nh+Ohh9uur/2D+/",
+	"UBsj73qH2vKo1UXnSFpBq3IeraBlz6IVtOoH0Qpa9hRaQat+BOorDf9W0CrBvhW06oBvBa0a1GFdPpC3",
+	"glYV3q2gVYN1K2hVAA1LQSjjB+tArPfogLcVtDyw9Vr2PqTZNM1fVvmt7xB1JmLkv1CWTjxo+u4wH5fx",
+	"uExnW9tRTWLfwCq8sqaPkIDIfJsmz+TD6kubVlTZs86jRlm9tlF/tjCMJ8DPU+7uAuJ8pbzAL3Tvt8/q",
+	"/3p73432Pv/eCw73v/5pIxWGmf2wSH3pD30TnzQBbVKeEJpAiYXCoQeSWPokdLdcGZiM+cInXHLsVusE",
+	"1guhHe719oe9744PTaL6jhE1Sgw+bAisCVoLHuXLTIckYNZ7OaZ1/8BbS+1wr3cw3P/muPfueP9ArWqV",
+	"LrORPmiIA/KUJnz9CmPbBQKdaCunbmRR6o5bFC7ZCMmtqsEA6ugANTv24QuqulTDoYsFV8+yLiS6h1tz",
+	"St9eGEMrYrV+O3Da+xU/zqjcvqHw+qjoYdFDyvWEY8iudsNvd3nK5R0Upv7zS++WML+pLySEeatXiOuo",
+	"dkptV41R5GmW2sZLZM7mY1aqVIU3LNAkVQmS4Bn+vGsTRm12c47LVuUpV+JxUcnd8m7F6eByQBLK+rIG",
+	"/XIXQkCGwrhOCz//NrV/b+gqSbG0kseyLNf0J9eeMyjWhhixnbHAOIPWdzKcNpR/2FZ1BmBuC0eAmHwx",
+	"yHCYNXf6mSBDhrsJZHr2F4LsEu9KQ6WZN1JfNznjC6xj5ouMrJiH+zElF+kjS8pW4qqQF7T+kXLRwN/3",
+	"NX8vSUtByzYMbx0d7GouVseCu3kjSdzISCqr39Z4XBodXZaOXFoMX4dCzd5Rm9KBU3P3/+Kcnqg0tv0d",
+	"egFomr0RMZUsihUM1vRut5DQKYjQVTZmEZ9T7CUC80KNPFMViewTuWARn3BW4WXqrMsS7v7ed59/6e19",
+	"p4Tb/fdbCLdFP3UD5BKu2Lo0BaQ33JhtSU1xLC+nN3qsdRCHiV5AdTQ52FzSBlfyKsRnfWGbYl+vBL+d",
+	"4ODd90u3fYPiw6eFWuaOmuUl1KqmWU6KcttaHCHLhX/fE94kjkGlsmNyc/UxIH+7GXwMyMfzDyTNyE9s",
+	"fFN0IHtHLvn3JVIy5oJmq9Y21ebWwCFjE5YxETG5vhiQEZAnNpNyUXz6YrRwxnpuYidurBDKooQrnDoh",
+	"4e9fQ7IUOU+0c9ipZlbyIIHzfITu30fOnsCrCgQLwqsV9JjY+/h96+sm3HO380JEXX8zX0funBrrwhYS",
+	"kU8CevEemw0uusYfNLYsZJ8TzOxByzHIJaa7i6MhmmahKNdup6wU/E4/83BpWPIwTZNGe4ySPqCF10T3",
+	"cEWPZkKlDEyzSrNKaFhtg711e+uqic5k2+MNMG+VE2L+rP+HAU5KjWjNWZ7xqCi4pBYAAaM0n7Gs+yHN",
+	"WEQl1EhqbWNUqZsEN5UBMBVZleqoXy7n97xxz6fu8y5tdWuiACekU0T1CLpna9E3nE0mLIJY3YjKiMYM",
+	"Gl5XW5PTeYol7+dof5As7xJjnd1T643NyPmM5vcCUitYTjJGYyVZheZYwhOyFOqXB7bC7AkMeUPrur9d",
+	"vV7Gbl0zPe1Mg9aXvWm6px/O6eIXxObPVKyq2OH32UD57AKLy6JhlGase8to/On2QuNSvXz6dkYOo2HD",
+	"9XlmQXtnN4HFUAeVtjMKqI2sFzBdrmi71vNXYIbQfH5TZ0Anrqt8LtsLmnBWm8RMXMwLCbyaaQtG5jT/",
+	"fxUg7gAFz65fsOlzIXOaJDfJcspfEFwc0Zwm6ZQsaPQAvC3FxktJUmEQ+gV1iNGcvdUEvhW0oG4zjLff",
+	"Pej26hTcflkHLM4JuTPhIxNxmr1Vf4SKrOlUNxvqB+usOn/2yznQhzUPidIe23851v/sjvY+/9k87vzl",
+	"7cY3/uQjNHbH1Q39iD84QKxWv4BNvJEkoTmT+a4J3VURUAPWhx5/k6m4XUTrdNe/3V1f7d3enJKDbo9k",
+	"+kXSvjy9Abmmf9AnTOdnys4JYV9olCcr06Y8xMh6nYcJrvZwTTyDP2ShvCS7oHa4d3jwba8XkgXNJENH",
+	"fkDU02/UUy4eacJjU1LH/LIfkjnLZ2kMJmRoJ25+Oig+WtAM6oTjD4chVHKDWvYwDfQLVnuHRfTUoHlK",
+	"8N/fhm5AupsEuHu1GEgT1W2vLZJDSNMyYWp5CkahqQplIkaU2GejGkg7LHmvw4CEVedzSP7zP/53Z13F",
+	"Uk9T+10DN4xXiIqVrqi1yV3yew2In33USR/wGwm2JWNPIug80J+eVHw3ps5SlC4TxIQxdJCOoTrWP2Qq",
+	"skWEkiWK6opo+ducS51JuVvBWMTBN9LmnihsCjX03komYn1pIMjw7ZTlodpbOKTyIfQdVeU4zBZ852Az",
+	"5n0XPqFiuqRTtudLia95GqAcj84TB7dMLRW8njQ/kswmtBdZ3+hirSXHH7yHpMs17t8j6/6tJdDDGkfa",
+	"z6tD8utJ9U5+quaAntRRTGM3+ffTRb531N3fm3PBiwT8jzdD9ZTop0XuZARlxkfQXdZkkgYt/eeR/tPM",
+	"tP8NPPjq8zdXkvoPnHxHhJ9fd3Lh1FQHAE+lsa2wcE9Z5pCl1TYd4HguWTKpn39DZs4Oqf763mIWTj1j",
+	"n7RDkzFBF7yLB9+N0vnbx/0wuBelX22GtHoh7GyX7e9v+vNq2eSl/S3Fg0ifBMR+m1LQUFDDlGjf3A/2",
+	"j4gksLnrG1KAz/DFr+69ayj8VXccbRcI4O2CVqJQlfiCb7cbdk1K/JlJNUvoNMAs+PgY24WjrlCmkDyH",
+	"gmmyZFmw2KqNqPdCyUdKe4I3Oid6PE+Bg/KAWmCEX/aeeMz0N/eiOgVU8ELkfZ2M/BMwJ0AMCGjIyAbq",
+	"Sfp/VDK+6QcmmY8QbHc7npecT9oTWzhnUiIZFddUhSu8Vsp+MUGFwbxGtv7miJTUubJuYMpzQkx2rg1Q",
+	"PfVqcYA15/7SmgDVqUuFAaw5z6aiHvZ6W9Lof0IbRUuAG2NYyiUJHJ4clASC8pH57nGN9xXwLhFWl+pY",
+	"TN0tSMbKrRtafzREE77IjFMUZ2zwuZbnC0r0XzF12whpK7tYIaJvsou5C3u+ocgporXWAVsH7StCdgeg",
+	"NALhNWAwZDJv6Ian+DbkqdLE4U3EdHb0AEODaTT34M1f0yfMfjR5qiRP0we/9QA0+pHfJvITxm3mJEwf",
+	"tBwLacqOFYBCfwPyBPruhPIE/T/t0HaZPU1jFlZiivufhn81JoJJYYxgMVbBD50g/LAI19NR34p3LPNx",
+	"uhSxrs6kv9alRhF+ZaqeMgztU4JwQMKP/eHgp/7PpSUIshQZo9EMBBVjfOp4i4A2JrF4IGYWgZVQPasH",
+	"ZR1MMQFZZCzS5Snqk/qlDJdIMBO2CUIHVnGlEiMi/W1f04eGfuUGdLa5qMElvyCWsUWyaogaUSuCTS6S",
+	"la4TGIFERg5KnQ46ARpSFOy8i8XEmQZkHZZh7WTa6GF5XrpPm8ptPCh25tyyjVd7vSclXeZROtcO3xxs",
+	"RBqYL3MDaJqyFX0DAlRzBaiHL6JuZ1tUITsuaue1rxdM9M/3oNZ4DhUlwrfRjOZvdXkQ6IoL7kpbYI+0",
+	"TeOte9G/OVc/FkXN2gqzOJPolIT+xBQMzG9/7l9euKr3CUAe3eoxm6eyU07+2Vj1rJCZ7as1LC3k4N08",
+	"IviRjgjwGMm4tTpWq9daFU5E7I10itmirsOTBB0DUIi2fYgVxwiX5LDb63ne6aCMegyUDESqGEs6Y3m9",
+	"SOmBvU6X9JG5qL8laYPdiewR1yrVIV8IPv+X0nPypfyn/hjuKbiRO+RfTCmfL/ofAYm5ut3aUKiXXKsb",
+	"VTaKHZaNYoe9qlVM1yWu506Uhvndd1b6qDTo8ANd/cECu5D1Qxgq9PfEq1X+qxaF622jAWy/2NIq/8AV",
+	"NSnlniWljp7+xy3pq4+EpVFDGaw+WSQ0YkVXBWAt7VmqVOt0MlGb6Ha7HU+oO0orpQzv1j65pFyQuzxj",
+	"LA/IndKhppDK6qMjZZvbdkY1VLZ3Nk3V+XlCc54vkc/aDbzb775zlcd0OYaI1o2ashJG68Pt9bol/X77",
+	"8YzFowDtX1M/QMpK8XP1Xq3dmkN1wOPuraKX7qSCahQ8Nzd4p0orif663usMcXA94tU9F8Xh44k7x6fP",
+	"THsmAOpf1+B+rXNoTpOGXMp33jIqG6uKQhCyW1fUAmOX2iMuulfttNOMgfaQ5bOy7cSga1FV3CVGe9/1",
+	"dr0Z/pkZlfmGifffl2aGP7e+RFVL0Zglf1hpbYPnVUvLNkUzzMFuX0TEEvaNxg479AsEYT3Gc7e1/WYa",
+	"Fv+itT87juc0YzETOaeJ3DLx+gXVPrZJ0SbtiEq2x4VkQvKcP9Yqxe9a4OPm2UU9tirocUl50uQ3H5Yi",
+	"OdNlPk2xdw6vagfgNDXzFC5TKF1V7cptPdpyni9A/YHa6zhlDt09lRY1KhiIfIyqGUXqBZOMBUXh7lj2",
+	"yCGfaQZdOGD0hjovrq8eqtAdv3v/rdfNvL+33ytlYyshTM8rHyNPglaDNhqq5YRQMUAxjCxdTmduCfUx",
+	"S9KnExIm6TQEj5PpNGMaoBr/jY4EMzqjhmGSTr2BHC5sa0vKExmS5WKaUSgTMsmZCR1mDN0ACjjk3ftv",
+	"OycklDKBmBxohcBpzsjw4k6/cvTNu1L9bpEKkG2wVatMvGsrH3K9xZ4AA1DBrf0D+PmI/trNgTNZ4djo",
+	"RvitXDNvB5e7y+ENFJvCdhAiJUAWsQWdAkDHDP5kLHCFTcw7TxkTG+MTSlfKO6RbwQww2bt29VN35/Ro",
+	"MCfWUpUTKnMi6SOLCc+rEUg6WhtsTWAKyaFoYMKg9qh45Fkq5rq8pFcc3hiTUFxA704hG2/L467yJ+M9",
+	"AiTQ8HQmrJxa6XJVsNnFzY3Sd0GB19vw6mR36+bvlCdbeiMcdlBLDXNGeT6zh7KWfezXMFwtNiVGqe8l",
+	"oVHEFjokFnPApG4ehM9MDdttgNFQQbcc/61e0jVgYWpJaE4SJQtjxslqsUN+OG4WNu6tmVuFHa7wpSCW",
+	"XtLSFxqALMZSu2m8jFgMd7QOwecYAdiXBc+YXPfNxkuuVlPXsrFkbHcRT1pr65hvYaryBfEs6K9LpktQ",
+	"YCKtk64Uj3r7sy/v5gcP7+Nvf/3uybeCB8Y8VWR+YIvclHFFqQghdEKWAtqPaoTWjxWihQUMw+Yy0G4g",
+	"J6Q5toIWXcY8bQWtRx4z9V+TetwKWlB93MuI53zOGuohn7GcQUNRS8zBLy5yMl7l4Op28r4Xi0SXhn7b",
+	"cEYLmjVV973DsvYAKDTNFQX/X6EKSbU3o9fE52nYx3/zcRr+G5T2MDDYYiBbwn0LE+Gmih32drhHp9eq",
+	"UUMjY8kM1Egqit4M1wur4nrcxMWBSCi8PFY8KWamxSAcXUPaZ9EpwZrw5IZGBXP6ZWTutC5XT78UA6FV",
+	"gH4ZacjaivbOK06TAemv/u+pFVpZcBUS/6Zr/4O/2JYWUvLZlD9i2mv99O2O13aAkIQ+Ug7YodP4uCyg",
+	"annNc5o8VGs8u8Ct22CyKZN5vfED1Z0moI+vLhju32/ppGrxAXw6U+Nbpq7fbB6qof+BWWi1/8EO63TR",
+	"pa7XP22/TBfR/L1nsa9TwwGX9Aeeq+ulw/fzjAqp8IPFXizYqqPFWnHDWXqBqS7gS+hSBlr5qIPa9dme",
+	"5jSLgWdu4xcEY5XibCP3pQVtWysA+yliHWgvtdjBROtjvpRMWpTZKMrBB0QwwE0bfrWVFqBGaCh/hOLJ",
+	"s6pqONLm5qIaagUvBNmmYhoWTDvDZdtdvvquwMLzyR/TA0oQunO1H9CJ0NKdktMc2jaHVEoucyryEJqq",
+	"k/ZvLEsL5Rw/RCmaxcC3Ok5RslBpuiY/J00THET6hK8yAMHx29iB9qbkkoZQ5LbXW81FlCxjnV9hZYj3",
+	"3iDc9W2W0ZnbuKJTG+hhptaNUspR9kf7O05cFd1csFQX5UMEt7mKH7u52KOLRamBjMGKoh9KU9uOcRqv",
+	"FEIpjnjvdOf4t0ONE/ctYlvkdFve9KSaPRQqVYl8AurRt/S76HB88HBk5dDjeuedjFEcEnN7bO32I8j7",
+	"yculDi1GkwkXXM5YvEvHEFvZTWktEcsEiwPCJ4SKlVf+36w4IgxrKJ5QLvYgtixmOeVJd7NH3WNq4/nz",
+	"Clut0WZLmML9tshteiT7+v7Yg1y3mTnNHlgMsVHWVsgThtGO8fPNgBZtvPRSoXjtyG29+IxFfMEVWigB",
+	"EcK2eH5MaNFkKnsj70X1llEBKrSJw4BJTJ1M7AIKHUeLGoamh6yJXFWDapKXZhjGivFDz0BEfVM8RGIv",
+	"4YKRGaOx+kd3uxADrTTiqBrNCyAHbtcWc+wbdcsazvi1SlpGUiRFsktC7MAzymcZk7M0iUN1RPiQQKgs",
+	"wwo0Mp3kxL5F2qHbvTvs2CbdPI1PkP+UWnMbxwpYjsHwAP/SEwHO4Av1ojileqptE19rCptaPOiYvwB/",
+	"ZDnob9fOZEGLPlGeq2cYcBW01CWNlwmLR9lS1MdKs8WMiuLvjOXZavTrki3hWRXMXgXCPcvtZdZSo7Pn",
+	"Ca2lIfy3vdxO7VkybInzetRlpFajKF36+sH/NX0ic0VgSqz4jaysjGaG7JG2Et7UCmVnK0NUNcChBJTK",
+	"8p4viLpQWH/A7gKec5K7ncea3b/Sbt1uhRvK+qaLfA8SXaunO06X6Byo97HbXPW7JlfpWAMd9IBSlhyP",
+	"5pNsOv0tnsx/y59+PUgehHiaHhzmi3TcCrbsdvi81oYbhRfwZTtgBO6PFeHmNN4hM7chysKpeVVroQj1",
+	"nnSTxdw2VGxoItUsLJWWzxUn0f123pame+u+J//C4/8ntM14eEPKxvZtG60MovjOyR/er/H5zRm3tKD/",
+	"t2+3yONW0Nhz0ZxcUVV1B6HHpSqbi11ZClNCr22pa+kjTwkCAGMJwUvMKiBpEpeY887oVaKhmyxB5eW+",
+	"PhFfz77c2Z8D4OeDZQ0YXgkKEvoaxLeMrukpdovlWdIJ6GdcTIkSSMpE1ehnrjdHQ0YHNLSOD79+3Q56",
+	"9otG2ak8+RMrhCUQuDNF859ITWncUmIy8z8fxrqk7a7xlf/VxsVaJd6dCue+akVcrNe2LvJCk6QFvEi4",
+	"eGQiT7FanWvUipRipxbwoFYDpflGmS2kaHTmKBV5xsfL3LUS5Wy+gAJk4B2ki4UES948WowwEE//zafW",
+	"m3MQtNAYNTL5ffixfOBJgq/rkoL7Xz2lrqAGKGqNpk1blAoMcNVlU0vlR3XZMDSO8QiGiZJ0GRcVeX6y",
+	"BegaK9MVB6IlSPNgNF5hm17EvZEt6Ka2mSynRQFTpViCTx6uFVToAFlyY9E7cz610BN4TqI0SZfZia0L",
+	"o0PGJooCjWn0ADXHFhmf02xV6t3+yNME4q6orh3L5iyjkESAmJClEjtRwrdePbaOLOtqq86p4BMswhXC",
+	"lxAAWXyN7T24JHg1TtDUDhDHGE7IDKA5vRcWG4G8tS0eBgTxKCCXpzc6GFQGpEDADtA+jNhpqnxSQfV1",
+	"pAYv4am7mo2NdS41GIjzuCjJ8q6cRbtVXkVjZdsLjEwyxYXLUKMQh3yiAQywVnBR7At1G9KWjJmKfA1l",
+	"mmxZvuqxr1zao8fLU5iBtAvLnn7B2BLHGVR2yZaJ9aUYH64+s22smXjPq2v6filitQr1K+ZUQ4a55GKa",
+	"MHL340eo5aQrwym5efnbbwkLTR5jxqJ0KrhsCEHdrv2QJ4Rn55KWOhNdrfWBAZVHdgxAXAqn6KanEJ2h",
+	"YzUelS2ZtiUbw6ylUuaQnH7mxNw4ooeUxkwEqz4pO93tojDzXDRlnTs01WvbtHPxPLB1RhGX0oleJfIG",
+	"HmPubWmt5YqzG4M6qiTdm6MOc76RBYXBWGZK9Gek3bMxsw0lH5FP1LumY9fMZDktosUMBT2Bevb8iynF",
+	"DRyTtMP7Za93GKlv4F/sGB8oEOEDvMaeyqZF+7c/eyuVGt5VUznHeKvCY3B2wTXnQpt4DR0P7fGHx2Qp",
+	"1Mm5r5mDi3nGIiuhaDalx1cnZ7lmjRUFrS976oO9RwrBxWC2QdqMgXDf21Hcp+fFiOuKsdrXikNVR6pX",
+	"ZpYf2PwDDonb+t3OZpcBIEBBChp6SAFRC4w4UCy3VDYaT8nDmGvoXGZzzoLKFzFY0zxVMz8sRTtQImeT",
+	"/RpvajqZAJuvF+IthbjtKvFZvBhVZSlIBWQyL/1wCD9sK/t5ItrWsPa7WZqV+LqXCnsW3FT/t6CbM2YL",
+	"XdmsCPvrVlyxCovf672glVRicFyf1n8xs9t8ezZcm8qufdDfiNvrLU2aOzrovI0mW6SfeLC+kMhEagtr",
+	"l3JWSDvEeUf659EyS0K0b3agxbIgoa7xDmI2Wj4hGmXCciiHQPMQEKpBssOPPVdaX2MNeCVzYwTMeFVi",
+	"ylubvTx0xMOOi1WvM5kriT8mUbpw3EcIPjCg4xjle+QH8PN96Qq9WKOEpRdq5qzVFkb7jAADYmbqUMB+",
+	"uDTba5eOUNKVJLP0SX3ildJrRZgt5hWnXIKv2cML7CQevcgTOLTUXQKf0HNtblLBmBraDrqGh5peXJf5",
+	"6jIXmipqny4WkrQnGcTkx6ZFQoPYVjJy1HS80xvsD6DfaIqXnTZGuV5agXLCk6Zt1C0pdcqasDxXFwMC",
+	"gOybDeP9f+y9/3LbRpY/+ipdvPMtk1mQon7Ycaj61l7FlhNNbEkj0cnMhF6iSbRErMAGgwYlM/66ah/i",
+	"PsP+fZ/hPso+ya0+53SjATRISrKTyYy3aicWATQa3afP7/M55ISpyTX9O7sCmmx4tKEPRKUjh9oCrAlH",
+	"Cmo7badXXnvPKtD+lha4mUo3xxJ8HrRteDxphk3xA6NAgsFSMbZcpqr1w3sy040RAzO1xx7xDZkLcM/9",
+	"lmvbD/R+0GO+J0v97ttzkalU8oSS0ZyMJPUEszzHsbxKQ2ptwqV1q5c/bxKnXrsTYkS28Najtq29Ss2+",
+	"as6OF+fs4GuW8+sKWh80BfMjsmkB92sqPaOdHJ0esV8hMas02PFSf+HOtyJLqK34QzBb7td011kud3Hs",
+	"UjjfEcCab6wYpZ1/GFzLldYkFjjCIUvncQ71XbFIIsUmAkp3Qfeq2DlADa032sqY8zyexhzOiUsMraOI",
+	"l75x0HL6jFbavLnb16J9eZ3KKPX0jCdKbOj3XXc59oNNVFtpaRXfCml1wCr2yHoKr2rC8zhZ3WOohx8H",
+	"Z+z9pyUfyZ/+z3/8fNT9O+/++u7DXvD8Y7tLf0JD0d3g+ceO32ny2APF2tOZAF8Jv+ZaQgDr0Y+BG3zC",
+	"VQ0O49mB7/w0kfx9w2+LgkeuZdF0W73TYNoQzroHk54v8iHpBD6Mr0wsEZ3cpIZeWadlYzb3wd7a5hF9",
+	"2zyiai8rFsVQM6XtZWidt4inPcrj3gfAI/SyG9Y25+/HKhda+dx9ar0QL7kmchyK0JTx85y08jyN+OqJ",
+	"YlK/FbOjPnyA9338yGLJPnxIgAQ+fmSTZZKInGG/nV5rbcMH+223PIv1uinoumIKjyCaZMJn2LoP3gmN",
+	"Vyo3tZ62zD04ldbHd/fILqeS0vpOHWwHG/45uhqs8/W8dKM3TrkZIh72ts0sN/Ucxp9e6U2wv21vAkNn",
+	"declXiksIoiAzeIoEhI9y4t4eiMydchs5ivLllKxpYpNP0GVawMgW8pm5H4i67ofWyxM9q+2yLm6UUzl",
+	"PLNl0HHuIita5eqJDX5ZnECnXmR3m6zu+2Hp1ymvdjBrDL6REdlthX4e+YyFHz7ciNXHjyGiEM5qttS9",
+	"2w9uT8fO2a5T8TTh4M2pzGo7Y6PEjn+k12w0Pqo58F7HnV1bd/4uqblkfz+AvvK0t7D/ymdUVYXKI0F/",
+	"G10ZUHzhDV5tvymbeyba938qsfww7LFvqT01bCT15sqEJksQC9VNWBs2WCeafx8RXBavn0KSbiuc6npz",
+	"AzRjkwQptce1YkrZAEEVmlFz4/BfQU6sB1UsDIjR6PLBwuOQUna94oPNlwocx5Hh4rFkoSW10LP1G8Ef",
+	"7y8tWJvW6EascC8eKTvm/P0JjvC0v4F5keSwS7kNc1rrsKozmU/C3O/Lsxt49Cdj0Xa57+vucKmvoEmo",
+	"89q8dmUuV4t56p+bgEBMDzR+Q2ffUCmbcxlx45WtUvsW4Rrgs54SVPuZHudDvb+qm1KBzoHxu8JLMPZm",
+	"VVRxqoQf4OF8OUniaROoJF7VqrnW/tiVgC480ImsMXrCF3Ezmw934KYuX8Q7X0HocJ4uZd4Ek8eTJL2j",
+	"TIPMViN57lssxpi0Ukah2lG3U2+I2U1gHkO5wNjJc/Pg9ZXDodvcS073Dfcu1cy3WvF0xvQ1NltOMMxD",
+	"RazittrCX8wnIoog3jYX2XSZCW825V2a3YhsTFs5nlNnDItNCQEPSO6Ihcy3zIL5CQa9wDHfpJG4NMPU",
+	"rrygcauE6Wydd78Dh6z8X0Gr2Ljwjbu3ng42nZb7ure2w/QrnUd/cPUxfHqZD9M0uaQG8A/TpX+kLv8p",
+	"wp4ynmN6XsJXNVAD22q+aPMJyeBdSoHp7u7tQ1FknCutNs0XIos5diGv1HS4I23d6JbmOlkVWozpm3Yj",
+	"VodM8OmMDAHI/FOY4hywULP2UJsJ4ag1aoUsEonIMTtwJMOv6P9CdiPEQkFzoxRHn2YiD0Bdgcg7lLlh",
+	"OSm1LSxlBjfsoP1a3y6asOfDtu9ImxiMT6ECtWroYJJNOUTwGdCZy+/x6cYIR8xIK357YjuUW3Bdwu98",
+	"ogDHPWELnuVbufG3gYYuuT9MOdkjgKGPDCLlcyf/2ocS7Qj+558EM7qIkUN7f69TuxRFR48S9ItxsLBk",
+	"cXDwJBVd7UodVXJxnWYrAIDEyHnNs/0KUkH0kbkTEyw/16Njx14FvZcUe8Ozmyi9A/uyQpQXgkfs7cXr",
+	"li25uE7SiSjS7qC+GhsJliDlPvgmwjiNRWx/PFlVexzQsJDCAgmMC8FzV+szmcO28L80CBzCj++sFMKM",
+	"XHR6Z2KazudCRmpssiOg3sPyOv2X3pQx5FziORM9vQRvL17Dhnra0Zg9qHl8MISMl4u+kddCiownJVBo",
+	"+g0+1+6jnutSmmpueG+01HY94YlpqRO01ErlYu7VQbZ2ebtNUAEJyevKXM9FEMkNQJAnIrGfa/mHHu6J",
+	"0nwmy0ENr/RSdehsyxqAk2kqNeMf4PhpmjxRAROJEm41QlGoQtdMLUCllSsR9ZbpkdBBq3uF/iyEvg4h",
+	"/9omX7/76k9h59DMApO6AZrDwZviilGaN97WXZftXZ6vc+rqrePWAO5Zq7+4KdBs3+EyLM0i1Cy2sv3L",
+	"HM8C+vnS/kpH0tcxGxPM5DUtm4PApQ9ikXW00RD0nHR/HpSei3V/FSl9wJljxYhNleEF7SbciUnXObCb",
+	"qxAcpaphW8wtn3RTSAH1Vrg73K6hbMEt6oKOElexyAJDuZimjjTaw5+Gq4U4bSLcGkfdJHadGRbRBZcV",
+	"VYMNliPbPHuX7ny0EZSBHrfSBnFlN8cbMk/S3OPcUP7kvCFwGKASzDQLi4ULH0g3m+MNMJeHG0hNvMPr",
+	"z7N7xDieT7IxfEv6aSWfT1mppQHiPY0sBFGw0nwG4ZBbkWVxBPaN3xWzTsjGpuYNWotEsb5jHkuQvmBP",
+	"VUSrUaU8XLLQrerNua/0N7BsKTFjBcVssQlQxanFkAoovEOxnjgn7C92tczADYWNUlibS2aTaaGgjOci",
+	"YqEe5Ewmq+9jmaMNGEdivkhzIXP4rehoyBm6JNg042oGbRezbAkYtLEq5moKDR2lGstTzfdCjaYBrZ+K",
+	"Q4v38ETp+UCsQoVsilnNcd5BFDMopruLlYAqSMVGLXcG//Nf/w02KL5GRKOW251/Kjpra+Ua9NmamIRO",
+	"j3c8xt705hm2lIlQylBW5C/M83vcy+zTQ+wb5lgipM3H3EgjP/4EWT2eI94YIaw0mL0R4D5G34fxggQt",
+	"0Eu1BXZ+wvAXC3trrAOzMiWlwpp7TYDYPg6Dqj4cRtbWA0Wg7Ol/YZJ/55BxCLUVDMN8ugHO67FT7BQk",
+	"cKtDM5Owt1G7/14kCxNzgnQWPPSFM94PxeNzn18WDpxeBdTeLK0nC3Di64hcthHKoxXb4tFnG5RZah9h",
+	"6uQhchEqkYhp0bDf0SGxFBbaZqyvHm1QL63StKb01jB+KUSkjW4iAex9K1foteuwibjSCi1GWTX/W2le",
+	"i0fPzyX8KEEYZ4GeGw59mAXhmWDUiUUToOZMCnH7EH0RnQAiOrSrNpI5RGVSCSh1IS19qO+A5RknscoJ",
+	"CZeiruanTEBvXwbLpLCukvZ3JEOOe0UqVxgw+wtBCmEWdlhp/Gvd4ZqYXedL0ELrx4R+A9NAL7CrpjU5",
+	"/VVQA2MnXzyDf77bJpZD9xjKrvJMe7uf++l/QSnLixnPH+ZGxEHQsEXcQzbh+XRWYYyZ4MrAZzFa4AJP",
+	"Hb7b9MepsTPzrKcQ8k5aN6AnYL7Xv28bQnpV82oNubp51EJhpN0sFWXzJ0nTcr0EzDqsKWPifS4yyQmG",
+	"8KErZdXJz7dS4EcHwgL1mZTKx6XsFGk6dru7ibgViTVNDcS8XtR18Qff8W4Nfj7YDw4O3n2qiAM22Uc4",
+	"P/9sJyuMPYAYQNiDkkg0+HQcJBxDm42K827EioVW5VmkSTxdhWyWJhElrRjtCy7FwuKeojfKdem2j+je",
+	"cxilM4DCQHP9iQKcDAWlwSZCUiCoPlF0iHlePINznXN1U4qQgFZou6N1UfnQH4KhE4CFxeAJSAlkt5XI",
+	"cvmLN3ZxKn2ZJ0k9aL3vXqdd+nHOFz/j2r/jcnXfWAyszHd6Uc4zcSUyIafigZE1QEgVd4C/QAMdFtEp",
+	"UMlwofD97G6WJkLxpJqv5jzvpkZgIPU2FnetQes6g+zISqFH/RRUxtr+ILzKhOhepdmcZhswY3o8e/p0",
+	"/xk25GEK4n0V4JMGq92dypq9eKseGhrDyrmihR70/ohFEhVYw+sDZt9l+pR8ny4WBHqEkbNr/XMldobB",
+	"5luRxVdxoeLHagyvx78/Qdzs3v15P2d8rPrN65IBTY9Wsng5YF7Acw1YoXblakp5qSXiVcKv0U8Rwv0h",
+	"y9KkyRJuDuid6mNKV7EyS4tZzdHIg/IpAnsVr6L9xNpK+k+DErlpSPtwfjRHdKUkljdPFPZgYAseZxZV",
+	"STorUTkdUtyNnRixwf5JUnkNjyxmGQcYMFSL06w1aB1MftlL7uZfR7/ug4tIv7A1aP3t/fO/3/w42b35",
+	"Zf9tP/5z/r08eP/DwS/Xf5l7UM3K7/08sVh30g1pUzOeXBn5W1u/jUlfdec9LkXdHJ5mIr/Xy3b3nt9P",
+	"6bOfamYRlNe4gf7S5FZQH5iHkN8bau8HIbsMh6tQWIwgyt6ef8WP3/z6a59PppGnh1jsg/p9u9Bv3O33",
+	"bYdBdciiJbbMIzOWS3UHnu1UTstoFPfb1SIf1c1WaCptUFss9RogUX1XZDoIIaIXriuIujhSj+xP9GOs",
+	"Yj2SaX0US4DVgkz5e4WL1jUq0kuqlNdhdwJqMM9ZhOaTeB+rPGAzfiuoZSN00kSE0pzd0nTJQCrasmyL",
+	"4+UFAC3m95g4BO7V62S+VbtZbDNUavOdI6gZjKPcViqPCvYkyXzL7rR26usQvn4C8yLOoQuxwlT8NnVm",
+	"0LaQMTZMrgL1bbhO0gnUzMOvjusSiqGKOZYwKWGsVtDCh/1uloduV5rUKn22OUZa9UA29DCCw+cfQWaY",
+	"R7nWAW6Sf60jvNpkes5XTtHYlh5pTbWTZZwAQD/dVeLtmDazwasMwH2uqzpKNa1fEZlYk9s0mNjOwYwm",
+	"vHuWoCu2Nlnbpkkr2wvsypTurYS6GnNStwbBwyOSl9r7oxO3ODMYCquuZ2CawFa+BH93OnwHCFaJo5KJ",
+	"OVnVdto9TEWoBYqu9QU7HLg302xrLL0yFSJ63ks7vu/qK3yn79JxaR6+Oy5pbo0+bNPLGhzOsCjkX6aP",
+	"LnGVwrdbOH7pY99561+85QlDz/a2aeiA0ch6l3CkoBq88RyddU5jnEXg7KIF93PntZllqPtyPNeptl0C",
+	"QJlFbQSrb3bWbMsUL02h8sXSZ02WC5ndas1BUafSjiW0dtIGJ0RaqgUsHVt+BukD0yyVI2lG1o9h36Oc",
+	"hdlSQm9pjEI8AGHA9ikx90yw365+51i8X2gzG7+tz75mX7Gv2G73KcEMfO2BGQBEDZyV+679Yf8ZVPzv",
+	"/d3gitjGX7vPd3edAr2xSTcwkU5yn7xJM5D6tlJSive+Vx2YV8Fn4craoCndTR3raLnHhJlQhzFBNIz1",
+	"OAb7HhyDD1RhOWgdnTDFr0S+8njP/lCIBC591EwiJTJ2N0tNxztszraUh4wv8xRAZlgUqwXH5F68iwot",
+	"nV4gsbJetK2+sUKh1Vk97aJ7Tt/IihuplBMdz6kUXTVLcz3binAu0/tm5GdfK/QSM6jgK3z9yfAVADIB",
+	"zBaIk9qVjorl50myYu3y9zLKqTbD8KtcZFrdvtJcsMHpVTrfjWCIenR9p+VjHHb74ciGZY5RE5Bc3dhX",
+	"gRc5E1Mh8+Sh3SF9zGhT2TA44HEKSNmVkmHDbUppv5+3jrgKi1oQd42Z1rMKXO7a1BgyVkxCs0ytkTiY",
+	"6YaktE6yEDLvPHznDQOvUz/IUCNSi5eHDlsPEboS3785Dbfha4dajwcnf+n4uHwEeIzhIQ9shOlKo01Y",
+	"LVCr6n40rkPpex/UjHItbBQYNAACBUlrMaWHVxlsrJjQSqRpflqQXVWs/sYAJH734ocNtQimTswES+05",
+	"tpXAysLwxPksXeaa3RlVbnPkqgGTxKUHewzKiCRVEWhJuIRE52FmZQATl6eXD36F8Za0gPsBn7h68+Y0",
+	"5Aoc0KcEPSn12GxAPtFXtvZGliyCjRZI+e2fxg75PKgnpT3oseP3fJonK5trVeKyYAATC4Lc05EUlfsr",
+	"tErPNNkvG82Pqt3RZCTcQ8e/t/7+cA10HstlLtgsXWYs4qtuetWdpzKfMfxf+ulOiJtOPSfH08W9gAAY",
+	"jdRXo9Hlv7VHI/Vv+h+dDwcf9Y9emMAtsVdAe1WNiuWDcFgeoVn9NsrSIzFWttJbtoJJ+cR6yyFitySx",
+	"MIkAV0sAbsAeLKGlifAz6TJHVXeHbfVrOXxzt/7dT6rGYF2CaWCF/Vw4pDRdaQ2rU6Pst8MXoSc4W8fg",
+	"6He/Gf/bTvfdv/3pwVpJHVHk8XoKppexNpRDYEDEZeRFMy8oUS8tBX61O0UHI6dBfMFJ2yy+1rZ4LImh",
+	"Tyr97yfZ10nyTyTIh1l8fS2y9boRIH1wNudyyROW4yOGQT6+Xourm03ros3tenGV/vERywBlid/HeVMj",
+	"lxKYfIZtLwvvKVRT1ML/WvQY6a6maSZag37vm72gpZYT6rvfGqYRXw3Y7h77//7fFwFL4utZzjKO5gnd",
+	"Q71aNL+smi5X1CaGMrwHLdO/ZYfe7Ekq8IWmTaWiOb2zOK8igEG7pdXCH6uiz6uH9RNxy+VUBGwWX8M3",
+	"KDbRS5kd6nfgGS8A3+My+43S5SRx7CpKWv/orqAn5SSVEc9WTAs6N7a8WWz4R3zDYwmD9ZrLVj2zwF7M",
+	"YsWms1QJaZr/GGoppfwzamAcsDBKp2HnkCHUjcIgc7E0dYs1S9aF5XAYJvltfI1tAjk2UMtEwhEdNYWk",
+	"XeyiQo3OJipNtIL49uL15jY0FLbB9sewgs72mMIDpI/mk9fMcyp9HDTRbJsIMgPglhq0QsK1+qFAudO3",
+	"BGxy/47FBcPYZHPBLB7DmWRkyyHeCKX4tXgouMpVmiTpXXe5YHMcqKfl73usI4TTmMRclbw5Zo6sDY6e",
+	"SZrP8MyCWkJP38WyEuZzJ2aAD59SXcqgdZresTzjUiGiIqQnvsqEnM489QP1ger4AnpC+poe6DrjemrT",
+	"hM8X2Hpxt9fb7fdZ29TxoEZhUVtcT6jbaCiJ56VD52h40JmkUbmGq4dsIlYp5SEKzdZnARQcqvhXgcYu",
+	"zANLrGBNoyxd6CmrOLHe462IUZMGvhuCz76sJBHFfOxNKDuJlK1tgp73PEu0JAjPzy6HzMFEgzFCtoQW",
+	"wGUHxabswCq0QYNxcgTkh+b9ewxlbxoZCKpGEEjdBaj/hnRC76EbCpW/4XHy0MqaabwA3mv1YZXbY1c+",
+	"KnnqQTD6WC9l96UPYyIy5VNNRXxr3f3l1903IbpWu97AnMCj4HJvT5vvqcquxiZZ9pvJ7lV/+uyqf/W1",
+	"OJj2r/jedHfy9VU/2r86EE/5My0ylMjQwVGOGz/r7u529/aG/acOMv39UKGqWd60dxAHrma4By2qiBrT",
+	"eBi2XWAnbMATMT9lsZzGC56MaSDKnfq5hcO9q0dw69/ycdse6O5y1vUOicWzf+2+uLx41R3q20KWSqrx",
+	"0mc6YOdv9f8cDV98D26wl8evj4fHfvWCtmId93mrfI3SFSL2FXN9jAjMIefyByEWDzuNp+KOElfoNEIy",
+	"/FXCq00Y9e8N9Q14qbrg+lYqFgIxoqgAWS+36TCcCCiLpyxPCnSCY0vkWvFOJVuILE6jLarQYRbeRVLi",
+	"aJmvUaRQKYTM+BT7jhV5pZAnp5YTff9EbKtf8VseJ35AhPOlmgH6gHKbWQdskSYJtHyiRkF1D91sOdmo",
+	"eynx/XJCN4+9GvCRUWHtR2ll1lo3y8mAhYRICZovZJmZ1DyDWqnvG8nwA6nHH3d6dyJJuuCh2KGnQ9am",
+	"8jeTQ7DI0qlQKmDpMldxJFi4o6Xn7S5U657amBlAaMaKLaVdx4ofujXL84Ua7Oyo22nP4WP6b99ctrJx",
+	"0kU8bYg7IC08gaQIhA0vQwngqd7Z3QE3KDHqnd2dElKlJs4HZowW9IRkUOyvnfcjmAiejzSLf10DhXxU",
+	"EEyGNQrbHgY83Gp9YgJWPag8XSg4HbG83j6W+BudDL+V6xc331/uPX3G/vzTEJ15ULlExNiz44daF4/n",
+	"DeM2kCP87qwZaPXqEfnvpjakgbACdwMfRWXf4zZVukUbnhIOinad5qjNlhPWlmmZI3UO7d/0jGOavMEL",
+	"ZrvuCbd7qcRlzvOlWmN1a+Y0nXEpRcIU3PzHkQp6uDFgzdxqoxEcQr4OkWmSAHwayF4tFZdK2Bi6Zs8l",
+	"7vd0Y//GOv/yz+QR5JXz7LHgCDAG43p3889o/2thMuHTG+RCVpTN0vRGVYVZpTlFv2Sveiuo3llfgtOl",
+	"QutfeY6NYzOxSLP8Qe6Eo+lUAAaI1gfUaj4XeUbRCutAUR4HwyGmxXBTDS0WbMoXCP2EWTL2I2FpsS7E",
+	"72Aor15NnoiJXkeGaAGsbR12sMoBW2CNH5WpAkJJskLYJjgtgC4/5Up0Y6mEVHEe34pOgAqAg8qlSQQK",
+	"FagPaykQfPC8HHj6fvbu52GO/3++ePfzpXo32NlpeTvo/dG8Jxu6d0z54jM7nP61/DdOG5AHuW+GFEWq",
+	"6nZAz5XE+B6D9E0+NWDC6g46PGgePPigNd2PH8ND1NYR4J6lciSh/enOB/2/J9FH1IhDNuVZRmZAJrBs",
+	"gfhBnEHnwjWZ8l8HLXy58Sp40uafdvu7w909x/2BIvhj0BJZltpHr2IZK9MzHH8yyfgVRovpVprDOfcu",
+	"eAYdiE3CK/2K3hA9a5A7BF1sUYA5YgR/aPHsGuqQgLTK7N8w/jS73kEWXY8jG+zjAoK5wFw2HQZ3d9dC",
+	"Kjs4fibeAvODrwHmOv7mao+b7kKu92a/IG9HtqyZvxbdevkADKA16EMP8XypNB0fn748Of1ufHR+fnH2",
+	"49FrKL8RCzXW/ACI2ZPY7+7xwd/ByuLXGFGUi2WO3hS9e8/3D4JWuszdH/d298hrg66oeyT9Dw1TIm/i",
+	"UqpqPK45T9xQbi3YEkue0KE6pGTVK6za19SF1V6Qqo1Yj5YzMsUxYX2jRfs52h+SYvsQQBGIj+sBKgG+",
+	"IvMIgI1FFBZylpKNMi5Zusx9OZv2fG8OjR/DjR8rTKDZJNXzhR2gebEXZ2/OXx8Pj18G7NXRyWv93xdH",
+	"py+OX78+fqlF79G3ZxfD45cEEoRpO5iy8/CMnca0eiSCLShwyw5b7Wkq81guBct4rABTFEKgxblk/8aq",
+	"OmLY0Am/wjwb19ggaxXlKPAQnDG7jE7jH7r/EVnrFQbemMgBR91mt2m5pafAoWnEctKFo+iAAnKWpwvC",
+	"jKpVVGyf5+1Ikk3UfE631vh0Q82SvQlLtd0Chy2IqEmx0esVyziPeeKkznkgYh1BUM+FyLNYKKZSdsUz",
+	"1i6IgcuI8mka6MwIlM3LhXY9PlMIGt+BUKyNlflQhtMBtQin5p/DJ0+Nt2Jt0ze9hRtdsebZe5Ghk2Rp",
+	"asEMUcc5MmKHoB3RgwcF/TBWQo3kQmR069H5CaiNQXl0t9LsRqw6PXamzTxCBwAcUsQrBn1vI+VtSMkv",
+	"UX6xDpYwnPx8EsRGXpTbhjo0UeMRZeqt8jazXcXZtT0VmtLwywLoXYOafmzEWv3AaT1hmVEKKUoiZFpY",
+	"eGLhhb3VNdX+RpHYWna+0DeDzaUMiVa8nss5l12tdwI0iXi/SLjkpuVk4b4vehfYpB+LzHKw9w0bpil7",
+	"w+WKkSNHbcy1mWJPKTOztYv6Io28UaAVVcORHtZjw4xLBaFqPbxyOROKKb5YJJpzLQz8FTLVkQyJPq5y",
+	"kY0xqVyFO6DqZMjtws6AXRwNj8evT96cDAN2eXzx4/HF+OzH44vXZ0cvtW5BPx1fXJxdBCP53dHw+Kej",
+	"v9Hf7PXrN+PhyZvjs7fDgJ1dnH9/dKof+uns4ofji/HLk8sXZ6enxy+Gxy977Fxkcy6h2Pno7fB7O+S3",
+	"Ry/HF8d/eXt8OQzY8OzstRn89Gysx39xdvrq5Lu3F0fDk7PTgL04Ox0e/3U4Hp6djV+fnX4XsG/fvvzu",
+	"eDg+/uuL42OY89vTH07PfjrtjWTl0oDxSuq4XuonWFkaYDZXQBpumkF6GJadRmy5AO4T54o8kuiwob2m",
+	"7GBHW9RSg5C7AYMxV4HFvaKXghqKAIwhPjUW76dCRFr7bJuf4igMAMdb5GrMAUD8AvY9zkuxSqXVJ+Ck",
+	"oDqRv6LTG8nqill/9a3IFCrgUSqw59RVnBeIn+j/oF7RMkrvwMSmt+ozimY5ynLo1ZsjD6ZVCUrqlQUu",
+	"VWYh4oxyNRXjCWg22BgDYL4q4LkFmbaCVo1Oi9+AdlpBq0SoraBVkFwraDlk2wpaDgG2glZBga2gZUi6",
+	"FbQ8NN0KWj4abQWt6pLrt5RJsRW0iEy9QQDgE7dCNmS8gqsDWS8RU5Je43KH4BoJGYIIXAHF4u0qzwSf",
+	"F8U6SL/ziUCyJlAIpGSIlAoFpzVEOYZwnPjvgIW0x/ir3fDQOhtCG7DNZ5kQxfaTnyZgofFTjAH+13ng",
+	"LmXmWnF3JJKc403wz4CFCjwAK5oZ/uFpLrmmRvWOK+hFl2Mocdv++wlaoBsFlp77S7i7LLHWPqgZPkyV",
+	"EqX0s+Wl2vrdf6HHvoWnAHnul6WQPrCY81TF2FxAukwK6ApSqXfJRQ1U9MQQVRhH4caijMfozPAdjuKM",
+	"u7z9k3T/R8cPtv0ODNM0eaGfcFKJt3rtUN9cRxihxbdoKutUr4J2/C2bGDqX0EjkWRbfQnAA7H0wG2ir",
+	"lLaqeSLUVEQB4+xK3IGugPGuTv28IE6zF9XpwlzSPD+WN7G87lhH8Jbu4yP04TY8Vesw/B59eGZKa5er",
+	"TO4eF7PlKnCMgqJhHWp+irBTSA30sBK6Mt7EU9whHuYksK/yYWqAf5v6asURNScyOg1CHpMpZFXafJal",
+	"y+uZtrQwLbDkIVrKApUwQ8XF82TZ8KIuClt+SUNWC10MwLOhydJsEU1vKfM4KS3nVlEjTRKGGpDgtmmG",
+	"sM5ZWdpddbNma2sL4PjjfUtgLz/o65o7YRmPuid+g+YOSOM4snSj9Hm22PLbtLKiV1TMzOJ7i80PSmdn",
+	"7Sm+tLKhqb4J8/UktqLijRkQTW5vMF8d1zdrW6dqh+A3NKVsRdz3d/xu65as2nk1Q7vJP2mLzx7OfOCN",
+	"XglwVJrC3SxVgsEaOMEBsi7LdcCHtlj4OoWYtz+V5PM403IOmV3WgbaFs/G+DrCqrDe+H+Ppsa6fkpvH",
+	"+G2q/hy7AetPSqEM1YKphXlGx9s1+Aamaws3AKCaFdylyyQCeGWrtyttnzojFHiATxQLyToco3UYsvbz",
+	"PvtfaHSwRNAw+OFPlGlFEDDNHeac+rjwSbrM2YEDqIyejPRGyA7CC1or1zpqbH4BmL4IE8uVtR3REkIE",
+	"I/rQBhOVaZZEpgNYzVQHpvjci43aY6+0Lpzr85ZSryPchDLaPg2v2BIAgUOSoWOjAoYIksJzxGSROSnX",
+	"0AGVnNhB46S1/YwZ44VVZQGarE5DdZAAOZzc8RW+CKH/e+wkJ5hnAkqv6P1LU5pQZqnaEhg3GxHIWTOV",
+	"YwERXLGzboOVaVeggxENs3xS3CXFIh6WV7HoMQT7RVNdZOI2Tpd2jMDCzlCk5AqcK7EM9NGPIZQiI+w/",
+	"gctnpta0Sw+wbAoI2cbYTiPm7l2WYsWVGx2xZu64NHToAEUB46egsN7+TikoVBDoNM0iTePFanLFbsQi",
+	"fygSlv6Qdd9Y+qp72AhD51xxtWVrw+ru+YfFcPZW1Fk/2+vpof8Z5Ej5wHk+0raTws2oEqCZwFo5MvRW",
+	"yQJELmehvS2kvD3l+ITaNkpd1cc6rpOojT0wgJ0rFeuDmKORqkkQMV87rvuop/lOqkQUsh3350hM46j2",
+	"q3gvpssc/Kbc4Yl6bBIPYPuiYRRhhppeBf1rttRyxjqjeqDcw/jFT6S6wvBlG7JTeKYoYkdmuc8S77g+",
+	"q3aaaFGGUgrYGslsEQ3Q42KkDPfKmHlVhJROCDJQh86xCqbE9kp9u63CYtxUjhlhN6P0I21F6TezEY4V",
+	"gAta+oGWs2VcaYVbZzvY3xLhXpqJl359Y7+i9LNx6JwXH+S9/tJ+m/fycfGZpevW5KRP9l8sPr90/SWt",
+	"RfnrzMLQeV0Pj4VoCNdYSGXQcLZJC8eakW2RdRHjYVNKPwz58GxqN7/Az5smSTq9UVAzj9ogVzeDUpzh",
+	"jseIPG6aW7WRzFk196uDuFTlsy3cEchBZAY4+unoZKhHODk9fzvs9BiUDsWmkg/bleh7qWxofQR0jYfg",
+	"beGZqc2OgOWoX2p1Sg/xJlhHcaNLQTX1cS2WimnOgFhWpQnWFv1eUyRaqLtk1zR0phm7LokNpGaH99hU",
+	"jrJdJSyP88FNs9w+Ve3IPMZK8WlgVt7Ms+1Q7ovewRDqA2UnMo3anWc6Xs3Ki0oiqbNgsSpZesfiiLVl",
+	"mmPQNE8ZColtM3z84FtD6EKqLTLuLotJ4ihF9Z18U0/z1eam3EUv6KLr3Zatp+s5rM0KsdPbl7xvh/hl",
+	"ptoTwUQ0I6FmfbWm8zY9dpOLzkBDlidnISSL1ai2AC1It+mwWOejVwJZPoWJ3CFXN2PIijEXwqLhZ+XQ",
+	"JEl69yoTYugPHbCrTIguRKTJdRcrxk1FyEQoaESOBG9dqp56JcEjn2PwcpZmOXb0PbQc325PwX5XNbJ7",
+	"hbTt69KzTPLY2+v5DfoluEQYROziPucrNhEM2yY1dSxr7CJ8hoPAFwDcxnSWpkpQd5Q9/ctB55BGh4x6",
+	"bHeN+uStyCY8x1pAp6z0/OWrVtCyOd73qCAt+G6Dq0DLTKsWlhb0J7DkkWWwKGWrdMnuuMz/fSPZ21fa",
+	"fS4WzNmOoEJsm0j9yDqT79kGjQg1T2GbS2ej6RhoKh/7LeNXlQNwaCuYsgqVzriixsTmG0MfoqCvlLXh",
+	"eLjBiieKhXjfNoUkBcF5tAcEYEpd0g0sLbI2nQjC0IVKLbs+UKl1Hd8K2VlffFr0yjrYBAhkaMaZ8yba",
+	"aIw3mtwXHwsEbt/ehTNZxIA88diNUanStn/G+JSRjZZq/zGCVR5WDTP08Wl4z9eT3eknCnA1UcZ6E80k",
+	"Z29rmf0emHtOiMUTVCFgTspVbHNJjU59qbnolI1V4VhHT2SnN5J/eXv89vjlgBl9Gj2Wd2l2I7Ieu3h7",
+	"enpy+t3A/kTpcnHeqxkTruE3kqCgF9p5xTYaODRNdyIFOTdevv12fPTd8enw0s5uJDHPyE1U1o9gxcUA",
+	"kAMW1ADJQHekGZuIqbZPi7pTShGMFeLfj2QbkrZ69SKUTm9tvceA5SKbx5InvZE8ByN4YKYT1FYoqKzC",
+	"IftlGQs1hSQvMqEXyVKNpGcRytl4uG2toEU71Ap81VTl17k/FOPqX3HCkDZH39oKWvix+kfztZpMi5Ns",
+	"p+DNnXP9OAZ++Z5y2xqxqaTkBE8Ddo/6Or5Ks3Hur3FEjR5E9oDxRKXY2B6CPBk5LQyoMfAy/a7CdoO4",
+	"hz5I+tD9z3/9PxDmoZIZ6s0dy2myjEQEl/MUAq4WeB55ZtsGAlIaT784KPf/xeyuJL0+JFrGeblNuynz",
+	"CBuGr6DpN4PeFvqUQJaejDGVUOWxNpq1VLIX6vi5sBM99hMAz6J/NqRLJt7X/vHo9clLyLJsaEHyeLM7",
+	"ZeTExEhamzub1sGGvdBJRHCpTFQSzHNNJarBRi+osJJQtZTW9AuKymkjt+i40RQgLgxjvnuwGaovPlFF",
+	"JBXsdSiEzqGKhox6NOU7W6h21NXfZ0sBTo1jsCNzN553e4bKAOb9TYLZY9Ha9W0SZIYdbCPQ3ONtNoCY",
+	"WwObg38iOzz+s8kMPv7r8Yu3JVbWlOf71l/HAOBgLE9zrpmC3iFy3hcBeyeJvc6MyvWoTUXcGAFW1VZS",
+	"WL66hcemUuFaU+5TPR5yC3wV4eCVe3/s7e49oA7H/cDqTLyUQGDWJ/NFmuWvYuDn6gGi4ZYnccTzNHui",
+	"2BUNg9RjExPoVfVtgXwQz0pBflBX6T2O81UxbFurAjQu8psYpr+98xQQScy301f7FPE7Du0RPHP7Ca/U",
+	"Z/eJ51BtZo5L5cxs865e4AbYwqV77qypahLyViTpQvh3lbZgwEKYYsg4RdbADA9AiwqKAuLisVyJ5Aos",
+	"c+Hfbogm5jxOVFiANnnJrY3eLjMFo2ZjmA98AqgcRJgu4ob8qo1W4X0bbQz/4XFT4Nau9f1LvrYr99L2",
+	"1Kxc8qW5mZBTATjCpm4dk9Sghqr3+EouH6U2UCfilJ4t82k6X4NtRjeQEGqGIzVWYglRQkGlCKVpePFK",
+	"t0SvFM0Ff5FIYhBAuJLoiVGQFmCUN0o7sbV/W2VQKm+Vi9thZM7jhDC5Cmevkx/k1wR9iKzQv8dgv3qB",
+	"Vzd1s4fqyzy1iX2PMLC1oII+19n8YVhRQ1obKPby9O13qMa24R+0Dia/7CV386+jX/dntiv/oPW398//",
+	"fvPjZPfml/23/fjP+ffy4P0PB79c/2Xer8M0FcPVQcQA3GjGkyujnnjndr9W9414qtNM5Pd62e7e882Q",
+	"NeUtp081s/DvZZqYvrav+crnPNV8KtGXWJt6kFPOrMV1hAQZuKVTqKJPlO1FXd3SaQqzoKbkQalBLl/E",
+	"Y+hQ3fqK/q8VtJYSINdbc5Fn8bTwvSVc6Z+pN0HvFXUt0B/V2N10b7j7bNB/Otjd+7uHPHBq9TOtJRQu",
+	"AtidsSp1WTcfAui077yswvnCrW076nxC3akh2BErmga2POmxc67UXZpFXf3OCNFolSmtgXbgTIsXxtVI",
+	"hmZJoSOKvmT7oRBo2Ej6rEB3sb257bWQY8OO3L8x3l0W5wKNMfPp5cxxxHeJzSo9NHPc60OFLw6IKJxN",
+	"3NgWrnaqNjSDMT3b4fse3w3GIba1ilHt7H+GztJFSdoRYOjNvULziAGKGOEcW7S9PNXMpJbyWP/km1hG",
+	"2+CxId6zvtkBP/MBvReTiaPNWpcdKcCZrF+IN+s0Qsi6I5EAUcZZrCn7t6gO5XaDfOiFZk/gW8HjY0pN",
+	"tgum+Ohgi8qmzc6hV+CcgZzKEJYvKHISsMyD8snjHIDUYqEepO5VZ6Ia8j3QGWqzNy2AcyV9lDKMynAT",
+	"28en19Q6Dp0yeHubyTkzTclwof4zjaWIqrU427WVTX2pAc42KIKtczxTT0xuvys9CdLdLg+lZTbI0W2r",
+	"gKcznj9R5vSwtkxlN9JaF1exvO702JFLMoYwCEQXX1JE7EobR00RzPZaWmvDZ1pcgExAgnphDANddGxG",
+	"/4xnRlBj/6FDFqpYToVTanEVJ1BXgvCoSXwjtkxH2ty/IjBanDNryFJqqondKh2c3tBQWVRkfgPxBPUi",
+	"Wd8p86YCQTTTZVhr08Ut71lTd2QylU3JENKPQb1Egm5zpzwpYEoIJ8mcxg47A8dzfGeKADA1CpKgzSs2",
+	"ltpskwr9G8gFiKisKU44yVVxZsrFODYYsyXdPrhIvurWKE+Z6KWeq+2jke0SKR0yKQqXbOQNwsroF7l/",
+	"sG1oS6F54sTatLH8gGhbuznU1vHH2QKT9uqJkNnoWEMQiwoVxo+OZtmSB0Q7FNMlIra4tdV0y7o26MUG",
+	"/1ZprVslveA4hRCpNqhbD+IBGf4ba73pvofX0poX+er4f5qZDNlowPxF/W0ui4r+WhF/R5NSeCNW9BxA",
+	"FhXPmvvdcjIq3e9oQQnlhmG53MyeGf2BmpwN8OWh08F8ITKVkopoH7jmuRiwkLzlNCwpLHC2oJ8GthBN",
+	"M5ZeXQUG2tw5dYrNY6XoALk3DygYbIJstoZVrpyDLiNGwM5LqQKqENWC0WSgGJ3OkdidgIV4RqHCB84p",
+	"MQY7MXdl6DwbfmJD2izOByjO8I6xHimEuiaubnAvjSi0g2Gj1TI3C+3Y5eRtg5CTCVWCsNKv4Ms8DZFP",
+	"FQ9IISLFZGpf16nAPjjkvbnWnape1p6ZjMtPCzR6Uo5Jf+ZM8k+SNF43egpyqA9zCnorayPKTscMti0V",
+	"gu5L22g1ZDgrhobinLXDgg2Fltg7QUG4rG3OFcSg6jcHVFSMZ0nqc67/GQILMsoZuBqQOVTeiVBgcAFA",
+	"VuiaqZwhqwm/ek6NxNsl9nKV8Oviscc3gn5s3j5OhfSI5h6gTQkSF5AHoamH1rRtVu4JNAKNhESVQf8J",
+	"ARcsTddctlQAryfQ2c7YFIC7qfzdwJVj8HMFGg2/5rG0CWw2C2+acTXDZJFsuTA4nhB0LJKFOOWWQ0jO",
+	"5e+HrO/a6+wIH8mplFGmufskAOlxVX6bKng8ztHIBgKnAJ46arnP/M9//bcztIhGLcQRcW3pe5b24oO+",
+	"nQUzUGtciIwh3ueYpVwrYt4qOjaezrgvZcDqQWR3LrhSsBfK4ikbrvREAYbgMsnHc/4eBwyNx9SpJLc1",
+	"5+C6rT1BRpmD1YBgD3VLLaBuHCYdUqa5oC1GvWq6zHtmTqHTow3gCXBYlzXQUw6Cwab92swAmm2xy3v5",
+	"LrbGYd8e3KSSsLRtaY9jqnmqfGyJb6HEe22Nks5a0pQtN7PEX8mMdlUEh9+U6LgsDoOqIddoVl6JDNJI",
+	"HhYs/TaNwCvhNt5QOx/i6ONOTqOHlQhbGdL6m1qYaz3ktRYeUtyxtAJ9fW9MiVr+m/NW32K9hajK0RRg",
+	"PR62WGd3knEcgF3FIomqwcd6Y0/22tPOp3xbTfHRilgp6/TtSb1E5X7h2tIb16zOpyAkaNHpUlJ4yIrv",
+	"Z4m4yhmYS5nWtBGBO6ospAOMv6+ZVprrF9MsIwf75g31tr+NxZ2vcRIdIv2f5aI5n2KKCXlULa1MvZnB",
+	"3Y/WOSR4MiabcIy+u41ZX/TYEJ86mpoakNp4jW3AsGG8YmVYBy3iMJvU+orIGAwbphqSuobFA31K36VW",
+	"oER0eAL3dg++Pni+/+zg603y35jlZgPOrqDBysY8uCP73Md3gccjoPcEZ3tYRhWiELYSJAMV13LwY9Aq",
+	"3KljrGQYE9hSQ1opor5Yc9KUkvUBKMu1jGqQT5peMcVyjAmXBodmN+jvHfQ26kzOTIXU4jlqptUkldcl",
+	"2CqMB1iYDNYGWxvWNGzIB3feZ/GsxguRTb0B1MuZfkGbrltTbKlAFSUQZG4hp/RGXcVJYojPRfQozbRE",
+	"YIanmb98y7S2qhvLVJ3fTBQMeSKbJoJnmtA726RXIwg9YbZ5vLUlGDoLNE4px+s3e8uuH7aQaN0y+ftu",
+	"5fwx3WDM8/5jhjLDPWkeceKXbC9RCoGrob4HVYlW9GkbjS59JiRJBb//Ic26V3yq931OJbqgbCvP3nt3",
+	"34MS74l54YXC5VaFJ9xMDF4UqyZsWy84VqxnQFhtQh1qm2C+VLmWX6ks2y/Y5mHKJXSNBKcYoLs/Ad87",
+	"ZyYFSwqD+Hiwt6flgj075L2szMNCHBqoLTOtfCbmnQfYkOiCHTe1Nrl0AeEaerR6DDVfla1rssFyORHL",
+	"GnwQa/dBOsgUP5i6yuCB7Wza7I/r9S5t3Fjf2eOUMLJgNUEWLgYtWzOQnuDqzMQ8vTVBYnOtooZpah6b",
+	"MhtKqrXyydtwvPyEv9JLUxi9b8CgF/kiE116SAXUgJzUV2o2qKkHwqISAWVmIouxtW6DQesIu0aJegwX",
+	"5gAaTxOiGJB5QRHEpjaInW1eWY0X0vuD8uo0q+HfAj09jARegV2CIAdasy5Ks9BiwS7y2GYA8vmIat2B",
+	"d2t56fr4+xqlmXchMbE2x7dgTgEcHy4j5B4iAmeP0iylnI5icjWgNUNRuYJ/TlMF0dX0KrcKyrtgXSn7",
+	"fiWfBTI8f1kKukxk64zuKc9ROchz6rIbSzaPp1nahVTRh6Aful/WpHsWL3wIcry7PnWTMs3jq5VN8qT7",
+	"CBGLFz08rZbxzTcbje8G2v1Oy5M30D/hEenb8PwTBZ6CjNxaDl/C9KAWj+axrBt9/uShUxrKGNUg+NxU",
+	"IRCO+pDCqFqN0pPwEFvleMPr3q1fkN/wLLvuiLIKwbMbkQegfos8zrXElxFbZDGoSdo00sY0HKYN/GCt",
+	"Hv4K+lqI9/kh8+vfHrwNn3Z3XxVyK6dIwya9TuZQc3D9+2wU8defWzU7UhMW4Ym2rhd596C3C6lNcxDr",
+	"y0y0Bv3e7hZbZlPffefC1r1SFLxB85eix37Sil03lckqMNEG6uNb2Y6D/jfP1u9H0AIt8UwmK8uWJ1wJ",
+	"f/9oPU8ho0Uay5zp29jbi9fQ24fylxYcml1nLMQfRBR2DvVFISS2uE4l9UBj7Xq36YyFWgen6OB4lqqc",
+	"mrsApyjrvKrjbS29oV6jQYwiPBFPDLGAPFUiH7CQdi10tDW7HTdiFbDQLFhI+6AfH0l9W5TFentIccGY",
+	"PwSYTOtlUm1je4/qsSOfAB/JmgTHZP6aCDdU5mxkmVoDD4kHrTJitn4EvVTYRm4q1AaR//VWIr/yFo/Y",
+	"L3V1ik1xbtX+JpNxvUDG1W8y5Ghv2gWpUk4C2FJaAMUqBysW4rslSNJ0ISSPATs9n2XpIp5CGQGO412o",
+	"WI1ph+vzAf17Dv4tiliZht/UJQkKFA6tUl6QoZ6Y37sUqzFVrdRxG9FnNFlRoqHT+rL02coACwBDhSqM",
+	"3EiQsPie0D+BOo35CguhTQxURE35AtSvoojct+cb/S5+3GfccUivcA1Kw3M3O0K2FI2nfC4ChoQPRnhV",
+	"0bmXrLQnb4Mz+3UyP8cbP1bkUs1o1+IO6k6Lu8ouZq/5jPnLMDoxhSbnCITLKTsrltTJp3x6959t2sZm",
+	"HeENj5PHKAkW2g0KNysulBS5elWBIybSUvN8ASxgmq3syQUIT0DCJjGmb7ydlipc6QYTkAIvzaXIbmOI",
+	"hs7A/IHRe+WnFlT5pa/uTzMBrDjN8tbg6fOvsRaNxlS3U0+Eq4H7hfpVoT4HwOuKNDyqY52IJL07ZGGS",
+	"XocE4YaOJJvOTKeHsn4tTDOuT5Jeexmgu2416yvjUulP0wSzzOJ8dchCpRL9fga/P33+tYO24r5WphKy",
+	"KGEnlPKXFZR3qB7JkdBjE697i29d7vD0oOkNfqZAw0eO2mzUcq3/Q2EeubSkV6Guw+B5TebLN8Nzpi8B",
+	"n4Oda8sUmq5orgTrmGago3UOjW8n0m/t4mxQcdPUUWWIT/ddX/B//Pwfo5HaGfzf7776kzenzBKud4rm",
+	"coCEBYrsoVmHIt2i0HiDbY2YvYNt9Fs8Q/6p6TVqa2LD3Mc8UWHADp49pb81TXZK3OzZ06f7TzdJpeKo",
+	"et8K5bX3Iou9p083hpvx+BOx0FeXjmHlWDSbz+fJ8jp+oDt0yDMbSFnAOAxrKw9Z+OFjSH9YnjLlOU/S",
+	"6yfKdBe5FZmqQnB+aNGvrUFrt7ff85SB2xuqC/4jXtDvw1ezPD20+pZvCvetCW+WXhdLqWWjKcncdkFL",
+	"xfJF5Seu5pimO87zxLiH6UosVc6TZFz2Fn9cV026fajqB7HSayjFHVrTrG1bJaQAKQo+3LZzkPE2YOJz",
+	"m9VfN5nXl6GuKVg1q/xWPdTt1exCSCWUafPV+mST7zI+Fez7dLGweZy/bcpJQAKrXmud6pP3KAkHN45v",
+	"RRZfxeti42g+wYuwf4/Sdr95rtFaQZdfPVxRM8SQqEK4PwR3YkOAvVkMgb+FrtY4a9lj8nzL852kPALV",
+	"DkqLH0Z/bwABmGc5W8J4WB4WXsWJCBn8HqtCbkPoEMSEbQyp2EG/H7DpTExvio5RMy6jRGSdCu3qYVuD",
+	"FlZnTGLJsxVWZ9QpF2/1t1RKxBPFJqscGoDnbJ6qnO0+Y2/ibw+ZXicWiRxR1UznELy7HJLE97fusdif",
+	"ZJ0h1g6yCcvTf8N1b+MnYx9rbJmMPWx6i+iq0wpaWhNqiPCt349D8BnA2sfKs/zmjbANW+2CmcyHmhBA",
+	"lypV0lPO0mGRQw3dEN8vIIa4d8Bm6TJTlDmGS11FWgxhw7wuBT8pKJHl4N4fpmnyMHJ4AcxeYYUAOhoh",
+	"3Chknq1ITUGfpWJcMhKneNkWHjVAoZRkbxMQirrpEp5Gd3dv3wOHUiOADeFUqPuJ0c1jo6cmpQq/sG1E",
+	"W6Fwg4A+xGgwprBJ8Pfm2aqBwz5MdYDtorA9wZlMVjZeDq5vQJa7EU5bIU3ScHPAQq1ahOAtHrVGrZBF",
+	"IhE55c8NqeV8dovuWSftztRRIVJvqYADLsVCueUyT5xqJVVevScKcw8Ua5tw+jkMfgj5J0WmB1RJUEKg",
+	"mwdAn+WO2OmNZPEhASuwXGiLeJFkN81EHiC2i0wpR6Kcygmu4Wr0obQO22ZI4od5jl/Qet+9Trv045wv",
+	"fkZ28Y7LVcNpVfwaY3Hfeiu09XZBkTdgp+v7gJmW8EavEeeKMAXgJuCVK6fPWMRXXi8AvL8ZqQUusyy9",
+	"I1BL7oSCPTBn02WWCakXsvX28iVZUwhE9Ky7u9vt70Id/J2C1EuYOKQVHewFrSlAbYzLQJj9oEVtbHb3",
+	"9L/ByN/95jn6Pcv3HtCvFZDL/Wf9fv/jO/TTjX9NpV6A46Wmg51znsWqRShsZpL7/TUAbFvC0RQL4ZNI",
+	"YIXIqdYSzI2kwZk/bbWHv8ULLms97yFTOYtQIy+V9HkrnWAbfHAsWYo9x6fpXEs/t2YOiItYEhQ6RdDr",
+	"CKX7fGtgFKS69M6LMF9s04a103cyfSctnn2yWL0A267F05leF5PnuZTlZh1uflYDJlPEV6wNNeQqvq10",
+	"yPGvcBWk0FCE+4W0k4RRBzvycNQhu6jedUMmQtlknp0NYWuh+A+YaNuy0oLrOKhZHmjK4jjX2Nh1FcCv",
+	"uerGywbqPayg4nDhwuJuPb63K1bhq996oOYcnXJiDpQf2IO95eiaX/tadwkZ8QyokSxi33nY6vzjfjfV",
+	"wqAsf2I0o6JBKcr49E6aWjEtdjoPbEl6H9TjNlIG+h0smsOWy3kjVv6GFRhvLzpVFC0RtOSFJESoijLV",
+	"mzOuNRy7HFTYj+UZ25V1bgzH+Qub1yM3u2FDtXXPbJE17j980BPMzN1qvCq7o1ZuFdhn3+mufhwdLT+L",
+	"80VvjtBbTCVQm1qybAk4UXFMFTB/UD2V3gqtrLbWeZuKR6r4rpuRTH2uJY+LKCq9Z3erbb+PX4ksH/Ge",
+	"T/NkVWAkw3oXNgPkr5H3qcHvhO0Yxg2uuCPyjdlOfW5yLRnH2szEECXo86asw+u424xrFk/zZdaQ0mNm",
+	"Y+tJIOePHmHxHBoQf3c8ZDv6EpUl0uWOiytWLBVX24OMbS5UNDOC+nNtqpknDg1/RhDpKOYszvUhRs3H",
+	"+Zr0Tm7JJvTmejjOhd5z6PHKZpCZsyo+t434NUCWhi4qubXO2cC0xo3gb2XYzG1Osa8M11BI6Xw7h6J2",
+	"8MwCVPalTEKVutoNSJmai1U7w24D9wzUtnXbV+CVm0DbccjH6JxlnM9tP2O7yXsm+4i5/gRwCN+nSyVu",
+	"hNBWTLPda0ABrhhnM+cJcJFv2wwqzRYzLqE/0MLnmKJ2PLa2M7sRUQkT4aezix+OL8YvTy5fnJ2eAtxH",
+	"z1+qrqXqMhHROFtKNdbEjaAcnkzVpWD2dqyMKWk5RW3XBglf+bp1k3jonoE7DZMfLiFiX9gZP2DO6ETw",
+	"TGSvDDNQtzfjMiQT/Yn+IfLlV51v56U2WIAw/MaAGs15olmNiCy+UcAycZvqrQKwiywla5hBq1lqH0gg",
+	"ZSN50N/tsUvSEqdpehML5MWYpGoB0lPJQixO7vJFvPNViO4qTFTQshQ+tNiVWZ4vwApR2dXQj7d9Ybzz",
+	"eXqNYSgLy6hKE9Ivx7S387PLYcDO3+r/gXpp/Ykvj18fD49JGo6kefbo/ARdi5irFiubcatlgSncX+az",
+	"nSS9jmUIY4UgNuHXuQh77MjAR7E0G0lcTByviCLs47yhOUL44vLi1Xh49sPx6fjkFPoL0UpphaZoB0jB",
+	"x7929f1dXKCCFS5iTT5AXfAtL2AZfFkqpWVSIm/4tPb3eb44g+TjSz4Xl3Eu/vdr/h5lnh4JRygmpm6n",
+	"Y3p5fV4fwTK6Sn0TSq66sxRwLJBi02w6E6Cy6YkqTKHqseFdqjdIIeQmlldE6RQgIwYjOZJfAR189ZWz",
+	"m199xdr0paEzvxAaZKCPwF3PkOFq+6hnJFmNgDoBthkmRcFJq4xvBbsTE8YXiySewpccFjMsNan76itA",
+	"wcoqh4W18Xygd3srLhA688ElVnrWAGKI7cBxLVWPnUAYZo5uI9PBM6Y4gvHRh5c/vsAuaeOj8xPoskCY",
+	"iICTArJHvyDDhAfI6YToDqaYhW6ECJez8omQR16cigP3VNj3allx9O3r45fQYiRVFnCTVDVnxj1NBsfw",
+	"JrWcTkH9ptHDDyNgyaPWgOHKLdDRiUv3MTykKZoGLPTgSOonAUZHP/phBK05ilFsjxAcJ2Aj07SjuAeV",
+	"N3rRR+QaBvFcJEr0RvKsCEFQU7NMJIIrQXp2zibLOMnZStjGw0/7u+56nZ4Nxydvzl8fvzk+HR4DCxnJ",
+	"H4WMQG/NhVTYQdOJT6gBC993M61tQl1S6KyoJtFpEsNmke0A94DVMpIluDy1xELlPGXtUPOQcMB2+4zn",
+	"uZgvciy3wsJe+Kd9tnOo3z/n77uTNFp1IVAJfk6FafWmyl1fhcThtkng2WVv4m/BW/Hny7PTgO3v2R/m",
+	"lei6Cthz9kP8LaPy2bSy0lJAcpzFMzxkCc+uRabfCoINVnskD3b32fnR316fHb0cD8/Oxq+PLr477jGk",
+	"NpghlALzLNNnn+csnMdyrC+M4cPGC5ERykTofEh/76ADXfv5dKYXTVFO/Ei2K1B7ce6mGuNdHQc5yayW",
+	"E6tm3x69HF8c/+Xt8eXQnttpKiXifo1krNg0AQhMvROxTGIpuldxovdBK2+l2BgcvpGEgLn6+V1PHyes",
+	"h0ACRyUgEpoeAfNdb3+a8QwwCoRyOAysl8ozwefq0Gw2fqZaTmeM4x1tOJJ4UCbLnOVw/OltHQaNA6Hh",
+	"JTck0T7Y3e/AxwB0bBffEY4kfs0lMKbupWa9ADyrzCxM+yJYW2xWQPnN0K9en0AhKeCWxFNBKjbJvjcn",
+	"Q20jacsb1Bg12NlJF0KqdJlNRS/NrnfoIbWj74WYQJ4UicJnJZlHacNaOrSCUhZcH7PgoDBhEbcGrf1e",
+	"v7cPWcT5DFRJh8PyPdTgvV7dbwvpYjCmrqERp0WjhaqXa56LgGkegeef2oF9PxyeW4rD9J8O1q9gKJTQ",
+	"DV2YyJLQQzULvn0PV2CRpXk6TRPW7vf2Oxia04e7e3H+YiT3ev1BQTkgiCzFBywklrujhIxC92/cfsLx",
+	"Mw3bRzLMxft8p0QiAQxp3qhnDnYUcCy40aBoqp1rkYf2jymXU5GEgR4UfsiEWk70Sk9EcddiqWZQGkrK",
+	"AGa37yiRkxK59jb9wt5IHkl2tHeEcMCxYhxRi9thHIUWtnjOExZHAQupBOckCu2Odg4hAwaFJ2U00LT1",
+	"bQiVhZm4lBdLV+Lc4vMogBjlBK7WXS4ClmaBc7SniKI3kgBUr42MvNSDXE/U9opuh+A27RrDKTyE3lPv",
+	"c8jH6Rhs86ITKhTKjGStFSpgemuGhIk8IO3pIZDDBipn1GL/h42oi+WoFcC/udJ3/bv+w2KQjVr//jHs",
+	"9EYSOjOqAcN2ryxUywmmVISHpj0w7KCntSwLtY4Uy+vwsNYLdyRLD0GDWlZfDduQVm8oASeFh8aiDq+g",
+	"+ZK+z/SopXGxoy0LkTpFFPYqh8TBMLK7lqegSCWUF0JZXs/6TI1kOyyVUfRgd2N5PcBypXAALJID5mcH",
+	"Tze9D0B78J+alvgUMwW1FhGeRFpE5EJOV90fxAqsJ30G9GD2ENQxgEDoTMQ0tZiRiPKu4mspopHUFDHh",
+	"0xtKTIWUSyhOhJ3Sd0FJjJ5GaO4FSVY0s5d4HEzzNn0SgpEEFMwSpRs3qNZlSgyh1DU27O7v9ft7Br6w",
+	"3KQah9Cz1g/2GKiUik5YwZFgkK/7fc1Uuvt7z5x/7dp/7dl/7YcdpMu9I717MIHdEJmH3qqrdCkjvFnP",
+	"DH7DGfBJIsyF/bC+HyANR1ItF4s0y4Ud5Gloc84gKw1yVsxNnUOLKaue4MLwpFStC2psrKkCtG1QL3r6",
+	"xxDJyXD+ishHkWzVlJMIbMrsFpE+jvY4wgACMwcBudfvYwNAmCqlzBgjbec/CSoVvXabfHp/Vqm8WEyt",
+	"0+0j9WwoiZbycIWbWH8gWBT6ndliOmoNRq29Xn/UCkatOBq1BrvBiGAOR63BhxE0pYG7EEixi07ZUevj",
+	"R63se7zFH32VUTUZd4glIVWh6cglV6ZB1AL6AeCNJN/ngAN2gIvrWzO7CTvf8sik8MEju5sfeSu1XSFk",
+	"rvdJRPjcwebnkAjOT07T/JUmeHhwd3/zg5QGM0zT19ocwOeebjNRS/KQujrUO6If3vtm88PDNH3D5YoW",
+	"B+r8nm6zoAahGh/Y4utIwXwr+S2PMXTjeiaLVCbwSf787uM7p6dDEUxHPg5KCVWVtQ1xdTQ18mvVGvxM",
+	"Kq5WZt8FrbJmXlQrlPXWnd6dSJIueCfpypRnUc8cz2uxvUprYOAzGxG/ESuT2+diygN2vWtA7bIkvhEj",
+	"SQW0Ja6tFW5oAuOkAiKwt7az0jRxfaJYA09yEThyFKtpCsNaHxY8HriwagGJOvgAe2xtaT547UayvHJh",
+	"JzDVNIHmlXwSJzHAQbZxyWN5fehh6gGbI2NNJRbpjCSKU2YkpOqgjqxu4iRBvZhyZEENsy41JzEysFYn",
+	"OrNGEr2/PaAZ9C8A/nGa3EIWcZE8bmAHwg98sdDC+eOO/sLb3crn+vj/dyIHmnvBs+hzsv+jvaPiPQ3c",
+	"FikGiPf34Xb/jIzniQICKtbWz20qfAUyXe7LPXrsdaxy5aTKFMkzRVFtmTeA9cQltHYcSdOqi5gRpvKC",
+	"s6mrbwYJG5C2NKFRMPkmYFLcaRP6Ks60ncuTO75SbMEx9/c0xe7s5FBkUhtOSSxvBnCLaa/CFMA1wk/o",
+	"nlI96lFlko7xw4yDp4j1htiRMYshV8JgwWoDD1K0ct/h08uFpwKWO2gteMbnIodAbwM6aXHLzjm0nAo2",
+	"3ycye2ulX8PlGXv+rL9rJlmJ3WMH0afd/u5wd2/Q7w/6/b+HHdL8cSGWJfDbOEfbeykXPFMC0u2xys1K",
+	"ir09BoGbo+HJ2en4+OLi7MIJ4fyyFFBuYQIlMQJk+3RC3+TqhYlVNe/dZ+RxehdLkX0PnzuTAskrvcIV",
+	"/L1Y3d7mB3/EXuZxKrFF+z8Zi9Rb5bCbJ3S2G/hjYJ2DVsjDHzOeX4InAKLtH/5kEpO0DfZ/7bgm88dm",
+	"D+MlQuWLopEfywSfzgSAKYtsHkueaG6aiwD8WRMyJ9PMGvfkRALFaSSNCeiMN00zABzibKLVLa0kGdzU",
+	"tkxtG/1Oj12CNjOgEN9Ihn/tXt5Ou5fGGxCakZP0TmRTiL2I9+z7N0cvupffH+09fYZOyRCDOnk8Fyrn",
+	"8wXGdXr4a8bvwFClgFwwkjdiVUQIy0Nffn/U1cNG8bXjJ9UCCKN6h4zmODTvCsFl/1bG7w3mBmujL8uU",
+	"2MxTiI1yyfb7faZQoVqly4xN9VJ27Jg/iFX3JMIBC514YZJH7X0vqeu6vtmJD9lm7Fr20BAKAQmMvgyw",
+	"rKaRwpFcsb337zFcBKG5Qy0hiyAYa+/ry7alGTg4KRgXjCRi/0bsKr5F17xi7f0+UwHbDdhewA4C9pyC",
+	"TKrTY0c5SwTXiyqnYsAiES2RAeIEPd9GtTRlWVWtrm0iDOtS6jWH7UvE1nKTRahozLLjWs5XrYRFEwCE",
+	"XAvwFUM+xcZg+G3DjCxpPW5GtaTjxlTjDfNBsnzcZE4i2x7VrEbgEiir0+f6STl0cq+ZvcObhcq/TaPV",
+	"JxXJKIbLU/noVwOqKTRTEd+KiLU5HcmieptOZqeHEscKlRewkSgQWNt6Vy2YQ5KIrKNnVNMMGpXqF6bS",
+	"koIY6NEiLzt6Lo12tdffYxxP8qFtATSSkOelWQsEc0LAp4Oa3STmioVYSBF23KLeHsLHAyI4sPtpwucL",
+	"DFbu9nq7/f5Itg3UHrhuO2XQCCtTySMtIkL0ZCcQO8VqYhViJJTnXJuw+miOZLloGuO98JX0+3OwqG1I",
+	"C9vAG3M4zrCMdwD1hWDe/4pVwMFI6n3U/2QTsUrJ3Bbx9SyfBYg1Dd7YdJmrOCqDVGOqFku0zqAPS5Yu",
+	"FiLShn8iJGj8MnKDOkzl2vT/ZSmWuJjUL1uFGPymxmZKgL0UK9j3KYcGU9FItot0EECmrTjfXY85WFBa",
+	"rW6TbWNmQEmpHdPbMs5BgnHJ+ESlyTIXDAKw4DtIr+zy7vUPnrttgzCTZKYvkfsBcdA0KaAQHMkCshCM",
+	"tkUW34KukqTpQs86AGOrm6RTnuiVxubDWfc645Fgp0fDjilULfIYRpIaXmCz2N1v9mzcmvav4/Voay5q",
+	"rap7G1VOnAXSsT4TYyrP0vp4t+FUe5+UO64zVoZEzwEr8Zw/jvu6v4W18iKVV0mMScK/k7/7iy0Gx4Ek",
+	"XLM7PDZnMzcKRTkTp/i1nCnVGuz1d/f3nj39Zs/n58ISDpSh984CgZ54gFZ/xbjE5EHy+BfZej12RA3W",
+	"mqP/yMipv2Al2u2Kg/43jHJfx5fDo+GxFg7QWIBaixnjbCQnPJ/ObIM4exkkZWjMRZNgoELWphznAcic",
+	"Q0qMkOjaujIAyiNZao9noxvl3AXUG232AqwYzxlMqcegG54JFUB+As0WbBkYRJTFKQpSanLYJt3n0FV8",
+	"fLLgCC5/OmGw2ddGTYNi/bqT6LOJj8qH/cPLD0oJARcHTxKkA8qFN/tNCXqoOBny/CJqvoiaTytq8Ogw",
+	"XjAnl43diGh7+bNGmBTNRv4BpEk1o2qTPDmTTiLZQluQJotMC5EAjBfrqIOOjPBlT9CWLDW6DBlaiSNp",
+	"JY6VRurnd70Y8NC5dPuH80QbQSvbKDmOBtjyB4Jatju9EjIfSVPZCIXhFtqHeltS3x8D7TMwGMfQyx4e",
+	"6fiEEXwmGEulXs2PE0VIEf+MsqjyZX84YYRZkZSRrbf7iyT6Iol+A0n0EpuSY1C8lqUL1af3s4ea5REk",
+	"Ej0goL+NNBpJT61A25M3TkkxNk3cYotxdQPN3hBOKEmvByMZxtHAxpng9idQLoVNk0PWJiAfNGd2bafD",
+	"TsBCuH2Amd5hvlqIMMCM+xASCUOYBjgh0ysqi+EsHHJ1A7OnLErK2YOEAsQnWzmzUUW/15GcLjOVZgRE",
+	"9JqrvAsDdU9e2jo5DhE4rCeR17hMl1DzgMDjyHNGErMNxvZDiRf1B6yo8OiAj14alz12JAIBiHYYQvXc",
+	"ZVroScxQH0mZsmu+MAkQNsgT4AJCSQcmYGUplIM5zfIONSWmc+hJppdtJNvhAPIhulzPAF3HALqGcnT3",
+	"qQW6ZydQDuIsFwvRmxQSFYBhSNjrYiSJGgjtOFtK1rap3YFbIA2ZaLXmhtr4xHzgoEj1hvpSyvTuIOOX",
+	"Kb0efLUAI2dyGNAXjG70IiqrZzLjkZ4pVf+aIUBTgA7CxTciRQyws37CV0XjTOpIziVTerF4YmJ0tk5A",
+	"2SCe6hR7TJGYpeyxMBJJzkNDiFOeZauRxD4RiKZCmiHHHuimfKigDcTVi/AT4QwuM+mkn4fFsoxkG+t9",
+	"CsQP7PuuD3gH8/pgt8B1DaWTpi0t1U+kMllpVqLZCw5CruaRxKM6pglC4ddSiSxk6ULYeUMlnrRw/IZA",
+	"bWXY/h7kpAiM6GoluOIb/4YNz87Gb45O/2ZKvC4p4yeVpm/8HEjQ71DWs7DqDTK4e6tvVWUsqEebgE4c",
+	"BoOOd4fnAQig4JRaJDFwYJeh3+nVmM9dDNVoQmLvHL314L3prUu4GTut6Qvd617NMuufpzkqlN8Q00+4",
+	"yukEZhRnO0QWMlmVuKNJfTQHcVUw0sZYZGkVGvKHdr9ulSH8+91v3n3YDXaff/Rg+G+ROLR1Nru2Z/Yh",
+	"9C/zgTklI2mT3M3yj1qD/WAEM4FUdlste68c9lICOnRhBh5cSDvsh8Ahsx1ibUZKalbf+ZKf9Pv5xGHL",
+	"uCnZEYbxPDRZ3NEHTeeSz6MRsjemMUosHf41kqDiHaKWW7TeJuvcZFoWug+lXNo2Kx6GOJIljgj5M3nO",
+	"pzNQViCkTLCFEPEMqDgcfeCULh1uzM003/MpuP6WT1zqpbg0jPiz5y3SF25KX3SK1b5kLv5unOEtAN7J",
+	"iHGlYkzctWdkg9no5DF+Hoekm8Oojyc5W9quQvifaSxRRSRfmuYFncAp4Wzbgehlenw1koWO3LG2QJqZ",
+	"Ik4XRaPm1+wBOAuzRdeUTgNJV3rgjLJjdkw+TMDicqZKm7I+mE36gFmaJJOgnlUCdgfsiNFItcjGnB0n",
+	"JaTHwgIsfF3OjXWm3jfnZlhUflYySYATxiZXfyRVrs3cWGp1ALBkNnk+nQQkrDVEs0lr3g2u0Eshoypr",
+	"/edxh/q+7kt+xxdX57+0xHpBmAiG62LZTwGNYETD75T7gYnhf9Bo3QVM3vHMFOE6CLNTOTkOHitqqeSm",
+	"bzRz+Y1hLXz5P2FUq/JhXzj4Fw7+L83B8Tz8JsEqJOXP5Jo4TRn4PFnBUlhbvM8zPpIYQskEi68ltO47",
+	"dLPaMGdZMZkSuDLFAJxlIAPApDqsr7ie8fwSv/SxXoXP7RzYhgNRgdkXp8DvmEKrBYAmyisoFySy3eQQ",
+	"aDyGRWLPZzqKFdLBwqOrZZKM5CxWeZqtWHupRBY4fg4DGYHuw8BVnDAwimEyeybxBkDCqucmBYQ2C6Xh",
+	"ypZwUAQS3OAhlUg2OSdHcp13klWck0Exf2QYpLmYbCooKrf+NceTSUG+wmlAmDM3sYywJ/UmVjMsdvOf",
+	"1olZfOMmjlXQ9heG9XsxrFfLJHE24p6Maj5d/OMiNh4xbOjyApEF2blBbLSANFAfjdAxELABqAR4cW5a",
+	"v6NOL6B2qy1TFr6ZLroESt09icJDwNMmRoAoy2GBwdp/2qnDQFpgnL1e33pj22Es4zzmSfwrwjCmaaJ2",
+	"kljlxV+aWwFwYyYQqLO4ofglExwgJRexvA7Z//zXf3csSw2PoH7OZsMUNXCTNJ+NZFg9+AZTq5ZEpBe3",
+	"it/KfTeOJLBMA0tXh6tscxkFLFpCC3X3O413QguM60wohYjXAe5XWMIC2jH3hGwiriD/IAfwyBIsX9mI",
+	"HsmhftkAEmGyfKxpXq+bEjIa2wSMtuMe6QQsvBZ0p60AxTYfKCw6enP0LcWB0kNSHvK4yLnFLdMirfIj",
+	"znFssqIhCQrkEeSrgFPAwT+cCQm4iBA1jl1AxLZFXwwYgi4GZbwC1I3R5c5l0XIydZOyOyVgxVC/iiCB",
+	"lV4a6EI2YM/6gb1nv9/vIKSjA8PvQh+0Qy0jwg6U7+bZEhp4RAaI77AICMRJwrKl1ApFgW0d56Zdn1V1",
+	"2U/g0KGuNQEGz2lvqE2NN0hjk6W4GknODAWVSaaIpGCKKtoeNaLssTAuXCjjG7EKR9K2Hd57+pTdxirW",
+	"zOXo8sXJiVPX2WFzfgNDGsAAeBPC+BeLZ4D/MQ0ulioXHIrGOSay5XfxVASAD1mFqAQ84B67MAxiwEI9",
+	"5GAH9EtznkzQYu8pzjkTU4Aqwl5bsKbAQWDzHBgLfaDB+0X4iMSJ9XOGUU9TzWD49AZYtta6ECKQ0sLD",
+	"WIFgDS2bMhgYEEOJhHvC1oMnvpku/mHBExvzTLYEU3wkZGJA0HflPJSwPKuwwxZ64yPqKydX/mOBQWfy",
+	"sFX7gJXOT4opl8Tr77gqum1oYaqlYsd1k32SfSI9zezOIuFx5emt1tCIbMCJLVaU1iowWL9VoZrw6Y0y",
+	"Rey2NEOrEgDdDsC/MKUuKCU0XOfQjOdQv4OG3vsjIk9W07IesxPaFHyB43WHqwUadnpr6kpL758dv/LN",
+	"i3OLX1lRXB8DYwlW7QPCL28qHQyQr0OSuf4R65SobX3b5AzH+YAd9Psj6RA54uC4qBMlmAHsdLNd//hD",
+	"LdO3wpGwzpDdp1qrvcLoEAdwYehjgSm1KMH0ywAL88Y+97TfZyenw+OL06PXVBwFXecnIknltSqFeJ6o",
+	"ok9cYAj4RizykWyHN0IsDDp14HaoJ+QI0ow4uCMA1xw1e60TxVqxAgDiOMI8cM0CRnKh5wKC2sW+gI7y",
+	"Rd6F5jxWyfVJ2LewrShigUbWBXtsP4udqzSbd01bru1Yd/VN9wr47H66YipnAutdGFLc4X4fmn2IyWel",
+	"d+ILxPCXgM6GJDLkmBz5jra2EnBVrgHB80XXd79+vvf061pwHc78zgf4z0n08f4e5AvBI5AtlUywRZZG",
+	"yymVZAL9B3hL7DI+zYMxni1LPDDPhDb8C/jQJ8pUTACkDp/O4KUGsFSfrAXPsKcFNCmDjC9bNVCGDjQc",
+	"UnNG0yQJvd9x5Lq+A9tTNYlvBOMjafugSUq5gtU12rLp3BZnhfCpqCRY3mR+exmrRaogoWxAWWxrY1GG",
+	"t67FdHuDQS8QMXFkc+8XPJ8Vmfe04WuxvwrTZC6icX939v7pfO/mefT1L9/cPSjz/qudr8oc1tYqTGLJ",
+	"ob5hK20Pvu2JwsXXH4iKNbzVs7R1ag5xrQ/hTOkV+d+jFqIdmh8Q7XDUgk65a5TRL07p3zfpXhpChw3d",
+	"6JHOxXwBFWuNjO5Irlhpq6BZLgXBeM6T9FrzFEhP78aStcNpmomdXq9H3SkWyfI6ll1N9lk8WeYiGkn7",
+	"2sBWT05WUGZzCAoewh+zYz6dMSHzbMUUXynq32QOKI0Mke+CE7XjuRac+p9xzu7SZRIZr18mWXj++u13",
+	"J6fjNyeXlyen34WdtSn0Q7s6nxNh3H3TC1zRjWEgut3swKNs3d+WnMswtvYiScncWfEy5RZXvPS7g9ve",
+	"bIv56RgTJUAlhbc4Jkjodk52+rkVeIhPoE1RtZt1x+0zhjdi2GAiGMrolM25hAjGQX+/SP3uEASu3dzC",
+	"3eox2TEz3XQW0AJfJFfQTokrlvE7wsnN2N+O3rwmAKRYlgda8XkSMpNBjs4GKiJ2J3GLrFNEVvxzLWtG",
+	"MjRXSjQcDgp0dOjz0oWC0ThfsauYMnBmguGG+RABRzKsQm2H5UT8pMBrTyOBUS7bbzFWpoT4kGpW0dWq",
+	"t8u4ihhPVGq902Ekch4nKix6zdKXpdkTZWatyFNuIvOFq1UvtbYc81ngLlHD8rBM6C/HEuUeO7NJkoVb",
+	"2Vqp5PydplmEGT4Ejqj1Q63NgaeMTylYQ107eSZtrz7T3XYwkkuZietY5YhRBbH8hAP2ob5R3cRQI9AO",
+	"h2dnr8dVPhkUQCdFu0B6RpviZ+fHF7hfb09/OD376VQ/4jaPUODm0/tj+Te19DSYk9cip2rzDIaEeZwe",
+	"H7+8HL84O3118t1bfIMe2XB7nyyg9YVvqX4GBloQ/xOw45MEmyQXjAh7X6hkabodUvFEO7z84eT1a0d0",
+	"sMtldhvfAgqY/RaEtUZ20k3ErUhwrdNbkWVxJFSPfZtGKxv+aexwdALno0Q6mzTdszuI/VhWZJT9gr95",
+	"uZinJX+nqdC20k5+mzLbXU+Z7eeCdHFXi4xvEDtVrvfAIYfifb7WTX7fkX57H42ZAJLXVs4ay5Ectm2Y",
+	"zG/vr9lC93iVZpM4ioT8x3bUVLcCpODva2A4jdl/flfrNF41OnDiAPVP2gLUp1miubcSZwTm/dU4Qv0g",
+	"HaCuw2xQpEayokkdWnmHXfJdscJdlUCbK6aqra59jaRVv9iW2tcRdoApUi/6hVZiXkv+HOqhC1w+Vejp",
+	"V6YBzADmAW8GLcg2uYUWJwCnoFh4fnRxeUw6FgBNMzFf5NTumO45fnM+/NuYOiOHPdb2LGJORRj6BfDt",
+	"jl6nVUW3fbHVrUjj6/dZ6MQ0QsBTiKBPlyotjladr0U+kqVp9zqkaSHsTrYUVgmDVcJmg1iZCB+3rQT+",
+	"0ae+tb5ILpRcH38rm7jw3GySVrf2TntSvsinTxpI+KNIJnN0Xdm0oFN1X6H0IV4TB2hyj10IxIkwqeHF",
+	"NIyg6bGhlU8R1D7nPNY8XSVczbAdbyb0KgmeTWciCwPTmIZcatpGQb/sDv5eOGrDzsAC0Ly9eN0VEnuv",
+	"AkvFOHM+Y0pc65kEIxnWvlq//H/tvSq93uiAFEmfExguQZFqcaOHXeewb7ZktsnMtv64k+ic57PPm5hd",
+	"euPlLL3b2ilnd/izByY/hRf8d3L/6RUFSiw7/rY7nevd1djUshtLOotFdz98WCtMhJtqLWXHWTcFiDPB",
+	"2hBEI9N4JIt7zTG4ztLlQulDBZ2M5mI+gbqVTsCu+G2KGqlJ78OxqcsfOKQnK9tNdCTjyGp+4Pxm7XAh",
+	"svECUmqN0b73tEgb3e33O4dYxpXzBNUtdPUEpdaAI+ntDVh2bkqeZekd9caC9mIpcglz1yHj5cXCDty4",
+	"Wtju0KiUVoXUA611r/8enQPPZLKyZHAnTQFL7KSZ/Bauj8/Js+7Tyg9X4nGM6o/FdzDscO2DpFJrYGZ8",
+	"fKVIMosdYmqIGwz8LjeHr1DV5vqQAdhZxUkEHgVdeCFvFDiStnognx/wHfW8MrgazaEuXv8nVnmmDTB9",
+	"WledQfVws/rZdvpgIhqqHh4QEydLm/hFcywyBvZr7Zh2ARSm3y88kbt9ylMrfE0zrgD3E/3G5EX2sRJs",
+	"MXVEvobP0oireMPvmVm1tZ/ui73zL2nvIJnaRuU+zlYoT9aiQTTVOrN7g+c4SxNRRFhqwcqX8LSjWLE8",
+	"vRaQNgR+nQL3F7jWSDrB1TgfYHwLOyNrWo+WiYhYtpQqYIhkxZw0gXIgTEZFPCUYSattBWwRQ3kM3HJ0",
+	"foLeOwKCVXm6gN5yUCCDgE+mEsOGH/vfjGQJqYTgTyh3yk5aM7OLt6enJ6ffsTbUCUFzc63feZMKcLUM",
+	"q1obxkHFtzFVKd42S+lgr/XbNhLGb4zWMSu6pfcb85x7G1P3xvf4J2cwuG9rGUzQbJFpfYndzVJrWxU8",
+	"ox1LU+lFajmVwR30DyAK6Xck/NOeoa3EvSvqv7gXGt0L66l1wfPp7KHC7zzTdJnHghDUAdQ901Y3VlBG",
+	"hyyci5wDFgNm+mp9WeYBAqtPhQtJbrAa9N6iwl6UUtB4DJT69hKw9s/PLofMleYIenElsrDTqHL76xQi",
+	"/g8jlT699u583r2099/4OC8XmF71R9Hg7807vqj8n14iI23fR+Xf4Yu4qxXiRu+pj/cNGF8nv011Gtn+",
+	"WXw9yxW7FjnZ/2+ICQKebLmiLI9vAdBCBdp+FYrU50PqjY9Rd9OrGX2ba/2JR4v4B/11WzIyTClUCzF9",
+	"olgI0zqJws4fU2PAb9/k+vtBrJiRSv/wKvgf0K/o0rexPt2DaX5q9jNup32EmihDt+95UHjWnBbYbcim",
+	"LZ48ZJLPTQLujVg5jV/AQY2nynQvmqbyVu96KsnXiYp5e6+/2zG5s5jZARFOPV6obm/GGIyMIwxF0p94",
+	"pik6CbkwN2IFWNXofrcl76lMVgNs1M3Z5fdH3b2nz1gUXyNqDb4PByt6vZhuLqnKTUNyW4g6TW8R4VlG",
+	"1qlKKtgmnyIeqn9YfvJZvZ347b+nzxNngFOKtnGA6p23ydmQ4gLZT0QsbcSPRafPFx3ri461hY71JobM",
+	"V8PL/ay8Scva+XAjViefwtNqAWrygQ2uWEQwyNS7m6HjNc0gAw8CtPo4iPexAgAjAPSZ5goZa0ppja5K",
+	"ZkpOIYWDvcrSOcvEbWpgSWRg8vfUSNqERJAhxl+z6wdavk1v/tHZaS1MfL6cJPEUPs/MJCyLNWgItaW4",
+	"a5o00MeW8775+mr/l2/e780PFs9bQWvO378W8jqftQbPDiDibP7c/d20T9zqtayabmFtTaig2ROFdr6o",
+	"o78vq8OduTezE+9N2d0DnL+HLIzlNFlGYmzqZ/63PgEh4f5AyZfDITVjdNXZHjsibhh+IHQoEzL6+DGk",
+	"OHiY28IraNJfSTiy2Voj2bY54HsMczo6GG93/W21ksOQsFEAXzFWA+wWBxlBEyisSpbXIxmJLL51sVeM",
+	"maBZQcBC6MWSSngw3O31e/0wYOGf8JTZfqLU8YxHUSaUCkay8DHaYjbMtJ6m1zJWIqrzeeyWaD2TCFeY",
+	"pokKi7K6kSyXbjmF/Ja7uxVNPyEsmX8vEQoNulvLPFuNZLn2ztwdYoaETGWXNLZbnixNBpVeT4N7AF0A",
+	"nJIqBrlLWrCNZHvBlbpLs6irmSB9PlTTyZnI4lxE7DpJJzwJkC7TjJIm6GWFywEpW3Mmj1Q7fm+Ls35X",
+	"v2lNcB1FUXUZbWnadgvZlP5U3d1SChQlc7QGAMZj5zlJ00Rw+VuIINyRrQInnzxT84vwKftCcC8KXss9",
+	"fHcbf6WJ66/ToNdLmB67EPP0ltiizb4yA7M5z25EdsgKkH/WttCZIXWbHTBkZMC3KrAud9zA3Zkxvfzi",
+	"rc1R+JfPANDHsLL+gDieSvHlGP7eOqA+K8VZtcqKTbC5b8rkupMJhJBwKNhfiIwK+dyTqKkDcnUKgoHu",
+	"PiMKstp6P0cTLEcmWBirsXmYzrHvfL76lzid2+cWBEymd+66l9LYv5zT39ktxbObsnS1G7WNWE2SeRdb",
+	"LTbabT9Bwhx2ZjddGVHrL9ku4F7NxYJwdpZKoBJvcnuJalDDBlMqvZPOGQ2YSBD4grRy8+QhQ6hs6nkv",
+	"YvBuga9AYdIzJuHhe694TA0zwtOz8evXb6qAEZo9rGVGa0qWXifzF7hY/6xs4UKoNLkVkf3SjX1zKhQB",
+	"GCswhgpYfMW4XH1JTlqjH0M34nVnC9JggaK3Oc9zMU+1Lb1VWL/8mgaX84CZMdmcr9gsTSJ2R/j59vTr",
+	"46RYrq/F+gQdQ0kVPFgGRQyKgis4ggTlA/dp+/OJYur/Z+/dl9vGsb3RV0G5vlOR5tCy41xm2qqpXW7H",
+	"nfGMY3vbTvc3NZxPhEjYwjYFqAnSiibV/54HOI94nuQU1loASYm6JXZsJ5pdtTuWKBIAgXVfv1+sR6Id",
+	"OOCv36ioIPo9wiCQNnmoCGGdigTwvP8esYyrW+zKn71vJhAcnqtbw1qJjs1OIoy8UZ1hwsKtD3BxuNXe",
+	"DxX0AQmmCuriIrqtMVQc5yX0K4eP3ATxcdTRVcWBh1EuLFf44F7bIwcQHrzn6jdcQs2wlRQwOz3U/5ta",
+	"xnou7szvtXBDJfr9Znf3EYwo3DjrdFq5A7Wxne6/7EJnbmtV5dOwPF8ri9Cdz3ig10jbrSRQO4v6AXAz",
+	"Pa04Io5pEV4qLtOKD/3zphPhxziPrk+AFOMXV16vdqrYRbWWGh/5wgDoDaKLg12B/UKZvJHK6vBJZ1EZ",
+	"9I98GB8I1gaH/5gF2G4Ei90akUB+CFfzuywR+u5LfcoURCLzhVJo2gKgxsG5PpTdIK65UA5d+7xyHg4i",
+	"ngMwZyqVQB+H8rTTYO4R3adXZGnU7rLXu6+n0woDSCso4ShuZhuyy9jF3MjFOU3pacctYDHvCQgd7rUJ",
+	"PSwJPXhiFb8/Vj0dO7DAX1/QVk3KuUPVqh0LwlE1TBVp2u6GqiFDxxYm6DJByTklljXkPo+D8uBZOS/e",
+	"Ntm4J9Rym692Yr+uoWAJIZWjonKwy/bD/VC93t1dj2Nqn52fvg/Y38+P3gfs/fEvYJn/JvrnUHfjiO4A",
+	"h5KQAyA/0Lr89T2j+pOkPcU/5eJIDexX3jsAKHKepVJkoaJF7NZKaSspQ+s3KDGuq+klJE9PRoI8CMdU",
+	"dYo46afcTdnwKulNbsr+N2X/q7VWggxcTfI2kUu93fvp5es3b2fMKI9zsp0Vynxh1WyHHSDR71T9fssz",
+	"p7TrtCpKfMp7WaF6PI9C1fK5JV3kIOJTbvI2pTDk3BbLSzf2Czv079VUqs5yWXj/iipyS+SajeuxTodk",
+	"fe0qR+uy/sXXGjdHhAZNED6+IBzx2fg02hB1GbpCWSQXifAiKpgWU3eMM6164tMoQ7kSsdYbdi1FmpiA",
+	"iTueFsTZEaool0PxH60EsSNFdC5ZSyuxbQY672KXYiqFixtcF2CWIw5RJE0PW6ejdrecJnu9t9cBRpZM",
+	"2rVH6AeepnrsoI3q89YqndBkIDPrZ+/u4EUED5Wr54CRIU8H1EtDg+k0g40LVjgPLiLOkl5/Eu0zXuR6",
+	"yHMZAynoiCBk8RIq6qjgMvIcBCH1LykmhlymHs9dK0ak7Y55fJrmvgc/6FE1O6yJVvO7Pqun/3vEw6jO",
+	"75FaO+tDWN7UWRMSGwNuY8CtA4dX3z2LNMxiS23nc1aoe2nlvELsuJzxNBM8mWBRiUjAAb4Vo3xepvjJ",
+	"iKaZ7FRtLec/FVZwky7eBMXuBYdu9ZMdfKGPBbsZcjxIhetokDwbbmPiZXNMv5FztpZjtvHLlkLlrXOg",
+	"RkX+5ZkfCsmi1zHOZA7OBnhLrJWK63wb4hJwW56GCv0olvNb4bmkwRsxBJgNKAhZkQqD5BbOmbD7bNKp",
+	"hz+YNFBHqoejIgeQvpQb/21Af1o3BJwk8NAq7kuppedi6W0EwBNzXR5H/DhIv437snFfvqAPD4Tk/fsv",
+	"O3kmb25EtphfbxFabylw5c0Aeo/AgcEuPSs32x12aT8hIIJCOaTtAEjrqig1RJwCwSwX4XGkdy9L0jsl",
+	"xnBn1jI5zwvD/vvj0cejd+2gGijyhCQddilyU5frKMdror3r8RTsKrFWTUu07bg8kmsnVGBQ5GLE+kVy",
+	"g8BjJchqz7XPR5V2JhdOe1G9snoBBUGbFMkVvqSNJvlGYSha76X8TnYPOnedukW+3rbceIRfKywLNS0o",
+	"mdLjdYRlyTH1NRk5f5fV0nL2kHQaM23nkGq4qlDhf5+5tvo8V8m2TfNCbPy6dfJt06tXOSLn01/dH0Jp",
+	"oeTvBWaTqnWw9ic/scOz019Ojg+v2r5/MPr8+VZM/vgjYmADDXSaAFd7FcfJwXgmIk55hmz4lcwX2hI+",
+	"j3UrJiZUCM4OQ5lOWs1NB9U36PeYEKrP8JFSQtODWJ4UmtrJ36NftTYBycYRe8A80tSGWyw555oXOx6e",
+	"7l5ySdPERayJt2jKNApVYajw2mf8WzgM65ahy+Ndt2V0Rk9IQM5CeE5Vdcx9bvlOVnz+q012akOrdM/p",
+	"rLUEzBentColTmvmtTYn/dt7RGt6QxtnaHmSa81j9g0TXVQvGKr5iS7Ka1GqazRKJ3UnimnFOEsK3H0C",
+	"Igxte+y9Vud5qFLBgaZ5KmTiwEH9KfLlf1Tqdw0Ms96rSnlM2GyuOBBTa1WTBEoS5+TJNgLl6bp2jyXQ",
+	"XNJs495t3Ltvm2f7Ov9O69TseCH35VHkMyUQIxvwMCtI2w4+KxM30uQQQbYPrcaTQwVQznHKjcFWDoyO",
+	"0R3sdUGZU/MQ0A7DG0Jm9htxfS2QmQsRsRdCWF1pnZ6V8/6ucTNrc12K/OQXpYad7hHTN6bafFOtsnZ+",
+	"48PeviYwhEa+O0Sqn3s6MXV8Tydz6hiylkPLx8R2e965rBzA8pjZkXlq6VKIVKi5Zg7r0jN5CbMVP8CJ",
+	"xJkuzR3ZV2BoUTaHb5GfhCUW93fwPtv/HCd/7OAZuU8yJGo9R6THBl4Kq9NChawdqbgTaUmF4Or4gDgO",
+	"RmZ9GZkjvjTLBPDKgSIdNoY/pbGz8dvwafkvVxWJY98d/Z5Fsc5E50Lw5OPFib0omufXwDtbcUzTN62z",
+	"E+3t7j4mPdGK0BewzaVhCb7XTZn/Y8dF8T0wvo4A+rqMdVWuHChWqGktj6Z1NVAaqgP8ajzQpnLvmphx",
+	"mBlAVinTlJGxgDEdIk8zAz1GaYNdovSjnrtlxFoR9Av1ck3djPsMuFaojzR3m9jkfGJYoQpcwELlMrXf",
+	"TmAwRgBSL0JhzJOZU4wxdONFpc9HaiMNn4M0nDKbVpGKLwwZTmSQOmW5kZCPKyHxyK0nIJdYaKXzsfPZ",
+	"//uPL6+Jmy9Edca4qogfL2QSjaQeoaLanil5Oxfrruadb+TPV8ifmfH7ZYWEQll0RSWwdnRzBq4rL2SV",
+	"sV+LPB7UB/zyiQhMvwjLZGa5qT0CkVOuG8dzgeNpt2xdKLhlW2TvLQcSnm/w/azzAfEDZpXrABKDxwNr",
+	"BZna+9sPVYRAgzpjEVpfFcspLzUmpcQCFqkiTSOWVfAOPdme0VWulFDBLrUWGLigLWvuYdqvyDI7bWIo",
+	"hJoclmuX1SNC3zm8YyWw8UZC/tgS8v4zjPM212OCw32trFZiPC2vN+16mzTiQlP8UuRraq5lhrj7/b0B",
+	"7WIwtyEUWnPxjWY8TYE53jjCXFRHXYpaDLFWLGkOHUCJveuaqwZUFsPvwpktl2yjmJ5pIHUDkfIkcYOn",
+	"cx/6mqIGCwzrpTRi80VOlYjTPxPSKQmrMogxHFYLendTbvLtsVSGpXyC9FsIe29inrjYANWZhcXu7qvY",
+	"EQbSXxCIcN8A3SD9gRh+3QrPOBSqieEon0yj7peijHhFO+y8TideYQkfckO0Y9Gf6H9RJ1Qrh44XhzI2",
+	"4vCZRFLdm1oJlXjqKG4k5f2HEL5K7H1FvW9FvmRVUqLqWEh6UKktVobsYwgiFdc500UeIJkZ0rqqIk0p",
+	"VoryCrd2QAELa9phvIJsNa5i+7kphlAj4rA4mTTMFeYCWex4YOfSer23FzhJBwXKuVBtqvO9FZPZqKzz",
+	"bAPGQ4VVwSSox5lWN4ACH9jRRgQ82jO3Mk1NhH6xLnIjkzqi/Z00sp8KhhcGONtQ+Rvk1gPJe2gsR0wm",
+	"CAoqiXXdceDSMACZYpRJFcsRT+dIb+wFFSrOJqMclVImTN61y57YpQAuKW5uK4Kd9Xl8y26FGJFiQ30G",
+	"N2yS5VRZuJHn9y7P7z+MMe9dPXoYY0XN4myrJqHXQiulvQllbEIZ61REf4UWXRLb+MpCzBXN64XGNSa/",
+	"N6L4OyxS2KTYVqrt1Ep8Vd1AxpW5XgQjtjaVZ+CrmAg93mF8QJVDrtkQ7wjRAjQKS0OPtSBNN1ZsJDID",
+	"3XT+u4BxCgiMgRMMQcf0WCEOGU+GUnVDBf+VJs94rjMgDGrvA6IZPKmZgs8LHGtH2yWV8Llh/SKn60JF",
+	"4y6F0yssW8XlQIvSjl4mAa53UIYhgimKhID6VEJVYg3ZZTs4PwYvolvKafIIqkxMOk1w3i8MrYjSLNXq",
+	"RmSElRmqK3qzGdjBupZ/xDXD8G4ZIWnEL8ObHNCm+u5QU2oTfPpUSIUCCB2X3bKvcWMPbuzBVexBt9Mr",
+	"EjzXHjrAC9m5FJKjUabveLrY3qvtFrD+SES6XzOp+vrTfhmQsLLYMD7mEpEn6UKvQwqF8lYkDLau1Ir1",
+	"iWqkbG2wLn5V4/AJS0QsE8fe6uha8fYiMxENgZvbF6RDAooWWCGf1ZHfAHHLayEF7LB2csYquzjThghm",
+	"UIbDN4EV0sLkVOTRgj6+Pg1VJu0OO+LxgMlcDFnMs0wKw8YDnkMXth15xpQQidkvRxH4IaOWlIlfJXzI",
+	"3u6uFeoZj3Oagb2MGiK5YbnMU4H0ULBStV4LAO3MboohzIOMCbfkplTqQ50I+8uUm5wNhTH8RnTYQTrm",
+	"E4PgeF2rjXKdcwpX5UWmRLIPX1IVM2dmoDME02N29nfCdJg1Yw3jRANIik7gxHbZiGI6tGNUUv+4sins",
+	"L6UyOU9TnFtfXOtMMMWzTI8pLjT0ShH2zAvTYe9wy+SDTBc3g+oGcRsnCliUif8RsUMixc0ZAfQptLll",
+	"LDo/u7xi5YHZse/TnkwTNYMEHvijtUTBnql0AjvGBx5L3mBQuL8XAhh2SePClz3Quw18vFLlb19vgXsg",
+	"h8Ww6hxIlYsbkTUWyNgxVE6uBxuA7jnQTHwoYLe5zYKWlMzb3dkjzDPhA6bzpkE+ajmFr63xKZfRbR6I",
+	"lOYsFRw2njRWDkyYEbFWiZk3MAC06+UDrqaHhwv66uWbV293aYT40W7zGjcpg3Ir7JxzUHDLrxMZXvqg",
+	"Th1t16WNs0A5eiPKE9nXn77Oq3uGqI0g0xtVU0XTApXMtKIt5cZijOcmnXtABYhQ/ejuY9038q4CSHai",
+	"oAKmrp3P9j/HyR87TtKxsS7SxLW5cuQX9Ldq1eH695v8PaJUq4hRr34rquz86PTd8en73sH5+cXZrwcn",
+	"pXpyp5M8ykxYq43mpIs81kPPqwZNupBs2WeRvo3K7lx6crXxYcyzBPMT0L5rdwkT6k6keoTIKow8DVqC",
+	"Ab9zXp9IsIH4msu0yESZTjG5HuFIrDllsCPI7RWrBq1uHg+EsgYLfNnXycR+cWf3axNVkN0jVdXwEO7P",
+	"1FMeywGi57+j3XUhTJHmZp5QyeBraN92+zGwGwE2wTNwhzbezUNUyoDpZuzx4l5yVAyVedK2yAc7PI51",
+	"gZt4Thn6IYVKQOrJGyWSbalA1r6ATtNRygkGmh0Br6GLrdxob05G+DCgMdzB77fpTDcYhlSRSyN70Kpf",
+	"fMYjnf2PZjlcuwMTove0OeI/KJVzAvAaY+U2QjVWUeSD6pFuOmXzzagL3O6mFiQdUcUBa2FJxP/3//y/",
+	"7PXeXrvDPnBpPVAWa3UtrTdlLaJUqlvnUioxZjxJMmFMN1TgwOOIK1FinSbuGtYyAzstqVhEkgvZTiM2",
+	"FFwB+mu77P/FR0kTKhqAtUoOlL+b4yNECVWJV//UXN8AiwNiC8XcA0mbyhOeqKw5rL5PO1pfAfuko6sb",
+	"/LGnkG1Hj8ETG8fuKC2RULjl5oumK37r7A6RijiHqqqE5XZkzrvCrYpioaU0o7FCAFEkROUM3451dmuA",
+	"w6cbKm4lDrgfAYOKMkhWjyCnB1dXsmJ4j4pcYyDPgKftTmTyWlohdGEFdCqHMhdJqKyBHqcSKuDwR434",
+	"/LgCDy9/4GXS056wseM0Ra2Pya3fF0uj71lGvN5bYXZXWn/gakKLYh5TttRx6XFDLhUcwdan7SH/tN3X",
+	"yWS7PwGGm7+8/GnPfp7xXGzDsdva37LCZasUM9c6u9H5tjNmFuX50agxUt2kYrsAFBQjchIrICcgpDPQ",
+	"Rdau1NuTPOiLVKsbg0klb6pj6SpBo0hTlnbOEoglGtLk2v3WuAR9X1gXK9Z3EH8JVVXKsNWEzC+wCq6G",
+	"9IEETP0hjxVLiWMxWtLd4675YnGykQ7fSDoA/x7jpS8CR/LehEOqb6SaLxIOByK+NQ6wOrGGKoeqlpFQ",
+	"VlQkPOd9bsR2n8e3AJaEdgcBD+EvI3MX9+ibiMVgP4Wq9bc8H52pdBKwSz4UlzIXfz3hnwJ2aVcC4rqj",
+	"TCcFpNXIgiEp4rKl9uaHlxe/kC2Ua6j6DhU3LPrf2/abbVD5EdOK8sQpz0XGzs8urwJ2/tH+v4Orw7/B",
+	"eN8dnRxdHXXYb+DrVabrHvt69+WXyZ4TWOSHETlw78fiUMV3ukjQnOibG+B06mwFWwPBE8hrft66FPm2",
+	"s6Q/N9VB00bC3VLfQp1arm062ffHN3bXNpLwG0nCE33DpLpPyaeLBRGhI5XUo0FV2RanglNbJO7QTtOh",
+	"t/d/ZEVP549y6ysewCNwAZ3PWT2Iqxy9bxX2eC6BAbtvcSfMCwQMxdySqquZdIMvw6HHvjAVHdhYK/9B",
+	"bD2uEriaPUVfVQXwSNn8Q5qCfwvlui94uTW/qzm3tGbwGbkVsWrPHU+KA8HQpGFCJSKhwLMv+VUCASUb",
+	"YzDgcz6we1R/yBONwLjhMYd9sck1/ZBsgQjINSpPxLwD7hqY5psSZyOhENoLafwqaArUXdvDm+CBBKZV",
+	"ewxYy/dUsNe7r9gvZxc/H797d3RK7hDUfIbKxQuhsKTSTtUXsR5CVwGrdUR02EXlaWUFSwoGVhf6gSGg",
+	"G1MeBEs8GdTEQZyZklzO5WFf4BNduFV7qD5QvP0jsaCuEuaFqO7X5rM3uaLvxr9xW7YSPL03ZweCRiuE",
+	"gNfNNTlbFHh86e73k2xCI2eRefNlsZgLuxIPbOfUnvGEo8DnZUwROoU34eBnkCwajhzL6MNEhKuqH+SG",
+	"WiFlZM9/zWao1sJM+a8tQYj19hqDdbNWUEh10+4A9TFkllwNi88tNx5llfxaeexjR1s+VCtGnm75xzM7",
+	"AOtXYth9AVuvyY5dYMrD5ZOdz075/bEwLkP9xHW1OHMKmtUha9CGoZqvDk+nazq+yOiGszKBQotlnUbn",
+	"RT+VMRvw9NrN0I7qhSFjYMRlNqfN163ewmbfSgfP29drN/BcijgT+Yqjm2kmwoDNSmN7ufeXx4RPWMWP",
+	"cAJyypn4RvAHz1qb4nmoGNysP2GV7TurUedozn6R3Ih8cWdsXQ12WSoNJUjp19NNQkaIfTaNZZCWIAiu",
+	"bRVbIeFCew9tfNMNXBZADVGlOxX5C2/FxASYFQUECfwdVHQMjUjvCI5AK/dT4J3B5tgOi0ysR6J3K1VC",
+	"fZD4gUwidi1T68a0+jofQHWHkPlAZO15THc/0+Kt0vvolgoGKg2zA7CzLXHC5pz6cry1FMaiw4fjurQ/",
+	"/If93bxGwukxVaAsnNMSEEiDdhTtVuxT+9GtmLwwbITyVibtxTOY6uVcS4w+pKTCxVrK3Vfu9h+uD9Bt",
+	"Eyjrg6ZA6GMbcMPMCPYENuf5BIDIpK4GHj+C9TKfGuugLioMIFm77dldKDXstbVtvFx2TIG+dNnr3ddl",
+	"TVh5Bgjdj7AB2x124LpsqTswAnHaA7VsSJjgR7E2ecRaQxlnertQUDN/zSJcoHgStbEVDwcOJlD5WHsb",
+	"XEHkVa/CO54pQsXCC14YVkCAM7MvBOjU4fkBuDXYwFxpda5Mztob3JATU+IJQHMgveifP757f3TVO/rf",
+	"h0dH747eBW5g2ygHDs6PWWz3gsl5lpelJns/Tf8Sb3ch8myyfQDsTdRWCu5fY04HKObxYD5URqfyiEcK",
+	"tbqHryJ0NuTjm2zRw7EGOEFkTaaq1g8crmlWOfi3YtIg2iu25M5n/Mdx8sci6oDfBhqMxRhOYsWchE8R",
+	"V5bJfEpaB6W0lsqL5rnI/l6GLDTQ8Kr58E9uPgt9rxlwihmwhEcGxkcWhg0w/qMHeWBnu0PXbCY1l1ss",
+	"PjLExLTikWEH7reAYWJ1tC7Q7gIbogrX3ILyjbnETk/vkD1Uv/EX2Au7G3thg6z21ItFnDB6YfDwmzka",
+	"Hlr+buYGi34RPC8ywa5TfoNBobHos8qOR1wwh2nFFQRwjLxRhknVYadQCGIPC0ffLs7A324oDTzEkTzg",
+	"ccM4Mj5n2aGDCXeeTHSQQuBZoXI5pNFV3iitHb5SMPTWR8Y78TFAvEE1BCitIzoUwz5QqAQIboJEdFbW",
+	"z+KcGiGoywGDTa1ooousl+lUQEkRMhCoyqMmLNEMG6xSwPzXVj+d8xtBsD/RiN8I8slHIuvhny3H3rL3",
+	"JvBgbS93d9vNuG8BgECFagHw25zI4Htc1RmV+JzAsmAOq8TFHHsCvp4fLjx24961O1/08hfEu+YcKgxK",
+	"GI8V3ML8tI/aIMn60Je6uPOWm1BFEBuLOuw9guryoTAgbumYsELJ35tpIvCx8LsHjbbAEx4p2ELPXl7Y",
+	"Biu/KZ39Ma0h9Kvo+DWd6FJjAgb5ovgGnsPpiLVXeh12Qd4V6KvXuz+x6Pj014OT43e9y6uDq6OoUnOL",
+	"4sDkMk1DpcfKR7ZbDgSd6YwlnnJtiBW27Q77AGrYBC4aDKq/IIJ1l9zJtU5Du7yZFADvLa5FJlQsCOxu",
+	"JGOw60D62A0B0/LMsniTKhsQAQDMj8s4YbOeesTXcJycW8fxscMpV37mY25o7Z9+cGX9kpsfgqZwwZGf",
+	"R0OIB6uWsGYtriZAN9BuOPFd5/CI1AgGGat5JCFP/XispE2rmnRDhdFIhTHQ48Vbb04gsFm3ENL1lHPV",
+	"GqVcKvLHjN137PXuK0gmphNC4BZpYkIFhG8YRZwf7Lu3rflQMbr1rcxvfC4cJOBzsTQ3gbqngyC4umlK",
+	"VDlzAzvr669q0IfMzzHWXo2VVDehqpVOQEERZRGnAkAdtlagJlTNkZqFsRcigPg6ORU8w4ANTHyVqI2r",
+	"qcFXudHTy8I8+cyarXIK03S4jU7XQx3FukvnPTNsoW4+gF06elLFaZGIHpJY/9VqxwiHgKzWTbcOVd+1",
+	"cFM49lqnqR6zVmGAJas/8bWZAVkT7vMpy0SrdNLueN4oZERV1AzqIrDQfRrxkezdiknPiDxaeO5P0uEh",
+	"LfdXn/2poF1qNJS+LlshNrVA88oi66tfK44k6be1f81TI3yWs691Krh64FICv4SrSJH6AmykyDpSpCkk",
+	"U5EpH5q+nh9UXsMn6LBL18QtDe2/CMp6C0MUM6GK8OYiiViSSXsoWzJnGfLcsGuZ+mJtI7I7kbUDyu5h",
+	"g3XleZCAgqKEUFWrGU8hRm0PPcamQSpJVRWCEBY7PDv95eT48Cpqd9hvKLhMj45IhINVYlxfKd9Dbm/m",
+	"jAliFYJ6ZN8BOsrEndSF8Vel2uDvQmUH3vHSJ8IOzinGZtY6OLrc3nvzdvv94YeSvGHIoSX2VkxQgNfl",
+	"2pIwvD+CT9PRwpH6QT5SSL/y/OVh/drm2FRTbry0h00gNIj25ZJ9ge248zn+onRDo/jvYrQaOOsaDZlS",
+	"kE+l6hkKxHfu51Xhmgp+J0xFwPqSMn9JC2vO7ekI1TVPUyS0p25bGgldDOromsuUbNXTs97JyYee1QXH",
+	"7z9eHFwdn51G7SUZhvuSo8GK1x/Kp5ObqL/R55Sj+FFSDl8kJO4jJtydd+5bOnP4PqGatg0REXXKKGwv",
+	"N/qqHSyhOhvKHAiBIegMpBLUm3PH00J0WQQQhRF2h+CNkbVSw0x56n7a4vgv1tf5gKLXHuJQJFiGhMBj",
+	"B2ADlHYcwUYQYEiu7eVaiQ6DergpwzhUBJpYMztbVdkHc5Uk+JIACpoiL3w6ld/hYPjQSlbCCYAkcM3s",
+	"vZFWktZt3yUR+ceVdA8Vy/8yE3P325uYLqa/MTM3ZuY3TAY8jJm5Y0S+7UNQn78+3tD9IjsT4g1VN77K",
+	"i7s9lsm0ydgGtAlHgNjXyYQw/OsPhcx7RZbvMwx82nGLCkJl/Vcu1sGHAsV8qFrVYI7SarsxKAi609q6",
+	"jd+2y3ADTDpgUoUK+tozrgxy83bYcSKGI20FWpMeuBT5O5zL92v1riyKa+sbMKXHVTdlY/w+ruj6wG/n",
+	"CK7qW7oPIZYvpE27siIi1koJOGH70NOdCZ4GDAiPeVrpn2atcOtCjNJJGd4D/Kqzf4RblTryt0wX+ajI",
+	"EcrFtGts3CA40GYO2N+urs496o0ClOu+3QHMxJkQinFrunr6VwGVwGga1pfM9X1DkoSAGAhFR/i2dzbQ",
+	"hhrQ03TYA9hOkfTgU+hEn2mqryWiFopz6y+QRzBPtLOmCMIVBF71nUyAhhIazcqWe66I2tYxdHtxt89k",
+	"7vGFgJcWggP6dp9BqiSqsPPiLWKdEG6pXccKK+41wh7BDcpYsB+Sww5tkeeDb6Yca7vDDnFdFVH+Ule7",
+	"u0eToLa77gcQ0Xaai8T0b1Vi6ZKe+DsVzd87ahmI0mW2qEuQL4Aiqopzqla715T5WZkEtxexFtiuAV4X",
+	"hAqf2QYJoqaYcb+isyhUKxWs0Ix+wIoVnPkqyWbaFZss87Is89BvppV7ktZKH19VIG0xONefMPGJx3k6",
+	"IXScUEX2CsDV0hmLiBS2RZhaAUTtAuRQY6aIB3DDffZ6b49F0AYBIf7e0cXF2QWEzdA2GfKJdRYTX9Ba",
+	"jrWLdtDclgvokrc/5Yr5dqkDnMh4oIGW1gXlfAPjqrG4gySp7Oanmbetj/ExO7HcCJYnbuk1D+RoE07b",
+	"hNMexIA5sCKBNtoqNX20JXc+F/eZk8XQE0kdkFSp0Q4Hh7ANr0PVgjxrafW0OwwQRSCbq/BhFeeL5Bxa",
+	"POTKNDhkofI3AUhSQDmDW1XkX709rRmj3I72/uTgqu7NxyeUdy0FFiRds2eCurNpDJsD0zNfLtxHKrZq",
+	"1zAzlnk8KG2PvsjHQigW4d9RqMDrgDtEXXaTcYVVfHjIwZqKXQbTCYMXBg5/sFgoNAfgp7K37J0Y6vxr",
+	"hUQla/mIQuJB24++wMDafQwDy6UtN0bWxsj6VkhDuNdIKq1iblH3+UJEe9ehLof8BuqSuWt9MHkmwEOV",
+	"KpVKYN2GI/6uVl28MCyi2/SKLI3aU8CwGGMacEj1eVuKIDiI7tuIimU2v7P3nGb00A2+sBo7f6qLDg+h",
+	"1peKQz/CDBtmk6iAe20iLwsiLyUgwMi/31U39w4s7z35EuQRUFbZHY1WbXe7xHqoVJGm7WqGed/jz5QV",
+	"nCUCBKZeXEZrSf3lt9roD27Uu/k/J4v+xyijzFc5dfcS9PxQpLkc8SxnxciqfkwHWF0QXctURAy+a73e",
+	"3Q1V9PPBu97F0X9/PLq8ivw5kjnxH1qJy6RhichFDNWQmR4inuckF2afnZ++D9jfz4/eB+z98S8wnN9E",
+	"/xxb5DgR+thhTvKBtccBUqJ1+et7Rl1lSdsZ5S/fsOjj6eXH8/Ozi6ujd70PR++OD3pX/zw/irouUxGq",
+	"N+yD/Jm1Xr98RUNETSqNK4+ElPStGOWEAMONEXkjDozytFwGmxB9hw29oWanwC7pfQuNeUb+0L3KHasN",
+	"txOe8zXtaxokDvtJwgyUIhxq8qEAtqoBNsgDG8N9tWJDEHaryNkm5ra3ez+9fP3m7azhU4JM3WuW94Bd",
+	"Z0Js23PNdP9/RJyj1LrWjmfKUOWewaUqaWSlXexRJkBQd1n0+Y+IIfQjoGmxcSbzXKgm8eUt+8qsnjh8",
+	"T2WoS62f8tKNB7DAA7gQ9YNS2wxNRkmRf7WhX2lkGA8gnoebvqU0G4rsRqA+D5URmeSpBMY2vGTIJ6wv",
+	"fLXC2zdvXr1FAwQQvxvTsI1BfxjDQ+z/h2A4bRzsY4bq1jiIZIvNnseNFt9o8SXpDNj3q0unaX2da53e",
+	"cz2WEkyoPJsAAZK9P4tTbiqo0qEacONLykSyz8YDAbX5UORpfwEd+XaBEtDwsyAtvrYTx5TyCaBSh0DK",
+	"RL1uhrUcJ+22dc0S7EUzbMjNrUjatdqxyD63ByONumA3jPhNc0e/L+66gsV74gaBHeQ6wEGw/gQaujEL",
+	"1gH+qK7cymdv57P9z6Hdd388SKDQjQ7PpL0agKXh4+1U3Im0cl78AbwGfrFqHzcRCGGBuL2N7xC3Z88A",
+	"VfLrUDUG1unh7ijDKVtSaGC37TfKIF65F/Bk4pK4XJuo5NMrGyiRlfElPVhY0oHG53472NPDWSZupMlB",
+	"ayG+MyrXVi2phZ9R20X5izZgAUFy2DCZd2stF1jAycZ80glVRNo3Ypoau2+FcHQQxAcJypS1rDFNY1Ni",
+	"jGNteygis4+skrdiwoxQeahqTdpVKYT3A2/H8FR0WaSKNIUyU66YGI7yCcNkFkEe2DmEqiXVQGQy5yoG",
+	"7sFiKEy7i5SQmLxTOaERIWxZ0rWfJa7ewRoDLPoT/S/CqYRqynKw4y+XgAx2ZDLpsAP42stOH3lIRJzy",
+	"TGCrIM4vVGRLjTMguJiMROBCunt7CCmkMfgrzaLQxMeREVn+FETlQ5Rc1Ob2mF4cPn8l9w12/sZx2zhu",
+	"a0AKeXm8omqxJmS1J7LSzj23iKLeTd3U0BOw8UDGA6pVRT7IMkmM43I/zwqFTLJdxvsgW53WyQRqHKrG",
+	"UFj+j+7aC+KlXY78w2apyTFzFWtldCpeGAzbbmeFYvFAxLcA3ogAds3cBO99H3W1P+/B5MaFMDq9E8nK",
+	"rc3TCEnymnE1+SqT7xFrJart/C/Mom03b4MPuUy3l3CSHcxijrIW1DR6LHT2y9nFz8fv3h2dUu5TXF+L",
+	"OJd3U83k+97/CZXhdxgO4KpukQWYi51BZkXERKjfvPz1sPfh4Pik96eICXUnM62GYPHc8UzaxaIOG2dZ",
+	"wGmpwQd2WeS+BEhUZvjE+OCIPViyGjeZs9c/cJk+/C4vn7K0ctqe+SYElW+l8R47baCL/EZbi252Jaod",
+	"8Vym89MHDfu9wy6t4dEAF8xa3kAlx17fiSyTScMGDpXfwehq+I3bnt2u1h4V23DYAFZjGjRzH9yFUPlt",
+	"HLFcezAo7zkAhrC1wWcM+1wjzpOV5AgKSiClkRnmoyhUHBA58DfRAPjYgdkNjULWsh8pPhSwQgE0odkN",
+	"C5rWmhntrhu1XafIGOtgqFDZ79ibv/y5yo+KDD57e2w6YcJa9soRlxmRqkd5aqKAvX77hv629213QnVa",
+	"2vJWV3atPmPR+dnlFauKOUA1gLWyjl6zFsM65KnD/VDlztXT/SjG9+rihbb6c4No2hjVD5sNWUvoTlkd",
+	"S0BGmmWxUICgnAmeepSJXLMo11GJLzLHBHGARiVuAsFgONWfUTwhlWCiU0gWpoYwzdbYjoVIRLLPIitq",
+	"0HgIFVj2GGKy1gqXaZEJFgGKRsRinmWSVEjlboCHMbIClJayCmPywoTKIXu0OEOTycpdlg947qJOCFsS",
+	"sEKlwhhAWEc8vMg+ZxquBEIkWolQ5eITVnWgM1Jiufixt9Bo4qVmosAYmt2uCrzdDKmkkithwEZ6IAFa",
+	"fcQjCU/3+LMij/VQLJOgGi9zWT6e51a/bmToDylDL8EsY1YCOjE2R16KnVTHhNw0z007cVd4oLWaZx+U",
+	"UJvWpyeMjv6E6ORn067+fg/p2riHrJI19UvwHN11yGDqsSpnUaWTJmPdvqdFpLcJqD13h+4Uin9WCEY4",
+	"qw4LjxEoGHrrnTmA+e4lPJCUdrc/Vtbd+tYQ9/TwVYAS3MJuxPEPDGKQlodhzvGclshLeWwPkLMDfv/C",
+	"+Cd487ORwxLT15WjuV7OyR+65NGz7O82oOlPCjR9+Q6fFxj7kn1MMNT3to+fhH7a/eb6yfWZPyMdtUl+",
+	"PqE4zRqKbZVu8bpv8cI3ps10i1dawBVlVYzIGxu7P0zKvrXvuy37kXyQs7FqaD1auAmWd1U3NEp3XYTM",
+	"rPDiUS2t8e6/Q1vlmZkQepV9NM+Jbe4Bht1jP8RG4C5WeC3u8YVA67AwObTgKHeQm/ti6xvsQbpaH7Wh",
+	"lR6+avuLAyMwcCY37u6P25W6ymFe1pVq9UWm7cmdazSc4/eOeagxRMla1QS1Ux6QgTAibzcaDXTfh1Qb",
+	"9IjlLZ5w2XMMTkL5BGwEv5rreYa+iRIzSaPqy+76umZ694ibgsUInXm9kNX3ev8uH939UTy+FbeTb1Ss",
+	"7qqNjP4xvbeVziZK4kTy+ZV8DfWeJQ16ocSnEZT2VPBJTB2gZJRJFcsRT80UdleojMBiVJmxkcgM8Mz5",
+	"yyvUQFR7OxATaBXwUI36GviPx8L4FBW0BYaqAhq/UwLGd5lDhcdCIkd3br8k0AHOzEBn2F7IeJbJO2E6",
+	"ocIKAE+Gl4mR4DkwrAO/OIv8sHsy+de/I9aK/qv+0V9fhcXu7t7bqU//HLVDpXiW6TGuTypNTrVW+UCb",
+	"6vp12DEk8AEywaB9601hXNcXht1JI/upCFX5w30mrQItcqdE/cXEypwJlmR6NBIJMzIVKk8nZSIf8Cgz",
+	"65S3oVKBushcIwTdkup8h1wqYiCBEB8QAroyMnsNlq35lYxupUoiRisQqlxDJSUC3djv5rV4wqE+gP22",
+	"doRwbTj+GV76UxgvVXoYOG12LSp7vYV7xLkpeEsonTB2XYHL5HjqRSJyz/SbrNy1a1/itr7exvdm32rT",
+	"u8M1E5/4cGTtq3+9Cv78b/v3KNWJQHXVzI5f35w1dnyZi6GpxUykyt++3gq2gLqnGG7tv/ThE7tDbwTI",
+	"zSH/dIw/fbm76y/gWcYn9muTT+wQ4a4N63wGxYwkVYiXBnbFHHp/+11t2ELZkf0Lwz9bwRYvEqm3gq07",
+	"mQj730THxdAq6GALItXWcp2OAT1kMgS28bJU9pkSKJD0NS1GXex9XezhWVItVLRNi2fxQN6JdrUSApTa",
+	"grx4g1qLGlz5SnEYmKeEXVmJO2B7oPISLVTRrRCjCE1XlHYozeSUYvTnfFb3WUlvZoIZofLRDNp7DjgE",
+	"RbX/FoaKdbaZH+8Lww7xV9vWFmpXYyFIfkeS3D7Wl4T1Jyx6f3TF0EzYocIwaLszEWtB2f3rl2/aXeSg",
+	"lv8ReE+lcyY+xcKOGsvXPlkhYZ9hL7TnFBrrXG+Ku9Mr4GodSmMAY7mC8VamjHZBIf9GLTC03C2dUXWv",
+	"/fuvSEzVRk3klj8Xw5HOeDbZZxEaLqbHsUbZXoHSPFQUZcrlULBRWjhT51aM8m28VybsOkIt995rNtBF",
+	"Ztq+SNs/jrqDGb/OAT2B56GigjsJFwBGEg6aio5hkaH9HGZFVdY4JSRMlDn5tzQBKk4stW302W7cffYZ",
+	"bvbHH5UtrMQYR4dvK5IJzH084DnRL3o9a1jOb0WouGER3KgnExPNB5Er1fGXRMuEinViha3VLxQToF9d",
+	"oTD+086fUBCsWCbtx/RIhBv07MUOG+6UMXd4fxuX7UcOq/GqWpvVZU0RtVev3+6+2t39S+nI1SX0Wm6d",
+	"3ZEfjj8ckQKoiqSI4C9NgL4YdWF5Iz3wMiZUTtKDLpCKVJS+pk5za7wxnDEar9AlaKXkjXUdcrTxwJtA",
+	"PSmzUPlwvtN7dojzPIMDXAG/hR60GhHlHj4RHrbozB8Qhiit8EhkZMw+v/ifn4pTlrTQ0wZYuTGpAnxB",
+	"4X5TqEHrW8Og8Za93N2lEwJ+T860ikWH1FPEBjp13JfGk9ijjRWqmCtmhAicAaezRGTO4EGgQR1jA1Ts",
+	"DCGZMek54h3BcSspcKsI2L2hckSKMJp2l0Vku0Swh4lDGQbGc5ZoMoykyQNkxHQBFJ3BabBfew+eGgko",
+	"ZNJCVzPmBp/NpEowWFBIM7DvCPpzydeOrL7Gc+Txo8cavwwVjK0Z4wXeUt27fhhMuPJBj1SIXx/CYlVd",
+	"9i/g5nLGnn+1MZCc2tfXL6/eKPQfNAYLr5+kVSPk26x8BKs/EZm847m8w92+qqAEJj2ScZgl00UWOwOz",
+	"5dlkIIjXYeeZTorYSpHSJQDv0YozTIrvsygTVoVHzMQ8BTQXK4SvreeijEwEi8YyyQcR+8SigZA3gzyC",
+	"XlKH3MLNSMQ5A9kSqhbPWSqAvKbiaY51tT+0S55NMaJH9sVE0znDCbUD72enk1BlYtt5DtDMhaGpqMui",
+	"WKs7keURc5f4CbiLWMs9tm11ifNeO6GKfi94KvNJxFovO52Xu7ttBjJGGPv7/xmJGzj9Y9EfOe5pbDKD",
+	"jgM5lDmJBPurifcqcZWt3Ea/d8qznn79OzhRE3Whewq1jy5yQ33CQ2rKgleG94aH0okDXC8v2lmLGJ7h",
+	"3UIYl5zphv5ZH+4uRzMTu8DX8cKUIYsAwMSiEc+EyoGAsnSp3XaUSYBsSgQKZOr3coETYEGCpv2qkw5B",
+	"Z/TCG5vHsDEBztU7P/DZ0PA0hGIJq45dLT5qujUUSW/35eDTm+He7V+SP//+09gFHUc8H5QxR5lsTWut",
+	"qp865J9OhLrJB1v7b19DtNT9+XJOqPH+lW3j2jxlz7iy9ax7HMP4k00F60b/rgHfw6vbCOiJFjrYC3Sx",
+	"E8Zr+NMzKnmOLi6TqdXB+jBcECrSMai30PIkLeMXjLAbpaHyLOsGVHQCESX1Bcszroy9k0isTnZMFn2A",
+	"EkpErBO4HaqJWc5/ci3K4RElN40tmod5Uhc8ZyPXzfb8ZPNDhhFmVmhpa/Do65sbv3cc2HfVU+WbXdcU",
+	"BdYwmW+PH4J/bvyJH3IF8ALu0L8wM/nhfcoAzCt+QFBCwoG1pk8myvoHxySpM0dLGVCih+ojptCRQBxI",
+	"5dLJMCYXuIAWHGtium+teT7LsUZTKn9TwW/qUMprn2GGghpKa8Zbq5SAtexFu8vot5iwsUajCVXtt7lm",
+	"So/XyMR4eEu4HIErqyY4sY1be9VKTBfJspIMMSiNK25oBimo1B78w26MjY2JyAq4LnZJHguWZhXT0rVF",
+	"PZdC5o1F+SRwF7CSB8CysE1+NSWidC6vZQWIYX7H77QF2fVAulgFV71VvZCLtaxEAwFWKPtP6yBfFn1/",
+	"f+Njy7ku4oFIrEpAUR7hQxInvYEAvQIaOeZeGrJchwovn09BeJCmp7U5Pz5ed+0dsLGdVbJp2lmh7zdN",
+	"ZwoG1dS7dXu+/s7//Uewqp/URXRINIT0WNWf0GGns+WdVCs3U94J9DtQ3tldVtLZ7rAIjwqVVWCyxg4l",
+	"VPiFtYRM4C8j+wQG67/2KKv4877OB/OyktOH4ltXLHogcJpd/VAgHh/MES7yM8TQ5pxqO7xVrd6OjI2+",
+	"1qng6oG9puqarlNDV99iP1rx3Bed5xldtmNf/TZP0/USupciNyyyvwXbXitSbg27ckrHYZ0dKK1QDfTY",
+	"+iQTlOaEHN9hp9qHyvs6mTSdxQ88u53WURe4i7/JPjV2AFZn8eV6q6Aq96nDOoQ7wBndKLBGBWbXeLn6",
+	"YiS9Vt/zpmpTrWfNlbQvlQRYWYdfvXEAtZuJ43zoT0IFpXo6Qyoka7HnPStpKfxGn9hrWtiPUKoE1hcx",
+	"L4zA40JkjOTWhwphXtm7o5OjqyM4M+2ufToEBXU+gKijAYRDGo2EpFGdutrZkFBNaBUNtQjw2ryqjClO",
+	"15ScGHjIByADlLBHufqmyGcPVSZiISEPnwmon2wsSVT03L5Yonbrb+048V2GlXHP036yrvnW8sFn1PM/",
+	"pJp+eF8kDN/svBFUdkJj0Tugu9tJu7BSU3V7MH8VEGteZ5XC5MUjmVqStVoFngKzT227SsNu7Fb8xv7+",
+	"917sWJ5NLFh/eI9iSrjqNPEeBSbGwatod5ba7TWX+lsZDNWHroJ5WJvts8U9nKu16/NbuF9Wt0oPMGXH",
+	"0zGfWB0FOgajzVN+0nVlXwFpRqhalJ12pYKQY+Nx1YSFjyR8Qgm5wuD9hwEbFWYA9YOhiuwwdj7b/3+c",
+	"/FE3PoB9oy6hrnWa6rFhQ52JfUQwvgP1rq/JrLZDJETHUKGQ9iSNARsPNLbK5zyDCVhdDl9GbMjzeCBc",
+	"JYv9LKh0OUZVNpJQVWpDeF5tY4H2PuP7+2ZWFOpfDWuRG60zTDHu4+1DZb9ud1kkhlymtRCV/QBXkLWu",
+	"EZ4Y8yzEZZJr7Xj/Ydoe9qO5unIfsiag7yCP4gtGAb24bEr1SRaq16z0onaZz+2G6vXua3Z6dtX75ezj",
+	"6buZFzeGzk4aGDa3m0qGxuR6ZByetFQ3HXZZ9LdprXF6sIgTprS12XwTLRTfAMNVG6p4Dkq7ynjKYWt/",
+	"1kYDTKAwln1ve1gDECqyfQkPH4pQtWrWZ1A1PdvMc4dBcwm9eazjsW8rqrpwbG93t4v1Z6Gqjaa84GVj",
+	"+mWeZfdwdTPzpPEjZTnmD2dB5bnComP7WmurTW+XtqK10Ck/AprjPut+vmTYMzbZphhok7pZN3XjzU1I",
+	"JH9puGs5YutkBj4bFW9DXLvLrDOOLXcyWQXVtTrAZW5s9dqZjLPKryHj/Gf+U/yqv3f7WjzvypkvyAGB",
+	"FEk2ELNPCR9O1V/R2kcTwtHrhKK/7HTWwl48VLVt5QpLIJKNdKTWEkJH08e8V45SVydOEerNsW+yJtY5",
+	"+wHUEj1C6Hxz8pti9NPnfpWQ/CgtbuSiWtwvIB/Ee1oXTKhcZ5N91i9UkoqEvgE3Xw9HMgU/H5v9iUtR",
+	"UKa0VagRh1ZW6XxL+jFLZCZie992wAyYYNZZNmlx07FOGj0dvcIhV/LayoYIeKKjWaJoDDRIwxC1lmEv",
+	"rRU1Cc95qOwBy2S/KFO7MFwzsB443rVX3s2V3llvjAYCXvw1h8nmGu6Pvy6pp33BnmuEywQ3Vu4ox14E",
+	"IXx2wx2KBN67R4vWcxTW8/Ll5/SWHxJWDR6xSkzN74sfgxsRInDl7h75V+GOpXs5i4hHGli43rvNABum",
+	"UICwQSyIczcIa3kWGrvj2vvAmpUKqqDV1wQLVK1NhWL1WCeiPOishd1WyOwVsVykqfH5MKLyChXdVLU7",
+	"7BfhImCC2YON5SMANVNCrcQ856m+Ya3oTmRW3EUlaw7AYvFcmLwdhOpOZPJaUnTk8m8H23tv3gYMZQYC",
+	"gsyVGozneihjntJJdge+yyBeMgmVY99q/rk0LBXXOePwnDE3HUZvsDY5UvtULCbuYD0qMq40lzrswP/K",
+	"0Yo566f8RUtnToy2K6/np1Adnp3+cnJ8eAUyh+6jM0ZLWFtYT9dea2Vu6lvrWoPMS08YVj8T/BZ434pU",
+	"wHismWP3Clp39GxoiPPv1ks/fFWAT2CKYah0Rk3mqVS3kBSNOp2dCPigpTBI41YXouXoAeEBQVrs4CnH",
+	"Wr4vbIzDg5EKAlRwhXfw9vpiIFXCWnyo8ZdDxkHi97lVG/KGev3gwTRPBiB1IU03H3BVeSTFS6Ow2N19",
+	"FVttBP8SvQh/Zij6aXKeiyHEZ8v+Q0ZAExjB3SfSOXu8xbWGIvRJZUxZoUy763F9aKcN4ey5Vdn9qbIq",
+	"Q4K+UTpUbiuU3Lqs5aQFfdcrsjTC1wiVJDH0wyOVKQaHPW8oZHwGeT6yLyxUbkg6g3cOATJ5oziAHaOg",
+	"mX4Wkuf1bsXEQQe1A/Zm91WTKjvG04DH7YGilLVnPFJXn3v4EsBbMnSsIPJiwkm05xHS+2n5Lw61uk5l",
+	"nG9Ceg/kOtCGL2XttDpuNFUqvsOOu+6+fIhFlk2opgXIrGljj2d7n61u2ISq7L+p9BCSQjM1Faqvr0Vm",
+	"qp6H07lWS1Sxe8pD6VSxbz3yv5GVs0vc//QcaVjMY8xlskSaW3ats9nZ53kaMSNiDZk/twKv3u7utrss",
+	"ugarC6sDHcE6WQR6NEEG1MRKkFDRpQGL7HBE5AlZq5OfwuWgMnmuoAwgw5uCELf3RaUTKqXZqkoHE5YB",
+	"dXDCXNo+rzjTQQm39vZCVN48ooIobKesrIEq0nSfcaZ0NuQp6uIA5sMd52qHHYDT58bphj7V+wmTxx1m",
+	"50cTpzfmBvpm91WoLo8ufj0+POp9PD349eD45ODnkyP7LqxuHA8mHfZzpsegNL15o4RIFrl4jkEXBhaA",
+	"XUXmlqng/GYCbVbM1RZGoJ5mrVHKpYI/qLZDAzuNHvV5fBuqgTb5PrDVpPafAXu59+fOrv2/nb8EbH//",
+	"ZQBFzYm4E6keAXs6JWsdHS0ZvbM2jLVrQM+Ahqc+Wz8Th8+3wEAwAokzq6cEI5H7iIwoVSI+IQwG1Fyn",
+	"EzyQnCUix5cjkr03b17+VDFMCFgWf/vx4oRQBDtG3kSh4qORUAk673apRzwfYAueNRXfvmZA41sB1Meb",
+	"0gfiE49zujWAd7XJsl1iLFW2EGvRHsA8PHJzuBf+gkVmwPfevI2QUDTWQ0HQlpyWhjlY1umtA44G+/vl",
+	"2am/hEWfwy0n98Ktffav8m/7Z7h1J1Sisx0r7MKtgIVb5b8qUj/cCkJlLwbB5+9Ef+PlRZbiP3AC+G/n",
+	"NsEv/NNge4Vb//7D/l/UrWz3TIQq6uQ869z8B5s4O/+RIwSwqvsE7BqFlBM8HWuTRe7lZ1pDxYRU2LSp",
+	"R6HCH7QDRiKE5YNMFzeDJqZoaniso6+5V7M4LHPo1ewDB2foQcvsSnccf4joDEjfqqu/stXzmY7F4kTm",
+	"wsjNPBm/3HYhUPZ6VIair1Y+3YoJdUTXzBOUbADPk3IzYCORxULlhOqThKoVUfWynyaPh+L/2vtlLLg9",
+	"g1G7LL2u3tzbjA3hFpVgFxDGSCkOUI2qdl2tkNYpy0SsM2QoAUwbrVPj65NB7k4gfMqs0eJEKPYmVV4i",
+	"wtGbdlNsxarYqsNU69ymEEuo8Ebe4cXKLXL9p6N54Nn7iicxHKU8F8zkMk19HMiurfMgqfaqCh20+xM7",
+	"PoUgTO/y6uDqqLkSW045wAtTWOfVFx9V5Ha0ZBuwVjT91rto0ma6yEXmy9koupTxMey6Dnsn4AbWJnEX",
+	"hSr6P//i2//Z3f7p363/2qd/dnrb//6T+7j9XztLr/hf0RQO+1Z9iM0JOHr1q2bh9l7W03CvnmT2veL3",
+	"F6WT8eQzcGs7+9997bac8rzn5QTsQXr6qqUmYboV6eJh0WfFzPnB1eHfFusaqoJEA92LXXow9a66bEEl",
+	"BFDaMS+MyxsQdjjkDiYeWQ9NyRc+jYD2tRnzUajsykC2gKLRLjOQCu41YCbupC6Md/KlYjDmDgPqXU8/",
+	"Uhk/5C8MtUUshMxYS32Fik9lWlk9z1q6rx63QSXzdRAgmZDFrr4sjdCMcW6fvdFhj6vD7j9yXn2vj1TN",
+	"u1bg3DEJuNPwPdbAbiLsTwKSPgEEPTXjOMx1MinqvU1R7/utz3E3dTEqelgZ9iSYUx8U2ms7/6eOhcWG",
+	"fIJsC6UDOBZ9VjnAEJeD/gx7g5zfCiaur0Wcu8CLEp9y5sOCY+Ih4SwT0EjTYUc8HjBs6nAiP1R4D3lH",
+	"iFQYBO0XMs23pfI1A4As62PuU7+he9qBd9glUEaEqlyaO5FlLjsr1J3MtBpC3854IOOB/944BpnKwl1L",
+	"yDnb60JVv5BGZvBFDLlMy7cBCOZlEWUFbzbasVduU7VFu2vHGWfAXORS1gFyzGAcCuw0f19osPFIG3Ve",
+	"G4zAhqoyQ7QJCOEGiWvmIBFe4L65dHv0IdHF649a2uZA1wFEPWfX8hOAwici+zGiWkAo2pA9M81HGK3O",
+	"KrMh7LS1vY/IPSZiQz4y1lUAIRPdzGyWCNMOeBJRDoXqVkxeIFOTO2bSsbkghnH9MMEOdoUelR3cRgQ/",
+	"DemeACqc4gE1yxNKMt4Tn96aOeJTx6OUJ4RcDfHddidU/7AThJQNYAzYU1MoD6BxkKbQ7I+2/D7WU9wq",
+	"e7hvxSRgHHypql3veaJC1bRmwdSKsXEG1SuwYFBd4vH5pkQS5mIMa/FQKXGDEI4IiWFv6gx7SuDUxoRZ",
+	"I6jXyfNRPVvEMEPEy7ISzNbMTOzVHlGXSOXSJvaG4hNPRCyHPG1X3YhQTfsR8JpdAY/fFChFlRjjvA2B",
+	"hHsRV9UtTF9bVSQNG2U6Fsa4pBX9Kbw6JCVdltBSeVBOwhnuispprnfTJBofyuKekY2Pw//wZRK6YoXj",
+	"udmwPPyYjWVgReoMAU9n9FaTbrJ2shE8Q/W0MjPTgbk1PkXuq8DxRlYY3MmEuEUH1qiEEACU1P4eYS7D",
+	"CSqtBLtOec4ieyGingWsb2WNicEmRpg11yocAdC0r3DEOBPWzCIRlAkVPBJwaSYjEVFFiL2XGUiQwn6E",
+	"ATOapjGQecWYLQt5ykth3O5PR9ZL6fEBrwIEoEkvRAfmCwg0cjikSFGeFQoOjtUCe7u7odV1GY9zqIhB",
+	"LFqX9bcLaCeTQhyiW/LWtqyigg71Nq0pLmeN2BaDkNYTiLUyRQphNK4m1TkZjEOVbhX1o9EP/XSbcWft",
+	"6z7nqcjzpbwGeDHk+bsL14OVy1FvGJoK8EzhvfzeBPo2H1LmA3GClYhWsGt87HNvt9xzb3bb81BmYDfW",
+	"nkw32Nrf2wWqWUSXebP7iFAzuPTLlImd/4+EPEf7loRWRTbicjnZaMSOnelC6VhbCich6USi6wwbXTfL",
+	"CdcNjHgZg6L/woQVSJqPFyfePvf4I4AqoUcyNqw1BdEBaAxRsBy64zhnMc+sFEUS8luhuhDuAJlshWDk",
+	"p68z+R8RdUL120AowAexYq0oFzdgkf83iLxK8dig6GNhmrVjizSd4wlfGnFQQND24U4CPmLRUbisAS4p",
+	"BIwCzK3nh1szby6VojG7n6oBtMJM73x49Wtv/wusHXBQp9spQKT5XZ3hfrMOKfvb5d6bt+zvv11hu1mo",
+	"oqHI4iITHX95xOKUyyGBmkI5GOIpsZuMK9Qd9jC0y5mVxYcf8G6hGhR91qJyLqxOowf1/mecQ21cG+rI",
+	"6BZi2BdJIhJ7JDvsjBCcms7gzFnDM4i7f9EpBFCXvp/FvrVanAbq63zQDVUEj6jj1cDlWAJH/QllezBc",
+	"PgcWHy0hMJYQaA9vh6+C8mt2kbhh0QG9egxAsp8Fz0TGsDEDfoCdGRHTWUAmk2LR0Z1Q+SXQJ1kRxPEB",
+	"Ea/eLGJTiIBUzGdNymtwwK0zaoUQFT1WsfcXiCDWMkKQzDI5zwsTtfdZHfamQfK4iYpLs9SIuUKRm2t8",
+	"BY5SnwTgf8Ha/5Xbldl7i3/0o3YXeUYd2k8T2KIeK7R1lvLhw12bafBLSwm23EvchVszqasqA/7eMv77",
+	"fz+8NIbFXwgVMyM3Np3S96onjo0pRImNWYrnup6oybz5SgPP3toa4xJL62U8ABkE5e8Gz3krcrKYSNe8",
+	"4CazAmAPsLDZfRWV2Fdtl8PAUBVJDr8YHXbeIEykChWKyu2xzm6tsaYTinP2od4xs8aS84JH2uTbuYxv",
+	"EeAMBKJ1KGDB7Md2Calu2WORkmaC+UpT1VnO/5rRUF3fIAqVyiOdpqHCPlI47juf7X+Okz8cHlpkL+lZ",
+	"RyO742mPuhyi+TbYJb6+hz33+JClOWb7XuIBV0qkLwzDjfUcDbHzykRoGs3nB0X2ukfnxEPFO6i50sXQ",
+	"Y+V8hB6x65fftgPwNLap6BJ+K1WcFlC7oSpA96wVEcoV9IDYcQmVSHUT4EYEOODy03YnVAeIXQhQll3m",
+	"gPCxr8Aah9beWQKK3wlVRKqc4EvcGIlaMue56LLISBWL+iUIXRBRjQ4MGkLembS2Y6hcyJRTIZDKu4Q0",
+	"CMtEtwIgMns70NgOd7BqSDnpkEgTaxIFaQoyqXIs/wtn8df//nj08egdGggw6L+SRSWHwuR8OHJWFR7e",
+	"N64raV7x+xWp+IVWy1m5MRxOAyzcvKCG36CrHWc7BhIaDYGWysNdvZR7CT5s7Rq4rEV18cshe/Xq1U9z",
+	"Qy6wbM2gvvb223Ypt1YAFa4MTLsCPni5c57r9sZX4AkH98+q8JD2mX2x65AYwGL+2OQF3uQm0Y7nczH0",
+	"66xEn2VqBPncgs4pD/xZk+Rkm1U52ipKoC9SrW6s49KtZ64NPKKCnOoRSs3tNMVuqPBuQeV25eiqzLuI",
+	"ReNxERlKvS7jjIRlVijDZG7F+5B/6plcjBBW5qWj1W+Vjf08ZxlXN2Kfvd7ba3fRAiR41urjS/MpVBCX",
+	"dalmYJuryPZZMrkSVxW5+3tAVS9Unk2mSfsR+IYnwdolmwjdaXfE2mQrHuMrnvxDTLYelpTXjvCRevbx",
+	"0Uuws8QYtmdAhhTtrk2n/iZHulqOlGc5wJCYW9bi1irPMWzomo9mxXew9Wlbepg9OgbeXPcu16IeNidU",
+	"UU5buxyKDLmaaCWYSI3YJ/rdamcYDNLXaA+FMfxGmACbvMCjDEI1QpPbWtUZ4WrVTfpulRUOAHdGSLdv",
+	"TTE+oX4whO4ua+dCBWG3CQwJ05EwkpkKd2qGyCtq4+Lj6enx6XvW4n1r0ktyItrzSdq+SCzC67mCxd96",
+	"Ck1FbvqPQdKwaSW6J4o5eIuNJlyjT77iwS5j0AFeZwZyVALp3QmeigSML+sMmVABpDz0xugU2tqveZpC",
+	"uRjYP0pjdIRCR5UgOO/rIp/2H9tz4j1P+9itYg7Ytd/QTS9KAg40ZlPm7OtZPbYDUns+dO3aW74NZZyA",
+	"zTWrK9B8C0LllIbO2MFvB8dXx6fve5cff+4dvD86vbrslj9y9AQHP59dXB0Bl0FWKKCzhlCr0rmkdrdQ",
+	"oQbiOWhQqjoUIwawA5z05TiTedkvRmEJmXfYmbLyQGRDqXjKWodnH85Pjq5gtL8cHJ8cvQvY4cHp4dHJ",
+	"ydE7yB06yLkRR2QvGmLAzo9O39kJHZyfX5z9enASlHM8Pj3/eNWGqe2HaraJGajz+4iUA/OnpGEmTDH0",
+	"qUx74KQqRGNk98D+/Ps4697sd29/o2efl549wAO5rjja9kbt/QqmCJ/iA+Ol7dyKBzJN2shvUkow4tQx",
+	"fCgwjGoYN3hAWYuEmTOAgyZJ1t6naIq9/bQww1y40ViWR4EZFQuTQ8WfvoOuY1cV3nD3IFQu9jPgUnXY",
+	"lRNfM+JpnzUKG4xq4B3sCGH684TKZdE/sKv1/IVL3WnaiJnvRMzUXyv2h3MT80SwYjTmWbKiDIJjsZLo",
+	"4aNRpu+gmpdjRUtEH0ULZVEXwr74IJFgnizWGfVh08e9/iRyIgiotViqbxbZV6GqGxrU2DiWRswef5CH",
+	"Wqe9mKcpxEoRtdUO2YUZ+jyPB9AIEtFHHQimQUET1boQgKqDfHXf+ywa3qM/YdFA8ERkWCo1kvGtCZXG",
+	"ejXM3EDKKjIiFTGVTLWqrFGFSrHVRpQPkYZFwyLN5SgV0OcXXWdC9HLxCXOAHiuASrdda6O/wYAbFgGY",
+	"7C+ZEFf2d2CEUd8R1GRV1ihgOAkrYP1AA8Y9tiytBjT91JdC4EoEFLcf8vRaZ9am6+tkst8cWWZQ/0RV",
+	"B7V34iEoROJ3QKicgnFB+PL1S0igTsyUKdoo6+G+9xK7Dr5ALdx/qLuc0CO1+qxu7+KLo7RHmuLLJnhA",
+	"974DkCiEljT1Ojcd+ZtI+oNoWBRr3EshL9tgh35xGH2HtOV6yhazoy4XGPnPo261qDaf9hB4qpVo77OK",
+	"Xp4O1wFQIVyMNSVoTZBiRMhOP4iGettExNAMVdfn+GmzOqe2GK5wzou1+3RgYZl+P1M4JON4Ft3bs+rM",
+	"8Xz3J6ECykTX/1MaBC3sUMIeT9yDLNNjJpN2t9qcW/E2aK7WYJi+XeC6g8GdkgnLxzIW8zTfgXJLnSCY",
+	"bVYoQ1BLWGec3QDYgokYpIdbIDRv5J1QVcWHkEN6pA30G9Nv7PhZJv5HxDndH7CLMjGi2AvGY4c6EWmZ",
+	"lImQZiRq1MswSGncCqynlaffbKNexuX4nhRzOaNnp5khIwd6mV54TS3PvM+NYt4o5ofJZNnN54VQmSz+",
+	"cpXsossPlRQgQHWXE/CBduQg8ZodKT4M5aq3i5GxrrH9dw8/KkZRO2AuNq8zF76pCljge5mOegE+tQOj",
+	"08OR1R2Aea0mmD1vQ5QPy7MoER9gn7W1NsAUinC0xDYVYI+I/TZJgGmbp67SaQjdyPbfrOVKnro1I4UM",
+	"mRqKOhQ1dVm1ZMqpkQj+7kHS4f9mMw/ECvjfC1G4tAiWP6AAQ4BX2i28yPWQ5zKmegKrvTI9GjUD2BzS",
+	"vviOFFB1Sk9eAz27EqiNQnmGCsUdCVc2RWwAXgqTyPxy9QKuz/y+hy/QLaGyyyCy7UurNqAt0eqKXHzK",
+	"8WnbJs8EH1p1gdHNjBwwCsy552UJxNNSfbMfqkgm+z5TBJdbX9PYowQNCK1YF9COCv0/L4nH3ty2AxbB",
+	"5fbXViUQWT00A0UJz/l+BMNIJXYH/v3y7DRgnEV2IWH0hGOBo6aeDKC3n1RGU0GCCVVcZEZn2LEUnXCT",
+	"b8ONto/fRS5iycElVUrEgA1R6d5k0B6K9muosMGi5ydKdu3uPvo7kDZvUydIIlIJvjB1cUJ6DCrMrGE8",
+	"zmSeCxWU3CM3fETARCwpUGIK6iiFbjBwNwlfyGXq84EYWm8t1kNAW7PLFqpWtA99G9vcjiBqI4uKcsUw",
+	"L8tuCnacM9D3JXCO7zPBXQBhamcSoLr0GLjW7awWA5C9UeLuqRktmms6LZWCAaazUJF90vZVPfj4ErLL",
+	"FSNgjDhnWsWiNJjsSAY8YUiuQcsItwDfFTn2SnAg2BH78NrtzrE7jY60K7Nmxi4WTxl0pLBWaWkFobJz",
+	"kcK0y3dMEDCF6rAoEWnOI7cRY55lk1Cht6yLfFTkFL7gDIBTcCcjgsuEnCaossMpwhksMmUPGNlbUbks",
+	"oWpRqyDQ3wGM10CnAvBFgNKUcXhbUKstMmYElVTSvQhs7QANOrwLJRZChWe1RyPsjURmLassYnok/MCZ",
+	"RpYLaFQsd2hJH7TX7sIFYOxJU/LRYRnl3k/s6uys9+Hg9J+9i6P//nh0eXVJrVBli/AQ9mAj+AqMwosH",
+	"83XJ15numAvcIBXJQg1VpbCTht1Awbin8ZOV6e+2OzNSZywVsSf1tdUgmcDYzMJWHy91Vmy82W1uvJnV",
+	"KNCyRtI+5Sano5eJWMg7kXRRdvQnNbFYoedUuHO9BPWzQOFaTqO2CrVZlC3bL/8MLzC3un5rf+v//Gt3",
+	"+6d/f34ZvPzLH/9r60sQ9Gc0Xd38LJ8sk332KlSontzxCBUoJfY53HLLH27tvwpCGEm4tR9uuSu3/ggV",
+	"7M/pMTaarbjGpMVarr+louYYjhHyppBLdOrRyvj286j0e723gtV6pfUHriZkh5vHrBDEt8GdzSOcQGmw",
+	"5uo7ap49h1HUB82W32tQ/ALG69QZRG0xZkdeMaGeozLzqsSFfsnAgYK8lAxIKysh5lLpp6rHfJuEOo7j",
+	"O3KmywltXOmNK71xpemEY5zxHuOz4GV8q4ptdHdCtUSoXrm0nvsdxB+J2M3HHstM2kBa234Sqlsxyrsu",
+	"jAp9pKngUOQQwTx74GVH7AYAkfoTsJeRhGOyII5pDXAgFaGGVmBVFx12qj28bV8nk2a5nGeT76x+uibo",
+	"NnWNz0eAQJcfsOi4hgClx6tVMcJR2IbC4HtoVqyLi9p5k8JUGgpD5esy8ABDSKI3lKrIhcNJG/JPPfpp",
+	"hMBDGVcGgF1BEgCZkmGti4Oro97J8YfjqwB5YY8ueme/Hl2cnB28O3oXMPoISgYC9v7g6ui3g3+6P09O",
+	"PvSujj8cnX28CtjZxfnfDk6hm+O3s4t/HF303h1fHp6dnh4dXh29g3IAiuxg1JNLiJJdE5sdlAkq8Snv",
+	"0aRy4FalHi6sH4i5ikVKWOC1Rs392X6WMjLUcj0nmLiZekqoAEURCw6ULhM19ID91ZjwDmFsKDfybHII",
+	"u+L7kW9+NTci7rmlG2Bj1mykKW2+mrTLZXw73yY6nAX3smKuy6RyMT34cIrarYomyKYFZajmtnUjR2pm",
+	"qCYoZ9U+zT3PPj4SGUsyeScU9l2wCyhxcpCXEHDMxcjFrTArnmo9Yi2MNVoPFeKrLnFempdtViiM+qeC",
+	"G4E13HaRevC3xwajQD6vdIJg7bwPJNsfzbaFT2XVZ9P6eaUV5fdCAlpUvqhJbrp4vbmfBplDsRSPcD3K",
+	"sDBMrcPORbYNod6M58Lhg/hg5cu9XZgTrj/qpXaX9cVEwypCtBb77EBWbh/YpYhWsh2vZHz7fZiO0xtg",
+	"I1efU7jvK0zOAjMdJCqhx7bMHLVmURLbFfn8G3zsBLTW6frwdkfTPAMg0lqxJmBtROoHwhpM1gL1C/Zo",
+	"pNxYgeadTH82keWfqBFYIuKU0xdd6MkH2LoO+4XLlDiz3uzuhiq6Ojs7uexdHB2effhwdPrusnf5j+OT",
+	"k8veh+PLy+PT9wRQyUse5uEQM43M3Mo0RUvQcz+KT9Lkc8HdYLUekm7EL6l91DKorysIcdZewr2AMS6Z",
+	"is9UfN4CPwB/kgg7osXvYitwSQoAztUpIwqBzi86EzHHFa6+JHxFoaMa2O5nUlxLdRNuOS6l+pvDk7XS",
+	"WpO0mF3WQ2tkrLytpk/BnB0GmXX802DiikqvDdYDuCwoVrEjCLROPc48/LLdRf7a6Pj06uji9OAkChXi",
+	"5Dis6UKJTyMslyZSV7uV7xdebXrHVU0/+LsiWXY+2/9Y069K+bcWrbxD30G77CbVfZ7W6aLsI7qsDMp1",
+	"5iHaaJ1WqIvW1P12OlcwmXOeD54Eug0thicdGotMECFYsgFkfhLgNXnDa0JNrXXacHKCNfgwX+++YpHv",
+	"banCK5do/5Xnp3yCvCruzACrhRtUy4rQOp8kdeW2u2zEjRnrLNnOJyNHMEchFJ4BnREyinEqzhlaMyT6",
+	"E/0vClhhH4TEedAkB1iB8xBwns0xrY70xK7uugcWXsnmpD4MSeR6x25U5CsqJGBuvRUTrEbJqlTuNe0E",
+	"5U+Gp6LLIlWkaYRecaiQDwqrMqjEyjCZd/F8IPqlyuu0i6zFXf0ZkqQyJQRwB7I+lAbmoUL+RqiSSRwP",
+	"/NRJJDqHqfNsJ1PCK9ce0wnVAdEekkXi7S200OsUjQ0EjjfSau/Xe3tTZIehosrDDjtvFC92/kLF2QRp",
+	"5HPgzm2SGefFQ8iM+0+9T43zsfLv9yK0KpEHqAD9HtPzm2z7/ZtFv9nNsrZ4bvAnCiOy7ZWcirl8SFW/",
+	"oiq+iKkagpOw2Vd1Lj4akX1XDoZHst64GE/bxZh9UV/iZDSelMBxzswcC3JDFjgOoVrPc2Bf7Tg8nyO4",
+	"th6efcf34T78IM7Augek2R1Y84B02CUfCpYVKfbcRKO6BRjtQ0E1MMQ3eBNwWIKa88Dm+A7BrO8QKu88",
+	"BI2uAFr8U25FABlJMOwTIrrPKua8AXM+VK/39hZY4g9wCDfW+GIpsLHHN/b419nj60lIa5EXmMhZg6T8",
+	"shiaErJlGwovUpHciIy1gN8OikdvpUoCAtNnsTY5k4oNZZzp7QJAcCjKgAxFsXhhWBQXWSZUDIShDg0n",
+	"5qlQCc9YwieGRdeZHkadTpTriLWAU8vIOxHgt4T4U71lLoei9x+toC2UEO5evX0L17cD5Db3VCwsgr8B",
+	"PQjEZktpJfYR5hlYtjI9bnfYwTyuFzvdLuN4W1e9gilR4IcxnnoGMU1oDdzlUHZiungzbIITZuZy0lBI",
+	"C8R+kWkOOE0lE0vAPC9Z4KaE/74VE/qX/bX9Z5sYUCEXS/xfHRZhH9hfY3MX1QpWoPAY6oOtrSc+5Tux",
+	"uWMt7jpfU6kE1bn4vtuRyGjdfoNeQnhVPMMeQkcLn3CZTlim07QYsVsxyt3LpJ0F8vCFwepFTliA0I44",
+	"ETzzY7zmJu+Ws4NHkKXqek3xfjCHlu/NsRt0Hpj7RzghS8jAfoHO4YRPWOuf//znP7c/fNh+967dsCPt",
+	"hmT/ASaD5u48uyBb09prLi/XKpRcJ3x2aAHzh6fdpQgkssLCCZs9LCV899Y8CtX7HfU/7AEESlhdjFh/",
+	"EjAj7CvI8bjGejjkdtu7I/tX2P9BwicRgpr79wWdr+0aEyzQaDfPw92vmQ12kRkAG+W9/fnPkzof7Ntl",
+	"fLBzaNQ8e9oLQ21PX8WitryBEx5bChtiPZQG7WE9VnNHQBLnngcwgG7YqnSc93wn5u53APGA50DrB1Bl",
+	"hIgGJcEZwd9aqx8ZxIp+KmMmk7kUeyh9awMc8k8nQt3kg639t6+h29b9+XJlrj07HifGYNwwHJRo884q",
+	"ysevXStrJbMWuvNQLhibu7liDW9fa9NVxdCaI2BsB1uxudv695f05H654Q4ntmKsB1tOp9XvsVIPLlhS",
+	"oFg23vwCb/4D1NLiYgFsNIAO3xHkZSZ1FToada+zVEH1fl45ud5hZ75yjcmk01gN9hHuuq5/+6QIJe0U",
+	"llWZHXg6SVjGbx31fYYElAVtjHIr2r8XcE42bcDXuz+V9do8STJhDJRs81vEZ2jiMrRP2npIKkL7gEei",
+	"IsRHL6ciBFdzwz24CX+s0tgCm5pQBBtOrFceO5/lYjrBxjMMGRpXigGIJjWu10oTy0/z8op0otfTMfZH",
+	"T4CBjy7ZtCU8V+K9Oadi9SLFTnNU5Ilu6VU0TEW7bBLf98iHt2CzjQC8fkWzfShzqH6XAgDEqjV0VPPh",
+	"5HFdFF+n/KaGPbWGpP4INPpfv63v32grR/ZI+a2VjhQMMnk2htsG5uUZ6jQ8CQvFzOoVwJCxARHDxKdY",
+	"jHIWuUKXCGkl8HzVJU6ovljkNCKgQKnAU5Q6laFtxM5G7PzY6FJwFFb1MHdGMs6LTCwEXqZrmBxSXI5T",
+	"HRKCAAIjZiqV6AI4go8hIa4qN0wByNJsfp4N+QQzqzKfa7if0wAfzn6Hae38qX7YfYqhLxVHuIlVAutw",
+	"r01MfYHxjXi7L4zbVcu3aKZTsV4wfW70/AJu9RRdQTuyldqv7Qw2/uD9x9C525cZ7ZGvCqYfl/X7zL02",
+	"FoG9FbEhv6VaGZCCXNUNsQZRmHHl9+9TM75gcHZgj2R6rXpyqq+3Ur0IFC2b6sWNdbWKdQV7nXHYRCsq",
+	"rp3P9j/rh/JnTSnfCDnQKRaZ2zt3WSbu9K11+Zx8gTq1L4krXdg7ia8WNLNQ8lb6KT4sC8lGPB+UBRe0",
+	"nPMrsiq1J6/2ltWe/PvpChv7qvC5mxzFs3Os7NlYfPYRAGlnoAsjboUY2f14D+hzHncp4WKoFQoCAqVD",
+	"QSBUMtISerKbYeqaO0m6rL8Ik+4N4aCZTqguBB8ZprPRgCvDWhcfT0+PT99T2R0SQwAqFICtBawZVE58",
+	"GtnzjcCX9OhQJZl0EashG0M3yZhPiBUEkTGr/CoISdMA14lFtg4mELlKJuBj2vM+QSDNRJoRsSfjJJNC",
+	"AOFAUqQiQV4XIB2w/wLgYS6H0A6uh9Iu0gQek481ELNhGXhO1WxIjOoeAWXF9jbAaNqeQqBjUwB0e3iP",
+	"UN0//txFoRCD62/VjfmAUnL2aYvk5W9Q8gylitwYlshn0Oj5ncO9CT6is04Aw6Z2eGYPjVkdBG56aM1j",
+	"AQHYVL0OmOI444ANiWwLUS2xltSTJY4ycS0/WZOjyNKt/a3POpM3Uv3xmY9GPfzyjx0+kjt3L7eCrTue",
+	"Sbt2hrY+XYFyG47o1v7WjrmLtxq7pMrHRuWPI9aq9c+BPefGzLGLdaBNzjKtc2Q2wTHWnzrI89H+zk6q",
+	"Y57ay/f/svuX3ZlhXNrDJwK8IYDi6SyvlfRjpoDb92afDrW3MNoiSyPPXYUEmHb4dkRgTtFLnH4VlfJI",
+	"7JvBXdIvkhuB1c9k32FpZBPF0A0aptAikeobqQJG+8EE7PDy4hcGbTqBRxCBJ4ghlym7TqF+1T/loMgH",
+	"DQ/5CD52aQRLKASeNbkDl1qhwJRp12Zgd2Mzi1A9qPnCsFGmr2Uq7IziCtIg3bdy10PSHhCqnb35OZZp",
+	"Z4WCToxrwSEMe53ym+q8D2HvNfz+AKrQ91kMRUcBhFoDSkME1MwZsGt+p6Epy943cKMEZW03EDcQoIAC",
+	"8lwMR0CpBax12DE0kCPsdLkWGfJz3xB9mf0e6lk5G2VSxXLEU9bycZaRyIxWPK18CcAuUB3fBhwYgnL1",
+	"rUVYVs/0tSPZ9r+U+ETgWOdsKIZ9hJ5qSXUnjeyn/sdoIIXq9e7rdpf6VBVWQ6cCofFcG0Pl9qbesqbH",
+	"KqiM1h7srNrVBtRrBJxOm8/znNOkpJkJ/LSrqTykP8JWLSgnAPytUHn8rSr8Fih9dwxgnk3byTcCICAw",
+	"iSzYoftMKCv9hkLlDj87gNYBb0pA4XOGAIJ4cRKEVv3qbaLraXt7FB6znYo7UQXcoN/D+7Mmlh1Gh0GH",
+	"HzbbY9Gp73GTWahwqKk1DFpRWOzuvooRzhD+LTr40dVkJE75kD6MsEOaYCNZFOtMdC4ETz5enNinRQ0L",
+	"RtCCDTLKKjd9XR4C12EBG9spQdZ6s4352TjTyp6dDMUYvHatxLYZ6NxK3SgrVI/nURvI/4ZcFdaoZPkg",
+	"08XNgEV5Jm9uwLJ7VwhUrXZt5tuh5Bw0WZ+h8uZnbcaXNdXdKJgLY98w0XrWFwCt0M+fncb844+IQdJp",
+	"oNMEaJwKeodTJoLdHVYFhgrWEGx+6Aysju0cuZedqGkaHbRbUR677G45OD9mrcjc3fZwT8gEdwP9ie3m",
+	"tEHaHfbBnnrvdighEjMjDbSqcBdAINeUvhb02ky8Oh8PeC5cJ6gDlY0ufz1EjOrewflx5M9HxUgKQmXd",
+	"FutsmIKwsWK71umYTwzrY9Dg1pEvuz17fgxtnw2rA11duGm8ACP8WpSLhrUwLhGBhIoCFzgKWIRXRMAH",
+	"jaJNj5XrZwpCBUTYMA3EGa8JERNQj/91JsT2tc6GYEiITKhYUGtpqV+goYJnQBTBQ4VPKzED7bkvwQIR",
+	"CYxcJXyhDtCH/gLHyn0D96I/cHc44YOKBS72auUGV4z8zRSwB3SX8Xmts3B9hx171YI3cM639b27rP5d",
+	"VfJbj1Tp3Il1/6NXtTeMr3GrqUVS3RT8Rmw3vYGq0qVhvsuAqHOfRXokFJdIqsbORkIdHG9bj4LndqSh",
+	"inbiAc/ByUgF3C7yu32ffhCwszTlQx6wu5OTDwE7+cAu8yKROoALLnSRiyxg7zP9e8AO/lNkoh2EKuLK",
+	"CriRjCPW+oDIs8aeWGK3wPmJJGKtmCs7g0yMUqAQwZ7bv1+ene788+DDCcNLCQPDOlZIuZ6IoTZEORT1",
+	"uRFo1EKyGrdDbaHIDvatcE71OFNwlBYELTkAu5akjT/XaTrscaRH6sEVEWvBYT85+dA7ODk5++3oXe9v",
+	"Z5dXl9E+WuSAsxuw4/PyWTjyw+N3F0yJ3MoE09g4qjNmRjwWpiSIV1qJdsDigYhvHX0+wdux1uu9vTbe",
+	"myCDaafwFLaLEnFuumCVASCwNWiQXyUXn3K/MgTujd8A870Z6CwPlTWTs1HOWnu7u3YTZzzOQezHWuWZ",
+	"Vdf+M4fcBPIEblcYOnR6rOxKuo5JN7HaW6L27Ap6F10W4PRK9qnrEqQ7Oj2Dt3B4dvrL8fuPFwdXx2en",
+	"xJ1MYtPaWdClvW3f9j7zvrSd4thu15Hs3YpJz4gchbbyov1WTGrn9EPDKVykUVEcJeJaKolHtoW1Bkwq",
+	"lui4ADrjvQC2PLtEKswk49c529vd291+uYfRQWsKhCqqObMu/oLml1OhHfy48/8zdi29beNc9K8Q36b2",
+	"BycZzGIWyaqPoBOgMYIm81hoINISY7OlSZWk3AkG/e+D+yD1sN3pKohsUhQf955zrnzvp+idXLL41hub",
+	"gLIM2dMvcPnMpk+6rVyjkrJ+uxKHItnSYeooZETFJfZIEQgcEFD04SL2HZzddkQXYPc4/ZUe/hT4+o63",
+	"H5KOh5fsGeJR7vfx6Jf516+Yf+BkuvfKjfO9r8ZbbDHD5PO8J6494gLjFDyVm2WXzDbje1kmR3ssYCLd",
+	"mbt/OgNOsUCEWDRYunkGVGHkeHgIWJL5QkwKx2BghdbElLlhyy/iA72j1Jy4fA1vVLXxIa1ywU5o9Ek3",
+	"cAFdGBkA43r8JIUX/kPVpgQVQjomdggLmoTVlDHZRk4YwXL4kGycKlCcFLgnk4X1YI4n67YAN0yyYHUS",
+	"1m+3RN2LEI6lV+aVVWD4R/JW5RaS/q2Zotdw+Zq/CkcNs3FMiiUQ7hlHCMSClDZYAvgfAGHGzReA3zOi",
+	"XwLk+OHQAFzPmzXqyg2wdUApZyaQtbpTRkzZC9QiyJajkhCBwnWmoa2N6Tyu/ukxFPiN6vFIsaBawqUS",
+	"TNCckx5DY1h6OLzgTDEgmPbifDLPLEVHeSn+YKlK7nVo+sC+Pu1KKW5AsW2E7YQyhdj1GxE7rT7nd/Hv",
+	"qaGI/QYecINMJ/nG25tcKWI17hBhQgS3mDyn189d7PpNqSIO0G7oEr9acqDQHFFwNz9A18fdqlSU7ry1",
+	"lZPvb5/ErJCRnMVlchX7CXHq4+6M+ZySJEBO9I1sElFNjatZhAhB5EaroAN4vcr9ILniSvIMIzBnXz7X",
+	"JUHETiWyuoarvI3GgxzjsnL3zKywB6pBOedTWMBxzqqyXoZHxEQhaQ3lzYAX8o6T7CpVZ67+L0Wn0m5i",
+	"YIZ4kyx3rd/dPb5+8+H2nTxTSKEkOYcNQCB/uco5S9Q0EGe8uxQfSzhIt5iCBhM1ZET0y085wIOaWeUo",
+	"OLSaTUY9VMWr71//KX8keHTsiF8/3J2SUDtw+Zqcfhd82zf4kxcgkQumhDHqFJfXQoVmBxYU3ApYM9Fj",
+	"Y/AtwRxUMgfN/hbsX+VIdVRNo9EhUtI3kpEtGQrb0zTRW/B4o3PyIqDakW8hJ0ZDK4LBwImR8IHRAoAL",
+	"azMIh2N2x+0HsznFf/D4p9Q2hCXCuIN2yYMzRBne2kGB7R1fYi6MiIs90VHmJjQclbubdoItR/0ELbb5",
+	"8OILB3wWCnEhtFRzg5qFPFm5st8w3wxLo2VML6UlXyoth42aQo/0Ghx8x08PwO8ZZSFk1l9zN7FuTZBi",
+	"MRFKHj789v5u/Vi/u/soV4URyJh8UFt9xS3lEkiZbUePQ9B2JVoTNBVJy7dT4qBd60MeRNYQ6SoZrCu6",
+	"5Ip+eCWXl+KNjqh1ZkheuZ9fxfwzLxaKzDNgN05fGHP8iWAouKprIQuylWJBB6YMJt4I08bKZVnT9tsz",
+	"A5LLlZBYkQW7odawoenQPuIn8J190z1S5AzmNrXGC4kk0rUS9UZ6YxuJyK9PTw9Cgufk4kiSrHjEauaz",
+	"PKoTOQZHo+GgPzCDjBJI/t5sGVDL3CMyj991ANhZZuDogev1er2u8QWh+MVKKoFnlNVNWmLJX5TE6SaA",
+	"hqx6Wau95rKhB+4eKZ4JE+Jk4sCWxGmyxFtoTJJuKte7z4gcSibYQKXuwNV3QSN/Es8Bo+Vgq1xrtVjI",
+	"fOXWpfAil6P7A8BGunmCt/HOvjraCHIlonLtxv+tW7F4+/ggJP8vUH24YL8pr4uLzZ409K5yuArIzdSX",
+	"HuycwRDbONTHnGBJwBT4r8vGo/EuejCA86lTXXc8WHAntOXu3z4wbsJh5Fy7jDNecYYmGpsAI7dXVmh3",
+	"MME7ZL+sFKK/0HxabtCYk712PlHitfKm29A3bjEuPZ2NC4bNow41vcyPuKF4HMTj+CsFsdfKITnc6aCv",
+	"RaeazyhUoXMgvxaHexaK3Dv45mB0eTCwJNo+T0EarfSpLFp92noYLcY2p2IVzUcCY8No47R7GHklZewZ",
+	"MFiIq3EXquvEBFyLxUAHxV5hYIFpIWySoTwUgdyOGhEg9pgJj0Dv/lKs9ddZ3ziNNnqEvQjsuMpDZ5r/",
+	"gPzjOVyPPzrleZXVKcEywJqJZ1oYlgmKOMGfZg1sHFB9xI/+9+2vb/8GAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -273,7 +273,14 @@ func OpenStore(ctx context.Context, cfg *config.Config, log *slog.Logger, clock 
 	default:
 		opts.MySQLDSN = cfg.MySQLDSN()
 	}
-	return store.Open(ctx, opts)
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if loc, err := time.LoadLocation(cfg.TimeZone); err == nil { // validated with the configuration
+		s.SetTimeZone(loc)
+	}
+	return s, nil
 }
 
 func (a *App) fail(err error) error {

@@ -38,7 +38,9 @@ func TestAppStepStatementBudget(t *testing.T) {
 	for _, name := range store.ConfigTables {
 		configTables[name] = true
 	}
-	for i, want := range []int64{18, 8} {
+	// Issue 27 added the usage ledger row and the daily rollup upsert to the step (2 writes) and,
+	// to the configuration's read, whether any budget exists (1 read).
+	for i, want := range []int64{20, 9} {
 		var created gen.TaskResponse
 		c.Post("/tasks", map[string]any{"agent_id": agent.Id, "prompt": "What is 6*7?"}).Expect(t, 201).Decode(t, &created)
 		before := counter.Counts()

@@ -27,6 +27,7 @@ const (
 	LLMFieldMaxTokensOutput = "max_tokens_output"
 	LLMFieldContextWindow   = "context_window"
 	LLMFieldTimeout         = "timeout"
+	LLMFieldPrices          = "prices"
 )
 
 // Model configuration limits.
@@ -52,8 +53,22 @@ type LLMConfig struct {
 	Timeout         *int // seconds
 	IsDefault       bool // default of its scope: the group (non-global) or the installation (global)
 	IsGlobal        bool // usable by every principal
+	Prices          LLMPrices
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// LLMPrices are a model configuration's prices in integer micro-units of the instance's
+// currency per million tokens (3_000_000 is 3.00 per million); nil: not priced (counts as 0).
+// Money is never a float: costs are computed in integers (UsageCost).
+type LLMPrices struct {
+	Input       *int64
+	Output      *int64
+	CachedInput *int64
+}
+
+func (p LLMPrices) clone() LLMPrices {
+	return LLMPrices{Input: cloneInt64(p.Input), Output: cloneInt64(p.Output), CachedInput: cloneInt64(p.CachedInput)}
 }
 
 // APIKeySet reports whether a key is stored.
@@ -82,6 +97,7 @@ type LLMConfigUpdate struct {
 	Timeout         *int
 	IsDefault       *bool
 	IsGlobal        *bool
+	Prices          *LLMPrices // replaces the three prices at once
 	Clear           []string
 }
 
@@ -93,22 +109,25 @@ type LLMConfigUpdate struct {
 type LLMConfigCheck func(cur, next *LLMConfig) error
 
 type llmConfigRow struct {
-	ID              int64
-	GroupID         int64
-	PrincipalID     int64 `gorm:"->;-:migration"` // read through the join with principal_groups
-	Name            string
-	Driver          string
-	Model           string
-	BaseURL         *string
-	APIKeySealed    *string
-	Temperature     *float64
-	MaxTokensOutput *int
-	ContextWindow   *int
-	Timeout         *int `gorm:"column:timeout_seconds"`
-	IsDefault       bool
-	IsGlobal        bool
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	ID               int64
+	GroupID          int64
+	PrincipalID      int64 `gorm:"->;-:migration"` // read through the join with principal_groups
+	Name             string
+	Driver           string
+	Model            string
+	BaseURL          *string
+	APIKeySealed     *string
+	Temperature      *float64
+	MaxTokensOutput  *int
+	ContextWindow    *int
+	Timeout          *int `gorm:"column:timeout_seconds"`
+	IsDefault        bool
+	IsGlobal         bool
+	PriceInput       *int64
+	PriceOutput      *int64
+	PriceCachedInput *int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 func (llmConfigRow) TableName() string { return "llm_configs" }
@@ -118,6 +137,7 @@ func (r *llmConfigRow) toLLMConfig() *LLMConfig {
 		ID: r.ID, GroupID: r.GroupID, PrincipalID: r.PrincipalID, Name: r.Name, Driver: r.Driver, Model: r.Model,
 		BaseURL: cloneString(r.BaseURL), Temperature: cloneFloat(r.Temperature), MaxTokensOutput: cloneInt(r.MaxTokensOutput),
 		ContextWindow: cloneInt(r.ContextWindow), Timeout: cloneInt(r.Timeout), IsDefault: r.IsDefault, IsGlobal: r.IsGlobal,
+		Prices:    LLMPrices{Input: r.PriceInput, Output: r.PriceOutput, CachedInput: r.PriceCachedInput}.clone(),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.APIKeySealed != nil {
@@ -131,6 +151,7 @@ func fromLLMConfig(c *LLMConfig) llmConfigRow {
 		ID: c.ID, GroupID: c.GroupID, Name: c.Name, Driver: c.Driver, Model: c.Model, BaseURL: cloneString(c.BaseURL),
 		Temperature: cloneFloat(c.Temperature), MaxTokensOutput: cloneInt(c.MaxTokensOutput), ContextWindow: cloneInt(c.ContextWindow),
 		Timeout: cloneInt(c.Timeout), IsDefault: c.IsDefault, IsGlobal: c.IsGlobal, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		PriceInput: cloneInt64(c.Prices.Input), PriceOutput: cloneInt64(c.Prices.Output), PriceCachedInput: cloneInt64(c.Prices.CachedInput),
 	}
 	if c.APIKeySealed != "" {
 		k := c.APIKeySealed
@@ -159,7 +180,8 @@ func cloneInt(i *int) *int {
 const llmConfigColumns = "llm_configs.id, llm_configs.group_id, principal_groups.principal_id, llm_configs.name, " +
 	"llm_configs.driver, llm_configs.model, llm_configs.base_url, llm_configs.api_key_sealed, llm_configs.temperature, " +
 	"llm_configs.max_tokens_output, llm_configs.context_window, llm_configs.timeout_seconds, llm_configs.is_default, " +
-	"llm_configs.is_global, llm_configs.created_at, llm_configs.updated_at"
+	"llm_configs.is_global, llm_configs.price_input, llm_configs.price_output, llm_configs.price_cached_input, " +
+	"llm_configs.created_at, llm_configs.updated_at"
 
 func llmConfigQuery(db *gorm.DB) *gorm.DB {
 	return db.Model(&llmConfigRow{}).Select(llmConfigColumns).
@@ -315,6 +337,7 @@ func (s *Agents) UpdateLLMConfig(ctx context.Context, groupID, id int64, upd LLM
 			"api_key_sealed": row.APIKeySealed, "temperature": row.Temperature,
 			"max_tokens_output": row.MaxTokensOutput, "context_window": row.ContextWindow,
 			"timeout_seconds": row.Timeout, "is_default": row.IsDefault, "is_global": row.IsGlobal,
+			"price_input": row.PriceInput, "price_output": row.PriceOutput, "price_cached_input": row.PriceCachedInput,
 			"updated_at": now,
 		}).Error
 		if err != nil {
@@ -358,6 +381,10 @@ func applyLLMUpdate(cur *LLMConfig, upd LLMConfigUpdate) *LLMConfig {
 	if upd.Timeout != nil {
 		next.Timeout = cloneInt(upd.Timeout)
 	}
+	next.Prices = cur.Prices.clone()
+	if upd.Prices != nil {
+		next.Prices = upd.Prices.clone()
+	}
 	for _, f := range upd.Clear {
 		switch f {
 		case LLMFieldAPIKey:
@@ -372,6 +399,8 @@ func applyLLMUpdate(cur *LLMConfig, upd LLMConfigUpdate) *LLMConfig {
 			next.ContextWindow = nil
 		case LLMFieldTimeout:
 			next.Timeout = nil
+		case LLMFieldPrices:
+			next.Prices = LLMPrices{}
 		}
 	}
 	if upd.IsGlobal != nil && *upd.IsGlobal != cur.IsGlobal {

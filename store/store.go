@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -126,10 +127,11 @@ type Store struct {
 	// busyWait bounds a wait in writers; past it the transaction goes on to SQLite's own busy
 	// timeout, as it would without the queue.
 	busyWait time.Duration
-	vers     versions     // ConfigVersion, the session cache
-	sessions sessionCache // SessionByDigest
-	stmts    *stmtPool    // the statements kept prepared
-	wake     wake         // PostgreSQL: the NOTIFY channel of cross-process wake-ups (wake.go)
+	vers     versions                      // ConfigVersion, the session cache
+	sessions sessionCache                  // SessionByDigest
+	stmts    *stmtPool                     // the statements kept prepared
+	wake     wake                          // PostgreSQL: the NOTIFY channel of cross-process wake-ups (wake.go)
+	zone     atomic.Pointer[time.Location] // the instance's time zone (SetTimeZone; nil: UTC)
 }
 
 // Open connects to the database described by opts and checks that it answers. It does not

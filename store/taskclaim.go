@@ -476,6 +476,9 @@ type StepOutcome struct {
 	// ToolResult, when set, is the outcome of the step's last tool call, recorded in the step's
 	// transaction instead of UpdateToolCall's own.
 	ToolResult *ToolResult
+	// Call, when set, is the step's model call: written to the usage ledger and its daily
+	// rollup in the step's transaction (usage.go).
+	Call *ModelCall
 }
 
 // ToolResult is the outcome of tool call CallID.
@@ -524,6 +527,9 @@ func checkOutcome(o StepOutcome) error {
 	}
 	if o.Lease < 0 {
 		return invalidf("lease must not be negative")
+	}
+	if err := checkModelCall(o.Call); err != nil {
+		return err
 	}
 	if r := o.ToolResult; r != nil {
 		if r.Status != ToolCallExecuted && r.Status != ToolCallFailed {
@@ -583,6 +589,11 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 	var stored *TaskMessage
 	own := func(row *taskRow) ([]TaskEvent, error) {
 		var evs []TaskEvent
+		if o.Call != nil {
+			if err := s.recordUsage(tx, row, now, *o.Call); err != nil {
+				return nil, err
+			}
+		}
 		if tr := o.ToolResult; tr != nil {
 			result, _ := encodeRaw("result", tr.Result) // checked by checkOutcome
 			c, err := writeToolResult(tx, id, tr.CallID, now, tr.Status, result)

@@ -23,6 +23,9 @@ type Summary struct {
 	LLMConfigID     int64  `json:"llm_config_id,omitempty"` // the configuration that wrote it
 	InputTokens     int64  `json:"input_tokens"`
 	OutputTokens    int64  `json:"output_tokens"`
+	// Prices are the writing configuration's, in force at the call: the summary's model call is
+	// written to the usage ledger with them (not part of the event).
+	Prices LLMPrices `json:"-"`
 }
 
 // AppendSummary records summary sm of task taskID, held by workerID, as its next event, and
@@ -40,6 +43,10 @@ func (s *Tasks) AppendSummary(ctx context.Context, taskID int64, workerID string
 			"output_tokens": gorm.Expr("output_tokens + ?", sm.OutputTokens),
 		}, reserve{events: 1})
 		if err != nil {
+			return err
+		}
+		call := ModelCall{LLMConfigID: sm.LLMConfigID, Model: sm.Model, InputTokens: sm.InputTokens, OutputTokens: sm.OutputTokens, Prices: sm.Prices}
+		if err := s.recordUsage(tx, row, now, call); err != nil {
 			return err
 		}
 		if err := insertNumbered(tx, taskID, row.EventSeq, now, []TaskEvent{{Type: EventSummary, Summary: &sm}}); err != nil {

@@ -15,13 +15,13 @@ import (
 // ConfigTables are the tables whose rows make up the configuration a task step reads: the agent
 // (Store.Agent), its tool states (AgentToolConfig: the owner's principal, user or group, the
 // agent's and the group's tools, operation overrides, tool settings) and its model
-// configuration (ResolveLLMConfig). Every write to one of them bumps the config version in the
+// configuration (ResolveLLMConfig), and whether any budget exists (HasBudgets). Every write to one of them bumps the config version in the
 // statement's transaction, so a process caching a step's configuration (agentloop) sees that it
 // changed, whichever process changed it. server's TestAppStepStatementBudget checks that the
 // step reads no other table.
 var ConfigTables = []string{
 	"agents", "agent_favorites", "agent_tools", "agent_tool_operations", "group_tools", "tool_settings",
-	"llm_configs", "principal_groups", "principals", "users",
+	"llm_configs", "principal_groups", "principals", "users", "budgets",
 }
 
 // authWrites are the writes that bump the auth version: whatever could end a cached session or

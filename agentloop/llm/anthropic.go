@@ -266,8 +266,9 @@ func anthropicMessages(msgs []Message, names *nameMap) []anthropic.MessageParam 
 
 func (d *anthropicDriver) response(res *anthropic.Message, names *nameMap) *Response {
 	out := &Response{Usage: Usage{
-		InputTokens:  res.Usage.InputTokens + res.Usage.CacheCreationInputTokens + res.Usage.CacheReadInputTokens,
-		OutputTokens: res.Usage.OutputTokens,
+		InputTokens:       res.Usage.InputTokens + res.Usage.CacheCreationInputTokens + res.Usage.CacheReadInputTokens,
+		OutputTokens:      res.Usage.OutputTokens,
+		CachedInputTokens: res.Usage.CacheReadInputTokens,
 	}}
 	var text []string
 	for _, b := range res.Content {

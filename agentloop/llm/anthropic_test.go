@@ -38,7 +38,7 @@ func TestAnthropicPlainAnswer(t *testing.T) {
 	if res.Text != "Hello\nthere" || res.StopReason != StopEndTurn {
 		t.Errorf("response = %+v", res)
 	}
-	if res.Usage != (Usage{InputTokens: 28, OutputTokens: 7}) {
+	if res.Usage != (Usage{InputTokens: 28, OutputTokens: 7, CachedInputTokens: 5}) { // 5 of the 28 read from the cache
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	r := f.requests()[0]

@@ -128,6 +128,9 @@ type Delta struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens" yaml:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens" yaml:"output_tokens"`
+	// CachedInputTokens are the prompt tokens read from the provider's cache (part of
+	// InputTokens), priced at the configuration's cached-input price.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty" yaml:"cached_input_tokens,omitempty"`
 }
 
 // Response is the model's answer to one [Request].

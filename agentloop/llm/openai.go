@@ -262,8 +262,9 @@ func (d *openaiDriver) response(res *openai.ChatCompletion, names *nameMap) (*Re
 	}
 	ch := res.Choices[0]
 	out := &Response{
-		Text:  ch.Message.Content,
-		Usage: Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens},
+		Text: ch.Message.Content,
+		Usage: Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens,
+			CachedInputTokens: min(res.Usage.PromptTokensDetails.CachedTokens, res.Usage.PromptTokens)},
 	}
 	// OpenAI-compatible servers (DeepSeek, vLLM, Ollama, OpenRouter) report thinking in one of
 	// these non-standard fields.

@@ -55,8 +55,11 @@ type openaiStreamChunk struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -118,6 +121,7 @@ func (a *openaiAnswer) add(data []byte, onDelta func(Delta)) error {
 	}
 	if c.Usage != nil && (c.Usage.PromptTokens != 0 || c.Usage.CompletionTokens != 0) {
 		a.usage = openai.CompletionUsage{PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens} // the last report is the total
+		a.usage.PromptTokensDetails.CachedTokens = c.Usage.PromptTokensDetails.CachedTokens
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -41,7 +41,7 @@ func TestScriptedFromYAMLFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StopReason != StopToolUse || len(res.ToolCalls) != 2 || res.Usage != (Usage{10, 4}) || res.Reasoning[0].Text != "I should look it up." {
+	if res.StopReason != StopToolUse || len(res.ToolCalls) != 2 || res.Usage != (Usage{InputTokens: 10, OutputTokens: 4}) || res.Reasoning[0].Text != "I should look it up." {
 		t.Fatalf("turn 1 = %+v", res)
 	}
 	if c := res.ToolCalls[0]; c.ID != "call_1_1" || c.Name != "weather:forecast" || string(c.Arguments) != `{"city":"Paris"}` {

@@ -19,7 +19,7 @@ func openaiChunk(delta, finish string) string {
 
 // openaiUsageChunk is the last chunk include_usage asks for (no choices).
 const openaiUsageChunk = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[],` +
-	`"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":0}}}` + "\n\n"
+	`"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4}}}` + "\n\n"
 
 const sseDone = "data: [DONE]\n\n"
 
@@ -42,7 +42,7 @@ func TestOpenAIStreamText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Response{Text: "Hello there", Reasoning: []Reasoning{{Text: "thinking..."}}, Usage: Usage{InputTokens: 12, OutputTokens: 5}, StopReason: StopEndTurn}
+	want := &Response{Text: "Hello there", Reasoning: []Reasoning{{Text: "thinking..."}}, Usage: Usage{InputTokens: 12, OutputTokens: 5, CachedInputTokens: 4}, StopReason: StopEndTurn}
 	if !reflect.DeepEqual(res, want) {
 		t.Errorf("response = %+v, want %+v", res, want)
 	}
@@ -83,7 +83,7 @@ func TestOpenAIStreamToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Response{Text: "Checking.", StopReason: StopToolUse, Usage: Usage{InputTokens: 12, OutputTokens: 5}, ToolCalls: []ToolCall{
+	want := &Response{Text: "Checking.", StopReason: StopToolUse, Usage: Usage{InputTokens: 12, OutputTokens: 5, CachedInputTokens: 4}, ToolCalls: []ToolCall{
 		{ID: "call_1", Name: "weather:forecast", Arguments: json.RawMessage(`{"city": "Paris"}`)},
 		{ID: "call_2", Name: "time", Arguments: json.RawMessage(`{}`)},
 	}}
@@ -237,7 +237,7 @@ func TestAnthropicStreamThinkingAndTools(t *testing.T) {
 			{ID: "toolu_01", Name: "weather:forecast", Arguments: json.RawMessage(`{"city": "Paris"}`)},
 			{ID: "toolu_03", Name: "time", Arguments: json.RawMessage(`{}`)},
 		},
-		Usage:      Usage{InputTokens: 28, OutputTokens: 7},
+		Usage:      Usage{InputTokens: 28, OutputTokens: 7, CachedInputTokens: 5},
 		StopReason: StopToolUse,
 	}
 	if !reflect.DeepEqual(res, want) {
@@ -270,7 +270,7 @@ func TestAnthropicStreamTextBlocksJoined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Text != "Hello\nthere" || log.text() != res.Text || res.StopReason != StopEndTurn || res.Usage != (Usage{4, 3}) {
+	if res.Text != "Hello\nthere" || log.text() != res.Text || res.StopReason != StopEndTurn || res.Usage != (Usage{InputTokens: 4, OutputTokens: 3}) {
 		t.Errorf("response = %+v, deltas %+v", res, log.got)
 	}
 }

@@ -16,6 +16,7 @@ import { GroupList, GroupPage } from "./pages/groups";
 import { UserList, UserPage } from "./pages/users";
 import { Bell, NotificationsPage } from "./pages/notifications";
 import { ApprovalsLink, ApprovalsPage } from "./pages/approvals";
+import { UsagePage } from "./pages/usage";
 import { PluginsPage, SettingsPage } from "./pages/admin";
 import { PluginApp } from "./pages/pluginapp";
 import { Palette } from "./palette";
@@ -45,6 +46,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
     { to: "/agents", label: "Agents" },
     { to: "/tasks", label: "Chats" },
     { to: "/groups", label: "Groups" },
+    { to: "/usage", label: "Usage" },
     { to: "/media", label: "Media" },
     { to: "/plugins", label: "Plugins" },
     ...(user?.is_admin
@@ -212,6 +214,7 @@ function routeOf(path: string) {
   if ((m = match("/users/:id", path))) return <UserPage id={m.id} />;
   if (path === "/notifications") return <NotificationsPage />;
   if (path === "/approvals") return <ApprovalsPage />;
+  if (path === "/usage") return <UsagePage />;
   if (path === "/settings") return <SettingsPage />;
   if (path === "/plugins") return <PluginsPage />;
   if ((m = match("/apps/:slug", path))) return <PluginApp slug={m.slug} />;

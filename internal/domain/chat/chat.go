@@ -19,6 +19,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/media"
 	"github.com/agentsvc/svc/internal/domain/spool"
 	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/domain/usage"
 	"github.com/agentsvc/svc/internal/platform/netguard"
 	"github.com/agentsvc/svc/internal/vocab/limits"
 	"github.com/agentsvc/svc/internal/vocab/pathid"
@@ -39,12 +40,13 @@ type Service struct {
 	tasks *task.Service
 	media *media.Service
 	net   netguard.Options
+	spend *usage.Service // refuses a chat over budget (CheckChat)
 }
 
 // New returns the service; net screens callback URLs (AllowLoopback and Resolver only).
 // Without WithMedia, inline files are dropped.
 func New(st *store.Store, tasks *task.Service, net netguard.Options) *Service {
-	return &Service{store: st, tasks: tasks, net: net}
+	return &Service{store: st, tasks: tasks, net: net, spend: usage.New(st)}
 }
 
 // WithMedia sets the media storage inline files are saved to and returns s.
@@ -267,6 +269,9 @@ func (s *Service) Start(ctx context.Context, k *store.AgentAPIKey, in StartInput
 		steps = ClampSteps(*in.AdditionalSteps)
 	}
 	if err := task.CheckPrompt(text); err != nil { // before any inline file is stored
+		return nil, err
+	}
+	if err := s.spend.CheckChat(ctx, k, a, k.CreatedBy); err != nil { // 429 BUDGET_EXCEEDED, nothing stored
 		return nil, err
 	}
 	ids, err := s.attachments(ctx, k, a, in.Input)

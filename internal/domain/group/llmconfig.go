@@ -24,6 +24,7 @@ type LLMConfigInput struct {
 	Timeout         *int
 	IsDefault       bool
 	IsGlobal        bool
+	Prices          store.LLMPrices
 }
 
 // LLMConfigPatch lists the fields to change; nil fields keep their value and Clear names
@@ -40,6 +41,7 @@ type LLMConfigPatch struct {
 	Timeout         *int
 	IsDefault       *bool
 	IsGlobal        *bool
+	Prices          *store.LLMPrices // replaces the three prices
 	Clear           []string
 }
 
@@ -125,7 +127,7 @@ func (s *Service) CreateLLMConfig(ctx context.Context, u *store.User, id int64, 
 	c := store.LLMConfig{
 		Name: in.Name, Driver: in.Driver, Model: in.Model, BaseURL: in.BaseURL, Temperature: in.Temperature,
 		MaxTokensOutput: in.MaxTokensOutput, ContextWindow: in.ContextWindow, Timeout: in.Timeout,
-		IsDefault: in.IsDefault, IsGlobal: in.IsGlobal,
+		IsDefault: in.IsDefault, IsGlobal: in.IsGlobal, Prices: in.Prices,
 	}
 	if !sc.Admin && needsAdmin(&c) {
 		return nil, forbidden("global configurations and the scripted driver need administrator rights")
@@ -159,7 +161,7 @@ func (s *Service) UpdateLLMConfig(ctx context.Context, u *store.User, id, cid in
 	upd := store.LLMConfigUpdate{
 		Name: p.Name, Driver: p.Driver, Model: p.Model, BaseURL: p.BaseURL, Temperature: p.Temperature,
 		MaxTokensOutput: p.MaxTokensOutput, ContextWindow: p.ContextWindow, Timeout: p.Timeout,
-		IsDefault: p.IsDefault, IsGlobal: p.IsGlobal, Clear: p.Clear,
+		IsDefault: p.IsDefault, IsGlobal: p.IsGlobal, Prices: p.Prices, Clear: p.Clear,
 	}
 	if p.APIKey != nil {
 		sealed, err := s.seal(*p.APIKey)

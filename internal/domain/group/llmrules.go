@@ -67,6 +67,14 @@ func CheckLLMConfig(c *store.LLMConfig) error {
 			return fieldcheck.Invalidf("%s must be between 1 and %d", f.name, f.max)
 		}
 	}
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"prices.input", c.Prices.Input}, {"prices.output", c.Prices.Output}, {"prices.cached_input", c.Prices.CachedInput}} {
+		if f.v != nil && (*f.v < 0 || *f.v > limits.MaxLLMPriceMicros) {
+			return fieldcheck.Invalidf("%s must be between 0 and %d micro-units per million tokens", f.name, limits.MaxLLMPriceMicros)
+		}
+	}
 	return nil
 }
 
@@ -107,7 +115,7 @@ func checkBaseURL(driver string, base *string) error {
 }
 
 var llmClearable = []string{store.LLMFieldAPIKey, store.LLMFieldBaseURL, store.LLMFieldTemperature,
-	store.LLMFieldMaxTokensOutput, store.LLMFieldContextWindow, store.LLMFieldTimeout}
+	store.LLMFieldMaxTokensOutput, store.LLMFieldContextWindow, store.LLMFieldTimeout, store.LLMFieldPrices}
 
 // checkLLMClear refuses an unknown field in upd.Clear and a field both set and cleared.
 // Errors: ErrInvalid.
@@ -116,6 +124,7 @@ func checkLLMClear(upd store.LLMConfigUpdate) error {
 		store.LLMFieldAPIKey: upd.APIKeySealed != nil, store.LLMFieldBaseURL: upd.BaseURL != nil,
 		store.LLMFieldTemperature: upd.Temperature != nil, store.LLMFieldMaxTokensOutput: upd.MaxTokensOutput != nil,
 		store.LLMFieldContextWindow: upd.ContextWindow != nil, store.LLMFieldTimeout: upd.Timeout != nil,
+		store.LLMFieldPrices: upd.Prices != nil,
 	}
 	for _, f := range upd.Clear {
 		if !slices.Contains(llmClearable, f) {

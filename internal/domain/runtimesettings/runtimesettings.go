@@ -39,6 +39,7 @@ var Editable = []struct{ Key, Description string }{
 	{"plugin_catalog_ttl", "Seconds the catalog is cached on disk before it is read again."},
 	{"plugin_install_enabled", "Lets administrators install, update and uninstall plugins from the console."},
 	{"llm_timeout", "Seconds a model call may take."},
+	{"currency", "Currency of model prices and costs (three capital letters, such as USD or EUR)."},
 	{"llm_allowed_hosts", "Host names, IP addresses and networks (comma- or space-separated) that group model configurations may reach although private (a local Ollama)."},
 }
 

@@ -146,6 +146,13 @@ type Config struct {
 	// retry_after_minutes and the provider's wait, the latter cut to this many seconds; 0
 	// ignores the provider's wait. Read at every retry.
 	LLMRetryAfterMaxSeconds int `key:"llm_retry_after_max_seconds" env:"LLM_RETRY_AFTER_MAX_SECONDS"`
+	// TimeZone is the instance's time zone (an IANA name such as Europe/Paris): usage is counted
+	// by its calendar days and budgets by its days, weeks and months. File or environment only,
+	// read at start-up (days already counted keep their day when it changes).
+	TimeZone string `key:"time_zone" env:"TIME_ZONE" stored:"no"`
+	// Currency is the currency of model configurations' prices and of costs (a three-letter
+	// code, shown beside amounts). Read at every use.
+	Currency string `key:"currency" env:"CURRENCY"`
 	// ToolHTTPTimeout is the timeout of tool HTTP requests, in seconds.
 	ToolHTTPTimeout int `key:"tool_http_timeout" env:"TOOL_HTTP_TIMEOUT"`
 
@@ -298,6 +305,8 @@ func Defaults() *Config {
 		MaxWorkers:                0,
 		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
+		TimeZone:                  "UTC",
+		Currency:                  "USD",
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
 		ToolHTTPTimeout:           30,
 		LogLevel:                  "info",

@@ -84,6 +84,8 @@ func TestDefaults(t *testing.T) {
 		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
 		LLMTimeout:                300,
 		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
+		TimeZone:                  "UTC",
+		Currency:                  "USD",
 		ToolHTTPTimeout:           30,
 		MercureURL:                "",
 		MercurePublishURL:         "",
@@ -131,8 +133,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 70 {
-		t.Errorf("%d keys, want 70", len(fields))
+	if len(fields) != 72 {
+		t.Errorf("%d keys, want 72", len(fields))
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"net/mail"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentsvc/svc/internal/platform/netguard"
 )
@@ -168,6 +170,9 @@ func orList(xs []string) string {
 const MaxDBOpenConns = 1000
 
 // validate returns every problem of a normalised configuration.
+// currencyCode is the shape of the currency setting (ISO 4217 style).
+var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+
 func validate(c *Config, origin map[string]string) []string {
 	v := &validator{origin: origin}
 
@@ -282,6 +287,13 @@ func validate(c *Config, origin map[string]string) []string {
 	}
 	if _, err := c.CatalogPublicKey(); err != nil {
 		v.add("plugin_catalog_public_key", "%v", err)
+	}
+
+	if _, err := time.LoadLocation(c.TimeZone); err != nil || c.TimeZone == "" || c.TimeZone == "Local" {
+		v.add("time_zone", "time_zone %q must be an IANA time zone name such as UTC or Europe/Paris", c.TimeZone)
+	}
+	if !currencyCode.MatchString(c.Currency) {
+		v.add("currency", "currency %q must be three capital letters such as USD or EUR", c.Currency)
 	}
 
 	validateMail(v, c)

@@ -78,9 +78,12 @@ const (
 
 // Numbers of a model configuration (each at least 1, the temperature at least 0).
 const (
-	MaxLLMTemperature    = 2
-	MaxLLMTokensOutput   = 1_000_000
-	MaxLLMContextWindow  = 10_000_000
+	MaxLLMTemperature   = 2
+	MaxLLMTokensOutput  = 1_000_000
+	MaxLLMContextWindow = 10_000_000
+	// MaxLLMPriceMicros bounds a price per million tokens (1e12 micro-units: a million per
+	// million tokens), so a year of tokens times a price stays far inside int64.
+	MaxLLMPriceMicros    = 1_000_000_000_000
 	MaxLLMTimeoutSeconds = 3600
 )
 

@@ -30,6 +30,9 @@ var (
 	// ErrAgentAPIDisabled: a per-agent API request while that API is off (its own code, so a
 	// script tells a switched-off API from a mistyped path).
 	ErrAgentAPIDisabled = errors.New("the per-agent API is off")
+	// ErrBudgetExceeded: a budget of the caller's key, agent, group or user is used up for its
+	// period (issue 27); 429 with Retry-After at the budget's reset.
+	ErrBudgetExceeded = errors.New("budget exceeded")
 )
 
 // Error is a categorised failure with a message meant for the API caller.
@@ -95,5 +98,5 @@ func RetryAfterOf(err error) time.Duration {
 var categories = []error{
 	ErrBadRequest, ErrUnauthenticated, ErrForbidden, ErrCSRF, ErrNotFound, ErrMethodNotAllowed,
 	ErrConflict, ErrInvalidState, ErrTooLarge, ErrUnsupportedMediaType, ErrInvalid, ErrRateLimited,
-	ErrNotImplemented, ErrUnavailable, ErrSkillsMissing,
+	ErrNotImplemented, ErrUnavailable, ErrSkillsMissing, ErrBudgetExceeded,
 }

@@ -54,6 +54,9 @@ const (
 	// compaction. A driver reports a provider's context-length refusal with it too, which the
 	// loop answers by compacting and retrying once.
 	CodeContextTooLong = "CONTEXT_TOO_LONG"
+	// CodeBudgetExceeded: a budget of the task's user, group, agent or key is used up for its
+	// period (issue 27); permanent (a retry after the reset, or a raised limit, runs again).
+	CodeBudgetExceeded = "BUDGET_EXCEEDED"
 	CodeUnknown        = "UNKNOWN"
 )
 
@@ -61,7 +64,7 @@ const (
 var Codes = []string{
 	CodeRateLimit, CodeServerOverloaded, CodeServerError, CodeGatewayError, CodeAuthError,
 	CodeLLMTimeout, CodeBadRequest, CodeToolError, CodeOrphaned, CodeWorkerDisconnected,
-	CodeNoLLMConfiguration, CodeContextTooLong, CodeUnknown,
+	CodeNoLLMConfiguration, CodeContextTooLong, CodeBudgetExceeded, CodeUnknown,
 }
 
 // Transient lists the error codes an automatic retry applies to (the agent's

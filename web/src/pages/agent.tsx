@@ -1,6 +1,7 @@
 // One agent: its chats (start a task), settings, tools (enable, per-operation enablement and
 // approval), per-agent API keys (minted secret shown once, revoke) and memory (agentmemory.tsx).
 // The forms and the key list are crud.tsx's FormPanel and EditList.
+import { Budgets } from "./usage";
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Agent, type Schemas, type Task } from "../api";
 import { navigate } from "../router";
@@ -41,6 +42,7 @@ export function AgentPage(props: { id: string; tab: Tab }) {
                 <AgentTransfer agent={a} onChange={agent.set} />
                 <AgentExport agent={a} />
               </div>
+              <Budgets kind="agent" id={String(a.id)} title="Budgets of this agent" />
             </AgentSettings>
           )}
           {props.tab === "schedules" && <AgentSchedules agent={a} />}
@@ -384,6 +386,9 @@ function AgentKeys(props: { agent: Agent }) {
         </FormPanel>
         {minted && <MintedKey key={minted.id} minted={minted} onHide={() => setMinted(null)} />}
         <ProtocolURLs />
+        {(keys.data ?? []).map((k) => (
+          <Budgets key={k.id} kind="key" id={k.id} title={`Budgets of the key “${k.name}”`} />
+        ))}
       </div>
       <section class="panel" aria-labelledby="keys-h">
         <h2 id="keys-h">Keys</h2>

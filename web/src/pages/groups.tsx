@@ -2,6 +2,7 @@
 // configurations (the default marked; edited in place; API keys write-only; the scripted driver
 // and global configurations are the administrators'), its tool entries with their settings
 // (password settings masked), its preferences and its agents.
+import { Budgets } from "./usage";
 import { useState } from "preact/hooks";
 import { api, prefix, unwrap, type Schemas } from "../api";
 import { PictureEditor } from "../picture";
@@ -78,6 +79,7 @@ export function GroupPage(props: { id: string; tab: Tab }) {
           {props.tab === "models" && <Models group={g} />}
           {props.tab === "tools" && <GroupTools group={g} />}
           {props.tab === "settings" && <GroupSettings group={g} onSaved={group.set} />}
+          {props.tab === "settings" && <Budgets kind="group" id={String(g.id)} title="Budgets of this group" />}
         </>
       )}
     </>

@@ -3,6 +3,7 @@
 // the model output streaming in), the pending tool calls (approve with editable arguments,
 // reject with a reason), question batches, and the actions the state allows (continue, retry,
 // abort, cancel the retry chain); sub-agent tasks link to their parent and back.
+import { TaskCost } from "./usage";
 import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, unwrap, type Schemas, type Task } from "../api";
@@ -629,6 +630,10 @@ export function TaskPage(props: { id: string }) {
                 </dd>
                 <dt>Tokens</dt>
                 <dd data-testid="total-usage">{usage ? fmtUsage(usage) : "—"}</dd>
+                <dt>Cost</dt>
+                <dd>
+                  <TaskCost key={`${t.id}:${t.steps_used}`} taskId={t.id} createdAt={t.created_at} />
+                </dd>
                 {t.retry_count > 0 && (
                   <>
                     <dt>Retries</dt>

@@ -1,5 +1,6 @@
 // Users (administrators only): the accounts of the server, create one, edit one (name, email,
 // administrator flag, verification, a new password), its roles (grant, revoke) and delete it.
+import { Budgets } from "./usage";
 import { useState } from "preact/hooks";
 import { api, unwrap, type User } from "../api";
 import { navigate } from "../router";
@@ -87,6 +88,7 @@ export function UserPage(props: { id: string }) {
               <ErrorNote error={roles.error} />
               <Roles id={id} roles={roles.data ?? []} onChange={(r) => (roles.set(r), void user.reload())} />
             </section>
+            <Budgets kind="user" id={String(id)} title="Budgets of this user" />
             <DeleteUser user={user.data} self={me?.id === id} />
           </div>
         </div>
