@@ -55,7 +55,6 @@ function Shell(props: { children: preact.ComponentChildren }) {
           { to: "/settings", label: "Server" },
         ]
       : []),
-    { to: "/account", label: "Account" },
   ];
   useEffect(() => setMenu(false), [path]);
   return (
@@ -89,10 +88,11 @@ function Shell(props: { children: preact.ComponentChildren }) {
               worker
             </span>
           )}
-          <span class="who" title={user?.email}>
+          <Link to="/account" class="navlink who" title={`${user?.email ?? ""}: your account`} aria-current={path.startsWith("/account") ? "page" : undefined}>
+            <span class="sr-only">Account: </span>
             {user?.display_name || user?.email}
             {user?.is_admin && <span class="chip">admin</span>}
-          </span>
+          </Link>
           <button
             type="button"
             class="ghost"
