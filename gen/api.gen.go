@@ -857,6 +857,24 @@ func (e NotificationSubscriptionTargetType) Valid() bool {
 	}
 }
 
+// Defines values for OidcGroupMappingRole.
+const (
+	OidcGroupMappingRoleAdmin  OidcGroupMappingRole = "admin"
+	OidcGroupMappingRoleMember OidcGroupMappingRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the OidcGroupMappingRole enum.
+func (e OidcGroupMappingRole) Valid() bool {
+	switch e {
+	case OidcGroupMappingRoleAdmin:
+		return true
+	case OidcGroupMappingRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginAccent.
 const (
 	PluginAccentAmber   PluginAccent = "amber"
@@ -2833,6 +2851,23 @@ type CreateNotificationSubscriptionRequest struct {
 // CreateNotificationSubscriptionRequestTargetType `agent`: that agent; `principal`: every agent owned by that principal.
 type CreateNotificationSubscriptionRequestTargetType string
 
+// CreateOidcProviderRequest defines model for CreateOidcProviderRequest.
+type CreateOidcProviderRequest struct {
+	// AllowRegistration Absent, false.
+	AllowRegistration *bool               `json:"allow_registration,omitempty"`
+	ClientId          string              `json:"client_id"`
+	ClientSecret      string              `json:"client_secret"`
+	DisplayName       string              `json:"display_name"`
+	GroupMappings     *[]OidcGroupMapping `json:"group_mappings,omitempty"`
+	GroupsClaim       *string             `json:"groups_claim,omitempty"`
+	IssuerUrl         string              `json:"issuer_url"`
+	LogoutUrl         *string             `json:"logout_url,omitempty"`
+
+	// Scopes Absent, the scopes `openid email profile`; `openid` is always added.
+	Scopes *[]string `json:"scopes,omitempty"`
+	Slug   string    `json:"slug"`
+}
+
 // CreateTaskRequest Start a task for an agent.
 //
 // Example: {"agent_id":7,"max_steps":10,"media_ids":[],"prompt":"Summarise https://example.org/report"}
@@ -2994,7 +3029,7 @@ type GroupListResponse struct {
 
 // GroupMember A user's membership in a group.
 //
-// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
+// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","source":"manual","user_id":"42"}
 type GroupMember struct {
 	// DisplayName The member's display name.
 	//
@@ -3013,6 +3048,9 @@ type GroupMember struct {
 	//
 	// Example: member
 	Role GroupRole `json:"role"`
+
+	// Source Where the membership came from, `manual` (added in the console or the API) or `oidc:<slug>` (a provider's group mapping, applied at each sign-in).
+	Source string `json:"source"`
 
 	// UserId The member's user id, in decimal (a string, as document 1 specifies).
 	//
@@ -3035,7 +3073,7 @@ type GroupMemberResponse struct {
 	Data struct {
 		// Member A user's membership in a group.
 		//
-		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
+		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","source":"manual","user_id":"42"}
 		Member GroupMember `json:"member"`
 	} `json:"data"`
 }
@@ -3156,6 +3194,12 @@ type JsonRpcResponse_Id struct {
 
 // JsonRpcResponseJsonrpc defines model for JsonRpcResponse.Jsonrpc.
 type JsonRpcResponseJsonrpc string
+
+// LinkOidcIdentityRequest defines model for LinkOidcIdentityRequest.
+type LinkOidcIdentityRequest struct {
+	Password string `json:"password"`
+	Ticket   string `json:"ticket"`
+}
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
@@ -3624,6 +3668,55 @@ type NotificationsMarkedReadResponse struct {
 	} `json:"data"`
 }
 
+// OidcGroupMapping Members whose groups claim holds `claim_value` get `role` in group `group_id` at each sign-in (source `oidc:<slug>`); a membership granted so is removed when the value leaves the claim. Manual memberships are never changed.
+type OidcGroupMapping struct {
+	ClaimValue string               `json:"claim_value"`
+	GroupId    int64                `json:"group_id"`
+	Role       OidcGroupMappingRole `json:"role"`
+}
+
+// OidcGroupMappingRole defines model for OidcGroupMapping.Role.
+type OidcGroupMappingRole string
+
+// OidcProvider A single sign-on provider (the client secret is never shown).
+type OidcProvider struct {
+	// AllowRegistration A first sign-in with no matching account creates one.
+	AllowRegistration bool               `json:"allow_registration"`
+	ClientId          string             `json:"client_id"`
+	ClientSecretSet   bool               `json:"client_secret_set"`
+	CreatedAt         time.Time          `json:"created_at"`
+	DisplayName       string             `json:"display_name"`
+	GroupMappings     []OidcGroupMapping `json:"group_mappings"`
+
+	// GroupsClaim The ID token claim (a string or an array of strings) read by the group mappings; empty for none.
+	GroupsClaim string `json:"groups_claim"`
+	IssuerUrl   string `json:"issuer_url"`
+
+	// LogoutUrl The provider's logout address offered after signing out; empty for none.
+	LogoutUrl string `json:"logout_url"`
+
+	// RedirectUri The callback address to register at the provider.
+	RedirectUri string    `json:"redirect_uri"`
+	Scopes      []string  `json:"scopes"`
+	Slug        string    `json:"slug"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// OidcProviderListResponse defines model for OidcProviderListResponse.
+type OidcProviderListResponse struct {
+	Data struct {
+		Providers []OidcProvider `json:"providers"`
+	} `json:"data"`
+}
+
+// OidcProviderResponse defines model for OidcProviderResponse.
+type OidcProviderResponse struct {
+	Data struct {
+		// Provider A single sign-on provider (the client secret is never shown).
+		Provider OidcProvider `json:"provider"`
+	} `json:"data"`
+}
+
 // PictureResponse defines model for PictureResponse.
 type PictureResponse struct {
 	Data struct {
@@ -3937,6 +4030,27 @@ type PublicConfigResponse struct {
 	Data struct {
 		// Config Public runtime feature flags.
 		Config PublicConfig `json:"config"`
+	} `json:"data"`
+}
+
+// PublicOidcProvider defines model for PublicOidcProvider.
+type PublicOidcProvider struct {
+	DisplayName string `json:"display_name"`
+
+	// LogoutUrl The provider's logout address (empty for none).
+	LogoutUrl string `json:"logout_url"`
+	Slug      string `json:"slug"`
+
+	// StartUrl Where the sign-in button goes.
+	StartUrl string `json:"start_url"`
+}
+
+// PublicOidcProviderListResponse defines model for PublicOidcProviderListResponse.
+type PublicOidcProviderListResponse struct {
+	Data struct {
+		// PasswordLoginEnabled Whether the sign-in page shows the password form (administrators keep it as a break-glass path whatever this says).
+		PasswordLoginEnabled bool                 `json:"password_login_enabled"`
+		Providers            []PublicOidcProvider `json:"providers"`
 	} `json:"data"`
 }
 
@@ -5281,6 +5395,19 @@ type UpdateMailConfigRequestDriver string
 // UpdateMailConfigRequestEncryption Transport security; `ssl` on port 587 is refused.
 type UpdateMailConfigRequestEncryption string
 
+// UpdateOidcProviderRequest defines model for UpdateOidcProviderRequest.
+type UpdateOidcProviderRequest struct {
+	AllowRegistration *bool               `json:"allow_registration,omitempty"`
+	ClientId          *string             `json:"client_id,omitempty"`
+	ClientSecret      *string             `json:"client_secret,omitempty"`
+	DisplayName       *string             `json:"display_name,omitempty"`
+	GroupMappings     *[]OidcGroupMapping `json:"group_mappings,omitempty"`
+	GroupsClaim       *string             `json:"groups_claim,omitempty"`
+	IssuerUrl         *string             `json:"issuer_url,omitempty"`
+	LogoutUrl         *string             `json:"logout_url,omitempty"`
+	Scopes            *[]string           `json:"scopes,omitempty"`
+}
+
 // UpdatePluginRequest Target of a plugin update; `{}` updates to the catalog's latest version.
 //
 // Example: {"version":"1.3.0"}
@@ -5429,6 +5556,9 @@ type IdempotencyKey = string
 
 // LocationId defines model for LocationId.
 type LocationId = int64
+
+// OidcSlug defines model for OidcSlug.
+type OidcSlug = string
 
 // Page defines model for Page.
 type Page = int
@@ -5638,6 +5768,15 @@ type ListApprovalsParams struct {
 
 	// PerPage Page size (default 25, at most 100).
 	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// OidcCallbackParams defines parameters for OidcCallback.
+type OidcCallbackParams struct {
+	State *string `form:"state,omitempty" json:"state,omitempty"`
+	Code  *string `form:"code,omitempty" json:"code,omitempty"`
+
+	// Error The provider's error (the user declined, …).
+	Error *string `form:"error,omitempty" json:"error,omitempty"`
 }
 
 // VerifyEmailParams defines parameters for VerifyEmail.
@@ -5940,6 +6079,9 @@ type ForgotPasswordJSONRequestBody = ForgotPasswordRequest
 // LoginJSONRequestBody defines body for Login for application/json ContentType.
 type LoginJSONRequestBody = LoginRequest
 
+// LinkOidcIdentityJSONRequestBody defines body for LinkOidcIdentity for application/json ContentType.
+type LinkOidcIdentityJSONRequestBody = LinkOidcIdentityRequest
+
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = ChangePasswordRequest
 
@@ -6008,6 +6150,12 @@ type SetMediaAssetKeepJSONRequestBody = SetMediaKeepRequest
 
 // SubscribeNotificationsJSONRequestBody defines body for SubscribeNotifications for application/json ContentType.
 type SubscribeNotificationsJSONRequestBody = CreateNotificationSubscriptionRequest
+
+// CreateOidcProviderJSONRequestBody defines body for CreateOidcProvider for application/json ContentType.
+type CreateOidcProviderJSONRequestBody = CreateOidcProviderRequest
+
+// UpdateOidcProviderJSONRequestBody defines body for UpdateOidcProvider for application/json ContentType.
+type UpdateOidcProviderJSONRequestBody = UpdateOidcProviderRequest
 
 // InstallPluginJSONRequestBody defines body for InstallPlugin for application/json ContentType.
 type InstallPluginJSONRequestBody = InstallPluginRequest
@@ -6322,6 +6470,18 @@ type ServerInterface interface {
 	// GetMe Current user and CSRF token
 	// (GET /auth/me)
 	GetMe(c *gin.Context)
+	// LinkOidcIdentity Link a provider identity to an existing account by proving its password once
+	// (POST /auth/oidc/link)
+	LinkOidcIdentity(c *gin.Context)
+	// ListPublicOidcProviders List the single sign-on providers for the sign-in page
+	// (GET /auth/oidc/providers)
+	ListPublicOidcProviders(c *gin.Context)
+	// OidcCallback Complete a provider sign-in
+	// (GET /auth/oidc/{slug}/callback)
+	OidcCallback(c *gin.Context, slug OidcSlug, params OidcCallbackParams)
+	// StartOidcLogin Start signing in through a provider
+	// (GET /auth/oidc/{slug}/start)
+	StartOidcLogin(c *gin.Context, slug OidcSlug)
 	// ChangePassword Change password
 	// (PATCH /auth/password)
 	ChangePassword(c *gin.Context)
@@ -6496,6 +6656,18 @@ type ServerInterface interface {
 	// MarkNotificationRead Mark one notification read
 	// (POST /notifications/{id}/read)
 	MarkNotificationRead(c *gin.Context, id string)
+	// ListOidcProviders List the single sign-on providers (administrators)
+	// (GET /oidc-providers)
+	ListOidcProviders(c *gin.Context)
+	// CreateOidcProvider Add a single sign-on provider
+	// (POST /oidc-providers)
+	CreateOidcProvider(c *gin.Context)
+	// DeleteOidcProvider Remove a single sign-on provider
+	// (DELETE /oidc-providers/{slug})
+	DeleteOidcProvider(c *gin.Context, slug OidcSlug)
+	// UpdateOidcProvider Change a single sign-on provider
+	// (PATCH /oidc-providers/{slug})
+	UpdateOidcProvider(c *gin.Context, slug OidcSlug)
 	// ListPlugins List installed plugins
 	// (GET /plugins)
 	ListPlugins(c *gin.Context)
@@ -8611,6 +8783,109 @@ func (siw *ServerInterfaceWrapper) GetMe(c *gin.Context) {
 	siw.Handler.GetMe(c)
 }
 
+// LinkOidcIdentity operation middleware
+func (siw *ServerInterfaceWrapper) LinkOidcIdentity(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LinkOidcIdentity(c)
+}
+
+// ListPublicOidcProviders operation middleware
+func (siw *ServerInterfaceWrapper) ListPublicOidcProviders(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListPublicOidcProviders(c)
+}
+
+// OidcCallback operation middleware
+func (siw *ServerInterfaceWrapper) OidcCallback(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OidcCallbackParams
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "code" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "code", c.Request.URL.Query(), &params.Code, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter code: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "error" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "error", c.Request.URL.Query(), &params.Error, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter error: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.OidcCallback(c, slug, params)
+}
+
+// StartOidcLogin operation middleware
+func (siw *ServerInterfaceWrapper) StartOidcLogin(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartOidcLogin(c, slug)
+}
+
 // ChangePassword operation middleware
 func (siw *ServerInterfaceWrapper) ChangePassword(c *gin.Context) {
 
@@ -9977,6 +10252,82 @@ func (siw *ServerInterfaceWrapper) MarkNotificationRead(c *gin.Context) {
 	siw.Handler.MarkNotificationRead(c, id)
 }
 
+// ListOidcProviders operation middleware
+func (siw *ServerInterfaceWrapper) ListOidcProviders(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListOidcProviders(c)
+}
+
+// CreateOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) CreateOidcProvider(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateOidcProvider(c)
+}
+
+// DeleteOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) DeleteOidcProvider(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteOidcProvider(c, slug)
+}
+
+// UpdateOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) UpdateOidcProvider(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateOidcProvider(c, slug)
+}
+
 // ListPlugins operation middleware
 func (siw *ServerInterfaceWrapper) ListPlugins(c *gin.Context) {
 
@@ -11179,6 +11530,14 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/auth/email/confirm", wrapper.ConfirmEmailChange)
 	router.POST(options.BaseURL+"/auth/verification/resend", wrapper.ResendVerification)
 	router.GET(options.BaseURL+"/auth/verify/:selector", wrapper.VerifyEmail)
+	router.GET(options.BaseURL+"/auth/oidc/providers", wrapper.ListPublicOidcProviders)
+	router.POST(options.BaseURL+"/auth/oidc/link", wrapper.LinkOidcIdentity)
+	router.GET(options.BaseURL+"/auth/oidc/:slug/start", wrapper.StartOidcLogin)
+	router.GET(options.BaseURL+"/auth/oidc/:slug/callback", wrapper.OidcCallback)
+	router.GET(options.BaseURL+"/oidc-providers", wrapper.ListOidcProviders)
+	router.POST(options.BaseURL+"/oidc-providers", wrapper.CreateOidcProvider)
+	router.DELETE(options.BaseURL+"/oidc-providers/:slug", wrapper.DeleteOidcProvider)
+	router.PATCH(options.BaseURL+"/oidc-providers/:slug", wrapper.UpdateOidcProvider)
 	router.GET(options.BaseURL+"/users", wrapper.ListUsers)
 	router.POST(options.BaseURL+"/users", wrapper.CreateUser)
 	router.DELETE(options.BaseURL+"/users/:id", wrapper.DeleteUser)
@@ -19768,6 +20127,20 @@ func (response Login401JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	return err
 }
 
+type Login403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response Login403JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Login413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response Login413JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
@@ -20002,6 +20375,443 @@ func (response GetMe500JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 type GetMe503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentityRequestObject struct {
+	Body *LinkOidcIdentityJSONRequestBody
+}
+
+type LinkOidcIdentityResponseObject interface {
+	VisitLinkOidcIdentityResponse(w http.ResponseWriter) error
+}
+
+type LinkOidcIdentity200ResponseHeaders struct {
+	SetCookie *string
+}
+
+type LinkOidcIdentity200JSONResponse struct {
+	Body    SessionResponse
+	Headers LinkOidcIdentity200ResponseHeaders
+}
+
+func (response LinkOidcIdentity200JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LinkOidcIdentity400JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response LinkOidcIdentity401JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response LinkOidcIdentity413JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response LinkOidcIdentity415JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response LinkOidcIdentity422JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LinkOidcIdentity429JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity500JSONResponse struct{ InternalJSONResponse }
+
+func (response LinkOidcIdentity500JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response LinkOidcIdentity503JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProvidersRequestObject struct {
+}
+
+type ListPublicOidcProvidersResponseObject interface {
+	VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error
+}
+
+type ListPublicOidcProviders200JSONResponse PublicOidcProviderListResponse
+
+func (response ListPublicOidcProviders200JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProviders500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListPublicOidcProviders500JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProviders503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPublicOidcProviders503JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallbackRequestObject struct {
+	Slug   OidcSlug `json:"slug"`
+	Params OidcCallbackParams
+}
+
+type OidcCallbackResponseObject interface {
+	VisitOidcCallbackResponse(w http.ResponseWriter) error
+}
+
+type OidcCallback302ResponseHeaders struct {
+	Location  *string
+	SetCookie *string
+}
+
+type OidcCallback302Response struct {
+	Headers OidcCallback302ResponseHeaders
+}
+
+func (response OidcCallback302Response) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(302)
+	return nil
+}
+
+type OidcCallback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OidcCallback400JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response OidcCallback401JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OidcCallback403JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response OidcCallback404JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response OidcCallback429JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback500JSONResponse struct{ InternalJSONResponse }
+
+func (response OidcCallback500JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response OidcCallback503JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLoginRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+}
+
+type StartOidcLoginResponseObject interface {
+	VisitStartOidcLoginResponse(w http.ResponseWriter) error
+}
+
+type StartOidcLogin302ResponseHeaders struct {
+	Location *string
+}
+
+type StartOidcLogin302Response struct {
+	Headers StartOidcLogin302ResponseHeaders
+}
+
+func (response StartOidcLogin302Response) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(302)
+	return nil
+}
+
+type StartOidcLogin404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartOidcLogin404JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response StartOidcLogin422JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartOidcLogin429JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin500JSONResponse struct{ InternalJSONResponse }
+
+func (response StartOidcLogin500JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartOidcLogin503JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -26718,6 +27528,488 @@ func (response MarkNotificationRead503JSONResponse) VisitMarkNotificationReadRes
 	return err
 }
 
+type ListOidcProvidersRequestObject struct {
+}
+
+type ListOidcProvidersResponseObject interface {
+	VisitListOidcProvidersResponse(w http.ResponseWriter) error
+}
+
+type ListOidcProviders200JSONResponse OidcProviderListResponse
+
+func (response ListOidcProviders200JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListOidcProviders401JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListOidcProviders403JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListOidcProviders500JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOidcProviders503JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProviderRequestObject struct {
+	Body *CreateOidcProviderJSONRequestBody
+}
+
+type CreateOidcProviderResponseObject interface {
+	VisitCreateOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type CreateOidcProvider201JSONResponse OidcProviderResponse
+
+func (response CreateOidcProvider201JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOidcProvider400JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateOidcProvider401JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateOidcProvider403JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOidcProvider409JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOidcProvider413JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOidcProvider415JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateOidcProvider422JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateOidcProvider500JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOidcProvider503JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProviderRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+}
+
+type DeleteOidcProviderResponseObject interface {
+	VisitDeleteOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type DeleteOidcProvider200JSONResponse DeletedResponse
+
+func (response DeleteOidcProvider200JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteOidcProvider401JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteOidcProvider403JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteOidcProvider404JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteOidcProvider500JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteOidcProvider503JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProviderRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+	Body *UpdateOidcProviderJSONRequestBody
+}
+
+type UpdateOidcProviderResponseObject interface {
+	VisitUpdateOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type UpdateOidcProvider200JSONResponse OidcProviderResponse
+
+func (response UpdateOidcProvider200JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateOidcProvider400JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateOidcProvider401JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateOidcProvider403JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateOidcProvider404JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOidcProvider413JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateOidcProvider415JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateOidcProvider422JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateOidcProvider500JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOidcProvider503JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPluginsRequestObject struct {
 }
 
@@ -32184,6 +33476,18 @@ type StrictServerInterface interface {
 	// GetMe Current user and CSRF token
 	// (GET /auth/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
+	// LinkOidcIdentity Link a provider identity to an existing account by proving its password once
+	// (POST /auth/oidc/link)
+	LinkOidcIdentity(ctx context.Context, request LinkOidcIdentityRequestObject) (LinkOidcIdentityResponseObject, error)
+	// ListPublicOidcProviders List the single sign-on providers for the sign-in page
+	// (GET /auth/oidc/providers)
+	ListPublicOidcProviders(ctx context.Context, request ListPublicOidcProvidersRequestObject) (ListPublicOidcProvidersResponseObject, error)
+	// OidcCallback Complete a provider sign-in
+	// (GET /auth/oidc/{slug}/callback)
+	OidcCallback(ctx context.Context, request OidcCallbackRequestObject) (OidcCallbackResponseObject, error)
+	// StartOidcLogin Start signing in through a provider
+	// (GET /auth/oidc/{slug}/start)
+	StartOidcLogin(ctx context.Context, request StartOidcLoginRequestObject) (StartOidcLoginResponseObject, error)
 	// ChangePassword Change password
 	// (PATCH /auth/password)
 	ChangePassword(ctx context.Context, request ChangePasswordRequestObject) (ChangePasswordResponseObject, error)
@@ -32358,6 +33662,18 @@ type StrictServerInterface interface {
 	// MarkNotificationRead Mark one notification read
 	// (POST /notifications/{id}/read)
 	MarkNotificationRead(ctx context.Context, request MarkNotificationReadRequestObject) (MarkNotificationReadResponseObject, error)
+	// ListOidcProviders List the single sign-on providers (administrators)
+	// (GET /oidc-providers)
+	ListOidcProviders(ctx context.Context, request ListOidcProvidersRequestObject) (ListOidcProvidersResponseObject, error)
+	// CreateOidcProvider Add a single sign-on provider
+	// (POST /oidc-providers)
+	CreateOidcProvider(ctx context.Context, request CreateOidcProviderRequestObject) (CreateOidcProviderResponseObject, error)
+	// DeleteOidcProvider Remove a single sign-on provider
+	// (DELETE /oidc-providers/{slug})
+	DeleteOidcProvider(ctx context.Context, request DeleteOidcProviderRequestObject) (DeleteOidcProviderResponseObject, error)
+	// UpdateOidcProvider Change a single sign-on provider
+	// (PATCH /oidc-providers/{slug})
+	UpdateOidcProvider(ctx context.Context, request UpdateOidcProviderRequestObject) (UpdateOidcProviderResponseObject, error)
 	// ListPlugins List installed plugins
 	// (GET /plugins)
 	ListPlugins(ctx context.Context, request ListPluginsRequestObject) (ListPluginsResponseObject, error)
@@ -34794,6 +36110,125 @@ func (sh *strictHandler) GetMe(ctx *gin.Context) {
 	}
 }
 
+// LinkOidcIdentity operation middleware
+func (sh *strictHandler) LinkOidcIdentity(ctx *gin.Context) {
+	var request LinkOidcIdentityRequestObject
+
+	var body LinkOidcIdentityJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LinkOidcIdentity(ctx, request.(LinkOidcIdentityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LinkOidcIdentity")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LinkOidcIdentityResponseObject); ok {
+		if err := validResponse.VisitLinkOidcIdentityResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPublicOidcProviders operation middleware
+func (sh *strictHandler) ListPublicOidcProviders(ctx *gin.Context) {
+	var request ListPublicOidcProvidersRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPublicOidcProviders(ctx, request.(ListPublicOidcProvidersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPublicOidcProviders")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListPublicOidcProvidersResponseObject); ok {
+		if err := validResponse.VisitListPublicOidcProvidersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// OidcCallback operation middleware
+func (sh *strictHandler) OidcCallback(ctx *gin.Context, slug OidcSlug, params OidcCallbackParams) {
+	var request OidcCallbackRequestObject
+
+	request.Slug = slug
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OidcCallback(ctx, request.(OidcCallbackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OidcCallback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(OidcCallbackResponseObject); ok {
+		if err := validResponse.VisitOidcCallbackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartOidcLogin operation middleware
+func (sh *strictHandler) StartOidcLogin(ctx *gin.Context, slug OidcSlug) {
+	var request StartOidcLoginRequestObject
+
+	request.Slug = slug
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartOidcLogin(ctx, request.(StartOidcLoginRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartOidcLogin")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartOidcLoginResponseObject); ok {
+		if err := validResponse.VisitStartOidcLoginResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ChangePassword operation middleware
 func (sh *strictHandler) ChangePassword(ctx *gin.Context) {
 	var request ChangePasswordRequestObject
@@ -36647,6 +38082,142 @@ func (sh *strictHandler) MarkNotificationRead(ctx *gin.Context, id string) {
 	}
 }
 
+// ListOidcProviders operation middleware
+func (sh *strictHandler) ListOidcProviders(ctx *gin.Context) {
+	var request ListOidcProvidersRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOidcProviders(ctx, request.(ListOidcProvidersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOidcProviders")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListOidcProvidersResponseObject); ok {
+		if err := validResponse.VisitListOidcProvidersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateOidcProvider operation middleware
+func (sh *strictHandler) CreateOidcProvider(ctx *gin.Context) {
+	var request CreateOidcProviderRequestObject
+
+	var body CreateOidcProviderJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOidcProvider(ctx, request.(CreateOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateOidcProviderResponseObject); ok {
+		if err := validResponse.VisitCreateOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteOidcProvider operation middleware
+func (sh *strictHandler) DeleteOidcProvider(ctx *gin.Context, slug OidcSlug) {
+	var request DeleteOidcProviderRequestObject
+
+	request.Slug = slug
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteOidcProvider(ctx, request.(DeleteOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteOidcProviderResponseObject); ok {
+		if err := validResponse.VisitDeleteOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateOidcProvider operation middleware
+func (sh *strictHandler) UpdateOidcProvider(ctx *gin.Context, slug OidcSlug) {
+	var request UpdateOidcProviderRequestObject
+
+	request.Slug = slug
+
+	var body UpdateOidcProviderJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateOidcProvider(ctx, request.(UpdateOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateOidcProviderResponseObject); ok {
+		if err := validResponse.VisitUpdateOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListPlugins operation middleware
 func (sh *strictHandler) ListPlugins(ctx *gin.Context) {
 	var request ListPluginsRequestObject
@@ -38008,1241 +39579,1284 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5P37duM2ljgKvwo+Tn+r5B5aJbtcScVeZ/UoLlfFHd/GViWTjmtEiIQktClAIUi7lDo+ax7iPMPvweZJ",
-	"zsLGhSAJSpTtdM/5nf6jU6ZIXDY29v3yNYj5YskZYbkIDr8Gc4ITksE/r0merYbTnGTyr4SIOKPLnHIW",
-	"HAY3JOYsESjn6AHTHE3IlGcEZfITymb9IAxEPCcLLD9dUEYXxSI43AuDfLUkwWFAWU5mJAseHx/DYIkz",
-	"vCC5nnY4IywfLunxHOenSXNq+RzRBPXyOUE5FneIJiFKSEwXOEUJndFc7MgFUPn2EufzIAwYXsC0SRAG",
-	"GfmtoBlJgsM8K4i7UPIFL5apfPFgP7BrFXlG2SyQKzVru6EsJjfkt4KwmDSXeMnSFVoQIfCMCPQw54Kg",
-	"SOjXI0QFmmUE5yRD+RwzlM+psAv+rSDZqlyxkDONzbcVsE55tsC5AuY3B0FYwnnggbNe/IgslinOiThN",
-	"riRoGms3LwBUo9tiMHgTC15kMYF/k9f6UVrM1IMI8QxhNMEZQfJpH43m8l9YzNGiEBI30Kfrs13CYp6Q",
-	"5PCWRTHPyP9//0NGBMFZPCdZ1L9lzzwxOebrckQJDvzljLCZ3OTemwGAx/4tkS7PSSYn/M/er3j398Hu",
-	"d5/1f8e7n78Owm/ePL7e+UvbT3/y4sfHjBdLcUxbYHvOE5KimLMpnRUZlk8RTVpwNd6w9fbj3/Mev1pb",
-	"27HDr+2L+UPWMuI8PU6xEP4lXZMZFTnJSIJyzlMUy1e9ONlXj0arJbnAC2LwsjflGdIYggDp+tcEJ5+u",
-	"z+TMURuRyM2ytsA8d+Aq6u2/fVtHvTa8+dSGN/JCLchiQrJXAhWCZHA5KbNUr4eRGk0+lHRR7ihEWKCE",
-	"x8WCsBztIbEkMZ1S0kodi+3Io3ODft2TV0Tek6+DcO9dy+04TchiyXPC4tWPZOW5HviOCISBi1CSILkS",
-	"InIk8JQcwramNBO5ff5A8znC6I6sEI5zgTBLEIX/igeS3bKeyHFeqOcTnqx2JOW9I8scScTYP0BzXmQC",
-	"LUmGYpymJEM9CdxQErQlyXaxJJhoeHUqp9g5gpUtCc5vGcwsFyTwgqgFsKR8YBaoFiIklc/NL2LJmSCw",
-	"dl7kcuHy2PAMUxY6Ays+jCILs3z3mixTvCLJIZIHE6EeTgVHWDJoWJrIcZaHsJKHOWF6sQLhLKP35JY9",
-	"zGlKHDBSgURO0xRlBWOUzQDEK8XPJYBKUIYI52jBRY72BkiEiKSCoIPBd7fs+PLiw9np8WhHU30DDn00",
-	"CZ1OSSahaEDSkwchcTelTC4kJQLAjfP5joHXLTvY30c/Dc9O3w9Hp5cX45Pr68vrPhpqcPIpejsYwEbx",
-	"hN8TJFkP47k6255CIIMTErA7fTRUG7hl+2/fonsq6CQlaHhzfHqK4jnOcCzFD8WFSjR/M92Lv8MDsvs2",
-	"3pvsHiTfkt3v8Nu93UHyzXRvsh9/Sw4OzFVSB1ZeJgfZdyW2VwSiteTBvVf/v93/6/O/+m/TGY+Bg/hk",
-	"JPPbyxF0DxG/wjOP7LO3O8GCJGiJZwSxQhKtNtlGvlKBS0KmuEhzgMIGDnJFMv/88ikS9HeCeno4tP/W",
-	"ReDBTut6SDZuX9P+W6DrelGDwcYljrC4E/L/fCc0UoKrXGQXwTVXwzxLeJW8CXju6Ro2I5nfK4GykvdG",
-	"8tEYmO+zWOpp8o/jp58EyXxQ/6R45x91Jx7l54rAO6rM1ekFzz/wgsGCYs4kNZf/xMtlStVFff13IRfo",
-	"gOFrQLKMZ+qTRM4z/HhyMRoPr07H709vht+fnbyXkFFahoSxZPsVrkUlqZweIswQTiSyijzDOc9QXmRM",
-	"IK5EBUFyYEE3Px2P7RSod6MeC+CG8j3C7mnGmRQmdgDIJWT+lJFpcBj8y+tSl3ytfhWvT2AXAJsmtmVE",
-	"iXEo4UQACSdfqMjllFT9bUh1zmERd2T1ShJ1ucWehAuKLi5H4w+Xny7eRzt2rT44mPebYIxCzXlA0kTk",
-	"nmQrFL2GAXbxkr7+cwQMymi5uMjnhOX66I5gRn0OSKKSqMA1qgA2smt84NkdySTzzemCoIVcHPBtkBao",
-	"QFGcUsJyeakew+B7nFwrHvo8LPp++H58ffLvn05uRhX0MQxa8mcLfJzSBP315vLipQ7cHV2Oi3qgPC6K",
-	"NKdLnOWoWKYcJyjF8Z0ACSSSMoKEf5ar86U5inmRJjDGROIQTlAvLnIk5lwKQDxDQh69SPmDUbGjBWVj",
-	"Ofl4ssqJGEtSL8CGEanzizljJFY8E86PoTjlgiQ7fXQMeOMALoITOeZsmtL4medxegGCzvhmNBydVC80",
-	"sAiBji/Pr85ORifvX+IQ1F6M2BahXlKo5ZIdCbiospxIGVnMLX0lBUacEykdTmii0FxKzgpDP8DThLDn",
-	"AeT45vrDeHT548nFWC+mApUFFUJeK4kJTCGo/ALl/I6wF4RQYxWRuZ0ERf+xK3/fHck5IyOrU4GcxT1k",
-	"nM2OkNzULYs+XF5/f/r+/cmFM4rWORSqywdVIj1N8czQigVmkrhkPCVSRpW6FJMyIk6fi3yjk+uL4VkF",
-	"wlQPjYgG0bNB+omRL0sS5yRBU0zTIiPmUpkFSEQkOaapAGE+5bMZSULEJC2W4nyRMXkV5c5fhplarlHZ",
-	"uiQpUxj8n8XgFFIY8JS8zWz9VG5I8mDyAgA4lYTl/ORiVBMlUipykF2EWSUtp0Urkr8MeKiUM1OChQMe",
-	"OxFAgy+JNpOtSO4CxVm5As0VXknGMeL8DGdKL3g6bK6Gv5xdDt+PR5eX47Ph9ceTdk5JvsSEJALtDQ7e",
-	"vf32GwTs5UW5pZkBZAqp16R0QS0wGktV4Lgh2T2NySeG7zFN8SR9JkRuTq5/Oj0+GX+6GP40PD2TYlND",
-	"+ExwjqXuJ3GmKCc+0uo4cOd09SKwkap1hjOaruRM+voIkt1rO1F1KRnB8Vy+FaJpkaYhmhRihSZkxbXB",
-	"CEweXBKaaSGIQA8ZzYlAPcxWJQqW0iVMBBc4IzGh92DAEZJIr5CDHJQI+ZjmKFeGrRxxFhPUixb4y1i/",
-	"OFYvRjtgzmAcjCKMijlJwIhCGZrjdIr4FEXzPF+OpbgzlhIjL/JSmFSiIsJJkhEBtxan8s2VFIUSEEOb",
-	"k4IUpIVMs+CelYT1cnf66ILLdczQA9gTmT1RZXoChgi+ol1wFkVIaOcQcLoZvSfMYKsHjSKpjNW9TrvW",
-	"7eTDD/32a8dBBUhiXBenEjvyazjMLamkZkL2Cojg8Fd7Cc6H/zG+GZ1c3Yyvhxc1ogDKQl/CWORkKazn",
-	"AzOk9UM0zfgC7UlM3RsMlP10HhwGSs94bT8NHj+HwQPOmNS+gsNfPz+GjetYt4017mJuvDhzLBQfF4eo",
-	"tn55wvXJUe/q8makH++aUcRrELTkeOTLMsWUCSTv1DZ6oPdwOukKBSuEur0a2Zub2xVSUKD5Sl4eie7C",
-	"YFwdUtFRKYDZcWguSDoF/FYkIAlRpFEhQpIbKvKrocCzV6KcKFCmlXPMVlpBE8+jtZKUnw8vfjHaxk31",
-	"dDmvUJoXYTbXEgrAV0hiINdYRnRUu+fyaivAAAGlzNz8l7vSn5ijbD9X5Pl0Mfw0+uHkYnR6PKyLPFWd",
-	"Hlkr0AsA94JrRVoQIeTgPZ6FiLOaiSFEzLx4R1ZW7awtWrH3T0wUS3mPSHJOEopHYIl6HmxuPl1dXV6P",
-	"Tt6Pz0/enw7Ho1+uajx+tSTIHfbL7kIk/IGBxq4FRRzHZJmT5CVFoFcCRcdqZ7typ5GZTHLLqpioOG3P",
-	"tciU19esDcmdCMXPMdMmh1cCHoMeolUVSa+leAAy3U59h+UB+SCnzuknRTAoZyclvJ96RGuJfkUolXQR",
-	"M0UaD9Eyk/DJV+g2YAtMbgNFVC0GvcRRDZEN4jBUuk6+Ua9gd4w/MDSlJE1CpSED0EOUFSlBk0zq0zut",
-	"pLvvrFTZV/eHoKYc4yzxm7OH+0NtLYxxlqDeMuM5j3mKBv03O1KoqhkVJeXS8KLKhhvjJZ7QlJq/q78u",
-	"CzG/4Dmd6nOEh9ouPOE8JRi0dTCbjDLMBJVv/UBFzrNV27sZwQvKZr6fH10D9a/Ou6FnKZ+tiZpP/k7i",
-	"PIBjA3fGKVsW+TlP1C5oThbuyo0l3X6PswyvnM8vi/yp3zsn5HlfWeI9PywzMiVZRhKAokRcuCKsWEg4",
-	"/PXm8uL66tjZsfulOvKfSCZo7ZIFg/6b/iDwfCVIXEiBorI9nCRwfji9qmBB9/03zqP+gpn3RmI5WTur",
-	"/7nyWrTNUz4QdzRNq6uvovamo9JA3BIANNnu3HM822qG2gUBlw4MXsU9PfDnDidSZKmftkik272+OkaE",
-	"JUtOWY560Ve8XI6LLH18LZn6/Z7D4fE+Vv6xxg7uS8xszgIDgEfunirpQbKkFIscFUspkofo+sMxevPm",
-	"zXe+0WvwqF+GFuDIPXvvXLnYsEoZfZTFSy4s5vlgP9S89Vp70TxYiXPcfGqlDvdyV25CGwW1XzaXU3sT",
-	"ZvYuOkkgfuccInQcJ43/gk5xKohP1IHAnpxLJT4EP1KCJitEvuA4T1cg6/ApiuRbY5pA1F1EFpimUWii",
-	"T2imTMRuEMPXAF6SGJ3gf9OP+zFfBGEgXw4OAxVapGmlA1X94deWtUqeGce8YDmCN1GPfInTQtB7Fd5S",
-	"rhUQ07pP1bA1p+6B516o5TXCwnhKTJjTDKLWrKM/UjuRigp/YFJFYdZ0Bg8APEZAaZrbYZ2Gp8AHQRjA",
-	"ayBrAZR8LEbvcy2oaOIEbIXIBmxhYTajJkAZiXmW2IAicDw2IKsOfufItS9Qq72i3sH+/k4FDZ4YstVE",
-	"9pkWXuvyn41qhMCaUy11SSACGmO0zCiL6RKnNfTEacofxlMu/1MszbXFy2XG73FqTF1jHOupMgJr8byi",
-	"tc/g8M03g4H5XeugyoOSWQapTlf/oc/PWFuk4KumGytr2DgjYPODyFrnVwK2Rxsq4PySzzMi5jxNxkuS",
-	"xQCyd/JbCPtNxnAP9gf7b3cHb3YHe6PBd4dvBoeDwd+COmH4QFmiIthEsVjgjAoikPIpqJjhJDg82A8D",
-	"KsZTfM8zmhNLYpTFL8/gOu+rv5WJ6XBvIBE6x4acSu16BiJpYGJo5eAxrGHC+R0gT0rynIzviHwtJzgt",
-	"OXdwrb9CWAgqcszkCTGey6mDf/kX9EnqKbdsKO4gtgyjnC9prGK4UEKW+RxEbxrnRUbGwHNZkaaSJGm0",
-	"gQv2VtLkPFuNwfY4XlBWwBRvw0DBZzVO08VYISN8oUYRK5GTxXiZ8cVSwv4XXoCjCUu9gEyLFGWNDfTR",
-	"Mc2JDgdQIAcGy3kqEaJI87GEaDzHEq32BwOJdIon1094f7T3zeHg7eHe/t+aZLZ+Aep36+c5yecQ4ycR",
-	"LCWgwWJxhxZ4hSbgus4pK0jisH9Hn2i9SetVvaH+bKS+GqqPHtddu7YkAazjd3GagqVIaBSQxBBEGh1X",
-	"EbUsNYI3EwK29KljhKcxUQFUCUnGkxWK1DFLujhAC4IZfGGnlCfZD5worv29g28P3r355uDb9cHzNVqy",
-	"FmwqQ8C8vZ6aNNiF1H+FUUsfKEv4QxmwCjwLRpDbU5YO4BvNqPJXQtn7wSkuxhzkr0gHbu6Fg/2DfrBp",
-	"yz46146aqdTlY87krrEJo9BDkOTQhs6Y1QIuQBjHEguBonW0MzIQgW8hBBq4jAYQCMQR2FW+5GP1MEIp",
-	"EcIBGUjQAHZl97FGYHlSNCGl8weX4btCIi5sLVQGY4ib0luRD8A4nivJzdibIA/C0OqSj2vyBFG3kjMq",
-	"pk8ztEyxRGOMIv1KpG43uScs3+mjy+k0dBblX3O5UvCwq53DMEpeOL68GJ38x0i5CS8vPkZ+WrGegzXu",
-	"91zuVZ9N9UzK9UoiNaVpasDGU7lwBUn5ucWRys2sxVf6EdRhpo0kIfkbGATpglSkT0med+VTnyZW03nr",
-	"2+VZjpxnqEcWy3ylcKlgguQ7/ZpcCzyhMY1PVATCoWMTrXQkOfvGsMMa82+7oya6QAqdCmFxdidZyZya",
-	"iDossd+M5MeQikzR2EOR8wXOaaxD+FVsPaBhb4ASCigCuLnY2UyAHHHFDQ0e1EWkm5ws0aRIZiSXyIhh",
-	"wnXY5J3MEYbWGVZq0llGyK48IGS+V3Hwd2QlSZIWqqIQRVKUkv+F7CQ5vfzjHmcUs1xKVJEkFLcscoSs",
-	"CPXucVpoL7KiVuqcrONK4caOukg4g6wJynKOyBepruuA9oYQb6wt1c28p2KZ4hWonlXdwSvcVdF8Q0yu",
-	"lQUbqXJguufZ7hTHEjMlUib8gSF4v9sN896xiijZQFTtJ9e0S7+L6ALPyBGSImPJIBTI51iAd15OL39X",
-	"IRUVE4NrcnRl1saWH5jcqX1J0n6tJC5JJiTeOT+CpAR6blWhe9uJMniF5UbejfrB8miGcOUir8prpYJT",
-	"JYvR8QnyOdi1JZDA4QAhb5tvd4u43iVlDtagYzRK1grRC9pKYhX+V0LbCBQYUz6RIGVkR58ycE8d/1mZ",
-	"wZx7VjABG9XZVESUXiewKMRY4iqwXpLJ8SrcxpxMC8q48KhqKA3mAz8j9bOSIHTEmBKo/BelaSz1Ky+e",
-	"HFudEiOhCRuWErz6sDn7kRYAQSKBVyC3iGcSSeY8JWhS6M/iIg8N4sgrjgReydsguE7oNZqCFGHlF2qJ",
-	"0U4fDdWPKp1WR1cLqRqkkvxF9V1F5nCxFLZETnDSR4NDeVjKKJuSe5JqxrEZX13FrpFug0WO4jlms86y",
-	"hs9OXSEbLZbZKpoYsuoyy7CuUPqpQJWVOwzQVXbWaHvtimVVHqlSYq9asUHuXKdCtWF0G32pSI2VQ/3c",
-	"ZuwaLqk/W1EDTBHHRr4g6qngVaWrxpm+kY7hq4sxSJLE4O7b6ZvfvvuyvzhYvgvCIMUiHxei8eWb0d7e",
-	"4WD/8ODgb2VOC3vHINNgmvKHpunhDxChfUT8qpikNAao0ESpUjqLlyY2iXyKInF/N64+138qAOpXjyAh",
-	"VBKglM+qgkoNUo3FVUHnvcaVeJMybbGUCdSxFpAa0AaVjRKCXwK7wAuCepOVUqSZZUVAhoxmX7PrVg64",
-	"E5nRdKVyESqA2XAVjtWHro+mbgxeUIgUviOrEEVf5S05/Eq1VyNUj8vpQ+TO/vgYoV7CY/E6IYLOWH+R",
-	"oNvgyr1et8FO009vhPcOxhm5iZ9pPr8BrNrC0VN+fkZF3g6AH8nKKgRAHlhbdIFZdT2HEYKZm6/jJZWa",
-	"gU/1inN6rxSPEDHyIJEW0nzBSGycpx2Bs9GtatfxDK9ZOd01ued3axEKiL4itBm5N8mtPZtw/aB1XJ5B",
-	"iI4O6lCx9vqePgvud2TV6t9RVE1FCxmHzXZUKVP79+w7fcArAenelRE7eTbNqKFZ/YuclXNvPPeekYd0",
-	"Vbn9lMVpAQHIkHguqSgwRzGXSp4KMA7+J7Cl7Y7szicRjNwddmZmJrtFqfjgxNM1AjhLV9VlyTHdpY3/",
-	"9tub+9Fg8tu7+GJvdf324Wz/yw/fJn89WPz4nRh+szyp+vzk578Od/+ma5r867jvyy3fxCY1VgJHVIZ8",
-	"Rh7knv8IdvhCzO4OMvCfxPIcw/8WDv2f5xxMn1qWDpFyWyqHlyJnD1IzyZ0QD6lgC1t/4dDacF8JrWv2",
-	"tFt7J3SywjJrxjDjOJaFyLwTHWorraGjTVPDkTE0mPmU3xH83+Ko6i4XeglyPKGDFSizHn8Rof/+r/8b",
-	"Qf4ErG0BFRhSIiUsqU6a8Hj4so+GbCWfgntiRnKBDgYHJj9ZQ8A6i5QiIKQ+WBW6Y503qx1CaLKC6E15",
-	"GedgdYbshgTl84wXM6mAmoBc/aYCMk45IztwOlqAl8osXskZDTJYq77RgZDWgVDCFQfKsFQuKatZ7ATq",
-	"KWAB4F4hmigrOEwitVScpkbOg8RtulBBmnocAA5kuCh7qGgSz9LT7S0jsxFnJNYqEPotwNpz7i0e4CLr",
-	"pnFKp7svSx/KZjljoB4wc2u8pomulWBEm61KEIHye6o+fTuoCTthUDD6W0H075Jk1UmLiQ2xsHa200pK",
-	"Tr6ozId2KUcfsjLeyjMXVnS0GPRsWcYM1EkeNFkb73UZoQaRtaM9U7pYL1BfMqIKikjSBYmJzxelZ6bk",
-	"XUvMnb4iVMDM24nRmwVoNfszgQax/+1Qg+gjCG4HXBIkf5raBNMM5fdbr2+hw5ybxznFwA2NmZWo6CeS",
-	"mOB9+SUY/HZazq5VILeq1rZutHVi589S9YdgAuEs9nnypwJPXfb8ttNatbe5rAzoBYX51VJ747+x3mow",
-	"j2orB0msk7DfyWYt6X3rMSjvMxhry/AP55xp1arCc6VCKT9DmesFo2DJ1SHyZeeJ5vWcfMlbJHYcV7Gl",
-	"DMZMMspUbj7NUMynU0LQJMXxXTc370aTMUlo3h2FNkYZIufmTEjK2QwKdPZEzJf6WkiBNzPODyW86w9M",
-	"0AmY63WBFefDp8HdJ5Hby1vuSB9PiVAe/H6C5Vbdry04C7PiEACFkuezGTNQa1E/+NU6IrfmNJrE+lIN",
-	"eI49rs8f+IPKH7Rzy4mhEhYSJCVxDs5mTQO61AFzT9hu18z/bA4nt/e0mOqhRu1XAhRUiWI+aWgTXWjc",
-	"803Fp6ri0Zd88+7WIafaw8vg4WorlPId7eq5B3qlnEGfQCx52rme22JBkGKmtFntwVfiTs3RMqVA1pX1",
-	"ZUIZzlbK+tJ0iKhXfegAsQGod3XxMUR/vTr5GKKPpx8kl/qZTK6ObH25t+icfl8llmrGjeYKmLoVbuuR",
-	"5IWsyya2u4N865Nnn4sbRtk4xjlO+eyE5T7h8UYH0mnHtK0zUdGQXDebN7S5HqkKcTk6mZlMVBFNFWGg",
-	"In+TMsqgX0ZGL/CM0SkFXRBcdZ4qxKok0HiZFjPKIMS8ETQNL6oXxiItZiZq2YCu+rFakJ7MeEChPp88",
-	"xl999fPg0YgnHP7+7KQcBXv9QX/g8QxaqNXhH9lQJye+qSrIaU2jlKgcwG+0Ba6NwbPVqZ3HR0jFPuiE",
-	"Cr0KRrwBEOrg2vcEcVpORsmy+P33lEQ1p5t62lXOd0pqox4UTdRFtJlTrJhnxieqDnu3rLDdfLu2nCbW",
-	"NdbVQMNmtWWFa0i/oTQDU1lVm6akeqYsUugBZ0yg6Ors08fTi/H56c3N6cXHqGqTKVeI4wV5/UBw3rK8",
-	"uvDy1Ag1/+iVq9VwKHCWZ3RSgG1JvenIxzGE+hrrXafor+atbVLg+K4sFmhkPwt3pzKFHku8EFgN6WiG",
-	"ttLl0kR0udH1AAENH5vIAwt1U6U0IVI/eDOkqjSqGfduynuT2v4heb9l8x46txEAramWN2RxTzKkfzdn",
-	"4mUpwV5/35c03Dn1tEyh1OdRxdCwJL6aXtXg50Gx5gXvymXXm4+a3FW8mAHSF3em1oQIU+HDPEvAVjAx",
-	"VpLuipFXmNhkliuX9kKijLWbbqm61K2+EBKhCrnv66jfI1VAExLFMUoyPM3R/mB/sLu3j3B+y1Qu8jIj",
-	"U/rl0cKmWtinrx73/y44i3b66JOu0ADxyxgaevxdFcPAuU6Egqi5WqHsr8GfTP2IYJ7nS3H4+rW4j/tO",
-	"tqn8u8MijH2gPTFwu/S4Srj6oBJTvj9oCY8dvGC62ONT8vmsuLRbibd2I9RNFLnzMnCAJ+bxhYETih4c",
-	"Bvd7m1L7/KKpJFOqZFYtNdJWaFG/4iLnY+0aNa/UvtCTT0kez6EkVkkCfbT/sYtQ+ye3rLcv0EJyPnWf",
-	"TCW16Kt6AEn9UcMecPDOw3S661F1MmGdB1sLwbWV7XVPPOnU4+UQTQqa5rtSQCmELv3dlEtDLRw4/s7u",
-	"Qm14y8CKqXMXKj1lgN78oxu6VO/c1odpAkTb5Vl7kOCXVnZWK9xumV/RQer0CZgqQb63rEik0T1hCc9e",
-	"y7+inSMd8ljqADY9AKcqQsWy5XY5tzpov5aMrg+l95dD/c/+ePfzn83jnb+83vjGn7qIf5o++eRPMJWb",
-	"LAByZJJr+YLmkv/xTGmZR6oCFnBEvlAQQNz46fvoBMfzW1apmY+XS4IzYU1Eqgjk6PLybHx8Nry5Gb//",
-	"dHUG1b12dBukrYUcg3KKFG4n9mKW03id4OueE4QN/dr/XPtH79d/3f3c/1fvKawRi0tBuM1+1CJO2SoE",
-	"W5bYUEJVQqaUwWc6saXVte5LzdZ5aD5pxKTaVfO0RcdE7Q2JwnreRvqbThr+A9OEt0+Xbssd7gC7RiJx",
-	"LU1U+YeNnyZqzlQpsrNVbqte3btmhiEkuvb0yzv/vJTXtWLBUCN3m0zQ4qVsZHS2IVp7duf/uFzOdT43",
-	"gzpKCXmgieOGq8cevBLI9YGGcJQmsvqoDNQBSxFU7jZxS0w51/WXoRPHVToXyyZQDPGMzijro3PHIyj1",
-	"+dTG2KlgNBVXZjLvHMJlmcZ2/io3EqoiNJamuKckbnbN0mzNT2xDwo25ih0yD7fItDO2ZVXqVFflRTe/",
-	"3IxOzsdX15fnVyNj+9w2365th1vm3qHeANDPm9Zm2nJpl4n+IPLmRkW2wqXJJJ6sqlafrRnBY1d+fr4x",
-	"+9rL0q8kg2S5igevJFw4hhPGEQfOckdWwhdMVOrSfopqX3BNnlVd2NHAMcPpSsjH4D8CpZyrzmDkyzLl",
-	"mS4qdU8Fz0xUA70nXrNpuxfmUiW6zggjGU5Dia5JEef0nuar0FonQslrFgXTJSFDtCAJxSHURw/tzeHs",
-	"CGEGQLplkHJew/fzk9Hw/XA0HEsh9ePl9S/jTxc/Xlz+fCGhm9tSozshEhzR3FZKZUiCC81JRuqt1Rzr",
-	"hEMnvjlY67LRV6Z0v1Rh8n3BEqmeyA98apR39Io1pOkbSHmRIf2Oe/4Cgh7l2Ut5lmeYQd8wDDXCwmCW",
-	"EQJ2W2VdmaQFgZ5TCZ1xKfhSnpIcciPZnffkK/aY+rJ+oqLAKdLv6IrWWlMJUUIyeq84jaQSb/Z3JzRH",
-	"Hy5+2t3DaI7FvC7kI5pI0lCkHL1x93g/kEvdk/+371lk59t9aYw/W15vwHFb2pffkyyT3Lp6vyVx9Fzq",
-	"ioGpIQZkBdH1gZYZ2dXvJUArgB5m6lrsHAFUJb2lbE4yquL1gR5rbPTLmhsL5lSrFlOB9BdPndBvX7CA",
-	"N1nSiqabEXuYIVOTV/IZKpC4cxxBl1cn16r+rr7uO00r03bhMLDMzloeaLPbowzsbZNiZ3KXlzyl8Wq7",
-	"qh8jN/AfBnBCuLTYWBo8Uc+U0rqCuXZCpau5yR8oxSuSlXYEMBBb6RIOg2dWXIxUUhUZmyT46AjFcxLf",
-	"kUQOcW+LTquOqGrE3vDq6vryp+HZ+Ory7PT4F9PWyNWW9HmEwZfdGd/VDxd4+as6zs+YrTpjN5yCi9jY",
-	"FIDR7XwhlYFxU++wtKH4sw4cA3I7mhsaIfrPMqOUBMtboVcBfTucGTqymRnhSFIfEOg4U1YkY/pc4MRU",
-	"emyctbIxQVrLohD5LZsQVUtNXXDTds5BxyOosfXAswTONGm6d44MuSGJLpJhjLE80wU0TCmajGhVxKBn",
-	"S40Z11zfYKvysUnnrDR5DtH6BpOaZjlf+QgX2NaqkQk7W5tU667Bcj/lDajg5Ua69kG1jPALc86t1a0l",
-	"6nFMplA/kGLdUfDHk18qZeCL0oGHbsGdmeG8yKDou/YpNjqPlG95woBg0i2ukN7jsfzu0VlZIwy1WGC2",
-	"mxGcgA0F2oowbKwWpZzYbUMeqc7X4BQcplccGpyh3vWHY/TNd4O9HaNP8elUN8tJuentWAktMuY1FSRt",
-	"PLLVBTeBugmzAMYlqPTiu2LTsT6hFs+Cg1ZyHuE6knf6CAr6I9s9pWcLyhlqvHOIrobXNyeqBH94y07O",
-	"r0a/jHXbqRCdqqaIp9cn6g/NVeDfV8PR6OT6IkQXw/MT5zX407x4y346ub6RQkb5gnliBzMP7IgK+8sv",
-	"aq1twlsmacDN+OJyND47vRmFyLG3l5/5jPD66ckF9AYtX75lVh5yxy2FJPns8vu/nhxXn1b3Pvw0uhwr",
-	"VnwCjSLcce2k8AO6ORmNTi8+3hjxS9525+nV8Obm58vr9/Lx2DYYDG+ZfcM0c/xpePZJz4bMUjR9dLfS",
-	"+Kk8I6sBupu0D0+PLy/08Gapo8ur8dnJTydnatENqhXeMvPMDgNvtogpqIeNaFWT3crecZKaQOKI8mJh",
-	"5jYGsWK0eVtzzJ0++lmrueYaHPoNPGFTIJbA/vH07Kx8pVVVVmh/czU8PpFvnw9Hxz+gnogxYySBRuhS",
-	"DbN9T2+ZbhyoAjiOEPkiSRGQIB0uoGLTpIhnkrx2QlTlevoe1HihxvCLk5P3N+Pjy4sPpx8/qX1pLV3r",
-	"f87FD8KgcvGDMHBuvvqr7NZZ3v0gDCoXwPxdvlu//c6j5kvlqFUCEISe5lxVCqAf1EhA9amlAeZxnQgE",
-	"YeAhAu5T54JUH9eg0KADlbddOhCEgY8QuI/9lMB9o0kJgjBoJQW+38rD8NAC96klBkEYeKmB89wVYnzk",
-	"QALKTw/k5nyXtAJGPaR8172l7mrr11QjaPWeBmFQvUEGP/xPPRfLa+OpsHPTF60tGu9a2X9BaBZFHBMh",
-	"pkXq6Ez/sNB/tztdQwNUvzT7sRl9xGijRl4HjzwQsVKSDm0fXRMT2+/3d56m0hmZu1NCbuBs7YUCADXE",
-	"t1QWG+F/VmgDdVEyAUew45kFqwoNhE4DZbygqizq1XSjnT56T1I6kbAn6QpNbUXTOcnIYWkfytACp/IH",
-	"R3+8ZRkp3Vr2qHuR995HcIymFp9EiAmRh2yaFijTlBxTuVFtt71/SLRhLTLQFwFoY/6gdr1toG/yRWKa",
-	"E7TiRVbG8z3WA/rmJF2qtJCnRvN54vLsoM8Jv3uZeLv1l+Fmzh/WJzI1EP5/03IHZqJRa/qhhQQWKMMP",
-	"KtiXZ+iX4fkZ5DKing4rUSpqlSaEaKb60kYVsa2eOEKTQ1TDzVsmMeEQ1bDrlunTPkRw2LcMbs7hLUOo",
-	"clcO0ZOuSiPAT/VT3sQ1ywZ7XTingQ+buR6EZYk6bidYjWbNNrBNYbS0v5gwqlt5JVSnPZUQtbhXSV7a",
-	"8mKuDlwjuSprz3Y6v5bdl1sknXr72cpBgPFVokbD4FOlbY+fHx+feccMjOofnPh7s6IewfEcNW0NL8zi",
-	"LWi9/h/TWAmcZ5HaQmSBBoZGk+oEfQomZQPJlgijp4hFzjTLjEOn7z9Y0lEwCc2hvaDIw3lacfWt9eZN",
-	"TVsQm3NkAnOso88UWSLTKVHlDZURut5AyMPNakH3kqkhjD5dn8G3Zrx6Ax/7p0q/1H+OJ6txLXSNl9vU",
-	"HNMCSoyNfcJe6cYvnhHXc1v9e2W5j9v5PFUsQ8WJqldzCAUGXU+ogGAmESLYgE1Cq/hGdY6c9htUilKt",
-	"yZJzbsvaWDbXc1mJZ2u2IWweZoMMwQ8gDJctyw0ktnTgNsFI7Oh1kERNBIq6wcaHeV4hQVnErPNnrY+Y",
-	"r7mbFtzN1EqD320R5y7CN6BlvKT63a3OYP21eTY41jmorqteKZWb2My53Zh9WLm0m72lqg156TQt43lN",
-	"fv+Gmp8VJ1V53o3el+66XG9WhYR40XDDsfjuow9TujGR9aVbTiDTqsJSVPJVzaf4bBVine955AZybOt2",
-	"rjDMTXx7rafx6Yx6vT5WQhfYNFRJdC7ty4D1KcBqA86LwEbvcE38cM2T70Zq1qSTSrhAmvIHkoxznM1I",
-	"PjYl6H49eBMeHHx+9EkBN8XErit4Unu5p8Ur3OgwAu32180cqjErKtB0he7IqhFioL/LCAbbUPRn/b+o",
-	"v22wQFdaXIPU9tW4VAOHWlGyuQSC7Wbx5Irv6+i0PaBuVa1cDN2QvN0BU593g52L0u0Cmw8a99f88ALX",
-	"9ybHeeFrRwjPK0HVUAHNGFtVOfE5XhI3eAYlVMQc+Io2FLwSJj+93tHBo3VAQ7kHMlFFxsD2AbktObQm",
-	"zDk613HzcqhE1bcYWwOfK13UdBWd0ztL+YQ46f8OqD437H7rtaI1+bft2s3j55bKNThZjXOuhYBuWk7T",
-	"DLE2C1YFRa7XDqoQbcthQCmekLReUWStaPeUGLjN4lxbfZpKZDPUT59KBQ1NcHxnolfUKbwS8BJUZ2Zt",
-	"5WsM0rRWiSmxyNPaAK6QeaMkLFAvZo7vCWJckX/TtCzGIsYJQT3wG3CWrkIdQ6a4RNXgsTGJc5M41ozA",
-	"pCYA1vhLEtUIdDtRTdGPtbGB2xaa0cymLDTDearA0aHKTO2GeY1cmo15jgtnxLjZ/kn60TqeWLm3dfWl",
-	"WixFV0hxtY0qZDxo3TFuzx76ekWkZCx/jP7RkrUs5XPJiFaQh+eZ9CnovblECizmxdj0GoPhiTX7iRzn",
-	"xDDuUiVpkNMtuMcWBqZWs5JdX2kCQj0jyegs2nr4/s7T4vdf1ixTrhz7DDRP2oMv0r9+cZ9sEVC40uUG",
-	"vphsm+vkg63ujueuPOeqKHURym//SFlbuWvtlEDnp+cnSA5iAQE1v9EdZaoNsdTeBf2doJQuaF6TXe9g",
-	"ggDKXJp+cvR3EhzuffPtt9/u730jyeiCjGECSOSXb77++5IAEYY/lqz89wOZLO0fMzoNPjfEuzvvnoZ2",
-	"0W4uklkXLhKqMqgSIv9r/MSSpEMVtM8tKc5qM03FL5tBq2cDRBVKZ0u/y2WEUn6YrHQSZJfa3A6cmn2a",
-	"vKdlJ9tGFKrhEYDT2WxlIV78gioBgMTHc5w/scquamaCEXwM3TRwHs8bwessh0CL4Or9B7RMCRZlM/0Y",
-	"p6pTagD/+nayF/si0fUI3jugFgFu8Rm9J8wIxZY11GrjbE6Lrq7MNyns85VAkftqpKqYR5OUx3ck6Ruo",
-	"iEgnJm+ZcKAXENr9tx/kCIu755whVECRZGOpo+DXnqgCudIr5wQnJJMqpbocYaAqSWvFU5558LmMKely",
-	"3HZ4b7lbddxS7LFr1Cq7XWon4UeC7N/1CAoI1Yz4Azgykx7vryfzFCR5Ji4Y4HhxoZXrQ3zNXAc/qLL6",
-	"kiOoKvC2vQ5nRyiSpCSCpjfoYU5jyBgtdwC9qlFkQD+GPUaqs702o6iMa6q6RG3dwUH3kbGXtwPNVQO2",
-	"lFlynMtGkGqmWm9q/lBm3GNxt03rhxY253RFwPIk4GD04UEUO2Q6qaMmie8yatZozyUIg+qZeJkh9L1q",
-	"zctRoUdfcnOfYMevBLRohBImRs9P4LWjSuXfju2xa4tUhvHLKZCSrrf1e2zi1JrrtzQX9UD2qWPqOgXb",
-	"sUlvam5xZFoTmYZS8jaZ7lTdsBbmyGneVnQc6oyg/cEAxZWqEE5fLBXF4y8+IUdf2zXCbdjUdckW27Y6",
-	"tyvFU6SwfCw/9p8c3AZ9aCW56XJeflmo7CfhQLoGmEpHCoeM1BpOrLlltTu1jiq/12R261YGDn2u8OiS",
-	"iFTK5dRLXMxASN42Z9V8JgUD8oXERa6zUnvaRwzGPJ0lL4ValVMP1siML7lQ+ZnC6/NJHFDUrEsFs41o",
-	"gBKqSDGkdRZTgcO6qVUWq5fYyVdoQrL1TFr3Gzcv61qzGwvuYeEtqQadLSslWhSLtbVUTYOdzbWZNtIg",
-	"76VdVx2pLljYC9KAlHNCXTBaRVm2OMiLPOYLa8EpcXkKRR41P/PEFHanMRBq6KEqP89XiOZoiikUL7c9",
-	"F3VtJRNrrkL8wHptOK7pksOZybfoxDb4nR8GdtOqg1TMs6StEFx3pA0RFpAS0E7/12FP5fOu7EpY91p3",
-	"6m/sI16ir5mQGteJDjIQc2UMe5T97X2u61AdCuO629PxkVugfouuous2SV3FbCg0jhFwRNgD8Jurqk+z",
-	"cqpu1l3/Ld1kSjDTPMN2pSfu3n3JbacpEGUT/qUrVOxnW8OlQ6drM/TzYXG1odbIlmtXw10XKdnQ0LJR",
-	"hHroK16CfaVLqBAFQfvf7IQmBKRgib6fujql41OCvse19NxIjW0ay4K8orwWju/d/GBH6pk23qoahXwX",
-	"ylFAnRRxiA729xHkAUJ2nXwzI0elKz/GTPchAS+7ls9tddex9rOhc7wUbvEMXjG4SyaOmS1Cn1IBalFW",
-	"pESFQVkpRSqrRlgKbYVYW6NupYtUgOKoGvEqyV4OpXvkxZwpnBBISnMLyRW1giGgmW4E0UMRygotYikG",
-	"ECWErSIbTE9z1Ls++evJ8ejkfYgiJaREKOdpUpFJdkIUYXEXSeqTmFgE0xXYbX7r+AimKZ6BUeCo9CvK",
-	"DcBaiQirVY2cTG31pd6MKklnjl0BU8dhlODPyDLFsXI9aNTpo6ESdJ2egjxzvtGHPgHM5KnETOimrbPL",
-	"7GEorF/1kU4eUVVzoFob6tUQi+GF7V1OSZpAd/dakZIawvdjnMZFinPy6+BzXwKqT74sM9VquK+L6UY7",
-	"ffQ9L1giDtHbgYaC5BF2OyHaH7hIAT6+IiUhqINAKOCZxEr57OCdslGropzkSx6it3v7zjM9c4j2BoOB",
-	"81yhSL1lFniXIFcs1kQD0C8IA7kj+UqRgQo45yIfUyYJoJOAF4TBn21CHs9mwefHx8fQGU1ibVAK0cFV",
-	"iilD8zxf2upxyvvRb06pUuJ19t/h69dBbWws7oLHz4omuvR1z5Gx26jzsYF4e7SIMDqYufKvhApkCJHW",
-	"w5TNDHpcz3maKMI0EaqYoPoG9BrOdN9BZS6TSwvNbbLmlAVllU00BOXfCuxzD5/I5+rOU6HSx1RURo8V",
-	"iwnJhKpDmxE0WalfdiBh0R6orz/xRPBUaoGfrs/0PZSvyyPTe8nnRBDUi7Egu5QJwgTN6T05QtGf3QTN",
-	"yG7TeVg6qYpJwheYsk2hISXTM/V82m21vi1ZGFVWX2aZmJm3nGqBv/gMfgrutg64PBdHble/Kv8RW/+5",
-	"6qPe+r0t2O05weuTfZSRWZFiqOCkyRKaSlpkxFJd7aaHWTznGXS9hVJU//nf//W//hTVquAYzKmos2/3",
-	"9jfqz+YWNzeq5xc5zsAqqjOEqLA9HBs9GDYZ0zfcehCi/OK7ZHC6N2hFavK0ZDQEqGk+xjnCCuPlfoCL",
-	"zYhqbGTNGZq8asIoadjnLawO7wlbGcmEpasjZDVdZYKQwJMyQE/RoVCKZISRDMrmTguB051uLSQMLW4T",
-	"YbtLriWpbQioxyXfm6wszTwEGXWpI1rNUyWqKScGByuU5NGIspwjproaq2MXqBfxpTLPSqBEob2K71TJ",
-	"mBDt7Ws2utNHQymGFVDPO4/nR8hADmRfR+7RUT+OVceFyP5gk96g0Wad5jCiC8KLfLgWwRwMzdX7qtiN",
-	"FvsgpQuJnKapsR4eSgFRzhXJNxa6/DXgiyC6bLxCOHQbXPCqDcPWqNNUoz55/zbYga52eMIzNYM1WRmk",
-	"15a7MIB3/EUylJnvmV5qo//aTOR4jiXfbphRRSOkV3+ohCHXkArSiK1A4Ag7r1VVhKqR07FXNu07yhP6",
-	"3XQfK8GlHshk17A+BszsxqBiZx+oMctb8/TjWg5XV3zt+tpxmDzdO105u/99Dwz1sBR8pM6aEnxvr5/I",
-	"zWs7/2PO9BhSJa50ysfTjtV8rfMu6gEjRZYRlo9NWomKKM1ILEXqTIBjPYdOWzleglOHkQf3bSNUQz8J",
-	"+Xw5z7DwlThszOQzl5pfpYxUiEaDnre+SgXVFTXkHCPHvXOce75xHdnm3cZagvXN1FbRcpi5TwyTJNJW",
-	"Z9U9Kkm2qywsw6vTw7JBvyDgIFdmFvn0jqzkK5KJCq4DMzJyy8qOzRLlIXw9ISmVDLRR5aWMEfjWhDyY",
-	"9AIdXSPfss5eVTDB8eLr/Ki3u4O90d7+4WBwOHjzN8d7pymElLs+ZESX4lCW5GZAywKaTsuFaWTWkoQJ",
-	"bwkDk8ghYWymAN4sdUFdlyfhaMUL9IBZ/pdgfUDMZ0c5Hv48PB2dXnwcn15cfRrVoxU8+xz8zRqwNcTk",
-	"8Af7YWCs9/UxvallNdA9do/iuHyAinpbRXDoE/7a7JiHU9vRRrnStDtHYqiSx1KtEGlbjcJRgWnSKSDB",
-	"Qad1VFVelO/1qxsiRo6hqr+UNaiKN+kWKmKdXpuIu3Z3+Tu6yXVCr2F7P2ktc639FErvTlefTufMuq5g",
-	"8DWMclz01kGjEcZArTzGmud+Q1KdhNYwz3E8X3jjC4eqaYIOpsXwJgTZS5VOufybqqCJ+dmETmVsLxTL",
-	"TSj2XqdzZwU08Tr7tG2stnbXXtODFn46PhEvl+MiSyNoZhR9PBkhXScLL+lrWMjrr/Cf00S1PbQnV2R0",
-	"45nZnYQmEkMurw3635fXr+m8xYoPUYGWOLsjifYGFiwlQihrkXIcUoGuTi7eS5JmagZK9aNK5/q37Gea",
-	"z41W0/igjDoRJqDtSNkfquOUMUUiUoyrTmSq+ODwnPomP7XFeBGBenqd1cl3nhTfqCOmmtaqNpPCz8aC",
-	"AAdggwVd/a0OvyCs85XP60JrvR2ApZZaBsSVOmev5cy6Q8PBtTIOaaMnFICzAXXtcNuG+WGBBMSLUKYx",
-	"/ZWwwcPRHxHJYzV8E6HTEpyzJnfGIkbpe0l4JcpnfcfRU5aTTDL1jD8gmtg4OmWhMB0qMszURxIidQ0s",
-	"MmUEO7K1lsBQeTRgPsIuZMD2UUuQgKwySTF9m+xUWcXJKe6UybOmb2J7ZY8SP9ow9pSllJEPVMvY28Sg",
-	"iYXEYihVDL4MCkNJ2GHoKGQyiZsu+7GXO0Xyp0PVB1auVfWBPZpgQb45CNVzMMbpBrGoZ+x1e9+gc/q9",
-	"xBueQNMUqKf2O4HFqdzGJONQYFTQlLA8XUGhS3gdPczlFpR2rcJ/RJ4RvBDQv6js4zfnaSL3NiUPaFJM",
-	"pzr4UveHsz5SoIty3leQXXOk1B2p6JiGHfINAyBgVHYfsI3ewd6bnVqnTQCND9fkTH5slmfq7R779u12",
-	"0eZ2irA8vDZ06h7fIYmbCBEjD7aDXtf4Dvi0c3wE6LOb6Loa8ukxHVXhrZkmTVmi9FxHeHyxfCY1eUsE",
-	"9xCZxh22R5mRU7XmLcl3D9hS2ZNSR3DWKxqs0y+xFZqFTfvnqmmDALlcyHvEYqJQDtTr4MZ0PUfr7XA1",
-	"ttcWlE9zsEU/ZHL1rLuiVVl70zKjZXzdLY1nIHNuJWc4GsVjqwZaimDc53/6ec7RQ8bzeuSrBm/Zgs6H",
-	"IyXwGymPXKjmt7RiCp9TkUu61qNMqk/CGBy7xAV6q5hqDLVOu/VEx65XQ0OPKo+qhmvt1xHmW0+R9Eui",
-	"vApdiZC+Q9vRIXNLN5EjO/jzKNJ6SrzNbmNtFNxMaD2E9Zm7GFnRb319m6lUBEs5cfsj7b7JMFjfnrKt",
-	"TZiObVV9KWGTXnHbxa0aU5d7NFeTMmSuiYpKC5FqD2U9Ipqgs0RruLq6Qzdl0UKyFWvDQLUO9TbXVfXY",
-	"TK9RLe5q4kJwllLTBLnaRhf1dNRMPieLsBSrIkFZTMZmw9EOCFY0Q6pbNXAtylBUyKVGT9ilYkWrtj7x",
-	"bRqq2mYl78Js9AmLaFdEw6AwDH6Tiv9JnZbvJjq4VdmWe5JmprDtWna+vLrB+TMyUZFqtr5bLJ3MJlcg",
-	"sWOZau1v4a6rKu0X/EERBNXWEoIaP2SExfO+R6hoDNVgFjwjCH6TA80yzPIQ7cl/7w0GR6YcQqV4rY0x",
-	"Tcos++16VyvLmVhrBFSWIdU6S+vLqv009LJSzLLaFHpDsnO9jk1Lb2SguvaAQM50TKDb6Bh6Bi8WgfEW",
-	"HP7DJf2RrJ6GSt9rV9OCMmV0YWh4dYruyKqGUrrSFXvH0APP7qYpf2gii1/lusALG7t+R1Ylcrj5er3J",
-	"ShX9YrYTERy4CZPt0FWzVAxvb2+CJ3fZdCD7PJhGV5c3xmKsMtvdKyrxY6zQpFi2VGSmLFF8ShiFQJRt",
-	"E8J6Nwa3W0LHpghug2ZfMwfJPjCKcUamRVrWq7ef9dExzYmO7VEr89GQ2l7bqoFJwp2SnCQgEQikS/fH",
-	"mmAmfTTU0UWqfXIkgRb504NsvLEOtBmXcWfdMnL8UUW+3Clt53PDiRor1RFEfe/SBIk58xGzG/WDKQKu",
-	"Art9+eg6bjtq2XVkY+Rp3ljaIApNLC4kJsqR7lWm69a9zM3mdFGCjpBWRMx85wMxB1ywmcQlJ2lGusB9",
-	"sZ6E+m7zWj4vwilnBPXUH3AJ0QIzPJM0Sd1uxLgi4hSqzj+GAYQEA2DHyisx1lkePuMpiGHQy9ZWYtJe",
-	"2gHK8R1xbaqGL5rUgEjecCXJjXmRL4s80tWG9sLB/oHnKDc39ncWv7E8H4SFqFKMQie7SIqghyAJ6glC",
-	"kGqaE+1scz2dVeTzjIg5T5PxkmSx17t4M5fT9vTvO4aZFNApFz1QlvAHxyQpcWVK09RcCylIZ44Zx66/",
-	"seJ3GoItsogXoGu9ADdznuX16lmbU1rluWck96sQQ92RPkb6FZXNgMXdkxDC4SLNilFkiSZFMiO5kzld",
-	"n2RvPdD8ApzT2KezrvjBtl0y33v1RL8U8l4Vy/PafreWJcKA8ZyI9vSH3SmOJV1a6HgXBO97Dt97/MuM",
-	"spgucboubMS+VJWxlYgLpDETEqrliyqpSL2ggnYnBMEVyrmmetqItlW2tJSr8mw1hqTU8YKywguac/VD",
-	"mWOEcAWRV0/CXq1Jj9N0MVbk0x8b0KSvqkYHZDQJZPW8Izm5gQ3USXObbgCXiDFEt6GeZMQmZQ/4scnD",
-	"Y2RH0+mD/X2zLfnKQAXi1NdhYnEgaw0c6XpZUttffx5+oFRFuca1hp/XFsWQOrDKbx1L+iAFdeGNoXHq",
-	"bdiCwTqbFzZdSfHvDYAJMl6puqwIzM4Tjn87kf6jPKqnatyMPKizPnJuGZqQmC+IirCw9UFaax2f4+yO",
-	"5Lq+8WJJcppD3QYtnzfF85zgxZYFfyWN1J2vDFWAVj0dExc2007UyzO6WECMCc9RwehvzdSWvW0bh284",
-	"urN0cQx35jnH55GxrEwGR1tX0ZZ0fEekCsXTFC9wEAYTLMi4jJA+fP1a/dRPMTvc2zt4c/D6fs/UIfuS",
-	"j5VoEhzuvdkbfLsfBklG7yFkki8JwzQIAyrqTW5gmcFhAAO/6e8dvpuUqHHGY5yiM72cnCyA3xQZCQ4H",
-	"/TdNzctsoeHeMFU8tLZ/pCjOrqo7TFicraAAHwS3ityUIs6IlKJUOIRz3AeD7xqhvWEAI16ydGVb8ZTg",
-	"a3afSZacshzJV1Qglk2jg3xHnilfmPxtB44tUjDUdbYwy+cZX9I4UoVW5Cu3DCokAMxtmxP0QX6r5iZJ",
-	"pAiyto2D1x4SY3oZSTEU/9QE7IFnd5TNbllCMxLnPFvt9NHxnMR3tikjAh0gg/TYHTWPTulWmdqKO+w0",
-	"qf8tg/xA4Do6K1dOuywmKY0RTpKMCEFMUWguyQ5ktJIyGU2lhN+ySPJB00FBjioi1IPRde7O6ZUzoITc",
-	"8en7a8RILjcIbcZwIkmuyEGOuWV5VohchEgUoPgjDH3fU3QJ+LlzpKqYPVDF7EIYU980pY5lAF5CGFGN",
-	"qgRekFv2gHVTsXxOwPLDSJz30UfFQSsgUmNAqroep9EIT+W3NcuV1a6hr9i0JJVag5DABGWrLs4ObDHE",
-	"NUKQudt+0UNjYa/EPMQISZT2VwE55IHvuK5MSywskgdhYMbx+jVdqtLkQnfK6lv2opLcG4IEY74k8s5z",
-	"FpMGPwbS2qLPUTFW6O0J3RPGAqvMRFYcRb3KvhV+72w1bUM/9kjL8FwdLIrxEpSlEkF9R71Re1EU2n/Q",
-	"wCNd0cdEZW1WOjpy4wu8IKFmvG5umeVhWzHiGhdpyIqSHYKFpXwL9QyFrWywUvm4NB15RbgyD1dbqlpF",
-	"dpyWmXrg2lMmsXIJQPL0G1F17jffbDrMloLM6iqbk26XS8Db8J5k9B6YxVOlk8SOUEYL9lGUEUF/J4ZQ",
-	"RA80yecRZAvOCZ3N8wj1JDPg+XznCEW6ZYZ+/ZZFSmmIGikjVpnQ1YfdPn1qSsj/wCnNV8Hhu0EYwMzB",
-	"4TcHg4aEYQZruXbq56OytL6q4g8rDQ3C2OxL3c1f54FMlXBMfycuMdS1lFUVZb0DqJzswWwFJh8JBARB",
-	"6neJVkv6haS2aqBWYHpq9ipOvdv7bn8TgVgT6mgPVcQ4VXmnU0nomKCQKZrkc/RFL8w91IzsEhbzRH1i",
-	"z7aSJqqPTn/jhYg91qYAJgfPkH4BgC9BDfxcghkpAluqFe/e7hwhOmNQ8MYKAdtagjRqtZ2QAsgLH9AW",
-	"bbHMRb/gOZ3SGF67KSZ2qU+78SroIZsRYBJCjTfRpXSSEKm0KZxKcQ+8ZpQlwlOKXNiSXdZ1Yip0qeQf",
-	"eVGUhbxaQ1611tJZY/ov4940/etrBTQWmPoit1PBoTqOrgrBHDhBlDJ8VyINgKOlvL/eUYPdOUMqSEg4",
-	"ZSQmUDIDW+OKakmrnBhK1GjUCl/nhnDnMckmFZdvGCieq5NDtU7jwLIRwm1TApV5h2eu0c6xM91TQbUZ",
-	"rjQuPMEOVznJBuWBRUSHyu4FfxyhyC4oOtRA02t9YEaxwbljQnSLMcxUCKb90UNxGuXlygW6oGu/eE+P",
-	"krjJcZabKs5uD6v+mgxKxxi+N6gEGvz62QmheGKAZmsm4NDU5HJsSzGW0g55Ahp0s+j/vydIw5GktcHy",
-	"DwnZgDir54RrOPl3GyM3PgmSPVVchDXq7D0o/VFT2utGyGrDtI8ZhgBSTdGDmfz736plqagYw4h2CW7O",
-	"uHILUkZzilOb8+2xU65tKwZRITatRx7vp1Of8tJM//RzojM+o8zYNiqXRn1Qi/Y/aBt5fE8yOqU+t+g5",
-	"zu60vg6zICyQeRv1GEfA66iqFrqzrf6sAV6f9GOGNV2I4I0IZTzdTjlvT68/rR3iczPrDajXptK/Bze+",
-	"ia8Qf0i9ixAtuZBMFSJxoKM8TlVYydpSGNtXtnAqyO4N9h7Dyhi2dEvbEG/ivcSt8HbBVckqqBjWrw6+",
-	"v6mIxpOKnVYrhO1tKNu1VQGM9wRE0vb4ZN0WBVzL70/OTkYnStzIyAIarGMwh6qoom7ByomaEiRWc8b+",
-	"/uGNnagPnx7XeSJxX9X8eBpKX5CHkrLorv66VEXlgrpReeRhbOg4TvC/MfLQr1LyrqVBmrF85dDeVhF6",
-	"oVJ/eaA5MOmnUd31JUV8ANhQU6Ru07Eb2UCXTmwx7e00OalqFRlBhN2TlC/JujLd60aut/LZ3DIWVnws",
-	"XyzD4/1ZDfNigdmulbQk6yAsVml4GVHVJKFwiSrgCQtGC7zcnJIC6yxn33h/2itGl7tpaaWoAubV2pQp",
-	"RF8TmqEfRqMrneROxCH6fvh+fH3y759ObkboYDAI0aeL4afRDycXo9Pj4ejkPToY7IW37MPl9fen79+f",
-	"XKCDwZsQHd9cfxiPLn88uRifXkCBU/X84nI0/nD56UL+eRCi85PRD5fvx/Lp8Ozs8mcY7m2Iji8vPpyd",
-	"HssZvwtvmR5ifDMajk7gGRp+PLkYjYdXp+P3pzfD789O9IhXw1/OLofvx6PLy/HZ8PrjCTrYeyMXffPp",
-	"6uryenTyfnx+8v50OB79ciV/exs69VfHJ9fXl9fgfbllcoTz4cUvZvc36GD/uxCdXoxOri+GZ+itBMbo",
-	"8vLsZnx9cnx5fn5y8f5mfPPj6dnZzfj89Obm9OIjvHTL5P5Oz6/OTs5PLiTI3g72QnRzcv3T6fHJ+NPF",
-	"8Kfh6ZncA3o7eKONjFozdKAfhEEN9EEYWLAHYdCEeRAGFuBBGDShLb/SoA7CoALmIAyaMA7CoAFgWJcP",
-	"ukEY1EEbhEEDrDCxgqn6eR1A9Y4cYAZh4IGk12T3gWcznj+vjNTQodaEJYqxkhyllN1pwu1wFZejuNyk",
-	"q1GoIYpv4AFeIdJHIUAWvubpExms/NLmKNT2rJMylRDe2Kg/9RDGY+CNqdY6Bjm9lqv8K979/bP8v8Hu",
-	"d+Pdz18H4Zu9xz9tJK8wsx8W3BdLPdQeZz4FNVEcIZxCvnbpdgMRiz8w3TtKhCb9tvTcVtyv9aJjzapK",
-	"b3YHe6PBd4dvTNbrlnEvUr590xL+EgZLGudFpgMHVAptNUBub79Lz/8wWPEiG+uDhmgdT52zly9X1C1c",
-	"50ibL3VZ10qvqLIKwkZIdiotAaijS+TYsd88o0REPbbSbRBePcum9OcebsN1fH1mLKgKq/XbodPsovxx",
-	"jkX39lrrQyxHZUV111+t4v+0s7zb5anmiktM7QDlF64VVcH8ti4pEDMqX0GuO1kXEjLm00qcwsOc2zLk",
-	"aEEWE1Ipe6NuWKhJqpQQweX7eduWJNqe5hxX6G+c66KSu+XtKl3B5YCI9vU50sNqTw5AhtJqjktv/LMa",
-	"7Kpx13TrKxujLrXFsntD6819PWYtueRddWIAZlc4AsTEs0Gmhllzp58IMsVwN4FMz/5MkJ2ru9JStuKV",
-	"0NdNzOlSFUXyxS/W7L7DBKMzfk/Sqvm3LuSFwd85ZS38fU/z94q0FAa2fV5wsL+tHVgei9rNK4GSVkZS",
-	"W31Xq3BldOWLdOTScvgmFBqGjMaUDpzae2GW5/SAhTHadyfchmZvREwpi6p06DWdDC0kdD4T9FhKSEwX",
-	"WFXWhXmh4JYpsYL2kFiSmE4pqfEyedZVCXdv97vPvw52v5PC7d67DsJt2V3QALmCK7bIRQnpDTemK6kp",
-	"j+X59EaPtQ7iMNEzqI4mB5vrY6iVvAjxWV8lo9zXC8FvKzh49/3cbV8p8eET9DbfUrM8h8K3OMtRWbtX",
-	"iyO6WXpz31PaJo5B2aNDdHXxMUR/vTr5GKKPpx8Qz9DPZHJV1uN/i87p9xVSMqEMZ6ugS+mqNXDIyJRk",
-	"hMVErK8sYgTkqU3LWpafPhstnLGemiWmNlYKZXFKJU4doejrY4QKltNUe32d0kgV1xB4xcfKr3tPyQO4",
-	"S4FgQRC0hB5hux+/Dx434Z67nWci6vqb+TJy58xYFzpIRD4J6Nl7bDe46IJh0OallH2OVP6NMgmDXCJM",
-	"SlupIZrWOUqu7aaslPxOP/NwaVjyiPO01R4jpQ8oaD/VHY2UqzLFQoSmdYtZJbRvsyHZutlb3URnUnfV",
-	"DTBvVdNW/qz/pyKXpBoRLEie0bis3iIXAJGgOJ+TrP+BZyTGAgquBF2MKk2T4KacYlPeUaqO+uVqFs4r",
-	"93yazuzKVjsTBTghnW+mR9AdjMouemQ6JTEE4cZYxDgh0P6t3qgPL7iqn71Q9gdB8j4y1tldud7EjJzP",
-	"cX7LIAGC5CgjOJGSVWSOJTpCBZO/3JGVynFQsWzKlu5v3qiXsV0PGU9znzD4sjvju/rhAi9/Vdj8GbNV",
-	"HTv8zhioxVticVU0jHlG+tcEJ5+uzzQuNWsxdzNyGA0brs8Tq2M7uwkthjqo1M0oIDeyXsB0uaLt4Uhf",
-	"gBlCK8ZNfTKcgK3quXQXNOGsNomZajHPJPBypg6MzGmF+SJA3AIKnl0/Y9OnTOQ4Ta/SYkafETUc4xyn",
-	"fIaWOL4D3sahxq9OZHEYhH5BHmK8IK81gQ/CAIrAwnh7/f3+oEnB7ZdNwKo5IcMluics4dlr+UckyZpO",
-	"SLMxfLDOuvNn76AST/Sm4SGR2mPvL4f6n/3x7uc/m8c7f3m98Y0/+QiN3XF9Qz+pHxwg1lPpYROvBEpx",
-	"TkS9qdo3B1tWc9KA9aHHXwVn18t4ne7615vLi93rq2O03x+gTL+IeufHVyDXDPeHiOgsSrFzhMgXHOfp",
-	"yjTti1TIvM6WBB96tCZQwR+LUF2SXVAv2n2z/+1gEKElzgRRHvoQyaffyKeU3eOUJqY+h/llL0ILks95",
-	"AiZkaK5nftovP1riDIoOqx/eRFAWCgpjwzTQPUvuHRYxkIPmHKl/fxu5keZuqt72pSd0c3poAmeRHGKV",
-	"ipTI5UkYRabEjAkFkWKfDVdAvajiq45CFNVdzRH67//6Xzvryh96WjxuG5FhvEKYrXR5nk3ukq8NIHqb",
-	"lOsDfiXAtmTsSbqHsf70qOa7MUVbYmgub3vTSgL+GAZ/F5xly1hJlkpUl0TL3/TP9NbfrvqkwsFXwiaV",
-	"SGyKNPReC8ISfWkgevD1jOSR3Fs0wuIu8h1V7TjMFnznYPPafRc+xWxW4BnZ9SWuNzwNUNtDZ3ODW6aR",
-	"sN1MbR8LYtPOy9xs5WJtpLDvv4PUyDXu3wPr/m2kucMax9rPq2Ptm6nvThap5oCeBE+VbG6y5GfLfPeg",
-	"v7e7oIyWafIfr0byKdJPm+7iWub8vpOHqLbvV33cbbYl2yugtqk/ZYE9CBRW7cJ7phsUzQVJp83ja8mY",
-	"2SKfXl87lR3TTItHvchkMuAl7atz68d88fp+LwpvWeVXm4YMTWp3uqXU+xuAvFjKdmV/Bbtj/IFBTLYp",
-	"CwtVK0y55pZluGWy/oBAAJsgvk4CPUsX79WLj+61aSkC1PT7dPPjezsiVQhMLTzg227Drsk7f29SwFI8",
-	"C1WqeXKIuLXg1AgczaF4kqgYBiy2ahvoLZPijVR+4I2dIz2ep4pAdUAt78Evuw80MT30b1l9Cqjmo5D3",
-	"ZdLej8AaACEcoOAqKt7MhP+jMt5NbyBBfISg2+14WgY86k1tdZpphWTUPEs1ov5SefHlBDX+8IToEO7c",
-	"PzdI5CnhHlsn4NePsJ6Bv+YQn5t4X5+6kn1vTWs23/PNYNCR4P4D+qNZatoaT1LN+3cYbFjh7tUj813K",
-	"BiMr4V2hki4J2S5OxYqOG0r5twT0PcuSUhZba3F7VucLKzRcMmbb2KSTaaqUkjeZptyFPd1W41SbWusD",
-	"bYL2BSG7BVBagfASMBhpQ5Wn6q3kvZADilOHvyDTqc0DDA2m8cKDNz/wB5VZaHJAUc75nV+BB6V67DdL",
-	"/KxCJ3MU8Tsti0IKsKOIY6hXjh5A5ZximioXTC+yXSOPVevzSljv8NPoB6OlT0t7AElUVevIiXqPyog5",
-	"HXgtWUaRT3jBEl3GSH+tSwcq+FWJOScquk4KsyGKPg5HJz8Pf6ksgaGCZQTHcxA2jP1nx1vUrzVBxAMx",
-	"swhV2dCzetCXwRoSomVGYl36oTmpX1JwiQQxkZMgOKiqjFiooER/G0d+19J/2IDONgs0uOQXpjKyTFct",
-	"gRtyRbDJZbrSBfVikKrQfqVy+U6obBkSdt7FqqSUFmQdVWHtZLHoYWleuU+bSlncSS7m3LKNV3u9M4MX",
-	"ecwX2ueag5lGA/N5lnhNUzrRNyBADWu8fPgs6va+Q7muw7LIXO9ySdjwdBdqB+dQrSF6Hc9x/lqX3oAu",
-	"l+AxtJXoUM800rllw6tT+WNZ/asnMYsSofyC0G8Ug4339S/D8zNXfT4CyCvPdkIWXOxUs202lgcr5V77",
-	"agNLz3jcUrFmiJYpjklZdBkwtTfnUtrm0ymNCer3+zue4FVF/CrJmMEeOseUoZs8IyQP0Y2UxGaQdeZb",
-	"VlUN76ZnK5F9a221SR6kepgX6traDbzd6791RVBeTFRn9U3ytuRtzeF2B/2KltB9PKMElaD9gfsBUhWt",
-	"nyo9axnZHKoDHndvNel2K4lWo+Ap02rtVkURUv11sxWKwsH1iNe0RZaHr07cOT59ZtrWCFB/XIP7jcZi",
-	"OU5bsqPeeisebKzmB2GFbj0/C4xtygS46F433cwyAsJIls+rGphBV1sZ5Du3MMiu/Gu7m+GfmWCRb5h4",
-	"711lZviz8yWq65sTkv5hJW0NntcVty757eZgu+f7W8K+UXeyQz+Dr+oxnrqt7ptpWfyz1v5kz/xxRhLC",
-	"copT0TGV8hmJ+V2SLlEvxoLsUiYIEzSn940Kzdvm4l89Of++U+79OaZpmydsVInN4kU+46q0Pq2beMGP",
-	"YuYpvShQZabetNP6qMQiX4I0BTWP1ZQ5NP+SQtm4ZCDiPq7nCMgXTHoF1G+6Idk9hQyFOZdoBKO3lGRw",
-	"vW9QMOrw7btvvZ6nvd29QSW/Ugphel5xH3tSLlqE20guJ4IcYMkwMl7M5m7p4glJ+cMRilI+i8AIbQrR",
-	"m/5oxqSrYzuMCKphmPKZ1zXrwraxpDwVESqWswxDRv80JyYYkBBlTJTAQW/ffbtzhCIhUvCyQwlyinOC",
-	"Rmc3+pWDb95W6uYyzkC2UZ3cROpdW/WQmx14GOiTJbf2D+DnI/prN6vF5HmqOvjMrzQr3GmMdj66grow",
-	"qgw74wjIoupQIwGwYwZ/MAp9qWJ756liYqvLsnKlvEO6xYYAk71rlz/1t054BOtEI/kwxSJHAt+TBNG8",
-	"HlOg4y9BdQXNKp+rrtdQJpDd04yzha4E5xWHN7opywvo3Snk13Q87jp/MjZoQAINT2fC2qlVLlcNm13c",
-	"3Ch9lxR4vUmgSXY794bFNO1o3HTYQSPZwxnl6cweKtANVZ300Wq5KdVBfi8QjmOy1EFuKqtDhMqsrZ6Z",
-	"cpNdgNFS7LIa0Slf0uUaYWroiZ5KWVjFkK+WW2R8qs2W7bg3yYNqhc8FsfCSliHTACSJqorJkyImCdzR",
-	"JgSfYgQgX5Y0I2LdNxsvudtFvtSyVXXH/jKZBmtLDm92eXn9+kv8W0F0UrlKjXMSEJLxYG/+5e1i/+5d",
-	"8u1v3z34VnBHiKcuxI9kmZuKi0oqUhA6QgWD7mQaofVjiWhRCcOovWKrG5r1rH7tC7ogLaVL35OcQL8x",
-	"S8zBu8ZyNFnl0JvVyeRcLlNdxfV1yxktcdZWiPNGVaAGQCmrZ1mb+wXqCtRbN3VsHQ6FnZtrpb9Dsr6B",
-	"QYeBbLXlTcjZIQff3g736PRaNWpoZKyYgVpJRVlG/XJpVVyP16k8EAE1UieSJyXEdCCCo2tJ5CqLmlsT",
-	"nthQU3yBv4zNndaVpfGXciBlFcBfxhqytvi084pTD1z4C3V7yvrVFlyHxL/rMt3gfrLFQqR8NqP3KpGt",
-	"efp2x2uLtQuE7zEF7NCJOVSUULW85in12OvlWF3gNm0w2YyIvFmjHeui8NDmT9f29e+3clINdyOdzeX4",
-	"lqnrN9uHailVbhZaL1W+xTpddGnq9Q/dl+kimr81neqn0nLAFf2B5vJ66YBc6Bct8YMkXizoVHx+rbjh",
-	"LL3EVBfwFXSpAq161GHj+nSnOe1i4Hu3R4MCY53idJH7eEnb1grAforYBNpzLXYw0foQEimTlonzZeXm",
-	"EDHyYDvUd9YC5AgtBU2UePKkPHlH2tycJi9X8EyQbUqPt2DaGi5dd/niuwILzyd/iAAoQaqXrfYDOgEf",
-	"upEiz6GrY2S7Q0fQcxX1ficZL5Vz9aGSokkCfGvHKTMUSU3XRNxznqpBhE/4qgKQsmWR6zAsb8OzxTI3",
-	"e4DoxF6M4zlJdFlx8xNlcVokOuTayhDvvKF867swqlCw1hUdW7+xmVr3NKgG3h7sbTlxXXRzwVJflA8R",
-	"3D4IfuymbBcvl5VeDwYrytYFbRX2JzxZSYSSHPHWKaT/7280TtwGZSPwfuBNOGjYQ6H2DMunoB59i7+L",
-	"30z27w6sHHrYbJKREayGVOH+tszyAaQC5Km/TTqaUkbFnCTbFPe3tZqk1hKTjJEkRHSKMFt55f/NiqOC",
-	"YQPFU0zZLoSqJCTHNO1v9qh7TG00f1qpmjXabAVTqN8WaXTJbVt02INct5kFzu5IAqEW1lZIU6KCp5Kn",
-	"mwEt2njppUTxxpHb0s4ZiemSSrSQAiJEgdD8EOGyH0z2Styy+i3DDFRoE4cBk5jKd6r7HnT6K6uSmd6N",
-	"ZevzW6ZJHs9UVJyKJ3kCIuqb4iESuyllBM0JTuQ/+t1CDLTSqEbVaF4COXQbLJhj36hbNnDGr1XiKpIq",
-	"UlQpEbFtn50wwA+Y5vIZ0GAIypmTpEhJMs4K1hyLZ8s5ZuXfqq3ybwUpWtr8uXvrLsNVevQ8TYirDOHH",
-	"/monoCfJdBVO5FEf1e0dx7zwNY3/gT+ghbxwFdb0StRWhjNDBlBPCjNyharS1UZ7St3hXwFKbXlPF8xc",
-	"KKw/YHcBTznJ7c5jze5faLduo60NhSv5Mt+FXLD66U54oYzlzRZMm+vaNuQM7XvXQQBK6hCT8WKazWa/",
-	"J9PF7/nDb/vpHWMPs/03+ZJPgrBjo66ndeXayMzBt+uAEbihqnm0wMkWyWstUQdOVZdG9y+oaKL7g+W2",
-	"F1hL/5N24aGyfJqgXqRbRbyuTPfafU/8hSb/R2T7SNCWiOjuHccsT05Qzo/+8FZjT+8r1tGi/D++UxhN",
-	"grC1XZg5ubJu4BZCgEtVNpdzsRSmgl5dqWvlI0+WLoCxguAVZhUiniYV5rw1elVo6CbLSHW5L0/E17Mv",
-	"d/anAPjpYFkDhheCgoDK3ck1wWva4VyrAgR8CvoKZTMkBZIqUTX6iuvd0JDRDv7g8M3jYzfo2S9aZafq",
-	"5A+kFJagzhr05X5ADSWqo8Rk5n86jHXRxm3jDf/ZxrZGrcmtSkO+aM1HVZFoXSSCJklLeBFRdk9YzlU9",
-	"JtfIE8eSyB8G4k6uBopPjTNbKszokDFneUYnRe5aTXKyWEKJHfCW4eVSgGVrES/HKjBN/01n1ruxHwbK",
-	"ODM26TPqY3FH01S9rotm7T16irlAlTuVUmE6DMWcqYBPrfVVCuzpwjjKWERjGCZOeZGUNSd+tiWWWmsv",
-	"lQeiJUjzYDxZqQ6TCvfGtmSR3GZazMoSfVKLBB81XCtIYgdZcmNZJ3M+jVAMeI5invIiO7KlE3QI1VRS",
-	"oAmO76CqzjKjC5ytKm2H7ylPIQ4J6+qIZEEyDEH1ChMyLlQTNfjWq8c2kWVd9cAFZnSqysxE8CUEBJZf",
-	"qwL2VCB1NY6U6RkgrmIaIVIe5/iWWWwE8tazeBgihUchOj++0sGRIkQlAu4A7VMRLG3FAWqovo7UqEt4",
-	"7K5mY+uIcw0G5Dwuqxa8rSapdcozaK3deKYidUz5zCrUMMTlHmkAA6wlXCT7UroN6glCTM2plkomtvBU",
-	"/dhXLu3R4+UcZkC90tKlXzC2tUkGxQ+yIrW+BePT1GfWxbqn7nl9Td8XLJGrkL+qlEVI4BSUzVKCbn76",
-	"COVOdO0jKTcXv/+ekkgtQDLPmM8YFS0hmd0abHhCWrYu2qYTPeVa7whQecWOAYgFc8rKeUotGTrW4FFZ",
-	"QbRt1RgqLZUyh+S04kXmxpkG8cKYiWDVR1UntF2USuxkbUmdDk312vrsXDQPbSU9hUt8qlepeANN4FF1",
-	"rdWaihuDHOok3ZsCCnO+EiWFUbG9GOnPUG9gY0hbipopPtFs+KsavqXFrIyeMhT0CCo20y+m2CxwTNSL",
-	"bovB4E0sv4F/kUP1QIJIPVDX2FO7r2xw9GdvLT7Duxoq50TdqugQnD9wzSnTweaGjkf2+KNDVDB5cu5r",
-	"5uASmpHYSiiaTenx5clZrtlgRWHwZVd+sHuPIdgWzDaKNqvAsO/tKO7T03LEdeUG7Wvlocoj1Sszyw9t",
-	"PD6NySth3t3ZbEIHBChJQUuXFCBqoREHyuVWCqOqU/Iw5gY6V9mcs6DqRQzX9P3TzE8VWzyRImeb/Vrd",
-	"VD6dAptvlpqshHxtK/FZvBjXZSlIjSMir/zwBn7oKvt5IrzWsPabOc8qfN1LhT0LbqtwWdLNObHlY2yW",
-	"gP21E1esw+Jrs42plEoMjuvT+iczu823Z8O1qe3aB/2NuL3e0qS5o4POXTTZMh3Dg/WlRMa4LR1byeFA",
-	"vUjNO9Y/j4ssjZR9cwe6gzIU6SrGIGYryydEZ0xJHs/B5hYBQrVIdupjz5XW11gDXsrcKiJksqow5c5m",
-	"Lw8d8bDjctXrTOZS4k9QzJeO+0iBDwzoaozqPfID+Om+ZYlepFXC0gs1czaqZyr7DAMDYoZ0pAvsB/qT",
-	"w/Z6lSMUeCXQnD/IT7xSeqPMqMW88pQr8DV7eIadxKMXeQJpCt0H60F5cs1NKhlTS2Mt1/DQ0IubMl9T",
-	"5lKmisany6VAvWkGMeqJKQLeIrZVjBwNHe/4SlXA1m+0xY/OWqM+z61AOaVp2zaalpQmZU1JnsuLAQEx",
-	"9s2W8bQRpsHX5HM0BZxs+bSl0nmt5rzoUAtFjRQ2Ttourwp7DxT0+VYA3I6lm30JPgtaFxqvJcM2/4ER",
-	"IEFhqSlbLlGV8uGWxHSjx8As7blXfEPkAryzHbi6btC7oefsJ+N+8+0VyQRnONXBWU6Ejniloh7HlE15",
-	"pIv3Y2bN6tXtTSj36p3gI7KJqB6xbe2vup1Nw9hxfIUOvkU5ntWKYUHbG3/BI8ngfufMM9rp8GKIfodA",
-	"pcpgJ4Xc4evvSZbqxrlPqWGyXVtJB1wucCwonH2EAPONGZT65J9WvmQqJYmlGuEI8QXNId+JkjQRaEIg",
-	"lRVkr5qeA9gQnEstY4FzGlMM98RFhmCY4MoeDwOnk16tkZF7fIE+lzPOEu7piqwxsaWjbdPkOAg3YW2t",
-	"aQu9J8zKgPVaHOsxvC4JL2i62mKop18HZ+w3bys2kj/9n//563D3b3j3989f98N3j71d/Se0zNsL3z3u",
-	"+I0mz71QqBfPCdhK8AxLDgGkR34GZvAJFo3yEN94u3S3ofy27rdlSSPXkmj9WrOXFm9xZ21BpBfLfKRl",
-	"Al/Nq4wUqoCvCZWcWqNla3Tzwf7a8ugDf3fsC/IgUEIhh0jqy9AcaknjftkYm4qxsrIb0rbAX8YiJ1L4",
-	"3HtrrRDvsURyNZSuUaq254RZ5zzBq1cCMTmrio76+hXme3xElKGvX1NAgcdHNCnSlORIdZToB2trotu9",
-	"3eOMSrgJ6CtgEnHAm2TcZ6o5FcwJrQVqLwVvA/OOWkrw+HmLaGudYtk8qYNuxXj/0R3A37veGyf9ClpD",
-	"+cOWfNs2+Q3Gnv6k7t4OnjWNl+qXUiMCD9icJglhyrK8pPEddJy3Ya4oK5hAhaCmY5bIpQKQFay9uLVG",
-	"66YdmyzRpEhmKi8XejEgkePMpgXTHPWqtYkBB15Z55cuEzVwy0TtdYly3q7cdBPzGhezQeBbCZE9Vih5",
-	"n89R9PXrHVk9PkaqKt+8oUtt3WCrOx47d7uJxXGKwZpTW1U3ZaNCjn/S02xUPuox4V7DnYWtu34X1Vy0",
-	"365gXXXZHfS/6h0VdabyzJqaraYMSEbwOq+6H8rmrmB2/pdiy0+rxfW9bsAKB6m7z2REoiWwhfohrHUb",
-	"rGPN/xwWXGWvL8FJuzKnptzcUqqwjYNUGkBaNiWsg6BeqlBS4+j/C3xifZHBUoG4vb15MvM40iG7XvaB",
-	"FoUAw3FiqDhlKLKoFnmOfmMxxO25BeppGN2RlTqLZ/KOBf5yqkZ4O9hAvDTnsKDsQpzWGqyaROZFiPu2",
-	"NLuFRr8Yibbg3tbc4WJfiZOqb/ZG2FWpXMPnKR+3FcYwbYLwnb77BkvRArMEG6tsHds7uGuAznpSMu02",
-	"PcaHZgdBN6RCGQfGn0srwdgbVVGv20T8BQ+uiklK47Yii+pXKZpL6Q9NCfS2gGY9rd4TvKTtZD56DS/t",
-	"4iV9/WdwHS54wfK2snE4TfmDjjTIbDaS573lcqyCVqpVmV6L+9jrYnYDmMeQLjB24tw89euq7tAu72qj",
-	"+4Z3CzH3QYvGcyR/Q/Niotw8OqmT3NebVJPFhCQJ+NsWJIuLjHijKR94dkeysT7K8UIXnre1Gv8f9t59",
-	"uW1jyxt9lS6e+cpkBqQoWXYSsr6ao9hyoh3rsiU6mT2bPkSLaJE9AhsMGpTM7eOqeYjzDPP3eYbzKPMk",
-	"p3qt1Y0GCJDUxXaSramaHYsEgUZf1n39fpDwgOIOKVS2ZRXMr3DTc7zncRKJC3ublW9e0X3LG9Nbusr1",
-	"DrxtVf0WNIu1E1+7euv3wabTctfw1nYYd4XzWJ1cfYicXgCJ9wVRHN/Plv6FeKwThAFlPMPyPGAoL1nO",
-	"1RTk+rpNJTDt3b3nHhG5nM1FKjny7JZ6Ou7F8E1jvVzmVoxlI7oWyz4TfDwlRwAq/zSWOAcsNKI9NG5C",
-	"OGwMGyGLRCwyrA4cqpytm10LMdfAHZLg3cepyAJk71ZJhm1u2E5KzF6FyuCaFXRvW7WKNu15v+U7MC4G",
-	"42PoQC07OlhkU0wRfAa04uJzqmxjhOdlZBW/O3IcvA5slvAsn2nANY/ZnKfZVmH8baCSC+EP2072AKDk",
-	"A4vQ+J1Xf12Fmuwp/u8eBUM5z5EPiOl6NahdZG6HiJI5ComHDaXyg4MnKSeN8rtleSYmSboEQETMnK9E",
-	"tt9AKYg5MrfiEtvPzd2R1FIDtYlmxzy9jpJb8C9Lm/Jc8Ii9O3/bcC0Xkzi5FHnZHfRXIz1XAWLtY9VA",
-	"GKd7kdgfXS7LmP90WyhhgQLGueCZb/XZymHX5V+4CRzCT++dFsKKXAx6p2KczGZCRXpkqyOg38PJOvOX",
-	"z7q/yqG/2v3r1mAl4oMpZPw6Z2ObCCVSHhdAkukzeF23jmasC2W7ueG50cL49YSvZbRO0NBLnYlZpQ2y",
-	"dcjb5wkEZKDKUOZ6KYLIZgAKfCli97pOfpjbPdNGzqQZmOElukFvn23ZA3A0TpQR/D28f5LEz3TARKyF",
-	"342QN6rQd7YXoMR2SJt6y/JIIKhpX2E8C6GgQ6i/dsXX77/5l7DVt6PAom4gifLwl7hmVOaNl7XXVXsX",
-	"x+udulVmpjUAdM7rzy8KjNj3pAxL0ggti618/6LEcwB3VWV/hSNZRSqLBWZqQtPmIVKZg5hXHW10BCtO",
-	"enUdlBmLC3/lJX0gmaVmJKaKcHtuEW7FZds7sJu7EDyjqmZZ7CWPuihkgFZ2uHvSrqZtwW/qAoaFKynS",
-	"wO5cLFPHPdrBjwbLuTip27grEnWT2vVGmGcXfFFUTjY4iezq7P19V7U3giLw4VbWIM7s5nxDWlE097Aw",
-	"VHVx3gAkDOwSrDQL84kL77lvNucbYCz3d5DqZEdlPM+tEeN4PsnHqJrSx9V8VcbKKtk3XFMrQhAVKsmm",
-	"kA65EWkqI/BvqkMx65SstD1vQLURSXPFTCrQvuBPlVSrNaUqpGRuW61S3l6Zd2DpQmHFCqrZfBGgi9Oo",
-	"IR1QeodyPTIjLCx2tUghDIXEIazJFXPFtNBQxjMRsdDc5FTFy5+kytAHlJGYzZNMqAw+a3XYAdFaMgxJ",
-	"sHHK9ZRJlYk0XQAmq9T5WG2joWdUY3uqfV/o0bQg7mPRd3gPz7QZD+QqdMjGWNUssxaiekEz3a3UArog",
-	"NRs2/BH8z3/9N/ig+BgRDRs+gfVYtNb2ytXYsytqksexZrdcIn2z/Q1bqFhobXdWVN2YVx1xL4rPis2+",
-	"YYyFjbT5mFttVI0/QV5PxRGvzRCW+BuvBYSPMfZhoyBBA+xS44Eh8z8IfTKSrHdgZ6ZgVDh3rw4gup5l",
-	"HQ4ja5obRWDsmX9hkX+rzzik2nKBYV/dAsl12Aky5whi6rYjCTsbrfufRDy3OScoZ8FDnwfjq6F4qsLn",
-	"F3kAp1MCebdTW1EFeFlFOFr0EYp3y5elwp6tMWaJTsH2yUPmItQiFuOcBtuzIbEVFmgk1neP1piXzmha",
-	"03prBb8SIjJON20BpJZUS4zatdiluDIGLWZZjfxbGlmLR69aSlSjBGGeBTgovP1hJ4SnghEzidmARjJp",
-	"ZL1HNEIMAoio72ZtqDLIyiQKUOpCmvrQXAHTM4qlzggZlrKu9qNUAHUmg2nS2FdJ6ztUIce1IpMrDJj7",
-	"hCCFsAo7LPFqunC42cx+8CVooPdjU7+BJZQL3KwZS868FfTAuMHnv8E/32+Ty6Fr7M4uy0x3ebX0M/+C",
-	"VpZXU57dL4yIN0HHFkEO2SXPxtOSYEwF1xY+i9EE5/ji8N6WL2ZFnNnfVjRC3ioXBqxImO9170rLR4+q",
-	"n60B19cPmijMtNupomr+OK6brteAWYc9ZUx8yESqOMEQ3nemnDn5+WYK4uiwscB8JqPyYSU7eZmOW+52",
-	"LG5E7FxTC7luJnVd/qHqeDd6f99/Huzvv3+sjANyWCOcX/VoL5eYewA1gLAHBZVo8ek4aDiGPhs1512L",
-	"JQudyTNPYjlehmyaxBEVrVjrC76SwgFzYzTKD+k2D+jaM7hLqweNgfb7ZxpwMjS0BtsMSYGxHw8xz/Lf",
-	"4FhnXF8XMiTIim7lZBuND/MimDoxRjElT0BLoLgtZZaLb7yR1ajwZhVF6kHjQ3uStOnDGZ//Hef+PVfL",
-	"u+ZiYGZ+NJNyloorkQo1FvfMrAFCqrgF/AW6UT/PToFJhhOFz2e30yQWmsflejXv935pBCZSb6S4bfQa",
-	"kxSqI0uNHqunoHSv7Q/Cm1SI9lWSzmi0AbOux8sXL56/RIIapiHfVwI+qfHa/aGsWYt3+r6pMeycyynl",
-	"gAtDijhCS26hV/KbpdzEj6k5JT8l8zmBHmHmbGI+LuXOMNl8I1J5JXMTX+oRPB7/foS82Z35aj9nfqz8",
-	"zuuKAS1nKXm8HDAv4Hc1WKFu5laM8gJF4FXMJxinCOH6kKVJXOcJ1yf0TswxpW+xM8uoWSPRKILyGIm9",
-	"UlTRveLKTFafBi0yS9B6f3k0Q3SlWKrrZxo5Cdicy9ShKilvJkqnQ4nbkZcjttg/caIm8JP5NOUAA4Zm",
-	"cZI2eo39y9/24tvZt9E/nkOIyDyw0Wv87cN3/3H9y+Xu9W/P33XlX7Kf1P6Hn/d/m/x1VoFqVnzu58nF",
-	"+oOuKZua8vjK6t+V+dtY9LUavMepWHWHx6nI7vSw3b3v7mb0uVe1owiKc1yz/5L4RhAvyn223zHR3UHK",
-	"LsXblXaYRBDlSg68/MPv//GPLr8cRxWcWrIK6vfd3Dxxt9t1jHu6z6IFUsiRG8uVvoXIdqLGRTSKu61q",
-	"Xo/qVyvUtTboLaZ6DZCouSqyjDqI6IXzCqpORvqBfD2/SC3NnSwVkFQAqwWV8ndKF60j7jFTqnVlwO4I",
-	"zGCesQjdJ/FB6ixgU34jiMIQmCURoTRjNzRccpBympJtcbwqAUDz8T0kD4Fr9TaebUW/irQ7BdrrDEHN",
-	"4D7apxZ5ULInjmdbsrW6oa9D+PoV3AuZASuvxlJ8UM4JNuxZZ8PWKiTEAh0nl9AzD596oUtohsrHWMCk",
-	"hHs1ggb+uDrMct/lSmJxH+J+Y3oUSfvvtuHw9w/YZlhHuTYAbot/XSC8TLo840uvaWzLiLTZtZcLGQNA",
-	"P11VkO1YNrMhqgzAfX6oOkrMXr+ibeJcbkswsV2AGV14/ywBS7RxWZuWtJTtBW5mCteWUl21Nalbg+Dh",
-	"EckKdPcYxM3PDKbCyvMZWFLU0pvg5x7jdYBglXhXcjEvlysr7R+mPNUCTdfmC3c7CG8m6dZYesVdiOh5",
-	"r939q759g8+s+uqwMI6qKy5obLUxbMvtDAFnmBSKL9NLF6RKHtvNA7/0su8r+18q2xMGFcvbpFsHjO5s",
-	"VgnvFJSTNxVHZ13QGEcReKvowP38cW0WGfquEs8Pqm1XAFAUURvB6uuDNdsKxQvbqHy+qPImi43Mfrdm",
-	"L+9TaUoFVEfG4YRMS7mBpeXaz6B8YJwmaqjsnc3PjFkJfMvpQgHXMmYh7oEw4HhK7DWXyD9rnjkSH+bG",
-	"zcZ367Jv2TfsG7bbfkEwA99WwAwAogaOyn/W80H3JXT87/2HxRVxRFi73+3ueg16I1tuYDOdFD45TlLQ",
-	"+q5TUokPVY/at4+C18KZdUlTupoY3Gi6R4SZsApjgmgY63EMnlfgGHykDste4+CIaX4lsmVF9OwPhUjg",
-	"748Vl0iLlN1OE8sAh2RlC9VnfJElADLDIqnnHIt78SpqtPS4QKR2UbSt3rG0Q8ujetHG8Jy5kOUXUisn",
-	"Bp4TJdp6mmRmtCXlXNzvm5Gfq6jBC8KghK/w7aPhKwBkArgtkCd1Mx3l08/jeMmaxfdlVFNtb8OvMpEa",
-	"c/vKSMGaoFfhfNeCIZq7myudHOOw2vdHNixKjBUFyfW1exREkVMxFiqL78uWWCWMNrUNQwAeh4A7u9Qy",
-	"bKVNoez38/YRl2FR8829IkxXqwp86VpHlCg1U0AeaSwSDzPdbiljk8yFylr3X3krwFd3P+hQq1Lzh4ee",
-	"WA8RuhKfv7kMt+ZtB8aOhyB/4fj4cgRkjJUh9ySG9LXRJqwW6FX1XxrnofC+9yJnXAsbBQ4NgEBB0Zqk",
-	"8vCygJWaCWNEWjLQfNuV1eoXBiCpDi9+3NCLYPvEbLLUnWPXCawdDI/MpskiM+LOmnKbM1c1mCT+fnDH",
-	"oIhIUlaBbgsXkOgqhFkRwMSX6cWDXxK8BSvgbsAnvt28uQy5BAf0mKAnBULNGuQT883W0ciCR7DRAyk+",
-	"/XH8kM+DelJYgw47/MDHWbx0tVYFKQsOMIkgqD0dKlG6vrRX6Td1/stG96Psd9Q5CXew8e9sv9/fAp1J",
-	"tcgEmyaLlEV82U6u2rNEZVOG/0sf3Qpx3VqtyalgNc8hAIZD/c1wePGvzeFQ/6v5R+vj/ifzYSVM4JbY",
-	"K2C96lrD8l44LA+wrL6MsfRAjJWt7JatYFIe2W7pI3ZLLIUtBLhaAHADcrCEbk+En8mWOSiHOxzVr5Pw",
-	"9ez1u49qxmBfgiWwQj4XDiVNV8bCaq3s7HeDV2FFcnYVg6Pb/n70rzvt9//6L/e2SlYRRR5up2B5GWtC",
-	"OwQmRHxBnpN5QYt6YSrwrf0hehg5NeoLTtpm9bWW4rGghh5V+99Ns6/T5I+kyAepnExEut42AqQPzmZc",
-	"LXjMMvyJFZAP79fi+nrTvBh3e7W5ynz4gGmAtsSfZFZH5FIAk0+R9jKPnkI3xUr636geq931OElFo9ft",
-	"fL8XNPTiknjoG4Mk4sse291j/9//+ypgsZxMM5ZydE/oGuJqMfKy7LpcEU0MVXj3Gpa/ZYeeXFFUUJWa",
-	"tp2K9vROZVZGAAO6peW8OldFr7ea1o/FDVdjEbCpnMA7aHZppjLtm2fgGc8B32VR/EbJ4jL2/CoqWv/k",
-	"z2BFyUmiIp4umVF0fm55s9qovuMxlwpu1qlvW60YBXIxiyUbTxMtlCX/sbulUPLPiMA4YGGUjMNWnyHU",
-	"jcYkcz41qx5rGq9Ly+FtmOI3coI0gRwJ1FIRc0RHTaBoF1lUiOjsUiexMRDfnb/dTENDaRukP4YZ9JbH",
-	"Nh7g/qg/efUyp8TjYDbNtoUgUwBuWYFWiLkxPzQYd+aSgF3enbE4FxibfC4YxUMkk4pcO8Sx0JpPxH3B",
-	"Va6SOE5u24s5m+GNOkb/fsA+QjiNseS6EM2xY2RNCPRcJtkUzyyYJfTrW6lKaT5/YBb48AX1pfQaJ8kt",
-	"y1KuNCIqQnnim1So8bSif2D1Rqv4AmZA5jtzo0nKzdDGMZ/NkXpxt9PZ7XZZ0/bxoEXhUFv8SKhPNBTL",
-	"WeHQeRYeMJPUGtfwbZ9dimVCdYjCiPVpAA2HWv5DoLML48AWK5jTKE3mZshaxi56vNVmNFsDnw3J56qq",
-	"JBFJPqosKDuKtOttAs57nsZGE4RnpxcD5mGiwT1CtgAK4GKAYlN1YBnaoMY5OYDth+79B0xlb7ozbKiV",
-	"DYG7Owf131BOWHnoBkJnx1zG9+2sGcs5yF5nD+vMHbviUcmSCgSjT6ut7FXlw1iITPVUYyFvXLi/+Li7",
-	"FkSv9K7XCCeIKPjSu4Lme6zTq5Etlv3+cveqO3551b36VuyPu1d8b7x7+e1VN3p+tS9e8JdGZWiRYoCj",
-	"mDd+2d7dbe/tDbovPGT6u6FClau8ae0gD1yucA8a1BE1ovth2naOTNiAJ2I/SqUayzmPR3Qjqp36ewNv",
-	"9341g7v6Lp+25UD3p3PV7lDYPPvv7VcX52/aA3NZyBJFPV7mTAfs7J35n4PBq58gDPb68O3h4LDavKCl",
-	"WCd93ukqonSNiH35WB+iAjOoufxZiPn9TuOJuKXCFTqNUAx/FfMyCaP5vKa/Ab8qT7i5lJqFQI1oakA2",
-	"020ZhmMBbfFU5UmJTghsicwY3olic5HKJNqiCx1GUTlJWhwssjWGFBqFUBmfIO9YXlcKdXJ6cWmuvxTb",
-	"2lf8hsu4GhDhbKGngD6gfTLrgM2TOAbKJyIKWo3QTReXG20vLX5aXNLFo0oL+MCasO6ljDHrvJvFZY+F",
-	"hEgJli9UmdnSPItaaa4bqvAjmcefdjq3Io7bEKHYoV+HrEntb7aGYJ4mY6F1wJJFpmUkWLhjtOfNLnTr",
-	"nricGUBoSs0Wys1jKQ7dmGbZXPd2dvTNuOPJMfN31Vi28nGSuRzX5B1wLzyDogiEDS9CCeCp3tndgTAo",
-	"Ceqd3Z0CUqXZnPesGM33E26DfH3duB8gRPB8JKn8xxoo5IN8w6TYo7DtYcDDrdcXJmDXg86SuYbTIdVk",
-	"+1ziFzoZ1V5utbr56WLvxUv2l18HGMyDziXajB13/9DY4nJWc9+a7Qife3MGVr1+QP277Q2p2ViBv4AP",
-	"2mU/4TKV2KKtTAl7OV2nPWrTxSVrqqQokVp99zf9xnNNjvELu1x3hNu90OIi49lCr/G6jXAaT7lSImYa",
-	"Lv7jaAVzuxFgzdwYpxECQlUMkUkcA3wa6F6jFRdauBy6Ec8F6fdiI3/jqvyqHskDtlfG04eCI8A9GDer",
-	"m31G/98ok0s+vkYp5FTZNEmudVmZlcgpugV/tbKD6r2LJXgsFcb+yjIkjk3FPEmze4UTDsZjARggxh7Q",
-	"y9lMZCllK1wARVcEGPpYFsNtN7SYszGfI/QTVsm4l4Spxb6Q6gBDcfZW9Im4NPPIEC2ANV3ADmY5YHPs",
-	"8aM2VUAoiZcI2wSnBdDlx1yLtlRaKC0zeSNaARoAHiqX2SLQqEA8rIVE8P53xcTTT9P3fx9k+P9n8/d/",
-	"v9Dvezs7jUoGvT9a9GQDe8eYzz9zwOmfK37j0YDcK3wzoCxS2baD/VwqjO8wKN/kYwsmrG+B4cHI4N5H",
-	"Y+l++hT20VpHgHuWqKEC+tOdj+Z/j6JPaBGHbMzTlNyAVGDbAskDmQJz4ZpK+W+DBj7cRhUqyuZftLu7",
-	"g909L/yBKvhT0BBpmrifXkklteUMx49sMX5J0GK5lZFw3rVzngIDsS14pU8xGmJGDXqHoIsdCjBHjOCP",
-	"DZ5OoA8JtlZR/FvBn6STHRTRq3lki32cQzDnmMuWYXB3dy2ksofjZ/MtMD54GxCuo++v9rhlF/KjN8/z",
-	"7e3pljXjN6rbTB+AATR6XeAQzxba7OPDk9dHJz+ODs7Ozk9/OXgL7TdirkdGHsBmrijs99d4/z/Ay+IT",
-	"zCiq+SLDaIpZve+e7weNZJH5H+7t7lHUBkNRdyj6H1ihRNHEhdLlfFx9nbjduSvJFql4TIeqT8WqV9i1",
-	"b3YXdntBqTZiPTrJyDTHgvWNHu3noD8kw/Y+gCKQHzc3KCX48sojADYWUZjrWSo2SrliySKrqtl053tz",
-	"avwQLvxUEgL1LqkZL6wAjYu9Oj0+e3s4OHwdsDcHR2/Nf18dnLw6fPv28LVRvQc/nJ4PDl8TSBCW7WDJ",
-	"zv0rdmrL6nETbLEDt2TYao4TlUm1ECzlUgOmKKRA83PJ/pWVbcSwhgm/JDxr59gia+XtKPAjOGNuGj3i",
-	"H7r+AVXrJQFeW8gBR91Vtxm9ZYbAgTRicdmGo+iBAnKWJXPCjFrpqNi+ztvTJJt28xlduiKna3qW3EXY",
-	"qu03OGyxieoMGzNfUslM8tgrnauAiPUUwWotRJZKoZlO2BVPWTPfDFxFVE9Ts8+sQtk8XejX429yRVN1",
-	"IDRrYmc+tOG0wCzCoVWP4dFL451a2/RO7+BCX61VrL1IMUiysL1gdlPLDAWxt6E91YMHBeMwTkMN1Vyk",
-	"dOnB2RGYjUHx7n6n2bVYtjrs1Lh5hA4AOKSIVwz23sadt6Ekv7Dz83lwG8OrzydFbPVFkTbU2xMrMqK4",
-	"e8uyzS5XfnYdp0JdGX5RAb2vMdMPrVpbPXDGTlikVEKKmgiFFjaeOHjhyu6aMr9RJLbWna/MxeBzabtF",
-	"S1HPxYyrtrE7AZpEfJjHXHFLOZmH73PuAlf045BZ9ve+Z4MkYcdcLRkFcvTGWpsxckrZka2d1FdJVJkF",
-	"WlI3HNlhHTZIudKQqja3175kQjXF5/PYSK65hb9CoTpUIe2Pq0ykIywq1+EOmDopSruw1WPnB4PD0duj",
-	"46NBwC4Oz385PB+d/nJ4/vb04LWxLeijw/Pz0/NgqH48GBz+evA3+pu9fXs8GhwdH56+GwTs9Pzsp4MT",
-	"86NfT89/PjwfvT66eHV6cnL4anD4usPORDrjCpqdD94NfnK3/OHg9ej88K/vDi8GARucnr61Nz85HZn7",
-	"vzo9eXP047vzg8HR6UnAXp2eDA7/fTAanJ6O3p6e/Biwdyc/n5z+etIZqvJ3LjJ7I1KNpmaUCGRXupJZ",
-	"jm2Jnj6xIqsouQVnknKBZjeiA4paC1hpM5Q2tNZBwZBwEJ3aQl3JlKoSNeMx6HCkgABAqxJMbL4gjaCx",
-	"siL5ZzBLjaBRWJJG0MgntxE0vAVqBA1vqhtBI5/rRtCwi9cIGhWr1wgaVavRCBrlKW8EDVqPyuA27H/j",
-	"p1dXcoILjyLFHAJgaJrg5Ibg8ocMm+OvICCKl+ssFXyWN6HAqorZpcCoKYEdYP02ZACFhl0YonxGmEn8",
-	"d8BCWlH81C1v6Jzo0CUis2kqRL7YFH8IWGj97xHA2no/uE2Y/S6/OhJxxvEi+GfAQg2e7ZJGhn9UkCau",
-	"6b285Ro41jJMkW3LKx+jZ7VREJuxv4ari5J47Q+NIIOhUgGQ+W1xqrZ+9l/pZz/ArwBR7beFUFUgKGeJ",
-	"lgian3tUdl9BifAuhV5hFz2zmyqUUbix2eAhtiC8h2cQ4ipv/0u6/pMX39l+BQZJEr8yv/BKZLd67MBc",
-	"vIqcQZPvUELWmRT53qmmImIYNEHnh6epvIGgN/ixYA7TUmnjLfJY6LGIAsbZlbgFHYh5nNbqeUH84Uq0",
-	"onP7lZHwUl1LNWm5AOeWYdEDjE3W/GqFOfcDxqbskNZOV3G7V4ROnVSBYxTkRGxo0WjCBCHzpkKU0Dej",
-	"TTLFv8X9nF/3qCqsCIjbEl+UjIh0x2a/EcqXTHxnqmXTNFlMpsaDwHK3QuRjoXK0vRTd+IpfFh0KYgfY",
-	"8k1qqjXoywA8drMt7RLR8BYqk3FhOrfKhpgtYXcDbrhtQP7XBeEKq6uv1yztygR4ceaqKXBf3+vt6hme",
-	"bKS4Ii+BZjxoYxm5faPNeXaY6dtQNNEjSu5T/r754geFs7P2FF843VDXt4N1aAoplnhtZr8unAtumRfS",
-	"ZU0XLGwRrITZKVtt7rsHNLcNt5X9lxUHsi7u5pqq7i984ImVGuCgMITbaaIFgznwgt7kNRX7W/uuCXaS",
-	"QC63ukTi8wSJMg4VSy4wtEUQ7a6BnbKutzENG8FwIY1C+MLGI8pxCrcA609KbgytJAlzZ4yOt+/e9Swb",
-	"CbfAlkYU3CaLOALYYGe362kSR94dcpy7Z5qF5AuO0BcMWfO7Lvtf6HSwWNBt8MWfaQuxHzAjHWac+En4",
-	"ZbLI2L4HFIweenItVAth81ylqQtAuLw5lJ8i/CnXzlNETwiReehFaxxSZkQSuQ5S2/pHwTSfVWJ+dtgb",
-	"Ywtn5rwlxOGDi1BEkafba7YAoNuQdOjImoAhgn/wDLFGVEbGNTB7UnA2qB208ZaxEjr3qhzwkLNpqL8P",
-	"oHTjW77EByGkfYcdZQRfTADgJbt/YUvuiyLVeAKjeicCJWuqM2yMgW/cqJvgZboZaGGk3k6fErdxPon9",
-	"4izm3DmwXjTUeSpuZLJw9wgcnAplAK6AtUGqwBx9CSkCFSGvAk6fHVrdKt3Ds8mhUWtzFrVYsrdpgp1E",
-	"ftTfubmjwq1DDwAJBD8lO83ytwrJjnyDjpM0Mns8n02u2bWYZ/dFeDIvsu4dC291Bx9h4J0rrrek7Cuv",
-	"XvVtMU271e5cPdvr90P3M+iR4oGreElHk4SLUd6AdgBr9cigsvsToF85C91lIdWjaS8m1HTZ17I91vKD",
-	"RE3kdgBxrrU0BzFDJ9VsQcQybfnho46RO4kWUch2/I8jMZbRyqfigxgvMvNxk3sy0dyb1AP4vugYRVh5",
-	"ZWbBfJoujJ5xwagOGPdw//wjMl3h9kUfspVHpigTRW55lSfe8mNWzSQ2qgy1FIg10tki6mHExWoZXqlj",
-	"ZmUVUjghKEC9fY7dHQWxV+CjdgaLDVN5boRbjMKHtBSFz+xCeF4ATmjhA5rOhg2l5WGd7eBsCxv3wg68",
-	"8Omxe4vCxzagc5a/UOX3r927VX59mL9m4XvnctIrV3+Zv37h+9c0F8W3sxND53U97BN2+U+wQciivGxT",
-	"7oy9ENsixiJ2waZSdbjl/auE/bx5tWy6jJPxtYZecLQGub7uFbIKt1wiorYlbWriNmflmqYW4i0Vz7bw",
-	"70ABInuDg18PjgbmDkcnZ+8GrQ6DlhhpO9SQhsNcS+0w6zN7ayIE7/LIzMroCDCNeEDLQ7pPNMEFimtD",
-	"CrqOnzSfKmYkA2I0FQa4Mul3GiLthdWQ7BqiYhqxH5LYsNXc7St8Ks/YLm+siuCDXz64fQnWgf0ZK+Rd",
-	"QVhVVlRth96ec+JCYg+MncgSkHu/aVVaVpVoG4oY8/JZSZNbJiPWVEmGReRZwlBJbFu5Ug0qNQB2TeOR",
-	"cX9abHHC3Uny17Ese2xuW1Iqr9Zm1hvEHmctRd/6+Ga2ixFBMowgIRK6FTJ1V/a5KURnIQ+Lg3PQiPls",
-	"lKkt861bd1hc8LFSAzk5hQXKIdfXI6j2sF+EOZFl6dDEcXL7JhViUJ06YFepEG3IP1PoTmrGbafDpdBA",
-	"sI0b3oVUK/pwBI+qAoMX0yTNkKm27yS+W55c/C5Xtt0b3NtV7DOLOJOVHMbHGJfgCuH9kJ18xpfsUjCk",
-	"A6pj4qplxz3Fm8AbAIzEeJokWhDrx575ZL/Vp7tDpTjSOKM9eSPSS55hj5vXLnn2+k0jaLja5Tt0RuZy",
-	"tyZUYHSmMwsLE/orePIoMliUsGWyYLdcZf+2cdu7R7p1zifMW46gtNk2bfUDF0y+I70XbdQsgWUunI26",
-	"Y2B2+ajaM35TOgB915mTlnbplGsi3LXvGFYh5VW1aNYcDz9Z8UyzEK/bpkEi33AV1gMCCyX+1g3cXmRN",
-	"OhGEDQsdSG5+oANpIm+Eaq1vqsw5oPY3Ad3YPeONedPeqM032kqXKhEI0r65C2cyzwFV5GM3ZqUKy/4Z",
-	"81NWN7pd+/tIVlWIahhhlZyG53x7uTt+pARX3c5Y76LZouNtPbOvgSXnpVgqkioEOEk1eE2uiMCzquQU",
-	"g7JS54F1jES2OkP113eH7w5f95i1pzFieZuk1yLtsPN3JydHJz/23EfEwyuzzooz4Tt+QwUGem6dl3yj",
-	"nren6UrcQd6FF+9+GB38eHgyuHCjGyqsM/ILcM1PsJOgBx3xcyL2sZAUScouxdj4p3k/JRXxS4247kPV",
-	"hKKtzmpzRauzto+hxzKRzqTicWeozsAJ7tnhBCszFJRmoc9+W0ihx1DkRS70PF7ooaqYhGLtHS5bI2jQ",
-	"CjWCqi6h4uP8D/L7mk9xwFAkR+/aCBr4suZD+7Zmm+Yn2Q2hsnbOj+NYWOE76m3nxCaKihMqiMUrzNfR",
-	"VZKOsurePbToQWX3GI91goTtkORJKWhhwXpBlpln5b4b5D3MQTKH7n/+6/+BNA+1ghDntFTjeBGJCL7O",
-	"Eki4OkB1lJlNlwhI6H7mwUGR1xaru+Jk0qe9jOPyyaip8giJsJdAZs2As8GcEqjSUxJLCXUmjdNstJL7",
-	"YhUXFlaiw34FQFWMz4b0lc33NX85eHv0Gmoqa6g1Hu52J4yCmJhJa3Jv0VpIRAsMGYIrbbOS4J6bXaJr",
-	"fPR8F5YKqhbKuX5B3hFs9RYdNxoC5IXhnu/v7YaaL5/pPJMK/jo0+GbQHUJOPbryrS1Mu+2J8Um428i7",
-	"O0MrZPnrFXOFR+vmt06RWXGwjULzj7ddABJuNWIO/oni8PAvtg748N8PX70riLK6Ot931fX5AHrFsiTj",
-	"RiiYFaLgfZ6wt7GKSnOi2GdZ15yMGWBdpkjCtswtIjalzs0V4x55+kFa4KMI363IabG3u3eP/hL/Bcsj",
-	"qdwJBNJ8NJsnafZGgjzX91ANNzyWEc+S9JlmV3Qb3D2uMIEetbosUA9SMVNQH9TWZo1ltsxv2zSmAN0X",
-	"5Y2E4W8fPAWkDfvu9NZVhvgtB9j/irH9it+sju6Rx1Am6cap8ka2eVXPcQFcQ84dV9Z26wh1I+JkLqpX",
-	"lZagx0IYYsg4ZdbADQ/Aigryxtj8Z5kW8RV45qJ6uSGbmHEZ6zAHI6rcbk2MdtkhWDMb03wQE0DjIMJy",
-	"ET/lVyYQhedt9DGqD49fArd2ru/eyrRdG5Pxp6bFViYjzYQaC8DHtf3YWKQGvUGdh3coVe3Umt2J+Jun",
-	"i2yczNZgdtEFpITqYTatl1hAStDQKUJlGpU4nFuiMor6RrZIxBIUEM4kRmI0lAVY443KTlxP21YVlLqy",
-	"y8VnzphxGRPWVB7s9eqDqi3BKqRR4KWxmKaVgKKbWNqhqzBLXGHfAxxso6iAvzmd3Q8DaUBzA6ArFXz0",
-	"3q55ZPr/f2Zi/uq1TGLL1/qWL6uCp0ZOxeYr1iRubaqZdXiFUCADl7RyU/SZdhzL5SUdJzAKItsOCsSv",
-	"fC5HwLzc+Ib+rxE0FgqgxBszkaVynMfeYq7Nx4S533lDaPzmpWpZO/cGuy973Re93b3/qNgeOLTVM200",
-	"FE4C+J1SF9jD7YsA6ur7SlHhveHWvh0xehDrMiQ7pKZhIJVHh51xrW+TNGqbZ0aIsqptaw3QXDOjXhjX",
-	"QxXaKQWmD/OV4/kgMKyhqvIC/cmurG1fSTnWrMjdCd9uU5kRCb999WLlOOKWSDtL960cr4yhwhsHtCm8",
-	"RdxId7ZyqjaQnFgucni/h7OceJttrWG0cvY/A2Ny3pJ2ANhws0qlecAAHYvwex2KXJYYYbJS8rj6ytdS",
-	"RdvgjCGOsbnYA/WqAjDPByOjzVaXu1OAI1k/EcfrLEKouiOVAFnGqTQ7+0t0h3K3QFWofHZN4F0h4mNb",
-	"TbZLplTtgy06mzYHh95AcAZqKkOYviCvScA2D6onlxkAhEmh72XulUeia+o9MBjqqjcdMHGpfJQqjIow",
-	"Ctvnp9f0Og68pnd3ma05s2RbOFH/mUglonIvznZ0qUlVaYC3DJrg2LzI1DNb2+9rT4Iqd9NDZZk1enTb",
-	"LuDxlGfPtD09rKkS1Y6M1cW1VJNWhx34W8ZuDAKHxYfkGbvCwhHYv11et9ea8JoOBSAVUKCeO8OwL1qu",
-	"on/KU6uokVenz0It1Vh4rRZXMoa+EoT9jOW12LIcaTMvQ2CtOG/UUKVU1xO7VTk4PaGmsyiv/IbNE6w2",
-	"yVadsspSIMhm+gJrbbm4kz1r+o5spbJtGcL9Y9EccUM3udeeFDAthFdkTvcOWz0vcnxrmwCwNAqKoO0j",
-	"NrbabFMK/QX0AmRU1jQnHGU6PzPFZhyXjNly3967Sb4c1igOmfbLaq121R7ZrpDS2yZ545LLvEFaGeMi",
-	"d0+2DVwrNI+9XJtxlu+RbWvWp9pa1Xm2wJa9VmTIXHasJolFjQqjB2ezXMsDoviJ8SLL2fupt5ouWUfv",
-	"nS/wlypr3aroBe+TK5Ey8dp6EA+o8N/Y603X3b+X1j6oqo//16mtkI16rLqpv8lV3tG/0sTfMlspvBZL",
-	"+t21WDLvt/Z6v52MWvdbRlFCu2FYbDdzZ8a8oNnOFtCx7zFzz0WqEzIR3Q8mPBM9FlK0nG5LBgucLeCJ",
-	"QGrMJGXJ1VVgIbu9U6fZTGpNB8i/uEfJYJtkcz2saukddBUxAixeKB1Qh6hRjLYCxdp0nsZuBSzEMwod",
-	"PnBOSTC4gfkzQ+fZyhOX0mYy66E6wytG5k4h9DVxfY1raVWhuxkSiBalWejuXSzetgg5qdCZn/0zj+CL",
-	"LAlRTuU/UEJEmqnEPa5Vgn3wtvfmXnfqell7ZlKuHhdA86iYk/7MleSPUjS+6vTk22H1Nidgt7Imouy0",
-	"7M223YVg+9IyOgsZzordQzJjzTAXQ6Hb7K0g37isac8V5KBWLw6oqRjPkjLn3PwzBBFkjTMINaBwKD0T",
-	"gb/gCwBZoe9s5wx5TfjWMyLIbhbEy1XMJ/nPHk5w/NC6fRwK2RH13JZ1BRLnUAdhdg/NadPO3DMguIyE",
-	"QpPB/AkJF2xNN1K20ABvBtDaztkUgCepq1mutefwcw0WDZ9wqVwBm6vCG6dcT7FYJF3MLT4lJB3zYiFO",
-	"teWQkvPle591fX+dHeBPMmplVEnm/9IIdDOcwtN0LuNxjFY3EDgFyNRhw//N//zXf3u3FtGwgTgivi99",
-	"x9Ze/GHVyoIbaCwuRMYQHzKsUl5pYt4qOzYaT3lVyYCzg8jvnHOtYS20wwm2UumZNufVXDWa8Q94w9BG",
-	"TL1OctdzDqHblV+QU+ZhNSDYw6qnFhDLhC2HVEkmaInRrhovso4dU+hxjwE8Ad7WFw30Kw/BYNN6bRYA",
-	"9b7YxZ1iF1vji28PblIqWNq2tcdz1Sq6fFyLb27EV/oaBZu1YCk7aeY2f6ky2jcRPHlT2MdFdRiUHbla",
-	"t/JKpFBGcr9k6Q9JBFEJn1BC73yU0aedjO4eljJsRajm71fSXOuhnI3yUOKWJSVI5ztjSqzUv3lPrZqs",
-	"d5BVORgDrMf9Juv0VjGON2BXUsRROfm4SljJ3lbQ1BQvWzF8jCFWqDp9d7TaonK3dG3hiWtm5zE2ElBP",
-	"+jsp7LP8/VksrjIG7lJqLG1Elo5KE+kBvj83QivJzINplJGHfXNMnO03UtxWEQLRITL/Wczr6ynGWJBH",
-	"3dLa9ptZPPloXUCCxyPyCUcYu9tY9UU/G+CvDsa2B2TlfrX0VkiErlkR1sGoOKwmdbEicgbDmqGGZK5h",
-	"80CXyneJ4pI2HZ7Avd39b/e/e/5y/9tN+t+65XYBTq+AOGRjHdyB+92n90FFRMCsCY62X0QVohS2FqQD",
-	"NTd68FPQyMOpI+xkGBHYUk1ZKaK+OHfStpJ1ASjL94xWIJ/MfsUSyxEWXFocmt2gu7ff2WgzeSMVyqjn",
-	"qH6vxomaFGCrMB/gYDJYE3xtmNOwph7ce57DsxrNRTquTKBeTM0DmvS9c8UWGkxRgjzmDnLKLNSVjGO7",
-	"+XxEj8JICxvMyjT7V9U0re3qxjZV7zObBUOZyMax4KnZ6K1tyqsRXJ0w2yqitQUYOgegTSXH6xd7SzYL",
-	"10i0bpqq+aQy/hCWE/v76mOGOsM/aRXqpFqzvUYtBKGG1TUoa7Scf2w4vKhyIUkrVMcfkrR9xcdm3WfU",
-	"ogvGtq5Y+8rVr0A/r8h54Rd5yK0MT7h5M1SiWNVh21aCY0kzAsJqE7pvfILZQmdGfyWq6L8gfcGYK2BD",
-	"hKDYJE0W82cQe+fMlmApYREf9/f2jF5wZ4eil6VxOIhDC7Vlh5VNxax1Dx8SQ7CjOsqOCx8QroZ7tMJR",
-	"q+qy9V02mC4vY7kCH8SaXdAOKsEXJrYUPLCtTYv9ab3dZZwbFzt7mBFGHqzZkHmIwejWFLQnhDpTMUtu",
-	"bJLYflcyw8xuHtk2Gyqqdfqpkki7+IvqTi+zw+h5PQYc2/NUtOlHOiBibTJfiUTP7B5IiyoElJmKVCJl",
-	"bI1D6ym7Wo16CF/MADSeBkQ5IPuAPIlN9H6tbR5ZzhfS84Pi7NSb4T+aM3kMGPQPKIGF3z/T4G2lFBrw",
-	"1hZLLIjEfmUdqwswTuhW1jEB4eGXW4CAMS8KdzWqyAyiotqiNEXwuA0Tcr+peAN+GoI+GE8jb1VDDw7Z",
-	"4pFkAeobyy5dUQzz9FpkAZgwIpOZkZoqMl4sqBpjXhqHBLSwVP7gdlcbDNbYMm+AG0B8yPqs2oapwCyo",
-	"0pB3VcNbOZY1i/Q2nkHd9uTrLBRMDdTLlW1xs7EIk7ExmWft/c4ulIfMQDQuUtHodTu7WyyZKx+uOheu",
-	"d5AyiTXWkxId9qtRju1ExcvARmyJ47O0HPvd71+uX4+gAZr2VMVLJ5EvuRbV3LJmnEJF80SqjJnLgB68",
-	"maSMakDmHIhwUxbiByIKW33zpRAK6W8TRfxIrLnKRJuy0NgxlGEZTROdEUEGSIqi3aBblbSzG2reaZmr",
-	"IV54bDdLlsBhzHrG9YVVCz2N55bjWiwDFtoJC2kdzM+HylwWpdIsDwl/zJtCkN7SspJ5IN01usMOcBBY",
-	"WAU2BKCowchFBCFvDYYVFES7qry8rRV3mbeQxd0aVGxx49L5qMPmJ+jpV5a65cAfL0vVf1AP/9tC0Ne0",
-	"pUo3r2hoLNDfSNvXWHZdyNpe77/gpNfZwLQkzXyHUjoXzFCjd6TOwAGA1FgBzTGZC8UlwE5n0zSZyzFU",
-	"YON9KidK6hEt7Op4wHSZQWiAgv2WA5gIZqC2u+/smXz3mYFVO+ZSj6jgfxXyDt3tyyXVaHlseIXX1rYn",
-	"G+QoFLBnVnGE+fuE1QNY3VpVPVnAsAHNJGM+B9c377+tWvONLms1ZC6uOGSmfVvcitrNPuSWGvGEz0TA",
-	"cOOD/1K2b+6kIku6ZcV5MSoL+u/yq4qhtko3Aus44e50sOucREgbUpWKVMRoUjyKz19uWpN6PX/MZfwQ",
-	"Re8grqCBreRKJiiZy0YYSYSGnmVzOM/jdOmOIUAZAiIwqSJz4c240OlHF9jAPHirFyK9kZAVMoqK7t4p",
-	"/mpOHTDm2+fjVGSQp0mzRu/Fd99iTw7dU9+MKyL9NaIsNI8KzaYGwZWXI1E/36WIk9s+C+NkEhKUFTrU",
-	"rqyTjgJVPzq4WpyfOJlUSjN/3lYioClX2rya2TCLVGbLPgu1js3zGXz+4rtvPdQJ/7EqUVBNBiuhdXV5",
-	"dXGFViPaCjj08PvKJkT/qL/Yr3tC9Qmn20ee6WtNa2PDQ4MSufaq0ihehQNLdFVk4nhwxsxXILRg5Zoq",
-	"IWb+AOcxScHOavWtjxuZp7ZxNGh8md1Rlm4vnhc5+f+v4VDv9P7P99/8S2Vtjdu4lUO0Xwe4scAY7dt5",
-	"yNPOudUabOuI7O1vY6PiGaoempmjptlsWAOWxToM2P7LF/S32ZOtgjR7+eLF8xebVEx+VCufCm2Gd9oW",
-	"ey9ebEy74fGnzUJvXTiGpWNR7wKfxYuJvGdYaMBTF1Cew30Y9pj1WfjxU0h/OJky5hmPk8kzbVkWbkSq",
-	"y1CEHxv0aaPX2O0871S0w7oLyhP+C35hnoePZlnSd8ZT1RDu2htbr73OF8roRtuatu2EFpqG8w44nM0R",
-	"DXeUZbEj1MdvpNIZj+NRMWr2aV1X3fYh+5/F0syhErfoEbOmg4xPAFoRYllN7yDjZSDEZ666edXtXd+O",
-	"t6Zxz87yO33f0FV9GCBR0K7Kl+uT7j+mfCzYT8l87urZvmzqPSCFtdpzmpiT9yANBxeObkQqr+S6HCH6",
-	"QvAg5DHRxne3v6t1PTBstxq2XfGqcFOFcH0IIcGaRGO9GoKYCX27IlmLUY/vtjzfccIjMO2gxfJ+++8Y",
-	"kFB5mrEF3A/bZMIrGYuQwedS53obUiigJhxBnmb73W7AxlMxvs6Zc6ZcRbFIW6W9a27b6DWwSv1SKp4u",
-	"sUp9defipdXUMrF4ptnlMgOC34zNEp2x3ZfsWP7QZ2aeWCQyRJeyDAp4dTE1g89v3GGyH2WeIecIugnb",
-	"dL/gvDfxlZG9F6ljkcujM4+uWo2gYSyhmkzH+vXoQwAA5l7qium3T4Rl2GoV7GA+rigBDItSRzHVbvTz",
-	"WlJghfswh1zK3j6bJotUUwUNTnUZcS6EBauMD1RvBS3SDEL0gySJ77cdXoGw11gpjcFCSLsIlaVLMlMw",
-	"7qgZV4zUKX7tGjBqICEKurcOEEJftwlXoL2797wCFmJlA2xIK0H/g8SYjcsi2dISfMOmVW25wQ0Kuo9Z",
-	"MSzlURCzzdJljYS9n+kAy0XpS4J1uFy6vCGErwFh61p49CpmS8PFAQuNaRFCxHfYGDZCFolYZFRHhHgy",
-	"4MpCiNUrP7L9JIhYWihkh6+k0H7bwDOva0MXZ++ZxhysZk2bVjyDm/chD59nvKFanAqj/HwovZZ/x1Zn",
-	"qPIXCViOaUFLxPNio3EqsgAxLlRCueJiSRuEd8sZhMI8bFsphi9WcfyCxof2JGnThzM+/zuKi/dcLWtO",
-	"q66KRxyg/0PFjZvAlrdsJSuZWjmAB9RFJjfCTH9jnf2U/6SM3LQZo6jKWKoweqLCc3a3Kli+i6VEZ1kQ",
-	"u7hDP4P5zk8BZFXJnqqxpBBodVRjXB6Qtec4OPy0OYl7Izgx6AY71BZsVZqimxEL5DhbpDWJJjsaVykG",
-	"mWj6CZMzoBb78XDAdsxXVHBMX7d8xIB8qrjeHj5gcwmyHRF0lhjhY3/Rt1IF4eGMQSIzI0awds17m+RW",
-	"bVngbha3IuR1btYcieWnkC9a5q/bxM5U2JZ2XxRBHPyzgcn2jbAORUCcbU5xVYG93SGF8+0dipWDZyeg",
-	"tC7FLVSqmN+AgWOkWJnzaRsgN9htWxM6gazcBMeIt7w/hg26ynd/je0GXzHYB4z1V2h0+ilZaGH0oVST",
-	"euwh2+5jDPup9wtw+raFeU/S+ZQrQP6eV5laBLTtqrZTY/r73U6/np7/fHg+en108er05AQa+TrVTSiW",
-	"HniULpQemc2N7XYV9RMLkbMJY80bFFFBVwdQ/dmqzQ09C6W3WzeI+64ZGIgYzr+AGDSaIUbE/YyVDJeC",
-	"pyJ9Y4WBvrkeFZut6U+0eMg7LZuTZysU6OzYtivPeGxEjYhc53LAUnGTmKWCNrY0QZNTMyCRImIQgh8Y",
-	"qv3uboddYGM3GyfJNZAop4JKJxz0YaJYiG0HbT6XO9+EaIBh6N3oUnjRfFWmWTaHigKdXg2qkfTOrb+Z",
-	"JRMMrDjAFV0YkHk4ZmXPTi8GATt7Z/4HOiHMK74+fHs4OCRtOFT2twdnR2gsYypValcHYnSBbclZZNOd",
-	"OJlIFcK9QlCb8OlMhB12YBvDWZIOFU4m3i/3i5/juAH2NHx1cf5mNDj9+fBkdHQCyOE0U8agyYk+KJz2",
-	"721zfRsnKBeFc2m2D+wueJdXMA1VeZfCNBkPtfrVmj9l2fwUSmIu+ExcyEz877f8A+o8cye8Qz4wfTMe",
-	"0cNXx2X2vVRXSdWA4qv2NIEONdyxSTqeCjDZzEA1JgU7bHCbmAXSCKaDmBdRMoZmsN5QDdU3sA+++cZb",
-	"zW++YU1609AbXwjQtxjQ8OczZDjbVbtnqNjKBmoFSCBGhoKX9Zc3gt2KS+NMxXIMb9LPR1ign/jmG+hv",
-	"T0uHhTXxfKC/tpUUCL3x4BRrM2qAJ0GiP5xL3WFHEFiYGecCTipYwpI8Y+t1hhe/vEL+g9HB2RHgpxLa",
-	"CXRAgu4xD0gxhA8lBxCvwKRp6Mc8cDpLrwjVTfmp2PdPhXuu0RUHP7w9fA3gwYl2UDpkqnkj7phtcAhP",
-	"0ovxGMxvunv4cQgiedjoMZy5OSLq4dR9Cvs0RAutTD8cKvNLaJA1P/04BNDd/C4O/RfvE7ChhePNr0Hj",
-	"jR70CaWGxTIUsRadoTrNnWqiK0hFLLgWZGdn7HIh44wthaMUe9Hd9efr5HQwOjo+e3t4fHgyOAQRMlS/",
-	"CBWB3ZoJpZEbx/O4dY+FH9qpsTZjOZNZ6M2o2aLjWMJike8A14DXMlQFIAy9wBaELGHN0MiQsMd2u4xn",
-	"mZjNM+zEwJJ9+Kf7batvnj/jH9qXSbRsQ+gNun01FnvZ/hXzLdS1NG1Kapcdyx8ggvCXi9OTgD3fcx/M",
-	"SvFiHbDv2M/yB8uDnpRmWglI9zqkkj6LeToRqXkqKDaY7aHa333Ozg7+9vb04PVocHo6entw/uNhh+Fu",
-	"gxFCkT9PU3P2ecbCmVQj88UIXmw0Fyn1j4Xei3T39lvAx8nHUzNpmkq2hqpZAtEgznTKg+BVLa8n2hHM",
-	"59FX9sPB69H54V/fHV4M3LkdJ0phR/9QSc3GMYDbmJWQKpZKtK9kbNbBGG+FaA8cvqGCELD++/uOOU5Y",
-	"pYcbHI2ASJj9CGiOZvmTlKfQfSS0J2FgvohtuG8XG19TL8ZTxvGKJhxJPCiXi4xlcPzpaS0GlCBAZcPt",
-	"lmju7z5vwcsAKFQbnxEOFb7NBQim9oURvQAppe0oclJ2YWFIqWIHmCjNCRSKQkixHAsysUn3HR8NjI9k",
-	"PG8wY3RvZyeZC6WTRToWnSSd7NCP9I65FoqGsjgvfTkt6DwqhDHaoREU8rpdzOtC3dxcNnqN551u5znU",
-	"xWRTMCU9Ccv30IKvLIz4Idcutnt8AhQ7DmcKajEnPBMBMzICzz8B/f80GJy5HYcJLeKmxeAe4Zb4ADAF",
-	"pYdmFrz7Hs7APE2yZJzErNntPG8hk4Q53O3zs1dDtdfp9vKdQ7z59PycwHtHCxWF/t+4/ITQYakYhyrM",
-	"xIdsp7BFArilfaIZOfhRILHgQouPo3cmIgvdH2OuxiIOA3NT+CAVenFpZvpS5FfNF3p6kmTyiowBrNfa",
-	"0SIjI3LtZeaBnaE6UOxg7wCBvqRmHPHImqGMQgdINuMxk1HAQqoQPYpCt6KtPuR0UHlSjJ6GbS7DJnis",
-	"LaFKD/pGZq7zVgN4ECfYhPZiHrAkDbyjPUZ8jKECCErjZGQFdkEzUMcC1wyBHaNtHaewD6jyHzLIMLUs",
-	"amHOcQR1nEO1QnIEaH1GIGFqCrQ9/Qj0sG2CHTbY/82GxE8zbATwb67NVf9m/nDoAsPGv30KW52hAs4V",
-	"3WNI5MRCvbjEJEHYt8RfsIIVpFEsNDaSVJOwv8JyNVSFHwH1FFudDUc1ZRaUWqLDvvWowyuAVTfXWfYp",
-	"ui9yVbEQd6eIwk7pkHjdyW7VsgQMqZgyHZS3fNlleqiaYaEwsAOrK9Wkh9W0YQ9EJAc0nxaebnoetOPi",
-	"P81e4mPMfRsrIjyKjIrIhBov2z+LJXhP5gyYm7lDsNrdC0rnUowThwaD+I1aTpSIhsrsiEs+vqZSCygi",
-	"gJJ5WClzFRR5mmGE9lrQZDlNpcLjYGkZzEkIhgrwbQo73YZBjS1TEAgFPqiw/Xyv292zwCRF+jm8hRm1",
-	"+WGHgUmp6YTlEglu8m23a4RK+/neS+9fu+5fe+5fz8MW7su9A7N6MIDdEIWHWaqrZKEivNiMDD7DEfDL",
-	"WNgvnoer6wHacKj0Yj5P0ky4m7wIXRYV8qyQhbEXtfoOLUo/w4nhcaGHBMxYaXYFWNtgXnTMhyFuJyv5",
-	"SyofVbIzU44i8CnTG+zhOwACYivMQUHudbtI7QFDpSSQddJ2/pNAkDBqtymm9xedqPP52AXdPhEaa0G1",
-	"FG+Xh4nNC4JHYZ6ZzsfDRm/Y2Ot0h41g2JDRsNHbDYYEYDJs9D4OAW4arkKIlDYGZYeNT5+MsV8RLf5U",
-	"Veu7ouP6WORYVpqeXvJ1GmQtAOkTLyT9PoMO/32c3Ko5c4uw8wOPbFIafrK7+SfvlPErhMrMOokIf7e/",
-	"+Xe4Cc6OTpLsjdnw8MPd55t/SHjrgyR5a9wB/N2LbQbqtjwUYwzMipgf732/+ceDJDnmakmTA6w1L7aZ",
-	"UIs9hz/Y4u3IwHyn+A2XmLrxI5OAD5HHJP/+/tN7D60VIUtBfIEcB6OE6qSbdnO1zG7kE93o/Z1MXGPM",
-	"vg8aRcs8r78r2q07nVsRx22ITtI3Y55GHXs8J2J7k9YCPKaOlfVaLG222keLBFRK34HaZbG8FkNF/R0F",
-	"qW0MboB39pLbCNln/Kwkif2YKHZmkV4EiRxJPU7gti6GBT8PfMCEgFQdvIA7tq5hDKJ2Q1WcubAV2PrQ",
-	"wMhKfiljCUAvTZxyqSb9CqEesBkK1kRh2elQoTplVkPqFtrI+lrGMdrFVPUBZpgLqXmp/sB5nRjMGiqM",
-	"/nZgz2B8AZDNkvgG6mLycijbDBd+5PO5Uc6fdswb3uyWXrdK/v8oMthzr3gafU7xf7B3kD+nRtrijoHN",
-	"+3Wk3Z9R8DzTsIHyua2WNiW5Ygw2fVfp0WFvpc5yM1O7tJLfJlKUDeA9cQWkLUNlQfhJGGFxCgSb2uZi",
-	"0LABWUsFzt5WwJS4NS70lUyNn8vjW77UbM6xmuUkQd5FCigyZRynWKrrHlxigZOZBiAW+AjDU7pD6PO2",
-	"jAZfzAZ48lxviFwrqYRaCYvyZBw8BThzVYfPTBeeCpjuoDHnKZ+JDBK9NbhD+SU7ZwAmH2y+TqTu0hIS",
-	"68Up++5ld9cOspS7R26gF+3u7mB3r9ft9rrd/whbZPnjRCwKsFYyQ997oeY81QIKyLBu22mKvT2WU76O",
-	"Ds/PT8+9FM5vCwEFhDZRIhH6rsomrBrcaql92cx7/xllnFnFQma/Qs6dKoHbK7nCGfxaom5v8w9/QZZC",
-	"mSgkX/yTiUizVJ64eUZnu0Y+Bi446JQ8/DHl2QVEAiDb/vFfbGGS8cH+jx3fZf5UH2G8QBBMkVN0MCQM",
-	"B5g0YgQ30jQTAcSzLsmdRDJycO4piASG01BZF9C73zhJoQ2es0tjbhkjySIiNVXiCDJbHXYB1kyPUnxD",
-	"Ff57++Jm3L6w0YDQ3jlObkU6htyL+MB+Oj541b746WDvxUsMSoaY1MnkTOiMz+aY1+ngpym/BUeVEnLB",
-	"UF2LZZ4hLN764qeDtrltJCdenNQoIMzq9RmNcWCfFULI/p2SH2wXKWtiLMsWjc4SyI1yxZ53u0yjQbVM",
-	"Fikbm6lsuXv+LJbtowhvmNvEBCEgI3fda+JTNBd7+SFHs2h0j0+anyhrLwPgkoVIPVBLtvfhA6aLIDXX",
-	"NxoyT4Kx5nPztSMrgAAnJeOCoUJUr4hdyRsMzWvWfN5lOmC7AdsL2H7AvqMkk2512EHGYsHNpKqx6LFI",
-	"RAsUgDjAinej6tCirir3i9RtDBdS6tSn7QubreEXi1AZtBPHKzVfK53nZgNAyjVvJ7bbJ18YTL9tGJHb",
-	"Wg8b0ZndN/4uLhTh2DO7YTy4LR82mKPIER/Z2Qj8DcpW9+f6QXn75E4je48XC539kETLR1XJqIaLQ/lU",
-	"bQaUS2iQ2Jo1OR3JvB+JTmargxrHKZVXsJCoEFjTRVdde2Ici7RlRrRiGdQa1a9s7wAlMTCiRVF2jFxa",
-	"62qvu8c4nuS+A/ceKqjzMqIFkjkhoKZAF0osuWYhYpGFLb9NpYPAkID1B+J+HPPZHJOVu53Obrc7VE0L",
-	"AAOh21axDdLpVIpIA6XpzAziCHKn2B+jQ8yE8owbF9YczaEqtgFhvhfekj7/Djxql9JCgkfrDssUG1N6",
-	"UDEP7v0/sK8lGCqzjuaf7FIsE3K3hZxMs2mAKHIQjU0WGRAxFzg0oFQL+IehKyZN5nMRGcc/FgosfhX5",
-	"SR2mM+P6/7YQC5xMYsLTISa/ibJAC/CXpIZ1H3OAjo+GqpmXg+zv7bU6peC7HzEHD8qY1U3ybewIqCi1",
-	"ZVlrZAYajCvGL3USLzLBIAELsYPkyk3vXnf/Ox8QHCtJpuYrCj8QHXWWkBIcqhxIB5y2eSpvwFaJk2Ru",
-	"Rh2As9WOkzHSpCKtWNqepDwS7ORg0LKtF3kdw1ARlC3SQO1+v+fy1rR+rcqItpGizqu6s1Pl5VmgHOsz",
-	"CabiKF2MdxtJtfeo0nGdszKg/Rywgsz544Svu1t4K68SdRVLLBL+SvHuJ18MjgNpuPpwuLRn01GjFytx",
-	"8k+LlVKN3l539/neyxff71XFubCFA3XonatAgO0CcCivGFdYPEgR/7xar8MOiDqhPvuPgpyYQ0rZbl8d",
-	"dL9nVPs6uhgcDA6NckBaXiQNsM7ZUF3ybDx11A/ua9CUoXUXbYGBDlmTapx7oHP6VBhh6eAtrN9QFYgv",
-	"XHajWLuAdqOrXoAZ4xmDIXUY8FzYVAHUJ9BowZeBm4iiOkVFSvQlTbJ9+r7hU6ULDuDrx1MGm2NtBAcu",
-	"zeOOos+mPkov9rvXH1QSAiEOHse4D6gW3q43Feih4WS355OqeVI1j6tq8OgwngsnX4xdi2h7/bNGmeQw",
-	"wr8DbVKuqNqkT06VV0g2Nx6krSIzSiQA58UF6nIa1mfoSxYobEKGXuJQOY3jtJH++/uOBJROrnxmQB4b",
-	"J2jpKNBk1EMwb0hqOd5JLVQ2VLazESBWXLM6sdYQordtVu9ZCD5gqYSftKqUEbwmOEsFFraHqSLcEX9G",
-	"XVR6sz+cMsKqSKrINsv9pImeNNEX0ESvkW4Qk+IrVbrQfXo3f6heH0Eh0T0S+ttoo6Gq6BVoVtSNU1GM",
-	"KxP3+U6BxiECsz9OJr2hCmXUc3kmuPwZtEtZCvjmmDqykGTTcZi0AhbC5T2s9A6z5VyEAVbch1BIGMIw",
-	"IAiZXFFbDPcIy6mKkmr2oKAAETeW3mh0zuQ0VONFqpOUkKXecp214Ubto9euT45DBg77SdQEp+kCeh4Q",
-	"ShNlzlCVue5JFnV7LO/waEGMXtmQPeLkgwJEP2wJwoz4zLFCfahUwiZ8bgsgXJInwAmElg4swEoTaAfz",
-	"aDD6DPjdgW3ATNtQNcMe1EO0uRkBho4BRgT16O4LB93KjqAdxJsuFmI0KaRdAI4hoYmKoaLdQPh96UKx",
-	"pivtDvwGaahEW6EtMc4n1gMHeak39JdSpXfLMZPi4yFWC8AotoYBY8EYRs+zsmYkUx6ZkVL3r70FWArA",
-	"DZa/I+6IHnJmxnyZU+IQ1yBXTJvJIlpmzZquT0C7JJ5u5WtMmZiF6rAwEnHGQ7sRxzxNl0OFMMaIfEyW",
-	"IUd2Q9s+lO8NRIqJ8BXhDC5S5ZWfh/m0DFUT+31yxA9kdDQHvIV1fbBaELqG1klLOEX9E4mKl0aUGPGC",
-	"N6FQ81CFREiPA4TGr4UWaciSuXDjhk485QBm7QZ1nWHP96AmRWBG1xjBpdj492xwejo6Pjj5m23xuqCK",
-	"n0RZRsgZbMHqgLIZhTNvUMDd2XwrG2PBarYJ9oknYDDw7sk8qdkEgvop5q0hceCmodvqrAifWwndaEIh",
-	"ortZeojedNYV3Iw80snc9roTDc7q6xmJCu03JPRjrjM6gSnl2fooQi6XBeloSx/tQVzmgrQ2F1mYhZr6",
-	"od1vG0VQ2m77+/cfd4Pd7z5VoNJuUTi0dTW78WeeQ+pfZT17SobKFbnb6R82es+DIYwEStldt+ydatgL",
-	"BejArwYyONd2iPDLobIdcm1WSxpR33qqT/p6MXFYMm5bdoQVPPctFvfsQYvF/XksQnZsob6l8uTXUIGJ",
-	"10crNyfVI+/cVlrmtg+VXDrg8AqBOFQFiQj1M1nGx1MwViClDDFGyngG1ByOMXAqlw431mba93kMqb/l",
-	"Ly7MVFjW4sZnr1ukN9xUvug1qz1VLn41yfAOAO9U5LFYuzOywW306hg/T0DSr2E0x5OCLU3fIPzPRCo0",
-	"ESmWZmRBK/BaOJvuRvQwc389VLmN3HK+QJLaJk4fRWMlrtkBcBbmmq6pnAaKrsyNU6qO2bH1MAGTxUqV",
-	"JlV9MFf0AaO0RSbBalUJ+B3EnE/0/su5wJodrySkw8Ic/nJdzY0Lpt615maQd36WKklAEkpbqz9UOjNu",
-	"rlTGHAAsmU2RT68ACXsN0W0ylndNKPRCqKgsWv884dCqt3uq73gKdf5Ta6xXhIlgpS62/eTQCFY1fKXa",
-	"DywM/4Nm685h8F5kJk/XQZqd2snx5lITSYBfvlEv5TemtfDhf8KsVunFniT4kwT/p5bgeB6+SLIKt/Jn",
-	"Ck2cJAxiniwXKawpPmQpHypMoaSCyYkCMpq+X9WGNcuaqYTAlSkH4E0DOQC21GF9x/WUZxf4pg+NKnzu",
-	"4MA2EogazJ6CAl+xhNYoALMpr6BdkLbtpoBA7THMC3s+01EsbR1sPLpaxPFQTaXOknTJmgst0sCLc1jI",
-	"CAwfBr7hhIlRTJO5M4kXABLWam1SQGiz0BquXQsHZSAhDB5Si2RdcHKo1kUnWSk4GeTjR4FBloutpoKm",
-	"chdf8yKZlOTLgwaEOXMtVYQsi5tEzSBfzT9tEDN/x00SK9/bTwLrawmsN4s49hbijoJqNp7/fhEbDxjy",
-	"2Vpu6TOL2OgAaaA/GqFjIGEDUAnw4MySmaJNL6B3q6kSFh6P520CpW4fRWEf8LRJECDKcphjsHZftFZh",
-	"IB0wzl6n66KxzVAqmUkey38gDGOSxHonljrL/zLSCoAbU4FAnfkF+Sep4AApOZdqErL/+a//bjmRGh5A",
-	"/5yrhsl74C6TbDpUYfngW0ytlSIiM7ll/FZedeFQgci0sHSrcJVNrqKARQsgBfXf00YnjMKYpEJrRLwO",
-	"cL3CAhbQjr0mZJfiCuoPMgCPLMDyFZ3ooRqYh/WgECbNRmbPm3nTQkUjV4DR9MIjrYCFE0FXug5QpPlA",
-	"ZdEyi2MuyQ+UuSXVIY/ymltcMqPSSh/iGEe2KhqKoEAfQb0KBAU8/MOpUICLCFlj6QMiNh36YsAQdDEo",
-	"4hWgbYwhd65yEqXEL8puFYAVQ/MoggTWZmqA9KvHXnYDd83zbreFkI4eDL8PfdAMjY4IW9C+m6ULIPCI",
-	"LBBfP08IyDhm6UIZgyLHtpZGBy/SlAoWjKnLfoWADrHWBJg8p7UhmprKJI0rluJ6qDizO6i4ZfJMCpao",
-	"ou+xsik7LJR5CGV0LZbhUDkivb0XL9iN1NIIl4OLV0dHXl9ni/jfObOAAfAkhPHPJ88C/2MZnFQ6Exya",
-	"xjkWsmW3ciwCwIcsQ1QCHnCHnVsB0WOhuWVvB+xLe55s0mLvBY45FWOAKgJ4GRTIIEFg8TwYC3OgIfpF",
-	"+Igkic3vrKAeJ0bA8PE1iGxjdSFEIJWFh1KDYg2dmLIYGJBDiYR/wtaDJx6P579b8MTaOpMtwRQfCJkY",
-	"EPRdsQ4lLI4qbLG5WfgILWGultXHApPOFGEr84AVzk+CJZck62+5ztk2jDI1WrHlh8keZZ3ITrOrM4+5",
-	"LP16qzm0KhtwYvMZpbkKLNZvWanGfHytbRO7a80ATmolRATAvzCkNhgldLtW397P2/0eGnrnj4g8WS7L",
-	"eshKGFfwFd6vPVjO0bEzS7NqtHT+7PiVx6/OHH5lyXB9CIwleLX3SL+UGW9RrkORufkQ+5SIiLVpa4Zl",
-	"1mP73e5QeZsccXB81IkCzAAy3WzHiNo3On0rHAkXDNl9YazaK8wOcQAXBh4LLKlFDWYeBliY1+53L7pd",
-	"dnQyODw/OXhLzVHAo3op4kRNdCHF80znPHGB3cDXYp4NVTO8FmJu0akDn3OVkCPIMuIQjgBcc7TsjU0k",
-	"jWEFAMQywjpwIwKGam7GAorax74AjtS87sJIHmfkVmnYMjFyY12yx/FZ7Fwl6axtabm2E911FMxbJXx2",
-	"H6+ZyhvA+hCGEre43n27DpJiVmYlniCGnxI6G4rIUGJylDvG24ohVLkGBK8qu7777Xd7L75dSa7Dmd/5",
-	"CP85ij7dPYJ8LngEuqVUCTZPk2gxppZM2P8BXiJ9wWdkMOazVUEGZqkwjn8OH/pM244JgNTh4ymxHiNg",
-	"qTlZc54ipwWQlEHFl+saKEIHWglpJKMlScLot4z80HfgOFVjeS0YHyrHg6ao5AoZ0clatsxtMs2VT8kk",
-	"wfYm+9lrqeeJhoKyHlWxrc1FWdm6FtPtGJNeoGJk5Grv5zyb5pX3tOBrsb9y12QmolF3d/rhxWzv+rvo",
-	"29++v71X5f03O98UJexmXvhqAGLzbpaO3rwgGtbw1IqpXd3NIc51H86UmZH/PSSCfPsBoh0OG8CUu8YY",
-	"fQpKf92ie2U3Oizoxoh0JmZz6FirFXQHaskKSwVkuZQE4xmPk4mRKVCe3paKNcNxkoqdTqdD7BTzeDGR",
-	"qm22fSovF5mIhso9NnDdk5dLaLPpg4GH8MfskI+nxDev+VITf5M9oHRnyHznkqgpZ0Zxmn/KjN0miziy",
-	"Ub9UsfDs7bsfj05Gx0cXF0cnP4attSX0Azc7nxNh3H/SK5zRjWkgutyuwIN83S+7nYswtu5L0pKZN+PF",
-	"nZt/U7l/d3DZ632x6n2MhRJgksJTPBck9JmTPT63HA/xGdAUldmsWz7PGF6IaYNLwVBHJ2zGFWQw9rvP",
-	"89LvFkHgusXNw60VLjtWpltmAaPwRXwFdEpcs5TfEk5uyv52cPyWAJCkKt5oyWdxyGwFOQYbqInYH8QN",
-	"ik4ROfXPja4ZqtB+U9jDYS9HRweelzY0jMpsya4kVeBMBcMFq0IEHKqwDLUdFgvx4xyvPYkEZrkc36LU",
-	"toW4Tz2rGGo1y2VDRYzHOnHR6TASGZexDnOuWXqzJH2m7ag1RcptZj4PtZqpNp5jNg38KaqZHpYK8+bY",
-	"otxhp65IMg8rOy+Vgr/jJI2wwofAEY19aKw5iJTxMSVriLWTp8px9Vl2295QLVQqJlJniFEFufyYA/ah",
-	"uVBfS+gRaIaD09O3o7KcDHKgk5wukH5jXPHTs8NzXK93Jz+fnP56Yn7ik0doCPOZ9XHymyg9LebkRGTU",
-	"bZ7CLWEcJ4eHry9Gr05P3hz9+A6fYO5spX2VLqD5hXcpvwYmWhD/E7Dj4xhJknNBhNwXOl5YtkNqnmiG",
-	"Fz8fvX3rqQ52sUhv5A2ggLl3QVhrFCftWNyIGOc6uRFpKiOhO+yHJFq69E8tw9ERnI/C1tlk6Z7eQu7H",
-	"iSJr7OfyrVKKVVDyt+oabUt08tu02e5WtNl+LkgXf7bI+Qa1U5Z697zlQHzI1obJ73qnLx+jsQPA7bVV",
-	"sMZJJE9sWyHz5eM1W9geb5L0UkaRUL/vQE15KUALfl0HwyNm//v7FabxstOBAweof7IWoD/NbZo7G3FW",
-	"Yd7djCPUD7IBVm2YDYbUUJUsqb7Td8iS76sV7psExl2xXW2r1tdQOfOLbWl9HSADTF560c2tEvtYiucQ",
-	"hy5I+URjpF9bApgejAOeDFaQI7kFihOAU9AsPDs4vzgkGwuAppmYzTOiO6ZrDo/PBn8bETNy2GHNiknM",
-	"qAnDPADe3bPrjKno0xc724osvm6XhV5OIwQ8hQh4unRhcozpPBHZUBWG3WmRpYWwO+lCOCMMZgnJBrEz",
-	"EV5uWw38S5X51njSXKi5Pn0pnziP3GzSVjfuSndSnvTToyYS/iiayR5dXzfN6VTdVSl9lGvyAHXhsXOB",
-	"OBG2NDwfhlU0HTZw+imC3ueMSyPTdcz1FOl4U2FmSfB0PBVpGFhiGgqpGR8F47I7+HkeqA1bPQdA8+78",
-	"bVso5F4FkYp55mzKtJiYkQRDFa68tXn4/9p7U3i8tQEpkz4jMFyCIjXqxtx2XcC+3pPZpjLbxeOOojOe",
-	"TT9vYXbhiRfT5HbroJxb4c+emHyMKPhXCv+ZGYWdWAz8bXc614erkdSyLRWdxZzdD39sDCbCTXWeshes",
-	"GwPEmWBNSKKRazxU+bX2GEzSZDHX5lABk9FMzC6hb6UVsCt+k6BFasv78N7E8gcB6culYxMdKhk5yw+C",
-	"36wZzkU6mkNJrXXa917kZaO73W6rj21cGY/R3MJQT1CgBhyqSm7AYnBT8TRNbokbC+jFEpQS9qo+48XJ",
-	"QgZunC2kO7QmpTMhzY3Whte/BnPgqYqXbhvcKtvAIr0yky8R+vicMusuVH44Ew8TVH8suYNph0kVJJVe",
-	"AzNTJVfyIjPpbaaavEGvOuTmyRXq2lyfMgA/Kz+JIKOAhRfqRkEiGa8H6vkB39GMK4Vvoxn0xZv/SJ2l",
-	"xgEzp3XZ6pUPN1s92x4PJqKhmtsDYuLlwhV+0RjzioHnK3RMuwAK0+3mkcjdLtWp5bGmKdeA+4lxY4oi",
-	"V4kSpJg6oFjDZyHiyp/wNSurto7TPfk7/5T+Dm5TR1ReJdly48l5NIimuirsjvEcp0ks8gzLSrLyNfza",
-	"M6xYlkwElA1BXCfH/QWpNVReclVmPcxvITOy2evRIhYRSxdKBwyRrJhXJlBMhKkoz6cEQ+WsrYDNJbTH",
-	"wCUHZ0cYvSMgWJ0lc+CWgwYZBHyynRgu/dj9fqgKSCUEf0K1U27QRpidvzs5OTr5kTWhTwjIzY19V1lU",
-	"gLNlRdXaNA4avrWlSnLbKqX9vcaXJRLGd4zWCSu6pPOFZc6dnak743v8yQUMrttaARPUe2TGXmK308T5",
-	"VrnMaEplO73ILKc2uP3uPmQhqwMJf9oztJW691X9U3ihNrywfrfOeTae3lf5naVmX2ZSEII6gLqnxuvG",
-	"Dsqoz8KZyDhgMWClr7GXVRYgsPpY+JDkFqvBrC0a7HkrBd2PgVHfXADW/tnpxYD52hxBL65EGrZqTe7q",
-	"PoWI/2600uNb797r3cl6/8LHeTHH8qo/igV/Z9nxZPI/vkbGvX0Xk3+Hz2XbGMS10dMq2ddjfJ3+tt1p",
-	"5PuncjLNNJuIjPz/YxKCgCdb7CjL5A0AWujA+K9Ck/ncJ258zLpbrmaMba6NJx7M5c/m7bYUZFhSqOdi",
-	"/EyzEIZ1FIWtP6bFgO++KfT3s1gyq5V+9yb4HzCu6O9v6336B9N+VB9n3M76CM2mDH3e8yCPrHkU2E2o",
-	"ps1/2WeKz2wB7rVYesQvEKDGU2XZi8aJujGrniiKdaJh3tzr7rZs7SxWdkCG09wv1DfXI0xGyghTkfQn",
-	"nmnKTkItzLVYAlY1ht9dy3ui4mUPibo5u/jpoL334iWL5ARRa/B5eLOc68WyuSQ6s4TkrhF1nNwgwrOK",
-	"XFCVTLBNMUU8VL9befJZo5347l8z5okjwCFF2wRAzcq74mwocYHqJ9osTcSPxaDPk431ZGNtYWMdS6h8",
-	"tbK8WpTXWVk7H6/F8ugxIq0OoCbrueSKQwSDSr3bKQZekxQq8CBBa46D+CA1ABgBoM840yhYEypr9E0y",
-	"23IKJRzsTZrMWCpuEgtLogJbv6eHyhUkgg6x8ZrdaqDlm+T69y5OV9LEZ4vLWI7h9exIwqJaA0KoLdVd",
-	"3aBhf2w57utvr57/9v2Hvdn+/LtG0JjxD2+FmmTTRu/lPmSc7Z+7X836xKVeK6rpEtY0GxUse9qhrSdz",
-	"9OuKOlyZOws78cG23d0j+NtnoVTjeBGJke2f+d/mBISE+wMtX56ENILRN2c77ICkYfiR0KFsyujTp5Dy",
-	"4GHmGq+ApL9UcOSqtYaq6WrA9xjWdLQw3+7H21ZaDkPCRgF8Ral7yBYHFUGX0FgVLyZDFYlU3vjYK9ZN",
-	"MKIgYCFwsSQKfhjudrqdbhiw8F/wlDk+UWI841GUCq2DocpjjK6ZDSutx8lESS2iVTmPbIkuMolwhUkS",
-	"6zBvqxuqYuuW18jvpLvf0fQrwpJVryVCoQG7tcrS5VAVe+/s1SFWSKhEtcliu+HxwlZQmfm0uAfAAuC1",
-	"VDGoXTKKbaiac671bZJGbSME6fWhm05NRSozEbFJnFzyOMB9maRUNEEPy0MOuLONZKrQaocfXHPWV42b",
-	"riiugygqT6NrTdtuIuvKn8qrWyiBomKORg/AeNw4L5MkFlx9CRWEK7JV4uTRKzWflE8xFoJrkctaXiF3",
-	"t4lX2rz+Ogt6vYbpsHMxS25ILLrqK3tjNuPptUj7LAf5Z00HnRkS22yPoSADuVWCdbnlFu7O3rNSXrxz",
-	"NQr/9BUA5hiW5h8QxxMlno7h17YBzVnJz6ozVlyBzV1LJtedTNgIMYeG/blIqZHPP4lmd0CtTr5hgN1n",
-	"SElW1+/nWYLFzAQLpR7ZH9M5rjqfb/4pTuf2tQUBU8mtP++FMvanc/qVw1I8vS5qV7dQ26jVOJ61kWqx",
-	"1m/7FQrmkJndsjKi1V/wXSC8mok54ewstEAj3tb20q5BCxtcqeRWeWc0YCJG4Auyyu0v+wyhsonzXkiI",
-	"bkGsQGPRMxbh4XOvuCTCjPDkdPT27XEZMMKIh7XCaE3L0tt49gon688qFs6FTuIbEbk33cibU9oRgLEC",
-	"99ABk1eMq+VTcdIa+xjYiNedLSiDhR29zXmeiVlifOmt0vrFx9SEnHvM3pPN+JJNkzhit4Sf706/OU6a",
-	"ZeY7aU7QIbRUwQ+LoIhB3nAFR5CgfOA6438+00yPk7loBRb461cqKgh/CzEIlOhsqAhhnYoE8Lz/FrKU",
-	"q2vsyl+9byoQHJ6ra82aUTLWO5HQcqI6s4gNG8dw8bDR6g0V9AEJphbUxUV0W7dQcZzl0K8cPrIviI+j",
-	"ji4fBx5GubZc4dgu21cOIHz2nqtfcQoThq2kgNnpoP5fFDLWtbgzvxXCDV70+0W3+xWMKNw4d+m0sgfq",
-	"yXZ6/LKLJLVby5dPs/x8bS1Cdz7igb5D2m4rgdpZ1w+Am+n3FUfEMa3DS8Vp2vKh3z51IvxznEfbJ0CK",
-	"8d6V19udKnbu11LjI59pAL1BdHGwK7BfKJUTqYwOX3bWlUH/Mx/GzwRrg8P/mgXYdgTr3RoRQX4IZ/NP",
-	"WSL0py/1yVMQkczWSqGyBUCNg7U+lNkgtrlQzmz7vLIeDiKeAzBnLJVAH4fytGUw95DuM1qkcdjqs/3u",
-	"fjmtMIW0ghKW4ma1ITuPXdRGLs7olX7fcQuYzEcCQod7PYUeNoQeHLGK2x/bno4dmOCHF7T5STl7qJqF",
-	"Y0E4qpqpRRy3+kNVkaFjaxN0qaDknBKbGnL/GAfls2flnHh7ysb9jlpus+1O7MMaCjYQUlkqKgu7bD7s",
-	"DdV+t3s3jqkeOzv5MWB/OTv8MWA/Hr0By/xXcXkGdTeW6A5wKAk5APIDzYtffmRUfxK1SvxTNo5UwX7l",
-	"vAOAIudpLEU6VDSJ/UIprZcyNH6DErdFNb2B5Ol3I0E+C8eU/4r40r/nbsqKpaSVfCr7fyr73661EmTg",
-	"dpK3ilzq5d73u/svXq6YUQ7npJ0ulL5n1WyHHSDRb6l+v+mYU1pFWhUlPmSjdKFGPAuHqulyS8kiAxEf",
-	"c521KIUha1ssL+zYz83Q/6ymkv+Wm8L7A6rIzZFrnlyPu3RIFufOO1oXxS8eatwcEho0Qfi4gnDEZ+Nl",
-	"tCHqMrSFskguEuJFVDAtSnccp4kaiQ/zFOVKyJov2JUUcaQDJm54vCDOjqEKMzkT/0iUIHakkM4layZK",
-	"tPU0yfrYpRhLYeMGVwswyxGHKJR6hK3TYaufvybb39vrACNLKs3cI/QDj+Pk1kIbFd87UfGSXgYys+7t",
-	"7R2ciOBDZes5YGTI0wH10tBgWmawscEK68GFxFkyulyGPcYXWTLjmRwDKeicIGTxEirq8HAZeQaCkPqX",
-	"FBMzLmOH554oRqTtlnm8THM/gh+MqJod5iRR9V2f/un/M+Jh+O/3lVo7i0PY3NRZEBJPBtyTAXcXOLzi",
-	"7lmnYdZbajsf04V6lFbOAWLHZYzHqeDREotKRAQO8LWYZ3WZ4t+NaFrJThXmsv6pMINP6eKnoNij4NBt",
-	"f7KDe/pYsJshx4NUuJYGybHhViZeno7pF3LO7uSYPfllG6Hy7nKg5ovs/pkfCsmi13GbygycDfCWWDMW",
-	"V1kb4hJwWx4PFfpRLOPXwnFJgzeiCTAbUBDSRSw0kltYZ8Lss2WnGP5gUkMdaTKbLzIA6Yu5dt8G9Kdx",
-	"Q8BJAg/Nc19yLV2LpfckAH5nrsvXET8W0u/JfXlyX+7RhwdC8vH9l50slZOJSNfz661D680FrpxMofcI",
-	"HBjs0jNys9VhF+YTAiJYKIu0HQBpnY9SQ8QpEMyyER5Lerebk94pcQt3Zk2d8Wyh2V/fHb47fN0K/ECR",
-	"IyTpsAuR6aJcRzleEO19h6dgZok1C1qiZcblkFw7QwUGRSbm7HIRTRB4LAdZHdn2+dBrZ7LhtGf+lf4F",
-	"FAStUiQDXKQnTfKFwlA03xv5ncwetO46dYs83LZ88ggfKiwXqiwomUpu7yIsc46ph2Tk3F22S8uZQ9Kp",
-	"zLSdQaph4FHh/zlzbcX33CbbVuaFePLr7pJvK8+ed0TOyl89HkLpQsnfFphN8utgzU++Z69OT968PXo1",
-	"aLn+wfDjx2ux/PQpZGADTZM4Aq52H8fJwnhGYhzzFNnwvcwX2hIuj3UtlnqoEJwdhlJOWtWmg4ob9M+Y",
-	"ECq+4VdKCZUHsTkpVNrJf0a/6s4EJE+O2GfMI5U23HrJWWte7Dh4ukfJJZWJi1gVb1HJNBqqhabCa5fx",
-	"b+IwjFuGLo9z3TbRGf2OBOQqhGepqqP2ufmabPn850/ZqSdapUdOZ91JwNw7peWVON0xr/V00r+8R3RH",
-	"b+jJGdqc5LrjMfuCiS6qFxyq+kQX5bUo1TWfx8uiE8USxTiLFrj7BEQYWubYO63Os6GKBQea5lLIxIKD",
-	"ulPkyv+o1O8KGGadVxXzMWGz2eJATK35JgmUJNbkyZ4Eyu/XtftaAs0mzZ7cuyf37svm2R7m3yVJrHec",
-	"kLt/FPlUCcTIBjxMD2nbwmelYiJ1BhFk81A/njxUAOU8jrnW2MqB0TG6g7kuyHNqDgLaYnhDyMx8I66u",
-	"BDJzISL2WgirQZLEp/l7/6lxMwvvuhH5yU1KATvdIaY/mWr1ppo3d27jw96+IjCESr47RKqvPZ2YOn6k",
-	"k1k6hqxp0fIxsd2qO5feAcyPmRmZo5bOhYhHzbVyWDeeyQt4W/FPcCLxTTfmjswSaJqUp8O3zk/CEovH",
-	"O3gfzX+Ook87eEYekwyJWs8R6bGCl8LotKFC1o5Y3Ig4p0KwdXxAHAcjM76MzBBfmqUCeOVAkc4qw59S",
-	"m7dx2/D35b8MPIlj1o5+z8JxkorOueDRu/O35qKwzq+BNdtyTOWbFtmJ9rrdr0lPtCX0BWxzqVmE6/pU",
-	"5v+146K4DozfRQA9LGPty5UDxRaqrOXRtPYDpUN1gF/dThPt3bsgZixmBpBVyjhmZCxgTIfI0/Q0uUVp",
-	"g12i9KORvWXImiH0C42yhLoZewy4VqiPNLObWGd8qdlCLXACFyqTsfl2CYPRApB6EQqjTmaWGGPoxutK",
-	"nw/VkzT8I0jDktm0jVR8pslwIoPUKssnCfl1JSQeubsJyA0WWu587Hx0//50/5q4eiGapIwrT/w4IRMl",
-	"SOoxVFTbU5K3tVh3Be/8Sf48QP6sjN9NKyQU8qIrKoE1o6sZeOItyDZjvxLZeFoc8O7vRGC6SdgkM/NN",
-	"7RCIrHJ9cjzXOJ5myxaFgp22dfbeZiDheoPvhySbEj9g6l33/7P39k2NI1ne6FfJIJ4bZc8VhqKqeqZx",
-	"TGwwFN3DDgUsUN3PxmoeKy0ldg5yplop4fJU9L/3A9yPeD/JjTznZEqyZWOqoIEqz0ZsF7YspfLlvJ/f",
-	"DyAxeDy2VpBprN9+qCIEGtQ5i9D6qllORaUxKSUWsEiVaRqxvIZ36Mn2jK5zpYQKdqm1wMAF7VhzD9N+",
-	"ZZ7b1yaGQqjJYYV2WT0i9F3CO1YBG28k5PctIR8+w7hscz0lONzXymolpvPyetOut0kjrjTFL0VxT811",
-	"lyHufv9gQLsYzG0JhTZcfKMZT1NgjjeOMBfVUZ+iFhOsFUvaQwdQYu+65uoBldXwu3BmqynbKKYXGkjd",
-	"QKQ8S9zg+dyHvqaowQrD+k4aseUip07E6Z8J6ZSE1RnEGA6rA727KTfF9lQqw1I+Q/othL03MU9cbIDq",
-	"zMJyd/dN7AgD6S8IRLhvgG6Q/kAMv36NZxwK1cQkK2bzqPuVKCNe0R47b9KJ11jCJ9wQ7Vj0J/pf1AvV",
-	"2qHj1aGMjTh8IZFUt1JroRLPHcWNpHz4EMJXib2vqPetyZe8TkpUHwtJDyq1xcqQfQxBpOK6YLosAiQz",
-	"Q1pXVaYpxUpRXuHWDihgYU07jFeQrcZVbD835QRqRBwWJ5OGucJcIIudju27dN7u7QVO0kGBciFUl+p8",
-	"b8RsMSrrPNuA8VBhVTAJ6mmu1QhQ4AM72oiARwfmRqapidAv1mVhZNJEtL+VRg5TwfDCAN82VP4GhfVA",
-	"igEayxGTCYKCSmJddxy4NAxApshyqWKZ8XSJ9MZeUKHifJYVqJRyYYq+nfbETgVwSXFzUxPsbMjjG3Yj",
-	"REaKDfUZ3LBNllNl4UaeP7g8f/gwxrK1evIwxpqaxdlWbUKvg1ZKdxPK2IQy7lMR/RVa9I7YxlcWYq5p",
-	"Xq80rjH5vRHF32CRwibFtlZtp1biq+oGcq7M9SoYsXtTeQa+ionQ4x3GB1Q5FJpN8I4QLUCjsDL0WAfS",
-	"dFPFMpEb6Kbz3wWMU0BgCpxgCDqmpwpxyHgykaofKvivNEXOC50DYVB3HxDN4EntFHxe4Fg72k6phM8N",
-	"G5YFXRcqGnclnN5g2SpOB1qUdvQyCXC+gyoMEcxRJATUpxKqCmvITtvB+TF4Ef1KTpNHUGdi0mmC7/3K",
-	"0IwozVKtRiInrMxQXdHK5mAH60b+EecMw7tVhKQVvwxvckCb6ptDTWm84POnQioVQOi47JZdxo09uLEH",
-	"17EH3U6vSfBCe+gAL2SXUkhmWa5vebra3mvsFrD+SES6XzOphvrTfhWQsLLYMD7lEpEn6UKvQ0qF8lYk",
-	"DLau1IoNiWqkam2wLn5d4/AZS0QsE8fe6uha8fYiNxENgZubV6RDAooWWCGfN5HfAHHLayEF7LD25YxV",
-	"dnGuDRHMoAyHbwIrpIUpqMijA318QxqqTLo9dsTjMZOFmLCY57kUhk3HvIAubDvynCkhErNfjSLwQ0Yt",
-	"KRM/S/iQvd1dK9RzHhf0BvYyaojkhhWySAXSQ8FMNXotALQzH5UTeA8yJtyUm0qpT3Qi7C9Tbgo2Ecbw",
-	"keixg3TKZwbB8fpWGxW64BSuKspciWQfvqQqZs7MWOcIpsfs298K02PWjDWMEw0gKTqBL7bLMorp0I5R",
-	"SfPj2qawv5TKFDxN8d2G4lrngime53pKcaGJV4qwZ16ZHnuPW6YY57ocjesbxG2cKGBRLv4lYodEipsz",
-	"AuhTaHPLWXR+dnnFqgOzY9fTnkwTtYMEHvijdYeCPVPpDHaMDzxWvMGgcH8rBTDsksaFLwegd1v4eKUq",
-	"fni7Be6BnJSTunMgVSFGIm8tkLFjqJ1cDzYA3XOgmfhEwG5zmwUtKVl0+4tHmOfCB0yXvQb5qNUrfG2N",
-	"TzWNbvNApLRgqeCw8aSxcmDGjIi1SsyygQGg3aAYczU/PJzQN6/fvflhl0aIH+22z3GbMqi2ws45BwV3",
-	"93Uix0sf1amj7Xpn4yxQjo5EdSKH+tPXeXUvELURZHqraqppWqCSmVe0ldxYjfHcpnMPqAARqh/dfaz7",
-	"Rt5VAMlOFFTA1LXz2f7nOPl9x0k6NtVlmrg2V478gv5WnSZc/36bv0eUajUx6tVvTZWdH52+Pz79eXBw",
-	"fn5x9svBSaWe3OkkjzIX1mqjd9JlEeuJ51WDJl1ItuyzSN9EVXcuPbne+DDleYL5CWjftbuECXUrUp0h",
-	"sgojT4OmYMxvndcnEmwgvuYyLXNRpVNMoTMciTWnDHYEub1i1aDVzdOxUNZggS+HOpnZL27tfm2jCrJ7",
-	"pK4aHsP9mXvKUzlA9Pz3tLsuhCnTwiwTKjl8De3bbj8GdiPAJngB7tDGu3mMShkw3Yw9XtxLjpqhskza",
-	"lsV4h8exLnETLylDP6RQCUg9OVIi2ZYKZO0r6DTNUk4w0OwIeA1dbGWkvTkZ4cOAxnAHv9+mM91iGFJF",
-	"Lo3sUat+8RlPdPY/mrvh2h2YEK3T5oh/p1TOCcBrTJXbCPVYRVmM60e67ZQtN6MucLubRpA0o4oD1sGS",
-	"iP/v//l/2du9vW6PfeDSeqAs1upaWm/KWkSpVDfOpVRiyniS5MKYfqjAgccR16LEOk3cNaxjxva1pGIR",
-	"SS5kO43YRHAF6K/dqv8XHyVNqGgA1io5UP5ujo8QJVQtXv1je30DTA6ILRRzjyRtak94prLmsL6edrS+",
-	"AvZZR1c3+GPPIduOHoMnNo7dUbpDQuGWWy6arviNsztEKuICqqoSVtiROe8KtyqKhY7SjMYKAUSREJUz",
-	"fDvV+Y0BDp9+qLiVOOB+BAwqyiBZnUFOD66uZcXwHjW5xkCeAU/brcjltbRC6MIK6FROZCGSUFkDPU4l",
-	"VMDhj1rx+XEGHl/+wGLS056xseM0RaOPyc3fF0ujb1lGvN1b4+2utP7A1YwmxTylbGni0uOGvFNwBFuf",
-	"tif80/ZQJ7Pt4QwYbv7y+sc9+3nOC7ENx25rf8sKl61KzFzrfKSLbWfMrMrzo1FjpBqlYrsEFBQjChIr",
-	"ICcgpDPWZd6t1duTPBiKVKuRwaSSN9WxdJWgUaSpSjsXCcQSDWly7X5rXIJ+KKyLFetbiL+Eqi5l2HpC",
-	"5ieYBVdD+kgCpvmQp4qlxLHI7ujucdd8sTjZSIc/SDoA/x7jlS8CR/LBhEOqR1ItFwmHYxHfGAdYnVhD",
-	"lUNVSyaUFRUJL/iQG7E95PENgCWh3UHAQ/jLyNzGA/omYjHYT6Hq/L0osjOVzgJ2ySfiUhbiryf8U8Au",
-	"7UxAXDfLdVJCWo0sGJIiLltqb354efET2UKFhqrvUHHDov+9bb/ZBpUfMa0oT5zyQuTs/OzyKmDnH+3/",
-	"O7g6/DuM9/3RydHVUY/9Cr5e7XXdY9/uvv4y2XMCk/w4Igfu/VQcqrimqwTNiR6NgNOptxVsjQVPIK/5",
-	"eetSFNvOkv7cVgdNGwl3S3ML9Rq5tvlk3+9/sLu2kYR/kCQ80SMm1UNKPl2uiAgdqaQZDarLtjgVnNoi",
-	"cYf22g69vf8TK3o6f5RbX/MAHoEL6HzO+kFc5+j9UWGPlxIYsPsWd8KyQMBELC2pulpIN/gyHHrsK1PT",
-	"ga218h/E1tMqgavFU/RVVQBPlM0/pFfwq1DN+4rFbfhd7bmlewafkVsRq/bc8aQ4EAxNGiZUIhIKPPuS",
-	"XyUQULI1BgM+5yO7R82HPNMIjBsec9gXm1zTd8kWiIBcWXUilh1w18C03JQ4y4RCaC+k8auhKVB37QBv",
-	"ggcSmFbtMWAd31PB3u6+YT+dXfzt+P37o1Nyh6DmM1QuXgiFJbV2qqGI9QS6ClijI6LHLmpPqypYUjCw",
-	"+tAPDAHdmPIgWOLJoCYO4syU5HIuD/sCn+jCzdpj9YHi7Z+IBXWdMC9Edb82n73JFX0z/o3bsrXg6YM5",
-	"OxA0WiMEfN9ck7NFgceX7v4wySY0claZN18Wi7mwM/HIdk7jGc84CnxexRShU3gTDn4ByaJJ5lhGHyci",
-	"XFf9IDfUGikje/4bNkO9FmbOf+0IQqy31xism7WCQqpRtwfUx5BZcjUsPrfcepRV8kvtsU8dbflQrxh5",
-	"vuUfL+wA3L8Sw+4L2HptduwKUx4un+18dsrv95VxGeonbqrFhVPQrg5ZizYM1XJ1eDpf0/FFRjeclRkU",
-	"WtzVaXReDlMZszFPr90b2lG9MmQMZFzmS9p83eytbPatdfD88PbeDTyXIs5FseboFpqJMGCz1the7/3l",
-	"KeET1vEjnICccyb+IPiDF61N8TzUDG42nLHa9l3UqEs0JxRxjZZKi58EL8pcsOuUj9C8noohq20L7PR0",
-	"XYpczSBYJ0fKMKl67BRce7ujuFSGGdj9pjXYe4gjeUwaWJAM+Jy79ia8cO/ZrDcJtbxUhZzQ6GrLTHOH",
-	"CgFQFe7f63wiDaW98Qb1tihpTaWJmAwBFLNOLAidA4vIFUYIylsjxkMnmukyH+Q6FRAkQkw5VXvUjCWa",
-	"YclMCihuutsL1TkfOR7nKOMjQa2rmcgH+GfH4XHuvQt8++3r3d1ueydvAG19oVrRyruE1fBnnNUF5fOS",
-	"2h/hHe5kKbSSmfDwcHm+u8bHkVtrd75o8ZeTey07VIdAlm48+ksHPQ7fkY+0WRMfvHDnrTChiqC1P+qx",
-	"nxEmhU+EAXFLx4SVSv7WDvyHj4XfPVZGpHrCE0Uq6dl3hyph5jfJkO8zGQLb1B2/thNdaUxAlVoFdo/n",
-	"EE4lgjg0lV6PXRC8Keirt7s/suj49JeDk+P3g8urg6ujqJZFQXEAVHyh0lPlUTg6DtaK6ZwlHkR7gjmT",
-	"bo99ADVsAgIoQAOuJMqsgG5caJ2GdnpzKQCwSVyLXKhYUPtyJmOw60D62A0Br+W5QvAmdXxXKulejqHv",
-	"hM391CMuw3Fybv2w50DBSSBd3NDcP38c+fsHUb4L4PkVR34ZsDweLOeWO4WtZgAg12058X3n8IjUCDYS",
-	"xXLYx+d+PNbSpnVNugE3bAU3HOvp6q23pJKmXbcQdtGcc9XJUi4V+WPG7jv2dvdNt8cQ4Aby6yJNTKgA",
-	"whvLQZbzcj3Y1nysLu/7W5l/8LlwTd4vxdLcgNo9n57w9U1TAj9dGti5v/6qB33I/EQOaT1VUo1CVWGb",
-	"Qv+TJMjOhQBQj90rUBOq9kjNytgLQfp9nZwKXmDABl58nagNrM0r50ls9PRdYZ5iYc7WOYVpOtlGp+ux",
-	"jmLTpfOeGRbFth/APh09qeK0TMQAaYn+ijyh8DPkKWq7daiGriiXwrHXOk31lHWIvX04w1iuViIga8J9",
-	"PmeZaJXOuj2PBIwcF4rK+1wEFuoJI57JwY2YDYwoopXn/iSdHNJ0f/XZnwvapUaz1O+E5TPE5iZoWYKu",
-	"OfuNjgOSflv7QNjqc3FDrVPB1SMn4/wUriNFmhOwkSL3kSJtIZmaTPnQ9vXyoPI9fIIeu3RludLQ/osA",
-	"J640BBoaqghvLpKIJbm0h7IjC5Yjcim7lqnHvDMivxV5N6DsHpbM1p4HCSgATw9VnX7oFGLUyMAofysF",
-	"SCXCuSMhCGGxw7PTn06OD6+ibo/9ioLLDOiIRDhYJabNmfJVwTW6YocTa2KdCV/Tl+XiVurSEyCzVBv8",
-	"XajswHte+kRYkzfHwcM6B0eX23vvftj++fBDBcc34VDkeCNmKMCbcu2OMLw/gs/T0cKR+kE+UUi/9vy7",
-	"w/qNzfEtOl0bcJznlEBoEe13S/YVtuPO5/iL0g2t4r+P0WpAIW81ZCpBPpeqZygQ37uf14VrKvitMDUB",
-	"a0WhLhHnGy/pAAKr/ZUK1TVPU6Qoo/pJGonnobeP4zIlW/X0bHBy8mFgdcHxzx8vDq6Oz06j7h0ZhoeS",
-	"o8Ga1x/K55ObaK7oS8pRfC8phy8SEg8RE+4vO/cdIHIE0zBU87YhYlzMGYXdu42+OuVkqM4msgCKFwg6",
-	"A0yg/bHMkZiwzyJoOo+w3BtvjDwEGt6Up+6nHY7/YkNdjCl67ZvWRYJlSNhKegA2QGXHNdguiYtOK9Fj",
-	"0A43ZxiHitrgG2Znpy774F0lCb4kgIKmyAufXu13OBg+sZKVKr8hCdwwe0fSStKm7XtHRP5pJd1jxfK/",
-	"zMTc/eNNTBfT35iZGzPzD0wGPI6ZuWNEse1DUJ+/Pt7Q/yI7E+INdTe+znSyPZXJvMnYhf4BB2k/1MnM",
-	"EQo3HgqZ95os32cY+LTjFjXMgeav6my9IOZD1akHc5RW261BQeQHTtP2kGG3CjfASwdMqlAB113OlUG2",
-	"lR47TsQk01agtemBS1G8x3f5dq3etUVxY34DpvS07qZsjN+nFV0f+M0SwVVfpYcQYsVKIOwrKyJirZSA",
-	"E7YPsCG54GnAgMKGp26M9uh2QmCZnVXhPehIPPtHuFWrI/+B6bLIygKbc0y3wa8EggNt5oD9/erq3Pcx",
-	"KcAtGtodwEycC6GQ8dwTegioBEbTsDllueBIBaXSGcuw6p/6oohm0T56rE0B2aUoTScDx1IOn1p79Gxe",
-	"hDcTUSvFufUXyCNYJtpZWwThCgKv+lYmQCwATO+YNyaKdCQrcZxLXtztM1n4jjFgGoHggL7ZZ5AqiWp8",
-	"K3iLWBN7O8xjjefkGhvZ4AZVLNgPyaFBdMjzwZWpxtrtsUOcV0UkLkR/4+7RyjIpzPcgou1rrhLTv9ap",
-	"girCmW9UNH/rfaggSu+yRV2CfEVzWV2cU7Xag6bMz6okOHD8dogMEa4LQoXPRNZANcd18hWdRaFaq2CF",
-	"3ug7rFjBN18n2Uy7YpNlvivLPPGbae2epHulj69qICUYnBvOmPjE4yKdERtaqCJ7xUAmEXBFEs1HRwlp",
-	"vasAonYBomIzU8ZjuOE+e7u3xyJog4AQ/+Do4uLsAsJmaJtM+Mw6i4kvaK3G2kc7aGnLBVDS2Z9yxXy7",
-	"1EFF3S9NFZTzDYzrxuIOkqS2m59n3rY5xqfsxHIjuDtxS8s8ltkmnLYJpz2KAXNgRQJttHVq+mhL7nwu",
-	"HzIni6EnkjogqVKjqaMKerqMSK9D1YE8a2X1dHvswl4D2VxFhPeV80VyDi0ecmVaHLJQ+ZsAyAQ3jju/",
-	"Jv+a7WntqFN2tA8nB9d1bz4+o7xrJbAg6UotcZvGsBfHcwQHb5VceIhUbN2uYWYqi3hc2R5DUUyFUCzC",
-	"v6NQIRW3/UXUZ6OcK6ziw0MO1lTsMphOGLwycPiD1UKhPQA/l71l78VEF18rJGpZyycUEo/afvQFBtbu",
-	"UxhYLm25MbI2RtYfAzTsZBtJpXXMLeo+X4lR5jrU5YR42LlrfTBFLsBDlSqVSmDdhqNyqlddvDIsotsM",
-	"yjyNun32dvdtRf+EMaYxh1Sft6UIgoMInIyoWWbLO3vP6Y0eu8EXZmPnT03Rca3zCS+29reGUnHoR1jg",
-	"N2gTFXCvTeRlReSlAgTI/Pquu7l3YHofyJcgj4Cyyu5odBq72yXWQ6XKNO3WM8z7Hn+mquCsECAw9eIy",
-	"WnfUX/5RG/3RjXr3/i/Jov8+yiiLdU7dgwQ9P5RpITOeF6zMrOrHdIDVBdG1TEXE4LvO293dUEV/O3g/",
-	"uDj6r49Hl1eRP0eyIER7K3GZNCwRhYihGjLXE3gVQLDdZ+enPwfsP8+Pfg7Yz8c/wXB+FcNzbJHjBNFq",
-	"hzkrxtYeB0iJzuUvPzPqKku6zih//Y5FH08vP56fn11cHb0ffDh6f3wwuPrv86Oo7zIVoXrHPsi/sc7b",
-	"129oiKhJpXHlkZCSvhFZQQgw3BhRtOLAKA+0bLAJ0XfY0Aq1OwV2Sh9aaCwz8iduKXesNtxOeMHvaV/T",
-	"IHHYzxJmoBLhnly1oQE2yAMbw329YkMQduvI2TYs7h/2fnz99t0Pi4ZPBTL1oFneA3adC7FtzzXTw3+J",
-	"uECpda0dcrChyj2DU1URg0g72VkuQFD3WfT594i46AFNi01zWRRCtYkvb9nX3uqZw/fUhnqn9VNduvEA",
-	"VngAF6J5UBqboc0oKYuvNvRrjQzTMcTzcNN3lGYTkY8E6vNQGZFLnkrA4MZLJnzGhsJXK/zw7t2bH9AA",
-	"YZ1ladjWoD+M4TH2/2NwVrQO9ilDdfc4iGSLLZ7HjRbfaPE70hmw79eXTvP6utA6feB6LCWYUEU+A1R/",
-	"e38Wp9zUUKVDNebGl5SJZN+TqUORp/0FdOTbCUpAwy+CtPjaThxTymeASh0qaFTFXjfDOo5lZNu6Zgn2",
-	"ohk24eZGJN1G7VhknzuAkUZ9sBsyPmrv6PfFXVcwec/cILCDvA9wEMw/gYZuzIL7AH/UZ27ts7fz2f7n",
-	"0O673x8lUOhGh2fSXg3A0vDxdipuRVo7L/4AXvM0NY0+7tKIPHAF4vY2vkPcnj0D5DdvQ9UaWKeHu6MM",
-	"p+yOQgO7bf+gDOKVW4BnE5fE6dpEJZ9f2UCFrIyL9GhhSQcaX/jtYE8PrzNkIr4zKtdOI6mFn1HbRfWL",
-	"LmABQXLYMFn0Gy0XWMDJpnzWC1VE2jdimhq7b4TImhS/oExZB6g+cWxKTHGsXQ9FZPaZ4PGY3YgZM0IV",
-	"oWo0adelEN4PvB3DU9FnkSrTFMpMuWJikhUzhsksgjyw7xCqjlRjkcuCq1iwXJhyIky3D9BjDJN3qiA0",
-	"IuLE7dvPElfvYI0BFv2J/hfhq4RqznKw46+mgAx2ZDLpsQP42stOH3lIRJzyXGCrIL5fqMiWQlpke/PA",
-	"hXT39hBSSGPwV5pVoYmPmRF58RxE5WOUXDTe7Sm9OHz+Wu4b7PyN47Zx3O4BKeTl8ZqqxZqQ9Z7IWjv3",
-	"0iKKZjd1W0NPwKZjGY+pVhUcrFqSGMflfp6XysCXfcaHIFud1skFahyqxlBY/o/u2iuGGEF3I/+wAzWb",
-	"41zEzFWsldGpeGUwbLudl4rFYxHfAHgjAti1cxP87Puo6/15jyY3LoTR6a1I1m5tnkdIkteMq9lXmXxP",
-	"WCtRb+d/ZVZtu2UbfMJlun0HJ9nBIuYo8Y17LPQFwnFxfS3iQt7ONZPve/8nVIbfYjhgnnU8wFzsAjIr",
-	"IiZC/eblL4eDDwfHJ4M/RUyoW5lrNQGL55bn0k4Wddh45lN7WhrwgX0WuS8BEpUZPjM+OGIPlqzHTZbs",
-	"9Q9cpo+/y6un3Fk5bc98G4LKH6XxnjptoMtipK1FtzgT9Y54LtPl6YOW/d5jl9bwaIELZh1voJJjr29F",
-	"nsukZQOHyu9gdDX8xu0ubldrj4ptOGwAqzEPmrkP7kKo/DaOWKE9GJT3HABDGFhO5w37QiPOk5XkCApK",
-	"IKWRmRRZFCoOiBz4m2isTREhsxsahaxjP1J8ImCGAmhCsxsWNK01M7p9N2o7T5Ex1sFQobLfsXd/+TPe",
-	"rc7gs7fH5hMmrGOvzLjMDSmzIjVRwN7+8I7+tvft9kJ1WtnyVlf2rT5j0fnZ5RWrizlANYC5so5euxbD",
-	"OuS5w/1Y5c710/0kxvf64oW2+kuDaNoY1Y+bDbmX0J2zOu4AGWmXxUIBgnIueOpRJgrNokJHFb7IEhPE",
-	"ARpVuAkEg+FUf07xhFSCiU4hWXg1hGm2xnYM1Mr7LLKiBo2HUIFljyEma61wmZa5YBGgaEQs5nkuSYXU",
-	"7gZ4GJkVoDSVdRiTVyZUDtmjwxmaTFbusmLMCxd1QtiSgJUqFcYAwjri4UX2OfNwJRAi0UqEqhCfsKoD",
-	"nZEKy8WPvYNGU41CngJjaHa7KvBuO6SSSq6EARvpkQRo/RFPJDzd48/KItYTcZcE1XiZy/LxorD6dSND",
-	"v0sZeglmGbMSsIVyvi4vxU6qY0JuWuamnbgrPNBaw7MPKqhN69MTRsdwxmTSa027+vs9pmvjHrJO1tRP",
-	"wUt01yGDqaeqeos6nTQZ63adVpHeJqD23B36cyj+eSkY4aw6LDxGoGDorfeWAOa7RXgkKe1uf6ysu/VH",
-	"Q9zTw9cBSnATuxHH3zGIQVodhiXHc14i38lje4CcHfD7V8Y/wZufrRyWmL6uHc375Zz8oUuePMv+fgOa",
-	"/qxA0+/e4csCY1+yjwmG+sH28bPQT7t/uH5yfeYvSEdtkp/PKE5zD8W2Trd407d45RvTFrrFay3girIq",
-	"RhStjd0fZlXf2rfdlv1EPsjZVLW0Hq3cBHd3Vbc0SvddhMyssfColu6x9t+grfLCTAi9zj5a5sS29wDD",
-	"7rEfYiNwHyu8Vvf4QqB1UpoCWnCUO8jtfbHNDfYoXa1P2tBKD1+3/cWBERg4kxt39/vtSl3nMN/VlWr1",
-	"Ra7tyV1qNJzj9455qDVEyTr1BLVTHpCBMKLothoNdN/HVBv0iLtbPOGylxichPIJ2Ah+Nu/nGfomSswk",
-	"ZfXF7vu6Zlp7xE3BYoTesl7I+ro+vMtHd38Sj2/N7eQbFeu7aiOjv0/vba2ziZI4kXx5JV9LvWdFg14q",
-	"8SmD0p4aPolpApRkuVSxzHhq5rC7QmUEFqPKnGUiN8Az5y+vUQNR7e1YzKBVwEM16mvgP54K41NU0BYY",
-	"qhpo/E4FGN9nDhUeC4kc3bn9kkAHODNjnWN7IeN5Lm+F6YUKKwA8GV4uMsELYFgHfnEW+WEPZPI//4xY",
-	"J/qP5kd/fROWu7t7P8x9+ueoGyrF81xPcX5SaQqqtSrG2tTnr8eOIYEPkAkG7VtvCuO8vjLsVho5TEWo",
-	"qh/uM2kVaFk4JeovJlbmXLAk11kmEmZkKlSRzqpEPuBR5tYp70KlAnWRuUYIuiXV+U64VMRAAiE+IAR0",
-	"ZWT2Gixb8zMZ3UiVRIxmIFSFhkpKBLqx3y1r8YRDfQD77d4RwnvD8S/w0p/CeKnSw8Bps3NR2+sd3CPO",
-	"TcFbQumEsfMKXCbHcwuJyD3zK1m7a98u4ra+3sZ1s6vatnY4Z+ITn2TWvvqfN8Gf/2n/zlKdCFRX7ez4",
-	"zc3ZYMeXhZiYRsxEquKHt1vBFlD3lJOt/dc+fGJ36EiA3JzwT8f409e7u/4Cnud8Zr82xcwOEe7aMs9n",
-	"UMxIUoV4aWBXLKH3t981hi2UHdn/YPhnK9jiZSL1VrB1KxNh/5vouJxYBR1sQaTaWq7zMaDHTIbANr4r",
-	"lX2mBAokfU2T0RR7Xxd7eJFUCzVt0+F5PJa3oluvhACltiIv3qLWohZXvlYcBuYpYVfW4g7YHqi8RAtV",
-	"dCNEFqHpitIOpZmcU4z+nC/qPivpzUIwI1Q+mkF7zwGHoKj238JQsc429+N9Zdgh/mrb2kLdeiwEye9I",
-	"ktvH+pKw4YxFPx9dMTQTdqgwDNruTMQ6UHb/9vW7bh85qOW/Bd5T6YKJT7Gwo8bytU9WSNhn2AvtOYXG",
-	"Oteb4u70BrhaJ9IYwFiuYbxVKaNdUMi/UgsMTXdH51Tda//+KxJTdVETuekvxCTTOc9n+yxCw8UMONYo",
-	"2ytQmoeKokyFnAiWpaUzdW5EVmzjvXJh5xFquffesrEuc9P1Rdr+cdQdzPh1AegJvAgVFdxJuAAwknDQ",
-	"VHQMkwzt5/BWVGWNr4SEibIg/5ZegIoTK20bfbYbd599hpv9/nttCysxxdHhakUygXefjnlB9ItezxpW",
-	"8BsRKm5YBDcayMREy0HkKnX8JdEyoWKdWGFr9QvFBOhXVyiM/7TzJxQEa5ZJ+zE9EeEGPXu1w4Y7Zcod",
-	"3t/GZfuew2q8rtYWdVlbRO3N2x923+zu/qVy5JoS+l5und2RH44/HJECqIukiOAvTYC+GHVheSM98DIm",
-	"VE7Sgy6QilSUvqZOc2u8MXxjNF6hS9BKyZF1HQq08cCbQD0p81D5cL7Te3aIyzyDA5wBv4UetRoR5R4+",
-	"ER626swfEIYozXAmcjJmX178z7+KU5Y00fMGWLUxqQJ8ReF+W6hB6xvDoPGWvd7dpRMCfk/BtIpFj9RT",
-	"xMY6ddyXxpPYo40VqpgrZoQInAGn80TkzuBBoEEdYwNU7AwhmTPpOeIdwXEnKXGrCNi9oXJEijCabp9F",
-	"ZLtEsIeJQxkGxguWaDKMpCkCZMR0ARSdw2mwX3sPnhoJKGTSQVcz5gafzaRKMFhQSjO2awT9ueRrR1Zf",
-	"4zny+NFTjV+GCsbWjvECq9T0rh8HE6560BMV4jeHsFpVV/0LuLmcseeXNgaSU7t8w+rqjUL/TmOwsPwk",
-	"rVoh3xblI1j9icjlLS/kLe72dQUlMOmRjMMsmS7z2BmYHc8mA0G8HjvPdVLGVopULgF4j1acYVJ8n0W5",
-	"sCo8YibmKaC5WCF8bT0XZWQiWDSVSTGO2CcWjYUcjYsIekkdcgs3mYgLBrIlVB1esFQAeU3N05zqen9o",
-	"nzybMqNHDsVM0znDF+oG3s9OZ6HKxbbzHKCZC0NTUZ9FsVa3Ii8i5i7xL+AuYh332K7VJc577YUq+q3k",
-	"qSxmEeu87vVe7+52GcgYYezv/5WJEZz+qRhmjnsam8yg40BOZEEiwf5q5r1KnGUrt9HvnfOs55d/B1/U",
-	"RH3onkLto8vCUJ/whJqyYMnw3vBQOnGA6+VFO+sQwzOsLYRxyZlu6Z/14e5qNAuxC1yOV6YKWQQAJhZl",
-	"PBeqAALKyqV221EmAbIpESiQad7LBU6ABQma9utOOgSd0QtvbR7DxgQ4V+/9wBdDw/MQihWsOna1+Kjp",
-	"1kQkg93X40/vJns3f0n+/NuPUxd0zHgxrmKOMtma11p1P3XCP50INSrGW/s/vIVoqfvz9ZJQ48Mr29a5",
-	"ec6ecW3rWfc4hvEnmwrWjf69B3wPr28joCda6WCv0MVOGN/Dn15QyUt0cZVMrQ/Wh+GCUJGOQb2Flidp",
-	"GT9hhN0oDZVnWTegphOIKGkoWJFzZeydRGJ1smOyGAKUUCJincDtUE0scv6Ta1ENjyi5aWzRMsyTpuA5",
-	"y1w328uTzY8ZRliYoTtbg7Ovb2781nFg39dPlW92vacosIbJcnv8EPxz40/8hCuAF3CH/pVZyA/vUwZg",
-	"WfEDghISDqw1fXJR1T84JkmdO1rKgBI9VB8xh44E4kAql06GMbnABbTgWBPTfWvN80WONXql6jc1/KYe",
-	"pbz2GWYoqKG0Ybx1KgnYyF50+4x+iwkbazSaUDV+W2im9PQemRgPbwmXI3Bl3QQntnFrr1qJ6SJZVpIh",
-	"BqVxxQ3tIAW12oN/2I2xsTERWQHnxU7JU8HSrGNauraol1LIvLEonwXuAlbyAFgWtsmvp0SULuS1rAEx",
-	"LO/4nbcg+x5IF6vg6rdqFnKxjpVoIMBKZf9pHeTLcujvb3xsudBlPBaJVQkoyiN8SOKkNxCg10Ajp9xL",
-	"Q1boUOHlyykID9L0tPHOT4/X3VgDNrVvlWyadtbo+03ThYJBNbe2bs831/yfvwfr+kl9RIdEQ0hPVfMJ",
-	"PXa6WN5JtXIL5Z1AvwPlnf27Sjq7PRbhUaGyCkzW2KGECr+wlpAJ/GVkn8Bg/dceZRV/PtTFeFlWcv5Q",
-	"/NEVix4InN6ueSgQjw/eES7yb4ihzSXVdnirRr0dGRtDrVPB1SN7TfU5vU8NXXOLfW/Fc190nhd02Y5d",
-	"+m2epvdL6F6KwrDI/hZse61IubXsyjkdh3V2oLRCNdZT65PMUJoTcnyPnWofKh/qZNZ2Fj/w/GZeR13g",
-	"Lv5D9qmxA7A6i9+tt0qqcp87rBO4A5zRjQJrVWB2ju9WX4yk1/p73tRtqvtZcxXtSy0BVtXh128cQO1m",
-	"4jgfhrNQQamezpEKyVrsxcBKWgq/0Sf2mg72I1QqgQ1FzEsj8LgQGSO59aFCmFf2/ujk6OoIzky3b58O",
-	"QUFdjCHqaADhkEYjIWnUpK52NiRUE1pFQy0CvPFedcYUp2sqTgw85GOQAUrYo1xfKfLZQ5WLWEjIw+cC",
-	"6idbSxIVPXco7lC7zVU7TnyXYW3cy7SfbGq+e/ngC+r5H1LNP3woEoYru2wEtZ3QWvQO6O72pV1Yqa26",
-	"PVg+C4g1r/NaYfLqkcxNyb1aBZ4Ds09ju0rDRnYr/sH+/rde7FidTSxYf3yPYk646jTxHgUmxsGr6Pbu",
-	"tNsbLvUfZTDUH7oO5mHjbV8s7uFSrd18v5X7ZX2r9ABTdjyd8pnVUaBjMNo85ydd1/YVkGaEqkPZaVcq",
-	"CDk2HtdNWPhIwieUkCsN3n8SsKw0Y6gfDFVkh7Hz2f7/4+T3pvEB7BtNCXWt01RPDZvoXOwjgvEtqHd9",
-	"TWa1HSIhOoYKhbQnaQzYdKyxVb7gObyA1eXwZcQmvIjHwlWy2M+CWpdjVGcjCVWtNoQX9TYWaO8zvr9v",
-	"YUah/tWwDrnROscU4z7ePlT2626fRWLCZdoIUdkPcAZZ5xrhiTHPQlwmhdaO9x9e28N+tFdX7kPWBPQd",
-	"5FF8wSigF1dNqT7JQvWatV7UPvO53VC93X3LTs+uBj+dfTx9v7BwU+jspIFhc7upZWhMoTPj8KSlGvXY",
-	"ZTncprnG14NJnDGlrc3mm2ih+AYYrrpQxXNQ2VXGUw5b+7MxGmAChbHse9vDGoBQke1LePhEhKrTsD6D",
-	"uunZZZ47DJpLaOWxjseuVlR34dje7m4f689C1RhNdcHr1vTLMsvu8epmlknjJ8pyLB/OispzhUXHdlkb",
-	"s02rS1vRWuiUHwHN8ZB1P18y7AWbbFMMtEnd3Dd1481NSCR/abjrbsTW2QJ8Nirelrh2n1lnHFvuZLIO",
-	"qmt9gHe5sfVrFzLOqriGjPOf+Y/xm+HezVvxsitnviAHBFIk2UDMPid8ONVconsfTQhH3ycU/WWnsxH2",
-	"4qFqbCtXWAKRbKQjtZYQOpo+5r12lLr+4hSh3hz7NmviPmc/gFqiJwidb05+W4x+/tyvE5LP0nIkV9Xi",
-	"fgH5IN7TumBCFTqf7bNhqZJUJPQNuPl6kskU/Hxs9icuRUGZ0k6pMg6trNL5lvRjlshcxPa+3YAZMMGs",
-	"s2zSctSzTho9Hb3CCVfy2sqGCHiio0WiaAw0SMMQtZZhL60VNQkveKjsAcvlsKxSuzBcM7YeON51UN3N",
-	"ld5Zb4wGAl78NYeXLTTcH39dUU/7gj3XCJcLbqzcUY69CEL4bMQdigTee0CTNnAU1svy5ee0yo8JqwaP",
-	"WCem5vfF98GNCBG4andnfincsXSLs4p4pIWF62e3GWDDlAoQNogFcekGYR3PQmN3XHcfWLNSQRW0+ppg",
-	"geq1qVCsHutEVAeddbDbCpm9IlaINDU+H0ZUXqGim6puj/0kXARMMHuwsXwEoGYqqJWYFzzVI9aJbkVu",
-	"xV1UseYALBYvhCm6QahuRS6vJUVHLv9+sL337oeAocxAQJClUoPxQk9kzFM6ye7A9xnES2ahcuxb7T+X",
-	"hqXiumAcnjPlpsdoBRsvR2qfisXELcxHTcZV5lKPHfhfOVoxZ/1Uv+jo3InRbm15fgzV4dnpTyfHh1cg",
-	"c+g+Omc0hY2J9XTtjVbmtr61vjXIvPSEYQ1zwW+A961MBYzHmjl2r6B1R8+Ghji/tl764VIBPoEpJ6HS",
-	"OTWZp1LdQFI06vV2IuCDlsIgjVtTiFajB4QHBGmxg6cca7Ve2BiHByMVBKjgCu9g9YZiLFXCOnyi8ZcT",
-	"xkHiD7lVG3JEvX7wYHpPBiB1Ib1uMeaq9kiKl0Zhubv7JrbaCP4lBhH+zFD00xS8EBOIz1b9h4yAJjCC",
-	"u0+kc/Z4i2sNReiz2pjyUplu3+P60E6bwNlzs7L7Y21WJgR9o3So3FaouHVZx0kL+m5Q5mmEywiVJDH0",
-	"wyOVKQaHPW8oZHzGRZHZBQuVG5LOYc0hQCZHigPYMQqa+Wched7gRswcdFA3YO9237SpsmM8DXjcHilK",
-	"2XjGE3X1uYffAXhLho4VRF5MOIn2MkJ6P979i0OtrlMZF5uQ3iO5DrThK1k7r45bTZWa77DjrnsoH2KV",
-	"ZROqeQGyaNrY49ndZ+sbNqGq+m9qPYSk0ExDherra5GbuufhdK7VEnXsnupQOlXsW4/8b2Tt7BL3Pz1H",
-	"GhbzGHOZLJHmhl3rfPHtiyKNmBGxhsyfm4E3P+zudvssugarC6sDHcE6WQQ6myEDamIlSKjo0oBFdjgi",
-	"8oSs9Zefw+WgMnmuoAwgx5uCELf3RaUTKqXZukoHE5YBdXDCu3R9XnGhgxJu7e2FqLp5RAVR2E5ZmwNV",
-	"puk+40zpfMJT1MUBvA93nKs9dgBOnxunG/pc7ye8PO4w+3704rRibqDvdt+E6vLo4pfjw6PBx9ODXw6O",
-	"Tw7+dnJk18Lqxul41mN/y/UUlKY3b5QQySoXzzHowsACsKvI3DI1nN9coM2KudrSCNTTrJOlXCr4g2o7",
-	"NLDT6GzI45tQjbUp9oGtJrX/DNjrvT/3du3/7fwlYPv7rwMoak7ErUh1BuzplKx1dLRk9C7aMNauAT0D",
-	"Gp76bP2bOHy+FQaCEUicWT8lGIncR2REqRLxCWEwoOY6neGB5CwRBS6OSPbevXv9Y80wIWBZ/O3HixNC",
-	"EewZOYpCxbNMqASddzvVGS/G2IJnTcUf3jKg8a0B6uNN6QPxiccF3RrAu7pk2d5hLNW2EOvQHsA8PHJz",
-	"uAV/xSIz5nvvfoiQUDTWE0HQlpymhjlY1vmtA44G+8/Ls1N/CYs+h1tO7oVb++x/qr/tn+HWrVCJznes",
-	"sAu3AhZuVf+qSf1wKwiVvRgEn78T/Y2Xl3mK/8AXwH87twl+4Z8G2yvc+ufv9v+ifm275yJUUa/geW/0",
-	"b2zi7P1bZghg1fQJ2DUKKSd4etYmi9zi51pDxYRU2LSps1DhD7oBIxHCinGuy9G4jSmaGh6b6GtuaVaH",
-	"ZQ69mn3k4Aw96C670h3H7yI6A9K37uqvbfV8pmOxOpG5MnKzTMbfbbsQKHszKkPRVyufbsSMOqIb5glK",
-	"NoDnSbkZs0zksVAFofokoepEVL3sX5PHE/F/7f00FdyewahblV7Xb+5txpZwi0qwCwhjpBQHqEdV+65W",
-	"SOuU5SLWOTKUAKaN1qnx9ckgd2cQPmXWaHEiFHuTaouIcPSm2xZbsSq27jA1OrcpxBIqvJF3eLFyi1z/",
-	"+WgeePa+4klMspQXgplCpqmPA9m5dR4k1V7VoYN2f2THpxCEGVxeHVwdtVdiyzkHeGUK67y+8FFNbkd3",
-	"bAPWieZXvY8mba7LQuS+nI2iSzmfwq7rsfcCbmBtEndRqKL/8z98+9+72z/+s/Mf+/TP3mD7n39yH3f/",
-	"Y+fOK/5XNIfDvtUcYnsCjpZ+3Szc3utmGu7Ns8y+1/z+snIynn0G7t7O/jdfuy3nPO9lOQF7kJ6/amlI",
-	"mH5NunhY9EUxc35wdfj31bqGqiDRQPdilx5MvasuW1ALAVR2zCvj8gaEHQ65g5lH1kNT8pVPI6B9baY8",
-	"C5WdGcgWUDTaZQZSwb0GzMWt1KXxTr5UDMbcY0C96+lHauOH/IWhtoiVkBn3Ul+h4nOZVtbMs1buq8dt",
-	"UMlyHQRIJmSxqy9LI7RjnNtnb3TY0+qwh4+c19f1iap57xU4d0wC7jR8izWwmwj7s4CkTwBBTy04Dkud",
-	"TIp6b1PU+2Hrc9xNXYyKHlaFPQnm1AeF9rrO/2liYbEJnyHbQuUATsWQ1Q4wxOWgP8PeoOA3gonraxEX",
-	"LvCixKeC+bDglHhIOMsFNNL02BGPxwybOpzIDxXeQ94SIhUGQYelTIttqXzNACDL+pj73G/onnbgPXYJ",
-	"lBGhqqbmVuS5y84KdStzrSbQtzMdy3jsvzeOQaY2cdcScs72ulA1L6SRGVyICZdptRqAYF4VUdbwZqMd",
-	"e+U2VVt0+3accQ7MRS5lHSDHDMahwE7z94UGG4+00eS1wQhsqGpviDYBIdwgcc0SJMIL3DeXbo8+Jrp4",
-	"81F3tjnQdQBRz9m1/ASg8InIv4+oFhCKtmTPTPsRRquzzmwIO+3e3kfkHhOxCc+MdRVAyESjhc0SYdoB",
-	"TyLKoVDdiNkrZGpyx0w6NhfEMG4eJtjBrtCjtoO7iOCnId0TQIVTPKZmeUJJxnvi0zsLR3zueFTyhJCr",
-	"Ib7b7YXqH/YFIWUDGAP21JTKA2gcpCk0+6Mtv4/1FDfKHu4bMQsYB1+qbtd7nqhQtc1ZMDdjbJpD9QpM",
-	"GFSXeHy+OZGEuRjDOjxUSowQwhEhMexNnWFPCZzGmDBrBPU6RZE1s0UMM0S8KivBbM3Ci73ZI+oSqVza",
-	"xN5QfOKJiOWEp926GxGqeT8CltkV8PhNgVJUiSm+tyGQcC/i6rqF6WuriqRhWa5jYYxLWtGfwqtDUtJV",
-	"CS2VBxUknOGuqJyWejdtovGxLO4F2fg0/A9fJqFrVjiemw3Lw/fZWAZWpM4R8HRBb7XpJmsnG8FzVE9r",
-	"MzMdmBvjU+S+ChxvZIXBrUyIW3RsjUoIAUBJ7W8R5jKcoNJKsOuUFyyyFyLqWcCGVtaYGGxihFlzrcIR",
-	"AE37CkeMM2HNLBJBmVDBIwGXZpaJiCpC7L3MWIIU9iMMmNH0GmNZ1IzZqpCnuhTG7f50ZL2UHh/zOkAA",
-	"mvRC9OB9AYFGTiYUKSryUsHBsVpgb3c3tLou53EBFTGIReuy/nYC7cukEIfoV7y1HauooEO9S3OK09kg",
-	"tsUgpPUEYq1MmUIYjatZ/Z0MxqEqt4r60eiH/nXbcWftcp/zVBTFnbwGeDHk+fsr54NV09FsGJoL8Mzh",
-	"vfzWBvq2HFLmA3GCVYhWsGt87HNvt9pz73a7y1BmYDc2nkw32Nrf2wWqWUSXebf7hFAzOPV3KRP7/t8T",
-	"8hztWxJaNdmI0+VkoxE79k1XSsfGVDgJSScSXWfY6LpdTrhuYMTLGJfDVyasQdJ8vDjx9rnHHwFUCZ3J",
-	"2LDOHEQHoDFEwd3QHccFi3lupSiSkN8I1YdwB8hkKwQj//o6l/8WUS9Uv46FAnwQK9bKanIDFvl/g8ir",
-	"FY+NyyEWplk7tkzTJZ7wpREHJQRtH+8k4CNWHYXLBuCSQsAowNx6ebg1y96lVjRm91M9gFaa+Z0PS3/v",
-	"7X+BtQMO6nQ7BYg0v6tz3G/WIWV/v9x79wP7z1+vsN0sVNFE5HGZi56/PGJxyuWEQE2hHAzxlNgo5wp1",
-	"hz0M3erNquLDD3i3UI3LIetQORdWp9GDBv+aFlAb14U6MrqFmAxFkojEHskeOyMEp7YzuHDW8Azi7l91",
-	"CgHUZejfYt9aLU4DDXUx7ocqgkc08WrgciyBo/6Eqj0YLl8Ci4+WEBhLCLSHt8OloPyanSRuWHRAS48B",
-	"SPY3wXORM2zMgB9gZ0bEdB6QyaRYdHQrVHEJ9ElWBHF8QMTrN4vYHCIgFfNZk/IaHHDrjFohREWPdez9",
-	"FSKIdYwQJLNMwYvSRN191oS9aZE87kXFpbnTiLlCkVtoXAJHqU8C8D9g7v/K7czs/YB/DKNuH3lGHdpP",
-	"G9iiniq0de7kw4e7ttPgV5YSbLnXuAu3FlJXdQb8vbv47//5+NIYJn8lVMyC3Nh0Sj+onjg2phQVNmYl",
-	"npt6oiHzlisNPHv31hiXWFov4zHIICh/N3jOO5GTxUS65gU3mRUAe4CFze6rqMK+6rocBoaqSHL4yeix",
-	"8xZhIlWoUFRuT3V+Y401nVCccwj1jrk1lpwXnGlTbBcyvkGAMxCI1qGACbMf2ymkumWPRUqaCd5XmrrO",
-	"cv7Xgobq+wZRqFTOdJqGCvtI4bjvfLb/OU5+d3hokb1kYB2N/JanA+pyiJbbYJe4fI977vEhd+aY7brE",
-	"Y66USF8ZhhvrJRpi57UXoddoPz8osu97dE48VLyDmqtcDD1VzkcYELt+9W03AE9jm4ou4bdSxWkJtRuq",
-	"BnTPOhGhXEEPiB2XUIlUowA3IsABV592e6E6QOxCgLLsMweEj30F1ji09s4doPi9UEWkygm+xI2RqCUL",
-	"Xog+i4xUsWhegtAFEdXowKAh5J1LazuGyoVMORUCqaJPSIMwTXQrACKztwON7XAH64aUkw6JNLEmUZCm",
-	"IJNqx/I/8C3++l8fjz4evUcDAQb9V7Ko5ESYgk8yZ1Xh4X3nupKWFb9fkYpfabWcVRvD4TTAxC0LavgN",
-	"ut5xtmMgodESaKk93NVLuUXwYWvXwGUtqoufDtmbN29+XBpygWlrB/W1t9+2U7m1BqhwbWDaFfDB4i55",
-	"rtsbX4EnHDw8q8Jj2md2Ye9DYgCT+X2TF3iTm0Q7ns/V0K+LEn2RqRHkcwc6pzzwZ0OSk21W52irKYGh",
-	"SLUaWcel38xcG3hEDTnVI5Sam3mK3VDh3YLa7arR1Zl3EYvG4yIylHp9xhkJy7xUhsnCivcJ/zQwhcgQ",
-	"Vua1o9XvVI39vGA5VyOxz97u7XX7aAESPGv98ZX5FCqIy7pUM7DN1WT7IplchauK3P0DoKoXqshn86T9",
-	"CHzDk+DeJZsI3Wl3xL3JVjzGVzz7h5htPS4prx3hE/Xs46PvwM4SU9ieARlStLs2nfqbHOl6OVKeFwBD",
-	"Ym5Yh1urvMCwoWs+WhTfwdanbelh9ugYeHPdu1yreticUEU5be1yKDLkaqaVYCI1Yp/od+udYTBIX6M9",
-	"EcbwkTABNnmBRxmEKkOT21rVOeFqNU36fp0VDgB3MqTbt6YYn1E/GEJ3V7VzoYKw2wyGhOlIGMlChTs1",
-	"QxQ1tXHx8fT0+PRn1uFDa9JLciK6y0navkgswvJcweRvPYemIvf6T0HSsGkleiCKOVjFVhOu1Sdf82BX",
-	"MegArzNjmVVAereCpyIB48s6QyZUACkPvTE6hbb2a56mUC4G9o/SGB2h0FEtCM6Huizm/cfuknjP8z52",
-	"65gDdu43dNOrkoBjjdmUJft6UY/tgNReDl177y3fhTJOwOZa1BVovgWhckpD5+zg14Pjq+PTnweXH/82",
-	"OPj56PTqsl/9yNETHPzt7OLqCLgM8lIBnTWEWpUuJLW7hQo1EC9Ag1LVocgYwA5w0pfTXBZVvxiFJWTR",
-	"Y2fKygORT6TiKescnn04Pzm6gtH+dHB8cvQ+YIcHp4dHJydH7yF36CDnMo7IXjTEgJ0fnb63L3Rwfn5x",
-	"9svBSVC94/Hp+cerLrzafqgWm5iBOn+ISDnw/pQ0zIUpJz6VaQ+cVKVojewe2J9/G2fdm/1u9Td69mXp",
-	"2QM8kPcVR9veqH1YwRThU3xgvLKdO/FYpkkX+U0qCUacOoZPBIZRDeMGDyjrkDBzBnDQJsm6+xRNsbef",
-	"F2aYCzcay/IoMKNiYQqo+NO30HXsqsJb7h6EysV+xlyqHrty4mtBPO2zVmGDUQ28gx0hvP4yoXJZDg/s",
-	"bL184dJ0mjZi5hsRM81lxf5wbmKeCFZmU54na8ogOBZriR6eZbm+hWpejhUtEX0UrZRFfQj74oNEgnmy",
-	"WOfUh00fD4azyIkgoNZiqR6tsq9C1TQ0qLFxKo1YPP4gD7VOBzFPU4iVImqrHbILMwx5EY+hESSij3oQ",
-	"TIOCJqp1IQBVB/nqvvdZNLzHcMaiseCJyLFUKpPxjQmVxno1zNxAyioyIhUxlUx16qxRpUqx1UZUD5GG",
-	"RZMyLWSWCujzi65zIQaF+IQ5QI8VQKXbrrXR32DMDYsATPanXIgr+zswwqjvCGqyanMUMHwJK2D9QAPG",
-	"PbYszQY0/TSnQuBMBBS3n/D0WufWphvqZLbfHllmUP9EVQeNNfEQFCLxOyBUTsG4IHy1/BISqDMzZ4q2",
-	"ynq474PEroMvUAsPH+quXuiJWn3Wt3dx4Sjtkaa42AQP6NY7AIlCaElzy7npyN9E0h9Fw6JY414KedkG",
-	"O/SLw+g7pC3vp2wxO+pygZH/POrXi2qLeQ+Bp1qJ7j6r6eX5cB0AFcLFWFOC1gQpRoTs9INoqbdNRAzN",
-	"UE19jp+2q3Nqi+EK33m1dp8PLNyl388UDsk4nkW3eladOZ7v4SxUQJno+n8qg6CDHUrY44l7kOV6ymTS",
-	"7debc2veBr2rNRjmbxe47mBwp2TCiqmMxTLNd6DcVCcIZpuXyhDUEtYZ5yMAWzARg/RwB4TmSN4KVVd8",
-	"CDmkM22g35h+Y8fPcvEvERd0f8AuykVGsReMx050ItIqKRMhzUjUqpdhkNK4GbifVp5f2Va9jNPxLSnm",
-	"6o1enGaGjBzoZVrwhlpeWM+NYt4o5sfJZNnN54VQlSz+cpXsosuPlRQgQHWXE/CBduQg8ZodKT4M5aq3",
-	"y8xY19j+e4AflVnUDZiLzevchW/qAhb4XuajXoBP7cDo9CSzugMwr9UMs+ddiPJheRYl4gPss7bWBphC",
-	"EY6W2KYC7BGx3yYJMG3z1FU6TaAb2f6bdVzJU79hpJAh00BRh6KmPquXTDk1EsHfA0g6/N9s4YFYAf9b",
-	"KUqXFsHyBxRgCPBKu4WXhZ7wQsZUT2C1V66zrB3A5pD2xTekgOqv9Ow10IsrgdoolBeoUNyRcGVTxAbg",
-	"pTCJzC9XL+D6LO97+ALdEio7DSLfvrRqA9oSra4oxKcCn7ZtilzwiVUXGN3MyQGjwJx7Xp5APC3Vo/1Q",
-	"RTLZ95kiuNz6msYeJWhA6MS6hHZU6P95TTz25qYbsAgut7+2KoHI6qEZKEp4wfcjGEYqsTvwPy/PTgPG",
-	"WWQnEkZPOBY4aurJAHr7WW00NSSYUMVlbnSOHUvRCTfFNtxo+/h95CKWHFxSpUQM2BC17k0G7aFov4YK",
-	"GywG/kXJrt3dR38H0uZd6gRJRCrBF6YuTkiPQYWZNYynuSwKoYKKe2TEMwImYkmJElNQRyl0g4G7SfhC",
-	"LlNfjMXEemuxngDamp22UHWifejb2OZ2BFEXWVSUK4Z5XXVTsOOCgb6vgHN8nwnuAghTO5MA1aXHwLVu",
-	"Z70YgOyNCndPLWjRQtNpqRUMMJ2HiuyTrq/qwcdXkF2uGAFjxAXTKhaVwWRHMuYJQ3INmka4BfiuyLFX",
-	"gQPBjtiHZbc7x+40OtKuzJoZO1k8ZdCRwjqVpRWEyr6LFKZbrTFBwJSqx6JEpAWP3EaMeZ7PQoXesi6L",
-	"rCwofMEZAKfgTkYElxk5TVBlh68IZ7DMlT1gZG9F1bSEqkOtgkB/BzBeY50KwBcBSlPGYbWgVlvkzAgq",
-	"qaR7EdjaARp0eBdKLIQKz+qARjjIRG4tqzxiOhN+4EwjywU0KlY7tKIP2uv24QIw9qSp+OiwjHLvR3Z1",
-	"djb4cHD634OLo//6eHR5dUmtUFWL8AT2YCv4CozCiwfzdcnXhe6YC9wgNclCDVWVsJOGjaBg3NP4ydrr",
-	"73Z7C1JnKhWxJw211SC5wNjMylYfL3XWbLzZbW+8WdQo0LJG0j7lpqCjl4tYyFuR9FF2DGcNsVij51S4",
-	"c70E9W+BwrV6jcYsNN6iatl+/WdYwMLq+q39rf/zP7vbP/7z8+vg9V9+/19bX4Kgv6DpmuZn9WSZ7LM3",
-	"oUL15I5HqEApsc/hlpv+cGv/TRDCSMKt/XDLXbn1e6hgf86PsdVsxTkmLdZx/S01NcdwjJA3hVyiU49W",
-	"xndfRqXf2701rNYrrT9wNSM73DxlhSCuBnc2j3ACpcWaa+6oZfYcRlEfNVv+oEHxCxivU2cQtcWYHXnF",
-	"hHqOysyrEhf6JQMHCvJSMiCtrISYS62fqhnzbRPqOI5vyJmuXmjjSm9c6Y0rTScc44wPGJ8FL+OPqthG",
-	"dydUdwjVK5fWc7+D+CMRu/nYY5VJG0tr289CdSOyou/CqNBHmgoORQ4RvOcAvOyIjQAQaTgDexlJOGYr",
-	"4pjWAAdSEWpoBVZ10WOn2sPbDnUya5fLRT77xuqnG4JuU9f4cgQIdPkBi45rCFB6ul4VIxyFbSgMfoBm",
-	"xaa4aJw3KUytoTBUvi4DDzCEJAYTqcpCOJy0Cf80oJ9GCDyUc2UA2BUkAZApGda5OLg6Gpwcfzi+CpAX",
-	"9uhicPbL0cXJ2cH7o/cBo4+gZCBgPx9cHf168N/uz5OTD4Or4w9HZx+vAnZ2cf73g1Po5vj17OIfRxeD",
-	"98eXh2enp0eHV0fvoRyAIjsY9eQSomTXxGYHZYJKfCoG9FIFcKtSDxfWD8RcxSIlLPBGo+b+Yj9LFRnq",
-	"uJ4TTNzMPSVUgKKIBQdKV4kaesD+ekx4hzA2lBtFPjuEXfHtyDc/mxsR99LSDbAxGzbSnDZfT9oVMr5Z",
-	"bhMdLoJ7WTHXZ1K5mB58OEftVkcTZPOCMlRL27qRIzU3VBNUsHqf5p5nH89EzpJc3gqFfRfsAkqcHOQl",
-	"BBwLkbm4FWbFU60z1sFYo/VQIb7qEueVedllpcKofyq4EVjDbSdpAH97bDAK5PNaJwjWzvtAsv3RYlv4",
-	"XFZ9Ma1f1FpRfisloEUVq5rk5ovX2/tpkDkUS/EI16MKC8Or9di5yLch1JvzQjh8EB+sfL23C++E8496",
-	"qdtnQzHTMIsQrcU+O5CV2wd2KqK1bMcrGd98G6bj/AbYyNWXFO77CpOzxEwHiUrosa0yR51FlMRuTT7/",
-	"Ch87Aa11en94u6N5ngEQaZ1YE7A2IvUDYQ0ma4H6BXs0Um6sQPNOpj+byPJP1AgsEXHK6Ys+9OQDbF2P",
-	"/cRlSpxZ73Z3QxVdnZ2dXA4ujg7PPnw4On1/Obj8x/HJyeXgw/Hl5fHpzwRQySse5skEM43M3Mg0RUvQ",
-	"cz+KT9IUS8HdYLYek27ET6l91F1QX1cQ4mwswoOAMd7xKj5T8XkL/AD8SSLsiFavxVbgkhQAnKtTRhQC",
-	"vZ90LmKOM1xfJFyi0FENbA9zKa6lGoVbjkupuXJ4staaa5IWi9N6aI2MtbfV/ClYssMgs45/GkxcUem1",
-	"wXoAlwXFKnYEgdapx5mHX3b7yF8bHZ9eHV2cHpxEoUKcHIc1XSrxKcNyaSJ1tVv5YeHV5ndc3fSDv2uS",
-	"Zeez/Y81/eqUf/eilXfoO2iXjVI95GmTLso+os+qoFxvGaKN1mmNuuieut++zhW8zDkvxs8C3YYmw5MO",
-	"TUUuiBAs2QAyPwvwmqJlmVBTa522nJzgHnyYb3ffsMj3ttThlSu0/9rzUz5DXhV3ZoDVwg2qY0Vok0+S",
-	"unK7fZZxY6Y6T7aLWeYI5iiEwnOgM0JGMU7FORNrhkR/ov9FASvtg5A4D5rkACtwGQLOizmm9ZGe2Nm9",
-	"74GFJdmc1MchibzfscvKYk2FBMytN2KG1Sh5ncq9oZ2g/MnwVPRZpMo0jdArDhXyQWFVBpVYGSaLPp4P",
-	"RL9URZN2kXW4qz9DklSmhADuQDaE0sAiVMjfCFUyieOBnzuJROcwd57ty1Twyo3H9EJ1QLSHZJF4ewst",
-	"9CZFYwuB40ha7f12b2+O7DBUVHnYY+et4sW+v1BxPkMa+QK4c9tkxnn5GDLj4VPvc+N8qvz7gwitWuQB",
-	"KkC/xfT8Jtv+8GbRr3az3Fs8t/gTpRH59lpOxVI+pLpfURdfxFQNwUnY7Os6Fx+NyL8pB8MjWW9cjOft",
-	"Yiwu1Jc4Ga0nJXCcMwvHgtyQFY5DqO7nObCvdhxezhG8tx5eXOOHcB++E2fgvgek3R245wHpsUs+ESwv",
-	"U+y5ibKmBRjtQ0E1MMS3eBNwWIKG88CW+A7Bou8QKu88BK2uAFr8c25FABlJMOwTIrrPa+a8AXM+VG/3",
-	"9lZY4o9wCDfW+GopsLHHN/b419nj95OQ1iK3gm5F7rAtdnLm84FMJr3WHNtHuOt9pcazoumxr3BX7u7A",
-	"k/TANP7RtvQLpPUpaWO4rYgbZQWTT9sGfLv7Y1UFw5MkF8ZAIQy/wa63NoYY+6StxyR4sQ94IoIXfPTd",
-	"BC/gNG8YXTZKZZ1yQdjUhM3ScmK98tj5LFeTtLSeYfB7XYAb+kQbDFq10sAfl0Vr6ETfT8d8BMboJw/M",
-	"0CWbYq+XSmey5FSsn/rttUU/nu2WXkfD1LTLJpz4gCwjKzZbBpCga5rtE1lATZEUAMtQz0xSJN3J46Yo",
-	"vk75qNHRfw9J/RHISb9+Wz+80VaN7ImiBmsdKeJ2fSmG26Z59gXqNDwJK8XM+nUVkIgDEcPEp1hkBYtc",
-	"+iBCsF48X02JE6ovFjmtfaUQgH2OUqc2tI3Y2Yid77tnH47Cuh7mTibjoszFSjg7uobJCcXlOGV3EFoF",
-	"eIZSqUQfWs58DAnRqrhhClrXD9SMGTlSItmWlAqa8BnmOGWx1HA/pwE+nv0Or7Xzp+Zh95hNQ6k4NvGt",
-	"AxkE99rkHVcY34hi9sq4XXX3Fs11Ku4XTF8aPb+AWz1HV9CObK2mFvsGG3/w4WPo3O3LnPbIVwXTj6uq",
-	"KOaWjUVgb0Vswm8ojw1SkKumIdYiCnOu/P59bsYXDM4O7IlMr3VPTn15azlhAL7e5IQ31tU61hXsdcZh",
-	"E62puHY+2//cP5S/aEr58vKxTrF0x965z3Jxq2+sy+fkC+DRfklc6cLeSXy1oFkE6LTST/GJ8LCTGS/G",
-	"FegkTWdTZtSbFSf804lQo2K8tf9mD/Az3Z+vvwRv8smEjV0qfO4mR/HiHCt7NlaffWwr3xnr0ogbITK7",
-	"Hx8A08N3sydcTLRCQUBQHygIhEoyLaHTpR38o70+r8+Gq5A+3hG6hOmF6kLwzDCdZ2OuDOs4/mtAMSG4",
-	"Xei1BwiLgLVDdYhPmT3fCCdEjw5VkksXsZqwKdToTfmMsJYRb6iOWo2Nvi0gSIik7MBXEAF6Bj6mPe8z",
-	"hCdKpMmIkw5fMikFwLgmZSoSRMsGKFf7L4Bz43ICTTZ6Iu0kzeAxxVQD3UVc5rkdMbLpIN2UewTgENjb",
-	"AE9Udw7Xg83BeuzhPUL18KgeF6VCZIO/1zfmI0rJxaetkpe/jnmB2znjxrBEvoDy+W8cREPwjM46wbaZ",
-	"xuFZPDRmfWiN+aG1jwUEIFodLfTH+MYBmxCFAWIFycKwGgVNlotr+cmaHGWebu1vfda5HEn1+2eeZQP8",
-	"8vcdnsmd29dbwdYtz6WdO0Nbn65AuQ1HdGt/a8fcxluttafVY6PqxxHrNKqSwZ5zY+bYGzDWpmC51gXi",
-	"ReMYm08dF0W2v7OT6pin9vL9v+z+ZXdhGJf28IkAbwhQIzoviPvOFFzFAjMF3K6bfTqQEMJoyzyNPCMA",
-	"0grZ4dsRgTlFi7iIuz5CuxI4ZFM9kipgtJwmYIeXFz+xwm66wLdVwsDEhMuUXad6anqVEXhQFuMW2/Ej",
-	"uMiVDSu1Yh2+aDEHLjNCcSXTrd0blXQ7tHozJvnKsCzX1zIV9o3iGvwK3bd210MS/hBpXbz5eTlMZWxP",
-	"RyEngl0LDlHU65SP6u99CFun5ffAVW72WQw1QwFESgPKIgRU4R6wa36roVLV3jdwowRdC6TSBuILSCot",
-	"JhnwDACVB4CAmbHMELzwWuRIWjgiTgf7PZSjcpblUsUy4ynr+DBJJnKjFU9rX0K36yjXZdaF5ljCt/IY",
-	"1HBrKJ4l5kH/S4lPBOJJziZiMsR+/I5Ut9LIYep/jPZNqN7uvu32qXhf8RFFWDo1Oqr67U2zjldPVVAb",
-	"bY1XGS8BPgpCk6TN58kf6aWkWYjbdOuZOMSER4huqAYAUIJQeVCCOiYB6Gx3DOA927aTyB05OKCkkcSB",
-	"HbrPhLLCayJU4UAFA7tE294SYPpW5DmiquDFSRBa7am3CcO8681JeMx2Km5FvQuRfg/rZy0kO4weg7Jn",
-	"7EDCmlEHWStkHiocamr1eicKy93dNzFivMC/RQ8/uppl4pRP6MMI20YIS4dFsc5F70Lw5OPFiX1a1DJh",
-	"hLfS4npa3aSvq0NgCg4MmbCxnQ5jnXfbmF6Nc63s2clRjMGyayW2zVgXVmhGeakGvIi6wIgy4aq0NiEr",
-	"xrkuR2MWFbkcjcAwe18K1Ix2bpabkWTbtxmPofLWY+ONLxuat5UQozR2hYnrqDkBaER+/uwU3u+/Rwxy",
-	"RmOdJoBtX9Iazml4uzusBgsVzCGY7NY0aIztHAnpnKhpG90/oHfmmjAT3aY+OD9mncjc3gxwT8gEdwP9",
-	"iT04tEG6PfbBnnrvNSghErMgDbSqAbpCHNZUrpIB5lKvjadjXniyWIe0FV3+cojAfYOD8+PIn4+ajROE",
-	"ynod1lcwJQEGxHau0ymfGTZEn//GMdK5PXt+DC1ELbPzs5VIuGm8ACNQL5SLhnUwrBCBhIoCF/cJWIRX",
-	"RECSh6JNTxXxEZogVMAOCK+B4IsNIWICany6zoXYvtb5BOwAkQsVC1x+XukX+2fMc0DP5aHCp1VAKvbc",
-	"VwgqCI9Ang4uqOtypr/AL3LfwL3oD9wdTvigYoGLvVoZ4YyRu5hCQ5buszkbwQjhgJLs9T127FUL3sD5",
-	"ztZ17rPmd3XJbx1KpQsn1v2P3jRWGJexZX1PuBqVfCS221agrnRpmO9zYC/aZ5HOhOISmSbYWSbUwfG2",
-	"dQh4YUcaqmgnHvMCfIRUwO0iv9v36QcBO0tTPuEBuz05+RCwkw/ssigTqQO44EKXhcgD9nOufwvYwb/L",
-	"XHSDUEVcWQGXyThinQ8Ix2XsiSXIX3w/kUSsE3Nl3yAXWQq4yrmeMA4UYTv/ffDhhOGl1Bho/SLkoUzE",
-	"RBvCYY+G3Ai0SSHXjNuhMVFkxhqWoY3lVI8zBbO0JLwdaw17aePPdZpOBhwx4wdwRcQ6cNhPTj4MDk5O",
-	"zn49ej/4+9nl1WW0jwY1gI8F7Pi8ehaO/PD4/QVTorAywe6yjOec9EusJxMOZo3JeCxMxZqptBLdgMVj",
-	"Ed84TlHC/GCdt3t7Xbw34ajRTgHWXqTvMX2wypCg+pUh0OlCfCr8zBDiIX4DdKBmrPMiVNZMzrOCdfZ2",
-	"d+0mznlcgNi3rn9u1bX/zLWzgzyB25WGDp2eKjuTsDavjH+xxioRNmsN0oAuC/D1Kkj+6wq5MDo9g1U4",
-	"PDv96fjnjxdAqk2EciQ2rZ0FrXzbdrX3mXeF7StO7XbN5OBGzAZGFCi0Kx7wGzFrnNMPLadwlUZFcZSI",
-	"a6kkHtkOlgowqViiY6DnZnsBbHl2ifxASc6vC7a3u7e7/XoPg3vWFAhV1PBFXfgEzS+nQnv4ce9fRquo",
-	"S7GzUqaFdVkqSMltWD45LAuRhCrmBU/1KGC3PuKKhynDjA8i7k7ARUDjAA1FnW+bMrNnN6m5C3b3KDHF",
-	"l28zvlZo+wqJMZ85zWAWADHroyeaBWobbsXADFUdBDOob7HOnE0+3wyqkgVfoN6XHKo5yB0nM1ZB79T2",
-	"WA7oYnPq/mqJcQqouawTA5/dnKFqRw6HBw1LFF9gk9pjUHmFqTSF8w0TqqO37h3iFcHyxbRR+VDnReBY",
-	"jALijw9IhaEAkKqEb4p8Rv9BCH6G6PCLjh2YBXEBFHMAWjpVFDHCaHaFwIiwvK3x6cZkAUj24mQdecMN",
-	"MBJSUbBUj0bouvs4NuBRz8NN2+EvRKdC1YnwzwG56AP78T5dao+aVmIOQRbtnnqAn3UwUGaXwP5tDUJn",
-	"N29b+91Z9F1rcqwd2befu81qRKgqs7WyUpZMIIXa2oQYT7chFoGyHCIJxrpwmYxxa0f2KOx8LiGT9zuC",
-	"lEesgwRrHh47FwTUCZkt4GPLZzBTZBA076J0Ia8pkmyiHvuVIk3RRORxmZOuL8aen9BasYmx2wnCFGxc",
-	"DpnJBL9xpfQf8IfMlEP7gkPwdAod67Tv4HOD+g3BTDBWLRaaMEfdLcbl0FMrWtOuuiVc6qALCpwjzM26",
-	"F8hKMw48zV6m0zRU0c9HV2wO3T2aS6s4as+G41Sa8RLx2XSSrOWEVziRCMFQE8wleMCIHAqei9xqvVCt",
-	"6VwRvSaZEQBk4s61i6xYgYVSVxL1RW084GP0QvWBPCu4AxLzzPtTwGoz71W5eBkcEQmUtXYNoxotuttx",
-	"EalKnsmdP0Us40CCXgmYKl0U+acO3h9fHvzt5Oh9tARd1iM/2g2ARn43YENxjRqrkUeTWvXYhc/miAQw",
-	"2a2J4vM6P+y6/AzEzEKFuZ1gbjIGFVXI4MPB/47Wyf0sKuKD8+O2EGpmVT5xrma5TsoYOlasE9khl9AY",
-	"UZjuPuN5PLYS1KoVK81YCT+2uiWXt7yQt4L0rZV/ocKoI49jAQoRkTDsc4ZlioIiLXGasIgdHrQsvAg0",
-	"uZVuQSWGQ/MBg8on9lys1sC1a1MFDuveHf2+EptN+8++flu0DcwSJtWtUIW2yhCi6GlaRWBLRR+RLwwW",
-	"F2miHmsr6gjVcfMm8MvafXLBRu7wEmUunAXvuKC1NKAfDCiQF4XK77drnhpBoVE/ppn/JX3kf1lt1CIv",
-	"wb22Cj6jtzfInJ2IHDzrqbuNGSQyj1inESg5P/n48/Hp5eD98UUUeI8gMoXO+Ujs0C+jrnXK0qT2Omja",
-	"BiyRuUDmCPc4zm6FSnTuBuFiiPgpCqwd/Ej5+OFO1O2xvwkDsU5nkodq75VxXVoUKJLX1nYjTBfj0kdo",
-	"hlpVtc8ib9lGrIMHxg/G9JlMTKhcWDMtR0sGFHUDFgFMNdwGf203NB7aS/jGXjOJM2QCt9eZIpGaReBE",
-	"qiSCeCMWXIMj8verq3MWWc1JiPERSnEDFI9z4FKNcAyMRtiDfk4epImskz+RIzKoI3dH8Dx+Ebk1O/0M",
-	"LLzw4PT09HQA9T3mtzRCXhDJUxEXXeBBg5A4PsRaQymfnfKJIC6lW7o9uHgybzhOQIpN3hJrd5ZoC9Wd",
-	"pH6oSnUDloOHxyI+Y6vqs1yA/8Suc0h2W1mlklSwTuQ+OVJFPnOk3PB8a2CDu9nit9HO3lnYCFHADFfJ",
-	"UH8SCescXp6ziP5mEH3YJr0Z7XsV6zRpXqpQIXe99c34b6WVcxJSbPVMHfkEXTRMrf+rnPCItTLaCsD5",
-	"qeNZtjhYq05wy304PCe7CYbhAMjIznhl0FYiXn2gMuYpE+pW5lqB90uRQtAXgk5LH4Q5ymulC3YjsqIq",
-	"VKvuDVuM+PiccIGstxH5AGvxwW7wGgfscWgyYBPBFTiHY5GLfZbx+AYCVaAcUK+Z6pneRS6VvbISujQY",
-	"uyQivW4aabjSLfrirCxG2o4WcpvNYBXOB7Cxk7XRrh5qWonLdIkx6B1XqbZ5lrGGcc06lTvIJhwSC+QW",
-	"2k1SYeajkZvhj9Ag1lnBpEKjd9Jjp2I6d2+YxtRoMHvBsCPo20zGd5j89Tk8rX/Vpnl5KorCLoNdM3aN",
-	"C0NhAh+coG9dDKyeUL2Er7Z+/+fv/38AAAD//w==",
+	"3L37duM2mjj4KlhO7ym5h1bJLldSsc+eHsXlqnbHt7FVyaTjGhEiIQltClAI0i4lW3vmIfYZfg82T7IH",
+	"Hy4ESVCiZGdm9td/dMoUicuHD9/98nsQ88WSM8JyERz/HswJTkgG/7wlebYaTnOSyb8SIuKMLnPKWXAc",
+	"3JGYs0SgnKMnTHM0IVOeEZTJTyib9YMwEPGcLLD8dEEZXRSL4PggDPLVkgTHAWU5mZEs+Pr1axgscYYX",
+	"JNfTDmeE5cMlPZ3j/DxpTi2fI5qgXj4nKMfiAdEkRAmJ6QKnKKEzmos9uQAq317ifB6EAcMLmDYJwiAj",
+	"vxY0I0lwnGcFcRdKvuDFMpUvHh0Gdq0izyibBXKlZm13lMXkjvxaEBaT5hKvWbpCCyIEnhGBnuZcEBQJ",
+	"/XqEqECzjOCcZCifY4byORV2wb8WJFuVKxZyprH5tgLWKc8WOFfA/OYoCEs4Dzxw1osfkcUyxTkR58mN",
+	"BE1j7eYFgGp0XwwGb2LBiywm8G/yWj9Ki5l6ECGeIYwmOCNIPu2j0Vz+C4s5WhRC4gb6dHuxT1jME5Ic",
+	"37Mo5hn5Pw8/ZEQQnMVzkkX9e/bME5Njvi5HlODAXy4Im8lNHrwZAHjs3xLp8pxkcsJ/7/2C938b7H/3",
+	"Wf93vP/590H4zZuvr/f+0vbTn7z48THjxVKc0hbYXvKEpCjmbEpnRYblU0STFlyNN2y9/fgPvMev1tZ2",
+	"7PBr+2L+kLWMOE9PUyyEf0m3ZEZFTjKSoJzzFMXyVS9O9tWj0WpJrvCCGLzsTXmGNIYgQLr+LcHJp9sL",
+	"OXPURiRys6wtMM8duIp6h2/f1lGvDW8+teGNvFALspiQ7JVAhSAZXE7KLNXrYaRGkw8lXZQ7ChEWKOFx",
+	"sSAsRwdILElMp5S0UsdiO/Lo3KBfDuQVkffk90F48K7ldpwnZLHkOWHx6gey8lwP/EAEwsBFKEmQXAkR",
+	"ORJ4So5hW1Oaidw+f6L5HGH0QFYIx7lAmCWIwn/FE8nuWU/kOC/U8wlPVnuS8j6QZY4kYhweoTkvMoGW",
+	"JEMxTlOSoZ4EbigJ2pJk+1gSTDS8OZdT7J3AypYE5/cMZpYLEnhB1AJYUj4wC1QLEZLK5+YXseRMEFg7",
+	"L3K5cHlseIYpC52BFR9GkYVZvn9LlilekeQYyYOJUA+ngiMsGTQsTeQ4y0NYydOcML1YgXCW0Udyz57m",
+	"NCUOGKlAIqdpirKCMcpmAOKV4ucSQCUoQ4RztOAiRwcDJEJEUkHQ0eC7e3Z6ffXh4vx0tKepvgGHPpqE",
+	"Tqckk1A0IOnJg5C4m1ImF5ISAeDG+XzPwOueHR0eoh+HF+fvh6Pz66vx2e3t9W0fDTU4+RS9HQxgo3jC",
+	"HwmSrIfxXJ1tTyGQwQkJ2L0+GqoN3LPDt2/RIxV0khI0vDs9P0fxHGc4luKH4kIlmr+ZHsTf4QHZfxsf",
+	"TPaPkm/J/nf47cH+IPlmejA5jL8lR0fmKqkDKy+Tg+z7EtsrAtFa8uDeq/9j///5/M/+23TBY+AgPhnJ",
+	"/PZyBN1DxK9pEt+lxcxPr5YZf6QJUCyQCvzLkD+tXYgLjCorVpz4sIXW3OCZRzA72J9gQRK0xDOCWCEp",
+	"apvgJV+pHFpCprhIcziiDezthmT++eVTJOhvBPX0cOjwrXu7Bnut6yHZuH1Nh2+B6ehFDQYblzjC4kHI",
+	"//Ohz0hJ1XKRXaTqXA3zLMlaMk4QCM7X8EDJmV8JlJWCQSQfjUEyeBa/P0/+65j9J0EyH9Q/Kcb+R13Y",
+	"r/JzxX0cPevm/IrnH3jBYEExZ5LVyH/i5TKlioq8/oeQC3TA8HtAsoxn6pNEzjP8eHY1Gg9vzsfvz++G",
+	"31+cvZeQUSqQhLGkCBWWSiUdnx4jzBBOJLKKPMM5z1BeZEwgruQYQXLgj3c/no7tFKh3px4LYNXyPcIe",
+	"acaZlHT2AMglZP6UkWlwHPzT61LRfa1+Fa/PYBcAmya2ZUTJmCjhRAB/IV+oyOWUVP1t+EjOYREPZPVK",
+	"chy5xZ6EC4qurkfjD9efrt5He3atPjiY95tgjELNFkEMRuSRZCsUvYYB9vGSvv5zBNzTqOC4yOeE5fro",
+	"TmBGfQ5IopKowDWqADaya3zi2QPJpGSQ0wVBC7k4ECpAlKECRXFKCcvlpfoaBt/j5FYx+Odh0ffD9+Pb",
+	"s3/9dHY3qqCPkR6k8GCBj1OaoL/dXV+91IG7o8txUQ8020WR5nSJsxwVy5TjBKU4fhAgHkVSgJHwz3J1",
+	"vjRHMS/SBMaYSBzCCerFRY7EnEvpjGdIyKMXKX8y+n+0oGwsJx9PVjkRY0nqBRhYInV+MWeMxIqhw/kx",
+	"FKdckGSvj04BbxzARXAip5xNUxo/8zzOr0AKG9+NhqOz6oUGFiHQ6fXlzcXZ6Oz9SxyC2ouRKSPUSwq1",
+	"XLInARdVlhMpC5C5pVLOyHFOpOg6oYlCcynWKwz9AE8Twp4HkNO72w/j0fUPZ1djvZgKVBZUCHmtJCYw",
+	"haDyC5TzB8JeEEKNVUTmdhIU/du+/H1/JOeMjCJBBXIW95RxNjtBclP3LPpwffv9+fv3Z1fOKFohUqgu",
+	"H1SJ9DTFM0MrFphJ4pLxlEgBWip6TMpsOH0u8o3Obq+GFxUIUz00IhpEzwbpJ0a+LEmckwRNMU2LjJhL",
+	"ZRYgEZHkmKYCNI2Uz2YkCRGTtFjqGkXG5FWUO38ZZmq5RmXrkqRMYfD/LgankMKAp+RtZuvnckOSB5MX",
+	"AMC5JCyXZ1ejmiiRUpGD7CLMKmk5LVqR/GXAQ6WcmRIsHPDYiQAafEm0DW9FchcozsoVaG7wSjKOEecX",
+	"OFN6we6wuRn+fHE9fD8eXV+PL4a3H8/aOSX5EhOSCHQwOHr39ttvELCXF+WWZgaQKaRek9IFtcBoLFWB",
+	"445kjzQmnxh+xDTFk/SZELk7u/3x/PRs/Olq+OPw/EKKTQ3hM8E5lrqfxJminPhE2wqAO6erF4GN1Psz",
+	"nNF0JWfS10eQ7FEbsapLyQiO5/KtEE2LNA3RpBArNCErrq1ZYI/hktBMC0EEespoTgTqYbYqUbCULmEi",
+	"uMAZiQl9BOuSkER6hRzkoETIxzRHubK65YizmKBetMBfxvrFsXox2gNbC+NgsWFUzEkCFh7K0BynU8Sn",
+	"KJrn+XIsxZ2xlBh5kZfCpBIVEU6SjAi4tTiVb66kKJSAGNqcFKQgLWSaBfesJKyXu9dHV1yuY4aewNjJ",
+	"7IkquxgwRHBk7YMnK0JCe66A083oI2EGWz1oFEllrO4S27c+MR9+6LdfO94zQBLjVzmX2JHfwmFuSSU1",
+	"E7JXQATHv9hLcDn8t/Hd6Ozmbnw7vKoRBVAW+hLGIidLYd0ymCGtH6JpxhfoQGLqwWCgjLvz4DhQesZr",
+	"+2nw9XMYPOGMSe0rOP7l89ewcR3rhrvGXcyNi2mOheLj4hjV1i9PuD456t1c3430430zingNgpYcj3xZ",
+	"ppgygeSd2kYP9B5OJ12hYIVQt1cje3Nz+0IKCjRfycsj0V0YjKtDKjopBTA7Ds0FSaeA34oEJCGKNCpE",
+	"SHJDRX41FHj2SpQTBcq0conZSito4nm0VpLyy+HVz0bbuKueLucVSvMizOZWQgH4CkkM5BrLiE5q91xe",
+	"bQUYIKCUmZv/clf6E3OU7eeKPJ+uhp9Gfz27Gp2fDusiT1WnR9YK9ALAveJakRZECDl4j2ch4qxmYggR",
+	"My8+kJVVO2uLVuz9ExPFUt4jklyShOIRWKKeB5u7Tzc317ejs/fjy7P358Px6OebGo9fLQlyh/2yvxAJ",
+	"f2KgsWtBEccxWeYkeUkR6JVA0ana2b7caWQmk9yyKiYqTttzLTLl9TVrQ3InQvFzzLTJ4ZWAx6CHaFVF",
+	"0mspHoBMt1ffYXlAPsipc/pREQzK2VkJ712PaC3Rrwilki5ipkjjMVpmEj75Ct0HbIHJfaCIqsWglziq",
+	"IbIRJoZK18k36hXsgfEnhqaUpEmoNGQAeoiyIiVokkl9eq+VdPedlSr76uEQ1JRTnCV+c/bwcKithTHO",
+	"EtRbZjznMU/RoP9mTwpVNaOipFwaXlTZcGO8xBOaUvN39ddlIeZXPKdTfY7wUNuFJ5ynBIO2DmaTUYaZ",
+	"oPKtv1KR82zV9m5G8IKyme/nr66B+hfn3dCzlM/WRM0n/yBxHsCxgTvjnC2L/JInahc0Jwt35caSbr/H",
+	"WYZXzufXRb7r984Jed5XlnjPD8uMTEmWkQSgKBEXrggrFhIOf7u7vrq9OXV27H6pjvxHkglau2TBoP+m",
+	"Pwg8XwkSF1KgqGwPJwmcH05vKljQff+N86i/YOa9k1hO1s7qf668Fm3zlA/EA03T6uqrqL3pqDQQtwQA",
+	"TbY79xzPtpqhdkHApQODV3FPD/y5w4kUWeqnLRLp9m9vThFhyZJTlqNe9DteLsdFln59LZn644HD4fEh",
+	"Vv6xxg4eS8xszgIDgEfukSrpQbKkFIscFUspkofo9sMpevPmzXe+0WvwqF+GFuDIPXvvXLnYsEoZfZTF",
+	"Sy4s5vlgP9S89VZ70TxYiXPcfGqlDvdyV25CGwW1XzaXU3sTZvYuOkkguOgSwoccJ43/gk5xKohP1IGo",
+	"o5xLJT4EP1KCJitEvuA4T1cg6/ApiuRbY5pASGBEFpimUWhCY2imTMRuhMXvAbwkMTrB/6If92O+CMJA",
+	"vhwcByruSdNKB6r6w99b1ip5ZhzzguUI3kQ98iVOC0EfVexNuVZATOs+VcPWnLpHnnuhlteIWeMpMTFY",
+	"Mwips47+SO1EKir8iUkVhVnTGTwA8BgBpWluh3UangIfBGEAr4GsBVDysRi9z7WgookTTRYiG02GhdmM",
+	"mgBlJOZZYqOdwPHYgKw6+L0T175ArfaKekeHh3sVNNgxnqyJ7DMtvNblPxtyCVE/51rqkkAENMZomVEW",
+	"0yVOa+iJ05Q/jadc/qdYmmuLl8uMP+LUmLrGONZTZQTW4nlFa5/B8ZtvBgPzu9ZBlQclswxSna7+Q5+f",
+	"sbZIwVdNN1bWsHFGwOYHYb/OrwRsjzZUwPkln2dEzHmajJckiwFk7+S3EJOcjOEeHA4O3+4P3uwPDkaD",
+	"747fDI4Hg78HdcLwgbJEhdeJYrHAGRVEIOVTUAHNSXB8dBgGVIyn+JFnNCeWxCiLX57BdT5UfysT0/HB",
+	"QCJ0jg05ldr1DETSwAT4ysFjWMOE8wdAnpTkORk/EPlaTnBacu7gVn+FsBBU5JjJE2I8l1MH//RP6JPU",
+	"U+7ZUDxA4BtGOV/SWAWYoYQs8zmI3jTOi4yMgeeyIk0lSdJoAxfsraTJebYag+1xvKCsgCnehoGCz2qc",
+	"pouxQkb4Qo0iViIni/Ey44ulhP3PvABHE5Z6AZkWKcoaG+ijU5oTHQ6gQA4MlvNUIkSR5mMJ0XiOJVod",
+	"DgYS6RRPrp/w4ejgm+PB2+ODw783yWz9AtTv1k9zks8hAFEiWEpAg8XiAS3wCk3AdZ1TVpDEYf+OPtF6",
+	"k9arekP92Uh9NVQffV137doyGLAOLsZpCpYioVFAEkMQaXRcRdSy1AjeTAjY0qeOEZ7GRAVQJSQZT1Yo",
+	"Uscs6eIALQhm8IWdUp5kP3CiuA4Pjr49evfmm6Nv10f212jJWrCp9AXz9npq0mAXUv8VRi19oizhT2U0",
+	"LfAsGEFuT1k6gG80Q95fCWXvB6e4GHOQvyIdVXoQDg6P+sGmLfvoXDtqplKXjzmTu8YmjEIPQZJjGzpj",
+	"Vgu4AGEcSywEitbRzshABL6F+GzgMhpAIBBHYFf5ko/VwwilRAgHZCBBA9iV3ccagU0QpXX+4DK2WEjE",
+	"ha2FymAMcVN6K/IBGMdzJbkZexMkaRhaXfJxTZ4gJFhyRsX0aYaWKZZojFGkX4nU7SaPhOV7fXQ9nYbO",
+	"ovxrLlcKHna1cxhGyQun11ejs38bKTfh9dXHyE8r1nOwxv2ey73qs6meSbleSaSmNE0N2HgqF64gKT+3",
+	"OFK5mbX4Sj+COsy0kcEkfwODIF2QivQpyfO+fOrTxGo6b327PMuR8wz1yGKZrxQuFUyQfK9fk2uBJzSm",
+	"8YmKQDh0bKKVjiRn3xh2WGP+bXfURBdIoVMhLM4eJCuZUxNRhyX2m5H8GFKRKRp7KHK+wDmNdX6BCvwH",
+	"NOwNUEIBRQA3F3ubCZAjrrihwYO6iHSXkyWaFMmM5BIZMUy4Dpu8kznC0DrDSk06ywjZlweEzPcqSP+B",
+	"rCRJ0kJVFKJIilLyv5A6JaeXfzzijGKWS4kqkoTinkWOkBWh3iNOC+1FVtRKnZN1XCnc2FMXCWeQ0kFZ",
+	"zhH5ItV1HW3fEOKNtaW6mfdULFO8AtWzqjt4hbsqmm+IybWyYCOPD0z3PNuf4lhipkTKhD8xBO93u2He",
+	"O1YRJRuIqv3kmnbpdxFd4Bk5QVJkLBmEAvkcC/DOy+nl7yqkomJicE2Orsza2PITkzu1L0nar5XEJcmE",
+	"xDvnR5CUQM+tKnRvO1EGr7DcSApSP1gezRCuXORVea1UcKpkMTo+QT4Hu7YEEjgcIORt8+1uEde75PPB",
+	"GnSMRslaIXpBW0mswv9KaBuBAmPKJxKkjOzpUwbuqeM/KzOYc88KJmCjOtWLiNLrBBaFGEtcBdZLMjle",
+	"hduYk2lBGRceVQ2lwXzgZ6R+VhKEjhhTApX/ojSNpX7lxZMArPN1JDRhw1KCVx82Zz/RAiBIJPAKJD7x",
+	"TCLJnKcETQr9WVzkoUEcecWRwCt5GwTX2cZGU5AirPxCLTHa66Oh+lHl+uroaiFVg1SSv6i+q8gcLpbC",
+	"lsgJTvpocCwPSxllU/JIUs04NuOrq9g1coGwyFE8x2zWWdbw2akrZKPFMltFE0NWXWYZ1hVKPxWosnKH",
+	"AbrKzhptr12xrMojVUrsVSs2yJ3rVKg2jG6jLxWpsXKon9uMXcMl9adSaoAp4thIZkQ9FbyqdNU40zfS",
+	"MXx1MQZJkhg8fDt98+t3Xw4XR8t3QRikWOTjQjS+fDM6ODgeHB4fHf29zGlh7xhkGkxT/tQ0PfwBIrSP",
+	"iN8Uk5TGABWaKFVKpxjTxGa4T1EkHh/G1ef6TwVA/eoJZKtKApTyWVVQqUGqsbgq6LzXuBJvUuZUljKB",
+	"OtYCUgPaoLJRQvBLYFd4QVBvslKKNLOsCMiQ0exrdt3KAXciM5quVC5CBTAbrsKp+tD10dSNwQsKkcIP",
+	"ZBWi6Hd5S45/p9qrEarH5fQhcmf/+jVCvYTH4nVCBJ2x/iJB98GNe73ug72mn94I7x2MM3ITP9F8fgdY",
+	"tYWjp/z8goq8HQA/kJVVCIA8sLboArPqeg4jBDM3X8dLKjUDn+oV5/RRKR4hYuRJIi3kIIOR2DhPOwJn",
+	"o1vVruMZXrNyulvyyB/WIhQQfUVoM/JoMm97Nhv8Seu4PIMQHR3UoWLt9T19FtwfyKrVv6OomooWMg6b",
+	"7ahSpvbv2Xf6hFcCctErI3bybJpRQ7P6Fzkr59547j0jT+mqcvspi9MCApAhK15SUWCOYi6VPBVgHPxP",
+	"YEvbHdmDTyIYuTvszMxMdotS8cGJpwsYcJauqsuSY7pLG//91zePo8Hk13fx1cHq9u3TxeGXv36b/O1o",
+	"8cN3YvjN8qzq85Of/zLc/7vO8v7ncd+X+L6JTWqsBI6oDPmMPMk9/xHs8IWY3QOUB9iJ5TmG/y0c+j/N",
+	"OZg+tSwdIuW2VA4vRc6epGaSOyEeUsEWtjjEsbXhvhJa1+xpt/Ze6GSFZdaMYcZxLAuReSc61lZaQ0eb",
+	"poYTY2gw8ym/I/i/xUnVXS70EuR4QgcrUGY9/iJC//kf/y+C/AlY2wLKQ6RESlhSnTTh8fBlHw3ZSj4F",
+	"98SM5AIdDY5MfrKGgHUWKUVASH2wKnTHOm9WO4TQZAXRm/IyzsHqDNkNCcrnGS9mUgE1Abn6TQVknHJG",
+	"9uB0tAAvlVm8kjMaZLBWfaMDIa0DoYQrDpRhqVxSVrPYCdRTwALAvUI0UVZwmERqqThNjZwHidt0oYI0",
+	"9TgAHMhwUfZQ0SSepafbW+NmI85IrFUg9FuAtefcWzzARdZN45ROd1+WPtT0csZAPWDm1nhNE10rwYg2",
+	"W9VHAuX3XH36dlATdsKgYPTXgujfJcmqkxYTG2Jh7WynlZScfVGZD+1Sjj5kZbyVZy6s6Ggx6NmyjBmo",
+	"kzxosjbe6xpHDSJrR3umdLFeoL5mRBUUkaQLEhOfL0rPTD2+lpg7fUWogJm3E6M3C9Bq9mcCDWL/26EG",
+	"0UcQ3A64JEi+m9oE0wzl91uvb6HDnJvHOcXADY2ZlajoJ5KY4H35JRj89lrOrlUgt6rWtm60dWLnT1L1",
+	"h2AC4Sz2efKnAk9d9vy201q1t7ksW+gFhfnVUnvjv7HeajCPaisHSayTsN/JZi3pfesxKO8zGGvL8A/n",
+	"nGnVqsJzpUIpP0OZ6wWjYMnVIfJlb0fzek6+5C0SO46r2FIGYyYZZSo3n2Yo5tMpIWiS4vihm5t3o8mY",
+	"JDTvjkIbowyRc3MmJOVsBtVDeyLmS30tpMCbGeeHEt71ByboBMz1usCK8+FucPdJ5PbyljvSx1MilAe/",
+	"d7Dcqvu1BWdhVhwCoFDyfDZjBmqtOAi/Wkfk1pxGk1hfqgHPscf1+Vf+pPIH7dxyYqiEhQRJSZyDs1nT",
+	"gC5FytwTtts18z+bw8nt7RZTPdSo/UqAgipRzCcNbaILjXu+qfhUVTz6km/e3TrkVHt4GTxcbYVSvqNd",
+	"PfdAb5Qz6BOIJbud66UtFgQpZkqb1R58Je7UHC1TCmRdWV8mlOFspawvTYeIetWHDhAbgHo3Vx9D9Leb",
+	"s48h+nj+QXKpn8jk5sTWl3uLLun3VWKpZtxoroCpW+G2HkleyLpsYrs7yLc+efa5uGGUjVOc45TPzlju",
+	"Ex7vdCCddkzbOhMVDcl1s3lDm+uRqhCXo5OZyURV+FQRBiryNymjDPplZPQCzxidUtAFwVXnKZGsSgKN",
+	"l2kxowxCzBtB0/CiemEM5Rp11LIBXfVjtSA9mfGAQn0+eYy/+OrnwaMRTzj8/dlJOQoO+oP+wOMZtFCr",
+	"wz+yoU5OfFNVkNOaRilROYDfaAtcG4NnS2c7j0+Qin3QCRV6FYx4AyDUwbXvCeK0nIySZfHbbymJak43",
+	"9bSrnO/U+0Y9KJqoK3wzp5Iyz4xPVB32fln+u/l2bTlNrGusq4GGzVLQCteQfkNpBqbsqzZNSfVMWaTQ",
+	"E86YQNHNxaeP51fjy/O7u/Orj1HVJlOuEMcL8vqJ4LxleXXhZdcINf/olavVcChwlmd0UoBtSb3pyMcx",
+	"hPoa612n6K/mrW1S4PihLBZoZD8Ld6cyhR5LvBBYDelohrbS5dJEdLnR9QABDR+byAMLdVOlNCFSP3gz",
+	"pKo0qhn3bmqPk9r+IXm/ZfMeOrcRAK2plndk8UgypH83Z+JlKcFB/9CXNNw59bRModTnUcXQsCS+ml7V",
+	"4OdBseYF78pl15uPmtxVvJgB0hd3ptaECFPhwzxLwFYwMVaS7oqRV5jYZJYrl/ZCooy1m26putStvhAS",
+	"oarMH+qo3xNVQBMSxTFKMjzN0eHgcLB/cIhwfs9ULvIyI1P65auFTbWwT1897v9DcBbt9dEnXaEB4pcx",
+	"dBv5hyqGgXOdCAVRc7Uq3r8HfzL1I4J5ni/F8evX4jHuO9mm8u8OizD2gfbEwO3S4yrh6oNKTPnhoCU8",
+	"dvCC6WJfd8nns+LSfiXe2o1QN1HkzsvAAXbM4wsDJxQ9OA4eDzal9vlFU0mmVMmsWmqkrdCifsVFzsfa",
+	"NWpeqX2hJ5+SPJ5DSaySBPpo/9cuQu2f3LLevkALyfnUfTKV1KLf1QNI6o8a9oCjdx6m012PqpMJ6zzY",
+	"Wgiureyge+JJpwY0x2hS0DTflwJKIXTp76ZcGmrhwPF3dhdqw3sGVkydu1BpeAP05r+620z1zm19mCZA",
+	"tF2etQcJfmllZ7XC7Zb5FR2kTp+AqRLke8uKRBo9Epbw7LX8K9o70SGPpQ5g0wNwqiJULFtul3Org/Zr",
+	"yej6UHp/Odb/7I/3P//ZPN77y+uNb/ypi/in6ZNP/gRTuckCICcmuZYvaC75H8+UlnmiKmABR+QLBQHE",
+	"jZ++j85wPL9nlZr5eLkkOBPWRKSKQI6ury/GpxfDu7vx+083F1Dda0/3aNpayDEop0jhdmIvZjmN1wm+",
+	"7jlB2NAv/c+1f/R++ef9z/1/9p7CGrG4FITb7Ect4pStQrBliQ0lVCVkShl8phNbWl3rvtRsnYfmk0ZM",
+	"ql01T1t0TNTekCis522kv+mk4T8wTXj7dOm23OEOsGskEtfSRJV/2PhpouZMlSI7W+W26tW9a2YYQqJr",
+	"T7+899+X8rpWLBhq5G6TCVq8lI2MzjZEa8/u/B+Xy7nO52ZQRykhTzRx3HD12INXArk+0BCO0kRWn5SB",
+	"OmApgsrdJm6JKee6/jJ04rhK52LZoYohntEZZX106XgEpT6f2hg7FYym4spM5p1DuCzT2M5f5UZCVYTG",
+	"0hS3S+Jm1yzN1vzENiTcmKvYIfNwi0w7Y1tWpU51VV509/Pd6OxyfHN7fXkzMrbPbfPt2na4Ze4d6g0A",
+	"/bxpbaZnmHaZ6A8ib25UZCtcmkziyapq9dmaEXztys8vN2Zfe1n6jWSQLFfx4JWEC8dwwjjiwFkeyEr4",
+	"golKXdpPUe0Lrsmzqgs7GjhmOF0J+Rj8R6CUc9W2jHxZpjzTRaUeqeCZiWqgj8RrNm33wlyrRNcZYSTD",
+	"aSjRNSninD7SfBVa60Qoec2iYLokZIgWJKE4hProob05nJ0gzABI9wxSzmv4fnk2Gr4fjoZjKaR+vL79",
+	"efzp6oer65+uJHRzW2p0L0SCI5rbSqkMSXChOclIve+bY51w6MQ3R2tdNvrKlO6XKky+L1gi1RP5gU+N",
+	"8o5esYY0fQMpLzKk33HPX0DQozx7Kc/yDDPoG4ahRlgYzDJCwG6rrCuTtCDQcyqhMy4FX8pTkkNuJHvw",
+	"nnzFHlNf1o9UFDhF+h1d0VprKiFKSEYfFaeRVOLN4f6E5ujD1Y/7BxjNsZjXhXxEE0kaipSjN+4eHwdy",
+	"qQfy/w49i+x8u6+N8WfL6w04bkv78keSZZJbV++3JI6eS10xMDXEgKwguj7QMiP7+r0EaAXQw0xdi70T",
+	"gKqkt5TNSUZVvD7QY42NfllzY8GcatViKpD+YtcJ/fYFC3iTJa1ouhmxhxkyNXkln6ECiQfHEXR9c3ar",
+	"6u/q677XtDJtFw4Dy+ys5YE2uz3KwN42KXYmd3nJUxqvtqv6MXID/2EAJ4RLi42lwRP1TCmtG5hrL1S6",
+	"mpv8gVK8IllpRwADsZUu4TB4ZsXFSCVVkbFJgo9OUDwn8QNJ5BCPtui0ateqRuwNb25ur38cXoxvri/O",
+	"T382bY1cbUmfRxh82Z/xff1wgZe/qOP8jNmqM3bDKbiIjU0BGN1rGFIZGDf1Dksbij/rwDEgt6O5oRGi",
+	"/ywzSkmwvBV6FdC3w5mhI5uZEU4k9QGBjjNlRTKmzwVOTKXHxlkrGxOktSwKkd+zCVG11NQFN23nHHQ8",
+	"gRpbTzxL4EyTpnvnxJAbkugiGcYYyzNdQMOUosmIVkUMerbUmHHN9Q22Kh+bdM5KB+oQrW8wqWmW85WP",
+	"cIFtrRqZsLe1SbXuGiz3U96ACl5upGsfVMsIvzDn3FrdWqIex2QK9QMp1h0Ffzj7uVIGvigdeOge3JkZ",
+	"zosMir5rn2Kj80j5licMCCbd4grpPZ7K7746K2uEoRYLzPYzghOwoUBbEYaN1aKUE7ttyCPV+RqcgsP0",
+	"hkODM9S7/XCKvvlucLBn9Ck+nepmOSk3vR0roUXGvKaCpI1HtrrgJlA3YRbAuASVXnxXbDrVJ9TiWXDQ",
+	"Ss4jXEfyXh9BQX9ku6f0bEE5Q433jtHN8PbuTJXgD+/Z2eXN6OexbjsVonPVFPH89kz9obkK/PtmOBqd",
+	"3V6F6Gp4eea8Bn+aF+/Zj2e3d1LIKF8wT+xg5oEdUWF/+UWttU14zyQNuBtfXY/GF+d3oxA59vbyM58R",
+	"Xj89u4LeoOXL98zKQ+64pZAkn11//7ez0+rT6t6Hn0bXY8WKz6BRhDuunRR+QHdno9H51cc7I37J2+48",
+	"vRne3f10fftePh7bBoPhPbNvmGaOPw4vPunZkFmKpo/uVho/lWdkNUB3k/bh+en1lR7eLHV0fTO+OPvx",
+	"7EItukG1wntmntlh4M0WMQX1sBGtarJb2TtOUhNIHFFeLMzcxiBWjDZva46510c/aTXXXINjv4EnbArE",
+	"Etg/nF9clK+0qsoK7e9uhqdn8u3L4ej0r6gnYswYSaBLu1TDbN/Te6YbB6oAjhNEvkhSBCRIhwuo2DQp",
+	"4pkkr70QVbmevgc1Xqgx/Ors7P3d+PT66sP5x09qX1pL1/qfc/GDMKhc/CAMnJuv/iq7dZZ3PwiDygUw",
+	"f5fv1m+/86j5UjlqlQAEoac5V5UC6Ac1ElB9ammAeVwnAkEYeIiA+9S5INXHNSg06EDlbZcOBGHgIwTu",
+	"Yz8lcN9oUoIgDFpJge+38jA8tMB9aolBEAZeauA8d4UYHzmQgPLTA7k53yWtgFEPKd91b6m72vo11Qha",
+	"vadBGFRvkMEP/1PPxfLaeCrs3PRFa4vGu1X2XxCaRRHHRIhpkTo6039Z6L/bna6hAapfmv3YjD5itFEj",
+	"r4NHHohYKUmHto+uiYnt9/t7u6l0RubulJAbOFt7oQBADfEtlcVG+J8V2kBdlEzAEex4ZsGqQgOh00AZ",
+	"L6gqi3o13Wivj96TlE4k7Em6QlNb0XROMnJc2ocytMCp/MHRH+9ZRkq3lj3qXuS99xEco6nFJxFiQuQh",
+	"m6YFyjQlx1RuVNtt778k2rAWGeiLALQxf1C73jbQN/kiMc0JWvEiK+P5vtYD+uYkXaq0kF2j+TxxeXbQ",
+	"54TfvUy83frLcDfnT+sTmRoI/79puQMz0ag1/dBCAguU4ScV7Msz9PPw8gJyGVFPh5UoFbVKE0I0U31p",
+	"o4rYVk8cockxquHmPZOYcIxq2HXP9GkfIzjsewY35/ieIVS5K8dop6vSCPBT/ZQ3cc2ywV4Xzmngw2au",
+	"B2FZoo7bCVajWbMNbFMYLe0vJozqXl4J1WlPJUQtHlWSl7a8mKsD10iuytqznc6vZfflFkmn3n62chBg",
+	"fJWo0TD4VGnb189fvz7zjhkY1T848/dmRT2C4zlq2hpemMVb0Hr9P6axEjjPIrWFyAINDI0m1Qn6FEzK",
+	"BpItEUa7iEXONMuMQ6fvP1jSUTAJzaG9oMjDeVpx9a315k1NWxCbc2QCc6yjzxRZItMpUeUNlRG63kDI",
+	"w81qQfeSqSGMPt1ewLdmvHoDH/unSr/Uf44nq3EtdI2X29Qc0wJKjI19wl7pxi+eEddzW/17Zblft/N5",
+	"qliGihNVr+YYCgy6nlABwUwiRLABm4RW8Y3qHDntN6gUpVqTJefclrWxbK7nshLP1mxD2DzMBhmCH0AY",
+	"LluWG0hs6cBtgpHY0esgiZoIFHWDjQ/zvEKCsohZ589aHzFfczctuJuplQa/2yLOXYRvQMt4SfW7W53B",
+	"+mvzbHCsc1DdVr1SKjexmXO7Mfuwcmk3e0tVG/LSaVrG85r8/g01PytOqvK8G70v3XW53qwKCfGi4YZj",
+	"8d1HH6Z0YyLrS7ecQaZVhaWo5KuaT/HZKsQ63/PIDeTY1u1cYZib+PZaT+PujHq9PlZCF9g0VEl0Lu3L",
+	"gHUXYLUB50Vgo3e4Jn645sl3IzVr0kklXCBN+RNJxjnOZiQfmxJ0vxy9CY+OPn/1SQF3xcSuK9ipvdxu",
+	"8Qp3OoxAu/11M4dqzIoKNF2hB7JqhBjo7zKCwTYU/Vn/L+pvGyzQlRbXILV9NS7VwKFWlGwugWC7Wexc",
+	"8X0dnbYH1K2qlYuhG5K3O2Dq826wc1G6XWDzQeP+mh9e4Pre5TgvfO0I4XklqBoqoBljqyonPsdL4gbP",
+	"oISKmANf0YaCV8Lkp9c7Oni0Dmgo90QmqsgY2D4gtyWH1oQ5R5c6bl4Olaj6FmNr4HOli5quonN6Zymf",
+	"ECf93wHV54bdb71WtCb/tl27+fq5pXINTlbjnGshoJuW0zRDrM2CVUGR67WDKkTbchhQiickrVcUWSva",
+	"7RIDt1mca6tPU4lshvrpU6mgoQmOH0z0ijqFVwJegurMrK18jUGa1ioxJRZ5WhvAFTJvlIQF6sXM8SNB",
+	"jCvyb5qWxVjEOCGoB34DztJVqGPIFJeoGjw2JnFuEseaEZjUBMAaf0miGoFuJ6op+rE2NnDbQjOa2ZSF",
+	"ZjhPFTg6VJmp3TCvkUuzMc9x4YwYN9t/k360jidW7m1dfakWS9EVUlxtowoZD1p3jNuzh75eESkZyx+j",
+	"f7RkLUv5XDKiFeTheSbdBb03l0iBxbwYm15jMDyzZj+R45wYxl2qJA1yugX32MLA1GpWsusrTUCoZyQZ",
+	"nUVbD9/f2y1+/2XNMuXKsc9As9MefJH+9Yu7s0VA4UqXG/hism2ukw+2ujueu/Kcq6LURSi//QNlbeWu",
+	"tVMCXZ5fniE5iAUE1PxGD5SpNsRSexf0N4JSuqB5TXZ9gAkCKHNp+snR30hwfPDNt99+e3jwjSSjCzKG",
+	"CSCRX775+h9LAkQY/liy8t9PZLK0f8zoNPjcEO8evHsa2kW7uUhmXbhIqMqgSoj8r/ETS5IOVdA+t6Q4",
+	"q800Fb9sBq2eDRBVKJ0t/S6XEUr5YbLSSZBdanM7cGr2afKelp1sG1GohkcATmezlYV48QuqBAASn85x",
+	"vmOVXdXMBCP4GLpp4DyeN4LXWQ6BFsHN+w9omRIsymb6MU5Vp9QA/vXt5CD2RaLrEbx3QC0C3OIz+kiY",
+	"EYota6jVxtmcFl1dmW9S2OcrgSL31UhVMY8mKY8fSNI3UBGRTkzeMuFALyC0+28/yBEWD885Q6iAIsnG",
+	"UkfBrz1RBXKlV84JTkgmVUp1OcJAVZLWiqc88+BzGVPS5bjt8N5yt+q4pdhj16hVdrvUTsKPBNm/6hEU",
+	"EKoZ8UdwZCY93l9PZhckeSYuGOB4caGV60N8zVwHP6iy+pIjqCrwtr0OZycokqQkgqY36GlOY8gYLXcA",
+	"vapRZEA/hj1GqrO9NqOojGuqukRt3cFB95Gxl7cDzVUDtpRZcpzLRpBqplpvav5QZtxj8bBN64cWNud0",
+	"RcDyJOBg9OFBFDtkOqmjJonvMmrWaM8lCIPqmXiZIfS9as3LUaFHX3Jzn2DHrwS0aIQSJkbPT+C1k0rl",
+	"347tsWuLVIbx6ymQkq639Xts4tSa67c0F/VA9qlj6joF27FJb2pucWJaE5mGUvI2me5U3bAW5shp3lZ0",
+	"HOqMoMPBAMWVqhBOXywVxeMvPiFHX9s1wm3Y1HXJFtu2OrcbxVOksHwqP/afHNwGfWgluelyXn5ZqOwn",
+	"4UC6BphKRwqHjNQaTqy5ZbU7tY4qv9dkdutWBg59rvDokohUyuXUS1zMQEjeNmfVfCYFA/KFxEWus1J7",
+	"2kcMxjydJS+FWpVTD9bIjC+5UPmZwuvzSRxQ1KxLBbONaIASqkgxpHUWU4HDuqlVFquX2MlXaEKy9Uxa",
+	"9xs3L+tasxsL7mHhLakGnS0rJVoUi7W1VE2Dnc21mTbSIO+lXVcdqS5Y2AvSgJRzQl0wWkVZtjjIizzm",
+	"C2vBKXF5CkUeNT/zxBR2pzEQauihKj/NV4jmaIopFC+3PRd1bSUTa65C/MB6bTiu6ZLDmcm36MQ2+IMf",
+	"BnbTqoNUzLOkrRBcd6QNERaQEtBO/9dhT+XzruxKWPdad+pv7CNeoq+ZkBrXiQ4yEHNlDHuU/e19rutQ",
+	"HQrjutvT8ZFboH6LrqLrNkldxWwoNI4RcETYA/Cbq6pPs3KqbtZd/y3dZEow0zzDdqUn7t59yW2nKRBl",
+	"E/6lK1TsZ1vDpUOnazP082Fxs6HWyJZrV8PdFinZ0NCyUYR66Ctegn2lS6gQBUGH3+yFJgSkYIm+n7o6",
+	"peNTgr7HtfTcSI1tGsuCvKK8Fo7v3fxgR+qZNt6qGoV8F8pRQJ0UcYyODg8R5AFCdp18MyMnpSs/xkz3",
+	"IQEvu5bPbXXXsfazoUu8FG7xDF4xuEsmjpktQp9SAWpRVqREhUFZKUUqq0ZYCm2FWFujbqWLVIDiqBrx",
+	"KsleDqV75MWcKZwQSEpzC8kVtYIhoJluBNFDEcoKLWIpBhAlhK0iG0xPc9S7Pfvb2eno7H2IIiWkRCjn",
+	"aVKRSfZCFGHxEEnqk5hYBNMV2G1+6/gIpimegVHgpPQryg3AWokIq1WNnExt9aXejCpJZ45dAVPHYZTg",
+	"z8gyxbFyPWjU6aOhEnSdnoI8c77Rhz4BzOSpxEzopq2zy+xhKKxf9ZFOHlFVc6BaG+rVEIvhhe1dTkma",
+	"QHf3WpGSGsL3Y5zGRYpz8svgc18Cqk++LDPVarivi+lGe330PS9YIo7R24GGguQRdjshOhy4SAE+viIl",
+	"IaiDQCjgmcRK+ezonbJRq6Kc5EseorcHh84zPXOIDgaDgfNcoUi9ZRZ4lyBXLNZEA9AvCAO5I/lKkYEK",
+	"OOciH1MmCaCTgBeEwZ9tQh7PZsHnr1+/hs5oEmuDUogOblJMGZrn+dJWj1Pej35zSpUSr7P/jl+/Dmpj",
+	"Y/EQfP2saKJLXw8cGbuNOp8aiLdHiwijg5kr/0qoQIYQaT1M2cygx/Wcp4kiTBOhigmqb0Cv4Uz3HVTm",
+	"Mrm00Nwma05ZUFbZRENQ/rXAPvfwmXyu7jwVKn1MRWX0WLGYkEyoOrQZQZOV+mUPEhbtgfr6E08ET6UW",
+	"+On2Qt9D+bo8Mr2XfE4EQb0YC7JPmSBM0Jw+khMU/dlN0IzsNp2HpZOqmCR8gSnbFBpSMj1Tz6fdVuvb",
+	"koVRZfVllomZecupFviLz+Cn4G7rgMtzceR29avyH7H1n6s+6q3f24LdnhO8PTtEGZkVKYYKTposoamk",
+	"RUYs1dVuepjFc55B11soRfXv//kf/+tPUa0KjsGcijr79uBwo/5sbnFzo3p+keMMrKI6Q4gK28Ox0YNh",
+	"kzF9w60HIcovvksGp3uDVqQmT0tGQ4Ca5mOcI6wwXu4HuNiMqMZG1pyhyasmjJKGfd7C6vCesJWRTFi6",
+	"OkFW01UmCAk8KQP0FB0KpUhGGMmgbO60EDjd69ZCwtDiNhG2u+RaktqGgHpa8r3JytLMY5BRlzqi1TxV",
+	"oppyYnCwQkkejSjLOWKqq7E6doF6EV8q86wEShTaq/hOlYwJ0cGhZqN7fTSUYlgB9bzzeH6CDORA9nXk",
+	"Hh3141h1XIgcDjbpDRpt1mkOI7ogvMiHaxHMwdBcva+K3WixD1K6kMhpmhrr4bEUEOVckXxjoctfA74I",
+	"osvGK4RD98EVr9owbI06TTXqk/fvgz3oaocnPFMzWJOVQXptuQsDeMdfJEOZ+Z7ppTb6r81EjudY8u2G",
+	"GVU0Qnr1h0oYcg2pII3YCgSOsPNaVUWoGjkde2XTvqM8od9ND7ESXOqBTHYN62PAzG4MKnb2gRqzvDVP",
+	"f13L4eqKr11fOw6T3b3TlbP73/fAUA9LwUfqrCnBj/b6idy8tvc/5kxPIVXiRqd87Has5mudd1EPGCmy",
+	"jLB8bNJKVERpRmIpUmcCHOs5dNrK8RKcOow8uW8boRr6Scjny3mGha/EYWMmn7nU/CplpEI0GvS89VUq",
+	"qK6oIecYOe6d49zzjevINu821hKsb6a2ipbDzH1imCSRtjqr7lFJsn1lYRnenB+XDfoFAQe5MrPIpw9k",
+	"JV+RTFRwHZiRkXtWdmyWKA/h6wlJqWSgjSovZYzAtybkwaQX6Oga+ZZ19qqCCY4XX+dHvd0fHIwODo8H",
+	"g+PBm7873jtNIaTc9SEjuhSHsiQ3A1oW0HRaLkwjs5YkTHhLGJhEDgljMwXwZqkL6ro8CUcrXqAnzPK/",
+	"BOsDYj47yvHwp+H56Pzq4/j86ubTqB6t4Nnn4O/WgK0hJoc/OgwDY72vj+lNLauB7mv3KI7rJ6iot1UE",
+	"hz7h35sd83BqO9ooV5p250gMVfJYqhUibatROCowTToFJDjotI6qyovyvX51Q8TIKVT1l7IGVfEm3UJF",
+	"rNNrE3HX7i5/Rze5Tug1bO8nrWWutZ9C6d3p6tPpnFnXFQy+hlGOi946aDTCGKiVx1jz3G9IqpPQGuY5",
+	"jucLb3zhUDVN0MG0GN6EIHup0imXf1MVNDE/m9CpjO2FYrkJxd7rdOmsgCZeZ5+2jdXW7tpretDCT8cn",
+	"4uVyXGRpBM2Moo9nI6TrZOElfQ0Lef07/Oc8UW0P7ckVGd14ZnYnoYnEkMtrg/735fVrOm+x4kNUoCXO",
+	"HkiivYEFS4kQylqkHIdUoJuzq/eSpJmagVL9qNK5/j37ieZzo9U0PiijToQJaDtR9ofqOGVMkYgU46oT",
+	"mSo+ODynvslPbTFeRKCeXmd18r2d4ht1xFTTWtVmUvjJWBDgAGywoKu/1eEXhHW+8nldaK23A7DUUsuA",
+	"uFLn7LWcWXdoOLhWxiFt9IQCcDagrh1u2zA/LJCAeBHKNKa/EjZ4OPojInmshm8idFqCc9bkzljEKH0v",
+	"Ca9E+azvOHrOcpJJpp7xJ0QTG0enLBSmQ0WGmfpIQqSugUWmjGBHttYSGCqPBsxH2IUM2D5qCRKQVSYp",
+	"pm+TnSqrODnFnTJ51vRNbK/sUeJHG8aes5Qy8oFqGXubGDSxkFgMpYrBl0FhKAk7DB2FTCZx02U/9nKn",
+	"SP50rPrAyrWqPrAnEyzIN0eheg7GON0gFvWMve7gG3RJv5d4wxNomgL11H4jsDiV25hkHAqMCpoSlqcr",
+	"KHQJr6OnudyC0q5V+I/IM4IXAvoXlX385jxN5N6m5AlNiulUB1/q/nDWRwp0Uc77CrJrTpS6IxUd07BD",
+	"vmEABIzK7gO20Ts6eLNX67QJoPHhmpzJj83yTL3dY9++3S7a3E4RlofXhk7d4zskcRMhYuTJdtDrGt8B",
+	"n3aOjwB9dhNdV0PuHtNRFd6aadKUJUrPdYTHF8tnUpO3RHAPkWncYXuUGTlVa96SfPeALZU9KXUEZ72i",
+	"wTr9EluhWdi0f66aNgiQy4W8RywmCuVAvQ7uTNdztN4OV2N7bUH5NAdb9FMmV8+6K1qVtTctM1rG193S",
+	"eAYy51ZyhqNRfG3VQEsRjPv8Tz/NOXrKeF6PfNXgLVvQ+XCkBH4j5ZEL1fyWVkzhcypySdd6lEn1SRiD",
+	"Y5e4QG8VU42h1mm3nujY9Wpo6FHlUdVwrf06wnzrKZJ+SZRXoSsR0ndoOzpkbukmcmQHfx5FWk+Jt9lt",
+	"rI2Cmwmth7A+cxcjK/qtr28zlYpgKSduf6TdNxkG69tTtrUJ07Gtqi8lbNIrbru4VWPqco/malKGzDVR",
+	"UWkhUu2hrEdEE3SWaA1XV3fopixaSLZibRio1qHe5rqqHpvpNarFXU1cCM5SapogV9voop6OmsnnZBGW",
+	"YlUkKIvJ2Gw42gPBimZIdasGrkUZigq51GiHXSpWtGrrE9+moaptVvIuzEZ3WES7IhoGhWHwm1T8T+q0",
+	"fDfRwa3KttyTNDOFbdey8+XVDc6fkYmKVLP1/WLpZDa5Aokdy1Rrfwt3XVVpv+JPiiCotpYQ1PghIyye",
+	"9z1CRWOoBrPgGUHwmxxolmGWh+hA/vtgMDgx5RAqxWttjGlSZtlv17taWc7EWiOgsgyp1llaX1btp6GX",
+	"lWKW1abQG5Kd63VsWnojA9W1BwRypmMC3UbH0DN4sQiMt+DwHy7pD2S1Gyp9r11NC8qU0YWh4c05eiCr",
+	"GkrpSlfsHUNPPHuYpvypiSx+lesKL2zs+gNZlcjh5uv1JitV9IvZTkRw4CZMtkNXzVIxvL+/C3busulA",
+	"9nkwjW6u74zFWGW2u1dU4sdYoUmxbKnITFmi+JQwCoEo2yaE9W4MbreEjk0R3AbNvmYOkn1gFOOMTIu0",
+	"rFdvP+ujU5oTHdujVuajIbW9tlUDk4Q7JTlJQCIQSJfujzXBTPpoqKOLVPvkSAIt8qcH2XhjHWgzLuPO",
+	"umXk+KOKfLlT2s7nhhM1VqojiPrepQkSc+YjZnfqB1MEXAV2+/LRddx21LLryMbI07yxtEEUmlhcSEyU",
+	"Iz2qTNete5mbzemiBB0hrYiY+c4HYg64YDOJS07SjHSB+2I9CfXd5rV8XoRTzgjqqT/gEqIFZngmaZK6",
+	"3YhxRcQpVJ3/GgYQEgyAHSuvxFhnefiMpyCGQS9bW4lJe2kHKMcPxLWpGr5oUgMiecOVJDfmRb4s8khX",
+	"GzoIB4dHnqPc3NjfWfzG8nwQFqJKMQqd7CIpgh6CJKgnCEGqaU60t831dFaRzzMi5jxNxkuSxV7v4t1c",
+	"TtvTv+8ZZlJAp1z0RFnCnxyTpMSVKU1Tcy2kIJ05Zhy7/saK32kItsgiXoCu9QLczXmW16tnbU5pleee",
+	"kdyvQgx1R/oY6VdUNgMWDzshhMNFmhWjyBJNimRGcidzuj7JwXqg+QU4p7FPZ13xg227ZL736ol+KeS9",
+	"Kpbntf1uLUuEAeM5Ee3pD/tTHEu6tNDxLgje9xy+9/iXGWUxXeJ0XdiIfakqYysRF0hjJiRUyxdVUpF6",
+	"QQXtTgiCK5RzTfW0EW2rbGkpV+XZagxJqeMFZYUXNJfqhzLHCOEKIq92wl6tSY/TdDFW5NMfG9Ckr6pG",
+	"B2Q0CWT1vBM5uYEN1Elzm24Al4gxRLehnmTEJmUP+LHJw2NkT9Ppo8NDsy35ykAF4tTXYWJxIGsNHOl6",
+	"WVLbX38efqBURbnGtYaf1xbFkDqwym8dS/ogBXXhjaFx6m3YgsE6mxc2XUnx7w2ACTJeqbqsCMzeDse/",
+	"nUj/UR7Vrho3I0/qrE+cW4YmJOYLoiIsbH2Q1lrHlzh7ILmub7xYkpzmULdBy+dN8TwneLFlwV9JI3Xn",
+	"K0MVoFVPx8SFzbQT9fKMLhYQY8JzVDD6azO15WDbxuEbju4iXZzCnXnO8XlkLCuTwdHWVbQlHT8QqULx",
+	"NMULHITBBAsyLiOkj1+/Vj/1U8yODw6O3hy9fjwwdci+5GMlmgTHB28OBt8ehkGS0UcImeRLwjANwoCK",
+	"epMbWGZwHMDAb/oHx+8mJWpc8Bin6EIvJycL4DdFRoLjQf9NU/MyW2i4N0wVD63tnyiKs6/qDhMWZyso",
+	"wAfBrSI3pYgzIqUoFQ7hHPfR4LtGaG8YwIjXLF3ZVjwl+JrdZ5IlpyxH8hUViGXT6CDfkWfKFyZ/24Nj",
+	"ixQMdZ0tzPJ5xpc0jlShFfnKPYMKCQBz2+YEfZDfqrlJEimCrG3j4LWHxJheRlIMxT81AXvi2QNls3uW",
+	"0IzEOc9We310Oifxg23KiEAHyCA9dk/No1O6Vaa24g57Tep/zyA/ELiOzsqV0y6LSUpjhJMkI0IQUxSa",
+	"S7IDGa2kTEZTKeH3LJJ80HRQkKOKCPVgdJ27c37jDCghd3r+/hYxkssNQpsxnEiSK3KQY+5ZnhUiFyES",
+	"BSj+CEPf9xRdA37unagqZk9UMbsQxtQ3TaljGYCXEEZUoyqBF+SePWHdVCyfE7D8MBLnffRRcdAKiNQY",
+	"kKqux2k0wlP5bc1yZbVr6Cs2LUml1iAkMEHZqouzA1sMcY0QZO62X/TQWNgrMQ8xQhKl/VVADnnge64r",
+	"0xILi+RBGJhxvH5Nl6o0udCDsvqWvagk94YgwZgvibzznMWkwY+BtLboc1SMFXp7QveEscAqM5EVR1Gv",
+	"sm+F33tbTdvQjz3SMjxXB4tivARlqURQ31Fv1F4UhfYfNPBIV/QxUVmblY6O3PgKL0ioGa+bW2Z52FaM",
+	"uMZFGrKiZIdgYSnfQj1DYSsbrFQ+Lk1HXhGuzMPVlqpWkR2nZaYeuPaUSaxcApA8/UZUnfvNN5sOs6Ug",
+	"s7rK5qTb5RLwNrwnGX0EZrGrdJLYEcpowT6KMiLob8QQiuiJJvk8gmzBOaGzeR6hnmQGPJ/vnaBIt8zQ",
+	"r9+zSCkNUSNlxCoTuvqw26dPTQn5Hzil+So4fjcIA5g5OP7maNCQMMxgLddO/XxSltZXVfxhpaFBGJt9",
+	"qbv56zyQqRKO6W/EJYa6lrKqoqx3AJWTPZitwOQjgYAgSP0u0WpJv5DUVg3UCkxPzV7FqXcH3x1uIhBr",
+	"Qh3toYoYpyrvdCoJHRMUMkWTfI6+6IW5h5qRfcJinqhP7NlW0kT10elvvBCxx9oUwOTgGdIvAPAlqIGf",
+	"SzAjRWBLteLd270TRGcMCt5YIWBbS5BGrbYTUgB54QPaoi2WuehXPKdTGsNrd8XELnW3G6+CHrIZASYh",
+	"1HgTXUonCZFKm8KpFPfAa0ZZIjylyIUt2WVdJ6ZCl0r+kRdFWcirNeRVay2dNab/Mu5N07++VkBjgakv",
+	"cjsVHKrj6KoQzIETRCnDdyXSADhayvvrHTXYnTOkgoSEU0ZiAiUzsDWuqJa0yomhRI1GrfB1bgh3HpNs",
+	"UnH5hoHiuTo5VOs0DiwbIdw2JVCZd3jmGu0cO9MjFVSb4Urjwg52uMpJNigPLCI6VnYv+OMERXZB0bEG",
+	"ml7rEzOKDc4dE6JbjGGmQjDtjx6K0ygvVy7QBV37xbumSWyU1a6Xzed9VJ0/2qiyETlhgBaPRUrLPL6t",
+	"Aoftt4LEGclr3yvdecMA9Q5NW0p4IBmOF3i5ND3uOt0ICXswml2qL6vFZNxCQTYmAmYS4zjFdOFbqEdT",
+	"EQXJjFGg4RnZsLGUz3iRt37djPeUCo5oP39lC5DvKPMCTTQBW2Z8SlMSnZjnkPiE0ye8ElKhJlU6s+X5",
+	"uGVzPNFkulGSE/j+C97/bbD/3Wf93/3Pvw/Cbw6//mlzAKlqB1TrHOQcgovodcRtv6W7xzLd5TjLTa11",
+	"t9Ncf02es+OyOhhUwoF++ewEOu0YRt2arzs0lfMcC3CMpU5CdiDW3fxu//8JpXL0Xe1W+EMCqyAa8jlB",
+	"VU6W7Mb4qk+iO9fxJhjoHFso0FMzrdVdBdW2hh8zDGHeWu4KZvLvf6kWj6NiDCOWjM+p7KCc95TRnOLU",
+	"VmbweBPWNv+D2C2bfCeP99O5z8TQTNL2y4sXfEaZsUBWLo36oJaTc9Q28viRZHRKfcELlzh70FY1mAVh",
+	"gczbqMc4AoJOVU3fvW2tXBrg9Uk/ZljThQjeiFDG0+1MaO1FMM5rh/jc+hcG1GsLXryHYBsTBSX+kKo0",
+	"IVpyIUVfiJcTUv7EqQr+WluwZvv6M06d54PBwdewMoYtsNQ2xJv4IHHrMF5xVVgO6vr1q4Mfbip1s1NJ",
+	"Yo/o9VJlat4TUBzbswh08yIIAHl/dnE2OlNKQUYW/BFat2bExP51SylI1JSgV5oz9nf5b+xEfbh79PWZ",
+	"xH1VmWc3lL4iTyVlUXov0gVlKhfUjZ0lT2NDx3GC/4WRp36Vknct4NOMuC2H9jZ00QvNORJPNAcmvRvV",
+	"XV/4xweADZV/6pZXu5ENdOnMlrzfzt4yxTQtMoIIeyQpX5J1xfS7K5cx39zYGVZ8Kl8sk1j8uUfzYoHZ",
+	"vpW0JOsgLFbJshlRNV+hvJAqswsLRgu83Jw4BussZ994f9rrupe7aWl4qtJa1NqUwVJfE5qhv45GN7oU",
+	"BRHH6Pvh+/Ht2b9+OrsboaPBIESfroafRn89uxqdnw5HZ+/R0eAgvGcfrm+/P3///uwKHQ3ehOj07vbD",
+	"eHT9w9nV+PwKyhCr51fXo/GH609X8s+jEF2ejf56/X4snw4vLq5/guHehuj0+urDxfmpnPG78J7pIcZ3",
+	"o+HoDJ6h4cezq9F4eHM+fn9+N/z+4kyPeDP8+eJ6+H48ur4eXwxvP56ho4M3ctF3n25urm9HZ+/Hl2fv",
+	"z4fj0c838re3oVMleXx2e3t9Cz7SeyZHuBxe/Wx2f4eODr8L0fnV6Oz2aniB3kpgjK6vL+7Gt2en15eX",
+	"Z1fv78Z3P5xfXNyNL8/v7s6vPsJL90zu7/zy5uLs8uxKguzt4CBEd2e3P56fno0/XQ1/HJ5fyD2gt4M3",
+	"2hWg7TcO9IMwqIE+CAML9iAMmjAPwsACPAiDJrTlVxrUQRhUwByEQRPGQRg0AAzr8kE3CIM6aIMwaIAV",
+	"JlYwVT+vA6jekQPMIAw8kPQa1j/wbMbz5xV7GzrUmrBEMVaSo5SyB024Ha7ichSXm3Q13TZE8Q08wCtE",
+	"+igEyMK3PN2RwcovbSZRbc86dVoJ4Y2N+hOEYTwGPtNqRXKQ02sVBX7B+78Zq8oYzCpvDjqYVWBmPyy4",
+	"L+NhqONC+BTURHGCcApVFUrnOIhY/InpDm8iNEnyZXxFJUiiXhqwWfvszf7gYDT47viNyU3fMjpNyrdv",
+	"WoLUwmBJ47zIdHiPSnSvhrEeHHrLp73ZHxyODr45Hrw9PjiUq1rxIhvrg4aYOk81wpcvKtYtqO5EOxl0",
+	"8eVKR7eyVslGSHYqAAOoowtZ2bHfPKOQSz0C2m3jXz3LpvTnHm4jwOP2wvg5FFbrt0OnJU354xyL7k3w",
+	"1gdCj8q+B25UiYrS1SEt3S5PtaKDxNQOUH7him4VzG/rZQSR3fIV5AZ96HJfxnxaiSZ6mnPbLAAtyGJC",
+	"KsWp1A0LNUmVEiIEZnzetnGQtqc5xxX621u7qORuebt6dHA5IO9kfSWDYbVzDiBD6dvCZczMs9pgq3HX",
+	"9NQs2xcvtcWye9v5zd13Zi0VH7rqxADMrnBUHp5ng0wNs+ZO7wgyxXA3gUzP/kyQXaq70lJc5pXQ103M",
+	"6VKVLvNFGdfsvsMEowv+SNKq+bcu5IXBPzhlLfz9QPP3irQUBspGExwHC8wKnEJGu257GRwdbmsZlgel",
+	"9vdKoKSVtdT209VOXBldueAcSbUcvgmXhmmjMaUDufYetuXJPWFhzPjdSbmh4htRVUqn4OTTh+NZUUbq",
+	"S4rxgkCJyhBF6jAj1AMvpC1Xw5mQXEKH6A1vzlWZeU6TWBcTE2kxK2uG2Si+VzqnBWl3cdmpCeeI4HiO",
+	"BJ2xfcr2/BU213VStSeq8ymhx1tCYrrAqrI3DAMF/0yJJ3SAxJLEdEpJjUtLnK3K7gf7333+ZbD/nRTb",
+	"D951ENvL7qYGWWqOUc2ZSoyxB7WBKHSlpuWhPp+k6rHWgR4megZh1RRvc6EetZIXoa/ry/WU+3oh+G0F",
+	"B+++n7vtGyUhfVrKZW6pPF9CBW6c5agsIq4lLlQs/fue0jaJE+qvHaObq48h+tvN2ccQfTz/IOnIT2Ry",
+	"UzYGeYsu6fcV2jihDGeroEsNvTVwyMiUZITFRKwvcWR0gKnND12Wnz4bLZyxdk1XVRsr5U4VViFOUPT7",
+	"1wgVLKepdmw7Ndoq3i9w/I+V6/qRkifwCAPlgmwMCT3C9j9+H3zdhHvudp6JqOtv5suI1jNjQOkg9PmE",
+	"vGfvsd2mpCsXQr+pUrw7UYmAyuoNopcwubWlEmx6eCnRvZs+VjI+/czDfWHJI87TVpOTFKegs8ZUt1ZT",
+	"3tgUCxGaHlJmldBH0uaG6K6TdSukqSGgboB5q5o/92f9PxVCKTWlYEHyjMZlGSm5AAhJx/mcZP0PPCMx",
+	"FlD5KehiN2paPTcVNzB1ZqV2rF+upgO+cs+n6a+vbLUzUYAT0omvegTdSq1s50mmUxJDNkCMRYwTAn0o",
+	"6x1D8YKrQv4LZWIRJO8jY4Del+tNzMj5HOf3DDKxSI4yghMpYkXmWKITVDD5ywNZqWQrFVSr3AX+LrJ6",
+	"Gds1s/J0GQuDL/szvq8fLvDyF4XNnzFb1bHD72+CouAlFldlxJhnpH9LcPLp9kLjUlNk7WbHMUYEuD47",
+	"lul3dhNaDHVQqZvdQ25kvYDpckXbTJa+ADOEnrCbGvY4MWnVc+kuaMJZbRIz1WKeSeDlTB0YmdOT90WA",
+	"uAUUPLt+xqbPmchxmt6kxYw+I30hxjlO+QwtcfwAvI1DsXGdUecwCP2CPMR4QV5rAh+EAVSjhvEO+of9",
+	"QZOC2y+bgFVzQqpd9EhYwrPX8o9IkjWdGWvDFGGddf/WwVElZOpN6Iuu7f3lWP+zP97//GfzeO8vrze+",
+	"8ScfobE7rm/oR/WDA8R6TQ/YxCuBUpwTUe/u+M3RlmXlNGB96PE3wdntMl6nu/7t7vpq//bmFB32ByjT",
+	"L6Le5ekNyDXDwyEiOp1b7J0g8gXHeboy3UMjlbuj07YhTCBaE4vhD7eoLskuqBftvzn8djCI0BJngqgg",
+	"hBDJp9/Ip5Q94pQmplCQ+eUgQguSz3kCVnLo8ml+Oiw/WuIMqp+rH95EUJ8OKvTDNGBfkXuHRQzkoDlH",
+	"6t/fRq6xxM0Z3r4GDmSV626UFskhHKtIiVyehFFkal2ZaBcp9tmIDNSLKu74KERR3Zseof/8j/+1t64O",
+	"q6fX7LZBJ8bxhdlK1wnb5BH6vQHEzz7qpA/4lQAjkzEs6Wbq+tOTmnvKVI+KeZEqTIAm2ZKAfw2DfwjO",
+	"smWsJEslqkui5e8+KnTi9XZlcBUOvhI2u01iU6Sh91oQluhLAwGSr2ckj+TeohEWD5HvqGrHYbbgO4cL",
+	"yh6uaRKfJ4TlNF/tlmrjBolVIoQPjzZnIdP4oZEcc3D4bjvSpkfZEENmy4n4yFuK2azAM7LvqxfScB1B",
+	"SSVdRAP8bI06Gc2KImNBbLWPsiSG8pk3KoccvoNUljX+/CPrz29UF1GJP9pxr5MnmhVHnOR9fayevHqd",
+	"p6SLk8yW+f5R/2B/QRktq5N8vBnJp0g/bfr/awVLDp30b7V9v6LnbrOtxokCapuyV9Y1hcjvHJJWe6YJ",
+	"H80FSafN42tJVNyijIkmMiopsVmNBPUik5qCl7Svzq0f88Xrx4MovGeVX231B+gNvtetkom/79KLVcqo",
+	"7K9gD4w/MQiyN9W4oViQqZLfsgy3OuEfENlh63Ksk7cv0sV79eJX99q01F5rOvK6BWZ4G9FVCEwt3uPb",
+	"bsOuKffx3mTepngWquS25Bhxa6+qETiaQ806UTGDWGzVFt97JoU5qerBG3snejxP8ZbqgFq6hV/2n2hC",
+	"9Df3rD4FFFFTyPsy1UZOwPYBMTmgzisq3ixA8kcVGjEt2QTxEYJut2O3wiOoN7VFwaYVklFzqNWI+kuV",
+	"IyknqPGHHcJ9uHP/3KifXeJ3tq57Uj/CeuGTNYf43Hon9akrRU+sIdGm2b8ZDDoS3P+CtpSWmrYGCFXL",
+	"rTgMNqxw9+qR+S5lg5GV8K5QSZeEbBd4ZEXHDR1UWiI0n2U3Kmtctjh5q/OFFRouGbPtJ9XJEFdKyZsM",
+	"ce7CdrdMOUX+1np8m6B9QchuAZRWILwEDEZa+/IUG5e8F5J6cerwF2QaZHqAocE0Xnjw5q/8SaWKmqRe",
+	"lHP+4DdXgAlh7DfC/KRiYXMU8Qcti0JOt2N2wNAmAj2Bgj3FNFUOp15km/We8oREtTjt4afRX41NYlpa",
+	"P0iimglEThpDVIZA6kh6yTKKfMILlujqcfprXbFVwa9KzDlR4ZJSmA1R9HE4Ovtp+HNlCQwVLCM4noOw",
+	"Yaxd/oiY1owfD8ScIBztiaqtHqwDYPsJ0TIjMa2Uq3Am9UsKLpEgJhQWBAdVDBcLFWXq757LH1ravhvQ",
+	"2R6tBpf8wlRGlumqJUxFrgg2uUxXuo5pDFIVOqw0jNgLleVGws67WJVl1IKsoyqsnbQkPSzNK/dpUwWh",
+	"B8nFnFu28Wqvd93wIo/5QnuYczBKaWA+z++gaUon+gYEqGFekQ+fRd3ed6iSeFzW9uxdLwkbnu9DyfYc",
+	"iuREr+M5zl/rikfQXBj8o7YAKOqZ/mX3bHhzLn8siy72JGZRIpQXFNo8Y7Bov/55eHnhqs8nAHnlx0/I",
+	"gou9avrUxqqMpdxrX21g6QWP20rSoGWKY1LWugdM7c25lLb5dEpjgvr9/p4nGlkRv0p2bXCALjFl6C7P",
+	"CMlDdCclsRmkEfqWVVXDu+nZSmTfWlttkgepHuaFurZ2A28P+m9dEZQXEwjN2yhvS97WHG5/0K9oCd3H",
+	"M0pQCdq/cj9AqqL1rtKzlpHNoTrgcfdWk263kmg1Cp4zrdZuVeUi1V83O1ApHFyPeE1bZHn46sSd49Nn",
+	"pm2NAPWva3C/0c8xx2lLutvbltJEG4qoQhClW0bVAmObug8uutdNN7OMgDCS5fOqBmbQ1ZZ6+c6t9LIv",
+	"/9ruZvhnJljkGyY+eFeZGf7sfInq+uaEpH9YJXGD53XFrUvBAnOw3Qs4WMK+UXeyQz+Dr+oxdt1W9820",
+	"LP5Za985DuE0I+CuwqnomBv7jEoLXbJoUS/GguxTJggTNKePjcL42xZXuNm5oEKnYgqXmKZtnrBRJRKN",
+	"F/mMq44mtG7iBT+Kmaf0okDZoHqvZOujEot8CdIUlJpXU+bQc1EKZeOSgYjHuJ7iIV8w+TJQkOuOZI8U",
+	"EkzmXKIRjN5SY8P1vkEFsOO37771ep4O9g8GlYRZKYTpecVj7MmYaRFuI7mcCJK6JcPIeDGbuxXjJyTl",
+	"TycoSvksAiO06f9h2lIak66OZDEiqIZhymdeR7QL28aS8lREqFjOMgwlGqY5MaGPhChjogQOevvu270T",
+	"FAmRQkwBdH6gOCdodHGnXzn65m2lXDnjDGQb1UBTpN61VQ+52fiMgT5Zcmv/AH4+or92k5JM4q5qP8L8",
+	"SrPCncZol6MbKPSjul8wjoAsqsZgEgB7ZvAno9CXKrZ3niomtrosK1fKO6RbPQow2bt2+VN/6wxWsE40",
+	"sklTLHIk8CNJEM3rERQ62hRUV9CscijYptKQCHukGWcLXdrPKw5vdFOWF9C7U0gr6njcdf5kbNCABBqe",
+	"zoS1U6tcrho2u7i5UfouKfB6k0CT7HZuyY1p2tG46bCDRmqLM8ruzB5KCg5Ve4rRarkpsUN+LxCOY7LU",
+	"IX0qh0WEyqytnpkqv12A0VJjuBq/Kl/SVXJhaoFwjlIpC6uI+dVyixRetVnYuLeqcB12aoXPBbHwkpYh",
+	"0wAkiSpGzJMiJgnc0SYEdzECkC9LmhGx7puNl1yupqllq3Kd/WUyDdZWet/s8vL69Zf414LoKgEqI9BJ",
+	"t0jGg4P5l7eLw4d3ybe/fvfkW8EDIZ5CHz+QZW5KaCqpSEHoBBUMmkJqhNaPJaJFJQyj9kLZbiAapGkF",
+	"YYCLhPIgDB5pQuR/TQ5lEAZQn93LiBd0QVoqRr8nOYE2j5aYg3eN5WiyyqEltpOIu1ymunj265YzWuKs",
+	"rbLqnSr8D4BSVs+yJcILFIqod8zzVmv1tFGjv/k4Df0Nqi8YGHQYyBa534ScHYoq2NvhHp1eq0YNjYwV",
+	"M1ArqSi7V1wvrYrr8TqVByKg6O1E8qSEmMZvcHQtaWtlLwlrwhMbWjks8JexudO6oD/+Ug6krAL4y1hD",
+	"1tb8d15x2jAIf38ET53G2oLrkPhX3R0B3E+2+ouUz2b0UaXtNU/f7nhtjwyB8COmgB06DYmKEqqW1+zS",
+	"BqNeX9cFbtMGk82IyJutMbDuxQHdVXWxZv9+KyfVcDfS2VyOb5m6frN9qJYOEWah9Q4RW6zTRZemXv/U",
+	"fZkuovk7gqo2Vi0HXNEfaC6vlw4/hjb9Ej9q9cW36vmxVtxwll5iqgv4CrpUgVY96rBxfbrTnHYx8L3b",
+	"GkeBsU5xush9vKRtawVgP0VsAu25FjuYaH0IiZRJyzIBZSnuEDECuGmjOTppAXKElgo1SjzZqSqAI21u",
+	"LgogV/BMkG0qBmDBtDVcuu7yxXcFFp5P/hABUIJUC3HtB3QCPnT/Wp5DM93INuWPoNU16v1GMl4q5+pD",
+	"JUWTBPjWnlM3KpKarskv4DxVgwif8FUFIGXLItdhWN4+k4tlbvYA0Ym9GMdzkug68eYnyuK0SHTItZUh",
+	"3nlD+dY3v1WhYK0rOrV+YzO1biVTDbw9Othy4rro5oKlvigfIrjtZ/zYTdk+Xi4rLXYMVpQdY9paJkx4",
+	"spIIJTnivdMZ4V/faJy4D5BtItQPvAkHDXsolA5i+RTUo2/xd/GbyeHDkZVDj5u9iTKC1ZAq3N/WzT6C",
+	"VIC8Wo3OYjSaUkbFnCTbdGuwxbek1hKTjJEkRHSKMFt55f/NiqOCYQPFU0zZPoSqJCTHNO1v9qh7TG00",
+	"363S0BpttoIp1G+LNLrktp2R7EGu28wCZw8kgVALayukKVHBU8nuZkCLNl56KVG8ceS2VndGYrqkEi2k",
+	"gAhRIDQ/Rrhsw5W9EvesfsswAxXaxGHAJKaUoWp6Cg1WyzJzpmWuCYSTg2qSxzMVFafiSXZARH1TPERi",
+	"P6WMoDnBifxHv1uIgVYa1agazUsgh27HDHPsG3XLBs74tUpcRVJFiioFMbZtbxYG+AnTXD4DGgxBOXOS",
+	"FClJxlnBmmPxbDnHrPxbdbP/tSBFS3dVd2/dZbhKa7TdhLjKEH7srzZg20mmq3Aij/qobu845gXL/fGk",
+	"C3nhKqzplaitDGeGDKCeFGbkClWBr432lLrDvwKU2vJ2F8xcKKw/YHcBu5zkduexZvcvtFu3v+GGSqR8",
+	"me9DLlj9dCe8UMbyZue7zYWKG3KG9r3rIAAldYjJeDHNZrPfkunit/zp18P0gbGn2eGbfMknQdixP+Ju",
+	"zRA3MnPw7TpgBG6oKjwtcLJF8lpL1IFTw6bRdBHqt+i2jLltwdjS0KZdeKgsnyaoF+neH68r07123xN/",
+	"ocn/FdnGILQlIrp7o0fLkxOU85M/vMPj7u0cO1qU/8c3aKRJELZ2aTQnV5ZL3EIIcKnK5uI1lsJU0Ksr",
+	"da185MnSBTBWELzCrELE06TCnLdGrwoN3WQZqS735Yn4evblzr4LgHcHyxowvBAUBJRiT24JXtPf6FaV",
+	"W+BT0FcomyEpkFSJqtFXXO+Ghox28AfHb75+7QY9+0Wr7FSd/ImUwhJUlcskzX9CDSWqo8Rk5t8dxo3O",
+	"oFtWqVRFO9HTnAtb7hl6hqI5TxOBIvhjDAElEZqRHEUZT0mEKNNZy5HJKozqdWlRT7cRbyl2u3diy/ZB",
+	"MV3oM0ESJKBOuuJdSS2oBaUEP2rtDpbWR5dQd7dSVxXOBZQ+nWLs8amX+2p2LO3Yx7Ul0H59n0dTkNjw",
+	"BltDUBUa3MgY3IVXUjpbW1+4nXt96Q2CsllK1Klx5mQrKyCDiq4aj/pCCnfo8asFMIMmkHsG7QDzeA63",
+	"PgadQZtgBKrGDbW1Al7f7NeEeHkG2SG6ol6R+49s9Lups2+TZ5+/N8nvcJN7tbI7MBL0+YOnYk8ZX3QJ",
+	"o0rNadEpXK/aOnhDb+C1+V/qVRvFy6dTyGJTQZESX2AXRd5pWRlJaEZiOTNtF24mOH5w27NlupahpGZu",
+	"JqA/t822MbbHu9Hpa7oIv3yaynN6CutgOr2h0HeRa6jXQPLKSdfAv10mjEuxdskSMGe23cWzNHKTmFgO",
+	"/zzGXbZT3217222qZRPP2IOuj73t8v+7PX2Nst5bVeF+0fLaqvjjujBIrQ8t4UVE2SNhOVelL10PUxxL",
+	"DfM4EA8ruNlYiHFmq7IaA3bMWZ7RSZG7LpucLJZQzRAEFrxcCnCrLeLlWEXF67/pzIZWHIaB8gyNnZt2",
+	"EAbigaapel3XJz346qmbBwWFVT6n6VcZc6aEVm1yrtQy1jUIlaeKxjBMnPIiKQte/WSrWbaWuSwPRIvC",
+	"5sF4slL9yhXujW11yENDrINyFNu7Q1fQAUPWxgqa5nwaohA8RzFPeZGd2LpNOn57KtUf4E85B/vDAmer",
+	"yDUsPFKeAt3GWogkC5JhyOhTmJBxoVrywrdeI3oTWdYVal5gRqeqol8EX0ZKWLcFgKHoDBVIXY0TJb8D",
+	"xFVCBaTp4RzfM4uNoFv1LB6GSOFRiC5Pb3RmhghRiYB7IOCr8Nm2ykQ1VF9HatQlPHVXs7ER2aUGA3Ie",
+	"lyWT3lYz5DslObaWyb5QYcKmUnkVahiSgk40gAHWEi5STFKGVdQThJjyni1l1GyNz/qxr1zao8fLOcyA",
+	"eqWbTb9gHHuTDITPrEhtYIMJqNJn1sW1qO55fU3fFyyRq5C/qnoJUD1CqzB3P36EWmtasj1B0bL47Tep",
+	"rsICpOYe8xmjoiUfpFu7Nk887db1cXWVCbnWBwJUXolEAMSCORV8PWKtoWMNHpUVRDt2jZfUUilzSFoF",
+	"AMuluXFIDymMjwpWfVKNgLOLUlUlWFtFCYemeh2Ndi6ah7ZoscIlPtWrVLyBJvCoutZq+erNwnaNpHv1",
+	"D5jzlSgpjEoswkh/hnoDq2m01I81Qn0tQjlX7YPTYlaGbhsKegLNMegXU9cfOCbqRXU7iTacSBAZw4mn",
+	"V+Zg/zunXeafvWWP21obRRN1q6JjiDyBa06ZznQzdDyyxx8do4LJk3NfMwenZH4joWg2pceXJ2e5ZoMV",
+	"hcGXffnB/iOGTB/wGSnarKLSv7ejuE/PyxHXVXa2r5WHKo9Ur8wsP7TJgDQmr4R5d6/fVfcypKCl5x4Q",
+	"tdCIA+VyKzXo1Sl5GHMDnatszllQ9SKGa7pIa+an6lqfSZGzzXmubqpRyZtVvSvx5ttKfBYvxnVZCvLy",
+	"icgrP7yBH7rKfp7w8jWs/W7Oswpf99s8mgtuKyZe0s05sbXrbIqi/bUTV6zD4vdmU3wplRgc16f138zs",
+	"Nt+eDdemtmsf9Dfi9no3l+aODjp30WTLXFAP1pcSGeO2Sn8lgRT1IjXvWP88LrI0UqatPeg1z1CkG0aA",
+	"mK2MXhAaOiV5PAcLSgQI1SLZqY89V1pfYw14KXOrcNTJqsKUO/vcPHTEw47LVa/z10uJP0ExXzqxKwp8",
+	"4L1XY1TvkR/Auwe2SfQirRKWXqiZs1GoXDmHGHgvM6TDbGE/VJjt9SpHKPBKoDl/kp94pfRGRXeLeeUp",
+	"V+Br9vAMO4lHL/JE8Ra6q+qTCiMzN6lkTC1tWl3DQ0Mvbsp8TZlLmSoany6XAvWmGSTIJabfSovYVjFy",
+	"NHS80xvVbES/0Za8MmtNObm0AuWUpm3baFpSmpQ1JXkuLwZE49o3W8bTRpgGX5PP0RRwsuXTlqYytfY+",
+	"okMhNjVS2Dhpu7wq7D1Q0OdbAXA7lm4OZPBZ0DoZW5Vk2Ba8YARIUFhqypZLVKV8uCUx3WyH1kt77hXf",
+	"EDYJ72wHrq4b9G7oOfvJuN98e0MywRlOdWS4Ex4sXqmUizFlUx7pPkmYWZ9+dXsTyr16J3g0292BKV77",
+	"q+4c2DB2nN6go29Rjme1SpzQYdBfbVEyuN8484x2Prwaot8gSroy2Fkhd/j6e5KllPkH7eCZ2q5JuQMu",
+	"FzgWFM4+QoD5RpeRPvndaqdNpSSxVCOcIL6gOSRbU5ImAk0I1NEA2aum5wA2BJdSy1jgnMYUwz1xkSEY",
+	"Jriyx+PA6cJc6xnpHl+gz+WCs0SFLnkxsdnpEop1Nk2Og3AT1tb649FHwqwMWC8Eth7D65LwgqarLYba",
+	"/To4Y795W7GR/On//vdfhvt/x/u/ff79MHz3tbev/4Q2xQfhu697fqPJcy8U6sVzArYSPMOSQwDpkZ+B",
+	"GXyCRaM21TdHvvvThvI7eA8NjVxLovVrHr9hiztrCyK9+P/Ye/flNo4sb/BVMrD9hQBPAQQpUraB+GKW",
+	"liibbYnkkJA9PQ0tKolKEjksZMGVBVJorSLmIfYZ5u99hn2UeZKNPOdkVtYNAEldbLcmYtoiUKjKysu5",
+	"n99vkY3IJqirD0nFEtkDbJ/GlQtaNrZW7e+t5WbpO26Wsr+sWSShgdn4y8DDuZDTHjVVPQX0QYyyW9E2",
+	"5+8mOhPG+Nw9cFGIF9xscrwVAaTj63k9XlkS8dUTzZR5KpZmv38Pz/vwgUnF3r+PYQt8+MAul3EsMobk",
+	"Xb3WWkIW9263PJVm3jRQONkuYCpywvQZ8oDCM4HFqXRR66Blr8GhtD68vUerF+E7VFdqfzsmgE/BOrIu",
+	"1vPCz954vd/AwllfM1332ra50sbTS9whT7flDrH7rBq8xG9yjwgyYDMZRUJhZHkhpzci1UPmemxYulSa",
+	"LbW05KQ6Mw5AulTNzBq0ratxbLFgl8voGkFBgPaK6YynDpNEZqxdJEaAPfDEJb+oIq7fL9bHbW6xuh/X",
+	"RXXnVQ5mRcA3CiK3rMC3k81Y+P79jVh9+BAiJPCs4kvdm8t0+33sne3qLp7GHKI5pVFt52wUxPEv9JiN",
+	"zke5Ia02cOfm1h+/v9X8bX+/GqHisLfw/4pnVJeVyiMBvRtDGdAJWZu82n5RNhOwuud/LLX8MCDQH4jr",
+	"HhaSKg5TYbYlqIXyIqxNG6xTzV9GBRfV68fQpNsqp6rd3ICT3KRBClzbTk25CssKTrKRxuE/g55Yj3Cc",
+	"OxDj8cWDlceQ+oVq1QebLzUEjiMrxaViodtqYc3Sb1Ggfl9twdo0RzdihWvxSN0x5++O8Q4H/Q3CizSH",
+	"m8pthNPagFVVyHwU4X5fmd0goz+aiHbTfd9wh7/78j0JaG+b564o5So5T2jSaEDlshyF/IbOvt2lbM5V",
+	"xG1Utrzbt0jXgJytwYNwr1kTfKiSNfslFRgcmLzNowST2qqKMmikqEdbOltexnLahPCM3xrT3Fh/7EoA",
+	"sRYwBTZmT/hCNov5cAcu6vKF3PkGUofzZKmyJsza+q6NmusWiwkWrRQhIXf07bQ2xex3T02gV3Hi1bnV",
+	"gOcW06HbXEtB9w3XLvWsbrbkdMbMd2y2vMQ0DyFKiFuhivAHYn4pogjybXORTpepqK2mvEvSG5FOaCkn",
+	"c2K9cUDRkPBwxfdbVsH8Cjc9x3u+TiJxYW9T+eY53be8Mb2layjuz7dV/VvQLDZOfOPqrd8Hm07LfcNb",
+	"2wHsFs5jfXL1MXIa7l7uuyqNflML0cPbZtrF5pj6OEZjGwrYa/WP/XUmUoE5eurdulxmWaLYdSJ074H9",
+	"KfnzCu+83bw+qDvE4kfHidmujYW3vs1s3xcwRPQsuaPKVwsMbnx41i6xmN4IsQACK804u0wFv+lex1xr",
+	"rPu8m/GMgGmkhgKAhvLc+3ez1Oy/7XtagqYJesx5yEZJEl8gO6Z+mG/5CxbFZwli8mN/ltQs5qsK4hbx",
+	"cPq01NAc0aWSsO7u3lNAKJGZNm7EfCFSyeNWtXG4cKetWeRprJer3Kq31KA3YjXENll0jKESVmPJf8BC",
+	"Y+qExm0Ox61xK2SRiEWG1bJjFX5D/xfC3tJA5Jfg3aepyAIw36ESBTAnENvF9sD6lfINK+jetm4VbRnA",
+	"w5bv0LjctrWz7PgXZCGlzD4BdUhZ5lZ9RWxsZeQlvjkeWkohx/xAQhak7pTHbMHTbKu01ja8JYVwoMV2",
+	"eARryaGFS//O60eoozDxDOHvPgqhSV4zYk5+fZKnUFWCEVZzFBIPqFXlBwdPUs7g6kPX8ExcJ+kK0Mmx",
+	"kqSS6XkJpVHmyNyJS5Tj5u7IMK9JTL/m6U2U3EG8pbQpzwWP2JvzVy3XgnQdJ5ciL0MFsCNUYwW84/d1",
+	"A2Gc7kXCdXK5KhNw0W2hpAsKeheCZ74XZCvpHeRW4SZwCD+8dVYZ6ntMAqVimsznQkV6YquFoP/JyTrz",
+	"l1mUCdQg4zkTPTMFb85fwYJWoXjcGlSMFSypwK9zauRroUTK4wJjCX0Gr+vW0Yx1qSy0Ejw3Wk4zeUtg",
+	"t0brBC290pmY19rkW6eAfNJugOnsbdP8XQczDAwdlyJ2r+vkh7ndE23kTJqBW1ri/vb22ZY9McfTRBnB",
+	"P8D7J0n8RAdMxFr43Tl54xZ9Z3tjStTjtKm3LBcGtsjuFcZ3kZclhH4E14zw9pu/hJ2hHQU2OQBjqweG",
+	"yjWjtge8rLuu+6E4Xu/UVWlS16BBuyhYflFgxL4nZViSUt/3VkZXUeI5tOm6MtjCkaxWVNqCS3VN0+bB",
+	"w5qDmFfhbQyM1Jz0+rpAM5a84d6VuIJklpqRmCpiX7tFuBOXXe/Abu7K8YyqhmWxl3zURSEDtBZuypN2",
+	"DW08fpMj0J1dSZEGdudi2wbu0R5+NFotxEnTxq1I1E1q1xthnm0rulLF5JuTyK7vxN93dXsjKKKQb2UN",
+	"4sxuzr+lNUWkjwvL1herjkDCwC7Bysswn7jwgftmc/4NxvJwB6lJdtTGt90aMY7nk3yMuin9uJqvzlip",
+	"lMXiNY0iBCFakwyQXpJbkaYyAv+m3vldp2Sl7QEFpJpImivmUoH2BX+qpFqtKVUjJXPbqnL4+ZUAXJCl",
+	"wgouVLP5IkBXs1FDOqB0J+U+ZUbAtOxqmUIkAVn8WJsr5orLocGSZyJiobnJqYpXP0mVoQ8oIzFfJJlQ",
+	"GXzW6bFD4phnGKJj05TrGZMqE2m6BIIEqfOx2sZbz6jGdm37vtCzbBmVpmLowNeeaDMeiM3okE2xyl9m",
+	"HYTYhebSO6kFdAVrNm75I/if//pv8EHxMSIat/LWaPOUztre0QZ7tqImeRxrdsdlhkzw9Bu2VDFAx+DO",
+	"iuobVeszUEXxWbPZN4yxsJE2H3OrjerB4MjrqTnijRnzUlTwRkA6BWMfNgoStMAuNR7Y2THDTxwng/UO",
+	"7MwUjArn7jWxtdRJGDT1EbqrbW4UgbFn/oVNL50h45B6zgWGfXWL6txjJ4g5JXCpQzuSsLfRuv9JxAub",
+	"g4WgKCEhueRUPS5mXTrpIg/g9EqMS3Zqa6piL+vY/4s+QvFu+bLU2LMNxixxm1ncCMjkhVrEYpqFdjo9",
+	"GxJbw4HTbX03dYN56YymNa3oVvArISLjdNMWQJ53tcKoXYddiitj0GLVgZF/KyNr8ejVS4l6yE7MOwIh",
+	"nLc/7ITwVDCiCTQb0EgmnaEigp2FQQARDd2sjVUGWcpEAWR0SFMfmitgeiax1BnRNFAVgv0oFcBjjzhb",
+	"GvuMaX3HKuS4VmRyhQFznxC+J3YlhCWSe5ceMpvZD74ELfR+bClEYNmdAzdrxpIzbwXBdjf4/Df459tt",
+	"cpt0jd3ZZZnpLq+XfuZf0Nr1fMazh4UR8Sbo2CLiOLvk2XRWEoyp4Npi2TKa4JzsB97bkjdWxJn9bU1j",
+	"8J1yYcCaApK9/n05sulRzbM14vrmUROFlSd2qqi7JY6bpusFAEhjjyUT7zKRKk6Y4A+dKWdOfrqZgjg6",
+	"bCwwn8mofFwJW1625pa7G4tbETvX1PIfmUldl3+oO96twd/3nwb7+28/VsYB4OwIW7t+tJcrzD2AGkAY",
+	"kIJKtGDRHDQcQ5+NmlVvxIqFzuRZJLGcrkKCCIXpsdYXfCWFY8nBaJQf0m0f0rVncJfOABpl7fdPNODG",
+	"aGiVtxmSHJfwiaZDzLP8NzjWOdc3hQwJWIUuQ9dF48O8CKZOjFFMyRPQEihuS5UWxTfeSDFaeLOapo2g",
+	"9a57nXTpwzlf/B3n/i1Xq/vmYmBmACvyLBVXIhVqKh6YWQO6AnEHeCR0o2GenQKTDCcKn8/uZkksNI/L",
+	"9Zve7/1SISwsuJXirjVoXadQLVxqfKqegtK9tj8IL1MhupCOxdEGzLoezw4Onj5DtkimId9XAgJq8Nr9",
+	"oaxZizf6oakx7CTNk8dATCdFHKElt9SV/GYpN/Fjak7JT8liQSBgmDm7Nh+XcmdYfHErUnklcxNf6gnC",
+	"z8LfHyFvtrm08jPmx8rvvC7Rb2soyOPlgAEDv2sA7nczVzHKC3zdVzG/xjhFCNeHLE3iJk+4OaF3Yo4p",
+	"fYudikbNUqHBx0rsVQBE6RUrM1l/GrTIzmiID5dHc0Qbi6W6eaIJznbBZepQxpQ3E6XTocTdxMsRWyys",
+	"OFHX8JPFLOUAi4dmcZK2Bq39y9/24rv5t9E/nkKIyDywNWj97d13/3Hzy+XuzW9P3/TlX7Of1P67n/d/",
+	"u/63eQ3KX/G5nyYX6w+6oYxwxuMrq38r87exCLIavMepqLrDgAh9n4ft7n13P6PPvaodRVCc44b9l8S3",
+	"gkgKH7L9XhP3NMEBw+1KO0wio0ktIXX+4ff/+EefX06jGoJbWce78WZhnrjb7zv6az1k0RL5nMmN5Urf",
+	"QWQ7UdMiOsv9VjWvz/arFZpaffQWU70G1d9cFVl6S0S4w3kFVScj/UjyzF+kluZOlpdTKoCZg86Re6WL",
+	"1rFominVujZgdwxmMM9YhO6TeCd1FrAZvxXEJw4070gXkLFbGi45SDln4La4drWAuPn4HpOHwLV6Fc+r",
+	"1Zc1Qho5MAmLhrozEeQP7qN9nr9HJXvieD7ZrrLTDX0d4h0WMsrMuExCY2sKKOcEG1its2FrFRI0Dq7j",
+	"5BIwJOBTL3QJzYH5GAsYrXCvVtDCH9eHWR66XEksHlIBaUyPe6GWl51x+P0jthnWFa8NgNtieBcIV6xQ",
+	"XgmsgXkT5ZYRabNrL5cyBrYsuqog27FsZkNUGYAs/VB1lJi9fkXbxLnclu1tuwAzuvD+WbqSMXTksHaU",
+	"TJdzs9X2AjczhWtLqa7GGu2tQSHzWl/MWslbS8GRnxlMhZXnE0EUq2+Cnwt1K9NEzaHbDFx0vCu5mJer",
+	"ykr7hylPtQAIgfnC3Q7Cm0m6NbZkcRcimuQLd/+6b1/iM+u+OiqMo+6KCxpbYwx7RNVBEHAmxhWIL9NL",
+	"F6RKHtvNA7/0sm9r+8Fq23VGNcvbplsHjO5sVgnvFJSTNzVHZ13Q2LKW5KvowC79cW0WGfq+Es8Pqm1X",
+	"AFAUURuZo5qDNdsKxQvbuH++rCVNKTT2+93Lg7xvqy0V8I4ahxMyLeWGro5rx4TygWmaqLGydzY/M2Yl",
+	"4xkL06Wa8CykLMQDEDccaaC95nIFpqh55kS8Wxg3G9+tz75l37Bv2G73gGA3vq2B3QCEGRyV/6yno/4z",
+	"QMDY+w+Ls+NYaXe/2931GlYnttzAZjopfPI6SUHru85hJd7VPWrfPgpeC2fWJU3paqJTpumeEIZIFdYH",
+	"0WHW43o8rcH1eE8dx4PW4THT/Epkq5ro2R8KocPfHxWXSIuU3c0SS8eMzMFLNWR8mSUAusQiqRcci3vx",
+	"Kmo89oj5pHZRtK3esbRDy6M66GJ4zlzI8guptRkDz4kSXT1LMjPaknIu7vfNSOg1y3hREAYlvJFvPxre",
+	"CECI5GxabqajfPp5HK9Yu/i+jGqq7W2Qv0cCj5+IGoJehfPdCA5q7m6udHKMw2o/HOmzKDEqCpLrG/co",
+	"iCKnYipUFj+UurxOGG1qo4cAPA4Bd3aphd5Km0LZ76ftqy/DBOebuyJMq1UFvnRtYi0HprF3GYuMReJx",
+	"CNgtZWyShVBZ5+ErbwV4dfeDDrUqNX946In1EKFc8fmby3Ab3nZk7HgI8heOjy9HQMZYGfJAlnZfG23C",
+	"LoLebf+lcR4K7/sgpvS1MGrg0AAoGhStSSoPLwtYqZkwRqRl5s+3XVmtfmZAnvrw4vsNvQi2T8wmS905",
+	"dp3xrpnzTmYz6PHMTbnNmasGjB5/P7hjUEToKatAt4ULyIw1wqwI6OPL9OLBLwneghVwPyAg327eXIZc",
+	"gsf6mCBABXb7BiQg883W0ciCR7DRAyk+/eP4IZ8GBaiwBj129I5Ps3jlaq0KUhYcYBJBUHs6VqJ0fWmv",
+	"0m+a/JeN7kfZ72hyEu5h49/bfn+4BTqXapkJNkuWKYv4qptcdeeJymYM/5c+uhPiplOtyakKcg8SYzzW",
+	"34zHF//SHo/1v5h/dN7vfzAf/qX1cCwisF51o2H5IFyiR1hWn8dYeiTm0FZ2y1awQR/ZbhkillEshS0E",
+	"uFoCkAlyEoVuT4SfyJY5LIc7cJGlziX8Wrbej2jGYF+CJXRDfiMOJU1XxsLqVHb2m9HzsCY5W8Wk6Xe/",
+	"n/zLTvftv/zlwVZJFWHn8XYKlpexNrRDYELEF+Q5uR20qBemAt/aH6KHGdWgvuCkbVZfa/nWC2roo2r/",
+	"+2n2dZr8IynyUSqvr4tMozXBZ+PscjZHQu0Mf2IF5OP7tbi+2TQvxt2uNleZDx8xDdCW+JPMmoiNCuQK",
+	"KXLQ59FTR/5bSP8b1WO1u54mqWgN+r3v94KWXl5mMgOXZJREfDVgu3vs//t/nwcsltezjKUc3RO6hriL",
+	"jLwsuy5XRJtEFd6DluUz2qEn1xQV1KWmbaeiPb0zmZUR8YB+bLUQTRzHaW1aPxa3XE1FwGbyGt5Bs0sz",
+	"lenQPAPPeE6AIIviN0qWl7HnV1HR+gd/BmtKThIV8XTFjKLzc8ub1Ub9HV9zqeBmvea21ZpRQJDTSLvp",
+	"LNFCWTKsnDm9gAcOuicMWBgl07AzJEp1TUzbbmqqHut6CB5iZlf8Vl4jbSZHYJlUxBzRghMo2kVWISL+",
+	"u9RJbAzEN+evNgP2UNoG/DOcQW95bOMB7o/mk9csc0q8JmbTbFsIMgPglgq0QsyN+aHBuDOXBOxS6Az5",
+	"5rd3u5zA2ORzwSgeI5lU5NohXgut+bV4KLjKVRLHyV13uWBzvFHP6N932EcIpzGWXBeiOXaMrA2Bnssk",
+	"m+GZBbOEfn0nVSnN5w/MAoEeUF/KoHWS3LEs5UojwiiUJ75MhZrOavoHqjeq4guYAZnvzI2uU26GNo35",
+	"fIFUpLu93m6/z9q2jwctCofa4kdCfeKtWM4Lh86z8ICpp9G4hm+H7FKsEqpDFEaszwJoONTyHwKdXRgH",
+	"tljBnEZpsjBD1jJ20eOtNqPZGvhsSD7XVSWJSPJJbUHZcaRdb5MRNIKnsdEE4dnpxYh5GIFwj5AtgRK7",
+	"GKDYVB1YhjZocE4OYfuhe/8OU9mb7gwbqrIhcHfnJBcbyglrD91I6Ow1l/FDO2umcgGy19nDOnPHrnhU",
+	"sqQGwehDtZW9rnwYC5Gpnmoq5K0L9xcfd9+C6ErveoNwgoiCL739AnSSylOdXk1ssez3l7tX/emzq/7V",
+	"t2J/2r/ie9Pdy2+v+tHTq31xwJ8ZlaERC6+cN37W3d3t7u2N+gceU8P9UKHKVd60dpAHLle4By3qiJrQ",
+	"/TBtu0BmeAS/o49SqaZyweMJ3Yhqp/7ewtu9rWZwq+/yoRrhaQAv9KazancobJ799+7zi/OX3ZG5LGSJ",
+	"oh4vc6YDdvbG/M/h6PlPEAZ7cfTqaHRUb17QUqyTPm90DbcX/DDwx/oYFZhBzeXPQiwedhpPxB0VrtBp",
+	"hGL4q5iXSUnN5w39DfhVecLNpdQsBGpEUwOymW7LuB0LaIunKk9KdEJgS2TG8E4UW4hUJtEWXegwitpJ",
+	"0uJwma0xpNAohMr4BHn48rpSqJPTy0tz/aXY1r7it1zG9YAIZ0s9A/QB7ZO7B2yRxDFQoBFxVjVCN1te",
+	"brS9tPhpeUkX14NQHloT1r2UMWadd7O8HLCQEFrB8oUqM1uaZ1FczXVjFb4n8/jDTu9OxHEXIhQ79OuQ",
+	"tan9zdYQLNJkKrQOWLLMtIwEC3eM9rzdhW7dE5czA0hZqdlSuXksxaFbsyxb6MHOjr6d9jw5Zv6uG8tW",
+	"Pk6ykNOGvAPuhSdQFIEw+kUoATzVO7s7EAYlQb2zu1NAbjWb84EVo/l+wm2Qr68b9yOECJ6PJJX/WAMN",
+	"fphvmBR7FLY9DHi49frCBOx60Fmy0HA6pLrePpf4mU5GvZdbr25+utg7eMb++usIg3nQuUSbsefuHxpb",
+	"XM4b7tuwHeFzb87AqtePqH+3vSENGyvwF/BRu+wnXKYSe7qVKeEgp6+1R222vGRtlRQlUmfo/qbfeK7J",
+	"a/zCLtc94acvtLjIeLbUa7xuI5ymM66UiJmGi/84WsHcbgJYM7fGaYSAUB1jahLHAJ8GutdoxaUWLodu",
+	"xHNB+h1s5DOtyq/6kTxie2U8fSw4AtyDcbO62Sf0/40yueTTG5RCTpXNkuRGl5VZiaylX/BXazuo3rpY",
+	"gsfaYuyvLEMi5VQskjR7UDjhcDoVgAFi7AG9ms9FllK2wgVQdE2AYYhlMdx2Q4sFm/IFQj9hlYx7SZha",
+	"7AupDzAUZ6+iT8SlmUeGaAGs7QJ2MMsBW2CPH7WpAkJJvELYJjgtwLYw5Vp0pdJCaZnJW9EJ0ADwULnM",
+	"FoFGBeIlLiSC978rJp5+mr39+yjD/z9bvP37hX472Nlp1TJK/tGiJxvYbKZ88YkDTv9c8RuPFudB4ZsR",
+	"ZZHKth3s51JhfI9B+SafWjBhfQeMJ0YGD94bS/fDh3CI1joSPrBEjRXQAe+8N/97HH1AizhkU56m5Aak",
+	"AtsWSB7IFJg811TKfxu08OE2qlBTNn/Q7e+Odve88Aeq4A9BS6Rp4n56JZXUlkMfP7LF+CVBi+VWRsJ5",
+	"1y54CozctuCVPsVoiBk16B2CLnYowBwxgt+3eHoNfUiwtYri3wr+JL3eQRFdzSNb7OMcgjnHXLaMm7u7",
+	"ayGVPRw/m2+B8cHbgHCdfH+1xy3blh+9eZpvb0+3rBm/Ud1m+gAMoDXoA1lBttRmHx+dvDg++XFyeHZ2",
+	"fvrL4StovxELPTHyADZzTWG/v8b7/wFeFr/GjKJaLDOMppjV++7pftBKlpn/4d7uHkVtMBR1j6L/kRVK",
+	"FE1cKl3OxzXXidudW0m2SMVjOlRDKla9wq59s7uw2wtKtRHr0UlGpjkWrG/0aD8FHSgZtg8BFIH8uLlB",
+	"KcGXVx4BsLGIwlzPUrFRyhVLllldzaY735tT40dw4YeSEGh2Sc14YQVoXOz56euzV0ejoxcBe3l4/Mr8",
+	"9/nhyfOjV6+OXhjVe/jD6fno6AWBBGHZDpbsPLxip7GsHjfBFjtwS8a59jRRmVRLwVIuNWCKQgo0P5fs",
+	"X1jZRgw79Vq5JDwb59gia+XtKPAjOGNuGj0iLLr+EVXrJQHeWMgBR91Vtxm9ZYYAXCR6edmFo+iBAnKW",
+	"JQvCjKp0VGxf5+1pkk27+Ywurcjphp4ldxG2avsNDltsoibDxsyXVDKTPPZK52ogYj1FUK2FyFIpNNMJ",
+	"u+Ipa+ebgauI6mka9plVKJunC/16/E2uaOoOhGZt7MyHNpwOmEU4tPoxfPTSeKfWNr3TG7jQV2s1ay9S",
+	"DJIsbS+Y3dQyQ0HsbWhP9eBBwTiM01BjtRApXXp4dgxmY1C8u99pdiNWnR47NW4eoQMADiniFYO9t3Hn",
+	"bSjJL+z8fB7cxvDq80kRW31RpNH19kRFRhR3b1m22eXKz67jVGgqwy8qoLcNZvqRVWvVA2fshGVKJaSo",
+	"iVBoYeOJgxeu7a4p831FYmvd+dxcDD6Xtlu0FPVczrnqGrsToEnEu0XMFbcUrHn4PucucEU/Dpllf+97",
+	"NkoS9pqrFaNAjt5YazNFjjU7srWT+jyJarNAK+qGIzusx0YpVxpS1eb22pdMqKb4YhEbybWw8FcoVMcq",
+	"pP1xlYl0gkXlOtwBUydFaRd2Buz8cHQ0eXX8+ngUsIuj81+Ozienvxydvzo9fGFsC/ro6Pz89DwYqx8P",
+	"R0e/Hv6N/mavXr2ejI5fH52+GQXs9Pzsp8MT86NfT89/PjqfvDi+eH56cnL0fHT0osfORDrnCpqdD9+M",
+	"fnK3/OHwxeT86N/eHF2MAjY6PX1lb35yOjH3f3568vL4xzfnh6Pj05OAPT89GR39+2gyOj2dvDo9+TFg",
+	"b05+Pjn99aQ3VuXvXGT2VqQaTc0oEciudCWzHNsSPX1iCVdRcgfOJOUCzW5EBxS1FrA0ZyhtaK2DgiHh",
+	"IDq1hbqSKVUlasZj0OFIAQGAViWY2HxBWkGrsiL5ZzBLraBVWJJW0MontxW0vAVqBS1vqltBK5/rVtCy",
+	"i9cKWjWr1wpadavRClrlKW8FLVqP2uA27H/jp9dXcoILjyLFHALkxcPJDcHlDxk2x19BQBQv11kq+Dxv",
+	"QoFVFfNLgVFTAjvA+m3IAAoNuzBE+Ywwk/jvgIW0ovipW97QOdGhS0Rms1SIfLEp/hCw0PrfE4C19X5w",
+	"lzD7XX51JOKM40Xwz4CFGjzbFY0M/6ghEV3Te3nHNXCsZZgi29KxMo/fShCbsb+Aq4uSeO0PjSCDoVIB",
+	"kPltcaq2fva/0c9+gF8BotpvS6HqQFDOEi0RND/3qOy+ghLhXQq9wi56YjdVKKNwY7PBY2xBeA/PIMRV",
+	"3v6XdP0HL76z/QqMkiR+bn7hlchu9diRubiKnEGT71BC1pkU+d6ppyJiGDRB54enqbyFoDf4sWAO01Jp",
+	"4y3yWOipiALG2ZW4Ax2IeZxO9bwg/nAtWtG5/cpIeKlupLruuADnlmHRQ4xNNvyqwiT9DmNTdkhrp6u4",
+	"3WtCp06qwDEKciI2tGg0YYKQeVMjSuibySaZ4t/iYc6ve1QdVgTEbYkvSkZEumOz3wjlSya+M9WyWZos",
+	"r2fGg8Byt0LkY6lytL0U3fiaXxYdCmIH2PJNGqo16MsAPHazLe0S0fCWKpNxYTq3yoaYLWF3A264bUD+",
+	"1wXhCqurb9YsbWUCvDhz3RS4rx/0ds0MTzZSXJOXQDMetLGM3L7R5jw7zPRtKJroESX3KX/ffPGDwtlZ",
+	"e4ovnG5o6tvBOjSFFEu8MbPfFM4Ft8wL6bK2CxZ2CFbC7JStNvf9A5rbhtvK/kvFgWyKu7mmqocLH3hi",
+	"rQY4LAzhbpZowWAOvKA3eU3F/taha4K9TiCXW18i8WmCRBmHiiUXGNoiiHbfwE5Z19uYho1guJBGIXxh",
+	"4xHlOIVbgPUnJTeGKknC3Bmj4+27dwPLRsItsKURBXfJMo4ANtjZ7XqWxJF3hxzn7olmIfmCE/QFQ9b+",
+	"rs/+FzodLBZ0G3zxJ9pC7AfMSIc5J34SfpksM7bvAQWjh57cCNVB2DxXaeoCEC5vDuWnCH/KtfMU0RNC",
+	"ZB560QaHlBmRRK6D1Lb+UTDN57WYnz320tjCmTlvCXH44CIUUeTp9potAeg2JB06sSZgiOAfPEOsEZWR",
+	"cQ3MnhScDRoHbbxlrITOvSoHPORsGurvAyjd+I6v8EEIad9jxxnBFxMAeMnuX9qS+6JINZ7ApNmJQMma",
+	"6gwbY+AbN+o2eJluBjrEBk7Tp8RdnE/isDiLOXcOrBcNdZGKW5ks3T0CB6dCGYArYG2QKjBHX0KKQEXI",
+	"q4DTZ4fWtEoP8GxyaNTGnEUjluxdmmAnkR/1d27upHDr0ANAAsFPyU6z/J1CsiPfoNMkjcwez2eTa3Yj",
+	"FtlDEZ7Mi6x7x8Jb3cNHGHnniustKfvKq1d/W0zTbrU7q2d7/X7ofwI9UjxwNS/paJJwMcob0A5grR4Z",
+	"1XZ/AvQrZ6G7LKR6NO3FhNou+1q2xzp+kKiN3A4gzrWW5iBm6KSaLYhYph0/fNQzcifRIgrZjv9xJKYy",
+	"qnwq3onpMjMft7knE829ST2A74uOUYSVV2YWzKfp0ugZF4zqgXEP988/ItMVbl/0ITt5ZIoyUeSW13ni",
+	"HT9m1U5io8pQS4FYI50togFGXKyW4bU6Zl5WIYUTggLU2+fY3VEQewU+amew2DCV50a4xSh8SEtR+Mwu",
+	"hOcF4IQWPqDpbNlQWh7W2Q7OtrBxL+zAC5++dm9R+NgGdM7yF6r9/oV7t9qvj/LXLHzvXE565fov89cv",
+	"fP+C5qL4dnZi6Lyuh33CLv9rbBCyKC/blDtjL8S2iLGIXbCpVB1u+fAqYT9vXi+bLuNkeqOhFxytQa5v",
+	"BoWswh2XiKhtSZvauM1Zuaapg3hLxbMt/DtQgMje4PDXw+ORucPxydmbUafHoCVG2g41pOEw11I7zPrM",
+	"3poIwZs8MlMZHQGmEQ9oeUgPiSa4QHFjSEE38ZPmU8WMZECMpsIAK5N+ryHSXqiGZNcQFdOI/ZDEhq3m",
+	"bl/jU3nGdnlj1QQf/PLB7UuwDu3PWCHvCsKqtqJqO/T2nBMXEntg7ESWgNz7TafWsqpF21DEmJfPSprc",
+	"MRmxtkoyLCLPEoZKYtvKlXpQqRGwaxqPjPvTYosT7k+Sv45l2WNz25JSuVqb2WwQe5y1FH0b4pvZLkYE",
+	"yTCChEjoKmTqruxzU4jOQh4WB+egEfPZKFNb5lu36bC44GOtBnJyCguUQ65vJlDtYb8IcyLL0qGJ4+Tu",
+	"ZSrEqD51wK5SIbqQf6bQndSM206HS6GBYBs3vAup1vThCB7VBQYvZkmaIVPt0El8tzy5+F1Vtt1L3Nt1",
+	"7DPLOJO1HMavMS7BFcL7ITv5nK/YpWBIB9TExNXIjnuKN4E3ABiJ6SxJtCDWjz3zyX5nSHeHSnGkcUZ7",
+	"8laklzzDHjevXfLsxctW0HK1y/fojMzlbkOowOhMZxYWJvRX8ORRZLAoYatkye64yv5147Z3j3TrnE+Y",
+	"txxBabNt2uqHLph8T3ov2qhZAstcOBtNx8Ds8km9Z/yydACGrjMnLe3SGddEuGvfMaxDyqtr0Ww4Hn6y",
+	"4olmIV63TYNEvuFqrAcEFkr8rRu4vcjadCIIGxY6kNz8QAfStbwVqrO+qTLngNrfBHRj94w35k17ozHf",
+	"aCtd6kQgSPv2LpzJPAdUk4/dmJUqLPsnzE9Z3eh27e8jWVUjqmGEdXIanvPt5e70IyW4mnbGehfNFh1v",
+	"65l9CSw5L8VSk1QhwEmqwWtzRQSedSWnGJSVOg+sYySy0xurf3tz9OboxYBZexojlndJeiPSHjt/c3Jy",
+	"fPLjwH1EPLwy61WcCd/xGysw0HPrvOQbDbw9TVfiDvIuvHjzw+Twx6OT0YUb3VhhnZFfgGt+gp0EA+iI",
+	"XxCxj4WkSFJ2KabGP837KamIX2rEdR+rNhRt9arNFZ3e2j6GActEOpeKx72xOgMneGCHE1RmKCjNwpD9",
+	"tpRCT6HIi1zoRbzUY1UzCcXaO1y2VtCiFWoFdV1Cxcf5H+T3NZ/igKFIjt61FbTwZc2H9m3NNs1PshtC",
+	"be2cH8exsML31NvOiU0UFSfUEIvXmK+TqySdZPW9e2jRg8oeMB7rBAnbIcmTUtDCgvWCLDPPyn03yHuY",
+	"g2QO3f/81/8DaR5qBSHOaamm8TISEXydJZBwdYDqKDPbLhGQ0P3Mg4Miry1Wd8XJ9ZD2Mo7LJ6OmyiMk",
+	"wl4BmTUDzgZzSqBKT0ksJdSZNE6z0UruiyouLKxEj/0KgKoYnw3pK5vva/9y+Or4BdRUNlBrPN7tThgF",
+	"MTGT1ubeonWQiBYYMgRX2mYlwT03u0Q3+Oj5LiwVVC2Vc/2CvCPY6i06bjQEyAvDPd8+2A01Xz7ReSYV",
+	"/HVo8M2gO4ScenTlO1uYdtsT45Nwt5F3d4YqZPnrFXONR+vmt0mRWXGwjULzj7ddABJuDWIO/oni8Oiv",
+	"tg746N+Pnr8piLKmOt839fX5AHrFsiTjRiiYFaLgfZ6wt7GKWnOi2GfZ1JyMGWBdpkjCtswtIjalzs2K",
+	"cY88/SAt8FGE71bktNjb3XtAf4n/guWR1O4EAmk+ni+SNHspQZ7rB6iGWx7LiGdJ+kSzK7oN7h5XmECP",
+	"qi4L1IPUzBTUB3W1WWOZrfLbto0pQPdFeSNh+NsHTwFpw747vXWdIX7HAfa/Zmy/4jfV0X3kMZRJunGq",
+	"vJFtXtVzXADXkHPPlbXdOkLdijhZiPpVpSUYsBCGGDJOmTVwwwOwooK8MTb/WaZFfAWeuahfbsgmZlzG",
+	"OszBiGq3WxujXXYI1szGNB/EBNA4iLBcxE/5lQlE4XkbfYz6w+OXwK2d6/u3Mm3XxmT8qVmxlclIM6Gm",
+	"AvBxbT82FqlBb1Dv8R1KdTu1YXci/ubpMpsm8zWYXXQBKaFmmE3rJRaQEjR0ilCZRi0O55aojKK5kS0S",
+	"sQQFhDOJkRgNZQHWeKOyE9fTtlUFpa7tcvGZM+ZcxoQ1lQd7vfqgekuwDmkUeGkspmktoOgmlnboKswS",
+	"V9j3CAfbKCrgb07nD8NAGtHcAOhKDR+9t2s+Mv3/PzMxf/1aJrHla33FV3XBUyOnYvMVaxO3NtXMOrxC",
+	"KJCBSzq5KfpEO47l8pJOExgFkW0HBeJXvpATYF5ufUP/1wpaSwVQ4q25yFI5zWNvMdfmY8Lc770kNH7z",
+	"Uo2snXuj3WeD/sFgd+8/arYHDq16po2GwkkAv1PqAnu4fRFAXX1bKyq8N9zatyNGD2JdhmSH1DQMpPLo",
+	"sTOu9V2SRl3zzAhRVrVtrQGaa2bUC+N6rEI7pcD0Yb5yPB8EhjVWdV6gP9m1te2VlGPDityf8O0ulRmR",
+	"8NtXL1aOI26JtLP00Mrx2hgqvHFAm8JbxI10Z5VTtYHkxHKRw/s9nuXE22xrDaPK2f8EjMl5S9ohYMPN",
+	"a5XmIQN0LMLvdShyWWKESaXksfrKN1JF2+CMIY6xudgD9aoDMM8HI6PNVpe7U4AjWT8Rr9dZhFB1RyoB",
+	"sowzaXb25+gO5W6B6lD57JrAu0LEx7aabJdMqdsHW3Q2bQ4OvYTgDNRUhjB9QV6TgG0eVE8uMwAIk0I/",
+	"yNwrj0Q31HtgMNRVbzpg4lL5KFUYFWEUts9Pr+l1HHlN7+4yW3NmybZwov4zkUpE5V6c7ehSk7rSAG8Z",
+	"NMGxeZGpJ7a239eeBFXupofKMhv06LZdwNMZz55oe3pYWyWqGxmri2uprjs9duhvGbsxCBwWH5Jn7AoL",
+	"R2D/dnndXmvDazoUgFRAgXruDMO+6LiK/hlPraJGXp0hC7VUU+G1WlzJGPpKEPYzljdiy3KkzbwMgbXi",
+	"vFFDlVJTT+xW5eD0hIbOorzyGzZPUG2SrTtltaVAkM30BdbacnEne9b0HdlKZdsyhPvHojnihm5zrz0p",
+	"YFoIr8ic7h12Bl7k+M42AWBpFBRB20dsbLXZphT6M+gFyKisaU44znR+ZorNOC4Zs+W+fXCTfDmsURwy",
+	"7ZdqrXbdHtmukNLbJnnjksu8QVoZ4yL3T7aNXCs0j71cm3GWH5Btazen2jr1ebbAlr3WZMhcdqwhiUWN",
+	"CpNHZ7NcywOi+InpMsvZ+6m3mi5ZR++dL/DnKmvdqugF75MrkTLx2noQD6jw39jrTdc9vJfWPqiuj//X",
+	"ma2QjQasvqm/zVXe0V9p4u+YrRTeiBX97kasmPdbe73fTkat+x2jKKHdMCy2m7kzY17QbGcL6Dj0mLkX",
+	"ItUJmYjuB9c8EwMWUrScbksGC5wt4IlAaswkZcnVVWAhu71Tp9lcak0HyL94QMlgm2RzPaxq5R10FTEC",
+	"LF4qHVCHqFGMtgLF2nSexu4ELMQzCh0+cE5JMLiB+TND59nKE5fSZjIboDrDKybmTiH0NXF9g2tpVaG7",
+	"GRKIFqVZ6O5dLN62CDmp0Jmf/TOP4MssCVFO5T9QQkSaqcQ9rlOCffC29+Zed+p6WXtmUq4+LoDmcTEn",
+	"/YkryT9K0XjV6cm3Q/U2J2C3sjai7HTszbbdhWD70jI6CxnOit1DMmPtMBdDodvsnSDfuKxtzxXkoKoX",
+	"B9RUjGdJmXNu/hmCCLLGGYQaUDiUnonAX/AFgKzQd7ZzhrwmfOs5EWS3C+LlKubX+c8eT3D82Lp9HArZ",
+	"Ec3clk0FEudQB2F2D81p287cEyC4jIRCk8H8CQkXbE03UrbQAG8G0NnO2RSAJ6nrWa615/BzDRYNv+ZS",
+	"uQI2V4U3TbmeYbFIulxYfEpIOubFQpxqyyEl58v3Iev7/jo7xJ9k1Mqoksz/pRHoZjiFp+lcxuMYrW4g",
+	"cAqQqeOW/5v/+a//9m4tonELcUR8X/qerb34w7qVBTfQWFyIjCHeZVilXGli3io7NpnOeF3JgLODyO9c",
+	"cK1hLbTDCbZS6Yk259VcNZnzd3jD0EZMvU5y13MOodvKL8gp87AaEOyh6qkFxDJhyyFVkglaYrSrpsus",
+	"Z8cUetxjAE+At/VFA/3KQzDYtF6bBUCzL3Zxr9jF1vji24OblAqWtm3t8Vy1mi4f1+KbG/G1vkbBZi1Y",
+	"yk6auc1fqoz2TQRP3hT2cVEdBmVHrtGtvBIplJE8LFn6QxJBVMInlNA772X0YSeju4elDFsRqvn7Sppr",
+	"PZSzUR5K3LGkBOl8b0yJSv2b99S6yXoDWZXDKcB6PGyyTu8U43gDdiVFHJWTj1XCSvaqhqameFnF8DGG",
+	"WKHq9M1xtUXlfunawhPXzM7H2EhAPenvpHDI8vdnsbjKGLhLqbG0EVk6Kk2kB/j+1AitJDMPplFGHvbN",
+	"a+Jsv5Xiro4QiA6R+c9y0VxPMcWCPOqW1rbfzOLJR+sCEjyekE84wdjdxqov+tkIf3U4tT0glfs10lsh",
+	"EbpmRVgHo+KwmtTFisgZDBuGGpK5hs0DfSrfJYpL2nR4Avd297/d/+7ps/1vN+l/65bbBTi9AuKQjXVw",
+	"h+53H94GNREBsyY42mERVYhS2FqQDtTc6MEPQSsPp06wk2FCYEsNZaWI+uLcSdtK1gegLN8zqkA+mf2K",
+	"JZYTLLi0ODS7QX9vv7fRZvJGKpRRz1HzXo0TdV2ArcJ8gIPJYG3wtWFOw4Z6cO95Ds9qshDptDaBejEz",
+	"D2jT984VW2owRQnymDvIKbNQVzKO7ebzET0KIy1sMCvT7F9107S2qxvbVL3PbBYMZSKbxoKnZqN3timv",
+	"RnB1wmyridYWYOgcgDaVHK9f7C3ZLFwj0bppqueTyvhjWE7s7+uPGeoM/6TVqJN6zfYCtRCEGqprUNZo",
+	"Of/YeHxR50KSVqiPPyRp94pPzbrPqUUXjG1ds/a1q1+Dfl6T88Iv8pBbGZ5w82aoRbFqwratBceSZgSE",
+	"1Sb00PgE86XOjP5KVNF/QfqCKVfAhghBses0WS6eQOydM1uCpYRFfNzf2zN6wZ0dil6WxuEgDi3Ulh1W",
+	"NhPzzgN8SAzBTpooOy58QLgG7tEaR62uy9Z32WC6vIxlBT6ItfugHVSCL0xsKXhgO5sW+8N6u8s4Ny52",
+	"9jgjjDxYsyHzEIPRrSloTwh1pmKe3Noksf2uZIaZ3TyxbTZUVOv0Uy2RdvEX9Z1eZofR8wYMOLYXqejS",
+	"j3RAxNpkvhKJntk9kBZVCCgzE6lEytgGh9ZTdo0a9Qi+mANoPA2IckD2AXkSm+j9Ots8spwvpOcHxdlp",
+	"NsN/NGfyNWDQP6IEFn7/RIO3lVJowFtbLLEgEvvKOtYXYJzQraxjAsLDL7cAAWNeFO5qVJEZRE21RWmK",
+	"4HEbJuRhU/ES/DQEfTCeRt6qhh4cssUjyQLUN5ZduqIY5umNyAIwYUQmMyM1VWS8WFA1xrw0DgloYan8",
+	"we1WGwzW2DIvgRtAvMuGrN6GqcEsqNOQ91XDWzmWDYv0Kp5D3fb1l1komBqolyvb4mZjESZj63qRdfd7",
+	"u1AeMgfRuExFa9Dv7W6xZK58uO5cuN5ByiQ2WE9K9NivRjl2ExWvAhuxJY7P0nLs979/tn49ghZo2lMV",
+	"r5xEvuRa1HPLmnEKFS0SqTJmLgN68HaSMqoBWXAgwk1ZiB+IKOwMzZdCKKS/TRTxI7F2lYk2ZaGxYyjD",
+	"MpklOiOCDJAURbtBd2ppZzfUvNMy10O88NhuliyBw5gNjOsLqxZ6Gs8tx41YBSy0ExbSOpifj5W5LEql",
+	"WR4S/pg3hSC9pWUl80C6a3SPHeIgsLAKbAhAUYORiwhC3hoMKyiIdlV5eVsr7jJvIYu7NajZ4sal81GH",
+	"zU/Q068tdcuBP56Vqv+gHv63paCvaUuVbl7T0Figv5G2r7HsupC1vd5/wUlvsoFpSdr5DqV0LpihRu9I",
+	"nYEDAKmxAppjshCKS4CdzmZpspBTqMDG+9ROlNQTWtjqeMB0mUNogIL9lgOYCGagtnvo7Jl895mB1Tvm",
+	"Uk+o4L8KeYfu9uWKarQ8NrzCa2vbkw1yFArYM6s4wvx9wvoBVLdWXU8WMGxAM8mUL8D1zftv69Z8o8ta",
+	"D5mLKw6Zad8Wt6J2sw+5pUY84XMRMNz44L+U7Zt7qciSbqk4L0ZlQf9dflUx1FbrRmAdJ9ydDnaTkwhp",
+	"Q6pSkYoYTYpH8emzTWvSrOdfcxk/RtE7iCtoYCu5kglK5rIRRhKhpefZAs7zNF25YwhQhoAITKrIXHg7",
+	"LXT60QU2MA/e6oVIbyVkhYyiorv3ir9aUAeM+fbpNBUZ5GnSrDU4+O5b7Mmhe+rbaU2kv0GUheZRodnU",
+	"ILjyciTq57sUcXI3ZGGcXIcEZYUOtSvrpKNA1Y8OrhbnJ06ua6WZP2+VCGjKlTavZjbMMpXZashCrWPz",
+	"fAafH3z3rYc64T9WJQqqyWAltK4vry6uUDWirYBDD7+vbUL0j/rBftMT6k843T7yTF9rWhsbHhqUyLVX",
+	"tUZxFQ4s0XWRidejM2a+AqEFK9dWCTHzBziPSQp2VmdofdzIPLWLo0Hjy+yOsnQ7eFrk5P+/xmO9M/g/",
+	"337zl9raGrdxa4dovw5wY4ExOrTzkKedc6s12NYR2dvfxkbFM1Q/NDNHbbPZsAYsi3UYsP1nB/S32ZOd",
+	"gjR7dnDw9GCTismPau1Toc3wXtti7+BgY9oNjz9tFnrrwjEsHYtmF/hURlOL+rWt3N3oz0B2LBXXaDqQ",
+	"WKjJFsQyJxYvz8BGe11itTQIz+LvN7s3xhosJUvvqYpBhU/mfLGwXWtbdRSZ6cYwDP6yaDT7EsE1zcCT",
+	"9GQaczmvG2iNbamXIrWeWiUhseHF4uQ6WWaNv66WzBhjtDgB95zK/P33+jUYFQ0b9yxeXssHxjNHPHWZ",
+	"kAXch2Fz5JCF7z+E9IdThlOe8Ti5fqItPcitSHUZQ/N9iz5tDVq7vae9mj5ud0FZUvyCX5jn4aNZlgyd",
+	"1V83hPs2dTfP4/lSGaPO9lRuO6GFbve8dRNnc0LDnWRZbOO79I1UOuNxPCmGez+sawfdPtf0s1iZOVTi",
+	"DkM5rO24DhLABIUgbNvTQHgZWB9zV5ZflW/r+0jXdJzaWX6jHxpzbY5fJQr6rPlqfbXIjymfCvZTsli4",
+	"QszPWzMSkKVVbZZOzMl7lGkGF05uRSqv5LrkNjrx8CAk4NGMa2Z/1+gzY7y5mm+ohANwU4VwfQix7IYM",
+	"ebP9BME++rZiEhT12Xdbnu844RH4JNAb/LD99xogfHmasSXcD/u7wisZi5DB51LnBifk/sC+ccyOmu33",
+	"+wGbzsT0Jqd8mnEVxSLtlPauuW1r0ML2ikupeLrC9orqzsVL6zmRYvFEs8tVBszUGZsnOmO7z9hr+cOQ",
+	"mXlikcgQFs1Sf+DVxZwiPr91j8n+KPMMyXLQTdhf/hnnvY2vjLTTyHmMJDS9RXTVaQUtY8I3pOjWr8cQ",
+	"Ilcw91LXTL99IizDVqtgB/O+ogQwnk+t8FR0NMyLoIHO8N0CkoB7+2yWLFNNpV841WWoxBAWrDawVb8V",
+	"tEgzsPJGSRI/bDs8B2GvscQfo9yQLxQqS1dkpmDAXDOuGKlT/Np1DjVgmRR0bxOSib7pEiBGd3fvaQ2e",
+	"SWUDbMiHQuOOxGCjS3/amih8w7ZVbbmnCAp6iOlcrEFTkGzI0lWDhH2Y6QDLRXl3wiO5XLmEN+RdABru",
+	"Rni8QGZLw8UBC41pEUKqYtwat0IWiVhkVACHQEgQg4HcgFc3ZxuhEGq30IEBX0mh/X6XJ167kS7O3hON",
+	"xQOatW0+/AxuPoQCkrxUA9ocqKLPT+TTa/l37PTGKn+RgOVgLLREPK+SM45YgOAsKqEih2ItJuQlyqmv",
+	"wjxsW+KIL1Zz/ILWu+510qUP53zxdxQXb7lq8iZ0XSDtEB13qsrdhBK+ZQ9kydTKkWegoDe5FWb6W+vs",
+	"p/wnZcixzeBadcZSjdETFZ6zu1Wl/X0sJTrLgmjxHWwfzHd+CqAcgOypBksKEYInDcblIVl7jjzGr/cg",
+	"cW8EJ0aLYYfaSsNaU3Qz1IacZsu0IUNqR+NKHKGEgn7C5Bw48X48GrEd8xVVytPXHR/qIp8qrrfHvdhc",
+	"O29HBC1RRvjYXwytVEFcQ2OQyMyIESy69N4muVNbdmaYxa2J1Z6bNQfaMTaDROcqf902tlTDtrT7oog+",
+	"4p8NrBLZiEdSRHLa5hTXdYbYHVI4396hqBw8OwGldSluoVKrxwbwJiPFymRl2yAQwm7bOnoFsnITjije",
+	"8uHgS+gq3/81tht8zWAfMdZfoUPvp2SphdGHUl03g2bZPjVj2M+8X4DTty0/QZIuZlwBZP2iztQihHjX",
+	"bpAa099v0/v19Pzno/PJi+OL56cnJ9CB2qvvnrK81pN0qfTEbG7sE60p/FmKnAYbizWh+g/akYCj0pYb",
+	"b2i2Kb3dukE8dM3AQMQ81AUkT9AMMSLuZyzBuRQ8FelLKwz07c2kiBJAf6LFQ95p2Zw8q3D3s9e2z37O",
+	"YyNqRORa7gOWitvELBX0X6YJmpyaAfsZMdoQbsZY7fd3e+wCEQnYNElugP07FVTz4zA7E8VC7Jfp8oXc",
+	"+SZEAwxzRkaXwovmqzLLsgWE1nV6NaqHgDy3/maWXGNgxSEF6cKAzMOxnODs9GIUsLM35n+ghce84ouj",
+	"V0ejI9KGY2V/e3h2jMYy1gBI7QqYjC6wvWTLbLYTJ9dShXCvENQmfDoXYY8dWkQDlqRjhZOJ98v94qc4",
+	"bsDrDZ9fnL+cjE5/PjqZHJ8A5D3NlDFocoYaCqf9e9dc38UJykXhQprtA7sL3uU5TENdwrAwTcZDrX+1",
+	"9k9ZtjiFWq4LPhcXMhP/+xV/hzrP3AnvkA9M304n9PDquMy+l+oqqRtQfNWdJdBaiTs2SaczYTM3kDmW",
+	"U9Fjo7vELJBGFCgEa4mSKXQxDsZqrL6BffDNN95qfvMNa9Obht74QsBsxoCGP58hw9mu2z1jxSobqBMg",
+	"8x0ZCl65irwV7E5cGmcqllN4k2E+wgJvyjffADBDWjosrI3nA/21raRA6I0Hp1ibUQOuDjJU4lzqHjuG",
+	"wMLcOBdwUsESluQZW68zvPjlORJ3TA7PjgH4l2B6oHUXdI95QIohfKiVgXgFZvtDP+aB01l6RSjLy0/F",
+	"vn8q3HONrjj84dXRC0C9TrTDgCJTzRtxz2yDI3iSXk6nYH7T3cP3YxDJ49aA4cwtEAoSp+5DOKQhWkxw",
+	"+uFYmV9CZ7f56fsxoEXnd3Gw1XifgI0tjnR+DRpv9KAPKDUsCKeIteiN1WnuVBPPRipiwbUgOztjl0sZ",
+	"Z2wlHBfeQX/Xn6+T09Hk+PXZq6PXRyejIxAhY/WLUBHYrZlQGkmdPI9bD1j4rpsaazOWc5mF3oyaLYo5",
+	"zq6NW8M14LWMVQHBRS+xdyZLWDs0MiQcsN0+41km5osMW4iw1wT+6X7bGZrnz/m77mUSrboQeoM2dY1V",
+	"irbxynwLBVltm5LaZa/lDxBB+OvF6UnAnu65D+aleLEO2HfsZ/mDJfBPSjOtBNQpOIidIYt5ei1S81RQ",
+	"bDDbY7W/+5SdHf7t1enhi8no9HTy6vD8x6Mew90GI4TuFJ6m5uzzjIVzqSbmiwm82GQhUmp8DL0X6e/t",
+	"d4BIlk9nZtI01RqOVbuE/kJk/5QHwas6XjO/nS0v+sp+OHwxOT/6tzdHFyN3bqeJUghFMVZSs2kMqExm",
+	"JaSKpRLdKxmbdTDGWyHaA4dvrCAErP/+tmeOE5aX4gZHIyASZj8CDKlZ/iTlKbTNCe1JGJgvoske2sXG",
+	"19TL6YxxvKINRxIPyuUyYxkcf3pahwGXDXAwcbsl2vu7TzvwMoBm1sVnhGOFb3MBgql7YUQvYKFpOwqL",
+	"qA9zi/i5VGoGFKrmBApFIaRYTgWZ2KT7Xh+PjI9kPG8wY/RgZydZCKWTZToVvSS93qEf6R1zLVS7ZXFe",
+	"s3Va0HlUwWW0Qyso5HX7mNeFgs+FbA1aT3v93lMo6MpmYEp6EpbvoQVfW9HzQ65dLOzBNXBDOYA0KCK+",
+	"5pkImJEReP6JoeKn0ejM7ThMaBGpMgb3CHDHRy4qKD00s+Dd93AGFmmSJdMkZu1+72kHKVDM4e6enz0f",
+	"q71ef5DvHFBEbsfnzPM7Wqgo9P/G5SdoGcshOlZhJt5lO4UtEsAt7RPNyMGPAokFF1pgJ71zLbLQ/THl",
+	"airiMDA3hQ9SoZeXZqYvRX7VYqlnJ0kmr8gYwELDHS0yMiLXXmYe2BurQ8UO9w4RoU5qxhFIrx3KKHRI",
+	"enMeMxkFLKTS5uModCvaGUJOB5Unxehp2OYyRG/AoigqUaJvZOZaxjWgXnHC++guFwFL0sA72lMEdhkr",
+	"wE41TkZWoMU0A3X0he0QaF261nEKh0CH8C6DDFPHwm3m5FxQgDxWFXYugJk0AglTU6Dt6Uegh2339rjF",
+	"/m82JmKlcSuAf3NtrvpX84eDxRi3/vVD2OmNFZAF6QFDBjIW6uUlJgnCoWWsgxWsYTtjobGRpLoOhxV6",
+	"trEq/Ag401h1NhxHmllQ6uUPh9ajDq+AD8BcZ2nT6L5IssZC3J0iCnulQ+K11btVyxIwpGLKdFDe8lmf",
+	"6bFqh4WK1h6srlTXAywDDwcgIjnAUHXwdNPzoI8c/2n2Ep9i7ttYEeFxZFREJtR01f1ZrMB7MmfA3Mwd",
+	"gmpbOiidSzFNHIwRAo9qea1ENFZmR1zy6Q2VWkARAfR6wEqZq6A62QwjtNeCJsv5VRUeB8snYk5CMFYA",
+	"zFTY6TYMamyZgkAoEJmF3ad7/f6eRdQp8ibiLcyozQ97DExKTScsl0hwk2/7fSNUuk/3nnn/2nX/2nP/",
+	"ehp2cF/uHZrVgwHshig8zFJdJUsV4cVmZPAZjoBfxsJ+8TSsrgdow7HSy8UiSTPhbnIQuiwq5FkhC2Mv",
+	"6gwdzJl+ghPD40LzE5ix0uwKsLbBvOiZD0PcTlbyl1Q+qmRnphxH4FOmt9h8egjM2VaYg4Lc6/eRkwaG",
+	"Skkg66Tt/Cehd2HUblNM7686UeeLqQu6fSAY4YJqKd4uDxObFwSPwjwzXUzHrcG4tdfrj1vBuCWjcWuw",
+	"G4wJeWfcGrwfA046XIXYPl0Myo5bHz4YY78mWvyhrki9ouOGWJ1bVpqeXvJ1GmQtAKIWLyT9Pgdoin2c",
+	"3Lo5c4uw8wOPbFIafrK7+SdvlPErhMrMOokIf7e/+Xe4Cc6OT5Lspdnw8MPdp5t/SEQBoyR5ZdwB/N3B",
+	"NgN1Wx6KMUZmRcyP977f/ONRkrzmakWTA3RLB9tMqAVNxB9s8XZkYL5R/JZLTN34kUkANsljkn9/++Gt",
+	"BzOMWLsgvkCOg1FCBf5tu7k6Zjfya90a/J1MXGPMvg1aRcs8r78r2q07vTsRx12ITtI3U55GPXs8r8X2",
+	"Jq1FJk0dnfCNWNlstQ9zCnCqvgO1y2J5I8aKGpMKUtsY3IBL7iW3EWvS+FlJEvsxUWwpJL0IEjmSeprA",
+	"bV0MC34e+EgfAak6eAF3bF2nI0Ttxqo4c2EnsPWhgZGV/FLGEhCK2jjlUl0Pa4R6wOYoWBOFZadjheqU",
+	"WQ2pO2gj6xsZx2gXU9UHmGEupOal+gPndWIwa6ww+tuDPYPxBYDkS+JbqIvJy6FsF2f4ni8WRjl/2DFv",
+	"eLtbet06+f+jyGDPPedp9CnF/+HeYf6cBmmLOwY275eRdn9GwfNEwwbK57Ze2pTkijHY9H2lR4+9kjrL",
+	"zUzt0kp+f1NRNoD3xBWwDY2VZY8gYYTFKRBs6pqLQcMGZC0VyKY7AVPizrjQVzI1fi6P7/hKswXHapaT",
+	"BAlDKaDIlHGcYqluBnCJRfxmGhCE4CMMT+ke0SbYMhp8MRvgyXO9IZIEpRJqJSw8mXHwFAAk1h0+M114",
+	"KmC6g9aCp3wuMkj0NgBm5ZfsnAELQrD5OpG6S0sQwhen7Ltn/V07yFLuHkmtDrr93dHu3qDfH/T7/xF2",
+	"yPLHiVgW8Nhkhr73Ui14qgUUkGHdttMUe3ss5yqeHJ2fn557KZzflgIKCG2iRCJmY51NWDe4aql92cx7",
+	"+wllnFnFQma/Rs6dKoHbK7nCGfxSom5v8w9/QXpNmShkDf2TiUizVJ64eUJnu0E+Bi446JQ8/DHj2QVE",
+	"AiDb/v4vtjDJ+GD/x47vMn9ojjBeIHqryLllGDLdA74fUdkbaZqJAOJZl+ROIos+OPcURALDaaysC+jd",
+	"b5qkgN/A2aUxt4yRZKG82ipxzK6dHrsAa2ZAKb6xCv+9e3E77V7YaEBo7xwndyKdQu5FvGM/vT583r34",
+	"6XDv4BkGJUNM6mRyLnTG5wvM6/Tw05TfgaNKCblgrG7EKs8QFm998dNh19w2ktdenNQoIMzqDRmNcWSf",
+	"FULI/o2S72z7M2tjLMsWjc4TyI1yxZ72+0yjQbVKlimbmqnsuHv+LFbd4whvmNvEhH0hI3fdCyICNRd7",
+	"+SHHD2p0D91CY2+otZcBKcxi+x6qFdt79w7TRZCaGxoNmSfBWPup+dqxbECAk5JxwVghHF3EruQthuY1",
+	"az/tMx2w3YDtBWw/YN9Rkkl3euwwY7HgZlLVVAxYJKIlCkAcYM27UXVoUVeV+0WaNoYLKfWa0/aFzdby",
+	"i0WoDNqJ40rNVwUywWwASLnmffB2++QLg+m3DSNyW+txIzqz+8bfxYUiHHtmN4wHt+XjBnMcOcYuOxuB",
+	"v0FZdX+uH5S3T+41srd4sdDZD0m0+qgqGdVwcSgf6s2AcgkNMrKzNqcjmfcj0cns9FDjOKXyHBYSFQJr",
+	"u+iqa0+MY5F2zIgqlkGjUf3c9g5QEgMjWhRlx8ilta72+nuM40keOlT6sYI6LyNaIJkTAtwPdKHEkmsW",
+	"Iohe2PHbVHqIaAoglSDupzGfLzBZudvr7fb7Y9W2yEUQuu0U2yCdTqWINHDxzs0gjiF3iv0xOsRMKM+4",
+	"cWHN0RyrYhsQ5nvhLenz78CjdiktZCa17rBMsTFlABXz4N7/A/tagrEy62j+yS7FKiF3W8jrWTYLEP4Q",
+	"orHJMgMG8QL5C5RqAXE2dMWkyWIhIuP4x0KBxa8iP6nDdGZc/9+WYomTSRSOOsTkN3FtaAH+ktSw7lMO",
+	"nAfRWLXzcpD9vb1OrxR89yPm4EEZs7pNvo0dARWldizdksxAg3HF+KVO4mUmGCRgIXaQXLnp3evvf+cj",
+	"2WMlycx8ReEH4lHPElKCY5UjQIHTtkjlLdgqcZIszKgDcLa6cTJFfl/kw0u71ymPBDs5HHVs60VexzBW",
+	"hMGM/GW73++5vDWtX6c2om2kqPOq7u1UeXkWKMf6RIKpOEoX491GUu19VOm4zlkZ0X4OWEHm/HHC1/0t",
+	"vJXnibqKJRYJf6F491dfDI4DabjmcLi0Z9Nx+hcrcfJPi5VSrcFef/fp3rOD7/fq4lzYwoE69N5VIEDT",
+	"AgCqV4wrLB6kiH9erddjh8T50Zz9R0FOlDelbLevDvrfM6p9nVyMDkdHRjkgnzSyXVjnbKwueTadOc4S",
+	"9zVoytC6i7bAQIesTTXOA9A5QyqMUBjaurJ4lGNVYGxx2Y1i7QLaja56AWaMZwyG1GNA0GJTBVCfQKMF",
+	"XwZuIorqFBUp8e60yfYZ+oZPnS44hK8/njLYHGsjHHtpHnccfTL1UXqx373+oJIQCHHwOMZ9QLXwdr2p",
+	"QA8NJ7s9v6qar6rm46oaPDqM58LJF2M3Itpe/6xRJjn+9e9Am5Qrqjbpk1PlFZItjAdpq8iMEgnAeXGB",
+	"upw/+An6kgXupZChlzhWTuM4baT//rYnAV6WK5/SksfGCVo57j4ZDRCFHpJajjBVC5WNle1sBIgV16xO",
+	"dEsERW+b1QcWOxLoVeEnnTplBK8JzlKBPvBxqgh3xJ9RF5Xe7A+njLAqkiqyzXJ/1URfNdFn0EQvkCcT",
+	"k+KVKl3oPr2fP9Ssj6CQ6AEJ/W200VjV9Aq0a+rGqSjGlYn7RL3APxKB2R8n14OxCmU0cHkmuPwJtEsR",
+	"dz1rT6kjC9lhHflOJ2AhXD7ASu8wWy1EGGDFfQiFhCEMA4KQyRW1xXCPaZ+qKKlmDwoKEHFj5Y1G5xRk",
+	"YzVdpjpJCVnqFddZF27UPX7h+uQ4ZOCwn0Rd4zRdQM8DYsCizBkrrDbISfpJFvUHLO/w6ECMXtmQPRI8",
+	"gAJEP2wFwoyI+LFCfaxUwq75whZAuCRPgBMILR1YgJUm0A7m8bcMzU5M5kCTYaZtrNrhAOohutyMAEPH",
+	"ACOCenT3wGEOs2NoB/Gmi4UYTQppF4BjSDC4YqxoNxB+X7pUrO1KuwO/QRoq0Sp8O8b5xHrgIC/1hv5S",
+	"qvTuOEpdfDzEagEYxdYwYCwYw+h5VtaMZMYjM1Lq/rW3AEsBSO3yd8QdMUCy15ivci4nIsnkimkzWcQn",
+	"rlnb9Qlol8TTnXyNKROzVD0WRiLOeGg34pSn6WqsEH8bIbvJMuRIy2nbh/K9gUgxEb4inMFlqrzy8zCf",
+	"lrFqY79PjviBVKTmgHewrg9WC0LX0DppmdKofyJR8cqIEiNe8CYUah4rPKoTGiA0fi21SEOWLIQbN3Ti",
+	"KYeMbDeo6wx7ugc1KQIzusYILsXGv2ej09PJ68OTv9kWrwuq+EmUpTKdwxasDyibUTjzBgXcvc23sjEW",
+	"VLNNsE88AYOBd0/mSc2uIaifYt4aEgduGvqdXkX43EnoRhMKqQjM0kP0preu4GbisaXmtte9+Juqr2ck",
+	"KrTfkNCPuc7oBKaUZxuiCLlcFaSjLX20B3GVC9LGXGRhFhrqh3a/bRXRlPvd79++3w12v/tQA6e8ReHQ",
+	"1tXsxp95Cql/lQ3sKRkrV+Rup3/cGjwNxjASKGV33bL3qmEvFKADMSDI4FzbITQ1h8p2yLVZLWlEfedr",
+	"fdKXi4nDknHbsiOs4HlosbhnD1oQ+U9jEbLXFqNeKk9+jRWYeEO0cnM2SPLObaVlbvtQyaVDvK8RiGNV",
+	"kIhQP5NlfDoDYwVSyhBjpIxnQM3hGAOnculwY22mfZ+PIfW3/MWFmQpLt9365HWL9Iabyhe9ZrWvlYtf",
+	"TDK8AcA7FXn06+6MbHAbvTrGTxOQ9GsYzfGkYEvbNwj/M5EKTUSKpRlZ0Am8Fs62uxE9zNxfj1VuI3ec",
+	"L5CktonTR9GoxDV7AM7CXNM1ldNA0ZW5cUrVMTu2HiZgslip0qaqD+aKPmCUtsgkqFaVgN8BK2ItUqOy",
+	"sWbHKwnpsTCHv1xXc+OCqfetuRnlnZ+lShKQhNLW6o+VzoybK5UxBwBLZlPk0ytAwl5DdJuM5d0QCr0Q",
+	"KiqL1j9POLTu7b7Wd3wNdf5Ta6znhIlgpS62/eTQCFY1fKHaDywM/4Nm685h8F5kJk/XQZqd2snx5lIT",
+	"SYBfvtEs5TemtfDhf8KsVunFvkrwrxL8n1qC43n4LMkq3MqfKDRxkjCIebJcpLC2eJelfKwwhZIKJq8V",
+	"kNEM/ao2rFnWTCUErkw5AG8ayAGwpQ7rO65nPLvAN31sVOFTBwe2kUDUYPY1KPAFS2iNAjCb8graBWnb",
+	"bgoINB7DvLDnEx3F0tbBxqOrZRyP1UzqLElXrL3UIg28OIeFjMDwYeAbTpgYxTSZO5N4ASBhVWuTAkKb",
+	"hdZw7Vo4KAMJYfCQWiSbgpNjtS46yUrBySAfPwoMslxsNRU0lbv4mhfJpCRfHjQgzJkbqSKkB90kakb5",
+	"av5pg5j5O26SWPne/iqwvpTAermMY28h7imo5tPF7xex8ZAhEbMlRT+ziI0OkAb6oxE6BhI2AJUAD84s",
+	"Cy/a9AJ6t9oqYeHr6aJLoNTd4ygcAp42CQJEWQ5zDNb+QacKA+mAcfZ6fReNbYdSyUzyWP4DYRiTJNY7",
+	"sdRZ/peRVgDcmAoE6swvyD9JBQdIyYVU1yH7n//6744TqeEh9M+5api8B+4yyWZjFZYPvsXUqhQRmckt",
+	"47fyugvHCkSmhaWrwlW2uYoCFi2BzdZ/TxudMArjOhVaI+J1gOsVFrCAduw1IbsUV1B/kAF4ZAGWr+hE",
+	"j9XIPGwAhTBpNjF73sybFiqauAKMthce6QQsvBZ0pesARZoPVBYdszjmkvxAmVtSHfIkr7nFJTMqrfQh",
+	"jnFiq6KhCAr0EdSrQFDAwz+cCQW4iJA1lj4gYtuhLwYMQReDIl4B2sYYcucqJ1FK/KLsTgFYMTSPIkhg",
+	"baYGSL8G7Fk/cNc87fc7COnowfD70Aft0OiIsAPtu1m6BAKPyALxDfOEgIxjli6VMShybGtpdPAyTalg",
+	"wZi67FcI6BBrTYDJc1oboqmpTdK4Yimux4ozu4OKWybPpGCJKvoelU3ZY6HMQyiTG7EKx8oR6e0dHLBb",
+	"qaURLocXz4+Pvb7ODpvzG7ilBQyAJyGMfz55Fvgfy+Ck0png0DTOsZAtu5NTEQA+ZBmiEvCAe+zcCogB",
+	"C80tBztgX9rzZJMWewc45lRMAaoI4GVQIIMEgcXzYCzMgYboF+EjkiQ2v7OCepoYAcOnNyCyjdWFEIFU",
+	"Fh5KDYo1dGLKYmBADiUS/glbD574err43YInNtaZbAmm+EjIxICg74p1KGFxVGGHLczCR2gJc7WqPxaY",
+	"dKYIW5kHrHB+Eiy5JFl/x3XOtmGUqdGKHT9M9lHWiew0uzqLmMvSr7eaQ6uyASc2n1Gaq8Bi/ZaVasyn",
+	"N9o2sbvWDCBTV0JEAPwLQ+qCUUK36wzt/bzd76Gh9/6IyJPlsqzHrIRxBZ/j/bqj1QIdO7M0VaOl92fH",
+	"r3z9/MzhV5YM18fAWIJX+4D0S5nxFuU6FJmbD7FPiYhY27ZmWGYDtt/vj5W3yREHx0edKMAMINPNdoyo",
+	"Q6PTt8KRcMGQ3QNj1V5hdogDuDDwWGBJLWow8zDAwrxxvzvo99nxyejo/OTwFTVHAY/qpYgTda0LKZ4n",
+	"OueJC+wGvhGLbKza4Y0QC4tOHficq4QcQZYRh3AE4JqjZW9sImkMKwAglhHWgRsRMFYLMxZQ1D72BXCk",
+	"5nUXRvI4I7dOw5aJkVvrkj2Oz2LnKknnXUvLtZ3obqJg3irhs/vxmqm8AawPYShxh+s9tOsgKWZlVuIr",
+	"xPDXhM6GIjKUmBzljvG2YghVrgHBq8uu73773d7Bt5XkOpz5nffwn+Pow/0jyOeCR6BbSpVgizSJllNq",
+	"yYT9H+Al0hd8RgZjPlsVZGCWCuP45/ChT7TtmABIHT6dEesxApaak7XgKXJaAEkZVHy5roEidKCVkEYy",
+	"WpIkjH7LyA99B45TNZY3gvGxcjxoikqukBGdrGXL3CbTXPmUTBJsb7KfvZB6kWgoKBtQFdvaXJSVrWsx",
+	"3V5j0gtUjIxc7f2CZ7O88p4WfC32V+6azEU06e/O3h3M926+i7797fu7B1Xef7PzTVHCbuaFrwcgNu9m",
+	"6ejNC6JhDU+tmdrqbg5xrodwpsyM/O8xEeTbDxDtcNwCptw1xujXoPSXLbpXdqPDgm6MSGdivoCOtUZB",
+	"d6hWrLBUQJZLSTCe8Ti5NjIFytO7UrF2OE1SsdPr9YidYhEvr6Xqmm2fystlJqKxco8NXPfk5QrabIZg",
+	"4CH8MTvi0xnxzWu+0sTfZA8o3Rky37kkasu5UZzmnzJjd8kyjmzUL1UsPHv15sfjk8nr44uL45Mfw87a",
+	"EvqRm51PiTDuP+k5zujGNBBdblfgUb7u593ORRhb9yVpycyb8eLOzb+p3b87uOzNvlj9PsZCCTBJ4Sme",
+	"CxL6zMken1uOh/gEaIrKbNYdn2cML8S0waVgqKMTNucKMhj7/ad56XeHIHDd4ubh1hqXHSvTLbOAUfgi",
+	"vgI6Ja5Zyu8IJzdlfzt8/YoAkKQq3mjF53HIbAU5BhuoidgfxC2KThE59c+Nrhmr0H5T2MPhIEdHB56X",
+	"LjSMymzFriRV4MwEwwWrQwQcq7AMtR0WC/HjHK89iQRmuRzfotS2hXhIPasYajXLZUNFjMc6cdHpMBIZ",
+	"l7EOc65ZerMkfaLtqDVFym1mPg+1mqk2nmM2C/wpapgelgrz5tii3GOnrkgyDys7L5WCv9MkjbDCh8AR",
+	"jX1orDmIlPEpJWuItZOnynH1WXbbwVgtVSqupc4Qowpy+TEH7ENzob6R0CPQDkenp68mZTkZ5EAnOV0g",
+	"/ca44qdnR+e4Xm9Ofj45/fXE/MQnj9AQ5jPr4+Q3UXpazMlrkVG3eQq3hHGcHB29uJg8Pz15efzjG3yC",
+	"ubOV9nW6gOYX3qX8GphoQfxPwI6PYyRJzgURcl/oeGnZDql5oh1e/Hz86pWnOtjFMr2Vt4AC5t4FYa1R",
+	"nHRjcStinOvkVqSpjITusR+SaOXSP40MR8dwPgpbZ5Ole3oHuR8niqyxn8u3WilWQ8nfaWq0LdHJb9Nm",
+	"u1vTZvupIF382SLnG9ROWeo98JYj8S5bGya/750+f4zGDgC311bBGieRPLFthcznj9dsYXu8TNJLGUVC",
+	"/b4DNeWlAC34ZR0Mj5j9728rTONlpwMHDlD/ZC1Af5rbNPc24qzCvL8ZR6gfZANUbZgNhtRYlSypodN3",
+	"yJLvqxXumwTGXbFdbVXra6yc+cW2tL4OkQEmL73o51aJfSzFc4hDF6R8ojHSry0BzADGAU8GK8iR3ALF",
+	"CcApaBaeHZ5fHJGNBUDTTMwXGdEd0zVHr89Gf5sQM3LYY+2aScyoCcM8AN7ds+uMqejTFzvbiiy+fp+F",
+	"Xk4jBDyFCHi6dGFyjOl8LbKxKgy71yFLC2F30qVwRhjMEpINYmcivNy2GviXOvOt9VVzoeb68Ll84jxy",
+	"s0lb3bor3Un5qp8+aiLhj6KZ7NH1ddOCTtV9ldJ7uSYP0BQeOxeIE2FLw/NhWEXTYyOnnyLofc64NDJd",
+	"x1zPkI43FWaWBE+nM5GGgSWmoZCa8VEwLruDn+eB2rAzcAA0b85fdYVC7lUQqZhnzmZMi2szkmCswspb",
+	"m4f/r72XhcdbG5Ay6XMCwyUoUqNuzG3XBeybPZltKrNdPO44OuPZ7NMWZheeeDFL7rYOyrkV/uSJyY8R",
+	"Bf9C4T8zo7ATi4G/7U7n+nA1klp2paKzmLP74Y+NwUS4qc5T9oJ1U4A4E6wNSTRyjccqv9Yeg+s0WS60",
+	"OVTAZDQX80voW+kE7IrfJmiR2vI+vDex/EFA+nLl2ETHSkbO8oPgN2uHC5FOFlBSa532vYO8bHS33+8M",
+	"sY0r4zGaWxjqCQrUgGNVyw1YDG4qnqbJHXFjAb1YglLCXjVkvDhZyMCNs4V0h9akdCakudHa8PqXYA48",
+	"VfHKbYM7ZRtYpFdm8jlCH59SZt2Hyg9n4nGC6o8ldzDtcF0HSaXXwMzUyZW8yEx6m6khbzCoD7l5coW6",
+	"NtenDMDPyk8iyChg4YW6UZBIxuuBen7AdzTjSuHbaA598eY/UmepccDMaV11BuXDzapn2+PBRDRUc3tA",
+	"TLxcusIvGmNeMfC0Qse0C6Aw/X4eidztU51aHmuacQ24nxg3pihynShBiqlDijV8EiKu/AlfsrJq6zjd",
+	"V3/nn9LfwW3qiMrrJFtuPDmPBtFUq8LuNZ7jNIlFnmGpJCtfwK89w4plybWAsiGI6+S4vyC1xspLrsps",
+	"gPktZEY2ez1axiJi6VLpgCGSFfPKBIqJMBXl+ZRgrJy1FbCFhPYYuOTw7BijdwQEq7NkAdxy0CCDgE+2",
+	"E8OlH/vfj1UBqYTgT6h2yg3aCLPzNycnxyc/sjb0CQG5ubHvaosKcLasqFqbxkHDt7FUSW5bpbS/1/q8",
+	"RML4jtE6YUWX9D6zzLm3M3VvfI8/uYDBdVsrYIJmj8zYS+xuljjfKpcZbalspxeZ5dQGt9/fhyxkfSDh",
+	"T3uGtlL3vqr/Gl5oDC+s360Lnk1nD1V+Z6nZl5kUhKAOoO6p8bqxgzIasnAuMg5YDFjpa+xllQUIrD4V",
+	"PiS5xWowa4sGe95KQfdjYNS3l4C1f3Z6MWK+NkfQiyuRhp1Gk7u+TyHivxut9PGtd+/17mW9f+bjvFxg",
+	"edUfxYK/t+z4avJ/fI2Me/s+Jv8OX8iuMYgbo6d1sm/A+Dr9bbvTyPdP5fUs0+xaZOT/vyYhCHiyxY6y",
+	"TN4CoIUOjP8qNJnPQ+LGx6y75WrG2ObaeOLhQv5s3m5LQYYlhXohpk80C2FYx1HY+WNaDPjum0J/P4sV",
+	"s1rpd2+C/wHjiv7+tt6nfzDtR81xxu2sj9BsytDnPQ/yyJpHgd2Gatr8l0Om+NwW4N6IlUf8AgFqPFWW",
+	"vWiaqFuz6omiWCca5u29/m7H1s5iZQdkOM39Qn17M8FkpIwwFUl/4pmm7CTUwtyIFWBVY/jdtbwnKl4N",
+	"kKibs4ufDrt7B89YJK8RtQafhzfLuV4sm0uiM0tI7hpRp8ktIjyryAVVyQTbFFPEQ/W7lSefNNqJ7/4l",
+	"Y544AhxStE0A1Ky8K86GEheofqLN0kb8WAz6fLWxvtpYW9hYryVUvlpZXi/Km6ysnfc3YnX8MSKtDqAm",
+	"G7jkikMEg0q9uxkGXpMUKvAgQWuOg3gnNQAYAaDPNNMoWBMqa/RNMttyCiUc7GWazFkqbhMLS6ICW7+n",
+	"x8oVJIIOsfGa3Xqg5dvk5vcuTitp4rPlZSyn8Hp2JGFRrQEh1JbqrmnQsD+2HPfNt1dPf/v+3d58f/Fd",
+	"K2jN+btXQl1ns9bg2T5knO2fu1/M+sSlXiuq6RLWNhsVLHvaoZ2v5uiXFXW4MvcWduKdbbt7QPB3yEKp",
+	"pvEyEhPbP/O/zQkICfcHWr48CWkEo2/O9tghScPwPaFD2ZTRhw8h5cHDzDVeAUl/qeDIVWuNVdvVgO8x",
+	"rOnoYL7dj7dVWg5DwkYBfEWpB8gWBxVBl9BYFS+vxyoSqbz1sVesm2BEQcBC4GJJFPww3O31e/0wYOFf",
+	"8JQ5PlFiPONRlAqtg7HKY4yumQ0rrafJtZJaRFU5j2yJLjKJcIVJEuswb6sbq2LrltfI76S739H0K8KS",
+	"1a8lQqEBu7XK0tVYFXvv7NUhVkioRHXJYrvl8dJWUJn5tLgHwALgtVQxqF0yim2s2guu9V2SRl0jBOn1",
+	"oZtOzUQqMxGx6zi55HGA+zJJqWiCHpaHHHBnG8lUo9WO3rnmrC8aN60orsMoKk+ja03bbiKbyp/Kq1so",
+	"gaJijtYAwHjcOC+TJBZcfQ4VhCuyVeLko1dqflU+xVgIrkUua3mN3N0mXmnz+uss6PUapsfOxTy5JbHo",
+	"qq/sjdmcpzciHbIc5J+1HXRmSGyzA4aCDORWCdbljlu4O3vPWnnxxtUo/NNXAJhjWJp/QBxPlPh6DL+0",
+	"DWjOSn5WnbHiCmzuWzK57mTCRog5NOwvREqNfP5JNLsDanXyDQPsPmNKsrp+P88SLGYmWCj1xP6YznHd",
+	"+Xz5T3E6t68tCJhK7vx5L5Sxfz2nXzgsxdObonZ1C7WNWo3jeRepFhv9tl+hYA6Z2S0rI1r9Bd8FwquZ",
+	"WBDOzlILNOJtbS/tGrSwwZVK7pR3RgMmYgS+IKvc/nLIECqbOO+FhOgWxAo0Fj1jER4+94pLIswIT04n",
+	"r169LgNGGPGwVhitaVl6Fc+f42T9WcXCudBJfCsi96YbeXNKOwIwVuAeOmDyinG1+lqctMY+BjbidWcL",
+	"ymBhR29znudinhhfequ0fvExDSHnAbP3ZHO+YrMkjtgd4ee702+Ok2aZ+U6aE3QELVXwwyIoYpA3XMER",
+	"JCgfuM74n08009NkITqBBf76lYoKwt9CDAIlOhsrQlinIgE877+FLOXqBrvyq/dNBYLDc3WjWTtKpnon",
+	"Elpeq948YuPWa7h43OoMxgr6gARTS+riIrqtO6g4znLoVw4f2RfEx1FHl48DD6NcW67w2i7bFw4gfPKe",
+	"q19xChOGraSA2emg/g8KGetG3JnfCuEGL/p90O9/ASMKN859Oq3sgfpqO338sosktVvLl0/z/HxtLUJ3",
+	"3uOBvkfabiuB2lvXD4Cb6fcVR8QxrcNLxWna8qHffu1E+Oc4j7ZPgBTjgyuvtztV7NyvpcZHPtEAeoPo",
+	"4mBXYL9QKq+lMjp81VtXBv3PfBg/EawNDv9LFmDbEax3a0QE+SGczT9lidCfvtQnT0FEMlsrhcoWADUO",
+	"NvpQZoPY5kI5t+3zyno4iHgOwJyxVAJ9HMrTlsHcQ7rPZJnGYWfI9vv75bTCDNIKSliKm2pDdh67aIxc",
+	"nNEr/b7jFjCZHwkIHe71NfSwIfTgiFXc/tj2dOzABD++oM1PytlD1S4cC8JR1Uwt47gzHKuaDB1bm6BL",
+	"BSXnlNjUkPvHOCifPCvnxNvXbNzvqOU22+7EPq6hYAMhlaWisrDL5sPBWO33+/fjmBqws5MfA/bXs6Mf",
+	"A/bj8UuwzH8Vl2dQd2OJ7gCHkpADID/QvvjlR0b1J1GnxD9l40g17FfOOwAocp7GUqRjRZM4LJTSeilD",
+	"4zcocVdU0xtInn43EuSTcEz5r4gv/XvupqxZSlrJr2X/X8v+t2utBBm4neStI5d6tvf97v7Bs4oZ5XBO",
+	"uulS6QdWzfbYIRL9lur32445pVOkVVHiXTZJl2rCs3Cs2i63lCwzEPEx11mHUhiyscXywo793Az9z2oq",
+	"+W+5Kbw/oorcHLnmq+txnw7J4tx5R+ui+MVjjZsjQoMmCB9XEI74bLyMNkRdhrZQFslFQryICqZF6Y7T",
+	"NFET8W6RolwJWfuAXUkRRzpg4pbHS+LsGKswk3Pxj0QJYkcK6VyydqJEV8+SbIhdirEUNm5wtQSzHHGI",
+	"Qqkn2Doddob5a7L9vb0eMLKk0sw9Qj/wOE7uLLRR8b0TFa/oZSAz697e3sGJCD5Wtp4DRoY8HVAvDQ2m",
+	"ZQYbG6ywHlxInCWTy1U4YHyZJXOeySmQgi4IQhYvoaIOD5eRZyAIqX9JMTHnMnZ47oliRNpumcfLNPcT",
+	"+MGEqtlhThLV3PXpn/4/Ix6G/35fqLWzOITNTZ0FIfHVgPtqwN0HDq+4e9ZpmPWW2s77dKk+SivnCLHj",
+	"MsbjVPBohUUlIgIH+EYssqZM8e9GNFWyU4W5bH4qzODXdPHXoNhHwaHb/mQHD/SxYDdDjgepcC0NkmPD",
+	"rU28fD2mn8k5u5dj9tUv2wiVd58DtVhmD8/8UEgWvY67VGbgbIC3xNqxuMq6EJeA2/J4rNCPYhm/EY5L",
+	"GrwRTYDZgIKQLmOhkdzCOhNmn616xfAHkxrqSJP5YpkBSF/Mtfs2oD+NGwJOEnhonvuSa+lGLL2vAuB3",
+	"5rp8GfFjIf2+ui//P3tvv9y2juWLvgrKdW5F6kvLjpPs7m1V15Q78d7taSf22E7vMzXsY0IkLGFMAWqC",
+	"tKJO7ar7132A+xD3wc6TnMJaCyAoUbKc2LGdqKdqdixRJIiP9b1+v4378gV9eCAk799/2SkLORyKYjW/",
+	"3iq03lrgyuEIeo/AgcEuPSs3uz12bj8hIIJKOaTtCEjrQpQaIk6BYJaL8DjSu5c16Z0SU7gz65iSl5Vh",
+	"//Hx8OPhu24UBoo8IUmPnYvSNOU6yvGGaO97PAU7S6zT0BJdOy6P5NqLFRgUpZiwQZUNEXisBlm9dO3z",
+	"SdDO5MJpL8IrwwsoCNqmSC5wkTaa5BuFoWi+b+V3snvQuevULfL1tuXGI/xaYVmpeUHJlJ7eRVjWHFNf",
+	"k5Hzd1kvLWcPSa8103YKqYaLgAr/+8y1Nd9znWzbPC/Exq+7S75tfvaCI3I6/9X9IZRWSv6zwmxSWAdr",
+	"f/Ize3vy4Zfjo7cXXd8/mHz+fC1mv/+eMLCBRjrPgKs9xHFyMJ6ZSHNeIBt+kPlCW8Lnsa7FzMQKwdlh",
+	"KPNJq6XpoOYG/R4TQs03fKSU0Pwgbk8Kze3k79GvujMBycYRe8A80tyGWy05l5oXOx6e7l5ySfPERayN",
+	"t2jONIpVZajw2mf8OzgM65ahy+Ndt9vojJ6QgFyE8Jyr6lj63HpN1nz+q012akOrdM/prDsJmC9OaQUl",
+	"TnfMa21O+rf3iO7oDW2coduTXHc8Zt8w0UX1grFanuiivBaluiaTfNZ0ophWjLOswt0nIMLQtcfea3Ve",
+	"xioXHGia50ImDhzUnyJf/kelflfAMOu9qpynhM3migMxtRaaJFCSuCRPthEoT9e1eyyB5pJmG/du4959",
+	"2zzb1/l3Wudmxwu5L48inyiBGNmAhxkgbTv4rEIMpSkhgmwfGsaTYwVQzmnOjcFWDoyO0R3sdVGdU/MQ",
+	"0A7DG0Jm9htxdSWQmQsRsVdCWF1onZ/U7/1d42Y23vVW5Cc/KQ3sdI+YvjHVlptqwdz5jQ97+4rAEFr5",
+	"7hCpfunpxNTxPZ3MuWPIOg4tHxPb3WXnMjiA9TGzI/PU0rUQCai5Fg7rrWfyHN5W/AAnEt/01tyRXQJD",
+	"k7I5fKv8JCyxuL+D99n+5yj7fQfPyH2SIVHrOSI9tvBSWJ0WK2TtyMWNyGsqBFfHB8RxMDLry8gS8aVZ",
+	"IYBXDhTpuDX8KY19G78Nn5b/chFIHLt29HuWpLoQvTPBs49nx/aiZJlfA2u25pjmb9pkJ9rb3X1MeqI1",
+	"oS9gm0vDMlzXTZn/Y8dFcR0Yv4sA+rqMdShXDhSr1LyWR9M6DJTG6gC/mo60Ce7dEDMOMwPIKmWeMzIW",
+	"MKZD5GlmpKcobbBLlH506W6ZsE4C/UKXpaZuxn0GXCvUR1q6TWxKPjOsUhVOYKVKmdtvZzAYIwCpF6Ew",
+	"lsnMOcYYuvGq0udDtZGGz0EazplN60jFF4YMJzJInbLcSMjHlZB45O4mIG+x0GrnY+ez//fvX14Tt1yI",
+	"6oJxFYgfL2QyjaQesaLanjl5uxTrruGdb+TPV8ifhfH7aYWEQl10RSWwdnRLBq6DBVln7FeiTEfNAb98",
+	"IgLTT8JtMrPe1B6ByCnXjeO5wvG0W7YpFNy0rbL3bgcSXm7w/UWXI+IHLILrABKDpyNrBZnG+u3HKkGg",
+	"QV2wBK2vwHIqa41JKbGIJarK84QVAd6hJ9szOuRKiRXsUmuBgQvaseYepv2qorCvTQyFUJPDSu2yekTo",
+	"u4R3rAY23kjIH1tC3n+GcdnmekxwuK+V1UpM5+X1pl1vk0ZcaYqfi/KOmus2Q9z9/t6AdjGY2xIKbbj4",
+	"RjOe58AcbxxhLqqjPkUtxlgrlrWHDqDE3nXNhQGV1fC7cGbrKdsopmcaSN1ApDxJ3OD53Ie+oqjBCsP6",
+	"Vhqx5SInJOL0z4R0SsZCBjGGw+pA727OTbk9lcqwnM+Qfgth703KMxcboDqzuNrdfZU6wkD6CwIR7hug",
+	"G6Q/EMOvH/CMQ6GaGE/K2Tzqfi3KiFe0x06bdOIBS/iYG6IdS/5A/0t6sVo7dLw6lLERh88kkupWai1U",
+	"4rmjuJGU9x9C+Cqx9xX1voF8KUJSonAsJD2o1BYrQ/YxBJGLq5LpqoyQzAxpXVWV5xQrRXmFWzuigIU1",
+	"7TBeQbYaV6n93FRjqBFxWJxMGuYKc4Esdjqy79J5vbcXOUkHBcqlUF2q870Ws8WorPNsI8ZjhVXBJKin",
+	"hVZDQIGP7GgTAh69NNcyz02CfrGuSiOzJqL9jTRykAuGF0b4trHyNyitB1JeorGcMJkhKKgk1nXHgUvD",
+	"AGSKSSFVKic8XyK9sRdUqLSYTUpUSoUwZd9Oe2anArikuLkOBDsb8PSaXQsxIcWG+gxu2CbLqbJwI8/v",
+	"XZ7ffxhj2Vo9ehhjTc3ibKs2oddBK6W7CWVsQhl3qYj+Ci16S2zjKwsx1zSvVxrXmPzeiOLvsEhhk2Jb",
+	"q7ZTK/FVdQMFV+ZqFYzYnak8I1/FROjxDuMDqhxKzcZ4R4gWoFFYG3qsA2m6qWITURjopvPfRYxTQGAK",
+	"nGAIOqanCnHIeDaWqh8r+K80ZcFLXQBhUHcfEM3gSe0UfF7gWDvaTqmEzw0bVCVdFysady2cXmHZKk4H",
+	"WpR29DKLcL6jOgwRzVEkRNSnEqsaa8hO28HpEXgR/VpOk0cQMjHpPMP3fmFoRpRmuVZDURBWZqwuaGUL",
+	"sIN1I/+Ic4bh3TpC0opfhjc5oE313aGmNF7w6VMhVQogdFx2yy7jxh7c2IPr2INupwcSvNQeOsAL2aUU",
+	"kpNJoW94vtrea+wWsP5IRLpfM6kG+tN+HZCwstgwPuUSkSfpQq9DKoXyVmQMtq7Uig2IaqRubbAufqhx",
+	"+IxlIpWZY291dK14e1GYhIbAzfUL0iERRQuskC+ayG+AuOW1kAJ2WPtyxiq7tNCGCGZQhsM3kRXSwpRU",
+	"5NGBPr4BDVVm3R475OmIyVKMWcqLQgrDpiNeQhe2HXnBlBCZ2a9HEfkho5aUmZ8lfMje7q4V6gVPS3oD",
+	"exk1RHLDSlnmAumhYKYavRYA2lkMqzG8BxkTbspNrdTHOhP2lzk3JRsLY/hQ9NhBPuUzg+B4fauNSl1y",
+	"CleVVaFEtg9fUhUzZ2akCwTTY/btb4TpMWvGGsaJBpAUncAX22UTiunQjlFZ8+NgU9hfSmVKnuf4bgNx",
+	"pQvBFC8KPaW40NgrRdgzL0yPvcMtU44KXQ1H4QZxGyeJWFKI/xapQyLFzZkA9Cm0uRUsOT05v2D1gdmx",
+	"62lPpknaQQIP/NG6RcGeqHwGO8YHHmveYFC4/6wEMOySxoUvL0HvtvDxSlX+9HoL3AM5rsahcyBVKYai",
+	"aC2QsWMITq4HG4DuOdBMfCxgt7nNgpaULLv9xSPMC+EDpsteg3zU+hW+tsannka3eSBSWrJccNh40lg5",
+	"MGNGpFplZtnAANDushxxNT88nNBXL9+8+mmXRogf7bbPcZsyqLfCzikHBXf7daLASx/UqaPtemvjLFCO",
+	"DkV9Igf609d5dc8QtRFkeqtqCjQtUMnMK9pabqzGeG7TuQdUgAjVj+4+1n0j7yqCZCcKKmDq2vls/3OU",
+	"/b7jJB2b6irPXJsrR35Bf6tOE65/v83fI0q1QIx69RuostPDD++OPvx6eXB6enby94PjWj2500keZSGs",
+	"1UbvpKsy1WPPqwZNupBs2WeJvk7q7lx6ctj4MOVFhvkJaN+1u4QJdSNyPUFkFUaeBk3BiN84r09k2EB8",
+	"xWVeFaJOp5hST3Ak1pwy2BHk9opVg1Y3T0dCWYMFvhzobGa/uLH7tY0qyO6RUDU8hPsz95THcoDo+e9o",
+	"d50JU+WlWSZUCvga2rfdfozsRoBN8AzcoY138xCVMmC6GXu8uJccgaGyTNpW5WiHp6mucBMvKUN/S6ES",
+	"kHpyqES2LRXI2hfQaTrJOcFAs0PgNXSxlaH25mSCDwMawx38fpvOdIthSBW5NLIHrfrFZzzS2f9obodr",
+	"d2BCtE6bI/6DUjlnAK8xVW4jhLGKqhyFR7rtlC03o85wu5tGkHRCFQesgyUR//v//f/Y6729bo+959J6",
+	"oCzV6kpab8paRLlU186lVGLKeJYVwph+rMCBxxEHUWKdZ+4a1jEj+1pSsYQkF7KdJmwsuAL0127d/4uP",
+	"kiZWNABrlRwofzfHR4gSKohX/9xe3wCTA2ILxdwDSZvgCU9U1rwN19OO1lfAPuno6gZ/7Clk29Fj8MTG",
+	"qTtKt0go3HLLRdMFv3Z2h8hFWkJVVcZKOzLnXeFWRbHQUZrRWCGAKDKicoZvp7q4NsDh048VtxIH3I+I",
+	"QUUZJKsnkNODq4OsGN4jkGsM5BnwtN2IQl5JK4TOrIDO5ViWIouVNdDTXEIFHP6oFZ8fZ+Dh5Q8sJj3t",
+	"CRs7TlM0+pjc/H2xNPqeZcTrvTXe7kLr91zNaFLMY8qWJi49bshbBUe09Wl7zD9tD3Q22x7MgOHmTy9/",
+	"3rOfF7wU23Dstva3rHDZqsXMlS6Gutx2xsyqPD8aNUaqYS62K0BBMaIksQJyAkI6I10V3aDenuTBQORa",
+	"DQ0mlbypjqWrBI0iTV3auUgglmlIk2v3W+MS9ANhXaxU30D8JVahlGHrCZlfYBZcDekDCZjmQx4rlpKm",
+	"YnJLd4+75ovFyUY6fCPpAPx7jNe+CBzJexMOuR5KtVwkvB2J9No4wOrMGqocqlomQllRkfGSD7gR2wOe",
+	"XgNYEtodBDyEv0zMTXpJ3yQsBfspVp2/luXkROWziJ3zsTiXpfjzMf8UsXM7ExDXnRQ6qyCtRhYMSRGX",
+	"LbU3f3t+9gvZQqWGqu9YccOS/7ltv9kGlZ8wrShPnPNSFOz05PwiYqcf7f87uHj7Vxjvu8Pjw4vDHvsN",
+	"fL3gdd1jX+++7MXqN6uVE7cclzCBhOKUJUxfXdVcHSBHIVq0reFtbiCrKw36jcOqEFnEUl0UIi1jFT4S",
+	"SjOVVtuNWqZ6JK9YZ67KyfqVMCN+p0B7wKAQ/Hp7CEWVE16Oul8mPo9hnzyM1IR7PxYNLG7LVbLyWA+H",
+	"QEvV24q2RoJnkJr9vHUuym3nDHxuK+Wms4AbvnkKeo104Xy+8vdNdGsj/imDqIdMqvsU97paEQY7VFkz",
+	"BBYK9DQXnHpBcU/32sSEvf8jWzd0YqmgYM0jewh+r3O0w6O7zmH9VifvuURD7L7FnbAs+jEWS+vILhZy",
+	"LL72iB77wgSKv7VB4L3Yely1cbF4ir6q9OGRShje0iv4VajnfcXiapmlO9ZtXFG4QCVrYB5BEh+TZLw2",
+	"lBCJ0wWXyDseu7ohxcQnabBmEP3FWNXZeDlUTKq6KgF6/gqRSWtrGRemdw+HKhWIt3Dr4W6XcixYYt/i",
+	"0r5FwkqZXosyVuQFv9xlY6mqUphuj51qHAUUG8B1ATY/juyFqc0ye0MUMxLMvXKG2MbOpnbCp1MXaNSm",
+	"etLtkw1LQzeNYjU/dUqIjCntnwrwppjFqO1DnxZ4CStbd0TiW/TtHFfqWkG5yHx8kN40uMkXWpZSXZ/I",
+	"LD2iyXgoI3PuMU/Y3pTqmlqBUQh+z6bnxpD8VoYkhPMDJ9TJHozWzYtSNpjhtYCkHkgvrdL20OQqsxPU",
+	"gXv08vrxD/OJCyqRdr98YZjJq2HUqLfwpoELQ0L9FlC7Y5rVyfhO8uuhk6UwoM/2ZtDEWJQJlZi5oGTD",
+	"kb7SxRgaja6uRCGyWHVW+P+ObxNUiGvhiQKOCMD4czGC9qBAdxkpxGk1yGVq5dipn82HZHxaeNyaxN44",
+	"tN4T2v1UTr4kJmN881xoEdxm4NAGcubFSnvWmR7s49mRPXOu7dXB6LiR9NhbrQD0AYsJnTGCzCIdjoAU",
+	"M7sLdeG0M30b6OJuxMSnNKhZSnUmarPk9G9vD51hVUTuX3jl0Ts072LVsZPBy6oQEZPGVPZSXmVSqFRE",
+	"aAjMIqYgmci4mvmiyHAgELlT+4wzHKoTPLGydzcM8MhyqFJoZr58ogDtvqEorXWERRZoe3Re7e4tteRi",
+	"FdhvEfT4hdaUt1CTIJPhT6O3OaE+1D5/cZBQfgEsflnLHQDzwtAy4ymmhuemPQtVqOFVoT0Xq9qg0yUj",
+	"HI2o2YD4K7T/jflkEsK81wMpoPkml4iOgWFQmq1erE4UM1WaCmOiOmI7Zz9g7a0zne2sd33rhFZG562w",
+	"GVZsvHVHY6Gv4ZY6dvvj87waQs17W+U97PilPQFvfmrtAmi7kT0Yy+7zevfnn9bp9w7m+4WhemKojwav",
+	"KRNpLpVdt//9//z/3WWtBPCrO73QfIn/q929Rdlz7kxI1mkuWRfrn5f7QcFJmzM/jzVqk8Wn/QZtuVDc",
+	"XOipffkheGTiU7na7oy+yqZlHTiA3lzuPvf46t2b1591Anw8qZmTUWrRhvwySzM07O5ibL6jHLNpStBO",
+	"6GHrqhzYWWcmLYSw8jy3RqcsTaxQR7KRNtCXzsfW3UYt5CCQ7HfGGpvobPN5Bd+uoZ2NGytQtsyI4kYU",
+	"2wDA1AliEdEqUR1IKDtVupD/QoUjVDbRUpWx6jS/AJvhKtfTCIdzvvfmp26zxmdNJx+ymFamuzzSl2qD",
+	"tWTexZovvLZYg9xj4xYUolhHznwjHIrvIMttDz04nG3RwDuLgkbBS3tR/x2rfg/BdsJ2aSc7yNwCRS+N",
+	"3Voio4pfj7WgBDL5tBa/gY3+wHUpzYc80dI3NzzmQIc3Rf4/Yh0t7lV/Clf44M6FXp5jOJkIFcZbAhhb",
+	"gjW8DF2vBOrTikqwjgezgVqLX07O/nL07t3hB6pDgcxFrJwnCB19AY7VQKR6jCmKRpFGj52Fjp5PVuSQ",
+	"5O0DECNo/JQK0LG3nkEzMhT4kip3mvZLVPGZm7WHAuDD299JyLz8pvW1UE77tY1EmyL978b4OPOhuOV9",
+	"RV9acAHVemvU3t61yN8Fve1e9jm+e6nyRyNnlXnzZXm+MzsTD2znNJ7xhMtvT+tiToBo3NThPqsgxcOU",
+	"4oaqH+SGWqNW357/hs0QNiHO1dB0BFGFYgUCABZYQSHVsNtjr3d/xjC2ax70TT2tR1llfw8e+9gVX+/D",
+	"Vr2n23f3zA7A3Vvg7L6Arddmx64w5eHy2c5np/x+X5lLIyDHplpcOAXt6pC1aMNYLVeHLWHCL1B+cFZm",
+	"0OF2G8QT5lzZiOdX7g3tqF4YMgYmXBZL8BXd7K1EWQyyCj+9vjNy0rlIC1GuOboFFCcsGltrbC/3/vSY",
+	"uLXr+BE+kdd0Jjbxvtu1KZ6HMJs6mLFg+64d6cOaiaXS4hcB6Wt2lfMhmtdTMWDBtkCIPQcPx9UMgnWU",
+	"mO6xD+Da2x3FpTLMwO43rQWnb3EkD16Ngc+5bW/CCz+d+gsSaq4sBkYXLDPNHSoEgLO9O8jksTSUvcYb",
+	"hHhU0ppKYzEeABtRhDhByOloZdMiZLARgjLlCK7bSWa6Ki4LnQsIEiGZhwoeNWOZZtirmAN9hu72YnXK",
+	"h4IQtJIJHwrCDJyI4hL/7DgipL03kcc9fLm7222HUIwgQxurFRiKSyqHfsVZvWvm5UnhzsE7rFOB5IhI",
+	"cHl+OMS5oVtrd75o8YEV504ocm+hvsV42O0OehweCrUL+3nsgxfuvJUmVglgqiauQMUeNOPqkqGlt1Ly",
+	"n+2MK/hY+N1DZUTqJzxSpJKefXuoEmZ+kwz5MZMhsE3d8Ws70bXGBDj/VSyjeA7hVCJ6blPp9dgZ8UqB",
+	"vnq9+zNLjj78/eD46N3l+cXBxWESZFFQHJhS5nms9FR5+OOO4xNgumCZZy8cY86k22PvQQ2biJBhXdEr",
+	"J5BhvHGpdR7b6S2kAKR8cSUKoVJBuJETmZZYaJixsd0Q8FqepBlvEhJrEZbGcvJSJ2zuph5xGY6yU+uH",
+	"PTZl54V/8yk3NPdPn8Dz7kGUH4Lxc8WRX8boiQfLueVOYasZMHd0W0583zk8UNoKBbbL+Hae+vFYS5uG",
+	"mnTDKtPKKjPS09Vbb0klTbtuIdD4OeeqM8m5VOSPGbvv2OvdV90eQ2RxyK+LPDOxAu5ELAdpk9yIB3hv",
+	"W/Oh4DXvbmV+43Ph0DWfi6W5YRN5OmCc65umxDq1NLBzd/0VBn3I/MSWYT1VUg1jVZNKAfCUJK6khQBQ",
+	"j90pUBOr9kjNytgLcal8nZyKnmHABl58nagNrM0L50ls9PRtYZ5yYc7WOYV5Pt5Gp+uhjmLTpfOeGRbF",
+	"th/APh09qdK8ysQl8sH/2WrHBIeABPFtt47VwBXlUjj2Sue5nrJOZYBwbjDDWK5WIiJrwn0+Z5lolc+6",
+	"PU/BhuTCisr7XAQW6gkTPpGX12J2aUSZrDz3x/n4LU33V5/9uaBdbjTL/U5YPkNsboKWJeias98obSfp",
+	"t7V/xXMjfC5uoHUuuHrgZJyfwnWkSHMCNlLkLlKkLSQTyJT3bV8vDyrfwSfosXNXlisN7b8EGtQqQ9Aa",
+	"sUrw5iJLWFZIeyg7smQFUkaxK5l7shHsj+lGlN3DktkQR+0q50NgrYxVyPv+AWLU9tBjbBqkEhGMkBCE",
+	"sNjbkw+/HB+9vUi6PYZ4cNJc0hFJqFFHTJsz5auC7c2cMUEEXSbVk7qRfVKIG6kr46/KtcHfxcoOvOel",
+	"T4I1eXPk56xzcHi+vffmp+1f376vO4rGHIocr8UMBXhTrt0ShvdH8Gk6WjhSP8hHCukHz789rN/YHN+j",
+	"07VBJX9KCYQW0X67ZF9hO+58Tr8o3dAq/vsYrQb8kVZDphbkc6l6hgLxnft5KFxzwW+ECQSsFYW6QoJF",
+	"vKQD1Ff2VypWVzzPGeBEUf0kjYQuBnV0xWVOtuqHk8vj4/eXVhcc/frx7ODi6ORD0r0lw3BfcjRa8/q3",
+	"8unkJpor+pxyFD9KyuGLhMR9xIT7y859RxeuYytW87YhggvPGYXd242+gKq8F6uTsSyBWxuCzh5HVxbs",
+	"hueV6LMEgC8TLPfGGyMBrIY35bn7aYfjv9hAlyOKXnvgTJFhGRK2kh6ADVDbcdQIQC0gpbaXayV6DNrh",
+	"5gzjWBEUZ8Ps7ISyD95VkuDLCP7EC59e8DscDB9byUqV35AEbpi9Q2kladP2vSUi/7iS7qFi+V9mYu5+",
+	"exPTxfQ3ZubGzPyGyYCHMTN3jCi3fQjq89fHG/pfZGdCvCF040OK6e2pzOZNxi70Dzgu0YHOZkSH0Xwo",
+	"ZN4DWb7PMPBpxy0CzIHmr1ysg48FivlYdcJgjtJquzUoCLrT2rqt33brcAO8dMSkipVWgkFlD9Jc99hR",
+	"JsYTbQVaK96HKN/hu3y/Vu/aorgxvxFTehq6KRvj93FF13t+vURwhat0H0KsXMlAeGFFRKqVEnDC9gE2",
+	"pBA8jxhwh/PcjdEe3U68dSYm+awO70FH4snf4q2gjvwnpqtyUpXYnGO6DaxgEBxoM0fsrxcXp76PSWUL",
+	"MEfAJeGZlAVUAqNp2JyyQnDk4Ff5jE2w6p/6ooTxEU5AQbICLMnz8Tw2Uo+dzIvwZiJqpTi3/gJ5BMtE",
+	"O2uLIMxhuBXiqjKYNwbkPUWobo7s3ou7fSZrEGSgeIbggL7eZ5AqSQKia7wFoCqhmS8mIcH0FTayIfya",
+	"jwX7ITk0iI5DqoSVqcfa7bG3OK+K2LPnoSVbBLXddT+AiLavuUpM/xZytNdM39+paP7e+1BBlN5mi7oE",
+	"+YrmslCcU7XavabMT+okuL2IdcB2jfC6KFb4zC5IEDVHMv0VnUWxWqtghd7oB6xYwTdfJ9lMu2KTZb4t",
+	"yzz2m2ntnqQ7pY8vApASDM4NZkx84mmZz0Ah6qtYJfaKS5kl1kpIiF+5o4S03lUEUbsI6QiZqdIR3HCf",
+	"vd7bYwm0QUCI//Lw7OzkDMJmaJuM+cw6i5kvaK3H2kc7aGnLhf2tNY+sfeHbpQ7wRaYjDRDDLijnGxjX",
+	"jcUdZFmwm59m3rY5xsfsxHIjuD1xS8s8kpNNOG0TTnsQA+bAigTaaOvU9NGW3Plc3WdOFkNPJHVAUuVG",
+	"U0cV9HQZkV/FqgN51trq6fbYmb0GsrkKHxY4XyTn0OIhV6bFIYuVvwmATHBT0q0C+ddsT2tHnbKjvT85",
+	"uK578/EJ5V1rgQVJV2qJ2zSGPTuCeTh4q+TCfaRiQ7uGmaks01FtewxEORVCsQT/TmIFXgfcIemzYcEV",
+	"VvHhIQdrKnUZTCcMXhg4/NFqodAegJ/L3rJ3YqzLrxUSQdbyEYXEg7YffYGBtfsYBpZLW26MrI2R9W2A",
+	"hp1sI6m0jrlF3ecrMcpch7oc86FAOmdqfTBlIcBDlSqXSmDdhiOvCqsuXhiW0G0uqyJPun32evd1zTWD",
+	"MaYRh1Sft6UIgoOY840ILLPlnb2n9EYP3eALs7Hzh6bouNLFmJdb+1sDqTj0IywA6beJCrjXJvKyIvJS",
+	"AwJM/Pquu7l3YHrvyZcgj4Cyyu5odBq72yXWY6WqPO+GGeZ9jz9TV3DWCBCYenEZrVvqL7/VRn9wo969",
+	"/3Oy6H+MMspynVN3L0HP91VeygkvSlZNrOrHdIDVBcmVzEXC4LvO693dWCV/OXh3eXb4Hx8Pzy8Sf45k",
+	"SYj2VuIyaVgmSpFCNWShx0jkNCuF2WenH36N2L+fHv4asV+PfoHh/CYGp9gixwmi1Q5zVo6sPQ6QEp3z",
+	"v//KqKss6zqj/OUblnz8cP7x9PTk7OLw3eX7w3dHB5cX/3l6mPRdpiJWb9h7+RfWef3yFQ0RNak0rjwS",
+	"UtLXYlISAgw3RpStODDKAy0bbEL0HTa0Qu1OgZ3S+xYay4z8sVvKHasNtzNe8jva1zRIHPaThBmoRTjU",
+	"5EMBbKgBNsgDG8N9vWJDEHbryNk2LO6f9n5++frNT4uGTw0yda9Z3gN2VQixDSSyevDfIi1Ral1phxxs",
+	"qHLP4FTVxCDSTvakECCo+yz5/HvCEPoRudOnhSxLodrEl7fsg7d64vA9wVBvp5j1l248gBUewJloHpTG",
+	"ZmgzSqryqw39oJFhOoJ4Hm76jtJsLIqhQH0eKyMKyXMJGNx4yZjP2ED4aoWf3rx59RMaIKyzLA3bGvSH",
+	"MTzE/n8IzorWwT5mqO4OB5FsscXzuNHiGy1+SzoD9v360mleX5da5/dcj6UEE6osZoDqb+/P0pybAFU6",
+	"ViMeErXvNwjj4RfQkQ9s8J5TvAnS4ms7cUw5nwEqdaygUZUI41nHsYxsW9csw140w8bcXIus26gdS+xz",
+	"L2GkSR/shgkftnf0++KuC5i8J24Q2EHeBTgI5p9AQzdmwV2AP8KZW/vs7Xy2/3lr993vDxIodKPDM2mv",
+	"BmBp+Hg7FzciD86LP4BXPM9No4+7MqKIXIG4vY3vELdnzwD5zetYtQbW6eHuKMMpu6XQwG7bb5RBvHAL",
+	"8GTikjhdm6jk0ysbqJGVcZEeLCzpQONLvx3s6eEhQybiO6Ny7TSSWvgZtV3Uv+gCFhAkhw2TZb/RcoEF",
+	"nGzKZ71YJaR9E6apsRuptkNGXlCmrANUnzg2JaY41q6HIjL7TPB0xK7FjBmhylg1mrRDKYT3A2/H8Fz0",
+	"WaKqPIcyU66YGE/KGcNkFkEe2HeIVUeqkShkyVUqWCFMNRam2wfoMYbJO1USGhFx4vbtZ5mrd7DGAEv+",
+	"QP9L8FViNWc52PHXU0AGOzKZ9NgBfO1lp488ZCLNeSGwVRDfL1ZkSyEtsr155EK6e3sIKaQx+CvNqtDE",
+	"x4kRRfkUROVDlFw03u0xvTh8/lruG+z8jeO2cdzuACnk5fGaqsWakGFPZNDOvbSIotlN3dbQE7HpSKYj",
+	"qlUFBytIEuO43M+LShn4ss/4AGSr0zqFQI1D1RgKy//RXXvBECPoduQfdqBmc5yLmLlKtTI6Fy8Mhm23",
+	"i0qxdCTSawBvRAC7dm6CX30fddif92By40wYnd+IbO3W5nmEJHnFuJp9lcn3iLUSYTv/C7Nq2y3b4GMu",
+	"8+1bOMkOFjFHiW/cY6EvEI6LqyuRlvJmrpl83/s/sTL8BsMB86zjEeZiF5BZETER6jfP//728v3B0fHl",
+	"HxIm1I0stBqDxXPDC2knizpsPPOpPS0N+MA+S9yXAInKDJ8ZHxyxB0uGcZMle/09l/nD7/L6KbdWTtsz",
+	"34ag8q003mOnDXRVDrW16BZnIuyI5zJfnj5o2e89dm4Njxa4YNbxBio59vpGFIXMWjZwrPwORlfDb9zu",
+	"4na19qjYhsMGsBrzoJn74C7Eym/jhJXag0F5zwEwhIHldN6wLzXiPFlJjqCgBFKamHE5SWLFAZEDf5OM",
+	"tCkTZHZDo5B17EeKjwXMUARNaHbDgqa1Zka370Zt5ykxxjoYKlb2O/bmT3/Eu4UMPnt7bD5hwjr2ygmX",
+	"hSFlVuYmidjrn97Q3/a+3V6sPtS2vNWVfavPWHJ6cn7BQjEHqAYwV9bRa9diWIc8d7gfqtw5PN2PYnyv",
+	"L15oqz83iKaNUf2w2ZA7Cd05q+MWkJF2WSwUICgXguceZaLULCl1UuOLLDFBHKBRjZtAMBhO9RcUT8gl",
+	"mOgUkoVXQ5hma2ynQK28zxIratB4iBVY9hhistYKl3lVCJYAikbCUl4UklRIcDfAw5hYAUpTGcKYvDCx",
+	"csgeHc7QZLJyl5UjXrqoE8KWRKxSuTAGENYRDy+xz5mHK4EQiVYiVqX4hFUd6IzUWC5+7B00mgIKeQqM",
+	"odntqsC77ZBKKrsQBmykBxKg4SMeSXi6x59UZarH4jYJqvEyl+XjZWn160aG/pAy9BzMMmYlYAvlfCgv",
+	"xU6uU0JuWuamHbsrPNBaw7OPaqhN69MTRsdgxmTWa027+vs9pGvjHrJO1tRPwXN01yGDqaeqfouQTpqM",
+	"dbtOq0hvM1B77g79ORT/ohKMcFYdFh4jUDD01ntLAPPdIjyQlHa3P1LW3frWEPf08HWAEtzEbsTxDwxi",
+	"kNeHYcnxnJfIt/LYHiBnB/z+hfFP8OZnK4clpq+Do3m3nJM/dNmjZ9nfbUDTnxRo+u07fFlg7Ev2McFQ",
+	"39s+fhL6afeb6yfXZ/6MdNQm+fmE4jR3UGzrdIs3fYsXvjFtoVs8aAFXlFUxomxt7H4/q/vWvu+27Efy",
+	"QU6mqqX1aOUmuL2ruqVRuu8iZGaNhUe1dIe1/w5tlWdmQuh19tEyJ7a9Bxh2j/0QG4H7WOG1uscXAq3j",
+	"ypTQgqPcQW7vi21usAfpan3UhlZ6+LrtLw6MwMCZ3Li7P25X6jqH+bauVKsvCm1P7lKj4RS/d8xDrSFK",
+	"1gkT1E55QAbCiLLbajTQfR9SbdAjbm/xhMueY3ASyidgI/jZvJtn6JsoMZM0CRe77+uaae0RNwWLEXrL",
+	"eiHDdb1/l4/u/ige35rbyTcqhrtqI6N/TO9trbOJkjiTfHklX0u9Z02DXinxaQKlPQE+iWkClEwKqVI5",
+	"4bmZw+6KlRFYjCoLNhGFAZ45f3lADUS1tyMxg1YBD9Wor4D/eCqMT1FBW2CsAtD4nRowvs8cKjwWEjm6",
+	"c/slgQ5wZka6wPZCxotC3gjTixVWAHgyvEJMBC+BYR34xVnih30ps//6R8I6yb81P/rzq7ja3d37ae7T",
+	"PybdWCleFHqK85NLU1KtVTnSJpy/HjuCBD5AJhi0b70pjPP6wrAbaeQgF7Gqf7jPpFWgVemUqL+YWJkL",
+	"wbJCTyYiY0bmQpX5rE7kAx5lYZ3yLlQqUBeZa4SgW1Kd75hLRQwkEOIDQkBXRmavwbI1P5PJtVRZwmgG",
+	"YlVqqKREoBv73bIWTzjUB7Df7hwhvDMc/wIv/QcYL1V6GDhtdi6Cvd7BPeLcFLwllE4YO6/AZXI0t5CI",
+	"3DO/ksFd+3YRt/XVNq6bXdW2tcM5E5/4eGLtq/96Ff3xH/bvSa4zgeqqnR2/uTkb7PiyFGPTiJlIVf70",
+	"eivaAuqeary1/9KHT+wOHQqQm2P+6Qh/+nJ311/Ai4LP7NemnNkhwl1b5vkEihlJqhAvDeyKJfT+9rvG",
+	"sIWyI/svDP9sRVu8yqTeirZuZCbsfzOdVmOroKMtiFRby3U+BvSQyRDYxrelsk+UQIGkr2gymmLv62IP",
+	"z5JqIdA2HV6kI3kjumElBCi1FXnxFrWWtLjyQXEYmKeEXRnEHbA9UHmJFqvkWohJgqYrSjuUZnJOMfpz",
+	"vqj7rKQ3C8GMWPloBu09BxyCotp/C0PFOtvCj/eFYW/xV9vWFuqGsRAkvyNJbh/rS8IGM5b8enjB0EzY",
+	"ocIwaLszCetA2f3rl2+6feSglv8SeE+lSyY+pcKOGsvXPlkhYZ9hL7TnFBrrXG+Ku9Mr4GodS2MAYznA",
+	"eKtTRrugkH+jFhia7o4uqLrX/v1nJKbqoiZy01+K8UQXvJjtswQNF3PJsUbZXoHSPFYUZSrlWLBJXjlT",
+	"51pMym28VyHsPEIt995rNtJVYbq+SNs/jrqDGb8qAT2Bl7GigjsJFwBGEg6aio5hkqH9HN6KqqzxlZAw",
+	"UZbk39ILUHFirW2Tz3bj7rPPcLPffw+2sBJTHB2uViIzePfpiJdEv+j1rGElvxax4oYlcKNLmZlkOYhc",
+	"rY6/JFomVKozK2ytfqGYAP3qAoXxH3b+gIJgzTJpP6ZHItygZ6922HCnTLnD+9u4bD9yWI2Ham1Rl7VF",
+	"1F69/mn31e7un2pHrimh7+TW2R35/uj9ISmAUCQlBH9pIvTFqAvLG+mRlzGxcpIedIFUpKL0FXWaW+ON",
+	"4Ruj8QpdglZKDq3rUKKNB94E6klZxMqH853es0Nc5hkc4Az4LfSg1Ygo9/CJ8LBVZ/6AMERphieiIGP2",
+	"+cX//Ks4ZUkTPW+A1RuTKsBXFO63hRq0vjYMGm/Zy91dOiHg95RMq1T0SD0lbKRzx31pPIk92lixSrli",
+	"RojIGXC6yEThDB4EGtQpNkClzhCSBZOeI94RHHeyCreKgN0bK0ekCKPp9llCtksCe5g4lGFgvGSZJsNI",
+	"mjJCRkwXQNEFnAb7tffgqZGAQiYddDVTbvDZTKoMgwWVNCO7RtCfS752YvU1niOPHz3V+GWsYGztGC+w",
+	"Sk3v+mEw4eoHPVIhfnMIq1V13b+Am8sZe35pUyA5tcs3qK/eKPQfNAYLy0/SqhXybVE+gtWfiULe8FLe",
+	"4G5fV1ACkx7JOMyS6apInYHZ8WwyEMTrsdNCZ1VqpUjtEoD3aMUZJsX3WVIIq8ITZlKeA5qLFcJX1nNR",
+	"RmaCJVOZlaOEfWLJSMjhqEygl9Qht3AzEWnJQLbEqsNLlgsgrwk8zakO+0P75NlUE3rkQMw0nTN8oW7k",
+	"/ex8FqtCbDvPAZq5MDSV9FmSanUjijJh7hL/Au4i1nGP7Vpd4rzXXqySf1Y8l+UsYZ2Xvd7L3d0uAxkj",
+	"jP39f0/EEE7/VAwmjnsam8yg40COZUkiwf5q5r1KnGUrt9HvnfOs55d/B1/UJH3onkLto6vSUJ/wmJqy",
+	"YMnw3vBQOnGA6+VFO+sQwzOsLYRxyZlu6Z/14e56NAuxC1yOF6YOWUQAJpZMeCFUCQSUtUvttqPMImRT",
+	"IlAg07yXC5wACxI07YdOOgSd0QtvbR7DxgQ4V+/8wBdDw/MQijWsOna1+Kjp1lhkl7svR5/ejPeu/5T9",
+	"8Z8/T13QccLLUR1zlNnWvNYK/dQx/3Qs1LAcbe3/9Bqipe7Pl0tCjfevbFvn5il7xsHWs+5xCuPPNhWs",
+	"G/17B/geHm4joCda6WCv0MVOGN/Bn15QyUt0cZ1MDQfrw3BRrEjHoN5Cy5O0jJ8wwm6UhsqzrBsQ6AQi",
+	"ShoIVhZcGXsnkVmd7JgsBgAllIlUZ3A7VBOLnP/kWtTDI0puGluyDPOkKXhOJq6b7fnJ5ocMIyzM0K2t",
+	"wZOvb2783nFg34Wnyje73lEUWMNkuT3+Fvxz40/8mCuAF3CH/oVZyA/vUwZgWfEDghISDqw1fQpR1z84",
+	"JkldOFrKiBI9VB8xh44E4kAql06GMbnABbTgWBPTfWvN80WONXql+jcBflOPUl77DDMU1FDaMN46tQRs",
+	"ZC+6fUa/xYSNNRpNrBq/LTVTenqHTIyHt4TLEbgyNMGJbdzaq1ZiukiWlWSIQWlccUM7SEFQe/A3uzE2",
+	"NiYiK+C82Cl5LFiadUxL1xb1XAqZNxblk8BdwEoeAMvCNvn1lIjSpbySARDD8o7feQuy74F0sQouvFWz",
+	"kIt1rEQDAVYp+0/rIJ9XA39/42PLpa7SkcisSkBRnuBDMie9gQA9AI2cci8NWaljhZcvpyA8yPMPjXd+",
+	"fLzuxhqwqX2rbNO0s0bfb54vFAyqubV1e7655v/4PVrXT+ojOiQaQnqqmk/osQ+L5Z1UK7dQ3gn0O1De",
+	"2b+tpLPbYwkeFSqrwGSNHUqs8AtrCZnIX0b2CQzWf+1RVvHnA12OlmUl5w/Ft65Y9EDg9HbNQ4F4fPCO",
+	"cJF/QwxtLqm2w1s16u3I2BhonQuuHthrCuf0LjV0zS32oxXPfdF5XtBlO3bpt3me3y2hey5KwxL7W7Dt",
+	"tSLl1rIr53Qc1tmB0orVSE+tTzJDaU7I8T32QftQ+UBns7az+J4X1/M66gx38TfZp8YOwOosfrveqqjK",
+	"fe6wjuEOcEY3CqxVgdk5vl19MZJe6+95E9pUd7PmatqXIAFW1+GHN46gdjNznA+DWaygVE8XSIVkLfby",
+	"0kpaCr/RJ/aaDvYj1CqBDUTKKyPwuBAZI7n1sUKYV/bu8Pjw4hDOTLdvnw5BQV2OIOpoAOGQRiMhadSk",
+	"rnY2JFQTWkVDLQK88V4hY4rTNTUnBh7yEcgAJexRDleKfPZYFSIVEvLwhYD6ydaSREXPHYhb1G5z1Y4y",
+	"32UYjHuZ9pNNzXcnH3xBPf9NqvmHD0TGcGWXjSDYCa1F74Dubl/ahZXaqtuj5bOAWPO6CAqTV49kbkru",
+	"1CrwFJh9GttVGja0W/Eb+/vfe7FjfTaxYP3hPYo54arzzHsUmBgHr6Lbu9Vub7jU38pgCB+6DuZh422f",
+	"Le7hUq3dfL+V+2V9q/QAU3Y8n/KZ1VGgYzDaPOcnXQX7CkgzYtWh7LQrFYQcG09DExY+kvAJJeQqg/cf",
+	"R2xSmRHUD8YqscPY+Wz//1H2e9P4APaNpoS60nmup4aNdSH2EcH4BtS7viKz2g6REB1jhULakzRGbDrS",
+	"2Cpf8gJewOpy+DJhY16mI+EqWexnUdDlmIRsJLEKakN4GbaxQHuf8f19CzMK9a+GdciN1gWmGPfx9rGy",
+	"X3f7LBFjLvNGiMp+gDPIOlcIT4x5FuIyKbV2vP/w2h72o726ch+yJqDvII/iC0YBvbhuSvVJFqrXDHpR",
+	"+8zndmP1evc1+3BycfnLyccP7xYWbgqdnTQwbG43QYbGlHpiHJ60VMMeO68G2zTX+HowiTOmtLXZfBMt",
+	"FN8Aw1UXqngOarvKeMpha382RgNMoDCWfW97WAMQKrJ9CQ8fi1h1GtZnFJqeXea5w6C5hFYe63jsaiWh",
+	"C8f2dnf7WH8Wq8Zo6gtetqZflll2D1c3s0waP1KWY/lwVlSeKyw6tsvamG1aXdqK1kKn/Ahojvus+/mS",
+	"YS/YZJtioE3q5q6pG29uQiL5S8NdtyO2zhbgs1HxtsS1+8w649hyJ7N1UF3DAd7mxobXLmScVXkFGec/",
+	"8p/TV4O969fieVfOfEEOCKRItoGYfUr4cKq5RHc+mhCOvkso+stOZyPsxWPV2FausAQi2UhHai0hdDR9",
+	"zHvtKHX44hSh3hz7NmviLmc/glqiRwidb05+W4x+/tyvE5LXMku3J4W+kRkchC/nIOz22FsIiBNXMJVJ",
+	"NFj/2qNCJzJLT/0QHnCfhw9aJ/rj5+XHYPHzsSIj1TBHdMBtreppYJ0mdXcIEnJQlaOV3BktRFJABBXu",
+	"GSbNItMeNgh5Oj78mTSmEkWsAvxRPjA6r0rBRmU56Zgu+3h2zDr2D9yvSNydaz0Brv+RNmW3H1JQX4ky",
+	"HYnMVTrECiZAKgzpGAg85NWQodILVNnPy1towi33oH51+KBHakZpDmG9o/UcHM+fb//FW62ucpmWG8fz",
+	"QclBlgimRTG0qNp2Ptuzu9rrbJNRR6VhMrN7qJSEeTwhSn1TQuf6UGM/hywRNpmnqa5Uaez3s1h1MKZp",
+	"RhJMWDYsuLLSzX4bufIDh/ggC9ecubwocE6k3K32yf74PK+Gj85Kggn8J284Pp8uaTuddzkidueU6WjN",
+	"Y3CAOQWCkHU0t7LAjgDEmGUJKvNLVOYNQtxYEaCqVmI55et9bu2H4ov9YkW7u1G0mwjv02/3hPK/u+ra",
+	"SV4NpTL3ymGP92RS3QhV6mK2zwaVynKR0TeQLdbjicwhXYyYcUTJL6jgtlOpCQdEJOlSlPRjlslCpPa+",
+	"3YgZWGc2mIGB34vVgXs6JhfHXMkr64okac6NSRzzayGG0pSAWAP5amkYkp8whGSSpWEZL3ms7Lkv5KCq",
+	"K4RhuGakp4buelnfzXVw9Rl3A4Fk8BWHly013B9/HatEKLvy/lceT6UQ3GgFTLRIgguVYGzIHRgh3vuS",
+	"Ju2S7pMsK7s+pVV+SHRueMQ6zrnfFz+Qc17v7olfCnca3eLc0Qf/1W0G2DDW9R0LR6a/dIOwjicztTuu",
+	"uw/ky7mgRkx9ReiyYYsjmLipzkR90FkHQTuQIDphpchz48sqiRE6VnRT1e2xX4QrpBDMHmzsQgDE0hqx",
+	"M+Ulz/WQdZIbUVhZl9Tkq4CubM32shvF6kYU8kpSkv38rwfbe29+ihjKDMSVXCo1GC/1WKY8p5PsDnyf",
+	"Qdp9FitH4tz+c2lYLq5KxuE5U256jFaw8XJkVATBtFiFMq6OuvfYgf+VY6d2QfT6Fx1dODHaDSMYsXp7",
+	"8uGX46O3FyBz6D66YDSFjYnNNHZ1NhGx2uBP+ozHyktPGNagEPwa6MOrXMB4FB+DZ4VJAno24Kr4tfXS",
+	"D5cKYO5MNY6VLgirLJfqGmprk15vJ2HCilthkA28KUTr0QNQIGJ92sFTqW69XoivggcjF4TL5wJGsHoD",
+	"MZIqYx0+1vjLMeMg8Qfcqg05JMgYeDC9JwOs85hetxxxFTySym6SuNrdfZVabQT/EpcJ/sxQEQ34nmMo",
+	"86lhbBjhFWIh0D5xl9vjLa409DLPgjEVlTLdvoeHpZ02hrPnZmX352BWxoSgqnSs3FZw3O52azlpQd9d",
+	"VkWe4DJCQ0IKsGpWLzsKdObGB4WDo7Kc2AWLlRuSLmDNwdeWQ8WBMwcFzfyzkIP98lrMHAJtN2Jvdl+1",
+	"qbIjPA143B4oKNd4xiPF49zDb3EQyNCxgsiLCSfRnkdlyCZA9/h+A234WtbOq+NWUyXwHXbcdfflQ6yy",
+	"bGI1L0AWTRt7PLv7bH3DJlY1jEMARUMKzTRUqL66EoUJPQ+nc62WCCFg60PpVLFHsPC/kcHZpbQKPUca",
+	"lvIUS2JZJs01u9LF4tuXZZ4wI1INBaRuBl79tLvb7bOEEiPQZGb4zASdJnoyY0YUNyKzEiRWdGnEEjsc",
+	"kTgrrvHyc/CO1G3NFVSTF3hTEOL2vqh0YqU0W1fpYN1rREBA8C5dX566AMQDt/b2QlLfPKG+GkTlCeZA",
+	"VXm+zzhTuhjzHHVxBO/DGVl9PXYATp8bpxv6HIQQvDzuMPt+9OK0Ym6gb3Zfxer88OzvR28PLz9+OPj7",
+	"wdHxwV+OD+1aWN04Hc167C+FnoLS9OaNEiJb5eIhLh0NLAK7iswtE9DFFAJtViz5rQym1wzrTHIuFavT",
+	"a6UOsmuxGmlT7gPpaW7/GbGXe3/s7dr/2/lTxPb3X0aQkMvEjcj1xFodXar5ZTzLCmEcMOuiDWPtGtAz",
+	"oOEJrsm/iYN5X2EgGFFGjQ1pNxsUtOwjwL5UmfiEaIrQupvP8EBylokSF0dke2/evPw5MEyInwR/+/Hs",
+	"mMDoe0YOk1jxyUSoDJ13O9UTXo4QycWaij+9ZqX4VIa8bHhT+kB84mlJtwYM6C5ZtrcYS8EWYh3aA1jO",
+	"TbkKWvAXLDEjvvfmp8R+rFiqx4IYEjhNDXPsHvNbBxwN9u/nJx/8JSz5HG85uRdv7bP/qv+2f8ZbN0Jl",
+	"utixwi7eili8Vf8rkPrxVhQrezEIPn8n+hsvr4oc/4EvgP92bhP8wj8Ntle89Y/f7f8l/WC7FyJWSa/k",
+	"RW/4L8QC6v1LThAHuekTsCsUUk7w9KxNlrjFL7SGwnupEPtHT2KFP+hGPr9cjgpdDZFFQFflQFcqYyYt",
+	"hFCEm9ME8XZLszos89ar2QcOztCDbrMr3XH8IaIzIH1DV39tq+czHYu7ZyZ/vS2Md7vtQtxezagMRV+t",
+	"fLoWMwLWapgnLt9pmMm5GbGJKFKhSgKHzWLVSagJ1r8mT8fi/9r7ZSq4PYNJt+7gDW/ubcaWcIvKEEwC",
+	"Y6QUBwijqn3XcqJ1zgqR6gKJLgEaVevc+DZXkLszCJ8ya7Q4EYqFH8EiYt2S6bbFVqyKDR2mBgAYhVhi",
+	"hTfyDi82AJHrPx/NA8/eN86I8STnpWCmlHnu40B2bp0HSS08IQLt7s/s6AMEYS7PLw4uDtsbeuWcA7yy",
+	"EvI0XPgkkNvJLduAdZL5Ve+jSVvoqhSF74qi6FLBp7DreuydgBtYm8RdFKvkf/0X3/7X7vbP/+j82z79",
+	"s3e5/Y8/uI+7/7Zz6xX/I5mj89pqDrG9jpOWft1izr2XzWrOV0+yiDvw+6vayXjyhZx3dva/+xZgOed5",
+	"L8sJ3CHb/4iqpSFh+oF08exai2Lm9ODi7V9X6xpqpkMD3YtdejBBILlsQRACqO2YF8blDYiCCnIHMw/Q",
+	"jqbkC59GQPvaTPkkVnZmIFtA0WiXGcgF9xqwEDdSV8Y7+VIxGHOPQdmBZ7EMxg/5C0Pd9SuRF++kvmLF",
+	"5zKtrJlnrd1XD/+nsuU6CAAxyWJXX5ZGWF4xstFhj6vDHqrK5gsC57uPEzh3hHTuNHyPhTabCPuTYDbL",
+	"AIhdLTgOS51MinpvU9T7futz3E1djIoeVoc9iS3DB4X2us7/aUIqszGfIWlf7QBOxYAFBxjictDmb29Q",
+	"8mvBxNWVSEsXeFHiU8l8WHBKdJYcGgh4UfbYIU9HDLEBnMiPFd5D3hCwMQZBB5XMy22pfM0A9B/4mPvc",
+	"b+ieduA9dg41jrGqp+ZGFIXLzgp1IwutxgD/MB3JdOS/N46INJi4Kwk5Z3tdrJoX0sgMLsSYy7xeDSDC",
+	"qnvxAtqSZMdeuU3VFt2+HSd06kQ+ZR0hVSnGocBO8/cFnAYP2NikR8UIbKyCN0SbgIBSkf90CaD9Ge6b",
+	"c7dHH5KkqvmoW7vl6TpgOuPsSn4CbrG6mvI7j2qd2ZVuyZ6Z9iOMVmdIkA877c7eR+Iek7AxnxjrKoCQ",
+	"SYYLmyXBtAOeRJRDsboWsxdI+OuOmXSkoEiF0zxMsINdoUewg7sIBK8h3RNBhVM6Isw1ItvBe+LTOwtH",
+	"fO541PKECJAgvtvtxepv9gUhZQNQdfbUVMrjMB7kOWDGoS2/j/UU18oe7msxixgHXyq06z3dcKza5iya",
+	"mzE2LaB6BSYMqks8zPucSMJcjGEdHislhsgEgMiK9qbOsKcETmNMmDWCep2ynDSzRQwzRLwuK8FszcKL",
+	"vdojBkypXNrE3lB84plI5Zjn3dCNiNW8HwHLHHR8EVMsSFElpvjehrimvIgLdQvTV1YVScMmhU6FMS5p",
+	"RX8Krw5JSdedmFQeVJJwhruiclrq3bSJxoeyuBdk4+PQCH6ZhA6scDw3G7LAHxOfBKxIXSBvxoLeatNN",
+	"1k42gheontYm+D0w18anyH0VON7IF8tDbnpkjUoIAUBJ7T8TzGU4QaWVYFc5L1liL0Tw7IgNrKwxKdjE",
+	"iNbtEKcS4CvyFY4YZ6IuWmA4MbGCRwK86WwiEqoIsffCLjSl/QgjZjS9xkiWgTFbF/LUl8K4625gzI5Q",
+	"enzEQ5w5NOmF6MH7ApCpHI8pUlQWlYKDY7XA3u5ubHVdwdMSKmJcxzhm/e0E2pfJIQ7Rt8oPeZM6VlFB",
+	"U1KX5hSn019g5xGDkNYTSLUyVQ5hNK5m4TsZjEPVbhXBmtAP6x7wVvoSu9ynPBdleSs9Hl4Mef7+yvlg",
+	"9XQ0cSfmAjxzsKH/bMMOX45M+p6opWtgZNg1Pva5t1vvuTe73WVgpbAbG0+mG2zt7+1GW0RgvbX/ZvcR",
+	"EUtx6m9TJvb9fyQAc9q3JLQC2YjT5WSjETv2TVdKx8ZUOAlJJxJdZ9joul1OOFAphF0cVYMXJg6QTT+e",
+	"HXv73MNYAjihnsjUsM4c0iOA+iXR7QiQRyVLeWGlKAOyg2uh+hDuAJlshWDiX18X8l8i6cXqt5FQADNp",
+	"xVpVT27EEv9vEHlB8dioGmBhmrVjqzxf4gmfGwE9VQ95EvARq47CeQO3VyHuMEA3Pz/402XvEhSN2f0U",
+	"BtAqM7/zYenvvP3PsHbAMWZs54C07Xd1gfvNOqTsr+d7b35i//7bBbabxSoZiyKtCtHzlycszbkcEzcG",
+	"lIMhLK/vJ8fD0K3frC4+fI93i9WoGrAOlXNhdRo96PK/pyXUxnWhjoxuIcYDkWUis0eyx04ICLjtDC6c",
+	"NTyDuPtXnULABh34t9i3VovTQANdjvqxSuARTdhTuBxL4Kg/oUaZgsuXsKsFkCOI1463w6Wg/JqdJG5Y",
+	"ckBLjwFI9hfBC1EwbMyAH2BnRsJ0EZHJpFhyeCNUeQ49/FYEcXxAwsObJWwOWJ6K+axJiSgl1hm1QoiK",
+	"HkMKtxUiiHWMECSzTMnLyiTdfdZET22RPO5Fxbm51Yi5QJFbalwC1inERPCSBOC/wdz/mduZ2fsJ/xgk",
+	"3T4TPPUZ3FbMfj1VaOtMcp0Jl5pqRUe3d20YHLIUYxCUtaUEW+4l7sKthdQVmCVH+Ks9/y0vCj6zX5py",
+	"Bjex0uJhcRJIGsPkr0QcXZAbG8Cte9UTR8ZUoqZYqMVzU080ZN5ypYFn784a4xxL62U6AhkE5e8Gz3kn",
+	"cbKYuLu94CazAtDzsLDZfZXUEMpdl8PAUBVJDj8ZPXbaIkykihWKyu2pLq6tsaYzinMOoN6xsMaS84In",
+	"2pTbpUyvEScbBKJ1KGDC7Md2Cqlu2VNakGaC95Um1FnO/1rQUH3fIAqVyhOd57HCPlI47juf7X+Ost8d",
+	"rHZiL7m0jkZxw/NL6nJIlttg57h8D3vu8SG35pjtuqQjrpTIXwCiTFk9Sxz60+BF6DXazw+K7LsenWPP",
+	"OOYQy2sXQ0+V8xGA1UWG33Yj8DS2qegSfitVmldQu6ECvjTWSQgsGXpA7LgQByjCjQisMvWn3V6sDhAC",
+	"HxgR+szxqWFfAQLi7d/GrdaLVUKqnFAw3RgxMA69J32WGKlS0bwEoQsSqtGBQUPIu5DWdoyVC5lyKgRS",
+	"ZZ8A62Ga6FaAZ21vBxrbwdeHhpSTDpk0qSZRkOcgk4Jj+W/4Fn/+j4+HHw/foYEAg/4zWVRyLEzJxxNn",
+	"VeHhfeO6kpYVv1+Qil9ptZzUG8PhNMDELQtq+A263nG2YyCh0RJoCR7u6qXcIviwtWvgshbV2S9v2atX",
+	"r35eGnKBaWvnhrG337ZTubUGN00wMO0K+GBxlzzX7Y2voKWJ7p+c7yHtM7uwd+HCg8n8sTnwvMlNoh3P",
+	"52oGkUWJvkj4D/K5A51Tnj+iIcnJNgupvgMlMBC5VkPruPSbmWsDjwgIODzRhbmG2taajUPECu8WBber",
+	"R/ciHBpg0Xh4fYZSr884I2FZVMowWVrxPuafLk0pJggr89Le8+XuLuvUjf28ZAVXQ7HPXu/tdftoARLL",
+	"R/j42nyKFcRlXaoZSMsD2b7ISV7TcyTAw3spM4M5htDntxOgEPiGZ9GdSzYRqdLuiDuDe3mo6HT2NzF7",
+	"MIiveoSP1LOPj74FgllMYXtGZEjR7tp06m9ypOvlSHlRAgyJuWYdbq3yEsOGrvloUXxHW5+2pUdrp2Pg",
+	"zXXvcq3qYXNCFeW0tcuhyJCrmVaCidwICFXNdYbBIH2N9lgYw4fCRNjkBR5lFCsHyFmIsiBcraZJ3w/J",
+	"xQFwZ1LorEoJhpP6wZABqq6dixWE3WYwJExHwkgWKtypGaIM1MbZxw8fjj78yjp8YE16SU7ECljPLxKL",
+	"sDwXMPlbT6GpyL3+Y3D9bVqJ7ompHFax1YRr9cnXPNh1DDrC68xITmogvRvBc5GB8WWdIRMrYCaD3hid",
+	"Q1v7Fc9zKBcD+0dpjI5Q6CgIgvOBrsp5/7G7JN7ztI/dOuaAnfuvPGvfd3D3fKQxm7JkXy/qsR2Q2ssZ",
+	"UO685btQxgnYXIu6As23KFZOaeiCHfx2cHRx9OHXy/OPf7k8+PXww8V5v/6RY7k7+MvJ2cUhUOIVlVLQ",
+	"JCbTa2CBoHa3WKEG4iVoUKo6FBMGsAOc9CXA6/t+MQpLyLLHTpSVB6IYS8Vz1nl78v70+PACRvvLwdHx",
+	"4buIvT348Pbw+PjwHeQOHeTchCOyFw0xYqeHH97ZFzo4PT07+fvBcVS/49GH048XXXi1/VgtNjFb7wXe",
+	"Akh8zbVLGhbCVGOfyrQHTqpKtEZ2D+zPv4+z7s1+t/obPfvMsOzxQN5VHG17o/Z+BVOCT/GB8dp27qQj",
+	"mWddpMmsJRhRsxo+Fg4Dnxs8oKxDwswZwFGbJOvuUzTF3n5emGEu3Ggsy6PAjEqFKaHiT99A17GrCm+5",
+	"exQrF/sZcal67MKJrwXxtM9ahQ1GNfAOdoTw+suEynk1OLCz9fyFS9Np2oiZ70TMNJcV+8O5SXkmWDWZ",
+	"8iJbUwbBsVhL9PDJpNA3UM3LsaIloY+SlbKoD2FffJDIME+W6oL6sOnjy8EscSIIGJpZroer7KtYNQ0N",
+	"amycSiMWjz/IQ63zy5TnOcRKEbXVDtmFGQa8TEfQCJLQRz0IpkFBE9W6EICqg3x13/ssGt5jMGPJSPBM",
+	"FFgqNZHptYmVxno1zNxAyioxIhcplUx1QvLhSuXYaiPqh0jDknGVl3KSC+jzS64KIS5L8QlzgB4rgEq3",
+	"XWujv8GIG5YAmOwvhRAX9ndghFHfEdRkBXMUMXwJK2D9QCPGPbYszQY0/TSnQuBMRBS3H/P8ShfWphvo",
+	"bLbfHllmUP9EVQeNNfEQFCLzOyBWTsG4IHy9/BISqDMzZ4q2ynq4773ErqMvUAv3H+quX+iRWn3Wt3dx",
+	"4Sjtkee42AQP6NY7AolCaElzy7npyN9E0h9Ew6JY414KedkGO/SLw+g7pC3vpmwxO+pygYn/POmHRbXl",
+	"vIfAc61Ed58Fenk+XAdAhXAx1pSgNUGKESE7/SBa6m0zkUIzVFOf46ft6pzaYrjCd16t3ecDC7fp9xOF",
+	"QzKOrt+tnlVnEfXgDmaxAuZ91/9TGwQd7FDCHk/cg6zQUyazbj9szg28DXpXazDM3y5y3cHgTsmMlVOZ",
+	"imWa70C5qc4QzLaolCGoJawzLoYAtmASBunhDgjNobwRKlR8CDmkJ9pAvzH9xo6fFeK/RVrS/QG7qBAT",
+	"ir1gPHasM5HXSZkEaUaSVr0Mg5TGzcDdtPL8yrbqZZyO70kx12/07DQzZORAL9OCN9TywnpuFPNGMT9M",
+	"JstuPi+E6mTxl6tkF11+qKQAAaq7nIAPtCMHidfsSPFhKFe9XU2MdY3tvy/xo2qSdCPmYvO6cOGbUMAC",
+	"38t81AvwqR0YnR5PrO4AzGs1w+x5F6J8WJ5FifgI+6yttQGmUIKjJbapCHtE7LdZJu0s8dxVOo2hG9n+",
+	"m3VcyVO/YaSQIdNAUYeipj4LS6acGkng70tIOvzfbOGBWAH/z0pULi2C5Q8owBDglXYLr0o95qVMqZ7A",
+	"aq9CTybtADZvaV98RwoofKUnr4GeXQnURqE8R1ZEOhKubIrYALwUJpH55eoFXJ/lfQ9foFtiZadBFNvn",
+	"Vm1AW6LVFaX4VOLTtk1ZCD626gKjmwU5YBSYc88rMoin5Xq4H6tEZvs+UwSXW1/T2KMEDQgd4D4WBBD2",
+	"Eu5qb9SNWAKX219blQDIFNQMlGS85PsJDCOX2B347+cnHyLGWWInEkZPOBY4aurJKMQkt56CH02ABBOr",
+	"tCqMLrBjKTnmptyGG20fvUtcxJKDS6qUSAEbIujeZNAeivZrrLDB4tK/KNm1u/vo70DavEudIJnIJfjC",
+	"1MUJ6TGoMLOG8bSQZSlUVHOPDPmEgIlYVqHEFNRRCt1g4G4SvpDL1JcjMbbeWqrHgLZmpy1WnWQf+ja2",
+	"uR1B0kUWFeWKYV7W3RTsqGSg72vgHN9ngrsAwtTOJEB16TFwrdsZFgOQvVHj7qkFLVpqOi1BwQDTRazI",
+	"Pun6qh58fA3Z5YoRMEZcMq1SURtMdiQjnjEk16BphFuA74ocezU4EOyIfVh2u3PsTqMj7cqsmbGTxXMG",
+	"HSmsU1taUazsu0hhuvUaEwRMpXosyURe8sRtxJQXxSxW6C3rqpxUJYUvOAPgFNzJiOAyI6cJquzwFeEM",
+	"VoWyB4zsraSellh1qFUQ6O8AxmukcwH4IkBpyjisFtRqi4IZQSWVdC9H7IwGHd6FEguxwrN6SSO8nIjC",
+	"WlZFwvRE+IEzjSwX0KhY79CaPmiv24cLwNiTpuajwzLKvZ/ZxcnJ5fuDD/95eXb4Hx8Pzy/OqRWqbhEe",
+	"wx5sBV+BUXjxYL4u+brQHXOGGySQLNRQVQs7adgQCsY9jZ8MXn+321uQOlOpiD1poK0GKQTGZla2+nip",
+	"s2bjzW57482iRoGWNZL2OTclHb1CpELeiKyPsmMwa4jFgJ5T4c71EtS/BQrX+jUas9B4i7pl++UfYQFL",
+	"q+u39rf+13/tbv/8j88vo5d/+v1/bH0Jgv6Cpmuan/WTZbbPXsUK1ZM7HrECpcQ+x1tu+uOt/VdRDCOJ",
+	"t/bjLXfl1u+xgv05P8ZWsxXnmLRYx/W3BGqO4Rghbwq5RKcerYzvPo9Kv9d7a1itF1q/52pGdrh5zApB",
+	"XA3ubB7hBEqLNdfcUcvsOYyiPmi2/F6D4mcwXqfOIGqLMTvyign1HJWZVyUu9EsGDhTk5WRAWlkJMZeg",
+	"n6oZ820T6jiO78iZrl9o40pvXOmNK00nHOOM9xifBS/jW1Vso7sTq1uE6oVL67nfQfyRiN187LHOpI2k",
+	"te1nsboWk7LvwqjQR5oLDkUOCbznJXjZCRsCINJgBvYyknDMVsQxrQEOpCLU0Aqs6qLHPmgPbzvQ2axd",
+	"LpfF7Durn24Iuk1d4/MRINDlByw6riFA6el6VYxwFLahMPgemhWb4qJx3qQwQUNhrHxdBh5gCElcjqWq",
+	"SuFw0sb80yX9NEHgoYIrA8CuIAmATMmwztnBxeHl8dH7o4sIeWEPzy5P/n54dnxy8O7wXcToIygZiNiv",
+	"BxeHvx38p/vz+Pj95cXR+8OTjxcROzk7/evBB+jm+O3k7G+HZ5fvjs7fnnz4cPj24vAdlANQZAejnlxC",
+	"lOyK2OygTFCJT+UlvVQJ3KrUw4X1AylXqcgJC7zRqLm/2M9SR4Y6rucEEzdzT4kVoChiwYHSdaKGHrC/",
+	"HhPeWxgbyo2ymL2FXfH9yDc/mxsR99zSDbAxGzbSnDZfT9qVMr1ebhO9XQT3smKuz6RyMT34cI7aLUQT",
+	"ZPOCMlZL27qRI7UwVBNUsrBPc8+zj09EwbJC3giFfRfsDEqcHOQlBBxLMXFxK8yK51pPWAdjjdZDhfiq",
+	"S5zX5mWXVQqj/rngRmANt52kS/jbY4NRIJ8HnSBYO+8DyfZHi23hc1n1xbR+GbSi/LOSgBZVrmqSmy9e",
+	"b++nQeZQLMUjXI86LAyv1mOnotiGUG/BS+HwQXyw8uXeLrwTzj/qpW6fDcRMwyxCtBb77EBWbh/YqUjW",
+	"sh0vZHr9fZiO8xtgI1efU7jvK0zOCjMdJCqhx7bOHHUWURK7gXz+DT52Alrr/O7wdofzPAMg0jqpJmBt",
+	"ROoHwhpM1gL1C/Zo5NxYgeadTH82keWfqBFYJtKc0xd96MkH2Loe+4XLnDiz3uzuxiq5ODk5Pr88O3x7",
+	"8v794Yd355fnfzs6Pj6/fH90fn704VcCqOQ1D/N4jJlGZq5lnqMl6LkfxSdpyqXgbjBbD0k34qfUPuo2",
+	"qK8LCHE2FuFewBhveRWfqfi8BX4A/iQTdkSr12IrckkKAM7VOSMKgd4vuhApxxkOFwmXKHZUA9uDQoor",
+	"qYbxluNSaq4cnqy15pqkxeK0vrVGxtrbav4ULNlhkFnHPw0mrqj02mA9gMuCYhU7gkDr3OPMwy+7feSv",
+	"TY4+XByefTg4TmKFODkOa7pS4tMEy6WJ1NVu5fuFV5vfcaHpB38HkmXns/2PNf1Cyr870co79B20y4a5",
+	"HvC8SRdlH9FndVCutwzRRus8oC66o+63r3MBL3PKy9GTQLehyfCkQ1NRCCIEyzaAzE8CvKZsWSbU1Frn",
+	"LScnugMf5uvdVyzxvS0hvHKN9h88P+cz5FVxZwZYLdygOlaENvkkqSu322cTbsxUF9l2OZs4gjkKofAC",
+	"6IyQUYxTcc7YmiHJH+h/ScQq+yAkzoMmOcAKXIaA82yOaTjSYzu7dz2wsCSbk/owJJF3O3aTqlxTIQFz",
+	"67WYYTVKEVK5N7QTlD8Znos+S1SV5wl6xbFCPiisyqASK8Nk2cfzgeiXqmzSLrIOd/VnSJLKlBDAHcgG",
+	"UBpYxgr5G6FKJnM88HMnkegc5s6zfZkaXrnxmF6sDoj2kCwSb2+hhd6kaGwhcBxKq71f7+3NkR3GiioP",
+	"e+y0VbzY9xcqLWZII18Cd26bzDitHkJm3H/qfW6cj5V/vxehFUQeoAL0e0zPb7Lt928W/WY3y53Fc4s/",
+	"URlRbK/lVCzlQwr9ilB8EVM1BCdhs6/rXHw0oviuHAyPZL1xMZ62i7G4UF/iZLSelMhxziwcC3JDVjgO",
+	"sbqb58C+2nF4Pkfwznp4cY3vw334QZyBux6Qdnfgjgekx875WLCiyrHnJpk0LcBkHwqqgSG+xZuAwxI1",
+	"nAe2xHeIFn2HWHnnIWp1BdDin3MrIshIgmGfEdF9EZjzBsz5WL3e21thiT/AIdxY46ulwMYe39jjX2eP",
+	"301CWovcCroVucO22MmJzwcymfVac2wf4a53lRpPiqbHvsJtubsDT9ID0/itbelnSOtT0cZwWxE3ygom",
+	"n7YN+Hr357oKhmdZIYyBQhh+jV1vbQwx9klbD0nwYh/wSAQv+OjbCV7Aad4wumyUyjrlgrCpCZul5cR6",
+	"5bHzWa4maWk9w+D3ugA39Ik2GLSC0sCfl0Vr6ETfTcd8BMboRw/M0CWbYq/nSmey5FSsn/rttUU/nuyW",
+	"XkfDBNplE068R5aRFZttApCga5rtY1lCTZEUAMsQZiYpku7kcVMUX+V82Ojov4Ok/gjkpF+/re/faKtH",
+	"9khRg7WOFHG7PhfDbdM8+wx1Gp6ElWJm/boKSMSBiGHiUyomJUtc+iBBsF48X02JE6svFjmtfaUQgH2K",
+	"UicY2kbsbMTOj92zD0dhXQ9zZyLTsirESjg7uobJMcXlOGV3EFoFeIZyqUQfWs58DAnRqrhhClrXD9SM",
+	"GTlUItuWlAoa8xnmOGW51HA/pQE+nP0Or7Xzh+Zh95hNA6k4NvGtAxkE99rkHVcY34hi9sK4XXX7Fi10",
+	"Lu4WTF8aPT+DWz1FV9CObK2mFvsGG3/w/mPo3O3LgvbIVwXTj+qqKOaWjSVgbyVszK8pjw1SkKumIdYi",
+	"Cguu/P59asYXDM4O7JFMr3VPTri8QU4YgK83OeGNdbWOdQV7nXHYRGsqrp3P9j93D+UvmlK+vHykcyzd",
+	"sXfus0Lc6Gvr8jn5Ani0XxJXOrN3El8taBYBOq30U3wsPOzkhJejGnSSprMpM8JmxTH/dCzUsBxt7b/a",
+	"A/xM9+fLL8GbfDRhY5cKn7vJUTw7x8qejdVnH9vKd0a6MuJaiIndj/eA6eG72TMuxlqhICCoDxQEQmUT",
+	"LaHTpR38o70+r88Gq5A+3hC6hOnF6kzwiWG6mIy4Mqzj+K8BxYTgdqHXHiAsItYO1SE+Tez5RjghenSs",
+	"skK6iNWYTaFGb8pnhLWMeEMhajU2+raAICGSsgNfQQToGfiY9rzPEJ4ok2ZCnHT4klklAMY1q3KRIVo2",
+	"QLnafwGcG5djaLLRY2knaQaPKaca6C7SqijsiJFNB+mm3CMAh8DeBniiunO4HmwO1mMP7xGr+0f1OKsU",
+	"Ihv8NdyYDyglF5+2Sl7+NuIlbucJN4Zl8hmUz3/nIBqCT+isE2ybaRyexUNj1ofWmB9a+1hAAKLV0UJ/",
+	"jG8csTFRGCBWkCwNCyhoJoW4kp+syVEV+db+1mddyKFUv3/mk8klfvn7Dp/InZuXW9HWDS+knTtDW5+u",
+	"QLkNR3Rrf2vH3KRbrbWn9WOT+scJ6zSqksGec2Pm2Bsw0qZkhdYl4kXjGJtPHZXlZH9nJ9cpz+3l+3/a",
+	"/dPuwjDO7eETEd4QoEZ0URL3nSm5SgVmCrhdN/t0ICGE0VZFnnhGAKQVssO3IwJzihZxEXd9iHYlcMjm",
+	"eihVxGg5TcTenp/9wkq76SLfVgkDE2Muc3aV66np1UbgQVWOWmzHj+Ai1zas1Ip1+KLFHLnMCMWVTDe4",
+	"Nyrpdmj1ZkzyhWGTQl/JXNg3SgP4FbpvcNe3JPwh0rp489NqkMvUno5SjgW7EhyiqFc5H4bv/Ra2Tsvv",
+	"gavc7LMUaoYiiJRGlEWIqMI9Ylf8RkOlqr1v5EYJuhZIpQ3EF5BUWownwDMAVB4AAmZGcoLghVeiQNLC",
+	"IXE62O+hHJWzSSFVKic8Zx0fJpmIwmjF8+BL6HYdFrqadKE5lvCtPAY13BqKZ4l50P9S4hOBeJKzsRgP",
+	"sB+/I9WNNHKQ+x+jfROr17uvu30q3ld8SBGWTkBHFd7eNOt49VRFwWgDXmW8BPgoCE2SNp8nf6SXkmYh",
+	"btMNM3GICY8Q3VANAKAEsfKgBCEmAehsdwzgPdu2kygcOTigpJHEgR26z4SywmssVOlABSO7RNveEmD6",
+	"RhQFoqrgxVkUW+2ptwnDvOvNSXjMdi5uRNiFSL+H9bMWkh1Gj0HZM3YgYc2og6wVsogVDjW3er2TxNXu",
+	"7qsUMV7g36KHH13MJuIDH9OHCbaNEJYOS1JdiN6Z4NnHs2P7tKRlwghvpcX1tLpJX9WHwJQcGDJhYzsd",
+	"xjpvtjG9mhZa2bNToBiDZddKbJuRLq3QTIpKXfIy6QIjypirytqErBwVuhqOWFIWcjgEw+xdJVAz2rlZ",
+	"bkaSbd9mPMbKW4+NNz5vaN5WQozK2BUmrqPmBKAR+fmzU3i//54wyBmNdJ4Btn1Fazin4e3usBosVjCH",
+	"YLJb06AxtlMkpHOipm10f4PemSvCTHSb+uD0iHUSc3N9iXtCZrgb6E/swaEN0u2x9/bUe69BCZGZBWmg",
+	"VQDoCnFYU7tKBphLvTaejnjpyWId0lZy/ve3CNx3eXB6lPjzEdg4Uays12F9BVMRYEBq5zqf8plhA/T5",
+	"rx0jnduzp0fQQtQyO79aiYSbxgswAvVCuWhYB8MKCUioJHJxn4gleEUCJHko2vRUER+hiWIF7IDwGgi+",
+	"2BAiJqLGp6tCiO0rXYzBDhCFUKnA5ee1frF/prwA9FweK3xaDaRiz32NoILwCOTp4IK6Lmf6C/wi9w3c",
+	"i/7A3eGEDyoWuNirlSHOGLmLOTRk6T6bsxGMEA4oyV7fY0deteANnO9sXec+a34XSn7rUCpdOrHuf/Sq",
+	"scK4jC3re8zVsOJDsd22AqHSpWG+K4C9aJ8leiIUl8g0wU4mQh0cbVuHgJd2pLFKdtIRL8FHyAXcLvG7",
+	"fZ9+ELGTPOdjHrGb4+P3ETt+z87LKpM6ggvOdFWKImK/FvqfETv4V1WIbhSrhCsr4CYyTVjnPcJxGXti",
+	"CfIX309kCeukXNk3KMQkB1zlQo8ZB4qwnf88eH/M8FJqDLR+EfJQZmKsDeGwJwNuBNqkkGvG7dCYKDJj",
+	"DZugjeVUjzMFJ3lFeDvWGvbSxp/rPB9fcsSMv4QrEtaBw358/P7y4Pj45LfDd5d/PTm/OE/20aAG8LGI",
+	"HZ3Wz8KRvz16d8aUKK1MsLtswgtO+iXV4zEHs8ZMeCpMzZqptBLdiKUjkV47TlHC/GCd13t7Xbw34ajR",
+	"TgHWXqTvMX2wypCg+oUh0OlSfCr9zBDiIX4DdKBmpIsyVtZMLiYl6+zt7tpNXPC0BLFvXf/Cqmv/mWtn",
+	"B3kCt6sMHTo9VXYmYW1eGP9ijVUibNYA0oAui/D1akj+qxq5MPlwAqvw9uTDL0e/fjwDUm0ilCOxae0s",
+	"aOXbtqu9z7wrbF9xarfrRF5ei9mlESUK7ZoH/FrMGuf0fcspXKVRURxl4koqiUe2g6UCTCqW6RToudle",
+	"BFuenSM/UFbwq5Lt7e7tbr/cw+CeNQVilTR8URc+QfPLqdAeftz7b6NV0qXYWSXz0rosNaTkNiyfHFSl",
+	"yGKV8pLnehixGx9xxcM0wYwPIu6OwUVA4wANRV1sm2piz24WuAt29ygxxZdvM75WaPsaibGYOc1gFgAx",
+	"w9ETzQK1DbdiYMYqBMGMwi3WmbPJ55tBVbbgC4R9ybGag9xxMmMV9E6wxwpAF5tT9xdLjFNAzWWdFPjs",
+	"5gxVO3I4PGhYovgCm9Qeg9orzKUpnW+YUR29de8QrwiWL6WNyge6KCPHYhQRf3xEKgwFgFQVfFMWM/oP",
+	"QvAzRIdfdOzALEhLoJgD0NKpoogRRrNrBEaE5W2NTzcmC0CyFyfr0BtugJGQi5LlejhE193HsQGPeh5u",
+	"2g5/IToVq06Cf16Si35pP96nS+1R00rMIcii3RMG+FkHA2V2Cezf1iB0dvO2td+dRd+1JsfakX37udus",
+	"RsSqNltrK2XJBFKorU2I8XwbYhEoyyGSYKwLN5Epbu3EHoWdzxVk8n5HkPKEdZBgzcNjF4KAOiGzBXxs",
+	"xQxmigyC5l2ULuUVRZJN0mO/UaQpGYsirQrS9eXI8xNaKzYzdjtBmIKNqgEzE8GvXSn9e/whM9XAvuAA",
+	"PJ1SpzrvO/jcKLwhmAnGqsVSE+aou8WoGnhqRWva1beESx10QYlzhLlZ9wKTyowiT7M30Xkeq+TXwws2",
+	"h+6ezKVVHLVnw3GqzGiJ+Gw6SdZywiucSIRgqInmEjxgRA4EL0RhtV6s1nSuiF6TzAgAMnHn2kVWrMBC",
+	"qSuJ+iIYD/gYvVi9J88K7oDEPPP+FLDazHtVLl4GR0QCZa1dwySgRXc7LiFVySdy5w8Jm3AgQa8FTJ0u",
+	"SvxTL98dnR/85fjwXbIEXdYjP9oNgEZ+N2IDcYUaq5FHk1r12JnP5ogMMNmtieLzOj/tuvwMxMxihbmd",
+	"aG4yLmuqkMv3B/8zWSf3s6iID06P2kKoE6vyiXN1UuisSqFjxTqRHXIJjRGl6e4zXqQjK0GtWrHSjP0f",
+	"wq6np20Yin+Vp11opUKlHeE2Nm1IW1atbKdOsUnczsJ1gp2UceC7T++PnQSCdiSpHSe23++PjV9PhRFb",
+	"gj3pzp6M4C3Gv51n11FXlSFA5JMw8Dl3veNA4Xr+TLyJnR70lr1IaXIHbGEQ46Zlw2DQxDkXKxJc7JvB",
+	"OByrOyk/hM0p/8PXn3PbiJaA9SfjuwbBkFx05wYHtvdySbQwMS5BoguY29Sx8zfTSqjkqJ5g4JAmr6TM",
+	"pbmQhQuzpVIKlGLkqZ3P422vXTRijeY2PeWScimXHAZqF3qS1wjwrbx95MzZtQmkrB9TNbGsbVCwmBgl",
+	"m68/P98U2/LjzQ+1yopAxa4J+mDWUlItUZS5evQ6TG1XUNtgOHNEepyGk/F1E1IjkofIVzlgrfmSz/7h",
+	"Wi0v4IOJ5HUmSr7z789i+i8tMYrsHrmbnOkS0/IR01CEqktQmdkqWPCEyY2JV2DruPPJ1nT94Y0GqeUK",
+	"FB1TTdVwaRzQPGm3dAd/c6xazgSOv4tdbRtQJCJ9rchv5A3XJES+3N5uQCFyyonxiqN4pBSPLw6Xmtgx",
+	"1BqDE30jCjIqFPlHexBCrVKNpDx+mYC0M3+BVy9cFkVRlLS/Jz44xXlBrHam6paUB40scX4IsiGnnwp9",
+	"NJJL6STVk8SzYSKcKCm2qCWYF0syhMYi6Wrne39PzCEfjyX5jBHq22BIP8E+0GI3xipfOwMLla588l14",
+	"Skm56flIsEluzug2GdnrVwNBrSBqX981f00Ni+vtBpT8DeQ+nAtuqssMsQlJQ+93nnPXozbTDz3GOUtL",
+	"bOOVOtEESyamqH99Ch5V42ODAfDlp9Nt+7qxCCc85L5db4Q3UTPSAWTCM84icyXJq0+pjLUD4082NJ7U",
+	"rziFhBdGZssVBXOO177p4N603bBRbaibhpjk40vBhVa9owkl78Un3pARh/g4/ZMBHI32JA7/mGAuodXV",
+	"PRlVBA6Ma3F4ZpbIvcdfDkFXGoNdYtx+StK4p2fw4nvfHRpsLa1tTs0q/h6UjV3Yxjw8jFBJW/cGGczC",
+	"1fpz3bYwIdewGOQgHDUtLIgsxEEynJnPJLflQkyIm7YD65n0Hi+gMI8v6qbP6GJDtJeInRx929rqP5R/",
+	"/A2L8a055NXOdB12A/YZ7LljxCbI5oTcTR7YeEF1S7fePf9+/hcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -57,7 +57,7 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	// listing, editing and deleting an agent's memories (issue 25), the agent as an MCP server,
 	// its A2A agent card and A2A endpoint (issue 29), and the approvals inbox and its batch
 	// decisions (issue 26).
-	if len(ops) != 169 {
+	if len(ops) != 177 {
 		t.Errorf("contract has %d operations, want the specification's 152 plus 17", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)
