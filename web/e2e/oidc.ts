@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { bin, safeRead, startServer } from "./serve";
+import { bin, safeRead, signIn, startServer } from "./serve";
 
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const opBin = resolve(process.env.SVC_OIDCOP_BIN ?? "../bin/oidcop");
@@ -91,6 +91,19 @@ async function main(): Promise<void> {
     const members = ((await r.json()) as { data: { members: { email: string; source: string }[] } }).data.members;
     const ada = members.find((m) => m.email === "ada@corp.test");
     expect(ada?.source === "oidc:corp", `mapped membership ${JSON.stringify(members)}`);
+
+    console.log("  the administrator sees the provider and where the membership came from");
+    const admin = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    admin.setDefaultTimeout(15_000);
+    await signIn(admin, base, "root@example.com", "correct horse battery");
+    await admin.goto(`${base}/settings`);
+    await admin.getByRole("heading", { name: "Single sign-on providers" }).waitFor();
+    await admin.getByText(`${base}/api/v1/auth/oidc/corp/callback`).waitFor();
+    await admin.getByRole("heading", { name: "Single sign-on providers" }).scrollIntoViewIfNeeded();
+    await shot(admin, "sso-providers");
+    await admin.goto(`${base}/groups/${group}`);
+    await admin.getByText("provider corp").waitFor();
+    await shot(admin, "sso-group-members");
     console.log("oidc: all checks passed");
   } catch (e) {
     console.error(`svc log (last lines):\n${safeRead(join(dir, "svc.log"))}`);
