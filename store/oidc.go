@@ -169,11 +169,14 @@ func (s *Principals) CreateOIDCState(ctx context.Context, st OIDCState) error {
 // nothing). Expired rows are refused (and removed with the rest, see PruneOIDCStates).
 // Errors: ErrNotFound (unknown, used, expired, another provider's or another kind).
 func (s *Principals) TakeOIDCState(ctx context.Context, digest, kind string, providerID int64) (*OIDCState, error) {
-	return inTx(ctx, s.Store, func(tx *gorm.DB) (*OIDCState, error) {
+	refused := svcerr.New(svcerr.ErrNotFound, "unknown, used or expired state")
+	// The refusal is decided after the commit: returning it from the transaction would roll
+	// the delete back and leave a refused state usable.
+	st, err := inTx(ctx, s.Store, func(tx *gorm.DB) (*OIDCState, error) {
 		var st OIDCState
 		err := tx.Where("state_digest = ?", digest).Take(&st).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, svcerr.New(svcerr.ErrNotFound, "unknown or used state")
+			return nil, nil
 		}
 		if err != nil {
 			return nil, err
@@ -182,11 +185,18 @@ func (s *Principals) TakeOIDCState(ctx context.Context, digest, kind string, pro
 		if res.Error != nil {
 			return nil, res.Error
 		}
-		if res.RowsAffected == 0 || st.Kind != kind || st.ProviderID != providerID || !s.now().Before(st.ExpiresAt.UTC()) {
-			return nil, svcerr.New(svcerr.ErrNotFound, "unknown, used or expired state")
+		if res.RowsAffected == 0 {
+			return nil, nil // taken concurrently
 		}
 		return &st, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || st.Kind != kind || st.ProviderID != providerID || !s.now().Before(st.ExpiresAt.UTC()) {
+		return nil, refused
+	}
+	return st, nil
 }
 
 // PruneOIDCStates removes the expired states. Errors: the database's own.
