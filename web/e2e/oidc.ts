@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       method: "POST",
       headers: adm,
       body: JSON.stringify({ slug: "corp", display_name: "Corp SSO", issuer_url: op.issuer, client_id: "svc-client", client_secret: "svc-secret",
-        allow_registration: true, groups_claim: "groups", group_mappings: [{ claim_value: "research", group_id: group, role: "member" }] }),
+        allow_registration: true, groups_claim: "groups", logout_url: `${op.issuer}/logged-out`, group_mappings: [{ claim_value: "research", group_id: group, role: "member" }] }),
     });
     expect(r.status === 201, `create provider: ${r.status} ${await r.text()}`);
 
@@ -86,6 +86,14 @@ async function main(): Promise<void> {
     const me = await page.evaluate(async (b) => (await fetch(`${b}/api/v1/auth/me`)).json(), base);
     expect(me.data.user.email === "ada@corp.test" && me.data.user.email_verified === true, `signed in as ${JSON.stringify(me.data.user)}`);
     await shot(page, "sso-signed-in");
+
+    console.log("  logging out offers the provider's logout");
+    await page.getByRole("button", { name: "Log out" }).click();
+    const out = page.getByRole("link", { name: "Sign out of Corp SSO too" });
+    await out.waitFor();
+    expect((await out.getAttribute("href")) === `${op.issuer}/logged-out`, `provider logout link ${await out.getAttribute("href")}`);
+    await page.goto(`${base}/api/v1/auth/me`);
+    expect((await page.content()).includes("UNAUTHENTICATED"), "the session ended");
 
     r = await fetch(`${base}/api/v1/groups/${group}/members`, { headers: adm });
     const members = ((await r.json()) as { data: { members: { email: string; source: string }[] } }).data.members;

@@ -76,8 +76,19 @@ export function Login() {
     );
   }
   const showForm = passwordOffered || breakGlass;
+  const logouts = query.get("signed_out") ? providers.filter((p) => p.logout_url) : [];
   return (
     <AuthCard title="Sign in">
+      {logouts.length > 0 && (
+        <Notice>
+          You are signed out here.{" "}
+          {logouts.map((p) => (
+            <a key={p.slug} href={p.logout_url}>
+              Sign out of {p.display_name} too
+            </a>
+          ))}
+        </Notice>
+      )}
       {providers.length > 0 && (
         <div class="sso-buttons">
           {providers.map((p) => (
