@@ -47,11 +47,13 @@ test-go:
 ## e2e: the console's browser tests (headless chromium, /usr/bin/chromium) against bin/svc
 e2e: web
 	$(MAKE) build
+	$(GO) build -o bin/oidcop ./scripts/oidcop
 	cd web && SVC_BIN=../$(BIN) npm run e2e
 
 ## screenshots: the browser tests, keeping their screenshots in docs/screenshots
 screenshots: web
 	$(MAKE) build
+	$(GO) build -o bin/oidcop ./scripts/oidcop
 	cd web && SVC_BIN=../$(BIN) SVC_E2E_SHOTS=../docs/screenshots npm run e2e
 
 ## lint: go vet, gofmt, staticcheck, and the contract linted by Redocly and Spectral (spectral:oas, .spectral.yaml; errors fail)

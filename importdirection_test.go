@@ -28,7 +28,7 @@ var layers = []struct {
 
 // kits are the test kits: they may import anything, and only tests, other kits and the
 // developer programs (layer 7) import them.
-var kits = []string{"internal/testkit", "store/storetest", "internal/domain/mail/mailtest", "api/apitest",
+var kits = []string{"internal/testkit", "internal/testkit/oidcop", "store/storetest", "internal/domain/mail/mailtest", "api/apitest",
 	"agentloop/llm/llmfake", "agentloop/looptest", "plugins/archive/archivetest"}
 
 func rankOf(t *testing.T, pkg string) int {

@@ -28,6 +28,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/runtimesettings"
 	"github.com/agentsvc/svc/internal/domain/schedule"
 	"github.com/agentsvc/svc/internal/domain/spool"
+	"github.com/agentsvc/svc/internal/domain/sso"
 	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/domain/usage"
 	"github.com/agentsvc/svc/internal/domain/user"
@@ -71,6 +72,7 @@ type Deps struct {
 	Settings      *runtimesettings.Service       // the runtime settings administrators may change
 	Events        *taskstream.Broker             // task event streams
 	Approvals     *inbox.Service                 // the approvals inbox and batch decisions
+	SSO           *sso.Service                   // single sign-on providers and the OpenID Connect flow
 	// LLMDriver is the model driver a task's step uses for a configuration (its HTTP client and
 	// outbound screen included): a configuration's Test connection calls through it.
 	LLMDriver func(*store.LLMConfig) (llm.Driver, error)
@@ -106,6 +108,7 @@ type API struct {
 	mailConfig    *mail.ConfigService
 	settings      *runtimesettings.Service
 	events        *taskstream.Broker
+	sso           *sso.Service
 	llmDriver     func(*store.LLMConfig) (llm.Driver, error)
 	mcp           http.Handler // POST /agent-api/mcp (agentmcp.go)
 	usage         *usage.Service
@@ -118,7 +121,7 @@ func New(d Deps) *API {
 	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, inbox: d.Approvals, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver, usage: usage.New(d.Store)}
+		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver, usage: usage.New(d.Store), sso: d.SSO}
 	a.mcp = newMCPHandler(a)
 	return a
 }

@@ -35,7 +35,7 @@ func groupResponse(base string, v *group.View) gen.GroupResponse {
 
 func toGroupMember(m *store.GroupMember) gen.GroupMember {
 	return gen.GroupMember{UserId: strconv.FormatInt(m.UserID, 10), Email: openapi_types.Email(m.Email), DisplayName: m.DisplayName,
-		Role: gen.GroupRole(m.Role), JoinedAt: m.JoinedAt}
+		Role: gen.GroupRole(m.Role), JoinedAt: m.JoinedAt, Source: memberSource(m.Source)}
 }
 
 func groupMemberResponse(m *store.GroupMember) gen.GroupMemberResponse {
@@ -236,4 +236,12 @@ func (a *API) ReplaceGroupPreferences(ctx context.Context, req gen.ReplaceGroupP
 		return nil, err
 	}
 	return gen.ReplaceGroupPreferences200JSONResponse(preferencesResponse(p)), nil
+}
+
+// memberSource is a membership's source as the contract shows it ("manual" when unset).
+func memberSource(s string) string {
+	if s == "" {
+		return store.MemberSourceManual
+	}
+	return s
 }

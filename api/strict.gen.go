@@ -353,6 +353,26 @@ func (s strictAdapter) GetMe(ctx context.Context, request gen.GetMeRequestObject
 	return s.a.GetMe(requestContext(ctx), request)
 }
 
+// LinkOidcIdentity calls API.LinkOidcIdentity with the request's context.
+func (s strictAdapter) LinkOidcIdentity(ctx context.Context, request gen.LinkOidcIdentityRequestObject) (gen.LinkOidcIdentityResponseObject, error) {
+	return s.a.LinkOidcIdentity(requestContext(ctx), request)
+}
+
+// ListPublicOidcProviders calls API.ListPublicOidcProviders with the request's context.
+func (s strictAdapter) ListPublicOidcProviders(ctx context.Context, request gen.ListPublicOidcProvidersRequestObject) (gen.ListPublicOidcProvidersResponseObject, error) {
+	return s.a.ListPublicOidcProviders(requestContext(ctx), request)
+}
+
+// OidcCallback calls API.OidcCallback with the request's context.
+func (s strictAdapter) OidcCallback(ctx context.Context, request gen.OidcCallbackRequestObject) (gen.OidcCallbackResponseObject, error) {
+	return s.a.OidcCallback(requestContext(ctx), request)
+}
+
+// StartOidcLogin calls API.StartOidcLogin with the request's context.
+func (s strictAdapter) StartOidcLogin(ctx context.Context, request gen.StartOidcLoginRequestObject) (gen.StartOidcLoginResponseObject, error) {
+	return s.a.StartOidcLogin(requestContext(ctx), request)
+}
+
 // ChangePassword calls API.ChangePassword with the request's context.
 func (s strictAdapter) ChangePassword(ctx context.Context, request gen.ChangePasswordRequestObject) (gen.ChangePasswordResponseObject, error) {
 	return s.a.ChangePassword(requestContext(ctx), request)
@@ -661,6 +681,26 @@ func (s strictAdapter) DeleteNotification(ctx context.Context, request gen.Delet
 // MarkNotificationRead calls API.MarkNotificationRead with the request's context.
 func (s strictAdapter) MarkNotificationRead(ctx context.Context, request gen.MarkNotificationReadRequestObject) (gen.MarkNotificationReadResponseObject, error) {
 	return s.a.MarkNotificationRead(requestContext(ctx), request)
+}
+
+// ListOidcProviders calls API.ListOidcProviders with the request's context.
+func (s strictAdapter) ListOidcProviders(ctx context.Context, request gen.ListOidcProvidersRequestObject) (gen.ListOidcProvidersResponseObject, error) {
+	return s.a.ListOidcProviders(requestContext(ctx), request)
+}
+
+// CreateOidcProvider calls API.CreateOidcProvider with the request's context.
+func (s strictAdapter) CreateOidcProvider(ctx context.Context, request gen.CreateOidcProviderRequestObject) (gen.CreateOidcProviderResponseObject, error) {
+	return s.a.CreateOidcProvider(requestContext(ctx), request)
+}
+
+// DeleteOidcProvider calls API.DeleteOidcProvider with the request's context.
+func (s strictAdapter) DeleteOidcProvider(ctx context.Context, request gen.DeleteOidcProviderRequestObject) (gen.DeleteOidcProviderResponseObject, error) {
+	return s.a.DeleteOidcProvider(requestContext(ctx), request)
+}
+
+// UpdateOidcProvider calls API.UpdateOidcProvider with the request's context.
+func (s strictAdapter) UpdateOidcProvider(ctx context.Context, request gen.UpdateOidcProviderRequestObject) (gen.UpdateOidcProviderResponseObject, error) {
+	return s.a.UpdateOidcProvider(requestContext(ctx), request)
 }
 
 // ListPlugins calls API.ListPlugins with the request's context.

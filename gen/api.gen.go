@@ -908,6 +908,24 @@ func (e NotificationSubscriptionTargetType) Valid() bool {
 	}
 }
 
+// Defines values for OidcGroupMappingRole.
+const (
+	OidcGroupMappingRoleAdmin  OidcGroupMappingRole = "admin"
+	OidcGroupMappingRoleMember OidcGroupMappingRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the OidcGroupMappingRole enum.
+func (e OidcGroupMappingRole) Valid() bool {
+	switch e {
+	case OidcGroupMappingRoleAdmin:
+		return true
+	case OidcGroupMappingRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginAccent.
 const (
 	PluginAccentAmber   PluginAccent = "amber"
@@ -3069,6 +3087,23 @@ type CreateNotificationSubscriptionRequest struct {
 // CreateNotificationSubscriptionRequestTargetType `agent`: that agent; `principal`: every agent owned by that principal.
 type CreateNotificationSubscriptionRequestTargetType string
 
+// CreateOidcProviderRequest defines model for CreateOidcProviderRequest.
+type CreateOidcProviderRequest struct {
+	// AllowRegistration Absent, false.
+	AllowRegistration *bool               `json:"allow_registration,omitempty"`
+	ClientId          string              `json:"client_id"`
+	ClientSecret      string              `json:"client_secret"`
+	DisplayName       string              `json:"display_name"`
+	GroupMappings     *[]OidcGroupMapping `json:"group_mappings,omitempty"`
+	GroupsClaim       *string             `json:"groups_claim,omitempty"`
+	IssuerUrl         string              `json:"issuer_url"`
+	LogoutUrl         *string             `json:"logout_url,omitempty"`
+
+	// Scopes Absent, the scopes `openid email profile`; `openid` is always added.
+	Scopes *[]string `json:"scopes,omitempty"`
+	Slug   string    `json:"slug"`
+}
+
 // CreateTaskRequest Start a task for an agent.
 //
 // Example: {"agent_id":7,"max_steps":10,"media_ids":[],"prompt":"Summarise https://example.org/report"}
@@ -3230,7 +3265,7 @@ type GroupListResponse struct {
 
 // GroupMember A user's membership in a group.
 //
-// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
+// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","source":"manual","user_id":"42"}
 type GroupMember struct {
 	// DisplayName The member's display name.
 	//
@@ -3249,6 +3284,9 @@ type GroupMember struct {
 	//
 	// Example: member
 	Role GroupRole `json:"role"`
+
+	// Source Where the membership came from, `manual` (added in the console or the API) or `oidc:<slug>` (a provider's group mapping, applied at each sign-in).
+	Source string `json:"source"`
 
 	// UserId The member's user id, in decimal (a string, as document 1 specifies).
 	//
@@ -3271,7 +3309,7 @@ type GroupMemberResponse struct {
 	Data struct {
 		// Member A user's membership in a group.
 		//
-		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","user_id":"42"}
+		// Example: {"display_name":"Ada Lovelace","email":"ada@example.com","joined_at":"2025-03-01T09:31:00Z","role":"admin","source":"manual","user_id":"42"}
 		Member GroupMember `json:"member"`
 	} `json:"data"`
 }
@@ -3392,6 +3430,12 @@ type JsonRpcResponse_Id struct {
 
 // JsonRpcResponseJsonrpc defines model for JsonRpcResponse.Jsonrpc.
 type JsonRpcResponseJsonrpc string
+
+// LinkOidcIdentityRequest defines model for LinkOidcIdentityRequest.
+type LinkOidcIdentityRequest struct {
+	Password string `json:"password"`
+	Ticket   string `json:"ticket"`
+}
 
 // LlmConfig A language-model configuration owned by a group. The API key is never returned.
 //
@@ -3880,6 +3924,55 @@ type NotificationsMarkedReadResponse struct {
 	} `json:"data"`
 }
 
+// OidcGroupMapping Members whose groups claim holds `claim_value` get `role` in group `group_id` at each sign-in (source `oidc:<slug>`); a membership granted so is removed when the value leaves the claim. Manual memberships are never changed.
+type OidcGroupMapping struct {
+	ClaimValue string               `json:"claim_value"`
+	GroupId    int64                `json:"group_id"`
+	Role       OidcGroupMappingRole `json:"role"`
+}
+
+// OidcGroupMappingRole defines model for OidcGroupMapping.Role.
+type OidcGroupMappingRole string
+
+// OidcProvider A single sign-on provider (the client secret is never shown).
+type OidcProvider struct {
+	// AllowRegistration A first sign-in with no matching account creates one.
+	AllowRegistration bool               `json:"allow_registration"`
+	ClientId          string             `json:"client_id"`
+	ClientSecretSet   bool               `json:"client_secret_set"`
+	CreatedAt         time.Time          `json:"created_at"`
+	DisplayName       string             `json:"display_name"`
+	GroupMappings     []OidcGroupMapping `json:"group_mappings"`
+
+	// GroupsClaim The ID token claim (a string or an array of strings) read by the group mappings; empty for none.
+	GroupsClaim string `json:"groups_claim"`
+	IssuerUrl   string `json:"issuer_url"`
+
+	// LogoutUrl The provider's logout address offered after signing out; empty for none.
+	LogoutUrl string `json:"logout_url"`
+
+	// RedirectUri The callback address to register at the provider.
+	RedirectUri string    `json:"redirect_uri"`
+	Scopes      []string  `json:"scopes"`
+	Slug        string    `json:"slug"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// OidcProviderListResponse defines model for OidcProviderListResponse.
+type OidcProviderListResponse struct {
+	Data struct {
+		Providers []OidcProvider `json:"providers"`
+	} `json:"data"`
+}
+
+// OidcProviderResponse defines model for OidcProviderResponse.
+type OidcProviderResponse struct {
+	Data struct {
+		// Provider A single sign-on provider (the client secret is never shown).
+		Provider OidcProvider `json:"provider"`
+	} `json:"data"`
+}
+
 // PictureResponse defines model for PictureResponse.
 type PictureResponse struct {
 	Data struct {
@@ -4193,6 +4286,27 @@ type PublicConfigResponse struct {
 	Data struct {
 		// Config Public runtime feature flags.
 		Config PublicConfig `json:"config"`
+	} `json:"data"`
+}
+
+// PublicOidcProvider defines model for PublicOidcProvider.
+type PublicOidcProvider struct {
+	DisplayName string `json:"display_name"`
+
+	// LogoutUrl The provider's logout address (empty for none).
+	LogoutUrl string `json:"logout_url"`
+	Slug      string `json:"slug"`
+
+	// StartUrl Where the sign-in button goes.
+	StartUrl string `json:"start_url"`
+}
+
+// PublicOidcProviderListResponse defines model for PublicOidcProviderListResponse.
+type PublicOidcProviderListResponse struct {
+	Data struct {
+		// PasswordLoginEnabled Whether the sign-in page shows the password form (administrators keep it as a break-glass path whatever this says).
+		PasswordLoginEnabled bool                 `json:"password_login_enabled"`
+		Providers            []PublicOidcProvider `json:"providers"`
 	} `json:"data"`
 }
 
@@ -5563,6 +5677,19 @@ type UpdateMailConfigRequestDriver string
 // UpdateMailConfigRequestEncryption Transport security; `ssl` on port 587 is refused.
 type UpdateMailConfigRequestEncryption string
 
+// UpdateOidcProviderRequest defines model for UpdateOidcProviderRequest.
+type UpdateOidcProviderRequest struct {
+	AllowRegistration *bool               `json:"allow_registration,omitempty"`
+	ClientId          *string             `json:"client_id,omitempty"`
+	ClientSecret      *string             `json:"client_secret,omitempty"`
+	DisplayName       *string             `json:"display_name,omitempty"`
+	GroupMappings     *[]OidcGroupMapping `json:"group_mappings,omitempty"`
+	GroupsClaim       *string             `json:"groups_claim,omitempty"`
+	IssuerUrl         *string             `json:"issuer_url,omitempty"`
+	LogoutUrl         *string             `json:"logout_url,omitempty"`
+	Scopes            *[]string           `json:"scopes,omitempty"`
+}
+
 // UpdatePluginRequest Target of a plugin update; `{}` updates to the catalog's latest version.
 //
 // Example: {"version":"1.3.0"}
@@ -5774,6 +5901,9 @@ type IdempotencyKey = string
 // LocationId defines model for LocationId.
 type LocationId = int64
 
+// OidcSlug defines model for OidcSlug.
+type OidcSlug = string
+
 // Page defines model for Page.
 type Page = int
 
@@ -5982,6 +6112,15 @@ type ListApprovalsParams struct {
 
 	// PerPage Page size (default 25, at most 100).
 	PerPage *PerPage `form:"per_page,omitempty" json:"per_page,omitempty"`
+}
+
+// OidcCallbackParams defines parameters for OidcCallback.
+type OidcCallbackParams struct {
+	State *string `form:"state,omitempty" json:"state,omitempty"`
+	Code  *string `form:"code,omitempty" json:"code,omitempty"`
+
+	// Error The provider's error (the user declined, …).
+	Error *string `form:"error,omitempty" json:"error,omitempty"`
 }
 
 // VerifyEmailParams defines parameters for VerifyEmail.
@@ -6326,6 +6465,9 @@ type ForgotPasswordJSONRequestBody = ForgotPasswordRequest
 // LoginJSONRequestBody defines body for Login for application/json ContentType.
 type LoginJSONRequestBody = LoginRequest
 
+// LinkOidcIdentityJSONRequestBody defines body for LinkOidcIdentity for application/json ContentType.
+type LinkOidcIdentityJSONRequestBody = LinkOidcIdentityRequest
+
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = ChangePasswordRequest
 
@@ -6400,6 +6542,12 @@ type SetMediaAssetKeepJSONRequestBody = SetMediaKeepRequest
 
 // SubscribeNotificationsJSONRequestBody defines body for SubscribeNotifications for application/json ContentType.
 type SubscribeNotificationsJSONRequestBody = CreateNotificationSubscriptionRequest
+
+// CreateOidcProviderJSONRequestBody defines body for CreateOidcProvider for application/json ContentType.
+type CreateOidcProviderJSONRequestBody = CreateOidcProviderRequest
+
+// UpdateOidcProviderJSONRequestBody defines body for UpdateOidcProvider for application/json ContentType.
+type UpdateOidcProviderJSONRequestBody = UpdateOidcProviderRequest
 
 // InstallPluginJSONRequestBody defines body for InstallPlugin for application/json ContentType.
 type InstallPluginJSONRequestBody = InstallPluginRequest
@@ -6714,6 +6862,18 @@ type ServerInterface interface {
 	// GetMe Current user and CSRF token
 	// (GET /auth/me)
 	GetMe(c *gin.Context)
+	// LinkOidcIdentity Link a provider identity to an existing account by proving its password once
+	// (POST /auth/oidc/link)
+	LinkOidcIdentity(c *gin.Context)
+	// ListPublicOidcProviders List the single sign-on providers for the sign-in page
+	// (GET /auth/oidc/providers)
+	ListPublicOidcProviders(c *gin.Context)
+	// OidcCallback Complete a provider sign-in
+	// (GET /auth/oidc/{slug}/callback)
+	OidcCallback(c *gin.Context, slug OidcSlug, params OidcCallbackParams)
+	// StartOidcLogin Start signing in through a provider
+	// (GET /auth/oidc/{slug}/start)
+	StartOidcLogin(c *gin.Context, slug OidcSlug)
 	// ChangePassword Change password
 	// (PATCH /auth/password)
 	ChangePassword(c *gin.Context)
@@ -6900,6 +7060,18 @@ type ServerInterface interface {
 	// MarkNotificationRead Mark one notification read
 	// (POST /notifications/{id}/read)
 	MarkNotificationRead(c *gin.Context, id string)
+	// ListOidcProviders List the single sign-on providers (administrators)
+	// (GET /oidc-providers)
+	ListOidcProviders(c *gin.Context)
+	// CreateOidcProvider Add a single sign-on provider
+	// (POST /oidc-providers)
+	CreateOidcProvider(c *gin.Context)
+	// DeleteOidcProvider Remove a single sign-on provider
+	// (DELETE /oidc-providers/{slug})
+	DeleteOidcProvider(c *gin.Context, slug OidcSlug)
+	// UpdateOidcProvider Change a single sign-on provider
+	// (PATCH /oidc-providers/{slug})
+	UpdateOidcProvider(c *gin.Context, slug OidcSlug)
 	// ListPlugins List installed plugins
 	// (GET /plugins)
 	ListPlugins(c *gin.Context)
@@ -9018,6 +9190,109 @@ func (siw *ServerInterfaceWrapper) GetMe(c *gin.Context) {
 	siw.Handler.GetMe(c)
 }
 
+// LinkOidcIdentity operation middleware
+func (siw *ServerInterfaceWrapper) LinkOidcIdentity(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LinkOidcIdentity(c)
+}
+
+// ListPublicOidcProviders operation middleware
+func (siw *ServerInterfaceWrapper) ListPublicOidcProviders(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListPublicOidcProviders(c)
+}
+
+// OidcCallback operation middleware
+func (siw *ServerInterfaceWrapper) OidcCallback(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OidcCallbackParams
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "code" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "code", c.Request.URL.Query(), &params.Code, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter code: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "error" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "error", c.Request.URL.Query(), &params.Error, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter error: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.OidcCallback(c, slug, params)
+}
+
+// StartOidcLogin operation middleware
+func (siw *ServerInterfaceWrapper) StartOidcLogin(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartOidcLogin(c, slug)
+}
+
 // ChangePassword operation middleware
 func (siw *ServerInterfaceWrapper) ChangePassword(c *gin.Context) {
 
@@ -10482,6 +10757,82 @@ func (siw *ServerInterfaceWrapper) MarkNotificationRead(c *gin.Context) {
 	siw.Handler.MarkNotificationRead(c, id)
 }
 
+// ListOidcProviders operation middleware
+func (siw *ServerInterfaceWrapper) ListOidcProviders(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListOidcProviders(c)
+}
+
+// CreateOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) CreateOidcProvider(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateOidcProvider(c)
+}
+
+// DeleteOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) DeleteOidcProvider(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteOidcProvider(c, slug)
+}
+
+// UpdateOidcProvider operation middleware
+func (siw *ServerInterfaceWrapper) UpdateOidcProvider(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "slug" -------------
+	var slug OidcSlug
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slug", c.Param("slug"), &slug, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slug: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateOidcProvider(c, slug)
+}
+
 // ListPlugins operation middleware
 func (siw *ServerInterfaceWrapper) ListPlugins(c *gin.Context) {
 
@@ -11775,6 +12126,14 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/auth/email/confirm", wrapper.ConfirmEmailChange)
 	router.POST(options.BaseURL+"/auth/verification/resend", wrapper.ResendVerification)
 	router.GET(options.BaseURL+"/auth/verify/:selector", wrapper.VerifyEmail)
+	router.GET(options.BaseURL+"/auth/oidc/providers", wrapper.ListPublicOidcProviders)
+	router.POST(options.BaseURL+"/auth/oidc/link", wrapper.LinkOidcIdentity)
+	router.GET(options.BaseURL+"/auth/oidc/:slug/start", wrapper.StartOidcLogin)
+	router.GET(options.BaseURL+"/auth/oidc/:slug/callback", wrapper.OidcCallback)
+	router.GET(options.BaseURL+"/oidc-providers", wrapper.ListOidcProviders)
+	router.POST(options.BaseURL+"/oidc-providers", wrapper.CreateOidcProvider)
+	router.DELETE(options.BaseURL+"/oidc-providers/:slug", wrapper.DeleteOidcProvider)
+	router.PATCH(options.BaseURL+"/oidc-providers/:slug", wrapper.UpdateOidcProvider)
 	router.GET(options.BaseURL+"/users", wrapper.ListUsers)
 	router.POST(options.BaseURL+"/users", wrapper.CreateUser)
 	router.DELETE(options.BaseURL+"/users/:id", wrapper.DeleteUser)
@@ -20369,6 +20728,20 @@ func (response Login401JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	return err
 }
 
+type Login403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response Login403JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Login413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response Login413JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
@@ -20603,6 +20976,443 @@ func (response GetMe500JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 type GetMe503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentityRequestObject struct {
+	Body *LinkOidcIdentityJSONRequestBody
+}
+
+type LinkOidcIdentityResponseObject interface {
+	VisitLinkOidcIdentityResponse(w http.ResponseWriter) error
+}
+
+type LinkOidcIdentity200ResponseHeaders struct {
+	SetCookie *string
+}
+
+type LinkOidcIdentity200JSONResponse struct {
+	Body    SessionResponse
+	Headers LinkOidcIdentity200ResponseHeaders
+}
+
+func (response LinkOidcIdentity200JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LinkOidcIdentity400JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response LinkOidcIdentity401JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response LinkOidcIdentity413JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response LinkOidcIdentity415JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response LinkOidcIdentity422JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LinkOidcIdentity429JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity500JSONResponse struct{ InternalJSONResponse }
+
+func (response LinkOidcIdentity500JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LinkOidcIdentity503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response LinkOidcIdentity503JSONResponse) VisitLinkOidcIdentityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProvidersRequestObject struct {
+}
+
+type ListPublicOidcProvidersResponseObject interface {
+	VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error
+}
+
+type ListPublicOidcProviders200JSONResponse PublicOidcProviderListResponse
+
+func (response ListPublicOidcProviders200JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProviders500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListPublicOidcProviders500JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPublicOidcProviders503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPublicOidcProviders503JSONResponse) VisitListPublicOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallbackRequestObject struct {
+	Slug   OidcSlug `json:"slug"`
+	Params OidcCallbackParams
+}
+
+type OidcCallbackResponseObject interface {
+	VisitOidcCallbackResponse(w http.ResponseWriter) error
+}
+
+type OidcCallback302ResponseHeaders struct {
+	Location  *string
+	SetCookie *string
+}
+
+type OidcCallback302Response struct {
+	Headers OidcCallback302ResponseHeaders
+}
+
+func (response OidcCallback302Response) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(302)
+	return nil
+}
+
+type OidcCallback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OidcCallback400JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response OidcCallback401JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OidcCallback403JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response OidcCallback404JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response OidcCallback429JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback500JSONResponse struct{ InternalJSONResponse }
+
+func (response OidcCallback500JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OidcCallback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response OidcCallback503JSONResponse) VisitOidcCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLoginRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+}
+
+type StartOidcLoginResponseObject interface {
+	VisitStartOidcLoginResponse(w http.ResponseWriter) error
+}
+
+type StartOidcLogin302ResponseHeaders struct {
+	Location *string
+}
+
+type StartOidcLogin302Response struct {
+	Headers StartOidcLogin302ResponseHeaders
+}
+
+func (response StartOidcLogin302Response) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(302)
+	return nil
+}
+
+type StartOidcLogin404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartOidcLogin404JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response StartOidcLogin422JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartOidcLogin429JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin500JSONResponse struct{ InternalJSONResponse }
+
+func (response StartOidcLogin500JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartOidcLogin503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartOidcLogin503JSONResponse) VisitStartOidcLoginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -27830,6 +28640,488 @@ func (response MarkNotificationRead503JSONResponse) VisitMarkNotificationReadRes
 	return err
 }
 
+type ListOidcProvidersRequestObject struct {
+}
+
+type ListOidcProvidersResponseObject interface {
+	VisitListOidcProvidersResponse(w http.ResponseWriter) error
+}
+
+type ListOidcProviders200JSONResponse OidcProviderListResponse
+
+func (response ListOidcProviders200JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response ListOidcProviders401JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListOidcProviders403JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListOidcProviders500JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOidcProviders503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOidcProviders503JSONResponse) VisitListOidcProvidersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProviderRequestObject struct {
+	Body *CreateOidcProviderJSONRequestBody
+}
+
+type CreateOidcProviderResponseObject interface {
+	VisitCreateOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type CreateOidcProvider201JSONResponse OidcProviderResponse
+
+func (response CreateOidcProvider201JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOidcProvider400JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response CreateOidcProvider401JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateOidcProvider403JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOidcProvider409JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOidcProvider413JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOidcProvider415JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response CreateOidcProvider422JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateOidcProvider500JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOidcProvider503JSONResponse) VisitCreateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProviderRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+}
+
+type DeleteOidcProviderResponseObject interface {
+	VisitDeleteOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type DeleteOidcProvider200JSONResponse DeletedResponse
+
+func (response DeleteOidcProvider200JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response DeleteOidcProvider401JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteOidcProvider403JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteOidcProvider404JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteOidcProvider500JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteOidcProvider503JSONResponse) VisitDeleteOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProviderRequestObject struct {
+	Slug OidcSlug `json:"slug"`
+	Body *UpdateOidcProviderJSONRequestBody
+}
+
+type UpdateOidcProviderResponseObject interface {
+	VisitUpdateOidcProviderResponse(w http.ResponseWriter) error
+}
+
+type UpdateOidcProvider200JSONResponse OidcProviderResponse
+
+func (response UpdateOidcProvider200JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateOidcProvider400JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider401JSONResponse struct{ UnauthenticatedJSONResponse }
+
+func (response UpdateOidcProvider401JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateOidcProvider403JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateOidcProvider404JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOidcProvider413JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateOidcProvider415JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider422JSONResponse struct{ ValidationErrorJSONResponse }
+
+func (response UpdateOidcProvider422JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateOidcProvider500JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOidcProvider503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOidcProvider503JSONResponse) VisitUpdateOidcProviderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPluginsRequestObject struct {
 }
 
@@ -33411,6 +34703,18 @@ type StrictServerInterface interface {
 	// GetMe Current user and CSRF token
 	// (GET /auth/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
+	// LinkOidcIdentity Link a provider identity to an existing account by proving its password once
+	// (POST /auth/oidc/link)
+	LinkOidcIdentity(ctx context.Context, request LinkOidcIdentityRequestObject) (LinkOidcIdentityResponseObject, error)
+	// ListPublicOidcProviders List the single sign-on providers for the sign-in page
+	// (GET /auth/oidc/providers)
+	ListPublicOidcProviders(ctx context.Context, request ListPublicOidcProvidersRequestObject) (ListPublicOidcProvidersResponseObject, error)
+	// OidcCallback Complete a provider sign-in
+	// (GET /auth/oidc/{slug}/callback)
+	OidcCallback(ctx context.Context, request OidcCallbackRequestObject) (OidcCallbackResponseObject, error)
+	// StartOidcLogin Start signing in through a provider
+	// (GET /auth/oidc/{slug}/start)
+	StartOidcLogin(ctx context.Context, request StartOidcLoginRequestObject) (StartOidcLoginResponseObject, error)
 	// ChangePassword Change password
 	// (PATCH /auth/password)
 	ChangePassword(ctx context.Context, request ChangePasswordRequestObject) (ChangePasswordResponseObject, error)
@@ -33597,6 +34901,18 @@ type StrictServerInterface interface {
 	// MarkNotificationRead Mark one notification read
 	// (POST /notifications/{id}/read)
 	MarkNotificationRead(ctx context.Context, request MarkNotificationReadRequestObject) (MarkNotificationReadResponseObject, error)
+	// ListOidcProviders List the single sign-on providers (administrators)
+	// (GET /oidc-providers)
+	ListOidcProviders(ctx context.Context, request ListOidcProvidersRequestObject) (ListOidcProvidersResponseObject, error)
+	// CreateOidcProvider Add a single sign-on provider
+	// (POST /oidc-providers)
+	CreateOidcProvider(ctx context.Context, request CreateOidcProviderRequestObject) (CreateOidcProviderResponseObject, error)
+	// DeleteOidcProvider Remove a single sign-on provider
+	// (DELETE /oidc-providers/{slug})
+	DeleteOidcProvider(ctx context.Context, request DeleteOidcProviderRequestObject) (DeleteOidcProviderResponseObject, error)
+	// UpdateOidcProvider Change a single sign-on provider
+	// (PATCH /oidc-providers/{slug})
+	UpdateOidcProvider(ctx context.Context, request UpdateOidcProviderRequestObject) (UpdateOidcProviderResponseObject, error)
 	// ListPlugins List installed plugins
 	// (GET /plugins)
 	ListPlugins(ctx context.Context, request ListPluginsRequestObject) (ListPluginsResponseObject, error)
@@ -36036,6 +37352,125 @@ func (sh *strictHandler) GetMe(ctx *gin.Context) {
 	}
 }
 
+// LinkOidcIdentity operation middleware
+func (sh *strictHandler) LinkOidcIdentity(ctx *gin.Context) {
+	var request LinkOidcIdentityRequestObject
+
+	var body LinkOidcIdentityJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LinkOidcIdentity(ctx, request.(LinkOidcIdentityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LinkOidcIdentity")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LinkOidcIdentityResponseObject); ok {
+		if err := validResponse.VisitLinkOidcIdentityResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPublicOidcProviders operation middleware
+func (sh *strictHandler) ListPublicOidcProviders(ctx *gin.Context) {
+	var request ListPublicOidcProvidersRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPublicOidcProviders(ctx, request.(ListPublicOidcProvidersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPublicOidcProviders")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListPublicOidcProvidersResponseObject); ok {
+		if err := validResponse.VisitListPublicOidcProvidersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// OidcCallback operation middleware
+func (sh *strictHandler) OidcCallback(ctx *gin.Context, slug OidcSlug, params OidcCallbackParams) {
+	var request OidcCallbackRequestObject
+
+	request.Slug = slug
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OidcCallback(ctx, request.(OidcCallbackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OidcCallback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(OidcCallbackResponseObject); ok {
+		if err := validResponse.VisitOidcCallbackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartOidcLogin operation middleware
+func (sh *strictHandler) StartOidcLogin(ctx *gin.Context, slug OidcSlug) {
+	var request StartOidcLoginRequestObject
+
+	request.Slug = slug
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartOidcLogin(ctx, request.(StartOidcLoginRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartOidcLogin")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartOidcLoginResponseObject); ok {
+		if err := validResponse.VisitStartOidcLoginResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ChangePassword operation middleware
 func (sh *strictHandler) ChangePassword(ctx *gin.Context) {
 	var request ChangePasswordRequestObject
@@ -38027,6 +39462,142 @@ func (sh *strictHandler) MarkNotificationRead(ctx *gin.Context, id string) {
 	}
 }
 
+// ListOidcProviders operation middleware
+func (sh *strictHandler) ListOidcProviders(ctx *gin.Context) {
+	var request ListOidcProvidersRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOidcProviders(ctx, request.(ListOidcProvidersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOidcProviders")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListOidcProvidersResponseObject); ok {
+		if err := validResponse.VisitListOidcProvidersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateOidcProvider operation middleware
+func (sh *strictHandler) CreateOidcProvider(ctx *gin.Context) {
+	var request CreateOidcProviderRequestObject
+
+	var body CreateOidcProviderJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOidcProvider(ctx, request.(CreateOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateOidcProviderResponseObject); ok {
+		if err := validResponse.VisitCreateOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteOidcProvider operation middleware
+func (sh *strictHandler) DeleteOidcProvider(ctx *gin.Context, slug OidcSlug) {
+	var request DeleteOidcProviderRequestObject
+
+	request.Slug = slug
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteOidcProvider(ctx, request.(DeleteOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteOidcProviderResponseObject); ok {
+		if err := validResponse.VisitDeleteOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateOidcProvider operation middleware
+func (sh *strictHandler) UpdateOidcProvider(ctx *gin.Context, slug OidcSlug) {
+	var request UpdateOidcProviderRequestObject
+
+	request.Slug = slug
+
+	var body UpdateOidcProviderJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateOidcProvider(ctx, request.(UpdateOidcProviderRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateOidcProvider")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateOidcProviderResponseObject); ok {
+		if err := validResponse.VisitUpdateOidcProviderResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListPlugins operation middleware
 func (sh *strictHandler) ListPlugins(ctx *gin.Context) {
 	var request ListPluginsRequestObject
@@ -39414,1299 +40985,1342 @@ func (sh *strictHandler) RunWorkerHousekeeping(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"3L3rduM2mij6KjjafVZJPbRKvlRSsddZPYqtqnbHt7FVyaTj2iJEQhLaFKgQlF1KVp01D7GfYT/YPMlZ",
-	"+D4ABElQF9vpmbP7R6dMkbh8+PDdL7+3onS+SAUTuWwd/96aMRqzDP55y/Js1Z/kLFN/xUxGGV/kPBWt",
-	"49Ydi1IRS5Kn5InynIzZJM0YydQnXEy7raAloxmbU/XpnAs+X85bx/tBK18tWOu4xUXOpixrff36NWgt",
-	"aEbnLNfT9qdM5P0FP53R/DyuT62eEx6Tdj5jJKfygfA4IDGL+JwmJOZTnsuOWgBXby9oPmsFLUHnMG3c",
-	"CloZ+3XJMxa3jvNsydyFsi90vkjUi0cHLbtWmWdcTFtqpWZtd1xE7I79umQiYvUlXotkReZMSjplkjzN",
-	"UslIKPXrIeGSTDNGc5aRfEYFyWdc2gX/umTZqlixVDONzLclsE7SbE5zBOY3R62ggHPPA2e9+CGbLxKa",
-	"M3ke3yjQ1NZuXgCohvfLXu8wkukyixj8m73Vj5LlFB+EJM0IJWOaMaKedslwpv5F5YzMl1LhBvl0e7HH",
-	"RJTGLD6+F2GUZuz/PviQMcloFs1YFnbvxQtPTI35thhRgYN+uWBiqja5f9gD8Ni/FdLlOcvUhP+z/Qvd",
-	"+623991n/d/R3uffe8E3h1/fdv7S9NOfvPjxMUuXC3nKG2B7mcYsIVEqJny6zKh6SnjcgKvRhq03H/++",
-	"9/hxbU3HDr82L+YPWcswTZPThErpX9Itm3KZs4zFJE/ThETqVS9OdvHRcLVgV3TODF62J2lGNIYQQLru",
-	"LaPxp9sLNXPYRCRys6wdMM8duIx6B+/eVVGvCW8+NeGNulBzNh+z7I0kS8kyuJxcWKrXpgRHUw8VXVQ7",
-	"CgiVJE6j5ZyJnOwTuWARn3DWSB2Xu5FH5wb9sq+uiLonv/eC/fcNt+M8ZvNFmjMRrX5gK8/1oA9MEgpc",
-	"hLOYqJUwmRNJJ+wYtjXhmczt8yeezwglD2xFaJRLQkVMOPxXPrHsXrRlTvMlPh+n8aqjKO8DW+REIcbB",
-	"EZmly0ySBctIRJOEZaStgBsogrZg2R5VBJP0b87VFJ0TWNmC0fxewMxqQZLOGS5AxMUDs0BciFRUPje/",
-	"yEUqJIO1p8tcLVwdG51SLgJnYOTDJLQwy/du2SKhKxYfE3UwIWnTRKaEKgYNS5M5zfIAVvI0Y0IvVhKa",
-	"ZfyR3YunGU+YA0Yuicx5kpBsKQQXUwDxCvm5AlAByoDQnMxTmZP9HpEBYYlk5Kj33b04vb76cHF+Ouxo",
-	"qm/AoY8m5pMJyxQUDUja6iAU7iZcqIUkTAK4aT7rGHjdi6ODA/Jj/+L8rD88v74aDW5vr2+7pK/BmU7I",
-	"u14PNkrH6SMjivWINMezbSMCGZxQgO10SR83cC8O3r0jj1zyccJI/+70/JxEM5rRSIkfyIUKND+c7Eff",
-	"0R7bexftj/eO4m/Z3nf03f5eL/5msj8+iL5lR0fmKuGBFZfJQfY9he0lgWgteXDv1f+19/9+/hf/bbpI",
-	"I+AgPhnJ/PZ6BN1DxG/o1CP77O+NqWQxWdApI2KpiFaTbKNeKcElZhO6THKAwgYOcsMy//zqKZH8N0ba",
-	"ejhy8M5F4F6ncT0sGzWv6eAd0HW9qF5v4xKHVD5I9X++Exqi4KoWuY3gmuMwLxJeFW8Cnnu+hs0o5vdG",
-	"kqzgvaF6NALm+yKWeh7/8/jpJ8kyH9Q/Ie/8o+7EV/U5EnhHlbk5v0rzD+lSwIKiVChqrv5JF4uE40V9",
-	"+w+pFuiA4fcWy7I0w09iNU//4+BqOOrfnI/Ozu/6318MzhRkUMtQMFZsv8S1uCKVk2NCBaGxQlaZZzRP",
-	"M5IvMyFJiqKCZDmwoLsfT0d2CtK+w8cSuKF6j4lHnqVCCRMdAHIBmT9lbNI6bv2Pt4Uu+RZ/lW8HsAuA",
-	"TR3bMoZiHIlTJoGEsy9c5mpKjn8bUp2nsIgHtnqjiLraYlvBhYRX18PRh+tPV2dhx67VBwfzfh2MYaA5",
-	"D0iahD2ybEXCtzDAHl3wt38OgUEZLZcu8xkTuT66E5hRnwNRqCRLcA1LgA3tGp/S7IFlivnmfM7IXC0O",
-	"+DZIC1ySMEo4E7m6VF+D1vc0vkUe+jIs+r5/Nrod/Nunwd2whD6GQSv+bIFPEx6Tv91dX73Wgbujq3FJ",
-	"G5TH+TLJ+YJmOVkukpTGJKHRgwQJJFQygoJ/luP58pxE6TKJYYyxwiEak3a0zImcpUoASjMi1dHLJH0y",
-	"KnY452KkJh+NVzmTI0XqJdgwQjy/KBWCRcgz4fwEiZJUsrjTJaeANw7gQjiR01RMEh698DzOr0DQGd0N",
-	"+8NB+UIDi5Dk9Pry5mIwHJy9xiHgXozYFpJ2vMTlso4CXFhaTohGFnNL3yiBkeZMSYdjHiOaK8kZMfQD",
-	"PI2ZeBlATu9uP4yG1z8MrkZ6MSWozLmU6lopTBCIoOoLkqcPTLwihGqrCM3tZCT89z31+95QzRkaWZ1L",
-	"4izuKUvF9ISoTd2L8MP17ffnZ2eDK2cUrXMgqqsHZSI9SejU0Io5FYq4ZGnClIyqdCmhZESavBT5hoPb",
-	"q/5FCcJcD02YBtGLQfpJsC8LFuUsJhPKk2XGzKUyC1CIyHLKEwnCfJJOpywOiFC0WInzy0yoq6h2/jrM",
-	"1HKN0tYVSZnA4P9VDA6RwoCn4G1m6+dqQ4oHs1cAwLkiLJeDq2FFlEi4zEF2kWaVvJiWrFj+OuDhSs5M",
-	"GJUOeOxEAI10wbSZbMVyFyjOyhE0N3SlGMcwTS9ohnrB82Fz0//54rp/NhpeX48u+rcfB82ckn2JGIsl",
-	"2e8dvX/37TcE2MurckszA8gUSq9J+JxbYNSWiuC4Y9kjj9gnQR8pT+g4eSFE7ga3P56fDkafrvo/9s8v",
-	"lNhUEz5jmlOl+ymcWRYTn2h1HLhzsnoV2CjVOqMZT1ZqJn19JMsetZ2ovJSM0Wim3grIZJkkARkv5YqM",
-	"2SrVBiMweaSK0EyWkknylPGcSdKmYlWgYCFdwkRwgTMWMf4IBhypiPSKOMjBmVSPeU5yNGzlJBURI+1w",
-	"Tr+M9IsjfDHsgDlDpGAUEVzOWAxGFC7IjCYTkk5IOMvzxUiJOyMlMabLvBAmUVQkNI4zJuHW0kS9uVKi",
-	"UAxiaH1SkIK0kGkW3LaSsF5up0uuUrWOKXkCe6KwJ4qmJ2CI4CvaA2dRSKR2DgGnm/JHJgy2etAoVMpY",
-	"1eu0Z91OPvzQb791HFSAJMZ1ca6wI7+Fw9yRSmomZK+AbB3/Yi/BZf/fR3fDwc3d6LZ/VSEKoCx0FYxl",
-	"zhbSej6oIFo/JJMsnZN9han7vR7aT2et4xbqGW/tp62vn4PWE82E0r5ax798/hrUrmPVNla7i7nx4syo",
-	"RD4uj0ll/eqEq5OT9s313VA/3jOjyLcgaKnx2JdFQrmQRN2pXfRA7+FspSssxVLi7dXIXt/cnlSCAs9X",
-	"6vIodJcG46qQCk8KAcyOw3PJkgngN5KAOCChRoWQKG6I5FdDIc3eyGKiFppWLqlYaQVNvozWKlJ+2b/6",
-	"2Wgbd+XTTdMSpXkVZnOroAB8hcVGT64tQ+vXlIyX8ZTliiRplTxAWzEo3PqM4I83kkzRrwRui5gsF9ay",
-	"vGAZT+1k3386+zgYjgb/fjoYnIFG7leq9dTG0p8xyfLOSYX+KJKDrwNh58JSpLaWsnCYN2aA1yNBn4Rj",
-	"HHipiPbpqv9p+NfB1fD8tF8V0co2CGKtVq+ADFepVvwlk1IN3k6zgKSiYhIJiDAvPrCVVZMri0Zx5JOQ",
-	"y4W69yy+ZDGnQ7CcvQw2d59ubq5vh4Oz0eXg7Lw/Gv58U5FJVgtG3GG/7M1lnD4JsDBowZZGEVvkLH5N",
-	"ke2NJOEp7mxP7TQ0kynuXhZrUTJou8hekBuzNqJ2IvXtE9pE8kbCY9CbtGql+Iu6FSCDdqo7LA7IBzk8",
-	"px+RwPFUDAp4P/eI1jKpkhCt6DgVSMqPySJT8MlX5L4l5pTdt5AJWAx6jaPqExt0YihWld2Q9lI8iPRJ",
-	"kAlnSRygRg9AD0i2TBgZZ0r/7zSymq6zUrQHH/RBrTqlWew3v/cP+pqORjSLSXuRpXkapQnpdQ87DsU1",
-	"RlBFuTS8ONqcI7qgY55w83f518VSzq7SnE/0OcJDbccep2nCKFgXwMwzzKiQXL31Vy7zNFs1vZsxOudi",
-	"6vv5q2tQ/8V5N/As5bM1qafjf7Aob8GxgfvlXCyW+WUa4y54zubuyo3l335Ps4yunM+vl/lzv3dOyPM+",
-	"eg48PywyNmFZxmKAokJcuCJiOVdw+Nvd9dXtzamzY/dLPPIfWSZ55ZK1et3Dbq/l+UqyaKkEoNL2aBzD",
-	"+dHkpoQF2++/dh7VF8y8dwrL2dpZ/c/Ry9I0T/FAPvAkKa++jNqbjkoDcUcA8Hi3c8/pdKcZKhcEXFAw",
-	"eBn39MCftziRZZb4aYtCur3bm1PCRLxIuchJO/ydLhajZZZ8fauY+uO+w+HpAUV/Xm0HjwVm1mcxgl/G",
-	"HjlKD4olJVTmZLlQKkRAbj+cksPDw+98o1fgUb0MDcBRe/beuWKxQZky+iiLl1xYzPPBvq956632+nmw",
-	"kua0/tRKHe7lLt2EJgpqv6wvp/ImzOxddBxDvNElRBQ5TiX/BZ3QRDKfqAOBSHlKaBwHIKLHZLwi7AuN",
-	"8mQFsk46IaF6a8RjiBIM2ZzyJAxMtAzP0KTtBl383oKXFEbH9F/1426UzltBS73cOm5hKJSmlQ5U9Ye/",
-	"N6xV8cwoSpciJ/AmabMvUbKU/BHDcYq1AmJady8OW3FCH3nuBS6vFsaWJsyEZaE2ZAMTQtxJeELC9Eko",
-	"1UVYUx88APBYlarmHoB1Gp4CH7SCFrwGshZAycdi9D7XgorHToBZQGyAGZVmMzgByViUZrENgAJHaQ2y",
-	"ePCdE9cewq22TdpHBwedEho8M8SsjuxTLbxW5T8bhQmBQOdGe30SiMaULDIuIr6gSQU9aZKkT6NJqv6z",
-	"XJhrSxeLLH2kiTHNjWikp8oYrMXzitZKW8eH3/R65netg6LHJ7MMEk9X/6HPz1iHlOCL043QejdSam32",
-	"yCAS2PmVga3UhjY4v+SzjMlZmsSjBcsiANl79S2EKccjuAcHvYN3e73Dvd7+sPfd8WHvuNf7e6tKGD5w",
-	"pWcrZJDL+ZxmXDJJ0AeCMc5x6/joIGhxOZrQxzTjObMkBi2UeQbX+QD/RpPY8X5PIXRODTlV2vUURNKW",
-	"iflVg0ewhnGaPgDyJCzP2eiBqddyRpOCc7du9VeESsllToU6IZHmaurW//gf5JPSU+5FXz6AxYKSPF3w",
-	"CGPOSMwW+QxEbx7ly4yNgOeKZZIokqTRBi7YO0WT82w1AlvpaM7FEqZ4F7QQPqtRksxHiIzwBY4iVzJn",
-	"89EiS+cLBfuf0yU4xqjSC9hkmZCstoEuOeU50+ELCHJgsGmaKIRYJvlIQTSaUYVWB72eQjrkydUTPhju",
-	"f3Pce3e8f/D3OpmtXoDq3fppxvIZxCQqBEsYaLBUPpA5XZExuNpzLpYsdti/o0803qT1ql5ffzbEr/r4",
-	"0dd1164pqYHqeGOaJGBBkhoFFDEEkUbHgYQNSw3hzZiB7X/iOA14xDDgK2bxaLwiIR6zoos9MmdUwBd2",
-	"SnWS3ZYTdXawf/Tt0fvDb46+XR/sX6Ela8GGGQ3m7fXUpMYulP4rjVr6xEWcPhUBtsCzYAS1PbR0AN+o",
-	"R8G/keifACe+HKUgf4U60HQ/6B0cdVubtuyjc82omShdPkqF2jU1YR96CBYf21Afs1rABQg7WVApSbiO",
-	"doYGIvAthGwDl9EAAoE4BLvKl3yED0OSMCkdkGnbZPbI0O5jjdbqpHjMCmcVLcKNpUJc2BraTzHOS29F",
-	"PQBjfo6Sm7E3Qd6GodUFH9fkCaKEFWdEps8zskioQmNKQv1KiLebPTKRd7rkejIJnEX511ysFCICcOcw",
-	"DMoLp9dXw8G/D9GteX31MfTTivUcrHa/Z2qv+mzKZ1KsVxGpCU8SA7Y0UQtHSKrPLY6UbmYlHtSPoA4z",
-	"rSU1qd/AIMjnrCR9KvK8p576NLGKzlvdbprlxHlG2my+yFeIS0thLN+uXAs8oTaNT1QEwqFjKa10pDj7",
-	"xjDJCvNvuqMmGkIJnYiwNHtQrGTGja+BKuw3I/kxpCRT1PawzNM5zXmkUw4wFwDQsN0jMQcUAdycdzYT",
-	"IEdccUOZe1UR6S5nC8eHQmHCddjkncwRhtYZVirSWcbYnjogYr7HuP0HtlIkSQtVYUBCJUqp/0I2lZpe",
-	"/fFIM05FriSqUBGKexE6QlZI2o80WWqvtyjcQIWjDXGjgxeJZpDlwUWeEvZFqes6AL8mxBtrS3kzZ1wu",
-	"EroC1bOsO3iFuzKab4ghtrJgLbUPTPdptjehkcJMhZRx+iQIvL/dDfPesZIoWUNU7dfXtEu/S/icTtkJ",
-	"USJjwSAQ5DMqIZpATa9+xxCQkonBNTm6Mmtty09C7dS+pGi/VhIXLJMK75wfQVICPbes0L3bijJ4heVa",
-	"nhD+YHm0ILR0kVfFtcJgWsVidDyFeg52bQUkcDhAiN7m290grm+T4gdr0DElBWuFaAttJbEKv/WYIhiT",
-	"dKxAKlhHnzJwTx2vWprBnHu2FBI2qrO/mCy8TmBRiKjCVWC9LFPjlbiNOZkGlHHhUdZQaswHfib4M0oQ",
-	"2veKApX/otSNpX7lxZMTrFN4FDRhw0qCxw/rs59oARAkEngFcqHSTCHJLE0YGS/1Z9EyDwziqCtOJF2p",
-	"2yBTnYBsNAUlwqovcIlhp0v6+COm/+pocKlUg0SRv7C6q9AcLlXClswZjbukd6wOC42yCXtkiWYcm/HV",
-	"Vexq6UFU5iSaUTHdWtbw2alLZKPBMltGE0NWXWYZVBVKPxUos3KHAbrKzhptr1mxLMsjZUrsVSs2yJ3r",
-	"VKgmjG6iLyWpsXSon5uMXf0F92dXaoAhcazlN5I2Btuirhpl+kY6hq9tjEGKJLYevp0c/vrdl4P50eJ9",
-	"K2glVOajpax9eTjc3z/uHRwfHf29yMER7wVkRkyS9KluevgDRGgfEb9ZjhMeAVR4jKqUzjrmsU16n5BQ",
-	"Pj6Mys/1nwhA/eoJJLAqApSk07KgUoFUbXFl0HmvcSnepEizLGQCPNYlpDI0QWWjhOCXwK7onJH2eIWK",
-	"tLCsCMiQ0ewrdt3SAW9FZjRdKV2EEmA2XIVT/ND10VSNwXMOkc0QyhT+rm7J8e9cezUCfFxMHxB39q9f",
-	"Q9KO00i+jZnkU9Gdx+S+deNer/tWp+6nN8L7FsYZtYmfeD67A6zawdFTfH7BZd4MgB/YyioEQB5EU3SB",
-	"WXU15xKCr+uv0wVXmoFP9Ypy/oiKR0AEe1JIC2nJYCQ2ztMtgbPRrWrX8QKvWTHdLXtMH9YiFBB9JLQZ",
-	"ezTJuG2bIP6kddw0gxAdHdSBuQH6nr4I7g9s1ejfQaqG0ULGYbMbVcpw/559J090JSE9vTTiVp5NM2pg",
-	"Vv8qZ+XcG8+9F+wpWZVuPxdRsoSAaUiUV1QUmKOcKSUPA6Jb/x3Y0m5H9uCTCIbuDrdmZiYbB1V8cOLp",
-	"mgapSFblZakx3aWN/v7r4eOwN/71fXS1v7p993Rx8OWv38Z/O5r/8J3sf7MYlH1+6vNf+nt/1zVY/mXU",
-	"9eXCb2KTGiuBI6IhX7Antec/gh2+ErN7gIoBz2J5juF/B4f+T7MUTJ9alg4Iui3R4YXk7ElpJm5sr1Kw",
-	"pa0XcWxtuG+k1jXb2q3dCZwstsyaMcw4jmUhNO+Ex9pKa+ho3dRwYgwNZj70O4L/W56U3eVSL0GNJ3Ww",
-	"AhfW4y9D8p//8b8I5HvA2uZQMSJhSsJS6qQJ54cvu6QvVuopuCemLJfkqHdk8qk1BKyzCBUBqfTBstAd",
-	"6Txf7RAi4xVEb6rLOAOrM2RjxCSfZelyqhRQE5Cr30Qg0yQVrAOnowV4pczSlZqxZH2TYHJb2VgDNXYB",
-	"b2v4N2oS0WpSACzKgVQbwQegfEN4jHZxmFbprTRJjOR3bCUJrQVbTQ1LdhTjAO0wVkAwXAU2yJtDxgCZ",
-	"0CSRZEyjB6PLwz7q1LhwnXvr6GxEQnUN8Ez8JmXtivdWT3Cxf9M4hRffV6YA6oY5Y5A2SAfWGs5jXSzC",
-	"yEo71WACbfocP33Xq0hPQWsp+K9Lpn9XNLBKq0ywiYW1s51G2jT4gqkfzWKTRhbEAxYTjAsuG5FfLByZ",
-	"gbYSME3aypmuo1Sj2na0F4or6yX0a8GwooqihZCZ+XLZfGpq/jUE8ekrwiXMvJtcvlkix9lfCDRIJmiG",
-	"GoQzQbQ84JJk+fP0MJimr77feX1zHTddP84JBfZq7LYMw6lYbLIB1JdgQew0nF2jhG91t139cuvk2J9m",
-	"TGB0gnQW+zKBFsFTFWa/3Wqt2n1dlEb0gsL8aqm9cQhZ9zfYW7XZhMXW69jdygiu6H3jMaA7G/heEU/i",
-	"nDMvm2nSHHUydFwUyW4wClViAoTSdJ5pr8/Zl7xBBaBRGVuK6M444wKLE/CMROlkwhgZJzR62M5vvNEG",
-	"zWKeb49CG8MWiXNzxixJxRQqlLZllC70tVASdGa8KagN6A9MFAvY/3WFGefD58HdJ+Lby1vsSB9PgVAe",
-	"/H6GKRjv1w6cRVhxCIDC2cvZjBmosaoh/Go9mztzGk1ifbkLaU49vtS/pk+YQGnnVhNDKTAiWcKiHLzX",
-	"mgZsUwjNPWG7XTP/izmc2t7zgrT7GrXfSNB4FYr5pKFNdKF2zzdV3yqLR1/yzbtbh5y4h9fBw9VOKOU7",
-	"2tVLD/QGvUufQCx53rle2mpJkLOG6rEOCUBxp+K5mXAg62jOGXNBsxWac+oeFnzVhw4QbEDaN1cfA/K3",
-	"m8HHgHw8/6C41E9sfHNiC+y9I5f8+zKxxBk32j9g6ka4rUeSVzJXm2DxLeRbnzz7UtwwysZLjThaYyyp",
-	"t7oMhJVE0FgC6MdTIUmbuvYOTY7zpxSsuZ0TQseSiTyoGXm65ArU+EK1bxe2go42DbCKZQANNRkjgnEw",
-	"hFuNTyiWbPJeZyxjr6/ftzHCAlIrtP0j7LyKxq/Dfn2DfN105qc0p0k6HYjcpzDc6WhMHd1gi6uUtGLX",
-	"V+uNj6+GO0Nwl86UZ2OsHIthKhg+HhehKt0ivH5Op4JPOOj/4O/1lN7GOlijRbKccgF5CrXIe3gRXxjJ",
-	"ZDk1oe/mupQ/xgXpyYwbHYpSKqT4xVc0Eh4N0ziFvz87eWut/W6v2/O4ly3UqvAPbbycEyRXFt61dllI",
-	"0Q7gNxqU1wZy2pLszuMTggE0OitHr0IwbxQNHlzzniDYz0lLWix/+y1hYcVzi0+31e2cOvKkDZVCdeV4",
-	"4VToTjPjWMfD3ivKytffriynjnW1ddXQsF5iHHGN6DdQGzTlhDXNUiq5tkE+0UxIEt5cfPp4fjW6PL+7",
-	"O7/6GJbtcMUKaTRnb58YzRuWVxVYnxvm6B+9dLVqXqlU5BkfL8GeiG86OlEE8eLGbLxVCGH91ta5bvRQ",
-	"FPMw8r6Fu1OORY8lXwmshnTU46P5YmHCAt0UDYCAho/NBoOFuvl2mhDhD940uzKNqidPmJr2rLJ/qADR",
-	"sHkPndsIgMZ83Ts2f2QZ0b9bpu9jKa397oEv83zr/OUiD1efRxlDg4L4anpVgZ8HxeoX/POWXHa9ybDO",
-	"XeWrGZ19wYu4JsIExqCnWQz2obGxjG2vDHuFiU2m2GJpryS+Wlv5jupq1dIPcTXYveBAh46fYNVYqDZA",
-	"SZzRSU4Oege9vf0DQvN7gQnti4xN+JevFjblalZdfNz9h0xF2OmST7rMBwTBU+hi8w+sqEJznU0HoZeV",
-	"6vC/t/5kipC0Znm+kMdv38rHqOukLKu/t1iEsQk1Z5fulmNZynnolRITDnoNMda9V8w5/PqcpFArLu2V",
-	"gvbdNAeTiuC8DBzgmcmgQcvJZ2gdtx73N+WH+kVTRaawTlwlv9aW+cFf6TJPR1pNMq9UvtCTT1gezaAO",
-	"XEECfbT/6zZC7Z/cWva+aB3F+fA+mfKB4e/4ACpDhDUb0NF7D9PZXneukgnrMNpZCK6sbH/77KWtGhsd",
-	"k/GSJ/meElCWUte7r8ulgRYOHEf79kJtcC/Acm1c324jJaA3/+wuRuU7t/NhmijjZnnWHiQEN6Bt3Qq3",
-	"OybpbCF1+gRMrLLQXpQk0vCRiTjN3qq/ws6JjpstdACbY0ITDHOybLlZzi0P2q1UNNCH0v7Lsf5nd7T3",
-	"+c/mcecvbze+8adtxD9Nn3zyJ7hHTCoJOzEZ2umc54r/pRlqmSdYRg04YjpHCJBU6MiMLhnQaHYvSo0i",
-	"6GLBaCatWRArnw6vry9Gpxf9u7vR2aebCygR19G9v3YWcgzKISncTeylIufROsHXPSeIPful+7nyj/Yv",
-	"/7L3ufsv3lNYIxYXgnCTzbBBnLKlLHas04JCVcwmXMBnOjuqMZzCl9+vkxl90ojJ1ywn+8v/ltn+ehv1",
-	"lMw/IPP/vzinv25L3pzb3wQenef/B2b27w6NpnT/LTC1lvtfyezGCAxjOA7rM5XqYu2Ujq5X976OgZCb",
-	"3tYvd/7rstTXCmF9TUqaJLCGOIBaEnYTojUnZP+3S79e59U2qIMq3xOPHUd3NbrnjSRulEEAR2mSIU4K",
-	"xwjY5aA5gIkMFBi+or8MNDfGqDk7ne0zJ0ia8SkXXXLp+NwlF9PEhsVi/GhGH1lik2UdNmFZ9G4eYTfW",
-	"sCSiF4bP5+Rab5tY3ZhS3ISEG9OLt0gW3iE51ljysWqxLvxN7n6+Gw4uRze315c3Q2Np3jVFtmmHO6bL",
-	"knYP0M+biWo6/2kHlf4g9KYzhrYorUn+H6/KNradGcHXbaWny40FE7wC1I1ikCLHFI5SjpRjphIpSYGz",
-	"PLCV9IXrFZYLP0W1L7gG5rLlwbF3UEGTlVSPwVsHJpAUmw+yL4skzXQduEcu08zEDfFH5jVSN/u8rtEP",
-	"PGWCZTQJFLrGyyjnjzxfBdYWFCheM18KXcU1IHMWcxpAC4bA3pxUnBAqAEj3AqpEVPD9cjDsn/WH/ZFS",
-	"CT5e3/48+nT1w9X1T1cKurmtDtwJiEyVQGWKGwuiwIWe4kr3RscW5NCJb47WOsj0lSmcXWWYfL8UsVIG",
-	"1Qc+pdU7esn2VPfEJOkyI/od9/wlhBWrs1faQ5pRAa0JKZT1C1rTjDGwkqMta5wsGbS1i/k0VWoGTxOW",
-	"QzqzePCefMn6VV3Wj1wuaUL0O7povtYLAxKzjD8ip1FU4vBgb8xz8uHqx719SmZUzqoqFeGxIg3LJCWH",
-	"7h4fe2qp++r/DjyL3Pp2XxtT247XG3DcVuNWcnKmuHX5fivi6LnUJXNeTQzIlkyL/4uM7en3YqAVQA8z",
-	"vBadE4CqordczFjGMcUG6LHGRr+subHGVbnQOJdEf/HcCf3WHAt4U9gAaboZsU0FMWW0FZ/hksgHx+12",
-	"fTO4xZLZ+rp36ja93QLOYJlb69RgO9gdZWBvm9RooyIu0oRHq90K9QzdRBwYwAmS1GJjYV4mbaMP38Bc",
-	"nQB1NTdfiyR0xbLCagPmeCtdwmGkmRUXQ8yDZCNTtyI8IdGMRQ8sVkM82jrxmKWDI7b7Nze31z/2L0Y3",
-	"1xfnpz+bzmmutqTPI2h92Zume/rhnC5+weP8TMVqa+yGU3ARm5qaTbpjOKRmidSUKC0sVv4oH8dc34zm",
-	"hkbI7ouMVgXB8hbVRqDvhjN9RzYzI5wo6gMCHSRYpcIamuc0NsVZa2eNFj3IRJsvZX4vxgyNIHjBTWdL",
-	"Bx1PoCzeU5rFcKZx3Zl2YsgNi3VdG2P6TjNd88ZUj4K4sEcnKqyhLJTrHKmxVfXYZGCX+sgHZH0PW02z",
-	"nK98hAssmeU4kM7OBuyqI7bYT3EDSni5ka59wK40fmHOubW6e001asz01gBSrJuW/jD4udS5YVm4S8k9",
-	"OI8zmi8z6NOgPbi15kbFW56gK5h0hyuk93iqvvvqrKwW6L2cU7GXMRqDDQU6FwlqrBaFnLjdhjxSna+H",
-	"Mrinb1LooUjatx9OyTff9fY7NmVxMtGBmElq2seWArmMeQ3TEIz/u7zgOlA3YRbAuACVXvy22HSqT6jB",
-	"j+OglZpHum77TpdADw5iGzS1bQ1IQ407x+Smf3s3wK4Zwb0YXN4Mfx7pznYBOce+q+e3A/xDcxX4901/",
-	"OBzcXgXkqn85cF6DP82L9+LHwe2dEjKKF8wTO5h5YEdE7C++qHTPCu6FogF3o6vr4eji/G4YEMe7UXzm",
-	"c3nop4MraD9cvHwvrDzkjlsISerZ9fd/G5yWn5b33v80vB4hKx5Abxd3XDsp/EDuBsPh+dXHOyN+qdvu",
-	"PL3p3939dH17ph6PbA/T4F7YN0y/2B/7F5/0bMQsRdNHdyu1n4ozshqgu0n78Pz0+koPb5Y6vL4ZXQx+",
-	"HFzgomtUK7gX5pkdBt5sEFNImxrRqiK7Fe0pFTWB1Cz0GVLh9vKxYrR5W3PMTpf8pNVccw2O/QaeoC4Q",
-	"K2D/cH5xUbzSqCoj2t/d9E8H6u3L/vD0r6QtIyoEi8mEJ6CG2dbK90L3JsVwmRPCvihSBCRIB2dgJKAS",
-	"8UwaZScgZa6n70GFF2oMvxoMzu5Gp9dXH84/fsJ9aS1d63/OxW8FrdLFbwUt5+bjX0VD4OLut4JW6QKY",
-	"v4t3q7ffeVR/qRi1TABagaf/X5kC6AcVElB+ammAeVwlAq2g5SEC7lPngpQfV6BQowOlt1060ApaPkLg",
-	"PvZTAveNOiVoBa1GUuD7rTgMDy1wn1pi0ApaXmrgPHeFGB85UIDy0wO1Od8lLYFRD6nedW+pu9rqNdUI",
-	"Wr6nraBVvkEGP/xPPRfLa+MpsXPTerEp9vEW7b8gNMtlFDEpJ8vE0Zn+ack1bgPMmgaIv9RbPhp9xGij",
-	"Rl6H+AcgYoUkHdhW3SYCudvtdp6n0hmZe6uU95aztVcKt9QQ31FZrAVbWqEN1EXFBBzBLs0sWDEQE5qD",
-	"FNGZWAzYq+mGnS45YwkfK9izZEUmtgjxjGXsuLAPZWROE/WDoz/ei4wVbi171O3Qe+9DOEZTPlMhxJip",
-	"QzZ9RtA0pcZEN6pt6PlPie2sxGH64i1thCW0m5CmpozJzol4zsgqXWZF9OTXavjkjCULTMJ5buykJwrS",
-	"DvqSYMfXiW5cfxnuZunT+lTBGsL/H1pQxEw0bEzwtZCgkmT0CUOr04z83L+8gGxh0tZBPKiilmlCQKbY",
-	"+josiW3VNB0eH5MKbt4LhQnHpIJd90Kf9jGBw74XcHOO7wUhpbtyTJ51VWrhlNiyfRPXLHpibsM5DXzE",
-	"1PUgLArUcZtNazSrd5quC6OF/cUErd2rK4HNMTH9bP6IKXXa8mKuDlwjtSprz3aaSxcN3hsknWqH69JB",
-	"gPFVoUbN4FOmbV8/f/36wjtmYFT9YOBv/0zajEYzUrc1vDKLt6D1+n9MLzRwnoW4hdACDQyNJrEMWouM",
-	"i56vDRFGzxGLnGkWWRoxVq0c9eqSDsIkMIf2iiJPmiYlV99ab97ExPPZDC8TmGMdfaboGZtMGFYkRSN0",
-	"teeXh5tVUhwUUyOUfLq9gG/NeNWeW/ZPTHbVf47Gq1EldC0ttqk5pgWUHBn7hL3StV88I67ntvr30nK/",
-	"7ubzxFiGkhNVr+YYsshdT6jEJPSAwAZsyl/JN6ozErXfAF3NjouyISfRuS1rY9lcz2Upnq3eObR+mDUy",
-	"BD+AMAyRRmjs1ZDY0YFbByOzo1dBEtYRKNwONj7M8woJaBGzzp+1PuJ0zd204K4nshr8borvdxG+Bi3j",
-	"JdXv7nQG66/Ni8GxzkF1W/ZKYSZoPcN5Y65n6dJu9pbmkiUTx2laxPOaChobyvSWnFTFedfa1brrcr1Z",
-	"JRLiRcMNx+K7jz5M2Y6JrC+ONIC8thJLwVS3ik/xxSrEOt/z0A3k2NXtXGKYm/j2Wk/j8xn1en2sgC6w",
-	"aShs6lza1wHrc4DVBJxXgY3e4Zr44Yon343UrEgnpXCBJEmfWDzKaTZl+cgUefzl6DA4Ovr81ScF3C3H",
-	"dl2tZ3WEfF68wp0OI9Buf91/pRyzgoGmK/LAVrUQA/1dxijYhsI/6/+F3V2DBbalxRVI7V7vDnuuVMr+",
-	"zRQQbAOaZzdpWEen7QFtVzfOxdANqfJbYOrLbrBzUba7wOaD2v01P7zC9b3Lab70dRCF56WgakggMsZW",
-	"7AAwowvmBs+QmMsoBb6iDQVvpKkGUG3C4tE6oAfkExtjGT+wfUBuSw6ZR3lKLnXcvBoqxmoiI2vgc6WL",
-	"iq6iM6inSTpmTrEFB1Sfa3a/9VrRmmznZu3m6+eGOkE0Xo3yVAsB22k5dTPE2pxjDIpcrx2UIdqUw0AS",
-	"OmZJtX7LWtHuOTFwm8W5pmpApchmaHlQL7iNp/BGwktQCkw0FQsySNNYk6fAIk83ErhC5o2CsEB1nhl9",
-	"ZESkSP5Nn8GIyojGjLTBb5CKZBXoGDLkEmWDx8aU2U3iWD0Ck5sAWOMviTHPbzdRDenH2tjAXcv6aGZT",
-	"lPVJ0wTBsUVNn8oN8xq5NBvzHBfNmHGz/RfpR+t4YuneVtWXcmkaXY/G1TbKkPGg9ZZxe/bQ1ysiBWP5",
-	"Y/SPhhxxJZ8rRrSCPDzPpM9B780FaWAxr8am1xgMB9bsJ3OaM8O4C5WkRk534B47GJgazUp2fYUJiLSN",
-	"JKOzaKvh+53nxe+/rlmmWDn1GWietQdfpH/14j7bIoC4ss0NfDXZNtfJBzvdHc9declVQXURCtz/wEVT",
-	"QXlTkPPy/HJA1CAWEFBVnzxwEdt+HZL/xkjC5zyvyK4PMEELCsmaFpD8N9Y63v/m22+/Pdj/RpHRORvB",
-	"BFA2Qb359h8LBkQY/liI4t9PbLywf0z5pPW5Jt49ePfUt4t2c5HMuugy5phBFTP1X+MnViQdas59bkhx",
-	"xs3UFb9sCt3ZDRAxlM42V1DLCJT8MF7pJMhtqt87cKq3VvOelp1sF1GogkcATmezpYV48QuqBAASn85o",
-	"/sw61th/iNpqtWRM82hWC14XOQRatG7OPpBFwij2tkWmTxNsbtyCf3073o98keh6BO8dwEWAW3zKH5kw",
-	"QrFlDZVKRJvTossr800K+3wjSei+GmKfgHCcpNEDi7u2hm+oE5N3TDjQCwjs/psPckjlw0vOEOrNKLJh",
-	"yhGvPVEEOeqVM0ZjlimVEi9H0MJa7VrxVGfe+lzElGxz3HZ4b0FpPG4l9tg1apXdLnUr4UeB7N/0CAiE",
-	"ckb8ERyZSY/3V+95DpK8EBcMcLy40Mj1Ib5mpoMfsHGFp4hKKk5IqEhJCH2qyNOMR5AxWuxAd6cyoB/B",
-	"HsF1rig3mFEw45pjY7ede6Tous328m5Bc3HAhqJWjnPZCFL1VOtN7VWKjHsqH3ZprtLA5pxqNlSdBByM",
-	"PjyIYodMJzxqFvsuo2aN9lxaQat8Jl5mCK3qGvNyMPToS27uE+z4jYSuqlDCxOj5Mbx2UqqzvGVH+8oi",
-	"0TB+PQFSsu1t/Z6aOLX6+p266SD7VDF1nYLt2KQ3tY85KUq5Yw84dZtMQ7ntsBbmyHneVNYf6oyQg16P",
-	"RKWqEE6dd4zi8RefUKOv7ctSqhW/5ZIttu10bjfIU5SwfKo+9p8c3AZ9aAW52ea8/LJQ0bHFgXQFMKWe",
-	"Lw4ZqbR0WXPLKndqHVU+02R252YhDn0u8eiCiJTK5VRLXExBSN41Z9V8pgQD9oVFy1xnpba1jxiMeTpL",
-	"Xgm1mFMP1sgsXaQS8zOl1+cTO6CoWJeWwrZ6AkqIkWJE6yymAod1U2MWq5fYqVd4zLL1TFr9iFcJXtaV",
-	"fTeWN6TSW8AOmtGWSrQgi7WVa00Lq821mTbSIO+lXVcdqSpY2AtSg5RzQttgNEZZNjjIl3mUzq0Fp8Dl",
-	"CZTU1PzME1O4PY2BUEMPVflptiI8JxPKoVS8bZOqayuZWHMM8QPrteG4pg9VKky+xVZsI33ww8BuGnu0",
-	"RWkWN5Xd2x5pA0IlpAQ00/912FP6fFt2Ja17bXvqb+wjXqKvmRCO60QHGYi5MoY9yu7uPtd1qA5liN3t",
-	"6fjIHVC/QVfRdZsWugOJhOBs7RgBR4Q9AL+5qvw0K6bazrrrv6WbTAlmmhfYrvTE2/c3c9vbSsLFOP2y",
-	"LVTsZzvDZYvm9Gbol8PiZkOtkR3XjsPdLhO2oWVsreR331e8hPpKl3Apl4wcfNMJTAjIUsT6furqlI5P",
-	"CVqVV9JzQxzb9IIGeQW9Fo7v3fxgR2qbzvtYjUK9C+UooE6KPCZHBwcE8gAhu069mbGTwpUfUaG7voCX",
-	"XcvntpbuSPvZyCVdSLd4RloyuCsmToUt+Z9wCWpRtkwYhkFZKUUpq0ZYCmw9XlujbqWLVIDiiL2zUbJX",
-	"Q+kulFEqECckUdLcXHFFW7D0P//jf5EQoodCki21iIUMIIyZWIU2mJ7npH07+NvgdDg4C0iIQkpI8jSJ",
-	"SzJJJyAhlQ+hoj6xiUUwjbzdftWOj2CS0CkYBU4Kv6LaAKyVyaBc1cjJ1MYvTQMm4urjCEwdh1GAP2OL",
-	"hEboetCo0yV9Xfu16NqZZs43+tDHgJlpojATGuDr7DJ7GIj1qy7RySNYNQeqtZF2BbEEnYOUDSfGkpgs",
-	"aD6rFCmpIHw3okm0TGjOful97ipAddmXRYbdwbu6dHHY6ZLv06WI5TF519NQUDzCbicgBz0XKcDHt0xY",
-	"AOogEAp4prBSPTt6jzZqLMrJvuQBebd/4DzTMwdkv9frOc8RRapN6cC7BLliuuQvBq+1gpbakXplmYEK",
-	"OEtlPuJCEUAnAa8VtP5sE/LSbNr6/PXr18AZTWFtqxCiWzcJ5YLM8nxhq8eh96NbnxJT4nX23/Hbt63K",
-	"2FQ+tL5+Rpro0td9R8Zuos6nBuLN0SLS6GDmyr+RGMgQEK2Hoc0M2tLP0iRGwgQt2uw3oNfoZm669h54",
-	"AwJzm6w5Zc5FaRM1QfnXJfW5hwfqOd55LjF9DKMy2mI5H7NMYh3ajJHxCn/pQMKiPVBfB/CxTBOlBX66",
-	"vdD3UL2ujqxoTCcZaUdUsj0uJBOS5/yRnZDwz26CZmi36TwsnFTLcZzOKRebQkMKpmfq+TTban1bsjAq",
-	"rb7IMjEz7zjVnH7xGfwQ7rbqujoXR27HX9F/JNZ/jq0AG7+35dE9J3g7OCAZmy4TChWcNFkiE0WLjFiq",
-	"q920qYhmaQYVsqEU1f/8z//4338KK1VwDOaU1Nl3+wcb9Wdzi+sb1fPLnGZgFdUZQlzaLqm1jhebjOkb",
-	"bj0IUX7xXTE43X23JDV5mp4W1dGrOijNCUWMV/sBLjZl2EbKmjM0edWEUdGwzztYHc6YWBnJRCSrE2I1",
-	"XTRBKOApGaBtWkVSrB0KZXMnS0mTznYNOwwtbhJht5dcC1JbE1BPC743XlmaeQwy6kJHtJqnKKqhEyMF",
-	"K5Ti0YSLPCUC+4bjsUvSDtMFmmcVUMLAXsX3WDImIPsHmo12uqSvxLAl1PPOo1m5yaYr9+ioH8eq40Lk",
-	"oLdJb9Bos05zKFfSb0AwB0N14XssdqPFPuwrKnOeJMZ6eKwERDVXqN6Y6/LXgC+S6bLxiHDkvnWVlm0Y",
-	"tkadphrVybv3rQ70EKTjNMMZrMnKIL223AUteMdfJAPNfC/0Uhv912YiRzPq77xaC+nVH6Iw5BpSQRqx",
-	"FQgcYectVkUoGzkde2XdvoOe0O8mBxQFl2ogk13D+hgwsxuDilv7QI1Z3pqnv67lcFXF166vGYfZ873T",
-	"pbP7P/fASJsqwUfprAmjj/b6ydy81vlvc6bfQ3VxL+82W4IYI3Vi1Onuq/Yc0YSJmIL7nqdxUGQWRcss",
-	"UwQdf3gDfZ3qXHado/YUimmrK87Rzbudh5Z9iRiL10VzU70fUChpNINiwezJNNXAls2ZEp3SxaIxQdxn",
-	"i0VQapfDFjZYWMcoSqVv+6nMNV4pCCp5bs6jLN1bCsjcmpAQYRytQqejqNE0arM3GFhrq8H+Ib4QfWhN",
-	"0uZiscSatthipOMs8nXWgWNtuhYI6xt81341AkHTG1SYWT94GTe3R62MSZZLL7IOROwfPUDzCrYYYSgH",
-	"S0KnSkOG6KLfWJZuvwToYNHoB1hKlgW6xqsSosB+xrGOnlrBA1spPrkcJzzSWNowg4lz2HwCd+p9iGiE",
-	"DrCTvNyHpRSfiT9oG7G5hjTXOjb2x0sX7I0smovrFsF8wtU1heZWVIN2nSvZbRGxYGLtJTOZDaVzI23n",
-	"tnW2vM841YYbBBYs75xbzrJl8tu2SOXroOUggYNz9mpWaEWJkFWQoAKU0nFULq17wRw6XvHdb0irQ6Rc",
-	"76nAd7ZuNQuhX/hJoFQY7CIDOTnFuW3FyjWr3eSnaHQ+lGiep71tiRkbHIPGeiJSt0ohAPktFYy0nxh7",
-	"kEiOFGO/TEVMVx1Xno+p0l3Ve0oRSkXuD0HCNa13CyH0muG9Dcx2g1FBlZo0eN2YCDC3pLwrIgpdH9Ll",
-	"whYVC1oPbOXd/ylcthudMfs8qdh87dxcN94WicTIZOViQk7GopzM0kxCXGIObWFzuoCYGMGe3LeNTRLa",
-	"canni1lGpa9CdG0m310wvyoE01Kda8N55yv0VF5RTdQ0ZrD3TmyUb1zHNPR+Yynm6mYqq/Ahj1JKfZKw",
-	"0jBtcXvdUJ1le8hg+zfnx1YjVsq2sF4qzXTVK13ST2Sq41ozdi/GabxCPqhETsj+i1nCH1m2qhXJK0Is",
-	"vzURoyY7Uwcnq7dsrBzWm3Jka51e/m6vtz/cPzju9Y57h393gp+0gpUk6dOHjOlKZshQ6/HA82WSc1iY",
-	"RmZtiDHRwUHL5MEqGJsp4OYpNq/LGsYpWaVL8kRF/pfW+njiz45vof9T/3x4fvVxdH5182lYDfb07LP3",
-	"d+v/1xBTwx8dBC0T/FAd05uZXwHd1+2DYK+foCDxTgGw+oR/r7d3poltCIiRSDoaRmEomrMSbU/Wri7E",
-	"UUl5vFU8p4NO66iyuijf61c3BNw+V48zMUObdGMdLeTXyNQ6CdeNBuF+8nhrac4Gx2wbEvNPkc2cCEcb",
-	"36IRxkCtOMbdhCcFrX6e02g29wrwfew5pXORKLwJOYqEEh0xWWfy26gSauIiNQp6DcSceq/TpbOCBhVG",
-	"uxYra3fdXW3oN63TO+hiMVpmSQi9IMOPgyHRZUbpgr+Fhbz9Hf5zHmOPbntyy4xvPDO7k8AEsqrlNUH/",
-	"++L61WPfKPIhLsmCZg/MqNtLkTAp0dmGcVdckpvB1ZkiaabkslIBy3Suey9+4vnMGIVrHxRBu9LkA5yg",
-	"fac8ThGSLUNkXFUiU8YHh+dUN/mpKUSeSdLW6yxP3nlWeogOOK87+5o8Mj8ZBwwcgM21cMXGKvxaQZWv",
-	"fF6XmSS98nwinXyCwmTfbjiz7aHh4FoRxr0xkAyAswF17XC7ZklQSSSE23KhMf2NtLlX4R8RCG0dJCbA",
-	"uSG2eU3qsUWMInQlTktB0uvb45+LnGWKqWfpE+GxTUNAK6Rp8JVRgR8piFQN2KGpwrwlW2vIq1FHA943",
-	"6kIGXEeV/FJIylcU07fJrQrTOSVZtkqEXtPku7kwWoEfTRh7LhIu2AeuZexdQvjlXGExdHqAUBAOQynY",
-	"UWjIaAqx1PXdkZc7heqn4/tlr3cYqbXCv9jJmEr2zVGAz8GXiT+EpG3cnfvfkEv+vcKbNIaec1CO9jcG",
-	"i0P7WZyBIZtInjCRJyuoEw6vk6eZ2gI6JzB6WuYZo3MJ7R+LNsizNIGu3RP2RMbLyUTnruj2ujbEDOii",
-	"mvcNJCefoLqjFB3T70y9YQAEjMruA7bRPto/7FTawgNofLimZvJjszpTX9fIg3fvdkvWs1MExeE1odP2",
-	"4bGKuMmACPZkGxBvGx4Ln24dXgr67Ca6jkM+PyS2LLzVq8xwtI1TV3h8tXRwnLwhAa5PTN8z2+LVyKla",
-	"81bkuw1sqWjprRNgqgWh1umX1ArN0lZNSrHnFVqTpLpHImKIcqBet+6gcy+XjKx3Y1bYXlNOIzS/lxD7",
-	"mDOxvaJVWnvdMqNlfN1sNs1A5txJznA0iq+NGmghgqW+8J2fZil5ytK8mjikwVt08PXhSAH8mkcilRy7",
-	"dpYiCWZc5oqutblQ6pM0/tpt0iq8ReA1htqYp/VEx65XQ0OPqo6qgmvN1xHmW0+R9EuyuArbEiF9h3aj",
-	"Q+aWbiJHdvCXUaT1lHiX3UbaKLiZ0HoI6wt3MbSi3/rygBOlCBZy4u5Huv0mg9b67t5NXVZ1ahC29YZN",
-	"esVtF7cqTF3t0VxNLoi5JhjUHxDsrmkDSjRBF7HWcHVxrO2URQvJRqwNWth53VegSJezNa3ajWMYiQuj",
-	"WcJZhusLSJrEVgggbR10nM/YPCjEqlByEbGR2XDYAcGKZwS9asC1uCDhUi01fMYukRWtfLtcp6HiNktp",
-	"q2ajz1hEsyIatJaGwW9S8T/hafluooNbpW25J2lmCpqu5daXNxU5F8sXhEr1ySRNkvRpb7lwEsNdgcSO",
-	"ZZrdvIO7jk1urtInJAjYFRxyQj5kTESzrkeoqA1VYxYpRMSwBcQgTjMq8oDsq3/v93onpppUqfa/TdGJ",
-	"iyJFc/pFp7PqwOvG5NbCBijXGgHRMoSdR7W+rI6VZdAKFJllCRk31YqplgHUAPVSXXtAIGc6JtBddAw9",
-	"gxeLwHgL8ZL9Bf+BrZ6HSt9rV9OcCzS6CNK/OScPbFVBKV0oVLwX5CnNHiZJ+lRHFr/KdUXnNvXvga0K",
-	"5HDLHbTHK6yZKmwjRzhwk2W0RVPyQjG8v79rPbtJuQPZl8E0vLm+MxZjLAzkXlGFHyNEk+WioaEFFzHy",
-	"KWkUAll0nQqqzazcZlNb9pQqpGN/LyzFPiiJaMYmy6Ro92M/65JTnjMdGo0r89GQyl6bwu8U4U5YzmKQ",
-	"CCTRnY8iTTDjLunr4GyM0QsV0EJ/EJ5N19JxyqMibH+7hGZ/ULYv9Vzb+dxo7NpKdQB217s0yaJU+IjZ",
-	"Hf5geqhgXpyvnI9Oewsbdh3aFEOe15bWCwOTygR1HdRIj1goxNLkg/2jb4/eH35z9K1DmnteByWG02Y7",
-	"pI5rIma+84E4BVywhVgKTlIPFIb7Yj0J1d3mlXIohCYQ9IJ/wCUsIszwdhORIhHn0LTna9CCjCoA7Ai9",
-	"EiOdJNsY2fXAdFPX3JYxOyE9ktMH5tpUDV80mZWhuuEoyY0wpjLUxRr3g97Bkecou61NB+QsfmN1YwgL",
-	"wUrWUucKK4qgh2AxaUvGCPYcDDu7XE9nFfksY3KWJnFzeODdTE3b1r93DDNZSuDtT1zE6ZNjklS4MuFJ",
-	"Yq6FEqQzx4xj119b8XsNwQZZxAvQtV6Au1ma5dXio5srgqhzz1juVyH6yzyd0xxyeuAVTAal8uFZCOFw",
-	"kXpsLFuYcKii8Ex1kv31QPMLcE5fxK11xQ+2a6X53qsn+qWQM6w17LX97ixLBC2R5r6zMdmjexMaKbo0",
-	"1/EuBN73HL73+G0o/bqwEftSWcZGERdIYyYVVIsXMScbX8CcpzEjcIXyVFM9bUTbqdiMkqvybDWCmh6j",
-	"ORdLL2gu8YciRZvQEiKvnoW9WpMeJcl8hOTTHxtQp69Y4gwSwiWxet6JmtzABsrMuj3LgEtEFKLbSFsx",
-	"YlPxAPixKWMgWEfT6aODA7Mt9UoPA3Gq6zCxOJD0D450vSyl7a8/Dz9QyqJc7VrDz2triikdGMuDjBR9",
-	"UIK69MbQOOXKbL8FXQwFNl2qkNTu6QyAUtMKJDCdZxz/biK9iUd9nsotwL9lolUdSd5N1XjX6+k7bVIV",
-	"dHysG5/fOizHUR/biNJykPz7Xk2Sfq20kGfc8a1yQIrpnzHD87I7Xj3vwSHQ3xxtzG/+A5MirtKcT1bY",
-	"jYcDbD05Ep7EB8uIv/tupyphG0L7my/WRwXel9wrOJ8Th32RMYvSOcPQJVu3sLEHyyXNHliu+67MFyzn",
-	"OdST04pvXe/NGZ3v2IhECR+6I69ht9BCdMuE6s1CCWnnGZ/PIXgrzclS8F/rKff7G2sa70YTL5L5KTCj",
-	"lxyfR3mxyg4cbdX2seCjB7ZSy0kSOqetoDWmko2KzM3jt2/xp25CxfH+/tHh0dvHfVMf+Us+Qpm/dbx/",
-	"uN/79iBoxRl/hFjkdMEE5a2gxWW1+SYss3XcgoEPu/vH78cFalykEU3IhV5OzuYgyC0z1jrudQ/rJg2z",
-	"hZrf0FQX1Ga0E2Tle9gPhYkoW0FhcIgal7lpkZIxpZ6wKgE66n1Xi5kPWjDitUhWtkVoAT5P+tki5SIn",
-	"6hWMcLTlPaAOS5qhk1n91oFjCxGGuv4vFfksSxc8CrEApHrlXkDlNoC5bb9IPqhvcW4Wh4HO2gKnE4TD",
-	"QMJ+O2MJhaYEWjJ4SrMHLqb3IuYZi/I0W3W65HTGogfbLJ6Acp1B2Z4OzqNLTWEFKRS7OnWx6l5A3RIQ",
-	"53S1IDWtJvc0jjMmJTPNalJFdqDSTpGGpUtV3YtQCZims5saVYakDaPrmgLnN86ACnKn52e3RLBcbRDa",
-	"H9NYEWOZg4JwL/JsKXMZELkEi5qi6ICD14CfnROsrvzEUYoMYMxaImqUMSYYNtCVdM7uxRNd2cRCMKkK",
-	"FuVd8hFF0xKIbA6dHafWoBvrbtTLKFeuoa8JjiKVWjVXwAQBoaon9myR9jVygbnbfpleY2G7wDwiGIvR",
-	"rFICOdSnKiUyWWJhkRw4H47jDRhwqUqdCz2gO6Xokas4NUTfQmIYzYni1jVBF0hrg6GEyxGitycmVhrX",
-	"BtpfiwTsdmnfiN+dnaatGZ48aig8x4MlEV2A8FcgqO+oN5oFkEL7Dxp4pKtTmHDHzdr8ltz4is5ZoBmv",
-	"W/PC8rCdGDGo8dHmcikXyfwGX/xaYTw1vU1xULB2Fm+RtiHKJZiUmrgUZlyvOlWUFNJW40b1mSZF0RFw",
-	"s6N5ulgCUEn9Rlie+/CbTeff0FsGb79BjmZRBjx/Zyzjj8BfnivQxHaEInK3S8KMSf4bM7QlfOJxPguh",
-	"8MmM8eksD0lb8Y80n3VOSKi7/+nX70WIqlBYS9+yKpJupOK2HMcpIReLJjxfKY0waMHMSjWpa4dmsIab",
-	"ij+fFF3CsCEZrDQwCGMLyaA3x+RkTVCe5r8xl37qtjDYEEbvAJrAeC4DgslHNQFBCP6u0GrBv7DEFkDX",
-	"xoQ2zl7Gqff73x1soilrwo7tocqIJlhCZ6Joo5Acit7E+Yx80QtzDzVje0xEaYyf2LMtVbzRR6e/8ULE",
-	"HmtdZlODZ0S/AMBXoAYRQIFZF1goNJH37zonhE8F1O60csOuVlmNWk0nhAB55QPaocOvueigF/MIXrtb",
-	"ju1Sn3fjMQApmzLgKxLHG+uqoHFAMIWRJkpCBIsBF7H0dFWStvqwdWOaYsOYiAeaNHiryu2wsEuwzuDU",
-	"f5lQg6kOjazUApxT7suiSGQKhT51gTvhwAkyBuC7AmkAHA01TPSOvCYJPSRCQsEpYxGD6n/UGjpBNdYO",
-	"RZROam2P1vFEdx5jLCmFXwQtZNO6zo1WgxxY1tIpbHou2oDSzDWgOzbfRy65NokX9ohnWLNKJ1mjPLCI",
-	"8Bht0PDHCQntgsJjDTS91idhdCGaO+Z8t66czkW3P3ooTq1SdrFAF3TNF+/5EUtYZEU3pHHb8XbXZDM7",
-	"jqn9Xino55fPTjjTM4OlG7Ny+6a8sGOOiqiSdtgz0GA779r/fwKmHOFbOw/+kPApiHl8SeiUkwu7MYrq",
-	"k2TZc8VFWKPOpIUqhhU9v2q3LPd+/phRCObWFL01VX//a7nCLpcjGNEuwa3fgC56LnjOaWLrL3hMm2s7",
-	"JEOElk2xU8f76dyn79RTsf2c6CKdcmHMIaVLgx9UMm+OmkYePbIM6vv4Tb5axYdZCJXEvE3aIiXA6zg2",
-	"PujsqnJrgFcn/ZhRTRdCeCMkWZrsps83l7o4rxziS6tcGFCvLWtxBiE1JtZJ/iGl+wKySKViqhAVJxVn",
-	"owmGeK2t6rd7kT6nGcZ+b/9rUBrDVqFsGuIw2o/dYtVXqfa8zFLMwnIGP9hUD/BZfRvKxY73N1Qg3qmW",
-	"3xkDkbQ5V0B3eATX0tngYjAcoLiRsXn6CP3tM2Yi/LZLHIhxSpBYzRmXMnuausqaD58fYz1QuI/1d56H",
-	"0lfsqaAsKFEXJbmcC+pGyLKnkaHjNKb/KthTt0zJty3TU4+rLYb2dr3TC1X6yxPPgUk/j+quL+/jA8CG",
-	"+j5Vm47dyAa6NLB9gXbT5JSqtcwYYeKRJemCres4tG7kalfSeGOKAaz4VL1YpKr4M4xmyzkVe1bSUqyD",
-	"iQhTYjOGhfGhiBD2IoAFkzldbE4Pg3UWs2+8P83Nb4rdNHSFx+QVXBuaQvQ14Rn563B4owtOMHlMvu+f",
-	"jW4H//ZpcDckR71eQD5d9T8N/zq4Gp6f9oeDM3LU2w/uxYfr2+/Pz84GV+SodxiQ07vbD6Ph9Q+Dq9H5",
-	"FfRqwOdX18PRh+tPV+rPo4BcDoZ/vT4bqaf9i4vrn2C4dwE5vb76cHF+qmb8LrgXeojR3bA/HMAz0v84",
-	"uBqO+jfno7Pzu/73FwM94k3/54vr/tloeH09uujffhyQo/1Dtei7Tzc317fDwdnocnB23h8Nf75Rv70L",
-	"nFYSo8Ht7fUtOGzuhRrhsn/1s9n9HTk6+C4g3386+zgYjgb/fjoYnKlZ1cPzq+Hg9qp/Qd4pCA2vry/u",
-	"RreD0+vLy8HV2d3o7ofzi4u70eX53d351Ud46V6oTZ9f3lwMLgdXCo7vevsBuRvc/nh+Ohh9uur/2D+/",
-	"UBsj73qH2vKo1UXnSFpBq3IeraBlz6IVtOoH0Qpa9hRaQat+BOorDf9W0CrBvhW06oBvBa0a1GFdPpC3",
-	"glYV3q2gVYN1K2hVAA1LQSjjB+tArPfogLcVtDyw9Vr2PqTZNM1fVvmt7xB1JmLkv1CWTjxo+u4wH5fx",
-	"uExnW9tRTWLfwCq8sqaPkIDIfJsmz+TD6kubVlTZs86jRlm9tlF/tjCMJ8DPU+7uAuJ8pbzAL3Tvt8/q",
-	"/3p73432Pv/eCw73v/5pIxWGmf2wSH3pD30TnzQBbVKeEJpAiYXCoQeSWPokdLdcGZiM+cInXHLsVusE",
-	"1guhHe719oe9744PTaL6jhE1Sgw+bAisCVoLHuXLTIckYNZ7OaZ1/8BbS+1wr3cw3P/muPfueP9ArWqV",
-	"LrORPmiIA/KUJnz9CmPbBQKdaCunbmRR6o5bFC7ZCMmtqsEA6ugANTv24QuqulTDoYsFV8+yLiS6h1tz",
-	"St9eGEMrYrV+O3Da+xU/zqjcvqHw+qjoYdFDyvWEY8iudsNvd3nK5R0Upv7zS++WML+pLySEeatXiOuo",
-	"dkptV41R5GmW2sZLZM7mY1aqVIU3LNAkVQmS4Bn+vGsTRm12c47LVuUpV+JxUcnd8m7F6eByQBLK+rIG",
-	"/XIXQkCGwrhOCz//NrV/b+gqSbG0kseyLNf0J9eeMyjWhhixnbHAOIPWdzKcNpR/2FZ1BmBuC0eAmHwx",
-	"yHCYNXf6mSBDhrsJZHr2F4LsEu9KQ6WZN1JfNznjC6xj5ouMrJiH+zElF+kjS8pW4qqQF7T+kXLRwN/3",
-	"NX8vSUtByzYMbx0d7GouVseCu3kjSdzISCqr39Z4XBodXZaOXFoMX4dCzd5Rm9KBU3P3/+Kcnqg0tv0d",
-	"egFomr0RMZUsihUM1vRut5DQKYjQVTZmEZ9T7CUC80KNPFMViewTuWARn3BW4WXqrMsS7v7ed59/6e19",
-	"p4Tb/fdbCLdFP3UD5BKu2Lo0BaQ33JhtSU1xLC+nN3qsdRCHiV5AdTQ52FzSBlfyKsRnfWGbYl+vBL+d",
-	"4ODd90u3fYPiw6eFWuaOmuUl1KqmWU6KcttaHCHLhX/fE94kjkGlsmNyc/UxIH+7GXwMyMfzDyTNyE9s",
-	"fFN0IHtHLvn3JVIy5oJmq9Y21ebWwCFjE5YxETG5vhiQEZAnNpNyUXz6YrRwxnpuYidurBDKooQrnDoh",
-	"4e9fQ7IUOU+0c9ipZlbyIIHzfITu30fOnsCrCgQLwqsV9JjY+/h96+sm3HO380JEXX8zX0funBrrwhYS",
-	"kU8CevEemw0uusYfNLYsZJ8TzOxByzHIJaa7i6MhmmahKNdup6wU/E4/83BpWPIwTZNGe4ySPqCF10T3",
-	"cEWPZkKlDEyzSrNKaFhtg711e+uqic5k2+MNMG+VE2L+rP+HAU5KjWjNWZ7xqCi4pBYAAaM0n7Gs+yHN",
-	"WEQl1EhqbWNUqZsEN5UBMBVZleqoXy7n97xxz6fu8y5tdWuiACekU0T1CLpna9E3nE0mLIJY3YjKiMYM",
-	"Gl5XW5PTeYol7+dof5As7xJjnd1T643NyPmM5vcCUitYTjJGYyVZheZYwhOyFOqXB7bC7AkMeUPrur9d",
-	"vV7Gbl0zPe1Mg9aXvWm6px/O6eIXxObPVKyq2OH32UD57AKLy6JhlGase8to/On2QuNSvXz6dkYOo2HD",
-	"9XlmQXtnN4HFUAeVtjMKqI2sFzBdrmi71vNXYIbQfH5TZ0Anrqt8LtsLmnBWm8RMXMwLCbyaaQtG5jT/",
-	"fxUg7gAFz65fsOlzIXOaJDfJcspfEFwc0Zwm6ZQsaPQAvC3FxktJUmEQ+gV1iNGcvdUEvhW0oG4zjLff",
-	"Pej26hTcflkHLM4JuTPhIxNxmr1Vf4SKrOlUNxvqB+usOn/2yznQhzUPidIe23851v/sjvY+/9k87vzl",
-	"7cY3/uQjNHbH1Q39iD84QKxWv4BNvJEkoTmT+a4J3VURUAPWhx5/k6m4XUTrdNe/3V1f7d3enJKDbo9k",
-	"+kXSvjy9Abmmf9AnTOdnys4JYV9olCcr06Y8xMh6nYcJrvZwTTyDP2ShvCS7oHa4d3jwba8XkgXNJENH",
-	"fkDU02/UUy4eacJjU1LH/LIfkjnLZ2kMJmRoJ25+Oig+WtAM6oTjD4chVHKDWvYwDfQLVnuHRfTUoHlK",
-	"8N/fhm5AupsEuHu1GEgT1W2vLZJDSNMyYWp5CkahqQplIkaU2GejGkg7LHmvw4CEVedzSP7zP/53Z13F",
-	"Uk9T+10DN4xXiIqVrqi1yV3yew2In33USR/wGwm2JWNPIug80J+eVHw3ps5SlC4TxIQxdJCOoTrWP2Qq",
-	"skWEkiWK6opo+ducS51JuVvBWMTBN9LmnihsCjX03komYn1pIMjw7ZTlodpbOKTyIfQdVeU4zBZ852Az",
-	"5n0XPqFiuqRTtudLia95GqAcj84TB7dMLRW8njQ/kswmtBdZ3+hirSXHH7yHpMs17t8j6/6tJdDDGkfa",
-	"z6tD8utJ9U5+quaAntRRTGM3+ffTRb531N3fm3PBiwT8jzdD9ZTop0XuZARlxkfQXdZkkgYt/eeR/tPM",
-	"tP8NPPjq8zdXkvoPnHxHhJ9fd3Lh1FQHAE+lsa2wcE9Z5pCl1TYd4HguWTKpn39DZs4Oqf763mIWTj1j",
-	"n7RDkzFBF7yLB9+N0vnbx/0wuBelX22GtHoh7GyX7e9v+vNq2eSl/S3Fg0ifBMR+m1LQUFDDlGjf3A/2",
-	"j4gksLnrG1KAz/DFr+69ayj8VXccbRcI4O2CVqJQlfiCb7cbdk1K/JlJNUvoNMAs+PgY24WjrlCmkDyH",
-	"gmmyZFmw2KqNqPdCyUdKe4I3Oid6PE+Bg/KAWmCEX/aeeMz0N/eiOgVU8ELkfZ2M/BMwJ0AMCGjIyAbq",
-	"Sfp/VDK+6QcmmY8QbHc7npecT9oTWzhnUiIZFddUhSu8Vsp+MUGFwbxGtv7miJTUubJuYMpzQkx2rg1Q",
-	"PfVqcYA15/7SmgDVqUuFAaw5z6aiHvZ6W9Lof0IbRUuAG2NYyiUJHJ4clASC8pH57nGN9xXwLhFWl+pY",
-	"TN0tSMbKrRtafzREE77IjFMUZ2zwuZbnC0r0XzF12whpK7tYIaJvsou5C3u+ocgporXWAVsH7StCdgeg",
-	"NALhNWAwZDJv6Ian+DbkqdLE4U3EdHb0AEODaTT34M1f0yfMfjR5qiRP0we/9QA0+pHfJvITxm3mJEwf",
-	"tBwLacqOFYBCfwPyBPruhPIE/T/t0HaZPU1jFlZiivufhn81JoJJYYxgMVbBD50g/LAI19NR34p3LPNx",
-	"uhSxrs6kv9alRhF+ZaqeMgztU4JwQMKP/eHgp/7PpSUIshQZo9EMBBVjfOp4i4A2JrF4IGYWgZVQPasH",
-	"ZR1MMQFZZCzS5Snqk/qlDJdIMBO2CUIHVnGlEiMi/W1f04eGfuUGdLa5qMElvyCWsUWyaogaUSuCTS6S",
-	"la4TGIFERg5KnQ46ARpSFOy8i8XEmQZkHZZh7WTa6GF5XrpPm8ptPCh25tyyjVd7vSclXeZROtcO3xxs",
-	"RBqYL3MDaJqyFX0DAlRzBaiHL6JuZ1tUITsuaue1rxdM9M/3oNZ4DhUlwrfRjOZvdXkQ6IoL7kpbYI+0",
-	"TeOte9G/OVc/FkXN2gqzOJPolIT+xBQMzG9/7l9euKr3CUAe3eoxm6eyU07+2Vj1rJCZ7as1LC3k4N08",
-	"IviRjgjwGMm4tTpWq9daFU5E7I10itmirsOTBB0DUIi2fYgVxwiX5LDb63ne6aCMegyUDESqGEs6Y3m9",
-	"SOmBvU6X9JG5qL8laYPdiewR1yrVIV8IPv+X0nPypfyn/hjuKbiRO+RfTCmfL/ofAYm5ut3aUKiXXKsb",
-	"VTaKHZaNYoe9qlVM1yWu506Uhvndd1b6qDTo8ANd/cECu5D1Qxgq9PfEq1X+qxaF622jAWy/2NIq/8AV",
-	"NSnlniWljp7+xy3pq4+EpVFDGaw+WSQ0YkVXBWAt7VmqVOt0MlGb6Ha7HU+oO0orpQzv1j65pFyQuzxj",
-	"LA/IndKhppDK6qMjZZvbdkY1VLZ3Nk3V+XlCc54vkc/aDbzb775zlcd0OYaI1o2ashJG68Pt9bol/X77",
-	"8YzFowDtX1M/QMpK8XP1Xq3dmkN1wOPuraKX7qSCahQ8Nzd4p0orif663usMcXA94tU9F8Xh44k7x6fP",
-	"THsmAOpf1+B+rXNoTpOGXMp33jIqG6uKQhCyW1fUAmOX2iMuulfttNOMgfaQ5bOy7cSga1FV3CVGe9/1",
-	"dr0Z/pkZlfmGifffl2aGP7e+RFVL0Zglf1hpbYPnVUvLNkUzzMFuX0TEEvaNxg479AsEYT3Gc7e1/WYa",
-	"Fv+itT87juc0YzETOaeJ3DLx+gXVPrZJ0SbtiEq2x4VkQvKcP9Yqxe9a4OPm2UU9tirocUl50uQ3H5Yi",
-	"OdNlPk2xdw6vagfgNDXzFC5TKF1V7cptPdpyni9A/YHa6zhlDt09lRY1KhiIfIyqGUXqBZOMBUXh7lj2",
-	"yCGfaQZdOGD0hjovrq8eqtAdv3v/rdfNvL+33ytlYyshTM8rHyNPglaDNhqq5YRQMUAxjCxdTmduCfUx",
-	"S9KnExIm6TQEj5PpNGMaoBr/jY4EMzqjhmGSTr2BHC5sa0vKExmS5WKaUSgTMsmZCR1mDN0ACjjk3ftv",
-	"OycklDKBmBxohcBpzsjw4k6/cvTNu1L9bpEKkG2wVatMvGsrH3K9xZ4AA1DBrf0D+PmI/trNgTNZ4djo",
-	"RvitXDNvB5e7y+ENFJvCdhAiJUAWsQWdAkDHDP5kLHCFTcw7TxkTG+MTSlfKO6RbwQww2bt29VN35/Ro",
-	"MCfWUpUTKnMi6SOLCc+rEUg6WhtsTWAKyaFoYMKg9qh45Fkq5rq8pFcc3hiTUFxA704hG2/L467yJ+M9",
-	"AiTQ8HQmrJxa6XJVsNnFzY3Sd0GB19vw6mR36+bvlCdbeiMcdlBLDXNGeT6zh7KWfezXMFwtNiVGqe8l",
-	"oVHEFjokFnPApG4ehM9MDdttgNFQQbcc/61e0jVgYWpJaE4SJQtjxslqsUN+OG4WNu6tmVuFHa7wpSCW",
-	"XtLSFxqALMZSu2m8jFgMd7QOwecYAdiXBc+YXPfNxkuuVlPXsrFkbHcRT1pr65hvYaryBfEs6K9LpktQ",
-	"YCKtk64Uj3r7sy/v5gcP7+Nvf/3uybeCB8Y8VWR+YIvclHFFqQghdEKWAtqPaoTWjxWihQUMw+Yy0G4g",
-	"J6Q5toIWXcY8bQWtRx4z9V+TetwKWlB93MuI53zOGuohn7GcQUNRS8zBLy5yMl7l4Op28r4Xi0SXhn7b",
-	"cEYLmjVV973DsvYAKDTNFQX/X6EKSbU3o9fE52nYx3/zcRr+G5T2MDDYYiBbwn0LE+Gmih32drhHp9eq",
-	"UUMjY8kM1Egqit4M1wur4nrcxMWBSCi8PFY8KWamxSAcXUPaZ9EpwZrw5IZGBXP6ZWTutC5XT78UA6FV",
-	"gH4ZacjaivbOK06TAemv/u+pFVpZcBUS/6Zr/4O/2JYWUvLZlD9i2mv99O2O13aAkIQ+Ug7YodP4uCyg",
-	"annNc5o8VGs8u8Ct22CyKZN5vfED1Z0moI+vLhju32/ppGrxAXw6U+Nbpq7fbB6qof+BWWi1/8EO63TR",
-	"pa7XP22/TBfR/L1nsa9TwwGX9Aeeq+ulw/fzjAqp8IPFXizYqqPFWnHDWXqBqS7gS+hSBlr5qIPa9dme",
-	"5jSLgWdu4xcEY5XibCP3pQVtWysA+yliHWgvtdjBROtjvpRMWpTZKMrBB0QwwE0bfrWVFqBGaCh/hOLJ",
-	"s6pqONLm5qIaagUvBNmmYhoWTDvDZdtdvvquwMLzyR/TA0oQunO1H9CJ0NKdktMc2jaHVEoucyryEJqq",
-	"k/ZvLEsL5Rw/RCmaxcC3Ok5RslBpuiY/J00THET6hK8yAMHx29iB9qbkkoZQ5LbXW81FlCxjnV9hZYj3",
-	"3iDc9W2W0ZnbuKJTG+hhptaNUspR9kf7O05cFd1csFQX5UMEt7mKH7u52KOLRamBjMGKoh9KU9uOcRqv",
-	"FEIpjnjvdOf4t0ONE/ctYlvkdFve9KSaPRQqVYl8AurRt/S76HB88HBk5dDjeuedjFEcEnN7bO32I8j7",
-	"yculDi1GkwkXXM5YvEvHEFvZTWktEcsEiwPCJ4SKlVf+36w4IgxrKJ5QLvYgtixmOeVJd7NH3WNq4/nz",
-	"Clut0WZLmML9tshteiT7+v7Yg1y3mTnNHlgMsVHWVsgThtGO8fPNgBZtvPRSoXjtyG29+IxFfMEVWigB",
-	"EcK2eH5MaNFkKnsj70X1llEBKrSJw4BJTJ1M7AIKHUeLGoamh6yJXFWDapKXZhjGivFDz0BEfVM8RGIv",
-	"4YKRGaOx+kd3uxADrTTiqBrNCyAHbtcWc+wbdcsazvi1SlpGUiRFsktC7MAzymcZk7M0iUN1RPiQQKgs",
-	"wwo0Mp3kxL5F2qHbvTvs2CbdPI1PkP+UWnMbxwpYjsHwAP/SEwHO4Av1ojileqptE19rCptaPOiYvwB/",
-	"ZDnob9fOZEGLPlGeq2cYcBW01CWNlwmLR9lS1MdKs8WMiuLvjOXZavTrki3hWRXMXgXCPcvtZdZSo7Pn",
-	"Ca2lIfy3vdxO7VkybInzetRlpFajKF36+sH/NX0ic0VgSqz4jaysjGaG7JG2Et7UCmVnK0NUNcChBJTK",
-	"8p4viLpQWH/A7gKec5K7ncea3b/Sbt1uhRvK+qaLfA8SXaunO06X6Byo97HbXPW7JlfpWAMd9IBSlhyP",
-	"5pNsOv0tnsx/y59+PUgehHiaHhzmi3TcCrbsdvi81oYbhRfwZTtgBO6PFeHmNN4hM7chysKpeVVroQj1",
-	"nnSTxdw2VGxoItUsLJWWzxUn0f123pame+u+J//C4/8ntM14eEPKxvZtG60MovjOyR/er/H5zRm3tKD/",
-	"t2+3yONW0Nhz0ZxcUVV1B6HHpSqbi11ZClNCr22pa+kjTwkCAGMJwUvMKiBpEpeY887oVaKhmyxB5eW+",
-	"PhFfz77c2Z8D4OeDZQ0YXgkKEvoaxLeMrukpdovlWdIJ6GdcTIkSSMpE1ehnrjdHQ0YHNLSOD79+3Q56",
-	"9otG2ak8+RMrhCUQuDNF859ITWncUmIy8z8fxrqk7a7xlf/VxsVaJd6dCue+akVcrNe2LvJCk6QFvEi4",
-	"eGQiT7FanWvUipRipxbwoFYDpflGmS2kaHTmKBV5xsfL3LUS5Wy+gAJk4B2ki4UES948WowwEE//zafW",
-	"m3MQtNAYNTL5ffixfOBJgq/rkoL7Xz2lrqAGKGqNpk1blAoMcNVlU0vlR3XZMDSO8QiGiZJ0GRcVeX6y",
-	"BegaK9MVB6IlSPNgNF5hm17EvZEt6Ka2mSynRQFTpViCTx6uFVToAFlyY9E7cz610BN4TqI0SZfZia0L",
-	"o0PGJooCjWn0ADXHFhmf02xV6t3+yNME4q6orh3L5iyjkESAmJClEjtRwrdePbaOLOtqq86p4BMswhXC",
-	"lxAAWXyN7T24JHg1TtDUDhDHGE7IDKA5vRcWG4G8tS0eBgTxKCCXpzc6GFQGpEDADtA+jNhpqnxSQfV1",
-	"pAYv4am7mo2NdS41GIjzuCjJ8q6cRbtVXkVjZdsLjEwyxYXLUKMQh3yiAQywVnBR7At1G9KWjJmKfA1l",
-	"mmxZvuqxr1zao8fLU5iBtAvLnn7B2BLHGVR2yZaJ9aUYH64+s22smXjPq2v6filitQr1K+ZUQ4a55GKa",
-	"MHL340eo5aQrwym5efnbbwkLTR5jxqJ0KrhsCEHdrv2QJ4Rn55KWOhNdrfWBAZVHdgxAXAqn6KanEJ2h",
-	"YzUelS2ZtiUbw6ylUuaQnH7mxNw4ooeUxkwEqz4pO93tojDzXDRlnTs01WvbtHPxPLB1RhGX0oleJfIG",
-	"HmPubWmt5YqzG4M6qiTdm6MOc76RBYXBWGZK9Gek3bMxsw0lH5FP1LumY9fMZDktosUMBT2Bevb8iynF",
-	"DRyTtMP7Za93GKlv4F/sGB8oEOEDvMaeyqZF+7c/eyuVGt5VUznHeKvCY3B2wTXnQpt4DR0P7fGHx2Qp",
-	"1Mm5r5mDi3nGIiuhaDalx1cnZ7lmjRUFrS976oO9RwrBxWC2QdqMgXDf21Hcp+fFiOuKsdrXikNVR6pX",
-	"ZpYf2PwDDonb+t3OZpcBIEBBChp6SAFRC4w4UCy3VDYaT8nDmGvoXGZzzoLKFzFY0zxVMz8sRTtQImeT",
-	"/RpvajqZAJuvF+IthbjtKvFZvBhVZSlIBWQyL/1wCD9sK/t5ItrWsPa7WZqV+LqXCnsW3FT/t6CbM2YL",
-	"XdmsCPvrVlyxCovf672glVRicFyf1n8xs9t8ezZcm8qufdDfiNvrLU2aOzrovI0mW6SfeLC+kMhEagtr",
-	"l3JWSDvEeUf659EyS0K0b3agxbIgoa7xDmI2Wj4hGmXCciiHQPMQEKpBssOPPVdaX2MNeCVzYwTMeFVi",
-	"ylubvTx0xMOOi1WvM5kriT8mUbpw3EcIPjCg4xjle+QH8PN96Qq9WKOEpRdq5qzVFkb7jAADYmbqUMB+",
-	"uDTba5eOUNKVJLP0SX3ildJrRZgt5hWnXIKv2cML7CQevcgTOLTUXQKf0HNtblLBmBraDrqGh5peXJf5",
-	"6jIXmipqny4WkrQnGcTkx6ZFQoPYVjJy1HS80xvsD6DfaIqXnTZGuV5agXLCk6Zt1C0pdcqasDxXFwMC",
-	"gOybDeP9f+y9/3LbRpY/+ipdvPMtk1mQon7Ycaj61l7FlhNNbEkj0cnMhF6iSbRErMAGgwYlM/66ah/i",
-	"PsP+fZ/hPso+ya0+53SjATRISrKTyYy3aicWATQa3afP7/M55ISpyTX9O7sCmmx4tKEPRKUjh9oCrAlH",
-	"Cmo7badXXnvPKtD+lha4mUo3xxJ8HrRteDxphk3xA6NAgsFSMbZcpqr1w3sy040RAzO1xx7xDZkLcM/9",
-	"lmvbD/R+0GO+J0v97ttzkalU8oSS0ZyMJPUEszzHsbxKQ2ptwqV1q5c/bxKnXrsTYkS28Najtq29Ss2+",
-	"as6OF+fs4GuW8+sKWh80BfMjsmkB92sqPaOdHJ0esV8hMas02PFSf+HOtyJLqK34QzBb7td011kud3Hs",
-	"UjjfEcCab6wYpZ1/GFzLldYkFjjCIUvncQ71XbFIIsUmAkp3Qfeq2DlADa032sqY8zyexhzOiUsMraOI",
-	"l75x0HL6jFbavLnb16J9eZ3KKPX0jCdKbOj3XXc59oNNVFtpaRXfCml1wCr2yHoKr2rC8zhZ3WOohx8H",
-	"Z+z9pyUfyZ/+z3/8fNT9O+/++u7DXvD8Y7tLf0JD0d3g+ceO32ny2APF2tOZAF8Jv+ZaQgDr0Y+BG3zC",
-	"VQ0O49mB7/w0kfx9w2+LgkeuZdF0W73TYNoQzroHk54v8iHpBD6Mr0wsEZ3cpIZeWadlYzb3wd7a5hF9",
-	"2zyiai8rFsVQM6XtZWidt4inPcrj3gfAI/SyG9Y25+/HKhda+dx9ar0QL7kmchyK0JTx85y08jyN+OqJ",
-	"YlK/FbOjPnyA9338yGLJPnxIgAQ+fmSTZZKInGG/nV5rbcMH+223PIv1uinoumIKjyCaZMJn2LoP3gmN",
-	"Vyo3tZ62zD04ldbHd/fILqeS0vpOHWwHG/45uhqs8/W8dKM3TrkZIh72ts0sN/Ucxp9e6U2wv21vAkNn",
-	"declXiksIoiAzeIoEhI9y4t4eiMydchs5ivLllKxpYpNP0GVawMgW8pm5H4i67ofWyxM9q+2yLm6UUzl",
-	"PLNl0HHuIita5eqJDX5ZnECnXmR3m6zu+2Hp1ymvdjBrDL6REdlthX4e+YyFHz7ciNXHjyGiEM5qttS9",
-	"2w9uT8fO2a5T8TTh4M2pzGo7Y6PEjn+k12w0Pqo58F7HnV1bd/4uqblkfz+AvvK0t7D/ymdUVYXKI0F/",
-	"G10ZUHzhDV5tvymbeyba938qsfww7LFvqT01bCT15sqEJksQC9VNWBs2WCeafx8RXBavn0KSbiuc6npz",
-	"AzRjkwQptce1YkrZAEEVmlFz4/BfQU6sB1UsDIjR6PLBwuOQUna94oPNlwocx5Hh4rFkoSW10LP1G8Ef",
-	"7y8tWJvW6EascC8eKTvm/P0JjvC0v4F5keSwS7kNc1rrsKozmU/C3O/Lsxt49Cdj0Xa57+vucKmvoEmo",
-	"89q8dmUuV4t56p+bgEBMDzR+Q2ffUCmbcxlx45WtUvsW4Rrgs54SVPuZHudDvb+qm1KBzoHxu8JLMPZm",
-	"VVRxqoQf4OF8OUniaROoJF7VqrnW/tiVgC480ImsMXrCF3Ezmw934KYuX8Q7X0HocJ4uZd4Ek8eTJL2j",
-	"TIPMViN57lssxpi0Ukah2lG3U2+I2U1gHkO5wNjJc/Pg9ZXDodvcS073Dfcu1cy3WvF0xvQ1NltOMMxD",
-	"RazittrCX8wnIoog3jYX2XSZCW825V2a3YhsTFs5nlNnDItNCQEPSO6Ihcy3zIL5CQa9wDHfpJG4NMPU",
-	"rrygcauE6Wydd78Dh6z8X0Gr2Ljwjbu3ng42nZb7ure2w/QrnUd/cPUxfHqZD9M0uaQG8A/TpX+kLv8p",
-	"wp4ynmN6XsJXNVAD22q+aPMJyeBdSoHp7u7tQ1FknCutNs0XIos5diGv1HS4I23d6JbmOlkVWozpm3Yj",
-	"VodM8OmMDAHI/FOY4hywULP2UJsJ4ag1aoUsEonIMTtwJMOv6P9CdiPEQkFzoxRHn2YiD0Bdgcg7lLlh",
-	"OSm1LSxlBjfsoP1a3y6asOfDtu9ImxiMT6ECtWroYJJNOUTwGdCZy+/x6cYIR8xIK357YjuUW3Bdwu98",
-	"ogDHPWELnuVbufG3gYYuuT9MOdkjgKGPDCLlcyf/2ocS7Qj+558EM7qIkUN7f69TuxRFR48S9ItxsLBk",
-	"cXDwJBVd7UodVXJxnWYrAIDEyHnNs/0KUkH0kbkTEyw/16Njx14FvZcUe8Ozmyi9A/uyQpQXgkfs7cXr",
-	"li25uE7SiSjS7qC+GhsJliDlPvgmwjiNRWx/PFlVexzQsJDCAgmMC8FzV+szmcO28L80CBzCj++sFMKM",
-	"XHR6Z2KazudCRmpssiOg3sPyOv2X3pQx5FziORM9vQRvL17Dhnra0Zg9qHl8MISMl4u+kddCiownJVBo",
-	"+g0+1+6jnutSmmpueG+01HY94YlpqRO01ErlYu7VQbZ2ebtNUAEJyevKXM9FEMkNQJAnIrGfa/mHHu6J",
-	"0nwmy0ENr/RSdehsyxqAk2kqNeMf4PhpmjxRAROJEm41QlGoQtdMLUCllSsR9ZbpkdBBq3uF/iyEvg4h",
-	"/9omX7/76k9h59DMApO6AZrDwZviilGaN97WXZftXZ6vc+rqrePWAO5Zq7+4KdBs3+EyLM0i1Cy2sv3L",
-	"HM8C+vnS/kpH0tcxGxPM5DUtm4PApQ9ikXW00RD0nHR/HpSei3V/FSl9wJljxYhNleEF7SbciUnXObCb",
-	"qxAcpaphW8wtn3RTSAH1Vrg73K6hbMEt6oKOElexyAJDuZimjjTaw5+Gq4U4bSLcGkfdJHadGRbRBZcV",
-	"VYMNliPbPHuX7ny0EZSBHrfSBnFlN8cbMk/S3OPcUP7kvCFwGKASzDQLi4ULH0g3m+MNMJeHG0hNvMPr",
-	"z7N7xDieT7IxfEv6aSWfT1mppQHiPY0sBFGw0nwG4ZBbkWVxBPaN3xWzTsjGpuYNWotEsb5jHkuQvmBP",
-	"VUSrUaU8XLLQrerNua/0N7BsKTFjBcVssQlQxanFkAoovEOxnjgn7C92tczADYWNUlibS2aTaaGgjOci",
-	"YqEe5Ewmq+9jmaMNGEdivkhzIXP4rehoyBm6JNg042oGbRezbAkYtLEq5moKDR2lGstTzfdCjaYBrZ+K",
-	"Q4v38ETp+UCsQoVsilnNcd5BFDMopruLlYAqSMVGLXcG//Nf/w02KL5GRKOW251/Kjpra+Ua9NmamIRO",
-	"j3c8xt705hm2lIlQylBW5C/M83vcy+zTQ+wb5lgipM3H3EgjP/4EWT2eI94YIaw0mL0R4D5G34fxggQt",
-	"0Eu1BXZ+wvAXC3trrAOzMiWlwpp7TYDYPg6Dqj4cRtbWA0Wg7Ol/YZJ/55BxCLUVDMN8ugHO67FT7BQk",
-	"cKtDM5Owt1G7/14kCxNzgnQWPPSFM94PxeNzn18WDpxeBdTeLK0nC3Di64hcthHKoxXb4tFnG5RZah9h",
-	"6uQhchEqkYhp0bDf0SGxFBbaZqyvHm1QL63StKb01jB+KUSkjW4iAex9K1foteuwibjSCi1GWTX/W2le",
-	"i0fPzyX8KEEYZ4GeGw59mAXhmWDUiUUToOZMCnH7EH0RnQAiOrSrNpI5RGVSCSh1IS19qO+A5RknscoJ",
-	"CZeiruanTEBvXwbLpLCukvZ3JEOOe0UqVxgw+wtBCmEWdlhp/Gvd4ZqYXedL0ELrx4R+A9NAL7CrpjU5",
-	"/VVQA2MnXzyDf77bJpZD9xjKrvJMe7uf++l/QSnLixnPH+ZGxEHQsEXcQzbh+XRWYYyZ4MrAZzFa4AJP",
-	"Hb7b9MepsTPzrKcQ8k5aN6AnYL7Xv28bQnpV82oNubp51EJhpN0sFWXzJ0nTcr0EzDqsKWPifS4yyQmG",
-	"8KErZdXJz7dS4EcHwgL1mZTKx6XsFGk6dru7ibgViTVNDcS8XtR18Qff8W4Nfj7YDw4O3n2qiAM22Uc4",
-	"P/9sJyuMPYAYQNiDkkg0+HQcJBxDm42K827EioVW5VmkSTxdhWyWJhElrRjtCy7FwuKeojfKdem2j+je",
-	"cxilM4DCQHP9iQKcDAWlwSZCUiCoPlF0iHlePINznXN1U4qQgFZou6N1UfnQH4KhE4CFxeAJSAlkt5XI",
-	"cvmLN3ZxKn2ZJ0k9aL3vXqdd+nHOFz/j2r/jcnXfWAyszHd6Uc4zcSUyIafigZE1QEgVd4C/QAMdFtEp",
-	"UMlwofD97G6WJkLxpJqv5jzvpkZgIPU2FnetQes6g+zISqFH/RRUxtr+ILzKhOhepdmcZhswY3o8e/p0",
-	"/xk25GEK4n0V4JMGq92dypq9eKseGhrDyrmihR70/ohFEhVYw+sDZt9l+pR8ny4WBHqEkbNr/XMldobB",
-	"5luRxVdxoeLHagyvx78/Qdzs3v15P2d8rPrN65IBTY9Wsng5YF7Acw1YoXblakp5qSXiVcKv0U8Rwv0h",
-	"y9KkyRJuDuid6mNKV7EyS4tZzdHIg/IpAnsVr6L9xNpK+k+DErlpSPtwfjRHdKUkljdPFPZgYAseZxZV",
-	"STorUTkdUtyNnRixwf5JUnkNjyxmGQcYMFSL06w1aB1MftlL7uZfR7/ug4tIv7A1aP3t/fO/3/w42b35",
-	"Zf9tP/5z/r08eP/DwS/Xf5l7UM3K7/08sVh30g1pUzOeXBn5W1u/jUlfdec9LkXdHJ5mIr/Xy3b3nt9P",
-	"6bOfamYRlNe4gf7S5FZQH5iHkN8bau8HIbsMh6tQWIwgyt6ef8WP3/z6a59PppGnh1jsg/p9u9Bv3O33",
-	"bYdBdciiJbbMIzOWS3UHnu1UTstoFPfb1SIf1c1WaCptUFss9RogUX1XZDoIIaIXriuIujhSj+xP9GOs",
-	"Yj2SaX0US4DVgkz5e4WL1jUq0kuqlNdhdwJqMM9ZhOaTeB+rPGAzfiuoZSN00kSE0pzd0nTJQCrasmyL",
-	"4+UFAC3m95g4BO7V62S+VbtZbDNUavOdI6gZjKPcViqPCvYkyXzL7rR26usQvn4C8yLOoQuxwlT8NnVm",
-	"0LaQMTZMrgL1bbhO0gnUzMOvjusSiqGKOZYwKWGsVtDCh/1uloduV5rUKn22OUZa9UA29DCCw+cfQWaY",
-	"R7nWAW6Sf60jvNpkes5XTtHYlh5pTbWTZZwAQD/dVeLtmDazwasMwH2uqzpKNa1fEZlYk9s0mNjOwYwm",
-	"vHuWoCu2Nlnbpkkr2wvsypTurYS6GnNStwbBwyOSl9r7oxO3ODMYCquuZ2CawFa+BH93OnwHCFaJo5KJ",
-	"OVnVdto9TEWoBYqu9QU7HLg302xrLL0yFSJ63ks7vu/qK3yn79JxaR6+Oy5pbo0+bNPLGhzOsCjkX6aP",
-	"LnGVwrdbOH7pY99561+85QlDz/a2aeiA0ch6l3CkoBq88RyddU5jnEXg7KIF93PntZllqPtyPNeptl0C",
-	"QJlFbQSrb3bWbMsUL02h8sXSZ02WC5ndas1BUafSjiW0dtIGJ0RaqgUsHVt+BukD0yyVI2lG1o9h36Oc",
-	"hdlSQm9pjEI8AGHA9ikx90yw365+51i8X2gzG7+tz75mX7Gv2G73KcEMfO2BGQBEDZyV+679Yf8ZVPzv",
-	"/d3gitjGX7vPd3edAr2xSTcwkU5yn7xJM5D6tlJSive+Vx2YV8Fn4craoCndTR3raLnHhJlQhzFBNIz1",
-	"OAb7HhyDD1RhOWgdnTDFr0S+8njP/lCIBC591EwiJTJ2N0tNxztszraUh4wv8xRAZlgUqwXH5F68iwot",
-	"nV4gsbJetK2+sUKh1Vk97aJ7Tt/IihuplBMdz6kUXTVLcz3binAu0/tm5GdfK/QSM6jgK3z9yfAVADIB",
-	"zBaIk9qVjorl50myYu3y9zLKqTbD8KtcZFrdvtJcsMHpVTrfjWCIenR9p+VjHHb74ciGZY5RE5Bc3dhX",
-	"gRc5E1Mh8+Sh3SF9zGhT2TA44HEKSNmVkmHDbUppv5+3jrgKi1oQd42Z1rMKXO7a1BgyVkxCs0ytkTiY",
-	"6YaktE6yEDLvPHznDQOvUz/IUCNSi5eHDlsPEboS3785Dbfha4dajwcnf+n4uHwEeIzhIQ9shOlKo01Y",
-	"LVCr6n40rkPpex/UjHItbBQYNAACBUlrMaWHVxlsrJjQSqRpflqQXVWs/sYAJH734ocNtQimTswES+05",
-	"tpXAysLwxPksXeaa3RlVbnPkqgGTxKUHewzKiCRVEWhJuIRE52FmZQATl6eXD36F8Za0gPsBn7h68+Y0",
-	"5Aoc0KcEPSn12GxAPtFXtvZGliyCjRZI+e2fxg75PKgnpT3oseP3fJonK5trVeKyYAATC4Lc05EUlfsr",
-	"tErPNNkvG82Pqt3RZCTcQ8e/t/7+cA10HstlLtgsXWYs4qtuetWdpzKfMfxf+ulOiJtOPSfH08W9gAAY",
-	"jdRXo9Hlv7VHI/Vv+h+dDwcf9Y9emMAtsVdAe1WNiuWDcFgeoVn9NsrSIzFWttJbtoJJ+cR6yyFitySx",
-	"MIkAV0sAbsAeLKGlifAz6TJHVXeHbfVrOXxzt/7dT6rGYF2CaWCF/Vw4pDRdaQ2rU6Pst8MXoSc4W8fg",
-	"6He/Gf/bTvfdv/3pwVpJHVHk8XoKppexNpRDYEDEZeRFMy8oUS8tBX61O0UHI6dBfMFJ2yy+1rZ4LImh",
-	"Tyr97yfZ10nyTyTIh1l8fS2y9boRIH1wNudyyROW4yOGQT6+Xourm03ros3tenGV/vERywBlid/HeVMj",
-	"lxKYfIZtLwvvKVRT1ML/WvQY6a6maSZag37vm72gpZYT6rvfGqYRXw3Y7h77//7fFwFL4utZzjKO5gnd",
-	"Q71aNL+smi5X1CaGMrwHLdO/ZYfe7Ekq8IWmTaWiOb2zOK8igEG7pdXCH6uiz6uH9RNxy+VUBGwWX8M3",
-	"KDbRS5kd6nfgGS8A3+My+43S5SRx7CpKWv/orqAn5SSVEc9WTAs6N7a8WWz4R3zDYwmD9ZrLVj2zwF7M",
-	"YsWms1QJaZr/GGoppfwzamAcsDBKp2HnkCHUjcIgc7E0dYs1S9aF5XAYJvltfI1tAjk2UMtEwhEdNYWk",
-	"XeyiQo3OJipNtIL49uL15jY0FLbB9sewgs72mMIDpI/mk9fMcyp9HDTRbJsIMgPglhq0QsK1+qFAudO3",
-	"BGxy/47FBcPYZHPBLB7DmWRkyyHeCKX4tXgouMpVmiTpXXe5YHMcqKfl73usI4TTmMRclbw5Zo6sDY6e",
-	"SZrP8MyCWkJP38WyEuZzJ2aAD59SXcqgdZresTzjUiGiIqQnvsqEnM489QP1ger4AnpC+poe6DrjemrT",
-	"hM8X2Hpxt9fb7fdZ29TxoEZhUVtcT6jbaCiJ56VD52h40JmkUbmGq4dsIlYp5SEKzdZnARQcqvhXgcYu",
-	"zANLrGBNoyxd6CmrOLHe462IUZMGvhuCz76sJBHFfOxNKDuJlK1tgp73PEu0JAjPzy6HzMFEgzFCtoQW",
-	"wGUHxabswCq0QYNxcgTkh+b9ewxlbxoZCKpGEEjdBaj/hnRC76EbCpW/4XHy0MqaabwA3mv1YZXbY1c+",
-	"KnnqQTD6WC9l96UPYyIy5VNNRXxr3f3l1903IbpWu97AnMCj4HJvT5vvqcquxiZZ9pvJ7lV/+uyqf/W1",
-	"OJj2r/jedHfy9VU/2r86EE/5My0ylMjQwVGOGz/r7u529/aG/acOMv39UKGqWd60dxAHrma4By2qiBrT",
-	"eBi2XWAnbMATMT9lsZzGC56MaSDKnfq5hcO9q0dw69/ycdse6O5y1vUOicWzf+2+uLx41R3q20KWSqrx",
-	"0mc6YOdv9f8cDV98D26wl8evj4fHfvWCtmId93mrfI3SFSL2FXN9jAjMIefyByEWDzuNp+KOElfoNEIy",
-	"/FXCq00Y9e8N9Q14qbrg+lYqFgIxoqgAWS+36TCcCCiLpyxPCnSCY0vkWvFOJVuILE6jLarQYRbeRVLi",
-	"aJmvUaRQKYTM+BT7jhV5pZAnp5YTff9EbKtf8VseJ35AhPOlmgH6gHKbWQdskSYJtHyiRkF1D91sOdmo",
-	"eynx/XJCN4+9GvCRUWHtR2ll1lo3y8mAhYRICZovZJmZ1DyDWqnvG8nwA6nHH3d6dyJJuuCh2KGnQ9am",
-	"8jeTQ7DI0qlQKmDpMldxJFi4o6Xn7S5U657amBlAaMaKLaVdx4ofujXL84Ua7Oyo22nP4WP6b99ctrJx",
-	"0kU8bYg7IC08gaQIhA0vQwngqd7Z3QE3KDHqnd2dElKlJs4HZowW9IRkUOyvnfcjmAiejzSLf10DhXxU",
-	"EEyGNQrbHgY83Gp9YgJWPag8XSg4HbG83j6W+BudDL+V6xc331/uPX3G/vzTEJ15ULlExNiz44daF4/n",
-	"DeM2kCP87qwZaPXqEfnvpjakgbACdwMfRWXf4zZVukUbnhIOinad5qjNlhPWlmmZI3UO7d/0jGOavMEL",
-	"ZrvuCbd7qcRlzvOlWmN1a+Y0nXEpRcIU3PzHkQp6uDFgzdxqoxEcQr4OkWmSAHwayF4tFZdK2Bi6Zs8l",
-	"7vd0Y//GOv/yz+QR5JXz7LHgCDAG43p3889o/2thMuHTG+RCVpTN0vRGVYVZpTlFv2Sveiuo3llfgtOl",
-	"QutfeY6NYzOxSLP8Qe6Eo+lUAAaI1gfUaj4XeUbRCutAUR4HwyGmxXBTDS0WbMoXCP2EWTL2I2FpsS7E",
-	"72Aor15NnoiJXkeGaAGsbR12sMoBW2CNH5WpAkJJskLYJjgtgC4/5Up0Y6mEVHEe34pOgAqAg8qlSQQK",
-	"FagPaykQfPC8HHj6fvbu52GO/3++ePfzpXo32NlpeTvo/dG8Jxu6d0z54jM7nP61/DdOG5AHuW+GFEWq",
-	"6nZAz5XE+B6D9E0+NWDC6g46PGgePPigNd2PH8ND1NYR4J6lciSh/enOB/2/J9FH1IhDNuVZRmZAJrBs",
-	"gfhBnEHnwjWZ8l8HLXy58Sp40uafdvu7w909x/2BIvhj0BJZltpHr2IZK9MzHH8yyfgVRovpVprDOfcu",
-	"eAYdiE3CK/2K3hA9a5A7BF1sUYA5YgR/aPHsGuqQgLTK7N8w/jS73kEWXY8jG+zjAoK5wFw2HQZ3d9dC",
-	"Kjs4fibeAvODrwHmOv7mao+b7kKu92a/IG9HtqyZvxbdevkADKA16EMP8XypNB0fn748Of1ufHR+fnH2",
-	"49FrKL8RCzXW/ACI2ZPY7+7xwd/ByuLXGFGUi2WO3hS9e8/3D4JWuszdH/d298hrg66oeyT9Dw1TIm/i",
-	"UqpqPK45T9xQbi3YEkue0KE6pGTVK6za19SF1V6Qqo1Yj5YzMsUxYX2jRfs52h+SYvsQQBGIj+sBKgG+",
-	"IvMIgI1FFBZylpKNMi5Zusx9OZv2fG8OjR/DjR8rTKDZJNXzhR2gebEXZ2/OXx8Pj18G7NXRyWv93xdH",
-	"py+OX78+fqlF79G3ZxfD45cEEoRpO5iy8/CMnca0eiSCLShwyw5b7Wkq81guBct4rABTFEKgxblk/8aq",
-	"OmLY0Am/wjwb19ggaxXlKPAQnDG7jE7jH7r/EVnrFQbemMgBR91mt2m5pafAoWnEctKFo+iAAnKWpwvC",
-	"jKpVVGyf5+1Ikk3UfE631vh0Q82SvQlLtd0Chy2IqEmx0esVyziPeeKkznkgYh1BUM+FyLNYKKZSdsUz",
-	"1i6IgcuI8mka6MwIlM3LhXY9PlMIGt+BUKyNlflQhtMBtQin5p/DJ0+Nt2Jt0ze9hRtdsebZe5Ghk2Rp",
-	"asEMUcc5MmKHoB3RgwcF/TBWQo3kQmR069H5CaiNQXl0t9LsRqw6PXamzTxCBwAcUsQrBn1vI+VtSMkv",
-	"UX6xDpYwnPx8EsRGXpTbhjo0UeMRZeqt8jazXcXZtT0VmtLwywLoXYOafmzEWv3AaT1hmVEKKUoiZFpY",
-	"eGLhhb3VNdX+RpHYWna+0DeDzaUMiVa8nss5l12tdwI0iXi/SLjkpuVk4b4vehfYpB+LzHKw9w0bpil7",
-	"w+WKkSNHbcy1mWJPKTOztYv6Io28UaAVVcORHtZjw4xLBaFqPbxyOROKKb5YJJpzLQz8FTLVkQyJPq5y",
-	"kY0xqVyFO6DqZMjtws6AXRwNj8evT96cDAN2eXzx4/HF+OzH44vXZ0cvtW5BPx1fXJxdBCP53dHw+Kej",
-	"v9Hf7PXrN+PhyZvjs7fDgJ1dnH9/dKof+uns4ofji/HLk8sXZ6enxy+Gxy977Fxkcy6h2Pno7fB7O+S3",
-	"Ry/HF8d/eXt8OQzY8OzstRn89Gysx39xdvrq5Lu3F0fDk7PTgL04Ox0e/3U4Hp6djV+fnX4XsG/fvvzu",
-	"eDg+/uuL42OY89vTH07PfjrtjWTl0oDxSuq4XuonWFkaYDZXQBpumkF6GJadRmy5AO4T54o8kuiwob2m",
-	"7GBHW9RSg5C7AYMxV4HFvaKXghqKAIwhPjUW76dCRFr7bJuf4igMAMdb5GrMAUD8AvY9zkuxSqXVJ+Ck",
-	"oDqRv6LTG8nqill/9a3IFCrgUSqw59RVnBeIn+j/oF7RMkrvwMSmt+ozimY5ynLo1ZsjD6ZVCUrqlQUu",
-	"VWYh4oxyNRXjCWg22BgDYL4q4LkFmbaCVo1Oi9+AdlpBq0SoraBVkFwraDlk2wpaDgG2glZBga2gZUi6",
-	"FbQ8NN0KWj4abQWt6pLrt5RJsRW0iEy9QQDgE7dCNmS8gqsDWS8RU5Je43KH4BoJGYIIXAHF4u0qzwSf",
-	"F8U6SL/ziUCyJlAIpGSIlAoFpzVEOYZwnPjvgIW0x/ir3fDQOhtCG7DNZ5kQxfaTnyZgofFTjAH+13ng",
-	"LmXmWnF3JJKc403wz4CFCjwAK5oZ/uFpLrmmRvWOK+hFl2Mocdv++wlaoBsFlp77S7i7LLHWPqgZPkyV",
-	"EqX0s+Wl2vrdf6HHvoWnAHnul6WQPrCY81TF2FxAukwK6ApSqXfJRQ1U9MQQVRhH4caijMfozPAdjuKM",
-	"u7z9k3T/R8cPtv0ODNM0eaGfcFKJt3rtUN9cRxihxbdoKutUr4J2/C2bGDqX0EjkWRbfQnAA7H0wG2ir",
-	"lLaqeSLUVEQB4+xK3IGugPGuTv28IE6zF9XpwlzSPD+WN7G87lhH8Jbu4yP04TY8Vesw/B59eGZKa5er",
-	"TO4eF7PlKnCMgqJhHWp+irBTSA30sBK6Mt7EU9whHuYksK/yYWqAf5v6asURNScyOg1CHpMpZFXafJal",
-	"y+uZtrQwLbDkIVrKApUwQ8XF82TZ8KIuClt+SUNWC10MwLOhydJsEU1vKfM4KS3nVlEjTRKGGpDgtmmG",
-	"sM5ZWdpddbNma2sL4PjjfUtgLz/o65o7YRmPuid+g+YOSOM4snSj9Hm22PLbtLKiV1TMzOJ7i80PSmdn",
-	"7Sm+tLKhqb4J8/UktqLijRkQTW5vMF8d1zdrW6dqh+A3NKVsRdz3d/xu65as2nk1Q7vJP2mLzx7OfOCN",
-	"XglwVJrC3SxVgsEaOMEBsi7LdcCHtlj4OoWYtz+V5PM403IOmV3WgbaFs/G+DrCqrDe+H+Ppsa6fkpvH",
-	"+G2q/hy7AetPSqEM1YKphXlGx9s1+Aamaws3AKCaFdylyyQCeGWrtyttnzojFHiATxQLyToco3UYsvbz",
-	"PvtfaHSwRNAw+OFPlGlFEDDNHeac+rjwSbrM2YEDqIyejPRGyA7CC1or1zpqbH4BmL4IE8uVtR3REkIE",
-	"I/rQBhOVaZZEpgNYzVQHpvjci43aY6+0Lpzr85ZSryPchDLaPg2v2BIAgUOSoWOjAoYIksJzxGSROSnX",
-	"0AGVnNhB46S1/YwZ44VVZQGarE5DdZAAOZzc8RW+CKH/e+wkJ5hnAkqv6P1LU5pQZqnaEhg3GxHIWTOV",
-	"YwERXLGzboOVaVeggxENs3xS3CXFIh6WV7HoMQT7RVNdZOI2Tpd2jMDCzlCk5AqcK7EM9NGPIZQiI+w/",
-	"gctnpta0Sw+wbAoI2cbYTiPm7l2WYsWVGx2xZu64NHToAEUB46egsN7+TikoVBDoNM0iTePFanLFbsQi",
-	"fygSlv6Qdd9Y+qp72AhD51xxtWVrw+ru+YfFcPZW1Fk/2+vpof8Z5Ej5wHk+0raTws2oEqCZwFo5MvRW",
-	"yQJELmehvS2kvD3l+ITaNkpd1cc6rpOojT0wgJ0rFeuDmKORqkkQMV87rvuop/lOqkQUsh3350hM46j2",
-	"q3gvpssc/Kbc4Yl6bBIPYPuiYRRhhppeBf1rttRyxjqjeqDcw/jFT6S6wvBlG7JTeKYoYkdmuc8S77g+",
-	"q3aaaFGGUgrYGslsEQ3Q42KkDPfKmHlVhJROCDJQh86xCqbE9kp9u63CYtxUjhlhN6P0I21F6TezEY4V",
-	"gAta+oGWs2VcaYVbZzvY3xLhXpqJl359Y7+i9LNx6JwXH+S9/tJ+m/fycfGZpevW5KRP9l8sPr90/SWt",
-	"RfnrzMLQeV0Pj4VoCNdYSGXQcLZJC8eakW2RdRHjYVNKPwz58GxqN7/Az5smSTq9UVAzj9ogVzeDUpzh",
-	"jseIPG6aW7WRzFk196uDuFTlsy3cEchBZAY4+unoZKhHODk9fzvs9BiUDsWmkg/bleh7qWxofQR0jYfg",
-	"beGZqc2OgOWoX2p1Sg/xJlhHcaNLQTX1cS2WimnOgFhWpQnWFv1eUyRaqLtk1zR0phm7LokNpGaH99hU",
-	"jrJdJSyP88FNs9w+Ve3IPMZK8WlgVt7Ms+1Q7ovewRDqA2UnMo3anWc6Xs3Ki0oiqbNgsSpZesfiiLVl",
-	"mmPQNE8ZColtM3z84FtD6EKqLTLuLotJ4ihF9Z18U0/z1eam3EUv6KLr3Zatp+s5rM0KsdPbl7xvh/hl",
-	"ptoTwUQ0I6FmfbWm8zY9dpOLzkBDlidnISSL1ai2AC1It+mwWOejVwJZPoWJ3CFXN2PIijEXwqLhZ+XQ",
-	"JEl69yoTYugPHbCrTIguRKTJdRcrxk1FyEQoaESOBG9dqp56JcEjn2PwcpZmOXb0PbQc325PwX5XNbJ7",
-	"hbTt69KzTPLY2+v5DfoluEQYROziPucrNhEM2yY1dSxr7CJ8hoPAFwDcxnSWpkpQd5Q9/ctB55BGh4x6",
-	"bHeN+uStyCY8x1pAp6z0/OWrVtCyOd73qCAt+G6Dq0DLTKsWlhb0J7DkkWWwKGWrdMnuuMz/fSPZ21fa",
-	"fS4WzNmOoEJsm0j9yDqT79kGjQg1T2GbS2ej6RhoKh/7LeNXlQNwaCuYsgqVzriixsTmG0MfoqCvlLXh",
-	"eLjBiieKhXjfNoUkBcF5tAcEYEpd0g0sLbI2nQjC0IVKLbs+UKl1Hd8K2VlffFr0yjrYBAhkaMaZ8yba",
-	"aIw3mtwXHwsEbt/ehTNZxIA88diNUanStn/G+JSRjZZq/zGCVR5WDTP08Wl4z9eT3eknCnA1UcZ6E80k",
-	"Z29rmf0emHtOiMUTVCFgTspVbHNJjU59qbnolI1V4VhHT2SnN5J/eXv89vjlgBl9Gj2Wd2l2I7Ieu3h7",
-	"enpy+t3A/kTpcnHeqxkTruE3kqCgF9p5xTYaODRNdyIFOTdevv12fPTd8enw0s5uJDHPyE1U1o9gxcUA",
-	"kAMW1ADJQHekGZuIqbZPi7pTShGMFeLfj2QbkrZ69SKUTm9tvceA5SKbx5InvZE8ByN4YKYT1FYoqKzC",
-	"IftlGQs1hSQvMqEXyVKNpGcRytl4uG2toEU71Ap81VTl17k/FOPqX3HCkDZH39oKWvix+kfztZpMi5Ns",
-	"p+DNnXP9OAZ++Z5y2xqxqaTkBE8Ddo/6Or5Ks3Hur3FEjR5E9oDxRKXY2B6CPBk5LQyoMfAy/a7CdoO4",
-	"hz5I+tD9z3/9PxDmoZIZ6s0dy2myjEQEl/MUAq4WeB55ZtsGAlIaT784KPf/xeyuJL0+JFrGeblNuynz",
-	"CBuGr6DpN4PeFvqUQJaejDGVUOWxNpq1VLIX6vi5sBM99hMAz6J/NqRLJt7X/vHo9clLyLJsaEHyeLM7",
-	"ZeTExEhamzub1sGGvdBJRHCpTFQSzHNNJarBRi+osJJQtZTW9AuKymkjt+i40RQgLgxjvnuwGaovPlFF",
-	"JBXsdSiEzqGKhox6NOU7W6h21NXfZ0sBTo1jsCNzN553e4bKAOb9TYLZY9Ha9W0SZIYdbCPQ3ONtNoCY",
-	"WwObg38iOzz+s8kMPv7r8Yu3JVbWlOf71l/HAOBgLE9zrpmC3iFy3hcBeyeJvc6MyvWoTUXcGAFW1VZS",
-	"WL66hcemUuFaU+5TPR5yC3wV4eCVe3/s7e49oA7H/cDqTLyUQGDWJ/NFmuWvYuDn6gGi4ZYnccTzNHui",
-	"2BUNg9RjExPoVfVtgXwQz0pBflBX6T2O81UxbFurAjQu8psYpr+98xQQScy301f7FPE7Du0RPHP7Ca/U",
-	"Z/eJ51BtZo5L5cxs865e4AbYwqV77qypahLyViTpQvh3lbZgwEKYYsg4RdbADA9AiwqKAuLisVyJ5Aos",
-	"c+Hfbogm5jxOVFiANnnJrY3eLjMFo2ZjmA98AqgcRJgu4ob8qo1W4X0bbQz/4XFT4Nau9f1LvrYr99L2",
-	"1Kxc8qW5mZBTATjCpm4dk9Sghqr3+EouH6U2UCfilJ4t82k6X4NtRjeQEGqGIzVWYglRQkGlCKVpePFK",
-	"t0SvFM0Ff5FIYhBAuJLoiVGQFmCUN0o7sbV/W2VQKm+Vi9thZM7jhDC5Cmevkx/k1wR9iKzQv8dgv3qB",
-	"Vzd1s4fqyzy1iX2PMLC1oII+19n8YVhRQ1obKPby9O13qMa24R+0Dia/7CV386+jX/dntiv/oPW398//",
-	"fvPjZPfml/23/fjP+ffy4P0PB79c/2Xer8M0FcPVQcQA3GjGkyujnnjndr9W9414qtNM5Pd62e7e882Q",
-	"NeUtp081s/DvZZqYvrav+crnPNV8KtGXWJt6kFPOrMV1hAQZuKVTqKJPlO1FXd3SaQqzoKbkQalBLl/E",
-	"Y+hQ3fqK/q8VtJYSINdbc5Fn8bTwvSVc6Z+pN0HvFXUt0B/V2N10b7j7bNB/Otjd+7uHPHBq9TOtJRQu",
-	"AtidsSp1WTcfAui077yswvnCrW076nxC3akh2BErmga2POmxc67UXZpFXf3OCNFolSmtgXbgTIsXxtVI",
-	"hmZJoSOKvmT7oRBo2Ej6rEB3sb257bWQY8OO3L8x3l0W5wKNMfPp5cxxxHeJzSo9NHPc60OFLw6IKJxN",
-	"3NgWrnaqNjSDMT3b4fse3w3GIba1ilHt7H+GztJFSdoRYOjNvULziAGKGOEcW7S9PNXMpJbyWP/km1hG",
-	"2+CxId6zvtkBP/MBvReTiaPNWpcdKcCZrF+IN+s0Qsi6I5EAUcZZrCn7t6gO5XaDfOiFZk/gW8HjY0pN",
-	"tgum+Ohgi8qmzc6hV+CcgZzKEJYvKHISsMyD8snjHIDUYqEepO5VZ6Ia8j3QGWqzNy2AcyV9lDKMynAT",
-	"28en19Q6Dp0yeHubyTkzTclwof4zjaWIqrU427WVTX2pAc42KIKtczxTT0xuvys9CdLdLg+lZTbI0W2r",
-	"gKcznj9R5vSwtkxlN9JaF1exvO702JFLMoYwCEQXX1JE7EobR00RzPZaWmvDZ1pcgExAgnphDANddGxG",
-	"/4xnRlBj/6FDFqpYToVTanEVJ1BXgvCoSXwjtkxH2ty/IjBanDNryFJqqondKh2c3tBQWVRkfgPxBPUi",
-	"Wd8p86YCQTTTZVhr08Ut71lTd2QylU3JENKPQb1Egm5zpzwpYEoIJ8mcxg47A8dzfGeKADA1CpKgzSs2",
-	"ltpskwr9G8gFiKisKU44yVVxZsrFODYYsyXdPrhIvurWKE+Z6KWeq+2jke0SKR0yKQqXbOQNwsroF7l/",
-	"sG1oS6F54sTatLH8gGhbuznU1vHH2QKT9uqJkNnoWEMQiwoVxo+OZtmSB0Q7FNMlIra4tdV0y7o26MUG",
-	"/1ZprVslveA4hRCpNqhbD+IBGf4ba73pvofX0poX+er4f5qZDNlowPxF/W0ui4r+WhF/R5NSeCNW9BxA",
-	"FhXPmvvdcjIq3e9oQQnlhmG53MyeGf2BmpwN8OWh08F8ITKVkopoH7jmuRiwkLzlNCwpLHC2oJ8GthBN",
-	"M5ZeXQUG2tw5dYrNY6XoALk3DygYbIJstoZVrpyDLiNGwM5LqQKqENWC0WSgGJ3OkdidgIV4RqHCB84p",
-	"MQY7MXdl6DwbfmJD2izOByjO8I6xHimEuiaubnAvjSi0g2Gj1TI3C+3Y5eRtg5CTCVWCsNKv4Ms8DZFP",
-	"FQ9IISLFZGpf16nAPjjkvbnWnape1p6ZjMtPCzR6Uo5Jf+ZM8k+SNF43egpyqA9zCnorayPKTscMti0V",
-	"gu5L22g1ZDgrhobinLXDgg2Fltg7QUG4rG3OFcSg6jcHVFSMZ0nqc67/GQILMsoZuBqQOVTeiVBgcAFA",
-	"VuiaqZwhqwm/ek6NxNsl9nKV8Oviscc3gn5s3j5OhfSI5h6gTQkSF5AHoamH1rRtVu4JNAKNhESVQf8J",
-	"ARcsTddctlQAryfQ2c7YFIC7qfzdwJVj8HMFGg2/5rG0CWw2C2+acTXDZJFsuTA4nhB0LJKFOOWWQ0jO",
-	"5e+HrO/a6+wIH8mplFGmufskAOlxVX6bKng8ztHIBgKnAJ46arnP/M9//bcztIhGLcQRcW3pe5b24oO+",
-	"nQUzUGtciIwh3ueYpVwrYt4qOjaezrgvZcDqQWR3LrhSsBfK4ikbrvREAYbgMsnHc/4eBwyNx9SpJLc1",
-	"5+C6rT1BRpmD1YBgD3VLLaBuHCYdUqa5oC1GvWq6zHtmTqHTow3gCXBYlzXQUw6Cwab92swAmm2xy3v5",
-	"LrbGYd8e3KSSsLRtaY9jqnmqfGyJb6HEe22Nks5a0pQtN7PEX8mMdlUEh9+U6LgsDoOqIddoVl6JDNJI",
-	"HhYs/TaNwCvhNt5QOx/i6ONOTqOHlQhbGdL6m1qYaz3ktRYeUtyxtAJ9fW9MiVr+m/NW32K9hajK0RRg",
-	"PR62WGd3knEcgF3FIomqwcd6Y0/22tPOp3xbTfHRilgp6/TtSb1E5X7h2tIb16zOpyAkaNHpUlJ4yIrv",
-	"Z4m4yhmYS5nWtBGBO6ospAOMv6+ZVprrF9MsIwf75g31tr+NxZ2vcRIdIv2f5aI5n2KKCXlULa1MvZnB",
-	"3Y/WOSR4MiabcIy+u41ZX/TYEJ86mpoakNp4jW3AsGG8YmVYBy3iMJvU+orIGAwbphqSuobFA31K36VW",
-	"oER0eAL3dg++Pni+/+zg603y35jlZgPOrqDBysY8uCP73Md3gccjoPcEZ3tYRhWiELYSJAMV13LwY9Aq",
-	"3KljrGQYE9hSQ1opor5Yc9KUkvUBKMu1jGqQT5peMcVyjAmXBodmN+jvHfQ26kzOTIXU4jlqptUkldcl",
-	"2CqMB1iYDNYGWxvWNGzIB3feZ/GsxguRTb0B1MuZfkGbrltTbKlAFSUQZG4hp/RGXcVJYojPRfQozbRE",
-	"YIanmb98y7S2qhvLVJ3fTBQMeSKbJoJnmtA726RXIwg9YbZ5vLUlGDoLNE4px+s3e8uuH7aQaN0y+ftu",
-	"5fwx3WDM8/5jhjLDPWkeceKXbC9RCoGrob4HVYlW9GkbjS59JiRJBb//Ic26V3yq931OJbqgbCvP3nt3",
-	"34MS74l54YXC5VaFJ9xMDF4UqyZsWy84VqxnQFhtQh1qm2C+VLmWX6ks2y/Y5mHKJXSNBKcYoLs/Ad87",
-	"ZyYFSwqD+Hiwt6flgj075L2szMNCHBqoLTOtfCbmnQfYkOiCHTe1Nrl0AeEaerR6DDVfla1rssFyORHL",
-	"GnwQa/dBOsgUP5i6yuCB7Wza7I/r9S5t3Fjf2eOUMLJgNUEWLgYtWzOQnuDqzMQ8vTVBYnOtooZpah6b",
-	"MhtKqrXyydtwvPyEv9JLUxi9b8CgF/kiE116SAXUgJzUV2o2qKkHwqISAWVmIouxtW6DQesIu0aJegwX",
-	"5gAaTxOiGJB5QRHEpjaInW1eWY0X0vuD8uo0q+HfAj09jARegV2CIAdasy5Ks9BiwS7y2GYA8vmIat2B",
-	"d2t56fr4+xqlmXchMbE2x7dgTgEcHy4j5B4iAmeP0iylnI5icjWgNUNRuYJ/TlMF0dX0KrcKyrtgXSn7",
-	"fiWfBTI8f1kKukxk64zuKc9ROchz6rIbSzaPp1nahVTRh6Aful/WpHsWL3wIcry7PnWTMs3jq5VN8qT7",
-	"CBGLFz08rZbxzTcbje8G2v1Oy5M30D/hEenb8PwTBZ6CjNxaDl/C9KAWj+axrBt9/uShUxrKGNUg+NxU",
-	"IRCO+pDCqFqN0pPwEFvleMPr3q1fkN/wLLvuiLIKwbMbkQegfos8zrXElxFbZDGoSdo00sY0HKYN/GCt",
-	"Hv4K+lqI9/kh8+vfHrwNn3Z3XxVyK6dIwya9TuZQc3D9+2wU8defWzU7UhMW4Ym2rhd596C3C6lNcxDr",
-	"y0y0Bv3e7hZbZlPffefC1r1SFLxB85eix37Sil03lckqMNEG6uNb2Y6D/jfP1u9H0AIt8UwmK8uWJ1wJ",
-	"f/9oPU8ho0Uay5zp29jbi9fQ24fylxYcml1nLMQfRBR2DvVFISS2uE4l9UBj7Xq36YyFWgen6OB4lqqc",
-	"mrsApyjrvKrjbS29oV6jQYwiPBFPDLGAPFUiH7CQdi10tDW7HTdiFbDQLFhI+6AfH0l9W5TFentIccGY",
-	"PwSYTOtlUm1je4/qsSOfAB/JmgTHZP6aCDdU5mxkmVoDD4kHrTJitn4EvVTYRm4q1AaR//VWIr/yFo/Y",
-	"L3V1ik1xbtX+JpNxvUDG1W8y5Ghv2gWpUk4C2FJaAMUqBysW4rslSNJ0ISSPATs9n2XpIp5CGQGO412o",
-	"WI1ph+vzAf17Dv4tiliZht/UJQkKFA6tUl6QoZ6Y37sUqzFVrdRxG9FnNFlRoqHT+rL02coACwBDhSqM",
-	"3EiQsPie0D+BOo35CguhTQxURE35AtSvoojct+cb/S5+3GfccUivcA1Kw3M3O0K2FI2nfC4ChoQPRnhV",
-	"0bmXrLQnb4Mz+3UyP8cbP1bkUs1o1+IO6k6Lu8ouZq/5jPnLMDoxhSbnCITLKTsrltTJp3x6959t2sZm",
-	"HeENj5PHKAkW2g0KNysulBS5elWBIybSUvN8ASxgmq3syQUIT0DCJjGmb7ydlipc6QYTkAIvzaXIbmOI",
-	"hs7A/IHRe+WnFlT5pa/uTzMBrDjN8tbg6fOvsRaNxlS3U0+Eq4H7hfpVoT4HwOuKNDyqY52IJL07ZGGS",
-	"XocE4YaOJJvOTKeHsn4tTDOuT5Jeexmgu2416yvjUulP0wSzzOJ8dchCpRL9fga/P33+tYO24r5WphKy",
-	"KGEnlPKXFZR3qB7JkdBjE697i29d7vD0oOkNfqZAw0eO2mzUcq3/Q2EeubSkV6Guw+B5TebLN8Nzpi8B",
-	"n4Oda8sUmq5orgTrmGago3UOjW8n0m/t4mxQcdPUUWWIT/ddX/B//Pwfo5HaGfzf7776kzenzBKud4rm",
-	"coCEBYrsoVmHIt2i0HiDbY2YvYNt9Fs8Q/6p6TVqa2LD3Mc8UWHADp49pb81TXZK3OzZ06f7TzdJpeKo",
-	"et8K5bX3Iou9p083hpvx+BOx0FeXjmHlWDSbz+fJ8jp+oDt0yDMbSFnAOAxrKw9Z+OFjSH9YnjLlOU/S",
-	"6yfKdBe5FZmqQnB+aNGvrUFrt7ff85SB2xuqC/4jXtDvw1ezPD20+pZvCvetCW+WXhdLqWWjKcncdkFL",
-	"xfJF5Seu5pimO87zxLiH6UosVc6TZFz2Fn9cV026fajqB7HSayjFHVrTrG1bJaQAKQo+3LZzkPE2YOJz",
-	"m9VfN5nXl6GuKVg1q/xWPdTt1exCSCWUafPV+mST7zI+Fez7dLGweZy/bcpJQAKrXmud6pP3KAkHN45v",
-	"RRZfxeti42g+wYuwf4/Sdr95rtFaQZdfPVxRM8SQqEK4PwR3YkOAvVkMgb+FrtY4a9lj8nzL852kPALV",
-	"DkqLH0Z/bwABmGc5W8J4WB4WXsWJCBn8HqtCbkPoEMSEbQyp2EG/H7DpTExvio5RMy6jRGSdCu3qYVuD",
-	"FlZnTGLJsxVWZ9QpF2/1t1RKxBPFJqscGoDnbJ6qnO0+Y2/ibw+ZXicWiRxR1UznELy7HJLE97fusdif",
-	"ZJ0h1g6yCcvTf8N1b+MnYx9rbJmMPWx6i+iq0wpaWhNqiPCt349D8BnA2sfKs/zmjbANW+2CmcyHmhBA",
-	"lypV0lPO0mGRQw3dEN8vIIa4d8Bm6TJTlDmGS11FWgxhw7wuBT8pKJHl4N4fpmnyMHJ4AcxeYYUAOhoh",
-	"3Chknq1ITUGfpWJcMhKneNkWHjVAoZRkbxMQirrpEp5Gd3dv3wOHUiOADeFUqPuJ0c1jo6cmpQq/sG1E",
-	"W6Fwg4A+xGgwprBJ8Pfm2aqBwz5MdYDtorA9wZlMVjZeDq5vQJa7EU5bIU3ScHPAQq1ahOAtHrVGrZBF",
-	"IhE55c8NqeV8dovuWSftztRRIVJvqYADLsVCueUyT5xqJVVevScKcw8Ua5tw+jkMfgj5J0WmB1RJUEKg",
-	"mwdAn+WO2OmNZPEhASuwXGiLeJFkN81EHiC2i0wpR6Kcygmu4Wr0obQO22ZI4od5jl/Qet+9Trv045wv",
-	"fkZ28Y7LVcNpVfwaY3Hfeiu09XZBkTdgp+v7gJmW8EavEeeKMAXgJuCVK6fPWMRXXi8AvL8ZqQUusyy9",
-	"I1BL7oSCPTBn02WWCakXsvX28iVZUwhE9Ky7u9vt70Id/J2C1EuYOKQVHewFrSlAbYzLQJj9oEVtbHb3",
-	"9L/ByN/95jn6Pcv3HtCvFZDL/Wf9fv/jO/TTjX9NpV6A46Wmg51znsWqRShsZpL7/TUAbFvC0RQL4ZNI",
-	"YIXIqdYSzI2kwZk/bbWHv8ULLms97yFTOYtQIy+V9HkrnWAbfHAsWYo9x6fpXEs/t2YOiItYEhQ6RdDr",
-	"CKX7fGtgFKS69M6LMF9s04a103cyfSctnn2yWL0A267F05leF5PnuZTlZh1uflYDJlPEV6wNNeQqvq10",
-	"yPGvcBWk0FCE+4W0k4RRBzvycNQhu6jedUMmQtlknp0NYWuh+A+YaNuy0oLrOKhZHmjK4jjX2Nh1FcCv",
-	"uerGywbqPayg4nDhwuJuPb63K1bhq996oOYcnXJiDpQf2IO95eiaX/tadwkZ8QyokSxi33nY6vzjfjfV",
-	"wqAsf2I0o6JBKcr49E6aWjEtdjoPbEl6H9TjNlIG+h0smsOWy3kjVv6GFRhvLzpVFC0RtOSFJESoijLV",
-	"mzOuNRy7HFTYj+UZ25V1bgzH+Qub1yM3u2FDtXXPbJE17j980BPMzN1qvCq7o1ZuFdhn3+mufhwdLT+L",
-	"80VvjtBbTCVQm1qybAk4UXFMFTB/UD2V3gqtrLbWeZuKR6r4rpuRTH2uJY+LKCq9Z3erbb+PX4ksH/Ge",
-	"T/NkVWAkw3oXNgPkr5H3qcHvhO0Yxg2uuCPyjdlOfW5yLRnH2szEECXo86asw+u424xrFk/zZdaQ0mNm",
-	"Y+tJIOePHmHxHBoQf3c8ZDv6EpUl0uWOiytWLBVX24OMbS5UNDOC+nNtqpknDg1/RhDpKOYszvUhRs3H",
-	"+Zr0Tm7JJvTmejjOhd5z6PHKZpCZsyo+t434NUCWhi4qubXO2cC0xo3gb2XYzG1Osa8M11BI6Xw7h6J2",
-	"8MwCVPalTEKVutoNSJmai1U7w24D9wzUtnXbV+CVm0DbccjH6JxlnM9tP2O7yXsm+4i5/gRwCN+nSyVu",
-	"hNBWTLPda0ABrhhnM+cJcJFv2wwqzRYzLqE/0MLnmKJ2PLa2M7sRUQkT4aezix+OL8YvTy5fnJ2eAtxH",
-	"z1+qrqXqMhHROFtKNdbEjaAcnkzVpWD2dqyMKWk5RW3XBglf+bp1k3jonoE7DZMfLiFiX9gZP2DO6ETw",
-	"TGSvDDNQtzfjMiQT/Yn+IfLlV51v56U2WIAw/MaAGs15olmNiCy+UcAycZvqrQKwiywla5hBq1lqH0gg",
-	"ZSN50N/tsUvSEqdpehML5MWYpGoB0lPJQixO7vJFvPNViO4qTFTQshQ+tNiVWZ4vwApR2dXQj7d9Ybzz",
-	"eXqNYSgLy6hKE9Ivx7S387PLYcDO3+r/gXpp/Ykvj18fD49JGo6kefbo/ARdi5irFiubcatlgSncX+az",
-	"nSS9jmUIY4UgNuHXuQh77MjAR7E0G0lcTByviCLs47yhOUL44vLi1Xh49sPx6fjkFPoL0UpphaZoB0jB",
-	"x7929f1dXKCCFS5iTT5AXfAtL2AZfFkqpWVSIm/4tPb3eb44g+TjSz4Xl3Eu/vdr/h5lnh4JRygmpm6n",
-	"Y3p5fV4fwTK6Sn0TSq66sxRwLJBi02w6E6Cy6YkqTKHqseFdqjdIIeQmlldE6RQgIwYjOZJfAR189ZWz",
-	"m199xdr0paEzvxAaZKCPwF3PkOFq+6hnJFmNgDoBthkmRcFJq4xvBbsTE8YXiySewpccFjMsNan76itA",
-	"wcoqh4W18Xygd3srLhA688ElVnrWAGKI7cBxLVWPnUAYZo5uI9PBM6Y4gvHRh5c/vsAuaeOj8xPoskCY",
-	"iICTArJHvyDDhAfI6YToDqaYhW6ECJez8omQR16cigP3VNj3allx9O3r45fQYiRVFnCTVDVnxj1NBsfw",
-	"JrWcTkH9ptHDDyNgyaPWgOHKLdDRiUv3MTykKZoGLPTgSOonAUZHP/phBK05ilFsjxAcJ2Aj07SjuAeV",
-	"N3rRR+QaBvFcJEr0RvKsCEFQU7NMJIIrQXp2zibLOMnZStjGw0/7u+56nZ4Nxydvzl8fvzk+HR4DCxnJ",
-	"H4WMQG/NhVTYQdOJT6gBC993M61tQl1S6KyoJtFpEsNmke0A94DVMpIluDy1xELlPGXtUPOQcMB2+4zn",
-	"uZgvciy3wsJe+Kd9tnOo3z/n77uTNFp1IVAJfk6FafWmyl1fhcThtkng2WVv4m/BW/Hny7PTgO3v2R/m",
-	"lei6Cthz9kP8LaPy2bSy0lJAcpzFMzxkCc+uRabfCoINVnskD3b32fnR316fHb0cD8/Oxq+PLr477jGk",
-	"NpghlALzLNNnn+csnMdyrC+M4cPGC5ERykTofEh/76ADXfv5dKYXTVFO/Ei2K1B7ce6mGuNdHQc5yayW",
-	"E6tm3x69HF8c/+Xt8eXQnttpKiXifo1krNg0AQhMvROxTGIpuldxovdBK2+l2BgcvpGEgLn6+V1PHyes",
-	"h0ACRyUgEpoeAfNdb3+a8QwwCoRyOAysl8ozwefq0Gw2fqZaTmeM4x1tOJJ4UCbLnOVw/OltHQaNA6Hh",
-	"JTck0T7Y3e/AxwB0bBffEY4kfs0lMKbupWa9ADyrzCxM+yJYW2xWQPnN0K9en0AhKeCWxFNBKjbJvjcn",
-	"Q20jacsb1Bg12NlJF0KqdJlNRS/NrnfoIbWj74WYQJ4UicJnJZlHacNaOrSCUhZcH7PgoDBhEbcGrf1e",
-	"v7cPWcT5DFRJh8PyPdTgvV7dbwvpYjCmrqERp0WjhaqXa56LgGkegeef2oF9PxyeW4rD9J8O1q9gKJTQ",
-	"DV2YyJLQQzULvn0PV2CRpXk6TRPW7vf2Oxia04e7e3H+YiT3ev1BQTkgiCzFBywklrujhIxC92/cfsLx",
-	"Mw3bRzLMxft8p0QiAQxp3qhnDnYUcCy40aBoqp1rkYf2jymXU5GEgR4UfsiEWk70Sk9EcddiqWZQGkrK",
-	"AGa37yiRkxK59jb9wt5IHkl2tHeEcMCxYhxRi9thHIUWtnjOExZHAQupBOckCu2Odg4hAwaFJ2U00LT1",
-	"bQiVhZm4lBdLV+Lc4vMogBjlBK7WXS4ClmaBc7SniKI3kgBUr42MvNSDXE/U9opuh+A27RrDKTyE3lPv",
-	"c8jH6Rhs86ITKhTKjGStFSpgemuGhIk8IO3pIZDDBipn1GL/h42oi+WoFcC/udJ3/bv+w2KQjVr//jHs",
-	"9EYSOjOqAcN2ryxUywmmVISHpj0w7KCntSwLtY4Uy+vwsNYLdyRLD0GDWlZfDduQVm8oASeFh8aiDq+g",
-	"+ZK+z/SopXGxoy0LkTpFFPYqh8TBMLK7lqegSCWUF0JZXs/6TI1kOyyVUfRgd2N5PcBypXAALJID5mcH",
-	"Tze9D0B78J+alvgUMwW1FhGeRFpE5EJOV90fxAqsJ30G9GD2ENQxgEDoTMQ0tZiRiPKu4mspopHUFDHh",
-	"0xtKTIWUSyhOhJ3Sd0FJjJ5GaO4FSVY0s5d4HEzzNn0SgpEEFMwSpRs3qNZlSgyh1DU27O7v9ft7Br6w",
-	"3KQah9Cz1g/2GKiUik5YwZFgkK/7fc1Uuvt7z5x/7dp/7dl/7YcdpMu9I717MIHdEJmH3qqrdCkjvFnP",
-	"DH7DGfBJIsyF/bC+HyANR1ItF4s0y4Ud5Gloc84gKw1yVsxNnUOLKaue4MLwpFStC2psrKkCtG1QL3r6",
-	"xxDJyXD+ishHkWzVlJMIbMrsFpE+jvY4wgACMwcBudfvYwNAmCqlzBgjbec/CSoVvXabfHp/Vqm8WEyt",
-	"0+0j9WwoiZbycIWbWH8gWBT6ndliOmoNRq29Xn/UCkatOBq1BrvBiGAOR63BhxE0pYG7EEixi07ZUevj",
-	"R63se7zFH32VUTUZd4glIVWh6cglV6ZB1AL6AeCNJN/ngAN2gIvrWzO7CTvf8sik8MEju5sfeSu1XSFk",
-	"rvdJRPjcwebnkAjOT07T/JUmeHhwd3/zg5QGM0zT19ocwOeebjNRS/KQujrUO6If3vtm88PDNH3D5YoW",
-	"B+r8nm6zoAahGh/Y4utIwXwr+S2PMXTjeiaLVCbwSf787uM7p6dDEUxHPg5KCVWVtQ1xdTQ18mvVGvxM",
-	"Kq5WZt8FrbJmXlQrlPXWnd6dSJIueCfpypRnUc8cz2uxvUprYOAzGxG/ESuT2+diygN2vWtA7bIkvhEj",
-	"SQW0Ja6tFW5oAuOkAiKwt7az0jRxfaJYA09yEThyFKtpCsNaHxY8HriwagGJOvgAe2xtaT547UayvHJh",
-	"JzDVNIHmlXwSJzHAQbZxyWN5fehh6gGbI2NNJRbpjCSKU2YkpOqgjqxu4iRBvZhyZEENsy41JzEysFYn",
-	"OrNGEr2/PaAZ9C8A/nGa3EIWcZE8bmAHwg98sdDC+eOO/sLb3crn+vj/dyIHmnvBs+hzsv+jvaPiPQ3c",
-	"FikGiPf34Xb/jIzniQICKtbWz20qfAUyXe7LPXrsdaxy5aTKFMkzRVFtmTeA9cQltHYcSdOqi5gRpvKC",
-	"s6mrbwYJG5C2NKFRMPkmYFLcaRP6Ks60ncuTO75SbMEx9/c0xe7s5FBkUhtOSSxvBnCLaa/CFMA1wk/o",
-	"nlI96lFlko7xw4yDp4j1htiRMYshV8JgwWoDD1K0ct/h08uFpwKWO2gteMbnIodAbwM6aXHLzjm0nAo2",
-	"3ycye2ulX8PlGXv+rL9rJlmJ3WMH0afd/u5wd2/Q7w/6/b+HHdL8cSGWJfDbOEfbeykXPFMC0u2xys1K",
-	"ir09BoGbo+HJ2en4+OLi7MIJ4fyyFFBuYQIlMQJk+3RC3+TqhYlVNe/dZ+RxehdLkX0PnzuTAskrvcIV",
-	"/L1Y3d7mB3/EXuZxKrFF+z8Zi9Rb5bCbJ3S2G/hjYJ2DVsjDHzOeX4InAKLtH/5kEpO0DfZ/7bgm88dm",
-	"D+MlQuWLopEfywSfzgSAKYtsHkueaG6aiwD8WRMyJ9PMGvfkRALFaSSNCeiMN00zABzibKLVLa0kGdzU",
-	"tkxtG/1Oj12CNjOgEN9Ihn/tXt5Ou5fGGxCakZP0TmRTiL2I9+z7N0cvupffH+09fYZOyRCDOnk8Fyrn",
-	"8wXGdXr4a8bvwFClgFwwkjdiVUQIy0Nffn/U1cNG8bXjJ9UCCKN6h4zmODTvCsFl/1bG7w3mBmujL8uU",
-	"2MxTiI1yyfb7faZQoVqly4xN9VJ27Jg/iFX3JMIBC514YZJH7X0vqeu6vtmJD9lm7Fr20BAKAQmMvgyw",
-	"rKaRwpFcsb337zFcBKG5Qy0hiyAYa+/ry7alGTg4KRgXjCRi/0bsKr5F17xi7f0+UwHbDdhewA4C9pyC",
-	"TKrTY0c5SwTXiyqnYsAiES2RAeIEPd9GtTRlWVWtrm0iDOtS6jWH7UvE1nKTRahozLLjWs5XrYRFEwCE",
-	"XAvwFUM+xcZg+G3DjCxpPW5GtaTjxlTjDfNBsnzcZE4i2x7VrEbgEiir0+f6STl0cq+ZvcObhcq/TaPV",
-	"JxXJKIbLU/noVwOqKTRTEd+KiLU5HcmieptOZqeHEscKlRewkSgQWNt6Vy2YQ5KIrKNnVNMMGpXqF6bS",
-	"koIY6NEiLzt6Lo12tdffYxxP8qFtATSSkOelWQsEc0LAp4Oa3STmioVYSBF23KLeHsLHAyI4sPtpwucL",
-	"DFbu9nq7/f5Itg3UHrhuO2XQCCtTySMtIkL0ZCcQO8VqYhViJJTnXJuw+miOZLloGuO98JX0+3OwqG1I",
-	"C9vAG3M4zrCMdwD1hWDe/4pVwMFI6n3U/2QTsUrJ3Bbx9SyfBYg1Dd7YdJmrOCqDVGOqFku0zqAPS5Yu",
-	"FiLShn8iJGj8MnKDOkzl2vT/ZSmWuJjUL1uFGPymxmZKgL0UK9j3KYcGU9FItot0EECmrTjfXY85WFBa",
-	"rW6TbWNmQEmpHdPbMs5BgnHJ+ESlyTIXDAKw4DtIr+zy7vUPnrttgzCTZKYvkfsBcdA0KaAQHMkCshCM",
-	"tkUW34KukqTpQs86AGOrm6RTnuiVxubDWfc645Fgp0fDjilULfIYRpIaXmCz2N1v9mzcmvav4/Voay5q",
-	"rap7G1VOnAXSsT4TYyrP0vp4t+FUe5+UO64zVoZEzwEr8Zw/jvu6v4W18iKVV0mMScK/k7/7iy0Gx4Ek",
-	"XLM7PDZnMzcKRTkTp/i1nCnVGuz1d/f3nj39Zs/n58ISDpSh984CgZ54gFZ/xbjE5EHy+BfZej12RA3W",
-	"mqP/yMipv2Al2u2Kg/43jHJfx5fDo+GxFg7QWIBaixnjbCQnPJ/ObIM4exkkZWjMRZNgoELWphznAcic",
-	"Q0qMkOjaujIAyiNZao9noxvl3AXUG232AqwYzxlMqcegG54JFUB+As0WbBkYRJTFKQpSanLYJt3n0FV8",
-	"fLLgCC5/OmGw2ddGTYNi/bqT6LOJj8qH/cPLD0oJARcHTxKkA8qFN/tNCXqoOBny/CJqvoiaTytq8Ogw",
-	"XjAnl43diGh7+bNGmBTNRv4BpEk1o2qTPDmTTiLZQluQJotMC5EAjBfrqIOOjPBlT9CWLDW6DBlaiSNp",
-	"JY6VRurnd70Y8NC5dPuH80QbQSvbKDmOBtjyB4Jatju9EjIfSVPZCIXhFtqHeltS3x8D7TMwGMfQyx4e",
-	"6fiEEXwmGEulXs2PE0VIEf+MsqjyZX84YYRZkZSRrbf7iyT6Iol+A0n0EpuSY1C8lqUL1af3s4ea5REk",
-	"Ej0goL+NNBpJT61A25M3TkkxNk3cYotxdQPN3hBOKEmvByMZxtHAxpng9idQLoVNk0PWJiAfNGd2bafD",
-	"TsBCuH2Amd5hvlqIMMCM+xASCUOYBjgh0ysqi+EsHHJ1A7OnLErK2YOEAsQnWzmzUUW/15GcLjOVZgRE",
-	"9JqrvAsDdU9e2jo5DhE4rCeR17hMl1DzgMDjyHNGErMNxvZDiRf1B6yo8OiAj14alz12JAIBiHYYQvXc",
-	"ZVroScxQH0mZsmu+MAkQNsgT4AJCSQcmYGUplIM5zfIONSWmc+hJppdtJNvhAPIhulzPAF3HALqGcnT3",
-	"qQW6ZydQDuIsFwvRmxQSFYBhSNjrYiSJGgjtOFtK1rap3YFbIA2ZaLXmhtr4xHzgoEj1hvpSyvTuIOOX",
-	"Kb0efLUAI2dyGNAXjG70IiqrZzLjkZ4pVf+aIUBTgA7CxTciRQyws37CV0XjTOpIziVTerF4YmJ0tk5A",
-	"2SCe6hR7TJGYpeyxMBJJzkNDiFOeZauRxD4RiKZCmiHHHuimfKigDcTVi/AT4QwuM+mkn4fFsoxkG+t9",
-	"CsQP7PuuD3gH8/pgt8B1DaWTpi0t1U+kMllpVqLZCw5CruaRxKM6pglC4ddSiSxk6ULYeUMlnrRw/IZA",
-	"bWXY/h7kpAiM6GoluOIb/4YNz87Gb45O/2ZKvC4p4yeVpm/8HEjQ71DWs7DqDTK4e6tvVWUsqEebgE4c",
-	"BoOOd4fnAQig4JRaJDFwYJeh3+nVmM9dDNVoQmLvHL314L3prUu4GTut6Qvd617NMuufpzkqlN8Q00+4",
-	"yukEZhRnO0QWMlmVuKNJfTQHcVUw0sZYZGkVGvKHdr9ulSH8+91v3n3YDXaff/Rg+G+ROLR1Nru2Z/Yh",
-	"9C/zgTklI2mT3M3yj1qD/WAEM4FUdlste68c9lICOnRhBh5cSDvsh8Ahsx1ibUZKalbf+ZKf9Pv5xGHL",
-	"uCnZEYbxPDRZ3NEHTeeSz6MRsjemMUosHf41kqDiHaKWW7TeJuvcZFoWug+lXNo2Kx6GOJIljgj5M3nO",
-	"pzNQViCkTLCFEPEMqDgcfeCULh1uzM003/MpuP6WT1zqpbg0jPiz5y3SF25KX3SK1b5kLv5unOEtAN7J",
-	"iHGlYkzctWdkg9no5DF+Hoekm8Oojyc5W9quQvifaSxRRSRfmuYFncAp4Wzbgehlenw1koWO3LG2QJqZ",
-	"Ik4XRaPm1+wBOAuzRdeUTgNJV3rgjLJjdkw+TMDicqZKm7I+mE36gFmaJJOgnlUCdgfsiNFItcjGnB0n",
-	"JaTHwgIsfF3OjXWm3jfnZlhUflYySYATxiZXfyRVrs3cWGp1ALBkNnk+nQQkrDVEs0lr3g2u0Eshoypr",
-	"/edxh/q+7kt+xxdX57+0xHpBmAiG62LZTwGNYETD75T7gYnhf9Bo3QVM3vHMFOE6CLNTOTkOHitqqeSm",
-	"bzRz+Y1hLXz5P2FUq/JhXzj4Fw7+L83B8Tz8JsEqJOXP5Jo4TRn4PFnBUlhbvM8zPpIYQskEi68ltO47",
-	"dLPaMGdZMZkSuDLFAJxlIAPApDqsr7ie8fwSv/SxXoXP7RzYhgNRgdkXp8DvmEKrBYAmyisoFySy3eQQ",
-	"aDyGRWLPZzqKFdLBwqOrZZKM5CxWeZqtWHupRBY4fg4DGYHuw8BVnDAwimEyeybxBkDCqucmBYQ2C6Xh",
-	"ypZwUAQS3OAhlUg2OSdHcp13klWck0Exf2QYpLmYbCooKrf+NceTSUG+wmlAmDM3sYywJ/UmVjMsdvOf",
-	"1olZfOMmjlXQ9heG9XsxrFfLJHE24p6Maj5d/OMiNh4xbOjyApEF2blBbLSANFAfjdAxELABqAR4cW5a",
-	"v6NOL6B2qy1TFr6ZLroESt09icJDwNMmRoAoy2GBwdp/2qnDQFpgnL1e33pj22Es4zzmSfwrwjCmaaJ2",
-	"kljlxV+aWwFwYyYQqLO4ofglExwgJRexvA7Z//zXf3csSw2PoH7OZsMUNXCTNJ+NZFg9+AZTq5ZEpBe3",
-	"it/KfTeOJLBMA0tXh6tscxkFLFpCC3X3O413QguM60wohYjXAe5XWMIC2jH3hGwiriD/IAfwyBIsX9mI",
-	"HsmhftkAEmGyfKxpXq+bEjIa2wSMtuMe6QQsvBZ0p60AxTYfKCw6enP0LcWB0kNSHvK4yLnFLdMirfIj",
-	"znFssqIhCQrkEeSrgFPAwT+cCQm4iBA1jl1AxLZFXwwYgi4GZbwC1I3R5c5l0XIydZOyOyVgxVC/iiCB",
-	"lV4a6EI2YM/6gb1nv9/vIKSjA8PvQh+0Qy0jwg6U7+bZEhp4RAaI77AICMRJwrKl1ApFgW0d56Zdn1V1",
-	"2U/g0KGuNQEGz2lvqE2NN0hjk6W4GknODAWVSaaIpGCKKtoeNaLssTAuXCjjG7EKR9K2Hd57+pTdxirW",
-	"zOXo8sXJiVPX2WFzfgNDGsAAeBPC+BeLZ4D/MQ0ulioXHIrGOSay5XfxVASAD1mFqAQ84B67MAxiwEI9",
-	"5GAH9EtznkzQYu8pzjkTU4Aqwl5bsKbAQWDzHBgLfaDB+0X4iMSJ9XOGUU9TzWD49AZYtta6ECKQ0sLD",
-	"WIFgDS2bMhgYEEOJhHvC1oMnvpku/mHBExvzTLYEU3wkZGJA0HflPJSwPKuwwxZ64yPqKydX/mOBQWfy",
-	"sFX7gJXOT4opl8Tr77gqum1oYaqlYsd1k32SfSI9zezOIuFx5emt1tCIbMCJLVaU1iowWL9VoZrw6Y0y",
-	"Rey2NEOrEgDdDsC/MKUuKCU0XOfQjOdQv4OG3vsjIk9W07IesxPaFHyB43WHqwUadnpr6kpL758dv/LN",
-	"i3OLX1lRXB8DYwlW7QPCL28qHQyQr0OSuf4R65SobX3b5AzH+YAd9Psj6RA54uC4qBMlmAHsdLNd//hD",
-	"LdO3wpGwzpDdp1qrvcLoEAdwYehjgSm1KMH0ywAL88Y+97TfZyenw+OL06PXVBwFXecnIknltSqFeJ6o",
-	"ok9cYAj4RizykWyHN0IsDDp14HaoJ+QI0ow4uCMA1xw1e60TxVqxAgDiOMI8cM0CRnKh5wKC2sW+gI7y",
-	"Rd6F5jxWyfVJ2LewrShigUbWBXtsP4udqzSbd01bru1Yd/VN9wr47H66YipnAutdGFLc4X4fmn2IyWel",
-	"d+ILxPCXgM6GJDLkmBz5jra2EnBVrgHB80XXd79+vvf061pwHc78zgf4z0n08f4e5AvBI5AtlUywRZZG",
-	"yymVZAL9B3hL7DI+zYMxni1LPDDPhDb8C/jQJ8pUTACkDp/O4KUGsFSfrAXPsKcFNCmDjC9bNVCGDjQc",
-	"UnNG0yQJvd9x5Lq+A9tTNYlvBOMjafugSUq5gtU12rLp3BZnhfCpqCRY3mR+exmrRaogoWxAWWxrY1GG",
-	"t67FdHuDQS8QMXFkc+8XPJ8Vmfe04WuxvwrTZC6icX939v7pfO/mefT1L9/cPSjz/qudr8oc1tYqTGLJ",
-	"ob5hK20Pvu2JwsXXH4iKNbzVs7R1ag5xrQ/hTOkV+d+jFqIdmh8Q7XDUgk65a5TRL07p3zfpXhpChw3d",
-	"6JHOxXwBFWuNjO5Irlhpq6BZLgXBeM6T9FrzFEhP78aStcNpmomdXq9H3SkWyfI6ll1N9lk8WeYiGkn7",
-	"2sBWT05WUGZzCAoewh+zYz6dMSHzbMUUXynq32QOKI0Mke+CE7XjuRac+p9xzu7SZRIZr18mWXj++u13",
-	"J6fjNyeXlyen34WdtSn0Q7s6nxNh3H3TC1zRjWEgut3swKNs3d+WnMswtvYiScncWfEy5RZXvPS7g9ve",
-	"bIv56RgTJUAlhbc4Jkjodk52+rkVeIhPoE1RtZt1x+0zhjdi2GAiGMrolM25hAjGQX+/SP3uEASu3dzC",
-	"3eox2TEz3XQW0AJfJFfQTokrlvE7wsnN2N+O3rwmAKRYlgda8XkSMpNBjs4GKiJ2J3GLrFNEVvxzLWtG",
-	"MjRXSjQcDgp0dOjz0oWC0ThfsauYMnBmguGG+RABRzKsQm2H5UT8pMBrTyOBUS7bbzFWpoT4kGpW0dWq",
-	"t8u4ihhPVGq902Ekch4nKix6zdKXpdkTZWatyFNuIvOFq1UvtbYc81ngLlHD8rBM6C/HEuUeO7NJkoVb",
-	"2Vqp5PydplmEGT4Ejqj1Q63NgaeMTylYQ107eSZtrz7T3XYwkkuZietY5YhRBbH8hAP2ob5R3cRQI9AO",
-	"h2dnr8dVPhkUQCdFu0B6RpviZ+fHF7hfb09/OD376VQ/4jaPUODm0/tj+Te19DSYk9cip2rzDIaEeZwe",
-	"H7+8HL84O3118t1bfIMe2XB7nyyg9YVvqX4GBloQ/xOw45MEmyQXjAh7X6hkabodUvFEO7z84eT1a0d0",
-	"sMtldhvfAgqY/RaEtUZ20k3ErUhwrdNbkWVxJFSPfZtGKxv+aexwdALno0Q6mzTdszuI/VhWZJT9gr95",
-	"uZinJX+nqdC20k5+mzLbXU+Z7eeCdHFXi4xvEDtVrvfAIYfifb7WTX7fkX57H42ZAJLXVs4ay5Ectm2Y",
-	"zG/vr9lC93iVZpM4ioT8x3bUVLcCpODva2A4jdl/flfrNF41OnDiAPVP2gLUp1miubcSZwTm/dU4Qv0g",
-	"HaCuw2xQpEayokkdWnmHXfJdscJdlUCbK6aqra59jaRVv9iW2tcRdoApUi/6hVZiXkv+HOqhC1w+Vejp",
-	"V6YBzADmAW8GLcg2uYUWJwCnoFh4fnRxeUw6FgBNMzFf5NTumO45fnM+/NuYOiOHPdb2LGJORRj6BfDt",
-	"jl6nVUW3fbHVrUjj6/dZ6MQ0QsBTiKBPlyotjladr0U+kqVp9zqkaSHsTrYUVgmDVcJmg1iZCB+3rQT+",
-	"0ae+tb5ILpRcH38rm7jw3GySVrf2TntSvsinTxpI+KNIJnN0Xdm0oFN1X6H0IV4TB2hyj10IxIkwqeHF",
-	"NIyg6bGhlU8R1D7nPNY8XSVczbAdbyb0KgmeTWciCwPTmIZcatpGQb/sDv5eOGrDzsAC0Ly9eN0VEnuv",
-	"AkvFOHM+Y0pc65kEIxnWvlq//H/tvSq93uiAFEmfExguQZFqcaOHXeewb7ZktsnMtv64k+ic57PPm5hd",
-	"euPlLL3b2ilnd/izByY/hRf8d3L/6RUFSiw7/rY7nevd1djUshtLOotFdz98WCtMhJtqLWXHWTcFiDPB",
-	"2hBEI9N4JIt7zTG4ztLlQulDBZ2M5mI+gbqVTsCu+G2KGqlJ78OxqcsfOKQnK9tNdCTjyGp+4Pxm7XAh",
-	"svECUmqN0b73tEgb3e33O4dYxpXzBNUtdPUEpdaAI+ntDVh2bkqeZekd9caC9mIpcglz1yHj5cXCDty4",
-	"Wtju0KiUVoXUA611r/8enQPPZLKyZHAnTQFL7KSZ/Bauj8/Js+7Tyg9X4nGM6o/FdzDscO2DpFJrYGZ8",
-	"fKVIMosdYmqIGwz8LjeHr1DV5vqQAdhZxUkEHgVdeCFvFDiStnognx/wHfW8MrgazaEuXv8nVnmmDTB9",
-	"WledQfVws/rZdvpgIhqqHh4QEydLm/hFcywyBvZr7Zh2ARSm3y88kbt9ylMrfE0zrgD3E/3G5EX2sRJs",
-	"MXVEvobP0oireMPvmVm1tZ/ui73zL2nvIJnaRuU+zlYoT9aiQTTVOrN7g+c4SxNRRFhqwcqX8LSjWLE8",
-	"vRaQNgR+nQL3F7jWSDrB1TgfYHwLOyNrWo+WiYhYtpQqYIhkxZw0gXIgTEZFPCUYSattBWwRQ3kM3HJ0",
-	"foLeOwKCVXm6gN5yUCCDgE+mEsOGH/vfjGQJqYTgTyh3yk5aM7OLt6enJ6ffsTbUCUFzc63feZMKcLUM",
-	"q1obxkHFtzFVKd42S+lgr/XbNhLGb4zWMSu6pfcb85x7G1P3xvf4J2cwuG9rGUzQbJFpfYndzVJrWxU8",
-	"ox1LU+lFajmVwR30DyAK6Xck/NOeoa3EvSvqv7gXGt0L66l1wfPp7KHC7zzTdJnHghDUAdQ901Y3VlBG",
-	"hyyci5wDFgNm+mp9WeYBAqtPhQtJbrAa9N6iwl6UUtB4DJT69hKw9s/PLofMleYIenElsrDTqHL76xQi",
-	"/g8jlT699u583r2099/4OC8XmF71R9Hg7807vqj8n14iI23fR+Xf4Yu4qxXiRu+pj/cNGF8nv011Gtn+",
-	"WXw9yxW7FjnZ/2+ICQKebLmiLI9vAdBCBdp+FYrU50PqjY9Rd9OrGX2ba/2JR4v4B/11WzIyTClUCzF9",
-	"olgI0zqJws4fU2PAb9/k+vtBrJiRSv/wKvgf0K/o0rexPt2DaX5q9jNup32EmihDt+95UHjWnBbYbcim",
-	"LZ48ZJLPTQLujVg5jV/AQY2nynQvmqbyVu96KsnXiYp5e6+/2zG5s5jZARFOPV6obm/GGIyMIwxF0p94",
-	"pik6CbkwN2IFWNXofrcl76lMVgNs1M3Z5fdH3b2nz1gUXyNqDb4PByt6vZhuLqnKTUNyW4g6TW8R4VlG",
-	"1qlKKtgmnyIeqn9YfvJZvZ347b+nzxNngFOKtnGA6p23ydmQ4gLZT0QsbcSPRafPFx3ri461hY71JobM",
-	"V8PL/ay8Scva+XAjViefwtNqAWrygQ2uWEQwyNS7m6HjNc0gAw8CtPo4iPexAgAjAPSZ5goZa0ppja5K",
-	"ZkpOIYWDvcrSOcvEbWpgSWRg8vfUSNqERJAhxl+z6wdavk1v/tHZaS1MfL6cJPEUPs/MJCyLNWgItaW4",
-	"a5o00MeW8775+mr/l2/e780PFs9bQWvO378W8jqftQbPDiDibP7c/d20T9zqtayabmFtTaig2ROFdr6o",
-	"o78vq8OduTezE+9N2d0DnL+HLIzlNFlGYmzqZ/63PgEh4f5AyZfDITVjdNXZHjsibhh+IHQoEzL6+DGk",
-	"OHiY28IraNJfSTiy2Voj2bY54HsMczo6GG93/W21ksOQsFEAXzFWA+wWBxlBEyisSpbXIxmJLL51sVeM",
-	"maBZQcBC6MWSSngw3O31e/0wYOGf8JTZfqLU8YxHUSaUCkay8DHaYjbMtJ6m1zJWIqrzeeyWaD2TCFeY",
-	"pokKi7K6kSyXbjmF/Ja7uxVNPyEsmX8vEQoNulvLPFuNZLn2ztwdYoaETGWXNLZbnixNBpVeT4N7AF0A",
-	"nJIqBrlLWrCNZHvBlbpLs6irmSB9PlTTyZnI4lxE7DpJJzwJkC7TjJIm6GWFywEpW3Mmj1Q7fm+Ls35X",
-	"v2lNcB1FUXUZbWnadgvZlP5U3d1SChQlc7QGAMZj5zlJ00Rw+VuIINyRrQInnzxT84vwKftCcC8KXss9",
-	"fHcbf6WJ66/ToNdLmB67EPP0ltiizb4yA7M5z25EdsgKkH/WttCZIXWbHTBkZMC3KrAud9zA3Zkxvfzi",
-	"rc1R+JfPANDHsLL+gDieSvHlGP7eOqA+K8VZtcqKTbC5b8rkupMJhJBwKNhfiIwK+dyTqKkDcnUKgoHu",
-	"PiMKstp6P0cTLEcmWBirsXmYzrHvfL76lzid2+cWBEymd+66l9LYv5zT39ktxbObsnS1G7WNWE2SeRdb",
-	"LTbabT9Bwhx2ZjddGVHrL9ku4F7NxYJwdpZKoBJvcnuJalDDBlMqvZPOGQ2YSBD4grRy8+QhQ6hs6nkv",
-	"YvBuga9AYdIzJuHhe694TA0zwtOz8evXb6qAEZo9rGVGa0qWXifzF7hY/6xs4UKoNLkVkf3SjX1zKhQB",
-	"GCswhgpYfMW4XH1JTlqjH0M34nVnC9JggaK3Oc9zMU+1Lb1VWL/8mgaX84CZMdmcr9gsTSJ2R/j59vTr",
-	"46RYrq/F+gQdQ0kVPFgGRQyKgis4ggTlA/dp+/OJYur/Z+/dl9vGsb3RV0G5vlOR5tCy41xm2qqpXW7H",
-	"nfGMY3vbTvc3NZxPhEjYwjYFqAnSiibV/54HOI94nuQU1loASYm6JXZsJ5pdtTuWKBIAgXVfv1+sR6Id",
-	"OOCv36ioIPo9wiCQNnmoCGGdigTwvP8esYyrW+zKn71vJhAcnqtbw1qJjs1OIoy8UZ1hwsKtD3BxuNXe",
-	"DxX0AQmmCuriIrqtMVQc5yX0K4eP3ATxcdTRVcWBh1EuLFf44F7bIwcQHrzn6jdcQs2wlRQwOz3U/5ta",
-	"xnou7szvtXBDJfr9Znf3EYwo3DjrdFq5A7Wxne6/7EJnbmtV5dOwPF8ri9Cdz3ig10jbrSRQO4v6AXAz",
-	"Pa04Io5pEV4qLtOKD/3zphPhxziPrk+AFOMXV16vdqrYRbWWGh/5wgDoDaKLg12B/UKZvJHK6vBJZ1EZ",
-	"9I98GB8I1gaH/5gF2G4Ei90akUB+CFfzuywR+u5LfcoURCLzhVJo2gKgxsG5PpTdIK65UA5d+7xyHg4i",
-	"ngMwZyqVQB+H8rTTYO4R3adXZGnU7rLXu6+n0woDSCso4ShuZhuyy9jF3MjFOU3pacctYDHvCQgd7rUJ",
-	"PSwJPXhiFb8/Vj0dO7DAX1/QVk3KuUPVqh0LwlE1TBVp2u6GqiFDxxYm6DJByTklljXkPo+D8uBZOS/e",
-	"Ntm4J9Rym692Yr+uoWAJIZWjonKwy/bD/VC93t1dj2Nqn52fvg/Y38+P3gfs/fEvYJn/JvrnUHfjiO4A",
-	"h5KQAyA/0Lr89T2j+pOkPcU/5eJIDexX3jsAKHKepVJkoaJF7NZKaSspQ+s3KDGuq+klJE9PRoI8CMdU",
-	"dYo46afcTdnwKulNbsr+N2X/q7VWggxcTfI2kUu93fvp5es3b2fMKI9zsp0Vynxh1WyHHSDR71T9fssz",
-	"p7TrtCpKfMp7WaF6PI9C1fK5JV3kIOJTbvI2pTDk3BbLSzf2Czv079VUqs5yWXj/iipyS+SajeuxTodk",
-	"fe0qR+uy/sXXGjdHhAZNED6+IBzx2fg02hB1GbpCWSQXifAiKpgWU3eMM6164tMoQ7kSsdYbdi1FmpiA",
-	"iTueFsTZEaool0PxH60EsSNFdC5ZSyuxbQY672KXYiqFixtcF2CWIw5RJE0PW6ejdrecJnu9t9cBRpZM",
-	"2rVH6AeepnrsoI3q89YqndBkIDPrZ+/u4EUED5Wr54CRIU8H1EtDg+k0g40LVjgPLiLOkl5/Eu0zXuR6",
-	"yHMZAynoiCBk8RIq6qjgMvIcBCH1LykmhlymHs9dK0ak7Y55fJrmvgc/6FE1O6yJVvO7Pqun/3vEw6jO",
-	"75FaO+tDWN7UWRMSGwNuY8CtA4dX3z2LNMxiS23nc1aoe2nlvELsuJzxNBM8mWBRiUjAAb4Vo3xepvjJ",
-	"iKaZ7FRtLec/FVZwky7eBMXuBYdu9ZMdfKGPBbsZcjxIhetokDwbbmPiZXNMv5FztpZjtvHLlkLlrXOg",
-	"RkX+5ZkfCsmi1zHOZA7OBnhLrJWK63wb4hJwW56GCv0olvNb4bmkwRsxBJgNKAhZkQqD5BbOmbD7bNKp",
-	"hz+YNFBHqoejIgeQvpQb/21Af1o3BJwk8NAq7kuppedi6W0EwBNzXR5H/DhIv437snFfvqAPD4Tk/fsv",
-	"O3kmb25EtphfbxFabylw5c0Aeo/AgcEuPSs32x12aT8hIIJCOaTtAEjrqig1RJwCwSwX4XGkdy9L0jsl",
-	"xnBn1jI5zwvD/vvj0cejd+2gGijyhCQddilyU5frKMdror3r8RTsKrFWTUu07bg8kmsnVGBQ5GLE+kVy",
-	"g8BjJchqz7XPR5V2JhdOe1G9snoBBUGbFMkVvqSNJvlGYSha76X8TnYPOnedukW+3rbceIRfKywLNS0o",
-	"mdLjdYRlyTH1NRk5f5fV0nL2kHQaM23nkGq4qlDhf5+5tvo8V8m2TfNCbPy6dfJt06tXOSLn01/dH0Jp",
-	"oeTvBWaTqnWw9ic/scOz019Ojg+v2r5/MPr8+VZM/vgjYmADDXSaAFd7FcfJwXgmIk55hmz4lcwX2hI+",
-	"j3UrJiZUCM4OQ5lOWs1NB9U36PeYEKrP8JFSQtODWJ4UmtrJ36NftTYBycYRe8A80tSGWyw555oXOx6e",
-	"7l5ySdPERayJt2jKNApVYajw2mf8WzgM65ahy+Ndt2V0Rk9IQM5CeE5Vdcx9bvlOVnz+q012akOrdM/p",
-	"rLUEzBentColTmvmtTYn/dt7RGt6QxtnaHmSa81j9g0TXVQvGKr5iS7Ka1GqazRKJ3UnimnFOEsK3H0C",
-	"Igxte+y9Vud5qFLBgaZ5KmTiwEH9KfLlf1Tqdw0Ms96rSnlM2GyuOBBTa1WTBEoS5+TJNgLl6bp2jyXQ",
-	"XNJs495t3Ltvm2f7Ov9O69TseCH35VHkMyUQIxvwMCtI2w4+KxM30uQQQbYPrcaTQwVQznHKjcFWDoyO",
-	"0R3sdUGZU/MQ0A7DG0Jm9htxfS2QmQsRsRdCWF1pnZ6V8/6ucTNrc12K/OQXpYad7hHTN6bafFOtsnZ+",
-	"48PeviYwhEa+O0Sqn3s6MXV8Tydz6hiylkPLx8R2e965rBzA8pjZkXlq6VKIVKi5Zg7r0jN5CbMVP8CJ",
-	"xJkuzR3ZV2BoUTaHb5GfhCUW93fwPtv/HCd/7OAZuU8yJGo9R6THBl4Kq9NChawdqbgTaUmF4Or4gDgO",
-	"RmZ9GZkjvjTLBPDKgSIdNoY/pbGz8dvwafkvVxWJY98d/Z5Fsc5E50Lw5OPFib0omufXwDtbcUzTN62z",
-	"E+3t7j4mPdGK0BewzaVhCb7XTZn/Y8dF8T0wvo4A+rqMdVWuHChWqGktj6Z1NVAaqgP8ajzQpnLvmphx",
-	"mBlAVinTlJGxgDEdIk8zAz1GaYNdovSjnrtlxFoR9Av1ck3djPsMuFaojzR3m9jkfGJYoQpcwELlMrXf",
-	"TmAwRgBSL0JhzJOZU4wxdONFpc9HaiMNn4M0nDKbVpGKLwwZTmSQOmW5kZCPKyHxyK0nIJdYaKXzsfPZ",
-	"//uPL6+Jmy9Edca4qogfL2QSjaQeoaLanil5Oxfrruadb+TPV8ifmfH7ZYWEQll0RSWwdnRzBq4rL2SV",
-	"sV+LPB7UB/zyiQhMvwjLZGa5qT0CkVOuG8dzgeNpt2xdKLhlW2TvLQcSnm/w/azzAfEDZpXrABKDxwNr",
-	"BZna+9sPVYRAgzpjEVpfFcspLzUmpcQCFqkiTSOWVfAOPdme0VWulFDBLrUWGLigLWvuYdqvyDI7bWIo",
-	"hJoclmuX1SNC3zm8YyWw8UZC/tgS8v4zjPM212OCw32trFZiPC2vN+16mzTiQlP8UuRraq5lhrj7/b0B",
-	"7WIwtyEUWnPxjWY8TYE53jjCXFRHXYpaDLFWLGkOHUCJveuaqwZUFsPvwpktl2yjmJ5pIHUDkfIkcYOn",
-	"cx/6mqIGCwzrpTRi80VOlYjTPxPSKQmrMogxHFYLendTbvLtsVSGpXyC9FsIe29inrjYANWZhcXu7qvY",
-	"EQbSXxCIcN8A3SD9gRh+3QrPOBSqieEon0yj7peijHhFO+y8TideYQkfckO0Y9Gf6H9RJ1Qrh44XhzI2",
-	"4vCZRFLdm1oJlXjqKG4k5f2HEL5K7H1FvW9FvmRVUqLqWEh6UKktVobsYwgiFdc500UeIJkZ0rqqIk0p",
-	"VoryCrd2QAELa9phvIJsNa5i+7kphlAj4rA4mTTMFeYCWex4YOfSer23FzhJBwXKuVBtqvO9FZPZqKzz",
-	"bAPGQ4VVwSSox5lWN4ACH9jRRgQ82jO3Mk1NhH6xLnIjkzqi/Z00sp8KhhcGONtQ+Rvk1gPJe2gsR0wm",
-	"CAoqiXXdceDSMACZYpRJFcsRT+dIb+wFFSrOJqMclVImTN61y57YpQAuKW5uK4Kd9Xl8y26FGJFiQ30G",
-	"N2yS5VRZuJHn9y7P7z+MMe9dPXoYY0XN4myrJqHXQiulvQllbEIZ61REf4UWXRLb+MpCzBXN64XGNSa/",
-	"N6L4OyxS2KTYVqrt1Ep8Vd1AxpW5XgQjtjaVZ+CrmAg93mF8QJVDrtkQ7wjRAjQKS0OPtSBNN1ZsJDID",
-	"3XT+u4BxCgiMgRMMQcf0WCEOGU+GUnVDBf+VJs94rjMgDGrvA6IZPKmZgs8LHGtH2yWV8Llh/SKn60JF",
-	"4y6F0yssW8XlQIvSjl4mAa53UIYhgimKhID6VEJVYg3ZZTs4PwYvolvKafIIqkxMOk1w3i8MrYjSLNXq",
-	"RmSElRmqK3qzGdjBupZ/xDXD8G4ZIWnEL8ObHNCm+u5QU2oTfPpUSIUCCB2X3bKvcWMPbuzBVexBt9Mr",
-	"EjzXHjrAC9m5FJKjUabveLrY3qvtFrD+SES6XzOp+vrTfhmQsLLYMD7mEpEn6UKvQwqF8lYkDLau1Ir1",
-	"iWqkbG2wLn5V4/AJS0QsE8fe6uha8fYiMxENgZvbF6RDAooWWCGf1ZHfAHHLayEF7LB2csYquzjThghm",
-	"UIbDN4EV0sLkVOTRgj6+Pg1VJu0OO+LxgMlcDFnMs0wKw8YDnkMXth15xpQQidkvRxH4IaOWlIlfJXzI",
-	"3u6uFeoZj3Oagb2MGiK5YbnMU4H0ULBStV4LAO3MboohzIOMCbfkplTqQ50I+8uUm5wNhTH8RnTYQTrm",
-	"E4PgeF2rjXKdcwpX5UWmRLIPX1IVM2dmoDME02N29nfCdJg1Yw3jRANIik7gxHbZiGI6tGNUUv+4sins",
-	"L6UyOU9TnFtfXOtMMMWzTI8pLjT0ShH2zAvTYe9wy+SDTBc3g+oGcRsnCliUif8RsUMixc0ZAfQptLll",
-	"LDo/u7xi5YHZse/TnkwTNYMEHvijtUTBnql0AjvGBx5L3mBQuL8XAhh2SePClz3Quw18vFLlb19vgXsg",
-	"h8Ww6hxIlYsbkTUWyNgxVE6uBxuA7jnQTHwoYLe5zYKWlMzb3dkjzDPhA6bzpkE+ajmFr63xKZfRbR6I",
-	"lOYsFRw2njRWDkyYEbFWiZk3MAC06+UDrqaHhwv66uWbV293aYT40W7zGjcpg3Ir7JxzUHDLrxMZXvqg",
-	"Th1t16WNs0A5eiPKE9nXn77Oq3uGqI0g0xtVU0XTApXMtKIt5cZijOcmnXtABYhQ/ejuY9038q4CSHai",
-	"oAKmrp3P9j/HyR87TtKxsS7SxLW5cuQX9Ldq1eH695v8PaJUq4hRr34rquz86PTd8en73sH5+cXZrwcn",
-	"pXpyp5M8ykxYq43mpIs81kPPqwZNupBs2WeRvo3K7lx6crXxYcyzBPMT0L5rdwkT6k6keoTIKow8DVqC",
-	"Ab9zXp9IsIH4msu0yESZTjG5HuFIrDllsCPI7RWrBq1uHg+EsgYLfNnXycR+cWf3axNVkN0jVdXwEO7P",
-	"1FMeywGi57+j3XUhTJHmZp5QyeBraN92+zGwGwE2wTNwhzbezUNUyoDpZuzx4l5yVAyVedK2yAc7PI51",
-	"gZt4Thn6IYVKQOrJGyWSbalA1r6ATtNRygkGmh0Br6GLrdxob05G+DCgMdzB77fpTDcYhlSRSyN70Kpf",
-	"fMYjnf2PZjlcuwMTove0OeI/KJVzAvAaY+U2QjVWUeSD6pFuOmXzzagL3O6mFiQdUcUBa2FJxP/3//y/",
-	"7PXeXrvDPnBpPVAWa3UtrTdlLaJUqlvnUioxZjxJMmFMN1TgwOOIK1FinSbuGtYyAzstqVhEkgvZTiM2",
-	"FFwB+mu77P/FR0kTKhqAtUoOlL+b4yNECVWJV//UXN8AiwNiC8XcA0mbyhOeqKw5rL5PO1pfAfuko6sb",
-	"/LGnkG1Hj8ETG8fuKC2RULjl5oumK37r7A6RijiHqqqE5XZkzrvCrYpioaU0o7FCAFEkROUM3451dmuA",
-	"w6cbKm4lDrgfAYOKMkhWjyCnB1dXsmJ4j4pcYyDPgKftTmTyWlohdGEFdCqHMhdJqKyBHqcSKuDwR434",
-	"/LgCDy9/4GXS056wseM0Ra2Pya3fF0uj71lGvN5bYXZXWn/gakKLYh5TttRx6XFDLhUcwdan7SH/tN3X",
-	"yWS7PwGGm7+8/GnPfp7xXGzDsdva37LCZasUM9c6u9H5tjNmFuX50agxUt2kYrsAFBQjchIrICcgpDPQ",
-	"Rdau1NuTPOiLVKsbg0klb6pj6SpBo0hTlnbOEoglGtLk2v3WuAR9X1gXK9Z3EH8JVVXKsNWEzC+wCq6G",
-	"9IEETP0hjxVLiWMxWtLd4675YnGykQ7fSDoA/x7jpS8CR/LehEOqb6SaLxIOByK+NQ6wOrGGKoeqlpFQ",
-	"VlQkPOd9bsR2n8e3AJaEdgcBD+EvI3MX9+ibiMVgP4Wq9bc8H52pdBKwSz4UlzIXfz3hnwJ2aVcC4rqj",
-	"TCcFpNXIgiEp4rKl9uaHlxe/kC2Ua6j6DhU3LPrf2/abbVD5EdOK8sQpz0XGzs8urwJ2/tH+v4Orw7/B",
-	"eN8dnRxdHXXYb+DrVabrHvt69+WXyZ4TWOSHETlw78fiUMV3ukjQnOibG+B06mwFWwPBE8hrft66FPm2",
-	"s6Q/N9VB00bC3VLfQp1arm062ffHN3bXNpLwG0nCE33DpLpPyaeLBRGhI5XUo0FV2RanglNbJO7QTtOh",
-	"t/d/ZEVP549y6ysewCNwAZ3PWT2Iqxy9bxX2eC6BAbtvcSfMCwQMxdySqquZdIMvw6HHvjAVHdhYK/9B",
-	"bD2uEriaPUVfVQXwSNn8Q5qCfwvlui94uTW/qzm3tGbwGbkVsWrPHU+KA8HQpGFCJSKhwLMv+VUCASUb",
-	"YzDgcz6we1R/yBONwLjhMYd9sck1/ZBsgQjINSpPxLwD7hqY5psSZyOhENoLafwqaArUXdvDm+CBBKZV",
-	"ewxYy/dUsNe7r9gvZxc/H797d3RK7hDUfIbKxQuhsKTSTtUXsR5CVwGrdUR02EXlaWUFSwoGVhf6gSGg",
-	"G1MeBEs8GdTEQZyZklzO5WFf4BNduFV7qD5QvP0jsaCuEuaFqO7X5rM3uaLvxr9xW7YSPL03ZweCRiuE",
-	"gNfNNTlbFHh86e73k2xCI2eRefNlsZgLuxIPbOfUnvGEo8DnZUwROoU34eBnkCwajhzL6MNEhKuqH+SG",
-	"WiFlZM9/zWao1sJM+a8tQYj19hqDdbNWUEh10+4A9TFkllwNi88tNx5llfxaeexjR1s+VCtGnm75xzM7",
-	"AOtXYth9AVuvyY5dYMrD5ZOdz075/bEwLkP9xHW1OHMKmtUha9CGoZqvDk+nazq+yOiGszKBQotlnUbn",
-	"RT+VMRvw9NrN0I7qhSFjYMRlNqfN163ewmbfSgfP29drN/BcijgT+Yqjm2kmwoDNSmN7ufeXx4RPWMWP",
-	"cAJyypn4RvAHz1qb4nmoGNysP2GV7TurUedozn6R3Ih8cWdsXQ12WSoNJUjp19NNQkaIfTaNZZCWIAiu",
-	"bRVbIeFCew9tfNMNXBZADVGlOxX5C2/FxASYFQUECfwdVHQMjUjvCI5AK/dT4J3B5tgOi0ysR6J3K1VC",
-	"fZD4gUwidi1T68a0+jofQHWHkPlAZO15THc/0+Kt0vvolgoGKg2zA7CzLXHC5pz6cry1FMaiw4fjurQ/",
-	"/If93bxGwukxVaAsnNMSEEiDdhTtVuxT+9GtmLwwbITyVibtxTOY6uVcS4w+pKTCxVrK3Vfu9h+uD9Bt",
-	"Eyjrg6ZA6GMbcMPMCPYENuf5BIDIpK4GHj+C9TKfGuugLioMIFm77dldKDXstbVtvFx2TIG+dNnr3ddl",
-	"TVh5Bgjdj7AB2x124LpsqTswAnHaA7VsSJjgR7E2ecRaQxlnertQUDN/zSJcoHgStbEVDwcOJlD5WHsb",
-	"XEHkVa/CO54pQsXCC14YVkCAM7MvBOjU4fkBuDXYwFxpda5Mztob3JATU+IJQHMgveifP757f3TVO/rf",
-	"h0dH747eBW5g2ygHDs6PWWz3gsl5lpelJns/Tf8Sb3ch8myyfQDsTdRWCu5fY04HKObxYD5URqfyiEcK",
-	"tbqHryJ0NuTjm2zRw7EGOEFkTaaq1g8crmlWOfi3YtIg2iu25M5n/Mdx8sci6oDfBhqMxRhOYsWchE8R",
-	"V5bJfEpaB6W0lsqL5rnI/l6GLDTQ8Kr58E9uPgt9rxlwihmwhEcGxkcWhg0w/qMHeWBnu0PXbCY1l1ss",
-	"PjLExLTikWEH7reAYWJ1tC7Q7gIbogrX3ILyjbnETk/vkD1Uv/EX2Au7G3thg6z21ItFnDB6YfDwmzka",
-	"Hlr+buYGi34RPC8ywa5TfoNBobHos8qOR1wwh2nFFQRwjLxRhknVYadQCGIPC0ffLs7A324oDTzEkTzg",
-	"ccM4Mj5n2aGDCXeeTHSQQuBZoXI5pNFV3iitHb5SMPTWR8Y78TFAvEE1BCitIzoUwz5QqAQIboJEdFbW",
-	"z+KcGiGoywGDTa1ooousl+lUQEkRMhCoyqMmLNEMG6xSwPzXVj+d8xtBsD/RiN8I8slHIuvhny3H3rL3",
-	"JvBgbS93d9vNuG8BgECFagHw25zI4Htc1RmV+JzAsmAOq8TFHHsCvp4fLjx24961O1/08hfEu+YcKgxK",
-	"GI8V3ML8tI/aIMn60Je6uPOWm1BFEBuLOuw9guryoTAgbumYsELJ35tpIvCx8LsHjbbAEx4p2ELPXl7Y",
-	"Biu/KZ39Ma0h9Kvo+DWd6FJjAgb5ovgGnsPpiLVXeh12Qd4V6KvXuz+x6Pj014OT43e9y6uDq6OoUnOL",
-	"4sDkMk1DpcfKR7ZbDgSd6YwlnnJtiBW27Q77AGrYBC4aDKq/IIJ1l9zJtU5Du7yZFADvLa5FJlQsCOxu",
-	"JGOw60D62A0B0/LMsniTKhsQAQDMj8s4YbOeesTXcJycW8fxscMpV37mY25o7Z9+cGX9kpsfgqZwwZGf",
-	"R0OIB6uWsGYtriZAN9BuOPFd5/CI1AgGGat5JCFP/XispE2rmnRDhdFIhTHQ48Vbb04gsFm3ENL1lHPV",
-	"GqVcKvLHjN137PXuK0gmphNC4BZpYkIFhG8YRZwf7Lu3rflQMbr1rcxvfC4cJOBzsTQ3gbqngyC4umlK",
-	"VDlzAzvr669q0IfMzzHWXo2VVDehqpVOQEERZRGnAkAdtlagJlTNkZqFsRcigPg6ORU8w4ANTHyVqI2r",
-	"qcFXudHTy8I8+cyarXIK03S4jU7XQx3FukvnPTNsoW4+gF06elLFaZGIHpJY/9VqxwiHgKzWTbcOVd+1",
-	"cFM49lqnqR6zVmGAJas/8bWZAVkT7vMpy0SrdNLueN4oZERV1AzqIrDQfRrxkezdiknPiDxaeO5P0uEh",
-	"LfdXn/2poF1qNJS+LlshNrVA88oi66tfK44k6be1f81TI3yWs691Krh64FICv4SrSJH6AmykyDpSpCkk",
-	"U5EpH5q+nh9UXsMn6LBL18QtDe2/CMp6C0MUM6GK8OYiiViSSXsoWzJnGfLcsGuZ+mJtI7I7kbUDyu5h",
-	"g3XleZCAgqKEUFWrGU8hRm0PPcamQSpJVRWCEBY7PDv95eT48Cpqd9hvKLhMj45IhINVYlxfKd9Dbm/m",
-	"jAliFYJ6ZN8BOsrEndSF8Vel2uDvQmUH3vHSJ8IOzinGZtY6OLrc3nvzdvv94YeSvGHIoSX2VkxQgNfl",
-	"2pIwvD+CT9PRwpH6QT5SSL/y/OVh/drm2FRTbry0h00gNIj25ZJ9ge248zn+onRDo/jvYrQaOOsaDZlS",
-	"kE+l6hkKxHfu51Xhmgp+J0xFwPqSMn9JC2vO7ekI1TVPUyS0p25bGgldDOromsuUbNXTs97JyYee1QXH",
-	"7z9eHFwdn51G7SUZhvuSo8GK1x/Kp5ObqL/R55Sj+FFSDl8kJO4jJtydd+5bOnP4PqGatg0REXXKKGwv",
-	"N/qqHSyhOhvKHAiBIegMpBLUm3PH00J0WQQQhRF2h+CNkbVSw0x56n7a4vgv1tf5gKLXHuJQJFiGhMBj",
-	"B2ADlHYcwUYQYEiu7eVaiQ6DergpwzhUBJpYMztbVdkHc5Uk+JIACpoiL3w6ld/hYPjQSlbCCYAkcM3s",
-	"vZFWktZt3yUR+ceVdA8Vy/8yE3P325uYLqa/MTM3ZuY3TAY8jJm5Y0S+7UNQn78+3tD9IjsT4g1VN77K",
-	"i7s9lsm0ydgGtAlHgNjXyYQw/OsPhcx7RZbvMwx82nGLCkJl/Vcu1sGHAsV8qFrVYI7SarsxKAi609q6",
-	"jd+2y3ADTDpgUoUK+tozrgxy83bYcSKGI20FWpMeuBT5O5zL92v1riyKa+sbMKXHVTdlY/w+ruj6wG/n",
-	"CK7qW7oPIZYvpE27siIi1koJOGH70NOdCZ4GDAiPeVrpn2atcOtCjNJJGd4D/Kqzf4RblTryt0wX+ajI",
-	"EcrFtGts3CA40GYO2N+urs496o0ClOu+3QHMxJkQinFrunr6VwGVwGga1pfM9X1DkoSAGAhFR/i2dzbQ",
-	"hhrQ03TYA9hOkfTgU+hEn2mqryWiFopz6y+QRzBPtLOmCMIVBF71nUyAhhIazcqWe66I2tYxdHtxt89k",
-	"7vGFgJcWggP6dp9BqiSqsPPiLWKdEG6pXccKK+41wh7BDcpYsB+Sww5tkeeDb6Yca7vDDnFdFVH+Ule7",
-	"u0eToLa77gcQ0Xaai8T0b1Vi6ZKe+DsVzd87ahmI0mW2qEuQL4Aiqopzqla715T5WZkEtxexFtiuAV4X",
-	"hAqf2QYJoqaYcb+isyhUKxWs0Ix+wIoVnPkqyWbaFZss87Is89BvppV7ktZKH19VIG0xONefMPGJx3k6",
-	"IXScUEX2CsDV0hmLiBS2RZhaAUTtAuRQY6aIB3DDffZ6b49F0AYBIf7e0cXF2QWEzdA2GfKJdRYTX9Ba",
-	"jrWLdtDclgvokrc/5Yr5dqkDnMh4oIGW1gXlfAPjqrG4gySp7Oanmbetj/ExO7HcCJYnbuk1D+RoE07b",
-	"hNMexIA5sCKBNtoqNX20JXc+F/eZk8XQE0kdkFSp0Q4Hh7ANr0PVgjxrafW0OwwQRSCbq/BhFeeL5Bxa",
-	"POTKNDhkofI3AUhSQDmDW1XkX709rRmj3I72/uTgqu7NxyeUdy0FFiRds2eCurNpDJsD0zNfLtxHKrZq",
-	"1zAzlnk8KG2PvsjHQigW4d9RqMDrgDtEXXaTcYVVfHjIwZqKXQbTCYMXBg5/sFgoNAfgp7K37J0Y6vxr",
-	"hUQla/mIQuJB24++wMDafQwDy6UtN0bWxsj6VkhDuNdIKq1iblH3+UJEe9ehLof8BuqSuWt9MHkmwEOV",
-	"KpVKYN2GI/6uVl28MCyi2/SKLI3aU8CwGGMacEj1eVuKIDiI7tuIimU2v7P3nGb00A2+sBo7f6qLDg+h",
-	"1peKQz/CDBtmk6iAe20iLwsiLyUgwMi/31U39w4s7z35EuQRUFbZHY1WbXe7xHqoVJGm7WqGed/jz5QV",
-	"nCUCBKZeXEZrSf3lt9roD27Uu/k/J4v+xyijzFc5dfcS9PxQpLkc8SxnxciqfkwHWF0QXctURAy+a73e",
-	"3Q1V9PPBu97F0X9/PLq8ivw5kjnxH1qJy6RhichFDNWQmR4inuckF2afnZ++D9jfz4/eB+z98S8wnN9E",
-	"/xxb5DgR+thhTvKBtccBUqJ1+et7Rl1lSdsZ5S/fsOjj6eXH8/Ozi6ujd70PR++OD3pX/zw/irouUxGq",
-	"N+yD/Jm1Xr98RUNETSqNK4+ElPStGOWEAMONEXkjDozytFwGmxB9hw29oWanwC7pfQuNeUb+0L3KHasN",
-	"txOe8zXtaxokDvtJwgyUIhxq8qEAtqoBNsgDG8N9tWJDEHaryNkm5ra3ez+9fP3m7azhU4JM3WuW94Bd",
-	"Z0Js23PNdP9/RJyj1LrWjmfKUOWewaUqaWSlXexRJkBQd1n0+Y+IIfQjoGmxcSbzXKgm8eUt+8qsnjh8",
-	"T2WoS62f8tKNB7DAA7gQ9YNS2wxNRkmRf7WhX2lkGA8gnoebvqU0G4rsRqA+D5URmeSpBMY2vGTIJ6wv",
-	"fLXC2zdvXr1FAwQQvxvTsI1BfxjDQ+z/h2A4bRzsY4bq1jiIZIvNnseNFt9o8SXpDNj3q0unaX2da53e",
-	"cz2WEkyoPJsAAZK9P4tTbiqo0qEacONLykSyz8YDAbX5UORpfwEd+XaBEtDwsyAtvrYTx5TyCaBSh0DK",
-	"RL1uhrUcJ+22dc0S7EUzbMjNrUjatdqxyD63ByONumA3jPhNc0e/L+66gsV74gaBHeQ6wEGw/gQaujEL",
-	"1gH+qK7cymdv57P9z6Hdd388SKDQjQ7PpL0agKXh4+1U3Im0cl78AbwGfrFqHzcRCGGBuL2N7xC3Z88A",
-	"VfLrUDUG1unh7ijDKVtSaGC37TfKIF65F/Bk4pK4XJuo5NMrGyiRlfElPVhY0oHG53472NPDWSZupMlB",
-	"ayG+MyrXVi2phZ9R20X5izZgAUFy2DCZd2stF1jAycZ80glVRNo3Ypoau2+FcHQQxAcJypS1rDFNY1Ni",
-	"jGNteygis4+skrdiwoxQeahqTdpVKYT3A2/H8FR0WaSKNIUyU66YGI7yCcNkFkEe2DmEqiXVQGQy5yoG",
-	"7sFiKEy7i5SQmLxTOaERIWxZ0rWfJa7ewRoDLPoT/S/CqYRqynKw4y+XgAx2ZDLpsAP42stOH3lIRJzy",
-	"TGCrIM4vVGRLjTMguJiMROBCunt7CCmkMfgrzaLQxMeREVn+FETlQ5Rc1Ob2mF4cPn8l9w12/sZx2zhu",
-	"a0AKeXm8omqxJmS1J7LSzj23iKLeTd3U0BOw8UDGA6pVRT7IMkmM43I/zwqFTLJdxvsgW53WyQRqHKrG",
-	"UFj+j+7aC+KlXY78w2apyTFzFWtldCpeGAzbbmeFYvFAxLcA3ogAds3cBO99H3W1P+/B5MaFMDq9E8nK",
-	"rc3TCEnymnE1+SqT7xFrJart/C/Mom03b4MPuUy3l3CSHcxijrIW1DR6LHT2y9nFz8fv3h2dUu5TXF+L",
-	"OJd3U83k+97/CZXhdxgO4KpukQWYi51BZkXERKjfvPz1sPfh4Pik96eICXUnM62GYPHc8UzaxaIOG2dZ",
-	"wGmpwQd2WeS+BEhUZvjE+OCIPViyGjeZs9c/cJk+/C4vn7K0ctqe+SYElW+l8R47baCL/EZbi252Jaod",
-	"8Vym89MHDfu9wy6t4dEAF8xa3kAlx17fiSyTScMGDpXfwehq+I3bnt2u1h4V23DYAFZjGjRzH9yFUPlt",
-	"HLFcezAo7zkAhrC1wWcM+1wjzpOV5AgKSiClkRnmoyhUHBA58DfRAPjYgdkNjULWsh8pPhSwQgE0odkN",
-	"C5rWmhntrhu1XafIGOtgqFDZ79ibv/y5yo+KDD57e2w6YcJa9soRlxmRqkd5aqKAvX77hv629213QnVa",
-	"2vJWV3atPmPR+dnlFauKOUA1gLWyjl6zFsM65KnD/VDlztXT/SjG9+rihbb6c4No2hjVD5sNWUvoTlkd",
-	"S0BGmmWxUICgnAmeepSJXLMo11GJLzLHBHGARiVuAsFgONWfUTwhlWCiU0gWpoYwzdbYjoVIRLLPIitq",
-	"0HgIFVj2GGKy1gqXaZEJFgGKRsRinmWSVEjlboCHMbIClJayCmPywoTKIXu0OEOTycpdlg947qJOCFsS",
-	"sEKlwhhAWEc8vMg+ZxquBEIkWolQ5eITVnWgM1Jiufixt9Bo4qVmosAYmt2uCrzdDKmkkithwEZ6IAFa",
-	"fcQjCU/3+LMij/VQLJOgGi9zWT6e51a/bmToDylDL8EsY1YCOjE2R16KnVTHhNw0z007cVd4oLWaZx+U",
-	"UJvWpyeMjv6E6ORn067+fg/p2riHrJI19UvwHN11yGDqsSpnUaWTJmPdvqdFpLcJqD13h+4Uin9WCEY4",
-	"qw4LjxEoGHrrnTmA+e4lPJCUdrc/Vtbd+tYQ9/TwVYAS3MJuxPEPDGKQlodhzvGclshLeWwPkLMDfv/C",
-	"+Cd487ORwxLT15WjuV7OyR+65NGz7O82oOlPCjR9+Q6fFxj7kn1MMNT3to+fhH7a/eb6yfWZPyMdtUl+",
-	"PqE4zRqKbZVu8bpv8cI3ps10i1dawBVlVYzIGxu7P0zKvrXvuy37kXyQs7FqaD1auAmWd1U3NEp3XYTM",
-	"rPDiUS2t8e6/Q1vlmZkQepV9NM+Jbe4Bht1jP8RG4C5WeC3u8YVA67AwObTgKHeQm/ti6xvsQbpaH7Wh",
-	"lR6+avuLAyMwcCY37u6P25W6ymFe1pVq9UWm7cmdazSc4/eOeagxRMla1QS1Ux6QgTAibzcaDXTfh1Qb",
-	"9IjlLZ5w2XMMTkL5BGwEv5rreYa+iRIzSaPqy+76umZ694ibgsUInXm9kNX3ev8uH939UTy+FbeTb1Ss",
-	"7qqNjP4xvbeVziZK4kTy+ZV8DfWeJQ16ocSnEZT2VPBJTB2gZJRJFcsRT80UdleojMBiVJmxkcgM8Mz5",
-	"yyvUQFR7OxATaBXwUI36GviPx8L4FBW0BYaqAhq/UwLGd5lDhcdCIkd3br8k0AHOzEBn2F7IeJbJO2E6",
-	"ocIKAE+Gl4mR4DkwrAO/OIv8sHsy+de/I9aK/qv+0V9fhcXu7t7bqU//HLVDpXiW6TGuTypNTrVW+UCb",
-	"6vp12DEk8AEywaB9601hXNcXht1JI/upCFX5w30mrQItcqdE/cXEypwJlmR6NBIJMzIVKk8nZSIf8Cgz",
-	"65S3oVKBushcIwTdkup8h1wqYiCBEB8QAroyMnsNlq35lYxupUoiRisQqlxDJSUC3djv5rV4wqE+gP22",
-	"doRwbTj+GV76UxgvVXoYOG12LSp7vYV7xLkpeEsonTB2XYHL5HjqRSJyz/SbrNy1a1/itr7exvdm32rT",
-	"u8M1E5/4cGTtq3+9Cv78b/v3KNWJQHXVzI5f35w1dnyZi6GpxUykyt++3gq2gLqnGG7tv/ThE7tDbwTI",
-	"zSH/dIw/fbm76y/gWcYn9muTT+wQ4a4N63wGxYwkVYiXBnbFHHp/+11t2ELZkf0Lwz9bwRYvEqm3gq07",
-	"mQj730THxdAq6GALItXWcp2OAT1kMgS28bJU9pkSKJD0NS1GXex9XezhWVItVLRNi2fxQN6JdrUSApTa",
-	"grx4g1qLGlz5SnEYmKeEXVmJO2B7oPISLVTRrRCjCE1XlHYozeSUYvTnfFb3WUlvZoIZofLRDNp7DjgE",
-	"RbX/FoaKdbaZH+8Lww7xV9vWFmpXYyFIfkeS3D7Wl4T1Jyx6f3TF0EzYocIwaLszEWtB2f3rl2/aXeSg",
-	"lv8ReE+lcyY+xcKOGsvXPlkhYZ9hL7TnFBrrXG+Ku9Mr4GodSmMAY7mC8VamjHZBIf9GLTC03C2dUXWv",
-	"/fuvSEzVRk3klj8Xw5HOeDbZZxEaLqbHsUbZXoHSPFQUZcrlULBRWjhT51aM8m28VybsOkIt995rNtBF",
-	"Ztq+SNs/jrqDGb/OAT2B56GigjsJFwBGEg6aio5hkaH9HGZFVdY4JSRMlDn5tzQBKk4stW302W7cffYZ",
-	"bvbHH5UtrMQYR4dvK5IJzH084DnRL3o9a1jOb0WouGER3KgnExPNB5Er1fGXRMuEinViha3VLxQToF9d",
-	"oTD+086fUBCsWCbtx/RIhBv07MUOG+6UMXd4fxuX7UcOq/GqWpvVZU0RtVev3+6+2t39S+nI1SX0Wm6d",
-	"3ZEfjj8ckQKoiqSI4C9NgL4YdWF5Iz3wMiZUTtKDLpCKVJS+pk5za7wxnDEar9AlaKXkjXUdcrTxwJtA",
-	"PSmzUPlwvtN7dojzPIMDXAG/hR60GhHlHj4RHrbozB8Qhiit8EhkZMw+v/ifn4pTlrTQ0wZYuTGpAnxB",
-	"4X5TqEHrW8Og8Za93N2lEwJ+T860ikWH1FPEBjp13JfGk9ijjRWqmCtmhAicAaezRGTO4EGgQR1jA1Ts",
-	"DCGZMek54h3BcSspcKsI2L2hckSKMJp2l0Vku0Swh4lDGQbGc5ZoMoykyQNkxHQBFJ3BabBfew+eGgko",
-	"ZNJCVzPmBp/NpEowWFBIM7DvCPpzydeOrL7Gc+Txo8cavwwVjK0Z4wXeUt27fhhMuPJBj1SIXx/CYlVd",
-	"9i/g5nLGnn+1MZCc2tfXL6/eKPQfNAYLr5+kVSPk26x8BKs/EZm847m8w92+qqAEJj2ScZgl00UWOwOz",
-	"5dlkIIjXYeeZTorYSpHSJQDv0YozTIrvsygTVoVHzMQ8BTQXK4SvreeijEwEi8YyyQcR+8SigZA3gzyC",
-	"XlKH3MLNSMQ5A9kSqhbPWSqAvKbiaY51tT+0S55NMaJH9sVE0znDCbUD72enk1BlYtt5DtDMhaGpqMui",
-	"WKs7keURc5f4CbiLWMs9tm11ifNeO6GKfi94KvNJxFovO52Xu7ttBjJGGPv7/xmJGzj9Y9EfOe5pbDKD",
-	"jgM5lDmJBPurifcqcZWt3Ea/d8qznn79OzhRE3Whewq1jy5yQ33CQ2rKgleG94aH0okDXC8v2lmLGJ7h",
-	"3UIYl5zphv5ZH+4uRzMTu8DX8cKUIYsAwMSiEc+EyoGAsnSp3XaUSYBsSgQKZOr3coETYEGCpv2qkw5B",
-	"Z/TCG5vHsDEBztU7P/DZ0PA0hGIJq45dLT5qujUUSW/35eDTm+He7V+SP//+09gFHUc8H5QxR5lsTWut",
-	"qp865J9OhLrJB1v7b19DtNT9+XJOqPH+lW3j2jxlz7iy9ax7HMP4k00F60b/rgHfw6vbCOiJFjrYC3Sx",
-	"E8Zr+NMzKnmOLi6TqdXB+jBcECrSMai30PIkLeMXjLAbpaHyLOsGVHQCESX1Bcszroy9k0isTnZMFn2A",
-	"EkpErBO4HaqJWc5/ci3K4RElN40tmod5Uhc8ZyPXzfb8ZPNDhhFmVmhpa/Do65sbv3cc2HfVU+WbXdcU",
-	"BdYwmW+PH4J/bvyJH3IF8ALu0L8wM/nhfcoAzCt+QFBCwoG1pk8myvoHxySpM0dLGVCih+ojptCRQBxI",
-	"5dLJMCYXuIAWHGtium+teT7LsUZTKn9TwW/qUMprn2GGghpKa8Zbq5SAtexFu8vot5iwsUajCVXtt7lm",
-	"So/XyMR4eEu4HIErqyY4sY1be9VKTBfJspIMMSiNK25oBimo1B78w26MjY2JyAq4LnZJHguWZhXT0rVF",
-	"PZdC5o1F+SRwF7CSB8CysE1+NSWidC6vZQWIYX7H77QF2fVAulgFV71VvZCLtaxEAwFWKPtP6yBfFn1/",
-	"f+Njy7ku4oFIrEpAUR7hQxInvYEAvQIaOeZeGrJchwovn09BeJCmp7U5Pz5ed+0dsLGdVbJp2lmh7zdN",
-	"ZwoG1dS7dXu+/s7//Uewqp/URXRINIT0WNWf0GGns+WdVCs3U94J9DtQ3tldVtLZ7rAIjwqVVWCyxg4l",
-	"VPiFtYRM4C8j+wQG67/2KKv4877OB/OyktOH4ltXLHogcJpd/VAgHh/MES7yM8TQ5pxqO7xVrd6OjI2+",
-	"1qng6oG9puqarlNDV99iP1rx3Bed5xldtmNf/TZP0/USupciNyyyvwXbXitSbg27ckrHYZ0dKK1QDfTY",
-	"+iQTlOaEHN9hp9qHyvs6mTSdxQ88u53WURe4i7/JPjV2AFZn8eV6q6Aq96nDOoQ7wBndKLBGBWbXeLn6",
-	"YiS9Vt/zpmpTrWfNlbQvlQRYWYdfvXEAtZuJ43zoT0IFpXo6Qyoka7HnPStpKfxGn9hrWtiPUKoE1hcx",
-	"L4zA40JkjOTWhwphXtm7o5OjqyM4M+2ufToEBXU+gKijAYRDGo2EpFGdutrZkFBNaBUNtQjw2ryqjClO",
-	"15ScGHjIByADlLBHufqmyGcPVSZiISEPnwmon2wsSVT03L5Yonbrb+048V2GlXHP036yrvnW8sFn1PM/",
-	"pJp+eF8kDN/svBFUdkJj0Tugu9tJu7BSU3V7MH8VEGteZ5XC5MUjmVqStVoFngKzT227SsNu7Fb8xv7+",
-	"917sWJ5NLFh/eI9iSrjqNPEeBSbGwatod5ba7TWX+lsZDNWHroJ5WJvts8U9nKu16/NbuF9Wt0oPMGXH",
-	"0zGfWB0FOgajzVN+0nVlXwFpRqhalJ12pYKQY+Nx1YSFjyR8Qgm5wuD9hwEbFWYA9YOhiuwwdj7b/3+c",
-	"/FE3PoB9oy6hrnWa6rFhQ52JfUQwvgP1rq/JrLZDJETHUKGQ9iSNARsPNLbK5zyDCVhdDl9GbMjzeCBc",
-	"JYv9LKh0OUZVNpJQVWpDeF5tY4H2PuP7+2ZWFOpfDWuRG60zTDHu4+1DZb9ud1kkhlymtRCV/QBXkLWu",
-	"EZ4Y8yzEZZJr7Xj/Ydoe9qO5unIfsiag7yCP4gtGAb24bEr1SRaq16z0onaZz+2G6vXua3Z6dtX75ezj",
-	"6buZFzeGzk4aGDa3m0qGxuR6ZByetFQ3HXZZ9LdprXF6sIgTprS12XwTLRTfAMNVG6p4Dkq7ynjKYWt/",
-	"1kYDTKAwln1ve1gDECqyfQkPH4pQtWrWZ1A1PdvMc4dBcwm9eazjsW8rqrpwbG93t4v1Z6Gqjaa84GVj",
-	"+mWeZfdwdTPzpPEjZTnmD2dB5bnComP7WmurTW+XtqK10Ck/AprjPut+vmTYMzbZphhok7pZN3XjzU1I",
-	"JH9puGs5YutkBj4bFW9DXLvLrDOOLXcyWQXVtTrAZW5s9dqZjLPKryHj/Gf+U/yqv3f7WjzvypkvyAGB",
-	"FEk2ELNPCR9O1V/R2kcTwtHrhKK/7HTWwl48VLVt5QpLIJKNdKTWEkJH08e8V45SVydOEerNsW+yJtY5",
-	"+wHUEj1C6Hxz8pti9NPnfpWQ/CgtbuSiWtwvIB/Ee1oXTKhcZ5N91i9UkoqEvgE3Xw9HMgU/H5v9iUtR",
-	"UKa0VagRh1ZW6XxL+jFLZCZie992wAyYYNZZNmlx07FOGj0dvcIhV/LayoYIeKKjWaJoDDRIwxC1lmEv",
-	"rRU1Cc95qOwBy2S/KFO7MFwzsB443rVX3s2V3llvjAYCXvw1h8nmGu6Pvy6pp33BnmuEywQ3Vu4ox14E",
-	"IXx2wx2KBN67R4vWcxTW8/Ll5/SWHxJWDR6xSkzN74sfgxsRInDl7h75V+GOpXs5i4hHGli43rvNABum",
-	"UICwQSyIczcIa3kWGrvj2vvAmpUKqqDV1wQLVK1NhWL1WCeiPOishd1WyOwVsVykqfH5MKLyChXdVLU7",
-	"7BfhImCC2YON5SMANVNCrcQ856m+Ya3oTmRW3EUlaw7AYvFcmLwdhOpOZPJaUnTk8m8H23tv3gYMZQYC",
-	"gsyVGozneihjntJJdge+yyBeMgmVY99q/rk0LBXXOePwnDE3HUZvsDY5UvtULCbuYD0qMq40lzrswP/K",
-	"0Yo566f8RUtnToy2K6/np1Adnp3+cnJ8eAUyh+6jM0ZLWFtYT9dea2Vu6lvrWoPMS08YVj8T/BZ434pU",
-	"wHismWP3Clp39GxoiPPv1ks/fFWAT2CKYah0Rk3mqVS3kBSNOp2dCPigpTBI41YXouXoAeEBQVrs4CnH",
-	"Wr4vbIzDg5EKAlRwhXfw9vpiIFXCWnyo8ZdDxkHi97lVG/KGev3gwTRPBiB1IU03H3BVeSTFS6Ow2N19",
-	"FVttBP8SvQh/Zij6aXKeiyHEZ8v+Q0ZAExjB3SfSOXu8xbWGIvRJZUxZoUy763F9aKcN4ey5Vdn9qbIq",
-	"Q4K+UTpUbiuU3Lqs5aQFfdcrsjTC1wiVJDH0wyOVKQaHPW8oZHwGeT6yLyxUbkg6g3cOATJ5oziAHaOg",
-	"mX4Wkuf1bsXEQQe1A/Zm91WTKjvG04DH7YGilLVnPFJXn3v4EsBbMnSsIPJiwkm05xHS+2n5Lw61uk5l",
-	"nG9Ceg/kOtCGL2XttDpuNFUqvsOOu+6+fIhFlk2opgXIrGljj2d7n61u2ISq7L+p9BCSQjM1Faqvr0Vm",
-	"qp6H07lWS1Sxe8pD6VSxbz3yv5GVs0vc//QcaVjMY8xlskSaW3ats9nZ53kaMSNiDZk/twKv3u7utrss",
-	"ugarC6sDHcE6WQR6NEEG1MRKkFDRpQGL7HBE5AlZq5OfwuWgMnmuoAwgw5uCELf3RaUTKqXZqkoHE5YB",
-	"dXDCXNo+rzjTQQm39vZCVN48ooIobKesrIEq0nSfcaZ0NuQp6uIA5sMd52qHHYDT58bphj7V+wmTxx1m",
-	"50cTpzfmBvpm91WoLo8ufj0+POp9PD349eD45ODnkyP7LqxuHA8mHfZzpsegNL15o4RIFrl4jkEXBhaA",
-	"XUXmlqng/GYCbVbM1RZGoJ5mrVHKpYI/qLZDAzuNHvV5fBuqgTb5PrDVpPafAXu59+fOrv2/nb8EbH//",
-	"ZQBFzYm4E6keAXs6JWsdHS0ZvbM2jLVrQM+Ahqc+Wz8Th8+3wEAwAokzq6cEI5H7iIwoVSI+IQwG1Fyn",
-	"EzyQnCUix5cjkr03b17+VDFMCFgWf/vx4oRQBDtG3kSh4qORUAk673apRzwfYAueNRXfvmZA41sB1Meb",
-	"0gfiE49zujWAd7XJsl1iLFW2EGvRHsA8PHJzuBf+gkVmwPfevI2QUDTWQ0HQlpyWhjlY1umtA44G+/vl",
-	"2am/hEWfwy0n98Ktffav8m/7Z7h1J1Sisx0r7MKtgIVb5b8qUj/cCkJlLwbB5+9Ef+PlRZbiP3AC+G/n",
-	"NsEv/NNge4Vb//7D/l/UrWz3TIQq6uQ869z8B5s4O/+RIwSwqvsE7BqFlBM8HWuTRe7lZ1pDxYRU2LSp",
-	"R6HCH7QDRiKE5YNMFzeDJqZoaniso6+5V7M4LHPo1ewDB2foQcvsSnccf4joDEjfqqu/stXzmY7F4kTm",
-	"wsjNPBm/3HYhUPZ6VIair1Y+3YoJdUTXzBOUbADPk3IzYCORxULlhOqThKoVUfWynyaPh+L/2vtlLLg9",
-	"g1G7LL2u3tzbjA3hFpVgFxDGSCkOUI2qdl2tkNYpy0SsM2QoAUwbrVPj65NB7k4gfMqs0eJEKPYmVV4i",
-	"wtGbdlNsxarYqsNU69ymEEuo8Ebe4cXKLXL9p6N54Nn7iicxHKU8F8zkMk19HMiurfMgqfaqCh20+xM7",
-	"PoUgTO/y6uDqqLkSW045wAtTWOfVFx9V5Ha0ZBuwVjT91rto0ma6yEXmy9koupTxMey6Dnsn4AbWJnEX",
-	"hSr6P//i2//Z3f7p363/2qd/dnrb//6T+7j9XztLr/hf0RQO+1Z9iM0JOHr1q2bh9l7W03CvnmT2veL3",
-	"F6WT8eQzcGs7+9997bac8rzn5QTsQXr6qqUmYboV6eJh0WfFzPnB1eHfFusaqoJEA92LXXow9a66bEEl",
-	"BFDaMS+MyxsQdjjkDiYeWQ9NyRc+jYD2tRnzUajsykC2gKLRLjOQCu41YCbupC6Md/KlYjDmDgPqXU8/",
-	"Uhk/5C8MtUUshMxYS32Fik9lWlk9z1q6rx63QSXzdRAgmZDFrr4sjdCMcW6fvdFhj6vD7j9yXn2vj1TN",
-	"u1bg3DEJuNPwPdbAbiLsTwKSPgEEPTXjOMx1MinqvU1R7/utz3E3dTEqelgZ9iSYUx8U2ms7/6eOhcWG",
-	"fIJsC6UDOBZ9VjnAEJeD/gx7g5zfCiaur0Wcu8CLEp9y5sOCY+Ih4SwT0EjTYUc8HjBs6nAiP1R4D3lH",
-	"iFQYBO0XMs23pfI1A4As62PuU7+he9qBd9glUEaEqlyaO5FlLjsr1J3MtBpC3854IOOB/944BpnKwl1L",
-	"yDnb60JVv5BGZvBFDLlMy7cBCOZlEWUFbzbasVduU7VFu2vHGWfAXORS1gFyzGAcCuw0f19osPFIG3Ve",
-	"G4zAhqoyQ7QJCOEGiWvmIBFe4L65dHv0IdHF649a2uZA1wFEPWfX8hOAwici+zGiWkAo2pA9M81HGK3O",
-	"KrMh7LS1vY/IPSZiQz4y1lUAIRPdzGyWCNMOeBJRDoXqVkxeIFOTO2bSsbkghnH9MMEOdoUelR3cRgQ/",
-	"DemeACqc4gE1yxNKMt4Tn96aOeJTx6OUJ4RcDfHddidU/7AThJQNYAzYU1MoD6BxkKbQ7I+2/D7WU9wq",
-	"e7hvxSRgHHypql3veaJC1bRmwdSKsXEG1SuwYFBd4vH5pkQS5mIMa/FQKXGDEI4IiWFv6gx7SuDUxoRZ",
-	"I6jXyfNRPVvEMEPEy7ISzNbMTOzVHlGXSOXSJvaG4hNPRCyHPG1X3YhQTfsR8JpdAY/fFChFlRjjvA2B",
-	"hHsRV9UtTF9bVSQNG2U6Fsa4pBX9Kbw6JCVdltBSeVBOwhnuispprnfTJBofyuKekY2Pw//wZRK6YoXj",
-	"udmwPPyYjWVgReoMAU9n9FaTbrJ2shE8Q/W0MjPTgbk1PkXuq8DxRlYY3MmEuEUH1qiEEACU1P4eYS7D",
-	"CSqtBLtOec4ieyGingWsb2WNicEmRpg11yocAdC0r3DEOBPWzCIRlAkVPBJwaSYjEVFFiL2XGUiQwn6E",
-	"ATOapjGQecWYLQt5ykth3O5PR9ZL6fEBrwIEoEkvRAfmCwg0cjikSFGeFQoOjtUCe7u7odV1GY9zqIhB",
-	"LFqX9bcLaCeTQhyiW/LWtqyigg71Nq0pLmeN2BaDkNYTiLUyRQphNK4m1TkZjEOVbhX1o9EP/XSbcWft",
-	"6z7nqcjzpbwGeDHk+bsL14OVy1FvGJoK8EzhvfzeBPo2H1LmA3GClYhWsGt87HNvt9xzb3bb81BmYDfW",
-	"nkw32Nrf2wWqWUSXebP7iFAzuPTLlImd/4+EPEf7loRWRTbicjnZaMSOnelC6VhbCich6USi6wwbXTfL",
-	"CdcNjHgZg6L/woQVSJqPFyfePvf4I4AqoUcyNqw1BdEBaAxRsBy64zhnMc+sFEUS8luhuhDuAJlshWDk",
-	"p68z+R8RdUL120AowAexYq0oFzdgkf83iLxK8dig6GNhmrVjizSd4wlfGnFQQND24U4CPmLRUbisAS4p",
-	"BIwCzK3nh1szby6VojG7n6oBtMJM73x49Wtv/wusHXBQp9spQKT5XZ3hfrMOKfvb5d6bt+zvv11hu1mo",
-	"oqHI4iITHX95xOKUyyGBmkI5GOIpsZuMK9Qd9jC0y5mVxYcf8G6hGhR91qJyLqxOowf1/mecQ21cG+rI",
-	"6BZi2BdJIhJ7JDvsjBCcms7gzFnDM4i7f9EpBFCXvp/FvrVanAbq63zQDVUEj6jj1cDlWAJH/QllezBc",
-	"PgcWHy0hMJYQaA9vh6+C8mt2kbhh0QG9egxAsp8Fz0TGsDEDfoCdGRHTWUAmk2LR0Z1Q+SXQJ1kRxPEB",
-	"Ea/eLGJTiIBUzGdNymtwwK0zaoUQFT1WsfcXiCDWMkKQzDI5zwsTtfdZHfamQfK4iYpLs9SIuUKRm2t8",
-	"BY5SnwTgf8Ha/5Xbldl7i3/0o3YXeUYd2k8T2KIeK7R1lvLhw12bafBLSwm23EvchVszqasqA/7eMv77",
-	"fz+8NIbFXwgVMyM3Np3S96onjo0pRImNWYrnup6oybz5SgPP3toa4xJL62U8ABkE5e8Gz3krcrKYSNe8",
-	"4CazAmAPsLDZfRWV2Fdtl8PAUBVJDr8YHXbeIEykChWKyu2xzm6tsaYTinP2od4xs8aS84JH2uTbuYxv",
-	"EeAMBKJ1KGDB7Md2Calu2WORkmaC+UpT1VnO/5rRUF3fIAqVyiOdpqHCPlI47juf7X+Okz8cHlpkL+lZ",
-	"RyO742mPuhyi+TbYJb6+hz33+JClOWb7XuIBV0qkLwzDjfUcDbHzykRoGs3nB0X2ukfnxEPFO6i50sXQ",
-	"Y+V8hB6x65fftgPwNLap6BJ+K1WcFlC7oSpA96wVEcoV9IDYcQmVSHUT4EYEOODy03YnVAeIXQhQll3m",
-	"gPCxr8Aah9beWQKK3wlVRKqc4EvcGIlaMue56LLISBWL+iUIXRBRjQ4MGkLembS2Y6hcyJRTIZDKu4Q0",
-	"CMtEtwIgMns70NgOd7BqSDnpkEgTaxIFaQoyqXIs/wtn8df//nj08egdGggw6L+SRSWHwuR8OHJWFR7e",
-	"N64raV7x+xWp+IVWy1m5MRxOAyzcvKCG36CrHWc7BhIaDYGWysNdvZR7CT5s7Rq4rEV18cshe/Xq1U9z",
-	"Qy6wbM2gvvb223Ypt1YAFa4MTLsCPni5c57r9sZX4AkH98+q8JD2mX2x65AYwGL+2OQF3uQm0Y7nczH0",
-	"66xEn2VqBPncgs4pD/xZk+Rkm1U52ipKoC9SrW6s49KtZ64NPKKCnOoRSs3tNMVuqPBuQeV25eiqzLuI",
-	"ReNxERlKvS7jjIRlVijDZG7F+5B/6plcjBBW5qWj1W+Vjf08ZxlXN2Kfvd7ba3fRAiR41urjS/MpVBCX",
-	"dalmYJuryPZZMrkSVxW5+3tAVS9Unk2mSfsR+IYnwdolmwjdaXfE2mQrHuMrnvxDTLYelpTXjvCRevbx",
-	"0Uuws8QYtmdAhhTtrk2n/iZHulqOlGc5wJCYW9bi1irPMWzomo9mxXew9Wlbepg9OgbeXPcu16IeNidU",
-	"UU5buxyKDLmaaCWYSI3YJ/rdamcYDNLXaA+FMfxGmACbvMCjDEI1QpPbWtUZ4WrVTfpulRUOAHdGSLdv",
-	"TTE+oX4whO4ua+dCBWG3CQwJ05EwkpkKd2qGyCtq4+Lj6enx6XvW4n1r0ktyItrzSdq+SCzC67mCxd96",
-	"Ck1FbvqPQdKwaSW6J4o5eIuNJlyjT77iwS5j0AFeZwZyVALp3QmeigSML+sMmVABpDz0xugU2tqveZpC",
-	"uRjYP0pjdIRCR5UgOO/rIp/2H9tz4j1P+9itYg7Ytd/QTS9KAg40ZlPm7OtZPbYDUns+dO3aW74NZZyA",
-	"zTWrK9B8C0LllIbO2MFvB8dXx6fve5cff+4dvD86vbrslj9y9AQHP59dXB0Bl0FWKKCzhlCr0rmkdrdQ",
-	"oQbiOWhQqjoUIwawA5z05TiTedkvRmEJmXfYmbLyQGRDqXjKWodnH85Pjq5gtL8cHJ8cvQvY4cHp4dHJ",
-	"ydE7yB06yLkRR2QvGmLAzo9O39kJHZyfX5z9enASlHM8Pj3/eNWGqe2HaraJGajz+4iUA/OnpGEmTDH0",
-	"qUx74KQqRGNk98D+/Ps4697sd29/o2efl549wAO5rjja9kbt/QqmCJ/iA+Ol7dyKBzJN2shvUkow4tQx",
-	"fCgwjGoYN3hAWYuEmTOAgyZJ1t6naIq9/bQww1y40ViWR4EZFQuTQ8WfvoOuY1cV3nD3IFQu9jPgUnXY",
-	"lRNfM+JpnzUKG4xq4B3sCGH684TKZdE/sKv1/IVL3WnaiJnvRMzUXyv2h3MT80SwYjTmWbKiDIJjsZLo",
-	"4aNRpu+gmpdjRUtEH0ULZVEXwr74IJFgnizWGfVh08e9/iRyIgiotViqbxbZV6GqGxrU2DiWRswef5CH",
-	"Wqe9mKcpxEoRtdUO2YUZ+jyPB9AIEtFHHQimQUET1boQgKqDfHXf+ywa3qM/YdFA8ERkWCo1kvGtCZXG",
-	"ejXM3EDKKjIiFTGVTLWqrFGFSrHVRpQPkYZFwyLN5SgV0OcXXWdC9HLxCXOAHiuASrdda6O/wYAbFgGY",
-	"7C+ZEFf2d2CEUd8R1GRV1ihgOAkrYP1AA8Y9tiytBjT91JdC4EoEFLcf8vRaZ9am6+tkst8cWWZQ/0RV",
-	"B7V34iEoROJ3QKicgnFB+PL1S0igTsyUKdoo6+G+9xK7Dr5ALdx/qLuc0CO1+qxu7+KLo7RHmuLLJnhA",
-	"974DkCiEljT1Ojcd+ZtI+oNoWBRr3EshL9tgh35xGH2HtOV6yhazoy4XGPnPo261qDaf9hB4qpVo77OK",
-	"Xp4O1wFQIVyMNSVoTZBiRMhOP4iGettExNAMVdfn+GmzOqe2GK5wzou1+3RgYZl+P1M4JON4Ft3bs+rM",
-	"8Xz3J6ECykTX/1MaBC3sUMIeT9yDLNNjJpN2t9qcW/E2aK7WYJi+XeC6g8GdkgnLxzIW8zTfgXJLnSCY",
-	"bVYoQ1BLWGec3QDYgokYpIdbIDRv5J1QVcWHkEN6pA30G9Nv7PhZJv5HxDndH7CLMjGi2AvGY4c6EWmZ",
-	"lImQZiRq1MswSGncCqynlaffbKNexuX4nhRzOaNnp5khIwd6mV54TS3PvM+NYt4o5ofJZNnN54VQmSz+",
-	"cpXsossPlRQgQHWXE/CBduQg8ZodKT4M5aq3i5GxrrH9dw8/KkZRO2AuNq8zF76pCljge5mOegE+tQOj",
-	"08OR1R2Aea0mmD1vQ5QPy7MoER9gn7W1NsAUinC0xDYVYI+I/TZJgGmbp67SaQjdyPbfrOVKnro1I4UM",
-	"mRqKOhQ1dVm1ZMqpkQj+7kHS4f9mMw/ECvjfC1G4tAiWP6AAQ4BX2i28yPWQ5zKmegKrvTI9GjUD2BzS",
-	"vviOFFB1Sk9eAz27EqiNQnmGCsUdCVc2RWwAXgqTyPxy9QKuz/y+hy/QLaGyyyCy7UurNqAt0eqKXHzK",
-	"8WnbJs8EH1p1gdHNjBwwCsy552UJxNNSfbMfqkgm+z5TBJdbX9PYowQNCK1YF9COCv0/L4nH3ty2AxbB",
-	"5fbXViUQWT00A0UJz/l+BMNIJXYH/v3y7DRgnEV2IWH0hGOBo6aeDKC3n1RGU0GCCVVcZEZn2LEUnXCT",
-	"b8ONto/fRS5iycElVUrEgA1R6d5k0B6K9muosMGi5ydKdu3uPvo7kDZvUydIIlIJvjB1cUJ6DCrMrGE8",
-	"zmSeCxWU3CM3fETARCwpUGIK6iiFbjBwNwlfyGXq84EYWm8t1kNAW7PLFqpWtA99G9vcjiBqI4uKcsUw",
-	"L8tuCnacM9D3JXCO7zPBXQBhamcSoLr0GLjW7awWA5C9UeLuqRktmms6LZWCAaazUJF90vZVPfj4ErLL",
-	"FSNgjDhnWsWiNJjsSAY8YUiuQcsItwDfFTn2SnAg2BH78NrtzrE7jY60K7Nmxi4WTxl0pLBWaWkFobJz",
-	"kcK0y3dMEDCF6rAoEWnOI7cRY55lk1Cht6yLfFTkFL7gDIBTcCcjgsuEnCaossMpwhksMmUPGNlbUbks",
-	"oWpRqyDQ3wGM10CnAvBFgNKUcXhbUKstMmYElVTSvQhs7QANOrwLJRZChWe1RyPsjURmLassYnok/MCZ",
-	"RpYLaFQsd2hJH7TX7sIFYOxJU/LRYRnl3k/s6uys9+Hg9J+9i6P//nh0eXVJrVBli/AQ9mAj+AqMwosH",
-	"83XJ15numAvcIBXJQg1VpbCTht1Awbin8ZOV6e+2OzNSZywVsSf1tdUgmcDYzMJWHy91Vmy82W1uvJnV",
-	"KNCyRtI+5Sano5eJWMg7kXRRdvQnNbFYoedUuHO9BPWzQOFaTqO2CrVZlC3bL/8MLzC3un5rf+v//Gt3",
-	"+6d/f34ZvPzLH/9r60sQ9Gc0Xd38LJ8sk332KlSontzxCBUoJfY53HLLH27tvwpCGEm4tR9uuSu3/ggV",
-	"7M/pMTaarbjGpMVarr+louYYjhHyppBLdOrRyvj286j0e723gtV6pfUHriZkh5vHrBDEt8GdzSOcQGmw",
-	"5uo7ap49h1HUB82W32tQ/ALG69QZRG0xZkdeMaGeozLzqsSFfsnAgYK8lAxIKysh5lLpp6rHfJuEOo7j",
-	"O3KmywltXOmNK71xpemEY5zxHuOz4GV8q4ptdHdCtUSoXrm0nvsdxB+J2M3HHstM2kBa234Sqlsxyrsu",
-	"jAp9pKngUOQQwTx74GVH7AYAkfoTsJeRhGOyII5pDXAgFaGGVmBVFx12qj28bV8nk2a5nGeT76x+uibo",
-	"NnWNz0eAQJcfsOi4hgClx6tVMcJR2IbC4HtoVqyLi9p5k8JUGgpD5esy8ABDSKI3lKrIhcNJG/JPPfpp",
-	"hMBDGVcGgF1BEgCZkmGti4Oro97J8YfjqwB5YY8ueme/Hl2cnB28O3oXMPoISgYC9v7g6ui3g3+6P09O",
-	"PvSujj8cnX28CtjZxfnfDk6hm+O3s4t/HF303h1fHp6dnh4dXh29g3IAiuxg1JNLiJJdE5sdlAkq8Snv",
-	"0aRy4FalHi6sH4i5ikVKWOC1Rs392X6WMjLUcj0nmLiZekqoAEURCw6ULhM19ID91ZjwDmFsKDfybHII",
-	"u+L7kW9+NTci7rmlG2Bj1mykKW2+mrTLZXw73yY6nAX3smKuy6RyMT34cIrarYomyKYFZajmtnUjR2pm",
-	"qCYoZ9U+zT3PPj4SGUsyeScU9l2wCyhxcpCXEHDMxcjFrTArnmo9Yi2MNVoPFeKrLnFempdtViiM+qeC",
-	"G4E13HaRevC3xwajQD6vdIJg7bwPJNsfzbaFT2XVZ9P6eaUV5fdCAlpUvqhJbrp4vbmfBplDsRSPcD3K",
-	"sDBMrcPORbYNod6M58Lhg/hg5cu9XZgTrj/qpXaX9cVEwypCtBb77EBWbh/YpYhWsh2vZHz7fZiO0xtg",
-	"I1efU7jvK0zOAjMdJCqhx7bMHLVmURLbFfn8G3zsBLTW6frwdkfTPAMg0lqxJmBtROoHwhpM1gL1C/Zo",
-	"pNxYgeadTH82keWfqBFYIuKU0xdd6MkH2LoO+4XLlDiz3uzuhiq6Ojs7uexdHB2effhwdPrusnf5j+OT",
-	"k8veh+PLy+PT9wRQyUse5uEQM43M3Mo0RUvQcz+KT9Lkc8HdYLUekm7EL6l91DKorysIcdZewr2AMS6Z",
-	"is9UfN4CPwB/kgg7osXvYitwSQoAztUpIwqBzi86EzHHFa6+JHxFoaMa2O5nUlxLdRNuOS6l+pvDk7XS",
-	"WpO0mF3WQ2tkrLytpk/BnB0GmXX802DiikqvDdYDuCwoVrEjCLROPc48/LLdRf7a6Pj06uji9OAkChXi",
-	"5Dis6UKJTyMslyZSV7uV7xdebXrHVU0/+LsiWXY+2/9Y069K+bcWrbxD30G77CbVfZ7W6aLsI7qsDMp1",
-	"5iHaaJ1WqIvW1P12OlcwmXOeD54Eug0thicdGotMECFYsgFkfhLgNXnDa0JNrXXacHKCNfgwX+++YpHv",
-	"banCK5do/5Xnp3yCvCruzACrhRtUy4rQOp8kdeW2u2zEjRnrLNnOJyNHMEchFJ4BnREyinEqzhlaMyT6",
-	"E/0vClhhH4TEedAkB1iB8xBwns0xrY70xK7uugcWXsnmpD4MSeR6x25U5CsqJGBuvRUTrEbJqlTuNe0E",
-	"5U+Gp6LLIlWkaYRecaiQDwqrMqjEyjCZd/F8IPqlyuu0i6zFXf0ZkqQyJQRwB7I+lAbmoUL+RqiSSRwP",
-	"/NRJJDqHqfNsJ1PCK9ce0wnVAdEekkXi7S200OsUjQ0EjjfSau/Xe3tTZIehosrDDjtvFC92/kLF2QRp",
-	"5HPgzm2SGefFQ8iM+0+9T43zsfLv9yK0KpEHqAD9HtPzm2z7/ZtFv9nNsrZ4bvAnCiOy7ZWcirl8SFW/",
-	"oiq+iKkagpOw2Vd1Lj4akX1XDoZHst64GE/bxZh9UV/iZDSelMBxzswcC3JDFjgOoVrPc2Bf7Tg8nyO4",
-	"th6efcf34T78IM7Augek2R1Y84B02CUfCpYVKfbcRKO6BRjtQ0E1MMQ3eBNwWIKa88Dm+A7BrO8QKu88",
-	"BI2uAFr8U25FABlJMOwTIrrPKua8AXM+VK/39hZY4g9wCDfW+GIpsLHHN/b419nj60lIa5EXmMhZg6T8",
-	"shiaErJlGwovUpHciIy1gN8OikdvpUoCAtNnsTY5k4oNZZzp7QJAcCjKgAxFsXhhWBQXWSZUDIShDg0n",
-	"5qlQCc9YwieGRdeZHkadTpTriLWAU8vIOxHgt4T4U71lLoei9x+toC2UEO5evX0L17cD5Db3VCwsgr8B",
-	"PQjEZktpJfYR5hlYtjI9bnfYwTyuFzvdLuN4W1e9gilR4IcxnnoGMU1oDdzlUHZiungzbIITZuZy0lBI",
-	"C8R+kWkOOE0lE0vAPC9Z4KaE/74VE/qX/bX9Z5sYUCEXS/xfHRZhH9hfY3MX1QpWoPAY6oOtrSc+5Tux",
-	"uWMt7jpfU6kE1bn4vtuRyGjdfoNeQnhVPMMeQkcLn3CZTlim07QYsVsxyt3LpJ0F8vCFwepFTliA0I44",
-	"ETzzY7zmJu+Ws4NHkKXqek3xfjCHlu/NsRt0Hpj7RzghS8jAfoHO4YRPWOuf//znP7c/fNh+967dsCPt",
-	"hmT/ASaD5u48uyBb09prLi/XKpRcJ3x2aAHzh6fdpQgkssLCCZs9LCV899Y8CtX7HfU/7AEESlhdjFh/",
-	"EjAj7CvI8bjGejjkdtu7I/tX2P9BwicRgpr79wWdr+0aEyzQaDfPw92vmQ12kRkAG+W9/fnPkzof7Ntl",
-	"fLBzaNQ8e9oLQ21PX8WitryBEx5bChtiPZQG7WE9VnNHQBLnngcwgG7YqnSc93wn5u53APGA50DrB1Bl",
-	"hIgGJcEZwd9aqx8ZxIp+KmMmk7kUeyh9awMc8k8nQt3kg639t6+h29b9+XJlrj07HifGYNwwHJRo884q",
-	"ysevXStrJbMWuvNQLhibu7liDW9fa9NVxdCaI2BsB1uxudv695f05H654Q4ntmKsB1tOp9XvsVIPLlhS",
-	"oFg23vwCb/4D1NLiYgFsNIAO3xHkZSZ1FToada+zVEH1fl45ud5hZ75yjcmk01gN9hHuuq5/+6QIJe0U",
-	"llWZHXg6SVjGbx31fYYElAVtjHIr2r8XcE42bcDXuz+V9do8STJhDJRs81vEZ2jiMrRP2npIKkL7gEei",
-	"IsRHL6ciBFdzwz24CX+s0tgCm5pQBBtOrFceO5/lYjrBxjMMGRpXigGIJjWu10oTy0/z8op0otfTMfZH",
-	"T4CBjy7ZtCU8V+K9Oadi9SLFTnNU5Ilu6VU0TEW7bBLf98iHt2CzjQC8fkWzfShzqH6XAgDEqjV0VPPh",
-	"5HFdFF+n/KaGPbWGpP4INPpfv63v32grR/ZI+a2VjhQMMnk2htsG5uUZ6jQ8CQvFzOoVwJCxARHDxKdY",
-	"jHIWuUKXCGkl8HzVJU6ovljkNCKgQKnAU5Q6laFtxM5G7PzY6FJwFFb1MHdGMs6LTCwEXqZrmBxSXI5T",
-	"HRKCAAIjZiqV6AI4go8hIa4qN0wByNJsfp4N+QQzqzKfa7if0wAfzn6Hae38qX7YfYqhLxVHuIlVAutw",
-	"r01MfYHxjXi7L4zbVcu3aKZTsV4wfW70/AJu9RRdQTuyldqv7Qw2/uD9x9C525cZ7ZGvCqYfl/X7zL02",
-	"FoG9FbEhv6VaGZCCXNUNsQZRmHHl9+9TM75gcHZgj2R6rXpyqq+3Ur0IFC2b6sWNdbWKdQV7nXHYRCsq",
-	"rp3P9j/rh/JnTSnfCDnQKRaZ2zt3WSbu9K11+Zx8gTq1L4krXdg7ia8WNLNQ8lb6KT4sC8lGPB+UBRe0",
-	"nPMrsiq1J6/2ltWe/PvpChv7qvC5mxzFs3Os7NlYfPYRAGlnoAsjboUY2f14D+hzHncp4WKoFQoCAqVD",
-	"QSBUMtISerKbYeqaO0m6rL8Ik+4N4aCZTqguBB8ZprPRgCvDWhcfT0+PT99T2R0SQwAqFICtBawZVE58",
-	"GtnzjcCX9OhQJZl0EashG0M3yZhPiBUEkTGr/CoISdMA14lFtg4mELlKJuBj2vM+QSDNRJoRsSfjJJNC",
-	"AOFAUqQiQV4XIB2w/wLgYS6H0A6uh9Iu0gQek481ELNhGXhO1WxIjOoeAWXF9jbAaNqeQqBjUwB0e3iP",
-	"UN0//txFoRCD62/VjfmAUnL2aYvk5W9Q8gylitwYlshn0Oj5ncO9CT6is04Aw6Z2eGYPjVkdBG56aM1j",
-	"AQHYVL0OmOI444ANiWwLUS2xltSTJY4ycS0/WZOjyNKt/a3POpM3Uv3xmY9GPfzyjx0+kjt3L7eCrTue",
-	"Sbt2hrY+XYFyG47o1v7WjrmLtxq7pMrHRuWPI9aq9c+BPefGzLGLdaBNzjKtc2Q2wTHWnzrI89H+zk6q",
-	"Y57ay/f/svuX3ZlhXNrDJwK8IYDi6SyvlfRjpoDb92afDrW3MNoiSyPPXYUEmHb4dkRgTtFLnH4VlfJI",
-	"7JvBXdIvkhuB1c9k32FpZBPF0A0aptAikeobqQJG+8EE7PDy4hcGbTqBRxCBJ4ghlym7TqF+1T/loMgH",
-	"DQ/5CD52aQRLKASeNbkDl1qhwJRp12Zgd2Mzi1A9qPnCsFGmr2Uq7IziCtIg3bdy10PSHhCqnb35OZZp",
-	"Z4WCToxrwSEMe53ym+q8D2HvNfz+AKrQ91kMRUcBhFoDSkME1MwZsGt+p6Epy943cKMEZW03EDcQoIAC",
-	"8lwMR0CpBax12DE0kCPsdLkWGfJz3xB9mf0e6lk5G2VSxXLEU9bycZaRyIxWPK18CcAuUB3fBhwYgnL1",
-	"rUVYVs/0tSPZ9r+U+ETgWOdsKIZ9hJ5qSXUnjeyn/sdoIIXq9e7rdpf6VBVWQ6cCofFcG0Pl9qbesqbH",
-	"KqiM1h7srNrVBtRrBJxOm8/znNOkpJkJ/LSrqTykP8JWLSgnAPytUHn8rSr8Fih9dwxgnk3byTcCICAw",
-	"iSzYoftMKCv9hkLlDj87gNYBb0pA4XOGAIJ4cRKEVv3qbaLraXt7FB6znYo7UQXcoN/D+7Mmlh1Gh0GH",
-	"HzbbY9Gp73GTWahwqKk1DFpRWOzuvooRzhD+LTr40dVkJE75kD6MsEOaYCNZFOtMdC4ETz5enNinRQ0L",
-	"RtCCDTLKKjd9XR4C12EBG9spQdZ6s4352TjTyp6dDMUYvHatxLYZ6NxK3SgrVI/nURvI/4ZcFdaoZPkg",
-	"08XNgEV5Jm9uwLJ7VwhUrXZt5tuh5Bw0WZ+h8uZnbcaXNdXdKJgLY98w0XrWFwCt0M+fncb844+IQdJp",
-	"oNMEaJwKeodTJoLdHVYFhgrWEGx+6Aysju0cuZedqGkaHbRbUR677G45OD9mrcjc3fZwT8gEdwP9ie3m",
-	"tEHaHfbBnnrvdighEjMjDbSqcBdAINeUvhb02ky8Oh8PeC5cJ6gDlY0ufz1EjOrewflx5M9HxUgKQmXd",
-	"FutsmIKwsWK71umYTwzrY9Dg1pEvuz17fgxtnw2rA11duGm8ACP8WpSLhrUwLhGBhIoCFzgKWIRXRMAH",
-	"jaJNj5XrZwpCBUTYMA3EGa8JERNQj/91JsT2tc6GYEiITKhYUGtpqV+goYJnQBTBQ4VPKzED7bkvwQIR",
-	"CYxcJXyhDtCH/gLHyn0D96I/cHc44YOKBS72auUGV4z8zRSwB3SX8Xmts3B9hx171YI3cM639b27rP5d",
-	"VfJbj1Tp3Il1/6NXtTeMr3GrqUVS3RT8Rmw3vYGq0qVhvsuAqHOfRXokFJdIqsbORkIdHG9bj4LndqSh",
-	"inbiAc/ByUgF3C7yu32ffhCwszTlQx6wu5OTDwE7+cAu8yKROoALLnSRiyxg7zP9e8AO/lNkoh2EKuLK",
-	"CriRjCPW+oDIs8aeWGK3wPmJJGKtmCs7g0yMUqAQwZ7bv1+ene788+DDCcNLCQPDOlZIuZ6IoTZEORT1",
-	"uRFo1EKyGrdDbaHIDvatcE71OFNwlBYELTkAu5akjT/XaTrscaRH6sEVEWvBYT85+dA7ODk5++3oXe9v",
-	"Z5dXl9E+WuSAsxuw4/PyWTjyw+N3F0yJ3MoE09g4qjNmRjwWpiSIV1qJdsDigYhvHX0+wdux1uu9vTbe",
-	"myCDaafwFLaLEnFuumCVASCwNWiQXyUXn3K/MgTujd8A870Z6CwPlTWTs1HOWnu7u3YTZzzOQezHWuWZ",
-	"Vdf+M4fcBPIEblcYOnR6rOxKuo5JN7HaW6L27Ap6F10W4PRK9qnrEqQ7Oj2Dt3B4dvrL8fuPFwdXx2en",
-	"xJ1MYtPaWdClvW3f9j7zvrSd4thu15Hs3YpJz4gchbbyov1WTGrn9EPDKVykUVEcJeJaKolHtoW1Bkwq",
-	"lui4ADrjvQC2PLtEKswk49c529vd291+uYfRQWsKhCqqObMu/oLml1OhHfy48/8zdi29beNc9K8Q36b2",
-	"BycZzGIWyaqPoBOgMYIm81hoINISY7OlSZWk3AkG/e+D+yD1sN3pKohsUhQf955zrnzvp+idXLL41hub",
-	"gLIM2dMvcPnMpk+6rVyjkrJ+uxKHItnSYeooZETFJfZIEQgcEFD04SL2HZzddkQXYPc4/ZUe/hT4+o63",
-	"H5KOh5fsGeJR7vfx6Jf516+Yf+BkuvfKjfO9r8ZbbDHD5PO8J6494gLjFDyVm2WXzDbje1kmR3ssYCLd",
-	"mbt/OgNOsUCEWDRYunkGVGHkeHgIWJL5QkwKx2BghdbElLlhyy/iA72j1Jy4fA1vVLXxIa1ywU5o9Ek3",
-	"cAFdGBkA43r8JIUX/kPVpgQVQjomdggLmoTVlDHZRk4YwXL4kGycKlCcFLgnk4X1YI4n67YAN0yyYHUS",
-	"1m+3RN2LEI6lV+aVVWD4R/JW5RaS/q2Zotdw+Zq/CkcNs3FMiiUQ7hlHCMSClDZYAvgfAGHGzReA3zOi",
-	"XwLk+OHQAFzPmzXqyg2wdUApZyaQtbpTRkzZC9QiyJajkhCBwnWmoa2N6Tyu/ukxFPiN6vFIsaBawqUS",
-	"TNCckx5DY1h6OLzgTDEgmPbifDLPLEVHeSn+YKlK7nVo+sC+Pu1KKW5AsW2E7YQyhdj1GxE7rT7nd/Hv",
-	"qaGI/QYecINMJ/nG25tcKWI17hBhQgS3mDyn189d7PpNqSIO0G7oEr9acqDQHFFwNz9A18fdqlSU7ry1",
-	"lZPvb5/ErJCRnMVlchX7CXHq4+6M+ZySJEBO9I1sElFNjatZhAhB5EaroAN4vcr9ILniSvIMIzBnXz7X",
-	"JUHETiWyuoarvI3GgxzjsnL3zKywB6pBOedTWMBxzqqyXoZHxEQhaQ3lzYAX8o6T7CpVZ67+L0Wn0m5i",
-	"YIZ4kyx3rd/dPb5+8+H2nTxTSKEkOYcNQCB/uco5S9Q0EGe8uxQfSzhIt5iCBhM1ZET0y085wIOaWeUo",
-	"OLSaTUY9VMWr71//KX8keHTsiF8/3J2SUDtw+Zqcfhd82zf4kxcgkQumhDHqFJfXQoVmBxYU3ApYM9Fj",
-	"Y/AtwRxUMgfN/hbsX+VIdVRNo9EhUtI3kpEtGQrb0zTRW/B4o3PyIqDakW8hJ0ZDK4LBwImR8IHRAoAL",
-	"azMIh2N2x+0HsznFf/D4p9Q2hCXCuIN2yYMzRBne2kGB7R1fYi6MiIs90VHmJjQclbubdoItR/0ELbb5",
-	"8OILB3wWCnEhtFRzg5qFPFm5st8w3wxLo2VML6UlXyoth42aQo/0Ghx8x08PwO8ZZSFk1l9zN7FuTZBi",
-	"MRFKHj789v5u/Vi/u/soV4URyJh8UFt9xS3lEkiZbUePQ9B2JVoTNBVJy7dT4qBd60MeRNYQ6SoZrCu6",
-	"5Ip+eCWXl+KNjqh1ZkheuZ9fxfwzLxaKzDNgN05fGHP8iWAouKprIQuylWJBB6YMJt4I08bKZVnT9tsz",
-	"A5LLlZBYkQW7odawoenQPuIn8J190z1S5AzmNrXGC4kk0rUS9UZ6YxuJyK9PTw9Cgufk4kiSrHjEauaz",
-	"PKoTOQZHo+GgPzCDjBJI/t5sGVDL3CMyj991ANhZZuDogev1er2u8QWh+MVKKoFnlNVNWmLJX5TE6SaA",
-	"hqx6Wau95rKhB+4eKZ4JE+Jk4sCWxGmyxFtoTJJuKte7z4gcSibYQKXuwNV3QSN/Es8Bo+Vgq1xrtVjI",
-	"fOXWpfAil6P7A8BGunmCt/HOvjraCHIlonLtxv+tW7F4+/ggJP8vUH24YL8pr4uLzZ409K5yuArIzdSX",
-	"HuycwRDbONTHnGBJwBT4r8vGo/EuejCA86lTXXc8WHAntOXu3z4wbsJh5Fy7jDNecYYmGpsAI7dXVmh3",
-	"MME7ZL+sFKK/0HxabtCYk712PlHitfKm29A3bjEuPZ2NC4bNow41vcyPuKF4HMTj+CsFsdfKITnc6aCv",
-	"RaeazyhUoXMgvxaHexaK3Dv45mB0eTCwJNo+T0EarfSpLFp92noYLcY2p2IVzUcCY8No47R7GHklZewZ",
-	"MFiIq3EXquvEBFyLxUAHxV5hYIFpIWySoTwUgdyOGhEg9pgJj0Dv/lKs9ddZ3ziNNnqEvQjsuMpDZ5r/",
-	"gPzjOVyPPzrleZXVKcEywJqJZ1oYlgmKOMGfZg1sHFB9xI/+9+2vb/8GAAD//w==",
+	"3L3rduM2mij6KjjcfVZJPbRKvlRSsddZPYqtqnbHt7FVyaTj2iJEQhLaFKAQlF1KVp01D7GfYT/YPMlZ",
+	"+HAhSIISZTs9c3b/6JQpEpcPH7775fcg5oslZ4TlIjj+PZgTnJAM/nlL8mw9mOYkk38lRMQZXeaUs+A4",
+	"uCMxZ4lAOUdPmOZoQqY8IyiTn1A26wVhIOI5WWD56YIyulgtguP9MMjXSxIcB5TlZEay4OvXr2GwxBle",
+	"kFxPO5gRlg+W9HSO8/OkPrV8jmiCOvmcoByLB0STECUkpgucooTOaC66cgFUvr3E+TwIA4YXMG0ShEFG",
+	"fl3RjCTBcZ6tiLtQ8gUvlql88eggsGsVeUbZLJArNWu7oywmd+TXFWExqS/xmqVrtCBC4BkR6GnOBUGR",
+	"0K9HiAo0ywjOSYbyOWYon1NhF/zrimTrYsVCzjQ235bAOuXZAucKmN8cBWEB574HznrxI7JYpjgn4jy5",
+	"kaCprd28AFCN7lf9/mEs+CqLCfybvNWP0tVMPYgQzxBGE5wRJJ/20Ggu/4XFHC1WQuIG+nR7sUdYzBOS",
+	"HN+zKOYZ+b8PPmREEJzFc5JFvXv2whOTY74tRpTgwF8uCJvJTe4f9gE89m+JdHlOMjnh/+z8gvd+6+99",
+	"91n/d7z3+fd++M3h17fdvzT99CcvfnzM+GopTmkDbC95QlIUczals1WG5VNEkwZcjbdsvfn4973Hr9bW",
+	"dOzwa/Ni/pC1jDhPT1MshH9Jt2RGRU4ykqCc8xTF8lUvTvbUo9F6Sa7wghi87Ex5hjSGIEC63i3Byafb",
+	"Czlz1EQkcrOsHTDPHbiMegfv3lVRrwlvPjXhjbxQC7KYkOyNQCtBMriclFmq18FIjSYfSroodxQiLFDC",
+	"49WCsBztI7EkMZ1S0kgdV7uRR+cG/bIvr4i8J7/3w/33DbfjPCGLJc8Ji9c/kLXneuAHIhAGLkJJguRK",
+	"iMiRwFNyDNua0kzk9vkTzecIoweyRjjOBcIsQRT+K55Ids86Isf5Sj2f8GTdlZT3gSxzJBHj4AjN+SoT",
+	"aEkyFOM0JRnqSOCGkqAtSbaHJcFEg5tzOUX3BFa2JDi/ZzCzXJDAC6IWwJLigVmgWoiQVD43v4glZ4LA",
+	"2vkqlwuXx4ZnmLLQGVjxYRRZmOV7t2SZ4jVJjpE8mAh1cCo4wpJBw9JEjrM8hJU8zQnTixUIZxl9JPfs",
+	"aU5T4oCRCiRymqYoWzFG2QxAvFb8XAKoAGWIcI4WXORov49EiEgqCDrqf3fPTq+vPlycn466muobcOij",
+	"Seh0SjIJRQOSjjwIibspZXIhKREAbpzPuwZe9+zo4AD9OLg4PxuMzq+vxsPb2+vbHhpocPIpetfvw0bx",
+	"hD8SJFkP47k6245CIIMTErDdHhqoDdyzg3fv0CMVdJISNLg7PT9H8RxnOJbih+JCBZofTvfj73Cf7L2L",
+	"9yd7R8m3ZO87/G5/r598M92fHMTfkqMjc5XUgRWXyUH2PYntJYFoI3lw79X/tff/fv4X/2264DFwEJ+M",
+	"ZH57PYLuIeLXNInv0tXMT6+WGX+kCVAskAr8y5A/bVyIC4wyK1ac+KCB1tzgmUcw29+bYEEStMQzgthK",
+	"UtQmwUu+Ujq0hEzxKs3hiLawtxuS+eeXT5GgvxHU0cOhg3fu7ep3G9dDsnHzmg7eAdPRi+r3ty5xhMWD",
+	"kP/nQ5+RkqrlIttI1bka5kWStWScIBCcb+CBkjO/ESgrBINIPhqDZPAifn+e/POY/SdBMh/UPynG/kdd",
+	"2K/yc8V9HD3r5vyK5x/4isGCYs4kq5H/xMtlShUVefsPIRfogOH3gGQZz9QniZxn8HF4NRoPbs7HZ+d3",
+	"g+8vhmcSMkoFkjCWFKHEUqmk49NjhBnCiURWkWc45xnKVxkTiCs5RpAc+OPdj6djOwXq3KnHAli1fI+w",
+	"R5pxJiWdLgC5gMyfMjINjoP/8bZQdN+qX8XbIewCYFPHtowoGRMlnAjgL+QLFbmckqq/DR/JOSzigazf",
+	"SI4jt9iRcEHR1fVo/OH609VZ1LVr9cHBvF8HYxRqtghiMCKPJFuj6C0MsIeX9O2fI+CeRgXHq3xOWK6P",
+	"7gRm1OeAJCqJElyjEmAju8Ynnj2QTEoGOV0QtJCLA6ECRBkqUBSnlLBcXqqvYfA9Tm4Vg38ZFn0/OBvf",
+	"Dv/t0/BuVEIfIz1I4cECH6c0QX+7u756rQN3R5fjog5ototVmtMlznK0WqYcJyjF8YMA8SiSAoyEf5ar",
+	"86U5ivkqTWCMicQhnKBOvMqRmHMpnfEMCXn0IuVPRv+PFpSN5eTjyTonYixJvQADS6TOL+aMkVgxdDg/",
+	"huKUC5J0e+gU8MYBXAQncsrZNKXxC8/j/AqksPHdaDAali80sAiBTq8vby6Go+HZaxyC2ouRKSPUSVZq",
+	"uaQrAReVlhMpC5C5pVLOyHFOpOg6oYlCcynWKwz9AE8Twl4GkNO72w/j0fUPw6uxXkwJKgsqhLxWEhOY",
+	"QlD5Bcr5A2GvCKHaKiJzOwmK/n1P/r43knNGRpGgAjmLe8o4m50gual7Fn24vv3+/OxseOWMohUihery",
+	"QZlIT1M8M7RigZkkLhlPiRSgpaLHpMyG05ci32h4ezW4KEGY6qER0SB6MUg/MfJlSeKcJGiKabrKiLlU",
+	"ZgESEUmOaSpA00j5bEaSEDFJi6WuscqYvIpy56/DTC3XKG1dkpQpDP5fxeAUUhjwFLzNbP1cbkjyYPIK",
+	"ADiXhOVyeDWqiBIpFTnILsKskhbTojXJXwc8VMqZKcHCAY+dCKDBl0Tb8NYkd4HirFyB5gavJeMYcX6B",
+	"M6UXPB82N4OfL64HZ+PR9fX4YnD7cdjMKcmXmJBEoP3+0ft3336DgL28Krc0M4BMIfWalC6oBUZtqQoc",
+	"dyR7pDH5xPAjpimepC+EyN3w9sfz0+H409Xgx8H5hRSbasJngnMsdT+JM6ti4hNtKwDunK5fBTZS789w",
+	"RtO1nElfH0GyR23EKi8lIziey7dCNF2laYgmK7FGE7Lm2poF9hguCc10JYhATxnNiUAdzNYFChbSJUwE",
+	"FzgjMaGPYF0SkkivkYMclAj5mOYoV1a3HHEWE9SJFvjLWL84Vi9GXbC1MA4WG0bFnCRg4aEMzXE6RXyK",
+	"onmeL8dS3BlLiZGv8kKYVKIiwkmSEQG3FqfyzbUUhRIQQ+uTghSkhUyz4I6VhPVyuz10xeU6ZugJjJ3M",
+	"nqiyiwFDBEfWHniyIiS05wo43Yw+Emaw1YNGkVTGqi6xPesT8+GHfvut4z0DJDF+lXOJHfktHOaOVFIz",
+	"IXsFRHD8i70El4N/H9+Nhjd349vBVYUogLLQkzAWOVkK65bBDGn9EE0zvkD7ElP3+31l3J0Hx4HSM97a",
+	"T4Ovn8PgCWdMal/B8S+fv4a161g13NXuYm5cTHMsFB8Xx6iyfnnC1clR5+b6bqQf75lRxFsQtOR45Msy",
+	"xZQJJO/ULnqg93Ba6QorthLq9mpkr29uT0hBgeZreXkkuguDcVVIRSeFAGbHobkg6RTwW5GAJESRRoUI",
+	"SW6oyK+GAs/eiGKiQJlWLjFbawVNvIzWSlJ+Obj62Wgbd+XT5bxEaV6F2dxKKABfIYnRk2vL0Po1RpNV",
+	"MiO5JElaJQ+VIRsUbn1G8McbgWbK6QU+lQStltbsvSQZ5Xay7z+dfRyOxsN/Px0Oz0Aj9yvVemrjhsiI",
+	"IHn3pEJ/JMlRrwNhp8xSpI6WstQwb8wAr0eCPjHHOPBSEe3T1eDT6K/Dq9H56aAqopVtEMharV4BGa64",
+	"VvwFEUIO3uFZiDirmERCxMyLD2Rt1eTKopU48omJ1VLee5JckoTiEVjOXgabu083N9e3o+HZ+HJ4dj4Y",
+	"j36+qcgk6yVB7rBf9hYi4U8MLAxasMVxTJY5SV5TZHsjUHSqdrYndxqZySR3L4u1SjLouMhekBuzNiR3",
+	"IvTtY9pE8kbAY9CbtGol+Yu8FSCDdqs7LA7IBzl1Tj8qAkc5Gxbwfu4RbWRSJSFa0nHMFCk/RstMwidf",
+	"o/uALTC5DxQTsBj0Gkc1QDYixlCsKrtBnRV7YPyJoSklaRIqjR6AHqJslRI0yaT+321kNT1npcoefDAA",
+	"teoUZ4nf/D44GGg6GuMsQZ1lxnMe8xT1e4ddh+IaI6ikXBpeVNmcY7zEE5pS83f51+VKzK94Tqf6HOGh",
+	"tmNPOE8JBusCmHlGGWaCyrf+SkXOs3XTuxnBC8pmvp+/ugb1X5x3Q89SPluTOp/8g8R5AMcG7pdztlzl",
+	"lzxRu6A5WbgrN5Z/+z3OMrx2Pr9e5c/93jkhz/vKc+D5YZmRKckykgAUJeLCFWGrhYTD3+6ur25vTp0d",
+	"u1+qI/+RZIJWLlnQ7x32+oHnK0HilRSAStvDSQLnh9ObEha033/tPKovmHnvJJaTjbP6nysvS9M8xQPx",
+	"QNO0vPoyam87Kg3EHQFAk93OPceznWaoXBBwQcHgZdzTA39ucSKrLPXTFol0e7c3p4iwZMkpy1En+h0v",
+	"l+NVln59K5n6477D4fEBVv682g4eC8ysz2IEv4w8UiU9SJaUYpGj1VKqECG6/XCKDg8Pv/ONXoFH9TI0",
+	"AEfu2XvnisWGZcrooyxecmExzwf7geatt9rr58FKnOP6Uyt1uJe7dBOaKKj9sr6cypsws3fRSQLBUJcQ",
+	"7uQ4lfwXdIpTQXyiDkRJ5RzhJAlBRE/QZI3IFxzn6RpkHT5FkXxrTBMIYYzIAtM0Ck0oD82USduNCPk9",
+	"gJckRif4X/XjXswXQRjIl4PjQMVpaVrpQFV/+HvDWiXPjGO+YjmCN1GHfInTlaCPKlaoWCsgpnX3qmEr",
+	"Tugjz71Qy6vF2PGUmJgxpQ3ZwIRI7SQ6QRF/YlJ1YdbUBw8APFalqrkHYJ2Gp8AHQRjAayBrAZR8LEbv",
+	"cyOoaOJEv4XIRr9hYTajJkAZiXmW2OgscJTWIKsOvnvi2kOo1bZR5+jgoFtCg2fGv9WRfaaF16r8Z0NE",
+	"IUrp3GivT0yhMUbLjLKYLnFaQU+cpvxpPOXyP6ulubZ4ucz4I06NaW6MYz1VRmAtnle0VhocH37T75vf",
+	"tQ6qPD6ZZZDqdPUf+vyMdUgKvmq6sbLejaVamz0SCFN2fiVgK7WhDc4v+TwjYs7TZLwkWQwgey+/hRjq",
+	"ZAz34KB/8G6vf7jX3x/1vzs+7B/3+38PqoThA5V6tkQGsVoscEYFEUj5QFQAdhIcHx2EARXjKX7kGc2J",
+	"JTHKQplncJ0P1N/KJHa835cInWNDTqV2PQORNDAByXLwGNYw4fwBkCcleU7GD0S+lhOcFpw7uNVfISwE",
+	"FTlm8oQYz+XUwf/4H+iT1FPu2UA8gMUCo5wvaawC4lBClvkcRG8a56uMjIHnslWaSpKk0QYu2DtJk/Ns",
+	"PQZb6XhB2QqmeBcGCj7rcZouxgoZ4Qs1iliLnCzGy4wvlhL2P/MVOMaw1AvIdJWirLaBHjqlOdHhCwrk",
+	"wGA5TyVCrNJ8LCEaz7FEq4N+XyKd4snVEz4Y7X9z3H93vH/w9zqZrV6A6t36aU7yOQRMSgRLCWiwWDyg",
+	"BV6jCbjac8pWJHHYv6NPNN6kzareQH82Ul8N1EdfN127powLrIOhcZqCBUloFJDEEEQaHQcSNSw1gjcT",
+	"Arb/qeM0oDFRAV8JScaTNYrUMUu62EcLghl8YaeUJ9kLnKizg/2jb4/eH35z9O3mTIQKLdkINpVuYd7e",
+	"TE1q7ELqv8KopU+UJfypiP4FngUjyO0pSwfwjXqI/huh/BPgxBdjDvJXpKNg98P+wVEv2LZlH51rRs1U",
+	"6vIxZ3LX2IR96CFIcmxDfcxqARcg7GSJhUDRJtoZGYjAtxBPDlxGAwgE4gjsKl/ysXoYoZQI4YBM2yaz",
+	"R6LsPtZobYI+rbMKF7HQQiIubE3ZT1Wcl96KfADG/FxJbsbeBEklhlYXfFyTJwhhlpxRMX2aoWWKJRpj",
+	"FOlXInW7ySNhebeHrqfT0FmUf83FSiEiQO0chlHywun11Wj47yPl1ry++hj5acVmDla733O5V3025TMp",
+	"1iuJ1JSmqQEbT+XCFSTl5xZHSjezEg/qR1CHmdYyruRvYBCkC1KSPiV53pNPfZpYReetbpdnOXKeoQ5Z",
+	"LPO1wqUVM5ZvV64FnlCbxicqAuHQsZRWOpKcfWuYZIX5N91REw0hhU6FsDh7kKxkTo2vAUvsNyP5MaQk",
+	"U9T2sMr5Auc01vkQKlEB0LDTRwkFFAHcXHS3EyBHXHFDmftVEekuJ0vHh4Jhwk3Y5J3MEYY2GVYq0llG",
+	"yJ48IGS+V0kFD2QtSZIWqqIQRVKUkv+FVC85vfzjEWcUs1xKVJEkFPcscoSsCHUecbrSXm9WuIEKR5vC",
+	"ja66SDiDFBTKco7IF6mu6+yAmhBvrC3lzZxRsUzxGlTPsu7gFe7KaL4lhtjKgrW8QzDd82xvimOJmRIp",
+	"E/7EELzf7oZ571hJlKwhqvbra9ql30V0gWfkBEmRsWAQCuRzLCCaQE4vf1chICUTg2tydGXW2pafmNyp",
+	"fUnSfq0kLkkmJN45P4KkBHpuWaF714oyeIXlWhKT+sHyaIZw6SKvi2ulgmkli9HxFPI52LUlkMDhACF6",
+	"2293g7jeJv8Q1qBjSgrWCtEW2kpiFX7rMVVgTPlEgpSRrj5l4J46XrU0gzn3bMUEbFSnphFReJ3AohBj",
+	"iavAekkmxytxG3MyDSjjwqOsodSYD/yM1M9KgtC+VyVQ+S9K3VjqV148Ccs6v0hCEzYsJXj1YX32Ey0A",
+	"gkQCr0CiFs8kksx5StBkpT+LV3loEEdecSTwWt4GwXV2tNEUpAgrv1BLjLo9NFA/qtxkHQ0upGqQSvIX",
+	"VXcVmcPFUtgSOcFJD/WP5WEpo2xKHkmqGcd2fHUVu1ruEhY5iueYzVrLGj47dYlsNFhmy2hiyKrLLMOq",
+	"QumnAmVW7jBAV9nZoO01K5ZleaRMib1qxRa5c5MK1YTRTfSlJDWWDvVzk7FrsKT+1E8NMEUca8mXqKOC",
+	"bZWuGmf6RjqGrzbGIEkSg4dvp4e/fvflYHG0fB+EQYpFPl6J2peHo/394/7B8dHR34scHPaeQWbENOVP",
+	"ddPDHyBC+4j4zWqS0higQhOlSumUaJrYjPwpisTjw7j8XP+pAKhfPYHsWkmAUj4rCyoVSNUWVwad9xqX",
+	"4k2KHNBCJlDHuoJUhiaobJUQ/BLYFV4Q1JmslSLNLCsCMmQ0+4pdt3TArciMpiuli1ACzJarcKo+dH00",
+	"VWPwgkJkM4QyRb/LW3L8O9VejVA9LqYPkTv7168R6iQ8Fm8TIuiM9RYJug9u3Ot1H3TrfnojvLcwzshN",
+	"/ETz+R1g1Q6OnuLzCyryZgD8QNZWIQDywJqiC8yqqzmXEHxdfx0vqdQMfKpXnNNHpXiEiJEnibSQMw1G",
+	"YuM8bQmcrW5Vu44XeM2K6W7JI3/YiFBA9BWhzcijyRTu2Oz1J63j8gxCdHRQh8oN0Pf0RXB/IOtG/46i",
+	"aipayDhsdqNKmdq/Z9/pE14LyJ0vjdjKs2lGDc3qX+WsnHvjufeMPKXr0u2nLE5XEDANWfySigJzFHOp",
+	"5KmA6OC/A1va7cgefBLByN1ha2ZmsnGUig9OPF1wgbN0XV6WHNNd2vjvvx4+jvqTX9/HV/vr23dPFwdf",
+	"/vpt8rejxQ/ficE3y2HZ5yc//2Ww93edlf4v454vUX8bm9RYCRxRGfIZeZJ7/iPY4SsxuwcoZ/AslucY",
+	"/ndw6P8052D61LJ0iJTbUjm8FDl7kpqJG9srFWxhi1kcWxvuG6F1zY52a3dDJ4sts2YMM45jWYjMO9Gx",
+	"ttIaOlo3NZwYQ4OZT/kdwf8tTsrucqGXIMcTOliBMuvxFxH6z//4XwjyPWBtCyhnkRIpYUl10oTzw5c9",
+	"NGBr+RTcEzOSC3TUPzL51BoC1lmkFAEh9cGy0B3rPF/tEEKTNURvyss4B6szZGMkKJ9nfDWTCqgJyNVv",
+	"KiDjlDPShdPRArxUZvFazliyvgkwua1trIEcu4C3NfwbNQlpNSkEFuVAqqPAB6B8g2ii7OIwrdRbcZoa",
+	"ye/YShJaC7aamqonUowDtMNYAcFwFdogbwoZA2iK01SgCY4fjC4P+6hT48J17i3ysxUJ5TVQZ+I3KWtX",
+	"vLd6gov928YpvPi+MgVQ1MwZA3VAOrDWcJroYhFGVtqpQBRo0+fq03f9ivQUBitGf10R/bukgVVaZYJN",
+	"LKyd7TTSpuEXlfrRLDZpZFF4QBKk4oLLRuQXC0dmoFYCpklbOdNFnmpU2472QnFls4R+zYiqqCJpIWRm",
+	"vlw2n5mChA1BfPqKUAEz7yaXb5fI1ewvBBokEzRDDcKZIFoecEmQ/Hl6GEwzkN/vvL6FjpuuH+cUA3s1",
+	"dluiwqlIYrIB5JdgQew2nF2jhG91t139cpvk2J/mhKnoBOEs9mUCrQJPVZj9ttVatfu6qNvoBYX51VJ7",
+	"4xCy7m+wt2qzCUms17HXyggu6X3jMSh3NvC9Ip7EOWdaNtPwXOlkynFRJLvBKFiKCRBK032mvT4nX/IG",
+	"FQDHZWwpojuTjDJVnIBmKObTKSFokuL4oZ3feKsNmiQ0b49CW8MWkXNzJiTlbAblUzsi5kt9LaQEnRlv",
+	"itIG9AcmigXs/7rCjPPh8+DuE/Ht5S12pI+nQCgPfj/DFKzu1w6chVlxCIBCycvZjBmoseQi/Go9mztz",
+	"Gk1ifbkLPMceX+pf+ZNKoLRzy4mhFBgSJCVxDt5rTQPaVGlzT9hu18z/Yg4nt/e8IO2BRu03AjReiWI+",
+	"aWgbXajd823Vt8ri0Zd8++42Iafaw+vg4XonlPId7fqlB3qjvEufQCx53rle2mpJkLOm1GMdEqDEnYrn",
+	"ZkqBrCtzzoQynK2VOafuYVGv+tABgg1Q5+bqY4j+djP8GKKP5x8kl/qJTG5ObIG9d+iSfl8mlmrGrfYP",
+	"mLoRbpuR5JXM1SZYvIV865NnX4obRtl4qRFHa4wl9VaXgbCSiDKWAPpRzgTqYNfeoclx/sTBmts9QXgi",
+	"CMvDmpGnh65AjS9U+05hK+hq0wCpWAaUoSYjiBEKhnCr8THJkk3e65xk5PX1+46KsIDUCm3/iLqvovHr",
+	"sF/fIF+3nfkpznHKZ0OW+xSGOx2NqaMbbHGVklbs+mq98fHVcGcI7tKZ8mSiytqqMBUVPp4UoSq9Irx+",
+	"gWeMTino/+Dv9dQFV3Wwxst0NaMM8hRqkffwonphDDVKdei7uS7lj9WC9GTGjQ5FKSVS/OIrGgmPRjzh",
+	"8PdnJ28t2O/1e32Pe9lCrQr/yMbLOUFyZeFda5eFFO0AfqtBeWMgp60X7zw+QSqARmfl6FUw4o2iUQfX",
+	"vCcI9nPSkpar335LSVTx3KqnbXU7p8g96kClUF3Wnjnlw3lmHOvqsPeKmvf1tyvLqWNdbV01NKzXP1e4",
+	"hvQbShs0tY41zZIqubZBPuGMCRTdXHz6eH41vjy/uzu/+hiV7XDFCnG8IG+fCM4bllcVWJ8b5ugfvXS1",
+	"al4pzvKMTlZgT1RvOjpRDPHixmzcKoSwfmvrXDd+KIp5GHnfwt0px6LHEq8EVkM66vHRdLk0YYFuigZA",
+	"QMPHZoPBQt18O02I1A/eNLsyjaonT5iC+6Syf6gA0bB5D53bCoDGfN07sngkGdK/W6bvYynBfu/Al3ne",
+	"On+5yMPV51HG0LAgvppeVeDnQbH6Bf/ckstuNhnWuat4NaOzL3hRrQkRpmLQeZaAfWhiLGPtlWGvMLHN",
+	"FFss7ZXEV2sr31FdrVr6Ia5GtVY40KHjJ6pqLFQbwCjJ8DRHB/2D/t7+AcL5PVMJ7cuMTOmXrxY25WpW",
+	"PfW49w/BWdTtoU+6zAcEwWNosfMPVVEF5zqbDkIvK6Xrfw/+ZIqQBPM8X4rjt2/FY9xzUpbl3y0WYWxC",
+	"zdmlu+VYlnIe+qXEhIN+Q4x1/xVzDr8+JynUikt7paB9N83BpCI4LwMHeGYyaBg4+QzBcfC4vy0/1C+a",
+	"SjKl6sRV8mttmR/1K17lfKzVJPNK5Qs9+ZTk8RzqwBUk0Ef7v7YRav/k1rL3RetIzqfukykfGP2uHkBl",
+	"iKhmAzp672E67XXnKpmwDqOdheDKyvbbZy+16rp0jCYrmuZ7UkBZCV3vvi6Xhlo4cBzt7YXa8J6B5dq4",
+	"vt0uT0Bv/tktlsp3bufDNFHGzfKsPUgIblC2dSvc7pik00Lq9AmYqspCZ1mSSKNHwhKevZV/Rd0THTdb",
+	"6AA2xwSnKszJsuVmObc8aK9S0UAfSucvx/qfvfHe5z+bx92/vN36xp/aiH+aPvnkT3CPmFQScmIytPmC",
+	"5pL/8UxpmSeqjBpwRL5QEECc6ciMHhrieH7PSo0i8HJJcCasWVBVPh1dX1+MTy8Gd3fjs083F1Airqsb",
+	"k+0s5BiUU6RwN7EXs5zGmwRf95wg9uyX3ufKPzq//Mve596/eE9hg1hcCMJNNsMGccqWstixTosSqhIy",
+	"pQw+09lRjeEUvvx+nczok0ZMvmY52V/8t8z219uop2T+AZn//8U5/XVb8vbc/ibw6Dz/PzCzf3doNKX7",
+	"t8DUWu5/JbNbRWAYw3FUn6lUF2undHS9uvd1DITc9I5+uftfl6W+UQgbaFLSJIE1xAHUkrCbEK05Ifu/",
+	"Xfr1Jq+2QR2l8j3RxHF0V6N73gjkRhmEcJQmGeKkcIyAXQ6aA5jIQKbCV/SXoebGKmrOTmeb4DHEMzqj",
+	"rIcuHZ+7oGyW2rBYFT+a4UeS2mRZh01YFr2bR9iNNSyJ6IXh8zm51m0TqxtTipuQcGt6cYtk4R2SY40l",
+	"X1Ut1oW/0d3Pd6Ph5fjm9vryZmQszbumyDbtcMd0WdTpA/p5M1FNW0LtoNIfRN50xsgWpTXJ/5N12ca2",
+	"MyP42lZ6utxaMMErQN1IBslylcJRypFyzFSMIw6c5YGshS9cr7Bc+CmqfcE1MJctD469AzOcroV8DN46",
+	"MIFw1RmRfFmmPNN14B6p4JmJG6KPxGukbvZ5XSs/8IwwkuE0lOiarOKcPtJ8HVpbUCh5zWLFdBXXEC1I",
+	"QnEILRhCe3M4O0GYAZDuGVSJqOD75XA0OBuMBmOpEny8vv15/Onqh6vrn64kdHNbHbgbIsGlQGWKGzMk",
+	"waU8xZXWko4tyKET3xxtdJDpK1M4u8ow+X7FEqkMyg98Sqt39JLtqe6JSfkqQ/od9/wFhBXLs5faA88w",
+	"g9aEGMr6hcEsIwSs5MqWNUlXBNraJXTGpZpBeUpySGdmD96TL1m/qsv6kYoVTpF+RxfN13phiBKS0UfF",
+	"aSSVODzYm9Acfbj6cW8fozkW86pKhWgiScMq5ejQ3eNjXy51X/7fgWeRrW/3tTG17Xi9AcdtNW4pJ2eS",
+	"W5fvtySOnktdMufVxIBsRbT4v8zInn4vAVoB9DBT16J7AlCV9JayOcmoSrEBeqyx0S9rbq1xVS40TgXS",
+	"Xzx3Qr81xwLeFDZQNN2M2MEMmTLaks9QgcSD43a7vhneqpLZ+rp36za93QLOYJmtdWqwHeyOMrC3bWq0",
+	"URGXPKXxerdCPSM3EQcGcIIktdhYmJdRx+jDNzBXN1S6mpuvhVK8JllhtQFzvJUu4TB4ZsXFSOVBkrGp",
+	"WxGdoHhO4geSyCEebZ14laWjRuwMbm5ur38cXIxvri/OT382ndNcbUmfRxh82ZvxPf1wgZe/qOP8jNm6",
+	"NXbDKbiIjU3NJt3OHFKzGDclSguLlT/KxzHXN6O5oRGi9yKjVUGwvEW1FdB3w5mBI5uZEU4k9QGBDhKs",
+	"OLOG5gVOTHHW2lkrix5koi1WIr9nE6KMIOqCm86WDjqeQFm8J54lcKZJ3Zl2YsgNSXRdG2P65pmueWOq",
+	"R0Fc2KMTFdZQFsp1jtTYqnxsMrBLTe5DtLmHraZZzlc+wgWWzHIcSHdnA3bVEVvsp7gBJbzcStc+qK40",
+	"fmHOubW6e001asz01gBSrJuW/jD8udS5YVW4S9E9OI8znK8y6NOgPbi15kbFW56gK5h0hyuk93gqv/vq",
+	"rKwW6L1aYLaXEZyADQU6FzFsrBaFnNhuQx6pztdDGdzTNxx6KKLO7YdT9M13/f2uTVmcTnUgZspN+9hS",
+	"IJcxr6k0BOP/Li+4DtRtmAUwLkClF98Wm071CTX4cRy0kvMI123f7SHowYFsg6aOrQFpqHH3GN0Mbu+G",
+	"qmtGeM+Glzejn8e6s12IzlXf1fPbofpDcxX4981gNBreXoXoanA5dF6DP82L9+zH4e2dFDKKF8wTO5h5",
+	"YEdU2F98UemeFd4zSQPuxlfXo/HF+d0oRI53o/jM5/LQT4dX0H64ePmeWXnIHbcQkuSz6+//NjwtPy3v",
+	"ffBpdD1WrHgIvV3cce2k8AO6G45G51cf74z4JW+78/RmcHf30/XtmXw8tj1Mw3tm3zD9Yn8cXHzSsyGz",
+	"FE0f3a3UfirOyGqA7ibtw/PT6ys9vFnq6PpmfDH8cXihFl2jWuE9M8/sMPBmg5iCOtiIVhXZrWhPKakJ",
+	"pGYpnyFmbi8fK0abtzXH7PbQT1rNNdfg2G/gCesCsQT2D+cXF8UrjaqyQvu7m8HpUL59ORid/hV1RIwZ",
+	"Iwma0hTUMNta+Z7p3qQqXOYEkS+SFAEJ0sEZKhJQingmjbIbojLX0/egwgs1hl8Nh2d349Prqw/nHz+p",
+	"fWktXet/zsUPwqB08YMwcG6++qtoCFzc/SAMShfA/F28W739zqP6S8WoZQIQhJ7+f2UKoB9USED5qaUB",
+	"5nGVCARh4CEC7lPngpQfV6BQowOlt106EISBjxC4j/2UwH2jTgmCMGgkBb7fisPw0AL3qSUGQRh4qYHz",
+	"3BVifORAAspPD+TmfJe0BEY9pHzXvaXuaqvXVCNo+Z4GYVC+QQY//E89F8tr4ymxc9N6sSn28VbZf0Fo",
+	"Fqs4JkJMV6mjM/3TkmvcBpg1DVD9Um/5aPQRo40aeR3iH4CIFZJ0aFt1mwjkXq/XfZ5KZ2TuVinvgbO1",
+	"Vwq31BDfUVmsBVtaoQ3URckEHMGOZxasKhATmoMU0ZmqGLBX0426PXRGUjqRsCfpGk1tEeI5ychxYR/K",
+	"0AKn8gdHf7xnGSncWvaoO5H33kdwjKZ8pkSICZGHbPqMKNOUHFO5UW1Dz39KbGclDtMXb2kjLKHdhDA1",
+	"ZUx2TkxzgtZ8lRXRk1+r4ZNzki5VEs5zYyc9UZB20JcEO75OdOPmy3A350+bUwVrCP9/aEERM9GoMcHX",
+	"QgILlOEnFVrNM/Tz4PICsoVRRwfxKBW1TBNCNFOtr6OS2FZN06HJMarg5j2TmHCMKth1z/RpHyM47HsG",
+	"N+f4niFUuivH6FlXpRZOqVq2b+OaRU/MNpzTwIfNXA/CskAdt9m0RrN6p+m6MFrYX0zQ2r28Eqo5pko/",
+	"WzyqlDpteTFXB66RXJW1ZzvNpYsG7w2STrXDdekgwPgqUaNm8CnTtq+fv3594R0zMKp+MPS3f0YdguM5",
+	"qtsaXpnFW9B6/T+mFxo4zyK1hcgCDQyNJrEMWotMip6vDRFGzxGLnGmWGY8JqVaOenVJR8EkNIf2iiIP",
+	"52nJ1bfRmzc18Xw2w8sE5lhHnyl6RqZToiqSKiN0teeXh5tVUhwkU0MYfbq9gG/NeNWeW/ZPleyq/xxP",
+	"1uNK6Bovtqk5pgWUGBv7hL3StV88I27mtvr30nK/7ubzVLEMJSeqXs0xZJG7nlChktBDBBuwKX8l36jO",
+	"SNR+A+VqdlyUDTmJzm3ZGMvmei5L8Wz1zqH1w6yRIfgBhGGINFLGXg2JHR24dTASO3oVJFEdgaJ2sPFh",
+	"nldIUBYx6/zZ6CPmG+6mBXc9kdXgd1N8v4vwNWgZL6l+d6cz2HxtXgyOTQ6q27JXSmWC1jOct+Z6li7t",
+	"dm9pLkg6dZymRTyvqaCxpUxvyUlVnHetXa27LtebVSIhXjTcciy+++jDlHZMZHNxpCHktZVYikp1q/gU",
+	"X6xCbPI9j9xAjl3dziWGuY1vb/Q0Pp9Rb9bHCugCm4bCps6lfR2wPgdYTcB5FdjoHW6IH6548t1IzYp0",
+	"UgoXSFP+RJJxjrMZycemyOMvR4fh0dHnrz4p4G41sesKntUR8nnxCnc6jEC7/XX/lXLMigo0XaMHsq6F",
+	"GOjvMoLBNhT9Wf8v6u0aLNCWFlcgtXu9O9VzpVL2by6BYBvQPLtJwyY6bQ+oXd04F0O3pMq3wNSX3WDn",
+	"orS7wOaD2v01P7zC9b3Lcb7ydRCF56WgakggMsZW1QFgjpfEDZ5BCRUxB76iDQVvhKkGUG3C4tE6oAfk",
+	"E5moMn5g+4Dclhwyj3KOLnXcvBwqUdVExtbA50oXFV1FZ1DPUj4hTrEFB1Sfa3a/zVrRhmznZu3m6+eG",
+	"OkE4WY9zroWAdlpO3QyxMedYBUVu1g7KEG3KYUApnpC0Wr9lo2j3nBi47eJcUzWgUmQztDyoF9xWp/BG",
+	"wEtQCow1FQsySNNYk6fAIk83ErhC5o2CsEB1njl+JIhxRf5Nn8EYixgnBHXAb8BZug51DJniEmWDx9aU",
+	"2W3iWD0Ck5oAWOMvSVSe326imqIfG2MDdy3ro5lNUdaH81SBo0VNn8oN8xq5NBvzHBfOiHGz/RfpR5t4",
+	"YuneVtWXcmkaXY/G1TbKkPGgdcu4PXvomxWRgrH8MfpHQ464lM8lI1pDHp5n0ueg9/aCNLCYV2PTGwyG",
+	"Q2v2EznOiWHchUpSI6c7cI8dDEyNZiW7vsIEhDpGktFZtNXw/e7z4vdf1yxTrBz7DDTP2oMv0r96cZ9t",
+	"EVC40uYGvppsm+vkg53ujueuvOSqKHURCtz/QFlTQXlTkPPy/HKI5CAWEFBVHz1Qlth+HYL+RlBKFzSv",
+	"yK4PMEEAhWRNC0j6GwmO97/59ttvD/a/kWR0QcYwAZRNkG++/ceSABGGP5as+PcTmSztHzM6DT7XxLsH",
+	"754GdtFuLpJZF14lVGVQJUT+1/iJJUmHmnOfG1Kc1Wbqil82g+7sBogqlM42V5DLCKX8MFnrJMg21e8d",
+	"ONVbq3lPy062iyhUwSMAp7PZ0kK8+AVVAgCJT+c4f2Yda9V/CNtqtWiC83heC15nOQRaBDdnH9AyJVj1",
+	"tlVMH6equXEA//p2sh/7ItH1CN47oBYBbvEZfSTMCMWWNVQqEW1Piy6vzDcp7PONQJH7aqT6BESTlMcP",
+	"JOnZGr6RTkzeMeFALyC0+28+yBEWDy85Q6g3I8mGKUe88UQVyJVeOSc4IZlUKdXlCANVq10rnvLMg89F",
+	"TEmb47bDewtKq+OWYo9do1bZ7VJbCT8SZP+mR1BAKGfEH8GRmfR4f/We5yDJC3HBAMeLC41cH+Jr5jr4",
+	"QTWu8BRR4ewERZKURNCnCj3NaQwZo8UOdHcqA/ox7BFc55JygxlFZVxT1dht5x4pum6zvbwtaK4asKGo",
+	"leNcNoJUPdV6W3uVIuMei4ddmqs0sDmnmg2WJwEHow8Potgh00kdNUl8l1GzRnsuQRiUz8TLDKFVXWNe",
+	"jgo9+pKb+wQ7fiOgqyqUMDF6fgKvnZTqLLfsaF9ZpDKMX0+BlLS9rd9jE6dWX79TNx1knyqmblKwHZv0",
+	"tvYxJ0Upd9UDTt4m01CuHdbCHDnNm8r6Q50RdNDvo7hUFcKp866iePzFJ+ToG/uylGrFt1yyxbadzu1G",
+	"8RQpLJ/Kj/0nB7dBH1pBbtqcl18WKjq2OJCuAKbU88UhI5WWLhtuWeVObaLKZ5rM7twsxKHPJR5dEJFS",
+	"uZxqiYsZCMm75qyaz6RgQL6QeJXrrNSO9hGDMU9nyUuhVuXUgzUy40suVH6m8Pp8EgcUFevSitlWT0AJ",
+	"VaQY0jqLqcBh3dQqi9VL7OQrNCHZZiYtf1RXCV7WlX23ljfEwlvADprRlkq0KBZrK9eaFlbbazNtpUHe",
+	"S7upOlJVsLAXpAYp54TaYLSKsmxwkK/ymC+sBafA5SmU1NT8zBNT2J7GQKihh6r8NF8jmqMpplAq3rZJ",
+	"1bWVTKy5CvED67XhuKYPFWcm36IV2+APfhjYTasebTHPkqaye+2RNkRYQEpAM/3fhD2lz9uyK2Hda+2p",
+	"v7GPeIm+ZkJqXCc6yEDMlTHsUfZ297luQnUoQ+xuT8dH7oD6DbqKrtu01B1IBARna8cIOCLsAfjNVeWn",
+	"WTFVO+uu/5ZuMyWYaV5gu9ITt+9v5ra3FYiyCf/SFir2s53h0qI5vRn65bC42VJrZMe1q+FuVynZ0jK2",
+	"VvJ74Ctegn2lS6gQK4IOvumGJgRkxRJ9P3V1SsenBK3KK+m5kRrb9IIGeUV5LRzfu/nBjtQxnfdVNQr5",
+	"LpSjgDop4hgdHRwgyAOE7Dr5ZkZOCld+jJnu+gJedi2f21q6Y+1nQ5d4KdziGbxkcJdMHDNb8j+lAtSi",
+	"bJUSFQZlpRSprBphKbT1eG2NurUuUgGKo+qdrSR7OZTuQhlzpnBCICnNLSRXtAVL//M//heKIHooQtlK",
+	"i1iKAUQJYevIBtPTHHVuh38bno6GZyGKlJASoZynSUkm6YYowuIhktQnMbEIppG326/a8RFMUzwDo8BJ",
+	"4VeUG4C1EhGWqxo5mdrqS9OACbn6uAKmjsMowJ+RZYpj5XrQqNNDA137tejayTPnG33oE8BMnkrMhAb4",
+	"OrvMHobC+nUP6eQRVTUHqrWhTgWxGF6AlA0nRtIELXE+rxQpqSB8L8ZpvEpxTn7pf+5JQPXIl2WmuoP3",
+	"dOniqNtD3/MVS8QxetfXUJA8wm4nRAd9FynAx7dKSQjqIBAKeCaxUj47eq9s1KooJ/mSh+jd/oHzTM8c",
+	"ov1+v+88VyhSbUoH3iXIFdMlf1XwWhAGckfylVUGKuCci3xMmSSATgJeEAZ/tgl5PJsFn79+/Ro6o0ms",
+	"DQohOrhJMWVonudLWz1OeT969SlVSrzO/jt++zaojI3FQ/D1s6KJLn3dd2TsJup8aiDeHC0ijA5mrvwb",
+	"oQIZQqT1MGUzg7b0c54mijBBizb7Deg1upmbrr0H3oDQ3CZrTllQVtpETVD+dYV97uGhfK7uPBUqfUxF",
+	"ZXTYajEhmVB1aDOCJmv1SxcSFu2B+jqATwRPpRb46fZC30P5ujyyojGdIKgTY0H2KBOECZrTR3KCoj+7",
+	"CZqR3abzsHBSrSYJX2DKtoWGFEzP1PNpttX6tmRhVFp9kWViZt5xqgX+4jP4KbjbquvyXBy5Xf2q/Eds",
+	"8+eqFWDj97Y8uucEb4cHKCOzVYqhgpMmS2gqaZERS3W1mw5m8ZxnUCEbSlH9z//8j//9p6hSBcdgTkmd",
+	"fbd/sFV/Nre4vlE9v8hxBlZRnSFEhe2SWut4sc2YvuXWgxDlF98lg9Pdd0tSk6fpaVEdvaqD4hxhhfFy",
+	"P8DFZkS1kbLmDE1eNWGUNOzzDlaHM8LWRjJh6foEWU1XmSAk8KQM0DGtIrGqHQplc6crgdNuu4YdhhY3",
+	"ibDtJdeC1NYE1NOC703WlmYeg4y61BGt5qkS1ZQTg4MVSvJoRFnOEVN9w9WxC9SJ+FKZZyVQotBexfeq",
+	"ZEyI9g80G+320ECKYSuo553H83KTTVfu0VE/jlXHhchBf5veoNFmk+ZQrqTfgGAOhurC96rYjRb7VF9R",
+	"kdM0NdbDYykgyrki+cZCl78GfBFEl41XCIfugytetmHYGnWaalQn790HXeghiCc8UzNYk5VBem25CwN4",
+	"x18kQ5n5XuilNvqvzUSO59jfebUW0qs/VMKQa0gFacRWIHCEnbeqKkLZyOnYK+v2HeUJ/W56gJXgUg1k",
+	"smvYHANmdmNQsbUP1JjlrXn660YOV1V87fqacZg83ztdOrv/cw8MdbAUfKTOmhL8aK+fyM1r3f82Z/o9",
+	"VBf38m6zJYgxkieGne6+cs8xTglLMLjvKU/CIrMoXmWZJOjqhzfQ16nOZTc5ak+hmLa84lS5edt5aMmX",
+	"mJBkUzQ31vsBhRLHcygWTJ5MUw3VsjmTohNfLhsTxH22WAVK7XJoYYOFdYxjLnzb5yLXeCUhKOW5BY0z",
+	"vrdikLk1RZGCcbyOnI6iRtOozd5gYK2tRvUP8YXoQ2uSDmXLlappq1qMdJ1Fvs461FjbroWC9Y161341",
+	"BkHTG1SYWT94GTfbo1ZGBMmFF1mHLPGPHirzimoxQpQcLBCeSQ0Zoot+IxlvvwToYNHoB1gJkoW6xqsU",
+	"osB+RlUdPbmCB7KWfHI1SWmssbRhBhPnsP0E7uT7ENEIHWCnebkPSyk+U/2gbcTmGuJc69iqPx5fkjei",
+	"aC6uWwTTKZXXFJpbYQ3aTa5kt0XEkrCNl8xkNpTODXWc29ZteZ/VVFtuEFiwvHO2nKVl8ltbpPJ10HKQ",
+	"wME5ezUrtKJEyCpIUAFK6Tgql9a9YA4dr/jut6TVKaTc7KlQ77RuNQuhX+qTUKowqosM5OQU59aKlWtW",
+	"u81P0eh8KNE8T3vbEjM2OAaN9Vgsb5VEAPQbZwR1ngh5EIocScZ+yVmC111Xnk+w1F3le1IR4iz3hyCp",
+	"NW12CynoNcO7Dcx2g1FBlZo0eN2YCDC3pLxLIgpdH/hqaYuKhcEDWXv3fwqX7UZnzD5PKjZfOzfXjbdV",
+	"RGJssnJVQk5G4hzNeSYgLjGHtrA5XkJMDCNP7tvGJgntuOTz5TzDwlchujaT7y6YXyWCaanOteG88xV6",
+	"Kq+oJmoaM9h7JzbKN65jGnq/tRRzdTOVVfiQRyqlPklYapi2uL1uqE6yPcVgBzfnx1Yjlso2s14qzXTl",
+	"Kz00SAXXca0ZuWcTnqwVH5QiJ2T/JSSljyRb14rkFSGW35qIUZOdqYOT5Vs2Vk7Vm3Jka51e/m6vvz/a",
+	"Pzju94/7h393gp+0gpWm/OlDRnQlM8VQ6/HAi1WaU1iYRmZtiDHRwWFg8mAljM0UcPMkm9dlDROO1nyF",
+	"njDL/xJsjif+7PgWBj8NzkfnVx/H51c3n0bVYE/PPvt/t/5/DTE5/NFBGJjgh+qY3sz8Cui+tg+CvX6C",
+	"gsQ7BcDqE/693t4Zp7YhoIpE0tEwEkOVOSvV9mTt6lI4KjBNWsVzOui0iSrLi/K9fnVLwO1z9TgTM7RN",
+	"N9bRQn6NTK4TUd1oEO4nTVpLczY4pm1IzD9FNnMiHG18i0YYA7XiGHcTniS0BnmO4/nCK8APVM8pnYuE",
+	"4U3IUUQY6YjJOpNvo0rIiYvUKOg1kFDsvU6XzgoaVBjtWqys3XV3daDftE7vwMvleJWlEfSCjD4OR0iX",
+	"GcVL+hYW8vZ3+M95onp025NbZXTrmdmdhCaQVS6vCfrfF9evHvuGFR+iAi1x9kCMur1iKRFCOdtU3BUV",
+	"6GZ4dSZJmim5LFXAMp3r3bOfaD43RuHaB0XQrjD5ACfKvlMepwjJFpFiXFUiU8YHh+dUN/mpKUSeCNTR",
+	"6yxP3n1WeogOOK87+5o8Mj8ZBwwcgM21cMXGKvyCsMpXPm/KTBJeeT4VTj5BYbLvNJxZe2g4uFaEcW8N",
+	"JAPgbEFdO9yuWRJYIAHhtpRpTH8jbO5V9EcEQlsHiQlwboht3pB6bBGjCF1JeClIenN7/HOWk0wy9Yw/",
+	"IZrYNARlhTQNvjLM1EcSIlUDdmSqMLdkaw15NfJowPuGXciA66iSXwpJ+ZJi+jbZqjCdU5KlVSL0hibf",
+	"zYXRCvxowthzllJGPlAtY+8Swi8WEouh0wOEglAYSsIOQ0NGU4ilru+Ovdwpkj8d36/6/cNYrhX+RU4m",
+	"WJBvjkL1HHyZ6ocIdYy7c/8bdEm/l3jDE+g5B+VofyOwOGU/SzIwZCNBU8LydA11wuF19DSXW1DOCRU9",
+	"LfKM4IWA9o9FG+Q5T6Fr95Q8oclqOtW5K7q9rg0xA7oo530DycknSt2Rio7pdybfMAACRmX3AdvoHO0f",
+	"ditt4QE0PlyTM/mxWZ6pr2vkwbt3uyXr2SnC4vCa0Kl9eKwkbiJEjDzZBsRtw2Ph09bhpaDPbqPrasjn",
+	"h8SWhbd6lRmqbOPYFR5fLR1cTd6QADdApu+ZbfFq5FSteUvy3QG2VLT01gkw1YJQm/RLbIVmYasmcdXz",
+	"SlmThLxHLCYK5UC9Du6gcy8VBG12Y1bYXlNOIzS/FxD7mBPWXtEqrb1umdEyvm42yzOQOXeSMxyN4muj",
+	"BlqIYNwXvvPTnKOnjOfVxCEN3qKDrw9HCuDXPBJcUNW1sxRJMKcil3StQ5lUn4Tx17ZJq/AWgdcYamOe",
+	"NhMdu14NDT2qPKoKrjVfR5hvM0XSL4niKrQlQvoO7UaHzC3dRo7s4C+jSJsp8S67jbVRcDuh9RDWF+5i",
+	"ZEW/zeUBp1IRLOTE3Y+0/SbDYHN376Yuqzo1SLX1hk16xW0XtypMXe7RXE3KkLkmKqg/RKq7pg0o0QSd",
+	"JVrD1cWx2imLFpKNWBsGqvO6r0CRLmdrWrUbx7AiLgRnKSWZWl+IeJpYIQB1dNBxPieLsBCrIkFZTMZm",
+	"w1EXBCuaIeVVA65FGYpWcqnRM3apWNHat8tNGqraZilt1Wz0GYtoVkTDYGUY/DYV/5M6Ld9NdHCrtC33",
+	"JM1MYdO1bH15OcspW70gVGqApjxN+dPeaukkhrsCiR3LNLt5B3ddNbm54k+KIKiu4JAT8iEjLJ73PEJF",
+	"bagas+AQEUOWEIM4yzDLQ7Qv/73f75+YalKl2v82RScpihQt8BedzqoDrxuTWwsboNhoBFSWIdV5VOvL",
+	"8lhJBq1AFbMsIeO2WjHVMoAaoF6qaw8I5EzHBLqLjqFn8GIRGG8hXnKwpD+Q9fNQ6XvtalpQpowuDA1u",
+	"ztEDWVdQShcKZe8ZeuLZwzTlT3Vk8atcV3hhU/8eyLpADrfcQWeyVjVTmW3kCAdusoxaNCUvFMP7+7vg",
+	"2U3KHci+DKbRzfWdsRirwkDuFZX4MVZoslo2NLSgLFF8ShiFQBRdp8JqMyu32VTLnlKFdOzvhSXZB0Yx",
+	"zsh0lRbtfuxnPXRKc6JDo9XKfDSkstem8DtJuFOSkwQkAoF056NYE8ykhwY6OFvF6EUSaJE/CM+ma+k4",
+	"5XERtt8uodkflO1LPdd2Pjcau7ZSHYDd8y5NkJgzHzG7Uz+YHioqL85XzkenvUUNu45siiHNa0vrR6FJ",
+	"ZYK6DnKkR1UoxNLkg/2jb4/eH35z9K1DmvteB6UKp812SB3XRMx85wMxB1ywhVgKTlIPFIb7Yj0J1d3m",
+	"lXIoCKcQ9KL+gEtYRJip240YV0ScQtOer2EAGVUA2LHySox1kmxjZNcD0U1dc1vG7AT1UY4fiGtTNXzR",
+	"ZFZG8oYrSW6sYiojXaxxP+wfHHmOshdsOyBn8VurG0NYiKpkLXSusKQIegiSoI4gBKmeg1F3l+vprCKf",
+	"Z0TMeZo0hwfezeW0Hf171zCTlQDe/kRZwp8ck6TElSlNU3MtpCCdOWYcu/7ait9rCDbIIl6AbvQC3M15",
+	"lleLj26vCCLPPSO5X4UYrHK+wDnk9MArKhkUi4dnIYTDReqxsWRpwqGKwjPVSfY3A80vwDl9EVvrih9s",
+	"10rzvVdP9EshZ6rWsNf2u7MsEQaM576zMdmje1McS7q00PEuCN73HL73+G0o/aawEftSWcZWIi6QxkxI",
+	"qBYvqpxs9YLKeZoQBFco55rqaSPaTsVmpFyVZ+sx1PQYLyhbeUFzqX4oUrQRLiHy+lnYqzXpcZouxop8",
+	"+mMD6vRVlTiDhHCBrJ53Iic3sIEys27PMuASMYboNtSRjNhUPAB+bMoYMNLVdPro4MBsS77SV4E41XWY",
+	"WBxI+gdHul6W1PY3n4cfKGVRrnat4eeNNcWkDqzKg4wlfZCCuvDG0Djlymy/BV0MBTZdqpDU6esMgFLT",
+	"CkVgus84/t1EehOP+jyVm4F/y0SrOpK8m6rxrt/Xd9qkKuj4WDc+Pzgsx1Ef24jScpD8+35Nkn6ttJBn",
+	"3PFWOSDF9M+Y4XnZHa+e9+AQ6G+OtuY3/4FJEVc8p9O16sZDAbaeHAlP4oNlxN99t1OVsC2h/c0X66ME",
+	"70vuFZzPicO+0ITEfEFU6JKtW9jYg+USZw8k131XFkuS0xzqyWnFt6735gQvdmxEIoUP3ZHXsFtoIdoy",
+	"oXq7UII6eUYXCwje4jlaMfprPeV+f2tN491o4kW6OAVm9JLj8ygvVtmBo63aPpZ0/EDWcjlpihc4CIMJ",
+	"FmRcZG4ev32rfuqlmB3v7x8dHr193Df1kb/kYyXzB8f7h/v9bw/CIMnoI8Qi8yVhmAZhQEW1+SYsMzgO",
+	"YODD3v7x+0mBGhc8xim60MvJyQIEuVVGguN+77Bu0jBbqPkNTXVBbUY7Uax8T/VDISzO1lAYHKLGRW5a",
+	"pGREqiekSoCO+t/VYubDAEa8ZunatggtwOdJP1tyynIkX1ERjra8B9Rh4ZlyMsvfunBskYKhrv+LWT7P",
+	"+JLGkSoAKV+5Z1C5DWBu2y+iD/JbNTdJolBnbYHTCcJhIGG/k5EUQ1MCLRk88eyBstk9S2hG4pxn624P",
+	"nc5J/GCbxSNQrjMo29NV8+hSU6qClBK7unWx6p5B3RIQ53S1IDmtJvc4STIiBDHNargkO1Bpp0jD0qWq",
+	"7lkkBUzT2U2OKiLUgdF1TYHzG2dACbnT87NbxEguNwjtj3EiibHIQUG4Z3m2ErkIkViBRU1SdMDBa8DP",
+	"7omqrvxElRQZwpi1RNQ4I4QR1UBX4AW5Z094bRMLwaTKSJz30EclmpZAZHPo7Di1Bt2q7ka9jHLlGvqa",
+	"4EhSqVVzCUwQEKp6Yt8Wad8gF5i77ZfpNRZ2CsxDjJBEmVVKIIf6VKVEJkssLJID51PjeAMGXKpS50IP",
+	"yp1S9MiVnBqibyExDOdIcuuaoAuktcFQQsVYobcnJlYY14ayvxYJ2J3SvhV+d3eatmZ48qih8FwdLIrx",
+	"EoS/AkF9R73VLKAotP+ggUe6OoUJd9yuzbfkxld4QULNeN2aF5aH7cSIQY2Pt5dLuUgXN+rFrxXGU9Pb",
+	"JAcFa2fxFuoYolyCSamJS2HG9apTRUkhbTVuVJ9xWhQdATe7Mk8XSwAqqd+IynMffrPt/Bt6y6jbb5Cj",
+	"WZQBz98Zyegj8JfnCjSJHaGI3O2hKCOC/kYMbYmeaJLPIyh8Mid0Ns8j1JH8g+fz7gmKdPc//fo9i5Qq",
+	"FNXSt6yKpBupuC3H1ZSQi4VTmq+lRhgGMLNUTeraoRms4aaqn0+KLmGqIRmsNDQIYwvJKG+OycmaKnma",
+	"/kZc+qnbwqiGMHoH0ATGcxkUmHxUExAEqd8lWi3pF5LaAujamNBRs5dx6v3+dwfbaMqGsGN7qCLGqSqh",
+	"M5W0kQkKRW+SfI6+6IW5h5qRPcJinqhP7NmWKt7oo9PfeCFij7Uus8nBM6RfAOBLUIMIIMGsCywUmsj7",
+	"d90TRGcMandauWFXq6xGraYTUgB55QPaocOvueigF9MYXrtbTexSn3fjVQBSNiPAV4Qab6KrgiYhUimM",
+	"OJUSIlgMKEuEp6uSsNWHrRvTFBtWiXigSYO3qtwOS3UJ1hmc+i8TajDToZGVWoALTH1ZFKngUOhTF7hj",
+	"DpwgYwC+K5AGwNFQw0TvyGuS0EMqSEg4ZSQmUP0PW0MnqMbaoaikk1rbo0080Z3HGEtK4RdhoNi0rnOj",
+	"1SAHlrV0Cpueq2xAPHMN6I7N95EKqk3ihT3iGdas0knWKA8sIjpWNmj44wRFdkHRsQaaXusTM7oQzh1z",
+	"vltXTuei2x89FKdWKbtYoAu65ot3TZPY6LdtL5svEkA1MWyiykZKhQEavIcpLXJqdwrit98KEmeqtlFN",
+	"3d4yQLXZ7I5CIQiT4wVeLk277lY3QsIe7GyX6styXUy35qmNT4KZxDhOMV34FupRbsSKZMaOUPNSbtlY",
+	"ymd8lTd+7beciubzt0VfhLJI0EQTsGXGpzQl0Yl5DkmIOH3CayF1cFKmMzuej1sB1BPZqXu+Okkov+C9",
+	"3/p7333W/937/Hs//Obg65+2B3OrzqaVJqjOIbiIXkXc5lv6/LhCVQpJt41ym2b3NtQccNzH+/1SaN4v",
+	"n52gw2emNDTmzg9MEXDHaBxjqZOQZxDrdj7w//+ENToqsnbx/SFBjhCZ/JIARydjfWus4yfRnut4k310",
+	"vjvUGq1Y46rehXKH9o8ZhpQLLXcFM/n3v5brYFMxhhELxudUWVGBNJTRnOLUVknxOCA29jGHOEqbCCuP",
+	"99O5zypRL5jglxcv+IwyY7QsXRr1QSU/7qhp5PEjyaAKl98xow1xMAvCApm3UYdxBASdqvYk3V0NYxrg",
+	"1Uk/ZljThQjeiFDG092sbs0Fac4rh/jSWjQG1BuLz5xB4JuJSBR/SIHNEC25kKIvxK4KKX/iVAVibqy9",
+	"uXspTadlzX5//2tYGsPWim0a4jDeT9yS8ldc+0fnXOVKOoMfbKva+azuKh7R67Uqbp4RUBybM3p0H1Zw",
+	"AJ8NL4ajoVIKMrLgj0RAEJyJw22X3pOoKUGvNGdcyr9r6v1sPnx+JsRQ4r6qkvU8lL4iTwVlUXpvUTjP",
+	"uaBuHDt5Ghs6jhP8r4w89cqUvG0xrXr0ezG0tzelXmjOkXiiOTDp51HdzUW4fADYUoWranm1G9lCl4a2",
+	"e9du9pYppukqI4iwR5LyJdnUF6y9chnzZGsiEKz4VL5YJJT58wDnqwVme1bSkqyDsFglrmdEta+AUl+q",
+	"YwgsGC3wcnsSJ6yzmH3r/WluUVXspt5dT+nYQMzV2pTBUl8TmqG/jkY3uiwMEcfo+8HZ+Hb4b5+GdyN0",
+	"1O+H6NPV4NPor8Or0fnpYDQ8Q0f9/fCefbi+/f787Gx4hY76hyE6vbv9MB5d/zC8Gp9fQUcV9fzqejT+",
+	"cP3pSv55FKLL4eiv12dj+XRwcXH9Ewz3LkSn11cfLs5P5YzfhfdMDzG+Gw1GQ3iGBh+HV6Px4OZ8fHZ+",
+	"N/j+YqhHvBn8fHE9OBuPrq/HF4Pbj0N0tH8oF3336ebm+nY0PBtfDs/OB+PRzzfyt3eh0/BlPLy9vb4F",
+	"t+o9kyNcDq5+Nru/Q0cH34Xo+09nH4ej8fDfT4fDMzmrfHh+NRreXg0u0DsJodH19cXd+HZ4en15Obw6",
+	"uxvf/XB+cXE3vjy/uzu/+ggv3TO56fPLm4vh5fBKwvFdfz9Ed8PbH89Ph+NPV4MfB+cXcmPoXf9Q+we0",
+	"Ucc5kiAMKucRhIE9iyAM6gcRhIE9hSAM6kcgv9LwD8KgBPsgDOqAD8KgBnVYlw/kQRhU4R2EQQ3WQRhU",
+	"AA1LUVBWH2wCsd6jA94gDDyw9drfP/BsxvOX1WccOESdsETxXygeyR40fXeYj8t4XKbT1sJbk9i3sAqv",
+	"rOkjJCAy3/L0mXxYfmmT/yp71tUOlKxe26g/px/GY+CNLfdgAnG+UgTkF7z3mzG+jMH6crjfwvoCM/th",
+	"wX1JSgMTRTgFbVKcIJxCIZTC7Q6SGH9iuqe1CE1diyJyoxR+Ua3mWS9XeLjX3x/1vzs+NOUkdox7k2Lw",
+	"YUP4WxgsaZyvMh04pGpTlCPP9w+8FQ8P9/oHo/1vjvvvjvcP5KrWfJWN9UFDtJ6ngOjr1wFsF653on0R",
+	"ut1MqYd1UV5oKyRb1WwC1NFhpHbswxfUXqomLRQLrp5lXUh0D7cWOnJ7YdwhCqv126HThLP4cY5F+7bf",
+	"m3MXRkWnNzdeRQXW62CZdpenXIRFYuo/v0B2CfOburdCMoZ8BbnhJE5B/KoxCj3NuW2PhhZkMSGlenLq",
+	"hoWapEpBEuI3Pu/aKlWb3ZzjsrWzyvWyXFRyt7xbCUm4HJAqtrn4yKDcKxSQoXCB4SIap02F7hu8Trkq",
+	"gOaxLIsGTU3POdWB19qw2c5YYFy2m/uNzhqKtLRVnQGYbeGoHEEvBpkaZsOdfibIFMPdBjI9+wtBdqnu",
+	"SkM9qDdCXzcxp0tVbdAXv1wxDw8SjC74I0nLVuKqkBcG/+CUNfD3fc3fS9JSGChTTnAcLDBb4RSKUOhG",
+	"/8HRwa4GZHlQan9vBEoaWUtlP23NyaXRlafOkVSL4etwqVlAalM6kPNWuMrt3HByT1gYa/8OPTw0Fd+K",
+	"qlI6Vdkb6nA8K8pIdUkxXhCoKhuiSB1mhDrgrLQVpjgTkkvoSL7BzblqrMVpEuv6fyJdzYoyfzbY741O",
+	"Q0Paq1z0psU5IjieI0FnbI+yrr8orkGpjSeqU6Chq3VCYrrAqpcRDAM1Ok1VNrSPxJLEdEpJhUtLnC3L",
+	"7vt7333+pb/3nRTb99+3ENvNYkOLLBX/qeZMBcbYg9pCFNpS0+JQX05S9VibQA8TvYCwaoq3vbaWWsmr",
+	"0NfNFbaKfb0S/HaCg3ffL932jZKQPi3lMndUni+haD7OclTU/dcSF1ot/fue0iaJE0omHqObq48h+tvN",
+	"8GOIPp5/kHTkJzK5KVohvkOX9PsSbZxQhrN10Kbs5QY4ZGRKMsJiIjZXJTM6wNSmdC+LT1+MFs5Yz80w",
+	"Vxsr5E4VfSFOUPT71witWE5T7f92yiqWnGQQHzBWHu5HSp7AcQyUC/I8JPQI2/v4ffB1G+6523khom6+",
+	"ma8jWs+MAaWF0OcT8l68x2abki42Ch12C/HuRKUYKuM4iF6mzZSjBJuuxUp0b6ePFYxPP/NwX1jyiPO0",
+	"0eQkxSnoJTjVzaSV0zbFQoSma65ZJXTOt1knus9+1Qppyn6oG2DeKmfm/Vn/T0VaSk0pWJA8o3FR+U0u",
+	"ACLXcT4nWe8Dz0iMBRRrC9rYjepWz231SExpaKkd65fLiYZv3POpu/VLW21NFOCEdK66HkE3j1bpZ3J2",
+	"Mp2SGJIGYixinBDovF9uGR8hvOCq98ZCmVgEyXvIGKD35HoTM3I+x/k9gxwvkqOM4ESKWJE5lugErZj8",
+	"5YGsVRqXir1VDoRqrmJpGbu17/X0VQ6DL3szvqcfLvDyF4XNnzFbV7HD75aCOv4FFpdlxJhnpHdLcPLp",
+	"9kLjUl1kbWfHMUYEuD7P7Kzh7Ca0GOqgUju7h9zIZgHT5YoAGrlo+grMUA62tUWpE7pWPpf2giac1TYx",
+	"Uy3mhQReztSCkRVgXL8KEHeAgmfXL9j0ORM5TtObdDWjL8hyiHGOUz5DSxw/AG/jqgNcmlYYhH5BHmK8",
+	"IG81gQ/CAArIw3j7vYNev07B7Zd1wKo5IYkveiQs4dlb+UckyZrOubXRjLDOqn9rv1yM4TD0BeF2/nKs",
+	"/9kb733+s3nc/cvbrW/8yUdo7I6rG/pR/eAAsVqGBzbxRqAU50Tku1aWqIqAGrA+9Pib4Ox2GW/SXf92",
+	"d321d3tzig56fZTpF1Hn8vQG5JrBwQARnSguuieIfMFxnq5B2OBTSH5bpblOCIdogmhDyIY/KqO8JLug",
+	"TrR3ePBtvx+hJc4EUbEKIZJPv5FPKXvEKU1MbS/zy36EFiSf8wSs5FO+Yon56aD4aIkzaFigfjiMoKQk",
+	"NNWAacC+IvcOi+jLQXOO1L+/jVxjiZuNvHvZKshX1/33LZJD1NYqJXJ5EkaRKU9ngmKk2GcDN1AnKjno",
+	"oxBFVf96hP7zP/53d1PpZKBkL4tNMY4vzNa6tN82j9DvNSB+9lEnfcBvBBiZjGEJKf+I/vSk4p4yBd9i",
+	"vkoVJkyglX0CZfr+ITjLlrGSLJWoLonWZ3//Xp3SvVvlaoWDb4RNgpPYFGnovRWEJfrSQBzl2xnJI7m3",
+	"aITFQ+Q7qspxmC34zuGCsodrmsTnCWE5zdfPy8hxY8lKgcQH22vf5DR+qOXQ7B+834206VG2hJrZQiU+",
+	"8pZiNlvhGdnzVSKpuY6gCpouzwF+tloFjnqtkrEgto5IUWxD+cxrNUkO3kPGywZ//pH159fqlqj8IO24",
+	"1zkW9VomTlkAfayejH2dzqTLnsyW+d5Rb39vQRkt6p58vBnJp0g/LVLWY+juMIam3iaBPwz0n0f6TzPT",
+	"/jfw4KsvgKBSS+XASTNX8PNrii6cmsqvqFNp7ObO3FMWOSTHdkzjTZoLkk7r59+QELlDhRVNpVTyY71Q",
+	"CupEJgUGL2lPHXwv5ou3j/tReM9Kv9rCFPKFqNuuyIq/19qrFfEo7W/FHhh/YhDMbyrwQx0j0xljexvu",
+	"PyI0xJYM2VJ54Uy9+NW9dw31FuuewHaRHd7mkyUKVQkY+bbdsBsqkZyZDN8Uz0KVRJccI24NXhUKSXOo",
+	"UylKdhSLrdpkfM+kNCh1RXije6LH89SVKQ+oxWP4Ze+JJkR/c8+qU0DhRIW8r1MI5QSMJxDUA/YAxQbq",
+	"tVH+qBoopg2jID5C0O52PK8mCupMbb2yaYlkVDxyFa7wWpVSigkqDOY1iqRsDzHizpV1I42eEzO0c0mW",
+	"6qlXa7JsOPeXlmKpTl2qx2KNl7YCwGG/35JG/xO611oC3BiUVK4E4/DksCQQlI/Md49rvK+Ad4mwulTH",
+	"YupuUU9Wbt3ScakhPPRFRquiJm6Dh7k8X1ii/5Kp2/5zrayAhYi+zQroLuz5ZjGnduFGd3MdtK8I2R2A",
+	"0giE14DBiIi8oQmp5NuQeIxThzch01DXAwwNpvHCgzd/5U8qndUkHqOc8we/rQTsF2O/BegnFYibo4g/",
+	"aDkW8s4dmweGtjLoCbT7Kaap8nZ1Itvc+5QnJKoEiQ8+jf5qDCLTwvRCEtV8JHKyKqIi/lKH8Uvescon",
+	"fMUSXRRPf60rPCv4lak6JypWUwrCIYo+DkbDnwY/l5bA0IplBMdzEFSMqc0fjtOYleSBmBMBpN1gldWD",
+	"aQIMTyFaZiSmpZIazqR+KcMlEsTE4YLQoYpnY6FCXP3dtvmDf0QLOtvT2eCSXxDLyDJdN8TIyBXBJpfp",
+	"WpdnjUEiQwelBjPdUJmNJOy8i1WZUA3IOirD2kmd0sPSvHSftlU5epDszLllW6/2Zr8RX+UxX2j3dg4W",
+	"MQ3Mlzk9NE1pRd+AANVsO/Lhi6jbWYvij8dFydLO9ZKwwfketHjIoZBP9Dae4/ytrsoEzcjBOWvrmqKO",
+	"6Xd4zwY35/LHopZkR2IWJUK5YKEtPAZz+tufB5cXrup9ApBXQQQJWXDRLWdzbS02WcjM9tUalhZy8G7+",
+	"H/WRjn/wGMmotbFWi4ZbFY7F5I1waogrXYemqXKDQP3vzqEq9IioQIe9ft/zTlfJqMdAyUCkSlQlfVXV",
+	"NJZ6YL/bQwPFXOTfAnXA7oT2kGuV6qIvSD3/l9Jz9KX8p/4Y7ik4zbvoX0wFtS/6HyFKqLzd2lCol1wr",
+	"11c2ih2WjWKH/apVTJeDryfDlIb53XdW+qg06NQHupyHBXYh60cwVORvRVoruFqtxdlvowG0X2xplX/g",
+	"ipqUcs+SuKOn/3FL+uojYTxuqnOFlimOSdHMBlhLZ86las2nU7mJXq/X9eQuKGmllLIf7KNLTBm6yzNC",
+	"8hDdSR1qBrnJPjpStrm1M6opZXtn01Sdn6c4p/lK8Vm7gXf7vXeu8shXEwjk3aopS2G0Ptxev1fS79uP",
+	"ZyweBWj/yv0AKSvFz9V7tXZrDtUBj7u3il66kwqqUfDc3OCdSuek+ut6i0mFg5sRr+65KA5fnbhzfPrM",
+	"tGcCoP51A+7XGjbnOG1Ijn3XUO9sSzFnCLl2yzlbYOxSTMZF96qddpYR0B6yfF62nRh0LZo5uMRo77v+",
+	"rjfDPzPBIt8y8f770szwZ+tLVLUUTUj6h3U0MHhetbS0qYJiDrZ9VRhL2LcaO+zQLxCE9RjP3Vb7zTQs",
+	"/kVrf3bU0mlGwLmNU9Eyk/4F5Vva5NyjTowF2aNMECZoTh9rDTp2rdhy8+wqLa0qtFximjb5zUeluFW+",
+	"ymdctSyjVe0AnKZmnsJlCrXIutXAd+PRFot8CeoPtLxQU+bQVFlqUeOCgYjHuJoQJl8w2XVQ5e+OZI8U",
+	"0tHm0PwIRm8o3OP66qGs4PG799963cz7e/v9Unq9FML0vOIx9uTXNWijkVxOBCUgJMPI+Go2dztXTEjK",
+	"n05QlPJZBB4n0+DL9J02/hsd92Z0Rg3DlM+8YSsubGtLylMRodVylmGo+zLNiQmUJkS5ASRw0Lv333ZP",
+	"UCREChFI0IGG4pyg0cWdfuXom3eltgmMM5BtVIdskXrXVj7kemdTBgagglv7B/DzEf21m8Jo0vxVfzHm",
+	"t3LNvY2z7i5HN1A9THXhYRwBWVSdPyUAumbwJ2OBK2xi3nnKmNgYn1C6Ut4h3ZJ0gMnetcufejvnu4M5",
+	"sZZ7nmKRI4EfSYJoXo230rHpYGsCU0gOVSBV0iJhjzTjbKHrhXrF4a0xCcUF9O4UkhBbHneVPxnvESCB",
+	"hqczYeXUSpergs0ubm6VvgsKvNmGVye7bSu4QQ3Gdt4Ihx3UEuGcUZ7P7KFO6UC1yRmtl9vSwOT3AuE4",
+	"JksdAKwy3oTu2aaemdLhbYDRULi8HO0uX9Klt2FqgXCOUikLq/ya9XKHhH+1Wdi4t1R5FXZqhS8FsfCS",
+	"lgHTACSJqnDOk1VMErijdQg+xwhAvixpRsSmb7ZecrmaupatagD3lsk02Ng+ooWpyhfEs8S/roiuKaLy",
+	"h53krGTc359/ebc4eHiffPvrd0++FTwQ4ikL9ANZ5qYur5KKFIRO0IpB12eN0PqxRLSogGHUXH3fDVuF",
+	"pM4gDPAqoTwIg0eaEPlfk3EdhAE0ffAy4gVdkIYy9GckJ9DH2RJz8IuzHE3WObi6nbT95TLVFfnfNpzR",
+	"EmdN5ZrvVDcRAJQyzRV9Vl6hrEy1Ja7XxOfpk0p/83Ea+hvUajEwaDGQ7ZzRwkS4rQSLvR3u0em1atTQ",
+	"yFgyAzWSiqIlzvXSqrgeN3FxIAIqaU8kT0qI6ewKR9eQ5Fo0qLEmPLGlP8wCfxmbO627hOAvxUDKKoC/",
+	"jDVkbSMR5xWnt4vwN13xFH+tLLgKiX/TLVfAX2xrRUn5bEYfVZJv/fTtjjc23hEIP2IK2KGTFqkooGp5",
+	"zXN661SLdrvArdtgshkReb3fDtYNfqB9uq4A799v6aRq8QF0NpfjW6au32weqqHtjFlote3MDut00aWu",
+	"1z+1X6aLaP6W36qdXsMBl/QHmsvrpZMV8gwzIfGj0rRgp0ZCG8UNZ+kFprqAL6FLGWjlow5r16c9zWkW",
+	"A8/cflsKjFWK00bu4wVt2ygA+yliHWgvtdjBRJtjvqRMWhQVKer7h4gRwE0bftVKC5AjNNSzUuLJs2qI",
+	"ONLm9hIicgUvBNm20iEWTDvDpe0uX31XYOH55I/pASVIuXO1H9CJ0NIN6nkO3fIjLAQVOWZ5hPJVxlDn",
+	"N5LxQjlXHyopmiTAt7pOlblIaromG4nzVA0ifMJXGYDg+G1s/H1TcklDKHLH662mLE5Xic6vsDLEe28Q",
+	"7ubu9sqZ27iiUxvoYabW/anKUfZH+ztOXBXdXLBUF+VDBLenlR+7KdvDy2Wpb5fBiqINVVMflglP1hKh",
+	"JEe8d9qt/Nuhxon7ANnOZL3Am55Us4dCoTGWT0E9+hZ/Fx9ODh6OrBx6XG94lhGshlS5PbYY/xHk/eTl",
+	"2pUWo9GUMirmJNmlBYwt1Se1lphkjCQholOE2dor/29XHBUMayieYsr2ILYsITmmaW+7R91jaqP58+qS",
+	"bdBmS5hC/bbINq3pfe3W7EFu2swCZw8kgdgoayukKVHRjsnzzYAWbbz0UqJ47chtA4CMxHRJJVpIARHC",
+	"tmh+jHDR2y97I+5Z9ZZhBiq0icOASUzhU9V8GRo9F0UpTetuE7kqB9Ukj2cqjFXFDz0DEfVN8RCJvZQy",
+	"guYEJ/IfvXYhBlppVKNqNC+AHLpteMyxb9Utazjj1ypxGUkVKRI9FKmWSuN8nhEx52kSySNSDxGEyhJV",
+	"b0fwaY7sW6gTyQfjJcliwvKoq0UaklGenCj+IzEDYf3MOFbAcgyGB/iXnghwRr1QLwFUKpDbMfG1plKt",
+	"xYOu+QvwR5SD/nZtCBkG+AnTXD5TAVdhIC9pskpJMs5WrD4Wz5ZzzIq/M5Jn6/GvK7KCZ1UwexUI9yzb",
+	"y6yl/pLPE1pLQ/hve7mL5bNk2BLn9ajLilqNY75iuT/gfSEJTIkVvxGVleHMkD3UkcKbXKHotjJEVQMc",
+	"SkCpLO/5gqgLhc0H7C7gOSe523ls2P0r7dZtErulTjNf5nuQ6Fo93QlfKedAvX3o9jLuNblKxxrooAcl",
+	"ZYnJeDHNZrPfkunit/zp14P0gbGn2cFhvuSTIGzZZPZ5HWW3Ci/gy3bACNxf1b9b4GSHzNyGKAunwlet",
+	"cy1Ut9K9bXPbx7ahK1izsFRaPpWcRDdQelua7q37nvgLTf6fyHZXog0pG+275VoZRPKdkz+8Te7ze+K2",
+	"tKD/t+9yS5MgbGx1a06uKCa7g9DjUpXtpb0shSmhV1vqWvrIU4IAwFhC8BKzChFPkxJz3hm9SjR0myWo",
+	"vNzXJ+Kb2Zc7+3MA/HywbADDK0FBQKOK5JbgDU3iblUxGj4F/YyyGZICSZmoGv3M9eZoyOiAhuD48OvX",
+	"dtCzXzTKTuXJn0ghLIHAnUma/4RqSmNLicnM/3wY19or71jDV5U0Rk9zLmwxfGi8jKTQLVAEf4whgCZC",
+	"UvWIMp6SCFGmFYzI5D9H1ardqKMKWDeVAu+e2KKmUGocuvCQBAnoIqF4V1IJ4kEpwY9am4Wl9dAlVCUv",
+	"VZ2GcwElV9dP8MQQFPuqt31u2Qy7IbFgc7NcU67d8AZbYVWVYd3KGNyFl5LPGxsDue3PfekcgrJZStSp",
+	"qTQYXYpBARlMEqp7sy+E8hmN0rUAZtAEkmOhp2oez+HWx6AzaJOTQOU4qaZ+6ps7ppuQNs8gz4gmqfYr",
+	"+CO7pW9rj17n2ednprIH3OROpSgZjATNUuGp6Cpjky7wVqrIL1qFJ5b7r29psL4xQVW9aqOW+XQKabYq",
+	"CFTiC+xilbdaVkYSmpFYzkybhZsJjh/cHpeZrvQqqZmbquxPvrW94O3xbnVym1bsr5+W85LG7Dp4UG8o",
+	"9F3kCurVkLx00hXw75b541Ks52RFmDPb7eJZGrlNTCyGfxnjNhM+d3u7baphEy/Yg+4esOvy/6s9m7Wm",
+	"Bzv1KHjV5gOqNO6msE+tDy3hRUTZI2E5V4WBXY9aHEsN8zgQD2u42ViIcWZrVhuDfcxZntHJKnddVDlZ",
+	"LKHWKwgseLkU4EZcxMuxygLQf9OZDSU5CAPlCRs7N20/DMQDTVP1uq7evP/VU1UUyq0rk7Vp+htzpoRW",
+	"XaG+VOldV2hVnjkawzBxyldJUQ7wJ1vrt7EIcHEgWhQ2D8aTdXD8y2dlsV7gsa2de2CIdVCMYjsb6fJg",
+	"YMjaWl/YnE9NFILnKOYpX2UntiidjlefSvUH+FPOwf6wwNk6cg0Lj5SnQLexFiLJgmQYMhgVJmRcqL7m",
+	"8K3XiF5Hlk1l7BeY0amqdxrBl5ES1m15dKioRQVSV+NEye8AcZVAAmmJOMf3zGIj6FYdi4chUngUosvT",
+	"G52JIkJUIGAXBHwVLtxUdq2C6ptIjbqEp+5qtrZpvNRgQM7joh7cu3IJj1ZJnY1NBC5UWLTp41CG2v/H",
+	"3vsvt21k+aOv0sU73zKZBSnqhx2Hqm/tVWw50cSWNBKdzEzoJZpES8QKbDBoUDLjr6v2Ie4z7N/3Ge6j",
+	"7JPc6nNONxpAg6QkO5nMeKt2YhFAo9F9+vw+n8OhCOqQFhjWWq+LVpPQscraSggDftyAEWkRkKvbvnJ5",
+	"D42Xp/AG1i7CinSDCWROMlA+s2ViEzlMAhnt2TahVDzn1Tl9u5SRnoW+ioAuAG9DJszlj98BkCRptocs",
+	"XCx//VWbqwSikIlpei1j1VD/sl0zS0/+8L3RwwkGR8/1RgCXR5UIFnEpHXxzj1pr+FhNRmVLQYFsExW2",
+	"XMpsEpkA4Lk0J47RkMrEqGDWh+WMPzsphL2RTZA3Dk/1Blbtu+I8sJDuSEvpFc0SZUMcIfBHaa5lcP/N",
+	"ynaFpXvtD3jnE1VwGCyk4oweY+2+tTQa0LWNUl/JyM6xB3uyvC5S1Q0HPYTWQfF70/UEJCZrh1U/CTlO",
+	"9BIZx4mnk3C/+43TTPgrLyh8U+O3cIKnKhxApg0c81hSfNnw8dBufzhgS6l3zr3NbBzq/EZDITFF4+ud",
+	"s1KzJoqC1vuufqB7y6GyCWJGyJsxC/9bO4r760kx4jrce3tbsal6S2lmZvqBLX6MATWG7u30trW9DCto",
+	"6EgKTC0w6kAx3VKHDtwlj2CukXNZzDkTKh/EYE0rfhJ+iPp/rFXOpuA5nlRjktd7HpTy6++r8Vm6GFd1",
+	"KcAhECovXdiHC9vqfp50+jWi/XKWZiW57vd51Cfc1Gqh4JszYVE2bUmmvbqVVKyuRS10h8kMhsZpt35n",
+	"Ybf59Gw4NpWv9q3+RtpeH+Yi6eiQ8zaWbFH76qH6QiOTqe1hUiqYZe0Q3zumy+NlloTo2uocgpRlIbXT",
+	"ATUbnV6QCnslcsBi4nkIBNWg2eHDniNNx5gWXuvcmH47WZWE8tYxNw8f8YjjYtbr4vVa44/YNF04uSu4",
+	"fBC9xzHK58i/wA9P5NPkJRo1LJqoeWetjQMGhyRELzMDggXfEyvzee3SFiq+UmyW3ulHvFp6rd+Fpbxi",
+	"l0vra77hEX4Sj13kyVpeUs/pO0ybMyepEEwNTaxdx0PNLq7rfHWdC10VtUcXC8XaVxkUBEamG1WD2lZy",
+	"ctRsvBfn2IqJ7mgq1rluLLF5YxXKqzhp+oy6J6XOWROR5/pgQPaxvbNhPHLC1OSa/p1dAU02PNrQcqvS",
+	"/ExtgRSJIwW1nbbTK6+9ZxVof0sL3EylmxMZfB60rZytqBk2JS8YBRIMloqx5TJVrR/ek5lu9kPT1B57",
+	"xDekTcI991uubT/Q+0GP+Z4s9btvz0WmUskTyoR30qHVEywxGcfyKg2pixyXNqZf/rxJnHrtTohoNocD",
+	"E772KvVVrTk7Xpyzg69Zzq8rUMHQf9UPB6sF3K+p9Ix2cnR6xH6FrPDSYMdL/YU734osiaV/0C0iUxsk",
+	"as0hbpfLXRy7FM53BLDmG0NGtPMPw4q70prEAkc4ZOk8zqG4PBZJpNhEAG4I6F4VOweoofVGWxlznsfT",
+	"mMM5cYmhdRTx0jcOWk6P+kpHXXf7WrQvr1MZYeqSlxLrfYABTbjucuwHm6i20j00vhXS6oBV4LP1FF7V",
+	"hOdxsrrHUA8/Ds7Y+09LPpI//Z//+Pmo+3fe/fXdh73g+cd2l/6EJu67wfOPHb/T5LEHirWnMwG+En7N",
+	"tYQA1qMfAzf4hKsaFtezA9/5aSL5B0QPDY9cy6LpNk/csCGcdQ8mPV/kQ9IJfPkhmVhiaxRTl3JlnZaN",
+	"pWQHe2s7V/Vt56qqvaxYFEPBtraXoUvxIp72qIhsH9AW0ctuWNucvx+rXGjlc/ep9UK85JrIcShq5YCf",
+	"59S05WnEV08Uk/qtmJr94QO87+NHFkv24UMCJPDxI5ssk0TkDFsb9lpru03Zb7vlWazXTUGDO1P1TElO",
+	"GD7DLsnwTuhxV7mp9bRl7sGptD6+u0dpG+FZ1HfqYLueJZ+jpdI6X89LN3rj1Loj3HJv27I2U0xq/OmV",
+	"xkj72zZGMnRWd17ilcIiggjYLI4iIdGzvIinNyJTh8yW3bBsKRVbqti0bla5NgCypWxuG0RkXfdji4Up",
+	"PdIWOVc3iqmcZxaDJc5dWGerXD2xwS8LUlzOj9tcUna/Rj51yqsdzBqDb2REdluhmVg+Y+GHDzdi9fFj",
+	"iBDIs5otde9Oz9vTsXO261Q8TTh4cyqz2s7YKLHjH+k1G42PagGe13Fn19adv0tqLtnfL0eoPO0t7L/y",
+	"GVVVofLIjgONrgyo/PQGr7bflM3tqe37P5VYfhjw6bdpBD472EjKOMyEJksQC9VNWBs2WCeafx8RXBav",
+	"n0KSbiuc6npzAy50kwRxUzgKMWUzLGu40Jobh/8KcmI9onNhQIxGlw8WHodUL+QVH2y+VOA4jgwXjyUL",
+	"LamFnq3fIkH9vtKCtWmNbsQK9+KRsmPO35/gCE/7G5gXSQ67lNswp7UOqzqT+STM/b48u4FHfzIWbZf7",
+	"vu4Ol/oKmoQi881rV+ZytZgnFGk0oJCZBqz8hs6+oVI25zLixitbpfYtwjXAZz34F/YzPc6Heit7N6UC",
+	"nQPjd4WXYOzNqqiCZAo/utT5cpLE0yZEa7yqVXOt/bErAS0AoQ1qY/SEL+JmNh/uwE1dvoh3voLQ4Txd",
+	"yrwJo9dfteG5b7EYY9JKGQJzR91OvSFmt3pqDLWKYyfPzQMWXA6HbnMvOd033LtUM99qxdMZ09fYbDnB",
+	"MA8haIhbQULf5LCI+UREEcTb5iKbLjPhzaa8S7MbkY1pK8dzastlgbEh4GGT77fMgvkJBr3AMd+kkbg0",
+	"w9SuvKBxq4TpbF1Dcn9BVv6voFVsXPjG3VtPB5tOy33dW9sBCpfOoz+4+hg+DaNX664qs99UQvTwspl2",
+	"uTjG78doLEMBfc3/2p9mIhMYo6farckyz1PJrlOheg+sTyneV/rm7db1QdUhBi87STW5Nibeujqz+V7A",
+	"EFGz9I4yXw0QurbhWbvSovlGiAV02FOMs0km+E33OuFKYd7n3YznBMQTK0gAaEjPvX81i4f+tq9pCZoW",
+	"6DHnIR+maXKJfXzVw2zLHzEpPk+xBwHWZ8WKJXxVQxijjsFuz30ojuhSSlh3d28fEEriXGkzYr4QWcyT",
+	"Vr1wuDSSd7KoknjnOlkVWr1pYnwjVodYJouGMWTCKkz5D1ioVZ1Qm83hqDVqhSwSicgxW3Ykw6/o/0Kg",
+	"LQWdRlMcfZqJPAD1HTJRAHMCsV1MDaybKd+wg/Zrfbto0gAetn1H2uQ2pZ1Vw7/ECylk9hlapVR5bt1W",
+	"xMJWRlbi25ND00LJdrogJgtcd8oTtuBZvlVYa5s+LSV3oMF2eESXliMDD//cqUfwtWxxFOHnn6SBS5Ez",
+	"ok++P8hTyipBDys0b3SAaWVxcPAkFS2mS+0Nc3GdZitAY8dMklqk5xWkRukjcycmyMf16JkAOEli0294",
+	"dhOld+BvqRDlheARe3vxumVLkK6TdCKKNFQAO0IxVsJ3/uCbCOM0FjHX8WRVbThGw0JKFyT0LgTPXSvI",
+	"ZNJbFK7SIHAIP76zWhnKewwCZWKazudCRmpssoWg/snyOv2X3pQx5CDjORM9vQRvL17Dhnp6Q5o9qCkr",
+	"mFKBl4sm7tdCiownpQ4t9Bt8rt1HPdelNNBK8N5oOc3jWwL31VInaKmVysXcq5NvHQICpknnHGBJe9sU",
+	"f/tglaEjyUQk9nMt/9DDPVGaz2Q5mKVlYFGXzrasiTmZplIz/gGOn6bJExUwkSjhVucUhVt0zdTGlF9v",
+	"iHrLdGFoZ9u9Qv8u9qEJoR7BFiO8++pPYefQzAKLHAAnzwF/5YpR2QPe1l1X/VCer3Pq6n2c16BfWy9Y",
+	"cVOg2b7DZViaUd33VkpXmeNZdG1fGmzpSNYzKk3CpbymZXPgcPVBLLLwNjpGPCfdnxeo51IU3NsUV+DM",
+	"sWLEpspY33YT7sSk6xzYzVU5jlLVsC3mlk+6KaSAeuGmHG7XUMbjFjlCe7erWGSBoVws20Aa7eFPw9VC",
+	"nDYRbo2jbhK7zgyLaFvZlCoH3yxHtnUnLt35aCMoo65vpQ3iym6Ov2WeJNLHuWX9yapD4DBAJZh5GRYL",
+	"Fz6QbjbH32AuDzeQmniH179t94hxPJ9kY/iW9NNKPp+yUkuLxXsaWQhC0qY5IL2ktyLL4gjsG7/xu07I",
+	"xqYGFJBqoljfMY8lSF+wpyqi1ahSHi5Z6Fa1w8+vBOCCLCVmcKGYLTYBqpq1GFIBhTsp9hnnBMTLrpYZ",
+	"eBKwayFrc8lscjkUWPJcRCzUg5zJZPV9LHO0AeNIzBdpLmQOvxXtxTlDFx2bZlzNoAd6li2hIUSsirma",
+	"wltHqcZybfO9ULNsOkhNxaEFX3ui9HzAN6NCNsUs/zjvIKQwFJfexUpAVbBio5Y7g//5r/8GGxRfI6JR",
+	"qyiN1m/prK0dbdBna2IS2q7f8Rj6lDDzDFvKBKBjkLIif6GqPwJVZp8eYt8wxxIhbT7mRhr5weDI6vEc",
+	"8caIecUreCMgnIK+D+MFCVqgl2oL7PyE4S+2B4WxDszKlJQKa+41dafxcRhU9RG6q60HikDZ0//CopfO",
+	"IeMQei4Yhvl0g2LdY6eIOSVwq0Mzk7C3Ubv/XiQLE4MFpyghIdnglB8X0xdOuiwcOL1KhymztJ6sWFjr",
+	"9TZCebRiWzz6bIMyS73cDG4ERPJCJRIxzUOznI4OiaXh0MNufTV1g3pplaY1peiG8UshIm10EwlAEgCX",
+	"K/TaddhEXGmFFrMONP9baV6LR8/PJfyQnRh3hAZ4Dn2YBeGZYNQWUROg5kwKQbQRzQydACI6tKs2kjlE",
+	"KVMJkNEhLX2o74DlGSexyqktBWUhmJ8ywf58eXaKOFsK64xpf0cy5LhXpHKFAbO/EL4nViWEnTIgtw0P",
+	"aWJ2nS9BC60fkwoRmG7WgV01rcnprwJnu5188Qz++W6b2CbdYyi7yjPt7X7up/8FpV0vZjx/mBsRB0HD",
+	"FkHI2YTn01mFMWaCK4Nly2iBi+ZG8N2mWWWNnZlnPYXBd9K6AT0JJHv9+/YEp1c1r9aQq5tHLRRmnpil",
+	"ouqWJGlarpcAII01lky8z0UmOWGCP3SlrDr5+VYK/OhAWKA+k1L5uBS2Im3Nbnc3Ebcisaap6fekF3Vd",
+	"/MF3vFuDnw/2g4ODd58q4gBwdoSt7Z/tZIWxBxADCANSEokGLJqDhGNos1Gx6o1YsdCqPIs0iaerkCBC",
+	"YXmM9gWXYmGbEKA3ynXpto/o3nMYpTOAQllz/YkC3BgFpfImQlLgEj5RdIh5XjyDc51zdVOKkIBWaCN0",
+	"XVQ+9Idg6AR6NGDwBKQEsttKpkX5ize2VC19madoI2i9716nXfpxzhc/49q/43J131gMrAxgRZ5n4kpk",
+	"Qk7FAyNr0K5A3AEeCQ10WESnQCXDhcL3s7tZmgjFk2r+pvO8myqEiQW3sbhrDVrXGWQLVwqf6qegMtb2",
+	"B+FVJkQXwrE424AZ0+PZ06f7z7A7JlMQ76sAATVY7e5U1uzFW/XQ0BhWkhbBY2jEF4skKhp/rA+YfZfp",
+	"U/J9ulgQCBhGzq71z5XYGSZf3IosvooLFT9WY4Sfhb8/Qdxsc2rlbxgfq37zukC/yaEgi5cDBgw81wDc",
+	"b1euppSX+pNfJfwa/RQh3B+yLE2aLOHmgN6pPqZ0FSsVtZilRINPFdirAYjSJ9ZW0n8alMjPaYoP50dz",
+	"RBtLYnnzRBGc7YLHmUUZk85KVE6HFHdjJ0ZssLCSVF7DI4tZxgEWD9XiNGsNWgeTX/aSu/nX0a/74CLS",
+	"L2wNWn97//zvNz9Odm9+2X/bj/+cfy8P3v9w8Mv1X+YelL/yez9PLNaddEMa4YwnV0b+1tZvYxJk3XmP",
+	"S1E3hwER+j4v2917fj+lz36qmUVQXuMG+kuTW0FNGR9Cfm+o1zbBAcNwFQqLsaOJtwF38eM3v/7a55Np",
+	"5GnoG/v6brxd6Dfu9vu23bc6ZNES+1eTGculugPPdiqnZXSW++1qkZ/tZis0lfqoLZZ6Daq/visy7TwR",
+	"4Q7XFURdHKlHNgv9MVaxHsn0IY0lwMxB5ci9wkXruobqJVXK67A7ATWY5yxC80m8j1UesBm/FdQ/Hdra",
+	"Y7uAnN3SdMlAKnokbotr5wXELeb3mDgE7tXrZF7PvvQwaez5SVg0VJ2JIH8wjnL7Gj4q2JMk8/F2mZ12",
+	"6usQ7zCRMc61ySQUlqa0qU2atoWMsWFyFaiJ2nWSTgBDAn51XJdQHFjMsYTRCmO1ghY+7HezPHS70kQ8",
+	"JANSqx73Qi2vGuPw/CPIDPOK1zrATTK8dYRLVkqvhC6JRRHllh5pTbWTZZxAtyy6q8TbMW1mg1cZgCxd",
+	"V3WUalq/IjKxJrfp9radgxlNePcsXcUJVOSwdpROl3NNanuBXZnSvZVQV2OO9tagkEWuL0at4lvTgqM4",
+	"MxgKq64ngijWvwR/F/I2zlI5h2ozMNFxVDIxJ6vaTruHqQi1AAiBvmCHA/dmmm2NLVmmQkSTfGnH9119",
+	"he/0XTouzcN3xyXNrdGHPaTsIHA4U8cV8C/TR5e4SuHbLRy/9LHvvPVg3nKdoWd72zR0wGhkvUs4UlAN",
+	"3niOzjqnselaUuyiBbt057WZZaj7cjzXqbZdAkCZRW3sHNXsrNmWKV6awv2LpbdpSqmw361eHhR1W+1Y",
+	"Qp9VbXBCpKVa0NWx5ZiQPjDNUjmSZmT9GDYhzVmYLeWY5yFFIR6AuGGbBpp7JitQRfU7x+L9QpvZ+G19",
+	"9jX7in3FdrtPCXbjaw/sBiDM4Kzcd+0P+88AAWPv7wZnx3bh3X2+u+sUrI5NuoGJdJL75E2agdS3lcNS",
+	"vPe96sC8Cj4LV9YGTeluah9Nyz0mDJE6rA+iw6zH9dj34Hp8oIrjQevohCl+JfKVx3v2h0LocOmjZhIp",
+	"kbG7WWraT2On5KU8ZHyZpwC6xKJYLTgm9+JdVHjsNOaLlfWibfWNFQqtzuppF91z+kZW3Eilzeh4TqXo",
+	"qlma69lWhHOZ3jcjoXu28bLEDCp4I19/MrwRgBApumnZlY6K5edJsmLt8vcyyqk2w2D/nhj6+ImowelV",
+	"Ot+N4KB6dH2n5WMcdvvhSJ9ljlETkFzd2FeBFzkTUyHz5KGt2n3MaFMZPTjgcQpI2ZUSesNtSmm/n7eu",
+	"vgoTXBB3jZnWswpc7trUpR06jb3PWaQ1EqeHgCEprZMshMw7D995w8Dr1A8y1IjU4uWhw9ZDhHLF929O",
+	"w2342qHW48HJXzo+Lh8BHmN4yAO70rvSaBN2EdRuux+N61D63gd1hl8LowYGDYCiQdJaTOnhVQYbKya0",
+	"EsmplLkgu6pY/Y0BefzuxQ8bahFMnZgJltpzbCvjbTHnXZzPoMazUOU2R64aMHpcerDHoIzQUxWBloRL",
+	"yIweZlYG9HF5evngVxhvSQu4HxCQqzdvTkOuwGN9ShCgUsP7BiQgfWVrb2TJIthogZTf/mnskM+DAlTa",
+	"gx47fs+nebKyuVYlLgsGMLEgyD0dSVG5v0Kr9EyT/bLR/KjaHU1Gwj10/Hvr7w/XQOexXOaCzdJlxiK+",
+	"6qZX3Xkq8xnD/6Wf7oS46dRzcuqM3IHEGI3UV6PR5b+1RyP1b/ofnQ8HH/WPf2o9HIsItFfVqFg+CJfo",
+	"EZrVb6MsPRJzaCu9ZSvYoE+stxwillESC5MIcLUEIBPsSRRamgg/ky5zVHV34CbHquDwa7v1fkI1BusS",
+	"TEM37G/EIaXpSmtYnRplvx2+CD3B2TomTb/7zfjfdrrv/u1PD9ZK6gg7j9dTML2MtaEcAgMiLiMvmttB",
+	"iXppKfCr3Sk6mFEN4gtO2mbxtbbfekkMfVLpfz/Jvk6SfyJBPszi6+typ1GP81kbu5zNsaF2jo8YBvn4",
+	"ei2ubjatiza368VV+sdHLAOUJX4f502NjUrNFTLsQV94T23z31L4X4seI93VNM1Ea9DvfbMXtNRyksc5",
+	"mCTDNOKrAdvdY//f//siYEl8PctZxtE8oXuod5Hml1XT5YraJlGG96Bl+hnt0Js9SQW+0LSpVDSndxbn",
+	"VUQ8aD+2WoimHseZN6yfiFsupyJgs/gavkGxiV7K7FC/A8940QAhLrPfKF1OEseuoqT1j+4KelJOUhnx",
+	"bMW0oHNjy5vFhn/ENzyWMFivuWzVMwtwcmpuN52lSkjTDKvonF7CAwfZEwYsjNJp2DmkluqKOm3bpalb",
+	"rOsheKgzu+S38TW2zeQILJOJhCNacApJu9hViBr/TVSaaAXx7cXrzYA9FLYB+wxX0NkeU3iA9NF88pp5",
+	"TqWviSaabRNBZgDcUoNWSLhWPxQod/qWgE2EyrHf/PZml2UYm2wumMVjOJOMbDnEG6EUvxYPBVe5SpMk",
+	"vesuF2yOA/W0/H2PdYRwGpOYq5I3x8yRtcHRM0nzGZ5ZUEvo6btYVsJ87sQMEOhTqksZtE7TO5ZnXCpE",
+	"GIX0xFeZkNOZp36gPlAdX0BPSF/TA11nXE9tmvD5AluR7vZ6u/0+a5s6HtQoLGqL6wl1G28l8bx06BwN",
+	"Dzr1NCrXcPWQTcQqpTxEodn6LICCQxX/KtDYhXlgiRWsaZSlCz1lFSfWe7wVMWrSwHdD8NmXlSSimI+9",
+	"CWUnkbK1TZrRCJ4lWhKE52eXQ+ZgBMIYIVtCS+yyg2JTdmAV2qDBODkC8kPz/j2GsjeNDARVIwik7qLJ",
+	"xYZ0Qu+hGwqVv+Fx8tDKmmm8AN5r9WGV22NXPip56kEw+lgvZfelD2MiMuVTTUV8a9395dfdNyG6Vrve",
+	"wJzAo+BybzcBnbjyVGVXY5Ms+81k96o/fXbVv/paHEz7V3xvujv5+qof7V8diKf8mRYZCrHwqnHjZ93d",
+	"3e7e3rD/1OnUcD9UqGqWN+0dxIGrGe5BiyqixjQehm0X2Bkewe/opyyW03jBkzENRLlTP7dwuHf1CG79",
+	"Wz7WPTwN4IXOctb1DonFs3/tvri8eNUd6ttClkqq8dJnOmDnb/X/HA1ffA9usJfHr4+Hx371grZiHfd5",
+	"qzy9veDBwJ3rY0RgDjmXPwixeNhpPBV3lLhCpxGS4a8SXm1Kqn9vqG/AS9UF17dSsRCIEUUFyHq5Tcft",
+	"REBZPGV5UqATHFsi14p3KtlCZHEabVGFDrPwLpISR8t8jSKFSiFkxqfYh6/IK4U8ObWc6PsnYlv9it/y",
+	"OPEDIpwv1QzQB5Tb3D1gizRJoAUaNc6qe+hmy8lG3UuJ75cTutkPQnlkVFj7UVqZtdbNcjJgISG0guYL",
+	"WWYmNc+guOr7RjL8QOrxx53enUiSLngodujpkLWp/M3kECyydCqUCli6zFUcCRbuaOl5uwvVuqc2ZgaQ",
+	"srFiS2nXseKHbs3yfKEGOzvqdtpz+Jj+2zeXrWycdBFPG+IOSAtPICkCYfTLUAJ4qnd2d8ANSox6Z3en",
+	"hNyqifOBGaMFPSEZFPtr5/0IJoLnI83iX9dAgx8VBJNhjcK2hwEPt1qfmIBVDypPFwpORyyvt48l/kYn",
+	"w2/l+sXN95d7T5+xP/80RGceVC4RMfbs+KHWxeN5w7gN5Ai/O2sGWr16RP67qQ1pIKzA3cBHUdn3uE2V",
+	"7umGp4SDon2tOWqz5YS1ZVrmSJ1D+zc945gmb/CC2a57wk9fKnGZ83yp1ljdmjlNZ1xKkTAFN/9xpIIe",
+	"bgxYM7faaASHkK9japokAJ8GsldLxaUSNoau2XOJ+z3d2M+0zr/8M3kEeeU8eyw4AozBuN7d/DPa/1qY",
+	"TPj0BrmQFWWzNL1RVWFWadbSL9mr3gqqd9aX4HRt0fpXnmMj5Uws0ix/kDvhaDoVgAGi9QG1ms9FnlG0",
+	"wjpQlMfBcIhpMdxUQ4sFm/IFQj9hloz9SFharAvxOxjKq1eTJ2Ki15EhWgBrW4cdrHLAFljjR2WqgFCS",
+	"rBC2CU4LdFuYciW6sVRCqjiPb0UnQAXAQeXSJAKFCtSXuBQIPnheDjx9P3v38zDH/z9fvPv5Ur0b7Oy0",
+	"vB0l/2jekw3dbKZ88ZkdTv9a/hunLc6D3DdDiiJVdTug50pifI9B+iafGjBhdQcdTzQPHnzQmu7Hj+Eh",
+	"auvY8IGlciShHfDOB/2/J9FH1IhDNuVZRmZAJrBsgfhBnEEnzzWZ8l8HLXy58Sp40uafdvu7w909x/2B",
+	"Ivhj0BJZltpHr2IZK9NDH38yyfgVRovpVprDOfcueAYduU3CK/2K3hA9a5A7BF1sUYA5YgR/aPHsGuqQ",
+	"gLTK7N8w/jS73kEWXY8jG+zjAoK5wFw2HTd3d9dCKjs4fibeAvODrwHmOv7mao+bbluu92a/IG9HtqyZ",
+	"vxbdevkADKA16EOzgnypNB0fn748Of1ufHR+fnH249FrKL8RCzXW/ACI2ZPY7+7xwd/ByuLXGFGUi2WO",
+	"3hS9e8/3D4JWuszdH/d298hrg66oeyT9Dw1TIm/iUqpqPK45T9xQbi3YEkue0KE6pGTVK6za19SF1V6Q",
+	"qo1Yj5YzMsUxYX2jRfs52oGSYvsQQBGIj+sBKgG+IvMIgI1FFBZylpKNMi5Zusx9OZv2fG8OjR/DjR8r",
+	"TKDZJNXzhR2gebEXZ2/OXx8Pj18G7NXRyWv93xdHpy+OX78+fqlF79G3ZxfD45cEEoRpO5iy8/CMnca0",
+	"eiSCLShwy45z7Wkq81guBct4rABTFEKgxblk/8aqOmLY8UvlCvNsXGODrFWUo8BDcMbsMjqNsOj+R2St",
+	"Vxh4YyIHHHWb3abllp4C9CJRy0kXjqIDCshZni4IM6pWUbF9nrcjSTZR8zndWuPTDTVL9iYs1XYLHLYg",
+	"oibFRq9XLOM85omTOueBiHUEQT0XIs9ioZhK2RXPWLsgBi4jyqdpoDMjUDYvF9r1+EwhaHwHQrE2VuZD",
+	"GU4H1CKcmn8Onzw13oq1Td/0Fm50xZpn70WGTpKlqQUzRB3nyIgdgnZEDx4U9MNYCTWSC5HRrUfnJ6A2",
+	"BuXR3UqzG7Hq9NiZNvMIHQBwSBGvGPS9jZS3ISW/RPnFOljCcPLzSRAbeVFuo+vQRI1HlKm3ytvMdhVn",
+	"1/ZUaErDLwugdw1q+rERa/UDp/WEZUYppCiJkGlh4YmFF/ZW11T7fUVia9n5Qt8MNpcyJFrxei7nXHa1",
+	"3gnQJOL9IuGSmxashfu+6F1gk34sMsvB3jdsmKbsDZcrRo4ctTHXZoo91szM1i7qizTyRoFWVA1HeliP",
+	"DTMuFYSq9fDK5UwopvhikWjOtTDwV8hURzIk+rjKRTbGpHIV7oCqkyG3CzsDdnE0PB6/PnlzMgzY5fHF",
+	"j8cX47Mfjy9enx291LoF/XR8cXF2EYzkd0fD45+O/kZ/s9ev34yHJ2+Oz94OA3Z2cf790al+6Kezix+O",
+	"L8YvTy5fnJ2eHr8YHr/ssXORzbmEYuejt8Pv7ZDfHr0cXxz/5e3x5TBgw7Oz12bw07OxHv/F2emrk+/e",
+	"XhwNT85OA/bi7HR4/NfheHh2Nn59dvpdwL59+/K74+H4+K8vjo9hzm9Pfzg9++m0N5KVSwPGK6njeqmf",
+	"YGVpgNlcAWm4aQbpYVh2GrHlArhPnCvySKLDhvaasoMdbVFLDULuBgzGXAUW94peCmooAjCG+NRYvJ8K",
+	"EWnts21+iqMwABxvkasxBwDxC9j3OC/FKpVWn4CTgupE/opObySrK2b91bciU6iAR6nAnlNXcV4gfqL/",
+	"g3qnyyi9AxOb3qrPKJrlKMuhd3WOPJhWJSipVxa4VJmFiDPK1VSMJ6DZYGMMgPmqgOcWZNoKWjU6LX4D",
+	"2mkFrRKhtoJWQXKtoOWQbStoOQTYCloFBbaCliHpVtDy0HQraPlotBW0qkuu31ImxVbQIjL1BgGAT9wK",
+	"2ZDxCq4OZL1ETEl6jcsdgmskZAgicAUUi7erPBN8XhTrIP3OJwLJmkAhkJIhUioUnNYQ5RjCceK/AxbS",
+	"HuOvdsND62wIbcA2n2VCFNtPfpqAhcZPMQb4X+eBu5SZa8XdkUhyjjfBPwMWKvAArGhm+Ien2eqaGtU7",
+	"rqAXXY6hxC0NUP36rQSWnvtLuLsssdY+qBk+TJUSpfSz5aXa+t1/oce+hacAee6XpZA+sJjzVMXYXEC6",
+	"TAroClKpd8lFDVT0xBBVGEfhxqKMx+jM8B2O4oy7vP2TdP9Hxw+2/Q4M0zR5oZ9wUom3eu1Q31xHGKHF",
+	"t2gq61Svgnb8LZsYOpfQSORZFt9CcADsfTAbaKuUtqp5ItRURAHj7Ercga6A8a5O/bwgTrMX1enCXNI8",
+	"P5Y3sbzuWEfwlu7jI/ThNjxV67j9Hn14Zkprl6tM7h4Xs+UqcIyComEdan6KsFNIDfSwEroy3sRT3CEe",
+	"5iSwr/JhaoB/m/pqxRE1JzI6DUIekylkVdp8lqXL65m2tDAtsOQhWsoClTBDxcXzZNnwoi4KW35JQ1YL",
+	"XQzAs6HJ0mwRTW8p8zgpLedWUSNNEoYakOC2aYawzllZ2l11s2Zrawvg+ON9S2AvP+jrmjthGY+6J36D",
+	"5g5I4ziydKP0ebbY8tu0sqJXVMzM4nuLzQ9KZ2ftKb60sqGpvgnz9SS2ouKNGRBNbm8wXx3XN2tbp2qH",
+	"4Dc0pWxF3Pd3/G7rlqzaeTVDu8k/aYvPHs584I1eCXBUmsLdLFWCwRo4wQGyLst1wIe2WPg6hZi3P5Xk",
+	"8zjTcg6ZXdaBtoWz8b4OsKqsN74f4+mxrp+Sm8f4bar+HLsB609KoQzVgqmFeUbH2zX4BqZrCzcAoJoV",
+	"3KXLJAJ4Zau3K22fOiMUeIBPFAvJOhyjdRiy9vM++19odLBE0DD44U+UaUUQMM0d5pz6uPBJuszZgQOo",
+	"jJ6M9EbIDsILWivXOmpsfgGYvggTy5W1HdESQgQj+tAGE5VplkSmA1jNVAem+NyLjdpjr7QunOvzllKv",
+	"I9yEMto+Da/YEgCBQ5KhY6MChgiSwnPEZJE5KdfQAZWc2EHjpLX9jBnjhVVlAZqsTkN1kAA5nNzxFb4I",
+	"of977CQnmGcCSq/o/UtTmlBmqdoSGDcbEchZM5VjARFcsbNug5VpV6BDXdNp+aS4S4pFPCyvYtFjCPaL",
+	"prrIxG2cLu0YgYWdoUjJFThXYhnoox9DKEVG2H8Cl89MrWmXHmDZFBCyjbGdRszduyzFiis3OmLN3HFp",
+	"6NABigLGT0Fhvf2dUlCoINBpmkWaxovV5IrdiEX+UCQs/SHrvrH0VfewEYbOueJqy9aG1d3zD4vh7K2o",
+	"s36219ND/zPIkfKB83ykbSeFm1ElQDOBtXJk6K2SBYhczkJ7W0h5e8rxCbVtlLqqj3VcJ1Ebe2AAO1cq",
+	"1gcxRyNVkyBivnZc91FP851UiShkO+7PkZjGUe1X8V5Mlzn4TbnDE/XYJB7A9kXDKMIMNb0K+tdsqeWM",
+	"dUb1QLmH8YufSHWF4cs2ZKfwTFHEjsxynyXecX1W7TTRogylFLA1ktkiGqDHxUgZ7pUx86oIKZ0QZKAO",
+	"nWMVTIntlfp2W4XFuKkcM8JuRulH2orSb2YjHCsAF7T0Ay1ny7jSCrfOdrC/JcK9NBMv/frGfkXpZ+PQ",
+	"OS8+yHv9pf027+Xj4jNL163JSZ/sv1h8fun6S1qL8teZhaHzuh4eC9EQrrGQyqDhbJMWjjUj2yLrIsbD",
+	"ppR+GPLh2dRufoGfN02SdHqjoGYetUGubgalOMMdjxF53DS3aiOZs2ruVwdxqcpnW7gjkIPIDHD009HJ",
+	"UI9wcnr+dtjpMSgdik0lH7Yr0fdS2dD6COgaD8HbwjNTmx0By1G/1OqUHuJNsI7iRpeCaurjWiwV05wB",
+	"saxKE6wt+r2mSLRQd8muaehMM3ZdEhtIzQ7vsakcZbtKWB7ng5tmuX2q2pF5jJXi08CsvJln26HcF72D",
+	"IdQHyk5kGrU7z3S8mpUXlURSZ8FiVbL0jsURa8s0x6BpnjIUEttm+PjBt4bQhVRbZNxdFpPEUYrqO/mm",
+	"nuarzU25i17QRde7LVtP13NYmxVip7cved8O8ctMtSeCiWhGQs36ak3nbXrsJhedgYYsT85CSBarUW0B",
+	"WpBu02GxzkevBLJ8ChO5Q65uxpAVYy6ERcPPyqFJkvTuVSbE0B86YFeZEF2ISJPrLlaMm4qQiVDQiBwJ",
+	"3rpUPfVKgkc+x+DlLM1y7Oh7aDm+3Z6C/a5qZPcKadvXpWeZ5LG31/Mb9EtwiTCI2MV9zldsIhi2TWrq",
+	"WNbYRfgMB4EvALiN6SxNlaDuKHv6l4POIY0OGfXY7hr1yVuRTXiOtYBOWen5y1etoGVzvO9RQVrw3QZX",
+	"gZaZVi0sLehPYMkjy2BRylbpkt1xmf/7RrK3r7T7XCyYsx1Bhdg2kfqRdSbfsw0aEWqewjaXzkbTMdBU",
+	"PvZbxq8qB+DQVjBlFSqdcUWNic03hj5EQV8pa8PxcIMVTxQL8b5tCkkKgvNoDwjAlLqkG1haZG06EYSh",
+	"C5Vadn2gUus6vhWys774tOiVdbAJEMjQjDPnTbTRGG80uS8+Fgjcvr0LZ7KIAXnisRujUqVt/4zxKSMb",
+	"LdX+YwSrPKwaZujj0/Cerye7008U4GqijPUmmknO3tYy+z0w95wQiyeoQsCclKvY5pIanfpSc9EpG6vC",
+	"sY6eyE5vJP/y9vjt8csBM/o0eizv0uxGZD128fb09OT0u4H9idLl4rxXMyZcw28kQUEvtPOKbTRwaJru",
+	"RApybrx8++346Lvj0+Glnd1IYp6Rm6isH8GKiwEgByyoAZKB7kgzNhFTbZ8WdaeUIhgrxL8fyTYkbfXq",
+	"RSid3tp6jwHLRTaPJU96I3kORvDATCeorVBQWYVD9ssyFmoKSV5kQi+SpRpJzyKUs/Fw21pBi3aoFfiq",
+	"qcqvc38oxtW/4oQhbY6+tRW08GP1j+ZrNZkWJ9lOwZs75/pxDPzyPeW2NWJTSckJngbsHvV1fJVm49xf",
+	"44gaPYjsAeOJSrGxPQR5MnJaGFBj4GX6XYXtBnEPfZD0ofuf//p/IMxDJTPUmzuW02QZiQgu5ykEXC3w",
+	"PPLMtg0EpDSefnFQ7v+L2V1Jen1ItIzzcpt2U+YRNgxfQdNvBr0t9CmBLD0ZYyqhymNtNGupZC/U8XNh",
+	"J3rsJwCeRf9sSJdMvK/949Hrk5eQZdnQguTxZnfKyImJkbQ2dzatgw17oZOI4FKZqCSY55pKVIONXlBh",
+	"JaFqKa3pFxSV00Zu0XGjKUBcGMZ892AzVF98oopIKtjrUAidQxUNGfVoyne2UO2oq7/PlgKcGsdgR+Zu",
+	"PO/2DJUBzPubBLPHorXr2yTIDDvYRqC5x9tsADG3BjYH/0R2ePxnkxl8/NfjF29LrKwpz/etv44BwMFY",
+	"nuZcMwW9Q+S8LwL2ThJ7nRmV61GbirgxAqyqraSwfHULj02lwrWm3Kd6POQW+CrCwSv3/tjb3XtAHY77",
+	"gdWZeCmBwKxP5os0y1/FwM/VA0TDLU/iiOdp9kSxKxoGqccmJtCr6tsC+SCelYL8oK7Sexznq2LYtlYF",
+	"aFzkNzFMf3vnKSCSmG+nr/Yp4ncc2iN45vYTXqnP7hPPodrMHJfKmdnmXb3ADbCFS/fcWVPVJOStSNKF",
+	"8O8qbcGAhTDFkHGKrIEZHoAWFRQFxMVjuRLJFVjmwr/dEE3MeZyosABt8pJbG71dZgpGzcYwH/gEUDmI",
+	"MF3EDflVG63C+zbaGP7D46bArV3r+5d8bVfupe2pWbnkS3MzIacCcIRN3TomqUENVe/xlVw+Sm2gTsQp",
+	"PVvm03S+BtuMbiAh1AxHaqzEEqKEgkoRStPw4pVuiV4pmgv+IpHEIIBwJdEToyAtwChvlHZia/+2yqBU",
+	"3ioXt8PInMcJYXIVzl4nP8ivCfoQWaF/j8F+9QKvbupmD9WXeWoT+x5hYGtBBX2us/nDsKKGtDZQ7OXp",
+	"2+9QjW3DP2gdTH7ZS+7mX0e/7s9sV/5B62/vn//95sfJ7s0v+2/78Z/z7+XB+x8Ofrn+y7xfh2kqhquD",
+	"iAG40YwnV0Y98c7tfq3uG/FUp5nI7/Wy3b3nmyFryltOn2pm4d/LNDF9bV/zlc95qvlUoi+xNvUgp5xZ",
+	"i+sICTJwS6dQRZ8o24u6uqXTFGZBTcmDUoNcvojH0KG69RX9XytoLSVArrfmIs/iaeF7S7jSP1Nvgt4r",
+	"6lqgP6qxu+necPfZoP90sLv3dw954NTqZ1pLKFwEsDtjVeqybj4E0GnfeVmF84Vb23bU+YS6U0OwI1Y0",
+	"DWx50mPnXKm7NIu6+p0RotEqU1oD7cCZFi+Mq5EMzZJCRxR9yfZDIdCwkfRZge5ie3PbayHHhh25f2O8",
+	"uyzOBRpj5tPLmeOI7xKbVXpo5rjXhwpfHBBROJu4sS1c7VRtaAZjerbD9z2+G4xDbGsVo9rZ/wydpYuS",
+	"tCPA0Jt7heYRAxQxwjm2aHt5qplJLeWx/sk3sYy2wWNDvGd9swN+5gN6LyYTR5u1LjtSgDNZvxBv1mmE",
+	"kHVHIgGijLNYU/ZvUR3K7Qb50AvNnsC3gsfHlJpsF0zx0cEWlU2bnUOvwDkDOZUhLF9Q5CRgmQflk8c5",
+	"AKnFQj1I3avORDXke6Az1GZvWgDnSvooZRiV4Sa2j0+vqXUcOmXw9jaTc2aakuFC/WcaSxFVa3G2ayub",
+	"+lIDnG1QBFvneKaemNx+V3oSpLtdHkrLbJCj21YBT2c8f6LM6WFtmcpupLUurmJ53emxI5dkDGEQiC6+",
+	"pIjYlTaOmiKY7bW01obPtLgAmYAE9cIYBrro2Iz+Gc+MoMb+Q4csVLGcCqfU4ipOoK4E4VGT+EZsmY60",
+	"uX9FYLQ4Z9aQpdRUE7tVOji9oaGyqMj8BuIJ6kWyvlPmTQWCaKbLsNami1ves6buyGQqm5IhpB+DeokE",
+	"3eZOeVLAlBBOkjmNHXYGjuf4zhQBYGoUJEGbV2wstdkmFfo3kAsQUVlTnHCSq+LMlItxbDBmS7p9cJF8",
+	"1a1RnjLRSz1X20cj2yVSOmRSFC7ZyBuEldEvcv9g29CWQvPEibVpY/kB0bZ2c6it44+zBSbt1RMhs9Gx",
+	"hiAWFSqMHx3NsiUPiHYopktEbHFrq+mWdW3Qiw3+rdJat0p6wXEKIVJtULcexAMy/DfWetN9D6+lNS/y",
+	"1fH/NDMZstGA+Yv621wWFf21Iv6OJqXwRqzoOYAsKp4197vlZFS639GCEsoNw3K5mT0z+gM1ORvgy0On",
+	"g/lCZColFdE+cM1zMWAhectpWFJY4GxBPw1sIZpmLL26Cgy0uXPqFJvHStEBcm8eUDDYBNlsDatcOQdd",
+	"RoyAnZdSBVQhqgWjyUAxOp0jsTsBC/GMQoUPnFNiDHZi7srQeTb8xIa0WZwPUJzhHWM9Ugh1TVzd4F4a",
+	"UWgHw0arZW4W2rHLydsGIScTqgRhpV/Bl3kaIp8qHpBCRIrJ1L6uU4F9cMh7c607Vb2sPTMZl58WaPSk",
+	"HJP+zJnknyRpvG70FORQH+YU9FbWRpSdjhlsWyoE3Ze20WrIcFYMDcU5a4cFGwotsXeCgnBZ25wriEHV",
+	"bw6oqBjPktTnXP8zBBZklDNwNSBzqLwTocDgAoCs0DVTOUNWE371nBqJt0vs5Srh18Vjj28E/di8fZwK",
+	"6RHNPUCbEiQuIA9CUw+tadus3BNoBBoJiSqD/hMCLliarrlsqQBeT6CznbEpAHdT+buBK8fg5wo0Gn7N",
+	"Y2kT2GwW3jTjaobJItlyYXA8IehYJAtxyi2HkJzL3w9Z37XX2RE+klMpo0xz90kA0uOq/DZV8Hico5EN",
+	"BE4BPHXUcp/5n//6b2doEY1aiCPi2tL3LO3FB307C2ag1rgQGUO8zzFLuVbEvFV0bDydcV/KgNWDyO5c",
+	"cKVgL5TFUzZc6YkCDMFlko/n/D0OGBqPqVNJbmvOwXVbe4KMMgerAcEe6pZaQN04TDqkTHNBW4x61XSZ",
+	"98ycQqdHG8AT4LAua6CnHASDTfu1mQE022KX9/JdbI3Dvj24SSVhadvSHsdU81T52BLfQon32holnbWk",
+	"KVtuZom/khntqggOvynRcVkcBlVDrtGsvBIZpJE8LFj6bRqBV8JtvKF2PsTRx52cRg8rEbYypPU3tTDX",
+	"eshrLTykuGNpBfr63pgStfw3562+xXoLUZWjKcB6PGyxzu4k4zgAu4pFElWDj/XGnuy1p51P+baa4qMV",
+	"sVLW6duTeonK/cK1pTeuWZ1PQUjQotOlpPCQFd/PEnGVMzCXMq1pIwJ3VFlIBxh/XzOtNNcvpllGDvbN",
+	"G+ptfxuLO1/jJDpE+j/LRXM+xRQT8qhaWpl6M4O7H61zSPBkTDbhGH13G7O+6LEhPnU0NTUgtfEa24Bh",
+	"w3jFyrAOWsRhNqn1FZExGDZMNSR1DYsH+pS+S61AiejwBO7tHnx98Hz/2cHXm+S/McvNBpxdQYOVjXlw",
+	"R/a5j+8Cj0dA7wnO9rCMKkQhbCVIBiqu5eDHoFW4U8dYyTAmsKWGtFJEfbHmpCkl6wNQlmsZ1SCfNL1i",
+	"iuUYEy4NDs1u0N876G3UmZyZCqnFc9RMq0kqr0uwVRgPsDAZrA22Nqxp2JAP7rzP4lmNFyKbegOolzP9",
+	"gjZdt6bYUoEqSiDI3EJO6Y26ipPEEJ+L6FGaaYnADE8zf/mWaW1VN5apOr+ZKBjyRDZNBM80oXe2Sa9G",
+	"EHrCbPN4a0swdBZonFKO12/2ll0/bCHRumXy993K+WO6wZjn/ccMZYZ70jzixC/ZXqIUAldDfQ+qEq3o",
+	"0zYaXfpMSJIKfv9DmnWv+FTv+5xKdEHZVp699+6+ByXeE/PCC4XLrQpPuJkYvChWTdi2XnCsWM+AsNqE",
+	"OtQ2wXypci2/Ulm2X7DNw5RL6BoJTjFAd38CvnfOTAqWFAbx8WBvT8sFe3bIe1mZh4U4NFBbZlr5TMw7",
+	"D7Ah0QU7bmptcukCwjX0aPUYar4qW9dkg+VyIpY1+CDW7oN0kCl+MHWVwQPb2bTZH9frXdq4sb6zxylh",
+	"ZMFqgixcDFq2ZiA9wdWZiXl6a4LE5lpFDdPUPDZlNpRUa+WTt+F4+Ql/pZemMHrfgEEv8kUmuvSQCqgB",
+	"Oamv1GxQUw+ERSUCysxEFmNr3QaD1hF2jRL1GC7MATSeJkQxIPOCIohNbRA727yyGi+k9wfl1WlWw78F",
+	"enoYCbwCuwRBDrRmXZRmocWCXeSxzQDk8xHVugPv1vLS9fH3NUoz70JiYm2Ob8GcAjg+XEbIPUQEzh6l",
+	"WUo5HcXkakBrhqJyBf+cpgqiq+lVbhWUd8G6Uvb9Sj4LZHj+shR0mcjWGd1TnqNykOfUZTeWbB5Ps7QL",
+	"qaIPQT90v6xJ9yxe+BDkeHd96iZlmsdXK5vkSfcRIhYvenhaLeObbzYa3w20+52WJ2+gf8Ij0rfh+ScK",
+	"PAUZubUcvoTpQS0ezWNZN/r8yUOnNJQxqkHwualCIBz1IYVRtRqlJ+Ehtsrxhte9W78gv+FZdt0RZRWC",
+	"ZzciD0D9Fnmca4kvI7bIYlCTtGmkjWk4TBv4wVo9/BX0tRDv80Pm1789eBs+7e6+KuRWTpGGTXqdzKHm",
+	"4Pr32Sjirz+3anakJizCE21dL/LuQW8XUpvmINaXmWgN+r3dLbbMpr77zoWte6UoeIPmL0WP/aQVu24q",
+	"k1Vgog3Ux7eyHQf9b56t34+gBVrimUxWli1PuBL+/tF6nkJGizSWOdO3sbcXr6G3D+UvLTg0u85YiD+I",
+	"KOwc6otCSGxxnUrqgcba9W7TGQu1Dk7RwfEsVTk1dwFOUdZ5VcfbWnpDvUaDGEV4Ip4YYgF5qkQ+YCHt",
+	"Wuhoa3Y7bsQqYKFZsJD2QT8+kvq2KIv19pDigjF/CDCZ1suk2sb2HtVjRz4BPpI1CY7J/DURbqjM2cgy",
+	"tQYeEg9aZcRs/Qh6qbCN3FSoDSL/661EfuUtHrFf6uoUm+Lcqv1NJuN6gYyr32TI0d60C1KlnASwpbQA",
+	"ilUOVizEd0uQpOlCSB4Ddno+y9JFPIUyAhzHu1CxGtMO1+cD+vcc/FsUsTINv6lLEhQoHFqlvCBDPTG/",
+	"dylWY6paqeM2os9osqJEQ6f1ZemzlQEWAIYKVRi5kSBh8T2hfwJ1GvMVFkKbGKiImvIFqF9FEblvzzf6",
+	"Xfy4z7jjkF7hGpSG5252hGwpGk/5XAQMCR+M8Kqicy9ZaU/eBmf262R+jjd+rMilmtGuxR3UnRZ3lV3M",
+	"XvMZ85dhdGIKTc4RCJdTdlYsqZNP+fTuP9u0jc06whseJ49REiy0GxRuVlwoKXL1qgJHTKSl5vkCWMA0",
+	"W9mTCxCegIRNYkzfeDstVbjSDSYgBV6aS5HdxhANnYH5A6P3yk8tqPJLX92fZgJYcZrlrcHT519jLRqN",
+	"qW6nnghXA/cL9atCfQ6A1xVpeFTHOhFJenfIwiS9DgnCDR1JNp2ZTg9l/VqYZlyfJL32MkB33WrWV8al",
+	"0p+mCWaZxfnqkIVKJfr9DH5/+vxrB23Ffa1MJWRRwk4o5S8rKO9QPZIjoccmXvcW37rc4elB0xv8TIGG",
+	"jxy12ajlWv+HwjxyaUmvQl2HwfOazJdvhudMXwI+BzvXlik0XdFcCdYxzUBH6xwa306k39rF2aDipqmj",
+	"yhCf7ru+4P/4+T9GI7Uz+L/fffUnb06ZJVzvFM3lAAkLFNlDsw5FukWh8QbbGjF7B9vot3iG/FPTa9TW",
+	"xIa5j3miwoAdPHtKf2ua7JS42bOnT/efbpJKxVH1vhXKa+9FFntPn24MN+PxJ2Khry4dw8qxaDafz+Jo",
+	"atDutuW7G20hiApn4hq1DWILnihZElM7YwxJl1Zgo64fY5UAMM/y85tNI61AVpIE7im9QeqP53yxMNWa",
+	"W1XS6eVGFw4+WdazXY5gi8XgTWo8TXg8903Uo46qpciMlVcLxG34sCS9Tpd549P1VDGtv5YX4J5LWXz/",
+	"Xt+DzdJAuOfJ8jp+oB9/yDMbAVzAOAyLgg9Z+OFjSH9YYTjlOU/S6yfKtMW5FZmqYsd+aNGvrUFrt7ff",
+	"8+AX2BuqnOJHvKDfh69meXpoDQXfFO4LZtC8jhdLqZU6U0u87YKWUB6KkmVczTFNd5zniYlr0JVYqpwn",
+	"ybgc5vi4rgx6+xjrD2Kl11CKO3QDsbbt8ZECFi4EH9qOBMLbQPuY23KUOn9bXz+9ptLarPJb9VB/bbPv",
+	"K5WAL8BX67Okvsv4VLDv08XCJiD/trlSAWladZCAVJ+8R6lmcOP4VmTxVbwuqQPtfngRNp5SjCtmnms0",
+	"s9FXXY+z1TwISFQh3B+CH7whM6RZfwJHIV2tqQRlefZ8y/OdpDwCmwRq4h9Gf28AuppnOVvCeFjXGF7F",
+	"iQgZ/B6rQuGEmDfoN7ajqWIH/X7ApjMxvSlanc24jBKRdSq0q4dtDVpYVjSJJc9WWFZUp1y81d8LLBFP",
+	"FJuscuhcn7N5qnK2+4y9ib89ZHqdWCRyhAM0LW/w7nIsHd/fusdif5J1hiQRkE2Iq/AbrnsbPxkbsGOv",
+	"b2y+1FtEV51W0NIqfENoev1+HIKzC9Y+Vp7lN2+EbdhqF8xkPtSEAMYCCAKCku0Oi+R/aOP5fgHB770D",
+	"NkuXmaKUR1zqKkRoCBvm9YX5SUGJLActb5imycPI4QUwe4WlLeghhzi5kHm2IjUFne2KcclInOJlWzHX",
+	"gOFTkr1NCD7qpktAMN3dvX0Pjk+NADbkAUDBWoz+SRv2N7mA+IVtI9oKSxEE9CGmMWDupYRARZ6tGjjs",
+	"w1QH2C7KNyEcnsnKJnpAzAYgEW+E0w9LkzTcHLBQqxYhhDlGrVErZJFIRE6JnwgABj4YiCs4+aKmABAh",
+	"pkuVR3ApFsqt83rilNmp8uo9UZg0o1jb5IGcw+CHkDhVpChBeQ9lsroJLPRZ7oid3kgWHxKwAoSItogX",
+	"2aHaEAsQlEimlNxTzkGGmEY1bFZah21Te/HDPMcvaL3vXqdd+nHOFz8ju3jHZZM1ofg1BpG/9UIL6O0C",
+	"dAIA/df3ATMtAeVeI0AbgWHATcArV06DvIivvO4reH8zxBBcZll6R2is3Mlh8ODzTZdZJqReyNbby5fk",
+	"BkAErWfd3d1ufxcAHO4U5AzDxMH+PtgLWlPAiBmXEVz7QYv6L+1q6wwTOna/eY4O+/K9B/RrBZ11/1m/",
+	"3//4Dh3M419TqRfgeKnpYOecZ7FqEXygmeR+fw1y4JY4SsVC+CQSWCFyqrUEcyNpcOZPW6bk702Ey1pP",
+	"2MlUziLUyEu1qN4SPdgGH45QlmKz/Gk619LPLfYE4iKWBBV6ETTpQuk+3xrRB6kuvfO2Rii2acPa6TuZ",
+	"vpMWzz5ZrF6A/QLj6Uyvi0lQXspylxk3sbABTCziK9YG8AMV31ZaO/lXuIquaSjC/ULaSQJXhB15OFyW",
+	"XVTvuiEToTRIz86G6FKarEJkom3LSguu48C9eTBVi+NcY2PXVeTJ5nIxLxuoN1+DUtmFi+e89fjedm5F",
+	"kGnrgZqTy8oZZVA3Yw/2lqNrfu3rOSdkxDOgRrKIfedhq/OP+91UxIWy/InRjIrOuijj0ztpihy12Ok8",
+	"sJfufeC620gZ6HewMCRbLueNWPk7rWCiSNFipejloSUvZM9COZ8pO55xreHY5SBECqwr2q4eeWMc2V+R",
+	"vx5y3I13q62bvYuscf/hg55gSvlW41XZHfUgrOCV+0539ePoaPlZnC/seIRhDqrd29RLaEuklIpjqsCn",
+	"hLK/9FZoZbW1zttUPFIFJt4MwetzLXlcRFHpPbtbbft9/Epk+Yj3fJonqwLcG9a7sBkg8ZK8Tw1+J+wj",
+	"Mm5wxR2Rb8y2mHSzwsk41mYmxtZBnzf1SF7H3WZAvniaL7OGXDQzG1sIBcmq9AiL59A5+7vjIdvRl6ie",
+	"li53XEC8Yqm42h4db3OFrZkRACdoU808cWj4M6KfRzFnca4PMWo+ztekd3JLNqE318NxLvSeQ3NiNoOU",
+	"slXxuW0EXgKyNHRRSQp3zgbm425ELSzjvW5zin3144ZCSufbORS1g2cWoLIvZRKqFIRvgHjVXKza0ngb",
+	"nHKgtq1jfcArN3UbwCEfo3OWAWq3/YztJu+Z7CPm+hPgeHyfLpW4EUJbMc12r0GzuGKczZwnwEW+bRez",
+	"NFvMuITGVgufY4r6SNmi5OxGRCUwj5/OLn44vhi/PLl8cXZ6Cjg1PT/Ggpaqy0RE42wp1VgTN6LJeFKs",
+	"l4LZ27Gkq6TlFEWJGyR85evWTeKhewbuNMzauYRUk8LO+AGTnSeCZyJ7ZZiBur0Zl7HE6E/0D5Evv+p8",
+	"Oy/1bwNo7DcGjWvOE81qRGSBuQKWidtUbxWgtGQpWcMMeiRT30tC1xvJg/5uj12SljhN05tYIC/G7GqL",
+	"7J9KFmJVfZcv4p2vQnRXYYaNlqXwocWuzPJ8AVaIyq6GfqD4C+Odz9NrDENZPFFVmpB+OeZrnp9dDgN2",
+	"/lb/DxT66098efz6eHhM0nAkzbNH5yfoWsQky1jZVHEtCwzixDKf7STpdSxDGCsEsQm/zkXYY0cG94yl",
+	"2UjiYuJ4RRRhH+cNXT3CF5cXr8bDsx+OT8cnp9AYi1ZKKzRFH0sKPv61q+/v4gIVrHARa/IB6oJveQHL",
+	"4EuvKi2TEnnDp7W/z/PFGWTNX/K5uIxz8b9f8/co8/RIOEIxMXU7HdPL6/P6CJbRVeqbUHLVnaUAwIIU",
+	"m2bTmTB5LpBnF09Fjw3vUr1BCrFisS4oSqeAdTIYyZH8Cujgq6+c3fzqK9amLw2d+YXQ2QV9BO56hgxX",
+	"20c9I8lqBNQJsD82KQpOPnB8K9idmDC+WCTxFL7ksJhhqbviV18BfFtWOSysjecDvdtbcYHQmQ8usdKz",
+	"BvRN7GOPa6l67ATCMHN0G5nWszHFEYyPPrz88QW29xsfnZ9AexAC8wSAH5A9+gUZJjxAMjJEdzA3MnQj",
+	"RLiclU+EAojiVBy4p8K+V8uKo29fH7+E3jipskixpKo5M+5pMjiGN6nldArqN40efhgBSx61BgxXboGO",
+	"Tly6j+EhTdF0DqIHR1I/CfhP+tEPI+gpU4xim9vgOAEbmW4zxT2ovNGLPiLXMFD9IlGiN5JnRQiCuvFl",
+	"IhFcCdKzczZZxknOVsJ2zH7a33XX6/RsOD55c/76+M3x6fAYWMhI/ihkBHprLqTC1q9OfEINWPi+m2lt",
+	"EwrqQmdFNYliRljXRPnhHrBaRrKE86iWWGGfp6wdah4SDthun/E8F/NFjnWCWJEO/7TPdg71++f8fXeS",
+	"RqsuBCrBz6mwHsTAM+irkPHeNgk8u+xN/C14K/58eXYasP09+8O8El1XAXvOfoi/ZVT3nVZWWgrI6rRA",
+	"nIcs4dm1yPRbQbDBao/kwe4+Oz/62+uzo5fj4dnZ+PXRxXfHPYbUBjOEGnaeZfrs85yF81iO9YUxfNh4",
+	"ITKCRwmdD+nvHXRYLDEUtttnioo5RrJdwYiMczdHHu/qOJBfZrWcWDX79ujl+OL4L2+PL4f23E5TKRGw",
+	"biRjxaYJYLfqnYhlEkvRvYoTvQ9aeSvFxuDwjSQEzNXP73r6OGEhDxI4KgGR0PQIzQr09qcZzwBcQyiH",
+	"w8B6qTwTfK4OzWbjZ6rldMY43tGGI4kHZbLMWQ7Hn97WYdDxEjq1ckMS7YPd/Q58DGAed/Ed4Uji11wC",
+	"Y+peatYLiMnKzML03YK1xS4blJgfpQJPoJAUcEviqSAVm2Tfm5OhtpG05Q1qjBrs7KQLIVW6zKail2bX",
+	"O/SQ2tH3QkwgT4oM97OSzKN8dy0dWkEpC66PWXBQUbOIW4PWfq/f24f093wGqqTDYfkeavBer+63hXQx",
+	"4GjX0EHWwihDudY1z0XANI/A80997L4fDs8txWH6TwcLrzAUSrCcLr5pSeihmgXfvocrsMjSPJ2mCWv3",
+	"e/sdDM3pw929OH8xknu9/qCgHBBEluIDFhLL3VFCRqH7N24/AVAi34w1T8/F+3ynRCIBDGneqGcOdhRw",
+	"LLjRwL+qnWuRh/aPKZdTkYSBHhR+yIRaTvRKT0Rx12KpZlDTTMoAlmXsKJGTErn2Nv3C3kgeSXa0d4Q4",
+	"1rFiHOG222EchRZve84TFkcBC6l27CQK7Y52DiEDBoUnZTTQtPVtiPGGKeSU0E1X4twCSynAxuWECthd",
+	"LgKWZoFztKcI/ziS0GFBGxl5qXm+nqhtct4OwW3aNYZTeAhN097nkI/TMaD8RQtfqPAayVoPXwCj1wwJ",
+	"E3lA2tNDIIcNxtOoxf4PG1H71VErgH9zpe/6d/2HBc8btf79Y9jpjSS0FFUDhn2KWaiWE0ypCA9NX2vY",
+	"QU9PZBZqHSmW1+FhrYnzSJYegs7KrL4atpOy3lBC/AoPjUUdXkHXMH2faa5M42IrZhYidYoo7FUOiQO+",
+	"ZXctT0GRSigvhLK8nvWZGsl2WKr/6cHuxvJ6gHV24QBYJAew2g6ebnofoE3hPzUt8SlmCmotIjyJtIjI",
+	"hZyuuj+IFVhP+gzowewhqINXgdCZiGlqwU6xPYGKr6WIRlJTxIRPbygxFVIuoaoWdkrfBbVcehqhuRck",
+	"2aFRhYXE42C6DuqTEIwkwLeWKN24QbUuU2IIpXbHYXd/r9/fM7ib5e7qOISetX6wx0ClVHTCCo4Eg3zd",
+	"72um0t3fe+b8a9f+a8/+az/sIF3uHendgwnshsg89FZdpUsZ4c16ZvAbzoBPEmEu7If1/QBpOJJquVik",
+	"WS7sIE9Dm3MGWWmQs2Ju6hxaMGT1BBeGJ6Uyc1BjY00VoG2DetHTP4ZITobzV0Q+imSrppxEYFNmtwhR",
+	"c7THEb8SmDkIyL1+HztXwlQpZcYYaTv/SRi/6LXb5NP7s0rlxWJqnW4fqdlISbSUhyvcxPoDwaLQ78wW",
+	"01FrMGrt9fqjVjBqxdGoNdgNRoTPOWoNPoygmxLchQigXXTKjlofP2pl3+Mt/ugr6avJuEOsZaoKTUcu",
+	"uTINohbQyAJvJPk+BwC7A1xc35rZTdj5lkcmhQ8e2d38yFup7Qohc71PIsLnDjY/h0RwfnKa5q80wcOD",
+	"u/ubH6Q0mGGavtbmAD73dJuJWpKH1NWh3hH98N43mx8epukbLle0OFCg+nSbBTXQ6vjAFl9HCuZbyW95",
+	"jKEb1zNZpDKBT/Lndx/fOc1IimA68nFQSqgcsm2Iq6OpkV+r1uBnUnG1MvsuaJU186Jaoay37vTuRJJ0",
+	"wTtJV6Y8i3rmeF6L7VVa078gsxHxG7EyuX1uMwRouuAaULssiW/ESFLld4lra4Ubuhc5qYCISK/trDRN",
+	"XJ8ogjeQXASOHMVqmsKw1ocFjwcuHmBAog4+wB5biykBXruRLK9c2AlMNU2geSWfxEkMOKZtXPJYXh96",
+	"mHrA5shYU4lFOiOJ4pQZCak6qCOrmzhJUC+mHFlQw6xLzUmMDKzVic6skUTvbw9oBv0LANydJreQRVwk",
+	"jxu8jPADXyy0cP64o7/wdrfyuT7+/53IgeZe8Cz6nOz/aO+oeE8Dt0WKAeL9fbjdPyPjeaKAgIq19XOb",
+	"Cl+BTJf7co8eex2rXDmpMkXyTFENXuYNYD1xCT1JR9L0mCNmhKm84Gzq6ptBwgakLU1oFEy+CZgUd9qE",
+	"voozbefy5I6vFFtwzP09TVme5qZZSsqkNpySWN4M4BbTF4gpwBmFn9A9pXrUXM0kHeOHGQdPEesNsZVo",
+	"FkOuhAEx1gYepGjlvsOnlwtPBSx30FrwjM9FDoHeBljd4padc+iVFmy+T2T21kqjkcsz9vxZf9dMshK7",
+	"x9a3T7v93eHu3qDfH/T7fw87pPnjQixLqM1xjrb3Ui54pgSk22OVm5UUe3sMAjdHw5Oz0/HxxcXZhRPC",
+	"+WUpoNzCBEpiRHb36YS+ydULE6tq3rvPyOP0LpYi+x4+dyYFkld6hSv4e7G6vc0P/ohN+ONUgp31z8Yi",
+	"9VY57OYJne0G/hhY56AV8vDHjOeX4AmAaPuHP5nEJG2D/V87rsn8sdnDeIk9HkTRgZJlgk9nAlDARTaP",
+	"JU80N81FAP6sCZmTaWaNe3IigeI0ksYEdMabphkgZXE20eqWVpIM4G9bpkzIW5GkC9HpsUvQZgYU4hvJ",
+	"8K/dy9tp99J4A0IzcpLeiWwKsRfxnn3/5uhF9/L7o72nz9ApGWJQJ4/nQuV8vsC4Tg9/zfgdGKoUkAtG",
+	"8kasighheejL74+6etgovnb8pFoAYVTvkNEch+ZdIbjs38r4vQGLYW30ZZkSm3kKsVEu2X6/zxQqVKt0",
+	"mbGpXsqOHfMHseqeRDhgoRMvTPKove+lSGKtp+qbnfhQRD+D7KEhFCJpGH0Z8IRNB5AjuWJ7799juAhC",
+	"c4daQhZBMNbe15dtLz5wcFIwLhhJBK2O2FV8i655xdr7faYCthuwvYAdBOw5BZlUp8eOcpYIrhdVTsWA",
+	"RSJaIgPECXq+jWppyrKqWl3bRBjWpdRrDtuXiK3lJotQ0Zhlx7Wcr1oJiyYACLkWqEGGfIqNwfDbhhlZ",
+	"0nrcjGpJx42pxhvmg2T5uMmcRLavr1mNwCVQVqfP9ZNy6OReM3uHNwuVf5tGq08qklEMl6fy0a8GVFNo",
+	"piK+FRFrczqSRfU2ncxODyWOFSovYCNRILC29a5aMIckEVlHz6imGTQq1S9MpSUFMdCjRV529Fwa7Wqv",
+	"v8c4nuRD27tqJCHPS7MWCOaEAKwINbtJzBULsZAi7LhFvT3sewBQ9sDupwmfLzBYudvr7fb7I9k2GJHg",
+	"uu2UQSOsTCWPtIgIipadQOwUq4lViJFQnnNtwuqjOZLlommM98JX0u/PwaK2IS1NSkUxb5xhGe8A6gvB",
+	"vP8Vq4CDkdT7qP/JJmKVkrkt4utZPgsQJB28sekyV3FURlfHVC2WaJ1BH5YsXSxEpA3/REjQ+GXkBnWY",
+	"yrXp/8tSLHExqdG7CjH4TR35lAB7KVaw71MOndGikWwX6SAAqVxxvrsec7CgtFrdJtvGzICSUjumKWuc",
+	"gwTjkvGJSpNlLhgEYMF3kF7Z5d3rHzx3+11hJslMXyL3AwL4aVJAITiSBdYmGG2LLL4FXSVJ04WedQDG",
+	"VjdJpzzRK41ds7PudcYjwU6Phh1TqFrkMYwkdWrBLse73+zZuDXtX8fr0dZc1FpV9zaqnDgLpGN9JsZU",
+	"nqX18W7DqfY+KXdcZ6wMiZ4DVuI5fxz3dX8La+VFKq+SGJOEfyd/9xdbDI4DSbhmd3hszmZuFIpyJk7x",
+	"azlTqjXY6+/u7z17+s2ez8+FJRwoQ++dBQLNHKHNwhXjEpMHyeNfZOv12BF1BmyO/iMjp8aYlWi3Kw76",
+	"3zDKfR1fDo+Gx1o4QEcM6olnjLORnPB8OrOdDe1lkJShMRdNgoEKWZtynAcgcw4pMUKia+vKIH+PZKmv",
+	"o41ulHMXUG+02QuwYjxnMKUegzaOJlQA+Qk0W7BlYBBRFqcoSKk7Z5t0n0NX8fHJgiO4/OmEwWZfG3W7",
+	"ivXrTqLPJj4qH/YPLz8oJQRcHDxJkA4oF97sNyXooeJkyPOLqPkiaj6tqMGjw3jBnFw2diOi7eXPGmFS",
+	"dMn5B5Am1YyqTfLkTDqJZAttQZosMi1EAjBerKMOWonClz1BW7LUoTVkaCWOpJU4Vhqpn9/1YgDy59Jt",
+	"fM8TbQStbIfvOBpgryoIapm0MwB5GUlT2QiF4Rbah5qyUsMqA+0zMODci1RRLXnHJ4zgM8FYKjUZf5wo",
+	"Qor4Z5RFlS/7wwkjzIqkjGy93V8k0RdJ9BtIopfYTR+D4rUsXag+vZ891CyPIJHoAQH9baTRSHpqBdqe",
+	"vHFKirFp4hZbjKsb6FKIcEJJej0YyTCOBjbOBLc/gXIp7PYdsjYB+aA5s2tbdHYCFsLtA8z0DvPVQoQB",
+	"ZtyHkEgYwjTACZleUVkMZ+GQqxuYPWVRUs4eJBQgPtnKmY0qGhWP5HSZqTQjIKLXXOVdGKh78tLWyXGI",
+	"wGE9ibzGZbqEmgdEzEeeM5KYbTC2H0q8qD9gRYVHB3z00rjssZUWCEC0wxCq5y7TQk9ihvpIypRd84VJ",
+	"gLBBngAXEEo6MAErS6EczOnyeKgpMZ1DMz29bCPZDgeQD9HlegboOgbQNZSju09thwZ2AuUgznKxEL1J",
+	"IVEBGIbUNECMJFEDoR1nS8naNrU7cAukIROt1pVTG5+YDxwUqd5QX0qZ3h1k/DKl14OvFmDkTA4D+oLR",
+	"jV5EZfVMZjzSM6XqXzMEaArQ+rr4RqSIAWw7oPPbjq/USp9LpvRi8cTE6GydgLJBPNUp9pgiMUvZY2Ek",
+	"kpyHhhCnPMtWI4kNThBNhTRDjs37TflQQRuIqxfhJ8IZXGbSST8Pi2UZyTbW+xSIH9AfFpwBHczrg90C",
+	"1zWUTpp+ylQ/kcpkpVmJZi84CLmaRxKP6pgmCIVfSyWykKULYecNlXjS9pEwBGorw/b3ICdFYERXK8EV",
+	"3/g3bHh2Nn5zdPo3U+J1SRk/KfIATeRAgn6Hsp6FVW+Qwd1bfasqY0E92gR04jAYdLw7PA9AAAWn1CKJ",
+	"gQO7DP1Or8Z87mKoRhMSmz7prQfvTW9dwo1lPqXMm3t1ea1/nuaoUH5DTD/hKqcTmFGc7RBZyGRV4o4m",
+	"9dEcxFXBSBtjkaVVaMgf2v26Ve490e9+8+7DbrD7/KOn+cQWiUNbZ7Nre2YfQv8yH5hTMpI2yd0s/6g1",
+	"2A9GMBNIZbfVsvfKYS8loEP7cODBhbTDRh4cMtsh1makpGb1nS/5Sb+fTxy2jJuSHWEYz0OTxR190LTc",
+	"+TwaIXtjOvrE0uFfIwkq3iFquUXPeLLOTaZloftQyqXtD+RhiCNZ4oiQP5PnfDoDZQVCygRbCBHPgIrD",
+	"0QdO6dLhxtxM8z2fgutv+cSlXopLw4g/e94ifeGm9EWnWO1L5uLvxhneAuCdjBhXKsbEXXtGNpiNTh7j",
+	"53FIujmM+niSs6XtKoT/mcYSVUTypWle0AmcEs62HYhepsdXI1noyB1rC6SZKeJ0UTRqfs0egLMwW3RN",
+	"6TSQdKUHzig7ZsfkwwQsLmeqtCnrg9mkD5ilSTIJ6lklYHfAjhiNVItszNlxUkJ6LCzAwtfl3Fhn6n1z",
+	"boZF5WclkwQ4YWxy9UdS5drMjaVWBwBLZpPn00lAwlpDNJu05t3gCr0UMqqy1n8ed6jv677kd3xxdf5L",
+	"S6wXhIlguC6W/RTQCEY0/E65H5gY/geN1l3A5B3PTBGugzA7lZPj4LGilkpu+kYzl98Y1sKX/xNGtSof",
+	"9oWDf+Hg/9IcHM/DbxKsQlL+TK6J05SBz5MVLIW1xfs84yOJIZRMsPhaQuu+QzerDXOWFZMpgStTDMBZ",
+	"BjIATKrD+orrGc8v8Usf61X43M6BbTgQFZh9cQr8jim0WgBooryCckEi200OgcZjWCT2fKajWCEdLDy6",
+	"WibJSM5ilafZirWXSmSB4+cwkBHoPgxcxQkDoxgms2cSbwAkrHpuUkBos1AarmwJB0UgwQ0eUolkk3Ny",
+	"JNd5J1nFORkU80eGQZqLyaaConLrX3M8mRTkK5wGhDlzE8sIm6lvYjXDYjf/aZ2YxTdu4lgFbX9hWL8X",
+	"w3q1TBJnI+7JqObTxT8uYuMRw4YuLxBZkJ0bxEYLSAP10QgdAwEbgEqAF8OKaCUUdXoBtVttmbLwzXTR",
+	"JVDq7kkUHgKeNjECRFkOCwzW/tNOHQbSAuPs9frWG9sOYxnnMU/iXxGGMU0TtZPEKi/+0twKgBszgUCd",
+	"xQ3FL5ngACm5iOV1yP7nv/67Y1lqeAT1czYbpqiBm6T5bCTD6sE3mFq1JCK9uFX8Vu67cSSBZRpYujpc",
+	"ZZvLKGDREnr/u99pvBNaYFxnQilEvA5wv8ISFtCOuSdkE3EF+Qc5gEeWYPnKRvRIDvXLBpAIk+VjTfN6",
+	"3ZSQ0dgmYLQd90gnYOG1oDttBSi2+UBh0dGbo28pDpQekvKQx0XOLW6ZFmmVH3GOY5MVDUlQII8gXwWc",
+	"Ag7+4UxIwEWEqHHsAiK2LfpiwBB0MSjjFaBujC53LouWk6mblN0pASuG+lUECaz00kAXsgF71g/sPfv9",
+	"fgchHR0Yfhf6oB1qGRF2oHw3z5bQwCMyQHyHRUAgThKWLaVWKAps6zg37fqsqst+AocOda0JMHhOe0Nt",
+	"arxBGpssxdVIcmYoqEwyRSQFU1TR9qgRZY+FceFCGd+IVTiStu3w3tOn7DZWsWYuR5cvTk6cus4Om/Mb",
+	"GNIABsCbEMa/WDwD/I9pcLFUueBQNM4xkS2/i6ciAHzIKkQl4AH32IVhEAMW6iEHO6BfmvNkghZ7T3HO",
+	"mZgCVBH22oI1BQ4Cm+fAWOgDDd4vwkckTqyfM4x6mmoGw6c3wLK11oUQgZQWHsYKBGto2ZTBwIAYSiTc",
+	"E7YePPHNdPEPC57YmGeyJZjiIyETA4K+K+ehhOVZhR220BsfUV85ufIfCww6k4et2gesdH5STLkkXn/H",
+	"VdFtQwtTLRU7rpvsk+wT6WlmdxYJjytPb7WGRmQDTmyxorRWgcH6rQrVhE9vlClit6UZWpUA6HYA/oUp",
+	"dUEpoeE6h2Y8h/odNPTeHxF5spqW9Zid0KbgCxyvO1wt0LDTW1NXWnr/7PiVb16cW/zKiuL6GBhLsGof",
+	"EH55U+lggHwdksz1j1inRG3r2yZnOM4H7KDfH0mHyBEHx0WdKMEMYKeb7frHH2qZvhWOhHWG7D7VWu0V",
+	"Roc4gAtDHwtMqUUJpl8GWJg39rmn/T47OR0eX5wevabiKOg6PxFJKq9VKcTzRBV94gJDwDdikY9kO7wR",
+	"YmHQqQO3Qz0hR5BmxMEdAbjmqNlrnSjWihUAEMcR5oFrFjCSCz0XENQu9gV0lC/yLjTnsUquT8K+hW1F",
+	"EQs0si7YY/tZ7Fyl2bxr2nJtx7qrb7pXwGf30xVTORNY78KQ4g73+9DsQ0w+K70TXyCGvwR0NiSRIcfk",
+	"yHe0tZWAq3INCJ4vur779fO9p1/Xgutw5nc+wH9Ooo/39yBfCB6BbKlkgi2yNFpOqSQT6D/AW2KX8Wke",
+	"jPFsWeKBeSa04V/Ahz5RpmICIHX4dAYvNYCl+mQteIY9LaBJGWR82aqBMnSg4ZCaM5omSej9jiPX9R3Y",
+	"nqpJfCMYH0nbB01SyhWsrtGWTee2OCuET0UlwfIm89vLWC1SBQllA8piWxuLMrx1LabbGwx6gYiJI5t7",
+	"v+D5rMi8pw1fi/1VmCZzEY37u7P3T+d7N8+jr3/55u5Bmfdf7XxV5rC2VmESSw71DVtpe/BtTxQuvv5A",
+	"VKzhrZ6lrVNziGt9CGdKr8j/HrUQ7dD8gGiHoxZ0yl2jjH5xSv++SffSEDps6EaPdC7mC6hYa2R0R3LF",
+	"SlsFzXIpCMZznqTXmqdAeno3lqwdTtNM7PR6PepOsUiW17HsarLP4skyF9FI2tcGtnpysoIym0NQ8BD+",
+	"mB3z6YwJmWcrpvhKUf8mc0BpZIh8F5yoHc+14NT/jHN2ly6TyHj9MsnC89dvvzs5Hb85ubw8Of0u7KxN",
+	"oR/a1fmcCOPum17gim4MA9HtZgceZev+tuRchrG1F0lK5s6Klym3uOKl3x3c9mZbzE/HmCgBKim8xTFB",
+	"QrdzstPPrcBDfAJtiqrdrDtunzG8EcMGE8FQRqdsziVEMA76+0Xqd4cgcO3mFu5Wj8mOmemms4AW+CK5",
+	"gnZKXLGM3xFObsb+dvTmNQEgxbI80IrPk5CZDHJ0NlARsTuJW2SdIrLin2tZM5KhuVKi4XBQoKNDn5cu",
+	"FIzG+YpdxZSBMxMMN8yHCDiSYRVqOywn4icFXnsaCYxy2X6LsTIlxIdUs4quVr1dxlXEeKJS650OI5Hz",
+	"OFFh0WuWvizNnigza0WechOZL1yteqm15ZjPAneJGpaHZUJ/OZYo99iZTZIs3MrWSiXn7zTNIszwIXBE",
+	"rR9qbQ48ZXxKwRrq2skzaXv1me62g5FcykxcxypHjCqI5SccsA/1jeomhhqBdjg8O3s9rvLJoAA6KdoF",
+	"0jPaFD87P77A/Xp7+sPp2U+n+hG3eYQCN5/eH8u/qaWnwZy8FjlVm2cwJMzj9Pj45eX4xdnpq5Pv3uIb",
+	"9MiG2/tkAa0vfEv1MzDQgvifgB2fJNgkuWBE2PtCJUvT7ZCKJ9rh5Q8nr187ooNdLrPb+BZQwOy3IKw1",
+	"spNuIm5Fgmud3oosiyOheuzbNFrZ8E9jh6MTOB8l0tmk6Z7dQezHsiKj7Bf8zcvFPC35O02FtpV28tuU",
+	"2e56ymw/F6SLu1pkfIPYqXK9Bw45FO/ztW7y+4702/tozASQvLZy1liO5LBtw2R+e3/NFrrHqzSbxFEk",
+	"5D+2o6a6FSAFf18Dw2nM/vO7WqfxqtGBEweof9IWoD7NEs29lTgjMO+vxhHqB+kAdR1mgyI1khVN6tDK",
+	"O+yS74oV7qoE2lwxVW117WskrfrFttS+jrADTJF60S+0EvNa8udQD13g8qlCT78yDWAGMA94M2hBtskt",
+	"tDgBOAXFwvOji8tj0rEAaJqJ+SKndsd0z/Gb8+HfxtQZOeyxtmcRcyrC0C+Ab3f0Oq0quu2LrW5FGl+/",
+	"z0InphECnkIEfbpUaXG06nwt8pEsTbvXIU0LYXeypbBKGKwSNhvEykT4uG0l8I8+9a31RXKh5Pr4W9nE",
+	"hedmk7S6tXfak/JFPn3SQMIfRTKZo+vKpgWdqvsKpQ/xmjhAk3vsQiBOhEkNL6ZhBE2PDa18iqD2Oeex",
+	"5ukq4WqG7XgzoVdJ8Gw6E1kYmMY05FLTNgr6ZXfw98JRG3YGFoDm7cXrrpDYexVYKsaZ8xlT4lrPJBjJ",
+	"sPbV+uX/a+9V6fVGB6RI+pzAcAmKVIsbPew6h32zJbNNZrb1x51E5zyffd7E7NIbL2fp3dZOObvDnz0w",
+	"+Sm84L+T+0+vKFBi2fG33elc767GppbdWNJZLLr74cNaYSLcVGspO866KUCcCdaGIBqZxiNZ3GuOwXWW",
+	"LhdKHyroZDQX8wnUrXQCdsVvU9RITXofjk1d/sAhPVnZbqIjGUdW8wPnN2uHC5GNF5BSa4z2vadF2uhu",
+	"v985xDKunCeobqGrJyi1BhxJb2/AsnNT8ixL76g3FrQXS5FLmLsOGS8vFnbgxtXCdodGpbQqpB5orXv9",
+	"9+gceCaTlSWDO2kKWGInzeS3cH18Tp51n1Z+uBKPY1R/LL6DYYdrHySVWgMz4+MrRZJZ7BBTQ9xg4He5",
+	"OXyFqjbXhwzAzipOIvAo6MILeaPAkbTVA/n8gO+o55XB1WgOdfH6P7HKM22A6dO66gyqh5vVz7bTBxPR",
+	"UPXwgJg4WdrEL5pjkTGwX2vHtAugMP1+4Ync7VOeWuFrmnEFuJ/oNyYvso+VYIupI/I1fJZGXMUbfs/M",
+	"qq39dF/snX9JewfJ1DYq93G2QnmyFg2iqdaZ3Rs8x1maiCLCUgtWvoSnHcWK5em1gLQh8OsUuL/AtUbS",
+	"Ca7G+QDjW9gZWdN6tExExLKlVAFDJCvmpAmUA2EyKuIpwUhabStgixjKY+CWo/MT9N4REKzK0wX0loMC",
+	"GQR8MpUYNvzY/2YkS0glBH9CuVN20pqZXbw9PT05/Y61oU4Imptr/c6bVICrZVjV2jAOKr6NqUrxtllK",
+	"B3ut37aRMH5jtI5Z0S2935jn3NuYuje+xz85g8F9W8tggmaLTOtL7G6WWtuq4BntWJpKL1LLqQzuoH8A",
+	"UUi/I+Gf9gxtJe5dUf/FvdDoXlhPrQueT2cPFX7nmabLPBaEoA6g7pm2urGCMjpk4VzkHLAYMNNX68sy",
+	"DxBYfSpcSHKD1aD3FhX2opSCxmOg1LeXgLV/fnY5ZK40R9CLK5GFnUaV21+nEPF/GKn06bV35/Pupb3/",
+	"xsd5ucD0qj+KBn9v3vFF5f/0Ehlp+z4q/w5fxF2tEDd6T328b8D4OvltqtPI9s/i61mu2LXIyf5/Q0wQ",
+	"8GTLFWV5fAuAFirQ9qtQpD4fUm98jLqbXs3o21zrTzxaxD/or9uSkWFKoVqI6RPFQpjWSRR2/pgaA377",
+	"JtffD2LFjFT6h1fB/4B+RZe+jfXpHkzzU7OfcTvtI9REGbp9z4PCs+a0wG5DNm3x5CGTfG4ScG/Eymn8",
+	"Ag5qPFWme9E0lbd611NJvk5UzNt7/d2OyZ3FzA6IcOrxQnV7M8ZgZBxhKJL+xDNN0UnIhbkRK8CqRve7",
+	"LXlPZbIaYKNuzi6/P+ruPX3GovgaUWvwfThY0evFdHNJVW4akttC1Gl6iwjPMrJOVVLBNvkU8VD9w/KT",
+	"z+rtxG//PX2eOAOcUrSNA1TvvE3OhhQXyH4iYmkjfiw6fb7oWF90rC10rDf/P3v/v9y2juWLo6+Ccp1b",
+	"kfrSiuP86I5VXVPeiXfa00nssZ3ep2vYx4RI2MKYArQJ0oo6tavuX/cB7kPcBztP8i2stQCCEiVLjh07",
+	"iXqqZscSRQIgsH6vz0dC5auT5e2ifJGV9fTLlZge3kWk1QPUlHs+ueIRwaBSbzLEwKsuoAIPErT2OIjP",
+	"0gCAEQD6pKVBwaqprDE0yVzLKZRwsF8LPWKFuNYOlkRFrn7PxMoXJIIOcfGaZ+1Ay9f66rGL07k08XE1",
+	"yGUK03MjSZpqDQihVlR3iwYN+2PFcV/9+eL5768/745ejP+yFW2N+Of3Ql2Ww629Vy8g4+z+fPZg1ie+",
+	"6qWimi5hHbtRwbKnHdrdmKMPK+rwzawt7MRn13Z3i+BvnyVSpXmViXPXP/NXewISwv2Blq9AQlrBGJqz",
+	"PbZP0jD5QuhQLmX0xx8J5cGT0jdeAUn/TMGRr9aKVcfXgO8yrOnoYr49jLfNtRwmhI0C+IrS7CFbHFQE",
+	"DaCxKq8uY5WJQl6H2CvOTbCiIGIJcLFoBT9MnvV2ejtJxJL/hafM84kS4xnPskIYE8WqjjH6ZjastE71",
+	"pZJGZPNyHtkSfWQS4Qq1zk1St9XFqtm6FTTye+kedjT9hrBk7e8SodCA3VqVxTRWzd47d3WCFRJKq22y",
+	"2K55XrkKKrueDvcAWACClioGtUtWscWqM+bGTHSRbVshSNOHbjo1FIUsRcYucz3geYT7UhdUNEEPq0MO",
+	"uLOtZGrRageffXPWg8ZN5xTXfpbNLqNvTVttIReVP82+3UYJFBVzbO0BGI8f50DrXHD1LVQQvpGVEid3",
+	"Xqm5UT7NWAi+i1rW8ha5u0q80uX1l1nQyzVMj52Ikb4mseirr9yN2YgXV6Losxrkn3U8dGZCbLN7DAUZ",
+	"yK0ZWJcJd3B37p6t8uKTr1H46SsA7DGcWX9AHNdKbI7hQ9uA9qzUZ9UbK77AZt2SyWUnEzZCzqFhfywK",
+	"auQLT6LdHVCrU28YYPeJKcnq+/0CS7CZmWCJNOfux3SO287nrz/F6Vy9tiBiSk/CdW+UsW/O6QOHpXhx",
+	"1dSu/kWtolbzfLSNVIsL/bbfoGAOmdkdKyNa/Q3fBcKrpRgTzk5lBBrxrraXdg1a2OBK6YkKzmjERI7A",
+	"F2SVu1/2GUJlE+e9kBDdgliBwaJnLMLD515wSYQZycej8/fvP8wCRljxsFQYLWlZep+P3uBi/ahi4UQY",
+	"nV+LzM/0Rt6cmR0BGCtwDxMxecG4mm6Kk5bYx8BGvOxsQRks7OhVzvNIjLT1pVdK6zcfsyDkvMfcPdmI",
+	"T9lQ5xmbEH6+P/32OBlW2u+kPUEH0FIFP2yCIkZ1wxUcQYLygeus//nEMJPqsehGDvjrNyoqSH5PMAik",
+	"TRkrQlinIgE8778nrODqCrvy5+9bCASH5+rKsE6mU/M0E0Zeqt4oY/HWB7g43uruxQr6gARTFXVxEd3W",
+	"BCqOyxr6lcNHboL4OOroCnHgYZRLyxU+uNf2wAGEe++5+g2XUDNsJQXMTg/1/7KRsV6IO/N7I9wQRL9f",
+	"7uw8gBGFG2edTit3oDa2092XXejCba1QPo3q87WyCH36BQ/0Gmm7lQRqb1k/AG6mxxVHxDEtw0vFZVrx",
+	"oX/edCL8HOfR9QmQYrx15fVqp4qdhLXU+MgnBkBvEF0c7ArsFyrkpVRWh097y8qgf+bDeE+wNjj8hyzA",
+	"diNY7taIDPJDuJo/ZInQD1/qU6cgMlkulUKzFgA1Di70oewGcc2FcuTa55XzcBDxHIA5c6kE+jiUp50F",
+	"c0/oPudVkSfdPnux82I2rTCEtIISjuJmviG7jl0sjFwc05Qed9wCFvOOgNDhXpvQww2hB0+s4vfHqqfj",
+	"KSzw1xe0hUk5d6g6jWNBOKqGqSrPu/1YtWTo2NIEXSEoOafETQ2538dBufesnBdvm2zcI2q5LVc7sV/X",
+	"UHADIZWjonKwy/bDvVi92NlZj2Nqjx1/fBex/zw+eBexd4e/gmX+mxgcQ92NI7oDHEpCDoD8QOf0H+8Y",
+	"1Z9k3Rn+KRdHamG/8t4BQJHzIpeiiBUtYr9RShukDK3foMSkqaZvIHl6NBLkXjimwinipB9zN2XLq6Q3",
+	"uSn735T9r9ZaCTJwNcnbRi71avf1sxcvX82ZUR7nZLuolLll1WyP7SPR70z9fsczp3SbtCpKfC7Pi0qd",
+	"8zKJVcfnlnRVgojPuSm7lMKQC1ssT93YT+zQf1RTKZzlTeH9M6rIrZFrNq7HOh2SzbULjtZp84uvNW4O",
+	"CA2aIHx8QTjis/FZtCHqMnSFskgukuBFVDAtZu6YFlqdi8/jAuVKwjov2YUUeWYiJq55XhFnR6ySUo7E",
+	"v7USxI6U0LlkHa3Ethnqso9dirkULm5wUYFZjjhEiTTn2DqddPv1NNmL3d0eMLIU0q49Qj/wPNcTB23U",
+	"nLdW+ZQmA5lZP3t3By8ieKxcPQeMDHk6oF4aGkxnGWxcsMJ5cAlxlpwPpske41WpR7yUKZCCjglCFi+h",
+	"oo4Al5GXIAipf0kxMeIy93juWjEibXfM47M09+fwg3OqZoc10Wpx12d4+n9EPIxwfg/U2tkcws1NnQ0h",
+	"sTHgNgbcOnB4zd2zTMMst9SefikqdSetnGeIHVcynheCZ1MsKhEZOMBXYlwuyhQ/GtE0l51qrOXip8IK",
+	"btLFm6DYneDQrX6yo1v6WLCbIceDVLiOBsmz4bYmXjbH9Bs5Z2s5Zhu/7EaovHUO1Lgqb5/5oZAseh2T",
+	"QpbgbIC3xDq5uCi3IS4Bt+V5rNCPYiW/Ep5LGrwRQ4DZgIJQVLkwSG7hnAm7z6a9ZviDSQN1pHo0rkoA",
+	"6cu58d9G9Kd1Q8BJAg8tcF9qLb0QS28jAB6Z6/Iw4sdB+m3cl437cos+PBCSd++/PC0LeXkpiuX8esvQ",
+	"emuBKy+H0HsEDgx26Vm52e2xU/sJARFUyiFtR0BaF6LUEHEKBLNchMeR3j2rSe+UmMCdWceUvKwM+69P",
+	"B58O3najMFDkCUl67FSUpinXUY43RHvf4ynYVWKdhpbo2nF5JNderMCgKMWYDarsEoHHapDVc9c+nwTt",
+	"TC6c9iS8MryAgqBtiuQMX9JGk3yjMBSt9438TnYPOnedukW+3rbceIRfKywrNSsomdKTdYRlzTH1NRk5",
+	"f5fV0nL2kPRaM23HkGo4C6jwf8xcW3Oeq2TbZnkhNn7dOvm22dULjsjx7Fd3h1BaKfl7hdmksA7W/uQ1",
+	"e3P08df3h2/Our5/MPny5UpM//gjYWADDXWeAVd7iOPkYDwzkea8QDb8IPOFtoTPY12JqYkVgrPDUGaT",
+	"VgvTQc0N+iMmhJozfKCU0Owgbk4KzezkH9GvWpuAZOOI3WMeaWbDLZecC82Lpx6e7k5ySbPERayNt2jG",
+	"NIpVZajw2mf8OzgM65ahy+Ndt5vojB6RgJyH8Jyp6lj43PqdrPj855vs1IZW6Y7TWWsJmFuntIISpzXz",
+	"WpuT/u09ojW9oY0zdHOSa81j9g0TXVQvGKvFiS7Ka1GqazzOp00nimnFOMsq3H0CIgxde+y9VudlrHLB",
+	"gaZ5JmTiwEH9KfLlf1TqdwEMs96rynlK2GyuOBBTa6FJAiWJC/JkG4HyeF27hxJoLmm2ce827t23zbN9",
+	"nX+ndW6eeiF3+yjykRKIkQ14mAHStoPPKsSlNCVEkO1Dw3hyrADKOc25MdjKgdExuoO9Lqpzah4C2mF4",
+	"Q8jMfiMuLgQycyEi9lIIqzOt86N63j80bmZjrjciP/lFaWCne8T0jam22FQL1s5vfNjbFwSG0Mp3h0j1",
+	"C08npo7v6GTOHEPWcWj5mNjuLjqXwQGsj5kdmaeWroVIQM01d1hvPJOnMFvxE5xInOmNuSP7Cgwtyubw",
+	"LfOTsMTi7g7eF/ufw+yPp3hG7pIMiVrPEemxhZfC6rRYIWtHLq5FXlMhuDo+II6DkVlfRpaIL80KAbxy",
+	"oEhHreFPaexs/DZ8XP7LWSBx7Luj37Mk1YXonQiefTp5by9KFvk18M5WHNPsTZvsRLs7Ow9JT7Qi9AVs",
+	"c2lYhu91U+b/0HFRfA+MryOAvi5jHcqVfcUqNavl0bQOA6Wx2sevJkNtgns3xIzDzACySpnnjIwFjOkQ",
+	"eZoZ6glKG+wSpR+du1smrJNAv9B5qambcY8B1wr1kZZuE5uSTw2rVIULWKlS5vbbKQzGCEDqRSiMRTJz",
+	"hjGGbrys9PlAbaTh9yANZ8ymVaTiE0OGExmkTlluJOTDSkg8cusJyBsstNr5ePrF//uP29fELRaiumBc",
+	"BeLHC5lMI6lHrKi2Z0beLsS6a3jnG/nzFfJnbvx+WSGhUBddUQmsHd2Cgevghawy9gtRpsPmgJ89EoHp",
+	"F+EmmVlvao9A5JTrxvFc4njaLdsUCm7Zltl7NwMJLzb4ftHlkPgBi+A6gMTg6dBaQabx/vZilSDQoC5Y",
+	"gtZXYDmVtcaklFjEElXlecKKAO/Qk+0ZHXKlxAp2qbXAwAXtWHMP035VUdhpE0Mh1OSwUrusHhH6LuAd",
+	"q4GNNxLy55aQd59hXLS5HhIc7mtltRKTWXm9adfbpBGXmuKnolxTc91kiLvf3xnQLgZzW0KhDRffaMbz",
+	"HJjjjSPMRXXUp6jFCGvFsvbQAZTYu665MKCyHH4Xzmy9ZBvF9J0GUjcQKY8SN3g296EvKGqwxLC+kUZs",
+	"scgJiTj9MyGdkrGQQYzhsDrQu5tzU25PpDIs51Ok30LYe5PyzMUGqM4srnZ2nqeOMJD+gkCE+wboBukP",
+	"xPDrBzzjUKgmRuNyOou6X4sy4hXtseMmnXjAEj7ihmjHkj/R/5JerFYOHS8PZWzE4XcSSXVvaiVU4pmj",
+	"uJGUdx9C+Cqx9xX1voF8KUJSonAsJD2o1BYrQ/YwBJGLi5LpqoyQzAxpXVWV5xQrRXmFWzuigIU17TBe",
+	"QbYaV6n93FQjqBFxWJxMGuYKc4EsdjK0c+m82N2NnKSDAuVSqC7V+V6J6XxU1nm2EeOxwqpgEtSTQqtL",
+	"QIGP7GgTAh49N1cyz02CfrGuSiOzJqL9tTRykAuGF0Y421j5G5TWAynP0VhOmMwQFFQS67rjwKVhADLF",
+	"uJAqlWOeL5De2AsqVFpMxyUqpUKYsm+XPbNLAVxS3FwFgp0NeHrFroQYk2JDfQY3bJPlVFm4ked3Ls/v",
+	"Poyx6F09eBhjRc3ibKs2oddBK6W7CWVsQhnrVER/hRa9IbbxlYWYK5rXS41rTH5vRPEPWKSwSbGtVNup",
+	"lfiquoGCK3OxDEZsbSrPyFcxEXq8w/iAKodSsxHeEaIFaBTWhh7rQJpuothYFAa66fx3EeMUEJgAJxiC",
+	"jumJQhwyno2k6scK/itNWfBSF0AY1N0DRDN4UjsFnxc41o62Syrhc8MGVUnXxYrGXQun51i2isuBFqUd",
+	"vcwiXO+oDkNEMxQJEfWpxKrGGrLLtn98CF5Ev5bT5BGETEw6z3DeTwytiNIs1+pSFISVGaszerMF2MG6",
+	"kX/ENcPwbh0hacUvw5vs06b64VBTGhN8/FRIlQIIHZfdsq9xYw9u7MFV7EG30wMJXmoPHeCF7EIKyfG4",
+	"0Nc8X27vNXYLWH8kIt2vmVQD/XmvDkhYWWwYn3CJyJN0odchlUJ5KzIGW1dqxQZENVK3NlgXP9Q4fMoy",
+	"kcrMsbc6ula8vShMQkPg5uoJ6ZCIogVWyBdN5DdA3PJaSAE7rJ2cscouLbQhghmU4fBNZIW0MCUVeXSg",
+	"j29AQ5VZt8cOeDpkshQjlvKikMKwyZCX0IVtR14wJURm9upRRH7IqCVl5lcJH7K7s2OFesHTkmZgL6OG",
+	"SG5YKctcID0UrFSj1wJAO4vLagTzIGPCLbmplfpIZ8L+MuemZCNhDL8UPbafT/jUIDhe32qjUpecwlVl",
+	"VSiR7cGXVMXMmRnqAsH0mJ39tTA9Zs1YwzjRAJKiEzixHTammA7tGJU1Pw42hf2lVKbkeY5zG4gLXQim",
+	"eFHoCcWFRl4pwp55YnrsLW6Zcljo6nIYbhC3cZKIJYX4H5E6JFLcnAlAn0KbW8GS46PTM1YfmKf2fdqT",
+	"aZJ2kMB9f7RuULBHKp/CjvGBx5o3GBTu75UAhl3SuPDlOejdFj5eqcpXL7bAPZCjahQ6B1KV4lIUrQUy",
+	"dgzByfVgA9A9B5qJjwTsNrdZ0JKSZbc/f4R5IXzAdNE0yEetp/C1NT71MrrNA5HSkuWCw8aTxsqBKTMi",
+	"1SoziwYGgHbn5ZCr2eHhgj5/9vL5qx0aIX60077Gbcqg3gpPjzkouJuvEwVeeq9OHW3XGxtngXL0UtQn",
+	"cqA/f51X9x2iNoJMb1VNgaYFKplZRVvLjeUYz206d58KEKH60d3Hum/kXUWQ7ERBBUxdT7/Y/xxmfzx1",
+	"ko5NdJVnrs2VI7+gv1WnCde/1+bvEaVaIEa9+g1U2fHBx7eHH9+d7x8fnxz9Y/99rZ7c6SSPshDWaqM5",
+	"6apM9cjzqkGTLiRb9liir5K6O5eeHDY+THiRYX4C2nftLmFCXYtcjxFZhZGnQUsw5NfO6xMZNhBfcJlX",
+	"hajTKabUYxyJNacMdgS5vWLVoNXNk6FQ1mCBLwc6m9ovru1+baMKsnskVA334f7MPOWhHCB6/lvaXSfC",
+	"VHlpFgmVAr6G9m23HyO7EWATfAfu0Ma7uY9KGTDdjD1e3EuOwFBZJG2rcviUp6mucBMvKEN/Q6ESkHry",
+	"UolsWyqQtU+g03Scc4KBZgfAa+hiK5fam5MJPgxoDJ/i99t0plsMQ6rIpZHda9UvPuOBzv4nczNcuwMT",
+	"ove0OeI/KZVzBvAaE+U2QhirqMpheKTbTtliM+oEt7tpBEnHVHHAOlgS8X//v/8/9mJ3t9tjH7i0HihL",
+	"tbqQ1puyFlEu1ZVzKZWYMJ5lhTCmHytw4HHEQZRY55m7hnXM0E5LKpaQ5EK204SNBFeA/tqt+3/xUdLE",
+	"igZgrZJ95e/m+AhRQgXx6tft9Q2wOCC2UMzdk7QJnvBIZc2b8H3a0foK2EcdXd3gjz2GbDt6DJ7YOHVH",
+	"6QYJhVtusWg641fO7hC5SEuoqspYaUfmvCvcqigWOkozGisEEEVGVM7w7UQXVwY4fPqx4lbigPsRMago",
+	"g2T1GHJ6cHWQFcN7BHKNgTwDnrZrUcgLaYXQiRXQuRzJUmSxsgZ6mkuogMMfteLz4wrcv/yBl0lPe8TG",
+	"jtMUjT4mt363lkY/sox4sbvC7M60/sDVlBbFPKRsaeLS44a8UXBEW5+3R/zz9kBn0+3BFBhu/vLs9a79",
+	"vOCl2IZjt7W3ZYXLVi1mLnRxqcttZ8wsy/OjUWOkuszFdgUoKEaUJFZATkBIZ6irohvU25M8GIhcq0uD",
+	"SSVvqmPpKkGjSFOXds4TiGUa0uTa/da4BP1AWBcr1dcQf4lVKGXYakLmV1gFV0N6TwKm+ZCHiqWkqRjf",
+	"0N3jrrm1ONlIh28kHYB/j/HaF4EjeWfCIdeXUi0WCW+GIr0yDrA6s4Yqh6qWsVBWVGS85ANuxPaAp1cA",
+	"loR2BwEP4S8Tc52e0zcJS8F+ilXnb2U5PlL5NGKnfCROZSn++p5/jtipXQmI644LnVWQViMLhqSIy5ba",
+	"m785PfmVbKFSQ9V3rLhhyf/ett9sg8pPmFaUJ855KQp2fHR6FrHjT/b/7Z+9+RuM9+3B+4Ozgx77DXy9",
+	"YLrusS92nvVi9ZvVyol7HeewgITilCVMX1zUXB0gRyFatK1hNteQ1ZUG/cbLqhBZxFJdFCItYxU+Ekoz",
+	"lVbbjVqmeiTPWWemysn6lbAifqdAe8CgEPxq+xKKKse8HHZvJz7fwz65H6kJ934oGljclstk5Xt9eQm0",
+	"VL2taGsoeAap2S9bp6Lcds7Al7ZSbjoLuOGbp6DXSBfO5iv/2ES3NuKfMoj6kkl1l+JeV0vCYAcqa4bA",
+	"QoGe5oJTLyju6V6bmLD3f2Drhk4sFRSseGQPwO91jnZ4dFc5rN/q5H0v0RC7b3EnLIp+jMTCOrKzuRyL",
+	"rz2ixz4xgeJvbRD4ILYeVm2czZ+iryp9eKAShjc0Bf8W6nVf8nK1zNKn1m1cUrhAJWtgHkESH5NkvDaU",
+	"EInTBZfIOx65uiHFxGdpsGYQ/cVY1dl4eamYVHVVAvT8FSKT1tYyLkzvHg5VKhBv4dbD3S7lSLDEzuLc",
+	"ziJhpUyvRBkr8oKf7bCRVFUpTLfHjjWOAooN4LoAmx9H9sTUZpm9IYoZCeZeOUVsY2dTO+HTqQs0alM9",
+	"6fbJhqWhm0axml86JUTGlPZPBXhTzGLU9qFPCzyDN1t3ROIs+naNK3WloFxkNj5IMw1uckvLUqqrI5ml",
+	"h7QY92VkzjzmEdubUl1RKzAKwR/Z9NwYkt/KkIRwfuCEOtmD0bpZUcoGU7wWkNQD6aVV2h6aXGZ2gjpw",
+	"j15cP/5xNnFBJdLul08MM3l1GTXqLbxp4MKQUL8F1O6YZnUyvpO8O3CyFAb0xd4MmhiLMqESMxeUbDjS",
+	"F7oYQaPRxYUoRBarzhL/3/FtggpxLTxRwBEBGH8uRtAeFOguIoU4rga5TK0cO/areZ+MT3OPW5HYG4fW",
+	"e0S7n8rJF8RkjG+eCy2Cmwwc2kDOvFhqzzrTg306ObRnzrW9OhgdN5Iee6MVgD5gMaEzRpBZpMMRkGJq",
+	"d6EunHambwNd3I2Y+JwGNUupzkRtlhz//c2BM6yKyP0Lrzx8i+ZdrDp2MXhZFSJi0pjKXsqrTAqViggN",
+	"gWnEFCQTGVdTXxQZDgQid2qPcYZDdYInVvbuhgEeWQ5VCs3Ml08UoN13KUprHWGRBdoenec7uwstuVgF",
+	"9lsEPX6hNeUt1CTIZPjT6G1OqA+1z58fJJRfAItf1nIHwLww9JrxFFPDc9OehSrU8KrQnotVbdDpkhGO",
+	"RtRsQHwH7X8jPh6HMO/1QApovsklomNgGJRWqxerI8VMlabCmKiO2M7YD1h760xnu+pd3zqhldF5K2yG",
+	"FRtv3NGY62u4oY7d/vg0ry6h5r2t8h52/MKegJevWrsA2m5kD8ai+7zYef1qlX7vYL2fGKonhvpo8Joy",
+	"keZS2ff2f/8////uolYC+NVaE5ot8X++szsve06dCck6zVfWxfrnxX5QcNJmzM/3GrXJ/NN+g7ZcKG4u",
+	"9MRO/hI8MvG5XG53Rl9l07IOHEBvLne/9/jq+s3r33UCfDSumZNRatGGvJ2lGRp26xibbynHbJoStBN6",
+	"2LoqB3bVmUkLIaw8z63RKUsTK9SRbKgN9KXzkXW3UQs5CCT7nbHGJjrbfFbBt2toZ+PGCpQtM6K4FsU2",
+	"ADB1glhEtExUBxLKLpUu5L9R4QiVjbVUZaw6zS/AZrjI9STC4ZzuvnzVbdb4rOjkQxbTynSXR7qtNlhJ",
+	"5p2tOOGVxRrkHhu3oBDFKnLmG+FQ/ABZbnvoweFsiwauLQoaBS/tRf1rVv0egO2E7dJOdpC5BYpeGru1",
+	"REYVvx5rQQlk8mktfgMb/Z7rUpoPeaSlb254zIEOb4r8f8Y6Wtyr/hQu8cGdC704x3A0FiqMtwQwtgRr",
+	"eB66XgnUpxWVYB0PZgO1Fr8enfxy+PbtwUeqQ4HMRaycJwgdfQGO1UCkeoQpikaRRo+dhI6eT1bkkOTt",
+	"AxAjaPyUCtCxt55BMzIU+JIqd5r2Nqr4xK3afQHw4e3XEjLPvml9LZTTfm0j0aZI/4cxPk58KG5xX9Ft",
+	"Cy6gWm+F2tt1i/xd0NvuZZ/ju5MqfzRylpk3t8vzndiVuGc7p/GMR1x+e1wXcwJE46YO97sKUtxPKW6o",
+	"+kFuqBVq9e35b9gMYRPiTA1NRxBVKFYgAGCBFRRSXXZ77MXOawxju+ZB39TTepRV9o/gsQ9d8fUhbNV7",
+	"vH1339kBWL8Fzu4L2HptduwSUx4unz794pTfH0tzaQTk2FSLc6egXR2yFm0Yq8XqsCVMeAvlB2dlCh1u",
+	"N0E8Yc6VDXl+4WZoR/XEkDEw5rJYgK/oVm8pymKQVXj1Ym3kpFORFqJccXRzKE5YNLbS2J7t/uUhcWtX",
+	"8SN8Iq/pTGzifTdrUzwPYTZ1MGXB9l050jeosktRLockbKrBPsuloTwn/XoWnckIscdmQWTzGn3W4QUi",
+	"Bh1caO+hjUc7gssiKD8JYAHLoZAFgLtGmIcF6F78HaSPR0bk14QDq5X7KRB+IyphjyUm1WNxfiVVRgB0",
+	"+IHMEnYhc+vGdAa6HEJbnZDlUBQLq0l+ocVbBXTOLRUMVBpmB2BnWxM0LDj19XgbsfJlhw/HdWp/+Hf7",
+	"u0UIbrNjCjCEndMSETqu9acInNbjPl2J6RPDxihvZdZdPoMZEL21xOh9SipcrFXqcmi5fjoANrdNILcG",
+	"aGwAIDbkhpkx7AlERfMJAFFIHQYeP4H1Apwy7aXMTVFhoCzWbc/+Uqlhr21s45tlxwzadp+92HkRFqC4",
+	"M0C0KkTK0u2xfQdvSLBsCYjTc1DLhoQJfpRqUyasM5JpobcrBWAlFyzBBUqnSRcx0HDgYALVj7W3wRW0",
+	"A33d4NU5UkRHgBc8MayCAGdhX4jA8p6RLCNwaxA5MsCYDCZn7Q1uyImpgVyhAIle9C+f3r47ODs/+N9v",
+	"Dg7eHryN3MC2UQ7sHx+yNKgUdJ11u69nf4m3OxFlMd3evwhKtsD9a83pQFUQHsz7yugEj3igUKt7+CpC",
+	"50eEqN6grjwWulYniKzJFGr9yBFKFcHBvxLTFtEe2JJPv+A/DrM/lnG2/jbUYCxiCWBgTsKnSOjFZDkj",
+	"raNaWkvlRfNCSlUvQ5YaaHjVYtx9N5+lvtccKvAcSu0DM5Ii/e2GkfTBgzyws92hazeT2sstlh8ZosBf",
+	"8ciwffdbAI+2OlpXaHeBDRHy5HWgfGMho/7jO2T3BfR4C3thZ2MvbCgtHnuxiBNGTwwefrNAw2OHzcJg",
+	"0a8Cmh3YRc4vMSg0EQMW7HgkZHBkAlxBAMe1MfTYRygEsYeFo2+XFuBvt7Qnv8GR3HvvDj7npkMHE348",
+	"3ToUAndNVDC64I3S2uErBUNvfUqS9z4GiDcIQ4DSOqIjMRoAd3WEqNIiYwNsOJsnmDJCUF8FBps6yVRX",
+	"xXmhcwElRUj9qoJHTVmmGSJb5UC2qq1+OuaXgvDWkzG/FOSTj0Vxjn92HG327svIs2Q829npthNuRFDP",
+	"H6sljBsLIoPvcFXXrdN9VCwFMIdV4mKOthZfz08XHrt079qdL3r5S+JdCw4VBiWMJ2nrYH7aR226sJ9H",
+	"vtTFnbfSxCqB2Fji2pnsQTOuix0A4Colf2/n58XHwu/uNdoCT3igYAs9++bCNlj5Tensz2kNoV9Fx6/t",
+	"RNcaE8gfl8U38BzORqy90uuxE/KuQF+92HnNksOP/9h/f/j2/PRs/+wgCWpuURyYUuZ5rPRE+ch2x7FP",
+	"Ml0wHAkyM0GFbbfHPoAaNpGLBlOLNCdKKrxxqXUe2+UtpABeRXEhCqFSQSwjY5mW2JaasZHdEDAtUOj1",
+	"6EIadkJeXRyXccJmPfWIr+EwO7aO40OHU878zCfc0No//uDK+iU3PzrrBRWlLTzyUbthTAerkbBmHa6m",
+	"wPPabTnxfefwQCM0ZKwWsTM/9uOxkjYNNemGg7iVg3ioJ8u33oJAYLtuIYrBGeeqM865VOSPGbvv2Iud",
+	"55BMzKdEfSjyzMTKCFVSFHFxsO/OtuZ9xejWtzK/8blwXCzfi6W5CdQ9HuqW1U1T4ihfGNhZX3+FQR8y",
+	"PxFgTk+UVJexapROQEERZRFnAkA9tlagJlbtkZqlsRdi3v06ORV9hwEbmPgqURtXU4OvcqOnbwrzlHNr",
+	"tsopzPPRNjpd93UUmy6d98ywhbr9APbp6EmV5lUmzi9zPeD5X612THAI8EHrrWM1cC3cFI690HmuJ6xT",
+	"Gbt09hmuNjMia8J9PmOZaJVPuz1P2B8r60IqagZ1EVjoPk34WJ5fiem5EWWy9Ny/z0dvaLm/+uzPBO1y",
+	"o6H09aYVYjMLtKgssrn6jeJIkn5bexc8N8JnOQda54Krey4l8Eu4ihRpLsBGiqwjRdpCMoFM+dD29eKg",
+	"8ho+QY+duiZuaWj/JVDWWxkCYo1VgjcXWcKyQtpD2ZElK5BgnF3I3BdrI5pKN6LsHjZYh6j7Fzm/hKKE",
+	"WIXVjB8hRm0PPcamQSpJFQpBCIu9Ofr46/vDN2dJt8eQPUCaczoiCcG6iElzpXwPub2ZMyaIzh3qkX0H",
+	"6LgQ11JXxl+Va4O/i5UdeM9LnwQ7ONNiOi4RDKwQpmSd/YPT7d2Xr7bfvflQ48+MOLTEXokpCvCmXLsh",
+	"DO+P4ON0tHCkfpAPFNIPnn9zWL+xOTbVlBsv7X4TCC2i/WbJvsR2fPolvVW6oVX89zFaDWi1rYZMLchn",
+	"UvUMBeJb9/NQuOaCXwsTCFhfUuYv6WDNuT0dsbrgec4AVZy6bWkkdDGoowsuc7JVPx6dv3//4dzqgsN3",
+	"n072zw6PPibdGzIMdyVHoxWvfyMfT26i+Ua/pxzFz5JyuJWQuIuYcH/Rue/owuH7xGrWNkQqqhmjsHuz",
+	"0Rd2sMTqaCRLaz1h0NmzLsmCXfO8En2WAE1Kgt0heGPrMGVMw0x57n7a4fgvNtDlkKLXnmZFZFiGhMBj",
+	"+2AD1HYcwUYQYEip7eVaiR6DergZwzhWRNzSMDs7oeyDuUoSfBmB5Xrh0wt+h4PhIytZCScAksANs/dS",
+	"WknatH1viMg/rKS7r1j+7UzMnW9vYrqY/sbM3JiZ3zAZcD9m5lMjym0fgvry9fGG/q3sTIg3hG68VKbk",
+	"eQ4/3Z7IbNZk7ALaBEkjNtDZlMhTmw+FzHsgy/cYBj7tuEWAUNn8lYt18JFAMR+rThjMUVpttwYFQXda",
+	"W7f1224dboBJR0yqWEFfe8GV4SkCnx9mYjTWVqC1osOK8i3O5ce1elcWxY31jZjSk9BN2Ri/Dyu6PvCr",
+	"BYIrfEt3IcRKYZZIrzMrIlKtlIATtgc93YXgecSsHBrxPOifZp1460SM82kd3gP8qqO/x1tBHfkrpqty",
+	"XJUI5WK6DWYpEBxoM0fsb2dnxx71RmVzoNjAPGqd5SeGmVJAJTCahs0lc33fkCQhIAZC0RG+7R3wtLEB",
+	"Pc9Hs0jaPXY011TfSEQtFefWXyCPYJFoZ20RhBnEf2g0q1vuuSIOABiINMyLuz0ma8qs3Z0dCg7oqz0G",
+	"qZIkqnvZ8RaAwY1mvhizia7yjA35tYDYgktC17FgPySHHdpxvCbwZuqxdnvsDa6rwkLsOSKSFkFtd91P",
+	"IKLtNJeJ6d+GtFa4bvA6f9y4xI+OWgai9CZb1CXIl0ARheKcqtXuNGV+VCfB7UWsA7ZrhNdFscJndkGC",
+	"qAZF1poFK83OolitVLBCM/oJK1Zw5qskm2lXbLLMN2WZR34zrdyTtFb6+CyAtMXg3GDKxGeelvmU0HFi",
+	"ldgrAFdLFywBsqaEdQhTK4KoHfhGSjNTpUO44R57sbvLEmiDgBD/+cHJydEJhM3QNhnxqXUWM1/QWo+1",
+	"j3bQwpYL6JK3P+WK+XapfZzIZKiBkMoF5XwD46qxuP0sC3bz48zbNsf4kJ1YbgQ3J27pNQ/leBNO24TT",
+	"7sWA2bcigTbaKjV9tCWffqnuMieLoSeSOiCpcqMdDg5hG17EqgN51trq6fYYIIpANlfhwwLni+QcWjzk",
+	"yrQ4ZLHyNwFIUkA5g1sF8q/ZntaOUW5He3dycFX35tMjyrvWAguSrsV3grqzaQxbANOzWC7cRSo2tGuY",
+	"mcgyHda2x0CUEyEUS/DvJFbgdcAdkj67LLjCKj485GBNpS6D6YTBEwOHP1ouFNoD8DPZW/ZWjHT5tUIi",
+	"yFo+oJC41/ajWxhYOw9hYLm05cbI2hhZ3wppCPcaSaVVzC3qPl+KaO861OWIX0JdMnetD6YsBHioUuVS",
+	"CazbcFTnYdXFE8MSus15VeRJdwYYFmNMQw6pPm9LEQRHypXSJdR9lHXr66LO3mOa0X03+MJqPP1TU3R4",
+	"CLWBVBz6EeZoF9tEBdxrE3lZEnmpAQHG/v2uurmfwvLekS9BHgFlld3R6DR2t0usx0pVed4NM8x7Hn+m",
+	"ruCsESAw9eIyWjfUX36rjX7vRr2b//dk0f8cZZTlKqfuToKeH6q8lGNelKwaW9WP6QCrC5ILmYuEwXed",
+	"Fzs7sUp+2X97fnLwX58OTs8Sf45kSfyHVuIyaVgmSpFCNWShR4jnOS2F2WPHH99F7D+PD95F7N3hrzCc",
+	"38TgGFvkOBH62GFOy6G1xwFSonP6j3eMusqyrjPKn71kyaePp5+Oj49Ozg7enn84eHu4f372z+ODpO8y",
+	"FbF6yT7IX1jnxbPnNETUpNK48khISV+JcUkIMNwYUbbiwChPy2WwCdF32NAbancK7JLetdBYZOSP3Kt8",
+	"arXhdsZLvqZ9TYPEYT9KmIFahENNPhTAhhpggzywMdxXKzYEYbeKnG1jbnu1+/rZi5ev5g2fGmTqTrO8",
+	"++yiEGLbnmumB/8j0hKl1oV2PFOGKvcMLlVNIyvtYo8LAYK6z5IvfyQMoR8BTYtNClmWQrWJL2/ZB7N6",
+	"5PA9wVBvtH7qSzcewBIP4EQ0D0pjM7QZJVX51YZ+0MgwGUI8Dzd9R2k2EsWlQH0eKyMKyXMJjG14yYhP",
+	"2UD4aoVXL18+f4UGCCB+t6ZhW4P+MIb72P/3wXDaOtiHDNWtcRDJFps/jxstvtHiN6QzYN+vLp1m9XWp",
+	"dX7H9VhKMKHKYgoESPb+LM25CVClYzXkxpeUiWyPTYYCavOhyNP+Ajry7QJloOHnQVp8bSeOKedTQKWO",
+	"gZSJet0M6zhO2m3rmmXYi2bYiJsrkXUbtWOJfe45jDTpg90w5pftHf2+uOsMFu+RGwR2kOsAB8H6E2jo",
+	"xixYB/gjXLmVz97TL/Y/b+y+++NeAoVudHgm7dUALA0fb+fiWuTBefEH8AL4xcI+biIQwgJxexvfIW7P",
+	"ngGq5Bexag2s08PdUYZTdkOhgd223yiDeOZewKOJS+JybaKSj69soEZWxpd0b2FJBxpf+u1gTw9nhbiU",
+	"pgSthfjOqFw7jaQWfkZtF/UvuoAFBMlhw2TZb7RcYAEnm/BpL1YJad+EaWrsvhLC0UEQHyQoU9axxjSN",
+	"TYkJjrXroYjMHrJKXokpM0KVsWo0aYdSCO8H3o7hueizRFV5DmWmXDExGpdThsksgjywc4hVR6qhKGTJ",
+	"VQrcg9VImG4fKSExeadKQiNC2LKsbz/LXL2DNQZY8if6X4JTidWM5WDHXy8BGezIZNJj+/C1l50+8pCJ",
+	"NOeFwFZBnF+syJaaFEBwMR2LyIV0d3cRUkhj8FeaZaGJT2MjivIxiMr7KLlozO0hvTh8/kruG+z8jeO2",
+	"cdzWgBTy8nhF1WJNyLAnMmjnXlhE0eymbmvoidhkKNMh1aoiH2SdJMZxuZ8XlUIm2T7jA5CtTusUAjUO",
+	"VWMoLP9Hd+0J8dLejPzD5qnJMXOVamV0Lp4YDNtuF5Vi6VCkVwDeiAB27dwE73wfddifd29y40QYnV+L",
+	"bOXW5lmEJHnBuJp+lcn3gLUSYTv/E7Ns2y3a4CMu8+0bOMn25zFHWQdqGj0WOvv16OSXw7dvDz5S7lNc",
+	"XIi0lNczzeR73v+JleHXGA7gqmmRRZiLnUNmRcREqN88/ceb8w/7h+/P/5Qwoa5lodUILJ5rXki7WNRh",
+	"4ywLOC0N+MA+S9yXAInKDJ8aHxyxB0uGcZMFe/0Dl/n97/L6KTdWTtsz34ag8q003kOnDXRVXmpr0c2v",
+	"RNgRz2W+OH3Qst977NQaHi1wwazjDVRy7PW1KAqZtWzgWPkdjK6G37jd+e1q7VGxDYcNYDVmQTP3wF2I",
+	"ld/GCSu1B4PyngNgCFsbfM6wLzXiPFlJjqCgBFKamFE5TmLFAZEDf5MMgY8dmN3QKGQd+5HiIwErFEET",
+	"mt2woGmtmdHtu1HbdUqMsQ6GipX9jr38y59DflRk8NndZbMJE9axV465LIhUPSlzk0TsxauX9Le9b7cX",
+	"q4+1LW91Zd/qM5YcH52esVDMAaoBrJV19Nq1GNYhzxzu+yp3Dk/3gxjfq4sX2urfG0TTxqi+32zIWkJ3",
+	"xuq4AWSkXRYLBQjKheC5R5koNUtKndT4IgtMEAdoVOMmEAyGU/0FxRNyCSY6hWRhagjTbI3tVIhMZHss",
+	"saIGjYdYgWWPISZrrXCZV4VgCaBoJCzlRSFJhQR3AzyMsRWgtJQhjMkTEyuH7NHhDE0mK3dZOeSlizoh",
+	"bEnEKpULYwBhHfHwEvucWbgSCJFoJWJVis9Y1YHOSI3l4sfeQaOJ15qJAmNodrsq8G47pJLKzoQBG+me",
+	"BGj4iAcSnu7xR1WZ6pG4SYJqvMxl+XhZWv26kaE/pQw9BbOMWQnoxNgCeSme5jol5KZFbtp7d4UHWmt4",
+	"9lENtWl9esLoGEyJTn4+7ervd5+ujXvIKllTvwTfo7sOGUw9UfUsQjppMtbte1pGepuB2nN36M+g+BeV",
+	"YISz6rDwGIGCobfeWwCY717CPUlpd/tDZd2tbw1xTw9fBSjBLexGHP/EIAZ5fRgWHM9ZiXwjj+0+cnbA",
+	"758Y/wRvfrZyWGL6Ojia6+Wc/KHLHjzL/nYDmv6oQNNv3uGLAmO32ccEQ31n+/hR6Kedb66fXJ/5d6Sj",
+	"NsnPRxSnWUOxrdIt3vQtnvjGtLlu8aAFXFFWxYiytbH7w7TuW/ux27IfyAc5mqiW1qOlm+DmruqWRum+",
+	"i5CZFV48qqU13v0PaKt8ZyaEXmUfLXJi23uAYffYD7ERuI8VXst7fCHQOqpMCS04yh3k9r7Y5ga7l67W",
+	"B21opYev2v7iwAgMnMmNu/vzdqWucphv6kq1+qLQ9uQuNBqO8XvHPNQaomSdMEHtlAdkIIwou61GA933",
+	"PtUGPeLmFk+47HsMTkL5BGwEv5rreYa+iRIzSePwZfd9XTO9e8RNwWKE3qJeyPC93r3LR3d/EI9vxe3k",
+	"GxXDXbWR0T+n97bS2URJnEm+uJKvpd6zpkGvlPg8htKeAJ/ENAFKxoVUqRzz3Mxgd8XKCCxGlQUbi8IA",
+	"z5y/PKAGotrboZhCq4CHatQXwH88EcanqKAtMFYBaPzTGjC+zxwqPBYSObpz+yWBDnBmhrrA9kLGi0Je",
+	"C9OLFVYAeDK8QowFL4FhHfjFWeKHfS6z//5XwjrJfzQ/+uvzuNrZ2X018+mfk26sFC8KPcH1yaUpqdaq",
+	"HGoTrl+PHUICHyATDNq33hTGdX1i2LU0cpCLWNU/3GPSKtCqdErUX0yszIVgWaHHY5ExI3OhynxaJ/IB",
+	"j7KwTnkXKhWoi8w1QtAtqc53xKUiBhII8QEhoCsjs9dg2ZpfyeRKqixhtAKxKjVUUiLQjf1uUYsnHOp9",
+	"2G9rRwjXhuOf46X/COOlSg8Dp82uRbDXO7hHnJuCt4TSCWPXFbhMDmdeJCL3zL7J4K59+xK39cU2vjf7",
+	"VtveHa6Z+MxHY2tf/ffz6M//sn+Pc50JVFft7PjNzdlgx5elGJlGzESq8tWLrWgLqHuq0dbeMx8+sTv0",
+	"UoDcHPHPh/jTZzs7/gJeFHxqvzbl1A4R7tqyzkdQzEhShXhpYFcsoPe33zWGLZQd2X9j+Gcr2uJVJvVW",
+	"tHUtM2H/m+m0GlkFHW1BpNparrMxoPtMhsA2vimVfaQECiR9QYvRFHtfF3v4LqkWAm3T4UU6lNeiG1ZC",
+	"gFJbkhdvUWtJiysfFIeBeUrYlUHcAdsDlZdosUquhBgnaLqitENpJmcUoz/n87rPSnozF8yIlY9m0N5z",
+	"wCEoqv23MFSssy38eJ8Y9gZ/tW1toW4YC0HyO5Lk9rG+JGwwZcm7gzOGZsJTKgyDtjuTsA6U3b949rLb",
+	"Rw5q+W+B91S6ZOJzKuyosXztsxUS9hn2QntOobHO9aa4Oz0HrtaRNAYwlgOMtzpltAMK+TdqgaHl7uiC",
+	"qnvt339FYqouaiK3/KUYjXXBi+keS9BwMecca5TtFSjNY0VRplKOBBvnlTN1rsS43MZ7FcKuI9Ry775g",
+	"Q10VpuuLtP3jqDuY8YsS0BN4GSsquJNwAWAk4aCp6BgWGdrPYVZUZY1TQsJEWZJ/SxOg4sRa2yZf7Mbd",
+	"Y1/gZn/8EWxhJSY4Onxbicxg7pMhL4l+0etZw0p+JWLFDUvgRucyM8liELlaHd8mWiZUqjMrbK1+oZgA",
+	"/eoMhfGfnv4JBcGKZdJ+TA9EuEHPXu6w4U6ZcIf3t3HZfuawGg/V2rwua4uoPX/xauf5zs5fakeuKaHX",
+	"cuvsjvxw+OGAFEAokhKCvzQR+mLUheWN9MjLmFg5SQ+6QCpSUfqCOs2t8cZwxmi8QpeglZKX1nUo0cYD",
+	"bwL1pCxi5cP5Tu/ZIS7yDPZxBfwWutdqRJR7+ER42LIzv08YorTCY1GQMfv9xf/8VJyypIWeNcDqjUkV",
+	"4EsK99tCDVpfGQaNt+zZzg6dEPB7SqZVKnqknhI21LnjvjSexB5trFilXDEjROQMOF1konAGDwIN6hQb",
+	"oFJnCMmCSc8R7wiOO1mFW0XA7o2VI1KE0XT7LCHbJYE9TBzKMDBeskyTYSRNGSEjpgug6AJOg/3ae/DU",
+	"SEAhkw66mik3+GwmVYbBgkqaoX1H0J9LvnZi9TWeI48fPdH4ZaxgbO0YL/CWmt71/WDC1Q96oEL85hCW",
+	"q+q6fwE3lzP2/KtNgeTUvr5BffVGof+kMVh4/SStWiHf5uUjWP2ZKOQ1L+U17vZVBSUw6ZGMwyyZrorU",
+	"GZgdzyYDQbweOy50VqVWitQuAXiPVpxhUnyPJYWwKjxhJuU5oLlYIXxhPRdlZCZYMpFZOUzYZ5YMhbwc",
+	"lgn0kjrkFm7GIi0ZyJZYdXjJcgHkNYGnOdFhf2ifPJtqTI8ciKmmc4YT6kbez86nsSrEtvMcoJkLQ1NJ",
+	"nyWpVteiKBPmLvETcBexjnts1+oS5732YpX8XvFcltOEdZ71es92droMZIww9vf/MxaXcPonYjB23NPY",
+	"ZAYdB3IkSxIJ9ldT71XiKlu5jX7vjGc9+/qf4kRN0ofuKdQ+uioN9QmPqCkLXhneGx5KJw5wvbxoZx1i",
+	"eIZ3C2FccqZb+md9uLsezVzsAl/HE1OHLCIAE0vGvBCqBALK2qV221FmEbIpESiQad7LBU6ABQma9kMn",
+	"HYLO6IW3No9hYwKcq7d+4POh4VkIxRpWHbtafNR0aySy851nw88vR7tXf8n+/PvriQs6jnk5rGOOMtua",
+	"1Vqhnzrin98LdVkOt/ZevYBoqfvz2YJQ490r29a1ecyecbD1rHucwvizTQXrRv+uAd/Dw20E9ERLHewl",
+	"utgJ4zX86TmVvEAX18nUcLA+DBfFinQM6i20PEnL+AUj7EZpqDzLugGBTiCipIFgZcGVsXcSmdXJjsli",
+	"AFBCmUh1BrdDNTHP+U+uRT08ouSmsSWLME+agudo7LrZvj/ZfJ9hhLkVurE1ePz1zY0/Og7s2/BU+WbX",
+	"NUWBNUwW2+NvwD83/sSPuAJ4AXfon5i5/PAeZQAWFT8gKCHhwFrTpxB1/YNjktSFo6WMKNFD9REz6Egg",
+	"DqRy6WQYkwtcQAuONTHdt9Y8n+dYoynVvwnwm3qU8tpjmKGghtKG8dapJWAje9HtM/otJmys0Whi1fht",
+	"qZnSkzUyMR7eEi5H4MrQBCe2cWuvWonpIllWkiEGpXHFDe0gBUHtwd/txtjYmIisgOtil+ShYGlWMS1d",
+	"W9T3Usi8sSgfBe4CVvIAWBa2ya+mRJQu5YUMgBgWd/zOWpB9D6SLVXDhrZqFXKxjJRoIsErZf1oH+bQa",
+	"+PsbH1sudZUORWZVAoryBB+SOekNBOgBaOSEe2nISh0rvHwxBeF+nn9szPnh8bob74BN7KyyTdPOCn2/",
+	"eT5XMKhm3q3b8813/q8/olX9pD6iQ6IhpCeq+YQe+zhf3km1cnPlnUC/A+Wd/ZtKOrs9luBRobIKTNbY",
+	"ocQKv7CWkIn8ZWSfwGD91x5lFX8+0OVwUVZy9lB864pFDwROs2seCsTjgznCRX6GGNpcUG2Ht2rU25Gx",
+	"MdA6F1zds9cUruk6NXTNLfazFc/d6jzP6bKn9tVv8zxfL6F7KkrDEvtbsO21IuXWsitndBzW2YHSitVQ",
+	"T6xPMkVpTsjxPfZR+1D5QGfTtrP4gRdXszrqBHfxN9mnxg7A6ix+s96qqMp95rCO4A5wRjcKrFWB2TW+",
+	"WX0xkl6r73kT2lTrWXM17UuQAKvr8MMbR1C7mTnOh8E0VlCqpwukQrIWe3luJS2F3+gTe00H+xFqlcAG",
+	"IuWVEXhciIyR3PpYIcwre3vw/uDsAM5Mt2+fDkFBXQ4h6mgA4ZBGIyFp1KSudjYkVBNaRUMtArwxr5Ax",
+	"xemamhMDD/kQZIAS9iiHb4p89lgVIhUS8vCFgPrJ1pJERc8diBvUbvOtHWa+yzAY9yLtJ5uaby0ffE49",
+	"/12q2YcPRMbwzS4aQbATWoveAd3dTtqFldqq26PFq4BY87oICpOXj2RmSdZqFXgMzD6N7SoNu7Rb8Rv7",
+	"+z96sWN9NrFg/f49ihnhqvPMexSYGAevotu70W5vuNTfymAIH7oK5mFjtt8t7uFCrd2c39L9srpVuo8p",
+	"O55P+NTqKNAxGG2e8ZMugn0FpBmx6lB22pUKQo6Np6EJCx9J+IQScpXB+48iNq7MEOoHY5XYYTz9Yv//",
+	"YfZH0/gA9o2mhLrQea4nho10IfYQwfga1Lu+ILPaDpEQHWOFQtqTNEZsMtTYKl/yAiZgdTl8mbARL9Oh",
+	"cJUs9rMo6HJMQjaSWAW1IbwM21igvc/4/r65FYX6V8M65EbrAlOMe3j7WNmvu32WiBGXeSNEZT/AFWSd",
+	"C4QnxjwLcZmUWjvef5i2h/1or67cg6wJ6DvIo/iCUUAvrptSfZKF6jWDXtQ+87ndWL3YecE+Hp2d/3r0",
+	"6ePbuRc3gc5OGhg2t5sgQ2NKPTYOT1qqyx47rQbbtNY4PVjEKVPa2my+iRaKb4DhqgtVPPu1XWU85bC1",
+	"PxujASZQGMuetz2sAQgV2b6Eh49ErDoN6zMKTc8u89xh0FxCbx7reOzbSkIXju3u7PSx/ixWjdHUFzxr",
+	"Tb8ssuzur25mkTR+oCzH4uEsqTxXWHRsX2tjtent0la0FjrlR0Bz3GXdz22GPWeTbYqBNqmbdVM33tyE",
+	"RPJtw103I7ZO5+CzUfG2xLX7zDrj2HIns1VQXcMB3uTGhtfOZZxVeQEZ5z/z1+nzwe7VC/F9V87cIgcE",
+	"UiTbQMw+Jnw41XxFax9NCEevE4q+3elshL14rBrbyhWWQCQb6UitJYSOpo95rxylDidOEerNsW+zJtY5",
+	"+xHUEj1A6Hxz8tti9LPnfpWQvJZZuj0u9LXM4CDcnoOw22NvICBOXMFUJtFg/WuPCh3JLD32Q7jHfR4+",
+	"aJXoj1+Xn4PFz8eKjFSXOaIDbmtVLwPrNKm7Q5CQ/aocLuXOaCGSAiKocM8waeaZ9rBByNPx4c+kMZUo",
+	"YhXgj/KB0XlVCjYsy3HHdNmnk/esY//A/YrE3bnWY+D6H2pTdvshBfWFKNOhyFylQ6xgAaTCkI6BwENe",
+	"XTJUeoEqe724hSbccvfqV4cPeqBmlOYQVjta34Pj+frmX7zR6iKXablxPO+VHGSBYJoXQ/Oq7ekXe3aX",
+	"e51tMuqwNExmdg+VkjCPx0Spb0roXL/U2M8hS4RN5mmqK1Ua+/00Vh2MaZqhBBOWXRZcWelmv41c+YFD",
+	"fJCFa85cXBQ4I1LWq32yPz7Nq8sHZyXBBP6jNxy/ny5pu5zrHBG7c8p0uOIx2MecAkHIOppbWWBHAGLM",
+	"sgSV+Tkq8wYhbqwIUFUrsZjy9S639n3xxd5a0e5sFO0mwvv42z2h/G9dXTvOq0upzJ1y2OM9mVTXQpW6",
+	"mO6xQaWyXGT0DWSL9Wgsc0gXI2YcUfILKrjtVGrMARFJuhQl/ZhlshCpvW83YgbeMxtMwcDvxWrfPR2T",
+	"iyOu5IV1RZI058Ykjvm1EJfSlIBYA/lqaRiSnzCEZJKlYRkveazsuS/koKorhGG4Zqgnhu56Xt/NdXD1",
+	"GXcDgWTwBYfJlhruj7+OVSKUffP+Vx5PpRDcaAVMtEiCC5Vg7JI7MEK89zkt2jndJ1lUdn1Mb/k+0bnh",
+	"Eas4535f/ETOeb27x/5VuNPoXs6aPvg7txlgw1jXdyQcmf7CDcI6nszU7rjuHpAv54IaMfUFocuGLY5g",
+	"4qY6E/VBZx0E7UCC6ISVIs+NL6skRuhY0U1Vt8d+Fa6QQjB7sLELARBLa8TOlJc815esk1yLwsq6pCZf",
+	"BXRla7aX3ShW16KQF5KS7Kd/29/effkqYigzEFdyodRgvNQjmfKcTrI78H0GafdprByJc/vPpWG5uCgZ",
+	"h+dMuOkxeoONyZFREQTTYhXKuDrq3mP7/leOndoF0etfdHThxGg3jGDE6s3Rx1/fH745A5lD99EFoyVs",
+	"LGymsauziYjVBn/SZzxWXnrCsAaF4FdAH17lAsaj+Ag8K0wS0LMBV8W/Wy/98FUBzJ2pRrHSBWGV5VJd",
+	"QW1t0us9TZiw4lYYZANvCtF69AAUiFifdvBUqlu/L8RXwYORC8LlcwEjeHsDMZQqYx0+0vjLEeMg8Qfc",
+	"qg15SZAx8GCaJwOs85imWw65Ch5JZTdJXO3sPE+tNoJ/ifMEf2aoiAZ8zxGU+dQwNozwCrEQaI+4y+3x",
+	"FhcaepmnwZiKSplu38PD0k4bwdlzq7LzOliVESGoKh0rtxUct7vdWk5a0HfnVZEn+BqhISEFWDWrlx0F",
+	"OnPjg8LBYVmO7QuLlRuSLuCdg68tLxUHzhwUNLPPQg728ysxdQi03Yi93HnepsoO8TTgcbunoFzjGQ8U",
+	"j3MPv8FBIEPHCiIvJpxE+z4qQzYBuof3G2jD17J2Vh23miqB7/DUXXdXPsQyyyZWswJk3rSxx7O7x1Y3",
+	"bGJVwzgEUDSk0ExDheqLC1GY0PNwOtdqiRACtj6UThV7BAv/GxmcXUqr0HOkYSlPsSSWZdJcsQtdzM++",
+	"LPOEGZFqKCB1K/D81c5Ot88SSoxAk5nhUxN0mujxlBlRXIvMSpBY0aURS+xwROKsuMbkZ+AdqduaK6gm",
+	"L/CmIMTtfVHpxEpptqrSwbrXiICAYC5dX546B8QDt/b2QlLfPKG+GkTlCdZAVXm+xzhTuhjxHHVxBPPh",
+	"jKy+HtsHp8+N0w19BkIIJo87zM6PJk5vzA305c7zWJ0enPzj8M3B+aeP+//YP3y//8v7A/surG6cDKc9",
+	"9kuhJ6A0vXmjhMiWuXiIS0cDi8CuInPLBHQxhUCbFUt+K4PpNcM645xLxer0WqmD7FqshtqUe0B6mtt/",
+	"RuzZ7p97O/b/nv4lYnt7zyJIyGXiWuR6bK2OLtX8Mp5lhTAOmHXehrF2DegZ0PAE1+Rn4mDelxgIRpRR",
+	"Y0PazQYFLXsIsC9VJj4jmiK07uZTPJCcZaLElyOy3Zcvn70ODBPiJ8Hffjp5T2D0PSMvk1jx8VioDJ13",
+	"u9RjXg4RycWaiq9esFJ8LkNeNrwpfSA+87SkWwMGdJcs2xuMpWALsQ7tASznplwFvfAnLDFDvvvyVWI/",
+	"VizVI0EMCZyWhjl2j9mtA44G+8/To4/+EpZ8ibec3Iu39th/13/bP+Ota6EyXTy1wi7eili8Vf8rkPrx",
+	"VhQrezEIPn8n+hsvr4oc/4ETwH87twl+4Z8G2yve+tcf9v+SfrDdCxGrpFfyonf5b8QC6v1bjhEHuekT",
+	"sAsUUk7w9KxNlriXX2gNhfdSIfaPHscKf9CNfH65HBa6ukQWAV2VA12pjJm0EEIRbk4TxNu9muVhmTde",
+	"zd5zcIYedJNd6Y7jTxGdAekbuvorWz1f6Fisn5l8d1MY72bbhbi9mlEZir5a+XQlpgSs1TBPXL7TMJNz",
+	"M2RjUaRClQQOm8Wqk1ATrJ8mT0fi/7X760RwewaTbt3BG97c24wt4RaVIZgExkgpDhBGVfuu5UTrnBUi",
+	"1QUSXQI0qta58W2uIHenED5l1mhxIhQLP4KXiHVLptsWW7EqNnSYGgBgFGKJFd7IO7zYAESu/2w0Dzx7",
+	"3zgjRuOcl4KZUua5jwPZtXUeJLXwhAi0O6/Z4UcIwpyfnu2fHbQ39MoZB3hpJeRx+OKTQG4nN2wD1klm",
+	"33ofTdpCV6UofFcURZcKPoFd12NvBdzA2iTuolgl/+e/+fa/d7Zf/6vzH3v0z9759r/+5D7u/sfTG6/4",
+	"X8kMnddWc4jtdZz06lct5tx91qzmfP4oi7gDv7+qnYxHX8i5trP/w7cAyxnPe1FOYI1s/wOqloaE6QfS",
+	"xbNrzYuZ4/2zN39brmuomQ4NdC926cEEgeSyBUEIoLZjnhiXNyAKKsgdTD1AO5qST3waAe1rM+HjWNmV",
+	"gWwBRaNdZiAX3GvAQlxLXRnv5EvFYMw9BmUHnsUyGD/kLwx11y9FXlxLfcWKz2RaWTPPWruvHv5PZYt1",
+	"EABiksWubpdGWFwxstFhD6vD7qvK5haB852HCZw7Qjp3Gn7EQptNhP1RMJtlAMSu5hyHhU4mRb23Kep9",
+	"t/U57qYuRkUPq8OexJbhg0K7Xef/NCGV2YhPkbSvdgAnYsCCAwxxOWjztzco+ZVg4uJCpKULvCjxuWQ+",
+	"LDghOksODQS8KHvsgKdDhtgATuTHCu8hrwnYGIOgg0rm5bZUvmYA+g98zH3mN3RPO/AeO4Uax1jVS3Mt",
+	"isJlZ4W6loVWI4B/mAxlOvTfG0dEGizchYScs70uVs0LaWQGX8SIy7x+G0CEVffiBbQlyVN75TZVW3T7",
+	"dpzQqRP5lHWEVKUYhwI7zd8XcBo8YGOTHhUjsLEKZog2AQGlIv/pAkD7E9w3p26P3idJVfNRN3bL03XA",
+	"dMbZhfwM3GJ1NeUPHtU6sW+6JXtm2o8wWp0hQT7stLW9j8Q9JmEjPjbWVQAhk1zObZYE0w54ElEOxepK",
+	"TJ8g4a87ZtKRgiIVTvMwwQ52hR7BDu4iELyGdE8EFU7pkDDXiGwH74lP78wd8ZnjUcsTIkCC+G63F6u/",
+	"2wlCygag6uypqZTHYdzPc8CMQ1t+D+sprpQ93FdiGjEOvlRo13u64Vi1rVk0s2JsUkD1CiwYVJd4mPcZ",
+	"kYS5GMM6PFZKXCITACIr2ps6w54SOI0xYdYI6nXKctzMFjHMEPG6rASzNXMTe75LDJhSubSJvaH4zDOR",
+	"yhHPu6EbEatZPwJec9DxRUyxIEWVmOC8DXFNeREX6hamL6wqkoaNC50KY1zSiv4UXh2Skq47Mak8qCTh",
+	"DHdF5bTQu2kTjfdlcc/JxoehEbydhA6scDw3G7LAnxOfBKxIXSBvxpzeatNN1k42gheonlYm+N03V8an",
+	"yH0VON7IF8tDbnpojUoIAUBJ7e8J5jKcoNJKsIuclyyxFyJ4dsQGVtaYFGxiROt2iFMJ8BX5CkeMM1EX",
+	"LTCcmFjBIwHedDoWCVWE2HthF5rSfoQRM5qmMZRlYMzWhTz1pTDuuhsYsyOUHh/yEGcOTXohejBfADKV",
+	"oxFFisqiUnBwrBbY3dmJra4reFpCRYzrGMesv11AO5kc4hB9q/yQN6ljFRU0JXVpTXE5/QV2HTEIaT2B",
+	"VCtT5RBG42oazslgHKp2qwjWhH5Y94C30pfY133Mc1GWN9Lj4cWQ5+8vXQ9WL0cTd2ImwDMDG/p7G3b4",
+	"YmTSD0QtXQMjw67xsc/dnXrPvdzpLgIrhd3YeDLdYGtvdyfaIgLrrb2XOw+IWIpLf5MysfP/mQDMad+S",
+	"0ApkIy6Xk41GPLUzXSodG0vhJCSdSHSdYaPrdjnhQKUQdnFYDZ6YOEA2/XTy3tvnHsYSwAn1WKaGdWaQ",
+	"HgHUL4luRoA8LFnKCytFGZAdXAnVh3AHyGQrBBM/fV3If4ukF6vfhkIBzKQVa1W9uBFL/L9B5AXFY8Nq",
+	"gIVp1o6t8nyBJ3xqBPRU3edJwEcsOwqnDdxehbjDAN38/cGfLppLUDRm91MYQKvM7M6HV7/29j/B2gHH",
+	"mLGdA9K239UF7jfrkLK/ne6+fMX+87czbDeLVTISRVoVoucvT1iaczkibgwoB0NYXt9PjoehW8+sLj78",
+	"gHeL1bAasA6Vc2F1Gj3o/H8mJdTGdaGOjG4hRgORZSKzR7LHjggIuO0Mzp01PIO4+5edQsAGHfhZ7Fmr",
+	"xWmggS6H/Vgl8Igm7ClcjiVw1J9Qo0zB5QvY1QLIEcRrx9vhq6D8ml0kbliyT68eA5DsF8ELUTBszIAf",
+	"YGdGwnQRkcmkWHJwLVR5Cj38VgRxfEDCw5slbAZYnor5rEmJKCXWGbVCiIoeQwq3JSKIdYwQJLNMycvK",
+	"JN091kRPbZE8bqLi1NxoxJyhyC01vgLWKcRY8JIE4H/A2v+V25XZfYV/DJJunwme+gxuK2a/nii0dca5",
+	"zoRLTbWio9u7NgwOWYoRCMraUoIt9wx34dZc6grMkkP81a7/lhcFn9ovTTmFm1hpcb84CSSNYfGXIo7O",
+	"yY0N4Nad6olDYypRUyzU4rmpJxoyb7HSwLO3tsY4xdJ6mQ5BBkH5u8Fz3kmcLCbubi+4yawA9DwsbHZf",
+	"JTWEctflMDBURZLDL0aPHbcIE6lihaJye6KLK2us6YzinAOodyysseS84LE25XYp0yvEyQaBaB0KWDD7",
+	"sV1Cqlv2lBakmWC+0oQ6y/lfcxqq7xtEoVJ5rPM8VthHCsf96Rf7n8PsDwerndhLzq2jUVzz/Jy6HJLF",
+	"Ntgpvr77Pff4kBtzzPa9pEOulMifAKJMWX2XOPTHwURoGu3nB0X2ukfnvWccc4jltYuhJ8r5CMDqIsNv",
+	"uxF4GttUdAm/lSrNK6jdUAFfGuskBJYMPSB2XIgDFOFGBFaZ+tNuL1b7CIEPjAh95vjUsK8AAfH2buJW",
+	"68UqIVVOKJhujBgYh96TPkuMVKloXoLQBQnV6MCgIeRdSGs7xsqFTDkVAqmyT4D1sEx0K8CztrcDje3g",
+	"60NDykmHTJpUkyjIc5BJwbH8D5zFX//r08Gng7doIMCg/0oWlRwJU/LR2FlVeHhfuq6kRcXvZ6Til1ot",
+	"R/XGcDgNsHCLghp+g652nO0YSGi0BFqCh7t6KfcSfNjaNXBZi+rk1zfs+fPnrxeGXGDZ2rlh7O237VJu",
+	"rcBNEwxMuwI+eLkLnuv2xlfQ0kR3T853n/aZfbHrcOHBYv7cHHje5CbRjudzOYPIvESfJ/wH+dyBzinP",
+	"H9GQ5GSbhVTfgRIYiFyrS+u49JuZawOPCAg4PNGFuYLa1pqNQ8QK7xYFt6tH9yQcGmDReHh9hlKvzzgj",
+	"YVlUyjBZWvE+4p/PTSnGCCvzzN7z2c4O69SN/bxkBVeXYo+92N3t9tECJJaP8PG1+RQriMu6VDOQlgey",
+	"fZ6TvKbnSICH91xmBnMMoc9vF0Ah8A3PorVLNhGp0u6ItcG9PFR0Ov27mN4bxFc9wgfq2cdH3wDBLCaw",
+	"PSMypGh3bTr1NznS1XKkvCgBhsRcsQ63VnmJYUPXfDQvvqOtz9vSo7XTMfDmune5lvWwOaGKctra5VBk",
+	"yNVUK8FEbgSEqmY6w2CQvkZ7JIzhl8JE2OQFHmUUKwfIWYiyIFytpknfD8nFAXBnXOisSgmGk/rBkAGq",
+	"rp2LFYTdpjAkTEfCSOYq3KkZogzUxsmnjx8PP75jHT6wJr0kJ2IJrOetxCK8njNY/K3H0FTkpv8QXH+b",
+	"VqI7YiqHt9hqwrX65Cse7DoGHeF1ZijHNZDeteC5yMD4ss6QiRUwk0FvjM6hrf2C5zmUi4H9ozRGRyh0",
+	"FATB+UBX5az/2F0Q73ncx24Vc8Cu/VeetR87uHs61JhNWbCv5/XYU5DaixlQ1t7yXSjjBGyueV2B5lsU",
+	"K6c0dMH2f9s/PDv8+O789NMv5/vvDj6enfbrHzmWu/1fjk7ODoASr6iUgiYxmV4BCwS1u8UKNRAvQYNS",
+	"1aEYM4Ad4KQvAV7f94tRWEKWPXakrDwQxUgqnrPOm6MPx+8PzmC0v+4fvj94G7E3+x/fHLx/f/AWcocO",
+	"cm7MEdmLhhix44OPb+2E9o+PT47+sf8+qud4+PH401kXprYXq/kmZuu9wCyAxNdcuaRhIUw18qlMe+Ck",
+	"qkRrZHff/vzHOOve7Hdvf6NnvzMsezyQ64qjbW/U3q1gSvApPjBe286ddCjzrIs0mbUEI2pWw0fCYeBz",
+	"gweUdUiYOQM4apNk3T2KptjbzwozzIUbjWV5FJhRqTAlVPzpa+g6dlXhLXePYuViP0MuVY+dOfE1J572",
+	"WKuwwagG3sGOEKa/SKicVoN9u1rfv3BpOk0bMfODiJnma8X+cG5SnglWjSe8yFaUQXAsVhI9fDwu9DVU",
+	"83KsaEnoo2SpLOpD2BcfJDLMk6W6oD5s+vh8ME2cCAKGZpbry2X2VayahgY1Nk6kEfPHH+Sh1vl5yvMc",
+	"YqWI2mqH7MIMA16mQ2gESeijHgTToKCJal0IQNVBvrrvfRYN7zGYsmQoeCYKLJUay/TKxEpjvRpmbiBl",
+	"lRiRi5RKpjoh+XClcmy1EfVDpGHJqMpLOc4F9PklF4UQ56X4jDlAjxVApduutdHfYMgNSwBM9tdCiDP7",
+	"OzDCqO8IarKCNYoYTsIKWD/QiHGPLUurAU0/zaUQuBIRxe1HPL/QhbXpBjqb7rVHlhnUP1HVQeOdeAgK",
+	"kfkdECunYFwQvn79EhKoUzNjirbKerjvncSuo1uohbsPddcTeqBWn9XtXXxxlPbIc3zZBA/o3ncEEoXQ",
+	"kmZe56YjfxNJvxcNi2KNeynkZRvs0FuH0Z+StlxP2WJ21OUCE/950g+LastZD4HnWonuHgv08my4DoAK",
+	"4WKsKUFrghQjQnb6QbTU22YihWaopj7HT9vVObXFcIVzXq7dZwMLN+n3I4VDMo6u3709q84i6sEdTGMF",
+	"zPuu/6c2CDrYoYQ9nrgHWaEnTGbdfticG3gbNFdrMMzeLnLdweBOyYyVE5mKRZpvX7mlzhDMtqiUIagl",
+	"rDMuLgFswSQM0sMdEJqX8lqoUPEh5JAeawP9xvQbO35WiP8RaUn3B+yiQowp9oLx2JHORF4nZRKkGUla",
+	"9TIMUhq3Autp5dk326qXcTl+JMVcz+i708yQkQO9TC+8oZbn3udGMW8U8/1ksuzm80KoThbfXiW76PJ9",
+	"JQUIUN3lBHygHTlIvGZHig9Duertamysa2z/fY4fVeOkGzEXm9eFC9+EAhb4XmajXoBP7cDo9GhsdQdg",
+	"XqspZs+7EOXD8ixKxEfYZ22tDTCFEhwtsU1F2CNiv80yaVeJ567SaQTdyPbfrONKnvoNI4UMmQaKOhQ1",
+	"9VlYMuXUSAJ/n0PS4f/N5h6IFfC/V6JyaREsf0ABhgCvtFt4VeoRL2VK9QRWexV6PG4HsHlD++IHUkDh",
+	"lB69BvruSqA2CuV7ZEWkI+HKpogNwEthEpm3Vy/g+izue7iFbomVXQZRbJ9atQFtiVZXlOJziU/bNmUh",
+	"+MiqC4xuFuSAUWDOPa/IIJ6W68u9WCUy2/OZIrjc+prGHiVoQOgA97EggLBncFd7o27EErjc/tqqBECm",
+	"oGagJOMl30tgGLnE7sD/PD36GDHOEruQMHrCscBRU09GIca59RT8aAIkmFilVWF0gR1LyXtuym240fbh",
+	"28RFLDm4pEqJFLAhgu5NBu2haL/GChsszv1Eya7d2UN/B9LmXeoEyUQuwRemLk5Ij0GFmTWMJ4UsS6Gi",
+	"mnvkko8JmIhlFUpMQR2l0A0G7ibhC7lMfTkUI+utpXoEaGt22WLVSfagb2Ob2xEkXWRRUa4Y5lndTcEO",
+	"Swb6vgbO8X0muAsgTO1MAlSXHgPXup1hMQDZGzXunprToqWm0xIUDDBdxIrsk66v6sHH15BdrhgBY8Ql",
+	"0yoVtcFkRzLkGUNyDVpGuAX4rsixV4MDwY7Yg9dud47daXSkXZk1M3axeM6gI4V1aksripWdixSmW79j",
+	"goCpVI8lmchLnriNmPKimMYKvWVdleOqpPAFZwCcgjsZEVym5DRBlR1OEc5gVSh7wMjeSupliVWHWgWB",
+	"/g5gvIY6F4AvApSmjMPbglptUTAjqKSS7uWIndGgw7tQYiFWeFbPaYTnY1FYy6pImB4LP3CmkeUCGhXr",
+	"HVrTB+12+3ABGHvS1Hx0WEa5+5qdHR2df9j/+M/zk4P/+nRwenZKrVB1i/AI9mAr+AqMwosH83XJ17nu",
+	"mBPcIIFkoYaqWthJwy6hYNzT+Mlg+jvd3pzUmUhF7EkDbTVIITA2s7TVx0udFRtvdtobb+Y1CrSskbTP",
+	"uSnp6BUiFfJaZH2UHYNpQywG9JwKd66XoH4WKFzraTRWoTGLumX72Z/hBZZW12/tbf2f/97Zfv2vL8+i",
+	"Z3/5439t3QZBf07TNc3P+sky22PPY4XqyR2PWIFSYl/iLbf88dbe8yiGkcRbe/GWu3Lrj1jB/pwdY6vZ",
+	"imtMWqzj+lsCNcdwjJA3hVyiU49Wxne/j0q/F7srWK1nWn/gakp2uHnICkF8G9zZPMIJlBZrrrmjFtlz",
+	"GEW912z5nQbFT2C8Tp1B1BZjduQVE+o5KjOvSlzolwwcKMjLyYC0shJiLkE/VTPm2ybUcRw/kDNdT2jj",
+	"Sm9c6Y0rTScc44x3GJ8FL+NbVWyjuxOrG4TqmUvrud9B/JGI3Xzssc6kDaW17aexuhLjsu/CqNBHmgsO",
+	"RQ4JzPMcvOyEXQIg0mAK9jKScEyXxDGtAQ6kItTQCqzqosc+ag9vO9DZtF0ul8X0B6ufbgi6TV3j9yNA",
+	"oMsPWHRcQ4DSk9WqGOEobENh8B00KzbFReO8SWGChsJY+boMPMAQkjgfSVWVwuGkjfjnc/ppgsBDBVcG",
+	"gF1BEgCZkmGdk/2zg/P3hx8OzyLkhT04OT/6x8HJ+6P9twdvI0YfQclAxN7tnx38tv9P9+f79x/Ozw4/",
+	"HBx9OovY0cnx3/Y/QjfHb0cnfz84OX97ePrm6OPHgzdnB2+hHIAiOxj15BKiZBfEZgdlgkp8Ls9pUiVw",
+	"q1IPF9YPpFylIics8Eaj5t58P0sdGeq4nhNM3Mw8JVaAoogFB0rXiRp6wN5qTHhvYGwoN8pi+gZ2xY8j",
+	"3/xqbkTc95ZugI3ZsJFmtPlq0q6U6dVim+jNPLiXFXN9JpWL6cGHM9RuIZogmxWUsVrY1o0cqYWhmqCS",
+	"hX2au559fCwKlhXyWijsu2AnUOLkIC8h4FiKsYtbYVY813rMOhhrtB4qxFdd4rw2L7usUhj1zwU3Amu4",
+	"7SKdw98eG4wC+TzoBMHaeR9Itj+abwufyarPp/XLoBXl90oCWlS5rElutni9vZ8GmUOxFI9wPeqwMEyt",
+	"x45FsQ2h3oKXwuGD+GDls90dmBOuP+qlbp8NxFTDKkK0FvvsQFZu79ulSFayHc9kevVjmI6zG2AjV7+n",
+	"cN9XmJwVZjpIVEKPbZ056syjJHYD+fwbfOwEtNb5+vB2B7M8AyDSOqkmYG1E6gfCGkzWAvUL9mjk3FiB",
+	"5p1MfzaR5Z+oEVgm0pzTF33oyQfYuh77lcucOLNe7uzEKjk7Onp/en5y8Obow4eDj29Pz0//fvj+/en5",
+	"h8PT08OP7wigktc8zKMRZhqZuZJ5jpag534Un6UpF4K7wWrdJ92IX1L7qJugvs4gxNl4CXcCxnjDVHym",
+	"4ssW+AH4k0zYES1/F1uRS1IAcK7OGVEI9H7VhUg5rnD4kvAVxY5qYHtQSHEh1WW85biUmm8OT9ZKa03S",
+	"Yn5Z31gjY+VtNXsKFuwwyKzjnwYTV1R6bbAewGVBsYodQaB17nHm4ZfdPvLXJocfzw5OPu6/T2KFODkO",
+	"a7pS4vMYy6WJ1NVu5buFV5vdcaHpB38HkuXpF/sfa/qFlH9r0co79B20yy5zPeB5ky7KPqLP6qBcbxGi",
+	"jdZ5QF20pu630zmDyRzzcvgo0G1oMTzp0EQUggjBsg0g86MArylbXhNqaq3zlpMTrcGH+WLnOUt8b0sI",
+	"r1yj/QfPz/kUeVXcmQFWCzeojhWhTT5J6srt9tmYGzPRRbZdTseOYI5CKLwAOiNkFONUnDOyZkjyJ/pf",
+	"ErHKPgiJ86BJDrACFyHgfDfHNBzpe7u66x5YeCWbk3o/JJHrHbtxVa6okIC59UpMsRqlCKncG9oJyp8M",
+	"z0WfJarK8wS94lghHxRWZVCJlWGy7OP5QPRLVTZpF1mHu/ozJEllSgjgDmQDKA0sY4X8jVAlkzke+JmT",
+	"SHQOM+fZTqaGV248pherfaI9JIvE21tooTcpGlsIHC+l1d4vdndnyA5jRZWHPXbcKl7s/IVKiynSyJfA",
+	"ndsmM46r+5AZd596nxnnQ+Xf70RoBZEHqAD9EdPzm2z73ZtFv9nNsrZ4bvEnKiOK7ZWcioV8SKFfEYov",
+	"YqqG4CRs9lWdi09GFD+Ug+GRrDcuxuN2MeZf1G2cjNaTEjnOmbljQW7IEschVut5DuyrHYfv5wiurYfn",
+	"3/FduA8/iTOw7gFpdwfWPCA9dspHghVVjj03ybhpASZ7UFANDPEt3gQclqjhPLAFvkM07zvEyjsPUasr",
+	"gBb/jFsRQUYSDPuMiO6LwJw3YM7H6sXu7hJL/B4O4cYaXy4FNvb4xh7/Ont8PQlpLfIKEzlrkJSfViNT",
+	"Q7ZsQ+FFLrJLUbAO8NtB8eiVVFlEYPos1aZkUrGRTAu9XQEIDkUZkKEoFU8MS9KqKIRKgTDUoeGkPBcq",
+	"4wXL+NSw5KLQo6TXS0qdsA5wahl5LSL8lhB/wluWciTO/60VtIUSwt3zV6/g+m6E3OaeioUl8DegB4HY",
+	"7CitxB7CPAPLVqEn3R7bX8T1YqfbZxxv66pXMCUK/DDGU88gpgmtgbscyk5MH2+GTXDCzF1OGgppgdiv",
+	"Mi8Bp6lmYomY5yWL3JTw31diSv+yv7b/7BIDKuRiif+rxxLsA/traq6TRsEKFB5DfbC19cTn8mlqrlmH",
+	"u87XXCpBdS6+73YsClq336CXEF4VL7CH0NHCZ1zmU1boPK/G7EqMS/cyaWeBPHxisHqRExYgtCNOBS/8",
+	"GC+4Kfv17OARZKm6XlO8H8yh43tz7AZdBOb+CU7IDWRgv0LncManrPPPf/7zn9sfPmy/fdtt2ZF2Q7J/",
+	"A5NBe3eeXZCtWe21kJdrFUqu93x+aBHzh6fbpwgkssLCCZs/LDV899YiCtW7HfXf7QEESlhdjdlgGjEj",
+	"7Cso8bimejTidtu7I/tX2P9RxqcJgpr79wWdr90GEyzQaLfPw92vnQ12mRkAG+Wd/fkv0yYf7Kub+GAX",
+	"0Kh59rQnhtqevopF7eYGTnhsLWyI9VAatIf1RC0cAUmcOx7AELphQ+m46PlOzN3tANIhL4HWD6DKCBEN",
+	"SoILgr+1Vj8yiFWDXKZMZgsp9lD6NgY44p/fC3VZDrf2Xr2Ablv357OVufbseJwYg3HDcFCiLTqrKB+/",
+	"dq2slcw66M5DuWBqrheKNbx9o01XVSNrjoCxHW2l5nrrX7fpyb294Q4nNjDWoy2n05r3WKkHFywpUCwb",
+	"b36JN/8BamlxsQA2GkCHrwnyspA6hI5G3essVVC9X1ZOrvfYka9cYzLrtVaDfYK7ruvfPipCSTuFm6rM",
+	"9j2dJCzjt476focElBVtjHor2r+XcE62bcAXO6/rem2eZYUwBkq2+RXiM7RxGdonbd0nFaF9wANREf4/",
+	"7F1fc9y4kf8qKL3sTIrSKNrNVU56UmzHqytJVkl29q6KqQFEYmYQcQAuQErWufzdr/oPQHKG0s5mnVr7",
+	"oidbHBIEyUb3rxvdv6Zb/3IrQnQ1X3oPvoQ/dilsQaFmFsGRFZuMx+yTeb6d4Ogaxh2amIqBjCaDXq+9",
+	"Ipb/fGpfkVf0r7MxcNFX0IGPT3kpS/hWG+89sSp2T1I8GI+KfKUivYuF6VmXl43vL9gP7xlhq5G8fkfY",
+	"vjYNZr8bjQRi/Rw6zvmI+nioiheVWg64p36Fpv6AbfR/u1h/edDWzex32t/aaUnhJMtvBri90Lx8gzaN",
+	"VsKzamb3DGDcsUEVI/THQteNkDHRRVJbCVpfQ42T239a5YwyoGCqwNeodXpTe1E7L2rn35tdCpfCrh7m",
+	"rDZF03r9LPEynyPMmuNyivOQiAQQO2JWxuoTJEdIMSTiVVVBWCRZ2t6fF2v1SDurpnkSuF/xBP91+B0f",
+	"a/aH4WJPWwy3xiqim9glsI5jvcTUnwHfxLf7XYhS9csi6l2lf10w/cno+TUO9TW6gjCzncqv4Qle/MEv",
+	"H0NXUS49y8hvCqafdfn7In42IRFvSbFWd5wrg1pQ2SEQG1GFXtkkv18b+MLJwcR+J+i168rpf95e9iK2",
+	"aHnJXnxBV7ugK5R1oVCIdjRcs0/wz68P5W9DqVQIuXIVJZnDyCfC63t3By5f1C+Yp/bPxJWuYST9mxXN",
+	"NpU8aD+r1l0iWa2aVZdwwa/z6YysXu7J90e/lHvy969X2cCnovu+7FF8c44VrI3n1z4RIM1Wrg36Tusa",
+	"5PELsM8l3qVS6bWzpAiYlI4UgbZl7QzWZI/T1I1XkpyI2+c46f7EPGjhILfXWtVBOF+vlA1icv3h8vLs",
+	"8i2n3VFjCGSFQrK1TIyTyumPNaxvIr7kW+e29CZGrNbiAatJHtQjdwUhZsx+fxWipBmh66Qk20gTSL1K",
+	"HtHHhPX+SESapQk1d0+mhyxbjQ0HyrbSJfV1waYD8D8kHlZmjeXgbm3gJT3ibZoHh43ZKA284Ww2aowa",
+	"b4FpxTAMdjSdbjDQiQ0CuiMaI7dfnn/uurXEwfVjXzD/hVpy+27P6cufMOUZUxVVCKI030Ch5/9zujet",
+	"al7rTDAcBotne9GE3UngNqc2PhdUgGPZ68gpTk+ciTU32yJWS8olTc0Sa68X5iNAjtZXe8d7n5w3S2M/",
+	"f1J1PacfP89UbWb3f9zL9u6VN/DuAos+n0F6G5fo3vHeLNwXe6NVUt1tZXexFJNB/RziuThnRVWsKxca",
+	"4Z1rqLMJzXF411XT1MezWeUKVcHpx38+/PPh1jRuYPHpjAZEUjznm0FKP+0UKPhucHfMvcXZtr6SqXcV",
+	"NcCE6cOMEE7xR9z8FL30SKqbISm5bculpuxnxneUGjnWYmhJwBRLJCq3NDYTLA8hE69urv8qsEwnSwwi",
+	"eAe9VqYSiwrzV9NdTttmNXKTD+hjdyDYYCLwNuTO4tYKB6bCdPAEII3jXYSGQc3vgqi9W5hKwxMVPaZB",
+	"Hrc36iu2Hhiq3R78itK0fWuxEmOhFYZhF5Va9p/7FcreyPWnmIV+LApMOsow1JrxNkTGxZyZWKh7h0VZ",
+	"MG4WZ4nGGgRIBQxQYAJ5o9c1ttTCrnVUMbQyNVW6LLSn/txLbl8Gv2M+qxK1N7YwtarEJMVZau2Ds6rq",
+	"/YjELpgdP0UeGKZyTaVFlFYv3CI22U5XGroj9lhXYq3Xt0Q9NTH23gRzW6WLCSDl9ofDH6YnXKdqKRu6",
+	"0kSNF8sYesOHYcmae7BZb7awsH2/qg1brzFxOgtf6nPOD2XCVuBn2t/Ko/ZHVKqF6QTIv5XbxL/Vp99C",
+	"ox+XAT7nmDilQgAiBGaVhRJ6LLQF7bfWton82RmWDiQogYnPnggE6eQyy8H8un1u1zNNeBRvs1/pe90n",
+	"3ODr8fsBxIJpHAis8KNie0o6TTVuxueWploBMJjIvD08/L4gOkP8vz6gQ+8fa32p1nxQUoU000YKWTiv",
+	"D661Kj9cn8Pd5MgLY2rBER0Fxs0tukUQKyxQsKMRFJM/7dP+bOGdhbXjSY3hZ3dW74eVa0DrSt/auWrk",
+	"FJv/rZVtAVSKZuVdu1wJ2XizXCKye91qMq3wbp7GoewcjKHP3Cb4OXjim4HpHlXMbYAvzG09hy+AUOin",
+	"T9Fifv4sBW46rVxVYhunlr/hBkQA6QATmFt8h4j5sTKwP7cr6r0cVc3Y7LDcivexu+qW06szMZHh/m5O",
+	"MmFKkgb+k8rNWUCmB+ICVn1yO6zWZdjSBs72ehdgIDd0vhbW2jwmc/6wUo2OlaCRVFbe/O0VcVTPT6/O",
+	"ZFofPZCU5RbcFnA2QsvcWAW86+pBPQZxS0GDu9h8Ocrs1RmWfY68HazqIqFJCoz5a0kvBjGhuIREDSWz",
+	"GDjKhKQzJPaDJtXmHmysZ8pyi42w8TGIZ3ygRELGNf4Lr/X+wvk1AgnttS00l5Z29gULKpTHRhEqt3S3",
+	"jjMQ1n1HFkhMYOwq0QeNhD78FzpW8Rcci/8g6YjKhwwLnpzMypLeGPubFXIPuBOhniqdxfMPxFkyLTRA",
+	"dL7B9z4Rw9/6mh88UuuaqNbTRd8PvjB9xr2xEkm7bNVS7499gb7R5Wm+9tio81hIV2urDDVVE+9qbU/P",
+	"9sGjUA3MNLdyVqxUg05GpXE4maT9mC/IxLuqUmuVifvz84tMnF+Im6YtjcvwhGvXNtpn4q13P2fi9H9b",
+	"r6dZbqWyoOBqU0gxuSDm2QArlrtb0PPpUopJoSw8gdd1hS1EqOb2v27eXc7+5/TiXNCpzIEBjhW1XC/1",
+	"2gVuOSRvVdAEanGzmsRh8KIYB6dSuGh6IhSsq5apJVeIa1nbpHVdVeu5ovZIczxDigku9vPzi/np+fm7",
+	"n968nv/47ub9jTwmRI48u5k4u+ruRTN/dfb6WljdgE4Io4WjzotQq0KHrkG8dVZPM1GsdHEX2+czvZ2Y",
+	"/HB0NKWxmTKYJUVVKC5WF004QVSGhMAAaKi/SqM/NunNMLk3/YKd78PK+Sa3AJN93YjJ0eEhCLFXRYNq",
+	"v3C28WCu07HI3IT6BIdrAy8692DhTcaKyfhgg6/E5dk99i4+LaPH67pPLTqSbnn5Dr/Cq3eXfz17++H6",
+	"9P3Zu0vuncxqE3AWVmnvw9c+FsmXhkd8AHGtzfxOP86Dbkhp26Ta7/TjYJ1ejKzC5ywqqaNSL4w1tGQn",
+	"lGsgjBWlK1psZ3yUociLG2qFWXq1aMTR4dHh/h+PKDoIUCC3cuDMxvgLwa9oQg/o8ME/grNyysG31lQN",
+	"uCwde/o+fj5z2za6zG2hGlW5ZSbuU8iWFlNNW0bUXGKNLgKBAwKKzu+Htoa1W/bcBZAeqx/o4cfA1zPW",
+	"viMd94/RMoQt7vf+7Kex+hX5B0bp3nPb53vP+iI22cDkm7wnttzyBfoUPLndYJeMOuM5lsmejHkk0t0w",
+	"9++fAKfYIEJMCmzdvAFUYea4eAhYkvpCTArLoPMKKxOa6BuWnIgP7h1Rc+LnK1hQ1a3zTRYbdsJF/9AF",
+	"HEATRgrA2BZ/afwj/0PdpgQ1Qtp27BAWFA12U0ayjUgYweHwjmycOlCMBrgHLwv7wWy/rDcJuCHJQqUb",
+	"Ubnlklz3FAjH1iubnVVg+lvhrdxOJP05Zxd9DoeP+VRYasjGMWiWQLinv0MgJhRpg08AfwMgjLh5H/B7",
+	"RPRTgBw7bw3A8SisQee2g60dSnniBXKsbkyJqWofYxGkyzGSEMCFq01Boo10HrNPLW4FfqZ+PFJMqJdw",
+	"6gTjNXPS49YYth72j/imGBAMR7GuMQsORQd5IH7iUJVca1+0nm19s0qtuAHFlgHECcMUYtXeilBrdRdz",
+	"8S/oQhHaW3jAW/R0Gle46iR2isj6AyJMCGAWG8f0+nGIVXubuogDtOuGxFMTBwq9I9rcjQ9Qt2GVpY7S",
+	"tauq3Mq3b96LjUZGcmNfJnaxHzhObVg9oT6HThIgJzojqkSMpoZsY4cIQeStVl57sHq53dG54k7yDCOQ",
+	"sy+u60QQsVINaV3DXd5680Ef4yC3F+xZ4QjUg3LTn8IGjpteVYyX4RIxQUj6hvKkwwtR4iSbSlWb2R+k",
+	"qFWzGiiYbr9JprvOX5/dnP7l/M1r+UQjhURyDgJAIH+aRc4SNdyIM84eiOu0HaRLpKBBooaIiP7jMG7w",
+	"YMwst7Q5lG28jHnXFW9+cfrfcpfNo21DfHp1NhZCrcHkazL6tXdlW2DJCziRE3YJQ9BNmB4L5YsVaFAw",
+	"K6DNRIsXg23x5l415l6zvQX9l1uKOqqi0GgQifSNwsgVKYqqpddEWfB4o6fCi4Bqe7aFjBhNLQUMOp8Y",
+	"HT5QWgBw4dt0gcO+d8fXd2pziP/g8ceibQhLhLH32jYOjCGG4auqi8C2lg+xL4yIiy3RFnMTKo7cng0H",
+	"wSt743gtlnHxYsIBr4XkuBBamvMFcw7kydwmeUO+GQ6Npjk9piv5ULqyE9TGt+heg4Gv+ekB+C0wLISe",
+	"9UMcJsxL46WYDAIlV+cf3p5d3sxfn13LLHkEMjTOq6We8ZVyCk5ZVfYeh6BtJkrjNTVJi7dT4l7b0vk4",
+	"iRhDpKOksGZ0yKb44UxOD8RfdMBYZ4TkuT36LsQyLw4UmQVgN6YvDHH/iWAomKpjIROylWJCCyZNJpwI",
+	"U4bcxrBm1S6fmJCcZkJiRxYchq4GgaZFe4O/wDnror6hnTN4t01pnJDoRNpSYryRMrbREfnx/fsrIcFy",
+	"cnMkSVo8YDfzDR7VQTgGZ6NhoV+xBxkkOPlrs2RALeOI6Hn8TXuAnekNbD3w/PLy8nKOCULh50pSCzyj",
+	"Kl00U2z5iyFxugmgoUo9Xqq15rah9zw8unjGDxwnEzpvSYw7SyxCfSfpJLetvUPkkJhgPbW6A1Nfe43+",
+	"k1h43C0HXWXLSouJjEfe2MY/ymnv/gCw0d0c8dtYsmdbgiAzEZQtb91HXYrJq5srIflvgdGHfbab8jiZ",
+	"2GhJfWtzi18BfTP1cwt6zuAWW3+rj32CKQFT8H9tVB6Fs8GBAtx8daqutycL5oRE7uLVFeMmnEbk2mWc",
+	"8R0zNNHcBCi5taqEtvfGO4veL0cK0V5oXi0nqMxJX1vXEPFaynTrxkYR49bTUbngtnnQfk7J/IgbksVB",
+	"PI5VCmKtlUXncKW9Pha1Ku4wUIXGgexa6O6ZXOTWwpmd0uXJwCfR1WII0uhLj7Fotc3SwWxxb3MYrKL3",
+	"0YCyYbQxbh56VkmZ6gkwmBxXY/dVXYsBuBaTzh0Ua4UbC+wWgpB07aEI5NZ0EQFih0x4BHrXB+JSP2yM",
+	"ja+xCg5hLwI77vJQm+IXIH//HV72fxqzvKrSTQOfAb6ZWNCH4TBBCk7wrzEG1t9QvcGf9j7//fP/BQAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -57,9 +57,10 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	// listing, editing and deleting an agent's memories (issue 25), the agent as an MCP server,
 	// its A2A agent card and A2A endpoint (issue 29), and the approvals inbox and its batch
 	// decisions (issue 26), usage and budgets (GET /usage, budgets' list, create, update and
-	// delete: issue 27).
-	if len(ops) != 174 {
-		t.Errorf("contract has %d operations, want the specification's 152 plus 22", len(ops))
+	// delete: issue 27), single sign-on (providers' list, create, update, delete; the public
+	// providers, start, callback and link: issue 30).
+	if len(ops) != 182 {
+		t.Errorf("contract has %d operations, want the specification's 152 plus 30", len(ops))
 	}
 	param := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, op := range ops {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/picture"
 	"github.com/agentsvc/svc/internal/domain/runtimesettings"
 	"github.com/agentsvc/svc/internal/domain/schedule"
+	"github.com/agentsvc/svc/internal/domain/sso"
 	"github.com/agentsvc/svc/internal/domain/task"
 	"github.com/agentsvc/svc/internal/domain/user"
 	"github.com/agentsvc/svc/internal/jobs/mailqueue"
@@ -95,6 +96,8 @@ func (a *App) buildServices() {
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
 	s.MailConfig.Net = a.Net
 	s.Settings = runtimesettings.New(s.Store, s.Config, s.Secrets)
+	s.SSO = sso.New(sso.Options{Store: &s.Store.Principals, Accounts: s.Accounts, Box: s.Secrets,
+		Config: s.Config.Current, Net: a.Net, Logger: a.Logger, Clock: a.clock})
 	s.Webhooks = a.newWebhooks()
 	s.Webhooks.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("webhook", ok) }
 	s.Mails.Attempted = func(ok bool) { s.Metrics.OutboxAttempt("mail", ok) }

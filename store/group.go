@@ -45,8 +45,13 @@ type GroupMember struct {
 	Email       string
 	DisplayName string
 	Role        string // GroupRoleOwner, GroupRoleAdmin or GroupRoleMember
+	Source      string // MemberSourceManual, or "oidc:<slug>" for a provider's group mapping
 	JoinedAt    time.Time
 }
+
+// MemberSourceManual marks a membership added in the console or the API (not by a provider's
+// group mapping).
+const MemberSourceManual = "manual"
 
 // RoleCheck decides inside a membership write whether the change may proceed. roles maps every
 // member's user id to their role, read under the group's write lock, so the decision and the
@@ -76,6 +81,7 @@ type groupMemberRow struct {
 	GroupID   int64 `gorm:"primaryKey;autoIncrement:false"`
 	UserID    int64 `gorm:"primaryKey;autoIncrement:false"`
 	Role      string
+	Source    string // MemberSourceManual or "oidc:<slug>"
 	CreatedAt time.Time
 }
 
@@ -114,7 +120,7 @@ func (s *Principals) CreateGroup(ctx context.Context, ownerUserID int64, name, d
 		if err := tx.Create(&g).Error; err != nil {
 			return nil, fmt.Errorf("create group: %w", err)
 		}
-		m := groupMemberRow{GroupID: g.ID, UserID: ownerUserID, Role: GroupRoleOwner, CreatedAt: now}
+		m := groupMemberRow{GroupID: g.ID, UserID: ownerUserID, Role: GroupRoleOwner, Source: MemberSourceManual, CreatedAt: now}
 		if err := tx.Create(&m).Error; err != nil {
 			return nil, fmt.Errorf("add owner %d to group %d: %w", ownerUserID, g.ID, err)
 		}
@@ -308,6 +314,7 @@ type memberJoin struct {
 	GroupID     int64
 	UserID      int64
 	Role        string
+	Source      string
 	CreatedAt   time.Time
 	Email       string
 	DisplayName string
@@ -315,12 +322,12 @@ type memberJoin struct {
 
 func (m *memberJoin) toMember() *GroupMember {
 	return &GroupMember{GroupID: m.GroupID, UserID: m.UserID, Email: m.Email, DisplayName: m.DisplayName,
-		Role: m.Role, JoinedAt: m.CreatedAt.UTC()}
+		Role: m.Role, Source: m.Source, JoinedAt: m.CreatedAt.UTC()}
 }
 
 func membersQuery(db *gorm.DB, groupID int64) *gorm.DB {
 	return db.Table("group_members").
-		Select("group_members.group_id, group_members.user_id, group_members.role, group_members.created_at, users.email, users.display_name").
+		Select("group_members.group_id, group_members.user_id, group_members.role, group_members.source, group_members.created_at, users.email, users.display_name").
 		Joins("JOIN users ON users.id = group_members.user_id").
 		Where("group_members.group_id = ?", groupID)
 }
@@ -388,7 +395,7 @@ func (s *Principals) AddGroupMember(ctx context.Context, groupID, userID int64, 
 		if err := userExists(tx, userID); err != nil {
 			return nil, invalidf("no such user") // read in the writing transaction
 		}
-		row := groupMemberRow{GroupID: groupID, UserID: userID, Role: role, CreatedAt: s.now()}
+		row := groupMemberRow{GroupID: groupID, UserID: userID, Role: role, Source: MemberSourceManual, CreatedAt: s.now()}
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
 				return nil, svcerr.New(svcerr.ErrConflict, "the user is already a member of this group")

@@ -7,7 +7,7 @@ import { basename } from "node:path";
 
 if (process.argv.includes("--e2e")) {
   rmSync("e2e-dist", { recursive: true, force: true });
-  await build({ entryPoints: ["e2e/run.ts", "e2e/pluginpage.ts", "e2e/usage.ts"], bundle: true, platform: "node", format: "esm", target: "node20", outdir: "e2e-dist", packages: "external", logLevel: "warning" });
+  await build({ entryPoints: ["e2e/run.ts", "e2e/pluginpage.ts", "e2e/usage.ts", "e2e/oidc.ts"], bundle: true, platform: "node", format: "esm", target: "node20", outdir: "e2e-dist", packages: "external", logLevel: "warning" });
   process.exit(0);
 }
 

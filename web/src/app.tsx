@@ -102,7 +102,7 @@ function Shell(props: { children: preact.ComponentChildren }) {
                 await unwrap(api.POST("/auth/logout"));
                 forgetPush();
                 signedOut();
-                navigate("/login", true);
+                navigate("/login?signed_out=1", true);
               })
             }
           >

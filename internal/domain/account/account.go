@@ -60,6 +60,38 @@ type Service struct {
 	log    *slog.Logger
 	hash   HashParams
 	dummy  string // hash compared against when an address is unknown, so timing does not tell
+
+	passwordGate func(ctx context.Context, u *store.User) error // see SetPasswordGate
+}
+
+// CheckPassword reports whether password is the password of user userID (a link of a single
+// sign-on identity asks for it once). Errors: ErrUnauthenticated (wrong password, unknown
+// user); hashing failures.
+func (s *Service) CheckPassword(ctx context.Context, userID int64, password string) (*store.User, error) {
+	bad := svcerr.New(svcerr.ErrUnauthenticated, "wrong password")
+	u, err := s.store.UserByID(ctx, userID)
+	if errors.Is(err, svcerr.ErrNotFound) {
+		_, _ = checkPassword(s.dummy, password)
+		return nil, bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok, err := checkPassword(u.PasswordHash, password)
+	if err != nil {
+		return nil, fmt.Errorf("user %d: %w", u.ID, err)
+	}
+	if !ok {
+		return nil, bad
+	}
+	return u, nil
+}
+
+// CreateExternalUser opens an account for an identity a single sign-on provider verified: the
+// email counts as verified and the password is a random one nobody knows (a reset link sets
+// one). Errors: ErrInvalid (email, display name), ErrConflict (the email is taken).
+func (s *Service) CreateExternalUser(ctx context.Context, email, displayName string) (*store.User, error) {
+	return s.createUser(ctx, store.NewUser{Email: email, DisplayName: displayName, Verified: true}, randomToken(32)+"aA1!")
 }
 
 // New returns a Service.
@@ -178,6 +210,24 @@ func (s *Service) Login(ctx context.Context, email, password, ip, userAgent stri
 	if !ok {
 		return nil, bad
 	}
+	if s.passwordGate != nil {
+		if err := s.passwordGate(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	return s.OpenSession(ctx, u, ip, userAgent)
+}
+
+// SetPasswordGate installs the check a correct password sign-in must pass before its session
+// opens (package sso: password_login_enabled and the administrators' break-glass path). It is
+// set once while the services are wired, before any request.
+func (s *Service) SetPasswordGate(gate func(ctx context.Context, u *store.User) error) {
+	s.passwordGate = gate
+}
+
+// OpenSession opens a session for u, whose identity the caller established (a password, or a
+// verified ID token of a single sign-on provider). Errors: the store's.
+func (s *Service) OpenSession(ctx context.Context, u *store.User, ip, userAgent string) (*LoginResult, error) {
 	token, csrf := randomToken(32), randomToken(24)
 	exp := s.now().UTC().Add(SessionTTL)
 	if _, err := s.store.CreateSession(ctx, store.Session{
@@ -549,4 +599,14 @@ func (s *Service) PutProfile(ctx context.Context, userID int64, p store.Profile)
 		return nil, err
 	}
 	return s.store.PutProfile(ctx, userID, p)
+}
+
+// UserByID returns the account with id. Errors: ErrNotFound.
+func (s *Service) UserByID(ctx context.Context, id int64) (*store.User, error) {
+	return s.store.UserByID(ctx, id)
+}
+
+// UserByEmail returns the account with email (compared as stored). Errors: ErrNotFound.
+func (s *Service) UserByEmail(ctx context.Context, email string) (*store.User, error) {
+	return s.store.UserByEmail(ctx, strings.TrimSpace(email))
 }

@@ -40,6 +40,8 @@ var Editable = []struct{ Key, Description string }{
 	{"plugin_install_enabled", "Lets administrators install, update and uninstall plugins from the console."},
 	{"llm_timeout", "Seconds a model call may take."},
 	{"currency", "Currency of model prices and costs (three capital letters, such as USD or EUR)."},
+	{"password_login_enabled", "Offers the password sign-in. Off, only single sign-on providers sign users in (administrators keep the password sign-in as a break-glass path); no effect while no provider is configured."},
+	{"oidc_allowed_hosts", "Host names, IP addresses and networks (comma- or space-separated) that single sign-on issuers may be reached at although private."},
 	{"llm_allowed_hosts", "Host names, IP addresses and networks (comma- or space-separated) that group model configurations may reach although private (a local Ollama)."},
 }
 

@@ -245,6 +245,15 @@ type Config struct {
 	// Ollama: "localhost" or "10.0.0.0/8"); global configurations are not screened.
 	LLMAllowedHosts string `key:"llm_allowed_hosts" env:"LLM_ALLOWED_HOSTS"`
 
+	// PasswordLoginEnabled offers the password sign-in; false switches it off for everyone but
+	// the administrators (their break-glass path) while a single sign-on provider is configured
+	// (with none, it has no effect).
+	PasswordLoginEnabled bool `key:"password_login_enabled" env:"PASSWORD_LOGIN_ENABLED"`
+	// OIDCAllowedHosts lists the host names, IP addresses and CIDR networks (as
+	// llm_allowed_hosts) single sign-on issuers may be reached at besides public addresses (an
+	// identity provider on the internal network).
+	OIDCAllowedHosts string `key:"oidc_allowed_hosts" env:"OIDC_ALLOWED_HOSTS"`
+
 	// MetricsToken turns on GET {app_prefix}/metrics (Prometheus text format) for requests
 	// carrying "Authorization: Bearer <token>"; at least 16 characters. It is a secret: redacted
 	// in every output, and only read from the file or the environment (never stored in the
@@ -286,6 +295,7 @@ func Defaults() *Config {
 		AppPrefix:                 "/svc",
 		AppEnv:                    "development",
 		AllowRegistration:         true,
+		PasswordLoginEnabled:      true,
 		HTTPReadTimeout:           60,
 		HTTPWriteTimeout:          60,
 		HTTPIdleTimeout:           120,

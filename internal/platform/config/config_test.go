@@ -62,6 +62,7 @@ func TestDefaults(t *testing.T) {
 		AppPrefix:                 "/svc",
 		AppEnv:                    "development",
 		AllowRegistration:         true,
+		PasswordLoginEnabled:      true,
 		HTTPReadTimeout:           60,
 		HTTPWriteTimeout:          60,
 		HTTPIdleTimeout:           120,
@@ -133,8 +134,8 @@ func TestEveryKeyHasFileAndEnvName(t *testing.T) {
 			t.Errorf("key %s: env %s, want %s", f.key, f.env, want)
 		}
 	}
-	if len(fields) != 72 {
-		t.Errorf("%d keys, want 72", len(fields))
+	if len(fields) != 74 {
+		t.Errorf("%d keys, want 74", len(fields))
 	}
 }
 

@@ -408,6 +408,9 @@ func validateLLMSeed(v *validator, c *Config) {
 	if _, err := netguard.ParseHostList(c.LLMAllowedHosts); err != nil {
 		v.add("llm_allowed_hosts", "llm_allowed_hosts: %v", err)
 	}
+	if _, err := netguard.ParseHostList(c.OIDCAllowedHosts); err != nil {
+		v.add("oidc_allowed_hosts", "oidc_allowed_hosts: %v", err)
+	}
 	if _, err := netguard.ParseHostList(c.MailAllowedHosts); err != nil {
 		v.add("mail_allowed_hosts", "mail_allowed_hosts: %v", err)
 	}

@@ -6,6 +6,7 @@ import { api, prefix, unwrap, type Schemas } from "../api";
 import { FormPanel } from "../crud";
 import { reloadConfig, useSession } from "../session";
 import { SettingsForm } from "../settingsform";
+import { SSOProviders } from "./ssoproviders";
 import { Check, ErrorNote, Field, Link, PageHeader, formatTime, useAction, useLoad } from "../ui";
 
 export function SettingsPage() {
@@ -34,6 +35,7 @@ export function SettingsPage() {
           <GlobalToolSettings />
         </div>
       </div>
+      <SSOProviders />
     </>
   );
 }
@@ -53,6 +55,8 @@ const settingLabel: Record<string, string> = {
   plugin_install_enabled: "Plugin install",
   llm_timeout: "Model call timeout (seconds)",
   llm_allowed_hosts: "Private hosts for model configurations",
+  password_login_enabled: "Password sign-in (administrators always keep it)",
+  oidc_allowed_hosts: "Private hosts for single sign-on issuers",
 };
 
 const sourceText: Record<RuntimeSetting["source"], string> = { default: "default", file: "from the file", environment: "from the environment", stored: "stored here" };

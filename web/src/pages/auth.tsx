@@ -2,7 +2,7 @@
 // (/reset-password), email change confirmation (/confirm-email) and account verification
 // (/verify, the same selector and token as the API's /auth/verify link).
 import { useEffect, useState } from "preact/hooks";
-import { api, unwrap } from "../api";
+import { type Schemas, api, unwrap } from "../api";
 import { navigate, useRoute } from "../router";
 import { signedIn, useSession } from "../session";
 import { ErrorNote, Field, Link, Notice, PASSWORD_RULE, checkPassword, useAction } from "../ui";
@@ -23,35 +23,103 @@ function AuthCard(props: { title: string; children: preact.ComponentChildren }) 
   );
 }
 
+type SSOProvider = { slug: string; display_name: string; start_url: string; logout_url: string };
+
+/** Signs in with a password, or through a single sign-on provider (one button each). With a
+ * link ticket in the address (?oidc_link=…, after a provider sign-in whose email matches an
+ * account), it asks for that account's password once to link the identity. */
 export function Login() {
   const { config } = useSession();
   const { query } = useRoute();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
+  const [providers, setProviders] = useState<SSOProvider[]>([]);
+  const [passwordOffered, setPasswordOffered] = useState(true);
+  const [breakGlass, setBreakGlass] = useState(false);
   const act = useAction();
+  const ticket = query.get("oidc_link");
+  useEffect(() => {
+    void api.GET("/auth/oidc/providers").then((r) => {
+      if (r.data) {
+        setProviders(r.data.data.providers);
+        setPasswordOffered(r.data.data.password_login_enabled);
+      }
+    });
+  }, []);
+  const done = (r: { data: { user: Schemas["User"]; csrf_token: string } }) => {
+    signedIn(r.data.user, r.data.csrf_token);
+    const next = query.get("next");
+    navigate(next && next.startsWith("/") && !next.startsWith("//") ? next : "/agents", true);
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     void act.run(async () => {
-      const r = await unwrap(api.POST("/auth/login", { body: { email, password } }));
-      signedIn(r.data.user, r.data.csrf_token);
-      const next = query.get("next");
-      navigate(next && next.startsWith("/") && !next.startsWith("//") ? next : "/agents", true);
+      if (ticket) {
+        done(await unwrap(api.POST("/auth/oidc/link", { body: { ticket, password } })));
+      } else {
+        done(await unwrap(api.POST("/auth/login", { body: { email, password } })));
+      }
     });
   };
+  if (ticket) {
+    return (
+      <AuthCard title="Link your account">
+        <p class="muted">An account already uses this email address. Enter its password once to link your single sign-on identity to it.</p>
+        <form onSubmit={submit} aria-describedby="login-error">
+          <Field label="Password" type="password" autoComplete="current-password" required value={password} onValue={setPassword} />
+          <ErrorNote error={act.error} id="login-error" />
+          <button class="primary wide" disabled={act.pending}>
+            {act.pending ? "Linking…" : "Link and sign in"}
+          </button>
+        </form>
+      </AuthCard>
+    );
+  }
+  const showForm = passwordOffered || breakGlass;
+  const logouts = query.get("signed_out") ? providers.filter((p) => p.logout_url) : [];
   return (
     <AuthCard title="Sign in">
-      <form onSubmit={submit} aria-describedby="login-error">
-        <Field label="Email" type="email" autoComplete="username" required value={email} onValue={setEmail} />
-        <Field label="Password" type="password" autoComplete="current-password" required value={password} onValue={setPassword} />
-        <ErrorNote error={act.error} id="login-error" />
-        <button class="primary wide" disabled={act.pending}>
-          {act.pending ? "Signing in…" : "Sign in"}
-        </button>
-      </form>
-      <p class="auth-links">
-        <Link to="/forgot-password">Forgot your password?</Link>
-        {config?.allow_registration !== false && <Link to="/register">Create an account</Link>}
-      </p>
+      {logouts.length > 0 && (
+        <Notice>
+          You are signed out here.{" "}
+          {logouts.map((p) => (
+            <a key={p.slug} href={p.logout_url}>
+              Sign out of {p.display_name} too
+            </a>
+          ))}
+        </Notice>
+      )}
+      {providers.length > 0 && (
+        <div class="sso-buttons">
+          {providers.map((p) => (
+            <a key={p.slug} class="button wide" href={p.start_url}>
+              Sign in with {p.display_name}
+            </a>
+          ))}
+        </div>
+      )}
+      {showForm ? (
+        <form onSubmit={submit} aria-describedby="login-error">
+          <Field label="Email" type="email" autoComplete="username" required value={email} onValue={setEmail} />
+          <Field label="Password" type="password" autoComplete="current-password" required value={password} onValue={setPassword} />
+          <ErrorNote error={act.error} id="login-error" />
+          <button class="primary wide" disabled={act.pending}>
+            {act.pending ? "Signing in…" : "Sign in"}
+          </button>
+        </form>
+      ) : (
+        <p class="auth-links">
+          <button class="link" type="button" onClick={() => setBreakGlass(true)}>
+            Administrator sign-in with a password
+          </button>
+        </p>
+      )}
+      {showForm && (
+        <p class="auth-links">
+          <Link to="/forgot-password">Forgot your password?</Link>
+          {config?.allow_registration !== false && <Link to="/register">Create an account</Link>}
+        </p>
+      )}
     </AuthCard>
   );
 }

@@ -124,6 +124,7 @@ function Members(props: { group: Group }) {
             <tr>
               <th scope="col">Member</th>
               <th scope="col">Role</th>
+              <th scope="col">Source</th>
               <th scope="col" class="hide-narrow">
                 Joined
               </th>
@@ -159,6 +160,11 @@ function Members(props: { group: Group }) {
                       <option key={r}>{r}</option>
                     ))}
                   </select>
+                </td>
+                <td>
+                  <span class="chip nowrap" title={m.source === "manual" ? "Added in the console or the API" : "Granted by a single sign-on provider's group mapping at each sign-in"}>
+                    {m.source === "manual" ? "manual" : `provider ${m.source.replace(/^oidc:/, "")}`}
+                  </span>
                 </td>
                 <td class="hide-narrow">{formatTime(m.joined_at)}</td>
                 <td class="right">
