@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page, type Request, type Route } from "playwright-core";
-import { axeCheck, bin, freePort, safeRead, signIn, startServer } from "./serve";
+import { apiSession, axeCheck, bin, freePort, safeRead, signIn, startServer } from "./serve";
 
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -851,28 +851,6 @@ async function adminPages(page: Page, base: string, catalogURL: string, logPath:
   void base;
 }
 
-/** apiSession signs up and in through the API of a scenario's own server (the set-up the browser
- * part does not need to see) and returns a caller for that API. */
-async function apiSession(base: string, email: string, password: string): Promise<(method: string, path: string, body?: unknown) => Promise<Record<string, unknown>>> {
-  const api = `${base}/api/v1`;
-  let cookie = "";
-  let csrf = "";
-  const call = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(api + path, {
-      method,
-      headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const set = r.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0];
-    const j = (await r.json()) as { data: Record<string, unknown> };
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
-    return j.data;
-  };
-  await call("POST", "/auth/register", { email, password });
-  csrf = (await call("POST", "/auth/login", { email, password })).csrf_token as string;
-  return call;
-}
 
 // clientMode: a second server in client-worker mode, where no daemon runs tasks: the open
 // console discovers and ticks them (and calls housekeeping).

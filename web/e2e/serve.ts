@@ -87,3 +87,26 @@ export async function axeCheck(page: Page, name: string): Promise<string[]> {
   await page.emulateMedia({ colorScheme: "light" });
   return found;
 }
+
+/** apiSession signs up and in through the API of a scenario's own server (the set-up the browser
+ * part does not need to see) and returns a caller for that API. */
+export async function apiSession(base: string, email: string, password: string): Promise<(method: string, path: string, body?: unknown) => Promise<Record<string, unknown>>> {
+  const api = `${base}/api/v1`;
+  let cookie = "";
+  let csrf = "";
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(api + path, {
+      method,
+      headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const set = r.headers.get("set-cookie");
+    if (set) cookie = set.split(";")[0];
+    const j = (await r.json()) as { data: Record<string, unknown> };
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+    return j.data;
+  };
+  await call("POST", "/auth/register", { email, password });
+  csrf = (await call("POST", "/auth/login", { email, password })).csrf_token as string;
+  return call;
+}

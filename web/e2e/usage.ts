@@ -6,34 +6,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { axeCheck, bin, safeRead, signIn, startServer } from "./serve";
+import { apiSession, axeCheck, bin, safeRead, signIn, startServer } from "./serve";
 
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const shots = resolve(process.env.SVC_E2E_SHOTS ?? "test-results/screenshots");
 
 function expect(ok: boolean, what: string): void {
   if (!ok) throw new Error(`expectation failed: ${what}`);
-}
-
-async function apiSession(base: string, email: string, password: string): Promise<(method: string, path: string, body?: unknown) => Promise<Record<string, unknown>>> {
-  const api = `${base}/api/v1`;
-  let cookie = "";
-  let csrf = "";
-  const call = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(api + path, {
-      method,
-      headers: { "Content-Type": "application/json", Cookie: cookie, "X-CSRF-Token": csrf },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const set = r.headers.get("set-cookie");
-    if (set) cookie = set.split(";")[0];
-    const j = (await r.json()) as { data: Record<string, unknown> };
-    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
-    return j.data;
-  };
-  await call("POST", "/auth/register", { email, password });
-  csrf = (await call("POST", "/auth/login", { email, password })).csrf_token as string;
-  return call;
 }
 
 async function shot(page: Page, name: string): Promise<void> {

@@ -70,6 +70,13 @@ type Service struct {
 func (s *Service) CheckPassword(ctx context.Context, userID int64, password string) (*store.User, error) {
 	bad := svcerr.New(svcerr.ErrUnauthenticated, "wrong password")
 	u, err := s.store.UserByID(ctx, userID)
+	return s.verified(u, err, password, bad)
+}
+
+// verified checks a password against the user a lookup found: an unknown user still costs a
+// hash (of the dummy), so the answer's timing does not tell whether the account exists; a
+// wrong password answers bad. Errors: bad, the lookup's, hashing failures.
+func (s *Service) verified(u *store.User, err error, password string, bad error) (*store.User, error) {
 	if errors.Is(err, svcerr.ErrNotFound) {
 		_, _ = checkPassword(s.dummy, password)
 		return nil, bad
@@ -196,19 +203,8 @@ type LoginResult struct {
 func (s *Service) Login(ctx context.Context, email, password, ip, userAgent string) (*LoginResult, error) {
 	bad := svcerr.New(svcerr.ErrUnauthenticated, "invalid email or password")
 	u, err := s.store.UserByEmail(ctx, strings.TrimSpace(email))
-	if errors.Is(err, svcerr.ErrNotFound) {
-		_, _ = checkPassword(s.dummy, password)
-		return nil, bad
-	}
-	if err != nil {
+	if u, err = s.verified(u, err, password, bad); err != nil {
 		return nil, err
-	}
-	ok, err := checkPassword(u.PasswordHash, password)
-	if err != nil {
-		return nil, fmt.Errorf("user %d: %w", u.ID, err)
-	}
-	if !ok {
-		return nil, bad
 	}
 	if s.passwordGate != nil {
 		if err := s.passwordGate(ctx, u); err != nil {
