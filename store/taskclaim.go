@@ -85,7 +85,7 @@ const queuedFairSQLite = "WITH RECURSIVE claim_users (uid) AS (" +
 // fetched by primary key only: the array is materialised once, and the kind's condition is
 // wrapped in IS TRUE, which no index answers, so it is checked on the fetched rows.
 func pgLockedFair(ranked, where string) string {
-	return "WITH c AS MATERIALIZED (SELECT ARRAY(" + ranked + ") AS ids) SELECT t.id FROM c, tasks t WHERE t.id = ANY(c.ids) AND (" +
+	return "WITH claim_ids AS MATERIALIZED (SELECT ARRAY(" + ranked + ") AS ids) SELECT t.id FROM claim_ids c, tasks t WHERE t.id = ANY(c.ids) AND (" +
 		where + ") IS TRUE ORDER BY array_position(c.ids, t.id) LIMIT ? FOR UPDATE OF t SKIP LOCKED"
 }
 
