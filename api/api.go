@@ -73,6 +73,7 @@ type Deps struct {
 	Events        *taskstream.Broker             // task event streams
 	Approvals     *inbox.Service                 // the approvals inbox and batch decisions
 	SSO           *sso.Service                   // single sign-on providers and the OpenID Connect flow
+	Usage         *usage.Service                 // usage sums and budgets
 	// LLMDriver is the model driver a task's step uses for a configuration (its HTTP client and
 	// outbound screen included): a configuration's Test connection calls through it.
 	LLMDriver func(*store.LLMConfig) (llm.Driver, error)
@@ -121,7 +122,7 @@ func New(d Deps) *API {
 	a := &API{cfg: d.Config, store: d.Store, accounts: d.Accounts, users: d.Users, groups: d.Groups, agents: d.Agents, tcfg: d.ToolConfig,
 		templates: d.Templates, tasks: d.Tasks, inbox: d.Approvals, push: d.Push, ticks: d.Ticks, schedules: d.Schedules, memories: memory.New(d.Store), chats: d.Chats,
 		media: d.Media, pictures: d.Pictures, apiKeys: d.APIKeys, plugins: d.Plugins, notifications: d.Notifications, pluginAdmin: d.PluginAdmin, search: d.Search, tools: d.Tools, log: d.Logger,
-		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver, usage: usage.New(d.Store), sso: d.SSO}
+		mailConfig: d.MailConfig, settings: d.Settings, events: d.Events, llmDriver: d.LLMDriver, usage: d.Usage, sso: d.SSO}
 	a.mcp = newMCPHandler(a)
 	return a
 }
@@ -166,6 +167,16 @@ func WithRequestInfo(ctx context.Context, ri RequestInfo) context.Context {
 func requestInfo(ctx context.Context) RequestInfo {
 	ri, _ := ctx.Value(requestInfoKey{}).(RequestInfo)
 	return ri
+}
+
+// client is the address and user agent of the request's sender, recorded with the sessions it
+// opens (empty outside a request).
+func client(ctx context.Context) (ip, userAgent string) {
+	ri := requestInfo(ctx)
+	if ri.Request != nil {
+		userAgent = ri.Request.UserAgent()
+	}
+	return ri.ClientIP, userAgent
 }
 
 // request returns the HTTP request the gate recorded, or nil outside a request.

@@ -26,20 +26,22 @@ func (a *API) Register(ctx context.Context, req gen.RegisterRequestObject) (gen.
 
 // Login opens a session and sets its cookie.
 func (a *API) Login(ctx context.Context, req gen.LoginRequestObject) (gen.LoginResponseObject, error) {
-	ri, ua := requestInfo(ctx), ""
-	if ri.Request != nil {
-		ua = ri.Request.UserAgent()
-	}
-	ip := ri.ClientIP
+	ip, ua := client(ctx)
 	res, err := a.accounts.Login(ctx, req.Body.Email, req.Body.Password, ip, ua)
 	if err != nil {
 		return nil, err
 	}
-	cookie := a.cookie(res.Token, int(account.SessionTTL.Seconds()))
+	body, cookie := a.opened(ctx, res)
+	return gen.Login200JSONResponse{Body: body, Headers: gen.Login200ResponseHeaders{SetCookie: &cookie}}, nil
+}
+
+// opened is the answer to a sign-in that opened session res: the user with the session's CSRF
+// token, and the session cookie to set.
+func (a *API) opened(ctx context.Context, res *account.LoginResult) (gen.SessionResponse, string) {
 	var body gen.SessionResponse
 	body.Data.User = toUser(a.publicBase(ctx), res.User)
 	body.Data.CsrfToken = res.CSRFToken
-	return gen.Login200JSONResponse{Body: body, Headers: gen.Login200ResponseHeaders{SetCookie: &cookie}}, nil
+	return body, a.cookie(res.Token, int(account.SessionTTL.Seconds()))
 }
 
 // Logout ends the session and expires the cookie.

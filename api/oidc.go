@@ -151,12 +151,9 @@ func (a *API) OidcCallback(ctx context.Context, req gen.OidcCallbackRequestObjec
 		}
 		return *s
 	}
-	ri, ua := requestInfo(ctx), ""
-	if ri.Request != nil {
-		ua = ri.Request.UserAgent()
-	}
+	ip, ua := client(ctx)
 	res, err := a.sso.Callback(ctx, req.Slug, str(p.State), str(p.Code), str(p.Error),
-		sso.RedirectURI(a.publicBase(ctx), req.Slug), ri.ClientIP, ua)
+		sso.RedirectURI(a.publicBase(ctx), req.Slug), ip, ua)
 	if err != nil {
 		return nil, err
 	}
@@ -171,17 +168,11 @@ func (a *API) OidcCallback(ctx context.Context, req gen.OidcCallbackRequestObjec
 
 // LinkOidcIdentity links a provider identity after the account's password is proved.
 func (a *API) LinkOidcIdentity(ctx context.Context, req gen.LinkOidcIdentityRequestObject) (gen.LinkOidcIdentityResponseObject, error) {
-	ri, ua := requestInfo(ctx), ""
-	if ri.Request != nil {
-		ua = ri.Request.UserAgent()
-	}
-	res, err := a.sso.Link(ctx, req.Body.Ticket, req.Body.Password, ri.ClientIP, ua)
+	ip, ua := client(ctx)
+	res, err := a.sso.Link(ctx, req.Body.Ticket, req.Body.Password, ip, ua)
 	if err != nil {
 		return nil, err
 	}
-	cookie := a.cookie(res.Token, int(account.SessionTTL.Seconds()))
-	var body gen.SessionResponse
-	body.Data.User = toUser(a.publicBase(ctx), res.User)
-	body.Data.CsrfToken = res.CSRFToken
+	body, cookie := a.opened(ctx, res)
 	return gen.LinkOidcIdentity200JSONResponse{Body: body, Headers: gen.LinkOidcIdentity200ResponseHeaders{SetCookie: &cookie}}, nil
 }

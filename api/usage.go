@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"strconv"
+	"strings"
 	"time"
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -106,9 +107,10 @@ func usageCSV(groupBy []string, rows []store.UsageRow) []byte {
 	return buf.Bytes()
 }
 
-// csvSafe keeps a spreadsheet from reading a free-text cell (a model name) as a formula.
+// csvSafe keeps a spreadsheet from reading a free-text cell (a model name) as a formula: one
+// that starts with =, +, -, @, a tab or a carriage return is prefixed with a quote.
 func csvSafe(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s

@@ -482,8 +482,15 @@ func TestTracesAndMetricsOfOneTask(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Metrics of the task (scraped before Close).
+	// Metrics of the task (scraped before Close). The step's duration is observed after its
+	// commit (and, on PostgreSQL, its NOTIFY), so the task can read COMPLETED a moment before.
 	fams := scrape(t, env, "Bearer "+metricsToken)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); fams = scrape(t, env, "Bearer "+metricsToken) {
+		if _, ok := sample(fams, "svc_task_step_duration_seconds", map[string]string{"outcome": "COMPLETED"}); ok {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	agentID := fmt.Sprint(agent.Id)
 	for _, m := range []struct {
 		name   string

@@ -24,6 +24,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/schedule"
 	"github.com/agentsvc/svc/internal/domain/sso"
 	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/domain/usage"
 	"github.com/agentsvc/svc/internal/domain/user"
 	"github.com/agentsvc/svc/internal/jobs/mailqueue"
 	"github.com/agentsvc/svc/internal/jobs/worker"
@@ -96,6 +97,7 @@ func (a *App) buildServices() {
 	s.MailConfig = mail.NewConfigService(s.Store, s.Config, s.Secrets)
 	s.MailConfig.Net = a.Net
 	s.Settings = runtimesettings.New(s.Store, s.Config, s.Secrets)
+	s.Usage = usage.New(s.Store)
 	s.SSO = sso.New(sso.Options{Store: &s.Store.Principals, Accounts: s.Accounts, Box: s.Secrets,
 		Config: s.Config.Current, Net: a.Net, Logger: a.Logger, Clock: a.clock})
 	s.Webhooks = a.newWebhooks()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -111,8 +112,18 @@ func pgAdminCleanup(t testing.TB, dsn, stmt string) {
 		return
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-		t.Errorf("storetest: %s: %v", stmt, err)
+	// Two tests dropping their schemas at once can deadlock on the catalog (SQLSTATE 40P01,
+	// seen under load): the victim tries again.
+	for attempt := 1; ; attempt++ {
+		_, err := db.ExecContext(context.Background(), stmt)
+		if err == nil {
+			return
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "40P01") {
+			t.Errorf("storetest: %s: %v", stmt, err)
+			return
+		}
+		time.Sleep(time.Duration(attempt*50) * time.Millisecond)
 	}
 }
 
