@@ -67,6 +67,8 @@ const maxRefusalLen = 1000
 //     an ask rule asks every time, whatever was allowed for the task;
 //  3. an operation an earlier approval allowed for the rest of the task runs (gate "task");
 //  4. the operation's approval flag decides (declared default, agent override).
+//
+// A held call carries its operation's approval timeout override, if any.
 func (e *execution) gate(nc *store.NewToolCall, args map[string]any) {
 	refuse := func(format string, a ...any) {
 		reason := fmt.Sprintf(format, a...)
@@ -99,6 +101,9 @@ func (e *execution) gate(nc *store.NewToolCall, args map[string]any) {
 		return
 	}
 	nc.Operation = op
+	// A call held below waits as long as its operation's override says (the store keeps it only
+	// for a held call); nil leaves the agent's timeout in force.
+	nc.ApprovalTimeoutSeconds = st.Overrides[op].ApprovalTimeoutSeconds
 	enabled, approval := st.Overrides[op].Effective(o)
 	if !enabled {
 		refuse("the operation %s of %s is disabled for this agent", op, nc.Name)

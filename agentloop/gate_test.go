@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsvc/svc/agentloop/llm"
 	"github.com/agentsvc/svc/agentloop/looptest"
@@ -251,3 +252,55 @@ func TestAllowForTask(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestOperationApprovalTimeout is issue 26 item 3 per operation: a call held for approval
+// carries its operation's approval timeout override, which the expiry sweep prefers to the
+// agent's; an override of 0 waits forever whatever the agent says, and an operation without
+// one keeps the agent's.
+func TestOperationApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	agentTimeout := 600
+	f := newFixture(t, []llm.ScriptTurn{
+		{ToolCalls: []llm.ScriptToolCall{
+			calcCall("c1", "1+1"),
+			rawCall("t1", "time", map[string]any{"action": "now"}),
+			rawCall("t2", "time", map[string]any{"action": "format", "timestamp": "0"}),
+		}},
+		{Text: "done"},
+	}, store.AgentFields{ApprovalTimeoutSeconds: &agentTimeout}, true)
+	no := false
+	thirty, never := 30, 0
+	f.States["core.CalculatorTool"] = tools.ToolState{Enabled: true,
+		Overrides: map[string]tools.OperationOverride{"calculate": {AutoApprove: &no, ApprovalTimeoutSeconds: &thirty}}}
+	f.States["core.TimeTool"] = tools.ToolState{Enabled: true, Overrides: map[string]tools.OperationOverride{
+		"now":    {AutoApprove: &no},
+		"format": {AutoApprove: &no, ApprovalTimeoutSeconds: &never},
+	}}
+	tk := f.NewTask("compute", 10)
+	f.Drain()
+	if got := f.Task(tk.ID); got.Status != taskstate.PendingApproval {
+		t.Fatalf("status %s, want PENDING_APPROVAL", got.Status)
+	}
+	held := callsByID(t, f, tk.ID)["c1"].CreatedAt
+	expired := func(after time.Duration) map[string]int {
+		t.Helper()
+		calls, err := f.Store.ExpiredApprovals(context.Background(), held.Add(after), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, c := range calls {
+			out[c.ProviderCallID] = c.TimeoutSeconds
+		}
+		return out
+	}
+	if got := expired(29 * time.Second); len(got) != 0 {
+		t.Fatalf("after 29 s: %v expired, want none", got)
+	}
+	if got := expired(31 * time.Second); len(got) != 1 || got["c1"] != 30 {
+		t.Fatalf("after 31 s: %v expired, want c1 by its operation's 30 s", got)
+	}
+	if got := expired(601 * time.Second); len(got) != 2 || got["c1"] != 30 || got["t1"] != 600 {
+		t.Fatalf("after 601 s: %v expired, want c1 and t1 (the agent's 600 s), never t2", got)
+	}
+}

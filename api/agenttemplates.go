@@ -68,7 +68,8 @@ func toTemplateDocument(t *agenttemplate.Template) gen.AgentTemplateDocument {
 			gt := gen.AgentTemplateDocumentTool{ToolClass: tl.ToolClass, Enabled: tl.Enabled,
 				Operations: make([]gen.AgentTemplateDocumentOperation, 0, len(tl.Operations))}
 			for _, op := range tl.Operations {
-				gt.Operations = append(gt.Operations, gen.AgentTemplateDocumentOperation{Name: op.Name, Enabled: op.Enabled, AutoApprove: op.AutoApprove})
+				gt.Operations = append(gt.Operations, gen.AgentTemplateDocumentOperation{Name: op.Name, Enabled: op.Enabled,
+					AutoApprove: op.AutoApprove, ApprovalTimeoutSeconds: op.ApprovalTimeoutSeconds})
 			}
 			if tl.Settings != nil {
 				settings := map[string]any(tl.Settings)

@@ -32,7 +32,7 @@ func agentToolStatusResponse(s *toolconfig.Status) gen.AgentToolStatusResponse {
 func toAgentToolOperation(o *toolconfig.Operation) gen.AgentToolOperation {
 	return gen.AgentToolOperation{
 		ToolClass: o.ToolClass, Operation: o.Name, Description: o.Description, ToolEnabled: o.ToolEnabled,
-		Enabled: o.Override.Enabled, AutoApprove: o.Override.AutoApprove,
+		Enabled: o.Override.Enabled, AutoApprove: o.Override.AutoApprove, ApprovalTimeoutSeconds: o.Override.ApprovalTimeoutSeconds,
 		EnabledByDefault: o.EnabledByDefault, RequiresApprovalByDefault: o.RequiresApprovalByDefault,
 		EffectiveEnabled: o.EffectiveEnabled, RequiresApproval: o.RequiresApproval,
 	}
@@ -144,7 +144,7 @@ func (a *API) UpdateAgentToolOperation(ctx context.Context, req gen.UpdateAgentT
 		return nil, err
 	}
 	o, err := a.tcfg.SetOperation(ctx, id.User, req.Id, req.ToolId, req.Operation,
-		tools.OperationOverride{Enabled: req.Body.Enabled, AutoApprove: req.Body.AutoApprove})
+		tools.OperationOverride{Enabled: req.Body.Enabled, AutoApprove: req.Body.AutoApprove, ApprovalTimeoutSeconds: req.Body.ApprovalTimeoutSeconds})
 	if err != nil {
 		return nil, err
 	}

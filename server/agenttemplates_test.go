@@ -714,7 +714,8 @@ func TestTemplateRoundTrip(t *testing.T) {
 	}
 	c.Patch(path+"/tools/core.ReadURLTool/operations/fetch", map[string]any{"enabled": true, "auto_approve": true}).Expect(t, 200)
 	c.Patch(path+"/tools/core.TimeTool/operations/format", map[string]any{"enabled": false, "auto_approve": nil}).Expect(t, 200)
-	c.Patch(path+"/tools/"+tplVault+"/operations/store", map[string]any{"enabled": true, "auto_approve": false}).Expect(t, 200)
+	c.Patch(path+"/tools/"+tplVault+"/operations/store", map[string]any{"enabled": true, "auto_approve": false, "approval_timeout_seconds": 120}).Expect(t, 200)
+	c.Patch(path+"/tools/core.TimeTool/operations/now", map[string]any{"enabled": nil, "auto_approve": false, "approval_timeout_seconds": 0}).Expect(t, 200)
 	c.Put(path+"/tools/core.ReadURLTool/override", map[string]any{"settings": map[string]any{
 		"allowed_domains": []string{"example.org", "example.net"}, "max_bytes": 2048, "user_agent": "round-trip/1.0",
 	}}).Expect(t, 200)
@@ -750,6 +751,15 @@ func TestTemplateRoundTrip(t *testing.T) {
 	}
 	if len(want.Settings) != 5 || len(want.Settings[tplVault]) != 3 {
 		t.Fatalf("the round trip compared too little: %v", want.Settings)
+	}
+	timeouts := map[string]int{}
+	for _, o := range want.Operations {
+		if o.ApprovalTimeoutSeconds != nil {
+			timeouts[o.ToolClass+"."+o.Operation] = *o.ApprovalTimeoutSeconds
+		}
+	}
+	if len(timeouts) != 2 || timeouts[tplVault+".store"] != 120 || timeouts["core.TimeTool.now"] != 0 {
+		t.Fatalf("operation approval timeouts of the original: %v", timeouts)
 	}
 
 	// The export of the copy is the export of the original.

@@ -334,3 +334,30 @@ func TestApprovalTimeoutOnce(t *testing.T) {
 		t.Fatalf("task = %s", st)
 	}
 }
+
+// TestOperationApprovalTimeoutField: an operation override's approval timeout is stored, shown,
+// replaced with the rest of the override, and bounded like the agent's.
+func TestOperationApprovalTimeoutField(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t)
+	c, _ := env.UserClient("owner@example.com")
+	a := mkAgent(t, c, map[string]any{"name": "Timeouts"})
+	op := fmt.Sprintf("/agents/%d/tools/core.ReadURLTool/operations/fetch", a.Id)
+	var r gen.AgentToolOperationResponse
+	c.Patch(op, map[string]any{"enabled": nil, "auto_approve": false, "approval_timeout_seconds": 45}).Expect(t, http.StatusOK).Decode(t, &r)
+	if got := r.Data.Operation.ApprovalTimeoutSeconds; got == nil || *got != 45 {
+		t.Fatalf("approval_timeout_seconds after PATCH = %v, want 45", got)
+	}
+	for name, v := range map[string]any{"negative": -1, "over the INT range": int64(1) << 31, "a string": "45"} {
+		c.Patch(op, map[string]any{"enabled": nil, "auto_approve": false, "approval_timeout_seconds": v}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+		c.Get(op).Expect(t, http.StatusOK).Decode(t, &r)
+		if got := r.Data.Operation.ApprovalTimeoutSeconds; got == nil || *got != 45 {
+			t.Fatalf("%s: stored %v after a refused PATCH, want 45 kept", name, got)
+		}
+	}
+	// The body replaces the override: leaving the timeout out removes it.
+	c.Patch(op, map[string]any{"enabled": nil, "auto_approve": false}).Expect(t, http.StatusOK).Decode(t, &r)
+	if got := r.Data.Operation.ApprovalTimeoutSeconds; got != nil {
+		t.Fatalf("approval_timeout_seconds = %d after a PATCH without it, want null", *got)
+	}
+}

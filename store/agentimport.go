@@ -129,10 +129,11 @@ func prepareImportedTools(tools []ImportedTool) ([]importRows, error) {
 	for _, t := range tools {
 		r := importRows{class: t.ToolClass}
 		for op, o := range t.Operations {
-			if o.Enabled == nil && o.AutoApprove == nil {
+			if o.Empty() {
 				continue
 			}
-			r.ops = append(r.ops, agentToolOperationRow{ToolClass: t.ToolClass, Operation: op, Enabled: o.Enabled, AutoApprove: o.AutoApprove})
+			r.ops = append(r.ops, agentToolOperationRow{ToolClass: t.ToolClass, Operation: op, Enabled: o.Enabled,
+				AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds})
 		}
 		sort.Slice(r.ops, func(i, j int) bool { return r.ops[i].Operation < r.ops[j].Operation })
 		enc, err := encodeSettings(t.Settings)

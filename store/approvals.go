@@ -132,7 +132,8 @@ func sortPending(ps []PendingApproval) {
 	})
 }
 
-// ExpiringCall is a tool call awaiting approval of an agent with an approval timeout.
+// ExpiringCall is a tool call awaiting approval with an approval timeout: its operation's, or
+// else its agent's.
 type ExpiringCall struct {
 	TaskID         int64
 	ProviderCallID string
@@ -141,17 +142,20 @@ type ExpiringCall struct {
 	Action         string
 }
 
-// ExpiredApprovals returns the tool calls awaiting approval whose agent's approval timeout
-// ran out by now, oldest first, at most limit. Whoever decides them does so under the task's
-// lock (ExpireToolCalls), so two processes reading the same list decide each once.
+// ExpiredApprovals returns the tool calls awaiting approval whose approval timeout ran out by
+// now, oldest first, at most limit: the timeout the call was held with (its operation's
+// override), or else its agent's; the agent's action applies to both. Whoever decides them does
+// so under the task's lock (ExpireToolCalls), so two processes reading the same list decide each
+// once.
 func (s *Tasks) ExpiredApprovals(ctx context.Context, now time.Time, limit int) ([]ExpiringCall, error) {
 	var rows []ExpiringCall
+	const timeout = "COALESCE(task_tool_calls.approval_timeout_seconds, agents.approval_timeout_seconds)"
 	err := s.conn(ctx).Table("task_tool_calls").
 		Select("task_tool_calls.task_id, task_tool_calls.provider_call_id, task_tool_calls.created_at, "+
-			"agents.approval_timeout_seconds AS timeout_seconds, agents.approval_timeout_action AS action").
+			timeout+" AS timeout_seconds, agents.approval_timeout_action AS action").
 		Joins("JOIN tasks ON tasks.id = task_tool_calls.task_id").
 		Joins("JOIN agents ON agents.id = tasks.agent_id").
-		Where("task_tool_calls.status = ? AND tasks.status = ? AND agents.approval_timeout_seconds > 0",
+		Where("task_tool_calls.status = ? AND tasks.status = ? AND "+timeout+" > 0",
 			ToolCallPendingApproval, taskstate.PendingApproval).
 		Order("task_tool_calls.created_at, task_tool_calls.id").Limit(MaxPendingApprovals).Scan(&rows).Error
 	if err != nil {

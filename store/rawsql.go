@@ -174,13 +174,13 @@ func setClause(changes map[string]any) (string, []any) {
 
 // toolCallColumns are the columns of task_tool_calls in the order of toolCallRow's fields.
 const toolCallColumns = "id, task_id, message_sequence, provider_call_id, tool_class, name, operation, status, " +
-	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at, restarts, gate, allow_for_task, decided_by_system"
+	"proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, created_at, executed_at, restarts, gate, allow_for_task, decided_by_system, approval_timeout_seconds"
 
 // dest are the scan destinations of toolCallColumns.
 func (r *toolCallRow) dest() []any {
 	return []any{&r.ID, &r.TaskID, &r.MessageSequence, &r.ProviderCallID, &r.ToolClass, &r.Name, &r.Operation,
 		&r.Status, &r.ProposedArguments, &r.ApprovedArguments, &r.Result, &r.Reason, &r.DecidedBy, &r.DecidedByKey,
-		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt, &r.Restarts, &r.Gate, &r.AllowForTask, &r.DecidedBySystem}
+		&r.DecidedAt, &r.CreatedAt, &r.ExecutedAt, &r.Restarts, &r.Gate, &r.AllowForTask, &r.DecidedBySystem, &r.ApprovalTimeoutSeconds}
 }
 
 // insertToolCallRow writes r to task_tool_calls and sets its id. Errors: the dialect's errors
@@ -188,9 +188,10 @@ func (r *toolCallRow) dest() []any {
 func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
 	id, err := insertReturningID(tx, "INSERT INTO task_tool_calls (task_id, message_sequence, provider_call_id, tool_class, name, "+
 		"operation, status, proposed_arguments, approved_arguments, result, reason, decided_by, decided_by_key, decided_at, "+
-		"created_at, executed_at, gate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"created_at, executed_at, gate, approval_timeout_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.TaskID, r.MessageSequence, r.ProviderCallID, r.ToolClass, r.Name, r.Operation, r.Status, r.ProposedArguments,
-		r.ApprovedArguments, r.Result, r.Reason, r.DecidedBy, r.DecidedByKey, r.DecidedAt, r.CreatedAt, r.ExecutedAt, r.Gate)
+		r.ApprovedArguments, r.Result, r.Reason, r.DecidedBy, r.DecidedByKey, r.DecidedAt, r.CreatedAt, r.ExecutedAt, r.Gate,
+		r.ApprovalTimeoutSeconds)
 	if err != nil {
 		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
 			return t.Translate(err)

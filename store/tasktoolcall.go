@@ -41,6 +41,9 @@ type NewToolCall struct {
 	Gate string
 	// Reason is the refusal's reason (ToolCallRejected only).
 	Reason string
+	// ApprovalTimeoutSeconds, set on a ToolCallPendingApproval call, is its operation's approval
+	// timeout (0: forever) instead of the agent's; nil leaves the agent's in force.
+	ApprovalTimeoutSeconds *int
 	// Started records a PENDING call as started (executed_at) in the transaction that records
 	// it: the worker runs it right away, and BeginToolCall's separate write is saved. A crash
 	// before its result is recorded leaves it interrupted, never run again, as after
@@ -126,6 +129,9 @@ type toolCallRow struct {
 	Gate              *string
 	AllowForTask      bool
 	DecidedBySystem   bool
+	// ApprovalTimeoutSeconds is the operation's approval timeout the call was held with (nil:
+	// the agent's applies); only the expiry sweep reads it.
+	ApprovalTimeoutSeconds *int
 }
 
 func (toolCallRow) TableName() string { return "task_tool_calls" }
@@ -245,6 +251,9 @@ func toolCallRows(calls []NewToolCall) ([]toolCallRow, error) {
 		}
 		if c.Gate != "" {
 			row.Gate = &c.Gate
+		}
+		if c.Status == ToolCallPendingApproval {
+			row.ApprovalTimeoutSeconds = c.ApprovalTimeoutSeconds
 		}
 		if c.Status == ToolCallRejected {
 			res, err := rejectionResult(c.Reason)

@@ -90,10 +90,16 @@ type ToolSettings struct {
 type SettingsEdit func(stored map[string]any) (map[string]any, error)
 
 // ToolOperationOverride is an agent's override of one operation; nil inherits the declared
-// default.
+// default (the agent's approval timeout for ApprovalTimeoutSeconds, where 0 means forever).
 type ToolOperationOverride struct {
-	Enabled     *bool
-	AutoApprove *bool
+	Enabled                *bool
+	AutoApprove            *bool
+	ApprovalTimeoutSeconds *int
+}
+
+// Empty reports whether o overrides nothing (no row holds it).
+func (o ToolOperationOverride) Empty() bool {
+	return o.Enabled == nil && o.AutoApprove == nil && o.ApprovalTimeoutSeconds == nil
 }
 
 // GroupTool is a group's entry for one tool class with the group layer of its settings.
@@ -138,12 +144,13 @@ type agentToolRow struct {
 func (agentToolRow) TableName() string { return "agent_tools" }
 
 type agentToolOperationRow struct {
-	AgentID     int64  `gorm:"primaryKey;autoIncrement:false"`
-	ToolClass   string `gorm:"primaryKey"`
-	Operation   string `gorm:"primaryKey"`
-	Enabled     *bool
-	AutoApprove *bool
-	UpdatedAt   time.Time
+	AgentID                int64  `gorm:"primaryKey;autoIncrement:false"`
+	ToolClass              string `gorm:"primaryKey"`
+	Operation              string `gorm:"primaryKey"`
+	Enabled                *bool
+	AutoApprove            *bool
+	ApprovalTimeoutSeconds *int
+	UpdatedAt              time.Time
 }
 
 func (agentToolOperationRow) TableName() string { return "agent_tool_operations" }
@@ -479,7 +486,7 @@ func (s *Agents) SetAgentToolEnabled(ctx context.Context, agentID int64, class s
 }
 
 // SetAgentToolOperation stores the agent's override of one operation after check allowed it;
-// an override with both fields nil removes the row. Errors: ErrNotFound "agent not found",
+// an override with every field nil removes the row. Errors: ErrNotFound "agent not found",
 // ErrInvalid (malformed class or operation), and whatever check returns.
 func (s *Agents) SetAgentToolOperation(ctx context.Context, agentID int64, class, op string, o ToolOperationOverride, check AgentCheck) error {
 	if err := checkToolClass(class); err != nil {
@@ -490,17 +497,17 @@ func (s *Agents) SetAgentToolOperation(ctx context.Context, agentID int64, class
 	}
 	return s.withAgent(ctx, agentID, 0, check, func(tx *gorm.DB, _ *Agent) error {
 		where := tx.Where("agent_id = ? AND tool_class = ? AND operation = ?", agentID, class, op)
-		if o.Enabled == nil && o.AutoApprove == nil {
+		if o.Empty() {
 			if err := where.Delete(&agentToolOperationRow{}).Error; err != nil {
 				return fmt.Errorf("delete agent %d operation %s.%s: %w", agentID, class, op, err)
 			}
 			return nil
 		}
 		row := agentToolOperationRow{AgentID: agentID, ToolClass: class, Operation: op,
-			Enabled: o.Enabled, AutoApprove: o.AutoApprove, UpdatedAt: s.now()}
+			Enabled: o.Enabled, AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds, UpdatedAt: s.now()}
 		err := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "agent_id"}, {Name: "tool_class"}, {Name: "operation"}},
-			DoUpdates: clause.AssignmentColumns([]string{"enabled", "auto_approve", "updated_at"}),
+			DoUpdates: clause.AssignmentColumns([]string{"enabled", "auto_approve", "approval_timeout_seconds", "updated_at"}),
 		}).Create(&row).Error
 		if err != nil {
 			return fmt.Errorf("store agent %d operation %s.%s: %w", agentID, class, op, err)
@@ -570,7 +577,7 @@ func agentToolConfig(db *gorm.DB, agentID int64) (*AgentToolConfig, error) {
 			m = map[string]ToolOperationOverride{}
 			c.Operations[o.ToolClass] = m
 		}
-		m[o.Operation] = ToolOperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove}
+		m[o.Operation] = ToolOperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds}
 	}
 
 	scopes := []ToolScope{GlobalToolScope(), AgentToolScope(agentID)}

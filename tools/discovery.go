@@ -62,6 +62,9 @@ type OperationOverride struct {
 	Enabled *bool
 	// AutoApprove true pre-approves calls, false requires confirmation.
 	AutoApprove *bool
+	// ApprovalTimeoutSeconds, when set, is how long a call held for approval waits for a decision
+	// (0: forever) instead of the agent's approval timeout.
+	ApprovalTimeoutSeconds *int
 }
 
 // Effective returns whether op is enabled and whether its calls need approval once the override

@@ -471,7 +471,7 @@ func state(c *store.AgentToolConfig, class string) tools.ToolState {
 		st.Layers = append(st.Layers, vals)
 	}
 	for op, o := range c.Operations[class] {
-		st.Overrides[op] = tools.OperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove}
+		st.Overrides[op] = tools.OperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds}
 	}
 	return st
 }
@@ -626,18 +626,22 @@ func (s *Service) operationOf(ctx context.Context, agentID int64, spec tools.Spe
 }
 
 // SetOperation stores the agent's override of one operation (manage right): each field set
-// overrides the declared default, nil removes that override. Errors: ErrNotFound (agent,
-// unregistered class, undeclared operation), ErrForbidden.
+// overrides the declared default (the agent's approval timeout for ApprovalTimeoutSeconds), nil
+// removes that override. Errors: ErrNotFound (agent, unregistered class, undeclared operation),
+// ErrForbidden, ErrInvalid (a timeout outside 0..store.MaxApprovalTimeoutSeconds).
 func (s *Service) SetOperation(ctx context.Context, u *store.User, agentID, class, name string, o tools.OperationOverride) (*Operation, error) {
 	spec, op, err := s.specOp(class, name)
 	if err != nil {
 		return nil, err
 	}
+	if t := o.ApprovalTimeoutSeconds; t != nil && (*t < 0 || *t > store.MaxApprovalTimeoutSeconds) {
+		return nil, svcerr.New(svcerr.ErrInvalid, "approval_timeout_seconds must be from 0 to %d", store.MaxApprovalTimeoutSeconds)
+	}
 	a, sc, err := s.agentFor(ctx, u, agentID, true)
 	if err != nil {
 		return nil, err
 	}
-	ov := store.ToolOperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove}
+	ov := store.ToolOperationOverride{Enabled: o.Enabled, AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds}
 	if err := s.store.SetAgentToolOperation(ctx, a.ID, class, name, ov, agentManager(sc, 0)); err != nil {
 		return nil, err
 	}

@@ -243,6 +243,15 @@ async function main(): Promise<void> {
     await ask.getByRole("switch").click();
     await ask.getByRole("switch", { checked: true }).waitFor();
     await page.waitForFunction(() => (document.querySelector('input[aria-label="ask: enabled"]') as HTMLInputElement | null)?.checked === true);
+    log("a calculation waits at most an hour for its approval (the operation's own timeout)");
+    const calcTimeout = calc.getByRole("spinbutton", { name: "calculate: approval timeout in seconds" });
+    expect((await calcTimeout.getAttribute("placeholder")) === "agent's: none", "an empty timeout shows the agent's");
+    await calcTimeout.fill("3600");
+    await calcTimeout.press("Tab");
+    await page.waitForFunction(() => !document.querySelector('input[aria-label="calculate: approval timeout in seconds"]')?.hasAttribute("disabled"));
+    await page.reload();
+    await page.waitForFunction(() => (document.querySelector('input[aria-label="calculate: approval timeout in seconds"]') as HTMLInputElement | null)?.value === "3600");
+    expect(await needsApproval.isChecked(), "setting the timeout kept the approval flag");
     await shot(page, "agent-tools");
 
     log("the settings tab shows every saved field");

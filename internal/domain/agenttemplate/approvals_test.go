@@ -53,3 +53,30 @@ func TestApprovalSettingsTravel(t *testing.T) {
 		t.Fatalf("named users in a template: %+v", rep.Errors)
 	}
 }
+
+// TestOperationApprovalTimeoutTravels: an operation's approval timeout parses (0 included) and
+// a value outside 0..MaxApprovalTimeoutSeconds or of another type is refused at its path.
+func TestOperationApprovalTimeoutTravels(t *testing.T) {
+	t.Parallel()
+	doc := func(v any) []byte {
+		b, _ := json.Marshal(map[string]any{"id": "x", "name": "X", "version": "1.0.0", "agent": map[string]any{"system_prompt": "x"},
+			"tools": []any{map[string]any{"tool_class": "core.TimeTool", "enabled": true,
+				"operations": []any{map[string]any{"name": "now", "approval_timeout_seconds": v}}}}})
+		return b
+	}
+	for _, v := range []int{0, 90, store.MaxApprovalTimeoutSeconds} {
+		tpl, rep := agenttemplate.Parse(agenttemplate.Input{Raw: doc(v), ContentType: "application/json"})
+		if !rep.Valid {
+			t.Fatalf("%d: %v", v, rep.Errors)
+		}
+		if got := tpl.Tools[0].Operations[0].ApprovalTimeoutSeconds; got == nil || *got != v {
+			t.Fatalf("%d parsed as %v", v, got)
+		}
+	}
+	for _, v := range []any{-1, int64(store.MaxApprovalTimeoutSeconds) + 1, "90", 1.5} {
+		_, rep := agenttemplate.Parse(agenttemplate.Input{Raw: doc(v), ContentType: "application/json"})
+		if rep.Valid || rep.Errors[0].Path != "/tools/0/operations/0/approval_timeout_seconds" {
+			t.Fatalf("%v: %+v", v, rep.Errors)
+		}
+	}
+}

@@ -107,6 +107,9 @@ func Export(in ExportInput, cat Catalog) *Template {
 			if op.AutoApprove != nil {
 				op.AutoApprove = ptr(*op.AutoApprove)
 			}
+			if op.ApprovalTimeoutSeconds != nil {
+				op.ApprovalTimeoutSeconds = ptr(min(max(*op.ApprovalTimeoutSeconds, 0), store.MaxApprovalTimeoutSeconds))
+			}
 			tl.Operations = append(tl.Operations, op)
 		}
 		var info ToolInfo

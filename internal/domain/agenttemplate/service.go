@@ -467,7 +467,8 @@ func (s *Service) importedTools(p ImportPlan) []store.ImportedTool {
 	for _, tp := range p.Tools {
 		it := store.ImportedTool{ToolClass: tp.ToolClass, Operations: map[string]store.ToolOperationOverride{}}
 		for _, op := range tp.Operations {
-			it.Operations[op.Name] = store.ToolOperationOverride{Enabled: op.Enabled, AutoApprove: op.AutoApprove}
+			it.Operations[op.Name] = store.ToolOperationOverride{Enabled: op.Enabled, AutoApprove: op.AutoApprove,
+				ApprovalTimeoutSeconds: op.ApprovalTimeoutSeconds}
 		}
 		spec, _ := s.reg.Spec(tp.ToolClass)
 		if tp.ApprovalPolicy != nil {
@@ -573,19 +574,19 @@ func enabledClasses(cfg *store.AgentToolConfig) []string {
 // override, by name.
 func exportOperations(spec tools.Spec, known bool, overrides map[string]store.ToolOperationOverride) []Operation {
 	op := func(name string, o store.ToolOperationOverride) Operation {
-		return Operation{Name: name, Enabled: o.Enabled, AutoApprove: o.AutoApprove}
+		return Operation{Name: name, Enabled: o.Enabled, AutoApprove: o.AutoApprove, ApprovalTimeoutSeconds: o.ApprovalTimeoutSeconds}
 	}
 	out := []Operation{}
 	if known {
 		for _, d := range spec.Operations {
-			if o, ok := overrides[d.Name]; ok && (o.Enabled != nil || o.AutoApprove != nil) {
+			if o, ok := overrides[d.Name]; ok && !o.Empty() {
 				out = append(out, op(d.Name, o))
 			}
 		}
 		return out
 	}
 	for _, name := range sortedKeys(overrides) {
-		if o := overrides[name]; o.Enabled != nil || o.AutoApprove != nil {
+		if o := overrides[name]; !o.Empty() {
 			out = append(out, op(name, o))
 		}
 	}

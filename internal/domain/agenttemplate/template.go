@@ -141,6 +141,9 @@ type Operation struct {
 	Name        string `json:"name" yaml:"name"`
 	Enabled     *bool  `json:"enabled,omitempty" yaml:"enabled,omitempty"`
 	AutoApprove *bool  `json:"auto_approve,omitempty" yaml:"auto_approve,omitempty"`
+	// ApprovalTimeoutSeconds overrides the agent's approval timeout for this operation's calls
+	// (0: they wait forever).
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty" yaml:"approval_timeout_seconds,omitempty"`
 }
 
 // Metadata is presentation metadata; empty strings are absent.

@@ -33,7 +33,7 @@ var (
 		"compaction_enabled", "compaction_threshold_percent", "compaction_answer_reserve", "tool_result_max_chars", "memories",
 		"approvers", "approval_timeout_seconds", "approval_timeout_action"}
 	toolKeys     = []string{"tool_class", "enabled", "operations", "settings", "approval_policy"}
-	operationKey = []string{"name", "enabled", "auto_approve"}
+	operationKey = []string{"name", "enabled", "auto_approve", "approval_timeout_seconds"}
 	metadataKeys = []string{"category", "icon", "archetype", "variant_key", "palette_key"}
 )
 
@@ -379,6 +379,14 @@ func (w *walker) operation(i, j int, n *node) (Operation, bool) {
 			op.AutoApprove = ptr(v.b)
 		}
 	}
+	if v, ok := n.get("approval_timeout_seconds"); ok {
+		if secs, ok := intIn(v.s, 0, store.MaxApprovalTimeoutSeconds); ok && v.kind == kindNumber {
+			op.ApprovalTimeoutSeconds = ptr(int(secs))
+		} else {
+			w.c.add(CodeMaxStepsRange, pointer(base, "approval_timeout_seconds"),
+				"tools[%d].operations[%d].approval_timeout_seconds must be an integer from 0 to %d", i, j, store.MaxApprovalTimeoutSeconds)
+		}
+	}
 	w.unknownKeys(n, base, operationKey, CodeUnknownAgentKey, "an operations entry")
 	return op, nameOK
 }
@@ -494,6 +502,7 @@ func build(n *node) *Template {
 				if v, ok := o.get("auto_approve"); ok {
 					op.AutoApprove = ptr(v.b)
 				}
+				op.ApprovalTimeoutSeconds = integer(o, "approval_timeout_seconds")
 				tl.Operations = append(tl.Operations, op)
 			}
 			if s, ok := e.get("settings"); ok && len(s.keys) > 0 {

@@ -261,6 +261,8 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
       await props.reload();
     });
   const headId = `tool-${t.tool_class.replace(/[^a-zA-Z0-9]/g, "-")}`;
+  const agentTimeout = props.agent.approval_timeout_seconds;
+  const inheritedTimeout = agentTimeout > 0 ? `agent's: ${agentTimeout}` : "agent's: none";
   return (
     <li class={`card tool-card ${t.enabled ? "enabled" : ""}`} aria-labelledby={headId}>
       <div class="card-head spread">
@@ -285,6 +287,7 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
               <th scope="col">Operation</th>
               <th scope="col">Enabled</th>
               <th scope="col">Needs approval</th>
+              <th scope="col">Approval timeout (s)</th>
             </tr>
           </thead>
           <tbody>
@@ -300,7 +303,7 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
                     aria-label={`${op.operation}: enabled`}
                     checked={op.effective_enabled}
                     disabled={act.pending || !t.enabled}
-                    onChange={(e) => patchOp(op, { enabled: (e.target as HTMLInputElement).checked, auto_approve: op.auto_approve })}
+                    onChange={(e) => patchOp(op, { enabled: (e.target as HTMLInputElement).checked, auto_approve: op.auto_approve, approval_timeout_seconds: op.approval_timeout_seconds })}
                   />
                 </td>
                 <td>
@@ -309,7 +312,24 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
                     aria-label={`${op.operation}: needs approval`}
                     checked={op.requires_approval}
                     disabled={act.pending || !t.enabled}
-                    onChange={(e) => patchOp(op, { enabled: op.enabled, auto_approve: !(e.target as HTMLInputElement).checked })}
+                    onChange={(e) => patchOp(op, { enabled: op.enabled, auto_approve: !(e.target as HTMLInputElement).checked, approval_timeout_seconds: op.approval_timeout_seconds })}
+                  />
+                </td>
+                <td>
+                  <input
+                    type="number"
+                    class="timeout"
+                    min={0}
+                    max={2147483647}
+                    aria-label={`${op.operation}: approval timeout in seconds`}
+                    placeholder={inheritedTimeout}
+                    title="Seconds a call waits for a decision; 0 waits forever; empty uses the agent's timeout."
+                    value={op.approval_timeout_seconds ?? ""}
+                    disabled={act.pending || !t.enabled}
+                    onChange={(e) => {
+                      const v = (e.target as HTMLInputElement).value.trim();
+                      patchOp(op, { enabled: op.enabled, auto_approve: op.auto_approve, approval_timeout_seconds: v === "" ? null : Number(v) });
+                    }}
                   />
                 </td>
               </tr>
