@@ -27,6 +27,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/usage"
 	"github.com/agentsvc/svc/internal/domain/user"
 	"github.com/agentsvc/svc/internal/jobs/mailqueue"
+	"github.com/agentsvc/svc/internal/jobs/retention"
 	"github.com/agentsvc/svc/internal/jobs/worker"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/metrics"
@@ -153,8 +154,10 @@ func (a *App) buildServices() {
 // chores is the housekeeping pass of a worker mode, reaping with reap.
 func (a *App) chores(reap func(context.Context, time.Time) (store.Reaped, error)) *worker.Chores {
 	return &worker.Chores{Reap: reap, Tasks: a.Tasks, Schedules: a.Schedules, Media: a.Media,
-		Notifications: a.Notifications, Idempotency: a.Store.DeleteIdempotencyBefore,
-		RateLimits: a.Store.DeleteRateLimitWindowsBefore, Clock: a.clock, ExpireApprovals: a.Approvals.Expire,
+		Retention: &retention.Sweeper{Store: a.Store, Clock: a.clock,
+			Policy: func() retention.Policy { return retention.PolicyOf(a.Config.Current()) }},
+		Idempotency: a.Store.DeleteIdempotencyBefore,
+		RateLimits:  a.Store.DeleteRateLimitWindowsBefore, Clock: a.clock, ExpireApprovals: a.Approvals.Expire,
 		Changed: func(ctx context.Context, id int64) {
 			if t, err := a.Store.Task(ctx, id); err == nil {
 				a.taskChanged(ctx, t)

@@ -173,11 +173,10 @@ func (s *Inbox) DeleteNotifications(ctx context.Context, userID int64) error {
 	return s.conn(ctx).Where("user_id = ?", userID).Delete(&Notification{}).Error
 }
 
-// DeleteReadNotificationsBefore removes read notifications read before t (retention) and
-// returns how many.
-func (s *Inbox) DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error) {
-	res := s.conn(ctx).Where("read_at IS NOT NULL AND read_at < ?", normTime(t)).Delete(&Notification{})
-	return res.RowsAffected, res.Error
+// DeleteReadNotificationsBefore removes up to limit notifications read before t (retention,
+// store/retention.go), oldest first, and returns how many.
+func (s *Inbox) DeleteReadNotificationsBefore(ctx context.Context, t time.Time, limit int) (int64, error) {
+	return deleteOldest[string](ctx, s.Store, "notifications", "read_at IS NOT NULL AND read_at < ?", []any{normTime(t)}, "read_at", limit)
 }
 
 // Subscriptions returns userID's subscriptions, oldest first.

@@ -195,7 +195,7 @@ func TestNotificationRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
-	if n, err := s.DeleteReadNotificationsBefore(ctx, clock.Now()); err != nil || n != 1 {
+	if n, err := s.DeleteReadNotificationsBefore(ctx, clock.Now(), 100); err != nil || n != 1 {
 		t.Fatalf("retention removed %d, %v", n, err)
 	}
 	if n, err := s.UnreadNotifications(ctx, u.ID); err != nil || n != 2 {

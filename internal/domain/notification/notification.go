@@ -26,9 +26,6 @@ import (
 	"github.com/agentsvc/svc/store"
 )
 
-// Retention is how long a read notification is kept.
-const Retention = 30 * 24 * time.Hour
-
 // Store is what the service needs of the store; *store.Store satisfies it.
 type Store interface {
 	access.Memberships
@@ -46,7 +43,6 @@ type Store interface {
 	MarkAllNotificationsRead(ctx context.Context, userID int64) (int64, error)
 	DeleteNotification(ctx context.Context, userID int64, id string) error
 	DeleteNotifications(ctx context.Context, userID int64) error
-	DeleteReadNotificationsBefore(ctx context.Context, t time.Time) (int64, error)
 	Subscriptions(ctx context.Context, userID int64) ([]store.NotificationSubscription, error)
 	Subscribe(ctx context.Context, sub store.NotificationSubscription) (store.NotificationSubscription, bool, error)
 	Unsubscribe(ctx context.Context, userID int64, id, targetType string, targetID int64) (bool, error)
@@ -196,9 +192,4 @@ func (s *Service) Unsubscribe(ctx context.Context, u *store.User, id, targetType
 		return false, svcerr.New(svcerr.ErrInvalid, "name the subscription by id, or by target_type and target_id")
 	}
 	return s.store.Unsubscribe(ctx, u.ID, id, targetType, targetID)
-}
-
-// Sweep removes notifications read more than Retention before now (housekeeping).
-func (s *Service) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	return s.store.DeleteReadNotificationsBefore(ctx, now.Add(-Retention))
 }

@@ -43,6 +43,11 @@ var Editable = []struct{ Key, Description string }{
 	{"password_login_enabled", "Offers the password sign-in. Off, only single sign-on providers sign users in (administrators keep the password sign-in as a break-glass path); no effect while no provider is configured."},
 	{"oidc_allowed_hosts", "Host names, IP addresses and networks (comma- or space-separated) that single sign-on issuers may be reached at although private."},
 	{"llm_allowed_hosts", "Host names, IP addresses and networks (comma- or space-separated) that group model configurations may reach although private (a local Ollama)."},
+	{"retention_task_days", "Days a finished chat (completed, failed, cancelled or aborted, with no activity since) is kept before housekeeping deletes it with everything it holds. 0 keeps chats forever."},
+	{"retention_task_events_days", "Days the event log of a finished task is kept (what a reconnecting event stream replays); its messages and transcript stay. 0 keeps it forever."},
+	{"retention_outbox_days", "Days webhook deliveries and mails that were delivered or given up are kept. 0 keeps them forever."},
+	{"retention_notifications_days", "Days a read notification is kept. 0 keeps them forever."},
+	{"retention_usage_ledger_days", "Days the per-call usage ledger is kept (the daily totals behind usage reports and budgets stay; a chat's own cost reads the ledger). 0 keeps it forever."},
 }
 
 var editable = func() map[string]bool {

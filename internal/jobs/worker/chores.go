@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/internal/domain/media"
-	"github.com/agentsvc/svc/internal/domain/notification"
 	"github.com/agentsvc/svc/internal/domain/schedule"
 	"github.com/agentsvc/svc/internal/domain/task"
+	"github.com/agentsvc/svc/internal/jobs/retention"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
@@ -38,9 +38,10 @@ type Chores struct {
 	// ExpireApprovals decides the tool calls whose approval timeout ran out and returns the
 	// tasks it moved (inbox.Service.Expire; each told to Changed); nil: none expire.
 	ExpireApprovals func(ctx context.Context) ([]int64, error)
-	// Notifications removes read notifications past their retention; nil keeps them.
-	Notifications *notification.Service
-	Clock         func() time.Time // the "now" of reaping and dispatching
+	// Retention deletes what its retention_* setting says is old enough (chats, event logs,
+	// outbox rows, read notifications, the usage ledger); nil keeps everything.
+	Retention *retention.Sweeper
+	Clock     func() time.Time // the "now" of reaping and dispatching
 }
 
 // Housekeeping is what one pass did.
@@ -55,9 +56,9 @@ type Housekeeping struct {
 // task is told to Changed), schedules the automatic retries a stopped process promised but did
 // not schedule (task.Service.ScheduleMissedRetries; each told to Changed), decides the tool
 // calls whose approval timeout ran out (ExpireApprovals; each task told to Changed), dispatches due
-// scheduled runs (tasks owned by each run's creator), sweeps expired media uploads and removes
-// read notifications and Idempotency-Key records past their retention and expired rate-limit
-// windows. A failing step does not keep the later ones from running; Run returns what was done
+// scheduled runs (tasks owned by each run's creator), sweeps expired media uploads, deletes
+// what is past its retention (Retention) and Idempotency-Key records past theirs, and expired
+// rate-limit windows. A failing step does not keep the later ones from running; Run returns what was done
 // and the first error (database and file-system failures; a reaped task deleted meanwhile is
 // none).
 func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
@@ -106,8 +107,8 @@ func (c *Chores) Run(ctx context.Context) (Housekeeping, error) {
 	errs = append(errs, err)
 	_, err = c.Media.Sweep(ctx)
 	errs = append(errs, err)
-	if c.Notifications != nil {
-		_, err = c.Notifications.Sweep(ctx, now)
+	if c.Retention != nil {
+		_, err = c.Retention.Run(ctx)
 		errs = append(errs, err)
 	}
 	if c.Idempotency != nil {

@@ -133,6 +133,22 @@ type Config struct {
 	// end. Keep it below the orchestrator's grace (30 s for Kubernetes, 10 s for docker stop).
 	// File or environment only: it belongs to the deployment. Read when the stop begins.
 	ShutdownGraceSeconds int `key:"shutdown_grace_seconds" env:"SHUTDOWN_GRACE_SECONDS" stored:"no"`
+	// Retention (housekeeping deletes in small batches on every process; 0 keeps forever; read
+	// at every pass). RetentionTaskDays removes a top-level chat, with everything it holds, that
+	// has been finished (COMPLETED, FAILED, CANCELLED, ABORTED) for that many days.
+	RetentionTaskDays int `key:"retention_task_days" env:"RETENTION_TASK_DAYS"`
+	// RetentionTaskEventsDays removes the event log (what an event stream replays) of a task
+	// finished that many days ago; its messages, transcript and tool calls stay.
+	RetentionTaskEventsDays int `key:"retention_task_events_days" env:"RETENTION_TASK_EVENTS_DAYS"`
+	// RetentionOutboxDays removes webhook deliveries and mails delivered or given up that many
+	// days ago.
+	RetentionOutboxDays int `key:"retention_outbox_days" env:"RETENTION_OUTBOX_DAYS"`
+	// RetentionNotificationsDays removes notifications read that many days ago.
+	RetentionNotificationsDays int `key:"retention_notifications_days" env:"RETENTION_NOTIFICATIONS_DAYS"`
+	// RetentionUsageLedgerDays removes usage ledger rows (one per model call, already summed
+	// into the daily rollup that GET /usage and budgets read) older than that many days; a
+	// chat's own cost reads the ledger, so an older chat then shows none.
+	RetentionUsageLedgerDays int `key:"retention_usage_ledger_days" env:"RETENTION_USAGE_LEDGER_DAYS"`
 	// EventStreamsPerUser bounds the task event streams one user (or agent key) holds open on
 	// one process at once, and separately the embedded push hub's subscriptions of one user; one
 	// more is refused with 429 (each holds a goroutine and reads the database when woken). 0
@@ -288,52 +304,68 @@ func (c *Config) ShutdownGrace() time.Duration {
 // a task's automatic retry back by up to ten minutes.
 const DefaultLLMRetryAfterMaxSeconds = 600
 
+// Retention defaults (days; 0 keeps forever): chats are kept; the event log of a finished task
+// 7 days (a client that reconnects later reads the transcript instead); delivered or given-up
+// outbox rows 7 days; read notifications 30 days; usage ledger rows 400 days (a year of chat
+// costs; the daily rollup is kept). MaxRetentionDays bounds every retention key.
+const (
+	DefaultRetentionTaskEventsDays    = 7
+	DefaultRetentionOutboxDays        = 7
+	DefaultRetentionNotificationsDays = 30
+	DefaultRetentionUsageLedgerDays   = 400
+	MaxRetentionDays                  = 36500
+)
+
 // Defaults returns the built-in defaults, the lowest layer.
 func Defaults() *Config {
 	return &Config{
-		Listen:                    ":8080",
-		AppPrefix:                 "/svc",
-		AppEnv:                    "development",
-		AllowRegistration:         true,
-		PasswordLoginEnabled:      true,
-		HTTPReadTimeout:           60,
-		HTTPWriteTimeout:          60,
-		HTTPIdleTimeout:           120,
-		MaxRequestBodies:          64,
-		MaxRequestBodiesPerClient: 8,
-		MinBodyBytesPerSecond:     1024,
-		KeyPath:                   "storage/secret.key",
-		DBDriver:                  "sqlite",
-		DBHost:                    "127.0.0.1",
-		DBPort:                    0,
-		DBName:                    "svc",
-		DBUser:                    "svc",
-		SQLiteBusyTimeout:         5000,
-		WorkerRuntimeMode:         "server",
-		TickLeaseSeconds:          600,
-		WorkerStaleMinutes:        60,
-		MaxWorkers:                0,
-		ShutdownGraceSeconds:      DefaultShutdownGraceSeconds,
-		LLMTimeout:                300,
-		TimeZone:                  "UTC",
-		Currency:                  "USD",
-		LLMRetryAfterMaxSeconds:   DefaultLLMRetryAfterMaxSeconds,
-		ToolHTTPTimeout:           30,
-		LogLevel:                  "info",
-		LogPath:                   "storage/svc.log",
-		NotificationsEmailEnabled: true,
-		AgentAPI:                  false,
-		AgentAPIRateLimitMax:      60,
-		PluginInstallEnabled:      false,
-		ComposerBinary:            "composer",
-		PluginCatalogEnabled:      true,
-		PluginCatalogTTL:          3600,
-		PluginsDir:                "storage/plugins",
-		MCPMaxProcessesPerServer:  4,
-		MCPMaxProcesses:           32,
-		MCPIdleSeconds:            120,
-		MailPort:                  587,
-		OtelServiceName:           "svc",
+		Listen:                     ":8080",
+		AppPrefix:                  "/svc",
+		AppEnv:                     "development",
+		AllowRegistration:          true,
+		PasswordLoginEnabled:       true,
+		HTTPReadTimeout:            60,
+		HTTPWriteTimeout:           60,
+		HTTPIdleTimeout:            120,
+		MaxRequestBodies:           64,
+		MaxRequestBodiesPerClient:  8,
+		MinBodyBytesPerSecond:      1024,
+		KeyPath:                    "storage/secret.key",
+		DBDriver:                   "sqlite",
+		DBHost:                     "127.0.0.1",
+		DBPort:                     0,
+		DBName:                     "svc",
+		DBUser:                     "svc",
+		SQLiteBusyTimeout:          5000,
+		WorkerRuntimeMode:          "server",
+		TickLeaseSeconds:           600,
+		WorkerStaleMinutes:         60,
+		MaxWorkers:                 0,
+		ShutdownGraceSeconds:       DefaultShutdownGraceSeconds,
+		LLMTimeout:                 300,
+		RetentionTaskEventsDays:    DefaultRetentionTaskEventsDays,
+		RetentionOutboxDays:        DefaultRetentionOutboxDays,
+		RetentionNotificationsDays: DefaultRetentionNotificationsDays,
+		RetentionUsageLedgerDays:   DefaultRetentionUsageLedgerDays,
+		TimeZone:                   "UTC",
+		Currency:                   "USD",
+		LLMRetryAfterMaxSeconds:    DefaultLLMRetryAfterMaxSeconds,
+		ToolHTTPTimeout:            30,
+		LogLevel:                   "info",
+		LogPath:                    "storage/svc.log",
+		NotificationsEmailEnabled:  true,
+		AgentAPI:                   false,
+		AgentAPIRateLimitMax:       60,
+		PluginInstallEnabled:       false,
+		ComposerBinary:             "composer",
+		PluginCatalogEnabled:       true,
+		PluginCatalogTTL:           3600,
+		PluginsDir:                 "storage/plugins",
+		MCPMaxProcessesPerServer:   4,
+		MCPMaxProcesses:            32,
+		MCPIdleSeconds:             120,
+		MailPort:                   587,
+		OtelServiceName:            "svc",
 	}
 }
 

@@ -261,8 +261,28 @@ func validate(c *Config, origin map[string]string) []string {
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},
 		{"plugin_catalog_ttl", c.PluginCatalogTTL},
+		{"retention_task_days", c.RetentionTaskDays},
+		{"retention_task_events_days", c.RetentionTaskEventsDays},
+		{"retention_outbox_days", c.RetentionOutboxDays},
+		{"retention_notifications_days", c.RetentionNotificationsDays},
+		{"retention_usage_ledger_days", c.RetentionUsageLedgerDays},
 	} {
 		v.nonNegative(n.key, n.val)
+	}
+
+	for _, n := range []struct {
+		key string
+		val int
+	}{
+		{"retention_task_days", c.RetentionTaskDays},
+		{"retention_task_events_days", c.RetentionTaskEventsDays},
+		{"retention_outbox_days", c.RetentionOutboxDays},
+		{"retention_notifications_days", c.RetentionNotificationsDays},
+		{"retention_usage_ledger_days", c.RetentionUsageLedgerDays},
+	} {
+		if n.val > MaxRetentionDays {
+			v.add(n.key, "%s must be at most %d days (got %d)", n.key, MaxRetentionDays, n.val)
+		}
 	}
 
 	v.positive("mcp_max_processes_per_server", c.MCPMaxProcessesPerServer)

@@ -57,6 +57,11 @@ const settingLabel: Record<string, string> = {
   llm_allowed_hosts: "Private hosts for model configurations",
   password_login_enabled: "Password sign-in (administrators always keep it)",
   oidc_allowed_hosts: "Private hosts for single sign-on issuers",
+  retention_task_days: "Keep finished chats (days)",
+  retention_task_events_days: "Keep event logs of finished tasks (days)",
+  retention_outbox_days: "Keep delivered webhooks and mails (days)",
+  retention_notifications_days: "Keep read notifications (days)",
+  retention_usage_ledger_days: "Keep the per-call usage ledger (days)",
 };
 
 const sourceText: Record<RuntimeSetting["source"], string> = { default: "default", file: "from the file", environment: "from the environment", stored: "stored here" };
