@@ -36,11 +36,14 @@ run: web
 	$(MAKE) build
 	./$(BIN) serve
 
-## test: the whole suite: the Go tests, then the console's browser tests
-test: test-go e2e
+## test: the whole suite: the Go tests and the console's browser tests (beside the MariaDB and
+## PostgreSQL suites: scripts/test-suites.sh)
+test:
+	GO=$(GO) MAKE=$(MAKE) SVC_E2E=1 scripts/test-suites.sh
 
-## test-go: the Go tests: SQLite with the race detector, then MariaDB/MySQL (SVC_TEST_MYSQL_DSN) and
-## PostgreSQL (SVC_TEST_POSTGRES_DSN) at once when their DSN is set (scripts/test-suites.sh)
+## test-go: the Go tests: SQLite with the race detector (the server package without it), then
+## MariaDB/MySQL (SVC_TEST_MYSQL_DSN) and PostgreSQL (SVC_TEST_POSTGRES_DSN) at once when their DSN
+## is set (scripts/test-suites.sh)
 test-go:
 	GO=$(GO) scripts/test-suites.sh
 

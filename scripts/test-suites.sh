@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The Go tests on every database CI has: SQLite with the race detector over every package, then
+# The Go tests on every database CI has: SQLite with the race detector over every package but the
+# server's end-to-end tests (which run without it beside the next ones), then
 # each server database named by its DSN variable (SVC_TEST_MYSQL_DSN, SVC_TEST_POSTGRES_DSN) at
 # once, without it, one package at a time, over the packages whose tests reach a database (those
-# that import store/storetest). The race detector watches Go code, which is the same on every dialect,
+# that import store/storetest), and with SVC_E2E=1 the console's browser tests (make e2e) beside
+# them. The race detector watches Go code, which is the same on every dialect,
 # so one raced run is enough and the others run at their natural speed; see docs/decisions.md
 # ("CI runs the database suites at once").
 #
@@ -35,9 +37,17 @@ run_suite() { # name, then the command; the suite's own time goes to $logs/<name
 }
 
 # SQLite with the race detector first, alone: it runs two packages at once (-p 2) and its
-# timing-sensitive drills must not share the two cores with other suites.
-run_suite sqlite env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -race -count=1 -timeout 30m ./...
+# timing-sensitive drills must not share the two cores with other suites. The server package's
+# end-to-end tests are the exception: raced they took over 8 of CI's 20 minutes (every HTTP
+# handler, stream and daemon instrumented, 4.6 GB), so they run without it beside the server
+# databases below; the concurrency they drive lives in the packages raced here (store, agentloop,
+# internal/jobs, internal/platform, plugins), each with its own concurrent tests.
+mapfile -t all < <($GO list ./...)
+raced=()
+for p in "${all[@]}"; do [ "$p" = github.com/agentsvc/svc/server ] || raced+=("$p"); done
+run_suite sqlite-race env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -race -count=1 -timeout 30m "${raced[@]}"
 wait "${pids[0]}"
+run_suite sqlite-server env -u SVC_TEST_MYSQL_DSN -u SVC_TEST_POSTGRES_DSN $GO test -count=1 -timeout 30m ./server/
 if [ -n "${SVC_TEST_MYSQL_DSN:-}" ] || [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
   mapfile -t pkgs < <(db_packages)
 fi
@@ -46,6 +56,11 @@ if [ -n "${SVC_TEST_MYSQL_DSN:-}" ]; then
 fi
 if [ -n "${SVC_TEST_POSTGRES_DSN:-}" ]; then
   run_suite postgres env -u SVC_TEST_MYSQL_DSN $GO test -count=1 -timeout 30m -p 1 "${pkgs[@]}"
+fi
+# The console's browser tests (SVC_E2E=1, as `make test` sets) beside them: headless chromium
+# against the binary on its own SQLite file waits on pages far more than it computes.
+if [ "${SVC_E2E:-}" = 1 ]; then
+  run_suite e2e ${MAKE:-make} --no-print-directory e2e
 fi
 
 failed=()
