@@ -12,16 +12,6 @@ import (
 
 const day = 24 * time.Hour
 
-// count returns the rows of table matching where.
-func count(t *testing.T, s *store.Store, table, where string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := s.GormDBForTest().Table(table).Where(where, args...).Count(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestPruneFinishedTasks: the chats finished before the cut go, oldest first and limit at a
 // time, with what they hold; a chat still going, one finished after the cut and one whose
 // sub-agent task is unfinished stay.
@@ -39,7 +29,7 @@ func TestPruneFinishedTasks(t *testing.T) {
 	recent := storetest.MoveTo(t, f.s, f.create(t, "recent").ID, taskstate.Completed)
 	cut := t0.Add(5 * day)
 
-	if n := count(t, f.s, "task_events", "task_id = ?", oldDone.ID); n == 0 {
+	if n := countRows(t, f.s, "task_events", "task_id = ?", oldDone.ID); n == 0 {
 		t.Fatal("the old task has no events to lose")
 	}
 	for i, want := range []int64{oldDone.ID, oldAborted.ID} {
@@ -47,18 +37,18 @@ func TestPruneFinishedTasks(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("batch %d: %d, %v", i, n, err)
 		}
-		if c := count(t, f.s, "tasks", "id = ?", want); c != 0 {
+		if c := countRows(t, f.s, "tasks", "id = ?", want); c != 0 {
 			t.Fatalf("batch %d did not delete task %d (oldest first)", i, want)
 		}
 	}
 	if n, err := f.s.PruneFinishedTasks(ctx, cut, 10); err != nil || n != 0 {
 		t.Fatalf("third batch: %d, %v", n, err)
 	}
-	if n := count(t, f.s, "task_events", "task_id IN ?", []int64{oldDone.ID, oldAborted.ID}); n != 0 {
+	if n := countRows(t, f.s, "task_events", "task_id IN ?", []int64{oldDone.ID, oldAborted.ID}); n != 0 {
 		t.Fatalf("%d events of deleted tasks left", n)
 	}
 	for _, id := range []int64{parent.ID, child.ID, going.ID, recent.ID} {
-		if c := count(t, f.s, "tasks", "id = ?", id); c != 1 {
+		if c := countRows(t, f.s, "tasks", "id = ?", id); c != 1 {
 			t.Fatalf("task %d was deleted", id)
 		}
 	}
@@ -67,7 +57,7 @@ func TestPruneFinishedTasks(t *testing.T) {
 	if n, err := f.s.PruneFinishedTasks(ctx, t0.Add(20*day), 10); err != nil || n != 2 {
 		t.Fatalf("parent and recent: %d, %v", n, err)
 	}
-	if c := count(t, f.s, "tasks", "id IN ?", []int64{parent.ID, child.ID}); c != 0 {
+	if c := countRows(t, f.s, "tasks", "id IN ?", []int64{parent.ID, child.ID}); c != 0 {
 		t.Fatalf("%d of the parent and its sub-agent task left", c)
 	}
 }
@@ -82,8 +72,8 @@ func TestPruneTaskEvents(t *testing.T) {
 	old := storetest.MoveTo(t, f.s, f.create(t, "old").ID, taskstate.Completed)
 	f.clock.Advance(10 * day)
 	recent := storetest.MoveTo(t, f.s, f.create(t, "recent").ID, taskstate.Completed)
-	messages := count(t, f.s, "task_messages", "task_id = ?", old.ID)
-	recentEvents := count(t, f.s, "task_events", "task_id = ?", recent.ID)
+	messages := countRows(t, f.s, "task_messages", "task_id = ?", old.ID)
+	recentEvents := countRows(t, f.s, "task_events", "task_id = ?", recent.ID)
 	if messages == 0 || recentEvents == 0 {
 		t.Fatalf("nothing to compare: %d messages, %d events", messages, recentEvents)
 	}
@@ -91,13 +81,13 @@ func TestPruneTaskEvents(t *testing.T) {
 	if n, err := f.s.PruneTaskEvents(ctx, cut, 10); err != nil || n != 1 {
 		t.Fatalf("first pass: %d tasks, %v", n, err)
 	}
-	if n := count(t, f.s, "task_events", "task_id = ?", old.ID); n != 0 {
+	if n := countRows(t, f.s, "task_events", "task_id = ?", old.ID); n != 0 {
 		t.Fatalf("%d events of the old task left", n)
 	}
-	if n := count(t, f.s, "task_messages", "task_id = ?", old.ID); n != messages {
+	if n := countRows(t, f.s, "task_messages", "task_id = ?", old.ID); n != messages {
 		t.Fatalf("messages %d, want %d kept", n, messages)
 	}
-	if n := count(t, f.s, "task_events", "task_id = ?", recent.ID); n != recentEvents {
+	if n := countRows(t, f.s, "task_events", "task_id = ?", recent.ID); n != recentEvents {
 		t.Fatalf("the recent task's events: %d, want %d", n, recentEvents)
 	}
 	twin := storetest.Twin(t, f.s)
@@ -109,7 +99,7 @@ func TestPruneTaskEvents(t *testing.T) {
 	if n, err := twin.PruneTaskEvents(ctx, t0.Add(20*day), 10); err != nil || n != 1 {
 		t.Fatalf("later cut: %d tasks, %v", n, err)
 	}
-	if n := count(t, f.s, "task_events", "task_id = ?", recent.ID); n != 0 {
+	if n := countRows(t, f.s, "task_events", "task_id = ?", recent.ID); n != 0 {
 		t.Fatalf("%d events of the recent task left after its cut", n)
 	}
 }
@@ -147,7 +137,7 @@ func TestPruneOutboxes(t *testing.T) {
 		t.Fatalf("pruned %d, %v", n, err)
 	}
 	for to, want := range map[string]int64{"old@example.com": 0, "recent@example.com": 1, "pending@example.com": 1} {
-		if n := count(t, f.s, "mail_outbox", "recipient = ?", to); n != want {
+		if n := countRows(t, f.s, "mail_outbox", "recipient = ?", to); n != want {
 			t.Fatalf("%s: %d rows, want %d", to, n, want)
 		}
 	}
@@ -174,7 +164,7 @@ func TestPruneUsageLedger(t *testing.T) {
 	if n, err := f.s.PruneUsageLedger(ctx, "2031-01-15", 10); err != nil || n != 1 {
 		t.Fatalf("second batch: %d, %v", n, err)
 	}
-	if n := count(t, f.s, "usage_ledger", "1 = 1"); n != 1 {
+	if n := countRows(t, f.s, "usage_ledger", "1 = 1"); n != 1 {
 		t.Fatalf("%d ledger rows left, want the February one", n)
 	}
 }

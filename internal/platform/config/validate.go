@@ -261,11 +261,6 @@ func validate(c *Config, origin map[string]string) []string {
 		{"tool_http_timeout", c.ToolHTTPTimeout},
 		{"SVC_AGENT_API_RATE_LIMIT_MAX", c.AgentAPIRateLimitMax},
 		{"plugin_catalog_ttl", c.PluginCatalogTTL},
-		{"retention_task_days", c.RetentionTaskDays},
-		{"retention_task_events_days", c.RetentionTaskEventsDays},
-		{"retention_outbox_days", c.RetentionOutboxDays},
-		{"retention_notifications_days", c.RetentionNotificationsDays},
-		{"retention_usage_ledger_days", c.RetentionUsageLedgerDays},
 	} {
 		v.nonNegative(n.key, n.val)
 	}
@@ -280,6 +275,7 @@ func validate(c *Config, origin map[string]string) []string {
 		{"retention_notifications_days", c.RetentionNotificationsDays},
 		{"retention_usage_ledger_days", c.RetentionUsageLedgerDays},
 	} {
+		v.nonNegative(n.key, n.val)
 		if n.val > MaxRetentionDays {
 			v.add(n.key, "%s must be at most %d days (got %d)", n.key, MaxRetentionDays, n.val)
 		}
