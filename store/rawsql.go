@@ -106,6 +106,29 @@ func (r *taskRow) dest() []any {
 		&r.ToolCallCount, &r.SummarySeq}
 }
 
+// insertTaskRow writes r to tasks (every column but id, as GORM's Create did) and sets its id.
+// Errors: the dialect's errors translated as GORM's (gorm.ErrForeignKeyViolated for an unknown
+// agent, user or parent task).
+func insertTaskRow(tx *gorm.DB, r *taskRow) error {
+	id, err := insertReturningID(tx, "INSERT INTO tasks (agent_id, principal_id, user_id, parent_task_id, status, prompt, "+
+		"answer, error_code, error_message, max_steps, steps_used, retry_count, next_retry_at, recoveries, input_tokens, "+
+		"output_tokens, data, source, api_key_id, callback_url, lease_owner, lease_expires_at, created_at, updated_at, "+
+		"finished_at, event_seq, trace_parent, message_seq, tool_call_count, summary_seq) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.AgentID, r.PrincipalID, r.UserID, r.ParentTaskID, r.Status, r.Prompt, r.Answer, r.ErrorCode, r.ErrorMessage,
+		r.MaxSteps, r.StepsUsed, r.RetryCount, r.NextRetryAt, r.Recoveries, r.InputTokens, r.OutputTokens, r.Data, r.Source,
+		r.APIKeyID, r.CallbackURL, r.LeaseOwner, r.LeaseExpiresAt, r.CreatedAt, r.UpdatedAt, r.FinishedAt, r.EventSeq,
+		r.TraceParent, r.MessageSeq, r.ToolCallCount, r.SummarySeq)
+	if err != nil {
+		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
+			return t.Translate(err)
+		}
+		return err
+	}
+	r.ID = id
+	return nil
+}
+
 // queryRows runs q and scans every row into a T through dest (the row's fields in the order of
 // q's columns).
 func queryRows[T any](db *gorm.DB, dest func(*T) []any, q string, args ...any) ([]T, error) {
