@@ -14,7 +14,8 @@ import (
 
 // The statements every step of every task runs (the claim, the lease write, the task read, the
 // conversation read, the message and event inserts, the notification's read and insert, the
-// tool calls' insert, read and result) are written and scanned here by hand instead of through
+// tool calls' insert, read and result), and a new task's insert (the per-agent API's chat
+// start, issue 28), are written and scanned here by hand instead of through
 // GORM's builders and reflection: in a drain, GORM's statement building and scanning made
 // most of the allocation of a step (AddClause, clone, ConvertToCreateValues, Scan: about 60 %
 // of 85 kB per task, docs/benchmarks.md), and the garbage collector's work followed. They run

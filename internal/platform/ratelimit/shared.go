@@ -44,7 +44,8 @@ const sharedCacheKeys = 1 << 16
 // skew between processes blurs a boundary by the skew). Each decision is one short transaction
 // (upsert-increment of the key's current window under its row lock, read of the previous one,
 // the verdict, and the increment undone on refusal, so a refused event is not counted, as in
-// Limiter).
+// Limiter). A write may instead take the decision into its own transaction (Defer, Pending): the
+// same upsert under the same lock, one transaction where there were two.
 //
 // Fast path: the counts a process last read for a key are lower bounds of the stored ones
 // (within a window they only grow), and the verdict is monotone in them, so when those counts
