@@ -259,12 +259,8 @@ func inlineFiles(op *openapi3.Operation) bool {
 // each data URL replaced by its placeholder: a request then holds a few buffers, not copies of
 // its files. The rest of the body is capped like any JSON body. Errors: those of spool.Rewrite.
 func (s *Server) spoolInlineFiles(r *http.Request) (*spool.Files, error) {
-	dir, err := s.media.InlineDir()
-	if err != nil {
-		return nil, err
-	}
 	body, files, err := spool.Rewrite(r.Body, spool.Options{
-		Dir: dir, MaxFiles: chat.MaxFiles, Limit: chat.MaxInlineBytes, MaxRest: defaultBodyLimit,
+		MakeDir: s.media.InlineDir, MaxFiles: chat.MaxFiles, Limit: chat.MaxInlineBytes, MaxRest: defaultBodyLimit,
 	})
 	_ = r.Body.Close()
 	if err != nil {
