@@ -329,15 +329,18 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 	req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
 	mctx, observed := l.observeModelCall(ctx, t, cfg, &req)
 	resp, err := driver.Complete(mctx, req)
+	streamed := deltas.end()
 	observed(resp, err)
 	if le := (*llm.Error)(nil); errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong && ctx.Err() == nil {
 		// The provider refused the request as too long: compact and try once more.
 		if req, err = conv.fit(ctx, req, true); err != nil {
 			return l.failTooLong(ctx, t, worker, err)
 		}
+		deltas = newDeltaWriter(ctx, l, t.ID, worker)
 		req.OnDelta = func(d llm.Delta) { deltas.add(d.Text, d.Reasoning) }
 		mctx, observed = l.observeModelCall(ctx, t, cfg, &req)
 		resp, err = driver.Complete(mctx, req)
+		streamed = deltas.end() || streamed
 		observed(resp, err)
 		if errors.As(err, &le) && le.Code == taskstate.CodeContextTooLong {
 			return l.fail(ctx, t, worker, taskstate.CodeContextTooLong, tooLongAfterCompaction+" ("+le.Message+")", nil)
@@ -362,7 +365,7 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		reasoning = nil
 	}
 	msg := store.NewTaskMessage{Role: store.RoleAssistant, Text: resp.Text, Reasoning: reasoning,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Streamed: deltas.wrote}
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Streamed: streamed}
 	for _, c := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, store.MessageToolCall{ProviderCallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}

@@ -140,6 +140,7 @@ func (a *API) StartAgentChat(ctx context.Context, req gen.StartAgentChatRequestO
 	v, err := a.chats.Start(ctx, k, chat.StartInput{
 		Input:       chatInput(ctx, b.Text, b.Prompt, b.Files, b.MediaIds),
 		CallbackURL: b.CallbackUrl, MaxSteps: b.MaxSteps, AdditionalSteps: b.AdditionalSteps,
+		Limit: requestInfo(ctx).Limit,
 	})
 	if err != nil {
 		return nil, err

@@ -155,6 +155,10 @@ type RequestInfo struct {
 	// Inline holds the inline files the gate decoded while the body streamed, for operations
 	// marked x-inline-files (their data URLs are placeholders in the body); nil otherwise.
 	Inline *spool.Files
+	// Limit is the request's per-key rate-limit event when the gate left it to the request's
+	// write (a chat start: counted in the task's transaction); nil otherwise. The gate counts
+	// it after the handler when no write did.
+	Limit *store.LimitHit
 }
 
 type requestInfoKey struct{}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/ratelimit"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/store"
 )
 
 // The per-agent API (/agent-api/*, security scheme agentKey) is mounted only while the setting
@@ -98,8 +99,11 @@ func usesAgentKey(reqs openapi3.SecurityRequirements) bool {
 
 // authenticateAgentKey authenticates a per-agent API request by its bearer key (every refusal
 // is the same 401), applies the key's rate limit (429 with Retry-After), records the key's use
-// and returns the context carrying the key. Session cookies play no part.
-func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
+// and returns the context carrying the key. Session cookies play no part. For the operations of
+// foldedLimit the limit's event is left pending in the context (ratelimit.PendingFrom) unless
+// the counts this process read last refuse it already: the gate hands it to the operation's
+// write (limitHit) and counts it after the handler when no write did.
+func (s *Server) authenticateAgentKey(c *gin.Context, op *openapi3.Operation) (context.Context, error) {
 	ctx := c.Request.Context()
 	k, err := s.keys.Authenticate(ctx, c.GetHeader("Authorization"))
 	if err != nil {
@@ -110,18 +114,54 @@ func (s *Server) authenticateAgentKey(c *gin.Context) (context.Context, error) {
 		max = cfg.AgentAPIRateLimitMax
 	}
 	c.Set(logKeyID, k.KeyID)
-	ok, wait, err := s.agentAPI.limiter(s.store, max, s.clock).Check(ctx, k.KeyID)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, svcerr.RateLimited(wait, "too many requests for this API key; retry later")
+	lim := s.agentAPI.limiter(s.store, max, s.clock)
+	if foldedLimit[operationID(op)] {
+		p, ok, wait := lim.Defer(k.KeyID)
+		if !ok {
+			return nil, agentKeyLimited(wait)
+		}
+		ctx = ratelimit.WithPending(ctx, p)
+	} else {
+		ok, wait, err := lim.Check(ctx, k.KeyID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, agentKeyLimited(wait)
+		}
 	}
 	if err := s.keys.Touch(ctx, k); err != nil {
 		// Bookkeeping only: the request goes on.
 		s.log.WarnContext(ctx, "record API key use", "key_id", k.KeyID, "err", err)
 	}
 	return api.WithAgentKey(ctx, k), nil
+}
+
+// foldedLimit are the per-agent API operations whose one write transaction also counts the
+// key's rate-limit event (issue 28, item 7: a chat start paid a second write transaction only
+// for the shared window).
+var foldedLimit = map[string]bool{"startAgentChat": true}
+
+// agentKeyLimited is the refusal of a key over its budget. Errors: ErrRateLimited.
+func agentKeyLimited(wait time.Duration) error {
+	return svcerr.RateLimited(wait, "too many requests for this API key; retry later")
+}
+
+// limitHit is p for the request's write (api.RequestInfo.Limit): counted in its transaction,
+// refused as the gate refuses.
+func limitHit(p *ratelimit.Pending) *store.LimitHit {
+	return &store.LimitHit{Key: p.Key(), Start: p.Start(), Window: p.Window(), Allow: p.Decide,
+		Refused: func() error { return agentKeyLimited(p.Wait()) }, Done: p.Done}
+}
+
+// settleLimit counts a request's pending rate-limit event that no write counted (the request
+// failed before its write, or had none), after the handler: the budget is spent as if the gate
+// had counted it. A failure is logged; the answer is already decided.
+func (s *Server) settleLimit(c *gin.Context, p *ratelimit.Pending) {
+	ctx := context.WithoutCancel(c.Request.Context())
+	if _, _, err := p.Settle(ctx); err != nil {
+		s.log.WarnContext(ctx, "count a rate-limited request", "err", err)
+	}
 }
 
 // defaultAgentAPIRate is the per-key budget when the setting holds no positive value.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentsvc/svc/api/apitest"
+	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
@@ -72,4 +73,38 @@ func TestRateLimitsAcrossInstances(t *testing.T) {
 			retryAfter(t, c.Post(fmt.Sprintf("/tasks/%d/tick", 999999), nil).Expect(t, http.StatusTooManyRequests, "TOO_MANY_REQUESTS"))
 		}
 	})
+}
+
+// TestChatStartLimitAcrossInstances: the per-key budget a chat start counts in its own write
+// transaction (issue 28, item 7) is still shared by two apps on one database: perKey requests
+// in total, alternating, count — chats started and a chat start refused by validation (counted
+// after its handler) alike — and the next chat start is refused on either with 429 and
+// Retry-After, with no task stored for it.
+func TestChatStartLimitAcrossInstances(t *testing.T) {
+	t.Parallel()
+	const perKey = 6
+	settings := []string{"SVC_AGENT_API=true", "SVC_AGENT_API_RATE_LIMIT_MAX=" + strconv.Itoa(perKey)}
+	a := apitest.New(t, settings...)
+	b := apitest.NewWith(t, apitest.Options{Store: storetest.Twin(t, a.App.Store)}, settings...)
+	owner, _ := a.UserClient("owner@example.com")
+	agent := mkAgent(t, owner, map[string]any{"name": "Keyed"})
+	key := mintKey(t, owner, agent.Id, "shared")
+	hdr := map[string]string{"Authorization": "Bearer " + key.Key}
+	envs := []*apitest.Env{a, b}
+	start := func(e *apitest.Env, body map[string]any) *apitest.Response {
+		return e.Client().Do(apitest.Request{Method: http.MethodPost, Path: "/agent-api/chats", Body: body, Header: hdr})
+	}
+	for i := range perKey - 1 {
+		start(envs[i%2], map[string]any{"text": fmt.Sprintf("chat %d", i)}).Expect(t, http.StatusAccepted)
+	}
+	start(envs[1], map[string]any{"text": "   "}).Expect(t, http.StatusUnprocessableEntity, "VALIDATION_ERROR")
+	for _, e := range envs {
+		retryAfter(t, start(e, map[string]any{"text": "one too many"}).Expect(t, http.StatusTooManyRequests, "TOO_MANY_REQUESTS"))
+	}
+	var list gen.ChatListResponse
+	b.Client().Do(apitest.Request{Method: http.MethodGet, Path: "/agent-api/chats", Header: map[string]string{"Authorization": "Bearer " + mintKey(t, owner, agent.Id, "reader").Key}}).
+		Expect(t, http.StatusOK).Decode(t, &list)
+	if len(list.Data.Chats) != perKey-1 {
+		t.Fatalf("%d chats stored, want %d", len(list.Data.Chats), perKey-1)
+	}
 }

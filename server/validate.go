@@ -24,6 +24,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/account"
 	"github.com/agentsvc/svc/internal/domain/chat"
 	"github.com/agentsvc/svc/internal/domain/spool"
+	"github.com/agentsvc/svc/internal/platform/ratelimit"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
@@ -95,6 +96,10 @@ func (s *Server) gate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	pending := ratelimit.PendingFrom(ctx)
+	if pending != nil {
+		defer s.settleLimit(c, pending)
+	}
 	client := s.proxies.clientAddr(c.Request)
 	if err := s.rateLimit(c, op, client); err != nil {
 		s.fail(c, err)
@@ -110,6 +115,9 @@ func (s *Server) gate(c *gin.Context) {
 		defer release()
 	}
 	ri := api.RequestInfo{Request: c.Request, ClientIP: client}
+	if pending != nil {
+		ri.Limit = limitHit(pending)
+	}
 	if hasBody && isJSON(c.ContentType()) {
 		// JSON decoders replace invalid UTF-8 with U+FFFD: refuse it rather than store something
 		// other than what was sent. Checked while the body streams, without another copy.
@@ -251,12 +259,8 @@ func inlineFiles(op *openapi3.Operation) bool {
 // each data URL replaced by its placeholder: a request then holds a few buffers, not copies of
 // its files. The rest of the body is capped like any JSON body. Errors: those of spool.Rewrite.
 func (s *Server) spoolInlineFiles(r *http.Request) (*spool.Files, error) {
-	dir, err := s.media.InlineDir()
-	if err != nil {
-		return nil, err
-	}
 	body, files, err := spool.Rewrite(r.Body, spool.Options{
-		Dir: dir, MaxFiles: chat.MaxFiles, Limit: chat.MaxInlineBytes, MaxRest: defaultBodyLimit,
+		MakeDir: s.media.InlineDir, MaxFiles: chat.MaxFiles, Limit: chat.MaxInlineBytes, MaxRest: defaultBodyLimit,
 	})
 	_ = r.Body.Close()
 	if err != nil {
@@ -289,7 +293,7 @@ func (s *Server) authenticate(c *gin.Context, op *openapi3.Operation) (context.C
 		reqs = *op.Security
 	}
 	if usesAgentKey(reqs) {
-		return s.authenticateAgentKey(c) // bearer key only (server/agentapi.go)
+		return s.authenticateAgentKey(c, op) // bearer key only (server/agentapi.go)
 	}
 	needSession, needCSRF := false, false
 	for _, req := range reqs {

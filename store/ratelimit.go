@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -20,53 +21,139 @@ func (s *Store) RateLimitHit(ctx context.Context, key string, start, window int6
 	if key == "" || window <= 0 { // stays: the limiter's own arguments (internal/platform/ratelimit), not user input
 		return 0, 0, false, invalidf("rate limit: key and window are required")
 	}
-	type counts struct {
-		prev, curr uint64
-		ok         bool
-	}
-	expires := start + 2*window // after two windows its count weighs nothing
-	got, err := inTx(ctx, s, func(tx *gorm.DB) (counts, error) {
-		var hits []int64
-		if s.dialect != DialectMySQL {
-			if err := tx.Raw("INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
-				"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1 RETURNING hits",
-				key, start, expires).Scan(&hits).Error; err != nil {
-				return counts{}, fmt.Errorf("count rate limit: %w", err)
-			}
-		} else {
-			if err := tx.Exec("INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
-				"ON DUPLICATE KEY UPDATE hits = hits + 1", key, start, expires).Error; err != nil {
-				return counts{}, fmt.Errorf("count rate limit: %w", err)
-			}
-			if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ? FOR UPDATE",
-				key, start).Scan(&hits).Error; err != nil {
-				return counts{}, fmt.Errorf("count rate limit: %w", err)
-			}
+	got, err := inTx(ctx, s, func(tx *gorm.DB) (limitCounts, error) {
+		c, err := rateLimitHit(tx, key, start, window, allow)
+		if err != nil || c.ok {
+			return c, err
 		}
-		if len(hits) != 1 || hits[0] < 1 {
-			return counts{}, fmt.Errorf("count rate limit: the window's row reads %v", hits)
-		}
-		var before []int64
-		if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ?",
-			key, start-window).Scan(&before).Error; err != nil {
-			return counts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-		c := counts{curr: uint64(hits[0] - 1)}
-		if len(before) == 1 {
-			c.prev = uint64(max(before[0], 0))
-		}
-		if allow(c.prev, c.curr) {
-			c.curr++
-			c.ok = true
-			return c, nil
-		}
-		if err := tx.Exec("UPDATE rate_limit_windows SET hits = hits - 1 WHERE limit_key = ? AND window_start = ?",
-			key, start).Error; err != nil {
-			return counts{}, fmt.Errorf("count rate limit: %w", err)
+		if _, err := rawExec(tx, "UPDATE rate_limit_windows SET hits = hits - 1 WHERE limit_key = ? AND window_start = ?",
+			key, start); err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
 		}
 		return c, nil
 	})
 	return got.prev, got.curr, got.ok, err
+}
+
+// LimitHit is a rate-limit event decided inside the transaction of the write it guards
+// (NewTask.Limit): the window's upsert and the verdict ride in the write's own transaction
+// instead of one of their own, under the same row lock as RateLimitHit's, so the limit holds
+// across processes all the same. A refusal rolls the whole write back.
+type LimitHit struct {
+	Key           string
+	Start, Window int64 // as RateLimitHit's
+	// Allow is RateLimitHit's allow: the verdict on the counts read under the lock (it may
+	// be asked again when the transaction is retried).
+	Allow func(prev, curr uint64) bool
+	// Refused is the error the write returns, with nothing stored, when Allow refuses.
+	Refused func() error
+	// Done, when set, is told how the write's transaction ended (nil: committed, the event
+	// counted).
+	Done func(err error)
+}
+
+// CountLimitHit counts h in a transaction of its own, for a write that must know the verdict
+// before it starts (one that stores files first). Errors: h.Refused(), ErrInvalid (empty key,
+// window not positive), the database's.
+func (s *Store) CountLimitHit(ctx context.Context, h *LimitHit) error {
+	err := s.tx(ctx, h.apply)
+	h.done(err)
+	return err
+}
+
+// done tells h.Done how its transaction ended.
+func (h *LimitHit) done(err error) {
+	if h != nil && h.Done != nil {
+		h.Done(err)
+	}
+}
+
+// apply counts h in tx and returns h.Refused() when it is refused.
+func (h *LimitHit) apply(tx *gorm.DB) error {
+	if h.Key == "" || h.Window <= 0 {
+		return invalidf("rate limit: key and window are required")
+	}
+	c, err := rateLimitHit(tx, h.Key, h.Start, h.Window, h.Allow)
+	if err != nil {
+		return err
+	}
+	if !c.ok {
+		return h.Refused()
+	}
+	return nil
+}
+
+// limitCounts are a window's counts after a decision, and the verdict.
+type limitCounts struct {
+	prev, curr uint64
+	ok         bool
+}
+
+// rateLimitHit counts one event of key in the window starting at start, in tx, and asks allow
+// with the counts before it; a refused event stays counted (the caller takes it back or rolls
+// the transaction back). SQLite and PostgreSQL: one statement (the upsert returns the window
+// before as well); MySQL/MariaDB, which return nothing from an upsert: the upsert, a locking
+// read of the window, and a read of the one before.
+func rateLimitHit(tx *gorm.DB, key string, start, window int64, allow func(prev, curr uint64) bool) (limitCounts, error) {
+	expires := start + 2*window // after two windows its count weighs nothing
+	var hits int64
+	var before sql.NullInt64
+	if tx.Dialector.Name() != DialectMySQL {
+		rows, err := rawQuery(tx, "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
+			"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1 "+
+			"RETURNING hits, (SELECT p.hits FROM rate_limit_windows p WHERE p.limit_key = ? AND p.window_start = ?)",
+			key, start, expires, key, start-window)
+		if err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+			}
+			return limitCounts{}, fmt.Errorf("count rate limit: the upsert returned no row")
+		}
+		if err := rows.Scan(&hits, &before); err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+		if err := rows.Close(); err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+	} else {
+		if _, err := rawExec(tx, "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
+			"ON DUPLICATE KEY UPDATE hits = hits + 1", key, start, expires); err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+		var curr []int64
+		if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ? FOR UPDATE",
+			key, start).Scan(&curr).Error; err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+		if len(curr) != 1 {
+			return limitCounts{}, fmt.Errorf("count rate limit: the window's row reads %v", curr)
+		}
+		hits = curr[0]
+		var prev []int64
+		if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ?",
+			key, start-window).Scan(&prev).Error; err != nil {
+			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+		}
+		if len(prev) == 1 {
+			before = sql.NullInt64{Int64: prev[0], Valid: true}
+		}
+	}
+	if hits < 1 {
+		return limitCounts{}, fmt.Errorf("count rate limit: the window's row reads %d", hits)
+	}
+	c := limitCounts{curr: uint64(hits - 1)}
+	if before.Valid {
+		c.prev = uint64(max(before.Int64, 0))
+	}
+	if allow(c.prev, c.curr) {
+		c.curr++
+		c.ok = true
+	}
+	return c, nil
 }
 
 // DeleteRateLimitWindowsBefore removes the rate-limit windows that expired before t

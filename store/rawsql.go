@@ -14,7 +14,8 @@ import (
 
 // The statements every step of every task runs (the claim, the lease write, the task read, the
 // conversation read, the message and event inserts, the notification's read and insert, the
-// tool calls' insert, read and result) are written and scanned here by hand instead of through
+// tool calls' insert, read and result), and a new task's insert (the per-agent API's chat
+// start, issue 28), are written and scanned here by hand instead of through
 // GORM's builders and reflection: in a drain, GORM's statement building and scanning made
 // most of the allocation of a step (AddClause, clone, ConvertToCreateValues, Scan: about 60 %
 // of 85 kB per task, docs/benchmarks.md), and the garbage collector's work followed. They run
@@ -104,6 +105,29 @@ func (r *taskRow) dest() []any {
 		&r.InputTokens, &r.OutputTokens, &r.Data, &r.Source, &r.APIKeyID, &r.CallbackURL, &r.LeaseOwner,
 		&r.LeaseExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.EventSeq, &r.TraceParent, &r.MessageSeq,
 		&r.ToolCallCount, &r.SummarySeq}
+}
+
+// insertTaskRow writes r to tasks (every column but id, as GORM's Create did) and sets its id.
+// Errors: the dialect's errors translated as GORM's (gorm.ErrForeignKeyViolated for an unknown
+// agent, user or parent task).
+func insertTaskRow(tx *gorm.DB, r *taskRow) error {
+	id, err := insertReturningID(tx, "INSERT INTO tasks (agent_id, principal_id, user_id, parent_task_id, status, prompt, "+
+		"answer, error_code, error_message, max_steps, steps_used, retry_count, next_retry_at, recoveries, input_tokens, "+
+		"output_tokens, data, source, api_key_id, callback_url, lease_owner, lease_expires_at, created_at, updated_at, "+
+		"finished_at, event_seq, trace_parent, message_seq, tool_call_count, summary_seq) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.AgentID, r.PrincipalID, r.UserID, r.ParentTaskID, r.Status, r.Prompt, r.Answer, r.ErrorCode, r.ErrorMessage,
+		r.MaxSteps, r.StepsUsed, r.RetryCount, r.NextRetryAt, r.Recoveries, r.InputTokens, r.OutputTokens, r.Data, r.Source,
+		r.APIKeyID, r.CallbackURL, r.LeaseOwner, r.LeaseExpiresAt, r.CreatedAt, r.UpdatedAt, r.FinishedAt, r.EventSeq,
+		r.TraceParent, r.MessageSeq, r.ToolCallCount, r.SummarySeq)
+	if err != nil {
+		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
+			return t.Translate(err)
+		}
+		return err
+	}
+	r.ID = id
+	return nil
 }
 
 // queryRows runs q and scans every row into a T through dest (the row's fields in the order of

@@ -231,12 +231,16 @@ type NewTask struct {
 	// so the spans of its steps link back to the request across the queue; longer than 128
 	// bytes it is not stored.
 	TraceParent string
+	// Limit, when set, is the caller's rate-limit event, counted in the task's transaction
+	// (the per-agent API's chat start: one write transaction instead of two); its refusal is
+	// CreateTask's error, with nothing stored.
+	Limit *LimitHit
 }
 
 // CreateTask stores a QUEUED task and its prompt as the first user message (sequence 1); an
 // empty Source is TaskSourceSession. The caller has applied task.CheckNew (prompt, max_steps,
 // source, data). Errors: ErrInvalid (unknown agent, user, parent task or media asset: known
-// only to this write).
+// only to this write), nt.Limit's refusal, those of LimitHit.
 func (s *Tasks) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 	if nt.Source == "" {
 		nt.Source = TaskSourceSession
@@ -248,7 +252,12 @@ func (s *Tasks) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 			return nil, err
 		}
 	}
-	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
+	t, err := inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
+		if nt.Limit != nil {
+			if err := nt.Limit.apply(tx); err != nil {
+				return nil, err
+			}
+		}
 		now := s.now()
 		row := taskRow{
 			AgentID: nt.AgentID, PrincipalID: nt.PrincipalID, UserID: nt.UserID, ParentTaskID: nt.ParentTaskID,
@@ -261,6 +270,8 @@ func (s *Tasks) CreateTask(ctx context.Context, nt NewTask) (*Task, error) {
 		}
 		return row.toTask()
 	})
+	nt.Limit.done(err)
+	return t, err
 }
 
 // Task returns one task. Errors: ErrNotFound "task not found".

@@ -239,7 +239,7 @@ func (s *Store) logTransitions(ctx context.Context, trs []transitioned) {
 func (s *Store) insertTask(tx *gorm.DB, now time.Time, row *taskRow, msgs []NewTaskMessage) error {
 	row.Status = taskstate.Rules[taskstate.Create].To[0]
 	row.EventSeq, row.MessageSeq = int64(1+len(msgs)), int64(len(msgs))
-	if err := tx.Create(row).Error; err != nil {
+	if err := insertTaskRow(tx, row); err != nil {
 		if errors.Is(TranslateError(err), svcerr.ErrInvalid) {
 			return invalidf("task refers to an unknown agent, user or parent task")
 		}

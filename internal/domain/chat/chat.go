@@ -115,6 +115,9 @@ type StartInput struct {
 	CallbackURL     *string
 	MaxSteps        *int
 	AdditionalSteps *int // the step cap when MaxSteps is absent
+	// Limit is the request's rate-limit event, counted in the task's transaction, or before
+	// any inline file is stored when there are some; nil when the gate counted it already.
+	Limit *store.LimitHit
 }
 
 // attachments checks that every media id is readable by the key and stores the inline files
@@ -243,7 +246,8 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 // Start queues a new chat of the key's agent, owned by the key's minter on the agent's
 // principal: the callback_url is screened before anything is written; max_steps (or, when
 // absent, additional_steps) is clamped to 1..100 and defaults to the agent's max_steps.
-// Errors: ErrInvalid (blank text, unscreened callback_url, a media id the key cannot read).
+// Errors: ErrInvalid (blank text, unscreened callback_url, a media id the key cannot read),
+// in.Limit's refusal (nothing stored).
 func (s *Service) Start(ctx context.Context, k *store.AgentAPIKey, in StartInput) (*task.View, error) {
 	text, err := in.text()
 	if err != nil {
@@ -274,6 +278,13 @@ func (s *Service) Start(ctx context.Context, k *store.AgentAPIKey, in StartInput
 	if err := s.spend.CheckChat(ctx, k, a, k.CreatedBy); err != nil { // 429 BUDGET_EXCEEDED, nothing stored
 		return nil, err
 	}
+	limit := in.Limit
+	if limit != nil && len(in.Files) > 0 { // decided before the files are stored
+		if err := s.store.CountLimitHit(ctx, limit); err != nil {
+			return nil, err
+		}
+		limit = nil
+	}
 	ids, err := s.attachments(ctx, k, a, in.Input)
 	if err != nil {
 		return nil, err
@@ -281,7 +292,7 @@ func (s *Service) Start(ctx context.Context, k *store.AgentAPIKey, in StartInput
 	keyID := k.ID
 	return s.tasks.Start(ctx, store.NewTask{
 		AgentID: a.ID, PrincipalID: a.PrincipalID, UserID: k.CreatedBy, Prompt: text, MaxSteps: steps,
-		Source: store.TaskSourceAgentAPI, APIKeyID: &keyID, CallbackURL: callback, MediaIDs: ids,
+		Source: store.TaskSourceAgentAPI, APIKeyID: &keyID, CallbackURL: callback, MediaIDs: ids, Limit: limit,
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -41,10 +42,13 @@ const maxKey = 64
 
 // Options are the limits of one body.
 type Options struct {
-	Dir      string // where the temporary files go ("" is os.TempDir())
-	MaxFiles int    // data URLs decoded per body; later ones are dropped undecoded
-	Limit    int64  // decoded bytes per file: a larger one is kept as too large, without its bytes
-	MaxRest  int64  // the size of the document without its data URLs (ErrTooLarge beyond)
+	Dir string // where the temporary files go ("" is os.TempDir(), or MakeDir's)
+	// MakeDir, when set and Dir is "", names (and creates) the folder, asked at the first file
+	// only: a body without data URLs touches no file system.
+	MakeDir  func() (string, error)
+	MaxFiles int   // data URLs decoded per body; later ones are dropped undecoded
+	Limit    int64 // decoded bytes per file: a larger one is kept as too large, without its bytes
+	MaxRest  int64 // the size of the document without its data URLs (ErrTooLarge beyond)
 }
 
 // File is one decoded inline file.
@@ -151,13 +155,23 @@ type scanner struct {
 // without its data URLs is larger than MaxRest), file-system failures (temporary files), and r's own
 // errors unchanged (a body over its cap, invalid UTF-8).
 func Rewrite(r io.Reader, o Options) (body []byte, files *Files, err error) {
-	s := &scanner{in: bufio.NewReaderSize(r, 64<<10), opt: o, files: &Files{}}
+	in := readers.Get().(*bufio.Reader)
+	in.Reset(r)
+	defer func() {
+		in.Reset(nil)
+		readers.Put(in)
+	}()
+	s := &scanner{in: in, opt: o, files: &Files{}}
 	if err := s.run(); err != nil {
 		_ = s.files.Close()
 		return nil, nil, err
 	}
 	return s.out.Bytes(), s.files, nil
 }
+
+// readers are Rewrite's read buffers, reused: 64 KiB each, allocated for every body they were
+// most of a chat start's allocation.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 func badJSON() error { return svcerr.New(svcerr.ErrBadRequest, "request body is not valid JSON") }
 
@@ -358,6 +372,11 @@ func (s *scanner) spool() error {
 	sum := sha256.New()
 	if n < s.opt.MaxFiles {
 		var err error
+		if s.opt.Dir == "" && s.opt.MakeDir != nil {
+			if s.opt.Dir, err = s.opt.MakeDir(); err != nil {
+				return fmt.Errorf("inline file: %w", err)
+			}
+		}
 		if tmp, err = os.CreateTemp(s.opt.Dir, "svc-inline-*"); err != nil {
 			return fmt.Errorf("inline file: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentsvc/svc/internal/domain/access"
@@ -36,11 +37,46 @@ type Store interface {
 	Budgets(ctx context.Context, kind string, id int64) ([]store.Budget, error)
 	BudgetUse(ctx context.Context, b store.Budget) (store.BudgetUse, error)
 	BudgetsFor(ctx context.Context, sc store.BudgetScope) ([]store.BudgetUse, error)
+	HasBudgets(ctx context.Context) (bool, error)
+	ConfigVersion(ctx context.Context) (int64, error)
 }
 
 // Service applies the usage and budget rules on top of the store.
 type Service struct {
 	store Store
+
+	mu      sync.Mutex
+	budgets struct {
+		version int64 // the config version it was read at
+		known   bool
+		any     bool
+	}
+}
+
+// anyBudget reports whether any budget exists, read again only when the configuration version
+// changed (budgets is one of store.ConfigTables: a budget set on any process shows within the
+// version's TTL, as it does for the loop's steps), so a chat start where none exists spends no
+// statement on them. Errors: the store's.
+func (s *Service) anyBudget(ctx context.Context) (bool, error) {
+	v, err := s.store.ConfigVersion(ctx)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if s.budgets.known && s.budgets.version == v {
+		any := s.budgets.any
+		s.mu.Unlock()
+		return any, nil
+	}
+	s.mu.Unlock()
+	any, err := s.store.HasBudgets(ctx)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.budgets.version, s.budgets.known, s.budgets.any = v, true, any
+	s.mu.Unlock()
+	return any, nil
 }
 
 // New returns the service.
@@ -313,8 +349,12 @@ func (s *Service) Budgets(ctx context.Context, u *store.User, kind, ref string) 
 
 // CheckChat refuses a per-agent API chat of key k (created by user createdBy) when a budget
 // of the key, its agent, the agent's principal's group or that user is used up: ErrBudgetExceeded
-// naming the budget, with the wait until its reset (Retry-After).
+// naming the budget, with the wait until its reset (Retry-After). Where no budget exists at
+// all (anyBudget) it reads nothing more. Errors: ErrBudgetExceeded, the store's.
 func (s *Service) CheckChat(ctx context.Context, k *store.AgentAPIKey, a *store.Agent, userID int64) error {
+	if any, err := s.anyBudget(ctx); err != nil || !any {
+		return err
+	}
 	keyID := k.ID
 	uses, err := s.store.BudgetsFor(ctx, store.BudgetScope{UserID: userID, AgentID: a.ID, PrincipalID: a.PrincipalID, APIKeyID: &keyID})
 	if err != nil {

@@ -44,7 +44,8 @@ const sharedCacheKeys = 1 << 16
 // skew between processes blurs a boundary by the skew). Each decision is one short transaction
 // (upsert-increment of the key's current window under its row lock, read of the previous one,
 // the verdict, and the increment undone on refusal, so a refused event is not counted, as in
-// Limiter).
+// Limiter). A write may instead take the decision into its own transaction (Defer, Pending): the
+// same upsert under the same lock, one transaction where there were two.
 //
 // Fast path: the counts a process last read for a key are lower bounds of the stored ones
 // (within a window they only grow), and the verdict is monotone in them, so when those counts
@@ -84,18 +85,28 @@ func NewShared(b Backend, name string, limit int, window time.Duration, clock fu
 // Check records an event for key and reports whether it is within the limit across every
 // process sharing the database (see Limiter.Allow for retryAfter). err is the database's.
 func (l *Shared) Check(ctx context.Context, key string) (bool, time.Duration, error) {
+	p, ok, wait := l.Defer(key)
+	if !ok {
+		return false, wait, nil
+	}
+	return p.Settle(ctx)
+}
+
+// Defer starts the decision on an event of key that a write will take into its own
+// transaction (Pending): the refusal the cached counts already give is answered at once (ok
+// false, with the wait) and costs nothing; otherwise the event is pending, decided when it is
+// counted.
+func (l *Shared) Defer(key string) (p *Pending, ok bool, wait time.Duration) {
 	now := l.clock().UnixMilli()
 	start := now - ((now%l.window)+l.window)%l.window
-	elapsed := uint64(now-start) * uint64(time.Millisecond)
-	w := uint64(l.window) * uint64(time.Millisecond)
-	stored := l.name + "|" + key
-	if len(stored) > maxKeyLen {
-		sum := sha256.Sum256([]byte(stored))
-		stored = l.name + "|sha256:" + hex.EncodeToString(sum[:])
+	p = &Pending{l: l, start: start, elapsed: uint64(now-start) * uint64(time.Millisecond), key: l.name + "|" + key}
+	if len(p.key) > maxKeyLen {
+		sum := sha256.Sum256([]byte(p.key))
+		p.key = l.name + "|sha256:" + hex.EncodeToString(sum[:])
 	}
 
 	l.mu.Lock()
-	c, found := l.cache[stored]
+	c, found := l.cache[p.key]
 	l.mu.Unlock()
 	if found {
 		prev, curr, known := c.prev, c.curr, true
@@ -107,29 +118,109 @@ func (l *Shared) Check(ctx context.Context, key string) (bool, time.Duration, er
 			known = false
 		}
 		if known {
-			if ok, wait := decide(l.limit, w, uint64(prev), uint64(curr), elapsed); !ok {
-				return false, wait, nil
+			if ok, wait := decide(l.limit, p.w(), uint64(prev), uint64(curr), p.elapsed); !ok {
+				return nil, false, wait
 			}
 		}
 	}
+	return p, true, 0
+}
 
-	var wait time.Duration
-	prev, curr, ok, err := l.backend.RateLimitHit(ctx, stored, start, l.window, func(prev, curr uint64) bool {
-		var ok bool
-		ok, wait = decide(l.limit, w, prev, curr, elapsed)
-		return ok
-	})
-	if err != nil {
-		return false, 0, fmt.Errorf("rate limit %s: %w", l.name, err)
-	}
+// remember keeps the counts last read for key (lower bounds of the stored ones) for Defer's
+// refusals from memory.
+func (l *Shared) remember(key string, start int64, prev, curr uint64) {
 	l.mu.Lock()
 	if len(l.cache) >= sharedCacheKeys {
 		clear(l.cache)
 	}
-	l.cache[stored] = seen{start: start, prev: int64(prev), curr: int64(curr)}
+	l.cache[key] = seen{start: start, prev: int64(prev), curr: int64(curr)}
 	l.mu.Unlock()
-	if ok {
+}
+
+// Pending is one event of a key on its way to being counted: by the write transaction it is
+// handed to (which asks Decide under the window's lock and reports its end to Done) or, when
+// none counted it, by Settle in a transaction of its own. Either way it is counted under the
+// window's row lock, so the limit is as exact across processes as Check's; folded into a
+// write, it costs that write's transaction no second one. A request's goroutine uses it; it is
+// not safe for concurrent use.
+type Pending struct {
+	l       *Shared
+	key     string // as stored
+	start   int64  // the window's, Unix milliseconds
+	elapsed uint64 // nanoseconds into the window
+
+	decided    bool          // Decide ran: prev, curr, ok and wait are its
+	counted    bool          // stored, or refused: nothing more to do
+	prev, curr uint64        // read under the lock, before the event
+	ok         bool          // the verdict
+	wait       time.Duration // a refusal's
+}
+
+func (p *Pending) w() uint64 { return uint64(p.l.window) * uint64(time.Millisecond) }
+
+// Key is the event's key as stored (Backend.RateLimitHit's key).
+func (p *Pending) Key() string { return p.key }
+
+// Start is the start of the event's window, Unix milliseconds.
+func (p *Pending) Start() int64 { return p.start }
+
+// Window is the window's length in milliseconds.
+func (p *Pending) Window() int64 { return p.l.window }
+
+// Decide is the verdict on the event given the counts read under the window's lock, as
+// Backend.RateLimitHit's allow (a transaction retried asks again). A refusal's wait is Wait's.
+func (p *Pending) Decide(prev, curr uint64) bool {
+	p.prev, p.curr, p.decided = prev, curr, true
+	p.ok, p.wait = decide(p.l.limit, p.w(), prev, curr, p.elapsed)
+	return p.ok
+}
+
+// Wait is the retryAfter of the refusal Decide gave.
+func (p *Pending) Wait() time.Duration { return p.wait }
+
+// Done is told how the transaction that asked Decide ended: err nil, it committed with the
+// event counted; a refusal of Decide rolled it back (a refused event is not counted either).
+// After any other failure the event is not counted yet, and Settle counts it.
+func (p *Pending) Done(err error) {
+	if !p.decided || (err != nil && p.ok) {
+		return
+	}
+	p.counted = true
+	curr := p.curr
+	if p.ok {
+		curr++
+	}
+	p.l.remember(p.key, p.start, p.prev, curr)
+}
+
+// Settle counts the event in a transaction of its own unless a write counted it (Done) and
+// returns the verdict, as Check does; once counted it returns the verdict recorded. err is
+// the database's.
+func (p *Pending) Settle(ctx context.Context) (bool, time.Duration, error) {
+	if !p.counted {
+		prev, curr, ok, err := p.l.backend.RateLimitHit(ctx, p.key, p.start, p.l.window, p.Decide)
+		if err != nil {
+			return false, 0, fmt.Errorf("rate limit %s: %w", p.l.name, err)
+		}
+		p.counted, p.ok = true, ok
+		p.l.remember(p.key, p.start, prev, curr)
+	}
+	if p.ok {
 		return true, 0, nil
 	}
-	return false, wait, nil
+	return false, p.wait, nil
+}
+
+// pendingKey carries a request's Pending in its context.
+type pendingKey struct{}
+
+// WithPending returns ctx carrying p, for the write that takes it (PendingFrom).
+func WithPending(ctx context.Context, p *Pending) context.Context {
+	return context.WithValue(ctx, pendingKey{}, p)
+}
+
+// PendingFrom returns the Pending ctx carries, or nil.
+func PendingFrom(ctx context.Context) *Pending {
+	p, _ := ctx.Value(pendingKey{}).(*Pending)
+	return p
 }

@@ -2,12 +2,14 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentsvc/svc/internal/platform/ratelimit"
+	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
 )
 
@@ -109,5 +111,56 @@ func TestSharedSlidingEstimate(t *testing.T) {
 		if err != nil || ok != mok || wait != mwait {
 			t.Fatalf("at +%s: shared %v %s %v, in memory %v %s", step, ok, wait, err, mok, mwait)
 		}
+	}
+}
+
+// TestPendingFoldedIntoAWrite: an event left pending (Defer) and counted by a write's own
+// transaction (store.LimitHit) is not counted again by Settle; one whose write failed before
+// counting it is counted by Settle; a write refused by the verdict stores nothing, returns its
+// refusal and leaves the counts it read for the refusals from memory.
+func TestPendingFoldedIntoAWrite(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	now := time.Date(2030, 1, 1, 12, 0, 10, 0, time.UTC)
+	back := &countingBackend{Backend: st}
+	l := ratelimit.NewShared(back, "test", 2, time.Minute, func() time.Time { return now })
+	ctx := context.Background()
+	refused := errors.New("refused")
+	hit := func(p *ratelimit.Pending) *store.LimitHit {
+		return &store.LimitHit{Key: p.Key(), Start: p.Start(), Window: p.Window(), Allow: p.Decide,
+			Refused: func() error { return refused }, Done: p.Done}
+	}
+	p, ok, _ := l.Defer("k")
+	if !ok {
+		t.Fatal("first event refused")
+	}
+	if err := st.CountLimitHit(ctx, hit(p)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := p.Settle(ctx); !ok || err != nil || back.calls.Load() != 0 {
+		t.Fatalf("settle after the write: %v %v, %d decisions of its own", ok, err, back.calls.Load())
+	}
+	p, _, _ = l.Defer("k")
+	p.Done(errors.New("the write failed before counting"))
+	if ok, _, err := p.Settle(ctx); !ok || err != nil || back.calls.Load() != 1 {
+		t.Fatalf("settle of an uncounted event: %v %v, %d decisions", ok, err, back.calls.Load())
+	}
+	if _, ok, wait := l.Defer("k"); ok || wait < time.Second {
+		t.Fatalf("third event: ok %v wait %s; want refused from memory", ok, wait)
+	}
+	// Another process (no cached counts) takes the third event into a write: refused there.
+	other := ratelimit.NewShared(st, "test", 2, time.Minute, func() time.Time { return now })
+	p, ok, _ = other.Defer("k")
+	if !ok {
+		t.Fatal("refused from an empty cache")
+	}
+	if err := st.CountLimitHit(ctx, hit(p)); !errors.Is(err, refused) {
+		t.Fatalf("write of a refused event: %v", err)
+	}
+	if ok, wait, err := p.Settle(ctx); ok || err != nil || wait < time.Second {
+		t.Fatalf("settle of a refused event: %v %s %v", ok, wait, err)
+	}
+	if _, ok, _ := other.Defer("k"); ok {
+		t.Fatal("the refusal's counts were not kept")
 	}
 }
