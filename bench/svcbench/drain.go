@@ -19,13 +19,23 @@ type drainResult struct {
 	stmts, writeTxs, readTxs float64
 	fromStart                bool // the counters were read from the process's start
 	workers                  string
+	// drainMeter's figures: CPU of the worker and of the database server from the ready line
+	// to the last task done; bytes written from the ready line until the worker stopped (0 on
+	// a drain whose site served the GET row afterwards); bytes kept (size after − before).
+	cpu, dbCPU    time.Duration
+	written, kept int64
+	noBytes       bool // the GET row ran on the site: written and kept are not the drain's alone
 }
+
+// cpuPerTask is the worker's and the database server's CPU per task.
+func (d drainResult) cpuPerTask() time.Duration { return (d.cpu + d.dbCPU) / time.Duration(d.n) }
 
 // drainSettings names a configuration of a drain.
 type drainSettings struct {
 	label    string
 	dialect  string
 	twoTurn  bool
+	river    bool // bench/river's worker doing a one-step task's work (riverDrain)
 	settings []string
 }
 
@@ -56,6 +66,11 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		api.stop()
 		return res, err
 	}
+	var m drainMeter
+	if err := m.begin(s); err != nil {
+		api.stop()
+		return res, err
+	}
 	t0 := time.Now()
 	ids, err := c.createTasks(agent, n, 8)
 	api.stop()
@@ -63,8 +78,11 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		return res, err
 	}
 	b.logf("%s: %d tasks queued in %s", ds.label, n, time.Since(t0).Round(time.Millisecond))
+	if err := m.queued(); err != nil {
+		return res, err
+	}
 
-	srv, err := s.start("serve", nil, "serve")
+	srv, err := s.startReady("serve", m.onReady, nil, "serve")
 	if err != nil {
 		return res, err
 	}
@@ -102,6 +120,7 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 	}
 	res.dur = end.Sub(srv.ready)
 	res.rate = float64(n) / res.dur.Seconds()
+	m.drained(srv, &res)
 	after, err := scrape(s.base)
 	if err != nil {
 		return res, err
@@ -128,11 +147,17 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		res.readTxs = r / d
 	}
 	res.workers = workersOf(after)
-	b.logf("%s: drained in %s: %.0f tasks/s, %.1f statements, %.2f write transactions per task", ds.label, res.dur.Round(time.Millisecond), res.rate, res.stmts, res.writeTxs)
+	b.logf("%s: drained in %s: %.0f tasks/s, %.1f statements, %.2f write transactions, CPU %s + server %s per task", ds.label,
+		res.dur.Round(time.Millisecond), res.rate, res.stmts, res.writeTxs, fmtDur(res.cpu/time.Duration(n)), fmtDur(res.dbCPU/time.Duration(n)))
 	if then != nil {
+		res.noBytes = true
 		if err := then(s, srv, c, ids); err != nil {
 			return res, err
 		}
+	}
+	srv.stop()
+	if err := m.stopped(srv, &res); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -159,21 +184,37 @@ func workersOf(m map[string]float64) string {
 func (b *bench) drains() error {
 	configs := []drainSettings{}
 	if b.want("drain") || b.want("get") {
-		configs = append(configs, drainSettings{label: "one-step, SQLite, default settings", dialect: "sqlite"})
+		configs = append(configs, drainSettings{label: svcSQLite, dialect: "sqlite"})
 		if b.o.altWorkers > 0 && b.want("drain") {
 			configs = append(configs, drainSettings{label: fmt.Sprintf("one-step, SQLite, max_workers %d", b.o.altWorkers), dialect: "sqlite",
 				settings: []string{fmt.Sprintf("SVC_MAX_WORKERS=%d", b.o.altWorkers)}})
 		}
 	}
+	riverOK := b.riverBin != ""
+	if riverOK {
+		configs = append(configs, drainSettings{label: riverSQLite, dialect: "sqlite", river: true})
+	}
 	if b.want("twoturn") {
 		configs = append(configs, drainSettings{label: "two-turn, SQLite", dialect: "sqlite", twoTurn: true})
 	}
+	// PostgreSQL, River on PostgreSQL and MariaDB follow each other: River on PostgreSQL is the
+	// baseline of both.
+	pgOK := b.o.postgresDSN != ""
+	if pgOK && b.want("postgres") {
+		configs = append(configs, drainSettings{label: svcPostgres, dialect: "postgres"})
+	}
+	if pgOK && riverOK {
+		configs = append(configs, drainSettings{label: riverPostgres, dialect: "postgres", river: true})
+	}
 	mysqlOK := b.o.mysqlDSN != ""
 	if mysqlOK && b.want("mysql") {
-		configs = append(configs, drainSettings{label: "one-step, MariaDB, default settings", dialect: "mysql"})
+		configs = append(configs, drainSettings{label: svcMariaDB, dialect: "mysql"})
 	}
 	if mysqlOK && b.want("twoturn") {
 		configs = append(configs, drainSettings{label: "two-turn, MariaDB", dialect: "mysql", twoTurn: true})
+	}
+	if pgOK && b.want("twoturn") {
+		configs = append(configs, drainSettings{label: "two-turn, PostgreSQL", dialect: "postgres", twoTurn: true})
 	}
 	results := make([][]drainResult, len(configs))
 	var raw []time.Duration
@@ -181,21 +222,27 @@ func (b *bench) drains() error {
 	for r := range b.o.rounds {
 		for i, ds := range configs {
 			var then func(*site, *proc, *client, []int64) error
-			if i == 0 && r == 0 && b.want("get") {
+			if ds.label == svcSQLite && r == 0 && b.want("get") {
 				then = func(s *site, _ *proc, c *client, ids []int64) error {
 					g, err := b.getRow(s, c, ids[len(ids)-1])
 					get = g
 					return err
 				}
 			}
-			if ds.dialect == "sqlite" && !ds.twoTurn && len(ds.settings) == 0 {
+			if ds.label == svcSQLite {
 				d, err := b.rawCommit(2000)
 				if err != nil {
 					return err
 				}
 				raw = append(raw, d)
 			}
-			res, err := b.drain(ds, then)
+			var res drainResult
+			var err error
+			if ds.river {
+				res, err = b.riverDrain(ds)
+			} else {
+				res, err = b.drain(ds, then)
+			}
 			if err != nil {
 				return err
 			}
@@ -210,7 +257,7 @@ func (b *bench) drains() error {
 		}
 		return nil
 	}
-	def := by("one-step, SQLite, default settings")
+	def := by(svcSQLite)
 	if b.want("drain") && def != nil {
 		alt := "–"
 		if a := by(fmt.Sprintf("one-step, SQLite, max_workers %d", b.o.altWorkers)); a != nil {
@@ -218,20 +265,40 @@ func (b *bench) drains() error {
 		}
 		b.add("one-step tasks drained/s, SQLite, default settings", rates(def), alt+"; fake model alone: "+b.modelRate(), "≥ 1,500")
 	}
+	rpg := by(riverPostgres)
 	if mysqlOK {
-		if m := by("one-step, MariaDB, default settings"); m != nil {
-			b.add("same, MariaDB, default settings", rates(m), "–", "≥ 600")
+		if m := by(svcMariaDB); m != nil {
+			base := "–"
+			if rpg != nil {
+				base = "÷ River on PostgreSQL: " + ratioRates(m, rpg)
+			}
+			b.add("same, MariaDB, default settings", rates(m), base, "≥ 600; ≥ 0.8× River on PostgreSQL")
 		}
 	} else if b.want("mysql") || b.want("twoturn") {
 		b.note("MariaDB rows skipped: no -mysql-dsn (or SVC_TEST_MYSQL_DSN).")
 	}
+	if pgOK {
+		if p := by(svcPostgres); p != nil {
+			base := "–"
+			if rpg != nil {
+				base = "River on PostgreSQL " + rates(rpg) + "; ratio " + ratioRates(p, rpg)
+			}
+			b.add("same, PostgreSQL, default settings", rates(p), base, "≥ 1.0× River on PostgreSQL")
+		}
+	} else if b.want("postgres") || b.want("twoturn") {
+		b.note("PostgreSQL rows skipped: no -postgres-dsn (or SVC_TEST_POSTGRES_DSN).")
+	}
 	if tt := by("two-turn, SQLite"); tt != nil {
-		mdb := "skipped"
+		mdb, pdb := "skipped", "skipped"
 		if m := by("two-turn, MariaDB"); m != nil {
 			mdb = rates(m)
 		}
-		b.add("two-turn (one tool call) tasks/s, SQLite / MariaDB", rates(tt)+" / "+mdb, "–", "≥ 700 / ≥ 250")
+		if p := by("two-turn, PostgreSQL"); p != nil {
+			pdb = rates(p)
+		}
+		b.add("two-turn (one tool call) tasks/s, SQLite / MariaDB / PostgreSQL", rates(tt)+" / "+mdb+" / "+pdb, "–", "≥ 700 / ≥ 250 / –")
 	}
+	b.riverRows(by)
 	if b.want("drain") && def != nil && len(raw) > 0 {
 		var ratios []float64
 		for i, d := range def {
@@ -264,8 +331,19 @@ func (b *bench) drains() error {
 			if r.fromStart {
 				since = " (counted from the process's start: the drain outran the scrape at 10 %)"
 			}
-			b.note("%s: %.0f tasks/s (%d in %s), %.1f statements, %.2f write / %.2f read transactions per task%s",
-				ds.label, r.rate, r.n, r.dur.Round(time.Millisecond), r.stmts, r.writeTxs, r.readTxs, since)
+			bytes := fmt.Sprintf("written %s, kept %s per task", kb(float64(r.written)/float64(r.n)), kb(float64(r.kept)/float64(r.n)))
+			if r.noBytes {
+				bytes = "bytes not counted (the GET row ran on this site)"
+			}
+			if ds.river {
+				b.note("%s: %.0f jobs/s (%d in %s, MaxWorkers %s), CPU per job %s (worker %s, server %s), %s",
+					ds.label, r.rate, r.n, r.dur.Round(time.Millisecond), r.workers, fmtDur(r.cpuPerTask()),
+					fmtDur(r.cpu/time.Duration(r.n)), fmtDur(r.dbCPU/time.Duration(r.n)), bytes)
+				continue
+			}
+			b.note("%s: %.0f tasks/s (%d in %s), %.1f statements, %.2f write / %.2f read transactions per task%s, CPU per task %s (worker %s, server %s), %s",
+				ds.label, r.rate, r.n, r.dur.Round(time.Millisecond), r.stmts, r.writeTxs, r.readTxs, since,
+				fmtDur(r.cpuPerTask()), fmtDur(r.cpu/time.Duration(r.n)), fmtDur(r.dbCPU/time.Duration(r.n)), bytes)
 		}
 	}
 	return nil

@@ -2,16 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -412,24 +409,12 @@ func kb(v float64) string {
 	return fmt.Sprintf("%.1f KB", v/1024)
 }
 
-// cpuTime is the user + system CPU time a process used so far (/proc/<pid>/stat).
+// cpuTime is the user + system CPU time a process used so far (/proc/<pid>/stat; 0 when it
+// cannot be read).
 func cpuTime(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command (which may contain spaces) start after the last ')'.
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
+	d, _ := procCPU(pid)
+	return d
 }
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on Linux).
-const clockTicks = 100
 
 // selfCPU is the CPU time this process used so far.
 func selfCPU() time.Duration {

@@ -42,6 +42,9 @@ type options struct {
 	rounds      int
 	altWorkers  int
 	mysqlDSN    string
+	postgresDSN string
+	riverBin    string
+	riverWork   int
 	subscribers int
 	hubEvents   int
 	hubPeriod   time.Duration
@@ -75,13 +78,16 @@ func parseFlags(args []string) options {
 	fs.IntVar(&o.rounds, "rounds", 3, "alternated rounds of each drain (the table shows medians)")
 	fs.IntVar(&o.altWorkers, "alt-workers", 2, "also drain one-step tasks on SQLite with this max_workers, alternated with the default (0: not)")
 	fs.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv("SVC_TEST_MYSQL_DSN"), "a MariaDB/MySQL server (a throwaway database is created beside the DSN's; empty: the MariaDB rows are skipped)")
+	fs.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv("SVC_TEST_POSTGRES_DSN"), "a PostgreSQL server (a throwaway database is created beside the DSN's; empty: the PostgreSQL rows are skipped)")
+	fs.StringVar(&o.riverBin, "river-bin", "", "bench/river's binary (default: build it into a temporary folder; it is its own module)")
+	fs.IntVar(&o.riverWork, "river-workers", 100, "River's MaxWorkers (its examples' value)")
 	fs.IntVar(&o.subscribers, "subscribers", 10000, "subscribers of the embedded hub")
 	fs.IntVar(&o.hubEvents, "hub-events", 30, "events published to the subscribers (one per -hub-period)")
 	fs.DurationVar(&o.hubPeriod, "hub-period", 300*time.Millisecond, "period of the hub's events")
 	fs.IntVar(&o.inflight, "inflight", 1000, "tasks held in flight at once for the RSS per in-flight task")
 	fs.DurationVar(&o.getFor, "get-for", 2*time.Second, "duration of each GET phase (service, bare), per round")
 	fs.IntVar(&o.getConc, "get-conc", 4, "concurrent clients of the GET row (both sides)")
-	fs.StringVar(&o.rows, "rows", "all", "rows to run: all, or a comma-separated list of drain,mysql,twoturn,get,rss,hub")
+	fs.StringVar(&o.rows, "rows", "all", "rows to run: all, or a comma-separated list of drain,mysql,postgres,river,twoturn,get,rss,hub")
 	fs.BoolVar(&o.quick, "quick", false, "smoke mode: 50 tasks, 100 subscribers, one round, short phases")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folders and databases")
 	fs.BoolVar(&o.verbose, "v", false, "log progress")
@@ -98,6 +104,8 @@ type bench struct {
 	out   io.Writer
 	bin   string
 	tmp   string
+	// riverBin is bench/river's worker; empty when the River rows do not run.
+	riverBin string
 	model *fakeModel
 	rows  []row
 	notes []string
@@ -149,6 +157,17 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 	}
+	if b.want("river") {
+		if b.riverBin = o.riverBin; b.riverBin == "" {
+			if b.riverBin, err = buildRiver(b.tmp); err != nil {
+				if !o.quick {
+					return err
+				}
+				b.note("River rows skipped: %v", err) // the smoke mode tolerates a machine without the module's dependencies
+				b.riverBin = ""
+			}
+		}
+	}
 	if b.model, err = newFakeModel(); err != nil {
 		return err
 	}
@@ -156,7 +175,7 @@ func run(o options, out io.Writer) error {
 	start := time.Now()
 	load0 := loadavg()
 
-	if b.want("drain") || b.want("mysql") || b.want("twoturn") || b.want("get") {
+	if b.want("drain") || b.want("mysql") || b.want("postgres") || b.want("river") || b.want("twoturn") || b.want("get") {
 		if err := b.drains(); err != nil {
 			return err
 		}

@@ -19,7 +19,8 @@ func TestMain(m *testing.M) {
 
 // TestQuick builds the binary and runs the program's smoke mode (-quick: 50 tasks, 100
 // subscribers, one round), so that the program keeps working as the service changes. The
-// MariaDB rows run when SVC_TEST_MYSQL_DSN is set.
+// MariaDB rows run when SVC_TEST_MYSQL_DSN is set, the PostgreSQL rows when SVC_TEST_POSTGRES_DSN
+// is; the River rows whenever bench/river builds (its module's dependencies downloaded).
 func TestQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the service: not in -short")
@@ -46,7 +47,7 @@ func TestQuick(t *testing.T) {
 	}
 	want := []string{
 		"one-step tasks drained/s, SQLite, default settings",
-		"two-turn (one tool call) tasks/s, SQLite / MariaDB",
+		"two-turn (one tool call) tasks/s, SQLite / MariaDB / PostgreSQL",
 		"wall time per drained one-step task ÷ one raw SQLite commit (same pragmas, same run)",
 		"statements per one-step task (SQLite)",
 		"`GET /tasks/{id}` throughput ÷ bare gin + one GORM point read",
@@ -54,7 +55,17 @@ func TestQuick(t *testing.T) {
 		"embedded SSE hub, 100 subscribers, one event per 300ms",
 	}
 	if o.mysqlDSN != "" {
-		want = append(want, "same, MariaDB, default settings")
+		want = append(want, "same, MariaDB, default settings", "bytes written / kept per one-step task, MariaDB")
+	}
+	if o.postgresDSN != "" {
+		want = append(want, "same, PostgreSQL, default settings")
+	}
+	if !strings.Contains(out.String(), "River rows skipped") {
+		want = append(want, "one-step drained/s ÷ River (same work, same run), SQLite", "CPU per one-step task, SQLite (the worker; the database is in it)")
+		if o.postgresDSN != "" {
+			want = append(want, "CPU per one-step task, PostgreSQL (worker + the database's server processes)",
+				"bytes written / kept per one-step task, PostgreSQL")
+		}
 	}
 	for _, w := range want {
 		if !rows[w] {

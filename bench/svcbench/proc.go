@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/agentsvc/svc/bench/outside"
 )
@@ -25,8 +29,10 @@ import (
 type site struct {
 	b       *bench
 	dir     string
-	dialect string // "sqlite" or "mysql"
-	dbName  string // mysql: the throwaway database
+	dialect string // "sqlite", "mysql" or "postgres"
+	dbName  string // mysql, postgres: the throwaway database
+	sqlite  string // sqlite: the database file
+	dsn     string // postgres: the throwaway database's URL
 	admin   *sql.DB
 	db      *sql.DB // the bench's own connection, for counting tasks (not through the service)
 	env     []string
@@ -60,7 +66,8 @@ func (b *bench) newSite(dialect string, model *fakeModel, settings ...string) (*
 	switch dialect {
 	case "sqlite":
 		s.env = append(s.env, "SVC_DB_DRIVER=sqlite")
-		s.db, err = sql.Open("sqlite3", "file:"+filepath.Join(dir, "storage", "svc.sqlite")+"?_busy_timeout=5000")
+		s.sqlite = filepath.Join(dir, "storage", "svc.sqlite")
+		s.db, err = sql.Open("sqlite3", "file:"+s.sqlite+"?_busy_timeout=5000")
 		if err != nil {
 			return nil, err
 		}
@@ -88,6 +95,10 @@ func (b *bench) newSite(dialect string, model *fakeModel, settings ...string) (*
 		}
 		s.env = append(s.env, "SVC_DB_DRIVER=mysql", "SVC_DB_HOST="+host, "SVC_DB_PORT="+port, "SVC_DB_NAME="+s.dbName,
 			"SVC_DB_USER="+cfg.User, "SVC_DB_PASSWORD="+cfg.Passwd)
+	case "postgres":
+		if err := s.openPostgres(); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("dialect %q", dialect)
 	}
@@ -101,12 +112,49 @@ func (s *site) close() {
 		_ = s.db.Close()
 	}
 	if s.admin != nil {
-		_, _ = s.admin.Exec("DROP DATABASE IF EXISTS `" + s.dbName + "`")
+		if s.dialect == "postgres" {
+			_, _ = s.admin.Exec("DROP DATABASE IF EXISTS " + s.dbName + " WITH (FORCE)")
+		} else {
+			_, _ = s.admin.Exec("DROP DATABASE IF EXISTS `" + s.dbName + "`")
+		}
 		_ = s.admin.Close()
 	}
 	if !s.b.o.keep {
 		_ = os.RemoveAll(s.dir)
 	}
+}
+
+// openPostgres creates the site's throwaway database on the server of -postgres-dsn (beside
+// the DSN's own database, which is not used) and sets the service's settings for it.
+func (s *site) openPostgres() error {
+	dsn := s.b.o.postgresDSN
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("-postgres-dsn: %w", err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("-postgres-dsn: want a postgres:// URL")
+	}
+	if s.admin, err = sql.Open("pgx", dsn); err != nil {
+		return err
+	}
+	s.dbName = fmt.Sprintf("svcbench_%d", time.Now().UnixNano())
+	if _, err := s.admin.Exec("CREATE DATABASE " + s.dbName); err != nil {
+		return fmt.Errorf("create the bench database: %w", err)
+	}
+	u.Path = "/" + s.dbName
+	s.dsn = u.String()
+	if s.db, err = sql.Open("pgx", s.dsn); err != nil {
+		return err
+	}
+	s.db.SetMaxOpenConns(2)
+	s.env = append(s.env, "SVC_DB_DRIVER=postgres", "SVC_DB_HOST="+cfg.Host, "SVC_DB_PORT="+strconv.Itoa(int(cfg.Port)),
+		"SVC_DB_NAME="+s.dbName, "SVC_DB_USER="+cfg.User, "SVC_DB_PASSWORD="+cfg.Password)
+	if m := u.Query().Get("sslmode"); m != "" {
+		s.env = append(s.env, "SVC_DB_SSLMODE="+m)
+	}
+	return nil
 }
 
 // count counts the site's tasks matching where (read by the bench itself, not through the
@@ -130,10 +178,37 @@ type proc struct {
 // start runs `svc args…` on the site with extra settings and waits until it says it is ready:
 // the banner of serve, the line of worker. The clock of a drain starts at that moment.
 func (s *site) start(name string, settings []string, args ...string) (*proc, error) {
+	return s.startReady(name, nil, settings, args...)
+}
+
+// startReady is start calling onReady (when not nil) as soon as the process says it is ready.
+func (s *site) startReady(name string, onReady func(*proc), settings []string, args ...string) (*proc, error) {
 	c := exec.Command(s.b.bin, args...)
 	c.Dir = s.dir
 	c.Env = append(cleanEnv(), s.env...)
 	c.Env = append(c.Env, settings...)
+	p, err := startProc(name, c, onReady)
+	if err != nil {
+		return nil, err
+	}
+	if args[0] == "serve" {
+		s.serving = p
+		if err := outside.WaitHTTP(s.base+"/healthz", 30*time.Second); err != nil {
+			p.stop()
+			return nil, fmt.Errorf("%s: %w: %s", name, err, p.stderr())
+		}
+	}
+	return p, nil
+}
+
+// readyLines start the line a process prints once it serves or works: svc serve's banner, svc
+// worker's line, bench/river's worker.
+var readyLines = []string{"svc: serving on", "svc: worker running", "river: worker running"}
+
+// startProc starts c and waits until it prints one of readyLines on its standard error, then
+// calls onReady (when not nil) at once, from the goroutine reading that output, so that a
+// measurement can begin at the moment the drain does.
+func startProc(name string, c *exec.Cmd, onReady func(*proc)) (*proc, error) {
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -145,6 +220,7 @@ func (s *site) start(name string, settings []string, args ...string) (*proc, err
 	}
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		said := false
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
@@ -153,11 +229,13 @@ func (s *site) start(name string, settings []string, args ...string) (*proc, err
 				p.tail = p.tail[1:]
 			}
 			p.mu.Unlock()
-			if strings.HasPrefix(line, "svc: serving on") || strings.HasPrefix(line, "svc: worker running") {
-				select {
-				case ready <- time.Now():
-				default:
+			if !said && slices.ContainsFunc(readyLines, func(r string) bool { return strings.HasPrefix(line, r) }) {
+				said = true
+				at := time.Now()
+				if onReady != nil {
+					onReady(p)
 				}
+				ready <- at
 			}
 		}
 	}()
@@ -170,14 +248,17 @@ func (s *site) start(name string, settings []string, args ...string) (*proc, err
 		p.stop()
 		return nil, fmt.Errorf("%s did not start within 60s: %s", name, p.stderr())
 	}
-	if args[0] == "serve" {
-		s.serving = p
-		if err := outside.WaitHTTP(s.base+"/healthz", 30*time.Second); err != nil {
-			p.stop()
-			return nil, fmt.Errorf("%s: %w: %s", name, err, p.stderr())
-		}
-	}
 	return p, nil
+}
+
+// written is the bytes the process caused to be written to storage over its life (its
+// rusage's block output, which Linux counts as write_bytes / 512); only once it has exited.
+func (p *proc) written() int64 {
+	<-p.done
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Oublock * 512
+	}
+	return 0
 }
 
 func (p *proc) stderr() string {

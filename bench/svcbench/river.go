@@ -1,0 +1,353 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentsvc/svc/store"
+)
+
+// drainMeter measures what a drain costs besides its time: the worker process's CPU from its
+// ready line to the last task done, the database server's (serverMeter) over the same span,
+// the bytes written from the ready line until the worker has stopped (the worker's own on
+// SQLite, where it writes the file itself; the server's on MariaDB and PostgreSQL, after a
+// CHECKPOINT on PostgreSQL so that the data pages the drain dirtied are counted, not left to a
+// later checkpoint), and the bytes the database keeps: its size after the stop less its size
+// before any task was queued.
+type drainMeter struct {
+	s            *site
+	before       int64
+	readyCPU     time.Duration
+	readyWritten int64
+	server       *serverMeter
+}
+
+// begin records the database's size before the tasks are queued.
+func (m *drainMeter) begin(s *site) error {
+	m.s = s
+	var err error
+	m.before, err = s.size()
+	return err
+}
+
+// queued is called between queueing and the drain: on PostgreSQL a CHECKPOINT writes out what
+// the queueing dirtied, so that the drain's count starts clean.
+func (m *drainMeter) queued() error { return m.s.checkpoint() }
+
+// onReady is the worker's ready hook (startReady, startProc).
+func (m *drainMeter) onReady(p *proc) {
+	m.readyCPU, _ = procCPU(p.cmd.Process.Pid)
+	m.readyWritten, _ = procWritten(p.cmd.Process.Pid)
+	m.server = newServerMeter(m.s.dialect, m.s.dbName)
+}
+
+// drained records the CPU times once every task is done.
+func (m *drainMeter) drained(p *proc, res *drainResult) {
+	cpu, _ := procCPU(p.cmd.Process.Pid)
+	res.cpu = cpu - m.readyCPU
+	res.dbCPU = m.server.read().cpu
+}
+
+// stopped records the bytes written and kept once the worker has exited.
+func (m *drainMeter) stopped(p *proc, res *drainResult) error {
+	defer m.server.close()
+	if err := m.s.checkpoint(); err != nil {
+		return err
+	}
+	if m.s.dialect == "sqlite" {
+		res.written = p.written() - m.readyWritten
+	} else {
+		res.written = m.server.read().written
+	}
+	after, err := m.s.size()
+	if err != nil {
+		return err
+	}
+	res.kept = after - m.before
+	return nil
+}
+
+// checkpoint runs CHECKPOINT on a PostgreSQL site (nothing on the others).
+func (s *site) checkpoint() error {
+	if s.dialect != "postgres" {
+		return nil
+	}
+	_, err := s.admin.Exec("CHECKPOINT")
+	return err
+}
+
+// size is the bytes the site's database takes: SQLite, the file's pages in use (less the free
+// list, which migrations leave behind and later inserts reuse) and its WAL after a checkpoint
+// (TRUNCATE); PostgreSQL, pg_database_size; MariaDB/MySQL, the data and index
+// lengths of the tables after ANALYZE TABLE.
+func (s *site) size() (int64, error) {
+	switch s.dialect {
+	case "sqlite":
+		if _, err := os.Stat(s.sqlite); os.IsNotExist(err) {
+			return 0, nil
+		}
+		_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)") // best effort: a busy writer leaves the WAL, counted below
+		var pages, free, size int64
+		if err := s.db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+			return 0, err
+		}
+		if err := s.db.QueryRow("PRAGMA freelist_count").Scan(&free); err != nil {
+			return 0, err
+		}
+		if err := s.db.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+			return 0, err
+		}
+		n := (pages - free) * size
+		if st, err := os.Stat(s.sqlite + "-wal"); err == nil {
+			n += st.Size()
+		}
+		return n, nil
+	case "postgres":
+		var n int64
+		err := s.db.QueryRow("SELECT pg_database_size(current_database())").Scan(&n)
+		return n, err
+	case "mysql":
+		rows, err := s.db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE'")
+		if err != nil {
+			return 0, err
+		}
+		var tables []string
+		for rows.Next() {
+			var t string
+			if err := rows.Scan(&t); err != nil {
+				_ = rows.Close()
+				return 0, err
+			}
+			tables = append(tables, t)
+		}
+		if err := rows.Close(); err != nil {
+			return 0, err
+		}
+		for _, t := range tables {
+			r, err := s.db.Query("ANALYZE TABLE `" + t + "`")
+			if err != nil {
+				return 0, err
+			}
+			_ = r.Close()
+		}
+		var n sql.NullInt64
+		err = s.db.QueryRow("SELECT SUM(data_length + index_length) FROM information_schema.tables WHERE table_schema = DATABASE()").Scan(&n)
+		return n.Int64, err
+	}
+	return 0, fmt.Errorf("dialect %q", s.dialect)
+}
+
+// buildRiver compiles bench/river (its own module, so River stays out of the service's go.mod)
+// into dir.
+func buildRiver(dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "river-worker")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(root, "bench", "river")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build bench/river: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// riverDrain is drain's counterpart for River: a fresh database of the same kind, River's
+// migrations and its answer table (`river-worker migrate`), N jobs queued (`insert`, which
+// exits), then `river-worker work` timed from its ready line until no job is left that is not
+// completed; every job must be completed and have stored its answer.
+func (b *bench) riverDrain(ds drainSettings) (drainResult, error) {
+	n := b.o.n
+	res := drainResult{n: n, stmts: math.NaN(), writeTxs: math.NaN(), readTxs: math.NaN(), workers: strconv.Itoa(b.o.riverWork)}
+	s, err := b.newSite(ds.dialect, b.model)
+	if err != nil {
+		return res, err
+	}
+	defer s.close()
+	dsn := s.dsn
+	if ds.dialect == "sqlite" {
+		if dsn, err = store.SQLiteDSN(s.sqlite); err != nil { // the service's pragmas
+			return res, err
+		}
+	}
+	river := func(args ...string) *exec.Cmd {
+		c := exec.Command(b.riverBin, append([]string{"-driver", ds.dialect, "-dsn", dsn}, args...)...)
+		c.Dir = s.dir
+		c.Env = cleanEnv()
+		return c
+	}
+	if out, err := river("migrate").CombinedOutput(); err != nil {
+		return res, fmt.Errorf("%s: migrate: %v: %s", ds.label, err, out)
+	}
+	var m drainMeter
+	if err := m.begin(s); err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+	if out, err := river("-n", strconv.Itoa(n), "insert").CombinedOutput(); err != nil {
+		return res, fmt.Errorf("%s: insert: %v: %s", ds.label, err, out)
+	}
+	b.logf("%s: %d jobs queued in %s", ds.label, n, time.Since(t0).Round(time.Millisecond))
+	if err := m.queued(); err != nil {
+		return res, err
+	}
+	w, err := startProc("river", river("-model", b.model.BaseURL(), "-workers", strconv.Itoa(b.o.riverWork), "work"), m.onReady)
+	if err != nil {
+		return res, err
+	}
+	defer w.stop()
+	deadline := w.ready.Add(time.Duration(n)*50*time.Millisecond + time.Minute)
+	var end time.Time
+	for {
+		var open int64
+		if err := s.db.QueryRow("SELECT COUNT(*) FROM river_job WHERE state <> 'completed'").Scan(&open); err != nil {
+			return res, err
+		}
+		if open == 0 {
+			end = time.Now()
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("%s: %d of %d jobs not completed after %s: %s", ds.label, open, n, time.Since(w.ready).Round(time.Second), w.stderr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res.dur = end.Sub(w.ready)
+	res.rate = float64(n) / res.dur.Seconds()
+	m.drained(w, &res)
+	var answers int64
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM river_answer").Scan(&answers); err != nil {
+		return res, err
+	}
+	if answers != int64(n) {
+		return res, fmt.Errorf("%s: %d answers stored for %d jobs", ds.label, answers, n)
+	}
+	w.stop()
+	if err := m.stopped(w, &res); err != nil {
+		return res, err
+	}
+	b.logf("%s: drained in %s: %.0f jobs/s, CPU %s + server %s per job", ds.label, res.dur.Round(time.Millisecond), res.rate,
+		fmtDur(res.cpu/time.Duration(n)), fmtDur(res.dbCPU/time.Duration(n)))
+	return res, nil
+}
+
+// The labels of the drains the River rows compare.
+const (
+	svcSQLite     = "one-step, SQLite, default settings"
+	svcPostgres   = "one-step, PostgreSQL, default settings"
+	svcMariaDB    = "one-step, MariaDB, default settings"
+	riverSQLite   = "River, SQLite (same work)"
+	riverPostgres = "River, PostgreSQL (same work)"
+)
+
+// ratios divides f of a by f of b round by round (the same round: alternated).
+func ratios(a, b []drainResult, f func(drainResult) float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		out = append(out, f(a[i])/f(b[i]))
+	}
+	return out
+}
+
+// ratioRates is the median of the rounds' rate ratios a ÷ b, with each round's.
+func ratioRates(a, b []drainResult) string {
+	r := ratios(a, b, func(d drainResult) float64 { return d.rate })
+	return fmt.Sprintf("%.2f× (%s)", median(r), joinf(r, "%.2f"))
+}
+
+func cpuMs(d drainResult) float64 { return float64(d.cpuPerTask()) / float64(time.Millisecond) }
+
+// cpus is the median CPU per task in ms, with each round's and the worker/server split.
+func cpus(rs []drainResult) string {
+	w := pick(rs, func(d drainResult) float64 { return float64(d.cpu) / float64(d.n) / float64(time.Millisecond) })
+	s := pick(rs, func(d drainResult) float64 { return float64(d.dbCPU) / float64(d.n) / float64(time.Millisecond) })
+	return fmt.Sprintf("%.2f ms (%s; worker %.2f + server %.2f)", median(pick(rs, cpuMs)), joinf(pick(rs, cpuMs), "%.2f"), median(w), median(s))
+}
+
+// withBytes is rs without the drains whose bytes were not counted.
+func withBytes(rs []drainResult) []drainResult {
+	var out []drainResult
+	for _, r := range rs {
+		if !r.noBytes {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func writtenKB(d drainResult) float64 { return float64(d.written) / float64(d.n) / 1024 }
+func keptKB(d drainResult) float64    { return float64(d.kept) / float64(d.n) / 1024 }
+
+// bytesPer is "written / kept" per task in KB (medians, with each round's).
+func bytesPer(rs []drainResult) string {
+	w, k := pick(rs, writtenKB), pick(rs, keptKB)
+	return fmt.Sprintf("%.1f KB / %.2f KB (%s / %s)", median(w), median(k), joinf(w, "%.1f"), joinf(k, "%.2f"))
+}
+
+// riverRows adds the comparison with River (issue 28 items 6 and 8): rate, CPU per task and
+// bytes per task of the service against River doing the same work on the same database in the
+// same rounds; MariaDB against River on PostgreSQL (River has no MySQL driver).
+func (b *bench) riverRows(by func(string) []drainResult) {
+	rs, rp := by(riverSQLite), by(riverPostgres)
+	if rs == nil && rp == nil {
+		return
+	}
+	ss, sp, sm := by(svcSQLite), by(svcPostgres), by(svcMariaDB)
+	if ss != nil && rs != nil {
+		base := "River on SQLite " + rates(rs)
+		if rp != nil {
+			base += "; service ÷ River on PostgreSQL " + ratioRates(ss, rp)
+		}
+		b.add("one-step drained/s ÷ River (same work, same run), SQLite", ratioRates(ss, rs), base, "≥ 1.0×")
+		c := ratios(ss, rs, cpuMs)
+		b.add("CPU per one-step task, SQLite (the worker; the database is in it)", cpus(ss),
+			fmt.Sprintf("River on SQLite %s; ratio %.2f× (%s)", cpus(rs), median(c), joinf(c, "%.2f")), "≤ 1.0× River")
+	}
+	if sp != nil && rp != nil {
+		c := ratios(sp, rp, cpuMs)
+		b.add("CPU per one-step task, PostgreSQL (worker + the database's server processes)", cpus(sp),
+			fmt.Sprintf("River on PostgreSQL %s; ratio %.2f× (%s)", cpus(rp), median(c), joinf(c, "%.2f")), "≤ 1.0× River")
+	}
+	if sm != nil && rp != nil {
+		c := ratios(sm, rp, cpuMs)
+		b.add("CPU per one-step task, MariaDB (worker + the whole mariadbd)", cpus(sm),
+			fmt.Sprintf("River on PostgreSQL %s; ratio %.2f× (%s)", cpus(rp), median(c), joinf(c, "%.2f")), "–")
+	}
+	bytesRow := func(db string, svc, river []drainResult) {
+		svc = withBytes(svc)
+		if len(svc) == 0 {
+			return
+		}
+		if river == nil {
+			b.add("bytes written / kept per one-step task, "+db, bytesPer(svc), "River: no driver for this database", "–")
+			return
+		}
+		w, k := ratios(svc, river, writtenKB), ratios(svc, river, keptKB)
+		b.add("bytes written / kept per one-step task, "+db, bytesPer(svc),
+			fmt.Sprintf("River %s; ratios %.1f× / %.1f×", bytesPer(river), median(w), median(k)), "≤ 2× River")
+	}
+	if ss != nil && rs != nil {
+		// Round 1's service drain may have served the GET row: compare the rounds both counted.
+		var s2, r2 []drainResult
+		for i := range min(len(ss), len(rs)) {
+			if !ss[i].noBytes {
+				s2, r2 = append(s2, ss[i]), append(r2, rs[i])
+			}
+		}
+		bytesRow("SQLite", s2, r2)
+	}
+	if sp != nil && rp != nil {
+		bytesRow("PostgreSQL", sp, rp)
+	}
+	if sm != nil {
+		bytesRow("MariaDB", sm, nil)
+	}
+}
