@@ -100,15 +100,15 @@ func parseFlags(args []string) options {
 
 // bench is one run of the program.
 type bench struct {
-	o     options
-	out   io.Writer
-	bin   string
-	tmp   string
+	o   options
+	out io.Writer
+	bin string
+	tmp string
 	// riverBin is bench/river's worker; empty when the River rows do not run.
 	riverBin string
-	model *fakeModel
-	rows  []row
-	notes []string
+	model    *fakeModel
+	rows     []row
+	notes    []string
 }
 
 // row is one line of the table.

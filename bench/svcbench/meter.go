@@ -71,11 +71,11 @@ type usage struct {
 type serverMeter struct {
 	dialect, dbName string
 
-	mu    sync.Mutex
-	base  map[int]usage // per pid: the first sample (zero for a process born after begin)
-	last  map[int]usage
-	stop  chan struct{}
-	done  chan struct{}
+	mu   sync.Mutex
+	base map[int]usage // per pid: the first sample (zero for a process born after begin)
+	last map[int]usage
+	stop chan struct{}
+	done chan struct{}
 }
 
 // newServerMeter starts measuring the server of dialect ("postgres" or "mysql"; anything else
