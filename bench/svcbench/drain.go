@@ -35,7 +35,8 @@ type drainSettings struct {
 	label    string
 	dialect  string
 	twoTurn  bool
-	river    bool // bench/river's worker doing a one-step task's work (riverDrain)
+	river    bool   // bench/river's worker doing a one-step task's work (riverDrain)
+	bin      string // the svc binary when not -bin (-alt-bin)
 	settings []string
 }
 
@@ -52,6 +53,9 @@ func (b *bench) drain(ds drainSettings, then func(s *site, srv *proc, c *client,
 		return res, err
 	}
 	defer s.close()
+	if ds.bin != "" {
+		s.bin = ds.bin
+	}
 	api, err := s.start("api", nil, "serve", "--api-only")
 	if err != nil {
 		return res, err
@@ -191,8 +195,11 @@ func (b *bench) drains() error {
 		}
 	}
 	riverOK := b.riverBin != ""
-	if riverOK {
+	if riverOK && b.want("drain") {
 		configs = append(configs, drainSettings{label: riverSQLite, dialect: "sqlite", river: true})
+	}
+	if b.o.altBin != "" && b.want("drain") {
+		configs = append(configs, drainSettings{label: altLabel(svcSQLite), dialect: "sqlite", bin: b.o.altBin})
 	}
 	if b.want("twoturn") {
 		configs = append(configs, drainSettings{label: "two-turn, SQLite", dialect: "sqlite", twoTurn: true})
@@ -203,12 +210,18 @@ func (b *bench) drains() error {
 	if pgOK && b.want("postgres") {
 		configs = append(configs, drainSettings{label: svcPostgres, dialect: "postgres"})
 	}
-	if pgOK && riverOK {
+	if pgOK && b.o.altBin != "" && b.want("postgres") {
+		configs = append(configs, drainSettings{label: altLabel(svcPostgres), dialect: "postgres", bin: b.o.altBin})
+	}
+	if pgOK && riverOK && (b.want("postgres") || b.want("mysql")) {
 		configs = append(configs, drainSettings{label: riverPostgres, dialect: "postgres", river: true})
 	}
 	mysqlOK := b.o.mysqlDSN != ""
 	if mysqlOK && b.want("mysql") {
 		configs = append(configs, drainSettings{label: svcMariaDB, dialect: "mysql"})
+		if b.o.altBin != "" {
+			configs = append(configs, drainSettings{label: altLabel(svcMariaDB), dialect: "mysql", bin: b.o.altBin})
+		}
 	}
 	if mysqlOK && b.want("twoturn") {
 		configs = append(configs, drainSettings{label: "two-turn, MariaDB", dialect: "mysql", twoTurn: true})
@@ -299,6 +312,7 @@ func (b *bench) drains() error {
 		b.add("two-turn (one tool call) tasks/s, SQLite / MariaDB / PostgreSQL", rates(tt)+" / "+mdb+" / "+pdb, "–", "≥ 700 / ≥ 250 / –")
 	}
 	b.riverRows(by)
+	b.altRows(by)
 	if b.want("drain") && def != nil && len(raw) > 0 {
 		var ratios []float64
 		for i, d := range def {

@@ -44,6 +44,7 @@ type options struct {
 	mysqlDSN    string
 	postgresDSN string
 	riverBin    string
+	altBin      string
 	riverWork   int
 	subscribers int
 	hubEvents   int
@@ -80,6 +81,7 @@ func parseFlags(args []string) options {
 	fs.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv("SVC_TEST_MYSQL_DSN"), "a MariaDB/MySQL server (a throwaway database is created beside the DSN's; empty: the MariaDB rows are skipped)")
 	fs.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv("SVC_TEST_POSTGRES_DSN"), "a PostgreSQL server (a throwaway database is created beside the DSN's; empty: the PostgreSQL rows are skipped)")
 	fs.StringVar(&o.riverBin, "river-bin", "", "bench/river's binary (default: build it into a temporary folder; it is its own module)")
+	fs.StringVar(&o.altBin, "alt-bin", "", "a second svc binary whose one-step drains (SQLite, PostgreSQL, MariaDB) alternate with -bin's in every round (a before/after; empty: none)")
 	fs.IntVar(&o.riverWork, "river-workers", 100, "River's MaxWorkers (its examples' value)")
 	fs.IntVar(&o.subscribers, "subscribers", 10000, "subscribers of the embedded hub")
 	fs.IntVar(&o.hubEvents, "hub-events", 30, "events published to the subscribers (one per -hub-period)")

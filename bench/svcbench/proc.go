@@ -39,6 +39,7 @@ type site struct {
 	listen  string
 	base    string // http://listen/svc
 	serving *proc  // the last `svc serve` started
+	bin     string // the svc binary (-bin, or -alt-bin for the alternative's drains)
 }
 
 // metricsToken protects /metrics of the processes the bench starts.
@@ -54,7 +55,7 @@ func (b *bench) newSite(dialect string, model *fakeModel, settings ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	s := &site{b: b, dir: dir, dialect: dialect, listen: addr, base: "http://" + addr + "/svc"}
+	s := &site{b: b, dir: dir, dialect: dialect, listen: addr, base: "http://" + addr + "/svc", bin: b.bin}
 	s.env = []string{
 		"SVC_CONFIG_FILE=" + filepath.Join(dir, "config.yaml"), // absent: defaults and environment only
 		"SVC_LISTEN=" + addr,
@@ -183,7 +184,7 @@ func (s *site) start(name string, settings []string, args ...string) (*proc, err
 
 // startReady is start calling onReady (when not nil) as soon as the process says it is ready.
 func (s *site) startReady(name string, onReady func(*proc), settings []string, args ...string) (*proc, error) {
-	c := exec.Command(s.b.bin, args...)
+	c := exec.Command(s.bin, args...)
 	c.Dir = s.dir
 	c.Env = append(cleanEnv(), s.env...)
 	c.Env = append(c.Env, settings...)

@@ -351,3 +351,19 @@ func (b *bench) riverRows(by func(string) []drainResult) {
 		bytesRow("MariaDB", sm, nil)
 	}
 }
+
+// altLabel is the label of -alt-bin's drain of the configuration label.
+func altLabel(label string) string { return label + ", -alt-bin" }
+
+// altRows compares -alt-bin's one-step drains with -bin's, round by round.
+func (b *bench) altRows(by func(string) []drainResult) {
+	for _, l := range []string{svcSQLite, svcPostgres, svcMariaDB} {
+		a, base := by(altLabel(l)), by(l)
+		if a == nil || base == nil {
+			continue
+		}
+		c := ratios(a, base, cpuMs)
+		b.add(l+": -alt-bin ÷ -bin", fmt.Sprintf("rate %s; CPU per task %.2f× (%s)", ratioRates(a, base), median(c), joinf(c, "%.2f")),
+			fmt.Sprintf("-bin %s tasks/s, -alt-bin %s tasks/s; CPU per task %s vs %s", rates(base), rates(a), cpus(base), cpus(a)), "–")
+	}
+}
