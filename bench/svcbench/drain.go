@@ -24,7 +24,11 @@ type drainResult struct {
 	// a drain whose site served the GET row afterwards); bytes kept (size after − before).
 	cpu, dbCPU    time.Duration
 	written, kept int64
-	noBytes       bool // the GET row ran on the site: written and kept are not the drain's alone
+	// PostgreSQL: the parts of dbCPU and written of the site database's own backends (the
+	// rest: WAL writer, checkpointer, background writer).
+	dbCPUOwn   time.Duration
+	writtenOwn int64
+	noBytes    bool // the GET row ran on the site: written and kept are not the drain's alone
 }
 
 // cpuPerTask is the worker's and the database server's CPU per task.
@@ -346,6 +350,10 @@ func (b *bench) drains() error {
 				since = " (counted from the process's start: the drain outran the scrape at 10 %)"
 			}
 			bytes := fmt.Sprintf("written %s, kept %s per task", kb(float64(r.written)/float64(r.n)), kb(float64(r.kept)/float64(r.n)))
+			if ds.dialect == "postgres" {
+				bytes = fmt.Sprintf("written %s (the database's backends %s, the shared processes the rest), kept %s per task; server CPU of the backends %s",
+					kb(float64(r.written)/float64(r.n)), kb(float64(r.writtenOwn)/float64(r.n)), kb(float64(r.kept)/float64(r.n)), fmtDur(r.dbCPUOwn/time.Duration(r.n)))
+			}
 			if r.noBytes {
 				bytes = "bytes not counted (the GET row ran on this site)"
 			}

@@ -73,6 +73,7 @@ type serverMeter struct {
 
 	mu   sync.Mutex
 	base map[int]usage // per pid: the first sample (zero for a process born after begin)
+	own  map[int]bool  // PostgreSQL: the pids that are the site database's backends
 	last map[int]usage
 	stop chan struct{}
 	done chan struct{}
@@ -81,7 +82,7 @@ type serverMeter struct {
 // newServerMeter starts measuring the server of dialect ("postgres" or "mysql"; anything else
 // measures nothing) for the database dbName.
 func newServerMeter(dialect, dbName string) *serverMeter {
-	m := &serverMeter{dialect: dialect, dbName: dbName, base: map[int]usage{}, last: map[int]usage{},
+	m := &serverMeter{dialect: dialect, dbName: dbName, base: map[int]usage{}, last: map[int]usage{}, own: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if dialect != "postgres" && dialect != "mysql" {
 		close(m.done)
@@ -104,21 +105,26 @@ func newServerMeter(dialect, dbName string) *serverMeter {
 	return m
 }
 
-// read is the server's usage since begin, sampling once more first.
-func (m *serverMeter) read() usage {
+// read is the server's usage since begin, sampling once more first; own is the part of the
+// site database's own backends (PostgreSQL; the rest is the shared processes').
+func (m *serverMeter) read() (all, own usage) {
 	if m.dialect != "postgres" && m.dialect != "mysql" {
-		return usage{}
+		return usage{}, usage{}
 	}
 	m.sample(false)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var u usage
 	for pid, l := range m.last {
 		b := m.base[pid]
-		u.cpu += l.cpu - b.cpu
-		u.written += l.written - b.written
+		d := usage{l.cpu - b.cpu, l.written - b.written}
+		all.cpu += d.cpu
+		all.written += d.written
+		if m.own[pid] {
+			own.cpu += d.cpu
+			own.written += d.written
+		}
 	}
-	return u
+	return all, own
 }
 
 // close stops the sampling.
@@ -132,9 +138,12 @@ func (m *serverMeter) close() {
 }
 
 func (m *serverMeter) sample(first bool) {
-	procs := m.processes()
+	procs, own := m.processes()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, pid := range own {
+		m.own[pid] = true
+	}
 	for _, pid := range procs {
 		cpu, err := procCPU(pid)
 		if err != nil {
@@ -153,10 +162,9 @@ func (m *serverMeter) sample(first bool) {
 }
 
 // processes lists the server processes counted: for PostgreSQL the site database's backends
-// and the shared processes, for MariaDB/MySQL the server process.
-func (m *serverMeter) processes() []int {
+// (also in own) and the shared processes, for MariaDB/MySQL the server process.
+func (m *serverMeter) processes() (out, own []int) {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	var out []int
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
@@ -180,12 +188,16 @@ func (m *serverMeter) processes() []int {
 			if err != nil {
 				continue
 			}
-			if db, ok := pgBackendDB(string(bytes.TrimRight(title, "\x00"))); !ok || db == m.dbName {
+			db, backend := pgBackendDB(string(bytes.TrimRight(title, "\x00")))
+			if !backend || db == m.dbName {
 				out = append(out, pid)
+			}
+			if backend && db == m.dbName {
+				own = append(own, pid)
 			}
 		}
 	}
-	return out
+	return out, own
 }
 
 // pgBackendDB reads a PostgreSQL process title: a client backend's is "postgres: [cluster:]

@@ -51,7 +51,8 @@ func (m *drainMeter) onReady(p *proc) {
 func (m *drainMeter) drained(p *proc, res *drainResult) {
 	cpu, _ := procCPU(p.cmd.Process.Pid)
 	res.cpu = cpu - m.readyCPU
-	res.dbCPU = m.server.read().cpu
+	all, own := m.server.read()
+	res.dbCPU, res.dbCPUOwn = all.cpu, own.cpu
 }
 
 // stopped records the bytes written and kept once the worker has exited.
@@ -63,7 +64,8 @@ func (m *drainMeter) stopped(p *proc, res *drainResult) error {
 	if m.s.dialect == "sqlite" {
 		res.written = p.written() - m.readyWritten
 	} else {
-		res.written = m.server.read().written
+		all, own := m.server.read()
+		res.written, res.writtenOwn = all.written, own.written
 	}
 	after, err := m.s.size()
 	if err != nil {
