@@ -28,7 +28,10 @@ type drainResult struct {
 	// rest: WAL writer, checkpointer, background writer).
 	dbCPUOwn   time.Duration
 	writtenOwn int64
-	noBytes    bool // the GET row ran on the site: written and kept are not the drain's alone
+	// PostgreSQL: written is wal + dirty (drainMeter); procWritten is the server processes'
+	// write_bytes over the same span (other databases' pages included).
+	wal, fpi, dirty, procWritten int64
+	noBytes                      bool // the GET row ran on the site: written and kept are not the drain's alone
 }
 
 // cpuPerTask is the worker's and the database server's CPU per task.
@@ -350,9 +353,14 @@ func (b *bench) drains() error {
 				since = " (counted from the process's start: the drain outran the scrape at 10 %)"
 			}
 			bytes := fmt.Sprintf("written %s, kept %s per task", kb(float64(r.written)/float64(r.n)), kb(float64(r.kept)/float64(r.n)))
+			if ds.dialect == "mysql" {
+				bytes = fmt.Sprintf("written %s (mariadbd's write_bytes %s, dirty pages at the end %s), kept %s per task",
+					kb(float64(r.written)/float64(r.n)), kb(float64(r.procWritten)/float64(r.n)), kb(float64(r.dirty)/float64(r.n)), kb(float64(r.kept)/float64(r.n)))
+			}
 			if ds.dialect == "postgres" {
-				bytes = fmt.Sprintf("written %s (the database's backends %s, the shared processes the rest), kept %s per task; server CPU of the backends %s",
-					kb(float64(r.written)/float64(r.n)), kb(float64(r.writtenOwn)/float64(r.n)), kb(float64(r.kept)/float64(r.n)), fmtDur(r.dbCPUOwn/time.Duration(r.n)))
+				per := func(v int64) string { return kb(float64(v) / float64(r.n)) }
+				bytes = fmt.Sprintf("written %s (WAL %s of which full-page images %s, dirty pages %s; the server processes' write_bytes %s, of the database's backends %s), kept %s per task; server CPU of the database's backends %s per task",
+					per(r.written), per(r.wal), per(r.fpi), per(r.dirty), per(r.procWritten), per(r.writtenOwn), per(r.kept), fmtDur(r.dbCPUOwn/time.Duration(r.n)))
 			}
 			if r.noBytes {
 				bytes = "bytes not counted (the GET row ran on this site)"

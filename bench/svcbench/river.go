@@ -15,22 +15,40 @@ import (
 
 // drainMeter measures what a drain costs besides its time: the worker process's CPU from its
 // ready line to the last task done, the database server's (serverMeter) over the same span,
-// the bytes written from the ready line until the worker has stopped (the worker's own on
-// SQLite, where it writes the file itself; the server's on MariaDB and PostgreSQL, after a
-// CHECKPOINT on PostgreSQL so that the data pages the drain dirtied are counted, not left to a
-// later checkpoint), and the bytes the database keeps: its size after the stop less its size
-// before any task was queued.
+// the bytes written from the ready line until the worker has stopped, and the bytes the
+// database keeps: its size after the stop less its size before any task was queued.
+//
+// Bytes written: on SQLite the worker's own (it writes the file itself; write_bytes of
+// /proc/<pid>/io, which counts a page of the page cache each time it turns dirty: the WAL's
+// frames and the checkpoints' copies), through its exit, whose checkpoint is included. On
+// PostgreSQL, where the server's processes also write other databases' pages (a shared
+// server), the database's own: the WAL its transactions wrote (pg_walinspect over the drain's
+// LSN range: the records touching the database's relations and the other records, commits
+// included, of the same transactions; full-page images counted and shown apart) plus the pages
+// of its relations still dirty in shared buffers once the worker stopped (pg_buffercache),
+// which a checkpoint will write; a CHECKPOINT before the drain leaves none from the queueing.
+// On MariaDB/MySQL the server process's write_bytes over the span (redo log and the pages the
+// page cleaner flushed meanwhile; other databases' writes included) plus the pages of the
+// database's tables still dirty in the buffer pool once the worker stopped.
 type drainMeter struct {
 	s            *site
 	before       int64
 	readyCPU     time.Duration
 	readyWritten int64
 	server       *serverMeter
+	startLSN     string // PostgreSQL: the WAL's insert position at the ready line
 }
 
 // begin records the database's size before the tasks are queued.
 func (m *drainMeter) begin(s *site) error {
 	m.s = s
+	if s.dialect == "postgres" {
+		for _, ext := range []string{"pg_walinspect", "pg_buffercache"} {
+			if _, err := s.db.Exec("CREATE EXTENSION IF NOT EXISTS " + ext); err != nil {
+				return fmt.Errorf("%s (the bytes written on PostgreSQL): %w", ext, err)
+			}
+		}
+	}
 	var err error
 	m.before, err = s.size()
 	return err
@@ -45,6 +63,9 @@ func (m *drainMeter) onReady(p *proc) {
 	m.readyCPU, _ = procCPU(p.cmd.Process.Pid)
 	m.readyWritten, _ = procWritten(p.cmd.Process.Pid)
 	m.server = newServerMeter(m.s.dialect, m.s.dbName)
+	if m.s.dialect == "postgres" {
+		_ = m.s.db.QueryRow("SELECT pg_current_wal_insert_lsn()::text").Scan(&m.startLSN)
+	}
 }
 
 // drained records the CPU times once every task is done.
@@ -58,20 +79,60 @@ func (m *drainMeter) drained(p *proc, res *drainResult) {
 // stopped records the bytes written and kept once the worker has exited.
 func (m *drainMeter) stopped(p *proc, res *drainResult) error {
 	defer m.server.close()
-	if err := m.s.checkpoint(); err != nil {
-		return err
-	}
-	if m.s.dialect == "sqlite" {
+	switch m.s.dialect {
+	case "sqlite":
 		res.written = p.written() - m.readyWritten
-	} else {
+	case "postgres":
+		if err := m.pgWritten(res); err != nil {
+			return err
+		}
 		all, own := m.server.read()
-		res.written, res.writtenOwn = all.written, own.written
+		res.procWritten, res.writtenOwn = all.written, own.written
+	default:
+		all, _ := m.server.read()
+		var dirty int64
+		// The pages of the database's tables still dirty in InnoDB's buffer pool: the page
+		// cleaner writes them later (a scan of the pool's descriptors, outside the timed span).
+		if err := m.s.db.QueryRow("SELECT COUNT(*) * @@innodb_page_size FROM information_schema.INNODB_BUFFER_PAGE WHERE TABLE_NAME LIKE ? AND OLDEST_MODIFICATION > 0",
+			"`"+m.s.dbName+"`.%").Scan(&dirty); err != nil {
+			return fmt.Errorf("dirty pages: %w", err)
+		}
+		res.procWritten, res.dirty = all.written, dirty
+		res.written = all.written + dirty
 	}
 	after, err := m.s.size()
 	if err != nil {
 		return err
 	}
 	res.kept = after - m.before
+	return nil
+}
+
+// pgWritten sets res.written (WAL + dirty pages), res.wal, res.fpi and res.dirty of the site's
+// PostgreSQL database since the ready line.
+func (m *drainMeter) pgWritten(res *drainResult) error {
+	if m.startLSN == "" {
+		return fmt.Errorf("no WAL position at the ready line")
+	}
+	var oid int64
+	if err := m.s.db.QueryRow("SELECT oid FROM pg_database WHERE datname = current_database()").Scan(&oid); err != nil {
+		return err
+	}
+	var dirty int64
+	if err := m.s.db.QueryRow("SELECT COUNT(*) * current_setting('block_size')::bigint FROM pg_buffercache WHERE isdirty AND reldatabase = $1", oid).Scan(&dirty); err != nil {
+		return fmt.Errorf("dirty buffers: %w", err)
+	}
+	// Records of the database's relations carry "rel <spc>/<db>/<rel>" in block_ref; a
+	// transaction's commit has none and is found by its xid.
+	like := fmt.Sprintf("%%/%d/%%", oid)
+	q := `WITH r AS (SELECT xid::text AS xid, record_length, fpi_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())),
+		mine AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE $2 AND xid <> '0')
+		SELECT COALESCE(SUM(record_length), 0), COALESCE(SUM(fpi_length), 0) FROM r WHERE block_ref LIKE $2 OR xid IN (SELECT xid FROM mine)`
+	if err := m.s.db.QueryRow(q, m.startLSN, like).Scan(&res.wal, &res.fpi); err != nil {
+		return fmt.Errorf("WAL of the drain: %w", err)
+	}
+	res.dirty = dirty
+	res.written = res.wal + dirty
 	return nil
 }
 
