@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"math"
 	"os"
@@ -36,7 +38,8 @@ type drainMeter struct {
 	readyCPU     time.Duration
 	readyWritten int64
 	server       *serverMeter
-	startLSN     string // PostgreSQL: the WAL's insert position at the ready line
+	startLSN     string    // PostgreSQL: the WAL's insert position at the ready line
+	slot         *sql.Conn // PostgreSQL: the session holding the temporary slot that keeps the drain's WAL
 }
 
 // begin records the database's size before the tasks are queued.
@@ -64,7 +67,20 @@ func (m *drainMeter) onReady(p *proc) {
 	m.readyWritten, _ = procWritten(p.cmd.Process.Pid)
 	m.server = newServerMeter(m.s.dialect, m.s.dbName)
 	if m.s.dialect == "postgres" {
-		_ = m.s.db.QueryRow("SELECT pg_current_wal_insert_lsn()::text").Scan(&m.startLSN)
+		// A temporary physical slot, reserving WAL from now, keeps the drain's WAL from being
+		// recycled by a checkpoint (other work's, on a shared server) before pgWritten reads it;
+		// it ends with its session, also when the bench dies.
+		ctx := context.Background()
+		conn, err := m.s.db.Conn(ctx)
+		if err != nil {
+			return
+		}
+		if _, err := conn.ExecContext(ctx, "SELECT pg_create_physical_replication_slot($1, true, true)", m.s.dbName); err != nil {
+			_ = conn.Close()
+			return
+		}
+		m.slot = conn
+		_ = conn.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&m.startLSN)
 	}
 }
 
@@ -83,7 +99,13 @@ func (m *drainMeter) stopped(p *proc, res *drainResult) error {
 	case "sqlite":
 		res.written = p.written() - m.readyWritten
 	case "postgres":
-		if err := m.pgWritten(res); err != nil {
+		err := m.pgWritten(res)
+		if m.slot != nil {
+			_, _ = m.slot.ExecContext(context.Background(), "SELECT pg_drop_replication_slot($1)", m.s.dbName)
+			_ = m.slot.Raw(func(any) error { return driver.ErrBadConn }) // end the session with the slot
+			_ = m.slot.Close()
+		}
+		if err != nil {
 			return err
 		}
 		all, own := m.server.read()
@@ -112,7 +134,7 @@ func (m *drainMeter) stopped(p *proc, res *drainResult) error {
 // PostgreSQL database since the ready line.
 func (m *drainMeter) pgWritten(res *drainResult) error {
 	if m.startLSN == "" {
-		return fmt.Errorf("no WAL position at the ready line")
+		return fmt.Errorf("no WAL position or slot at the ready line (pg_create_physical_replication_slot)")
 	}
 	var oid int64
 	if err := m.s.db.QueryRow("SELECT oid FROM pg_database WHERE datname = current_database()").Scan(&oid); err != nil {
