@@ -74,6 +74,7 @@ type serverMeter struct {
 	mu   sync.Mutex
 	base map[int]usage // per pid: the first sample (zero for a process born after begin)
 	own  map[int]bool  // PostgreSQL: the pids that are the site database's backends
+	skip map[int]bool  // PostgreSQL: the backends of the bench's own connections (not counted)
 	last map[int]usage
 	stop chan struct{}
 	done chan struct{}
@@ -82,7 +83,7 @@ type serverMeter struct {
 // newServerMeter starts measuring the server of dialect ("postgres" or "mysql"; anything else
 // measures nothing) for the database dbName.
 func newServerMeter(dialect, dbName string) *serverMeter {
-	m := &serverMeter{dialect: dialect, dbName: dbName, base: map[int]usage{}, last: map[int]usage{}, own: map[int]bool{},
+	m := &serverMeter{dialect: dialect, dbName: dbName, base: map[int]usage{}, last: map[int]usage{}, own: map[int]bool{}, skip: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if dialect != "postgres" && dialect != "mysql" {
 		close(m.done)
@@ -105,6 +106,16 @@ func newServerMeter(dialect, dbName string) *serverMeter {
 	return m
 }
 
+// exclude leaves the given processes out (the backends of the bench's own connections, which
+// poll the queue's depth).
+func (m *serverMeter) exclude(pids []int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range pids {
+		m.skip[p] = true
+	}
+}
+
 // read is the server's usage since begin, sampling once more first; own is the part of the
 // site database's own backends (PostgreSQL; the rest is the shared processes').
 func (m *serverMeter) read() (all, own usage) {
@@ -115,6 +126,9 @@ func (m *serverMeter) read() (all, own usage) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for pid, l := range m.last {
+		if m.skip[pid] {
+			continue
+		}
 		b := m.base[pid]
 		d := usage{l.cpu - b.cpu, l.written - b.written}
 		all.cpu += d.cpu

@@ -146,7 +146,11 @@ func (s *site) openPostgres() error {
 	}
 	u.Path = "/" + s.dbName
 	s.dsn = u.String()
-	if s.db, err = sql.Open("pgx", s.dsn); err != nil {
+	// The bench's own connections are named, so that serverMeter leaves their backends out.
+	q := u.Query()
+	q.Set("application_name", benchAppName)
+	u.RawQuery = q.Encode()
+	if s.db, err = sql.Open("pgx", u.String()); err != nil {
 		return err
 	}
 	s.db.SetMaxOpenConns(2)

@@ -66,6 +66,7 @@ func (m *drainMeter) onReady(p *proc) {
 	m.readyCPU, _ = procCPU(p.cmd.Process.Pid)
 	m.readyWritten, _ = procWritten(p.cmd.Process.Pid)
 	m.server = newServerMeter(m.s.dialect, m.s.dbName)
+	m.excludeBench()
 	if m.s.dialect == "postgres" {
 		// A temporary physical slot, reserving WAL from now, keeps the drain's WAL from being
 		// recycled by a checkpoint (other work's, on a shared server) before pgWritten reads it;
@@ -84,10 +85,34 @@ func (m *drainMeter) onReady(p *proc) {
 	}
 }
 
+// benchAppName is the application_name of the bench's own PostgreSQL connections.
+const benchAppName = "svcbench"
+
+// excludeBench leaves the bench's own PostgreSQL backends (its polls) out of the server's usage.
+func (m *drainMeter) excludeBench() {
+	if m.s.dialect != "postgres" {
+		return
+	}
+	rows, err := m.s.db.Query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1", benchAppName)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	var pids []int
+	for rows.Next() {
+		var p int
+		if rows.Scan(&p) == nil {
+			pids = append(pids, p)
+		}
+	}
+	m.server.exclude(pids)
+}
+
 // drained records the CPU times once every task is done.
 func (m *drainMeter) drained(p *proc, res *drainResult) {
 	cpu, _ := procCPU(p.cmd.Process.Pid)
 	res.cpu = cpu - m.readyCPU
+	m.excludeBench()
 	all, own := m.server.read()
 	res.dbCPU, res.dbCPUOwn = all.cpu, own.cpu
 }
