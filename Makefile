@@ -74,8 +74,9 @@ node_modules/.bin/redocly: package.json package-lock.json
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## bench-binary: issue 14's table on the real binary (bench/svcbench: builds cmd/svc, SQLite, and
-## MariaDB/MySQL when SVC_TEST_MYSQL_DSN is set; about 5 minutes); BENCHFLAGS adds flags (-quick, -rows, -n …)
+## bench-binary: issue 14's table on the real binary (bench/svcbench: builds cmd/svc and bench/river, SQLite,
+## MariaDB/MySQL when SVC_TEST_MYSQL_DSN is set, PostgreSQL when SVC_TEST_POSTGRES_DSN is, River beside them;
+## about 5 minutes); BENCHFLAGS adds flags (-quick, -rows, -n …)
 bench-binary:
 	$(GO) run ./bench/svcbench -v $(BENCHFLAGS)
 

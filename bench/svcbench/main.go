@@ -1,14 +1,14 @@
 // Command svcbench reproduces the table of issue 14 on the real binary: it builds (or takes,
 // -bin) `svc`, runs it as a subprocess on fresh databases (a SQLite file in a temporary folder; a
-// throwaway MariaDB/MySQL database beside -mysql-dsn's) against a zero-latency OpenAI-compatible
-// fake model served by this program, and measures every row of the table with its baseline in
-// the same run:
+// throwaway MariaDB/MySQL database beside -mysql-dsn's; a throwaway PostgreSQL database beside
+// -postgres-dsn's) against a zero-latency OpenAI-compatible fake model served by this program,
+// and measures every row of the table with its baseline in the same run:
 //
 //  1. one-step tasks drained/s, SQLite, default settings (and with -alt-workers), N tasks queued
 //     through the session API while no worker runs (`svc serve --api-only`), then drained by
 //     `svc serve` from its start until every task is COMPLETED;
-//  2. the same on MariaDB/MySQL;
-//  3. two-turn tasks (one auto-approved calculator call, then the answer), both dialects;
+//  2. the same on MariaDB/MySQL and on PostgreSQL;
+//  3. two-turn tasks (one auto-approved calculator call, then the answer), every dialect;
 //  4. wall time per drained one-step task ÷ one raw SQLite commit (the store's DSN, a fresh file);
 //  5. statements and write transactions per one-step task, from the binary's own counters
 //     (svc_db_statements_total, svc_db_transactions_total on /metrics);
@@ -16,7 +16,12 @@
 //     same client and concurrency;
 //  7. idle RSS, and RSS per in-flight task (tasks held by the fake model);
 //  8. the embedded SSE hub: p99 delivery latency and memory per subscriber with -subscribers
-//     subscribers, one event per 300 ms, against the same latency with one subscriber.
+//     subscribers, one event per 300 ms, against the same latency with one subscriber;
+//  9. issue 28: River (bench/river, its own module, built and run as a subprocess) doing a
+//     one-step task's work on SQLite and PostgreSQL, drained alternated with the service's
+//     drains: the rate, the CPU per task of the worker and the database server, and the bytes
+//     written and kept per task (drainMeter), MariaDB against River on PostgreSQL;
+//  10. with -alt-bin, a second svc binary's one-step drains alternated with -bin's.
 //
 // It prints a markdown table (figure, measured, baseline, goal) and the details of each run.
 // `make bench-binary` runs it with the defaults; -quick is the smoke mode a test runs.
