@@ -206,7 +206,7 @@ func (s *site) startReady(name string, onReady func(*proc), settings []string, a
 	return p, nil
 }
 
-// readyLines start the line a process prints once it serves or works: svc serve's banner, svc
+// readyLines are the starts of the line a process prints once it serves or works: svc serve's banner, svc
 // worker's line, bench/river's worker.
 var readyLines = []string{"svc: serving on", "svc: worker running", "river: worker running"}
 
