@@ -31,7 +31,7 @@ type drainResult struct {
 	// PostgreSQL: written is wal + dirty (drainMeter); procWritten is the server processes'
 	// write_bytes over the same span (other databases' pages included).
 	wal, fpi, dirty, procWritten int64
-	noBytes                      bool // the GET row ran on the site: written and kept are not the drain's alone
+	noBytes                      bool // written not counted: the GET row ran on the site, or the database refused the means (drainMeter.noBytes)
 }
 
 // cpuPerTask is the worker's and the database server's CPU per task.
@@ -363,7 +363,7 @@ func (b *bench) drains() error {
 					per(r.written), per(r.wal), per(r.fpi), per(r.dirty), per(r.procWritten), per(r.writtenOwn), per(r.kept), fmtDur(r.dbCPUOwn/time.Duration(r.n)))
 			}
 			if r.noBytes {
-				bytes = "bytes not counted (the GET row ran on this site)"
+				bytes = fmt.Sprintf("bytes written not counted (the GET row ran on this site, or see the notes), kept %s per task", kb(float64(r.kept)/float64(r.n)))
 			}
 			if ds.river {
 				b.note("%s: %.0f jobs/s (%d in %s, MaxWorkers %s), CPU per job %s (worker %s, server %s), %s",

@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -135,6 +136,14 @@ func (b *bench) add(figure, measured, baseline, goal string) {
 
 func (b *bench) note(format string, args ...any) {
 	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+// once notes a text the first time it is given.
+func (b *bench) once(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	if !slices.Contains(b.notes, n) {
+		b.notes = append(b.notes, n)
+	}
 }
 
 func (b *bench) want(name string) bool {
