@@ -137,17 +137,5 @@ func bareChatServer(b *testing.B) string {
 		}
 		c.JSON(http.StatusAccepted, gin.H{"data": gin.H{"chat": row}})
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: r}
-	go func() { _ = srv.Serve(ln) }()
-	b.Cleanup(func() {
-		_ = srv.Close()
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return serveBare(b, r, db)
 }

@@ -145,6 +145,13 @@ func bareTaskServer(b *testing.B) string {
 		}
 		c.JSON(http.StatusOK, gin.H{"data": gin.H{"task": row}})
 	})
+	return serveBare(b, r, db)
+}
+
+// serveBare serves r on a free loopback port until the benchmark ends (then closes db too) and
+// returns its base URL: the bare gin baselines' server.
+func serveBare(b *testing.B, r http.Handler, db *gorm.DB) string {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

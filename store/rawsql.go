@@ -121,10 +121,7 @@ func insertTaskRow(tx *gorm.DB, r *taskRow) error {
 		r.APIKeyID, r.CallbackURL, r.LeaseOwner, r.LeaseExpiresAt, r.CreatedAt, r.UpdatedAt, r.FinishedAt, r.EventSeq,
 		r.TraceParent, r.MessageSeq, r.ToolCallCount, r.SummarySeq)
 	if err != nil {
-		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
-			return t.Translate(err)
-		}
-		return err
+		return dialectError(tx, err)
 	}
 	r.ID = id
 	return nil
@@ -217,10 +214,7 @@ func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
 		r.ApprovedArguments, r.Result, r.Reason, r.DecidedBy, r.DecidedByKey, r.DecidedAt, r.CreatedAt, r.ExecutedAt, r.Gate,
 		r.ApprovalTimeoutSeconds)
 	if err != nil {
-		if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
-			return t.Translate(err)
-		}
-		return err
+		return dialectError(tx, err)
 	}
 	r.ID = id
 	return nil
@@ -266,4 +260,13 @@ func insertMessageRow(tx *gorm.DB, r *taskMessageRow) error {
 	}
 	r.ID = id
 	return nil
+}
+
+// dialectError is err translated by the dialect as GORM's own calls translate theirs
+// (gorm.ErrDuplicatedKey, gorm.ErrForeignKeyViolated …), for the hand-written statements.
+func dialectError(tx *gorm.DB, err error) error {
+	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok {
+		return t.Translate(err)
+	}
+	return err
 }
