@@ -245,7 +245,7 @@ async function main(): Promise<void> {
     await page.waitForFunction(() => (document.querySelector('input[aria-label="ask: enabled"]') as HTMLInputElement | null)?.checked === true);
     log("a calculation waits at most an hour for its approval (the operation's own timeout)");
     const calcTimeout = calc.getByRole("spinbutton", { name: "calculate: approval timeout in seconds" });
-    expect((await calcTimeout.getAttribute("placeholder")) === "agent's: none", "an empty timeout shows the agent's");
+    expect((await calcTimeout.getAttribute("placeholder")) === "no timeout", "an empty timeout shows the agent's (none)");
     await calcTimeout.fill("3600");
     await calcTimeout.press("Tab");
     await page.waitForFunction(() => !document.querySelector('input[aria-label="calculate: approval timeout in seconds"]')?.hasAttribute("disabled"));

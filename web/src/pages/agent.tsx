@@ -262,7 +262,8 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
     });
   const headId = `tool-${t.tool_class.replace(/[^a-zA-Z0-9]/g, "-")}`;
   const agentTimeout = props.agent.approval_timeout_seconds;
-  const inheritedTimeout = agentTimeout > 0 ? `agent's: ${agentTimeout}` : "agent's: none";
+  // An empty timeout shows what it inherits: the agent's timeout, or none (a call waits forever).
+  const inheritedTimeout = agentTimeout > 0 ? `timeout ${agentTimeout}s` : "no timeout";
   return (
     <li class={`card tool-card ${t.enabled ? "enabled" : ""}`} aria-labelledby={headId}>
       <div class="card-head spread">
@@ -286,8 +287,7 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
             <tr>
               <th scope="col">Operation</th>
               <th scope="col">Enabled</th>
-              <th scope="col">Needs approval</th>
-              <th scope="col">Approval timeout (s)</th>
+              <th scope="col" title="A call waits for a decision at most the timeout's seconds (empty: the agent's timeout)">Needs approval</th>
             </tr>
           </thead>
           <tbody>
@@ -314,23 +314,23 @@ function ToolCard(props: { agent: Agent; tool: Schemas["AgentToolStatus"]; ops: 
                     disabled={act.pending || !t.enabled}
                     onChange={(e) => patchOp(op, { enabled: op.enabled, auto_approve: !(e.target as HTMLInputElement).checked, approval_timeout_seconds: op.approval_timeout_seconds })}
                   />
-                </td>
-                <td>
-                  <input
-                    type="number"
-                    class="timeout"
-                    min={0}
-                    max={2147483647}
-                    aria-label={`${op.operation}: approval timeout in seconds`}
-                    placeholder={inheritedTimeout}
-                    title="Seconds a call waits for a decision; 0 waits forever; empty uses the agent's timeout."
-                    value={op.approval_timeout_seconds ?? ""}
-                    disabled={act.pending || !t.enabled}
-                    onChange={(e) => {
-                      const v = (e.target as HTMLInputElement).value.trim();
-                      patchOp(op, { enabled: op.enabled, auto_approve: op.auto_approve, approval_timeout_seconds: v === "" ? null : Number(v) });
-                    }}
-                  />
+                  {op.requires_approval && (
+                    <input
+                      type="number"
+                      class="timeout"
+                      min={0}
+                      max={2147483647}
+                      aria-label={`${op.operation}: approval timeout in seconds`}
+                      placeholder={inheritedTimeout}
+                      title="Seconds a call waits for a decision; 0 waits forever; empty uses the agent's timeout."
+                      value={op.approval_timeout_seconds ?? ""}
+                      disabled={act.pending || !t.enabled}
+                      onChange={(e) => {
+                        const v = (e.target as HTMLInputElement).value.trim();
+                        patchOp(op, { enabled: op.enabled, auto_approve: op.auto_approve, approval_timeout_seconds: v === "" ? null : Number(v) });
+                      }}
+                    />
+                  )}
                 </td>
               </tr>
             ))}
