@@ -59,7 +59,8 @@ func (s *followSink) Flush()                               {}
 func (s *followSink) Authorized(ctx context.Context) error { return s.authorized(ctx) }
 
 // followChat waits up to wait for chat id of key k to settle, handing each event written after
-// the call to onEvent (nil: none), and returns the chat as it is then: settled, or still
+// the call to onEvent (nil: none; a chat settled already hands it its status), and returns the
+// chat as it is then: settled, or still
 // running when the wait ran out or the caller went away. A wait of 0 returns the chat at once.
 // The wait holds one of the key's event stream slots (event_streams_per_user); with none free
 // it returns the chat at once. Errors: the chat service's (ErrNotFound …) and the store's.
@@ -75,8 +76,16 @@ func (a *API) followChat(ctx context.Context, k *store.AgentAPIKey, id int64, wa
 		return nil, err
 	}
 	v, err := a.chats.Get(ctx, k, sid)
-	if err != nil || settledView(v) || len(cs) == 0 {
+	if err != nil || len(cs) == 0 {
 		return v, err
+	}
+	if settledView(v) {
+		// Settled before the wait began (a fast step): the status it settled in is still told,
+		// as the event the stream would have delivered a moment later.
+		if onEvent != nil {
+			onEvent(&store.TaskEvent{Type: store.EventStatus, Status: &store.StatusEvent{Status: v.Task.Status}})
+		}
+		return v, nil
 	}
 	release, err := a.events.Acquire("key:" + strconv.FormatInt(k.ID, 10))
 	if err != nil {
