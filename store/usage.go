@@ -14,6 +14,11 @@ import (
 // (usage_ledger), written in the transaction that records the step, with the prices in force and
 // its cost; the same transaction adds it to the daily rollup (usage_daily), which GET /usage and
 // the budget check read. Days are calendar days in the instance's time zone (SetTimeZone).
+//
+// A day's rollup of one agent, user, key and model is split into usageShards rows by task (the
+// task's id modulo usageShards): the step holds the row it adds to until its commit, and with one
+// row the steps of all tasks running side by side for that user and agent waited for each
+// other's commits, one at a time. Readers sum the rows, as they sum days.
 
 // ModelCall is the usage of one model call as its step records it.
 type ModelCall struct {
@@ -107,6 +112,7 @@ type usageDailyRow struct {
 	APIKeyID          int64  `gorm:"primaryKey"`
 	LLMConfigID       int64  `gorm:"primaryKey"`
 	Model             string `gorm:"primaryKey"`
+	Shard             int64  `gorm:"primaryKey"`
 	Calls             int64
 	InputTokens       int64
 	CachedInputTokens int64
@@ -115,6 +121,12 @@ type usageDailyRow struct {
 }
 
 func (usageDailyRow) TableName() string { return "usage_daily" }
+
+// usageShards is the number of rows a day's rollup of one agent, user, key and model is split
+// into: the most runs a worker process starts side by side by default (32 on MySQL/MariaDB), so
+// that tasks queued one after the other (consecutive ids) add to different rows. A year of one
+// agent, user, key and model is then at most 366 x 32 rows, summed through the day indexes.
+const usageShards = 32
 
 // checkModelCall guards the loop's own usage report (not user input).
 func checkModelCall(c *ModelCall) error {
@@ -146,7 +158,7 @@ func (s *Store) recordUsage(tx *gorm.DB, r *taskRow, now time.Time, c ModelCall)
 		return fmt.Errorf("record usage of task %d: %w", r.ID, err)
 	}
 	d := usageDailyRow{Day: day, AgentID: r.AgentID, PrincipalID: r.PrincipalID, UserID: r.UserID, LLMConfigID: c.LLMConfigID,
-		Model: c.Model, Calls: 1, InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens,
+		Model: c.Model, Shard: r.ID % usageShards, Calls: 1, InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens,
 		OutputTokens: row.OutputTokens, Cost: row.Cost}
 	if r.APIKeyID != nil {
 		d.APIKeyID = *r.APIKeyID
@@ -161,7 +173,7 @@ func (s *Store) recordUsage(tx *gorm.DB, r *taskRow, now time.Time, c ModelCall)
 	}
 	err := tx.Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "day"}, {Name: "agent_id"}, {Name: "principal_id"}, {Name: "user_id"},
-			{Name: "api_key_id"}, {Name: "llm_config_id"}, {Name: "model"}},
+			{Name: "api_key_id"}, {Name: "llm_config_id"}, {Name: "model"}, {Name: "shard"}},
 		DoUpdates: clause.Set{add("calls"), add("input_tokens"), add("cached_input_tokens"), add("output_tokens"), add("cost")},
 	}).Create(&d).Error
 	if err != nil {

@@ -44,11 +44,11 @@ func fillUsage(tb testing.TB, s *store.Store, n int, end time.Time) {
 		}
 		done += batch
 	}
-	err := db.Exec(`INSERT INTO usage_daily (day, agent_id, principal_id, user_id, api_key_id, llm_config_id, model, calls,
+	err := db.Exec(`INSERT INTO usage_daily (day, agent_id, principal_id, user_id, api_key_id, llm_config_id, model, shard, calls,
 		input_tokens, cached_input_tokens, output_tokens, cost)
-		SELECT day, agent_id, principal_id, user_id, COALESCE(api_key_id, 0), COALESCE(llm_config_id, 0), model, COUNT(*),
+		SELECT day, agent_id, principal_id, user_id, COALESCE(api_key_id, 0), COALESCE(llm_config_id, 0), model, task_id % 32, COUNT(*),
 		SUM(input_tokens), SUM(cached_input_tokens), SUM(output_tokens), SUM(cost) FROM usage_ledger
-		GROUP BY day, agent_id, principal_id, user_id, COALESCE(api_key_id, 0), COALESCE(llm_config_id, 0), model`).Error
+		GROUP BY day, agent_id, principal_id, user_id, COALESCE(api_key_id, 0), COALESCE(llm_config_id, 0), model, task_id % 32`).Error
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -93,6 +93,56 @@ func TestUsageLedgerAndRollup(t *testing.T) {
 	wantErr(t, err, svcerr.ErrInvalid)
 }
 
+// TestUsageRollupShards: tasks running side by side for one user and agent add their calls to
+// different rows of the day's rollup, so a step never waits for another task's step to commit
+// (on MySQL and PostgreSQL a held row lock would stop it; SQLite has one writer anyway), and
+// the readers still see one sum.
+func TestUsageRollupShards(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	a, b := f.claimOne(t, "w1"), f.claimOne(t, "w2")
+	call := store.ModelCall{Model: "m", InputTokens: 100, OutputTokens: 10}
+	step := func(ctx context.Context, tk *store.Task, w string) error {
+		c := call
+		_, err := f.s.FinishStep(ctx, tk.ID, w, store.StepOutcome{Status: taskstate.Running, Steps: 1, Call: &c, Lease: time.Hour})
+		return err
+	}
+	if err := step(ctx, a, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.Dialect() != store.DialectSQLite {
+		// Another task's step in flight: its transaction holds a's rollup row.
+		tx := f.s.GormDBForTest().Begin()
+		defer tx.Rollback()
+		err := tx.Exec("UPDATE usage_daily SET calls = calls + 0 WHERE day = ? AND agent_id = ? AND principal_id = ? AND user_id = ? AND api_key_id = 0 AND llm_config_id = 0 AND model = ? AND shard = ?",
+			f.s.Day(t0), f.agent.ID, f.agent.PrincipalID, f.user.ID, "m", a.ID%32).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := step(short, b, "w2"); err != nil {
+			t.Fatalf("a step beside another task's step in flight: %v", err)
+		}
+		tx.Rollback()
+	} else if err := step(ctx, b, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := step(ctx, b, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	var rollup int64
+	if err := f.s.GormDBForTest().Raw("SELECT COUNT(*) FROM usage_daily").Scan(&rollup).Error; err != nil || rollup != 2 {
+		t.Fatalf("rollup rows = %d, %v; want one per task", rollup, err)
+	}
+	day := f.s.Day(t0)
+	rows, err := f.s.Usage(ctx, store.UsageQuery{From: day, To: day, GroupBy: []string{store.UsageByAgent}, All: true})
+	if err != nil || len(rows) != 1 || rows[0].Calls != 3 || rows[0].InputTokens != 300 || rows[0].OutputTokens != 30 {
+		t.Fatalf("Usage by agent = %+v, %v", rows, err)
+	}
+}
+
 func TestPeriodBounds(t *testing.T) {
 	t.Parallel()
 	paris, err := time.LoadLocation("Europe/Paris")
