@@ -131,6 +131,7 @@ type Store struct {
 	sessions sessionCache                  // SessionByDigest
 	stmts    *stmtPool                     // the statements kept prepared
 	wake     wake                          // PostgreSQL: the NOTIFY channel of cross-process wake-ups (wake.go)
+	group    commitGroup                   // the writes groupTx commits together (commitgroup.go)
 	zone     atomic.Pointer[time.Location] // the instance's time zone (SetTimeZone; nil: UTC)
 }
 
@@ -155,6 +156,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	case "", "sqlite", "sqlite3":
 		s.dialect = DialectSQLite
 		s.writers = make(chan struct{}, 1)
+		s.group.lanes = 1
 		s.busyWait = time.Duration(opts.SQLiteBusyTimeout) * time.Millisecond
 		if s.busyWait == 0 {
 			s.busyWait = time.Duration(DefaultSQLiteBusyTimeout) * time.Millisecond
@@ -166,6 +168,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
+		s.group.lanes = commitLanes
 		dsn, err := mysqlDSN(opts.MySQLDSN)
 		if err != nil {
 			return nil, err
@@ -173,6 +176,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		dialector = mysql.New(mysql.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	case "postgres", "postgresql":
 		s.dialect = DialectPostgres
+		s.group.lanes = commitLanes
 		dsn, err := postgresDSN(opts.PostgresDSN)
 		if err != nil {
 			return nil, err
@@ -418,6 +422,22 @@ func (s *Store) txOptions(ctx context.Context) []*sql.TxOptions {
 func inTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error)) (T, error) {
 	var out T
 	err := s.tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// inGroupTx is inTx on groupTx: fn's transaction may be shared with other writes arriving at
+// the same time (commitgroup.go).
+func inGroupTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	var out T
+	err := s.groupTx(ctx, func(tx *gorm.DB) error {
 		var err error
 		out, err = fn(tx)
 		return err

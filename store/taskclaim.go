@@ -489,12 +489,13 @@ type ToolResult struct {
 
 // FinishStep records the outcome of one step of a task whose lease workerID holds. Errors:
 // ErrInvalidState when the lease was lost (the task was aborted, reaped or claimed again:
-// nothing is written), ErrNotFound, ErrInvalid for an invalid outcome.
+// nothing is written), ErrNotFound, ErrInvalid for an invalid outcome. The transaction may be
+// shared with other tasks' steps finishing at the same time (groupTx).
 func (s *Tasks) FinishStep(ctx context.Context, id int64, workerID string, o StepOutcome) (*Task, error) {
 	if err := checkOutcome(o); err != nil {
 		return nil, err
 	}
-	return inTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
+	return inGroupTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
 		t, _, err := s.finishStep(tx, id, workerID, s.now(), o, nil)
 		return t, err
 	})
@@ -647,7 +648,7 @@ func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time
 
 // FinishTurn stores the assistant turn msg (an answer: no tool calls) of a task whose lease
 // workerID holds and records the step's outcome o, in one transaction: AppendAssistantTurn and
-// FinishStep at once. Errors: those of both.
+// FinishStep at once, possibly with other tasks' steps (groupTx). Errors: those of both.
 func (s *Tasks) FinishTurn(ctx context.Context, id int64, workerID string, msg NewTaskMessage, o StepOutcome) (*Task, TaskMessage, error) {
 	if msg.Role != RoleAssistant {
 		return nil, TaskMessage{}, invalidf("an assistant turn has the role %q", RoleAssistant)
@@ -662,7 +663,7 @@ func (s *Tasks) FinishTurn(ctx context.Context, id int64, workerID string, msg N
 		t *Task
 		m *TaskMessage
 	}
-	res, err := inTx(ctx, s.Store, func(tx *gorm.DB) (out, error) {
+	res, err := inGroupTx(ctx, s.Store, func(tx *gorm.DB) (out, error) {
 		t, m, err := s.finishStep(tx, id, workerID, s.now(), o, &msg)
 		return out{t, m}, err
 	})

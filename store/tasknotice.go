@@ -201,7 +201,7 @@ func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, d NoticeD
 		}
 	}
 	out := make([]Notification, len(d.Notifications))
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.groupTx(ctx, func(tx *gorm.DB) error { // notices are finished by several fan-outs at once
 		res := tx.Where("id = ? AND state = ? AND lease_until = ?", n.ID, outboxPending, normTime(n.Lease)).Delete(&noticeRow{})
 		if res.Error != nil {
 			return fmt.Errorf("finish notice %d: %w", n.ID, res.Error)

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// Group commit. The agent loop's step writes (FinishStep, FinishTurn) and the notification
+// service's notice finishes (FinishTaskNotice) come from many runs of one process at once, each
+// a short transaction on rows of its own; committed one by one, every one of them paid a commit
+// (a WAL flush on PostgreSQL and InnoDB, the pages it touched written again on SQLite) and the
+// runs queued for the flushes — docs/benchmarks.md, "Issue 28: PostgreSQL and River". groupTx
+// runs the writes that arrive while a commit is in flight together in the next transaction,
+// as a database's own group commit does for its log:
+//
+//   - a caller that finds a lane free leads: it takes every waiting write (its own included, at
+//     most maxCommitGroup), runs them in one transaction and, when they are recorded, hands the
+//     lead to the first caller that arrived meanwhile; nobody waits for a timer, and a lone
+//     write costs what s.tx costs (it runs alone, on s.tx);
+//   - groups run on commitLanes lanes at once: on SQLite one (it has one writer), on MySQL and
+//     PostgreSQL a few, since a group's statements run one after the other on one connection
+//     and a single lane made the writes wait for each other's statements instead of commits;
+//   - each write keeps its own after-commit record (created): its listeners, transition logs and
+//     cross-process wake-ups are told after the shared commit, with its own context;
+//   - a write that fails rolls the group back; each of the group's writes then runs alone, so a
+//     lost lease (ErrInvalidState) fails only the write it concerns, with its own error, and the
+//     others commit as they would have alone.
+//
+// A write's function must therefore be safe to run more than once (as a deadlock's retry
+// already runs it again) and touch only its own rows' state in memory.
+
+// maxCommitGroup bounds the writes one grouped transaction holds: well above a worker's runs
+// (32 at most by default), so that one pass takes every step waiting.
+const maxCommitGroup = 64
+
+// commitLanes is how many groups run at once on MySQL/MariaDB and PostgreSQL (see above;
+// docs/benchmarks.md has the measurement that chose it).
+const commitLanes = 4
+
+type commitGroup struct {
+	mu      sync.Mutex
+	pending []*groupedWrite
+	lanes   int // groups that may run at once (0 before Open sets it: 1)
+	leading int // groups running; while all lanes are busy, the first pending write leads next
+}
+
+type groupedWrite struct {
+	ctx  context.Context
+	fn   func(tx *gorm.DB) error
+	made *created
+	err  error
+	done chan struct{} // closed when err is final
+	lead chan struct{} // the write's caller leads a group (sent once, when told is set)
+	told bool          // a lane is the write's own: no other lane takes it into its group
+}
+
+// errGroupMember marks a grouped transaction rolled back because one of its writes failed.
+var errGroupMember = errors.New("a grouped write failed")
+
+// groupTx runs fn in a write transaction that it may share with other groupTx calls of this
+// process arriving at the same time (see above). Errors: fn's own, as s.tx returns them.
+func (s *Store) groupTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &groupedWrite{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	g := &s.group
+	g.mu.Lock()
+	g.pending = append(g.pending, w)
+	if g.leading < max(g.lanes, 1) {
+		g.leading++
+		g.tell(w)
+	}
+	g.mu.Unlock()
+	select {
+	case <-w.done:
+	case <-w.lead:
+		s.leadGroup(w)
+	}
+	return w.err
+}
+
+// tell gives w a lane. Call with g.mu held.
+func (g *commitGroup) tell(w *groupedWrite) {
+	w.told = true
+	w.lead <- struct{}{}
+}
+
+// leadGroup runs lead's write with the waiting writes no other lane leads, as one group, and
+// passes the lane on.
+func (s *Store) leadGroup(lead *groupedWrite) {
+	g := &s.group
+	g.mu.Lock()
+	batch := []*groupedWrite{lead}
+	rest := g.pending[:0]
+	for _, w := range g.pending {
+		switch {
+		case w == lead:
+		case !w.told && len(batch) < maxCommitGroup:
+			batch = append(batch, w)
+		default:
+			rest = append(rest, w)
+		}
+	}
+	clear(g.pending[len(rest):])
+	g.pending = rest
+	g.mu.Unlock()
+
+	s.runGroup(batch)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range g.pending {
+		if !w.told {
+			g.tell(w)
+			return
+		}
+	}
+	g.leading--
+}
+
+func (s *Store) runGroup(batch []*groupedWrite) {
+	live := batch[:0:0]
+	for _, w := range batch {
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			close(w.done)
+			continue
+		}
+		live = append(live, w)
+	}
+	if len(live) > 1 {
+		err := s.tx(context.WithoutCancel(live[0].ctx), func(tx *gorm.DB) error {
+			for _, w := range live {
+				w.made = &created{}
+				// The write's statements carry its own context (values, not its cancellation:
+				// one caller leaving must not roll back the others) and after-commit record.
+				if err := w.fn(tx.WithContext(withCreated(context.WithoutCancel(w.ctx), w.made))); err != nil {
+					return errGroupMember
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			for _, w := range live {
+				s.committed(w.ctx, w.made)
+				close(w.done)
+			}
+			return
+		}
+	}
+	// Alone: a single write, or each write of a group that failed.
+	for _, w := range live {
+		w.err = s.tx(w.ctx, w.fn)
+		close(w.done)
+	}
+}

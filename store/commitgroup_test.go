@@ -1,0 +1,112 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/vocab/svcerr"
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// TestGroupCommit: steps of many tasks finishing at once share commits, and a step whose lease
+// was lost in such a group fails alone while the others are recorded as they would be alone.
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	s, f := storetest.NewCounted(t)
+	ctx := context.Background()
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	const n = 16
+	round := func(lost int) (map[int]error, storetest.Counts) {
+		t.Helper()
+		ids := make([]int64, n)
+		for i := range ids {
+			ids[i] = storetest.Task(t, s, a, u.ID).ID
+		}
+		got, err := s.ClaimQueued(ctx, "w", time.Minute, n)
+		if err != nil || len(got) != n {
+			t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
+		}
+		// The first step's transaction waits until every step has been asked for, so that the
+		// others wait for its commit together.
+		var asked sync.WaitGroup
+		asked.Add(n)
+		var once sync.Once
+		f.Trace(func(q string) {
+			if strings.HasPrefix(strings.TrimSpace(strings.ToUpper(q)), "UPDATE") {
+				once.Do(func() { asked.Wait(); time.Sleep(20 * time.Millisecond) })
+			}
+		})
+		defer f.Trace(nil)
+		before := f.Counts()
+		errs := make(map[int]error)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				worker, answer := "w", "done"
+				if i == lost {
+					worker = "someone else"
+				}
+				asked.Done()
+				_, err := s.FinishStep(ctx, id, worker, store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1,
+					Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
+				mu.Lock()
+				errs[i] = err
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for i, id := range ids {
+			tk, err := s.Task(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := taskstate.Completed; i == lost {
+				want = taskstate.Running
+				if tk.Status != want {
+					t.Errorf("task %d (lease lost) is %s, want %s", i, tk.Status, want)
+				}
+			} else if tk.Status != want || tk.Answer == nil || *tk.Answer != "done" {
+				t.Errorf("task %d is %s (%v), want %s", i, tk.Status, tk.Answer, want)
+			}
+		}
+		return errs, f.Counts().Sub(before)
+	}
+
+	errs, counts := round(-1)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("step %d: %v", i, err)
+		}
+	}
+	if counts.WriteTxs >= n {
+		t.Errorf("%d steps finishing at once took %d write transactions; want them grouped", n, counts.WriteTxs)
+	}
+	t.Logf("%d steps at once: %d write transactions", n, counts.WriteTxs)
+
+	errs, _ = round(3)
+	for i, err := range errs {
+		if i == 3 {
+			if !errors.Is(err, svcerr.ErrInvalidState) {
+				t.Errorf("the step of a lost lease: %v, want ErrInvalidState", err)
+			}
+		} else if err != nil {
+			t.Errorf("step %d beside a lost lease: %v", i, err)
+		}
+	}
+	// The usage of the steps that committed, and only theirs, is recorded.
+	day := s.Day(time.Now())
+	rows, err := s.Usage(ctx, store.UsageQuery{From: day, To: day, All: true})
+	if err != nil || len(rows) != 1 || rows[0].Calls != 2*n-1 {
+		t.Fatalf("usage = %+v, %v; want %d calls", rows, err, 2*n-1)
+	}
+}
