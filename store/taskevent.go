@@ -69,6 +69,8 @@ type TaskEvent struct {
 	Questions *QuestionBatch `json:",omitempty"`
 	Delta     *Delta         `json:",omitempty"`
 	Summary   *Summary       `json:",omitempty"`
+
+	messageSeq int64 // a message event read from the log: its message's sequence (TaskEvents fills Message)
 }
 
 // Ends reports whether the event ends the task's run (see StatusEvent.Ends).
@@ -93,6 +95,23 @@ type eventPayload struct {
 	Questions *QuestionBatch `json:"questions,omitempty"`
 	Delta     *Delta         `json:"delta,omitempty"`
 	Summary   *Summary       `json:"summary,omitempty"`
+	// MessageSeq stands for Message in a message event: the turn is in task_messages, written
+	// in the same transaction and never changed, so its text is stored once (issue 28: the
+	// copies were half of what a task kept). Events written before hold Message itself.
+	MessageSeq int64 `json:"message_seq,omitempty"`
+}
+
+// eventData encodes e's payload for the data column (a message by its sequence).
+func eventData(e TaskEvent) (string, error) {
+	p := eventPayload{Status: e.Status, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary}
+	if e.Message != nil {
+		p.MessageSeq = int64(e.Message.Sequence)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("task %d: encode %s event: %w", e.TaskID, e.Type, err)
+	}
+	return string(data), nil
 }
 
 func (r *taskEventRow) toEvent() (TaskEvent, error) {
@@ -101,7 +120,8 @@ func (r *taskEventRow) toEvent() (TaskEvent, error) {
 		return TaskEvent{}, fmt.Errorf("task %d event %d: %w", r.TaskID, r.Sequence, err)
 	}
 	return TaskEvent{TaskID: r.TaskID, Sequence: r.Sequence, Type: r.Type, CreatedAt: r.CreatedAt.UTC(),
-		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta, Summary: p.Summary}, nil
+		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta, Summary: p.Summary,
+		messageSeq: p.MessageSeq}, nil
 }
 
 // appendEvents writes evs as the next events of task taskID in tx: it bumps tasks.event_seq
@@ -127,11 +147,12 @@ func insertEvents(tx *gorm.DB, taskID, base int64, now time.Time, evs []TaskEven
 	}
 	rows := make([]taskEventRow, len(evs))
 	for i, e := range evs {
-		data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary})
+		e.TaskID = taskID
+		data, err := eventData(e)
 		if err != nil {
-			return fmt.Errorf("task %d: encode %s event: %w", taskID, e.Type, err)
+			return err
 		}
-		rows[i] = taskEventRow{TaskID: taskID, Sequence: base + int64(i) + 1, Type: e.Type, Data: string(data), CreatedAt: now}
+		rows[i] = taskEventRow{TaskID: taskID, Sequence: base + int64(i) + 1, Type: e.Type, Data: data, CreatedAt: now}
 	}
 	if err := insertEventRows(tx, rows); err != nil {
 		return fmt.Errorf("task %d: append events: %w", taskID, err)
@@ -236,7 +257,49 @@ func (s *Tasks) TaskEvents(ctx context.Context, id, after int64, limit int) ([]T
 	if err := s.conn(ctx).Where("task_id = ? AND sequence > ?", id, after).Order("sequence").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("task %d: events: %w", id, err)
 	}
-	return convertRows(rows, (*taskEventRow).toEvent)
+	evs, err := convertRows(rows, (*taskEventRow).toEvent)
+	if err != nil {
+		return nil, err
+	}
+	return evs, s.fillMessages(ctx, id, evs)
+}
+
+// fillMessages sets the Message of the message events in evs (of task id) that name it by
+// sequence, from task_messages in one read of the range they span.
+func (s *Tasks) fillMessages(ctx context.Context, id int64, evs []TaskEvent) error {
+	var lo, hi int64
+	for _, e := range evs {
+		if e.messageSeq > 0 {
+			if lo == 0 {
+				lo = e.messageSeq
+			}
+			lo, hi = min(lo, e.messageSeq), max(hi, e.messageSeq)
+		}
+	}
+	if lo == 0 {
+		return nil
+	}
+	rows, err := queryRows(s.conn(ctx), (*taskMessageRow).dest, "SELECT "+messageColumns+" FROM task_messages WHERE task_id = ? AND sequence >= ? AND sequence <= ?",
+		id, lo, hi)
+	if err != nil {
+		return fmt.Errorf("task %d: messages of events: %w", id, err)
+	}
+	msgs, err := convertRows(rows, (*taskMessageRow).toMessage)
+	if err != nil {
+		return err
+	}
+	bySeq := make(map[int64]*TaskMessage, len(msgs))
+	for i := range msgs {
+		bySeq[int64(msgs[i].Sequence)] = &msgs[i]
+	}
+	for i := range evs {
+		if q := evs[i].messageSeq; q > 0 {
+			if evs[i].Message = bySeq[q]; evs[i].Message == nil {
+				return fmt.Errorf("task %d: event %d names message %d, which is not stored", id, evs[i].Sequence, q)
+			}
+		}
+	}
+	return nil
 }
 
 // EventCursor is where a task's event log stands: the last sequence given out, and whether

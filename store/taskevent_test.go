@@ -95,6 +95,49 @@ func TestTaskEventLog(t *testing.T) {
 	}
 }
 
+// TestMessageEventsStoreTheTextOnce: a message event keeps only its message's sequence (the
+// turn's text is in task_messages), and TaskEvents gives the whole message back, as it does for
+// an event written with the message in it (as events were before).
+func TestMessageEventsStoreTheTextOnce(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t)
+	ctx := context.Background()
+	tk := f.claimOne(t, "w1")
+	text := "The answer, told once: " + strings.Repeat("forty-two ", 20)
+	if _, _, err := f.s.FinishTurn(ctx, tk.ID, "w1", store.NewTaskMessage{Role: store.RoleAssistant, Text: text},
+		store.StepOutcome{Status: taskstate.Completed, Answer: &text, Steps: 1}); err != nil {
+		t.Fatal(err)
+	}
+	db := f.s.GormDBForTest()
+	var data []string
+	if err := db.Raw("SELECT data FROM task_events WHERE task_id = ? AND type = ? ORDER BY sequence", tk.ID, store.EventMessage).Scan(&data).Error; err != nil || len(data) != 2 {
+		t.Fatalf("message events = %v, %v", data, err)
+	}
+	for _, d := range data {
+		if strings.Contains(d, "forty-two") || strings.Contains(d, "do it") || !strings.Contains(d, `"message_seq"`) {
+			t.Fatalf("a message event holds %s; want its message's sequence only", d)
+		}
+	}
+	// An event of the former shape (the message copied in) reads as before.
+	if err := db.Exec("UPDATE task_events SET data = ? WHERE task_id = ? AND type = ? AND sequence = 2", `{"message":{"Sequence":1,"Role":"user","Text":"old copy"}}`,
+		tk.ID, store.EventMessage).Error; err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		if e.Message != nil {
+			got = append(got, strconv.Itoa(e.Message.Sequence)+":"+e.Message.Role+":"+e.Message.Text)
+		}
+	}
+	if want := []string{"1:user:old copy", "2:assistant:" + text}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("messages of the events = %q, want %q", got, want)
+	}
+}
+
 // TestTaskEventsOfReapAndDecisions: a reaped task's deltas are dropped with its status
 // recorded; decisions and executions are recorded as snapshots of the call at that moment.
 func TestTaskEventsOfReapAndDecisions(t *testing.T) {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -173,11 +172,12 @@ func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows [
 		evs = append(evs, TaskEvent{Type: EventStatus, Status: st})
 		base := r.EventSeq - int64(len(evs))
 		for j, e := range evs {
-			data, err := json.Marshal(eventPayload{Status: e.Status, Message: e.Message, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary})
+			e.TaskID = r.ID
+			data, err := eventData(e)
 			if err != nil {
-				return fmt.Errorf("task %d: encode %s event: %w", r.ID, e.Type, err)
+				return err
 			}
-			evRows = append(evRows, taskEventRow{TaskID: r.ID, Sequence: base + int64(j) + 1, Type: e.Type, Data: string(data), CreatedAt: now})
+			evRows = append(evRows, taskEventRow{TaskID: r.ID, Sequence: base + int64(j) + 1, Type: e.Type, Data: data, CreatedAt: now})
 			noteEvent(tx, r.ID, e.Status)
 		}
 	}
