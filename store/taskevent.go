@@ -32,12 +32,13 @@ const MaxEventsPage = 500
 
 // StatusEvent is the payload of an EventStatus: the task as it entered the status.
 type StatusEvent struct {
-	Status       string     `json:"status"`
-	Error        *TaskError `json:"error,omitempty"`
-	Answer       *string    `json:"answer,omitempty"`
-	StepsUsed    int        `json:"steps_used"`
-	InputTokens  int64      `json:"input_tokens"`
-	OutputTokens int64      `json:"output_tokens"`
+	Status string     `json:"status"`
+	Error  *TaskError `json:"error,omitempty"`
+	Answer *string    `json:"answer,omitempty"`
+	// Zero counts are left out of the stored event (every task's first status has them).
+	StepsUsed    int        `json:"steps_used,omitempty"`
+	InputTokens  int64      `json:"input_tokens,omitempty"`
+	OutputTokens int64      `json:"output_tokens,omitempty"`
 	NextRetryAt  *time.Time `json:"next_retry_at,omitempty"`
 	// Retrying marks a FAILED status whose transient error the agent retries automatically: the
 	// run is not over.
