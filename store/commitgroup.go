@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"gorm.io/gorm"
@@ -25,6 +27,10 @@ import (
 //     and a single lane made the writes wait for each other's statements instead of commits;
 //   - each write keeps its own after-commit record (created): its listeners, transition logs and
 //     cross-process wake-ups are told after the shared commit, with its own context;
+//   - a group runs its writes in the order of their keys: the rows two writes of different
+//     lanes may both lock (a step's usage rollup shard) are then taken in one order by every
+//     lane, which cannot deadlock (unordered, two lanes' steps deadlocked on two shards, and
+//     PostgreSQL takes a second to find one);
 //   - a write that fails rolls the group back; each of the group's writes then runs alone, so a
 //     lost lease (ErrInvalidState) fails only the write it concerns, with its own error, and the
 //     others commit as they would have alone.
@@ -49,6 +55,7 @@ type commitGroup struct {
 
 type groupedWrite struct {
 	ctx  context.Context
+	key  int64 // the group runs its writes in key order
 	fn   func(tx *gorm.DB) error
 	made *created
 	err  error
@@ -61,12 +68,14 @@ type groupedWrite struct {
 var errGroupMember = errors.New("a grouped write failed")
 
 // groupTx runs fn in a write transaction that it may share with other groupTx calls of this
-// process arriving at the same time (see above). Errors: fn's own, as s.tx returns them.
-func (s *Store) groupTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+// process arriving at the same time (see above); key orders the writes of a group: writes
+// that may lock the same shared row must have the same key. Errors: fn's own, as s.tx returns
+// them.
+func (s *Store) groupTx(ctx context.Context, key int64, fn func(tx *gorm.DB) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w := &groupedWrite{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	w := &groupedWrite{ctx: ctx, key: key, fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	g := &s.group
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
@@ -133,6 +142,7 @@ func (s *Store) runGroup(batch []*groupedWrite) {
 		live = append(live, w)
 	}
 	if len(live) > 1 {
+		slices.SortStableFunc(live, func(a, b *groupedWrite) int { return cmp.Compare(a.key, b.key) })
 		err := s.tx(context.WithoutCancel(live[0].ctx), func(tx *gorm.DB) error {
 			for _, w := range live {
 				w.made = &created{}

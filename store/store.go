@@ -434,10 +434,10 @@ func inTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error))
 }
 
 // inGroupTx is inTx on groupTx: fn's transaction may be shared with other writes arriving at
-// the same time (commitgroup.go).
-func inGroupTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error)) (T, error) {
+// the same time, run in the order of their keys (commitgroup.go).
+func inGroupTx[T any](ctx context.Context, s *Store, key int64, fn func(tx *gorm.DB) (T, error)) (T, error) {
 	var out T
-	err := s.groupTx(ctx, func(tx *gorm.DB) error {
+	err := s.groupTx(ctx, key, func(tx *gorm.DB) error {
 		var err error
 		out, err = fn(tx)
 		return err

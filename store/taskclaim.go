@@ -495,7 +495,7 @@ func (s *Tasks) FinishStep(ctx context.Context, id int64, workerID string, o Ste
 	if err := checkOutcome(o); err != nil {
 		return nil, err
 	}
-	return inGroupTx(ctx, s.Store, func(tx *gorm.DB) (*Task, error) {
+	return inGroupTx(ctx, s.Store, usageShard(id), func(tx *gorm.DB) (*Task, error) {
 		t, _, err := s.finishStep(tx, id, workerID, s.now(), o, nil)
 		return t, err
 	})
@@ -663,7 +663,7 @@ func (s *Tasks) FinishTurn(ctx context.Context, id int64, workerID string, msg N
 		t *Task
 		m *TaskMessage
 	}
-	res, err := inGroupTx(ctx, s.Store, func(tx *gorm.DB) (out, error) {
+	res, err := inGroupTx(ctx, s.Store, usageShard(id), func(tx *gorm.DB) (out, error) {
 		t, m, err := s.finishStep(tx, id, workerID, s.now(), o, &msg)
 		return out{t, m}, err
 	})

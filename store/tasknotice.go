@@ -201,7 +201,8 @@ func (s *Outboxes) FinishTaskNotice(ctx context.Context, n TaskNotice, d NoticeD
 		}
 	}
 	out := make([]Notification, len(d.Notifications))
-	err := s.groupTx(ctx, func(tx *gorm.DB) error { // notices are finished by several fan-outs at once
+	// Notices are finished by several fan-outs at once; they lock no row another write shares.
+	err := s.groupTx(ctx, 0, func(tx *gorm.DB) error {
 		res := tx.Where("id = ? AND state = ? AND lease_until = ?", n.ID, outboxPending, normTime(n.Lease)).Delete(&noticeRow{})
 		if res.Error != nil {
 			return fmt.Errorf("finish notice %d: %w", n.ID, res.Error)

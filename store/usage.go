@@ -128,6 +128,10 @@ func (usageDailyRow) TableName() string { return "usage_daily" }
 // agent, user, key and model is then at most 366 x 32 rows, summed through the day indexes.
 const usageShards = 32
 
+// usageShard is the rollup shard of task id's calls; steps finishing together are grouped in
+// its order (groupTx), so that they take the shards' row locks in one order.
+func usageShard(taskID int64) int64 { return taskID % usageShards }
+
 // checkModelCall guards the loop's own usage report (not user input).
 func checkModelCall(c *ModelCall) error {
 	if c == nil {
@@ -158,7 +162,7 @@ func (s *Store) recordUsage(tx *gorm.DB, r *taskRow, now time.Time, c ModelCall)
 		return fmt.Errorf("record usage of task %d: %w", r.ID, err)
 	}
 	d := usageDailyRow{Day: day, AgentID: r.AgentID, PrincipalID: r.PrincipalID, UserID: r.UserID, LLMConfigID: c.LLMConfigID,
-		Model: c.Model, Shard: r.ID % usageShards, Calls: 1, InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens,
+		Model: c.Model, Shard: usageShard(r.ID), Calls: 1, InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens,
 		OutputTokens: row.OutputTokens, Cost: row.Cost}
 	if r.APIKeyID != nil {
 		d.APIKeyID = *r.APIKeyID
