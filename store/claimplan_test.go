@@ -12,12 +12,12 @@ import (
 // the queue, before any ANALYZE: the statistics still say the table is nearly empty. The ranked
 // candidates must be fetched by primary key; a join that reads the queued rows for each
 // candidate made the claim grow with the queue (docs/benchmarks.md, "Fair claim cost"), and
-// the ranking runs once.
+// the ranking runs once. Its schema is fresh: a pooled one's tables may have been analyzed full.
 func TestClaimPlanPostgres(t *testing.T) {
 	if storetest.Dialect() != store.DialectPostgres {
 		t.Skip("PostgreSQL only: set SVC_TEST_POSTGRES_DSN")
 	}
-	s := storetest.New(t)
+	s := storetest.NewFresh(t)
 	fillQueue(t, s, 10, 5000)
 	var plan []string
 	if err := s.GormDBForTest().Raw("EXPLAIN "+store.QueuedFairPostgresForTest, 64, 64, 16).Scan(&plan).Error; err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -439,10 +440,10 @@ func TestDeleteUserCascades(t *testing.T) {
 		if err := s.GrantRole(ctx, id, "operator"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CreateSession(ctx, store.Session{UserID: id, TokenDigest: digest("s" + string(rune(id))), CSRFToken: "c", ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		if _, err := s.CreateSession(ctx, store.Session{UserID: id, TokenDigest: digest("s" + strconv.FormatInt(id, 10)), CSRFToken: "c", ExpiresAt: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateToken(ctx, store.Token{Kind: store.TokenReset, UserID: id, Selector: "sel" + string(rune('a'+id)), VerifierDigest: digest("v"), ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		if err := s.CreateToken(ctx, store.Token{Kind: store.TokenReset, UserID: id, Selector: "sel" + strconv.FormatInt(id, 10), VerifierDigest: digest("v"), ExpiresAt: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.CreateLocation(ctx, id, store.Location{Name: "Home"}); err != nil {

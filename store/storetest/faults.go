@@ -136,7 +136,7 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observe})
 	sqlcount.Register(faultyPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observe})
 	f := &Faults{}
-	opts := freshOptions(t)
+	opts, migrated := migratedOptions(t)
 	switch opts.Driver {
 	case "mysql":
 		f.mysql = true
@@ -151,8 +151,13 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	// PostgreSQL, by the schema's, in the search_path parameter).
 	key := opts.SQLitePath
 	if f.pg {
+		// The parameter up to the next one: names end in a fixed-width random part, so
+		// none is the start of another.
 		i := strings.LastIndex(opts.PostgresDSN, "search_path=")
-		key = opts.PostgresDSN[i : i+len("search_path=svc_t_")+12]
+		key = opts.PostgresDSN[i:]
+		if j := strings.IndexAny(key, "& "); j >= 0 {
+			key = key[:j]
+		}
 	}
 	if f.mysql {
 		cfg, err := gomysql.ParseDSN(opts.MySQLDSN)
@@ -172,8 +177,10 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 			t.Errorf("storetest: close store: %v", err)
 		}
 	})
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
+	if !migrated {
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
+		}
 	}
 	return s, f
 }

@@ -8,15 +8,14 @@ import (
 )
 
 // NewShared returns n independent stores (each with its own connection pool, as separate
-// processes would have) on ONE fresh, migrated database: the same SQLite file (WAL) by
-// default, one throwaway MySQL/MariaDB database when SVC_TEST_MYSQL_DSN is set, or one
-// throwaway PostgreSQL schema when SVC_TEST_POSTGRES_DSN is set. Tests of
-// cross-process behaviour (two worker daemons on one database) use it. All are closed, and the
-// database dropped, in t.Cleanup.
+// processes would have) on ONE migrated database, as New's: the same SQLite file (WAL) by
+// default, one MySQL/MariaDB database when SVC_TEST_MYSQL_DSN is set, or one PostgreSQL schema
+// when SVC_TEST_POSTGRES_DSN is set. Tests of cross-process behaviour (two worker daemons on one
+// database) use it. All are closed in t.Cleanup.
 func NewShared(t testing.TB, n int) []*store.Store {
 	t.Helper()
 	ctx := context.Background()
-	opts := freshOptions(t)
+	opts, migrated := migratedOptions(t)
 	out := make([]*store.Store, 0, n)
 	for i := range n {
 		s, err := store.Open(ctx, opts)
@@ -28,7 +27,7 @@ func NewShared(t testing.TB, n int) []*store.Store {
 				t.Errorf("storetest: close store %d: %v", i, err)
 			}
 		})
-		if i == 0 {
+		if i == 0 && !migrated {
 			if err := s.Migrate(ctx); err != nil {
 				t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
 			}

@@ -1,9 +1,9 @@
-// Package storetest gives tests a fresh, migrated store: a SQLite file in t.TempDir() by
-// default; when SVC_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/test"), a
-// throwaway database svc_t_<random> on that MySQL/MariaDB server, dropped when the test ends;
-// when SVC_TEST_POSTGRES_DSN is set instead (e.g.
-// "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), a throwaway schema svc_t_<random>
-// in that PostgreSQL database (the connections' search_path), dropped when the test ends.
+// Package storetest gives tests a migrated store with no rows but the migrations' own: a fresh
+// SQLite file by default; when SVC_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/test"),
+// a database on that MySQL/MariaDB server; when SVC_TEST_POSTGRES_DSN is set instead (e.g.
+// "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), a schema in that PostgreSQL
+// database (the connections' search_path). Server databases come from a per-process pool, reset
+// between tests (pool.go); NewUnmigrated's are fresh and dropped when the test ends.
 // The same suites therefore run on every dialect.
 package storetest
 
@@ -66,8 +66,20 @@ func freshOptions(t testing.TB) store.Options {
 	return opts
 }
 
-// New returns a migrated store on a fresh database, closed (and dropped on MySQL) in
-// t.Cleanup. It uses the real clock (apitest gives its store the service's fake clock).
+// migratedOptions are the options of a store on a database for a migrated store: on MySQL and
+// PostgreSQL one of the process's pool (pool.go), migrated already (true); on SQLite a fresh
+// file the caller migrates (false).
+func migratedOptions(t testing.TB) (store.Options, bool) {
+	t.Helper()
+	if Dialect() == store.DialectSQLite {
+		return freshOptions(t), false
+	}
+	return getPool(t).options(t), true
+}
+
+// New returns a migrated store, closed in t.Cleanup: on a fresh SQLite file, or on MySQL and
+// PostgreSQL on a database of the process's pool, emptied of the earlier test's rows. It uses the
+// real clock (apitest gives its store the service's fake clock).
 func New(t testing.TB) *store.Store {
 	t.Helper()
 	return NewWithClock(t, nil)
@@ -76,7 +88,23 @@ func New(t testing.TB) *store.Store {
 // NewWithClock is New with the store's clock replaced (pass (*Clock).Now).
 func NewWithClock(t testing.TB, clock func() time.Time) *store.Store {
 	t.Helper()
-	s := NewUnmigrated(t, clock)
+	opts, migrated := migratedOptions(t)
+	opts.Clock = clock
+	s := open(t, opts)
+	if !migrated {
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
+		}
+	}
+	return s
+}
+
+// NewFresh is New on a database of its own, dropped when the test ends, for a test whose premise
+// is something a pool's reset does not restore: PostgreSQL's planner statistics of tables never
+// analyzed, say.
+func NewFresh(t testing.TB) *store.Store {
+	t.Helper()
+	s := NewUnmigrated(t, nil)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
 	}
@@ -206,7 +234,16 @@ func createMySQLDatabase(t testing.TB, dsn string) string {
 			t.Errorf("storetest: drop database %s: %v", name, err)
 		}
 	})
+	return mysqlDSN(t, dsn, name)
+}
 
+// mysqlDSN is dsn (a server's) on database name, with the parameters the store expects.
+func mysqlDSN(t testing.TB, dsn, name string) string {
+	t.Helper()
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("storetest: %s: %v", EnvMySQLDSN, err)
+	}
 	cfg.DBName = name
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
