@@ -238,7 +238,7 @@ func (p *pool) giveBack(t testing.TB, name string) {
 // It fails, so the database is dropped, when the tables are not the migrated ones.
 func (p *pool) reset(name string) error {
 	ctx := context.Background()
-	tables, err := p.listTables(ctx, p.admin, name)
+	tables, err := p.listTables(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -277,11 +277,13 @@ func (p *pool) reset(name string) error {
 
 // readSeed reads the tables of database name and the rows of those that have any.
 func (p *pool) readSeed(ctx context.Context, name string) ([]string, []seedTable, error) {
-	tables, err := p.listTables(ctx, p.admin, name)
+	tables, err := p.listTables(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	q := "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = $1 AND is_generated = 'NEVER' ORDER BY table_name, ordinal_position"
+	q := `SELECT c.relname, a.attname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+		WHERE c.oid IN (` + pgSchemaRelations + `) AND c.relkind IN ('r', 'p')
+		AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY c.relname, a.attnum`
 	if p.dialect == store.DialectMySQL {
 		q = "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ? AND COALESCE(generation_expression, '') = '' ORDER BY table_name, ordinal_position"
 	}
@@ -360,14 +362,21 @@ func (p *pool) insert(name string, st seedTable) (string, []any) {
 	return b.String(), args
 }
 
+// pgSchemaRelations selects the relations of schema $1 on PostgreSQL by their dependency on it
+// (pg_depend's index): pg_class has no index on the schema, and this machine's server runs with
+// autovacuum off, so after a day of test runs creating and dropping schemas a scan of it
+// (pg_tables, information_schema) took 0.2 s.
+const pgSchemaRelations = `SELECT d.objid FROM pg_depend d WHERE d.refclassid = 'pg_namespace'::regclass
+	AND d.refobjid = $1::regnamespace AND d.classid = 'pg_class'::regclass`
+
 // listTables lists the tables of database (schema) name, sorted.
-func (p *pool) listTables(ctx context.Context, db *sql.DB, name string) ([]string, error) {
-	q := "SELECT tablename FROM pg_tables WHERE schemaname = $1"
+func (p *pool) listTables(ctx context.Context, name string) ([]string, error) {
+	q := "SELECT relname FROM pg_class WHERE oid IN (" + pgSchemaRelations + ") AND relkind IN ('r', 'p')"
 	if p.dialect == store.DialectMySQL {
 		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'"
 	}
 	var out []string
-	err := eachRow(ctx, db, q, []any{name}, func(r *sql.Rows) error {
+	err := eachRow(ctx, p.admin, q, []any{name}, func(r *sql.Rows) error {
 		var tb string
 		err := r.Scan(&tb)
 		out = append(out, tb)
