@@ -420,24 +420,19 @@ func (s *Store) txOptions(ctx context.Context) []*sql.TxOptions {
 // error (fn's, or the commit's) it returns the zero value and the error translated by
 // TranslateError, so callers return both as they are.
 func inTx[T any](ctx context.Context, s *Store, fn func(tx *gorm.DB) (T, error)) (T, error) {
-	var out T
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
+	return valueOf(func(run func(tx *gorm.DB) error) error { return s.tx(ctx, run) }, fn)
 }
 
 // inGroupTx is inTx on groupTx: fn's transaction may be shared with other writes arriving at
 // the same time, run in the order of their keys (commitgroup.go).
 func inGroupTx[T any](ctx context.Context, s *Store, key int64, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	return valueOf(func(run func(tx *gorm.DB) error) error { return s.groupTx(ctx, key, run) }, fn)
+}
+
+// valueOf runs fn through transact and returns its value, or the zero value with the error.
+func valueOf[T any](transact func(func(tx *gorm.DB) error) error, fn func(tx *gorm.DB) (T, error)) (T, error) {
 	var out T
-	err := s.groupTx(ctx, key, func(tx *gorm.DB) error {
+	err := transact(func(tx *gorm.DB) error {
 		var err error
 		out, err = fn(tx)
 		return err
