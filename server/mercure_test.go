@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,8 +18,8 @@ import (
 	"github.com/agentsvc/svc/internal/platform/push"
 )
 
-// mercureBinEnv names the Mercure hub binary (Caddy with the Mercure module) the real-hub test
-// runs; scripts/mercure-build.sh builds it and .ci/run exports it.
+// mercureBinEnv names the Mercure hub binary (the Mercure project's hub library on a plain HTTP
+// listener) the real-hub test runs; scripts/mercure-build.sh builds it and .ci/run exports it.
 const mercureBinEnv = "SVC_TEST_MERCURE_BIN"
 
 // mercureHub is a real Mercure hub on 127.0.0.1 (transport local, HS256 publisher and subscriber
@@ -48,30 +47,8 @@ func startMercure(t *testing.T) *mercureHub {
 	_ = ln.Close()
 	key := "svc-mercure-test-key-0123456789abcdef"
 	dir := t.TempDir()
-	caddyfile := fmt.Sprintf(`{
-	admin off
-	auto_https off
-	persist_config off
-	log {
-		output discard
-	}
-}
-http://127.0.0.1:%d {
-	mercure {
-		transport local
-		publisher_jwt %s HS256
-		subscriber_jwt %s HS256
-	}
-	respond "not found" 404
-}
-`, port, key, key)
-	path := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:"+strconv.Itoa(port), "-key", key)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	logFile, err := os.Create(filepath.Join(dir, "hub.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -587,34 +587,12 @@ func (d *drill) startHub() error {
 		return err
 	}
 	d.hubKey = "svc-drill-mercure-key-0123456789abcdef"
-	caddyfile := fmt.Sprintf(`{
-	admin off
-	auto_https off
-	persist_config off
-	log {
-		output discard
-	}
-}
-http://%s {
-	mercure {
-		transport local
-		publisher_jwt %s HS256
-		subscriber_jwt %s HS256
-	}
-	respond "not found" 404
-}
-`, addr, d.hubKey, d.hubKey)
 	hubDir := filepath.Join(d.dir, "hub")
 	if err := os.MkdirAll(hubDir, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(hubDir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
-		return err
-	}
-	c := exec.Command(d.o.mercure, "run", "--config", path, "--adapter", "caddyfile")
+	c := exec.Command(d.o.mercure, "-addr", addr, "-key", d.hubKey)
 	c.Dir = hubDir
-	c.Env = append(os.Environ(), "HOME="+hubDir, "XDG_DATA_HOME="+filepath.Join(hubDir, "data"), "XDG_CONFIG_HOME="+filepath.Join(hubDir, "config"))
 	logf, err := os.Create(filepath.Join(hubDir, "hub.log"))
 	if err != nil {
 		return err
