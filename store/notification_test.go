@@ -167,6 +167,39 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	}
 }
 
+// TestNoticeClaimReadsFactsOnce: a claim of many notices reads their facts in one statement,
+// not one per notice (issue 28: the notification fan-out was a seventh of PostgreSQL's CPU
+// samples), and each notice still comes with its own facts.
+func TestNoticeClaimReadsFactsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, counter := storetest.NewCounted(t)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	claim := func(settle int) (int, int64) {
+		t.Helper()
+		for range settle {
+			storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
+		}
+		before := counter.Counts()
+		ns, err := s.ClaimTaskNotices(ctx, "fanout", 20, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range ns {
+			if n.UserID != u.ID || n.OwnerEmail != u.Email || n.AgentName != a.Name || n.Status.Status != taskstate.Failed {
+				t.Fatalf("notice facts = %+v", n)
+			}
+		}
+		return len(ns), counter.Counts().Sub(before).Statements
+	}
+	n1, one := claim(1)
+	n8, eight := claim(8)
+	if n1 != 1 || n8 != 8 || eight != one {
+		t.Fatalf("claims of %d and %d notices took %d and %d statements, want the same", n1, n8, one, eight)
+	}
+}
+
 // TestNotificationRetention: read notifications older than the cutoff go, unread ones stay.
 func TestNotificationRetention(t *testing.T) {
 	t.Parallel()

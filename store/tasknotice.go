@@ -101,27 +101,34 @@ func (s *Outboxes) ClaimTaskNotices(ctx context.Context, workerID string, limit 
 	return claimOutbox(ctx, s.Store, noticeOutbox(), workerID, limit, lease,
 		func(r *noticeRow) (time.Time, int64) { return r.NextAttemptAt, r.ID },
 		func(tx *gorm.DB, rows []noticeRow) ([]TaskNotice, error) {
+			facts, err := noticeFacts(tx, rows)
+			if err != nil {
+				return nil, err
+			}
 			out := make([]TaskNotice, 0, len(rows))
+			var gone []int64
 			for i := range rows {
-				n, ok, err := noticeFacts(tx, &rows[i])
-				if err != nil {
-					return nil, err
+				if n, ok := facts[rows[i].ID]; ok {
+					out = append(out, n)
+				} else {
+					gone = append(gone, rows[i].ID)
 				}
-				if !ok {
-					if err := tx.Delete(&noticeRow{}, rows[i].ID).Error; err != nil {
-						return nil, fmt.Errorf("drop notice %d: %w", rows[i].ID, err)
-					}
-					continue
+			}
+			if len(gone) > 0 {
+				if err := tx.Delete(&noticeRow{}, gone).Error; err != nil {
+					return nil, fmt.Errorf("drop notices %v: %w", gone, err)
 				}
-				out = append(out, n)
 			}
 			return out, nil
 		})
 }
 
-// noticeFacts reads what notice r announces; ok is false when its task or event is gone.
-func noticeFacts(tx *gorm.DB, r *noticeRow) (TaskNotice, bool, error) {
+// noticeFacts reads what the claimed notices rows announce, in one statement for the batch
+// (one per notice cost a round trip each), keyed by notice id; a
+// notice whose task or event is gone has no entry.
+func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 	type factRow struct {
+		NoticeID    int64
 		UserID      int64
 		Email       string
 		Prompt      string
@@ -132,34 +139,44 @@ func noticeFacts(tx *gorm.DB, r *noticeRow) (TaskNotice, bool, error) {
 		PrincipalID int64
 		Event       string
 	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(rows))
+	byID := make(map[int64]*noticeRow, len(rows))
+	for i := range rows {
+		ids[i], byID[rows[i].ID] = rows[i].ID, &rows[i]
+	}
+	in, args := inList(ids)
 	facts, err := queryRows(tx, func(f *factRow) []any {
-		return []any{&f.UserID, &f.Email, &f.Prompt, &f.Source, &f.Data, &f.AgentID, &f.AgentName, &f.PrincipalID, &f.Event}
-	}, "SELECT t.user_id, u.email, t.prompt, t.source, t.data, t.agent_id, a.name, a.principal_id, e.data FROM tasks t "+
-		"JOIN users u ON u.id = t.user_id JOIN agents a ON a.id = t.agent_id "+
-		"JOIN task_events e ON e.task_id = t.id AND e.sequence = ? WHERE t.id = ?", r.EventSequence, r.TaskID)
+		return []any{&f.NoticeID, &f.UserID, &f.Email, &f.Prompt, &f.Source, &f.Data, &f.AgentID, &f.AgentName, &f.PrincipalID, &f.Event}
+	}, "SELECT n.id, t.user_id, u.email, t.prompt, t.source, t.data, t.agent_id, a.name, a.principal_id, e.data FROM notification_outbox n "+
+		"JOIN tasks t ON t.id = n.task_id JOIN users u ON u.id = t.user_id JOIN agents a ON a.id = t.agent_id "+
+		"JOIN task_events e ON e.task_id = n.task_id AND e.sequence = n.event_sequence WHERE n.id IN "+in, args...)
 	if err != nil {
-		return TaskNotice{}, false, fmt.Errorf("notice %d: %w", r.ID, err)
+		return nil, fmt.Errorf("notices' facts: %w", err)
 	}
-	if len(facts) == 0 {
-		return TaskNotice{}, false, nil
-	}
-	f := facts[0]
-	var ev eventPayload
-	if err := json.Unmarshal([]byte(f.Event), &ev); err != nil || ev.Status == nil {
-		return TaskNotice{}, false, fmt.Errorf("notice %d: event %d of task %d is not a status event", r.ID, r.EventSequence, r.TaskID)
-	}
-	n := TaskNotice{ID: r.ID, Lease: *r.LeaseUntil, At: r.CreatedAt.UTC(), Status: *ev.Status, TaskID: r.TaskID, UserID: f.UserID,
-		OwnerEmail: f.Email, Prompt: f.Prompt, Source: f.Source, AgentID: f.AgentID, AgentName: f.AgentName, PrincipalID: f.PrincipalID}
-	if runID, ok := scheduledRunID(f.Data); ok {
-		n.ScheduledRunID = runID
-		var run struct{ Name string }
-		err := tx.Table("scheduled_runs").Select("name").Where("id = ? AND agent_id = ?", runID, f.AgentID).Take(&run).Error
-		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-			return TaskNotice{}, false, fmt.Errorf("notice %d: scheduled run: %w", r.ID, err)
+	out := make(map[int64]TaskNotice, len(facts))
+	for _, f := range facts {
+		r := byID[f.NoticeID]
+		var ev eventPayload
+		if err := json.Unmarshal([]byte(f.Event), &ev); err != nil || ev.Status == nil {
+			return nil, fmt.Errorf("notice %d: event %d of task %d is not a status event", r.ID, r.EventSequence, r.TaskID)
 		}
-		n.ScheduledRunName = run.Name
+		n := TaskNotice{ID: r.ID, Lease: *r.LeaseUntil, At: r.CreatedAt.UTC(), Status: *ev.Status, TaskID: r.TaskID, UserID: f.UserID,
+			OwnerEmail: f.Email, Prompt: f.Prompt, Source: f.Source, AgentID: f.AgentID, AgentName: f.AgentName, PrincipalID: f.PrincipalID}
+		if runID, ok := scheduledRunID(f.Data); ok {
+			n.ScheduledRunID = runID
+			var run struct{ Name string }
+			err := tx.Table("scheduled_runs").Select("name").Where("id = ? AND agent_id = ?", runID, f.AgentID).Take(&run).Error
+			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+				return nil, fmt.Errorf("notice %d: scheduled run: %w", r.ID, err)
+			}
+			n.ScheduledRunName = run.Name
+		}
+		out[r.ID] = n
 	}
-	return n, true, nil
+	return out, nil
 }
 
 // DataScheduledRunID is the key of a task's data naming the scheduled run that started it.
