@@ -417,12 +417,10 @@ func bytesPer(rs []drainResult) string {
 
 // riverRows adds the comparison with River (issue 28 items 6 and 8): rate, CPU per task and
 // bytes per task of the service against River doing the same work on the same database in the
-// same rounds; MariaDB against River on PostgreSQL (River has no MySQL driver).
+// same rounds; MariaDB against River on PostgreSQL (River has no MySQL driver), its bytes row
+// also without River.
 func (b *bench) riverRows(by func(string) []drainResult) {
 	rs, rp := by(riverSQLite), by(riverPostgres)
-	if rs == nil && rp == nil {
-		return
-	}
 	ss, sp, sm := by(svcSQLite), by(svcPostgres), by(svcMariaDB)
 	if ss != nil && rs != nil {
 		base := "River on SQLite " + rates(rs)
