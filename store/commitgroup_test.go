@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
@@ -108,5 +111,76 @@ func TestGroupCommit(t *testing.T) {
 	rows, err := s.Usage(ctx, store.UsageQuery{From: day, To: day, All: true})
 	if err != nil || len(rows) != 1 || rows[0].Calls != 2*n-1 {
 		t.Fatalf("usage = %+v, %v; want %d calls", rows, err, 2*n-1)
+	}
+}
+
+// TestGroupRunsInKeyOrder: the writes that waited while every lane was busy run in one group in
+// the order of their keys, not of their arrival, so that two lanes' groups take shared rows (a
+// step's rollup shard) in one order and cannot deadlock on them.
+func TestGroupRunsInKeyOrder(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t)
+	ctx := context.Background()
+	// Every lane busy with a write that waits for its release.
+	lanes := s.CommitLanesForTest()
+	entered, release := make(chan struct{}, lanes), make([]chan struct{}, lanes)
+	var busy sync.WaitGroup
+	for i := range lanes {
+		release[i] = make(chan struct{})
+		busy.Add(1)
+		go func() {
+			defer busy.Done()
+			err := s.GroupTxForTest(ctx, 0, func(*gorm.DB) error {
+				entered <- struct{}{}
+				<-release[i]
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		<-entered // alone on a lane of its own, before the next one asks
+	}
+	type ran struct {
+		group any // the group's transaction
+		key   int64
+	}
+	var mu sync.Mutex
+	var order []ran
+	keys := []int64{5, 1, 3, 1, 4}
+	var writes sync.WaitGroup
+	for i, key := range keys {
+		writes.Add(1)
+		go func() {
+			defer writes.Done()
+			err := s.GroupTxForTest(ctx, key, func(tx *gorm.DB) error {
+				mu.Lock()
+				defer mu.Unlock()
+				order = append(order, ran{tx.Statement.ConnPool, key})
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		for s.WaitingWritesForTest() != i+1 { // arrived, in this order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(release[0]) // one lane frees: the first waiting write leads all of them
+	writes.Wait()
+	for _, r := range release[1:] {
+		close(r)
+	}
+	busy.Wait()
+	got := make([]int64, len(order))
+	for i, r := range order {
+		got[i] = r.key
+		if r.group != order[0].group {
+			t.Fatalf("the waiting writes ran in more than one transaction: %+v", order)
+		}
+	}
+	if want := []int64{1, 1, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Fatalf("the group ran its writes in the key order %v, want %v", got, want)
 	}
 }

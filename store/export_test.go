@@ -32,3 +32,24 @@ var RankQueuedMySQLForTest = rankQueuedMySQL
 // QueuedFairPostgresForTest is PostgreSQL's locking read of the fair claim, for the test that
 // reads its plan.
 var QueuedFairPostgresForTest = queuedFairPostgres
+
+// GroupTxForTest runs fn as a grouped write ordered by key (commitgroup.go).
+func (s *Store) GroupTxForTest(ctx context.Context, key int64, fn func(tx *gorm.DB) error) error {
+	return s.groupTx(ctx, key, fn)
+}
+
+// CommitLanesForTest is how many groups of writes run at once.
+func (s *Store) CommitLanesForTest() int { return max(s.group.lanes, 1) }
+
+// WaitingWritesForTest is how many grouped writes wait for a lane.
+func (s *Store) WaitingWritesForTest() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	n := 0
+	for _, w := range s.group.pending {
+		if !w.told {
+			n++
+		}
+	}
+	return n
+}
