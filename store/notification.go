@@ -192,14 +192,15 @@ func (s *Inbox) Subscriptions(ctx context.Context, userID int64) ([]Notification
 	return out, nil
 }
 
-// SubscriptionsTo returns the subscriptions to agent agentID or to principal principalID (its
-// agent's), ordered by user: the candidates of a notification about one of its tasks.
-func (s *Inbox) SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]NotificationSubscription, error) {
+// subscriptionsTo returns, in tx, the subscriptions to any of agents or principals, ordered by
+// user then id: the candidates of the notifications about a claimed batch of notices (one read
+// for the batch; each notice takes those to its agent or its agent's principal).
+func subscriptionsTo(tx *gorm.DB, agents, principals []int64) ([]NotificationSubscription, error) {
 	var rows []subscriptionRow
-	err := s.conn(ctx).Where("(target_type = ? AND target_id = ?) OR (target_type = ? AND target_id = ?)",
-		SubscribeAgent, agentID, SubscribePrincipal, principalID).Order("user_id").Order("id").Find(&rows).Error
+	err := tx.Where("(target_type = ? AND target_id IN ?) OR (target_type = ? AND target_id IN ?)",
+		SubscribeAgent, agents, SubscribePrincipal, principals).Order("user_id").Order("id").Find(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("subscriptions to agent %d: %w", agentID, err)
+		return nil, fmt.Errorf("subscriptions to agents %v: %w", agents, err)
 	}
 	out := make([]NotificationSubscription, 0, len(rows))
 	for _, r := range rows {

@@ -167,15 +167,20 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	}
 }
 
-// TestNoticeClaimReadsFactsOnce: a claim of many notices reads their facts in one statement,
-// not one per notice (issue 28: the notification fan-out was a seventh of PostgreSQL's CPU
-// samples), and each notice still comes with its own facts.
+// TestNoticeClaimReadsFactsOnce: a claim of many notices reads their facts and the
+// subscriptions to their agents in as many statements as a claim of one, not one per notice
+// (issue 28: the notification fan-out was a seventh of PostgreSQL's CPU samples), and each
+// notice still comes with its own facts and subscriptions.
 func TestNoticeClaimReadsFactsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, counter := storetest.NewCounted(t)
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
+	other := storetest.User(t, s)
+	if _, _, err := s.Subscribe(ctx, store.NotificationSubscription{UserID: other.ID, TargetType: store.SubscribeAgent, TargetID: a.ID}); err != nil {
+		t.Fatal(err)
+	}
 	claim := func(settle int) (int, int64) {
 		t.Helper()
 		for range settle {
@@ -187,7 +192,8 @@ func TestNoticeClaimReadsFactsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range ns {
-			if n.UserID != u.ID || n.OwnerEmail != u.Email || n.AgentName != a.Name || n.Status.Status != taskstate.Failed {
+			if n.UserID != u.ID || n.OwnerEmail != u.Email || n.AgentName != a.Name || n.Status.Status != taskstate.Failed ||
+				len(n.Subscriptions) != 1 || n.Subscriptions[0].UserID != other.ID {
 				t.Fatalf("notice facts = %+v", n)
 			}
 		}

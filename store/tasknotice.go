@@ -65,6 +65,9 @@ type TaskNotice struct {
 	// name, "" when the run was deleted meanwhile.
 	ScheduledRunID   int64
 	ScheduledRunName string
+	// Subscriptions are the subscriptions to the agent or to its principal when the notice was
+	// claimed, ordered by user then id: who may be told besides the owner.
+	Subscriptions []NotificationSubscription
 }
 
 // noteNotices writes, in tx, the notices rows owe after c moved them: a top-level task
@@ -123,9 +126,9 @@ func (s *Outboxes) ClaimTaskNotices(ctx context.Context, workerID string, limit 
 		})
 }
 
-// noticeFacts reads what the claimed notices rows announce, in one statement for the batch
-// (one per notice cost a round trip each), keyed by notice id; a
-// notice whose task or event is gone has no entry.
+// noticeFacts reads what the claimed notices rows announce and the subscriptions to their
+// agents, in two statements for the batch (one per notice cost a round trip each), keyed by
+// notice id; a notice whose task or event is gone has no entry.
 func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 	type factRow struct {
 		NoticeID    int64
@@ -156,6 +159,21 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("notices' facts: %w", err)
 	}
+	var agents, principals []int64
+	for _, f := range facts {
+		if !slices.Contains(agents, f.AgentID) {
+			agents = append(agents, f.AgentID)
+		}
+		if !slices.Contains(principals, f.PrincipalID) {
+			principals = append(principals, f.PrincipalID)
+		}
+	}
+	var subs []NotificationSubscription
+	if len(facts) > 0 {
+		if subs, err = subscriptionsTo(tx, agents, principals); err != nil {
+			return nil, err
+		}
+	}
 	out := make(map[int64]TaskNotice, len(facts))
 	for _, f := range facts {
 		r := byID[f.NoticeID]
@@ -173,6 +191,12 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 				return nil, fmt.Errorf("notice %d: scheduled run: %w", r.ID, err)
 			}
 			n.ScheduledRunName = run.Name
+		}
+		n.Subscriptions = []NotificationSubscription{}
+		for _, sub := range subs {
+			if (sub.TargetType == SubscribeAgent && sub.TargetID == f.AgentID) || (sub.TargetType == SubscribePrincipal && sub.TargetID == f.PrincipalID) {
+				n.Subscriptions = append(n.Subscriptions, sub)
+			}
 		}
 		out[r.ID] = n
 	}

@@ -117,6 +117,7 @@ func OwnerDefaults(n *store.TaskNotice) []string {
 // when notifications_email_enabled is on; and the earlier notifications of the task that asked
 // for what is now done (a pause the task left) settled, for everyone. A notification carries
 // only what its recipient may read: the task (its id, prompt and error) only for its owner.
+// The subscriptions are the notice's own (n.Subscriptions, read with its claim's batch).
 // Errors: the store's.
 func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.NoticeDecision, error) {
 	var d store.NoticeDecision
@@ -127,10 +128,6 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.Notice
 	}
 	slices.Sort(d.Settled)
 	if kind := Kind(n); kind != "" {
-		subs, err := s.store.SubscriptionsTo(ctx, n.AgentID, n.PrincipalID)
-		if err != nil {
-			return d, err
-		}
 		var recipients []int64
 		if slices.Contains(OwnerDefaults(n), kind) {
 			recipients = append(recipients, n.UserID)
@@ -147,7 +144,7 @@ func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.Notice
 			}
 		}
 		email := map[int64]bool{}
-		for _, sub := range subs {
+		for _, sub := range n.Subscriptions {
 			if len(sub.Kinds) > 0 && !slices.Contains(sub.Kinds, kind) {
 				continue
 			}

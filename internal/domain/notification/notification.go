@@ -36,7 +36,6 @@ type Store interface {
 	ClaimTaskNotices(ctx context.Context, workerID string, limit int, lease time.Duration) ([]store.TaskNotice, error)
 	FinishTaskNotice(ctx context.Context, n store.TaskNotice, d store.NoticeDecision) ([]store.Notification, error)
 	FailTaskNotice(ctx context.Context, n store.TaskNotice, errText string) error
-	SubscriptionsTo(ctx context.Context, agentID, principalID int64) ([]store.NotificationSubscription, error)
 	Notifications(ctx context.Context, q store.NotificationQuery) ([]store.Notification, error)
 	UnreadNotifications(ctx context.Context, userID int64) (int64, error)
 	MarkNotificationRead(ctx context.Context, userID int64, id string) (*store.Notification, error)
