@@ -184,3 +184,85 @@ func TestGroupRunsInKeyOrder(t *testing.T) {
 		t.Fatalf("the group ran its writes in the key order %v, want %v", got, want)
 	}
 }
+
+// TestGroupCommitFails: when the commit of a group fails, its writes are neither lost nor
+// recorded twice: each runs again alone (a write that commits alone sees its own commit's
+// error, as before group commit). The commit after the first step's is refused; on SQLite (one
+// lane) that is the group's, whose steps all succeed; with several lanes it may be another lone
+// step's, which fails with nothing recorded.
+func TestGroupCommitFails(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault storetest.Fault
+	}{{"busy", storetest.FaultBusy}, {"disk full", storetest.FaultFull}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, f := storetest.NewCounted(t)
+			ctx := context.Background()
+			u := storetest.User(t, s)
+			a := storetest.Agent(t, s, u.PrincipalID)
+			const n = 8
+			ids := make([]int64, n)
+			for i := range ids {
+				ids[i] = storetest.Task(t, s, a, u.ID).ID
+			}
+			if got, err := s.ClaimQueued(ctx, "w", time.Minute, n); err != nil || len(got) != n {
+				t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
+			}
+			// The first step's transaction waits until every step has been asked for, so that the
+			// others form a group behind it; the commit after its own is refused.
+			var asked sync.WaitGroup
+			asked.Add(n)
+			var gate, arm sync.Once
+			f.Trace(func(q string) {
+				switch strings.TrimSpace(strings.ToUpper(q)) {
+				case "COMMIT":
+					arm.Do(func() { f.FailCommits(1, c.fault) })
+				default:
+					if strings.HasPrefix(strings.TrimSpace(strings.ToUpper(q)), "UPDATE") {
+						gate.Do(func() { asked.Wait(); time.Sleep(20 * time.Millisecond) })
+					}
+				}
+			})
+			defer f.Trace(nil)
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					answer := "done"
+					asked.Done()
+					_, errs[i] = s.FinishStep(ctx, id, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1,
+						Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
+				}()
+			}
+			wg.Wait()
+			if f.Failed() != 1 {
+				t.Fatalf("%d commits refused, want 1", f.Failed())
+			}
+			done := 0
+			for i, id := range ids {
+				tk, err := s.Task(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case errs[i] == nil && tk.Status == taskstate.Completed && tk.StepsUsed == 1:
+					done++
+				case errs[i] != nil && s.Dialect() != store.DialectSQLite && tk.Status == taskstate.Running && tk.StepsUsed == 0:
+				default:
+					t.Fatalf("step %d: %v; task %s, %d steps", i, errs[i], tk.Status, tk.StepsUsed)
+				}
+			}
+			if done < n-1 {
+				t.Fatalf("%d of %d steps recorded", done, n)
+			}
+			day := s.Day(time.Now())
+			rows, err := s.Usage(ctx, store.UsageQuery{From: day, To: day, All: true})
+			if err != nil || len(rows) != 1 || rows[0].Calls != int64(done) {
+				t.Fatalf("usage = %+v, %v; want %d calls", rows, err, done)
+			}
+		})
+	}
+}

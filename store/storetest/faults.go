@@ -24,10 +24,12 @@ import (
 // transactions (a transaction that ran a write statement, or a write outside a transaction:
 // each is one commit), for tests and benchmarks of what a code path costs.
 type Faults struct {
-	on     atomic.Int32 // a Fault
-	failed atomic.Int64
-	mysql  bool
-	pg     bool
+	on          atomic.Int32 // a Fault
+	commits     atomic.Int64 // commits still to refuse (FailCommits)
+	commitFault atomic.Int32 // how they fail
+	failed      atomic.Int64
+	mysql       bool
+	pg          bool
 
 	counts sqlcount.Counts
 	trace  atomic.Pointer[func(query string)]
@@ -96,7 +98,15 @@ func (f *Faults) FailWrites(on bool) {
 // FailWritesAs makes every write statement fail the way kind says (NoFault: none).
 func (f *Faults) FailWritesAs(kind Fault) { f.on.Store(int32(kind)) }
 
-// Failed is how many write statements failed so far.
+// FailCommits makes the next n commits fail the way kind says (FaultBusy: a transient error,
+// which the store retries; FaultFull: one it does not), the transaction rolled back;
+// statements keep working.
+func (f *Faults) FailCommits(n int, kind Fault) {
+	f.commitFault.Store(int32(kind))
+	f.commits.Store(int64(n))
+}
+
+// Failed is how many write statements and commits failed so far.
 func (f *Faults) Failed() int64 { return f.failed.Load() }
 
 func (f *Faults) check(query string) error {
@@ -104,6 +114,18 @@ func (f *Faults) check(query string) error {
 		return nil
 	}
 	kind := Fault(f.on.Load())
+	if query == "COMMIT" {
+		for {
+			n := f.commits.Load()
+			if n <= 0 {
+				return nil
+			}
+			if f.commits.CompareAndSwap(n, n-1) {
+				f.failed.Add(1)
+				return f.fault(Fault(f.commitFault.Load()))
+			}
+		}
+	}
 	if kind == NoFault {
 		return nil
 	}
@@ -111,22 +133,27 @@ func (f *Faults) check(query string) error {
 	for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
 		if strings.HasPrefix(q, w) {
 			f.failed.Add(1)
-			switch {
-			case f.pg && kind == FaultFull:
-				return &pgconn.PgError{Severity: "ERROR", Code: "53100", Message: "could not extend file: No space left on device (injected)"}
-			case f.pg:
-				return &pgconn.PgError{Severity: "ERROR", Code: "55P03", Message: "canceling statement due to lock timeout (injected)"}
-			case f.mysql && kind == FaultFull:
-				return &gomysql.MySQLError{Number: 1021, Message: "Disk full (/var/lib/mysql); waiting for someone to free some space... (injected)"}
-			case f.mysql:
-				return &gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction (injected)"}
-			case kind == FaultFull:
-				return sqlite3.Error{Code: sqlite3.ErrFull}
-			}
-			return sqlite3.Error{Code: sqlite3.ErrBusy}
+			return f.fault(kind)
 		}
 	}
 	return nil
+}
+
+// fault is the error a busy or full database answers on this dialect.
+func (f *Faults) fault(kind Fault) error {
+	switch {
+	case f.pg && kind == FaultFull:
+		return &pgconn.PgError{Severity: "ERROR", Code: "53100", Message: "could not extend file: No space left on device (injected)"}
+	case f.pg:
+		return &pgconn.PgError{Severity: "ERROR", Code: "55P03", Message: "canceling statement due to lock timeout (injected)"}
+	case f.mysql && kind == FaultFull:
+		return &gomysql.MySQLError{Number: 1021, Message: "Disk full (/var/lib/mysql); waiting for someone to free some space... (injected)"}
+	case f.mysql:
+		return &gomysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction (injected)"}
+	case kind == FaultFull:
+		return sqlite3.Error{Code: sqlite3.ErrFull}
+	}
+	return sqlite3.Error{Code: sqlite3.ErrBusy}
 }
 
 // NewFaulty is New on a store whose writes fail while its Faults say so.

@@ -51,8 +51,9 @@ func (c *Counts) Snapshot() Snapshot {
 type Observer struct {
 	// Counts receives the counts; nil counts nothing.
 	Counts *Counts
-	// Check is asked before each statement is sent; an error is returned instead of sending it
-	// (tests inject a busy database's failures).
+	// Check is asked before each statement is sent, and with "COMMIT" before a transaction
+	// commits; an error is returned instead of sending it (tests inject a busy database's
+	// failures), and a refused commit rolls the transaction back.
 	Check func(query string) error
 	// Trace is told every statement sent, and BEGIN and COMMIT.
 	Trace func(query string)
@@ -182,7 +183,12 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
-	err := t.Tx.Commit()
+	err := t.c.check("COMMIT")
+	if err != nil {
+		_ = t.Tx.Rollback()
+	} else {
+		err = t.Tx.Commit()
+	}
 	if n := t.c.o.Counts; n != nil {
 		switch {
 		case err == nil && t.c.txWrote:
