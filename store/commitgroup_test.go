@@ -26,48 +26,16 @@ func TestGroupCommit(t *testing.T) {
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
 	const n = 16
-	round := func(lost int) (map[int]error, storetest.Counts) {
+	round := func(lost int) ([]error, storetest.Counts) {
 		t.Helper()
-		ids := make([]int64, n)
-		for i := range ids {
-			ids[i] = storetest.Task(t, s, a, u.ID).ID
-		}
-		got, err := s.ClaimQueued(ctx, "w", time.Minute, n)
-		if err != nil || len(got) != n {
-			t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
-		}
-		// The first step's transaction waits until every step has been asked for, so that the
-		// others wait for its commit together.
-		var asked sync.WaitGroup
-		asked.Add(n)
-		var once sync.Once
-		f.Trace(func(q string) {
-			if strings.HasPrefix(strings.TrimSpace(strings.ToUpper(q)), "UPDATE") {
-				once.Do(func() { asked.Wait(); time.Sleep(20 * time.Millisecond) })
-			}
-		})
-		defer f.Trace(nil)
+		ids := claimTasks(t, s, a, u.ID, n)
 		before := f.Counts()
-		errs := make(map[int]error)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for i, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				worker, answer := "w", "done"
-				if i == lost {
-					worker = "someone else"
-				}
-				asked.Done()
-				_, err := s.FinishStep(ctx, id, worker, store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1,
-					Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
-				mu.Lock()
-				errs[i] = err
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+		errs := finishTogether(t, s, f, ids, func(i int) string {
+			if i == lost {
+				return "someone else"
+			}
+			return "w"
+		}, nil)
 		for i, id := range ids {
 			tk, err := s.Task(ctx, id)
 			if err != nil {
@@ -107,11 +75,71 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 	// The usage of the steps that committed, and only theirs, is recorded.
-	day := s.Day(time.Now())
-	rows, err := s.Usage(ctx, store.UsageQuery{From: day, To: day, All: true})
-	if err != nil || len(rows) != 1 || rows[0].Calls != 2*n-1 {
-		t.Fatalf("usage = %+v, %v; want %d calls", rows, err, 2*n-1)
+	if calls := usageCalls(t, s); calls != 2*n-1 {
+		t.Fatalf("%d model calls recorded, want %d", calls, 2*n-1)
 	}
+}
+
+// claimTasks queues n tasks of agent a for user userID and claims them for worker "w".
+func claimTasks(t *testing.T, s *store.Store, a *store.Agent, userID int64, n int) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = storetest.Task(t, s, a, userID).ID
+	}
+	if got, err := s.ClaimQueued(context.Background(), "w", time.Minute, n); err != nil || len(got) != n {
+		t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
+	}
+	return ids
+}
+
+// finishTogether completes the step of each task of ids at once (answer "done", one model
+// call) as worker(i), and returns each step's error. The first step's transaction waits at its
+// first UPDATE until every step has been asked for, so that the others wait for its commit
+// together; also, when set, is told every statement too.
+func finishTogether(t *testing.T, s *store.Store, f *storetest.Faults, ids []int64, worker func(i int) string, also func(q string)) []error {
+	t.Helper()
+	var asked sync.WaitGroup
+	asked.Add(len(ids))
+	var gate sync.Once
+	f.Trace(func(q string) {
+		if also != nil {
+			also(q)
+		}
+		if strings.HasPrefix(strings.TrimSpace(strings.ToUpper(q)), "UPDATE") {
+			gate.Do(func() { asked.Wait(); time.Sleep(20 * time.Millisecond) })
+		}
+	})
+	defer f.Trace(nil)
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answer := "done"
+			asked.Done()
+			_, errs[i] = s.FinishStep(context.Background(), id, worker(i), store.StepOutcome{Status: taskstate.Completed,
+				Answer: &answer, Steps: 1, Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// usageCalls is how many model calls today's usage holds.
+func usageCalls(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	day := s.Day(time.Now())
+	rows, err := s.Usage(context.Background(), store.UsageQuery{From: day, To: day, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int64
+	for _, r := range rows {
+		calls += r.Calls
+	}
+	return calls
 }
 
 // TestGroupRunsInKeyOrder: the writes that waited while every lane was busy run in one group in
@@ -202,42 +230,14 @@ func TestGroupCommitFails(t *testing.T) {
 			u := storetest.User(t, s)
 			a := storetest.Agent(t, s, u.PrincipalID)
 			const n = 8
-			ids := make([]int64, n)
-			for i := range ids {
-				ids[i] = storetest.Task(t, s, a, u.ID).ID
-			}
-			if got, err := s.ClaimQueued(ctx, "w", time.Minute, n); err != nil || len(got) != n {
-				t.Fatalf("ClaimQueued = %d tasks, %v", len(got), err)
-			}
-			// The first step's transaction waits until every step has been asked for, so that the
-			// others form a group behind it; the commit after its own is refused.
-			var asked sync.WaitGroup
-			asked.Add(n)
-			var gate, arm sync.Once
-			f.Trace(func(q string) {
-				switch strings.TrimSpace(strings.ToUpper(q)) {
-				case "COMMIT":
+			ids := claimTasks(t, s, a, u.ID, n)
+			// The commit after the first step's, which the others wait for, is refused.
+			var arm sync.Once
+			errs := finishTogether(t, s, f, ids, func(int) string { return "w" }, func(q string) {
+				if q == "COMMIT" {
 					arm.Do(func() { f.FailCommits(1, c.fault) })
-				default:
-					if strings.HasPrefix(strings.TrimSpace(strings.ToUpper(q)), "UPDATE") {
-						gate.Do(func() { asked.Wait(); time.Sleep(20 * time.Millisecond) })
-					}
 				}
 			})
-			defer f.Trace(nil)
-			var wg sync.WaitGroup
-			errs := make([]error, n)
-			for i, id := range ids {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					answer := "done"
-					asked.Done()
-					_, errs[i] = s.FinishStep(ctx, id, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1,
-						Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
-				}()
-			}
-			wg.Wait()
 			if f.Failed() != 1 {
 				t.Fatalf("%d commits refused, want 1", f.Failed())
 			}
@@ -258,10 +258,8 @@ func TestGroupCommitFails(t *testing.T) {
 			if done < n-1 {
 				t.Fatalf("%d of %d steps recorded", done, n)
 			}
-			day := s.Day(time.Now())
-			rows, err := s.Usage(ctx, store.UsageQuery{From: day, To: day, All: true})
-			if err != nil || len(rows) != 1 || rows[0].Calls != int64(done) {
-				t.Fatalf("usage = %+v, %v; want %d calls", rows, err, done)
+			if calls := usageCalls(t, s); calls != int64(done) {
+				t.Fatalf("%d model calls recorded, want %d", calls, done)
 			}
 		})
 	}

@@ -181,19 +181,31 @@ func TestNoticeClaimReadsFactsOnce(t *testing.T) {
 	if _, _, err := s.Subscribe(ctx, store.NotificationSubscription{UserID: other.ID, TargetType: store.SubscribeAgent, TargetID: a.ID}); err != nil {
 		t.Fatal(err)
 	}
+	// Another owner's agent, whose notices share the batch: a subscription to its principal
+	// reaches its notices only, and the one to a reaches none of them.
+	v := storetest.User(t, s)
+	b := storetest.Agent(t, s, v.PrincipalID)
+	if _, _, err := s.Subscribe(ctx, store.NotificationSubscription{UserID: v.ID, TargetType: store.SubscribePrincipal, TargetID: v.PrincipalID}); err != nil {
+		t.Fatal(err)
+	}
 	claim := func(settle int) (int, int64) {
 		t.Helper()
 		for range settle {
 			storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
 		}
+		storetest.FailedTask(t, s, b, v.ID, taskstate.CodeAuthError)
 		before := counter.Counts()
 		ns, err := s.ClaimTaskNotices(ctx, "fanout", 20, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range ns {
-			if n.UserID != u.ID || n.OwnerEmail != u.Email || n.AgentName != a.Name || n.Status.Status != taskstate.Failed ||
-				len(n.Subscriptions) != 1 || n.Subscriptions[0].UserID != other.ID {
+			owner, agent, subscriber := u, a, other
+			if n.AgentID == b.ID {
+				owner, agent, subscriber = v, b, v
+			}
+			if n.UserID != owner.ID || n.OwnerEmail != owner.Email || n.AgentName != agent.Name || n.Status.Status != taskstate.Failed ||
+				len(n.Subscriptions) != 1 || n.Subscriptions[0].UserID != subscriber.ID {
 				t.Fatalf("notice facts = %+v", n)
 			}
 		}
@@ -201,7 +213,7 @@ func TestNoticeClaimReadsFactsOnce(t *testing.T) {
 	}
 	n1, one := claim(1)
 	n8, eight := claim(8)
-	if n1 != 1 || n8 != 8 || eight != one {
+	if n1 != 2 || n8 != 9 || eight != one {
 		t.Fatalf("claims of %d and %d notices took %d and %d statements, want the same", n1, n8, one, eight)
 	}
 }
