@@ -76,6 +76,6 @@ var readTable = regexp.MustCompile("(?i)\\b(?:from|join)\\s+[`\"]?(\\w+)")
 // taskTables are the tables of a task's own state, which its steps read and write every time.
 var taskTables = map[string]bool{
 	"tasks": true, "task_messages": true, "task_tool_calls": true, "task_events": true, "task_questions": true,
-	"task_media": true, "notifications": true, "notification_subscriptions": true, "versions": true,
+	"task_media": true, "notifications": true, "notification_subscriptions": true, "notification_outbox": true, "versions": true,
 	"claim_users": true, "claim_ranks": true, "claim_ids": true, // the claim's common table expressions (store/taskclaim.go)
 }

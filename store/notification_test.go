@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func TestNoticesFollowTransitions(t *testing.T) {
 	}
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
+	follow(t, s, u.ID, store.SubscribeAgent, a.ID) // every settling transition may tell someone
 	claimTask := func() int64 {
 		t.Helper()
 		got, err := s.ClaimQueued(ctx, "w", time.Minute, 1)
@@ -226,6 +228,7 @@ func TestNotificationRetention(t *testing.T) {
 	s := storetest.NewWithClock(t, clock.Now)
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
+	follow(t, s, u.ID, store.SubscribeAgent, a.ID)
 	for range 3 {
 		storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
 	}
@@ -255,3 +258,132 @@ func TestNotificationRetention(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// follow subscribes user uid to every kind of the target.
+func follow(t *testing.T, s *store.Store, uid int64, targetType string, target int64) {
+	t.Helper()
+	if _, _, err := s.Subscribe(context.Background(), store.NotificationSubscription{UserID: uid, TargetType: targetType, TargetID: target}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoticesOnlyWhenTheyMayTell: a transition whose owner is not told of it by default (a
+// session task's completion or failure, a retry scheduled) leaves no notice while nobody
+// subscribes to its agent or principal and no earlier notice or unread notification of the
+// task that asked for something waits; a per-agent API chat's failure and a scheduled run's
+// end leave theirs regardless. Each clause of the condition leaves the notice on its own.
+func TestNoticesOnlyWhenTheyMayTell(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	answer := "done"
+	complete := func(opts ...func(*store.NewTask)) int64 {
+		t.Helper()
+		tk := storetest.Task(t, s, a, u.ID, opts...)
+		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != tk.ID {
+			t.Fatalf("claim = %v, %v", got, err)
+		}
+		if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Completed, Answer: &answer}); err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID
+	}
+	retry := func(id int64) {
+		t.Helper()
+		if ok, err := s.ScheduleTaskRetry(ctx, id, time.Minute, 3); err != nil || !ok {
+			t.Fatalf("schedule retry: %v %v", ok, err)
+		}
+	}
+	noticed := func() []int64 {
+		t.Helper()
+		ns, err := s.ClaimTaskNotices(ctx, "fanout", 20, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, n := range ns {
+			ids = append(ids, n.TaskID)
+			if _, err := s.FinishTaskNotice(ctx, n, store.NoticeDecision{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ids
+	}
+
+	complete()
+	failed := storetest.FailedTask(t, s, a, u.ID, taskstate.CodeAuthError)
+	retry(failed)
+	if got := noticed(); len(got) != 0 {
+		t.Fatalf("notices nobody can be told of: tasks %v", got)
+	}
+
+	// Told by default: a per-agent API chat's failure; a scheduled run's end is mailed.
+	chatFailed := func() int64 {
+		t.Helper()
+		tk := storetest.Task(t, s, a, u.ID, func(nt *store.NewTask) { nt.Source = store.TaskSourceAgentAPI })
+		if got, err := s.ClaimQueued(ctx, "w", time.Minute, 1); err != nil || len(got) != 1 || got[0].ID != tk.ID {
+			t.Fatalf("claim = %v, %v", got, err)
+		}
+		if _, err := s.FinishStep(ctx, tk.ID, "w", store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "m"}}); err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID
+	}
+	chat := chatFailed()
+	run, err := s.CreateScheduledRun(ctx, a.ID, u.ID, store.ScheduledRunFields{Name: "Digest", Prompt: ptrTo("Digest"),
+		RunAt: ptrTo(time.Now()), Timezone: "UTC", IsActive: true}, func(*store.Agent, *store.PromptTemplate) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduled := complete(func(nt *store.NewTask) { nt.Data = map[string]any{store.DataScheduledRunID: run.ID} })
+	if got := noticed(); !slices.Equal(got, []int64{chat, scheduled}) {
+		t.Fatalf("notices = tasks %v, want %v", got, []int64{chat, scheduled})
+	}
+
+	// An earlier notice of the task still pending: the retry's follows it.
+	pending := chatFailed()
+	retry(pending)
+	if got := noticed(); !slices.Equal(got, []int64{pending, pending}) {
+		t.Fatalf("notices = tasks %v, want the failure's and the retry's of %d", got, pending)
+	}
+
+	// An unread notification about the task that asked for something: the retry's notice may
+	// settle it; once it is read, nothing waits.
+	asked := func(read bool) int64 {
+		t.Helper()
+		id := chatFailed()
+		ns, err := s.ClaimTaskNotices(ctx, "fanout", 20, time.Minute)
+		if err != nil || len(ns) != 1 || ns[0].TaskID != id {
+			t.Fatalf("notices = %+v, %v", ns, err)
+		}
+		stored, err := s.FinishTaskNotice(ctx, ns[0], store.NoticeDecision{Notifications: []store.Notification{{UserID: u.ID, Kind: "awaiting_input", Title: "t", Body: "b"}}})
+		if err != nil || len(stored) != 1 {
+			t.Fatalf("finish = %+v, %v", stored, err)
+		}
+		if read {
+			if _, err := s.MarkNotificationRead(ctx, u.ID, stored[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		retry(id)
+		return id
+	}
+	unread := asked(false)
+	if got := noticed(); !slices.Equal(got, []int64{unread}) {
+		t.Fatalf("notices = tasks %v, want the retry's of %d", got, unread)
+	}
+	asked(true)
+	if got := noticed(); len(got) != 0 {
+		t.Fatalf("notices after the notification was read: tasks %v", got)
+	}
+
+	// A subscription to the agent's principal.
+	v := storetest.User(t, s)
+	follow(t, s, v.ID, store.SubscribePrincipal, a.PrincipalID)
+	done := complete()
+	if got := noticed(); !slices.Equal(got, []int64{done}) {
+		t.Fatalf("notices = tasks %v, want %d's", got, done)
+	}
+}

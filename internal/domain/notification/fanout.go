@@ -12,52 +12,22 @@ import (
 	"github.com/agentsvc/svc/internal/domain/approval"
 	"github.com/agentsvc/svc/internal/domain/mail"
 	"github.com/agentsvc/svc/internal/platform/config"
+	"github.com/agentsvc/svc/internal/vocab/notifykind"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/internal/vocab/text"
 	"github.com/agentsvc/svc/store"
 )
 
-// Notification kinds (docs/design.md "Scheduled runs, prompt templates, notifications").
-const (
-	KindTaskCompleted         = "task_completed"
-	KindTaskFailed            = "task_failed"
-	KindPendingApproval       = "pending_approval"
-	KindAwaitingInput         = "awaiting_input"
-	KindScheduledRunCompleted = "scheduled_run_completed"
-	KindTaskOrphaned          = "task_orphaned"
-	KindTaskRetryQueued       = "task_retry_queued"
-)
-
-// Kinds lists every kind.
-var Kinds = []string{KindTaskCompleted, KindTaskFailed, KindPendingApproval, KindAwaitingInput,
-	KindScheduledRunCompleted, KindTaskOrphaned, KindTaskRetryQueued}
-
-// Kind is the notification kind notice n announces ("" for none). The store writes a notice
-// for a top-level task entering a settled status or an automatic retry scheduled; the status
-// event it names says which.
-func Kind(n *store.TaskNotice) string {
+// transition is what notice n announces, in the terms notifykind's rules read.
+func transition(n *store.TaskNotice) notifykind.Transition {
 	st := &n.Status
-	switch st.Status {
-	case taskstate.Completed:
-		if n.ScheduledRunID != 0 {
-			return KindScheduledRunCompleted
-		}
-		return KindTaskCompleted
-	case taskstate.Failed:
-		if st.NextRetryAt != nil {
-			return KindTaskRetryQueued
-		}
-		if st.Error != nil && st.Error.Code == taskstate.CodeOrphaned {
-			return KindTaskOrphaned
-		}
-		return KindTaskFailed
-	case taskstate.PendingApproval:
-		return KindPendingApproval
-	case taskstate.AwaitingInput:
-		return KindAwaitingInput
+	t := notifykind.Transition{To: st.Status, RetryQueued: st.NextRetryAt != nil, Retrying: st.Retrying,
+		Scheduled: n.ScheduledRunID != 0, AgentAPI: n.Source == store.TaskSourceAgentAPI}
+	if st.Error != nil {
+		t.ErrorCode = st.Error.Code
 	}
-	return ""
+	return t
 }
 
 // Text is the title and body of kind about notice n's task. Only the task's owner may read
@@ -72,43 +42,31 @@ func Text(kind string, n *store.TaskNotice, owner bool) (title, body string) {
 	}
 	if !owner {
 		task, why, answer = "A task of "+agent, "", "an answer"
-		if kind == KindScheduledRunCompleted {
+		if kind == notifykind.ScheduledRunCompleted {
 			task = "A scheduled run of " + agent
 		}
 	}
 	switch kind {
-	case KindTaskCompleted:
+	case notifykind.TaskCompleted:
 		return agent + " finished", task + " completed."
-	case KindScheduledRunCompleted:
+	case notifykind.ScheduledRunCompleted:
 		return agent + ": scheduled run finished", task + " completed."
-	case KindTaskFailed:
+	case notifykind.TaskFailed:
 		return agent + " failed", task + " failed" + why + "."
-	case KindTaskOrphaned:
+	case notifykind.TaskOrphaned:
 		return agent + " lost its worker", task + " failed" + why + "."
-	case KindPendingApproval:
+	case notifykind.PendingApproval:
 		return agent + " needs approval", task + " waits for approval of its tool calls."
-	case KindAwaitingInput:
+	case notifykind.AwaitingInput:
 		return agent + " has a question", task + " waits for " + answer + "."
-	case KindTaskRetryQueued:
+	case notifykind.TaskRetryQueued:
 		return agent + " will retry", task + " failed" + why + " and is retried automatically."
 	}
 	return agent, task
 }
 
-// OwnerDefaults are the kinds a task's owner is told without a subscription: what needs them
-// — a decision, an answer — and the failure of a run nobody watches (a scheduled run's, a
-// per-agent API chat's). Anything else (a completion, a retry) is opted into through a
-// subscription, as the specification says of in-app notifications.
-func OwnerDefaults(n *store.TaskNotice) []string {
-	kinds := []string{KindPendingApproval, KindAwaitingInput}
-	if n.ScheduledRunID != 0 || n.Source == store.TaskSourceAgentAPI {
-		kinds = append(kinds, KindTaskFailed, KindTaskOrphaned)
-	}
-	return kinds
-}
-
 // Decide is who is told what about notice n: a notification of its kind for the task's owner
-// when the kind is one of OwnerDefaults or their own subscription covers it, for the agent's
+// when the kind is one of its owner defaults (notifykind) or their own subscription covers it, for the agent's
 // other approvers (approvers) when it asks for a decision or an answer, and for every
 // other user whose subscription to the task's agent or its principal covers the kind and who
 // can still see that principal (a subscription to a target that became invisible stops
@@ -121,18 +79,18 @@ func OwnerDefaults(n *store.TaskNotice) []string {
 // Errors: the store's.
 func (s *Service) Decide(ctx context.Context, n *store.TaskNotice) (store.NoticeDecision, error) {
 	var d store.NoticeDecision
-	for kind, status := range map[string]string{KindPendingApproval: taskstate.PendingApproval, KindAwaitingInput: taskstate.AwaitingInput} {
-		if n.Status.Status != status {
+	tr := transition(n)
+	for _, kind := range notifykind.Asking {
+		if kind != tr.Kind() {
 			d.Settled = append(d.Settled, kind)
 		}
 	}
-	slices.Sort(d.Settled)
-	if kind := Kind(n); kind != "" {
+	if kind := tr.Kind(); kind != "" {
 		var recipients []int64
-		if slices.Contains(OwnerDefaults(n), kind) {
+		if slices.Contains(tr.OwnerDefaults(), kind) {
 			recipients = append(recipients, n.UserID)
 		}
-		if kind == KindPendingApproval || kind == KindAwaitingInput {
+		if slices.Contains(notifykind.Asking, kind) {
 			approvers, err := s.approvers(ctx, n)
 			if err != nil {
 				return d, err
@@ -263,8 +221,7 @@ func (s *Service) canSee(ctx context.Context, uid, p int64) (bool, error) {
 // the task under the public base (app_url); the configuration is read at each message.
 func (s *Service) scheduledRunMail(n *store.TaskNotice) (m store.NewMail, due bool) {
 	st := &n.Status
-	if n.ScheduledRunID == 0 || s.config == nil || st.Retrying || st.NextRetryAt != nil ||
-		(st.Status != taskstate.Completed && st.Status != taskstate.Failed) {
+	if !transition(n).RunMailed() || s.config == nil {
 		return m, false
 	}
 	cfg := s.config()

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsvc/svc/internal/domain/notification"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/testkit"
+	"github.com/agentsvc/svc/internal/vocab/notifykind"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
 	"github.com/agentsvc/svc/store/storetest"
@@ -47,7 +48,7 @@ func TestFanOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	subscribe(member, notification.KindTaskFailed, notification.KindTaskFailed)
+	subscribe(member, notifykind.TaskFailed, notifykind.TaskFailed)
 	drain := func() {
 		t.Helper()
 		if _, err := svc.Drain(ctx); err != nil {
@@ -95,7 +96,7 @@ func TestFanOut(t *testing.T) {
 	drain()
 	drain() // nothing twice
 	ns := list(owner)
-	if got := kinds(ns); !slices.Equal(got, []string{notification.KindTaskFailed, notification.KindPendingApproval}) {
+	if got := kinds(ns); !slices.Equal(got, []string{notifykind.TaskFailed, notifykind.PendingApproval}) {
 		t.Fatalf("owner's kinds = %v", got)
 	}
 	if ns[0].Body != "Task \u201cChat \"from\" a script\u201d failed: bad key." || ns[0].TaskID == nil || *ns[0].TaskID != chat.ID ||
@@ -103,7 +104,7 @@ func TestFanOut(t *testing.T) {
 		t.Fatalf("owner's notifications = %+v", ns)
 	}
 	ms := list(member)
-	if len(ms) != 2 || ms[0].Kind != notification.KindTaskFailed || ms[0].TaskID != nil || strings.Contains(ms[0].Body, "Secret") ||
+	if len(ms) != 2 || ms[0].Kind != notifykind.TaskFailed || ms[0].TaskID != nil || strings.Contains(ms[0].Body, "Secret") ||
 		ms[0].Body != "A task of "+a.Name+" failed." {
 		t.Fatalf("member's notifications = %+v", ms)
 	}
@@ -158,8 +159,8 @@ func TestFanOut(t *testing.T) {
 	flaky := storetest.Task(t, st, a, owner.ID, scheduled)
 	finish(flaky.ID, store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeRateLimit, Message: "slow down"}})
 	drain()
-	want := []string{notification.KindTaskFailed, notification.KindPendingApproval, notification.KindTaskOrphaned,
-		notification.KindTaskRetryQueued, notification.KindScheduledRunCompleted, notification.KindTaskFailed}
+	want := []string{notifykind.TaskFailed, notifykind.PendingApproval, notifykind.TaskOrphaned,
+		notifykind.TaskRetryQueued, notifykind.ScheduledRunCompleted, notifykind.TaskFailed}
 	if got := kinds(list(owner)); !slices.Equal(got, want) {
 		t.Fatalf("owner's kinds = %v, want %v", got, want)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/outbox"
 	"github.com/agentsvc/svc/internal/platform/push"
+	"github.com/agentsvc/svc/internal/vocab/notifykind"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/store"
 )
@@ -172,7 +173,7 @@ func (s *Service) Subscribe(ctx context.Context, u *store.User, sub store.Notifi
 	}
 	kinds := []string{}
 	for _, k := range sub.Kinds {
-		if !slices.Contains(Kinds, k) {
+		if !slices.Contains(notifykind.All, k) {
 			return sub, false, svcerr.New(svcerr.ErrInvalid, "unknown notification kind %q", k)
 		}
 		if !slices.Contains(kinds, k) {
