@@ -107,6 +107,12 @@ func (r *taskRow) dest() []any {
 		&r.ToolCallCount, &r.SummarySeq}
 }
 
+// destWanted is dest and taskRow.noticeWanted (noticeWantedSQL, read after the columns).
+func (r *taskRow) destWanted() []any {
+	r.noticeWanted = new(bool)
+	return append(r.dest(), r.noticeWanted)
+}
+
 // insertTaskRow writes r to tasks (every column but id, as GORM's Create did) and sets its id.
 // Errors: the dialect's errors translated as GORM's (gorm.ErrForeignKeyViolated for an unknown
 // agent, user or parent task).

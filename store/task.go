@@ -106,6 +106,9 @@ type taskRow struct {
 	MessageSeq     int64 // the last message sequence given out (taskmessage.go)
 	ToolCallCount  int   // tool calls recorded (AppendAssistantTurn)
 	SummarySeq     int64 // the latest summary's event sequence (AppendSummary)
+	// noticeWanted is not a column: whether a conditional notice of the row's transition is
+	// wanted, when the status UPDATE read it (noticeWantedSQL); nil when not read.
+	noticeWanted *bool
 }
 
 func (taskRow) TableName() string { return "tasks" }

@@ -75,13 +75,12 @@ type TaskNotice struct {
 // noteNotices writes, in tx, the notices rows owe after c moved them: a top-level task
 // entering a settled status or leaving a pause, or a retry scheduled. The status event of each
 // row is its last (sequence event_seq). A transition whose decision can only reach subscribers
-// or settle an earlier notification (notifykind.Transition.Unconditional: a completion, a
-// failure its owner is not told of by default, a retry) leaves its notice only when someone
-// subscribes to the task's agent or its principal, an earlier notice of the task is pending, or
-// one of its notifications that asked for something is unread (noticesWanted): the common
+// or settle an earlier notification (notifykind.Transition.Unconditional false: a completion,
+// a failure its owner is not told of by default, a retry) leaves its notice only when the row
+// says one is wanted (taskRow.noticeWanted, read by the status UPDATE: mayNoticeIf): the common
 // one-step task then writes no notice, and nothing claims, reads and deletes one.
 func noteNotices(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) error {
-	var owed, maybe []int64
+	var notices []noticeRow
 	for i := range rows {
 		r := &rows[i]
 		moved := c.from != c.to && (taskstate.IsSettled(r.Status) || slices.Contains(taskstate.Paused, c.from))
@@ -89,28 +88,14 @@ func noteNotices(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) err
 		if r.ParentTaskID != nil || !announced {
 			continue
 		}
-		if noticeTransition(c.from, r).Unconditional() {
-			owed = append(owed, r.ID)
-		} else {
-			maybe = append(maybe, r.ID)
+		if !noticeTransition(c.from, r).Unconditional() && r.noticeWanted != nil && !*r.noticeWanted {
+			continue
 		}
+		notices = append(notices, noticeRow{TaskID: r.ID, EventSequence: r.EventSeq, State: outboxPending,
+			NextAttemptAt: now, CreatedAt: now, UpdatedAt: now})
 	}
-	if len(maybe) > 0 {
-		wanted, err := noticesWanted(tx, maybe)
-		if err != nil {
-			return err
-		}
-		owed = append(owed, wanted...)
-	}
-	if len(owed) == 0 {
+	if len(notices) == 0 {
 		return nil
-	}
-	notices := make([]noticeRow, 0, len(owed))
-	for i := range rows {
-		if r := &rows[i]; slices.Contains(owed, r.ID) {
-			notices = append(notices, noticeRow{TaskID: r.ID, EventSequence: r.EventSeq, State: outboxPending,
-				NextAttemptAt: now, CreatedAt: now, UpdatedAt: now})
-		}
 	}
 	if err := tx.Create(&notices).Error; err != nil {
 		return fmt.Errorf("notification notices: %w", err)
@@ -119,6 +104,16 @@ func noteNotices(tx *gorm.DB, now time.Time, c statusChange, rows []taskRow) err
 		cr.Noticed = true
 	}
 	return nil
+}
+
+// mayNoticeIf reports whether c may move a row into a transition whose notice is conditional,
+// so that the status UPDATE reads whether it is wanted: every announced change but one leaving
+// a pause (always noticed). A row read without it gets its notice.
+func mayNoticeIf(c statusChange) bool {
+	if slices.Contains(taskstate.Paused, c.from) {
+		return false
+	}
+	return c.action == taskstate.ScheduleRetry || (c.from != c.to && taskstate.IsSettled(c.to))
 }
 
 // noticeTransition is row r's move from status from, as the notification rules read it.
@@ -131,26 +126,20 @@ func noticeTransition(from string, r *taskRow) notifykind.Transition {
 	return t
 }
 
-// noticesWanted are those of tasks ids (top-level, just moved) whose notice may tell or settle
-// something: someone subscribes to the task's agent or its principal, an earlier notice of the
-// task is pending (so that its notices are still decided in order), or a notification about it
-// that asked for something is unread. One statement for the batch, reading what other
-// transactions committed: a subscription committed later came after the transition, and an
-// earlier notice's fan-out (its removal and its notifications, one transaction) is seen either
-// before or after.
-func noticesWanted(tx *gorm.DB, ids []int64) ([]int64, error) {
-	in, args := inList(ids)
+// noticeWantedSQL is the SQL of whether a conditional notice about the task row named t (a
+// table or an alias of tasks) is wanted, with its arguments: someone subscribes to the task's
+// agent or its principal, an earlier notice of the task is pending (so that its notices are
+// still decided in order), or a notification about it that asked for something is unread.
+// It reads what other transactions committed: a subscription committed later came after the
+// transition, and an earlier notice's fan-out (its removal and its notifications, one
+// transaction) is seen either before or after.
+func noticeWantedSQL(t string) (string, []any) {
 	asking := "?" + strings.Repeat(", ?", len(notifykind.Asking)-1)
-	args = append(append(args, SubscribeAgent, SubscribePrincipal, outboxPending), anys(notifykind.Asking)...)
-	wanted, err := queryRows(tx, func(id *int64) []any { return []any{id} },
-		"SELECT t.id FROM tasks t JOIN agents a ON a.id = t.agent_id WHERE t.id IN "+in+" AND ("+
-			"EXISTS (SELECT 1 FROM notification_subscriptions s WHERE (s.target_type = ? AND s.target_id = t.agent_id) OR (s.target_type = ? AND s.target_id = a.principal_id)) OR "+
-			"EXISTS (SELECT 1 FROM notification_outbox o WHERE o.task_id = t.id AND o.state = ?) OR "+
-			"EXISTS (SELECT 1 FROM notifications n WHERE n.about_task_id = t.id AND n.read_at IS NULL AND n.kind IN ("+asking+")))", args...)
-	if err != nil {
-		return nil, fmt.Errorf("notices wanted: %w", err)
-	}
-	return wanted, nil
+	return "(EXISTS (SELECT 1 FROM notification_subscriptions s WHERE (s.target_type = ? AND s.target_id = " + t + ".agent_id) OR " +
+			"(s.target_type = ? AND s.target_id = (SELECT a.principal_id FROM agents a WHERE a.id = " + t + ".agent_id))) OR " +
+			"EXISTS (SELECT 1 FROM notification_outbox o WHERE o.task_id = " + t + ".id AND o.state = ?) OR " +
+			"EXISTS (SELECT 1 FROM notifications n WHERE n.about_task_id = " + t + ".id AND n.read_at IS NULL AND n.kind IN (" + asking + ")))",
+		append([]any{SubscribeAgent, SubscribePrincipal, outboxPending}, anys(notifykind.Asking)...)
 }
 
 // ClaimTaskNotices leases up to limit due notices until now+lease, oldest first, with their

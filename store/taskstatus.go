@@ -84,7 +84,7 @@ func (s *Store) setStatus(tx *gorm.DB, now time.Time, c statusChange) ([]taskRow
 	}
 	set, args := setClause(ch)
 	q := "UPDATE tasks SET " + set + " WHERE status = ? AND (" + c.where + ")"
-	rows, err := updateTasks(tx, q, append(append(args, c.from), c.args...), c.ids)
+	rows, err := updateTasks(tx, q, append(append(args, c.from), c.args...), c.ids, mayNoticeIf(c))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -121,10 +121,18 @@ func derivedColumns(rule taskstate.Rule, to string, now time.Time) map[string]an
 
 // updateTasks runs the UPDATE q of task rows and returns them as written, in ascending id
 // order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read of ids (which
-// must all have matched).
-func updateTasks(tx *gorm.DB, q string, args []any, ids []int64) ([]taskRow, error) {
+// must all have matched). With wanted, each row also says whether a conditional notice of its
+// transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read with the rows.
+func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([]taskRow, error) {
+	cols, dest := taskColumns, (*taskRow).dest
+	var wArgs []any
+	if wanted {
+		var w string
+		w, wArgs = noticeWantedSQL("tasks")
+		cols, dest = cols+", "+w, (*taskRow).destWanted
+	}
 	if tx.Dialector.Name() != DialectMySQL {
-		rows, err := queryTasks(tx, q+" RETURNING "+taskColumns, args...)
+		rows, err := queryRows(tx, dest, q+" RETURNING "+cols, append(args, wArgs...)...)
 		if err != nil {
 			return nil, fmt.Errorf("update tasks: %w", err)
 		}
@@ -146,7 +154,7 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64) ([]taskRow, err
 		return nil, fmt.Errorf("update tasks: %d rows changed, %d expected", n, len(ids))
 	}
 	in, inArgs := inList(ids)
-	return queryTasks(tx, "SELECT "+taskColumns+" FROM tasks WHERE id IN "+in+" ORDER BY id", inArgs...)
+	return queryRows(tx, dest, "SELECT "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", append(wArgs, inArgs...)...)
 }
 
 // statusWritten writes what rows, just moved by c, owe: their status events (after the
