@@ -226,7 +226,8 @@ func insertToolCallRow(tx *gorm.DB, r *toolCallRow) error {
 	return nil
 }
 
-// insertEventRows writes rows to task_events in one statement (their ids are not read).
+// insertEventRows writes rows to task_events in one statement (their ids are not read: a blind
+// write, held inside holdBlind's scope).
 func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -241,8 +242,7 @@ func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
 		b.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, r.TaskID, r.Sequence, r.Type, r.Data, r.CreatedAt)
 	}
-	_, err := rawExec(tx, b.String(), args...)
-	return err
+	return blindExec(tx, b.String(), args...)
 }
 
 // messageColumns are the columns of task_messages in the order of taskMessageRow's fields.

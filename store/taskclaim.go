@@ -546,7 +546,21 @@ func checkOutcome(o StepOutcome) error {
 // finishStep records a step's outcome in tx under workerID's lease, after storing msg (an
 // assistant turn without tool calls) when given: one UPDATE of the task row checks the lease,
 // applies the outcome and numbers the events (and the message), one INSERT writes the events.
+// The usage and the events are blind writes (holdBlind): on PostgreSQL they go as one statement.
 func (s *Store) finishStep(tx *gorm.DB, id int64, workerID string, now time.Time, o StepOutcome, msg *NewTaskMessage) (*Task, *TaskMessage, error) {
+	tx, held := holdBlind(tx)
+	t, m, err := s.stepWrites(tx, id, workerID, now, o, msg)
+	if err == nil {
+		err = held.flush(tx)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, m, nil
+}
+
+// stepWrites is finishStep's writes, its blind ones held by the caller's scope.
+func (s *Store) stepWrites(tx *gorm.DB, id int64, workerID string, now time.Time, o StepOutcome, msg *NewTaskMessage) (*Task, *TaskMessage, error) {
 	ch := map[string]any{
 		"recoveries":    0, // the task made progress: recoveries count only failures in a row
 		"input_tokens":  gorm.Expr("input_tokens + ?", o.InputTokens),

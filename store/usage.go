@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Usage (issue 27): every model call a step (or a summary) makes is one row of the ledger
@@ -158,46 +157,47 @@ func (s *Store) recordUsage(tx *gorm.DB, r *taskRow, now time.Time, c ModelCall)
 		id := c.LLMConfigID
 		row.LLMConfigID = &id
 	}
-	if err := tx.Create(&row).Error; err != nil {
+	if err := blindExec(tx, "INSERT INTO usage_ledger (created_at, day, task_id, agent_id, principal_id, user_id, api_key_id, "+
+		"llm_config_id, model, input_tokens, cached_input_tokens, output_tokens, price_input, price_output, price_cached_input, cost) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row.CreatedAt, row.Day, row.TaskID, row.AgentID, row.PrincipalID,
+		row.UserID, row.APIKeyID, row.LLMConfigID, row.Model, row.InputTokens, row.CachedInputTokens, row.OutputTokens, row.PriceInput,
+		row.PriceOutput, row.PriceCachedInput, row.Cost); err != nil {
 		return fmt.Errorf("record usage of task %d: %w", r.ID, err)
 	}
-	d := usageDailyRow{Day: day, AgentID: r.AgentID, PrincipalID: r.PrincipalID, UserID: r.UserID, LLMConfigID: c.LLMConfigID,
-		Model: c.Model, Shard: usageShard(r.ID), Calls: 1, InputTokens: row.InputTokens, CachedInputTokens: row.CachedInputTokens,
-		OutputTokens: row.OutputTokens, Cost: row.Cost}
+	var apiKeyID int64
 	if r.APIKeyID != nil {
-		d.APIKeyID = *r.APIKeyID
+		apiKeyID = *r.APIKeyID
 	}
-	add := func(col string) clause.Assignment {
-		return clause.Assignment{Column: clause.Column{Name: col}, Value: gorm.Expr("usage_daily."+col+" + ?", rowValue(d, col))}
-	}
-	if s.dialect == DialectMySQL { // ON DUPLICATE KEY UPDATE cannot name the table's columns qualified by alias
-		add = func(col string) clause.Assignment {
-			return clause.Assignment{Column: clause.Column{Name: col}, Value: gorm.Expr(col+" + ?", rowValue(d, col))}
-		}
-	}
-	err := tx.Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "day"}, {Name: "agent_id"}, {Name: "principal_id"}, {Name: "user_id"},
-			{Name: "api_key_id"}, {Name: "llm_config_id"}, {Name: "model"}, {Name: "shard"}},
-		DoUpdates: clause.Set{add("calls"), add("input_tokens"), add("cached_input_tokens"), add("output_tokens"), add("cost")},
-	}).Create(&d).Error
-	if err != nil {
+	if err := blindExec(tx, rollupUpserts[s.dialect], day, r.AgentID, r.PrincipalID, r.UserID, apiKeyID, c.LLMConfigID, c.Model, usageShard(r.ID),
+		1, row.InputTokens, row.CachedInputTokens, row.OutputTokens, row.Cost,
+		1, row.InputTokens, row.CachedInputTokens, row.OutputTokens, row.Cost); err != nil {
 		return fmt.Errorf("roll up usage of task %d: %w", r.ID, err)
 	}
 	return nil
 }
 
-func rowValue(d usageDailyRow, col string) int64 {
-	switch col {
-	case "calls":
-		return d.Calls
-	case "input_tokens":
-		return d.InputTokens
-	case "cached_input_tokens":
-		return d.CachedInputTokens
-	case "output_tokens":
-		return d.OutputTokens
+// rollupUpserts are rollupUpsert's statements by dialect.
+var rollupUpserts = map[string]string{DialectSQLite: rollupUpsert(DialectSQLite), DialectMySQL: rollupUpsert(DialectMySQL),
+	DialectPostgres: rollupUpsert(DialectPostgres)}
+
+// rollupUpsert is the dialect's upsert of a usage_daily row (recordUsage): the key, the
+// counts, then the counts again, added to an existing row's.
+func rollupUpsert(dialect string) string {
+	q := "INSERT INTO usage_daily (day, agent_id, principal_id, user_id, api_key_id, llm_config_id, model, shard, calls, " +
+		"input_tokens, cached_input_tokens, output_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+	table := "usage_daily."
+	if dialect == DialectMySQL { // ON DUPLICATE KEY UPDATE cannot name the table's columns qualified
+		q, table = q+"ON DUPLICATE KEY UPDATE ", ""
+	} else {
+		q += "ON CONFLICT (day, agent_id, principal_id, user_id, api_key_id, llm_config_id, model, shard) DO UPDATE SET "
 	}
-	return d.Cost
+	for i, col := range []string{"calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost"} {
+		if i > 0 {
+			q += ", "
+		}
+		q += col + " = " + table + col + " + ?"
+	}
+	return q
 }
 
 // Usage grouping keys (UsageQuery.GroupBy).

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// Blind writes: statements whose result nobody reads (an INSERT without RETURNING, an upsert),
+// to tables nothing later in the same scope reads. A step writes three of them — its usage
+// ledger row, the daily rollup, its events — and on PostgreSQL each was a round trip of its
+// own (issue 28: the worker's CPU went to a socket write and read per statement). Inside
+// holdBlind's scope they are held and sent by flush as one statement: the first ones as
+// data-modifying WITH clauses of the last (PostgreSQL runs them all, in one snapshot, none
+// seeing another's rows — which is why only writes nothing in the scope reads may be held).
+// SQLite (in the process) and MySQL/MariaDB (no data-modifying WITH) run each at once.
+
+type blindKey struct{}
+
+// blindWrites are the held statements of a scope, with their arguments in order.
+type blindWrites struct {
+	qs   []string
+	args []any
+}
+
+// holdBlind returns tx with a scope that holds its blind writes (blindExec) until flush, on
+// PostgreSQL; elsewhere tx itself and a nil scope (whose flush does nothing).
+func holdBlind(tx *gorm.DB) (*gorm.DB, *blindWrites) {
+	if tx.Dialector.Name() != DialectPostgres {
+		return tx, nil
+	}
+	w := &blindWrites{}
+	return tx.WithContext(context.WithValue(tx.Statement.Context, blindKey{}, w)), w
+}
+
+// blindExec runs q, a blind write, in tx, or holds it when tx is inside holdBlind's scope.
+// Errors: the database's (a held write's, from flush).
+func blindExec(tx *gorm.DB, q string, args ...any) error {
+	if w, _ := tx.Statement.Context.Value(blindKey{}).(*blindWrites); w != nil {
+		w.qs, w.args = append(w.qs, q), append(w.args, args...)
+		return nil
+	}
+	_, err := rawExec(tx, q, args...)
+	return err
+}
+
+// flush sends the held writes as one statement (WITH w0 AS (…), w1 AS (…) <the last>) and
+// empties the scope. Errors: the database's.
+func (w *blindWrites) flush(tx *gorm.DB) error {
+	if w == nil || len(w.qs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	last := len(w.qs) - 1
+	for i, q := range w.qs[:last] {
+		if i == 0 {
+			b.WriteString("WITH ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString("w" + strconv.Itoa(i) + " AS (" + q + ")")
+	}
+	if last > 0 {
+		b.WriteByte(' ')
+	}
+	b.WriteString(w.qs[last])
+	_, err := rawExec(tx, b.String(), w.args...)
+	w.qs, w.args = w.qs[:0], w.args[:0]
+	if err != nil {
+		return fmt.Errorf("the step's writes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
+)
+
+// TestStepBlindWrites: a step's usage ledger row, rollup and events all land — on PostgreSQL
+// in one statement, the first ones as WITH clauses of the last; elsewhere one by one — and a
+// held write that fails fails the step with none of its writes kept.
+func TestStepBlindWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, counter := storetest.NewCounted(t)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	ids := claimTasks(t, s, a, u.ID, 2)
+	answer := "42"
+	finish := func(id int64) error {
+		_, _, err := s.FinishTurn(ctx, id, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: answer, InputTokens: 3, OutputTokens: 2},
+			store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1, Call: &store.ModelCall{Model: "m", InputTokens: 3, OutputTokens: 2}})
+		return err
+	}
+
+	var ledger []string
+	counter.Trace(func(q string) {
+		if strings.Contains(q, "usage_ledger") {
+			ledger = append(ledger, q)
+		}
+	})
+	if err := finish(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	counter.Trace(nil)
+	together := len(ledger) == 1 && strings.HasPrefix(ledger[0], "WITH ") && strings.Contains(ledger[0], "usage_daily") &&
+		strings.Contains(ledger[0], "INSERT INTO task_events")
+	if want := s.Dialect() == store.DialectPostgres; together != want {
+		t.Fatalf("the ledger's statements %q: sent with the rollup and the events %v, want %v", ledger, together, want)
+	}
+	if got := usageCalls(t, s); got != 1 {
+		t.Fatalf("usage holds %d calls, want 1", got)
+	}
+	evs, err := s.TaskEvents(ctx, ids[0], 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; last.Type != store.EventStatus || last.Status.Status != taskstate.Completed ||
+		evs[len(evs)-2].Type != store.EventMessage {
+		t.Fatalf("events = %+v", evs)
+	}
+
+	// The second step's status event collides with a row written under it: its held writes
+	// fail with it, and none of the step is kept.
+	evs, err = s.TaskEvents(ctx, ids[1], 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := evs[len(evs)-1].Sequence + 2 // the message's event, then the status event
+	if err := s.GormDBForTest().Exec("INSERT INTO task_events (task_id, sequence, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+		ids[1], next, store.EventStatus, `{"status":"RUNNING"}`, time.Now()).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(ids[1]); err == nil {
+		t.Fatal("a step whose events collide was recorded")
+	}
+	tk, err := s.Task(ctx, ids[1])
+	if err != nil || tk.Status != taskstate.Running || tk.StepsUsed != 0 {
+		t.Fatalf("task after the failed step = %+v, %v", tk, err)
+	}
+	if got := usageCalls(t, s); got != 1 {
+		t.Fatalf("usage holds %d calls after the failed step, want 1", got)
+	}
+	if ms, err := s.Messages(ctx, ids[1], 0); err != nil || len(ms) != 1 {
+		t.Fatalf("messages after the failed step = %+v, %v (want the prompt alone)", ms, err)
+	}
+}
