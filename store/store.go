@@ -165,6 +165,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := createSQLite(opts.SQLitePath); err != nil {
+			return nil, err
+		}
 		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
@@ -270,6 +273,34 @@ func sqliteDSN(path string, busyTimeout int) (string, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode(), nil
+}
+
+// SQLitePageSize is the page size of a database file the store creates: 1 KiB, not SQLite's
+// 4 KiB. In WAL mode a commit appends every page it changed, whole, and a step changes a few
+// bytes in each of a dozen or more pages (the task row and its indexes, the usage ledger and
+// rollup, the message, the events): with 1 KiB pages a one-step task writes ~19 KB instead of
+// ~47 KB, at the same drain rate and GET throughput (docs/benchmarks.md, issue 28). A file
+// that exists keeps the size it was created with (WAL mode cannot change it).
+const SQLitePageSize = 1024
+
+// createSQLite creates the database file at path, when it does not exist or is empty, with
+// SQLitePageSize pages and in WAL mode (which fixes the page size). Errors: the file system's
+// or SQLite's, uncategorised.
+func createSQLite(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("store: %w", err)
+	}
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		return fmt.Errorf("store: create %s: %w", path, err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("PRAGMA page_size = " + strconv.Itoa(SQLitePageSize) + "; PRAGMA journal_mode = WAL"); err != nil {
+		return fmt.Errorf("store: create %s: %w", path, err)
+	}
+	return nil
 }
 
 func mysqlDSN(dsn string) (string, error) {
