@@ -103,24 +103,6 @@ type usageLedgerRow struct {
 
 func (usageLedgerRow) TableName() string { return "usage_ledger" }
 
-type usageDailyRow struct {
-	Day               string `gorm:"primaryKey"`
-	AgentID           int64  `gorm:"primaryKey"`
-	PrincipalID       int64  `gorm:"primaryKey"`
-	UserID            int64  `gorm:"primaryKey"`
-	APIKeyID          int64  `gorm:"primaryKey"`
-	LLMConfigID       int64  `gorm:"primaryKey"`
-	Model             string `gorm:"primaryKey"`
-	Shard             int64  `gorm:"primaryKey"`
-	Calls             int64
-	InputTokens       int64
-	CachedInputTokens int64
-	OutputTokens      int64
-	Cost              int64
-}
-
-func (usageDailyRow) TableName() string { return "usage_daily" }
-
 // usageShards is the number of rows a day's rollup of one agent, user, key and model is split
 // into: the most runs a worker process starts side by side by default (32 on MySQL/MariaDB), so
 // that tasks queued one after the other (consecutive ids) add to different rows. A year of one
