@@ -12,8 +12,8 @@ import (
 )
 
 // TestStepBlindWrites: a step's usage ledger row, rollup and events all land — on PostgreSQL
-// in one statement, the first ones as WITH clauses of the last; elsewhere one by one — and a
-// held write that fails fails the step with none of its writes kept.
+// in one statement, the first ones as WITH clauses of the last; elsewhere one by one —, its
+// message with its id, and a held write that fails fails the step with none of its writes kept.
 func TestStepBlindWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -22,8 +22,10 @@ func TestStepBlindWrites(t *testing.T) {
 	a := storetest.Agent(t, s, u.PrincipalID)
 	ids := claimTasks(t, s, a, u.ID, 2)
 	answer := "42"
+	var turn store.TaskMessage
 	finish := func(id int64) error {
-		_, _, err := s.FinishTurn(ctx, id, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: answer, InputTokens: 3, OutputTokens: 2},
+		var err error
+		_, turn, err = s.FinishTurn(ctx, id, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: answer, InputTokens: 3, OutputTokens: 2},
 			store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1, Call: &store.ModelCall{Model: "m", InputTokens: 3, OutputTokens: 2}})
 		return err
 	}
@@ -42,6 +44,9 @@ func TestStepBlindWrites(t *testing.T) {
 		strings.Contains(ledger[0], "INSERT INTO task_events")
 	if want := s.Dialect() == store.DialectPostgres; together != want {
 		t.Fatalf("the ledger's statements %q: sent with the rollup and the events %v, want %v", ledger, together, want)
+	}
+	if ms, err := s.Messages(ctx, ids[0], 0); err != nil || len(ms) != 2 || turn.ID == 0 || ms[1].ID != turn.ID || ms[1].Text != answer {
+		t.Fatalf("messages = %+v, %v; the turn = %+v", ms, err, turn)
 	}
 	if got := usageCalls(t, s); got != 1 {
 		t.Fatalf("usage holds %d calls, want 1", got)

@@ -167,6 +167,30 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		})
 	}
 
+	// The step's own message is in the snapshot of a failure (the snapshot is read in the step's
+	// transaction, after the message: it must not be held with the step's blind writes,
+	// store/blindwrite.go).
+	t.Run("FinishTurn's last words", func(t *testing.T) {
+		t.Parallel()
+		f := newHookFixture(t)
+		tk := f.chat(t, "https://hooks.example.com/in", nil)
+		f.claim(t, tk.ID, "w")
+		said := "I could not reach the ledger."
+		_, m, err := f.s.FinishTurn(ctx, tk.ID, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: said},
+			store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeToolError, Message: "boom"}, Steps: 1,
+				Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
+		if err != nil || m.ID == 0 || m.Text != said {
+			t.Fatalf("FinishTurn = %+v, %v", m, err)
+		}
+		ds := f.deliveries(t, tk.ID)
+		if len(ds) != 1 || ds[0].Snapshot.LastSaid == nil || *ds[0].Snapshot.LastSaid != said {
+			t.Fatalf("deliveries = %+v", ds)
+		}
+		if ms, err := f.s.Messages(ctx, tk.ID, 0); err != nil || len(ms) != 2 || ms[1].ID != m.ID || ms[1].Text != said {
+			t.Fatalf("messages = %+v, %v (the turn's id %d)", ms, err, m.ID)
+		}
+	})
+
 	t.Run("TransitionTask abort and continue", func(t *testing.T) {
 		t.Parallel()
 		f := newHookFixture(t)
