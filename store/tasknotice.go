@@ -126,21 +126,20 @@ func noticeTransition(from string, r *taskRow) notifykind.Transition {
 	return t
 }
 
-// noticeWantedSQL is the SQL of whether a conditional notice about the task row named t (a
-// table or an alias of tasks) is wanted, with its arguments: someone subscribes to the task's
-// agent or its principal, an earlier notice of the task is pending (so that its notices are
-// still decided in order), or a notification about it that asked for something is unread.
-// It reads what other transactions committed: a subscription committed later came after the
-// transition, and an earlier notice's fan-out (its removal and its notifications, one
-// transaction) is seen either before or after.
-func noticeWantedSQL(t string) (string, []any) {
-	asking := "?" + strings.Repeat(", ?", len(notifykind.Asking)-1)
-	return "(EXISTS (SELECT 1 FROM notification_subscriptions s WHERE (s.target_type = ? AND s.target_id = " + t + ".agent_id) OR " +
-			"(s.target_type = ? AND s.target_id = (SELECT a.principal_id FROM agents a WHERE a.id = " + t + ".agent_id))) OR " +
-			"EXISTS (SELECT 1 FROM notification_outbox o WHERE o.task_id = " + t + ".id AND o.state = ?) OR " +
-			"EXISTS (SELECT 1 FROM notifications n WHERE n.about_task_id = " + t + ".id AND n.read_at IS NULL AND n.kind IN (" + asking + ")))",
-		append([]any{SubscribeAgent, SubscribePrincipal, outboxPending}, anys(notifykind.Asking)...)
-}
+// noticeWantedSQL is the SQL of whether a conditional notice about a row of tasks is wanted
+// (its arguments noticeWantedArgs): someone subscribes to the task's agent or its principal, an
+// earlier notice of the task is pending (so that its notices are still decided in order), or a
+// notification about it that asked for something is unread. It reads what other transactions
+// committed: a subscription committed later came after the transition, and an earlier notice's
+// fan-out (its removal and its notifications, one transaction) is seen either before or after.
+var noticeWantedSQL = "(EXISTS (SELECT 1 FROM notification_subscriptions s WHERE (s.target_type = ? AND s.target_id = tasks.agent_id) OR " +
+	"(s.target_type = ? AND s.target_id = (SELECT a.principal_id FROM agents a WHERE a.id = tasks.agent_id))) OR " +
+	"EXISTS (SELECT 1 FROM notification_outbox o WHERE o.task_id = tasks.id AND o.state = ?) OR " +
+	"EXISTS (SELECT 1 FROM notifications n WHERE n.about_task_id = tasks.id AND n.read_at IS NULL AND n.kind IN (?" +
+	strings.Repeat(", ?", len(notifykind.Asking)-1) + ")))"
+
+// noticeWantedArgs are noticeWantedSQL's arguments (shared: never append to them).
+var noticeWantedArgs = slices.Concat([]any{SubscribeAgent, SubscribePrincipal, outboxPending}, anys(notifykind.Asking))
 
 // ClaimTaskNotices leases up to limit due notices until now+lease, oldest first, with their
 // facts. A notice whose task or status event is gone is dropped. Errors: ErrInvalid (empty or

@@ -127,12 +127,10 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([
 	cols, dest := taskColumns, (*taskRow).dest
 	var wArgs []any
 	if wanted {
-		var w string
-		w, wArgs = noticeWantedSQL("tasks")
-		cols, dest = cols+", "+w, (*taskRow).destWanted
+		cols, dest, wArgs = cols+", "+noticeWantedSQL, (*taskRow).destWanted, noticeWantedArgs
 	}
 	if tx.Dialector.Name() != DialectMySQL {
-		rows, err := queryRows(tx, dest, q+" RETURNING "+cols, append(args, wArgs...)...)
+		rows, err := queryRows(tx, dest, q+" RETURNING "+cols, slices.Concat(args, wArgs)...)
 		if err != nil {
 			return nil, fmt.Errorf("update tasks: %w", err)
 		}
@@ -154,7 +152,7 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([
 		return nil, fmt.Errorf("update tasks: %d rows changed, %d expected", n, len(ids))
 	}
 	in, inArgs := inList(ids)
-	return queryRows(tx, dest, "SELECT "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", append(wArgs, inArgs...)...)
+	return queryRows(tx, dest, "SELECT "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", slices.Concat(wArgs, inArgs)...)
 }
 
 // statusWritten writes what rows, just moved by c, owe: their status events (after the
