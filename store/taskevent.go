@@ -72,6 +72,10 @@ type TaskEvent struct {
 	Summary   *Summary       `json:",omitempty"`
 
 	messageSeq int64 // a message event read from the log: its message's sequence (TaskEvents fills Message)
+	// answerSeq is, in a status event, the sequence of the message whose text is its answer:
+	// set by the writer when the step stored that message (answerMessage), and read from the log
+	// (TaskEvents fills Status.Answer from it).
+	answerSeq int64
 }
 
 // Ends reports whether the event ends the task's run (see StatusEvent.Ends).
@@ -100,6 +104,9 @@ type eventPayload struct {
 	// in the same transaction and never changed, so its text is stored once (issue 28: the
 	// copies were half of what a task kept). Events written before hold Message itself.
 	MessageSeq int64 `json:"message_seq,omitempty"`
+	// AnswerSeq stands for a status event's answer when it is the text of a message of the task
+	// (the step's own): the answer is stored once more in tasks.answer, not a third time here.
+	AnswerSeq int64 `json:"answer_seq,omitempty"`
 }
 
 // eventData encodes e's payload for the data column (a message by its sequence).
@@ -107,6 +114,11 @@ func eventData(e TaskEvent) (string, error) {
 	p := eventPayload{Status: e.Status, ToolCall: e.ToolCall, Questions: e.Questions, Delta: e.Delta, Summary: e.Summary}
 	if e.Message != nil {
 		p.MessageSeq = int64(e.Message.Sequence)
+	}
+	if e.Status != nil && e.answerSeq > 0 {
+		st := *e.Status
+		st.Answer = nil
+		p.Status, p.AnswerSeq = &st, e.answerSeq
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
@@ -122,7 +134,21 @@ func (r *taskEventRow) toEvent() (TaskEvent, error) {
 	}
 	return TaskEvent{TaskID: r.TaskID, Sequence: r.Sequence, Type: r.Type, CreatedAt: r.CreatedAt.UTC(),
 		Status: p.Status, Message: p.Message, ToolCall: p.ToolCall, Questions: p.Questions, Delta: p.Delta, Summary: p.Summary,
-		messageSeq: p.MessageSeq}, nil
+		messageSeq: p.MessageSeq, answerSeq: p.AnswerSeq}, nil
+}
+
+// answerMessage is the sequence of the assistant message among evs (a step's own events) whose
+// text is st's answer, 0 for none: the status event then names it instead of repeating it.
+func answerMessage(evs []TaskEvent, st *StatusEvent) int64 {
+	if st.Answer == nil || *st.Answer == "" {
+		return 0
+	}
+	for _, e := range evs {
+		if e.Message != nil && e.Message.Role == RoleAssistant && e.Message.Text == *st.Answer {
+			return int64(e.Message.Sequence)
+		}
+	}
+	return 0
 }
 
 // appendEvents writes evs as the next events of task taskID in tx: it bumps tasks.event_seq
@@ -266,15 +292,18 @@ func (s *Tasks) TaskEvents(ctx context.Context, id, after int64, limit int) ([]T
 }
 
 // fillMessages sets the Message of the message events in evs (of task id) that name it by
-// sequence, from task_messages in one read of the range they span.
+// sequence, and the answer of the status events that name its message, from task_messages in
+// one read of the range they span.
 func (s *Tasks) fillMessages(ctx context.Context, id int64, evs []TaskEvent) error {
 	var lo, hi int64
 	for _, e := range evs {
-		if e.messageSeq > 0 {
-			if lo == 0 {
-				lo = e.messageSeq
+		for _, q := range []int64{e.messageSeq, e.answerSeq} {
+			if q > 0 {
+				if lo == 0 {
+					lo = q
+				}
+				lo, hi = min(lo, q), max(hi, q)
 			}
-			lo, hi = min(lo, e.messageSeq), max(hi, e.messageSeq)
 		}
 	}
 	if lo == 0 {
@@ -298,6 +327,14 @@ func (s *Tasks) fillMessages(ctx context.Context, id int64, evs []TaskEvent) err
 			if evs[i].Message = bySeq[q]; evs[i].Message == nil {
 				return fmt.Errorf("task %d: event %d names message %d, which is not stored", id, evs[i].Sequence, q)
 			}
+		}
+		if q := evs[i].answerSeq; q > 0 && evs[i].Status != nil {
+			m := bySeq[q]
+			if m == nil {
+				return fmt.Errorf("task %d: event %d names message %d as its answer, which is not stored", id, evs[i].Sequence, q)
+			}
+			answer := m.Text
+			evs[i].Status.Answer = &answer
 		}
 	}
 	return nil

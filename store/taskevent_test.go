@@ -11,6 +11,7 @@ import (
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
 	"github.com/agentsvc/svc/store"
+	"github.com/agentsvc/svc/store/storetest"
 )
 
 // eventLog renders a task's events as "1:status:QUEUED 2:message …" for comparison.
@@ -276,5 +277,52 @@ func TestRestartToolCall(t *testing.T) {
 	evs, err := f.s.TaskEvents(ctx, tk.ID, 0, 0)
 	if last := evs[len(evs)-1]; err != nil || last.Type != store.EventToolCallExecuted || last.ToolCall.Restarts != 2 {
 		t.Fatalf("events = %s, %v", eventLog(t, f.s, tk.ID), err)
+	}
+}
+
+// TestStatusEventNamesItsAnswer: a COMPLETED status event whose answer is the text of the step's
+// own message stores the message's sequence, not the text a third time (tasks.answer, the
+// message), and reads back with the answer — through TaskEvents and in a notice's facts; an
+// answer that is not the message's text stays in the event.
+func TestStatusEventNamesItsAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	follow(t, s, u.ID, store.SubscribeAgent, a.ID) // so that the completions leave notices
+	ids := claimTasks(t, s, a, u.ID, 2)
+	answer := "The ledger balances: 42 entries, none disputed."
+	for i, text := range []string{answer, "Here is my answer."} {
+		if _, _, err := s.FinishTurn(ctx, ids[i], "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: text},
+			store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, named := range []bool{true, false} {
+		var data string
+		if err := s.GormDBForTest().Raw("SELECT data FROM task_events WHERE task_id = ? AND type = ? ORDER BY sequence DESC LIMIT 1",
+			ids[i], store.EventStatus).Scan(&data).Error; err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(data, "answer_seq") != named || strings.Contains(data, answer) == named {
+			t.Errorf("task %d's status event stored %s (want the answer named by its message: %v)", i, data, named)
+		}
+		evs, err := s.TaskEvents(ctx, ids[i], 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := evs[len(evs)-1].Status; st == nil || st.Answer == nil || *st.Answer != answer {
+			t.Errorf("task %d's status event reads back as %+v", i, st)
+		}
+	}
+	ns, err := s.ClaimTaskNotices(ctx, "fanout", 10, time.Minute)
+	if err != nil || len(ns) != 2 {
+		t.Fatalf("notices = %+v, %v", ns, err)
+	}
+	for _, n := range ns {
+		if n.Status.Answer == nil || *n.Status.Answer != answer {
+			t.Errorf("notice of task %d: answer %v", n.TaskID, n.Status.Answer)
+		}
 	}
 }

@@ -218,13 +218,22 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 			return nil, err
 		}
 	}
-	out := make(map[int64]TaskNotice, len(facts))
+	events := make(map[int64]*eventPayload, len(facts))
 	for _, f := range facts {
 		r := byID[f.NoticeID]
 		var ev eventPayload
 		if err := json.Unmarshal([]byte(f.Event), &ev); err != nil || ev.Status == nil {
 			return nil, fmt.Errorf("notice %d: event %d of task %d is not a status event", r.ID, r.EventSequence, r.TaskID)
 		}
+		events[r.ID] = &ev
+	}
+	if err := fillAnswers(tx, rows, events); err != nil {
+		return nil, err
+	}
+	out := make(map[int64]TaskNotice, len(facts))
+	for _, f := range facts {
+		r := byID[f.NoticeID]
+		ev := events[r.ID]
 		n := TaskNotice{ID: r.ID, Lease: *r.LeaseUntil, At: r.CreatedAt.UTC(), Status: *ev.Status, TaskID: r.TaskID, UserID: f.UserID,
 			OwnerEmail: f.Email, Prompt: f.Prompt, Source: f.Source, AgentID: f.AgentID, AgentName: f.AgentName, PrincipalID: f.PrincipalID}
 		if runID, ok := scheduledRunID(f.Data); ok {
@@ -245,6 +254,48 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 		out[r.ID] = n
 	}
 	return out, nil
+}
+
+// fillAnswers sets the answer of the status events (by notice id, of the notices rows) that name
+// it by its message's sequence (eventPayload.AnswerSeq), in one read for the batch.
+func fillAnswers(tx *gorm.DB, rows []noticeRow, events map[int64]*eventPayload) error {
+	var where []string
+	var args []any
+	for i := range rows {
+		if ev := events[rows[i].ID]; ev != nil && ev.AnswerSeq > 0 {
+			where = append(where, "(task_id = ? AND sequence = ?)")
+			args = append(args, rows[i].TaskID, ev.AnswerSeq)
+		}
+	}
+	if len(where) == 0 {
+		return nil
+	}
+	type answerRow struct {
+		TaskID   int64
+		Sequence int64
+		Text     string
+	}
+	answers, err := queryRows(tx, func(a *answerRow) []any { return []any{&a.TaskID, &a.Sequence, &a.Text} },
+		"SELECT task_id, sequence, text FROM task_messages WHERE "+strings.Join(where, " OR "), args...)
+	if err != nil {
+		return fmt.Errorf("notices' answers: %w", err)
+	}
+	for i := range rows {
+		ev := events[rows[i].ID]
+		if ev == nil || ev.AnswerSeq == 0 {
+			continue
+		}
+		for _, a := range answers {
+			if a.TaskID == rows[i].TaskID && a.Sequence == ev.AnswerSeq {
+				text := a.Text
+				ev.Status.Answer = &text
+			}
+		}
+		if ev.Status.Answer == nil {
+			return fmt.Errorf("notice %d: its event names message %d of task %d as its answer, which is not stored", rows[i].ID, ev.AnswerSeq, rows[i].TaskID)
+		}
+	}
+	return nil
 }
 
 // DataScheduledRunID is the key of a task's data naming the scheduled run that started it.

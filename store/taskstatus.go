@@ -175,7 +175,7 @@ func (s *Store) statusWritten(tx *gorm.DB, now time.Time, c statusChange, rows [
 		if err != nil {
 			return err
 		}
-		evs = append(evs, TaskEvent{Type: EventStatus, Status: st})
+		evs = append(evs, TaskEvent{Type: EventStatus, Status: st, answerSeq: answerMessage(evs, st)})
 		base := r.EventSeq - int64(len(evs))
 		for j, e := range evs {
 			e.TaskID = r.ID
