@@ -180,16 +180,12 @@ func TestNoticeClaimReadsFactsOnce(t *testing.T) {
 	u := storetest.User(t, s)
 	a := storetest.Agent(t, s, u.PrincipalID)
 	other := storetest.User(t, s)
-	if _, _, err := s.Subscribe(ctx, store.NotificationSubscription{UserID: other.ID, TargetType: store.SubscribeAgent, TargetID: a.ID}); err != nil {
-		t.Fatal(err)
-	}
+	follow(t, s, other.ID, store.SubscribeAgent, a.ID)
 	// Another owner's agent, whose notices share the batch: a subscription to its principal
 	// reaches its notices only, and the one to a reaches none of them.
 	v := storetest.User(t, s)
 	b := storetest.Agent(t, s, v.PrincipalID)
-	if _, _, err := s.Subscribe(ctx, store.NotificationSubscription{UserID: v.ID, TargetType: store.SubscribePrincipal, TargetID: v.PrincipalID}); err != nil {
-		t.Fatal(err)
-	}
+	follow(t, s, v.ID, store.SubscribePrincipal, v.PrincipalID)
 	claim := func(settle int) (int, int64) {
 		t.Helper()
 		for range settle {

@@ -325,4 +325,26 @@ func TestStatusEventNamesItsAnswer(t *testing.T) {
 			t.Errorf("notice of task %d: answer %v", n.TaskID, n.Status.Answer)
 		}
 	}
+
+	// A notice whose answer's message is gone (damage: nothing deletes one alone) is still
+	// claimed, without the answer, and does not hold up the rest of its batch.
+	more := claimTasks(t, s, a, u.ID, 2)
+	for _, id := range more {
+		if _, _, err := s.FinishTurn(ctx, id, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: answer},
+			store.StepOutcome{Status: taskstate.Completed, Answer: &answer, Steps: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.GormDBForTest().Exec("DELETE FROM task_messages WHERE task_id = ? AND role = ?", more[0], store.RoleAssistant).Error; err != nil {
+		t.Fatal(err)
+	}
+	ns, err = s.ClaimTaskNotices(ctx, "fanout", 10, time.Minute)
+	if err != nil || len(ns) != 2 {
+		t.Fatalf("notices after the damage = %+v, %v", ns, err)
+	}
+	for _, n := range ns {
+		if damaged := n.TaskID == more[0]; (n.Status.Answer == nil) != damaged {
+			t.Errorf("notice of task %d: answer %v (its message gone: %v)", n.TaskID, n.Status.Answer, damaged)
+		}
+	}
 }

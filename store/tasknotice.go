@@ -257,7 +257,10 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 }
 
 // fillAnswers sets the answer of the status events (by notice id, of the notices rows) that name
-// it by its message's sequence (eventPayload.AnswerSeq), in one read for the batch.
+// it by its message's sequence (eventPayload.AnswerSeq), in one read for the batch. A message
+// that is not there (nothing deletes one but its task's deletion, which takes the notice too)
+// leaves the answer unset rather than failing the batch: one damaged notice must not hold up
+// every other's fan-out, and the answer is only a scheduled run's mail's detail.
 func fillAnswers(tx *gorm.DB, rows []noticeRow, events map[int64]*eventPayload) error {
 	var where []string
 	var args []any
@@ -290,9 +293,6 @@ func fillAnswers(tx *gorm.DB, rows []noticeRow, events map[int64]*eventPayload) 
 				text := a.Text
 				ev.Status.Answer = &text
 			}
-		}
-		if ev.Status.Answer == nil {
-			return fmt.Errorf("notice %d: its event names message %d of task %d as its answer, which is not stored", rows[i].ID, ev.AnswerSeq, rows[i].TaskID)
 		}
 	}
 	return nil
