@@ -49,7 +49,7 @@ func TestAppStepStatementBudget(t *testing.T) {
 		counter.Trace(func(q string) {
 			t.Log(q)
 			for _, m := range readTable.FindAllStringSubmatch(q, -1) {
-				if name := strings.ToLower(m[1]); !taskTables[name] && !configTables[name] {
+				if name := strings.ToLower(m[1]); m[2] == "" && !taskTables[name] && !configTables[name] {
 					t.Errorf("a step reads table %s, neither the task's own nor one of store.ConfigTables: %s", name, q)
 				}
 			}
@@ -72,8 +72,9 @@ func TestAppStepStatementBudget(t *testing.T) {
 	}
 }
 
-// readTable matches a table a statement reads (FROM or JOIN).
-var readTable = regexp.MustCompile("(?i)\\b(?:from|join)\\s+[`\"]?(\\w+)")
+// readTable matches a table a statement reads (FROM or JOIN); a name followed by a parenthesis
+// (its second group) is a set-returning function such as unnest, not a table.
+var readTable = regexp.MustCompile("(?i)\\b(?:from|join)\\s+[`\"]?(\\w+)[`\"]?(\\s*\\()?")
 
 // taskTables are the tables of a task's own state, which its steps read and write every time.
 var taskTables = map[string]bool{

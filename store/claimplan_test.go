@@ -20,7 +20,7 @@ func TestClaimPlanPostgres(t *testing.T) {
 	s := storetest.NewFresh(t)
 	fillQueue(t, s, 10, 5000)
 	var plan []string
-	if err := s.GormDBForTest().Raw("EXPLAIN "+store.QueuedFairPostgresForTest, 64, 64, 16).Scan(&plan).Error; err != nil {
+	if err := s.GormDBForTest().Raw("EXPLAIN " + store.QueuedFairPostgresForTest(16)).Scan(&plan).Error; err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(plan, "\n")

@@ -29,8 +29,8 @@ var MemoryTermsForTest = memoryTerms
 // that compares it with the window function it replaced.
 var RankQueuedMySQLForTest = rankQueuedMySQL
 
-// QueuedFairPostgresForTest is PostgreSQL's locking read of the fair claim, for the test that
-// reads its plan.
+// QueuedFairPostgresForTest is PostgreSQL's locking read of the fair claim of want tasks, for
+// the test that reads its plan.
 var QueuedFairPostgresForTest = queuedFairPostgres
 
 // GroupTxForTest runs fn as a grouped write ordered by key (commitgroup.go).

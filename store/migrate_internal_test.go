@@ -35,3 +35,18 @@ func TestMigrationDialects(t *testing.T) {
 		t.Errorf("equal sets: %v", err)
 	}
 }
+
+// TestMigrationWithoutStatements: a file with no statement is refused unless it says why.
+func TestMigrationWithoutStatements(t *testing.T) {
+	for body, ok := range map[string]bool{
+		"":                                       false,
+		"-- forgot the statement\n":              false,
+		noStatements + " no partial index.\n":    true,
+		"-- a comment\nCREATE INDEX i ON t (c);": true,
+	} {
+		stmts, err := migrationStatements(body)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, %v", body, stmts, err)
+		}
+	}
+}

@@ -194,12 +194,12 @@ func noticeFacts(tx *gorm.DB, rows []noticeRow) (map[int64]TaskNotice, error) {
 	for i := range rows {
 		ids[i], byID[rows[i].ID] = rows[i].ID, &rows[i]
 	}
-	in, args := inList(ids)
+	byIDs, args := idIn(tx, "n.id", ids)
 	facts, err := queryRows(tx, func(f *factRow) []any {
 		return []any{&f.NoticeID, &f.UserID, &f.Email, &f.Prompt, &f.Source, &f.Data, &f.AgentID, &f.AgentName, &f.PrincipalID, &f.Event}
 	}, "SELECT n.id, t.user_id, u.email, t.prompt, t.source, t.data, t.agent_id, a.name, a.principal_id, e.data FROM notification_outbox n "+
 		"JOIN tasks t ON t.id = n.task_id JOIN users u ON u.id = t.user_id JOIN agents a ON a.id = t.agent_id "+
-		"JOIN task_events e ON e.task_id = n.task_id AND e.sequence = n.event_sequence WHERE n.id IN "+in, args...)
+		"JOIN task_events e ON e.task_id = n.task_id AND e.sequence = n.event_sequence WHERE "+byIDs, args...)
 	if err != nil {
 		return nil, fmt.Errorf("notices' facts: %w", err)
 	}

@@ -298,9 +298,12 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	return nil, errors.New("sqlcount: the wrapped driver's statements must implement driver.StmtQueryContext")
 }
 
+// CheckNamedValue asks the wrapped statement, else its connection, as database/sql asks an
+// unwrapped driver's: a driver whose statements have no checker of their own (pgx) takes
+// arguments the default conversion refuses (a slice as an array) through its connection's.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if ch, ok := s.Stmt.(driver.NamedValueChecker); ok {
 		return ch.CheckNamedValue(nv)
 	}
-	return driver.ErrSkip
+	return s.c.CheckNamedValue(nv)
 }

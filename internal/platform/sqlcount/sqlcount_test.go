@@ -3,7 +3,9 @@ package sqlcount_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -118,3 +120,61 @@ func TestIsWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedArgsCheckedByTheConnection: a driver whose connection takes a slice argument and
+// whose statements have no checker of their own (pgx, which sends a slice as an array) takes it
+// through a prepared statement of the wrapped driver too.
+func TestPreparedArgsCheckedByTheConnection(t *testing.T) {
+	t.Parallel()
+	var got []driver.Value
+	sqlcount.Register("sqlcount-test-slices", &sqlcount.Driver{Base: sliceDriver{got: &got}, Observe: func(string) sqlcount.Observer {
+		return sqlcount.Observer{Counts: &sqlcount.Counts{}}
+	}})
+	db, err := sql.Open("sqlcount-test-slices", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.Prepare("UPDATE t SET v = 1 WHERE id = ANY($1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Exec([]int64{1, 2}); err != nil {
+		t.Fatalf("prepared: %v", err)
+	}
+	if _, err := db.Exec("UPDATE t SET v = 1 WHERE id = ANY($1)", []int64{3}); err != nil {
+		t.Fatalf("unprepared: %v", err)
+	}
+	if len(got) != 2 || fmt.Sprint(got) != "[[1 2] [3]]" {
+		t.Fatalf("the driver received %v", got)
+	}
+}
+
+// sliceDriver is a driver whose connection's checker takes any argument, as pgx's does, and
+// whose statements have none.
+type sliceDriver struct{ got *[]driver.Value }
+
+func (d sliceDriver) Open(string) (driver.Conn, error) { return sliceConn(d), nil }
+
+type sliceConn sliceDriver
+
+func (c sliceConn) Prepare(q string) (driver.Stmt, error)    { return sliceStmt(c), nil }
+func (c sliceConn) Close() error                             { return nil }
+func (c sliceConn) Begin() (driver.Tx, error)                { return nil, errors.New("no transactions") }
+func (c sliceConn) CheckNamedValue(*driver.NamedValue) error { return nil }
+
+type sliceStmt sliceConn
+
+func (s sliceStmt) Close() error  { return nil }
+func (s sliceStmt) NumInput() int { return -1 }
+func (s sliceStmt) Exec([]driver.Value) (driver.Result, error) {
+	return nil, errors.New("use ExecContext")
+}
+func (s sliceStmt) ExecContext(_ context.Context, args []driver.NamedValue) (driver.Result, error) {
+	for _, a := range args {
+		*s.got = append(*s.got, a.Value)
+	}
+	return driver.RowsAffected(1), nil
+}
+func (s sliceStmt) Query([]driver.Value) (driver.Rows, error) { return nil, errors.New("no queries") }
