@@ -1,3 +1,2 @@
--- Nothing to do on this dialect: SQLite and PostgreSQL make three task indexes partial here
--- (see their 0039); MySQL/MariaDB has no partial index, and its fair claim reads
--- tasks_status_user_idx by a loose index scan.
+-- Nothing to do on this dialect: SQLite and PostgreSQL make task indexes partial here (see
+-- their 0039); MySQL/MariaDB has no partial index.
