@@ -107,17 +107,19 @@ func (b *bench) newSite(dialect string, model *fakeModel, settings ...string) (*
 	return s, nil
 }
 
-// close drops the site's database and folder.
+// close drops the site's database and folder (with -keep, neither).
 func (s *site) close() {
 	if s.db != nil {
 		_ = s.db.Close()
 	}
-	if s.admin != nil {
+	if s.admin != nil && !s.b.o.keep {
 		if s.dialect == "postgres" {
 			_, _ = s.admin.Exec("DROP DATABASE IF EXISTS " + s.dbName + " WITH (FORCE)")
 		} else {
 			_, _ = s.admin.Exec("DROP DATABASE IF EXISTS `" + s.dbName + "`")
 		}
+	}
+	if s.admin != nil {
 		_ = s.admin.Close()
 	}
 	if !s.b.o.keep {
