@@ -81,8 +81,9 @@ type TaskEvent struct {
 // Ends reports whether the event ends the task's run (see StatusEvent.Ends).
 func (e *TaskEvent) Ends() bool { return e.Status != nil && e.Status.Ends() }
 
+// taskEventRow is a row of task_events, named by (task_id, sequence): PostgreSQL has no other
+// key (migration 0040); the id column SQLite and MySQL keep is never read.
 type taskEventRow struct {
-	ID        int64
 	TaskID    int64
 	Sequence  int64
 	Type      string
