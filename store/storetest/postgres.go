@@ -145,7 +145,7 @@ func KillWakeListeners(t testing.TB, s *store.Store) int {
 	defer db.Close()
 	var n int
 	err = db.QueryRowContext(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = 'svc-wake' AND query = $1`, "LISTEN "+pgx.Identifier{s.WakeChannel()}.Sanitize()).Scan(&n)
+		WHERE application_name LIKE 'svc-wake %' AND query = $1`, "LISTEN "+pgx.Identifier{s.WakeChannel()}.Sanitize()).Scan(&n)
 	if err != nil {
 		t.Fatalf("storetest: end the wake listeners: %v", err)
 	}
