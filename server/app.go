@@ -209,10 +209,15 @@ func (a *App) Stop(ctx context.Context) error {
 		a.Daemon.HandBack = sh.HandBack
 		a.stopBy = deadline
 	}
-	errs := []error{a.Events.Stop(ctx), a.Wakeups.Stop(ctx)}
+	// The daemon's stop ends claiming at once; the streams' broker and the wake listener stop
+	// beside it, not before it: while they stopped first, a slot freed by a finishing step was
+	// claimed again after the signal (TestOperationsDrill, on a loaded machine).
+	side := make(chan []error, 1)
+	go func() { side <- []error{a.Events.Stop(ctx), a.Wakeups.Stop(ctx)} }()
 	dctx, cancel := sh.until(ctx, start.Add(sh.Steps))
-	errs = append(errs, a.Daemon.Stop(dctx))
+	derr := a.Daemon.Stop(dctx)
 	cancel()
+	errs := append(<-side, derr)
 	// The outboxes sent what the finishing steps queued meanwhile; now their deliveries in
 	// flight get their own share, starting when the daemon is done, never eating the flush's.
 	octx, cancel := sh.until(ctx, minTime(time.Now().Add(sh.Outboxes), deadline.Add(-sh.Flush)))

@@ -1,7 +1,7 @@
 // Package pgwake carries wake-ups between the processes of one deployment on PostgreSQL: each
 // process holds one connection LISTENing on the store's wake channel, and what another process
 // committed (a task queued, events, a notice, a mail: store.Commit, sent by the store with NOTIFY
-// after each commit) wakes this process's loops as its own commits do, in milliseconds instead
+// after each commit while another process listens) wakes this process's loops as its own commits do, in milliseconds instead
 // of at their next poll.
 //
 // The polls stay: they are the fallback when a notification is lost (the sender died between
