@@ -109,9 +109,17 @@ const handBackTimeout = 10 * time.Second
 // a lock timeout, too many connections), which is no fault of the task's. The hand-back is
 // retried until handBackTimeout, so a failed step never leaves its task RUNNING under a lease
 // nobody renews. A nil stop never closes. Each step starts from the task row the previous one
-// wrote (the claim's for the first), so a run reads the task row once per claim, not per step.
+// wrote (the claim's for the first), so a run reads the task row once per claim, not per step,
+// and its conversation once, then only what others append (transcript.go).
 func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, t *store.Task, workerID string) {
-	id := t.ID
+	l.RunClaimed(ctx, stop, Claimed{Task: t}, workerID)
+}
+
+// RunClaimed is Run for a task as Claim returned it: its steps start from the conversation the
+// claim read (transcript.go).
+func (l *Loop) RunClaimed(ctx context.Context, stop <-chan struct{}, c Claimed, workerID string) {
+	t, id := c.Task, c.Task.ID
+	ctx = context.WithValue(ctx, inRun{}, newTranscript(c.Messages))
 	for {
 		select {
 		case <-stop:
@@ -119,7 +127,7 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}, t *store.Task, wor
 			return
 		default:
 		}
-		out, err := l.tickAlive(context.WithValue(ctx, inRun{}, true), t, workerID)
+		out, err := l.tickAlive(ctx, t, workerID)
 		if err != nil {
 			if errors.Is(err, svcerr.ErrInvalidState) {
 				return // aborted, reaped or claimed by another worker meanwhile: nothing of ours to do
@@ -377,17 +385,19 @@ func (l *Loop) step(ctx context.Context, t *store.Task, worker string) (*store.T
 		// An answer: the turn and the step's outcome in one transaction.
 		answer := resp.Text
 		usage.Status, usage.Answer, usage.Data = taskstate.Completed, &answer, todos.flush()
-		out, _, err := l.Store.FinishTurn(ctx, t.ID, worker, msg, usage)
+		out, stored, err := l.Store.FinishTurn(ctx, t.ID, worker, msg, usage)
 		if err != nil {
 			return nil, err
 		}
+		wrote(ctx, stored)
 		return l.settle(ctx, out), nil
 	}
 	run.allowed = allowances(current)
-	_, recorded, err := l.Store.AppendAssistantTurn(ctx, t.ID, worker, msg, run.plan(resp.ToolCalls))
+	stored, recorded, err := l.Store.AppendAssistantTurn(ctx, t.ID, worker, msg, run.plan(resp.ToolCalls))
 	if err != nil {
 		return nil, err
 	}
+	wrote(ctx, stored)
 	outcome, last, err := run.execute(ctx, runnable(recorded), true)
 	if err != nil {
 		return nil, err
@@ -419,10 +429,6 @@ func (l *Loop) unsettledChildren(ctx context.Context, t *store.Task, calls []sto
 	}
 	return 0, nil
 }
-
-// inRun marks the context of a step that Loop.Run runs: its finish renews the lease when the
-// task stays RUNNING, instead of a separate ExtendLease.
-type inRun struct{}
 
 // finish records the step's outcome, then resumes a parent whose sub-agents have all settled
 // (see settle; FAILED is settled by fail, once its automatic retry is decided).
@@ -476,7 +482,7 @@ func (l *Loop) failWait(ctx context.Context, t *store.Task, worker, code, msg st
 // calls are the task's tool calls as the step read them (the step's own writes since are on
 // calls that are no longer runnable, which the step re-reads: see step).
 func (l *Loop) request(ctx context.Context, t *store.Task, a *store.Agent, states map[string]tools.ToolState, calls []store.ToolCall, sm *store.Summary) (llm.Request, []int64, error) {
-	msgs, err := l.Store.Messages(ctx, t.ID, 0)
+	msgs, err := l.messages(ctx, t)
 	if err != nil {
 		return llm.Request{}, nil, err
 	}

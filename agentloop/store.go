@@ -32,6 +32,7 @@ type Store interface {
 	// The conversation and the step's writes under the lease.
 	Task(ctx context.Context, id int64) (*store.Task, error)
 	Messages(ctx context.Context, taskID int64, sinceSequence int) ([]store.TaskMessage, error)
+	MessagesOfTasks(ctx context.Context, taskIDs []int64) (map[int64][]store.TaskMessage, error)
 	SummaryAt(ctx context.Context, taskID, seq int64) (*store.Summary, error)
 	AppendSummary(ctx context.Context, taskID int64, workerID string, sm store.Summary) error
 	QuestionBatches(ctx context.Context, taskID int64) ([]store.QuestionBatch, error)

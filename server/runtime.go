@@ -52,11 +52,11 @@ import (
 // dispatcher), so a step's publish hook, the daemon and the handlers use the same instances.
 type Services struct {
 	api.Deps
-	Skills   *skill.Index                // shipped skills, then plugins' skill folders
-	Secrets  *secret.Box                 // seals secrets at rest (model API keys, password-typed settings)
-	Hub      *push.Hub                   // the embedded push hub; stopped by Close
-	Loop     *agentloop.Loop             // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
-	Daemon   *worker.Daemon[*store.Task] // server mode: drains the task queue (App.Start)
+	Skills   *skill.Index                      // shipped skills, then plugins' skill folders
+	Secrets  *secret.Box                       // seals secrets at rest (model API keys, password-typed settings)
+	Hub      *push.Hub                         // the embedded push hub; stopped by Close
+	Loop     *agentloop.Loop                   // runs task steps: the daemon (server mode) and the tick endpoint (client mode)
+	Daemon   *worker.Daemon[agentloop.Claimed] // server mode: drains the task queue (App.Start)
 	Webhooks *webhook.Dispatcher
 	Mails    *mailqueue.Dispatcher // sends the mail outbox (every mode; App.Start)
 	MCP      *mcp.Manager          // the MCP servers of plugins; closed by Close
@@ -319,29 +319,29 @@ const choresEvery = agentloop.DefaultLease / 4
 // maxWorkers runs at once, and running chores every choresEvery. Each process gets its own worker
 // id, so two processes on one database never run the same task at once (claims are atomic in
 // the store).
-func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[*store.Task] {
+func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[agentloop.Claimed] {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
 	loop := a.Loop
-	return &worker.Daemon[*store.Task]{
+	return &worker.Daemon[agentloop.Claimed]{
 		MaxWorkers: maxWorkers,
 		Poll:       time.Second,
 		Log:        a.Logger,
 		Clock:      startstop.RealClock(a.clock),
-		Claim: func(ctx context.Context, n int) ([]*store.Task, error) {
-			ts, err := loop.Store.ClaimQueued(ctx, id, loop.Lease, n)
-			out := make([]*store.Task, len(ts))
+		Claim: func(ctx context.Context, n int) ([]agentloop.Claimed, error) {
+			cs, err := loop.Claim(ctx, id, n)
 			now := a.clock()
-			for i := range ts {
-				t := &ts[i]
-				out[i] = t
+			for _, c := range cs {
+				t := c.Task
 				// Claim latency is measured on first claims (queued since creation); a resumed
 				// task's wait is the user's or a retry's, not the queue's.
 				a.Metrics.Claimed(t.StepsUsed == 0 && t.RetryCount == 0 && t.Recoveries == 0, now.Sub(t.CreatedAt))
 			}
-			return out, err
+			return cs, err
 		},
-		Run:         func(ctx context.Context, stop <-chan struct{}, t *store.Task) { loop.Run(ctx, stop, t, id) },
+		Run: func(ctx context.Context, stop <-chan struct{}, c agentloop.Claimed) {
+			loop.RunClaimed(ctx, stop, c, id)
+		},
 		ChoresEvery: choresEvery,
 		Chores:      func(ctx context.Context) error { _, err := chores.Run(ctx); return err },
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	svc "github.com/agentsvc/svc"
+	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/account"
@@ -63,17 +64,17 @@ type Server struct {
 	clock    func() time.Time
 	contract *contract
 	limiters map[string]ratelimit.Checker
-	bodies   *bodySlots                  // one slot per request body being received (max_request_bodies)
-	agentAPI agentAPIState               // per-agent API: per-key limiters (server/agentapi.go)
-	media    *media.Service              // inline files are spooled to its InlineDir
-	plugins  *plugins.Runtime            // frontend bundles of plugins
-	metrics  *metrics.Metrics            // {prefix}/metrics and the request metrics
-	tracer   *tracing.Tracer             // request spans (no-op when tracing is off)
-	pushSvc  *push.Service               // the push channel (readiness)
-	events   *taskstream.Broker          // the task event streams, ended when the server shuts down
-	daemon   *worker.Daemon[*store.Task] // the server-mode worker (readiness)
-	proxies  proxies                     // trusted_proxies: whose forwarding headers name the client
-	apiOnly  bool                        // the process runs no task daemon (Options.APIOnly): readiness does not ask for one
+	bodies   *bodySlots                        // one slot per request body being received (max_request_bodies)
+	agentAPI agentAPIState                     // per-agent API: per-key limiters (server/agentapi.go)
+	media    *media.Service                    // inline files are spooled to its InlineDir
+	plugins  *plugins.Runtime                  // frontend bundles of plugins
+	metrics  *metrics.Metrics                  // {prefix}/metrics and the request metrics
+	tracer   *tracing.Tracer                   // request spans (no-op when tracing is off)
+	pushSvc  *push.Service                     // the push channel (readiness)
+	events   *taskstream.Broker                // the task event streams, ended when the server shuts down
+	daemon   *worker.Daemon[agentloop.Claimed] // the server-mode worker (readiness)
+	proxies  proxies                           // trusted_proxies: whose forwarding headers name the client
+	apiOnly  bool                              // the process runs no task daemon (Options.APIOnly): readiness does not ask for one
 	prefix   string
 	apiBase  string
 	engine   *gin.Engine

@@ -17,11 +17,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/jobs/worker"
 	"github.com/agentsvc/svc/internal/platform/push"
-	"github.com/agentsvc/svc/store"
 )
 
 const hubPath = apitest.Prefix + "/.well-known/mercure"
@@ -325,7 +325,7 @@ func followTopic(t *testing.T, env *apitest.Env, c *apitest.Client, topic string
 
 // runWorker starts the service's background work (server mode: the daemon and the callback
 // dispatcher) as `svc serve` does, and drains it when the test ends; it returns the daemon.
-func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon[*store.Task] {
+func runWorker(t *testing.T, env *apitest.Env) *worker.Daemon[agentloop.Claimed] {
 	t.Helper()
 	env.App.Start(context.Background())
 	t.Cleanup(func() {

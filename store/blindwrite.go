@@ -9,14 +9,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// Blind writes: statements whose result nobody reads (an INSERT without RETURNING, an upsert),
-// to tables nothing later in the same scope reads. A step writes three of them — its usage
-// ledger row, the daily rollup, its events — and on PostgreSQL each was a round trip of its
-// own (issue 28: the worker's CPU went to a socket write and read per statement). Inside
-// holdBlind's scope they are held and sent by flush as one statement: the first ones as
-// data-modifying WITH clauses of the last (PostgreSQL runs them all, in one snapshot, none
-// seeing another's rows — which is why only writes nothing in the scope reads may be held).
-// SQLite (in the process) and MySQL/MariaDB (no data-modifying WITH) run each at once.
+// Blind writes: statements whose result nobody reads (an INSERT without RETURNING, an upsert).
+// A step writes four of them — its usage ledger row, the daily rollup, its message, its
+// events — and on PostgreSQL each was a round trip of its own (issue 28: the worker's CPU went
+// to a socket write and read per statement). Inside holdBlind's scope they are held and sent
+// by flush as one statement: the first ones as data-modifying WITH clauses of the last
+// (PostgreSQL runs them all, in one snapshot, none seeing another's rows). A read in the scope
+// of a table a held write fills must therefore flush first (flushHeld: enqueueCallbacks reads
+// the step's message). SQLite (in the process) and MySQL/MariaDB (no data-modifying WITH) run
+// each at once.
 
 type blindKey struct{}
 
@@ -45,6 +46,13 @@ func blindExec(tx *gorm.DB, q string, args ...any) error {
 	}
 	_, err := rawExec(tx, q, args...)
 	return err
+}
+
+// flushHeld sends the writes held in tx's scope, if any, before a read that must see them.
+// Errors: the database's.
+func flushHeld(tx *gorm.DB) error {
+	w, _ := tx.Statement.Context.Value(blindKey{}).(*blindWrites)
+	return w.flush(tx)
 }
 
 // flush sends the held writes as one statement (WITH w0 AS (…), w1 AS (…) <the last>) and

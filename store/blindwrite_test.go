@@ -12,8 +12,8 @@ import (
 )
 
 // TestStepBlindWrites: a step's usage ledger row, rollup and events all land — on PostgreSQL
-// in one statement, the first ones as WITH clauses of the last; elsewhere one by one —, its
-// message with its id, and a held write that fails fails the step with none of its writes kept.
+// in one statement with its message, the first ones as WITH clauses of the last; elsewhere one
+// by one —, and a held write that fails fails the step with none of its writes kept.
 func TestStepBlindWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,10 +30,13 @@ func TestStepBlindWrites(t *testing.T) {
 		return err
 	}
 
-	var ledger []string
+	var ledger, messages []string
 	counter.Trace(func(q string) {
 		if strings.Contains(q, "usage_ledger") {
 			ledger = append(ledger, q)
+		}
+		if strings.Contains(q, "INSERT INTO task_messages") {
+			messages = append(messages, q)
 		}
 	})
 	if err := finish(ids[0]); err != nil {
@@ -41,11 +44,11 @@ func TestStepBlindWrites(t *testing.T) {
 	}
 	counter.Trace(nil)
 	together := len(ledger) == 1 && strings.HasPrefix(ledger[0], "WITH ") && strings.Contains(ledger[0], "usage_daily") &&
-		strings.Contains(ledger[0], "INSERT INTO task_events")
+		strings.Contains(ledger[0], "INSERT INTO task_events") && len(messages) == 1 && messages[0] == ledger[0]
 	if want := s.Dialect() == store.DialectPostgres; together != want {
-		t.Fatalf("the ledger's statements %q: sent with the rollup and the events %v, want %v", ledger, together, want)
+		t.Fatalf("the ledger's statements %q: sent with the rollup, the events and the message %v, want %v", ledger, together, want)
 	}
-	if ms, err := s.Messages(ctx, ids[0], 0); err != nil || len(ms) != 2 || turn.ID == 0 || ms[1].ID != turn.ID || ms[1].Text != answer {
+	if ms, err := s.Messages(ctx, ids[0], 0); err != nil || len(ms) != 2 || turn.Sequence != 2 || ms[1].Sequence != 2 || ms[1].Text != answer {
 		t.Fatalf("messages = %+v, %v; the turn = %+v", ms, err, turn)
 	}
 	if got := usageCalls(t, s); got != 1 {

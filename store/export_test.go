@@ -21,6 +21,10 @@ var HandWrittenColumnsForTest = map[string]string{
 	"tasks": taskColumns, "task_messages": messageColumns, "task_tool_calls": toolCallColumns,
 }
 
+// UnreadIDForTest are the tables whose id column nothing reads: PostgreSQL has dropped it
+// (migrations 0040, 0041), SQLite and MySQL keep it as the key rows are stored under.
+var UnreadIDForTest = []string{"task_messages", "task_events"}
+
 // MemoryTermsForTest is the terms column of a memory's text, for benchmarks that fill the table
 // in SQL.
 var MemoryTermsForTest = memoryTerms

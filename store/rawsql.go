@@ -270,25 +270,25 @@ func insertEventRows(tx *gorm.DB, rows []taskEventRow) error {
 }
 
 // messageColumns are the columns of task_messages in the order of taskMessageRow's fields.
-const messageColumns = "id, task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, media_ids, " +
+const messageColumns = "task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, media_ids, " +
 	"input_tokens, output_tokens, created_at"
 
 // dest are the scan destinations of messageColumns.
 func (r *taskMessageRow) dest() []any {
-	return []any{&r.ID, &r.TaskID, &r.Sequence, &r.Role, &r.Text, &r.Reasoning, &r.ToolCalls, &r.ProviderCallID,
+	return []any{&r.TaskID, &r.Sequence, &r.Role, &r.Text, &r.Reasoning, &r.ToolCalls, &r.ProviderCallID,
 		&r.MediaIDs, &r.InputTokens, &r.OutputTokens, &r.CreatedAt}
 }
 
-// insertMessageRow writes r to task_messages and sets its id.
+// insertMessageRow writes r to task_messages: a blind write (blindwrite.go) — nothing reads a
+// message's id, and a step's reads of task_messages after it (enqueueCallbacks) flush first.
 func insertMessageRow(tx *gorm.DB, r *taskMessageRow) error {
-	id, err := insertReturningID(tx, "INSERT INTO task_messages (task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, "+
+	err := blindExec(tx, "INSERT INTO task_messages (task_id, sequence, role, text, reasoning, tool_calls, provider_call_id, "+
 		"media_ids, input_tokens, output_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.TaskID, r.Sequence, r.Role, r.Text, r.Reasoning, r.ToolCalls, r.ProviderCallID, r.MediaIDs, r.InputTokens,
 		r.OutputTokens, r.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("message: %w", err)
 	}
-	r.ID = id
 	return nil
 }
 

@@ -72,6 +72,9 @@ type Task struct {
 	// SummarySeq is the event sequence of the task's latest summary (0: never compacted), so a
 	// step reads it (SummaryAt) only when there is one.
 	SummarySeq int64
+	// MessageSeq is the sequence of the task's last message: a run that holds the messages
+	// through it reads none again (agentloop's transcript).
+	MessageSeq int64
 }
 
 type taskRow struct {
@@ -126,7 +129,7 @@ func (r *taskRow) toTask() (*Task, error) {
 		LeaseOwner:     r.LeaseOwner,
 		LeaseExpiresAt: utcPtr(r.LeaseExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		FinishedAt: utcPtr(r.FinishedAt), TraceParent: deref(r.TraceParent), ToolCallCount: r.ToolCallCount,
-		SummarySeq: r.SummarySeq,
+		SummarySeq: r.SummarySeq, MessageSeq: r.MessageSeq,
 	}
 	if r.ErrorCode != nil {
 		t.Error = &TaskError{Code: *r.ErrorCode, Message: deref(r.ErrorMessage)}

@@ -42,7 +42,6 @@ type NewTaskMessage struct {
 
 // TaskMessage is one stored conversation turn; Sequence starts at 1 per task.
 type TaskMessage struct {
-	ID       int64
 	TaskID   int64
 	Sequence int
 	NewTaskMessage
@@ -50,7 +49,6 @@ type TaskMessage struct {
 }
 
 type taskMessageRow struct {
-	ID             int64
 	TaskID         int64
 	Sequence       int
 	Role           string
@@ -67,17 +65,17 @@ type taskMessageRow struct {
 func (taskMessageRow) TableName() string { return "task_messages" }
 
 func (r *taskMessageRow) toMessage() (TaskMessage, error) {
-	m := TaskMessage{ID: r.ID, TaskID: r.TaskID, Sequence: r.Sequence, CreatedAt: r.CreatedAt.UTC()}
+	m := TaskMessage{TaskID: r.TaskID, Sequence: r.Sequence, CreatedAt: r.CreatedAt.UTC()}
 	m.Role, m.Text, m.Reasoning = r.Role, r.Text, rawOf(r.Reasoning)
 	m.ProviderCallID, m.InputTokens, m.OutputTokens = deref(r.ProviderCallID), r.InputTokens, r.OutputTokens
 	if r.ToolCalls != nil {
 		if err := json.Unmarshal([]byte(*r.ToolCalls), &m.ToolCalls); err != nil {
-			return m, fmt.Errorf("task message %d: tool calls: %w", r.ID, err)
+			return m, fmt.Errorf("task %d, message %d: tool calls: %w", r.TaskID, r.Sequence, err)
 		}
 	}
 	if r.MediaIDs != nil {
 		if err := json.Unmarshal([]byte(*r.MediaIDs), &m.MediaIDs); err != nil {
-			return m, fmt.Errorf("task message %d: media ids: %w", r.ID, err)
+			return m, fmt.Errorf("task %d, message %d: media ids: %w", r.TaskID, r.Sequence, err)
 		}
 	}
 	return m, nil
@@ -193,6 +191,30 @@ func (s *Tasks) AppendMessages(ctx context.Context, taskID int64, workerID strin
 		}
 		return out, insertNumbered(tx, taskID, row.EventSeq, now, messageEvents(out))
 	})
+}
+
+// MessagesOfTasks returns the turns of each of taskIDs, in order, in one statement: the
+// worker reads the conversations of a claim's batch at once (agentloop.Loop.Claim). A task
+// without messages has no entry. Errors: none beyond the database's own.
+func (s *Tasks) MessagesOfTasks(ctx context.Context, taskIDs []int64) (map[int64][]TaskMessage, error) {
+	out := make(map[int64][]TaskMessage, len(taskIDs))
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	db := s.conn(ctx)
+	in, args := idIn(db, "task_id", taskIDs)
+	rows, err := queryRows(db, (*taskMessageRow).dest, "SELECT "+messageColumns+" FROM task_messages WHERE "+in+" ORDER BY task_id, sequence", args...)
+	if err != nil {
+		return nil, TranslateError(fmt.Errorf("messages of %d tasks: %w", len(taskIDs), err))
+	}
+	for i := range rows {
+		m, err := rows[i].toMessage()
+		if err != nil {
+			return nil, err
+		}
+		out[m.TaskID] = append(out[m.TaskID], m)
+	}
+	return out, nil
 }
 
 // Messages returns the turns of a task with a sequence above sinceSequence, in order.

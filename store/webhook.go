@@ -112,6 +112,9 @@ func enqueueCallbacks(tx *gorm.DB, now time.Time, taskIDs ...int64) error {
 	if len(taskIDs) == 0 {
 		return nil
 	}
+	if err := flushHeld(tx); err != nil { // the snapshot reads the step's message
+		return err
+	}
 	var rows []taskRow
 	err := tx.Where("id IN ? AND callback_url IS NOT NULL AND api_key_id IS NOT NULL AND status IN ?", taskIDs, taskstate.Settled).
 		Where("api_key_id IN (SELECT id FROM agent_api_keys WHERE revoked_at IS NULL)").

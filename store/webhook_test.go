@@ -168,7 +168,7 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 	}
 
 	// The step's own message is in the snapshot of a failure (the snapshot is read in the step's
-	// transaction, after the message: it must not be held with the step's blind writes,
+	// transaction, after the message: the step's held blind writes are flushed before it,
 	// store/blindwrite.go).
 	t.Run("FinishTurn's last words", func(t *testing.T) {
 		t.Parallel()
@@ -179,15 +179,15 @@ func TestCallbackEnqueuedOnSettle(t *testing.T) {
 		_, m, err := f.s.FinishTurn(ctx, tk.ID, "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: said},
 			store.StepOutcome{Status: taskstate.Failed, Error: &store.TaskError{Code: taskstate.CodeToolError, Message: "boom"}, Steps: 1,
 				Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
-		if err != nil || m.ID == 0 || m.Text != said {
+		if err != nil || m.Sequence != 2 || m.Text != said {
 			t.Fatalf("FinishTurn = %+v, %v", m, err)
 		}
 		ds := f.deliveries(t, tk.ID)
 		if len(ds) != 1 || ds[0].Snapshot.LastSaid == nil || *ds[0].Snapshot.LastSaid != said {
 			t.Fatalf("deliveries = %+v", ds)
 		}
-		if ms, err := f.s.Messages(ctx, tk.ID, 0); err != nil || len(ms) != 2 || ms[1].ID != m.ID || ms[1].Text != said {
-			t.Fatalf("messages = %+v, %v (the turn's id %d)", ms, err, m.ID)
+		if ms, err := f.s.Messages(ctx, tk.ID, 0); err != nil || len(ms) != 2 || ms[1].Sequence != m.Sequence || ms[1].Text != said {
+			t.Fatalf("messages = %+v, %v (the turn's sequence %d)", ms, err, m.Sequence)
 		}
 	})
 

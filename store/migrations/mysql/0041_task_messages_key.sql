@@ -1,0 +1,3 @@
+-- Nothing to do on this dialect: PostgreSQL drops task_messages.id here (see its 0041). InnoDB
+-- stores a table's rows in its primary key's order: with (task_id, sequence) as the key, the
+-- messages of tasks running at once would be inserted across the table instead of at its end.

@@ -1,0 +1,3 @@
+-- Nothing to do on this dialect: PostgreSQL drops task_messages.id here (see its 0041). On
+-- SQLite id is the rowid, the key the table's rows are stored under, which costs no index of
+-- its own; dropping it would rebuild the table to keep what it keeps.
