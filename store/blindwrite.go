@@ -78,7 +78,7 @@ func (w *blindWrites) flush(tx *gorm.DB) error {
 	_, err := rawExec(tx, b.String(), w.args...)
 	w.qs, w.args = w.qs[:0], w.args[:0]
 	if err != nil {
-		return fmt.Errorf("the step's writes: %w", err)
+		return fmt.Errorf("the held writes: %w", err)
 	}
 	return nil
 }

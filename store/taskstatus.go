@@ -239,10 +239,11 @@ func (s *Store) logTransitions(ctx context.Context, trs []transitioned) {
 }
 
 // insertTask inserts the new task row (its status the one taskstate.Create enters) with its
-// first messages, and writes their events: the status event first, then the messages'.
-// Errors: ErrInvalid for a row naming an unknown agent, user or parent task, or for invalid
-// messages.
+// first messages, and writes their events: the status event first, then the messages'. The
+// messages and events are blind writes, sent to PostgreSQL as one statement. Errors:
+// ErrInvalid for a row naming an unknown agent, user or parent task, or for invalid messages.
 func (s *Store) insertTask(tx *gorm.DB, now time.Time, row *taskRow, msgs []NewTaskMessage) error {
+	tx, held := holdBlind(tx)
 	row.Status = taskstate.Rules[taskstate.Create].To[0]
 	row.EventSeq, row.MessageSeq = int64(1+len(msgs)), int64(len(msgs))
 	if err := insertTaskRow(tx, row); err != nil {
@@ -260,6 +261,9 @@ func (s *Store) insertTask(tx *gorm.DB, now time.Time, row *taskRow, msgs []NewT
 		return err
 	}
 	if err := insertEvents(tx, row.ID, 0, now, append([]TaskEvent{{Type: EventStatus, Status: st}}, messageEvents(stored)...)); err != nil {
+		return err
+	}
+	if err := held.flush(tx); err != nil {
 		return err
 	}
 	noteTransition(tx, taskstate.Create, "", row, "")
