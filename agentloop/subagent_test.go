@@ -176,6 +176,21 @@ func TestSubAgentHandover(t *testing.T) {
 	if n := len(sf.drv.reqs["parent"]); n != 1 {
 		t.Fatalf("parent had %d model turns after the handover, want 1", n)
 	}
+
+	// A follow-up after the handover: something was said since the handover call (the task
+	// row's message count says so), so the parent's model answers it.
+	if _, err := sf.Store.TransitionTask(context.Background(), parent.ID, store.TaskTransition{Action: taskstate.Continue,
+		To: taskstate.Queued, GrantSteps: 5, UserMessage: &store.NewTaskMessage{Role: store.RoleUser, Text: "and now?"}}); err != nil {
+		t.Fatal(err)
+	}
+	sf.Drain()
+	got = sf.Task(parent.ID)
+	if got.Status != taskstate.Completed || got.Answer == nil || *got.Answer != "the parent must not speak again" {
+		t.Fatalf("parent after the follow-up %s %v", got.Status, got.Answer)
+	}
+	if n := len(sf.drv.reqs["parent"]); n != 2 {
+		t.Fatalf("parent had %d model turns after the follow-up, want 2", n)
+	}
 }
 
 func TestSubAgentRefusedTargets(t *testing.T) {

@@ -35,7 +35,7 @@ func (l *Loop) Claim(ctx context.Context, workerID string, n int) ([]Claimed, er
 		ids[i] = ts[i].ID
 	}
 	msgs, err := l.Store.MessagesOfTasks(ctx, ids)
-	if err != nil {
+	if err != nil && ctx.Err() == nil { // a stop meanwhile is not worth a warning
 		l.log().Warn("reading the claimed tasks' conversations; each step reads its own", "err", err)
 	}
 	out := make([]Claimed, len(ts))
