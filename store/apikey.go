@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +46,14 @@ type apiKeyRow struct {
 }
 
 func (apiKeyRow) TableName() string { return "agent_api_keys" }
+
+// apiKeyColumns are the columns of agent_api_keys in the order of apiKeyRow's fields.
+const apiKeyColumns = "id, key_id, agent_id, name, secret_digest, created_by, created_at, last_used_at, revoked_at"
+
+// dest are the scan destinations of apiKeyColumns.
+func (r *apiKeyRow) dest() []any {
+	return []any{&r.ID, &r.KeyID, &r.AgentID, &r.Name, &r.SecretDigest, &r.CreatedBy, &r.CreatedAt, &r.LastUsedAt, &r.RevokedAt}
+}
 
 func (r *apiKeyRow) toKey() *AgentAPIKey {
 	return &AgentAPIKey{
@@ -121,15 +128,15 @@ func (s *Agents) APIKeyByKeyID(ctx context.Context, keyID string) (*AgentAPIKey,
 	if !validAPIKeyID(keyID) {
 		return nil, errAPIKeyNotFound()
 	}
-	var row apiKeyRow
-	err := s.conn(ctx).Where("key_id = ?", keyID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errAPIKeyNotFound()
-	}
+	// Hand-written (rawsql.go): every request of the per-agent API reads its key.
+	rows, err := queryRows(s.conn(ctx), (*apiKeyRow).dest, "SELECT "+apiKeyColumns+" FROM agent_api_keys WHERE key_id = ?", keyID)
 	if err != nil {
 		return nil, TranslateError(fmt.Errorf("load API key: %w", err))
 	}
-	return row.toKey(), nil
+	if len(rows) == 0 {
+		return nil, errAPIKeyNotFound()
+	}
+	return rows[0].toKey(), nil
 }
 
 // RevokeAPIKey marks the key keyID of agent agentID revoked (revoked_at = store clock), in a

@@ -19,6 +19,7 @@ func (s *Store) TxForTest(ctx context.Context, fn func(tx *gorm.DB) error) error
 // (store/rawsql.go) by table.
 var HandWrittenColumnsForTest = map[string]string{
 	"tasks": taskColumns, "task_messages": messageColumns, "task_tool_calls": toolCallColumns,
+	"agents": agentColumns, "agent_api_keys": apiKeyColumns,
 }
 
 // UnreadIDForTest are the tables whose id column nothing reads: PostgreSQL has dropped it
