@@ -47,14 +47,6 @@ type apiKeyRow struct {
 
 func (apiKeyRow) TableName() string { return "agent_api_keys" }
 
-// apiKeyColumns are the columns of agent_api_keys in the order of apiKeyRow's fields.
-const apiKeyColumns = "id, key_id, agent_id, name, secret_digest, created_by, created_at, last_used_at, revoked_at"
-
-// dest are the scan destinations of apiKeyColumns.
-func (r *apiKeyRow) dest() []any {
-	return []any{&r.ID, &r.KeyID, &r.AgentID, &r.Name, &r.SecretDigest, &r.CreatedBy, &r.CreatedAt, &r.LastUsedAt, &r.RevokedAt}
-}
-
 func (r *apiKeyRow) toKey() *AgentAPIKey {
 	return &AgentAPIKey{
 		ID: r.ID, KeyID: r.KeyID, AgentID: r.AgentID, Name: r.Name, SecretDigest: r.SecretDigest,

@@ -279,6 +279,35 @@ func (r *taskMessageRow) dest() []any {
 		&r.MediaIDs, &r.InputTokens, &r.OutputTokens, &r.CreatedAt}
 }
 
+// agentColumns are the columns of agents in the order of agentRow's fields.
+const agentColumns = "id, principal_id, name, description, system_prompt, notes, max_steps, allow_followup, " +
+	"retry_after_minutes, max_retries, metadata, picture_media_id, compaction_enabled, compaction_threshold_percent, " +
+	"compaction_answer_reserve, tool_result_max_chars, summary_llm_config_id, approvers, approval_timeout_seconds, " +
+	"approval_timeout_action, created_at, updated_at"
+
+// agentByID reads one agent (its id the second argument) with the favorite marker of a viewer
+// (the first), as agentQuery does.
+var agentByID = "SELECT agents." + strings.ReplaceAll(agentColumns, ", ", ", agents.") +
+	", agent_favorites.agent_id IS NOT NULL FROM agents LEFT JOIN agent_favorites ON agent_favorites.agent_id = agents.id" +
+	" AND agent_favorites.user_id = ? WHERE agents.id = ?"
+
+// dest are the scan destinations of agentByID's columns.
+func (v *agentView) dest() []any {
+	r := &v.Row
+	return []any{&r.ID, &r.PrincipalID, &r.Name, &r.Description, &r.SystemPrompt, &r.Notes, &r.MaxSteps, &r.AllowFollowup,
+		&r.RetryAfterMinutes, &r.MaxRetries, &r.Metadata, &r.PictureMediaID, &r.CompactionEnabled, &r.CompactionThresholdPercent,
+		&r.CompactionAnswerReserve, &r.ToolResultMaxChars, &r.SummaryLLMConfigID, &r.Approvers, &r.ApprovalTimeoutSeconds,
+		&r.ApprovalTimeoutAction, &r.CreatedAt, &r.UpdatedAt, &v.IsFavorite}
+}
+
+// apiKeyColumns are the columns of agent_api_keys in the order of apiKeyRow's fields.
+const apiKeyColumns = "id, key_id, agent_id, name, secret_digest, created_by, created_at, last_used_at, revoked_at"
+
+// dest are the scan destinations of apiKeyColumns.
+func (r *apiKeyRow) dest() []any {
+	return []any{&r.ID, &r.KeyID, &r.AgentID, &r.Name, &r.SecretDigest, &r.CreatedBy, &r.CreatedAt, &r.LastUsedAt, &r.RevokedAt}
+}
+
 // insertMessageRow writes r to task_messages: a blind write (blindwrite.go) — nothing reads a
 // message's id, and a step's reads of task_messages after it (enqueueCallbacks) flush first.
 func insertMessageRow(tx *gorm.DB, r *taskMessageRow) error {
