@@ -11,13 +11,14 @@ import (
 
 // Blind writes: statements whose result nobody reads (an INSERT without RETURNING, an upsert).
 // A step writes four of them — its usage ledger row, the daily rollup, its message, its
-// events — and on PostgreSQL each was a round trip of its own (issue 28: the worker's CPU went
+// events — and on a server each was a round trip of its own (issue 28: the worker's CPU went
 // to a socket write and read per statement). Inside holdBlind's scope they are held and sent
-// by flush as one statement: the first ones as data-modifying WITH clauses of the last
-// (PostgreSQL runs them all, in one snapshot, none seeing another's rows). A read in the scope
-// of a table a held write fills must therefore flush first (flushHeld: enqueueCallbacks reads
-// the step's message). SQLite (in the process) and MySQL/MariaDB (no data-modifying WITH) run
-// each at once.
+// by flush in one round trip: on PostgreSQL as one statement, the first ones as data-modifying
+// WITH clauses of the last (it runs them all, in one snapshot, none seeing another's rows); on
+// MySQL/MariaDB, which has no data-modifying WITH, as one multi-statement text (run in order;
+// never prepared, the driver writes the arguments into it: mysqlDSN). A read in the scope of a
+// table a held write fills must therefore flush first (flushHeld: enqueueCallbacks reads the
+// step's message). SQLite, in the process, runs each at once.
 
 type blindKey struct{}
 
@@ -28,9 +29,9 @@ type blindWrites struct {
 }
 
 // holdBlind returns tx with a scope that holds its blind writes (blindExec) until flush, on
-// PostgreSQL; elsewhere tx itself and a nil scope (whose flush does nothing).
+// PostgreSQL and MySQL/MariaDB; on SQLite tx itself and a nil scope (whose flush does nothing).
 func holdBlind(tx *gorm.DB) (*gorm.DB, *blindWrites) {
-	if tx.Dialector.Name() != DialectPostgres {
+	if tx.Dialector.Name() == DialectSQLite {
 		return tx, nil
 	}
 	w := &blindWrites{}
@@ -55,11 +56,15 @@ func flushHeld(tx *gorm.DB) error {
 	return w.flush(tx)
 }
 
-// flush sends the held writes as one statement (WITH w0 AS (…), w1 AS (…) <the last>) and
-// empties the scope. Errors: the database's.
+// flush sends the held writes in one round trip — on PostgreSQL one statement (WITH w0 AS (…),
+// w1 AS (…) <the last>), on MySQL one text of statements separated by semicolons — and empties
+// the scope. Errors: the database's.
 func (w *blindWrites) flush(tx *gorm.DB) error {
 	if w == nil || len(w.qs) == 0 {
 		return nil
+	}
+	if tx.Dialector.Name() != DialectPostgres {
+		return w.send(tx, strings.Join(w.qs, "; "))
 	}
 	var b strings.Builder
 	last := len(w.qs) - 1
@@ -75,7 +80,12 @@ func (w *blindWrites) flush(tx *gorm.DB) error {
 		b.WriteByte(' ')
 	}
 	b.WriteString(w.qs[last])
-	_, err := rawExec(tx, b.String(), w.args...)
+	return w.send(tx, b.String())
+}
+
+// send runs q, the held writes' text, with their arguments and empties the scope.
+func (w *blindWrites) send(tx *gorm.DB, q string) error {
+	_, err := rawExec(tx, q, w.args...)
 	w.qs, w.args = w.qs[:0], w.args[:0]
 	if err != nil {
 		return fmt.Errorf("the held writes: %w", err)

@@ -48,10 +48,12 @@ func newStmtPool(db *sql.DB, max int) *stmtPool {
 	return &stmtPool{db: db, max: max, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-// preparable reports whether query is a data statement worth keeping prepared.
+// preparable reports whether query is a data statement worth keeping prepared: not a text of
+// several statements (held blind writes on MySQL, which prepares no such text; the store's
+// statements hold no semicolon otherwise).
 func preparable(query string) bool {
 	q := strings.TrimLeft(query, " \t\r\n(")
-	if len(q) < 4 {
+	if len(q) < 4 || strings.Contains(q, ";") {
 		return false
 	}
 	switch strings.ToUpper(q[:4]) {

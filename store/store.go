@@ -314,6 +314,16 @@ func mysqlDSN(dsn string) (string, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true
+	// A step's blind writes go to the server as one multi-statement text (blindwrite.go), which
+	// MySQL does not prepare: its arguments are written into the text by the driver, which
+	// escapes them for the connection's charset (utf8mb4 below; the driver refuses the
+	// multi-byte charsets where that is unsafe) and truncates times to microseconds as the
+	// binary protocol of prepared statements does.
+	cfg.MultiStatements = true
+	cfg.InterpolateParams = true
+	if err := cfg.Apply(gomysql.TimeTruncate(time.Microsecond)); err != nil {
+		return "", fmt.Errorf("store: mysql DSN: %v: %w", err, svcerr.ErrInvalid)
+	}
 	if cfg.Collation == "" || !strings.HasPrefix(cfg.Collation, "utf8mb4") {
 		cfg.Collation = "utf8mb4_unicode_ci"
 	}
