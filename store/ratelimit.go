@@ -91,56 +91,41 @@ type limitCounts struct {
 
 // rateLimitHit counts one event of key in the window starting at start, in tx, and asks allow
 // with the counts before it; a refused event stays counted (the caller takes it back or rolls
-// the transaction back). SQLite and PostgreSQL: one statement (the upsert returns the window
-// before as well); MySQL/MariaDB, which return nothing from an upsert: the upsert, a locking
-// read of the window, and a read of the one before.
+// the transaction back). One round trip: on SQLite and PostgreSQL the upsert returns the
+// window's count and the one before; MySQL/MariaDB, whose upsert returns nothing, get the
+// upsert and a locking read of both as one multi-statement text (mysqlDSN), the driver
+// skipping the upsert's result.
 func rateLimitHit(tx *gorm.DB, key string, start, window int64, allow func(prev, curr uint64) bool) (limitCounts, error) {
 	expires := start + 2*window // after two windows its count weighs nothing
+	q := "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) " +
+		"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1 " +
+		"RETURNING hits, (SELECT p.hits FROM rate_limit_windows p WHERE p.limit_key = ? AND p.window_start = ?)"
+	args := []any{key, start, expires, key, start - window}
+	if tx.Dialector.Name() == DialectMySQL {
+		q = "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) " +
+			"ON DUPLICATE KEY UPDATE hits = hits + 1; " +
+			"SELECT c.hits, (SELECT p.hits FROM rate_limit_windows p WHERE p.limit_key = ? AND p.window_start = ?) " +
+			"FROM rate_limit_windows c WHERE c.limit_key = ? AND c.window_start = ? FOR UPDATE"
+		args = append(args, key, start)
+	}
 	var hits int64
 	var before sql.NullInt64
-	if tx.Dialector.Name() != DialectMySQL {
-		rows, err := rawQuery(tx, "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
-			"ON CONFLICT (limit_key, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1 "+
-			"RETURNING hits, (SELECT p.hits FROM rate_limit_windows p WHERE p.limit_key = ? AND p.window_start = ?)",
-			key, start, expires, key, start-window)
-		if err != nil {
+	rows, err := rawQuery(tx, q, args...)
+	if err != nil {
+		return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
 			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
 		}
-		defer rows.Close()
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-			}
-			return limitCounts{}, fmt.Errorf("count rate limit: the upsert returned no row")
-		}
-		if err := rows.Scan(&hits, &before); err != nil {
-			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-		if err := rows.Close(); err != nil {
-			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-	} else {
-		if _, err := rawExec(tx, "INSERT INTO rate_limit_windows (limit_key, window_start, hits, expires_at) VALUES (?, ?, 1, ?) "+
-			"ON DUPLICATE KEY UPDATE hits = hits + 1", key, start, expires); err != nil {
-			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-		var curr []int64
-		if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ? FOR UPDATE",
-			key, start).Scan(&curr).Error; err != nil {
-			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-		if len(curr) != 1 {
-			return limitCounts{}, fmt.Errorf("count rate limit: the window's row reads %v", curr)
-		}
-		hits = curr[0]
-		var prev []int64
-		if err := tx.Raw("SELECT hits FROM rate_limit_windows WHERE limit_key = ? AND window_start = ?",
-			key, start-window).Scan(&prev).Error; err != nil {
-			return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
-		}
-		if len(prev) == 1 {
-			before = sql.NullInt64{Int64: prev[0], Valid: true}
-		}
+		return limitCounts{}, fmt.Errorf("count rate limit: the upsert returned no row")
+	}
+	if err := rows.Scan(&hits, &before); err != nil {
+		return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
+	}
+	if err := rows.Close(); err != nil {
+		return limitCounts{}, fmt.Errorf("count rate limit: %w", err)
 	}
 	if hits < 1 {
 		return limitCounts{}, fmt.Errorf("count rate limit: the window's row reads %d", hits)
