@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -25,6 +26,13 @@ import (
 //   - groups run on commitLanes lanes at once: on SQLite one (it has one writer), on MySQL and
 //     PostgreSQL a few, since a group's statements run one after the other on one connection
 //     and a single lane made the writes wait for each other's statements instead of commits;
+//   - on SQLite a leader lingers under a load: when the last group held more than one write,
+//     it waits up to sqliteCommitLinger for more writes than that group held before it takes
+//     its batch. A SQLite commit appends every page it touched to the log, and the steps of
+//     one group touch the same pages (the tasks' rows and indexes, the event and message
+//     tables' last pages): bigger groups write fewer pages a step. A load's groups grow until
+//     the linger bounds them, and shrink when it ends; a write after a lone one never waits.
+//     The servers' lanes do not linger: there it saved no measurable cost;
 //   - each write keeps its own after-commit record (created): its listeners, transition logs and
 //     cross-process wake-ups are told after the shared commit, with its own context;
 //   - a group runs its writes in the order of their keys: the rows two writes of different
@@ -42,6 +50,11 @@ import (
 // (32 at most by default), so that one pass takes every step waiting.
 const maxCommitGroup = 64
 
+// sqliteCommitLinger bounds how long a SQLite group's leader waits for more writes under a
+// load (see above): a step's commit may wait this long to share its pages with others', where a
+// model turn takes hundreds of milliseconds. docs/benchmarks.md has the measurement that chose it.
+const sqliteCommitLinger = 4 * time.Millisecond
+
 // commitLanes is how many groups run at once on MySQL/MariaDB and PostgreSQL (see above;
 // docs/benchmarks.md has the measurement that chose it).
 const commitLanes = 4
@@ -51,6 +64,10 @@ type commitGroup struct {
 	pending []*groupedWrite
 	lanes   int // groups that may run at once (0 before Open sets it: 1)
 	leading int // groups running; while all lanes are busy, the first pending write leads next
+
+	linger time.Duration // how long a leader may wait for a load's writes (0: never; one lane only)
+	last   int           // the writes of the last group taken
+	filled chan struct{} // while a leader lingers: closed once more than last writes are pending
 }
 
 type groupedWrite struct {
@@ -79,6 +96,10 @@ func (s *Store) groupTx(ctx context.Context, key int64, fn func(tx *gorm.DB) err
 	g := &s.group
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
+	if g.filled != nil && len(g.pending) > g.last {
+		close(g.filled)
+		g.filled = nil
+	}
 	if g.leading < max(g.lanes, 1) {
 		g.leading++
 		g.tell(w)
@@ -103,6 +124,7 @@ func (g *commitGroup) tell(w *groupedWrite) {
 func (s *Store) leadGroup(lead *groupedWrite) {
 	g := &s.group
 	g.mu.Lock()
+	g.lingerLocked()
 	batch := []*groupedWrite{lead}
 	rest := g.pending[:0]
 	for _, w := range g.pending {
@@ -116,6 +138,7 @@ func (s *Store) leadGroup(lead *groupedWrite) {
 	}
 	clear(g.pending[len(rest):])
 	g.pending = rest
+	g.last = len(batch)
 	g.mu.Unlock()
 
 	s.runGroup(batch)
@@ -129,6 +152,27 @@ func (s *Store) leadGroup(lead *groupedWrite) {
 		}
 	}
 	g.leading--
+}
+
+// lingerLocked waits, under a load, for more writes than the last group held, at most
+// g.linger (see above). Call with g.mu held; it is held again on return.
+func (g *commitGroup) lingerLocked() {
+	if g.linger <= 0 || g.last < 2 || len(g.pending) > g.last {
+		return
+	}
+	filled := make(chan struct{})
+	g.filled = filled
+	g.mu.Unlock()
+	t := time.NewTimer(g.linger)
+	select {
+	case <-filled:
+	case <-t.C:
+	}
+	t.Stop()
+	g.mu.Lock()
+	if g.filled == filled {
+		g.filled = nil
+	}
 }
 
 func (s *Store) runGroup(batch []*groupedWrite) {

@@ -264,3 +264,65 @@ func TestGroupCommitFails(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupLingersUnderLoad: on SQLite, after a group of several writes, the next leader waits
+// for more writes than that group held (up to the linger) and commits them in one transaction;
+// after a lone write, a write does not wait.
+func TestGroupLingersUnderLoad(t *testing.T) {
+	t.Parallel()
+	s, f := storetest.NewCounted(t)
+	if s.Dialect() != store.DialectSQLite {
+		t.Skip("only SQLite's one lane lingers")
+	}
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	ids := claimTasks(t, s, a, u.ID, 4)
+	finish := func(id int64) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			answer := "done"
+			_, err := s.FinishStep(context.Background(), id, "w", store.StepOutcome{Status: taskstate.Completed,
+				Answer: &answer, Steps: 1, Call: &store.ModelCall{Model: "m", InputTokens: 1, OutputTokens: 1}})
+			done <- err
+		}()
+		return done
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("no %s within 10 s", what)
+			}
+		}
+	}
+
+	// The last group held two writes: the next leader waits for a third, however long it
+	// takes within the linger (a minute here), and commits the three together.
+	s.SetCommitLingerForTest(time.Minute, 2)
+	start, before := time.Now(), f.Counts()
+	first := finish(ids[0])
+	waitFor("lingering leader", s.LingeringForTest)
+	second := finish(ids[1])
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-first:
+		t.Fatalf("the leader committed (%v) with two writes pending, want it to wait for a third", err)
+	default:
+	}
+	third := finish(ids[2])
+	for i, done := range []<-chan error{first, second, third} {
+		if err := <-done; err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if n := f.Counts().Sub(before).WriteTxs; n != 1 || time.Since(start) > 30*time.Second {
+		t.Fatalf("three writes under a load took %d write transactions in %s, want one, well within the linger", n, time.Since(start))
+	}
+
+	// After a lone write, a write commits at once.
+	s.SetCommitLingerForTest(time.Minute, 1)
+	start = time.Now()
+	if err := <-finish(ids[3]); err != nil || time.Since(start) > 30*time.Second {
+		t.Fatalf("a write after a lone one: %v after %s, want it at once", err, time.Since(start))
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -57,4 +58,19 @@ func (s *Store) WaitingWritesForTest() int {
 		}
 	}
 	return n
+}
+
+// SetCommitLingerForTest sets how long a group's leader may wait for a load's writes (SQLite's
+// sqliteCommitLinger; 0: never) and the size of the last group, the load it waits for.
+func (s *Store) SetCommitLingerForTest(d time.Duration, last int) {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	s.group.linger, s.group.last = d, last
+}
+
+// LingeringForTest reports whether a group's leader is waiting for more writes.
+func (s *Store) LingeringForTest() bool {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return s.group.filled != nil
 }

@@ -58,8 +58,9 @@ type Options struct {
 	// another writer before failing; zero means DefaultSQLiteBusyTimeout.
 	SQLiteBusyTimeout int
 	// MySQLDSN is a go-sql-driver DSN ("user:pass@tcp(host:3306)/db"). The store forces
-	// parseTime=true, loc=UTC, a utf8mb4 connection and clientFoundRows=true (so "rows
-	// affected" counts matched rows on both dialects).
+	// parseTime=true, loc=UTC, a utf8mb4 connection, clientFoundRows=true (so "rows
+	// affected" counts matched rows on both dialects), and multiStatements with
+	// interpolateParams (a step's writes go as one text).
 	MySQLDSN string
 	// PostgresDSN is a pgx connection string ("postgres://user:pass@host:5432/db?sslmode=disable"
 	// or "host=… dbname=…"). The store forces the session's time zone to UTC.
@@ -156,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	case "", "sqlite", "sqlite3":
 		s.dialect = DialectSQLite
 		s.writers = make(chan struct{}, 1)
-		s.group.lanes = 1
+		s.group.lanes, s.group.linger = 1, sqliteCommitLinger
 		s.busyWait = time.Duration(opts.SQLiteBusyTimeout) * time.Millisecond
 		if s.busyWait == 0 {
 			s.busyWait = time.Duration(DefaultSQLiteBusyTimeout) * time.Millisecond
