@@ -120,12 +120,9 @@ func derivedColumns(rule taskstate.Rule, to string, now time.Time) map[string]an
 }
 
 // updateTasks runs the UPDATE q of task rows and returns them as written, in ascending id
-// order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read
-// of ids (which must all have matched), sent as one multi-statement text (mysqlDSN): the read
-// says how many rows the UPDATE matched (ROW_COUNT(), which counts matched rows, not changed
-// ones, on a connection with CLIENT_FOUND_ROWS). With wanted, each row also says whether a
-// conditional notice of its transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read
-// with the rows.
+// order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read of ids (which
+// must all have matched). With wanted, each row also says whether a conditional notice of its
+// transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read with the rows.
 func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([]taskRow, error) {
 	cols, dest := taskColumns, (*taskRow).dest
 	var wArgs []any
@@ -140,31 +137,22 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([
 		slices.SortFunc(rows, func(a, b taskRow) int { return int(a.ID - b.ID) })
 		return rows, nil
 	}
-	in, inArgs := inList(ids)
-	rs, err := rawQuery(tx, q+"; SELECT ROW_COUNT(), "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", slices.Concat(args, wArgs, inArgs)...)
+	res, err := rawExec(tx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("update tasks: %w", err)
 	}
-	defer rs.Close() // the driver skips the UPDATE's result, which has no rows: these are the read's
-	var n int64
-	var rows []taskRow
-	for rs.Next() {
-		var r taskRow
-		if err := rs.Scan(append([]any{&n}, dest(&r)...)...); err != nil {
-			return nil, fmt.Errorf("update tasks: %w", err)
-		}
-		rows = append(rows, r)
-	}
-	if err := rs.Err(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return nil, fmt.Errorf("update tasks: %w", err)
 	}
-	switch {
-	case n == 0:
+	if n == 0 {
 		return nil, nil
-	case int(n) != len(ids) || len(rows) != len(ids):
-		return nil, fmt.Errorf("update tasks: %d rows changed, %d read, %d expected", n, len(rows), len(ids))
 	}
-	return rows, nil
+	if int(n) != len(ids) {
+		return nil, fmt.Errorf("update tasks: %d rows changed, %d expected", n, len(ids))
+	}
+	in, inArgs := inList(ids)
+	return queryRows(tx, dest, "SELECT "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", slices.Concat(wArgs, inArgs)...)
 }
 
 // statusWritten writes what rows, just moved by c, owe: their status events (after the
