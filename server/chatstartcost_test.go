@@ -12,10 +12,10 @@ import (
 // TestChatStartStatementBudget pins what POST /agent-api/chats (no files) costs the database
 // once the key and the agent are warm (issue 28, item 7): the key read, the agent read, and one
 // write transaction holding the shared per-key rate-limit window (its upsert and the previous
-// window's read, one round trip: on MySQL/MariaDB a multi-statement text), the task, its first message and their
-// events; no budget read where no budget exists. At most one more: the configuration version's
-// read, once a second. It was 8 statements in two write transactions, one only for the window.
-// Every statement is logged with -v.
+// window's read in one round trip: on MySQL/MariaDB a multi-statement text), the task, its
+// first message and their events; no budget read where no budget exists. At most one more: the
+// configuration version's read, once a second. It was 8 statements in two write transactions,
+// one only for the window. Every statement is logged with -v.
 func TestChatStartStatementBudget(t *testing.T) {
 	st, counter := storetest.NewCounted(t)
 	env := apitest.NewWith(t, apitest.Options{Store: st}, "SVC_AGENT_API=true")
