@@ -92,3 +92,33 @@ func TestStepBlindWrites(t *testing.T) {
 		t.Fatalf("messages after the failed step = %+v, %v (want the prompt alone)", ms, err)
 	}
 }
+
+// TestHeldWritesKeepHostileText: a step's message goes with the held writes, on MySQL/MariaDB
+// as a text the driver writes its arguments into; a model's or a user's text full of quotes,
+// backslashes, statement separators, comment markers, control and four-byte characters is
+// stored exactly as given, and nothing else it spells runs.
+func TestHeldWritesKeepHostileText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	ids := claimTasks(t, s, a, u.ID, 1)
+	text := "it's \\' \\\\'; DELETE FROM task_events; -- \" ` \n\r\t\x1a ?; /* */ # 🦀 \u2028 ' OR '1'='1"
+	if _, _, err := s.FinishTurn(ctx, ids[0], "w", store.NewTaskMessage{Role: store.RoleAssistant, Text: text},
+		store.StepOutcome{Status: taskstate.Completed, Answer: &text, Steps: 1, Call: &store.ModelCall{Model: "m?'", InputTokens: 1, OutputTokens: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := s.Messages(ctx, ids[0], 0)
+	if err != nil || len(ms) != 2 || ms[1].Text != text {
+		t.Fatalf("messages = %+v, %v; want the turn's text verbatim %q", ms, err, text)
+	}
+	evs, err := s.TaskEvents(ctx, ids[0], 0, 100)
+	if err != nil || len(evs) < 3 || evs[len(evs)-1].Status == nil || evs[len(evs)-1].Status.Status != taskstate.Completed {
+		t.Fatalf("events = %+v, %v; want the claim's and the step's, the step's last COMPLETED", evs, err)
+	}
+	tk, err := s.Task(ctx, ids[0])
+	if err != nil || tk.Answer == nil || *tk.Answer != text {
+		t.Fatalf("task = %+v, %v", tk, err)
+	}
+}
