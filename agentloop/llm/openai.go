@@ -26,7 +26,9 @@ import (
 // exchange to the official SDK (headers, authentication, an error status as *openai.Error).
 type openaiDriver struct {
 	cfg Config
-	svc openai.ChatCompletionService
+	// client posts the requests. Built as a literal: openai.NewClient would add the process's
+	// OPENAI_* environment (a key, a base URL) to every configuration's requests.
+	client openai.Client
 	// maxCompletion sends max_completion_tokens (required by OpenAI's reasoning models) instead
 	// of the max_tokens every compatible server understands.
 	maxCompletion bool
@@ -43,9 +45,11 @@ func newOpenAI(cfg Config) *openaiDriver {
 		option.WithMaxRetries(0), // the task's retry chain decides
 	}
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		// Set as the header: the client's generic Post applies no endpoint's authentication
+		// scheme, which the SDK's ChatCompletionService.New did.
+		opts = append(opts, option.WithHeader("Authorization", "Bearer "+cfg.APIKey))
 	}
-	d := &openaiDriver{cfg: cfg, svc: openai.NewChatCompletionService(opts...)}
+	d := &openaiDriver{cfg: cfg, client: openai.Client{Options: opts}}
 	if u, err := url.Parse(base); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		d.maxCompletion = true
 	}
@@ -78,9 +82,13 @@ func (d *openaiDriver) send(ctx context.Context, body *chatRequest, opts ...opti
 	if err != nil {
 		return nil, fmt.Errorf("openai request: %w", err)
 	}
-	// The empty params are replaced by the body: the SDK's parameter types marshal through
-	// reflection and its own JSON package, a tenth of a drained step's CPU.
-	return d.svc.New(ctx, openai.ChatCompletionNewParams{}, append(opts, option.WithRequestBody("application/json", b))...)
+	// Posted as bytes: the SDK's parameter types marshal through reflection and its own JSON
+	// package (a tenth of a drained step's CPU), even empty ones replaced by a request body.
+	var res *openai.ChatCompletion
+	if err := d.client.Post(ctx, "chat/completions", b, &res, opts...); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // stream performs the call with stream=true, reporting each content and reasoning piece to

@@ -305,3 +305,29 @@ func TestOpenAIScreenedBaseURL(t *testing.T) {
 		t.Errorf("screened: %+v", e)
 	}
 }
+
+// TestOpenAIIgnoresTheProcessEnvironment: a configuration without a key sends none, and one with
+// a base URL posts there, whatever OPENAI_API_KEY, OPENAI_BASE_URL or OPENAI_ORG_ID the server's
+// process has (the SDK's NewClient would add them to every request).
+func TestOpenAIIgnoresTheProcessEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("OPENAI_ORG_ID", "org-from-the-environment")
+	f := newFake(t, reply{body: openaiCompletion(`{"role":"assistant","content":"Hi","refusal":null}`, "stop")})
+	d, err := New(Config{Driver: DriverOpenAI, Model: "local", BaseURL: f.srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "Hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests reached the configured server", len(reqs))
+	}
+	for _, h := range []string{"Authorization", "OpenAI-Organization"} {
+		if got := reqs[0].Header.Get(h); got != "" {
+			t.Errorf("%s = %q, want none", h, got)
+		}
+	}
+}
