@@ -240,7 +240,7 @@ func (s *Store) logTransitions(ctx context.Context, trs []transitioned) {
 
 // insertTask inserts the new task row (its status the one taskstate.Create enters) with its
 // first messages, and writes their events: the status event first, then the messages'. The
-// messages and events are blind writes, sent to PostgreSQL as one statement. Errors:
+// messages and events are blind writes, sent in one round trip after the row (blindwrite.go). Errors:
 // ErrInvalid for a row naming an unknown agent, user or parent task, or for invalid messages.
 func (s *Store) insertTask(tx *gorm.DB, now time.Time, row *taskRow, msgs []NewTaskMessage) error {
 	tx, held := holdBlind(tx)
