@@ -210,11 +210,8 @@ func rankQueuedMySQL(tx *gorm.DB, want int) ([]int64, error) {
 	}
 	var heads []ranked
 	// MariaDB chooses the loose scan for a range on status, not for the equality (which it
-	// reads as a ref over every queued row): the bounds say status = 'QUEUED' its way. The
-	// index is forced: while the statistics still say the table is small (a fresh table, a
-	// burst before InnoDB's next recount) the optimizer otherwise reads every queued entry.
-	if err := tx.Raw("SELECT user_id, MIN(id) AS id FROM tasks FORCE INDEX (tasks_status_user_idx) " +
-		"WHERE status >= 'QUEUED' AND status <= 'QUEUED' GROUP BY status, user_id").Scan(&heads).Error; err != nil {
+	// reads as a ref over every queued row): the bounds say status = 'QUEUED' its way.
+	if err := tx.Raw("SELECT user_id, MIN(id) AS id FROM tasks WHERE status >= 'QUEUED' AND status <= 'QUEUED' GROUP BY status, user_id").Scan(&heads).Error; err != nil {
 		return nil, err
 	}
 	all := heads
