@@ -39,9 +39,11 @@ import (
 //     lanes may both lock (a step's usage rollup shard) are then taken in one order by every
 //     lane, which cannot deadlock (unordered, two lanes' steps deadlocked on two shards, and
 //     PostgreSQL takes a second to find one);
-//   - a write that fails rolls the group back; each of the group's writes then runs alone, so a
-//     lost lease (ErrInvalidState) fails only the write it concerns, with its own error, and the
-//     others commit as they would have alone.
+//   - on MySQL/MariaDB the group's blind writes (blindwrite.go) are sent together, once the
+//     group's writes have run: one round trip a group;
+//   - a write that fails rolls the group back (as do the group's held writes failing); each of
+//     the group's writes then runs alone, so a lost lease (ErrInvalidState) fails only the write
+//     it concerns, with its own error, and the others commit as they would have alone.
 //
 // A write's function must therefore be safe to run more than once (as a deadlock's retry
 // already runs it again) and touch only its own rows' state in memory.
@@ -65,9 +67,10 @@ type commitGroup struct {
 	lanes   int // groups that may run at once (0 before Open sets it: 1)
 	leading int // groups running; while all lanes are busy, the first pending write leads next
 
-	linger time.Duration // how long a leader may wait for a load's writes (0: never; one lane only)
-	last   int           // the writes of the last group taken
-	filled chan struct{} // while a leader lingers: closed once more than last writes are pending
+	linger  time.Duration // how long a leader may wait for a load's writes (0: never; one lane only)
+	maxHeld int           // the group's held writes (MySQL/MariaDB) are sent once past this many bytes (maxGroupHeld)
+	last    int           // the writes of the last group taken
+	filled  chan struct{} // while a leader lingers: closed once more than last writes are pending
 }
 
 type groupedWrite struct {
@@ -139,9 +142,10 @@ func (s *Store) leadGroup(lead *groupedWrite) {
 	clear(g.pending[len(rest):])
 	g.pending = rest
 	g.last = len(batch)
+	maxHeld := g.maxHeld
 	g.mu.Unlock()
 
-	s.runGroup(batch)
+	s.runGroup(batch, maxHeld)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -175,7 +179,9 @@ func (g *commitGroup) lingerLocked() {
 	}
 }
 
-func (s *Store) runGroup(batch []*groupedWrite) {
+// runGroup runs batch in one transaction (its held writes sent once past maxHeld bytes and at
+// its end), or each write alone when there is one or the group failed.
+func (s *Store) runGroup(batch []*groupedWrite, maxHeld int) {
 	live := batch[:0:0]
 	for _, w := range batch {
 		if err := w.ctx.Err(); err != nil {
@@ -188,13 +194,23 @@ func (s *Store) runGroup(batch []*groupedWrite) {
 	if len(live) > 1 {
 		slices.SortStableFunc(live, func(a, b *groupedWrite) int { return cmp.Compare(a.key, b.key) })
 		err := s.tx(context.WithoutCancel(live[0].ctx), func(tx *gorm.DB) error {
+			held := groupBlind(tx)
 			for _, w := range live {
 				w.made = &created{}
 				// The write's statements carry its own context (values, not its cancellation:
-				// one caller leaving must not roll back the others) and after-commit record.
-				if err := w.fn(tx.WithContext(withCreated(context.WithoutCancel(w.ctx), w.made))); err != nil {
+				// one caller leaving must not roll back the others), its after-commit record
+				// and the group's held writes (blindwrite.go).
+				if err := w.fn(tx.WithContext(held.within(withCreated(context.WithoutCancel(w.ctx), w.made)))); err != nil {
 					return errGroupMember
 				}
+				if held != nil && held.bytes > maxHeld {
+					if err := held.flush(tx); err != nil {
+						return errGroupMember
+					}
+				}
+			}
+			if err := held.flush(tx); err != nil {
+				return errGroupMember
 			}
 			return nil
 		})

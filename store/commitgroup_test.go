@@ -80,6 +80,101 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestGroupSendsItsHeldWritesTogether: on MySQL/MariaDB the steps of a commit group send their
+// blind writes (ledger, rollup, events) in one text at the group's end, one round trip a group;
+// elsewhere each step sends its own (PostgreSQL one WITH a step; SQLite holds none). A step
+// whose status event collides with a row written under it fails alone, and the other steps of
+// its group are recorded as they would be alone.
+func TestGroupSendsItsHeldWritesTogether(t *testing.T) {
+	t.Parallel()
+	s, f := storetest.NewCounted(t)
+	ctx := context.Background()
+	u := storetest.User(t, s)
+	a := storetest.Agent(t, s, u.PrincipalID)
+	const n = 16
+	var mu sync.Mutex
+	var texts []string
+	ledgerTexts := func(q string) {
+		if strings.Contains(q, "INSERT INTO usage_ledger") {
+			mu.Lock()
+			texts = append(texts, q)
+			mu.Unlock()
+		}
+	}
+
+	ids := claimTasks(t, s, a, u.ID, n)
+	before := f.Counts()
+	for i, err := range finishTogether(t, s, f, ids, func(int) string { return "w" }, ledgerTexts) {
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	txs := f.Counts().Sub(before).WriteTxs
+	ledgers := 0
+	for _, q := range texts {
+		ledgers += strings.Count(q, "INSERT INTO usage_ledger")
+	}
+	if ledgers != n {
+		t.Fatalf("%d ledger rows sent for %d steps", ledgers, n)
+	}
+	if s.Dialect() == store.DialectMySQL {
+		if int64(len(texts)) != txs || len(texts) >= n {
+			t.Fatalf("%d steps in %d transactions sent %d texts of held writes; want one a transaction", n, txs, len(texts))
+		}
+	} else if len(texts) != n {
+		t.Fatalf("%d steps sent %d ledger statements; want one a step", n, len(texts))
+	}
+	t.Logf("%d steps in %d transactions: %d texts of held writes", n, txs, len(texts))
+	if calls := usageCalls(t, s); calls != n {
+		t.Fatalf("%d model calls recorded, want %d", calls, n)
+	}
+
+	// Past the bound on its held text a group sends it at the end of the step that crossed it.
+	s.SetMaxGroupHeldForTest(1)
+	ids = claimTasks(t, s, a, u.ID, n)
+	texts = nil
+	for i, err := range finishTogether(t, s, f, ids, func(int) string { return "w" }, ledgerTexts) {
+		if err != nil {
+			t.Fatalf("step %d (bounded): %v", i, err)
+		}
+	}
+	if len(texts) != n {
+		t.Fatalf("with a one-byte bound %d steps sent %d texts of held writes; want one a step", n, len(texts))
+	}
+	if calls := usageCalls(t, s); calls != 2*n {
+		t.Fatalf("%d model calls recorded, want %d", calls, 2*n)
+	}
+	s.SetMaxGroupHeldForTest(1 << 20) // the default bound again: the collision below fails the group's text
+
+	ids = claimTasks(t, s, a, u.ID, n)
+	const lost = 3
+	evs, err := s.TaskEvents(ctx, ids[lost], 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GormDBForTest().Exec("INSERT INTO task_events (task_id, sequence, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+		ids[lost], evs[len(evs)-1].Sequence+1, store.EventStatus, `{"status":"RUNNING"}`, time.Now()).Error; err != nil {
+		t.Fatal(err)
+	}
+	errs := finishTogether(t, s, f, ids, func(int) string { return "w" }, nil)
+	for i, id := range ids {
+		tk, err := s.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == lost {
+			if errs[i] == nil || tk.Status != taskstate.Running || tk.StepsUsed != 0 {
+				t.Fatalf("the colliding step: %v; task %s, %d steps", errs[i], tk.Status, tk.StepsUsed)
+			}
+		} else if errs[i] != nil || tk.Status != taskstate.Completed || tk.StepsUsed != 1 {
+			t.Fatalf("step %d beside the colliding one: %v; task %s, %d steps", i, errs[i], tk.Status, tk.StepsUsed)
+		}
+	}
+	if calls := usageCalls(t, s); calls != 3*n-1 {
+		t.Fatalf("%d model calls recorded, want %d", calls, 3*n-1)
+	}
+}
+
 // claimTasks queues n tasks of agent a for user userID and claims them for worker "w".
 func claimTasks(t *testing.T, s *store.Store, a *store.Agent, userID int64, n int) []int64 {
 	t.Helper()

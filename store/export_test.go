@@ -68,6 +68,14 @@ func (s *Store) SetCommitLingerForTest(d time.Duration, last int) {
 	s.group.linger, s.group.last = d, last
 }
 
+// SetMaxGroupHeldForTest sets the bytes of held writes past which a commit group sends them
+// (maxGroupHeld on MySQL/MariaDB).
+func (s *Store) SetMaxGroupHeldForTest(n int) {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	s.group.maxHeld = n
+}
+
 // LingeringForTest reports whether a group's leader is waiting for more writes.
 func (s *Store) LingeringForTest() bool {
 	s.group.mu.Lock()
