@@ -23,9 +23,11 @@ import (
 //     most maxCommitGroup), runs them in one transaction and, when they are recorded, hands the
 //     lead to the first caller that arrived meanwhile; nobody waits for a timer, and a lone
 //     write costs what s.tx costs (it runs alone, on s.tx);
-//   - groups run on commitLanes lanes at once: on SQLite one (it has one writer), on MySQL and
-//     PostgreSQL a few, since a group's statements run one after the other on one connection
-//     and a single lane made the writes wait for each other's statements instead of commits;
+//   - groups run on lanes at once: on SQLite one (it has one writer); on PostgreSQL a few
+//     (commitLanes), since a group's statements run one after the other on one connection and
+//     a single lane made the writes wait for each other's statements instead of commits; on
+//     MySQL/MariaDB one, since there a group's steps send their blind writes together (below):
+//     the bigger groups of one lane cost fewer round trips and commits a step;
 //   - on SQLite a leader lingers under a load: when the last group held more than one write,
 //     it waits up to sqliteCommitLinger for more writes than that group held before it takes
 //     its batch. A SQLite commit appends every page it touched to the log, and the steps of
@@ -57,8 +59,8 @@ const maxCommitGroup = 64
 // model turn takes hundreds of milliseconds. docs/benchmarks.md has the measurement that chose it.
 const sqliteCommitLinger = 4 * time.Millisecond
 
-// commitLanes is how many groups run at once on MySQL/MariaDB and PostgreSQL (see above;
-// docs/benchmarks.md has the measurement that chose it).
+// commitLanes is how many groups run at once on PostgreSQL (see above; docs/benchmarks.md has
+// the measurements that chose it, and one lane on MySQL/MariaDB).
 const commitLanes = 4
 
 type commitGroup struct {

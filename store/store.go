@@ -172,7 +172,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: opts.SQLDriverName})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
-		s.group.lanes, s.group.maxHeld = commitLanes, maxGroupHeld
+		s.group.lanes, s.group.maxHeld = 1, maxGroupHeld
 		dsn, err := mysqlDSN(opts.MySQLDSN)
 		if err != nil {
 			return nil, err
