@@ -311,6 +311,12 @@ func (a *App) workers(n int) int {
 	return n
 }
 
+// claimLingerMySQL is the daemon's ClaimLinger on MySQL/MariaDB, where a claim is eight round
+// trips in one transaction: the slots that free within it go in one claim (docs/benchmarks.md,
+// issue 28's eighth session). On SQLite (a claim in the process) and PostgreSQL (a claim of
+// three statements) it only delayed the runs.
+const claimLingerMySQL = time.Millisecond
+
 // choresEvery is the server-mode housekeeping period: a fraction of the lease, so a task whose
 // worker died is taken back within about DefaultLease plus this.
 const choresEvery = agentloop.DefaultLease / 4
@@ -323,11 +329,16 @@ func (a *App) newDaemon(maxWorkers int, chores *worker.Chores) *worker.Daemon[ag
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
 	loop := a.Loop
+	var linger time.Duration
+	if a.Store.Dialect() == store.DialectMySQL {
+		linger = claimLingerMySQL
+	}
 	return &worker.Daemon[agentloop.Claimed]{
-		MaxWorkers: maxWorkers,
-		Poll:       time.Second,
-		Log:        a.Logger,
-		Clock:      startstop.RealClock(a.clock),
+		MaxWorkers:  maxWorkers,
+		Poll:        time.Second,
+		ClaimLinger: linger,
+		Log:         a.Logger,
+		Clock:       startstop.RealClock(a.clock),
 		Claim: func(ctx context.Context, n int) ([]agentloop.Claimed, error) {
 			cs, err := loop.Claim(ctx, id, n)
 			now := a.clock()

@@ -32,8 +32,13 @@ type Daemon[T any] struct {
 	// ChoresEvery; nil disables it.
 	Chores func(ctx context.Context) error
 
-	MaxWorkers  int             // concurrent runs; 0 means unlimited (claims in batches of 16; the server never asks for it)
-	Poll        time.Duration   // idle wait between empty claims (default 1 s)
+	MaxWorkers int           // concurrent runs; 0 means unlimited (claims in batches of 16; the server never asks for it)
+	Poll       time.Duration // idle wait between empty claims (default 1 s)
+	// ClaimLinger is how long the claimer waits after a wake-up (a task queued, a slot freed)
+	// before it claims, so that the slots freed and the tasks queued meanwhile go in one claim;
+	// 0 claims at once. Where a claim is a serial transaction of several round trips to the
+	// database server (MySQL/MariaDB), claiming every freed slot alone kept the claimer busy.
+	ClaimLinger time.Duration
 	ChoresEvery time.Duration   // default 1 minute
 	Clock       startstop.Clock // paces Poll and ChoresEvery; nil: startstop.RealClock(nil)
 	Log         *slog.Logger
@@ -166,11 +171,25 @@ func (d *Daemon[T]) loop(ctx, runs context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-d.base.Woken():
+			d.linger(ctx)
 		case <-choresDue:
 			choresDue = d.chores(ctx)
 		case <-poll.C():
 		}
 		poll.Stop()
+	}
+}
+
+// linger waits ClaimLinger after a wake-up, or until ctx ends.
+func (d *Daemon[T]) linger(ctx context.Context) {
+	if d.ClaimLinger <= 0 {
+		return
+	}
+	t := d.Clock.NewTimer(d.ClaimLinger)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
 	}
 }
 

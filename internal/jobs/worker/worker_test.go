@@ -226,3 +226,40 @@ func TestNoClaimOnceStopBegan(t *testing.T) {
 		t.Fatalf("%d claims after Stop began", n)
 	}
 }
+
+// TestClaimLingerGathersWakeUps: with ClaimLinger set, a wake-up does not claim until the
+// linger has passed on the clock, and the wake-ups that arrive meanwhile go in that one claim.
+func TestClaimLingerGathersWakeUps(t *testing.T) {
+	t.Parallel()
+	clock := testkit.NewClock(t0)
+	claims := make(chan int, 10)
+	d := &Daemon[int64]{
+		Claim:       func(_ context.Context, n int) ([]int64, error) { claims <- n; return nil, nil },
+		Run:         func(context.Context, <-chan struct{}, int64) {},
+		Clock:       clock,
+		Poll:        time.Hour,
+		ClaimLinger: 10 * time.Millisecond,
+		MaxWorkers:  4,
+	}
+	d.Start(context.Background())
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	<-claims // at start
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-claims:
+			t.Fatalf("claimed %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for range 3 {
+		d.Notify()
+	}
+	quiet("before the linger passed")
+	clock.WaitForTimers(t, 1)
+	clock.Advance(10 * time.Millisecond)
+	if n := <-claims; n != 4 {
+		t.Fatalf("claimed %d, want the 4 free slots", n)
+	}
+	quiet("again for the wake-ups the linger gathered")
+}
