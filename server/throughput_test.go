@@ -76,7 +76,8 @@ func openDrainApp(t *testing.T, m *countingModel, env ...string) *server.App {
 }
 
 // TestDrainWithDefaultWorkers: with max_workers unset the daemon runs the dialect's automatic
-// number of tasks at once (16 on SQLite, 32 on MySQL/MariaDB), within a bounded connection
+// number of tasks at once (16 on SQLite, 32 on MySQL/MariaDB, 24 on PostgreSQL; the claimer
+// lingers 1 ms after a wake-up on MySQL/MariaDB only), within a bounded connection
 // pool, and drains 200 queued tasks completely: none is left RUNNING or QUEUED. The model
 // calls, sequential and concurrent, go through one client per configuration whose idle
 // connections cover the workers: connections are reused, not opened per call.
@@ -84,15 +85,19 @@ func TestDrainWithDefaultWorkers(t *testing.T) {
 	m := newCountingModel(t)
 	app := openDrainApp(t, m)
 	ctx := context.Background()
-	wantWorkers, wantPool := 16, 16
+	wantWorkers, wantPool, wantLinger := 16, 16, time.Duration(0)
 	switch app.Store.Dialect() {
 	case store.DialectMySQL:
-		wantWorkers, wantPool = 32, 32
+		wantWorkers, wantPool, wantLinger = 32, 32, time.Millisecond
 	case store.DialectPostgres:
 		wantWorkers, wantPool = 24, 24
 	}
 	if app.Daemon.MaxWorkers != wantWorkers || app.Store.MaxOpenConns() != wantPool {
 		t.Fatalf("workers %d, pool %d; want %d, %d", app.Daemon.MaxWorkers, app.Store.MaxOpenConns(), wantWorkers, wantPool)
+	}
+	// The claimer waits after a wake-up only where a claim is many round trips (MySQL/MariaDB).
+	if app.Daemon.ClaimLinger != wantLinger {
+		t.Fatalf("claim linger %v, want %v", app.Daemon.ClaimLinger, wantLinger)
 	}
 	agentID, principalID, userID := drillAgent(t, app)
 	enqueue := func(n int) []int64 {
