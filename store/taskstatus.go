@@ -120,9 +120,9 @@ func derivedColumns(rule taskstate.Rule, to string, now time.Time) map[string]an
 }
 
 // updateTasks runs the UPDATE q of task rows and returns them as written, in ascending id
-// order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read of ids (which
-// must all have matched). With wanted, each row also says whether a conditional notice of its
-// transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read with the rows.
+// order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read
+// of ids (which must all have matched). With wanted, each row also says whether a conditional
+// notice of its transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read with the rows.
 func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([]taskRow, error) {
 	cols, dest := taskColumns, (*taskRow).dest
 	var wArgs []any
@@ -240,8 +240,9 @@ func (s *Store) logTransitions(ctx context.Context, trs []transitioned) {
 
 // insertTask inserts the new task row (its status the one taskstate.Create enters) with its
 // first messages, and writes their events: the status event first, then the messages'. The
-// messages and events are blind writes, sent in one round trip after the row (blindwrite.go). Errors:
-// ErrInvalid for a row naming an unknown agent, user or parent task, or for invalid messages.
+// messages and events are blind writes, sent in one round trip after the row (blindwrite.go).
+// Errors: ErrInvalid for a row naming an unknown agent, user or parent task, or for invalid
+// messages.
 func (s *Store) insertTask(tx *gorm.DB, now time.Time, row *taskRow, msgs []NewTaskMessage) error {
 	tx, held := holdBlind(tx)
 	row.Status = taskstate.Rules[taskstate.Create].To[0]
