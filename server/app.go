@@ -191,6 +191,13 @@ func (a *App) StartAPI(ctx context.Context) {
 	}
 }
 
+// HaltClaims ends the daemon's claiming and returns once no claim is in flight, without waiting
+// for the runs: a stop's first act, before the HTTP server's shutdown or Stop ends the event
+// streams and push subscriptions. A client sees a stream end and may act on the stop (release
+// the model calls it held, say); while the claimer still ran then, the slot a finishing step
+// freed was claimed after the signal (TestOperationsDrill, on a loaded machine).
+func (a *App) HaltClaims() { a.Daemon.Halt() }
+
 // Stop drains the background work Start started. At once: the daemon claims nothing more, the
 // event streams end and their poll stops. Then in-flight steps finish; in-flight callbacks are
 // answered, notices fanned out and mails sent, each recorded; the trace exporter flushes. With
@@ -200,6 +207,7 @@ func (a *App) StartAPI(ctx context.Context) {
 // part waits for its work. It returns nil when nothing was started, and the parts' errors:
 // work still in flight when its share ended (steps cancelled and handed back are named too).
 func (a *App) Stop(ctx context.Context) error {
+	a.HaltClaims()
 	a.Events.EndStreams()
 	start := time.Now()
 	deadline, bounded := ctx.Deadline()
@@ -209,9 +217,7 @@ func (a *App) Stop(ctx context.Context) error {
 		a.Daemon.HandBack = sh.HandBack
 		a.stopBy = deadline
 	}
-	// The daemon's stop ends claiming at once; the streams' broker and the wake listener stop
-	// beside it, not before it: while they stopped first, a slot freed by a finishing step was
-	// claimed again after the signal (TestOperationsDrill, on a loaded machine).
+	// Claiming has ended; the streams' broker and the wake listener stop beside the runs.
 	side := make(chan []error, 1)
 	go func() { side <- []error{a.Events.Stop(ctx), a.Wakeups.Stop(ctx)} }()
 	dctx, cancel := sh.until(ctx, start.Add(sh.Steps))

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsvc/svc/agentloop"
 	"github.com/agentsvc/svc/api/apitest"
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/testkit"
 	"github.com/agentsvc/svc/internal/vocab/taskstate"
+	"github.com/agentsvc/svc/store"
 )
 
 // TestShutdownEndsEventStreams (issue 23, item 2): the HTTP server's shutdown ends an open task
@@ -149,3 +151,67 @@ func TestStopGivesEachPartItsShare(t *testing.T) {
 		t.Errorf("task %s, %d recoveries, lease %v; want QUEUED with none, lease cleared", tk.Status, tk.Recoveries, tk.LeaseOwner)
 	}
 }
+
+// TestStopEndsClaimingBeforeTheStreams: a stop ends claiming before it ends any event stream,
+// so a client that sees its stream end (and acts on the stop) can no longer make the daemon
+// claim. Here the daemon's first claim is held in flight: the task's open stream must outlast
+// it, end once the claim is let go, and the task stay QUEUED. Before, Stop ended the streams
+// first, and in `svc serve` the HTTP server's shutdown ended them beside the stop: the
+// operations drill saw a slot freed after its stream ended claimed again (CI, on PostgreSQL's
+// suite under load).
+func TestStopEndsClaimingBeforeTheStreams(t *testing.T) {
+	t.Parallel()
+	env := apitest.New(t, "SVC_WORKER_RUNTIME_MODE=server")
+	c, _ := env.UserClient("ada@example.com")
+	agent := mkAgent(t, c, map[string]any{"name": "Queued", "system_prompt": "Answer."})
+	var tr gen.TaskResponse
+	c.Post("/tasks", map[string]any{"agent_id": agent.Id, "prompt": "hello"}).Expect(t, 201).Decode(t, &tr)
+
+	claiming, letGo := make(chan struct{}), make(chan struct{})
+	claim := env.App.Daemon.Claim
+	env.App.Daemon.Claim = func(ctx context.Context, n int) ([]agentloop.Claimed, error) {
+		close(claiming) // the daemon claims once: at start, then it is stopping
+		<-letGo
+		return claim(ctx, n)
+	}
+	streamed := make(chan error, 1)
+	go func() {
+		streamed <- env.App.Events.Serve(context.Background(), tr.Data.Task.Id, 0, discardSink{})
+	}()
+	env.App.Start(context.Background())
+	<-claiming
+	stopped := make(chan error, 1)
+	go func() { stopped <- env.App.Stop(context.Background()) }()
+	select {
+	case err := <-streamed:
+		t.Fatalf("the stream ended (%v) while a claim was still in flight", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(letGo)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-streamed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream was still open after the stop")
+	}
+	tk, err := env.App.Store.Task(context.Background(), tr.Data.Task.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != taskstate.Queued {
+		t.Errorf("the task is %s, want QUEUED: the claim in flight at the stop ran under an ended context", tk.Status)
+	}
+}
+
+// discardSink is a taskstream.Sink that drops what it is sent.
+type discardSink struct{}
+
+func (discardSink) Event(*store.TaskEvent, map[string]string) error { return nil }
+func (discardSink) KeepAlive() error                                { return nil }
+func (discardSink) Flush()                                          {}
+func (discardSink) Authorized(context.Context) error                { return nil }

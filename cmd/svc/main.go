@@ -94,18 +94,23 @@ func serve(loader *config.Loader, apiOnly bool) error {
 		return err
 	}
 	// The worker daemon and callbacks in server mode (API-only: callbacks, mails, event
-	// streams, no task daemon). On the signal they stop beside the HTTP server's shutdown, not
-	// after it: the daemon must claim nothing while requests finish.
+	// streams, no task daemon). On the signal claiming ends first, then the rest of the work
+	// stops beside the HTTP server's shutdown, not after it: the daemon must claim nothing
+	// while requests finish, nor once the shutdown has ended a client's event stream.
 	app.Start(context.WithoutCancel(ctx))
+	httpCtx, endHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer endHTTP()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
+		app.HaltClaims()
+		endHTTP()
 		stopWork(app, loader.Current().ShutdownGrace())
 	}()
 	releaseStartupMemory()
 	fmt.Fprintln(os.Stderr, banner(cfg, ln.Addr()))
-	err = app.HTTP.Serve(ctx, ln, server.RequestGrace(loader.Current().ShutdownGrace()))
+	err = app.HTTP.Serve(httpCtx, ln, server.RequestGrace(loader.Current().ShutdownGrace()))
 	stop() // Serve may have failed by itself: the work stops then too
 	<-stopped
 	return err

@@ -51,6 +51,7 @@ type Daemon[T any] struct {
 	running sync.WaitGroup
 	mu      sync.Mutex
 	abandon context.CancelFunc // cancels the runs' ctx: Stop gave up waiting
+	claimer chan struct{}      // closed when the claim loop has ended (Halt waits for it)
 	polled  atomic.Int64       // wall-clock Unix nanoseconds of the claim loop's last pass (LastPoll)
 }
 
@@ -85,15 +86,33 @@ func (d *Daemon[T]) Start(ctx context.Context) {
 		d.Log = slog.Default()
 	}
 	runs, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	claimer := make(chan struct{})
 	d.mu.Lock()
-	d.abandon = abandon
-	d.mu.Unlock()
-	d.base.Start(ctx, func(ctx context.Context) { d.loop(ctx, runs) })
+	defer d.mu.Unlock()
+	if d.base.Start(ctx, func(ctx context.Context) { d.loop(ctx, runs, claimer) }) {
+		d.abandon, d.claimer = abandon, claimer
+	} else {
+		abandon()
+	}
 }
 
 // Notify wakes the claimer at once (a task was queued, or a slot freed) instead of waiting for
 // the next poll.
 func (d *Daemon[T]) Notify() { d.base.Notify() }
+
+// Halt ends claiming and returns once the claimer is done (a claim in flight, its context
+// cancelled, ends first), without waiting for the runs: after it, nothing more is claimed. A
+// stop's first act, before anything a client sees end (an event stream) could let it act on a
+// stop while the daemon still claims; Stop does the rest.
+func (d *Daemon[T]) Halt() {
+	d.base.Halt()
+	d.mu.Lock()
+	claimer := d.claimer
+	d.mu.Unlock()
+	if claimer != nil {
+		<-claimer
+	}
+}
 
 // Stop ends claiming at once (a claim after Stop began would run work the stop then has to hand
 // back) and waits until in-flight runs have finished their step and handed their task back.
@@ -123,8 +142,9 @@ func (d *Daemon[T]) Stop(ctx context.Context) error {
 	return fmt.Errorf("worker: stop timed out; in-flight steps were cancelled and their tasks handed back: %w", err)
 }
 
-func (d *Daemon[T]) loop(ctx, runs context.Context) {
+func (d *Daemon[T]) loop(ctx, runs context.Context, claimer chan struct{}) {
 	defer d.running.Wait()
+	defer close(claimer)
 	defer d.polled.Store(0)
 	var sem chan struct{}
 	if d.MaxWorkers > 0 {

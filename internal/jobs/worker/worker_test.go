@@ -227,6 +227,55 @@ func TestNoClaimOnceStopBegan(t *testing.T) {
 	}
 }
 
+// TestHaltEndsClaimingWithoutWaitingForRuns: Halt returns while two runs still hold their
+// slots, the claim loop has ended by then (LastPoll is zero), and the slots those runs free
+// afterwards, each with its wake-up, are not claimed again; Stop then waits for the runs.
+func TestHaltEndsClaimingWithoutWaitingForRuns(t *testing.T) {
+	t.Parallel()
+	q := &fakeQueue{last: 10}
+	var halted atomic.Bool
+	var after atomic.Int64
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	d := &Daemon[int64]{
+		Claim: func(ctx context.Context, n int) ([]int64, error) {
+			if halted.Load() {
+				after.Add(1)
+			}
+			return q.claim(ctx, n)
+		},
+		MaxWorkers: 2,
+		Clock:      testkit.NewClock(t0),
+		Run: func(context.Context, <-chan struct{}, int64) {
+			started <- struct{}{}
+			<-release
+		},
+	}
+	d.Start(context.Background())
+	<-started
+	<-started
+	done := make(chan struct{})
+	go func() { d.Halt(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Halt waited for the runs")
+	}
+	halted.Store(true)
+	if !d.LastPoll().IsZero() {
+		t.Fatal("the claim loop still runs after Halt returned")
+	}
+	close(release)
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := after.Load(); n != 0 {
+		t.Fatalf("%d claims after Halt", n)
+	}
+	if len(started) != 0 {
+		t.Fatalf("%d runs started after Halt", len(started))
+	}
+}
+
 // TestClaimLingerGathersWakeUps: with ClaimLinger set, a wake-up does not claim until the
 // linger has passed on the clock, and the wake-ups that arrive meanwhile go in that one claim.
 func TestClaimLingerGathersWakeUps(t *testing.T) {

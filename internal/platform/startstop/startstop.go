@@ -74,6 +74,17 @@ func (b *Base) Start(ctx context.Context, loop func(ctx context.Context)) bool {
 	return true
 }
 
+// Halt cancels the loop's context without waiting for it to return: what the loop does on
+// ending (a drain) goes on, and a later Stop waits for it. It does nothing when no loop runs.
+func (b *Base) Halt() {
+	b.mu.Lock()
+	cancel := b.cancel
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
 // Stop cancels the loop's context and waits until the loop returned. It returns nil at once
 // when no loop runs, and ctx's error when ctx ends while the loop is still draining (a later
 // Stop waits for it again); a loop that has returned is never reported as draining, even under
