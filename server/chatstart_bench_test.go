@@ -30,8 +30,8 @@ import (
 // validation; the agent and budget reads; the task, its first message and their events
 // written) beside the floor it is compared with in the same run (issue 28, item 7): a bare gin
 // engine in this process binding the same JSON body and inserting one task-sized row with GORM
-// into a fresh database of the same dialect (SQLite with the store's pragmas, or a throwaway
-// database on the server of SVC_TEST_MYSQL_DSN / SVC_TEST_POSTGRES_DSN). One op is one request
+// into a fresh database of the same dialect (SQLite with the store's pragmas and driver, or a
+// throwaway database on the server of SVC_TEST_MYSQL_DSN / SVC_TEST_POSTGRES_DSN). One op is one request
 // of each, alternated, from the same HTTP client; x-bare is the service's throughput ÷ the bare
 // engine's (goal ≥ 0.8).
 func BenchmarkChatStartVsBare(b *testing.B) {
@@ -103,7 +103,7 @@ func bareDialector(b *testing.B) gorm.Dialector {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return sqlite.Open(dsn)
+	return sqlite.New(sqlite.Config{DSN: dsn, DriverName: store.SQLiteDriverName})
 }
 
 // bareChatServer serves POST /chats with gin: bind the JSON body, one GORM insert, 202 with

@@ -3,9 +3,9 @@ package server
 import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/mattn/go-sqlite3"
 
 	"github.com/agentsvc/svc/internal/platform/sqlcount"
+	"github.com/agentsvc/svc/store"
 )
 
 // dbCounts counts what this process sends to the database it opened with OpenStore: the
@@ -24,7 +24,7 @@ func observeDB(string) sqlcount.Observer { return sqlcount.Observer{Counts: &dbC
 // countingDriver registers (once) and names the counting driver of a db_driver value.
 func countingDriver(dbDriver string) string {
 	if dbDriver == "sqlite" || dbDriver == "sqlite3" || dbDriver == "" {
-		sqlcount.Register(countedSQLite, &sqlcount.Driver{Base: &sqlite3.SQLiteDriver{}, Observe: observeDB})
+		sqlcount.Register(countedSQLite, &sqlcount.Driver{Base: store.SQLiteDriver(), Observe: observeDB})
 		return countedSQLite
 	}
 	if dbDriver == "postgres" {

@@ -50,9 +50,11 @@ func TestStatementsPreparedOnce(t *testing.T) {
 	if perRun < 5 {
 		t.Fatalf("a cycle ran %.1f statements; the test expects a create, a claim and a step (≥ 5)", perRun)
 	}
-	// A statement is prepared again only on a connection that has not run it yet: a few, not
-	// one per statement run.
-	if got.Prepares > runs/4 {
+	// A statement is prepared again only on a connection that has not run it yet: a cycle's
+	// statements once for each connection the pool opens meanwhile (a few on a loaded machine,
+	// where background reads hold one: 20 prepares in a CI run on PostgreSQL), at most five
+	// connections' worth here, where compiling on every run prepares each statement run.
+	if got.Prepares > int64(5*perRun) {
 		t.Fatalf("%d prepares for %d statements in %d runs: statements are compiled again on every run", got.Prepares, got.Statements, runs)
 	}
 }

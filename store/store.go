@@ -27,6 +27,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
@@ -75,8 +76,9 @@ type Options struct {
 	// DefaultMaxOpenConns of the dialect. Idle connections are kept up to the same number, so a
 	// busy pool does not close and reopen connections.
 	MaxOpenConns int
-	// SQLDriverName is the database/sql driver to open ("" : sqlite3, mysql or pgx). Tests register
-	// a driver wrapping the real one to inject failures.
+	// SQLDriverName is the database/sql driver to open ("": SQLiteDriverName, mysql or pgx). A
+	// wrapper of the real one (counting statements, injecting failures in tests) wraps
+	// SQLiteDriver on SQLite.
 	SQLDriverName string
 	// VersionTTL is how long the store trusts its last read of the versions that guard its
 	// caches and the callers' (ConfigVersion, sessions): a change made through another process
@@ -169,7 +171,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err := createSQLite(opts.SQLitePath); err != nil {
 			return nil, err
 		}
-		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: opts.SQLDriverName})
+		driverName := opts.SQLDriverName
+		if driverName == "" {
+			driverName = SQLiteDriverName
+		}
+		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: driverName})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
 		s.group.lanes, s.group.maxHeld = 1, maxGroupHeld
@@ -244,6 +250,27 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SQLiteDriverName is the database/sql driver the store opens SQLite files with: SQLiteDriver.
+const SQLiteDriverName = "svc-sqlite3"
+
+func init() { sql.Register(SQLiteDriverName, SQLiteDriver()) }
+
+// SQLiteDriver returns the SQLite driver whose connections the store needs (SQLiteDriverName
+// registers it; a wrapper that observes the connections wraps it): each connection keeps
+// SQLite's temporary storage in memory (temp_store = MEMORY). Every UPDATE … RETURNING and
+// INSERT … RETURNING — a claim, a step's status change, the rate-limit window, GORM's inserts —
+// gathers its rows in an ephemeral table, and on the default file-backed temporary storage each
+// such statement set up and tore down a pager for it, on the C heap: ~250 µs a statement where
+// the same upsert without RETURNING takes 10 (docs/benchmarks.md, "SQLite's temporary storage").
+// The temporary storage also holds the sorts no index serves; the store's lists are bounded by
+// their pages.
+func SQLiteDriver() *sqlite3.SQLiteDriver {
+	return &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA temp_store = MEMORY", nil)
+		return err
+	}}
 }
 
 // SQLiteDSN is the data source name the store opens a SQLite file with (WAL, busy timeout,

@@ -159,7 +159,7 @@ func (f *Faults) fault(kind Fault) error {
 // NewFaulty is New on a store whose writes fail while its Faults say so.
 func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	t.Helper()
-	sqlcount.Register(faultySQLite, &sqlcount.Driver{Base: &sqlite3.SQLiteDriver{}, Observe: observe})
+	sqlcount.Register(faultySQLite, &sqlcount.Driver{Base: store.SQLiteDriver(), Observe: observe})
 	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observe})
 	sqlcount.Register(faultyPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observe})
 	f := &Faults{}
