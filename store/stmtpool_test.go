@@ -52,8 +52,9 @@ func TestStatementsPreparedOnce(t *testing.T) {
 	}
 	// A statement is prepared again only on a connection that has not run it yet: a cycle's
 	// statements once for each connection the pool opens meanwhile (a few on a loaded machine,
-	// where background reads hold one: 20 prepares in a CI run on PostgreSQL), at most five
-	// connections' worth here, where compiling on every run prepares each statement run.
+	// where background reads hold one: 20 prepares on PostgreSQL in a full make test beside a
+	// benchmark), at most five connections' worth here, where compiling on every run prepares
+	// each statement run.
 	if got.Prepares > int64(5*perRun) {
 		t.Fatalf("%d prepares for %d statements in %d runs: statements are compiled again on every run", got.Prepares, got.Statements, runs)
 	}
