@@ -1,7 +1,6 @@
 package server
 
 import (
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/agentsvc/svc/internal/platform/sqlcount"
@@ -31,6 +30,6 @@ func countingDriver(dbDriver string) string {
 		sqlcount.Register(countedPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observeDB})
 		return countedPostgres
 	}
-	sqlcount.Register(countedMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observeDB})
+	sqlcount.Register(countedMySQL, &sqlcount.Driver{Base: store.MySQLDriver(), Observe: observeDB})
 	return countedMySQL
 }

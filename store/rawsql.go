@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,6 +152,68 @@ func queryRows[T any](db *gorm.DB, dest func(*T) []any, q string, args ...any) (
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// changedRows returns copies of rows with changes (an UPDATE's SET list, setClause's: column →
+// value, nil, or an expression adding to the column's own value, "col + ?" or "col + 1")
+// applied as the UPDATE applies them, or nil when rows is empty or a change is of another form
+// (the caller then reads the rows back).
+func changedRows(rows []taskRow, changes map[string]any) []taskRow {
+	if len(rows) == 0 {
+		return nil
+	}
+	cols := strings.Split(taskColumns, ", ")
+	out := slices.Clone(rows)
+	for i := range out {
+		dest := out[i].dest()
+		for c, v := range changes {
+			j := slices.Index(cols, c)
+			if j < 0 || !setField(reflect.ValueOf(dest[j]).Elem(), c, v) {
+				return nil
+			}
+		}
+	}
+	return out
+}
+
+// setField sets f, the field of column c, to v as the UPDATE's SET c = v does, and reports
+// whether it could.
+func setField(f reflect.Value, c string, v any) bool {
+	if e, ok := v.(clause.Expr); ok {
+		var n int64
+		switch {
+		case e.SQL == c+" + 1" && len(e.Vars) == 0:
+			n = 1
+		case e.SQL == c+" + ?" && len(e.Vars) == 1 && reflect.ValueOf(e.Vars[0]).CanInt():
+			n = reflect.ValueOf(e.Vars[0]).Int()
+		default:
+			return false
+		}
+		if !f.CanInt() {
+			return false
+		}
+		f.SetInt(f.Int() + n)
+		return true
+	}
+	if v == nil {
+		if f.Kind() != reflect.Pointer {
+			return false
+		}
+		f.SetZero()
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	if f.Kind() == reflect.Pointer && rv.Type().AssignableTo(f.Type().Elem()) {
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		f.Set(p)
+		return true
+	}
+	if !rv.Type().AssignableTo(f.Type()) {
+		return false
+	}
+	f.Set(rv)
+	return true
 }
 
 // queryTasks runs q, which returns taskColumns.

@@ -273,3 +273,41 @@ func TestTxRetriesDeadlock(t *testing.T) {
 		t.Fatalf("duplicate key: err %v after %d runs, want one run", err, runs)
 	}
 }
+
+// TestMySQLTransactionsReadCommitted: on MySQL/MariaDB every connection of the store's pool,
+// through its own driver and through a wrapper of store.MySQLDriver (the counting one), runs its
+// transactions under READ COMMITTED without the claim asking for it per transaction (which cost
+// the claim a round trip: the driver sends the level as a statement of its own).
+func TestMySQLTransactionsReadCommitted(t *testing.T) {
+	if storetest.Dialect() != store.DialectMySQL {
+		t.Skip("MySQL/MariaDB only: SQLite has one writer, PostgreSQL reads committed by default")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	plain := storetest.New(t)
+	counted, _ := storetest.NewCounted(t)
+	for name, s := range map[string]*store.Store{"store's driver": plain, "counting wrapper": counted} {
+		for range 3 {
+			// The variable is transaction_isolation on MySQL 8 and MariaDB 11.1+, tx_isolation
+			// before; both where both exist.
+			var vars []struct {
+				VariableName string `gorm:"column:Variable_name"`
+				Value        string `gorm:"column:Value"`
+			}
+			err := s.TxForTest(ctx, func(tx *gorm.DB) error {
+				return tx.Raw("SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation')").Scan(&vars).Error
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vars) == 0 {
+				t.Fatalf("%s: the server shows no isolation variable", name)
+			}
+			for _, v := range vars {
+				if v.Value != "READ-COMMITTED" {
+					t.Errorf("%s: a transaction's %s is %q, want READ-COMMITTED", name, v.VariableName, v.Value)
+				}
+			}
+		}
+	}
+}

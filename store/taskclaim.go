@@ -142,7 +142,7 @@ func (s *Tasks) ClaimQueued(ctx context.Context, workerID string, lease time.Dur
 	if limit < 1 {
 		return out, nil
 	}
-	rows, err := inTx(readCommitted(ctx), s.Store, func(tx *gorm.DB) ([]taskRow, error) {
+	rows, err := inTx(ctx, s.Store, func(tx *gorm.DB) ([]taskRow, error) {
 		var rows []taskRow
 		now := s.now()
 		until := normTime(now.Add(lease))
@@ -293,22 +293,29 @@ func (s *Store) claim(tx *gorm.DB, k claimKind, n int, worker string, until, now
 	if err != nil {
 		return nil, wrapClaim(err)
 	}
-	var ids []int64
-	q := "SELECT id FROM tasks WHERE id IN ? AND " + k.where + " FOR UPDATE SKIP LOCKED"
-	for len(ids) < n && len(ranked) > 0 {
-		chunk := ranked[:min(n-len(ids), len(ranked))]
+	// The locking read returns the rows whole: the UPDATE's changes are applied to them
+	// (statusChange.locked) instead of a read-back, a round trip less on the serial claimer.
+	var locked []taskRow
+	for len(locked) < n && len(ranked) > 0 {
+		chunk := ranked[:min(n-len(locked), len(ranked))]
 		ranked = ranked[len(chunk):]
-		var free []int64
-		if err := tx.Raw(q, append([]any{chunk}, k.whereArgs...)...).Scan(&free).Error; err != nil {
+		in, args := inList(chunk)
+		free, err := queryTasks(tx, "SELECT "+taskColumns+" FROM tasks WHERE id IN "+in+" AND "+k.where+" FOR UPDATE SKIP LOCKED",
+			append(args, k.whereArgs...)...)
+		if err != nil {
 			return nil, wrapClaim(err)
 		}
-		ids = append(ids, free...)
+		locked = append(locked, free...)
 	}
-	if len(ids) == 0 {
+	if len(locked) == 0 {
 		return nil, nil
 	}
+	ids := make([]int64, len(locked))
+	for i := range locked {
+		ids[i] = locked[i].ID
+	}
 	c.where, c.args = idIn(tx, "id", ids)
-	c.ids = ids
+	c.ids, c.locked = ids, locked
 	rows, err := s.setStatus(tx, now, c)
 	return rows, wrapClaim(err)
 }

@@ -32,6 +32,10 @@ type statusChange struct {
 	// reads them back; a change of several rows there must hold their locks already, so that
 	// each one matches.
 	ids []int64
+	// locked are the rows of ids as the caller read them under their locks, before the change
+	// (a claim's locking read): MySQL/MariaDB then applies the change to them (changedRows)
+	// instead of reading them back, a round trip less.
+	locked []taskRow
 	// set holds the action's own columns (usage, lease, error, data …); the derived ones are
 	// setStatus's.
 	set map[string]any
@@ -84,7 +88,7 @@ func (s *Store) setStatus(tx *gorm.DB, now time.Time, c statusChange) ([]taskRow
 	}
 	set, args := setClause(ch)
 	q := "UPDATE tasks SET " + set + " WHERE status = ? AND (" + c.where + ")"
-	rows, err := updateTasks(tx, q, append(append(args, c.from), c.args...), c.ids, mayNoticeIf(c))
+	rows, err := updateTasks(tx, q, append(append(args, c.from), c.args...), c.ids, mayNoticeIf(c), changedRows(c.locked, ch))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -121,9 +125,11 @@ func derivedColumns(rule taskstate.Rule, to string, now time.Time) map[string]an
 
 // updateTasks runs the UPDATE q of task rows and returns them as written, in ascending id
 // order: UPDATE … RETURNING on SQLite and PostgreSQL; on MySQL/MariaDB the UPDATE, then a read
-// of ids (which must all have matched). With wanted, each row also says whether a conditional
-// notice of its transition is wanted (taskRow.noticeWanted, noticeWantedSQL), read with the rows.
-func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([]taskRow, error) {
+// of ids (which must all have matched), or, when the caller knew the rows before the change
+// (changed, not nil), those rows as the UPDATE changed them. With wanted, each row also says
+// whether a conditional notice of its transition is wanted (taskRow.noticeWanted,
+// noticeWantedSQL), read with the rows.
+func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool, changed []taskRow) ([]taskRow, error) {
 	cols, dest := taskColumns, (*taskRow).dest
 	var wArgs []any
 	if wanted {
@@ -150,6 +156,10 @@ func updateTasks(tx *gorm.DB, q string, args []any, ids []int64, wanted bool) ([
 	}
 	if int(n) != len(ids) {
 		return nil, fmt.Errorf("update tasks: %d rows changed, %d expected", n, len(ids))
+	}
+	if changed != nil && !wanted {
+		slices.SortFunc(changed, func(a, b taskRow) int { return int(a.ID - b.ID) })
+		return changed, nil
 	}
 	in, inArgs := inList(ids)
 	return queryRows(tx, dest, "SELECT "+cols+" FROM tasks WHERE id IN "+in+" ORDER BY id", slices.Concat(wArgs, inArgs)...)

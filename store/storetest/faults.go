@@ -160,7 +160,7 @@ func (f *Faults) fault(kind Fault) error {
 func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	t.Helper()
 	sqlcount.Register(faultySQLite, &sqlcount.Driver{Base: store.SQLiteDriver(), Observe: observe})
-	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: &gomysql.MySQLDriver{}, Observe: observe})
+	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: store.MySQLDriver(), Observe: observe})
 	sqlcount.Register(faultyPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observe})
 	f := &Faults{}
 	opts, migrated := migratedOptions(t)
