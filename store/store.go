@@ -10,6 +10,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -172,11 +173,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err := createSQLite(opts.SQLitePath); err != nil {
 			return nil, err
 		}
-		driverName := opts.SQLDriverName
-		if driverName == "" {
-			driverName = SQLiteDriverName
-		}
-		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: driverName})
+		dialector = sqlite.New(sqlite.Config{DSN: dsn, DriverName: cmp.Or(opts.SQLDriverName, SQLiteDriverName)})
 	case "mysql", "mariadb":
 		s.dialect = DialectMySQL
 		s.group.lanes, s.group.maxHeld = 1, maxGroupHeld
@@ -184,11 +181,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		driverName := opts.SQLDriverName
-		if driverName == "" {
-			driverName = MySQLDriverName
-		}
-		dialector = mysql.New(mysql.Config{DSN: dsn, DriverName: driverName})
+		dialector = mysql.New(mysql.Config{DSN: dsn, DriverName: cmp.Or(opts.SQLDriverName, MySQLDriverName)})
 	case "postgres", "postgresql":
 		s.dialect = DialectPostgres
 		s.group.lanes = commitLanes
