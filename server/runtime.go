@@ -311,7 +311,7 @@ func (a *App) workers(n int) int {
 	return n
 }
 
-// claimLingerMySQL is the daemon's ClaimLinger on MySQL/MariaDB, where a claim is eight round
+// claimLingerMySQL is the daemon's ClaimLinger on MySQL/MariaDB, where a claim is seven round
 // trips in one transaction: the slots that free within it go in one claim (docs/benchmarks.md,
 // issue 28's eighth session). On SQLite (a claim in the process) and PostgreSQL (a claim of
 // three statements) it only delayed the runs.
