@@ -797,10 +797,7 @@ func tplYAML(t *agenttemplate.Template) (string, error) {
 // text; today these are the two template uploads.
 func TestRawBodyOperations(t *testing.T) {
 	t.Parallel()
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	var got []string
 	for _, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentsvc/svc/api"
 	"github.com/agentsvc/svc/api/apitest"
-	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/vocab/svcerr"
 )
 
@@ -24,10 +23,7 @@ type operation struct {
 }
 
 func operations(t *testing.T) []operation {
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	var ops []operation
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -87,7 +83,7 @@ func TestUnimplementedOperations(t *testing.T) {
 	pending := api.UnimplementedOperations()
 	ops := operations(t)
 	t.Logf("%d of %d operations are not implemented yet", len(pending), len(ops))
-	doc, _ := gen.GetSpec()
+	doc := apitest.Contract(t)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			has501 := op.Responses.Status(501) != nil
@@ -131,10 +127,7 @@ func TestServiceEndpoints(t *testing.T) {
 	}
 	// A not-yet-built operation answers an honest 501 in the envelope: the first GET without
 	// path parameters among them, whichever that is as operations get built.
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	adm, _ := env.UserClient("root@example.com")
 	paths := doc.Paths.Keys()
 	slices.Sort(paths)
@@ -153,10 +146,7 @@ func TestServiceEndpoints(t *testing.T) {
 // Request components state the default in the description instead (the handlers apply it).
 func TestRequestSchemasDeclareNoDefault(t *testing.T) {
 	t.Parallel()
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	seen := map[*openapi3.Schema]bool{}
 	var visit func(where string, ref *openapi3.SchemaRef, viaRef bool)
 	visit = func(where string, ref *openapi3.SchemaRef, viaRef bool) {

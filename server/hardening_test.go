@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/agentsvc/svc/api/apitest"
-	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/account"
 	"github.com/agentsvc/svc/internal/platform/config"
 	"github.com/agentsvc/svc/internal/platform/push"
@@ -38,10 +37,7 @@ func TestUnsupportedContentType(t *testing.T) {
 		t.Errorf("message = %s", res.Body)
 	}
 
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			if op.RequestBody != nil && op.Responses.Status(http.StatusUnsupportedMediaType) == nil {

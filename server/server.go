@@ -83,11 +83,7 @@ type Server struct {
 // New builds the engine over the services (it builds none); clock (nil: time.Now) drives the
 // rate limits. The mount prefix is read once: changing app_prefix needs a restart.
 func New(d *Services, clock func() time.Time) (*Server, error) {
-	doc, err := gen.GetSpec()
-	if err != nil {
-		return nil, fmt.Errorf("load embedded contract: %w", err)
-	}
-	k, err := newContract(doc)
+	k, err := embeddedContract()
 	if err != nil {
 		return nil, err
 	}

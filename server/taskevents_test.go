@@ -70,10 +70,7 @@ func parseBlock(t *testing.T, block string) (sseEvent, bool) {
 // checkTaskEvent validates one data line against the contract's TaskEvent schema.
 func checkTaskEvent(t *testing.T, raw string) {
 	t.Helper()
-	doc, err := gen.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := apitest.Contract(t)
 	var v any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		t.Fatalf("event data is no JSON: %s", raw)

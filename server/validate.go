@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -21,6 +22,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentsvc/svc/api"
+	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/account"
 	"github.com/agentsvc/svc/internal/domain/chat"
 	"github.com/agentsvc/svc/internal/domain/spool"
@@ -42,14 +44,22 @@ type contract struct {
 	router routers.Router
 }
 
-func newContract(doc *openapi3.T) (*contract, error) {
+// embeddedContract is the embedded document's contract, parsed, validated and routed once per
+// process and shared by every Server of it, which only read it (as a Server's requests share it).
+// A process builds one Server, its tests hundreds: parsing the document per Server was over half
+// of the server package's test CPU.
+var embeddedContract = sync.OnceValues(func() (*contract, error) {
+	doc, err := gen.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded contract: %w", err)
+	}
 	doc.Servers = nil // paths are matched relative to the API base
 	r, err := legacy.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("build contract router: %w", err)
 	}
 	return &contract{doc: doc, router: r}, nil
-}
+})
 
 // route finds the operation of r, with base trimmed from its path. It matches the raw (escaped)
 // path, as gin does (UseRawPath), so that an encoded slash stays inside one segment

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,8 +59,35 @@ type Env struct {
 	Mail    *mailtest.Server
 	Clock   *testkit.Clock
 	handler http.Handler
-	doc     *openapi3.T
-	router  routers.Router
+}
+
+// contract is the embedded contract the responses are checked against, parsed and routed once
+// per test process and shared, read-only, by every Env and test (Contract): parsing it per Env
+// was over half of the server package's test CPU.
+var contract = sync.OnceValues(func() (contractDoc, error) {
+	doc, err := gen.GetSpec()
+	if err != nil {
+		return contractDoc{}, err
+	}
+	doc.Servers = nil // paths are matched relative to the API base
+	r, err := legacy.NewRouter(doc)
+	return contractDoc{doc, r}, err
+})
+
+type contractDoc struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+// Contract returns the embedded contract, shared by the whole test process: read it, never
+// change it.
+func Contract(t testing.TB) *openapi3.T {
+	t.Helper()
+	k, err := contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.doc
 }
 
 // New starts a service. env holds extra SVC_* settings (for example SVC_ALLOW_REGISTRATION=false).
@@ -124,16 +152,10 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 		t.Fatalf("open app: %v", err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
-	doc, err := gen.GetSpec()
-	if err != nil {
+	if _, err := contract(); err != nil {
 		t.Fatal(err)
 	}
-	doc.Servers = nil
-	r, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Env{T: t, App: app, Mail: smtp, Clock: clock, handler: app.HTTP.Handler(), doc: doc, router: r}
+	return &Env{T: t, App: app, Mail: smtp, Clock: clock, handler: app.HTTP.Handler()}
 }
 
 // DrainMail sends every due mail of the service's outbox to the in-process SMTP server now
@@ -269,7 +291,8 @@ func (e *Env) validate(t testing.TB, req *http.Request, reqBody []byte, res *Res
 	rel.URL.Path = strings.TrimPrefix(req.URL.EscapedPath(), API)
 	rel.URL.RawPath = ""
 	rel.Body = io.NopCloser(bytes.NewReader(reqBody))
-	route, params, err := e.router.FindRoute(rel)
+	k, _ := contract() // loaded by NewWith
+	route, params, err := k.router.FindRoute(rel)
 	for name, v := range params {
 		if s, uerr := url.PathUnescape(v); uerr == nil {
 			params[name] = s

@@ -163,7 +163,7 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 	sqlcount.Register(faultyMySQL, &sqlcount.Driver{Base: store.MySQLDriver(), Observe: observe})
 	sqlcount.Register(faultyPostgres, &sqlcount.Driver{Base: stdlib.GetDefaultDriver(), Observe: observe})
 	f := &Faults{}
-	opts, migrated := migratedOptions(t)
+	opts := migratedOptions(t)
 	switch opts.Driver {
 	case "mysql":
 		f.mysql = true
@@ -204,11 +204,6 @@ func NewFaulty(t testing.TB) (*store.Store, *Faults) {
 			t.Errorf("storetest: close store: %v", err)
 		}
 	})
-	if !migrated {
-		if err := s.Migrate(context.Background()); err != nil {
-			t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
-		}
-	}
 	return s, f
 }
 

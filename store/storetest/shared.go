@@ -15,7 +15,7 @@ import (
 func NewShared(t testing.TB, n int) []*store.Store {
 	t.Helper()
 	ctx := context.Background()
-	opts, migrated := migratedOptions(t)
+	opts := migratedOptions(t)
 	out := make([]*store.Store, 0, n)
 	for i := range n {
 		s, err := store.Open(ctx, opts)
@@ -27,11 +27,6 @@ func NewShared(t testing.TB, n int) []*store.Store {
 				t.Errorf("storetest: close store %d: %v", i, err)
 			}
 		})
-		if i == 0 && !migrated {
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatalf("storetest: migrate %s store: %v", s.Dialect(), err)
-			}
-		}
 		out = append(out, s)
 	}
 	return out
