@@ -40,7 +40,7 @@ db_packages() {
     $GO list -test -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./... |
       awk -v want="$module/store/storetest" '$1 ~ /\.test$/ { for (i = 2; i <= NF; i++) if ($i == want) { sub(/\.test$/, "", $1); print $1; next } }'
     grep -ls 'SVC_TEST_MYSQL_DSN\|SVC_TEST_POSTGRES_DSN' $(git ls-files '*_test.go') |
-      xargs -r -n1 dirname | sort -u | sed "s#^\.\$#$module#; s#^#$module/#; s#^$module/$module\$#$module#"
+      xargs -r -n1 dirname | sort -u | sed "s#^\.\$##; s#^#$module/#; s#/\$##"
   } | sort -u
 }
 

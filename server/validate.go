@@ -61,6 +61,17 @@ var embeddedContract = sync.OnceValues(func() (*contract, error) {
 	return &contract{doc: doc, router: r}, nil
 })
 
+// EmbeddedContract returns the process's parsed contract and its router (paths relative to the
+// API base), for the test harness that checks every answer against the same document; callers
+// only read them. Its error is the embedded document's failing to load, which New reports too.
+func EmbeddedContract() (*openapi3.T, routers.Router, error) {
+	k, err := embeddedContract()
+	if err != nil {
+		return nil, nil, err
+	}
+	return k.doc, k.router, nil
+}
+
 // route finds the operation of r, with base trimmed from its path. It matches the raw (escaped)
 // path, as gin does (UseRawPath), so that an encoded slash stays inside one segment
 // (/agent-templates/core%2Fresearcher), and returns the path parameters unescaped.

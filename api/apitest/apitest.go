@@ -17,14 +17,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/agentsvc/svc/gen"
 	"github.com/agentsvc/svc/internal/domain/account"
@@ -61,33 +58,15 @@ type Env struct {
 	handler http.Handler
 }
 
-// contract is the embedded contract the responses are checked against, parsed and routed once
-// per test process and shared, read-only, by every Env and test (Contract): parsing it per Env
-// was over half of the server package's test CPU.
-var contract = sync.OnceValues(func() (contractDoc, error) {
-	doc, err := gen.GetSpec()
-	if err != nil {
-		return contractDoc{}, err
-	}
-	doc.Servers = nil // paths are matched relative to the API base
-	r, err := legacy.NewRouter(doc)
-	return contractDoc{doc, r}, err
-})
-
-type contractDoc struct {
-	doc    *openapi3.T
-	router routers.Router
-}
-
-// Contract returns the embedded contract, shared by the whole test process: read it, never
-// change it.
+// Contract returns the embedded contract, the one the service checks requests against and Do
+// checks answers against, shared by the whole test process: read it, never change it.
 func Contract(t testing.TB) *openapi3.T {
 	t.Helper()
-	k, err := contract()
+	doc, _, err := server.EmbeddedContract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k.doc
+	return doc
 }
 
 // New starts a service. env holds extra SVC_* settings (for example SVC_ALLOW_REGISTRATION=false).
@@ -152,9 +131,6 @@ func NewWith(t testing.TB, o Options, env ...string) *Env {
 		t.Fatalf("open app: %v", err)
 	}
 	t.Cleanup(func() { _ = app.Close() })
-	if _, err := contract(); err != nil {
-		t.Fatal(err)
-	}
 	return &Env{T: t, App: app, Mail: smtp, Clock: clock, handler: app.HTTP.Handler()}
 }
 
@@ -291,8 +267,8 @@ func (e *Env) validate(t testing.TB, req *http.Request, reqBody []byte, res *Res
 	rel.URL.Path = strings.TrimPrefix(req.URL.EscapedPath(), API)
 	rel.URL.RawPath = ""
 	rel.Body = io.NopCloser(bytes.NewReader(reqBody))
-	k, _ := contract() // loaded by NewWith
-	route, params, err := k.router.FindRoute(rel)
+	_, router, _ := server.EmbeddedContract() // loaded by server.Open in NewWith
+	route, params, err := router.FindRoute(rel)
 	for name, v := range params {
 		if s, uerr := url.PathUnescape(v); uerr == nil {
 			params[name] = s
